@@ -1,0 +1,115 @@
+// Package api holds the wire types of the boxkite control-plane and sidecar
+// HTTP APIs: requests, responses, stream events and the error envelope.
+//
+// It is a leaf: it imports only the standard library, so every other package
+// (client, server, sidecar, tools, tui, handoff) can share it. Together with
+// package client it is the supported, stable Go API of boxkite.
+package api
+
+import "time"
+
+// Health is the body of GET /health on the control plane and on a sidecar.
+type Health struct {
+	Status  string `json:"status"`            // "healthy" or "ready"
+	Version string `json:"version,omitempty"` // build version of the answering binary
+}
+
+// Sandbox sizes accepted in CreateSandboxRequest.Size.
+const (
+	SizeSmall  = "small"
+	SizeMedium = "medium"
+	SizeLarge  = "large"
+)
+
+// Sandbox statuses reported in Sandbox.Status.
+const (
+	StatusActive    = "active"    // the sidecar answers; operations are accepted
+	StatusDestroyed = "destroyed" // deleted by a user or by the reaper
+	StatusLost      = "lost"      // the substrate lost it (host restart, process died)
+)
+
+// CreateSandboxRequest is the body of POST /v1/sandboxes.
+type CreateSandboxRequest struct {
+	Label              string            `json:"label,omitempty"`
+	Size               string            `json:"size,omitempty"` // small (default), medium, large
+	StorageGB          float64           `json:"storage_gb,omitempty"`
+	LifetimeMinutes    int               `json:"lifetime_minutes,omitempty"` // 0 means the server default
+	Count              int               `json:"count,omitempty"`            // 1..10; >1 makes the response an array
+	ImageID            string            `json:"image_id,omitempty"`
+	VolumeMounts       map[string]string `json:"volume_mounts,omitempty"` // volume id → absolute mount path
+	MCPConnectionNames []string          `json:"mcp_connection_names,omitempty"`
+	SecretNames        []string          `json:"secret_names,omitempty"`
+}
+
+// Sandbox is how the API shows one sandbox (SandboxSessionOut in the reference).
+type Sandbox struct {
+	ID              string     `json:"id"`
+	Status          string     `json:"status"`
+	Label           string     `json:"label,omitempty"`
+	Size            string     `json:"size"`
+	StorageGB       float64    `json:"storage_gb,omitempty"`
+	LifetimeMinutes int        `json:"lifetime_minutes"`
+	CreatedAt       time.Time  `json:"created_at"`
+	ExpiresAt       time.Time  `json:"expires_at"`
+	DestroyedAt     *time.Time `json:"destroyed_at"`
+	DestroyReason   string     `json:"destroy_reason,omitempty"` // "deleted", "expired", "lost"
+}
+
+// ExtendSandboxRequest is the body of POST /v1/sandboxes/{id}/extend.
+type ExtendSandboxRequest struct {
+	LifetimeMinutes int `json:"lifetime_minutes"`
+}
+
+// Exec timeouts, in seconds, identical through every layer.
+const (
+	DefaultExecTimeout = 30
+	MaxExecTimeout     = 3600
+)
+
+// Output caps of /exec; reading stops and the command is killed when one is hit.
+const (
+	MaxExecStdout = 1 << 20   // 1 MiB
+	MaxExecStderr = 256 << 10 // 256 KiB
+)
+
+// ExitCodeTimeout is the exit code reported when a command exceeds its timeout.
+const ExitCodeTimeout = 124
+
+// ExecRequest is the body of POST /v1/sandboxes/{id}/exec and of the sidecar's /exec.
+type ExecRequest struct {
+	Command     string            `json:"command"`
+	Timeout     int               `json:"timeout,omitempty"` // seconds, 1..3600; 0 in a request means the default
+	Description string            `json:"description,omitempty"`
+	Stdin       string            `json:"stdin,omitempty"`
+	Cwd         string            `json:"cwd,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+}
+
+// ExecResult is the JSON (non-streaming) answer to an exec.
+type ExecResult struct {
+	ExitCode   int    `json:"exit_code"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// ContentTypeNDJSON is the Accept value that turns an exec into a stream of ExecEvents.
+const ContentTypeNDJSON = "application/x-ndjson"
+
+// Exec stream event types.
+const (
+	EventStdout = "stdout"
+	EventStderr = "stderr"
+	EventExit   = "exit"
+	EventError  = "error" // the stream failed after it started; Error is set
+)
+
+// ExecEvent is one line of a streamed exec (Accept: application/x-ndjson).
+// A stream is stdout/stderr events as output happens, ending with one exit event.
+type ExecEvent struct {
+	Type       string `json:"type"`
+	Data       string `json:"data,omitempty"`
+	ExitCode   int    `json:"exit_code,omitempty"`
+	DurationMS int64  `json:"duration_ms,omitempty"`
+	Error      *Error `json:"error,omitempty"`
+}

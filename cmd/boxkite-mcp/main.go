@@ -1,0 +1,4 @@
+// Command boxkite-mcp is a placeholder until its issue lands.
+package main
+
+func main() {}

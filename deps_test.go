@@ -1,0 +1,159 @@
+// Tests at the module root guard the architecture: the import table of
+// design/ARCHITECTURE.md (this file) and package documentation (pkgdoc_test.go).
+package boxkite_test
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/boxkite/boxkite"
+
+// depRule says what one of our packages may import from this module and what
+// it must never link, directly or indirectly. Each forbidden entry carries why.
+type depRule struct {
+	ours      []string          // allowed packages of ours (relative to the module); nil = none
+	anyOurs   bool              // any package of ours except those in forbidden
+	forbidden map[string]string // import-path prefix (ours relative, or external) → reason
+	stdOnly   bool              // nothing outside the standard library at all
+}
+
+var (
+	clientGo  = map[string]string{"k8s.io/": "client-go is for server/kube only; it would bloat this binary"}
+	sqlDriver = map[string]string{
+		"modernc.org/sqlite":   "SQL drivers belong to server/sqlstore",
+		"github.com/jackc/pgx": "SQL drivers belong to server/sqlstore",
+	}
+)
+
+func merge(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// rules is design/ARCHITECTURE.md's import table.
+var rules = map[string]depRule{
+	"client/api": {stdOnly: true},
+	"client": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, map[string]string{
+		"github.com/spf13/cobra":             "the client is a library; the CLI wraps it",
+		"github.com/charmbracelet/bubbletea": "the client is a library; the TUI wraps it",
+		"database/sql":                       "the client talks HTTP only",
+	})},
+	"tools": {ours: []string{"client/api"}, forbidden: map[string]string{
+		"github.com/spf13/cobra": "tools are shared by the CLI, MCP and the server",
+	}},
+	"tui": {ours: []string{"client/api"}, forbidden: map[string]string{
+		"github.com/spf13/cobra": "TUI models depend on a small Source interface, not on the CLI",
+	}},
+	"handoff": {ours: []string{"client/api"}, forbidden: map[string]string{
+		"github.com/spf13/cobra":             "handoff adapters are a library; the CLI wraps them",
+		"github.com/charmbracelet/bubbletea": "handoff adapters are a library",
+	}},
+	"cli": {ours: []string{"client", "client/api", "tui", "handoff", "tools"}, forbidden: merge(clientGo, sqlDriver, map[string]string{
+		"github.com/gliderlabs/ssh": "ssh belongs to the bastion",
+		"golang.org/x/crypto/ssh":   "ssh belongs to the bastion",
+	})},
+	"server":          {ours: []string{"client/api", "tools"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/sqlstore": {ours: []string{"server", "client/api", "tools"}, forbidden: merge(clientGo)},
+	"server/local":    {ours: []string{"server", "sidecar/jail", "client/api", "tools"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/kube":     {ours: []string{"server", "client/api", "tools"}, forbidden: sqlDriver},
+	"server/servertest": {anyOurs: true, forbidden: map[string]string{
+		"cli": "servertest serves the API; the CLI is tested through it, not inside it",
+	}},
+	"sidecar": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, map[string]string{
+		"github.com/spf13/cobra": "the sidecar is small: stdlib, pty, websocket, seccomp",
+		"database/sql":           "the sidecar keeps no database",
+	})},
+	"sidecar/jail":        {forbidden: merge(clientGo, sqlDriver)},
+	"cmd/boxkite":         {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "the CLI starts boxkite-server as a process; it never links it", "sidecar": "the CLI never links the sidecar"})},
+	"cmd/boxkite-sidecar": {ours: []string{"sidecar", "sidecar/jail", "client/api"}, forbidden: merge(clientGo, sqlDriver, map[string]string{"github.com/spf13/cobra": "the sidecar binary stays small"})},
+	"cmd/boxkite-server":  {anyOurs: true, forbidden: map[string]string{"cli": "the server never links the CLI", "tui": "the server never links the TUI"}},
+	"cmd/boxkite-mcp":     {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "boxkite-mcp is a client of the control plane", "cli": "boxkite-mcp does not link the CLI", "tui": "no TUI in the MCP server"})},
+	"cmd/bastion":         {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "the bastion is a client of the control plane", "cli": "the bastion does not link the CLI"})},
+}
+
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// ourPkg returns the module-relative path of an import path of ours, or "".
+func ourPkg(path string) string {
+	if path == module {
+		return "."
+	}
+	if rel, ok := strings.CutPrefix(path, module+"/"); ok {
+		return rel
+	}
+	return ""
+}
+
+// matches reports whether dep (an import path) is covered by a rule prefix,
+// which is module-relative for our packages and absolute otherwise.
+func matches(dep, prefix string) bool {
+	if rel := ourPkg(dep); rel != "" && !strings.Contains(prefix, ".") && prefix != "database/sql" {
+		return rel == prefix || strings.HasPrefix(rel, prefix+"/")
+	}
+	return dep == prefix || strings.HasPrefix(dep, prefix)
+}
+
+func TestDeps(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		pkg, deps := ourPkg(fields[0]), fields[1:]
+		rule, ok := rules[pkg]
+		if !ok {
+			continue
+		}
+		seen[pkg] = true
+		for _, dep := range deps {
+			if rule.stdOnly && !isStd(dep) {
+				t.Errorf("%s links %s; it must use the standard library only", pkg, dep)
+			}
+			for prefix, why := range rule.forbidden {
+				if matches(dep, prefix) {
+					t.Errorf("%s links %s: %s", pkg, dep, why)
+				}
+			}
+			rel := ourPkg(dep)
+			if rel == "" || rel == pkg || strings.HasPrefix(rel, pkg+"/internal") {
+				continue
+			}
+			if !rule.anyOurs && !slices.Contains(rule.ours, rel) && !allowedTransitively(rule.ours, rel) {
+				t.Errorf("%s links %s, which is not in its allowed imports %v", pkg, rel, rule.ours)
+			}
+		}
+	}
+	for pkg := range rules {
+		if !seen[pkg] {
+			t.Errorf("rule for %s matches no package; the layout and the table disagree", pkg)
+		}
+	}
+}
+
+// allowedTransitively accepts a dependency that an allowed package of ours
+// itself may link (for example client/api reached through client).
+func allowedTransitively(allowed []string, dep string) bool {
+	for _, a := range allowed {
+		if r, ok := rules[a]; ok && (slices.Contains(r.ours, dep) || allowedTransitively(r.ours, dep)) {
+			return true
+		}
+	}
+	return false
+}
