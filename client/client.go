@@ -1,0 +1,213 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/go-resty/resty/v2"
+)
+
+// requestTimeout bounds a call whose context has no deadline, so a hung
+// server cannot hang a caller forever. Exec calls use the command's own
+// timeout plus execMargin instead: nothing here may cut a long command short.
+const (
+	requestTimeout = 2 * time.Minute
+	execMargin     = 30 * time.Second
+)
+
+// A Client calls one boxkite control plane. The zero value is not usable: set
+// BaseURL (and APIKey) first. Set the fields before the first call and don't
+// change them afterwards; a Client is then safe for concurrent use.
+type Client struct {
+	BaseURL    string       // e.g. http://127.0.0.1:8090 or https://boxkite.example.com
+	APIKey     string       // bxk_live_…; sent as "Authorization: Bearer <APIKey>"
+	HTTPClient *http.Client // nil means a client with resty's default transport
+	UserAgent  string       // empty means "boxkite-go-client"
+
+	once sync.Once
+	rc   *resty.Client
+}
+
+// New returns a Client for baseURL authenticating with apiKey.
+func New(baseURL, apiKey string) *Client {
+	return &Client{BaseURL: baseURL, APIKey: apiKey}
+}
+
+// ConnError is returned when the control plane cannot be reached at all: the
+// connection was refused, the host is unknown, or the dial timed out. It
+// unwraps to the network error, so errors.Is(err, syscall.ECONNREFUSED) works.
+type ConnError struct {
+	URL string // the base URL that was dialled
+	Err error
+}
+
+func (e *ConnError) Error() string {
+	return fmt.Sprintf("cannot reach the boxkite server at %s: %v", e.URL, e.Err)
+}
+
+func (e *ConnError) Unwrap() error { return e.Err }
+
+type quietLogger struct{}
+
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Warnf(string, ...any)  {}
+func (quietLogger) Debugf(string, ...any) {}
+
+func (c *Client) resty() *resty.Client {
+	c.once.Do(func() {
+		// resty mutates the http.Client it is given (it fills in Transport),
+		// so hand it a copy: the caller's client, or http.DefaultClient, stays untouched.
+		hc := &http.Client{}
+		if c.HTTPClient != nil {
+			cp := *c.HTTPClient
+			hc = &cp
+		}
+		ua := c.UserAgent
+		if ua == "" {
+			ua = "boxkite-go-client"
+		}
+		c.rc = resty.NewWithClient(hc).
+			SetBaseURL(strings.TrimRight(c.BaseURL, "/")).
+			SetHeader("User-Agent", ua).
+			SetHeader("Accept", "application/json").
+			// Local mode is plain HTTP on loopback; resty would otherwise print
+			// a warning about bearer tokens over HTTP to our users' stderr.
+			SetDisableWarn(true).
+			SetLogger(quietLogger{})
+		if c.APIKey != "" {
+			c.rc.SetAuthToken(c.APIKey)
+		}
+	})
+	return c.rc
+}
+
+// request starts a request bound to ctx.
+func (c *Client) request(ctx context.Context) *resty.Request {
+	return c.resty().R().SetContext(ctx)
+}
+
+// withDefaultTimeout applies requestTimeout when ctx has no deadline.
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// do sends the request and decodes a 2xx JSON body into out (when non-nil).
+// Transport failures become *ConnError or a wrapped error, non-2xx become *api.Error.
+func (c *Client) do(ctx context.Context, method, path string, body, out any, configure func(*resty.Request)) error {
+	ctx, cancel := withDefaultTimeout(ctx, requestTimeout)
+	defer cancel()
+	r := c.request(ctx)
+	if body != nil {
+		r.SetHeader("Content-Type", "application/json").SetBody(body)
+	}
+	if configure != nil {
+		configure(r)
+	}
+	resp, err := r.Execute(method, path)
+	if err != nil {
+		return c.transportError(ctx, method, path, err)
+	}
+	if err := errorFrom(resp.StatusCode(), resp.Header(), resp.Body()); err != nil {
+		return err
+	}
+	if out == nil || len(resp.Body()) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(resp.Body(), out); err != nil {
+		return fmt.Errorf("decode %s %s response: %w", method, path, err)
+	}
+	return nil
+}
+
+// transportError classifies an error from the HTTP round trip.
+func (c *Client) transportError(ctx context.Context, method, path string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return fmt.Errorf("%s %s: %w", method, path, ctxErr)
+	}
+	if isDialError(err) {
+		return &ConnError{URL: c.BaseURL, Err: err}
+	}
+	return fmt.Errorf("%s %s: %w", method, path, err)
+}
+
+// isDialError reports whether err happened before a connection existed, which
+// is what "the server is not there" looks like (refused, no such host, dial timeout).
+func isDialError(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
+}
+
+// errorFrom returns nil for a 2xx status and an *api.Error otherwise: the
+// server's envelope when the body is one, a synthesized error when it is not
+// (a proxy's HTML page, an empty body), so callers never see a raw body.
+func errorFrom(status int, header http.Header, body []byte) error {
+	if status >= 200 && status < 300 {
+		return nil
+	}
+	e := parseEnvelope(body)
+	if e == nil {
+		e = &api.Error{
+			Code:    codeForStatus(status),
+			Message: fmt.Sprintf("unexpected response from the server: %d %s", status, http.StatusText(status)),
+		}
+	}
+	e.Status = status
+	if e.RequestID == "" {
+		e.RequestID = header.Get("X-Request-ID")
+	}
+	return e
+}
+
+func parseEnvelope(body []byte) *api.Error {
+	var env api.ErrorEnvelope
+	if json.Unmarshal(body, &env) == nil && env.Error != nil && (env.Error.Code != "" || env.Error.Message != "") {
+		return env.Error
+	}
+	// The reference server wrapped its 429s in {"detail": {...}}; accept that
+	// too so a client pointed at it still reports the real code.
+	var detail struct {
+		Detail api.ErrorEnvelope `json:"detail"`
+	}
+	if json.Unmarshal(body, &detail) == nil && detail.Detail.Error != nil && detail.Detail.Error.Code != "" {
+		return detail.Detail.Error
+	}
+	return nil
+}
+
+// codeForStatus picks the error code a status implies when the body carried none.
+func codeForStatus(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return api.CodeUnauthorized
+	case status == http.StatusForbidden:
+		return api.CodeForbidden
+	case status == http.StatusNotFound:
+		return api.CodeNotFound
+	case status == http.StatusConflict:
+		return api.CodeConflict
+	case status == http.StatusUnprocessableEntity:
+		return api.CodeValidation
+	case status == http.StatusTooManyRequests:
+		return api.CodeRateLimited
+	case status == http.StatusServiceUnavailable:
+		return api.CodeServiceUnavailable
+	case status >= 500:
+		return api.CodeInternal
+	}
+	return api.CodeBadRequest
+}

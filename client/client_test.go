@@ -1,0 +1,249 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/google/go-cmp/cmp"
+)
+
+func newServer(t *testing.T, h http.HandlerFunc) *client.Client {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &client.Client{BaseURL: srv.URL, APIKey: "bxk_live_test", UserAgent: "boxkite-test/1"}
+}
+
+func TestRequestHeaders(t *testing.T) {
+	t.Parallel()
+	var got http.Header
+	c := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		w.Write([]byte(`{"status":"healthy"}`))
+	})
+	h, err := c.Health(context.Background())
+	if err != nil {
+		t.Fatalf("Health: %v", err)
+	}
+	if h.Status != "healthy" {
+		t.Errorf("Health().Status = %q, want healthy", h.Status)
+	}
+	if a := got.Get("Authorization"); a != "Bearer bxk_live_test" {
+		t.Errorf("Authorization = %q, want %q", a, "Bearer bxk_live_test")
+	}
+	if ua := got.Get("User-Agent"); ua != "boxkite-test/1" {
+		t.Errorf("User-Agent = %q, want boxkite-test/1", ua)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		status int
+		header map[string]string
+		body   string
+		want   *api.Error
+	}{
+		{
+			name:   "envelope",
+			status: 404,
+			body:   `{"error":{"code":"not_found","message":"sandbox not found","hint":"list them with boxkite session ls","request_id":"r1"}}`,
+			want:   &api.Error{Status: 404, Code: "not_found", Message: "sandbox not found", Hint: "list them with boxkite session ls", RequestID: "r1"},
+		},
+		{
+			name:   "request id from header",
+			status: 401,
+			header: map[string]string{"X-Request-ID": "r2"},
+			body:   `{"error":{"code":"invalid_api_key","message":"invalid API key"}}`,
+			want:   &api.Error{Status: 401, Code: "invalid_api_key", Message: "invalid API key", RequestID: "r2"},
+		},
+		{
+			name:   "html from a proxy",
+			status: 502,
+			body:   `<html><body>Bad Gateway</body></html>`,
+			want:   &api.Error{Status: 502, Code: api.CodeInternal, Message: "unexpected response from the server: 502 Bad Gateway"},
+		},
+		{
+			name:   "empty 404",
+			status: 404,
+			want:   &api.Error{Status: 404, Code: api.CodeNotFound, Message: "unexpected response from the server: 404 Not Found"},
+		},
+		{
+			name:   "reference 429 quirk",
+			status: 429,
+			body:   `{"detail":{"error":{"code":"rate_limited","message":"too many requests"}}}`,
+			want:   &api.Error{Status: 429, Code: "rate_limited", Message: "too many requests"},
+		},
+		{
+			name:   "json that is not an envelope",
+			status: 403,
+			body:   `{"message":"nope"}`,
+			want:   &api.Error{Status: 403, Code: api.CodeForbidden, Message: "unexpected response from the server: 403 Forbidden"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				for k, v := range tt.header {
+					w.Header().Set(k, v)
+				}
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			})
+			_, err := c.Sandbox(context.Background(), "abc")
+			apiErr, ok := errors.AsType[*api.Error](err)
+			if !ok {
+				t.Fatalf("Sandbox() error = %v (%T), want *api.Error", err, err)
+			}
+			if diff := cmp.Diff(tt.want, apiErr); diff != "" {
+				t.Errorf("error mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConnectionRefused(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens here any more
+
+	c := client.New("http://"+addr, "bxk_live_x")
+	_, err = c.ListSandboxes(context.Background(), true)
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("ListSandboxes() error = %v, want ECONNREFUSED", err)
+	}
+	ce, ok := errors.AsType[*client.ConnError](err)
+	if !ok {
+		t.Fatalf("ListSandboxes() error = %T, want *client.ConnError", err)
+	}
+	if ce.URL != "http://"+addr {
+		t.Errorf("ConnError.URL = %q, want %q", ce.URL, "http://"+addr)
+	}
+	if _, err := c.ExecStream(context.Background(), "x", api.ExecRequest{Command: "true"}, nil); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("ExecStream() error = %v, want ECONNREFUSED", err)
+	}
+}
+
+func TestContextCanceledIsNotConnError(t *testing.T) {
+	t.Parallel()
+	c := newServer(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := c.ListSandboxes(ctx, true)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("ListSandboxes(canceled) error = %v, want context.Canceled", err)
+	}
+	if _, ok := errors.AsType[*client.ConnError](err); ok {
+		t.Errorf("ListSandboxes(canceled) error is a *ConnError: %v", err)
+	}
+}
+
+func TestCreateSandboxes(t *testing.T) {
+	t.Parallel()
+	c := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		var req api.CreateSandboxRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		if req.Count <= 1 {
+			json.NewEncoder(w).Encode(api.Sandbox{ID: "sb-1", Label: req.Label})
+			return
+		}
+		var out []api.Sandbox
+		for i := range req.Count {
+			out = append(out, api.Sandbox{ID: "sb-" + string(rune('1'+i)), Label: req.Label})
+		}
+		json.NewEncoder(w).Encode(out)
+	})
+	ctx := context.Background()
+	one, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: "a"})
+	if err != nil {
+		t.Fatalf("CreateSandbox: %v", err)
+	}
+	if diff := cmp.Diff(&api.Sandbox{ID: "sb-1", Label: "a"}, one); diff != "" {
+		t.Errorf("CreateSandbox (-want +got):\n%s", diff)
+	}
+	many, err := c.CreateSandboxes(ctx, api.CreateSandboxRequest{Label: "b", Count: 3})
+	if err != nil {
+		t.Fatalf("CreateSandboxes: %v", err)
+	}
+	want := []api.Sandbox{{ID: "sb-1", Label: "b"}, {ID: "sb-2", Label: "b"}, {ID: "sb-3", Label: "b"}}
+	if diff := cmp.Diff(want, many); diff != "" {
+		t.Errorf("CreateSandboxes (-want +got):\n%s", diff)
+	}
+	if _, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Count: 2}); err == nil {
+		t.Error("CreateSandbox(count 2) succeeded, want an error")
+	}
+}
+
+func TestSandboxRoutes(t *testing.T) {
+	t.Parallel()
+	var calls []string
+	c := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		call := r.Method + " " + r.URL.Path
+		if q := r.URL.RawQuery; q != "" {
+			call += "?" + q
+		}
+		if r.Method == http.MethodPost {
+			b, _ := io.ReadAll(r.Body)
+			call += " " + strings.TrimSpace(string(b))
+		}
+		calls = append(calls, call)
+		switch {
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+		case r.URL.Path == "/v1/sandboxes":
+			w.Write([]byte(`[{"id":"a","status":"active"}]`))
+		default:
+			w.Write([]byte(`{"id":"a","status":"active","lifetime_minutes":90}`))
+		}
+	})
+	ctx := context.Background()
+	if _, err := c.ListSandboxes(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ListSandboxes(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Sandbox(ctx, "a/b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteSandbox(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := c.ExtendSandbox(ctx, "a", 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.LifetimeMinutes != 90 {
+		t.Errorf("ExtendSandbox().LifetimeMinutes = %d, want 90", sb.LifetimeMinutes)
+	}
+	want := []string{
+		"GET /v1/sandboxes?active_only=true",
+		"GET /v1/sandboxes?active_only=false",
+		"GET /v1/sandboxes/a/b", // path-escaped on the wire, decoded by the server
+		"DELETE /v1/sandboxes/a",
+		`POST /v1/sandboxes/a/extend {"lifetime_minutes":90}`,
+	}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,121 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// execDeadline is how long an exec call may take end to end: the command's
+// own timeout plus a margin for the round trip. The server enforces the real
+// limit and reports it as exit code 124; this only guards against a server
+// that never answers.
+func execDeadline(req api.ExecRequest) time.Duration {
+	secs := req.Timeout
+	if secs <= 0 {
+		secs = api.DefaultExecTimeout
+	}
+	return time.Duration(secs)*time.Second + execMargin
+}
+
+// Exec runs req.Command in sandbox id and returns its result once it exits.
+// A non-zero exit code is a result, not an error; output is capped by the
+// server (api.MaxExecStdout, api.MaxExecStderr).
+func (c *Client) Exec(ctx context.Context, id string, req api.ExecRequest) (*api.ExecResult, error) {
+	ctx, cancel := withDefaultTimeout(ctx, execDeadline(req))
+	defer cancel()
+	var res api.ExecResult
+	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/exec", req, &res, withID(id)); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ExecStream runs req.Command in sandbox id and calls fn for every stdout and
+// stderr event as the output happens, then returns the command's exit code
+// (api.ExitCodeTimeout when it timed out). If fn returns an error the stream
+// is abandoned and that error is returned.
+func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest, fn func(api.ExecEvent) error) (int, error) {
+	ctx, cancel := withDefaultTimeout(ctx, execDeadline(req))
+	defer cancel()
+	const path = "/v1/sandboxes/{id}/exec"
+	resp, err := c.request(ctx).
+		SetHeader("Content-Type", "application/json").
+		SetHeader("Accept", api.ContentTypeNDJSON).
+		SetBody(req).
+		SetPathParam("id", id).
+		SetDoNotParseResponse(true).
+		Post(path)
+	if err != nil {
+		return 0, c.transportError(ctx, http.MethodPost, path, err)
+	}
+	body := resp.RawBody()
+	defer body.Close()
+	if status := resp.StatusCode(); status < 200 || status >= 300 {
+		b, _ := io.ReadAll(io.LimitReader(body, 1<<20))
+		return 0, errorFrom(status, resp.Header(), b)
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header().Get("Content-Type"))
+	if mt == "application/json" {
+		// A server that does not stream answers with the plain result; replay it as events.
+		return replayResult(body, fn)
+	}
+	code, err := readEvents(body, fn)
+	if err != nil && ctx.Err() != nil {
+		return 0, fmt.Errorf("exec: %w", ctx.Err())
+	}
+	return code, err
+}
+
+// readEvents decodes NDJSON events until the exit event. json.Decoder has no
+// line-length limit, unlike bufio.Scanner's 64 KiB default, and one line may
+// carry a large chunk of output.
+func readEvents(r io.Reader, fn func(api.ExecEvent) error) (int, error) {
+	dec := json.NewDecoder(r)
+	for {
+		var ev api.ExecEvent
+		if err := dec.Decode(&ev); err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0, errors.New("exec: stream ended without an exit event")
+			}
+			return 0, fmt.Errorf("exec: read stream: %w", err)
+		}
+		switch ev.Type {
+		case api.EventExit:
+			return ev.ExitCode, nil
+		case api.EventError:
+			if ev.Error != nil {
+				return 0, ev.Error
+			}
+			return 0, &api.Error{Code: api.CodeInternal, Message: "exec stream failed"}
+		case api.EventStdout, api.EventStderr:
+			if err := fn(ev); err != nil {
+				return 0, err
+			}
+		}
+		// Unknown event types are skipped: newer servers may add some.
+	}
+}
+
+func replayResult(r io.Reader, fn func(api.ExecEvent) error) (int, error) {
+	var res api.ExecResult
+	if err := json.NewDecoder(r).Decode(&res); err != nil {
+		return 0, fmt.Errorf("exec: decode result: %w", err)
+	}
+	for _, ev := range []api.ExecEvent{{Type: api.EventStdout, Data: res.Stdout}, {Type: api.EventStderr, Data: res.Stderr}} {
+		if ev.Data == "" {
+			continue
+		}
+		if err := fn(ev); err != nil {
+			return 0, err
+		}
+	}
+	return res.ExitCode, nil
+}
