@@ -1,18 +1,36 @@
 package sidecar
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
 )
+
+// TokenHeader carries the per-sandbox token on every request but /health.
+const TokenHeader = "X-Sidecar-Auth-Token"
+
+// defaultWorkspace is the workspace when Options.Workspace is empty.
+const defaultWorkspace = "/workspace"
+
+// maxBodyBytes bounds a JSON request body; exec stdin travels inside it.
+const maxBodyBytes = 16 << 20
 
 // Options configure a sidecar Handler.
 type Options struct {
 	Token     string       // required on every route but /health; empty means fail closed (503)
 	Version   string       // reported by /health
 	Log       *slog.Logger // nil means slog.Default()
-	Workspace string       // root for relative paths and default cwd; "" means /workspace
+	Workspace string       // absolute root for relative paths and default cwd; "" means /workspace
 	RunAs     *RunAs       // the sandbox user commands run as; nil means the sidecar's own user
-	Env       []string     // base environment of commands; nil means SafeEnv
+	Env       []string     // base environment of commands; nil means SafeEnv(Workspace)
 }
 
 // RunAs says how commands drop to the sandbox user.
@@ -25,18 +43,159 @@ type RunAs struct {
 
 // Handler serves the sidecar API. Build it with New.
 type Handler struct {
-	opts Options
-	mux  *http.ServeMux
+	opts      Options
+	log       *slog.Logger
+	workspace string
+	env       []string
+	tokenHash [sha256.Size]byte // of opts.Token, so the compare does not leak its length
+	mux       *http.ServeMux
 }
 
-// New returns a Handler for opts.
+// New returns a Handler for opts. It does no I/O.
 func New(opts Options) *Handler {
-	h := &Handler{opts: opts, mux: http.NewServeMux()}
-	h.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"status":"healthy"}`))
-	})
+	h := &Handler{opts: opts, log: opts.Log, workspace: opts.Workspace, env: opts.Env, mux: http.NewServeMux()}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.workspace == "" {
+		h.workspace = defaultWorkspace
+	}
+	h.workspace = filepath.Clean(h.workspace)
+	if h.env == nil {
+		h.env = SafeEnv(h.workspace)
+	}
+	h.tokenHash = sha256.Sum256([]byte(opts.Token))
+	h.routes()
 	return h
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+func (h *Handler) routes() {
+	h.mux.HandleFunc("GET /health", h.health) // no auth: probes and the driver's readiness wait
+	h.handle("POST /exec", h.exec)
+	h.handle("/", h.notFound)
+}
+
+// ServeHTTP logs every request at Debug and dispatches it.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if id := r.Header.Get("X-Request-ID"); id != "" {
+		w.Header().Set("X-Request-ID", id)
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	h.mux.ServeHTTP(sw, r)
+	h.log.LogAttrs(r.Context(), slog.LevelDebug, "request",
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", sw.status()),
+		slog.Duration("duration", time.Since(start)),
+		slog.String("request_id", r.Header.Get("X-Request-ID")),
+	)
+}
+
+func (h *Handler) health(w http.ResponseWriter, _ *http.Request) {
+	_ = writeJSON(w, http.StatusOK, api.Health{Status: "healthy", Version: h.opts.Version})
+}
+
+func (h *Handler) notFound(_ http.ResponseWriter, r *http.Request) error {
+	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
+}
+
+// handle registers an authenticated, error-returning handler. An *api.Error
+// is sent as is; any other error is logged and becomes a bare 500 so
+// internals never reach the client.
+func (h *Handler) handle(pattern string, fn func(http.ResponseWriter, *http.Request) error) {
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		err := h.authorize(r)
+		if err == nil {
+			err = fn(w, r)
+		}
+		if err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+}
+
+// authorize fails closed: without a configured token nothing but /health answers.
+func (h *Handler) authorize(r *http.Request) error {
+	if h.opts.Token == "" {
+		return api.Errorf(http.StatusServiceUnavailable, api.CodeSidecarNotReady, "sidecar auth is not configured").
+			WithHint("start the sidecar with a per-sandbox token")
+	}
+	got := sha256.Sum256([]byte(r.Header.Get(TokenHeader)))
+	if r.Header.Get(TokenHeader) == "" || subtle.ConstantTimeCompare(got[:], h.tokenHash[:]) != 1 {
+		return api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "missing or invalid sidecar auth token")
+	}
+	return nil
+}
+
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e, ok := errors.AsType[*api.Error](err)
+	if !ok {
+		h.log.ErrorContext(r.Context(), "request failed",
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.String("request_id", r.Header.Get("X-Request-ID")),
+			slog.Any("err", err))
+		e = api.Errorf(http.StatusInternalServerError, api.CodeInternal, "internal error")
+	}
+	c := *e
+	if c.Status == 0 {
+		c.Status = api.StatusOf(c.Code)
+	}
+	c.RequestID = r.Header.Get("X-Request-ID")
+	_ = writeJSON(w, c.Status, api.ErrorEnvelope{Error: &c})
+}
+
+// decodeJSON reads a JSON body into v. Unknown fields are accepted so an
+// older sidecar keeps working behind a newer control plane.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(v)
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return api.Errorf(http.StatusRequestEntityTooLarge, api.CodeBadRequest, "request body exceeds %d MiB", maxBodyBytes>>20)
+	}
+	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid JSON body: %v", err)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// statusWriter remembers the status for the request log. Unwrap lets
+// http.ResponseController reach the real writer to flush streams.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusWriter) status() int {
+	if s.code == 0 {
+		return http.StatusOK
+	}
+	return s.code
+}

@@ -1,0 +1,77 @@
+package sidecar
+
+import (
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// SafeEnv returns the base environment of every command (the reference's
+// SAFE_EXEC_ENV) with HOME set to workspace. Nothing of the sidecar's own
+// environment, such as its token, reaches a command.
+func SafeEnv(workspace string) []string {
+	return []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + workspace,
+		"LANG=C.UTF-8",
+		"LC_ALL=C.UTF-8",
+		"PYTHONUNBUFFERED=1",
+		"PYTHONDONTWRITEBYTECODE=1",
+		"TERM=xterm",
+		"NODE_PATH=/usr/local/lib/node_modules",
+		"PLAYWRIGHT_BROWSERS_PATH=/ms-playwright",
+		"XDG_CONFIG_HOME=/tmp/.config",
+		"XDG_CACHE_HOME=/tmp/.cache",
+	}
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// deniedEnv reports whether a request may not set name: variables that change
+// how the shell, the dynamic loader or an interpreter starts, so a caller
+// could run code the command did not name. Case-insensitive, as the reference.
+func deniedEnv(name string) bool {
+	switch n := strings.ToUpper(name); n {
+	case "PATH", "IFS", "ENV", "BASH_ENV", "BASH_FUNC",
+		"LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
+		"DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_PATH",
+		"PYTHONSTARTUP", "PYTHONPATH", "PERL5OPT", "NODE_OPTIONS", "NODE_PATH":
+		return true
+	default:
+		// Exported bash functions travel as BASH_FUNC_<name>%%; the pattern
+		// already refuses the %%, this keeps the intent if it ever loosens.
+		return strings.HasPrefix(n, "BASH_FUNC_")
+	}
+}
+
+// commandEnv returns base followed by the request's variables in name order;
+// os/exec keeps the last of duplicate names, so the request's win.
+// Unlike the reference's secret_env, which drops bad names silently, a bad
+// name here is a 422: the caller asked for it explicitly.
+func commandEnv(base []string, req map[string]string) ([]string, error) {
+	names := make([]string, 0, len(req))
+	for name, value := range req {
+		if !envNameRE.MatchString(name) {
+			return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation,
+				"invalid env variable name %q: must match %s", name, envNameRE)
+		}
+		if deniedEnv(name) {
+			return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation,
+				"env variable %s may not be set", name)
+		}
+		if strings.IndexByte(value, 0) >= 0 {
+			return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation,
+				"env variable %s contains a NUL byte", name)
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	env := slices.Grow(slices.Clip(base), len(names))
+	for _, name := range names {
+		env = append(env, name+"="+req[name])
+	}
+	return env, nil
+}

@@ -1,0 +1,418 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// pipeGrace is how long output may keep arriving after the shell exits.
+// Background children (`sleep 30 &`) inherit the pipes; without a bound the
+// request would hang until they exit.
+const pipeGrace = 150 * time.Millisecond
+
+// readChunk is the most one read of a command's output takes; in a stream it
+// is the largest data event.
+const readChunk = 32 << 10
+
+// errTimedOut is the cancel cause when an exec outlives its timeout.
+var errTimedOut = errors.New("exec timed out")
+
+// execRequest detects an explicit "timeout": 0, which api.ExecRequest's
+// plain int cannot tell from an absent field: the outer field shadows it.
+type execRequest struct {
+	api.ExecRequest
+	Timeout *int `json:"timeout"`
+}
+
+// execSpec is a validated exec request.
+type execSpec struct {
+	command string
+	stdin   string
+	dir     string
+	env     []string
+	timeout time.Duration
+}
+
+// outcome is how a command ended.
+type outcome struct {
+	exitCode int
+	timedOut bool
+	spawnErr error // the command never started
+	duration time.Duration
+}
+
+// message is the stderr text an outcome adds to what the command wrote.
+func (o outcome) message(spec execSpec) string {
+	switch {
+	case o.timedOut:
+		return fmt.Sprintf("Command timed out after %ds", int(spec.timeout/time.Second))
+	case o.spawnErr != nil:
+		return o.spawnErr.Error()
+	}
+	return ""
+}
+
+func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
+	var req execRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	spec, err := h.execSpec(req)
+	if err != nil {
+		return err
+	}
+	if wantsNDJSON(r) {
+		return h.execStream(w, r, spec)
+	}
+	var stdout, stderr bytes.Buffer
+	// Each buffer is written only by its own stream's reader.
+	out := h.run(r.Context(), spec, func(stream string, p []byte) {
+		if stream == api.EventStdout {
+			stdout.Write(p)
+		} else {
+			stderr.Write(p)
+		}
+	})
+	res := api.ExecResult{ExitCode: out.exitCode, Stdout: stdout.String(), Stderr: stderr.String(), DurationMS: out.duration.Milliseconds()}
+	if msg := out.message(spec); msg != "" {
+		// As the reference: a timed-out or unstartable command reports only why.
+		res.Stdout, res.Stderr = "", msg
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (h *Handler) execSpec(req execRequest) (execSpec, error) {
+	invalid := func(format string, args ...any) error {
+		return api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation, format, args...)
+	}
+	spec := execSpec{command: req.Command, stdin: req.Stdin, dir: h.workspace, timeout: api.DefaultExecTimeout * time.Second}
+	if strings.TrimSpace(req.Command) == "" {
+		return spec, invalid("command must not be empty")
+	}
+	if strings.IndexByte(req.Command, 0) >= 0 {
+		return spec, invalid("command contains a NUL byte")
+	}
+	if req.Timeout != nil {
+		t := *req.Timeout
+		if t < 1 || t > api.MaxExecTimeout {
+			return spec, invalid("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, t)
+		}
+		spec.timeout = time.Duration(t) * time.Second
+	}
+	if req.Cwd != "" {
+		dir, err := h.resolve(req.Cwd)
+		if err != nil {
+			return spec, err
+		}
+		spec.dir = dir
+	}
+	env, err := commandEnv(h.env, req.Env)
+	if err != nil {
+		return spec, err
+	}
+	spec.env = env
+	return spec, nil
+}
+
+// wantsNDJSON reports whether the client asked for a streamed exec.
+func wantsNDJSON(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			if mt, _, err := mime.ParseMediaType(part); err == nil && mt == api.ContentTypeNDJSON {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// run starts spec and hands its output to emit, from one goroutine per
+// stream, until the command and its output are done. emit must not keep p.
+// A stream past its cap, the timeout and ctx's end each kill the command's
+// whole process group.
+func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream string, p []byte)) outcome {
+	start := time.Now()
+	ctx, cancel := context.WithTimeoutCause(ctx, spec.timeout, errTimedOut)
+	defer cancel()
+
+	cmd := exec.Command("/bin/sh", "-c", spec.command)
+	cmd.Dir, cmd.Env = spec.dir, spec.env
+	attr, err := h.sysProcAttr()
+	if err != nil {
+		return outcome{exitCode: 1, spawnErr: err, duration: time.Since(start)}
+	}
+	cmd.SysProcAttr = attr
+	p, err := startPiped(cmd, spec.stdin)
+	if err != nil {
+		h.log.WarnContext(ctx, "exec did not start", slog.Any("err", err))
+		return outcome{exitCode: 1, spawnErr: err, duration: time.Since(start)}
+	}
+	pgid := cmd.Process.Pid // Setpgid makes the shell its group's leader
+	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+
+	var wg sync.WaitGroup
+	wg.Go(func() { readCapped(p.stdout, api.MaxExecStdout, func(b []byte) { emit(api.EventStdout, b) }, kill) })
+	wg.Go(func() { readCapped(p.stderr, api.MaxExecStderr, func(b []byte) { emit(api.EventStderr, b) }, kill) })
+	readDone := make(chan struct{})
+	go func() { wg.Wait(); close(readDone) }()
+	waitDone := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(waitDone) }() // a non-zero exit is a result; ProcessState has it
+
+	out := outcome{}
+	select {
+	case <-waitDone:
+	case <-ctx.Done():
+		kill()
+		<-waitDone
+		out.timedOut = context.Cause(ctx) == errTimedOut
+	}
+	p.stopStdin()
+
+	grace := time.NewTimer(pipeGrace)
+	defer grace.Stop()
+	select {
+	case <-readDone:
+	case <-grace.C:
+		p.stopReading(kill)
+	case <-ctx.Done():
+		p.stopReading(kill)
+	}
+	<-readDone
+
+	out.exitCode = exitCode(cmd.ProcessState)
+	if out.timedOut {
+		out.exitCode = api.ExitCodeTimeout
+	}
+	out.duration = time.Since(start)
+	return out
+}
+
+// exitCode is the shell's convention: 128+n for a command killed by signal n.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// readCapped passes what r yields to emit until EOF or until limit bytes
+// have passed; past the limit it emits only up to it, calls kill and stops.
+// Output of exactly limit bytes is complete, not cut.
+func readCapped(r io.ReadCloser, limit int, emit func([]byte), kill func()) {
+	defer r.Close()
+	buf := make([]byte, readChunk)
+	n := 0
+	for {
+		k, err := r.Read(buf)
+		if n+k > limit {
+			if rest := limit - n; rest > 0 {
+				emit(buf[:rest])
+			}
+			kill()
+			return
+		}
+		if k > 0 {
+			emit(buf[:k])
+			n += k
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// piped holds our ends of a started command's stdin, stdout and stderr.
+type piped struct {
+	stdin          *os.File // nil when the request had no stdin (the command reads /dev/null)
+	stdout, stderr *os.File
+}
+
+// startPiped starts cmd with fresh pipes. The command gets the pipes' file
+// descriptors directly, so cmd.Wait returns when the shell exits even while
+// background children still hold them; run decides how long to keep reading.
+func startPiped(cmd *exec.Cmd, stdin string) (*piped, error) {
+	n := 2
+	if stdin != "" {
+		n = 3
+	}
+	var rs, ws []*os.File
+	for range n {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(rs)
+			closeAll(ws)
+			return nil, fmt.Errorf("create pipe: %w", err)
+		}
+		rs, ws = append(rs, r), append(ws, w)
+	}
+	p := &piped{stdout: rs[0], stderr: rs[1]}
+	cmd.Stdout, cmd.Stderr = ws[0], ws[1]
+	ours, theirs := []*os.File{rs[0], rs[1]}, []*os.File{ws[0], ws[1]}
+	if stdin != "" {
+		cmd.Stdin, p.stdin = rs[2], ws[2]
+		ours, theirs = append(ours, ws[2]), append(theirs, rs[2])
+	}
+	err := cmd.Start()
+	closeAll(theirs) // the child has its own copies now, or never will
+	if err != nil {
+		closeAll(ours)
+		return nil, err
+	}
+	if p.stdin != nil {
+		go func() {
+			// A command that exits without reading gives EPIPE: not an error.
+			_, _ = io.WriteString(p.stdin, stdin)
+			p.stdin.Close()
+		}()
+	}
+	return p, nil
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// stopStdin unblocks the stdin writer when the shell exited without reading
+// everything; the writer goroutine closes the pipe itself.
+func (p *piped) stopStdin() {
+	if p.stdin != nil {
+		_ = p.stdin.SetWriteDeadline(time.Now())
+	}
+}
+
+// stopReading kills the process group, whose members may still hold the
+// output pipes, and makes pending reads return for those who left the group.
+func (p *piped) stopReading(kill func()) {
+	kill()
+	now := time.Now()
+	_ = p.stdout.SetReadDeadline(now)
+	_ = p.stderr.SetReadDeadline(now)
+}
+
+// execStream answers an exec as NDJSON events, flushed as output happens.
+func (h *Handler) execStream(w http.ResponseWriter, r *http.Request, spec execSpec) error {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	s := &eventWriter{w: w, rc: http.NewResponseController(w), onFail: cancel}
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	s.flush() // the client learns the command started before any output
+
+	out := h.run(ctx, spec, s.output)
+	s.finish()
+	if msg := out.message(spec); msg != "" {
+		s.event(api.ExecEvent{Type: api.EventStderr, Data: msg})
+	}
+	// exit_code and duration_ms are always present, even when zero, unlike
+	// in api.ExecEvent where omitempty hides them; decoding is the same.
+	s.event(struct {
+		Type       string `json:"type"`
+		ExitCode   int    `json:"exit_code"`
+		DurationMS int64  `json:"duration_ms"`
+	}{api.EventExit, out.exitCode, out.duration.Milliseconds()})
+	return nil // once the stream started, failures can only end it early
+}
+
+// eventWriter writes NDJSON events from both output readers. It holds back
+// a rune split across reads, so no event carries half a UTF-8 character.
+type eventWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	rc      *http.ResponseController
+	onFail  func() // the client is gone: stop the command
+	failed  bool
+	partial map[string][]byte // per stream: the start of a rune the next read completes
+}
+
+func (s *eventWriter) output(stream string, p []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data := append(s.partial[stream], p...)
+	whole, rest := splitUTF8(data)
+	if s.partial == nil {
+		s.partial = map[string][]byte{}
+	}
+	s.partial[stream] = append([]byte(nil), rest...)
+	if len(whole) > 0 {
+		s.write(api.ExecEvent{Type: stream, Data: string(whole)})
+	}
+}
+
+// finish sends what output held back; the command is done.
+func (s *eventWriter) finish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, stream := range []string{api.EventStdout, api.EventStderr} {
+		if p := s.partial[stream]; len(p) > 0 {
+			s.write(api.ExecEvent{Type: stream, Data: string(p)})
+		}
+	}
+	s.partial = nil
+}
+
+func (s *eventWriter) event(v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.write(v)
+}
+
+// write sends one event line; the caller holds mu.
+func (s *eventWriter) write(v any) {
+	if s.failed {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err == nil {
+		_, err = s.w.Write(append(b, '\n'))
+	}
+	if err == nil {
+		err = s.rc.Flush()
+	}
+	if err != nil {
+		s.failed = true
+		s.onFail()
+	}
+}
+
+func (s *eventWriter) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.rc.Flush(); err != nil {
+		s.failed = true
+		s.onFail()
+	}
+}
+
+// splitUTF8 splits p before a trailing incomplete UTF-8 sequence, if any.
+// Invalid bytes are not held back: json.Marshal turns them into U+FFFD.
+func splitUTF8(p []byte) (whole, partial []byte) {
+	for i := len(p) - 1; i >= 0 && i > len(p)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(p[i]) {
+			if utf8.FullRune(p[i:]) {
+				return p, nil
+			}
+			return p[:i], p[i:]
+		}
+	}
+	return p, nil
+}

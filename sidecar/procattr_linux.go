@@ -1,0 +1,28 @@
+package sidecar
+
+import (
+	"os"
+	"syscall"
+)
+
+// sysProcAttr puts each command in its own process group, so a timeout or a
+// cap can kill everything it started, and drops it to the sandbox user.
+func (h *Handler) sysProcAttr() (*syscall.SysProcAttr, error) {
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	switch ra := h.opts.RunAs; {
+	case ra == nil:
+	case ra.NestedUserNS:
+		// The new namespace maps only the sidecar's own ids, so the command
+		// is UID inside and nobody more than the sidecar outside. setgroups
+		// stays denied: an unprivileged writer of gid_map must deny it.
+		attr.Cloneflags = syscall.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: ra.UID, HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: ra.GID, HostID: os.Getgid(), Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+	default:
+		// Empty Groups with NoSetGroups false clears supplementary groups,
+		// so the command keeps none of the sidecar's.
+		attr.Credential = &syscall.Credential{Uid: uint32(ra.UID), Gid: uint32(ra.GID)}
+	}
+	return attr, nil
+}

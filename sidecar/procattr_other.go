@@ -1,0 +1,23 @@
+//go:build unix && !linux
+
+package sidecar
+
+import (
+	"errors"
+	"syscall"
+)
+
+// sysProcAttr puts each command in its own process group, so a timeout or a
+// cap can kill everything it started, and drops it to the sandbox user.
+// Only the real sandbox needs Linux; this keeps tests of the API portable.
+func (h *Handler) sysProcAttr() (*syscall.SysProcAttr, error) {
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	switch ra := h.opts.RunAs; {
+	case ra == nil:
+	case ra.NestedUserNS:
+		return nil, errors.New("nested user namespaces need Linux")
+	default:
+		attr.Credential = &syscall.Credential{Uid: uint32(ra.UID), Gid: uint32(ra.GID)}
+	}
+	return attr, nil
+}
