@@ -1,0 +1,156 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/boxkite/boxkite/server"
+)
+
+const keyColumns = `k.id, k.account_id, k.name, k.key_hash, k.prefix, k.role, k.created_at, k.revoked_at, k.last_used_at`
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanKey(r rowScanner, extra ...any) (*server.APIKey, error) {
+	var k server.APIKey
+	var created int64
+	var revoked, used sql.NullInt64
+	dest := append([]any{&k.ID, &k.AccountID, &k.Name, &k.Hash, &k.Prefix, &k.Role, &created, &revoked, &used}, extra...)
+	if err := r.Scan(dest...); err != nil {
+		return nil, err
+	}
+	k.CreatedAt = fromMicros(created)
+	k.RevokedAt = fromNullMicros(revoked)
+	k.LastUsedAt = fromNullMicros(used)
+	return &k, nil
+}
+
+// APIKeyByHash implements server.AccountStore.
+func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*server.APIKey, *server.Account, error) {
+	var a server.Account
+	var created int64
+	row := s.db.QueryRowContext(ctx, s.q(`SELECT `+keyColumns+`, a.id, a.email, a.created_at
+		FROM api_keys k JOIN accounts a ON a.id = k.account_id
+		WHERE k.key_hash = ?`), hash)
+	k, err := scanKey(row, &a.ID, &a.Email, &created)
+	if err != nil {
+		return nil, nil, s.mapErr(err)
+	}
+	a.CreatedAt = fromMicros(created)
+	return k, &a, nil
+}
+
+// CreateAccount implements server.AccountStore.
+func (s *Store) CreateAccount(ctx context.Context, a *server.Account) error {
+	return s.createAccount(ctx, s.db, a)
+}
+
+// execer is what *sql.DB and *sql.Tx share.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (s *Store) createAccount(ctx context.Context, ex execer, a *server.Account) error {
+	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO accounts (id, email, created_at) VALUES (?, ?, ?)`),
+		a.ID, a.Email, micros(a.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("insert account: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// AccountByEmail implements server.AccountStore.
+func (s *Store) AccountByEmail(ctx context.Context, email string) (*server.Account, error) {
+	return s.accountByEmail(ctx, s.db, email)
+}
+
+func (s *Store) accountByEmail(ctx context.Context, ex execer, email string) (*server.Account, error) {
+	var a server.Account
+	var created int64
+	err := ex.QueryRowContext(ctx, s.q(`SELECT id, email, created_at FROM accounts WHERE email = ?`), email).
+		Scan(&a.ID, &a.Email, &created)
+	if err != nil {
+		return nil, s.mapErr(err)
+	}
+	a.CreatedAt = fromMicros(created)
+	return &a, nil
+}
+
+// CreateAPIKey implements server.AccountStore.
+func (s *Store) CreateAPIKey(ctx context.Context, k *server.APIKey) error {
+	return s.createKey(ctx, s.db, k)
+}
+
+func (s *Store) createKey(ctx context.Context, ex execer, k *server.APIKey) error {
+	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO api_keys
+		(id, account_id, name, key_hash, prefix, role, created_at, revoked_at, last_used_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		k.ID, k.AccountID, k.Name, k.Hash, k.Prefix, k.Role, micros(k.CreatedAt), nullMicros(k.RevokedAt), nullMicros(k.LastUsedAt))
+	if err != nil {
+		return fmt.Errorf("insert api key: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// EnsureAccountKey implements server.AccountStore.
+func (s *Store) EnsureAccountKey(ctx context.Context, a *server.Account, k *server.APIKey) (*server.Account, *server.APIKey, error) {
+	var gotA *server.Account
+	var gotK *server.APIKey
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		gotA, err = s.accountByEmail(ctx, tx, a.Email)
+		if errors.Is(err, server.ErrNotFound) {
+			if err := s.createAccount(ctx, tx, a); err != nil {
+				return err
+			}
+			gotA = a
+		} else if err != nil {
+			return fmt.Errorf("look up account: %w", err)
+		}
+		gotK, err = scanKey(tx.QueryRowContext(ctx, s.q(`SELECT `+keyColumns+` FROM api_keys k WHERE k.key_hash = ?`), k.Hash))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			nk := *k
+			nk.AccountID = gotA.ID
+			if err := s.createKey(ctx, tx, &nk); err != nil {
+				return err
+			}
+			gotK = &nk
+		case err != nil:
+			return fmt.Errorf("look up api key: %w", err)
+		case gotK.AccountID != gotA.ID:
+			return fmt.Errorf("api key belongs to another account: %w", server.ErrConflict)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return gotA, gotK, nil
+}
+
+// RevokeAPIKey implements server.AccountStore.
+func (s *Store) RevokeAPIKey(ctx context.Context, accountID, keyID string, t time.Time) error {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = ?
+		WHERE id = ? AND account_id = ? AND revoked_at IS NULL`), micros(t), keyID, accountID)
+	if err != nil {
+		return fmt.Errorf("revoke api key: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return server.ErrNotFound
+	}
+	return nil
+}
+
+// TouchAPIKey implements server.AccountStore.
+func (s *Store) TouchAPIKey(ctx context.Context, keyID string, t time.Time) error {
+	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`), micros(t), keyID); err != nil {
+		return fmt.Errorf("touch api key: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package sqlstore
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// A dialect is everything that differs between SQL databases. Queries in
+// this package are written once, with ? placeholders and portable SQL
+// (ON CONFLICT DO NOTHING, BIGINT times); a dialect rewrites placeholders and
+// knows its driver, its DSN and how it reports a unique-constraint violation.
+// Adding Postgres means one more value of this type and a
+// migrations/postgres directory.
+type dialect struct {
+	name       string // also the migrations directory: migrations/<name>
+	driverName string // for sql.Open
+	// dsn turns the part of the store DSN after the scheme into a driver DSN.
+	dsn func(rest string) (string, error)
+	// rebind rewrites ? placeholders into the dialect's form.
+	rebind func(query string) string
+	// isUnique reports whether err is a unique or primary-key violation.
+	isUnique func(err error) bool
+}
+
+var sqliteDialect = dialect{
+	name:       "sqlite",
+	driverName: "sqlite",
+	dsn:        sqliteDSN,
+	rebind:     func(q string) string { return q },
+	isUnique: func(err error) bool {
+		var se *sqlite.Error
+		if !errors.As(err, &se) {
+			return false
+		}
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	},
+}
+
+// sqliteDSN prepares the database file and returns the modernc DSN for it.
+//
+// Every connection gets: a busy timeout so concurrent writers wait instead
+// of failing; WAL so readers never block the writer; synchronous=NORMAL,
+// which in WAL mode keeps every committed transaction across a process
+// crash (only an OS crash or power loss can drop the last few); foreign
+// keys; and BEGIN IMMEDIATE for transactions, so a read-then-write
+// transaction takes the write lock up front instead of failing with
+// SQLITE_BUSY when it upgrades (busy_timeout cannot retry an upgrade).
+func sqliteDSN(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("empty sqlite path")
+	}
+	if strings.ContainsAny(path, "?#") || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return "", fmt.Errorf("sqlite path %q: use a plain file path", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("create database directory: %w", err)
+	}
+	// The database holds sidecar tokens: create it private. SQLite gives the
+	// -wal and -shm files the same mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("create database file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("create database file: %w", err)
+	}
+	q := url.Values{}
+	q.Set("_txlock", "immediate")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	return path + "?" + q.Encode(), nil
+}
+
+// parseDSN splits a store DSN into its dialect and the rest: "sqlite:PATH"
+// or a bare path mean SQLite.
+func parseDSN(dsn string) (dialect, string, error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return sqliteDialect, strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "//"), nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return dialect{}, "", errors.New("postgres is not supported yet; use sqlite:PATH")
+	case strings.Contains(dsn, "://"):
+		return dialect{}, "", fmt.Errorf("unknown database scheme in %q; use sqlite:PATH", dsn)
+	}
+	return sqliteDialect, dsn, nil
+}

@@ -1,0 +1,161 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+const sandboxColumns = `id, account_id, label, size, storage_gb, lifetime_minutes, status, destroy_reason,
+	created_at, expires_at, destroyed_at, driver,
+	endpoint_network, endpoint_address, endpoint_token, endpoint_cert`
+
+func scanSandbox(r rowScanner) (*server.Sandbox, error) {
+	var sb server.Sandbox
+	var created, expires int64
+	var destroyed sql.NullInt64
+	var cert string
+	err := r.Scan(&sb.ID, &sb.AccountID, &sb.Label, &sb.Size, &sb.StorageGB, &sb.LifetimeMinutes, &sb.Status, &sb.DestroyReason,
+		&created, &expires, &destroyed, &sb.Driver,
+		&sb.Endpoint.Network, &sb.Endpoint.Address, &sb.Endpoint.Token, &cert)
+	if err != nil {
+		return nil, err
+	}
+	sb.CreatedAt = fromMicros(created)
+	sb.ExpiresAt = fromMicros(expires)
+	sb.DestroyedAt = fromNullMicros(destroyed)
+	if cert != "" {
+		sb.Endpoint.CertPEM = []byte(cert)
+	}
+	return &sb, nil
+}
+
+func (s *Store) querySandboxes(ctx context.Context, query string, args ...any) ([]*server.Sandbox, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("query sandboxes: %w", err)
+	}
+	defer rows.Close()
+	var out []*server.Sandbox
+	for rows.Next() {
+		sb, err := scanSandbox(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan sandbox: %w", err)
+		}
+		out = append(out, sb)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query sandboxes: %w", err)
+	}
+	return out, nil
+}
+
+// CreateSandbox implements server.SandboxStore.
+func (s *Store) CreateSandbox(ctx context.Context, sb *server.Sandbox) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO sandboxes (`+sandboxColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		sb.ID, sb.AccountID, sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, sb.Status, sb.DestroyReason,
+		micros(sb.CreatedAt), micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,
+		sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM))
+	if err != nil {
+		return fmt.Errorf("insert sandbox: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// Sandbox implements server.SandboxStore.
+func (s *Store) Sandbox(ctx context.Context, accountID, id string) (*server.Sandbox, error) {
+	sb, err := scanSandbox(s.db.QueryRowContext(ctx, s.q(`SELECT `+sandboxColumns+`
+		FROM sandboxes WHERE id = ? AND account_id = ?`), id, accountID))
+	if err != nil {
+		return nil, s.mapErr(err)
+	}
+	return sb, nil
+}
+
+// ListSandboxes implements server.SandboxStore.
+func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*server.Sandbox, error) {
+	if activeOnly {
+		return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+			WHERE account_id = ? AND status = ? ORDER BY created_at DESC, id DESC`, accountID, api.StatusActive)
+	}
+	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+		WHERE account_id = ? AND status <> ? ORDER BY created_at DESC, id DESC`, accountID, server.StatusCreating)
+}
+
+// SandboxesWithStatus implements server.SandboxStore.
+func (s *Store) SandboxesWithStatus(ctx context.Context, status string) ([]*server.Sandbox, error) {
+	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+		WHERE status = ? ORDER BY created_at, id`, status)
+}
+
+// ExpiredSandboxes implements server.SandboxStore.
+func (s *Store) ExpiredSandboxes(ctx context.Context, t time.Time) ([]*server.Sandbox, error) {
+	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+		WHERE status = ? AND expires_at <= ? ORDER BY expires_at, id`, api.StatusActive, micros(t))
+}
+
+// UpdateSandbox implements server.SandboxStore. The id, account and
+// creation time are immutable; fn's changes to them are ignored.
+func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*server.Sandbox) error) (*server.Sandbox, error) {
+	var sb *server.Sandbox
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		sb, err = scanSandbox(tx.QueryRowContext(ctx, s.q(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`), id))
+		if err != nil {
+			return s.mapErr(err)
+		}
+		if err := fn(sb); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE sandboxes SET
+			label = ?, size = ?, storage_gb = ?, lifetime_minutes = ?, status = ?, destroy_reason = ?,
+			expires_at = ?, destroyed_at = ?, driver = ?,
+			endpoint_network = ?, endpoint_address = ?, endpoint_token = ?, endpoint_cert = ?
+			WHERE id = ?`),
+			sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, sb.Status, sb.DestroyReason,
+			micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,
+			sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM),
+			id)
+		if err != nil {
+			return fmt.Errorf("update sandbox: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// DeleteSandbox implements server.SandboxStore.
+func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM sandboxes WHERE id = ?`), id)
+	if err != nil {
+		return fmt.Errorf("delete sandbox: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return server.ErrNotFound
+	}
+	return nil
+}
+
+// CountActiveSandboxes implements server.SandboxStore.
+func (s *Store) CountActiveSandboxes(ctx context.Context, accountID string) (int, error) {
+	var n int
+	var err error
+	if accountID == "" {
+		err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandboxes WHERE status = ?`), api.StatusActive).Scan(&n)
+	} else {
+		err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandboxes WHERE account_id = ? AND status = ?`),
+			accountID, api.StatusActive).Scan(&n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count sandboxes: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,115 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/boxkite/boxkite/server"
+)
+
+// Store is a server.Store on a SQL database.
+type Store struct {
+	db *sql.DB
+	d  dialect
+}
+
+var _ server.Store = (*Store)(nil)
+
+// Open opens the database named by dsn ("sqlite:PATH", or a bare PATH for
+// SQLite), creating it if needed, and applies pending migrations.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	d, rest, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	driverDSN, err := d.dsn(rest)
+	if err != nil {
+		return nil, err
+	}
+	db, err := sql.Open(d.driverName, driverDSN)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	// Connections are cheap in-process handles for SQLite; keep a few idle
+	// so the hot path (key lookup) never pays for opening one.
+	db.SetMaxIdleConns(8)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := migrate(ctx, db, d); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db, d: d}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping runs a trivial query, which (unlike sql.DB.Ping) proves the
+// database file is readable, not only that a connection exists.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.db.QueryRowContext(ctx, `SELECT 1`).Scan(&one); err != nil {
+		return fmt.Errorf("ping database: %w", err)
+	}
+	return nil
+}
+
+// q rewrites a query written with ? placeholders for the dialect.
+func (s *Store) q(query string) string { return s.d.rebind(query) }
+
+// mapErr turns driver errors into the server's sentinel errors.
+func (s *Store) mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return server.ErrNotFound
+	case s.d.isUnique(err):
+		return fmt.Errorf("%w: %v", server.ErrConflict, err)
+	}
+	return err
+}
+
+// inTx runs fn in a transaction and commits it when fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	defer tx.Rollback() // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
+	}
+	return nil
+}
+
+// Times are stored as microseconds since the epoch, UTC: portable across
+// dialects, ordered as integers, and as precise as Postgres timestamps.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+func nullMicros(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMicro(), Valid: true}
+}
+
+func fromNullMicros(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromMicros(n.Int64)
+	return &t
+}
