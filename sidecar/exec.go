@@ -120,6 +120,13 @@ func (h *Handler) execSpec(req execRequest) (execSpec, error) {
 		if err != nil {
 			return spec, err
 		}
+		// Checked here because a failed chdir in the child reads as
+		// "fork/exec /bin/sh: no such file or directory", blaming the shell.
+		if fi, err := os.Stat(dir); err != nil {
+			return spec, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd does not exist: %s", req.Cwd)
+		} else if !fi.IsDir() {
+			return spec, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd is not a directory: %s", req.Cwd)
+		}
 		spec.dir = dir
 	}
 	env, err := commandEnv(h.env, req.Env)

@@ -1,0 +1,205 @@
+package jail
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Docker's default masks: files that leak host state or poke the kernel.
+var (
+	procMasked   = []string{"kcore", "keys", "timer_list", "timer_stats", "sched_debug", "latency_stats", "sysrq-trigger", "kmsg", "config.gz"}
+	procMaskDirs = []string{"acpi", "scsi", "asound", "driver"}
+	procReadOnly = []string{"sys", "bus", "fs", "irq"}
+)
+
+// placeEtc covers passwd, group, hostname and hosts of the read-only /etc
+// with files written for this jail, so only the sandbox's own users exist.
+func (b *builder) placeEtc() error {
+	etc := b.path("/etc")
+	if err := os.MkdirAll(etc, 0o755); err != nil { // when /etc is not bound at all
+		return fmt.Errorf("create /etc: %w", err)
+	}
+	scratch := b.path("/.etc")
+	if err := os.Mkdir(scratch, 0o755); err != nil {
+		return fmt.Errorf("create scratch dir: %w", err)
+	}
+	for name, content := range b.etcFiles() {
+		src := filepath.Join(scratch, name)
+		if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
+			return fmt.Errorf("write /etc/%s: %w", name, err)
+		}
+		dst := filepath.Join(etc, name)
+		if err := makeMountPoint(dst, true); err != nil && !errors.Is(err, unix.EROFS) {
+			return err
+		} else if err != nil {
+			continue // the host's read-only /etc lacks it; nothing to cover
+		}
+		if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mount /etc/%s: %w", name, err)
+		}
+		attr := &unix.MountAttr{Attr_set: roAttrs}
+		if err := unix.MountSetattr(unix.AT_FDCWD, dst, 0, attr); err != nil {
+			return fmt.Errorf("make /etc/%s read-only: %w", name, err)
+		}
+	}
+	// The binds keep the inodes alive; the names need not stay visible.
+	if err := os.RemoveAll(scratch); err != nil {
+		return fmt.Errorf("remove scratch dir: %w", err)
+	}
+	return nil
+}
+
+func (b *builder) etcFiles() map[string]string {
+	uid, gid := strconv.Itoa(b.spec.UID), strconv.Itoa(b.spec.GID)
+	shell := "/bin/sh"
+	if _, err := os.Stat("/bin/bash"); err == nil {
+		shell = "/bin/bash"
+	}
+	h := b.spec.Hostname
+	return map[string]string{
+		"passwd": "root:x:0:0:root:/:/bin/sh\n" +
+			"sandbox:x:" + uid + ":" + gid + ":sandbox:" + WorkspaceDir + ":" + shell + "\n" +
+			"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+		"group":    "root:x:0:\ntty:x:5:\nsandbox:x:" + gid + ":\nnogroup:x:65534:\n",
+		"hostname": h + "\n",
+		"hosts": "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
+			"127.0.1.1\t" + h + "\n",
+	}
+}
+
+// placeDev builds a minimal /dev: bound host device nodes, a private devpts,
+// /dev/shm and the usual symlinks. The tmpfs itself ends up read-only.
+func (b *builder) placeDev() error {
+	dev := b.path("/dev")
+	if err := b.mountTmpfs(dev, unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+		return err
+	}
+	for _, t := range b.devs {
+		if err := b.place(t); err != nil {
+			return err
+		}
+	}
+	pts := filepath.Join(dev, "pts")
+	if err := os.Mkdir(pts, 0o755); err != nil {
+		return fmt.Errorf("create /dev/pts: %w", err)
+	}
+	// No gid= option: gid 5 is not mapped in a single-id jail.
+	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return fmt.Errorf("mount devpts: %w", err)
+	}
+	size := strconv.FormatInt(b.spec.TmpSize, 10)
+	if err := b.mountTmpfs(filepath.Join(dev, "shm"), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,size="+size); err != nil {
+		return err
+	}
+	links := map[string]string{
+		"ptmx": "pts/ptmx", "fd": "/proc/self/fd",
+		"stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2",
+	}
+	for name, dest := range links {
+		if err := os.Symlink(dest, filepath.Join(dev, name)); err != nil {
+			return fmt.Errorf("create /dev/%s: %w", name, err)
+		}
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, dev, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("make /dev read-only: %w", err)
+	}
+	return nil
+}
+
+// placeProc mounts a proc for the new PID namespace. It must run before the
+// host's /proc goes away: a user namespace may only mount proc while a fully
+// visible one exists in its mount namespace.
+func (b *builder) placeProc() error {
+	proc := b.path("/proc")
+	if err := os.MkdirAll(proc, 0o555); err != nil {
+		return fmt.Errorf("create /proc: %w", err)
+	}
+	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount proc: %w", err)
+	}
+	for _, name := range procMasked {
+		p := filepath.Join(proc, name)
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := unix.MoveMount(b.devNull, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("mask /proc/%s: %w", name, err)
+		}
+		// The detached tree is used up; clone another /dev/null for the next.
+		t, err := cloneTree(unix.AT_FDCWD, p, p, deviceAttr|unix.MOUNT_ATTR_RDONLY, false)
+		if err != nil {
+			return err
+		}
+		b.devNull = t.fd
+	}
+	for _, name := range procMaskDirs {
+		p := filepath.Join(proc, name)
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			continue
+		}
+		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555"); err != nil {
+			return fmt.Errorf("mask /proc/%s: %w", name, err)
+		}
+	}
+	for _, name := range procReadOnly {
+		p := filepath.Join(proc, name)
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		t, err := cloneTree(unix.AT_FDCWD, p, p, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, true)
+		if err != nil {
+			return err
+		}
+		err = unix.MoveMount(t.fd, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		_ = unix.Close(t.fd)
+		if err != nil {
+			return fmt.Errorf("make /proc/%s read-only: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// pivot makes root the filesystem root and detaches the host's.
+func pivot(root string) error {
+	if err := os.Chdir(root); err != nil {
+		return fmt.Errorf("enter new root: %w", err)
+	}
+	// pivot_root(".", ".") stacks the old root on the new one; detaching
+	// the top of "." then leaves only the new root, with no put_old dir.
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach old root: %w", err)
+	}
+	if err := os.Chdir("/"); err != nil {
+		return fmt.Errorf("enter new root: %w", err)
+	}
+	return nil
+}
+
+// loopbackUp brings lo up in the otherwise empty network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("bring up loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("bring up loopback: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring up loopback: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring up loopback: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package jail
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// SidecarCaps are the capabilities the sidecar keeps, and only inside the
+// jail's user namespace, where they reach nothing but ids mapped into it:
+// switching to the sandbox user, and managing that user's files and
+// processes on the agent's behalf. Everything else is dropped for good.
+func SidecarCaps() []int {
+	return []int{
+		unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_FOWNER,
+		unix.CAP_KILL, unix.CAP_SETUID, unix.CAP_SETGID,
+	}
+}
+
+// Rlimits applied by Lockdown. Only ever lowered: the host's root may lack
+// CAP_SYS_RESOURCE, and the jail's root never has it over the host.
+const (
+	maxOpenFiles = 4096
+	maxCoreSize  = 0
+)
+
+// Lockdown drops the privileges init gained with its namespaces, keeping only
+// keep: lowered rlimits, no_new_privs, a bounding set of keep, no ambient or
+// inheritable capabilities, and keep as the permitted and effective sets.
+// Call it after Setup.
+//
+// no_new_privs and the capability sets belong to a thread, not a process:
+// call Lockdown with the OS thread locked (runtime.LockOSThread) and start
+// the sidecar from that same thread, which then inherits exactly this state.
+// The process also becomes non-dumpable, so an agent sharing its host uid
+// (a single-id jail) cannot read its memory or write its binary via /proc.
+//
+// The hardening issue adds, here and in this order: cgroup limits for the
+// size preset (before privileges go), then a seccomp filter installed last,
+// after no_new_privs, so nothing later needs a denied syscall.
+func Lockdown(keep []int) error {
+	if err := lowerRlimit(unix.RLIMIT_NOFILE, maxOpenFiles); err != nil {
+		return err
+	}
+	if err := lowerRlimit(unix.RLIMIT_CORE, maxCoreSize); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear dumpable: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	var mask [2]uint32
+	for _, c := range keep {
+		mask[c/32] |= 1 << (c % 32)
+	}
+	for c := range 64 {
+		if mask[c/32]&(1<<(c%32)) != 0 {
+			continue
+		}
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if errors.Is(err, unix.EINVAL) {
+			break // past the kernel's last capability
+		}
+		if err != nil {
+			return fmt.Errorf("drop capability %d from bounding set: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	for i := range data {
+		data[i].Effective, data[i].Permitted = mask[i], mask[i]
+	}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("set capabilities: %w", err)
+	}
+	return nil
+}
+
+func lowerRlimit(resource int, limit uint64) error {
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(resource, &cur); err != nil {
+		return fmt.Errorf("get rlimit %d: %w", resource, err)
+	}
+	next := unix.Rlimit{Cur: min(cur.Cur, limit), Max: min(cur.Max, limit)}
+	if next == cur {
+		return nil
+	}
+	if err := unix.Setrlimit(resource, &next); err != nil {
+		return fmt.Errorf("lower rlimit %d: %w", resource, err)
+	}
+	return nil
+}

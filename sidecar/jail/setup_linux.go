@@ -1,0 +1,248 @@
+package jail
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// stage is where the new root is assembled before pivot_root. Everything the
+// jail needs from the host is cloned into detached mounts first, so covering
+// the host's /tmp here (in our private mount namespace) hides nothing we use.
+const stage = "/tmp"
+
+// Mount attributes. Binds are built with open_tree + mount_setattr +
+// move_mount: mount_setattr only adds restrictions, so flags the kernel locked
+// when it copied the host's mounts into our user namespace are kept without
+// reading mountinfo, and AT_RECURSIVE covers submounts.
+const (
+	roAttrs    = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	rwAttrs    = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
+	runAttrs   = rwAttrs | unix.MOUNT_ATTR_NOEXEC
+	deviceAttr = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC
+)
+
+// devices are bound from the host's /dev; a user namespace cannot mknod.
+var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// Setup builds the jail inside the namespaces Start created: a read-only root
+// on a tmpfs made of system binds, /etc with a synthesised passwd and group,
+// writable /workspace, /tmp, /dev/shm, /run/boxkite and outputs, a fresh
+// /proc with the dangerous files masked, a minimal /dev, then pivot_root,
+// the hostname and loopback. It must run in init (PID 1 of the new PID
+// namespace) while it still has every capability of its user namespace.
+func Setup(l Launch) error {
+	s := l.Spec.withDefaults()
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	b := &builder{root: stage, spec: s}
+	defer b.closeAll()
+	if err := b.cloneSources(l.MountFDs); err != nil {
+		return err
+	}
+	if err := b.mountTmpfs(b.root, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
+		return err
+	}
+	steps := []func() error{b.placeSystem, b.placeEtc, b.placeHostDirs, b.placeDev, b.placeTmp, b.placeProc}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if err := pivot(b.root); err != nil {
+		return err
+	}
+	// Only the mounts placed writable above stay writable.
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &unix.MountAttr{Attr_set: roAttrs}); err != nil {
+		return fmt.Errorf("make root read-only: %w", err)
+	}
+	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
+		return fmt.Errorf("set hostname: %w", err)
+	}
+	return loopbackUp()
+}
+
+// A tree is a detached mount waiting to be moved into the new root.
+type tree struct {
+	fd     int
+	target string // path inside the jail
+	file   bool   // a bind of a single file (the target must be a file)
+}
+
+type builder struct {
+	root    string
+	spec    Spec
+	system  []tree
+	links   map[string]string // system paths that are symlinks → their target
+	host    []tree            // workspace, run dir, outputs
+	devs    []tree
+	devNull int
+}
+
+func (b *builder) closeAll() {
+	for _, ts := range [][]tree{b.system, b.host, b.devs} {
+		for _, t := range ts {
+			_ = unix.Close(t.fd)
+		}
+	}
+	if b.devNull > 0 {
+		_ = unix.Close(b.devNull)
+	}
+}
+
+func (b *builder) path(jailPath string) string { return filepath.Join(b.root, jailPath) }
+
+// cloneSources takes every host path the jail needs, before anything is
+// mounted over the staging directory.
+func (b *builder) cloneSources(fds map[string]int) error {
+	b.links = map[string]string{}
+	for _, p := range b.spec.SystemBinds {
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		case err != nil:
+			return fmt.Errorf("stat %s: %w", p, err)
+		case fi.Mode()&os.ModeSymlink != 0:
+			dest, err := os.Readlink(p)
+			if err != nil {
+				return fmt.Errorf("read link %s: %w", p, err)
+			}
+			b.links[p] = dest
+			continue
+		}
+		t, err := cloneTree(unix.AT_FDCWD, p, p, roAttrs, true)
+		if err != nil {
+			return err
+		}
+		t.file = !fi.IsDir()
+		b.system = append(b.system, t)
+	}
+
+	for _, d := range hostDirs(b.spec) {
+		if fd, ok := fds[d.target]; ok {
+			// Start cloned it already, attributes set: move it as is.
+			b.host = append(b.host, tree{fd: fd, target: d.target})
+			continue
+		}
+		t, err := cloneTree(unix.AT_FDCWD, d.source, d.target, d.attrs, false)
+		if err != nil {
+			return err
+		}
+		b.host = append(b.host, t)
+	}
+
+	for _, name := range devices {
+		p := "/dev/" + name
+		t, err := cloneTree(unix.AT_FDCWD, p, p, deviceAttr, false)
+		if err != nil {
+			return err
+		}
+		t.file = true
+		b.devs = append(b.devs, t)
+		if name == "null" {
+			// A second clone masks /proc files later.
+			nt, err := cloneTree(unix.AT_FDCWD, p, p, deviceAttr|unix.MOUNT_ATTR_RDONLY, false)
+			if err != nil {
+				return err
+			}
+			b.devNull = nt.fd
+		}
+	}
+	return nil
+}
+
+// cloneTree makes a detached copy of the mount at dirfd/path with attrs set.
+// An empty path means dirfd itself.
+func cloneTree(dirfd int, path, target string, attrs uint64, recursive bool) (tree, error) {
+	flags := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC)
+	setFlags := uint(unix.AT_EMPTY_PATH)
+	if recursive {
+		flags |= unix.AT_RECURSIVE
+		setFlags |= unix.AT_RECURSIVE
+	}
+	if path == "" {
+		flags |= unix.AT_EMPTY_PATH
+	}
+	fd, err := unix.OpenTree(dirfd, path, flags)
+	if err != nil {
+		return tree{}, fmt.Errorf("clone mount for %s: %w", target, err)
+	}
+	if err := unix.MountSetattr(fd, "", setFlags, &unix.MountAttr{Attr_set: attrs}); err != nil {
+		_ = unix.Close(fd)
+		return tree{}, fmt.Errorf("set attributes of %s: %w", target, err)
+	}
+	return tree{fd: fd, target: target}, nil
+}
+
+// place moves t onto its target under the new root, creating the mount point.
+func (b *builder) place(t tree) error {
+	dst := b.path(t.target)
+	if err := makeMountPoint(dst, t.file); err != nil {
+		return err
+	}
+	if err := unix.MoveMount(t.fd, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("mount %s: %w", t.target, err)
+	}
+	return nil
+}
+
+func makeMountPoint(dst string, file bool) error {
+	if !file {
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return fmt.Errorf("create mount point: %w", err)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("create mount point: %w", err)
+	}
+	f, err := os.OpenFile(dst, os.O_CREATE|os.O_RDONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("create mount point: %w", err)
+	}
+	return f.Close()
+}
+
+func (b *builder) mountTmpfs(dst string, flags uintptr, data string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return fmt.Errorf("create mount point: %w", err)
+	}
+	if err := unix.Mount("tmpfs", dst, "tmpfs", flags, data); err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", dst, err)
+	}
+	return nil
+}
+
+func (b *builder) placeSystem() error {
+	for _, t := range b.system {
+		if err := b.place(t); err != nil {
+			return err
+		}
+	}
+	for p, dest := range b.links {
+		if err := os.Symlink(dest, b.path(p)); err != nil {
+			return fmt.Errorf("copy symlink %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+func (b *builder) placeHostDirs() error {
+	for _, t := range b.host {
+		if err := b.place(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *builder) placeTmp() error {
+	size := strconv.FormatInt(b.spec.TmpSize, 10)
+	return b.mountTmpfs(b.path("/tmp"), unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+size)
+}

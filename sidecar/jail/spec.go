@@ -1,0 +1,90 @@
+package jail
+
+// Paths inside the jail. The sidecar and the driver agree on them through
+// these constants rather than through configuration.
+const (
+	WorkspaceDir = "/workspace"              // writable, bind of Spec.Workspace
+	RunDir       = "/run/boxkite"            // bind of Spec.RunDir; holds the sidecar socket
+	OutputsDir   = "/mnt/user-data/outputs"  // writable, bind of Spec.Outputs when set
+	SocketName   = "sidecar.sock"            // the sidecar's unix socket inside RunDir
+	SocketPath   = RunDir + "/" + SocketName // where the sidecar listens, inside the jail
+)
+
+// Defaults for a zero Spec field.
+const (
+	DefaultUID        = 1001      // the sandbox user inside the jail
+	DefaultHostIDBase = 200000    // first host id of the range a root driver maps
+	IDRange           = 65536     // ids mapped when running as root
+	DefaultTmpSize    = 512 << 20 // bytes of /tmp and /dev/shm each
+	DefaultHostname   = "sandbox"
+)
+
+// DefaultSystemBinds are the host paths bound read-only into every jail when
+// Spec.SystemBinds is nil. Missing paths are skipped; symlinks (merged-/usr
+// systems) are copied as symlinks.
+func DefaultSystemBinds() []string {
+	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32", "/etc"}
+}
+
+// Spec describes one jail. It travels as JSON from the driver to the jail's
+// init over a pipe, so every field is plain data.
+type Spec struct {
+	ID       string `json:"id"`
+	Hostname string `json:"hostname,omitempty"` // "" means DefaultHostname
+
+	// Host directories bound into the jail. Workspace and RunDir are required.
+	Workspace string `json:"workspace"`         // → /workspace
+	RunDir    string `json:"run_dir"`           // → /run/boxkite; must be owned by the jail's root
+	Outputs   string `json:"outputs,omitempty"` // → /mnt/user-data/outputs; "" means none
+
+	// UID and GID are the sandbox user's ids inside the jail (0 means DefaultUID).
+	UID int `json:"uid,omitempty"`
+	GID int `json:"gid,omitempty"`
+
+	// HostIDBase is where inside ids 0..IDRange-1 start on the host when the
+	// driver is root: the jail's root is then an unprivileged host user and
+	// host-root-owned files stay unreadable. 0 means the driver is not root:
+	// the caller's own uid and gid become root inside and nothing else is
+	// mapped, so the sandbox user exists only in a nested user namespace.
+	HostIDBase int `json:"host_id_base,omitempty"`
+
+	TmpSize     int64    `json:"tmp_size,omitempty"`     // bytes; 0 means DefaultTmpSize
+	SystemBinds []string `json:"system_binds,omitempty"` // nil means DefaultSystemBinds()
+}
+
+// Nested reports whether the sandbox user must live in a nested user
+// namespace because the jail maps a single id.
+func (s Spec) Nested() bool { return s.HostIDBase == 0 }
+
+// withDefaults returns s with zero fields filled in.
+func (s Spec) withDefaults() Spec {
+	if s.Hostname == "" {
+		s.Hostname = DefaultHostname
+	}
+	if s.UID == 0 {
+		s.UID = DefaultUID
+	}
+	if s.GID == 0 {
+		s.GID = DefaultUID
+	}
+	if s.TmpSize == 0 {
+		s.TmpSize = DefaultTmpSize
+	}
+	if s.SystemBinds == nil {
+		s.SystemBinds = DefaultSystemBinds()
+	}
+	return s
+}
+
+// Launch is the document the driver hands to the jail's init on fd 3.
+type Launch struct {
+	Spec Spec `json:"spec"`
+	// Token is the sidecar's auth token. It goes through this pipe, never argv
+	// or the environment, because both are readable in /proc.
+	Token string `json:"token"`
+	// MountFDs maps a jail path to an inherited descriptor holding a detached
+	// mount of its host directory. Start fills it when it can (as root), so
+	// init need not resolve host paths the jail's unprivileged root cannot
+	// traverse (e.g. under /root).
+	MountFDs map[string]int `json:"mount_fds,omitempty"`
+}

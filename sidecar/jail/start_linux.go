@@ -1,0 +1,215 @@
+package jail
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Descriptors init inherits. Fixed numbers keep argv free of anything but the
+// subcommand.
+const (
+	launchFD     = 3 // read end of the pipe carrying the Launch document
+	firstMountFD = 5 // detached mounts follow, in Launch.MountFDs order
+	// fd 4 is the sidecar binary itself, opened by the caller: the jail's root
+	// may not be allowed to walk the host path to it (e.g. /root/go/bin).
+)
+
+// maxLaunch bounds the Launch document so writing it to the pipe before the
+// child runs can never block on a full pipe buffer.
+const maxLaunch = 60 << 10
+
+// cloneFlags are the namespaces every jail gets.
+const cloneFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+	unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP
+
+// minimalEnv is init's environment: never the driver's, which may hold secrets.
+var minimalEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+
+// Start launches cmd as the init of a new jail described by spec. cmd.Path is
+// the boxkite-sidecar binary and cmd.Args its arguments (e.g. "init"); Start
+// sets SysProcAttr, ExtraFiles, Dir and, when nil, Env. Point cmd.Stdout and
+// cmd.Stderr at files: the jail outlives the caller, so pipes would break.
+//
+// The jail is its own session with no parent-death signal, so it survives
+// the caller being killed; stop it by killing its pid. The caller should
+// still Wait for cmd to reap it.
+func Start(cmd *exec.Cmd, spec Spec, token string) (err error) {
+	if err := spec.validate(); err != nil {
+		return err
+	}
+	var closers []io.Closer
+	defer func() {
+		for _, c := range closers {
+			_ = c.Close()
+		}
+	}()
+
+	bin, err := os.Open(cmd.Path)
+	if err != nil {
+		return fmt.Errorf("open sidecar binary: %w", err)
+	}
+	closers = append(closers, bin)
+
+	launch := Launch{Spec: spec, Token: token}
+	mounts, err := detachHostDirs(spec)
+	for _, m := range mounts {
+		closers = append(closers, m.file)
+	}
+	if err != nil {
+		return err
+	}
+	extra := []*os.File{nil, bin} // fd 3 filled below
+	for i, m := range mounts {
+		if launch.MountFDs == nil {
+			launch.MountFDs = map[string]int{}
+		}
+		launch.MountFDs[m.target] = firstMountFD + i
+		extra = append(extra, m.file)
+	}
+
+	doc, err := json.Marshal(launch)
+	if err != nil {
+		return fmt.Errorf("encode launch: %w", err)
+	}
+	if len(doc) > maxLaunch {
+		return fmt.Errorf("encode launch: %d bytes, more than %d", len(doc), maxLaunch)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("create launch pipe: %w", err)
+	}
+	closers = append(closers, r)
+	_, err = w.Write(doc)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write launch: %w", err)
+	}
+	extra[0] = r
+
+	cmd.ExtraFiles = extra
+	cmd.Path = fmt.Sprintf("/proc/self/fd/%d", launchFD+1)
+	cmd.Dir = "/" // the server's cwd may be unreachable for the jail's root
+	if cmd.Env == nil {
+		cmd.Env = minimalEnv
+	}
+	cmd.SysProcAttr = sysProcAttr(spec)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start jail: %w", err)
+	}
+	return nil
+}
+
+func sysProcAttr(spec Spec) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{
+		Cloneflags: cloneFlags,
+		// Its own session and no Pdeathsig: the jail must survive the server
+		// being SIGKILLed, and a restarted server re-adopts it by pid.
+		Setsid: true,
+	}
+	if spec.Nested() {
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		attr.GidMappingsEnableSetgroups = false // an unprivileged writer must deny setgroups
+		return attr
+	}
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: spec.HostIDBase, Size: IDRange}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: spec.HostIDBase, Size: IDRange}}
+	attr.GidMappingsEnableSetgroups = true
+	// The child keeps the host's root ids, unmapped in the new namespace
+	// (so "nobody"), until it switches to the inside root, which also drops
+	// the host root's supplementary groups.
+	attr.Credential = &syscall.Credential{Uid: 0, Gid: 0}
+	return attr
+}
+
+type hostMount struct {
+	target string
+	file   *os.File
+}
+
+// detachHostDirs clones the host directories bound into the jail as detached
+// mounts, with their final attributes, while the caller can still reach them.
+// Without the privilege to do so (an unprivileged driver) it returns nothing
+// and init binds by path, which works because then the jail's root is the
+// caller's own uid.
+func detachHostDirs(spec Spec) ([]hostMount, error) {
+	var out []hostMount
+	for _, d := range hostDirs(spec) {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, d.source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if errors.Is(err, unix.EPERM) && len(out) == 0 {
+			return nil, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("clone mount of %s: %w", d.source, err)
+		}
+		out = append(out, hostMount{target: d.target, file: os.NewFile(uintptr(fd), d.source)})
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: d.attrs}); err != nil {
+			return out, fmt.Errorf("set attributes of %s: %w", d.source, err)
+		}
+	}
+	return out, nil
+}
+
+// A hostDir is a host directory bound writable into the jail.
+type hostDir struct {
+	target, source string
+	attrs          uint64
+}
+
+func hostDirs(spec Spec) []hostDir {
+	dirs := []hostDir{
+		{WorkspaceDir, spec.Workspace, rwAttrs},
+		{RunDir, spec.RunDir, runAttrs},
+	}
+	if spec.Outputs != "" {
+		dirs = append(dirs, hostDir{OutputsDir, spec.Outputs, rwAttrs})
+	}
+	return dirs
+}
+
+func (s Spec) validate() error {
+	if s.ID == "" {
+		return errors.New("validate jail spec: empty id")
+	}
+	for name, p := range map[string]string{"workspace": s.Workspace, "run dir": s.RunDir} {
+		if p == "" || !filepath.IsAbs(p) {
+			return fmt.Errorf("validate jail spec: %s %q is not an absolute path", name, p)
+		}
+	}
+	if s.Outputs != "" && !filepath.IsAbs(s.Outputs) {
+		return fmt.Errorf("validate jail spec: outputs %q is not an absolute path", s.Outputs)
+	}
+	if s.HostIDBase < 0 || (s.HostIDBase > 0 && s.HostIDBase < IDRange) {
+		return fmt.Errorf("validate jail spec: host id base %d overlaps the host's own ids", s.HostIDBase)
+	}
+	return nil
+}
+
+// ReadLaunch reads the Launch document init inherited on fd 3 and closes it.
+// Zero fields of the Spec come back with their defaults.
+func ReadLaunch() (Launch, error) {
+	f := os.NewFile(launchFD, "launch")
+	if f == nil {
+		return Launch{}, errors.New("read launch: fd 3 is not open")
+	}
+	defer f.Close()
+	var l Launch
+	if err := json.NewDecoder(io.LimitReader(f, maxLaunch)).Decode(&l); err != nil {
+		return Launch{}, fmt.Errorf("read launch: %w", err)
+	}
+	// Nothing else init inherited may reach the sidecar: not the binary
+	// (init re-executes via /proc/self/exe), nor anything the driver leaked.
+	_ = unix.CloseRange(launchFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	l.Spec = l.Spec.withDefaults()
+	return l, nil
+}
