@@ -1,4 +1,62 @@
-// Command boxkite-sidecar is a placeholder until its issue lands.
+// Command boxkite-sidecar is the in-sandbox agent: it serves the sidecar API
+// (exec, files, PTY) to the control plane. With the local driver it is also
+// the jail's init.
+//
+// Usage:
+//
+//	boxkite-sidecar init                          # PID 1 of a jail; launch document on fd 3
+//	boxkite-sidecar serve --listen unix:PATH      # token on --token-fd or $BOXKITE_SIDECAR_TOKEN_FILE
+//	boxkite-sidecar version
 package main
 
-func main() {}
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+)
+
+// version is set at release time with -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprintln(os.Stderr, "usage: boxkite-sidecar init | serve [flags] | version")
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "init":
+		var code int
+		code, err = runInit()
+		if err == nil {
+			return code
+		}
+	case "serve":
+		err = runServe(args[1:])
+	case "version":
+		fmt.Println(buildVersion())
+		return 0
+	default:
+		fmt.Fprintf(os.Stderr, "boxkite-sidecar: unknown command %q\n", args[0])
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "boxkite-sidecar %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+
+	"github.com/boxkite/boxkite/sidecar/jail"
+)
+
+// serveEnv is the sidecar server's environment inside the jail.
+var serveEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/"}
+
+// runInit is PID 1 of a jail: build it, drop privileges, then run `serve`
+// as its only child and reap. Two processes because PID 1 reaps every
+// orphan with wait4(-1), which would steal exit statuses from the exec.Cmds
+// the server runs.
+func runInit() (int, error) {
+	// Lockdown's capability and no_new_privs changes are per thread; serve
+	// is forked from this one.
+	runtime.LockOSThread()
+	l, err := jail.ReadLaunch()
+	if err != nil {
+		return 0, err
+	}
+	if err := jail.Setup(l); err != nil {
+		return 0, err
+	}
+	if err := jail.Lockdown(jail.SidecarCaps()); err != nil {
+		return 0, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, fmt.Errorf("create token pipe: %w", err)
+	}
+	// A token is far smaller than a pipe buffer, so this cannot block.
+	_, err = w.WriteString(l.Token)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("write token: %w", err)
+	}
+	argv := []string{"boxkite-sidecar", "serve",
+		"--listen", "unix:" + jail.SocketPath,
+		"--token-fd", "3",
+		"--workspace", jail.WorkspaceDir,
+		"--run-as", strconv.Itoa(l.Spec.UID) + ":" + strconv.Itoa(l.Spec.GID),
+		"--nested-userns=" + strconv.FormatBool(l.Spec.Nested()),
+	}
+	// /proc/self/exe still reaches this binary after pivot_root, though no
+	// path inside the jail names it.
+	return jail.Init("/proc/self/exe", argv, serveEnv, []*os.File{r})
+}

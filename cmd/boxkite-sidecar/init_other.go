@@ -1,0 +1,7 @@
+//go:build !linux
+
+package main
+
+import "errors"
+
+func runInit() (int, error) { return 0, errors.New("jails need Linux") }

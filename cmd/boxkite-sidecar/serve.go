@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/boxkite/boxkite/sidecar"
+)
+
+// shutdownGrace is how long in-flight requests get after SIGTERM.
+const shutdownGrace = 10 * time.Second
+
+// tokenFileEnv names a file holding the token, for drivers that cannot pass
+// a descriptor (a pod mounts its Secret as a file).
+const tokenFileEnv = "BOXKITE_SIDECAR_TOKEN_FILE"
+
+type serveFlags struct {
+	listen    string
+	tokenFD   int
+	workspace string
+	runAs     string
+	nested    bool
+}
+
+func runServe(args []string) error {
+	var f serveFlags
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&f.listen, "listen", "unix:/run/boxkite/sidecar.sock", "`address` to serve on: unix:PATH or tcp:HOST:PORT")
+	fs.IntVar(&f.tokenFD, "token-fd", -1, "read the auth token from this inherited `fd` (default: the file named by $"+tokenFileEnv+")")
+	fs.StringVar(&f.workspace, "workspace", "/workspace", "workspace `dir`")
+	fs.StringVar(&f.runAs, "run-as", "", "run commands as `uid:gid` (default: the sidecar's own user)")
+	fs.BoolVar(&f.nested, "nested-userns", false, "reach --run-as through a nested user namespace (single-id jails)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := noDump(); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	token, err := readToken(f.tokenFD)
+	if err != nil {
+		return err
+	}
+	if token == "" {
+		log.Warn("no sidecar token; every route but /health answers 503")
+	}
+	runAs, err := parseRunAs(f.runAs, f.nested)
+	if err != nil {
+		return err
+	}
+	ln, err := listen(f.listen)
+	if err != nil {
+		return err
+	}
+	h := sidecar.New(sidecar.Options{Token: token, Version: buildVersion(), Log: log, Workspace: f.workspace, RunAs: runAs})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("serving", "listen", f.listen, "version", buildVersion())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}
+
+// readToken reads the token from fd, or else from the file named by
+// $BOXKITE_SIDECAR_TOKEN_FILE. Neither argv nor the environment carries the
+// token itself: both are readable by anyone who can see this process.
+func readToken(fd int) (string, error) {
+	var r io.ReadCloser
+	switch {
+	case fd >= 0:
+		f := os.NewFile(uintptr(fd), "token")
+		if f == nil {
+			return "", fmt.Errorf("read token: fd %d is not open", fd)
+		}
+		r = f
+	case os.Getenv(tokenFileEnv) != "":
+		f, err := os.Open(os.Getenv(tokenFileEnv))
+		if err != nil {
+			return "", fmt.Errorf("read token: %w", err)
+		}
+		r = f
+	default:
+		return "", nil
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, 4096))
+	if err != nil {
+		return "", fmt.Errorf("read token: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func parseRunAs(s string, nested bool) (*sidecar.RunAs, error) {
+	if s == "" {
+		return nil, nil
+	}
+	u, g, ok := strings.Cut(s, ":")
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	if !ok || err1 != nil || err2 != nil || uid < 0 || gid < 0 {
+		return nil, fmt.Errorf("parse --run-as %q: want uid:gid", s)
+	}
+	return &sidecar.RunAs{UID: uid, GID: gid, NestedUserNS: nested}, nil
+}
+
+// listen opens addr. A unix socket is created 0600 (via the umask, so there
+// is no window) after removing a stale one; the directory it lives in is
+// what keeps the sandbox user out (0700, owned by the jail's root).
+func listen(addr string) (net.Listener, error) {
+	network, address, ok := strings.Cut(addr, ":")
+	if !ok || (network != "unix" && network != "tcp") {
+		return nil, fmt.Errorf("parse --listen %q: want unix:PATH or tcp:HOST:PORT", addr)
+	}
+	if network == "tcp" {
+		ln, err := net.Listen("tcp", address)
+		if err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+		return ln, nil
+	}
+	if fi, err := os.Lstat(address); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		if err := os.Remove(address); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	} else if err == nil {
+		return nil, fmt.Errorf("listen: %s exists and is not a socket", address)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", address)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return ln, nil
+}
