@@ -21,6 +21,7 @@ const (
 	CodeSidecarNotReady    = "sidecar_not_configured" // the sidecar has no token
 	CodeInternal           = "internal_error"
 	CodeServiceUnavailable = "service_unavailable"
+	CodeNotSupported       = "not_supported" // a field or feature this server does not implement yet
 )
 
 // Error is the body of every non-2xx response, inside an ErrorEnvelope, and
@@ -64,7 +65,7 @@ func StatusOf(code string) int {
 	switch code {
 	case CodeBadRequest:
 		return http.StatusBadRequest
-	case CodeValidation:
+	case CodeValidation, CodeNotSupported:
 		return http.StatusUnprocessableEntity
 	case CodeUnauthorized, CodeInvalidAPIKey, CodeSidecarAuth:
 		return http.StatusUnauthorized
