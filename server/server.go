@@ -4,3 +4,215 @@
 // interfaces implemented by server/sqlstore, server/local and server/kube and
 // wired together in cmd/boxkite-server.
 package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Config holds a control plane's settings. Zero fields take the defaults
+// below (see WithDefaults).
+type Config struct {
+	Listen          string        // address cmd/boxkite-server listens on; default 127.0.0.1:8090
+	Version         string        // reported by /health
+	DriverName      string        // recorded on each sandbox, e.g. "local"
+	DefaultLifetime time.Duration // lifetime when a create asks for none; default 30m
+	MaxLifetime     time.Duration // ceiling for create and extend; default 24h
+	MaxStorageGB    float64       // ceiling for storage_gb; default 20
+	MaxCount        int           // ceiling for count in one create; default 10
+	ReaperInterval  time.Duration // how often expired sandboxes are destroyed; default 1s
+	// BootstrapAPIKey, when set, is registered as an admin key of the
+	// BootstrapEmail account at Init (local mode). Idempotent across restarts.
+	BootstrapAPIKey string
+	BootstrapEmail  string // default "local@localhost"
+}
+
+// Defaults of Config.
+const (
+	DefaultListen          = "127.0.0.1:8090"
+	DefaultLifetime        = 30 * time.Minute
+	DefaultMaxLifetime     = 24 * time.Hour
+	DefaultMaxStorageGB    = 20
+	DefaultMaxCount        = 10
+	DefaultReaperInterval  = time.Second
+	DefaultBootstrapEmail  = "local@localhost"
+	defaultShutdownTimeout = 5 * time.Second
+)
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.DefaultLifetime == 0 {
+		c.DefaultLifetime = DefaultLifetime
+	}
+	if c.MaxLifetime == 0 {
+		c.MaxLifetime = DefaultMaxLifetime
+	}
+	if c.MaxStorageGB == 0 {
+		c.MaxStorageGB = DefaultMaxStorageGB
+	}
+	if c.MaxCount == 0 {
+		c.MaxCount = DefaultMaxCount
+	}
+	if c.ReaperInterval == 0 {
+		c.ReaperInterval = DefaultReaperInterval
+	}
+	if c.BootstrapEmail == "" {
+		c.BootstrapEmail = DefaultBootstrapEmail
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.DefaultLifetime < time.Minute || c.MaxLifetime < time.Minute:
+		return errors.New("lifetimes must be at least one minute")
+	case c.DefaultLifetime > c.MaxLifetime:
+		return fmt.Errorf("default lifetime %v exceeds the maximum %v", c.DefaultLifetime, c.MaxLifetime)
+	case c.MaxStorageGB < 0:
+		return errors.New("max storage must not be negative")
+	case c.MaxCount < 1:
+		return errors.New("max count must be at least 1")
+	case c.ReaperInterval < 0:
+		return errors.New("reaper interval must not be negative")
+	}
+	return nil
+}
+
+// Server is the control plane. It is an http.Handler; Init prepares the
+// store, Run does the background work, Serve combines them with a listener.
+type Server struct {
+	cfg      Config
+	store    Store
+	driver   Driver
+	log      *slog.Logger
+	mux      *http.ServeMux
+	now      func() time.Time
+	sidecars *sidecarClients
+	touches  *keyToucher
+	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
+	healthTimeout time.Duration
+}
+
+// New returns a Server using store and driver. log nil means slog.Default().
+func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("server config: %w", err)
+	}
+	if store == nil || driver == nil {
+		return nil, errors.New("server: a store and a driver are required")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{
+		cfg:           cfg,
+		store:         store,
+		driver:        driver,
+		log:           slog.New(ctxHandler{log.Handler()}),
+		mux:           http.NewServeMux(),
+		now:           time.Now,
+		sidecars:      newSidecarClients(),
+		touches:       newKeyToucher(),
+		healthTimeout: 2 * time.Second,
+	}
+	s.routes()
+	return s, nil
+}
+
+// Config returns the effective configuration, defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// routes is the whole API on one screen.
+func (s *Server) routes() {
+	s.handlePublic("GET /health", s.health)
+	s.handlePublic("GET /health/ready", s.ready)
+
+	s.handle("POST /v1/sandboxes", s.createSandbox)
+	s.handle("GET /v1/sandboxes", s.listSandboxes)
+	s.handle("GET /v1/sandboxes/{id}", s.getSandbox)
+	s.handle("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
+	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
+	s.handle("POST /v1/sandboxes/{id}/exec", s.execSandbox)
+
+	s.handlePublic("/", s.noRoute)
+}
+
+// Init prepares the store for serving: it registers the bootstrap key and
+// reconciles stored sandboxes with what the driver has (see reconcile).
+// Call it once before serving.
+func (s *Server) Init(ctx context.Context) error {
+	if err := s.bootstrap(ctx); err != nil {
+		return err
+	}
+	return s.reconcile(ctx)
+}
+
+// Run does the background work until ctx is done: the reaper destroys
+// expired sandboxes every ReaperInterval, and API-key use times are
+// written. It returns nil when ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	tick := time.NewTicker(s.cfg.ReaperInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			s.reap(ctx)
+		case t := <-s.touches.ch:
+			if err := s.store.TouchAPIKey(ctx, t.keyID, t.at); err != nil && ctx.Err() == nil {
+				s.log.WarnContext(ctx, "record api key use", "key", t.keyID, "err", err)
+			}
+		}
+	}
+}
+
+// Serve serves the API on ln and runs the background work until ctx is
+// done, then stops accepting and waits up to 5 s for requests in flight.
+// Init must have been called.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	runDone := make(chan struct{})
+	go func() {
+		defer close(runDone)
+		_ = s.Run(runCtx)
+	}()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+
+	var err error
+	select {
+	case err = <-serveErr:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultShutdownTimeout)
+		if serr := hs.Shutdown(sctx); serr != nil {
+			// Long exec streams outlive the grace period; cut them.
+			_ = hs.Close()
+		}
+		cancel()
+		err = <-serveErr
+	}
+	stopRun()
+	<-runDone
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}

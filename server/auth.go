@@ -1,0 +1,122 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+var (
+	errNoCredentials = api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "missing API key").
+				WithHint("send Authorization: Bearer bxk_live_…; in local mode `boxkite up` writes a key to ~/.boxkite/local.toml")
+	errMalformedAuth = api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "malformed Authorization header").
+				WithHint("use Authorization: Bearer <api key>")
+	// One message for unknown, malformed and revoked keys, so the answer
+	// does not tell a guesser which keys exist.
+	errInvalidKey = api.Errorf(http.StatusUnauthorized, api.CodeInvalidAPIKey, "invalid API key").
+			WithHint("check the key (bxk_live_ followed by 43 characters); revoked keys stop working at once")
+)
+
+// authenticate resolves the bearer key of r and records the caller in the
+// request info.
+func (s *Server) authenticate(r *http.Request) error {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return errNoCredentials
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return errMalformedAuth
+	}
+	token = strings.TrimSpace(token)
+	if !ValidAPIKey(token) {
+		return errInvalidKey
+	}
+	ctx := r.Context()
+	key, acct, err := s.store.APIKeyByHash(ctx, HashAPIKey(token))
+	if errors.Is(err, ErrNotFound) {
+		return errInvalidKey
+	}
+	if err != nil {
+		return fmt.Errorf("look up api key: %w", err)
+	}
+	if key.RevokedAt != nil {
+		return errInvalidKey
+	}
+	ri := infoFrom(ctx)
+	ri.account, ri.key = acct, key
+	s.touches.touch(key, s.now())
+	return nil
+}
+
+// touchInterval is how stale last_used_at may get: writing it on every
+// request would put a database write on the hot path.
+const touchInterval = time.Minute
+
+type keyTouch struct {
+	keyID string
+	at    time.Time
+}
+
+// keyToucher queues last_used_at updates for Run to write, at most one per
+// key per touchInterval. When nothing drains the queue (Run not running,
+// or a slow store) touches are dropped, never waited for.
+type keyToucher struct {
+	ch   chan keyTouch
+	mu   sync.Mutex
+	last map[string]time.Time // key id → last queued touch
+}
+
+func newKeyToucher() *keyToucher {
+	return &keyToucher{ch: make(chan keyTouch, 64), last: map[string]time.Time{}}
+}
+
+func (t *keyToucher) touch(k *APIKey, now time.Time) {
+	if k.LastUsedAt != nil && now.Sub(*k.LastUsedAt) < touchInterval {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if last, ok := t.last[k.ID]; ok && now.Sub(last) < touchInterval {
+		return
+	}
+	select {
+	case t.ch <- keyTouch{keyID: k.ID, at: now}:
+		t.last[k.ID] = now
+	default:
+	}
+}
+
+// bootstrap registers Config.BootstrapAPIKey as an admin key of the
+// bootstrap account, creating the account on first start.
+func (s *Server) bootstrap(ctx context.Context) error {
+	key := s.cfg.BootstrapAPIKey
+	if key == "" {
+		return nil
+	}
+	if !ValidAPIKey(key) {
+		return errors.New("bootstrap api key is malformed: want bxk_live_ followed by 43 url-safe base64 characters")
+	}
+	now := s.now()
+	acct, k, err := s.store.EnsureAccountKey(ctx,
+		&Account{ID: NewID(), Email: s.cfg.BootstrapEmail, CreatedAt: now},
+		&APIKey{ID: NewID(), Name: "bootstrap", Hash: HashAPIKey(key), Prefix: displayPrefix(key), Role: RoleAdmin, CreatedAt: now})
+	if errors.Is(err, ErrConflict) {
+		return fmt.Errorf("bootstrap api key is registered to another account than %s", s.cfg.BootstrapEmail)
+	}
+	if err != nil {
+		return fmt.Errorf("register bootstrap api key: %w", err)
+	}
+	if k.RevokedAt != nil {
+		// Resurrecting a key someone revoked would undo the revocation.
+		return errors.New("the bootstrap api key was revoked; generate a new one")
+	}
+	s.log.InfoContext(ctx, "bootstrap api key registered", "account", acct.ID, "email", acct.Email, "key_prefix", k.Prefix)
+	return nil
+}

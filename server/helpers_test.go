@@ -1,0 +1,345 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/sqlstore"
+)
+
+// fakeDriver is a server.Driver whose behaviour is set per test. By
+// default Create hands out the fake sidecar's endpoint.
+type fakeDriver struct {
+	CreateFunc func(ctx context.Context, spec server.Spec) (server.Endpoint, error)
+	DeleteFunc func(ctx context.Context, id string) error
+	ListFunc   func(ctx context.Context) ([]server.Observed, error)
+
+	mu      sync.Mutex
+	created []server.Spec
+	deleted []string
+}
+
+var _ server.Driver = (*fakeDriver)(nil)
+
+func (d *fakeDriver) Create(ctx context.Context, spec server.Spec) (server.Endpoint, error) {
+	d.mu.Lock()
+	d.created = append(d.created, spec)
+	d.mu.Unlock()
+	return d.CreateFunc(ctx, spec)
+}
+
+func (d *fakeDriver) Delete(ctx context.Context, id string) error {
+	d.mu.Lock()
+	d.deleted = append(d.deleted, id)
+	d.mu.Unlock()
+	if d.DeleteFunc != nil {
+		return d.DeleteFunc(ctx, id)
+	}
+	return nil
+}
+
+func (d *fakeDriver) List(ctx context.Context) ([]server.Observed, error) {
+	if d.ListFunc != nil {
+		return d.ListFunc(ctx)
+	}
+	return nil, nil
+}
+
+func (d *fakeDriver) Deleted() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.deleted...)
+}
+
+func (d *fakeDriver) Created() []server.Spec {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]server.Spec(nil), d.created...)
+}
+
+// fakeSidecar serves /health and /exec over TCP like a real sidecar. By
+// default /exec answers with the command echoed on stdout; ExecFunc
+// overrides that.
+type fakeSidecar struct {
+	*httptest.Server
+	Token    string
+	ExecFunc func(w http.ResponseWriter, r *http.Request, req api.ExecRequest)
+
+	mu       sync.Mutex
+	requests []api.ExecRequest
+	headers  []http.Header
+}
+
+func newFakeSidecar(t testing.TB) *fakeSidecar {
+	sc := &fakeSidecar{Token: "sidecar-token"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"healthy"}`)
+	})
+	mux.HandleFunc("POST /exec", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Sidecar-Auth-Token") != sc.Token {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":{"code":"sidecar_auth","message":"bad token"}}`)
+			return
+		}
+		var req api.ExecRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		sc.mu.Lock()
+		sc.requests = append(sc.requests, req)
+		sc.headers = append(sc.headers, r.Header.Clone())
+		sc.mu.Unlock()
+		if sc.ExecFunc != nil {
+			sc.ExecFunc(w, r, req)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(api.ExecResult{ExitCode: 0, Stdout: req.Command + "\n", DurationMS: 1})
+	})
+	sc.Server = httptest.NewServer(mux)
+	t.Cleanup(sc.Close)
+	return sc
+}
+
+func (sc *fakeSidecar) Endpoint() server.Endpoint {
+	return server.Endpoint{Network: "tcp", Address: sc.Listener.Addr().String(), Token: sc.Token}
+}
+
+func (sc *fakeSidecar) Requests() ([]api.ExecRequest, []http.Header) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return append([]api.ExecRequest(nil), sc.requests...), append([]http.Header(nil), sc.headers...)
+}
+
+// env is a control plane on httptest with real SQLite, a fake driver and a
+// fake sidecar, and two accounts: A (key KeyA) and B (key KeyB).
+type env struct {
+	t       testing.TB
+	Server  *server.Server
+	Store   server.Store
+	Driver  *fakeDriver
+	Sidecar *fakeSidecar
+	URL     string
+	KeyA    string
+	KeyB    string
+	AcctA   *server.Account
+	Logs    *syncBuffer
+	clock   *clock
+}
+
+// clock is a settable time source; it starts at the real time so that
+// what the server writes looks plausible.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// syncBuffer collects log output from concurrent handlers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func openStore(t testing.TB, dir string) server.Store {
+	t.Helper()
+	st, err := sqlstore.Open(context.Background(), "sqlite:"+filepath.Join(dir, "boxkite.db"))
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func newEnv(t testing.TB, cfg server.Config) *env {
+	t.Helper()
+	return newEnvWithStore(t, cfg, openStore(t, t.TempDir()))
+}
+
+func newEnvWithStore(t testing.TB, cfg server.Config, st server.Store) *env {
+	t.Helper()
+	e := &env{t: t, Store: st, Sidecar: newFakeSidecar(t), Logs: &syncBuffer{},
+		clock: &clock{now: time.Now().UTC().Truncate(time.Microsecond)}}
+	e.Driver = &fakeDriver{CreateFunc: func(context.Context, server.Spec) (server.Endpoint, error) {
+		return e.Sidecar.Endpoint(), nil
+	}}
+	cfg.DriverName = "fake"
+	log := slog.New(slog.NewTextHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := server.New(cfg, st, e.Driver, log)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	srv.SetNow(e.clock.Now)
+	e.Server = srv
+	e.AcctA, e.KeyA = e.addAccount("a@example.com", server.RoleAdmin)
+	_, e.KeyB = e.addAccount("b@example.com", server.RoleAdmin)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	e.URL = hs.URL
+	return e
+}
+
+func (e *env) addAccount(email, role string) (*server.Account, string) {
+	e.t.Helper()
+	a := &server.Account{ID: server.NewID(), Email: email, CreatedAt: time.Now()}
+	if err := e.Store.CreateAccount(context.Background(), a); err != nil {
+		e.t.Fatalf("CreateAccount: %v", err)
+	}
+	return a, e.addKey(a, role)
+}
+
+func (e *env) addKey(a *server.Account, role string) string {
+	e.t.Helper()
+	key := server.NewAPIKey()
+	if err := e.Store.CreateAPIKey(context.Background(), &server.APIKey{ID: server.NewID(), AccountID: a.ID,
+		Hash: server.HashAPIKey(key), Prefix: key[:17], Role: role, CreatedAt: time.Now()}); err != nil {
+		e.t.Fatalf("CreateAPIKey: %v", err)
+	}
+	return key
+}
+
+// do sends a request with the key (if any) and a JSON body (a string is
+// sent verbatim) and returns the response with its body read.
+func (e *env) do(method, path, key string, body any, header ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return resp, b
+}
+
+// create makes one sandbox for key and returns it.
+func (e *env) create(key string, req api.CreateSandboxRequest) api.Sandbox {
+	e.t.Helper()
+	resp, body := e.do("POST", "/v1/sandboxes", key, req)
+	if resp.StatusCode != http.StatusCreated {
+		e.t.Fatalf("create sandbox: %d %s", resp.StatusCode, body)
+	}
+	var sb api.Sandbox
+	mustUnmarshal(e.t, body, &sb)
+	return sb
+}
+
+func mustUnmarshal(t testing.TB, body []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+}
+
+// apiError decodes an error envelope; it fails the test if body is not one.
+func apiError(t testing.TB, body []byte) *api.Error {
+	t.Helper()
+	var env api.ErrorEnvelope
+	if err := json.Unmarshal(body, &env); err != nil || env.Error == nil {
+		t.Fatalf("body is not an error envelope: %s", body)
+	}
+	return env.Error
+}
+
+// wantError checks status, code and that the envelope carries the
+// response's request id.
+func wantError(t testing.TB, resp *http.Response, body []byte, status int, code string) *api.Error {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Errorf("status = %d, want %d (body %s)", resp.StatusCode, status, body)
+	}
+	e := apiError(t, body)
+	if e.Code != code {
+		t.Errorf("code = %q, want %q (body %s)", e.Code, code, body)
+	}
+	if id := resp.Header.Get("X-Request-ID"); id == "" || e.RequestID != id {
+		t.Errorf("request_id = %q, X-Request-ID = %q; want equal and non-empty", e.RequestID, id)
+	}
+	return e
+}
+
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func sandboxPath(id string, rest ...string) string {
+	return fmt.Sprintf("/v1/sandboxes/%s%s", id, strings.Join(rest, ""))
+}
+
+// httptestServer serves h on a loopback httptest server and returns its URL.
+func httptestServer(t testing.TB, h http.Handler) string {
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	return hs.URL
+}

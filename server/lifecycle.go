@@ -1,0 +1,145 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// reapParallel bounds how many expired sandboxes are torn down at once.
+const reapParallel = 8
+
+// reap destroys every active sandbox past its expires_at.
+func (s *Server) reap(ctx context.Context) {
+	expired, err := s.store.ExpiredSandboxes(ctx, s.now())
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.ErrorContext(ctx, "list expired sandboxes", "err", err)
+		}
+		return
+	}
+	s.each(expired, func(sb *Sandbox) {
+		ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+		defer cancel()
+		err := s.destroy(ctx, sb.ID, api.StatusDestroyed, ReasonExpired)
+		switch {
+		case err == nil:
+			s.log.InfoContext(ctx, "sandbox expired", "sandbox", sb.ID, "account", sb.AccountID)
+		case errors.Is(err, errNotActive):
+			// deleted by its owner meanwhile
+		default:
+			// destroy logged the cause; the next tick retries.
+		}
+	})
+}
+
+// each runs fn on every sandbox, reapParallel at a time, and waits.
+func (s *Server) each(sbs []*Sandbox, fn func(*Sandbox)) {
+	sem := make(chan struct{}, reapParallel)
+	var wg sync.WaitGroup
+	for _, sb := range sbs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(sb)
+		})
+	}
+	wg.Wait()
+}
+
+// reconcile makes the store and the driver agree after a start, including
+// one after a crash or SIGKILL:
+//
+//   - rows still "creating" were interrupted mid-create: whatever the
+//     driver started is deleted and the row removed;
+//   - active rows whose sidecar answers /health (all checked in parallel,
+//     within healthTimeout in total) are adopted as they are;
+//   - active rows whose sidecar does not answer are marked lost, and the
+//     driver is told to clean up after them;
+//   - sandboxes the driver has that no active row claims are deleted.
+func (s *Server) reconcile(ctx context.Context) error {
+	creating, err := s.store.SandboxesWithStatus(ctx, StatusCreating)
+	if err != nil {
+		return fmt.Errorf("list sandboxes being created: %w", err)
+	}
+	for _, sb := range creating {
+		s.log.WarnContext(ctx, "removing sandbox interrupted while being created", "sandbox", sb.ID)
+		s.discard(ctx, sb.ID)
+	}
+
+	active, err := s.store.SandboxesWithStatus(ctx, api.StatusActive)
+	if err != nil {
+		return fmt.Errorf("list active sandboxes: %w", err)
+	}
+	alive := make([]bool, len(active))
+	hctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
+	var wg sync.WaitGroup
+	for i, sb := range active {
+		wg.Go(func() { alive[i] = s.sidecarHealthy(hctx, sb) })
+	}
+	wg.Wait()
+	cancel()
+
+	// handled holds the ids dealt with above: adopted, or lost and deleted.
+	handled := map[string]bool{}
+	adopted, lost := 0, 0
+	for i, sb := range active {
+		handled[sb.ID] = true
+		if alive[i] {
+			adopted++
+			continue
+		}
+		lost++
+		s.log.WarnContext(ctx, "sandbox lost: its sidecar does not answer", "sandbox", sb.ID, "account", sb.AccountID)
+		if err := s.destroy(ctx, sb.ID, api.StatusLost, ReasonLost); err != nil && !errors.Is(err, errNotActive) {
+			// The driver could not clean up; still record what we know.
+			if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *Sandbox) error {
+				now := s.now()
+				sb.Status, sb.DestroyReason, sb.DestroyedAt = api.StatusLost, ReasonLost, &now
+				return nil
+			}); uerr != nil {
+				return fmt.Errorf("mark sandbox %s lost: %w", sb.ID, uerr)
+			}
+		}
+	}
+
+	observed, err := s.driver.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list driver sandboxes: %w", err)
+	}
+	orphans := 0
+	for _, o := range observed {
+		if handled[o.ID] {
+			continue
+		}
+		orphans++
+		if err := s.driver.Delete(ctx, o.ID); err != nil {
+			s.log.ErrorContext(ctx, "delete orphaned sandbox", "sandbox", o.ID, "err", err)
+		}
+	}
+	s.log.InfoContext(ctx, "reconciled sandboxes", "adopted", adopted, "lost", lost,
+		"interrupted", len(creating), "orphans_deleted", orphans)
+	return nil
+}
+
+// sidecarHealthy reports whether the sandbox's sidecar answers GET /health.
+func (s *Server) sidecarHealthy(ctx context.Context, sb *Sandbox) bool {
+	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	if err != nil {
+		return false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://sidecar/health", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}

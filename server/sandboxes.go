@@ -1,0 +1,349 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+const maxLabelLen = 200
+
+// cleanupTimeout bounds compensating work (tearing down a half-created
+// sandbox) that must finish even when the request that started it is gone.
+const cleanupTimeout = time.Minute
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, api.Health{Status: "healthy", Version: s.cfg.Version})
+	return nil
+}
+
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		s.log.WarnContext(ctx, "readiness check failed", "err", err)
+		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "the database is not answering").
+			WithHint("check the server log and the --db setting")
+	}
+	writeJSON(w, http.StatusOK, api.Health{Status: "ready", Version: s.cfg.Version})
+	return nil
+}
+
+func (s *Server) noRoute(_ http.ResponseWriter, r *http.Request) error {
+	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "no route for %s %s", r.Method, r.URL.Path)
+}
+
+// createParams is a validated CreateSandboxRequest.
+type createParams struct {
+	label     string
+	size      string
+	storageGB float64
+	lifetime  time.Duration
+	count     int
+}
+
+func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
+	p := createParams{label: req.Label, size: req.Size, storageGB: req.StorageGB, count: req.Count}
+	maxMin := int(s.cfg.MaxLifetime / time.Minute)
+	switch {
+	case len(req.Label) > maxLabelLen:
+		return p, invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
+	case req.ImageID != "":
+		return p, notSupported("image_id", "omit image_id; sandboxes use the host's system image for now")
+	case len(req.VolumeMounts) > 0:
+		return p, notSupported("volume_mounts", "omit volume_mounts; copy files in with `boxkite files cp`")
+	case len(req.MCPConnectionNames) > 0:
+		return p, notSupported("mcp_connection_names", "omit mcp_connection_names; sandboxes have no egress yet")
+	case len(req.SecretNames) > 0:
+		return p, notSupported("secret_names", "omit secret_names; pass values with exec's env for now")
+	case req.StorageGB < 0 || math.IsNaN(req.StorageGB):
+		return p, invalid("storage_gb", "storage_gb must not be negative", "")
+	case req.StorageGB > s.cfg.MaxStorageGB:
+		return p, invalid("storage_gb", fmt.Sprintf("storage_gb %g exceeds the maximum of %g", req.StorageGB, s.cfg.MaxStorageGB),
+			fmt.Sprintf("ask for at most %g GB", s.cfg.MaxStorageGB))
+	case req.LifetimeMinutes < 0:
+		return p, invalid("lifetime_minutes", "lifetime_minutes must not be negative", "omit it for the default")
+	case req.LifetimeMinutes > maxMin:
+		return p, invalid("lifetime_minutes", fmt.Sprintf("lifetime_minutes %d exceeds the maximum of %d", req.LifetimeMinutes, maxMin),
+			fmt.Sprintf("ask for at most %d minutes and extend the sandbox later", maxMin))
+	case req.Count < 0 || req.Count > s.cfg.MaxCount:
+		return p, invalid("count", fmt.Sprintf("count must be between 1 and %d", s.cfg.MaxCount), "")
+	}
+	switch req.Size {
+	case "":
+		p.size = api.SizeSmall
+	case api.SizeSmall, api.SizeMedium, api.SizeLarge:
+	default:
+		return p, invalid("size", fmt.Sprintf("size %q is not one of small, medium, large", req.Size), "")
+	}
+	p.lifetime = s.cfg.DefaultLifetime
+	if req.LifetimeMinutes > 0 {
+		p.lifetime = time.Duration(req.LifetimeMinutes) * time.Minute
+	}
+	if p.count == 0 {
+		p.count = 1
+	}
+	return p, nil
+}
+
+// createSandbox serves POST /v1/sandboxes. With count > 1 the answer is an array.
+func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
+	var req api.CreateSandboxRequest
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	p, err := s.validateCreate(req)
+	if err != nil {
+		return err
+	}
+	sbs, err := s.startSandboxes(r.Context(), accountFrom(r.Context()), p)
+	if err != nil {
+		return err
+	}
+	if req.Count > 1 {
+		out := make([]api.Sandbox, len(sbs))
+		for i, sb := range sbs {
+			out[i] = sb.toAPI()
+		}
+		writeJSON(w, http.StatusCreated, out)
+		return nil
+	}
+	writeJSON(w, http.StatusCreated, sbs[0].toAPI())
+	return nil
+}
+
+// startSandboxes creates p.count sandboxes in parallel. It is all or
+// nothing: if one fails, the others are torn down and removed.
+func (s *Server) startSandboxes(ctx context.Context, acct *Account, p createParams) ([]*Sandbox, error) {
+	sbs := make([]*Sandbox, p.count)
+	errs := make([]error, p.count)
+	var wg sync.WaitGroup
+	for i := range p.count {
+		wg.Go(func() { sbs[i], errs[i] = s.startSandbox(ctx, acct, p) })
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err == nil {
+		return sbs, nil
+	}
+	for _, sb := range sbs {
+		if sb != nil {
+			s.discard(ctx, sb.ID)
+		}
+	}
+	for _, e := range errs {
+		if e != nil {
+			return nil, e // the first is as good as any, and keeps an *api.Error intact
+		}
+	}
+	return nil, err
+}
+
+// startSandbox records a sandbox as creating, asks the driver for it, and
+// marks it active with its endpoint. A failure leaves no row behind.
+//
+// The row is written before Driver.Create so that a crash mid-create
+// leaves a trace: Init finds the "creating" row and tears down whatever
+// the driver had started.
+func (s *Server) startSandbox(ctx context.Context, acct *Account, p createParams) (*Sandbox, error) {
+	now := s.now()
+	sb := &Sandbox{
+		ID:              NewID(),
+		AccountID:       acct.ID,
+		Label:           p.label,
+		Size:            p.size,
+		StorageGB:       p.storageGB,
+		LifetimeMinutes: int(p.lifetime / time.Minute),
+		Status:          StatusCreating,
+		CreatedAt:       now,
+		ExpiresAt:       now.Add(p.lifetime),
+		Driver:          s.cfg.DriverName,
+	}
+	if err := s.store.CreateSandbox(ctx, sb); err != nil {
+		return nil, fmt.Errorf("record sandbox: %w", err)
+	}
+	ep, err := s.driver.Create(ctx, Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime})
+	if err != nil {
+		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
+		s.discard(ctx, sb.ID)
+		return nil, sandboxFailed("create")
+	}
+	// The sandbox exists now; record it even if the client has gone away,
+	// since the caller tears it down on error anyway.
+	active, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), sb.ID, func(sb *Sandbox) error {
+		sb.Status = api.StatusActive
+		sb.Endpoint = ep
+		return nil
+	})
+	if err != nil {
+		s.discard(ctx, sb.ID)
+		return nil, fmt.Errorf("record sandbox endpoint: %w", err)
+	}
+	return active, nil
+}
+
+// discard tears a sandbox down and removes its row, as if it never
+// existed; used when a create fails part way. Errors are logged: a leftover
+// is cleaned up by the next start's reconciliation.
+func (s *Server) discard(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	s.sidecars.forget(id)
+	if err := s.driver.Delete(ctx, id); err != nil {
+		s.log.ErrorContext(ctx, "tear down failed sandbox", "sandbox", id, "err", err)
+	}
+	if err := s.store.DeleteSandbox(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+		s.log.ErrorContext(ctx, "remove failed sandbox row", "sandbox", id, "err", err)
+	}
+}
+
+// sandboxFailed is the safe answer when the driver or a sidecar failed;
+// the cause is in the log under the request id.
+func sandboxFailed(op string) *api.Error {
+	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not %s the sandbox", op).
+		WithHint("retry; if it keeps failing, the server log has the cause under this request id")
+}
+
+func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
+	activeOnly := false
+	if v := r.URL.Query().Get("active_only"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidation,
+				Message: fmt.Sprintf("active_only %q is not a boolean", v), Hint: "use active_only=true or active_only=false",
+				Details: []fieldError{{Loc: []string{"query", "active_only"}, Msg: "not a boolean", Type: "value_error"}}}
+		}
+		activeOnly = b
+	}
+	sbs, err := s.store.ListSandboxes(r.Context(), accountFrom(r.Context()).ID, activeOnly)
+	if err != nil {
+		return fmt.Errorf("list sandboxes: %w", err)
+	}
+	out := make([]api.Sandbox, len(sbs))
+	for i, sb := range sbs {
+		out[i] = sb.toAPI()
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// loadSandbox returns the caller's sandbox named in the path; another
+// account's is not found, never forbidden.
+func (s *Server) loadSandbox(r *http.Request) (*Sandbox, error) {
+	id := r.PathValue("id")
+	sb, err := s.store.Sandbox(r.Context(), accountFrom(r.Context()).ID, id)
+	if errors.Is(err, ErrNotFound) || (err == nil && sb.Status == StatusCreating) {
+		return nil, sandboxNotFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load sandbox: %w", err)
+	}
+	return sb, nil
+}
+
+func sandboxNotFound(id string) *api.Error {
+	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s not found", id).
+		WithHint("list your sandboxes with `boxkite session ls`")
+}
+
+// notActive is the answer to an operation on a sandbox that is gone.
+func notActive(sb *Sandbox) *api.Error {
+	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is %s", sb.ID, sb.Status).
+		WithHint("create a new sandbox with `boxkite session create`")
+}
+
+func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) error {
+	sb, err := s.loadSandbox(r)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sb.toAPI())
+	return nil
+}
+
+// deleteSandbox serves DELETE /v1/sandboxes/{id}. Deleting a sandbox that
+// is already destroyed or lost is 404, as in the reference.
+func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
+	sb, err := s.loadSandbox(r)
+	if err != nil {
+		return err
+	}
+	if !sb.Active() {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already %s", sb.ID, sb.Status)
+	}
+	if err := s.destroy(r.Context(), sb.ID, api.StatusDestroyed, ReasonDeleted); err != nil {
+		if errors.Is(err, errNotActive) {
+			return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already destroyed", sb.ID)
+		}
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// errNotActive aborts a state change on a sandbox that stopped being active
+// since it was read (a DELETE racing the reaper, say).
+var errNotActive = errors.New("sandbox is not active")
+
+// destroy tears the sandbox down and records it as status/reason. The
+// driver goes first: if it fails, the row stays active and the caller (or
+// the reaper, next tick) can retry. Returns errNotActive if the row was no
+// longer active.
+func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
+	s.sidecars.forget(id)
+	if err := s.driver.Delete(ctx, id); err != nil {
+		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
+		return sandboxFailed("delete")
+	}
+	_, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *Sandbox) error {
+		if !sb.Active() {
+			return errNotActive
+		}
+		now := s.now()
+		sb.Status, sb.DestroyReason, sb.DestroyedAt = status, reason, &now
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNotActive) {
+		return fmt.Errorf("record destroyed sandbox: %w", err)
+	}
+	return err
+}
+
+// extendSandbox serves POST /v1/sandboxes/{id}/extend: expires_at becomes
+// now + lifetime_minutes, which may not exceed the configured maximum.
+func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request) error {
+	var req api.ExtendSandboxRequest
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	maxMin := int(s.cfg.MaxLifetime / time.Minute)
+	if req.LifetimeMinutes < 1 || req.LifetimeMinutes > maxMin {
+		return invalid("lifetime_minutes", fmt.Sprintf("lifetime_minutes must be between 1 and %d", maxMin),
+			fmt.Sprintf("the maximum lifetime is %d minutes from now", maxMin))
+	}
+	sb, err := s.loadSandbox(r)
+	if err != nil {
+		return err
+	}
+	sb, err = s.store.UpdateSandbox(r.Context(), sb.ID, func(sb *Sandbox) error {
+		if !sb.Active() {
+			return notActive(sb)
+		}
+		sb.ExpiresAt = s.now().Add(time.Duration(req.LifetimeMinutes) * time.Minute)
+		// lifetime_minutes keeps meaning expires_at - created_at.
+		sb.LifetimeMinutes = int(math.Ceil(sb.ExpiresAt.Sub(sb.CreatedAt).Minutes()))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("extend sandbox: %w", err)
+	}
+	writeJSON(w, http.StatusOK, sb.toAPI())
+	return nil
+}
