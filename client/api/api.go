@@ -6,7 +6,10 @@
 // package client it is the supported, stable Go API of boxkite.
 package api
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Health is the body of GET /health on the control plane and on a sidecar.
 type Health struct {
@@ -112,4 +115,18 @@ type ExecEvent struct {
 	ExitCode   int    `json:"exit_code,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
 	Error      *Error `json:"error,omitempty"`
+}
+
+// MarshalJSON writes exit_code and duration_ms on exit events even when zero
+// (exit code 0 matters) and leaves them out of output events.
+func (e ExecEvent) MarshalJSON() ([]byte, error) {
+	type plain ExecEvent
+	if e.Type != EventExit {
+		return json.Marshal(plain(e))
+	}
+	return json.Marshal(struct {
+		Type       string `json:"type"`
+		ExitCode   int    `json:"exit_code"`
+		DurationMS int64  `json:"duration_ms"`
+	}{e.Type, e.ExitCode, e.DurationMS})
 }

@@ -1,0 +1,43 @@
+package api
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestExecEventJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   ExecEvent
+		want string
+	}{
+		{"stdout", ExecEvent{Type: EventStdout, Data: "hi\n"}, `{"type":"stdout","data":"hi\n"}`},
+		{"exit zero keeps the code", ExecEvent{Type: EventExit, ExitCode: 0, DurationMS: 0}, `{"type":"exit","exit_code":0,"duration_ms":0}`},
+		{"exit code", ExecEvent{Type: EventExit, ExitCode: 124, DurationMS: 7}, `{"type":"exit","exit_code":124,"duration_ms":7}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := json.Marshal(tt.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("Marshal(%+v) = %s, want %s", tt.ev, got, tt.want)
+			}
+			var back ExecEvent
+			if err := json.Unmarshal(got, &back); err != nil || back != tt.ev {
+				t.Errorf("round trip of %s = %+v (%v), want %+v", got, back, err, tt.ev)
+			}
+		})
+	}
+}
+
+func TestErrorString(t *testing.T) {
+	e := Errorf(404, CodeNotFound, "sandbox %s not found", "abc").WithHint("run boxkite session ls")
+	if got, want := e.Error(), "sandbox abc not found [not_found]"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if e.Hint == "" || StatusOf(e.Code) != 404 {
+		t.Errorf("hint %q status %d", e.Hint, StatusOf(e.Code))
+	}
+}
