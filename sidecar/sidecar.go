@@ -72,6 +72,8 @@ func New(opts Options) *Handler {
 func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /health", h.health) // no auth: probes and the driver's readiness wait
 	h.handle("POST /exec", h.exec)
+	h.fileRoutes()    // files_routes.go: files, search, watch, raw and archive transfer
+	h.processRoutes() // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
 	h.handle("/", h.notFound)
 }
 
