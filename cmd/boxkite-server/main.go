@@ -1,4 +1,203 @@
-// Command boxkite-server is a placeholder until its issue lands.
+// Command boxkite-server is the boxkite control plane: the REST API for
+// sandboxes, the reaper that enforces their lifetimes, and the reverse proxy
+// to each sandbox's sidecar. It stores state in SQLite and runs sandboxes
+// with the local (Linux namespace) driver. `boxkite up` starts it on
+// loopback; run `boxkite-server --help` for its flags and environment.
 package main
 
-func main() {}
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/local"
+	"github.com/boxkite/boxkite/server/sqlstore"
+)
+
+// version is set at release time with -ldflags "-X main.version=…".
+var version = ""
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// Read the bootstrap key, then drop it from the environment so that no
+	// child (the jailed sidecars) inherits an admin credential.
+	key := os.Getenv(bootstrapKeyEnv)
+	os.Unsetenv(bootstrapKeyEnv)
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, key, os.Stderr))
+}
+
+// run is the whole program; it returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, bootstrapKey string, stderr io.Writer) int {
+	opts, err := parseOptions(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		if _, ok := errors.AsType[*usageError](err); ok {
+			fmt.Fprintln(stderr, "hint: run boxkite-server --help")
+		}
+		return 2
+	}
+	if opts.version {
+		fmt.Fprintln(stderr, "boxkite-server", buildVersion())
+		return 0
+	}
+	if err := serve(ctx, opts, bootstrapKey, stderr); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		if h := hintOf(err); h != "" {
+			fmt.Fprintf(stderr, "hint: %s\n", h)
+		}
+		return 1
+	}
+	return 0
+}
+
+// hintedError carries a hint for the person reading stderr.
+type hintedError struct {
+	err  error
+	hint string
+}
+
+func (e *hintedError) Error() string { return e.err.Error() }
+func (e *hintedError) Unwrap() error { return e.err }
+
+func hintOf(err error) string {
+	if e, ok := errors.AsType[*hintedError](err); ok {
+		return e.hint
+	}
+	return ""
+}
+
+func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Writer) error {
+	log := newLogger(opts.logLevel, stderr)
+	if opts.driver != "local" {
+		if opts.driver == "kube" {
+			return &hintedError{errors.New("driver kube is not built yet"), "use --driver local"}
+		}
+		return &hintedError{fmt.Errorf("unknown driver %q", opts.driver), "use --driver local"}
+	}
+	if err := os.MkdirAll(opts.stateDir, 0o700); err != nil {
+		return fmt.Errorf("create state directory: %w", err)
+	}
+	sidecar, err := findSidecar(opts.sidecar)
+	if err != nil {
+		return err
+	}
+
+	// Bind first: a taken port should fail fast, before any state is touched.
+	ln, err := net.Listen("tcp", opts.listen)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return &hintedError{fmt.Errorf("listen on %s: address already in use", opts.listen),
+				"another boxkite-server may be running (see `boxkite status`); pick another address with --listen"}
+		}
+		return fmt.Errorf("listen on %s: %w", opts.listen, err)
+	}
+	defer ln.Close()
+
+	store, err := sqlstore.Open(ctx, opts.db)
+	if err != nil {
+		return &hintedError{err, "check --db; the default is sqlite:<state-dir>/boxkite.db"}
+	}
+	defer store.Close()
+
+	driver, err := local.New(local.Config{StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local")})
+	if err != nil {
+		return err
+	}
+	cfg := server.Config{
+		Listen:          opts.listen,
+		Version:         buildVersion(),
+		DriverName:      opts.driver,
+		DefaultLifetime: opts.defaultLifetime,
+		MaxLifetime:     opts.maxLifetime,
+		MaxStorageGB:    opts.maxStorageGB,
+		MaxCount:        opts.maxCount,
+		ReaperInterval:  opts.reaperInterval,
+		BootstrapAPIKey: bootstrapKey,
+	}
+	srv, err := server.New(cfg, store, driver, log)
+	if err != nil {
+		return err
+	}
+	if err := srv.Init(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "boxkite-server %s listening on http://%s (driver %s, db %s)\n",
+		buildVersion(), ln.Addr(), opts.driver, opts.db)
+
+	serveErr := srv.Serve(ctx, ln)
+
+	// Stopping (SIGTERM/SIGINT, e.g. `boxkite down`) takes the sandboxes
+	// down with the server so no boxkite process is left behind. Their rows
+	// stay active and become "lost" at the next start. A SIGKILL skips
+	// this: the detached jails survive and the next start re-adopts them.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := driver.Shutdown(sctx); err != nil {
+		log.Error("stop sandboxes", "err", err)
+	}
+	if serveErr != nil {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// newLogger logs text to w at level, which parseOptions validated.
+func newLogger(level string, w io.Writer) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// findSidecar resolves the sidecar binary: the flag, else next to this
+// executable, else $PATH.
+func findSidecar(path string) (string, error) {
+	const install = "install it with `go install github.com/boxkite/boxkite/cmd/boxkite-sidecar@latest` " +
+		"(next to boxkite-server or on $PATH), or pass --sidecar PATH"
+	if path != "" {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return "", &hintedError{fmt.Errorf("sidecar binary %s: %w", path, err), install}
+		}
+		return filepath.Abs(p)
+	}
+	if exe, err := os.Executable(); err == nil {
+		sibling := filepath.Join(filepath.Dir(exe), "boxkite-sidecar")
+		if _, err := os.Stat(sibling); err == nil {
+			return sibling, nil
+		}
+	}
+	p, err := exec.LookPath("boxkite-sidecar")
+	if err != nil {
+		return "", &hintedError{errors.New("boxkite-sidecar not found next to boxkite-server or on $PATH"), install}
+	}
+	return filepath.Abs(p)
+}
+
+// buildVersion is the -X version if set, else the module version Go
+// recorded, else "dev".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

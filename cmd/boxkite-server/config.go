@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/boxkite/boxkite/server"
+)
+
+// envPrefix names every flag's environment twin: --state-dir ↔ BOXKITE_SERVER_STATE_DIR.
+const envPrefix = "BOXKITE_SERVER_"
+
+// bootstrapKeyEnv carries the local-mode admin key. It is read from the
+// environment only, never a flag, because argv is world-readable.
+const bootstrapKeyEnv = "BOXKITE_BOOTSTRAP_API_KEY"
+
+// options is the resolved configuration of one run.
+type options struct {
+	listen          string
+	db              string
+	driver          string
+	stateDir        string
+	configFile      string
+	sidecar         string
+	logLevel        string
+	defaultLifetime time.Duration
+	maxLifetime     time.Duration
+	maxStorageGB    float64
+	maxCount        int
+	reaperInterval  time.Duration
+	version         bool
+}
+
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// defaultStateDir is $BOXKITE_HOME/server, else ~/.boxkite/server.
+func defaultStateDir(getenv func(string) string) string {
+	home := getenv("BOXKITE_HOME")
+	if home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = filepath.Join(h, ".boxkite")
+		} else {
+			home = ".boxkite"
+		}
+	}
+	return filepath.Join(home, "server")
+}
+
+func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("boxkite-server", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&o.listen, "listen", server.DefaultListen, "`address` to serve the API on")
+	fs.StringVar(&o.db, "db", "", "database: sqlite:PATH (`dsn`; default sqlite:<state-dir>/boxkite.db)")
+	fs.StringVar(&o.driver, "driver", "local", "sandbox `driver`: local (Linux namespaces); kube is not built yet")
+	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(getenv), "`directory` for the database and sandbox state")
+	fs.StringVar(&o.configFile, "config", "", "TOML `file` with any of these settings (keys as the flag names)")
+	fs.StringVar(&o.sidecar, "sidecar", "", "boxkite-sidecar `binary` (default: next to boxkite-server, then $PATH)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log `level`: debug, info, warn, error")
+	fs.DurationVar(&o.defaultLifetime, "default-lifetime", server.DefaultLifetime, "sandbox lifetime when a create asks for none")
+	fs.DurationVar(&o.maxLifetime, "max-lifetime", server.DefaultMaxLifetime, "longest sandbox lifetime a create or extend may ask for")
+	fs.Float64Var(&o.maxStorageGB, "max-storage-gb", server.DefaultMaxStorageGB, "largest storage_gb a create may ask for")
+	fs.IntVar(&o.maxCount, "max-count", server.DefaultMaxCount, "most sandboxes one create may ask for")
+	fs.DurationVar(&o.reaperInterval, "reaper-interval", server.DefaultReaperInterval, "how often expired sandboxes are destroyed")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "version" {
+			f.Usage += " [env " + envName(f.Name) + "]"
+		}
+	})
+	fs.Usage = func() {
+		fmt.Fprintf(out, `Usage: boxkite-server [flags]
+
+boxkite-server is the boxkite control plane: the REST API, the reaper and the
+reverse proxy to each sandbox's sidecar. 'boxkite up' starts it for local mode.
+
+Settings come from flags, then environment variables, then the --config file,
+then the defaults shown. %s (environment only) registers a
+local admin API key at start-up.
+
+Flags:
+`, bootstrapKeyEnv)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseOptions resolves the settings: flags > env > config file > defaults.
+func parseOptions(args []string, getenv func(string) string, out io.Writer) (*options, error) {
+	o := &options{}
+	fs := newFlagSet(o, getenv, out)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usageErrorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	// The config file's location itself may come from the environment.
+	if !set["config"] {
+		if v := getenv(envName("config")); v != "" {
+			o.configFile = v
+			set["config"] = true
+		}
+	}
+	file := map[string]string{}
+	if o.configFile != "" {
+		var err error
+		if file, err = readConfigFile(o.configFile, fs); err != nil {
+			return nil, err
+		}
+	}
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || f.Name == "config" || f.Name == "version" {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, usageErrorf("%s=%q: %v", envName(f.Name), v, err))
+			}
+			return
+		}
+		if v, ok := file[f.Name]; ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, usageErrorf("%s: %s = %q: %v", o.configFile, f.Name, v, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if o.db == "" {
+		o.db = "sqlite:" + filepath.Join(o.stateDir, "boxkite.db")
+	}
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, usageErrorf("log level %q: want debug, info, warn or error", o.logLevel)
+	}
+	return o, nil
+}
+
+// readConfigFile reads a TOML file of flag settings. Keys are flag names,
+// with - or _; unknown keys are an error so that typos do not pass silently.
+func readConfigFile(path string, fs *flag.FlagSet) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config file: %w", err)
+	}
+	var raw map[string]any
+	if err := toml.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("parse config file %s: %w", path, err)
+	}
+	out := map[string]string{}
+	for k, v := range raw {
+		name := strings.ReplaceAll(k, "_", "-")
+		if fs.Lookup(name) == nil || name == "config" || name == "version" {
+			return nil, usageErrorf("%s: unknown setting %q", path, k)
+		}
+		switch v.(type) {
+		case string, int64, float64, bool:
+			out[name] = fmt.Sprint(v)
+		default:
+			return nil, usageErrorf("%s: setting %q must be a string, number or boolean", path, k)
+		}
+	}
+	return out, nil
+}
+
+// usageError is a mistake in flags, environment or config file: exit 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}

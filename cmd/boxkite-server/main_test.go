@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/server"
+)
+
+func envFunc(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestOptionPrecedence(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "server.toml")
+	if err := os.WriteFile(cfgFile, []byte(`
+listen = "127.0.0.1:1111"
+log_level = "debug"
+max-count = 3
+max_storage_gb = 7.5
+reaper_interval = "5s"
+state_dir = "/from/file"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want options
+	}{
+		{
+			name: "defaults",
+			env:  map[string]string{"BOXKITE_HOME": "/bh"},
+			want: options{listen: "127.0.0.1:8090", db: "sqlite:/bh/server/boxkite.db", driver: "local", stateDir: "/bh/server",
+				logLevel: "info", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour, maxStorageGB: 20, maxCount: 10,
+				reaperInterval: time.Second},
+		},
+		{
+			name: "file over defaults, env over file, flags over env",
+			args: []string{"--config", cfgFile, "--listen", "127.0.0.1:3333"},
+			env: map[string]string{
+				"BOXKITE_SERVER_LISTEN":    "127.0.0.1:2222",
+				"BOXKITE_SERVER_MAX_COUNT": "4",
+				"BOXKITE_HOME":             "/ignored",
+			},
+			want: options{listen: "127.0.0.1:3333", db: "sqlite:/from/file/boxkite.db", driver: "local", stateDir: "/from/file",
+				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
+				maxStorageGB: 7.5, maxCount: 4, reaperInterval: 5 * time.Second},
+		},
+		{
+			name: "config file named by env",
+			env:  map[string]string{"BOXKITE_SERVER_CONFIG": cfgFile, "BOXKITE_SERVER_DB": "sqlite:/x.db"},
+			want: options{listen: "127.0.0.1:1111", db: "sqlite:/x.db", driver: "local", stateDir: "/from/file",
+				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
+				maxStorageGB: 7.5, maxCount: 3, reaperInterval: 5 * time.Second},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseOptions(tt.args, envFunc(tt.env), io.Discard)
+			if err != nil {
+				t.Fatalf("parseOptions: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(options{})); diff != "" {
+				t.Errorf("options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("listne = \"x\"\n"), 0o600)
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{"unknown file key", []string{"--config", bad}, nil, `unknown setting "listne"`},
+		{"bad env value", nil, map[string]string{"BOXKITE_SERVER_MAX_COUNT": "many"}, "BOXKITE_SERVER_MAX_COUNT"},
+		{"bad log level", []string{"--log-level", "loud"}, nil, "log level"},
+		{"stray argument", []string{"serve"}, nil, "unexpected argument"},
+		{"missing file", []string{"--config", filepath.Join(dir, "none.toml")}, nil, "read config file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseOptions(tt.args, envFunc(tt.env), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("parseOptions error = %v, want one mentioning %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestHelpShowsDefaultsAndEnv(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"--help"}, envFunc(nil), "", &out); code != 0 {
+		t.Fatalf("--help exit code %d", code)
+	}
+	for _, want := range []string{"BOXKITE_SERVER_LISTEN", `(default "127.0.0.1:8090")`, "BOXKITE_SERVER_STATE_DIR", "BOXKITE_BOOTSTRAP_API_KEY"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("--help lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		wantText []string
+	}{
+		{"kube", []string{"--driver", "kube"}, 1, []string{"driver kube is not built yet", "hint: use --driver local"}},
+		{"missing sidecar", []string{"--sidecar", "/nonexistent/boxkite-sidecar"}, 1, []string{"sidecar", "hint: install it"}},
+		{"port taken", []string{"--listen", taken.Addr().String(), "--sidecar", "/bin/true"}, 1, []string{"address already in use", "hint:"}},
+		{"usage", []string{"--nope"}, 2, []string{"flag provided but not defined"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			args := append([]string{"--state-dir", t.TempDir()}, tt.args...)
+			code := run(context.Background(), args, envFunc(nil), "", &out)
+			if code != tt.code {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tt.code, out.String())
+			}
+			for _, w := range tt.wantText {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+// lockedBuffer is written by the server goroutine and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestServeAndStop starts the real program on a free port with a
+// bootstrap key, uses the API, and stops it as SIGTERM would.
+func TestServeAndStop(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	key := server.NewAPIKey()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out lockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--state-dir", state, "--sidecar", "/bin/true"}, envFunc(nil), key, &out)
+	}()
+	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
+	var base string
+	deadline := time.Now().Add(10 * time.Second)
+	for base == "" {
+		if m := listening.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("exited with %d before listening:\n%s", code, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(state, "boxkite.db")); err != nil {
+		t.Errorf("database not in the state dir: %v", err)
+	}
+	for _, tt := range []struct {
+		path, key string
+		status    int
+	}{
+		{"/health/ready", "", 200},
+		{"/v1/sandboxes", key, 200},
+		{"/v1/sandboxes", server.NewAPIKey(), 401},
+	} {
+		req, _ := http.NewRequest("GET", base+tt.path, nil)
+		if tt.key != "" {
+			req.Header.Set("Authorization", "Bearer "+tt.key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("GET %s = %d, want %d", tt.path, resp.StatusCode, tt.status)
+		}
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit code after stop = %d, want 0:\n%s", code, out.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("did not stop")
+	}
+}
