@@ -27,7 +27,7 @@ func runInit() (int, error) {
 	if err := jail.Setup(l); err != nil {
 		return 0, err
 	}
-	if err := jail.Lockdown(jail.SidecarCaps()); err != nil {
+	if err := jail.Lockdown(jail.SidecarCaps(l.Spec.Nested())); err != nil {
 		return 0, err
 	}
 	r, w, err := os.Pipe()
@@ -42,7 +42,8 @@ func runInit() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("write token: %w", err)
 	}
-	argv := []string{"boxkite-sidecar", "serve",
+	argv := []string{
+		"boxkite-sidecar", "serve",
 		"--listen", "unix:" + jail.SocketPath,
 		"--token-fd", "3",
 		"--workspace", jail.WorkspaceDir,

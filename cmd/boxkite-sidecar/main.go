@@ -28,6 +28,7 @@ func run(args []string) int {
 		return 2
 	}
 	var err error
+	nameProcess()
 	switch args[0] {
 	case "init":
 		var code int

@@ -127,7 +127,10 @@ func (b *builder) placeProc() error {
 		if _, err := os.Lstat(p); err != nil {
 			continue
 		}
-		if err := unix.MoveMount(b.devNull, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		err := unix.MoveMount(b.devNull, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		_ = unix.Close(b.devNull)
+		b.devNull = -1
+		if err != nil {
 			return fmt.Errorf("mask /proc/%s: %w", name, err)
 		}
 		// The detached tree is used up; clone another /dev/null for the next.

@@ -11,11 +11,18 @@ import (
 // jail's user namespace, where they reach nothing but ids mapped into it:
 // switching to the sandbox user, and managing that user's files and
 // processes on the agent's behalf. Everything else is dropped for good.
-func SidecarCaps() []int {
-	return []int{
+// A nested jail (Spec.Nested) also keeps CAP_SETFCAP: since Linux 5.12 only
+// a holder of it may map the jail's root (the sidecar's own uid) into the
+// per-command user namespace.
+func SidecarCaps(nested bool) []int {
+	caps := []int{
 		unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_DAC_READ_SEARCH, unix.CAP_FOWNER,
 		unix.CAP_KILL, unix.CAP_SETUID, unix.CAP_SETGID,
 	}
+	if nested {
+		caps = append(caps, unix.CAP_SETFCAP)
+	}
+	return caps
 }
 
 // Rlimits applied by Lockdown. Only ever lowered: the host's root may lack

@@ -40,7 +40,7 @@ func Setup(l Launch) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
-	b := &builder{root: stage, spec: s}
+	b := &builder{root: stage, spec: s, devNull: -1}
 	defer b.closeAll()
 	if err := b.cloneSources(l.MountFDs); err != nil {
 		return err
@@ -90,7 +90,7 @@ func (b *builder) closeAll() {
 			_ = unix.Close(t.fd)
 		}
 	}
-	if b.devNull > 0 {
+	if b.devNull >= 0 {
 		_ = unix.Close(b.devNull)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,4 +14,10 @@ func noDump() error {
 		return fmt.Errorf("clear dumpable: %w", err)
 	}
 	return nil
+}
+
+// nameProcess sets the name ps shows. The jail executes this binary through
+// /proc/self/fd/N and /proc/self/exe, which would name it "4" or "exe".
+func nameProcess() {
+	_ = os.WriteFile("/proc/self/comm", []byte("boxkite-sidecar"), 0)
 }

@@ -3,3 +3,5 @@
 package main
 
 func noDump() error { return nil }
+
+func nameProcess() {}

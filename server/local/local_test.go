@@ -1,0 +1,315 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/sidecar/jail"
+)
+
+// A probe runs one command inside a sandbox and says what must come of it.
+type probe struct {
+	name    string
+	command string
+	ok      bool                // exit code 0 wanted (else non-zero)
+	stdout  func(string) string // "" when stdout is acceptable, else why not
+	after   func(t *testing.T)  // checks on the host afterwards
+}
+
+// isolationProbes are SECURITY.md's "cannot" list as far as the jail alone
+// provides it; seccomp and cgroup rows arrive with the hardening issue.
+func isolationProbes(stateDir, workspace string, port int) []probe {
+	is := func(want string) func(string) string {
+		return func(got string) string {
+			if strings.TrimSpace(got) != want {
+				return fmt.Sprintf("stdout %q, want %q", got, want)
+			}
+			return ""
+		}
+	}
+	return []probe{
+		{name: "runs as the sandbox user", command: "id -u; id -g", ok: true, stdout: is("1001\n1001")},
+		{name: "hostname", command: "hostname", ok: true, stdout: is(jail.DefaultHostname)},
+		{name: "sees only its own processes", command: "ps -e -o comm=", ok: true, stdout: func(got string) string {
+			procs := strings.Fields(got)
+			want := []string{"boxkite-sidecar", "boxkite-sidecar", "sh", "ps"}
+			if diff := cmp.Diff(want, procs); diff != "" {
+				return "processes (-want +got):\n" + diff
+			}
+			return ""
+		}},
+		{name: "no /root", command: "ls /root"},
+		{name: "no /home", command: "ls /home"},
+		{name: "no /var", command: "ls /var"},
+		{name: "shadow unreadable", command: "cat /etc/shadow"},
+		{name: "socket dir closed", command: "ls /run/boxkite"},
+		{name: "state dir invisible", command: "ls " + stateDir},
+		{name: "init's environ closed", command: "cat /proc/1/environ"},
+		{name: "no tcp to the host", command: fmt.Sprintf("bash -c 'echo > /dev/tcp/127.0.0.1/%d'", port)},
+		{name: "no network but lo", command: "ls /sys/class/net 2>/dev/null || cat /proc/net/dev | tail -n +3 | cut -d: -f1", ok: true, stdout: is("lo")},
+		{name: "/etc read-only", command: "touch /etc/x"},
+		{name: "/usr read-only", command: "touch /usr/x"},
+		{name: "/ read-only", command: "touch /x"},
+		{name: "/dev read-only", command: "touch /dev/x"},
+		{name: "/proc/sys read-only", command: "echo x > /proc/sys/kernel/hostname"},
+		{
+			name: "/workspace writable", command: "echo hi > /workspace/x && cat /workspace/x", ok: true, stdout: is("hi"),
+			after: func(t *testing.T) {
+				fi, err := os.Stat(filepath.Join(workspace, "x"))
+				if err != nil {
+					t.Fatalf("host side of /workspace/x: %v", err)
+				}
+				st := fi.Sys().(*syscall.Stat_t)
+				if want := uint32(jail.DefaultHostIDBase + jail.DefaultUID); st.Uid != want {
+					t.Errorf("host owner of /workspace/x = %d, want %d", st.Uid, want)
+				}
+			},
+		},
+		{name: "/tmp writable", command: "echo hi > /tmp/x && cat /tmp/x", ok: true, stdout: is("hi")},
+		{name: "/dev/shm writable", command: "echo hi > /dev/shm/x && cat /dev/shm/x", ok: true, stdout: is("hi")},
+		{name: "outputs writable", command: "echo hi > " + jail.OutputsDir + "/x && cat " + jail.OutputsDir + "/x", ok: true, stdout: is("hi")},
+		{name: "/dev/null works", command: "echo x > /dev/null && head -c 4 /dev/zero | wc -c", ok: true, stdout: is("4")},
+		{name: "python runs", command: "python3 -c 'print(1+1)'", ok: true, stdout: is("2")},
+		{name: "no capabilities", command: "grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status | awk '{print $2}' | sort -u", ok: true, stdout: is("0000000000000000")},
+		{name: "no_new_privs", command: "grep NoNewPrivs /proc/self/status", ok: true, stdout: is("NoNewPrivs:\t1")},
+		{name: "core dumps off", command: "ulimit -c", ok: true, stdout: is("0")},
+	}
+}
+
+func TestIsolation(t *testing.T) {
+	d := newDriver(t)
+	ep := create(t, d, "iso")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	// Sequential: the process-list probe must see no sibling commands.
+	for _, p := range isolationProbes(d.cfg.StateDir, filepath.Join(d.sandboxDir("iso"), "workspace"), port) {
+		t.Run(p.name, func(t *testing.T) {
+			res := run(t, ep, p.command)
+			if (res.ExitCode == 0) != p.ok {
+				t.Fatalf("%q exited %d, want success %v; stdout %q stderr %q", p.command, res.ExitCode, p.ok, res.Stdout, res.Stderr)
+			}
+			if p.stdout != nil {
+				if why := p.stdout(res.Stdout); why != "" {
+					t.Errorf("%q: %s", p.command, why)
+				}
+			}
+			if p.after != nil {
+				p.after(t)
+			}
+		})
+	}
+}
+
+func TestCreateRejectsBadIDs(t *testing.T) {
+	d := newDriver(t)
+	for _, id := range []string{"", "..", "a/b", "-x", ".hidden", strings.Repeat("x", 200)} {
+		if _, err := d.Create(context.Background(), server.Spec{ID: id}); err == nil {
+			t.Errorf("Create(%q) succeeded, want an error", id)
+		}
+	}
+	create(t, d, "dup")
+	if _, err := d.Create(context.Background(), server.Spec{ID: "dup"}); err == nil {
+		t.Errorf("second Create(%q) succeeded, want an error", "dup")
+	}
+	if got := run(t, mustEndpoint(t, d, "dup"), "echo ok"); got.Stdout != "ok\n" {
+		t.Errorf("first sandbox broken by the duplicate Create: %+v", got)
+	}
+}
+
+func mustEndpoint(t *testing.T, d *Driver, id string) server.Endpoint {
+	t.Helper()
+	obs, err := d.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range obs {
+		if o.ID == id {
+			return o.Endpoint
+		}
+	}
+	t.Fatalf("List has no %q: %+v", id, obs)
+	return server.Endpoint{}
+}
+
+func TestDelete(t *testing.T) {
+	d := newDriver(t)
+	ep := create(t, d, "del")
+	st, err := readState(d.sandboxDir("del"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A process left running in the sandbox must die with it.
+	run(t, ep, "sleep 300 >/dev/null 2>&1 &")
+	if err := d.Delete(context.Background(), "del"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if !gone(st) {
+		t.Errorf("jail init %d still running after Delete", st.PID)
+	}
+	if out, _ := exec.Command("pgrep", "-f", "sleep 300").Output(); len(out) > 0 {
+		t.Errorf("sandbox process survived Delete: pids %s", out)
+	}
+	if _, err := os.Stat(d.sandboxDir("del")); !os.IsNotExist(err) {
+		t.Errorf("sandbox dir after Delete: %v, want not exist", err)
+	}
+	obs, err := d.List(context.Background())
+	if err != nil || len(obs) != 0 {
+		t.Errorf("List after Delete = %+v, %v; want none", obs, err)
+	}
+	for _, id := range []string{"del", "never-existed", "../x"} {
+		if err := d.Delete(context.Background(), id); err != nil {
+			t.Errorf("Delete(%q) of a gone sandbox: %v", id, err)
+		}
+	}
+}
+
+// TestSurvivesServerKill starts a sandbox from another process, SIGKILLs that
+// process, and adopts the sandbox with a new Driver.
+func TestSurvivesServerKill(t *testing.T) {
+	stateDir := t.TempDir()
+	ep, helper := startHelper(t, stateDir, nil)
+	if err := helper.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = helper.Wait()
+
+	d, err := New(Config{StateDir: stateDir, SidecarPath: sidecarBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := d.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []server.Observed{{ID: helperID, Endpoint: ep, Alive: true}}
+	if diff := cmp.Diff(want, obs); diff != "" {
+		t.Fatalf("List after the creating process died (-want +got):\n%s", diff)
+	}
+	if got := run(t, ep, "echo still here"); got.Stdout != "still here\n" {
+		t.Errorf("exec in adopted sandbox = %+v", got)
+	}
+	if err := d.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if obs, _ := d.List(context.Background()); len(obs) != 0 {
+		t.Errorf("List after Shutdown = %+v, want none", obs)
+	}
+}
+
+func TestShutdown(t *testing.T) {
+	d := newDriver(t)
+	var states []state
+	for _, id := range []string{"s1", "s2", "s3"} {
+		create(t, d, id)
+		st, err := readState(d.sandboxDir(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		states = append(states, st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	for _, st := range states {
+		if !gone(st) {
+			t.Errorf("jail init %d still running after Shutdown", st.PID)
+		}
+	}
+	if obs, err := d.List(ctx); err != nil || len(obs) != 0 {
+		t.Errorf("List after Shutdown = %+v, %v; want none", obs, err)
+	}
+}
+
+func TestCreateFailureLeavesNothing(t *testing.T) {
+	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: "/bin/false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Create(context.Background(), server.Spec{ID: "bad"})
+	if err == nil {
+		t.Fatal("Create with a broken sidecar succeeded")
+	}
+	if _, serr := os.Stat(d.sandboxDir("bad")); !os.IsNotExist(serr) {
+		t.Errorf("failed Create left %s behind (stat: %v)", d.sandboxDir("bad"), serr)
+	}
+}
+
+// TestUnprivileged runs the driver as nobody: the jail maps only that uid
+// and commands reach uid 1001 through a nested user namespace.
+func TestUnprivileged(t *testing.T) {
+	const nobody = 65534
+	base, err := os.MkdirTemp("", "boxkite-unpriv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	stateDir := filepath.Join(base, "state")
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(stateDir, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	asNobody := &exec.Cmd{SysProcAttr: &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}}
+	ep, helper := startHelper(t, stateDir, asNobody)
+	t.Cleanup(func() {
+		_ = helper.Process.Kill()
+		_ = helper.Wait()
+		d, err := New(Config{StateDir: stateDir, SidecarPath: sidecarBin})
+		if err == nil {
+			err = d.Shutdown(context.Background())
+		}
+		if err != nil {
+			t.Errorf("clean up: %v", err)
+		}
+	})
+	probes := []struct{ command, want string }{
+		{"id -u; id -g", "1001\n1001\n"},
+		{"cat /etc/shadow >/dev/null 2>&1 || echo denied", "denied\n"},
+		{"touch /etc/x 2>/dev/null || echo denied", "denied\n"},
+		{"ls /root 2>/dev/null || echo absent", "absent\n"},
+		{"echo hi > /workspace/x && cat /workspace/x", "hi\n"},
+		{"ps -e -o comm=", "boxkite-sidecar\nboxkite-sidecar\nsh\nps\n"},
+	}
+	for _, p := range probes {
+		if got := run(t, ep, p.command); got.Stdout != p.want {
+			t.Errorf("as nobody, %q = %+v, want stdout %q", p.command, got, p.want)
+		}
+	}
+}
+
+func BenchmarkCreateDelete(b *testing.B) {
+	d := newDriver(b)
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		id := fmt.Sprintf("b%d", i)
+		i++
+		if _, err := d.Create(ctx, server.Spec{ID: id}); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Delete(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
