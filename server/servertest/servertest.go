@@ -1,0 +1,229 @@
+package servertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/local"
+	"github.com/boxkite/boxkite/server/sqlstore"
+)
+
+// Server is a running control plane for one test.
+type Server struct {
+	BaseURL  string // e.g. http://127.0.0.1:41234, no trailing slash
+	APIKey   string // an admin key of Account
+	Account  *server.Account
+	Store    server.Store   // the store the server uses; tests may inspect or seed it
+	Server   *server.Server // the control plane itself
+	Driver   *local.Driver
+	StateDir string // the driver's state directory
+
+	cfg    server.Config
+	log    *slog.Logger
+	stop   func() // stops serving (HTTP and background work) but not the sandboxes
+	dbPath string
+}
+
+// Option changes how New builds the server.
+type Option func(*options)
+
+type options struct {
+	cfg server.Config
+	log *slog.Logger
+}
+
+// WithConfig sets the server configuration (BootstrapAPIKey and
+// DriverName are always set by New).
+func WithConfig(cfg server.Config) Option { return func(o *options) { o.cfg = cfg } }
+
+// WithLogger sends the server's and driver's logs to log instead of t.Log.
+func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
+
+// New starts a control plane on a loopback httptest server with SQLite in
+// a temporary directory and the real local driver (so the test process
+// needs what the driver needs: root, or unprivileged user namespaces).
+// Everything is torn down when the test ends, sandboxes included.
+func New(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	o := options{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.NewTextHandler(tLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	sidecar := SidecarBinary(t)
+	// A short path: unix socket paths under it must stay below 108 bytes,
+	// which a t.TempDir() named after a long test may not.
+	stateDir, err := os.MkdirTemp("", "bxk-")
+	if err != nil {
+		t.Fatalf("servertest: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(stateDir) })
+
+	s := &Server{
+		APIKey:   server.NewAPIKey(),
+		StateDir: stateDir,
+		cfg:      o.cfg,
+		log:      o.log,
+		dbPath:   filepath.Join(stateDir, "boxkite.db"),
+	}
+	s.cfg.BootstrapAPIKey = s.APIKey
+	s.cfg.DriverName = "local"
+	driver, err := local.New(local.Config{StateDir: stateDir, SidecarPath: sidecar, Log: o.log.With("driver", "local")})
+	if err != nil {
+		t.Fatalf("servertest: %v", err)
+	}
+	s.Driver = driver
+	// Registered before start, so it runs after the server stops (LIFO).
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Driver.Shutdown(ctx); err != nil {
+			t.Errorf("servertest: stop sandboxes: %v", err)
+		}
+	})
+	s.start(t)
+	return s
+}
+
+// start opens the store, builds the server on s.Driver, runs Init and
+// serves. Cleanups stop serving and close the store.
+func (s *Server) start(t testing.TB) {
+	t.Helper()
+	st, err := sqlstore.Open(context.Background(), "sqlite:"+s.dbPath)
+	if err != nil {
+		t.Fatalf("servertest: %v", err)
+	}
+	srv, err := server.New(s.cfg, st, s.Driver, s.log)
+	if err != nil {
+		st.Close()
+		t.Fatalf("servertest: %v", err)
+	}
+	if err := srv.Init(context.Background()); err != nil {
+		st.Close()
+		t.Fatalf("servertest: init: %v", err)
+	}
+	_, acct, err := st.APIKeyByHash(context.Background(), server.HashAPIKey(s.APIKey))
+	if err != nil {
+		st.Close()
+		t.Fatalf("servertest: bootstrap key: %v", err)
+	}
+	hs := httptest.NewServer(srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Run(ctx)
+	}()
+	var once sync.Once
+	s.stop = func() {
+		once.Do(func() {
+			hs.CloseClientConnections()
+			hs.Close()
+			cancel()
+			<-done
+			st.Close()
+		})
+	}
+	t.Cleanup(s.stop)
+	s.BaseURL, s.Server, s.Store, s.Account = hs.URL, srv, st, acct
+}
+
+// Restart simulates the control plane being killed (SIGKILL) and started
+// again: serving stops without touching the sandboxes, then a new server
+// with a new local driver opens the same database and state directory,
+// reconciles, and serves on a new BaseURL. Sandboxes whose sidecars still
+// run are adopted.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.stop()
+	driver, err := local.New(local.Config{StateDir: s.StateDir, SidecarPath: SidecarBinary(t), Log: s.log.With("driver", "local")})
+	if err != nil {
+		t.Fatalf("servertest: restart: %v", err)
+	}
+	s.Driver = driver
+	s.start(t)
+}
+
+// tLogWriter sends log lines to t.Log, so they show only for failing tests.
+type tLogWriter struct{ t testing.TB }
+
+func (w tLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p[:len(p)-min(len(p), 1)])) // drop the newline t.Log adds back
+	return len(p), nil
+}
+
+// sidecarBuild is the one boxkite-sidecar build of this test process; a
+// package-level cache because `go build` costs seconds and every test of
+// the process can share its result.
+var sidecarBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// SidecarBinaryEnv names a prebuilt boxkite-sidecar to use instead of
+// building one (it must be executable by every user: the jail's root is
+// an unprivileged host uid).
+const SidecarBinaryEnv = "BOXKITE_TEST_SIDECAR"
+
+// SidecarBinary returns a boxkite-sidecar built from this module, once per
+// test process, into a world-executable directory under os.TempDir().
+func SidecarBinary(t testing.TB) string {
+	t.Helper()
+	sidecarBuild.once.Do(func() { sidecarBuild.path, sidecarBuild.err = buildSidecar() })
+	if sidecarBuild.err != nil {
+		t.Fatalf("servertest: %v", sidecarBuild.err)
+	}
+	return sidecarBuild.path
+}
+
+func buildSidecar() (string, error) {
+	if p := os.Getenv(SidecarBinaryEnv); p != "" {
+		return filepath.Abs(p)
+	}
+	// One fixed directory per user, so repeated runs reuse it instead of
+	// leaving a binary behind each time. It must be ours: a directory in
+	// /tmp that someone else made could hand us their binary.
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("boxkite-servertest-%d", os.Geteuid()))
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("build boxkite-sidecar: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", fmt.Errorf("build boxkite-sidecar: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o022 != 0 {
+		return "", fmt.Errorf("build boxkite-sidecar: %s is not a directory only this user can write", dir)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", fmt.Errorf("build boxkite-sidecar: %w", err)
+	}
+	// Build under a private name, then rename: test processes of other
+	// packages may be doing the same at the same moment.
+	tmp := filepath.Join(dir, fmt.Sprintf(".boxkite-sidecar-%d", os.Getpid()))
+	cmd := exec.Command("go", "build", "-o", tmp, "github.com/boxkite/boxkite/cmd/boxkite-sidecar")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("build boxkite-sidecar: %w\n%s", err, out)
+	}
+	final := filepath.Join(dir, "boxkite-sidecar")
+	if err := os.Rename(tmp, final); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("build boxkite-sidecar: %w", err)
+	}
+	return final, nil
+}
