@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -136,6 +137,12 @@ func (c *Client) transportError(ctx context.Context, method, path string, err er
 		return fmt.Errorf("%s %s: %w", method, path, ctxErr)
 	}
 	if isDialError(err) {
+		// Drop the *url.Error layer: its "Get \"http://…/v1/…\"" prefix
+		// repeats the URL that ConnError already names.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return &ConnError{URL: c.BaseURL, Err: err}
 	}
 	return fmt.Errorf("%s %s: %w", method, path, err)

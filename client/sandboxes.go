@@ -92,9 +92,8 @@ func (c *Client) DeleteSandbox(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/sandboxes/{id}", nil, nil, withID(id))
 }
 
-// ExtendSandbox sends POST /v1/sandboxes/{id}/extend {lifetime_minutes} to
-// push a sandbox's expiry out (the server keeps it within its ceiling) and
-// returns the updated sandbox; its ExpiresAt is the new expiry.
+// ExtendSandbox sets a sandbox to expire lifetimeMinutes from now (within the
+// server's ceiling) and returns the updated sandbox with its new ExpiresAt.
 func (c *Client) ExtendSandbox(ctx context.Context, id string, lifetimeMinutes int) (*api.Sandbox, error) {
 	var sb api.Sandbox
 	body := api.ExtendSandboxRequest{LifetimeMinutes: lifetimeMinutes}

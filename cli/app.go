@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"io"
+	"os"
+	"sync"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+)
+
+// IO is where a command reads and writes, and what it knows about the
+// terminal. Data goes to Out, chatter (progress, notes) to ErrOut.
+type IO struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+
+	InTTY  bool // In is a terminal: don't read it as piped input
+	OutTTY bool // Out is a terminal: tables may use colour
+	ErrTTY bool // ErrOut is a terminal: progress may be shown
+	Color  bool // colour is allowed on Out (a terminal, and NO_COLOR unset)
+}
+
+// Stdio returns the process's standard streams with terminal detection.
+// Colour follows https://no-color.org: any non-empty NO_COLOR turns it off.
+func Stdio() IO {
+	isTTY := func(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+	io := IO{
+		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		InTTY: isTTY(os.Stdin), OutTTY: isTTY(os.Stdout), ErrTTY: isTTY(os.Stderr),
+	}
+	io.Color = io.OutTTY && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	return io
+}
+
+// App is what every command needs. Costly or fallible members are funcs, so a
+// command that never calls the API never reads configuration.
+type App struct {
+	IO      IO
+	Config  func() (*Config, error)        // resolved once: flags > env > file > defaults
+	Client  func() (*client.Client, error) // for the resolved base_url and api_key
+	Version string
+
+	// flags are the root's persistent flags (--url, --api-key), set by
+	// NewRoot; Config reads them after cobra has parsed the command line.
+	flags *pflag.FlagSet
+}
+
+// NewApp returns an App over io whose Config and Client are resolved lazily,
+// at most once, from the environment, the files under BOXKITE_HOME and the
+// root command's flags.
+func NewApp(io IO, version string) *App {
+	app := &App{IO: io, Version: version}
+	app.Config = sync.OnceValues(func() (*Config, error) {
+		return LoadConfig(app.flags)
+	})
+	app.Client = sync.OnceValues(func() (*client.Client, error) {
+		cfg, err := app.Config()
+		if err != nil {
+			return nil, err
+		}
+		return &client.Client{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, UserAgent: "boxkite-cli/" + app.Version}, nil
+	})
+	return app
+}

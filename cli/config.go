@@ -1,0 +1,293 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// DefaultURL is where `boxkite up` listens unless told otherwise, and the
+// base URL used when nothing is configured.
+const DefaultURL = "http://127.0.0.1:8090"
+
+// Configuration keys, as they appear in config.toml and local.toml.
+const (
+	keyBaseURL = "base_url"
+	keyAPIKey  = "api_key"
+	keyHome    = "home"
+)
+
+// Environment variables the CLI reads.
+const (
+	envHome   = "BOXKITE_HOME"
+	envURL    = "BOXKITE_URL"
+	envAPIKey = "BOXKITE_API_KEY"
+)
+
+// Names of the files under BOXKITE_HOME.
+const (
+	hostedFile = "config.toml" // written by config set-url/set-key (and later login, signup)
+	localFile  = "local.toml"  // written by up
+)
+
+// Config is the resolved configuration of one invocation.
+type Config struct {
+	Home    string // BOXKITE_HOME, default ~/.boxkite
+	BaseURL string // control-plane URL, no trailing slash
+	APIKey  string // may be empty: the server then answers 401
+	// Local is true when the CLI talks to a server on this machine: the
+	// local.toml server, the default URL, or any loopback URL. Local mode
+	// creates a sandbox on demand and suggests `boxkite up` when the server is down.
+	Local bool
+	// File is the config file the values were read from, "" when none.
+	File string
+	// Sources says where each value came from, by key (base_url, api_key,
+	// home): "flag --url", "env BOXKITE_URL", "file PATH" or "default".
+	Sources map[string]string
+}
+
+// fileConfig is the shape of config.toml and local.toml.
+type fileConfig struct {
+	Version int    `toml:"version,omitempty"`
+	BaseURL string `toml:"base_url,omitempty"`
+	APIKey  string `toml:"api_key,omitempty"`
+}
+
+// LoadConfig resolves the configuration: flags > environment > file >
+// defaults. Of the two files, config.toml (hosted) wins when it names both a
+// URL and a key; otherwise local.toml (written by `boxkite up`) is used.
+// Values are never mixed across files, so one server's key is never sent to
+// another. flags may be nil (no command line).
+func LoadConfig(flags *pflag.FlagSet) (*Config, error) {
+	cfg := &Config{Sources: map[string]string{}}
+	var err error
+	if cfg.Home, cfg.Sources[keyHome], err = resolveHome(); err != nil {
+		return nil, err
+	}
+
+	hostedPath, localPath := filepath.Join(cfg.Home, hostedFile), filepath.Join(cfg.Home, localFile)
+	hosted, err := readFileConfig(hostedPath)
+	if err != nil {
+		return nil, err
+	}
+	local, err := readFileConfig(localPath)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case hosted.BaseURL != "" && hosted.APIKey != "":
+		cfg.File = hostedPath
+	case local.BaseURL != "":
+		cfg.File = localPath
+	case hosted != (fileConfig{}):
+		cfg.File = hostedPath // half-configured: still better than ignoring it
+	}
+
+	// One viper per invocation, never the global, and only ever read from.
+	v := viper.New()
+	v.SetDefault(keyBaseURL, DefaultURL)
+	v.SetDefault(keyAPIKey, "")
+	if err := v.BindEnv(keyBaseURL, envURL); err != nil {
+		return nil, fmt.Errorf("bind %s: %w", envURL, err)
+	}
+	if err := v.BindEnv(keyAPIKey, envAPIKey); err != nil {
+		return nil, fmt.Errorf("bind %s: %w", envAPIKey, err)
+	}
+	flagFor := map[string]string{keyBaseURL: "url", keyAPIKey: "api-key"}
+	for key, name := range flagFor {
+		if f := lookupFlag(flags, name); f != nil {
+			if err := v.BindPFlag(key, f); err != nil {
+				return nil, fmt.Errorf("bind --%s: %w", name, err)
+			}
+		}
+	}
+	if cfg.File != "" {
+		v.SetConfigFile(cfg.File)
+		v.SetConfigType("toml")
+		if err := v.ReadInConfig(); err != nil {
+			return nil, fmt.Errorf("read %s: %w", cfg.File, err)
+		}
+	}
+
+	cfg.BaseURL = strings.TrimRight(v.GetString(keyBaseURL), "/")
+	cfg.APIKey = v.GetString(keyAPIKey)
+	envFor := map[string]string{keyBaseURL: envURL, keyAPIKey: envAPIKey}
+	for _, key := range []string{keyBaseURL, keyAPIKey} {
+		switch f := lookupFlag(flags, flagFor[key]); {
+		case f != nil && f.Changed:
+			cfg.Sources[key] = "flag --" + flagFor[key]
+		case os.Getenv(envFor[key]) != "":
+			cfg.Sources[key] = "env " + envFor[key]
+		case cfg.File != "" && v.InConfig(key):
+			cfg.Sources[key] = "file " + cfg.File
+		default:
+			cfg.Sources[key] = "default"
+		}
+	}
+	if err := checkBaseURL(cfg.BaseURL); err != nil {
+		return nil, &hintError{
+			err:  fmt.Errorf("invalid base_url %q (from %s): %w", cfg.BaseURL, cfg.Sources[keyBaseURL], err),
+			hint: "use a URL such as " + DefaultURL + " or https://boxkite.example.com",
+		}
+	}
+	src := cfg.Sources[keyBaseURL]
+	cfg.Local = src == "default" || src == "file "+localPath || isLoopbackURL(cfg.BaseURL)
+	return cfg, nil
+}
+
+// resolveHome returns boxkite's directory (BOXKITE_HOME, else ~/.boxkite)
+// and where that came from.
+func resolveHome() (dir, source string, err error) {
+	if h := os.Getenv(envHome); h != "" {
+		return h, "env " + envHome, nil
+	}
+	uh, err := os.UserHomeDir()
+	if err != nil {
+		return "", "", &hintError{err: fmt.Errorf("find home directory: %w", err), hint: "set " + envHome + " to a directory for boxkite's files"}
+	}
+	return filepath.Join(uh, ".boxkite"), "default", nil
+}
+
+func lookupFlag(flags *pflag.FlagSet, name string) *pflag.Flag {
+	if flags == nil {
+		return nil
+	}
+	return flags.Lookup(name)
+}
+
+// checkBaseURL accepts absolute http(s) URLs with a host.
+func checkBaseURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return errors.New("the scheme must be http or https")
+	}
+	if u.Host == "" {
+		return errors.New("the URL has no host")
+	}
+	return nil
+}
+
+// isLoopbackURL reports whether s points at this machine.
+func isLoopbackURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// readFileConfig reads one of our TOML files; a missing file is empty. Unknown
+// keys are an error, so a typo in a hand-edited file fails loudly.
+func readFileConfig(path string) (fileConfig, error) {
+	var fc fileConfig
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fc, nil
+	}
+	if err != nil {
+		return fc, fmt.Errorf("read %s: %w", path, err)
+	}
+	dec := toml.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fc); err != nil {
+		var strict *toml.StrictMissingError
+		if errors.As(err, &strict) {
+			return fc, &hintError{
+				err:  fmt.Errorf("read %s: unknown key: %s", path, strings.TrimSpace(strict.String())),
+				hint: "the known keys are base_url and api_key",
+			}
+		}
+		return fc, fmt.Errorf("read %s: %w", path, err)
+	}
+	return fc, nil
+}
+
+// updateFileConfig changes one of our TOML files through change and writes
+// it back atomically with mode 0600. Only what change sets is written: flags
+// and environment variables never leak into the file.
+func updateFileConfig(path string, change func(*fileConfig)) error {
+	fc, err := readFileConfig(path)
+	if err != nil {
+		return err
+	}
+	change(&fc)
+	fc.Version = 1
+	b, err := toml.Marshal(fc)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	return writeFileAtomic(path, b, 0o600)
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames it
+// into place, so readers see the old file or the new one, never half of one.
+func writeFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// maskKey shows enough of an API key to recognise it and no more: the
+// "bxk_live_" prefix and the first four characters of the secret.
+func maskKey(k string) string {
+	if k == "" {
+		return ""
+	}
+	prefix := ""
+	if rest, ok := strings.CutPrefix(k, "bxk_"); ok {
+		// The secret is URL-safe base64 and may itself contain '_', so cut
+		// only at the underscore that ends the environment ("live").
+		if i := strings.Index(rest, "_"); i >= 0 {
+			prefix, k = k[:len("bxk_")+i+1], rest[i+1:]
+		}
+	}
+	if len(k) < 12 {
+		return prefix + "****"
+	}
+	return prefix + k[:4] + "…"
+}

@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/pflag"
+)
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	const (
+		hostedTOML = "base_url = \"https://hosted.example\"\napi_key = \"bxk_live_hosted\"\n"
+		localTOML  = "base_url = \"http://127.0.0.1:9001\"\napi_key = \"bxk_live_local\"\n"
+	)
+	tests := []struct {
+		name   string
+		hosted string // config.toml content, "" for none
+		local  string // local.toml content
+		env    map[string]string
+		flags  []string
+		want   Config // Home and File are filled in relative to the temp home
+		file   string // hostedFile, localFile or ""
+	}{
+		{
+			name: "defaults",
+			want: Config{BaseURL: DefaultURL, Local: true, Sources: map[string]string{keyBaseURL: "default", keyAPIKey: "default"}},
+		},
+		{
+			name:  "local file",
+			local: localTOML,
+			file:  localFile,
+			want:  Config{BaseURL: "http://127.0.0.1:9001", APIKey: "bxk_live_local", Local: true, Sources: map[string]string{keyBaseURL: "file local.toml", keyAPIKey: "file local.toml"}},
+		},
+		{
+			name:   "hosted wins over local when complete",
+			hosted: hostedTOML,
+			local:  localTOML,
+			file:   hostedFile,
+			want:   Config{BaseURL: "https://hosted.example", APIKey: "bxk_live_hosted", Sources: map[string]string{keyBaseURL: "file config.toml", keyAPIKey: "file config.toml"}},
+		},
+		{
+			name:   "half a hosted config does not shadow local",
+			hosted: "base_url = \"https://hosted.example\"\n",
+			local:  localTOML,
+			file:   localFile,
+			want:   Config{BaseURL: "http://127.0.0.1:9001", APIKey: "bxk_live_local", Local: true, Sources: map[string]string{keyBaseURL: "file local.toml", keyAPIKey: "file local.toml"}},
+		},
+		{
+			name:   "env beats file",
+			hosted: hostedTOML,
+			env:    map[string]string{envURL: "https://env.example/", envAPIKey: "bxk_live_env"},
+			file:   hostedFile,
+			want:   Config{BaseURL: "https://env.example", APIKey: "bxk_live_env", Sources: map[string]string{keyBaseURL: "env BOXKITE_URL", keyAPIKey: "env BOXKITE_API_KEY"}},
+		},
+		{
+			name:   "flag beats env",
+			hosted: hostedTOML,
+			env:    map[string]string{envURL: "https://env.example", envAPIKey: "bxk_live_env"},
+			flags:  []string{"--url", "https://flag.example", "--api-key", "bxk_live_flag"},
+			file:   hostedFile,
+			want:   Config{BaseURL: "https://flag.example", APIKey: "bxk_live_flag", Sources: map[string]string{keyBaseURL: "flag --url", keyAPIKey: "flag --api-key"}},
+		},
+		{
+			name:  "mixed sources",
+			local: localTOML,
+			env:   map[string]string{envAPIKey: "bxk_live_env"},
+			file:  localFile,
+			want:  Config{BaseURL: "http://127.0.0.1:9001", APIKey: "bxk_live_env", Local: true, Sources: map[string]string{keyBaseURL: "file local.toml", keyAPIKey: "env BOXKITE_API_KEY"}},
+		},
+		{
+			name:  "a loopback URL from a flag is local mode",
+			flags: []string{"--url", "http://localhost:7000"},
+			want:  Config{BaseURL: "http://localhost:7000", Local: true, Sources: map[string]string{keyBaseURL: "flag --url", keyAPIKey: "default"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := isolate(t)
+			if tt.hosted != "" {
+				writeFile(t, filepath.Join(home, hostedFile), tt.hosted)
+			}
+			if tt.local != "" {
+				writeFile(t, filepath.Join(home, localFile), tt.local)
+			}
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			fs.String("url", "", "")
+			fs.String("api-key", "", "")
+			if err := fs.Parse(tt.flags); err != nil {
+				t.Fatal(err)
+			}
+			got, err := LoadConfig(fs)
+			if err != nil {
+				t.Fatalf("LoadConfig: %v", err)
+			}
+			want := tt.want
+			want.Home = home
+			if tt.file != "" {
+				want.File = filepath.Join(home, tt.file)
+			}
+			want.Sources[keyHome] = "env BOXKITE_HOME"
+			for k, v := range want.Sources {
+				if name, ok := strings.CutPrefix(v, "file "); ok {
+					want.Sources[k] = "file " + filepath.Join(home, name)
+				}
+			}
+			if diff := cmp.Diff(&want, got); diff != "" {
+				t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, file, content, env, want string
+	}{
+		{name: "unknown key", file: hostedFile, content: "base_url = \"https://x\"\napi_kye = \"k\"\n", want: "unknown key"},
+		{name: "not toml", file: localFile, content: "base_url = \n", want: "local.toml"},
+		{name: "bad URL", env: "ftp://x", want: `invalid base_url "ftp://x" (from env BOXKITE_URL)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := isolate(t)
+			if tt.file != "" {
+				writeFile(t, filepath.Join(home, tt.file), tt.content)
+			}
+			if tt.env != "" {
+				t.Setenv(envURL, tt.env)
+			}
+			_, err := LoadConfig(nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("LoadConfig() error = %v, want it to mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigShow(t *testing.T) {
+	home := isolate(t)
+	writeFile(t, filepath.Join(home, localFile), "base_url = \"http://127.0.0.1:9001\"\napi_key = \"bxk_live_abcdefghijklmnopqrstuvwxyz0123456789_-ABCDE\"\n")
+	t.Setenv(envAPIKey, "bxk_live_Zyxwvutsrqponmlkjihgfedcba9876543210-_QWERT")
+
+	got := runCLI(t, "", "config", "show", "--url", "http://127.0.0.1:9999")
+	want := strings.Join([]string{
+		"KEY       VALUE                  SOURCE",
+		"base_url  http://127.0.0.1:9999  flag --url",
+		"api_key   bxk_live_Zyxw…         env BOXKITE_API_KEY",
+		"home      " + home + "  env BOXKITE_HOME",
+		"mode      local                  derived",
+	}, "\n") + "\n"
+	// The home column is as wide as the temp dir; compare it field by field.
+	if got.code != 0 || got.stderr != "" {
+		t.Fatalf("config show: code %d, stderr %q", got.code, got.stderr)
+	}
+	if diff := cmp.Diff(fields(want), fields(got.stdout)); diff != "" {
+		t.Errorf("config show (-want +got):\n%s", diff)
+	}
+	if strings.Contains(got.stdout, "abcdefgh") || strings.Contains(got.stdout, "Zyxwvuts") {
+		t.Errorf("config show leaks an API key:\n%s", got.stdout)
+	}
+}
+
+func fields(s string) [][]string {
+	var out [][]string
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		out = append(out, strings.Fields(line))
+	}
+	return out
+}
+
+func TestConfigSetWritesOnlyTheFile(t *testing.T) {
+	home := isolate(t)
+	t.Setenv(envAPIKey, "bxk_live_fromenv") // must not leak into the file
+	if r := runCLI(t, "", "config", "set-url", "https://boxkite.example.com/"); r.code != 0 {
+		t.Fatalf("set-url: %+v", r)
+	}
+	if r := runCLI(t, "bxk_live_piped\n", "config", "set-key"); r.code != 0 {
+		t.Fatalf("set-key: %+v", r)
+	}
+	path := filepath.Join(home, hostedFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "version = 1\nbase_url = 'https://boxkite.example.com'\napi_key = 'bxk_live_piped'\n"
+	if diff := cmp.Diff(want, string(b)); diff != "" {
+		t.Errorf("config.toml (-want +got):\n%s", diff)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := fi.Mode().Perm(); perm != 0o600 {
+		t.Errorf("config.toml mode = %o, want 600", perm)
+	}
+	if r := runCLI(t, "", "config", "set-url", "http://remote.example.com"); r.code != exitUsage {
+		t.Errorf("set-url with plain http to a remote host: code %d, want %d", r.code, exitUsage)
+	}
+}
+
+func TestMaskKey(t *testing.T) {
+	tests := map[string]string{
+		"": "",
+		"bxk_live_abcd_fghijklmnopqrstuvwxyz0123456789_-ABCDEFG": "bxk_live_abcd…",
+		"bxk_live_short":      "bxk_live_****",
+		"plainsecretvalue123": "plai…",
+	}
+	for in, want := range tests {
+		if got := maskKey(in); got != want {
+			t.Errorf("maskKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

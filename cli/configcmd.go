@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newConfigCmd(app *App) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:     "config",
+		Short:   "Show and change the CLI's configuration",
+		GroupID: groupSettings,
+	})
+	cmd.AddCommand(newConfigShowCmd(app), newConfigSetURLCmd(app), newConfigSetKeyCmd(app))
+	return cmd
+}
+
+// setting is one row of `config show`.
+type setting struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Source string `json:"source"` // flag --url, env BOXKITE_URL, file PATH, default, derived
+}
+
+// settings lists every value of cfg with its source; the API key is masked.
+func settings(cfg *Config) []setting {
+	mode := "hosted"
+	if cfg.Local {
+		mode = "local"
+	}
+	return []setting{
+		{keyBaseURL, cfg.BaseURL, cfg.Sources[keyBaseURL]},
+		{keyAPIKey, maskKey(cfg.APIKey), cfg.Sources[keyAPIKey]},
+		{keyHome, cfg.Home, cfg.Sources[keyHome]},
+		{"mode", mode, "derived"},
+	}
+}
+
+func newConfigShowCmd(app *App) *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:   "show",
+		Short: "Print every setting with where it comes from (API keys masked)",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			cfg, err := app.Config()
+			if err != nil {
+				return err
+			}
+			rows := settings(cfg)
+			if asJSON {
+				return writeJSON(app.IO.Out, rows)
+			}
+			tw := newTable(app.IO.Out)
+			fmt.Fprintln(tw, bold(app.IO.Color, "KEY\tVALUE\tSOURCE"))
+			for _, r := range rows {
+				v := r.Value
+				if v == "" {
+					v = "(none)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Key, v, r.Source)
+			}
+			return tw.Flush()
+		},
+	}
+	out.register(cmd)
+	return cmd
+}
+
+func newConfigSetURLCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:     "set-url URL",
+		Short:   "Set the hosted server's URL in config.toml",
+		Example: "  boxkite config set-url https://boxkite.example.com",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u := strings.TrimRight(args[0], "/")
+			if err := checkBaseURL(u); err != nil {
+				return usageErrorf("use a URL such as https://boxkite.example.com", "invalid URL %q: %v", args[0], err)
+			}
+			if strings.HasPrefix(u, "http://") && !isLoopbackURL(u) {
+				// API keys must not cross a network in the clear.
+				return usageErrorf("use https://, or http:// only for localhost", "refusing plain http for a remote server: %s", u)
+			}
+			return setConfigValue(app, keyBaseURL, func(fc *fileConfig) { fc.BaseURL = u })
+		},
+	}
+}
+
+func newConfigSetKeyCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "set-key [KEY]",
+		Short: "Set the hosted server's API key in config.toml (reads stdin without KEY)",
+		Long: `Set the API key for the hosted server in config.toml. Without KEY the key
+is read from the first line of stdin, which keeps it out of shell history.`,
+		Example: "  boxkite config set-key bxk_live_…\n  pass show boxkite | boxkite config set-key",
+		Args:    usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key := ""
+			if len(args) == 1 {
+				key = args[0]
+			} else {
+				if app.IO.InTTY {
+					fmt.Fprint(app.IO.ErrOut, "API key: ")
+				}
+				line, err := bufio.NewReader(app.IO.In).ReadString('\n')
+				if err != nil && line == "" {
+					return usageErrorf(helpHint(cmd), "no key given: pass KEY or pipe it on stdin")
+				}
+				key = line
+			}
+			key = strings.TrimSpace(key)
+			if key == "" || strings.ContainsAny(key, " \t") {
+				return usageErrorf("keys look like bxk_live_…", "invalid API key")
+			}
+			return setConfigValue(app, keyAPIKey, func(fc *fileConfig) { fc.APIKey = key })
+		},
+	}
+}
+
+func setConfigValue(app *App, key string, change func(*fileConfig)) error {
+	// Not app.Config(): that also validates the files and the environment,
+	// which may be exactly what this command is fixing.
+	home, _, err := resolveHome()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(home, hostedFile)
+	if err := updateFileConfig(path, change); err != nil {
+		return fmt.Errorf("set %s: %w", key, err)
+	}
+	fmt.Fprintf(app.IO.ErrOut, "%s saved in %s\n", key, path)
+	fc, err := readFileConfig(path)
+	if err != nil {
+		return err
+	}
+	if fc.BaseURL == "" || fc.APIKey == "" {
+		missing := "set-key KEY"
+		if fc.BaseURL == "" {
+			missing = "set-url URL"
+		}
+		fmt.Fprintf(app.IO.ErrOut, "config.toml is used once it has both a URL and a key: run 'boxkite config %s'\n", missing)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+// maxStdin bounds the piped stdin that exec forwards; it travels in one JSON request.
+const maxStdin = 10 << 20
+
+type execOptions struct {
+	sandbox string
+	timeout time.Duration
+	cwd     string
+	env     []string
+	out     outputFlags
+}
+
+func newExecCmd(app *App) *cobra.Command {
+	var opts execOptions
+	cmd := &cobra.Command{
+		Use:     "exec [flags] -- COMMAND [ARG...]",
+		Short:   "Run a command in a sandbox",
+		GroupID: groupSandboxes,
+		Long: `Run a command in a sandbox with /bin/sh -c and stream its output live:
+its stdout to stdout, its stderr to stderr. Piped stdin is forwarded. boxkite
+exits with the command's exit code, or 124 when it ran out of time.
+
+Words after -- are quoted for the shell and joined, so they arrive exactly as
+typed; a single argument is used as the shell command as it is.
+
+Without --sandbox, the only active sandbox is used; in local mode one is created
+when none is active.`,
+		Example: `  boxkite exec -- python3 -c 'print(1+1)'
+  boxkite exec "ls -la | head -3"
+  echo hello | boxkite exec -- cat
+  boxkite exec -s build --timeout 5m --cwd /workspace/app -e CI=1 -- make test`,
+		Args: usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := opts.out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			req, err := opts.request(cmd, args)
+			if err != nil {
+				return err
+			}
+			return runExec(cmd.Context(), app, opts, req, asJSON)
+		},
+	}
+	// Everything after the command's first word belongs to the command, so
+	// `boxkite exec ls -la` works without --.
+	cmd.Flags().SetInterspersed(false)
+	cmd.Flags().StringVarP(&opts.sandbox, "sandbox", "s", "", "sandbox `ID`, unique id prefix or label")
+	cmd.Flags().Var(newDurationValue(&opts.timeout, api.DefaultExecTimeout*time.Second, time.Second), "timeout",
+		"how long the command may run (30s, 5m, 1h; a bare number is seconds; at most 1h)")
+	cmd.Flags().StringVar(&opts.cwd, "cwd", "", "working `directory` in the sandbox (default /workspace)")
+	cmd.Flags().StringArrayVarP(&opts.env, "env", "e", nil, "set an environment variable, `KEY=VALUE` (repeatable)")
+	opts.out.register(cmd)
+	cmd.RegisterFlagCompletionFunc("sandbox", completeSandboxes(app, true))
+	return cmd
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// request validates the flags and builds the API request; stdin is added later.
+func (o *execOptions) request(cmd *cobra.Command, args []string) (api.ExecRequest, error) {
+	secs := wholeUnits(o.timeout, time.Second)
+	if secs < 1 || secs > api.MaxExecTimeout {
+		return api.ExecRequest{}, usageErrorf(helpHint(cmd), "--timeout must be between 1s and 1h, got %s", compactDuration(o.timeout))
+	}
+	req := api.ExecRequest{Command: commandString(args), Timeout: secs, Cwd: o.cwd}
+	for _, kv := range o.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !envName.MatchString(k) {
+			return api.ExecRequest{}, usageErrorf("write it as -e NAME=VALUE", "invalid --env %q", kv)
+		}
+		if req.Env == nil {
+			req.Env = map[string]string{}
+		}
+		req.Env[k] = v
+	}
+	return req, nil
+}
+
+func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecRequest, asJSON bool) error {
+	if !app.IO.InTTY && app.IO.In != nil {
+		b, err := io.ReadAll(io.LimitReader(app.IO.In, maxStdin+1))
+		if err != nil {
+			return fmt.Errorf("read stdin: %w", err)
+		}
+		if len(b) > maxStdin {
+			return &hintError{err: fmt.Errorf("stdin is larger than %d MiB", maxStdin>>20), hint: "copy large inputs into the sandbox as files"}
+		}
+		req.Stdin = string(b)
+	}
+	cfg, err := app.Config()
+	if err != nil {
+		return err
+	}
+	c, err := app.Client()
+	if err != nil {
+		return err
+	}
+	sb, err := pickSandbox(ctx, c, opts.sandbox, cfg.Local, app.IO.ErrOut)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		res, err := c.Exec(ctx, sb.ID, req)
+		if err != nil {
+			return fmt.Errorf("exec in sandbox %s: %w", sb.ID, err)
+		}
+		if err := writeJSON(app.IO.Out, res); err != nil {
+			return err
+		}
+		return exitFor(res.ExitCode, opts.timeout)
+	}
+	code, err := c.ExecStream(ctx, sb.ID, req, func(ev api.ExecEvent) error {
+		w := app.IO.Out
+		if ev.Type == api.EventStderr {
+			w = app.IO.ErrOut
+		}
+		_, err := io.WriteString(w, ev.Data)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("exec in sandbox %s: %w", sb.ID, err)
+	}
+	return exitFor(code, opts.timeout)
+}
+
+// exitFor turns the remote exit code into this process's exit status.
+func exitFor(code int, timeout time.Duration) error {
+	switch code {
+	case 0:
+		return nil
+	case api.ExitCodeTimeout:
+		return &exitStatus{code: code, msg: fmt.Sprintf("the command timed out after %s (exit code %d)", compactDuration(timeout), code)}
+	}
+	return &exitStatus{code: code}
+}
+
+// commandString is the shell command for exec's arguments: one argument is
+// already a command line; several are words to quote and join.
+func commandString(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	return shellJoin(args)
+}
+
+// shellJoin quotes each word for a POSIX shell and joins them with spaces,
+// so that sh -c sees exactly these words.
+func shellJoin(words []string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = shellQuote(w)
+	}
+	return strings.Join(quoted, " ")
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+func shellQuote(w string) string {
+	if shellSafe.MatchString(w) {
+		return w
+	}
+	// Inside single quotes nothing is special except the quote itself,
+	// which is closed, escaped and reopened: ' → '\''.
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}

@@ -1,0 +1,232 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+// Exit codes; see design/CLI.md. exec also passes the remote exit code through.
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitNotFound    = 3
+	exitAuth        = 4
+	exitLimit       = 5
+	exitTimeout     = api.ExitCodeTimeout // 124, as timeout(1)
+	exitInterrupted = 130                 // 128 + SIGINT
+)
+
+// usageError is a mistake on the command line: a bad flag, a missing or
+// extra argument. It exits 2. A pointer type, so errors.AsType finds it
+// through any amount of wrapping.
+type usageError struct {
+	err  error
+	hint string
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErrorf(hint, format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...), hint: hint}
+}
+
+// notFoundError is something the CLI itself could not find (a sandbox
+// reference that matches nothing). It exits 3, like the API's not_found.
+type notFoundError struct {
+	err  error
+	hint string
+}
+
+func (e *notFoundError) Error() string { return e.err.Error() }
+func (e *notFoundError) Unwrap() error { return e.err }
+
+// hintError is an ordinary failure (exit 1) with advice for the user.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func (e *hintError) Error() string { return e.err.Error() }
+func (e *hintError) Unwrap() error { return e.err }
+
+// exitStatus ends the program with code and an optional message; it is how
+// exec passes the remote command's exit code through. The command's own
+// output has already been shown, so nothing else is printed.
+type exitStatus struct {
+	code int
+	msg  string
+}
+
+func (e *exitStatus) Error() string {
+	if e.msg != "" {
+		return e.msg
+	}
+	return fmt.Sprintf("exit status %d", e.code)
+}
+
+// Execute runs root with args and is the only place that prints an error or
+// picks an exit code. Commands return errors; they never print or exit.
+func Execute(ctx context.Context, root *cobra.Command, args []string) int {
+	root.SetArgs(args)
+	root.SilenceErrors, root.SilenceUsage = true, true
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	stderr := root.ErrOrStderr()
+	if e, ok := errors.AsType[*exitStatus](err); ok {
+		if e.msg != "" {
+			fmt.Fprintf(stderr, "error: %s\n", e.msg)
+		}
+		return e.code
+	}
+	code := exitCode(err)
+	if code == exitInterrupted {
+		return code // the user pressed Ctrl-C; they know
+	}
+	fmt.Fprintf(stderr, "error: %s\n", message(err))
+	if hint := hintOf(err); hint != "" {
+		fmt.Fprintf(stderr, "hint: %s\n", hint)
+	}
+	return code
+}
+
+// message is the text after "error: ". A connection failure is stated
+// plainly instead of through the chain of wrapping operations.
+func message(err error) string {
+	if e, ok := errors.AsType[*client.ConnError](err); ok {
+		if errors.Is(e.Err, syscall.ECONNREFUSED) {
+			return "cannot reach the boxkite server at " + e.URL
+		}
+		return e.Error()
+	}
+	return err.Error()
+}
+
+// exitCode maps an error to the documented exit codes.
+func exitCode(err error) int {
+	if _, ok := errors.AsType[*usageError](err); ok {
+		return exitUsage
+	}
+	if _, ok := errors.AsType[*notFoundError](err); ok {
+		return exitNotFound
+	}
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		return apiExitCode(e)
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case errors.Is(err, context.DeadlineExceeded):
+		return exitTimeout
+	}
+	return exitError
+}
+
+// apiExitCode branches on the stable code first and the status second.
+func apiExitCode(e *api.Error) int {
+	switch e.Code {
+	case api.CodeNotFound:
+		return exitNotFound
+	case api.CodeUnauthorized, api.CodeInvalidAPIKey, api.CodeForbidden:
+		return exitAuth
+	case api.CodeLimitExceeded, api.CodeRateLimited:
+		return exitLimit
+	case api.CodeSidecarAuth, api.CodeSidecarNotReady:
+		return exitError // between the server and a sandbox, not the user's credentials
+	}
+	switch e.Status {
+	case 404:
+		return exitNotFound
+	case 401, 403:
+		return exitAuth
+	case 429:
+		return exitLimit
+	}
+	return exitError
+}
+
+// hintOf lists the error types that carry hints; explicit beats a clever interface.
+func hintOf(err error) string {
+	if e, ok := errors.AsType[*usageError](err); ok {
+		return e.hint
+	}
+	if e, ok := errors.AsType[*notFoundError](err); ok {
+		return e.hint
+	}
+	if e, ok := errors.AsType[*hintError](err); ok {
+		return e.hint
+	}
+	if e, ok := errors.AsType[*client.ConnError](err); ok {
+		if isLoopbackURL(e.URL) {
+			return "run 'boxkite up' to start the local server"
+		}
+		return "check the server URL ('boxkite config show') and your network"
+	}
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		if e.Hint != "" {
+			return e.Hint
+		}
+		switch apiExitCode(e) {
+		case exitAuth:
+			return "check the API key: 'boxkite config show' tells which one is used and where it comes from"
+		case exitLimit:
+			return "wait a moment, or free capacity with 'boxkite session rm'"
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "the server took too long to answer"
+	}
+	return ""
+}
+
+// flagError turns cobra's and pflag's flag errors into usage errors (exit 2).
+func flagError(cmd *cobra.Command, err error) error {
+	return &usageError{err: err, hint: helpHint(cmd)}
+}
+
+func helpHint(cmd *cobra.Command) string {
+	return fmt.Sprintf("run '%s --help' for usage", cmd.CommandPath())
+}
+
+// usageArgs wraps a cobra positional-argument validator so that its errors
+// are usage errors (exit 2).
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return &usageError{err: err, hint: helpHint(cmd)}
+		}
+		return nil
+	}
+}
+
+// groupCmd makes a command that only holds subcommands reject unknown
+// subcommands (exit 2) instead of printing help and exiting 0, which is
+// cobra's default for every command but the root.
+func groupCmd(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = unknownSubcommand
+	cmd.SuggestionsMinimumDistance = 2
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	return cmd
+}
+
+// unknownSubcommand is the Args validator of commands that only hold subcommands.
+func unknownSubcommand(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	hint := helpHint(c)
+	if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+		hint = "did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return &usageError{err: fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath()), hint: hint}
+}

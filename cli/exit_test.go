@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+)
+
+func TestExecuteExitCodes(t *testing.T) {
+	t.Parallel()
+	refused := &client.ConnError{URL: "http://127.0.0.1:8090", Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	tests := []struct {
+		name       string
+		err        error
+		wantCode   int
+		wantStderr string
+	}{
+		{"ok", nil, 0, ""},
+		{"plain error", errors.New("boom"), 1, "error: boom\n"},
+		{"usage", usageErrorf("try --help", "bad flag"), 2, "error: bad flag\nhint: try --help\n"},
+		{"wrapped usage", fmt.Errorf("exec: %w", usageErrorf("", "bad")), 2, "error: exec: bad\n"},
+		{"cli not found", &notFoundError{err: errors.New("sandbox x not found"), hint: "list them"}, 3, "error: sandbox x not found\nhint: list them\n"},
+		{
+			"api not found", fmt.Errorf("get sandbox: %w", &api.Error{Status: 404, Code: api.CodeNotFound, Message: "sandbox not found", Hint: "check the id"}),
+			3, "error: get sandbox: sandbox not found [not_found]\nhint: check the id\n",
+		},
+		{"404 without code", &api.Error{Status: 404, Message: "gone"}, 3, "error: gone\n"},
+		{
+			"unauthorized", &api.Error{Status: 401, Code: api.CodeInvalidAPIKey, Message: "invalid API key"},
+			4, "error: invalid API key [invalid_api_key]\nhint: check the API key: 'boxkite config show' tells which one is used and where it comes from\n",
+		},
+		{"forbidden", &api.Error{Status: 403, Code: api.CodeForbidden, Message: "no", Hint: "ask an admin"}, 4, "error: no [forbidden]\nhint: ask an admin\n"},
+		{"limit", &api.Error{Status: 429, Code: api.CodeLimitExceeded, Message: "too many sandboxes", Hint: "remove one"}, 5, "error: too many sandboxes [limit_exceeded]\nhint: remove one\n"},
+		{"rate limited by status", &api.Error{Status: 429, Message: "slow down"}, 5, "error: slow down\nhint: wait a moment, or free capacity with 'boxkite session rm'\n"},
+		{"sidecar auth is not the user's auth", &api.Error{Status: 401, Code: api.CodeSidecarAuth, Message: "sidecar refused"}, 1, "error: sidecar refused [sidecar_auth]\n"},
+		{"server error", &api.Error{Status: 500, Code: api.CodeInternal, Message: "internal error"}, 1, "error: internal error [internal_error]\n"},
+		{"remote exit code", &exitStatus{code: 7}, 7, ""},
+		{"remote timeout", &exitStatus{code: 124, msg: "the command timed out after 1s (exit code 124)"}, 124, "error: the command timed out after 1s (exit code 124)\n"},
+		{
+			"connection refused", fmt.Errorf("list sandboxes: %w", refused),
+			1, "error: cannot reach the boxkite server at http://127.0.0.1:8090\nhint: run 'boxkite up' to start the local server\n",
+		},
+		{
+			"remote server unreachable", &client.ConnError{URL: "https://b.example", Err: &net.DNSError{Err: "no such host", Name: "b.example"}},
+			1, "error: cannot reach the boxkite server at https://b.example: lookup b.example: no such host\nhint: check the server URL ('boxkite config show') and your network\n",
+		},
+		{"interrupted", fmt.Errorf("exec: %w", context.Canceled), 130, ""},
+		{"client deadline", &url.Error{Op: "Post", URL: "x", Err: context.DeadlineExceeded}, 124, "error: Post \"x\": context deadline exceeded\nhint: the server took too long to answer\n"},
+		{"hint error", &hintError{err: errors.New("boxkite-server not found"), hint: "go install ./cmd/..."}, 1, "error: boxkite-server not found\nhint: go install ./cmd/...\n"},
+		{"joined keeps the code", errors.Join(errors.New("a"), &notFoundError{err: errors.New("b")}), 3, "error: a\nb\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stderr strings.Builder
+			root := &cobra.Command{Use: "boxkite", RunE: func(*cobra.Command, []string) error { return tt.err }}
+			root.SetErr(&stderr)
+			if code := Execute(context.Background(), root, nil); code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d", code, tt.wantCode)
+			}
+			if diff := cmp.Diff(tt.wantStderr, stderr.String()); diff != "" {
+				t.Errorf("stderr (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestUsageErrorsFromCobra(t *testing.T) {
+	isolate(t)
+	tests := []struct {
+		name string
+		args []string
+		want string // first line of stderr
+	}{
+		{"unknown flag", []string{"session", "ls", "--bogus"}, "error: unknown flag: --bogus"},
+		{"unknown command", []string{"sesion"}, `error: unknown command "sesion" for "boxkite"`},
+		{"unknown subcommand", []string{"session", "frobnicate"}, `error: unknown command "frobnicate" for "boxkite session"`},
+		{"extra argument", []string{"session", "ls", "x"}, `error: unknown command "x" for "boxkite session ls"`},
+		{"missing argument", []string{"session", "get"}, "error: accepts 1 arg(s), received 0"},
+		{"bad duration", []string{"exec", "--timeout", "soon", "--", "true"}, `error: invalid argument "soon" for "--timeout" flag: invalid duration "soon" (use e.g. 30s, 5m, 2h)`},
+		{"timeout too long", []string{"exec", "--timeout", "2h", "--", "true"}, "error: --timeout must be between 1s and 1h, got 2h"},
+		{"bad env", []string{"exec", "-e", "1X=y", "--", "true"}, `error: invalid --env "1X=y"`},
+		{"no command", []string{"exec"}, "error: requires at least 1 arg(s), only received 0"},
+		{"bad size", []string{"session", "create", "--size", "huge"}, `error: unknown --size "huge" (want small, medium or large)`},
+		{"bad output", []string{"session", "ls", "-o", "yaml"}, `error: unknown output format "yaml" (want text or json)`},
+		{"rm needs ids", []string{"session", "rm"}, "error: give the sandboxes to remove, or --all"},
+		{"bad shell", []string{"completion", "tcsh"}, `error: invalid argument "tcsh" for "boxkite completion"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, "", tt.args...)
+			if r.code != exitUsage {
+				t.Errorf("boxkite %v: exit code %d, want %d (stderr %q)", tt.args, r.code, exitUsage, r.stderr)
+			}
+			first, _, _ := strings.Cut(r.stderr, "\n")
+			if first != tt.want {
+				t.Errorf("boxkite %v: stderr starts %q, want %q", tt.args, first, tt.want)
+			}
+			if !strings.Contains(r.stderr, "\nhint: ") {
+				t.Errorf("boxkite %v: no hint in %q", tt.args, r.stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,357 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/spf13/cobra"
+)
+
+type upOptions struct {
+	port       int
+	foreground bool
+}
+
+func newUpCmd(app *App) *cobra.Command {
+	var opts upOptions
+	cmd := &cobra.Command{
+		Use:   "up [--port N] [--foreground]",
+		Short: "Start the local boxkite server",
+		Long: `Start boxkite-server on 127.0.0.1 with SQLite and the local (Linux
+namespaces) driver, write ~/.boxkite/local.toml with its URL and an API key,
+and return once it is ready. The URL is printed on stdout; the server's log is
+~/.boxkite/server.log. Running up again when the server is up does nothing.
+
+boxkite-server and boxkite-sidecar are looked for next to boxkite, then on PATH.`,
+		Example: "  boxkite up\n  boxkite up --port 9000\n  boxkite up --foreground",
+		GroupID: groupLocal,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.port < 0 || opts.port > 65535 {
+				return usageErrorf(helpHint(cmd), "--port must be between 1 and 65535")
+			}
+			return runUp(cmd.Context(), app, opts)
+		},
+	}
+	cmd.Flags().IntVar(&opts.port, "port", 0, "port on 127.0.0.1 (default 8090, or a free one when 8090 is taken)")
+	cmd.Flags().BoolVar(&opts.foreground, "foreground", false, "run attached, logging to stderr, until interrupted")
+	return cmd
+}
+
+func runUp(ctx context.Context, app *App, opts upOptions) error {
+	home, _, err := resolveHome()
+	if err != nil {
+		return err
+	}
+	p := pathsFor(home)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", home, err)
+	}
+	local, err := readFileConfig(p.config)
+	if err != nil {
+		return err
+	}
+	if pid, err := runningServer(p); err != nil {
+		return err
+	} else if pid != 0 {
+		return alreadyUp(ctx, app, p, local, pid, opts)
+	}
+	server, err := findCompanion(serverBinary)
+	if err != nil {
+		return err
+	}
+	sidecar, err := findCompanion(sidecarBinary)
+	if err != nil {
+		return err
+	}
+	key := local.APIKey
+	if !apiKeyPattern.MatchString(key) {
+		if key, err = newAPIKey(); err != nil {
+			return err
+		}
+	}
+	port, err := choosePort(opts.port, local.BaseURL)
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := updateFileConfig(p.config, func(fc *fileConfig) { fc.BaseURL, fc.APIKey = url, key }); err != nil {
+		return err
+	}
+	noteHostedConfig(app, home)
+	c := client.New(url, key)
+	args, env := serverArgs(p, port, sidecar), serverEnv(p, key)
+	if opts.foreground {
+		return runForeground(ctx, app, p, c, server, args, env)
+	}
+
+	logStart := fileSize(p.log)
+	cmd, exited, err := startDetached(server, args, env, p.log)
+	if err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	if err := writePID(p.pid, pid); err != nil {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		return err
+	}
+	progress := newProgress(app, "starting boxkite-server")
+	err = waitReady(ctx, c, exited, readyTimeout, progress.tick)
+	progress.done()
+	if err != nil {
+		// Don't leave a half-started server behind; its log says why it failed.
+		stopProcess(context.WithoutCancel(ctx), pid, 2*time.Second)
+		os.Remove(p.pid)
+		return &hintError{err: err, hint: logHint(p.log, logStart)}
+	}
+	fmt.Fprintf(app.IO.ErrOut, "boxkite server ready at %s (pid %d)\n", url, pid)
+	fmt.Fprintln(app.IO.Out, url)
+	return nil
+}
+
+// alreadyUp handles up when the pid file names a live server.
+func alreadyUp(ctx context.Context, app *App, p localPaths, local fileConfig, pid int, opts upOptions) error {
+	if local.BaseURL == "" {
+		return &hintError{
+			err:  fmt.Errorf("boxkite-server is running (pid %d) but %s is missing", pid, p.config),
+			hint: "run 'boxkite down' and then 'boxkite up'",
+		}
+	}
+	c := client.New(local.BaseURL, local.APIKey)
+	// It may still be starting (another up is waiting for it).
+	if err := waitReady(ctx, c, nil, readyTimeout, nil); err != nil {
+		return &hintError{
+			err:  fmt.Errorf("boxkite-server is running (pid %d) but not ready at %s: %w", pid, local.BaseURL, err),
+			hint: "run 'boxkite down' and then 'boxkite up'; the log is " + p.log,
+		}
+	}
+	fmt.Fprintf(app.IO.ErrOut, "boxkite server already running at %s (pid %d)\n", local.BaseURL, pid)
+	if opts.port != 0 && !strings.HasSuffix(local.BaseURL, fmt.Sprintf(":%d", opts.port)) {
+		fmt.Fprintf(app.IO.ErrOut, "note: it is not on port %d; run 'boxkite down' first to move it\n", opts.port)
+	}
+	fmt.Fprintln(app.IO.Out, local.BaseURL)
+	return nil
+}
+
+// noteHostedConfig warns when config.toml would shadow the local server.
+func noteHostedConfig(app *App, home string) {
+	cfg, err := app.Config()
+	if err != nil || cfg.Local {
+		return
+	}
+	fmt.Fprintf(app.IO.ErrOut, "note: commands use %s (from %s), not the local server; pass --url or unset it to use the local one\n",
+		cfg.BaseURL, cfg.Sources[keyBaseURL])
+}
+
+func logHint(path string, offset int64) string {
+	tail := logTail(path, offset, 15)
+	if tail == "" {
+		return "see " + path
+	}
+	return path + " ends with:\n    " + strings.ReplaceAll(tail, "\n", "\n    ")
+}
+
+// runForeground runs the server attached to this terminal until it exits or
+// ctx is cancelled (Ctrl-C), which stops it with SIGTERM.
+func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string) error {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = app.IO.ErrOut, app.IO.ErrOut // server logs are chatter
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = stopTimeout
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", bin, err)
+	}
+	if err := writePID(p.pid, cmd.Process.Pid); err != nil {
+		return err
+	}
+	defer os.Remove(p.pid)
+	readyCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	go func() {
+		if waitReady(readyCtx, c, nil, readyTimeout, nil) == nil {
+			fmt.Fprintln(app.IO.Out, c.BaseURL)
+		}
+	}()
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		return nil // stopped on request
+	}
+	if err != nil {
+		return fmt.Errorf("boxkite-server: %w", err)
+	}
+	return nil
+}
+
+func newDownCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:     "down",
+		Short:   "Stop the local boxkite server and its sandboxes",
+		GroupID: groupLocal,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, _, err := resolveHome()
+			if err != nil {
+				return err
+			}
+			p := pathsFor(home)
+			pid, err := readPID(p.pid)
+			if err != nil {
+				return err
+			}
+			if pid == 0 {
+				fmt.Fprintln(app.IO.ErrOut, "boxkite server is not running")
+				return nil
+			}
+			if !isBoxkiteServer(pid) {
+				if err := os.Remove(p.pid); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return fmt.Errorf("remove stale pid file: %w", err)
+				}
+				fmt.Fprintln(app.IO.ErrOut, "boxkite server is not running (removed a stale pid file)")
+				return nil
+			}
+			if err := stopProcess(cmd.Context(), pid, stopTimeout); err != nil {
+				return err
+			}
+			if err := os.Remove(p.pid); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove pid file: %w", err)
+			}
+			fmt.Fprintf(app.IO.ErrOut, "boxkite server stopped (pid %d)\n", pid)
+			return nil
+		},
+	}
+}
+
+// serverStatus is the JSON shape of `boxkite status`.
+type serverStatus struct {
+	Mode            string `json:"mode"` // local or hosted
+	URL             string `json:"url"`
+	PID             int    `json:"pid,omitempty"` // local mode, when running
+	Running         bool   `json:"running"`       // local: the process exists; hosted: the server answered
+	Ready           bool   `json:"ready"`
+	Error           string `json:"error,omitempty"` // why it is not ready
+	ActiveSandboxes *int   `json:"active_sandboxes,omitempty"`
+}
+
+func newStatusCmd(app *App) *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   "Show the server, whether it is ready, and how many sandboxes are active",
+		GroupID: groupLocal,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			st, err := collectStatus(cmd.Context(), app)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, st)
+			}
+			return writeStatus(app, st)
+		},
+	}
+	out.register(cmd)
+	return cmd
+}
+
+func collectStatus(ctx context.Context, app *App) (serverStatus, error) {
+	cfg, err := app.Config()
+	if err != nil {
+		return serverStatus{}, err
+	}
+	c, err := app.Client()
+	if err != nil {
+		return serverStatus{}, err
+	}
+	st := serverStatus{Mode: "hosted", URL: cfg.BaseURL}
+	if cfg.Local {
+		st.Mode = "local"
+		pid, err := runningServer(pathsFor(cfg.Home))
+		if err != nil {
+			return st, err
+		}
+		st.PID, st.Running = pid, pid != 0
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Ready(ctx); err != nil {
+		st.Error = message(err)
+		return st, nil
+	}
+	st.Running, st.Ready = true, true
+	sbs, err := c.ListSandboxes(ctx, true)
+	if err != nil {
+		st.Error = "list sandboxes: " + message(err)
+		return st, nil
+	}
+	n := len(sbs)
+	st.ActiveSandboxes = &n
+	return st, nil
+}
+
+func writeStatus(app *App, st serverStatus) error {
+	tw := newTable(app.IO.Out)
+	fmt.Fprintf(tw, "mode:\t%s\n", st.Mode)
+	fmt.Fprintf(tw, "url:\t%s\n", st.URL)
+	if st.Mode == "local" {
+		server := "not running"
+		if st.PID != 0 {
+			server = fmt.Sprintf("running (pid %d)", st.PID)
+		}
+		fmt.Fprintf(tw, "server:\t%s\n", server)
+	}
+	ready := "yes"
+	if !st.Ready {
+		ready = "no"
+		if st.Error != "" {
+			ready += " (" + st.Error + ")"
+		}
+	}
+	fmt.Fprintf(tw, "ready:\t%s\n", ready)
+	if st.ActiveSandboxes != nil {
+		fmt.Fprintf(tw, "sandboxes:\t%d active\n", *st.ActiveSandboxes)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if st.Mode == "local" && !st.Ready && st.PID == 0 {
+		fmt.Fprintln(app.IO.ErrOut, "hint: run 'boxkite up' to start the local server")
+	}
+	return nil
+}
+
+// progress shows "doing something… 1.2s" on a terminal and nothing otherwise.
+type progress struct {
+	app   *App
+	what  string
+	shown bool
+}
+
+func newProgress(app *App, what string) *progress { return &progress{app: app, what: what} }
+
+func (p *progress) tick(elapsed time.Duration) {
+	if !p.app.IO.ErrTTY || elapsed < 300*time.Millisecond {
+		return
+	}
+	p.shown = true
+	fmt.Fprintf(p.app.IO.ErrOut, "\r%s… %.1fs", p.what, elapsed.Seconds())
+}
+
+func (p *progress) done() {
+	if p.shown {
+		fmt.Fprint(p.app.IO.ErrOut, "\r\x1b[K")
+	}
+}

@@ -1,0 +1,352 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+)
+
+// The local server's companion binaries, found next to boxkite or on PATH.
+const (
+	serverBinary  = "boxkite-server"
+	sidecarBinary = "boxkite-sidecar"
+)
+
+// Timing of up and down.
+const (
+	readyTimeout = 15 * time.Second // up: how long the server may take to become ready
+	stopTimeout  = 10 * time.Second // down: how long SIGTERM gets before SIGKILL
+	pollInterval = 100 * time.Millisecond
+)
+
+// localPaths are the files of the local server under BOXKITE_HOME.
+type localPaths struct {
+	home   string
+	config string // local.toml: base_url and api_key for the CLI
+	pid    string // server.pid
+	log    string // server.log: the detached server's stdout and stderr
+	state  string // the server's state directory (sandboxes, sockets)
+	db     string // the server's SQLite database
+}
+
+func pathsFor(home string) localPaths {
+	return localPaths{
+		home:   home,
+		config: filepath.Join(home, localFile),
+		pid:    filepath.Join(home, "server.pid"),
+		log:    filepath.Join(home, "server.log"),
+		state:  filepath.Join(home, "server"),
+		db:     filepath.Join(home, "boxkite.db"),
+	}
+}
+
+// findCompanion finds a companion binary next to the running boxkite (so a
+// release archive works unpacked anywhere), then on PATH.
+func findCompanion(name string) (string, error) {
+	where := "on PATH"
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		p := filepath.Join(filepath.Dir(exe), name)
+		if isExecutableFile(p) {
+			return p, nil
+		}
+		where = "next to " + exe + " or on PATH"
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	return "", &hintError{
+		err:  fmt.Errorf("%s not found %s", name, where),
+		hint: "install it with 'go install ./cmd/...' in a boxkite checkout, or unpack a release archive next to boxkite",
+	}
+}
+
+func isExecutableFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// apiKeyPattern is the shape of the keys the server issues.
+var apiKeyPattern = regexp.MustCompile(`^bxk_live_[A-Za-z0-9_-]{43}$`)
+
+// newAPIKey returns a fresh key: "bxk_live_" and 32 random bytes in URL-safe base64.
+func newAPIKey() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate API key: %w", err)
+	}
+	return "bxk_live_" + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// readPID returns the pid in path, or 0 when there is no pid file.
+func readPID(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read pid file: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("read pid file %s: not a pid: %q", path, bytes.TrimSpace(b))
+	}
+	return pid, nil
+}
+
+func writePID(path string, pid int) error {
+	return writeFileAtomic(path, []byte(strconv.Itoa(pid)+"\n"), 0o600)
+}
+
+// processAlive reports whether pid exists and is not a zombie. A detached
+// server's parent is init, which may be slow to reap, so the zombie check matters.
+func processAlive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist) || !hasProc()
+	}
+	// The state follows the parenthesised command name, which may contain spaces.
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z' && stat[i+2] != 'X'
+	}
+	return true
+}
+
+func hasProc() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
+}
+
+// isBoxkiteServer reports whether pid is alive and runs boxkite-server, so a
+// stale pid file can never make down signal an unrelated process that reused
+// the pid. Without /proc (macOS) only liveness can be checked.
+func isBoxkiteServer(pid int) bool {
+	if !processAlive(pid) {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return !hasProc()
+	}
+	argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+	return filepath.Base(string(argv0)) == serverBinary
+}
+
+// runningServer returns the pid of the local server when one is running.
+func runningServer(p localPaths) (int, error) {
+	pid, err := readPID(p.pid)
+	if err != nil || pid == 0 {
+		return 0, err
+	}
+	if !isBoxkiteServer(pid) {
+		return 0, nil
+	}
+	return pid, nil
+}
+
+// stopProcess sends SIGTERM, waits up to grace for pid to exit, then kills
+// its whole process group (up started it as a session leader).
+func stopProcess(ctx context.Context, pid int, grace time.Duration) error {
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return fmt.Errorf("stop boxkite-server (pid %d): %w", pid, err)
+	}
+	if waitExit(ctx, pid, grace) {
+		return nil
+	}
+	syscall.Kill(-pid, syscall.SIGKILL)
+	syscall.Kill(pid, syscall.SIGKILL)
+	if waitExit(ctx, pid, 5*time.Second) {
+		return nil
+	}
+	return fmt.Errorf("stop boxkite-server (pid %d): still running after SIGKILL", pid)
+}
+
+// waitExit polls until pid is gone or d has passed; it reports whether pid is gone.
+func waitExit(ctx context.Context, pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for processAlive(pid) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
+
+// portFree reports whether 127.0.0.1:port can be listened on right now.
+func portFree(port int) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
+
+// choosePort picks the port for up: the one asked for (which must be free),
+// else the port of the previous run (so the URL stays the same), else 8090,
+// else any free loopback port.
+func choosePort(requested int, previousURL string) (int, error) {
+	if requested != 0 {
+		if !portFree(requested) {
+			return 0, &hintError{
+				err:  fmt.Errorf("port %d on 127.0.0.1 is already in use", requested),
+				hint: "pick another with --port, or leave --port out and boxkite picks a free one",
+			}
+		}
+		return requested, nil
+	}
+	candidates := []int{}
+	if u, err := url.Parse(previousURL); err == nil && isLoopbackURL(previousURL) {
+		if p, err := strconv.Atoi(u.Port()); err == nil {
+			candidates = append(candidates, p)
+		}
+	}
+	candidates = append(candidates, 8090)
+	for _, p := range candidates {
+		if portFree(p) {
+			return p, nil
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// serverArgs is the command line for boxkite-server in local mode.
+func serverArgs(p localPaths, port int, sidecar string) []string {
+	return []string{
+		"--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		"--db", "sqlite:" + p.db,
+		"--driver", "local",
+		"--state-dir", p.state,
+		"--sidecar", sidecar,
+	}
+}
+
+// serverEnv is the server's environment: ours plus the bootstrap key, which
+// makes the server create (idempotently) the local admin account holding it.
+func serverEnv(p localPaths, apiKey string) []string {
+	return append(os.Environ(),
+		"BOXKITE_BOOTSTRAP_API_KEY="+apiKey,
+		"BOXKITE_SERVER_STATE_DIR="+p.state,
+	)
+}
+
+// startDetached starts the server in its own session, with stdin from
+// /dev/null and output appended to the log, so it outlives this process and
+// holds none of our file descriptors (a caller waiting on our stdout would
+// otherwise wait for the server too). exited receives Wait's result.
+func startDetached(bin string, args, env []string, logPath string) (cmd *exec.Cmd, exited <-chan error, err error) {
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open server log: %w", err)
+	}
+	defer logf.Close() // the child has its own copy
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer devnull.Close()
+	fmt.Fprintf(logf, "--- boxkite up: %s %s (%s)\n", bin, strings.Join(args, " "), time.Now().Format(time.RFC3339))
+
+	cmd = exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait() }()
+	return cmd, ch, nil
+}
+
+// waitReady polls GET /health/ready until it answers 200, the process exits,
+// or timeout passes. tick, when set, is called on every poll (progress).
+func waitReady(ctx context.Context, c *client.Client, exited <-chan error, timeout time.Duration, tick func(time.Duration)) error {
+	start := time.Now()
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		attempt, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := c.Ready(attempt)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case err := <-exited:
+			if err == nil {
+				return errors.New("boxkite-server exited before it was ready")
+			}
+			return fmt.Errorf("boxkite-server exited before it was ready: %w", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if time.Since(start) > timeout {
+			return fmt.Errorf("boxkite-server did not become ready within %s", timeout)
+		}
+		if tick != nil {
+			tick(time.Since(start))
+		}
+	}
+}
+
+// logTail returns the last n lines of the log written since offset.
+func logTail(path string, offset int64, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return ""
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}

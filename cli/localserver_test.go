@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+func TestChoosePort(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().(*net.TCPAddr).Port
+
+	if _, err := choosePort(taken, ""); err == nil {
+		t.Errorf("choosePort(%d) with the port taken succeeded, want an error", taken)
+	}
+	// The previous run's port is taken: fall through to 8090 or a free port.
+	got, err := choosePort(0, "http://127.0.0.1:"+strconv.Itoa(taken))
+	if err != nil || got == taken || got == 0 {
+		t.Errorf("choosePort(0, taken previous) = %d, %v; want another free port", got, err)
+	}
+}
+
+func TestPIDFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "server.pid")
+	if pid, err := readPID(path); pid != 0 || err != nil {
+		t.Errorf("readPID(missing) = %d, %v; want 0, nil", pid, err)
+	}
+	if err := writePID(path, os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if pid, err := readPID(path); pid != os.Getpid() || err != nil {
+		t.Errorf("readPID = %d, %v; want %d", pid, err, os.Getpid())
+	}
+	// A live process that is not boxkite-server (this test) must never be signalled by down.
+	if !processAlive(os.Getpid()) || isBoxkiteServer(os.Getpid()) {
+		t.Errorf("processAlive(self) = %v, isBoxkiteServer(self) = %v; want true, false", processAlive(os.Getpid()), isBoxkiteServer(os.Getpid()))
+	}
+	writeFile(t, path, "garbage\n")
+	if _, err := readPID(path); err == nil {
+		t.Error("readPID(garbage) succeeded, want an error")
+	}
+}
+
+func TestNewAPIKey(t *testing.T) {
+	t.Parallel()
+	a, err := newAPIKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := newAPIKey()
+	if !apiKeyPattern.MatchString(a) || a == b {
+		t.Errorf("newAPIKey() = %q, %q; want two different keys matching %s", a, b, apiKeyPattern)
+	}
+}
+
+func TestLogTail(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "server.log")
+	writeFile(t, path, "old run\n1\n2\n3\n4\n")
+	if got := logTail(path, int64(len("old run\n")), 2); got != "3\n4" {
+		t.Errorf("logTail = %q, want %q", got, "3\n4")
+	}
+}

@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// Help groups, in the order `boxkite --help` shows them.
+const (
+	groupSandboxes = "sandboxes"
+	groupLocal     = "local"
+	groupSettings  = "settings"
+)
+
+// NewRoot builds the whole command tree for app. It is a constructor, not a
+// global, so every test (and every invocation) gets a fresh tree.
+func NewRoot(app *App) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "boxkite",
+		Short: "Run agent-generated code in disposable sandboxes",
+		Long: `boxkite runs commands in isolated sandboxes, on this machine or on a
+boxkite server.
+
+  boxkite up                                  start the local server
+  boxkite exec -- python3 -c 'print(1+1)'     run a command in a sandbox
+  boxkite session ls                          list sandboxes
+
+Configuration comes from flags, then BOXKITE_URL and BOXKITE_API_KEY, then
+~/.boxkite/config.toml (hosted) or ~/.boxkite/local.toml (written by up).
+BOXKITE_HOME moves ~/.boxkite.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 auth, 5 quota or limit,
+124 the command timed out in the sandbox; exec otherwise exits with the
+command's own exit code.`,
+		Args:          unknownSubcommand,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// unknownSubcommand suggests commands within this edit distance.
+		SuggestionsMinimumDistance: 2,
+		// Man pages must not change with the day they are generated.
+		DisableAutoGenTag: true,
+	}
+	root.SetIn(app.IO.In)
+	root.SetOut(app.IO.Out)
+	root.SetErr(app.IO.ErrOut)
+	root.SetFlagErrorFunc(flagError)
+	root.CompletionOptions.DisableDefaultCmd = true // ours is in completion.go
+
+	pf := root.PersistentFlags()
+	pf.String("url", "", "control-plane `URL` (env BOXKITE_URL; default http://127.0.0.1:8090)")
+	pf.String("api-key", "", "API `key` (env BOXKITE_API_KEY)")
+	app.flags = pf
+
+	root.AddGroup(
+		&cobra.Group{ID: groupSandboxes, Title: "Sandboxes:"},
+		&cobra.Group{ID: groupLocal, Title: "Local server:"},
+		&cobra.Group{ID: groupSettings, Title: "Settings and tools:"},
+	)
+	root.SetHelpCommandGroupID(groupSettings)
+	root.AddCommand(
+		newExecCmd(app),
+		newSessionCmd(app),
+		newUpCmd(app),
+		newDownCmd(app),
+		newStatusCmd(app),
+		newConfigCmd(app),
+		newVersionCmd(app),
+		newCompletionCmd(),
+		newDocsCmd(),
+	)
+	return root
+}

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// sandboxLister is what resolving a sandbox reference needs; *client.Client has it.
+type sandboxLister interface {
+	ListSandboxes(ctx context.Context, activeOnly bool) ([]api.Sandbox, error)
+}
+
+// sandboxPicker can also create the sandbox that local mode makes on demand.
+type sandboxPicker interface {
+	sandboxLister
+	CreateSandbox(ctx context.Context, req api.CreateSandboxRequest) (*api.Sandbox, error)
+}
+
+// matchSandbox finds ref among sbs: an exact id, then an exact label, then a
+// unique prefix of an id or a label. Several matches are a usage error that
+// lists them; none is a not-found error.
+func matchSandbox(sbs []api.Sandbox, ref string) (api.Sandbox, error) {
+	var labelled []api.Sandbox
+	for _, sb := range sbs {
+		if sb.ID == ref {
+			return sb, nil
+		}
+		if sb.Label != "" && sb.Label == ref {
+			labelled = append(labelled, sb)
+		}
+	}
+	switch len(labelled) {
+	case 1:
+		return labelled[0], nil
+	case 0:
+	default:
+		return api.Sandbox{}, ambiguous(ref, labelled)
+	}
+	var prefixed []api.Sandbox
+	for _, sb := range sbs {
+		if strings.HasPrefix(sb.ID, ref) || (sb.Label != "" && strings.HasPrefix(sb.Label, ref)) {
+			prefixed = append(prefixed, sb)
+		}
+	}
+	switch len(prefixed) {
+	case 1:
+		return prefixed[0], nil
+	case 0:
+		return api.Sandbox{}, &notFoundError{
+			err:  fmt.Errorf("sandbox %s not found", ref),
+			hint: "list sandboxes with 'boxkite session ls --all'",
+		}
+	}
+	return api.Sandbox{}, ambiguous(ref, prefixed)
+}
+
+func ambiguous(ref string, sbs []api.Sandbox) error {
+	return usageErrorf("use more of the id, or a label that only one sandbox has",
+		"%q matches %d sandboxes: %s", ref, len(sbs), describeSandboxes(sbs))
+}
+
+// describeSandboxes lists sandboxes as "id (label), id" for messages.
+func describeSandboxes(sbs []api.Sandbox) string {
+	parts := make([]string, len(sbs))
+	for i, sb := range sbs {
+		parts[i] = sb.ID
+		if sb.Label != "" {
+			parts[i] += " (" + sb.Label + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// resolveSandbox turns a reference into a sandbox. Active sandboxes are tried
+// first, so a prefix shared with a destroyed one is not ambiguous. With
+// wantActive, a reference that only matches an inactive sandbox is an error
+// that says so, rather than a confusing "not found".
+func resolveSandbox(ctx context.Context, l sandboxLister, ref string, wantActive bool) (api.Sandbox, error) {
+	all, err := l.ListSandboxes(ctx, false)
+	if err != nil {
+		return api.Sandbox{}, fmt.Errorf("list sandboxes: %w", err)
+	}
+	var active []api.Sandbox
+	for _, sb := range all {
+		if sb.Status == api.StatusActive {
+			active = append(active, sb)
+		}
+	}
+	sb, err := matchSandbox(active, ref)
+	if _, notFound := errors.AsType[*notFoundError](err); !notFound {
+		return sb, err
+	}
+	sb, err = matchSandbox(all, ref)
+	if err != nil {
+		return sb, err
+	}
+	if wantActive {
+		return sb, &hintError{
+			err:  fmt.Errorf("sandbox %s is %s", sb.ID, sb.Status),
+			hint: "create a new one with 'boxkite session create'",
+		}
+	}
+	return sb, nil
+}
+
+// pickSandbox chooses the sandbox for a per-sandbox command: ref when given,
+// else the only active sandbox. In local mode, when none is active, it
+// creates one and says so on stderr.
+func pickSandbox(ctx context.Context, p sandboxPicker, ref string, local bool, stderr io.Writer) (api.Sandbox, error) {
+	if ref != "" {
+		return resolveSandbox(ctx, p, ref, true)
+	}
+	active, err := p.ListSandboxes(ctx, true)
+	if err != nil {
+		return api.Sandbox{}, fmt.Errorf("list sandboxes: %w", err)
+	}
+	switch {
+	case len(active) == 1:
+		return active[0], nil
+	case len(active) > 1:
+		return api.Sandbox{}, usageErrorf("pass --sandbox ID (a unique prefix of the id, or the label, is enough)",
+			"%d sandboxes are active: %s", len(active), describeSandboxes(active))
+	case !local:
+		return api.Sandbox{}, &notFoundError{
+			err:  errors.New("no active sandbox"),
+			hint: "create one with 'boxkite session create'",
+		}
+	}
+	sb, err := p.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		return api.Sandbox{}, fmt.Errorf("create sandbox: %w", err)
+	}
+	fmt.Fprintf(stderr, "created sandbox %s\n", sb.ID)
+	return *sb, nil
+}

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// fakeSandboxes is a func-field fake of sandboxPicker over a fixed list.
+type fakeSandboxes struct {
+	list    []api.Sandbox
+	created []api.CreateSandboxRequest
+}
+
+func (f *fakeSandboxes) ListSandboxes(_ context.Context, activeOnly bool) ([]api.Sandbox, error) {
+	var out []api.Sandbox
+	for _, sb := range f.list {
+		if !activeOnly || sb.Status == api.StatusActive {
+			out = append(out, sb)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeSandboxes) CreateSandbox(_ context.Context, req api.CreateSandboxRequest) (*api.Sandbox, error) {
+	f.created = append(f.created, req)
+	return &api.Sandbox{ID: "new-1", Status: api.StatusActive}, nil
+}
+
+var _ sandboxPicker = (*fakeSandboxes)(nil)
+
+func TestResolveSandbox(t *testing.T) {
+	t.Parallel()
+	f := &fakeSandboxes{list: []api.Sandbox{
+		{ID: "3f2a9c01", Status: api.StatusActive, Label: "build"},
+		{ID: "3f2b7700", Status: api.StatusActive, Label: "test"},
+		{ID: "9c000000", Status: api.StatusActive, Label: "3f2a"}, // a label that looks like a prefix
+		{ID: "aa110000", Status: api.StatusDestroyed, Label: "old"},
+		{ID: "bb220000", Status: api.StatusActive, Label: "twin"},
+		{ID: "bb330000", Status: api.StatusActive, Label: "twin"},
+		{ID: "cc440000", Status: api.StatusDestroyed, Label: "scratch"},
+		{ID: "cc550000", Status: api.StatusActive, Label: "scratch"},
+	}}
+	tests := []struct {
+		ref        string
+		wantActive bool
+		wantID     string
+		wantCode   int    // exit code of the error, 0 for none
+		wantErr    string // substring
+	}{
+		{ref: "3f2a9c01", wantID: "3f2a9c01"},                       // exact id
+		{ref: "3f2a", wantID: "9c000000"},                           // an exact label beats an id prefix
+		{ref: "3f2b", wantID: "3f2b7700"},                           // unique id prefix
+		{ref: "bui", wantID: "3f2a9c01"},                            // unique label prefix
+		{ref: "3f", wantCode: exitUsage, wantErr: `"3f" matches 3`}, // ambiguous
+		{ref: "twin", wantCode: exitUsage, wantErr: "bb220000 (twin), bb330000 (twin)"},
+		{ref: "nope", wantCode: exitNotFound, wantErr: "sandbox nope not found"},
+		{ref: "scratch", wantActive: true, wantID: "cc550000"}, // the active one wins
+		{ref: "old", wantID: "aa110000"},                       // get may show destroyed sandboxes
+		{ref: "old", wantActive: true, wantCode: exitError, wantErr: "sandbox aa110000 is destroyed"},
+	}
+	for _, tt := range tests {
+		sb, err := resolveSandbox(context.Background(), f, tt.ref, tt.wantActive)
+		if tt.wantCode != 0 {
+			if err == nil || exitCode(err) != tt.wantCode || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("resolveSandbox(%q, %v) = %v, %v; want an error with exit code %d mentioning %q", tt.ref, tt.wantActive, sb.ID, err, tt.wantCode, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || sb.ID != tt.wantID {
+			t.Errorf("resolveSandbox(%q, %v) = %q, %v; want %q", tt.ref, tt.wantActive, sb.ID, err, tt.wantID)
+		}
+	}
+}
+
+func TestPickSandbox(t *testing.T) {
+	t.Parallel()
+	one := []api.Sandbox{{ID: "only", Status: api.StatusActive}, {ID: "dead", Status: api.StatusDestroyed}}
+	two := []api.Sandbox{{ID: "a1", Status: api.StatusActive, Label: "x"}, {ID: "b2", Status: api.StatusActive}}
+	tests := []struct {
+		name        string
+		list        []api.Sandbox
+		ref         string
+		local       bool
+		wantID      string
+		wantCreated int
+		wantStderr  string
+		wantCode    int
+	}{
+		{name: "the only active one", list: one, wantID: "only"},
+		{name: "by reference", list: two, ref: "b", wantID: "b2"},
+		{name: "several active", list: two, wantCode: exitUsage},
+		{name: "none, local: create", local: true, wantID: "new-1", wantCreated: 1, wantStderr: "created sandbox new-1\n"},
+		{name: "none, hosted: not found", wantCode: exitNotFound},
+		{name: "unknown reference", list: one, ref: "zzz", local: true, wantCode: exitNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakeSandboxes{list: tt.list}
+			var stderr strings.Builder
+			sb, err := pickSandbox(context.Background(), f, tt.ref, tt.local, &stderr)
+			if tt.wantCode != 0 {
+				if got := exitCode(err); err == nil || got != tt.wantCode {
+					t.Errorf("pickSandbox() error = %v (exit %d), want exit %d", err, got, tt.wantCode)
+				}
+			} else if err != nil || sb.ID != tt.wantID {
+				t.Errorf("pickSandbox() = %q, %v; want %q", sb.ID, err, tt.wantID)
+			}
+			if len(f.created) != tt.wantCreated || stderr.String() != tt.wantStderr {
+				t.Errorf("created %d sandboxes, stderr %q; want %d, %q", len(f.created), stderr.String(), tt.wantCreated, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestSeveralActiveListsThem(t *testing.T) {
+	t.Parallel()
+	f := &fakeSandboxes{list: []api.Sandbox{{ID: "a1", Status: api.StatusActive, Label: "x"}, {ID: "b2", Status: api.StatusActive}}}
+	_, err := pickSandbox(context.Background(), f, "", true, nil)
+	var ue *usageError
+	if !errors.As(err, &ue) || !strings.Contains(ue.Error(), "a1 (x), b2") || !strings.Contains(ue.hint, "--sandbox") {
+		t.Errorf("pickSandbox with two active = %v, want a usage error listing a1 (x), b2 with a --sandbox hint", err)
+	}
+}

@@ -1,0 +1,397 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+func newSessionCmd(app *App) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:     "session",
+		Aliases: []string{"sandbox", "sbx"},
+		Short:   "Create, list, inspect, extend and remove sandboxes",
+		GroupID: groupSandboxes,
+	})
+	cmd.AddCommand(
+		newSessionCreateCmd(app),
+		newSessionLsCmd(app),
+		newSessionGetCmd(app),
+		newSessionRmCmd(app),
+		newSessionExtendCmd(app),
+	)
+	return cmd
+}
+
+func newSessionCreateCmd(app *App) *cobra.Command {
+	var (
+		req      api.CreateSandboxRequest
+		lifetime time.Duration
+		volumes  []string
+		out      outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:     "create [flags]",
+		Aliases: []string{"cr", "new"},
+		Short:   "Create a sandbox and print its id",
+		Example: `  boxkite session create
+  boxkite session create --label build --size medium --lifetime 2h
+  id=$(boxkite session create --label scratch)`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			if err := completeCreateRequest(cmd, &req, lifetime, volumes); err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			sbs, err := c.CreateSandboxes(cmd.Context(), req)
+			if err != nil {
+				return fmt.Errorf("create sandbox: %w", err)
+			}
+			if asJSON {
+				if req.Count > 1 {
+					return writeJSON(app.IO.Out, sbs)
+				}
+				return writeJSON(app.IO.Out, sbs[0])
+			}
+			for _, sb := range sbs {
+				if app.IO.ErrTTY {
+					fmt.Fprintf(app.IO.ErrOut, "created sandbox %s (%s, expires in %s)\n", sb.ID, sb.Size, shortDuration(time.Until(sb.ExpiresAt)))
+				}
+				fmt.Fprintln(app.IO.Out, sb.ID)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Label, "label", "", "a `name` for the sandbox (selects it with -s)")
+	f.StringVar(&req.Size, "size", api.SizeSmall, "`size`: small, medium or large")
+	f.Float64Var(&req.StorageGB, "storage-gb", 0, "workspace storage in `GB` (default: the server's)")
+	f.Var(newDurationValue(&lifetime, 0, time.Minute), "lifetime", "how long the sandbox lives, e.g. 30m or 2h; a bare number is minutes (default: the server's)")
+	f.IntVar(&req.Count, "count", 1, "how many sandboxes to create (1-10)")
+	f.StringVar(&req.ImageID, "image", "", "image `ID` to boot from")
+	f.StringArrayVar(&volumes, "volume", nil, "mount a volume, `ID=/path` (repeatable)")
+	f.StringArrayVar(&req.MCPConnectionNames, "mcp-connection", nil, "MCP connection `NAME` to allow (repeatable)")
+	f.StringArrayVar(&req.SecretNames, "secret", nil, "secret `NAME` to make available (repeatable)")
+	out.register(cmd)
+	cmd.RegisterFlagCompletionFunc("size", cobra.FixedCompletions([]string{api.SizeSmall, api.SizeMedium, api.SizeLarge}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// completeCreateRequest validates create's flags and folds them into req.
+func completeCreateRequest(cmd *cobra.Command, req *api.CreateSandboxRequest, lifetime time.Duration, volumes []string) error {
+	hint := helpHint(cmd)
+	switch req.Size {
+	case api.SizeSmall, api.SizeMedium, api.SizeLarge:
+	default:
+		return usageErrorf(hint, "unknown --size %q (want small, medium or large)", req.Size)
+	}
+	if req.Count < 1 || req.Count > 10 {
+		return usageErrorf(hint, "--count must be between 1 and 10, got %d", req.Count)
+	}
+	if req.StorageGB < 0 {
+		return usageErrorf(hint, "--storage-gb must be positive")
+	}
+	if lifetime > 0 {
+		req.LifetimeMinutes = wholeUnits(lifetime, time.Minute)
+	}
+	for _, v := range volumes {
+		id, path, ok := strings.Cut(v, "=")
+		if !ok || id == "" || !strings.HasPrefix(path, "/") {
+			return usageErrorf("write it as --volume ID=/absolute/path", "invalid --volume %q", v)
+		}
+		if req.VolumeMounts == nil {
+			req.VolumeMounts = map[string]string{}
+		}
+		req.VolumeMounts[id] = path
+	}
+	return nil
+}
+
+func newSessionLsCmd(app *App) *cobra.Command {
+	var (
+		all bool
+		out outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:     "ls [flags]",
+		Aliases: []string{"list"},
+		Short:   "List active sandboxes (--all includes destroyed ones)",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			sbs, err := c.ListSandboxes(cmd.Context(), !all)
+			if err != nil {
+				return fmt.Errorf("list sandboxes: %w", err)
+			}
+			if asJSON {
+				if sbs == nil {
+					sbs = []api.Sandbox{} // [] rather than null for jq users
+				}
+				return writeJSON(app.IO.Out, sbs)
+			}
+			if len(sbs) == 0 {
+				if app.IO.ErrTTY {
+					fmt.Fprintln(app.IO.ErrOut, "no sandboxes; create one with 'boxkite session create'")
+				}
+				return nil
+			}
+			return writeSandboxTable(app.IO.Out, sbs, time.Now(), app.IO.Color)
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all", "a", false, "include destroyed and lost sandboxes")
+	out.register(cmd)
+	return cmd
+}
+
+// writeSandboxTable prints sandboxes as aligned columns, times relative to now.
+func writeSandboxTable(w io.Writer, sbs []api.Sandbox, now time.Time, color bool) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, bold(color, "ID\tSTATUS\tLABEL\tSIZE\tAGE\tEXPIRES"))
+	for _, sb := range sbs {
+		label := sb.Label
+		if label == "" {
+			label = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sb.ID, sb.Status, label, sb.Size, age(sb.CreatedAt, now), expires(sb, now))
+	}
+	return tw.Flush()
+}
+
+func age(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return shortDuration(now.Sub(t))
+}
+
+func expires(sb api.Sandbox, now time.Time) string {
+	switch {
+	case sb.Status != api.StatusActive || sb.ExpiresAt.IsZero():
+		return "-"
+	case !sb.ExpiresAt.After(now):
+		return "now"
+	}
+	return "in " + shortDuration(sb.ExpiresAt.Sub(now))
+}
+
+func newSessionGetCmd(app *App) *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:               "get ID",
+		Aliases:           []string{"show"},
+		Short:             "Show one sandbox (an id prefix or the label is enough)",
+		Args:              usageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: completeSandboxes(app, false),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			sb, err := resolveSandbox(cmd.Context(), c, args[0], false)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, sb)
+			}
+			return writeSandboxDetail(app.IO.Out, sb, time.Now())
+		},
+	}
+	out.register(cmd)
+	return cmd
+}
+
+func writeSandboxDetail(w io.Writer, sb api.Sandbox, now time.Time) error {
+	tw := newTable(w)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	row("id", sb.ID)
+	row("status", sb.Status)
+	row("label", sb.Label)
+	row("size", sb.Size)
+	if sb.StorageGB > 0 {
+		row("storage", fmt.Sprintf("%g GB", sb.StorageGB))
+	}
+	row("created", stamp(sb.CreatedAt, now, " ago"))
+	if sb.Status == api.StatusActive {
+		row("expires", stamp(sb.ExpiresAt, now, ""))
+	}
+	if sb.DestroyedAt != nil {
+		row("destroyed", stamp(*sb.DestroyedAt, now, " ago"))
+		row("reason", sb.DestroyReason)
+	}
+	return tw.Flush()
+}
+
+// stamp prints an absolute time with a relative one after it.
+func stamp(t, now time.Time, suffix string) string {
+	if t.IsZero() {
+		return ""
+	}
+	rel := shortDuration(now.Sub(t)) + suffix
+	if suffix == "" {
+		rel = "in " + shortDuration(t.Sub(now))
+	}
+	return fmt.Sprintf("%s (%s)", t.Local().Format(time.RFC3339), rel)
+}
+
+func newSessionRmCmd(app *App) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:               "rm ID... | --all",
+		Aliases:           []string{"delete", "remove"},
+		Short:             "Destroy sandboxes",
+		Example:           "  boxkite session rm 3f2a\n  boxkite session rm --all",
+		ValidArgsFunction: completeSandboxes(app, true),
+		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
+			switch {
+			case all && len(args) > 0:
+				return errors.New("give sandbox ids or --all, not both")
+			case !all && len(args) == 0:
+				return errors.New("give the sandboxes to remove, or --all")
+			}
+			return nil
+		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			return removeSandboxes(cmd.Context(), c, args, all, app.IO.ErrOut)
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "destroy every active sandbox")
+	return cmd
+}
+
+type sandboxRemover interface {
+	sandboxLister
+	DeleteSandbox(ctx context.Context, id string) error
+}
+
+// removeSandboxes deletes each sandbox and keeps going past failures, so one
+// bad reference does not leave the rest running; all errors are returned.
+func removeSandboxes(ctx context.Context, c sandboxRemover, refs []string, all bool, stderr io.Writer) error {
+	var ids []string
+	var errs []error
+	if all {
+		active, err := c.ListSandboxes(ctx, true)
+		if err != nil {
+			return fmt.Errorf("list sandboxes: %w", err)
+		}
+		for _, sb := range active {
+			ids = append(ids, sb.ID)
+		}
+	}
+	for _, ref := range refs {
+		sb, err := resolveSandbox(ctx, c, ref, true)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ids = append(ids, sb.ID)
+	}
+	for _, id := range ids {
+		if err := c.DeleteSandbox(ctx, id); err != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", id, err))
+			continue
+		}
+		fmt.Fprintf(stderr, "removed sandbox %s\n", id)
+	}
+	return errors.Join(errs...)
+}
+
+func newSessionExtendCmd(app *App) *cobra.Command {
+	var (
+		lifetime time.Duration
+		out      outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:               "extend ID --lifetime DURATION",
+		Short:             "Make a sandbox expire a given time from now",
+		Example:           "  boxkite session extend 3f2a --lifetime 1h",
+		Args:              usageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: completeSandboxes(app, true),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			if lifetime <= 0 {
+				return usageErrorf(helpHint(cmd), "--lifetime is required, e.g. --lifetime 1h")
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			sb, err := resolveSandbox(cmd.Context(), c, args[0], true)
+			if err != nil {
+				return err
+			}
+			got, err := c.ExtendSandbox(cmd.Context(), sb.ID, wholeUnits(lifetime, time.Minute))
+			if err != nil {
+				return fmt.Errorf("extend sandbox %s: %w", sb.ID, err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, got)
+			}
+			fmt.Fprintln(app.IO.Out, got.ExpiresAt.Format(time.RFC3339))
+			if app.IO.ErrTTY {
+				fmt.Fprintf(app.IO.ErrOut, "sandbox %s now expires in %s\n", got.ID, shortDuration(time.Until(got.ExpiresAt)))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Var(newDurationValue(&lifetime, 0, time.Minute), "lifetime", "new lifetime counted from now, e.g. 30m or 1h; a bare number is minutes")
+	out.register(cmd)
+	return cmd
+}
+
+// completeSandboxes offers sandbox ids (with labels as descriptions) for
+// shell completion; failures just offer nothing.
+func completeSandboxes(app *App, activeOnly bool) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		c, err := app.Client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+		defer cancel()
+		sbs, err := c.ListSandboxes(ctx, activeOnly)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, sb := range sbs {
+			out = append(out, cobra.CompletionWithDesc(sb.ID, sb.Label))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestWriteSandboxTable(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	destroyed := now.Add(-time.Minute)
+	sbs := []api.Sandbox{
+		{ID: "3f2a9c01", Status: api.StatusActive, Label: "build", Size: "small", CreatedAt: now.Add(-90 * time.Second), ExpiresAt: now.Add(119 * time.Minute)},
+		{ID: "77aa", Status: api.StatusDestroyed, Size: "medium", CreatedAt: now.Add(-50 * time.Hour), ExpiresAt: now.Add(-time.Hour), DestroyedAt: &destroyed},
+	}
+	var b strings.Builder
+	if err := writeSandboxTable(&b, sbs, now, false); err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"ID        STATUS     LABEL  SIZE    AGE   EXPIRES\n" +
+		"3f2a9c01  active     build  small   1m    in 1h59m\n" +
+		"77aa      destroyed  -      medium  2d2h  -\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("table (-want +got):\n%s", diff)
+	}
+}
+
+// TestSessionCommands drives create, ls, get, extend and rm against a fake API.
+func TestSessionCommands(t *testing.T) {
+	home := isolate(t)
+	var (
+		mu      sync.Mutex
+		created []api.CreateSandboxRequest
+		deleted []string
+		extend  []api.ExtendSandboxRequest
+	)
+	expires := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	list := []api.Sandbox{
+		{ID: "aaa111", Status: api.StatusActive, Label: "one", Size: "small", ExpiresAt: expires},
+		{ID: "bbb222", Status: api.StatusActive, Size: "medium", ExpiresAt: expires},
+	}
+	srv := fakeAPI(t, map[string]http.HandlerFunc{
+		"POST /v1/sandboxes": func(w http.ResponseWriter, r *http.Request) {
+			var req api.CreateSandboxRequest
+			json.NewDecoder(r.Body).Decode(&req)
+			mu.Lock()
+			created = append(created, req)
+			mu.Unlock()
+			if req.Count > 1 {
+				replyJSON(201, []api.Sandbox{{ID: "n1"}, {ID: "n2"}})(w, r)
+				return
+			}
+			replyJSON(201, api.Sandbox{ID: "n1", Status: api.StatusActive})(w, r)
+		},
+		"GET /v1/sandboxes": func(w http.ResponseWriter, r *http.Request) {
+			replyJSON(200, list)(w, r)
+		},
+		"DELETE /v1/sandboxes/{id}": func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			deleted = append(deleted, r.PathValue("id"))
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		},
+		"POST /v1/sandboxes/{id}/extend": func(w http.ResponseWriter, r *http.Request) {
+			var req api.ExtendSandboxRequest
+			json.NewDecoder(r.Body).Decode(&req)
+			extend = append(extend, req)
+			replyJSON(200, api.Sandbox{ID: r.PathValue("id"), ExpiresAt: expires})(w, r)
+		},
+	})
+	writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
+
+	if r := runCLI(t, "", "session", "create", "--label", "x", "--size", "medium", "--lifetime", "90s", "--volume", "v1=/data", "--secret", "s1"); r.stdout != "n1\n" || r.code != 0 {
+		t.Errorf("session create: %+v, want the id on stdout", r)
+	}
+	if r := runCLI(t, "", "sbx", "cr", "--count", "2"); r.stdout != "n1\nn2\n" || r.code != 0 {
+		t.Errorf("sbx cr --count 2: %+v, want both ids", r)
+	}
+	wantCreated := []api.CreateSandboxRequest{
+		{Label: "x", Size: "medium", LifetimeMinutes: 2, Count: 1, VolumeMounts: map[string]string{"v1": "/data"}, SecretNames: []string{"s1"}},
+		{Size: "small", Count: 2},
+	}
+	if diff := cmp.Diff(wantCreated, created); diff != "" {
+		t.Errorf("create requests (-want +got):\n%s", diff)
+	}
+
+	r := runCLI(t, "", "session", "ls")
+	if got := fields(r.stdout); len(got) != 3 || got[0][0] != "ID" || got[1][0] != "aaa111" || got[2][2] != "-" {
+		t.Errorf("session ls:\n%s", r.stdout)
+	}
+	r = runCLI(t, "", "session", "ls", "-o", "json")
+	var sbs []api.Sandbox
+	if err := json.Unmarshal([]byte(r.stdout), &sbs); err != nil || len(sbs) != 2 {
+		t.Errorf("session ls -o json = %q (%v), want the API's array", r.stdout, err)
+	}
+	if r := runCLI(t, "", "session", "get", "one", "--json"); !strings.Contains(r.stdout, `"id": "aaa111"`) {
+		t.Errorf("session get one --json: %+v", r)
+	}
+	if r := runCLI(t, "", "session", "get", "zzz"); r.code != exitNotFound {
+		t.Errorf("session get zzz: code %d, want %d", r.code, exitNotFound)
+	}
+	if r := runCLI(t, "", "session", "extend", "bbb", "--lifetime", "2h"); r.stdout != expires.Format(time.RFC3339)+"\n" || r.code != 0 {
+		t.Errorf("session extend: %+v, want the new expiry", r)
+	}
+	if diff := cmp.Diff([]api.ExtendSandboxRequest{{LifetimeMinutes: 120}}, extend); diff != "" {
+		t.Errorf("extend requests (-want +got):\n%s", diff)
+	}
+	if r := runCLI(t, "", "session", "rm", "aaa", "nope"); r.code != exitNotFound || !strings.Contains(r.stderr, "removed sandbox aaa111") {
+		t.Errorf("session rm aaa nope: %+v, want aaa111 removed and exit %d for nope", r, exitNotFound)
+	}
+	if r := runCLI(t, "", "session", "rm", "--all"); r.code != 0 {
+		t.Errorf("session rm --all: %+v", r)
+	}
+	if diff := cmp.Diff([]string{"aaa111", "aaa111", "bbb222"}, deleted); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+}

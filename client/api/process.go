@@ -1,0 +1,203 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Background process statuses, in ProcessOutput.Status and ProcessInfo.Status.
+const (
+	ProcessRunning = "running"
+	ProcessExited  = "exited"  // the command ended by itself
+	ProcessStopped = "stopped" // ended by POST …/stop or kill-all
+	ProcessKilled  = "killed"  // ended by the watchdog at max_runtime_seconds
+)
+
+// MaxProcessRuntime is the largest max_runtime_seconds a process may ask for (4 h).
+const MaxProcessRuntime = 14400
+
+// MaxProcessInput is the largest data one POST …/input accepts (10 MiB).
+const MaxProcessInput = 10 << 20
+
+// ProcessStartRequest is the body of POST /process/start.
+type ProcessStartRequest struct {
+	Command           string `json:"command"`
+	Description       string `json:"description,omitempty"`
+	MaxRuntimeSeconds int    `json:"max_runtime_seconds"` // required, 1..MaxProcessRuntime
+}
+
+// ProcessStarted is the 201 answer to POST /process/start.
+type ProcessStarted struct {
+	ProcessID string    `json:"process_id"` // "proc_" and 32 hex digits
+	Status    string    `json:"status"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// ProcessOutput is the answer to GET /process/{id}/output?since_offset=N.
+// Offsets count bytes of merged stdout and stderr since the start; only the
+// newest bytes are kept, so Truncated says since_offset fell before them and
+// StdoutChunk is everything still kept.
+type ProcessOutput struct {
+	Status      string `json:"status"`
+	StdoutChunk string `json:"stdout_chunk"`
+	NextOffset  int64  `json:"next_offset"`
+	Truncated   bool   `json:"truncated"`
+	ExitCode    *int   `json:"exit_code,omitempty"` // once the process ended
+}
+
+// Process stream (GET /process/{id}/stream, text/event-stream) event types,
+// both as the SSE event name and as ProcessEvent.Type.
+const (
+	ProcessEventOutput = "output"
+	ProcessEventExit   = "exit"
+)
+
+// ProcessEvent is the data of one server-sent event of a process stream:
+// output events as output happens, then one exit event.
+type ProcessEvent struct {
+	Type        string `json:"type"`
+	StdoutChunk string `json:"stdout_chunk,omitempty"` // output
+	NextOffset  int64  `json:"next_offset,omitempty"`  // output
+	Truncated   bool   `json:"truncated,omitempty"`    // output
+	Status      string `json:"status,omitempty"`       // exit
+	ExitCode    *int   `json:"exit_code,omitempty"`    // exit
+}
+
+// ProcessInputRequest is the body of POST /process/{id}/input.
+type ProcessInputRequest struct {
+	Data string `json:"data"`
+}
+
+// ProcessInputResult is the answer to POST /process/{id}/input.
+type ProcessInputResult struct {
+	BytesWritten int `json:"bytes_written"`
+}
+
+// ProcessStopResult is the answer to POST /process/{id}/stop.
+type ProcessStopResult struct {
+	Status   string `json:"status"`
+	ExitCode *int   `json:"exit_code"`
+}
+
+// ProcessInfo is one entry of GET /process.
+type ProcessInfo struct {
+	ProcessID   string    `json:"process_id"`
+	Command     string    `json:"command"`
+	Description string    `json:"description"`
+	Status      string    `json:"status"`
+	StartedAt   time.Time `json:"started_at"`
+	ExitCode    *int      `json:"exit_code"` // null while running
+}
+
+// ProcessList is the answer to GET /process.
+type ProcessList struct {
+	Processes []ProcessInfo `json:"processes"`
+}
+
+// KillAllResult is the answer to POST /process/kill-all.
+type KillAllResult struct {
+	Killed int `json:"killed"`
+}
+
+// Interpreter timeouts, in seconds; requests outside the range are clamped.
+const (
+	DefaultInterpreterTimeout = 30
+	MaxInterpreterTimeout     = 300
+)
+
+// InterpreterExecRequest is the body of POST /interpreter/exec.
+type InterpreterExecRequest struct {
+	Code    string `json:"code"`
+	Timeout int    `json:"timeout,omitempty"` // seconds; 0 means the default, clamped to 1..MaxInterpreterTimeout
+}
+
+// InterpreterExecResult is the answer to POST /interpreter/exec.
+type InterpreterExecResult struct {
+	Stdout    string  `json:"stdout"`    // stdout and stderr together, capped
+	Result    *string `json:"result"`    // repr of the last expression; null when none or None
+	Error     *string `json:"error"`     // the traceback; null on success
+	Truncated bool    `json:"truncated"` // Stdout hit its cap
+}
+
+// InterpreterReset is the answer to POST /interpreter/reset.
+type InterpreterReset struct {
+	Status string `json:"status"` // "reset"
+}
+
+// InterpreterStatus is the answer to GET /interpreter/status.
+type InterpreterStatus struct {
+	Running     bool       `json:"running"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	IdleSeconds *float64   `json:"idle_seconds,omitempty"`
+}
+
+// Languages POST /lsp/start accepts.
+const (
+	LanguageGo         = "go"
+	LanguagePython     = "python"
+	LanguageTypeScript = "typescript"
+)
+
+// LSPStartRequest is the body of POST /lsp/start.
+type LSPStartRequest struct {
+	Language string `json:"language"`
+}
+
+// LSPStarted is the 201 answer to POST /lsp/start.
+type LSPStarted struct {
+	LSPID string `json:"lsp_id"`
+}
+
+// LSPOpenRequest is the body of POST /lsp/{id}/open: the full text of a
+// document as the language server should see it.
+type LSPOpenRequest struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+// LSPCompletionRequest is the body of POST /lsp/{id}/completion; Line and
+// Character are 0-based, as in LSP.
+type LSPCompletionRequest struct {
+	Path      string `json:"path"`
+	Line      int    `json:"line"`
+	Character int    `json:"character"`
+}
+
+// LSPCompletionResult is the answer to POST /lsp/{id}/completion: the
+// server's CompletionItems unchanged, whether it sent a list or a CompletionList.
+type LSPCompletionResult struct {
+	Items []json.RawMessage `json:"items"`
+}
+
+// LSPStatus is the answer to POST /lsp/{id}/open ("opened") and …/stop ("stopped").
+type LSPStatus struct {
+	Status string `json:"status"`
+}
+
+// PTYControlResize is the Type of the one control message of a PTY WebSocket.
+const PTYControlResize = "resize"
+
+// PTYControl is a text frame on a PTY WebSocket; binary frames are terminal bytes.
+type PTYControl struct {
+	Type string `json:"type"` // PTYControlResize
+	Cols int    `json:"cols"` // 1..1000
+	Rows int    `json:"rows"` // 1..1000
+}
+
+// CodeSessionBudgetExceeded is the error code, with HTTP 403, of a budgeted
+// call (exec, interpreter, process start, LSP) once a sandbox used up its
+// exec budget; the Details are a BudgetExceeded and the state is sticky.
+const CodeSessionBudgetExceeded = "session_budget_exceeded"
+
+// Budget reasons in BudgetExceeded.Reason.
+const (
+	BudgetReasonExecCount   = "exec_count"
+	BudgetReasonExecSeconds = "exec_seconds"
+)
+
+// BudgetExceeded is the Details of a session_budget_exceeded error.
+type BudgetExceeded struct {
+	Reason string  `json:"reason"`
+	Limit  int64   `json:"limit"`
+	Used   float64 `json:"used"` // calls, or seconds
+}
