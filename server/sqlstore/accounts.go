@@ -32,9 +32,9 @@ func scanKey(r rowScanner, extra ...any) (*server.APIKey, error) {
 func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*server.APIKey, *server.Account, error) {
 	var a server.Account
 	var created int64
-	row := s.db.QueryRowContext(ctx, s.q(`SELECT `+keyColumns+`, a.id, a.email, a.created_at
+	row := s.queryRowCached(ctx, `SELECT `+keyColumns+`, a.id, a.email, a.created_at
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id
-		WHERE k.key_hash = ?`), hash)
+		WHERE k.key_hash = ?`, hash)
 	k, err := scanKey(row, &a.ID, &a.Email, &created)
 	if err != nil {
 		return nil, nil, s.mapErr(err)

@@ -69,8 +69,8 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *server.Sandbox) error {
 
 // Sandbox implements server.SandboxStore.
 func (s *Store) Sandbox(ctx context.Context, accountID, id string) (*server.Sandbox, error) {
-	sb, err := scanSandbox(s.db.QueryRowContext(ctx, s.q(`SELECT `+sandboxColumns+`
-		FROM sandboxes WHERE id = ? AND account_id = ?`), id, accountID))
+	sb, err := scanSandbox(s.queryRowCached(ctx, `SELECT `+sandboxColumns+`
+		FROM sandboxes WHERE id = ? AND account_id = ?`, id, accountID))
 	if err != nil {
 		return nil, s.mapErr(err)
 	}

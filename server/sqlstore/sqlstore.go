@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/server"
@@ -14,6 +15,11 @@ import (
 type Store struct {
 	db *sql.DB
 	d  dialect
+
+	// stmts caches prepared statements of the per-request queries (key
+	// lookup, sandbox lookup): preparing costs more than running them.
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
 }
 
 var _ server.Store = (*Store)(nil)
@@ -45,11 +51,36 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, d: d}, nil
+	return &Store{db: db, d: d, stmts: map[string]*sql.Stmt{}}, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.mu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	s.mu.Unlock()
+	return s.db.Close()
+}
+
+// queryRowCached runs a hot query through a cached prepared statement.
+func (s *Store) queryRowCached(ctx context.Context, query string, args ...any) *sql.Row {
+	query = s.q(query)
+	s.mu.Lock()
+	st, ok := s.stmts[query]
+	if !ok {
+		var err error
+		if st, err = s.db.PrepareContext(ctx, query); err != nil {
+			s.mu.Unlock()
+			return s.db.QueryRowContext(ctx, query, args...) // reports the same error
+		}
+		s.stmts[query] = st
+	}
+	s.mu.Unlock()
+	return st.QueryRowContext(ctx, args...)
+}
 
 // Ping runs a trivial query, which (unlike sql.DB.Ping) proves the
 // database file is readable, not only that a connection exists.
