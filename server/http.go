@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -225,12 +226,32 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) erro
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
-			return invalid(te.Field, fmt.Sprintf("%s must be a JSON %s", te.Field, te.Type.Kind()), "")
+			return invalid(te.Field, fmt.Sprintf("%s must be %s", te.Field, jsonKind(te.Type.Kind())), "")
 		}
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "request body is not valid JSON: %v", err).
 			WithHint(`send a JSON object, e.g. {"command": "ls"}`)
 	}
 	return nil
+}
+
+// jsonKind names what a Go kind looks like in JSON, for error messages.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "a different JSON type"
 }
 
 // fieldError is one entry of a validation error's details, shaped like

@@ -278,7 +278,10 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 	if !sb.Active() {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already %s", sb.ID, sb.Status)
 	}
-	if err := s.destroy(r.Context(), sb.ID, api.StatusDestroyed, ReasonDeleted); err != nil {
+	// Finish the teardown even if the client hangs up half way.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), cleanupTimeout)
+	defer cancel()
+	if err := s.destroy(ctx, sb.ID, api.StatusDestroyed, ReasonDeleted); err != nil {
 		if errors.Is(err, errNotActive) {
 			return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already destroyed", sb.ID)
 		}
