@@ -184,8 +184,10 @@ func TestSandboxLifecycle(t *testing.T) {
 	}
 	var sb api.Sandbox
 	mustUnmarshal(t, body, &sb)
-	want := api.Sandbox{ID: sb.ID, Status: api.StatusActive, Size: api.SizeSmall, LifetimeMinutes: 30,
-		CreatedAt: created, ExpiresAt: created.Add(30 * time.Minute)}
+	want := api.Sandbox{
+		ID: sb.ID, Status: api.StatusActive, Size: api.SizeSmall, LifetimeMinutes: 30,
+		CreatedAt: created, ExpiresAt: created.Add(30 * time.Minute),
+	}
 	if diff := cmp.Diff(want, sb); diff != "" {
 		t.Errorf("created sandbox (-want +got):\n%s", diff)
 	}

@@ -198,8 +198,10 @@ func newEnv(t testing.TB, cfg server.Config) *env {
 
 func newEnvWithStore(t testing.TB, cfg server.Config, st server.Store) *env {
 	t.Helper()
-	e := &env{t: t, Store: st, Sidecar: newFakeSidecar(t), Logs: &syncBuffer{},
-		clock: &clock{now: time.Now().UTC().Truncate(time.Microsecond)}}
+	e := &env{
+		t: t, Store: st, Sidecar: newFakeSidecar(t), Logs: &syncBuffer{},
+		clock: &clock{now: time.Now().UTC().Truncate(time.Microsecond)},
+	}
 	e.Driver = &fakeDriver{CreateFunc: func(context.Context, server.Spec) (server.Endpoint, error) {
 		return e.Sidecar.Endpoint(), nil
 	}}
@@ -231,8 +233,10 @@ func (e *env) addAccount(email, role string) (*server.Account, string) {
 func (e *env) addKey(a *server.Account, role string) string {
 	e.t.Helper()
 	key := server.NewAPIKey()
-	if err := e.Store.CreateAPIKey(context.Background(), &server.APIKey{ID: server.NewID(), AccountID: a.ID,
-		Hash: server.HashAPIKey(key), Prefix: key[:17], Role: role, CreatedAt: time.Now()}); err != nil {
+	if err := e.Store.CreateAPIKey(context.Background(), &server.APIKey{
+		ID: server.NewID(), AccountID: a.ID,
+		Hash: server.HashAPIKey(key), Prefix: key[:17], Role: role, CreatedAt: time.Now(),
+	}); err != nil {
 		e.t.Fatalf("CreateAPIKey: %v", err)
 	}
 	return key

@@ -176,8 +176,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		e = *ae
 	} else {
 		s.log.ErrorContext(ctx, "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		e = api.Error{Code: api.CodeInternal, Message: "internal server error",
-			Hint: "retry; if it keeps failing, report the request id to the operator"}
+		e = api.Error{
+			Code: api.CodeInternal, Message: "internal server error",
+			Hint: "retry; if it keeps failing, report the request id to the operator",
+		}
 	}
 	if e.Status == 0 {
 		e.Status = api.StatusOf(e.Code)
@@ -216,8 +218,10 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) erro
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return &api.Error{Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest,
-				Message: fmt.Sprintf("request body is larger than %d bytes", limit)}
+			return &api.Error{
+				Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest,
+				Message: fmt.Sprintf("request body is larger than %d bytes", limit),
+			}
 		}
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read request body: %v", err)
 	}

@@ -119,8 +119,10 @@ func TestReconcile(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	creating := &server.Sandbox{ID: server.NewID(), AccountID: e.AcctA.ID, Size: api.SizeSmall, LifetimeMinutes: 30,
-		Status: server.StatusCreating, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour), Driver: "fake"}
+	creating := &server.Sandbox{
+		ID: server.NewID(), AccountID: e.AcctA.ID, Size: api.SizeSmall, LifetimeMinutes: 30,
+		Status: server.StatusCreating, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour), Driver: "fake",
+	}
 	if err := st.CreateSandbox(ctx, creating); err != nil {
 		t.Fatal(err)
 	}

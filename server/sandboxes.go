@@ -216,9 +216,11 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	if v := r.URL.Query().Get("active_only"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return &api.Error{Status: http.StatusUnprocessableEntity, Code: api.CodeValidation,
+			return &api.Error{
+				Status: http.StatusUnprocessableEntity, Code: api.CodeValidation,
 				Message: fmt.Sprintf("active_only %q is not a boolean", v), Hint: "use active_only=true or active_only=false",
-				Details: []fieldError{{Loc: []string{"query", "active_only"}, Msg: "not a boolean", Type: "value_error"}}}
+				Details: []fieldError{{Loc: []string{"query", "active_only"}, Msg: "not a boolean", Type: "value_error"}},
+			}
 		}
 		activeOnly = b
 	}

@@ -102,8 +102,10 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 	ln, err := net.Listen("tcp", opts.listen)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return &hintedError{fmt.Errorf("listen on %s: address already in use", opts.listen),
-				"another boxkite-server may be running (see `boxkite status`); pick another address with --listen"}
+			return &hintedError{
+				fmt.Errorf("listen on %s: address already in use", opts.listen),
+				"another boxkite-server may be running (see `boxkite status`); pick another address with --listen",
+			}
 		}
 		return fmt.Errorf("listen on %s: %w", opts.listen, err)
 	}

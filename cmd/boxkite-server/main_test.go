@@ -46,9 +46,11 @@ state_dir = "/from/file"
 		{
 			name: "defaults",
 			env:  map[string]string{"BOXKITE_HOME": "/bh"},
-			want: options{listen: "127.0.0.1:8090", db: "sqlite:/bh/server/boxkite.db", driver: "local", stateDir: "/bh/server",
+			want: options{
+				listen: "127.0.0.1:8090", db: "sqlite:/bh/server/boxkite.db", driver: "local", stateDir: "/bh/server",
 				logLevel: "info", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour, maxStorageGB: 20, maxCount: 10,
-				reaperInterval: time.Second},
+				reaperInterval: time.Second,
+			},
 		},
 		{
 			name: "file over defaults, env over file, flags over env",
@@ -58,16 +60,20 @@ state_dir = "/from/file"
 				"BOXKITE_SERVER_MAX_COUNT": "4",
 				"BOXKITE_HOME":             "/ignored",
 			},
-			want: options{listen: "127.0.0.1:3333", db: "sqlite:/from/file/boxkite.db", driver: "local", stateDir: "/from/file",
+			want: options{
+				listen: "127.0.0.1:3333", db: "sqlite:/from/file/boxkite.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
-				maxStorageGB: 7.5, maxCount: 4, reaperInterval: 5 * time.Second},
+				maxStorageGB: 7.5, maxCount: 4, reaperInterval: 5 * time.Second,
+			},
 		},
 		{
 			name: "config file named by env",
 			env:  map[string]string{"BOXKITE_SERVER_CONFIG": cfgFile, "BOXKITE_SERVER_DB": "sqlite:/x.db"},
-			want: options{listen: "127.0.0.1:1111", db: "sqlite:/x.db", driver: "local", stateDir: "/from/file",
+			want: options{
+				listen: "127.0.0.1:1111", db: "sqlite:/x.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
-				maxStorageGB: 7.5, maxCount: 3, reaperInterval: 5 * time.Second},
+				maxStorageGB: 7.5, maxCount: 3, reaperInterval: 5 * time.Second,
+			},
 		},
 	}
 	for _, tt := range tests {

@@ -76,8 +76,10 @@ func mustAccount(t *testing.T, st server.Store, email string) *server.Account {
 func mustKey(t *testing.T, st server.Store, a *server.Account) (string, *server.APIKey) {
 	t.Helper()
 	secret := server.NewAPIKey()
-	k := &server.APIKey{ID: server.NewID(), AccountID: a.ID, Name: "test", Hash: server.HashAPIKey(secret),
-		Prefix: secret[:17], Role: server.RoleAdmin, CreatedAt: base}
+	k := &server.APIKey{
+		ID: server.NewID(), AccountID: a.ID, Name: "test", Hash: server.HashAPIKey(secret),
+		Prefix: secret[:17], Role: server.RoleAdmin, CreatedAt: base,
+	}
 	if err := st.CreateAPIKey(t.Context(), k); err != nil {
 		t.Fatalf("CreateAPIKey: %v", err)
 	}
