@@ -84,10 +84,15 @@ func isolationProbes(stateDir, workspace string, port int) []probe {
 		{name: "no capabilities", command: "grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status | awk '{print $2}' | sort -u", ok: true, stdout: is("0000000000000000")},
 		{name: "no_new_privs", command: "grep NoNewPrivs /proc/self/status", ok: true, stdout: is("NoNewPrivs:\t1")},
 		{name: "core dumps off", command: "ulimit -c", ok: true, stdout: is("0")},
+		{name: "open files capped", command: "ulimit -n", ok: true, stdout: is("4096")},
+		// The serve process is the one that parses agent-controlled input.
+		{name: "sidecar keeps only its capabilities", command: `grep -E '^Cap(Bnd|Prm|Eff)' /proc/$(pgrep -f '^boxkite-sidecar serve')/status | cut -f2 | sort -u`, ok: true, stdout: is("00000000000000ef")},
+		{name: "sidecar has no_new_privs", command: `grep NoNewPrivs /proc/$(pgrep -f '^boxkite-sidecar serve')/status`, ok: true, stdout: is("NoNewPrivs:\t1")},
 	}
 }
 
 func TestIsolation(t *testing.T) {
+	t.Parallel()
 	d := newDriver(t)
 	ep := create(t, d, "iso")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -113,9 +118,19 @@ func TestIsolation(t *testing.T) {
 			}
 		})
 	}
+	t.Run("token not visible", func(t *testing.T) {
+		res := run(t, ep, `cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n'; env`)
+		if !strings.Contains(res.Stdout, "boxkite-sidecar") {
+			t.Fatalf("read no command lines at all: %+v", res)
+		}
+		if strings.Contains(res.Stdout, ep.Token) {
+			t.Errorf("the sidecar token is readable in /proc or the environment:\n%s", res.Stdout)
+		}
+	})
 }
 
 func TestCreateRejectsBadIDs(t *testing.T) {
+	t.Parallel()
 	d := newDriver(t)
 	for _, id := range []string{"", "..", "a/b", "-x", ".hidden", strings.Repeat("x", 200)} {
 		if _, err := d.Create(context.Background(), server.Spec{ID: id}); err == nil {
@@ -147,6 +162,7 @@ func mustEndpoint(t *testing.T, d *Driver, id string) server.Endpoint {
 }
 
 func TestDelete(t *testing.T) {
+	t.Parallel()
 	d := newDriver(t)
 	ep := create(t, d, "del")
 	st, err := readState(d.sandboxDir("del"))
@@ -154,14 +170,14 @@ func TestDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A process left running in the sandbox must die with it.
-	run(t, ep, "sleep 300 >/dev/null 2>&1 &")
+	run(t, ep, "sleep 7357 >/dev/null 2>&1 &")
 	if err := d.Delete(context.Background(), "del"); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
 	if !gone(st) {
 		t.Errorf("jail init %d still running after Delete", st.PID)
 	}
-	if out, _ := exec.Command("pgrep", "-f", "sleep 300").Output(); len(out) > 0 {
+	if out, _ := exec.Command("pgrep", "-f", "sleep 7357").Output(); len(out) > 0 {
 		t.Errorf("sandbox process survived Delete: pids %s", out)
 	}
 	if _, err := os.Stat(d.sandboxDir("del")); !os.IsNotExist(err) {
@@ -181,6 +197,7 @@ func TestDelete(t *testing.T) {
 // TestSurvivesServerKill starts a sandbox from another process, SIGKILLs that
 // process, and adopts the sandbox with a new Driver.
 func TestSurvivesServerKill(t *testing.T) {
+	t.Parallel()
 	stateDir := t.TempDir()
 	ep, helper := startHelper(t, stateDir, nil)
 	if err := helper.Process.Kill(); err != nil {
@@ -212,6 +229,7 @@ func TestSurvivesServerKill(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
+	t.Parallel()
 	d := newDriver(t)
 	var states []state
 	for _, id := range []string{"s1", "s2", "s3"} {
@@ -238,6 +256,7 @@ func TestShutdown(t *testing.T) {
 }
 
 func TestCreateFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
 	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: "/bin/false"})
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +273,7 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 // TestUnprivileged runs the driver as nobody: the jail maps only that uid
 // and commands reach uid 1001 through a nested user namespace.
 func TestUnprivileged(t *testing.T) {
+	t.Parallel()
 	const nobody = 65534
 	base, err := os.MkdirTemp("", "boxkite-unpriv-")
 	if err != nil {
