@@ -41,7 +41,7 @@ var minimalEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 // The jail is its own session with no parent-death signal, so it survives
 // the caller being killed; stop it by killing its pid. The caller should
 // still Wait for cmd to reap it.
-func Start(cmd *exec.Cmd, spec Spec, token string) (err error) {
+func Start(cmd *exec.Cmd, spec Spec, token string) error {
 	if err := spec.validate(); err != nil {
 		return err
 	}
