@@ -7,97 +7,174 @@ import (
 	"testing"
 )
 
-// plantTree builds a workspace with symlinks that try to lead out of it,
-// and a second allowed root next to it. Both are returned resolved.
-func plantTree(t testing.TB) (ws, other string) {
-	t.Helper()
-	ws, other = t.TempDir(), t.TempDir()
-	for _, dir := range []string{"sub/deep", "sub2"} {
-		if err := os.MkdirAll(filepath.Join(ws, dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(ws, "file"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	links := map[string]string{
-		"root":     "/",
-		"up":       "..",
-		"other":    other,
-		"etc":      "/etc",
-		"loop":     "loop",
-		"dangle":   "/nonexistent-boxkite-dir/x",
-		"rel":      "sub",
-		"sub/back": "../..",
-		"sub/in":   "deep",
-		"sub/hop":  "../root",
-	}
-	for name, target := range links {
-		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var err error
-	if ws, err = filepath.EvalSymlinks(ws); err != nil {
-		t.Fatal(err)
-	}
-	if other, err = filepath.EvalSymlinks(other); err != nil {
-		t.Fatal(err)
-	}
-	return ws, other
+// tree is a relocated set of typed roots laid out as in the jail under one
+// temp dir, next to a directory outside every root, with symlinks planted
+// in the workspace that try to lead out.
+type tree struct {
+	base, ws, tmp, outputs, uploads, skills, outside string
 }
 
-func TestResolvePath(t *testing.T) {
+func (tr tree) roots() Roots {
+	return Roots{Workspace: tr.ws, Tmp: tr.tmp, Outputs: tr.outputs, Uploads: tr.uploads, Skills: tr.skills}
+}
+
+func (tr tree) paths() pathMap {
+	return New(Options{Roots: tr.roots()}).paths()
+}
+
+// plantTree builds the tree; every path in it is resolved.
+func plantTree(t testing.TB) tree {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tree{
+		base:    base,
+		ws:      base + "/workspace",
+		tmp:     base + "/tmp",
+		outputs: base + "/mnt/user-data/outputs",
+		uploads: base + "/mnt/user-data/uploads",
+		skills:  base + "/mnt/skills",
+		outside: base + "/outside",
+	}
+	for _, dir := range []string{tr.ws + "/sub/deep", tr.ws + "/sub2", tr.tmp, tr.outputs, tr.uploads, tr.skills + "/s", tr.outside} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range map[string]string{
+		tr.ws + "/file":                "workspace file\n",
+		tr.uploads + "/in.txt":         "uploaded\n",
+		tr.skills + "/s/SKILL.md":      "skill\n",
+		tr.outside + "/secret.txt":     "secret\n",
+		tr.base + "/mnt/not-a-root.md": "beside the roots\n",
+	} {
+		if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		"root":        "/",
+		"up":          "..",
+		"etc":         "/etc",
+		"outside":     tr.outside,
+		"secret":      tr.outside + "/secret.txt",
+		"totmp":       tr.tmp,
+		"toskills":    tr.skills,
+		"loop":        "loop",
+		"dangle":      "/nonexistent-boxkite-dir/x",
+		"rel":         "sub",
+		"sub/back":    "../..",
+		"sub/in":      "deep",
+		"sub/hop":     "../root",
+		"sub/escape":  "../../outside",
+		"sub/fileref": "../file",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(tr.ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tr
+}
+
+func TestVirtual(t *testing.T) {
 	t.Parallel()
-	ws, other := plantTree(t)
-	roots := []string{ws, other}
-	tests := []struct {
-		in   string
-		want string // "" means refused
-	}{
-		{"", ws},
-		{".", ws},
-		{"sub", ws + "/sub"},
-		{"./sub/deep/", ws + "/sub/deep"},
-		{ws + "/sub", ws + "/sub"},
-		{"sub/../sub2", ws + "/sub2"},
-		{"rel/deep", ws + "/sub/deep"},
-		{"sub/in", ws + "/sub/deep"},
-		{"other", other},
-		{"other/new/file", other + "/new/file"},
-		{"new", ws + "/new"},
-		{"new/dirs/file.txt", ws + "/new/dirs/file.txt"},
-		{"up/" + filepath.Base(other), other},
-		{"..", ""},
-		{"../..", ""},
-		{"../../../../etc/passwd", ""},
-		{"/", ""},
-		{"/etc", ""},
-		{"/etc/passwd", ""},
-		{"root", ""},
-		{"root/etc", ""},
-		{"etc", ""},
-		{"etc/new", ""},
-		{"up", ""},
-		{"sub/back", ""},
-		{"sub/hop/etc", ""},
-		{"loop", ""},
-		{"loop/x", ""},
-		{"dangle", ""},
-		{"dangle/below", ""},
-		{"file/x", ""},
-		{"a\x00b", ""},
+	tests := []struct{ in, want string }{
+		{"", "/workspace"},
+		{".", "/workspace"},
+		{"/", "/workspace"},
+		{"//", "/workspace"},
+		{"workspace", "/workspace"},
+		{"workspace/a", "/workspace/a"},
+		{"./workspace/a/", "/workspace/a"},
+		{"a/b", "/workspace/a/b"},
+		{"a\\b", "/workspace/a/b"},
+		{"\\workspace\\x", "/workspace/x"},
+		{"../x", "/x"},
+		{"a/../../b", "/b"},
+		{"/uploads", "/mnt/user-data/uploads"},
+		{"/uploads/f", "/mnt/user-data/uploads/f"},
+		{"/uploadsx", "/uploadsx"},
+		{"/outputs/../x", "/x"},
+		{"/skills/s", "/mnt/skills/s"},
+		{"/tmp/../workspace/./y", "/workspace/y"},
 	}
 	for _, tt := range tests {
-		got, err := resolvePath(ws, roots, tt.in)
-		if tt.want == "" {
+		if got := virtual(tt.in); got != tt.want {
+			t.Errorf("virtual(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	tr := plantTree(t)
+	pm := tr.paths()
+	tests := []struct {
+		in       string
+		listing  bool
+		wantVirt string // "" means refused
+		wantHost string
+		readOnly bool
+	}{
+		{in: "", wantVirt: "/workspace", wantHost: tr.ws},
+		{in: "/", wantVirt: "/workspace", wantHost: tr.ws},
+		{in: "sub", wantVirt: "/workspace/sub", wantHost: tr.ws + "/sub"},
+		{in: "./sub/deep/", wantVirt: "/workspace/sub/deep", wantHost: tr.ws + "/sub/deep"},
+		{in: "/workspace/sub/../sub2", wantVirt: "/workspace/sub2", wantHost: tr.ws + "/sub2"},
+		{in: "rel/deep", wantVirt: "/workspace/sub/deep", wantHost: tr.ws + "/sub/deep"},
+		{in: "sub/in", wantVirt: "/workspace/sub/deep", wantHost: tr.ws + "/sub/deep"},
+		{in: "sub/fileref", wantVirt: "/workspace/file", wantHost: tr.ws + "/file"},
+		{in: "new/dirs/file.txt", wantVirt: "/workspace/new/dirs/file.txt", wantHost: tr.ws + "/new/dirs/file.txt"},
+		{in: "/tmp/x", wantVirt: "/tmp/x", wantHost: tr.tmp + "/x"},
+		{in: "totmp/x", wantVirt: "/tmp/x", wantHost: tr.tmp + "/x"},
+		{in: "/outputs/a", wantVirt: "/mnt/user-data/outputs/a", wantHost: tr.outputs + "/a"},
+		{in: "/mnt/user-data/outputs", wantVirt: "/mnt/user-data/outputs", wantHost: tr.outputs},
+		{in: "/uploads/in.txt", wantVirt: "/mnt/user-data/uploads/in.txt", wantHost: tr.uploads + "/in.txt", readOnly: true},
+		{in: "/skills", wantVirt: "/mnt/skills", wantHost: tr.skills, readOnly: true},
+		{in: "toskills/s", wantVirt: "/mnt/skills/s", wantHost: tr.skills + "/s", readOnly: true},
+		{in: "/mnt", listing: true, wantVirt: "/mnt", wantHost: tr.base + "/mnt", readOnly: true},
+		{in: "/mnt/user-data", listing: true, wantVirt: "/mnt/user-data", wantHost: tr.base + "/mnt/user-data", readOnly: true},
+		{in: "/mnt"},
+		{in: "/mnt/user-data"},
+		{in: "/mnt/not-a-root.md", listing: true},
+		{in: "/mnt/user-data/x", listing: true},
+		{in: ".."},
+		{in: "../.."},
+		{in: "../../../../etc/passwd"},
+		{in: "/etc"},
+		{in: "/etc/passwd"},
+		{in: "root"},
+		{in: "root/etc"},
+		{in: "etc"},
+		{in: "etc/new"},
+		{in: "outside"},
+		{in: "outside/new"},
+		{in: "secret"},
+		{in: "up"},
+		{in: "up/outside/secret.txt"},
+		{in: "sub/back"},
+		{in: "sub/hop/etc"},
+		{in: "sub/escape/secret.txt"},
+		{in: "loop"},
+		{in: "loop/x"},
+		{in: "dangle"},
+		{in: "dangle/below"},
+		{in: "file/x"},
+		{in: "a\x00b"},
+	}
+	for _, tt := range tests {
+		got, err := pm.resolve(tt.in, tt.listing)
+		if tt.wantVirt == "" {
 			if err == nil {
-				t.Errorf("resolvePath(%q) = %q, want refused", tt.in, got)
+				t.Errorf("resolve(%q, %v) = %+v, want refused", tt.in, tt.listing, got)
 			}
 			continue
 		}
-		if err != nil || got != tt.want {
-			t.Errorf("resolvePath(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		if err != nil || got.virt != tt.wantVirt || got.host != tt.wantHost || got.root.readOnly != tt.readOnly {
+			t.Errorf("resolve(%q, %v) = %+v, %v; want virt %q host %q read-only %v", tt.in, tt.listing, got, err, tt.wantVirt, tt.wantHost, tt.readOnly)
 		}
 	}
 }
@@ -109,34 +186,47 @@ func TestResolveAllowsTmp(t *testing.T) {
 	if err != nil || got != "/tmp" {
 		t.Errorf("resolve(/tmp/) = %q, %v; want /tmp", got, err)
 	}
+	if got, err := h.resolve("/"); err == nil {
+		t.Errorf("exec's resolve(/) = %q, want refused", got)
+	}
 }
 
-// FuzzResolvePath checks that no input, however it combines dots, slashes
-// and the planted symlinks, resolves outside the allowed roots, and that
-// the result is already fully resolved, so using it follows no link.
+// FuzzResolvePath checks that no input, however it combines dots, slashes,
+// backslashes, aliases and the planted symlinks, resolves outside the typed
+// roots; that the result is already fully resolved, so using it follows no
+// link; and that its virtual path resolves back to it.
 func FuzzResolvePath(f *testing.F) {
 	for _, seed := range []string{
-		"", ".", "sub", "../x", "/etc/passwd", "root/etc", "up/up", "sub/back/x",
-		"other/../..", "dangle/x", "loop", "sub/hop/tmp", "rel//in/../..", "file/..",
+		"", ".", "/", "sub", "../x", "/etc/passwd", "root/etc", "up/up", "sub/back/x", "outside/../..",
+		"dangle/x", "loop", "sub/hop/tmp", "rel//in/../..", "file/..", "/uploads/../..", "\\..\\..\\etc",
+		"/outputs", "/skills/s/../../user-data", "totmp/../../outside", "/mnt", "/mnt/user-data/..", "workspace/../..",
 	} {
-		f.Add(seed)
+		f.Add(seed, false)
+		f.Add(seed, true)
 	}
-	ws, other := plantTree(f)
-	roots := []string{ws, other}
-	f.Fuzz(func(t *testing.T, p string) {
-		got, err := resolvePath(ws, roots, p)
+	tr := plantTree(f)
+	pm := tr.paths()
+	roots := []string{tr.ws, tr.tmp, tr.outputs, tr.uploads, tr.skills}
+	f.Fuzz(func(t *testing.T, p string, listing bool) {
+		got, err := pm.resolve(p, listing)
 		if err != nil {
 			return
 		}
-		if !filepath.IsAbs(got) || filepath.Clean(got) != got {
-			t.Fatalf("resolvePath(%q) = %q, not a clean absolute path", p, got)
+		if !filepath.IsAbs(got.host) || filepath.Clean(got.host) != got.host {
+			t.Fatalf("resolve(%q) = %q, not a clean absolute path", p, got.host)
 		}
-		if !inside(got, ws) && !inside(got, other) {
-			t.Fatalf("resolvePath(%q) = %q, outside %s and %s", p, got, ws, other)
+		ok := listing && (got.host == tr.base+"/mnt" || got.host == tr.base+"/mnt/user-data")
+		for _, r := range roots {
+			ok = ok || inside(got.host, r)
 		}
-		again, err := realPath(got)
-		if err != nil || again != got {
-			t.Fatalf("resolvePath(%q) = %q, which resolves further to %q, %v", p, got, again, err)
+		if !ok {
+			t.Fatalf("resolve(%q) = %q, outside the roots", p, got.host)
+		}
+		if again, err := realPath(got.host); err != nil || again != got.host {
+			t.Fatalf("resolve(%q) = %q, which resolves further to %q, %v", p, got.host, again, err)
+		}
+		if back, err := pm.resolve(got.virt, listing); err != nil || back.host != got.host {
+			t.Fatalf("resolve(%q) = %+v, but its virtual path resolves to %+v, %v", p, got, back, err)
 		}
 	})
 }

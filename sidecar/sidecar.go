@@ -31,6 +31,8 @@ type Options struct {
 	Workspace string       // absolute root for relative paths and default cwd; "" means /workspace
 	RunAs     *RunAs       // the sandbox user commands run as; nil means the sidecar's own user
 	Env       []string     // base environment of commands; nil means SafeEnv(Workspace)
+	Roots     Roots        // where the typed roots live (paths.go); zero fields mean their in-jail paths
+	Limits    FileLimits   // caps of the file routes (files_routes.go); zero fields mean the reference's
 }
 
 // RunAs says how commands drop to the sandbox user.

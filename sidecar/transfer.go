@@ -1,0 +1,92 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// queryPath returns the required ?path= of a transfer route.
+func queryPath(r *http.Request) (string, error) {
+	p := r.URL.Query().Get("path")
+	if p == "" {
+		return "", api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "query parameter path is required")
+	}
+	return p, nil
+}
+
+// putRaw streams the request body into a file: written to a temp file next
+// to it and renamed over it, so readers never see half a file. The size is
+// bounded by the disk only. A new file gets mode 0644; an existing one keeps
+// its mode and owner.
+func (h *Handler) putRaw(w http.ResponseWriter, r *http.Request) error {
+	p, err := queryPath(r)
+	if err != nil {
+		return err
+	}
+	pm := h.paths()
+	res, err := pm.resolve(p, false)
+	if err != nil {
+		return err
+	}
+	if err := res.writable("write", p); err != nil {
+		return err
+	}
+	meta, err := h.metaOf(res.host, p)
+	if err != nil {
+		return err
+	}
+	n, err := pm.real().writeFile(res.host, r.Body, meta)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, api.FileWriteResult{Path: res.virt, Size: n})
+}
+
+// getRaw streams a file as it is on disk.
+func (h *Handler) getRaw(w http.ResponseWriter, r *http.Request) error {
+	p, err := queryPath(r)
+	if err != nil {
+		return err
+	}
+	pm := h.paths()
+	res, err := pm.resolve(p, false)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(res.host); errors.Is(err, fs.ErrNotExist) {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "File not found: %s", p)
+	} else if err == nil && fi.IsDir() {
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p).
+			WithHint("download a directory with GET /files/archive")
+	}
+	f, fi, err := pm.real().openRegular(res.host, p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+	w.WriteHeader(http.StatusOK)
+	// Copy exactly the size announced: a file growing meanwhile must not
+	// overrun Content-Length, and one shrinking ends the response short,
+	// which the client sees as an error rather than a silently short file.
+	if _, err := io.CopyN(w, f, fi.Size()); err != nil {
+		h.abortStream(r, "raw download", err)
+	}
+	return nil
+}
+
+// abortStream ends a response whose body already started: an error envelope
+// can no longer be sent, so the connection is dropped and the client sees a
+// broken transfer instead of a short one.
+func (h *Handler) abortStream(r *http.Request, what string, err error) {
+	h.log.WarnContext(r.Context(), what+" cut short", "path", r.URL.Query().Get("path"), "err", fmt.Sprint(err))
+	panic(http.ErrAbortHandler)
+}

@@ -1,0 +1,16 @@
+//go:build unix && !linux
+
+package sidecar
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// watchDir needs inotify; sandboxes only run on Linux.
+func watchDir(context.Context, string, bool, time.Duration, int) ([]api.WatchChange, error) {
+	return nil, api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "watch needs Linux inotify")
+}
