@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -123,18 +124,46 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 		}
 		return exitFor(res.ExitCode, opts.timeout)
 	}
+	stderr := &lineEnd{w: app.IO.ErrOut, atStart: true}
 	code, err := c.ExecStream(ctx, sb.ID, req, func(ev api.ExecEvent) error {
-		w := app.IO.Out
+		var w io.Writer = app.IO.Out
 		if ev.Type == api.EventStderr {
-			w = app.IO.ErrOut
+			w = stderr
 		}
 		_, err := io.WriteString(w, ev.Data)
 		return err
 	})
 	if err != nil {
+		// Our "error: …" line must not be glued to the command's last,
+		// unterminated line of stderr.
+		stderr.finishLine()
 		return fmt.Errorf("exec in sandbox %s: %w", sb.ID, err)
 	}
-	return exitFor(code, opts.timeout)
+	err = exitFor(code, opts.timeout)
+	if es, ok := errors.AsType[*exitStatus](err); ok && es.msg != "" {
+		stderr.finishLine()
+	}
+	return err
+}
+
+// lineEnd is a writer that remembers whether it is at the start of a line.
+type lineEnd struct {
+	w       io.Writer
+	atStart bool
+}
+
+func (l *lineEnd) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		l.atStart = p[len(p)-1] == '\n'
+	}
+	return l.w.Write(p)
+}
+
+// finishLine ends a partial line so that what follows starts on its own.
+func (l *lineEnd) finishLine() {
+	if !l.atStart {
+		l.Write([]byte("\n"))
+	}
 }
 
 // exitFor turns the remote exit code into this process's exit status.

@@ -109,6 +109,11 @@ func message(err error) string {
 		}
 		return e.Error()
 	}
+	// A server-side failure is logged under its request id; the server's
+	// hint tells users to look it up, so show it.
+	if e, ok := errors.AsType[*api.Error](err); ok && e.Status >= 500 && e.RequestID != "" {
+		return fmt.Sprintf("%s (request id %s)", err, e.RequestID)
+	}
 	return err.Error()
 }
 

@@ -45,6 +45,10 @@ func TestExecuteExitCodes(t *testing.T) {
 		{"rate limited by status", &api.Error{Status: 429, Message: "slow down"}, 5, "error: slow down\nhint: wait a moment, or free capacity with 'boxkite session rm'\n"},
 		{"sidecar auth is not the user's auth", &api.Error{Status: 401, Code: api.CodeSidecarAuth, Message: "sidecar refused"}, 1, "error: sidecar refused [sidecar_auth]\n"},
 		{"server error", &api.Error{Status: 500, Code: api.CodeInternal, Message: "internal error"}, 1, "error: internal error [internal_error]\n"},
+		{
+			"server error with request id", fmt.Errorf("create sandbox: %w", &api.Error{Status: 502, Code: api.CodeSandboxFailed, Message: "could not create the sandbox", Hint: "see the log", RequestID: "r42"}),
+			1, "error: create sandbox: could not create the sandbox [sandbox_operation_failed] (request id r42)\nhint: see the log\n",
+		},
 		{"remote exit code", &exitStatus{code: 7}, 7, ""},
 		{"remote timeout", &exitStatus{code: 124, msg: "the command timed out after 1s (exit code 124)"}, 124, "error: the command timed out after 1s (exit code 124)\n"},
 		{

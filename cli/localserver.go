@@ -42,8 +42,7 @@ type localPaths struct {
 	config string // local.toml: base_url and api_key for the CLI
 	pid    string // server.pid
 	log    string // server.log: the detached server's stdout and stderr
-	state  string // the server's state directory (sandboxes, sockets)
-	db     string // the server's SQLite database
+	state  string // the server's state directory (database, sandboxes, sockets)
 }
 
 func pathsFor(home string) localPaths {
@@ -53,7 +52,6 @@ func pathsFor(home string) localPaths {
 		pid:    filepath.Join(home, "server.pid"),
 		log:    filepath.Join(home, "server.log"),
 		state:  filepath.Join(home, "server"),
-		db:     filepath.Join(home, "boxkite.db"),
 	}
 }
 
@@ -241,11 +239,11 @@ func choosePort(requested int, previousURL string) (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// serverArgs is the command line for boxkite-server in local mode.
+// serverArgs is the command line for boxkite-server in local mode. The
+// database is the server's default, boxkite.db in the state directory.
 func serverArgs(p localPaths, port int, sidecar string) []string {
 	return []string{
 		"--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		"--db", "sqlite:" + p.db,
 		"--driver", "local",
 		"--state-dir", p.state,
 		"--sidecar", sidecar,

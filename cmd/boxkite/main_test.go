@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/cli"
+	"github.com/google/go-cmp/cmp"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	// When the test binary runs as `boxkite` inside a script, this calls
+	// main; otherwise it runs the tests.
+	testscript.Main(m, map[string]func(){"boxkite": main})
+}
+
+// TestScripts runs every testdata/script/*.txtar against the real
+// boxkite-server and boxkite-sidecar, built once for all scripts. Each
+// script gets its own BOXKITE_HOME, a free port in $PORT, and $CLIBIN, the
+// directory holding only boxkite.
+func TestScripts(t *testing.T) {
+	bin := companionBinaries(t)
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       os.Getenv("UPDATE_SCRIPTS") != "",
+		Setup: func(env *testscript.Env) error {
+			cliPath, err := exec.LookPath("boxkite") // installed on PATH by testscript.Main
+			if err != nil {
+				return err
+			}
+			// Not under $WORK: the sidecars' unix sockets live below
+			// BOXKITE_HOME, and $WORK is too deep for the 108-byte
+			// sun_path limit.
+			home, err := os.MkdirTemp("", "bk")
+			if err != nil {
+				return err
+			}
+			env.Setenv("BOXKITE_HOME", home)
+			env.Setenv("CLIBIN", filepath.Dir(cliPath))
+			// boxkite first (never a stray one from bin), then the companions
+			// (never a stale go-installed one from further down PATH).
+			sep := string(filepath.ListSeparator)
+			env.Setenv("PATH", filepath.Dir(cliPath)+sep+bin+sep+env.Getenv("PATH"))
+			port, err := freePort()
+			if err != nil {
+				return err
+			}
+			env.Setenv("PORT", strconv.Itoa(port))
+			// A script that fails before `boxkite down` must not leave a
+			// server (and its jails) running.
+			env.Defer(func() {
+				stopLeftoverServer(filepath.Join(home, "server.pid"))
+				os.RemoveAll(home)
+			})
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": cmdExitcode,
+			"savetree": cmdSavetree,
+			"gonetree": cmdGonetree,
+		},
+	})
+}
+
+// companionBinaries builds boxkite-server and boxkite-sidecar into a temp
+// dir, or uses BOXKITE_TEST_BINDIR when set (CI may build them once).
+func companionBinaries(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("BOXKITE_TEST_BINDIR"); dir != "" {
+		return dir
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/boxkite-server", "./cmd/boxkite-sidecar")
+	cmd.Dir = filepath.Join("..", "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build the server and sidecar: %v\n%s", err, out)
+	}
+	return dir
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// cmdExitcode runs a command and checks its exact exit code, which the
+// builtin exec cannot: exitcode N command [args...]. Its stdout and stderr
+// are kept for the stdout and stderr commands, as with exec.
+func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N command [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %v", err)
+	}
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		ee, ok := errors.AsType[*exec.ExitError](err)
+		if !ok {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
+
+// proc is one process as /proc shows it.
+type proc struct {
+	pid, ppid int
+	start     string // start time in clock ticks since boot; tells a reused pid apart
+	comm      string
+	state     byte
+}
+
+func readProc(pid int) (proc, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return proc{}, false
+	}
+	// pid (comm) state ppid ... ; comm may hold spaces and parentheses.
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return proc{}, false
+	}
+	f := strings.Fields(string(b[end+2:]))
+	if len(f) < 20 {
+		return proc{}, false
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return proc{pid: pid, ppid: ppid, start: f[19], comm: string(b[open+1 : end]), state: f[0][0]}, true
+}
+
+func allProcs() []proc {
+	entries, _ := os.ReadDir("/proc")
+	var ps []proc
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			if p, ok := readProc(pid); ok {
+				ps = append(ps, p)
+			}
+		}
+	}
+	return ps
+}
+
+// cmdSavetree records the server named by a pid file and all its
+// descendants (the sidecars in their jails): savetree PIDFILE OUTFILE.
+// It prints their command names, so a script can check what it captured.
+func cmdSavetree(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: savetree PIDFILE OUTFILE")
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(ts.ReadFile(args[0])))
+	if err != nil {
+		ts.Fatalf("savetree: %v", err)
+	}
+	children := map[int][]proc{}
+	var root proc
+	for _, p := range allProcs() {
+		children[p.ppid] = append(children[p.ppid], p)
+		if p.pid == pid {
+			root = p
+		}
+	}
+	if root.pid == 0 {
+		ts.Fatalf("savetree: process %d is not running", pid)
+	}
+	var out strings.Builder
+	for queue := []proc{root}; len(queue) > 0; queue = queue[1:] {
+		p := queue[0]
+		out.WriteString(strconv.Itoa(p.pid) + " " + p.start + " " + p.comm + "\n")
+		ts.Stdout().Write([]byte(p.comm + "\n"))
+		queue = append(queue, children[p.pid]...)
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(out.String()), 0o644))
+}
+
+// cmdGonetree fails if any process saved by savetree is still running
+// (zombies count as gone): gonetree FILE.
+func cmdGonetree(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: gonetree FILE")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(ts.ReadFile(args[0])), "\n") {
+		f := strings.Fields(line)
+		pid, _ := strconv.Atoi(f[0])
+		if p, ok := readProc(pid); ok && p.start == f[1] && p.state != 'Z' && p.state != 'X' {
+			ts.Fatalf("process %d (%s) is still running", pid, p.comm)
+		}
+	}
+}
+
+// stopLeftoverServer stops the server of a script that did not run
+// `boxkite down`, so its jails do not outlive the test.
+func stopLeftoverServer(pidFile string) {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return
+	}
+	p, ok := readProc(pid)
+	if !ok || p.comm != "boxkite-server" {
+		return
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if p, ok := readProc(pid); !ok || p.state == 'Z' {
+			return
+		}
+	}
+	syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// TestGeneratedDocsFresh fails when the committed man pages or completion
+// scripts differ from what the command tree generates now.
+func TestGeneratedDocsFresh(t *testing.T) {
+	tmp := t.TempDir()
+	man, compl := filepath.Join(tmp, "man"), filepath.Join(tmp, "completions")
+	var stderr bytes.Buffer
+	io := cli.IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &stderr}
+	if code := run(context.Background(), []string{"docs", "--man", man, "--completions", compl}, io); code != 0 {
+		t.Fatalf("boxkite docs exited %d: %s", code, stderr.String())
+	}
+	for _, dir := range []string{"man", "completions"} {
+		committed := readDir(t, filepath.Join("..", "..", dir))
+		fresh := readDir(t, filepath.Join(tmp, dir))
+		if diff := cmp.Diff(committed, fresh); diff != "" {
+			t.Errorf("%s/ is stale; run go generate ./... (-committed +generated):\n%s", dir, diff)
+		}
+	}
+}
+
+func readDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("read %s: %v (run go generate ./...)", dir, err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	return files
+}
