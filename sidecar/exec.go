@@ -192,6 +192,7 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 		out.exitCode = api.ExitCodeTimeout
 	}
 	out.duration = time.Since(start)
+	h.sess.metrics.exec(out.exitCode)
 	return out
 }
 

@@ -33,6 +33,7 @@ type Options struct {
 	Env       []string     // base environment of commands; nil means SafeEnv(Workspace)
 	Roots     Roots        // where the typed roots live (paths.go); zero fields mean their in-jail paths
 	Limits    FileLimits   // caps of the file routes (files_routes.go); zero fields mean the reference's
+	Tools     ToolLimits   // processes, interpreter, LSP and the exec budget (process_routes.go); zero fields mean defaults
 }
 
 // RunAs says how commands drop to the sandbox user.
@@ -51,6 +52,7 @@ type Handler struct {
 	env       []string
 	tokenHash [sha256.Size]byte // of opts.Token, so the compare does not leak its length
 	mux       *http.ServeMux
+	sess      *session // long-lived tools, budget and metrics; see process_routes.go
 }
 
 // New returns a Handler for opts. It does no I/O.
@@ -73,7 +75,7 @@ func New(opts Options) *Handler {
 
 func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /health", h.health) // no auth: probes and the driver's readiness wait
-	h.handle("POST /exec", h.exec)
+	h.handle("POST /exec", h.budgeted(h.exec))
 	h.fileRoutes()    // files_routes.go: files, search, watch, raw and archive transfer
 	h.processRoutes() // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
 	h.handle("/", h.notFound)
@@ -87,6 +89,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	h.mux.ServeHTTP(sw, r)
+	h.sess.metrics.request(r.Pattern, sw.status()) // the mux set r.Pattern
 	h.log.LogAttrs(r.Context(), slog.LevelDebug, "request",
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),

@@ -1,0 +1,255 @@
+package sidecar
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+//go:embed interpreter_driver.py
+var interpreterDriver string
+
+const (
+	interpreterOutputCap = 256 << 10 // stdout and stderr of one request, together
+	interpreterMemory    = 1 << 30   // address space of the interpreter, as the reference's ulimit -v
+	interpreterStartup   = 15 * time.Second
+)
+
+// interpreter is the one persistent python3 process of a sandbox, started
+// on first use and stopped when idle, on a timeout, a crash or a reset.
+// Requests take turns: mu is held for the whole of one.
+type interpreter struct {
+	h    *Handler
+	idle time.Duration
+
+	mu       sync.Mutex
+	proc     *pyProc // nil when not running
+	lastUsed time.Time
+	reaper   *time.Timer
+}
+
+// pyProc is a running driver.
+type pyProc struct {
+	cmd       *exec.Cmd
+	pgid      int
+	stdin     io.WriteCloser
+	replies   chan []byte // one line per reply; closed when stdout ends
+	startedAt time.Time
+}
+
+func newInterpreter(h *Handler, idle time.Duration) *interpreter {
+	return &interpreter{h: h, idle: idle}
+}
+
+// interpreterReply is a reply line of the driver.
+type interpreterReply struct {
+	Ready bool `json:"ready"`
+	api.InterpreterExecResult
+}
+
+// errInterpreter marks failures of the interpreter process itself, which
+// the route answers with 502.
+var errInterpreter = errors.New("interpreter failed")
+
+// exec runs code, starting the interpreter if needed. On a timeout, a crash
+// or ctx's end the interpreter is killed and its state is lost.
+func (in *interpreter) exec(ctx context.Context, code string, timeout time.Duration) (api.InterpreterExecResult, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	defer in.touch()
+	if in.proc == nil {
+		p, err := in.start(ctx)
+		if err != nil {
+			return api.InterpreterExecResult{}, err
+		}
+		in.proc = p
+	}
+	line, err := json.Marshal(struct {
+		Code string `json:"code"`
+	}{code})
+	if err != nil {
+		return api.InterpreterExecResult{}, fmt.Errorf("encode request: %w", err)
+	}
+	if _, err := in.proc.stdin.Write(append(line, '\n')); err != nil {
+		in.killLocked()
+		return api.InterpreterExecResult{}, fmt.Errorf("%w: write request: %v", errInterpreter, err)
+	}
+	reply, err := in.proc.read(ctx, timeout)
+	if err != nil {
+		in.killLocked()
+		return api.InterpreterExecResult{}, err
+	}
+	return reply.InterpreterExecResult, nil
+}
+
+// start launches the driver as the sandbox user and waits for its ready line.
+func (in *interpreter) start(ctx context.Context) (*pyProc, error) {
+	h := in.h
+	python, err := lookPath(h.env, "python3")
+	if err != nil {
+		return nil, fmt.Errorf("%w: python3: %v", errInterpreter, err)
+	}
+	cmd := exec.Command(python, "-u", "-c", interpreterDriver,
+		strconv.Itoa(interpreterOutputCap), strconv.Itoa(interpreterMemory))
+	cmd.Dir, cmd.Env = h.workspace, h.env
+	if cmd.SysProcAttr, err = h.sysProcAttr(); err != nil {
+		return nil, fmt.Errorf("start interpreter: %w", err)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start interpreter: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start interpreter: %w", err)
+	}
+	// The driver sends its own stderr through its capture pipe; what
+	// reaches this one is the driver failing before that.
+	stderr := newRing(4 << 10)
+	cmd.Stderr = stderr
+	cmd.WaitDelay = time.Second // a child that kept stderr open must not hold up kill
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: start: %v", errInterpreter, err)
+	}
+	p := &pyProc{cmd: cmd, pgid: cmd.Process.Pid, stdin: stdin, replies: make(chan []byte, 1), startedAt: time.Now().UTC()}
+	go func() {
+		defer close(p.replies)
+		br := bufio.NewReaderSize(stdout, 64<<10)
+		for {
+			line, err := br.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			p.replies <- line
+		}
+	}()
+	ready, err := p.read(ctx, interpreterStartup)
+	if err == nil && !ready.Ready {
+		err = fmt.Errorf("%w: no ready line", errInterpreter)
+	}
+	if err != nil {
+		p.kill()
+		if msg := strings.TrimSpace(string(stderr.bytes())); msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// read waits for one reply.
+func (p *pyProc) read(ctx context.Context, timeout time.Duration) (interpreterReply, error) {
+	var r interpreterReply
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case line, ok := <-p.replies:
+		if !ok {
+			return r, fmt.Errorf("%w: the interpreter exited", errInterpreter)
+		}
+		if err := json.Unmarshal(line, &r); err != nil {
+			return r, fmt.Errorf("%w: bad reply: %v", errInterpreter, err)
+		}
+		return r, nil
+	case <-t.C:
+		return r, fmt.Errorf("%w: timed out after %s", errInterpreter, timeout)
+	case <-ctx.Done():
+		return r, fmt.Errorf("%w: %v", errInterpreter, context.Cause(ctx))
+	}
+}
+
+// kill ends the driver's process group and reaps it.
+func (p *pyProc) kill() {
+	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	p.stdin.Close()
+	_ = p.cmd.Wait()
+}
+
+func (in *interpreter) killLocked() {
+	if in.proc != nil {
+		in.proc.kill()
+		in.proc = nil
+	}
+}
+
+// stop kills the interpreter, if it runs; the next exec starts a fresh one.
+func (in *interpreter) stop() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.killLocked()
+}
+
+// touch marks the interpreter used and arms the idle reaper; in.mu is held.
+func (in *interpreter) touch() {
+	in.lastUsed = time.Now()
+	if in.reaper == nil {
+		in.reaper = time.AfterFunc(in.idle, in.reap)
+		return
+	}
+	in.reaper.Reset(in.idle)
+}
+
+func (in *interpreter) reap() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if time.Since(in.lastUsed) >= in.idle {
+		in.killLocked()
+	}
+}
+
+func (in *interpreter) status() api.InterpreterStatus {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.proc == nil {
+		return api.InterpreterStatus{}
+	}
+	started := in.proc.startedAt
+	idle := time.Since(in.lastUsed).Round(100 * time.Millisecond).Seconds()
+	return api.InterpreterStatus{Running: true, StartedAt: &started, IdleSeconds: &idle}
+}
+
+func (h *Handler) interpreterExec(w http.ResponseWriter, r *http.Request) error {
+	var req api.InterpreterExecRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Code) == "" {
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "code must not be empty")
+	}
+	timeout := req.Timeout
+	if timeout == 0 {
+		timeout = api.DefaultInterpreterTimeout
+	}
+	timeout = min(max(timeout, 1), api.MaxInterpreterTimeout)
+	res, err := h.sess.interp.exec(r.Context(), req.Code, time.Duration(timeout)*time.Second)
+	if errors.Is(err, errInterpreter) {
+		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "%v", err).
+			WithHint("the interpreter was restarted; its variables are gone")
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (h *Handler) interpreterReset(w http.ResponseWriter, _ *http.Request) error {
+	h.sess.interp.stop()
+	return writeJSON(w, http.StatusOK, api.InterpreterReset{Status: "reset"})
+}
+
+func (h *Handler) interpreterStatus(w http.ResponseWriter, _ *http.Request) error {
+	return writeJSON(w, http.StatusOK, h.sess.interp.status())
+}

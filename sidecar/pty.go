@@ -1,0 +1,289 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/creack/pty"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+const (
+	ptyScrollback  = 64 << 10 // replayed to each client that attaches
+	ptyClientQueue = 256      // output chunks a client may lag behind before it is dropped
+	ptyMaxFrame    = 1 << 20  // largest frame a client may send (a big paste)
+	ptyMaxSize     = 1000     // largest cols or rows a resize may ask for
+)
+
+// ptyHub owns the one shared terminal of a sandbox. The shell starts with
+// the first attacher and outlives every client; when it exits, its clients
+// are closed and the next attacher gets a fresh one.
+type ptyHub struct {
+	h   *Handler
+	mu  sync.Mutex
+	cur *ptyShell
+}
+
+// ptyShell is a running shell on a pseudo-terminal and the clients watching it.
+type ptyShell struct {
+	f    *os.File // the PTY's controlling side
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the shell has exited and its clients are closed
+
+	mu      sync.Mutex
+	clients map[*ptyClient]struct{}
+	scroll  *ring
+	ended   bool
+}
+
+// ptyClient is one attached WebSocket. Its queue is closed when it leaves,
+// is dropped for lagging, or the shell ends.
+type ptyClient struct {
+	out    chan []byte
+	lagged bool // set under the shell's mu before out is closed
+}
+
+// attach registers a new client with the current shell, starting one if
+// needed, and returns it with the scrollback it should see first. Both are
+// taken under one lock, so the client sees every byte exactly once.
+func (hub *ptyHub) attach() (*ptyShell, *ptyClient, []byte, error) {
+	hub.mu.Lock()
+	defer hub.mu.Unlock()
+	if hub.cur == nil {
+		s, err := hub.start()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		hub.cur = s
+	}
+	s := hub.cur
+	c := &ptyClient{out: make(chan []byte, ptyClientQueue)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clients[c] = struct{}{}
+	return s, c, s.scroll.bytes(), nil
+}
+
+// start runs an interactive shell as the sandbox user in the workspace; hub.mu is held.
+func (hub *ptyHub) start() (*ptyShell, error) {
+	h := hub.h
+	shell := "/bin/sh"
+	if isExecutable("/bin/bash") {
+		shell = "/bin/bash"
+	}
+	cmd := exec.Command(shell, "-i")
+	cmd.Dir = h.workspace
+	cmd.Env = append(slices.Clip(h.env), "TERM=xterm-256color")
+	attr, err := h.sysProcAttr()
+	if err != nil {
+		return nil, fmt.Errorf("start shell: %w", err)
+	}
+	// A session of its own with the PTY as controlling terminal, so job
+	// control and ^C work; setsid makes it a group leader already.
+	attr.Setpgid, attr.Setsid, attr.Setctty, attr.Ctty = false, true, true, 0
+	f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: 80, Rows: 24}, attr)
+	if err != nil {
+		return nil, fmt.Errorf("start shell: %w", err)
+	}
+	s := &ptyShell{f: f, cmd: cmd, done: make(chan struct{}), clients: map[*ptyClient]struct{}{}, scroll: newRing(ptyScrollback)}
+	readDone := make(chan struct{})
+	go s.pump(readDone)
+	go func() {
+		_ = cmd.Wait()
+		// Background jobs may keep the terminal open; what the shell
+		// printed last is read by then.
+		t := time.NewTimer(pipeGrace)
+		select {
+		case <-readDone:
+		case <-t.C:
+		}
+		t.Stop()
+		f.Close()
+		<-readDone
+		s.end()
+		hub.mu.Lock()
+		if hub.cur == s {
+			hub.cur = nil
+		}
+		hub.mu.Unlock()
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// pump copies the terminal's output to the scrollback and every client.
+func (s *ptyShell) pump(done chan<- struct{}) {
+	defer close(done)
+	buf := make([]byte, readChunk)
+	for {
+		n, err := s.f.Read(buf)
+		if n > 0 {
+			s.broadcast(slices.Clone(buf[:n]))
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *ptyShell) broadcast(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = s.scroll.Write(b)
+	for c := range s.clients {
+		select {
+		case c.out <- b:
+		default:
+			// One slow client must not stall the terminal for the others.
+			c.lagged = true
+			s.removeLocked(c)
+		}
+	}
+}
+
+func (s *ptyShell) removeLocked(c *ptyClient) {
+	if _, ok := s.clients[c]; ok {
+		delete(s.clients, c)
+		close(c.out)
+	}
+}
+
+func (s *ptyShell) detach(c *ptyClient) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.removeLocked(c)
+}
+
+// end closes every client's queue: the shell is gone.
+func (s *ptyShell) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = true
+	for c := range s.clients {
+		s.removeLocked(c)
+	}
+}
+
+func (s *ptyShell) hasEnded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
+}
+
+// close ends the current shell, if any, and waits until its clients are closed.
+func (hub *ptyHub) close() {
+	hub.mu.Lock()
+	s := hub.cur
+	hub.mu.Unlock()
+	if s == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.done
+}
+
+// ptyAttach upgrades to a WebSocket on the shared terminal. Binary frames
+// are terminal bytes both ways; a text frame is a PTYControl. With
+// ?read_only=1 the client only watches.
+func (h *Handler) ptyAttach(w http.ResponseWriter, r *http.Request) error {
+	readOnly, _ := strconv.ParseBool(r.URL.Query().Get("read_only"))
+	// The token header already authenticated the request, and a browser
+	// cannot send it cross-origin, so an Origin check adds nothing; the
+	// control plane in front is the only client.
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return nil // Accept answered the failed handshake itself
+	}
+	conn.SetReadLimit(ptyMaxFrame)
+	s, c, replay, err := h.sess.pty.attach()
+	if err != nil {
+		h.log.WarnContext(r.Context(), "pty did not start", slog.Any("err", err))
+		_ = conn.Close(websocket.StatusInternalError, "shell did not start")
+		return nil
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { s.feed(ctx, conn, c, replay) })
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			break
+		}
+		if readOnly {
+			continue
+		}
+		switch typ {
+		case websocket.MessageBinary:
+			if _, err := s.f.Write(data); err != nil {
+				h.log.DebugContext(ctx, "pty write", slog.Any("err", err))
+			}
+		case websocket.MessageText:
+			ctl, err := parsePTYControl(data)
+			if err != nil {
+				h.log.DebugContext(ctx, "pty control frame ignored", slog.Any("err", err))
+				continue
+			}
+			_ = pty.Setsize(s.f, &pty.Winsize{Cols: uint16(ctl.Cols), Rows: uint16(ctl.Rows)})
+		}
+	}
+	s.detach(c)
+	cancel()
+	wg.Wait()
+	return nil
+}
+
+// feed sends the replay and then the client's queue to conn, and closes
+// conn with a reason once the queue is closed.
+func (s *ptyShell) feed(ctx context.Context, conn *websocket.Conn, c *ptyClient, replay []byte) {
+	if len(replay) > 0 {
+		if err := conn.Write(ctx, websocket.MessageBinary, replay); err != nil {
+			return
+		}
+	}
+	for b := range c.out {
+		if err := conn.Write(ctx, websocket.MessageBinary, b); err != nil {
+			break
+		}
+	}
+	s.mu.Lock()
+	lagged := c.lagged
+	s.mu.Unlock()
+	switch {
+	case s.hasEnded():
+		_ = conn.Close(websocket.StatusNormalClosure, "shell exited")
+	case lagged:
+		_ = conn.Close(websocket.StatusTryAgainLater, "client too slow; attach again")
+	default:
+		_ = conn.CloseNow()
+	}
+}
+
+// parsePTYControl decodes a text frame. The only control is a resize with
+// cols and rows in 1..ptyMaxSize.
+func parsePTYControl(b []byte) (api.PTYControl, error) {
+	var c api.PTYControl
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("decode control frame: %w", err)
+	}
+	if c.Type != api.PTYControlResize {
+		return c, fmt.Errorf("unknown control frame type %q", c.Type)
+	}
+	if c.Cols < 1 || c.Cols > ptyMaxSize || c.Rows < 1 || c.Rows > ptyMaxSize {
+		return c, errors.New("resize needs cols and rows between 1 and 1000")
+	}
+	return c, nil
+}
