@@ -34,7 +34,22 @@ func (s *Server) authenticate(r *http.Request) error {
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return errMalformedAuth
 	}
-	token = strings.TrimSpace(token)
+	return s.authenticateKey(r, strings.TrimSpace(token))
+}
+
+// authenticateQuery is authenticate for event streams, which browsers'
+// EventSource opens without headers: with no Authorization header, the
+// key may come as ?api_key= (as in the reference). It is never forwarded.
+func (s *Server) authenticateQuery(r *http.Request) error {
+	if r.Header.Get("Authorization") == "" && r.URL.Query().Has("api_key") {
+		return s.authenticateKey(r, r.URL.Query().Get("api_key"))
+	}
+	return s.authenticate(r)
+}
+
+// authenticateKey resolves an API key and records the caller in the
+// request info.
+func (s *Server) authenticateKey(r *http.Request, token string) error {
 	if !ValidAPIKey(token) {
 		return errInvalidKey
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -61,80 +60,82 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("encode exec request: %w", err)
 	}
-	return s.proxy(w, r, sb, "/exec", payload, time.Duration(req.Timeout)*time.Second+execGrace)
+	var out execOutcome
+	c := &sidecarCall{
+		method: http.MethodPost, path: "/exec",
+		body: bytes.NewReader(payload), length: int64(len(payload)),
+		timeout: time.Duration(req.Timeout)*time.Second + execGrace,
+	}
+	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
+		c.tap = lineTap(maxEventLine, out.event)
+	}
+	started := s.now()
+	err = s.forward(w, r, sb, c)
+	if errors.Is(err, errStreamBroken) {
+		s.abortResponse(r, err)
+	}
+	if err != nil || c.status/100 != 2 {
+		return err
+	}
+	out.result(c)
+	command := loggedText(req.Command)
+	detail := map[string]any{"command": command, "timeout": req.Timeout}
+	if len(command) < len(req.Command) {
+		detail["command_bytes"] = len(req.Command)
+	}
+	s.audit(r.Context(), auditRecord{
+		sb: sb, operation: "exec", detail: detail,
+		exitCode: out.exitCode, outputTruncated: out.truncated(),
+		started: started, duration: s.now().Sub(started),
+	})
+	return nil
 }
 
-// proxy POSTs body to the sandbox's sidecar at path and copies the answer
-// back: status, content type and body, unchanged, so the sidecar's own
-// error envelopes reach the client as they are. NDJSON bodies are flushed
-// as each chunk arrives. timeout bounds the whole exchange; it is the only
-// limit, so it must exceed whatever the sidecar may legitimately take.
-func (s *Server) proxy(w http.ResponseWriter, r *http.Request, sb *Sandbox, path string, body []byte, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
-	defer cancel()
-	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
-	if err != nil {
-		s.log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
-		return sandboxFailed("reach")
-	}
-	up, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://sidecar"+path, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("build sidecar request: %w", err)
-	}
-	up.Header.Set("Content-Type", "application/json")
-	up.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
-	if accept := r.Header.Get("Accept"); accept != "" {
-		up.Header.Set("Accept", accept)
-	}
-	if ri := infoFrom(ctx); ri != nil {
-		up.Header.Set("X-Request-ID", ri.id)
-	}
-	resp, err := client.Do(up)
-	if err != nil {
-		if r.Context().Err() != nil {
-			return fmt.Errorf("client went away: %w", r.Context().Err())
-		}
-		s.log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", path, "err", err)
-		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not reach the sandbox's sidecar").
-			WithHint("the sandbox may have stopped; check it with `boxkite session get` or create a new one")
-	}
-	defer resp.Body.Close()
+// maxEventLine bounds the NDJSON and SSE lines parsed for the audit; an
+// exit event is far shorter, output lines longer than it are only counted
+// as far as the line allows.
+const maxEventLine = 4 << 20
 
-	streaming := strings.HasPrefix(resp.Header.Get("Content-Type"), api.ContentTypeNDJSON)
-	if ct := resp.Header.Get("Content-Type"); ct != "" {
-		w.Header().Set("Content-Type", ct)
+// execOutcome is what the audit needs from an exec's answer, JSON or NDJSON.
+type execOutcome struct {
+	exitCode       *int
+	stdout, stderr int64 // bytes of output seen
+}
+
+// event takes one NDJSON line of a streamed exec.
+func (o *execOutcome) event(line []byte) {
+	var ev api.ExecEvent
+	if json.Unmarshal(line, &ev) != nil {
+		return
 	}
-	if streaming {
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Accel-Buffering", "no") // tell reverse proxies in front not to buffer
+	switch ev.Type {
+	case api.EventStdout:
+		o.stdout += int64(len(ev.Data))
+	case api.EventStderr:
+		o.stderr += int64(len(ev.Data))
+	case api.EventExit:
+		code := ev.ExitCode
+		o.exitCode = &code
 	}
-	w.WriteHeader(resp.StatusCode)
-	if !streaming {
-		if _, err := io.Copy(w, resp.Body); err != nil {
-			return fmt.Errorf("copy sidecar response: %w", err)
-		}
-		return nil
+}
+
+// result takes a JSON answer (a stream sets no captured body).
+func (o *execOutcome) result(c *sidecarCall) {
+	if c.captured == nil {
+		return
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.Flush() // send the headers now: the first event may take a while
-	buf := make([]byte, 32<<10)
-	for {
-		n, rerr := resp.Body.Read(buf)
-		if n > 0 {
-			if _, err := w.Write(buf[:n]); err != nil {
-				return fmt.Errorf("write stream: %w", err)
-			}
-			if err := rc.Flush(); err != nil {
-				return fmt.Errorf("flush stream: %w", err)
-			}
-		}
-		if errors.Is(rerr, io.EOF) {
-			return nil
-		}
-		if rerr != nil {
-			return fmt.Errorf("read sidecar stream: %w", rerr)
-		}
+	var res api.ExecResult
+	if json.Unmarshal(c.captured, &res) != nil {
+		return
 	}
+	o.exitCode = &res.ExitCode
+	o.stdout, o.stderr = int64(len(res.Stdout)), int64(len(res.Stderr))
+}
+
+// truncated reports whether the output reached a cap, at which the
+// sidecar stops reading and kills the command.
+func (o *execOutcome) truncated() bool {
+	return o.stdout >= api.MaxExecStdout || o.stderr >= api.MaxExecStderr
 }
 
 // sidecarClients caches one HTTP client per sandbox, so requests reuse
@@ -169,7 +170,12 @@ func (c *sidecarClients) client(id string, ep Endpoint) (*http.Client, error) {
 	}
 	// No Client.Timeout: every request carries a context deadline sized to
 	// the operation (an exec may legitimately run for an hour).
-	sc := &sidecarClient{ep: ep, client: &http.Client{Transport: tr}}
+	// Redirects are not followed: a sidecar has no reason to send one, and
+	// following it would reach a path the route table did not choose.
+	sc := &sidecarClient{ep: ep, client: &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
 	c.m[id] = sc
 	return sc.client, nil
 }

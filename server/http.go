@@ -152,6 +152,20 @@ func (s *Server) handle(pattern string, h func(http.ResponseWriter, *http.Reques
 	})
 }
 
+// handleQueryKey registers an authenticated handler that also accepts the
+// API key as ?api_key= (see authenticateQuery).
+func (s *Server) handleQueryKey(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := s.authenticateQuery(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
 // handlePublic registers an error-returning handler that needs no credentials.
 func (s *Server) handlePublic(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {

@@ -145,6 +145,9 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
 	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
 	s.handle("POST /v1/sandboxes/{id}/exec", s.execSandbox)
+	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
+	s.handle("GET /v1/sandboxes/{id}/takeover", s.takeover)
+	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
 
 	s.handlePublic("/", s.noRoute)
 }

@@ -20,6 +20,7 @@ var ErrConflict = errors.New("conflict")
 type Store interface {
 	AccountStore
 	SandboxStore
+	AuditStore
 	// Ping reports whether the store answers, for /health/ready.
 	Ping(ctx context.Context) error
 	// Close releases the store.
@@ -69,4 +70,17 @@ type SandboxStore interface {
 	DeleteSandbox(ctx context.Context, id string) error
 	// CountActiveSandboxes counts the account's active sandboxes; "" counts all accounts.
 	CountActiveSandboxes(ctx context.Context, accountID string) (int, error)
+}
+
+// AuditStore holds the audit log: per sandbox, a hash chain of
+// ExecLogEntry. Entries are only ever appended.
+type AuditStore interface {
+	// AppendExecLog gives e the next Seq of its sandbox, seals it after the
+	// sandbox's last entry (ExecLogEntry.Seal) and inserts it, in one
+	// transaction; appends to one sandbox are serialised, so the chain
+	// never forks.
+	AppendExecLog(ctx context.Context, e *ExecLogEntry) error
+	// ExecLog returns at most limit of the sandbox's entries in Seq order,
+	// skipping the first offset, and how many it has in all.
+	ExecLog(ctx context.Context, sandboxID string, limit, offset int) ([]*ExecLogEntry, int, error)
 }

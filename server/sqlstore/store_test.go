@@ -52,6 +52,8 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"UpdateSandbox", testUpdateSandbox},
 		{"RestartDurability", testRestartDurability},
 		{"ConcurrentWriters", testConcurrentWriters},
+		{"ExecLogChain", testExecLogChain},
+		{"ExecLogConcurrentAppends", testExecLogConcurrentAppends},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

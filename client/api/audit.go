@@ -1,0 +1,257 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Sources of audit log entries, in LogEntry.Source.
+const (
+	LogSourceAgent         = "agent"          // an API call: exec, files, processes, …
+	LogSourceHumanTakeover = "human_takeover" // a person on the sandbox's terminal
+)
+
+// Page sizes of GET /v1/sandboxes/{id}/log.
+const (
+	DefaultLogLimit = 50
+	MaxLogLimit     = 500
+)
+
+// GenesisHash is the PrevHash of the first entry of every sandbox's chain.
+const GenesisHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
+// CodeTakeoverNotPermitted (HTTP 403) answers a takeover by a member key:
+// only admin keys may type into a sandbox's terminal.
+const CodeTakeoverNotPermitted = "takeover_not_permitted"
+
+// LogEntry is one audit record of a sandbox (ExecLogEntryOut in the
+// reference): an operation that succeeded, with a Detail whose shape
+// depends on Operation. File contents, process input and exec stdin are
+// never part of it.
+//
+// Entries of one sandbox form a hash chain: RowHash covers the entry and
+// PrevHash, the RowHash of the entry before it (GenesisHash for the first),
+// so an edited, removed or reordered row breaks every hash after it. See
+// VerifyLogChain.
+type LogEntry struct {
+	ID              string          `json:"id"`
+	SessionID       string          `json:"session_id"` // the sandbox id
+	AccountID       string          `json:"account_id"` // not in the reference's output; needed to verify the hash
+	Source          string          `json:"source"`     // LogSourceAgent or LogSourceHumanTakeover
+	Operation       string          `json:"operation"`  // e.g. "exec", "file_create", "takeover_end"
+	Detail          json.RawMessage `json:"detail"`     // a JSON object
+	ExitCode        *int            `json:"exit_code"`
+	OutputTruncated bool            `json:"output_truncated"`
+	StartedAt       time.Time       `json:"started_at"`
+	DurationMS      int64           `json:"duration_ms"`
+	RowHash         string          `json:"row_hash"`
+	PrevHash        string          `json:"prev_hash"`
+}
+
+// LogPage is the answer to GET /v1/sandboxes/{id}/log: entries oldest
+// first (in chain order), and Total entries in all.
+type LogPage struct {
+	Entries []LogEntry `json:"entries"`
+	Limit   int        `json:"limit"`
+	Offset  int        `json:"offset"`
+	Total   int        `json:"total"`
+}
+
+// Hash returns the entry's row hash given the previous entry's:
+// hex SHA-256 of prev + "|" + the canonical JSON (CanonicalJSON) of
+// {id, session_id, account_id, source, operation, detail, exit_code,
+// output_truncated, started_at, duration_ms}, started_at written as a naive
+// UTC ISO 8601 time with microseconds (Python's datetime.isoformat()).
+// This is the reference's chain, so its verify script agrees with ours.
+func (e LogEntry) Hash(prev string) (string, error) {
+	detail := e.Detail
+	if len(bytes.TrimSpace(detail)) == 0 {
+		detail = json.RawMessage("{}")
+	}
+	var d any
+	dec := json.NewDecoder(bytes.NewReader(detail))
+	dec.UseNumber()
+	if err := dec.Decode(&d); err != nil {
+		return "", fmt.Errorf("decode detail of log entry %s: %w", e.ID, err)
+	}
+	var exit any
+	if e.ExitCode != nil {
+		exit = json.Number(fmt.Sprint(*e.ExitCode))
+	}
+	fields := map[string]any{
+		"id":               e.ID,
+		"session_id":       e.SessionID,
+		"account_id":       e.AccountID,
+		"source":           e.Source,
+		"operation":        e.Operation,
+		"detail":           d,
+		"exit_code":        exit,
+		"output_truncated": e.OutputTruncated,
+		"started_at":       isoNaiveUTC(e.StartedAt),
+		"duration_ms":      json.Number(fmt.Sprint(e.DurationMS)),
+	}
+	var b bytes.Buffer
+	b.WriteString(prev)
+	b.WriteByte('|')
+	if err := writeCanonical(&b, fields); err != nil {
+		return "", fmt.Errorf("canonical form of log entry %s: %w", e.ID, err)
+	}
+	sum := sha256.Sum256(b.Bytes())
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// isoNaiveUTC formats t like Python's naive datetime.isoformat(): no zone,
+// microseconds only when non-zero.
+func isoNaiveUTC(t time.Time) string {
+	t = t.UTC()
+	s := t.Format("2006-01-02T15:04:05")
+	if us := t.Nanosecond() / 1000; us != 0 {
+		s += fmt.Sprintf(".%06d", us)
+	}
+	return s
+}
+
+// ErrChainBroken is wrapped by the errors of VerifyLogChain.
+var ErrChainBroken = errors.New("audit log hash chain is broken")
+
+// VerifyLogChain checks that entries, consecutive entries of one sandbox's
+// chain in order, link up starting from prev (GenesisHash when entries
+// starts at the first) and that each RowHash is right. The error names
+// the first entry that fails and wraps ErrChainBroken.
+func VerifyLogChain(prev string, entries []LogEntry) error {
+	for i, e := range entries {
+		if e.PrevHash != prev {
+			return fmt.Errorf("%w at entry %d (%s): prev_hash %.12s… does not match the previous row_hash %.12s…",
+				ErrChainBroken, i, e.ID, e.PrevHash, prev)
+		}
+		h, err := e.Hash(prev)
+		if err != nil {
+			return fmt.Errorf("%w at entry %d (%s): %w", ErrChainBroken, i, e.ID, err)
+		}
+		if h != e.RowHash {
+			return fmt.Errorf("%w at entry %d (%s): row_hash %.12s… does not match its contents (%.12s…)",
+				ErrChainBroken, i, e.ID, e.RowHash, h)
+		}
+		prev = e.RowHash
+	}
+	return nil
+}
+
+// CanonicalJSON re-encodes the JSON value in data the way Python's
+// json.dumps(v, sort_keys=True, separators=(",", ":")) does: object keys
+// sorted, no spaces, non-ASCII and control characters as \uXXXX escapes,
+// numbers as written.
+func CanonicalJSON(data []byte) ([]byte, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("canonical json: more than one value")
+	}
+	var b bytes.Buffer
+	if err := writeCanonical(&b, v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func writeCanonical(b *bytes.Buffer, v any) error {
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if v {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case json.Number:
+		b.WriteString(v.String())
+	case string:
+		writeASCIIString(b, v)
+	case []any:
+		b.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeCanonical(b, x); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		// Byte order of UTF-8 is code point order, which is Python's.
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeASCIIString(b, k)
+			b.WriteByte(':')
+			if err := writeCanonical(b, v[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("canonical json: unexpected %T", v)
+	}
+	return nil
+}
+
+// writeASCIIString writes s as a JSON string with Python's ensure_ascii
+// escaping: everything outside printable ASCII as \uXXXX (UTF-16 surrogate
+// pairs above U+FFFF), lower-case hex.
+func writeASCIIString(b *bytes.Buffer, s string) {
+	const hexDigits = "0123456789abcdef"
+	u4 := func(r rune) {
+		b.WriteString(`\u`)
+		b.WriteByte(hexDigits[r>>12&0xf])
+		b.WriteByte(hexDigits[r>>8&0xf])
+		b.WriteByte(hexDigits[r>>4&0xf])
+		b.WriteByte(hexDigits[r&0xf])
+	}
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r > 0xffff:
+			r -= 0x10000
+			u4(0xd800 + r>>10&0x3ff)
+			u4(0xdc00 + r&0x3ff)
+		default:
+			u4(r)
+		}
+	}
+	b.WriteByte('"')
+}

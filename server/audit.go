@@ -1,0 +1,208 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// ExecLogEntry is one audit record: an operation on a sandbox that
+// succeeded. Entries of a sandbox form a hash chain in Seq order (see
+// api.LogEntry.Hash); the store assigns Seq, PrevHash and RowHash when it
+// appends one (Seal).
+type ExecLogEntry struct {
+	ID              string
+	SandboxID       string
+	AccountID       string
+	Seq             int64 // 1, 2, … per sandbox: the chain order
+	Source          string
+	Operation       string
+	Detail          json.RawMessage // canonical JSON object (api.CanonicalJSON)
+	ExitCode        *int
+	OutputTruncated bool
+	StartedAt       time.Time // microsecond precision, as stored
+	DurationMS      int64
+	PrevHash        string
+	RowHash         string
+}
+
+// toAPI converts the record to its wire form.
+func (e *ExecLogEntry) toAPI() api.LogEntry {
+	return api.LogEntry{
+		ID:              e.ID,
+		SessionID:       e.SandboxID,
+		AccountID:       e.AccountID,
+		Source:          e.Source,
+		Operation:       e.Operation,
+		Detail:          e.Detail,
+		ExitCode:        e.ExitCode,
+		OutputTruncated: e.OutputTruncated,
+		StartedAt:       e.StartedAt.UTC(),
+		DurationMS:      e.DurationMS,
+		RowHash:         e.RowHash,
+		PrevHash:        e.PrevHash,
+	}
+}
+
+// Seal links e after prev (the sandbox's last RowHash, or api.GenesisHash)
+// and computes its RowHash. Stores call it inside the transaction that
+// appends e.
+func (e *ExecLogEntry) Seal(prev string) error {
+	e.PrevHash = prev
+	h, err := e.toAPI().Hash(prev)
+	if err != nil {
+		return err
+	}
+	e.RowHash = h
+	return nil
+}
+
+// VerifyExecLog checks a sandbox's whole chain: entries must be all of its
+// entries in Seq order, starting at the first. The error names the first
+// entry that does not verify and wraps api.ErrChainBroken.
+func VerifyExecLog(entries []*ExecLogEntry) error {
+	out := make([]api.LogEntry, len(entries))
+	for i, e := range entries {
+		if e.Seq != int64(i+1) {
+			return fmt.Errorf("%w at entry %d (%s): sequence number %d, want %d (a row is missing)",
+				api.ErrChainBroken, i, e.ID, e.Seq, i+1)
+		}
+		out[i] = e.toAPI()
+	}
+	return api.VerifyLogChain(api.GenesisHash, out)
+}
+
+// maxLoggedText bounds commands and code kept in an entry's detail; the
+// whole length is recorded next to it, so a cut is visible.
+const maxLoggedText = 2 << 10
+
+// auditTimeout bounds writing one entry. It runs after the client has its
+// answer, on a context that outlives the request.
+const auditTimeout = 10 * time.Second
+
+// auditRecord is what a handler knows about an operation that succeeded.
+type auditRecord struct {
+	sb              *Sandbox
+	source          string
+	operation       string
+	detail          map[string]any
+	exitCode        *int
+	outputTruncated bool
+	started         time.Time
+	duration        time.Duration
+}
+
+// audit appends an entry for rec. It is called once the response is
+// complete, so the database write is not on the client's critical path;
+// the handler has not returned yet, so a client reusing its connection
+// sees the entry in its next request. A failure cannot reach the client
+// any more and is logged.
+func (s *Server) audit(ctx context.Context, rec auditRecord) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	defer cancel()
+	if err := s.appendAudit(ctx, rec); err != nil {
+		s.log.ErrorContext(ctx, "write audit log entry", "sandbox", rec.sb.ID, "operation", rec.operation, "err", err)
+	}
+}
+
+func (s *Server) appendAudit(ctx context.Context, rec auditRecord) error {
+	if rec.detail == nil {
+		rec.detail = map[string]any{}
+	}
+	raw, err := json.Marshal(rec.detail)
+	if err != nil {
+		return fmt.Errorf("encode detail: %w", err)
+	}
+	detail, err := api.CanonicalJSON(raw)
+	if err != nil {
+		return err
+	}
+	source := rec.source
+	if source == "" {
+		source = api.LogSourceAgent
+	}
+	e := &ExecLogEntry{
+		ID:              NewID(),
+		SandboxID:       rec.sb.ID,
+		AccountID:       rec.sb.AccountID,
+		Source:          source,
+		Operation:       rec.operation,
+		Detail:          detail,
+		ExitCode:        rec.exitCode,
+		OutputTruncated: rec.outputTruncated,
+		StartedAt:       rec.started.UTC().Truncate(time.Microsecond),
+		DurationMS:      rec.duration.Milliseconds(),
+	}
+	if err := s.store.AppendExecLog(ctx, e); err != nil {
+		return fmt.Errorf("append exec log: %w", err)
+	}
+	return nil
+}
+
+// loggedText returns text as an entry's detail keeps it: at most
+// maxLoggedText bytes, cut on a UTF-8 boundary.
+func loggedText(text string) string {
+	if len(text) <= maxLoggedText {
+		return text
+	}
+	cut := text[:maxLoggedText]
+	// Drop a multi-byte sequence the cut split (at most UTFMax-1 bytes).
+	for range utf8.UTFMax - 1 {
+		if r, size := utf8.DecodeLastRuneInString(cut); r != utf8.RuneError || size != 1 {
+			break
+		}
+		cut = cut[:len(cut)-1]
+	}
+	return strings.ToValidUTF8(cut, "")
+}
+
+// getLog serves GET /v1/sandboxes/{id}/log?limit=&offset=: the sandbox's
+// audit entries in chain order (oldest first), destroyed sandboxes included.
+func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
+	limit, err := queryInt(r, "limit", api.DefaultLogLimit, 1, api.MaxLogLimit)
+	if err != nil {
+		return err
+	}
+	offset, err := queryInt(r, "offset", 0, 0, 1<<31-1)
+	if err != nil {
+		return err
+	}
+	sb, err := s.loadSandbox(r)
+	if err != nil {
+		return err
+	}
+	entries, total, err := s.store.ExecLog(r.Context(), sb.ID, limit, offset)
+	if err != nil {
+		return fmt.Errorf("read exec log: %w", err)
+	}
+	page := api.LogPage{Entries: make([]api.LogEntry, len(entries)), Limit: limit, Offset: offset, Total: total}
+	for i, e := range entries {
+		page.Entries[i] = e.toAPI()
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+// queryInt reads an integer query parameter within [lo, hi]; absent means def.
+func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		msg := fmt.Sprintf("%s must be an integer between %d and %d", name, lo, hi)
+		return 0, &api.Error{
+			Status: http.StatusUnprocessableEntity, Code: api.CodeValidation, Message: msg,
+			Details: []fieldError{{Loc: []string{"query", name}, Msg: msg, Type: "value_error"}},
+		}
+	}
+	return n, nil
+}

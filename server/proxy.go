@@ -1,0 +1,223 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// sidecarCall is one request to a sandbox's sidecar made on behalf of a
+// client request, and what came of it.
+type sidecarCall struct {
+	method  string
+	path    string     // the sidecar's path, e.g. "/view"
+	query   url.Values // forwarded as is
+	body    io.Reader  // nil for none; not buffered, so uploads stream
+	length  int64      // of body; -1 when unknown (sent chunked)
+	timeout time.Duration
+	// tap, when set, sees every chunk of the response body as it passes,
+	// whatever the status (callers check status before trusting it).
+	tap func([]byte)
+
+	status   int
+	bytesOut int64  // response body bytes sent to the client
+	captured []byte // an application/json response body, for the audit detail
+	overflow bool   // the JSON body was larger than maxCapture and captured is empty
+}
+
+// maxCapture bounds how much of a JSON response is kept to derive an audit
+// detail from (counts of matches, entries, …). Larger responses still pass
+// through whole; their detail lacks those counts.
+const maxCapture = 8 << 20
+
+// errStreamBroken is returned by forward when the response had started and
+// could not be finished: no error envelope can be sent any more.
+var errStreamBroken = errors.New("sidecar response broken off")
+
+// Response headers of the sidecar that reach the client. Everything else
+// (its request id, its Date, hop-by-hop headers) is ours to set.
+var passResponseHeaders = []string{
+	"Content-Type", "Content-Length", "Content-Disposition", "Content-Encoding",
+	"Cache-Control", "X-Accel-Buffering", "Retry-After",
+}
+
+// Request headers of the client that reach the sidecar. Never
+// Authorization: the API key stays at the control plane.
+var passRequestHeaders = []string{"Content-Type", "Content-Encoding", "Accept", "Last-Event-ID"}
+
+// forward sends c to the sandbox's sidecar and copies the answer back:
+// status, the headers above and the body, unchanged, so the sidecar's
+// error envelopes reach the client as they are. Neither body is buffered;
+// event streams (SSE, NDJSON) are flushed chunk by chunk, other bodies once
+// at the end, so the client has the whole answer before the caller goes
+// on to write the audit entry.
+//
+// An unreachable sidecar is a 502 sandbox_operation_failed. A failure
+// after the response started returns errStreamBroken; the caller must
+// then abort the connection (abortResponse) so a cut-off body is not
+// mistaken for a whole one.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c *sidecarCall) error {
+	ctx := r.Context()
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	if err != nil {
+		s.log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
+		return sandboxFailed("reach")
+	}
+	u := "http://sidecar" + c.path
+	if len(c.query) > 0 {
+		u += "?" + c.query.Encode()
+	}
+	body := c.body
+	if body != nil && c.length == 0 {
+		body = http.NoBody // a zero length with a body would be read as "unknown"
+	}
+	up, err := http.NewRequestWithContext(ctx, c.method, u, body)
+	if err != nil {
+		return fmt.Errorf("build sidecar request: %w", err)
+	}
+	if body != nil && body != http.NoBody {
+		up.ContentLength = c.length
+	}
+	for _, h := range passRequestHeaders {
+		if v := r.Header.Get(h); v != "" {
+			up.Header.Set(h, v)
+		}
+	}
+	up.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
+	if ri := infoFrom(ctx); ri != nil {
+		up.Header.Set("X-Request-ID", ri.id)
+	}
+	resp, err := client.Do(up)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return fmt.Errorf("client went away: %w", r.Context().Err())
+		}
+		s.log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", c.path, "err", err)
+		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not reach the sandbox's sidecar").
+			WithHint("the sandbox may have stopped; check it with `boxkite session get` or create a new one")
+	}
+	defer resp.Body.Close()
+	c.status = resp.StatusCode
+	return s.copyResponse(w, resp, c)
+}
+
+func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sidecarCall) error {
+	for _, h := range passResponseHeaders {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	ct := resp.Header.Get("Content-Type")
+	events := strings.HasPrefix(ct, "text/event-stream") || strings.HasPrefix(ct, api.ContentTypeNDJSON)
+	if events {
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Accel-Buffering", "no") // tell reverse proxies in front not to buffer
+	}
+	var capture *bytes.Buffer
+	if strings.HasPrefix(ct, "application/json") {
+		capture = &bytes.Buffer{}
+	}
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	if events {
+		_ = rc.Flush() // send the headers now: the first event may take a while
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if c.tap != nil {
+				c.tap(chunk)
+			}
+			if capture != nil && !c.overflow {
+				if capture.Len()+n > maxCapture {
+					c.overflow, capture = true, nil
+				} else {
+					capture.Write(chunk)
+				}
+			}
+			if _, err := w.Write(chunk); err != nil {
+				return fmt.Errorf("%w: write to client: %w", errStreamBroken, err)
+			}
+			c.bytesOut += int64(n)
+			if events {
+				if err := rc.Flush(); err != nil {
+					return fmt.Errorf("%w: flush to client: %w", errStreamBroken, err)
+				}
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			return fmt.Errorf("%w: read sidecar: %w", errStreamBroken, rerr)
+		}
+	}
+	if capture != nil {
+		c.captured = capture.Bytes()
+	}
+	// Hand the client the end of the body now, not when the handler
+	// returns after the audit write.
+	_ = rc.Flush()
+	return nil
+}
+
+// abortResponse ends a response whose body already started and cannot be
+// finished: the connection is dropped, so the client sees a broken
+// transfer rather than a short body that looks complete.
+func (s *Server) abortResponse(r *http.Request, err error) {
+	s.log.WarnContext(r.Context(), "response broken off", "method", r.Method, "path", r.URL.Path, "err", err)
+	panic(http.ErrAbortHandler)
+}
+
+// countingReader counts the bytes read through it (an upload's size).
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// lineTap returns a tap that calls fn with every complete line of a
+// stream, without its newline. Lines longer than maxLine are skipped: the
+// events worth parsing (exit events) are short.
+func lineTap(maxLine int, fn func(line []byte)) func([]byte) {
+	var partial []byte
+	skipping := false
+	return func(p []byte) {
+		for len(p) > 0 {
+			i := bytes.IndexByte(p, '\n')
+			if i < 0 {
+				if !skipping && len(partial)+len(p) <= maxLine {
+					partial = append(partial, p...)
+				} else {
+					partial, skipping = partial[:0], true
+				}
+				return
+			}
+			if !skipping && len(partial)+i <= maxLine {
+				fn(append(partial, p[:i]...))
+			}
+			partial, skipping = partial[:0], false
+			p = p[i+1:]
+		}
+	}
+}

@@ -1,0 +1,425 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// bodyKind says how a proxied route treats the request body.
+type bodyKind int
+
+const (
+	bodyNone   bodyKind = iota // nothing is sent
+	bodyJSON                   // read whole (≤ maxExecBody, the sidecar's own limit), sent unchanged, read for the audit detail
+	bodyStream                 // streamed through unread and counted: file and archive uploads
+)
+
+// proxyRoute is one control-plane route answered by the sandbox's sidecar.
+// Requests and answers pass through unchanged: the sidecar validates,
+// clamps and shapes errors, so every layer behaves identically. The
+// control plane only checks what it must to pick the route (ids, ?path=),
+// and writes the audit entry once the operation succeeded (2xx).
+type proxyRoute struct {
+	method  string
+	path    string // under /v1/sandboxes/{id}
+	sidecar string // the sidecar's path; {name} is the public path's wildcard
+	op      string // audit operation; "" for reads of state that change nothing (not audited)
+	body    bodyKind
+	timeout time.Duration // 0: as long as the client stays (transfers, streams)
+	flags   routeFlags
+	detail  func(x *exchange) map[string]any
+}
+
+// routeFlags are the rarer properties of a proxyRoute.
+type routeFlags int
+
+const (
+	needPath routeFlags = 1 << iota // ?path= is required
+	queryKey                        // ?api_key= is accepted (event streams)
+)
+
+// Timeouts of proxied calls: the sidecar's own limit for the operation,
+// plus room for it to answer.
+const (
+	opTimeout          = 2 * time.Minute                 // file and process operations (grep stops itself at 10 s)
+	watchTimeout       = 60*time.Second + 30*time.Second // watch long-polls up to 60 s
+	interpreterTimeout = api.MaxInterpreterTimeout*time.Second + 30*time.Second
+)
+
+// proxyRoutes is the sandbox tool surface of reference §3.4, mapped onto
+// the sidecar's routes (§2.3), with the audit detail of each. Columns:
+// method, public path, sidecar path, audit operation, body, timeout, flags, detail.
+func proxyRoutes() []proxyRoute {
+	return []proxyRoute{
+		{"POST", "/files", "/file-create", "file_create", bodyJSON, opTimeout, 0, fileCreateDetail},
+		{"POST", "/files/view", "/view", "view", bodyJSON, opTimeout, 0, viewDetail},
+		{"POST", "/files/str-replace", "/str-replace", "str_replace", bodyJSON, opTimeout, 0, strReplaceDetail},
+		{"POST", "/files/ls", "/ls", "ls", bodyJSON, opTimeout, 0, lsDetail},
+		{"POST", "/files/glob", "/glob", "glob", bodyJSON, opTimeout, 0, globDetail},
+		{"POST", "/files/grep", "/grep", "grep", bodyJSON, opTimeout, 0, grepDetail},
+		{"POST", "/files/watch", "/watch", "watch", bodyJSON, watchTimeout, 0, watchDetail},
+		{"POST", "/files/present", "/present-files", "present_files", bodyJSON, opTimeout, 0, presentDetail},
+		{"PUT", "/files/raw", "/files/raw", "file_upload", bodyStream, 0, needPath, transferDetail},
+		{"GET", "/files/raw", "/files/raw", "file_download", bodyNone, 0, needPath, transferDetail},
+		{"POST", "/files/archive", "/files/archive", "archive_upload", bodyStream, 0, needPath, transferDetail},
+		{"GET", "/files/archive", "/files/archive", "archive_download", bodyNone, 0, needPath, transferDetail},
+
+		{"POST", "/processes", "/process/start", "start_process", bodyJSON, opTimeout, 0, startProcessDetail},
+		{"GET", "/processes", "/process", "", bodyNone, opTimeout, 0, nil},
+		{"POST", "/processes/kill-all", "/process/kill-all", "kill_all_processes", bodyNone, opTimeout, 0, killAllDetail},
+		{"GET", "/processes/{pid}/output", "/process/{pid}/output", "", bodyNone, opTimeout, 0, nil},
+		{"GET", "/processes/{pid}/stream", "/process/{pid}/stream", "", bodyNone, 0, queryKey, nil},
+		{"POST", "/processes/{pid}/input", "/process/{pid}/input", "send_process_input", bodyJSON, opTimeout, 0, processInputDetail},
+		{"POST", "/processes/{pid}/stop", "/process/{pid}/stop", "stop_process", bodyNone, opTimeout, 0, stopProcessDetail},
+
+		{"POST", "/interpreter/exec", "/interpreter/exec", "interpreter_exec", bodyJSON, interpreterTimeout, 0, interpreterDetail},
+		{"POST", "/interpreter/reset", "/interpreter/reset", "interpreter_reset", bodyNone, opTimeout, 0, nil},
+		{"GET", "/interpreter/status", "/interpreter/status", "", bodyNone, opTimeout, 0, nil},
+
+		{"POST", "/lsp/start", "/lsp/start", "lsp_start", bodyJSON, opTimeout, 0, lspStartDetail},
+		{"POST", "/lsp/{lsp_id}/open", "/lsp/{lsp_id}/open", "lsp_open", bodyJSON, opTimeout, 0, lspOpenDetail},
+		{"POST", "/lsp/{lsp_id}/completion", "/lsp/{lsp_id}/completion", "lsp_completion", bodyJSON, opTimeout, 0, lspCompletionDetail},
+		{"POST", "/lsp/{lsp_id}/stop", "/lsp/{lsp_id}/stop", "lsp_stop", bodyNone, opTimeout, 0, lspIDDetail},
+	}
+}
+
+// registerProxyRoutes registers proxyRoutes on the server's mux.
+func (s *Server) registerProxyRoutes() {
+	for _, rt := range proxyRoutes() {
+		pattern := rt.method + " /v1/sandboxes/{id}" + rt.path
+		if rt.flags&queryKey != 0 {
+			s.handleQueryKey(pattern, s.proxyHandler(rt))
+		} else {
+			s.handle(pattern, s.proxyHandler(rt))
+		}
+	}
+}
+
+// idPattern is what a process or LSP id in a path may look like. Checking
+// it keeps "..", "/" and query characters out of the sidecar path built
+// from it.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// wildcardPattern finds {name} in a sidecar path template.
+var wildcardPattern = regexp.MustCompile(`\{([a-z_]+)\}`)
+
+// exchange is what an audit detail function may look at: the request and
+// its JSON body, and the sidecar's answer.
+type exchange struct {
+	r        *http.Request
+	reqBody  []byte // bodyJSON routes
+	upBytes  int64  // bodyStream routes: bytes uploaded
+	call     *sidecarCall
+	exitCode *int // set by detail functions that know one
+	// outputTruncated is set by detail functions whose answer says output was cut.
+	outputTruncated bool
+}
+
+// req decodes the request body into v; fields it cannot decode stay zero
+// (the sidecar accepted the request, so this does not happen in practice).
+func (x *exchange) req(v any) { _ = json.Unmarshal(x.reqBody, v) }
+
+// resp decodes the captured JSON answer into v and reports whether it could.
+func (x *exchange) resp(v any) bool {
+	return x.call.captured != nil && json.Unmarshal(x.call.captured, v) == nil
+}
+
+// proxyHandler serves one proxyRoute.
+func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		sb, err := s.loadSandbox(r)
+		if err != nil {
+			return err
+		}
+		if !sb.Active() {
+			return notActive(sb)
+		}
+		path, err := expandSidecarPath(rt.sidecar, r)
+		if err != nil {
+			return err
+		}
+		query := r.URL.Query()
+		query.Del("api_key")
+		if rt.flags&needPath != 0 && query.Get("path") == "" {
+			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "query parameter path is required").
+				WithHint("name the file or directory in the sandbox, e.g. ?path=/workspace/data.csv")
+		}
+		x := &exchange{r: r}
+		c := &sidecarCall{method: rt.method, path: path, query: query, length: -1, timeout: rt.timeout}
+		var up *countingReader
+		switch rt.body {
+		case bodyJSON:
+			if x.reqBody, err = readBody(w, r, maxExecBody); err != nil {
+				return err
+			}
+			c.body, c.length = bytes.NewReader(x.reqBody), int64(len(x.reqBody))
+		case bodyStream:
+			up = &countingReader{r: r.Body}
+			c.body, c.length = up, r.ContentLength
+		}
+		started := s.now()
+		err = s.forward(w, r, sb, c)
+		if errors.Is(err, errStreamBroken) {
+			s.abortResponse(r, err)
+		}
+		if err != nil || rt.op == "" || c.status/100 != 2 {
+			return err
+		}
+		x.call = c
+		if up != nil {
+			x.upBytes = up.n
+		}
+		var detail map[string]any
+		if rt.detail != nil {
+			detail = rt.detail(x)
+		}
+		s.audit(r.Context(), auditRecord{
+			sb: sb, operation: rt.op, detail: detail,
+			exitCode: x.exitCode, outputTruncated: x.outputTruncated,
+			started: started, duration: s.now().Sub(started),
+		})
+		return nil
+	}
+}
+
+// expandSidecarPath fills the {name} wildcards of a sidecar path template
+// with the request's path values, which must look like ids.
+func expandSidecarPath(tmpl string, r *http.Request) (string, error) {
+	var bad error
+	out := wildcardPattern.ReplaceAllStringFunc(tmpl, func(m string) string {
+		name := m[1 : len(m)-1]
+		v := r.PathValue(name)
+		if !idPattern.MatchString(v) && bad == nil {
+			what := strings.TrimSuffix(strings.ReplaceAll(name, "_", " "), " id")
+			if name == "pid" {
+				what = "process"
+			}
+			bad = api.Errorf(http.StatusNotFound, api.CodeNotFound, "%s %q not found", what, v)
+		}
+		return v
+	})
+	return out, bad
+}
+
+// readBody reads a JSON request body of at most limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, &api.Error{
+				Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest,
+				Message: fmt.Sprintf("request body is larger than %d bytes", limit),
+			}
+		}
+		return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read request body: %v", err)
+	}
+	return body, nil
+}
+
+// Audit details, one per operation, in the reference's shapes. They name
+// what was done, never the data: no file contents, no process input, no
+// LSP document text.
+
+func fileCreateDetail(x *exchange) map[string]any {
+	var req struct {
+		Path string `json:"path"`
+	}
+	x.req(&req)
+	d := map[string]any{"path": req.Path}
+	var res api.FileCreateResult
+	if x.resp(&res) {
+		d["size"] = res.Size
+	}
+	return d
+}
+
+func viewDetail(x *exchange) map[string]any {
+	var req struct {
+		Path      string `json:"path"`
+		ViewRange []int  `json:"view_range"`
+	}
+	x.req(&req)
+	return map[string]any{"path": req.Path, "view_range": req.ViewRange}
+}
+
+func strReplaceDetail(x *exchange) map[string]any {
+	var req struct {
+		Path       string `json:"path"`
+		ReplaceAll bool   `json:"replace_all"`
+	}
+	x.req(&req)
+	d := map[string]any{"path": req.Path, "replace_all": req.ReplaceAll}
+	var res api.StrReplaceResult
+	if x.resp(&res) {
+		d["occurrences"] = res.Occurrences
+	}
+	return d
+}
+
+func lsDetail(x *exchange) map[string]any {
+	var req api.LsRequest
+	x.req(&req)
+	d := map[string]any{"path": req.Path}
+	var res api.LsResult
+	if x.resp(&res) {
+		d["entry_count"] = len(res.Entries)
+	}
+	return d
+}
+
+func globDetail(x *exchange) map[string]any {
+	var req api.GlobRequest
+	x.req(&req)
+	d := map[string]any{"pattern": req.Pattern, "path": req.Path}
+	var res api.GlobResult
+	if x.resp(&res) {
+		d["match_count"] = len(res.Matches)
+	}
+	return d
+}
+
+func grepDetail(x *exchange) map[string]any {
+	var req api.GrepRequest
+	x.req(&req)
+	d := map[string]any{"pattern": req.Pattern, "path": req.Path, "glob": req.Glob}
+	var res api.GrepResult
+	if x.resp(&res) {
+		d["match_count"] = len(res.Matches)
+		d["truncated"] = res.Truncated
+	}
+	return d
+}
+
+func watchDetail(x *exchange) map[string]any {
+	var req api.WatchRequest
+	x.req(&req)
+	d := map[string]any{"path": req.Path, "recursive": req.Recursive}
+	var res api.WatchResult
+	if x.resp(&res) {
+		d["change_count"] = len(res.Changes)
+	}
+	return d
+}
+
+func presentDetail(x *exchange) map[string]any {
+	var req api.PresentFilesRequest
+	x.req(&req)
+	d := map[string]any{"filepaths": req.Filepaths}
+	var res api.PresentFilesResult
+	if x.resp(&res) {
+		d["file_count"] = len(res.Files)
+	}
+	return d
+}
+
+// transferDetail is the detail of raw and archive transfers: the path and
+// the bytes that crossed the control plane (the body sent for uploads, the
+// body received for downloads).
+func transferDetail(x *exchange) map[string]any {
+	n := x.call.bytesOut
+	if x.r.Method != http.MethodGet {
+		n = x.upBytes
+	}
+	return map[string]any{"path": x.r.URL.Query().Get("path"), "bytes": n}
+}
+
+func startProcessDetail(x *exchange) map[string]any {
+	var req api.ProcessStartRequest
+	x.req(&req)
+	command := loggedText(req.Command)
+	d := map[string]any{"command": command, "max_runtime_seconds": req.MaxRuntimeSeconds}
+	if len(command) < len(req.Command) {
+		d["command_bytes"] = len(req.Command)
+	}
+	var res api.ProcessStarted
+	if x.resp(&res) {
+		d["process_id"] = res.ProcessID
+	}
+	return d
+}
+
+func killAllDetail(x *exchange) map[string]any {
+	var res api.KillAllResult
+	if !x.resp(&res) {
+		return nil
+	}
+	return map[string]any{"killed": res.Killed}
+}
+
+func processInputDetail(x *exchange) map[string]any {
+	d := map[string]any{"process_id": x.r.PathValue("pid")}
+	var res api.ProcessInputResult
+	if x.resp(&res) {
+		d["bytes_written"] = res.BytesWritten
+	}
+	return d
+}
+
+func stopProcessDetail(x *exchange) map[string]any {
+	d := map[string]any{"process_id": x.r.PathValue("pid"), "exit_code": nil}
+	var res api.ProcessStopResult
+	if x.resp(&res) {
+		d["exit_code"] = res.ExitCode
+		d["status"] = res.Status
+		x.exitCode = res.ExitCode
+	}
+	return d
+}
+
+// interpreterDetail logs the code like exec logs a command (cut at
+// maxLoggedText): it is what the agent ran, and the audit log exists to
+// show that. Its output is not logged.
+func interpreterDetail(x *exchange) map[string]any {
+	var req api.InterpreterExecRequest
+	x.req(&req)
+	code := loggedText(req.Code)
+	d := map[string]any{"code": code, "code_bytes": len(req.Code), "timeout": req.Timeout}
+	var res api.InterpreterExecResult
+	if x.resp(&res) {
+		d["error"] = res.Error != nil
+		x.outputTruncated = res.Truncated
+	}
+	return d
+}
+
+func lspStartDetail(x *exchange) map[string]any {
+	var req api.LSPStartRequest
+	x.req(&req)
+	d := map[string]any{"language": req.Language}
+	var res api.LSPStarted
+	if x.resp(&res) {
+		d["lsp_id"] = res.LSPID
+	}
+	return d
+}
+
+// lspOpenDetail logs the document's path and size, never its text.
+func lspOpenDetail(x *exchange) map[string]any {
+	var req api.LSPOpenRequest
+	x.req(&req)
+	return map[string]any{"lsp_id": x.r.PathValue("lsp_id"), "path": req.Path, "content_bytes": len(req.Content)}
+}
+
+func lspCompletionDetail(x *exchange) map[string]any {
+	var req api.LSPCompletionRequest
+	x.req(&req)
+	d := map[string]any{"lsp_id": x.r.PathValue("lsp_id"), "path": req.Path, "line": req.Line, "character": req.Character}
+	var res api.LSPCompletionResult
+	if x.resp(&res) {
+		d["item_count"] = len(res.Items)
+	}
+	return d
+}
+
+func lspIDDetail(x *exchange) map[string]any {
+	return map[string]any{"lsp_id": x.r.PathValue("lsp_id")}
+}

@@ -1,0 +1,93 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+const execLogColumns = `id, sandbox_id, seq, account_id, source, operation, detail, exit_code, output_truncated,
+	started_at, duration_ms, prev_hash, row_hash`
+
+// appendRetries bounds retries of an append that lost a race for its
+// place in the chain. SQLite never loses one (BEGIN IMMEDIATE serialises
+// writers); databases with row-level locking can.
+const appendRetries = 5
+
+// AppendExecLog implements server.AuditStore.
+func (s *Store) AppendExecLog(ctx context.Context, e *server.ExecLogEntry) error {
+	var err error
+	for range appendRetries {
+		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.appendExecLog(ctx, tx, e) })
+		if !errors.Is(err, server.ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *server.ExecLogEntry) error {
+	var seq int64
+	prev := api.GenesisHash
+	err := tx.QueryRowContext(ctx, s.q(`SELECT seq, row_hash FROM exec_log
+		WHERE sandbox_id = ? ORDER BY seq DESC LIMIT 1`), e.SandboxID).Scan(&seq, &prev)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read chain head: %w", err)
+	}
+	e.Seq = seq + 1
+	if err := e.Seal(prev); err != nil {
+		return err
+	}
+	var exit sql.NullInt64
+	if e.ExitCode != nil {
+		exit = sql.NullInt64{Int64: int64(*e.ExitCode), Valid: true}
+	}
+	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO exec_log (`+execLogColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		e.ID, e.SandboxID, e.Seq, e.AccountID, e.Source, e.Operation, string(e.Detail), exit, e.OutputTruncated,
+		micros(e.StartedAt), e.DurationMS, e.PrevHash, e.RowHash)
+	if err != nil {
+		return fmt.Errorf("insert exec log entry: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// ExecLog implements server.AuditStore.
+func (s *Store) ExecLog(ctx context.Context, sandboxID string, limit, offset int) ([]*server.ExecLogEntry, int, error) {
+	var total int
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM exec_log WHERE sandbox_id = ?`), sandboxID).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("count exec log: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+execLogColumns+` FROM exec_log
+		WHERE sandbox_id = ? ORDER BY seq LIMIT ? OFFSET ?`), sandboxID, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("query exec log: %w", err)
+	}
+	defer rows.Close()
+	out := []*server.ExecLogEntry{}
+	for rows.Next() {
+		var e server.ExecLogEntry
+		var detail string
+		var exit sql.NullInt64
+		var started int64
+		if err := rows.Scan(&e.ID, &e.SandboxID, &e.Seq, &e.AccountID, &e.Source, &e.Operation, &detail, &exit,
+			&e.OutputTruncated, &started, &e.DurationMS, &e.PrevHash, &e.RowHash); err != nil {
+			return nil, 0, fmt.Errorf("scan exec log entry: %w", err)
+		}
+		e.Detail = []byte(detail)
+		e.StartedAt = fromMicros(started)
+		if exit.Valid {
+			code := int(exit.Int64)
+			e.ExitCode = &code
+		}
+		out = append(out, &e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("query exec log: %w", err)
+	}
+	return out, total, nil
+}
