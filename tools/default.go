@@ -1,0 +1,218 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// Default returns the 15 default tools of reference §4.1, in its order.
+func Default() []Tool {
+	return []Tool{
+		bashTool(),
+		pythonTool(),
+		fileCreateTool(),
+		viewTool(),
+		strReplaceTool(),
+		presentFilesTool(),
+		lsTool(),
+		globTool(),
+		grepTool(),
+		startProcessTool(),
+		processOutputTool(),
+		processInputTool(),
+		stopProcessTool(),
+		listProcessesTool(),
+		watchTool(),
+	}
+}
+
+// Limits of the default tools (reference §4.1).
+const (
+	bashDefaultTimeout = 120
+	bashMaxTimeout     = 600
+	pythonMaxTimeout   = api.MaxInterpreterTimeout
+	watchMaxSeconds    = api.MaxWatchSeconds
+)
+
+func bashTool() Tool {
+	return Tool{
+		Name: "bash_tool",
+		Description: "Run a shell command in the sandbox (/bin/sh -c, working directory /workspace) and return its output: " +
+			"stdout, then stderr. A non-zero exit is reported as \"Error (exit code N):\" followed by the output. " +
+			"Commands are killed at the timeout; use start_process for servers and long jobs.",
+		Schema: object(
+			strParam("command", "The shell command to run.").req(),
+			intParam("timeout", "Seconds before the command is killed (default 120, max 600).", bashDefaultTimeout, 1, bashMaxTimeout),
+		),
+		Handler: runBash,
+	}
+}
+
+func runBash(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
+	in := struct {
+		Command string `json:"command"`
+		Timeout int    `json:"timeout"`
+	}{Timeout: bashDefaultTimeout}
+	if msg := decode("bash_tool", args, &in); msg != "" {
+		return msg, nil
+	}
+	if strings.TrimSpace(in.Command) == "" {
+		return "Error: command must not be empty", nil
+	}
+	in.Timeout = clamp(in.Timeout, 1, bashMaxTimeout)
+	res, err := sb.Exec(ctx, api.ExecRequest{Command: in.Command, Timeout: in.Timeout})
+	if text, done, err := result(err); done {
+		return text, err
+	}
+	return execText(res, in.Timeout), nil
+}
+
+// execText renders a command's result as bash_tool does: the output
+// (redacted), an error header for a non-zero exit, hints for common failures.
+func execText(res *api.ExecResult, timeout int) string {
+	out := Redact(combine(res.Stdout, res.Stderr))
+	if res.ExitCode == 0 {
+		if out == "" {
+			return "(command completed with no output)"
+		}
+		return out
+	}
+	if out == "" {
+		out = "(no output)"
+	}
+	text := fmt.Sprintf("Error (exit code %d):\n%s", res.ExitCode, out)
+	for _, h := range execHints(res.ExitCode, out, timeout) {
+		text += "\n\nHint: " + h
+	}
+	return text
+}
+
+// combine joins stdout and stderr, one line apart, without trailing newlines.
+func combine(stdout, stderr string) string {
+	out := strings.TrimRight(stdout, "\n")
+	if e := strings.TrimRight(stderr, "\n"); e != "" {
+		if out != "" {
+			out += "\n"
+		}
+		out += e
+	}
+	return out
+}
+
+var noModuleRE = regexp.MustCompile(`No module named '([A-Za-z0-9_.]+)'`)
+
+// execHints are the reference's hints for failures an agent can fix itself.
+func execHints(code int, out string, timeout int) []string {
+	var hints []string
+	if m := noModuleRE.FindStringSubmatch(out); m != nil {
+		pkg, _, _ := strings.Cut(m[1], ".")
+		hints = append(hints, fmt.Sprintf("the Python module %s is not installed; install it with `pip install %s` if the sandbox has network access, or use what is installed (`pip list`).", m[1], pkg))
+	}
+	if strings.Contains(out, "Cannot find module") {
+		hints = append(hints, "a Node.js module is missing; install it with `npm install <name>` in the project directory if the sandbox has network access.")
+	}
+	if code == 127 || strings.Contains(out, "command not found") || strings.Contains(out, ": not found") {
+		hints = append(hints, "the command is not installed in this sandbox or not on PATH; check its name, or look for an alternative with `ls /usr/bin /usr/local/bin`.")
+	}
+	if code == api.ExitCodeTimeout && strings.Contains(out, "timed out") {
+		hints = append(hints, fmt.Sprintf("the command hit its timeout of %ds; pass a larger timeout (max %d) or run it in the background with start_process.", timeout, bashMaxTimeout))
+	}
+	return hints
+}
+
+func pythonTool() Tool {
+	return Tool{
+		Name: "python_interpreter",
+		Description: "Run Python code in a persistent interpreter in the sandbox: variables, imports and functions survive between calls. " +
+			"Returns what the code printed and the value of its last expression, or the traceback if it raised.",
+		Schema: object(
+			strParam("code", "The Python code to run.").req(),
+			intParam("timeout", "Seconds before the interpreter is stopped (default 30, max 300).", api.DefaultInterpreterTimeout, 1, pythonMaxTimeout),
+		),
+		Handler: runPython,
+	}
+}
+
+func runPython(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
+	in := struct {
+		Code    string `json:"code"`
+		Timeout int    `json:"timeout"`
+	}{Timeout: api.DefaultInterpreterTimeout}
+	if msg := decode("python_interpreter", args, &in); msg != "" {
+		return msg, nil
+	}
+	if strings.TrimSpace(in.Code) == "" {
+		return "Error: code must not be empty", nil
+	}
+	ip, ok := sb.(Interpreter)
+	if !ok {
+		return unsupported("the Python interpreter"), nil
+	}
+	res, err := ip.InterpreterExec(ctx, api.InterpreterExecRequest{Code: in.Code, Timeout: clamp(in.Timeout, 1, pythonMaxTimeout)})
+	if text, done, err := result(err); done {
+		return text, err
+	}
+	var parts []string
+	if s := strings.TrimRight(res.Stdout, "\n"); s != "" {
+		parts = append(parts, s)
+	}
+	if res.Truncated {
+		parts = append(parts, "... (output truncated)")
+	}
+	switch {
+	case res.Error != nil:
+		parts = append(parts, "Error:\n"+strings.TrimRight(*res.Error, "\n"))
+	case res.Result != nil:
+		parts = append(parts, *res.Result)
+	}
+	if len(parts) == 0 {
+		return "(no output)", nil
+	}
+	return Redact(strings.Join(parts, "\n")), nil
+}
+
+func watchTool() Tool {
+	return Tool{
+		Name: "watch_directory",
+		Description: "Wait until something in a sandbox directory changes (a file created, modified, deleted or moved) or the timeout passes, " +
+			"and list the changes. Use it to wait for a build or a background process to write its output instead of polling.",
+		Schema: object(
+			strParam("path", "The directory to watch (default \"/\", the workspace).").dflt("/"),
+			numParam("timeout_seconds", "Seconds to wait for a change (default 10, max 60).", api.DefaultWatchSeconds, api.MinWatchSeconds, watchMaxSeconds),
+		),
+		Handler: runWatch,
+	}
+}
+
+func runWatch(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
+	in := struct {
+		Path    string  `json:"path"`
+		Timeout float64 `json:"timeout_seconds"`
+	}{Path: "/", Timeout: api.DefaultWatchSeconds}
+	if msg := decode("watch_directory", args, &in); msg != "" {
+		return msg, nil
+	}
+	if in.Path == "" {
+		in.Path = "/"
+	}
+	in.Timeout = max(api.MinWatchSeconds, min(in.Timeout, watchMaxSeconds))
+	res, err := sb.Watch(ctx, api.WatchRequest{Path: in.Path, TimeoutSeconds: in.Timeout})
+	if text, done, err := result(err); done {
+		return text, err
+	}
+	if len(res.Changes) == 0 {
+		return fmt.Sprintf("No changes under %s within %ss.", in.Path, strconv.FormatFloat(in.Timeout, 'f', -1, 64)), nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Changes under %s:", in.Path)
+	for _, c := range res.Changes {
+		fmt.Fprintf(&b, "\n%s: %s", c.Event, c.Path)
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,197 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// Sandbox is what every tool needs from one sandbox: commands and the file
+// routes. Optional capabilities (Presenter, Interpreter, Processes, LanguageServers) are
+// separate interfaces a Sandbox may also implement; a tool that needs one
+// the sandbox lacks answers with an error text.
+//
+// Methods return *api.Error for refusals of the API (not found, bad path,
+// budget exceeded); tools turn those into text. Any other error is a
+// transport failure.
+type Sandbox interface {
+	Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResult, error)
+	WriteFile(ctx context.Context, req api.FileCreateRequest) (*api.FileCreateResult, error)
+	View(ctx context.Context, req api.ViewRequest) (*api.ViewResult, error)
+	StrReplace(ctx context.Context, req api.StrReplaceRequest) (*api.StrReplaceResult, error)
+	List(ctx context.Context, req api.LsRequest) (*api.LsResult, error)
+	Glob(ctx context.Context, req api.GlobRequest) (*api.GlobResult, error)
+	Grep(ctx context.Context, req api.GrepRequest) (*api.GrepResult, error)
+	Watch(ctx context.Context, req api.WatchRequest) (*api.WatchResult, error)
+}
+
+// Presenter hands files to the user (present_files).
+type Presenter interface {
+	PresentFiles(ctx context.Context, req api.PresentFilesRequest) (*api.PresentFilesResult, error)
+}
+
+// Interpreter runs code in the sandbox's persistent Python interpreter
+// (python_interpreter).
+type Interpreter interface {
+	InterpreterExec(ctx context.Context, req api.InterpreterExecRequest) (*api.InterpreterExecResult, error)
+}
+
+// Processes runs background processes (start_process and its siblings).
+type Processes interface {
+	StartProcess(ctx context.Context, req api.ProcessStartRequest) (*api.ProcessStarted, error)
+	ProcessOutput(ctx context.Context, id string, sinceOffset int64) (*api.ProcessOutput, error)
+	SendProcessInput(ctx context.Context, id, data string) (*api.ProcessInputResult, error)
+	StopProcess(ctx context.Context, id string) (*api.ProcessStopResult, error)
+	ListProcesses(ctx context.Context) (*api.ProcessList, error)
+}
+
+// LanguageServers drives language servers in the sandbox (the lsp_* tools).
+type LanguageServers interface {
+	LSPStart(ctx context.Context, req api.LSPStartRequest) (*api.LSPStarted, error)
+	LSPOpen(ctx context.Context, id string, req api.LSPOpenRequest) error
+	LSPCompletion(ctx context.Context, id string, req api.LSPCompletionRequest) (*api.LSPCompletionResult, error)
+	LSPStop(ctx context.Context, id string) error
+}
+
+// Handler runs one tool against a sandbox with the tool's JSON arguments. It
+// returns the text for the agent; the error is for transport failures only.
+type Handler func(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error)
+
+// Tool is one agent tool.
+type Tool struct {
+	Name        string
+	Description string
+	Schema      json.RawMessage // JSON Schema of the arguments object
+	Handler     Handler
+}
+
+// All returns every tool of this package: Default, Git and LSP.
+func All() []Tool {
+	return append(append(Default(), Git()...), LSP()...)
+}
+
+// Lookup finds the tool called name in ts.
+func Lookup(ts []Tool, name string) (Tool, bool) {
+	for _, t := range ts {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
+// Call runs the tool called name from ts and always returns text for the
+// agent: an unknown tool, arguments that do not fit the schema, a transport
+// failure and even a panicking handler come back as an "Error: …" text.
+func Call(ctx context.Context, ts []Tool, sb Sandbox, name string, args json.RawMessage) string {
+	t, ok := Lookup(ts, name)
+	if !ok {
+		names := make([]string, len(ts))
+		for i, t := range ts {
+			names[i] = t.Name
+		}
+		return fmt.Sprintf("Error: unknown tool %q; the tools are %s", name, strings.Join(names, ", "))
+	}
+	return t.Call(ctx, sb, args)
+}
+
+// Call checks args against t's schema, runs t's handler and always returns
+// text, as the package-level Call does.
+func (t Tool) Call(ctx context.Context, sb Sandbox, args json.RawMessage) (out string) {
+	defer func() {
+		// A handler bug must not take down the MCP server or the agent loop
+		// that called it; the agent sees a text and can carry on.
+		if r := recover(); r != nil {
+			out = fmt.Sprintf("Error: internal error in %s: %v", t.Name, r)
+		}
+	}()
+	if msg := checkArgs(t.Name, t.Schema, args); msg != "" {
+		return msg
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	out, err := t.Handler(ctx, sb, args)
+	if err != nil {
+		return transportText(err)
+	}
+	return out
+}
+
+// transportText is the text for an error a handler could not turn into a result.
+func transportText(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return "Error: the call was canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "Error: the call timed out before the sandbox answered"
+	}
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		return apiErrorText(e)
+	}
+	return fmt.Sprintf("Error: could not reach the sandbox (%v)", err)
+}
+
+// apiErrorText renders an API refusal the way the agent should read it.
+func apiErrorText(e *api.Error) string {
+	msg := e.Message
+	if msg == "" {
+		msg = e.Error()
+	}
+	s := "Error: " + msg
+	if e.Hint != "" {
+		s += "\nHint: " + e.Hint
+	}
+	return s
+}
+
+// result sorts a sandbox call's error: an *api.Error becomes the text to
+// answer with (done is true, err nil); any other error is passed on as a
+// transport failure; no error means carry on.
+func result(err error) (text string, done bool, failure error) {
+	if err == nil {
+		return "", false, nil
+	}
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		return apiErrorText(e), true, nil
+	}
+	return "", true, err
+}
+
+// asAPIError finds the API refusal in err.
+func asAPIError(err error) (*api.Error, bool) {
+	return errors.AsType[*api.Error](err)
+}
+
+// isNotFound reports whether err is the API's not_found refusal.
+func isNotFound(err error) bool {
+	e, ok := asAPIError(err)
+	return ok && e.Code == api.CodeNotFound
+}
+
+// decode unmarshals already-checked args into v. Call has validated them
+// against the schema, so a failure here means a handler called directly
+// with bad input; it is still reported as text.
+func decode(name string, args json.RawMessage, v any) string {
+	if len(args) == 0 || string(args) == "null" {
+		return ""
+	}
+	if err := json.Unmarshal(args, v); err != nil {
+		return fmt.Sprintf("Error: invalid arguments for %s: %v", name, err)
+	}
+	return ""
+}
+
+// unsupported is the text for a tool whose capability the sandbox lacks.
+func unsupported(what string) string {
+	return "Error: this sandbox does not support " + what
+}
+
+// clamp limits v to [lo, hi].
+func clamp(v, lo, hi int) int {
+	return max(lo, min(v, hi))
+}
