@@ -1,0 +1,124 @@
+package sidecar
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+func interpExec(t testing.TB, url, code string, timeout, wantStatus int) api.InterpreterExecResult {
+	t.Helper()
+	var res api.InterpreterExecResult
+	var out any = &res
+	if wantStatus != http.StatusOK {
+		out = nil
+	}
+	body := doJSON(t, http.MethodPost, url+"/interpreter/exec", api.InterpreterExecRequest{Code: code, Timeout: timeout}, wantStatus, out)
+	if wantStatus != http.StatusOK {
+		if e := decodeError(t, body); e.Code != api.CodeSandboxFailed && wantStatus == http.StatusBadGateway {
+			t.Errorf("code %q, want %q", e.Code, api.CodeSandboxFailed)
+		}
+	}
+	return res
+}
+
+func strPtr(s string) *string { return &s }
+
+func TestInterpreter(t *testing.T) {
+	t.Parallel()
+	url, _ := newToolServer(t, Options{})
+
+	var st api.InterpreterStatus
+	doJSON(t, http.MethodGet, url+"/interpreter/status", nil, http.StatusOK, &st)
+	if st.Running {
+		t.Errorf("status before first use: running")
+	}
+
+	steps := []struct {
+		name string
+		code string
+		want api.InterpreterExecResult
+	}{
+		{"assignment has no result", "x = 1", api.InterpreterExecResult{}},
+		{"globals persist", "x + 1", api.InterpreterExecResult{Result: strPtr("2")}},
+		{"repr of the last expression", "'a' * 3", api.InterpreterExecResult{Result: strPtr("'aaa'")}},
+		{"None is no result", "None", api.InterpreterExecResult{}},
+		{"statements then an expression", "def f(n):\n    return n * 2\ny = f(x)\ny", api.InterpreterExecResult{Result: strPtr("2")}},
+		{"stdout and stderr together, in order", "import sys\nprint('out')\nprint('err', file=sys.stderr)\nprint('out2')", api.InterpreterExecResult{Stdout: "out\nerr\nout2\n"}},
+		{"output of child processes", "import os\nos.system('echo from-shell')\nprint('after')", api.InterpreterExecResult{Stdout: "from-shell\nafter\n"}},
+		{"output and result", "print('hi')\n40 + 2", api.InterpreterExecResult{Stdout: "hi\n", Result: strPtr("42")}},
+		{"stdin is empty", "import sys\nsys.stdin.read()", api.InterpreterExecResult{Result: strPtr("''")}},
+	}
+	for _, s := range steps {
+		got := interpExec(t, url, s.code, 0, http.StatusOK)
+		if diff := cmp.Diff(s.want, got); diff != "" {
+			t.Errorf("%s: exec %q (-want +got):\n%s", s.name, s.code, diff)
+		}
+	}
+
+	got := interpExec(t, url, "print('before')\n1/0", 0, http.StatusOK)
+	if got.Error == nil || !strings.Contains(*got.Error, "ZeroDivisionError") || !strings.Contains(*got.Error, `File "<input>", line 2`) {
+		t.Errorf("error = %v, want a traceback of the ZeroDivisionError at <input> line 2", got.Error)
+	} else if strings.Contains(*got.Error, "driver") || strings.Contains(*got.Error, `File "<string>"`) {
+		t.Errorf("traceback shows the driver's frames:\n%s", *got.Error)
+	}
+	if got.Stdout != "before\n" || got.Result != nil {
+		t.Errorf("exec with an error: stdout %q result %v, want the output before it and no result", got.Stdout, got.Result)
+	}
+	if got := interpExec(t, url, "def (", 0, http.StatusOK); got.Error == nil || !strings.Contains(*got.Error, "SyntaxError") {
+		t.Errorf("syntax error: %v", got.Error)
+	}
+	if got := interpExec(t, url, "raise SystemExit(3)", 0, http.StatusOK); got.Error == nil || !strings.Contains(*got.Error, "SystemExit") {
+		t.Errorf("SystemExit: %v, want it reported, not the interpreter gone", got.Error)
+	}
+	if got := interpExec(t, url, "x", 0, http.StatusOK); got.Result == nil || *got.Result != "1" {
+		t.Errorf("x after errors = %v, want 1: errors must keep the state", got.Result)
+	}
+
+	got = interpExec(t, url, "print('y' * 300000)", 0, http.StatusOK)
+	if !got.Truncated || len(got.Stdout) != 256<<10 {
+		t.Errorf("big output: truncated %v, %d bytes; want truncated at %d", got.Truncated, len(got.Stdout), 256<<10)
+	}
+
+	doJSON(t, http.MethodGet, url+"/interpreter/status", nil, http.StatusOK, &st)
+	if !st.Running || st.StartedAt == nil || st.IdleSeconds == nil {
+		t.Errorf("status after use = %+v, want running with a start and idle time", st)
+	}
+
+	// A timeout kills the interpreter and loses its state; the next call starts afresh.
+	interpExec(t, url, "while True: pass", 1, http.StatusBadGateway)
+	got = interpExec(t, url, "'x' in globals()", 0, http.StatusOK)
+	if got.Result == nil || *got.Result != "False" {
+		t.Errorf("after a timeout: x in globals() = %v, want False", got.Result)
+	}
+
+	// A crash is a 502 too.
+	interpExec(t, url, "import os\nos._exit(1)", 0, http.StatusBadGateway)
+	if got := interpExec(t, url, "1 + 1", 0, http.StatusOK); got.Result == nil || *got.Result != "2" {
+		t.Errorf("after a crash: %v", got.Result)
+	}
+
+	var reset api.InterpreterReset
+	interpExec(t, url, "z = 5", 0, http.StatusOK)
+	doJSON(t, http.MethodPost, url+"/interpreter/reset", nil, http.StatusOK, &reset)
+	if reset.Status != "reset" {
+		t.Errorf("reset = %+v", reset)
+	}
+	doJSON(t, http.MethodGet, url+"/interpreter/status", nil, http.StatusOK, &st)
+	if st.Running {
+		t.Errorf("status after reset: running")
+	}
+	if got := interpExec(t, url, "'z' in globals()", 0, http.StatusOK); got.Result == nil || *got.Result != "False" {
+		t.Errorf("after reset: z in globals() = %v, want False", got.Result)
+	}
+
+	for _, body := range []string{`{"code":""}`, `{"code":"  \n"}`, `{}`} {
+		if status, b := call(t, http.MethodPost, url+"/interpreter/exec", authed, body); status != http.StatusBadRequest {
+			t.Errorf("exec %s = %d %s, want 400", body, status, b)
+		}
+	}
+}
