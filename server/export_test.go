@@ -15,3 +15,13 @@ func (s *Server) SetHealthTimeout(d time.Duration) { s.healthTimeout = d }
 
 // Reap runs one reaper pass.
 func (s *Server) Reap(ctx context.Context) { s.reap(ctx) }
+
+// ProxyRoutes returns "METHOD /path" of every proxied route, paths under
+// /v1/sandboxes/{id}, so tests can check they cover the whole table.
+func ProxyRoutes() []string {
+	var out []string
+	for _, rt := range proxyRoutes() {
+		out = append(out, rt.method+" "+rt.path)
+	}
+	return out
+}

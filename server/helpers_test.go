@@ -78,14 +78,18 @@ type fakeSidecar struct {
 	Token    string
 	ExecFunc func(w http.ResponseWriter, r *http.Request, req api.ExecRequest)
 
+	mux      *http.ServeMux
 	mu       sync.Mutex
 	requests []api.ExecRequest
 	headers  []http.Header
 }
 
+// Route adds a handler to the fake sidecar.
+func (sc *fakeSidecar) Route(pattern string, h http.HandlerFunc) { sc.mux.HandleFunc(pattern, h) }
+
 func newFakeSidecar(t testing.TB) *fakeSidecar {
-	sc := &fakeSidecar{Token: "sidecar-token"}
 	mux := http.NewServeMux()
+	sc := &fakeSidecar{Token: "sidecar-token", mux: mux}
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"healthy"}`)
