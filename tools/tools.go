@@ -140,7 +140,7 @@ func transportText(err error) string {
 func apiErrorText(e *api.Error) string {
 	msg := e.Message
 	if msg == "" {
-		msg = e.Error()
+		msg = fmt.Sprintf("the sandbox refused the call [%s]", e.Code)
 	}
 	s := "Error: " + msg
 	if e.Hint != "" {
