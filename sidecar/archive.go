@@ -59,7 +59,7 @@ func (h *Handler) putArchive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := dest.writable("write", p); err != nil {
+	if err := dest.writable("write to", p); err != nil {
 		return err
 	}
 	x := &extractor{pm: pm, rs: pm.real(), dest: dest.host, owner: h.newOwner()}
@@ -231,9 +231,10 @@ func (x *extractor) symlink(hdr *tar.Header, name, host string) error {
 // targetInside reports whether a symlink in dir pointing at target would
 // resolve inside the typed roots.
 func (x *extractor) targetInside(target, dir string) bool {
-	var host string
+	start := dir
 	if path.IsAbs(target) {
 		v := path.Clean(target)
+		host := ""
 		for _, r := range x.pm.roots {
 			if rest, ok := strings.CutPrefix(v, r.virt); ok && !r.listOnly && (rest == "" || rest[0] == '/') {
 				host = r.host + rest
@@ -243,15 +244,57 @@ func (x *extractor) targetInside(target, dir string) bool {
 		if host == "" {
 			return false
 		}
-	} else {
-		host = filepath.Join(dir, filepath.FromSlash(target))
+		start, target = "/", host
 	}
-	real, err := realPath(host)
+	real, err := followTarget(start, target)
 	if err != nil {
 		return false
 	}
 	_, ok := x.rs.locate(real, false)
 	return ok
+}
+
+// maxLinkHops bounds symlinks followed in one resolution, as the kernel's
+// ELOOP does.
+const maxLinkHops = 40
+
+// followTarget resolves target from the real directory start the way the
+// kernel will: component by component, following symlinks before applying
+// a later "..", which a lexical clean would apply first ("up/../x" with up
+// a link to ".." is two levels up, not x). From the first missing component
+// on, the rest is applied lexically: nothing there can be a link yet.
+func followTarget(start, target string) (string, error) {
+	cur, comps, hops := start, strings.Split(target, "/"), 0
+	for i := 0; i < len(comps); i++ {
+		switch c := comps[i]; c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, comps[i])
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return filepath.Join(append([]string{next}, comps[i+1:]...)...), nil
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if hops++; hops > maxLinkHops {
+			return "", errors.New("too many levels of symbolic links")
+		}
+		link, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if path.IsAbs(link) {
+			cur = "/"
+		}
+		comps, i = append(strings.Split(link, "/"), comps[i+1:]...), -1
+	}
+	return cur, nil
 }
 
 // hardlink links to a regular file extracted earlier under the destination.

@@ -38,7 +38,7 @@ func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := res.writable("write", req.Path); err != nil {
+	if err := res.writable("write to", req.Path); err != nil {
 		return err
 	}
 	meta, err := h.metaOf(res.host, req.Path)

@@ -29,40 +29,53 @@ func (h *Handler) grep(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
+	out, err := h.grepFiles(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// grepFiles runs a /grep. A bad pattern or glob and the time cap are
+// results with Error set, not errors.
+func (h *Handler) grepFiles(ctx context.Context, req api.GrepRequest) (api.GrepResult, error) {
+	fail := func(msg string) (api.GrepResult, error) {
+		return api.GrepResult{Matches: []api.GrepMatch{}, Error: msg}, nil
+	}
 	re, err := regexp.Compile(req.Pattern)
 	if err != nil {
-		return writeJSON(w, http.StatusOK, api.GrepResult{Matches: []api.GrepMatch{}, Error: "Invalid regex pattern: " + err.Error()})
+		return fail("Invalid regex pattern: " + err.Error())
 	}
 	var glob *regexp.Regexp
 	if req.Glob != "" {
 		if glob, err = fnmatch(req.Glob); err != nil {
-			return writeJSON(w, http.StatusOK, api.GrepResult{Matches: []api.GrepMatch{}, Error: "Invalid glob pattern: " + err.Error()})
+			return fail("Invalid glob pattern: " + err.Error())
 		}
 	}
 	pm := h.paths()
 	base, err := pm.resolve(req.Path, false)
 	if err != nil {
-		return err
+		return api.GrepResult{}, err
 	}
 	lim := h.limits()
-	ctx, cancel := context.WithTimeout(r.Context(), lim.GrepTimeout)
+	tctx, cancel := context.WithTimeout(ctx, lim.GrepTimeout)
 	defer cancel()
-	g := &grepper{ctx: ctx, re: re, max: clampMatches(req.MaxMatches), budget: lim.GrepMaxBytes, matches: []api.GrepMatch{}}
-	err = walkFiles(ctx, pm.real(), base, func(host, virt, rel string, _ fs.FileInfo) error {
+	g := &grepper{ctx: tctx, re: re, max: clampMatches(req.MaxMatches), budget: lim.GrepMaxBytes, matches: []api.GrepMatch{}}
+	err = walkFiles(tctx, pm.real(), base, func(host, virt, rel string, _ fs.FileInfo) error {
 		if glob != nil && !globSelects(glob, virt, rel) {
 			return nil
 		}
 		return g.file(host, virt)
 	})
 	switch {
-	case r.Context().Err() != nil:
-		return r.Context().Err()
+	case ctx.Err() != nil:
+		return api.GrepResult{}, ctx.Err()
 	case errors.Is(err, context.DeadlineExceeded):
-		return writeJSON(w, http.StatusOK, timedOut(lim.GrepTimeout))
+		return timedOut(lim.GrepTimeout), nil
 	case err != nil:
-		return err
+		return api.GrepResult{}, err
 	}
-	return writeJSON(w, http.StatusOK, api.GrepResult{Matches: g.matches, Truncated: g.truncated})
+	return api.GrepResult{Matches: g.matches, Truncated: g.truncated}, nil
 }
 
 // clampMatches applies the reference's default and 1..5000 clamp.

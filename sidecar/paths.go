@@ -207,12 +207,18 @@ func (rs realRoots) locate(p string, listing bool) (resolved, bool) {
 // silently skip entries that do not, so they are no oracle for what lies
 // outside.
 func (rs realRoots) contains(p string, listing bool) bool {
+	_, ok := rs.realInside(p, listing)
+	return ok
+}
+
+// realInside is contains that also returns the real path.
+func (rs realRoots) realInside(p string, listing bool) (string, bool) {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return false
+		return "", false
 	}
 	_, ok := rs.locate(real, listing)
-	return ok
+	return real, ok
 }
 
 // recheck resolves host again right before it is opened, created or renamed
@@ -229,7 +235,7 @@ func (rs realRoots) recheck(host string) error {
 	return nil
 }
 
-// writable refuses writes to the read-only roots; verb is "write" or "edit".
+// writable refuses writes to the read-only roots; verb is "write to" or "edit".
 func (r resolved) writable(verb, p string) error {
 	if r.root.readOnly {
 		return api.Errorf(http.StatusForbidden, api.CodeForbidden, "Cannot %s read-only path: %s", verb, p)

@@ -19,8 +19,8 @@ import (
 var errStop = errors.New("stop walking")
 
 // walkFiles calls fn for every regular file under base (or base itself
-// when it is a file), in lexical order, with its host path, its virtual
-// path and its slash-separated path relative to base. Symlinked files are
+// when it is a file), in lexical order, with its real host path, its
+// virtual path and its slash-separated path relative to base. Symlinked files are
 // followed only when their real path stays inside the roots; symlinked
 // directories are never followed, so nothing found lies outside them.
 // Unreadable directories are skipped. fn returns errStop to end the walk.
@@ -48,11 +48,17 @@ func walkFiles(ctx context.Context, rs realRoots, base resolved, fn func(host, v
 		if d.IsDir() {
 			return nil
 		}
+		rel := filepath.ToSlash(strings.TrimPrefix(host, base.host+"/"))
 		var fi fs.FileInfo
 		switch {
 		case d.Type().IsRegular():
 			fi, err = d.Info()
-		case d.Type()&fs.ModeSymlink != 0 && rs.contains(host, false):
+		case d.Type()&fs.ModeSymlink != 0:
+			real, ok := rs.realInside(host, false)
+			if !ok {
+				return nil
+			}
+			host = real // opened without following links, so the target itself
 			fi, err = os.Stat(host)
 		default:
 			return nil // a FIFO would block a reader; devices and sockets hold no text
@@ -60,7 +66,6 @@ func walkFiles(ctx context.Context, rs realRoots, base resolved, fn func(host, v
 		if err != nil || !fi.Mode().IsRegular() {
 			return nil
 		}
-		rel := filepath.ToSlash(strings.TrimPrefix(host, base.host+"/"))
 		return fn(host, path.Join(base.virt, rel), rel, fi)
 	})
 	return ignoreStop(err)
@@ -78,20 +83,30 @@ func (h *Handler) glob(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
+	out, err := h.globFiles(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// globFiles runs a /glob. Past the time cap it returns what it found,
+// truncated.
+func (h *Handler) globFiles(ctx context.Context, req api.GlobRequest) (api.GlobResult, error) {
 	out := api.GlobResult{Matches: []api.GlobMatch{}}
 	pat, ok := compileGlob(req.Pattern)
 	if !ok {
-		return writeJSON(w, http.StatusOK, out) // errors → [] as in the reference
+		return out, nil // errors → [] as in the reference
 	}
 	pm := h.paths()
 	base, err := pm.resolve(req.Path, false)
 	if err != nil {
-		return err
+		return out, err
 	}
 	lim := h.limits()
-	ctx, cancel := context.WithTimeout(r.Context(), lim.GrepTimeout)
+	tctx, cancel := context.WithTimeout(ctx, lim.GrepTimeout)
 	defer cancel()
-	err = walkFiles(ctx, pm.real(), base, func(_, virt, rel string, fi fs.FileInfo) error {
+	err = walkFiles(tctx, pm.real(), base, func(_, virt, rel string, fi fs.FileInfo) error {
 		if !pat.match(rel) {
 			return nil
 		}
@@ -102,14 +117,14 @@ func (h *Handler) glob(w http.ResponseWriter, r *http.Request) error {
 		out.Matches = append(out.Matches, lsEntry(virt, fi))
 		return nil
 	})
-	if r.Context().Err() != nil {
-		return r.Context().Err()
+	if ctx.Err() != nil {
+		return out, ctx.Err()
 	}
 	if err != nil {
 		out.Truncated = true // out of time: what was found so far
 	}
 	slices.SortFunc(out.Matches, func(a, b api.LsEntry) int { return strings.Compare(a.Path, b.Path) })
-	return writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // globPattern is a /glob pattern split into slash-separated segments, with

@@ -35,7 +35,7 @@ func (h *Handler) putRaw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := res.writable("write", p); err != nil {
+	if err := res.writable("write to", p); err != nil {
 		return err
 	}
 	meta, err := h.metaOf(res.host, p)

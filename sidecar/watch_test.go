@@ -1,0 +1,134 @@
+package sidecar
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// watchAfter starts a watch, runs act once an inotify watch on the host
+// directory armed exists, and returns the result.
+func watchAfter(t *testing.T, fs fileServer, req api.WatchRequest, armed string, act func()) api.WatchResult {
+	t.Helper()
+	done := make(chan api.WatchResult, 1)
+	go func() { done <- postOK[api.WatchResult](t, fs, "/watch", req) }()
+	waitWatched(t, armed)
+	act()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch did not return")
+	}
+	return api.WatchResult{}
+}
+
+// waitWatched waits until an inotify instance of this process watches dir:
+// the sidecar under test runs in it, and /proc/self/fdinfo lists the inode
+// of every watch.
+func waitWatched(t *testing.T, dir string) {
+	t.Helper()
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(" ino:%x ", fi.Sys().(*syscall.Stat_t).Ino)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		fds, _ := os.ReadDir("/proc/self/fd")
+		for _, fd := range fds {
+			if l, _ := os.Readlink("/proc/self/fd/" + fd.Name()); l != "anon_inode:inotify" {
+				continue
+			}
+			info, _ := os.ReadFile("/proc/self/fdinfo/" + fd.Name())
+			if strings.Contains(string(info), want) {
+				return
+			}
+		}
+	}
+	t.Fatalf("no inotify watch on %s", dir)
+}
+
+func TestWatch(t *testing.T) {
+	t.Parallel()
+	fs := newFileServer(t, Options{})
+	writeFile(t, fs.ws+"/existing.txt", "x", 0o644)
+	writeFile(t, fs.ws+"/sub/deep/inner.txt", "x", 0o644)
+	ch := func(p, ev string) api.WatchChange { return api.WatchChange{Path: p, Event: ev} }
+	tests := []struct {
+		name  string
+		req   api.WatchRequest
+		armed string // the host directory watched last
+		act   func()
+		want  []api.WatchChange
+	}{
+		{"created", api.WatchRequest{Path: "/", TimeoutSeconds: 5}, "", func() { writeFile(t, fs.ws+"/new.txt", "hello", 0o644) },
+			[]api.WatchChange{ch("new.txt", api.WatchCreated), ch("new.txt", api.WatchModified)}},
+		{"modified", api.WatchRequest{TimeoutSeconds: 5}, "", func() {
+			f, _ := os.OpenFile(fs.ws+"/existing.txt", os.O_WRONLY|os.O_APPEND, 0)
+			f.WriteString("more")
+			f.Close()
+		}, []api.WatchChange{ch("existing.txt", api.WatchModified)}},
+		{"deleted", api.WatchRequest{TimeoutSeconds: 5}, "", func() { os.Remove(fs.ws + "/new.txt") },
+			[]api.WatchChange{ch("new.txt", api.WatchDeleted)}},
+		{"moved", api.WatchRequest{TimeoutSeconds: 5}, "", func() { os.Rename(fs.ws+"/existing.txt", fs.ws+"/moved.txt") },
+			[]api.WatchChange{ch("existing.txt", api.WatchMovedFrom), ch("moved.txt", api.WatchMovedTo)}},
+		{"not recursive", api.WatchRequest{TimeoutSeconds: 0.5}, "", func() { writeFile(t, fs.ws+"/sub/deep/inner.txt", "y", 0o644) }, nil},
+		{"recursive", api.WatchRequest{TimeoutSeconds: 5, Recursive: true}, fs.ws + "/sub/deep", func() { os.Remove(fs.ws + "/sub/deep/inner.txt") },
+			[]api.WatchChange{ch("sub/deep/inner.txt", api.WatchDeleted)}},
+		{"recursive new directory", api.WatchRequest{Path: "sub", TimeoutSeconds: 5, Recursive: true}, fs.ws + "/sub/deep", func() {
+			os.MkdirAll(fs.ws+"/sub/n1/n2", 0o755)
+			time.Sleep(10 * time.Millisecond)
+			writeFile(t, fs.ws+"/sub/n1/n2/f", "", 0o644)
+		}, []api.WatchChange{ch("n1", api.WatchCreated), ch("n1/n2", api.WatchCreated), ch("n1/n2/f", api.WatchCreated), ch("n1/n2/f", api.WatchModified)}},
+		{"outputs alias", api.WatchRequest{Path: "/outputs", TimeoutSeconds: 5}, fs.outputs, func() { writeFile(t, fs.outputs+"/o", "", 0o644) },
+			[]api.WatchChange{ch("o", api.WatchCreated), ch("o", api.WatchModified)}},
+	}
+	for _, tt := range tests { // in order: each builds on the last
+		if tt.armed == "" {
+			tt.armed = fs.ws
+		}
+		got := watchAfter(t, fs, tt.req, tt.armed, tt.act)
+		if got.TimedOut != (len(tt.want) == 0) {
+			t.Errorf("%s: timed_out %v with %d changes", tt.name, got.TimedOut, len(got.Changes))
+		}
+		if diff := cmp.Diff(tt.want, got.Changes, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+	st, b := fs.post(t, "/watch", api.WatchRequest{Path: "file"})
+	wantError(t, "watch of a file", st, b, 400, "Not a directory: file")
+	st, b = fs.post(t, "/watch", api.WatchRequest{Path: "nope"})
+	wantError(t, "watch of nothing", st, b, 404, "Directory not found: nope")
+	start := time.Now()
+	got := postOK[api.WatchResult](t, fs, "/watch", api.WatchRequest{Path: "/mnt", TimeoutSeconds: 0.001})
+	if !got.TimedOut || time.Since(start) > 2*time.Second {
+		t.Errorf("watch with a tiny timeout = %+v after %v", got, time.Since(start))
+	}
+}
+
+func TestWatchTimeout(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   float64
+		want time.Duration
+	}{
+		{0, 10 * time.Second},
+		{0.001, 100 * time.Millisecond},
+		{-5, 100 * time.Millisecond},
+		{2.5, 2500 * time.Millisecond},
+		{3600, 60 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := watchTimeout(tt.in); got != tt.want {
+			t.Errorf("watchTimeout(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
