@@ -226,8 +226,10 @@ func TestGitCredentials(t *testing.T) {
 		},
 		{
 			name: "push with an ssh key", tool: "git_push",
-			args:     `{"branch":"main","ssh_key":` + jsonString(key) + `}`,
-			git:      func() (*api.ExecResult, error) { return &api.ExecResult{Stderr: "To github.com:o/r.git\n   1a2b..3c4d  main -> main\n"}, nil },
+			args: `{"branch":"main","ssh_key":` + jsonString(key) + `}`,
+			git: func() (*api.ExecResult, error) {
+				return &api.ExecResult{Stderr: "To github.com:o/r.git\n   1a2b..3c4d  main -> main\n"}, nil
+			},
 			wantFile: key + "\n",
 			wantGit:  sshOpt + " -C /workspace push origin main",
 			want:     "To github.com:o/r.git\n   1a2b..3c4d  main -> main",

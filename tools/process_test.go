@@ -211,9 +211,11 @@ func TestLSPTools(t *testing.T) {
 				name: "none",
 				args: `{"lsp_id":"lsp_1","path":"main.go","line":4,"character":18}`,
 				fake: fake{
-					view:          viewSrc,
-					lspOpen:       func(string, api.LSPOpenRequest) error { return nil },
-					lspCompletion: func(string, api.LSPCompletionRequest) (*api.LSPCompletionResult, error) { return &api.LSPCompletionResult{}, nil },
+					view:    viewSrc,
+					lspOpen: func(string, api.LSPOpenRequest) error { return nil },
+					lspCompletion: func(string, api.LSPCompletionRequest) (*api.LSPCompletionResult, error) {
+						return &api.LSPCompletionResult{}, nil
+					},
 				},
 				want:  "(no completions)",
 				calls: completionCalls,
