@@ -27,12 +27,12 @@ type IO struct {
 // Colour follows https://no-color.org: any non-empty NO_COLOR turns it off.
 func Stdio() IO {
 	isTTY := func(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
-	io := IO{
+	s := IO{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 		InTTY: isTTY(os.Stdin), OutTTY: isTTY(os.Stdout), ErrTTY: isTTY(os.Stderr),
 	}
-	io.Color = io.OutTTY && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
-	return io
+	s.Color = s.OutTTY && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	return s
 }
 
 // App is what every command needs. Costly or fallible members are funcs, so a
@@ -48,11 +48,11 @@ type App struct {
 	flags *pflag.FlagSet
 }
 
-// NewApp returns an App over io whose Config and Client are resolved lazily,
+// NewApp returns an App over stdio whose Config and Client are resolved lazily,
 // at most once, from the environment, the files under BOXKITE_HOME and the
 // root command's flags.
-func NewApp(io IO, version string) *App {
-	app := &App{IO: io, Version: version}
+func NewApp(stdio IO, version string) *App {
+	app := &App{IO: stdio, Version: version}
 	app.Config = sync.OnceValues(func() (*Config, error) {
 		return LoadConfig(app.flags)
 	})

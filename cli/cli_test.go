@@ -20,8 +20,8 @@ type result struct {
 func runCLI(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	var out, errOut strings.Builder
-	io := IO{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}
-	code := Execute(context.Background(), NewRoot(NewApp(io, "test")), args)
+	stdio := IO{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}
+	code := Execute(context.Background(), NewRoot(NewApp(stdio, "test")), args)
 	return result{out.String(), errOut.String(), code}
 }
 

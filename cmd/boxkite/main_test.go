@@ -246,8 +246,8 @@ func TestGeneratedDocsFresh(t *testing.T) {
 	tmp := t.TempDir()
 	man, compl := filepath.Join(tmp, "man"), filepath.Join(tmp, "completions")
 	var stderr bytes.Buffer
-	io := cli.IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &stderr}
-	if code := run(context.Background(), []string{"docs", "--man", man, "--completions", compl}, io); code != 0 {
+	stdio := cli.IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &stderr}
+	if code := run(context.Background(), []string{"docs", "--man", man, "--completions", compl}, stdio); code != 0 {
 		t.Fatalf("boxkite docs exited %d: %s", code, stderr.String())
 	}
 	for _, dir := range []string{"man", "completions"} {
