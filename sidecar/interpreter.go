@@ -30,13 +30,17 @@ const (
 
 // interpreter is the one persistent python3 process of a sandbox, started
 // on first use and stopped when idle, on a timeout, a crash or a reset.
-// Requests take turns: mu is held for the whole of one.
+// Requests take turns on run; state has its own lock so status, reset and
+// teardown never wait for a running request, and reset kills it.
 type interpreter struct {
 	h    *Handler
 	idle time.Duration
 
+	run sync.Mutex // held for the whole of one request
+
 	mu       sync.Mutex
 	proc     *pyProc // nil when not running
+	busy     bool    // a request is running
 	lastUsed time.Time
 	reaper   *time.Timer
 }
@@ -48,6 +52,7 @@ type pyProc struct {
 	stdin     io.WriteCloser
 	replies   chan []byte // one line per reply; closed when stdout ends
 	startedAt time.Time
+	killOnce  sync.Once
 }
 
 func newInterpreter(h *Handler, idle time.Duration) *interpreter {
@@ -67,15 +72,21 @@ var errInterpreter = errors.New("interpreter failed")
 // exec runs code, starting the interpreter if needed. On a timeout, a crash
 // or ctx's end the interpreter is killed and its state is lost.
 func (in *interpreter) exec(ctx context.Context, code string, timeout time.Duration) (api.InterpreterExecResult, error) {
+	in.run.Lock()
+	defer in.run.Unlock()
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	defer in.touch()
-	if in.proc == nil {
-		p, err := in.start(ctx)
-		if err != nil {
+	p := in.proc
+	in.busy = true
+	in.mu.Unlock()
+	defer in.done()
+	if p == nil {
+		var err error
+		if p, err = in.start(ctx); err != nil {
 			return api.InterpreterExecResult{}, err
 		}
+		in.mu.Lock()
 		in.proc = p
+		in.mu.Unlock()
 	}
 	line, err := json.Marshal(struct {
 		Code string `json:"code"`
@@ -83,16 +94,29 @@ func (in *interpreter) exec(ctx context.Context, code string, timeout time.Durat
 	if err != nil {
 		return api.InterpreterExecResult{}, fmt.Errorf("encode request: %w", err)
 	}
-	if _, err := in.proc.stdin.Write(append(line, '\n')); err != nil {
-		in.killLocked()
+	if _, err := p.stdin.Write(append(line, '\n')); err != nil {
+		in.kill(p)
 		return api.InterpreterExecResult{}, fmt.Errorf("%w: write request: %v", errInterpreter, err)
 	}
-	reply, err := in.proc.read(ctx, timeout)
+	reply, err := p.read(ctx, timeout)
 	if err != nil {
-		in.killLocked()
+		in.kill(p) // a late reply would answer the next request
 		return api.InterpreterExecResult{}, err
 	}
 	return reply.InterpreterExecResult, nil
+}
+
+// done marks the end of a request and arms the idle reaper.
+func (in *interpreter) done() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.busy = false
+	in.lastUsed = time.Now()
+	if in.reaper == nil {
+		in.reaper = time.AfterFunc(in.idle, in.reap)
+		return
+	}
+	in.reaper.Reset(in.idle)
 }
 
 // start launches the driver as the sandbox user and waits for its ready line.
@@ -171,42 +195,48 @@ func (p *pyProc) read(ctx context.Context, timeout time.Duration) (interpreterRe
 	}
 }
 
-// kill ends the driver's process group and reaps it.
+// kill ends the driver's process group and reaps it, once; later calls
+// wait for the first.
 func (p *pyProc) kill() {
-	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-	p.stdin.Close()
-	_ = p.cmd.Wait()
+	p.killOnce.Do(func() {
+		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		p.stdin.Close()
+		_ = p.cmd.Wait()
+	})
 }
 
-func (in *interpreter) killLocked() {
-	if in.proc != nil {
-		in.proc.kill()
+// kill ends p and forgets it, if it is still the current driver.
+func (in *interpreter) kill(p *pyProc) {
+	p.kill()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.proc == p {
 		in.proc = nil
 	}
 }
 
-// stop kills the interpreter, if it runs; the next exec starts a fresh one.
+// stop kills the interpreter, if it runs, failing a request in flight with
+// a 502; the next exec starts a fresh one.
 func (in *interpreter) stop() {
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.killLocked()
-}
-
-// touch marks the interpreter used and arms the idle reaper; in.mu is held.
-func (in *interpreter) touch() {
-	in.lastUsed = time.Now()
-	if in.reaper == nil {
-		in.reaper = time.AfterFunc(in.idle, in.reap)
-		return
+	p := in.proc
+	in.proc = nil
+	in.mu.Unlock()
+	if p != nil {
+		p.kill()
 	}
-	in.reaper.Reset(in.idle)
 }
 
 func (in *interpreter) reap() {
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	if time.Since(in.lastUsed) >= in.idle {
-		in.killLocked()
+	p := in.proc
+	idle := !in.busy && time.Since(in.lastUsed) >= in.idle
+	if idle {
+		in.proc = nil
+	}
+	in.mu.Unlock()
+	if idle && p != nil {
+		p.kill()
 	}
 }
 
@@ -217,7 +247,10 @@ func (in *interpreter) status() api.InterpreterStatus {
 		return api.InterpreterStatus{}
 	}
 	started := in.proc.startedAt
-	idle := time.Since(in.lastUsed).Round(100 * time.Millisecond).Seconds()
+	idle := 0.0
+	if !in.busy {
+		idle = time.Since(in.lastUsed).Round(100 * time.Millisecond).Seconds()
+	}
 	return api.InterpreterStatus{Running: true, StartedAt: &started, IdleSeconds: &idle}
 }
 

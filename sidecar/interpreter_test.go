@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -120,5 +121,61 @@ func TestInterpreter(t *testing.T) {
 		if status, b := call(t, http.MethodPost, url+"/interpreter/exec", authed, body); status != http.StatusBadRequest {
 			t.Errorf("exec %s = %d %s, want 400", body, status, b)
 		}
+	}
+}
+
+func TestInterpreterResetKillsARunningRequest(t *testing.T) {
+	t.Parallel()
+	url, _ := newToolServer(t, Options{})
+	done := make(chan int, 1)
+	go func() {
+		status, _ := call(t, http.MethodPost, url+"/interpreter/exec", authed, `{"code":"import time\ntime.sleep(60)","timeout":120}`)
+		done <- status
+	}()
+	// Status answers while the request runs, without waiting for it.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var st api.InterpreterStatus
+		doJSON(t, http.MethodGet, url+"/interpreter/status", nil, http.StatusOK, &st)
+		if st.Running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the interpreter did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	doJSON(t, http.MethodPost, url+"/interpreter/reset", nil, http.StatusOK, nil)
+	select {
+	case status := <-done:
+		if status != http.StatusBadGateway {
+			t.Errorf("the request a reset interrupted = %d, want 502", status)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("reset did not end the running request")
+	}
+	if got := interpExec(t, url, "1", 0, http.StatusOK); got.Result == nil || *got.Result != "1" {
+		t.Errorf("after reset: %v", got.Result)
+	}
+}
+
+func TestInterpreterIdleReap(t *testing.T) {
+	t.Parallel()
+	url, _ := newToolServer(t, Options{Tools: ToolLimits{InterpreterIdle: 200 * time.Millisecond}})
+	interpExec(t, url, "x = 1", 0, http.StatusOK)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var st api.InterpreterStatus
+		doJSON(t, http.MethodGet, url+"/interpreter/status", nil, http.StatusOK, &st)
+		if !st.Running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the interpreter still runs 10s after it went idle: %+v", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := interpExec(t, url, "'x' in globals()", 0, http.StatusOK); got.Result == nil || *got.Result != "False" {
+		t.Errorf("after the idle reap: %v, want a fresh interpreter", got.Result)
 	}
 }

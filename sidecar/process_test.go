@@ -238,7 +238,7 @@ func TestProcessWatchdog(t *testing.T) {
 
 func TestProcessStopGrace(t *testing.T) {
 	t.Parallel()
-	const grace = 300 * time.Millisecond
+	const grace = 1500 * time.Millisecond
 	url, _ := newToolServer(t, Options{Tools: ToolLimits{ProcessStopGrace: grace}})
 	tests := []struct {
 		name, command string
@@ -323,7 +323,7 @@ func readEvents(t testing.TB, sc *bufio.Scanner, each func(sseEvent)) {
 func TestProcessStream(t *testing.T) {
 	t.Parallel()
 	url, _ := newToolServer(t, Options{Tools: ToolLimits{KeepAlive: 100 * time.Millisecond}})
-	id := startProcess(t, url, "echo one; sleep 0.5; echo two; exit 2", 60)
+	id := startProcess(t, url, "echo one; sleep 1; echo two; exit 2", 60)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url+"/process/"+id+"/stream", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +372,7 @@ func TestProcessStream(t *testing.T) {
 		t.Errorf("exit event (-want +got):\n%s", diff)
 	}
 	if keepAlives == 0 {
-		t.Errorf("no keep-alive comment during a 0.5s pause with a 100ms keep-alive")
+		t.Errorf("no keep-alive comment during a 1s pause with a 100ms keep-alive")
 	}
 
 	// A stream of a finished process replays from the offset and ends at once.
