@@ -31,7 +31,8 @@ func newExecCmd(app *App) *cobra.Command {
 		Short:   "Run a command in a sandbox",
 		GroupID: groupSandboxes,
 		Long: `Run a command in a sandbox with /bin/sh -c and stream its output live:
-its stdout to stdout, its stderr to stderr. Piped stdin is forwarded. boxkite
+its stdout to stdout, its stderr to stderr. Stdin that is not a terminal is read
+to the end and forwarded (redirect it from /dev/null to send none). boxkite
 exits with the command's exit code, or 124 when it ran out of time.
 
 Words after -- are quoted for the shell and joined, so they arrive exactly as
