@@ -415,3 +415,25 @@ func TestRing(t *testing.T) {
 		}
 	}
 }
+
+func TestProcessTableEvictsOldestFinished(t *testing.T) {
+	t.Parallel()
+	url, _ := newToolServer(t, Options{Tools: ToolLimits{ProcessTable: 2}})
+	running := startProcess(t, url, "sleep 30", 60)
+	first := startProcess(t, url, "true", 60)
+	waitProcess(t, url, first, 10*time.Second)
+	second := startProcess(t, url, "true", 60)
+	waitProcess(t, url, second, 10*time.Second)
+	third := startProcess(t, url, "true", 60) // over the cap: the oldest finished one goes
+
+	var list api.ProcessList
+	doJSON(t, http.MethodGet, url+"/process", nil, http.StatusOK, &list)
+	var ids []string
+	for _, p := range list.Processes {
+		ids = append(ids, p.ProcessID)
+	}
+	if diff := cmp.Diff([]string{running, third}, ids); diff != "" {
+		t.Errorf("listed after eviction (-want +got):\n%s", diff)
+	}
+	doJSON(t, http.MethodGet, url+"/process/"+first+"/output", nil, http.StatusNotFound, nil)
+}
