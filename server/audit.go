@@ -67,6 +67,10 @@ func (e *ExecLogEntry) Seal(prev string) error {
 // VerifyExecLog checks a sandbox's whole chain: entries must be all of its
 // entries in Seq order, starting at the first. The error names the first
 // entry that does not verify and wraps api.ErrChainBroken.
+//
+// An edited, inserted, reordered or removed row breaks the chain, except
+// that removing the newest rows leaves a shorter chain that verifies:
+// catching that needs the head hash kept elsewhere (issue 5's export).
 func VerifyExecLog(entries []*ExecLogEntry) error {
 	out := make([]api.LogEntry, len(entries))
 	for i, e := range entries {

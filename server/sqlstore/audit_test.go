@@ -1,8 +1,11 @@
 package sqlstore_test
 
 import (
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/sqlstore"
 )
 
 func logEntry(sandboxID, accountID, op string, i int) *server.ExecLogEntry {
@@ -104,5 +108,50 @@ func testExecLogConcurrentAppends(t *testing.T, newStore storeFactory) {
 	}
 	if err := server.VerifyExecLog(all); err != nil {
 		t.Errorf("VerifyExecLog: %v", err)
+	}
+}
+
+// TestExecLogTamper: edits made to the table behind the server's back
+// are caught by VerifyExecLog.
+func TestExecLogTamper(t *testing.T) {
+	tests := []struct {
+		name, stmt string
+	}{
+		{"detail edited", `UPDATE exec_log SET detail = '{"i":99}' WHERE seq = 2`},
+		{"operation edited", `UPDATE exec_log SET operation = 'ls' WHERE seq = 1`},
+		{"exit code cleared", `UPDATE exec_log SET exit_code = NULL WHERE seq = 3`},
+		{"row deleted", `DELETE FROM exec_log WHERE seq = 2`},
+		{"rows renumbered after a delete", `DELETE FROM exec_log WHERE seq = 2; UPDATE exec_log SET seq = seq - 1 WHERE seq > 2`},
+		{"hash recomputed without the chain", `UPDATE exec_log SET prev_hash = '` + api.GenesisHash + `' WHERE seq = 3`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "boxkite.db")
+			st, err := sqlstore.Open(t.Context(), "sqlite:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			for i := range 4 {
+				if err := st.AppendExecLog(t.Context(), logEntry("sb", "acct", "exec", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.ExecContext(t.Context(), tt.stmt); err != nil {
+				t.Fatalf("tamper: %v", err)
+			}
+			all, _, err := st.ExecLog(t.Context(), "sb", 100, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := server.VerifyExecLog(all); !errors.Is(err, api.ErrChainBroken) {
+				t.Errorf("VerifyExecLog after %s = %v, want ErrChainBroken", tt.name, err)
+			}
+		})
 	}
 }
