@@ -100,7 +100,7 @@ func (rs realRoots) mkdirAll(dir string, o owner) error {
 
 // writeFile replaces the real path host with what src yields, atomically: a
 // temp file in the same directory is written, given meta's mode and owner,
-// and renamed over host after host is re-validated. It returns the bytes
+// and renamed over host after its directory is re-validated. It returns the bytes
 // written. Parents are created.
 func (rs realRoots) writeFile(host string, src io.Reader, meta fileMeta) (int64, error) {
 	dir := filepath.Dir(host)
@@ -117,7 +117,9 @@ func (rs realRoots) writeFile(host string, src io.Reader, meta fileMeta) (int64,
 		err = os.Chtimes(tmp, meta.mtime, meta.mtime) // tmp is ours until renamed
 	}
 	if err == nil {
-		err = rs.recheck(host)
+		// Only the directory can redirect the rename: rename replaces a
+		// symlink at host itself rather than following it.
+		err = rs.recheck(dir)
 	}
 	if err == nil {
 		err = os.Rename(tmp, host)
