@@ -18,7 +18,8 @@ type redaction struct {
 //   - the Azure connection string runs before the bare AccountKey pattern
 //     (in the reference the latter ran first, so the former never matched);
 //   - password/passwd/pwd need a ':' or '=' and stay on one line, so
-//     "password protected" and the output of `pwd` are left alone;
+//     "password protected" and the output of `pwd` are left alone, and a
+//     pwd value may not start with '/', so PWD=/workspace/x is left alone;
 //   - the generic PAT pattern needs the token half to mix character classes,
 //     as random tokens do, so long snake_case identifiers are left alone;
 //   - added: boxkite API keys, bearer and Basic authorization values,
@@ -38,7 +39,8 @@ var redactions = []redaction{
 	{re: regexp.MustCompile(`(?i)aws_secret_access_key["\s:=]+["']?[\w/+=]{40}`), repl: "[REDACTED_AWS_SECRET]"},
 	{re: regexp.MustCompile(`(?i)DefaultEndpointsProtocol=https;AccountName=\w+;AccountKey=[\w/+=]+`), repl: "[REDACTED_AZURE_CONN_STRING]"},
 	{re: regexp.MustCompile(`(?i)AccountKey=[\w/+=]+`), repl: "AccountKey=[REDACTED]"},
-	{re: regexp.MustCompile(`(?i)\b(password|passwd|pwd)["' \t]*[:=][ \t]*["']?[^\s"']{8,}`), repl: "${1}=[REDACTED]"},
+	{re: regexp.MustCompile(`(?i)(password|passwd)["' \t]*[:=][ \t]*["']?[^\s"']{8,}`), repl: "${1}=[REDACTED]"},
+	{re: regexp.MustCompile(`(?i)(pwd)["' \t]*[:=][ \t]*["']?[^\s"'/\[][^\s"']{7,}`), repl: "${1}=[REDACTED]"}, // not PWD=/a/directory
 	{re: regexp.MustCompile(`(?i)eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`), repl: "[REDACTED_JWT]"},
 	{re: regexp.MustCompile(`(?i)\b(bearer)[ \t]+[A-Za-z0-9._~+/-]{16,}=*`), repl: "${1} [REDACTED]"},
 	{re: regexp.MustCompile(`(?i)(authorization:[ \t]*basic)[ \t]+[A-Za-z0-9+/]{8,}=*`), repl: "${1} [REDACTED]"},

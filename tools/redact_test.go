@@ -1,0 +1,98 @@
+package tools
+
+import (
+	"strings"
+	"testing"
+)
+
+var redactTests = []struct {
+	name, in, want string
+}{
+	// Positives, one or more per pattern.
+	{"api key", "api_key=abcdefghij0123456789", "[REDACTED_KEY]"},
+	{"api key json", `{"apiKey": "abcdefghij0123456789xyz"}`, `{"[REDACTED_KEY]"}`},
+	{"access token", "ACCESS_TOKEN: 'abcdefghij0123456789-_ab'", "[REDACTED_KEY]'"},
+	{"aws key id", "id AKIAIOSFODNN7EXAMPLE here", "id [REDACTED_AWS_KEY] here"},
+	{"aws secret", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "[REDACTED_AWS_SECRET]"},
+	{"azure connection string", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=abc+/def==;EndpointSuffix=core.windows.net", "[REDACTED_AZURE_CONN_STRING];EndpointSuffix=core.windows.net"},
+	{"azure account key", "AccountKey=abc+/def==", "AccountKey=[REDACTED]"},
+	{"password", "password: hunter2hunter2", "password=[REDACTED]"},
+	{"password env", "DB_PASSWORD=s3cr3tpassw0rd\nNEXT=1", "DB_PASSWORD=[REDACTED]\nNEXT=1"},
+	{"password json", `"passwd": "correct-horse"`, `"passwd=[REDACTED]"`},
+	{"pwd value", "pwd=hunter2hunter2", "pwd=[REDACTED]"},
+	{"jwt", "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl ok", "token [REDACTED_JWT] ok"},
+	{"github classic", "ghp_0123456789abcdefghijABCDEFGHIJ012345", "[REDACTED_GITHUB_TOKEN]"},
+	{"github fine-grained", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP", "[REDACTED_GITHUB_TOKEN]"},
+	{"gitlab", "glpat-abcdefghij0123456789", "[REDACTED_GITLAB_TOKEN]"},
+	{"openssh key", "key:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----\ndone", "key:\n[REDACTED_SSH_PRIVATE_KEY]\ndone"},
+	{"rsa key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEow==\n-----END RSA PRIVATE KEY-----", "[REDACTED_SSH_PRIVATE_KEY]"},
+	{"pkcs8 key", "-----BEGIN PRIVATE KEY-----\nMIIEvQ==\n-----END PRIVATE KEY-----", "[REDACTED_SSH_PRIVATE_KEY]"},
+	{"pgp key", "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOY\n-----END PGP PRIVATE KEY BLOCK-----", "[REDACTED_PGP_PRIVATE_KEY]"},
+	{"key cut off", "head\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE", "head\n[REDACTED_SSH_PRIVATE_KEY]"},
+	{"two keys", "-----BEGIN EC PRIVATE KEY-----\na\n-----END EC PRIVATE KEY-----\nmid\n-----BEGIN EC PRIVATE KEY-----\nb\n-----END EC PRIVATE KEY-----", "[REDACTED_SSH_PRIVATE_KEY]\nmid\n[REDACTED_SSH_PRIVATE_KEY]"},
+	{"boxkite key", "BOXKITE_API_KEY=bxk_live_Ab3-_xYz0123456789abcdefghijklmnopqrstuvwxy", "BOXKITE_API_KEY=[REDACTED_BOXKITE_KEY]"},
+	{"bearer", "Authorization: Bearer abcdef0123456789abcdef.xyz", "Authorization: Bearer [REDACTED]"},
+	{"basic", "http.extraheader=Authorization: Basic eC1hY2Nlc3MtdG9rZW46dG9r", "http.extraheader=Authorization: Basic [REDACTED]"},
+	{"openai", "OPENAI=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD", "OPENAI=[REDACTED_KEY]"},
+	{"anthropic", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789", "[REDACTED_KEY]"},
+	{"stripe", "sk_live_51HabcdefGHIJKLMNOP", "[REDACTED_KEY]"},
+	{"slack", "xoxb-123456789012-abcdefghij", "[REDACTED_SLACK_TOKEN]"},
+	{"google", "AIzaSyA-abcdefghijklmnopqrstuvwxyz01234", "[REDACTED_KEY]"},
+	{"pat", "token abcd_Ab3dEf6hIj9kLm2nOp5q end", "token [REDACTED_PAT] end"},
+
+	// Near misses that must stay as they are.
+	{"password prose", "the archive is password protected", "the archive is password protected"},
+	{"pwd output", "$ pwd\n/workspace/project", "$ pwd\n/workspace/project"},
+	{"PWD variable", "PWD=/workspace/project\nOLDPWD=/workspace", "PWD=/workspace/project\nOLDPWD=/workspace"},
+	{"short password", "password=abc", "password=abc"},
+	{"snake case identifier", "test_thisisaverylongfunctionname", "test_thisisaverylongfunctionname"},
+	{"upper snake case", "CONFIG_SOMETHINGVERYLONGNAMEHERE", "CONFIG_SOMETHINGVERYLONGNAMEHERE"},
+	{"short aws", "AKIA1234", "AKIA1234"},
+	{"short github", "ghp_short", "ghp_short"},
+	{"one jwt segment", "eyJhbGciOiJIUzI1NiJ9", "eyJhbGciOiJIUzI1NiJ9"},
+	{"short api key", "api_key=short", "api_key=short"},
+	{"sk-learn", "pip install scikit-learn # sk-learn", "pip install scikit-learn # sk-learn"},
+	{"bearer word", "Bearer token required", "Bearer token required"},
+	{"public key", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----"},
+	{"certificate", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"},
+	{"commit hash", "commit 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b", "commit 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"},
+	{"uuid", "id 123e4567-e89b-12d3-a456-426614174000", "id 123e4567-e89b-12d3-a456-426614174000"},
+	{"account name", "AccountName=foo;", "AccountName=foo;"},
+	{"basic prose", "basic authentication is disabled", "basic authentication is disabled"},
+}
+
+func TestRedact(t *testing.T) {
+	for _, tt := range redactTests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Redact(tt.in); got != tt.want {
+				t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestScrub(t *testing.T) {
+	got := scrub("a tok3n and tok3n, but not ab", "tok3n", "ab", "")
+	if want := "a [REDACTED_SECRET] and [REDACTED_SECRET], but not ab"; got != want {
+		t.Errorf("scrub = %q, want %q", got, want)
+	}
+}
+
+// FuzzRedact: Redact never panics, is idempotent, and leaves text without
+// any of the trigger strings alone.
+func FuzzRedact(f *testing.F) {
+	for _, tt := range redactTests {
+		f.Add(tt.in)
+	}
+	f.Add("password=password=password=12345678")
+	f.Add("api_key: AKIAIOSFODNN7EXAMPLE0000")
+	f.Fuzz(func(t *testing.T, s string) {
+		once := Redact(s)
+		if twice := Redact(once); twice != once {
+			t.Errorf("Redact is not idempotent on %q:\nonce:  %q\ntwice: %q", s, once, twice)
+		}
+		if !strings.ContainsAny(s, "_-=:") && len(s) < 11 && once != s { // the shortest match, a JWT, is 11 bytes
+			t.Errorf("Redact(%q) = %q; nothing in it is secret-shaped", s, once)
+		}
+	})
+}
