@@ -23,6 +23,10 @@ import (
 // request would hang until they exit.
 const pipeGrace = 150 * time.Millisecond
 
+// pipeDrain bounds how long output is still read after the command's group
+// was killed; only a process that left the group can hold a pipe that long.
+const pipeDrain = time.Second
+
 // readChunk is the most one read of a command's output takes; in a stream it
 // is the largest data event.
 const readChunk = 32 << 10
@@ -176,14 +180,28 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 	}
 	p.stopStdin()
 
+	// Background children may still hold the pipes. Give them pipeGrace,
+	// then kill the group and keep reading until the pipes drain: output
+	// already written must not be lost. Only a child that left the group can
+	// keep a pipe open past that; pipeDrain bounds the wait for it.
 	grace := time.NewTimer(pipeGrace)
 	defer grace.Stop()
 	select {
 	case <-readDone:
 	case <-grace.C:
-		p.stopReading(kill)
 	case <-ctx.Done():
-		p.stopReading(kill)
+	}
+	select {
+	case <-readDone:
+	default:
+		kill()
+		drain := time.NewTimer(pipeDrain)
+		defer drain.Stop()
+		select {
+		case <-readDone:
+		case <-drain.C:
+			p.stopReading()
+		}
 	}
 	<-readDone
 
@@ -291,10 +309,9 @@ func (p *piped) stopStdin() {
 	}
 }
 
-// stopReading kills the process group, whose members may still hold the
-// output pipes, and makes pending reads return for those who left the group.
-func (p *piped) stopReading(kill func()) {
-	kill()
+// stopReading makes pending reads return; it is for output pipes held by
+// processes that left the command's (already killed) process group.
+func (p *piped) stopReading() {
 	now := time.Now()
 	_ = p.stdout.SetReadDeadline(now)
 	_ = p.stderr.SetReadDeadline(now)
