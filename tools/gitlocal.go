@@ -159,7 +159,7 @@ func gitCheckoutTool() Tool {
 		Schema: object(
 			strParam("path", pathDoc).dflt(repoDefault),
 			strParam("ref", "The branch, tag or commit to check out, or the new branch's name with create.").dflt(""),
-			boolParam("create", "Create ref as a new branch at the current commit and switch to it (git checkout -b) (default false).", false),
+			boolParam("create", "Create ref as a new branch at the current commit and switch to it, like git checkout -b (default false).", false),
 		),
 		Handler: runGitCheckout,
 	}
