@@ -27,7 +27,7 @@ func runInit() (int, error) {
 	if err := jail.Setup(l); err != nil {
 		return 0, err
 	}
-	if err := jail.Lockdown(jail.SidecarCaps(l.Spec.Nested())); err != nil {
+	if err := jail.Lockdown(l.Spec); err != nil {
 		return 0, err
 	}
 	r, w, err := os.Pipe()

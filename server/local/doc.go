@@ -4,11 +4,24 @@
 //
 // Each sandbox lives in StateDir/sandboxes/<id>:
 //
-//	workspace/   → /workspace in the jail; owned by the sandbox user (host uid base+1001 as root)
-//	outputs/     → /mnt/user-data/outputs; likewise
-//	run/         → /run/boxkite; 0700, owned by the jail's root; holds sidecar.sock
-//	sidecar.log  the jail's stdout and stderr
-//	state.json   {"pid","start_time","socket","token"}, 0600
+//	disk.img             sparse ext4 image, the storage quota (loop storage only)
+//	disk/                its loop mount (nosuid,nodev):
+//	disk/workspace/      → /workspace in the jail; owned by the sandbox user (host uid base+1001 as root)
+//	disk/outputs/        → /mnt/user-data/outputs; likewise
+//	run/                 → /run/boxkite; 0700, owned by the jail's root; holds sidecar.sock
+//	sidecar.log          the jail's stdout and stderr
+//	state.json           {"pid","start_time","socket","token","cgroup"}, 0600
+//
+// StateDir/images holds one formatted template image per quota size, copied
+// (its few MiB of metadata) for each new disk. Without root or loop devices
+// the quota is a tmpfs inside the jail instead (Config.Storage), which keeps
+// /workspace in memory and nothing of it on the host.
+//
+// As root, each sandbox also gets cgroup limits for its size preset (memory,
+// CPU, pids) in boxkite/<id>.<hash of StateDir> under the driver's own
+// cgroup of every hierarchy; the jail's init joins them before it runs.
+// state.json records the directories, so a restarted driver, whatever its
+// own cgroup, removes the right ones.
 //
 // The jail is its own session and survives the driver's process: a new
 // Driver on the same StateDir finds it with List (alive means the pid still

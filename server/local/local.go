@@ -1,8 +1,10 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/sidecar/jail"
 	"golang.org/x/sys/unix"
@@ -22,6 +25,28 @@ import (
 
 // DefaultHealthTimeout bounds Create's wait for a new sidecar's /health.
 const DefaultHealthTimeout = 30 * time.Second
+
+// Defaults for zero Config fields.
+const (
+	DefaultPidsLimit = 512 // tasks per sandbox, threads included
+	DefaultStorageGB = 5   // quota of /workspace and outputs together
+	gib              = 1 << 30
+)
+
+// DefaultSizes are the size presets: CPUs and memory per sandbox.
+func DefaultSizes() map[string]jail.Limits {
+	return map[string]jail.Limits{
+		api.SizeSmall:  {CPUs: 1, Memory: 1 * gib},
+		api.SizeMedium: {CPUs: 2, Memory: 2 * gib},
+		api.SizeLarge:  {CPUs: 4, Memory: 4 * gib},
+	}
+}
+
+// Cgroup modes (Config.Cgroups).
+const (
+	CgroupsAuto = ""    // limits when running as root and cgroups are mounted; else a warning
+	CgroupsOff  = "off" // never
+)
 
 // Config configures the local driver.
 type Config struct {
@@ -39,6 +64,20 @@ type Config struct {
 	// HealthTimeout bounds how long Create waits for /health; 0 means
 	// DefaultHealthTimeout.
 	HealthTimeout time.Duration
+
+	// Sizes maps a size preset (api.SizeSmall, ...) to its cgroup limits;
+	// nil means DefaultSizes(). A zero Pids takes PidsLimit.
+	Sizes map[string]jail.Limits
+	// PidsLimit caps each sandbox's tasks; 0 means DefaultPidsLimit.
+	PidsLimit int64
+	// Cgroups is CgroupsAuto or CgroupsOff.
+	Cgroups string
+
+	// StorageGB is the quota of a sandbox whose Spec.StorageGB is 0, in GiB;
+	// 0 means DefaultStorageGB. MaxStorageGB, when set, caps every quota.
+	StorageGB, MaxStorageGB float64
+	// Storage is the quota mechanism: StorageAuto, StorageLoop or StorageTmpfs.
+	Storage string
 }
 
 // Driver runs each sandbox as a jailed boxkite-sidecar process. A Driver is
@@ -49,6 +88,10 @@ type Driver struct {
 	log     *slog.Logger
 	sidecar string
 	root    bool // the driver runs as root and maps a uid range
+
+	cgroups *jail.Cgroups // nil: no cgroup limits
+	storage string        // StorageLoop or StorageTmpfs
+	images  *images       // loop only
 
 	mu       sync.Mutex
 	children map[string]<-chan struct{} // jails this process started, closed once reaped
@@ -76,10 +119,66 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
 	d.sidecar = path
+	if d.cfg.Sizes == nil {
+		d.cfg.Sizes = DefaultSizes()
+	}
+	if d.cfg.PidsLimit == 0 {
+		d.cfg.PidsLimit = DefaultPidsLimit
+	}
+	if d.cfg.StorageGB == 0 {
+		d.cfg.StorageGB = DefaultStorageGB
+	}
+	if err := d.chooseIsolation(); err != nil {
+		return nil, fmt.Errorf("new local driver: %w", err)
+	}
 	if err := os.MkdirAll(d.sandboxesDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
 	return d, nil
+}
+
+// chooseIsolation settles the cgroup and storage quota mechanisms, saying
+// in the log what is missing and what that costs.
+func (d *Driver) chooseIsolation() error {
+	switch d.cfg.Cgroups {
+	case CgroupsOff:
+	case CgroupsAuto:
+		if !d.root {
+			d.log.Warn("no cgroup limits (memory, CPU, pids): not running as root")
+			break
+		}
+		cg, err := jail.DetectCgroups("/")
+		if err != nil {
+			d.log.Warn("no cgroup limits (memory, CPU, pids)", "err", err)
+			break
+		}
+		d.cgroups = cg
+		d.log.Debug("cgroup limits", "cgroups", cg.Version())
+	default:
+		return fmt.Errorf("unknown cgroups mode %q", d.cfg.Cgroups)
+	}
+	why := loopAvailable(d.root)
+	switch d.cfg.Storage {
+	case StorageAuto:
+		d.storage = StorageLoop
+		if why != "" {
+			d.storage = StorageTmpfs
+			d.log.Warn("storage quotas use tmpfs, which holds /workspace in memory", "why", why)
+		}
+	case StorageLoop:
+		if why != "" {
+			return fmt.Errorf("loop-mounted storage: %s", why)
+		}
+		d.storage = StorageLoop
+	case StorageTmpfs:
+		d.storage = StorageTmpfs
+	default:
+		return fmt.Errorf("unknown storage mode %q", d.cfg.Storage)
+	}
+	if d.storage == StorageLoop {
+		d.images = &images{dir: filepath.Join(d.cfg.StateDir, "images")}
+	}
+	return nil
 }
 
 // findSidecar resolves the sidecar binary: as configured, else next to the
@@ -116,6 +215,10 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 	if !validID.MatchString(spec.ID) {
 		return server.Endpoint{}, fmt.Errorf("create sandbox: invalid id %q", spec.ID)
 	}
+	lim, ok := d.limits(spec.Size)
+	if !ok {
+		return server.Endpoint{}, fmt.Errorf("create sandbox: unknown size %q", spec.Size)
+	}
 	dir := d.sandboxDir(spec.ID)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
@@ -127,7 +230,7 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 			}
 		}
 	}()
-	js, err := d.prepare(spec.ID, dir)
+	js, st, err := d.prepare(spec, dir, lim)
 	if err != nil {
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
@@ -136,7 +239,7 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	ep = server.Endpoint{Network: "unix", Address: filepath.Join(js.RunDir, jail.SocketName), Token: token}
-	done, err := d.start(js, token, dir)
+	done, err := d.start(js, st, token, dir)
 	if err != nil {
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
@@ -147,55 +250,112 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 	return ep, nil
 }
 
-// prepare makes the sandbox's host directories. As root they belong to the
-// jail's mapped ids: the workspace and outputs to the sandbox user, the run
-// dir (0700) to the jail's root, so the sandbox user cannot reach the socket.
-func (d *Driver) prepare(id, dir string) (jail.Spec, error) {
+// limits returns the cgroup limits of a size preset ("" is small).
+func (d *Driver) limits(size string) (jail.Limits, bool) {
+	if size == "" {
+		size = api.SizeSmall
+	}
+	lim, ok := d.cfg.Sizes[size]
+	if lim.Pids == 0 {
+		lim.Pids = d.cfg.PidsLimit
+	}
+	return lim, ok
+}
+
+// quota returns the storage quota in bytes for a requested size in GiB.
+func (d *Driver) quota(storageGB float64) int64 {
+	if storageGB <= 0 {
+		storageGB = d.cfg.StorageGB
+	}
+	if d.cfg.MaxStorageGB > 0 {
+		storageGB = min(storageGB, d.cfg.MaxStorageGB)
+	}
+	const mib = 1 << 20
+	return max(16*mib, int64(storageGB*gib)/mib*mib) // whole MiB; ext4 needs a few
+}
+
+// prepare makes the sandbox's host side: its directories, its disk and its
+// cgroup, and records them in state.json before anything runs, so Delete
+// can undo a half-made sandbox. As root the directories belong to the
+// jail's mapped ids: the workspace and outputs to the sandbox user, the
+// run dir (0700) to the jail's root, so the sandbox user cannot reach the
+// socket.
+func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (jail.Spec, state, error) {
+	quota := d.quota(spec.StorageGB)
 	js := jail.Spec{
-		ID:        id,
-		Hostname:  "sandbox",
-		Workspace: filepath.Join(dir, "workspace"),
-		RunDir:    filepath.Join(dir, "run"),
-		Outputs:   filepath.Join(dir, "outputs"),
-		UID:       jail.DefaultUID,
-		GID:       jail.DefaultUID,
-		TmpSize:   d.cfg.TmpSize,
+		ID:          spec.ID,
+		Hostname:    "sandbox",
+		RunDir:      filepath.Join(dir, "run"),
+		UID:         jail.DefaultUID,
+		GID:         jail.DefaultUID,
+		TmpSize:     d.cfg.TmpSize,
+		MaxProcs:    int(max(1, lim.Pids-lim.Pids/8)), // leave the sidecar room to fork
+		MaxFileSize: max(quota, cmp.Or(d.cfg.TmpSize, jail.DefaultTmpSize)),
 	}
 	if d.root {
 		js.HostIDBase = d.cfg.UIDBase
 	}
-	dirs := []struct {
-		path     string
-		mode     os.FileMode
-		uid, gid int
-	}{
-		{js.Workspace, 0o755, js.UID, js.GID},
-		{js.Outputs, 0o755, js.UID, js.GID},
-		{js.RunDir, 0o700, 0, 0},
+	var st state
+	if err := d.makeDir(js.RunDir, 0o700, js, 0); err != nil {
+		return js, st, err
 	}
-	for _, x := range dirs {
-		if err := os.Mkdir(x.path, x.mode); err != nil {
-			return js, err
+	switch d.storage {
+	case StorageTmpfs:
+		js.WorkspaceTmpfs = quota
+	case StorageLoop:
+		mnt := filepath.Join(dir, diskMount)
+		if err := d.images.create(filepath.Join(dir, diskImage), quota); err != nil {
+			return js, st, err
 		}
-		if !d.root {
-			continue // everything is the caller's; the jail's root is the caller
+		if err := mountDisk(filepath.Join(dir, diskImage), mnt); err != nil {
+			return js, st, err
 		}
-		if err := os.Chown(x.path, js.HostIDBase+x.uid, js.HostIDBase+x.gid); err != nil {
-			return js, err
+		js.Workspace, js.Outputs = filepath.Join(mnt, "workspace"), filepath.Join(mnt, "outputs")
+		for _, p := range []string{js.Workspace, js.Outputs} {
+			if err := d.makeDir(p, 0o755, js, js.UID); err != nil {
+				return js, st, err
+			}
 		}
 	}
-	return js, nil
+	if d.cgroups != nil {
+		cg, err := d.cgroups.Create(d.cgroupName(spec.ID), lim)
+		if err != nil {
+			return js, st, err
+		}
+		st.Cgroup = cg
+	}
+	return js, st, writeState(dir, st)
 }
 
-// start launches the jail, records its state and reaps it in the background.
-func (d *Driver) start(js jail.Spec, token, dir string) (<-chan struct{}, error) {
+// makeDir makes a host directory owned by the jail's uid (as root) or the
+// caller (then the jail's root is the caller).
+func (d *Driver) makeDir(path string, mode os.FileMode, js jail.Spec, uid int) error {
+	if err := os.Mkdir(path, mode); err != nil {
+		return err
+	}
+	if !d.root {
+		return nil
+	}
+	return os.Chown(path, js.HostIDBase+uid, js.HostIDBase+uid)
+}
+
+// cgroupName names a sandbox's cgroup: its id, made unique among every
+// driver on the host (each with its own state directory) by a hash.
+func (d *Driver) cgroupName(id string) string {
+	sum := sha256.Sum256([]byte(d.cfg.StateDir))
+	return id + "." + hex.EncodeToString(sum[:4])
+}
+
+// start launches the jail in its cgroup, records its state and reaps it in
+// the background.
+func (d *Driver) start(js jail.Spec, st state, token, dir string) (<-chan struct{}, error) {
 	logf, err := os.OpenFile(filepath.Join(dir, "sidecar.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close() // the jail holds its own copy
 	cmd := &exec.Cmd{Path: d.sidecar, Args: []string{"boxkite-sidecar", "init"}, Stdout: logf, Stderr: logf}
-	if err := jail.Start(cmd, js, token); err != nil {
+	if err := jail.Start(cmd, js, token, st.Cgroup.Add); err != nil {
 		return nil, err
 	}
 	done := make(chan struct{})
@@ -208,7 +368,7 @@ func (d *Driver) start(js jail.Spec, token, dir string) (<-chan struct{}, error)
 	d.mu.Unlock()
 
 	pid := cmd.Process.Pid
-	st := state{PID: pid, Socket: filepath.Join(js.RunDir, jail.SocketName), Token: token}
+	st.PID, st.Socket, st.Token = pid, filepath.Join(js.RunDir, jail.SocketName), token
 	if st.StartTime, err = startTime(pid); err == nil {
 		err = writeState(dir, st)
 	}
@@ -229,8 +389,8 @@ func newToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// Delete kills the sandbox's processes and removes its state. A gone sandbox
-// is not an error.
+// Delete kills the sandbox's processes and removes its cgroup, disk and
+// state. A gone sandbox is not an error.
 func (d *Driver) Delete(ctx context.Context, id string) error {
 	if !validID.MatchString(id) {
 		return nil // no such sandbox can exist
@@ -246,10 +406,18 @@ func (d *Driver) Delete(ctx context.Context, id string) error {
 		if err := d.kill(ctx, id, st); err != nil {
 			return fmt.Errorf("delete sandbox %s: %w", id, err)
 		}
+		if err := st.Cgroup.Remove(ctx); err != nil {
+			return fmt.Errorf("delete sandbox %s: %w", id, err)
+		}
 	}
 	d.mu.Lock()
 	delete(d.children, id)
 	d.mu.Unlock()
+	// Unmounted whatever the state says: a crash may have come between the
+	// mount and the state file.
+	if err := unmountDisk(filepath.Join(dir, diskMount)); err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
+	}
 	if err := removeAll(dir); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
@@ -259,6 +427,9 @@ func (d *Driver) Delete(ctx context.Context, id string) error {
 // kill SIGKILLs the jail's init, which takes its whole PID namespace down,
 // and waits until the process is gone.
 func (d *Driver) kill(ctx context.Context, id string, st state) error {
+	if st.PID == 0 {
+		return nil // recorded before the jail started
+	}
 	fd, err := killPID(st)
 	if err != nil || fd < 0 {
 		return err

@@ -27,8 +27,8 @@ type probe struct {
 	after   func(t *testing.T)  // checks on the host afterwards
 }
 
-// isolationProbes are SECURITY.md's "cannot" list as far as the jail alone
-// provides it; seccomp and cgroup rows arrive with the hardening issue.
+// isolationProbes check the jail's shape from inside; internal/securitytest
+// attacks it through the whole server.
 func isolationProbes(stateDir, workspace string, port int) []probe {
 	is := func(want string) func(string) string {
 		return func(got string) string {
@@ -85,6 +85,20 @@ func isolationProbes(stateDir, workspace string, port int) []probe {
 		{name: "no_new_privs", command: "grep NoNewPrivs /proc/self/status", ok: true, stdout: is("NoNewPrivs:\t1")},
 		{name: "core dumps off", command: "ulimit -c", ok: true, stdout: is("0")},
 		{name: "open files capped", command: "ulimit -n", ok: true, stdout: is("4096")},
+		{name: "processes capped", command: "bash -c 'ulimit -u'", ok: true, stdout: is("448")},
+		{name: "file size capped at the quota", command: "bash -c 'ulimit -f'", ok: true, stdout: is("5242880")},
+		{name: "seccomp filter", command: "grep Seccomp: /proc/self/status", ok: true, stdout: is("Seccomp:\t2")},
+		{name: "own cgroup namespace", command: "cut -d: -f3 /proc/self/cgroup | sort -u", ok: true, stdout: is("/")},
+		{name: "workspace is its own disk", command: "stat -f -c %T /workspace; df -k --output=size /workspace | tail -1", ok: true, stdout: func(got string) string {
+			var fsType string
+			var kib int64
+			// ext4's own metadata takes a little of the 5 GiB image.
+			if _, err := fmt.Sscan(got, &fsType, &kib); err != nil || fsType != "ext2/ext3" || kib < 5000000 || kib > 5242880 {
+				return fmt.Sprintf("stdout %q, want ext2/ext3 and just under 5 GiB", got)
+			}
+			return ""
+		}},
+		{name: "no new namespaces", command: "cat /proc/sys/user/max_mnt_namespaces /proc/sys/user/max_user_namespaces", ok: true, stdout: is("0\n0")},
 		// The serve process is the one that parses agent-controlled input.
 		{name: "sidecar keeps only its capabilities", command: `grep -E '^Cap(Bnd|Prm|Eff)' /proc/$(pgrep -f '^boxkite-sidecar serve')/status | cut -f2 | sort -u`, ok: true, stdout: is("00000000000000ef")},
 		{name: "sidecar has no_new_privs", command: `grep NoNewPrivs /proc/$(pgrep -f '^boxkite-sidecar serve')/status`, ok: true, stdout: is("NoNewPrivs:\t1")},
@@ -102,7 +116,7 @@ func TestIsolation(t *testing.T) {
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
 	// Sequential: the process-list probe must see no sibling commands.
-	for _, p := range isolationProbes(d.cfg.StateDir, filepath.Join(d.sandboxDir("iso"), "workspace"), port) {
+	for _, p := range isolationProbes(d.cfg.StateDir, filepath.Join(d.sandboxDir("iso"), diskMount, "workspace"), port) {
 		t.Run(p.name, func(t *testing.T) {
 			res := run(t, ep, p.command)
 			if (res.ExitCode == 0) != p.ok {
@@ -183,6 +197,7 @@ func TestDelete(t *testing.T) {
 	if _, err := os.Stat(d.sandboxDir("del")); !os.IsNotExist(err) {
 		t.Errorf("sandbox dir after Delete: %v, want not exist", err)
 	}
+	checkHostSideGone(t, d.sandboxDir("del"), st)
 	obs, err := d.List(context.Background())
 	if err != nil || len(obs) != 0 {
 		t.Errorf("List after Delete = %+v, %v; want none", obs, err)
@@ -220,11 +235,65 @@ func TestSurvivesServerKill(t *testing.T) {
 	if got := run(t, ep, "echo still here"); got.Stdout != "still here\n" {
 		t.Errorf("exec in adopted sandbox = %+v", got)
 	}
+	st, err := readState(filepath.Join(stateDir, "sandboxes", helperID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Cgroup.Dirs) == 0 {
+		t.Errorf("adopted sandbox has no cgroup recorded: %+v", st)
+	}
+	if procs, err := st.Cgroup.Procs(); err != nil || len(procs) < 2 {
+		t.Errorf("adopted sandbox's cgroup holds %v (%v), want init and the sidecar", procs, err)
+	}
 	if err := d.Shutdown(context.Background()); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
+	checkHostSideGone(t, filepath.Join(stateDir, "sandboxes", helperID), st)
 	if obs, _ := d.List(context.Background()); len(obs) != 0 {
 		t.Errorf("List after Shutdown = %+v, want none", obs)
+	}
+}
+
+// checkHostSideGone fails if a deleted sandbox left its cgroup or a mount
+// behind.
+func checkHostSideGone(t *testing.T, dir string, st state) {
+	t.Helper()
+	for _, d := range st.Cgroup.Dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s after Delete: %v, want not exist", d, err)
+		}
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mounts), " "+dir+"/") {
+		t.Errorf("a mount under %s survived Delete", dir)
+	}
+}
+
+// TestTmpfsStorage runs the quota fallback for hosts without loop devices:
+// /workspace and outputs share one tmpfs of the quota's size.
+func TestTmpfsStorage(t *testing.T) {
+	t.Parallel()
+	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Storage: StorageTmpfs, StorageGB: 0.03125})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+	ep := create(t, d, "tmpfs")
+	probes := []struct{ command, want string }{
+		{"stat -f -c %T /workspace; df -k --output=size /workspace | tail -1 | tr -d ' '", "tmpfs\n32768\n"},
+		{"stat -c %u /workspace " + jail.OutputsDir, "1001\n1001\n"},
+		{"echo hi > /workspace/x && cat /workspace/x", "hi\n"},
+		{"dd if=/dev/zero of=" + jail.OutputsDir + "/fill bs=1M count=40 2>&1 | grep -o 'No space left on device'", "No space left on device\n"},
+		{"echo more > /workspace/y 2>/dev/null || echo full", "full\n"},
+		{"grep -c ' /\\.workspace ' /proc/self/mountinfo", "0\n"},
+	}
+	for _, p := range probes {
+		if got := run(t, ep, p.command); got.Stdout != p.want {
+			t.Errorf("%q = %+v, want stdout %q", p.command, got, p.want)
+		}
 	}
 }
 
@@ -322,14 +391,20 @@ func BenchmarkCreateDelete(b *testing.B) {
 	d := newDriver(b)
 	ctx := context.Background()
 	i := 0
+	var creating, deleting time.Duration
 	for b.Loop() {
 		id := fmt.Sprintf("b%d", i)
 		i++
+		t0 := time.Now()
 		if _, err := d.Create(ctx, server.Spec{ID: id}); err != nil {
 			b.Fatal(err)
 		}
+		t1 := time.Now()
 		if err := d.Delete(ctx, id); err != nil {
 			b.Fatal(err)
 		}
+		creating, deleting = creating+t1.Sub(t0), deleting+time.Since(t1)
 	}
+	b.ReportMetric(float64(creating.Milliseconds())/float64(i), "create-ms/op")
+	b.ReportMetric(float64(deleting.Milliseconds())/float64(i), "delete-ms/op")
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/sidecar/jail"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,10 +25,12 @@ import (
 // restarted driver's List can return whole endpoints; it is 0600 in a 0700
 // directory, and whoever can read it could read the socket anyway.
 type state struct {
-	PID       int    `json:"pid"`        // the jail's init, as the host sees it
+	PID       int    `json:"pid"`        // the jail's init, as the host sees it; 0 before it starts
 	StartTime uint64 `json:"start_time"` // of PID, from /proc/<pid>/stat, against pid reuse
 	Socket    string `json:"socket"`     // host path of the sidecar's unix socket
 	Token     string `json:"token"`
+
+	Cgroup jail.Cgroup `json:"cgroup,omitzero"` // its directories, made under the creating driver's cgroups
 }
 
 const stateFile = "state.json"

@@ -1,7 +1,9 @@
 // Package jail builds the sandbox around boxkite-sidecar on Linux: user,
 // mount, PID, network, IPC, UTS and cgroup namespaces, a read-only root with
-// writable /workspace and /tmp, pivot_root, a minimal capability set and
-// no_new_privs (cgroup limits and seccomp join in Lockdown later). Start is
-// the driver's half, Setup, Lockdown and Init the jail's. It imports nothing
-// else of boxkite.
+// writable /workspace and /tmp, masked /proc files, pivot_root, lowered
+// rlimits, a minimal capability set, no_new_privs and a seccomp filter. Its
+// Cgroups type makes the per-sandbox cgroups (v2, or v1 controllers) the
+// driver places the jail's init in before it runs. Start is the driver's
+// half, Setup, Lockdown and Init the jail's. It imports nothing else of
+// boxkite.
 package jail

@@ -3,6 +3,7 @@ package jail
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -122,6 +123,13 @@ func (b *builder) placeProc() error {
 	if err := unix.Mount("proc", proc, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount proc: %w", err)
 	}
+	// Opened now, while /proc/sys is writable; written once Setup needs no
+	// more mount clones, which count as mount namespaces.
+	limits, err := openNamespaceLimits(proc, b.spec.Nested())
+	b.nsLimits = limits
+	if err != nil {
+		return err
+	}
 	for _, name := range procMasked {
 		p := filepath.Join(proc, name)
 		if _, err := os.Lstat(p); err != nil {
@@ -165,6 +173,41 @@ func (b *builder) placeProc() error {
 		}
 	}
 	return nil
+}
+
+// openNamespaceLimits opens this user namespace's own limits on new
+// namespaces (user.max_*_namespaces are per user namespace and bind its
+// descendants too) for limitNamespaces. A nested jail keeps user
+// namespaces: its sidecar makes one per command.
+func openNamespaceLimits(proc string, nested bool) ([]*os.File, error) {
+	var files []*os.File
+	for _, kind := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup", "time", "user"} {
+		if kind == "user" && nested {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(proc, "sys/user/max_"+kind+"_namespaces"), os.O_WRONLY, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // older kernel
+		}
+		if err != nil {
+			return files, fmt.Errorf("open limit of %s namespaces: %w", kind, err)
+		}
+		files = append(files, f)
+	}
+	return files, nil
+}
+
+// limitNamespaces sets every opened limit to zero, behind the seccomp
+// filter's refusal of the namespace flags, and closes the files.
+func limitNamespaces(files []*os.File) error {
+	var errs []error
+	for _, f := range files {
+		if _, err := f.WriteString("0\n"); err != nil {
+			errs = append(errs, fmt.Errorf("limit namespaces (%s): %w", filepath.Base(f.Name()), err))
+		}
+		_ = f.Close()
+	}
+	return errors.Join(errs...)
 }
 
 // pivot makes root the filesystem root and detaches the host's.

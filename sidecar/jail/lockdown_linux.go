@@ -25,16 +25,17 @@ func SidecarCaps(nested bool) []int {
 	return caps
 }
 
-// Rlimits applied by Lockdown. Only ever lowered: the host's root may lack
-// CAP_SYS_RESOURCE, and the jail's root never has it over the host.
+// Rlimits applied by Lockdown besides Spec.MaxProcs and Spec.MaxFileSize.
 const (
 	maxOpenFiles = 4096
 	maxCoreSize  = 0
 )
 
-// Lockdown drops the privileges init gained with its namespaces, keeping only
-// keep: lowered rlimits, no_new_privs, a bounding set of keep, no ambient or
-// inheritable capabilities, and keep as the permitted and effective sets.
+// Lockdown drops the privileges init gained with its namespaces: lowered
+// rlimits (Spec.MaxProcs, Spec.MaxFileSize, open files, no core dumps),
+// no_new_privs, a bounding set of SidecarCaps, no ambient or inheritable
+// capabilities, SidecarCaps as the permitted and effective sets, and last a
+// seccomp filter (see seccompPolicy) that every later process inherits.
 // Call it after Setup.
 //
 // no_new_privs and the capability sets belong to a thread, not a process:
@@ -43,15 +44,23 @@ const (
 // The process also becomes non-dumpable, so an agent sharing its host uid
 // (a single-id jail) cannot read its memory or write its binary via /proc.
 //
-// The hardening issue adds, here and in this order: cgroup limits for the
-// size preset (before privileges go), then a seccomp filter installed last,
-// after no_new_privs, so nothing later needs a denied syscall.
-func Lockdown(keep []int) error {
-	if err := lowerRlimit(unix.RLIMIT_NOFILE, maxOpenFiles); err != nil {
-		return err
+// Cgroup limits are not here: the jail's root cannot write the host's
+// cgroup files, so the driver places init in its cgroups before Start hands
+// over the launch document.
+func Lockdown(spec Spec) error {
+	s := spec.withDefaults()
+	limits := map[int]uint64{
+		unix.RLIMIT_NOFILE: maxOpenFiles,
+		unix.RLIMIT_CORE:   maxCoreSize,
+		unix.RLIMIT_NPROC:  uint64(s.MaxProcs),
 	}
-	if err := lowerRlimit(unix.RLIMIT_CORE, maxCoreSize); err != nil {
-		return err
+	if s.MaxFileSize > 0 {
+		limits[unix.RLIMIT_FSIZE] = uint64(s.MaxFileSize)
+	}
+	for resource, limit := range limits {
+		if err := lowerRlimit(resource, limit); err != nil {
+			return err
+		}
 	}
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("clear dumpable: %w", err)
@@ -59,6 +68,15 @@ func Lockdown(keep []int) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
 	}
+	if err := dropCaps(SidecarCaps(s.Nested())); err != nil {
+		return err
+	}
+	return installSeccomp(s.Nested())
+}
+
+// dropCaps keeps only keep in the bounding, permitted and effective sets
+// and clears the ambient and inheritable ones.
+func dropCaps(keep []int) error {
 	var mask [2]uint32
 	for _, c := range keep {
 		mask[c/32] |= 1 << (c % 32)

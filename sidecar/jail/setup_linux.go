@@ -37,6 +37,11 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // namespace) while it still has every capability of its user namespace.
 func Setup(l Launch) error {
 	s := l.Spec.withDefaults()
+	// The driver has placed init in the sandbox's cgroups by now; a fresh
+	// cgroup namespace rooted there hides the host's cgroup paths.
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		return fmt.Errorf("enter cgroup namespace: %w", err)
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
@@ -48,7 +53,7 @@ func Setup(l Launch) error {
 	if err := b.mountTmpfs(b.root, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
 		return err
 	}
-	steps := []func() error{b.placeSystem, b.placeEtc, b.placeHostDirs, b.placeDev, b.placeTmp, b.placeProc}
+	steps := []func() error{b.placeSystem, b.placeEtc, b.placeHostDirs, b.placeWorkspaceTmpfs, b.placeDev, b.placeTmp, b.placeProc}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
@@ -64,7 +69,12 @@ func Setup(l Launch) error {
 	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
 		return fmt.Errorf("set hostname: %w", err)
 	}
-	return loopbackUp()
+	if err := loopbackUp(); err != nil {
+		return err
+	}
+	err := limitNamespaces(b.nsLimits)
+	b.nsLimits = nil
+	return err
 }
 
 // A tree is a detached mount waiting to be moved into the new root.
@@ -82,6 +92,8 @@ type builder struct {
 	host    []tree            // workspace, run dir, outputs
 	devs    []tree
 	devNull int
+
+	nsLimits []*os.File // user.max_*_namespaces, see limitNamespaces
 }
 
 func (b *builder) closeAll() {
@@ -92,6 +104,9 @@ func (b *builder) closeAll() {
 	}
 	if b.devNull >= 0 {
 		_ = unix.Close(b.devNull)
+	}
+	for _, f := range b.nsLimits {
+		_ = f.Close()
 	}
 }
 
@@ -238,6 +253,49 @@ func (b *builder) placeHostDirs() error {
 		if err := b.place(t); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// placeWorkspaceTmpfs makes /workspace and outputs directories of one
+// tmpfs of Spec.WorkspaceTmpfs bytes, so they share the quota. The tmpfs is
+// staged under the new root and detached again once both are bound.
+func (b *builder) placeWorkspaceTmpfs() error {
+	if b.spec.WorkspaceTmpfs <= 0 {
+		return nil
+	}
+	staging := b.path("/.workspace")
+	size := strconv.FormatInt(b.spec.WorkspaceTmpfs, 10)
+	if err := b.mountTmpfs(staging, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size="+size); err != nil {
+		return err
+	}
+	for _, target := range []string{WorkspaceDir, OutputsDir} {
+		dir := filepath.Join(staging, filepath.Base(target))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", target, err)
+		}
+		// A nested jail maps no sandbox user; its root is what the
+		// sandbox user's namespace maps to, so root's files are its own.
+		if !b.spec.Nested() {
+			if err := os.Chown(dir, b.spec.UID, b.spec.GID); err != nil {
+				return fmt.Errorf("chown %s: %w", target, err)
+			}
+		}
+		t, err := cloneTree(unix.AT_FDCWD, dir, target, rwAttrs, false)
+		if err != nil {
+			return err
+		}
+		err = b.place(t)
+		_ = unix.Close(t.fd)
+		if err != nil {
+			return err
+		}
+	}
+	if err := unix.Unmount(staging, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach workspace staging: %w", err)
+	}
+	if err := os.Remove(staging); err != nil {
+		return fmt.Errorf("remove workspace staging: %w", err)
 	}
 	return nil
 }

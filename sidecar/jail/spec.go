@@ -17,6 +17,7 @@ const (
 	IDRange           = 65536     // ids mapped when running as root
 	DefaultTmpSize    = 512 << 20 // bytes of /tmp and /dev/shm each
 	DefaultHostname   = "sandbox"
+	DefaultMaxProcs   = 448 // RLIMIT_NPROC: below a 512 pids cgroup, so the sidecar can still fork
 )
 
 // DefaultSystemBinds are the host paths bound read-only into every jail when
@@ -32,10 +33,16 @@ type Spec struct {
 	ID       string `json:"id"`
 	Hostname string `json:"hostname,omitempty"` // "" means DefaultHostname
 
-	// Host directories bound into the jail. Workspace and RunDir are required.
-	Workspace string `json:"workspace"`         // → /workspace
-	RunDir    string `json:"run_dir"`           // → /run/boxkite; must be owned by the jail's root
-	Outputs   string `json:"outputs,omitempty"` // → /mnt/user-data/outputs; "" means none
+	// Host directories bound into the jail. RunDir is required, and so is
+	// Workspace unless WorkspaceTmpfs is set.
+	Workspace string `json:"workspace,omitempty"` // → /workspace
+	RunDir    string `json:"run_dir"`             // → /run/boxkite; must be owned by the jail's root
+	Outputs   string `json:"outputs,omitempty"`   // → /mnt/user-data/outputs; "" means none
+
+	// WorkspaceTmpfs, when positive, replaces the Workspace and Outputs binds
+	// with one tmpfs of that many bytes made inside the jail, holding both:
+	// the storage quota of a driver that cannot loop-mount a disk image.
+	WorkspaceTmpfs int64 `json:"workspace_tmpfs,omitempty"`
 
 	// UID and GID are the sandbox user's ids inside the jail (0 means DefaultUID).
 	UID int `json:"uid,omitempty"`
@@ -50,6 +57,11 @@ type Spec struct {
 
 	TmpSize     int64    `json:"tmp_size,omitempty"`     // bytes; 0 means DefaultTmpSize
 	SystemBinds []string `json:"system_binds,omitempty"` // nil means DefaultSystemBinds()
+
+	// Rlimits of everything in the jail. They can only be lowered: the
+	// host's root may lack CAP_SYS_RESOURCE.
+	MaxProcs    int   `json:"max_procs,omitempty"`     // RLIMIT_NPROC per user; 0 means DefaultMaxProcs
+	MaxFileSize int64 `json:"max_file_size,omitempty"` // RLIMIT_FSIZE in bytes; 0 means unlimited
 }
 
 // Nested reports whether the sandbox user must live in a nested user
@@ -72,6 +84,9 @@ func (s Spec) withDefaults() Spec {
 	}
 	if s.SystemBinds == nil {
 		s.SystemBinds = DefaultSystemBinds()
+	}
+	if s.MaxProcs == 0 {
+		s.MaxProcs = DefaultMaxProcs
 	}
 	return s
 }

@@ -38,10 +38,16 @@ var minimalEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 // sets SysProcAttr, ExtraFiles, Dir and, when nil, Env. Point cmd.Stdout and
 // cmd.Stderr at files: the jail outlives the caller, so pipes would break.
 //
+// When started is not nil it runs with the new pid before init is handed
+// its launch document, so nothing inside the jail has run yet: the place to
+// move the process into its cgroups. If started fails, Start kills and
+// reaps the jail and returns the error. Init exits, failing closed, if the
+// caller dies before handing the document over.
+//
 // The jail is its own session with no parent-death signal, so it survives
 // the caller being killed; stop it by killing its pid. The caller should
 // still Wait for cmd to reap it.
-func Start(cmd *exec.Cmd, spec Spec, token string) error {
+func Start(cmd *exec.Cmd, spec Spec, token string, started func(pid int) error) error {
 	if err := spec.validate(); err != nil {
 		return err
 	}
@@ -86,14 +92,7 @@ func Start(cmd *exec.Cmd, spec Spec, token string) error {
 	if err != nil {
 		return fmt.Errorf("create launch pipe: %w", err)
 	}
-	closers = append(closers, r)
-	_, err = w.Write(doc)
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write launch: %w", err)
-	}
+	closers = append(closers, r, w)
 	extra[0] = r
 
 	cmd.ExtraFiles = extra
@@ -105,6 +104,23 @@ func Start(cmd *exec.Cmd, spec Spec, token string) error {
 	cmd.SysProcAttr = sysProcAttr(spec)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start jail: %w", err)
+	}
+	if started != nil {
+		err = started(cmd.Process.Pid)
+	}
+	if err == nil {
+		// The document fits the pipe buffer (maxLaunch), so this cannot
+		// block even if init never reads.
+		_, err = w.Write(doc)
+		err = errors.Join(err, w.Close())
+		if err != nil {
+			err = fmt.Errorf("write launch: %w", err)
+		}
+	}
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return err
 	}
 	return nil
 }
@@ -167,9 +183,9 @@ type hostDir struct {
 }
 
 func hostDirs(spec Spec) []hostDir {
-	dirs := []hostDir{
-		{WorkspaceDir, spec.Workspace, rwAttrs},
-		{RunDir, spec.RunDir, runAttrs},
+	dirs := []hostDir{{RunDir, spec.RunDir, runAttrs}}
+	if spec.Workspace != "" {
+		dirs = append(dirs, hostDir{WorkspaceDir, spec.Workspace, rwAttrs})
 	}
 	if spec.Outputs != "" {
 		dirs = append(dirs, hostDir{OutputsDir, spec.Outputs, rwAttrs})
@@ -181,7 +197,13 @@ func (s Spec) validate() error {
 	if s.ID == "" {
 		return errors.New("validate jail spec: empty id")
 	}
-	for name, p := range map[string]string{"workspace": s.Workspace, "run dir": s.RunDir} {
+	required := map[string]string{"run dir": s.RunDir}
+	if s.WorkspaceTmpfs <= 0 {
+		required["workspace"] = s.Workspace
+	} else if s.Workspace != "" || s.Outputs != "" {
+		return errors.New("validate jail spec: a tmpfs workspace takes no workspace or outputs dir")
+	}
+	for name, p := range required {
 		if p == "" || !filepath.IsAbs(p) {
 			return fmt.Errorf("validate jail spec: %s %q is not an absolute path", name, p)
 		}

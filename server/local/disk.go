@@ -1,0 +1,247 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Storage quota mechanisms (Config.Storage).
+const (
+	StorageAuto  = ""      // loop when possible (root, /dev/loop-control, mkfs.ext4), else tmpfs
+	StorageLoop  = "loop"  // an ext4 image per sandbox, loop-mounted on the host
+	StorageTmpfs = "tmpfs" // a size-limited tmpfs inside the jail (memory, not disk)
+)
+
+// Files of a sandbox with a loop-mounted disk, in its directory.
+const (
+	diskImage = "disk.img" // sparse ext4 image of the quota's size
+	diskMount = "disk"     // its mount point; holds workspace/ and outputs/
+)
+
+// loopAvailable reports why loop-mounted quotas cannot work here, or "".
+func loopAvailable(root bool) string {
+	switch {
+	case !root:
+		return "not running as root"
+	case !exists("/dev/loop-control"):
+		return "no /dev/loop-control"
+	}
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		return "mkfs.ext4 not found (install e2fsprogs)"
+	}
+	return ""
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// images makes quota images from one formatted template per size, so a
+// Create copies a few megabytes of metadata instead of running mkfs.
+type images struct {
+	dir string // StateDir/images
+	mu  sync.Mutex
+}
+
+// create writes a new sparse ext4 image of size bytes at dst.
+func (im *images) create(dst string, size int64) error {
+	tmpl, err := im.template(size)
+	if err != nil {
+		return err
+	}
+	if err := copySparse(dst, tmpl, size); err != nil {
+		return fmt.Errorf("create disk image: %w", err)
+	}
+	return nil
+}
+
+// template returns the path of the formatted image of size bytes, making
+// it on first use.
+func (im *images) template(size int64) (string, error) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	path := filepath.Join(im.dir, "ext4-"+strconv.FormatInt(size, 10)+".img")
+	if exists(path) {
+		return path, nil
+	}
+	if err := os.MkdirAll(im.dir, 0o700); err != nil {
+		return "", fmt.Errorf("create disk template: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := formatImage(tmp, size); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("create disk template: %w", err)
+	}
+	return path, nil
+}
+
+func formatImage(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err == nil {
+		err = errors.Join(f.Truncate(size), f.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("create disk template: %w", err)
+	}
+	// Fast: no journal (a sandbox does not survive the host anyway), no
+	// reserved blocks, and no inode table zeroing, since a new sparse file
+	// reads as zeros; e2fsprogs before 1.47 lacks that last option.
+	var out []byte
+	for _, ext := range []string{"nodiscard,lazy_itable_init=1,assume_storage_prezeroed=1", "nodiscard,lazy_itable_init=1"} {
+		args := []string{"-q", "-F", "-m", "0", "-O", "^has_journal", "-E", ext, path}
+		if out, err = exec.Command("mkfs.ext4", args...).CombinedOutput(); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("format disk template: %w: %s", err, out)
+}
+
+// copySparse copies src's data extents to a new file dst of size bytes,
+// leaving holes as holes.
+func copySparse(dst, src string, size int64) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, out.Close()) }()
+	if err := out.Truncate(size); err != nil {
+		return err
+	}
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(int(in.Fd()), off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			return nil // only a hole is left
+		}
+		if err != nil {
+			return err
+		}
+		hole, err := unix.Seek(int(in.Fd()), data, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		if err := copyRange(out, in, data, hole-data); err != nil {
+			return err
+		}
+		off = hole
+	}
+	return nil
+}
+
+func copyRange(out, in *os.File, off, n int64) error {
+	for n > 0 {
+		roff, woff := off, off
+		c, err := unix.CopyFileRange(int(in.Fd()), &roff, int(out.Fd()), &woff, int(min(n, 1<<30)), 0)
+		if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+			_, err = io.Copy(io.NewOffsetWriter(out, off), io.NewSectionReader(in, off, n))
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if c == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		off, n = off+int64(c), n-int64(c)
+	}
+	return nil
+}
+
+// mountDisk attaches image to a free loop device and mounts it at target.
+// The device is auto-clearing: it detaches itself once the filesystem is
+// unmounted everywhere, the jail's copies of the mount included.
+func mountDisk(image, target string) error {
+	img, err := os.OpenFile(image, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("mount disk: %w", err)
+	}
+	defer img.Close()
+	loop, err := attachLoop(img)
+	if err != nil {
+		return fmt.Errorf("mount disk: %w", err)
+	}
+	// Closed only after the mount holds the device, or autoclear would
+	// detach it first.
+	defer loop.Close()
+	if err := os.Mkdir(target, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("mount disk: %w", err)
+	}
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOATIME)
+	if err := unix.Mount(loop.Name(), target, "ext4", flags, ""); err != nil {
+		return fmt.Errorf("mount disk %s on %s: %w", loop.Name(), target, err)
+	}
+	return nil
+}
+
+// attachLoop binds img to a free loop device and returns the device open.
+func attachLoop(img *os.File) (*os.File, error) {
+	ctl, err := os.OpenFile("/dev/loop-control", os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer ctl.Close()
+	// Another process may take the device LOOP_CTL_GET_FREE names before
+	// we configure it; then ask again.
+	for range 16 {
+		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return nil, fmt.Errorf("find free loop device: %w", err)
+		}
+		dev, err := os.OpenFile("/dev/loop"+strconv.Itoa(n), os.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		cfg := unix.LoopConfig{
+			Fd:   uint32(img.Fd()),
+			Info: unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR | unix.LO_FLAGS_DIRECT_IO},
+		}
+		err = unix.IoctlLoopConfigure(int(dev.Fd()), &cfg)
+		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTTY) {
+			err = configureOldLoop(dev, img) // before Linux 5.8
+		}
+		if err == nil {
+			return dev, nil
+		}
+		dev.Close()
+		if !errors.Is(err, unix.EBUSY) {
+			return nil, fmt.Errorf("configure %s: %w", dev.Name(), err)
+		}
+	}
+	return nil, errors.New("configure loop device: every free device was taken first")
+}
+
+func configureOldLoop(dev, img *os.File) error {
+	if err := unix.IoctlSetInt(int(dev.Fd()), unix.LOOP_SET_FD, int(img.Fd())); err != nil {
+		return err
+	}
+	info := unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR}
+	if err := unix.IoctlLoopSetStatus64(int(dev.Fd()), &info); err != nil {
+		_ = unix.IoctlSetInt(int(dev.Fd()), unix.LOOP_CLR_FD, 0)
+		return err
+	}
+	return nil
+}
+
+// unmountDisk detaches the disk mounted at target, if any. The filesystem
+// and its loop device go once the jail's copies of the mount are gone too.
+func unmountDisk(target string) error {
+	err := unix.Unmount(target, unix.MNT_DETACH)
+	if err == nil || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		return nil // unmounted, or not a mount point
+	}
+	return fmt.Errorf("unmount disk: %w", err)
+}
