@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -79,7 +80,7 @@ func viewTool() Tool {
 		Schema: object(
 			strParam("path", "Path of the file or directory.").req(),
 			intParam("start_line", "First line to show, 1-based (default 1).", 1, 1, 0).noMax(),
-			intParam("end_line", "Last line to show, inclusive (default 100); -1 shows to the end of the file.", viewDefaultEnd, -1, 0).noMax(),
+			intParam("end_line", "Last line to show, inclusive (default 100, or 100 lines from a start_line past 100); -1 shows to the end of the file.", viewDefaultEnd, -1, 0).noMax(),
 		),
 		Handler: runView,
 	}
@@ -92,8 +93,8 @@ func runView(ctx context.Context, sb Sandbox, args json.RawMessage) (string, err
 	in := struct {
 		Path  string `json:"path"`
 		Start int    `json:"start_line"`
-		End   int    `json:"end_line"`
-	}{Start: 1, End: viewDefaultEnd}
+		End   *int   `json:"end_line"`
+	}{Start: 1}
 	if msg := decode("view", args, &in); msg != "" {
 		return msg, nil
 	}
@@ -101,17 +102,26 @@ func runView(ctx context.Context, sb Sandbox, args json.RawMessage) (string, err
 		return "Error: path must not be empty", nil
 	}
 	in.Start = max(in.Start, 1)
-	if in.End < -1 || in.End == 0 {
-		in.End = -1
+	end := viewDefaultEnd
+	switch {
+	case in.End != nil:
+		end = *in.End
+	case in.Start > viewDefaultEnd:
+		// The default window moves with start_line; the reference's fixed
+		// end 100 would refuse every start_line past it.
+		end = in.Start + viewDefaultEnd - 1
 	}
-	if in.End != -1 && in.End < in.Start {
-		return fmt.Sprintf("Error: end_line %d is before start_line %d", in.End, in.Start), nil
+	if end < -1 || end == 0 {
+		end = -1
+	}
+	if end != -1 && end < in.Start {
+		return fmt.Sprintf("Error: end_line %d is before start_line %d", end, in.Start), nil
 	}
 	if isImage(in.Path) {
 		return fmt.Sprintf("Error: %s is an image; view shows text. Use bash_tool (e.g. `file`, `identify`) to inspect it or present_files to hand it to the user.", in.Path), nil
 	}
 	p := in.Path
-	req := api.ViewRequest{Path: p, ViewRange: []int{in.Start, in.End}}
+	req := api.ViewRequest{Path: p, ViewRange: []int{in.Start, end}}
 	res, err := sb.View(ctx, req)
 	if n := normalizeSpaces(p); isNotFound(err) && n != p {
 		// Names copied from macOS carry U+202F and friends where the agent
@@ -136,7 +146,7 @@ func runView(ctx context.Context, sb Sandbox, args json.RawMessage) (string, err
 	if in.Start > res.Lines {
 		return fmt.Sprintf("Error: start_line %d is past the end of %s (%d lines)", in.Start, p, res.Lines), nil
 	}
-	last := in.End
+	last := end
 	if last == -1 || last > res.Lines {
 		last = res.Lines
 	}
@@ -411,7 +421,7 @@ func runGrep(ctx context.Context, sb Sandbox, args json.RawMessage) (string, err
 	}
 	lines := make([]string, len(res.Matches))
 	for i, m := range res.Matches {
-		lines[i] = fmt.Sprintf("%s:%d: %s", m.Path, m.Line, m.Text)
+		lines[i] = fmt.Sprintf("%s:%d: %s", m.Path, m.Line, cutLine(m.Text))
 	}
 	out := strings.Join(lines, "\n")
 	if res.Error != "" {
@@ -421,4 +431,20 @@ func runGrep(ctx context.Context, sb Sandbox, args json.RawMessage) (string, err
 		out += fmt.Sprintf("\n\n(results truncated -- raise max_matches (max %d) or narrow path or glob)", api.MaxGrepMatches)
 	}
 	return out, nil
+}
+
+// grepMaxLine caps the text shown of one matching line: a minified file's
+// single line would otherwise fill the agent's context 500 times over.
+const grepMaxLine = 500
+
+// cutLine shortens s to grepMaxLine bytes on a rune boundary, marking the cut.
+func cutLine(s string) string {
+	if len(s) <= grepMaxLine {
+		return s
+	}
+	cut := grepMaxLine
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
 }

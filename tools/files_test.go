@@ -89,6 +89,13 @@ func TestView(t *testing.T) {
 			calls: []call{viewCall("a.py", 7, 9)},
 		},
 		{
+			name:  "start past 100 moves the default window",
+			args:  `{"path":"a.py","start_line":150}`,
+			fake:  fake{view: ret(api.ViewResult{Content: "x", Lines: 150})},
+			want:  "File: a.py (lines 150-150 of 150)\n   150\tx",
+			calls: []call{viewCall("a.py", 150, 249)},
+		},
+		{
 			name: "end before start",
 			args: `{"path":"a.py","start_line":7,"end_line":3}`,
 			want: "Error: end_line 3 is before start_line 7",
@@ -314,6 +321,13 @@ func TestGrep(t *testing.T) {
 			}})},
 			want:  "/workspace/main.go:7: func main() {\n/workspace/cmd/x/main.go:12: func main() {",
 			calls: []call{{"Grep", api.GrepRequest{Pattern: "func main", Path: "/", Glob: "*.go", MaxMatches: 500}}},
+		},
+		{
+			name:  "long line cut",
+			args:  `{"pattern":"x"}`,
+			fake:  fake{grep: ret(api.GrepResult{Matches: []api.GrepMatch{{Path: "min.js", Line: 1, Text: strings.Repeat("é", 300)}}})},
+			want:  "min.js:1: " + strings.Repeat("é", 250) + "… (100 more bytes)",
+			calls: []call{{"Grep", api.GrepRequest{Pattern: "x", Path: "/", MaxMatches: 500}}},
 		},
 		{
 			name:  "truncated",
