@@ -29,23 +29,32 @@ type Server struct {
 	Driver   *local.Driver
 	StateDir string // the driver's state directory
 
-	cfg    server.Config
-	log    *slog.Logger
-	stop   func() // stops serving (HTTP and background work) but not the sandboxes
-	dbPath string
+	cfg       server.Config
+	log       *slog.Logger
+	driverCfg func(*local.Config) // from WithDriverConfig; nil means none
+	stop      func()              // stops serving (HTTP and background work) but not the sandboxes
+	dbPath    string
 }
 
 // Option changes how New builds the server.
 type Option func(*options)
 
 type options struct {
-	cfg server.Config
-	log *slog.Logger
+	cfg       server.Config
+	log       *slog.Logger
+	driverCfg func(*local.Config)
 }
 
 // WithConfig sets the server configuration (BootstrapAPIKey and
 // DriverName are always set by New).
 func WithConfig(cfg server.Config) Option { return func(o *options) { o.cfg = cfg } }
+
+// WithDriverConfig lets edit change the local driver's configuration (size
+// presets, storage quota, ...) after New has set StateDir, SidecarPath and
+// Log. Restart applies it again.
+func WithDriverConfig(edit func(*local.Config)) Option {
+	return func(o *options) { o.driverCfg = edit }
+}
 
 // WithLogger sends the server's and driver's logs to log instead of t.Log.
 func WithLogger(log *slog.Logger) Option { return func(o *options) { o.log = log } }
@@ -63,7 +72,6 @@ func New(t testing.TB, opts ...Option) *Server {
 	if o.log == nil {
 		o.log = slog.New(slog.NewTextHandler(tLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	sidecar := SidecarBinary(t)
 	// A short path: unix socket paths under it must stay below 108 bytes,
 	// which a t.TempDir() named after a long test may not.
 	stateDir, err := os.MkdirTemp("", "bxk-")
@@ -73,15 +81,16 @@ func New(t testing.TB, opts ...Option) *Server {
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
 
 	s := &Server{
-		APIKey:   server.NewAPIKey(),
-		StateDir: stateDir,
-		cfg:      o.cfg,
-		log:      o.log,
-		dbPath:   filepath.Join(stateDir, "boxkite.db"),
+		APIKey:    server.NewAPIKey(),
+		StateDir:  stateDir,
+		cfg:       o.cfg,
+		log:       o.log,
+		driverCfg: o.driverCfg,
+		dbPath:    filepath.Join(stateDir, "boxkite.db"),
 	}
 	s.cfg.BootstrapAPIKey = s.APIKey
 	s.cfg.DriverName = "local"
-	driver, err := local.New(local.Config{StateDir: stateDir, SidecarPath: sidecar, Log: o.log.With("driver", "local")})
+	driver, err := s.newDriver(t)
 	if err != nil {
 		t.Fatalf("servertest: %v", err)
 	}
@@ -149,12 +158,20 @@ func (s *Server) start(t testing.TB) {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.stop()
-	driver, err := local.New(local.Config{StateDir: s.StateDir, SidecarPath: SidecarBinary(t), Log: s.log.With("driver", "local")})
+	driver, err := s.newDriver(t)
 	if err != nil {
 		t.Fatalf("servertest: restart: %v", err)
 	}
 	s.Driver = driver
 	s.start(t)
+}
+
+func (s *Server) newDriver(t testing.TB) (*local.Driver, error) {
+	cfg := local.Config{StateDir: s.StateDir, SidecarPath: SidecarBinary(t), Log: s.log.With("driver", "local")}
+	if s.driverCfg != nil {
+		s.driverCfg(&cfg)
+	}
+	return local.New(cfg)
 }
 
 // tLogWriter sends log lines to t.Log, so they show only for failing tests.
