@@ -71,13 +71,9 @@ func (c *Client) resty() *resty.Client {
 			cp := *c.HTTPClient
 			hc = &cp
 		}
-		ua := c.UserAgent
-		if ua == "" {
-			ua = "boxkite-go-client"
-		}
 		c.rc = resty.NewWithClient(hc).
 			SetBaseURL(strings.TrimRight(c.BaseURL, "/")).
-			SetHeader("User-Agent", ua).
+			SetHeader("User-Agent", c.userAgent()).
 			SetHeader("Accept", "application/json").
 			// Local mode is plain HTTP on loopback; resty would otherwise print
 			// a warning about bearer tokens over HTTP to our users' stderr.
@@ -88,6 +84,13 @@ func (c *Client) resty() *resty.Client {
 		}
 	})
 	return c.rc
+}
+
+func (c *Client) userAgent() string {
+	if c.UserAgent == "" {
+		return "boxkite-go-client"
+	}
+	return c.UserAgent
 }
 
 // request starts a request bound to ctx.

@@ -1,0 +1,137 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// maxTerminalFrame bounds one frame from the server: terminal output, or the
+// scrollback replayed when attaching.
+const maxTerminalFrame = 16 << 20
+
+// A Terminal is an attachment to the shared terminal of a sandbox (its PTY).
+// Read returns the terminal's output, Write types into it, and Resize sets
+// its size. Every attacher sees the same screen; the shell outlives the
+// attachment. Read and Write may be used from different goroutines.
+type Terminal struct {
+	conn *websocket.Conn
+	ctx  context.Context
+
+	mu sync.Mutex // guards r: Read is not for concurrent use
+	r  io.Reader  // the current binary message
+}
+
+// Attach connects to the terminal of sandbox id (WS …/takeover). ctx bounds
+// the whole attachment, not just the dial. With readOnly the terminal only
+// shows output; what is written is dropped. Needs an admin API key.
+func (c *Client) Attach(ctx context.Context, id string, readOnly bool) (*Terminal, error) {
+	u := strings.TrimRight(c.BaseURL, "/") + "/v1/sandboxes/" + url.PathEscape(id) + "/takeover"
+	if readOnly {
+		u += "?read_only=1"
+	}
+	hdr := http.Header{"User-Agent": {c.userAgent()}}
+	if c.APIKey != "" {
+		hdr.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.resty().GetClient(), HTTPHeader: hdr})
+	if err != nil {
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			// The server refused before upgrading, with an ordinary error
+			// envelope; the dialer kept up to 1 KiB of it.
+			var b []byte
+			if resp.Body != nil {
+				b, _ = io.ReadAll(resp.Body)
+			}
+			if e := errorFrom(resp.StatusCode, resp.Header, b); e != nil {
+				return nil, e
+			}
+		}
+		return nil, c.transportError(ctx, "GET", "/v1/sandboxes/{id}/takeover", err)
+	}
+	conn.SetReadLimit(maxTerminalFrame)
+	return &Terminal{conn: conn, ctx: ctx}, nil
+}
+
+// Read reads terminal output. It returns io.EOF once the server closed the
+// attachment normally (the shell exited, or the sandbox went away).
+func (t *Terminal) Read(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for {
+		if t.r != nil {
+			n, err := t.r.Read(p)
+			if errors.Is(err, io.EOF) {
+				t.r = nil
+				err = nil
+			}
+			if n > 0 || err != nil {
+				return n, err
+			}
+			continue
+		}
+		typ, r, err := t.conn.Reader(t.ctx)
+		if err != nil {
+			return 0, closeErr(err)
+		}
+		if typ != websocket.MessageBinary {
+			// Text frames are control messages; none travels this way yet.
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return 0, closeErr(err)
+			}
+			continue
+		}
+		t.r = r
+	}
+}
+
+// closeErr turns a normal close into io.EOF and says why otherwise.
+func closeErr(err error) error {
+	switch websocket.CloseStatus(err) {
+	case websocket.StatusNormalClosure, websocket.StatusGoingAway:
+		return io.EOF
+	case -1:
+		return fmt.Errorf("terminal: %w", err)
+	}
+	var ce websocket.CloseError
+	errors.As(err, &ce)
+	if ce.Reason != "" {
+		return fmt.Errorf("terminal closed: %s", ce.Reason)
+	}
+	return fmt.Errorf("terminal closed: %w", err)
+}
+
+// Write types p into the terminal as one frame.
+func (t *Terminal) Write(p []byte) (int, error) {
+	if err := t.conn.Write(t.ctx, websocket.MessageBinary, p); err != nil {
+		return 0, closeErr(err)
+	}
+	return len(p), nil
+}
+
+// Resize sets the terminal's size in character cells; the shell gets SIGWINCH.
+func (t *Terminal) Resize(cols, rows int) error {
+	b, err := json.Marshal(api.PTYControl{Type: api.PTYControlResize, Cols: cols, Rows: rows})
+	if err != nil {
+		return err
+	}
+	if err := t.conn.Write(t.ctx, websocket.MessageText, b); err != nil {
+		return closeErr(err)
+	}
+	return nil
+}
+
+// Close detaches from the terminal; the shell keeps running for the next attacher.
+func (t *Terminal) Close() error {
+	return t.conn.Close(websocket.StatusNormalClosure, "detached")
+}

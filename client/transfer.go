@@ -1,0 +1,126 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// Transfers stream: nothing here holds a whole file or archive in memory,
+// and no default timeout applies, since a large transfer may rightly take
+// long. Bound them with ctx.
+
+// A Download is the body of a file or archive being downloaded. Read it to
+// the end and close it; ctx of the call that returned it bounds the reading.
+type Download struct {
+	io.ReadCloser
+	Size int64 // bytes to expect, or -1 when the server did not say (archives)
+}
+
+// UploadFile streams r into the file path of sandbox id (PUT …/files/raw),
+// creating parent directories and replacing the file whole once the upload
+// is complete. It reads r to the end but does not close it.
+func (c *Client) UploadFile(ctx context.Context, id, path string, r io.Reader) (*api.FileWriteResult, error) {
+	var res api.FileWriteResult
+	if err := c.upload(ctx, http.MethodPut, "/v1/sandboxes/{id}/files/raw", id, path, r, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// DownloadFile streams the file path of sandbox id (GET …/files/raw).
+func (c *Client) DownloadFile(ctx context.Context, id, path string) (*Download, error) {
+	return c.download(ctx, "/v1/sandboxes/{id}/files/raw", id, path)
+}
+
+// UploadArchive streams a tar or tar.gz archive from r and extracts it under
+// the directory dir of sandbox id (POST …/files/archive), creating dir. It
+// reads r to the end but does not close it.
+func (c *Client) UploadArchive(ctx context.Context, id, dir string, r io.Reader) (*api.ArchiveResult, error) {
+	var res api.ArchiveResult
+	if err := c.upload(ctx, http.MethodPost, "/v1/sandboxes/{id}/files/archive", id, dir, r, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// DownloadArchive streams the directory dir of sandbox id as an
+// uncompressed tar with names relative to dir (GET …/files/archive).
+// Symlinks come as symlinks.
+func (c *Client) DownloadArchive(ctx context.Context, id, dir string) (*Download, error) {
+	return c.download(ctx, "/v1/sandboxes/{id}/files/archive", id, dir)
+}
+
+// upload sends r as the body, unbuffered. It uses net/http directly:
+// resty reads an io.Reader body whole to be able to retry it.
+func (c *Client) upload(ctx context.Context, method, route, id, path string, r io.Reader, out any) error {
+	// Hide any Close method: net/http closes a body that has one, and the
+	// caller's reader is the caller's to close. The length is unknown, so
+	// the body goes chunked.
+	req, err := c.rawRequest(ctx, method, route, id, path, struct{ io.Reader }{r})
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := c.resty().GetClient().Do(req)
+	if err != nil {
+		return c.transportError(ctx, method, route, err)
+	}
+	defer resp.Body.Close()
+	if err := checkStatus(resp); err != nil {
+		return err
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out); err != nil {
+		return fmt.Errorf("decode %s %s response: %w", method, route, err)
+	}
+	return nil
+}
+
+func (c *Client) download(ctx context.Context, route, id, path string) (*Download, error) {
+	req, err := c.rawRequest(ctx, http.MethodGet, route, id, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "*/*")
+	resp, err := c.resty().GetClient().Do(req)
+	if err != nil {
+		return nil, c.transportError(ctx, http.MethodGet, route, err)
+	}
+	if err := checkStatus(resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
+	return &Download{ReadCloser: resp.Body, Size: resp.ContentLength}, nil
+}
+
+// rawRequest builds a transfer request for route (with an {id}
+// placeholder) and ?path=, carrying the client's headers.
+func (c *Client) rawRequest(ctx context.Context, method, route, id, path string, body io.Reader) (*http.Request, error) {
+	u := strings.TrimRight(c.BaseURL, "/") + strings.Replace(route, "{id}", url.PathEscape(id), 1) +
+		"?" + url.Values{"path": {path}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, route, err)
+	}
+	req.Header.Set("User-Agent", c.userAgent())
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	return req, nil
+}
+
+// checkStatus turns a non-2xx response into an *api.Error, reading at most
+// 1 MiB of its body.
+func checkStatus(resp *http.Response) error {
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return errorFrom(resp.StatusCode, resp.Header, b)
+}
