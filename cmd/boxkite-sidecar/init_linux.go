@@ -49,6 +49,8 @@ func runInit() (int, error) {
 		"--workspace", jail.WorkspaceDir,
 		"--run-as", strconv.Itoa(l.Spec.UID) + ":" + strconv.Itoa(l.Spec.GID),
 		"--nested-userns=" + strconv.FormatBool(l.Spec.Nested()),
+		"--max-exec-count=" + strconv.Itoa(l.Spec.MaxExecCount),
+		"--max-exec-seconds=" + strconv.Itoa(l.Spec.MaxExecSeconds),
 	}
 	// /proc/self/exe still reaches this binary after pivot_root, though no
 	// path inside the jail names it.

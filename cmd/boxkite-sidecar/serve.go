@@ -32,6 +32,7 @@ type serveFlags struct {
 	workspace string
 	runAs     string
 	nested    bool
+	budget    [2]int // max exec count, max exec seconds
 }
 
 func runServe(args []string) error {
@@ -42,6 +43,8 @@ func runServe(args []string) error {
 	fs.StringVar(&f.workspace, "workspace", "/workspace", "workspace `dir`")
 	fs.StringVar(&f.runAs, "run-as", "", "run commands as `uid:gid` (default: the sidecar's own user)")
 	fs.BoolVar(&f.nested, "nested-userns", false, "reach --run-as through a nested user namespace (single-id jails)")
+	fs.IntVar(&f.budget[0], "max-exec-count", 0, "exec budget: budgeted calls of the sandbox (0: 500, negative: no limit)")
+	fs.IntVar(&f.budget[1], "max-exec-seconds", 0, "exec budget: seconds budgeted calls may run in all (0: 3600, negative: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,7 +67,10 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	h := sidecar.New(sidecar.Options{Token: token, Version: buildVersion(), Log: log, Workspace: f.workspace, RunAs: runAs})
+	h := sidecar.New(sidecar.Options{
+		Token: token, Version: buildVersion(), Log: log, Workspace: f.workspace, RunAs: runAs,
+		Tools: sidecar.ToolLimits{MaxExecCount: f.budget[0], MaxExecSeconds: f.budget[1]},
+	})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

@@ -78,6 +78,11 @@ type Config struct {
 	StorageGB, MaxStorageGB float64
 	// Storage is the quota mechanism: StorageAuto, StorageLoop or StorageTmpfs.
 	Storage string
+
+	// MaxExecCount and MaxExecSeconds are each sandbox's exec budget
+	// (reference §2.4): 0 means the sidecar's default (500 calls, 3600 s),
+	// negative no limit.
+	MaxExecCount, MaxExecSeconds int
 }
 
 // Driver runs each sandbox as a jailed boxkite-sidecar process. A Driver is
@@ -291,6 +296,9 @@ func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (jail.Sp
 		TmpSize:     d.cfg.TmpSize,
 		MaxProcs:    int(max(1, lim.Pids-lim.Pids/8)), // leave the sidecar room to fork
 		MaxFileSize: max(quota, cmp.Or(d.cfg.TmpSize, jail.DefaultTmpSize)),
+
+		MaxExecCount:   d.cfg.MaxExecCount,
+		MaxExecSeconds: d.cfg.MaxExecSeconds,
 	}
 	if d.root {
 		js.HostIDBase = d.cfg.UIDBase

@@ -62,6 +62,12 @@ type Spec struct {
 	// host's root may lack CAP_SYS_RESOURCE.
 	MaxProcs    int   `json:"max_procs,omitempty"`     // RLIMIT_NPROC per user; 0 means DefaultMaxProcs
 	MaxFileSize int64 `json:"max_file_size,omitempty"` // RLIMIT_FSIZE in bytes; 0 means unlimited
+
+	// MaxExecCount and MaxExecSeconds are the sandbox's exec budget
+	// (sidecar.ToolLimits): 0 means the sidecar's default, negative no
+	// limit. The jail does not enforce them; init hands them to the sidecar.
+	MaxExecCount   int `json:"max_exec_count,omitempty"`
+	MaxExecSeconds int `json:"max_exec_seconds,omitempty"`
 }
 
 // Nested reports whether the sandbox user must live in a nested user
