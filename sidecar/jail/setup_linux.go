@@ -53,7 +53,7 @@ func Setup(l Launch) error {
 	if err := b.mountTmpfs(b.root, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
 		return err
 	}
-	steps := []func() error{b.placeSystem, b.placeEtc, b.placeHostDirs, b.placeWorkspaceTmpfs, b.placeDev, b.placeTmp, b.placeProc}
+	steps := []func() error{b.placeSystem, b.placeEtc, b.placeHostDirs, b.placeReadOnlyRoots, b.placeWorkspaceTmpfs, b.placeDev, b.placeTmp, b.placeProc}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
@@ -252,6 +252,19 @@ func (b *builder) placeHostDirs() error {
 	for _, t := range b.host {
 		if err := b.place(t); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// placeReadOnlyRoots makes the typed roots the sandbox may read but not
+// write (uploads and skills) as directories of the root tmpfs, which turns
+// read-only after pivot_root. Without them the sidecar would call every path
+// under them outside the roots rather than read-only.
+func (b *builder) placeReadOnlyRoots() error {
+	for _, dir := range []string{UploadsDir, SkillsDir} {
+		if err := os.MkdirAll(b.path(dir), 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
 	return nil

@@ -6,6 +6,8 @@ const (
 	WorkspaceDir = "/workspace"              // writable, bind of Spec.Workspace
 	RunDir       = "/run/boxkite"            // bind of Spec.RunDir; holds the sidecar socket
 	OutputsDir   = "/mnt/user-data/outputs"  // writable, bind of Spec.Outputs when set
+	UploadsDir   = "/mnt/user-data/uploads"  // read-only, empty: nothing uploads into it yet
+	SkillsDir    = "/mnt/skills"             // read-only, empty: nothing installs skills yet
 	SocketName   = "sidecar.sock"            // the sidecar's unix socket inside RunDir
 	SocketPath   = RunDir + "/" + SocketName // where the sidecar listens, inside the jail
 )
