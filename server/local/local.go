@@ -288,14 +288,16 @@ func (d *Driver) quota(storageGB float64) int64 {
 func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (jail.Spec, state, error) {
 	quota := d.quota(spec.StorageGB)
 	js := jail.Spec{
-		ID:          spec.ID,
-		Hostname:    "sandbox",
-		RunDir:      filepath.Join(dir, "run"),
-		UID:         jail.DefaultUID,
-		GID:         jail.DefaultUID,
-		TmpSize:     d.cfg.TmpSize,
-		MaxProcs:    int(max(1, lim.Pids-lim.Pids/8)), // leave the sidecar room to fork
-		MaxFileSize: max(quota, cmp.Or(d.cfg.TmpSize, jail.DefaultTmpSize)),
+		ID:       spec.ID,
+		Hostname: "sandbox",
+		RunDir:   filepath.Join(dir, "run"),
+		UID:      jail.DefaultUID,
+		GID:      jail.DefaultUID,
+		TmpSize:  d.cfg.TmpSize,
+		MaxProcs: int(max(1, lim.Pids-lim.Pids/8)), // leave the sidecar room to fork
+		// A backstop above the largest writable filesystem, so a full one
+		// says ENOSPC rather than killing the writer with SIGXFSZ.
+		MaxFileSize: max(quota, cmp.Or(d.cfg.TmpSize, jail.DefaultTmpSize)) + 1<<20,
 
 		MaxExecCount:   d.cfg.MaxExecCount,
 		MaxExecSeconds: d.cfg.MaxExecSeconds,

@@ -86,7 +86,7 @@ func isolationProbes(stateDir, workspace string, port int) []probe {
 		{name: "core dumps off", command: "ulimit -c", ok: true, stdout: is("0")},
 		{name: "open files capped", command: "ulimit -n", ok: true, stdout: is("4096")},
 		{name: "processes capped", command: "bash -c 'ulimit -u'", ok: true, stdout: is("448")},
-		{name: "file size capped at the quota", command: "bash -c 'ulimit -f'", ok: true, stdout: is("5242880")},
+		{name: "file size capped just above the quota", command: "bash -c 'ulimit -f'", ok: true, stdout: is("5243904")},
 		{name: "seccomp filter", command: "grep Seccomp: /proc/self/status", ok: true, stdout: is("Seccomp:\t2")},
 		{name: "own cgroup namespace", command: "cut -d: -f3 /proc/self/cgroup | sort -u", ok: true, stdout: is("/")},
 		{name: "workspace is its own disk", command: "stat -f -c %T /workspace; df -k --output=size /workspace | tail -1", ok: true, stdout: func(got string) string {

@@ -11,6 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// maskAttrs cover a masked /proc file: a /dev/null that, being nodev, cannot
+// even be opened.
+const maskAttrs = deviceAttr | unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NODEV
+
 // Docker's default masks: files that leak host state or poke the kernel.
 var (
 	procMasked   = []string{"kcore", "keys", "timer_list", "timer_stats", "sched_debug", "latency_stats", "sysrq-trigger", "kmsg", "config.gz"}
@@ -77,7 +81,8 @@ func (b *builder) etcFiles() map[string]string {
 // /dev/shm and the usual symlinks. The tmpfs itself ends up read-only.
 func (b *builder) placeDev() error {
 	dev := b.path("/dev")
-	if err := b.mountTmpfs(dev, unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+	// nodev on the tmpfs itself: the device nodes are mounts of their own.
+	if err := b.mountTmpfs(dev, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return err
 	}
 	for _, t := range b.devs {
@@ -142,7 +147,7 @@ func (b *builder) placeProc() error {
 			return fmt.Errorf("mask /proc/%s: %w", name, err)
 		}
 		// The detached tree is used up; clone another /dev/null for the next.
-		t, err := cloneTree(unix.AT_FDCWD, p, p, deviceAttr|unix.MOUNT_ATTR_RDONLY, false)
+		t, err := cloneTree(unix.AT_FDCWD, p, p, maskAttrs, false)
 		if err != nil {
 			return err
 		}

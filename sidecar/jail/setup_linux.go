@@ -162,7 +162,7 @@ func (b *builder) cloneSources(fds map[string]int) error {
 		b.devs = append(b.devs, t)
 		if name == "null" {
 			// A second clone masks /proc files later.
-			nt, err := cloneTree(unix.AT_FDCWD, p, p, deviceAttr|unix.MOUNT_ATTR_RDONLY, false)
+			nt, err := cloneTree(unix.AT_FDCWD, p, p, maskAttrs, false)
 			if err != nil {
 				return err
 			}

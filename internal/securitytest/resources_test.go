@@ -1,0 +1,136 @@
+package securitytest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// TestForkBomb: a fork bomb hits the sandbox's pids limit; the host and
+// another sandbox stay responsive, and the sandbox recovers once the
+// bomb's command is killed at its timeout.
+func TestForkBomb(t *testing.T) {
+	x := newSuite(t)
+	a, b := x.sandbox(api.CreateSandboxRequest{Label: "bomb"}), x.sandbox(api.CreateSandboxRequest{Label: "bystander"})
+	h := x.host(a)
+	watch := x.watch(b)
+	res, err := x.exec(a, api.ExecRequest{Command: "bash -c 'f() { f | f & }; f; sleep 10'", Timeout: 5})
+	if err != nil {
+		t.Fatalf("exec the bomb: %v", err)
+	}
+	t.Logf("bomb: exit %d after %dms", res.ExitCode, res.DurationMS)
+	// The host can still fork.
+	if err := exec.Command("true").Run(); err != nil {
+		t.Errorf("the host cannot run true during the bomb: %v", err)
+	}
+	// The agent's RLIMIT_NPROC (7/8 of the cgroup's pids.max, so the
+	// sidecar can still fork) stops the bomb first; pids.max backs it.
+	peak, err := h.cgroupFile("pids.peak")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if _, err := fmt.Sscan(peak, &n); err != nil || n < testPids/2 || n > testPids {
+		t.Errorf("pids.peak = %q, want the bomb held between %d and the limit %d", peak, testPids/2, testPids)
+	}
+	hits, _ := h.cgroupStat("pids.events", "max")
+	t.Logf("bomb peaked at %d tasks; pids.max refused %d forks", n, hits)
+	err = eventually(30*time.Second, func() error {
+		res, err := x.exec(a, api.ExecRequest{Command: "true", Timeout: 5})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("true exited %d: %s", res.ExitCode, res.Stderr)
+		}
+		return err
+	})
+	if err != nil {
+		t.Errorf("the bombed sandbox did not recover: %v", err)
+	}
+	watch.check(t)
+	if err := x.c.DeleteSandbox(t.Context(), a); err != nil {
+		t.Errorf("delete the bombed sandbox: %v", err)
+	}
+	for _, d := range h.Cgroup.Dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("the bombed sandbox's cgroup %s outlived it (%v)", d, err)
+		}
+	}
+}
+
+// TestMemoryHog: a command that allocates past the size preset's memory is
+// OOM-killed inside the sandbox's cgroup (exit 137); the sidecar survives.
+func TestMemoryHog(t *testing.T) {
+	x := newSuite(t)
+	a, b := x.sandbox(api.CreateSandboxRequest{Label: "hog"}), x.sandbox(api.CreateSandboxRequest{Label: "bystander"})
+	h := x.host(a)
+	watch := x.watch(b)
+	cmd := fmt.Sprintf(`python3 -c 'b = b"x" * %d; print("survived")'`, 4*testMemory)
+	res := x.run(a, cmd)
+	if res.ExitCode != 128+int(syscall.SIGKILL) || strings.Contains(res.Stdout, "survived") {
+		t.Errorf("the memory hog = %+v, want killed (exit 137)", res)
+	}
+	oom, err := h.cgroupStat("memory.events", "oom_kill") // cgroup v2
+	if err != nil {
+		oom, err = h.cgroupStat("memory.oom_control", "oom_kill") // v1
+	}
+	if err != nil || oom == 0 {
+		t.Errorf("the sandbox's cgroup recorded %d OOM kills (%v), want the hog's", oom, err)
+	}
+	if res := x.run(a, "echo alive"); res.Stdout != "alive\n" {
+		t.Errorf("the sandbox after the OOM kill: %+v", res)
+	}
+	watch.check(t)
+}
+
+// TestDiskFiller: filling /workspace (or outputs, or /tmp) stops at the
+// sandbox's quota with ENOSPC; the host's disk and another sandbox's quota
+// are untouched.
+func TestDiskFiller(t *testing.T) {
+	x := newSuite(t)
+	const quotaGB = 1.0 / 16 // 64 MiB
+	a := x.sandbox(api.CreateSandboxRequest{Label: "filler", StorageGB: quotaGB})
+	b := x.sandbox(api.CreateSandboxRequest{Label: "bystander"})
+	h := x.host(a)
+	var before syscall.Statfs_t
+	if err := syscall.Statfs(x.s.StateDir, &before); err != nil {
+		t.Fatal(err)
+	}
+	watch := x.watch(b)
+	for _, dir := range []string{"/workspace", "/mnt/user-data/outputs", "/tmp"} {
+		t.Run(dir, func(t *testing.T) {
+			res := x.run(a, "dd if=/dev/zero of="+dir+"/fill bs=1M count=200; s=$?; rm -f "+dir+"/fill; exit $s")
+			if res.ExitCode == 0 || !strings.Contains(res.Stderr, "No space left on device") {
+				t.Errorf("filling %s = %+v, want ENOSPC", dir, res)
+			}
+		})
+	}
+	// 4 KiB writes leave at most a few 1 KiB blocks (a small image's).
+	if res := x.run(a, "dd if=/dev/zero of=/workspace/fill bs=4k 2>/dev/null; head -c 8192 /dev/zero > /workspace/x || echo full"); !strings.Contains(res.Stdout, "full") {
+		t.Errorf("a full workspace still took writes: %+v", res)
+	}
+	if res := x.run(b, "dd if=/dev/zero of=/workspace/ok bs=1M count=8 2>&1 && ls -s /workspace/ok"); res.ExitCode != 0 {
+		t.Errorf("the other sandbox cannot write while the first is full: %+v", res)
+	}
+	fi, err := os.Stat(filepath.Join(h.dir, "disk.img"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := fi.Sys().(*syscall.Stat_t).Blocks * 512; used > 64<<20 {
+		t.Errorf("the full sandbox's image takes %d bytes of the host's disk, more than its quota", used)
+	}
+	var after syscall.Statfs_t
+	if err := syscall.Statfs(x.s.StateDir, &after); err != nil {
+		t.Fatal(err)
+	}
+	// Other processes write too; a quota breach would be hundreds of MiB.
+	if lost := (int64(before.Bavail) - int64(after.Bavail)) * before.Bsize; lost > 128<<20 {
+		t.Errorf("the host's disk lost %d MiB while the sandbox filled its 64 MiB quota", lost>>20)
+	}
+	watch.check(t)
+}
