@@ -9,8 +9,8 @@ import (
 const (
 	ProcessRunning = "running"
 	ProcessExited  = "exited"  // the command ended by itself
-	ProcessStopped = "stopped" // ended by POST …/stop or kill-all
-	ProcessKilled  = "killed"  // ended by the watchdog at max_runtime_seconds
+	ProcessStopped = "stopped" // ended by POST …/stop (SIGTERM, then SIGKILL after the grace)
+	ProcessKilled  = "killed"  // ended by SIGKILL without grace: the watchdog at max_runtime_seconds, kill-all, or a budget breach
 )
 
 // MaxProcessRuntime is the largest max_runtime_seconds a process may ask for (4 h).
