@@ -159,6 +159,7 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 		h.log.WarnContext(ctx, "exec did not start", slog.Any("err", err))
 		return outcome{exitCode: 1, spawnErr: err, duration: time.Since(start)}
 	}
+	h.oomFirst(cmd.Process.Pid)
 	pgid := cmd.Process.Pid // Setpgid makes the shell its group's leader
 	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 

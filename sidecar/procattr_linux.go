@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"os"
+	"strconv"
 	"syscall"
 )
 
@@ -25,4 +26,16 @@ func (h *Handler) sysProcAttr() (*syscall.SysProcAttr, error) {
 		attr.Credential = &syscall.Credential{Uid: uint32(ra.UID), Gid: uint32(ra.GID)}
 	}
 	return attr, nil
+}
+
+// oomFirst makes the kernel's OOM killer pick a jailed command before the
+// sidecar: oom_score_adj 1000, which needs no privilege to raise, and the
+// command's children inherit. Best effort, right after the start: a
+// command that allocates in its first microseconds is scored like the
+// sidecar until then.
+func (h *Handler) oomFirst(pid int) {
+	if h.opts.RunAs == nil {
+		return // not jailed: leave the caller's processes alone
+	}
+	_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
 }

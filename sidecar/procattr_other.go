@@ -21,3 +21,6 @@ func (h *Handler) sysProcAttr() (*syscall.SysProcAttr, error) {
 	}
 	return attr, nil
 }
+
+// oomFirst is Linux's; elsewhere there is no OOM score to set.
+func (h *Handler) oomFirst(int) {}

@@ -213,6 +213,7 @@ func (h *Handler) spawn(req api.ProcessStartRequest, outputBytes int) (*bgProc, 
 		closeAll([]*os.File{inW, outR})
 		return nil, fmt.Errorf("start process: %w", err)
 	}
+	h.oomFirst(cmd.Process.Pid)
 	p := &bgProc{
 		id: id, command: req.Command, description: req.Description,
 		startedAt: time.Now().UTC(), pgid: cmd.Process.Pid,

@@ -69,9 +69,14 @@ func TestMemoryHog(t *testing.T) {
 	x := newSuite(t)
 	a, b := x.sandbox(api.CreateSandboxRequest{Label: "hog"}), x.sandbox(api.CreateSandboxRequest{Label: "bystander"})
 	h := x.host(a)
+	// The OOM killer is to pick agent commands, never the sidecar.
+	res := x.run(a, "cat /proc/self/oom_score_adj /proc/$(pgrep -f '^boxkite-sidecar serve')/oom_score_adj")
+	if res.Stdout != "1000\n0\n" {
+		t.Errorf("oom_score_adj of a command and the sidecar = %q, want 1000 and 0", res.Stdout)
+	}
 	watch := x.watch(b)
 	cmd := fmt.Sprintf(`python3 -c 'b = b"x" * %d; print("survived")'`, 4*testMemory)
-	res := x.run(a, cmd)
+	res = x.run(a, cmd)
 	if res.ExitCode != 128+int(syscall.SIGKILL) || strings.Contains(res.Stdout, "survived") {
 		t.Errorf("the memory hog = %+v, want killed (exit 137)", res)
 	}
