@@ -145,7 +145,7 @@ func TestCreateValidation(t *testing.T) {
 		{"negative lifetime", `{"lifetime_minutes":-5}`, 422, api.CodeValidation, "", "lifetime_minutes", true},
 		{"count over max", `{"count":11}`, 422, api.CodeValidation, "", "count", true},
 		{"negative count", `{"count":-1}`, 422, api.CodeValidation, "", "count", true},
-		{"storage over max", `{"storage_gb":20.5}`, 422, api.CodeValidation, "20", "storage_gb", true},
+		{"storage over max", `{"storage_gb":20.5}`, 429, api.CodeSandboxStorageLimitReached, "20", "requested_storage_gb", true}, // a fair-use limit, reference §3.4
 		{"negative storage", `{"storage_gb":-1}`, 422, api.CodeValidation, "", "storage_gb", true},
 		{"label too long", map[string]string{"label": strings.Repeat("x", 201)}, 422, api.CodeValidation, "", "label", true},
 		{"image", `{"image_id":"img"}`, 422, api.CodeNotSupported, "image_id", "image_id", true},

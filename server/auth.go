@@ -26,15 +26,24 @@ var (
 // authenticate resolves the bearer key of r and records the caller in the
 // request info.
 func (s *Server) authenticate(r *http.Request) error {
+	token, err := bearerToken(r)
+	if err != nil {
+		return err
+	}
+	return s.authenticateKey(r, token)
+}
+
+// bearerToken returns the credential of the Authorization header.
+func bearerToken(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return errNoCredentials
+		return "", errNoCredentials
 	}
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return errMalformedAuth
+		return "", errMalformedAuth
 	}
-	return s.authenticateKey(r, strings.TrimSpace(token))
+	return strings.TrimSpace(token), nil
 }
 
 // authenticateQuery is authenticate for event streams, which browsers'
@@ -51,6 +60,9 @@ func (s *Server) authenticateQuery(r *http.Request) error {
 // request info.
 func (s *Server) authenticateKey(r *http.Request, token string) error {
 	if !ValidAPIKey(token) {
+		if looksLikeJWT(token) {
+			return errTokenNotKey
+		}
 		return errInvalidKey
 	}
 	ctx := r.Context()

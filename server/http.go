@@ -139,40 +139,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(rec, r)
 }
 
-// handle registers an authenticated, error-returning handler.
+// handle registers an error-returning handler authenticated by API key
+// (see register for what else guards it).
 func (s *Server) handle(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if err := s.authenticate(r); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if err := h(w, r); err != nil {
-			s.writeError(w, r, err)
-		}
-	})
+	s.register(pattern, credAPIKey, h)
 }
 
 // handleQueryKey registers an authenticated handler that also accepts the
 // API key as ?api_key= (see authenticateQuery).
 func (s *Server) handleQueryKey(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if err := s.authenticateQuery(r); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if err := h(w, r); err != nil {
-			s.writeError(w, r, err)
-		}
-	})
+	s.register(pattern, credAPIKeyQuery, h)
 }
 
 // handlePublic registers an error-returning handler that needs no credentials.
 func (s *Server) handlePublic(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
-			s.writeError(w, r, err)
-		}
-	})
+	s.register(pattern, credNone, h)
 }
 
 // writeError sends err as the error envelope. An *api.Error goes out as

@@ -65,9 +65,6 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 		return p, notSupported("secret_names", "omit secret_names; pass values with exec's env for now")
 	case req.StorageGB < 0 || math.IsNaN(req.StorageGB):
 		return p, invalid("storage_gb", "storage_gb must not be negative", "")
-	case req.StorageGB > s.cfg.MaxStorageGB:
-		return p, invalid("storage_gb", fmt.Sprintf("storage_gb %g exceeds the maximum of %g", req.StorageGB, s.cfg.MaxStorageGB),
-			fmt.Sprintf("ask for at most %g GB", s.cfg.MaxStorageGB))
 	case req.LifetimeMinutes < 0:
 		return p, invalid("lifetime_minutes", "lifetime_minutes must not be negative", "omit it for the default")
 	case req.LifetimeMinutes > maxMin:
@@ -119,14 +116,22 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// startSandboxes creates p.count sandboxes in parallel. It is all or
-// nothing: if one fails, the others are torn down and removed.
+// startSandboxes checks the fair-use limits and records p.count
+// sandboxes at once (limits.go), then creates them in parallel. It is all
+// or nothing: if one fails, the others are torn down and removed.
 func (s *Server) startSandboxes(ctx context.Context, acct *Account, p createParams) ([]*Sandbox, error) {
+	recs := make([]*Sandbox, p.count)
+	for i := range recs {
+		recs[i] = s.newSandboxRecord(acct, p)
+	}
+	if err := s.reserveSandboxes(ctx, acct, p, recs); err != nil {
+		return nil, err
+	}
 	sbs := make([]*Sandbox, p.count)
 	errs := make([]error, p.count)
 	var wg sync.WaitGroup
 	for i := range p.count {
-		wg.Go(func() { sbs[i], errs[i] = s.startSandbox(ctx, acct, p) })
+		wg.Go(func() { sbs[i], errs[i] = s.startSandbox(ctx, recs[i], p.lifetime) })
 	}
 	wg.Wait()
 	err := errors.Join(errs...)
@@ -146,15 +151,10 @@ func (s *Server) startSandboxes(ctx context.Context, acct *Account, p createPara
 	return nil, err
 }
 
-// startSandbox records a sandbox as creating, asks the driver for it, and
-// marks it active with its endpoint. A failure leaves no row behind.
-//
-// The row is written before Driver.Create so that a crash mid-create
-// leaves a trace: Init finds the "creating" row and tears down whatever
-// the driver had started.
-func (s *Server) startSandbox(ctx context.Context, acct *Account, p createParams) (*Sandbox, error) {
+// newSandboxRecord returns the row of a sandbox about to be created.
+func (s *Server) newSandboxRecord(acct *Account, p createParams) *Sandbox {
 	now := s.now()
-	sb := &Sandbox{
+	return &Sandbox{
 		ID:              NewID(),
 		AccountID:       acct.ID,
 		Label:           p.label,
@@ -166,10 +166,16 @@ func (s *Server) startSandbox(ctx context.Context, acct *Account, p createParams
 		ExpiresAt:       now.Add(p.lifetime),
 		Driver:          s.cfg.DriverName,
 	}
-	if err := s.store.CreateSandbox(ctx, sb); err != nil {
-		return nil, fmt.Errorf("record sandbox: %w", err)
-	}
-	ep, err := s.driver.Create(ctx, Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime})
+}
+
+// startSandbox asks the driver for a sandbox recorded as creating, and
+// marks it active with its endpoint. A failure leaves no row behind.
+//
+// The row is written before Driver.Create so that a crash mid-create
+// leaves a trace: Init finds the "creating" row and tears down whatever
+// the driver had started.
+func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, lifetime time.Duration) (*Sandbox, error) {
+	ep, err := s.driver.Create(ctx, Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: lifetime})
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)

@@ -30,6 +30,13 @@ type Config struct {
 	// BootstrapEmail account at Init (local mode). Idempotent across restarts.
 	BootstrapAPIKey string
 	BootstrapEmail  string // default "local@localhost"
+
+	Limits     Limits     // fair use of sandbox creation (limits.go); zero fields mean none
+	RateLimits RateLimits // requests per minute (ratelimit.go); generous in local mode
+	// JWTSecret signs access tokens (at least 32 bytes); "" means a random
+	// key generated on first use and kept in the store.
+	JWTSecret      string
+	AccessTokenTTL time.Duration // default 30m
 }
 
 // Defaults of Config.
@@ -70,6 +77,11 @@ func (c Config) WithDefaults() Config {
 	if c.BootstrapEmail == "" {
 		c.BootstrapEmail = DefaultBootstrapEmail
 	}
+	// A bootstrap key means local mode: one user, who is also the operator.
+	c.RateLimits = c.RateLimits.withDefaults(c.BootstrapAPIKey != "")
+	if c.AccessTokenTTL == 0 {
+		c.AccessTokenTTL = DefaultAccessTokenTTL
+	}
 	return c
 }
 
@@ -85,8 +97,12 @@ func (c Config) validate() error {
 		return errors.New("max count must be at least 1")
 	case c.ReaperInterval < 0:
 		return errors.New("reaper interval must not be negative")
+	case c.JWTSecret != "" && len(c.JWTSecret) < minJWTSecretLen:
+		return fmt.Errorf("the JWT secret must be at least %d bytes", minJWTSecretLen)
+	case c.AccessTokenTTL < time.Minute:
+		return errors.New("the access token lifetime must be at least one minute")
 	}
-	return nil
+	return c.Limits.validate()
 }
 
 // Server is the control plane. It is an http.Handler; Init prepares the
@@ -100,6 +116,14 @@ type Server struct {
 	now      func() time.Time
 	sidecars *sidecarClients
 	touches  *keyToucher
+	jwt      jwtKeys
+	hasher   *hasher
+	limiter  *rateLimiter
+	// patterns are the registered routes (register); streamingPOST the
+	// POST patterns exempt from Idempotency-Key.
+	patterns      []string
+	streamingPOST map[string]bool
+	lastPurge     time.Time // of idempotency records; only Run touches it
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
 	healthTimeout time.Duration
 }
@@ -125,6 +149,9 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		now:           time.Now,
 		sidecars:      newSidecarClients(),
 		touches:       newKeyToucher(),
+		hasher:        newHasher(),
+		limiter:       newRateLimiter(),
+		streamingPOST: streamingPOSTs(),
 		healthTimeout: 2 * time.Second,
 	}
 	s.routes()
@@ -148,6 +175,20 @@ func (s *Server) routes() {
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.handle("GET /v1/sandboxes/{id}/takeover", s.takeover)
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
+
+	// Accounts and credentials: accounts.go. Key management takes an
+	// access token, or an admin API key (local mode has no password).
+	s.handlePublic("POST /v1/auth/signup", s.signup)
+	s.handlePublic("POST /v1/auth/login", s.login)
+	s.register("POST /v1/api-keys", credTokenOrAdmin, s.createAPIKey)
+	s.register("GET /v1/api-keys", credTokenOrAdmin, s.listAPIKeys)
+	s.register("DELETE /v1/api-keys/{key_id}", credTokenOrAdmin, s.revokeAPIKey)
+	s.register("GET /v1/account/me", credToken, s.getAccountMe)
+	s.handle("GET /v1/account", s.getAccount)
+	s.handle("GET /v1/usage", s.getUsage)
+	s.handle("GET /v1/account/ssh-keys", s.listSSHKeys)
+	s.handle("POST /v1/account/ssh-keys", s.addSSHKey)
+	s.handle("DELETE /v1/account/ssh-keys/{key_id}", s.removeSSHKey)
 
 	s.handlePublic("/", s.noRoute)
 }
@@ -174,6 +215,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 			s.reap(ctx)
+			s.sweep(ctx)
 		case t := <-s.touches.ch:
 			if err := s.store.TouchAPIKey(ctx, t.keyID, t.at); err != nil && ctx.Err() == nil {
 				s.log.WarnContext(ctx, "record api key use", "key", t.keyID, "err", err)

@@ -21,6 +21,10 @@ type Store interface {
 	AccountStore
 	SandboxStore
 	AuditStore
+	CredentialStore
+	SSHKeyStore
+	QuotaStore
+	IdempotencyStore
 	// Ping reports whether the store answers, for /health/ready.
 	Ping(ctx context.Context) error
 	// Close releases the store.

@@ -56,7 +56,11 @@ func (s *Store) querySandboxes(ctx context.Context, query string, args ...any) (
 
 // CreateSandbox implements server.SandboxStore.
 func (s *Store) CreateSandbox(ctx context.Context, sb *server.Sandbox) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO sandboxes (`+sandboxColumns+`)
+	return s.insertSandbox(ctx, s.db, sb)
+}
+
+func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *server.Sandbox) error {
+	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO sandboxes (`+sandboxColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		sb.ID, sb.AccountID, sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, sb.Status, sb.DestroyReason,
 		micros(sb.CreatedAt), micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,

@@ -1,0 +1,341 @@
+package server
+
+import (
+	"bytes"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// Accounts and credentials (reference §3.3): signup and login hand out
+// short-lived access tokens (jwt.go); with one, an account manages its API
+// keys; with a key, it reads its account, usage and SSH keys.
+
+const (
+	maxEmailLen     = 254 // RFC 5321's limit on a forward path
+	maxSSHKeyLine   = 16 << 10
+	minRSAKeyBits   = 2048
+	maxSSHKeyName   = 200
+	tokenTypeBearer = "bearer"
+)
+
+// normalizeEmail lower-cases and trims an address and checks its shape:
+// one @, something on both sides, no spaces or control characters.
+// Delivery is not verified.
+func normalizeEmail(s string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(s))
+	local, domain, ok := strings.Cut(e, "@")
+	switch {
+	case e == "":
+		return "", invalid("email", "email is required", "")
+	case len(e) > maxEmailLen:
+		return "", invalid("email", fmt.Sprintf("email is longer than %d characters", maxEmailLen), "")
+	case !ok || local == "" || domain == "" || strings.Contains(domain, "@") ||
+		strings.IndexFunc(e, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return "", invalid("email", "email is not an email address", "use an address such as you@example.com")
+	}
+	return e, nil
+}
+
+func checkPassword(p string) error {
+	if n := utf8.RuneCountInString(p); n < api.MinPasswordLen || n > api.MaxPasswordLen {
+		return invalid("password", fmt.Sprintf("password must be %d to %d characters", api.MinPasswordLen, api.MaxPasswordLen), "")
+	}
+	return nil
+}
+
+// signup serves POST /v1/auth/signup.
+func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
+	var req api.Credentials
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	email, err := normalizeEmail(req.Email)
+	if err != nil {
+		return err
+	}
+	if err := checkPassword(req.Password); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	hash, err := s.hasher.hash(ctx, req.Password)
+	if err != nil {
+		return fmt.Errorf("hash password: %w", err)
+	}
+	acct := &Account{ID: NewID(), Email: email, CreatedAt: s.now()}
+	if err := s.store.CreateAccountWithPassword(ctx, acct, hash); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return api.Errorf(http.StatusConflict, api.CodeEmailTaken, "an account with this email exists").
+				WithHint("log in instead: `boxkite login`")
+		}
+		return fmt.Errorf("create account: %w", err)
+	}
+	s.log.InfoContext(ctx, "account created", "account", acct.ID)
+	return s.writeToken(w, r, http.StatusCreated, acct)
+}
+
+var errInvalidCredentials = &api.Error{
+	Status: http.StatusUnauthorized, Code: api.CodeInvalidCredentials,
+	Message: "wrong email or password",
+	Hint:    "check both; `boxkite signup` creates an account",
+}
+
+// login serves POST /v1/auth/login. An unknown email and a wrong password
+// get the same answer after the same work (a dummy hash is checked), so
+// neither the body nor the timing tells which emails have accounts.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
+	var req api.Credentials
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	email := strings.ToLower(strings.TrimSpace(req.Email))
+	switch {
+	case email == "":
+		return invalid("email", "email is required", "")
+	case req.Password == "":
+		return invalid("password", "password is required", "")
+	case len(email) > maxEmailLen || len(req.Password) > 4*api.MaxPasswordLen:
+		return errInvalidCredentials
+	}
+	// Per email too, so guessing one account's password from many
+	// addresses is as slow as from one.
+	if err := s.limitRate(w, bucketLogin, email); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	acct, hash, err := s.store.PasswordHash(ctx, email)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("look up account: %w", err)
+	}
+	ok, err := s.hasher.verify(ctx, hash, req.Password)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.log.ErrorContext(ctx, "stored password hash is unusable", "err", err)
+		return errInvalidCredentials
+	}
+	if !ok || acct == nil {
+		return errInvalidCredentials
+	}
+	return s.writeToken(w, r, http.StatusOK, acct)
+}
+
+func (s *Server) writeToken(w http.ResponseWriter, r *http.Request, status int, acct *Account) error {
+	tok, ttl, err := s.issueAccessToken(r.Context(), acct)
+	if err != nil {
+		return err
+	}
+	// A token in a cached response would outlive its purpose.
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, status, api.TokenResponse{
+		AccessToken: tok, TokenType: tokenTypeBearer, ExpiresIn: int(ttl.Seconds()), Account: accountToAPI(acct),
+	})
+	return nil
+}
+
+func accountToAPI(a *Account) api.Account {
+	return api.Account{ID: a.ID, Email: a.Email, CreatedAt: a.CreatedAt.UTC()}
+}
+
+func keyToAPI(k *APIKey) api.APIKey {
+	out := api.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Role: k.Role, CreatedAt: k.CreatedAt.UTC()}
+	if k.RevokedAt != nil {
+		t := k.RevokedAt.UTC()
+		out.RevokedAt = &t
+	}
+	if k.LastUsedAt != nil {
+		t := k.LastUsedAt.UTC()
+		out.LastUsedAt = &t
+	}
+	return out
+}
+
+// getAccount serves GET /v1/account (API key): the account and the key
+// the request was made with.
+func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
+	ri := infoFrom(r.Context())
+	out := accountToAPI(ri.account)
+	k := keyToAPI(ri.key)
+	out.APIKey = &k
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// getAccountMe serves GET /v1/account/me (access token).
+func (s *Server) getAccountMe(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, accountToAPI(accountFrom(r.Context())))
+	return nil
+}
+
+// createAPIKey serves POST /v1/api-keys. The key itself is in this answer
+// only; the store keeps its hash.
+func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
+	var req api.CreateAPIKeyRequest
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	name := strings.TrimSpace(req.Name)
+	if n := utf8.RuneCountInString(name); n < 1 || n > api.MaxKeyNameLen || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return invalid("name", fmt.Sprintf("name must be 1 to %d printable characters", api.MaxKeyNameLen), `e.g. {"name": "ci"}`)
+	}
+	role := req.Role
+	switch role {
+	case "":
+		role = RoleAdmin
+	case RoleAdmin, RoleMember:
+	default:
+		return invalid("role", fmt.Sprintf("role %q is not admin or member", req.Role), "")
+	}
+	secret := NewAPIKey()
+	k := &APIKey{
+		ID: NewID(), AccountID: accountFrom(r.Context()).ID, Name: name,
+		Hash: HashAPIKey(secret), Prefix: displayPrefix(secret), Role: role, CreatedAt: s.now(),
+	}
+	if err := s.store.CreateAPIKey(r.Context(), k); err != nil {
+		return fmt.Errorf("create api key: %w", err)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, api.APIKeyCreated{APIKey: keyToAPI(k), Key: secret})
+	return nil
+}
+
+// listAPIKeys serves GET /v1/api-keys, revoked keys included.
+func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := s.store.ListAPIKeys(r.Context(), accountFrom(r.Context()).ID)
+	if err != nil {
+		return fmt.Errorf("list api keys: %w", err)
+	}
+	out := make([]api.APIKey, len(keys))
+	for i, k := range keys {
+		out[i] = keyToAPI(k)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// revokeAPIKey serves DELETE /v1/api-keys/{key_id}. Every request
+// looks its key up in the store, so a revoked key fails from the next
+// request on.
+func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("key_id")
+	err := s.store.RevokeAPIKey(r.Context(), accountFrom(r.Context()).ID, id, s.now())
+	if errors.Is(err, ErrNotFound) {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "api key %s not found", id).
+			WithHint("list your keys with `boxkite keys ls`; a revoked key cannot be revoked again")
+	}
+	if err != nil {
+		return fmt.Errorf("revoke api key: %w", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func sshKeyToAPI(k *SSHKey) api.SSHKey {
+	return api.SSHKey{ID: k.ID, Name: k.Name, PublicKey: k.PublicKey, Fingerprint: k.Fingerprint, CreatedAt: k.CreatedAt.UTC()}
+}
+
+// listSSHKeys serves GET /v1/account/ssh-keys.
+func (s *Server) listSSHKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := s.store.ListSSHKeys(r.Context(), accountFrom(r.Context()).ID)
+	if err != nil {
+		return fmt.Errorf("list ssh keys: %w", err)
+	}
+	out := make([]api.SSHKey, len(keys))
+	for i, k := range keys {
+		out[i] = sshKeyToAPI(k)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// addSSHKey serves POST /v1/account/ssh-keys.
+func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request) error {
+	var req api.AddSSHKeyRequest
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	k, err := parseSSHKey(req.PublicKey, req.Name)
+	if err != nil {
+		return err
+	}
+	k.ID, k.AccountID, k.CreatedAt = NewID(), accountFrom(r.Context()).ID, s.now()
+	if err := s.store.CreateSSHKey(r.Context(), k); err != nil {
+		if errors.Is(err, ErrConflict) {
+			return api.Errorf(http.StatusConflict, api.CodeSSHKeyExists, "the key %s is registered already", k.Fingerprint).
+				WithHint("`boxkite ssh-keys ls` lists your keys; a key can belong to one account only")
+		}
+		return fmt.Errorf("add ssh key: %w", err)
+	}
+	writeJSON(w, http.StatusCreated, sshKeyToAPI(k))
+	return nil
+}
+
+// parseSSHKey validates one authorized_keys line and names the key: the
+// given name, else the key's comment, else its type.
+func parseSSHKey(line, name string) (*SSHKey, error) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return nil, invalid("public_key", "public_key is required", "paste the contents of ~/.ssh/id_ed25519.pub")
+	}
+	if len(line) > maxSSHKeyLine || strings.ContainsAny(line, "\r\n") {
+		return nil, invalid("public_key", "public_key must be a single key on one line", "")
+	}
+	pub, comment, options, rest, err := ssh.ParseAuthorizedKey([]byte(line))
+	if err != nil {
+		return nil, invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format",
+			"paste the contents of ~/.ssh/id_ed25519.pub, which starts with ssh-ed25519")
+	}
+	switch {
+	case len(options) > 0:
+		return nil, invalid("public_key", "public_key must not carry authorized_keys options", "remove "+strings.Join(options, ","))
+	case len(bytes.TrimSpace(rest)) > 0:
+		return nil, invalid("public_key", "public_key must be a single key", "")
+	case pub.Type() == ssh.KeyAlgoDSA:
+		return nil, invalid("public_key", "DSA keys are not accepted", "use an ed25519 key: ssh-keygen -t ed25519")
+	}
+	if ck, ok := pub.(ssh.CryptoPublicKey); ok {
+		if rk, ok := ck.CryptoPublicKey().(*rsa.PublicKey); ok && rk.N.BitLen() < minRSAKeyBits {
+			return nil, invalid("public_key", fmt.Sprintf("RSA keys must have at least %d bits", minRSAKeyBits),
+				"use an ed25519 key: ssh-keygen -t ed25519")
+		}
+	}
+	name = strings.TrimSpace(name)
+	if name == "" {
+		name = strings.TrimSpace(comment)
+	}
+	if name == "" {
+		name = pub.Type()
+	}
+	if utf8.RuneCountInString(name) > maxSSHKeyName || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return nil, invalid("name", fmt.Sprintf("name must be at most %d printable characters", maxSSHKeyName), "")
+	}
+	return &SSHKey{
+		Name:        name,
+		PublicKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))),
+		Fingerprint: ssh.FingerprintSHA256(pub),
+	}, nil
+}
+
+// removeSSHKey serves DELETE /v1/account/ssh-keys/{key_id}.
+func (s *Server) removeSSHKey(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("key_id")
+	err := s.store.DeleteSSHKey(r.Context(), accountFrom(r.Context()).ID, id)
+	if errors.Is(err, ErrNotFound) {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "ssh key %s not found", id).
+			WithHint("list your keys with `boxkite ssh-keys ls`")
+	}
+	if err != nil {
+		return fmt.Errorf("remove ssh key: %w", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

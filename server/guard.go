@@ -1,0 +1,138 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// credKind is the credential a route takes. API keys and access tokens
+// are not interchangeable (reference §3.2): each is refused with
+// wrong_credential_type where the other is expected.
+type credKind int
+
+const (
+	credNone         credKind = iota // public
+	credAPIKey                       // Authorization: Bearer <API key>
+	credAPIKeyQuery                  // the same, or ?api_key= (event streams)
+	credToken                        // Authorization: Bearer <access token>
+	credTokenOrAdmin                 // an access token, or an admin API key
+)
+
+// register adds an error-returning handler for pattern behind the
+// credential check, the rate limit of its bucket (bucketOf) and, for
+// POSTs, Idempotency-Key handling. Every route goes through here, so
+// Routes lists them all.
+func (s *Server) register(pattern string, cred credKind, h func(http.ResponseWriter, *http.Request) error) {
+	s.patterns = append(s.patterns, pattern)
+	bucket := bucketOf(pattern)
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := s.guard(w, r, pattern, cred, bucket, h); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, cred credKind, bucket string,
+	h func(http.ResponseWriter, *http.Request) error,
+) error {
+	if bucket == bucketAuth {
+		if err := s.limitRate(w, bucket, clientIP(r)); err != nil {
+			return err
+		}
+	}
+	if err := s.authenticateAs(r, cred); err != nil {
+		return err
+	}
+	if bucket != "" && bucket != bucketAuth {
+		if err := s.limitRate(w, bucket, accountFrom(r.Context()).ID); err != nil {
+			return err
+		}
+	}
+	if cred != credNone && s.idempotencyApplies(pattern, r) {
+		return s.idempotent(w, r, h)
+	}
+	return h(w, r)
+}
+
+// Routes returns every registered pattern ("METHOD /path", or "/" for the
+// catch-all), in registration order.
+func (s *Server) Routes() []string { return append([]string(nil), s.patterns...) }
+
+func (s *Server) authenticateAs(r *http.Request, cred credKind) error {
+	switch cred {
+	case credNone:
+		return nil
+	case credAPIKey:
+		return s.authenticate(r)
+	case credAPIKeyQuery:
+		return s.authenticateQuery(r)
+	}
+	token, err := bearerToken(r)
+	if err != nil {
+		return err
+	}
+	if cred == credTokenOrAdmin && ValidAPIKey(token) {
+		if err := s.authenticateKey(r, token); err != nil {
+			return err
+		}
+		if infoFrom(r.Context()).key.Role != RoleAdmin {
+			return errMemberKeyManagement
+		}
+		return nil
+	}
+	return s.authenticateToken(r, token)
+}
+
+var (
+	errMemberKeyManagement = &api.Error{
+		Status: http.StatusForbidden, Code: api.CodeForbidden,
+		Message: "member keys cannot manage API keys",
+		Hint:    "use an admin key, or log in (`boxkite login`) for an access token",
+	}
+	errKeyNotToken = &api.Error{
+		Status: http.StatusUnauthorized, Code: api.CodeWrongCredentialType,
+		Message: "this route takes an access token, not an API key",
+		Hint:    "POST /v1/auth/login returns an access_token; send it as Authorization: Bearer <token>",
+	}
+	errTokenNotKey = &api.Error{
+		Status: http.StatusUnauthorized, Code: api.CodeWrongCredentialType,
+		Message: "this route takes an API key, not an access token",
+		Hint:    "create a key with POST /v1/api-keys (`boxkite keys create`) and send it as Authorization: Bearer bxk_live_…",
+	}
+)
+
+// authenticateToken verifies an access token and records its account as
+// the caller. Tokens are not revocable; they expire after AccessTokenTTL.
+func (s *Server) authenticateToken(r *http.Request, token string) error {
+	if ValidAPIKey(token) {
+		return errKeyNotToken
+	}
+	ctx := r.Context()
+	key, err := s.jwtKey(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := parseJWT(key, token, s.now())
+	if err != nil {
+		msg := "invalid access token"
+		if errors.Is(err, errTokenExpired) {
+			msg = "the access token has expired"
+		}
+		return &api.Error{
+			Status: http.StatusUnauthorized, Code: api.CodeInvalidToken, Message: msg,
+			Hint: "log in again (`boxkite login`, or POST /v1/auth/login); tokens last 30 minutes",
+		}
+	}
+	acct, err := s.store.AccountByID(ctx, c.Sub)
+	if errors.Is(err, ErrNotFound) {
+		return &api.Error{Status: http.StatusUnauthorized, Code: api.CodeInvalidToken, Message: "invalid access token"}
+	}
+	if err != nil {
+		return fmt.Errorf("look up account: %w", err)
+	}
+	infoFrom(ctx).account = acct
+	return nil
+}

@@ -1,0 +1,237 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// Idempotency-Key (reference §3.1): a POST carrying the header is done at
+// most once per (credential, method, path, key). A repeat gets the first
+// answer again, marked Idempotent-Replayed: true, as long as that answer
+// was not a 5xx (those are forgotten, so the retry runs). Records live in
+// the store for idempotencyTTL and so survive restarts.
+//
+// Not deduplicated: streamed answers (exec with Accept:
+// application/x-ndjson) and streamed uploads (POST …/files/archive),
+// whose bodies are not buffered; public routes (signup, login), which
+// have no credential to scope the key to; and methods other than POST.
+const (
+	idempotencyTTL = 24 * time.Hour
+	// idempotencyStale is when an in-progress record is taken to belong to
+	// a server that died mid-request: longer than any request runs (the
+	// longest exec and its grace).
+	idempotencyStale = api.MaxExecTimeout*time.Second + execGrace + 5*time.Minute
+	// maxIdempotencyKeyLen bounds the header; the reference takes UUIDs.
+	maxIdempotencyKeyLen = 255
+	// maxReplayBody bounds a kept answer; a longer one is not kept and the
+	// key is released (a retry runs again).
+	maxReplayBody = 1 << 20
+	// purgeInterval is how often Run deletes expired records.
+	purgeInterval = 10 * time.Minute
+)
+
+// streamingPOSTs are the POST patterns whose request or answer is
+// streamed, not buffered, and so never deduplicated.
+func streamingPOSTs() map[string]bool {
+	out := map[string]bool{}
+	for _, rt := range proxyRoutes() {
+		if rt.method == http.MethodPost && rt.body == bodyStream {
+			out["POST /v1/sandboxes/{id}"+rt.path] = true
+		}
+	}
+	return out
+}
+
+// idempotencyApplies reports whether the request's Idempotency-Key is honoured.
+func (s *Server) idempotencyApplies(pattern string, r *http.Request) bool {
+	if r.Method != http.MethodPost || r.Header.Get(api.HeaderIdempotencyKey) == "" || s.streamingPOST[pattern] {
+		return false
+	}
+	if pattern == "POST /v1/sandboxes/{id}/exec" && strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
+		return false
+	}
+	return true
+}
+
+// credentialOf names the caller's credential, the scope of its keys.
+func credentialOf(ri *requestInfo) string {
+	if ri.key != nil {
+		return "key:" + ri.key.ID
+	}
+	return "account:" + ri.account.ID
+}
+
+func validIdempotencyKey(k string) bool {
+	if len(k) > maxIdempotencyKeyLen {
+		return false
+	}
+	for i := range len(k) {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// idempotent serves an authenticated POST carrying an Idempotency-Key:
+// it claims the key, runs h and keeps the answer, or replays the answer
+// of the first request with the key. It writes errors itself, so that
+// an error answer is kept like any other.
+func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request) error) error {
+	ctx := r.Context()
+	key := r.Header.Get(api.HeaderIdempotencyKey)
+	if !validIdempotencyKey(key) {
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Idempotency-Key must be 1 to %d printable ASCII characters", maxIdempotencyKeyLen).
+			WithHint("use a random UUID per logical request")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxExecBody))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return &api.Error{
+				Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest,
+				Message: fmt.Sprintf("request body is larger than %d bytes", maxExecBody),
+			}
+		}
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read request body: %v", err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	sum := sha256.Sum256(body)
+	now := s.now()
+	rec := &IdempotencyRecord{
+		Credential: credentialOf(infoFrom(ctx)), Method: r.Method, Path: r.URL.Path, Key: key,
+		RequestHash: hex.EncodeToString(sum[:]), State: IdempotencyInProgress,
+		CreatedAt: now, ExpiresAt: now.Add(idempotencyTTL),
+	}
+	old, err := s.store.ClaimIdempotencyKey(ctx, rec, now.Add(-idempotencyStale))
+	if err != nil {
+		return fmt.Errorf("claim idempotency key: %w", err)
+	}
+	if old != nil {
+		return replay(w, old, rec.RequestHash)
+	}
+
+	// From here the claim must be completed or released, even if h panics
+	// or the client goes away.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	capture := &captureWriter{ResponseWriter: w}
+	kept := false
+	defer func() {
+		if !kept {
+			if err := s.store.ReleaseIdempotencyKey(sctx, rec); err != nil {
+				s.log.ErrorContext(ctx, "release idempotency key", "err", err)
+			}
+		}
+	}()
+	if err := h(capture, r); err != nil {
+		if capture.status != 0 {
+			return err // the answer had started; the caller logs it
+		}
+		s.writeError(capture, r, err)
+	}
+	status := capture.status
+	if status == 0 {
+		status = http.StatusOK // nothing written: net/http sends an empty 200
+	}
+	if status >= 500 || capture.overflow {
+		return nil
+	}
+	rec.State, rec.Status, rec.ContentType, rec.Body = IdempotencyCompleted, status, capture.Header().Get("Content-Type"), capture.body.Bytes()
+	rec.ExpiresAt = s.now().Add(idempotencyTTL)
+	if err := s.store.CompleteIdempotencyKey(sctx, rec); err != nil {
+		s.log.ErrorContext(ctx, "keep idempotent answer", "err", err)
+		return nil
+	}
+	kept = true
+	return nil
+}
+
+// replay answers with a kept record, or refuses when it cannot.
+func replay(w http.ResponseWriter, old *IdempotencyRecord, requestHash string) error {
+	switch {
+	case old.RequestHash != requestHash:
+		return &api.Error{
+			Status: http.StatusUnprocessableEntity, Code: api.CodeIdempotencyKeyReuse,
+			Message: "this Idempotency-Key was used for a request with a different body",
+			Hint:    "use a new key for a new request",
+		}
+	case old.State != IdempotencyCompleted:
+		return &api.Error{
+			Status: http.StatusConflict, Code: api.CodeIdempotencyKeyInProgress,
+			Message: "a request with this Idempotency-Key is still in progress",
+			Hint:    "wait for it to finish, then retry with the same key to get its answer",
+		}
+	}
+	if old.ContentType != "" {
+		w.Header().Set("Content-Type", old.ContentType)
+	}
+	w.Header().Set(api.HeaderIdempotentReplayed, "true")
+	w.WriteHeader(old.Status)
+	_, _ = w.Write(old.Body)
+	return nil
+}
+
+// captureWriter passes an answer through and keeps a copy of it, up to
+// maxReplayBody.
+type captureWriter struct {
+	http.ResponseWriter
+	status   int
+	body     bytes.Buffer
+	overflow bool
+}
+
+func (c *captureWriter) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *captureWriter) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	if !c.overflow {
+		if c.body.Len()+len(p) > maxReplayBody {
+			c.overflow = true
+			c.body = bytes.Buffer{}
+		} else {
+			c.body.Write(p)
+		}
+	}
+	return c.ResponseWriter.Write(p)
+}
+
+// Flush lets a handler that flushes (a long poll) work unchanged.
+func (c *captureWriter) Flush() {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	_ = http.NewResponseController(c.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (c *captureWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// sweep does Run's periodic clean-up: expired idempotency records, at
+// most every purgeInterval. Only Run calls it, so lastPurge needs no lock.
+func (s *Server) sweep(ctx context.Context) {
+	now := s.now()
+	if now.Sub(s.lastPurge) < purgeInterval {
+		return
+	}
+	s.lastPurge = now
+	if err := s.store.PurgeIdempotencyKeys(ctx, now); err != nil && ctx.Err() == nil {
+		s.log.WarnContext(ctx, "purge idempotency keys", "err", err)
+	}
+}

@@ -1,0 +1,193 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// RateLimits are request budgets per minute (reference §3.1). A zero field
+// takes its default; a negative one turns that bucket off.
+type RateLimits struct {
+	// Lifecycle bounds, per account, sandbox create, delete and extend.
+	// Default 20, or 1000 in local mode.
+	Lifecycle int
+	// Ops bounds, per account, exec and the sandbox tool routes (files,
+	// processes, interpreter, lsp). Event streams, log and takeover are
+	// not limited. Default 120, or 10000 in local mode.
+	Ops int
+	// Auth bounds signup and login per client IP, and login per email.
+	// Default 10, or 100 in local mode.
+	Auth int
+}
+
+// Default rate limits per minute: the reference's for a shared server, and
+// generous ones for local mode, whose one user is also its operator and
+// may script hundreds of sandboxes.
+var (
+	defaultRateLimits = RateLimits{Lifecycle: 20, Ops: 120, Auth: 10}
+	localRateLimits   = RateLimits{Lifecycle: 1000, Ops: 10000, Auth: 100}
+)
+
+// withDefaults fills zero fields; local picks the local-mode defaults.
+func (l RateLimits) withDefaults(local bool) RateLimits {
+	d := defaultRateLimits
+	if local {
+		d = localRateLimits
+	}
+	if l.Lifecycle == 0 {
+		l.Lifecycle = d.Lifecycle
+	}
+	if l.Ops == 0 {
+		l.Ops = d.Ops
+	}
+	if l.Auth == 0 {
+		l.Auth = d.Auth
+	}
+	return l
+}
+
+// rateWindow is the length of a rate-limit window.
+const rateWindow = time.Minute
+
+// Rate-limit buckets.
+const (
+	bucketLifecycle = "sandbox_lifecycle"
+	bucketOps       = "sandbox_ops"
+	bucketAuth      = "auth"
+	bucketLogin     = "login_email" // login, per email, on top of bucketAuth per IP
+)
+
+// unlimitedSandboxRoutes are the routes under a sandbox that no bucket
+// counts: long-lived streams, which a client reopens as it needs, and the
+// audit log.
+var unlimitedSandboxRoutes = map[string]bool{
+	"GET /v1/sandboxes/{id}/log":                    true,
+	"GET /v1/sandboxes/{id}/watch":                  true,
+	"GET /v1/sandboxes/{id}/takeover":               true,
+	"GET /v1/sandboxes/{id}/processes/{pid}/stream": true,
+}
+
+// bucketOf returns the bucket counting requests to a registered pattern,
+// "" for none. Deriving it from the pattern keeps routes() a plain list.
+func bucketOf(pattern string) string {
+	switch pattern {
+	case "POST /v1/sandboxes", "DELETE /v1/sandboxes/{id}", "POST /v1/sandboxes/{id}/extend":
+		return bucketLifecycle
+	case "POST /v1/auth/signup", "POST /v1/auth/login":
+		return bucketAuth
+	}
+	_, path, _ := strings.Cut(pattern, " ")
+	if strings.HasPrefix(path, "/v1/sandboxes/{id}/") && !unlimitedSandboxRoutes[pattern] {
+		return bucketOps
+	}
+	return ""
+}
+
+// rateLimitOf returns the per-minute limit of bucket; ≤ 0 means none.
+func (s *Server) rateLimitOf(bucket string) int {
+	switch bucket {
+	case bucketLifecycle:
+		return s.cfg.RateLimits.Lifecycle
+	case bucketOps:
+		return s.cfg.RateLimits.Ops
+	case bucketAuth, bucketLogin:
+		return s.cfg.RateLimits.Auth
+	}
+	return 0
+}
+
+// rateLimiter counts requests per key in fixed one-minute windows, in
+// memory: each server process keeps its own counts (as the reference's
+// memory backend), so N servers behind a balancer allow up to N times
+// the limit.
+type rateLimiter struct {
+	mu        sync.Mutex
+	windows   map[string]*window
+	lastSweep time.Time
+}
+
+type window struct {
+	start time.Time
+	count int
+}
+
+func newRateLimiter() *rateLimiter { return &rateLimiter{windows: map[string]*window{}} }
+
+// allow counts a request for key against limit and reports whether it may
+// proceed, how many requests the window has left, and when it resets.
+func (l *rateLimiter) allow(key string, limit int, now time.Time) (ok bool, remaining int, reset time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.lastSweep) >= rateWindow {
+		// Forget finished windows, so keys seen once do not pile up.
+		for k, w := range l.windows {
+			if now.Sub(w.start) >= rateWindow {
+				delete(l.windows, k)
+			}
+		}
+		l.lastSweep = now
+	}
+	w := l.windows[key]
+	if w == nil || now.Sub(w.start) >= rateWindow || now.Before(w.start) {
+		w = &window{start: now}
+		l.windows[key] = w
+	}
+	reset = w.start.Add(rateWindow).Sub(now)
+	if w.count >= limit {
+		return false, 0, reset
+	}
+	w.count++
+	return true, limit - w.count, reset
+}
+
+// limitRate counts the request in bucket under subject (an account id or
+// a client IP), sets the X-RateLimit headers, and returns a 429 when the
+// budget is spent.
+func (s *Server) limitRate(w http.ResponseWriter, bucket, subject string) error {
+	limit := s.rateLimitOf(bucket)
+	if limit <= 0 {
+		return nil
+	}
+	ok, remaining, reset := s.limiter.allow(bucket+":"+subject, limit, s.now())
+	h := w.Header()
+	h.Set(api.HeaderRateLimitLimit, strconv.Itoa(limit))
+	h.Set(api.HeaderRateLimitRemaining, strconv.Itoa(remaining))
+	if ok {
+		return nil
+	}
+	secs := int((reset + time.Second - 1) / time.Second)
+	secs = max(secs, 1)
+	h.Set(api.HeaderRetryAfter, strconv.Itoa(secs))
+	return &api.Error{
+		Status:  http.StatusTooManyRequests,
+		Code:    api.CodeRateLimited,
+		Message: fmt.Sprintf("too many requests: at most %d per minute (%s)", limit, bucket),
+		Hint:    fmt.Sprintf("wait %d s and try again", secs),
+		Details: map[string]any{"bucket": bucket, "limit": limit, "retry_after_seconds": secs},
+	}
+}
+
+// clientIP is the address the request came from. X-Forwarded-For is not
+// trusted: behind a proxy, every client shares the proxy's budget, which
+// is safe, where trusting the header would let anyone pick their own.
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// errRateLimited reports whether err is a rate-limit refusal.
+func errRateLimited(err error) bool {
+	e, ok := errors.AsType[*api.Error](err)
+	return ok && e.Code == api.CodeRateLimited
+}

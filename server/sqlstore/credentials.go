@@ -1,0 +1,132 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/boxkite/boxkite/server"
+)
+
+var _ server.CredentialStore = (*Store)(nil)
+
+// AccountByID implements server.CredentialStore.
+func (s *Store) AccountByID(ctx context.Context, id string) (*server.Account, error) {
+	var a server.Account
+	var created int64
+	err := s.queryRowCached(ctx, `SELECT id, email, created_at FROM accounts WHERE id = ?`, id).
+		Scan(&a.ID, &a.Email, &created)
+	if err != nil {
+		return nil, s.mapErr(err)
+	}
+	a.CreatedAt = fromMicros(created)
+	return &a, nil
+}
+
+// CreateAccountWithPassword implements server.CredentialStore.
+func (s *Store) CreateAccountWithPassword(ctx context.Context, a *server.Account, passwordHash string) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO accounts (id, email, created_at, password_hash) VALUES (?, ?, ?, ?)`),
+		a.ID, a.Email, micros(a.CreatedAt), passwordHash)
+	if err != nil {
+		return fmt.Errorf("insert account: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// PasswordHash implements server.CredentialStore.
+func (s *Store) PasswordHash(ctx context.Context, email string) (*server.Account, string, error) {
+	var a server.Account
+	var created int64
+	var hash string
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, email, created_at, password_hash FROM accounts WHERE email = ?`), email).
+		Scan(&a.ID, &a.Email, &created, &hash)
+	if err != nil {
+		return nil, "", s.mapErr(err)
+	}
+	a.CreatedAt = fromMicros(created)
+	return &a, hash, nil
+}
+
+// ListAPIKeys implements server.CredentialStore.
+func (s *Store) ListAPIKeys(ctx context.Context, accountID string) ([]*server.APIKey, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+keyColumns+` FROM api_keys k
+		WHERE k.account_id = ? ORDER BY k.created_at DESC, k.id DESC`), accountID)
+	if err != nil {
+		return nil, fmt.Errorf("query api keys: %w", err)
+	}
+	defer rows.Close()
+	out := []*server.APIKey{}
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan api key: %w", err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query api keys: %w", err)
+	}
+	return out, nil
+}
+
+// EnsureSetting implements server.CredentialStore.
+func (s *Store) EnsureSetting(ctx context.Context, name, value string) (string, error) {
+	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`),
+		name, value); err != nil {
+		return "", fmt.Errorf("store setting %s: %w", name, err)
+	}
+	var got string
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT value FROM settings WHERE name = ?`), name).Scan(&got); err != nil {
+		return "", fmt.Errorf("read setting %s: %w", name, err)
+	}
+	return got, nil
+}
+
+var _ server.SSHKeyStore = (*Store)(nil)
+
+const sshKeyColumns = `id, account_id, name, public_key, fingerprint, created_at`
+
+// CreateSSHKey implements server.SSHKeyStore.
+func (s *Store) CreateSSHKey(ctx context.Context, k *server.SSHKey) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO ssh_keys (`+sshKeyColumns+`) VALUES (?, ?, ?, ?, ?, ?)`),
+		k.ID, k.AccountID, k.Name, k.PublicKey, k.Fingerprint, micros(k.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("insert ssh key: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// ListSSHKeys implements server.SSHKeyStore.
+func (s *Store) ListSSHKeys(ctx context.Context, accountID string) ([]*server.SSHKey, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+sshKeyColumns+` FROM ssh_keys
+		WHERE account_id = ? ORDER BY created_at, id`), accountID)
+	if err != nil {
+		return nil, fmt.Errorf("query ssh keys: %w", err)
+	}
+	defer rows.Close()
+	out := []*server.SSHKey{}
+	for rows.Next() {
+		var k server.SSHKey
+		var created int64
+		if err := rows.Scan(&k.ID, &k.AccountID, &k.Name, &k.PublicKey, &k.Fingerprint, &created); err != nil {
+			return nil, fmt.Errorf("scan ssh key: %w", err)
+		}
+		k.CreatedAt = fromMicros(created)
+		out = append(out, &k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query ssh keys: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteSSHKey implements server.SSHKeyStore.
+func (s *Store) DeleteSSHKey(ctx context.Context, accountID, id string) error {
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM ssh_keys WHERE id = ? AND account_id = ?`), id, accountID)
+	if err != nil {
+		return fmt.Errorf("delete ssh key: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return server.ErrNotFound
+	}
+	return nil
+}
