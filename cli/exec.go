@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,11 +18,13 @@ import (
 const maxStdin = 10 << 20
 
 type execOptions struct {
-	sandbox string
-	timeout time.Duration
-	cwd     string
-	env     []string
-	out     outputFlags
+	sandbox    string
+	timeout    time.Duration
+	cwd        string
+	env        []string
+	background bool
+	maxRuntime time.Duration
+	out        outputFlags
 }
 
 func newExecCmd(app *App) *cobra.Command {
@@ -38,12 +41,18 @@ exits with the command's exit code, or 124 when it ran out of time.
 Words after -- are quoted for the shell and joined, so they arrive exactly as
 typed; a single argument is used as the shell command as it is.
 
+With -b the command runs in the background: its process id is printed and
+boxkite returns at once. Follow it with 'boxkite logs', list it with
+'boxkite ps' and stop it with 'boxkite kill'. It is stopped when it has run
+--max-runtime.
+
 Without --sandbox, the only active sandbox is used; in local mode one is created
 when none is active.`,
 		Example: `  boxkite exec -- python3 -c 'print(1+1)'
   boxkite exec "ls -la | head -3"
   echo hello | boxkite exec -- cat
-  boxkite exec -s build --timeout 5m --cwd /workspace/app -e CI=1 -- make test`,
+  boxkite exec -s build --timeout 5m --cwd /workspace/app -e CI=1 -- make test
+  boxkite exec -b --max-runtime 2h -- python3 -m http.server 8000`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := opts.out.wantJSON(cmd)
@@ -53,6 +62,13 @@ when none is active.`,
 			req, err := opts.request(cmd, args)
 			if err != nil {
 				return err
+			}
+			if opts.background {
+				start, err := opts.startRequest(cmd, req)
+				if err != nil {
+					return err
+				}
+				return runExecBackground(cmd.Context(), app, opts, start, asJSON)
 			}
 			return runExec(cmd.Context(), app, opts, req, asJSON)
 		},
@@ -65,9 +81,61 @@ when none is active.`,
 		"how long the command may run (30s, 5m, 1h; a bare number is seconds; at most 1h)")
 	cmd.Flags().StringVar(&opts.cwd, "cwd", "", "working `directory` in the sandbox (default /workspace)")
 	cmd.Flags().StringArrayVarP(&opts.env, "env", "e", nil, "set an environment variable, `KEY=VALUE` (repeatable)")
+	cmd.Flags().BoolVarP(&opts.background, "background", "b", false, "start the command in the background and print its process id")
+	cmd.Flags().Var(newDurationValue(&opts.maxRuntime, time.Hour, time.Second), "max-runtime",
+		"with -b: stop the process after this long (at most 4h)")
 	opts.out.register(cmd)
 	cmd.RegisterFlagCompletionFunc("sandbox", completeSandboxes(app, true))
 	return cmd
+}
+
+// startRequest turns an exec request into a background process start.
+// Processes take no cwd or environment of their own, so both become part
+// of the shell command.
+func (o *execOptions) startRequest(cmd *cobra.Command, req api.ExecRequest) (api.ProcessStartRequest, error) {
+	if cmd.Flags().Changed("timeout") {
+		return api.ProcessStartRequest{}, usageErrorf("limit a background process with --max-runtime", "--timeout does not apply with -b")
+	}
+	secs := wholeUnits(o.maxRuntime, time.Second)
+	if secs < 1 || secs > api.MaxProcessRuntime {
+		return api.ProcessStartRequest{}, usageErrorf(helpHint(cmd), "--max-runtime must be between 1s and 4h, got %s", compactDuration(o.maxRuntime))
+	}
+	command := req.Command
+	if len(req.Env) > 0 {
+		keys := make([]string, 0, len(req.Env))
+		for k := range req.Env {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		assign := make([]string, len(keys))
+		for i, k := range keys {
+			assign[i] = k + "=" + shellQuote(req.Env[k])
+		}
+		command = "export " + strings.Join(assign, " ") + " && " + command
+	}
+	if req.Cwd != "" {
+		command = "cd " + shellQuote(req.Cwd) + " && " + command
+	}
+	return api.ProcessStartRequest{Command: command, MaxRuntimeSeconds: secs}, nil
+}
+
+func runExecBackground(ctx context.Context, app *App, opts execOptions, req api.ProcessStartRequest, asJSON bool) error {
+	c, sb, err := target(ctx, app, opts.sandbox, true)
+	if err != nil {
+		return err
+	}
+	res, err := c.StartProcess(ctx, sb.ID, req)
+	if err != nil {
+		return fmt.Errorf("start process in sandbox %s: %w", sb.ID, err)
+	}
+	if asJSON {
+		return writeJSON(app.IO.Out, res)
+	}
+	fmt.Fprintln(app.IO.Out, res.ProcessID)
+	if app.IO.ErrTTY {
+		fmt.Fprintf(app.IO.ErrOut, "follow its output with 'boxkite logs -f %s'\n", res.ProcessID)
+	}
+	return nil
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -87,3 +87,12 @@ func compactDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// truncate cuts s to at most n runes, marking the cut with "…".
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

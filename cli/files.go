@@ -1,0 +1,478 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+func newFilesCmd(app *App) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:     "files",
+		Aliases: []string{"file", "fs"},
+		Short:   "List, read, write, search, copy and remove files in a sandbox",
+		Long: `Work with the files of a sandbox. Paths are in the sandbox: relative paths
+and "/" mean the workspace (/workspace); /tmp, /mnt/user-data/outputs (alias
+/outputs), /mnt/user-data/uploads (/uploads, read-only) and /mnt/skills
+(/skills, read-only) are the other roots.`,
+		GroupID: groupSandboxes,
+	})
+	cmd.AddCommand(
+		newFilesLsCmd(app),
+		newFilesViewCmd(app),
+		newFilesCreateCmd(app),
+		newFilesEditCmd(app),
+		newFilesGlobCmd(app),
+		newFilesGrepCmd(app),
+		newFilesRmCmd(app),
+		newFilesCpCmd(app),
+	)
+	return cmd
+}
+
+func newFilesLsCmd(app *App) *cobra.Command {
+	var (
+		ref string
+		out outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "ls [PATH]",
+		Short: "List a directory of the sandbox (default: the workspace)",
+		Args:  usageArgs(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			req := api.LsRequest{}
+			if len(args) == 1 {
+				req.Path = args[0]
+			}
+			c, sb, err := target(cmd.Context(), app, ref, true)
+			if err != nil {
+				return err
+			}
+			res, err := c.Ls(cmd.Context(), sb.ID, req)
+			if err != nil {
+				return fmt.Errorf("list %s: %w", orWorkspace(req.Path), err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, res)
+			}
+			return writeLsTable(app.IO.Out, res.Entries, app.IO.Color)
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	out.register(cmd)
+	return cmd
+}
+
+func orWorkspace(p string) string {
+	if p == "" {
+		return rootWorkspace
+	}
+	return p
+}
+
+// writeLsTable prints entries as SIZE, MODIFIED and PATH columns.
+func writeLsTable(w io.Writer, entries []api.LsEntry, color bool) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, bold(color, "SIZE\tMODIFIED\tPATH"))
+	for _, e := range entries {
+		size := "-"
+		if !e.IsDir {
+			size = humanBytes(e.Size)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", size, e.ModifiedAt.Local().Format("2006-01-02 15:04"), e.Path)
+	}
+	return tw.Flush()
+}
+
+// humanBytes formats n in binary units: 512B, 1.5KiB, 50.0MiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func newFilesViewCmd(app *App) *cobra.Command {
+	var (
+		ref        string
+		start, end int
+		out        outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "view PATH",
+		Short: "Print a text file of the sandbox, or some of its lines",
+		Long: `Print a text file of the sandbox (up to 100 KiB are shown), or the lines
+--start-line to --end-line (1-based, inclusive). A directory lists its names.
+Binary files and files over 25 MiB are refused: copy them out with files cp.`,
+		Example: "  boxkite files view app/main.py\n  boxkite files view log.txt --start-line 100 --end-line 120",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			req := api.ViewRequest{Path: args[0]}
+			ranged := cmd.Flags().Changed("start-line") || cmd.Flags().Changed("end-line")
+			if ranged {
+				if start < 1 || (end != -1 && end < start) {
+					return usageErrorf(helpHint(cmd), "--start-line must be at least 1 and --end-line at least --start-line (or -1 for the end)")
+				}
+				req.ViewRange = []int{start, end}
+			}
+			c, sb, err := target(cmd.Context(), app, ref, false)
+			if err != nil {
+				return err
+			}
+			res, err := c.View(cmd.Context(), sb.ID, req)
+			if err != nil {
+				return fmt.Errorf("view %s: %w", args[0], err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, res)
+			}
+			if res.IsDirectory {
+				for _, name := range res.Entries {
+					fmt.Fprintln(app.IO.Out, name)
+				}
+				return nil
+			}
+			content := res.Content
+			// A range comes without its final newline; a whole file is
+			// printed exactly as it is, like cat.
+			if ranged && content != "" && !strings.HasSuffix(content, "\n") {
+				content += "\n"
+			}
+			_, err = io.WriteString(app.IO.Out, content)
+			return err
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	cmd.Flags().IntVar(&start, "start-line", 1, "first line to print (1-based)")
+	cmd.Flags().IntVar(&end, "end-line", -1, "last line to print (-1: the end)")
+	out.register(cmd)
+	return cmd
+}
+
+func newFilesCreateCmd(app *App) *cobra.Command {
+	var (
+		ref, content, contentFile string
+		out                       outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:     "create PATH (--content TEXT | --content-file FILE | < FILE)",
+		Aliases: []string{"write"},
+		Short:   "Create or overwrite a text file in the sandbox",
+		Long: `Create or overwrite a text file in the sandbox, creating its directories.
+The text comes from --content, --content-file or piped stdin, up to 10 MiB;
+copy binary or larger files with files cp.`,
+		Example: `  boxkite files create notes.txt --content 'hello'
+  boxkite files create app/main.py --content-file main.py
+  echo 'print(1)' | boxkite files create hello.py`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			text, err := createContent(cmd, app.IO, content, contentFile)
+			if err != nil {
+				return err
+			}
+			c, sb, err := target(cmd.Context(), app, ref, true)
+			if err != nil {
+				return err
+			}
+			res, err := c.WriteFile(cmd.Context(), sb.ID, api.FileCreateRequest{Path: args[0], Content: text})
+			if err != nil {
+				return fmt.Errorf("create %s: %w", args[0], err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, res)
+			}
+			verb := "wrote"
+			if res.Created {
+				verb = "created"
+			}
+			fmt.Fprintf(app.IO.ErrOut, "%s %s (%d bytes)\n", verb, res.Path, res.Size)
+			return nil
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	cmd.Flags().StringVar(&content, "content", "", "the file's `text`")
+	cmd.Flags().StringVar(&contentFile, "content-file", "", "read the text from local `FILE` (- for stdin)")
+	out.register(cmd)
+	return cmd
+}
+
+// createContent picks the text of files create from its flags or stdin.
+func createContent(cmd *cobra.Command, stdio IO, content, file string) (string, error) {
+	var r io.Reader
+	switch {
+	case cmd.Flags().Changed("content") && file != "":
+		return "", usageErrorf(helpHint(cmd), "give --content or --content-file, not both")
+	case cmd.Flags().Changed("content"):
+		return content, nil
+	case file != "" && file != "-":
+		f, err := os.Open(file)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		r = f
+	case stdio.InTTY || stdio.In == nil:
+		return "", usageErrorf(helpHint(cmd), "give the text with --content or --content-file, or pipe it in")
+	default:
+		r = stdio.In
+	}
+	b, err := io.ReadAll(io.LimitReader(r, api.MaxFileContent+1))
+	if err != nil {
+		return "", fmt.Errorf("read content: %w", err)
+	}
+	if len(b) > api.MaxFileContent {
+		return "", &hintError{
+			err:  fmt.Errorf("the content is larger than %d MiB", api.MaxFileContent>>20),
+			hint: "copy large or binary files with 'boxkite files cp'",
+		}
+	}
+	return string(b), nil
+}
+
+func newFilesEditCmd(app *App) *cobra.Command {
+	var (
+		ref        string
+		req        api.StrReplaceRequest
+		replaceAll bool
+		out        outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "edit PATH --old TEXT --new TEXT [--replace-all]",
+		Short: "Replace text in a file of the sandbox",
+		Long: `Replace --old with --new in a file of the sandbox. --old must occur exactly
+once unless --replace-all is given; when it does not occur at all, nothing
+changes and edit fails.`,
+		Example: "  boxkite files edit app.py --old 'DEBUG = True' --new 'DEBUG = False'",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			if req.OldStr == "" || !cmd.Flags().Changed("new") {
+				return usageErrorf(helpHint(cmd), "give the text to replace with --old (not empty) and its replacement with --new")
+			}
+			req.Path, req.ReplaceAll = args[0], replaceAll
+			c, sb, err := target(cmd.Context(), app, ref, false)
+			if err != nil {
+				return err
+			}
+			res, err := c.StrReplace(cmd.Context(), sb.ID, req)
+			if err != nil {
+				return fmt.Errorf("edit %s: %w", args[0], err)
+			}
+			if asJSON {
+				if err := writeJSON(app.IO.Out, res); err != nil {
+					return err
+				}
+			}
+			if !res.Replaced {
+				return &hintError{
+					err:  fmt.Errorf("--old text not found in %s; nothing changed", res.Path),
+					hint: "check the text with 'boxkite files view', whitespace included",
+				}
+			}
+			if !asJSON {
+				fmt.Fprintf(app.IO.ErrOut, "replaced %d %s in %s\n", res.Occurrences, plural(res.Occurrences, "occurrence"), res.Path)
+			}
+			return nil
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	cmd.Flags().StringVar(&req.OldStr, "old", "", "the `text` to replace")
+	cmd.Flags().StringVar(&req.NewStr, "new", "", "the replacement `text`")
+	cmd.Flags().BoolVar(&replaceAll, "replace-all", false, "replace every occurrence")
+	out.register(cmd)
+	return cmd
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func newFilesGlobCmd(app *App) *cobra.Command {
+	var (
+		ref string
+		req api.GlobRequest
+		out outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:     "glob PATTERN",
+		Short:   "Find files of the sandbox by name pattern",
+		Long:    `Find files under --path (default: the workspace) whose path matches PATTERN; "**" spans directories.`,
+		Example: "  boxkite files glob '**/*.py'\n  boxkite files glob '*.log' --path /tmp",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			req.Pattern = args[0]
+			c, sb, err := target(cmd.Context(), app, ref, false)
+			if err != nil {
+				return err
+			}
+			res, err := c.Glob(cmd.Context(), sb.ID, req)
+			if err != nil {
+				return fmt.Errorf("glob %s: %w", req.Pattern, err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, res)
+			}
+			for _, m := range res.Matches {
+				fmt.Fprintln(app.IO.Out, m.Path)
+			}
+			if res.Truncated {
+				fmt.Fprintf(app.IO.ErrOut, "(only the first %d matches are shown)\n", len(res.Matches))
+			}
+			return nil
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	cmd.Flags().StringVar(&req.Path, "path", "", "directory to search (default: the workspace)")
+	out.register(cmd)
+	return cmd
+}
+
+func newFilesGrepCmd(app *App) *cobra.Command {
+	var (
+		ref string
+		req api.GrepRequest
+		out outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "grep PATTERN",
+		Short: "Search file contents in the sandbox",
+		Long: `Search the files under --path (default: the workspace) for lines matching the
+regular expression PATTERN (RE2 syntax) and print them as path:line:text.`,
+		Example: "  boxkite files grep 'TODO|FIXME'\n  boxkite files grep 'def \\w+' --glob '*.py' --max-matches 50",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			if req.MaxMatches < 1 || req.MaxMatches > api.MaxGrepMatches {
+				return usageErrorf(helpHint(cmd), "--max-matches must be between 1 and %d", api.MaxGrepMatches)
+			}
+			req.Pattern = args[0]
+			c, sb, err := target(cmd.Context(), app, ref, false)
+			if err != nil {
+				return err
+			}
+			res, err := c.Grep(cmd.Context(), sb.ID, req)
+			if err != nil {
+				return fmt.Errorf("grep %s: %w", req.Pattern, err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, res)
+			}
+			for _, m := range res.Matches {
+				fmt.Fprintf(app.IO.Out, "%s:%d:%s\n", m.Path, m.Line, m.Text)
+			}
+			if res.Error != "" {
+				return errors.New(res.Error)
+			}
+			if res.Truncated {
+				fmt.Fprintf(app.IO.ErrOut, "(stopped after %d matches; raise --max-matches or narrow --path/--glob)\n", len(res.Matches))
+			}
+			return nil
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	cmd.Flags().StringVar(&req.Path, "path", "", "directory to search (default: the workspace)")
+	cmd.Flags().StringVar(&req.Glob, "glob", "", "only files whose name or path matches this `pattern`")
+	cmd.Flags().IntVar(&req.MaxMatches, "max-matches", api.DefaultGrepMatches, fmt.Sprintf("stop after `N` matches (at most %d)", api.MaxGrepMatches))
+	out.register(cmd)
+	return cmd
+}
+
+func newFilesRmCmd(app *App) *cobra.Command {
+	var (
+		ref              string
+		recursive, force bool
+	)
+	cmd := &cobra.Command{
+		Use:     "rm PATH...",
+		Aliases: []string{"remove", "delete"},
+		Short:   "Remove files (and with -r, directories) from the sandbox",
+		Example: "  boxkite files rm notes.txt\n  boxkite files rm -r build/",
+		Args:    usageArgs(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			words := []string{"rm"}
+			if recursive {
+				words = append(words, "-r")
+			}
+			if force {
+				words = append(words, "-f")
+			}
+			words = append(words, "--")
+			for _, a := range args {
+				p := sandboxPath(a)
+				if isSandboxRoot(p) {
+					return usageErrorf("remove what is inside it instead, e.g. with 'boxkite exec'", "refusing to remove %s, a root of the sandbox", p)
+				}
+				words = append(words, p)
+			}
+			c, sb, err := target(cmd.Context(), app, ref, false)
+			if err != nil {
+				return err
+			}
+			res, err := c.Exec(cmd.Context(), sb.ID, api.ExecRequest{Command: shellJoin(words)})
+			if err != nil {
+				return fmt.Errorf("remove: %w", err)
+			}
+			if res.ExitCode != 0 {
+				msg := strings.TrimSpace(res.Stderr)
+				if msg == "" {
+					msg = fmt.Sprintf("rm exited with %d", res.ExitCode)
+				}
+				err := errors.New(msg)
+				if strings.Contains(msg, "No such file or directory") {
+					return &notFoundError{err: err}
+				}
+				if strings.Contains(msg, "Is a directory") {
+					return &hintError{err: err, hint: "remove directories with -r"}
+				}
+				return err
+			}
+			for _, a := range args {
+				fmt.Fprintf(app.IO.ErrOut, "removed %s\n", sandboxPath(a))
+			}
+			return nil
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	cmd.Flags().BoolVarP(&recursive, "recursive", "r", false, "remove directories and their contents")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "ignore missing files")
+	return cmd
+}
