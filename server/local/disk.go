@@ -35,8 +35,22 @@ func loopAvailable(root bool) string {
 	case !exists("/dev/loop-control"):
 		return "no /dev/loop-control"
 	}
-	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+	if mkfsPath() == "" {
 		return "mkfs.ext4 not found (install e2fsprogs)"
+	}
+	return ""
+}
+
+// mkfsPath finds mkfs.ext4 on PATH, then in the sbin directories a user's
+// PATH often lacks; "" when there is none.
+func mkfsPath() string {
+	if p, err := exec.LookPath("mkfs.ext4"); err == nil {
+		return p
+	}
+	for _, p := range []string{"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"} {
+		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
+			return p
+		}
 	}
 	return ""
 }
@@ -99,7 +113,7 @@ func formatImage(path string, size int64) error {
 	var out []byte
 	for _, ext := range []string{"nodiscard,lazy_itable_init=1,assume_storage_prezeroed=1", "nodiscard,lazy_itable_init=1"} {
 		args := []string{"-q", "-F", "-m", "0", "-O", "^has_journal", "-E", ext, path}
-		if out, err = exec.Command("mkfs.ext4", args...).CombinedOutput(); err == nil {
+		if out, err = exec.Command(mkfsPath(), args...).CombinedOutput(); err == nil {
 			return nil
 		}
 	}
