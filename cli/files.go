@@ -312,9 +312,14 @@ changes and edit fails.`,
 	return cmd
 }
 
+// plural is word, or its plural for n other than 1: "es" after s, x, ch
+// or sh ("processes"), else "s".
 func plural(n int, word string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return word
+	case strings.HasSuffix(word, "s"), strings.HasSuffix(word, "x"), strings.HasSuffix(word, "ch"), strings.HasSuffix(word, "sh"):
+		return word + "es"
 	}
 	return word + "s"
 }

@@ -36,6 +36,7 @@ func (o *outputFlags) wantJSON(cmd *cobra.Command) (bool, error) {
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // "&&" in a command stays readable
 	return enc.Encode(v)
 }
 

@@ -76,6 +76,7 @@ func TestScripts(t *testing.T) {
 			"exitcode": cmdExitcode,
 			"savetree": cmdSavetree,
 			"gonetree": cmdGonetree,
+			"envfile":  cmdEnvfile,
 		},
 	})
 }
@@ -128,6 +129,16 @@ func cmdExitcode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
 	}
+}
+
+// cmdEnvfile sets an environment variable to a file's content, trimmed:
+// envfile NAME FILE. FILE may be stdout or stderr, the last command's, so a
+// script can use an id the CLI printed.
+func cmdEnvfile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: envfile NAME FILE")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile(args[1])))
 }
 
 // proc is one process as /proc shows it.
