@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -98,6 +99,16 @@ func (rs realRoots) mkdirAll(dir string, o owner) error {
 	return rs.recheck(dir)
 }
 
+// tempPattern names the temp files writeFile renames into place.
+const tempPattern = ".boxkite-*.tmp"
+
+// isTemp reports whether a file name is one of writeFile's temp files,
+// which /watch leaves out: they are how the sidecar writes, not changes.
+func isTemp(name string) bool {
+	ok, _ := path.Match(tempPattern, name)
+	return ok
+}
+
 // writeFile replaces the real path host with what src yields, atomically: a
 // temp file in the same directory is written, given meta's mode and owner,
 // and renamed over host after its directory is re-validated. It returns the bytes
@@ -107,7 +118,7 @@ func (rs realRoots) writeFile(host string, src io.Reader, meta fileMeta) (int64,
 	if err := rs.mkdirAll(dir, meta.owner); err != nil {
 		return 0, err
 	}
-	f, err := os.CreateTemp(dir, ".boxkite-*.tmp")
+	f, err := os.CreateTemp(dir, tempPattern)
 	if err != nil {
 		return 0, fmt.Errorf("create temp file: %w", err)
 	}

@@ -44,8 +44,10 @@ func watchDir(ctx context.Context, dir string, recursive bool, timeout time.Dura
 		return nil, fmt.Errorf("inotify init: %w", err)
 	}
 	// Non-blocking, so the runtime poller serves reads and deadlines work.
-	in := &inotify{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, root: dir, dirs: map[int]string{}, maxDirs: maxDirs,
-		recursive: recursive, changes: []api.WatchChange{}, seen: map[api.WatchChange]bool{}}
+	in := &inotify{
+		f: os.NewFile(uintptr(fd), "inotify"), fd: fd, root: dir, dirs: map[int]string{}, maxDirs: maxDirs,
+		recursive: recursive, changes: []api.WatchChange{}, seen: map[api.WatchChange]bool{},
+	}
 	defer in.f.Close()
 	if err := in.add(""); err != nil {
 		return nil, err
@@ -136,6 +138,9 @@ func (in *inotify) parse(buf []byte) {
 			}
 			continue // a subdirectory's removal is reported by its parent
 		}
+		if isTemp(name) {
+			continue // the rename that ends the write is reported as moved_to
+		}
 		in.record(rel, eventName(mask))
 		if in.recursive && mask&unix.IN_ISDIR != 0 && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
 			_ = in.add(rel) // at the cap, the new directory goes unwatched
@@ -153,6 +158,9 @@ func (in *inotify) catchUp(rel string) {
 			return nil
 		}
 		sub := filepath.ToSlash(strings.TrimPrefix(p, in.root+"/"))
+		if !d.IsDir() && isTemp(d.Name()) {
+			return nil
+		}
 		in.record(sub, api.WatchCreated)
 		if d.IsDir() {
 			_ = in.add(sub)

@@ -69,27 +69,50 @@ func TestWatch(t *testing.T) {
 		act   func()
 		want  []api.WatchChange
 	}{
-		{"created", api.WatchRequest{Path: "/", TimeoutSeconds: 5}, "", func() { writeFile(t, fs.ws+"/new.txt", "hello", 0o644) },
-			[]api.WatchChange{ch("new.txt", api.WatchCreated), ch("new.txt", api.WatchModified)}},
+		{
+			"created",
+			api.WatchRequest{Path: "/", TimeoutSeconds: 5},
+			"", func() { writeFile(t, fs.ws+"/new.txt", "hello", 0o644) },
+			[]api.WatchChange{ch("new.txt", api.WatchCreated), ch("new.txt", api.WatchModified)},
+		},
 		{"modified", api.WatchRequest{TimeoutSeconds: 5}, "", func() {
 			f, _ := os.OpenFile(fs.ws+"/existing.txt", os.O_WRONLY|os.O_APPEND, 0)
 			f.WriteString("more")
 			f.Close()
 		}, []api.WatchChange{ch("existing.txt", api.WatchModified)}},
-		{"deleted", api.WatchRequest{TimeoutSeconds: 5}, "", func() { os.Remove(fs.ws + "/new.txt") },
-			[]api.WatchChange{ch("new.txt", api.WatchDeleted)}},
-		{"moved", api.WatchRequest{TimeoutSeconds: 5}, "", func() { os.Rename(fs.ws+"/existing.txt", fs.ws+"/moved.txt") },
-			[]api.WatchChange{ch("existing.txt", api.WatchMovedFrom), ch("moved.txt", api.WatchMovedTo)}},
+		{
+			"deleted",
+			api.WatchRequest{TimeoutSeconds: 5},
+			"", func() { os.Remove(fs.ws + "/new.txt") },
+			[]api.WatchChange{ch("new.txt", api.WatchDeleted)},
+		},
+		{
+			"moved",
+			api.WatchRequest{TimeoutSeconds: 5},
+			"", func() { os.Rename(fs.ws+"/existing.txt", fs.ws+"/moved.txt") },
+			[]api.WatchChange{ch("existing.txt", api.WatchMovedFrom), ch("moved.txt", api.WatchMovedTo)},
+		},
+		{"written by the sidecar", api.WatchRequest{TimeoutSeconds: 5}, "", func() {
+			postOK[api.FileCreateResult](t, fs, "/file-create", api.FileCreateRequest{Path: "created.txt", Content: "x"})
+		}, []api.WatchChange{ch("created.txt", api.WatchMovedTo)}},
 		{"not recursive", api.WatchRequest{TimeoutSeconds: 0.5}, "", func() { writeFile(t, fs.ws+"/sub/deep/inner.txt", "y", 0o644) }, nil},
-		{"recursive", api.WatchRequest{TimeoutSeconds: 5, Recursive: true}, fs.ws + "/sub/deep", func() { os.Remove(fs.ws + "/sub/deep/inner.txt") },
-			[]api.WatchChange{ch("sub/deep/inner.txt", api.WatchDeleted)}},
+		{
+			"recursive",
+			api.WatchRequest{TimeoutSeconds: 5, Recursive: true},
+			fs.ws + "/sub/deep", func() { os.Remove(fs.ws + "/sub/deep/inner.txt") },
+			[]api.WatchChange{ch("sub/deep/inner.txt", api.WatchDeleted)},
+		},
 		{"recursive new directory", api.WatchRequest{Path: "sub", TimeoutSeconds: 5, Recursive: true}, fs.ws + "/sub/deep", func() {
 			os.MkdirAll(fs.ws+"/sub/n1/n2", 0o755)
 			time.Sleep(10 * time.Millisecond)
 			writeFile(t, fs.ws+"/sub/n1/n2/f", "", 0o644)
 		}, []api.WatchChange{ch("n1", api.WatchCreated), ch("n1/n2", api.WatchCreated), ch("n1/n2/f", api.WatchCreated), ch("n1/n2/f", api.WatchModified)}},
-		{"outputs alias", api.WatchRequest{Path: "/outputs", TimeoutSeconds: 5}, fs.outputs, func() { writeFile(t, fs.outputs+"/o", "", 0o644) },
-			[]api.WatchChange{ch("o", api.WatchCreated), ch("o", api.WatchModified)}},
+		{
+			"outputs alias",
+			api.WatchRequest{Path: "/outputs", TimeoutSeconds: 5},
+			fs.outputs, func() { writeFile(t, fs.outputs+"/o", "", 0o644) },
+			[]api.WatchChange{ch("o", api.WatchCreated), ch("o", api.WatchModified)},
+		},
 	}
 	for _, tt := range tests { // in order: each builds on the last
 		if tt.armed == "" {
