@@ -145,8 +145,11 @@ func (s *Server) appendAudit(ctx context.Context, rec auditRecord) error {
 		DurationMS:      rec.duration.Milliseconds(),
 	}
 	if err := s.store.AppendExecLog(ctx, e); err != nil {
+		s.metrics.auditFailures.Add(1)
 		return fmt.Errorf("append exec log: %w", err)
 	}
+	s.metrics.auditAppends.Add(1)
+	s.broker.publish(e)
 	return nil
 }
 

@@ -56,6 +56,9 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	if !sb.Active() {
 		return notActive(sb)
 	}
+	if err := s.checkCommand(r, req.Command); err != nil {
+		return err
+	}
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("encode exec request: %w", err)

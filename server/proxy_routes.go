@@ -43,8 +43,9 @@ type proxyRoute struct {
 type routeFlags int
 
 const (
-	needPath routeFlags = 1 << iota // ?path= is required
-	queryKey                        // ?api_key= is accepted (event streams)
+	needPath     routeFlags = 1 << iota // ?path= is required
+	queryKey                            // ?api_key= is accepted (event streams)
+	checkCommand                        // the body's "command" must pass the account's allowlist
 )
 
 // Timeouts of proxied calls: the sidecar's own limit for the operation,
@@ -73,7 +74,7 @@ func proxyRoutes() []proxyRoute {
 		{"POST", "/files/archive", "/files/archive", "archive_upload", bodyStream, 0, needPath, transferDetail},
 		{"GET", "/files/archive", "/files/archive", "archive_download", bodyNone, 0, needPath, transferDetail},
 
-		{"POST", "/processes", "/process/start", "start_process", bodyJSON, opTimeout, 0, startProcessDetail},
+		{"POST", "/processes", "/process/start", "start_process", bodyJSON, opTimeout, checkCommand, startProcessDetail},
 		{"GET", "/processes", "/process", "", bodyNone, opTimeout, 0, nil},
 		{"POST", "/processes/kill-all", "/process/kill-all", "kill_all_processes", bodyNone, opTimeout, 0, killAllDetail},
 		{"GET", "/processes/{pid}/output", "/process/{pid}/output", "", bodyNone, opTimeout, 0, nil},
@@ -160,6 +161,11 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 		case bodyJSON:
 			if x.reqBody, err = readBody(w, r, maxExecBody); err != nil {
 				return err
+			}
+			if rt.flags&checkCommand != 0 {
+				if err := s.checkBodyCommand(r, x.reqBody); err != nil {
+					return err
+				}
 			}
 			c.body, c.length = bytes.NewReader(x.reqBody), int64(len(x.reqBody))
 		case bodyStream:

@@ -116,9 +116,16 @@ type Server struct {
 	now      func() time.Time
 	sidecars *sidecarClients
 	touches  *keyToucher
-	jwt      jwtKeys
-	hasher   *hasher
-	limiter  *rateLimiter
+	// broker pushes new audit entries to watchers; allowlists caches
+	// compiled command allowlists; metrics backs /metrics.
+	broker         *broker
+	allowlists     *allowlistCache
+	metrics        *metrics
+	watchKeepAlive time.Duration
+
+	jwt     jwtKeys
+	hasher  *hasher
+	limiter *rateLimiter
 	// patterns are the registered routes (register); streamingPOST the
 	// POST patterns exempt from Idempotency-Key.
 	patterns      []string
@@ -140,19 +147,24 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 	if log == nil {
 		log = slog.Default()
 	}
+	m := newMetrics()
 	s := &Server{
-		cfg:           cfg,
-		store:         store,
-		driver:        driver,
-		log:           slog.New(ctxHandler{log.Handler()}),
-		mux:           http.NewServeMux(),
-		now:           time.Now,
-		sidecars:      newSidecarClients(),
-		touches:       newKeyToucher(),
-		hasher:        newHasher(),
-		limiter:       newRateLimiter(),
-		streamingPOST: streamingPOSTs(),
-		healthTimeout: 2 * time.Second,
+		cfg:            cfg,
+		store:          store,
+		driver:         countingDriver{driver, m},
+		log:            slog.New(ctxHandler{log.Handler()}),
+		mux:            http.NewServeMux(),
+		now:            time.Now,
+		sidecars:       newSidecarClients(),
+		touches:        newKeyToucher(),
+		broker:         newBroker(),
+		allowlists:     newAllowlistCache(),
+		metrics:        m,
+		watchKeepAlive: DefaultWatchKeepAlive,
+		hasher:         newHasher(),
+		limiter:        newRateLimiter(),
+		streamingPOST:  streamingPOSTs(),
+		healthTimeout:  2 * time.Second,
 	}
 	s.routes()
 	return s, nil
@@ -165,6 +177,8 @@ func (s *Server) Config() Config { return s.cfg }
 func (s *Server) routes() {
 	s.handlePublic("GET /health", s.health)
 	s.handlePublic("GET /health/ready", s.ready)
+	s.handlePublic("GET /metrics", s.serveMetrics)
+	s.handlePublic("GET /openapi.json", s.serveOpenAPI)
 
 	s.handle("POST /v1/sandboxes", s.createSandbox)
 	s.handle("GET /v1/sandboxes", s.listSandboxes)
@@ -175,6 +189,11 @@ func (s *Server) routes() {
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.handle("GET /v1/sandboxes/{id}/takeover", s.takeover)
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
+	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
+
+	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
+	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
+	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)
 
 	// Accounts and credentials: accounts.go. Key management takes an
 	// access token, or an admin API key (local mode has no password).
@@ -204,11 +223,18 @@ func (s *Server) Init(ctx context.Context) error {
 }
 
 // Run does the background work until ctx is done: the reaper destroys
-// expired sandboxes every ReaperInterval, and API-key use times are
-// written. It returns nil when ctx is done.
+// expired sandboxes every ReaperInterval, API-key use times are written,
+// and, on a store shared with other servers, their audit entries are
+// passed on to this server's watchers. It returns nil when ctx is done.
 func (s *Server) Run(ctx context.Context) error {
 	tick := time.NewTicker(s.cfg.ReaperInterval)
 	defer tick.Stop()
+	listenDone := make(chan struct{})
+	go func() {
+		defer close(listenDone)
+		s.listenAudit(ctx)
+	}()
+	defer func() { <-listenDone }()
 	for {
 		select {
 		case <-ctx.Done():

@@ -25,6 +25,7 @@ type Store interface {
 	SSHKeyStore
 	QuotaStore
 	IdempotencyStore
+	AllowlistStore
 	// Ping reports whether the store answers, for /health/ready.
 	Ping(ctx context.Context) error
 	// Close releases the store.
@@ -87,4 +88,10 @@ type AuditStore interface {
 	// ExecLog returns at most limit of the sandbox's entries in Seq order,
 	// skipping the first offset, and how many it has in all.
 	ExecLog(ctx context.Context, sandboxID string, limit, offset int) ([]*ExecLogEntry, int, error)
+	// ExecLogAfter returns at most limit of the sandbox's entries whose Seq
+	// is greater than afterSeq, in Seq order (live watchers catching up).
+	ExecLogAfter(ctx context.Context, sandboxID string, afterSeq int64, limit int) ([]*ExecLogEntry, error)
+	// ExecLogSeq returns the Seq of the sandbox's entry entryID, or
+	// ErrNotFound (watchers resuming from Last-Event-ID).
+	ExecLogSeq(ctx context.Context, sandboxID, entryID string) (int64, error)
 }

@@ -31,6 +31,11 @@ func (s *Store) AppendExecLog(ctx context.Context, e *server.ExecLogEntry) error
 }
 
 func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *server.ExecLogEntry) error {
+	if s.d.chainLock != "" {
+		if _, err := tx.ExecContext(ctx, s.d.chainLock, e.SandboxID); err != nil {
+			return fmt.Errorf("lock chain: %w", err)
+		}
+	}
 	var seq int64
 	prev := api.GenesisHash
 	err := tx.QueryRowContext(ctx, s.q(`SELECT seq, row_hash FROM exec_log
@@ -53,6 +58,12 @@ func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *server.ExecLog
 	if err != nil {
 		return fmt.Errorf("insert exec log entry: %w", s.mapErr(err))
 	}
+	if s.d.notifyAppend != "" {
+		// Delivered at commit, and only if the transaction commits.
+		if _, err := tx.ExecContext(ctx, s.d.notifyAppend, e.SandboxID+":"+e.ID); err != nil {
+			return fmt.Errorf("notify append: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -62,10 +73,34 @@ func (s *Store) ExecLog(ctx context.Context, sandboxID string, limit, offset int
 	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM exec_log WHERE sandbox_id = ?`), sandboxID).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count exec log: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+execLogColumns+` FROM exec_log
-		WHERE sandbox_id = ? ORDER BY seq LIMIT ? OFFSET ?`), sandboxID, limit, offset)
+	out, err := s.queryExecLog(ctx, `SELECT `+execLogColumns+` FROM exec_log
+		WHERE sandbox_id = ? ORDER BY seq LIMIT ? OFFSET ?`, sandboxID, limit, offset)
 	if err != nil {
-		return nil, 0, fmt.Errorf("query exec log: %w", err)
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// ExecLogAfter implements server.AuditStore.
+func (s *Store) ExecLogAfter(ctx context.Context, sandboxID string, afterSeq int64, limit int) ([]*server.ExecLogEntry, error) {
+	return s.queryExecLog(ctx, `SELECT `+execLogColumns+` FROM exec_log
+		WHERE sandbox_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sandboxID, afterSeq, limit)
+}
+
+// ExecLogSeq implements server.AuditStore.
+func (s *Store) ExecLogSeq(ctx context.Context, sandboxID, entryID string) (int64, error) {
+	var seq int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT seq FROM exec_log WHERE id = ? AND sandbox_id = ?`), entryID, sandboxID).Scan(&seq)
+	if err != nil {
+		return 0, s.mapErr(err)
+	}
+	return seq, nil
+}
+
+func (s *Store) queryExecLog(ctx context.Context, query string, args ...any) ([]*server.ExecLogEntry, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("query exec log: %w", err)
 	}
 	defer rows.Close()
 	out := []*server.ExecLogEntry{}
@@ -76,7 +111,7 @@ func (s *Store) ExecLog(ctx context.Context, sandboxID string, limit, offset int
 		var started int64
 		if err := rows.Scan(&e.ID, &e.SandboxID, &e.Seq, &e.AccountID, &e.Source, &e.Operation, &detail, &exit,
 			&e.OutputTruncated, &started, &e.DurationMS, &e.PrevHash, &e.RowHash); err != nil {
-			return nil, 0, fmt.Errorf("scan exec log entry: %w", err)
+			return nil, fmt.Errorf("scan exec log entry: %w", err)
 		}
 		e.Detail = []byte(detail)
 		e.StartedAt = fromMicros(started)
@@ -87,7 +122,7 @@ func (s *Store) ExecLog(ctx context.Context, sandboxID string, limit, offset int
 		out = append(out, &e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("query exec log: %w", err)
+		return nil, fmt.Errorf("query exec log: %w", err)
 	}
-	return out, total, nil
+	return out, nil
 }

@@ -16,7 +16,7 @@ import (
 // this package are written once, with ? placeholders and portable SQL
 // (ON CONFLICT DO NOTHING, BIGINT times); a dialect rewrites placeholders and
 // knows its driver, its DSN and how it reports a unique-constraint violation.
-// Adding Postgres means one more value of this type and a
+// Postgres (postgres.go) is the other value of this type, with its own
 // migrations/postgres directory.
 type dialect struct {
 	name       string // also the migrations directory: migrations/<name>
@@ -27,6 +27,19 @@ type dialect struct {
 	rebind func(query string) string
 	// isUnique reports whether err is a unique or primary-key violation.
 	isUnique func(err error) bool
+	// forUpdate ends a SELECT whose rows the transaction will update, so
+	// that concurrent read-modify-writes queue instead of losing updates
+	// (SQLite's BEGIN IMMEDIATE already serialises writers).
+	forUpdate string
+	// migrateLock, when set, runs first in the migration transaction so
+	// that servers starting together migrate one after the other.
+	migrateLock string
+	// chainLock, when set, runs first in an audit append's transaction with
+	// the sandbox id, so appends to one chain queue instead of colliding.
+	chainLock string
+	// notifyAppend, when set, runs in an audit append's transaction with
+	// "<sandbox id>:<entry id>", to tell the other servers (see ListenAudit).
+	notifyAppend string
 }
 
 var sqliteDialect = dialect{
@@ -81,15 +94,16 @@ func sqliteDSN(path string) (string, error) {
 }
 
 // parseDSN splits a store DSN into its dialect and the rest: "sqlite:PATH"
-// or a bare path mean SQLite.
+// or a bare path mean SQLite; postgres:// and postgresql:// URLs, Postgres
+// (the whole URL is the driver's DSN).
 func parseDSN(dsn string) (dialect, string, error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlite:"):
 		return sqliteDialect, strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "//"), nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return dialect{}, "", errors.New("postgres is not supported yet; use sqlite:PATH")
+		return postgresDialect, dsn, nil
 	case strings.Contains(dsn, "://"):
-		return dialect{}, "", fmt.Errorf("unknown database scheme in %q; use sqlite:PATH", dsn)
+		return dialect{}, "", fmt.Errorf("unknown database scheme in %q; use sqlite:PATH or postgres://…", dsn)
 	}
 	return sqliteDialect, dsn, nil
 }

@@ -71,6 +71,13 @@ func migrate(ctx context.Context, db *sql.DB, d dialect) error {
 		return fmt.Errorf("begin migration: %w", err)
 	}
 	defer tx.Rollback() // a no-op after Commit
+	if d.migrateLock != "" {
+		// CREATE TABLE IF NOT EXISTS is not safe against a concurrent
+		// creator in Postgres; the lock makes the second server wait.
+		if _, err := tx.ExecContext(ctx, d.migrateLock); err != nil {
+			return fmt.Errorf("lock for migration: %w", err)
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,

@@ -109,7 +109,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*server.Sa
 	var sb *server.Sandbox
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		sb, err = scanSandbox(tx.QueryRowContext(ctx, s.q(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`), id))
+		sb, err = scanSandbox(tx.QueryRowContext(ctx, s.q(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`+s.d.forUpdate), id))
 		if err != nil {
 			return s.mapErr(err)
 		}

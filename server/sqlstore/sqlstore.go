@@ -13,8 +13,9 @@ import (
 
 // Store is a server.Store on a SQL database.
 type Store struct {
-	db *sql.DB
-	d  dialect
+	db  *sql.DB
+	d   dialect
+	dsn string // the driver's DSN, for connections outside the pool (ListenAudit)
 
 	// stmts caches prepared statements of the per-request queries (key
 	// lookup, sandbox lookup): preparing costs more than running them.
@@ -25,7 +26,8 @@ type Store struct {
 var _ server.Store = (*Store)(nil)
 
 // Open opens the database named by dsn ("sqlite:PATH", or a bare PATH for
-// SQLite), creating it if needed, and applies pending migrations.
+// SQLite, creating it if needed; or a postgres:// URL) and applies pending
+// migrations.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	d, rest, err := parseDSN(dsn)
 	if err != nil {
@@ -51,7 +53,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, d: d, stmts: map[string]*sql.Stmt{}}, nil
+	return &Store{db: db, d: d, dsn: driverDSN, stmts: map[string]*sql.Stmt{}}, nil
 }
 
 // Close closes the database.

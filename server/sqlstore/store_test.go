@@ -13,6 +13,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/servertest"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
 
@@ -35,6 +36,30 @@ func sqliteFactory(t *testing.T) func(t *testing.T) server.Store {
 
 func TestSQLite(t *testing.T) {
 	runStoreSuite(t, sqliteFactory)
+}
+
+// postgresFactory makes a fresh database on the server of
+// servertest.PostgresEnv for each test.
+func postgresFactory(t *testing.T) func(t *testing.T) server.Store {
+	dsn := servertest.PostgresDSN(t)
+	return func(t *testing.T) server.Store {
+		t.Helper()
+		st, err := sqlstore.Open(t.Context(), dsn)
+		if err != nil {
+			t.Fatalf("Open(postgres): %v", err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+}
+
+// TestPostgres runs the suite on Postgres when servertest.PostgresEnv
+// names a server (always in CI).
+func TestPostgres(t *testing.T) {
+	if servertest.PostgresDSN(t) == "" {
+		t.Skip(servertest.PostgresEnv + " is not set; .ci/run starts PostgreSQL and sets it")
+	}
+	runStoreSuite(t, postgresFactory)
 }
 
 // runStoreSuite is the behaviour every server.Store implementation must have.

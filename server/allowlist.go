@@ -1,0 +1,560 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// The command allowlist (reference §3.6): an account may restrict exec and
+// process start to listed programs, optionally with argument patterns. No
+// list means everything is allowed. It is a guardrail for agents, not a
+// security boundary: the jail is.
+//
+// A command is allowed when every simple command in it (split at ;, &, &&,
+// |, ||, newlines) runs an allowed program with allowed arguments. The
+// program is the basename of the first word after VAR=value assignments
+// and redirections, compared case-insensitively. Always refused: command
+// substitution ($(…) and backticks), heredocs and here-strings (<<),
+// process substitution (<(…), >(…)), subshells, programs whose name is
+// computed ($X, globs), eval, and privilege changes (sudo, su, doas, …).
+// Wrappers (env, xargs, timeout, nohup, nice, setsid, stdbuf, watch, flock,
+// ssh, sh -c, and the exec/command/time builtins) must be allowed
+// themselves where they are programs, and what they run is checked too;
+// find's -exec, -execdir, -ok and -okdir are refused.
+
+// AllowlistStore holds each account's command allowlist.
+type AllowlistStore interface {
+	// AllowedCommands returns the account's rules; none (nil) when it has no allowlist.
+	AllowedCommands(ctx context.Context, accountID string) ([]api.CommandRule, error)
+	// SetAllowedCommands replaces the account's rules at t; nil or empty removes the allowlist.
+	SetAllowedCommands(ctx context.Context, accountID string, rules []api.CommandRule, t time.Time) error
+}
+
+// maxWrapDepth bounds wrappers inside wrappers (timeout env nice ls …).
+const maxWrapDepth = 8
+
+// refusedSubstrings cannot appear anywhere in an allowlisted command, even
+// quoted, as in the reference: each runs something the list cannot see.
+var refusedSubstrings = []struct{ text, what string }{
+	{"$(", "command substitution $( … )"},
+	{"`", "command substitution with backticks"},
+	{"<<", "heredocs and here-strings (<<)"},
+	{"<(", "process substitution <( … )"},
+	{">(", "process substitution >( … )"},
+}
+
+// alwaysRefused are programs no rule can allow.
+var alwaysRefused = map[string]string{
+	"eval":    "eval runs a string the allowlist cannot check; run the command directly",
+	"sudo":    "changing user is not allowed under an allowlist",
+	"doas":    "changing user is not allowed under an allowlist",
+	"su":      "changing user is not allowed under an allowlist",
+	"runuser": "changing user is not allowed under an allowlist",
+	"pkexec":  "changing user is not allowed under an allowlist",
+}
+
+// shells run their -c argument as a command line.
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true}
+
+// commandRule is a compiled api.CommandRule.
+type commandRule struct {
+	allow, deny []*regexp.Regexp
+}
+
+// allowlist is an account's compiled list: program → its rules (any may accept).
+type allowlist struct {
+	rules map[string][]commandRule
+	names []string // sorted, for hints
+}
+
+// compileAllowlist validates rules as a PUT does and compiles them.
+func compileAllowlist(rules []api.CommandRule) (*allowlist, error) {
+	if len(rules) == 0 {
+		return nil, allowlistError(api.CodeInvalidRules, "the allowlist needs at least one rule",
+			`send {"rules": ["ls", {"command": "curl", "args_allow": ["^https://api\\.example\\.com/"]}]}, or DELETE to allow everything`)
+	}
+	if len(rules) > api.MaxAllowlistRules {
+		return nil, allowlistError(api.CodeTooManyRules,
+			fmt.Sprintf("the allowlist has %d rules; at most %d are allowed", len(rules), api.MaxAllowlistRules), "")
+	}
+	al := &allowlist{rules: map[string][]commandRule{}}
+	for i, r := range rules {
+		name := strings.ToLower(strings.TrimSpace(r.Command))
+		if name == "" || strings.ContainsAny(name, "/ \t\n\x00") {
+			return nil, allowlistError(api.CodeInvalidRules,
+				fmt.Sprintf("rule %d: command must be a program name without slashes or spaces, got %q", i, r.Command), "")
+		}
+		var cr commandRule
+		var err error
+		if cr.allow, err = compilePatterns(i, r.ArgsAllow); err != nil {
+			return nil, err
+		}
+		if cr.deny, err = compilePatterns(i, r.ArgsDeny); err != nil {
+			return nil, err
+		}
+		if _, ok := al.rules[name]; !ok {
+			al.names = append(al.names, name)
+		}
+		al.rules[name] = append(al.rules[name], cr)
+	}
+	slices.Sort(al.names)
+	return al, nil
+}
+
+func compilePatterns(rule int, patterns []string) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(patterns))
+	for _, p := range patterns {
+		if len(p) > api.MaxAllowlistPattern {
+			return nil, allowlistError(api.CodePatternTooLong,
+				fmt.Sprintf("rule %d: a pattern is %d characters long; at most %d are allowed", rule, len(p), api.MaxAllowlistPattern), "")
+		}
+		re, err := regexp.Compile("(?i)" + p)
+		if err != nil {
+			return nil, allowlistError(api.CodeInvalidPattern, fmt.Sprintf("rule %d: pattern %q does not compile: %v", rule, p, err),
+				"patterns are RE2 regular expressions (no lookaround or backreferences), matched anywhere in the arguments")
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+func allowlistError(code, msg, hint string) *api.Error {
+	return &api.Error{Status: http.StatusBadRequest, Code: code, Message: msg, Hint: hint}
+}
+
+// check returns nil when command is allowed, else a 403 command_not_allowed.
+func (al *allowlist) check(command string) error {
+	return al.checkLine(command, 0)
+}
+
+func (al *allowlist) checkLine(command string, depth int) error {
+	if depth > maxWrapDepth {
+		return al.refuse("", "wrappers are nested too deeply")
+	}
+	if strings.IndexByte(command, 0) >= 0 {
+		return al.refuse("", "the command contains a NUL byte")
+	}
+	for _, r := range refusedSubstrings {
+		if strings.Contains(command, r.text) {
+			return al.refuse("", r.what+" is not allowed under an allowlist")
+		}
+	}
+	segments, err := parseShell(command)
+	if err != nil {
+		return al.refuse("", err.Error())
+	}
+	for _, seg := range segments {
+		if err := al.checkWords(seg, depth); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Shell keywords that may start a simple command without being its program.
+var (
+	keywordPrefixes = map[string]bool{"!": true, "{": true, "if": true, "then": true, "else": true, "elif": true, "do": true, "while": true, "until": true}
+	keywordAlone    = map[string]bool{"}": true, "fi": true, "done": true}
+)
+
+// checkWords checks one simple command.
+func (al *allowlist) checkWords(words []shellWord, depth int) error {
+	if depth > maxWrapDepth {
+		return al.refuse("", "wrappers are nested too deeply")
+	}
+	var args []shellWord // the program's arguments, redirections left out
+	prog := -1
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		switch {
+		case w.redir:
+			i++ // its target
+		case prog >= 0:
+			args = append(args, w)
+		case w.assign:
+		case !w.dynamic && keywordPrefixes[w.text]:
+		case !w.dynamic && keywordAlone[w.text]:
+		case !w.dynamic && (w.text == "for" || w.text == "select"):
+			// "for NAME in WORDS": nothing runs until "do".
+			return nil
+		case !w.dynamic && w.text == "case", !w.dynamic && w.text == "function":
+			return al.refuse(w.text, w.text+" is not supported under an allowlist")
+		default:
+			prog = i
+		}
+	}
+	if prog < 0 {
+		return nil // only assignments or redirections
+	}
+	w := words[prog]
+	if w.dynamic {
+		return al.refuse(w.text, "the program name must be written out, not computed from variables or globs")
+	}
+	if w.text == "" {
+		return al.refuse("", "the program name is empty")
+	}
+	name := strings.ToLower(path.Base(w.text))
+	if why, ok := alwaysRefused[name]; ok {
+		return al.refuse(name, why)
+	}
+	texts := make([]string, len(args))
+	for i, a := range args {
+		texts[i] = a.text
+	}
+	if !builtinWrappers[name] {
+		if err := al.checkProgram(name, texts); err != nil {
+			return err
+		}
+	}
+	return al.checkWrapped(name, args, texts, depth)
+}
+
+// checkProgram checks name and its arguments against the rules.
+func (al *allowlist) checkProgram(name string, args []string) error {
+	rules, ok := al.rules[name]
+	if !ok {
+		return al.refuse(name, fmt.Sprintf("%s is not in the account's allowlist", name))
+	}
+	joined := strings.Join(args, " ")
+	for _, r := range rules {
+		if r.accepts(joined) {
+			return nil
+		}
+	}
+	return al.refuse(name, fmt.Sprintf("these arguments to %s are not allowed by the account's allowlist", name))
+}
+
+func (r commandRule) accepts(args string) bool {
+	if len(r.allow) > 0 && !slices.ContainsFunc(r.allow, func(re *regexp.Regexp) bool { return re.MatchString(args) }) {
+		return false
+	}
+	return !slices.ContainsFunc(r.deny, func(re *regexp.Regexp) bool { return re.MatchString(args) })
+}
+
+// builtinWrappers are shell builtins that run their operand; only the
+// operand is checked.
+var builtinWrappers = map[string]bool{"exec": true, "command": true, "builtin": true, "time": true}
+
+// Options of the wrappers, as their getopt strings declare them.
+var wrapperOpts = map[string]getopt{
+	"exec":    {short: "a"},
+	"command": {},
+	"builtin": {},
+	"time":    {short: "fo", long: []string{"format", "output"}},
+	"nohup":   {},
+	"nice":    {short: "n", long: []string{"adjustment"}},
+	"setsid":  {},
+	"stdbuf":  {short: "ioe", long: []string{"input", "output", "error"}},
+	"timeout": {short: "ks", long: []string{"kill-after", "signal"}},
+	"xargs":   {short: "adEILnPs", long: []string{"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"}},
+	"env":     {short: "uCS", long: []string{"unset", "chdir", "split-string"}},
+	"watch":   {short: "nq", long: []string{"interval", "equexit"}},
+	"flock":   {short: "wEc", long: []string{"timeout", "conflict-exit-code", "command"}},
+	"ssh":     {short: "BbcDEeFIiJLlmOoPpQRSWw"},
+}
+
+// checkWrapped checks what a wrapper program runs, if name is one.
+func (al *allowlist) checkWrapped(name string, args []shellWord, texts []string, depth int) error {
+	if name == "find" {
+		for _, a := range texts {
+			switch strings.ToLower(a) {
+			case "-exec", "-execdir", "-ok", "-okdir":
+				return al.refuse(name, "find "+a+" runs other programs; it is not allowed under an allowlist")
+			}
+		}
+		return nil
+	}
+	if shells[name] {
+		return al.checkShell(name, args, texts, depth)
+	}
+	g, ok := wrapperOpts[name]
+	if !ok {
+		return nil
+	}
+	var script string
+	hasScript, splitString, execDirect := false, false, false
+	var sshOpts []string
+	first, ok := g.parse(texts, func(opt, val string) {
+		switch {
+		case name == "flock" && (opt == "c" || opt == "--command"):
+			script, hasScript = val, true
+		case name == "env" && (opt == "S" || opt == "--split-string"):
+			splitString = true
+		case name == "watch" && (opt == "x" || opt == "--exec"):
+			execDirect = true
+		case name == "ssh" && opt == "o":
+			sshOpts = append(sshOpts, val)
+		}
+	})
+	if !ok {
+		return al.refuse(name, fmt.Sprintf("cannot tell what %s would run: an option lacks its value", name))
+	}
+	if splitString {
+		return al.refuse(name, "env -S is not supported under an allowlist; write the command out")
+	}
+	rest := args[first:]
+	switch name {
+	case "env":
+		for len(rest) > 0 && (rest[0].assign || strings.Contains(rest[0].text, "=")) {
+			rest = rest[1:]
+		}
+	case "timeout":
+		if len(rest) > 0 {
+			rest = rest[1:] // the duration
+		}
+	case "xargs":
+		if len(rest) == 0 {
+			return al.checkProgram("echo", nil) // xargs runs echo by default
+		}
+	case "flock":
+		if hasScript {
+			return al.checkLine(script, depth+1)
+		}
+		if len(rest) > 0 {
+			rest = rest[1:] // the lock file or descriptor
+		}
+		// flock FILE -c SCRIPT: flock looks for -c after the file itself.
+		if len(rest) > 0 && (rest[0].text == "-c" || rest[0].text == "--command") {
+			if len(rest) < 2 || rest[1].dynamic {
+				return al.refuse(name, "the script of flock -c must be written out")
+			}
+			return al.checkLine(rest[1].text, depth+1)
+		}
+	case "watch":
+		if !execDirect {
+			return al.checkLine(joinWords(rest), depth+1)
+		}
+	case "ssh":
+		return al.checkSSH(args[first:], sshOpts, g, depth)
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	return al.checkWords(rest, depth+1)
+}
+
+// checkShell checks sh -c 'script': the script, like any command line. A
+// shell reading a script file or stdin is only the shell itself.
+func (al *allowlist) checkShell(name string, args []shellWord, texts []string, depth int) error {
+	cflag := false
+	i := 0
+	for ; i < len(texts); i++ {
+		t := texts[i]
+		if t == "--" {
+			i++
+			break
+		}
+		if len(t) < 2 || t[0] != '-' && t[0] != '+' {
+			break
+		}
+		switch {
+		case t == "--rcfile" || t == "--init-file" || t[1:] == "o" || t[1:] == "O":
+			i++ // takes a value
+		case strings.HasPrefix(t, "--"):
+		case strings.ContainsRune(t[1:], 'c'):
+			cflag = true
+		}
+	}
+	if !cflag {
+		return nil
+	}
+	if i >= len(texts) {
+		return al.refuse(name, name+" -c needs a script")
+	}
+	if args[i].dynamic {
+		return al.refuse(name, "the script of "+name+" -c must be written out, not computed from variables")
+	}
+	return al.checkLine(texts[i], depth+1)
+}
+
+// sshCommandOptions run local commands; -o with them is refused.
+var sshCommandOptions = []string{"proxycommand", "localcommand", "permitlocalcommand", "knownhostscommand", "remotecommand", "match"}
+
+// checkSSH checks ssh [options] host [command]: the remote command like a
+// command line; without one (an interactive login) it is refused. OpenSSH
+// also reads options after the host, so those are parsed too.
+func (al *allowlist) checkSSH(rest []shellWord, opts []string, g getopt, depth int) error {
+	if len(rest) == 0 {
+		return al.refuse("ssh", "ssh without a host is not allowed")
+	}
+	texts := make([]string, len(rest)-1)
+	for i, w := range rest[1:] {
+		texts[i] = w.text
+	}
+	first, ok := g.parse(texts, func(opt, val string) {
+		if opt == "o" {
+			opts = append(opts, val)
+		}
+	})
+	if !ok {
+		return al.refuse("ssh", "cannot tell what ssh would run: an option lacks its value")
+	}
+	for _, o := range opts {
+		key, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(o)), "=")
+		key, _, _ = strings.Cut(key, " ")
+		if slices.Contains(sshCommandOptions, key) {
+			return al.refuse("ssh", "ssh -o "+key+" runs a local command; it is not allowed under an allowlist")
+		}
+	}
+	command := rest[1+first:]
+	if len(command) == 0 {
+		return al.refuse("ssh", "interactive ssh sessions are not allowed under an allowlist; give the remote command")
+	}
+	return al.checkLine(joinWords(command), depth+1)
+}
+
+// joinWords rebuilds the command line a wrapper hands to a shell (ssh and
+// watch join their arguments with spaces).
+func joinWords(words []shellWord) string {
+	texts := make([]string, len(words))
+	for i, w := range words {
+		texts[i] = w.text
+	}
+	return strings.Join(texts, " ")
+}
+
+// refuse returns the 403 for program (or the command as a whole when "").
+func (al *allowlist) refuse(program, why string) *api.Error {
+	hint := "the account's command allowlist allows: " + strings.Join(al.names, ", ") +
+		"; an admin key can change it with `boxkite allowlist set FILE` or clear it with `boxkite allowlist clear`"
+	e := &api.Error{Status: http.StatusForbidden, Code: api.CodeCommandNotAllowed, Message: "command not allowed: " + why, Hint: hint}
+	if program != "" {
+		e.Details = map[string]string{"program": program}
+	}
+	return e
+}
+
+// allowlistCache keeps compiled allowlists by their JSON, so an exec does
+// not recompile an account's patterns.
+type allowlistCache struct {
+	mu sync.Mutex
+	m  map[string]*allowlist
+}
+
+const maxCachedAllowlists = 1024
+
+func newAllowlistCache() *allowlistCache { return &allowlistCache{m: map[string]*allowlist{}} }
+
+func (c *allowlistCache) get(rules []api.CommandRule) (*allowlist, error) {
+	key, err := json.Marshal(rules)
+	if err != nil {
+		return nil, fmt.Errorf("encode allowlist: %w", err)
+	}
+	c.mu.Lock()
+	al, ok := c.m[string(key)]
+	c.mu.Unlock()
+	if ok {
+		return al, nil
+	}
+	al, err = compileAllowlist(rules)
+	if err != nil {
+		// Stored lists were validated when they were set; this one was not.
+		return nil, fmt.Errorf("stored allowlist: %w", err)
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxCachedAllowlists {
+		clear(c.m)
+	}
+	c.m[string(key)] = al
+	c.mu.Unlock()
+	return al, nil
+}
+
+// checkCommand enforces the caller's account allowlist on command.
+func (s *Server) checkCommand(r *http.Request, command string) error {
+	acct := accountFrom(r.Context())
+	rules, err := s.store.AllowedCommands(r.Context(), acct.ID)
+	if err != nil {
+		return fmt.Errorf("read allowlist: %w", err)
+	}
+	if len(rules) == 0 {
+		return nil
+	}
+	al, err := s.allowlists.get(rules)
+	if err != nil {
+		return err
+	}
+	return al.check(command)
+}
+
+// checkBodyCommand enforces the allowlist on the "command" of a JSON body
+// the sidecar will validate.
+func (s *Server) checkBodyCommand(r *http.Request, body []byte) error {
+	var req struct {
+		Command string `json:"command"`
+	}
+	// A type error elsewhere in the body still leaves command decoded;
+	// the sidecar will refuse such a body, but check what it names anyway.
+	_ = json.Unmarshal(body, &req)
+	if req.Command == "" {
+		return nil
+	}
+	return s.checkCommand(r, req.Command)
+}
+
+// getAllowedCommands serves GET /v1/account/allowed-commands.
+func (s *Server) getAllowedCommands(w http.ResponseWriter, r *http.Request) error {
+	rules, err := s.store.AllowedCommands(r.Context(), accountFrom(r.Context()).ID)
+	if err != nil {
+		return fmt.Errorf("read allowlist: %w", err)
+	}
+	if rules == nil {
+		rules = []api.CommandRule{}
+	}
+	writeJSON(w, http.StatusOK, api.AllowedCommands{Rules: rules})
+	return nil
+}
+
+// errAdminOnly refuses member keys the allowlist's changes: the list
+// restrains agents, which hold member keys, so they must not lift it.
+var errAdminOnly = api.Errorf(http.StatusForbidden, api.CodeForbidden, "only admin keys may change the command allowlist").
+	WithHint("use an admin API key")
+
+// putAllowedCommands serves PUT /v1/account/allowed-commands.
+func (s *Server) putAllowedCommands(w http.ResponseWriter, r *http.Request) error {
+	if infoFrom(r.Context()).key.Role != RoleAdmin {
+		return errAdminOnly
+	}
+	body, err := readBody(w, r, maxSmallBody)
+	if err != nil {
+		return err
+	}
+	var req api.AllowedCommands
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		return allowlistError(api.CodeInvalidRules, fmt.Sprintf("request body is not an allowlist: %v", err),
+			`send {"rules": ["ls", {"command": "curl", "args_allow": ["^https://"], "args_deny": ["--upload-file"]}]}`)
+	}
+	if _, err := compileAllowlist(req.Rules); err != nil {
+		return err
+	}
+	if err := s.store.SetAllowedCommands(r.Context(), accountFrom(r.Context()).ID, req.Rules, s.now()); err != nil {
+		return fmt.Errorf("store allowlist: %w", err)
+	}
+	writeJSON(w, http.StatusOK, req)
+	return nil
+}
+
+// deleteAllowedCommands serves DELETE /v1/account/allowed-commands: back
+// to allowing everything.
+func (s *Server) deleteAllowedCommands(w http.ResponseWriter, r *http.Request) error {
+	if infoFrom(r.Context()).key.Role != RoleAdmin {
+		return errAdminOnly
+	}
+	if err := s.store.SetAllowedCommands(r.Context(), accountFrom(r.Context()).ID, nil, s.now()); err != nil {
+		return fmt.Errorf("clear allowlist: %w", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
