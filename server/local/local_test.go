@@ -272,6 +272,52 @@ func checkHostSideGone(t *testing.T, dir string, st state) {
 	}
 }
 
+// TestSizes checks the cgroup limits of a size preset and the quota of a
+// storage_gb, as the host sees them.
+func TestSizes(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t)
+	ctx := context.Background()
+	if _, err := d.Create(ctx, server.Spec{ID: "huge", Size: "huge"}); err == nil {
+		t.Error("Create with an unknown size succeeded")
+	}
+	if _, err := d.Create(ctx, server.Spec{ID: "medium", Size: "medium", StorageGB: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := readState(d.sandboxDir("medium"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{ // either cgroup version's file, whichever exists
+		"memory.limit_in_bytes": "2147483648", "memory.max": "2147483648",
+		"cpu.cfs_quota_us": "200000", "cpu.max": "200000 100000",
+		"pids.max": "512",
+	}
+	found := 0
+	for _, dir := range st.Cgroup.Dirs {
+		for name, v := range want {
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				continue
+			}
+			found++
+			if got := strings.TrimSpace(string(b)); got != v {
+				t.Errorf("%s/%s = %q, want %q", dir, name, got, v)
+			}
+		}
+	}
+	if found != 3 {
+		t.Errorf("found %d of the memory, cpu and pids limits in %v", found, st.Cgroup.Dirs)
+	}
+	fi, err := os.Stat(filepath.Join(d.sandboxDir("medium"), diskImage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != 512<<20 {
+		t.Errorf("disk image of %d bytes, want 512 MiB", fi.Size())
+	}
+}
+
 // TestTmpfsStorage runs the quota fallback for hosts without loop devices:
 // /workspace and outputs share one tmpfs of the quota's size.
 func TestTmpfsStorage(t *testing.T) {
