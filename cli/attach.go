@@ -57,18 +57,23 @@ func runAttach(ctx context.Context, app *App, ref string, readOnly bool) error {
 		return fmt.Errorf("attach to sandbox %s: %w", sb.ID, err)
 	}
 	defer t.Close()
-	mode := ""
-	if readOnly {
-		mode = " read-only"
-	}
-	fmt.Fprintf(app.IO.ErrOut, "attached%s to sandbox %s; Ctrl-] detaches\n", mode, sb.ID)
-
 	restore, err := makeRaw(app.IO)
 	if err != nil {
 		return err
 	}
 	// Deferred as well, so a panic still gives the user their terminal back.
 	defer restore()
+	mode := ""
+	if readOnly {
+		mode = " read-only"
+	}
+	// Said once the terminal is raw, so keys typed after it go to the
+	// sandbox alone; in raw mode a newline no longer returns the cursor.
+	eol := "\n"
+	if app.IO.InTTY {
+		eol = "\r\n"
+	}
+	fmt.Fprintf(app.IO.ErrOut, "attached%s to sandbox %s; Ctrl-] detaches%s", mode, sb.ID, eol)
 	winch := make(chan os.Signal, 1)
 	notifyResize(winch)
 	defer signal.Stop(winch)

@@ -106,6 +106,7 @@ func extractTree(r io.Reader, dest string, warn io.Writer) (treeStats, error) {
 		mtime time.Time
 	}
 	var dirs []dirMeta
+	x := &extraction{root: root, made: map[string]bool{}}
 	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
@@ -122,21 +123,21 @@ func extractTree(r io.Reader, dest string, warn io.Writer) (treeStats, error) {
 		mode := hdr.FileInfo().Mode() & (fs.ModePerm | fs.ModeSticky)
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			if err := root.MkdirAll(name, 0o700); err != nil {
+			if err := x.mkdirAll(name); err != nil {
 				return st, err
 			}
 			// Applied last: a read-only mode would stop what goes
 			// inside, and writing inside changes the mtime.
 			dirs = append(dirs, dirMeta{name, mode, hdr.ModTime})
 		case tar.TypeReg:
-			n, err := extractFile(root, name, tr, mode, hdr.ModTime)
+			n, err := x.file(name, tr, mode, hdr.ModTime)
 			if err != nil {
 				return st, err
 			}
 			st.files++
 			st.bytes += n
 		case tar.TypeSymlink:
-			if err := replaceable(root, name); err != nil {
+			if err := x.replaceable(name); err != nil {
 				return st, err
 			}
 			if err := root.Symlink(hdr.Linkname, name); err != nil {
@@ -147,7 +148,7 @@ func extractTree(r io.Reader, dest string, warn io.Writer) (treeStats, error) {
 			if err != nil {
 				return st, fmt.Errorf("archive entry %q links to %q, which %w", hdr.Name, hdr.Linkname, err)
 			}
-			if err := replaceable(root, name); err != nil {
+			if err := x.replaceable(name); err != nil {
 				return st, err
 			}
 			if err := root.Link(old, name); err != nil {
@@ -185,15 +186,33 @@ func entryName(name string) (string, error) {
 	return path.Clean(name), nil
 }
 
+// extraction is the state of one extractTree.
+type extraction struct {
+	root *os.Root
+	made map[string]bool // directories known to exist: most entries share one
+}
+
+func (x *extraction) mkdirAll(name string) error {
+	if x.made[name] {
+		return nil
+	}
+	// Permissive while filling; the archive's mode is applied at the end.
+	if err := x.root.MkdirAll(name, 0o700); err != nil {
+		return err
+	}
+	x.made[name] = true
+	return nil
+}
+
 // replaceable makes way for a new file, link or symlink at name: its
 // directory is created, and a non-directory already there is removed.
-func replaceable(root *os.Root, name string) error {
+func (x *extraction) replaceable(name string) error {
 	if dir := path.Dir(name); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
+		if err := x.mkdirAll(dir); err != nil {
 			return err
 		}
 	}
-	fi, err := root.Lstat(name)
+	fi, err := x.root.Lstat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
@@ -202,17 +221,18 @@ func replaceable(root *os.Root, name string) error {
 	case fi.IsDir():
 		return fmt.Errorf("%s: a directory is in the way", name)
 	}
-	return root.Remove(name)
+	delete(x.made, name)
+	return x.root.Remove(name)
 }
 
-// extractFile writes one regular file with its mode and mtime.
-func extractFile(root *os.Root, name string, r io.Reader, mode fs.FileMode, mtime time.Time) (int64, error) {
-	if err := replaceable(root, name); err != nil {
+// file writes one regular file with its mode and mtime.
+func (x *extraction) file(name string, r io.Reader, mode fs.FileMode, mtime time.Time) (int64, error) {
+	if err := x.replaceable(name); err != nil {
 		return 0, err
 	}
 	// O_EXCL: name was just cleared, so anything there now was put there
 	// meanwhile, and is not written through.
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := x.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return 0, err
 	}
@@ -226,5 +246,5 @@ func extractFile(root *os.Root, name string, r io.Reader, mode fs.FileMode, mtim
 	if err != nil {
 		return n, fmt.Errorf("write %s: %w", name, err)
 	}
-	return n, root.Chtimes(name, mtime, mtime)
+	return n, x.root.Chtimes(name, mtime, mtime)
 }
