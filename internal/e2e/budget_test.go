@@ -47,6 +47,7 @@ func TestBudget(t *testing.T) {
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {
+			sb := sb.in(t)
 			status, body := sb.route(c.method, c.path, c.body)
 			if status != http.StatusForbidden {
 				t.Fatalf("%s %s = %d %s, want 403", c.method, c.path, status, body)

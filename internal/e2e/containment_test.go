@@ -118,6 +118,7 @@ func TestContainment(t *testing.T) {
 	}
 
 	t.Run("listings skip planted symlinks", func(t *testing.T) {
+		sb := sb.in(t)
 		var ls api.LsResult
 		mustDecode(t, sb.ok("POST", "/files/ls", api.LsRequest{Path: "/"}), &ls)
 		var names []string
@@ -148,6 +149,7 @@ func TestContainment(t *testing.T) {
 	})
 
 	t.Run("a symlink to another root is followed", func(t *testing.T) {
+		sb := sb.in(t)
 		var v api.ViewResult
 		mustDecode(t, sb.ok("POST", "/files/view", api.ViewRequest{Path: "t/in-tmp.txt"}), &v)
 		if v.Content != "root in tmp\n" {
@@ -164,6 +166,7 @@ func TestContainment(t *testing.T) {
 	})
 
 	t.Run("exec refuses / as cwd", func(t *testing.T) {
+		sb := sb.in(t)
 		status, body := sb.route("POST", "/exec", api.ExecRequest{Command: "pwd", Cwd: "/"})
 		if status != http.StatusBadRequest || !strings.Contains(apiError(t, body).Message, "outside allowed roots") {
 			t.Errorf("exec cwd / = %d %s, want 400 outside allowed roots", status, body)
@@ -171,6 +174,7 @@ func TestContainment(t *testing.T) {
 	})
 
 	t.Run("the host is untouched", func(t *testing.T) {
+		sb := sb.in(t)
 		// Inside the jail the canary's path is the jail's /tmp: writable,
 		// and a different file.
 		name := "/tmp/" + filepath.Base(canary)
@@ -198,6 +202,7 @@ func TestContainment(t *testing.T) {
 	})
 
 	t.Run("read-only roots", func(t *testing.T) {
+		sb := sb.in(t)
 		for _, p := range []string{"/uploads/x.txt", "/skills/x.txt", "/mnt/user-data/uploads/x.txt", "/mnt/skills/x.txt"} {
 			status, body := sb.route("POST", "/files", api.FileCreateRequest{Path: p, Content: "x"})
 			if status != http.StatusForbidden || !strings.Contains(apiError(t, body).Message, "Cannot write to read-only path") {

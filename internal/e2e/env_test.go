@@ -182,3 +182,11 @@ func (sb *sandbox) ok(method, rest string, body any) []byte {
 	}
 	return out
 }
+
+// in returns sb reporting to t, for use inside t.Run: a failure must stop
+// the subtest, not its parent.
+func (sb *sandbox) in(t testing.TB) *sandbox {
+	c := *sb
+	c.t = t
+	return &c
+}

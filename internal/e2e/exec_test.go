@@ -50,6 +50,7 @@ func TestExecCaps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			sb := sb.in(t)
 			status, body := sb.route("POST", "/exec", tt.req)
 			if status != http.StatusOK {
 				t.Fatalf("exec = %d %s", status, body)

@@ -84,6 +84,7 @@ func TestStrReplace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			sb := sb.in(t)
 			tt.req.Path = "edit.sh"
 			status, body := sb.route("POST", "/files/str-replace", tt.req)
 			if tt.status == http.StatusOK {
@@ -104,6 +105,7 @@ func TestStrReplace(t *testing.T) {
 		})
 	}
 	t.Run("mode and owner kept", func(t *testing.T) {
+		sb := sb.in(t)
 		if got := sb.sh("stat -c '%a %u:%g' /workspace/edit.sh"); got != "755 1001:1001\n" {
 			t.Errorf("after the edits: %q, want 755 1001:1001", got)
 		}
@@ -112,6 +114,7 @@ func TestStrReplace(t *testing.T) {
 		}
 	})
 	t.Run("refusals", func(t *testing.T) {
+		sb := sb.in(t)
 		status, body := sb.route("POST", "/files/str-replace", api.StrReplaceRequest{Path: "missing.txt", OldStr: "a", NewStr: "b"})
 		wantErr(t, "missing file", status, body, 404, "File not found")
 		status, body = sb.route("POST", "/files/str-replace", api.StrReplaceRequest{Path: "/uploads/a.txt", OldStr: "a", NewStr: "b"})
@@ -158,6 +161,7 @@ mkdir -p /workspace/dir/b /workspace/dir/a && touch /workspace/dir/c`)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			sb := sb.in(t)
 			var got api.ViewResult
 			mustDecode(t, sb.ok("POST", "/files/view", tt.req), &got)
 			if tt.check != nil {
@@ -212,10 +216,11 @@ func TestFileCreate(t *testing.T) {
 			t.Errorf("%s in the sandbox: %q", tt.wantPath, out)
 		}
 	}
-	status, body := sb.route("POST", "/files", api.FileCreateRequest{Path: "big", Content: strings.Repeat("x", api.MaxFileContent+1)})
-	wantErr(t, "create past 10 MiB", status, body, 422, "limit is 10 MiB")
+	// The 10 MiB content cap is the sidecar's unit tests' business: a
+	// body that large costs seconds under -race for nothing new here.
 
 	t.Run("raw and archive round trips", func(t *testing.T) {
+		sb := sb.in(t)
 		files := map[string]string{"top.txt": "top\n", "d/e/deep.txt": "deep\n"}
 		var ar api.ArchiveResult
 		mustDecode(t, sb.ok("POST", "/files/archive?path=unpacked", tarOf(t, files)), &ar)

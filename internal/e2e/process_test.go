@@ -71,6 +71,7 @@ func TestProcessLifecycle(t *testing.T) {
 	sleeps := []string{sb.startProc("sleep 60", 60), sb.startProc("sleep 60", 60), sb.startProc("sleep 60", 60)}
 
 	t.Run("limit of four running", func(t *testing.T) {
+		sb := sb.in(t)
 		status, body := sb.route("POST", "/processes", api.ProcessStartRequest{Command: "true", MaxRuntimeSeconds: 5})
 		wantErr(t, "fifth start", status, body, http.StatusTooManyRequests, "")
 		if e := apiError(t, body); e.Code != api.CodeLimitExceeded {
@@ -78,6 +79,7 @@ func TestProcessLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("bad starts", func(t *testing.T) {
+		sb := sb.in(t)
 		for _, rt := range []int{0, -1, api.MaxProcessRuntime + 1} {
 			status, body := sb.route("POST", "/processes", api.ProcessStartRequest{Command: "true", MaxRuntimeSeconds: rt})
 			if status != http.StatusBadRequest && status != http.StatusUnprocessableEntity {
@@ -86,6 +88,7 @@ func TestProcessLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("unknown ids", func(t *testing.T) {
+		sb := sb.in(t)
 		for _, c := range []struct{ method, rest string }{
 			{"GET", "/processes/" + unknown + "/output"},
 			{"POST", "/processes/" + unknown + "/input"},
@@ -101,6 +104,7 @@ func TestProcessLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("input and output", func(t *testing.T) {
+		sb := sb.in(t)
 		var in api.ProcessInputResult
 		mustDecode(t, sb.ok("POST", "/processes/"+cat+"/input", api.ProcessInputRequest{Data: "hello\n"}), &in)
 		if in.BytesWritten != 6 {
@@ -118,6 +122,7 @@ func TestProcessLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("stop", func(t *testing.T) {
+		sb := sb.in(t)
 		var st api.ProcessStopResult
 		mustDecode(t, sb.ok("POST", "/processes/"+cat+"/stop", nil), &st)
 		if st.Status != api.ProcessStopped || st.ExitCode == nil {
@@ -132,6 +137,7 @@ func TestProcessLifecycle(t *testing.T) {
 		sb.waitProc(sb.startProc("exit 0", 5), ended)
 	})
 	t.Run("exit by itself", func(t *testing.T) {
+		sb := sb.in(t)
 		var killed api.KillAllResult
 		mustDecode(t, sb.ok("POST", "/processes/kill-all", nil), &killed)
 		if killed.Killed != len(sleeps) {
@@ -151,6 +157,7 @@ func TestProcessLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("kill-all", func(t *testing.T) {
+		sb := sb.in(t)
 		for _, id := range sleeps {
 			if out := sb.output(id, 0); out.Status != api.ProcessKilled || exitCode(out.ExitCode) != "137" {
 				t.Errorf("%s after kill-all: %+v (exit %s), want killed 137", id, out, exitCode(out.ExitCode))
@@ -169,6 +176,7 @@ func TestProcessLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("watchdog", func(t *testing.T) {
+		sb := sb.in(t)
 		id := sb.startProc("sleep 30", 1)
 		out := sb.waitProc(id, ended)
 		if out.Status != api.ProcessKilled {
@@ -176,6 +184,7 @@ func TestProcessLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("ring buffer", func(t *testing.T) {
+		sb := sb.in(t)
 		const total = 300000
 		id := sb.startProc(fmt.Sprintf(`head -c %d /dev/zero | tr '\0' z`, total), 60)
 		out := sb.waitProc(id, ended)
