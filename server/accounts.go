@@ -107,7 +107,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Per email too, so guessing one account's password from many
 	// addresses is as slow as from one.
-	if err := s.limitRate(w, bucketLogin, email); err != nil {
+	if err := s.countRate(w, bucketLogin, email, false); err != nil {
 		return err
 	}
 	ctx := r.Context()

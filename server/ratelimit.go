@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -152,14 +151,23 @@ func (l *rateLimiter) allow(key string, limit int, now time.Time) (ok bool, rema
 // a client IP), sets the X-RateLimit headers, and returns a 429 when the
 // budget is spent.
 func (s *Server) limitRate(w http.ResponseWriter, bucket, subject string) error {
+	return s.countRate(w, bucket, subject, true)
+}
+
+// countRate is limitRate; with headers false, the X-RateLimit headers
+// are left to the route's own bucket (a second budget, such as login's
+// per email, shows only in a 429).
+func (s *Server) countRate(w http.ResponseWriter, bucket, subject string, headers bool) error {
 	limit := s.rateLimitOf(bucket)
 	if limit <= 0 {
 		return nil
 	}
 	ok, remaining, reset := s.limiter.allow(bucket+":"+subject, limit, s.now())
 	h := w.Header()
-	h.Set(api.HeaderRateLimitLimit, strconv.Itoa(limit))
-	h.Set(api.HeaderRateLimitRemaining, strconv.Itoa(remaining))
+	if headers || !ok {
+		h.Set(api.HeaderRateLimitLimit, strconv.Itoa(limit))
+		h.Set(api.HeaderRateLimitRemaining, strconv.Itoa(remaining))
+	}
 	if ok {
 		return nil
 	}
@@ -184,10 +192,4 @@ func clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-// errRateLimited reports whether err is a rate-limit refusal.
-func errRateLimited(err error) bool {
-	e, ok := errors.AsType[*api.Error](err)
-	return ok && e.Code == api.CodeRateLimited
 }

@@ -79,6 +79,12 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"ExecLogChain", testExecLogChain},
 		{"ExecLogConcurrentAppends", testExecLogConcurrentAppends},
+		{"Credentials", testCredentials},
+		{"Settings", testSettings},
+		{"SSHKeys", testSSHKeys},
+		{"Usage", testUsage},
+		{"ReserveSandboxes", testReserveSandboxes},
+		{"Idempotency", testIdempotency},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,196 @@
+package server_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+// tenantRow is how one route must treat account B when account A's
+// resources are named (or exist).
+type tenantRow struct {
+	cred string // "key", "token" (B's access token) or "none"
+	path string // with {sb} for A's sandbox, {akey} A's API key id, {assh} A's SSH key id
+	body any
+	// want is 404 when the route names A's resource; 0 means the route
+	// answers B about B, which check (if set) verifies.
+	want  int
+	check func(t *testing.T, b *tenant, resp *http.Response, body []byte)
+}
+
+// tenant is account B as the matrix sees it.
+type tenant struct {
+	email, key, token string
+}
+
+// TestCrossTenantMatrix (issue 5, acceptance 1): every registered route,
+// called by account B about account A's resources, answers 404 and
+// changes nothing; routes that are not about a named resource show B
+// only B's data. A route registered without a row here fails the test.
+//
+// The proxied sandbox routes (proxy_routes.go) share one handler, which
+// resolves the sandbox first; their rows are derived from that table. All
+// other routes are listed by hand.
+func TestCrossTenantMatrix(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	e.Sidecar.Route("/", func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("B's request reached A's sidecar: %s %s", r.Method, r.URL.Path)
+	})
+
+	// A's resources.
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{Label: "a-secret-label"})
+	resp, body := e.do("GET", "/v1/account", e.KeyA, nil)
+	var acctA api.Account
+	mustUnmarshal(t, body, &acctA)
+	line, _ := authorizedKey(t, "a-ssh-comment")
+	resp, body = e.do("POST", "/v1/account/ssh-keys", e.KeyA, api.AddSSHKeyRequest{PublicKey: line})
+	if resp.StatusCode != 201 {
+		t.Fatalf("A's ssh key: %d %s", resp.StatusCode, body)
+	}
+	var sshA api.SSHKey
+	mustUnmarshal(t, body, &sshA)
+	rulesA := api.AllowedCommands{Rules: []api.CommandRule{{Command: "arulecommand"}}}
+	if resp, body := e.do("PUT", "/v1/account/allowed-commands", e.KeyA, rulesA); resp.StatusCode != 200 {
+		t.Fatalf("A's allowlist: %d %s", resp.StatusCode, body)
+	}
+	secretsOfA := []string{sb.ID, "a-secret-label", acctA.Email, acctA.ID, acctA.APIKey.ID, acctA.APIKey.Prefix, sshA.ID, sshA.Fingerprint, "a-ssh-comment", "arulecommand"}
+
+	// B, with a password, an access token and an admin key.
+	tok := e.signup("b-tenant@example.com", "b-password")
+	b := &tenant{email: "b-tenant@example.com", token: tok.AccessToken}
+	b.key = e.newKey(b.token, "b-key", api.RoleAdmin).Key
+
+	isB := func(t *testing.T, b *tenant, _ *http.Response, body []byte) {
+		if !strings.Contains(string(body), b.email) {
+			t.Errorf("answer is not about B: %s", body)
+		}
+	}
+	rows := map[string]tenantRow{
+		"GET /health":        {cred: "none", path: "/health"},
+		"GET /health/ready":  {cred: "none", path: "/health/ready"},
+		"GET /metrics":       {cred: "none", path: "/metrics"},
+		"GET /openapi.json":  {cred: "none", path: "/openapi.json"},
+		"/":                  {cred: "key", path: "/v1/nothing/{sb}", want: 404},
+		"POST /v1/sandboxes": {cred: "key", path: "/v1/sandboxes", body: api.CreateSandboxRequest{Label: "b-box"}},
+		"GET /v1/sandboxes": {cred: "key", path: "/v1/sandboxes", check: func(t *testing.T, _ *tenant, _ *http.Response, body []byte) {
+			if !strings.Contains(string(body), "b-box") {
+				t.Errorf("B's list lacks B's own sandbox: %s", body)
+			}
+		}},
+		"GET /v1/sandboxes/{id}":          {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
+		"DELETE /v1/sandboxes/{id}":       {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
+		"POST /v1/sandboxes/{id}/extend":  {cred: "key", path: "/v1/sandboxes/{sb}/extend", body: api.ExtendSandboxRequest{LifetimeMinutes: 5}, want: 404},
+		"POST /v1/sandboxes/{id}/exec":    {cred: "key", path: "/v1/sandboxes/{sb}/exec", body: api.ExecRequest{Command: "id"}, want: 404},
+		"GET /v1/sandboxes/{id}/takeover": {cred: "key", path: "/v1/sandboxes/{sb}/takeover", want: 404},
+		"GET /v1/sandboxes/{id}/log":      {cred: "key", path: "/v1/sandboxes/{sb}/log", want: 404},
+		"GET /v1/sandboxes/{id}/watch":    {cred: "key", path: "/v1/sandboxes/{sb}/watch", want: 404},
+
+		"GET /v1/account/allowed-commands": {cred: "key", path: "/v1/account/allowed-commands"},
+		"PUT /v1/account/allowed-commands": {
+			cred: "key", path: "/v1/account/allowed-commands",
+			body: api.AllowedCommands{Rules: []api.CommandRule{{Command: "brulecommand"}}},
+		},
+		"DELETE /v1/account/allowed-commands": {cred: "key", path: "/v1/account/allowed-commands"},
+
+		"POST /v1/auth/signup": {cred: "none", path: "/v1/auth/signup", body: api.Credentials{Email: "c-tenant@example.com", Password: "c-password"}},
+		"POST /v1/auth/login": {
+			cred: "none", path: "/v1/auth/login", body: api.Credentials{Email: b.email, Password: "b-password"},
+			check: isB,
+		},
+		"POST /v1/api-keys": {cred: "token", path: "/v1/api-keys", body: api.CreateAPIKeyRequest{Name: "b-second"}, check: func(t *testing.T, b *tenant, _ *http.Response, body []byte) {
+			var k api.APIKeyCreated
+			mustUnmarshal(t, body, &k)
+			_, got := e.do("GET", "/v1/account", k.Key, nil)
+			isB(t, b, nil, got)
+		}},
+		"GET /v1/api-keys":                     {cred: "token", path: "/v1/api-keys"},
+		"DELETE /v1/api-keys/{key_id}":         {cred: "token", path: "/v1/api-keys/{akey}", want: 404},
+		"GET /v1/account/me":                   {cred: "token", path: "/v1/account/me", check: isB},
+		"GET /v1/account":                      {cred: "key", path: "/v1/account", check: isB},
+		"GET /v1/usage":                        {cred: "key", path: "/v1/usage"},
+		"GET /v1/account/ssh-keys":             {cred: "key", path: "/v1/account/ssh-keys"},
+		"POST /v1/account/ssh-keys":            {cred: "key", path: "/v1/account/ssh-keys", body: api.AddSSHKeyRequest{PublicKey: mustAuthorizedKey(t)}},
+		"DELETE /v1/account/ssh-keys/{key_id}": {cred: "key", path: "/v1/account/ssh-keys/{assh}", want: 404},
+	}
+	// The proxied routes: one handler, sandbox first.
+	for _, rt := range server.ProxyRoutes() {
+		method, path, _ := strings.Cut(rt, " ")
+		p := strings.NewReplacer("{pid}", "p1", "{lsp_id}", "l1").Replace(path)
+		rows[method+" /v1/sandboxes/{id}"+path] = tenantRow{cred: "key", path: "/v1/sandboxes/{sb}" + p + "?path=/workspace/x", body: "{}", want: 404}
+	}
+
+	expand := strings.NewReplacer("{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID)
+	nobody := func(path, id string) string {
+		return strings.NewReplacer("{sb}", id, "{akey}", id, "{assh}", id).Replace(path)
+	}
+	routes := e.Server.Routes()
+	for _, pattern := range routes {
+		t.Run(pattern, func(t *testing.T) {
+			row, ok := rows[pattern]
+			if !ok {
+				t.Fatalf("route %q has no row in the cross-tenant matrix: add one", pattern)
+			}
+			method, _, found := strings.Cut(pattern, " ")
+			if !found {
+				method = "GET"
+			}
+			cred := map[string]string{"key": b.key, "token": b.token, "none": ""}[row.cred]
+			path := expand.Replace(row.path)
+			resp, body := e.do(method, path, cred, row.body)
+			if row.want == http.StatusNotFound {
+				ae := wantError(t, resp, body, http.StatusNotFound, api.CodeNotFound)
+				// Exactly what a resource that does not exist gets.
+				none := server.NewID()
+				_, body2 := e.do(method, nobody(row.path, none), cred, row.body)
+				ae2 := apiError(t, body2)
+				ae.Message = strings.NewReplacer(sb.ID, "ID", acctA.APIKey.ID, "ID", sshA.ID, "ID").Replace(ae.Message)
+				ae2.Message = strings.ReplaceAll(ae2.Message, none, "ID")
+				if ae.Code != ae2.Code || ae.Message != ae2.Message || ae.Hint != ae2.Hint {
+					t.Errorf("404 for A's resource differs from one for no resource:\n%+v\n%+v", ae, ae2)
+				}
+			} else if resp.StatusCode >= 300 {
+				t.Fatalf("status = %d, want success: %s", resp.StatusCode, body)
+			}
+			for _, s := range secretsOfA {
+				if strings.Contains(string(body), s) && !strings.Contains(path, s) {
+					t.Errorf("B's answer contains A's %q: %s", s, body)
+				}
+			}
+			if row.check != nil {
+				row.check(t, b, resp, body)
+			}
+		})
+	}
+	for pattern := range rows {
+		if !slices.Contains(routes, pattern) {
+			t.Errorf("the matrix has a row for %q, which is not registered", pattern)
+		}
+	}
+
+	// Nothing of A's changed.
+	resp, body = e.do("GET", sandboxPath(sb.ID), e.KeyA, nil)
+	var got api.Sandbox
+	mustUnmarshal(t, body, &got)
+	if resp.StatusCode != 200 || got.Status != api.StatusActive || !got.ExpiresAt.Equal(sb.ExpiresAt) {
+		t.Errorf("A's sandbox after B's requests: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := e.do("GET", "/v1/account", e.KeyA, nil); resp.StatusCode != 200 {
+		t.Errorf("A's key stopped working: %d %s", resp.StatusCode, body)
+	}
+	if _, body := e.do("GET", "/v1/account/ssh-keys", e.KeyA, nil); !strings.Contains(string(body), sshA.ID) {
+		t.Errorf("A's ssh key is gone: %s", body)
+	}
+	if _, body := e.do("GET", "/v1/account/allowed-commands", e.KeyA, nil); !strings.Contains(string(body), "arulecommand") {
+		t.Errorf("A's allowlist changed: %s", body)
+	}
+}
+
+func mustAuthorizedKey(t *testing.T) string {
+	line, _ := authorizedKey(t, "")
+	return line
+}
