@@ -53,7 +53,7 @@ func newFilesLsCmd(app *App) *cobra.Command {
 			if len(args) == 1 {
 				req.Path = args[0]
 			}
-			c, sb, err := target(cmd.Context(), app, ref, true)
+			c, sb, err := target(cmd.Context(), app, ref, false)
 			if err != nil {
 				return err
 			}
