@@ -182,6 +182,7 @@ func (d *Driver) chooseIsolation() error {
 	}
 	if d.storage == StorageLoop {
 		d.images = &images{dir: filepath.Join(d.cfg.StateDir, "images")}
+		d.images.emptyTrash()
 	}
 	return nil
 }
@@ -427,6 +428,11 @@ func (d *Driver) Delete(ctx context.Context, id string) error {
 	// mount and the state file.
 	if err := unmountDisk(filepath.Join(dir, diskMount)); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
+	}
+	if d.images != nil {
+		if err := d.images.discard(filepath.Join(dir, diskImage)); err != nil {
+			return fmt.Errorf("delete sandbox %s: %w", id, err)
+		}
 	}
 	if err := removeAll(dir); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
