@@ -113,6 +113,9 @@ func (x *copier) upload(ctx context.Context, src, dst string) error {
 		if dst == "" || strings.HasSuffix(dst, "/") {
 			return usageErrorf("name the file, e.g. :/workspace/data.bin", "copying stdin needs a file name in the sandbox")
 		}
+		if x.io.InTTY || x.io.In == nil {
+			return usageErrorf("pipe the data in, e.g. tar c . | boxkite files cp - :/workspace/src.tar", "stdin is a terminal")
+		}
 		return x.uploadFile(ctx, x.io.In, -1, "stdin", dst)
 	}
 	contents := isContentsPath(src)

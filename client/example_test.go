@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
@@ -28,6 +30,15 @@ func fakeControlPlane() *httptest.Server {
 			return
 		}
 		json.NewEncoder(w).Encode(api.ExecResult{ExitCode: 0, Stdout: "2\n"})
+	})
+	mux.HandleFunc("POST /v1/sandboxes/{id}/files", func(w http.ResponseWriter, r *http.Request) {
+		var req api.FileCreateRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		json.NewEncoder(w).Encode(api.FileCreateResult{Path: "/workspace/" + req.Path, Size: int64(len(req.Content)), Created: true})
+	})
+	mux.HandleFunc("PUT /v1/sandboxes/{id}/files/raw", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		json.NewEncoder(w).Encode(api.FileWriteResult{Path: r.URL.Query().Get("path"), Size: n})
 	})
 	mux.HandleFunc("GET /v1/sandboxes/{id}", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
@@ -79,6 +90,40 @@ func ExampleClient_ExecStream() {
 	// Output:
 	// 2
 	// exit code 0
+}
+
+func ExampleClient_Bind() {
+	srv := fakeControlPlane()
+	defer srv.Close()
+
+	c := client.New(srv.URL, "bxk_live_example")
+	// A bound handle makes the same calls without repeating the id; it is
+	// also what package tools takes as a sandbox.
+	sb := c.Bind("3f2a9c")
+	res, err := sb.WriteFile(context.Background(), api.FileCreateRequest{Path: "notes.txt", Content: "hello"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Path, res.Size)
+	// Output: /workspace/notes.txt 5
+}
+
+func ExampleClient_UploadFile() {
+	srv := fakeControlPlane()
+	defer srv.Close()
+
+	c := client.New(srv.URL, "bxk_live_example")
+	// Any io.Reader streams as it is read: an *os.File of any size, a
+	// pipe, a network body.
+	data := strings.NewReader("a large file's bytes")
+	res, err := c.UploadFile(context.Background(), "3f2a9c", "/workspace/data.bin", data)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Path, res.Size)
+	// Output: /workspace/data.bin 20
 }
 
 func ExampleClient_Sandbox_notFound() {
