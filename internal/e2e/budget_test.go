@@ -79,3 +79,20 @@ func TestBudget(t *testing.T) {
 		t.Errorf("file create after breach = %d %s, want 200 (not budgeted)", status, body)
 	}
 }
+
+// TestBudgetSeconds breaches the seconds half of the budget: one exec runs
+// past it, and the next budgeted call is refused with reason exec_seconds.
+func TestBudgetSeconds(t *testing.T) {
+	t.Parallel()
+	sb := newSandbox(t, servertest.WithDriverConfig(func(c *local.Config) { c.MaxExecSeconds = 1 }))
+	sb.sh("sleep 1.1")
+	status, body := sb.route("POST", "/interpreter/exec", api.InterpreterExecRequest{Code: "1"})
+	if status != http.StatusForbidden {
+		t.Fatalf("after 1.1 s of a 1 s budget: %d %s, want 403", status, body)
+	}
+	var got api.BudgetExceeded
+	mustDecode(t, mustJSON(t, apiError(t, body).Details), &got)
+	if got.Reason != api.BudgetReasonExecSeconds || got.Limit != 1 || got.Used < 1.1 {
+		t.Errorf("details = %+v, want exec_seconds, limit 1, used ≥ 1.1", got)
+	}
+}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"archive/tar"
 	"crypto/rand"
 	"net/http"
 	"net/url"
@@ -165,6 +166,15 @@ func TestContainment(t *testing.T) {
 		}
 	})
 
+	t.Run("/ is the workspace, not the jail's root", func(t *testing.T) {
+		sb := sb.in(t)
+		var v api.ViewResult
+		mustDecode(t, sb.ok("POST", "/files/view", api.ViewRequest{Path: "/"}), &v)
+		if !v.IsDirectory || !containsAll(v.Entries, "sub", "root") || containsAll(v.Entries, "usr") {
+			t.Errorf("view / = %+v, want the workspace's entries", v)
+		}
+	})
+
 	t.Run("exec refuses / as cwd", func(t *testing.T) {
 		sb := sb.in(t)
 		status, body := sb.route("POST", "/exec", api.ExecRequest{Command: "pwd", Cwd: "/"})
@@ -198,6 +208,63 @@ func TestContainment(t *testing.T) {
 		}
 		if res := sb.exec("ls " + sb.s.StateDir); res.ExitCode == 0 {
 			t.Errorf("ls %s in the jail succeeded: %s", sb.s.StateDir, res.Stdout)
+		}
+	})
+
+	t.Run("present_files skips what lies outside", func(t *testing.T) {
+		sb := sb.in(t)
+		var res api.PresentFilesResult
+		mustDecode(t, sb.ok("POST", "/files/present", api.PresentFilesRequest{Filepaths: []string{"pw", "root/etc/passwd", "/etc/hostname", "up/etc/group", "sub/in.txt"}}), &res)
+		if len(res.Files) != 1 || res.Files[0].FilePath != "/mnt/user-data/outputs/in.txt" {
+			t.Errorf("present = %+v, want only sub/in.txt", res)
+		}
+		if out := sb.sh("ls -A /mnt/user-data/outputs"); out != "in.txt\n" {
+			t.Errorf("outputs holds %q", out)
+		}
+	})
+
+	t.Run("patterns cannot climb", func(t *testing.T) {
+		sb := sb.in(t)
+		for _, pat := range []string{"../*", "../../etc/*", "/etc/*", "**/../../etc/passwd", "up/*", "root/etc/*"} {
+			var glob api.GlobResult
+			mustDecode(t, sb.ok("POST", "/files/glob", api.GlobRequest{Pattern: pat}), &glob)
+			if len(glob.Matches) != 0 {
+				t.Errorf("glob %q = %+v, want nothing", pat, glob.Matches)
+			}
+			var grep api.GrepResult
+			mustDecode(t, sb.ok("POST", "/files/grep", api.GrepRequest{Pattern: "root", Glob: pat}), &grep)
+			if len(grep.Matches) != 0 {
+				t.Errorf("grep with glob %q = %+v, want nothing", pat, grep.Matches)
+			}
+		}
+	})
+
+	t.Run("archives cannot plant a way out", func(t *testing.T) {
+		sb := sb.in(t)
+		entries := []struct {
+			name string
+			hdrs []tar.Header
+		}{
+			{"symlink to /etc", []tar.Header{{Name: "etc", Typeflag: tar.TypeSymlink, Linkname: "/etc"}}},
+			{"symlink up", []tar.Header{{Name: "up2", Typeflag: tar.TypeSymlink, Linkname: "../../../.."}}},
+			{"symlink to the socket", []tar.Header{{Name: "sock", Typeflag: tar.TypeSymlink, Linkname: "/run/boxkite/sidecar.sock"}}},
+			{"hard link to passwd", []tar.Header{{Name: "pw2", Typeflag: tar.TypeLink, Linkname: "/etc/passwd"}}},
+			{"dot-dot name", []tar.Header{{Name: "../../etc/x", Typeflag: tar.TypeReg, Mode: 0o644}}},
+			{"absolute name", []tar.Header{{Name: "/etc/x", Typeflag: tar.TypeReg, Mode: 0o644}}},
+			{"through a planted link", []tar.Header{{Name: "root/tmp/via-link", Typeflag: tar.TypeReg, Mode: 0o644}}},
+			{"link then through it", []tar.Header{
+				{Name: "t2", Typeflag: tar.TypeSymlink, Linkname: "/tmp"},
+				{Name: "t2/x", Typeflag: tar.TypeReg, Mode: 0o644},
+			}},
+		}
+		for _, e := range entries {
+			status, body := sb.route("POST", "/files/archive?path=/workspace", tarHeaders(t, e.hdrs))
+			if status != http.StatusBadRequest {
+				t.Errorf("%s: archive upload = %d %s, want 400", e.name, status, body)
+			}
+		}
+		if out := sb.sh("ls /etc/x /tmp/via-link /tmp/x 2>&1; true"); strings.Count(out, "No such file") != 3 {
+			t.Errorf("after the archives: %q", out)
 		}
 	})
 

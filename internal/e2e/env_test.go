@@ -190,3 +190,19 @@ func (sb *sandbox) in(t testing.TB) *sandbox {
 	c.t = t
 	return &c
 }
+
+// tarHeaders is a tar stream of entries without content (links, empty files).
+func tarHeaders(t testing.TB, hdrs []tar.Header) string {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, h := range hdrs {
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}

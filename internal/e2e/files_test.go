@@ -137,7 +137,8 @@ head -c 204800 /dev/zero | tr '\0' a > /workspace/big.txt
 printf 'caf\303\251 \342\202\254\n' > /workspace/utf8.txt
 printf 'text\377\376\n' > /workspace/bin.dat
 truncate -s 26M /workspace/huge.txt
-mkdir -p /workspace/dir/b /workspace/dir/a && touch /workspace/dir/c`)
+mkdir -p /workspace/dir/b /workspace/dir/a && touch /workspace/dir/c
+mkfifo /workspace/fifo`)
 
 	tests := []struct {
 		name  string
@@ -182,6 +183,7 @@ mkdir -p /workspace/dir/b /workspace/dir/a && touch /workspace/dir/c`)
 		{"huge.txt", 422, "too large to view"},
 		{"missing.txt", 404, "File not found: missing.txt"},
 		{"/tmp/nothing/here", 404, "File not found"},
+		{"fifo", 400, "Not a regular file"}, // and opening it must not hang
 	}
 	for _, r := range refusals {
 		status, body := sb.route("POST", "/files/view", api.ViewRequest{Path: r.path})

@@ -251,7 +251,16 @@ func TestInterpreter(t *testing.T) {
 	if res := run("x"); !strings.Contains(str(res.Error), "NameError") {
 		t.Errorf("after reset x = %+v (error %s), want NameError", res, str(res.Error))
 	}
-	status, body := sb.route("POST", "/interpreter/exec", api.InterpreterExecRequest{Code: ""})
+	if res := run("print('x' * 400000)"); !res.Truncated || len(res.Stdout) != 256<<10 {
+		t.Errorf("400,000 bytes printed: truncated %v, %d bytes kept; want true, 256 KiB", res.Truncated, len(res.Stdout))
+	}
+	run("kept = 1")
+	status, body := sb.route("POST", "/interpreter/exec", api.InterpreterExecRequest{Code: "import time; time.sleep(30)", Timeout: 1})
+	wantErr(t, "interpreter past its timeout", status, body, http.StatusBadGateway, "timed out after 1s")
+	if res := run("'kept' in globals()"); str(res.Result) != "False" {
+		t.Errorf("after a timeout the interpreter kept its globals: %+v", res)
+	}
+	status, body = sb.route("POST", "/interpreter/exec", api.InterpreterExecRequest{Code: ""})
 	if status != http.StatusBadRequest && status != http.StatusUnprocessableEntity {
 		t.Errorf("empty code = %d %s, want 400 or 422", status, body)
 	}
