@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+// The key commands use the configured API key, which must be an admin
+// key: the server lets admin keys manage keys as an access token would,
+// so local mode (whose account has no password) can too.
+
+func newKeysCmd(app *App) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:     "keys",
+		Aliases: []string{"key", "api-keys"},
+		Short:   "List, create and revoke API keys (needs an admin key)",
+		GroupID: groupSettings,
+	})
+	cmd.AddCommand(newKeysLsCmd(app), newKeysCreateCmd(app), newKeysRmCmd(app))
+	return cmd
+}
+
+func newKeysLsCmd(app *App) *cobra.Command {
+	var (
+		all bool
+		out outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the account's API keys (--all includes revoked ones)",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			keys, err := c.APIKeys(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list api keys: %w", err)
+			}
+			shown := []api.APIKey{}
+			for _, k := range keys {
+				if all || k.RevokedAt == nil {
+					shown = append(shown, k)
+				}
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, shown)
+			}
+			return writeKeyTable(app.IO.Out, app.IO.Color, shown, time.Now())
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all", "a", false, "include revoked keys")
+	out.register(cmd)
+	return cmd
+}
+
+func writeKeyTable(w io.Writer, color bool, keys []api.APIKey, now time.Time) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, bold(color, "ID\tNAME\tROLE\tPREFIX\tSTATUS\tAGE\tUSED"))
+	for _, k := range keys {
+		status := "active"
+		if k.RevokedAt != nil {
+			status = "revoked"
+		}
+		used := "never"
+		if k.LastUsedAt != nil {
+			used = shortDuration(now.Sub(*k.LastUsedAt)) + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, k.Prefix, status, shortDuration(now.Sub(k.CreatedAt)), used)
+	}
+	return tw.Flush()
+}
+
+func newKeysCreateCmd(app *App) *cobra.Command {
+	var (
+		req api.CreateAPIKeyRequest
+		out outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "create --name NAME [--role admin|member]",
+		Short: "Create an API key and print it (it is shown this once)",
+		Long: `Create an API key and print it on stdout. The server keeps only its hash:
+store it now. Admin keys may do everything; member keys may use sandboxes but
+not manage keys or take over a terminal.`,
+		Example: "  boxkite keys create --name ci --role member\n  key=$(boxkite keys create --name laptop)",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(req.Name) == "" {
+				return usageErrorf(helpHint(cmd), "--name is required")
+			}
+			if req.Role != api.RoleAdmin && req.Role != api.RoleMember {
+				return usageErrorf(helpHint(cmd), "unknown --role %q (want admin or member)", req.Role)
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			k, err := c.CreateAPIKey(cmd.Context(), req)
+			if err != nil {
+				return fmt.Errorf("create api key: %w", err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, k)
+			}
+			fmt.Fprintf(app.IO.ErrOut, "created %s key %s (%s); it is not shown again\n", k.Role, k.Name, k.ID)
+			fmt.Fprintln(app.IO.Out, k.Key)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Name, "name", "", "a `name` for the key, e.g. where it is used")
+	f.StringVar(&req.Role, "role", api.RoleAdmin, "`role`: admin or member")
+	out.register(cmd)
+	cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{api.RoleAdmin, api.RoleMember}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func newKeysRmCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm ID|NAME",
+		Aliases: []string{"revoke"},
+		Short:   "Revoke an API key; it stops working at once",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			k, err := findKey(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.RevokeAPIKey(cmd.Context(), k.ID); err != nil {
+				return fmt.Errorf("revoke api key: %w", err)
+			}
+			fmt.Fprintf(app.IO.ErrOut, "revoked key %s (%s)\n", k.ID, k.Name)
+			return nil
+		},
+	}
+}
+
+// findKey resolves ref to one active key: its id, a unique id prefix, or
+// a unique name.
+func findKey(ctx context.Context, c *client.Client, ref string) (api.APIKey, error) {
+	keys, err := c.APIKeys(ctx)
+	if err != nil {
+		return api.APIKey{}, fmt.Errorf("list api keys: %w", err)
+	}
+	var matches []api.APIKey
+	for _, k := range keys {
+		if k.RevokedAt != nil {
+			continue
+		}
+		if k.ID == ref {
+			return k, nil
+		}
+		if k.Name == ref || strings.HasPrefix(k.ID, ref) {
+			matches = append(matches, k)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return api.APIKey{}, &notFoundError{err: fmt.Errorf("api key %s not found", ref), hint: "list active keys with 'boxkite keys ls'"}
+	}
+	ids := make([]string, len(matches))
+	for i, k := range matches {
+		ids[i] = k.ID
+	}
+	return api.APIKey{}, usageErrorf("use the full id", "%q matches %d keys: %s", ref, len(matches), strings.Join(ids, ", "))
+}

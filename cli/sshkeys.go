@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+// maxPublicKeyFile bounds what ssh-keys add reads: a public key is a line.
+const maxPublicKeyFile = 64 << 10
+
+func newSSHKeysCmd(app *App) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:     "ssh-keys",
+		Aliases: []string{"ssh-key"},
+		Short:   "List, add and remove the SSH public keys the bastion accepts",
+		GroupID: groupSettings,
+	})
+	cmd.AddCommand(newSSHKeysLsCmd(app), newSSHKeysAddCmd(app), newSSHKeysRmCmd(app))
+	return cmd
+}
+
+func newSSHKeysLsCmd(app *App) *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the account's SSH public keys",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			keys, err := c.SSHKeys(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list ssh keys: %w", err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, keys)
+			}
+			if len(keys) == 0 {
+				return nil
+			}
+			now := time.Now()
+			tw := newTable(app.IO.Out)
+			fmt.Fprintln(tw, bold(app.IO.Color, "ID\tNAME\tFINGERPRINT\tAGE"))
+			for _, k := range keys {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Fingerprint, shortDuration(now.Sub(k.CreatedAt)))
+			}
+			return tw.Flush()
+		},
+	}
+	out.register(cmd)
+	return cmd
+}
+
+func newSSHKeysAddCmd(app *App) *cobra.Command {
+	var (
+		name string
+		out  outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "add [--name NAME] FILE",
+		Short: "Register an SSH public key (FILE - reads stdin)",
+		Long: `Register an SSH public key, in authorized_keys format (the contents of a .pub
+file), for the bastion. The name defaults to the key's comment.`,
+		Example: "  boxkite ssh-keys add ~/.ssh/id_ed25519.pub\n  ssh-add -L | head -1 | boxkite ssh-keys add --name agent -",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			line, err := readPublicKey(app, args[0])
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			k, err := c.AddSSHKey(cmd.Context(), api.AddSSHKeyRequest{Name: name, PublicKey: line})
+			if err != nil {
+				return fmt.Errorf("add ssh key: %w", err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, k)
+			}
+			fmt.Fprintf(app.IO.ErrOut, "added ssh key %s (%s)\n", k.Name, k.Fingerprint)
+			fmt.Fprintln(app.IO.Out, k.ID)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "a `name` for the key (default: its comment)")
+	out.register(cmd)
+	return cmd
+}
+
+// readPublicKey reads the key file, or stdin for "-".
+func readPublicKey(app *App, path string) (string, error) {
+	var r io.Reader = app.IO.In
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", &hintError{err: fmt.Errorf("read public key: %w", err), hint: "pass a .pub file, e.g. ~/.ssh/id_ed25519.pub"}
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxPublicKeyFile+1))
+	if err != nil {
+		return "", fmt.Errorf("read public key: %w", err)
+	}
+	if len(b) > maxPublicKeyFile {
+		return "", usageErrorf("pass the .pub file, not the private key", "%s is too large to be a public key", path)
+	}
+	s := strings.TrimSpace(string(b))
+	if strings.Contains(s, "PRIVATE KEY") {
+		return "", usageErrorf("pass the .pub file next to it", "%s is a private key; it never leaves this machine", path)
+	}
+	return s, nil
+}
+
+func newSSHKeysRmCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm ID|NAME|FINGERPRINT",
+		Aliases: []string{"remove"},
+		Short:   "Remove an SSH public key",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			k, err := findSSHKey(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.RemoveSSHKey(cmd.Context(), k.ID); err != nil {
+				return fmt.Errorf("remove ssh key: %w", err)
+			}
+			fmt.Fprintf(app.IO.ErrOut, "removed ssh key %s (%s)\n", k.ID, k.Name)
+			return nil
+		},
+	}
+}
+
+// findSSHKey resolves ref to one key: its id or fingerprint, a unique id
+// prefix, or a unique name.
+func findSSHKey(ctx context.Context, c *client.Client, ref string) (api.SSHKey, error) {
+	keys, err := c.SSHKeys(ctx)
+	if err != nil {
+		return api.SSHKey{}, fmt.Errorf("list ssh keys: %w", err)
+	}
+	var matches []api.SSHKey
+	for _, k := range keys {
+		if k.ID == ref || k.Fingerprint == ref {
+			return k, nil
+		}
+		if k.Name == ref || strings.HasPrefix(k.ID, ref) {
+			matches = append(matches, k)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return api.SSHKey{}, &notFoundError{err: fmt.Errorf("ssh key %s not found", ref), hint: "list your keys with 'boxkite ssh-keys ls'"}
+	}
+	ids := make([]string, len(matches))
+	for i, k := range matches {
+		ids[i] = k.ID
+	}
+	return api.SSHKey{}, usageErrorf("use the full id", "%q matches %d keys: %s", ref, len(matches), strings.Join(ids, ", "))
+}
