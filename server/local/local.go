@@ -153,6 +153,9 @@ func (d *Driver) chooseIsolation() error {
 			break
 		}
 		cg, err := jail.DetectCgroups("/")
+		if err == nil {
+			err = cg.Prepare()
+		}
 		if err != nil {
 			d.log.Warn("no cgroup limits (memory, CPU, pids)", "err", err)
 			break

@@ -124,7 +124,8 @@ type Cgroup struct {
 }
 
 // Create makes the cgroup boxkite/name in every hierarchy and applies
-// lim. On error, whatever was made is removed again.
+// lim; call Prepare once first. On error, whatever was made is removed
+// again.
 func (c *Cgroups) Create(name string, lim Limits) (cg Cgroup, err error) {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
 		return Cgroup{}, fmt.Errorf("create cgroup: invalid name %q", name)
@@ -136,13 +137,11 @@ func (c *Cgroups) Create(name string, lim Limits) (cg Cgroup, err error) {
 		}
 	}()
 	if c.v2 != "" {
-		dir, err := c.createV2(name)
-		if dir != "" {
-			cg.Dirs = append(cg.Dirs, dir)
+		dir := filepath.Join(c.v2, cgroupParent, name)
+		if err := mkdirCgroup(dir); err != nil {
+			return cg, err // not ours to remove
 		}
-		if err != nil {
-			return cg, err
-		}
+		cg.Dirs = append(cg.Dirs, dir)
 		return cg, applyV2(dir, lim)
 	}
 	for _, ctl := range controllers {
@@ -171,56 +170,62 @@ func (c *Cgroups) Create(name string, lim Limits) (cg Cgroup, err error) {
 	return cg, nil
 }
 
-// createV2 makes boxkite/name with the controllers enabled on the way. The
-// "no internal processes" rule forbids enabling controllers for the
-// children of a cgroup that has processes, so when our own cgroup has
-// (it usually holds us), its processes move to a leaf, boxkite-server,
-// first: the layout systemd expects of a unit with Delegate=yes.
-func (c *Cgroups) createV2(name string) (string, error) {
+// Prepare makes the boxkite parent cgroups. On cgroup v2 it also enables
+// the controllers for them, which the "no internal processes" rule forbids
+// while our own cgroup holds processes: so this process first moves to a
+// leaf of its cgroup, boxkite-server (what systemd's DelegateSubgroup=
+// does for a unit). Any other process there makes it fail; then sandboxes
+// cannot get limits until the server runs in a cgroup of its own.
+func (c *Cgroups) Prepare() error {
+	if c.v2 == "" {
+		for _, dir := range c.v1 {
+			if err := os.Mkdir(filepath.Join(dir, cgroupParent), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("prepare cgroups: %w", err)
+			}
+		}
+		if c.killDir != "" {
+			if err := os.Mkdir(filepath.Join(c.killDir, cgroupParent), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("prepare cgroups: %w", err)
+			}
+		}
+		return nil
+	}
+	enable := c.v2Enable()
+	err := writeCgroupFile(c.v2, "cgroup.subtree_control", enable)
+	if errors.Is(err, unix.EBUSY) {
+		leaf := filepath.Join(c.v2, "boxkite-server")
+		if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("prepare cgroups: %w", err)
+		}
+		if err := writeCgroupFile(leaf, "cgroup.procs", strconv.Itoa(os.Getpid())); err != nil {
+			return fmt.Errorf("prepare cgroups: %w", err)
+		}
+		err = writeCgroupFile(c.v2, "cgroup.subtree_control", enable)
+		if errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("prepare cgroups: %s holds other processes than this server; run it in a cgroup of its own (systemd: Delegate=yes, DelegateSubgroup=boxkite-server)", c.v2)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("prepare cgroups: %w", err)
+	}
+	parent := filepath.Join(c.v2, cgroupParent)
+	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("prepare cgroups: %w", err)
+	}
+	if err := writeCgroupFile(parent, "cgroup.subtree_control", enable); err != nil {
+		return fmt.Errorf("prepare cgroups: %w", err)
+	}
+	return nil
+}
+
+// v2Enable is what subtree_control gets: the controllers Limits needs
+// that our cgroup has.
+func (c *Cgroups) v2Enable() string {
 	enable := "+memory +pids"
 	if hasControllers(c.v2, "cpu") {
 		enable += " +cpu"
 	}
-	err := writeCgroupFile(c.v2, "cgroup.subtree_control", enable)
-	if errors.Is(err, unix.EBUSY) {
-		if err := evacuate(c.v2, filepath.Join(c.v2, "boxkite-server")); err != nil {
-			return "", err
-		}
-		err = writeCgroupFile(c.v2, "cgroup.subtree_control", enable)
-	}
-	if err != nil {
-		return "", err
-	}
-	parent := filepath.Join(c.v2, cgroupParent)
-	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("create cgroup: %w", err)
-	}
-	if err := writeCgroupFile(parent, "cgroup.subtree_control", enable); err != nil {
-		return "", err
-	}
-	dir := filepath.Join(parent, name)
-	if err := mkdirCgroup(dir); err != nil {
-		return "", err // not ours to remove
-	}
-	return dir, nil
-}
-
-// evacuate moves every process of cgroup dir into the new child leaf.
-func evacuate(dir, leaf string) error {
-	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("create cgroup: %w", err)
-	}
-	pids, err := cgroupPids(dir)
-	if err != nil {
-		return err
-	}
-	for _, pid := range pids {
-		err := writeCgroupFile(leaf, "cgroup.procs", strconv.Itoa(pid))
-		if err != nil && !errors.Is(err, unix.ESRCH) {
-			return err
-		}
-	}
-	return nil
+	return enable
 }
 
 // mkdirCgroup makes dir and its boxkite parent. An existing dir without

@@ -169,6 +169,9 @@ func TestCgroupLimitsWritten(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := c.Prepare(); err != nil {
+				t.Fatalf("Prepare: %v", err)
+			}
 			cg, err := c.Create("sb.1", lim)
 			if err != nil {
 				t.Fatalf("Create: %v", err)
@@ -218,6 +221,9 @@ func TestCgroupReal(t *testing.T) {
 		t.Skip("cgroups need root")
 	}
 	c, err := DetectCgroups("/")
+	if err == nil {
+		err = c.Prepare()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
