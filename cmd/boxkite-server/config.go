@@ -23,6 +23,12 @@ const envPrefix = "BOXKITE_SERVER_"
 // environment only, never a flag, because argv is world-readable.
 const bootstrapKeyEnv = "BOXKITE_BOOTSTRAP_API_KEY"
 
+// jwtSecretEnv carries the key that signs access tokens, for servers that
+// share one (several behind a balancer, or a key kept in a secret store).
+// Environment only, like the bootstrap key; unset, the server generates
+// one and keeps it in the database.
+const jwtSecretEnv = "BOXKITE_JWT_SECRET"
+
 // options is the resolved configuration of one run.
 type options struct {
 	listen          string
@@ -38,6 +44,16 @@ type options struct {
 	maxCount        int
 	reaperInterval  time.Duration
 	version         bool
+
+	// Fair use and rate limits (server.Limits, server.RateLimits).
+	maxConcurrent           int
+	maxConcurrentPerAccount int
+	monthlySandboxHours     float64
+	maxSize                 string
+	rateLifecycle           int
+	rateOps                 int
+	rateAuth                int
+	jwtSecret               string // from jwtSecretEnv only
 }
 
 func envName(flagName string) string {
@@ -72,6 +88,13 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.Float64Var(&o.maxStorageGB, "max-storage-gb", server.DefaultMaxStorageGB, "largest storage_gb a create may ask for")
 	fs.IntVar(&o.maxCount, "max-count", server.DefaultMaxCount, "most sandboxes one create may ask for")
 	fs.DurationVar(&o.reaperInterval, "reaper-interval", server.DefaultReaperInterval, "how often expired sandboxes are destroyed")
+	fs.IntVar(&o.maxConcurrent, "max-concurrent", 0, "most sandboxes running at once, all accounts together (0: no limit)")
+	fs.IntVar(&o.maxConcurrentPerAccount, "max-concurrent-per-account", 0, "most sandboxes one account may run at once (0: no limit)")
+	fs.Float64Var(&o.monthlySandboxHours, "monthly-sandbox-hours", 0, "sandbox-hours one account may use per calendar month, UTC (0: no limit)")
+	fs.StringVar(&o.maxSize, "max-size", "", "largest `size` a create may ask for: small, medium or large (default any)")
+	fs.IntVar(&o.rateLifecycle, "rate-lifecycle", 0, "sandbox creates, deletes and extends per account per minute (0: 20, or 1000 in local mode; -1: no limit)")
+	fs.IntVar(&o.rateOps, "rate-ops", 0, "exec and sandbox tool calls per account per minute (0: 120, or 10000 in local mode; -1: no limit)")
+	fs.IntVar(&o.rateAuth, "rate-auth", 0, "signups and logins per client IP, and logins per email, per minute (0: 10, or 100 in local mode; -1: no limit)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name != "version" {
@@ -86,10 +109,11 @@ reverse proxy to each sandbox's sidecar. 'boxkite up' starts it for local mode.
 
 Settings come from flags, then environment variables, then the --config file,
 then the defaults shown. %s (environment only) registers a
-local admin API key at start-up.
+local admin API key at start-up; %s (environment only, at least
+32 bytes) signs access tokens, else a generated key kept in the database does.
 
 Flags:
-`, bootstrapKeyEnv)
+`, bootstrapKeyEnv, jwtSecretEnv)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -142,12 +166,21 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	o.jwtSecret = getenv(jwtSecretEnv)
 	if o.db == "" {
 		o.db = "sqlite:" + filepath.Join(o.stateDir, "boxkite.db")
 	}
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return nil, usageErrorf("log level %q: want debug, info, warn or error", o.logLevel)
+	}
+	switch o.maxSize {
+	case "", "small", "medium", "large":
+	default:
+		return nil, usageErrorf("max size %q: want small, medium or large", o.maxSize)
+	}
+	if o.maxConcurrent < 0 || o.maxConcurrentPerAccount < 0 || o.monthlySandboxHours < 0 {
+		return nil, usageErrorf("fair-use limits must not be negative (0 means no limit)")
 	}
 	return o, nil
 }

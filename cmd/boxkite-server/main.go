@@ -36,7 +36,16 @@ func main() {
 	// child (the jailed sidecars) inherits an admin credential.
 	key := os.Getenv(bootstrapKeyEnv)
 	os.Unsetenv(bootstrapKeyEnv)
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, key, os.Stderr))
+	// The token signing key likewise; parseOptions still sees it.
+	secret := os.Getenv(jwtSecretEnv)
+	os.Unsetenv(jwtSecretEnv)
+	getenv := func(k string) string {
+		if k == jwtSecretEnv {
+			return secret
+		}
+		return os.Getenv(k)
+	}
+	os.Exit(run(ctx, os.Args[1:], getenv, key, os.Stderr))
 }
 
 // run is the whole program; it returns the exit code.
@@ -131,6 +140,14 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 		MaxCount:        opts.maxCount,
 		ReaperInterval:  opts.reaperInterval,
 		BootstrapAPIKey: bootstrapKey,
+		Limits: server.Limits{
+			GlobalConcurrent:    opts.maxConcurrent,
+			AccountConcurrent:   opts.maxConcurrentPerAccount,
+			MonthlySandboxHours: opts.monthlySandboxHours,
+			MaxSize:             opts.maxSize,
+		},
+		RateLimits: server.RateLimits{Lifecycle: opts.rateLifecycle, Ops: opts.rateOps, Auth: opts.rateAuth},
+		JWTSecret:  opts.jwtSecret,
 	}
 	srv, err := server.New(cfg, store, driver, log)
 	if err != nil {

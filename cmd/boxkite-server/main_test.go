@@ -105,6 +105,8 @@ func TestOptionErrors(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud"}, nil, "log level"},
 		{"stray argument", []string{"serve"}, nil, "unexpected argument"},
 		{"missing file", []string{"--config", filepath.Join(dir, "none.toml")}, nil, "read config file"},
+		{"unknown max size", []string{"--max-size", "huge"}, nil, "max size"},
+		{"negative limit", nil, map[string]string{"BOXKITE_SERVER_MAX_CONCURRENT_PER_ACCOUNT": "-1"}, "must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,7 +124,10 @@ func TestHelpShowsDefaultsAndEnv(t *testing.T) {
 	if code := run(context.Background(), []string{"--help"}, envFunc(nil), "", &out); code != 0 {
 		t.Fatalf("--help exit code %d", code)
 	}
-	for _, want := range []string{"BOXKITE_SERVER_LISTEN", `(default "127.0.0.1:8090")`, "BOXKITE_SERVER_STATE_DIR", "BOXKITE_BOOTSTRAP_API_KEY"} {
+	for _, want := range []string{
+		"BOXKITE_SERVER_LISTEN", `(default "127.0.0.1:8090")`, "BOXKITE_SERVER_STATE_DIR", "BOXKITE_BOOTSTRAP_API_KEY",
+		"BOXKITE_SERVER_MAX_CONCURRENT_PER_ACCOUNT", "BOXKITE_SERVER_RATE_OPS", "BOXKITE_JWT_SECRET",
+	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q:\n%s", want, out.String())
 		}
