@@ -69,8 +69,11 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		body: bytes.NewReader(payload), length: int64(len(payload)),
 		timeout: time.Duration(req.Timeout)*time.Second + execGrace,
 	}
+	// The end of the answer waits for the audit entry (exec_hold.go).
+	var hw heldWriter = newHeldResponse(w)
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
 		c.tap = lineTap(maxEventLine, out.event)
+		hw = newExitHolder(w)
 	}
 	started := s.now()
 	err = s.forward(w, r, sb, c)
@@ -78,8 +81,11 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		s.abortResponse(r, err)
 	}
 	if err != nil || c.status/100 != 2 {
+		hw.release()
 		return err
 	}
+	defer hw.release()
+	s.metrics.exec(s.now().Sub(started))
 	out.result(c)
 	command := loggedText(req.Command)
 	detail := map[string]any{"command": command, "timeout": req.Timeout}
@@ -213,6 +219,9 @@ func sidecarTransport(ep Endpoint) (*http.Transport, error) {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
 	return &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			if ep.Network == "unix" {
+				return DialUnix(ctx, dialer, ep.Address)
+			}
 			return dialer.DialContext(ctx, ep.Network, ep.Address)
 		},
 		MaxIdleConns:        16,

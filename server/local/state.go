@@ -159,8 +159,7 @@ func removeAll(dir string) error {
 func unixClient(socket string) *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			return server.DialUnix(ctx, &net.Dialer{}, socket)
 		},
 		DisableKeepAlives: true,
 	}}
