@@ -24,6 +24,7 @@ type depRule struct {
 
 var (
 	clientGo  = map[string]string{"k8s.io/": "client-go is for server/kube only; it would bloat this binary"}
+	imageLib  = map[string]string{"github.com/google/go-containerregistry": "image archives are read by server/images only"}
 	sqlDriver = map[string]string{
 		"modernc.org/sqlite":   "SQL drivers belong to server/sqlstore",
 		"github.com/jackc/pgx": "SQL drivers belong to server/sqlstore",
@@ -43,7 +44,7 @@ func merge(ms ...map[string]string) map[string]string {
 // rules is design/ARCHITECTURE.md's import table.
 var rules = map[string]depRule{
 	"client/api": {stdOnly: true},
-	"client": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, map[string]string{
+	"client": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"github.com/spf13/cobra":             "the client is a library; the CLI wraps it",
 		"github.com/charmbracelet/bubbletea": "the client is a library; the TUI wraps it",
 		"database/sql":                       "the client talks HTTP only",
@@ -58,7 +59,7 @@ var rules = map[string]depRule{
 		"github.com/spf13/cobra":             "handoff adapters are a library; the CLI wraps them",
 		"github.com/charmbracelet/bubbletea": "handoff adapters are a library",
 	}},
-	"cli": {ours: []string{"client", "client/api", "tui", "handoff", "tools"}, forbidden: merge(clientGo, sqlDriver, map[string]string{
+	"cli": {ours: []string{"client", "client/api", "tui", "handoff", "tools"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"github.com/gliderlabs/ssh": "ssh belongs to the bastion",
 		"golang.org/x/crypto/ssh":   "ssh belongs to the bastion",
 	})},
@@ -66,6 +67,7 @@ var rules = map[string]depRule{
 	"server/sqlstore": {ours: []string{"server", "client/api", "tools"}, forbidden: merge(clientGo)},
 	"server/local":    {ours: []string{"server", "sidecar/jail", "client/api", "tools"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/kube":     {ours: []string{"server", "client/api", "tools"}, forbidden: sqlDriver},
+	"server/images":   {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",
 	}},

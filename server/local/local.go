@@ -305,6 +305,8 @@ func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (jail.Sp
 
 		MaxExecCount:   d.cfg.MaxExecCount,
 		MaxExecSeconds: d.cfg.MaxExecSeconds,
+
+		Image: spec.ImageRoot,
 	}
 	if d.root {
 		js.HostIDBase = d.cfg.UIDBase

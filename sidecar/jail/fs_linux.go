@@ -62,7 +62,7 @@ func (b *builder) placeEtc() error {
 func (b *builder) etcFiles() map[string]string {
 	uid, gid := strconv.Itoa(b.spec.UID), strconv.Itoa(b.spec.GID)
 	shell := "/bin/sh"
-	if _, err := os.Stat("/bin/bash"); err == nil {
+	if _, err := os.Stat(b.path("/bin/bash")); err == nil { // the image's or the host's
 		shell = "/bin/bash"
 	}
 	h := b.spec.Hostname

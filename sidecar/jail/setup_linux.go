@@ -53,7 +53,7 @@ func Setup(l Launch) error {
 	if err := b.mountTmpfs(b.root, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
 		return err
 	}
-	steps := []func() error{b.placeSystem, b.placeEtc, b.placeHostDirs, b.placeReadOnlyRoots, b.placeWorkspaceTmpfs, b.placeDev, b.placeTmp, b.placeProc}
+	steps := []func() error{b.placeSystem, b.placeEtc, b.takeBinds, b.placeHostDirs, b.placeReadOnlyRoots, b.placeWorkspaceTmpfs, b.placeBinds, b.placeDev, b.placeTmp, b.placeProc}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
@@ -91,13 +91,14 @@ type builder struct {
 	links   map[string]string // system paths that are symlinks → their target
 	host    []tree            // workspace, run dir, outputs
 	devs    []tree
+	binds   []tree // Spec.Binds, placed after the workspace (binds_linux.go)
 	devNull int
 
 	nsLimits []*os.File // user.max_*_namespaces, see limitNamespaces
 }
 
 func (b *builder) closeAll() {
-	for _, ts := range [][]tree{b.system, b.host, b.devs} {
+	for _, ts := range [][]tree{b.system, b.host, b.devs, b.binds} {
 		for _, t := range ts {
 			_ = unix.Close(t.fd)
 		}
@@ -235,6 +236,11 @@ func (b *builder) mountTmpfs(dst string, flags uintptr, data string) error {
 }
 
 func (b *builder) placeSystem() error {
+	if b.spec.Image != "" {
+		if err := b.placeImage(); err != nil {
+			return err
+		}
+	}
 	for _, t := range b.system {
 		if err := b.place(t); err != nil {
 			return err
@@ -316,4 +322,72 @@ func (b *builder) placeWorkspaceTmpfs() error {
 func (b *builder) placeTmp() error {
 	size := strconv.FormatInt(b.spec.TmpSize, 10)
 	return b.mountTmpfs(b.path("/tmp"), unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size="+size)
+}
+
+// imageStage is where an image's root is staged under the new root while
+// its top-level directories are bound; it is detached again afterwards.
+const imageStage = "/.image"
+
+// imageSkipped are an image's top-level names the jail makes itself.
+var imageSkipped = map[string]bool{"dev": true, "proc": true, "sys": true, "tmp": true, "run": true, "mnt": true, "workspace": true}
+
+// placeImage binds each top-level directory of the image read-only and
+// copies its top-level symlinks (merged-/usr images), in place of the
+// host's system dirs.
+func (b *builder) placeImage() error {
+	i := -1
+	for j, t := range b.host {
+		if t.target == imageStage {
+			i = j
+		}
+	}
+	if i < 0 {
+		return fmt.Errorf("place image: no mount for %s", b.spec.Image)
+	}
+	t := b.host[i]
+	b.host = append(b.host[:i:i], b.host[i+1:]...)
+	err := b.place(t)
+	_ = unix.Close(t.fd)
+	if err != nil {
+		return err
+	}
+	staged := b.path(imageStage)
+	entries, err := os.ReadDir(staged)
+	if err != nil {
+		return fmt.Errorf("read image root: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if imageSkipped[name] || name[0] == '.' {
+			continue
+		}
+		src := filepath.Join(staged, name)
+		switch {
+		case e.Type()&os.ModeSymlink != 0:
+			dest, err := os.Readlink(src)
+			if err != nil {
+				return fmt.Errorf("read link /%s: %w", name, err)
+			}
+			if err := os.Symlink(dest, b.path("/"+name)); err != nil {
+				return fmt.Errorf("copy symlink /%s: %w", name, err)
+			}
+		case e.IsDir():
+			t, err := cloneTree(unix.AT_FDCWD, src, "/"+name, roAttrs, true)
+			if err != nil {
+				return err
+			}
+			err = b.place(t)
+			_ = unix.Close(t.fd)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	if err := unix.Unmount(staged, unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach image staging: %w", err)
+	}
+	if err := os.Remove(staged); err != nil {
+		return fmt.Errorf("remove image staging: %w", err)
+	}
+	return nil
 }

@@ -57,8 +57,16 @@ type Spec struct {
 	// mapped, so the sandbox user exists only in a nested user namespace.
 	HostIDBase int `json:"host_id_base,omitempty"`
 
-	TmpSize     int64    `json:"tmp_size,omitempty"`     // bytes; 0 means DefaultTmpSize
+	TmpSize int64 `json:"tmp_size,omitempty"` // bytes; 0 means DefaultTmpSize
+	// Binds are further host directories bound read-write (nosuid, nodev)
+	// at their targets, after /workspace, so they may sit below it.
+	Binds       []Bind   `json:"binds,omitempty"`
 	SystemBinds []string `json:"system_binds,omitempty"` // nil means DefaultSystemBinds()
+
+	// Image, when set, is the host path of an image's root filesystem. Its
+	// top-level directories replace SystemBinds, read-only; /etc keeps the
+	// synthesised passwd, group, hostname and hosts over the image's.
+	Image string `json:"image,omitempty"`
 
 	// Rlimits of everything in the jail. They can only be lowered: the
 	// host's root may lack CAP_SYS_RESOURCE.
@@ -90,7 +98,7 @@ func (s Spec) withDefaults() Spec {
 	if s.TmpSize == 0 {
 		s.TmpSize = DefaultTmpSize
 	}
-	if s.SystemBinds == nil {
+	if s.SystemBinds == nil && s.Image == "" {
 		s.SystemBinds = DefaultSystemBinds()
 	}
 	if s.MaxProcs == 0 {

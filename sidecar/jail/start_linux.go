@@ -184,11 +184,19 @@ type hostDir struct {
 
 func hostDirs(spec Spec) []hostDir {
 	dirs := []hostDir{{RunDir, spec.RunDir, runAttrs}}
+	if spec.Image != "" {
+		// Detached as a whole by the driver, which can reach its state dir;
+		// Setup splits it into the top-level binds.
+		dirs = append(dirs, hostDir{imageStage, spec.Image, roAttrs})
+	}
 	if spec.Workspace != "" {
 		dirs = append(dirs, hostDir{WorkspaceDir, spec.Workspace, rwAttrs})
 	}
 	if spec.Outputs != "" {
 		dirs = append(dirs, hostDir{OutputsDir, spec.Outputs, rwAttrs})
+	}
+	for _, b := range spec.Binds {
+		dirs = append(dirs, hostDir{b.Target, b.Source, rwAttrs})
 	}
 	return dirs
 }
@@ -207,6 +215,12 @@ func (s Spec) validate() error {
 		if p == "" || !filepath.IsAbs(p) {
 			return fmt.Errorf("validate jail spec: %s %q is not an absolute path", name, p)
 		}
+	}
+	if s.Image != "" && !filepath.IsAbs(s.Image) {
+		return fmt.Errorf("validate jail spec: image %q is not an absolute path", s.Image)
+	}
+	if err := validateBinds(s.Binds); err != nil {
+		return err
 	}
 	if s.Outputs != "" && !filepath.IsAbs(s.Outputs) {
 		return fmt.Errorf("validate jail spec: outputs %q is not an absolute path", s.Outputs)

@@ -1,0 +1,171 @@
+package images_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/images"
+)
+
+// testImage has one layer with a marker, a setuid file, a symlink, a
+// device node and a name that tries to leave the root.
+func testImage(t *testing.T) v1.Image {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	entries := []struct {
+		h    tar.Header
+		body string
+	}{
+		{tar.Header{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o755}, ""},
+		{tar.Header{Name: "etc/boxkite-image-marker", Typeflag: tar.TypeReg, Mode: 0o644}, "marker\n"},
+		{tar.Header{Name: "bin/su", Typeflag: tar.TypeReg, Mode: 0o4755}, "#!/bin/sh\n"},
+		{tar.Header{Name: "etc/link", Typeflag: tar.TypeSymlink, Linkname: "/etc/boxkite-image-marker"}, ""},
+		{tar.Header{Name: "escape", Typeflag: tar.TypeSymlink, Linkname: "/"}, ""},
+		{tar.Header{Name: "escape/owned", Typeflag: tar.TypeReg, Mode: 0o644}, "x"},
+		{tar.Header{Name: "../outside", Typeflag: tar.TypeReg, Mode: 0o644}, "x"},
+		{tar.Header{Name: "dev/sda", Typeflag: tar.TypeBlock, Mode: 0o600, Devmajor: 8}, ""},
+	}
+	for _, e := range entries {
+		e.h.Size = int64(len(e.body))
+		if err := tw.WriteHeader(&e.h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(e.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// ociTar writes img as an OCI layout and tars it up.
+func ociTar(t *testing.T, img v1.Image) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendImage(img); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.AddFS(os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func dockerTar(t *testing.T, img v1.Image) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := tarball.Write(nil, img, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestImport(t *testing.T) {
+	img := testImage(t)
+	for name, archive := range map[string][]byte{"oci": ociTar(t, img), "docker": dockerTar(t, img)} {
+		t.Run(name, func(t *testing.T) {
+			top := t.TempDir()
+			m, err := images.New(filepath.Join(top, "images"), slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := m.Import(context.Background(), "acct", "lbl", bytes.NewReader(archive))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != api.ImageQueued || got.Source != api.ImageSourceImport {
+				t.Fatalf("Import = %+v, want queued import", got)
+			}
+			m.Wait()
+			done, err := m.Get("acct", got.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done.Status != api.ImageCompleted {
+				t.Fatalf("status %q (%s), want completed", done.Status, done.FailureReason)
+			}
+			root, err := m.RootFS("acct", got.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(filepath.Join(root, "etc/boxkite-image-marker"))
+			if diff := cmp.Diff("marker\n", string(b)); err != nil || diff != "" {
+				t.Errorf("marker: %v %s", err, diff)
+			}
+			if fi, err := os.Stat(filepath.Join(root, "bin/su")); err != nil || fi.Mode()&os.ModeSetuid != 0 {
+				t.Errorf("bin/su: %v, mode %v: want setuid stripped", err, fi.Mode())
+			}
+			if l, err := os.Readlink(filepath.Join(root, "etc/link")); err != nil || l != "/etc/boxkite-image-marker" {
+				t.Errorf("etc/link = %q, %v", l, err)
+			}
+			for _, p := range []string{"/owned", filepath.Join(top, "images", "outside"), filepath.Join(root, "dev/sda")} {
+				if _, err := os.Lstat(p); err == nil {
+					t.Errorf("%s exists; the archive escaped or made a device", p)
+				}
+			}
+			if _, err := m.Get("other", got.ID); err != images.ErrNotFound {
+				t.Errorf("Get by another account = %v, want ErrNotFound", err)
+			}
+			m.Use(got.ID, "sb1")
+			if err := m.Delete("acct", got.ID, func(string) bool { return true }); err != images.ErrInUse {
+				t.Errorf("Delete in use = %v, want ErrInUse", err)
+			}
+			if err := m.Delete("acct", got.ID, func(string) bool { return false }); err != nil {
+				t.Errorf("Delete = %v", err)
+			}
+			if list, err := m.List("acct"); err != nil || len(list) != 0 {
+				t.Errorf("List after delete = %v, %v", list, err)
+			}
+		})
+	}
+}
+
+func TestImportGarbage(t *testing.T) {
+	m, err := images.New(t.TempDir(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Import(context.Background(), "acct", "", bytes.NewReader([]byte("not a tar")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Wait()
+	done, err := m.Get("acct", got.ID)
+	if err != nil || done.Status != api.ImageFailed || done.FailureReason == "" {
+		t.Errorf("Get = %+v, %v; want failed with a reason", done, err)
+	}
+}
