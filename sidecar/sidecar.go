@@ -34,6 +34,9 @@ type Options struct {
 	Roots     Roots        // where the typed roots live (paths.go); zero fields mean their in-jail paths
 	Limits    FileLimits   // caps of the file routes (files_routes.go); zero fields mean the reference's
 	Tools     ToolLimits   // processes, interpreter, LSP and the exec budget (process_routes.go); zero fields mean defaults
+	// Claimable serves POST /claim, which replaces Token once, for a
+	// sidecar waiting unused in a warm pool (claim.go).
+	Claimable bool
 }
 
 // RunAs says how commands drop to the sandbox user.
@@ -50,7 +53,7 @@ type Handler struct {
 	log       *slog.Logger
 	workspace string
 	env       []string
-	tokenHash [sha256.Size]byte // of opts.Token, so the compare does not leak its length
+	auth      auth // the token, replaceable once by /claim (claim.go)
 	mux       *http.ServeMux
 	sess      *session // long-lived tools, budget and metrics; see process_routes.go
 }
@@ -68,7 +71,7 @@ func New(opts Options) *Handler {
 	if h.env == nil {
 		h.env = SafeEnv(h.workspace)
 	}
-	h.tokenHash = sha256.Sum256([]byte(opts.Token))
+	h.auth.set(opts.Token)
 	h.routes()
 	return h
 }
@@ -78,6 +81,9 @@ func (h *Handler) routes() {
 	h.handle("POST /exec", h.budgeted(h.exec))
 	h.fileRoutes()    // files_routes.go: files, search, watch, raw and archive transfer
 	h.processRoutes() // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
+	if h.opts.Claimable {
+		h.handle(claimPattern, h.claim) // claim.go: a warm-pool sidecar gets its sandbox's token
+	}
 	h.handle("/", h.notFound)
 }
 
@@ -122,15 +128,22 @@ func (h *Handler) handle(pattern string, fn func(http.ResponseWriter, *http.Requ
 	})
 }
 
-// authorize fails closed: without a configured token nothing but /health answers.
+// authorize fails closed: without a configured token nothing but /health
+// answers. Every authorized request but a claim marks the sidecar used,
+// under the same lock a claim takes, so a claim can tell for sure.
 func (h *Handler) authorize(r *http.Request) error {
-	if h.opts.Token == "" {
+	h.auth.mu.RLock()
+	defer h.auth.mu.RUnlock()
+	if !h.auth.configured {
 		return api.Errorf(http.StatusServiceUnavailable, api.CodeSidecarNotReady, "sidecar auth is not configured").
 			WithHint("start the sidecar with a per-sandbox token")
 	}
 	got := sha256.Sum256([]byte(r.Header.Get(TokenHeader)))
-	if r.Header.Get(TokenHeader) == "" || subtle.ConstantTimeCompare(got[:], h.tokenHash[:]) != 1 {
+	if r.Header.Get(TokenHeader) == "" || subtle.ConstantTimeCompare(got[:], h.auth.hash[:]) != 1 {
 		return api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "missing or invalid sidecar auth token")
+	}
+	if r.Pattern != claimPattern {
+		h.auth.used.Store(true)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"runtime"
@@ -16,7 +17,15 @@ var serveEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:
 // as its only child and reap. Two processes because PID 1 reaps every
 // orphan with wait4(-1), which would steal exit statuses from the exec.Cmds
 // the server runs.
-func runInit() (int, error) {
+//
+// With --claimable the sidecar waits in a driver's warm pool: it serves
+// POST /claim, which swaps the pool's token for the sandbox's own.
+func runInit(args []string) (int, error) {
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	claimable := fs.Bool("claimable", false, "serve POST /claim (a warm pool's sidecar)")
+	if err := fs.Parse(args); err != nil {
+		return 0, err
+	}
 	// Lockdown's capability and no_new_privs changes are per thread; serve
 	// is forked from this one.
 	runtime.LockOSThread()
@@ -51,6 +60,7 @@ func runInit() (int, error) {
 		"--nested-userns=" + strconv.FormatBool(l.Spec.Nested()),
 		"--max-exec-count=" + strconv.Itoa(l.Spec.MaxExecCount),
 		"--max-exec-seconds=" + strconv.Itoa(l.Spec.MaxExecSeconds),
+		"--claimable=" + strconv.FormatBool(*claimable),
 	}
 	// /proc/self/exe still reaches this binary after pivot_root, though no
 	// path inside the jail names it.

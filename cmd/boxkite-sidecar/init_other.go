@@ -4,4 +4,4 @@ package main
 
 import "errors"
 
-func runInit() (int, error) { return 0, errors.New("jails need Linux") }
+func runInit([]string) (int, error) { return 0, errors.New("jails need Linux") }

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	boxkite-sidecar init                          # PID 1 of a jail; launch document on fd 3
+//	boxkite-sidecar init [--claimable]            # PID 1 of a jail; launch document on fd 3
 //	boxkite-sidecar serve --listen unix:PATH      # token on --token-fd or $BOXKITE_SIDECAR_TOKEN_FILE
 //	boxkite-sidecar version
 package main
@@ -32,7 +32,7 @@ func run(args []string) int {
 	switch args[0] {
 	case "init":
 		var code int
-		code, err = runInit()
+		code, err = runInit(args[1:])
 		if err == nil {
 			return code
 		}

@@ -33,6 +33,7 @@ type serveFlags struct {
 	runAs     string
 	nested    bool
 	budget    [2]int // max exec count, max exec seconds
+	claimable bool
 }
 
 func runServe(args []string) error {
@@ -45,6 +46,7 @@ func runServe(args []string) error {
 	fs.BoolVar(&f.nested, "nested-userns", false, "reach --run-as through a nested user namespace (single-id jails)")
 	fs.IntVar(&f.budget[0], "max-exec-count", 0, "exec budget: budgeted calls of the sandbox (0: 500, negative: no limit)")
 	fs.IntVar(&f.budget[1], "max-exec-seconds", 0, "exec budget: seconds budgeted calls may run in all (0: 3600, negative: no limit)")
+	fs.BoolVar(&f.claimable, "claimable", false, "serve POST /claim, which replaces the token once (a warm pool's sidecar)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,7 +71,8 @@ func runServe(args []string) error {
 	}
 	h := sidecar.New(sidecar.Options{
 		Token: token, Version: buildVersion(), Log: log, Workspace: f.workspace, RunAs: runAs,
-		Tools: sidecar.ToolLimits{MaxExecCount: f.budget[0], MaxExecSeconds: f.budget[1]},
+		Tools:     sidecar.ToolLimits{MaxExecCount: f.budget[0], MaxExecSeconds: f.budget[1]},
+		Claimable: f.claimable,
 	})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 

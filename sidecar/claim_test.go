@@ -1,0 +1,83 @@
+package sidecar
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// A step is one request in a claim scenario and the status it must get.
+type claimStep struct {
+	method, path, token, body string
+	want                      int
+	wantCode                  string // for an error status
+}
+
+func TestClaim(t *testing.T) {
+	t.Parallel()
+	const pool, fresh = "pool-token", "fresh-token"
+	exec := func(token string, want int, code string) claimStep {
+		return claimStep{"POST", "/exec", token, `{"command":"true"}`, want, code}
+	}
+	claim := func(token, newToken string, want int, code string) claimStep {
+		return claimStep{"POST", "/claim", token, `{"token":"` + newToken + `"}`, want, code}
+	}
+	tests := []struct {
+		name      string
+		claimable bool
+		steps     []claimStep
+	}{
+		{"rotates the token once", true, []claimStep{
+			{"GET", "/health", "", "", 200, ""}, // health checks do not count as use
+			claim(pool, fresh, 204, ""),
+			exec(pool, 401, api.CodeUnauthorized),
+			exec(fresh, 200, ""),
+			claim(fresh, "third", 409, api.CodeConflict),
+			claim(pool, "third", 401, api.CodeUnauthorized),
+			exec(fresh, 200, ""),
+		}},
+		{"refused after use", true, []claimStep{
+			exec(pool, 200, ""),
+			claim(pool, fresh, 409, api.CodeConflict),
+			exec(pool, 200, ""),
+			exec(fresh, 401, api.CodeUnauthorized),
+		}},
+		{"needs the pool token", true, []claimStep{
+			claim("", fresh, 401, api.CodeUnauthorized),
+			claim("guess", fresh, 401, api.CodeUnauthorized),
+			claim(pool, fresh, 204, ""), // failed attempts did not use it up
+		}},
+		{"validates the new token", true, []claimStep{
+			claim(pool, "", 422, api.CodeValidation),
+			claim(pool, "a b", 422, api.CodeValidation),
+			{"POST", "/claim", pool, `{`, 400, api.CodeBadRequest},
+			exec(pool, 200, ""),
+		}},
+		{"absent unless claimable", false, []claimStep{
+			claim(pool, fresh, 404, api.CodeNotFound),
+			exec(pool, 200, ""),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv, _ := newServer(t, Options{Token: pool, Claimable: tt.claimable})
+			for i, s := range tt.steps {
+				h := http.Header{}
+				if s.token != "" {
+					h.Set(TokenHeader, s.token)
+				}
+				status, body := call(t, s.method, srv.URL+s.path, h, s.body)
+				if status != s.want {
+					t.Fatalf("step %d: %s %s with %q = %d %s, want %d", i, s.method, s.path, s.token, status, body, s.want)
+				}
+				if s.wantCode != "" {
+					if e := decodeError(t, body); e.Code != s.wantCode {
+						t.Fatalf("step %d: code %q, want %q", i, e.Code, s.wantCode)
+					}
+				}
+			}
+		})
+	}
+}
