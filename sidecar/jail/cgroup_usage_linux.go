@@ -1,0 +1,202 @@
+package jail
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// SetLimits replaces the limits of a cgroup made by Create, e.g. when a
+// sandbox started in a warm pool is claimed for another size. Unlike
+// Create, a zero field removes that limit rather than leaving it alone.
+func (cg Cgroup) SetLimits(lim Limits) error {
+	for _, dir := range cg.Dirs {
+		var err error
+		switch {
+		case exists(filepath.Join(dir, "memory.max")) || exists(filepath.Join(dir, "pids.max")) && exists(filepath.Join(dir, "cgroup.controllers")):
+			err = setV2(dir, lim)
+		case exists(filepath.Join(dir, "cgroup.controllers")):
+			// The controller-less cgroup2 directory of a hybrid host.
+		default:
+			err = setV1(dir, lim)
+		}
+		if err != nil {
+			return fmt.Errorf("set cgroup limits: %w", err)
+		}
+	}
+	return nil
+}
+
+func setV2(dir string, lim Limits) error {
+	files := []struct{ name, value string }{
+		{"memory.max", limitOrMax(lim.Memory)},
+		{"memory.swap.max", "0"},
+		{"pids.max", limitOrMax(lim.Pids)},
+		{"cpu.max", "max " + strconv.Itoa(cpuPeriod)},
+	}
+	if lim.CPUs > 0 {
+		files[3].value = strconv.FormatInt(cpuQuota(lim.CPUs), 10) + " " + strconv.Itoa(cpuPeriod)
+	}
+	for _, f := range files {
+		err := writeCgroupFile(dir, f.name, f.value)
+		if errors.Is(err, fs.ErrNotExist) && (f.name == "memory.swap.max" || f.name == "cpu.max") {
+			continue // no swap accounting, or no cpu controller
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setV1 sets whichever controllers' files dir has: one v1 hierarchy may
+// carry one controller or several.
+func setV1(dir string, lim Limits) error {
+	if exists(filepath.Join(dir, "memory.limit_in_bytes")) {
+		if err := setV1Memory(dir, lim.Memory); err != nil {
+			return err
+		}
+	}
+	if exists(filepath.Join(dir, "pids.max")) {
+		if err := writeCgroupFile(dir, "pids.max", limitOrMax(lim.Pids)); err != nil {
+			return err
+		}
+	}
+	if exists(filepath.Join(dir, "cpu.cfs_quota_us")) {
+		quota := "-1"
+		if lim.CPUs > 0 {
+			quota = strconv.FormatInt(cpuQuota(lim.CPUs), 10)
+		}
+		if err := writeCgroupFile(dir, "cpu.cfs_period_us", strconv.Itoa(cpuPeriod)); err != nil {
+			return err
+		}
+		return writeCgroupFile(dir, "cpu.cfs_quota_us", quota)
+	}
+	return nil
+}
+
+// setV1Memory keeps memsw (memory plus swap, present only with swap
+// accounting) at or above the memory limit throughout: it goes first
+// when the limit grows, second when it shrinks.
+func setV1Memory(dir string, limit int64) error {
+	v := "-1"
+	if limit > 0 {
+		v = strconv.FormatInt(limit, 10)
+	}
+	memsw := func() error {
+		err := writeCgroupFile(dir, "memory.memsw.limit_in_bytes", v)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	cur, err := readCgroupInt(dir, "memory.limit_in_bytes")
+	if err != nil {
+		return err
+	}
+	if grow := limit <= 0 || limit > cur; grow {
+		if err := memsw(); err != nil {
+			return err
+		}
+		return writeCgroupFile(dir, "memory.limit_in_bytes", v)
+	}
+	if err := writeCgroupFile(dir, "memory.limit_in_bytes", v); err != nil {
+		return err
+	}
+	return memsw()
+}
+
+func limitOrMax(n int64) string {
+	if n <= 0 {
+		return "max"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// Usage is what a cgroup's processes hold now.
+type Usage struct {
+	Memory     int64 // bytes charged: anonymous memory, page cache, kernel memory
+	MemoryAnon int64 // of which anonymous (heap, stacks): what no other cgroup shares
+	Pids       int64 // tasks, threads included; 0 without the pids controller
+}
+
+// Usage reads the cgroup's memory and task counts from whichever
+// hierarchies have them (cgroup v2, or v1's memory and pids).
+func (cg Cgroup) Usage() (Usage, error) {
+	var u Usage
+	var found bool
+	for _, dir := range cg.Dirs {
+		switch {
+		case exists(filepath.Join(dir, "memory.current")): // v2
+			found = true
+			var err error
+			if u.Memory, err = readCgroupInt(dir, "memory.current"); err != nil {
+				return u, err
+			}
+			if u.MemoryAnon, err = readStat(dir, "anon"); err != nil {
+				return u, err
+			}
+		case exists(filepath.Join(dir, "memory.usage_in_bytes")): // v1
+			found = true
+			var err error
+			if u.Memory, err = readCgroupInt(dir, "memory.usage_in_bytes"); err != nil {
+				return u, err
+			}
+			if u.MemoryAnon, err = readStat(dir, "rss"); err != nil {
+				return u, err
+			}
+		}
+		if exists(filepath.Join(dir, "pids.current")) {
+			found = true
+			n, err := readCgroupInt(dir, "pids.current")
+			if err != nil {
+				return u, err
+			}
+			u.Pids = n
+		}
+	}
+	if !found {
+		return u, errors.New("read cgroup usage: no memory or pids accounting")
+	}
+	return u, nil
+}
+
+func readCgroupInt(dir, name string) (int64, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return 0, fmt.Errorf("read cgroup %s: %w", name, err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "max" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("read cgroup %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// readStat returns one key of memory.stat (0 when absent).
+func readStat(dir, key string) (int64, error) {
+	f, err := os.Open(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return 0, fmt.Errorf("read cgroup memory.stat: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if ok && k == key {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, sc.Err()
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -1,0 +1,95 @@
+package jail
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCgroupSetLimitsAndUsage re-limits a real sandbox cgroup holding a
+// process, up and down (v1's memsw must follow the memory limit in the
+// right order), and reads its usage.
+func TestCgroupSetLimitsAndUsage(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	c, err := DetectCgroups("/")
+	if err == nil {
+		err = c.Prepare()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg, err := c.Create("jailtest."+t.Name(), Limits{CPUs: 1, Memory: 64 << 20, Pids: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cg.Remove(context.Background()) })
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if err := cg.Add(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	for _, lim := range []Limits{
+		{CPUs: 2, Memory: 256 << 20, Pids: 64}, // grow
+		{CPUs: 0.5, Memory: 32 << 20, Pids: 8}, // shrink
+		{},                                     // no limits
+	} {
+		if err := cg.SetLimits(lim); err != nil {
+			t.Fatalf("SetLimits(%+v): %v", lim, err)
+		}
+		checkLimits(t, cg, lim)
+	}
+	u, err := cg.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Memory <= 0 || u.MemoryAnon < 0 || u.MemoryAnon > u.Memory || u.Pids != 1 {
+		t.Errorf("Usage() = %+v, want some memory and 1 task (sleep)", u)
+	}
+}
+
+// checkLimits reads back the memory and pids limits from whichever files
+// the host has.
+func checkLimits(t *testing.T, cg Cgroup, lim Limits) {
+	t.Helper()
+	want := func(n int64, unlimited string) string {
+		if n == 0 {
+			return unlimited
+		}
+		return strings.TrimSpace(limitOrMax(n))
+	}
+	checked := 0
+	for _, dir := range cg.Dirs {
+		for _, f := range []struct{ name, want string }{
+			{"memory.max", want(lim.Memory, "max")},
+			{"pids.max", want(lim.Pids, "max")},
+			{"memory.limit_in_bytes", want(lim.Memory, "")}, // v1 shows unlimited as a huge number
+		} {
+			b, err := os.ReadFile(filepath.Join(dir, f.name))
+			if err != nil {
+				continue
+			}
+			checked++
+			got := strings.TrimSpace(string(b))
+			if f.want == "" {
+				if len(got) < 15 {
+					t.Errorf("%s/%s = %s, want unlimited", dir, f.name, got)
+				}
+				continue
+			}
+			if got != f.want {
+				t.Errorf("%s/%s = %s, want %s", dir, f.name, got, f.want)
+			}
+		}
+	}
+	if checked < 2 {
+		t.Errorf("only %d limit files found in %v", checked, cg.Dirs)
+	}
+}
