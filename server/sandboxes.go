@@ -47,6 +47,8 @@ type createParams struct {
 	storageGB float64
 	lifetime  time.Duration
 	count     int
+	imageID   string // validated image_id and its root filesystem (images_api.go)
+	imageRoot string
 }
 
 func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
@@ -55,8 +57,6 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 	switch {
 	case len(req.Label) > maxLabelLen:
 		return p, invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
-	case req.ImageID != "":
-		return p, notSupported("image_id", "omit image_id; sandboxes use the host's system image for now")
 	case len(req.VolumeMounts) > 0:
 		return p, notSupported("volume_mounts", "omit volume_mounts; copy files in with `boxkite files cp`")
 	case len(req.MCPConnectionNames) > 0:
@@ -100,6 +100,10 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	p.imageID = req.ImageID
+	if p.imageRoot, err = s.imageRoot(accountFrom(r.Context()).ID, req.ImageID); err != nil {
+		return err
+	}
 	sbs, err := s.startSandboxes(r.Context(), accountFrom(r.Context()), p)
 	if err != nil {
 		return err
@@ -131,7 +135,7 @@ func (s *Server) startSandboxes(ctx context.Context, acct *Account, p createPara
 	errs := make([]error, p.count)
 	var wg sync.WaitGroup
 	for i := range p.count {
-		wg.Go(func() { sbs[i], errs[i] = s.startSandbox(ctx, recs[i], p.lifetime) })
+		wg.Go(func() { sbs[i], errs[i] = s.startSandbox(ctx, recs[i], p) })
 	}
 	wg.Wait()
 	err := errors.Join(errs...)
@@ -174,8 +178,11 @@ func (s *Server) newSandboxRecord(acct *Account, p createParams) *Sandbox {
 // The row is written before Driver.Create so that a crash mid-create
 // leaves a trace: Init finds the "creating" row and tears down whatever
 // the driver had started.
-func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, lifetime time.Duration) (*Sandbox, error) {
-	ep, err := s.driver.Create(ctx, Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: lifetime})
+func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) (*Sandbox, error) {
+	if p.imageID != "" {
+		s.cfg.Images.Use(p.imageID, sb.ID) // before the jail exists, so a racing image delete sees it
+	}
+	ep, err := s.driver.Create(ctx, Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, ImageRoot: p.imageRoot})
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)

@@ -37,6 +37,9 @@ type Config struct {
 	// key generated on first use and kept in the store.
 	JWTSecret      string
 	AccessTokenTTL time.Duration // default 30m
+	// Images keeps sandbox images (server/images); nil means image_id and
+	// /v1/images are not supported.
+	Images ImageStore
 }
 
 // Defaults of Config.
@@ -180,6 +183,7 @@ func (s *Server) routes() {
 	s.handlePublic("GET /metrics", s.serveMetrics)
 	s.handlePublic("GET /openapi.json", s.serveOpenAPI)
 
+	s.imageRoutes()
 	s.handle("POST /v1/sandboxes", s.createSandbox)
 	s.handle("GET /v1/sandboxes", s.listSandboxes)
 	s.handle("GET /v1/sandboxes/{id}", s.getSandbox)

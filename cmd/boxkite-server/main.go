@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
@@ -130,6 +131,11 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	// Not StateDir/images: the local driver keeps its disk templates there.
+	imgs, err := images.New(filepath.Join(opts.stateDir, "sandbox-images"), log.With("component", "images"))
+	if err != nil {
+		return err
+	}
 	cfg := server.Config{
 		Listen:          opts.listen,
 		Version:         buildVersion(),
@@ -148,6 +154,7 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 		},
 		RateLimits: server.RateLimits{Lifecycle: opts.rateLifecycle, Ops: opts.rateOps, Auth: opts.rateAuth},
 		JWTSecret:  opts.jwtSecret,
+		Images:     imgs,
 	}
 	srv, err := server.New(cfg, store, driver, log)
 	if err != nil {

@@ -21,10 +21,11 @@ import (
 )
 
 // Errors of Manager lookups.
+// They are API errors, so the server passes them on as they are.
 var (
-	ErrNotFound = errors.New("image not found")
-	ErrNotReady = errors.New("image not ready")
-	ErrInUse    = errors.New("image in use")
+	ErrNotFound = api.Errorf(404, api.CodeNotFound, "image not found")
+	ErrNotReady = api.Errorf(404, api.CodeNotFound, "image not ready").WithHint("wait until its status is completed")
+	ErrInUse    = api.Errorf(409, api.CodeConflict, "image is in use or still being made").WithHint("delete the sandboxes booted from it first")
 )
 
 // Manager owns the images under one directory.

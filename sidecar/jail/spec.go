@@ -57,10 +57,7 @@ type Spec struct {
 	// mapped, so the sandbox user exists only in a nested user namespace.
 	HostIDBase int `json:"host_id_base,omitempty"`
 
-	TmpSize int64 `json:"tmp_size,omitempty"` // bytes; 0 means DefaultTmpSize
-	// Binds are further host directories bound read-write (nosuid, nodev)
-	// at their targets, after /workspace, so they may sit below it.
-	Binds       []Bind   `json:"binds,omitempty"`
+	TmpSize     int64    `json:"tmp_size,omitempty"`     // bytes; 0 means DefaultTmpSize
 	SystemBinds []string `json:"system_binds,omitempty"` // nil means DefaultSystemBinds()
 
 	// Image, when set, is the host path of an image's root filesystem. Its

@@ -1,0 +1,123 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// maxImageArchive bounds POST /v1/images/import; the archive is streamed
+// to disk, never held in memory.
+const maxImageArchive = 8 << 30
+
+// ImageStore keeps sandbox images (server/images implements it). Its
+// errors are *api.Error values where the client should see them.
+type ImageStore interface {
+	Import(ctx context.Context, account, label string, body io.Reader) (api.Image, error)
+	List(account string) ([]api.Image, error)
+	Get(account, id string) (api.Image, error)
+	// Delete refuses an image a sandbox uses; inUse says whether a
+	// sandbox recorded with Use is still alive.
+	Delete(account, id string, inUse func(sandbox string) bool) error
+	// RootFS is the host path of a completed image's root filesystem.
+	RootFS(account, id string) (string, error)
+	Use(id, sandbox string)
+}
+
+func (s *Server) imageRoutes() {
+	s.handle("POST /v1/images/import", s.importImage)
+	s.handle("GET /v1/images", s.listImages)
+	s.handle("GET /v1/images/{id}", s.getImage)
+	s.handle("DELETE /v1/images/{id}", s.deleteImage)
+}
+
+func (s *Server) imageStore() (ImageStore, error) {
+	if s.cfg.Images == nil {
+		return nil, api.Errorf(http.StatusNotFound, api.CodeNotSupported, "this server keeps no images").
+			WithHint("images need the local driver")
+	}
+	return s.cfg.Images, nil
+}
+
+// importImage serves POST /v1/images/import: the body is an OCI layout tar
+// or a docker save archive; ?label= names the image.
+func (s *Server) importImage(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	label := r.URL.Query().Get("label")
+	if len(label) > maxLabelLen {
+		return invalid("label", "label is too long", "")
+	}
+	img, err := st.Import(r.Context(), accountFrom(r.Context()).ID, label, http.MaxBytesReader(w, r.Body, maxImageArchive))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, img)
+	return nil
+}
+
+func (s *Server) listImages(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	out, err := st.List(accountFrom(r.Context()).ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getImage(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	img, err := st.Get(accountFrom(r.Context()).ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, img)
+	return nil
+}
+
+func (s *Server) deleteImage(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	acct := accountFrom(ctx).ID
+	inUse := func(id string) bool {
+		sb, err := s.store.Sandbox(ctx, acct, id)
+		return err == nil && sb.Status != api.StatusDestroyed
+	}
+	if err := st.Delete(acct, r.PathValue("id"), inUse); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// imageRoot resolves a create's image_id to the root filesystem the
+// driver boots from; "" for none.
+func (s *Server) imageRoot(acct, id string) (string, error) {
+	if id == "" {
+		return "", nil
+	}
+	if s.cfg.Images == nil {
+		return "", notSupported("image_id", "omit image_id; this server keeps no images")
+	}
+	root, err := s.cfg.Images.RootFS(acct, id)
+	if _, ok := errors.AsType[*api.Error](err); ok {
+		return "", api.Errorf(http.StatusNotFound, api.CodeNotFound, "Sandbox image not found or not ready").
+			WithHint("list images with `boxkite images ls`")
+	}
+	return root, err
+}
