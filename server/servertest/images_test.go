@@ -1,0 +1,201 @@
+package servertest_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/images"
+	"github.com/boxkite/boxkite/server/servertest"
+)
+
+const imageMarker = "made-by-the-test"
+
+// hostRootLayer is a tar of the smallest root a sandbox boots: the host's
+// dash as /bin/sh, the libraries it and the (dynamically linked) sidecar
+// need, and a marker file no host has.
+func hostRootLayer(t *testing.T) []byte {
+	t.Helper()
+	dash, err := exec.LookPath("dash")
+	if err != nil {
+		t.Fatalf("the test needs dash: %v", err)
+	}
+	files := map[string]string{"/usr/bin/dash": dash}
+	soPath := regexp.MustCompile(`(/\S+\.so[.\d]*)`)
+	for _, bin := range []string{dash, servertest.SidecarBinary(t)} {
+		out, err := exec.Command("ldd", bin).CombinedOutput()
+		if err != nil && !strings.Contains(string(out), "not a dynamic executable") {
+			t.Fatalf("ldd %s: %v %s", bin, err, out)
+		}
+		for _, m := range soPath.FindAllString(string(out), -1) {
+			files[m] = m
+		}
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	write := func(h *tar.Header, body []byte) {
+		h.Size = int64(len(body))
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirs := map[string]bool{}
+	mkdirs := func(p string) {
+		var parts []string
+		for d := filepath.Dir(p); d != "/"; d = filepath.Dir(d) {
+			parts = append([]string{d}, parts...)
+		}
+		for _, d := range parts {
+			if !dirs[d] {
+				dirs[d] = true
+				write(&tar.Header{Name: strings.TrimPrefix(d, "/") + "/", Typeflag: tar.TypeDir, Mode: 0o755}, nil)
+			}
+		}
+	}
+	for dst, src := range files {
+		b, err := os.ReadFile(src) // follows links: the image gets real files
+		if err != nil {
+			t.Fatal(err)
+		}
+		mkdirs(dst)
+		write(&tar.Header{Name: strings.TrimPrefix(dst, "/"), Typeflag: tar.TypeReg, Mode: 0o755}, b)
+	}
+	mkdirs("/usr/bin/x")
+	write(&tar.Header{Name: "usr/bin/sh", Typeflag: tar.TypeSymlink, Linkname: "dash"}, nil)
+	write(&tar.Header{Name: "bin", Typeflag: tar.TypeSymlink, Linkname: "usr/bin"}, nil)
+	mkdirs("/etc/x")
+	write(&tar.Header{Name: "etc/boxkite-image-marker", Typeflag: tar.TypeReg, Mode: 0o644}, []byte(imageMarker+"\n"))
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func imageArchive(t *testing.T) []byte {
+	t.Helper()
+	layerTar := hostRootLayer(t)
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := tarball.Write(nil, img, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestImportedImageBoots: an archive made here is imported over the API and
+// a sandbox created from it sees the image's root, not the host's.
+func TestImportedImageBoots(t *testing.T) {
+	t.Parallel()
+	imgDir := t.TempDir()
+	m, err := images.New(imgDir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := servertest.New(t, servertest.WithConfig(server.Config{Images: m}))
+
+	resp, body := doRaw(t, s, "POST", "/v1/images/import?label=tiny", bytes.NewReader(imageArchive(t)))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("import: %d %s", resp.StatusCode, body)
+	}
+	var img api.Image
+	mustJSON(t, body, &img)
+
+	// Not ready yet, or never: a create must not boot the host instead.
+	deadline := time.Now().Add(time.Minute)
+	for img.Status != api.ImageCompleted {
+		if img.Status == api.ImageFailed || time.Now().After(deadline) {
+			t.Fatalf("image: %+v", img)
+		}
+		time.Sleep(50 * time.Millisecond)
+		_, body = do(t, s, "GET", "/v1/images/"+img.ID, nil, "")
+		mustJSON(t, body, &img)
+	}
+
+	resp, body = do(t, s, "POST", "/v1/sandboxes", api.CreateSandboxRequest{ImageID: "img_000000000000000000000000"}, "")
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "not found or not ready") {
+		t.Errorf("create from a missing image: %d %s", resp.StatusCode, body)
+	}
+
+	resp, body = do(t, s, "POST", "/v1/sandboxes", api.CreateSandboxRequest{ImageID: img.ID}, "")
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	var sb api.Sandbox
+	mustJSON(t, body, &sb)
+
+	// Only dash's builtins exist: the host's cat and python3 must not.
+	cmd := `read m < /etc/boxkite-image-marker && echo "$m"; command -v cat python3; echo ok`
+	resp, body = do(t, s, "POST", "/v1/sandboxes/"+sb.ID+"/exec", api.ExecRequest{Command: cmd}, "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("exec: %d %s", resp.StatusCode, body)
+	}
+	var res api.ExecResult
+	mustJSON(t, body, &res)
+	if want := imageMarker + "\nok\n"; res.Stdout != want || res.ExitCode != 0 {
+		t.Errorf("exec = %q (exit %d, stderr %q), want %q", res.Stdout, res.ExitCode, res.Stderr, want)
+	}
+
+	resp, body = do(t, s, "DELETE", "/v1/images/"+img.ID, nil, "")
+	if resp.StatusCode != http.StatusConflict {
+		t.Errorf("delete an image in use: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, s, "DELETE", "/v1/sandboxes/"+sb.ID, nil, ""); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete sandbox: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, s, "DELETE", "/v1/images/"+img.ID, nil, ""); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("delete image: %d %s", resp.StatusCode, body)
+	}
+}
+
+func mustJSON(t *testing.T, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+}
+
+// doRaw is do with a body sent as it is.
+func doRaw(t *testing.T, s *servertest.Server, method, path string, body io.Reader) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.BaseURL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+s.APIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, out
+}
