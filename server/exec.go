@@ -76,7 +76,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		hw = newExitHolder(w)
 	}
 	started := s.now()
-	err = s.forward(w, r, sb, c)
+	err = s.forward(hw, r, sb, c)
 	if errors.Is(err, errStreamBroken) {
 		s.abortResponse(r, err)
 	}

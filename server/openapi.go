@@ -32,9 +32,11 @@ type routeDoc struct {
 type authKind int
 
 const (
-	authKey      authKind = iota // Authorization: Bearer <API key>
-	authNone                     // public
-	authKeyQuery                 // the key, or ?api_key= (event streams)
+	authKey          authKind = iota // Authorization: Bearer <API key>
+	authNone                         // public
+	authKeyQuery                     // the key, or ?api_key= (event streams)
+	authToken                        // Authorization: Bearer <access token from signup or login>
+	authTokenOrAdmin                 // an access token, or an admin API key
 )
 
 // routeDocs lists every route of routes(), proxied ones included.
@@ -58,6 +60,23 @@ func routeDocs() []routeDoc {
 		{pattern: "GET /v1/account/allowed-commands", summary: "The account's command allowlist (no rules: everything allowed)", response: api.AllowedCommands{}},
 		{pattern: "PUT /v1/account/allowed-commands", summary: "Replace the command allowlist (admin keys)", request: api.AllowedCommands{}, response: api.AllowedCommands{}},
 		{pattern: "DELETE /v1/account/allowed-commands", summary: "Remove the command allowlist (admin keys)", status: http.StatusNoContent},
+
+		{pattern: "POST /v1/volumes", summary: "Create a persistent volume (size_gb default 1); ready at once", request: api.CreateVolumeRequest{}, response: api.Volume{}, status: http.StatusCreated},
+		{pattern: "GET /v1/volumes", summary: "List the account's volumes, newest first", response: []api.Volume{}},
+		{pattern: "GET /v1/volumes/{id}", summary: "Get one volume", response: api.Volume{}},
+		{pattern: "DELETE /v1/volumes/{id}", summary: "Delete a volume and its data; 409 volume_in_use while an active sandbox mounts it", status: http.StatusNoContent},
+
+		{pattern: "POST /v1/auth/signup", summary: "Create an account; answers with an access token", auth: authNone, request: api.Credentials{}, response: api.TokenResponse{}, status: http.StatusCreated},
+		{pattern: "POST /v1/auth/login", summary: "Log in; answers with an access token", auth: authNone, request: api.Credentials{}, response: api.TokenResponse{}},
+		{pattern: "POST /v1/api-keys", summary: "Create an API key (shown once)", auth: authTokenOrAdmin, request: api.CreateAPIKeyRequest{}, response: api.APIKeyCreated{}, status: http.StatusCreated},
+		{pattern: "GET /v1/api-keys", summary: "List the account's API keys", auth: authTokenOrAdmin, response: []api.APIKey{}},
+		{pattern: "DELETE /v1/api-keys/{key_id}", summary: "Revoke an API key, at once", auth: authTokenOrAdmin, status: http.StatusNoContent},
+		{pattern: "GET /v1/account/me", summary: "The account of an access token", auth: authToken, response: api.Account{}},
+		{pattern: "GET /v1/account", summary: "The account of the API key", response: api.Account{}},
+		{pattern: "GET /v1/usage", summary: "Sandbox usage against the fair-use limits", response: api.Usage{}},
+		{pattern: "GET /v1/account/ssh-keys", summary: "List the SSH keys registered for the bastion", response: []api.SSHKey{}},
+		{pattern: "POST /v1/account/ssh-keys", summary: "Register an SSH public key for the bastion", request: api.AddSSHKeyRequest{}, response: api.SSHKey{}, status: http.StatusCreated},
+		{pattern: "DELETE /v1/account/ssh-keys/{key_id}", summary: "Remove an SSH key", status: http.StatusNoContent},
 	}
 	for _, rt := range proxyRoutes() {
 		d := proxyDocs[rt.method+" "+rt.path]
@@ -156,6 +175,10 @@ func buildOpenAPI(docs []routeDoc) map[string]any {
 			op["security"] = []any{}
 		case authKeyQuery:
 			op["security"] = []any{map[string]any{"apiKey": []any{}}, map[string]any{"apiKeyQuery": []any{}}}
+		case authToken:
+			op["security"] = []any{map[string]any{"accessToken": []any{}}}
+		case authTokenOrAdmin:
+			op["security"] = []any{map[string]any{"accessToken": []any{}}, map[string]any{"apiKey": []any{}}}
 		}
 		if d.request != nil {
 			op["requestBody"] = map[string]any{
@@ -181,6 +204,7 @@ func buildOpenAPI(docs []routeDoc) map[string]any {
 			"securitySchemes": map[string]any{
 				"apiKey":      map[string]any{"type": "http", "scheme": "bearer", "description": "an API key, bxk_live_…"},
 				"apiKeyQuery": map[string]any{"type": "apiKey", "in": "query", "name": "api_key"},
+				"accessToken": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT", "description": "from POST /v1/auth/signup or /v1/auth/login; 30 minutes"},
 			},
 		},
 		"security": []any{map[string]any{"apiKey": []any{}}},

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"bytes"
+	"net/http"
+)
+
+// An exec's audit entry is committed before the client has the whole
+// answer, so an exec whose result a client saw is never missing from the
+// log, even if the server is killed right after it (issue 5, acceptance
+// 3). The part held back is the end: the whole JSON result, or the exit
+// event of a stream, whose output still flows as it is produced.
+
+// heldWriter is an http.ResponseWriter for forward that keeps back the
+// end of the answer until release.
+type heldWriter interface {
+	http.ResponseWriter
+	// release sends what was held back, if the answer started at all.
+	release()
+}
+
+// heldResponse keeps a whole JSON answer in memory (an exec result is
+// bounded by the sidecar's output caps).
+type heldResponse struct {
+	w      http.ResponseWriter
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func newHeldResponse(w http.ResponseWriter) *heldResponse {
+	return &heldResponse{w: w, header: http.Header{}}
+}
+
+func (h *heldResponse) Header() http.Header { return h.header }
+
+func (h *heldResponse) WriteHeader(code int) {
+	if h.status == 0 {
+		h.status = code
+	}
+}
+
+func (h *heldResponse) Write(p []byte) (int, error) {
+	h.WriteHeader(http.StatusOK)
+	return h.body.Write(p)
+}
+
+// FlushError is a no-op: nothing leaves before release.
+func (h *heldResponse) FlushError() error { return nil }
+
+func (h *heldResponse) release() {
+	if h.status == 0 {
+		return
+	}
+	for k, v := range h.header {
+		h.w.Header()[k] = v
+	}
+	h.w.WriteHeader(h.status)
+	_, _ = h.w.Write(h.body.Bytes())
+}
+
+// exitEventPrefix starts the sidecar's exit event line (api.ExecEvent's
+// MarshalJSON writes type first).
+const exitEventPrefix = `{"type":"exit"`
+
+// exitHolder passes an NDJSON exec stream through as it comes, except the
+// line that starts with exitEventPrefix and anything after it, which wait
+// for release. Lines are only held while they still look like an exit
+// event, so output is never delayed by more than a few bytes.
+type exitHolder struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool   // the answer began (a status was written)
+	atStart bool   // the next byte starts a line
+	pending []byte // the start of a line that may be the exit event
+	held    bool   // pending is the exit event: hold everything from here
+}
+
+func newExitHolder(w http.ResponseWriter) *exitHolder {
+	return &exitHolder{w: w, rc: http.NewResponseController(w), atStart: true}
+}
+
+func (h *exitHolder) Header() http.Header { return h.w.Header() }
+
+func (h *exitHolder) WriteHeader(code int) {
+	h.started = true
+	h.w.WriteHeader(code)
+}
+
+func (h *exitHolder) Write(p []byte) (int, error) {
+	h.started = true
+	n := len(p)
+	var out []byte
+	for len(p) > 0 {
+		switch {
+		case h.held:
+			h.pending = append(h.pending, p...)
+			p = nil
+		case h.atStart || len(h.pending) > 0:
+			c := p[0]
+			p = p[1:]
+			h.pending = append(h.pending, c)
+			h.atStart = false
+			i := len(h.pending) - 1
+			switch {
+			case i < len(exitEventPrefix) && c == exitEventPrefix[i]:
+				h.held = i == len(exitEventPrefix)-1
+			default: // not the exit event: let it go
+				out = append(out, h.pending...)
+				h.pending = h.pending[:0]
+				h.atStart = c == '\n'
+			}
+		default:
+			i := bytes.IndexByte(p, '\n')
+			if i < 0 {
+				out = append(out, p...)
+				p = nil
+				break
+			}
+			out = append(out, p[:i+1]...)
+			p = p[i+1:]
+			h.atStart = true
+		}
+	}
+	if len(out) == 0 {
+		return n, nil
+	}
+	if _, err := h.w.Write(out); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// FlushError flushes what was let through.
+func (h *exitHolder) FlushError() error { return h.rc.Flush() }
+
+func (h *exitHolder) release() {
+	if !h.started {
+		return
+	}
+	if len(h.pending) > 0 {
+		_, _ = h.w.Write(h.pending)
+		h.pending = nil
+	}
+	_ = h.rc.Flush()
+}

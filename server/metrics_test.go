@@ -1,0 +1,122 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+// scrape reads /metrics into "name{labels}" → value, checking that every
+// sample belongs to a metric with HELP and TYPE lines.
+func scrape(t *testing.T, e *env) map[string]float64 {
+	t.Helper()
+	resp, body := e.do("GET", "/metrics", "", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	out := map[string]float64{}
+	typed := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	for sc.Scan() {
+		line := sc.Text()
+		if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name, kind, _ := strings.Cut(f, " ")
+			typed[name] = kind
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			t.Fatalf("malformed sample %q", line)
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("sample %q: %v", line, err)
+		}
+		series := line[:i]
+		name, _, _ := strings.Cut(series, "{")
+		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+		if typed[name] == "" && typed[base] != "histogram" {
+			t.Errorf("sample %q has no TYPE line", line)
+		}
+		out[series] = v
+	}
+	return out
+}
+
+func TestMetrics(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	e.create(e.KeyB, api.CreateSandboxRequest{})
+	e.exec(e.KeyA, sb.ID, "true")
+	e.exec(e.KeyA, sb.ID, "true")
+	e.do("GET", sandboxPath("no-such-sandbox"), e.KeyA, nil)
+	if resp, _ := e.do("DELETE", sandboxPath(sb.ID), e.KeyA, nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %d", resp.StatusCode)
+	}
+	if err := e.Server.AppendAudit(context.Background(), sb.ID, e.AcctA.ID, "view"); err != nil {
+		t.Fatal(err)
+	}
+
+	m := scrape(t, e)
+	tests := []struct {
+		series string
+		want   float64
+	}{
+		{`boxkite_http_requests_total{route="POST /v1/sandboxes",code="2xx"}`, 2},
+		{`boxkite_http_requests_total{route="POST /v1/sandboxes/{id}/exec",code="2xx"}`, 2},
+		{`boxkite_http_requests_total{route="GET /v1/sandboxes/{id}",code="4xx"}`, 1},
+		{`boxkite_http_requests_total{route="DELETE /v1/sandboxes/{id}",code="2xx"}`, 1},
+		{`boxkite_http_request_duration_seconds_count{route="POST /v1/sandboxes/{id}/exec"}`, 2},
+		{`boxkite_http_request_duration_seconds_bucket{route="POST /v1/sandboxes/{id}/exec",le="+Inf"}`, 2},
+		{`boxkite_sandboxes_active`, 1},
+		{`boxkite_sandbox_creates_total`, 2},
+		{`boxkite_sandbox_deletes_total`, 1},
+		{`boxkite_execs_total`, 2},
+		{`boxkite_exec_duration_seconds_count`, 2},
+		{`boxkite_exec_duration_seconds_bucket{le="+Inf"}`, 2},
+		{`boxkite_audit_appends_total`, 3},
+		{`boxkite_audit_append_failures_total`, 0},
+		{`boxkite_watch_streams`, 0},
+	}
+	for _, tt := range tests {
+		got, ok := m[tt.series]
+		if !ok {
+			t.Errorf("%s missing", tt.series)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%s = %v, want %v", tt.series, got, tt.want)
+		}
+	}
+	// Buckets are cumulative.
+	prev := -1.0
+	for _, le := range []string{"0.001", "0.01", "0.1", "1", "10", "300", "+Inf"} {
+		v := m[`boxkite_exec_duration_seconds_bucket{le="`+le+`"}`]
+		if v < prev {
+			t.Errorf("bucket le=%s = %v is below the one before (%v)", le, v, prev)
+		}
+		prev = v
+	}
+	// Raw paths, with their ids, never become labels.
+	for series := range m {
+		if strings.Contains(series, sb.ID) {
+			t.Errorf("series %s names a sandbox id", series)
+		}
+	}
+	// The scrape itself is counted by the next one.
+	if got := scrape(t, e)[`boxkite_http_requests_total{route="GET /metrics",code="2xx"}`]; got != 1 {
+		t.Errorf("GET /metrics counted %v times, want 1", got)
+	}
+}
