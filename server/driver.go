@@ -22,6 +22,9 @@ type Spec struct {
 	Size      string        // api.SizeSmall, api.SizeMedium, api.SizeLarge
 	StorageGB float64       // 0 means the driver default
 	Lifetime  time.Duration // the driver may enforce it as a backstop to the reaper
+	// Volumes are mounted read-write at their paths; only a driver that
+	// implements VolumeDriver is given any.
+	Volumes []VolumeMount
 	// ImageRoot is the host path of the image's read-only root filesystem
 	// (server/images); "" means the host's system dirs.
 	ImageRoot string

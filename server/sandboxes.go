@@ -49,6 +49,7 @@ type createParams struct {
 	count     int
 	imageID   string // validated image_id and its root filesystem (images_api.go)
 	imageRoot string
+	volumes   []VolumeMount // validated volume_mounts (volumes.go)
 }
 
 func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
@@ -57,8 +58,6 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 	switch {
 	case len(req.Label) > maxLabelLen:
 		return p, invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
-	case len(req.VolumeMounts) > 0:
-		return p, notSupported("volume_mounts", "omit volume_mounts; copy files in with `boxkite files cp`")
 	case len(req.MCPConnectionNames) > 0:
 		return p, notSupported("mcp_connection_names", "omit mcp_connection_names; sandboxes have no egress yet")
 	case len(req.SecretNames) > 0:
@@ -104,6 +103,9 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if p.imageRoot, err = s.imageRoot(accountFrom(r.Context()).ID, req.ImageID); err != nil {
 		return err
 	}
+	if p.volumes, err = s.validateVolumeMounts(r.Context(), accountFrom(r.Context()), req.VolumeMounts); err != nil {
+		return err
+	}
 	sbs, err := s.startSandboxes(r.Context(), accountFrom(r.Context()), p)
 	if err != nil {
 		return err
@@ -129,6 +131,9 @@ func (s *Server) startSandboxes(ctx context.Context, acct *Account, p createPara
 		recs[i] = s.newSandboxRecord(acct, p)
 	}
 	if err := s.reserveSandboxes(ctx, acct, p, recs); err != nil {
+		return nil, err
+	}
+	if err := s.attachVolumes(ctx, recs, p.volumes); err != nil {
 		return nil, err
 	}
 	sbs := make([]*Sandbox, p.count)
@@ -182,7 +187,7 @@ func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) 
 	if p.imageID != "" {
 		s.cfg.Images.Use(p.imageID, sb.ID) // before the jail exists, so a racing image delete sees it
 	}
-	ep, err := s.driver.Create(ctx, Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, ImageRoot: p.imageRoot})
+	ep, err := s.driver.Create(ctx, Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot})
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)

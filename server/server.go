@@ -24,6 +24,7 @@ type Config struct {
 	DefaultLifetime time.Duration // lifetime when a create asks for none; default 30m
 	MaxLifetime     time.Duration // ceiling for create and extend; default 24h
 	MaxStorageGB    float64       // ceiling for storage_gb; default 20
+	MaxVolumeGB     float64       // ceiling for a volume's size_gb; 0 means DefaultMaxVolumeGB
 	MaxCount        int           // ceiling for count in one create; default 10
 	ReaperInterval  time.Duration // how often expired sandboxes are destroyed; default 1s
 	// BootstrapAPIKey, when set, is registered as an admin key of the
@@ -195,6 +196,10 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
 	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
 
+	s.handle("POST /v1/volumes", s.createVolume)
+	s.handle("GET /v1/volumes", s.listVolumes)
+	s.handle("GET /v1/volumes/{id}", s.getVolume)
+	s.handle("DELETE /v1/volumes/{id}", s.deleteVolume)
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)

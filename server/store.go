@@ -26,6 +26,7 @@ type Store interface {
 	QuotaStore
 	IdempotencyStore
 	AllowlistStore
+	VolumeStore
 	// Ping reports whether the store answers, for /health/ready.
 	Ping(ctx context.Context) error
 	// Close releases the store.

@@ -100,6 +100,8 @@ type Driver struct {
 
 	mu       sync.Mutex
 	children map[string]<-chan struct{} // jails this process started, closed once reaped
+
+	volMu sync.Mutex // serialises mounting and deleting volumes (volumes.go)
 }
 
 var _ server.Driver = (*Driver)(nil)
@@ -312,7 +314,8 @@ func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (jail.Sp
 		js.HostIDBase = d.cfg.UIDBase
 	}
 	var st state
-	if err := d.makeDir(js.RunDir, 0o700, js, 0); err != nil {
+	var err error
+	if err = d.makeDir(js.RunDir, 0o700, js, 0); err != nil {
 		return js, st, err
 	}
 	switch d.storage {
@@ -332,6 +335,9 @@ func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (jail.Sp
 				return js, st, err
 			}
 		}
+	}
+	if js.Binds, err = d.volumeBinds(spec.Volumes); err != nil {
+		return js, st, err
 	}
 	if d.cgroups != nil {
 		cg, err := d.cgroups.Create(d.cgroupName(spec.ID), lim)

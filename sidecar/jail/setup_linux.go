@@ -53,7 +53,7 @@ func Setup(l Launch) error {
 	if err := b.mountTmpfs(b.root, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
 		return err
 	}
-	steps := []func() error{b.placeSystem, b.placeEtc, b.placeHostDirs, b.placeReadOnlyRoots, b.placeWorkspaceTmpfs, b.placeDev, b.placeTmp, b.placeProc}
+	steps := []func() error{b.placeSystem, b.placeEtc, b.takeBinds, b.placeHostDirs, b.placeReadOnlyRoots, b.placeWorkspaceTmpfs, b.placeBinds, b.placeDev, b.placeTmp, b.placeProc}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
@@ -91,13 +91,14 @@ type builder struct {
 	links   map[string]string // system paths that are symlinks → their target
 	host    []tree            // workspace, run dir, outputs
 	devs    []tree
+	binds   []tree // Spec.Binds, placed after the workspace (binds_linux.go)
 	devNull int
 
 	nsLimits []*os.File // user.max_*_namespaces, see limitNamespaces
 }
 
 func (b *builder) closeAll() {
-	for _, ts := range [][]tree{b.system, b.host, b.devs} {
+	for _, ts := range [][]tree{b.system, b.host, b.devs, b.binds} {
 		for _, t := range ts {
 			_ = unix.Close(t.fd)
 		}

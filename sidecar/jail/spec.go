@@ -60,6 +60,10 @@ type Spec struct {
 	TmpSize     int64    `json:"tmp_size,omitempty"`     // bytes; 0 means DefaultTmpSize
 	SystemBinds []string `json:"system_binds,omitempty"` // nil means DefaultSystemBinds()
 
+	// Binds are further host directories bound read-write (nosuid, nodev)
+	// at their targets, after /workspace, so they may sit below it.
+	Binds []Bind `json:"binds,omitempty"`
+
 	// Image, when set, is the host path of an image's root filesystem. Its
 	// top-level directories replace SystemBinds, read-only; /etc keeps the
 	// synthesised passwd, group, hostname and hosts over the image's.

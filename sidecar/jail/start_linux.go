@@ -195,6 +195,9 @@ func hostDirs(spec Spec) []hostDir {
 	if spec.Outputs != "" {
 		dirs = append(dirs, hostDir{OutputsDir, spec.Outputs, rwAttrs})
 	}
+	for _, b := range spec.Binds {
+		dirs = append(dirs, hostDir{b.Target, b.Source, rwAttrs})
+	}
 	return dirs
 }
 
@@ -215,6 +218,9 @@ func (s Spec) validate() error {
 	}
 	if s.Image != "" && !filepath.IsAbs(s.Image) {
 		return fmt.Errorf("validate jail spec: image %q is not an absolute path", s.Image)
+	}
+	if err := validateBinds(s.Binds); err != nil {
+		return err
 	}
 	if s.Outputs != "" && !filepath.IsAbs(s.Outputs) {
 		return fmt.Errorf("validate jail spec: outputs %q is not an absolute path", s.Outputs)

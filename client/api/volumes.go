@@ -1,0 +1,31 @@
+package api
+
+import "time"
+
+// Volume statuses. The local driver makes a volume synchronously, so a
+// created volume is ready at once.
+const (
+	VolumeReady = "ready"
+)
+
+// CodeVolumeInUse answers a DELETE of a volume an active sandbox mounts.
+const CodeVolumeInUse = "volume_in_use"
+
+// CodeMCPConnectionNotFound answers a create naming an unknown MCP connection.
+const CodeMCPConnectionNotFound = "mcp_connection_not_found"
+
+// CreateVolumeRequest is the body of POST /v1/volumes.
+type CreateVolumeRequest struct {
+	Label  string  `json:"label,omitempty"`
+	SizeGB float64 `json:"size_gb,omitempty"` // 0 means 1
+}
+
+// Volume is persistent storage that outlives the sandboxes mounting it
+// (CreateSandboxRequest.VolumeMounts).
+type Volume struct {
+	ID        string    `json:"id"`
+	Label     string    `json:"label"`
+	SizeGB    float64   `json:"size_gb"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+}

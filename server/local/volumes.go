@@ -1,0 +1,163 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/sidecar/jail"
+	"golang.org/x/sys/unix"
+)
+
+var _ server.VolumeDriver = (*Driver)(nil)
+
+// Files of a volume, in StateDir/volumes/<id>. With loop storage the
+// volume is a sparse ext4 image of its size, mounted on the host at mnt
+// from creation until deletion (so sandboxes sharing it share one
+// filesystem), and sandboxes bind mnt/data. Without loop storage it is a
+// plain directory, data, with no quota.
+const (
+	volumeImage = "volume.img"
+	volumeMount = "mnt"
+	volumeData  = "data"
+)
+
+func (d *Driver) volumesDir() string { return filepath.Join(d.cfg.StateDir, "volumes") }
+
+func (d *Driver) volumeDir(id string) string { return filepath.Join(d.volumesDir(), id) }
+
+// volumeDataDir is the host directory sandboxes bind for the volume.
+func (d *Driver) volumeDataDir(id string) string {
+	if d.images == nil {
+		return filepath.Join(d.volumeDir(id), volumeData)
+	}
+	return filepath.Join(d.volumeDir(id), volumeMount, volumeData)
+}
+
+// CreateVolume implements server.VolumeDriver.
+func (d *Driver) CreateVolume(_ context.Context, id string, size int64) (err error) {
+	if !validID.MatchString(id) {
+		return fmt.Errorf("create volume: invalid id %q", id)
+	}
+	d.volMu.Lock()
+	defer d.volMu.Unlock()
+	dir := d.volumeDir(id)
+	if err := os.MkdirAll(d.volumesDir(), 0o700); err != nil {
+		return fmt.Errorf("create volume %s: %w", id, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("create volume %s: %w", id, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = d.deleteVolume(id)
+		}
+	}()
+	if d.images == nil {
+		d.log.Warn("volume has no size quota: loop-mounted storage is unavailable", "volume", id)
+	} else {
+		if err := d.images.create(filepath.Join(dir, volumeImage), size); err != nil {
+			return fmt.Errorf("create volume %s: %w", id, err)
+		}
+		if err := mountDisk(filepath.Join(dir, volumeImage), filepath.Join(dir, volumeMount)); err != nil {
+			return fmt.Errorf("create volume %s: %w", id, err)
+		}
+	}
+	// The directories above data are the host root's; data is the sandbox
+	// user's, whichever sandbox mounts it.
+	if err := os.Mkdir(d.volumeDataDir(id), 0o755); err != nil {
+		return fmt.Errorf("create volume %s: %w", id, err)
+	}
+	if d.root {
+		uid := d.cfg.UIDBase + jail.DefaultUID
+		if err := os.Chown(d.volumeDataDir(id), uid, uid); err != nil {
+			return fmt.Errorf("create volume %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// DeleteVolume implements server.VolumeDriver.
+func (d *Driver) DeleteVolume(_ context.Context, id string) error {
+	if !validID.MatchString(id) {
+		return nil
+	}
+	d.volMu.Lock()
+	defer d.volMu.Unlock()
+	if err := d.deleteVolume(id); err != nil {
+		return fmt.Errorf("delete volume %s: %w", id, err)
+	}
+	return nil
+}
+
+func (d *Driver) deleteVolume(id string) error {
+	dir := d.volumeDir(id)
+	if err := unmountDisk(filepath.Join(dir, volumeMount)); err != nil {
+		return err
+	}
+	if d.images != nil {
+		if err := d.images.discard(filepath.Join(dir, volumeImage)); err != nil {
+			return err
+		}
+	}
+	return removeAll(dir)
+}
+
+// volumeBinds returns the jail binds of a sandbox's volumes, mounting any
+// volume whose host mount is gone (a reboot since it was made).
+func (d *Driver) volumeBinds(mounts []server.VolumeMount) ([]jail.Bind, error) {
+	if len(mounts) == 0 {
+		return nil, nil
+	}
+	d.volMu.Lock()
+	defer d.volMu.Unlock()
+	binds := make([]jail.Bind, 0, len(mounts))
+	for _, m := range mounts {
+		if !validID.MatchString(m.ID) {
+			return nil, fmt.Errorf("mount volume: invalid id %q", m.ID)
+		}
+		if err := d.ensureVolumeMounted(m.ID); err != nil {
+			return nil, err
+		}
+		binds = append(binds, jail.Bind{Source: d.volumeDataDir(m.ID), Target: m.Path})
+	}
+	return binds, nil
+}
+
+func (d *Driver) ensureVolumeMounted(id string) error {
+	if d.images == nil {
+		if _, err := os.Stat(d.volumeDataDir(id)); err != nil {
+			return fmt.Errorf("mount volume %s: %w", id, err)
+		}
+		return nil
+	}
+	dir := d.volumeDir(id)
+	mnt := filepath.Join(dir, volumeMount)
+	mounted, err := isMountPoint(mnt)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("mount volume %s: %w", id, err)
+	}
+	if mounted {
+		return nil
+	}
+	if err := mountDisk(filepath.Join(dir, volumeImage), mnt); err != nil {
+		return fmt.Errorf("mount volume %s: %w", id, err)
+	}
+	return nil
+}
+
+// isMountPoint reports whether p is on another device than its parent.
+func isMountPoint(p string) (bool, error) {
+	var st, parent unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return false, err
+	}
+	if err := unix.Stat(filepath.Dir(p), &parent); err != nil {
+		return false, err
+	}
+	return st.Dev != parent.Dev, nil
+}

@@ -1,0 +1,108 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+var _ server.VolumeStore = (*Store)(nil)
+
+const volumeColumns = `id, account_id, label, size_gb, status, created_at`
+
+func scanVolume(r rowScanner) (*server.Volume, error) {
+	var v server.Volume
+	var created int64
+	if err := r.Scan(&v.ID, &v.AccountID, &v.Label, &v.SizeGB, &v.Status, &created); err != nil {
+		return nil, err
+	}
+	v.CreatedAt = fromMicros(created)
+	return &v, nil
+}
+
+// CreateVolume implements server.VolumeStore.
+func (s *Store) CreateVolume(ctx context.Context, v *server.Volume) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO volumes (`+volumeColumns+`) VALUES (?, ?, ?, ?, ?, ?)`),
+		v.ID, v.AccountID, v.Label, v.SizeGB, v.Status, micros(v.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("insert volume: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// Volume implements server.VolumeStore.
+func (s *Store) Volume(ctx context.Context, accountID, id string) (*server.Volume, error) {
+	row := s.db.QueryRowContext(ctx, s.q(`SELECT `+volumeColumns+` FROM volumes WHERE id = ? AND account_id = ?`), id, accountID)
+	v, err := scanVolume(row)
+	if err != nil {
+		return nil, fmt.Errorf("read volume: %w", s.mapErr(err))
+	}
+	return v, nil
+}
+
+// ListVolumes implements server.VolumeStore.
+func (s *Store) ListVolumes(ctx context.Context, accountID string) ([]*server.Volume, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+volumeColumns+` FROM volumes WHERE account_id = ? ORDER BY created_at DESC, id`), accountID)
+	if err != nil {
+		return nil, fmt.Errorf("query volumes: %w", err)
+	}
+	defer rows.Close()
+	var out []*server.Volume
+	for rows.Next() {
+		v, err := scanVolume(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan volume: %w", err)
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// DeleteVolume implements server.VolumeStore. The check and the delete
+// share a transaction; AttachVolumes inserts only for an existing volume,
+// so a create racing a delete either sees the volume gone or blocks it.
+func (s *Store) DeleteVolume(ctx context.Context, accountID, id string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandbox_volumes sv JOIN sandboxes sb ON sb.id = sv.sandbox_id
+			WHERE sv.volume_id = ? AND sb.status IN (?, ?)`), id, server.StatusCreating, api.StatusActive).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("count volume mounts: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM volumes WHERE id = ? AND account_id = ?`), id, accountID)
+		if err != nil {
+			return fmt.Errorf("delete volume: %w", err)
+		}
+		if k, err := res.RowsAffected(); err != nil || k == 0 {
+			return errors.Join(server.ErrNotFound, err)
+		}
+		if n > 0 {
+			return server.ErrConflict // rolls the delete back
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sandbox_volumes WHERE volume_id = ?`), id); err != nil {
+			return fmt.Errorf("delete volume mounts: %w", err)
+		}
+		return nil
+	})
+}
+
+// AttachVolumes implements server.VolumeStore.
+func (s *Store) AttachVolumes(ctx context.Context, sandboxID string, volumeIDs []string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, id := range volumeIDs {
+			res, err := tx.ExecContext(ctx, s.q(`INSERT INTO sandbox_volumes (sandbox_id, volume_id)
+				SELECT ?, id FROM volumes WHERE id = ?`), sandboxID, id)
+			if err != nil {
+				return fmt.Errorf("attach volume: %w", s.mapErr(err))
+			}
+			if k, err := res.RowsAffected(); err != nil || k == 0 {
+				return errors.Join(fmt.Errorf("attach volume %s: %w", id, server.ErrNotFound), err)
+			}
+		}
+		return nil
+	})
+}

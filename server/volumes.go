@@ -1,0 +1,240 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// DefaultMaxVolumeGB caps size_gb of a volume when Config.MaxVolumeGB is 0.
+const DefaultMaxVolumeGB = 100
+
+// VolumeMountRoot is where volumes may be mounted in a sandbox: strictly
+// below /workspace, so the sidecar's file API (whose writable root is
+// /workspace) reaches them without a new typed root.
+const VolumeMountRoot = "/workspace"
+
+// Volume is the control plane's record of a persistent volume.
+type Volume struct {
+	ID        string
+	AccountID string
+	Label     string
+	SizeGB    float64
+	Status    string // api.VolumeReady
+	CreatedAt time.Time
+}
+
+func (v *Volume) toAPI() api.Volume {
+	return api.Volume{ID: v.ID, Label: v.Label, SizeGB: v.SizeGB, Status: v.Status, CreatedAt: v.CreatedAt.UTC()}
+}
+
+// VolumeStore holds volume records and which sandboxes mount them.
+type VolumeStore interface {
+	// CreateVolume inserts v; ErrConflict if the id exists.
+	CreateVolume(ctx context.Context, v *Volume) error
+	// Volume returns the account's volume, or ErrNotFound (also for another account's).
+	Volume(ctx context.Context, accountID, id string) (*Volume, error)
+	// ListVolumes returns the account's volumes, newest first.
+	ListVolumes(ctx context.Context, accountID string) ([]*Volume, error)
+	// DeleteVolume removes the account's volume unless a sandbox that is
+	// creating or active mounts it (ErrConflict), in one transaction;
+	// ErrNotFound if it is not the account's.
+	DeleteVolume(ctx context.Context, accountID, id string) error
+	// AttachVolumes records that the sandbox mounts the volumes.
+	AttachVolumes(ctx context.Context, sandboxID string, volumeIDs []string) error
+}
+
+// VolumeDriver is implemented by drivers that can hold volumes. A driver
+// without it refuses volume creation with not_supported.
+type VolumeDriver interface {
+	// CreateVolume makes the volume's storage with a quota of sizeBytes.
+	CreateVolume(ctx context.Context, id string, sizeBytes int64) error
+	// DeleteVolume removes it and its data; a gone volume is not an error.
+	DeleteVolume(ctx context.Context, id string) error
+}
+
+// VolumeMount is one volume a driver mounts into a sandbox.
+type VolumeMount struct {
+	ID   string // the volume's id, as given to VolumeDriver.CreateVolume
+	Path string // absolute path inside the sandbox, below VolumeMountRoot
+}
+
+// volumeDriver returns the driver's volume side, looking through the
+// metrics wrapper (which only counts sandbox operations).
+func (s *Server) volumeDriver() (VolumeDriver, error) {
+	d := s.driver
+	if cd, ok := d.(countingDriver); ok {
+		d = cd.Driver
+	}
+	vd, ok := d.(VolumeDriver)
+	if !ok {
+		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "this server's driver has no volumes")
+	}
+	return vd, nil
+}
+
+func (s *Server) maxVolumeGB() float64 {
+	if s.cfg.MaxVolumeGB > 0 {
+		return s.cfg.MaxVolumeGB
+	}
+	return DefaultMaxVolumeGB
+}
+
+// createVolume serves POST /v1/volumes.
+func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
+	var req api.CreateVolumeRequest
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	if len(req.Label) > maxLabelLen {
+		return invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
+	}
+	if req.SizeGB == 0 {
+		req.SizeGB = 1
+	}
+	if maxGB := s.maxVolumeGB(); req.SizeGB < 0 || req.SizeGB > maxGB || math.IsNaN(req.SizeGB) {
+		return invalid("size_gb", fmt.Sprintf("size_gb must be more than 0 and at most %g", maxGB), "")
+	}
+	vd, err := s.volumeDriver()
+	if err != nil {
+		return err
+	}
+	acct := accountFrom(r.Context())
+	v := &Volume{ID: NewID(), AccountID: acct.ID, Label: req.Label, SizeGB: req.SizeGB, Status: api.VolumeReady, CreatedAt: s.now()}
+	const mib = 1 << 20
+	size := max(16*mib, int64(req.SizeGB*(1<<30))/mib*mib)
+	if err := vd.CreateVolume(r.Context(), v.ID, size); err != nil {
+		s.log.ErrorContext(r.Context(), "create volume", "volume", v.ID, "err", err)
+		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not create the volume").
+			WithHint("retry; if it keeps failing, the server log has the cause under this request id")
+	}
+	if err := s.store.CreateVolume(r.Context(), v); err != nil {
+		_ = vd.DeleteVolume(context.WithoutCancel(r.Context()), v.ID)
+		return fmt.Errorf("record volume: %w", err)
+	}
+	writeJSON(w, http.StatusCreated, v.toAPI())
+	return nil
+}
+
+func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request) error {
+	vs, err := s.store.ListVolumes(r.Context(), accountFrom(r.Context()).ID)
+	if err != nil {
+		return fmt.Errorf("list volumes: %w", err)
+	}
+	out := make([]api.Volume, len(vs))
+	for i, v := range vs {
+		out[i] = v.toAPI()
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func volumeNotFound(id string) *api.Error {
+	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "volume %s not found", id).
+		WithHint("list your volumes with `boxkite volumes ls`")
+}
+
+func (s *Server) getVolume(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	v, err := s.store.Volume(r.Context(), accountFrom(r.Context()).ID, id)
+	if errors.Is(err, ErrNotFound) {
+		return volumeNotFound(id)
+	}
+	if err != nil {
+		return fmt.Errorf("load volume: %w", err)
+	}
+	writeJSON(w, http.StatusOK, v.toAPI())
+	return nil
+}
+
+// deleteVolume serves DELETE /v1/volumes/{id}: the record goes first
+// (refused while a live sandbox mounts it), then the data.
+func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	err := s.store.DeleteVolume(r.Context(), accountFrom(r.Context()).ID, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return volumeNotFound(id)
+	case errors.Is(err, ErrConflict):
+		return api.Errorf(http.StatusConflict, api.CodeVolumeInUse, "volume %s is mounted by an active sandbox", id).
+			WithHint("delete the sandboxes that mount it first")
+	case err != nil:
+		return fmt.Errorf("delete volume: %w", err)
+	}
+	if vd, err := s.volumeDriver(); err == nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), cleanupTimeout)
+		defer cancel()
+		if err := vd.DeleteVolume(ctx, id); err != nil {
+			// The record is gone; the data is an orphan the log names.
+			s.log.ErrorContext(ctx, "delete volume data", "volume", id, "err", err)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// validateVolumeMounts checks a create's volume_mounts: each path strictly
+// below VolumeMountRoot, clean, and not overlapping another (422); each
+// volume the caller's and ready (404). It returns the mounts sorted by path.
+func (s *Server) validateVolumeMounts(ctx context.Context, acct *Account, mounts map[string]string) ([]VolumeMount, error) {
+	if len(mounts) == 0 {
+		return nil, nil
+	}
+	if _, err := s.volumeDriver(); err != nil {
+		return nil, err
+	}
+	out := make([]VolumeMount, 0, len(mounts))
+	for id, p := range mounts {
+		if !path.IsAbs(p) || path.Clean(p) != p || !strings.HasPrefix(p, VolumeMountRoot+"/") {
+			return nil, invalid("volume_mounts", fmt.Sprintf("mount path %q must be a clean absolute path below %s/", p, VolumeMountRoot),
+				"mount volumes at e.g. /workspace/data")
+		}
+		out = append(out, VolumeMount{ID: id, Path: p})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	for i := 1; i < len(out); i++ {
+		if prev := out[i-1].Path; out[i].Path == prev || strings.HasPrefix(out[i].Path, prev+"/") {
+			return nil, invalid("volume_mounts", fmt.Sprintf("mount paths %s and %s overlap", prev, out[i].Path), "")
+		}
+	}
+	for _, m := range out {
+		v, err := s.store.Volume(ctx, acct.ID, m.ID)
+		if errors.Is(err, ErrNotFound) || (err == nil && v.Status != api.VolumeReady) {
+			return nil, volumeNotFound(m.ID)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load volume: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// attachVolumes records the mounts of freshly reserved sandboxes, before
+// the driver mounts anything, so a volume is never deleted under a
+// sandbox; on failure the reserved rows are removed.
+func (s *Server) attachVolumes(ctx context.Context, recs []*Sandbox, mounts []VolumeMount) error {
+	if len(mounts) == 0 {
+		return nil
+	}
+	ids := make([]string, len(mounts))
+	for i, m := range mounts {
+		ids[i] = m.ID
+	}
+	for _, sb := range recs {
+		if err := s.store.AttachVolumes(ctx, sb.ID, ids); err != nil {
+			for _, sb := range recs {
+				s.discard(ctx, sb.ID)
+			}
+			return fmt.Errorf("attach volumes: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/servertest"
+)
+
+// volEnv drives a real control plane (servertest) through HTTP.
+type volEnv struct{ re *realEnv }
+
+func (v volEnv) call(method, path, body string, want int, out any) {
+	v.re.t.Helper()
+	var r *strings.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	} else {
+		r = strings.NewReader("")
+	}
+	resp, b := v.re.do(method, path, v.re.s.APIKey, r)
+	if resp.StatusCode != want {
+		v.re.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, b, want)
+	}
+	if out != nil {
+		mustUnmarshal(v.re.t, b, out)
+	}
+}
+
+func (v volEnv) sandbox(mounts map[string]string) api.Sandbox {
+	v.re.t.Helper()
+	body, _ := json.Marshal(api.CreateSandboxRequest{VolumeMounts: mounts})
+	var sb api.Sandbox
+	v.call("POST", "/v1/sandboxes", string(body), http.StatusCreated, &sb)
+	return sb
+}
+
+func (v volEnv) exec(sb api.Sandbox, cmd string) api.ExecResult {
+	v.re.t.Helper()
+	body, _ := json.Marshal(api.ExecRequest{Command: cmd})
+	var res api.ExecResult
+	v.call("POST", sandboxPath(sb.ID, "/exec"), string(body), http.StatusOK, &res)
+	return res
+}
+
+// TestVolumeOutlivesSandbox is issue 7 acceptance 2: a file written to a
+// volume from one sandbox is read from another after the first is
+// deleted, the quota holds, and a mounted volume cannot be deleted.
+func TestVolumeOutlivesSandbox(t *testing.T) {
+	s := servertest.New(t)
+	v := volEnv{re: &realEnv{t: t, s: s}}
+
+	var vol api.Volume
+	v.call("POST", "/v1/volumes", `{"label":"data","size_gb":0.03}`, http.StatusCreated, &vol)
+	if vol.Status != api.VolumeReady || vol.Label != "data" || vol.SizeGB != 0.03 {
+		t.Fatalf("created %+v", vol)
+	}
+	var got api.Volume
+	v.call("GET", "/v1/volumes/"+vol.ID, "", http.StatusOK, &got)
+	var list []api.Volume
+	v.call("GET", "/v1/volumes", "", http.StatusOK, &list)
+	if got.ID != vol.ID || len(list) != 1 || list[0].ID != vol.ID {
+		t.Fatalf("get %+v, list %+v", got, list)
+	}
+
+	first := v.sandbox(map[string]string{vol.ID: "/workspace/data"})
+	if res := v.exec(first, "echo kept > /workspace/data/f && cat /workspace/data/f"); res.ExitCode != 0 || res.Stdout != "kept\n" {
+		t.Fatalf("write: %+v", res)
+	}
+	// The quota: 30 MiB of volume cannot take 64 MiB.
+	res := v.exec(first, "dd if=/dev/zero of=/workspace/data/big bs=1M count=64 2>&1; echo rc=$?")
+	if !strings.Contains(res.Stdout, "No space left on device") {
+		t.Fatalf("writing past the quota: %+v", res)
+	}
+	v.exec(first, "rm -f /workspace/data/big")
+	v.call("DELETE", "/v1/volumes/"+vol.ID, "", http.StatusConflict, nil)
+
+	v.call("DELETE", sandboxPath(first.ID), "", http.StatusNoContent, nil)
+	second := v.sandbox(map[string]string{vol.ID: "/workspace/again"})
+	if res := v.exec(second, "cat /workspace/again/f"); res.ExitCode != 0 || res.Stdout != "kept\n" {
+		t.Fatalf("read from a second sandbox: %+v", res)
+	}
+	v.call("DELETE", sandboxPath(second.ID), "", http.StatusNoContent, nil)
+	v.call("DELETE", "/v1/volumes/"+vol.ID, "", http.StatusNoContent, nil)
+	v.call("GET", "/v1/volumes/"+vol.ID, "", http.StatusNotFound, nil)
+}
+
+func TestVolumeMountValidation(t *testing.T) {
+	s := servertest.New(t)
+	v := volEnv{re: &realEnv{t: t, s: s}}
+	var vol api.Volume
+	v.call("POST", "/v1/volumes", `{}`, http.StatusCreated, &vol)
+	if vol.SizeGB != 1 {
+		t.Errorf("default size_gb = %v, want 1", vol.SizeGB)
+	}
+	v.call("POST", "/v1/volumes", `{"size_gb":-1}`, http.StatusUnprocessableEntity, nil)
+	v.call("POST", "/v1/volumes", `{"size_gb":100000}`, http.StatusUnprocessableEntity, nil)
+	for _, tc := range []struct {
+		name   string
+		mounts string
+		want   int
+	}{
+		{"unknown volume", `{"nope":"/workspace/x"}`, http.StatusNotFound},
+		{"relative", fmt.Sprintf(`{%q:"workspace/x"}`, vol.ID), http.StatusUnprocessableEntity},
+		{"workspace itself", fmt.Sprintf(`{%q:"/workspace"}`, vol.ID), http.StatusUnprocessableEntity},
+		{"outside workspace", fmt.Sprintf(`{%q:"/etc/x"}`, vol.ID), http.StatusUnprocessableEntity},
+		{"unclean", fmt.Sprintf(`{%q:"/workspace/../etc"}`, vol.ID), http.StatusUnprocessableEntity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v.re.t = t
+			v.call("POST", "/v1/sandboxes", `{"volume_mounts":`+tc.mounts+`}`, tc.want, nil)
+		})
+	}
+}
