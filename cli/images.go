@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+// importTimeout bounds uploading an image archive.
+const importTimeout = 30 * time.Minute
+
+func newImagesCmd(app *App) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:     "images",
+		Aliases: []string{"image"},
+		Short:   "Build, import, list and remove sandbox images",
+		Long: `Sandbox images are root filesystems sandboxes boot from
+(boxkite session create --image ID). Import one from an OCI or docker save
+archive, or build one from the host's system plus packages.`,
+		GroupID: groupSandboxes,
+	})
+	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app), newImagesGetCmd(app), newImagesRmCmd(app))
+	return cmd
+}
+
+func newImagesBuildCmd(app *App) *cobra.Command {
+	var (
+		req  api.CreateImageRequest
+		wait bool
+		out  outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "build [--apt-package NAME[=VERSION]]... [--python-package NAME==VERSION]... [--npm-package NAME@VERSION]...",
+		Short: "Build an image: the host's system plus packages",
+		Example: "  boxkite images build --apt-package jq --wait\n" +
+			"  id=$(boxkite images build --label data --python-package pandas==2.2.3)",
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			img, err := c.CreateImage(cmd.Context(), req)
+			if err != nil {
+				return fmt.Errorf("build image: %w", err)
+			}
+			return finishImage(cmd.Context(), app, c, img, wait, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Label, "label", "", "a `label` for the image")
+	f.StringVar(&req.Base, "base", "", "`base` image (default boxkite-default: the host's system)")
+	f.StringArrayVar(&req.AptPackages, "apt-package", nil, "apt `package` to install, optionally pinned name=version (repeatable)")
+	f.StringArrayVar(&req.PythonPackages, "python-package", nil, "pip `package` pinned as name==version (repeatable)")
+	f.StringArrayVar(&req.NPMPackages, "npm-package", nil, "npm `package` pinned as name@version (repeatable)")
+	f.BoolVar(&wait, "wait", false, "wait until the image is completed or failed")
+	out.register(cmd)
+	return cmd
+}
+
+func newImagesImportCmd(app *App) *cobra.Command {
+	var (
+		label string
+		wait  bool
+		out   outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:     "import FILE.tar",
+		Short:   "Import an OCI image layout tar or a docker save archive",
+		Example: "  docker save python:3.12-slim > py.tar && boxkite images import py.tar --wait",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			f, err := os.Open(args[0])
+			if err != nil {
+				return fmt.Errorf("import image: %w", err)
+			}
+			defer f.Close()
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), importTimeout)
+			defer cancel()
+			img, err := c.ImportImage(ctx, label, f)
+			if err != nil {
+				return fmt.Errorf("import image: %w", err)
+			}
+			return finishImage(cmd.Context(), app, c, img, wait, asJSON)
+		},
+	}
+	cmd.Flags().StringVar(&label, "label", "", "a `label` for the image")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the image is completed or failed")
+	out.register(cmd)
+	return cmd
+}
+
+// finishImage optionally waits for img to settle, then prints it: its id
+// on stdout (for scripts), or JSON.
+func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image, wait, asJSON bool) error {
+	if wait {
+		var err error
+		if img, err = waitImage(ctx, app.IO.ErrOut, c, img); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		return writeJSON(app.IO.Out, img)
+	}
+	fmt.Fprintln(app.IO.Out, img.ID)
+	if img.Status == api.ImageFailed {
+		return fmt.Errorf("image %s failed: %s", img.ID, img.FailureReason)
+	}
+	return nil
+}
+
+// waitImage polls img until it is completed or failed, reporting each
+// status change on progress.
+func waitImage(ctx context.Context, progress io.Writer, c *client.Client, img *api.Image) (*api.Image, error) {
+	last := ""
+	for {
+		if img.Status != last {
+			fmt.Fprintf(progress, "image %s: %s\n", img.ID, img.Status)
+			last = img.Status
+		}
+		if img.Status == api.ImageCompleted || img.Status == api.ImageFailed {
+			return img, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for image: %w", ctx.Err())
+		case <-time.After(time.Second):
+		}
+		next, err := c.GetImage(ctx, img.ID)
+		if err != nil {
+			return nil, fmt.Errorf("wait for image: %w", err)
+		}
+		img = next
+	}
+}
+
+func newImagesLsCmd(app *App) *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the account's images",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			imgs, err := c.ListImages(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list images: %w", err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, imgs)
+			}
+			return writeImageTable(app.IO.Out, app.IO.Color, imgs, time.Now())
+		},
+	}
+	out.register(cmd)
+	return cmd
+}
+
+func writeImageTable(w io.Writer, color bool, imgs []api.Image, now time.Time) error {
+	if len(imgs) == 0 {
+		return nil
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, bold(color, "ID\tLABEL\tSOURCE\tSTATUS\tSIZE\tAGE"))
+	for _, im := range imgs {
+		size := "-"
+		if im.SizeBytes > 0 {
+			size = fmt.Sprintf("%.1f MiB", float64(im.SizeBytes)/(1<<20))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", im.ID, im.Label, im.Source, im.Status, size, shortDuration(now.Sub(im.CreatedAt)))
+	}
+	return tw.Flush()
+}
+
+func newImagesGetCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one image as JSON",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			img, err := c.GetImage(cmd.Context(), args[0])
+			if err != nil {
+				return fmt.Errorf("get image: %w", err)
+			}
+			return writeJSON(app.IO.Out, img)
+		},
+	}
+}
+
+func newImagesRmCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm ID",
+		Short: "Remove an image no sandbox boots from",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteImage(cmd.Context(), args[0]); err != nil {
+				return fmt.Errorf("remove image: %w", err)
+			}
+			fmt.Fprintf(app.IO.ErrOut, "removed image %s\n", args[0])
+			return nil
+		},
+	}
+}
