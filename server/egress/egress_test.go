@@ -1,0 +1,206 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestForbidden(t *testing.T) {
+	for _, tc := range []struct {
+		addr    string
+		allowed bool
+	}{
+		{"93.184.216.34", true},
+		{"2606:4700::1111", true},
+		{"127.0.0.1", false},
+		{"::1", false},
+		{"10.0.0.1", false},
+		{"172.16.5.5", false},
+		{"192.168.1.1", false},
+		{"169.254.169.254", false},
+		{"fd00:ec2::254", false},
+		{"fe80::1", false},
+		{"0.0.0.0", false},
+		{"::", false},
+		{"224.0.0.1", false},
+		{"ff02::1", false},
+		{"100.64.0.1", false},
+		{"255.255.255.255", false},
+		{"::ffff:127.0.0.1", false},
+		{"::ffff:169.254.169.254", false},
+		{"64:ff9b::a9fe:a9fe", false}, // NAT64 of 169.254.169.254
+		{"64:ff9b::5db8:d822", true},  // NAT64 of a public address
+		{"::10.0.0.1", false},         // IPv4-compatible
+		{"2002:0a00:0001::1", false},  // 6to4 of 10.0.0.1
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			why := Forbidden(netip.MustParseAddr(tc.addr))
+			if (why == "") != tc.allowed {
+				t.Errorf("Forbidden(%s) = %q, want allowed %v", tc.addr, why, tc.allowed)
+			}
+		})
+	}
+}
+
+func TestAllowlist(t *testing.T) {
+	var l Allowlist
+	for _, s := range []string{"api.example.com", "*.svc.example.org:8443"} {
+		g, err := ParseGrant(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l = append(l, g)
+	}
+	for _, tc := range []struct {
+		host string
+		port int
+		want bool
+	}{
+		{"api.example.com", 443, true},
+		{"API.example.com.", 443, true},
+		{"api.example.com", 80, false},
+		{"x.api.example.com", 443, false},
+		{"a.svc.example.org", 8443, true},
+		{"a.b.svc.example.org", 8443, true},
+		{"svc.example.org", 8443, false},
+		{"evilsvc.example.org", 8443, false},
+		{"93.184.216.34", 443, false},
+	} {
+		if got := l.Allows(tc.host, tc.port); got != tc.want {
+			t.Errorf("Allows(%s, %d) = %v, want %v", tc.host, tc.port, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "*.", "a b", "x:0", "x:99999", "*"} {
+		if _, err := ParseGrant(bad); err == nil {
+			t.Errorf("ParseGrant(%q) succeeded", bad)
+		}
+	}
+}
+
+type mapResolver map[string]string
+
+func (m mapResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	a, ok := m[host]
+	if !ok {
+		return nil, fmt.Errorf("no such host %s", host)
+	}
+	return []netip.Addr{netip.MustParseAddr(a)}, nil
+}
+
+// TestProxy drives CONNECT and plain-HTTP forwarding through a proxy
+// whose test resolver maps names to a loopback server it may reach
+// (Permit) and to forbidden addresses it may not.
+func TestProxy(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "hello from origin")
+	}))
+	defer origin.Close()
+	_, port, _ := net.SplitHostPort(origin.Listener.Addr().String())
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []Decision
+	p := &Proxy{
+		Resolver: mapResolver{"test.example": "127.0.0.1", "meta.example": "169.254.169.254", "lan.example": "10.0.0.1"},
+		Permit:   func(a netip.Addr) bool { return a.IsLoopback() },
+	}
+	var allow Allowlist
+	for _, h := range []string{"test.example", "meta.example", "lan.example"} {
+		allow = append(allow, Grant{Host: h, Port: atoi(t, port)})
+	}
+	done := make(chan struct{})
+	go func() {
+		p.Serve(l, allow, func(d Decision) { mu.Lock(); got = append(got, d); mu.Unlock() })
+		close(done)
+	}()
+
+	// Plain HTTP through the proxy.
+	proxyURL := "http://" + l.Addr().String()
+	client := &http.Client{Transport: &http.Transport{Proxy: func(*http.Request) (*url.URL, error) { return url.Parse(proxyURL) }}}
+	for _, tc := range []struct {
+		host string
+		want int
+	}{
+		{"test.example", 200},
+		{"other.example", 403},
+		{"meta.example", 403},
+		{"lan.example", 403},
+	} {
+		resp, err := client.Get("http://" + net.JoinHostPort(tc.host, port) + "/")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.host, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || (tc.want == 200 && string(body) != "hello from origin") {
+			t.Errorf("%s: %d %q, want %d", tc.host, resp.StatusCode, body, tc.want)
+		}
+	}
+
+	// CONNECT, then HTTP inside the tunnel.
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "CONNECT test.example:%s HTTP/1.1\r\nHost: test.example:%s\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", port, port)
+	all, _ := io.ReadAll(bufio.NewReader(c))
+	c.Close()
+	if !strings.HasPrefix(string(all), "HTTP/1.1 200 Connection established") || !strings.Contains(string(all), "hello from origin") {
+		t.Errorf("CONNECT: %q", all)
+	}
+
+	l.Close()
+	<-done
+	want := []Decision{
+		{Allowed: true, Host: "test.example", Reason: "granted", Addr: netip.MustParseAddr("127.0.0.1")},
+		{Host: "other.example", Reason: "not granted"},
+		{Host: "meta.example", Reason: "resolves to a link-local address", Addr: netip.MustParseAddr("169.254.169.254")},
+		{Host: "lan.example", Reason: "resolves to a private address", Addr: netip.MustParseAddr("10.0.0.1")},
+		{Allowed: true, Host: "test.example", Reason: "granted", Addr: netip.MustParseAddr("127.0.0.1")},
+	}
+	for i := range want {
+		want[i].Port = atoi(t, port)
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("decisions (-want +got):\n%s", diff)
+	}
+}
+
+func TestProxyRefusesLoopbackWithoutPermit(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := &Proxy{Resolver: mapResolver{"test.example": "127.0.0.1"}}
+	ds := make(chan Decision, 1)
+	go p.Serve(l, Allowlist{{Host: "test.example", Port: 80}}, func(x Decision) { ds <- x })
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprint(c, "GET http://test.example/ HTTP/1.1\r\nHost: test.example\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if d := <-ds; resp.StatusCode != http.StatusForbidden || d.Allowed || d.Reason != "resolves to a loopback address" {
+		t.Errorf("got %d, decision %+v", resp.StatusCode, d)
+	}
+}

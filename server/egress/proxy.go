@@ -1,0 +1,196 @@
+package egress
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Decision is one connection the proxy let through or refused.
+type Decision struct {
+	Allowed bool
+	Host    string
+	Port    int
+	Addr    netip.Addr // the address dialled; invalid when refused before
+	Reason  string     // why it was refused, or "granted"
+}
+
+// A Resolver looks names up; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Proxy serves sandboxes' egress listeners. Its zero value is not usable;
+// fill Resolver (nil means net.DefaultResolver) as needed.
+type Proxy struct {
+	Resolver Resolver
+	// Permit, when set, overrides Forbidden for the addresses it returns
+	// true for. Only tests set it, to reach loopback servers they start;
+	// nothing else may, or the proxy reaches the host.
+	Permit func(netip.Addr) bool
+	// DialTimeout bounds resolving and connecting; 0 means 10 s.
+	DialTimeout time.Duration
+	Log         *slog.Logger
+}
+
+const maxHeader = 64 << 10
+
+// Serve accepts connections on l until it is closed, letting through
+// what allow grants and calling report with every decision.
+func (p *Proxy) Serve(l net.Listener, allow Allowlist, report func(Decision)) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		wg.Go(func() {
+			defer c.Close()
+			p.handle(c, allow, report)
+		})
+	}
+}
+
+func (p *Proxy) handle(c net.Conn, allow Allowlist, report func(Decision)) {
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	// The limit bounds the request head only; what follows it (a TLS
+	// handshake after CONNECT) stays in br and is forwarded.
+	lr := &io.LimitedReader{R: c, N: maxHeader}
+	br := bufio.NewReader(lr)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	lr.N = 1 << 62
+	_ = c.SetReadDeadline(time.Time{})
+	connect := req.Method == http.MethodConnect
+	host, port, ok := target(req)
+	if !ok {
+		writeStatus(c, http.StatusBadRequest, "bad proxy request")
+		return
+	}
+	d := Decision{Host: host, Port: port}
+	up, err := p.dial(host, port, allow, &d)
+	report(d)
+	if err != nil {
+		writeStatus(c, http.StatusForbidden, "egress refused: "+d.Reason)
+		return
+	}
+	defer up.Close()
+	if connect {
+		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+			return
+		}
+	} else {
+		req.Header.Del("Proxy-Connection")
+		req.Header.Del("Proxy-Authorization")
+		req.Close = true // one request per connection keeps framing simple
+		if err := req.Write(up); err != nil {
+			return
+		}
+	}
+	splice(c, br, up)
+}
+
+// target returns the host and port a proxy request is for.
+func target(req *http.Request) (string, int, bool) {
+	hostport, def := req.Host, 80
+	if req.Method == http.MethodConnect {
+		hostport, def = req.RequestURI, 0
+	} else if req.URL == nil || req.URL.Scheme != "http" || req.URL.Host == "" {
+		return "", 0, false // origin-form or https: nothing a forward proxy serves
+	} else {
+		hostport = req.URL.Host
+	}
+	host, ps, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if def == 0 {
+			return "", 0, false
+		}
+		host, ps = hostport, strconv.Itoa(def)
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port < 1 || port > 65535 || host == "" {
+		return "", 0, false
+	}
+	return host, port, true
+}
+
+// dial checks the grant, resolves, checks every address and connects to
+// the first allowed one, filling d.
+func (p *Proxy) dial(host string, port int, allow Allowlist, d *Decision) (net.Conn, error) {
+	if !allow.Allows(host, port) {
+		d.Reason = "not granted"
+		return nil, errors.New(d.Reason)
+	}
+	timeout := p.DialTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var r Resolver = net.DefaultResolver
+	if p.Resolver != nil {
+		r = p.Resolver
+	}
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		d.Reason = "does not resolve"
+		return nil, errors.New(d.Reason)
+	}
+	// Every address must pass: a name that resolves to one public and one
+	// private address is refused outright rather than half used.
+	for _, a := range addrs {
+		if why := Forbidden(a); why != "" && (p.Permit == nil || !p.Permit(a)) {
+			d.Addr, d.Reason = a.Unmap(), "resolves to a "+why
+			return nil, errors.New(d.Reason)
+		}
+	}
+	var dl net.Dialer
+	var lastErr error
+	for _, a := range addrs {
+		c, err := dl.DialContext(ctx, "tcp", netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
+		if err == nil {
+			d.Allowed, d.Addr, d.Reason = true, a.Unmap(), "granted"
+			return c, nil
+		}
+		lastErr = err
+	}
+	d.Reason = "connect failed"
+	return nil, lastErr
+}
+
+func writeStatus(w io.Writer, code int, msg string) {
+	_, _ = io.WriteString(w, "HTTP/1.1 "+strconv.Itoa(code)+" "+http.StatusText(code)+
+		"\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: "+strconv.Itoa(len(msg)+1)+"\r\n\r\n"+msg+"\n")
+}
+
+// splice copies both ways until either side is done.
+func splice(client net.Conn, buffered io.Reader, up net.Conn) {
+	done := make(chan struct{}, 2)
+	go func() {
+		_, _ = io.Copy(up, buffered)
+		if cw, ok := up.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	go func() {
+		_, _ = io.Copy(client, up)
+		if cw, ok := client.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}()
+	<-done
+	<-done
+}
