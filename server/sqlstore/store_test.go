@@ -85,6 +85,8 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Usage", testUsage},
 		{"ReserveSandboxes", testReserveSandboxes},
 		{"Idempotency", testIdempotency},
+		{"ExecLogAfter", testExecLogAfter},
+		{"AllowedCommands", testAllowedCommands},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
