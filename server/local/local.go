@@ -83,6 +83,11 @@ type Config struct {
 	// (reference §2.4): 0 means the sidecar's default (500 calls, 3600 s),
 	// negative no limit.
 	MaxExecCount, MaxExecSeconds int
+
+	// WarmPool is how many sandboxes of the default size and storage are
+	// kept started ahead of need and handed out by Create (pool.go); 0
+	// means none.
+	WarmPool int
 }
 
 // Driver runs each sandbox as a jailed boxkite-sidecar process. A Driver is
@@ -100,6 +105,8 @@ type Driver struct {
 
 	mu       sync.Mutex
 	children map[string]<-chan struct{} // jails this process started, closed once reaped
+
+	pool *pool // warm sandboxes (pool.go)
 
 	volMu sync.Mutex // serialises mounting and deleting volumes (volumes.go)
 }
@@ -139,6 +146,9 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
 	if err := os.MkdirAll(d.sandboxesDir(), 0o700); err != nil {
+		return nil, fmt.Errorf("new local driver: %w", err)
+	}
+	if err := d.startPool(); err != nil {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
 	return d, nil
@@ -229,6 +239,9 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 	lim, ok := d.limits(spec.Size)
 	if !ok {
 		return server.Endpoint{}, fmt.Errorf("create sandbox: unknown size %q", spec.Size)
+	}
+	if ep, handled, err := d.claimWarm(ctx, spec); handled {
+		return ep, err
 	}
 	dir := d.sandboxDir(spec.ID)
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -369,14 +382,14 @@ func (d *Driver) cgroupName(id string) string {
 }
 
 // start launches the jail in its cgroup, records its state and reaps it in
-// the background.
-func (d *Driver) start(js jail.Spec, st state, token, dir string) (<-chan struct{}, error) {
+// the background. initArgs follow the sidecar's init subcommand.
+func (d *Driver) start(js jail.Spec, st state, token, dir string, initArgs ...string) (<-chan struct{}, error) {
 	logf, err := os.OpenFile(filepath.Join(dir, "sidecar.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close() // the jail holds its own copy
-	cmd := &exec.Cmd{Path: d.sidecar, Args: []string{"boxkite-sidecar", "init"}, Stdout: logf, Stderr: logf}
+	cmd := &exec.Cmd{Path: d.sidecar, Args: append([]string{"boxkite-sidecar", "init"}, initArgs...), Stdout: logf, Stderr: logf}
 	if err := jail.Start(cmd, js, token, st.Cgroup.Add); err != nil {
 		return nil, err
 	}
@@ -417,7 +430,12 @@ func (d *Driver) Delete(ctx context.Context, id string) error {
 	if !validID.MatchString(id) {
 		return nil // no such sandbox can exist
 	}
-	dir := d.sandboxDir(id)
+	return d.remove(ctx, id, d.sandboxDir(id))
+}
+
+// remove deletes the jail in dir, a sandbox or a warm pool member (pool.go)
+// that this driver's children know as id.
+func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	st, err := readState(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -500,17 +518,19 @@ func (d *Driver) List(ctx context.Context) ([]server.Observed, error) {
 }
 
 // Shutdown deletes every sandbox of the state directory concurrently,
-// whether or not this Driver started it. `boxkite down` calls it on SIGTERM.
+// whether or not this Driver started it, and the warm pool. `boxkite down`
+// calls it on SIGTERM.
 func (d *Driver) Shutdown(ctx context.Context) error {
+	perr := d.pool.stop(ctx)
 	obs, err := d.List(ctx)
 	if err != nil {
-		return err
+		return errors.Join(perr, err)
 	}
-	errs := make([]error, len(obs))
+	errs := make([]error, len(obs), len(obs)+1)
 	var wg sync.WaitGroup
 	for i, o := range obs {
 		wg.Go(func() { errs[i] = d.Delete(ctx, o.ID) })
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(append(errs, perr)...)
 }

@@ -1,0 +1,15 @@
+package api
+
+// SandboxStats is the answer of GET /v1/sandboxes/{id}/stats: what the
+// sandbox holds on its host right now, from the driver's accounting (the
+// local driver reads the sandbox's cgroup).
+type SandboxStats struct {
+	// MemoryBytes is all memory charged to the sandbox: its processes'
+	// anonymous memory, the page cache they brought in and kernel memory.
+	MemoryBytes int64 `json:"memory_bytes"`
+	// MemoryAnonBytes is the anonymous part (heaps, stacks): memory no
+	// other sandbox shares.
+	MemoryAnonBytes int64 `json:"memory_anon_bytes"`
+	// Pids counts its tasks, threads included.
+	Pids int64 `json:"pids"`
+}

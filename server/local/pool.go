@@ -1,0 +1,390 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/sidecar/jail"
+	"golang.org/x/sys/unix"
+)
+
+// The warm pool keeps Config.WarmPool sandboxes started ahead of need, in
+// StateDir/pool/<name>, so that Create can hand one out instead of paying
+// for a jail's set-up and two Go process starts (init, then serve).
+//
+// A member is an ordinary jail of the default size and storage whose
+// sidecar was started with --claimable and a pool token that only this
+// driver knows (it is in the member's state.json). Nothing ever runs in it.
+// Claiming it for a sandbox:
+//
+//  1. renames StateDir/pool/<name> to StateDir/sandboxes/<id> (the jail's
+//     mounts are detached clones or path-independent binds, and the loop
+//     mount moves with its directory);
+//  2. applies the requested size's cgroup limits if they differ;
+//  3. POST /claim with the pool token, which makes the sidecar replace it
+//     with a fresh token; the sidecar refuses unless it has served nothing
+//     but /health, so a claimed sandbox is as clean as a fresh one (empty
+//     workspace and outputs, only init and serve running, no interpreter,
+//     terminal or LSP, the whole exec budget) without resetting anything;
+//  4. records the new token and socket path in state.json.
+//
+// Only requests a member fits are served from the pool: no image, no
+// volumes, the default storage quota (the disk image's size is fixed), and
+// a size with the pool's pids limit (the jail's RLIMIT_NPROC derives from
+// it and cannot be raised). Others, and creates that find the pool empty,
+// start cold. A failed claim deletes the member and falls back to a cold
+// start. One goroutine refills the pool, one member at a time, after
+// every claim.
+//
+// Members are not sandboxes: List does not report them. Shutdown deletes
+// them, and New deletes those a previous driver left behind (a member's
+// state is the pool's business, and the configuration may have changed).
+// A member's cgroup keeps its pool name after the claim; state.json
+// records it.
+
+// poolPrefix starts every member's name, which is also its jail and cgroup id.
+const poolPrefix = "warm-"
+
+func (d *Driver) poolDir() string { return filepath.Join(d.cfg.StateDir, "pool") }
+
+// pool is the set of members ready to claim and the goroutine filling it.
+type pool struct {
+	d    *Driver
+	size int
+
+	mu     sync.Mutex
+	ready  []string // member names, oldest first
+	closed bool     // stop has begun: members made from now on are deleted
+
+	kick   chan struct{} // wakes the filler; buffered, one pending kick is enough
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the filler has returned
+}
+
+// startPool deletes the members a previous driver left and starts
+// filling a pool of Config.WarmPool members in the background.
+func (d *Driver) startPool() error {
+	if err := d.clearPool(context.Background()); err != nil {
+		return fmt.Errorf("clear warm pool: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pool{d: d, size: max(0, d.cfg.WarmPool), kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	d.pool = p
+	if p.size == 0 {
+		close(p.done)
+		return nil
+	}
+	go p.fill(ctx)
+	return nil
+}
+
+// clearPool deletes every member in the pool directory.
+func (d *Driver) clearPool(ctx context.Context) error {
+	entries, err := os.ReadDir(d.poolDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		errs = append(errs, d.removeMember(ctx, e.Name()))
+	}
+	return errors.Join(errs...)
+}
+
+// removeMember deletes an unclaimed member like a sandbox.
+func (d *Driver) removeMember(ctx context.Context, name string) error {
+	return d.remove(ctx, name, filepath.Join(d.poolDir(), name))
+}
+
+// fill keeps the pool at its size until ctx ends. A failing start is
+// retried with a growing pause, so a broken host does not spin.
+func (p *pool) fill(ctx context.Context) {
+	defer close(p.done)
+	const minPause, maxPause = 100 * time.Millisecond, 30 * time.Second
+	pause := minPause
+	for {
+		for p.short() {
+			name, err := p.d.startMember(ctx)
+			if ctx.Err() != nil {
+				if err == nil {
+					p.add(name) // deleted by stop, which waits for this goroutine
+				}
+				return
+			}
+			if err != nil {
+				p.d.log.Warn("warm pool: start a sandbox", "err", err, "retry_in", pause)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(pause):
+				}
+				pause = min(2*pause, maxPause)
+				continue
+			}
+			pause = minPause
+			p.add(name)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.kick:
+		}
+	}
+}
+
+func (p *pool) short() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.ready) < p.size
+}
+
+func (p *pool) add(name string) {
+	p.mu.Lock()
+	p.ready = append(p.ready, name)
+	p.mu.Unlock()
+}
+
+// take removes the oldest ready member and wakes the filler.
+func (p *pool) take() (string, bool) {
+	p.mu.Lock()
+	var name string
+	ok := len(p.ready) > 0 && !p.closed
+	if ok {
+		name, p.ready = p.ready[0], p.ready[1:]
+	}
+	p.mu.Unlock()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+	return name, ok
+}
+
+// putBack returns an intact member that could not be claimed.
+func (p *pool) putBack(name string) {
+	p.mu.Lock()
+	closed := p.closed
+	if !closed {
+		p.ready = append([]string{name}, p.ready...)
+	}
+	p.mu.Unlock()
+	if closed { // stop has collected the others already
+		_ = p.d.removeMember(context.Background(), name)
+	}
+}
+
+// stop ends the filler and deletes every member.
+func (p *pool) stop(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return fmt.Errorf("stop warm pool: %w", ctx.Err())
+	}
+	p.mu.Lock()
+	names := p.ready
+	p.ready = nil
+	p.mu.Unlock()
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { errs[i] = p.d.removeMember(ctx, name) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// poolSpec is what every member is made from: the default size and storage.
+var poolSpec = server.Spec{}
+
+// fits reports whether a member can become the sandbox spec asks for.
+func (d *Driver) fits(spec server.Spec) bool {
+	if spec.ImageRoot != "" || len(spec.Volumes) > 0 {
+		return false
+	}
+	if d.quota(spec.StorageGB) != d.quota(poolSpec.StorageGB) {
+		return false
+	}
+	lim, ok := d.limits(spec.Size)
+	base, _ := d.limits(poolSpec.Size)
+	return ok && lim.Pids == base.Pids
+}
+
+// startMember starts one member and returns its name once its sidecar
+// answers /health. On failure nothing of it is left.
+func (d *Driver) startMember(ctx context.Context) (name string, err error) {
+	token, err := newToken()
+	if err != nil {
+		return "", err
+	}
+	name = poolPrefix + token[:16]
+	dir := filepath.Join(d.poolDir(), name)
+	if err := os.MkdirAll(d.poolDir(), 0o700); err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", err
+	}
+	defer func() {
+		if err != nil {
+			if rerr := d.removeMember(context.WithoutCancel(ctx), name); rerr != nil {
+				d.log.Error("warm pool: clean up a failed start", "name", name, "err", rerr)
+			}
+		}
+	}()
+	if token, err = newToken(); err != nil { // the pool token, unrelated to the name
+		return "", err
+	}
+	spec := poolSpec
+	spec.ID = name
+	lim, _ := d.limits(spec.Size)
+	js, st, err := d.prepare(spec, dir, lim)
+	if err != nil {
+		return "", err
+	}
+	done, err := d.start(js, st, token, dir, "--claimable")
+	if err != nil {
+		return "", err
+	}
+	ep := server.Endpoint{Network: "unix", Address: filepath.Join(js.RunDir, jail.SocketName), Token: token}
+	if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
+		return "", fmt.Errorf("%w%s", err, logTail(dir))
+	}
+	d.log.Debug("warm pool: sandbox ready", "name", name)
+	return name, nil
+}
+
+// claimWarm makes spec's sandbox out of a pool member if one fits and is
+// ready. handled false means the caller must start the sandbox cold; a
+// member that fails to be claimed is deleted and does not fail the create.
+func (d *Driver) claimWarm(ctx context.Context, spec server.Spec) (ep server.Endpoint, handled bool, err error) {
+	if d.pool == nil || !d.fits(spec) {
+		return ep, false, nil
+	}
+	name, ok := d.pool.take()
+	if !ok {
+		return ep, false, nil
+	}
+	src, dst := filepath.Join(d.poolDir(), name), d.sandboxDir(spec.ID)
+	if err := renameNoReplace(src, dst); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			d.pool.putBack(name)
+			return ep, true, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		}
+		d.log.Warn("warm pool: claim failed; starting cold", "name", name, "err", err)
+		go func() { _ = d.removeMember(context.WithoutCancel(ctx), name) }()
+		return ep, false, nil
+	}
+	d.mu.Lock()
+	if done, ok := d.children[name]; ok {
+		d.children[spec.ID] = done
+		delete(d.children, name)
+	}
+	d.mu.Unlock()
+	// From here the member is the sandbox and goes by its id.
+	ep, err = d.adopt(ctx, spec, dst)
+	if err == nil {
+		d.log.Debug("sandbox created from the warm pool", "id", spec.ID, "member", name)
+		return ep, true, nil
+	}
+	d.log.Warn("warm pool: claim failed; starting cold", "name", name, "err", err)
+	if derr := d.Delete(context.WithoutCancel(ctx), spec.ID); derr != nil {
+		return ep, true, fmt.Errorf("create sandbox %s: %w (and removing the warm sandbox: %v)", spec.ID, err, derr)
+	}
+	return ep, false, nil
+}
+
+// adopt turns the member now at dir into spec's sandbox: its size's
+// limits, a fresh token, and its state file.
+func (d *Driver) adopt(ctx context.Context, spec server.Spec, dir string) (server.Endpoint, error) {
+	st, err := readState(dir)
+	if err != nil {
+		return server.Endpoint{}, err
+	}
+	lim, _ := d.limits(spec.Size)
+	if base, _ := d.limits(poolSpec.Size); lim != base && len(st.Cgroup.Dirs) > 0 {
+		if err := st.Cgroup.SetLimits(lim); err != nil {
+			return server.Endpoint{}, err
+		}
+	}
+	token, err := newToken()
+	if err != nil {
+		return server.Endpoint{}, err
+	}
+	socket := filepath.Join(dir, "run", jail.SocketName)
+	if err := claimSidecar(ctx, socket, st.Token, token); err != nil {
+		return server.Endpoint{}, err
+	}
+	st.Socket, st.Token = socket, token
+	if err := writeState(dir, st); err != nil {
+		return server.Endpoint{}, err
+	}
+	return server.Endpoint{Network: "unix", Address: socket, Token: token}, nil
+}
+
+// claimSidecar asks a member's sidecar to swap the pool token for token.
+func claimSidecar(ctx context.Context, socket, poolToken, token string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	body, err := json.Marshal(map[string]string{"token": token})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://sidecar/claim", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Sidecar-Auth-Token", poolToken)
+	resp, err := unixClient(socket).Do(req)
+	if err != nil {
+		return fmt.Errorf("claim sidecar: %w", err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("claim sidecar: %s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+// renameNoReplace renames a directory, failing with fs.ErrExist rather
+// than replacing an existing (empty) one.
+func renameNoReplace(src, dst string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		// A filesystem without RENAME_NOREPLACE: ids are unique, so a
+		// check first is as good in practice.
+		if _, serr := os.Lstat(dst); serr == nil {
+			return &os.LinkError{Op: "rename", Old: src, New: dst, Err: fs.ErrExist}
+		}
+		err = os.Rename(src, dst)
+	}
+	if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
+		return &os.LinkError{Op: "rename", Old: src, New: dst, Err: fs.ErrExist}
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: src, New: dst, Err: err}
+	}
+	return nil
+}
