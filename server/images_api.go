@@ -17,6 +17,12 @@ const maxImageArchive = 8 << 30
 // errors are *api.Error values where the client should see them.
 type ImageStore interface {
 	Import(ctx context.Context, account, label string, body io.Reader) (api.Image, error)
+	// Build queues a declarative build; an identical spec of the account
+	// returns its existing image with created false.
+	Build(ctx context.Context, account, label string, spec api.ImageSpec) (img api.Image, created bool, err error)
+	// Logs writes the build log to w, following it until the build ends
+	// when follow is set.
+	Logs(ctx context.Context, account, id string, w io.Writer, follow bool, flush func()) error
 	List(account string) ([]api.Image, error)
 	Get(account, id string) (api.Image, error)
 	// Delete refuses an image a sandbox uses; inUse says whether a
@@ -28,7 +34,9 @@ type ImageStore interface {
 }
 
 func (s *Server) imageRoutes() {
+	s.handle("POST /v1/images", s.buildImage)
 	s.handle("POST /v1/images/import", s.importImage)
+	s.handle("GET /v1/images/{id}/logs", s.imageLogs)
 	s.handle("GET /v1/images", s.listImages)
 	s.handle("GET /v1/images/{id}", s.getImage)
 	s.handle("DELETE /v1/images/{id}", s.deleteImage)
@@ -59,6 +67,48 @@ func (s *Server) importImage(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusAccepted, img)
 	return nil
+}
+
+// buildImage serves POST /v1/images: 202 with a queued build, or 200 with
+// the account's image of an identical spec.
+func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	var req api.CreateImageRequest
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	if len(req.Label) > maxLabelLen {
+		return invalid("label", "label is too long", "")
+	}
+	img, created, err := st.Build(r.Context(), accountFrom(r.Context()).ID, req.Label, req.ImageSpec)
+	if err != nil {
+		return err
+	}
+	status := http.StatusAccepted
+	if !created {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, img)
+	return nil
+}
+
+// imageLogs serves GET /v1/images/{id}/logs as text; ?follow=1 streams
+// until the build ends.
+func (s *Server) imageLogs(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	follow := r.URL.Query().Get("follow")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	flush := func() {}
+	if f, ok := w.(http.Flusher); ok {
+		flush = f.Flush
+	}
+	return st.Logs(r.Context(), accountFrom(r.Context()).ID, r.PathValue("id"), w, follow == "1" || follow == "true", flush)
 }
 
 func (s *Server) listImages(w http.ResponseWriter, r *http.Request) error {

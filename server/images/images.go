@@ -30,9 +30,10 @@ var (
 
 // Manager owns the images under one directory.
 type Manager struct {
-	dir string
-	log *slog.Logger
-	now func() time.Time
+	dir    string
+	aptDir string // where the host's apt sources are, normally /etc/apt
+	log    *slog.Logger
+	now    func() time.Time
 
 	mu    sync.Mutex
 	users map[string]map[string]bool // image id → sandbox ids booted from it
@@ -43,6 +44,7 @@ type Manager struct {
 type record struct {
 	api.Image
 	AccountID string `json:"account_id"`
+	SpecHash  string `json:"spec_hash,omitempty"` // builds: dedup key (specHash)
 }
 
 // New opens dir, creating it. Images left queued or building by a previous
@@ -51,15 +53,20 @@ func New(dir string, log *slog.Logger) (*Manager, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create images dir: %w", err)
 	}
-	m := &Manager{dir: dir, log: log, now: time.Now, users: map[string]map[string]bool{}}
+	m := &Manager{dir: dir, aptDir: "/etc/apt", log: log, now: time.Now, users: map[string]map[string]bool{}}
 	recs, err := m.all()
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range recs {
-		if r.Status == api.ImageQueued || r.Status == api.ImageBuilding {
+		switch {
+		case r.Status == api.ImageQueued || r.Status == api.ImageBuilding:
 			r.Status, r.FailureReason = api.ImageFailed, "interrupted by a server restart"
 			if err := m.save(r); err != nil {
+				return nil, err
+			}
+		case r.Status == api.ImageCompleted && r.Source == api.ImageSourceBuild:
+			if err := m.mountBuilt(r.ID); err != nil {
 				return nil, err
 			}
 		}
@@ -69,6 +76,19 @@ func New(dir string, log *slog.Logger) (*Manager, error) {
 
 // Wait blocks until background work started so far has finished.
 func (m *Manager) Wait() { m.wg.Wait() }
+
+// Close waits for background work and unmounts the roots of built images.
+// They stay on disk; New mounts them again.
+func (m *Manager) Close() error {
+	m.wg.Wait()
+	recs, err := m.all()
+	for _, r := range recs {
+		if r.Source == api.ImageSourceBuild {
+			m.unmountBuilt(r.ID)
+		}
+	}
+	return err
+}
 
 func newID() string {
 	var b [12]byte
@@ -163,6 +183,7 @@ func (m *Manager) Delete(account, id string, inUse func(sandbox string) bool) er
 	if r.Status == api.ImageQueued || r.Status == api.ImageBuilding {
 		return ErrInUse
 	}
+	m.unmountBuilt(id)
 	// Renamed first so a half-removed tree is never mistaken for an image.
 	trash := filepath.Join(m.dir, ".trash-"+id)
 	if err := os.Rename(filepath.Join(m.dir, id), trash); err != nil {

@@ -199,3 +199,76 @@ func doRaw(t *testing.T, s *servertest.Server, method, path string, body io.Read
 	}
 	return resp, out
 }
+
+// TestBuiltImageHasPackage: a declarative build installs apt packages
+// through the build proxy (this reaches the machine's Debian mirror), and
+// sandboxes from the image have them while the host's default image does
+// not. jq is the package the issue names; tree is one the host lacks, so
+// the install is real even where the host already has jq.
+func TestBuiltImageHasPackage(t *testing.T) {
+	t.Parallel()
+	m, err := images.New(t.TempDir(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	s := servertest.New(t, servertest.WithConfig(server.Config{Images: m}))
+	_, hostJQ := exec.LookPath("jq")
+	t.Logf("host has jq: %v", hostJQ == nil)
+
+	req := api.CreateImageRequest{Label: "jq", ImageSpec: api.ImageSpec{AptPackages: []string{"tree", "jq"}}}
+	resp, body := do(t, s, "POST", "/v1/images", req, "")
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("build: %d %s", resp.StatusCode, body)
+	}
+	var img api.Image
+	mustJSON(t, body, &img)
+
+	// The same packages in another order are the same spec.
+	req.AptPackages = []string{"jq", "tree"}
+	resp, body = do(t, s, "POST", "/v1/images", req, "")
+	var again api.Image
+	mustJSON(t, body, &again)
+	if resp.StatusCode != http.StatusOK || again.ID != img.ID {
+		t.Errorf("identical build: %d %s, want 200 with %s", resp.StatusCode, body, img.ID)
+	}
+	for _, bad := range []api.ImageSpec{{AptPackages: []string{"jq; rm -rf /"}}, {Base: "boxkite-rust", AptPackages: []string{"jq"}}, {}} {
+		if resp, body := do(t, s, "POST", "/v1/images", api.CreateImageRequest{ImageSpec: bad}, ""); resp.StatusCode != http.StatusUnprocessableEntity {
+			t.Errorf("build %+v: %d %s, want 422", bad, resp.StatusCode, body)
+		}
+	}
+
+	// Following the log returns once the build has ended.
+	resp, logs := do(t, s, "GET", "/v1/images/"+img.ID+"/logs?follow=1", nil, "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(logs), "apt-get") {
+		t.Errorf("logs: %d %s", resp.StatusCode, logs)
+	}
+	_, body = do(t, s, "GET", "/v1/images/"+img.ID, nil, "")
+	mustJSON(t, body, &img)
+	if img.Status != api.ImageCompleted {
+		t.Fatalf("image %+v\nlog:\n%s", img, logs)
+	}
+
+	run := func(imageID, command string) api.ExecResult {
+		t.Helper()
+		resp, body := do(t, s, "POST", "/v1/sandboxes", api.CreateSandboxRequest{ImageID: imageID}, "")
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create: %d %s", resp.StatusCode, body)
+		}
+		var sb api.Sandbox
+		mustJSON(t, body, &sb)
+		resp, body = do(t, s, "POST", "/v1/sandboxes/"+sb.ID+"/exec", api.ExecRequest{Command: command}, "")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("exec: %d %s", resp.StatusCode, body)
+		}
+		var res api.ExecResult
+		mustJSON(t, body, &res)
+		return res
+	}
+	if res := run(img.ID, "jq --version && tree --version && echo '{\"a\":2}' | jq .a"); res.ExitCode != 0 || !strings.HasSuffix(res.Stdout, "\n2\n") {
+		t.Errorf("in the image: %+v", res)
+	}
+	if res := run("", "command -v tree"); res.ExitCode == 0 {
+		t.Errorf("the host's default image has tree: %+v", res)
+	}
+}

@@ -146,7 +146,7 @@ func (b *builder) cloneSources(fds map[string]int) error {
 			b.host = append(b.host, tree{fd: fd, target: d.target})
 			continue
 		}
-		t, err := cloneTree(unix.AT_FDCWD, d.source, d.target, d.attrs, false)
+		t, err := cloneTree(unix.AT_FDCWD, d.source, d.target, d.attrs, d.recursive)
 		if err != nil {
 			return err
 		}

@@ -161,7 +161,12 @@ type hostMount struct {
 func detachHostDirs(spec Spec) ([]hostMount, error) {
 	var out []hostMount
 	for _, d := range hostDirs(spec) {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, d.source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		flags, setFlags := uint(unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC), uint(unix.AT_EMPTY_PATH)
+		if d.recursive {
+			flags |= unix.AT_RECURSIVE
+			setFlags |= unix.AT_RECURSIVE
+		}
+		fd, err := unix.OpenTree(unix.AT_FDCWD, d.source, flags)
 		if errors.Is(err, unix.EPERM) && len(out) == 0 {
 			return nil, nil
 		}
@@ -169,7 +174,7 @@ func detachHostDirs(spec Spec) ([]hostMount, error) {
 			return out, fmt.Errorf("clone mount of %s: %w", d.source, err)
 		}
 		out = append(out, hostMount{target: d.target, file: os.NewFile(uintptr(fd), d.source)})
-		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: d.attrs}); err != nil {
+		if err := unix.MountSetattr(fd, "", setFlags, &unix.MountAttr{Attr_set: d.attrs}); err != nil {
 			return out, fmt.Errorf("set attributes of %s: %w", d.source, err)
 		}
 	}
@@ -180,23 +185,25 @@ func detachHostDirs(spec Spec) ([]hostMount, error) {
 type hostDir struct {
 	target, source string
 	attrs          uint64
+	recursive      bool // with the mounts below source
 }
 
 func hostDirs(spec Spec) []hostDir {
-	dirs := []hostDir{{RunDir, spec.RunDir, runAttrs}}
+	dirs := []hostDir{{RunDir, spec.RunDir, runAttrs, false}}
 	if spec.Image != "" {
 		// Detached as a whole by the driver, which can reach its state dir;
 		// Setup splits it into the top-level binds.
-		dirs = append(dirs, hostDir{imageStage, spec.Image, roAttrs})
+		// Recursive: a built image's root is made of overlay mounts.
+		dirs = append(dirs, hostDir{imageStage, spec.Image, roAttrs, true})
 	}
 	if spec.Workspace != "" {
-		dirs = append(dirs, hostDir{WorkspaceDir, spec.Workspace, rwAttrs})
+		dirs = append(dirs, hostDir{WorkspaceDir, spec.Workspace, rwAttrs, false})
 	}
 	if spec.Outputs != "" {
-		dirs = append(dirs, hostDir{OutputsDir, spec.Outputs, rwAttrs})
+		dirs = append(dirs, hostDir{OutputsDir, spec.Outputs, rwAttrs, false})
 	}
 	for _, b := range spec.Binds {
-		dirs = append(dirs, hostDir{b.Target, b.Source, rwAttrs})
+		dirs = append(dirs, hostDir{b.Target, b.Source, rwAttrs, false})
 	}
 	return dirs
 }

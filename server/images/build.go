@@ -1,0 +1,368 @@
+package images
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// BaseDefault is the only base: the host's own system directories.
+const BaseDefault = "boxkite-default"
+
+// maxPackages bounds each package list (reference §3.7).
+const maxPackages = 100
+
+// Package names, optionally pinned: apt name[=version], pip
+// name[==version], npm [@scope/]name[@version].
+var (
+	aptPackage = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*(=[A-Za-z0-9][A-Za-z0-9.+:~-]*)?$`)
+	pipPackage = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*(==[A-Za-z0-9][A-Za-z0-9._+-]*)?$`)
+	npmPackage = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*(@[A-Za-z0-9][A-Za-z0-9._+-]*)?$`)
+)
+
+// systemDirs are the host's top-level directories a build's root is made
+// of: each an overlay of the host's with the image's upper dir, or a copied
+// symlink. The jail binds the same set by default.
+var systemDirs = []string{"usr", "bin", "sbin", "lib", "lib64", "lib32", "libx32", "etc"}
+
+// stateDirs are overlaid too during a build, so apt and dpkg can write
+// their state, but they are not part of the image.
+var stateDirs = []string{"var/lib/dpkg", "var/lib/apt", "var/cache/apt", "var/cache/debconf"}
+
+// Validate checks a build spec and returns it canonical: defaults filled
+// in, packages sorted and deduplicated.
+func Validate(spec api.ImageSpec) (api.ImageSpec, error) {
+	if spec.Base == "" {
+		spec.Base = BaseDefault
+	}
+	if spec.Base != BaseDefault {
+		return spec, fieldError("base", fmt.Sprintf("base %q is not available on this server", spec.Base), "use boxkite-default: the host's system")
+	}
+	lists := []struct {
+		field string
+		pkgs  *[]string
+		re    *regexp.Regexp
+		form  string
+	}{
+		{"apt_packages", &spec.AptPackages, aptPackage, "name or name=version"},
+		{"python_packages", &spec.PythonPackages, pipPackage, "name or name==version"},
+		{"npm_packages", &spec.NPMPackages, npmPackage, "name or name@version"},
+	}
+	total := 0
+	for _, l := range lists {
+		if len(*l.pkgs) > maxPackages {
+			return spec, fieldError(l.field, fmt.Sprintf("%s has more than %d packages", l.field, maxPackages), "")
+		}
+		for _, p := range *l.pkgs {
+			if len(p) > 200 || !l.re.MatchString(p) {
+				return spec, fieldError(l.field, fmt.Sprintf("%q is not a valid package (%s)", p, l.form), "")
+			}
+		}
+		slices.Sort(*l.pkgs)
+		*l.pkgs = slices.Compact(*l.pkgs)
+		total += len(*l.pkgs)
+	}
+	// Builds reach only the apt hosts; pip and npm registries are not granted yet.
+	if len(spec.PythonPackages) > 0 || len(spec.NPMPackages) > 0 {
+		field := "python_packages"
+		if len(spec.PythonPackages) == 0 {
+			field = "npm_packages"
+		}
+		return spec, &api.Error{Status: 422, Code: api.CodeNotSupported, Message: field + " are not supported by this server yet",
+			Hint: "install them with apt packages (python3-*, node-*) or at run time", Details: map[string]any{"field": field}}
+	}
+	if total == 0 {
+		return spec, fieldError("apt_packages", "an image needs at least one package", "")
+	}
+	return spec, nil
+}
+
+func fieldError(field, msg, hint string) error {
+	return &api.Error{Status: 422, Code: api.CodeValidation, Message: msg, Hint: hint, Details: map[string]any{"field": field}}
+}
+
+func specHash(spec api.ImageSpec) string {
+	b, _ := json.Marshal(spec)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Build queues a declarative build of spec for account. An identical spec
+// the account already built or is building returns that image instead
+// (created false).
+func (m *Manager) Build(ctx context.Context, account, label string, spec api.ImageSpec) (img api.Image, created bool, err error) {
+	spec, err = Validate(spec)
+	if err != nil {
+		return api.Image{}, false, err
+	}
+	hash := specHash(spec)
+	recs, err := m.all()
+	if err != nil {
+		return api.Image{}, false, err
+	}
+	for _, r := range recs {
+		if r.AccountID == account && r.SpecHash == hash && r.Status != api.ImageFailed {
+			return r.Image, false, nil
+		}
+	}
+	r := record{AccountID: account, SpecHash: hash, Image: api.Image{
+		ID: newID(), Label: label, Status: api.ImageQueued, Source: api.ImageSourceBuild, Spec: &spec, CreatedAt: m.now().UTC(),
+	}}
+	if err := os.Mkdir(filepath.Join(m.dir, r.ID), 0o700); err != nil {
+		return api.Image{}, false, fmt.Errorf("create image: %w", err)
+	}
+	if err := m.save(r); err != nil {
+		return api.Image{}, false, err
+	}
+	m.wg.Go(func() {
+		m.finish(context.WithoutCancel(ctx), r, func() error { return m.build(r.ID, spec) })
+	})
+	return r.Image, true, nil
+}
+
+// build installs spec's packages into the image's upper dirs, logging to
+// build.log, then mounts the image's root.
+func (m *Manager) build(id string, spec api.ImageSpec) error {
+	logf, err := os.OpenFile(m.path(id, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open build log: %w", err)
+	}
+	defer logf.Close()
+	logLine := func(format string, args ...any) { fmt.Fprintf(logf, format, args...) }
+
+	hosts := packageHosts(m.aptDir)
+	logLine("package hosts: %s\n", strings.Join(hosts, ", "))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("start build proxy: %w", err)
+	}
+	srv := &http.Server{Handler: newProxy(hosts, logLine)}
+	go srv.Serve(ln)
+	defer srv.Close()
+	proxyURL := "http://" + ln.Addr().String()
+
+	errc := make(chan error, 1)
+	go func() {
+		// The build's mounts live in a mount namespace of this thread
+		// only; the thread is never unlocked, so it exits with the
+		// goroutine and the namespace, mounts and all, goes with it.
+		runtime.LockOSThread()
+		errc <- m.buildInNamespace(id, spec, proxyURL, logf)
+	}()
+	err = <-errc
+	if rerr := os.RemoveAll(m.path(id, "build")); err == nil && rerr != nil {
+		err = fmt.Errorf("remove build dir: %w", rerr)
+	}
+	if err != nil {
+		logLine("build failed: %v\n", err)
+		return err
+	}
+	if err := m.mountBuilt(id); err != nil {
+		logLine("mount image: %v\n", err)
+		return err
+	}
+	logLine("build completed\n")
+	return nil
+}
+
+func (m *Manager) buildInNamespace(id string, spec api.ImageSpec, proxyURL string, logf *os.File) error {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("enter mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	root := m.path(id, "build/root")
+	for _, name := range append(slices.Clone(systemDirs), stateDirs...) {
+		if err := m.overlay(id, name, root); err != nil {
+			return err
+		}
+	}
+	for _, d := range []string{"dev", "proc", "tmp", "run", "var/log", "var/tmp"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			return fmt.Errorf("create /%s: %w", d, err)
+		}
+	}
+	mounts := []struct{ src, dst, fstype string }{
+		{"/dev", "dev", ""}, {"proc", "proc", "proc"}, {"tmpfs", "tmp", "tmpfs"}, {"tmpfs", "run", "tmpfs"},
+	}
+	for _, mt := range mounts {
+		flags := uintptr(unix.MS_NOSUID)
+		if mt.fstype == "" {
+			flags |= unix.MS_BIND | unix.MS_REC
+		}
+		if err := unix.Mount(mt.src, filepath.Join(root, mt.dst), mt.fstype, flags, ""); err != nil {
+			return fmt.Errorf("mount /%s: %w", mt.dst, err)
+		}
+	}
+	aptOpts := []string{"-o", "Acquire::http::Proxy=" + proxyURL, "-o", "Acquire::https::Proxy=" + proxyURL, "-o", "APT::Sandbox::User=root"}
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive", "HOME=/root",
+		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL,
+	}
+	steps := [][]string{
+		append(append([]string{"apt-get"}, aptOpts...), "update"),
+		append(append(append([]string{"apt-get"}, aptOpts...), "install", "-y", "--no-install-recommends"), spec.AptPackages...),
+		{"apt-get", "clean"},
+	}
+	for _, argv := range steps {
+		fmt.Fprintf(logf, "$ %s\n", strings.Join(argv, " "))
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Path = "/usr/bin/" + argv[0] // resolved inside the chroot
+		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, "/", logf, logf
+		cmd.SysProcAttr = &unix.SysProcAttr{Chroot: root, Setsid: true}
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %w", strings.Join(argv[:min(len(argv), 2+len(aptOpts)+1)], " "), err)
+		}
+	}
+	return nil
+}
+
+// overlay mounts the host's /name, with the image's upper dir for it, at
+// root/name; a host symlink is copied, a missing dir skipped.
+func (m *Manager) overlay(id, name, root string) error {
+	fi, err := os.Lstat("/" + name)
+	if err != nil {
+		return nil
+	}
+	dst := filepath.Join(root, name)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", name, err)
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		dest, err := os.Readlink("/" + name)
+		if err != nil {
+			return fmt.Errorf("read link /%s: %w", name, err)
+		}
+		return os.Symlink(dest, dst)
+	}
+	key := strings.ReplaceAll(name, "/", "-")
+	upper, work := m.path(id, "upper/"+key), m.path(id, "build/work/"+key)
+	for _, d := range []string{upper, work, dst} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	opts := "lowerdir=/" + name + ",upperdir=" + upper + ",workdir=" + work
+	if err := unix.Mount("overlay", dst, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("mount overlay of /%s: %w", name, err)
+	}
+	return nil
+}
+
+// mountBuilt makes a built image's rootfs: for each system dir a read-only
+// overlay of its upper dir over the host's, mounted in the server's own
+// mount namespace so the driver can clone it into jails.
+func (m *Manager) mountBuilt(id string) error {
+	root := m.path(id, "rootfs")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("create rootfs: %w", err)
+	}
+	for _, name := range systemDirs {
+		fi, err := os.Lstat("/" + name)
+		if err != nil {
+			continue
+		}
+		dst := filepath.Join(root, name)
+		if fi.Mode()&os.ModeSymlink != 0 {
+			dest, err := os.Readlink("/" + name)
+			if err != nil {
+				return fmt.Errorf("read link /%s: %w", name, err)
+			}
+			if err := os.Symlink(dest, dst); err != nil && !os.IsExist(err) {
+				return fmt.Errorf("copy symlink /%s: %w", name, err)
+			}
+			continue
+		}
+		upper := m.path(id, "upper/"+name)
+		if err := os.MkdirAll(upper, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", upper, err)
+		}
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dst, err)
+		}
+		_ = unix.Unmount(dst, unix.MNT_DETACH) // a previous server's mount
+		opts := "lowerdir=" + upper + ":/" + name
+		if err := unix.Mount("overlay", dst, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+			return fmt.Errorf("mount image /%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// unmountBuilt undoes mountBuilt.
+func (m *Manager) unmountBuilt(id string) {
+	for _, name := range systemDirs {
+		_ = unix.Unmount(m.path(id, "rootfs/"+name), unix.MNT_DETACH)
+	}
+}
+
+// Logs copies the build log of the account's image id to w. With follow
+// it keeps copying, calling flush after each chunk, until the build has
+// finished and the log is drained, or ctx ends.
+func (m *Manager) Logs(ctx context.Context, account, id string, w io.Writer, follow bool, flush func()) error {
+	if _, err := m.load(account, id); err != nil {
+		return err
+	}
+	f, err := os.Open(m.path(id, "build.log"))
+	if errors.Is(err, fs.ErrNotExist) {
+		f = nil // queued, or an import: no log (yet)
+	} else if err != nil {
+		return fmt.Errorf("open build log: %w", err)
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	for {
+		if f == nil {
+			if f, err = os.Open(m.path(id, "build.log")); err != nil {
+				f = nil
+			}
+		}
+		if f != nil {
+			if _, err := io.Copy(w, f); err != nil {
+				return err
+			}
+			flush()
+		}
+		if !follow {
+			return nil
+		}
+		r, err := m.load(account, id)
+		if err != nil {
+			return err
+		}
+		if r.Status == api.ImageCompleted || r.Status == api.ImageFailed {
+			if f != nil {
+				_, err = io.Copy(w, f) // what was written before the status changed
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
