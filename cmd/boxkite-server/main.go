@@ -136,6 +136,7 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 	if err != nil {
 		return err
 	}
+	defer imgs.Close() // unmounts built images' roots; the next start mounts them again
 	cfg := server.Config{
 		Listen:          opts.listen,
 		Version:         buildVersion(),
