@@ -29,6 +29,11 @@ const bootstrapKeyEnv = "BOXKITE_BOOTSTRAP_API_KEY"
 // one and keeps it in the database.
 const jwtSecretEnv = "BOXKITE_JWT_SECRET"
 
+// defaultWarmPool is the warm pool's size unless configured: enough for an
+// agent's next sandbox to start at once, small enough (a few MiB each) to
+// go unnoticed on a laptop.
+const defaultWarmPool = 2
+
 // options is the resolved configuration of one run.
 type options struct {
 	listen          string
@@ -43,6 +48,7 @@ type options struct {
 	maxStorageGB    float64
 	maxCount        int
 	reaperInterval  time.Duration
+	warmPool        int
 	version         bool
 
 	// Fair use and rate limits (server.Limits, server.RateLimits).
@@ -95,6 +101,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.rateLifecycle, "rate-lifecycle", 0, "sandbox creates, deletes and extends per account per minute (0: 20, or 1000 in local mode; -1: no limit)")
 	fs.IntVar(&o.rateOps, "rate-ops", 0, "exec and sandbox tool calls per account per minute (0: 120, or 10000 in local mode; -1: no limit)")
 	fs.IntVar(&o.rateAuth, "rate-auth", 0, "signups and logins per client IP, and logins per email, per minute (0: 10, or 100 in local mode; -1: no limit)")
+	fs.IntVar(&o.warmPool, "warm-pool", defaultWarmPool, "sandboxes of the default size kept started ahead of need, so creates are fast (0: none)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name != "version" {
@@ -178,6 +185,9 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	case "", "small", "medium", "large":
 	default:
 		return nil, usageErrorf("max size %q: want small, medium or large", o.maxSize)
+	}
+	if o.warmPool < 0 {
+		return nil, usageErrorf("warm pool %d: must not be negative (0 means none)", o.warmPool)
 	}
 	if o.maxConcurrent < 0 || o.maxConcurrentPerAccount < 0 || o.monthlySandboxHours < 0 {
 		return nil, usageErrorf("fair-use limits must not be negative (0 means no limit)")

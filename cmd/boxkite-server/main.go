@@ -127,7 +127,10 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 	}
 	defer store.Close()
 
-	driver, err := local.New(local.Config{StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local")})
+	driver, err := local.New(local.Config{
+		StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local"),
+		WarmPool: opts.warmPool,
+	})
 	if err != nil {
 		return err
 	}

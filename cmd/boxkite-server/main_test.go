@@ -49,7 +49,7 @@ state_dir = "/from/file"
 			want: options{
 				listen: "127.0.0.1:8090", db: "sqlite:/bh/server/boxkite.db", driver: "local", stateDir: "/bh/server",
 				logLevel: "info", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour, maxStorageGB: 20, maxCount: 10,
-				reaperInterval: time.Second,
+				reaperInterval: time.Second, warmPool: defaultWarmPool,
 			},
 		},
 		{
@@ -58,6 +58,7 @@ state_dir = "/from/file"
 			env: map[string]string{
 				"BOXKITE_SERVER_LISTEN":    "127.0.0.1:2222",
 				"BOXKITE_SERVER_MAX_COUNT": "4",
+				"BOXKITE_SERVER_WARM_POOL": "0",
 				"BOXKITE_HOME":             "/ignored",
 			},
 			want: options{
@@ -72,7 +73,7 @@ state_dir = "/from/file"
 			want: options{
 				listen: "127.0.0.1:1111", db: "sqlite:/x.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
-				maxStorageGB: 7.5, maxCount: 3, reaperInterval: 5 * time.Second,
+				maxStorageGB: 7.5, maxCount: 3, reaperInterval: 5 * time.Second, warmPool: defaultWarmPool,
 			},
 		},
 	}
@@ -107,6 +108,7 @@ func TestOptionErrors(t *testing.T) {
 		{"missing file", []string{"--config", filepath.Join(dir, "none.toml")}, nil, "read config file"},
 		{"unknown max size", []string{"--max-size", "huge"}, nil, "max size"},
 		{"negative limit", nil, map[string]string{"BOXKITE_SERVER_MAX_CONCURRENT_PER_ACCOUNT": "-1"}, "must not be negative"},
+		{"negative warm pool", []string{"--warm-pool", "-1"}, nil, "warm pool -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,6 +129,7 @@ func TestHelpShowsDefaultsAndEnv(t *testing.T) {
 	for _, want := range []string{
 		"BOXKITE_SERVER_LISTEN", `(default "127.0.0.1:8090")`, "BOXKITE_SERVER_STATE_DIR", "BOXKITE_BOOTSTRAP_API_KEY",
 		"BOXKITE_SERVER_MAX_CONCURRENT_PER_ACCOUNT", "BOXKITE_SERVER_RATE_OPS", "BOXKITE_JWT_SECRET",
+		"BOXKITE_SERVER_WARM_POOL",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q:\n%s", want, out.String())

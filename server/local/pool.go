@@ -107,6 +107,9 @@ func (d *Driver) clearPool(ctx context.Context) error {
 
 // removeMember deletes an unclaimed member like a sandbox.
 func (d *Driver) removeMember(ctx context.Context, name string) error {
+	if name == "" || filepath.Base(name) != name {
+		return fmt.Errorf("remove warm sandbox: invalid name %q", name)
+	}
 	return d.remove(ctx, name, filepath.Join(d.poolDir(), name))
 }
 
@@ -232,12 +235,12 @@ func (d *Driver) fits(spec server.Spec) bool {
 
 // startMember starts one member and returns its name once its sidecar
 // answers /health. On failure nothing of it is left.
-func (d *Driver) startMember(ctx context.Context) (name string, err error) {
+func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 	token, err := newToken()
 	if err != nil {
 		return "", err
 	}
-	name = poolPrefix + token[:16]
+	name := poolPrefix + token[:16]
 	dir := filepath.Join(d.poolDir(), name)
 	if err := os.MkdirAll(d.poolDir(), 0o700); err != nil {
 		return "", err
