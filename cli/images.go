@@ -25,7 +25,8 @@ func newImagesCmd(app *App) *cobra.Command {
 archive, or build one from the host's system plus packages.`,
 		GroupID: groupSandboxes,
 	})
-	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app), newImagesGetCmd(app), newImagesRmCmd(app))
+	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app), newImagesGetCmd(app),
+		newImagesLogsCmd(app), newImagesRmCmd(app))
 	return cmd
 }
 
@@ -61,8 +62,8 @@ func newImagesBuildCmd(app *App) *cobra.Command {
 	f.StringVar(&req.Label, "label", "", "a `label` for the image")
 	f.StringVar(&req.Base, "base", "", "`base` image (default boxkite-default: the host's system)")
 	f.StringArrayVar(&req.AptPackages, "apt-package", nil, "apt `package` to install, optionally pinned name=version (repeatable)")
-	f.StringArrayVar(&req.PythonPackages, "python-package", nil, "pip `package` pinned as name==version (repeatable)")
-	f.StringArrayVar(&req.NPMPackages, "npm-package", nil, "npm `package` pinned as name@version (repeatable)")
+	f.StringArrayVar(&req.PythonPackages, "python-package", nil, "pip `package` as name==version (repeatable; the local server does not build these yet)")
+	f.StringArrayVar(&req.NPMPackages, "npm-package", nil, "npm `package` as name@version (repeatable; the local server does not build these yet)")
 	f.BoolVar(&wait, "wait", false, "wait until the image is completed or failed")
 	out.register(cmd)
 	return cmd
@@ -111,6 +112,12 @@ func newImagesImportCmd(app *App) *cobra.Command {
 // finishImage optionally waits for img to settle, then prints it: its id
 // on stdout (for scripts), or JSON.
 func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image, wait, asJSON bool) error {
+	if wait && app.IO.ErrTTY && img.Source == api.ImageSourceBuild {
+		// Progress for a person: the build's own log, as it happens.
+		if err := c.ImageLogs(ctx, img.ID, true, app.IO.ErrOut); err != nil {
+			return fmt.Errorf("follow build log: %w", err)
+		}
+	}
 	if wait {
 		var err error
 		if img, err = waitImage(ctx, app.IO.ErrOut, c, img); err != nil {
@@ -215,6 +222,27 @@ func newImagesGetCmd(app *App) *cobra.Command {
 			return writeJSON(app.IO.Out, img)
 		},
 	}
+}
+
+func newImagesLogsCmd(app *App) *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "logs ID",
+		Short: "Print an image's build log (--follow until the build ends)",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			if err := c.ImageLogs(cmd.Context(), args[0], follow, app.IO.Out); err != nil {
+				return fmt.Errorf("image logs: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the build ends")
+	return cmd
 }
 
 func newImagesRmCmd(app *App) *cobra.Command {

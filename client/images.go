@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -60,4 +61,27 @@ func (c *Client) GetImage(ctx context.Context, id string) (*api.Image, error) {
 // from is refused (409).
 func (c *Client) DeleteImage(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/images/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// ImageLogs copies the build log of image id to w: what there is so far,
+// or with follow everything until the build ends. Bound it with ctx.
+func (c *Client) ImageLogs(ctx context.Context, id string, follow bool, w io.Writer) error {
+	const route = "/v1/images/{id}/logs"
+	r := c.request(ctx).SetDoNotParseResponse(true).SetPathParam("id", id)
+	if follow {
+		r.SetQueryParam("follow", "1")
+	}
+	resp, err := r.Get(route)
+	if err != nil {
+		return c.transportError(ctx, http.MethodGet, route, err)
+	}
+	body := resp.RawBody()
+	defer body.Close()
+	if err := checkStatus(resp.RawResponse); err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, body); err != nil {
+		return fmt.Errorf("read image logs: %w", err)
+	}
+	return nil
 }
