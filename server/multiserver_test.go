@@ -1,0 +1,176 @@
+package server_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/servertest"
+	"github.com/boxkite/boxkite/server/sqlstore"
+)
+
+// newReplicas starts n servers on one fresh Postgres database, each with
+// its own store connection pool and background work (Run, which carries
+// the LISTEN connection), all with the same fake sidecar. The first one's
+// env has the two accounts; the others share them through the database.
+func newReplicas(t testing.TB, n int, cfg server.Config) []*env {
+	t.Helper()
+	dsn := servertest.PostgresDSN(t)
+	if dsn == "" {
+		t.Skip(servertest.PostgresEnv + " is not set; .ci/run starts PostgreSQL and sets it")
+	}
+	var out []*env
+	for i := range n {
+		st, err := sqlstore.Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatalf("open postgres: %v", err)
+		}
+		t.Cleanup(func() { st.Close() })
+		var e *env
+		if i == 0 {
+			e = newEnvWithStore(t, cfg, st)
+		} else {
+			e = &env{t: t, Store: st, Sidecar: out[0].Sidecar, Logs: &syncBuffer{}, clock: out[0].clock,
+				KeyA: out[0].KeyA, KeyB: out[0].KeyB, AcctA: out[0].AcctA}
+			e.Driver = &fakeDriver{CreateFunc: func(context.Context, server.Spec) (server.Endpoint, error) {
+				return e.Sidecar.Endpoint(), nil
+			}}
+			c := cfg
+			c.DriverName = "fake"
+			srv, err := server.New(c, st, e.Driver, slog.New(slog.NewTextHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.SetNow(e.clock.Now)
+			e.Server = srv
+			hs := httptest.NewServer(srv)
+			t.Cleanup(hs.Close)
+			e.URL = hs.URL
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			e.Server.Run(ctx)
+		}()
+		t.Cleanup(func() { cancel(); <-done })
+		out = append(out, e)
+	}
+	return out
+}
+
+// TestReplicasShareWatch: a watcher on one server sees, within a second,
+// what is done through another server on the same Postgres database
+// (LISTEN/NOTIFY), in chain order and once.
+func TestReplicasShareWatch(t *testing.T) {
+	rs := newReplicas(t, 2, server.Config{})
+	a, b := rs[0], rs[1]
+	sb := a.create(a.KeyA, api.CreateSandboxRequest{})
+	wa := openWatch(t, a.URL, sb.ID, a.KeyA, "")
+	wb := openWatch(t, b.URL, sb.ID, b.KeyA, "")
+
+	for i, via := range []*env{b, a, b} {
+		start := time.Now()
+		via.exec(via.KeyA, sb.ID, "echo replica")
+		for name, w := range map[string]*watchStream{"A": wa, "B": wb} {
+			got, ev := w.next(t, time.Second)
+			if got.Operation != "exec" {
+				t.Errorf("round %d: watcher on %s got %+v, want the exec", i, name, got)
+			}
+			if lag := ev.at.Sub(start); lag > time.Second {
+				t.Errorf("round %d: watcher on %s took %v", i, name, lag)
+			}
+		}
+	}
+	// Each watcher has the whole chain once, in order, whichever server wrote it.
+	want := logIDs(t, a.Store, sb.ID)
+	for _, w := range []*watchStream{wa, wb} {
+		w.quiet(t, 200*time.Millisecond)
+	}
+	wc := openWatch(t, b.URL, sb.ID, b.KeyA, "")
+	if diff := cmp.Diff(want, wc.nextIDs(t, len(want))); diff != "" {
+		t.Errorf("replay on the second server (-log +events):\n%s", diff)
+	}
+}
+
+// TestReplicasShareQuota: 50 creates spread over two servers on one
+// Postgres database, against a concurrency limit of 5, create exactly 5
+// (the reservation's advisory lock spans servers).
+func TestReplicasShareQuota(t *testing.T) {
+	const limit, attempts = 5, 50
+	rs := newReplicas(t, 2, server.Config{
+		Limits:     server.Limits{AccountConcurrent: limit},
+		RateLimits: server.RateLimits{Lifecycle: -1},
+	})
+	var peak atomic.Int64
+	for _, e := range rs {
+		e.Driver.CreateFunc = func(context.Context, server.Spec) (server.Endpoint, error) {
+			u, err := e.Store.Usage(context.Background(), e.AcctA.ID, time.Time{}, time.Now())
+			if err != nil {
+				return server.Endpoint{}, err
+			}
+			for {
+				p := peak.Load()
+				if int64(u.AccountActive) <= p || peak.CompareAndSwap(p, int64(u.AccountActive)) {
+					break
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+			return e.Sidecar.Endpoint(), nil
+		}
+	}
+	var wg sync.WaitGroup
+	codes := make(chan string, attempts)
+	for i := range attempts {
+		e := rs[i%2]
+		wg.Go(func() {
+			resp, body := e.do("POST", "/v1/sandboxes", e.KeyA, api.CreateSandboxRequest{})
+			if resp.StatusCode == http.StatusCreated {
+				codes <- "created"
+				return
+			}
+			codes <- apiError(t, body).Code
+		})
+	}
+	wg.Wait()
+	close(codes)
+	got := map[string]int{}
+	for c := range codes {
+		got[c]++
+	}
+	if diff := cmp.Diff(map[string]int{"created": limit, api.CodeConcurrentSandboxLimit: attempts - limit}, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if p := peak.Load(); p > limit {
+		t.Errorf("%d sandboxes held slots at once, limit %d", p, limit)
+	}
+}
+
+// BenchmarkWatchLatencyReplicas is BenchmarkWatchLatency across two
+// servers on Postgres: the entry is written by one, and the event read
+// from the other's watch stream (through LISTEN/NOTIFY).
+func BenchmarkWatchLatencyReplicas(b *testing.B) {
+	rs := newReplicas(b, 2, server.Config{})
+	sb := rs[0].create(rs[0].KeyA, api.CreateSandboxRequest{})
+	ws := openWatch(b, rs[0].URL, sb.ID, rs[0].KeyA, "")
+	ctx := context.Background()
+	var lat []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if err := rs[1].Server.AppendAudit(ctx, sb.ID, rs[0].AcctA.ID, "exec"); err != nil {
+			b.Fatal(err)
+		}
+		_, ev := ws.next(b, 10*time.Second)
+		lat = append(lat, ev.at.Sub(start))
+	}
+	reportPercentiles(b, lat)
+}
