@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 	"time"
 )
 
@@ -25,6 +26,11 @@ type Spec struct {
 	// Volumes are mounted read-write at their paths; only a driver that
 	// implements VolumeDriver is given any.
 	Volumes []VolumeMount
+	// Egress, when set, asks the driver for an egress socket in the
+	// sandbox (jail.EgressSocketName in its run dir); the driver hands its
+	// listener to Egress, which serves it until the driver closes it at
+	// Delete. Nil means no network at all.
+	Egress func(net.Listener)
 	// ImageRoot is the host path of the image's read-only root filesystem
 	// (server/images); "" means the host's system dirs.
 	ImageRoot string

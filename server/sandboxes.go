@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/egress"
 )
 
 const maxLabelLen = 200
@@ -49,7 +50,8 @@ type createParams struct {
 	count     int
 	imageID   string // validated image_id and its root filesystem (images_api.go)
 	imageRoot string
-	volumes   []VolumeMount // validated volume_mounts (volumes.go)
+	volumes   []VolumeMount    // validated volume_mounts (volumes.go)
+	egress    egress.Allowlist // granted by mcp_connection_names (mcpconn.go)
 }
 
 func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
@@ -58,8 +60,6 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 	switch {
 	case len(req.Label) > maxLabelLen:
 		return p, invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
-	case len(req.MCPConnectionNames) > 0:
-		return p, notSupported("mcp_connection_names", "omit mcp_connection_names; sandboxes have no egress yet")
 	case len(req.SecretNames) > 0:
 		return p, notSupported("secret_names", "omit secret_names; pass values with exec's env for now")
 	case req.StorageGB < 0 || math.IsNaN(req.StorageGB):
@@ -104,6 +104,9 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if p.volumes, err = s.validateVolumeMounts(r.Context(), accountFrom(r.Context()), req.VolumeMounts); err != nil {
+		return err
+	}
+	if p.egress, err = s.egressGrants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
 		return err
 	}
 	sbs, err := s.startSandboxes(r.Context(), accountFrom(r.Context()), p)
@@ -187,7 +190,8 @@ func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) 
 	if p.imageID != "" {
 		s.cfg.Images.Use(p.imageID, sb.ID) // before the jail exists, so a racing image delete sees it
 	}
-	ep, err := s.driver.Create(ctx, Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot})
+	ep, err := s.driver.Create(ctx, Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot,
+		Egress: s.egressServer(sb, p.egress)})
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)

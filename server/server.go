@@ -12,7 +12,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
+
+	"github.com/boxkite/boxkite/server/egress"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -41,6 +44,14 @@ type Config struct {
 	// Images keeps sandbox images (server/images); nil means image_id and
 	// /v1/images are not supported.
 	Images ImageStore
+	// MCPCatalog maps an MCP catalog id to the host[:port] a connection
+	// grants egress to; nil means DefaultMCPCatalog().
+	MCPCatalog map[string]string
+	// EgressResolver resolves names for the egress proxy; nil means the
+	// system resolver. EgressPermitForTests, when set, exempts addresses
+	// from the proxy's forbidden ranges: tests only (loopback servers).
+	EgressResolver       egress.Resolver
+	EgressPermitForTests func(netip.Addr) bool
 }
 
 // Defaults of Config.
@@ -200,6 +211,9 @@ func (s *Server) routes() {
 	s.handle("GET /v1/volumes", s.listVolumes)
 	s.handle("GET /v1/volumes/{id}", s.getVolume)
 	s.handle("DELETE /v1/volumes/{id}", s.deleteVolume)
+	s.handle("POST /v1/mcp-connections", s.createMCPConnection)
+	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
+	s.handle("DELETE /v1/mcp-connections/{id}", s.deleteMCPConnection)
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)

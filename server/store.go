@@ -27,6 +27,7 @@ type Store interface {
 	IdempotencyStore
 	AllowlistStore
 	VolumeStore
+	MCPConnectionStore
 	// Ping reports whether the store answers, for /health/ready.
 	Ping(ctx context.Context) error
 	// Close releases the store.

@@ -69,8 +69,12 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	env, err := startEgress(log, f.workspace)
+	if err != nil {
+		return err
+	}
 	h := sidecar.New(sidecar.Options{
-		Token: token, Version: buildVersion(), Log: log, Workspace: f.workspace, RunAs: runAs,
+		Token: token, Version: buildVersion(), Log: log, Workspace: f.workspace, RunAs: runAs, Env: env,
 		Tools:     sidecar.ToolLimits{MaxExecCount: f.budget[0], MaxExecSeconds: f.budget[1]},
 		Claimable: f.claimable,
 	})

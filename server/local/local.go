@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,6 +110,9 @@ type Driver struct {
 	pool *pool // warm sandboxes (pool.go)
 
 	volMu sync.Mutex // serialises mounting and deleting volumes (volumes.go)
+	// egress holds the egress listeners of sandboxes this process
+	// created (egress.go), under mu; a restarted driver has none.
+	egress map[string]net.Listener
 }
 
 var _ server.Driver = (*Driver)(nil)
@@ -352,6 +356,11 @@ func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (jail.Sp
 	if js.Binds, err = d.volumeBinds(spec.Volumes); err != nil {
 		return js, st, err
 	}
+	if spec.Egress != nil {
+		if err := d.listenEgress(spec.ID, js, spec.Egress); err != nil {
+			return js, st, err
+		}
+	}
 	if d.cgroups != nil {
 		cg, err := d.cgroups.Create(d.cgroupName(spec.ID), lim)
 		if err != nil {
@@ -453,6 +462,7 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	d.mu.Lock()
 	delete(d.children, id)
 	d.mu.Unlock()
+	d.closeEgress(id)
 	// Unmounted whatever the state says: a crash may have come between the
 	// mount and the state file.
 	if err := unmountDisk(filepath.Join(dir, diskMount)); err != nil {

@@ -34,3 +34,9 @@ func validateBinds(binds []Bind) error {
 	}
 	return nil
 }
+
+// EgressSocketName is the egress proxy's socket in the run dir of a
+// sandbox granted egress (host side: Spec.RunDir; jail side: RunDir).
+// Only the jail's root, the sidecar, can reach it; the sidecar forwards a
+// loopback port to it for commands.
+const EgressSocketName = "egress.sock"

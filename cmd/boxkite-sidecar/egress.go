@@ -1,0 +1,31 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/boxkite/boxkite/sidecar"
+	"github.com/boxkite/boxkite/sidecar/jail"
+)
+
+// startEgress forwards sidecar.EgressProxyAddr to the egress proxy's
+// socket when the driver granted the sandbox egress (the socket exists in
+// the run dir), and returns the base environment of commands: nil (the
+// default) without egress, else the default plus the proxy variables.
+func startEgress(log *slog.Logger, workspace string) ([]string, error) {
+	socket := jail.RunDir + "/" + jail.EgressSocketName
+	if _, err := os.Stat(socket); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	l, err := net.Listen("tcp", sidecar.EgressProxyAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for egress: %w", err)
+	}
+	go sidecar.ForwardEgress(l, socket, log)
+	log.Info("egress granted", "proxy", sidecar.EgressProxyAddr)
+	return append(sidecar.SafeEnv(workspace), sidecar.EgressEnv()...), nil
+}

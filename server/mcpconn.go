@@ -1,0 +1,170 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"sort"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/egress"
+)
+
+// DefaultMCPCatalog is the MCP catalog of reference §3.7: catalog id →
+// the host (host:port; port 443 when omitted) a connection grants.
+func DefaultMCPCatalog() map[string]string {
+	return map[string]string{
+		"slack":  "mcp.slack.com",
+		"notion": "mcp.notion.com",
+		"linear": "mcp.linear.app",
+		"github": "api.githubcopilot.com",
+	}
+}
+
+// MCPConnection is the record of a named egress grant to a catalog host.
+type MCPConnection struct {
+	ID        string
+	AccountID string
+	Label     string
+	CatalogID string
+	Host      string // host or host:port, from the catalog when it was made
+	CreatedAt time.Time
+}
+
+func (c *MCPConnection) toAPI() api.MCPConnection {
+	return api.MCPConnection{ID: c.ID, Label: c.Label, CatalogID: c.CatalogID, Host: c.Host, CreatedAt: c.CreatedAt.UTC()}
+}
+
+// MCPConnectionStore holds MCP connections.
+type MCPConnectionStore interface {
+	// CreateMCPConnection inserts c; ErrConflict if the account has the label.
+	CreateMCPConnection(ctx context.Context, c *MCPConnection) error
+	// MCPConnections returns the account's connections, newest first.
+	MCPConnections(ctx context.Context, accountID string) ([]*MCPConnection, error)
+	// DeleteMCPConnection removes the account's connection, or ErrNotFound.
+	DeleteMCPConnection(ctx context.Context, accountID, id string) error
+}
+
+func (s *Server) mcpCatalog() map[string]string {
+	if s.cfg.MCPCatalog != nil {
+		return s.cfg.MCPCatalog
+	}
+	return DefaultMCPCatalog()
+}
+
+// createMCPConnection serves POST /v1/mcp-connections.
+func (s *Server) createMCPConnection(w http.ResponseWriter, r *http.Request) error {
+	var req api.CreateMCPConnectionRequest
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	if req.Label == "" || len(req.Label) > maxLabelLen {
+		return invalid("label", fmt.Sprintf("label must be 1 to %d characters", maxLabelLen), "")
+	}
+	catalog := s.mcpCatalog()
+	host, ok := catalog[req.CatalogID]
+	if !ok {
+		ids := make([]string, 0, len(catalog))
+		for id := range catalog {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		return invalid("catalog_id", fmt.Sprintf("catalog_id %q is not in the catalog", req.CatalogID), fmt.Sprintf("use one of %v", ids))
+	}
+	c := &MCPConnection{ID: NewID(), AccountID: accountFrom(r.Context()).ID, Label: req.Label, CatalogID: req.CatalogID, Host: host, CreatedAt: s.now()}
+	err := s.store.CreateMCPConnection(r.Context(), c)
+	if errors.Is(err, ErrConflict) {
+		return api.Errorf(http.StatusConflict, api.CodeMCPConnectionLabelTaken, "an MCP connection labelled %q exists", req.Label).
+			WithHint("pick another label, or delete the old connection")
+	}
+	if err != nil {
+		return fmt.Errorf("create mcp connection: %w", err)
+	}
+	writeJSON(w, http.StatusCreated, c.toAPI())
+	return nil
+}
+
+func (s *Server) listMCPConnections(w http.ResponseWriter, r *http.Request) error {
+	cs, err := s.store.MCPConnections(r.Context(), accountFrom(r.Context()).ID)
+	if err != nil {
+		return fmt.Errorf("list mcp connections: %w", err)
+	}
+	out := make([]api.MCPConnection, len(cs))
+	for i, c := range cs {
+		out[i] = c.toAPI()
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) deleteMCPConnection(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	err := s.store.DeleteMCPConnection(r.Context(), accountFrom(r.Context()).ID, id)
+	if errors.Is(err, ErrNotFound) {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "MCP connection %s not found", id)
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// egressGrants resolves a create's mcp_connection_names (labels) to the
+// egress they grant; an unknown name is 404 mcp_connection_not_found.
+func (s *Server) egressGrants(ctx context.Context, acct *Account, names []string) (egress.Allowlist, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	cs, err := s.store.MCPConnections(ctx, acct.ID)
+	if err != nil {
+		return nil, fmt.Errorf("load mcp connections: %w", err)
+	}
+	byLabel := map[string]*MCPConnection{}
+	for _, c := range cs {
+		byLabel[c.Label] = c
+	}
+	var allow egress.Allowlist
+	for _, name := range names {
+		c, ok := byLabel[name]
+		if !ok {
+			return nil, api.Errorf(http.StatusNotFound, api.CodeMCPConnectionNotFound, "MCP connection %q not found", name).
+				WithHint("list them with `boxkite mcp-connections ls`")
+		}
+		g, err := egress.ParseGrant(c.Host)
+		if err != nil {
+			return nil, fmt.Errorf("mcp connection %s: %w", c.ID, err)
+		}
+		allow = append(allow, g)
+	}
+	return allow, nil
+}
+
+// egressServer returns the Spec.Egress of a sandbox granted allow: it
+// serves the driver's listener with the proxy and audits every decision.
+func (s *Server) egressServer(sb *Sandbox, allow egress.Allowlist) func(net.Listener) {
+	if len(allow) == 0 {
+		return nil
+	}
+	p := &egress.Proxy{Resolver: s.cfg.EgressResolver, Permit: s.cfg.EgressPermitForTests, Log: s.log}
+	return func(l net.Listener) {
+		go p.Serve(l, allow, func(d egress.Decision) {
+			op, detail := "egress_deny", map[string]any{"host": d.Host, "port": d.Port, "reason": d.Reason}
+			if d.Allowed {
+				op = "egress_allow"
+			}
+			if d.Addr.IsValid() {
+				detail["address"] = d.Addr.String()
+			}
+			s.audit(context.Background(), auditRecord{sb: sb, operation: op, detail: detail, started: s.now()})
+		})
+	}
+}
+
+// EgressPermitLoopbackForTests is a Config.EgressPermitForTests that lets
+// the proxy reach loopback servers a test starts. Never use it elsewhere.
+func EgressPermitLoopbackForTests(a netip.Addr) bool { return a.Unmap().IsLoopback() }

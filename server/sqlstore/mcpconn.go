@@ -1,0 +1,62 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/boxkite/boxkite/server"
+)
+
+var _ server.MCPConnectionStore = (*Store)(nil)
+
+const mcpColumns = `id, account_id, label, catalog_id, host, created_at`
+
+func scanMCP(r rowScanner) (*server.MCPConnection, error) {
+	var c server.MCPConnection
+	var created int64
+	if err := r.Scan(&c.ID, &c.AccountID, &c.Label, &c.CatalogID, &c.Host, &created); err != nil {
+		return nil, err
+	}
+	c.CreatedAt = fromMicros(created)
+	return &c, nil
+}
+
+// CreateMCPConnection implements server.MCPConnectionStore.
+func (s *Store) CreateMCPConnection(ctx context.Context, c *server.MCPConnection) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO mcp_connections (`+mcpColumns+`) VALUES (?, ?, ?, ?, ?, ?)`),
+		c.ID, c.AccountID, c.Label, c.CatalogID, c.Host, micros(c.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("insert mcp connection: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// MCPConnections implements server.MCPConnectionStore.
+func (s *Store) MCPConnections(ctx context.Context, accountID string) ([]*server.MCPConnection, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+mcpColumns+` FROM mcp_connections WHERE account_id = ? ORDER BY created_at DESC, id`), accountID)
+	if err != nil {
+		return nil, fmt.Errorf("query mcp connections: %w", err)
+	}
+	defer rows.Close()
+	var out []*server.MCPConnection
+	for rows.Next() {
+		c, err := scanMCP(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan mcp connection: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// DeleteMCPConnection implements server.MCPConnectionStore.
+func (s *Store) DeleteMCPConnection(ctx context.Context, accountID, id string) error {
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM mcp_connections WHERE id = ? AND account_id = ?`), id, accountID)
+	if err != nil {
+		return fmt.Errorf("delete mcp connection: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("delete mcp connection: %w", server.ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package sidecar
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+)
+
+// EgressProxyAddr is where commands of a sandbox with granted egress find
+// the proxy: a loopback port of the jail's own network namespace.
+const EgressProxyAddr = "127.0.0.1:3128"
+
+// EgressEnv returns the variables that point commands at the proxy. The
+// jail has no other route out, so a tool that ignores them simply fails.
+func EgressEnv() []string {
+	u := "http://" + EgressProxyAddr
+	return []string{
+		"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u,
+		"NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1",
+	}
+}
+
+// ForwardEgress accepts connections on l and joins each to a new
+// connection to the unix socket at socket (the host's egress proxy, which
+// the jail's root can reach and commands cannot), until l is closed.
+func ForwardEgress(l net.Listener, socket string, log *slog.Logger) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var d net.Dialer
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		wg.Go(func() {
+			defer c.Close()
+			up, err := d.DialContext(context.Background(), "unix", socket)
+			if err != nil {
+				log.Warn("reach egress proxy", "err", err)
+				return
+			}
+			defer up.Close()
+			done := make(chan struct{})
+			go func() {
+				_, _ = io.Copy(up, c)
+				_ = up.(*net.UnixConn).CloseWrite()
+				close(done)
+			}()
+			_, _ = io.Copy(c, up)
+			if tc, ok := c.(*net.TCPConn); ok {
+				_ = tc.CloseWrite()
+			}
+			<-done
+		})
+	}
+}
