@@ -33,7 +33,13 @@ type ImageStore interface {
 	Use(id, sandbox string)
 }
 
+// imageRoutes registers /v1/images when the server keeps images: without
+// a store there is nothing to route (and image_id is refused as
+// not_supported by imageRoot).
 func (s *Server) imageRoutes() {
+	if s.cfg.Images == nil {
+		return
+	}
 	s.handle("POST /v1/images", s.buildImage)
 	s.handle("POST /v1/images/import", s.importImage)
 	s.handle("GET /v1/images/{id}/logs", s.imageLogs)

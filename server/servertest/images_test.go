@@ -3,6 +3,7 @@ package servertest_test
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -119,7 +120,7 @@ func TestImportedImageBoots(t *testing.T) {
 	}
 	s := servertest.New(t, servertest.WithConfig(server.Config{Images: m}))
 
-	resp, body := doRaw(t, s, "POST", "/v1/images/import?label=tiny", bytes.NewReader(imageArchive(t)))
+	resp, body := doRaw(t, s, s.APIKey, "POST", "/v1/images/import?label=tiny", bytes.NewReader(imageArchive(t)))
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("import: %d %s", resp.StatusCode, body)
 	}
@@ -136,6 +137,8 @@ func TestImportedImageBoots(t *testing.T) {
 		_, body = do(t, s, "GET", "/v1/images/"+img.ID, nil, "")
 		mustJSON(t, body, &img)
 	}
+
+	checkOtherTenant(t, s, img.ID)
 
 	resp, body = do(t, s, "POST", "/v1/sandboxes", api.CreateSandboxRequest{ImageID: "img_000000000000000000000000"}, "")
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "not found or not ready") {
@@ -180,14 +183,14 @@ func mustJSON(t *testing.T, b []byte, v any) {
 	}
 }
 
-// doRaw is do with a body sent as it is.
-func doRaw(t *testing.T, s *servertest.Server, method, path string, body io.Reader) (*http.Response, []byte) {
+// doRaw is do with a key and a body sent as it is.
+func doRaw(t *testing.T, s *servertest.Server, key, method, path string, body io.Reader) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, s.BaseURL+path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+s.APIKey)
+	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
@@ -271,4 +274,51 @@ func TestBuiltImageHasPackage(t *testing.T) {
 	if res := run("", "command -v tree"); res.ExitCode == 0 {
 		t.Errorf("the host's default image has tree: %+v", res)
 	}
+}
+
+// checkOtherTenant: another account cannot see, use, read the logs of or
+// delete the image; it gets what a missing image gets.
+func checkOtherTenant(t *testing.T, s *servertest.Server, id string) {
+	t.Helper()
+	acct := &server.Account{ID: server.NewID(), Email: "b-images@example.com", CreatedAt: time.Now()}
+	if err := s.Store.CreateAccount(context.Background(), acct); err != nil {
+		t.Fatal(err)
+	}
+	keyB := server.NewAPIKey()
+	if err := s.Store.CreateAPIKey(context.Background(), &server.APIKey{
+		ID: server.NewID(), AccountID: acct.ID, Hash: server.HashAPIKey(keyB), Prefix: keyB[:17], Role: server.RoleAdmin, CreatedAt: time.Now(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const missing = "img_ffffffffffffffffffffffff"
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/v1/images/{id}"}, {"GET", "/v1/images/{id}/logs"}, {"DELETE", "/v1/images/{id}"},
+	} {
+		resp, body := doRaw(t, s, keyB, c.method, strings.ReplaceAll(c.path, "{id}", id), nil)
+		_, none := doRaw(t, s, keyB, c.method, strings.ReplaceAll(c.path, "{id}", missing), nil)
+		if resp.StatusCode != http.StatusNotFound || string(body) == "" || strings.Contains(string(body), id) {
+			t.Errorf("B: %s %s = %d %s, want 404", c.method, c.path, resp.StatusCode, body)
+		}
+		if got, want := stripRequestID(body), stripRequestID(none); got != want {
+			t.Errorf("B: %s %s differs from a missing image:\n%s\n%s", c.method, c.path, got, want)
+		}
+	}
+	if _, body := doRaw(t, s, keyB, "GET", "/v1/images", nil); strings.TrimSpace(string(body)) != "[]" {
+		t.Errorf("B's list: %s", body)
+	}
+	b, _ := json.Marshal(api.CreateSandboxRequest{ImageID: id})
+	if resp, body := doRaw(t, s, keyB, "POST", "/v1/sandboxes", bytes.NewReader(b)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("B boots A's image: %d %s", resp.StatusCode, body)
+	}
+}
+
+// stripRequestID drops the request id, which differs between any two answers.
+func stripRequestID(body []byte) string {
+	var env api.ErrorEnvelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		return string(body)
+	}
+	env.Error.RequestID = ""
+	b, _ := json.Marshal(env)
+	return string(b)
 }
