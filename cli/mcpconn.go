@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+func newMCPConnectionsCmd(app *App) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:     "mcp-connections",
+		Aliases: []string{"mcp-connection"},
+		Short:   "Create, list and remove MCP connections (egress grants)",
+		Long: `An MCP connection names a catalog host (github, slack, notion, linear, or
+what the server's catalog holds). A sandbox created with
+--mcp-connection LABEL may reach that host on port 443 through the
+server's egress proxy; every other destination stays unreachable.`,
+		GroupID: groupSandboxes,
+	})
+	cmd.AddCommand(newMCPCreateCmd(app), newMCPLsCmd(app), newMCPRmCmd(app))
+	return cmd
+}
+
+func newMCPCreateCmd(app *App) *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:     "create LABEL CATALOG_ID",
+		Short:   "Create a connection and print its id",
+		Example: "  boxkite mcp-connections create gh github\n  boxkite session create --mcp-connection gh",
+		Args:    usageArgs(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			m, err := c.CreateMCPConnection(cmd.Context(), api.CreateMCPConnectionRequest{Label: args[0], CatalogID: args[1]})
+			if err != nil {
+				return fmt.Errorf("create mcp connection: %w", err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, m)
+			}
+			fmt.Fprintln(app.IO.Out, m.ID)
+			return nil
+		},
+	}
+	out.register(cmd)
+	return cmd
+}
+
+func newMCPLsCmd(app *App) *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the account's MCP connections",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			ms, err := c.ListMCPConnections(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list mcp connections: %w", err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, ms)
+			}
+			if len(ms) == 0 {
+				return nil
+			}
+			tw := newTable(app.IO.Out)
+			fmt.Fprintln(tw, bold(app.IO.Color, "ID\tLABEL\tCATALOG\tHOST"))
+			for _, m := range ms {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.ID, m.Label, m.CatalogID, m.Host)
+			}
+			return tw.Flush()
+		},
+	}
+	out.register(cmd)
+	return cmd
+}
+
+func newMCPRmCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm ID",
+		Short: "Remove an MCP connection (running sandboxes keep their grant)",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteMCPConnection(cmd.Context(), args[0]); err != nil {
+				return fmt.Errorf("remove mcp connection: %w", err)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+func newVolumesCmd(app *App) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:     "volumes",
+		Aliases: []string{"volume"},
+		Short:   "Create, list and remove persistent volumes",
+		Long: `Volumes are storage that outlives sandboxes. Mount one below /workspace
+when creating a sandbox (boxkite session create --volume ID=/workspace/data);
+several sandboxes may mount it, and a mounted volume cannot be removed.`,
+		GroupID: groupSandboxes,
+	})
+	cmd.AddCommand(newVolumesCreateCmd(app), newVolumesLsCmd(app), newVolumesGetCmd(app), newVolumesRmCmd(app))
+	return cmd
+}
+
+func newVolumesCreateCmd(app *App) *cobra.Command {
+	var (
+		req api.CreateVolumeRequest
+		out outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:     "create [--size-gb N] [--label LABEL]",
+		Short:   "Create a volume and print its id",
+		Example: "  vol=$(boxkite volumes create --size-gb 2 --label data)\n  boxkite session create --volume $vol=/workspace/data",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			v, err := c.CreateVolume(cmd.Context(), req)
+			if err != nil {
+				return fmt.Errorf("create volume: %w", err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, v)
+			}
+			fmt.Fprintln(app.IO.Out, v.ID)
+			return nil
+		},
+	}
+	cmd.Flags().Float64Var(&req.SizeGB, "size-gb", 1, "size limit in `GiB`")
+	cmd.Flags().StringVar(&req.Label, "label", "", "a `label` for the volume")
+	out.register(cmd)
+	return cmd
+}
+
+func newVolumesLsCmd(app *App) *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the account's volumes",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			vs, err := c.ListVolumes(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list volumes: %w", err)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, vs)
+			}
+			return writeVolumeTable(app.IO.Out, app.IO.Color, vs, time.Now())
+		},
+	}
+	out.register(cmd)
+	return cmd
+}
+
+func writeVolumeTable(w io.Writer, color bool, vs []api.Volume, now time.Time) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, bold(color, "ID\tLABEL\tSIZE\tSTATUS\tAGE"))
+	for _, v := range vs {
+		fmt.Fprintf(tw, "%s\t%s\t%g GiB\t%s\t%s\n", v.ID, v.Label, v.SizeGB, v.Status, shortDuration(now.Sub(v.CreatedAt)))
+	}
+	return tw.Flush()
+}
+
+func newVolumesGetCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one volume as JSON",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			v, err := c.GetVolume(cmd.Context(), args[0])
+			if err != nil {
+				return fmt.Errorf("get volume: %w", err)
+			}
+			return writeJSON(app.IO.Out, v)
+		},
+	}
+}
+
+func newVolumesRmCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm ID",
+		Short: "Remove a volume and its data (refused while a sandbox mounts it)",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteVolume(cmd.Context(), args[0]); err != nil {
+				return fmt.Errorf("remove volume: %w", err)
+			}
+			return nil
+		},
+	}
+}
