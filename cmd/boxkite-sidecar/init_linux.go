@@ -1,11 +1,15 @@
 package main
 
 import (
+	"debug/elf"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
@@ -64,5 +68,36 @@ func runInit(args []string) (int, error) {
 	}
 	// /proc/self/exe still reaches this binary after pivot_root, though no
 	// path inside the jail names it.
-	return jail.Init("/proc/self/exe", argv, serveEnv, []*os.File{r})
+	code, err := jail.Init("/proc/self/exe", argv, serveEnv, []*os.File{r})
+	if errors.Is(err, os.ErrNotExist) {
+		err = explainLoader(err)
+	}
+	return code, err
+}
+
+// explainLoader turns the bare ENOENT of executing a dynamically linked
+// sidecar in an image root without its loader (a musl or distroless
+// image, say) into an error that says so.
+func explainLoader(err error) error {
+	f, ferr := elf.Open("/proc/self/exe")
+	if ferr != nil {
+		return err
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_INTERP {
+			continue
+		}
+		b, rerr := io.ReadAll(p.Open())
+		if rerr != nil {
+			return err
+		}
+		interp := strings.TrimRight(string(b), "\x00")
+		if _, serr := os.Stat(interp); serr == nil {
+			return err
+		}
+		return fmt.Errorf("%w: boxkite-sidecar is dynamically linked and this root has no %s; "+
+			"build it with CGO_ENABLED=0 to boot images without glibc", err, interp)
+	}
+	return err
 }

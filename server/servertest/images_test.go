@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -321,4 +322,79 @@ func stripRequestID(body []byte) string {
 	env.Error.RequestID = ""
 	b, _ := json.Marshal(env)
 	return string(b)
+}
+
+// TestImageWithoutLoader: the sidecar is dynamically linked when built with
+// cgo; an image without its loader cannot boot, and the log says why.
+func TestImageWithoutLoader(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("file", "-L", servertest.SidecarBinary(t)).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "dynamically linked") {
+		t.Logf("sidecar is static (%s): every image boots", out)
+		return
+	}
+	m, err := images.New(t.TempDir(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	s := servertest.New(t, servertest.WithConfig(server.Config{Images: m}),
+		servertest.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	_ = tw.WriteHeader(&tar.Header{Name: "etc/", Typeflag: tar.TypeDir, Mode: 0o755})
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer.Bytes())), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var archive bytes.Buffer
+	if err := tarball.Write(nil, img, &archive); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Import(context.Background(), accountOf(t, s), "", &archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Wait()
+	resp, body := do(t, s, "POST", "/v1/sandboxes", api.CreateSandboxRequest{ImageID: got.ID}, "")
+	if resp.StatusCode < 500 {
+		t.Fatalf("create from an image without a loader: %d %s", resp.StatusCode, body)
+	}
+	if !strings.Contains(logs.String(), "dynamically linked") {
+		t.Errorf("the log does not explain the failure:\n%s", logs.String())
+	}
+}
+
+// accountOf returns the id of the account s.APIKey belongs to.
+func accountOf(t *testing.T, s *servertest.Server) string {
+	t.Helper()
+	_, body := do(t, s, "GET", "/v1/account", nil, "")
+	var a api.Account
+	mustJSON(t, body, &a)
+	return a.ID
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
