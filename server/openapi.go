@@ -55,6 +55,7 @@ func routeDocs() []routeDoc {
 		{pattern: "POST /v1/sandboxes/{id}/exec", summary: "Run a shell command; with Accept: application/x-ndjson the output streams as ExecEvent lines", request: api.ExecRequest{}, response: api.ExecResult{}},
 		{pattern: "GET /v1/sandboxes/{id}/takeover", summary: "WebSocket relay to the sandbox's terminal (binary frames; text frames for resize)", auth: authKeyQuery, status: http.StatusSwitchingProtocols, query: []string{"token", "read_only"}},
 		{pattern: "GET /v1/sandboxes/{id}/log", summary: "A page of the sandbox's hash-chained audit log, oldest first", response: api.LogPage{}, query: []string{"limit", "offset"}},
+		{pattern: "GET /v1/sandboxes/{id}/stats", summary: "The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup); 501 not_supported without", response: api.SandboxStats{}},
 		{pattern: "GET /v1/sandboxes/{id}/watch", summary: "Server-sent events: the newest 100 audit entries, then each new one as it is written (id: entry id, data: LogEntry JSON); Last-Event-ID resumes", auth: authKeyQuery, response: api.LogEntry{}, produces: "text/event-stream", query: []string{"last_event_id"}},
 
 		{pattern: "GET /v1/account/allowed-commands", summary: "The account's command allowlist (no rules: everything allowed)", response: api.AllowedCommands{}},

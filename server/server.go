@@ -205,6 +205,7 @@ func (s *Server) routes() {
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.handle("GET /v1/sandboxes/{id}/takeover", s.takeover)
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
+	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
 	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
 
 	s.handle("POST /v1/volumes", s.createVolume)
