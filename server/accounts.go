@@ -299,8 +299,6 @@ func parseSSHKey(line, name string) (*SSHKey, error) {
 		return nil, invalid("public_key", "public_key must not carry authorized_keys options", "remove "+strings.Join(options, ","))
 	case len(bytes.TrimSpace(rest)) > 0:
 		return nil, invalid("public_key", "public_key must be a single key", "")
-	case pub.Type() == ssh.KeyAlgoDSA:
-		return nil, invalid("public_key", "DSA keys are not accepted", "use an ed25519 key: ssh-keygen -t ed25519")
 	}
 	if ck, ok := pub.(ssh.CryptoPublicKey); ok {
 		if rk, ok := ck.CryptoPublicKey().(*rsa.PublicKey); ok && rk.N.BitLen() < minRSAKeyBits {

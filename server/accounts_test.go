@@ -306,7 +306,7 @@ func TestAPIKeyManagement(t *testing.T) {
 	wantError(t, resp, body, 401, api.CodeInvalidAPIKey)
 	resp, body = e.do("DELETE", "/v1/api-keys/"+member.ID, tok, nil)
 	wantError(t, resp, body, 404, api.CodeNotFound)
-	resp, body = e.do("GET", "/v1/api-keys", tok, nil)
+	_, body = e.do("GET", "/v1/api-keys", tok, nil)
 	mustUnmarshal(t, body, &list)
 	for _, k := range list {
 		if (k.ID == member.ID) != (k.RevokedAt != nil) {
@@ -403,6 +403,7 @@ func TestSSHKeys(t *testing.T) {
 		{"private key", api.AddSSHKeyRequest{PublicKey: "-----BEGIN OPENSSH PRIVATE KEY-----"}, 422, api.CodeValidation, "public_key"},
 		{"two keys", api.AddSSHKeyRequest{PublicKey: line + "\n" + other}, 422, api.CodeValidation, "public_key"},
 		{"options", api.AddSSHKeyRequest{PublicKey: `command="rm -rf /" ` + other}, 422, api.CodeValidation, "public_key"},
+		{"dsa", api.AddSSHKeyRequest{PublicKey: "ssh-dss AAAAB3NzaC1kc3MAAACBALgdXEahvl9se5Qkpi5pE/mID9pXhqhSo1LsJKZr46D7enxpI6PsoT+A+rnCgyAjESNlGivfaAhsrmVT/qnNfOpNQmwVWTFmzHLeXFX/PeLPCtFHaVAK9L6Tulv28xI++nsObMC9aXJoksYXb8DTJchAOMPmfnOVxE99dOPvGTCbAAAAFQCKR+vqUtEhJFgNdTsJ6m3cTSA9XwAAAIBBomXhvyCfEHjkg5QUOpdQONIQei43fbYZkxfTAGOafp5yh1TYgerwwM2O0d8ymm2iIUgDXahGQFWU8xtn5dlDLPnBtsPW428iEOBVzERh9x+OM2GjrzZuLoyqNf04+Xx1Ea3TCO01YkPvWIlTfwnxLE7tO71twQM/+FNyv6dPlQAAAIBm97XtpoyhL2iPDtSpzcfF9FsFcpAqqCwORrw2igRwq0SJl/1BMBkQeH0K2LVsNp2GEsOW3pbV5APz2UH59iglalW0rT9alPZWWslNgnfvp5YXQmhxHY7f4nurIpz1RVwIbroe1ygrY53j3K5vHTTG3mQoX0QsVokxdARB90VghQ=="}, 422, api.CodeValidation, "public_key"},
 		{"weak rsa", api.AddSSHKeyRequest{PublicKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(weak)))}, 422, api.CodeValidation, "public_key"},
 		{"long name", api.AddSSHKeyRequest{PublicKey: other, Name: strings.Repeat("n", 201)}, 422, api.CodeValidation, "name"},
 	}

@@ -44,11 +44,11 @@ func TestCrossTenantMatrix(t *testing.T) {
 
 	// A's resources.
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{Label: "a-secret-label"})
-	resp, body := e.do("GET", "/v1/account", e.KeyA, nil)
+	_, body := e.do("GET", "/v1/account", e.KeyA, nil)
 	var acctA api.Account
 	mustUnmarshal(t, body, &acctA)
 	line, _ := authorizedKey(t, "a-ssh-comment")
-	resp, body = e.do("POST", "/v1/account/ssh-keys", e.KeyA, api.AddSSHKeyRequest{PublicKey: line})
+	resp, body := e.do("POST", "/v1/account/ssh-keys", e.KeyA, api.AddSSHKeyRequest{PublicKey: line})
 	if resp.StatusCode != 201 {
 		t.Fatalf("A's ssh key: %d %s", resp.StatusCode, body)
 	}

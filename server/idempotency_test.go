@@ -55,7 +55,7 @@ func TestIdempotencyReplay(t *testing.T) {
 	}
 
 	// Error answers below 500 are kept too.
-	resp1, body1 = e.do("POST", "/v1/sandboxes", e.KeyA, `{"size":"huge"}`, idem("bad-1")...)
+	resp1, _ = e.do("POST", "/v1/sandboxes", e.KeyA, `{"size":"huge"}`, idem("bad-1")...)
 	resp2, body2 = e.do("POST", "/v1/sandboxes", e.KeyA, `{"size":"huge"}`, idem("bad-1")...)
 	if resp1.StatusCode != 422 || resp2.StatusCode != 422 || resp2.Header.Get(api.HeaderIdempotentReplayed) != "true" ||
 		apiError(t, body2).Code != api.CodeValidation {
