@@ -124,6 +124,9 @@ func (m *Manager) Build(ctx context.Context, account, label string, spec api.Ima
 			return r.Image, false, nil
 		}
 	}
+	if err := m.checkLimit(account); err != nil {
+		return api.Image{}, false, err
+	}
 	r := record{AccountID: account, SpecHash: hash, Image: api.Image{
 		ID: newID(), Label: label, Status: api.ImageQueued, Source: api.ImageSourceBuild, Spec: &spec, CreatedAt: m.now().UTC(),
 	}}

@@ -28,6 +28,28 @@ var (
 	ErrInUse    = api.Errorf(409, api.CodeConflict, "image is in use or still being made").WithHint("delete the sandboxes booted from it first")
 )
 
+// Limits of a Manager (reference §3.7: 10 images per account).
+const (
+	MaxPerAccount = 10
+	MaxRunning    = 2 // builds are CPU- and disk-heavy; the host has other work
+)
+
+// ErrLimit refuses an account's image beyond MaxPerAccount.
+var ErrLimit = api.Errorf(429, api.CodeLimitExceeded, "the account has %d images, the most it may keep", MaxPerAccount).
+	WithHint("remove one with `boxkite images rm ID`")
+
+// checkLimit refuses a new image when the account has MaxPerAccount.
+func (m *Manager) checkLimit(account string) error {
+	imgs, err := m.List(account)
+	if err != nil {
+		return err
+	}
+	if len(imgs) >= MaxPerAccount {
+		return ErrLimit
+	}
+	return nil
+}
+
 // Manager owns the images under one directory.
 type Manager struct {
 	dir    string
@@ -38,6 +60,7 @@ type Manager struct {
 	mu    sync.Mutex
 	users map[string]map[string]bool // image id → sandbox ids booted from it
 	wg    sync.WaitGroup
+	slots chan struct{} // builds and extractions running at once; the rest stay queued
 }
 
 // record is image.json.
@@ -53,7 +76,10 @@ func New(dir string, log *slog.Logger) (*Manager, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create images dir: %w", err)
 	}
-	m := &Manager{dir: dir, aptDir: "/etc/apt", log: log, now: time.Now, users: map[string]map[string]bool{}}
+	m := &Manager{
+		dir: dir, aptDir: "/etc/apt", log: log, now: time.Now,
+		users: map[string]map[string]bool{}, slots: make(chan struct{}, MaxRunning),
+	}
 	recs, err := m.all()
 	if err != nil {
 		return nil, err
@@ -267,6 +293,9 @@ func (m *Manager) save(r record) error {
 // Import stores the archive read from body as a new image of account and
 // extracts it in the background; the image comes back queued.
 func (m *Manager) Import(ctx context.Context, account, label string, body io.Reader) (api.Image, error) {
+	if err := m.checkLimit(account); err != nil {
+		return api.Image{}, err
+	}
 	r := record{AccountID: account, Image: api.Image{
 		ID: newID(), Label: label, Status: api.ImageQueued, Source: api.ImageSourceImport, CreatedAt: m.now().UTC(),
 	}}
@@ -290,6 +319,8 @@ func (m *Manager) Import(ctx context.Context, account, label string, body io.Rea
 
 // finish runs work as the image's build and records the outcome.
 func (m *Manager) finish(ctx context.Context, r record, work func() error) {
+	m.slots <- struct{}{}
+	defer func() { <-m.slots }()
 	r.Status = api.ImageBuilding
 	if err := m.save(r); err != nil {
 		m.log.ErrorContext(ctx, "image status", "image", r.ID, "err", err)

@@ -169,3 +169,22 @@ func TestImportGarbage(t *testing.T) {
 		t.Errorf("Get = %+v, %v; want failed with a reason", done, err)
 	}
 }
+
+func TestImageLimit(t *testing.T) {
+	m, err := images.New(t.TempDir(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range images.MaxPerAccount {
+		if _, err := m.Import(context.Background(), "acct", "", bytes.NewReader(nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.Import(context.Background(), "acct", "", bytes.NewReader(nil)); err != images.ErrLimit {
+		t.Errorf("Import past the limit = %v, want ErrLimit", err)
+	}
+	if _, err := m.Import(context.Background(), "other", "", bytes.NewReader(nil)); err != nil {
+		t.Errorf("another account's import = %v", err)
+	}
+	m.Wait()
+}
