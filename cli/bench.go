@@ -1,0 +1,560 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+type benchOptions struct {
+	sandboxes   int
+	execs       int
+	concurrency int
+	idle        int
+	out         outputFlags
+}
+
+// benchFileSize is the size of the file write and read measures.
+const benchFileSize = 1 << 20
+
+// benchLifetime bounds the life of bench sandboxes, so that even a bench
+// killed with SIGKILL leaves nothing running for long.
+const benchLifetime = 15
+
+func newBenchCmd(app *App) *cobra.Command {
+	var opts benchOptions
+	cmd := &cobra.Command{
+		Use:     "bench [--sandboxes N] [--execs N] [--concurrency C] [--json]",
+		Short:   "Measure sandbox create, exec and file latencies against the server",
+		GroupID: groupSettings,
+		Long: `Measure the server the way a user meets it, with the API: create
+--sandboxes sandboxes one after another (create, and create until a first
+exec returns), then --concurrency at once; run --execs 'true' execs in each
+(the exec round trip), then as many from --concurrency workers at once (the
+throughput); write and read a 1 MiB file in each; and read each sandbox's
+idle memory from its cgroup.
+
+Every latency is also shown as a multiple of two floors measured in the same
+run on this machine: F, a bare spawn of /bin/true from this process, and B,
+one bubblewrap sandbox (bwrap --unshare-all ... true) when bwrap is
+installed. Run bench on the server's host for the floors to mean anything.
+
+With --idle N it then creates N more sandboxes, --concurrency at a time,
+checks that every one answers an exec, and reports their memory.
+
+Every sandbox bench creates is deleted at the end, on Ctrl-C too.`,
+		Example: `  boxkite bench
+  boxkite bench --sandboxes 20 --execs 50 --concurrency 10 --json
+  boxkite bench --sandboxes 2 --execs 5 --concurrency 2 --idle 1000`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := opts.out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			return runBench(cmd.Context(), app, opts, asJSON)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.sandboxes, "sandboxes", 10, "sandboxes to create one after another")
+	f.IntVar(&opts.execs, "execs", 20, "execs of `true` to run in each sandbox")
+	f.IntVar(&opts.concurrency, "concurrency", 5, "sandboxes to create at once, and exec workers")
+	f.IntVar(&opts.idle, "idle", 0, "then create this many idle sandboxes and check that all answer an exec")
+	opts.out.register(cmd)
+	return cmd
+}
+
+func (o benchOptions) validate(cmd *cobra.Command) error {
+	switch {
+	case o.sandboxes < 1 || o.sandboxes > 1000:
+		return usageErrorf(helpHint(cmd), "--sandboxes must be between 1 and 1000, got %d", o.sandboxes)
+	case o.execs < 1 || o.execs > 200:
+		// Each sandbox runs up to 2*execs+1 execs, within the sidecar's
+		// default budget of 500 calls.
+		return usageErrorf(helpHint(cmd), "--execs must be between 1 and 200, got %d", o.execs)
+	case o.concurrency < 1 || o.concurrency > 100:
+		return usageErrorf(helpHint(cmd), "--concurrency must be between 1 and 100, got %d", o.concurrency)
+	case o.idle < 0 || o.idle > 10000:
+		return usageErrorf(helpHint(cmd), "--idle must be between 0 and 10000, got %d", o.idle)
+	}
+	return nil
+}
+
+// benchReport is bench's result; its JSON field names are stable.
+type benchReport struct {
+	Server      string    `json:"server"`
+	Date        time.Time `json:"date"`
+	Sandboxes   int       `json:"sandboxes"`
+	Execs       int       `json:"execs"`
+	Concurrency int       `json:"concurrency"`
+	Host        struct {
+		CPUs   int    `json:"cpus"`
+		OS     string `json:"os"`
+		Arch   string `json:"arch"`
+		Kernel string `json:"kernel"`
+	} `json:"host"`
+	Floors struct {
+		Spawn            *latency `json:"spawn"` // F
+		Bwrap            *latency `json:"bwrap"` // B; null without bwrap
+		HostSpawnsPerSec float64  `json:"host_spawns_per_sec"`
+	} `json:"floors"`
+	Create                 *latency `json:"create"`
+	CreateToFirstExec      *latency `json:"create_to_first_exec"`
+	BurstCreate            *latency `json:"burst_create"`
+	BurstCreateToFirstExec *latency `json:"burst_create_to_first_exec"`
+	Exec                   *latency `json:"exec"`
+	FileWrite              *latency `json:"file_write_1mib"`
+	FileRead               *latency `json:"file_read_1mib"`
+	Delete                 *latency `json:"delete"`
+	ExecThroughput         struct {
+		Workers          int     `json:"workers"`
+		Execs            int     `json:"execs"`
+		PerSec           float64 `json:"per_sec"`
+		HostSpawnsPerSec float64 `json:"host_spawns_per_sec"`
+		VsHost           float64 `json:"vs_host"`
+	} `json:"exec_throughput"`
+	IdleMemory *memory    `json:"idle_memory"` // null when the server has no accounting
+	Idle       *idleBench `json:"idle"`        // --idle only
+	Failures   []string   `json:"failures"`
+}
+
+// idleBench is the result of --idle.
+type idleBench struct {
+	Requested int      `json:"requested"`
+	Created   int      `json:"created"`
+	Answered  int      `json:"answered"` // of those, how many answered an exec
+	Create    *latency `json:"create"`
+	Exec      *latency `json:"exec"`
+	Memory    *memory  `json:"memory"`
+	// HostMemoryPerSandboxBytes is the fall in the host's MemAvailable
+	// while they ran, divided by their number; 0 when the server is not
+	// on this host.
+	HostMemoryPerSandboxBytes int64 `json:"host_memory_per_sandbox_bytes"`
+}
+
+// bench is one run: the client, what it created, and what failed.
+type bench struct {
+	c     *client.Client
+	opts  benchOptions
+	label string
+	prog  *benchProgress
+
+	mu       sync.Mutex
+	live     []string // sandboxes created and not yet deleted
+	failures []string
+}
+
+func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) error {
+	base, err := app.Client()
+	if err != nil {
+		return err
+	}
+	// A transport that keeps a connection per worker: the default keeps
+	// two or three and would measure connection set-up.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = opts.concurrency + 4
+	b := &bench{
+		c:     &client.Client{BaseURL: base.BaseURL, APIKey: base.APIKey, UserAgent: "boxkite-bench/" + app.Version, HTTPClient: &http.Client{Transport: tr}},
+		opts:  opts,
+		label: "boxkite-bench-" + randomHex(4),
+		prog:  &benchProgress{},
+	}
+	if app.IO.ErrTTY {
+		b.prog.w = app.IO.ErrOut
+	}
+	defer b.prog.done()
+	// Whatever happens, and on Ctrl-C (ctx ends), delete what was made.
+	defer b.cleanup(context.WithoutCancel(ctx))
+
+	rep := &benchReport{Server: base.BaseURL, Date: time.Now().UTC().Truncate(time.Second),
+		Sandboxes: opts.sandboxes, Execs: opts.execs, Concurrency: opts.concurrency}
+	rep.Host.CPUs, rep.Host.OS, rep.Host.Arch, rep.Host.Kernel = runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, kernelRelease()
+	if err := b.run(ctx, rep); err != nil {
+		return err
+	}
+	b.prog.done()
+	slices.SortFunc(b.failures, cmpFailures)
+	rep.Failures = append([]string{}, b.failures...)
+	if asJSON {
+		if err := writeJSON(app.IO.Out, rep); err != nil {
+			return err
+		}
+	} else if err := printBench(app.IO.Out, rep); err != nil {
+		return err
+	}
+	if n := len(rep.Failures); n > 0 {
+		return fmt.Errorf("bench: %d operations failed", n)
+	}
+	return nil
+}
+
+// run measures everything in order; rep fills up as it goes.
+func (b *bench) run(ctx context.Context, rep *benchReport) error {
+	o := b.opts
+	b.prog.phase("floors", 0)
+	spawn, err := spawnFloor(ctx, max(50, o.execs), "/bin/true")
+	if err != nil {
+		return fmt.Errorf("measure the spawn floor: %w", err)
+	}
+	rep.Floors.Spawn = summarize(spawn, 0, 0)
+	f := rep.Floors.Spawn.P50MS
+	var bw float64
+	if path, err := exec.LookPath("bwrap"); err == nil {
+		if d, err := spawnFloor(ctx, 20, path, bwrapArgs...); err == nil {
+			rep.Floors.Bwrap = summarize(d, f, 0)
+			bw = rep.Floors.Bwrap.P50MS
+		} else {
+			b.fail("bwrap floor: %v", err)
+		}
+	}
+	if rep.Floors.HostSpawnsPerSec, err = spawnRate(ctx, o.concurrency, o.concurrency*o.execs); err != nil {
+		return fmt.Errorf("measure host spawns: %w", err)
+	}
+	rep.Floors.Spawn = summarize(spawn, f, bw)
+
+	// Serial creates, each followed by its first exec.
+	var create, first samples
+	var ids []string
+	b.prog.phase("create", o.sandboxes)
+	for range o.sandboxes {
+		if id, ok := b.createAndExec(ctx, &create, &first); ok {
+			ids = append(ids, id)
+		}
+		b.prog.step()
+	}
+	rep.Create, rep.CreateToFirstExec = summarize(create.all(), f, bw), summarize(first.all(), f, bw)
+
+	// Burst: concurrency creates at once.
+	var bcreate, bfirst samples
+	burst := make([]string, o.concurrency)
+	b.prog.phase("burst create", o.concurrency)
+	_ = parallel(ctx, o.concurrency, o.concurrency, func(ctx context.Context, i int) error {
+		burst[i], _ = b.createAndExec(ctx, &bcreate, &bfirst)
+		b.prog.step()
+		return nil
+	})
+	for _, id := range burst {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	rep.BurstCreate, rep.BurstCreateToFirstExec = summarize(bcreate.all(), f, bw), summarize(bfirst.all(), f, bw)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return errors.New("bench: no sandbox could be created")
+	}
+
+	b.measureExecs(ctx, rep, ids, f, bw)
+	b.measureFiles(ctx, rep, ids, f, bw)
+	rep.IdleMemory = b.measureMemory(ctx, ids)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if o.idle > 0 {
+		rep.Idle = b.measureIdle(ctx, f, bw)
+	}
+
+	var del samples
+	b.prog.phase("delete", len(ids))
+	_ = parallel(ctx, o.concurrency, len(ids), func(ctx context.Context, i int) error {
+		start := time.Now()
+		if err := b.delete(ctx, ids[i]); err != nil {
+			b.fail("delete %s: %v", ids[i], err)
+		} else {
+			del.add(time.Since(start))
+		}
+		b.prog.step()
+		return nil
+	})
+	rep.Delete = summarize(del.all(), f, bw)
+	return ctx.Err()
+}
+
+// createAndExec creates one sandbox and runs its first exec, timing both
+// from the create's start. It returns the id of a created sandbox even if
+// its exec failed.
+func (b *bench) createAndExec(ctx context.Context, create, first *samples) (string, bool) {
+	start := time.Now()
+	sb, err := b.c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: b.label, LifetimeMinutes: benchLifetime})
+	if err != nil {
+		b.fail("create: %v", err)
+		return "", false
+	}
+	create.add(time.Since(start))
+	b.track(sb.ID)
+	if err := b.exec(ctx, sb.ID); err != nil {
+		b.fail("first exec in %s: %v", sb.ID, err)
+		return sb.ID, true
+	}
+	first.add(time.Since(start))
+	return sb.ID, true
+}
+
+func (b *bench) exec(ctx context.Context, id string) error {
+	res, err := b.c.Exec(ctx, id, api.ExecRequest{Command: "true"})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("true exited %d: %s", res.ExitCode, res.Stderr)
+	}
+	return nil
+}
+
+// measureExecs times --execs execs in each sandbox one at a time (the
+// round trip), then as many from --concurrency workers at once, each on
+// its own sandbox (the throughput).
+func (b *bench) measureExecs(ctx context.Context, rep *benchReport, ids []string, f, bw float64) {
+	o := b.opts
+	var rtt samples
+	b.prog.phase("exec", len(ids)*o.execs)
+	for _, id := range ids {
+		for range o.execs {
+			if ctx.Err() != nil {
+				return
+			}
+			start := time.Now()
+			if err := b.exec(ctx, id); err != nil {
+				b.fail("exec in %s: %v", id, err)
+			} else {
+				rtt.add(time.Since(start))
+			}
+			b.prog.step()
+		}
+	}
+	rep.Exec = summarize(rtt.all(), f, bw)
+
+	workers := min(o.concurrency, len(ids))
+	total := workers * o.execs
+	b.prog.phase("exec throughput", total)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	for w := range workers {
+		wg.Go(func() {
+			for range o.execs {
+				if ctx.Err() != nil {
+					return
+				}
+				if err := b.exec(ctx, ids[w]); err != nil {
+					b.fail("exec in %s: %v", ids[w], err)
+					continue
+				}
+				done.Add(1)
+				b.prog.step()
+			}
+		})
+	}
+	wg.Wait()
+	t := &rep.ExecThroughput
+	n := done.Load()
+	t.Workers, t.Execs, t.PerSec = workers, int(n), round3(float64(n)/time.Since(start).Seconds())
+	t.HostSpawnsPerSec = rep.Floors.HostSpawnsPerSec
+	if t.HostSpawnsPerSec > 0 {
+		t.VsHost = round3(t.PerSec / t.HostSpawnsPerSec)
+	}
+}
+
+// measureFiles writes a 1 MiB file into each sandbox and reads it back
+// through the raw file routes.
+func (b *bench) measureFiles(ctx context.Context, rep *benchReport, ids []string, f, bw float64) {
+	data := make([]byte, benchFileSize)
+	_, _ = rand.Read(data)
+	var write, read samples
+	b.prog.phase("files", len(ids))
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		const path = "/workspace/boxkite-bench.bin"
+		start := time.Now()
+		if _, err := b.c.UploadFile(ctx, id, path, bytes.NewReader(data)); err != nil {
+			b.fail("write a file in %s: %v", id, err)
+			continue
+		}
+		write.add(time.Since(start))
+		start = time.Now()
+		dl, err := b.c.DownloadFile(ctx, id, path)
+		if err != nil {
+			b.fail("read a file in %s: %v", id, err)
+			continue
+		}
+		got, err := io.ReadAll(dl)
+		dl.Close()
+		switch {
+		case err != nil:
+			b.fail("read a file in %s: %v", id, err)
+		case !bytes.Equal(got, data):
+			b.fail("read a file in %s: %d bytes back, not the %d written", id, len(got), len(data))
+		default:
+			read.add(time.Since(start))
+		}
+		b.prog.step()
+	}
+	rep.FileWrite, rep.FileRead = summarize(write.all(), f, bw), summarize(read.all(), f, bw)
+}
+
+// measureMemory reads each sandbox's memory from the server; nil when the
+// server has no accounting.
+func (b *bench) measureMemory(ctx context.Context, ids []string) *memory {
+	var total, anon []int64
+	for _, id := range ids {
+		st, err := b.c.SandboxStats(ctx, id)
+		if e, ok := errors.AsType[*api.Error](err); ok && (e.Code == api.CodeNotSupported || e.Status == http.StatusNotFound) {
+			return nil // an older server, or one without cgroups
+		}
+		if err != nil {
+			b.fail("stats of %s: %v", id, err)
+			continue
+		}
+		total, anon = append(total, st.MemoryBytes), append(anon, st.MemoryAnonBytes)
+	}
+	return summarizeMemory(total, anon)
+}
+
+// measureIdle creates --idle sandboxes, checks each answers an exec, and
+// reports their memory; then deletes them.
+func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
+	n, c := b.opts.idle, b.opts.concurrency
+	res := &idleBench{Requested: n}
+	before := memAvailable()
+	ids := make([]string, n)
+	var create samples
+	b.prog.phase("idle: create", n)
+	_ = parallel(ctx, c, n, func(ctx context.Context, i int) error {
+		start := time.Now()
+		sb, err := b.c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: b.label, LifetimeMinutes: 60})
+		b.prog.step()
+		if err != nil {
+			b.fail("idle: create: %v", err)
+			return nil
+		}
+		create.add(time.Since(start))
+		b.track(sb.ID)
+		ids[i] = sb.ID
+		return nil
+	})
+	ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
+	res.Created, res.Create = len(ids), summarize(create.all(), f, bw)
+
+	var execs samples
+	b.prog.phase("idle: exec", len(ids))
+	_ = parallel(ctx, c, len(ids), func(ctx context.Context, i int) error {
+		start := time.Now()
+		if err := b.exec(ctx, ids[i]); err != nil {
+			b.fail("idle: exec in %s: %v", ids[i], err)
+		} else {
+			execs.add(time.Since(start))
+		}
+		b.prog.step()
+		return nil
+	})
+	res.Exec = summarize(execs.all(), f, bw)
+	res.Answered = len(execs.all())
+	if after := memAvailable(); before > 0 && after > 0 && len(ids) > 0 && b.serverIsLocal() {
+		res.HostMemoryPerSandboxBytes = (before - after) / int64(len(ids))
+	}
+	b.prog.phase("idle: memory", 0)
+	res.Memory = b.measureMemory(ctx, ids)
+
+	b.prog.phase("idle: delete", len(ids))
+	_ = parallel(ctx, c, len(ids), func(ctx context.Context, i int) error {
+		if err := b.delete(ctx, ids[i]); err != nil {
+			b.fail("idle: delete %s: %v", ids[i], err)
+		}
+		b.prog.step()
+		return nil
+	})
+	return res
+}
+
+// serverIsLocal reports whether the server listens on loopback, so this
+// host's memory is the server's.
+func (b *bench) serverIsLocal() bool {
+	u, err := url.Parse(b.c.BaseURL)
+	if err != nil {
+		return false
+	}
+	if u.Hostname() == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(u.Hostname())
+	return ip != nil && ip.IsLoopback()
+}
+
+func (b *bench) track(id string) {
+	b.mu.Lock()
+	b.live = append(b.live, id)
+	b.mu.Unlock()
+}
+
+func (b *bench) delete(ctx context.Context, id string) error {
+	if err := b.c.DeleteSandbox(ctx, id); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.live = slices.DeleteFunc(b.live, func(s string) bool { return s == id })
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *bench) fail(format string, args ...any) {
+	b.mu.Lock()
+	b.failures = append(b.failures, fmt.Sprintf(format, args...))
+	b.mu.Unlock()
+}
+
+// cleanup deletes every sandbox bench made that is still there: those it
+// knows, and any with its label (a create whose answer a Ctrl-C cut off).
+func (b *bench) cleanup(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	b.mu.Lock()
+	ids := slices.Clone(b.live)
+	b.mu.Unlock()
+	if sbs, err := b.c.ListSandboxes(ctx, true); err == nil {
+		for _, sb := range sbs {
+			if sb.Label == b.label && !slices.Contains(ids, sb.ID) {
+				ids = append(ids, sb.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	b.prog.phase("cleaning up", len(ids))
+	_ = parallel(ctx, b.opts.concurrency, len(ids), func(ctx context.Context, i int) error {
+		_ = b.c.DeleteSandbox(ctx, ids[i]) // gone already is fine too
+		b.prog.step()
+		return nil
+	})
+	b.prog.done()
+}
+
+func randomHex(n int) string {
+	buf := make([]byte, n)
+	_, _ = rand.Read(buf)
+	return hex.EncodeToString(buf)
+}

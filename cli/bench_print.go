@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// printBench writes the report as aligned tables.
+func printBench(w io.Writer, r *benchReport) error {
+	fmt.Fprintf(w, "boxkite bench: %d sandboxes, %d execs each, %d at once, against %s\n", r.Sandboxes, r.Execs, r.Concurrency, r.Server)
+	fmt.Fprintf(w, "host: %d CPUs, %s/%s, kernel %s\n\n", r.Host.CPUs, r.Host.OS, r.Host.Arch, r.Host.Kernel)
+	t := newTable(w)
+	fmt.Fprintln(t, "MEASURE\tN\tMIN\tP50\tP95\tP99\tMAX\tP50/F\tP95/F\tP99/F\tP50/B\t")
+	rows := []struct {
+		name string
+		l    *latency
+	}{
+		{"floor F: spawn /bin/true", r.Floors.Spawn},
+		{"floor B: bwrap true", r.Floors.Bwrap},
+		{"create", r.Create},
+		{"create → first exec", r.CreateToFirstExec},
+		{fmt.Sprintf("burst create (%d at once)", r.Concurrency), r.BurstCreate},
+		{"burst create → first exec", r.BurstCreateToFirstExec},
+		{"exec round trip (true)", r.Exec},
+		{"file write 1 MiB", r.FileWrite},
+		{"file read 1 MiB", r.FileRead},
+		{"delete", r.Delete},
+	}
+	if r.Idle != nil {
+		rows = append(rows,
+			struct {
+				name string
+				l    *latency
+			}{fmt.Sprintf("idle: create (%d at once)", r.Concurrency), r.Idle.Create},
+			struct {
+				name string
+				l    *latency
+			}{"idle: exec", r.Idle.Exec})
+	}
+	for _, row := range rows {
+		l := row.l
+		if l == nil {
+			fmt.Fprintf(t, "%s\t-\t\t\t\t\t\t\t\t\t\t\n", row.name)
+			continue
+		}
+		bw := "-"
+		if l.P50VsBwrap != nil {
+			bw = ratio(*l.P50VsBwrap)
+		}
+		fmt.Fprintf(t, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", row.name, l.N,
+			msText(l.MinMS), msText(l.P50MS), msText(l.P95MS), msText(l.P99MS), msText(l.MaxMS),
+			ratio(l.P50VsSpawn), ratio(l.P95VsSpawn), ratio(l.P99VsSpawn), bw)
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	tp := r.ExecThroughput
+	fmt.Fprintf(w, "\nexec throughput: %.0f execs/s from %d workers (%d execs); host spawns %.0f/s on the same cores: %s of it\n",
+		tp.PerSec, tp.Workers, tp.Execs, tp.HostSpawnsPerSec, ratio(tp.VsHost))
+	if m := r.IdleMemory; m != nil {
+		fmt.Fprintf(w, "idle memory per sandbox (cgroup): p50 %s, mean %s, max %s; anonymous p50 %s (%d sandboxes)\n",
+			mib(m.P50Bytes), mib(m.MeanBytes), mib(m.MaxBytes), mib(m.AnonP50Bytes), m.Sandboxes)
+	} else {
+		fmt.Fprintln(w, "idle memory per sandbox: not reported by this server")
+	}
+	if i := r.Idle; i != nil {
+		fmt.Fprintf(w, "idle: %d of %d sandboxes created, %d answered an exec", i.Created, i.Requested, i.Answered)
+		if i.Memory != nil {
+			fmt.Fprintf(w, "; memory p50 %s, mean %s (anonymous mean %s)", mib(i.Memory.P50Bytes), mib(i.Memory.MeanBytes), mib(i.Memory.AnonMeanBytes))
+		}
+		if i.HostMemoryPerSandboxBytes > 0 {
+			fmt.Fprintf(w, "; host MemAvailable fell %s per sandbox", mib(i.HostMemoryPerSandboxBytes))
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.Failures) == 0 {
+		fmt.Fprintln(w, "failures: none")
+		return nil
+	}
+	fmt.Fprintf(w, "failures: %d\n", len(r.Failures))
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "  %s\n", f)
+	}
+	return nil
+}
+
+func msText(v float64) string {
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64) + "ms"
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64) + "ms"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64) + "ms"
+}
+
+func ratio(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + "×" }
