@@ -39,8 +39,10 @@ func newReplicas(t testing.TB, n int, cfg server.Config) []*env {
 		if i == 0 {
 			e = newEnvWithStore(t, cfg, st)
 		} else {
-			e = &env{t: t, Store: st, Sidecar: out[0].Sidecar, Logs: &syncBuffer{}, clock: out[0].clock,
-				KeyA: out[0].KeyA, KeyB: out[0].KeyB, AcctA: out[0].AcctA}
+			e = &env{
+				t: t, Store: st, Sidecar: out[0].Sidecar, Logs: &syncBuffer{}, clock: out[0].clock,
+				KeyA: out[0].KeyA, KeyB: out[0].KeyB, AcctA: out[0].AcctA,
+			}
 			e.Driver = &fakeDriver{CreateFunc: func(context.Context, server.Spec) (server.Endpoint, error) {
 				return e.Sidecar.Endpoint(), nil
 			}}

@@ -83,7 +83,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs := flag.NewFlagSet("boxkite-server", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&o.listen, "listen", server.DefaultListen, "`address` to serve the API on")
-	fs.StringVar(&o.db, "db", "", "database: sqlite:PATH (`dsn`; default sqlite:<state-dir>/boxkite.db)")
+	fs.StringVar(&o.db, "db", "", "database: sqlite:PATH or postgres://user:pass@host/db (`dsn`; default sqlite:<state-dir>/boxkite.db)")
 	fs.StringVar(&o.driver, "driver", "local", "sandbox `driver`: local (Linux namespaces); kube is not built yet")
 	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(getenv), "`directory` for the database and sandbox state")
 	fs.StringVar(&o.configFile, "config", "", "TOML `file` with any of these settings (keys as the flag names)")

@@ -1,6 +1,6 @@
 // Command boxkite-server is the boxkite control plane: the REST API for
 // sandboxes, the reaper that enforces their lifetimes, and the reverse proxy
-// to each sandbox's sidecar. It stores state in SQLite and runs sandboxes
+// to each sandbox's sidecar. It stores state in SQLite or Postgres and runs sandboxes
 // with the local (Linux namespace) driver. `boxkite up` starts it on
 // loopback; run `boxkite-server --help` for its flags and environment.
 package main
