@@ -123,7 +123,7 @@ func (s *Server) authenticateToken(r *http.Request, token string) error {
 		}
 		return &api.Error{
 			Status: http.StatusUnauthorized, Code: api.CodeInvalidToken, Message: msg,
-			Hint: "log in again (`boxkite login`, or POST /v1/auth/login); tokens last 30 minutes",
+			Hint: fmt.Sprintf("log in again (POST /v1/auth/login); access tokens last %v", s.cfg.AccessTokenTTL),
 		}
 	}
 	acct, err := s.store.AccountByID(ctx, c.Sub)
