@@ -60,6 +60,20 @@ func TestCrossTenantMatrix(t *testing.T) {
 	}
 	secretsOfA := []string{sb.ID, "a-secret-label", acctA.Email, acctA.ID, acctA.APIKey.ID, acctA.APIKey.Prefix, sshA.ID, sshA.Fingerprint, "a-ssh-comment", "arulecommand"}
 
+	var volA api.Volume
+	resp, body = e.do("POST", "/v1/volumes", e.KeyA, api.CreateVolumeRequest{Label: "a-secret-volume"})
+	if resp.StatusCode != 201 {
+		t.Fatalf("A's volume: %d %s", resp.StatusCode, body)
+	}
+	mustUnmarshal(t, body, &volA)
+	var mcpA api.MCPConnection
+	resp, body = e.do("POST", "/v1/mcp-connections", e.KeyA, api.CreateMCPConnectionRequest{Label: "a-secret-conn", CatalogID: "github"})
+	if resp.StatusCode != 201 {
+		t.Fatalf("A's MCP connection: %d %s", resp.StatusCode, body)
+	}
+	mustUnmarshal(t, body, &mcpA)
+	secretsOfA = append(secretsOfA, volA.ID, "a-secret-volume", mcpA.ID, "a-secret-conn")
+
 	// B, with a password, an access token and an admin key.
 	tok := e.signup("b-tenant@example.com", "b-password")
 	b := &tenant{email: "b-tenant@example.com", token: tok.AccessToken}
@@ -116,6 +130,14 @@ func TestCrossTenantMatrix(t *testing.T) {
 		"GET /v1/account/ssh-keys":             {cred: "key", path: "/v1/account/ssh-keys"},
 		"POST /v1/account/ssh-keys":            {cred: "key", path: "/v1/account/ssh-keys", body: api.AddSSHKeyRequest{PublicKey: mustAuthorizedKey(t)}},
 		"DELETE /v1/account/ssh-keys/{key_id}": {cred: "key", path: "/v1/account/ssh-keys/{assh}", want: 404},
+
+		"POST /v1/volumes":                {cred: "key", path: "/v1/volumes", body: api.CreateVolumeRequest{Label: "b-volume"}},
+		"GET /v1/volumes":                 {cred: "key", path: "/v1/volumes"},
+		"GET /v1/volumes/{id}":            {cred: "key", path: "/v1/volumes/{avol}", want: 404},
+		"DELETE /v1/volumes/{id}":         {cred: "key", path: "/v1/volumes/{avol}", want: 404},
+		"POST /v1/mcp-connections":        {cred: "key", path: "/v1/mcp-connections", body: api.CreateMCPConnectionRequest{Label: "b-conn", CatalogID: "github"}},
+		"GET /v1/mcp-connections":         {cred: "key", path: "/v1/mcp-connections"},
+		"DELETE /v1/mcp-connections/{id}": {cred: "key", path: "/v1/mcp-connections/{amcp}", want: 404},
 	}
 	// The proxied routes: one handler, sandbox first.
 	for _, rt := range server.ProxyRoutes() {
@@ -124,9 +146,9 @@ func TestCrossTenantMatrix(t *testing.T) {
 		rows[method+" /v1/sandboxes/{id}"+path] = tenantRow{cred: "key", path: "/v1/sandboxes/{sb}" + p + "?path=/workspace/x", body: "{}", want: 404}
 	}
 
-	expand := strings.NewReplacer("{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID)
+	expand := strings.NewReplacer("{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID)
 	nobody := func(path, id string) string {
-		return strings.NewReplacer("{sb}", id, "{akey}", id, "{assh}", id).Replace(path)
+		return strings.NewReplacer("{sb}", id, "{akey}", id, "{assh}", id, "{avol}", id, "{amcp}", id).Replace(path)
 	}
 	routes := e.Server.Routes()
 	for _, pattern := range routes {
@@ -148,7 +170,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 				none := server.NewID()
 				_, body2 := e.do(method, nobody(row.path, none), cred, row.body)
 				ae2 := apiError(t, body2)
-				ae.Message = strings.NewReplacer(sb.ID, "ID", acctA.APIKey.ID, "ID", sshA.ID, "ID").Replace(ae.Message)
+				ae.Message = strings.NewReplacer(sb.ID, "ID", acctA.APIKey.ID, "ID", sshA.ID, "ID", volA.ID, "ID", mcpA.ID, "ID").Replace(ae.Message)
 				ae2.Message = strings.ReplaceAll(ae2.Message, none, "ID")
 				if ae.Code != ae2.Code || ae.Message != ae2.Message || ae.Hint != ae2.Hint {
 					t.Errorf("404 for A's resource differs from one for no resource:\n%+v\n%+v", ae, ae2)

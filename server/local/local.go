@@ -244,8 +244,12 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 	if !ok {
 		return server.Endpoint{}, fmt.Errorf("create sandbox: unknown size %q", spec.Size)
 	}
-	if ep, handled, err := d.claimWarm(ctx, spec); handled {
-		return ep, err
+	// A warm member has no egress socket, which must exist before the
+	// sidecar starts (it looks once); one with egress starts cold.
+	if spec.Egress == nil {
+		if ep, handled, err := d.claimWarm(ctx, spec); handled {
+			return ep, err
+		}
 	}
 	dir := d.sandboxDir(spec.ID)
 	if err := os.Mkdir(dir, 0o700); err != nil {
