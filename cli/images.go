@@ -62,7 +62,7 @@ func newImagesBuildCmd(app *App) *cobra.Command {
 	f.StringVar(&req.Label, "label", "", "a `label` for the image")
 	f.StringVar(&req.Base, "base", "", "`base` image (default boxkite-default: the host's system)")
 	f.StringArrayVar(&req.AptPackages, "apt-package", nil, "apt `package` to install, optionally pinned name=version (repeatable)")
-	f.StringArrayVar(&req.PythonPackages, "python-package", nil, "pip `package` as name==version (repeatable; the local server does not build these yet)")
+	f.StringArrayVar(&req.PythonPackages, "python-package", nil, "pip `package`, pinned as name==version (repeatable; fetched from pypi.org)")
 	f.StringArrayVar(&req.NPMPackages, "npm-package", nil, "npm `package` as name@version (repeatable; the local server does not build these yet)")
 	f.BoolVar(&wait, "wait", false, "wait until the image is completed or failed")
 	out.register(cmd)

@@ -35,9 +35,13 @@ const maxPackages = 100
 // name[==version], npm [@scope/]name[@version].
 var (
 	aptPackage = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*(=[A-Za-z0-9][A-Za-z0-9.+:~-]*)?$`)
-	pipPackage = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*(==[A-Za-z0-9][A-Za-z0-9._+-]*)?$`)
+	pipPackage = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*==[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 	npmPackage = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*(@[A-Za-z0-9][A-Za-z0-9._+-]*)?$`)
 )
+
+// pythonHosts serve pip's index and its files; granted to builds with
+// python_packages only.
+var pythonHosts = []string{"pypi.org", "files.pythonhosted.org"}
 
 // systemDirs are the host's top-level directories a build's root is made
 // of: each an overlay of the host's with the image's upper dir, or a copied
@@ -64,7 +68,7 @@ func Validate(spec api.ImageSpec) (api.ImageSpec, error) {
 		form  string
 	}{
 		{"apt_packages", &spec.AptPackages, aptPackage, "name or name=version"},
-		{"python_packages", &spec.PythonPackages, pipPackage, "name or name==version"},
+		{"python_packages", &spec.PythonPackages, pipPackage, "name==version, pinned"},
 		{"npm_packages", &spec.NPMPackages, npmPackage, "name or name@version"},
 	}
 	total := 0
@@ -81,14 +85,10 @@ func Validate(spec api.ImageSpec) (api.ImageSpec, error) {
 		*l.pkgs = slices.Compact(*l.pkgs)
 		total += len(*l.pkgs)
 	}
-	// Builds reach only the apt hosts; pip and npm registries are not granted yet.
-	if len(spec.PythonPackages) > 0 || len(spec.NPMPackages) > 0 {
-		field := "python_packages"
-		if len(spec.PythonPackages) == 0 {
-			field = "npm_packages"
-		}
-		return spec, &api.Error{Status: 422, Code: api.CodeNotSupported, Message: field + " are not supported by this server yet",
-			Hint: "install them with apt packages (python3-*, node-*) or at run time", Details: map[string]any{"field": field}}
+	// The npm registry is not granted to builds yet.
+	if len(spec.NPMPackages) > 0 {
+		return spec, &api.Error{Status: 422, Code: api.CodeNotSupported, Message: "npm_packages are not supported by this server yet",
+			Hint: "install node packages with apt (node-*) or at run time", Details: map[string]any{"field": "npm_packages"}}
 	}
 	if total == 0 {
 		return spec, fieldError("apt_packages", "an image needs at least one package", "")
@@ -153,6 +153,9 @@ func (m *Manager) build(id string, spec api.ImageSpec) error {
 	logLine := func(format string, args ...any) { fmt.Fprintf(logf, format, args...) }
 
 	hosts := packageHosts(m.aptDir)
+	if len(spec.PythonPackages) > 0 {
+		hosts = append(hosts, pythonHosts...)
+	}
 	logLine("package hosts: %s\n", strings.Join(hosts, ", "))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -219,13 +222,18 @@ func (m *Manager) buildInNamespace(id string, spec api.ImageSpec, proxyURL strin
 	}
 	aptOpts := []string{"-o", "Acquire::http::Proxy=" + proxyURL, "-o", "Acquire::https::Proxy=" + proxyURL, "-o", "APT::Sandbox::User=root"}
 	env := []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive", "HOME=/root",
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive", "HOME=/tmp",
 		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL,
 	}
-	steps := [][]string{
-		append(append([]string{"apt-get"}, aptOpts...), "update"),
-		append(append(append([]string{"apt-get"}, aptOpts...), "install", "-y", "--no-install-recommends"), spec.AptPackages...),
-		{"apt-get", "clean"},
+	var steps [][]string
+	if len(spec.AptPackages) > 0 {
+		steps = append(steps, aptSteps(aptOpts, spec.AptPackages)...)
+	}
+	if len(spec.PythonPackages) > 0 {
+		// The system python's pip: as root it installs under /usr/local,
+		// which the image's /usr overlay keeps.
+		steps = append(steps, append([]string{"python3", "-m", "pip", "install", "--no-cache-dir", "--no-input",
+			"--break-system-packages", "--index-url", "https://pypi.org/simple"}, spec.PythonPackages...))
 	}
 	for _, argv := range steps {
 		fmt.Fprintf(logf, "$ %s\n", strings.Join(argv, " "))
@@ -234,10 +242,19 @@ func (m *Manager) buildInNamespace(id string, spec api.ImageSpec, proxyURL strin
 		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, "/", logf, logf
 		cmd.SysProcAttr = &unix.SysProcAttr{Chroot: root, Setsid: true}
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %w", strings.Join(argv[:min(len(argv), 2+len(aptOpts)+1)], " "), err)
+			return fmt.Errorf("%s: %w", argv[0], err)
 		}
 	}
 	return nil
+}
+
+// aptSteps install pkgs through the proxy named in opts.
+func aptSteps(opts, pkgs []string) [][]string {
+	return [][]string{
+		append(append([]string{"apt-get"}, opts...), "update"),
+		append(append(append([]string{"apt-get"}, opts...), "install", "-y", "--no-install-recommends"), pkgs...),
+		{"apt-get", "clean"},
+	}
 }
 
 // overlay mounts the host's /name, with the image's upper dir for it, at

@@ -2,6 +2,8 @@ package images
 
 import (
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -28,7 +30,9 @@ func TestValidate(t *testing.T) {
 		{"other base", api.ImageSpec{Base: "boxkite-rust", AptPackages: []string{"jq"}}, api.ImageSpec{}, api.CodeValidation},
 		{"nothing to install", api.ImageSpec{}, api.ImageSpec{}, api.CodeValidation},
 		{"too many", api.ImageSpec{AptPackages: make([]string, maxPackages+1)}, api.ImageSpec{}, api.CodeValidation},
-		{"pip not yet", api.ImageSpec{PythonPackages: []string{"requests==2.32.3"}}, api.ImageSpec{}, api.CodeNotSupported},
+		{"pip pinned", api.ImageSpec{PythonPackages: []string{"requests==2.32.3"}}, api.ImageSpec{Base: BaseDefault, PythonPackages: []string{"requests==2.32.3"}}, ""},
+		{"pip unpinned", api.ImageSpec{PythonPackages: []string{"requests"}}, api.ImageSpec{}, api.CodeValidation},
+		{"npm not yet", api.ImageSpec{NPMPackages: []string{"left-pad@1.3.0"}}, api.ImageSpec{}, api.CodeNotSupported},
 		{"npm name checked first", api.ImageSpec{NPMPackages: []string{"../x"}}, api.ImageSpec{}, api.CodeValidation},
 	}
 	for _, tt := range tests {
@@ -95,5 +99,36 @@ func TestProxyRefuses(t *testing.T) {
 	}
 	if reached {
 		t.Error("the proxy reached a host:port it must refuse")
+	}
+}
+
+// TestProxyTunnels: allowed hosts are reached, plain and through CONNECT
+// (how pip and apt over https use it).
+func TestProxyTunnels(t *testing.T) {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("plain")) }))
+	defer plain.Close()
+	tls := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("tunnel")) }))
+	defer tls.Close()
+	pr := newProxy([]string{"127.0.0.1"}, func(string, ...any) {})
+	for _, s := range []*httptest.Server{plain, tls} {
+		_, port, _ := net.SplitHostPort(s.Listener.Addr().String())
+		pr.ports[port] = true
+	}
+	p := httptest.NewServer(pr)
+	defer p.Close()
+	pu, _ := url.Parse(p.URL)
+	tr := tls.Client().Transport.(*http.Transport).Clone()
+	tr.Proxy = http.ProxyURL(pu)
+	c := &http.Client{Transport: tr}
+	for url, want := range map[string]string{plain.URL: "plain", tls.URL: "tunnel"} {
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != want {
+			t.Errorf("GET %s = %q, want %q", url, b, want)
+		}
 	}
 }

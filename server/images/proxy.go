@@ -68,12 +68,16 @@ func packageHosts(aptDir string) []string {
 // reach the network through it alone.
 type proxy struct {
 	allowed map[string]bool
+	ports   map[string]bool // 80 and 443; tests add their own
 	log     func(format string, args ...any)
 	tr      *http.Transport
 }
 
 func newProxy(hosts []string, log func(string, ...any)) *proxy {
-	p := &proxy{allowed: map[string]bool{}, log: log, tr: &http.Transport{Proxy: nil, IdleConnTimeout: 30 * time.Second}}
+	p := &proxy{
+		allowed: map[string]bool{}, ports: map[string]bool{"80": true, "443": true},
+		log: log, tr: &http.Transport{Proxy: nil, IdleConnTimeout: 30 * time.Second},
+	}
 	for _, h := range hosts {
 		p.allowed[strings.ToLower(h)] = true
 	}
@@ -85,7 +89,7 @@ func (p *proxy) permit(hostport, defPort string) (string, bool) {
 	if err != nil {
 		host, port = hostport, defPort
 	}
-	ok := p.allowed[strings.ToLower(host)] && (port == "80" || port == "443")
+	ok := p.allowed[strings.ToLower(host)] && p.ports[port]
 	return net.JoinHostPort(host, port), ok
 }
 
