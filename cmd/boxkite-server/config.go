@@ -46,6 +46,8 @@ type options struct {
 	defaultLifetime time.Duration
 	maxLifetime     time.Duration
 	maxStorageGB    float64
+	maxVolumeGB     float64
+	mcpCatalog      string
 	maxCount        int
 	reaperInterval  time.Duration
 	warmPool        int
@@ -93,6 +95,8 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.DurationVar(&o.maxLifetime, "max-lifetime", server.DefaultMaxLifetime, "longest sandbox lifetime a create or extend may ask for")
 	fs.Float64Var(&o.maxStorageGB, "max-storage-gb", server.DefaultMaxStorageGB, "largest storage_gb a create may ask for")
 	fs.IntVar(&o.maxCount, "max-count", server.DefaultMaxCount, "most sandboxes one create may ask for")
+	fs.Float64Var(&o.maxVolumeGB, "max-volume-gb", server.DefaultMaxVolumeGB, "largest size_gb a volume may ask for")
+	fs.StringVar(&o.mcpCatalog, "mcp-catalog", "", "MCP connection catalog as comma-separated `id=host[:port]` entries, replacing the default (github, slack, notion, linear)")
 	fs.DurationVar(&o.reaperInterval, "reaper-interval", server.DefaultReaperInterval, "how often expired sandboxes are destroyed")
 	fs.IntVar(&o.maxConcurrent, "max-concurrent", 0, "most sandboxes running at once, all accounts together (0: no limit)")
 	fs.IntVar(&o.maxConcurrentPerAccount, "max-concurrent-per-account", 0, "most sandboxes one account may run at once (0: no limit)")

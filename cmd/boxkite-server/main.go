@@ -140,6 +140,10 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 		return err
 	}
 	defer imgs.Close() // unmounts built images' roots; the next start mounts them again
+	catalog, err := parseMCPCatalog(opts.mcpCatalog)
+	if err != nil {
+		return err
+	}
 	cfg := server.Config{
 		Listen:          opts.listen,
 		Version:         buildVersion(),
@@ -159,6 +163,9 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 		RateLimits: server.RateLimits{Lifecycle: opts.rateLifecycle, Ops: opts.rateOps, Auth: opts.rateAuth},
 		JWTSecret:  opts.jwtSecret,
 		Images:     imgs,
+
+		MaxVolumeGB: opts.maxVolumeGB,
+		MCPCatalog:  catalog,
 	}
 	srv, err := server.New(cfg, store, driver, log)
 	if err != nil {
