@@ -97,6 +97,8 @@ func TestVolumeMountValidation(t *testing.T) {
 	if vol.SizeGB != 1 {
 		t.Errorf("default size_gb = %v, want 1", vol.SizeGB)
 	}
+	var other api.Volume
+	v.call("POST", "/v1/volumes", `{"size_gb":0.1}`, http.StatusCreated, &other)
 	v.call("POST", "/v1/volumes", `{"size_gb":-1}`, http.StatusUnprocessableEntity, nil)
 	v.call("POST", "/v1/volumes", `{"size_gb":100000}`, http.StatusUnprocessableEntity, nil)
 	for _, tc := range []struct {
@@ -109,6 +111,8 @@ func TestVolumeMountValidation(t *testing.T) {
 		{"workspace itself", fmt.Sprintf(`{%q:"/workspace"}`, vol.ID), http.StatusUnprocessableEntity},
 		{"outside workspace", fmt.Sprintf(`{%q:"/etc/x"}`, vol.ID), http.StatusUnprocessableEntity},
 		{"unclean", fmt.Sprintf(`{%q:"/workspace/../etc"}`, vol.ID), http.StatusUnprocessableEntity},
+		{"overlapping", fmt.Sprintf(`{%q:"/workspace/a",%q:"/workspace/a/b"}`, vol.ID, other.ID), http.StatusUnprocessableEntity},
+		{"another account's or unknown, beside a good one", fmt.Sprintf(`{%q:"/workspace/a","nope":"/workspace/b"}`, vol.ID), http.StatusNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v.re.t = t
