@@ -157,7 +157,7 @@ func TestKillDuringExecBurst(t *testing.T) {
 	const workers, killAfter = 6, 40
 	var (
 		mu        sync.Mutex
-		succeeded []string // commands of execs answered 2xx
+		succeeded []string     // commands of execs answered 2xx
 		count     atomic.Int32 // execs answered
 		wg        sync.WaitGroup
 	)

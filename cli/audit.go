@@ -1,0 +1,327 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+// logSandbox resolves the sandbox a log command reads: a destroyed
+// sandbox's log is still there, so any sandbox ref matches.
+func logSandbox(ctx context.Context, app *App, ref string) (*client.Client, api.Sandbox, error) {
+	c, err := app.Client()
+	if err != nil {
+		return nil, api.Sandbox{}, err
+	}
+	var sb api.Sandbox
+	if ref != "" {
+		sb, err = resolveSandbox(ctx, c, ref, false)
+	} else {
+		sb, err = pickSandbox(ctx, c, "", false, app.IO.ErrOut)
+	}
+	return c, sb, err
+}
+
+func newWatchCmd(app *App) *cobra.Command {
+	var (
+		ref, after string
+		out        outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "watch [-s ID]",
+		Short: "Follow the audit log of a sandbox live",
+		Long: `Print the newest entries of a sandbox's audit log, then each new one the
+moment it is written, until Ctrl-C. With --json, one entry per line (the
+API's shape). --after resumes after an entry id.`,
+		Example: "  boxkite watch\n  boxkite watch -s build --json | jq -r .operation",
+		GroupID: groupSandboxes,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			c, sb, err := logSandbox(ctx, app, ref)
+			if err != nil {
+				return err
+			}
+			if app.IO.ErrTTY {
+				fmt.Fprintf(app.IO.ErrOut, "watching sandbox %s (Ctrl-C to stop)\n", sb.ID)
+			}
+			enc := json.NewEncoder(app.IO.Out)
+			err = c.WatchLog(ctx, sb.ID, after, func(e api.LogEntry) error {
+				if asJSON {
+					return enc.Encode(e)
+				}
+				return writeLogLine(app.IO.Out, e)
+			})
+			if err != nil {
+				return fmt.Errorf("watch sandbox %s: %w", sb.ID, err)
+			}
+			return nil
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	cmd.Flags().StringVar(&after, "after", "", "start after this entry `id` instead of with the newest entries")
+	out.register(cmd)
+	return cmd
+}
+
+// writeLogLine prints one entry as a line of the log table, unaligned:
+// a stream has no end to align to.
+func writeLogLine(w io.Writer, e api.LogEntry) error {
+	exit := "-"
+	if e.ExitCode != nil {
+		exit = fmt.Sprint(*e.ExitCode)
+	}
+	_, err := fmt.Fprintf(w, "%s  %s  %s  exit=%s  %s  %s\n",
+		e.StartedAt.Local().Format("2006-01-02 15:04:05"), e.Source, e.Operation, exit,
+		time.Duration(e.DurationMS)*time.Millisecond, truncate(compactJSON(e.Detail), maxDetailColumn))
+	return err
+}
+
+func newAuditCmd(app *App) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:     "audit",
+		Short:   "Check a sandbox's audit log",
+		GroupID: groupSandboxes,
+	})
+	cmd.AddCommand(newAuditVerifyCmd(app))
+	return cmd
+}
+
+// auditVerdict is what `audit verify --json` prints.
+type auditVerdict struct {
+	SandboxID string `json:"sandbox_id"`
+	Entries   int    `json:"entries"`
+	HeadHash  string `json:"head_hash"`
+	Verified  bool   `json:"verified"`
+	Error     string `json:"error,omitempty"`
+}
+
+func newAuditVerifyCmd(app *App) *cobra.Command {
+	var (
+		ref string
+		out outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "verify [-s ID]",
+		Short: "Fetch a sandbox's whole audit log and verify its hash chain",
+		Long: `Fetch every entry of a sandbox's audit log and check the hash chain: each
+entry's row_hash must cover its contents and the row_hash of the entry
+before it, from the genesis hash on. An edited, inserted, reordered or
+removed entry breaks the chain; the command then names the first entry that
+does not verify and exits 1. Keep the printed head hash somewhere else to
+also catch the newest entries being removed later.`,
+		Example: "  boxkite audit verify\n  boxkite audit verify -s build --json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			c, sb, err := logSandbox(ctx, app, ref)
+			if err != nil {
+				return err
+			}
+			entries, err := fetchLog(ctx, c, sb.ID)
+			if err != nil {
+				return err
+			}
+			v := auditVerdict{SandboxID: sb.ID, Entries: len(entries), HeadHash: api.GenesisHash, Verified: true}
+			if len(entries) > 0 {
+				v.HeadHash = entries[len(entries)-1].RowHash
+			}
+			verr := api.VerifyLogChain(api.GenesisHash, entries)
+			if verr != nil {
+				v.Verified, v.Error = false, verr.Error()
+			}
+			if asJSON {
+				if err := writeJSON(app.IO.Out, v); err != nil {
+					return err
+				}
+			} else if verr == nil {
+				fmt.Fprintf(app.IO.Out, "sandbox %s: %d entries, hash chain verified; head %s\n", sb.ID, v.Entries, v.HeadHash)
+			}
+			if verr != nil {
+				return &hintError{
+					err:  fmt.Errorf("audit log of sandbox %s does not verify: %w", sb.ID, verr),
+					hint: "the log was changed after it was written; compare with a copy you kept (boxkite log --json)",
+				}
+			}
+			return nil
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	out.register(cmd)
+	return cmd
+}
+
+// fetchLog reads all of a sandbox's log entries, oldest first.
+func fetchLog(ctx context.Context, c *client.Client, id string) ([]api.LogEntry, error) {
+	var entries []api.LogEntry
+	for {
+		page, err := c.Log(ctx, id, api.MaxLogLimit, len(entries))
+		if err != nil {
+			return nil, fmt.Errorf("read the log of sandbox %s: %w", id, err)
+		}
+		entries = append(entries, page.Entries...)
+		if len(page.Entries) == 0 || len(entries) >= page.Total {
+			return entries, nil
+		}
+	}
+}
+
+func newAllowlistCmd(app *App) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:   "allowlist",
+		Short: "Show, set or clear the account's command allowlist",
+		Long: `The command allowlist restricts what exec and background processes may run
+in the account's sandboxes: each program must be listed, optionally with
+regular expressions its arguments must (args_allow) or must not (args_deny)
+match. Command substitution, heredocs, process substitution and wrappers
+that hide what they run are refused. No list means every command is
+allowed. It is a guardrail for agents, not a security boundary.`,
+		GroupID: groupSettings,
+	})
+	cmd.AddCommand(newAllowlistGetCmd(app), newAllowlistSetCmd(app), newAllowlistClearCmd(app))
+	return cmd
+}
+
+func newAllowlistGetCmd(app *App) *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:     "get",
+		Short:   "Print the command allowlist",
+		Example: "  boxkite allowlist get\n  boxkite allowlist get --json > rules.json",
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			rules, err := c.AllowedCommands(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("read the allowlist: %w", err)
+			}
+			if rules == nil {
+				rules = []api.CommandRule{}
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, rules)
+			}
+			if len(rules) == 0 {
+				fmt.Fprintln(app.IO.ErrOut, "no allowlist: every command is allowed")
+				return nil
+			}
+			tw := newTable(app.IO.Out)
+			fmt.Fprintln(tw, bold(app.IO.Color, "COMMAND\tARGS ALLOW\tARGS DENY"))
+			for _, r := range rules {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Command, orDash(strings.Join(r.ArgsAllow, "  ")), orDash(strings.Join(r.ArgsDeny, "  ")))
+			}
+			return tw.Flush()
+		},
+	}
+	out.register(cmd)
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newAllowlistSetCmd(app *App) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "set FILE",
+		Short: "Replace the command allowlist with the rules in a JSON file",
+		Long: `Replace the command allowlist with the rules in FILE ("-" reads standard
+input): a JSON array (or {"rules": [...]}) of program names and objects
+{"command": "curl", "args_allow": ["^https://api\\.example\\.com/"],
+"args_deny": ["--upload-file"]}. Patterns are RE2 regular expressions,
+matched case-insensitively anywhere in the arguments. At most 50 rules and
+200 characters a pattern. Needs an admin key.`,
+		Example: `  echo '["ls", "cat", "python3", {"command": "git", "args_allow": ["^(status|diff|log)"]}]' > rules.json
+  boxkite allowlist set rules.json`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rules, err := readRules(app.IO.In, args[0])
+			if err != nil {
+				return usageErrorf(helpHint(cmd), "%v", err)
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			stored, err := c.SetAllowedCommands(cmd.Context(), rules)
+			if err != nil {
+				return fmt.Errorf("set the allowlist: %w", err)
+			}
+			fmt.Fprintf(app.IO.ErrOut, "allowlist set: %d rules\n", len(stored))
+			return nil
+		},
+	}
+	return cmd
+}
+
+// readRules reads an allowlist file: an array of rules or {"rules": [...]}.
+func readRules(stdin io.Reader, name string) ([]api.CommandRule, error) {
+	var data []byte
+	var err error
+	if name == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read rules: %w", err)
+	}
+	var rules []api.CommandRule
+	if err := json.Unmarshal(data, &rules); err == nil {
+		return rules, nil
+	}
+	var wrapped api.AllowedCommands
+	if err := json.Unmarshal(data, &wrapped); err != nil || wrapped.Rules == nil {
+		if err == nil {
+			err = errors.New(`no "rules"`)
+		}
+		return nil, fmt.Errorf("%s is not a JSON array of rules: %w", name, err)
+	}
+	return wrapped.Rules, nil
+}
+
+func newAllowlistClearCmd(app *App) *cobra.Command {
+	return &cobra.Command{
+		Use:   "clear",
+		Short: "Remove the command allowlist: every command is allowed again",
+		Args:  usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			if err := c.ClearAllowedCommands(cmd.Context()); err != nil {
+				return fmt.Errorf("clear the allowlist: %w", err)
+			}
+			fmt.Fprintln(app.IO.ErrOut, "allowlist cleared: every command is allowed")
+			return nil
+		},
+	}
+}
