@@ -1,0 +1,62 @@
+package sqlstore
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDollarPlaceholders(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`SELECT 1`, `SELECT 1`},
+		{`SELECT a FROM t WHERE b = ? AND c IN (?, ?)`, `SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)`},
+		{`UPDATE t SET x = '?' WHERE y = ?`, `UPDATE t SET x = '?' WHERE y = $1`},
+		{`SELECT "weird?col" FROM t WHERE z = ?`, `SELECT "weird?col" FROM t WHERE z = $1`},
+		{`INSERT INTO t VALUES (?, 'it''s ?', ?)`, `INSERT INTO t VALUES ($1, 'it''s ?', $2)`},
+	}
+	for _, tt := range tests {
+		if got := dollarPlaceholders(tt.in); got != tt.want {
+			t.Errorf("dollarPlaceholders(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestMigrationsMirrored: every dialect has the same migrations, so a
+// database moved from SQLite to Postgres (or a server switched between
+// them) ends up with the same schema version.
+func TestMigrationsMirrored(t *testing.T) {
+	names := func(d dialect) []string {
+		ms, err := loadMigrations(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.name)
+		}
+		return out
+	}
+	if diff := cmp.Diff(names(sqliteDialect), names(postgresDialect)); diff != "" {
+		t.Errorf("migrations (-sqlite +postgres):\n%s", diff)
+	}
+}
+
+func TestParseDSN(t *testing.T) {
+	tests := []struct {
+		dsn, dialect, rest string
+		bad                bool
+	}{
+		{"sqlite:/tmp/x.db", "sqlite", "/tmp/x.db", false},
+		{"sqlite:///tmp/x.db", "sqlite", "/tmp/x.db", false},
+		{"/tmp/x.db", "sqlite", "/tmp/x.db", false},
+		{"postgres://u:p@127.0.0.1:5432/db?sslmode=disable", "postgres", "postgres://u:p@127.0.0.1:5432/db?sslmode=disable", false},
+		{"postgresql://u@h/db", "postgres", "postgresql://u@h/db", false},
+		{"mysql://u@h/db", "", "", true},
+	}
+	for _, tt := range tests {
+		d, rest, err := parseDSN(tt.dsn)
+		if (err != nil) != tt.bad || d.name != tt.dialect || rest != tt.rest {
+			t.Errorf("parseDSN(%q) = %q, %q, %v; want %q, %q, error %v", tt.dsn, d.name, rest, err, tt.dialect, tt.rest, tt.bad)
+		}
+	}
+}
