@@ -33,9 +33,17 @@ const maxPending = 256
 type broker struct {
 	mu   sync.Mutex
 	subs map[string]map[*subscription]struct{} // sandbox id → its watchers
+
+	closing   chan struct{} // closed when the server shuts down: watchers end
+	closeOnce sync.Once
 }
 
-func newBroker() *broker { return &broker{subs: map[string]map[*subscription]struct{}{}} }
+func newBroker() *broker {
+	return &broker{subs: map[string]map[*subscription]struct{}{}, closing: make(chan struct{})}
+}
+
+// shutdown ends every watch stream, now and later.
+func (b *broker) shutdown() { b.closeOnce.Do(func() { close(b.closing) }) }
 
 // subscription is one watcher's mailbox.
 type subscription struct {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +23,7 @@ import (
 // its own store connection pool and background work (Run, which carries
 // the LISTEN connection), all with the same fake sidecar. The first one's
 // env has the two accounts; the others share them through the database.
-func newReplicas(t testing.TB, n int, cfg server.Config) []*env {
+func newReplicas(t testing.TB, n int, cfg server.Config) ([]*env, string) {
 	t.Helper()
 	dsn := servertest.PostgresDSN(t)
 	if dsn == "" {
@@ -67,14 +68,14 @@ func newReplicas(t testing.TB, n int, cfg server.Config) []*env {
 		t.Cleanup(func() { cancel(); <-done })
 		out = append(out, e)
 	}
-	return out
+	return out, dsn
 }
 
 // TestReplicasShareWatch: a watcher on one server sees, within a second,
 // what is done through another server on the same Postgres database
 // (LISTEN/NOTIFY), in chain order and once.
 func TestReplicasShareWatch(t *testing.T) {
-	rs := newReplicas(t, 2, server.Config{})
+	rs, dsn := newReplicas(t, 2, server.Config{})
 	a, b := rs[0], rs[1]
 	sb := a.create(a.KeyA, api.CreateSandboxRequest{})
 	wa := openWatch(t, a.URL, sb.ID, a.KeyA, "")
@@ -93,6 +94,26 @@ func TestReplicasShareWatch(t *testing.T) {
 			}
 		}
 	}
+	// Listening connections that break are replaced, and what was written
+	// meanwhile still reaches the watchers.
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var killed int
+	if err := db.QueryRowContext(context.Background(),
+		`SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity
+		 WHERE datname = current_database() AND query LIKE 'LISTEN%'`).Scan(&killed); err != nil || killed != 2 {
+		t.Fatalf("terminate the listeners: %d, %v; want 2", killed, err)
+	}
+	b.exec(b.KeyA, sb.ID, "echo after the listeners broke")
+	for name, w := range map[string]*watchStream{"A": wa, "B": wb} {
+		if got, _ := w.next(t, 5*time.Second); got.Operation != "exec" {
+			t.Errorf("after reconnecting, watcher on %s got %+v", name, got)
+		}
+	}
+
 	// Each watcher has the whole chain once, in order, whichever server wrote it.
 	want := logIDs(t, a.Store, sb.ID)
 	for _, w := range []*watchStream{wa, wb} {
@@ -109,7 +130,7 @@ func TestReplicasShareWatch(t *testing.T) {
 // (the reservation's advisory lock spans servers).
 func TestReplicasShareQuota(t *testing.T) {
 	const limit, attempts = 5, 50
-	rs := newReplicas(t, 2, server.Config{
+	rs, _ := newReplicas(t, 2, server.Config{
 		Limits:     server.Limits{AccountConcurrent: limit},
 		RateLimits: server.RateLimits{Lifecycle: -1},
 	})
@@ -161,7 +182,7 @@ func TestReplicasShareQuota(t *testing.T) {
 // servers on Postgres: the entry is written by one, and the event read
 // from the other's watch stream (through LISTEN/NOTIFY).
 func BenchmarkWatchLatencyReplicas(b *testing.B) {
-	rs := newReplicas(b, 2, server.Config{})
+	rs, _ := newReplicas(b, 2, server.Config{})
 	sb := rs[0].create(rs[0].KeyA, api.CreateSandboxRequest{})
 	ws := openWatch(b, rs[0].URL, sb.ID, rs[0].KeyA, "")
 	ctx := context.Background()

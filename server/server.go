@@ -283,6 +283,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	// Watch streams never go idle by themselves; end them so that
+	// Shutdown does not wait its whole grace period for them.
+	hs.RegisterOnShutdown(s.broker.shutdown)
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
 	go func() {

@@ -65,6 +65,8 @@ func (s *Server) watchSandbox(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-s.broker.closing:
+			return nil // the server is shutting down; clients resume with Last-Event-ID
 		case <-keepAlive.C:
 			if err := ws.comment("keep-alive"); err != nil {
 				return nil

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -404,4 +405,34 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.95), "p95-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
+}
+
+// TestWatchEndsOnShutdown: open watch streams do not hold up a server's
+// shutdown for its whole grace period.
+func TestWatchEndsOnShutdown(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- e.Server.Serve(ctx, ln) }()
+	ws := openWatch(t, "http://"+ln.Addr().String(), sb.ID, e.KeyA, "")
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("shutdown took %v with a watch stream open", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	for range ws.events { // the stream ends
+	}
 }
