@@ -187,8 +187,9 @@ func newAllowlistCmd(app *App) *cobra.Command {
 	cmd := groupCmd(&cobra.Command{
 		Use:   "allowlist",
 		Short: "Show, set or clear the account's command allowlist",
-		Long: `The command allowlist restricts what exec and background processes may run
-in the account's sandboxes: each program must be listed, optionally with
+		Long: `The command allowlist restricts what exec, background processes and the
+Python interpreter may run in the account's sandboxes (the interpreter
+counts as python3 -c CODE): each program must be listed, optionally with
 regular expressions its arguments must (args_allow) or must not (args_deny)
 match. Command substitution, heredocs, process substitution and wrappers
 that hide what they run are refused. No list means every command is

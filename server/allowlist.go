@@ -17,7 +17,8 @@ import (
 )
 
 // The command allowlist (reference §3.6): an account may restrict exec and
-// process start to listed programs, optionally with argument patterns. No
+// process start to listed programs, optionally with argument patterns (and
+// the Python interpreter to accounts whose list lets python3 -c run). No
 // list means everything is allowed. It is a guardrail for agents, not a
 // security boundary: the jail is.
 //
@@ -473,34 +474,50 @@ func (c *allowlistCache) get(rules []api.CommandRule) (*allowlist, error) {
 
 // checkCommand enforces the caller's account allowlist on command.
 func (s *Server) checkCommand(r *http.Request, command string) error {
-	acct := accountFrom(r.Context())
-	rules, err := s.store.AllowedCommands(r.Context(), acct.ID)
-	if err != nil {
-		return fmt.Errorf("read allowlist: %w", err)
-	}
-	if len(rules) == 0 {
-		return nil
-	}
-	al, err := s.allowlists.get(rules)
-	if err != nil {
+	al, err := s.accountAllowlist(r)
+	if err != nil || al == nil {
 		return err
 	}
 	return al.check(command)
 }
 
+// accountAllowlist returns the caller's compiled allowlist, nil when the
+// account has none.
+func (s *Server) accountAllowlist(r *http.Request) (*allowlist, error) {
+	rules, err := s.store.AllowedCommands(r.Context(), accountFrom(r.Context()).ID)
+	if err != nil {
+		return nil, fmt.Errorf("read allowlist: %w", err)
+	}
+	if len(rules) == 0 {
+		return nil, nil
+	}
+	return s.allowlists.get(rules)
+}
+
 // checkBodyCommand enforces the allowlist on the "command" of a JSON body
-// the sidecar will validate.
-func (s *Server) checkBodyCommand(r *http.Request, body []byte) error {
+// the sidecar will validate, or, for the Python interpreter (code), on
+// "code" as the arguments of python3 -c: an allowlist that does not let
+// python3 run arbitrary code must not be sidestepped through the
+// interpreter (the reference let it be).
+func (s *Server) checkBodyCommand(r *http.Request, body []byte, code bool) error {
 	var req struct {
 		Command string `json:"command"`
+		Code    string `json:"code"`
 	}
-	// A type error elsewhere in the body still leaves command decoded;
-	// the sidecar will refuse such a body, but check what it names anyway.
+	// A type error elsewhere in the body still leaves these decoded; the
+	// sidecar will refuse such a body, but check what it names anyway.
 	_ = json.Unmarshal(body, &req)
+	al, err := s.accountAllowlist(r)
+	if err != nil || al == nil {
+		return err
+	}
+	if code {
+		return al.checkProgram("python3", []string{"-c", req.Code})
+	}
 	if req.Command == "" {
 		return nil
 	}
-	return s.checkCommand(r, req.Command)
+	return al.check(req.Command)
 }
 
 // getAllowedCommands serves GET /v1/account/allowed-commands.

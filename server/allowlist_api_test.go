@@ -15,6 +15,12 @@ import (
 
 const allowedPath = "/v1/account/allowed-commands"
 
+func replyJSONTo(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
 func TestAllowedCommandsRoutes(t *testing.T) {
 	e := newEnv(t, server.Config{})
 
@@ -105,9 +111,11 @@ func TestAllowlistEnforced(t *testing.T) {
 	var starts atomic.Int32
 	e.Sidecar.Route("POST /process/start", func(w http.ResponseWriter, r *http.Request) {
 		starts.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		json.NewEncoder(w).Encode(api.ProcessStarted{ProcessID: "proc_1", Status: api.ProcessRunning})
+		replyJSONTo(w, http.StatusCreated, api.ProcessStarted{ProcessID: "proc_1", Status: api.ProcessRunning})
+	})
+	e.Sidecar.Route("POST /interpreter/exec", func(w http.ResponseWriter, r *http.Request) {
+		starts.Add(1)
+		replyJSONTo(w, http.StatusOK, api.InterpreterExecResult{Stdout: "1\n"})
 	})
 	sbA := e.create(e.KeyA, api.CreateSandboxRequest{})
 	sbB := e.create(e.KeyB, api.CreateSandboxRequest{})
@@ -131,6 +139,9 @@ func TestAllowlistEnforced(t *testing.T) {
 		{"process allowed", e.KeyA, sbA.ID, "/processes", api.ProcessStartRequest{Command: "python3 -m http.server", MaxRuntimeSeconds: 60}, true},
 		{"process refused", e.KeyA, sbA.ID, "/processes", api.ProcessStartRequest{Command: "nc -l 80", MaxRuntimeSeconds: 60}, false},
 		{"process wrapper", e.KeyA, sbA.ID, "/processes", api.ProcessStartRequest{Command: "nohup ls", MaxRuntimeSeconds: 60}, false},
+		// The interpreter runs code as python3 -c would, which this list denies.
+		{"interpreter refused", e.KeyA, sbA.ID, "/interpreter/exec", api.InterpreterExecRequest{Code: "print(1)"}, false},
+		{"interpreter of another account", e.KeyB, sbB.ID, "/interpreter/exec", api.InterpreterExecRequest{Code: "print(1)"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,6 +162,14 @@ func TestAllowlistEnforced(t *testing.T) {
 				t.Error("a refused command reached the sidecar")
 			}
 		})
+	}
+
+	// python3 without argument patterns may run anything, the interpreter included.
+	if resp, body := e.do("PUT", allowedPath, e.KeyA, `{"rules": ["python3"]}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := e.do("POST", sandboxPath(sbA.ID, "/interpreter/exec"), e.KeyA, api.InterpreterExecRequest{Code: "print(1)"}); resp.StatusCode != http.StatusOK {
+		t.Errorf("interpreter with python3 allowed: %d %s", resp.StatusCode, body)
 	}
 
 	if resp, _ := e.do("DELETE", allowedPath, e.KeyA, nil); resp.StatusCode != http.StatusNoContent {

@@ -46,6 +46,7 @@ const (
 	needPath     routeFlags = 1 << iota // ?path= is required
 	queryKey                            // ?api_key= is accepted (event streams)
 	checkCommand                        // the body's "command" must pass the account's allowlist
+	checkCode                           // the body's "code" runs as python3 -c, which the allowlist must allow
 )
 
 // Timeouts of proxied calls: the sidecar's own limit for the operation,
@@ -82,7 +83,7 @@ func proxyRoutes() []proxyRoute {
 		{"POST", "/processes/{pid}/input", "/process/{pid}/input", "send_process_input", bodyJSON, opTimeout, 0, processInputDetail},
 		{"POST", "/processes/{pid}/stop", "/process/{pid}/stop", "stop_process", bodyNone, opTimeout, 0, stopProcessDetail},
 
-		{"POST", "/interpreter/exec", "/interpreter/exec", "interpreter_exec", bodyJSON, interpreterTimeout, 0, interpreterDetail},
+		{"POST", "/interpreter/exec", "/interpreter/exec", "interpreter_exec", bodyJSON, interpreterTimeout, checkCode, interpreterDetail},
 		{"POST", "/interpreter/reset", "/interpreter/reset", "interpreter_reset", bodyNone, opTimeout, 0, nil},
 		{"GET", "/interpreter/status", "/interpreter/status", "", bodyNone, opTimeout, 0, nil},
 
@@ -162,8 +163,8 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			if x.reqBody, err = readBody(w, r, maxExecBody); err != nil {
 				return err
 			}
-			if rt.flags&checkCommand != 0 {
-				if err := s.checkBodyCommand(r, x.reqBody); err != nil {
+			if rt.flags&(checkCommand|checkCode) != 0 {
+				if err := s.checkBodyCommand(r, x.reqBody, rt.flags&checkCode != 0); err != nil {
 					return err
 				}
 			}
