@@ -102,6 +102,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 		"POST /v1/sandboxes/{id}/exec":    {cred: "key", path: "/v1/sandboxes/{sb}/exec", body: api.ExecRequest{Command: "id"}, want: 404},
 		"GET /v1/sandboxes/{id}/takeover": {cred: "key", path: "/v1/sandboxes/{sb}/takeover", want: 404},
 		"GET /v1/sandboxes/{id}/log":      {cred: "key", path: "/v1/sandboxes/{sb}/log", want: 404},
+		"GET /v1/sandboxes/{id}/stats":    {cred: "key", path: "/v1/sandboxes/{sb}/stats", want: 404},
 		"GET /v1/sandboxes/{id}/watch":    {cred: "key", path: "/v1/sandboxes/{sb}/watch", want: 404},
 
 		"GET /v1/account/allowed-commands": {cred: "key", path: "/v1/account/allowed-commands"},

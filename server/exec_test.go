@@ -199,7 +199,7 @@ func TestExecNoHiddenCap(t *testing.T) {
 // BenchmarkExecProxy measures one exec round trip through the control
 // plane (auth, store lookup, proxy) to a fake sidecar.
 func BenchmarkExecProxy(b *testing.B) {
-	e := newEnv(b, server.Config{})
+	e := newEnv(b, server.Config{RateLimits: server.RateLimits{Ops: -1}}) // b.Loop runs past any per-minute limit
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	body := []byte(`{"command":"true"}`)
 	url := e.URL + sandboxPath(sb.ID, "/exec")

@@ -135,7 +135,15 @@ func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sid
 	if events {
 		_ = rc.Flush() // send the headers now: the first event may take a while
 	}
-	buf := make([]byte, 32<<10)
+	// One buffer per proxied call would be most of what the proxy
+	// allocates (32 KiB zeroed per exec), so they are recycled.
+	bp, _ := s.copyBufs.Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, 32<<10)
+		bp = &b
+	}
+	defer s.copyBufs.Put(bp)
+	buf := *bp
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/server/egress"
@@ -148,6 +149,8 @@ type Server struct {
 	lastPurge     time.Time // of idempotency records; only Run touches it
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
 	healthTimeout time.Duration
+	// copyBufs recycles the proxy's copy buffers (proxy.go).
+	copyBufs sync.Pool
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().

@@ -30,6 +30,15 @@ func (s *Store) AppendExecLog(ctx context.Context, e *server.ExecLogEntry) error
 	return err
 }
 
+// txStmt is the cached statement for a hot query, bound to tx.
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	st, err := s.cached(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return tx.StmtContext(ctx, st), nil
+}
+
 func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *server.ExecLogEntry) error {
 	if s.d.chainLock != "" {
 		if _, err := tx.ExecContext(ctx, s.d.chainLock, e.SandboxID); err != nil {
@@ -38,8 +47,12 @@ func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *server.ExecLog
 	}
 	var seq int64
 	prev := api.GenesisHash
-	err := tx.QueryRowContext(ctx, s.q(`SELECT seq, row_hash FROM exec_log
-		WHERE sandbox_id = ? ORDER BY seq DESC LIMIT 1`), e.SandboxID).Scan(&seq, &prev)
+	head, err := s.txStmt(ctx, tx, `SELECT seq, row_hash FROM exec_log
+		WHERE sandbox_id = ? ORDER BY seq DESC LIMIT 1`)
+	if err != nil {
+		return fmt.Errorf("read chain head: %w", err)
+	}
+	err = head.QueryRowContext(ctx, e.SandboxID).Scan(&seq, &prev)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("read chain head: %w", err)
 	}
@@ -51,8 +64,12 @@ func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *server.ExecLog
 	if e.ExitCode != nil {
 		exit = sql.NullInt64{Int64: int64(*e.ExitCode), Valid: true}
 	}
-	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO exec_log (`+execLogColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+	insert, err := s.txStmt(ctx, tx, `INSERT INTO exec_log (`+execLogColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("insert exec log entry: %w", err)
+	}
+	_, err = insert.ExecContext(ctx,
 		e.ID, e.SandboxID, e.Seq, e.AccountID, e.Source, e.Operation, string(e.Detail), exit, e.OutputTruncated,
 		micros(e.StartedAt), e.DurationMS, e.PrevHash, e.RowHash)
 	if err != nil {

@@ -69,19 +69,30 @@ func (s *Store) Close() error {
 
 // queryRowCached runs a hot query through a cached prepared statement.
 func (s *Store) queryRowCached(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := s.cached(ctx, query)
+	if err != nil {
+		return s.db.QueryRowContext(ctx, s.q(query), args...) // reports the same error
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// cached returns the prepared statement for a hot query, preparing it on
+// first use. Use it in a transaction with tx.StmtContext, which reuses
+// what the transaction's connection prepared before: parsing the SQL
+// again costs more than running it.
+func (s *Store) cached(ctx context.Context, query string) (*sql.Stmt, error) {
 	query = s.q(query)
 	s.mu.Lock()
-	st, ok := s.stmts[query]
-	if !ok {
-		var err error
-		if st, err = s.db.PrepareContext(ctx, query); err != nil {
-			s.mu.Unlock()
-			return s.db.QueryRowContext(ctx, query, args...) // reports the same error
-		}
-		s.stmts[query] = st
+	defer s.mu.Unlock()
+	if st, ok := s.stmts[query]; ok {
+		return st, nil
 	}
-	s.mu.Unlock()
-	return st.QueryRowContext(ctx, args...)
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s.stmts[query] = st
+	return st, nil
 }
 
 // Ping runs a trivial query, which (unlike sql.DB.Ping) proves the

@@ -1,0 +1,56 @@
+package sqlstore_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/sqlstore"
+)
+
+// benchStore opens a fresh SQLite store with one account and one sandbox
+// holding 100 audit entries, as a sandbox in use would.
+func benchStore(b *testing.B) (*sqlstore.Store, *server.Sandbox) {
+	b.Helper()
+	st, err := sqlstore.Open(b.Context(), "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	a := &server.Account{ID: server.NewID(), Email: "bench@example.com", CreatedAt: base}
+	if err := st.CreateAccount(b.Context(), a); err != nil {
+		b.Fatal(err)
+	}
+	sb := newSandbox(a, base)
+	if err := st.CreateSandbox(b.Context(), sb); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 100 {
+		if err := st.AppendExecLog(b.Context(), logEntry(sb.ID, a.ID, "exec", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return st, sb
+}
+
+// BenchmarkAppendExecLog is the audit write every exec waits for.
+func BenchmarkAppendExecLog(b *testing.B) {
+	st, sb := benchStore(b)
+	i := 100
+	for b.Loop() {
+		if err := st.AppendExecLog(b.Context(), logEntry(sb.ID, sb.AccountID, "exec", i)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkSandbox is the lookup every sandbox route starts with.
+func BenchmarkSandbox(b *testing.B) {
+	st, sb := benchStore(b)
+	for b.Loop() {
+		if _, err := st.Sandbox(b.Context(), sb.AccountID, sb.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
