@@ -103,12 +103,14 @@ func (p *Proxy) handle(c net.Conn, allow Allowlist, report func(Decision)) {
 
 // target returns the host and port a proxy request is for.
 func target(req *http.Request) (string, int, bool) {
-	hostport, def := req.Host, 80
-	if req.Method == http.MethodConnect {
+	var hostport string
+	def := 80
+	switch {
+	case req.Method == http.MethodConnect:
 		hostport, def = req.RequestURI, 0
-	} else if req.URL == nil || req.URL.Scheme != "http" || req.URL.Host == "" {
+	case req.URL == nil || req.URL.Scheme != "http" || req.URL.Host == "":
 		return "", 0, false // origin-form or https: nothing a forward proxy serves
-	} else {
+	default:
 		hostport = req.URL.Host
 	}
 	host, ps, err := net.SplitHostPort(hostport)
