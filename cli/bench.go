@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -118,6 +119,7 @@ type benchReport struct {
 		Bwrap            *latency `json:"bwrap"` // B; null without bwrap
 		HostSpawnsPerSec float64  `json:"host_spawns_per_sec"`
 	} `json:"floors"`
+	CLIStart               *latency `json:"cli_start"` // this binary's `version`
 	Create                 *latency `json:"create"`
 	CreateToFirstExec      *latency `json:"create_to_first_exec"`
 	BurstCreate            *latency `json:"burst_create"`
@@ -227,10 +229,21 @@ func (b *bench) run(ctx context.Context, rep *benchReport) error {
 			b.fail("bwrap floor: %v", err)
 		}
 	}
-	if rep.Floors.HostSpawnsPerSec, err = spawnRate(ctx, o.concurrency, o.concurrency*o.execs); err != nil {
+	rate, err := spawnRate(ctx, o.concurrency, o.concurrency*o.execs)
+	if err != nil {
 		return fmt.Errorf("measure host spawns: %w", err)
 	}
+	rep.Floors.HostSpawnsPerSec = round3(rate)
 	rep.Floors.Spawn = summarize(spawn, f, bw)
+	// As invoked, not os.Executable: a multi-call binary (a test's) picks
+	// its command by the name it was run as.
+	if self, err := exec.LookPath(os.Args[0]); err == nil {
+		d, err := spawnFloor(ctx, 20, self, "version")
+		if err != nil {
+			b.fail("cli start: %v", err)
+		}
+		rep.CLIStart = summarize(d, f, bw)
+	}
 
 	// Serial creates, each followed by its first exec.
 	var create, first samples

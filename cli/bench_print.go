@@ -18,6 +18,7 @@ func printBench(w io.Writer, r *benchReport) error {
 	}{
 		{"floor F: spawn /bin/true", r.Floors.Spawn},
 		{"floor B: bwrap true", r.Floors.Bwrap},
+		{"boxkite version (CLI start)", r.CLIStart},
 		{"create", r.Create},
 		{"create → first exec", r.CreateToFirstExec},
 		{fmt.Sprintf("burst create (%d at once)", r.Concurrency), r.BurstCreate},
