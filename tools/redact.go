@@ -3,6 +3,7 @@ package tools
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // redaction replaces what re matches with repl (regexp.Expand syntax), or,
@@ -29,36 +30,42 @@ type redaction struct {
 //
 // It is a courtesy, not a boundary (SECURITY.md): it catches secrets an
 // agent prints by accident, not ones a program sets out to hide.
-var redactions = []redaction{
-	{re: regexp.MustCompile(`(?is)-----BEGIN (?:(?:OPENSSH|RSA|EC|DSA|ENCRYPTED) )?PRIVATE KEY-----.*?-----END (?:(?:OPENSSH|RSA|EC|DSA|ENCRYPTED) )?PRIVATE KEY-----`), repl: "[REDACTED_SSH_PRIVATE_KEY]"},
-	{re: regexp.MustCompile(`(?is)-----BEGIN PGP PRIVATE KEY BLOCK-----.*?-----END PGP PRIVATE KEY BLOCK-----`), repl: "[REDACTED_PGP_PRIVATE_KEY]"},
-	{re: regexp.MustCompile(`(?is)-----BEGIN (?:(?:OPENSSH|RSA|EC|DSA|ENCRYPTED|PGP) )?PRIVATE KEY(?: BLOCK)?-----.*`), repl: "[REDACTED_SSH_PRIVATE_KEY]"}, // cut off before its END
-	{re: regexp.MustCompile(`(?i)bxk_live_[A-Za-z0-9_-]{20,}`), repl: "[REDACTED_BOXKITE_KEY]"},
-	{re: regexp.MustCompile(`(?i)(api[_-]?key|apikey|api_secret|secret_key|access_token|auth_token)["\s:=]+["']?[\w-]{20,}`), repl: "[REDACTED_KEY]"},
-	{re: regexp.MustCompile(`(?i)AKIA[0-9A-Z]{16}`), repl: "[REDACTED_AWS_KEY]"},
-	{re: regexp.MustCompile(`(?i)aws_secret_access_key["\s:=]+["']?[\w/+=]{40}`), repl: "[REDACTED_AWS_SECRET]"},
-	{re: regexp.MustCompile(`(?i)DefaultEndpointsProtocol=https;AccountName=\w+;AccountKey=[\w/+=]+`), repl: "[REDACTED_AZURE_CONN_STRING]"},
-	{re: regexp.MustCompile(`(?i)AccountKey=[\w/+=]+`), repl: "AccountKey=[REDACTED]"},
-	{re: regexp.MustCompile(`(?i)(password|passwd)["' \t]*[:=][ \t]*["']?[^\s"']{8,}`), repl: "${1}=[REDACTED]"},
-	{re: regexp.MustCompile(`(?i)(pwd)["' \t]*[:=][ \t]*["']?[^\s"'/\[][^\s"']{7,}`), repl: "${1}=[REDACTED]"}, // not PWD=/a/directory
-	{re: regexp.MustCompile(`(?i)eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`), repl: "[REDACTED_JWT]"},
-	{re: regexp.MustCompile(`(?i)\b(bearer)[ \t]+[A-Za-z0-9._~+/-]{16,}=*`), repl: "${1} [REDACTED]"},
-	{re: regexp.MustCompile(`(?i)(authorization:[ \t]*basic)[ \t]+[A-Za-z0-9+/]{8,}=*`), repl: "${1} [REDACTED]"},
-	{re: regexp.MustCompile(`(?i)gh[pousr]_[A-Za-z0-9]{36}`), repl: "[REDACTED_GITHUB_TOKEN]"},
-	{re: regexp.MustCompile(`(?i)github_pat_[A-Za-z0-9_]{22,}`), repl: "[REDACTED_GITHUB_TOKEN]"},
-	{re: regexp.MustCompile(`(?i)glpat-[A-Za-z0-9_-]{20}`), repl: "[REDACTED_GITLAB_TOKEN]"},
-	{re: regexp.MustCompile(`(?i)\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{32,}`), repl: "[REDACTED_KEY]"},
-	{re: regexp.MustCompile(`(?i)\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}`), repl: "[REDACTED_KEY]"},
-	{re: regexp.MustCompile(`(?i)\bxox[abprs]-[A-Za-z0-9-]{10,}`), repl: "[REDACTED_SLACK_TOKEN]"},
-	{re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), repl: "[REDACTED_KEY]"},
-	{re: regexp.MustCompile(`\b[A-Za-z0-9]{4,10}_[A-Za-z0-9]{20,}\b`), repl: "[REDACTED_PAT]", keep: mixedToken},
-}
+//
+// They are compiled on first use: compiling them is most of what the CLI's
+// start-up would otherwise spend in this package (about 3 ms, 3,000
+// allocations), and most commands never redact.
+var redactions = sync.OnceValue(func() []redaction {
+	return []redaction{
+		{re: regexp.MustCompile(`(?is)-----BEGIN (?:(?:OPENSSH|RSA|EC|DSA|ENCRYPTED) )?PRIVATE KEY-----.*?-----END (?:(?:OPENSSH|RSA|EC|DSA|ENCRYPTED) )?PRIVATE KEY-----`), repl: "[REDACTED_SSH_PRIVATE_KEY]"},
+		{re: regexp.MustCompile(`(?is)-----BEGIN PGP PRIVATE KEY BLOCK-----.*?-----END PGP PRIVATE KEY BLOCK-----`), repl: "[REDACTED_PGP_PRIVATE_KEY]"},
+		{re: regexp.MustCompile(`(?is)-----BEGIN (?:(?:OPENSSH|RSA|EC|DSA|ENCRYPTED|PGP) )?PRIVATE KEY(?: BLOCK)?-----.*`), repl: "[REDACTED_SSH_PRIVATE_KEY]"}, // cut off before its END
+		{re: regexp.MustCompile(`(?i)bxk_live_[A-Za-z0-9_-]{20,}`), repl: "[REDACTED_BOXKITE_KEY]"},
+		{re: regexp.MustCompile(`(?i)(api[_-]?key|apikey|api_secret|secret_key|access_token|auth_token)["\s:=]+["']?[\w-]{20,}`), repl: "[REDACTED_KEY]"},
+		{re: regexp.MustCompile(`(?i)AKIA[0-9A-Z]{16}`), repl: "[REDACTED_AWS_KEY]"},
+		{re: regexp.MustCompile(`(?i)aws_secret_access_key["\s:=]+["']?[\w/+=]{40}`), repl: "[REDACTED_AWS_SECRET]"},
+		{re: regexp.MustCompile(`(?i)DefaultEndpointsProtocol=https;AccountName=\w+;AccountKey=[\w/+=]+`), repl: "[REDACTED_AZURE_CONN_STRING]"},
+		{re: regexp.MustCompile(`(?i)AccountKey=[\w/+=]+`), repl: "AccountKey=[REDACTED]"},
+		{re: regexp.MustCompile(`(?i)(password|passwd)["' \t]*[:=][ \t]*["']?[^\s"']{8,}`), repl: "${1}=[REDACTED]"},
+		{re: regexp.MustCompile(`(?i)(pwd)["' \t]*[:=][ \t]*["']?[^\s"'/\[][^\s"']{7,}`), repl: "${1}=[REDACTED]"}, // not PWD=/a/directory
+		{re: regexp.MustCompile(`(?i)eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`), repl: "[REDACTED_JWT]"},
+		{re: regexp.MustCompile(`(?i)\b(bearer)[ \t]+[A-Za-z0-9._~+/-]{16,}=*`), repl: "${1} [REDACTED]"},
+		{re: regexp.MustCompile(`(?i)(authorization:[ \t]*basic)[ \t]+[A-Za-z0-9+/]{8,}=*`), repl: "${1} [REDACTED]"},
+		{re: regexp.MustCompile(`(?i)gh[pousr]_[A-Za-z0-9]{36}`), repl: "[REDACTED_GITHUB_TOKEN]"},
+		{re: regexp.MustCompile(`(?i)github_pat_[A-Za-z0-9_]{22,}`), repl: "[REDACTED_GITHUB_TOKEN]"},
+		{re: regexp.MustCompile(`(?i)glpat-[A-Za-z0-9_-]{20}`), repl: "[REDACTED_GITLAB_TOKEN]"},
+		{re: regexp.MustCompile(`(?i)\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{32,}`), repl: "[REDACTED_KEY]"},
+		{re: regexp.MustCompile(`(?i)\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}`), repl: "[REDACTED_KEY]"},
+		{re: regexp.MustCompile(`(?i)\bxox[abprs]-[A-Za-z0-9-]{10,}`), repl: "[REDACTED_SLACK_TOKEN]"},
+		{re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), repl: "[REDACTED_KEY]"},
+		{re: regexp.MustCompile(`\b[A-Za-z0-9]{4,10}_[A-Za-z0-9]{20,}\b`), repl: "[REDACTED_PAT]", keep: mixedToken},
+	}
+})
 
 // Redact replaces secret-shaped strings in s (API keys, tokens, passwords,
 // private keys; reference §4.4) with placeholders such as [REDACTED_AWS_KEY].
 // It is idempotent: Redact(Redact(s)) == Redact(s).
 func Redact(s string) string {
-	for _, r := range redactions {
+	for _, r := range redactions() {
 		if r.keep == nil {
 			s = r.re.ReplaceAllString(s, r.repl)
 			continue
