@@ -44,8 +44,8 @@ import (
 // a size with the pool's pids limit (the jail's RLIMIT_NPROC derives from
 // it and cannot be raised). Others, and creates that find the pool empty,
 // start cold. A failed claim deletes the member and falls back to a cold
-// start. One goroutine refills the pool, one member at a time, after
-// every claim.
+// start. One goroutine refills the pool, one member at a time, once
+// claims have paused for refillDelay.
 //
 // Members are not sandboxes: List does not report them. Shutdown deletes
 // them, and New deletes those a previous driver left behind (a member's
@@ -56,6 +56,12 @@ import (
 // poolPrefix starts every member's name, which is also its jail and cgroup id.
 const poolPrefix = "warm-"
 
+// refillDelay is how long the pool waits after a claim before starting a
+// member: a member's start takes about two cores' worth of 50 ms, which
+// would otherwise compete with the first commands of the sandbox just
+// handed out (and with the next claims of a burst).
+const refillDelay = 250 * time.Millisecond
+
 func (d *Driver) poolDir() string { return filepath.Join(d.cfg.StateDir, "pool") }
 
 // pool is the set of members ready to claim and the goroutine filling it.
@@ -63,9 +69,10 @@ type pool struct {
 	d    *Driver
 	size int
 
-	mu     sync.Mutex
-	ready  []string // member names, oldest first
-	closed bool     // stop has begun: members made from now on are deleted
+	mu       sync.Mutex
+	ready    []string  // member names, oldest first
+	closed   bool      // stop has begun: members made from now on are deleted
+	lastTake time.Time // of the latest claim (refillDelay)
 
 	kick   chan struct{} // wakes the filler; buffered, one pending kick is enough
 	cancel context.CancelFunc
@@ -121,6 +128,14 @@ func (p *pool) fill(ctx context.Context) {
 	pause := minPause
 	for {
 		for p.short() {
+			if wait := p.quietFor(); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				continue
+			}
 			name, err := p.d.startMember(ctx)
 			if ctx.Err() != nil {
 				if err == nil {
@@ -149,6 +164,13 @@ func (p *pool) fill(ctx context.Context) {
 	}
 }
 
+// quietFor is how much longer the filler should wait for claims to pause.
+func (p *pool) quietFor() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return refillDelay - time.Since(p.lastTake)
+}
+
 func (p *pool) short() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -168,6 +190,7 @@ func (p *pool) take() (string, bool) {
 	ok := len(p.ready) > 0 && !p.closed
 	if ok {
 		name, p.ready = p.ready[0], p.ready[1:]
+		p.lastTake = time.Now()
 	}
 	p.mu.Unlock()
 	select {
