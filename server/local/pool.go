@@ -37,7 +37,7 @@ import (
 //     but /health, so a claimed sandbox is as clean as a fresh one (empty
 //     workspace and outputs, only init and serve running, no interpreter,
 //     terminal or LSP, the whole exec budget) without resetting anything;
-//  4. records the new token and socket path in state.json.
+//  4. records the new token and socket path in state.json (while 3 runs).
 //
 // Only requests a member fits are served from the pool: no image, no
 // volumes, the default storage quota (the disk image's size is fixed), and
@@ -358,11 +358,15 @@ func (d *Driver) adopt(ctx context.Context, spec server.Spec, dir string) (serve
 		return server.Endpoint{}, err
 	}
 	socket := filepath.Join(dir, "run", jail.SocketName)
-	if err := claimSidecar(ctx, socket, st.Token, token); err != nil {
-		return server.Endpoint{}, err
-	}
+	poolToken := st.Token
 	st.Socket, st.Token = socket, token
-	if err := writeState(dir, st); err != nil {
+	// The state file and the claim do not depend on each other, so they
+	// overlap (each costs about a millisecond). If either fails, the
+	// caller deletes the sandbox whatever the file says.
+	written := make(chan error, 1)
+	go func() { written <- writeState(dir, st) }()
+	err = claimSidecar(ctx, socket, poolToken, token)
+	if err := errors.Join(err, <-written); err != nil {
 		return server.Endpoint{}, err
 	}
 	return server.Endpoint{Network: "unix", Address: socket, Token: token}, nil
