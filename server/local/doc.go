@@ -12,6 +12,12 @@
 //	sidecar.log          the jail's stdout and stderr
 //	state.json           {"pid","start_time","socket","token","cgroup"}, 0600
 //
+// StateDir/pool/warm-<hex> holds the warm pool (Config.WarmPool, pool.go):
+// jails of the default size and storage started ahead of need, laid out
+// like a sandbox, whose sidecar holds a pool token until Create claims
+// one: it moves to sandboxes/<id> and gets a fresh token. List does not
+// report pool members; Shutdown and the next New delete them.
+//
 // StateDir/images holds one formatted template image per quota size, copied
 // (its few MiB of metadata) for each new disk. Without root or loop devices
 // the quota is a tmpfs inside the jail instead (Config.Storage), which keeps
