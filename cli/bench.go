@@ -53,9 +53,11 @@ throughput); write and read a 1 MiB file in each; and read each sandbox's
 idle memory from its cgroup.
 
 Every latency is also shown as a multiple of two floors measured in the same
-run on this machine: F, a bare spawn of /bin/true from this process, and B,
-one bubblewrap sandbox (bwrap --unshare-all ... true) when bwrap is
-installed. Run bench on the server's host for the floors to mean anything.
+run on this machine, at its start and at its end: F, a bare spawn of
+/bin/true from this process, and B, one bubblewrap sandbox (bwrap
+--unshare-all ... true) when bwrap is installed. The exec throughput is
+compared with /bin/true spawned from as many workers. Run bench on the
+server's host for the floors to mean anything.
 
 With --idle N it then creates N more sandboxes, --concurrency at a time,
 checks that every one answers an exec, and reports their memory.
@@ -213,28 +215,19 @@ func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) err
 // run measures everything in order; rep fills up as it goes.
 func (b *bench) run(ctx context.Context, rep *benchReport) error {
 	o := b.opts
+	// The floors are measured at the start and again at the end, so they
+	// reflect the machine as the whole run found it.
 	b.prog.phase("floors", 0)
-	spawn, err := spawnFloor(ctx, max(50, o.execs), "/bin/true")
-	if err != nil {
-		return fmt.Errorf("measure the spawn floor: %w", err)
+	var fl floors
+	if err := b.measureFloors(ctx, &fl); err != nil {
+		return err
 	}
-	rep.Floors.Spawn = summarize(spawn, 0, 0)
-	f := rep.Floors.Spawn.P50MS
-	var bw float64
-	if path, err := exec.LookPath("bwrap"); err == nil {
-		if d, err := spawnFloor(ctx, 20, path, bwrapArgs...); err == nil {
-			rep.Floors.Bwrap = summarize(d, f, 0)
-			bw = rep.Floors.Bwrap.P50MS
-		} else {
-			b.fail("bwrap floor: %v", err)
-		}
-	}
+	f, bw := fl.p50s()
 	rate, err := spawnRate(ctx, o.concurrency, o.concurrency*o.execs)
 	if err != nil {
 		return fmt.Errorf("measure host spawns: %w", err)
 	}
 	rep.Floors.HostSpawnsPerSec = round3(rate)
-	rep.Floors.Spawn = summarize(spawn, f, bw)
 	// As invoked, not os.Executable: a multi-call binary (a test's) picks
 	// its command by the name it was run as.
 	if self, err := exec.LookPath(os.Args[0]); err == nil {
@@ -302,7 +295,88 @@ func (b *bench) run(ctx context.Context, rep *benchReport) error {
 		return nil
 	})
 	rep.Delete = summarize(del.all(), f, bw)
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b.prog.phase("floors", 0)
+	if err := b.measureFloors(ctx, &fl); err != nil {
+		return err
+	}
+	rate2, err := spawnRate(ctx, o.concurrency, o.concurrency*o.execs)
+	if err != nil {
+		return fmt.Errorf("measure host spawns: %w", err)
+	}
+	rep.Floors.HostSpawnsPerSec = round3((rate + rate2) / 2)
+	rep.Floors.Spawn, rep.Floors.Bwrap = fl.summaries()
+	rep.rescale()
+	return nil
+}
+
+// floors holds the spawn and bwrap samples of a run.
+type floors struct {
+	spawn, bwrap []time.Duration
+	noBwrap      bool
+}
+
+// measureFloors adds a round of floor samples: 25 spawns of /bin/true and
+// 10 of bwrap, when installed.
+func (b *bench) measureFloors(ctx context.Context, fl *floors) error {
+	d, err := spawnFloor(ctx, 25, "/bin/true")
+	if err != nil {
+		return fmt.Errorf("measure the spawn floor: %w", err)
+	}
+	fl.spawn = append(fl.spawn, d...)
+	path, err := exec.LookPath("bwrap")
+	if err != nil || fl.noBwrap {
+		fl.noBwrap = true
+		return nil
+	}
+	if d, err = spawnFloor(ctx, 10, path, bwrapArgs...); err != nil {
+		b.fail("bwrap floor: %v", err)
+		fl.noBwrap = true
+		return nil
+	}
+	fl.bwrap = append(fl.bwrap, d...)
+	return nil
+}
+
+func (fl *floors) summaries() (spawn, bwrap *latency) {
+	spawn = summarize(fl.spawn, 0, 0)
+	if !fl.noBwrap {
+		bwrap = summarize(fl.bwrap, 0, 0)
+	}
+	return spawn, bwrap
+}
+
+// p50s are F and B in ms (B 0 without bwrap).
+func (fl *floors) p50s() (f, bw float64) {
+	spawn, bwrap := fl.summaries()
+	if bwrap != nil {
+		bw = bwrap.P50MS
+	}
+	return spawn.P50MS, bw
+}
+
+// rescale recomputes every ratio from the floors as finally measured.
+func (r *benchReport) rescale() {
+	f, bw := r.Floors.Spawn.P50MS, 0.0
+	if r.Floors.Bwrap != nil {
+		bw = r.Floors.Bwrap.P50MS
+	}
+	ls := []*latency{r.Floors.Spawn, r.Floors.Bwrap, r.CLIStart, r.Create, r.CreateToFirstExec, r.BurstCreate,
+		r.BurstCreateToFirstExec, r.Exec, r.FileWrite, r.FileRead, r.Delete}
+	if r.Idle != nil {
+		ls = append(ls, r.Idle.Create, r.Idle.Exec)
+	}
+	for _, l := range ls {
+		l.setRatios(f, bw)
+	}
+	t := &r.ExecThroughput
+	t.HostSpawnsPerSec = r.Floors.HostSpawnsPerSec
+	if t.HostSpawnsPerSec > 0 {
+		t.VsHost = round3(t.PerSec / t.HostSpawnsPerSec)
+	}
+	r.Floors.Bwrap.setRatios(f, 0) // B's own row: only its multiple of F
 }
 
 // createAndExec creates one sandbox and runs its first exec, timing both
@@ -384,10 +458,8 @@ func (b *bench) measureExecs(ctx context.Context, rep *benchReport, ids []string
 	t := &rep.ExecThroughput
 	n := done.Load()
 	t.Workers, t.Execs, t.PerSec = workers, int(n), round3(float64(n)/time.Since(start).Seconds())
-	t.HostSpawnsPerSec = rep.Floors.HostSpawnsPerSec
-	if t.HostSpawnsPerSec > 0 {
-		t.VsHost = round3(t.PerSec / t.HostSpawnsPerSec)
-	}
+	// HostSpawnsPerSec and VsHost are set by rescale, once the host was
+	// measured again at the end.
 }
 
 // measureFiles writes a 1 MiB file into each sandbox and reads it back

@@ -52,6 +52,18 @@ func summarize(samples []time.Duration, spawn, bwrap float64) *latency {
 		N: len(s), MinMS: ms(s[0]), MaxMS: ms(s[len(s)-1]), MeanMS: round3(ms(sum) / float64(len(s))),
 		P50MS: ms(percentile(s, 0.50)), P95MS: ms(percentile(s, 0.95)), P99MS: ms(percentile(s, 0.99)),
 	}
+	l.setRatios(spawn, bwrap)
+	return l
+}
+
+// setRatios sets the percentiles' multiples of the floors' p50s (ms; 0
+// when unknown).
+func (l *latency) setRatios(spawn, bwrap float64) {
+	if l == nil {
+		return
+	}
+	l.P50VsSpawn, l.P95VsSpawn, l.P99VsSpawn = 0, 0, 0
+	l.P50VsBwrap, l.P95VsBwrap, l.P99VsBwrap = nil, nil, nil
 	if spawn > 0 {
 		l.P50VsSpawn, l.P95VsSpawn, l.P99VsSpawn = round3(l.P50MS/spawn), round3(l.P95MS/spawn), round3(l.P99MS/spawn)
 	}
@@ -59,7 +71,6 @@ func summarize(samples []time.Duration, spawn, bwrap float64) *latency {
 		ratio := func(v float64) *float64 { r := round3(v / bwrap); return &r }
 		l.P50VsBwrap, l.P95VsBwrap, l.P99VsBwrap = ratio(l.P50MS), ratio(l.P95MS), ratio(l.P99MS)
 	}
-	return l
 }
 
 // percentile is the nearest-rank percentile of sorted samples.
