@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// measureExecs times --execs execs in each sandbox one at a time (the
+// round trip), then as many from --concurrency workers at once, each on
+// its own sandbox (the throughput).
+func (b *bench) measureExecs(ctx context.Context, rep *benchReport, ids []string, f, bw float64) {
+	o := b.opts
+	var rtt samples
+	b.prog.phase("exec", len(ids)*o.execs)
+	for _, id := range ids {
+		for range o.execs {
+			if ctx.Err() != nil {
+				return
+			}
+			start := time.Now()
+			if err := b.exec(ctx, id); err != nil {
+				b.fail("exec in %s: %v", id, err)
+			} else {
+				rtt.add(time.Since(start))
+			}
+			b.prog.step()
+		}
+	}
+	rep.Exec = summarize(rtt.all(), f, bw)
+
+	workers := min(o.concurrency, len(ids))
+	total := workers * o.execs
+	b.prog.phase("exec throughput", total)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	for w := range workers {
+		wg.Go(func() {
+			for range o.execs {
+				if ctx.Err() != nil {
+					return
+				}
+				if err := b.exec(ctx, ids[w]); err != nil {
+					b.fail("exec in %s: %v", ids[w], err)
+					continue
+				}
+				done.Add(1)
+				b.prog.step()
+			}
+		})
+	}
+	wg.Wait()
+	t := &rep.ExecThroughput
+	n := done.Load()
+	t.Workers, t.Execs, t.PerSec = workers, int(n), round3(float64(n)/time.Since(start).Seconds())
+	// HostSpawnsPerSec and VsHost are set by rescale, once the host was
+	// measured again at the end.
+}
+
+// measureFiles writes a 1 MiB file into each sandbox and reads it back
+// through the raw file routes.
+func (b *bench) measureFiles(ctx context.Context, rep *benchReport, ids []string, f, bw float64) {
+	data := make([]byte, benchFileSize)
+	_, _ = rand.Read(data)
+	var write, read samples
+	b.prog.phase("files", len(ids))
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		const path = "/workspace/boxkite-bench.bin"
+		start := time.Now()
+		if _, err := b.c.UploadFile(ctx, id, path, bytes.NewReader(data)); err != nil {
+			b.fail("write a file in %s: %v", id, err)
+			continue
+		}
+		write.add(time.Since(start))
+		start = time.Now()
+		dl, err := b.c.DownloadFile(ctx, id, path)
+		if err != nil {
+			b.fail("read a file in %s: %v", id, err)
+			continue
+		}
+		got, err := io.ReadAll(dl)
+		dl.Close()
+		switch {
+		case err != nil:
+			b.fail("read a file in %s: %v", id, err)
+		case !bytes.Equal(got, data):
+			b.fail("read a file in %s: %d bytes back, not the %d written", id, len(got), len(data))
+		default:
+			read.add(time.Since(start))
+		}
+		b.prog.step()
+	}
+	rep.FileWrite, rep.FileRead = summarize(write.all(), f, bw), summarize(read.all(), f, bw)
+}
+
+// measureMemory reads each sandbox's memory from the server; nil when the
+// server has no accounting.
+func (b *bench) measureMemory(ctx context.Context, ids []string) *memory {
+	var total, anon []int64
+	for _, id := range ids {
+		st, err := b.c.SandboxStats(ctx, id)
+		if e, ok := errors.AsType[*api.Error](err); ok && (e.Code == api.CodeNotSupported || e.Status == http.StatusNotFound) {
+			return nil // an older server, or one without cgroups
+		}
+		if err != nil {
+			b.fail("stats of %s: %v", id, err)
+			continue
+		}
+		total, anon = append(total, st.MemoryBytes), append(anon, st.MemoryAnonBytes)
+	}
+	return summarizeMemory(total, anon)
+}
+
+// measureIdle creates --idle sandboxes, checks each answers an exec, and
+// reports their memory; then deletes them.
+func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
+	n, c := b.opts.idle, b.opts.concurrency
+	res := &idleBench{Requested: n}
+	before := memAvailable()
+	ids := make([]string, n)
+	var create samples
+	b.prog.phase("idle: create", n)
+	_ = parallel(ctx, c, n, func(ctx context.Context, i int) error {
+		start := time.Now()
+		sb, err := b.c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: b.label, LifetimeMinutes: 60})
+		b.prog.step()
+		if err != nil {
+			b.fail("idle: create: %v", err)
+			return nil
+		}
+		create.add(time.Since(start))
+		b.track(sb.ID)
+		ids[i] = sb.ID
+		return nil
+	})
+	ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
+	res.Created, res.Create = len(ids), summarize(create.all(), f, bw)
+
+	var execs samples
+	b.prog.phase("idle: exec", len(ids))
+	_ = parallel(ctx, c, len(ids), func(ctx context.Context, i int) error {
+		start := time.Now()
+		if err := b.exec(ctx, ids[i]); err != nil {
+			b.fail("idle: exec in %s: %v", ids[i], err)
+		} else {
+			execs.add(time.Since(start))
+		}
+		b.prog.step()
+		return nil
+	})
+	res.Exec = summarize(execs.all(), f, bw)
+	res.Answered = len(execs.all())
+	if after := memAvailable(); before > 0 && after > 0 && len(ids) > 0 && b.serverIsLocal() {
+		res.HostMemoryPerSandboxBytes = (before - after) / int64(len(ids))
+	}
+	b.prog.phase("idle: memory", 0)
+	res.Memory = b.measureMemory(ctx, ids)
+
+	b.prog.phase("idle: delete", len(ids))
+	_ = parallel(ctx, c, len(ids), func(ctx context.Context, i int) error {
+		if err := b.delete(ctx, ids[i]); err != nil {
+			b.fail("idle: delete %s: %v", ids[i], err)
+		}
+		b.prog.step()
+		return nil
+	})
+	return res
+}
+
