@@ -179,4 +179,3 @@ func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
 	})
 	return res
 }
-
