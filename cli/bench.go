@@ -187,8 +187,10 @@ func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) err
 	// Whatever happens, and on Ctrl-C (ctx ends), delete what was made.
 	defer b.cleanup(context.WithoutCancel(ctx))
 
-	rep := &benchReport{Server: base.BaseURL, Date: time.Now().UTC().Truncate(time.Second),
-		Sandboxes: opts.sandboxes, Execs: opts.execs, Concurrency: opts.concurrency}
+	rep := &benchReport{
+		Server: base.BaseURL, Date: time.Now().UTC().Truncate(time.Second),
+		Sandboxes: opts.sandboxes, Execs: opts.execs, Concurrency: opts.concurrency,
+	}
 	rep.Host.CPUs, rep.Host.OS, rep.Host.Arch, rep.Host.Kernel = runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, kernelRelease()
 	if err := b.run(ctx, rep); err != nil {
 		return err
@@ -360,8 +362,10 @@ func (r *benchReport) rescale() {
 	if r.Floors.Bwrap != nil {
 		bw = r.Floors.Bwrap.P50MS
 	}
-	ls := []*latency{r.Floors.Spawn, r.Floors.Bwrap, r.CLIStart, r.Create, r.CreateToFirstExec, r.BurstCreate,
-		r.BurstCreateToFirstExec, r.Exec, r.FileWrite, r.FileRead, r.Delete}
+	ls := []*latency{
+		r.Floors.Spawn, r.Floors.Bwrap, r.CLIStart, r.Create, r.CreateToFirstExec, r.BurstCreate,
+		r.BurstCreateToFirstExec, r.Exec, r.FileWrite, r.FileRead, r.Delete,
+	}
 	if r.Idle != nil {
 		ls = append(ls, r.Idle.Create, r.Idle.Exec)
 	}

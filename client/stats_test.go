@@ -21,8 +21,10 @@ func TestSandboxStats(t *testing.T) {
 		want     *api.SandboxStats
 		wantCode string
 	}{
-		{"ok", 200, `{"memory_bytes":9437184,"memory_anon_bytes":4194304,"pids":2}`,
-			&api.SandboxStats{MemoryBytes: 9437184, MemoryAnonBytes: 4194304, Pids: 2}, ""},
+		{
+			"ok", 200, `{"memory_bytes":9437184,"memory_anon_bytes":4194304,"pids":2}`,
+			&api.SandboxStats{MemoryBytes: 9437184, MemoryAnonBytes: 4194304, Pids: 2}, "",
+		},
 		{"not supported", 501, `{"error":{"code":"not_supported","message":"no accounting"}}`, nil, api.CodeNotSupported},
 	}
 	for _, tt := range tests {

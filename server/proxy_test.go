@@ -86,65 +86,154 @@ const (
 func proxyCases() []proxyCase {
 	ok := func(body string) fakeAnswer { return jsonAnswer(200, body) }
 	return []proxyCase{
-		{"POST /files", "POST", "/files", `{"path":"a.txt","content":"` + secretContent + `"}`, "POST /file-create",
-			ok(`{"path":"/workspace/a.txt","size":24,"created":true}`), "file_create", map[string]any{"path": "a.txt", "size": 24.0}, nil, false},
-		{"POST /files/view", "POST", "/files/view", `{"path":"a.txt","view_range":[1,2]}`, "POST /view",
-			ok(`{"content":"x","lines":1,"is_directory":false,"entries":null}`), "view", map[string]any{"path": "a.txt", "view_range": []any{1.0, 2.0}}, nil, false},
-		{"POST /files/str-replace", "POST", "/files/str-replace", `{"path":"a.txt","old_str":"` + secretContent + `","new_str":"y","replace_all":true}`, "POST /str-replace",
-			ok(`{"path":"/workspace/a.txt","replaced":true,"occurrences":2}`), "str_replace", map[string]any{"path": "a.txt", "replace_all": true, "occurrences": 2.0}, nil, false},
-		{"POST /files/ls", "POST", "/files/ls", `{"path":"/"}`, "POST /ls",
-			ok(`{"entries":[{"path":"/workspace/a"},{"path":"/workspace/b/"}]}`), "ls", map[string]any{"path": "/", "entry_count": 2.0}, nil, false},
-		{"POST /files/glob", "POST", "/files/glob", `{"pattern":"**/*.go"}`, "POST /glob",
-			ok(`{"matches":[{"path":"/workspace/m.go"}]}`), "glob", map[string]any{"pattern": "**/*.go", "path": "", "match_count": 1.0}, nil, false},
-		{"POST /files/grep", "POST", "/files/grep", `{"pattern":"fo+","path":"src","glob":"*.go","max_matches":9999}`, "POST /grep",
+		{
+			"POST /files", "POST", "/files", `{"path":"a.txt","content":"` + secretContent + `"}`, "POST /file-create",
+			ok(`{"path":"/workspace/a.txt","size":24,"created":true}`), "file_create",
+			map[string]any{"path": "a.txt", "size": 24.0},
+			nil, false,
+		},
+		{
+			"POST /files/view", "POST", "/files/view", `{"path":"a.txt","view_range":[1,2]}`, "POST /view",
+			ok(`{"content":"x","lines":1,"is_directory":false,"entries":null}`), "view",
+			map[string]any{"path": "a.txt", "view_range": []any{1.0, 2.0}},
+			nil, false,
+		},
+		{
+			"POST /files/str-replace", "POST", "/files/str-replace", `{"path":"a.txt","old_str":"` + secretContent + `","new_str":"y","replace_all":true}`, "POST /str-replace",
+			ok(`{"path":"/workspace/a.txt","replaced":true,"occurrences":2}`), "str_replace",
+			map[string]any{"path": "a.txt", "replace_all": true, "occurrences": 2.0},
+			nil, false,
+		},
+		{
+			"POST /files/ls", "POST", "/files/ls", `{"path":"/"}`, "POST /ls",
+			ok(`{"entries":[{"path":"/workspace/a"},{"path":"/workspace/b/"}]}`), "ls",
+			map[string]any{"path": "/", "entry_count": 2.0},
+			nil, false,
+		},
+		{
+			"POST /files/glob", "POST", "/files/glob", `{"pattern":"**/*.go"}`, "POST /glob",
+			ok(`{"matches":[{"path":"/workspace/m.go"}]}`), "glob",
+			map[string]any{"pattern": "**/*.go", "path": "", "match_count": 1.0},
+			nil, false,
+		},
+		{
+			"POST /files/grep", "POST", "/files/grep", `{"pattern":"fo+","path":"src","glob":"*.go","max_matches":9999}`, "POST /grep",
 			ok(`{"matches":[{"path":"x","line":1,"text":"foo"}],"truncated":true}`), "grep",
-			map[string]any{"pattern": "fo+", "path": "src", "glob": "*.go", "match_count": 1.0, "truncated": true}, nil, false},
-		{"POST /files/watch", "POST", "/files/watch", `{"path":"/","recursive":true,"timeout_seconds":1}`, "POST /watch",
-			ok(`{"changes":[{"path":"a","event":"created"}],"timed_out":false}`), "watch", map[string]any{"path": "/", "recursive": true, "change_count": 1.0}, nil, false},
-		{"POST /files/present", "POST", "/files/present", `{"filepaths":["a.txt"]}`, "POST /present-files",
+			map[string]any{"pattern": "fo+", "path": "src", "glob": "*.go", "match_count": 1.0, "truncated": true},
+			nil, false,
+		},
+		{
+			"POST /files/watch", "POST", "/files/watch", `{"path":"/","recursive":true,"timeout_seconds":1}`, "POST /watch",
+			ok(`{"changes":[{"path":"a","event":"created"}],"timed_out":false}`), "watch",
+			map[string]any{"path": "/", "recursive": true, "change_count": 1.0},
+			nil, false,
+		},
+		{
+			"POST /files/present", "POST", "/files/present", `{"filepaths":["a.txt"]}`, "POST /present-files",
 			ok(`{"files":[{"file_path":"/mnt/user-data/outputs/a.txt"}],"copy_operations":[]}`), "present_files",
-			map[string]any{"filepaths": []any{"a.txt"}, "file_count": 1.0}, nil, false},
-		{"PUT /files/raw", "PUT", "/files/raw?path=%2Fworkspace%2Fb.bin", secretUpload, "PUT /files/raw?path=%2Fworkspace%2Fb.bin",
-			ok(`{"path":"/workspace/b.bin","size":22}`), "file_upload", map[string]any{"path": "/workspace/b.bin", "bytes": 22.0}, nil, false},
-		{"GET /files/raw", "GET", "/files/raw?path=b.bin", "", "GET /files/raw?path=b.bin",
-			fakeAnswer{200, "application/octet-stream", "\x00\x01binary"}, "file_download", map[string]any{"path": "b.bin", "bytes": 8.0}, nil, false},
-		{"POST /files/archive", "POST", "/files/archive?path=d", "tar bytes", "POST /files/archive?path=d",
-			ok(`{"files":1,"bytes":3}`), "archive_upload", map[string]any{"path": "d", "bytes": 9.0}, nil, false},
-		{"GET /files/archive", "GET", "/files/archive?path=d", "", "GET /files/archive?path=d",
-			fakeAnswer{200, "application/x-tar", "tarball"}, "archive_download", map[string]any{"path": "d", "bytes": 7.0}, nil, false},
+			map[string]any{"filepaths": []any{"a.txt"}, "file_count": 1.0},
+			nil, false,
+		},
+		{
+			"PUT /files/raw", "PUT", "/files/raw?path=%2Fworkspace%2Fb.bin", secretUpload, "PUT /files/raw?path=%2Fworkspace%2Fb.bin",
+			ok(`{"path":"/workspace/b.bin","size":22}`), "file_upload",
+			map[string]any{"path": "/workspace/b.bin", "bytes": 22.0},
+			nil, false,
+		},
+		{
+			"GET /files/raw", "GET", "/files/raw?path=b.bin", "", "GET /files/raw?path=b.bin",
+			fakeAnswer{200, "application/octet-stream", "\x00\x01binary"},
+			"file_download",
+			map[string]any{"path": "b.bin", "bytes": 8.0},
+			nil, false,
+		},
+		{
+			"POST /files/archive", "POST", "/files/archive?path=d", "tar bytes", "POST /files/archive?path=d",
+			ok(`{"files":1,"bytes":3}`), "archive_upload",
+			map[string]any{"path": "d", "bytes": 9.0},
+			nil, false,
+		},
+		{
+			"GET /files/archive", "GET", "/files/archive?path=d", "", "GET /files/archive?path=d",
+			fakeAnswer{200, "application/x-tar", "tarball"},
+			"archive_download",
+			map[string]any{"path": "d", "bytes": 7.0},
+			nil, false,
+		},
 
-		{"POST /processes", "POST", "/processes", `{"command":"sleep 9","max_runtime_seconds":60}`, "POST /process/start",
+		{
+			"POST /processes", "POST", "/processes", `{"command":"sleep 9","max_runtime_seconds":60}`, "POST /process/start",
 			jsonAnswer(201, `{"process_id":"proc_1","status":"running","started_at":"2026-01-01T00:00:00Z"}`), "start_process",
-			map[string]any{"command": "sleep 9", "max_runtime_seconds": 60.0, "process_id": "proc_1"}, nil, false},
+			map[string]any{"command": "sleep 9", "max_runtime_seconds": 60.0, "process_id": "proc_1"},
+			nil, false,
+		},
 		{"GET /processes", "GET", "/processes", "", "GET /process", ok(`{"processes":[]}`), "", nil, nil, false},
-		{"POST /processes/kill-all", "POST", "/processes/kill-all", "", "POST /process/kill-all",
-			ok(`{"killed":2}`), "kill_all_processes", map[string]any{"killed": 2.0}, nil, false},
-		{"GET /processes/{pid}/output", "GET", "/processes/proc_1/output?since_offset=3", "", "GET /process/proc_1/output?since_offset=3",
-			ok(`{"status":"running","stdout_chunk":"","next_offset":3,"truncated":false}`), "", nil, nil, false},
-		{"GET /processes/{pid}/stream", "GET", "/processes/proc_1/stream", "", "GET /process/proc_1/stream",
-			fakeAnswer{200, "text/event-stream", "event: exit\ndata: {\"type\":\"exit\",\"status\":\"exited\",\"exit_code\":0}\n\n"}, "", nil, nil, false},
-		{"POST /processes/{pid}/input", "POST", "/processes/proc_1/input", `{"data":"` + secretInput + `"}`, "POST /process/proc_1/input",
-			ok(`{"bytes_written":25}`), "send_process_input", map[string]any{"process_id": "proc_1", "bytes_written": 25.0}, nil, false},
-		{"POST /processes/{pid}/stop", "POST", "/processes/proc_1/stop", "", "POST /process/proc_1/stop",
+		{
+			"POST /processes/kill-all", "POST", "/processes/kill-all", "", "POST /process/kill-all",
+			ok(`{"killed":2}`), "kill_all_processes",
+			map[string]any{"killed": 2.0},
+			nil, false,
+		},
+		{
+			"GET /processes/{pid}/output", "GET", "/processes/proc_1/output?since_offset=3", "", "GET /process/proc_1/output?since_offset=3",
+			ok(`{"status":"running","stdout_chunk":"","next_offset":3,"truncated":false}`), "", nil, nil, false,
+		},
+		{
+			"GET /processes/{pid}/stream", "GET", "/processes/proc_1/stream", "", "GET /process/proc_1/stream",
+			fakeAnswer{200, "text/event-stream", "event: exit\ndata: {\"type\":\"exit\",\"status\":\"exited\",\"exit_code\":0}\n\n"},
+			"", nil, nil, false,
+		},
+		{
+			"POST /processes/{pid}/input", "POST", "/processes/proc_1/input", `{"data":"` + secretInput + `"}`, "POST /process/proc_1/input",
+			ok(`{"bytes_written":25}`), "send_process_input",
+			map[string]any{"process_id": "proc_1", "bytes_written": 25.0},
+			nil, false,
+		},
+		{
+			"POST /processes/{pid}/stop", "POST", "/processes/proc_1/stop", "", "POST /process/proc_1/stop",
 			ok(`{"status":"stopped","exit_code":143}`), "stop_process",
-			map[string]any{"process_id": "proc_1", "exit_code": 143.0, "status": "stopped"}, intp(143), false},
+			map[string]any{"process_id": "proc_1", "exit_code": 143.0, "status": "stopped"},
+			intp(143), false,
+		},
 
-		{"POST /interpreter/exec", "POST", "/interpreter/exec", `{"code":"print(1)","timeout":5}`, "POST /interpreter/exec",
+		{
+			"POST /interpreter/exec", "POST", "/interpreter/exec", `{"code":"print(1)","timeout":5}`, "POST /interpreter/exec",
 			ok(`{"stdout":"1\n","result":null,"error":null,"truncated":true}`), "interpreter_exec",
-			map[string]any{"code": "print(1)", "code_bytes": 8.0, "timeout": 5.0, "error": false}, nil, true},
-		{"POST /interpreter/reset", "POST", "/interpreter/reset", "", "POST /interpreter/reset",
-			ok(`{"status":"reset"}`), "interpreter_reset", map[string]any{}, nil, false},
+			map[string]any{"code": "print(1)", "code_bytes": 8.0, "timeout": 5.0, "error": false},
+			nil, true,
+		},
+		{
+			"POST /interpreter/reset", "POST", "/interpreter/reset", "", "POST /interpreter/reset",
+			ok(`{"status":"reset"}`), "interpreter_reset",
+			map[string]any{},
+			nil, false,
+		},
 		{"GET /interpreter/status", "GET", "/interpreter/status", "", "GET /interpreter/status", ok(`{"running":false}`), "", nil, nil, false},
 
-		{"POST /lsp/start", "POST", "/lsp/start", `{"language":"go"}`, "POST /lsp/start",
-			jsonAnswer(201, `{"lsp_id":"lsp_1"}`), "lsp_start", map[string]any{"language": "go", "lsp_id": "lsp_1"}, nil, false},
-		{"POST /lsp/{lsp_id}/open", "POST", "/lsp/lsp_1/open", `{"path":"m.go","content":"` + secretDoc + `"}`, "POST /lsp/lsp_1/open",
-			ok(`{"status":"opened"}`), "lsp_open", map[string]any{"lsp_id": "lsp_1", "path": "m.go", "content_bytes": 24.0}, nil, false},
-		{"POST /lsp/{lsp_id}/completion", "POST", "/lsp/lsp_1/completion", `{"path":"m.go","line":3,"character":4}`, "POST /lsp/lsp_1/completion",
+		{
+			"POST /lsp/start", "POST", "/lsp/start", `{"language":"go"}`, "POST /lsp/start",
+			jsonAnswer(201, `{"lsp_id":"lsp_1"}`), "lsp_start",
+			map[string]any{"language": "go", "lsp_id": "lsp_1"},
+			nil, false,
+		},
+		{
+			"POST /lsp/{lsp_id}/open", "POST", "/lsp/lsp_1/open", `{"path":"m.go","content":"` + secretDoc + `"}`, "POST /lsp/lsp_1/open",
+			ok(`{"status":"opened"}`), "lsp_open",
+			map[string]any{"lsp_id": "lsp_1", "path": "m.go", "content_bytes": 24.0},
+			nil, false,
+		},
+		{
+			"POST /lsp/{lsp_id}/completion", "POST", "/lsp/lsp_1/completion", `{"path":"m.go","line":3,"character":4}`, "POST /lsp/lsp_1/completion",
 			ok(`{"items":[{"label":"a"},{"label":"b"}]}`), "lsp_completion",
-			map[string]any{"lsp_id": "lsp_1", "path": "m.go", "line": 3.0, "character": 4.0, "item_count": 2.0}, nil, false},
-		{"POST /lsp/{lsp_id}/stop", "POST", "/lsp/lsp_1/stop", "", "POST /lsp/lsp_1/stop",
-			ok(`{"status":"stopped"}`), "lsp_stop", map[string]any{"lsp_id": "lsp_1"}, nil, false},
+			map[string]any{"lsp_id": "lsp_1", "path": "m.go", "line": 3.0, "character": 4.0, "item_count": 2.0},
+			nil, false,
+		},
+		{
+			"POST /lsp/{lsp_id}/stop", "POST", "/lsp/lsp_1/stop", "", "POST /lsp/lsp_1/stop",
+			ok(`{"status":"stopped"}`), "lsp_stop",
+			map[string]any{"lsp_id": "lsp_1"},
+			nil, false,
+		},
 	}
 }
 
@@ -495,8 +584,10 @@ func TestLogEntryShape(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"account_id", "detail", "duration_ms", "exit_code", "id", "operation", "output_truncated",
-		"prev_hash", "row_hash", "session_id", "source", "started_at"}
+	want := []string{
+		"account_id", "detail", "duration_ms", "exit_code", "id", "operation", "output_truncated",
+		"prev_hash", "row_hash", "session_id", "source", "started_at",
+	}
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("entry fields (-want +got):\n%s", diff)
 	}

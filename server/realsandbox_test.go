@@ -120,62 +120,106 @@ func TestRealSandboxRoutes(t *testing.T) {
 	var pid string
 	tarball := tarOf(t, map[string]string{"inner/hello.txt": "hello from tar\n"})
 	steps := []realStep{
-		{"create", "POST", "/files", `{"path":"notes.txt","content":"` + secret + `\nline2\n"}`, 200,
-			field(true, func(r api.FileCreateResult) any { return r.Created }), "file_create"},
-		{"view", "POST", "/files/view", `{"path":"notes.txt","view_range":[2,2]}`, 200,
-			field(true, func(r api.ViewResult) any { return strings.Contains(r.Content, "line2") }), "view"},
-		{"str-replace", "POST", "/files/str-replace", `{"path":"notes.txt","old_str":"line2","new_str":"LINE2"}`, 200,
-			field(1, func(r api.StrReplaceResult) any { return r.Occurrences }), "str_replace"},
-		{"ls", "POST", "/files/ls", `{"path":"/"}`, 200,
-			field(true, func(r api.LsResult) any { return len(r.Entries) > 0 }), "ls"},
-		{"glob", "POST", "/files/glob", `{"pattern":"*.txt"}`, 200,
-			field(1, func(r api.GlobResult) any { return len(r.Matches) }), "glob"},
-		{"grep", "POST", "/files/grep", `{"pattern":"LINE\\d"}`, 200,
-			field(1, func(r api.GrepResult) any { return len(r.Matches) }), "grep"},
-		{"watch", "POST", "/files/watch", `{"path":"/","timeout_seconds":0.2}`, 200,
-			field(true, func(r api.WatchResult) any { return r.TimedOut }), "watch"},
-		{"present", "POST", "/files/present", `{"filepaths":["notes.txt"]}`, 200,
-			field(1, func(r api.PresentFilesResult) any { return len(r.Files) }), "present_files"},
-		{"raw upload", "PUT", "/files/raw?path=data.bin", "0123456789", 200,
-			field(int64(10), func(r api.FileWriteResult) any { return r.Size }), "file_upload"},
-		{"raw download", "GET", "/files/raw?path=data.bin", "", 200,
-			func(t *testing.T, b []byte) { wantBody(t, b, "0123456789") }, "file_download"},
-		{"archive upload", "POST", "/files/archive?path=unpacked", tarball, 200,
-			field(1, func(r api.ArchiveResult) any { return r.Files }), "archive_upload"},
-		{"archive download", "GET", "/files/archive?path=unpacked", "", 200,
-			func(t *testing.T, b []byte) { wantBody(t, untar(t, b)["inner/hello.txt"], "hello from tar\n") }, "archive_download"},
+		{
+			"create", "POST", "/files", `{"path":"notes.txt","content":"` + secret + `\nline2\n"}`, 200,
+			field(true, func(r api.FileCreateResult) any { return r.Created }), "file_create",
+		},
+		{
+			"view", "POST", "/files/view", `{"path":"notes.txt","view_range":[2,2]}`, 200,
+			field(true, func(r api.ViewResult) any { return strings.Contains(r.Content, "line2") }), "view",
+		},
+		{
+			"str-replace", "POST", "/files/str-replace", `{"path":"notes.txt","old_str":"line2","new_str":"LINE2"}`, 200,
+			field(1, func(r api.StrReplaceResult) any { return r.Occurrences }), "str_replace",
+		},
+		{
+			"ls", "POST", "/files/ls", `{"path":"/"}`, 200,
+			field(true, func(r api.LsResult) any { return len(r.Entries) > 0 }), "ls",
+		},
+		{
+			"glob", "POST", "/files/glob", `{"pattern":"*.txt"}`, 200,
+			field(1, func(r api.GlobResult) any { return len(r.Matches) }), "glob",
+		},
+		{
+			"grep", "POST", "/files/grep", `{"pattern":"LINE\\d"}`, 200,
+			field(1, func(r api.GrepResult) any { return len(r.Matches) }), "grep",
+		},
+		{
+			"watch", "POST", "/files/watch", `{"path":"/","timeout_seconds":0.2}`, 200,
+			field(true, func(r api.WatchResult) any { return r.TimedOut }), "watch",
+		},
+		{
+			"present", "POST", "/files/present", `{"filepaths":["notes.txt"]}`, 200,
+			field(1, func(r api.PresentFilesResult) any { return len(r.Files) }), "present_files",
+		},
+		{
+			"raw upload", "PUT", "/files/raw?path=data.bin", "0123456789", 200,
+			field(int64(10), func(r api.FileWriteResult) any { return r.Size }), "file_upload",
+		},
+		{
+			"raw download", "GET", "/files/raw?path=data.bin", "", 200,
+			func(t *testing.T, b []byte) { wantBody(t, b, "0123456789") }, "file_download",
+		},
+		{
+			"archive upload", "POST", "/files/archive?path=unpacked", tarball, 200,
+			field(1, func(r api.ArchiveResult) any { return r.Files }), "archive_upload",
+		},
+		{
+			"archive download", "GET", "/files/archive?path=unpacked", "", 200,
+			func(t *testing.T, b []byte) { wantBody(t, untar(t, b)["inner/hello.txt"], "hello from tar\n") }, "archive_download",
+		},
 
-		{"start process", "POST", "/processes", `{"command":"cat","max_runtime_seconds":60}`, 201,
+		{
+			"start process", "POST", "/processes", `{"command":"cat","max_runtime_seconds":60}`, 201,
 			func(t *testing.T, b []byte) {
 				var r api.ProcessStarted
 				mustUnmarshal(t, b, &r)
 				if pid = r.ProcessID; !strings.HasPrefix(pid, "proc_") {
 					t.Errorf("process_id = %q", pid)
 				}
-			}, "start_process"},
-		{"list processes", "GET", "/processes", "", 200,
-			field(1, func(r api.ProcessList) any { return len(r.Processes) }), ""},
-		{"input", "POST", "/processes/{pid}/input", `{"data":"hello\n"}`, 200,
-			field(6, func(r api.ProcessInputResult) any { return r.BytesWritten }), "send_process_input"},
-		{"output", "GET", "/processes/{pid}/output?since_offset=0", "", 200,
-			field(api.ProcessRunning, func(r api.ProcessOutput) any { return r.Status }), ""},
-		{"stop", "POST", "/processes/{pid}/stop", "", 200,
-			field(api.ProcessStopped, func(r api.ProcessStopResult) any { return r.Status }), "stop_process"},
-		{"stream", "GET", "/processes/{pid}/stream?api_key={key}", "", 200,
+			}, "start_process",
+		},
+		{
+			"list processes", "GET", "/processes", "", 200,
+			field(1, func(r api.ProcessList) any { return len(r.Processes) }), "",
+		},
+		{
+			"input", "POST", "/processes/{pid}/input", `{"data":"hello\n"}`, 200,
+			field(6, func(r api.ProcessInputResult) any { return r.BytesWritten }), "send_process_input",
+		},
+		{
+			"output", "GET", "/processes/{pid}/output?since_offset=0", "", 200,
+			field(api.ProcessRunning, func(r api.ProcessOutput) any { return r.Status }), "",
+		},
+		{
+			"stop", "POST", "/processes/{pid}/stop", "", 200,
+			field(api.ProcessStopped, func(r api.ProcessStopResult) any { return r.Status }), "stop_process",
+		},
+		{
+			"stream", "GET", "/processes/{pid}/stream?api_key={key}", "", 200,
 			func(t *testing.T, b []byte) {
 				if !bytes.Contains(b, []byte("event: exit\n")) || !bytes.Contains(b, []byte("hello")) {
 					t.Errorf("stream = %q, want the output and an exit event", b)
 				}
-			}, ""},
-		{"kill-all", "POST", "/processes/kill-all", "", 200,
-			field(0, func(r api.KillAllResult) any { return r.Killed }), "kill_all_processes"},
+			}, "",
+		},
+		{
+			"kill-all", "POST", "/processes/kill-all", "", 200,
+			field(0, func(r api.KillAllResult) any { return r.Killed }), "kill_all_processes",
+		},
 
-		{"interpreter exec", "POST", "/interpreter/exec", `{"code":"x = 41\nx + 1"}`, 200,
-			field("42", func(r api.InterpreterExecResult) any { return deref(r.Result) }), "interpreter_exec"},
-		{"interpreter status", "GET", "/interpreter/status", "", 200,
-			field(true, func(r api.InterpreterStatus) any { return r.Running }), ""},
-		{"interpreter reset", "POST", "/interpreter/reset", "", 200,
-			field("reset", func(r api.InterpreterReset) any { return r.Status }), "interpreter_reset"},
+		{
+			"interpreter exec", "POST", "/interpreter/exec", `{"code":"x = 41\nx + 1"}`, 200,
+			field("42", func(r api.InterpreterExecResult) any { return deref(r.Result) }), "interpreter_exec",
+		},
+		{
+			"interpreter status", "GET", "/interpreter/status", "", 200,
+			field(true, func(r api.InterpreterStatus) any { return r.Running }), "",
+		},
+		{
+			"interpreter reset", "POST", "/interpreter/reset", "", 200,
+			field("reset", func(r api.InterpreterReset) any { return r.Status }), "interpreter_reset",
+		},
 
 		// No language server is installed on the test hosts: these prove
 		// the routes reach the sidecar, whose refusals pass through.

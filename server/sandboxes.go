@@ -190,8 +190,10 @@ func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) 
 	if p.imageID != "" {
 		s.cfg.Images.Use(p.imageID, sb.ID) // before the jail exists, so a racing image delete sees it
 	}
-	ep, err := s.driver.Create(ctx, Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot,
-		Egress: s.egressServer(sb, p.egress)})
+	ep, err := s.driver.Create(ctx, Spec{
+		ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot,
+		Egress: s.egressServer(sb, p.egress),
+	})
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)

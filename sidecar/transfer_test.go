@@ -280,10 +280,20 @@ func FuzzArchiveEntryName(f *testing.F) {
 		name, link string
 		typ        byte
 	}{
-		{"a", "", tar.TypeReg}, {"../x", "", tar.TypeReg}, {"/abs", "", tar.TypeReg}, {"a/b/c", "", tar.TypeDir},
-		{"l", "/etc", tar.TypeSymlink}, {"l", "..", tar.TypeSymlink}, {"l", "../../outside", tar.TypeSymlink},
-		{"l", "up/../outside", tar.TypeSymlink}, {"l", "0/../..", tar.TypeSymlink}, {"0", "0", tar.TypeSymlink},
-		{"planted/x", "", tar.TypeReg}, {"h", "../file", tar.TypeLink}, {"./", "", tar.TypeDir}, {"a\\..\\..\\x", "", tar.TypeReg},
+		{"a", "", tar.TypeReg},
+		{"../x", "", tar.TypeReg},
+		{"/abs", "", tar.TypeReg},
+		{"a/b/c", "", tar.TypeDir},
+		{"l", "/etc", tar.TypeSymlink},
+		{"l", "..", tar.TypeSymlink},
+		{"l", "../../outside", tar.TypeSymlink},
+		{"l", "up/../outside", tar.TypeSymlink},
+		{"l", "0/../..", tar.TypeSymlink},
+		{"0", "0", tar.TypeSymlink},
+		{"planted/x", "", tar.TypeReg},
+		{"h", "../file", tar.TypeLink},
+		{"./", "", tar.TypeDir},
+		{"a\\..\\..\\x", "", tar.TypeReg},
 	} {
 		f.Add(s.name, s.link, s.typ)
 	}

@@ -87,8 +87,10 @@ func Validate(spec api.ImageSpec) (api.ImageSpec, error) {
 	}
 	// The npm registry is not granted to builds yet.
 	if len(spec.NPMPackages) > 0 {
-		return spec, &api.Error{Status: 422, Code: api.CodeNotSupported, Message: "npm_packages are not supported by this server yet",
-			Hint: "install node packages with apt (node-*) or at run time", Details: map[string]any{"field": "npm_packages"}}
+		return spec, &api.Error{
+			Status: 422, Code: api.CodeNotSupported, Message: "npm_packages are not supported by this server yet",
+			Hint: "install node packages with apt (node-*) or at run time", Details: map[string]any{"field": "npm_packages"},
+		}
 	}
 	if total == 0 {
 		return spec, fieldError("apt_packages", "an image needs at least one package", "")
@@ -232,8 +234,10 @@ func (m *Manager) buildInNamespace(id string, spec api.ImageSpec, proxyURL strin
 	if len(spec.PythonPackages) > 0 {
 		// The system python's pip: as root it installs under /usr/local,
 		// which the image's /usr overlay keeps.
-		steps = append(steps, append([]string{"python3", "-m", "pip", "install", "--no-cache-dir", "--no-input",
-			"--break-system-packages", "--index-url", "https://pypi.org/simple"}, spec.PythonPackages...))
+		steps = append(steps, append([]string{
+			"python3", "-m", "pip", "install", "--no-cache-dir", "--no-input",
+			"--break-system-packages", "--index-url", "https://pypi.org/simple",
+		}, spec.PythonPackages...))
 	}
 	for _, argv := range steps {
 		fmt.Fprintf(logf, "$ %s\n", strings.Join(argv, " "))
