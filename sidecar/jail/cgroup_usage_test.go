@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCgroupSetLimitsAndUsage re-limits a real sandbox cgroup holding a
@@ -28,12 +29,21 @@ func TestCgroupSetLimitsAndUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cg.Remove(context.Background()) })
-	cmd := exec.Command("sleep", "60")
+	// The sleep starts only once the shell is in the cgroup: on cgroup
+	// v1, memory charged before a move stays where it was.
+	cmd := exec.Command("sh", "-c", "read _; exec sleep 60")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	if err := cg.Add(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Write([]byte("\n")); err != nil {
 		t.Fatal(err)
 	}
 	for _, lim := range []Limits{
@@ -46,12 +56,17 @@ func TestCgroupSetLimitsAndUsage(t *testing.T) {
 		}
 		checkLimits(t, cg, lim)
 	}
-	u, err := cg.Usage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u.Memory <= 0 || u.MemoryAnon < 0 || u.MemoryAnon > u.Memory || u.Pids != 1 {
-		t.Errorf("Usage() = %+v, want some memory and 1 task (sleep)", u)
+	var u Usage
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if u, err = cg.Usage(); err != nil {
+			t.Fatal(err)
+		}
+		if u.Memory > 0 && u.MemoryAnon >= 0 && u.MemoryAnon <= u.Memory && u.Pids == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Usage() = %+v, want some memory and 1 task (sleep)", u)
+		}
 	}
 }
 
