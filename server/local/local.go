@@ -424,7 +424,9 @@ func (d *Driver) start(js jail.Spec, st state, token, dir string, initArgs ...st
 		// Without a state file nothing could find the jail again.
 		_ = cmd.Process.Kill()
 		<-done
-		return nil, err
+		// A jail that failed at once is gone before its start time could be
+		// read; its log says why.
+		return nil, fmt.Errorf("%w%s", err, logTail(dir))
 	}
 	return done, nil
 }
