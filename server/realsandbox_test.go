@@ -257,6 +257,7 @@ func TestRealSandboxRoutes(t *testing.T) {
 		}
 	}
 
+	eventually(t, "every audit entry", func() bool { return len(re.entries()) >= len(wantOps) })
 	var ops []string
 	for _, e := range re.entries() {
 		ops = append(ops, e.Operation)
