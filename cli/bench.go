@@ -330,7 +330,15 @@ func (b *bench) measureFloors(ctx context.Context, fl *floors) error {
 		fl.noBwrap = true
 		return nil
 	}
-	if d, err = spawnFloor(ctx, 10, path, bwrapArgs...); err != nil {
+	// bwrap binds the host's whole mount tree; a mount that disappears while
+	// it copies the tree (a warm pool member's disk being unmounted) makes
+	// one spawn fail, so a round is tried again before it counts as failed.
+	for range 3 {
+		if d, err = spawnFloor(ctx, 10, path, bwrapArgs...); err == nil {
+			break
+		}
+	}
+	if err != nil {
 		b.fail("bwrap floor: %v", err)
 		fl.noBwrap = true
 		return nil
