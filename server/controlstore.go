@@ -47,6 +47,9 @@ type SSHKeyStore interface {
 	ListSSHKeys(ctx context.Context, accountID string) ([]*SSHKey, error)
 	// DeleteSSHKey removes the account's key; ErrNotFound if it is not the account's.
 	DeleteSSHKey(ctx context.Context, accountID, id string) error
+	// SSHKeyByFingerprint returns the key with that SHA256 fingerprint,
+	// whichever account it belongs to, or ErrNotFound.
+	SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*SSHKey, error)
 }
 
 // Usage is what counts against fair-use limits at one moment.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -92,8 +93,14 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	if len(command) < len(req.Command) {
 		detail["command_bytes"] = len(req.Command)
 	}
+	source := ""
+	if g := infoFrom(r.Context()).grant; g != nil {
+		// `ssh id@host cmd` through the bastion: a person, not an agent.
+		source = api.LogSourceHumanTakeover
+		maps.Copy(detail, g.detail())
+	}
 	s.audit(r.Context(), auditRecord{
-		sb: sb, operation: "exec", detail: detail,
+		sb: sb, source: source, operation: "exec", detail: detail,
 		exitCode: out.exitCode, outputTruncated: out.truncated(),
 		started: started, duration: s.now().Sub(started),
 	})

@@ -19,6 +19,8 @@ const (
 	credAPIKeyQuery                  // the same, or ?api_key= (event streams)
 	credToken                        // Authorization: Bearer <access token>
 	credTokenOrAdmin                 // an access token, or an admin API key
+	credTakeover                     // an API key, or a takeover token (takeover_token.go)
+	credBastion                      // the bastion's key (Config.BastionKey)
 )
 
 // register adds an error-returning handler for pattern behind the
@@ -51,7 +53,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 			return err
 		}
 	}
-	if cred != credNone && s.idempotencyApplies(pattern, r) {
+	if cred != credNone && cred != credBastion && s.idempotencyApplies(pattern, r) {
 		return s.idempotent(w, r, h)
 	}
 	return h(w, r)
@@ -69,6 +71,10 @@ func (s *Server) authenticateAs(r *http.Request, cred credKind) error {
 		return s.authenticate(r)
 	case credAPIKeyQuery:
 		return s.authenticateQuery(r)
+	case credTakeover:
+		return s.authenticateTakeover(r)
+	case credBastion:
+		return s.authenticateBastion(r)
 	}
 	token, err := bearerToken(r)
 	if err != nil {

@@ -25,6 +25,7 @@ type requestInfo struct {
 	id      string
 	account *Account
 	key     *APIKey
+	grant   *takeoverGrant // set instead of key for a takeover token
 }
 
 type requestInfoKey struct{}

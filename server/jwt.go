@@ -57,14 +57,7 @@ var (
 )
 
 // signJWT returns claims as a signed token.
-func signJWT(key []byte, c accessClaims) (string, error) {
-	payload, err := json.Marshal(c)
-	if err != nil {
-		return "", fmt.Errorf("encode claims: %w", err)
-	}
-	signed := jwtHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
-	return signed + "." + base64.RawURLEncoding.EncodeToString(jwtMAC(key, signed)), nil
-}
+func signJWT(key []byte, c accessClaims) (string, error) { return signToken(key, c) }
 
 func jwtMAC(key []byte, signed string) []byte {
 	m := hmac.New(sha256.New, key)
@@ -72,39 +65,59 @@ func jwtMAC(key []byte, signed string) []byte {
 	return m.Sum(nil)
 }
 
-// parseJWT verifies token and returns its claims: the header must be
-// HS256, the signature must match key, the type must be access and now
-// must be before exp.
-func parseJWT(key []byte, token string, now time.Time) (accessClaims, error) {
-	var c accessClaims
+// signToken returns claims, any JSON object with a "type", as a signed token.
+func signToken(key []byte, claims any) (string, error) {
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", fmt.Errorf("encode claims: %w", err)
+	}
+	signed := jwtHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
+	return signed + "." + base64.RawURLEncoding.EncodeToString(jwtMAC(key, signed)), nil
+}
+
+// verifyJWT checks token's header (HS256 only) and signature and returns
+// its payload, not yet decoded: each token type checks its own claims.
+func verifyJWT(key []byte, token string) ([]byte, error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return c, errTokenMalformed
+		return nil, errTokenMalformed
 	}
 	hdr, err := base64.RawURLEncoding.DecodeString(parts[0])
 	if err != nil {
-		return c, errTokenMalformed
+		return nil, errTokenMalformed
 	}
 	var h struct {
 		Alg string `json:"alg"`
 		Typ string `json:"typ"`
 	}
 	if err := json.Unmarshal(hdr, &h); err != nil {
-		return c, errTokenMalformed
+		return nil, errTokenMalformed
 	}
 	if h.Alg != "HS256" {
-		return c, fmt.Errorf("%w: algorithm %q", errTokenMalformed, h.Alg)
+		return nil, fmt.Errorf("%w: algorithm %q", errTokenMalformed, h.Alg)
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil {
-		return c, errTokenMalformed
+		return nil, errTokenMalformed
 	}
 	if !hmac.Equal(sig, jwtMAC(key, parts[0]+"."+parts[1])) {
-		return c, errTokenSignature
+		return nil, errTokenSignature
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
-		return c, errTokenMalformed
+		return nil, errTokenMalformed
+	}
+	return payload, nil
+}
+
+// parseJWT verifies token and returns its claims: the header must be
+// HS256, the signature must match key, the type must be access and now
+// must be before exp.
+func parseJWT(key []byte, token string, now time.Time) (accessClaims, error) {
+	var c accessClaims
+	payload, err := verifyJWT(key, token)
+	if err != nil {
+		return c, err
 	}
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return c, errTokenMalformed

@@ -54,6 +54,8 @@ func routeDocs() []routeDoc {
 		{pattern: "POST /v1/sandboxes/{id}/extend", summary: "Push a sandbox's expiry out, within the server's ceiling", request: api.ExtendSandboxRequest{}, response: api.Sandbox{}},
 		{pattern: "POST /v1/sandboxes/{id}/exec", summary: "Run a shell command; with Accept: application/x-ndjson the output streams as ExecEvent lines", request: api.ExecRequest{}, response: api.ExecResult{}},
 		{pattern: "GET /v1/sandboxes/{id}/takeover", summary: "WebSocket relay to the sandbox's terminal (binary frames; text frames for resize)", auth: authKeyQuery, status: http.StatusSwitchingProtocols, query: []string{"token", "read_only"}},
+		{pattern: "POST /v1/sandboxes/{id}/takeover-token", summary: "Mint a single-use takeover token, valid 30 s (admin keys only)", request: api.TakeoverTokenRequest{}, response: api.TakeoverToken{}},
+		{pattern: "POST /v1/bastion/takeover-token", summary: "boxkite-bastion only (Bearer <bastion key>): a takeover token for the holder of a registered SSH key", request: api.BastionTokenRequest{}, response: api.TakeoverToken{}},
 		{pattern: "GET /v1/sandboxes/{id}/log", summary: "A page of the sandbox's hash-chained audit log, oldest first", response: api.LogPage{}, query: []string{"limit", "offset"}},
 		{pattern: "GET /v1/sandboxes/{id}/stats", summary: "The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup); 501 not_supported without", response: api.SandboxStats{}},
 		{pattern: "GET /v1/sandboxes/{id}/watch", summary: "Server-sent events: the newest 100 audit entries, then each new one as it is written (id: entry id, data: LogEntry JSON); Last-Event-ID resumes", auth: authKeyQuery, response: api.LogEntry{}, produces: "text/event-stream", query: []string{"last_event_id"}},
@@ -79,8 +81,8 @@ func routeDocs() []routeDoc {
 		{pattern: "GET /v1/account", summary: "The account of the API key", response: api.Account{}},
 		{pattern: "GET /v1/usage", summary: "Sandbox usage against the fair-use limits", response: api.Usage{}},
 		{pattern: "GET /v1/account/ssh-keys", summary: "List the SSH keys registered for the bastion", response: []api.SSHKey{}},
-		{pattern: "POST /v1/account/ssh-keys", summary: "Register an SSH public key for the bastion", request: api.AddSSHKeyRequest{}, response: api.SSHKey{}, status: http.StatusCreated},
-		{pattern: "DELETE /v1/account/ssh-keys/{key_id}", summary: "Remove an SSH key", status: http.StatusNoContent},
+		{pattern: "POST /v1/account/ssh-keys", summary: "Register an SSH public key for the bastion", auth: authTokenOrAdmin, request: api.AddSSHKeyRequest{}, response: api.SSHKey{}, status: http.StatusCreated},
+		{pattern: "DELETE /v1/account/ssh-keys/{key_id}", summary: "Remove an SSH key", auth: authTokenOrAdmin, status: http.StatusNoContent},
 	}
 	for _, rt := range proxyRoutes() {
 		d := proxyDocs[rt.method+" "+rt.path]

@@ -478,10 +478,14 @@ func TestRealTakeover(t *testing.T) {
 
 	eventually(t, "takeover_end", func() bool {
 		es := re.entries()
-		return len(es) == 2 && es[1].Operation == "takeover_end"
+		return len(es) == 3 && es[2].Operation == "takeover_end"
 	})
-	var end map[string]any
-	mustUnmarshal(t, re.entries()[1].Detail, &end)
+	var end, input map[string]any
+	mustUnmarshal(t, re.entries()[2].Detail, &end)
+	mustUnmarshal(t, re.entries()[1].Detail, &input)
+	if want := "echo takeover-$((6*7))\rstty size\r"; input["input"] != want {
+		t.Errorf("takeover_input = %v, want input %q", input, want)
+	}
 	typed := float64(len("echo takeover-$((6*7))\r") + len("stty size\r"))
 	if end["bytes_typed"] != typed {
 		t.Errorf("bytes_typed = %v, want %v", end["bytes_typed"], typed)

@@ -53,6 +53,13 @@ type Config struct {
 	// from the proxy's forbidden ranges: tests only (loopback servers).
 	EgressResolver       egress.Resolver
 	EgressPermitForTests func(netip.Addr) bool
+	// BastionKey is the shared secret boxkite-bastion presents to mint
+	// takeover tokens for registered SSH keys (POST /v1/bastion/…);
+	// "" closes those routes. See docs/bastion.md.
+	BastionKey string
+	// TakeoverFlushInterval is how often a takeover's typed bytes are
+	// written to the audit log while it lasts; default 10s.
+	TakeoverFlushInterval time.Duration
 }
 
 // Defaults of Config.
@@ -64,6 +71,8 @@ const (
 	DefaultMaxCount        = 10
 	DefaultReaperInterval  = time.Second
 	DefaultBootstrapEmail  = "local@localhost"
+	DefaultTakeoverFlush   = 10 * time.Second
+	minBastionKeyLen       = 32
 	defaultShutdownTimeout = 5 * time.Second
 )
 
@@ -98,6 +107,9 @@ func (c Config) WithDefaults() Config {
 	if c.AccessTokenTTL == 0 {
 		c.AccessTokenTTL = DefaultAccessTokenTTL
 	}
+	if c.TakeoverFlushInterval == 0 {
+		c.TakeoverFlushInterval = DefaultTakeoverFlush
+	}
 	return c
 }
 
@@ -115,6 +127,10 @@ func (c Config) validate() error {
 		return errors.New("reaper interval must not be negative")
 	case c.JWTSecret != "" && len(c.JWTSecret) < minJWTSecretLen:
 		return fmt.Errorf("the JWT secret must be at least %d bytes", minJWTSecretLen)
+	case c.BastionKey != "" && len(c.BastionKey) < minBastionKeyLen:
+		return fmt.Errorf("the bastion key must be at least %d bytes", minBastionKeyLen)
+	case c.TakeoverFlushInterval < 0:
+		return errors.New("the takeover flush interval must not be negative")
 	case c.AccessTokenTTL < time.Minute:
 		return errors.New("the access token lifetime must be at least one minute")
 	}
@@ -151,6 +167,8 @@ type Server struct {
 	healthTimeout time.Duration
 	// copyBufs recycles the proxy's copy buffers (proxy.go).
 	copyBufs sync.Pool
+	// usedTokens holds spent takeover tokens (takeover_token.go).
+	usedTokens *usedTokens
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().
@@ -183,6 +201,7 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		limiter:        newRateLimiter(),
 		streamingPOST:  streamingPOSTs(),
 		healthTimeout:  2 * time.Second,
+		usedTokens:     newUsedTokens(),
 	}
 	s.routes()
 	return s, nil
@@ -204,9 +223,11 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sandboxes/{id}", s.getSandbox)
 	s.handle("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
 	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
-	s.handle("POST /v1/sandboxes/{id}/exec", s.execSandbox)
+	s.register("POST /v1/sandboxes/{id}/exec", credTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
-	s.handle("GET /v1/sandboxes/{id}/takeover", s.takeover)
+	s.register("GET /v1/sandboxes/{id}/takeover", credTakeover, s.takeover)
+	s.handle("POST /v1/sandboxes/{id}/takeover-token", s.createTakeoverToken)
+	s.register("POST /v1/bastion/takeover-token", credBastion, s.bastionTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
 	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
@@ -233,8 +254,10 @@ func (s *Server) routes() {
 	s.handle("GET /v1/account", s.getAccount)
 	s.handle("GET /v1/usage", s.getUsage)
 	s.handle("GET /v1/account/ssh-keys", s.listSSHKeys)
-	s.handle("POST /v1/account/ssh-keys", s.addSSHKey)
-	s.handle("DELETE /v1/account/ssh-keys/{key_id}", s.removeSSHKey)
+	// A registered SSH key opens terminals through the bastion, so only
+	// whoever may take over (an admin key, the account's login) adds one.
+	s.register("POST /v1/account/ssh-keys", credTokenOrAdmin, s.addSSHKey)
+	s.register("DELETE /v1/account/ssh-keys/{key_id}", credTokenOrAdmin, s.removeSSHKey)
 
 	s.handlePublic("/", s.noRoute)
 }

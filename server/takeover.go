@@ -25,15 +25,26 @@ const (
 	takeoverSidecarFrame = 16 << 20
 )
 
-// takeoverGrant is who takes over a sandbox's terminal, and how.
-//
-// Today the only way to get one is an admin API key in the Authorization
-// header. The single-use ?token= minted by POST …/takeover-token, session
-// recording and the SSH bastion come later; they produce or consume the
-// same grant, so the relay below does not change.
+// takeoverGrant is who takes over a sandbox's terminal, and how: an
+// admin API key in the Authorization header, or a single-use token
+// (takeover_token.go) minted by an admin key or, through the SSH bastion,
+// for a registered SSH key.
 type takeoverGrant struct {
 	keyID, keyName string
+	via            string // viaAPIKey or viaSSHKey
 	readOnly       bool
+	token          bool // presented as a takeover token
+}
+
+// detail is the grant as the audit log shows it.
+func (g takeoverGrant) detail() map[string]any {
+	d := map[string]any{"read_only": g.readOnly, "via": g.via, "token": g.token}
+	if g.via == viaSSHKey {
+		d["ssh_key_id"], d["ssh_key_name"] = g.keyID, g.keyName
+	} else {
+		d["api_key_id"], d["api_key_name"] = g.keyID, g.keyName
+	}
+	return d
 }
 
 var errTakeoverNotPermitted = &api.Error{
@@ -45,18 +56,23 @@ var errTakeoverNotPermitted = &api.Error{
 // authorizeTakeover decides, before the upgrade, whether the
 // authenticated caller may attach.
 func (s *Server) authorizeTakeover(r *http.Request) (takeoverGrant, error) {
-	key := infoFrom(r.Context()).key
-	if key.Role != RoleAdmin {
+	ri := infoFrom(r.Context())
+	var g takeoverGrant
+	switch {
+	case ri.grant != nil:
+		g = *ri.grant
+	case ri.key.Role != RoleAdmin:
 		return takeoverGrant{}, errTakeoverNotPermitted
+	default:
+		g = takeoverGrant{keyID: ri.key.ID, keyName: ri.key.Name, via: viaAPIKey}
 	}
-	g := takeoverGrant{keyID: key.ID, keyName: key.Name}
 	if v := r.URL.Query().Get("read_only"); v != "" {
 		ro, err := strconv.ParseBool(v)
 		if err != nil {
 			return takeoverGrant{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read_only %q is not a boolean", v).
 				WithHint("use read_only=1 to watch without typing")
 		}
-		g.readOnly = ro
+		g.readOnly = g.readOnly || ro // a read-only token stays read-only
 	}
 	return g, nil
 }
@@ -94,20 +110,87 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	up.SetReadLimit(takeoverSidecarFrame)
 
 	started := s.now()
-	detail := func() map[string]any {
-		return map[string]any{"api_key_id": grant.keyID, "api_key_name": grant.keyName, "read_only": grant.readOnly}
-	}
 	s.audit(r.Context(), auditRecord{
-		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_start", detail: detail(), started: started,
+		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_start", detail: grant.detail(), started: started,
 	})
-	typed := s.relayPTY(r.Context(), down, up, grant.readOnly)
-	end := detail()
+	in := &typedInput{}
+	flushed := make(chan struct{})
+	ctx, stopFlushing := context.WithCancel(r.Context())
+	go func() {
+		defer close(flushed)
+		s.flushTypedInput(ctx, sb, grant, in)
+	}()
+	typed := s.relayPTY(r.Context(), down, up, grant.readOnly, in.add)
+	stopFlushing()
+	<-flushed
+	end := grant.detail()
 	end["bytes_typed"] = typed
 	s.audit(r.Context(), auditRecord{
 		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_end", detail: end,
 		started: started, duration: s.now().Sub(started),
 	})
 	return nil
+}
+
+// maxTypedLog caps the typed bytes one takeover puts in the audit log,
+// as the reference caps output: past it, entries say output_truncated.
+const maxTypedLog = 10 << 20
+
+// typedInput collects what a person types between two flushes.
+type typedInput struct {
+	mu        sync.Mutex
+	buf       []byte
+	logged    int
+	truncated bool
+}
+
+func (t *typedInput) add(b []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	room := maxTypedLog - t.logged - len(t.buf)
+	if len(b) > room {
+		b, t.truncated = b[:max(room, 0)], true
+	}
+	t.buf = append(t.buf, b...)
+}
+
+// take returns and clears the bytes collected since the last take.
+func (t *typedInput) take() ([]byte, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b, tr := t.buf, t.truncated
+	t.buf, t.truncated = nil, false
+	t.logged += len(b)
+	return b, tr
+}
+
+// flushTypedInput writes a takeover_input entry with the bytes typed so
+// far every TakeoverFlushInterval, and a last one when ctx ends, so
+// keystrokes are on the record while the session is still open.
+func (s *Server) flushTypedInput(ctx context.Context, sb *Sandbox, g takeoverGrant, in *typedInput) {
+	tick := time.NewTicker(s.cfg.TakeoverFlushInterval)
+	defer tick.Stop()
+	flush := func() {
+		b, truncated := in.take()
+		if len(b) == 0 && !truncated {
+			return
+		}
+		d := g.detail()
+		d["input"], d["bytes"] = string(b), len(b)
+		s.audit(ctx, auditRecord{
+			sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_input", detail: d,
+			outputTruncated: truncated, started: s.now(),
+		})
+	}
+	for {
+		select {
+		case <-tick.C:
+			flush()
+		case <-ctx.Done():
+			flush()
+			return
+		}
+	}
 }
 
 // dialPTY opens the sidecar's /pty over the sandbox's endpoint.
@@ -146,9 +229,10 @@ func (s *Server) dialPTY(r *http.Request, sb *Sandbox, readOnly bool) (*websocke
 
 // relayPTY copies frames between the client (down) and the sidecar (up)
 // until either side closes, then closes the other with the same status,
-// and returns how many terminal bytes the client typed. A read-only
+// and returns how many terminal bytes the client typed, each of which it
+// hands to typedFn first. A read-only
 // client's frames are dropped here as well as by the sidecar.
-func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool) int64 {
+func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, typedFn func([]byte)) int64 {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type ended struct {
@@ -169,6 +253,7 @@ func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnl
 			}
 			if typ == websocket.MessageBinary {
 				typed += int64(len(data))
+				typedFn(data)
 			}
 			if err := up.Write(ctx, typ, data); err != nil {
 				ends <- ended{false, err}

@@ -53,7 +53,11 @@ func dialTakeover(t *testing.T, e *env, id, key, query string) (*websocket.Conn,
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	u := "ws" + strings.TrimPrefix(e.URL, "http") + sandboxPath(id, "/takeover"+query)
-	return websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + key}}})
+	hdr := http.Header{}
+	if key != "" {
+		hdr.Set("Authorization", "Bearer "+key)
+	}
+	return websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: hdr})
 }
 
 func TestTakeoverRelay(t *testing.T) {
@@ -99,7 +103,7 @@ func TestTakeoverRelay(t *testing.T) {
 		t.Errorf("close status = %v (%v), want 4000", st, err)
 	}
 
-	entries := logEntries(t, e, sb.ID, 2)
+	entries := logEntries(t, e, sb.ID, 3)
 	var ops []string
 	for _, en := range entries {
 		ops = append(ops, en.Operation)
@@ -107,11 +111,16 @@ func TestTakeoverRelay(t *testing.T) {
 			t.Errorf("%s source = %q", en.Operation, en.Source)
 		}
 	}
-	if !cmp.Equal(ops, []string{"takeover_start", "takeover_end"}) {
+	if !cmp.Equal(ops, []string{"takeover_start", "takeover_input", "takeover_end"}) {
 		t.Fatalf("ops = %v", ops)
 	}
+	var input map[string]any
+	mustUnmarshal(t, entries[1].Detail, &input)
+	if input["input"] != "ls\r\x03" || input["bytes"] != 4.0 {
+		t.Errorf("takeover_input detail = %v, want the typed bytes", input)
+	}
 	var end map[string]any
-	mustUnmarshal(t, entries[1].Detail, &end)
+	mustUnmarshal(t, entries[2].Detail, &end)
 	if end["bytes_typed"] != 4.0 || end["read_only"] != false || end["api_key_id"] == "" {
 		t.Errorf("takeover_end detail = %v, want 4 bytes typed (binary frames only)", end)
 	}

@@ -126,6 +126,12 @@ func testSSHKeys(t *testing.T, newStore storeFactory) {
 	if got, err := st.ListSSHKeys(ctx, b.ID); err != nil || len(got) != 0 || got == nil {
 		t.Errorf("ListSSHKeys(b) = %v, %v; want an empty, non-nil list", got, err)
 	}
+	if got, err := st.SSHKeyByFingerprint(ctx, "SHA256:two"); err != nil || !cmp.Equal(got, k2) {
+		t.Errorf("SSHKeyByFingerprint(two) = %v, %v; want %v", got, err, k2)
+	}
+	if _, err := st.SSHKeyByFingerprint(ctx, "SHA256:none"); !errors.Is(err, server.ErrNotFound) {
+		t.Errorf("SSHKeyByFingerprint(none) = %v, want ErrNotFound", err)
+	}
 	if err := st.DeleteSSHKey(ctx, b.ID, k1.ID); !errors.Is(err, server.ErrNotFound) {
 		t.Errorf("DeleteSSHKey(other account) = %v, want ErrNotFound", err)
 	}

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/boxkite/boxkite/server"
@@ -117,6 +119,22 @@ func (s *Store) ListSSHKeys(ctx context.Context, accountID string) ([]*server.SS
 		return nil, fmt.Errorf("query ssh keys: %w", err)
 	}
 	return out, nil
+}
+
+// SSHKeyByFingerprint implements server.SSHKeyStore.
+func (s *Store) SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*server.SSHKey, error) {
+	var k server.SSHKey
+	var created int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT `+sshKeyColumns+` FROM ssh_keys WHERE fingerprint = ?`), fingerprint).
+		Scan(&k.ID, &k.AccountID, &k.Name, &k.PublicKey, &k.Fingerprint, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, server.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up ssh key: %w", err)
+	}
+	k.CreatedAt = fromMicros(created)
+	return &k, nil
 }
 
 // DeleteSSHKey implements server.SSHKeyStore.

@@ -1,0 +1,30 @@
+package api
+
+import "time"
+
+// TakeoverTokenTTL is how long a takeover token is valid, as in the
+// reference. A token opens one takeover (or one bastion exec), once.
+const TakeoverTokenTTL = 30 * time.Second
+
+// TakeoverTokenRequest is the optional body of
+// POST /v1/sandboxes/{id}/takeover-token.
+type TakeoverTokenRequest struct {
+	ReadOnly bool `json:"read_only,omitempty"` // the token only watches
+}
+
+// TakeoverToken is a single-use credential for WS …/takeover?token= and
+// the SSH bastion's password prompt.
+type TakeoverToken struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+	ReadOnly  bool      `json:"read_only"`
+}
+
+// BastionTokenRequest is the body of POST /v1/bastion/takeover-token: the
+// bastion, authenticated by the server's bastion key, asks for a takeover
+// token on behalf of whoever holds the private half of PublicKey.
+type BastionTokenRequest struct {
+	SandboxID string `json:"sandbox_id"`
+	PublicKey string `json:"public_key"` // authorized_keys format
+	ReadOnly  bool   `json:"read_only,omitempty"`
+}

@@ -1,0 +1,259 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// tokenTypeTakeover is the "type" claim of takeover tokens, so an access
+// token can never open a terminal and a takeover token never logs in.
+const tokenTypeTakeover = "sandbox_takeover"
+
+// Ways a takeover grant was obtained, in its audit detail ("via").
+const (
+	viaAPIKey = "api_key" // an admin key, in the header or behind a minted token
+	viaSSHKey = "ssh_key" // a registered SSH key, through the bastion
+)
+
+// takeoverClaims are the claims of a takeover token: bound to one
+// sandbox, single-use (jti), short-lived.
+type takeoverClaims struct {
+	Type     string `json:"type"`
+	Sub      string `json:"sub"` // account id
+	Sandbox  string `json:"sbx"`
+	ReadOnly bool   `json:"ro,omitempty"`
+	KeyID    string `json:"kid"`   // the API key or SSH key that minted it
+	KeyName  string `json:"kname"` // its name, for the audit log
+	Via      string `json:"via"`   // viaAPIKey or viaSSHKey
+	Jti      string `json:"jti"`
+	Iat      int64  `json:"iat"`
+	Exp      int64  `json:"exp"`
+}
+
+// One answer for every bad token (expired, used, forged, another
+// sandbox's), as the reference does: a guesser learns nothing.
+var errBadTakeoverToken = &api.Error{
+	Status: http.StatusUnauthorized, Code: api.CodeInvalidToken,
+	Message: "invalid, expired or already used takeover token",
+	Hint:    "mint a new one with `boxkite ssh` or POST /v1/sandboxes/{id}/takeover-token; a token lasts 30 s and opens one session",
+}
+
+var errReadOnlyExec = &api.Error{
+	Status: http.StatusForbidden, Code: api.CodeTakeoverNotPermitted,
+	Message: "a read-only takeover token cannot run commands",
+	Hint:    "mint a token without read_only to run commands",
+}
+
+// usedTokens remembers the jtis of spent takeover tokens until they
+// expire. It is per process: servers sharing a database could each accept
+// a token once within its 30 s (the reference has the same limit); the
+// bastion talks to one server per connection, which is the common case.
+type usedTokens struct {
+	mu sync.Mutex
+	m  map[string]time.Time // jti → expiry
+}
+
+func newUsedTokens() *usedTokens { return &usedTokens{m: map[string]time.Time{}} }
+
+// spend marks jti used and reports whether it was unused.
+func (u *usedTokens) spend(jti string, exp, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for k, e := range u.m {
+		if !now.Before(e) {
+			delete(u.m, k)
+		}
+	}
+	if _, used := u.m[jti]; used {
+		return false
+	}
+	u.m[jti] = exp
+	return true
+}
+
+// mintTakeoverToken signs a token for sb granting g.
+func (s *Server) mintTakeoverToken(ctx context.Context, accountID, sandboxID string, g takeoverGrant) (api.TakeoverToken, error) {
+	key, err := s.jwtKey(ctx)
+	if err != nil {
+		return api.TakeoverToken{}, err
+	}
+	now := s.now()
+	exp := now.Add(api.TakeoverTokenTTL)
+	tok, err := signToken(key, takeoverClaims{
+		Type: tokenTypeTakeover, Sub: accountID, Sandbox: sandboxID, ReadOnly: g.readOnly,
+		KeyID: g.keyID, KeyName: g.keyName, Via: g.via, Jti: NewID(), Iat: now.Unix(), Exp: exp.Unix(),
+	})
+	if err != nil {
+		return api.TakeoverToken{}, err
+	}
+	return api.TakeoverToken{Token: tok, ExpiresAt: time.Unix(exp.Unix(), 0).UTC(), ReadOnly: g.readOnly}, nil
+}
+
+// parseTakeoverToken verifies token for the sandbox sandboxID and spends it.
+func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string) (takeoverClaims, error) {
+	var c takeoverClaims
+	key, err := s.jwtKey(ctx)
+	if err != nil {
+		return c, err
+	}
+	payload, err := verifyJWT(key, token)
+	if err != nil {
+		return c, errBadTakeoverToken
+	}
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return c, errBadTakeoverToken
+	}
+	now := s.now()
+	switch {
+	case c.Type != tokenTypeTakeover, c.Sub == "", c.Jti == "", c.Sandbox != sandboxID,
+		now.Unix() >= c.Exp, time.Unix(c.Iat, 0).After(now.Add(jwtClockSkew)):
+		return c, errBadTakeoverToken
+	}
+	if !s.usedTokens.spend(c.Jti, time.Unix(c.Exp, 0), now) {
+		return c, errBadTakeoverToken
+	}
+	return c, nil
+}
+
+// authenticateTakeover serves the routes a takeover token opens: the
+// terminal (WS …/takeover, token in ?token= or the header) and, for the
+// bastion's `ssh id@host cmd`, exec (header only). An API key works as
+// everywhere else.
+func (s *Server) authenticateTakeover(r *http.Request) error {
+	var token string
+	if r.Header.Get("Authorization") == "" && r.Method == http.MethodGet && r.URL.Query().Has("token") {
+		token = r.URL.Query().Get("token")
+	} else {
+		t, err := bearerToken(r)
+		if err != nil {
+			return err
+		}
+		token = t
+	}
+	if ValidAPIKey(token) {
+		return s.authenticateKey(r, token)
+	}
+	ctx := r.Context()
+	c, err := s.parseTakeoverToken(ctx, token, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	acct, err := s.store.AccountByID(ctx, c.Sub)
+	if errors.Is(err, ErrNotFound) {
+		return errBadTakeoverToken
+	}
+	if err != nil {
+		return fmt.Errorf("look up account: %w", err)
+	}
+	if r.Method != http.MethodGet && c.ReadOnly {
+		return errReadOnlyExec
+	}
+	ri := infoFrom(ctx)
+	ri.account = acct
+	ri.grant = &takeoverGrant{keyID: c.KeyID, keyName: c.KeyName, via: c.Via, readOnly: c.ReadOnly, token: true}
+	return nil
+}
+
+// createTakeoverToken serves POST /v1/sandboxes/{id}/takeover-token:
+// admin keys only, as for the header-authenticated takeover.
+func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) error {
+	key := infoFrom(r.Context()).key
+	if key.Role != RoleAdmin {
+		return errTakeoverNotPermitted
+	}
+	var req api.TakeoverTokenRequest
+	if r.ContentLength != 0 {
+		if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+			return err
+		}
+	}
+	sb, err := s.loadSandbox(r)
+	if err != nil {
+		return err
+	}
+	if !sb.Active() {
+		return notActive(sb)
+	}
+	g := takeoverGrant{keyID: key.ID, keyName: key.Name, via: viaAPIKey, readOnly: req.ReadOnly}
+	tok, err := s.mintTakeoverToken(r.Context(), sb.AccountID, sb.ID, g)
+	if err != nil {
+		return err
+	}
+	s.audit(r.Context(), auditRecord{
+		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_token_mint", detail: g.detail(), started: s.now(),
+	})
+	writeJSON(w, http.StatusOK, tok)
+	return nil
+}
+
+// authenticateBastion checks the bastion's key (Config.BastionKey) in
+// constant time. Without one configured the bastion routes are closed.
+func (s *Server) authenticateBastion(r *http.Request) error {
+	token, err := bearerToken(r)
+	if err != nil {
+		return err
+	}
+	want := s.cfg.BastionKey
+	if want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
+		return api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "invalid bastion key").
+			WithHint("start boxkite-server and boxkite-bastion with the same BOXKITE_BASTION_KEY")
+	}
+	return nil
+}
+
+// errNoSSHAccess is the bastion's answer for an unknown key and for a
+// sandbox the key's account does not have: the bastion turns both into a
+// plain authentication failure.
+var errNoSSHAccess = api.Errorf(http.StatusNotFound, api.CodeNotFound, "no sandbox by that id for this ssh key").
+	WithHint("register the key with `boxkite ssh-keys add`")
+
+// bastionTakeoverToken serves POST /v1/bastion/takeover-token: the
+// bastion, holding the server's bastion key, asks for a token on behalf of
+// a person who proved (to the bastion) that they hold public_key's private
+// half. The key must be registered, and the sandbox its account's.
+func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) error {
+	var req api.BastionTokenRequest
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(req.PublicKey)))
+	if err != nil {
+		return invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
+	}
+	ctx := r.Context()
+	k, err := s.store.SSHKeyByFingerprint(ctx, ssh.FingerprintSHA256(pub))
+	if errors.Is(err, ErrNotFound) {
+		return errNoSSHAccess
+	}
+	if err != nil {
+		return fmt.Errorf("look up ssh key: %w", err)
+	}
+	sb, err := s.store.Sandbox(ctx, k.AccountID, req.SandboxID)
+	if errors.Is(err, ErrNotFound) || (err == nil && sb.Status == StatusCreating) {
+		return errNoSSHAccess
+	}
+	if err != nil {
+		return fmt.Errorf("load sandbox: %w", err)
+	}
+	if !sb.Active() {
+		return notActive(sb)
+	}
+	g := takeoverGrant{keyID: k.ID, keyName: k.Name, via: viaSSHKey, readOnly: req.ReadOnly}
+	tok, err := s.mintTakeoverToken(ctx, k.AccountID, sb.ID, g)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, tok)
+	return nil
+}

@@ -1,0 +1,113 @@
+package server_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+const testBastionKey = "bastion-key-for-tests-0123456789abcdef"
+
+func mintToken(t *testing.T, e *env, id, key string, req any) (int, api.TakeoverToken, []byte) {
+	t.Helper()
+	resp, body := e.do("POST", sandboxPath(id, "/takeover-token"), key, req)
+	var tok api.TakeoverToken
+	if resp.StatusCode == http.StatusOK {
+		mustUnmarshal(t, body, &tok)
+	}
+	return resp.StatusCode, tok, body
+}
+
+func TestTakeoverToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	attached := fakePTY(t, e)
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	other := e.create(e.KeyA, api.CreateSandboxRequest{})
+	member := e.addKey(e.AcctA, server.RoleMember)
+
+	if code, _, body := mintToken(t, e, sb.ID, member, nil); code != http.StatusForbidden {
+		t.Errorf("member mint = %d %s, want 403", code, body)
+	}
+	if code, _, _ := mintToken(t, e, sb.ID, e.KeyB, nil); code != http.StatusNotFound {
+		t.Errorf("other account's mint = %d, want 404", code)
+	}
+	code, tok, body := mintToken(t, e, sb.ID, e.KeyA, nil)
+	if code != http.StatusOK || tok.ReadOnly || !tok.ExpiresAt.After(time.Now().Add(20*time.Second)) {
+		t.Fatalf("mint = %d %s", code, body)
+	}
+	// Bound to its sandbox.
+	if _, resp, err := dialTakeover(t, e, other.ID, "", "?token="+tok.Token); err == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("token on another sandbox: %v %v, want 401", resp, err)
+	}
+	// The binding is checked before the token is spent, so it still works here.
+	conn, _, err := dialTakeover(t, e, sb.ID, "", "?token="+tok.Token)
+	if err != nil {
+		t.Fatalf("dial with token: %v", err)
+	}
+	<-attached
+	conn.CloseNow()
+	if _, resp, err := dialTakeover(t, e, sb.ID, "", "?token="+tok.Token); err == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("token reused: %v %v, want 401", resp, err)
+	}
+
+	// Read-only stays read-only, and cannot run commands.
+	_, ro, _ := mintToken(t, e, sb.ID, e.KeyA, api.TakeoverTokenRequest{ReadOnly: true})
+	conn, _, err = dialTakeover(t, e, sb.ID, "", "?token="+ro.Token)
+	if err != nil {
+		t.Fatalf("dial read-only: %v", err)
+	}
+	if q := <-attached; q != "read_only=1" {
+		t.Errorf("read-only token: sidecar query %q", q)
+	}
+	conn.CloseNow()
+	_, ro, _ = mintToken(t, e, sb.ID, e.KeyA, api.TakeoverTokenRequest{ReadOnly: true})
+	if resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), ro.Token, api.ExecRequest{Command: "true"}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("read-only exec = %d %s, want 403", resp.StatusCode, body)
+	}
+
+	// Expired.
+	_, tok, _ = mintToken(t, e, sb.ID, e.KeyA, nil)
+	e.clock.Advance(api.TakeoverTokenTTL)
+	if _, resp, err := dialTakeover(t, e, sb.ID, "", "?token="+tok.Token); err == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("expired token: %v %v, want 401", resp, err)
+	}
+	// An access-token-shaped or garbled token.
+	if _, resp, err := dialTakeover(t, e, sb.ID, "", "?token=eyJ.x.y"); err == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("garbled token: %v %v, want 401", resp, err)
+	}
+}
+
+func TestBastionToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{BastionKey: testBastionKey})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	const pub = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq3dYQ1Tn8cmDV5dTlpK1PZiW8rKOQU/2wKdcZxVh3x laptop"
+	member := e.addKey(e.AcctA, server.RoleMember)
+	if resp, body := e.do("POST", "/v1/account/ssh-keys", member, api.AddSSHKeyRequest{PublicKey: pub}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("member adds an ssh key: %d %s, want 403", resp.StatusCode, body)
+	}
+	req := api.BastionTokenRequest{SandboxID: sb.ID, PublicKey: pub}
+	if resp, _ := e.do("POST", "/v1/bastion/takeover-token", testBastionKey, req); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unregistered key: %d, want 404", resp.StatusCode)
+	}
+	if resp, body := e.do("POST", "/v1/account/ssh-keys", e.KeyA, api.AddSSHKeyRequest{PublicKey: pub}); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("add ssh key: %d %s", resp.StatusCode, body)
+	}
+	for _, bad := range []string{"", e.KeyA, testBastionKey + "x"} {
+		if resp, _ := e.do("POST", "/v1/bastion/takeover-token", bad, req); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("bastion key %q: %d, want 401", bad, resp.StatusCode)
+		}
+	}
+	resp, body := e.do("POST", "/v1/bastion/takeover-token", testBastionKey, req)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("bastion token: %d %s", resp.StatusCode, body)
+	}
+	sbB := e.create(e.KeyB, api.CreateSandboxRequest{})
+	if resp, _ := e.do("POST", "/v1/bastion/takeover-token", testBastionKey, api.BastionTokenRequest{SandboxID: sbB.ID, PublicKey: pub}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("another account's sandbox: %d, want 404", resp.StatusCode)
+	}
+}
