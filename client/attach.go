@@ -36,13 +36,28 @@ type Terminal struct {
 // the whole attachment, not just the dial. With readOnly the terminal only
 // shows output; what is written is dropped. Needs an admin API key.
 func (c *Client) Attach(ctx context.Context, id string, readOnly bool) (*Terminal, error) {
-	u := strings.TrimRight(c.BaseURL, "/") + "/v1/sandboxes/" + url.PathEscape(id) + "/takeover"
+	q := url.Values{}
 	if readOnly {
-		u += "?read_only=1"
+		q.Set("read_only", "1")
+	}
+	return c.attach(ctx, id, q, c.APIKey)
+}
+
+// AttachWithToken is Attach with a takeover token (see TakeoverToken)
+// instead of the client's API key: the token is spent, and a read-only
+// token gives a read-only terminal.
+func (c *Client) AttachWithToken(ctx context.Context, id, token string) (*Terminal, error) {
+	return c.attach(ctx, id, url.Values{"token": {token}}, "")
+}
+
+func (c *Client) attach(ctx context.Context, id string, q url.Values, key string) (*Terminal, error) {
+	u := strings.TrimRight(c.BaseURL, "/") + "/v1/sandboxes/" + url.PathEscape(id) + "/takeover"
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
 	hdr := http.Header{"User-Agent": {c.userAgent()}}
-	if c.APIKey != "" {
-		hdr.Set("Authorization", "Bearer "+c.APIKey)
+	if key != "" {
+		hdr.Set("Authorization", "Bearer "+key)
 	}
 	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: c.resty().GetClient(), HTTPHeader: hdr})
 	if err != nil {
@@ -61,6 +76,29 @@ func (c *Client) Attach(ctx context.Context, id string, readOnly bool) (*Termina
 	}
 	conn.SetReadLimit(maxTerminalFrame)
 	return &Terminal{conn: conn, ctx: ctx}, nil
+}
+
+// TakeoverToken mints a single-use token, valid api.TakeoverTokenTTL, that
+// opens sandbox id's terminal once (AttachWithToken, or as the SSH
+// bastion's password). Needs an admin API key.
+func (c *Client) TakeoverToken(ctx context.Context, id string, readOnly bool) (*api.TakeoverToken, error) {
+	var tok api.TakeoverToken
+	err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/takeover-token", api.TakeoverTokenRequest{ReadOnly: readOnly}, &tok, withID(id))
+	if err != nil {
+		return nil, err
+	}
+	return &tok, nil
+}
+
+// BastionTakeoverToken asks, as boxkite-bastion (the client's APIKey is
+// the server's bastion key), for a takeover token on behalf of the holder
+// of a registered SSH key.
+func (c *Client) BastionTakeoverToken(ctx context.Context, req api.BastionTokenRequest) (*api.TakeoverToken, error) {
+	var tok api.TakeoverToken
+	if err := c.do(ctx, http.MethodPost, "/v1/bastion/takeover-token", req, &tok, nil); err != nil {
+		return nil, err
+	}
+	return &tok, nil
 }
 
 // Read reads terminal output. It returns io.EOF once the server closed the

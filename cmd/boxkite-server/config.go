@@ -29,6 +29,12 @@ const bootstrapKeyEnv = "BOXKITE_BOOTSTRAP_API_KEY"
 // one and keeps it in the database.
 const jwtSecretEnv = "BOXKITE_JWT_SECRET"
 
+// bastionKeyEnv carries the secret boxkite-bastion presents to mint
+// takeover tokens for registered SSH keys (docs/bastion.md). Environment
+// only, like the others; unset, SSH-key logins through a bastion fail and
+// takeover tokens as passwords still work.
+const bastionKeyEnv = "BOXKITE_BASTION_KEY"
+
 // defaultWarmPool is the warm pool's size unless configured: enough for an
 // agent's next sandbox to start at once, small enough (a few MiB each) to
 // go unnoticed on a laptop.
@@ -62,6 +68,7 @@ type options struct {
 	rateOps                 int
 	rateAuth                int
 	jwtSecret               string // from jwtSecretEnv only
+	bastionKey              string // from bastionKeyEnv only
 }
 
 func envName(flagName string) string {
@@ -121,10 +128,12 @@ reverse proxy to each sandbox's sidecar. 'boxkite up' starts it for local mode.
 Settings come from flags, then environment variables, then the --config file,
 then the defaults shown. %s (environment only) registers a
 local admin API key at start-up; %s (environment only, at least
-32 bytes) signs access tokens, else a generated key kept in the database does.
+32 bytes) signs access tokens, else a generated key kept in the database does;
+%s (environment only, at least 32 bytes) is the secret boxkite-bastion
+presents to open terminals for registered SSH keys.
 
 Flags:
-`, bootstrapKeyEnv, jwtSecretEnv)
+`, bootstrapKeyEnv, jwtSecretEnv, bastionKeyEnv)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -178,6 +187,7 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 		return nil, err
 	}
 	o.jwtSecret = getenv(jwtSecretEnv)
+	o.bastionKey = getenv(bastionKeyEnv)
 	if o.db == "" {
 		o.db = "sqlite:" + filepath.Join(o.stateDir, "boxkite.db")
 	}

@@ -37,12 +37,16 @@ func main() {
 	// child (the jailed sidecars) inherits an admin credential.
 	key := os.Getenv(bootstrapKeyEnv)
 	os.Unsetenv(bootstrapKeyEnv)
-	// The token signing key likewise; parseOptions still sees it.
-	secret := os.Getenv(jwtSecretEnv)
-	os.Unsetenv(jwtSecretEnv)
+	// The token signing key and the bastion's key likewise; parseOptions
+	// still sees them.
+	secrets := map[string]string{}
+	for _, k := range []string{jwtSecretEnv, bastionKeyEnv} {
+		secrets[k] = os.Getenv(k)
+		os.Unsetenv(k)
+	}
 	getenv := func(k string) string {
-		if k == jwtSecretEnv {
-			return secret
+		if v, ok := secrets[k]; ok {
+			return v
 		}
 		return os.Getenv(k)
 	}
@@ -162,6 +166,7 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 		},
 		RateLimits: server.RateLimits{Lifecycle: opts.rateLifecycle, Ops: opts.rateOps, Auth: opts.rateAuth},
 		JWTSecret:  opts.jwtSecret,
+		BastionKey: opts.bastionKey,
 		Images:     imgs,
 
 		MaxVolumeGB: opts.maxVolumeGB,

@@ -129,7 +129,7 @@ func TestHelpShowsDefaultsAndEnv(t *testing.T) {
 	for _, want := range []string{
 		"BOXKITE_SERVER_LISTEN", `(default "127.0.0.1:8090")`, "BOXKITE_SERVER_STATE_DIR", "BOXKITE_BOOTSTRAP_API_KEY",
 		"BOXKITE_SERVER_MAX_CONCURRENT_PER_ACCOUNT", "BOXKITE_SERVER_RATE_OPS", "BOXKITE_JWT_SECRET",
-		"BOXKITE_SERVER_WARM_POOL",
+		"BOXKITE_SERVER_WARM_POOL", "BOXKITE_BASTION_KEY",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--help lacks %q:\n%s", want, out.String())
