@@ -221,25 +221,45 @@ var errNoSSHAccess = api.Errorf(http.StatusNotFound, api.CodeNotFound, "no sandb
 // bastionTakeoverToken serves POST /v1/bastion/takeover-token: the
 // bastion, holding the server's bastion key, asks for a token on behalf of
 // a person who proved (to the bastion) that they hold public_key's private
-// half. The key must be registered, and the sandbox its account's.
+// half, which must be registered to the sandbox's account; or who typed a
+// takeover token as their password, which is spent here and passed on as
+// a fresh token with the same grant.
 func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) error {
 	var req api.BastionTokenRequest
 	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
 		return err
 	}
-	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(req.PublicKey)))
-	if err != nil {
-		return invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
-	}
 	ctx := r.Context()
-	k, err := s.store.SSHKeyByFingerprint(ctx, ssh.FingerprintSHA256(pub))
-	if errors.Is(err, ErrNotFound) {
-		return errNoSSHAccess
+	var (
+		accountID string
+		g         takeoverGrant
+	)
+	switch {
+	case req.Token != "" && req.PublicKey != "":
+		return invalid("token", "send a public_key or a token, not both", "")
+	case req.Token != "":
+		c, err := s.parseTakeoverToken(ctx, req.Token, req.SandboxID)
+		if err != nil {
+			return err
+		}
+		accountID = c.Sub
+		g = takeoverGrant{keyID: c.KeyID, keyName: c.KeyName, via: c.Via, readOnly: c.ReadOnly}
+	default:
+		pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(req.PublicKey)))
+		if err != nil {
+			return invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
+		}
+		k, err := s.store.SSHKeyByFingerprint(ctx, ssh.FingerprintSHA256(pub))
+		if errors.Is(err, ErrNotFound) {
+			return errNoSSHAccess
+		}
+		if err != nil {
+			return fmt.Errorf("look up ssh key: %w", err)
+		}
+		accountID = k.AccountID
+		g = takeoverGrant{keyID: k.ID, keyName: k.Name, via: viaSSHKey}
 	}
-	if err != nil {
-		return fmt.Errorf("look up ssh key: %w", err)
-	}
-	sb, err := s.store.Sandbox(ctx, k.AccountID, req.SandboxID)
+	sb, err := s.store.Sandbox(ctx, accountID, req.SandboxID)
 	if errors.Is(err, ErrNotFound) || (err == nil && sb.Status == StatusCreating) {
 		return errNoSSHAccess
 	}
@@ -249,8 +269,7 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 	if !sb.Active() {
 		return notActive(sb)
 	}
-	g := takeoverGrant{keyID: k.ID, keyName: k.Name, via: viaSSHKey, readOnly: req.ReadOnly}
-	tok, err := s.mintTakeoverToken(ctx, k.AccountID, sb.ID, g)
+	tok, err := s.mintTakeoverToken(ctx, accountID, sb.ID, g)
 	if err != nil {
 		return err
 	}

@@ -110,4 +110,19 @@ func TestBastionToken(t *testing.T) {
 	if resp, _ := e.do("POST", "/v1/bastion/takeover-token", testBastionKey, api.BastionTokenRequest{SandboxID: sbB.ID, PublicKey: pub}); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("another account's sandbox: %d, want 404", resp.StatusCode)
 	}
+
+	// A takeover token as the password: spent, and exchanged for a fresh one.
+	_, tok, _ := mintToken(t, e, sb.ID, e.KeyA, api.TakeoverTokenRequest{ReadOnly: true})
+	ex := api.BastionTokenRequest{SandboxID: sb.ID, Token: tok.Token}
+	resp, body = e.do("POST", "/v1/bastion/takeover-token", testBastionKey, ex)
+	var fresh api.TakeoverToken
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("exchange: %d %s", resp.StatusCode, body)
+	}
+	if mustUnmarshal(t, body, &fresh); !fresh.ReadOnly || fresh.Token == tok.Token {
+		t.Errorf("exchanged token = %+v, want a new read-only one", fresh)
+	}
+	if resp, _ := e.do("POST", "/v1/bastion/takeover-token", testBastionKey, ex); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("exchange twice: %d, want 401", resp.StatusCode)
+	}
 }

@@ -22,9 +22,12 @@ type TakeoverToken struct {
 
 // BastionTokenRequest is the body of POST /v1/bastion/takeover-token: the
 // bastion, authenticated by the server's bastion key, asks for a takeover
-// token on behalf of whoever holds the private half of PublicKey.
+// token on behalf of a person who proved they hold the private half of
+// PublicKey, or who typed Token as their password. A Token is spent and
+// the answer carries the same grant in a fresh token, so the bastion
+// learns at the password prompt whether it is good.
 type BastionTokenRequest struct {
 	SandboxID string `json:"sandbox_id"`
-	PublicKey string `json:"public_key"` // authorized_keys format
-	ReadOnly  bool   `json:"read_only,omitempty"`
+	PublicKey string `json:"public_key,omitempty"` // authorized_keys format
+	Token     string `json:"token,omitempty"`      // a takeover token
 }

@@ -1,4 +1,24 @@
-// Command bastion is a placeholder until its issue lands.
+// Command bastion is boxkite-bastion, the SSH front door to sandboxes:
+// `ssh <sandbox-id>@host -p 2222` opens the sandbox's shared terminal, and
+// `ssh <sandbox-id>@host 'cmd'` runs cmd there and returns its exit status.
+// It holds no sandbox credentials: it is a client of the control plane,
+// which it asks for a single-use takeover token per session. See
+// docs/bastion.md; run `boxkite-bastion --help` for flags and environment.
 package main
 
-func main() {}
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The bastion key is read from the environment only (argv is
+	// world-readable), then dropped from it.
+	key := os.Getenv(bastionKeyEnv)
+	os.Unsetenv(bastionKeyEnv)
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, key, os.Stderr))
+}

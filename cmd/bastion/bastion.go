@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gliderlabs/ssh"
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// authTimeout bounds one call to the control plane during authentication.
+const authTimeout = 10 * time.Second
+
+// sandboxIDPattern is what a sandbox id (the SSH user name) may look like;
+// anything else is refused without asking the control plane.
+var sandboxIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+// bastion serves SSH sessions by relaying them to the control plane.
+type bastion struct {
+	server       string         // the control plane's base URL
+	cp           *client.Client // authenticated with the bastion key
+	log          *slog.Logger
+	maxPerSource int
+	loginTimeout time.Duration
+
+	mu        sync.Mutex
+	perSource map[string]int // open connections by source IP
+}
+
+func newBastion(o *options, log *slog.Logger) *bastion {
+	return &bastion{
+		server:       o.server,
+		cp:           client.New(o.server, o.bastionKey),
+		log:          log,
+		maxPerSource: o.maxPerSource,
+		loginTimeout: o.loginTimeout,
+		perSource:    map[string]int{},
+	}
+}
+
+// sshServer is the SSH server of b with host key signer.
+func (b *bastion) sshServer(signer ssh.Signer) *ssh.Server {
+	return &ssh.Server{
+		Handler:          b.session,
+		HostSigners:      []ssh.Signer{signer},
+		Version:          "boxkite-bastion",
+		PasswordHandler:  b.password,
+		PublicKeyHandler: b.publicKey,
+		ConnCallback:     b.conn,
+		ServerConfigCallback: func(ssh.Context) *gossh.ServerConfig {
+			return &gossh.ServerConfig{MaxAuthTries: maxAuthTries}
+		},
+		// sftp, and scp in its default (sftp) mode, ask for a subsystem.
+		SubsystemHandlers: map[string]ssh.SubsystemHandler{"default": refuseTransfer},
+	}
+}
+
+// conn admits a connection: at most maxPerSource at once from one IP, and
+// closed unless authenticated within loginTimeout.
+func (b *bastion) conn(ctx ssh.Context, c net.Conn) net.Conn {
+	host := c.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	b.mu.Lock()
+	if b.perSource[host] >= b.maxPerSource {
+		b.mu.Unlock()
+		b.log.Warn("too many connections from one source", "source", host, "limit", b.maxPerSource)
+		return nil
+	}
+	b.perSource[host]++
+	b.mu.Unlock()
+	// ContextKeyConn is set once the handshake, authentication included,
+	// has succeeded.
+	timer := time.AfterFunc(b.loginTimeout, func() {
+		if ctx.Value(ssh.ContextKeyConn) == nil {
+			b.log.Info("login timed out", "source", host)
+			c.Close()
+		}
+	})
+	go func() {
+		<-ctx.Done() // the connection closed
+		timer.Stop()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.perSource[host]--; b.perSource[host] <= 0 {
+			delete(b.perSource, host)
+		}
+	}()
+	return c
+}
+
+// tokenStash carries the takeover token won at authentication to the
+// first session of the connection.
+type tokenStash struct {
+	mu    sync.Mutex
+	token string
+	key   string // the public key (authorized_keys) it was minted for; "" for a password
+}
+
+type stashKey struct{}
+
+func stashOf(ctx ssh.Context) *tokenStash {
+	if s, ok := ctx.Value(stashKey{}).(*tokenStash); ok {
+		return s
+	}
+	s := &tokenStash{}
+	ctx.SetValue(stashKey{}, s)
+	return s
+}
+
+func (s *tokenStash) put(token, key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.token, s.key = token, key
+}
+
+// take returns the stashed token if it was minted for key, once.
+func (s *tokenStash) take(key string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.token == "" || s.key != key {
+		return ""
+	}
+	t := s.token
+	s.token = ""
+	return t
+}
+
+// password accepts a takeover token for the sandbox named by the user
+// name. The control plane spends it and answers with a fresh token for the
+// session, so a bad, used or expired token fails here, at the prompt.
+func (b *bastion) password(ctx ssh.Context, password string) bool {
+	if password == "" || !sandboxIDPattern.MatchString(ctx.User()) {
+		return false
+	}
+	tok, err := b.mint(ctx, api.BastionTokenRequest{SandboxID: ctx.User(), Token: password})
+	if err != nil {
+		b.authFailed(ctx, "password", err)
+		return false
+	}
+	stashOf(ctx).put(tok, "")
+	return true
+}
+
+// publicKey accepts a key registered to the account owning the sandbox.
+// It may be asked about a key before the client proves it holds it; the
+// token minted then is only used once authentication has succeeded.
+func (b *bastion) publicKey(ctx ssh.Context, key ssh.PublicKey) bool {
+	if !sandboxIDPattern.MatchString(ctx.User()) {
+		return false
+	}
+	line := authorizedKey(key)
+	tok, err := b.mint(ctx, api.BastionTokenRequest{SandboxID: ctx.User(), PublicKey: line})
+	if err != nil {
+		b.authFailed(ctx, "publickey", err)
+		return false
+	}
+	stashOf(ctx).put(tok, line)
+	return true
+}
+
+func authorizedKey(k ssh.PublicKey) string {
+	return strings.TrimSpace(string(gossh.MarshalAuthorizedKey(k)))
+}
+
+func (b *bastion) mint(ctx context.Context, req api.BastionTokenRequest) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, authTimeout)
+	defer cancel()
+	tok, err := b.cp.BastionTakeoverToken(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	return tok.Token, nil
+}
+
+// authFailed logs why; the client only learns that it failed.
+func (b *bastion) authFailed(ctx ssh.Context, method string, err error) {
+	level := slog.LevelInfo
+	if _, ok := errors.AsType[*api.Error](err); !ok {
+		level = slog.LevelError // the control plane did not answer
+	}
+	b.log.Log(ctx, level, "authentication failed", "method", method, "user", ctx.User(), "source", ctx.RemoteAddr().String(), "err", err)
+}
+
+// sessionToken is the token for a new session: the one stashed at
+// authentication, else (a second session on the connection) a new one
+// for the public key. A token password opens one session only.
+func (b *bastion) sessionToken(s ssh.Session) (string, error) {
+	key := ""
+	if pk := s.PublicKey(); pk != nil {
+		key = authorizedKey(pk)
+	}
+	if t := stashOf(s.Context()).take(key); t != "" {
+		return t, nil
+	}
+	if key == "" {
+		return "", errors.New("a takeover token opens one session; mint another with `boxkite ssh`")
+	}
+	return b.mint(s.Context(), api.BastionTokenRequest{SandboxID: s.User(), PublicKey: key})
+}
+
+// session serves one SSH session: the shared terminal, or a command.
+func (b *bastion) session(s ssh.Session) {
+	if s.RawCommand() != "" && isTransfer(s.Command()) {
+		refuseTransfer(s)
+		return
+	}
+	token, err := b.sessionToken(s)
+	if err != nil {
+		fail(s, err)
+		return
+	}
+	c := client.New(b.server, token)
+	if s.RawCommand() != "" {
+		b.exec(s, c)
+		return
+	}
+	b.shell(s, c, token)
+}
+
+// fail tells the person what went wrong, on stderr, and ends the session.
+func fail(s ssh.Session, err error) {
+	msg := "boxkite-bastion: error: " + err.Error()
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		msg = "boxkite-bastion: error: " + e.Message
+		if e.Hint != "" {
+			msg += "\r\nhint: " + e.Hint
+		}
+	}
+	fmt.Fprint(s.Stderr(), msg+"\r\n")
+	_ = s.Exit(1)
+}
+
+// exec runs the session's command through the control plane's streaming
+// exec and exits with its status. Output bytes pass unchanged. The
+// command's stdin is empty: exec takes stdin up front, and an interactive
+// ssh never ends its input.
+func (b *bastion) exec(s ssh.Session, c *client.Client) {
+	code, err := c.ExecStream(s.Context(), s.User(), api.ExecRequest{Command: s.RawCommand(), Timeout: api.MaxExecTimeout},
+		func(ev api.ExecEvent) error {
+			var err error
+			switch ev.Type {
+			case api.EventStdout:
+				_, err = io.WriteString(s, ev.Data)
+			case api.EventStderr:
+				_, err = io.WriteString(s.Stderr(), ev.Data)
+			}
+			return err
+		})
+	if err != nil {
+		fail(s, err)
+		return
+	}
+	_ = s.Exit(code)
+}
+
+// shell attaches the session to the sandbox's shared terminal until the
+// shell exits or the person disconnects (which only detaches).
+func (b *bastion) shell(s ssh.Session, c *client.Client, token string) {
+	ctx, cancel := context.WithCancel(s.Context())
+	defer cancel()
+	t, err := c.AttachWithToken(ctx, s.User(), token)
+	if err != nil {
+		fail(s, err)
+		return
+	}
+	defer t.Close()
+	if pty, winch, ok := s.Pty(); ok {
+		if err := t.Resize(pty.Window.Width, pty.Window.Height); err != nil {
+			fail(s, err)
+			return
+		}
+		go func() {
+			for w := range winch {
+				if t.Resize(w.Width, w.Height) != nil {
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		// Keystrokes go as they come; at the end of input the person
+		// keeps watching until they disconnect or the shell exits.
+		_, _ = io.Copy(t, s)
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(s, t)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, io.EOF) {
+			fail(s, err)
+			return
+		}
+		_ = s.Exit(0) // the shell exited
+	case <-ctx.Done():
+	}
+}
+
+// isTransfer reports whether a command is the server half of a file
+// transfer (scp -O, rsync, sftp-server), which the bastion does not serve.
+func isTransfer(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	name := argv[0]
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	switch name {
+	case "scp", "sftp-server", "internal-sftp":
+		return true
+	case "rsync":
+		return len(argv) > 1 && argv[1] == "--server"
+	}
+	return false
+}
+
+// refuseTransfer answers sftp and scp with a message and exit status 1.
+func refuseTransfer(s ssh.Session) {
+	fmt.Fprint(s.Stderr(), "boxkite-bastion: file transfer (sftp, scp) is not supported\r\n"+
+		"hint: copy files with `boxkite files cp LOCAL ID:/workspace/PATH`\r\n")
+	_ = s.Exit(1)
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+)
+
+const envPrefix = "BOXKITE_BASTION_"
+
+// bastionKeyEnv carries the secret shared with boxkite-server
+// (Config.BastionKey) that lets the bastion mint takeover tokens for
+// registered SSH keys. Environment only; without it only takeover tokens
+// work as passwords.
+const bastionKeyEnv = "BOXKITE_BASTION_KEY"
+
+// Defaults, as the reference's bastion.
+const (
+	defaultListen       = ":2222"
+	defaultMaxPerSource = 10
+	defaultLoginTimeout = 30 * time.Second
+	maxAuthTries        = 5 // failed attempts per connection
+)
+
+// options are the bastion's settings.
+type options struct {
+	listen       string
+	server       string // the control plane's base URL
+	hostKey      string // file; "" means an ephemeral key
+	maxPerSource int
+	loginTimeout time.Duration
+	logLevel     string
+	bastionKey   string
+}
+
+// usageError is a bad flag or value: exit code 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// envName is the environment twin of a flag.
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseOptions reads flags, then the environment for flags not given.
+func parseOptions(args []string, getenv func(string) string, out io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("boxkite-bastion", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&o.listen, "listen", defaultListen, "address to accept SSH connections on")
+	fs.StringVar(&o.server, "server", "", "the control plane's URL, e.g. http://127.0.0.1:8090 (required)")
+	fs.StringVar(&o.hostKey, "host-key", "", "host key file, created (ed25519) when missing; unset means a new key every start")
+	fs.IntVar(&o.maxPerSource, "max-per-source", defaultMaxPerSource, "concurrent connections allowed from one IP address")
+	fs.DurationVar(&o.loginTimeout, "login-timeout", defaultLoginTimeout, "time a connection has to authenticate")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [env " + envName(f.Name) + "]" })
+	fs.Usage = func() {
+		fmt.Fprintf(out, `Usage: boxkite-bastion [flags]
+
+boxkite-bastion lets people reach sandboxes over SSH:
+  ssh <sandbox-id>@host -p 2222          the sandbox's shared terminal
+  ssh <sandbox-id>@host -p 2222 'cmd'    run cmd, exit with its status
+It authenticates with a public key registered to the account (boxkite
+ssh-keys add) or a takeover token as the password, and talks only to the
+control plane. %s (environment only, the same value as the
+server's) lets it serve registered keys.
+
+Flags:
+`, bastionKeyEnv)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, &usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, &usageError{fmt.Errorf("%s=%q: %w", envName(f.Name), v, err)})
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.server == "":
+		return nil, &usageError{fmt.Errorf("--server (or %s) is required", envName("server"))}
+	case o.maxPerSource < 1:
+		return nil, &usageError{errors.New("--max-per-source must be at least 1")}
+	case o.loginTimeout <= 0:
+		return nil, &usageError{errors.New("--login-timeout must be positive")}
+	}
+	u, err := url.Parse(o.server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, &usageError{fmt.Errorf("--server %q is not an http(s) URL", o.server)}
+	}
+	o.server = strings.TrimRight(o.server, "/")
+	return o, nil
+}
