@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+// envBastion names the bastion's address when --bastion is not given.
+const envBastion = "BOXKITE_BASTION"
+
+// defaultBastionPort is where boxkite-bastion listens unless told otherwise.
+const defaultBastionPort = "2222"
+
+type sshOptions struct {
+	ref      string
+	bastion  string
+	print    bool
+	token    bool
+	readOnly bool
+}
+
+func newSSHCmd(app *App) *cobra.Command {
+	var o sshOptions
+	cmd := &cobra.Command{
+		Use:   "ssh [-s ID] [--bastion HOST[:PORT]] [--print] [--token] [-- COMMAND]",
+		Short: "Open the sandbox's terminal over SSH through boxkite-bastion",
+		Long: `Run (or, with --print, print) the ssh command that reaches the sandbox
+through boxkite-bastion. When the account has an SSH key registered (boxkite
+ssh-keys add), ssh uses it; otherwise, or with --token, a single-use takeover
+token valid 30 s is minted (admin keys only) and given to ssh as the password.
+With a COMMAND, ssh runs it in the sandbox and exits with its status.
+
+The bastion is --bastion, else $BOXKITE_BASTION, else the server's host on
+port 2222.`,
+		Example: "  boxkite ssh\n  boxkite ssh -s 3f2a -- 'ls /workspace'\n  boxkite ssh --print --token",
+		GroupID: groupSandboxes,
+		Args:    usageArgs(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSSH(cmd.Context(), app, o, args)
+		},
+	}
+	sandboxFlag(cmd, app, &o.ref)
+	f := cmd.Flags()
+	f.StringVar(&o.bastion, "bastion", "", "the bastion's `HOST[:PORT]` (env "+envBastion+")")
+	f.BoolVar(&o.print, "print", false, "print the ssh command (and the token, when one is minted) instead of running it")
+	f.BoolVar(&o.token, "token", false, "use a takeover token as the password even when a key is registered")
+	f.BoolVar(&o.readOnly, "read-only", false, "with a token: watch without typing")
+	return cmd
+}
+
+func runSSH(ctx context.Context, app *App, o sshOptions, command []string) error {
+	c, sb, err := target(ctx, app, o.ref, false)
+	if err != nil {
+		return err
+	}
+	cfg, err := app.Config()
+	if err != nil {
+		return err
+	}
+	host, port, err := bastionAddr(o.bastion, os.Getenv(envBastion), cfg.BaseURL)
+	if err != nil {
+		return err
+	}
+	useToken := o.token || o.readOnly
+	if !useToken {
+		keys, err := c.SSHKeys(ctx)
+		if err != nil {
+			return fmt.Errorf("list ssh keys: %w", err)
+		}
+		useToken = len(keys) == 0
+	}
+	args := []string{"-p", port}
+	if len(command) == 0 {
+		args = append(args, "-t")
+	}
+	args = append(args, sb.ID+"@"+host)
+	if len(command) > 0 {
+		args = append(args, commandString(command)) // as exec quotes it
+	}
+	token := ""
+	if useToken {
+		tok, err := c.TakeoverToken(ctx, sb.ID, o.readOnly)
+		if err != nil {
+			return fmt.Errorf("mint a takeover token: %w", err)
+		}
+		token = tok.Token
+		args = append([]string{"-o", "PreferredAuthentications=password", "-o", "PubkeyAuthentication=no"}, args...)
+	}
+	if o.print {
+		fmt.Fprintln(app.IO.Out, shellJoin(append([]string{"ssh"}, args...)))
+		if token != "" {
+			fmt.Fprintln(app.IO.Out, token)
+			fmt.Fprintf(app.IO.ErrOut, "the password is the token on the second line: single use, valid for %s\n",
+				compactDuration(api.TakeoverTokenTTL))
+		}
+		return nil
+	}
+	return execSSH(ctx, app, args, token)
+}
+
+// execSSH runs ssh on this terminal; a token is handed to it through
+// SSH_ASKPASS, from a 0700 directory removed when ssh exits.
+func execSSH(ctx context.Context, app *App, args []string, token string) error {
+	bin, err := exec.LookPath("ssh")
+	if err != nil {
+		return &hintError{err: errors.New("ssh is not installed"), hint: "install OpenSSH's client, or print the command with --print"}
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = app.IO.In, app.IO.Out, app.IO.ErrOut
+	cmd.Env = os.Environ()
+	if token != "" {
+		dir, err := os.MkdirTemp("", "boxkite-ssh-")
+		if err != nil {
+			return fmt.Errorf("create askpass directory: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		askpass := filepath.Join(dir, "askpass")
+		// The token is URL-safe base64 with dots: nothing the shell interprets.
+		if err := os.WriteFile(askpass, []byte("#!/bin/sh\necho '"+token+"'\n"), 0o700); err != nil {
+			return fmt.Errorf("write askpass: %w", err)
+		}
+		cmd.Env = append(cmd.Env, "SSH_ASKPASS="+askpass, "SSH_ASKPASS_REQUIRE=force")
+	}
+	err = cmd.Run()
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		return &exitStatus{code: ee.ExitCode()}
+	}
+	if err != nil {
+		return fmt.Errorf("run ssh: %w", err)
+	}
+	return nil
+}
+
+// bastionAddr is the bastion's host and port: flag, else env, else the
+// server URL's host on the default port.
+func bastionAddr(flag, env, baseURL string) (host, port string, err error) {
+	addr := flag
+	if addr == "" {
+		addr = env
+	}
+	if addr == "" {
+		u, err := url.Parse(baseURL)
+		if err != nil || u.Hostname() == "" {
+			return "", "", usageErrorf("pass --bastion HOST[:PORT]", "cannot tell the bastion's host from the server URL %q", baseURL)
+		}
+		return u.Hostname(), defaultBastionPort, nil
+	}
+	host, port, err = net.SplitHostPort(addr)
+	if err != nil {
+		// No port, or a bare IPv6 address.
+		host, port = strings.Trim(addr, "[]"), defaultBastionPort
+	}
+	if n, perr := strconv.Atoi(port); perr != nil || n < 1 || n > 65535 || host == "" || strings.ContainsAny(host, " @/") {
+		return "", "", usageErrorf("use HOST or HOST:PORT, e.g. bastion.example.com:2222", "bad bastion address %q", addr)
+	}
+	return host, port, nil
+}
