@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envFunc(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestParseOptions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(*options) bool
+		wantErr string
+	}{
+		{"defaults", []string{"--server", "http://cp:8090/"}, nil, func(o *options) bool {
+			return o.listen == ":2222" && o.server == "http://cp:8090" && o.maxPerSource == 10 && o.loginTimeout == 30*time.Second && o.hostKey == ""
+		}, ""},
+		{"env", nil, map[string]string{
+			"BOXKITE_BASTION_SERVER": "https://cp", "BOXKITE_BASTION_LISTEN": "127.0.0.1:22", "BOXKITE_BASTION_HOST_KEY": "/k",
+			"BOXKITE_BASTION_MAX_PER_SOURCE": "3", "BOXKITE_BASTION_LOGIN_TIMEOUT": "5s",
+		}, func(o *options) bool {
+			return o.server == "https://cp" && o.listen == "127.0.0.1:22" && o.hostKey == "/k" && o.maxPerSource == 3 && o.loginTimeout == 5*time.Second
+		}, ""},
+		{"flag beats env", []string{"--server", "http://a"}, map[string]string{"BOXKITE_BASTION_SERVER": "http://b"}, func(o *options) bool {
+			return o.server == "http://a"
+		}, ""},
+		{"no server", nil, nil, nil, "--server (or BOXKITE_BASTION_SERVER) is required"},
+		{"not http", []string{"--server", "ftp://x"}, nil, nil, "is not an http(s) URL"},
+		{"bad env", []string{"--server", "http://x"}, map[string]string{"BOXKITE_BASTION_MAX_PER_SOURCE": "many"}, nil, "BOXKITE_BASTION_MAX_PER_SOURCE"},
+		{"zero per source", []string{"--server", "http://x", "--max-per-source", "0"}, nil, nil, "at least 1"},
+		{"argument", []string{"--server", "http://x", "extra"}, nil, nil, `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o, err := parseOptions(tt.args, envFunc(tt.env), &bytes.Buffer{})
+			if tt.wantErr != "" {
+				if _, ok := errors.AsType[*usageError](err); !ok || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("error = %v, want a usage error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !tt.check(o) {
+				t.Errorf("parseOptions = %+v, %v", o, err)
+			}
+		})
+	}
+}
+
+func TestRunNeedsBastionKey(t *testing.T) {
+	t.Parallel()
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--server", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}, envFunc(nil), "", &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "BOXKITE_BASTION_KEY is required") {
+		t.Errorf("run without a key = %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"--help"}, envFunc(nil), "", &stderr); code != 0 || !strings.Contains(stderr.String(), "BOXKITE_BASTION_HOST_KEY") {
+		t.Errorf("--help = %d, %q", code, stderr.String())
+	}
+}
+
+func TestIsTransfer(t *testing.T) {
+	t.Parallel()
+	for cmd, want := range map[string]bool{
+		"scp -t /tmp": true, "/usr/bin/scp -f x": true, "rsync --server -e.Lsfx . /w": true, "/usr/lib/openssh/sftp-server": true,
+		"rsync -a a b": false, "ls": false, "echo scp": false, "": false,
+	} {
+		if got := isTransfer(strings.Fields(cmd)); got != want {
+			t.Errorf("isTransfer(%q) = %v, want %v", cmd, got, want)
+		}
+	}
+}
+
+func FuzzIsTransfer(f *testing.F) {
+	f.Add("scp -t /tmp")
+	f.Add("rsync --server")
+	f.Fuzz(func(t *testing.T, s string) {
+		argv := strings.Fields(s)
+		got := isTransfer(argv)
+		if got && len(argv) == 0 {
+			t.Errorf("isTransfer(%q) with no words", s)
+		}
+	})
+}
