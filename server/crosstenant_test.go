@@ -37,7 +37,7 @@ type tenant struct {
 // other routes are listed by hand.
 func TestCrossTenantMatrix(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, server.Config{})
+	e := newEnv(t, server.Config{BastionKey: testBastionKey})
 	e.Sidecar.Route("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("B's request reached A's sidecar: %s %s", r.Method, r.URL.Path)
 	})
@@ -96,14 +96,23 @@ func TestCrossTenantMatrix(t *testing.T) {
 				t.Errorf("B's list lacks B's own sandbox: %s", body)
 			}
 		}},
-		"GET /v1/sandboxes/{id}":          {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
-		"DELETE /v1/sandboxes/{id}":       {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
-		"POST /v1/sandboxes/{id}/extend":  {cred: "key", path: "/v1/sandboxes/{sb}/extend", body: api.ExtendSandboxRequest{LifetimeMinutes: 5}, want: 404},
-		"POST /v1/sandboxes/{id}/exec":    {cred: "key", path: "/v1/sandboxes/{sb}/exec", body: api.ExecRequest{Command: "id"}, want: 404},
-		"GET /v1/sandboxes/{id}/takeover": {cred: "key", path: "/v1/sandboxes/{sb}/takeover", want: 404},
-		"GET /v1/sandboxes/{id}/log":      {cred: "key", path: "/v1/sandboxes/{sb}/log", want: 404},
-		"GET /v1/sandboxes/{id}/stats":    {cred: "key", path: "/v1/sandboxes/{sb}/stats", want: 404},
-		"GET /v1/sandboxes/{id}/watch":    {cred: "key", path: "/v1/sandboxes/{sb}/watch", want: 404},
+		"GET /v1/sandboxes/{id}":                 {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
+		"DELETE /v1/sandboxes/{id}":              {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
+		"POST /v1/sandboxes/{id}/extend":         {cred: "key", path: "/v1/sandboxes/{sb}/extend", body: api.ExtendSandboxRequest{LifetimeMinutes: 5}, want: 404},
+		"POST /v1/sandboxes/{id}/exec":           {cred: "key", path: "/v1/sandboxes/{sb}/exec", body: api.ExecRequest{Command: "id"}, want: 404},
+		"GET /v1/sandboxes/{id}/takeover":        {cred: "key", path: "/v1/sandboxes/{sb}/takeover", want: 404},
+		"POST /v1/sandboxes/{id}/takeover-token": {cred: "key", path: "/v1/sandboxes/{sb}/takeover-token", want: 404},
+		"GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}": {
+			cred: "key", path: "/v1/sandboxes/{sb}/takeover-recordings/r1", want: 404,
+		},
+		// The bastion asking for A's sandbox with a key that is not A's.
+		"POST /v1/bastion/takeover-token": {
+			cred: "bastion", path: "/v1/bastion/takeover-token", want: 404,
+			body: api.BastionTokenRequest{SandboxID: sb.ID, PublicKey: mustAuthorizedKey(t)},
+		},
+		"GET /v1/sandboxes/{id}/log":   {cred: "key", path: "/v1/sandboxes/{sb}/log", want: 404},
+		"GET /v1/sandboxes/{id}/stats": {cred: "key", path: "/v1/sandboxes/{sb}/stats", want: 404},
+		"GET /v1/sandboxes/{id}/watch": {cred: "key", path: "/v1/sandboxes/{sb}/watch", want: 404},
 
 		"GET /v1/account/allowed-commands": {cred: "key", path: "/v1/account/allowed-commands"},
 		"PUT /v1/account/allowed-commands": {
@@ -162,7 +171,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 			if !found {
 				method = "GET"
 			}
-			cred := map[string]string{"key": b.key, "token": b.token, "none": ""}[row.cred]
+			cred := map[string]string{"key": b.key, "token": b.token, "none": "", "bastion": testBastionKey}[row.cred]
 			path := expand.Replace(row.path)
 			resp, body := e.do(method, path, cred, row.body)
 			if row.want == http.StatusNotFound {

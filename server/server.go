@@ -60,6 +60,9 @@ type Config struct {
 	// TakeoverFlushInterval is how often a takeover's typed bytes are
 	// written to the audit log while it lasts; default 10s.
 	TakeoverFlushInterval time.Duration
+	// TakeoverRecording keeps an asciicast v2 recording of every takeover
+	// (GET …/takeover-recordings/{id}, also after the sandbox is gone).
+	TakeoverRecording bool
 }
 
 // Defaults of Config.
@@ -227,6 +230,7 @@ func (s *Server) routes() {
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.register("GET /v1/sandboxes/{id}/takeover", credTakeover, s.takeover)
 	s.handle("POST /v1/sandboxes/{id}/takeover-token", s.createTakeoverToken)
+	s.handle("GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}", s.getRecording)
 	s.register("POST /v1/bastion/takeover-token", credBastion, s.bastionTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go

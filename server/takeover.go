@@ -120,11 +120,20 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 		defer close(flushed)
 		s.flushTypedInput(ctx, sb, grant, in)
 	}()
-	typed := s.relayPTY(r.Context(), down, up, grant.readOnly, in.add)
+	hooks := relayHooks{typed: in.add}
+	var rec *recorder
+	if s.cfg.TakeoverRecording {
+		rec = newRecorder(s.now)
+		hooks.output, hooks.control = rec.output, rec.control
+	}
+	typed := s.relayPTY(r.Context(), down, up, grant.readOnly, hooks)
 	stopFlushing()
 	<-flushed
 	end := grant.detail()
 	end["bytes_typed"] = typed
+	if rec != nil {
+		s.saveRecording(r.Context(), sb, rec, end)
+	}
 	s.audit(r.Context(), auditRecord{
 		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_end", detail: end,
 		started: started, duration: s.now().Sub(started),
@@ -229,10 +238,16 @@ func (s *Server) dialPTY(r *http.Request, sb *Sandbox, readOnly bool) (*websocke
 
 // relayPTY copies frames between the client (down) and the sidecar (up)
 // until either side closes, then closes the other with the same status,
-// and returns how many terminal bytes the client typed, each of which it
-// hands to typedFn first. A read-only
+// and returns how many terminal bytes the client typed. hooks see the
+// frames on their way. A read-only
 // client's frames are dropped here as well as by the sidecar.
-func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, typedFn func([]byte)) int64 {
+// relayHooks see the frames relayPTY passes: typed terminal bytes, output,
+// and the control frames of a client that may type. Nil hooks are skipped.
+type relayHooks struct {
+	typed, output, control func([]byte)
+}
+
+func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks) int64 {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type ended struct {
@@ -251,9 +266,14 @@ func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnl
 			if readOnly {
 				continue
 			}
-			if typ == websocket.MessageBinary {
+			switch {
+			case typ == websocket.MessageBinary:
 				typed += int64(len(data))
-				typedFn(data)
+				if hooks.typed != nil {
+					hooks.typed(data)
+				}
+			case hooks.control != nil:
+				hooks.control(data)
 			}
 			if err := up.Write(ctx, typ, data); err != nil {
 				ends <- ended{false, err}
@@ -264,6 +284,9 @@ func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnl
 	go func() {
 		for {
 			typ, data, err := up.Read(ctx)
+			if err == nil && typ == websocket.MessageBinary && hooks.output != nil {
+				hooks.output(data)
+			}
 			if err == nil {
 				err = down.Write(ctx, typ, data)
 				if err != nil {

@@ -2,8 +2,12 @@ package server_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
@@ -124,5 +128,67 @@ func TestBastionToken(t *testing.T) {
 	}
 	if resp, _ := e.do("POST", "/v1/bastion/takeover-token", testBastionKey, ex); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("exchange twice: %d, want 401", resp.StatusCode)
+	}
+}
+
+func TestTakeoverRecording(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{TakeoverRecording: true})
+	fakePTY(t, e)
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	conn, _, err := dialTakeover(t, e, sb.ID, e.KeyA, "")
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	ctx := t.Context()
+	for _, f := range []struct {
+		typ  websocket.MessageType
+		data string
+	}{{websocket.MessageText, `{"type":"resize","cols":100,"rows":30}`}, {websocket.MessageBinary, "ls\r"}} {
+		if err := conn.Write(ctx, f.typ, []byte(f.data)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := conn.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close(websocket.StatusNormalClosure, "")
+	entries := logEntries(t, e, sb.ID, 3)
+	var end struct {
+		RecordingID        string `json:"recording_id"`
+		RecordingBytes     int    `json:"recording_bytes"`
+		RecordingTruncated bool   `json:"recording_truncated"`
+	}
+	mustUnmarshal(t, entries[2].Detail, &end)
+	if end.RecordingID == "" || end.RecordingBytes == 0 || end.RecordingTruncated {
+		t.Fatalf("takeover_end detail = %s, want a recording", entries[2].Detail)
+	}
+	// Still there after the sandbox is gone.
+	if resp, body := e.do("DELETE", sandboxPath(sb.ID), e.KeyA, nil); resp.StatusCode/100 != 2 {
+		t.Fatalf("delete: %d %s", resp.StatusCode, body)
+	}
+	resp, body := e.do("GET", sandboxPath(sb.ID, "/takeover-recordings/"+end.RecordingID), e.KeyA, nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != server.ContentTypeAsciicast || len(body) != end.RecordingBytes {
+		t.Fatalf("recording: %d %q %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+	}
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	var hdr struct{ Version, Width, Height int }
+	mustUnmarshal(t, []byte(lines[0]), &hdr)
+	if hdr.Version != 2 || len(lines) != 3 {
+		t.Fatalf("recording = %q, want a v2 header and 2 events", body)
+	}
+	var events [][]any
+	for _, l := range lines[1:] {
+		var ev []any
+		mustUnmarshal(t, []byte(l), &ev)
+		events = append(events, ev[1:])
+	}
+	// The fake sidecar's answer to the resize is a text frame: not output.
+	want := [][]any{{"r", "100x30"}, {"o", "out:ls\r"}}
+	if diff := cmp.Diff(want, events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if resp, _ := e.do("GET", sandboxPath(sb.ID, "/takeover-recordings/"+end.RecordingID), e.KeyB, nil); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("another account's recording: %d, want 404", resp.StatusCode)
 	}
 }

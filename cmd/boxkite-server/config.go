@@ -54,6 +54,7 @@ type options struct {
 	maxStorageGB    float64
 	maxVolumeGB     float64
 	mcpCatalog      string
+	recordTakeovers bool
 	maxCount        int
 	reaperInterval  time.Duration
 	warmPool        int
@@ -104,6 +105,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.maxCount, "max-count", server.DefaultMaxCount, "most sandboxes one create may ask for")
 	fs.Float64Var(&o.maxVolumeGB, "max-volume-gb", server.DefaultMaxVolumeGB, "largest size_gb a volume may ask for")
 	fs.StringVar(&o.mcpCatalog, "mcp-catalog", "", "MCP connection catalog as comma-separated `id=host[:port]` entries, replacing the default (github, slack, notion, linear)")
+	fs.BoolVar(&o.recordTakeovers, "takeover-recording", false, "keep an asciicast recording of every terminal takeover, readable after the sandbox is gone")
 	fs.DurationVar(&o.reaperInterval, "reaper-interval", server.DefaultReaperInterval, "how often expired sandboxes are destroyed")
 	fs.IntVar(&o.maxConcurrent, "max-concurrent", 0, "most sandboxes running at once, all accounts together (0: no limit)")
 	fs.IntVar(&o.maxConcurrentPerAccount, "max-concurrent-per-account", 0, "most sandboxes one account may run at once (0: no limit)")

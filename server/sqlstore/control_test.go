@@ -323,3 +323,26 @@ func testIdempotency(t *testing.T, newStore storeFactory) {
 		t.Errorf("%d concurrent claims won, want 1", wins)
 	}
 }
+
+func testRecordings(t *testing.T, newStore storeFactory) {
+	st := newStore(t)(t)
+	ctx := t.Context()
+	a := mustAccount(t, st, "a@example.com")
+	b := mustAccount(t, st, "b@example.com")
+	r := &server.Recording{ID: server.NewID(), SandboxID: "sb1", AccountID: a.ID, Data: []byte("{\"version\":2}\n[0.1,\"o\",\"hi\"]\n"), Truncated: true, CreatedAt: base}
+	if err := st.SaveRecording(ctx, r); err != nil {
+		t.Fatalf("SaveRecording: %v", err)
+	}
+	got, err := st.Recording(ctx, a.ID, "sb1", r.ID)
+	if err != nil {
+		t.Fatalf("Recording: %v", err)
+	}
+	if diff := cmp.Diff(r, got); diff != "" {
+		t.Errorf("Recording (-want +got):\n%s", diff)
+	}
+	for _, q := range [][3]string{{b.ID, "sb1", r.ID}, {a.ID, "sb2", r.ID}, {a.ID, "sb1", "nope"}} {
+		if _, err := st.Recording(ctx, q[0], q[1], q[2]); !errors.Is(err, server.ErrNotFound) {
+			t.Errorf("Recording(%v) = %v, want ErrNotFound", q, err)
+		}
+	}
+}

@@ -82,6 +82,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Credentials", testCredentials},
 		{"Settings", testSettings},
 		{"SSHKeys", testSSHKeys},
+		{"Recordings", testRecordings},
 		{"Usage", testUsage},
 		{"ReserveSandboxes", testReserveSandboxes},
 		{"Idempotency", testIdempotency},

@@ -1,0 +1,43 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/boxkite/boxkite/server"
+)
+
+var _ server.RecordingStore = (*Store)(nil)
+
+// SaveRecording implements server.RecordingStore. The asciicast is JSON
+// lines, so it is kept as text.
+func (s *Store) SaveRecording(ctx context.Context, r *server.Recording) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO takeover_recordings (id, sandbox_id, account_id, data, truncated, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`), r.ID, r.SandboxID, r.AccountID, string(r.Data), r.Truncated, micros(r.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("insert takeover recording: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// Recording implements server.RecordingStore.
+func (s *Store) Recording(ctx context.Context, accountID, sandboxID, id string) (*server.Recording, error) {
+	var (
+		r       server.Recording
+		data    string
+		created int64
+	)
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, sandbox_id, account_id, data, truncated, created_at FROM takeover_recordings
+		WHERE id = ? AND account_id = ? AND sandbox_id = ?`), id, accountID, sandboxID).
+		Scan(&r.ID, &r.SandboxID, &r.AccountID, &data, &r.Truncated, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, server.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("query takeover recording: %w", err)
+	}
+	r.Data, r.CreatedAt = []byte(data), fromMicros(created)
+	return &r, nil
+}
