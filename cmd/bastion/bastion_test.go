@@ -113,7 +113,8 @@ func (f *fixture) sshArgs(key string, flags []string, command ...string) []strin
 	host, port, _ := net.SplitHostPort(f.addr)
 	args := []string{
 		"-F", "/dev/null", "-p", port,
-		"-o", "UserKnownHostsFile=" + filepath.Join(f.home, "known_hosts"), "-o", "StrictHostKeyChecking=accept-new",
+		"-o", "UserKnownHostsFile=" + filepath.Join(f.home, "known_hosts"), "-o", "GlobalKnownHostsFile=/dev/null",
+		"-o", "StrictHostKeyChecking=accept-new",
 		"-o", "LogLevel=ERROR", "-o", "ConnectTimeout=20",
 	}
 	if key != "" {
