@@ -28,6 +28,7 @@ type sshOptions struct {
 	print    bool
 	token    bool
 	readOnly bool
+	sshArgs  []string
 }
 
 func newSSHCmd(app *App) *cobra.Command {
@@ -43,7 +44,7 @@ With a COMMAND, ssh runs it in the sandbox and exits with its status.
 
 The bastion is --bastion, else $BOXKITE_BASTION, else the server's host on
 port 2222.`,
-		Example: "  boxkite ssh\n  boxkite ssh -s 3f2a -- 'ls /workspace'\n  boxkite ssh --print --token",
+		Example: "  boxkite ssh\n  boxkite ssh -s 3f2a -- 'ls /workspace'\n  boxkite ssh --print --token\n  boxkite ssh --ssh-arg=-i --ssh-arg=~/.ssh/work_ed25519",
 		GroupID: groupSandboxes,
 		Args:    usageArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -56,6 +57,7 @@ port 2222.`,
 	f.BoolVar(&o.print, "print", false, "print the ssh command (and the token, when one is minted) instead of running it")
 	f.BoolVar(&o.token, "token", false, "use a takeover token as the password even when a key is registered")
 	f.BoolVar(&o.readOnly, "read-only", false, "with a token: watch without typing")
+	f.StringArrayVar(&o.sshArgs, "ssh-arg", nil, "an argument for ssh, before the destination (repeatable), e.g. --ssh-arg=-v")
 	return cmd
 }
 
@@ -80,7 +82,7 @@ func runSSH(ctx context.Context, app *App, o sshOptions, command []string) error
 		}
 		useToken = len(keys) == 0
 	}
-	args := []string{"-p", port}
+	args := append(append([]string{}, o.sshArgs...), "-p", port)
 	if len(command) == 0 {
 		args = append(args, "-t")
 	}
