@@ -148,10 +148,11 @@ const maxTypedLog = 10 << 20
 
 // typedInput collects what a person types between two flushes.
 type typedInput struct {
-	mu        sync.Mutex
-	buf       []byte
-	logged    int
-	truncated bool
+	mu       sync.Mutex
+	buf      []byte
+	logged   int
+	dropped  bool // input was cut at maxTypedLog
+	reported bool // and a flush has said so
 }
 
 func (t *typedInput) add(b []byte) {
@@ -159,19 +160,20 @@ func (t *typedInput) add(b []byte) {
 	defer t.mu.Unlock()
 	room := maxTypedLog - t.logged - len(t.buf)
 	if len(b) > room {
-		b, t.truncated = b[:max(room, 0)], true
+		b, t.dropped = b[:max(room, 0)], true
 	}
 	t.buf = append(t.buf, b...)
 }
 
-// take returns and clears the bytes collected since the last take.
+// take returns and clears the bytes collected since the last take, and
+// whether input was cut, once.
 func (t *typedInput) take() ([]byte, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b, tr := t.buf, t.truncated
-	t.buf, t.truncated = nil, false
+	b, cut := t.buf, t.dropped && !t.reported
+	t.buf, t.reported = nil, t.dropped
 	t.logged += len(b)
-	return b, tr
+	return b, cut
 }
 
 // flushTypedInput writes a takeover_input entry with the bytes typed so

@@ -192,3 +192,43 @@ func TestTakeoverRecording(t *testing.T) {
 		t.Errorf("another account's recording: %d, want 404", resp.StatusCode)
 	}
 }
+
+// TestTakeoverInputFlushedWhileOpen: typed bytes reach the audit log on
+// the flush interval, before the person leaves.
+func TestTakeoverInputFlushedWhileOpen(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{TakeoverFlushInterval: 10 * time.Millisecond})
+	fakePTY(t, e)
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	conn, _, err := dialTakeover(t, e, sb.ID, e.KeyA, "")
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer conn.CloseNow()
+	for _, s := range []string{"one\r", "two\r"} {
+		if err := conn.Write(t.Context(), websocket.MessageBinary, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := conn.Read(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var typed strings.Builder
+	eventually(t, "typed input in the log", func() bool {
+		typed.Reset()
+		_, body := e.do("GET", sandboxPath(sb.ID, "/log?limit=500"), e.KeyA, nil)
+		var page api.LogPage
+		mustUnmarshal(t, body, &page)
+		for _, en := range page.Entries {
+			if en.Operation == "takeover_end" {
+				t.Fatal("the takeover ended while open")
+			}
+			if en.Operation == "takeover_input" {
+				var d struct{ Input string }
+				mustUnmarshal(t, en.Detail, &d)
+				typed.WriteString(d.Input)
+			}
+		}
+		return typed.String() == "one\rtwo\r"
+	})
+}
