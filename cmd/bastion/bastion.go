@@ -49,17 +49,39 @@ func newBastion(o *options, log *slog.Logger) *bastion {
 	}
 }
 
+// permKey is the Permissions extension naming the public key (in
+// authorized_keys form) a connection authenticated with.
+const permKey = "boxkite-public-key"
+
+var errDenied = errors.New("permission denied")
+
 // sshServer is the SSH server of b with host key signer.
 func (b *bastion) sshServer(signer ssh.Signer) *ssh.Server {
 	return &ssh.Server{
-		Handler:          b.session,
-		HostSigners:      []ssh.Signer{signer},
-		Version:          "boxkite-bastion",
-		PasswordHandler:  b.password,
-		PublicKeyHandler: b.publicKey,
-		ConnCallback:     b.conn,
-		ServerConfigCallback: func(ssh.Context) *gossh.ServerConfig {
-			return &gossh.ServerConfig{MaxAuthTries: maxAuthTries}
+		Handler:         b.session,
+		HostSigners:     []ssh.Signer{signer},
+		Version:         "boxkite-bastion",
+		PasswordHandler: b.password,
+		ConnCallback:    b.conn,
+		ConnectionFailedCallback: func(c net.Conn, err error) {
+			b.log.Debug("ssh handshake failed", "source", c.RemoteAddr().String(), "err", err)
+		},
+		// Public keys are checked here rather than through
+		// PublicKeyHandler, to return Permissions of their own: a client
+		// may offer several keys and prove it holds only one (or none, and
+		// then use a password), and x/crypto/ssh keeps the Permissions of
+		// the one that authenticated. The session reads them back.
+		ServerConfigCallback: func(ctx ssh.Context) *gossh.ServerConfig {
+			return &gossh.ServerConfig{
+				MaxAuthTries: maxAuthTries,
+				PublicKeyCallback: func(meta gossh.ConnMetadata, key gossh.PublicKey) (*gossh.Permissions, error) {
+					line, ok := b.publicKey(ctx, meta, key)
+					if !ok {
+						return nil, errDenied
+					}
+					return &gossh.Permissions{Extensions: map[string]string{permKey: line}}, nil
+				},
+			}
 		},
 		// sftp, and scp in its default (sftp) mode, ask for a subsystem.
 		SubsystemHandlers: map[string]ssh.SubsystemHandler{"default": refuseTransfer},
@@ -147,28 +169,29 @@ func (b *bastion) password(ctx ssh.Context, password string) bool {
 	}
 	tok, err := b.mint(ctx, api.BastionTokenRequest{SandboxID: ctx.User(), Token: password})
 	if err != nil {
-		b.authFailed(ctx, "password", err)
+		b.authFailed(ctx, "password", ctx.User(), ctx.RemoteAddr(), err)
 		return false
 	}
 	stashOf(ctx).put(tok, "")
 	return true
 }
 
-// publicKey accepts a key registered to the account owning the sandbox.
-// It may be asked about a key before the client proves it holds it; the
-// token minted then is only used once authentication has succeeded.
-func (b *bastion) publicKey(ctx ssh.Context, key ssh.PublicKey) bool {
-	if !sandboxIDPattern.MatchString(ctx.User()) {
-		return false
+// publicKey accepts a key registered to the account owning the sandbox,
+// and returns it in authorized_keys form. It may be asked about a key
+// before the client proves it holds it; the token minted then is only used
+// by a session of a connection that authenticated with that key.
+func (b *bastion) publicKey(ctx ssh.Context, meta gossh.ConnMetadata, key ssh.PublicKey) (string, bool) {
+	if !sandboxIDPattern.MatchString(meta.User()) {
+		return "", false
 	}
 	line := authorizedKey(key)
-	tok, err := b.mint(ctx, api.BastionTokenRequest{SandboxID: ctx.User(), PublicKey: line})
+	tok, err := b.mint(ctx, api.BastionTokenRequest{SandboxID: meta.User(), PublicKey: line})
 	if err != nil {
-		b.authFailed(ctx, "publickey", err)
-		return false
+		b.authFailed(ctx, "publickey", meta.User(), meta.RemoteAddr(), err)
+		return "", false
 	}
 	stashOf(ctx).put(tok, line)
-	return true
+	return line, true
 }
 
 func authorizedKey(k ssh.PublicKey) string {
@@ -186,22 +209,19 @@ func (b *bastion) mint(ctx context.Context, req api.BastionTokenRequest) (string
 }
 
 // authFailed logs why; the client only learns that it failed.
-func (b *bastion) authFailed(ctx ssh.Context, method string, err error) {
+func (b *bastion) authFailed(ctx context.Context, method, user string, source net.Addr, err error) {
 	level := slog.LevelInfo
 	if _, ok := errors.AsType[*api.Error](err); !ok {
 		level = slog.LevelError // the control plane did not answer
 	}
-	b.log.Log(ctx, level, "authentication failed", "method", method, "user", ctx.User(), "source", ctx.RemoteAddr().String(), "err", err)
+	b.log.Log(ctx, level, "authentication failed", "method", method, "user", user, "source", source.String(), "err", err)
 }
 
 // sessionToken is the token for a new session: the one stashed at
 // authentication, else (a second session on the connection) a new one
 // for the public key. A token password opens one session only.
 func (b *bastion) sessionToken(s ssh.Session) (string, error) {
-	key := ""
-	if pk := s.PublicKey(); pk != nil {
-		key = authorizedKey(pk)
-	}
+	key := authenticatedKey(s.Context())
 	if t := stashOf(s.Context()).take(key); t != "" {
 		return t, nil
 	}
@@ -209,6 +229,16 @@ func (b *bastion) sessionToken(s ssh.Session) (string, error) {
 		return "", errors.New("a takeover token opens one session; mint another with `boxkite ssh`")
 	}
 	return b.mint(s.Context(), api.BastionTokenRequest{SandboxID: s.User(), PublicKey: key})
+}
+
+// authenticatedKey is the public key the connection authenticated with,
+// "" for a password.
+func authenticatedKey(ctx ssh.Context) string {
+	conn, _ := ctx.Value(ssh.ContextKeyConn).(*gossh.ServerConn)
+	if conn == nil || conn.Permissions == nil {
+		return ""
+	}
+	return conn.Permissions.Extensions[permKey]
 }
 
 // session serves one SSH session: the shared terminal, or a command.
