@@ -28,7 +28,7 @@ func newKeyMap() keyMap {
 		Top:      b("top", "g", "home"),
 		Bottom:   b("bottom", "G", "end"),
 
-		Open:    b("details", "enter"),
+		Open:    b("open", "enter"),
 		Log:     b("log", "l"),
 		Exec:    b("exec", "e"),
 		Attach:  b("attach", "a"),
@@ -40,8 +40,8 @@ func newKeyMap() keyMap {
 
 		Follow: b("follow", "f"),
 		Search: b("search", "/"),
-		Next:   b("next match", "n"),
-		Prev:   b("prev match", "N"),
+		Next:   b("next", "n"),
+		Prev:   b("previous", "N"),
 		Expand: b("expand", "enter", " "),
 
 		NextField: b("next field", "tab", "down"),
@@ -68,7 +68,7 @@ func (k keyMap) forScreen(s screen) (short []key.Binding, full [][]key.Binding) 
 	nav := []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
 	switch s {
 	case screenList:
-		short = []key.Binding{k.Open, k.Log, k.Exec, k.Attach, k.Create, k.Destroy, k.Filter, k.Sort, k.Help, k.Quit}
+		short = []key.Binding{k.Open, k.Log, k.Exec, k.Create, k.Destroy, k.Filter, k.Help, k.Quit}
 		full = [][]key.Binding{nav, {k.Open, k.Log, k.Exec, k.Attach}, {k.Create, k.Destroy, k.Refresh}, {k.Filter, k.Sort, k.Help, k.Quit}}
 	case screenDetail:
 		short = []key.Binding{k.Log, k.Exec, k.Attach, k.Destroy, k.Refresh, k.Back, k.Help, k.Quit}

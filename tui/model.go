@@ -108,6 +108,8 @@ func New(opts Options) *Model {
 		stack:   []screen{screenList},
 	}
 	m.help.Styles = m.st.help
+	// Two spaces rather than " • ": the whole bar fits in 80 columns.
+	m.help.ShortSeparator = "  "
 	m.list = newListState()
 	return m
 }
