@@ -1,20 +1,17 @@
 package tui
 
 import (
-	"flag"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/golden"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 func newTestModel(t *testing.T, src *fakeSource, w, h int) *Model {
 	t.Helper()
@@ -452,7 +449,7 @@ func TestQuit(t *testing.T) {
 }
 
 // TestViewGolden draws each screen at fixed sizes; run with -update to
-// rewrite testdata/*.golden after a deliberate change.
+// rewrite testdata/TestViewGolden/*.golden after a deliberate change.
 func TestViewGolden(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -521,22 +518,8 @@ func TestViewGolden(t *testing.T) {
 					t.Errorf("line %d is %d cells wide, more than %d: %q", i+1, w, tt.w, l)
 				}
 			}
-			path := filepath.Join("testdata", tt.name+".golden")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden (run with -update to create): %v", err)
-			}
-			if diff := cmp.Diff(string(want), got); diff != "" {
-				t.Errorf("view (-want +got):\n%s", diff)
-			}
+			// testdata/TestViewGolden/<name>.golden; -update rewrites it.
+			golden.RequireEqual(t, []byte(got))
 		})
 	}
 }
