@@ -144,8 +144,8 @@ func (m *Model) updateLogStream(msg tea.Msg) tea.Cmd {
 	l := &m.log
 	switch msg := msg.(type) {
 	case logBatchMsg:
-		if msg.gen != l.gen {
-			return nil
+		if msg.gen != l.gen || !m.inStack(screenLog) {
+			return nil // a stream the user has moved away from
 		}
 		l.lost = nil
 		l.add(msg.entries)
@@ -154,7 +154,7 @@ func (m *Model) updateLogStream(msg tea.Msg) tea.Cmd {
 		}
 		return readWatch(msg.more, msg.gen)
 	case watchEndMsg:
-		if msg.gen != l.gen {
+		if msg.gen != l.gen || !m.inStack(screenLog) {
 			return nil
 		}
 		return m.streamLost(msg)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/google/go-cmp/cmp"
 
@@ -520,6 +521,37 @@ func TestViewGolden(t *testing.T) {
 			}
 			// testdata/TestViewGolden/<name>.golden; -update rewrites it.
 			golden.RequireEqual(t, []byte(got))
+		})
+	}
+}
+
+// TestResize redraws every screen after the window shrinks and grows: the
+// view always fills the window exactly and never overflows it.
+func TestResize(t *testing.T) {
+	opens := map[string][]string{"list": nil, "detail": {"enter"}, "log": {"l"}, "exec": {"e"}, "create": {"c"}, "help": {"?"}}
+	sizes := [][2]int{{80, 24}, {40, 10}, {132, 50}, {20, 5}}
+	for name, ks := range opens {
+		t.Run(name, func(t *testing.T) {
+			src := newFakeSource()
+			m := newTestModel(t, src, 80, 24)
+			load(m)
+			keys(m, ks...)
+			defer m.log.stop()
+			for _, e := range src.entries[src.sandboxes[0].ID] {
+				m.Update(logBatchMsg{gen: m.log.gen, entries: []api.LogEntry{e}})
+			}
+			for _, sz := range sizes {
+				m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+				lines := strings.Split(m.View(), "\n")
+				if len(lines) != sz[1] {
+					t.Errorf("%dx%d: %d lines", sz[0], sz[1], len(lines))
+				}
+				for i, l := range lines {
+					if w := lipgloss.Width(l); w > sz[0] {
+						t.Errorf("%dx%d: line %d is %d wide: %q", sz[0], sz[1], i+1, w, l)
+					}
+				}
+			}
 		})
 	}
 }
