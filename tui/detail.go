@@ -118,7 +118,7 @@ func (m *Model) detailView() string {
 		return "loading…\n"
 	}
 	sb, now := d.sb, m.now()
-	row := func(k, v string) { fmt.Fprintf(&b, "%-10s %s\n", k, v) }
+	row := func(k, v string) { fmt.Fprintf(&b, "%-10s %s\n", k, oneLine(v)) }
 	row("ID", sb.ID)
 	status := sb.Status
 	if sb.DestroyReason != "" {

@@ -73,10 +73,11 @@ func fit(s string, width int) string {
 	return s
 }
 
-// oneLine flattens control characters so a command stays on its row.
+// oneLine flattens control characters so a command stays on its row and
+// cannot drive the terminal.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) {
 			return ' '
 		}
 		return r
@@ -118,14 +119,18 @@ func exitText(e api.LogEntry) string {
 	return fmt.Sprint(*e.ExitCode)
 }
 
-// wrap breaks s into lines of at most width cells, keeping its own line breaks.
+// wrap breaks s into lines of at most width cells, keeping its own line
+// breaks. Escape sequences and control characters in s (command output is
+// arbitrary bytes) are removed first, so they cannot move the cursor or
+// recolour the screen.
 func wrap(s string, width int) []string {
 	if width < 1 {
 		width = 1
 	}
+	s = strings.ReplaceAll(ansi.Strip(strings.ToValidUTF8(s, "\uFFFD")), "\r\n", "\n")
 	var out []string
 	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
-		line = strings.ReplaceAll(line, "\t", "    ")
+		line = oneLine(strings.ReplaceAll(line, "\t", "    "))
 		w := ansi.Hardwrap(line, width, true)
 		out = append(out, strings.Split(w, "\n")...)
 	}

@@ -235,14 +235,14 @@ func (m *Model) listView() string {
 	now := m.now()
 	for i := l.top; i < min(l.top+h, len(l.rows)); i++ {
 		sb := l.rows[i]
-		status := fit(sb.Status, listColumns[1])
+		status := fit(oneLine(sb.Status), listColumns[1])
 		if sb.Status == api.StatusActive {
 			status = m.st.ok.Render(status)
 		} else {
 			status = m.st.dim.Render(status)
 		}
-		row := fit(shortID(sb.ID), listColumns[0]) + " " + status + " " + fit(oneLine(orDash(sb.Label)), labelW) + " " +
-			fit(sb.Size, listColumns[2]) + " " + fit(age(sb.CreatedAt, now), listColumns[3]) + " " + fit(expiry(sb, now), listColumns[4])
+		row := fit(oneLine(shortID(sb.ID)), listColumns[0]) + " " + status + " " + fit(oneLine(orDash(sb.Label)), labelW) + " " +
+			fit(oneLine(sb.Size), listColumns[2]) + " " + fit(age(sb.CreatedAt, now), listColumns[3]) + " " + fit(expiry(sb, now), listColumns[4])
 		if i == l.cursor {
 			b.WriteString("› " + m.st.selected.Render(row) + "\n")
 		} else {

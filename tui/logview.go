@@ -308,13 +308,13 @@ var logColumns = [...]int{8, 6, 14, 4, 7}
 
 // entryLine is the one-line form of an entry, width cells wide.
 func (m *Model) entryLine(e api.LogEntry, width int) string {
-	source := e.Source
+	source := oneLine(e.Source)
 	if source == api.LogSourceHumanTakeover {
 		source = "human"
 	}
 	dur := (time.Duration(e.DurationMS) * time.Millisecond).String()
 	line := fit(e.StartedAt.In(m.loc).Format("15:04:05"), logColumns[0]) + " " + fit(source, logColumns[1]) + " " +
-		fit(e.Operation, logColumns[2]) + " " + fit(exitText(e), logColumns[3]) + " " + fit(dur, logColumns[4]) + " " + entrySummary(e)
+		fit(oneLine(e.Operation), logColumns[2]) + " " + fit(exitText(e), logColumns[3]) + " " + fit(dur, logColumns[4]) + " " + entrySummary(e)
 	return fit(line, width)
 }
 

@@ -413,7 +413,7 @@ func (m *Model) titleLine() string {
 	case screenCreate:
 		where = "new sandbox"
 	}
-	left := m.st.title.Render("boxkite") + " " + where
+	left := m.st.title.Render("boxkite") + " " + oneLine(where)
 	right := ""
 	switch {
 	case m.offline != nil:
