@@ -386,38 +386,53 @@ func (m *Model) logView() string {
 		b.WriteString("  waiting for entries…\n")
 		return b.String()
 	}
-	var lines []string
-	var first, last int
+	// Only the entries in the window are drawn: the log may hold
+	// thousands, and a frame must stay cheap. An entry is one line, plus
+	// its details when expanded (those are few).
+	details := map[int][]string{}
+	total, first, last := 0, 0, 0
 	for i, e := range l.entries {
 		if i == l.cursor {
-			first = len(lines)
+			first = total
 		}
-		marker := "  "
-		if i == l.cursor {
-			marker = "› "
-		}
-		line := m.entryLine(e, m.width-2)
-		switch {
-		case i == l.cursor:
-			line = m.st.selected.Render(line)
-		case l.matches(e):
-			line = m.st.match.Render(line)
-		}
-		lines = append(lines, marker+line)
+		total++
 		if l.expanded[e.ID] {
-			lines = append(lines, m.entryDetailLines(e, m.width)...)
+			details[i] = m.entryDetailLines(e, m.width)
+			total += len(details[i])
 		}
 		if i == l.cursor {
-			last = len(lines) - 1
+			last = total - 1
 		}
 	}
 	h := max(m.bodyHeight()-2, 1)
 	if l.follow {
-		l.top = len(lines) - h
+		l.top = total - h
 	}
-	l.top = scrollTop(l.top, last, h, len(lines))
-	l.top = scrollTop(l.top, first, h, len(lines))
-	for _, line := range lines[l.top:min(l.top+h, len(lines))] {
+	l.top = scrollTop(l.top, last, h, total)
+	l.top = scrollTop(l.top, first, h, total)
+	var lines []string
+	at := 0 // line number of the next line
+	for i := 0; i < len(l.entries) && at < l.top+h; i++ {
+		e := l.entries[i]
+		if at+1+len(details[i]) <= l.top {
+			at += 1 + len(details[i])
+			continue
+		}
+		marker, line := "  ", m.entryLine(e, m.width-2)
+		switch {
+		case i == l.cursor:
+			marker, line = "› ", m.st.selected.Render(line)
+		case l.matches(e):
+			line = m.st.match.Render(line)
+		}
+		for _, x := range append([]string{marker + line}, details[i]...) {
+			if at >= l.top && at < l.top+h {
+				lines = append(lines, x)
+			}
+			at++
+		}
+	}
+	for _, line := range lines {
 		b.WriteString(line + "\n")
 	}
 	return b.String()

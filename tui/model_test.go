@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -39,6 +40,8 @@ func keys(m *Model, ks ...string) tea.Cmd {
 			msg = tea.KeyMsg{Type: tea.KeyRight}
 		case "down":
 			msg = tea.KeyMsg{Type: tea.KeyDown}
+		case "pgup":
+			msg = tea.KeyMsg{Type: tea.KeyPgUp}
 		case "ctrl+c":
 			msg = tea.KeyMsg{Type: tea.KeyCtrlC}
 		case " ":
@@ -444,5 +447,32 @@ func TestQuit(t *testing.T) {
 				t.Errorf("quit = %v, want %v", got, tt.quit)
 			}
 		})
+	}
+}
+
+// TestLogWindowLongLog scrolls a long log: the cursor's entry, and its
+// details when expanded, are always on screen.
+func TestLogWindowLongLog(t *testing.T) {
+	src := newFakeSource()
+	m := newTestModel(t, src, 80, 24)
+	openTestLog(t, src, m)
+	exit := 0
+	var batch []api.LogEntry
+	for n := 4; n < 2004; n++ {
+		batch = append(batch, entry(src.sandboxes[0].ID, n, "exec", fmt.Sprintf(`{"command":"echo %d"}`, n), &exit, 1))
+	}
+	m.Update(logBatchMsg{gen: m.log.gen, entries: batch})
+	if v := m.View(); !strings.Contains(v, "› ") || !strings.Contains(v, "echo 2003") {
+		t.Fatalf("following a long log does not show the newest entry:\n%s", v)
+	}
+	keys(m, "pgup", "pgup", "k", "enter")
+	v := m.View()
+	cur := m.log.entries[m.log.cursor]
+	if !strings.Contains(v, "› ") || !strings.Contains(v, "      "+entrySummary(cur)) || !strings.Contains(v, "exit code: 0") {
+		t.Errorf("cursor entry %s or its details are off screen:\n%s", cur.ID, v)
+	}
+	keys(m, "g")
+	if v := m.View(); !strings.Contains(v, "› ") || !strings.Contains(v, "go build ./...") {
+		t.Errorf("g does not show the oldest entry:\n%s", v)
 	}
 }
