@@ -58,6 +58,7 @@ func (m *Model) openDetail(id string) tea.Cmd {
 // loadDetail reads the sandbox, its resources, processes and the newest
 // audit entries, in one Cmd.
 func (m *Model) loadDetail(id string) tea.Cmd {
+	m.loadingDetail = true
 	src := m.src
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)

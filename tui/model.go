@@ -73,6 +73,9 @@ type Model struct {
 	note    string // a transient message in the status line
 	noteErr bool
 	confirm string // id of the sandbox awaiting "destroy? y/n"
+	// Reads in flight: a tick does not start another while one is
+	// waiting, so a hanging server does not pile requests up.
+	loadingList, loadingDetail bool
 
 	list   listState
 	detail detailState
@@ -149,6 +152,10 @@ func call[T any](fn func(ctx context.Context) (T, error)) (T, error) {
 }
 
 func (m *Model) loadSandboxes() tea.Cmd {
+	if m.loadingList {
+		return nil
+	}
+	m.loadingList = true
 	src := m.src
 	return func() tea.Msg {
 		sbs, err := call(func(ctx context.Context) ([]api.Sandbox, error) { return src.ListSandboxes(ctx, false) })
@@ -185,11 +192,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tickMsg:
 		cmds := []tea.Cmd{m.loadSandboxes(), m.tick()}
-		if m.inStack(screenDetail) {
+		if m.inStack(screenDetail) && !m.loadingDetail {
 			cmds = append(cmds, m.loadDetail(m.detail.id))
 		}
 		return m, tea.Batch(cmds...)
 	case sandboxesMsg:
+		m.loadingList = false
 		m.offline = msg.err
 		if msg.err == nil {
 			m.list.set(msg.sbs)
@@ -197,7 +205,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case attachDoneMsg:
 		if msg.err != nil {
-			m.setNote(fmt.Sprintf("attach to %s: %v", msg.id, msg.err), true)
+			m.setNote("attach: "+errText(msg.err), true)
 		} else {
 			m.setNote("detached from "+msg.id, false)
 		}
@@ -213,6 +221,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, m.loadSandboxes()
 	case detailMsg:
+		m.loadingDetail = false
 		m.detail.apply(msg)
 		return m, nil
 	case logBatchMsg, watchEndMsg, watchRetryMsg:

@@ -20,8 +20,10 @@ func newTestModel(t *testing.T, src *fakeSource, w, h int) *Model {
 	return m
 }
 
-// load runs the list's first load synchronously.
+// load reads the list synchronously, as if any read still in flight had
+// been answered.
 func load(m *Model) {
+	m.loadingList = false
 	m.Update(m.loadSandboxes()())
 }
 
@@ -135,6 +137,10 @@ func TestOfflineAndRecovery(t *testing.T) {
 	_, cmd := m.Update(tickMsg{})
 	if cmd == nil {
 		t.Fatal("tick returned no command")
+	}
+	// Until the tick's read is answered, another tick reads nothing more.
+	if m.loadSandboxes() != nil {
+		t.Error("a second list read started while one was in flight")
 	}
 	load(m)
 	if m.offline == nil {
