@@ -59,6 +59,7 @@ func newKeyMap() keyMap {
 	km.Down.SetHelp("↓/j", "down")
 	km.Choose.SetHelp("←/→", "change size")
 	km.Expand.SetHelp("enter", "expand")
+	km.No.SetHelp("n/esc", "no")
 	return km
 }
 

@@ -460,6 +460,9 @@ func errText(err error) string {
 }
 
 func (m *Model) helpBar() string {
+	if m.confirm != "" {
+		return m.help.ShortHelpView([]key.Binding{m.keys.Yes, m.keys.No})
+	}
 	short, _ := m.keys.forScreen(m.current())
 	return m.help.ShortHelpView(short)
 }
