@@ -44,11 +44,12 @@ func (p *tuiPane) capture(ts *testscript.TestScript, escapes bool) string {
 //	tui start          start it (in a pane that outlives it)
 //	tui wait REGEXP    poll the screen until REGEXP matches
 //	tui keys KEY...    press keys, one at a time (tmux key names)
+//	tui resize W H     resize the window
 //	[!] tui nocolor    the screen has no colour (! it has some)
 //	tui exited N       it exited with N and gave the terminal back
 func cmdTUI(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) == 0 || (neg && args[0] != "nocolor") {
-		ts.Fatalf("usage: tui start|wait|keys|[!] nocolor|exited ...")
+		ts.Fatalf("usage: tui start|wait|keys|resize|[!] nocolor|exited ...")
 	}
 	// The pane is found through the script's environment: TUI_SOCKET is
 	// set by tui start.
@@ -71,6 +72,13 @@ func cmdTUI(ts *testscript.TestScript, neg bool, args []string) {
 			if out, err := p.tmux("send-keys", "-t", "tui", k); err != nil {
 				ts.Fatalf("tmux send-keys %s: %v\n%s", k, err, out)
 			}
+		}
+	case "resize":
+		if len(args) != 3 {
+			ts.Fatalf("usage: tui resize COLS ROWS")
+		}
+		if out, err := p.tmux("resize-window", "-t", "tui", "-x", args[1], "-y", args[2]); err != nil {
+			ts.Fatalf("tmux resize-window: %v\n%s", err, out)
 		}
 	case "nocolor":
 		// A foreground or background colour: 3x, 4x, 9x or 10x, or an
