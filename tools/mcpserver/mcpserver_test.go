@@ -195,4 +195,3 @@ func textOf(t *testing.T, res *mcp.CallToolResult) string {
 	}
 	return tc.Text
 }
-
