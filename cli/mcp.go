@@ -173,6 +173,9 @@ func (o *mcpOptions) entry(app *App) (mcpEntry, error) {
 	e := mcpEntry{Command: o.command}
 	if e.Command == "" {
 		e.Command = findMCPBinary()
+		if !filepath.IsAbs(e.Command) {
+			fmt.Fprintln(app.IO.ErrOut, "warning: boxkite-mcp is not next to boxkite or on PATH; install it (go install github.com/boxkite/boxkite/cmd/boxkite-mcp@latest) or pass --command")
+		}
 	}
 	if o.withKey {
 		cfg, err := app.Config()
