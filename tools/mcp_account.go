@@ -25,6 +25,12 @@ func accountTool[In any](name, desc string, schema json.RawMessage, fn func(ctx 
 			}
 			out, err := fn(ctx, in)
 			if text, done, err := result(err); done {
+				if err != nil && ctx.Err() == nil {
+					// Not a refusal and not our caller giving up: the
+					// control plane did not answer (client.ConnError says
+					// so and where), or answered nonsense.
+					return "Error: " + err.Error(), nil
+				}
 				return text, err
 			}
 			return out, nil

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"testing"
@@ -35,6 +36,10 @@ func (p *fakeProvider) DeleteSandbox(_ context.Context, id string) error {
 }
 
 func (p *fakeProvider) ListVolumes(context.Context) ([]api.Volume, error) { return nil, nil }
+
+func (p *fakeProvider) ListImages(context.Context) ([]api.Image, error) {
+	return nil, errors.New("cannot reach the boxkite server at http://127.0.0.1:1: connection refused")
+}
 
 func TestMCPToolSet(t *testing.T) {
 	want := []string{
@@ -137,6 +142,10 @@ func TestMCPTools(t *testing.T) {
 		{
 			name: "no volumes", tool: "list_sandbox_volumes", args: `{}`,
 			want: "No volumes found.",
+		},
+		{
+			name: "server down", tool: "list_sandbox_images", args: `{}`,
+			want: "Error: cannot reach the boxkite server at http://127.0.0.1:1: connection refused",
 		},
 	}
 	for _, tc := range tests {
