@@ -332,13 +332,16 @@ func dirSpellings(dir string) []string {
 	return out
 }
 
-func sameDir(a, b string) bool {
-	if a == "" || b == "" {
+// sameDir reports whether a session recorded in cwd belongs to dir: cwd
+// is dir or below it (the whole tree under dir goes along), in any
+// spelling of either.
+func sameDir(cwd, dir string) bool {
+	if cwd == "" || dir == "" {
 		return false
 	}
-	for _, x := range dirSpellings(a) {
-		for _, y := range dirSpellings(b) {
-			if x == y {
+	for _, x := range dirSpellings(cwd) {
+		for _, y := range dirSpellings(dir) {
+			if _, ok := rebase(x, y, y); ok {
 				return true
 			}
 		}

@@ -88,7 +88,7 @@ type Bundle struct {
 	Files       []File
 	Credentials []Credential
 	Resume      [][]string // commands run in turn (joined by &&), as argv; every word is validated
-	Workdir     string   // sandbox directory the resume command runs in
+	Workdir     string     // sandbox directory the resume command runs in
 	Warnings    []string
 }
 
