@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/boxkite/boxkite/client"
 )
 
 // detachKey is Ctrl-], as in telnet and docker attach.
@@ -52,9 +54,15 @@ func runAttach(ctx context.Context, app *App, ref string, readOnly bool) error {
 	if err != nil {
 		return err
 	}
-	t, err := c.Attach(ctx, sb.ID, readOnly)
+	return attachTo(ctx, app, c, sb.ID, readOnly, "")
+}
+
+// attachTo attaches this terminal to sandbox id's; typed, when not empty,
+// is sent first, as if typed (handoff starts its resume command so).
+func attachTo(ctx context.Context, app *App, c *client.Client, id string, readOnly bool, typed string) error {
+	t, err := c.Attach(ctx, id, readOnly)
 	if err != nil {
-		return fmt.Errorf("attach to sandbox %s: %w", sb.ID, err)
+		return fmt.Errorf("attach to sandbox %s: %w", id, err)
 	}
 	defer t.Close()
 	restore, err := makeRaw(app.IO)
@@ -73,7 +81,12 @@ func runAttach(ctx context.Context, app *App, ref string, readOnly bool) error {
 	if app.IO.InTTY {
 		eol = "\r\n"
 	}
-	fmt.Fprintf(app.IO.ErrOut, "attached%s to sandbox %s; Ctrl-] detaches%s", mode, sb.ID, eol)
+	fmt.Fprintf(app.IO.ErrOut, "attached%s to sandbox %s; Ctrl-] detaches%s", mode, id, eol)
+	if typed != "" {
+		if _, err := io.WriteString(t, typed); err != nil {
+			return fmt.Errorf("type into sandbox %s: %w", id, err)
+		}
+	}
 	winch := make(chan os.Signal, 1)
 	notifyResize(winch)
 	defer signal.Stop(winch)
