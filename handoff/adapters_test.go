@@ -318,3 +318,42 @@ func TestCredentialString(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLineEdits feeds arbitrary lines to every adapter's rewriting: the
+// result is valid JSON, and a line naming no local path comes out as it
+// went in.
+func FuzzLineEdits(f *testing.F) {
+	for _, s := range jsonSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"type":"session_meta","payload":{"cwd":"/src/app","roots":["/src/app/x",1]}}`))
+	f.Add([]byte(`{"info":{"directory":"/src/app"},"messages":[{"info":{"path":{"cwd":"/src/app","root":"/src"}}}]}`))
+	m := Mapping{Rules: []Rule{{From: "/src/app", To: "/workspace/app"}}}
+	edits := map[string]lineEdit{
+		"claude": claudeEdit(m, "/home/u/.claude/projects/-src-app/", "/workspace/.claude/projects/-workspace-app/"),
+		"codex":  codexEdit(m),
+		"opencode": func(_ int, b []byte) ([]byte, error) {
+			return opencodeEdit(b, m), nil
+		},
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if !json.Valid(line) {
+			return
+		}
+		for name, edit := range edits {
+			got, err := edit(1, line)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if got == nil {
+				got = line
+			}
+			if !json.Valid(got) {
+				t.Fatalf("%s turned %q into invalid JSON %q", name, line, got)
+			}
+			if !bytes.Contains(line, []byte("/src/app")) && !bytes.Contains(line, []byte(`\`)) && !bytes.Equal(got, line) {
+				t.Fatalf("%s changed %q, which names no local path, into %q", name, line, got)
+			}
+		}
+	})
+}
