@@ -135,9 +135,11 @@ func TestHandoff(t *testing.T) {
 	}
 }
 
-// runBoxkite runs the CLI in-process.
+// runBoxkite runs the CLI in-process. Its output buffers are locked: an
+// attachment's relay may still be copying the terminal's last bytes when
+// the command returns.
 func runBoxkite(args ...string) (string, string, int) {
-	var out, errOut bytes.Buffer
+	var out, errOut syncBuffer
 	stdio := cli.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
 	code := cli.Execute(context.Background(), cli.NewRoot(cli.NewApp(stdio, "test")), args)
 	return out.String(), errOut.String(), code
