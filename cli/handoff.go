@@ -30,8 +30,8 @@ type handoffFlags struct {
 func newHandoffCmd(app *App) *cobra.Command {
 	var f handoffFlags
 	cmd := &cobra.Command{
-		Use:   "handoff claude-code|codex|opencode [--session ID] [--dry-run] [--no-attach] [--keep-local]",
-		Short: "Continue a local Claude Code, Codex or opencode session in a sandbox",
+		Use:   "handoff claude-code|codex|opencode|gemini [--session ID] [--dry-run] [--no-attach] [--keep-local]",
+		Short: "Continue a local Claude Code, Codex, opencode or Gemini CLI session in a sandbox",
 		Long: `Move the coding-agent session you are in, with this working tree, into a new
 sandbox and resume it there.
 
@@ -42,7 +42,8 @@ tree this directory is in, .git included, without what .gitignore leaves out
 looks for them, with the recorded working directory rewritten to the
 sandbox's; torn or corrupt lines are dropped with a warning. Credentials
 (ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN; OPENAI_API_KEY, CODEX_API_KEY,
-CODEX_ACCESS_TOKEN or ~/.codex/auth.json; opencode's auth.json entry) are
+CODEX_ACCESS_TOKEN or ~/.codex/auth.json; opencode's auth.json entry;
+GEMINI_API_KEY or GOOGLE_API_KEY) are
 written to a 0600 file in the sandbox and sourced there, never typed.
 
 Then this terminal is attached to the sandbox (needs an admin API key) and

@@ -19,7 +19,8 @@ func handoffEnv(t *testing.T) *handofftest.Fixture {
 	for k, v := range map[string]string{
 		"HOME": fx.Home, "BOXKITE_OPENCODE": fx.Opencode, "ANTHROPIC_API_KEY": "sk-dry-run-secret",
 		"CLAUDE_CODE_OAUTH_TOKEN": "", "CLAUDE_CONFIG_DIR": "", "CODEX_HOME": "", "OPENAI_API_KEY": "",
-		"CODEX_API_KEY": "", "CODEX_ACCESS_TOKEN": "", "XDG_DATA_HOME": "",
+		"CODEX_API_KEY": "", "CODEX_ACCESS_TOKEN": "", "XDG_DATA_HOME": "", "GEMINI_API_KEY": "",
+		"GOOGLE_API_KEY": "", "GEMINI_CLI_HOME": "",
 	} {
 		t.Setenv(k, v)
 	}
@@ -83,7 +84,7 @@ func TestHandoffUsage(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"handoff"}, 2, "name one tool: claude-code, codex, opencode"},
+		{[]string{"handoff"}, 2, "name one tool: claude-code, codex, gemini, opencode"},
 		{[]string{"handoff", "cursor"}, 2, `unknown tool "cursor"`},
 		{[]string{"handoff", "claude-code", "--session", "../x", "--dry-run"}, 1, "not a valid identifier"},
 		{[]string{"handoff", "codex", "--session", "ffffffff-0000-4000-8000-000000000009", "--dry-run"}, 1, "no Codex rollout"},

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"slices"
@@ -332,6 +334,7 @@ func FuzzLineEdits(f *testing.F) {
 	edits := map[string]lineEdit{
 		"claude": claudeEdit(m, "/home/u/.claude/projects/-src-app/", "/workspace/.claude/projects/-workspace-app/"),
 		"codex":  codexEdit(m),
+		"gemini": geminiEdit(m, "h"),
 		"opencode": func(_ int, b []byte) ([]byte, error) {
 			return opencodeEdit(b, m), nil
 		},
@@ -351,9 +354,71 @@ func FuzzLineEdits(f *testing.F) {
 			if !json.Valid(got) {
 				t.Fatalf("%s turned %q into invalid JSON %q", name, line, got)
 			}
-			if !bytes.Contains(line, []byte("/src/app")) && !bytes.Contains(line, []byte(`\`)) && !bytes.Equal(got, line) {
+			if name != "gemini" && !bytes.Contains(line, []byte("/src/app")) && !bytes.Contains(line, []byte(`\`)) && !bytes.Equal(got, line) {
 				t.Fatalf("%s changed %q, which names no local path, into %q", name, line, got)
 			}
 		}
 	})
+}
+
+func TestGemini(t *testing.T) {
+	fx := handofftest.Install(t)
+	p := prepare(t, fx, "gemini", "", "GEMINI_API_KEY", "g1")
+	id := handofftest.GeminiSession
+	if p.Session.ID != id {
+		t.Fatalf("picked session %s, want %s", p.Session.ID, id)
+	}
+	chats := "/workspace/.gemini/tmp/my-app-v2/chats/"
+	want := []string{
+		"/workspace/.gemini/projects.json",
+		chats + id + "/" + handofftest.GeminiSubagent + ".jsonl",
+		chats + "session-2026-09-01T10-00-3c9d1e2f.jsonl",
+		"/workspace/.gemini/tmp/my-app-v2/.project_root",
+	}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, targets(p)); diff != "" {
+		t.Errorf("targets (-want +got):\n%s", diff)
+	}
+	if want := "cd '" + sandboxRoot + "' && gemini --resume " + id; p.Resume != want {
+		t.Errorf("resume = %q, want %q", p.Resume, want)
+	}
+	staged := map[string][]byte{}
+	for _, f := range p.Files {
+		staged[f.Target] = readFile(t, f.Staged)
+	}
+	if got := string(staged["/workspace/.gemini/tmp/my-app-v2/.project_root"]); got != sandboxRoot {
+		t.Errorf(".project_root = %q", got)
+	}
+	if got := string(staged["/workspace/.gemini/projects.json"]); got != `{"projects":{"`+sandboxRoot+`":"my-app-v2"}}`+"\n" {
+		t.Errorf("projects.json = %q", got)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(staged[chats+"session-2026-09-01T10-00-3c9d1e2f.jsonl"]), "\n"), "\n")
+	if len(lines) != 8 {
+		t.Fatalf("staged %d lines, want 8 (10 less a corrupt and a torn one)", len(lines))
+	}
+	var meta struct {
+		ProjectHash string   `json:"projectHash"`
+		Directories []string `json:"directories"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &meta); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{sandboxRoot, sandboxRoot + "/sub", fx.Src + "-old"}, meta.Directories); diff != "" {
+		t.Errorf("directories (-want +got):\n%s", diff)
+	}
+	if sum := sha256.Sum256([]byte(sandboxRoot)); meta.ProjectHash != hex.EncodeToString(sum[:]) {
+		t.Errorf("projectHash = %q", meta.ProjectHash)
+	}
+	if v, _ := stringAt([]byte(lines[4]), "$set", "directories", "[]"); v != sandboxRoot {
+		t.Errorf("$set directories = %q, want %q", v, sandboxRoot)
+	}
+	src := validLines(t, readFile(t, p.Session.Path))
+	for i := 1; i < len(lines); i++ {
+		if i != 4 && lines[i] != src[i] {
+			t.Errorf("line %d changed; want it as recorded", i)
+		}
+	}
+	if got := geminiSlug("/x/My App..v2!"); got != "my-app-v2" {
+		t.Errorf("geminiSlug = %q", got)
+	}
 }

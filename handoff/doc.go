@@ -1,5 +1,5 @@
-// Package handoff moves a local Claude Code, Codex or opencode session into
-// a sandbox: one Adapter per tool finds the session on this machine and
+// Package handoff moves a local Claude Code, Codex, opencode or Gemini CLI
+// session into a sandbox: one Adapter per tool finds the session on this machine and
 // bundles its files with their recorded working directory rewritten to the
 // sandbox's, and Prepare and Transfer stage the bundle, stream the working
 // tree and the session into the sandbox as one archive, and leave a script

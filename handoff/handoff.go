@@ -58,6 +58,7 @@ func Adapters() map[string]Adapter {
 		"claude-code": claudeAdapter{},
 		"codex":       codexAdapter{},
 		"opencode":    opencodeAdapter{},
+		"gemini":      geminiAdapter{},
 	}
 }
 

@@ -32,6 +32,8 @@ const (
 	CodexPairSession   = "019c8a10-0000-7000-8000-000000000004" // plain and .zst
 	CodexOldFormat     = "019c0000-0000-7000-8000-000000000003"
 	OpencodeSession    = "ses_8fz2kq1m0000000000000003"
+	GeminiSession      = "3c9d1e2f-5a6b-4c7d-8e9f-0a1b2c3d4e5f"
+	GeminiSubagent     = "7d7d7d7d-0000-4000-8000-000000000005"
 )
 
 // Fixture is one installed copy of the fixtures.
@@ -43,7 +45,7 @@ type Fixture struct {
 	Ignored  []string          // project files .gitignore leaves out
 }
 
-// Install copies the fixtures into a fresh temporary directory, filling
+// Install copies the fixtures (Claude Code, Codex, opencode and Gemini CLI) into a fresh temporary directory, filling
 // in the placeholders: @@SRC@@ (the project directory), @@ENC@@ (its Claude
 // Code encoding, also in file names), @@CLAUDE@@ (the Claude config
 // directory), @@PAD:N@@ (N bytes of base64-looking data, for lines over a
@@ -224,6 +226,7 @@ func (f *Fixture) setTimes(t testing.TB, enc string) {
 	now := time.Now()
 	claude := filepath.Join(f.Home, ".claude", "projects")
 	codex := filepath.Join(f.Home, ".codex")
+	gemini := filepath.Join(f.Home, ".gemini", "tmp")
 	times := map[string]time.Duration{
 		filepath.Join(claude, enc, ClaudeSession+".jsonl"):                                                                 time.Hour,
 		filepath.Join(claude, enc, ClaudeOlderSession+".jsonl"):                                                            48 * time.Hour,
@@ -233,6 +236,9 @@ func (f *Fixture) setTimes(t testing.TB, enc string) {
 		filepath.Join(codex, "sessions/2026/02/24/rollout-2026-02-24T09-00-00-019c8b00-0000-7000-8000-000000000002.jsonl"): 0,
 		filepath.Join(codex, "sessions/2026/02/21/rollout-2026-02-21T09-00-00-"+CodexPairSession+".jsonl"):                 72 * time.Hour,
 		filepath.Join(codex, "sessions/2026/02/21/rollout-2026-02-21T09-00-00-"+CodexPairSession+".jsonl.zst"):             72 * time.Hour,
+		filepath.Join(gemini, "my-app-v2/chats/session-2026-09-01T10-00-3c9d1e2f.jsonl"):                                   time.Hour,
+		filepath.Join(gemini, "my-app-v2/chats/session-2026-08-30T09-00-1a1a1a1a.jsonl"):                                   48 * time.Hour,
+		filepath.Join(gemini, "other/chats/session-2026-09-02T09-00-2b2b2b2b.jsonl"):                                       0,
 		filepath.Join(codex, "archived_sessions/rollout-2025-08-01T09-00-00-"+CodexOldFormat+".jsonl"):                     96 * time.Hour,
 	}
 	for p, age := range times {

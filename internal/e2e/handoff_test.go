@@ -39,6 +39,7 @@ func TestHandoff(t *testing.T) {
 	s := servertest.New(t, servertest.WithLogger(slog.New(slog.NewTextHandler(&serverLog, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	fx := handofftest.Install(t)
 	claudeKey := fmt.Sprintf("sk-ant-test-%d", time.Now().UnixNano())
+	geminiKey := fmt.Sprintf("gemini-test-%d", time.Now().UnixNano())
 	for _, kv := range [][2]string{
 		{"HOME", fx.Home},
 		{"BOXKITE_HOME", t.TempDir()},
@@ -58,7 +59,7 @@ func TestHandoff(t *testing.T) {
 		t.Setenv(kv[0], kv[1])
 	}
 	t.Chdir(fx.Src)
-	secrets := []string{claudeKey}
+	secrets := []string{claudeKey, geminiKey}
 	for _, v := range fx.Secrets {
 		secrets = append(secrets, v)
 	}
@@ -86,6 +87,12 @@ func TestHandoff(t *testing.T) {
 			return []sessionCheck{{
 				path:  "/workspace/.codex/sessions/2026/02/23/rollout-2026-02-23T12-54-34-" + handofftest.CodexSession + ".jsonl",
 				lines: true, cwd: [][]string{{"payload", "cwd"}, {"payload", "workspace_roots", "[]"}}, only: `"type":"turn_context"`,
+			}}
+		}},
+		{"gemini", true, "GEMINI_API_KEY", 0, func(string) []sessionCheck {
+			return []sessionCheck{{
+				path:  "/workspace/.gemini/tmp/my-app-v2/chats/session-2026-09-01T10-00-3c9d1e2f.jsonl",
+				lines: true, cwd: [][]string{{"directories", "[]"}, {"$set", "directories", "[]"}},
 			}}
 		}},
 		{"opencode", true, "OPENCODE_AUTH_CONTENT", 0, func(string) []sessionCheck {
