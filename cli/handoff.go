@@ -48,7 +48,7 @@ written to a 0600 file in the sandbox and sourced there, never typed.
 
 Then this terminal is attached to the sandbox (needs an admin API key) and
 the tool resumes. --dry-run prints the plan and sends nothing; --no-attach
-sends everything and prints what to run instead; --keep-local keeps the
+(or --json) sends everything and prints what to run instead; --keep-local keeps the
 rewritten session files staged on this machine and prints where.`,
 		Example: `  boxkite handoff claude-code
   boxkite handoff codex --session 019c8a53-0000-7000-8000-00000000c0de --dry-run
@@ -138,7 +138,11 @@ func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags
 	}
 	// A leading space keeps the line out of an interactive shell's history
 	// where HISTCONTROL allows; it names a path only either way.
-	return attachTo(ctx, app, c, sb.ID, false, " "+res.Source+"\r")
+	if err := attachTo(ctx, app, c, sb.ID, false, " "+res.Source+"\r"); err != nil {
+		// Everything is in the sandbox already: say how to carry on.
+		return &hintError{err: err, hint: fmt.Sprintf("the session waits in sandbox %s; with an admin API key run 'boxkite attach -s %s', then: %s", sb.ID, sb.ID, res.Source)}
+	}
+	return nil
 }
 
 // handoffSandbox is the sandbox to hand off into: the one named with -s,
