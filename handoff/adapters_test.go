@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -159,6 +160,27 @@ func TestClaudeFind(t *testing.T) {
 				t.Fatalf("Find = %+v, %v, want %s", f, err, tt.wantID)
 			}
 		})
+	}
+}
+
+// TestClaudeFindByCwd finds a session whose directory name is not the
+// encoding of the cwd (Claude Code hashes long paths, and its hash differs
+// between builds) by the cwd recorded in its lines.
+func TestClaudeFindByCwd(t *testing.T) {
+	fx := handofftest.Install(t)
+	dir := t.TempDir()
+	proj := filepath.Join(fx.Home, ".claude", "projects", "-some-long-prefix-k3j9x")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const id = "5e5e5e5e-0000-4000-8000-000000000008"
+	line := `{"type":"user","cwd":"` + dir + `","sessionId":"` + id + `","uuid":"h1"}` + "\n"
+	if err := os.WriteFile(filepath.Join(proj, id+".jsonl"), []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := claudeAdapter{}.Find(context.Background(), Env{Home: fx.Home, Getenv: fx.Env()}, dir, "")
+	if err != nil || f.ID != id || f.Cwd != dir {
+		t.Fatalf("Find = %+v, %v; want session %s recorded in %s", f, err, id, dir)
 	}
 }
 

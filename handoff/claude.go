@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -78,11 +79,17 @@ func (a claudeAdapter) Find(_ context.Context, env Env, dir, id string) (*Found,
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("read %s: %w", projects, err)
 		}
+		var every []claudeSession
 		for _, e := range all {
-			for _, s := range claudeSessions(filepath.Join(projects, e.Name()), id) {
-				if id != "" || sameDir(claudeCwd(s.path), dir) {
-					cands = append(cands, s)
-				}
+			every = append(every, claudeSessions(filepath.Join(projects, e.Name()), id)...)
+		}
+		// Newest first, reading transcripts only until one matches: the
+		// cwd is in the lines, and a corpus may hold gigabytes of them.
+		slices.SortFunc(every, func(a, b claudeSession) int { return b.mod.Compare(a.mod) })
+		for _, s := range every {
+			if id != "" || sameDir(claudeCwd(s.path), dir) {
+				cands = append(cands, s)
+				break
 			}
 		}
 	}
