@@ -124,6 +124,12 @@ func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags
 	res, err := handoff.Transfer(ctx, plan, archiveUploader{c, sb.ID}, progress.reader)
 	progress.done()
 	if err != nil {
+		if f.sandbox == "" {
+			// A sandbox made for this handoff holds half a tree: remove it.
+			if derr := c.DeleteSandbox(context.WithoutCancel(ctx), sb.ID); derr == nil {
+				fmt.Fprintf(app.IO.ErrOut, "removed sandbox %s\n", sb.ID)
+			}
+		}
 		return fmt.Errorf("hand off to sandbox %s: %w", sb.ID, err)
 	}
 	fmt.Fprintf(app.IO.ErrOut, "sent %d files (%s) to sandbox %s; the session resumes in %s\n",
