@@ -2,7 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,7 +57,7 @@ func TestHandoffDryRun(t *testing.T) {
 }
 
 func TestHandoffDryRunJSON(t *testing.T) {
-	handoffEnv(t)
+	fx := handoffEnv(t)
 	r := runCLI(t, "", "handoff", "codex", "--dry-run", "--json", "--keep-local")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -71,10 +73,29 @@ func TestHandoffDryRunJSON(t *testing.T) {
 	if m == nil {
 		t.Fatalf("--keep-local named no directory:\n%s", r.stderr)
 	}
+	defer os.RemoveAll(m[1])
 	if _, err := os.Stat(m[1] + "/.codex/sessions/2026/02/23"); err != nil {
 		t.Errorf("staged files not kept: %v", err)
 	}
-	os.RemoveAll(m[1])
+	// Credentials are never written on this machine, staged or not.
+	err := filepath.WalkDir(m[1], func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		for _, v := range fx.Secrets {
+			if strings.Contains(string(b), v) {
+				t.Errorf("%s holds a credential value", p)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(r.stdout, fx.Secrets["codex-auth"]) {
+		t.Error("the JSON plan shows a credential value")
+	}
 }
 
 func TestHandoffUsage(t *testing.T) {
