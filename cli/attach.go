@@ -11,9 +11,9 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/boxkite/boxkite/client"
-	"golang.org/x/term"
 )
 
 // detachKey is Ctrl-], as in telnet and docker attach.
@@ -54,12 +54,14 @@ func runAttach(ctx context.Context, app *App, ref string, readOnly bool) error {
 	if err != nil {
 		return err
 	}
-	return attachSession(ctx, c, sb.ID, readOnly, app.IO)
+	return attachSession(ctx, c, sb.ID, readOnly, app.IO, "")
 }
 
 // attachSession relays stdio to the terminal of sandbox id until the user
-// detaches or the shell exits; boxkite attach and boxkite tui share it.
-func attachSession(ctx context.Context, c *client.Client, id string, readOnly bool, stdio IO) error {
+// detaches or the shell exits; boxkite attach, tui and handoff share it.
+// typed, when not empty, is sent first, as if typed (handoff starts its
+// resume command so).
+func attachSession(ctx context.Context, c *client.Client, id string, readOnly bool, stdio IO, typed string) error {
 	t, err := c.Attach(ctx, id, readOnly)
 	if err != nil {
 		return fmt.Errorf("attach to sandbox %s: %w", id, err)
@@ -82,6 +84,11 @@ func attachSession(ctx context.Context, c *client.Client, id string, readOnly bo
 		eol = "\r\n"
 	}
 	fmt.Fprintf(stdio.ErrOut, "attached%s to sandbox %s; Ctrl-] detaches%s", mode, id, eol)
+	if typed != "" {
+		if _, err := io.WriteString(t, typed); err != nil {
+			return fmt.Errorf("type into sandbox %s: %w", id, err)
+		}
+	}
 	winch := make(chan os.Signal, 1)
 	notifyResize(winch)
 	defer signal.Stop(winch)

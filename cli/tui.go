@@ -110,7 +110,7 @@ func (a *attachCommand) Run() error {
 		defer cr.Cancel()
 		stdio.In = fileReader{Reader: cr, f: f}
 	}
-	return attachSession(a.ctx, a.c, a.id, false, stdio)
+	return attachSession(a.ctx, a.c, a.id, false, stdio, "")
 }
 
 // fileReader reads through a cancelable reader but offers the file's
