@@ -410,5 +410,3 @@ func accountOf(t *testing.T, s *servertest.Server) string {
 	mustJSON(t, body, &a)
 	return a.ID
 }
-
-
