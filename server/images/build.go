@@ -117,25 +117,25 @@ func (m *Manager) Build(ctx context.Context, account, label string, spec api.Ima
 		return api.Image{}, false, err
 	}
 	hash := specHash(spec)
-	recs, err := m.all()
+	imgs, err := m.recs.ListImages(ctx, account)
 	if err != nil {
 		return api.Image{}, false, err
 	}
-	for _, r := range recs {
-		if r.AccountID == account && r.SpecHash == hash && r.Status != api.ImageFailed {
-			return r.Image, false, nil
+	for _, img := range imgs {
+		if img.Spec != nil && specHash(*img.Spec) == hash && img.Status != api.ImageFailed {
+			return img, false, nil
 		}
 	}
 	if err := m.checkLimit(account); err != nil {
 		return api.Image{}, false, err
 	}
-	r := record{AccountID: account, SpecHash: hash, Image: api.Image{
+	r := record{AccountID: account, Image: api.Image{
 		ID: newID(), Label: label, Status: api.ImageQueued, Source: api.ImageSourceBuild, Spec: &spec, CreatedAt: m.now().UTC(),
 	}}
 	if err := os.Mkdir(filepath.Join(m.dir, r.ID), 0o700); err != nil {
 		return api.Image{}, false, fmt.Errorf("create image: %w", err)
 	}
-	if err := m.save(r); err != nil {
+	if err := m.insert(r); err != nil {
 		return api.Image{}, false, err
 	}
 	m.wg.Go(func() {

@@ -110,15 +110,12 @@ func imageArchive(t *testing.T) []byte {
 }
 
 // TestImportedImageBoots: an archive made here is imported over the API and
-// a sandbox created from it sees the image's root, not the host's.
+// a sandbox created from it sees the image's root, not the host's. The
+// image's record and its use are in the store: after a restart the image
+// is still completed and still refused deletion while the sandbox lives.
 func TestImportedImageBoots(t *testing.T) {
 	t.Parallel()
-	imgDir := t.TempDir()
-	m, err := images.New(imgDir, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := servertest.New(t, servertest.WithConfig(server.Config{Images: m}))
+	s := servertest.New(t, servertest.WithImages(t.TempDir()))
 
 	resp, body := doRaw(t, s, s.APIKey, "POST", "/v1/images/import?label=tiny", bytes.NewReader(imageArchive(t)))
 	if resp.StatusCode != http.StatusAccepted {
@@ -164,6 +161,13 @@ func TestImportedImageBoots(t *testing.T) {
 		t.Errorf("exec = %q (exit %d, stderr %q), want %q", res.Stdout, res.ExitCode, res.Stderr, want)
 	}
 
+	s.Restart(t)
+	_, body = do(t, s, "GET", "/v1/images/"+img.ID, nil, "")
+	var after api.Image
+	mustJSON(t, body, &after)
+	if after.Status != api.ImageCompleted {
+		t.Errorf("image after a restart: %s", body)
+	}
 	resp, body = do(t, s, "DELETE", "/v1/images/"+img.ID, nil, "")
 	if resp.StatusCode != http.StatusConflict {
 		t.Errorf("delete an image in use: %d %s", resp.StatusCode, body)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
@@ -28,12 +29,15 @@ type Server struct {
 	Server   *server.Server // the control plane itself
 	Driver   *local.Driver
 	StateDir string // the driver's state directory
+	// Images keeps images in the store (WithImages); nil without.
+	Images *images.Manager
 
 	cfg       server.Config
 	log       *slog.Logger
 	driverCfg func(*local.Config) // from WithDriverConfig; nil means none
 	stop      func()              // stops serving (HTTP and background work) but not the sandboxes
 	dbPath    string
+	imageDir  string // from WithImages
 }
 
 // Option changes how New builds the server.
@@ -43,7 +47,13 @@ type options struct {
 	cfg       server.Config
 	log       *slog.Logger
 	driverCfg func(*local.Config)
+	imageDir  string
 }
+
+// WithImages keeps sandbox images under dir, their records in the
+// server's store: each start (Restart too) opens a new images.Manager on
+// both, as boxkite-server does.
+func WithImages(dir string) Option { return func(o *options) { o.imageDir = dir } }
 
 // WithConfig sets the server configuration (BootstrapAPIKey and
 // DriverName are always set by New).
@@ -86,6 +96,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		cfg:       o.cfg,
 		log:       o.log,
 		driverCfg: o.driverCfg,
+		imageDir:  o.imageDir,
 		dbPath:    filepath.Join(stateDir, "boxkite.db"),
 	}
 	s.cfg.BootstrapAPIKey = s.APIKey
@@ -115,7 +126,16 @@ func (s *Server) start(t testing.TB) {
 	if err != nil {
 		t.Fatalf("servertest: %v", err)
 	}
-	srv, err := server.New(s.cfg, st, s.Driver, s.log)
+	cfg := s.cfg
+	var imgs *images.Manager
+	if s.imageDir != "" {
+		if imgs, err = images.New(s.imageDir, s.log.With("component", "images"), images.WithRecords(st)); err != nil {
+			st.Close()
+			t.Fatalf("servertest: %v", err)
+		}
+		cfg.Images = imgs
+	}
+	srv, err := server.New(cfg, st, s.Driver, s.log)
 	if err != nil {
 		st.Close()
 		t.Fatalf("servertest: %v", err)
@@ -143,11 +163,14 @@ func (s *Server) start(t testing.TB) {
 			hs.Close()
 			cancel()
 			<-done
+			if imgs != nil {
+				_ = imgs.Close()
+			}
 			st.Close()
 		})
 	}
 	t.Cleanup(s.stop)
-	s.BaseURL, s.Server, s.Store, s.Account = hs.URL, srv, st, acct
+	s.BaseURL, s.Server, s.Store, s.Account, s.Images = hs.URL, srv, st, acct, imgs
 }
 
 // Restart simulates the control plane being killed (SIGKILL) and started
