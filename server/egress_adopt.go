@@ -54,9 +54,13 @@ func (s *Server) reopenEgress(ctx context.Context, sb *Sandbox) error {
 	if err != nil || len(grants) == 0 {
 		return err
 	}
-	r, ok := s.driver.(EgressReopener)
+	d := s.driver
+	if cd, ok := d.(countingDriver); ok {
+		d = cd.Driver // the metrics wrapper counts sandbox operations only
+	}
+	r, ok := d.(EgressReopener)
 	if !ok {
-		return nil
+		return fmt.Errorf("driver %T cannot reopen egress", d)
 	}
 	var allow egress.Allowlist
 	for _, g := range grants {

@@ -78,3 +78,17 @@ func (d *Driver) ReopenEgress(_ context.Context, id string, serve func(net.Liste
 	}
 	return d.listenEgress(id, js, serve)
 }
+
+// Release stops serving every egress socket this Driver holds, leaving
+// the sandboxes running, as the driver's process exiting would: a new
+// Driver on the same StateDir takes them over and a server adopting them
+// reopens their egress (ReopenEgress).
+func (d *Driver) Release() {
+	d.mu.Lock()
+	ls := d.egress
+	d.egress = nil
+	d.mu.Unlock()
+	for _, l := range ls {
+		_ = l.Close()
+	}
+}

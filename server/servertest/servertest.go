@@ -181,6 +181,7 @@ func (s *Server) start(t testing.TB) {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.stop()
+	s.Driver.Release() // what the process dying would close
 	driver, err := s.newDriver(t)
 	if err != nil {
 		t.Fatalf("servertest: restart: %v", err)
