@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/egress"
 )
 
 // Errors of Manager lookups.
@@ -50,10 +51,11 @@ func (m *Manager) checkLimit(account string) error {
 
 // Manager owns the images under one directory.
 type Manager struct {
-	dir    string
-	aptDir string // where the host's apt sources are, normally /etc/apt
-	log    *slog.Logger
-	now    func() time.Time
+	dir     string
+	sources Sources       // where builds fetch packages from (hosts.go)
+	proxy   *egress.Proxy // builds' only way out
+	log     *slog.Logger
+	now     func() time.Time
 
 	recs  Records
 	wg    sync.WaitGroup
@@ -73,7 +75,7 @@ func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 		return nil, fmt.Errorf("create images dir: %w", err)
 	}
 	m := &Manager{
-		dir: dir, aptDir: "/etc/apt", log: log, now: time.Now,
+		dir: dir, sources: Sources{AptDir: "/etc/apt"}, proxy: &egress.Proxy{Log: log, Permit: MirrorAddr}, log: log, now: time.Now,
 		recs: &fileRecords{dir: dir}, slots: make(chan struct{}, MaxRunning),
 	}
 	for _, o := range opts {

@@ -38,6 +38,7 @@ type Server struct {
 	stop      func()              // stops serving (HTTP and background work) but not the sandboxes
 	dbPath    string
 	imageDir  string // from WithImages
+	imageOpts []images.Option
 }
 
 // Option changes how New builds the server.
@@ -48,12 +49,15 @@ type options struct {
 	log       *slog.Logger
 	driverCfg func(*local.Config)
 	imageDir  string
+	imageOpts []images.Option
 }
 
 // WithImages keeps sandbox images under dir, their records in the
 // server's store: each start (Restart too) opens a new images.Manager on
 // both, as boxkite-server does.
-func WithImages(dir string) Option { return func(o *options) { o.imageDir = dir } }
+func WithImages(dir string, opts ...images.Option) Option {
+	return func(o *options) { o.imageDir, o.imageOpts = dir, opts }
+}
 
 // WithConfig sets the server configuration (BootstrapAPIKey and
 // DriverName are always set by New).
@@ -97,6 +101,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		log:       o.log,
 		driverCfg: o.driverCfg,
 		imageDir:  o.imageDir,
+		imageOpts: o.imageOpts,
 		dbPath:    filepath.Join(stateDir, "boxkite.db"),
 	}
 	s.cfg.BootstrapAPIKey = s.APIKey
@@ -129,7 +134,7 @@ func (s *Server) start(t testing.TB) {
 	cfg := s.cfg
 	var imgs *images.Manager
 	if s.imageDir != "" {
-		if imgs, err = images.New(s.imageDir, s.log.With("component", "images"), images.WithRecords(st)); err != nil {
+		if imgs, err = images.New(s.imageDir, s.log.With("component", "images"), append(s.imageOpts, images.WithRecords(st))...); err != nil {
 			st.Close()
 			t.Fatalf("servertest: %v", err)
 		}
