@@ -283,6 +283,9 @@ func (m *Manager) buildInNamespace(id string, spec api.ImageSpec, proxyURL strin
 			return fmt.Errorf("mount /%s: %w", mt.dst, err)
 		}
 	}
+	if err := dropBuildCaps(); err != nil {
+		return err
+	}
 	env := []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive", "HOME=/tmp",
 		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL, "HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL,
@@ -319,6 +322,9 @@ func (m *Manager) steps(spec api.ImageSpec, proxyURL string) [][]string {
 		argv := []string{
 			"python3", "-m", "pip", "install", "--no-cache-dir", "--no-input", "--root-user-action=ignore",
 			"--break-system-packages", "--index-url", idx, "--proxy", proxyURL,
+			// Wheels only: building an sdist would run the package's
+			// code as root here.
+			"--only-binary=:all:",
 		}
 		// pip ignores a plain-http index unless told to trust it; the
 		// operator configured this one.
@@ -329,7 +335,10 @@ func (m *Manager) steps(spec api.ImageSpec, proxyURL string) [][]string {
 	}
 	if len(spec.NPMPackages) > 0 {
 		argv := []string{
-			"npm", "install", "--global", "--prefix", "/usr/local", "--no-audit", "--no-fund", "--no-update-notifier",
+			// No install scripts: they would run the package's code as
+			// root here.
+			"npm", "install", "--global", "--prefix", "/usr/local", "--ignore-scripts",
+			"--no-audit", "--no-fund", "--no-update-notifier",
 			"--registry", m.sources.npmRegistry(),
 		}
 		for _, p := range spec.NPMPackages {

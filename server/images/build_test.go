@@ -2,8 +2,12 @@ package images
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
+	"runtime"
+	"strings"
 	"path/filepath"
 	"testing"
 
@@ -109,5 +113,39 @@ func TestMirrorAddr(t *testing.T) {
 		if got := MirrorAddr(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("MirrorAddr(%s) = %v, want %v", addr, got, want)
 		}
+	}
+}
+
+// TestDropBuildCaps: a process started from the build thread has only
+// buildCaps in its bounding set.
+func TestDropBuildCaps(t *testing.T) {
+	var want uint64
+	for _, c := range buildCaps {
+		want |= 1 << c
+	}
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread goes with its capabilities
+		if err := dropBuildCaps(); err != nil {
+			done <- result{err: err}
+			return
+		}
+		out, err := exec.Command("grep", "^CapBnd:", "/proc/self/status").Output()
+		done <- result{string(out), err}
+	}()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got, wantLine := strings.TrimSpace(r.out), fmt.Sprintf("CapBnd:\t%016x", want); got != wantLine {
+		t.Errorf("child's bounding set %q, want %q", got, wantLine)
+	}
+	// Any other thread keeps them.
+	if out, err := exec.Command("grep", "^CapBnd:", "/proc/self/status").Output(); err != nil || strings.Contains(string(out), fmt.Sprintf("%016x", want)) {
+		t.Errorf("another thread's child: %q, %v; the process lost its capabilities too", out, err)
 	}
 }
