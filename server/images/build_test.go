@@ -6,9 +6,9 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
