@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,4 +149,45 @@ func TestDropBuildCaps(t *testing.T) {
 	if out, err := exec.Command("grep", "^CapBnd:", "/proc/self/status").Output(); err != nil || strings.Contains(string(out), fmt.Sprintf("%016x", want)) {
 		t.Errorf("another thread's child: %q, %v; the process lost its capabilities too", out, err)
 	}
+}
+
+// FuzzValidate: whatever a client sends, an accepted spec holds only
+// packages that cannot be read as options or URLs by the package
+// managers, and validating it again changes nothing.
+func FuzzValidate(f *testing.F) {
+	for _, s := range []string{"jq", "jq=1.6-2.1+deb12u1", "requests==2.32.3", "@types/node==20.1.0", "-oAPT::x=1", "../x==1", "a==b==c"} {
+		f.Add(s, s, s)
+	}
+	f.Fuzz(func(t *testing.T, apt, pip, npm string) {
+		spec, err := Validate(api.ImageSpec{AptPackages: []string{apt}, PythonPackages: []string{pip}, NPMPackages: []string{npm}})
+		if err != nil {
+			return
+		}
+		for _, p := range append(append(slices.Clone(spec.AptPackages), spec.PythonPackages...), spec.NPMPackages...) {
+			if strings.HasPrefix(p, "-") || strings.Contains(p, ":/") || strings.ContainsAny(p, " \t\n;&|$`'\"\\") {
+				t.Errorf("accepted package %q", p)
+			}
+		}
+		again, err := Validate(spec)
+		if err != nil || !cmp.Equal(spec, again) {
+			t.Errorf("Validate(Validate(x)) = %+v, %v; want %+v", again, err, spec)
+		}
+	})
+}
+
+// FuzzGrantOf: a source URL becomes a grant for its own host and port, or
+// none.
+func FuzzGrantOf(f *testing.F) {
+	for _, s := range []string{"http://deb.debian.org/debian", "https://m.example:8443/x", "ftp://x/", "http://[::1]:80/", "http://a b/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		g, ok := grantOf(raw)
+		if !ok {
+			return
+		}
+		if g.Port < 1 || g.Port > 65535 || g.Host == "" || strings.ContainsAny(g.Host, "/@ ") {
+			t.Errorf("grantOf(%q) = %+v", raw, g)
+		}
+	})
 }
