@@ -2,6 +2,8 @@ package servertest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -236,6 +238,23 @@ func SidecarBinary(t testing.TB) string {
 	return sidecarBuild.path
 }
 
+// moduleTag is a short hash of the directory of the go.mod above the
+// working directory (a test's is its package's).
+func moduleTag() string {
+	dir, _ := os.Getwd()
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			dir = d
+			break
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return hex.EncodeToString(sum[:4])
+}
+
 func buildSidecar() (string, error) {
 	if p := os.Getenv(SidecarBinaryEnv); p != "" {
 		return filepath.Abs(p)
@@ -243,7 +262,9 @@ func buildSidecar() (string, error) {
 	// One fixed directory per user, so repeated runs reuse it instead of
 	// leaving a binary behind each time. It must be ours: a directory in
 	// /tmp that someone else made could hand us their binary.
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("boxkite-servertest-%d", os.Geteuid()))
+	// Named after the module's directory too: checkouts side by side
+	// (worktrees) build different sidecars and must not swap them.
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("boxkite-servertest-%d-%s", os.Geteuid(), moduleTag()))
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("build boxkite-sidecar: %w", err)
 	}
