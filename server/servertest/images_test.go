@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
@@ -28,9 +29,9 @@ import (
 
 const imageMarker = "made-by-the-test"
 
-// hostRootLayer is a tar of the smallest root a sandbox boots: the host's
-// dash as /bin/sh, the libraries it and the (dynamically linked) sidecar
-// need, and a marker file no host has.
+// hostRootLayer is a tar of a small root: the host's dash as /bin/sh, the
+// libraries it needs, and a marker file no host has. The sidecar brings
+// its own (jail.LoaderDir).
 func hostRootLayer(t *testing.T) []byte {
 	t.Helper()
 	dash, err := exec.LookPath("dash")
@@ -39,7 +40,7 @@ func hostRootLayer(t *testing.T) []byte {
 	}
 	files := map[string]string{"/usr/bin/dash": dash}
 	soPath := regexp.MustCompile(`(/\S+\.so[.\d]*)`)
-	for _, bin := range []string{dash, servertest.SidecarBinary(t)} {
+	for _, bin := range []string{dash} {
 		out, err := exec.Command("ldd", bin).CombinedOutput()
 		if err != nil && !strings.Contains(string(out), "not a dynamic executable") {
 			t.Fatalf("ldd %s: %v %s", bin, err, out)
@@ -389,8 +390,21 @@ func TestImageWithoutLibcBoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An OCI layout this time (TestImportedImageBoots sends docker's).
+	dir := t.TempDir()
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.AppendImage(img); err != nil {
+		t.Fatal(err)
+	}
 	var archive bytes.Buffer
-	if err := tarball.Write(nil, img, &archive); err != nil {
+	aw := tar.NewWriter(&archive)
+	if err := aw.AddFS(os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := aw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	got, err := m.Import(context.Background(), accountOf(t, s), "", &archive)
