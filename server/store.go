@@ -28,6 +28,7 @@ type Store interface {
 	AllowlistStore
 	VolumeStore
 	MCPConnectionStore
+	EgressStore
 	// Ping reports whether the store answers, for /health/ready.
 	Ping(ctx context.Context) error
 	// Close releases the store.
