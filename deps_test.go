@@ -63,12 +63,15 @@ var rules = map[string]depRule{
 		"github.com/gliderlabs/ssh": "ssh belongs to the bastion",
 		"golang.org/x/crypto/ssh":   "ssh belongs to the bastion",
 	})},
-	"server":          {ours: []string{"client/api", "tools", "server/egress"}, forbidden: merge(clientGo, sqlDriver)},
+	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
+		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
+	}},
+	"server":          {ours: []string{"client/api", "tools", "tools/mcpserver", "server/egress"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/egress":   {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	"server/sqlstore": {ours: []string{"server", "client/api", "tools"}, forbidden: merge(clientGo)},
 	"server/local":    {ours: []string{"server", "sidecar/jail", "client/api", "tools"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/kube":     {ours: []string{"server", "client/api", "tools"}, forbidden: sqlDriver},
-	"server/images":   {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/images":   {ours: []string{"client/api", "server/egress"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",
 	}},

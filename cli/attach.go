@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/boxkite/boxkite/client"
 )
 
 // detachKey is Ctrl-], as in telnet and docker attach.
@@ -52,12 +54,20 @@ func runAttach(ctx context.Context, app *App, ref string, readOnly bool) error {
 	if err != nil {
 		return err
 	}
-	t, err := c.Attach(ctx, sb.ID, readOnly)
+	return attachSession(ctx, c, sb.ID, readOnly, app.IO, "")
+}
+
+// attachSession relays stdio to the terminal of sandbox id until the user
+// detaches or the shell exits; boxkite attach, tui and handoff share it.
+// typed, when not empty, is sent first, as if typed (handoff starts its
+// resume command so).
+func attachSession(ctx context.Context, c *client.Client, id string, readOnly bool, stdio IO, typed string) error {
+	t, err := c.Attach(ctx, id, readOnly)
 	if err != nil {
-		return fmt.Errorf("attach to sandbox %s: %w", sb.ID, err)
+		return fmt.Errorf("attach to sandbox %s: %w", id, err)
 	}
 	defer t.Close()
-	restore, err := makeRaw(app.IO)
+	restore, err := makeRaw(stdio)
 	if err != nil {
 		return err
 	}
@@ -70,25 +80,30 @@ func runAttach(ctx context.Context, app *App, ref string, readOnly bool) error {
 	// Said once the terminal is raw, so keys typed after it go to the
 	// sandbox alone; in raw mode a newline no longer returns the cursor.
 	eol := "\n"
-	if app.IO.InTTY {
+	if stdio.InTTY {
 		eol = "\r\n"
 	}
-	fmt.Fprintf(app.IO.ErrOut, "attached%s to sandbox %s; Ctrl-] detaches%s", mode, sb.ID, eol)
+	fmt.Fprintf(stdio.ErrOut, "attached%s to sandbox %s; Ctrl-] detaches%s", mode, id, eol)
+	if typed != "" {
+		if _, err := io.WriteString(t, typed); err != nil {
+			return fmt.Errorf("type into sandbox %s: %w", id, err)
+		}
+	}
 	winch := make(chan os.Signal, 1)
 	notifyResize(winch)
 	defer signal.Stop(winch)
 
-	detached, err := relayTerminal(ctx, t, app.IO, readOnly, winch)
+	detached, err := relayTerminal(ctx, t, stdio, readOnly, winch)
 	restore()
-	if app.IO.ErrTTY {
-		fmt.Fprintln(app.IO.ErrOut) // the remote cursor may be mid-line
+	if stdio.ErrTTY {
+		fmt.Fprintln(stdio.ErrOut) // the remote cursor may be mid-line
 	}
 	switch {
 	case detached:
-		fmt.Fprintln(app.IO.ErrOut, "detached")
+		fmt.Fprintln(stdio.ErrOut, "detached")
 		return nil
 	case errors.Is(err, io.EOF):
-		fmt.Fprintln(app.IO.ErrOut, "the shell exited")
+		fmt.Fprintln(stdio.ErrOut, "the shell exited")
 		return nil
 	}
 	return err

@@ -37,7 +37,7 @@ func newImagesBuildCmd(app *App) *cobra.Command {
 		out  outputFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "build [--apt-package NAME[=VERSION]]... [--python-package NAME==VERSION]... [--npm-package NAME@VERSION]...",
+		Use:   "build [--apt-package NAME[=VERSION]]... [--python-package NAME==VERSION]... [--npm-package NAME==VERSION]...",
 		Short: "Build an image: the host's system plus packages",
 		Example: "  boxkite images build --apt-package jq --wait\n" +
 			"  id=$(boxkite images build --label data --python-package pandas==2.2.3)",
@@ -62,8 +62,8 @@ func newImagesBuildCmd(app *App) *cobra.Command {
 	f.StringVar(&req.Label, "label", "", "a `label` for the image")
 	f.StringVar(&req.Base, "base", "", "`base` image (default boxkite-default: the host's system)")
 	f.StringArrayVar(&req.AptPackages, "apt-package", nil, "apt `package` to install, optionally pinned name=version (repeatable)")
-	f.StringArrayVar(&req.PythonPackages, "python-package", nil, "pip `package`, pinned as name==version (repeatable; fetched from pypi.org)")
-	f.StringArrayVar(&req.NPMPackages, "npm-package", nil, "npm `package` as name@version (repeatable; the local server does not build these yet)")
+	f.StringArrayVar(&req.PythonPackages, "python-package", nil, "pip `package`, pinned as name==version (repeatable; from the index pip is configured with; wheels only)")
+	f.StringArrayVar(&req.NPMPackages, "npm-package", nil, "npm `package`, pinned as name==version or @scope/name==version (repeatable; install scripts are not run)")
 	f.BoolVar(&wait, "wait", false, "wait until the image is completed or failed")
 	out.register(cmd)
 	return cmd

@@ -166,27 +166,23 @@ func findKey(ctx context.Context, c *client.Client, ref string) (api.APIKey, err
 	if err != nil {
 		return api.APIKey{}, fmt.Errorf("list api keys: %w", err)
 	}
-	var matches []api.APIKey
+	active := make([]api.APIKey, 0, len(keys))
 	for _, k := range keys {
-		if k.RevokedAt != nil {
-			continue
-		}
-		if k.ID == ref {
-			return k, nil
-		}
-		if k.Name == ref || strings.HasPrefix(k.ID, ref) {
-			matches = append(matches, k)
+		if k.RevokedAt == nil {
+			active = append(active, k)
 		}
 	}
-	switch len(matches) {
-	case 1:
-		return matches[0], nil
-	case 0:
-		return api.APIKey{}, &notFoundError{err: fmt.Errorf("api key %s not found", ref), hint: "list active keys with 'boxkite keys ls'"}
-	}
-	ids := make([]string, len(matches))
-	for i, k := range matches {
-		ids[i] = k.ID
-	}
-	return api.APIKey{}, usageErrorf("use the full id", "%q matches %d keys: %s", ref, len(matches), strings.Join(ids, ", "))
+	return resolveRef(active, ref, refKind[api.APIKey]{
+		noun: "api key", plural: "keys", listCmd: "boxkite keys ls",
+		id: func(k api.APIKey) string { return k.ID },
+		match: func(k api.APIKey, ref string) refMatch {
+			switch {
+			case k.ID == ref:
+				return exactMatch
+			case k.Name == ref || strings.HasPrefix(k.ID, ref):
+				return partialMatch
+			}
+			return noMatch
+		},
+	})
 }

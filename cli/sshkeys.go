@@ -164,24 +164,17 @@ func findSSHKey(ctx context.Context, c *client.Client, ref string) (api.SSHKey, 
 	if err != nil {
 		return api.SSHKey{}, fmt.Errorf("list ssh keys: %w", err)
 	}
-	var matches []api.SSHKey
-	for _, k := range keys {
-		if k.ID == ref || k.Fingerprint == ref {
-			return k, nil
-		}
-		if k.Name == ref || strings.HasPrefix(k.ID, ref) {
-			matches = append(matches, k)
-		}
-	}
-	switch len(matches) {
-	case 1:
-		return matches[0], nil
-	case 0:
-		return api.SSHKey{}, &notFoundError{err: fmt.Errorf("ssh key %s not found", ref), hint: "list your keys with 'boxkite ssh-keys ls'"}
-	}
-	ids := make([]string, len(matches))
-	for i, k := range matches {
-		ids[i] = k.ID
-	}
-	return api.SSHKey{}, usageErrorf("use the full id", "%q matches %d keys: %s", ref, len(matches), strings.Join(ids, ", "))
+	return resolveRef(keys, ref, refKind[api.SSHKey]{
+		noun: "ssh key", plural: "keys", listCmd: "boxkite ssh-keys ls",
+		id: func(k api.SSHKey) string { return k.ID },
+		match: func(k api.SSHKey, ref string) refMatch {
+			switch {
+			case k.ID == ref || k.Fingerprint == ref:
+				return exactMatch
+			case k.Name == ref || strings.HasPrefix(k.ID, ref):
+				return partialMatch
+			}
+			return noMatch
+		},
+	})
 }

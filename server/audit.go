@@ -103,13 +103,10 @@ type auditRecord struct {
 	duration        time.Duration
 }
 
-// audit appends an entry for rec and hands it to live watchers. Proxied
-// routes call it once the response is complete, so the database write is
-// not on the client's critical path; exec holds back the end of its answer
-// until it returns (exec_hold.go), so a client that saw an exec's result
-// can rely on its entry. Either way the handler has not returned yet, so
-// a client reusing its connection sees the entry in its next request. A
-// failure is logged.
+// audit appends an entry for rec and hands it to live watchers. Callers
+// hold back the end of their answer until it returns (exec_hold.go), so a
+// client that saw an operation's result can rely on its entry, even if the
+// server is killed right after. A failure is logged.
 func (s *Server) audit(ctx context.Context, rec auditRecord) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()

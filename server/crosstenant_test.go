@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,9 +14,11 @@ import (
 // tenantRow is how one route must treat account B when account A's
 // resources are named (or exist).
 type tenantRow struct {
-	cred string // "key", "token" (B's access token) or "none"
-	path string // with {sb} for A's sandbox, {akey} A's API key id, {assh} A's SSH key id
-	body any
+	cred   string // "key", "token" (B's access token) or "none"
+	method string // for a pattern without one; default GET
+	header []string
+	path   string // with {sb} for A's sandbox, {akey} A's API key id, {assh} A's SSH key id
+	body   any
 	// want is 404 when the route names A's resource; 0 means the route
 	// answers B about B, which check (if set) verifies.
 	want  int
@@ -148,6 +151,18 @@ func TestCrossTenantMatrix(t *testing.T) {
 		"POST /v1/mcp-connections":        {cred: "key", path: "/v1/mcp-connections", body: api.CreateMCPConnectionRequest{Label: "b-conn", CatalogID: "github"}},
 		"GET /v1/mcp-connections":         {cred: "key", path: "/v1/mcp-connections"},
 		"DELETE /v1/mcp-connections/{id}": {cred: "key", path: "/v1/mcp-connections/{amcp}", want: 404},
+
+		// MCP tools are the API in-process; B's tool calls see B's data only.
+		"/mcp/": {
+			cred: "key", method: "POST", path: "/mcp/",
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_sandboxes","arguments":{}}}`,
+			header: []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"},
+			check: func(t *testing.T, _ *tenant, _ *http.Response, body []byte) {
+				if !strings.Contains(string(body), `"result"`) {
+					t.Errorf("tools/call list_sandboxes: %s", body)
+				}
+			},
+		},
 	}
 	// The proxied routes: one handler, sandbox first.
 	for _, rt := range server.ProxyRoutes() {
@@ -169,11 +184,11 @@ func TestCrossTenantMatrix(t *testing.T) {
 			}
 			method, _, found := strings.Cut(pattern, " ")
 			if !found {
-				method = "GET"
+				method = cmp.Or(row.method, "GET")
 			}
 			cred := map[string]string{"key": b.key, "token": b.token, "none": "", "bastion": testBastionKey}[row.cred]
 			path := expand.Replace(row.path)
-			resp, body := e.do(method, path, cred, row.body)
+			resp, body := e.do(method, path, cred, row.body, row.header...)
 			if row.want == http.StatusNotFound {
 				ae := wantError(t, resp, body, http.StatusNotFound, api.CodeNotFound)
 				// Exactly what a resource that does not exist gets.

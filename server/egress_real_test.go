@@ -129,6 +129,13 @@ func TestEgressThroughProxy(t *testing.T) {
 		t.Errorf("egress audit (-want +got):\n%s", diff)
 	}
 
+	// A restarted server adopts the sandbox and serves its egress again.
+	s.Restart(t)
+	fetch := `import sys, urllib.request; print(urllib.request.urlopen("http://test.example:%s/" % sys.argv[1], timeout=10).read().decode())`
+	if res := v.exec(sb, "python3 -c "+shellQuote(fetch)+" "+port); res.ExitCode != 0 || res.Stdout != "hello from origin\n" {
+		t.Errorf("egress after a restart: exit %d %q %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+
 	// Without a grant there is no proxy at all.
 	plain := v.sandbox(nil)
 	if res := v.exec(plain, "env | grep -ci proxy; test -S /run/boxkite/egress.sock; echo $?"); res.Stdout != "0\n1\n" {

@@ -3,6 +3,9 @@ package server
 import (
 	"bytes"
 	"net/http"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // An exec's audit entry is committed before the client has the whole
@@ -143,4 +146,62 @@ func (h *exitHolder) release() {
 		h.pending = nil
 	}
 	_ = h.rc.Flush()
+}
+
+// tailHolder passes a response through as it comes, except its last byte,
+// which waits for release. Proxied routes that write an audit entry use it
+// so a client cannot have the whole answer before the entry is committed
+// (the same promise exec keeps, for every audited operation). Event
+// streams are let through whole: holding a byte there would delay an
+// event, and a stream's end is only signalled when the handler returns.
+type tailHolder struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	stream  bool
+	last    []byte // the held byte, once anything was written
+}
+
+func newTailHolder(w http.ResponseWriter) *tailHolder {
+	return &tailHolder{w: w, rc: http.NewResponseController(w), last: make([]byte, 0, 1)}
+}
+
+func (h *tailHolder) Header() http.Header { return h.w.Header() }
+
+func (h *tailHolder) WriteHeader(code int) {
+	if h.started {
+		return
+	}
+	h.started = true
+	ct := h.w.Header().Get("Content-Type")
+	h.stream = strings.HasPrefix(ct, "text/event-stream") || strings.HasPrefix(ct, api.ContentTypeNDJSON)
+	h.w.WriteHeader(code)
+}
+
+func (h *tailHolder) Write(p []byte) (int, error) {
+	h.WriteHeader(http.StatusOK)
+	if h.stream || len(p) == 0 {
+		return h.w.Write(p)
+	}
+	n := len(p)
+	if len(h.last) > 0 {
+		if _, err := h.w.Write(h.last); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := h.w.Write(p[:n-1]); err != nil {
+		return 0, err
+	}
+	h.last = append(h.last[:0], p[n-1])
+	return n, nil
+}
+
+// FlushError flushes what was let through.
+func (h *tailHolder) FlushError() error { return h.rc.Flush() }
+
+func (h *tailHolder) release() {
+	if len(h.last) > 0 {
+		_, _ = h.w.Write(h.last)
+		h.last = h.last[:0]
+	}
 }

@@ -65,3 +65,35 @@ func TestHeldResponse(t *testing.T) {
 		t.Errorf("an answer that never started sent %q (flushed %v)", rec.Body.String(), rec.Flushed)
 	}
 }
+
+// TestTailHolder: an audited answer reaches the client whole except its
+// last byte until release, however it is cut; event streams pass whole.
+func TestTailHolder(t *testing.T) {
+	const body = `{"path":"/workspace/a.txt","bytes_written":12}`
+	for _, size := range []int{1, 2, 5, len(body)} {
+		rec := httptest.NewRecorder()
+		h := newTailHolder(rec)
+		h.Header().Set("Content-Type", "application/json")
+		for i := 0; i < len(body); i += size {
+			if _, err := h.Write([]byte(body[i:min(i+size, len(body))])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := rec.Body.String(), body[:len(body)-1]; got != want {
+			t.Errorf("chunks of %d: before release the client has %q, want %q", size, got, want)
+		}
+		h.release()
+		h.release() // a second release sends nothing more
+		if got := rec.Body.String(); got != body {
+			t.Errorf("chunks of %d: after release the client has %q, want %q", size, got, body)
+		}
+	}
+
+	rec := httptest.NewRecorder()
+	h := newTailHolder(rec)
+	h.Header().Set("Content-Type", "text/event-stream")
+	h.Write([]byte("data: 1\n\n"))
+	if got := rec.Body.String(); got != "data: 1\n\n" {
+		t.Errorf("event stream: client has %q before release, want the whole event", got)
+	}
+}

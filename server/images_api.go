@@ -30,7 +30,8 @@ type ImageStore interface {
 	Delete(account, id string, inUse func(sandbox string) bool) error
 	// RootFS is the host path of a completed image's root filesystem.
 	RootFS(account, id string) (string, error)
-	Use(id, sandbox string)
+	// Use records that sandbox boots from image id.
+	Use(ctx context.Context, id, sandbox string) error
 }
 
 // imageRoutes registers /v1/images when the server keeps images: without

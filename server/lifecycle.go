@@ -91,6 +91,9 @@ func (s *Server) reconcile(ctx context.Context) error {
 		handled[sb.ID] = true
 		if alive[i] {
 			adopted++
+			if err := s.reopenEgress(ctx, sb); err != nil {
+				s.log.ErrorContext(ctx, "reopen egress of adopted sandbox", "sandbox", sb.ID, "err", err)
+			}
 			continue
 		}
 		lost++

@@ -174,11 +174,21 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			c.body, c.length = up, r.ContentLength
 		}
 		started := s.now()
-		err = s.forward(w, r, sb, c)
+		if rt.op == "" {
+			err = s.forward(w, r, sb, c)
+			if errors.Is(err, errStreamBroken) {
+				s.abortResponse(r, err)
+			}
+			return err
+		}
+		// Audited: the end of the answer waits for the entry (exec_hold.go).
+		hw := newTailHolder(w)
+		err = s.forward(hw, r, sb, c)
 		if errors.Is(err, errStreamBroken) {
 			s.abortResponse(r, err)
 		}
-		if err != nil || rt.op == "" || c.status/100 != 2 {
+		defer hw.release()
+		if err != nil || c.status/100 != 2 {
 			return err
 		}
 		x.call = c

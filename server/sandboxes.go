@@ -187,8 +187,12 @@ func (s *Server) newSandboxRecord(acct *Account, p createParams) *Sandbox {
 // leaves a trace: Init finds the "creating" row and tears down whatever
 // the driver had started.
 func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) (*Sandbox, error) {
-	if p.imageID != "" {
-		s.cfg.Images.Use(p.imageID, sb.ID) // before the jail exists, so a racing image delete sees it
+	// Recorded before the jail exists, so a racing image delete sees the
+	// use, and so a restarted server can re-open the sandbox's egress.
+	if err := s.recordCreate(ctx, sb, p); err != nil {
+		s.log.ErrorContext(ctx, "record sandbox", "sandbox", sb.ID, "err", err)
+		s.discard(ctx, sb.ID)
+		return nil, sandboxFailed("create")
 	}
 	ep, err := s.driver.Create(ctx, Spec{
 		ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot,

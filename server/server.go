@@ -243,6 +243,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/mcp-connections", s.createMCPConnection)
 	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
 	s.handle("DELETE /v1/mcp-connections/{id}", s.deleteMCPConnection)
+	s.mcpRoutes() // the hosted MCP endpoint: mcp.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)

@@ -3,7 +3,9 @@
 // the OpenAI, Anthropic, Gemini and MCP shapes.
 //
 // Default returns the reference's 15 default tools, Git its 8 git tools and
-// LSP the language-server tools. Handlers answer with text an agent can act
+// LSP the language-server tools, and MCP the 26 tools of boxkite-mcp and the
+// server's /mcp/ (account tools over a Provider, plus the sandbox tools with
+// a session_id). Handlers answer with text an agent can act
 // on: a user mistake, a failing command or an API refusal is a result
 // ("Error (exit code 2): …"), not a Go error. Call turns the remaining Go
 // errors (transport failures) into text too, so a caller never has to.

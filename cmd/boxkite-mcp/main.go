@@ -1,4 +1,96 @@
-// Command boxkite-mcp is a placeholder until its issue lands.
+// Command boxkite-mcp is the boxkite MCP server over stdio: the 26 tools of
+// reference §5.1 (sandboxes, images, volumes, MCP connections, exec, files,
+// language servers), each a call to a boxkite control plane.
+//
+// It reads BOXKITE_BASE_URL and BOXKITE_API_KEY, else the CLI's
+// configuration (~/.boxkite/config.toml, or local.toml written by
+// `boxkite up`). `boxkite mcp init <client>` wires it into an MCP client.
 package main
 
-func main() {}
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/tools"
+	"github.com/boxkite/boxkite/tools/mcpserver"
+)
+
+// version is set at release time with -ldflags "-X main.version=…".
+var version = ""
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "boxkite-mcp: error:", err)
+		var he *hintError
+		if errors.As(err, &he) {
+			fmt.Fprintln(os.Stderr, "boxkite-mcp: hint:", he.hint)
+		}
+		os.Exit(1)
+	}
+}
+
+// run serves MCP on stdin/stdout until the client closes stdin. stdout
+// carries the protocol only; everything for people goes to stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	for _, a := range args {
+		switch a {
+		case "--version", "version":
+			fmt.Fprintln(stdout, "boxkite-mcp", buildVersion())
+			return nil
+		case "-h", "--help", "help":
+			fmt.Fprint(stdout, usage)
+			return nil
+		default:
+			return &hintError{err: fmt.Errorf("unknown argument %q", a), hint: "boxkite-mcp takes no arguments; it is started by an MCP client (see `boxkite mcp init`)"}
+		}
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	c := client.New(cfg.BaseURL, cfg.APIKey)
+	c.UserAgent = "boxkite-mcp/" + buildVersion()
+	bind := func(id string) tools.Sandbox { return c.Bind(id) }
+	s := mcpserver.New(buildVersion(), mcpserver.Static(c, bind))
+	fmt.Fprintf(stderr, "boxkite-mcp %s: serving %s (key from %s)\n", buildVersion(), cfg.BaseURL, cfg.KeySource)
+	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	if err := s.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("serve mcp: %w", err)
+	}
+	return nil
+}
+
+const usage = `boxkite-mcp: the boxkite MCP server (stdio).
+
+It is started by an MCP client; set it up with ` + "`boxkite mcp init <client>`" + `.
+Configuration: BOXKITE_BASE_URL and BOXKITE_API_KEY, else the boxkite CLI's
+config (BOXKITE_HOME, default ~/.boxkite: config.toml, else local.toml).
+`
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// buildVersion is the release version when set by the linker, else the
+// module version go install recorded, else "dev".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "dev"
+}

@@ -139,7 +139,8 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 		return err
 	}
 	// Not StateDir/images: the local driver keeps its disk templates there.
-	imgs, err := images.New(filepath.Join(opts.stateDir, "sandbox-images"), log.With("component", "images"))
+	imgs, err := images.New(filepath.Join(opts.stateDir, "sandbox-images"), log.With("component", "images"),
+		images.WithRecords(store))
 	if err != nil {
 		return err
 	}

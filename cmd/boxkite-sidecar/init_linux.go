@@ -67,8 +67,10 @@ func runInit(args []string) (int, error) {
 		"--claimable=" + strconv.FormatBool(*claimable),
 	}
 	// /proc/self/exe still reaches this binary after pivot_root, though no
-	// path inside the jail names it.
-	code, err := jail.Init("/proc/self/exe", argv, serveEnv, []*os.File{r})
+	// path inside the jail names it; in an image, the host's loader runs
+	// it (jail.LoaderDir).
+	path, argv := jail.ServeCommand(argv)
+	code, err := jail.Init(path, argv, serveEnv, []*os.File{r})
 	if errors.Is(err, os.ErrNotExist) {
 		err = explainLoader(err)
 	}

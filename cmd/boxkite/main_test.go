@@ -77,6 +77,7 @@ func TestScripts(t *testing.T) {
 			"savetree": cmdSavetree,
 			"gonetree": cmdGonetree,
 			"envfile":  cmdEnvfile,
+			"tui":      cmdTUI,
 		},
 	})
 }

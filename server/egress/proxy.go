@@ -33,8 +33,11 @@ type Resolver interface {
 type Proxy struct {
 	Resolver Resolver
 	// Permit, when set, overrides Forbidden for the addresses it returns
-	// true for. Only tests set it, to reach loopback servers they start;
-	// nothing else may, or the proxy reaches the host.
+	// true for. Tests set it to reach loopback servers they start; image
+	// builds (server/images) to reach the package mirrors the operator
+	// configured, which may sit on private addresses. Outside tests it
+	// must never let loopback or link-local (metadata) through, or the
+	// proxy reaches the host.
 	Permit func(netip.Addr) bool
 	// DialTimeout bounds resolving and connecting; 0 means 10 s.
 	DialTimeout time.Duration

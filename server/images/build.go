@@ -10,7 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,11 +18,13 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/egress"
 )
 
 // BaseDefault is the only base: the host's own system directories.
@@ -31,17 +33,14 @@ const BaseDefault = "boxkite-default"
 // maxPackages bounds each package list (reference §3.7).
 const maxPackages = 100
 
-// Package names, optionally pinned: apt name[=version], pip
-// name[==version], npm [@scope/]name[@version].
+// Package names: apt name[=version]; pip and npm pinned exactly as the
+// reference has it (§3.7), name==version, npm names with an optional
+// @scope/.
 var (
 	aptPackage = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*(=[A-Za-z0-9][A-Za-z0-9.+:~-]*)?$`)
 	pipPackage = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*==[A-Za-z0-9][A-Za-z0-9._+-]*$`)
-	npmPackage = regexp.MustCompile(`^(@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]*(@[A-Za-z0-9][A-Za-z0-9._+-]*)?$`)
+	npmPackage = regexp.MustCompile(`^(@[A-Za-z0-9][A-Za-z0-9._+-]*/)?[A-Za-z0-9][A-Za-z0-9._+-]*==[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 )
-
-// pythonHosts serve pip's index and its files; granted to builds with
-// python_packages only.
-var pythonHosts = []string{"pypi.org", "files.pythonhosted.org"}
 
 // systemDirs are the host's top-level directories a build's root is made
 // of: each an overlay of the host's with the image's upper dir, or a copied
@@ -69,7 +68,7 @@ func Validate(spec api.ImageSpec) (api.ImageSpec, error) {
 	}{
 		{"apt_packages", &spec.AptPackages, aptPackage, "name or name=version"},
 		{"python_packages", &spec.PythonPackages, pipPackage, "name==version, pinned"},
-		{"npm_packages", &spec.NPMPackages, npmPackage, "name or name@version"},
+		{"npm_packages", &spec.NPMPackages, npmPackage, "name==version or @scope/name==version, pinned"},
 	}
 	total := 0
 	for _, l := range lists {
@@ -84,13 +83,6 @@ func Validate(spec api.ImageSpec) (api.ImageSpec, error) {
 		slices.Sort(*l.pkgs)
 		*l.pkgs = slices.Compact(*l.pkgs)
 		total += len(*l.pkgs)
-	}
-	// The npm registry is not granted to builds yet.
-	if len(spec.NPMPackages) > 0 {
-		return spec, &api.Error{
-			Status: 422, Code: api.CodeNotSupported, Message: "npm_packages are not supported by this server yet",
-			Hint: "install node packages with apt (node-*) or at run time", Details: map[string]any{"field": "npm_packages"},
-		}
 	}
 	if total == 0 {
 		return spec, fieldError("apt_packages", "an image needs at least one package", "")
@@ -117,25 +109,25 @@ func (m *Manager) Build(ctx context.Context, account, label string, spec api.Ima
 		return api.Image{}, false, err
 	}
 	hash := specHash(spec)
-	recs, err := m.all()
+	imgs, err := m.recs.ListImages(ctx, account)
 	if err != nil {
 		return api.Image{}, false, err
 	}
-	for _, r := range recs {
-		if r.AccountID == account && r.SpecHash == hash && r.Status != api.ImageFailed {
-			return r.Image, false, nil
+	for _, img := range imgs {
+		if img.Spec != nil && specHash(*img.Spec) == hash && img.Status != api.ImageFailed {
+			return img, false, nil
 		}
 	}
 	if err := m.checkLimit(account); err != nil {
 		return api.Image{}, false, err
 	}
-	r := record{AccountID: account, SpecHash: hash, Image: api.Image{
+	r := record{AccountID: account, Image: api.Image{
 		ID: newID(), Label: label, Status: api.ImageQueued, Source: api.ImageSourceBuild, Spec: &spec, CreatedAt: m.now().UTC(),
 	}}
 	if err := os.Mkdir(filepath.Join(m.dir, r.ID), 0o700); err != nil {
 		return api.Image{}, false, fmt.Errorf("create image: %w", err)
 	}
-	if err := m.save(r); err != nil {
+	if err := m.insert(r); err != nil {
 		return api.Image{}, false, err
 	}
 	m.wg.Go(func() {
@@ -144,37 +136,66 @@ func (m *Manager) Build(ctx context.Context, account, label string, spec api.Ima
 	return r.Image, true, nil
 }
 
+// buildProxyAddr is where a build's package managers find the egress
+// proxy, inside the build's own network namespace.
+const buildProxyAddr = "127.0.0.1:3128"
+
 // build installs spec's packages into the image's upper dirs, logging to
 // build.log, then mounts the image's root.
+//
+// The build runs as root in a chroot made of overlays of the host's system
+// directories (dpkg must own files in /usr as root, which a user namespace
+// cannot over host-owned lower layers), in new mount, network, PID, IPC and
+// UTS namespaces. Its network namespace has only loopback, where
+// server/egress's proxy listens: the build reaches the package hosts the
+// machine is configured to use (Sources.grants) and nothing else, and
+// every connection it makes or is refused is written to the build log.
 func (m *Manager) build(id string, spec api.ImageSpec) error {
 	logf, err := os.OpenFile(m.path(id, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open build log: %w", err)
 	}
 	defer logf.Close()
-	logLine := func(format string, args ...any) { fmt.Fprintf(logf, format, args...) }
+	var logMu sync.Mutex
+	logLine := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(logf, format, args...)
+	}
 
-	hosts := packageHosts(m.aptDir)
-	if len(spec.PythonPackages) > 0 {
-		hosts = append(hosts, pythonHosts...)
+	allow := m.sources.grants(len(spec.AptPackages) > 0, len(spec.PythonPackages) > 0, len(spec.NPMPackages) > 0)
+	names := make([]string, len(allow))
+	for i, g := range allow {
+		names[i] = g.String()
 	}
-	logLine("package hosts: %s\n", strings.Join(hosts, ", "))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fmt.Errorf("start build proxy: %w", err)
+	logLine("egress granted: %s\n", strings.Join(names, ", "))
+	report := func(d egress.Decision) {
+		if d.Allowed {
+			logLine("egress allowed: %s:%d (%s)\n", d.Host, d.Port, d.Addr)
+		} else {
+			logLine("egress refused: %s:%d: %s\n", d.Host, d.Port, d.Reason)
+		}
 	}
-	srv := &http.Server{Handler: newProxy(hosts, logLine)}
-	go srv.Serve(ln)
-	defer srv.Close()
-	proxyURL := "http://" + ln.Addr().String()
 
 	errc := make(chan error, 1)
 	go func() {
-		// The build's mounts live in a mount namespace of this thread
-		// only; the thread is never unlocked, so it exits with the
-		// goroutine and the namespace, mounts and all, goes with it.
+		// The build's namespaces are this thread's only; the thread is
+		// never unlocked, so it exits with the goroutine and the
+		// namespaces, mounts and all, go with it. The runtime starts no
+		// thread from a locked one, so the proxy dials from the host's
+		// network namespace.
 		runtime.LockOSThread()
-		errc <- m.buildInNamespace(id, spec, proxyURL, logf)
+		ln, err := buildNamespaces()
+		if err != nil {
+			errc <- err
+			return
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { m.proxy.Serve(ln, allow, report) })
+		err = m.buildInNamespace(id, spec, "http://"+buildProxyAddr, &lockedWriter{mu: &logMu, w: logf})
+		_ = ln.Close()
+		wg.Wait()
+		errc <- err
 	}()
 	err = <-errc
 	if rerr := os.RemoveAll(m.path(id, "build")); err == nil && rerr != nil {
@@ -192,13 +213,53 @@ func (m *Manager) build(id string, spec api.ImageSpec) error {
 	return nil
 }
 
-func (m *Manager) buildInNamespace(id string, spec api.ImageSpec, proxyURL string, logf *os.File) error {
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("enter mount namespace: %w", err)
+// lockedWriter serialises the commands' output with the proxy's lines.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// buildNamespaces moves the calling (locked) thread into new mount and
+// network namespaces, brings up loopback and listens there for the
+// proxy.
+func buildNamespaces() (net.Listener, error) {
+	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWNET); err != nil {
+		return nil, fmt.Errorf("enter build namespaces: %w", err)
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make / private: %w", err)
+		return nil, fmt.Errorf("make / private: %w", err)
 	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("bring up loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err == nil {
+		err = unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr)
+	}
+	if err == nil {
+		ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+		err = unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bring up loopback: %w", err)
+	}
+	// The socket is made on this thread, so in the build's namespace.
+	ln, err := net.Listen("tcp", buildProxyAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for the build proxy: %w", err)
+	}
+	return ln, nil
+}
+
+func (m *Manager) buildInNamespace(id string, spec api.ImageSpec, proxyURL string, logw io.Writer) error {
 	root := m.path(id, "build/root")
 	for _, name := range append(slices.Clone(systemDirs), stateDirs...) {
 		if err := m.overlay(id, name, root); err != nil {
@@ -222,34 +283,70 @@ func (m *Manager) buildInNamespace(id string, spec api.ImageSpec, proxyURL strin
 			return fmt.Errorf("mount /%s: %w", mt.dst, err)
 		}
 	}
-	aptOpts := []string{"-o", "Acquire::http::Proxy=" + proxyURL, "-o", "Acquire::https::Proxy=" + proxyURL, "-o", "APT::Sandbox::User=root"}
+	if err := dropBuildCaps(); err != nil {
+		return err
+	}
 	env := []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive", "HOME=/tmp",
-		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL,
+		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL, "HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL,
+		"npm_config_proxy=" + proxyURL, "npm_config_https_proxy=" + proxyURL,
+		"PIP_DISABLE_PIP_VERSION_CHECK=1",
 	}
-	var steps [][]string
-	if len(spec.AptPackages) > 0 {
-		steps = append(steps, aptSteps(aptOpts, spec.AptPackages)...)
-	}
-	if len(spec.PythonPackages) > 0 {
-		// The system python's pip: as root it installs under /usr/local,
-		// which the image's /usr overlay keeps.
-		steps = append(steps, append([]string{
-			"python3", "-m", "pip", "install", "--no-cache-dir", "--no-input",
-			"--break-system-packages", "--index-url", "https://pypi.org/simple",
-		}, spec.PythonPackages...))
-	}
-	for _, argv := range steps {
-		fmt.Fprintf(logf, "$ %s\n", strings.Join(argv, " "))
+	for _, argv := range m.steps(spec, proxyURL) {
+		fmt.Fprintf(logw, "$ %s\n", strings.Join(argv, " "))
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Path = "/usr/bin/" + argv[0] // resolved inside the chroot
-		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, "/", logf, logf
-		cmd.SysProcAttr = &unix.SysProcAttr{Chroot: root, Setsid: true}
+		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, "/", logw, logw
+		cmd.SysProcAttr = &unix.SysProcAttr{
+			Chroot: root, Setsid: true, Pdeathsig: unix.SIGKILL,
+			Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+		}
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("%s: %w", argv[0], err)
 		}
 	}
 	return nil
+}
+
+// steps are the commands that install spec's packages.
+func (m *Manager) steps(spec api.ImageSpec, proxyURL string) [][]string {
+	var steps [][]string
+	if len(spec.AptPackages) > 0 {
+		opts := []string{"-o", "Acquire::http::Proxy=" + proxyURL, "-o", "Acquire::https::Proxy=" + proxyURL, "-o", "APT::Sandbox::User=root"}
+		steps = append(steps, aptSteps(opts, spec.AptPackages)...)
+	}
+	if len(spec.PythonPackages) > 0 {
+		// The system python's pip: as root it installs under /usr/local,
+		// which the image's /usr overlay keeps.
+		idx := m.sources.pipIndex()
+		argv := []string{
+			"python3", "-m", "pip", "install", "--no-cache-dir", "--no-input", "--root-user-action=ignore",
+			"--break-system-packages", "--index-url", idx, "--proxy", proxyURL,
+			// Wheels only: building an sdist would run the package's
+			// code as root here.
+			"--only-binary=:all:",
+		}
+		// pip ignores a plain-http index unless told to trust it; the
+		// operator configured this one.
+		if u, err := url.Parse(idx); err == nil && u.Scheme == "http" {
+			argv = append(argv, "--trusted-host", u.Host)
+		}
+		steps = append(steps, append(argv, spec.PythonPackages...))
+	}
+	if len(spec.NPMPackages) > 0 {
+		argv := []string{
+			// No install scripts: they would run the package's code as
+			// root here.
+			"npm", "install", "--global", "--prefix", "/usr/local", "--ignore-scripts",
+			"--no-audit", "--no-fund", "--no-update-notifier",
+			"--registry", m.sources.npmRegistry(),
+		}
+		for _, p := range spec.NPMPackages {
+			argv = append(argv, strings.Replace(p, "==", "@", 1))
+		}
+		steps = append(steps, argv)
+	}
+	return steps
 }
 
 // aptSteps install pkgs through the proxy named in opts.

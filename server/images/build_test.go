@@ -2,13 +2,14 @@ package images
 
 import (
 	"errors"
-	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
+	"fmt"
+	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -32,8 +33,12 @@ func TestValidate(t *testing.T) {
 		{"too many", api.ImageSpec{AptPackages: make([]string, maxPackages+1)}, api.ImageSpec{}, api.CodeValidation},
 		{"pip pinned", api.ImageSpec{PythonPackages: []string{"requests==2.32.3"}}, api.ImageSpec{Base: BaseDefault, PythonPackages: []string{"requests==2.32.3"}}, ""},
 		{"pip unpinned", api.ImageSpec{PythonPackages: []string{"requests"}}, api.ImageSpec{}, api.CodeValidation},
-		{"npm not yet", api.ImageSpec{NPMPackages: []string{"left-pad@1.3.0"}}, api.ImageSpec{}, api.CodeNotSupported},
-		{"npm name checked first", api.ImageSpec{NPMPackages: []string{"../x"}}, api.ImageSpec{}, api.CodeValidation},
+		{"npm pinned", api.ImageSpec{NPMPackages: []string{"semver==7.6.3", "@types/node==20.1.0"}}, api.ImageSpec{Base: BaseDefault, NPMPackages: []string{"@types/node==20.1.0", "semver==7.6.3"}}, ""},
+		{"npm unpinned", api.ImageSpec{NPMPackages: []string{"semver"}}, api.ImageSpec{}, api.CodeValidation},
+		{"npm at-version", api.ImageSpec{NPMPackages: []string{"semver@7.6.3"}}, api.ImageSpec{}, api.CodeValidation},
+		{"npm path", api.ImageSpec{NPMPackages: []string{"../x==1"}}, api.ImageSpec{}, api.CodeValidation},
+		{"npm option", api.ImageSpec{NPMPackages: []string{"--registry=http://evil==1"}}, api.ImageSpec{}, api.CodeValidation},
+		{"npm git url", api.ImageSpec{NPMPackages: []string{"git+https://x/y==1"}}, api.ImageSpec{}, api.CodeValidation},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,13 +63,13 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestPackageHosts(t *testing.T) {
+func TestGrants(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "sources.list.d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	files := map[string]string{
-		"sources.list.d/debian.sources": "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n\nTypes: deb\nURIs: http://deb.debian.org/debian-security https://mirror.example:443/x\n",
+		"sources.list.d/debian.sources": "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n\nTypes: deb\nURIs: http://deb.debian.org/debian-security https://mirror.example:8443/x\n",
 		"sources.list":                  "# deb http://commented.example/ x\ndeb [arch=amd64] http://apt.example.org/repo stable main\n",
 	}
 	for name, content := range files {
@@ -72,63 +77,117 @@ func TestPackageHosts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []string{"deb.debian.org", "mirror.example", "apt.example.org"}
-	if diff := cmp.Diff(want, packageHosts(dir)); diff != "" {
-		t.Errorf("packageHosts (-want +got):\n%s", diff)
+	grants := func(s Sources, apt, pip, npm bool) []string {
+		var out []string
+		for _, g := range s.grants(apt, pip, npm) {
+			out = append(out, g.String())
+		}
+		return out
+	}
+	s := Sources{AptDir: dir, PipIndex: "https://pypi.org/simple", NPMRegistry: "http://npm.internal:4873/"}
+	for _, tc := range []struct {
+		name          string
+		apt, pip, npm bool
+		want          []string
+	}{
+		{"apt", true, false, false, []string{"deb.debian.org:80", "mirror.example:8443", "apt.example.org:80"}},
+		{"pip from PyPI", false, true, false, []string{"pypi.org:443", "files.pythonhosted.org:443"}},
+		{"npm", false, false, true, []string{"npm.internal:4873"}},
+		{"nothing", false, false, false, nil},
+	} {
+		if diff := cmp.Diff(tc.want, grants(s, tc.apt, tc.pip, tc.npm)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	local := Sources{PipIndex: "http://pypi.test:8080/simple"}
+	if diff := cmp.Diff([]string{"pypi.test:8080"}, grants(local, false, true, false)); diff != "" {
+		t.Errorf("a local index (-want +got):\n%s", diff)
 	}
 }
 
-// TestProxyRefuses: the build proxy forwards nothing to hosts that are not
-// package hosts, nor to other ports of them.
-func TestProxyRefuses(t *testing.T) {
-	reached := false
-	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))
-	defer target.Close()
-	p := httptest.NewServer(newProxy([]string{"deb.debian.org", "127.0.0.1"}, func(string, ...any) {}))
-	defer p.Close()
-	pu, _ := url.Parse(p.URL)
-	c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}
-	for _, u := range []string{target.URL + "/x", "https://" + target.Listener.Addr().String() + "/x", "http://example.com/"} {
-		resp, err := c.Get(u)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusForbidden {
-				t.Errorf("GET %s through the proxy: %d, want 403", u, resp.StatusCode)
+func TestMirrorAddr(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"151.101.2.132": true, "203.0.113.80": true, "10.1.2.3": true, "fd12::1": true,
+		"127.0.0.1": false, "::1": false, "169.254.169.254": false, "fd00:ec2::254": false, "0.0.0.0": false,
+		"::ffff:127.0.0.1": false, "fe80::1": false, "224.0.0.1": false, "64:ff9b::7f00:1": false,
+	} {
+		if got := MirrorAddr(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("MirrorAddr(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+// TestDropBuildCaps: a process started from the build thread has only
+// buildCaps in its bounding set.
+func TestDropBuildCaps(t *testing.T) {
+	var want uint64
+	for _, c := range buildCaps {
+		want |= 1 << c
+	}
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread goes with its capabilities
+		if err := dropBuildCaps(); err != nil {
+			done <- result{err: err}
+			return
+		}
+		out, err := exec.Command("grep", "^CapBnd:", "/proc/self/status").Output()
+		done <- result{string(out), err}
+	}()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got, wantLine := strings.TrimSpace(r.out), fmt.Sprintf("CapBnd:\t%016x", want); got != wantLine {
+		t.Errorf("child's bounding set %q, want %q", got, wantLine)
+	}
+	// Any other thread keeps them.
+	if out, err := exec.Command("grep", "^CapBnd:", "/proc/self/status").Output(); err != nil || strings.Contains(string(out), fmt.Sprintf("%016x", want)) {
+		t.Errorf("another thread's child: %q, %v; the process lost its capabilities too", out, err)
+	}
+}
+
+// FuzzValidate: whatever a client sends, an accepted spec holds only
+// packages that cannot be read as options or URLs by the package
+// managers, and validating it again changes nothing.
+func FuzzValidate(f *testing.F) {
+	for _, s := range []string{"jq", "jq=1.6-2.1+deb12u1", "requests==2.32.3", "@types/node==20.1.0", "-oAPT::x=1", "../x==1", "a==b==c"} {
+		f.Add(s, s, s)
+	}
+	f.Fuzz(func(t *testing.T, apt, pip, npm string) {
+		spec, err := Validate(api.ImageSpec{AptPackages: []string{apt}, PythonPackages: []string{pip}, NPMPackages: []string{npm}})
+		if err != nil {
+			return
+		}
+		for _, p := range append(append(slices.Clone(spec.AptPackages), spec.PythonPackages...), spec.NPMPackages...) {
+			if strings.HasPrefix(p, "-") || strings.Contains(p, ":/") || strings.ContainsAny(p, " \t\n;&|$`'\"\\") {
+				t.Errorf("accepted package %q", p)
 			}
 		}
-	}
-	if reached {
-		t.Error("the proxy reached a host:port it must refuse")
-	}
+		again, err := Validate(spec)
+		if err != nil || !cmp.Equal(spec, again) {
+			t.Errorf("Validate(Validate(x)) = %+v, %v; want %+v", again, err, spec)
+		}
+	})
 }
 
-// TestProxyTunnels: allowed hosts are reached, plain and through CONNECT
-// (how pip and apt over https use it).
-func TestProxyTunnels(t *testing.T) {
-	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("plain")) }))
-	defer plain.Close()
-	tls := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("tunnel")) }))
-	defer tls.Close()
-	pr := newProxy([]string{"127.0.0.1"}, func(string, ...any) {})
-	for _, s := range []*httptest.Server{plain, tls} {
-		_, port, _ := net.SplitHostPort(s.Listener.Addr().String())
-		pr.ports[port] = true
+// FuzzGrantOf: a source URL becomes a grant for its own host and port, or
+// none.
+func FuzzGrantOf(f *testing.F) {
+	for _, s := range []string{"http://deb.debian.org/debian", "https://m.example:8443/x", "ftp://x/", "http://[::1]:80/", "http://a b/"} {
+		f.Add(s)
 	}
-	p := httptest.NewServer(pr)
-	defer p.Close()
-	pu, _ := url.Parse(p.URL)
-	tr := tls.Client().Transport.(*http.Transport).Clone()
-	tr.Proxy = http.ProxyURL(pu)
-	c := &http.Client{Transport: tr}
-	for url, want := range map[string]string{plain.URL: "plain", tls.URL: "tunnel"} {
-		resp, err := c.Get(url)
-		if err != nil {
-			t.Fatalf("GET %s: %v", url, err)
+	f.Fuzz(func(t *testing.T, raw string) {
+		g, ok := grantOf(raw)
+		if !ok {
+			return
 		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if string(b) != want {
-			t.Errorf("GET %s = %q, want %q", url, b, want)
+		if g.Port < 1 || g.Port > 65535 || g.Host == "" || strings.ContainsAny(g.Host, "/@ ") {
+			t.Errorf("grantOf(%q) = %+v", raw, g)
 		}
-	}
+	})
 }

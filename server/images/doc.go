@@ -1,11 +1,18 @@
 // Package images keeps the sandbox images of the local driver: root
-// filesystems imported from OCI or docker archives, one directory each
-// under the server's state dir, with a JSON record beside it.
+// filesystems imported from OCI or docker archives, or built from
+// declarative specs (apt, pip and npm packages over the host's system),
+// one directory each under the server's state dir.
 //
-//	DIR/<id>/image.json   the record (api.Image plus its account)
-//	DIR/<id>/rootfs/      the flattened root filesystem the jail binds read-only
+//	DIR/<id>/rootfs/      the root filesystem the jail binds read-only
+//	DIR/<id>/upper/       a build's changes, overlaid on the host's system dirs
+//	DIR/<id>/build.log    a build's log, its egress decisions included
 //	DIR/<id>/archive.tar  the uploaded archive, removed once extracted
 //
-// Records live in files rather than the control store because the root
-// filesystems they describe live on this machine only.
+// The records (status, spec, which sandboxes boot from an image) are kept
+// by a Records implementation: server/sqlstore's in boxkite-server, so a
+// restart keeps them; JSON files beside the images otherwise (tests).
+//
+// Builds run in their own namespaces and reach the network only through
+// server/egress's proxy, granted the package hosts this machine is
+// configured to use (hosts.go).
 package images

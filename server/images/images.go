@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/egress"
 )
 
 // Errors of Manager lookups.
@@ -52,47 +51,52 @@ func (m *Manager) checkLimit(account string) error {
 
 // Manager owns the images under one directory.
 type Manager struct {
-	dir    string
-	aptDir string // where the host's apt sources are, normally /etc/apt
-	log    *slog.Logger
-	now    func() time.Time
+	dir     string
+	sources Sources       // where builds fetch packages from (hosts.go)
+	proxy   *egress.Proxy // builds' only way out
+	log     *slog.Logger
+	now     func() time.Time
 
-	mu    sync.Mutex
-	users map[string]map[string]bool // image id → sandbox ids booted from it
+	recs  Records
 	wg    sync.WaitGroup
 	slots chan struct{} // builds and extractions running at once; the rest stay queued
 }
 
-// record is image.json.
+// record is an image and its account.
 type record struct {
 	api.Image
-	AccountID string `json:"account_id"`
-	SpecHash  string `json:"spec_hash,omitempty"` // builds: dedup key (specHash)
+	AccountID string
 }
 
 // New opens dir, creating it. Images left queued or building by a previous
 // process are marked failed: their work died with it.
-func New(dir string, log *slog.Logger) (*Manager, error) {
+func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create images dir: %w", err)
 	}
 	m := &Manager{
-		dir: dir, aptDir: "/etc/apt", log: log, now: time.Now,
-		users: map[string]map[string]bool{}, slots: make(chan struct{}, MaxRunning),
+		dir: dir, sources: Sources{AptDir: "/etc/apt"}, proxy: &egress.Proxy{Log: log, Permit: MirrorAddr}, log: log, now: time.Now,
+		recs: &fileRecords{dir: dir}, slots: make(chan struct{}, MaxRunning),
 	}
-	recs, err := m.all()
+	for _, o := range opts {
+		o(m)
+	}
+	if err := m.adoptFileRecords(); err != nil {
+		return nil, err
+	}
+	imgs, err := m.recs.ListImages(context.Background(), "")
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range recs {
+	for _, img := range imgs {
 		switch {
-		case r.Status == api.ImageQueued || r.Status == api.ImageBuilding:
-			r.Status, r.FailureReason = api.ImageFailed, "interrupted by a server restart"
-			if err := m.save(r); err != nil {
+		case img.Status == api.ImageQueued || img.Status == api.ImageBuilding:
+			img.Status, img.FailureReason = api.ImageFailed, "interrupted by a server restart"
+			if err := m.save(record{Image: img}); err != nil {
 				return nil, err
 			}
-		case r.Status == api.ImageCompleted && r.Source == api.ImageSourceBuild:
-			if err := m.mountBuilt(r.ID); err != nil {
+		case img.Status == api.ImageCompleted && img.Source == api.ImageSourceBuild:
+			if err := m.mountBuilt(img.ID); err != nil {
 				return nil, err
 			}
 		}
@@ -107,8 +111,8 @@ func (m *Manager) Wait() { m.wg.Wait() }
 // They stay on disk; New mounts them again.
 func (m *Manager) Close() error {
 	m.wg.Wait()
-	recs, err := m.all()
-	for _, r := range recs {
+	imgs, err := m.recs.ListImages(context.Background(), "")
+	for _, r := range imgs {
 		if r.Source == api.ImageSourceBuild {
 			m.unmountBuilt(r.ID)
 		}
@@ -136,39 +140,13 @@ func (m *Manager) RootFS(account, id string) (string, error) {
 	return m.path(id, "rootfs"), nil
 }
 
-// Use records that sandbox boots from image id, so Delete refuses it;
-// Release forgets the sandbox.
-func (m *Manager) Use(id, sandbox string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.users[id] == nil {
-		m.users[id] = map[string]bool{}
+// Use records that sandbox boots from image id, so Delete refuses it
+// while the sandbox lives.
+func (m *Manager) Use(ctx context.Context, id, sandbox string) error {
+	if err := m.recs.UseImage(ctx, id, sandbox); err != nil {
+		return fmt.Errorf("record image use: %w", err)
 	}
-	m.users[id][sandbox] = true
-}
-
-// Release forgets sandbox for every image.
-func (m *Manager) Release(sandbox string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for id, us := range m.users {
-		delete(us, sandbox)
-		if len(us) == 0 {
-			delete(m.users, id)
-		}
-	}
-}
-
-// Users returns the sandboxes recorded as booted from image id.
-func (m *Manager) Users(id string) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []string
-	for s := range m.users[id] {
-		out = append(out, s)
-	}
-	slices.Sort(out)
-	return out
+	return nil
 }
 
 // Get returns the account's image id.
@@ -179,15 +157,9 @@ func (m *Manager) Get(account, id string) (api.Image, error) {
 
 // List returns the account's images, newest first.
 func (m *Manager) List(account string) ([]api.Image, error) {
-	recs, err := m.all()
+	out, err := m.recs.ListImages(context.Background(), account)
 	if err != nil {
 		return nil, err
-	}
-	out := []api.Image{}
-	for _, r := range recs {
-		if r.AccountID == account {
-			out = append(out, r.Image)
-		}
 	}
 	slices.SortFunc(out, func(a, b api.Image) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return out, nil
@@ -200,11 +172,14 @@ func (m *Manager) Delete(account, id string, inUse func(sandbox string) bool) er
 	if err != nil {
 		return err
 	}
-	for _, sb := range m.Users(id) {
+	users, err := m.recs.ImageUsers(context.Background(), id)
+	if err != nil {
+		return fmt.Errorf("delete image: %w", err)
+	}
+	for _, sb := range users {
 		if inUse(sb) {
 			return ErrInUse
 		}
-		m.Release(sb)
 	}
 	if r.Status == api.ImageQueued || r.Status == api.ImageBuilding {
 		return ErrInUse
@@ -218,28 +193,21 @@ func (m *Manager) Delete(account, id string, inUse func(sandbox string) bool) er
 	if err := os.RemoveAll(trash); err != nil {
 		return fmt.Errorf("delete image: %w", err)
 	}
-	return nil
+	return m.recs.RemoveImage(context.Background(), id)
 }
 
 func (m *Manager) load(account, id string) (record, error) {
 	if !validID(id) {
 		return record{}, ErrNotFound
 	}
-	b, err := os.ReadFile(m.path(id, "image.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return record{}, ErrNotFound
-	}
+	acct, img, found, err := m.recs.ImageByID(context.Background(), id)
 	if err != nil {
 		return record{}, fmt.Errorf("read image: %w", err)
 	}
-	var r record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return record{}, fmt.Errorf("read image %s: %w", id, err)
-	}
-	if r.AccountID != account {
+	if !found || acct != account {
 		return record{}, ErrNotFound
 	}
-	return r, nil
+	return record{Image: img, AccountID: acct}, nil
 }
 
 func validID(id string) bool {
@@ -251,41 +219,18 @@ func validID(id string) bool {
 	return err == nil
 }
 
-func (m *Manager) all() ([]record, error) {
-	entries, err := os.ReadDir(m.dir)
-	if err != nil {
-		return nil, fmt.Errorf("list images: %w", err)
+// save stores r's status and outcome.
+func (m *Manager) save(r record) error {
+	if err := m.recs.UpdateImage(context.Background(), r.Image); err != nil {
+		return fmt.Errorf("save image: %w", err)
 	}
-	var out []record
-	for _, e := range entries {
-		if !validID(e.Name()) {
-			continue
-		}
-		b, err := os.ReadFile(m.path(e.Name(), "image.json"))
-		if err != nil {
-			continue // being created or deleted
-		}
-		var r record
-		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, fmt.Errorf("read image %s: %w", e.Name(), err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return nil
 }
 
-// save writes r's record atomically.
-func (m *Manager) save(r record) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode image: %w", err)
-	}
-	tmp := m.path(r.ID, "image.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write image: %w", err)
-	}
-	if err := os.Rename(tmp, m.path(r.ID, "image.json")); err != nil {
-		return fmt.Errorf("write image: %w", err)
+// insert records the new image r.
+func (m *Manager) insert(r record) error {
+	if err := m.recs.InsertImage(context.Background(), r.AccountID, r.Image); err != nil {
+		return fmt.Errorf("record image: %w", err)
 	}
 	return nil
 }
@@ -307,7 +252,7 @@ func (m *Manager) Import(ctx context.Context, account, label string, body io.Rea
 		_ = os.RemoveAll(filepath.Join(m.dir, r.ID))
 		return api.Image{}, err
 	}
-	if err := m.save(r); err != nil {
+	if err := m.insert(r); err != nil {
 		_ = os.RemoveAll(filepath.Join(m.dir, r.ID))
 		return api.Image{}, err
 	}

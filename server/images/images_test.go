@@ -140,7 +140,9 @@ func TestImport(t *testing.T) {
 			if _, err := m.Get("other", got.ID); err != images.ErrNotFound {
 				t.Errorf("Get by another account = %v, want ErrNotFound", err)
 			}
-			m.Use(got.ID, "sb1")
+			if err := m.Use(context.Background(), got.ID, "sb1"); err != nil {
+				t.Fatal(err)
+			}
 			if err := m.Delete("acct", got.ID, func(string) bool { return true }); err != images.ErrInUse {
 				t.Errorf("Delete in use = %v, want ErrInUse", err)
 			}

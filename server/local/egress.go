@@ -1,7 +1,10 @@
 package local
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -53,6 +56,39 @@ func (d *Driver) closeEgress(id string) {
 	delete(d.egress, id)
 	d.mu.Unlock()
 	if l != nil {
+		_ = l.Close()
+	}
+}
+
+// ReopenEgress implements server.EgressReopener: it serves the egress
+// socket of a sandbox a previous process created, whose listener died
+// with that process. The sidecar connects per request, so a new listener
+// on the same path is all it needs.
+func (d *Driver) ReopenEgress(_ context.Context, id string, serve func(net.Listener)) error {
+	if !validID.MatchString(id) {
+		return fmt.Errorf("reopen egress: invalid id %q", id)
+	}
+	js := jail.Spec{ID: id, RunDir: filepath.Join(d.sandboxDir(id), "run")}
+	if d.root {
+		js.HostIDBase = d.cfg.UIDBase
+	}
+	d.closeEgress(id)
+	if err := os.Remove(filepath.Join(js.RunDir, jail.EgressSocketName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("reopen egress: %w", err)
+	}
+	return d.listenEgress(id, js, serve)
+}
+
+// Release stops serving every egress socket this Driver holds, leaving
+// the sandboxes running, as the driver's process exiting would: a new
+// Driver on the same StateDir takes them over and a server adopting them
+// reopens their egress (ReopenEgress).
+func (d *Driver) Release() {
+	d.mu.Lock()
+	ls := d.egress
+	d.egress = nil
+	d.mu.Unlock()
+	for _, l := range ls {
 		_ = l.Close()
 	}
 }

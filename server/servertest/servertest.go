@@ -2,6 +2,8 @@ package servertest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
@@ -28,12 +31,16 @@ type Server struct {
 	Server   *server.Server // the control plane itself
 	Driver   *local.Driver
 	StateDir string // the driver's state directory
+	// Images keeps images in the store (WithImages); nil without.
+	Images *images.Manager
 
 	cfg       server.Config
 	log       *slog.Logger
 	driverCfg func(*local.Config) // from WithDriverConfig; nil means none
 	stop      func()              // stops serving (HTTP and background work) but not the sandboxes
 	dbPath    string
+	imageDir  string // from WithImages
+	imageOpts []images.Option
 }
 
 // Option changes how New builds the server.
@@ -43,6 +50,15 @@ type options struct {
 	cfg       server.Config
 	log       *slog.Logger
 	driverCfg func(*local.Config)
+	imageDir  string
+	imageOpts []images.Option
+}
+
+// WithImages keeps sandbox images under dir, their records in the
+// server's store: each start (Restart too) opens a new images.Manager on
+// both, as boxkite-server does.
+func WithImages(dir string, opts ...images.Option) Option {
+	return func(o *options) { o.imageDir, o.imageOpts = dir, opts }
 }
 
 // WithConfig sets the server configuration (BootstrapAPIKey and
@@ -86,6 +102,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		cfg:       o.cfg,
 		log:       o.log,
 		driverCfg: o.driverCfg,
+		imageDir:  o.imageDir,
+		imageOpts: o.imageOpts,
 		dbPath:    filepath.Join(stateDir, "boxkite.db"),
 	}
 	s.cfg.BootstrapAPIKey = s.APIKey
@@ -115,7 +133,16 @@ func (s *Server) start(t testing.TB) {
 	if err != nil {
 		t.Fatalf("servertest: %v", err)
 	}
-	srv, err := server.New(s.cfg, st, s.Driver, s.log)
+	cfg := s.cfg
+	var imgs *images.Manager
+	if s.imageDir != "" {
+		if imgs, err = images.New(s.imageDir, s.log.With("component", "images"), append(s.imageOpts, images.WithRecords(st))...); err != nil {
+			st.Close()
+			t.Fatalf("servertest: %v", err)
+		}
+		cfg.Images = imgs
+	}
+	srv, err := server.New(cfg, st, s.Driver, s.log)
 	if err != nil {
 		st.Close()
 		t.Fatalf("servertest: %v", err)
@@ -143,11 +170,14 @@ func (s *Server) start(t testing.TB) {
 			hs.Close()
 			cancel()
 			<-done
+			if imgs != nil {
+				_ = imgs.Close()
+			}
 			st.Close()
 		})
 	}
 	t.Cleanup(s.stop)
-	s.BaseURL, s.Server, s.Store, s.Account = hs.URL, srv, st, acct
+	s.BaseURL, s.Server, s.Store, s.Account, s.Images = hs.URL, srv, st, acct, imgs
 }
 
 // Restart simulates the control plane being killed (SIGKILL) and started
@@ -158,6 +188,7 @@ func (s *Server) start(t testing.TB) {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.stop()
+	s.Driver.Release() // what the process dying would close
 	driver, err := s.newDriver(t)
 	if err != nil {
 		t.Fatalf("servertest: restart: %v", err)
@@ -207,6 +238,23 @@ func SidecarBinary(t testing.TB) string {
 	return sidecarBuild.path
 }
 
+// moduleTag is a short hash of the directory of the go.mod above the
+// working directory (a test's is its package's).
+func moduleTag() string {
+	dir, _ := os.Getwd()
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			dir = d
+			break
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return hex.EncodeToString(sum[:4])
+}
+
 func buildSidecar() (string, error) {
 	if p := os.Getenv(SidecarBinaryEnv); p != "" {
 		return filepath.Abs(p)
@@ -214,7 +262,9 @@ func buildSidecar() (string, error) {
 	// One fixed directory per user, so repeated runs reuse it instead of
 	// leaving a binary behind each time. It must be ours: a directory in
 	// /tmp that someone else made could hand us their binary.
-	dir := filepath.Join(os.TempDir(), fmt.Sprintf("boxkite-servertest-%d", os.Geteuid()))
+	// Named after the module's directory too: checkouts side by side
+	// (worktrees) build different sidecars and must not swap them.
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("boxkite-servertest-%d-%s", os.Geteuid(), moduleTag()))
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", fmt.Errorf("build boxkite-sidecar: %w", err)
 	}

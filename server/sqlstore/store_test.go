@@ -88,6 +88,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Idempotency", testIdempotency},
 		{"ExecLogAfter", testExecLogAfter},
 		{"AllowedCommands", testAllowedCommands},
+		{"Images", testImages},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

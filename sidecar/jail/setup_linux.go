@@ -139,6 +139,11 @@ func (b *builder) cloneSources(fds map[string]int) error {
 		t.file = !fi.IsDir()
 		b.system = append(b.system, t)
 	}
+	if b.spec.Image != "" {
+		if err := b.cloneLoader(); err != nil {
+			return err
+		}
+	}
 
 	for _, d := range hostDirs(b.spec) {
 		if fd, ok := fds[d.target]; ok {

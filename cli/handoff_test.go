@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/boxkite/boxkite/handoff/handofftest"
+)
+
+// handoffEnv installs the fixtures and makes them this process's home and
+// working directory, with one credential in the environment.
+func handoffEnv(t *testing.T) *handofftest.Fixture {
+	t.Helper()
+	isolate(t)
+	fx := handofftest.Install(t)
+	for k, v := range map[string]string{
+		"HOME": fx.Home, "BOXKITE_OPENCODE": fx.Opencode, "ANTHROPIC_API_KEY": "sk-dry-run-secret",
+		"CLAUDE_CODE_OAUTH_TOKEN": "", "CLAUDE_CONFIG_DIR": "", "CODEX_HOME": "", "OPENAI_API_KEY": "",
+		"CODEX_API_KEY": "", "CODEX_ACCESS_TOKEN": "", "XDG_DATA_HOME": "", "GEMINI_API_KEY": "",
+		"GOOGLE_API_KEY": "", "GEMINI_CLI_HOME": "",
+	} {
+		t.Setenv(k, v)
+	}
+	t.Chdir(fx.Src)
+	return fx
+}
+
+func TestHandoffDryRun(t *testing.T) {
+	handoffEnv(t)
+	r := runCLI(t, "", "handoff", "claude-code", "--dry-run")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	id := handofftest.ClaudeSession
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^session: +` + id + `$`),
+		regexp.MustCompile(`(?m)^tree: .*my_app\.v2 -> /workspace/my_app\.v2 \(\d+ files, `),
+		regexp.MustCompile(`(?m)^  [0-9.]+[KMG]?i?B +/workspace/\.claude/projects/-workspace-my-app-v2/` + id + `\.jsonl +<- /`),
+		regexp.MustCompile(`(?m)^credentials: ANTHROPIC_API_KEY \(from environment\)`),
+		regexp.MustCompile(`(?m)^resume: +cd '/workspace/my_app\.v2' && claude --resume ` + id + `$`),
+	} {
+		if !want.MatchString(r.stdout) {
+			t.Errorf("plan lacks %s:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "warning: ") || !strings.Contains(r.stderr, "torn") {
+		t.Errorf("stderr lacks the dropped-line warnings:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "sk-dry-run-secret") {
+		t.Error("the plan shows a credential value")
+	}
+}
+
+func TestHandoffDryRunJSON(t *testing.T) {
+	fx := handoffEnv(t)
+	r := runCLI(t, "", "handoff", "codex", "--dry-run", "--json", "--keep-local")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var p plannedPlan
+	if err := json.Unmarshal([]byte(r.stdout), &p); err != nil {
+		t.Fatalf("decode %q: %v", r.stdout, err)
+	}
+	if p.Session != handofftest.CodexSession || len(p.Files) != 1 || p.Files[0].Size < 1<<20 || p.Workdir != "/workspace/my_app.v2/sub" {
+		t.Errorf("plan = %+v", p)
+	}
+	m := regexp.MustCompile(`staged session files kept in (\S+)`).FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("--keep-local named no directory:\n%s", r.stderr)
+	}
+	defer os.RemoveAll(m[1])
+	if _, err := os.Stat(m[1] + "/.codex/sessions/2026/02/23"); err != nil {
+		t.Errorf("staged files not kept: %v", err)
+	}
+	// Credentials are never written on this machine, staged or not.
+	err := filepath.WalkDir(m[1], func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		for _, v := range fx.Secrets {
+			if strings.Contains(string(b), v) {
+				t.Errorf("%s holds a credential value", p)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(r.stdout, fx.Secrets["codex-auth"]) {
+		t.Error("the JSON plan shows a credential value")
+	}
+}
+
+func TestHandoffUsage(t *testing.T) {
+	handoffEnv(t)
+	tests := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"handoff"}, 2, "name one tool: claude-code, codex, gemini, opencode"},
+		{[]string{"handoff", "cursor"}, 2, `unknown tool "cursor"`},
+		{[]string{"handoff", "claude-code", "--session", "../x", "--dry-run"}, 1, "not a valid identifier"},
+		{[]string{"handoff", "codex", "--session", "ffffffff-0000-4000-8000-000000000009", "--dry-run"}, 1, "no Codex rollout"},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, "", tt.args...)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.msg) {
+			t.Errorf("boxkite %v: exit %d, stderr %q; want exit %d and %q", tt.args, r.code, r.stderr, tt.code, tt.msg)
+		}
+	}
+}

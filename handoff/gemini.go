@@ -1,0 +1,209 @@
+package handoff
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// geminiAdapter reads Gemini CLI sessions: JSONL event logs in
+// ~/.gemini/tmp/<project slug>/chats/session-<time>-<id8>.jsonl, the slug
+// registered for the project root in ~/.gemini/projects.json. `gemini
+// --resume <id>` lists the chats of the current project only, so the file
+// goes under the slug of the sandbox directory, registered there too.
+type geminiAdapter struct{}
+
+func (geminiAdapter) Name() string { return "gemini" }
+
+func geminiDir(env Env) string {
+	if d := env.get("GEMINI_CLI_HOME"); d != "" {
+		return filepath.Join(d, ".gemini")
+	}
+	return filepath.Join(env.Home, ".gemini")
+}
+
+// geminiChat is one session file and the project root it belongs to.
+type geminiChat struct {
+	path, root, id string
+	mod            time.Time
+}
+
+func (a geminiAdapter) Find(_ context.Context, env Env, dir, id string) (*Found, error) {
+	g := geminiDir(env)
+	if id != "" {
+		if err := checkIdent("session id", id); err != nil {
+			return nil, err
+		}
+	}
+	projects, err := geminiProjects(g)
+	if err != nil {
+		return nil, err
+	}
+	var cands []geminiChat
+	for root, slug := range projects {
+		if id == "" && !sameDir(dir, root) && !sameDir(root, dir) {
+			continue
+		}
+		for _, c := range geminiChats(filepath.Join(g, "tmp", slug, "chats")) {
+			if id == "" || c.id == id {
+				c.root = root
+				cands = append(cands, c)
+			}
+		}
+	}
+	best, ok := newest(cands, func(c geminiChat) time.Time { return c.mod })
+	if !ok {
+		if id != "" {
+			return nil, fmt.Errorf("no Gemini CLI session %s under %s", id, g)
+		}
+		return nil, fmt.Errorf("no Gemini CLI session recorded in %s (looked under %s)", dir, g)
+	}
+	if err := checkIdent("session id", best.id); err != nil {
+		return nil, err
+	}
+	return &Found{Tool: a.Name(), ID: best.id, Path: best.path, Cwd: best.root, Modified: best.mod}, nil
+}
+
+// geminiProjects reads projects.json: project root → slug. Slugs name a
+// directory, so anything that is not a plain identifier is ignored.
+func geminiProjects(g string) (map[string]string, error) {
+	b, err := os.ReadFile(filepath.Join(g, "projects.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var reg struct {
+		Projects map[string]string `json:"projects"`
+	}
+	if err := json.Unmarshal(b, &reg); err != nil {
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(g, "projects.json"), err)
+	}
+	out := map[string]string{}
+	for root, slug := range reg.Projects {
+		if ValidIdent(slug) {
+			out[root] = slug
+		}
+	}
+	return out, nil
+}
+
+// geminiChats lists the session files of one chats directory with the
+// session id of their first (metadata) line.
+func geminiChats(dir string) []geminiChat {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []geminiChat
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), "session-") || !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fi, err := e.Info()
+		if err != nil {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			continue
+		}
+		line, ok := firstLine(f)
+		f.Close()
+		if !ok {
+			continue
+		}
+		if id, ok := stringAt(line, "sessionId"); ok {
+			out = append(out, geminiChat{path: p, id: id, mod: fi.ModTime()})
+		}
+	}
+	return out
+}
+
+// geminiSlug is the project directory name Gemini CLI gives a root: its
+// base name lowercased, runs of anything but [a-z0-9] as one "-".
+func geminiSlug(root string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(path.Base(root)) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	s := strings.TrimSuffix(b.String(), "-")
+	if s == "" {
+		return "project"
+	}
+	return s
+}
+
+func (a geminiAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping) (*Bundle, error) {
+	workdir := m.workdir(f.Cwd)
+	slug := geminiSlug(workdir)
+	chats, err := sandboxPath(".gemini", "tmp", slug, "chats")
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(workdir))
+	edit := geminiEdit(m, hex.EncodeToString(sum[:]))
+	b := &Bundle{Workdir: workdir, Resume: [][]string{{"gemini", "--resume", f.ID}}}
+	b.Files = append(b.Files, jsonlFile(f.Path, path.Join(chats, filepath.Base(f.Path)), false, edit))
+	// Subagent chats sit in a folder named after the parent session.
+	sub := filepath.Join(filepath.Dir(f.Path), f.ID)
+	subs, _ := filepath.Glob(filepath.Join(sub, "*.jsonl"))
+	for _, p := range subs {
+		b.Files = append(b.Files, jsonlFile(p, path.Join(chats, f.ID, filepath.Base(p)), false, edit))
+	}
+	reg, err := json.Marshal(map[string]any{"projects": map[string]string{workdir: slug}})
+	if err != nil {
+		return nil, err
+	}
+	b.Files = append(b.Files,
+		generated(path.Join(SandboxHome, ".gemini", "projects.json"), append(reg, '\n')),
+		generated(path.Join(SandboxHome, ".gemini", "tmp", slug, ".project_root"), []byte(workdir)))
+	b.Credentials = envCredentials(env, "GEMINI_API_KEY", "GOOGLE_API_KEY")
+	if len(b.Credentials) == 0 {
+		b.Warnings = append(b.Warnings, "no GEMINI_API_KEY or GOOGLE_API_KEY set here; log in inside the sandbox")
+	}
+	return b, nil
+}
+
+// geminiEdit moves the metadata's directories (also when a "$set" line
+// patches them) and gives projectHash the sandbox root's hash.
+func geminiEdit(m Mapping, hash string) lineEdit {
+	return func(_ int, line []byte) ([]byte, error) {
+		return editStrings(line, func(p []string, s string) (string, bool) {
+			switch {
+			case equalPath(p, []string{"projectHash"}):
+				return hash, true
+			case equalPath(p, []string{"directories", "[]"}), equalPath(p, []string{"$set", "directories", "[]"}):
+				return m.Rebase(s)
+			}
+			return s, false
+		}), nil
+	}
+}
+
+// generated is a file the handoff writes rather than copies.
+func generated(target string, body []byte) File {
+	return File{Local: "(generated)", Target: target, Write: func(w io.Writer) ([]string, error) {
+		_, err := w.Write(body)
+		return nil, err
+	}}
+}

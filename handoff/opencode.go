@@ -1,0 +1,200 @@
+package handoff
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// opencodeAdapter moves opencode sessions through its own export/import
+// format: `opencode export <id>` here, `opencode import <file>` in the
+// sandbox, which re-homes the session to the importing directory. Its
+// SQLite database is never copied (it holds every project and absolute
+// worktrees).
+type opencodeAdapter struct{}
+
+func (opencodeAdapter) Name() string { return "opencode" }
+
+// opencodeMaxExport bounds the export read into memory: it is one JSON
+// document, which opencode itself builds whole.
+const opencodeMaxExport = 1 << 30
+
+// opencodeListed is one entry of `opencode session list --format json`.
+type opencodeListed struct {
+	ID        string `json:"id"`
+	Directory string `json:"directory"`
+	Updated   int64  `json:"updated"` // epoch ms
+}
+
+func (a opencodeAdapter) Find(ctx context.Context, env Env, dir, id string) (*Found, error) {
+	if id == "" {
+		out, err := runOpencode(ctx, env, "session", "list", "--format", "json")
+		if err != nil {
+			return nil, err
+		}
+		var list []opencodeListed
+		if err := json.Unmarshal(out, &list); err != nil {
+			return nil, fmt.Errorf("read `opencode session list` output: %w", err)
+		}
+		var here []opencodeListed
+		for _, s := range list {
+			if sameDir(s.Directory, dir) {
+				here = append(here, s)
+			}
+		}
+		best, ok := newest(here, func(s opencodeListed) time.Time { return time.UnixMilli(s.Updated) })
+		if !ok {
+			return nil, fmt.Errorf("no opencode session recorded in %s", dir)
+		}
+		id = best.ID
+	}
+	if err := checkIdent("session id", id); err != nil {
+		return nil, err
+	}
+	exp, err := runOpencode(ctx, env, "export", id)
+	if err != nil {
+		return nil, err
+	}
+	// Export may print chatter before the document.
+	if i := bytes.IndexByte(exp, '{'); i > 0 {
+		exp = exp[i:]
+	}
+	if !json.Valid(exp) {
+		return nil, fmt.Errorf("`opencode export %s` did not print a JSON document", id)
+	}
+	if got, _ := stringAt(exp, "info", "id"); got != id {
+		return nil, fmt.Errorf("`opencode export %s` printed session %q", id, got)
+	}
+	cwd, _ := stringAt(exp, "info", "directory")
+	f := &Found{Tool: a.Name(), ID: id, Cwd: cwd, export: exp}
+	if ms, ok := opencodeUpdated(exp); ok {
+		f.Modified = time.UnixMilli(ms)
+	}
+	return f, nil
+}
+
+func opencodeUpdated(exp []byte) (int64, bool) {
+	var doc struct {
+		Info struct {
+			Time struct {
+				Updated int64 `json:"updated"`
+			} `json:"time"`
+		} `json:"info"`
+	}
+	if json.Unmarshal(exp, &doc) != nil || doc.Info.Time.Updated == 0 {
+		return 0, false
+	}
+	return doc.Info.Time.Updated, true
+}
+
+// runOpencode runs the local opencode with args (validated identifiers
+// only; no shell is involved) and returns its standard output.
+func runOpencode(ctx context.Context, env Env, args ...string) ([]byte, error) {
+	bin := env.get("BOXKITE_OPENCODE")
+	if bin == "" {
+		p, err := exec.LookPath("opencode")
+		if err != nil {
+			return nil, errors.New("opencode is not installed here; it is needed to export the session")
+		}
+		bin = p
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		return nil, fmt.Errorf("opencode %s: %w: %s", strings.Join(args, " "), err, msg)
+	}
+	if len(out) > opencodeMaxExport {
+		return nil, fmt.Errorf("opencode %s: output over %d bytes", strings.Join(args, " "), opencodeMaxExport)
+	}
+	return out, nil
+}
+
+func (a opencodeAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping) (*Bundle, error) {
+	target, err := sandboxPath(".opencode-handoff", f.ID+".json")
+	if err != nil {
+		return nil, err
+	}
+	exp := opencodeEdit(f.export, m)
+	b := &Bundle{
+		Workdir: m.workdir(f.Cwd),
+		Resume:  [][]string{{"opencode", "import", target}, {"opencode", "--session", f.ID}},
+	}
+	b.Files = append(b.Files, File{
+		Local: "opencode export " + f.ID, Target: target,
+		Write: func(w io.Writer) ([]string, error) {
+			_, err := w.Write(exp)
+			return nil, err
+		},
+	})
+	creds, warn := opencodeCredentials(env, exp)
+	b.Credentials = creds
+	if warn != "" {
+		b.Warnings = append(b.Warnings, warn)
+	}
+	return b, nil
+}
+
+// opencodeEdit moves the session's directory and every assistant
+// message's path.cwd and path.root. Import overrides the session's
+// directory anyway; the messages' paths it keeps.
+func opencodeEdit(exp []byte, m Mapping) []byte {
+	return editStrings(exp, func(p []string, s string) (string, bool) {
+		switch {
+		case equalPath(p, []string{"info", "directory"}),
+			len(p) >= 2 && p[0] == "info" && p[1] == "path",
+			equalPath(p, []string{"messages", "[]", "info", "path", "cwd"}),
+			equalPath(p, []string{"messages", "[]", "info", "path", "root"}):
+			return m.Rebase(s)
+		}
+		return s, false
+	})
+}
+
+// opencodeCredentials passes the auth.json entry of the provider the
+// session last used, API keys only (an OAuth login is tied to this
+// machine), as OPENCODE_AUTH_CONTENT.
+func opencodeCredentials(env Env, exp []byte) ([]Credential, string) {
+	provider := ""
+	editStrings(exp, func(p []string, s string) (string, bool) {
+		if equalPath(p, []string{"messages", "[]", "info", "providerID"}) {
+			provider = s
+		}
+		return s, false
+	})
+	data := env.get("XDG_DATA_HOME")
+	if data == "" {
+		data = filepath.Join(env.Home, ".local", "share")
+	}
+	p := filepath.Join(data, "opencode", "auth.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, "no " + p + "; log in inside the sandbox (`opencode auth login`)"
+	}
+	var auth map[string]json.RawMessage
+	if err := json.Unmarshal(b, &auth); err != nil {
+		return nil, p + " is not valid JSON; log in inside the sandbox"
+	}
+	entry, ok := auth[provider]
+	var kind struct {
+		Type string `json:"type"`
+	}
+	if !ok || json.Unmarshal(entry, &kind) != nil || kind.Type != "api" {
+		return nil, fmt.Sprintf("no API key for provider %q in %s; log in inside the sandbox", provider, p)
+	}
+	content, err := json.Marshal(map[string]json.RawMessage{provider: entry})
+	if err != nil {
+		return nil, err.Error()
+	}
+	return []Credential{{Name: "OPENCODE_AUTH_CONTENT", Source: p, Value: string(content)}}, ""
+}

@@ -1,0 +1,183 @@
+package handoff
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Tree is the working tree a handoff sends: files, symlinks and (outside
+// git) directories, by slash-separated path relative to Root.
+type Tree struct {
+	Root    string // local directory
+	Name    string // its directory under SandboxHome
+	Entries []string
+	Files   int
+	Bytes   int64
+	Skipped []string // warnings about entries left out
+}
+
+// ProjectRoot is the directory whose tree a handoff from dir sends: the
+// top of the git work tree dir is in (so .git comes along), else dir.
+func ProjectRoot(ctx context.Context, dir string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return dir
+	}
+	if top := strings.TrimSpace(string(out)); top != "" && filepath.IsAbs(top) {
+		return filepath.Clean(top)
+	}
+	return dir
+}
+
+// sandboxName is the directory name the tree gets in the sandbox: root's
+// own name when it is a plain identifier, else "project".
+func sandboxName(root string) string {
+	if b := filepath.Base(root); ValidIdent(b) {
+		return b
+	}
+	return "project"
+}
+
+// ListTree lists the tree under root. Unless all is set, a git work tree
+// is listed by git, which applies .gitignore, .git/info/exclude and the
+// global excludes exactly as git does; .git itself always comes along.
+// Outside git, or with all, everything is listed.
+func ListTree(ctx context.Context, root string, all bool) (*Tree, error) {
+	t := &Tree{Root: root, Name: sandboxName(root)}
+	var names []string
+	gitListed := false
+	if !all {
+		if _, err := os.Lstat(filepath.Join(root, ".git")); err == nil {
+			out, err := exec.CommandContext(ctx, "git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+			if err != nil {
+				return nil, fmt.Errorf("list the files git keeps in %s: %w", root, err)
+			}
+			for _, n := range bytes.Split(out, []byte{0}) {
+				if len(n) > 0 {
+					names = append(names, string(n))
+				}
+			}
+			names = append(names, ".git")
+			gitListed = true
+		}
+	}
+	if !gitListed {
+		names = []string{"."}
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		if err := t.add(n, seen); err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(t.Entries)
+	return t, nil
+}
+
+// add adds name and, for a directory, everything below it.
+func (t *Tree) add(name string, seen map[string]bool) error {
+	start := filepath.Join(t.Root, filepath.FromSlash(name))
+	return filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == start {
+				return nil // tracked by git but deleted in the tree
+			}
+			return err
+		}
+		rel, err := filepath.Rel(t.Root, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if seen[rel] {
+			return nil
+		}
+		seen[rel] = true
+		switch mode := d.Type(); {
+		case mode.IsDir():
+		case mode&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			if !linkInside(rel, target) {
+				t.Skipped = append(t.Skipped, fmt.Sprintf("%s: symlink to %s, outside the tree", rel, target))
+				return nil
+			}
+		case mode.IsRegular():
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			t.Files++
+			t.Bytes += fi.Size()
+		default:
+			t.Skipped = append(t.Skipped, fmt.Sprintf("%s: not a regular file, directory or symlink", rel))
+			return nil
+		}
+		t.Entries = append(t.Entries, rel)
+		return nil
+	})
+}
+
+// linkInside reports whether a symlink at rel pointing to target stays in
+// the tree; the sandbox refuses links that leave it, and they would point
+// at nothing there anyway.
+func linkInside(rel, target string) bool {
+	if path.IsAbs(target) || strings.IndexByte(target, 0) >= 0 {
+		return false
+	}
+	p := path.Join(path.Dir(rel), target)
+	return p != ".." && !strings.HasPrefix(p, "../")
+}
+
+// writeEntry writes one tree entry into tw as prefix/rel, keeping its
+// mode and modification time; a file is written exactly as large as
+// listed, so one that changes meanwhile is an error, not a torn archive.
+func (t *Tree) writeEntry(tw *tar.Writer, prefix, rel string) error {
+	p := filepath.Join(t.Root, filepath.FromSlash(rel))
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	link := ""
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if link, err = os.Readlink(p); err != nil {
+			return err
+		}
+	}
+	hdr, err := tar.FileInfoHeader(fi, link)
+	if err != nil {
+		return err
+	}
+	hdr.Name, hdr.Uname, hdr.Gname, hdr.Uid, hdr.Gid = path.Join(prefix, rel), "", "", 0, 0
+	if fi.IsDir() {
+		hdr.Name += "/"
+	}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := io.CopyN(tw, f, hdr.Size); err != nil {
+		return fmt.Errorf("read %s: %w", p, err)
+	}
+	return nil
+}

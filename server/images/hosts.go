@@ -1,0 +1,183 @@
+package images
+
+import (
+	"bufio"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/boxkite/boxkite/server/egress"
+)
+
+// Package indexes a build uses when the machine names none.
+const (
+	defaultPipIndex    = "https://pypi.org/simple"
+	defaultNPMRegistry = "https://registry.npmjs.org/"
+)
+
+// pypiFiles serves the files pypi.org's index links to.
+const pypiFiles = "files.pythonhosted.org"
+
+// Sources are where the machine's package managers are configured to
+// fetch from; a build's egress is limited to their hosts.
+type Sources struct {
+	AptDir      string // apt's configuration, normally /etc/apt
+	PipIndex    string // pip's index URL ("" means pip.conf's, else PyPI)
+	NPMRegistry string // npm's registry URL ("" means npmrc's, else npmjs.org)
+}
+
+// WithSources overrides where builds fetch packages from.
+func WithSources(s Sources) Option { return func(m *Manager) { m.sources = s } }
+
+// WithProxy makes builds reach package hosts through p (its resolver and,
+// in tests only, its Permit); the default is a plain egress.Proxy.
+func WithProxy(p *egress.Proxy) Option { return func(m *Manager) { m.proxy = p } }
+
+// MirrorAddr is the build proxy's egress.Proxy.Permit. A build's grants
+// are the operator's own package sources, never a user's, and a mirror
+// may well be on a private or otherwise reserved network (this machine's
+// resolve to a documentation range); so a build may reach any address of
+// them but the host itself (loopback), link-local and metadata ones.
+func MirrorAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	return !a.IsLoopback() && !a.IsLinkLocalUnicast() && !a.IsUnspecified() && !a.IsMulticast() &&
+		!a.IsLinkLocalMulticast() && a != awsMetadataV6 && !strings.HasPrefix(egress.Forbidden(a), "embedded")
+}
+
+var awsMetadataV6 = netip.MustParseAddr("fd00:ec2::254")
+
+// pipIndex returns the index URL pip is configured with.
+func (s Sources) pipIndex() string {
+	if s.PipIndex != "" {
+		return s.PipIndex
+	}
+	for _, f := range []string{"/etc/pip.conf", "/etc/xdg/pip/pip.conf"} {
+		if v := iniValue(f, "index-url"); v != "" {
+			return v
+		}
+	}
+	return defaultPipIndex
+}
+
+// npmRegistry returns the registry npm is configured with.
+func (s Sources) npmRegistry() string {
+	if s.NPMRegistry != "" {
+		return s.NPMRegistry
+	}
+	files := []string{"/usr/etc/npmrc", "/etc/npmrc"}
+	if home, err := os.UserHomeDir(); err == nil {
+		files = append(files, filepath.Join(home, ".npmrc"))
+	}
+	reg := defaultNPMRegistry
+	for _, f := range files { // later files win, as in npm
+		if v := iniValue(f, "registry"); v != "" {
+			reg = v
+		}
+	}
+	return reg
+}
+
+// iniValue returns key's value in an ini-like file (pip.conf, npmrc),
+// whatever its section; "" if none.
+func iniValue(path, key string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	val := ""
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if ok && strings.TrimSpace(k) == key {
+			val = strings.TrimSpace(v)
+		}
+	}
+	return val
+}
+
+// grants returns what a build of spec may reach: the hosts of the apt
+// sources, and of pip's index and npm's registry when it installs such
+// packages, each on the port of its URL (80 or 443 by default).
+func (s Sources) grants(aptPkgs, pipPkgs, npmPkgs bool) egress.Allowlist {
+	var urls []string
+	if aptPkgs {
+		urls = append(urls, aptSources(s.AptDir)...)
+	}
+	if pipPkgs {
+		idx := s.pipIndex()
+		urls = append(urls, idx)
+		if u, err := url.Parse(idx); err == nil && u.Hostname() == "pypi.org" {
+			urls = append(urls, "https://"+pypiFiles+"/")
+		}
+	}
+	if npmPkgs {
+		urls = append(urls, s.npmRegistry())
+	}
+	seen := map[egress.Grant]bool{}
+	var out egress.Allowlist
+	for _, raw := range urls {
+		g, ok := grantOf(raw)
+		if ok && !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// grantOf turns a source URL into the grant it needs.
+func grantOf(raw string) (egress.Grant, bool) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Hostname() == "" {
+		return egress.Grant{}, false
+	}
+	port := 80
+	if u.Scheme == "https" {
+		port = 443
+	} else if u.Scheme != "http" {
+		return egress.Grant{}, false
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return egress.Grant{}, false
+		}
+		port = n
+	}
+	g, err := egress.ParseGrant(net.JoinHostPort(u.Hostname(), strconv.Itoa(port)))
+	return g, err == nil
+}
+
+// aptSources reads the URIs this machine's apt is configured to use
+// (deb822 .sources files and the one-line sources.list format).
+func aptSources(aptDir string) []string {
+	var uris []string
+	files, _ := filepath.Glob(filepath.Join(aptDir, "sources.list.d", "*"))
+	files = append(files, filepath.Join(aptDir, "sources.list"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(b)))
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			switch {
+			case strings.HasPrefix(line, "URIs:"):
+				uris = append(uris, strings.Fields(strings.TrimPrefix(line, "URIs:"))...)
+			case strings.HasPrefix(line, "deb ") || strings.HasPrefix(line, "deb-src "):
+				for _, u := range strings.Fields(line)[1:] {
+					if strings.Contains(u, "://") {
+						uris = append(uris, u)
+						break
+					}
+				}
+			}
+		}
+	}
+	return uris
+}

@@ -1,0 +1,82 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+// mcpCall calls tool over /mcp/ with key and returns its text and isError.
+func mcpCall(t *testing.T, e *env, key, tool string, args any) (string, bool) {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool, a)
+	resp, b := e.do("POST", "/mcp/", key, body, "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /mcp/ %s: %d %s", tool, resp.StatusCode, b)
+	}
+	var rpc struct {
+		Result *struct {
+			Content []struct{ Type, Text string }
+			IsError bool
+		}
+		Error json.RawMessage
+	}
+	mustUnmarshal(t, b, &rpc)
+	if rpc.Result == nil || len(rpc.Result.Content) != 1 {
+		t.Fatalf("POST /mcp/ %s: not a tool result: %s", tool, b)
+	}
+	return rpc.Result.Content[0].Text, rpc.Result.IsError
+}
+
+// TestMCPEndpoint: /mcp/ acts as the caller's key, through the same checks
+// as the REST API: tenancy, the allowlist, and the 401 without a key.
+func TestMCPEndpoint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{Label: "a-label"})
+
+	text, isErr := mcpCall(t, e, e.KeyA, "get_sandbox", map[string]string{"session_id": sb.ID})
+	if isErr || !strings.HasPrefix(text, sb.ID+" (status: active") || !strings.Contains(text, "a-label") {
+		t.Errorf("A's get_sandbox = %q (isError %v)", text, isErr)
+	}
+
+	// B sees A's sandbox exactly as a sandbox that does not exist.
+	text, isErr = mcpCall(t, e, e.KeyB, "get_sandbox", map[string]string{"session_id": sb.ID})
+	none := server.NewID()
+	text2, _ := mcpCall(t, e, e.KeyB, "get_sandbox", map[string]string{"session_id": none})
+	if !isErr || strings.Contains(text, "a-label") || strings.ReplaceAll(text, sb.ID, "ID") != strings.ReplaceAll(text2, none, "ID") {
+		t.Errorf("B's get_sandbox of A's sandbox = %q (isError %v); of none: %q", text, isErr, text2)
+	}
+	if text, isErr := mcpCall(t, e, e.KeyB, "exec", map[string]string{"session_id": sb.ID, "command": "id"}); !isErr || !strings.Contains(text, "not found") {
+		t.Errorf("B's exec in A's sandbox = %q (isError %v)", text, isErr)
+	}
+
+	// The account's allowlist applies to exec over MCP as to the API.
+	rules := api.AllowedCommands{Rules: []api.CommandRule{{Command: "echo"}}}
+	if resp, body := e.do("PUT", "/v1/account/allowed-commands", e.KeyA, rules); resp.StatusCode != http.StatusOK {
+		t.Fatalf("set allowlist: %d %s", resp.StatusCode, body)
+	}
+	text, isErr = mcpCall(t, e, e.KeyA, "exec", map[string]string{"session_id": sb.ID, "command": "rm -rf /"})
+	if !isErr || !strings.HasPrefix(text, "Error: ") {
+		t.Errorf("exec of a command off the allowlist = %q (isError %v)", text, isErr)
+	}
+	if reqs, _ := e.Sidecar.Requests(); len(reqs) != 0 {
+		t.Errorf("the sidecar ran %v", reqs)
+	}
+
+	resp, body := e.do("POST", "/mcp/", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Content-Type", "application/json")
+	wantError(t, resp, body, http.StatusUnauthorized, api.CodeUnauthorized)
+	resp, body = e.do("POST", "/mcp/", "bxk_live_nosuchkey", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Content-Type", "application/json")
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("POST /mcp/ with a bad key: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := e.do("GET", "/mcp/", e.KeyA, nil); resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET /mcp/: %d %s; want 405 (stateless)", resp.StatusCode, body)
+	}
+}

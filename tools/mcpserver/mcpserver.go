@@ -1,0 +1,78 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/boxkite/boxkite/tools"
+)
+
+// Name is the server name announced to clients.
+const Name = "boxkite"
+
+// Backend gives the provider and sandbox binder that serve one tool call.
+// The stdio server has one for its whole life (Static); the control plane
+// makes one per call for the caller's API key. An error is shown to the
+// agent as the tool's error text.
+type Backend func(ctx context.Context, req *mcp.CallToolRequest) (tools.Provider, tools.Binder, error)
+
+// Static is the Backend that always answers with p and bind.
+func Static(p tools.Provider, bind tools.Binder) Backend {
+	return func(context.Context, *mcp.CallToolRequest) (tools.Provider, tools.Binder, error) {
+		return p, bind, nil
+	}
+}
+
+// New returns an MCP server named boxkite with the tools of tools.MCP,
+// each call served by backend.
+func New(version string, backend Backend) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "boxkite sandboxes", Version: version}, nil)
+	for _, t := range tools.MCP(nil, nil) {
+		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Schema}, handler(t.Name, backend))
+	}
+	return s
+}
+
+func handler(name string, backend Backend) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		p, bind, err := backend(ctx, req)
+		if err != nil {
+			return Result(fmt.Sprintf("Error: %v", err)), nil
+		}
+		var args []byte
+		if req.Params != nil {
+			args = req.Params.Arguments
+		}
+		return Result(tools.Call(ctx, tools.MCP(p, bind), nil, name, args)), nil
+	}
+}
+
+// Result is the MCP result for a tool's text: an error text is a tool
+// error (IsError), which clients show to the model instead of failing.
+func Result(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		IsError: strings.HasPrefix(text, "Error"),
+	}
+}
+
+// HTTPHandler serves s over Streamable HTTP, stateless: each POST carries
+// its own credentials and any replica can answer it, so there are no
+// sessions to pin (GET and DELETE answer 405, which clients expect).
+func HTTPHandler(s *mcp.Server) http.Handler {
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+		Stateless:    true,
+		JSONResponse: true,
+		// The SDK refuses a non-loopback Host on a loopback listener to stop
+		// DNS rebinding. Every request here needs an API key, which a
+		// rebinding page cannot send, and behind a reverse proxy on the same
+		// host the Host header is the public name: the check would refuse
+		// every legitimate call.
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        16 << 20,
+	})
+}

@@ -1,0 +1,197 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tools"
+	"github.com/boxkite/boxkite/tools/mcpserver"
+)
+
+// provider answers list_sandbox_volumes and fails everything else it is
+// asked (the embedded nil interface panics, which tools.Call reports).
+type provider struct {
+	tools.Provider
+}
+
+func (provider) ListVolumes(context.Context) ([]api.Volume, error) {
+	return []api.Volume{{ID: "vol-1", Label: "data", SizeGB: 1, Status: "ready"}}, nil
+}
+
+func (provider) DeleteSandbox(_ context.Context, id string) error {
+	return &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: "sandbox " + id + " not found"}
+}
+
+// sandbox answers exec only; the nil embedded Sandbox panics otherwise.
+type sandbox struct{ tools.Sandbox }
+
+func (sandbox) Exec(_ context.Context, req api.ExecRequest) (*api.ExecResult, error) {
+	if req.Command == "down" {
+		return nil, errors.New("connection refused")
+	}
+	return &api.ExecResult{Stdout: "ran " + req.Command + "\n"}, nil
+}
+
+func newServer() *mcp.Server {
+	return mcpserver.New("test", mcpserver.Static(provider{}, func(string) tools.Sandbox { return sandbox{} }))
+}
+
+// connect runs s on in-memory transports and returns a connected client.
+func connect(t *testing.T, s *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatalf("server connect: %v", err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatalf("client connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestInMemory(t *testing.T) {
+	cs := connect(t, newServer())
+	ctx := context.Background()
+	if got := cs.InitializeResult().ServerInfo; got.Name != "boxkite" || got.Version != "test" {
+		t.Errorf("server info = %+v, want boxkite test", got)
+	}
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("list tools: %v", err)
+	}
+	want := tools.MCP(nil, nil)
+	if len(list.Tools) != 26 || len(want) != 26 {
+		t.Fatalf("listed %d tools, tools.MCP has %d; want 26", len(list.Tools), len(want))
+	}
+	for _, tl := range list.Tools { // the SDK lists them sorted by name
+		w, ok := tools.Lookup(want, tl.Name)
+		if !ok || tl.Description != w.Description {
+			t.Errorf("listed tool %s (%q) is not in tools.MCP as such", tl.Name, tl.Description)
+			continue
+		}
+		got, _ := json.Marshal(tl.InputSchema)
+		var a, b any
+		_ = json.Unmarshal(got, &a)
+		_ = json.Unmarshal(w.Schema, &b)
+		if diff := cmp.Diff(b, a); diff != "" {
+			t.Errorf("%s schema over MCP (-want +got):\n%s", tl.Name, diff)
+		}
+	}
+
+	tests := []struct {
+		name    string
+		tool    string
+		args    any
+		want    string
+		isError bool
+	}{
+		{"result", "exec", map[string]any{"session_id": "sb-1", "command": "ls"}, "ran ls", false},
+		{"account tool", "list_sandbox_volumes", nil, "- vol-1 (status: ready, label: data, size_gb: 1)", false},
+		{"api refusal", "destroy_sandbox", map[string]any{"session_id": "nope"}, "Error: sandbox nope not found", true},
+		{"transport failure", "exec", map[string]any{"session_id": "sb-1", "command": "down"}, "Error: could not reach the sandbox (connection refused)", true},
+		{"bad arguments", "exec", map[string]any{"session_id": "sb-1"}, `Error: exec needs the parameter "command"`, true},
+		{"wrong type", "view", map[string]any{"session_id": "sb-1", "path": 3}, `Error: parameter "path" of view must be a string`, true},
+		{"handler panic", "get_sandbox", map[string]any{"session_id": "sb-1"}, "Error: internal error in get_sandbox", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+			if err != nil {
+				t.Fatalf("%s: protocol error %v; want a tool result", tc.tool, err)
+			}
+			text := textOf(t, res)
+			if !strings.HasPrefix(text, tc.want) || res.IsError != tc.isError {
+				t.Errorf("%s = %q (isError %v), want %q (isError %v)", tc.tool, text, res.IsError, tc.want, tc.isError)
+			}
+		})
+	}
+}
+
+func TestUnknownToolIsProtocolError(t *testing.T) {
+	cs := connect(t, newServer())
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "rm_rf"}); err == nil {
+		t.Error("calling an unknown tool succeeded")
+	}
+}
+
+// TestBackendError: a backend that cannot serve the call (no credentials)
+// answers with a tool error, not a protocol error.
+func TestBackendError(t *testing.T) {
+	s := mcpserver.New("test", func(context.Context, *mcp.CallToolRequest) (tools.Provider, tools.Binder, error) {
+		return nil, nil, errors.New("no credentials")
+	})
+	cs := connect(t, s)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_sandboxes", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(t, res); got != "Error: no credentials" || !res.IsError {
+		t.Errorf("got %q isError=%v", got, res.IsError)
+	}
+}
+
+// TestHTTPHandler: the Streamable HTTP handler serves the same tools to
+// the SDK's own HTTP client, and passes request headers to the backend.
+func TestHTTPHandler(t *testing.T) {
+	var sawAuth string
+	s := mcpserver.New("test", func(_ context.Context, req *mcp.CallToolRequest) (tools.Provider, tools.Binder, error) {
+		sawAuth = req.Extra.Header.Get("Authorization")
+		return provider{}, func(string) tools.Sandbox { return sandbox{} }, nil
+	})
+	srv := httptest.NewServer(mcpserver.HTTPHandler(s))
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hc := &http.Client{Transport: bearer{"k1", http.DefaultTransport}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"session_id": "s", "command": "pwd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(t, res); got != "ran pwd" || sawAuth != "Bearer k1" {
+		t.Errorf("exec over HTTP = %q, backend saw Authorization %q", got, sawAuth)
+	}
+}
+
+type bearer struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.next.RoundTrip(r)
+}
+
+func textOf(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("result has %d contents, want 1 text", len(res.Content))
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("result content is %T, want text", res.Content[0])
+	}
+	return tc.Text
+}

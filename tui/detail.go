@@ -1,0 +1,157 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+type detailState struct {
+	id     string
+	sb     *api.Sandbox
+	stats  *api.SandboxStats
+	procs  []api.ProcessInfo
+	recent []api.LogEntry
+	total  int
+	err    error // reading the sandbox itself
+	// partErr is why stats or processes are missing: a destroyed sandbox
+	// has neither, which is not an error worth shouting about.
+	partErr error
+}
+
+// detailMsg is one reading of a sandbox for the detail screen.
+type detailMsg struct {
+	id      string
+	sb      *api.Sandbox
+	stats   *api.SandboxStats
+	procs   []api.ProcessInfo
+	recent  []api.LogEntry
+	total   int
+	err     error
+	partErr error
+}
+
+func (d *detailState) apply(msg detailMsg) {
+	if msg.id != d.id {
+		return
+	}
+	d.err = msg.err
+	if msg.err != nil {
+		return
+	}
+	d.sb, d.stats, d.procs, d.recent, d.total, d.partErr = msg.sb, msg.stats, msg.procs, msg.recent, msg.total, msg.partErr
+}
+
+func (m *Model) openDetail(id string) tea.Cmd {
+	if m.detail.id != id {
+		m.detail = detailState{id: id}
+	}
+	m.push(screenDetail)
+	return m.loadDetail(id)
+}
+
+// loadDetail reads the sandbox, its resources, processes and the newest
+// audit entries, in one Cmd.
+func (m *Model) loadDetail(id string) tea.Cmd {
+	m.loadingDetail = true
+	src := m.src
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+		defer cancel()
+		msg := detailMsg{id: id}
+		msg.sb, msg.err = src.Sandbox(ctx, id)
+		if msg.err != nil {
+			return msg
+		}
+		if page, err := src.Log(ctx, id, 1, 0); err == nil {
+			msg.total = page.Total
+			if page, err := src.Log(ctx, id, recentEntries, max(page.Total-recentEntries, 0)); err == nil {
+				msg.recent = page.Entries
+			}
+		}
+		if msg.sb.Status != api.StatusActive {
+			return msg
+		}
+		msg.stats, msg.partErr = src.SandboxStats(ctx, id)
+		procs, err := src.Processes(ctx, id)
+		if err != nil {
+			msg.partErr = err
+		} else {
+			msg.procs = procs.Processes
+		}
+		return msg
+	}
+}
+
+func (m *Model) detailKey(msg tea.KeyMsg) tea.Cmd {
+	k, id := m.keys, m.detail.id
+	active := m.detail.sb != nil && m.detail.sb.Status == api.StatusActive
+	switch {
+	case key.Matches(msg, k.Back):
+		return m.back()
+	case key.Matches(msg, k.Log):
+		return m.openLog(id)
+	case key.Matches(msg, k.Refresh):
+		return m.loadDetail(id)
+	case !active:
+	case key.Matches(msg, k.Exec):
+		return m.openExec(id)
+	case key.Matches(msg, k.Attach):
+		return m.attach(id)
+	case key.Matches(msg, k.Destroy):
+		m.askDestroy(id)
+	}
+	return nil
+}
+
+func (m *Model) detailView() string {
+	d := &m.detail
+	var b strings.Builder
+	switch {
+	case d.sb == nil && d.err != nil:
+		return m.st.err.Render("cannot read sandbox: "+oneLine(errText(d.err))) + "\n"
+	case d.sb == nil:
+		return "loading…\n"
+	}
+	sb, now := d.sb, m.now()
+	row := func(k, v string) { fmt.Fprintf(&b, "%-10s %s\n", k, oneLine(v)) }
+	row("ID", sb.ID)
+	status := sb.Status
+	if sb.DestroyReason != "" {
+		status += " (" + sb.DestroyReason + ")"
+	}
+	row("Status", status)
+	row("Label", oneLine(orDash(sb.Label)))
+	size := sb.Size
+	if sb.StorageGB > 0 {
+		size += fmt.Sprintf(", %g GB storage", sb.StorageGB)
+	}
+	row("Size", size)
+	row("Created", age(sb.CreatedAt, now)+" ago")
+	row("Expires", expiry(*sb, now))
+	if d.stats != nil {
+		row("Memory", fmt.Sprintf("%s (%s anonymous)", humanBytes(d.stats.MemoryBytes), humanBytes(d.stats.MemoryAnonBytes)))
+		row("Tasks", fmt.Sprint(d.stats.Pids))
+	}
+	if d.partErr != nil {
+		b.WriteString(m.st.warn.Render("resources: "+oneLine(errText(d.partErr))) + "\n")
+	}
+	b.WriteString("\n" + m.st.header.Render(fmt.Sprintf("Processes (%d)", len(d.procs))) + "\n")
+	for _, p := range d.procs {
+		exit := "running"
+		if p.ExitCode != nil {
+			exit = fmt.Sprintf("exit %d", *p.ExitCode)
+		}
+		b.WriteString(fit(fmt.Sprintf("  %-10s %-9s %s", shortID(p.ProcessID), exit, oneLine(p.Command)), m.width) + "\n")
+	}
+	b.WriteString("\n" + m.st.header.Render(fmt.Sprintf("Recent audit (%d of %d)", len(d.recent), d.total)) + "\n")
+	for _, e := range d.recent {
+		b.WriteString(fit("  "+m.entryLine(e, m.width-2), m.width) + "\n")
+	}
+	return b.String()
+}

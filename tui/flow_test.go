@@ -1,0 +1,70 @@
+package tui
+
+import (
+	"bytes"
+	"os"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/teatest"
+)
+
+// waitFor waits (up to a generous deadline) until the program has drawn want.
+func waitFor(t *testing.T, tm *teatest.TestModel, want string) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(want)) },
+		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+}
+
+// TestFlow drives the whole program: list, log with a live entry, a lost
+// server, exec, and quitting.
+func TestFlow(t *testing.T) {
+	src := newFakeSource()
+	m := New(Options{Source: src, Now: func() time.Time { return epoch }, Location: time.UTC, Output: os.Stdout, Refresh: 20 * time.Millisecond})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
+
+	waitFor(t, tm, "scratch")
+	tm.Type("j")
+	tm.Type("l")
+	waitFor(t, tm, "go test ./... 2>&1")
+
+	exit := 0
+	src.appendEntry(entry(src.sandboxes[0].ID, 4, "exec", `{"command":"echo from-elsewhere"}`, &exit, 2))
+	waitFor(t, tm, "echo from-elsewhere")
+
+	tm.Send(tea.KeyMsg{Type: tea.KeyEsc})
+	waitFor(t, tm, "sandboxes (3)")
+	src.setDown(true)
+	waitFor(t, tm, "reconnecting…")
+	src.setDown(false)
+	// The title is redrawn without "reconnecting…".
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		i := bytes.LastIndex(b, []byte("sandboxes (3)"))
+		if i < 0 {
+			return false
+		}
+		line, _, _ := bytes.Cut(b[i:], []byte("\n"))
+		return !bytes.Contains(line, []byte("reconnecting"))
+	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+
+	tm.Type("e")
+	tm.Type("uname")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	waitFor(t, tm, "line two")
+	tm.Send(tea.KeyMsg{Type: tea.KeyEsc})
+	tm.Type("q")
+
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
+	if final.log.cancel != nil {
+		t.Error("the log stream is still open after quitting")
+	}
+	if final.offline != nil {
+		t.Errorf("offline after the server came back: %v", final.offline)
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.execs) != 1 || src.execs[0] != "uname" {
+		t.Errorf("execs = %q, want [uname]", src.execs)
+	}
+}

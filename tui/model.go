@@ -1,0 +1,468 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// screen is what the body of the TUI shows.
+type screen int
+
+const (
+	screenList screen = iota
+	screenDetail
+	screenLog
+	screenExec
+	screenCreate
+)
+
+// Defaults of Options.
+const (
+	defaultRefresh = 2 * time.Second
+	// apiTimeout bounds one request, so a server that hangs shows up as
+	// unreachable instead of freezing a screen.
+	apiTimeout = 10 * time.Second
+	// recentEntries is how much of the audit log the detail screen shows.
+	recentEntries = 8
+)
+
+// Options configure New.
+type Options struct {
+	Source Source
+	// Color allows colour; false for NO_COLOR, dumb terminals and tests.
+	Color bool
+	// Output is where the program draws, for colour detection (default stdout).
+	Output io.Writer
+	// Now is the clock for ages and expiry (default time.Now).
+	Now func() time.Time
+	// Location is the time zone of log times (default time.Local).
+	Location *time.Location
+	// Refresh is how often the sandbox list and detail are re-read (default 2s).
+	Refresh time.Duration
+}
+
+// Model is the whole TUI: a stack of screens over one Source.
+type Model struct {
+	src     Source
+	now     func() time.Time
+	loc     *time.Location
+	refresh time.Duration
+	keys    keyMap
+	st      styles
+	help    help.Model
+
+	width, height int
+	stack         []screen // the screens opened, the current one last
+	showHelp      bool
+
+	// offline is the error of the last failed refresh; nil while the
+	// server answers. The next tick retries: that is the reconnect.
+	offline error
+	note    string // a transient message in the status line
+	noteErr bool
+	confirm string // id of the sandbox awaiting "destroy? y/n"
+	// Reads in flight: a tick does not start another while one is
+	// waiting, so a hanging server does not pile requests up.
+	loadingList, loadingDetail bool
+
+	list   listState
+	detail detailState
+	log    logState
+	exec   execState
+	create createState
+}
+
+// New returns the TUI model over opts.Source, starting at the sandbox list.
+func New(opts Options) *Model {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = defaultRefresh
+	}
+	if opts.Location == nil {
+		opts.Location = time.Local
+	}
+	if opts.Output == nil {
+		opts.Output = os.Stdout
+	}
+	m := &Model{
+		src:     opts.Source,
+		now:     opts.Now,
+		loc:     opts.Location,
+		refresh: opts.Refresh,
+		keys:    newKeyMap(),
+		st:      newStyles(opts.Output, opts.Color),
+		help:    help.New(),
+		width:   80,
+		height:  24,
+		stack:   []screen{screenList},
+	}
+	m.help.Styles = m.st.help
+	// Two spaces rather than " • ": the whole bar fits in 80 columns.
+	m.help.ShortSeparator = "  "
+	m.list = newListState()
+	return m
+}
+
+// Messages. Those of a stream or a sandbox carry what they belong to, so
+// an answer that arrives after the user moved on is dropped.
+type (
+	tickMsg      struct{}
+	sandboxesMsg struct {
+		sbs []api.Sandbox
+		err error
+	}
+	attachDoneMsg struct {
+		id  string
+		err error
+	}
+	destroyedMsg struct {
+		id  string
+		err error
+	}
+)
+
+// Init loads the list and starts the refresh ticker.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(m.loadSandboxes(), m.tick())
+}
+
+func (m *Model) tick() tea.Cmd {
+	return tea.Tick(m.refresh, func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+// call runs fn with a bounded context; the Cmds below use it for every request.
+func call[T any](fn func(ctx context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	return fn(ctx)
+}
+
+func (m *Model) loadSandboxes() tea.Cmd {
+	if m.loadingList {
+		return nil
+	}
+	m.loadingList = true
+	src := m.src
+	return func() tea.Msg {
+		sbs, err := call(func(ctx context.Context) ([]api.Sandbox, error) { return src.ListSandboxes(ctx, false) })
+		return sandboxesMsg{sbs: sbs, err: err}
+	}
+}
+
+func (m *Model) current() screen { return m.stack[len(m.stack)-1] }
+
+func (m *Model) push(s screen) { m.stack = append(m.stack, s) }
+
+// back closes the current screen, stopping what it runs.
+func (m *Model) back() tea.Cmd {
+	if len(m.stack) == 1 {
+		return nil
+	}
+	if m.current() == screenLog {
+		m.log.stop()
+	}
+	m.stack = m.stack[:len(m.stack)-1]
+	return nil
+}
+
+func (m *Model) setNote(s string, isErr bool) { m.note, m.noteErr = s, isErr }
+
+// Update handles one message. It only changes state and returns Cmds;
+// every request runs inside a Cmd.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.Width = msg.Width
+		m.layout()
+		return m, nil
+	case tickMsg:
+		cmds := []tea.Cmd{m.loadSandboxes(), m.tick()}
+		if m.inStack(screenDetail) && !m.loadingDetail {
+			cmds = append(cmds, m.loadDetail(m.detail.id))
+		}
+		return m, tea.Batch(cmds...)
+	case sandboxesMsg:
+		m.loadingList = false
+		m.offline = msg.err
+		if msg.err == nil {
+			m.list.set(msg.sbs)
+		}
+		return m, nil
+	case attachDoneMsg:
+		if msg.err != nil {
+			m.setNote("attach: "+errText(msg.err), true)
+		} else {
+			m.setNote("detached from "+msg.id, false)
+		}
+		return m, m.loadSandboxes()
+	case destroyedMsg:
+		if msg.err != nil {
+			m.setNote(fmt.Sprintf("destroy %s: %v", msg.id, msg.err), true)
+			return m, nil
+		}
+		m.setNote("destroyed "+msg.id, false)
+		if m.current() == screenDetail && m.detail.id == msg.id {
+			m.back()
+		}
+		return m, m.loadSandboxes()
+	case detailMsg:
+		m.loadingDetail = false
+		m.detail.apply(msg)
+		return m, nil
+	case logBatchMsg, watchEndMsg, watchRetryMsg:
+		return m, m.updateLogStream(msg)
+	case execDoneMsg:
+		m.exec.done(msg)
+		return m, nil
+	case createdMsg:
+		return m, m.created(msg)
+	case tea.KeyMsg:
+		return m, m.handleKey(msg)
+	}
+	// Anything else (cursor blinks) belongs to a focused text input.
+	return m, m.updateInputs(msg)
+}
+
+func (m *Model) inStack(s screen) bool {
+	for _, x := range m.stack {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// typing reports whether keys go to a text input, so letters are text
+// rather than commands.
+func (m *Model) typing() bool {
+	switch m.current() {
+	case screenList:
+		return m.list.filtering
+	case screenLog:
+		return m.log.searching
+	case screenExec, screenCreate:
+		return true
+	}
+	return false
+}
+
+func (m *Model) handleKey(msg tea.KeyMsg) tea.Cmd {
+	if msg.Type == tea.KeyCtrlC {
+		m.log.stop()
+		return tea.Quit
+	}
+	if m.confirm != "" {
+		return m.handleConfirm(msg)
+	}
+	if m.showHelp {
+		// Any key closes the full help; q still quits.
+		m.showHelp = false
+		if key.Matches(msg, m.keys.Quit) {
+			m.log.stop()
+			return tea.Quit
+		}
+		return nil
+	}
+	if !m.typing() {
+		switch {
+		case key.Matches(msg, m.keys.Quit):
+			m.log.stop()
+			return tea.Quit
+		case key.Matches(msg, m.keys.Help):
+			m.showHelp = true
+			return nil
+		}
+		m.note = ""
+	}
+	switch m.current() {
+	case screenList:
+		return m.listKey(msg)
+	case screenDetail:
+		return m.detailKey(msg)
+	case screenLog:
+		return m.logKey(msg)
+	case screenExec:
+		return m.execKey(msg)
+	case screenCreate:
+		return m.createKey(msg)
+	}
+	return nil
+}
+
+func (m *Model) handleConfirm(msg tea.KeyMsg) tea.Cmd {
+	id := m.confirm
+	switch {
+	case key.Matches(msg, m.keys.Yes):
+		m.confirm = ""
+		m.setNote("destroying "+id+"…", false)
+		src := m.src
+		return func() tea.Msg {
+			_, err := call(func(ctx context.Context) (struct{}, error) { return struct{}{}, src.DeleteSandbox(ctx, id) })
+			return destroyedMsg{id: id, err: err}
+		}
+	case key.Matches(msg, m.keys.No):
+		m.confirm = ""
+	}
+	return nil
+}
+
+// Actions shared by several screens.
+
+func (m *Model) askDestroy(id string) {
+	if id != "" {
+		m.confirm = id
+	}
+}
+
+func (m *Model) attach(id string) tea.Cmd {
+	if id == "" {
+		return nil
+	}
+	return tea.Exec(m.src.Attach(id), func(err error) tea.Msg { return attachDoneMsg{id: id, err: err} })
+}
+
+func (m *Model) updateInputs(msg tea.Msg) tea.Cmd {
+	switch m.current() {
+	case screenList:
+		return m.list.updateInput(msg)
+	case screenLog:
+		return m.log.updateInput(msg)
+	case screenExec:
+		return m.exec.updateInput(msg)
+	case screenCreate:
+		return m.create.updateInput(msg)
+	}
+	return nil
+}
+
+// bodyHeight is what is left for a screen under the title and above the
+// status line and help bar.
+func (m *Model) bodyHeight() int { return max(m.height-3, 1) }
+
+func (m *Model) layout() {
+	m.list.filter.Width = max(m.width-12, 10)
+	m.log.search.Width = max(m.width-12, 10)
+	m.exec.input.Width = max(m.width-12, 10)
+	m.create.setWidth(m.width)
+}
+
+// View draws the title line, the current screen, the status line and the
+// help bar, exactly m.height lines of at most m.width cells.
+func (m *Model) View() string {
+	body := m.body()
+	lines := strings.Split(body, "\n")
+	h := m.bodyHeight()
+	if len(lines) > h {
+		lines = lines[:h]
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	out := make([]string, 0, m.height)
+	out = append(out, m.titleLine())
+	out = append(out, lines...)
+	out = append(out, m.statusLine(), m.helpBar())
+	for i, l := range out {
+		out[i] = truncateStyled(l, m.width)
+	}
+	return strings.Join(out, "\n")
+}
+
+func truncateStyled(s string, w int) string {
+	if lipgloss.Width(s) <= w {
+		return s
+	}
+	return fit(s, w)
+}
+
+func (m *Model) body() string {
+	if m.showHelp {
+		_, full := m.keys.forScreen(m.current())
+		return m.st.header.Render("Keys") + "\n\n" + m.help.FullHelpView(full)
+	}
+	switch m.current() {
+	case screenDetail:
+		return m.detailView()
+	case screenLog:
+		return m.logView()
+	case screenExec:
+		return m.execView()
+	case screenCreate:
+		return m.createView()
+	}
+	return m.listView()
+}
+
+func (m *Model) titleLine() string {
+	var where string
+	switch m.current() {
+	case screenList:
+		where = fmt.Sprintf("sandboxes (%d)", len(m.list.all))
+	case screenDetail:
+		where = "sandbox " + m.detail.id
+	case screenLog:
+		where = "log " + m.log.id
+	case screenExec:
+		where = "exec in " + m.exec.id
+	case screenCreate:
+		where = "new sandbox"
+	}
+	left := m.st.title.Render("boxkite") + " " + oneLine(where)
+	right := ""
+	switch {
+	case m.offline != nil:
+		right = m.st.warn.Render("reconnecting…")
+	case !m.list.loaded:
+		right = m.st.dim.Render("connecting…")
+	}
+	gap := m.width - lipgloss.Width(left) - lipgloss.Width(right)
+	if gap < 1 {
+		return left
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+func (m *Model) statusLine() string {
+	switch {
+	case m.confirm != "":
+		return m.st.warn.Render(fmt.Sprintf("destroy sandbox %s? y/n", m.confirm))
+	case m.note != "" && m.noteErr:
+		return m.st.err.Render("error: " + oneLine(m.note))
+	case m.note != "":
+		return m.st.ok.Render(oneLine(m.note))
+	case m.offline != nil:
+		return m.st.warn.Render("server unreachable: " + oneLine(errText(m.offline)) + "; retrying")
+	}
+	return ""
+}
+
+// errText is an error as the status line shows it: an API error's message.
+func errText(err error) string {
+	if e, ok := errors.AsType[*api.Error](err); ok && e.Message != "" {
+		return e.Message
+	}
+	return err.Error()
+}
+
+func (m *Model) helpBar() string {
+	if m.confirm != "" {
+		return m.help.ShortHelpView([]key.Binding{m.keys.Yes, m.keys.No})
+	}
+	short, _ := m.keys.forScreen(m.current())
+	return m.help.ShortHelpView(short)
+}

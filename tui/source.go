@@ -1,0 +1,31 @@
+package tui
+
+import (
+	"context"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// Source is what the TUI needs from the control plane. *client.Client has
+// every method but Attach; the CLI adds that, since attaching hands the
+// terminal over and so belongs with the CLI's terminal handling.
+type Source interface {
+	ListSandboxes(ctx context.Context, activeOnly bool) ([]api.Sandbox, error)
+	Sandbox(ctx context.Context, id string) (*api.Sandbox, error)
+	CreateSandbox(ctx context.Context, req api.CreateSandboxRequest) (*api.Sandbox, error)
+	DeleteSandbox(ctx context.Context, id string) error
+	SandboxStats(ctx context.Context, id string) (*api.SandboxStats, error)
+	Processes(ctx context.Context, id string) (*api.ProcessList, error)
+	Log(ctx context.Context, id string, limit, offset int) (*api.LogPage, error)
+	// WatchLog calls fn with each audit entry of sandbox id as it is
+	// written, after lastEventID ("" starts with the newest ones), until
+	// ctx ends or the stream cannot be resumed.
+	WatchLog(ctx context.Context, id, lastEventID string, fn func(api.LogEntry) error) error
+	Exec(ctx context.Context, id string, req api.ExecRequest) (*api.ExecResult, error)
+	// Attach returns the command that connects this terminal to the
+	// sandbox's shared terminal until the user detaches; tea.Exec runs it
+	// with the terminal released.
+	Attach(id string) tea.ExecCommand
+}

@@ -1,0 +1,46 @@
+package tui
+
+import (
+	"io"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+)
+
+// styles are the TUI's lipgloss styles, made from one renderer so that
+// turning colour off (NO_COLOR, a dumb terminal, tests) turns it off
+// everywhere. Nothing the user must see relies on colour alone: the
+// selected row also has a "›" marker.
+type styles struct {
+	title, header, selected, dim, err, warn, ok, match, key lipgloss.Style
+	help                                                    help.Styles
+}
+
+func newStyles(out io.Writer, color bool) styles {
+	r := lipgloss.NewRenderer(out)
+	if !color {
+		r.SetColorProfile(termenv.Ascii)
+	}
+	s := styles{
+		title:    r.NewStyle().Bold(true).Foreground(lipgloss.Color("39")),
+		header:   r.NewStyle().Bold(true),
+		selected: r.NewStyle().Reverse(true),
+		dim:      r.NewStyle().Foreground(lipgloss.Color("245")),
+		err:      r.NewStyle().Foreground(lipgloss.Color("196")).Bold(true),
+		warn:     r.NewStyle().Foreground(lipgloss.Color("214")),
+		ok:       r.NewStyle().Foreground(lipgloss.Color("42")),
+		match:    r.NewStyle().Underline(true).Foreground(lipgloss.Color("214")),
+		key:      r.NewStyle().Bold(true),
+	}
+	s.help = help.Styles{
+		ShortKey:       s.key,
+		ShortDesc:      s.dim,
+		ShortSeparator: s.dim,
+		Ellipsis:       s.dim,
+		FullKey:        s.key,
+		FullDesc:       s.dim,
+		FullSeparator:  s.dim,
+	}
+	return s
+}

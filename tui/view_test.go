@@ -1,0 +1,119 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// TestViewGolden draws each screen at fixed sizes; run with -update to
+// rewrite testdata/TestViewGolden/*.golden after a deliberate change.
+func TestViewGolden(t *testing.T) {
+	tests := []struct {
+		name  string
+		w, h  int
+		setup func(t *testing.T, src *fakeSource, m *Model)
+	}{
+		{"list_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) { load(m) }},
+		{"list_120x40", 120, 40, func(t *testing.T, src *fakeSource, m *Model) { load(m) }},
+		{"list_filtered_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			load(m)
+			keys(m, "/", "s", "c")
+		}},
+		{"list_offline_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			src.setDown(true)
+			load(m)
+		}},
+		{"list_narrow_50x12", 50, 12, func(t *testing.T, src *fakeSource, m *Model) { load(m) }},
+		{"detail_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			load(m)
+			keys(m, "j")
+			m.Update(keys(m, "enter")())
+		}},
+		{"log_expanded_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			openTestLog(t, src, m)
+			keys(m, "enter")
+		}},
+		{"log_search_120x40", 120, 40, func(t *testing.T, src *fakeSource, m *Model) {
+			openTestLog(t, src, m)
+			keys(m, "/")
+			typeText(m, "main")
+			keys(m, "enter")
+		}},
+		{"exec_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			load(m)
+			keys(m, "e")
+			typeText(m, "make test")
+			m.Update(keys(m, "enter")())
+		}},
+		{"create_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			load(m)
+			keys(m, "c", "right", "tab", "tab")
+			typeText(m, "demo")
+		}},
+		{"help_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			load(m)
+			keys(m, "?")
+		}},
+		{"confirm_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			load(m)
+			keys(m, "d")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := newFakeSource()
+			m := newTestModel(t, src, tt.w, tt.h)
+			tt.setup(t, src, m)
+			defer m.log.stop()
+			got := m.View()
+			lines := strings.Split(got, "\n")
+			if len(lines) != tt.h {
+				t.Errorf("view has %d lines, want %d", len(lines), tt.h)
+			}
+			for i, l := range lines {
+				if w := len([]rune(l)); w > tt.w {
+					t.Errorf("line %d is %d cells wide, more than %d: %q", i+1, w, tt.w, l)
+				}
+			}
+			// testdata/TestViewGolden/<name>.golden; -update rewrites it.
+			golden.RequireEqual(t, []byte(got))
+		})
+	}
+}
+
+// TestResize redraws every screen after the window shrinks and grows: the
+// view always fills the window exactly and never overflows it.
+func TestResize(t *testing.T) {
+	opens := map[string][]string{"list": nil, "detail": {"enter"}, "log": {"l"}, "exec": {"e"}, "create": {"c"}, "help": {"?"}}
+	sizes := [][2]int{{80, 24}, {40, 10}, {132, 50}, {20, 5}}
+	for name, ks := range opens {
+		t.Run(name, func(t *testing.T) {
+			src := newFakeSource()
+			m := newTestModel(t, src, 80, 24)
+			load(m)
+			keys(m, ks...)
+			defer m.log.stop()
+			for _, e := range src.entries[src.sandboxes[0].ID] {
+				m.Update(logBatchMsg{gen: m.log.gen, entries: []api.LogEntry{e}})
+			}
+			for _, sz := range sizes {
+				m.Update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+				lines := strings.Split(m.View(), "\n")
+				if len(lines) != sz[1] {
+					t.Errorf("%dx%d: %d lines", sz[0], sz[1], len(lines))
+				}
+				for i, l := range lines {
+					if w := lipgloss.Width(l); w > sz[0] {
+						t.Errorf("%dx%d: line %d is %d wide: %q", sz[0], sz[1], i+1, w, l)
+					}
+				}
+			}
+		})
+	}
+}
