@@ -170,8 +170,6 @@ type Server struct {
 	healthTimeout time.Duration
 	// copyBufs recycles the proxy's copy buffers (proxy.go).
 	copyBufs sync.Pool
-	// usedTokens holds spent takeover tokens (takeover_token.go).
-	usedTokens *usedTokens
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().
@@ -204,7 +202,6 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		limiter:        newRateLimiter(),
 		streamingPOST:  streamingPOSTs(),
 		healthTimeout:  2 * time.Second,
-		usedTokens:     newUsedTokens(),
 	}
 	s.routes()
 	return s, nil

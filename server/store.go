@@ -29,6 +29,7 @@ type Store interface {
 	VolumeStore
 	MCPConnectionStore
 	RecordingStore
+	TokenStore
 	EgressStore
 	// Ping reports whether the store answers, for /health/ready.
 	Ping(ctx context.Context) error

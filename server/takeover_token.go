@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -55,31 +54,13 @@ var errReadOnlyExec = &api.Error{
 	Hint:    "mint a token without read_only to run commands",
 }
 
-// usedTokens remembers the jtis of spent takeover tokens until they
-// expire. It is per process: servers sharing a database could each accept
-// a token once within its 30 s (the reference has the same limit); the
-// bastion talks to one server per connection, which is the common case.
-type usedTokens struct {
-	mu sync.Mutex
-	m  map[string]time.Time // jti → expiry
-}
-
-func newUsedTokens() *usedTokens { return &usedTokens{m: map[string]time.Time{}} }
-
-// spend marks jti used and reports whether it was unused.
-func (u *usedTokens) spend(jti string, exp, now time.Time) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	for k, e := range u.m {
-		if !now.Before(e) {
-			delete(u.m, k)
-		}
-	}
-	if _, used := u.m[jti]; used {
-		return false
-	}
-	u.m[jti] = exp
-	return true
+// TokenStore remembers single-use tokens that were spent, so a takeover
+// token opens one terminal even when several servers share the database.
+type TokenStore interface {
+	// SpendToken records jti as spent until expires and reports whether
+	// it was unspent. Entries that expired before now may be forgotten
+	// (the server's clock decides, not the database's).
+	SpendToken(ctx context.Context, jti string, expires, now time.Time) (bool, error)
 }
 
 // mintTakeoverToken signs a token for sb granting g.
@@ -120,7 +101,11 @@ func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string
 		now.Unix() >= c.Exp, time.Unix(c.Iat, 0).After(now.Add(jwtClockSkew)):
 		return c, errBadTakeoverToken
 	}
-	if !s.usedTokens.spend(c.Jti, time.Unix(c.Exp, 0), now) {
+	fresh, err := s.store.SpendToken(ctx, c.Jti, time.Unix(c.Exp, 0), now)
+	if err != nil {
+		return c, fmt.Errorf("spend takeover token: %w", err)
+	}
+	if !fresh {
 		return c, errBadTakeoverToken
 	}
 	return c, nil

@@ -346,3 +346,49 @@ func testRecordings(t *testing.T, newStore storeFactory) {
 		}
 	}
 }
+
+// testSpentTokens: a token is spent once across two stores on one
+// database, even when both try at the same moment; expired entries are
+// forgotten by the caller's clock.
+func testSpentTokens(t *testing.T, newStore storeFactory) {
+	open := newStore(t)
+	st1, st2 := open(t), open(t)
+	ctx := t.Context()
+	exp := base.Add(30 * time.Second)
+	const tries = 16
+	wins := make(chan bool, tries)
+	var wg sync.WaitGroup
+	for i := range tries {
+		st := []server.Store{st1, st2}[i%2]
+		wg.Go(func() {
+			ok, err := st.SpendToken(ctx, "jti-1", exp, base)
+			if err != nil {
+				t.Errorf("SpendToken: %v", err)
+			}
+			wins <- ok
+		})
+	}
+	wg.Wait()
+	close(wins)
+	n := 0
+	for ok := range wins {
+		if ok {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("jti-1 was spent %d times, want exactly once", n)
+	}
+	if ok, err := st2.SpendToken(ctx, "jti-2", exp, base); err != nil || !ok {
+		t.Errorf("SpendToken(jti-2) = %v, %v; want a fresh token", ok, err)
+	}
+	// Once jti-1 has expired its row may go; spending it again is then
+	// the JWT check's to refuse, and the store takes it as new.
+	later := exp.Add(time.Second)
+	if ok, err := st1.SpendToken(ctx, "jti-3", later.Add(30*time.Second), later); err != nil || !ok {
+		t.Fatalf("SpendToken(jti-3) = %v, %v", ok, err)
+	}
+	if ok, err := st1.SpendToken(ctx, "jti-1", later.Add(30*time.Second), later); err != nil || !ok {
+		t.Errorf("SpendToken(jti-1) after expiry = %v, %v; want its old row forgotten", ok, err)
+	}
+}

@@ -83,6 +83,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Settings", testSettings},
 		{"SSHKeys", testSSHKeys},
 		{"Recordings", testRecordings},
+		{"SpentTokens", testSpentTokens},
 		{"Usage", testUsage},
 		{"ReserveSandboxes", testReserveSandboxes},
 		{"Idempotency", testIdempotency},
