@@ -60,8 +60,20 @@ func PostgresDSN(t testing.TB) string {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		// FORCE ends connections a test left open (a server's listener).
-		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("servertest: drop database %s: %v", name, err)
+		// It cannot end an autovacuum worker that happens to be in the
+		// database (those belong to the superuser), so a refusal is tried
+		// again once the worker has moved on.
+		for {
+			_, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			if err == nil {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Errorf("servertest: drop database %s: %v", name, err)
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
 		}
 	})
 	u.Path = "/" + name
