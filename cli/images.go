@@ -9,6 +9,7 @@ import (
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tui"
 	"github.com/spf13/cobra"
 )
 
@@ -200,7 +201,7 @@ func writeImageTable(w io.Writer, color bool, imgs []api.Image, now time.Time) e
 		if im.SizeBytes > 0 {
 			size = fmt.Sprintf("%.1f MiB", float64(im.SizeBytes)/(1<<20))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", im.ID, im.Label, im.Source, im.Status, size, shortDuration(now.Sub(im.CreatedAt)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", im.ID, im.Label, im.Source, im.Status, size, tui.ShortDuration(now.Sub(im.CreatedAt)))
 	}
 	return tw.Flush()
 }

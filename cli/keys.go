@@ -9,6 +9,7 @@ import (
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tui"
 	"github.com/spf13/cobra"
 )
 
@@ -80,9 +81,9 @@ func writeKeyTable(w io.Writer, color bool, keys []api.APIKey, now time.Time) er
 		}
 		used := "never"
 		if k.LastUsedAt != nil {
-			used = shortDuration(now.Sub(*k.LastUsedAt)) + " ago"
+			used = tui.ShortDuration(now.Sub(*k.LastUsedAt)) + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, k.Prefix, status, shortDuration(now.Sub(k.CreatedAt)), used)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, k.Prefix, status, tui.ShortDuration(now.Sub(k.CreatedAt)), used)
 	}
 	return tw.Flush()
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -51,30 +50,6 @@ func bold(color bool, s string) string {
 		return s
 	}
 	return "\x1b[1m" + s + "\x1b[0m"
-}
-
-// shortDuration formats d the way people say it: 45s, 12m, 3h5m, 2d4h.
-func shortDuration(d time.Duration) string {
-	if d < 0 {
-		d = -d
-	}
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		h, m := int(d.Hours()), int(d.Minutes())%60
-		if m == 0 {
-			return fmt.Sprintf("%dh", h)
-		}
-		return fmt.Sprintf("%dh%dm", h, m)
-	}
-	days, h := int(d.Hours())/24, int(d.Hours())%24
-	if h == 0 {
-		return fmt.Sprintf("%dd", days)
-	}
-	return fmt.Sprintf("%dd%dh", days, h)
 }
 
 // compactDuration is time.Duration's String without zero units: 2h, 1h30m, 30s.

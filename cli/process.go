@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tui"
 	"github.com/spf13/cobra"
 )
 
@@ -71,7 +72,7 @@ func writeProcessTable(w io.Writer, ps []api.ProcessInfo, now time.Time, color b
 			exit = fmt.Sprint(*p.ExitCode)
 		}
 		command := truncate(strings.Join(strings.Fields(p.Command), " "), maxCommandColumn)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ProcessID, p.Status, exit, age(p.StartedAt, now), command)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ProcessID, p.Status, exit, tui.Age(p.StartedAt, now), command)
 	}
 	return tw.Flush()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tui"
 	"github.com/spf13/cobra"
 )
 
@@ -68,7 +69,7 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 			}
 			for _, sb := range sbs {
 				if app.IO.ErrTTY {
-					fmt.Fprintf(app.IO.ErrOut, "created sandbox %s (%s, expires in %s)\n", sb.ID, sb.Size, shortDuration(time.Until(sb.ExpiresAt)))
+					fmt.Fprintf(app.IO.ErrOut, "created sandbox %s (%s, expires in %s)\n", sb.ID, sb.Size, tui.ShortDuration(time.Until(sb.ExpiresAt)))
 				}
 				fmt.Fprintln(app.IO.Out, sb.ID)
 			}
@@ -172,26 +173,9 @@ func writeSandboxTable(w io.Writer, sbs []api.Sandbox, now time.Time, color bool
 		if label == "" {
 			label = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sb.ID, sb.Status, label, sb.Size, age(sb.CreatedAt, now), expires(sb, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sb.ID, sb.Status, label, sb.Size, tui.Age(sb.CreatedAt, now), tui.Expiry(sb, now))
 	}
 	return tw.Flush()
-}
-
-func age(t, now time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return shortDuration(now.Sub(t))
-}
-
-func expires(sb api.Sandbox, now time.Time) string {
-	switch {
-	case sb.Status != api.StatusActive || sb.ExpiresAt.IsZero():
-		return "-"
-	case !sb.ExpiresAt.After(now):
-		return "now"
-	}
-	return "in " + shortDuration(sb.ExpiresAt.Sub(now))
 }
 
 func newSessionGetCmd(app *App) *cobra.Command {
@@ -255,9 +239,9 @@ func stamp(t, now time.Time, suffix string) string {
 	if t.IsZero() {
 		return ""
 	}
-	rel := shortDuration(now.Sub(t)) + suffix
+	rel := tui.ShortDuration(now.Sub(t)) + suffix
 	if suffix == "" {
-		rel = "in " + shortDuration(t.Sub(now))
+		rel = "in " + tui.ShortDuration(t.Sub(now))
 	}
 	return fmt.Sprintf("%s (%s)", t.Local().Format(time.RFC3339), rel)
 }
@@ -364,7 +348,7 @@ func newSessionExtendCmd(app *App) *cobra.Command {
 			}
 			fmt.Fprintln(app.IO.Out, got.ExpiresAt.Format(time.RFC3339))
 			if app.IO.ErrTTY {
-				fmt.Fprintf(app.IO.ErrOut, "sandbox %s now expires in %s\n", got.ID, shortDuration(time.Until(got.ExpiresAt)))
+				fmt.Fprintf(app.IO.ErrOut, "sandbox %s now expires in %s\n", got.ID, tui.ShortDuration(time.Until(got.ExpiresAt)))
 			}
 			return nil
 		},

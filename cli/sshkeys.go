@@ -10,6 +10,7 @@ import (
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tui"
 	"github.com/spf13/cobra"
 )
 
@@ -57,7 +58,7 @@ func newSSHKeysLsCmd(app *App) *cobra.Command {
 			tw := newTable(app.IO.Out)
 			fmt.Fprintln(tw, bold(app.IO.Color, "ID\tNAME\tFINGERPRINT\tAGE"))
 			for _, k := range keys {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Fingerprint, shortDuration(now.Sub(k.CreatedAt)))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Fingerprint, tui.ShortDuration(now.Sub(k.CreatedAt)))
 			}
 			return tw.Flush()
 		},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tui"
 	"github.com/spf13/cobra"
 )
 
@@ -96,7 +97,7 @@ func writeVolumeTable(w io.Writer, color bool, vs []api.Volume, now time.Time) e
 	tw := newTable(w)
 	fmt.Fprintln(tw, bold(color, "ID\tLABEL\tSIZE\tSTATUS\tAGE"))
 	for _, v := range vs {
-		fmt.Fprintf(tw, "%s\t%s\t%g GiB\t%s\t%s\n", v.ID, v.Label, v.SizeGB, v.Status, shortDuration(now.Sub(v.CreatedAt)))
+		fmt.Fprintf(tw, "%s\t%s\t%g GiB\t%s\t%s\n", v.ID, v.Label, v.SizeGB, v.Status, tui.ShortDuration(now.Sub(v.CreatedAt)))
 	}
 	return tw.Flush()
 }

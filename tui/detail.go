@@ -132,8 +132,8 @@ func (m *Model) detailView() string {
 		size += fmt.Sprintf(", %g GB storage", sb.StorageGB)
 	}
 	row("Size", size)
-	row("Created", age(sb.CreatedAt, now)+" ago")
-	row("Expires", expiry(*sb, now))
+	row("Created", Age(sb.CreatedAt, now)+" ago")
+	row("Expires", Expiry(*sb, now))
 	if d.stats != nil {
 		row("Memory", fmt.Sprintf("%s (%s anonymous)", humanBytes(d.stats.MemoryBytes), humanBytes(d.stats.MemoryAnonBytes)))
 		row("Tasks", fmt.Sprint(d.stats.Pids))

@@ -13,8 +13,9 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
-// shortDuration prints d the way boxkite session ls does: 45s, 12m, 3h5m, 2d4h.
-func shortDuration(d time.Duration) string {
+// ShortDuration prints d the way people say it, in the TUI and in every
+// CLI table: 45s, 12m, 3h5m, 2d4h.
+func ShortDuration(d time.Duration) string {
 	if d < 0 {
 		d = -d
 	}
@@ -37,21 +38,23 @@ func shortDuration(d time.Duration) string {
 	return fmt.Sprintf("%dd%dh", days, h)
 }
 
-func age(t, now time.Time) string {
+// Age is how long ago t was, or "-" when it is unset.
+func Age(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return shortDuration(now.Sub(t))
+	return ShortDuration(now.Sub(t))
 }
 
-func expiry(sb api.Sandbox, now time.Time) string {
+// Expiry says when an active sandbox expires: "in 12m", "now", or "-".
+func Expiry(sb api.Sandbox, now time.Time) string {
 	switch {
 	case sb.Status != api.StatusActive || sb.ExpiresAt.IsZero():
 		return "-"
 	case !sb.ExpiresAt.After(now):
 		return "now"
 	}
-	return "in " + shortDuration(sb.ExpiresAt.Sub(now))
+	return "in " + ShortDuration(sb.ExpiresAt.Sub(now))
 }
 
 func orDash(s string) string {

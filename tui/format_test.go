@@ -34,8 +34,8 @@ func TestShortDuration(t *testing.T) {
 		{-90 * time.Second, "1m"},
 	}
 	for _, tt := range tests {
-		if got := shortDuration(tt.d); got != tt.want {
-			t.Errorf("shortDuration(%s) = %q, want %q", tt.d, got, tt.want)
+		if got := ShortDuration(tt.d); got != tt.want {
+			t.Errorf("ShortDuration(%s) = %q, want %q", tt.d, got, tt.want)
 		}
 	}
 }

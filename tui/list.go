@@ -242,7 +242,7 @@ func (m *Model) listView() string {
 			status = m.st.dim.Render(status)
 		}
 		row := fit(oneLine(shortID(sb.ID)), listColumns[0]) + " " + status + " " + fit(oneLine(orDash(sb.Label)), labelW) + " " +
-			fit(oneLine(sb.Size), listColumns[2]) + " " + fit(age(sb.CreatedAt, now), listColumns[3]) + " " + fit(expiry(sb, now), listColumns[4])
+			fit(oneLine(sb.Size), listColumns[2]) + " " + fit(Age(sb.CreatedAt, now), listColumns[3]) + " " + fit(Expiry(sb, now), listColumns[4])
 		if i == l.cursor {
 			b.WriteString("› " + m.st.selected.Render(row) + "\n")
 		} else {
