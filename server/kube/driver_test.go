@@ -204,8 +204,8 @@ func TestPodSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPodSecurity(t, pod)
-	if got := *pod.Spec.ActiveDeadlineSeconds; got != int64(DefaultMaxLifetime/time.Second) {
-		t.Errorf("activeDeadlineSeconds = %d, want the max lifetime", got)
+	if got := *pod.Spec.ActiveDeadlineSeconds; got != 7200 {
+		t.Errorf("activeDeadlineSeconds = %d, want 7200", got)
 	}
 	if pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName != "gvisor" {
 		t.Errorf("runtimeClassName = %v, want gvisor", pod.Spec.RuntimeClassName)

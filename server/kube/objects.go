@@ -115,7 +115,7 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 	if storage <= 0 {
 		storage = d.cfg.StorageGB
 	}
-	workspaceLimit := resource.MustParse(strconv.FormatInt(int64(storage*(1<<30)), 10))
+	workspaceLimit := *resource.NewQuantity(int64(storage*(1<<30)), resource.BinarySI)
 	tmpLimit := resource.MustParse(d.cfg.TmpSize)
 	args := []string{
 		"serve", "--listen", "tcp:0.0.0.0:" + strconv.Itoa(int(d.cfg.SidecarPort)),
