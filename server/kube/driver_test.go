@@ -2,7 +2,11 @@ package kube
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +31,7 @@ func newFakeDriver(t *testing.T, cfg Config) (*Driver, *fake.Clientset) {
 	cs := fake.NewClientset()
 	cfg.Namespace = "ns"
 	cfg.ReadyTimeout = 2 * time.Second
+	cfg.Log = slog.New(slog.DiscardHandler)
 	d, err := New(cs, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -279,5 +284,39 @@ func TestVolumes(t *testing.T) {
 		if err := d.DeleteVolume(ctx, "v1"); err != nil {
 			t.Errorf("DeleteVolume = %v", err)
 		}
+	}
+}
+
+// TestPinnedTLS: the driver talks to a sidecar only if it presents exactly
+// the certificate made for it.
+func TestPinnedTLS(t *testing.T) {
+	now := time.Now()
+	mine, err := newCert("sbx-a", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := newCert("sbx-a", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(mine.certPEM, mine.keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health" {
+			http.NotFound(w, r)
+		}
+	}))
+	hs.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	hs.StartTLS()
+	defer hs.Close()
+	addr := strings.TrimPrefix(hs.URL, "https://")
+	ctx := context.Background()
+	if err := health(ctx, server.Endpoint{Network: "tcp", Address: addr, CertPEM: mine.certPEM}); err != nil {
+		t.Errorf("health with the pinned certificate: %v", err)
+	}
+	if err := health(ctx, server.Endpoint{Network: "tcp", Address: addr, CertPEM: other.certPEM}); err == nil || !strings.Contains(err.Error(), "pinned") {
+		t.Errorf("health with another certificate pinned = %v, want a pin mismatch", err)
 	}
 }
