@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -46,7 +45,7 @@ type Kubelet struct {
 	sidecar  string // the boxkite-sidecar binary a container's command names
 	dir      string
 	mu       sync.Mutex
-	pods     map[types.UID]*podProc
+	pods     map[string]*podProc // by podKey
 	cancel   context.CancelFunc
 	done     chan struct{}
 	started  atomic.Int64
@@ -61,6 +60,10 @@ type podProc struct {
 	dir  string
 	exit chan struct{} // closed when the process exits
 }
+
+// podKey tells pods apart: a pod deleted and made again under the same
+// name has a new UID.
+func podKey(pod *corev1.Pod) string { return pod.Name + "/" + string(pod.UID) }
 
 // nextIP numbers pod addresses across every Kubelet of the test binary.
 var nextIP atomic.Uint32
@@ -77,7 +80,7 @@ func (c *Cluster) StartKubelet(t testing.TB, ns, sidecar string) *Kubelet {
 	ctx, cancel := context.WithCancel(context.Background())
 	k := &Kubelet{
 		client: c.Client, ns: ns, sidecar: sidecar, dir: dir,
-		pods: map[types.UID]*podProc{}, cancel: cancel, done: make(chan struct{}),
+		pods: map[string]*podProc{}, cancel: cancel, done: make(chan struct{}),
 		logf: t.Logf,
 	}
 	go k.run(ctx)
@@ -107,6 +110,19 @@ func (k *Kubelet) Stop() {
 // pods alike).
 func (k *Kubelet) Started() int { return int(k.started.Load()) }
 
+// Running returns the names of the pods whose process this kubelet runs.
+func (k *Kubelet) Running() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for _, p := range k.pods {
+		if p != nil {
+			out = append(out, p.name)
+		}
+	}
+	return out
+}
+
 func (k *Kubelet) run(ctx context.Context) {
 	defer close(k.done)
 	for ctx.Err() == nil {
@@ -124,29 +140,32 @@ func (k *Kubelet) sync(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	seen := map[types.UID]bool{}
+	seen := map[string]bool{}
 	for i := range list.Items {
 		pod := &list.Items[i]
-		seen[pod.UID] = true
+		seen[podKey(pod)] = true
 		k.mu.Lock()
-		_, known := k.pods[pod.UID]
-		if !known && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodPending {
-			k.pods[pod.UID] = nil // claimed; start fills it in
+		_, known := k.pods[podKey(pod)]
+		if !known && pod.DeletionTimestamp == nil && (pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "") {
+			k.pods[podKey(pod)] = nil // claimed; start fills it in
 			go k.start(ctx, pod)
 		}
 		k.mu.Unlock()
 	}
 	k.mu.Lock()
-	var gone []*podProc
-	for uid, p := range k.pods {
-		if !seen[uid] && p != nil {
-			gone = append(gone, p)
-			delete(k.pods, uid)
+	gone := map[string]*podProc{}
+	for key, p := range k.pods {
+		if !seen[key] && p != nil {
+			gone[key] = p
 		}
 	}
 	k.mu.Unlock()
-	for _, p := range gone {
+	// Killed before forgotten, so Running never omits a live process.
+	for key, p := range gone {
 		p.kill()
+		k.mu.Lock()
+		delete(k.pods, key)
+		k.mu.Unlock()
 	}
 }
 
@@ -161,12 +180,12 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod) {
 	}
 	k.started.Add(1)
 	k.mu.Lock()
-	if _, ok := k.pods[pod.UID]; !ok { // deleted meanwhile
+	if _, ok := k.pods[podKey(pod)]; !ok { // deleted meanwhile
 		k.mu.Unlock()
 		p.kill()
 		return
 	}
-	k.pods[pod.UID] = p
+	k.pods[podKey(pod)] = p
 	k.mu.Unlock()
 	port := pod.Spec.Containers[0].Ports[0].ContainerPort
 	if err := waitTLS(ctx, net.JoinHostPort(p.ip, strconv.Itoa(int(port))), p.exit); err != nil {
@@ -191,7 +210,7 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 	ctr := pod.Spec.Containers[0]
 	n := nextIP.Add(1)
 	ip := fmt.Sprintf("127.1.%d.%d", n/250, n%250+1)
-	dir := filepath.Join(k.dir, string(pod.UID))
+	dir := filepath.Join(k.dir, pod.Name)
 	uid, gid := -1, -1
 	if os.Geteuid() == 0 && ctr.SecurityContext != nil && ctr.SecurityContext.RunAsUser != nil {
 		uid = int(*ctr.SecurityContext.RunAsUser)

@@ -50,7 +50,12 @@ type env struct {
 func newEnv(t *testing.T, cfg kube.Config) *env {
 	t.Helper()
 	c := kubetest.Shared(t)
-	ns := c.Namespace(t)
+	return newEnvOn(t, c, c.Namespace(t), cfg)
+}
+
+// newEnvOn is newEnv on cluster c in namespace ns.
+func newEnvOn(t *testing.T, c *kubetest.Cluster, ns string, cfg kube.Config) *env {
+	t.Helper()
 	cfg.Namespace = ns
 	cfg.Log = slog.New(slog.NewTextHandler(tWriter{t}, nil))
 	e := &env{
@@ -121,7 +126,10 @@ func (e *env) boxkite(t *testing.T, args ...string) string {
 // through the boxkite CLI against a server on the kube driver, with the
 // pod, Secret and NetworkPolicy checked in the API server.
 func TestCLI(t *testing.T) {
-	e := newEnv(t, kube.Config{})
+	testCLI(t, newEnv(t, kube.Config{}))
+}
+
+func testCLI(t *testing.T, e *env) {
 	e.start(t)
 	t.Setenv("BOXKITE_HOME", t.TempDir())
 	t.Setenv("BOXKITE_URL", e.url)
@@ -202,7 +210,10 @@ func checkPod(t *testing.T, pod *corev1.Pod, id string) {
 // TestWarmPoolRace is acceptance 2: 20 concurrent creates against a warm
 // pool of 5 claim each warm pod exactly once; the other 15 start cold.
 func TestWarmPoolRace(t *testing.T) {
-	e := newEnv(t, kube.Config{PoolSize: 5})
+	testWarmPoolRace(t, newEnv(t, kube.Config{PoolSize: 5}))
+}
+
+func testWarmPoolRace(t *testing.T, e *env) {
 	d, err := kube.New(e.cluster.Client, e.cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +295,10 @@ func TestWarmPoolRace(t *testing.T) {
 // TestRestart is acceptance 3: a restarted server re-adopts running
 // sandboxes; one whose pod was deleted behind its back is marked lost.
 func TestRestart(t *testing.T) {
-	e := newEnv(t, kube.Config{})
+	testRestart(t, newEnv(t, kube.Config{}))
+}
+
+func testRestart(t *testing.T, e *env) {
 	e.start(t)
 	ctx := context.Background()
 	c := e.client()
@@ -296,13 +310,13 @@ func TestRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Exec(ctx, keep.ID, api.ExecRequest{Command: "echo before > /workspace/mark"}); err != nil {
+	if _, err := c.Exec(ctx, keep.ID, api.ExecRequest{Command: "echo before > mark"}); err != nil {
 		t.Fatal(err)
 	}
 
 	e.restart(t)
 	c = e.client()
-	res, err := c.Exec(ctx, keep.ID, api.ExecRequest{Command: "cat /workspace/mark"})
+	res, err := c.Exec(ctx, keep.ID, api.ExecRequest{Command: "cat mark"})
 	if err != nil || strings.TrimSpace(res.Stdout) != "before" {
 		t.Fatalf("exec after restart = %+v, %v; want the sandbox adopted with its files", res, err)
 	}
@@ -312,7 +326,7 @@ func TestRestart(t *testing.T) {
 	if err := e.cluster.Client.CoreV1().Pods(e.ns).Delete(ctx, "sbx-"+gone.ID, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the deleted pod's sidecar to stop", func() bool { return len(pods(t, e, kube.StateBound, "")) == 1 })
+	waitFor(t, "the deleted pod's sidecar to stop", func() bool { return len(e.kubelet.Running()) == 1 })
 	e.start(t)
 	c = e.client()
 	sb, err := c.Sandbox(ctx, gone.ID)
