@@ -155,7 +155,11 @@ func (k *Kubelet) sync(ctx context.Context) {
 	k.mu.Lock()
 	gone := map[string]*podProc{}
 	for key, p := range k.pods {
-		if !seen[key] && p != nil {
+		switch {
+		case seen[key]:
+		case p == nil:
+			delete(k.pods, key) // still starting: start sees it gone and kills it
+		default:
 			gone[key] = p
 		}
 	}
