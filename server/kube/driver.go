@@ -227,7 +227,7 @@ func health(ctx context.Context, ep server.Endpoint) error {
 }
 
 // sidecarCall makes one request to the sidecar at ep over the pinned TLS,
-// authorized with token (none when ""), and returns the body of a 200.
+// authorized with token (none when ""), and returns the body of a 2xx.
 func sidecarCall(ctx context.Context, ep server.Endpoint, method, path, token string, body any) ([]byte, error) {
 	hc, err := pinnedClient(ep.CertPEM)
 	if err != nil {
@@ -257,7 +257,7 @@ func sidecarCall(ctx context.Context, ep server.Endpoint, method, path, token st
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		return nil, fmt.Errorf("sidecar %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
 	}
 	return data, nil
