@@ -27,7 +27,7 @@ ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=$version"
 tmp=$(mktemp -d "$dest/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 for bin in kube-apiserver etcd kubectl; do
-	CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$tmp/$bin" "./cmd/$bin"
+	CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/$bin" "./cmd/$bin"
 	mv "$tmp/$bin" "$dest/$bin"
 done
 echo "$stamp" >"$dest/.stamp"
