@@ -1,0 +1,399 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// rendering is the chart rendered for one values file ("" = defaults).
+type rendering struct {
+	name    string // golden file stem
+	values  string // path, or "" for the defaults
+	sandbox string // the sandbox namespace it sets
+	data    []byte
+	objs    []object
+}
+
+// renderings renders the chart once per values file in testdata/values,
+// plus the defaults, and shares the result: every test below reads them.
+var renderings = sync.OnceValues(func() ([]*rendering, error) {
+	files, err := filepath.Glob("testdata/values/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	out := []*rendering{{name: "default", sandbox: "boxkite-sandboxes"}}
+	for _, f := range files {
+		out = append(out, &rendering{name: strings.TrimSuffix(filepath.Base(f), ".yaml"), values: f})
+	}
+	return out, nil
+})
+
+func allRenderings(t *testing.T) []*rendering {
+	t.Helper()
+	rs, err := renderings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		if r.data != nil {
+			continue
+		}
+		var args []string
+		if r.values != "" {
+			args = []string{"-f", r.values}
+		}
+		data, err := render(t, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		objs, err := parse(data)
+		if err != nil {
+			t.Fatalf("%s: %v", r.name, err)
+		}
+		r.data, r.objs = data, objs
+		for _, ns := range find(objs, "ServiceAccount") {
+			if ns.namespace() != releaseNS {
+				r.sandbox = ns.namespace()
+			}
+		}
+	}
+	return rs
+}
+
+// TestChartGolden compares each rendering with its golden file; -update
+// rewrites them. The default rendering is also what docs/kubernetes.md
+// shows to people without helm.
+func TestChartGolden(t *testing.T) {
+	for _, r := range allRenderings(t) {
+		t.Run(r.name, func(t *testing.T) {
+			golden := filepath.Join("testdata", "golden", r.name+".yaml")
+			if *update {
+				if err := os.WriteFile(golden, r.data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("read golden (run go test ./deploy -update): %v", err)
+			}
+			if diff := cmp.Diff(string(want), string(r.data)); diff != "" {
+				t.Errorf("helm template differs from %s (-want +got; go test ./deploy -update rewrites it):\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+// TestChartLint runs helm lint --strict over the defaults and each values file.
+func TestChartLint(t *testing.T) {
+	for _, r := range allRenderings(t) {
+		t.Run(r.name, func(t *testing.T) {
+			args := []string{"lint", "--strict", chartDir, "--namespace", releaseNS, "--kube-version", kubeVersion}
+			if r.values != "" {
+				args = append(args, "-f", r.values)
+			}
+			if out, err := helm(t, args...); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestChartRejects checks that the schema and the chart's cross-value
+// checks refuse bad values: helm template fails and says why.
+func TestChartRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		set  []string
+		want string // in the error
+	}{
+		{"unknown top-level value", []string{"bogus=1"}, "bogus"},
+		{"typo in a nested value", []string{"sandboxes.runtimeClass=gvisor"}, "runtimeClass"},
+		{"no replicas", []string{"server.replicas=0"}, "replicas"},
+		{"privileged pod security", []string{"sandboxes.podSecurity=privileged"}, "podSecurity"},
+		{"malformed bootstrap key", []string{"auth.bootstrapApiKey=letmein"}, "bootstrapApiKey"},
+		{"short jwt secret", []string{"auth.jwtSecret=short"}, "jwtSecret"},
+		{"short bastion key", []string{"auth.bastionKey=short"}, "bastionKey"},
+		{"chart-managed server setting", []string{"server.config.driver=local"}, "config"},
+		{"db in server config", []string{"server.config.db=sqlite:/tmp/x"}, "config"},
+		{"nested server config", []string{"server.config.limits.x=1"}, "config"},
+		{"tag as a digest", []string{"sandboxes.image.digest=latest"}, "digest"},
+		{"privileged port", []string{"server.port=80"}, "port"},
+		{"unknown database", []string{"database.driver=mysql"}, "driver"},
+		{"bad namespace", []string{"sandboxes.namespace=Sandboxes"}, "namespace"},
+		{"negative warm pool", []string{"sandboxes.warmPool=-1"}, "warmPool"},
+		{"bad login timeout", []string{"bastion.loginTimeout=soon"}, "loginTimeout"},
+		{"bad service type", []string{"server.service.type=ExternalName"}, "type"},
+		{"bad dsn", []string{"database.postgres.dsn=mysql://x"}, "dsn"},
+		// The cross-value checks in _helpers.tpl.
+		{"postgres without a dsn", []string{"database.driver=postgres"}, "database.postgres.existingSecret"},
+		{"sqlite with replicas", []string{"server.replicas=2"}, "database.driver=postgres"},
+		{"sandboxes in the release namespace", []string{"sandboxes.namespace=" + releaseNS}, "must differ"},
+		{"secret and values", []string{"auth.existingSecret=x", "auth.jwtSecret=0123456789abcdef0123456789abcdef"}, "either"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var args []string
+			for _, s := range tt.set {
+				args = append(args, "--set", s)
+			}
+			out, err := render(t, args...)
+			if err == nil {
+				t.Fatalf("helm template --set %v succeeded:\n%s", tt.set, out)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error does not mention %q:\n%v", tt.want, err)
+			}
+		})
+	}
+}
+
+// TestChartSecurity checks every rendering for what SECURITY.md and the
+// kube driver's design promise, independent of the goldens' details.
+func TestChartSecurity(t *testing.T) {
+	for _, r := range allRenderings(t) {
+		t.Run(r.name, func(t *testing.T) {
+			checkWorkloads(t, r.objs)
+			checkRBAC(t, r.objs, r.sandbox)
+			checkSandboxNamespace(t, r, r.sandbox)
+			checkNoSecretsInPlainText(t, r)
+		})
+	}
+}
+
+// checkWorkloads: every pod the chart runs is non-root with a read-only
+// root, no capabilities, no escalation, RuntimeDefault seccomp and nothing
+// of the host's; only the server mounts a service-account token.
+func checkWorkloads(t *testing.T, objs []object) {
+	t.Helper()
+	deployments := find(objs, "Deployment")
+	if len(deployments) == 0 {
+		t.Fatal("no Deployment rendered")
+	}
+	for _, d := range deployments {
+		spec := dict(d.get("spec", "template", "spec"))
+		component := str(d.get("metadata", "labels", "app.kubernetes.io/component"))
+		if spec.get("securityContext", "runAsNonRoot") != true {
+			t.Errorf("%s: pod runAsNonRoot is not true", d.name())
+		}
+		if str(spec.get("securityContext", "seccompProfile", "type")) != "RuntimeDefault" {
+			t.Errorf("%s: pod seccompProfile is not RuntimeDefault", d.name())
+		}
+		if uid, _ := spec.get("securityContext", "runAsUser").(int); uid == 0 {
+			t.Errorf("%s: pod runAsUser is %v", d.name(), spec.get("securityContext", "runAsUser"))
+		}
+		for _, k := range []string{"hostNetwork", "hostPID", "hostIPC"} {
+			if spec[k] == true {
+				t.Errorf("%s: %s", d.name(), k)
+			}
+		}
+		for _, v := range list(spec["volumes"]) {
+			if dict(v)["hostPath"] != nil {
+				t.Errorf("%s: hostPath volume %v", d.name(), dict(v)["name"])
+			}
+		}
+		wantToken := component == "server"
+		if got := spec["automountServiceAccountToken"]; got != wantToken {
+			t.Errorf("%s: automountServiceAccountToken = %v, want %v", d.name(), got, wantToken)
+		}
+		if spec["enableServiceLinks"] != false {
+			t.Errorf("%s: enableServiceLinks is not false", d.name())
+		}
+		containers := list(spec["containers"])
+		if len(containers) == 0 {
+			t.Errorf("%s: no containers", d.name())
+		}
+		for _, c := range append(containers, list(spec["initContainers"])...) {
+			c := dict(c)
+			sc := dict(c["securityContext"])
+			name := d.name() + "/" + str(c["name"])
+			for k, want := range map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "runAsNonRoot": true} {
+				if sc[k] != want {
+					t.Errorf("%s: securityContext.%s = %v, want %v", name, k, sc[k], want)
+				}
+			}
+			if sc["privileged"] == true {
+				t.Errorf("%s: privileged", name)
+			}
+			if drop := list(sc.get("capabilities", "drop")); len(drop) != 1 || drop[0] != "ALL" {
+				t.Errorf("%s: capabilities.drop = %v, want [ALL]", name, drop)
+			}
+			if add := sc.get("capabilities", "add"); add != nil {
+				t.Errorf("%s: capabilities.add = %v", name, add)
+			}
+			if str(sc.get("seccompProfile", "type")) != "RuntimeDefault" {
+				t.Errorf("%s: seccompProfile is not RuntimeDefault", name)
+			}
+			if dict(c["resources"]).get("limits", "memory") == nil {
+				t.Errorf("%s: no memory limit", name)
+			}
+			for _, p := range list(c["ports"]) {
+				if dict(p)["hostPort"] != nil {
+					t.Errorf("%s: hostPort", name)
+				}
+			}
+		}
+	}
+}
+
+// checkRBAC: the control plane's rights are one Role in the sandbox
+// namespace over the kinds it manages, with no wildcard and nothing
+// cluster-wide.
+func checkRBAC(t *testing.T, objs []object, sandboxNS string) {
+	t.Helper()
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
+		if got := find(objs, kind); len(got) > 0 {
+			t.Errorf("%d %s rendered: the server needs nothing cluster-wide", len(got), kind)
+		}
+	}
+	roles := find(objs, "Role")
+	if len(roles) != 1 {
+		t.Fatalf("%d Roles rendered, want 1", len(roles))
+	}
+	role := roles[0]
+	if role.namespace() != sandboxNS {
+		t.Errorf("Role %s in namespace %q, want the sandbox namespace %q", role.name(), role.namespace(), sandboxNS)
+	}
+	allowed := map[string][]string{
+		"/pods":                             {"get", "list", "watch", "create", "patch", "delete"},
+		"/secrets":                          {"get", "list", "create", "delete"},
+		"/persistentvolumeclaims":           {"get", "list", "create", "delete"},
+		"networking.k8s.io/networkpolicies": {"get", "list", "create", "update", "patch", "delete"},
+	}
+	for _, rule := range list(role["rules"]) {
+		rule := dict(rule)
+		for _, g := range list(rule["apiGroups"]) {
+			for _, res := range list(rule["resources"]) {
+				verbs, ok := allowed[str(g)+"/"+str(res)]
+				if !ok {
+					t.Errorf("Role grants %s/%s, which the server does not manage", g, res)
+					continue
+				}
+				for _, v := range list(rule["verbs"]) {
+					if !slices.Contains(verbs, str(v)) {
+						t.Errorf("Role grants %s on %s/%s", v, g, res)
+					}
+				}
+			}
+		}
+		if rule["resourceNames"] != nil || rule["nonResourceURLs"] != nil {
+			t.Errorf("unexpected rule %v", rule)
+		}
+	}
+	bindings := find(objs, "RoleBinding")
+	if len(bindings) != 1 || bindings[0].namespace() != sandboxNS {
+		t.Fatalf("want one RoleBinding in %s, got %d", sandboxNS, len(bindings))
+	}
+	subjects := list(bindings[0]["subjects"])
+	if len(subjects) != 1 || str(dict(subjects[0])["namespace"]) != releaseNS {
+		t.Errorf("RoleBinding subjects = %v, want the server's account in %s", subjects, releaseNS)
+	}
+}
+
+// checkSandboxNamespace: the sandbox account mounts no token, and when the
+// fences are on, the namespace denies all traffic but the control plane's
+// and the admission policy binds to it alone.
+func checkSandboxNamespace(t *testing.T, r *rendering, sandboxNS string) {
+	t.Helper()
+	var sa object
+	for _, o := range find(r.objs, "ServiceAccount") {
+		if o.namespace() == sandboxNS {
+			sa = o
+		}
+	}
+	if sa == nil {
+		t.Fatalf("no ServiceAccount in the sandbox namespace %s", sandboxNS)
+	}
+	if sa["automountServiceAccountToken"] != false {
+		t.Errorf("sandbox ServiceAccount automountServiceAccountToken = %v, want false", sa["automountServiceAccountToken"])
+	}
+	policies := find(r.objs, "NetworkPolicy")
+	if r.name == "minimal" {
+		if len(policies) != 0 || len(find(r.objs, "ValidatingAdmissionPolicy")) != 0 {
+			t.Error("fences rendered although the values turn them off")
+		}
+		return
+	}
+	var deny, allow object
+	for _, p := range policies {
+		if p.namespace() != sandboxNS {
+			t.Errorf("NetworkPolicy %s in %s", p.name(), p.namespace())
+		}
+		switch {
+		case p.get("spec", "ingress") == nil && p.get("spec", "egress") == nil:
+			deny = p
+		default:
+			allow = p
+		}
+	}
+	if deny == nil || len(dict(deny.get("spec", "podSelector"))) != 0 ||
+		!slices.Equal(list(deny.get("spec", "policyTypes")), []any{"Ingress", "Egress"}) {
+		t.Errorf("no default-deny policy for every pod, in and out: %v", deny)
+	}
+	if allow == nil || allow.get("spec", "egress") != nil {
+		t.Fatalf("no ingress-only policy for the control plane: %v", allow)
+	}
+	from := list(allow.get("spec", "ingress"))
+	if len(from) != 1 {
+		t.Fatalf("control plane policy has %d ingress rules, want 1", len(from))
+	}
+	peers := list(dict(from[0])["from"])
+	if len(peers) != 1 || dict(peers[0]).get("namespaceSelector", "matchLabels", "kubernetes.io/metadata.name") != releaseNS ||
+		dict(peers[0]).get("podSelector", "matchLabels", "app.kubernetes.io/component") != "server" {
+		t.Errorf("control plane policy admits %v, want only the server pods of %s", peers, releaseNS)
+	}
+
+	vaps := find(r.objs, "ValidatingAdmissionPolicy")
+	bindings := find(r.objs, "ValidatingAdmissionPolicyBinding")
+	if len(vaps) != 1 || len(bindings) != 1 {
+		t.Fatalf("%d admission policies and %d bindings, want 1 and 1", len(vaps), len(bindings))
+	}
+	if vaps[0].get("spec", "failurePolicy") != "Fail" {
+		t.Error("admission policy does not fail closed")
+	}
+	b := bindings[0]
+	if b.get("spec", "policyName") != vaps[0].name() ||
+		!slices.Equal(list(b.get("spec", "validationActions")), []any{"Deny"}) ||
+		b.get("spec", "matchResources", "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name") != sandboxNS {
+		t.Errorf("admission binding does not deny in %s alone: %v", sandboxNS, b["spec"])
+	}
+}
+
+// checkNoSecretsInPlainText: credentials reach pods only through Secrets,
+// never as literal environment values or arguments.
+func checkNoSecretsInPlainText(t *testing.T, r *rendering) {
+	t.Helper()
+	for _, d := range find(r.objs, "Deployment") {
+		for _, c := range list(d.get("spec", "template", "spec", "containers")) {
+			c := dict(c)
+			for _, e := range list(c["env"]) {
+				e := dict(e)
+				v := str(e["value"])
+				if strings.Contains(v, "postgres://") || strings.Contains(v, "bxk_live_") ||
+					(strings.HasPrefix(str(e["name"]), "BOXKITE_") && strings.HasSuffix(str(e["name"]), "_KEY") && e["value"] != nil && !strings.HasSuffix(str(e["name"]), "HOST_KEY")) ||
+					str(e["name"]) == "BOXKITE_JWT_SECRET" && e["value"] != nil {
+					t.Errorf("%s: env %s carries a credential in plain text", d.name(), e["name"])
+				}
+			}
+			for _, a := range list(c["args"]) {
+				if strings.Contains(str(a), "postgres://") || strings.Contains(str(a), "bxk_live_") {
+					t.Errorf("%s: argument %q carries a credential", d.name(), a)
+				}
+			}
+		}
+	}
+	for _, cm := range find(r.objs, "ConfigMap") {
+		for k, v := range dict(cm["data"]) {
+			if strings.Contains(str(v), "postgres://") || strings.Contains(str(v), "bxk_live_") {
+				t.Errorf("ConfigMap %s key %s carries a credential", cm.name(), k)
+			}
+		}
+	}
+}
