@@ -27,7 +27,7 @@ var renderings = sync.OnceValues(func() ([]*rendering, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []*rendering{{name: "default", sandbox: "boxkite-sandboxes"}}
+	out := []*rendering{{name: "default"}}
 	for _, f := range files {
 		out = append(out, &rendering{name: strings.TrimSuffix(filepath.Base(f), ".yaml"), values: f})
 	}
@@ -57,10 +57,9 @@ func allRenderings(t *testing.T) []*rendering {
 			t.Fatalf("%s: %v", r.name, err)
 		}
 		r.data, r.objs = data, objs
-		for _, ns := range find(objs, "ServiceAccount") {
-			if ns.namespace() != releaseNS {
-				r.sandbox = ns.namespace()
-			}
+		// The sandbox namespace is where the server's Role is.
+		for _, role := range find(objs, "Role") {
+			r.sandbox = role.namespace()
 		}
 	}
 	return rs
@@ -262,11 +261,12 @@ func checkRBAC(t *testing.T, objs []object, sandboxNS string) {
 	if role.namespace() != sandboxNS {
 		t.Errorf("Role %s in namespace %q, want the sandbox namespace %q", role.name(), role.namespace(), sandboxNS)
 	}
+	// What server/kube calls, and watch on pods; no list on Secrets.
 	allowed := map[string][]string{
 		"/pods":                             {"get", "list", "watch", "create", "patch", "delete"},
-		"/secrets":                          {"get", "list", "create", "delete"},
-		"/persistentvolumeclaims":           {"get", "list", "create", "delete"},
-		"networking.k8s.io/networkpolicies": {"get", "list", "create", "update", "patch", "delete"},
+		"/secrets":                          {"get", "create", "patch", "delete"},
+		"/persistentvolumeclaims":           {"get", "create", "delete"},
+		"networking.k8s.io/networkpolicies": {"get", "create", "patch", "delete"},
 	}
 	for _, rule := range list(role["rules"]) {
 		rule := dict(rule)
@@ -298,23 +298,11 @@ func checkRBAC(t *testing.T, objs []object, sandboxNS string) {
 	}
 }
 
-// checkSandboxNamespace: the sandbox account mounts no token, and when the
-// fences are on, the namespace denies all traffic but the control plane's
-// and the admission policy binds to it alone.
+// checkSandboxNamespace: when the fences are on, the namespace denies all
+// traffic but the control plane's and the admission policy binds to it
+// alone.
 func checkSandboxNamespace(t *testing.T, r *rendering, sandboxNS string) {
 	t.Helper()
-	var sa object
-	for _, o := range find(r.objs, "ServiceAccount") {
-		if o.namespace() == sandboxNS {
-			sa = o
-		}
-	}
-	if sa == nil {
-		t.Fatalf("no ServiceAccount in the sandbox namespace %s", sandboxNS)
-	}
-	if sa["automountServiceAccountToken"] != false {
-		t.Errorf("sandbox ServiceAccount automountServiceAccountToken = %v, want false", sa["automountServiceAccountToken"])
-	}
 	policies := find(r.objs, "NetworkPolicy")
 	if r.name == "minimal" {
 		if len(policies) != 0 || len(find(r.objs, "ValidatingAdmissionPolicy")) != 0 {

@@ -35,12 +35,34 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: boxkite
 {{- end }}
 
-{{/* Selector labels of one component: include with (list . "server"). */}}
+{{/*
+Selector labels of one component: include with (list . "server"). The name
+is the component's program, boxkite-server or boxkite-bastion: the kube
+driver's per-sandbox NetworkPolicies admit pods named boxkite-server.
+*/}}
 {{- define "boxkite.selectorLabels" -}}
 {{- $ := index . 0 -}}
-app.kubernetes.io/name: {{ include "boxkite.name" $ }}
+app.kubernetes.io/name: {{ include "boxkite.name" $ }}-{{ index . 1 }}
 app.kubernetes.io/instance: {{ $.Release.Name }}
 app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{/* Labels of one component's objects: include with (list . "server"). */}}
+{{- define "boxkite.componentLabels" -}}
+{{- $ := index . 0 -}}
+helm.sh/chart: {{ include "boxkite.chart" $ }}
+{{ include "boxkite.selectorLabels" . }}
+app.kubernetes.io/version: {{ $.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ $.Release.Service }}
+app.kubernetes.io/part-of: boxkite
+{{- end }}
+
+{{/*
+The port every sandbox's sidecar serves TLS on: the kube driver's
+(server/kube DefaultSidecarPort), which the server has no setting for.
+*/}}
+{{- define "boxkite.sidecarPort" -}}
+8443
 {{- end }}
 
 {{- define "boxkite.serviceAccountName" -}}
