@@ -71,13 +71,19 @@ func helm(t testing.TB, args ...string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
-// render runs helm template for the release with extra arguments
-// (-f FILE, --set K=V).
+// render runs helm template for the goldens' release with extra
+// arguments (-f FILE, --set K=V).
 func render(t testing.TB, extra ...string) ([]byte, error) {
 	t.Helper()
+	return renderAs(t, releaseName, releaseNS, extra...)
+}
+
+// renderAs renders the chart as release name in namespace ns.
+func renderAs(t testing.TB, name, ns string, extra ...string) ([]byte, error) {
+	t.Helper()
 	args := append([]string{
-		"template", releaseName, chartDir,
-		"--namespace", releaseNS, "--kube-version", kubeVersion,
+		"template", name, chartDir,
+		"--namespace", ns, "--kube-version", kubeVersion,
 	}, extra...)
 	return helm(t, args...)
 }
