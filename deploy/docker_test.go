@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // instruction is one Dockerfile instruction, continuation lines joined.
@@ -37,9 +38,16 @@ func parseDockerfile(data string) []instruction {
 			cur.WriteString(" ")
 			continue
 		}
-		op, args, _ := strings.Cut(cur.String(), " ")
-		out = append(out, instruction{op: strings.ToUpper(op), args: strings.TrimSpace(args), line: start})
+		joined := strings.TrimSpace(cur.String())
 		cur.Reset()
+		if joined == "" { // a lone continuation
+			continue
+		}
+		op, args := joined, ""
+		if i := strings.IndexFunc(joined, unicode.IsSpace); i >= 0 {
+			op, args = joined[:i], strings.TrimSpace(joined[i:])
+		}
+		out = append(out, instruction{op: strings.ToUpper(op), args: args, line: start})
 	}
 	return out
 }
@@ -55,7 +63,7 @@ func FuzzParseDockerfile(f *testing.F) {
 	f.Add("RUN a \\\n b\n# c\nUSER 1")
 	f.Fuzz(func(t *testing.T, data string) {
 		for _, in := range parseDockerfile(data) {
-			if in.op == "" || strings.Contains(in.op, " ") || in.line < 1 {
+			if in.op == "" || strings.IndexFunc(in.op, unicode.IsSpace) >= 0 || in.line < 1 {
 				t.Fatalf("bad instruction %+v", in)
 			}
 		}
