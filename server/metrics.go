@@ -99,6 +99,13 @@ func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	var b strings.Builder
 	s.metrics.write(&b, active)
+	d := s.driver
+	if cd, ok := d.(countingDriver); ok {
+		d = cd.Driver
+	}
+	if mw, ok := d.(MetricsWriter); ok {
+		mw.WriteMetrics(&b)
+	}
 	_, _ = io.WriteString(w, b.String())
 	return nil
 }
@@ -181,6 +188,12 @@ func quoteLabel(v string) string {
 	v = strings.ReplaceAll(v, `"`, `\"`)
 	v = strings.ReplaceAll(v, "\n", `\n`)
 	return `"` + v + `"`
+}
+
+// MetricsWriter is implemented by drivers with metrics of their own (the
+// kube driver's warm pool); /metrics appends them.
+type MetricsWriter interface {
+	WriteMetrics(w io.Writer)
 }
 
 // countingDriver counts the sandboxes the driver starts and tears down.

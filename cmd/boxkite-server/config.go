@@ -14,6 +14,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/kube"
 )
 
 // envPrefix names every flag's environment twin: --state-dir ↔ BOXKITE_SERVER_STATE_DIR.
@@ -53,6 +54,12 @@ type options struct {
 	warmPool        int
 	version         bool
 
+	// The kube driver (--driver kube).
+	kubeconfig   string
+	namespace    string
+	image        string
+	runtimeClass string
+
 	// Fair use and rate limits (server.Limits, server.RateLimits).
 	maxConcurrent           int
 	maxConcurrentPerAccount int
@@ -86,7 +93,11 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.SetOutput(out)
 	fs.StringVar(&o.listen, "listen", server.DefaultListen, "`address` to serve the API on")
 	fs.StringVar(&o.db, "db", "", "database: sqlite:PATH or postgres://user:pass@host/db (`dsn`; default sqlite:<state-dir>/boxkite.db)")
-	fs.StringVar(&o.driver, "driver", "local", "sandbox `driver`: local (Linux namespaces); kube is not built yet")
+	fs.StringVar(&o.driver, "driver", "local", "sandbox `driver`: local (Linux namespaces) or kube (a pod per sandbox)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kube driver: kubeconfig `file` (default: the in-cluster service account)")
+	fs.StringVar(&o.namespace, "namespace", kube.DefaultNamespace, "kube driver: `namespace` the sandbox pods run in")
+	fs.StringVar(&o.image, "sandbox-image", kube.DefaultImage, "kube driver: sandbox `image`, with boxkite-sidecar on its PATH")
+	fs.StringVar(&o.runtimeClass, "runtime-class", "", "kube driver: runtimeClassName of sandbox pods, e.g. gvisor (`name`; default the cluster's)")
 	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(getenv), "`directory` for the database and sandbox state")
 	fs.StringVar(&o.configFile, "config", "", "TOML `file` with any of these settings (keys as the flag names)")
 	fs.StringVar(&o.sidecar, "sidecar", "", "boxkite-sidecar `binary` (default: next to boxkite-server, then $PATH)")
@@ -189,6 +200,11 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	case "", "small", "medium", "large":
 	default:
 		return nil, usageErrorf("max size %q: want small, medium or large", o.maxSize)
+	}
+	switch o.driver {
+	case "local", "kube":
+	default:
+		return nil, usageErrorf("driver %q: want local or kube", o.driver)
 	}
 	if o.warmPool < 0 {
 		return nil, usageErrorf("warm pool %d: must not be negative (0 means none)", o.warmPool)

@@ -23,8 +23,10 @@ import (
 
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/images"
+	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/sqlstore"
+	"k8s.io/client-go/rest"
 )
 
 // version is set at release time with -ldflags "-X main.version=…".
@@ -94,20 +96,21 @@ func hintOf(err error) string {
 
 func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Writer) error {
 	log := newLogger(opts.logLevel, stderr)
-	if opts.driver != "local" {
-		if opts.driver == "kube" {
-			return &hintedError{errors.New("driver kube is not built yet"), "use --driver local"}
-		}
-		return &hintedError{fmt.Errorf("unknown driver %q", opts.driver), "use --driver local"}
-	}
 	if err := os.MkdirAll(opts.stateDir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w", err)
 	}
-	sidecar, err := findSidecar(opts.sidecar)
-	if err != nil {
+	// Find what the driver needs before binding, so a missing sidecar or
+	// kubeconfig is the error reported.
+	var sidecar string
+	var rc *rest.Config
+	var err error
+	if opts.driver == "kube" {
+		if rc, err = kube.RestConfig(opts.kubeconfig); err != nil {
+			return &hintedError{err, "pass --kubeconfig FILE, or run boxkite-server in the cluster with a service account"}
+		}
+	} else if sidecar, err = findSidecar(opts.sidecar); err != nil {
 		return err
 	}
-
 	// Bind first: a taken port should fail fast, before any state is touched.
 	ln, err := net.Listen("tcp", opts.listen)
 	if err != nil {
@@ -127,19 +130,11 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 	}
 	defer store.Close()
 
-	driver, err := local.New(local.Config{
-		StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local"),
-		WarmPool: opts.warmPool,
-	})
+	sb, err := newSubstrate(opts, sidecar, rc, log)
 	if err != nil {
 		return err
 	}
-	// Not StateDir/images: the local driver keeps its disk templates there.
-	imgs, err := images.New(filepath.Join(opts.stateDir, "sandbox-images"), log.With("component", "images"))
-	if err != nil {
-		return err
-	}
-	defer imgs.Close() // unmounts built images' roots; the next start mounts them again
+	defer sb.close()
 	catalog, err := parseMCPCatalog(opts.mcpCatalog)
 	if err != nil {
 		return err
@@ -162,12 +157,15 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 		},
 		RateLimits: server.RateLimits{Lifecycle: opts.rateLifecycle, Ops: opts.rateOps, Auth: opts.rateAuth},
 		JWTSecret:  opts.jwtSecret,
-		Images:     imgs,
+		Images:     sb.images,
 
 		MaxVolumeGB: opts.maxVolumeGB,
 		MCPCatalog:  catalog,
 	}
-	srv, err := server.New(cfg, store, driver, log)
+	if sb.images == nil {
+		cfg.Images = nil // a nil *images.Managerin the interface would look set
+	}
+	srv, err := server.New(cfg, store, sb.driver, log)
 	if err != nil {
 		return err
 	}
@@ -177,7 +175,15 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 	fmt.Fprintf(stderr, "boxkite-server %s listening on http://%s (driver %s, db %s)\n",
 		buildVersion(), ln.Addr(), opts.driver, opts.db)
 
+	runCtx, stopRun := context.WithCancel(ctx)
+	runDone := make(chan struct{})
+	go func() {
+		defer close(runDone)
+		sb.run(runCtx)
+	}()
 	serveErr := srv.Serve(ctx, ln)
+	stopRun()
+	<-runDone
 
 	// Stopping (SIGTERM/SIGINT, e.g. `boxkite down`) takes the sandboxes
 	// down with the server so no boxkite process is left behind. Their rows
@@ -185,7 +191,7 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 	// this: the detached jails survive and the next start re-adopts them.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := driver.Shutdown(sctx); err != nil {
+	if err := sb.shutdown(sctx); err != nil {
 		log.Error("stop sandboxes", "err", err)
 	}
 	if serveErr != nil {
@@ -193,6 +199,55 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// substrate is the driver of --driver and what comes with it.
+type substrate struct {
+	driver   server.Driver
+	images   *images.Manager                 // nil: the driver has no host images
+	run      func(ctx context.Context)       // background work (the kube warm pool)
+	shutdown func(ctx context.Context) error // at SIGTERM
+	close    func()
+}
+
+// newSubstrate builds the driver opts.driver names.
+// sidecar is the local driver's sidecar binary; rc the kube driver's
+// client configuration.
+func newSubstrate(opts *options, sidecar string, rc *rest.Config, log *slog.Logger) (*substrate, error) {
+	if opts.driver == "kube" {
+		d, err := kube.NewForConfig(rc, kube.Config{
+			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass,
+			MaxLifetime: opts.maxLifetime, PoolSize: opts.warmPool, Log: log.With("driver", "kube"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		// Pods outlive this process on purpose: another replica, or this
+		// one restarted, adopts them from their labels.
+		return &substrate{
+			driver: d, run: d.Run,
+			shutdown: func(context.Context) error { return nil },
+			close:    func() {},
+		}, nil
+	}
+	driver, err := local.New(local.Config{
+		StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local"),
+		WarmPool: opts.warmPool,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Not StateDir/images: the local driver keeps its disk templates there.
+	imgs, err := images.New(filepath.Join(opts.stateDir, "sandbox-images"), log.With("component", "images"))
+	if err != nil {
+		return nil, err
+	}
+	return &substrate{
+		driver: driver, images: imgs,
+		run:      func(context.Context) {},
+		shutdown: driver.Shutdown,
+		close:    func() { imgs.Close() }, // unmounts built images' roots; the next start mounts them again
+	}, nil
 }
 
 // newLogger logs text to w at level, which parseOptions validated.

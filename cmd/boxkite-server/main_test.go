@@ -150,7 +150,9 @@ func TestRunErrors(t *testing.T) {
 		code     int
 		wantText []string
 	}{
-		{"kube", []string{"--driver", "kube"}, 1, []string{"driver kube is not built yet", "hint: use --driver local"}},
+		{"kube outside a cluster", []string{"--driver", "kube"}, 1, []string{"in-cluster config", "hint: pass --kubeconfig"}},
+		{"kube bad kubeconfig", []string{"--driver", "kube", "--kubeconfig", "/nonexistent/kubeconfig"}, 1, []string{"load kubeconfig", "hint: pass --kubeconfig"}},
+		{"unknown driver", []string{"--driver", "docker"}, 2, []string{`driver "docker": want local or kube`}},
 		{"missing sidecar", []string{"--sidecar", "/nonexistent/boxkite-sidecar"}, 1, []string{"sidecar", "hint: install it"}},
 		{"port taken", []string{"--listen", taken.Addr().String(), "--sidecar", "/bin/true"}, 1, []string{"address already in use", "hint:"}},
 		{"usage", []string{"--nope"}, 2, []string{"flag provided but not defined"}},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +35,8 @@ type serveFlags struct {
 	nested    bool
 	budget    [2]int // max exec count, max exec seconds
 	claimable bool
+	tlsCert   string // with tlsKey: serve TLS (a pod, reached over the network)
+	tlsKey    string
 }
 
 func runServe(args []string) error {
@@ -47,8 +50,13 @@ func runServe(args []string) error {
 	fs.IntVar(&f.budget[0], "max-exec-count", 0, "exec budget: budgeted calls of the sandbox (0: 500, negative: no limit)")
 	fs.IntVar(&f.budget[1], "max-exec-seconds", 0, "exec budget: seconds budgeted calls may run in all (0: 3600, negative: no limit)")
 	fs.BoolVar(&f.claimable, "claimable", false, "serve POST /claim, which replaces the token once (a warm pool's sidecar)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate `file` (PEM); needs --tls-key")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key `file` (PEM) of --tls-cert")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
 	}
 	if err := noDump(); err != nil {
 		return err
@@ -68,6 +76,11 @@ func runServe(args []string) error {
 	ln, err := listen(f.listen)
 	if err != nil {
 		return err
+	}
+	if f.tlsCert != "" {
+		if ln, err = tlsListener(ln, f.tlsCert, f.tlsKey); err != nil {
+			return err
+		}
 	}
 	env, err := startEgress(log, f.workspace)
 	if err != nil {
@@ -138,6 +151,18 @@ func parseRunAs(s string, nested bool) (*sidecar.RunAs, error) {
 		return nil, fmt.Errorf("parse --run-as %q: want uid:gid", s)
 	}
 	return &sidecar.RunAs{UID: uid, GID: gid, NestedUserNS: nested}, nil
+}
+
+// tlsListener serves TLS on ln with the pair in certFile and keyFile: the
+// kube driver made the certificate and pins it, so no client certificate
+// or chain is involved.
+func tlsListener(ln net.Listener, certFile, keyFile string) (net.Listener, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("load TLS pair: %w", err)
+	}
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}), nil
 }
 
 // listen opens addr. A unix socket is created 0600 (via the umask, so there

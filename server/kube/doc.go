@@ -1,3 +1,11 @@
-// Package kube will implement server.Driver on Kubernetes: one pod per sandbox
-// running boxkite-sidecar, reached over pinned TLS. Not built yet (issue 12).
+// Package kube implements server.Driver on Kubernetes: one pod per sandbox
+// running boxkite-sidecar as a non-root user, reached over TLS pinned to a
+// self-signed certificate the driver made for it.
+//
+// Each pod comes with a Secret (the sidecar's token, certificate and key)
+// and a NetworkPolicy that denies it all egress and admits only the control
+// plane. Labels, not memory, are the source of truth: List reads them, so a
+// restarted server finds its sandboxes again. A warm pool of ready pods is
+// claimed by a JSON-patch compare-and-swap on resourceVersion, so two
+// servers (or two creates) can never claim the same pod.
 package kube

@@ -1,0 +1,364 @@
+package kubetest
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// A Kubelet stands in for a node in one namespace. There is no scheduler
+// and no container runtime here, so it does their job for the pods the
+// kube driver makes: it polls for new pods and runs each one's single
+// container — boxkite-sidecar — as a local process, then reports the pod
+// Running and Ready.
+//
+// Each pod gets its own loopback address (127.1.x.y, unique in the test
+// binary) as its podIP, so the container's port is used unchanged and the
+// driver dials podIP:port as it would in a cluster. The container's volume
+// mounts become temporary directories: emptyDirs empty, Secrets with their
+// keys as files; arguments and environment values under a mount path are
+// rewritten to the directory, and a listen address of 0.0.0.0 to the podIP.
+// As root, the process runs as the pod's runAsUser/runAsGroup.
+//
+// A pod deleted from the API has its process killed; a process that exits
+// marks its pod Failed. activeDeadlineSeconds and probes are not enforced.
+type Kubelet struct {
+	client   kubernetes.Interface
+	ns       string
+	sidecar  string // the boxkite-sidecar binary a container's command names
+	dir      string
+	mu       sync.Mutex
+	pods     map[types.UID]*podProc
+	cancel   context.CancelFunc
+	done     chan struct{}
+	started  atomic.Int64
+	logf     func(format string, args ...any)
+	stopOnce sync.Once
+}
+
+type podProc struct {
+	name string
+	ip   string
+	cmd  *exec.Cmd
+	dir  string
+	exit chan struct{} // closed when the process exits
+}
+
+// nextIP numbers pod addresses across every Kubelet of the test binary.
+var nextIP atomic.Uint32
+
+// StartKubelet runs a Kubelet for namespace ns until t ends. sidecar is the
+// boxkite-sidecar binary to run (servertest.SidecarBinary).
+func (c *Cluster) StartKubelet(t testing.TB, ns, sidecar string) *Kubelet {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kubelet-")
+	if err != nil {
+		t.Fatalf("kubetest: %v", err)
+	}
+	_ = os.Chmod(dir, 0o755) // pod processes run as another user
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &Kubelet{
+		client: c.Client, ns: ns, sidecar: sidecar, dir: dir,
+		pods: map[types.UID]*podProc{}, cancel: cancel, done: make(chan struct{}),
+		logf: t.Logf,
+	}
+	go k.run(ctx)
+	t.Cleanup(k.Stop)
+	return k
+}
+
+// Stop kills every pod process and stops watching.
+func (k *Kubelet) Stop() {
+	k.stopOnce.Do(func() {
+		k.cancel()
+		<-k.done
+		k.mu.Lock()
+		procs := make([]*podProc, 0, len(k.pods))
+		for _, p := range k.pods {
+			procs = append(procs, p)
+		}
+		k.mu.Unlock()
+		for _, p := range procs {
+			p.kill()
+		}
+		os.RemoveAll(k.dir)
+	})
+}
+
+// Started is how many pods this kubelet has started (cold starts and warm
+// pods alike).
+func (k *Kubelet) Started() int { return int(k.started.Load()) }
+
+func (k *Kubelet) run(ctx context.Context) {
+	defer close(k.done)
+	for ctx.Err() == nil {
+		k.sync(ctx)
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// sync starts processes for new pods and kills those of deleted ones.
+func (k *Kubelet) sync(ctx context.Context) {
+	list, err := k.client.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	seen := map[types.UID]bool{}
+	for i := range list.Items {
+		pod := &list.Items[i]
+		seen[pod.UID] = true
+		k.mu.Lock()
+		_, known := k.pods[pod.UID]
+		if !known && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodPending {
+			k.pods[pod.UID] = nil // claimed; start fills it in
+			go k.start(ctx, pod)
+		}
+		k.mu.Unlock()
+	}
+	k.mu.Lock()
+	var gone []*podProc
+	for uid, p := range k.pods {
+		if !seen[uid] && p != nil {
+			gone = append(gone, p)
+			delete(k.pods, uid)
+		}
+	}
+	k.mu.Unlock()
+	for _, p := range gone {
+		p.kill()
+	}
+}
+
+// start runs pod's container and reports the pod Running once it answers
+// on its port, or Failed if it cannot be started.
+func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod) {
+	p, err := k.launch(pod)
+	if err != nil {
+		k.logf("kubetest kubelet: start pod %s: %v", pod.Name, err)
+		k.setStatus(ctx, pod, corev1.PodFailed, "", err.Error())
+		return
+	}
+	k.started.Add(1)
+	k.mu.Lock()
+	if _, ok := k.pods[pod.UID]; !ok { // deleted meanwhile
+		k.mu.Unlock()
+		p.kill()
+		return
+	}
+	k.pods[pod.UID] = p
+	k.mu.Unlock()
+	port := pod.Spec.Containers[0].Ports[0].ContainerPort
+	if err := waitTLS(ctx, net.JoinHostPort(p.ip, strconv.Itoa(int(port))), p.exit); err != nil {
+		k.logf("kubetest kubelet: pod %s never answered: %v", pod.Name, err)
+		k.setStatus(ctx, pod, corev1.PodFailed, "", err.Error())
+		return
+	}
+	k.setStatus(ctx, pod, corev1.PodRunning, p.ip, "")
+	go func() {
+		<-p.exit
+		if ctx.Err() == nil && !p.killed() {
+			k.setStatus(ctx, pod, corev1.PodFailed, p.ip, "the container exited")
+		}
+	}()
+}
+
+// launch prepares the pod's volumes and starts its container's process.
+func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
+	if len(pod.Spec.Containers) != 1 || len(pod.Spec.Containers[0].Ports) == 0 {
+		return nil, fmt.Errorf("want one container with a port")
+	}
+	ctr := pod.Spec.Containers[0]
+	n := nextIP.Add(1)
+	ip := fmt.Sprintf("127.1.%d.%d", n/250, n%250+1)
+	dir := filepath.Join(k.dir, string(pod.UID))
+	uid, gid := -1, -1
+	if os.Geteuid() == 0 && ctr.SecurityContext != nil && ctr.SecurityContext.RunAsUser != nil {
+		uid = int(*ctr.SecurityContext.RunAsUser)
+		gid = uid
+		if ctr.SecurityContext.RunAsGroup != nil {
+			gid = int(*ctr.SecurityContext.RunAsGroup)
+		}
+	}
+	mounts := map[string]string{} // mount path → host dir
+	for _, m := range ctr.VolumeMounts {
+		host := filepath.Join(dir, m.Name)
+		if err := k.volume(pod, m.Name, host, uid, gid); err != nil {
+			return nil, err
+		}
+		mounts[m.MountPath] = host
+	}
+	rewrite := func(v string) string {
+		for mp, host := range mounts {
+			if v == mp || strings.HasPrefix(v, mp+"/") {
+				return host + v[len(mp):]
+			}
+		}
+		return strings.Replace(v, "0.0.0.0:", ip+":", 1)
+	}
+	var args []string
+	for _, a := range ctr.Args {
+		args = append(args, rewrite(a))
+	}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	for _, e := range ctr.Env {
+		env = append(env, e.Name+"="+rewrite(e.Value))
+	}
+	log, err := os.Create(filepath.Join(dir, "container.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(k.sidecar, args...)
+	cmd.Env, cmd.Dir = env, dir
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if uid >= 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("start container: %w", err)
+	}
+	p := &podProc{name: pod.Name, ip: ip, cmd: cmd, dir: dir, exit: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		log.Close()
+		close(p.exit)
+	}()
+	return p, nil
+}
+
+// volume makes the host directory of the pod volume name.
+func (k *Kubelet) volume(pod *corev1.Pod, name, host string, uid, gid int) error {
+	if err := os.MkdirAll(host, 0o700); err != nil {
+		return err
+	}
+	chown := func(path string) error {
+		if uid < 0 {
+			return nil
+		}
+		return os.Chown(path, uid, gid)
+	}
+	if err := chown(filepath.Dir(host)); err != nil {
+		return err
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != name || v.Secret == nil {
+			continue
+		}
+		sec, err := k.client.CoreV1().Secrets(k.ns).Get(context.Background(), v.Secret.SecretName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("volume %s: %w", name, err)
+		}
+		for key, data := range sec.Data {
+			f := filepath.Join(host, key)
+			if err := os.WriteFile(f, data, 0o400); err != nil {
+				return err
+			}
+			if err := chown(f); err != nil {
+				return err
+			}
+		}
+	}
+	return chown(host)
+}
+
+// setStatus reports the pod's phase (and IP) to the API server.
+func (k *Kubelet) setStatus(ctx context.Context, pod *corev1.Pod, phase corev1.PodPhase, ip, msg string) {
+	for ctx.Err() == nil {
+		cur, err := k.client.CoreV1().Pods(k.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || cur.UID != pod.UID {
+			return // deleted
+		}
+		now := metav1.Now()
+		ready := corev1.ConditionFalse
+		if phase == corev1.PodRunning {
+			ready = corev1.ConditionTrue
+		}
+		cur.Status.Phase, cur.Status.Message = phase, msg
+		cur.Status.StartTime = &now
+		if ip != "" {
+			cur.Status.PodIP, cur.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+			cur.Status.HostIP, cur.Status.HostIPs = "127.0.0.1", []corev1.HostIP{{IP: "127.0.0.1"}}
+		}
+		cur.Status.Conditions = []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: ready, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: ready, LastTransitionTime: now},
+		}
+		cs := corev1.ContainerStatus{Name: pod.Spec.Containers[0].Name, Image: pod.Spec.Containers[0].Image, Ready: ready == corev1.ConditionTrue}
+		if phase == corev1.PodRunning {
+			cs.State.Running = &corev1.ContainerStateRunning{StartedAt: now}
+			cs.Started = ptr(true)
+		} else {
+			cs.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Message: msg, FinishedAt: now}
+		}
+		cur.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+		_, err = k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		if err == nil || !apierrors.IsConflict(err) {
+			return
+		}
+	}
+}
+
+// waitTLS waits until addr completes a TLS handshake (the sidecar serves),
+// the process exits, or a minute passes.
+func waitTLS(ctx context.Context, addr string, exit <-chan struct{}) error {
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // a readiness probe; the driver pins
+	}}
+	defer hc.CloseIdleConnections()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := hc.Get("https://" + addr + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-exit:
+			return fmt.Errorf("the container exited")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no answer on %s: %v", addr, err)
+		}
+	}
+}
+
+// kill ends the pod's process group and waits for it.
+func (p *podProc) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.exit
+	os.RemoveAll(p.dir)
+}
+
+func (p *podProc) killed() bool {
+	ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,381 @@
+package kube
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultNamespace    = "boxkite-sandboxes"
+	DefaultImage        = "ghcr.io/boxkite/boxkite-sidecar:latest"
+	DefaultSidecarPort  = 8443
+	DefaultStorageGB    = 5
+	DefaultTmpSize      = "1Gi"
+	DefaultReadyTimeout = 2 * time.Minute
+	DefaultMaxLifetime  = 24 * time.Hour
+)
+
+// Config configures the kube driver.
+type Config struct {
+	Namespace        string // where sandboxes run; DefaultNamespace when ""
+	Image            string // the sandbox image, with boxkite-sidecar on its PATH
+	ImagePullPolicy  corev1.PullPolicy
+	RuntimeClassName string // e.g. "gvisor" or "kata"; "" means the cluster default
+	SidecarPort      int32  // the sidecar's TLS port in the pod
+	StorageGB        float64
+	TmpSize          string          // sizeLimit of /tmp, a quantity
+	StorageClass     string          // of volume claims; "" means the cluster default
+	Sizes            map[string]Size // nil means DefaultSizes()
+	// ControlPlaneLabels select the pods allowed to reach sidecars (in any
+	// namespace); nil means app.kubernetes.io/name=boxkite-server.
+	ControlPlaneLabels map[string]string
+	// ReadyTimeout bounds Create's wait for the pod to run and its sidecar
+	// to answer /health.
+	ReadyTimeout time.Duration
+	// MaxLifetime is the server's ceiling for a sandbox's lifetime.
+	// activeDeadlineSeconds, the backstop to the reaper, is the larger of
+	// it and the sandbox's own lifetime: Kubernetes only lets a deadline
+	// shrink, and an extend may move expiry up to this ceiling.
+	MaxLifetime time.Duration
+	// PoolSize is how many warm pods of the default size to keep ready; 0
+	// means no pool. PoolMaxAge retires warm pods older than it.
+	PoolSize   int
+	PoolMaxAge time.Duration
+	Log        *slog.Logger
+}
+
+// Driver is server.Driver on Kubernetes. Build it with New; Run keeps the
+// warm pool filled.
+type Driver struct {
+	cfg    Config
+	client kubernetes.Interface
+	log    *slog.Logger
+	now    func() time.Time
+	pool   *pool
+}
+
+// New returns a driver that makes sandboxes through client.
+func New(client kubernetes.Interface, cfg Config) (*Driver, error) {
+	cfg.Namespace = cmp.Or(cfg.Namespace, DefaultNamespace)
+	cfg.Image = cmp.Or(cfg.Image, DefaultImage)
+	cfg.ImagePullPolicy = cmp.Or(cfg.ImagePullPolicy, corev1.PullIfNotPresent)
+	cfg.SidecarPort = cmp.Or(cfg.SidecarPort, DefaultSidecarPort)
+	cfg.StorageGB = cmp.Or(cfg.StorageGB, DefaultStorageGB)
+	cfg.TmpSize = cmp.Or(cfg.TmpSize, DefaultTmpSize)
+	cfg.ReadyTimeout = cmp.Or(cfg.ReadyTimeout, DefaultReadyTimeout)
+	cfg.MaxLifetime = cmp.Or(cfg.MaxLifetime, DefaultMaxLifetime)
+	cfg.PoolMaxAge = cmp.Or(cfg.PoolMaxAge, 6*time.Hour)
+	if cfg.Sizes == nil {
+		cfg.Sizes = DefaultSizes()
+	}
+	if cfg.ControlPlaneLabels == nil {
+		cfg.ControlPlaneLabels = map[string]string{"app.kubernetes.io/name": "boxkite-server"}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.PoolSize < 0 || cfg.StorageGB < 0 {
+		return nil, errors.New("kube driver: pool size and storage must not be negative")
+	}
+	if _, err := resource.ParseQuantity(cfg.TmpSize); err != nil {
+		return nil, fmt.Errorf("kube driver: tmp size: %w", err)
+	}
+	d := &Driver{cfg: cfg, client: client, log: cfg.Log, now: time.Now}
+	d.pool = newPool(d)
+	return d, nil
+}
+
+// Namespace is where the driver's sandboxes live.
+func (d *Driver) Namespace() string { return d.cfg.Namespace }
+
+// Create makes the sandbox from a warm pod when one fits, else a cold one,
+// and returns once its sidecar answers /health over the pinned TLS.
+func (d *Driver) Create(ctx context.Context, spec server.Spec) (server.Endpoint, error) {
+	size := cmp.Or(spec.Size, api.SizeSmall)
+	if _, ok := d.cfg.Sizes[size]; !ok {
+		return server.Endpoint{}, fmt.Errorf("create sandbox %s: unknown size %q", spec.ID, size)
+	}
+	if spec.ImageRoot != "" {
+		return server.Endpoint{}, fmt.Errorf("create sandbox %s: host image roots are for the local driver", spec.ID)
+	}
+	if spec.Egress != nil {
+		// Egress grants go through the control plane's proxy on a socket
+		// the local driver puts in the jail; a pod has no such socket, and
+		// its NetworkPolicy denies all egress.
+		return server.Endpoint{}, fmt.Errorf("create sandbox %s: egress grants are not supported by the kube driver", spec.ID)
+	}
+	if d.pool.fits(spec) {
+		ep, ok, err := d.pool.claim(ctx, spec)
+		if err != nil {
+			return server.Endpoint{}, err
+		}
+		if ok {
+			return ep, nil
+		}
+	}
+	p := podPlan{
+		name: podName(spec.ID), sandbox: spec.ID, size: size, storageGB: spec.StorageGB,
+		deadline: max(spec.Lifetime, d.cfg.MaxLifetime), volumes: spec.Volumes,
+	}
+	token := newToken()
+	ep, err := d.start(ctx, p, token)
+	if err != nil {
+		d.cleanup(p.name)
+		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+	}
+	return ep, nil
+}
+
+// podName is a cold sandbox's pod; ids are lower-case hex, safe in a DNS label.
+func podName(id string) string { return "sbx-" + id }
+
+// start creates the Secret, NetworkPolicy and Pod of p and waits until its
+// sidecar answers /health with token.
+func (d *Driver) start(ctx context.Context, p podPlan, token string) (server.Endpoint, error) {
+	cert, err := newCert(p.name, d.now())
+	if err != nil {
+		return server.Endpoint{}, err
+	}
+	pod, err := d.pod(p)
+	if err != nil {
+		return server.Endpoint{}, err
+	}
+	ns := d.cfg.Namespace
+	if _, err := d.client.CoreV1().Secrets(ns).Create(ctx, d.secret(p, token, cert), metav1.CreateOptions{}); err != nil {
+		return server.Endpoint{}, fmt.Errorf("create secret: %w", err)
+	}
+	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Create(ctx, d.networkPolicy(p), metav1.CreateOptions{}); err != nil {
+		return server.Endpoint{}, fmt.Errorf("create network policy: %w", err)
+	}
+	if _, err := d.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return server.Endpoint{}, fmt.Errorf("create pod: %w", err)
+	}
+	return d.waitReady(ctx, p.name, token, cert.certPEM)
+}
+
+// waitReady polls the pod until it runs with an IP and its sidecar
+// answers /health, within ReadyTimeout.
+func (d *Driver) waitReady(ctx context.Context, name, token string, certPEM []byte) (server.Endpoint, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.ReadyTimeout)
+	defer cancel()
+	delay := 50 * time.Millisecond
+	var lastErr error
+	for {
+		pod, err := d.client.CoreV1().Pods(d.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return server.Endpoint{}, fmt.Errorf("pod %s was deleted while starting", name)
+		case err != nil:
+			lastErr = fmt.Errorf("get pod: %w", err)
+		case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
+			return server.Endpoint{}, fmt.Errorf("pod %s ended while starting: %s %s", name, pod.Status.Phase, pod.Status.Message)
+		case pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "":
+			lastErr = fmt.Errorf("pod %s is %s", name, cmp.Or(string(pod.Status.Phase), "pending"))
+		default:
+			ep := d.endpoint(pod, token, certPEM)
+			if err := health(ctx, ep); err != nil {
+				lastErr = err
+				break
+			}
+			return ep, nil
+		}
+		select {
+		case <-ctx.Done():
+			return server.Endpoint{}, fmt.Errorf("wait for pod %s: %w (last: %v)", name, ctx.Err(), lastErr)
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+func (d *Driver) endpoint(pod *corev1.Pod, token string, certPEM []byte) server.Endpoint {
+	return server.Endpoint{
+		Network: "tcp",
+		Address: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(d.cfg.SidecarPort))),
+		Token:   token, CertPEM: certPEM,
+	}
+}
+
+// health asks the sidecar at ep for /health.
+func health(ctx context.Context, ep server.Endpoint) error {
+	_, err := sidecarCall(ctx, ep, http.MethodGet, "/health", "", nil)
+	return err
+}
+
+// sidecarCall makes one request to the sidecar at ep over the pinned TLS,
+// authorized with token (none when ""), and returns the body of a 200.
+func sidecarCall(ctx context.Context, ep server.Endpoint, method, path, token string, body any) ([]byte, error) {
+	hc, err := pinnedClient(ep.CertPEM)
+	if err != nil {
+		return nil, err
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "https://"+ep.Address+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar %s: %w", path, err)
+	}
+	if token != "" {
+		req.Header.Set("X-Sidecar-Auth-Token", token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("sidecar %s: %s: %s", path, resp.Status, bytes.TrimSpace(data))
+	}
+	return data, nil
+}
+
+// Delete removes the sandbox's pod, Secret and NetworkPolicy. A sandbox
+// that is gone is not an error.
+func (d *Driver) Delete(ctx context.Context, id string) error {
+	sel := labels.Set{LabelManagedBy: ManagedBy, LabelSandbox: id}.String()
+	pods, err := d.client.CoreV1().Pods(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return fmt.Errorf("delete sandbox %s: list pods: %w", id, err)
+	}
+	names := map[string]bool{podName(id): true}
+	for _, p := range pods.Items {
+		names[p.Name] = true
+	}
+	var errs []error
+	for name := range names {
+		errs = append(errs, d.deletePod(ctx, name))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// deletePod deletes a pod and its Secret and NetworkPolicy; absent ones
+// are not an error. The pod goes first: it is what runs.
+func (d *Driver) deletePod(ctx context.Context, name string) error {
+	ns := d.cfg.Namespace
+	gone := func(err error) error {
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
+	if err := gone(d.client.CoreV1().Pods(ns).Delete(ctx, name, now)); err != nil {
+		return fmt.Errorf("delete pod %s: %w", name, err)
+	}
+	if err := gone(d.client.CoreV1().Secrets(ns).Delete(ctx, secretName(name), metav1.DeleteOptions{})); err != nil {
+		return fmt.Errorf("delete secret of %s: %w", name, err)
+	}
+	if err := gone(d.client.NetworkingV1().NetworkPolicies(ns).Delete(ctx, name, metav1.DeleteOptions{})); err != nil {
+		return fmt.Errorf("delete network policy of %s: %w", name, err)
+	}
+	return nil
+}
+
+// cleanup deletes what a failed start left, on a context of its own: the
+// caller's may be what failed.
+func (d *Driver) cleanup(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.deletePod(ctx, name); err != nil {
+		d.log.Error("clean up after a failed start", "pod", name, "err", err)
+	}
+}
+
+// List reports every bound sandbox pod, from labels: its endpoint comes
+// from the pod's IP and its Secret. A pod that is not running is reported
+// with Alive false; its endpoint may then be empty.
+func (d *Driver) List(ctx context.Context) ([]server.Observed, error) {
+	sel := labels.Set{LabelManagedBy: ManagedBy, LabelState: StateBound}.String()
+	pods, err := d.client.CoreV1().Pods(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list sandbox pods: %w", err)
+	}
+	var out []server.Observed
+	for _, p := range pods.Items {
+		id := p.Labels[LabelSandbox]
+		if id == "" {
+			continue
+		}
+		o := server.Observed{ID: id, Alive: p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != ""}
+		if o.Alive {
+			// The token is the server's after a claim; only the address
+			// and the certificate come from the cluster.
+			sec, err := d.client.CoreV1().Secrets(d.cfg.Namespace).Get(ctx, secretName(p.Name), metav1.GetOptions{})
+			if err == nil {
+				o.Endpoint = d.endpoint(&p, "", sec.Data["tls.crt"])
+			}
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// randomSuffix returns n random hex digits for warm pod names.
+func randomSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// RestConfig loads the client configuration: the kubeconfig file when one
+// is named, else the pod's in-cluster service account.
+func RestConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config (pass a kubeconfig outside a cluster): %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// NewForConfig is New with a clientset built from rc.
+func NewForConfig(rc *rest.Config, cfg Config) (*Driver, error) {
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kube client: %w", err)
+	}
+	return New(client, cfg)
+}

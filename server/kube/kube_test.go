@@ -1,0 +1,373 @@
+package kube_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/cli"
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/kubetest"
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/kube"
+	"github.com/boxkite/boxkite/server/servertest"
+	"github.com/boxkite/boxkite/server/sqlstore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The tests in this file run the driver against a real kube-apiserver
+// (internal/kubetest, one per test binary) with the test kubelet running
+// each pod's boxkite-sidecar on its own loopback address.
+
+func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
+
+// env is one namespace with its kubelet, and a control plane on the kube
+// driver that can be restarted over the same database.
+type env struct {
+	cluster *kubetest.Cluster
+	ns      string
+	kubelet *kubetest.Kubelet
+	dbPath  string
+	key     string
+	cfg     kube.Config
+
+	driver *kube.Driver
+	url    string
+	stop   func()
+}
+
+func newEnv(t *testing.T, cfg kube.Config) *env {
+	t.Helper()
+	c := kubetest.Shared(t)
+	ns := c.Namespace(t)
+	cfg.Namespace = ns
+	cfg.Log = slog.New(slog.NewTextHandler(tWriter{t}, nil))
+	e := &env{
+		cluster: c, ns: ns, kubelet: c.StartKubelet(t, ns, servertest.SidecarBinary(t)),
+		dbPath: filepath.Join(t.TempDir(), "boxkite.db"), key: server.NewAPIKey(), cfg: cfg,
+	}
+	return e
+}
+
+// start serves a control plane on a new kube driver.
+func (e *env) start(t *testing.T) {
+	t.Helper()
+	d, err := kube.New(e.cluster.Client, e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlstore.Open(context.Background(), "sqlite:"+e.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{BootstrapAPIKey: e.key, DriverName: "kube"}, st, d, e.cfg.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Init(context.Background()); err != nil {
+		t.Fatalf("init: %v", err)
+	}
+	hs := httptest.NewServer(srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Run(ctx) })
+	var once sync.Once
+	e.stop = func() {
+		once.Do(func() {
+			hs.CloseClientConnections()
+			hs.Close()
+			cancel()
+			wg.Wait()
+			st.Close()
+		})
+	}
+	t.Cleanup(e.stop)
+	e.driver, e.url = d, hs.URL
+}
+
+// restart stops the control plane (leaving the pods) and starts a new one.
+func (e *env) restart(t *testing.T) {
+	t.Helper()
+	e.stop()
+	e.start(t)
+}
+
+func (e *env) client() *client.Client { return client.New(e.url, e.key) }
+
+// boxkite runs the CLI in this process against the env's server.
+func (e *env) boxkite(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	app := cli.NewApp(cli.IO{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr}, "test")
+	code := cli.Execute(context.Background(), cli.NewRoot(app), args)
+	if code != 0 {
+		t.Fatalf("boxkite %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// TestCLI is acceptance 1 of issue 12: create, exec, files and destroy
+// through the boxkite CLI against a server on the kube driver, with the
+// pod, Secret and NetworkPolicy checked in the API server.
+func TestCLI(t *testing.T) {
+	e := newEnv(t, kube.Config{})
+	e.start(t)
+	t.Setenv("BOXKITE_HOME", t.TempDir())
+	t.Setenv("BOXKITE_URL", e.url)
+	t.Setenv("BOXKITE_API_KEY", e.key)
+	t.Setenv("NO_COLOR", "1")
+
+	id := strings.TrimSpace(e.boxkite(t, "session", "create", "--label", "k"))
+	if out := e.boxkite(t, "exec", "--", "echo hello from $(id -u)"); !strings.Contains(out, "hello from ") {
+		t.Errorf("exec output = %q", out)
+	}
+	e.boxkite(t, "files", "create", "notes/a.txt", "--content", "hello kube")
+	if out := e.boxkite(t, "files", "view", "notes/a.txt"); !strings.Contains(out, "hello kube") {
+		t.Errorf("files view = %q, want the content", out)
+	}
+	if out := e.boxkite(t, "exec", "--", "cat notes/a.txt"); !strings.Contains(out, "hello kube") {
+		t.Errorf("exec cat = %q, want the file written through the files API", out)
+	}
+
+	ctx := context.Background()
+	cs := e.cluster.Client
+	name := "sbx-" + id
+	pod, err := cs.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get pod: %v", err)
+	}
+	checkPod(t, pod, id)
+	sec, err := cs.CoreV1().Secrets(e.ns).Get(ctx, name+"-sidecar", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get secret: %v", err)
+	}
+	for _, k := range []string{"token", "tls.crt", "tls.key"} {
+		if len(sec.Data[k]) == 0 {
+			t.Errorf("secret lacks %s", k)
+		}
+	}
+	np, err := cs.NetworkingV1().NetworkPolicies(e.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get network policy: %v", err)
+	}
+	if len(np.Spec.Egress) != 0 || !hasPolicyType(np.Spec.PolicyTypes, "Egress") {
+		t.Errorf("network policy egress = %+v %v, want Egress with no rules (deny all)", np.Spec.Egress, np.Spec.PolicyTypes)
+	}
+	if np.Spec.PodSelector.MatchLabels[kube.LabelPod] != name {
+		t.Errorf("network policy selects %v, want the pod", np.Spec.PodSelector.MatchLabels)
+	}
+
+	e.boxkite(t, "session", "rm", id)
+	if _, err := cs.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("pod after destroy: %v, want not found", err)
+	}
+	if _, err := cs.CoreV1().Secrets(e.ns).Get(ctx, name+"-sidecar", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("secret after destroy: %v, want not found", err)
+	}
+	if _, err := cs.NetworkingV1().NetworkPolicies(e.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("network policy after destroy: %v, want not found", err)
+	}
+}
+
+func hasPolicyType(ts any, want string) bool { return strings.Contains(fmt.Sprint(ts), want) }
+
+func checkPod(t *testing.T, pod *corev1.Pod, id string) {
+	t.Helper()
+	if pod.Labels[kube.LabelSandbox] != id || pod.Labels[kube.LabelState] != kube.StateBound {
+		t.Errorf("pod labels = %v", pod.Labels)
+	}
+	sc := pod.Spec.Containers[0].SecurityContext
+	if pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken ||
+		sc == nil || !*sc.RunAsNonRoot || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation ||
+		len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" ||
+		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security = automount %v, container %+v; want the restricted profile", pod.Spec.AutomountServiceAccountToken, sc)
+	}
+	if pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds <= 0 {
+		t.Error("pod has no activeDeadlineSeconds")
+	}
+}
+
+// TestWarmPoolRace is acceptance 2: 20 concurrent creates against a warm
+// pool of 5 claim each warm pod exactly once; the other 15 start cold.
+func TestWarmPoolRace(t *testing.T) {
+	e := newEnv(t, kube.Config{PoolSize: 5})
+	d, err := kube.New(e.cluster.Client, e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Fill the pool, then stop refilling so the race meets exactly 5.
+	fill, stopFill := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(fill) }()
+	// Ready counts warm pods whose start returned, so stopping the fill
+	// then cannot cut a start short (which would delete its pod).
+	waitFor(t, "5 warm pods ready", func() bool { return d.PoolStats().Ready == 5 })
+	stopFill()
+	<-done
+	warm := pods(t, e, kube.StateWarm, "")
+	if len(warm) != 5 {
+		t.Fatalf("%d warm pods after the fill, want 5", len(warm))
+	}
+
+	const n = 20
+	eps := make([]server.Endpoint, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			eps[i], errs[i] = d.Create(ctx, server.Spec{ID: fmt.Sprintf("race-%02d", i), Lifetime: time.Hour})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("create %d: %v", i, err)
+		}
+	}
+	st := d.PoolStats()
+	if st.Claims != 5 || st.Misses != n-5 {
+		t.Errorf("pool stats = %+v, want 5 claims and %d misses", st, n-5)
+	}
+	t.Logf("lost compare-and-swap races: %d", st.LostRaces)
+	bySandbox := map[string][]string{}
+	claimed := 0
+	for _, p := range pods(t, e, kube.StateBound, "") {
+		id := p.Labels[kube.LabelSandbox]
+		bySandbox[id] = append(bySandbox[id], p.Name)
+		if strings.HasPrefix(p.Name, "sbx-warm-") {
+			claimed++
+		}
+	}
+	if claimed != 5 {
+		t.Errorf("%d warm pods bound, want all 5", claimed)
+	}
+	for i := range n {
+		id := fmt.Sprintf("race-%02d", i)
+		if len(bySandbox[id]) != 1 {
+			t.Errorf("sandbox %s has pods %v, want exactly one", id, bySandbox[id])
+		}
+	}
+	// Every endpoint is distinct: no pod serves two sandboxes.
+	seen := map[string]int{}
+	for i, ep := range eps {
+		if j, dup := seen[ep.Address]; dup {
+			t.Errorf("creates %d and %d got the same pod at %s", j, i, ep.Address)
+		}
+		seen[ep.Address] = i
+	}
+	// The pool's metrics report the claims.
+	var b strings.Builder
+	d.WriteMetrics(&b)
+	if !strings.Contains(b.String(), "boxkite_kube_warm_pool_claims_total 5\n") {
+		t.Errorf("metrics lack 5 claims:\n%s", b.String())
+	}
+	for i := range n {
+		if err := d.Delete(ctx, fmt.Sprintf("race-%02d", i)); err != nil {
+			t.Errorf("delete: %v", err)
+		}
+	}
+}
+
+// TestRestart is acceptance 3: a restarted server re-adopts running
+// sandboxes; one whose pod was deleted behind its back is marked lost.
+func TestRestart(t *testing.T) {
+	e := newEnv(t, kube.Config{})
+	e.start(t)
+	ctx := context.Background()
+	c := e.client()
+	keep, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: "keep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: "gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, keep.ID, api.ExecRequest{Command: "echo before > /workspace/mark"}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.restart(t)
+	c = e.client()
+	res, err := c.Exec(ctx, keep.ID, api.ExecRequest{Command: "cat /workspace/mark"})
+	if err != nil || strings.TrimSpace(res.Stdout) != "before" {
+		t.Fatalf("exec after restart = %+v, %v; want the sandbox adopted with its files", res, err)
+	}
+
+	// Behind the server's back, and while it is down.
+	e.stop()
+	if err := e.cluster.Client.CoreV1().Pods(e.ns).Delete(ctx, "sbx-"+gone.ID, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the deleted pod's sidecar to stop", func() bool { return len(pods(t, e, kube.StateBound, "")) == 1 })
+	e.start(t)
+	c = e.client()
+	sb, err := c.Sandbox(ctx, gone.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Status != api.StatusLost {
+		t.Errorf("sandbox with a deleted pod is %s, want %s", sb.Status, api.StatusLost)
+	}
+	if sb, err := c.Sandbox(ctx, keep.ID); err != nil || sb.Status != api.StatusActive {
+		t.Errorf("kept sandbox = %+v, %v; want active", sb, err)
+	}
+	// The lost sandbox's Secret and NetworkPolicy went with it.
+	if _, err := e.cluster.Client.CoreV1().Secrets(e.ns).Get(ctx, "sbx-"+gone.ID+"-sidecar", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("lost sandbox's secret: %v, want not found", err)
+	}
+	if err := c.DeleteSandbox(ctx, keep.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pods lists the driver's pods in state (and phase, unless "").
+func pods(t *testing.T, e *env, state string, phase corev1.PodPhase) []corev1.Pod {
+	t.Helper()
+	list, err := e.cluster.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{
+		LabelSelector: kube.LabelState + "=" + state,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if phase == "" || p.Status.Phase == phase {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waitFor polls cond until it holds, failing t after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// tWriter sends log lines to t.Log.
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}

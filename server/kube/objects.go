@@ -1,0 +1,205 @@
+package kube
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Labels and annotations the driver sets. The managed-by label scopes
+// every list; pod ties a Secret and NetworkPolicy to their pod; sandbox is
+// set on everything of a bound sandbox.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "boxkite"
+	LabelPod       = "boxkite.dev/pod"
+	LabelSandbox   = "boxkite.dev/sandbox"
+	LabelState     = "boxkite.dev/state" // StateWarm or StateBound
+	LabelSize      = "boxkite.dev/size"
+	StateWarm      = "warm"
+	StateBound     = "bound"
+
+	containerName = "sidecar"
+	tlsDir        = "/etc/boxkite/sidecar"
+	sandboxUID    = 1001
+)
+
+// Size is a preset's resources for the sidecar container, which runs every
+// command of the sandbox, so its limits are the sandbox's budget.
+type Size struct {
+	Requests, Limits corev1.ResourceList
+}
+
+// DefaultSizes are the size presets, the same budgets as the local driver's.
+func DefaultSizes() map[string]Size {
+	preset := func(reqCPU, reqMem, cpu, mem string) Size {
+		return Size{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(reqCPU), corev1.ResourceMemory: resource.MustParse(reqMem)},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)},
+		}
+	}
+	return map[string]Size{
+		api.SizeSmall:  preset("100m", "256Mi", "1", "1Gi"),
+		api.SizeMedium: preset("250m", "512Mi", "2", "2Gi"),
+		api.SizeLarge:  preset("500m", "1Gi", "4", "4Gi"),
+	}
+}
+
+// podPlan is everything that differs between the pods the driver makes.
+type podPlan struct {
+	name      string
+	sandbox   string // "" for a warm pod
+	size      string
+	storageGB float64
+	deadline  time.Duration
+	volumes   []server.VolumeMount
+}
+
+func (d *Driver) labels(p podPlan) map[string]string {
+	l := map[string]string{LabelManagedBy: ManagedBy, LabelPod: p.name, LabelSize: p.size, LabelState: StateBound}
+	if p.sandbox == "" {
+		l[LabelState] = StateWarm
+	} else {
+		l[LabelSandbox] = p.sandbox
+	}
+	return l
+}
+
+// secret holds the sidecar's token and TLS pair, mounted into the pod.
+func (d *Driver) secret(p podPlan, token string, c *certPair) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: secretName(p.name), Namespace: d.cfg.Namespace, Labels: d.labels(p)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"token": []byte(token), "tls.crt": c.certPEM, "tls.key": c.keyPEM},
+	}
+}
+
+func secretName(pod string) string { return pod + "-sidecar" }
+
+// networkPolicy denies the pod all egress (a sandbox has no network unless
+// granted) and admits only the control plane, on the sidecar port.
+func (d *Driver) networkPolicy(p podPlan) *networkingv1.NetworkPolicy {
+	port := intstr.FromInt32(d.cfg.SidecarPort)
+	tcp := corev1.ProtocolTCP
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: d.cfg.Namespace, Labels: d.labels(p)},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelPod: p.name}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: d.cfg.ControlPlaneLabels}, NamespaceSelector: &metav1.LabelSelector{}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}},
+			}},
+			Egress: nil, // none: deny all
+		},
+	}
+}
+
+// pod is one sandbox's pod: a single restricted container running
+// boxkite-sidecar, writable only in its emptyDirs.
+func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
+	size, ok := d.cfg.Sizes[p.size]
+	if !ok {
+		return nil, fmt.Errorf("unknown size %q", p.size)
+	}
+	storage := p.storageGB
+	if storage <= 0 {
+		storage = d.cfg.StorageGB
+	}
+	workspaceLimit := resource.MustParse(strconv.FormatInt(int64(storage*(1<<30)), 10))
+	tmpLimit := resource.MustParse(d.cfg.TmpSize)
+	args := []string{
+		"serve", "--listen", "tcp:0.0.0.0:" + strconv.Itoa(int(d.cfg.SidecarPort)),
+		"--tls-cert", tlsDir + "/tls.crt", "--tls-key", tlsDir + "/tls.key",
+		"--workspace", "/workspace",
+	}
+	if p.sandbox == "" {
+		args = append(args, "--claimable")
+	}
+	deadline := int64(p.deadline / time.Second)
+	no, yes := false, true
+	uid := int64(sandboxUID)
+	mounts := []corev1.VolumeMount{
+		{Name: "workspace", MountPath: "/workspace"},
+		{Name: "tmp", MountPath: "/tmp"},
+		{Name: "sidecar", MountPath: tlsDir, ReadOnly: true},
+	}
+	volumes := []corev1.Volume{
+		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &workspaceLimit}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &tmpLimit}}},
+		{Name: "sidecar", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secretName(p.name), DefaultMode: ptr(int32(0o400)),
+		}}},
+	}
+	for i, v := range p.volumes {
+		name := "vol-" + strconv.Itoa(i)
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: volumeClaimName(v.ID)},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: v.Path})
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.name, Namespace: d.cfg.Namespace, Labels: d.labels(p),
+			Annotations: map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": strconv.FormatBool(p.sandbox == "")},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			ActiveDeadlineSeconds:         &deadline,
+			TerminationGracePeriodSeconds: ptr(int64(10)),
+			DNSPolicy:                     corev1.DNSDefault,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name: containerName, Image: d.cfg.Image, ImagePullPolicy: d.cfg.ImagePullPolicy,
+				Command: []string{"boxkite-sidecar"},
+				Args:    args,
+				Env: []corev1.EnvVar{
+					{Name: "BOXKITE_SIDECAR_TOKEN_FILE", Value: tlsDir + "/token"},
+					{Name: "HOME", Value: "/workspace"},
+					{Name: "TMPDIR", Value: "/tmp"},
+				},
+				Ports:        []corev1.ContainerPort{{Name: "sidecar", ContainerPort: d.cfg.SidecarPort, Protocol: corev1.ProtocolTCP}},
+				Resources:    corev1.ResourceRequirements{Requests: maps.Clone(size.Requests), Limits: maps.Clone(size.Limits)},
+				VolumeMounts: mounts,
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+						Path: "/health", Port: intstr.FromInt32(d.cfg.SidecarPort), Scheme: corev1.URISchemeHTTPS,
+					}},
+					PeriodSeconds: 2,
+				},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid,
+					ReadOnlyRootFilesystem:   &yes,
+					AllowPrivilegeEscalation: &no,
+					Privileged:               &no,
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
+			}},
+			Volumes: volumes,
+		},
+	}
+	if d.cfg.RuntimeClassName != "" {
+		pod.Spec.RuntimeClassName = ptr(d.cfg.RuntimeClassName)
+	}
+	return pod, nil
+}
+
+// volumeClaimName is the PersistentVolumeClaim holding a boxkite volume.
+func volumeClaimName(id string) string { return "boxkite-vol-" + id }
+
+func ptr[T any](v T) *T { return &v }
