@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/server/kube"
 )
 
 // rendering is the chart rendered for one values file ("" = defaults).
@@ -383,6 +385,32 @@ func checkNoSecretsInPlainText(t *testing.T, r *rendering) {
 			if strings.Contains(str(v), "postgres://") || strings.Contains(str(v), "bxk_live_") {
 				t.Errorf("ConfigMap %s key %s carries a credential", cm.name(), k)
 			}
+		}
+	}
+}
+
+// TestChartMatchesDriver ties what the chart hard-codes to the kube
+// driver's defaults, which the server has no settings for.
+func TestChartMatchesDriver(t *testing.T) {
+	r := allRenderings(t)[0] // the defaults
+	if r.sandbox != kube.DefaultNamespace {
+		t.Errorf("default sandbox namespace %q, the driver's is %q", r.sandbox, kube.DefaultNamespace)
+	}
+	var port any
+	for _, p := range find(r.objs, "NetworkPolicy") {
+		for _, rule := range list(p.get("spec", "ingress")) {
+			port = dict(list(dict(rule)["ports"])[0])["port"]
+		}
+	}
+	if port != int(kube.DefaultSidecarPort) {
+		t.Errorf("the control plane may reach sidecars on port %v, the driver's is %d", port, kube.DefaultSidecarPort)
+	}
+	// The driver's per-sandbox policies admit pods named boxkite-server
+	// (kube.Config.ControlPlaneLabels' default).
+	for _, d := range find(r.objs, "Deployment") {
+		labels := dict(d.get("spec", "template", "metadata", "labels"))
+		if labels["app.kubernetes.io/component"] == "server" && labels["app.kubernetes.io/name"] != "boxkite-server" {
+			t.Errorf("server pods are named %v, the driver admits boxkite-server", labels["app.kubernetes.io/name"])
 		}
 	}
 }
