@@ -315,7 +315,8 @@ func checkSandboxNamespace(t *testing.T, r *rendering, sandboxNS string) {
 	var deny, allow object
 	for _, p := range policies {
 		if p.namespace() != sandboxNS {
-			t.Errorf("NetworkPolicy %s in %s", p.name(), p.namespace())
+			checkBastionPolicy(t, p)
+			continue
 		}
 		switch {
 		case p.get("spec", "ingress") == nil && p.get("spec", "egress") == nil:
@@ -354,6 +355,32 @@ func checkSandboxNamespace(t *testing.T, r *rendering, sandboxNS string) {
 		!slices.Equal(list(b.get("spec", "validationActions")), []any{"Deny"}) ||
 		b.get("spec", "matchResources", "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name") != sandboxNS {
 		t.Errorf("admission binding does not deny in %s alone: %v", sandboxNS, b["spec"])
+	}
+}
+
+// checkBastionPolicy: the only policy outside the sandbox namespace lets
+// the bastion reach the server's pods and DNS, nothing else.
+func checkBastionPolicy(t *testing.T, p object) {
+	t.Helper()
+	if p.namespace() != releaseNS || p.get("spec", "podSelector", "matchLabels", "app.kubernetes.io/component") != "bastion" {
+		t.Errorf("NetworkPolicy %s in %s is not the bastion's", p.name(), p.namespace())
+		return
+	}
+	if !slices.Equal(list(p.get("spec", "policyTypes")), []any{"Egress"}) || p.get("spec", "ingress") != nil {
+		t.Errorf("bastion policy %s is not egress-only", p.name())
+	}
+	egress := list(p.get("spec", "egress"))
+	if len(egress) != 2 {
+		t.Fatalf("bastion policy has %d egress rules, want 2 (server, DNS)", len(egress))
+	}
+	server := dict(list(dict(egress[0])["to"])[0])
+	if server.get("podSelector", "matchLabels", "app.kubernetes.io/component") != "server" || server["namespaceSelector"] != nil {
+		t.Errorf("bastion egress goes to %v, want the server pods of its namespace", server)
+	}
+	for _, port := range list(dict(egress[1])["ports"]) {
+		if dict(port)["port"] != 53 {
+			t.Errorf("bastion's second egress rule opens port %v, want DNS only", dict(port)["port"])
+		}
 	}
 }
 
