@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/boxkite/boxkite/server/kube"
 )
@@ -439,5 +442,25 @@ func TestChartMatchesDriver(t *testing.T) {
 		if labels["app.kubernetes.io/component"] == "server" && labels["app.kubernetes.io/name"] != "boxkite-server" {
 			t.Errorf("server pods are named %v, the driver admits boxkite-server", labels["app.kubernetes.io/name"])
 		}
+	}
+}
+
+// TestChartStrictDecode decodes every rendered object into its Kubernetes
+// type, strictly: a misspelt or misplaced field fails here, without a
+// cluster (the API server checks the same in TestChartApplies).
+func TestChartStrictDecode(t *testing.T) {
+	decoder := serializer.NewCodecFactory(scheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	for _, r := range allRenderings(t) {
+		t.Run(r.name, func(t *testing.T) {
+			for _, o := range r.objs {
+				data, err := json.Marshal(map[string]any(o))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := decoder.Decode(data, nil, nil); err != nil {
+					t.Errorf("%s %s: %v", o.kind(), o.name(), err)
+				}
+			}
+		})
 	}
 }
