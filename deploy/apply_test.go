@@ -147,10 +147,16 @@ func checkCanI(t *testing.T, c *kubetest.Cluster, account, release, sandboxes st
 		} else {
 			args = append(args, "-n", tt.ns)
 		}
-		out, err := kubectl(c, nil, args...)
-		got := strings.TrimSpace(out) == "yes"
-		if !got && err == nil || got && err != nil || !got && !strings.HasPrefix(strings.TrimSpace(out), "no") {
-			t.Errorf("kubectl %s: unexpected answer %q (%v)", strings.Join(args, " "), out, err)
+		// The answer is stdout's last line; warnings go to stderr.
+		cmd := exec.Command(filepath.Join(c.Assets, "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		answer := lines[len(lines)-1]
+		got := answer == "yes"
+		if got != (err == nil) || !got && !strings.HasPrefix(answer, "no") {
+			t.Errorf("kubectl %s: unexpected answer %q (%v) %s", strings.Join(args, " "), out, err, stderr.String())
 			continue
 		}
 		if got != tt.want {
