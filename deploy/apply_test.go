@@ -207,7 +207,12 @@ func TestAdmissionPolicy(t *testing.T) {
 	ctx := context.Background()
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}} // admission runs, nothing is stored
 
-	privileged := func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.Privileged = ptr(true) }
+	// Validation refuses privileged with allowPrivilegeEscalation false
+	// before admission sees the pod, so a privileged pod leaves it unset.
+	privileged := func(p *corev1.Pod) {
+		p.Spec.Containers[0].SecurityContext.Privileged = ptr(true)
+		p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil
+	}
 
 	// The policy takes effect once the API server has loaded it: wait
 	// for a privileged pod to be refused by it.
@@ -249,8 +254,9 @@ func TestAdmissionPolicy(t *testing.T) {
 		{"token mounted", func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = nil }, "automountServiceAccountToken"},
 		{"privileged init container", func(p *corev1.Pod) {
 			init := *p.Spec.Containers[0].DeepCopy()
-			init.Name = "init"
+			init.Name, init.Ports = "init", nil
 			init.SecurityContext.Privileged = ptr(true)
+			init.SecurityContext.AllowPrivilegeEscalation = nil
 			p.Spec.InitContainers = []corev1.Container{init}
 		}, "initContainers may not be privileged"},
 	}
