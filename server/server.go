@@ -275,7 +275,8 @@ func (s *Server) Init(ctx context.Context) error {
 }
 
 // Run does the background work until ctx is done: the reaper destroys
-// expired sandboxes every ReaperInterval, API-key use times are written,
+// expired sandboxes every ReaperInterval, sandboxes the driver reports gone
+// are marked lost (lost.go), API-key use times are written,
 // and, on a store shared with other servers, their audit entries are
 // passed on to this server's watchers. It returns nil when ctx is done.
 func (s *Server) Run(ctx context.Context) error {
@@ -287,6 +288,12 @@ func (s *Server) Run(ctx context.Context) error {
 		s.listenAudit(ctx)
 	}()
 	defer func() { <-listenDone }()
+	lostDone := make(chan struct{})
+	go func() {
+		defer close(lostDone)
+		s.watchLost(ctx)
+	}()
+	defer func() { <-lostDone }()
 	for {
 		select {
 		case <-ctx.Done():

@@ -367,6 +367,47 @@ func pods(t *testing.T, e *env, state string, phase corev1.PodPhase) []corev1.Po
 }
 
 // waitFor polls cond until it holds, failing t after a minute.
+// TestLostWhileRunning: a pod deleted behind a running server's back is
+// marked lost without a restart; one the server destroys stays destroyed.
+func TestLostWhileRunning(t *testing.T) {
+	e := newEnv(t, kube.Config{})
+	e.start(t)
+	ctx := context.Background()
+	c := e.client()
+	gone, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: "gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: "ended"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteSandbox(ctx, ended.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cluster.Client.CoreV1().Pods(e.ns).Delete(ctx, "sbx-"+gone.ID, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	waitFor(t, "the sandbox whose pod was deleted to be marked lost", func() bool {
+		sb, err := c.Sandbox(ctx, gone.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status = sb.Status
+		return status == api.StatusLost
+	})
+	// The destroyed one was reported gone too, before the lost one was
+	// marked (both wait the same grace): its record must have won.
+	sb, err := c.Sandbox(ctx, ended.ID)
+	if err != nil || sb.Status != api.StatusDestroyed {
+		t.Errorf("destroyed sandbox = %+v, %v; want %s", sb, err, api.StatusDestroyed)
+	}
+	if _, err := e.cluster.Client.CoreV1().Secrets(e.ns).Get(ctx, "sbx-"+gone.ID+"-sidecar", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("lost sandbox's secret: %v, want not found", err)
+	}
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)

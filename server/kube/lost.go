@@ -1,0 +1,77 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/boxkite/boxkite/server"
+)
+
+var _ server.LossWatcher = (*Driver)(nil)
+
+// WatchLost implements server.LossWatcher: it watches the bound sandbox
+// pods and reports one that is deleted, or that stops for good (failed,
+// succeeded, past its activeDeadlineSeconds), by its sandbox label. The
+// server's own deletions are reported too; it tells them apart by its
+// records. It returns when ctx is done (nil) or the watch ends (an error).
+func (d *Driver) WatchLost(ctx context.Context, lost func(id string)) error {
+	sel := labels.Set{LabelManagedBy: ManagedBy, LabelState: StateBound}.String()
+	pods := d.client.CoreV1().Pods(d.cfg.Namespace)
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return fmt.Errorf("list sandbox pods: %w", err)
+	}
+	reported := map[string]bool{}
+	report := func(p *corev1.Pod) {
+		id := p.Labels[LabelSandbox]
+		if id == "" || reported[id] {
+			return
+		}
+		reported[id] = true
+		lost(id)
+	}
+	for i := range list.Items {
+		if stopped(&list.Items[i]) {
+			report(&list.Items[i])
+		}
+	}
+	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		return fmt.Errorf("watch sandbox pods: %w", err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return errors.New("watch of sandbox pods ended")
+			}
+			switch ev.Type {
+			case watch.Error:
+				return fmt.Errorf("watch sandbox pods: %w", apierrors.FromObject(ev.Object))
+			case watch.Deleted:
+				if p, ok := ev.Object.(*corev1.Pod); ok {
+					report(p)
+				}
+			case watch.Added, watch.Modified:
+				if p, ok := ev.Object.(*corev1.Pod); ok && stopped(p) {
+					report(p)
+				}
+			}
+		}
+	}
+}
+
+// stopped reports whether a pod will never run its sidecar again.
+func stopped(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
+}
