@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -291,6 +292,13 @@ type event struct {
 
 func postStream(t *testing.T, url, body string) []event {
 	t.Helper()
+	return postStreamFunc(t, url, body, nil)
+}
+
+// postStreamFunc is postStream calling on, when set, with each event as
+// it arrives, before the next is read.
+func postStreamFunc(t *testing.T, url, body string, on func(api.ExecEvent)) []event {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/exec", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -316,6 +324,9 @@ func postStream(t *testing.T, url, body string) []event {
 			t.Errorf("exit event %s has no exit_code", sc.Bytes())
 		}
 		events = append(events, event{e, time.Now()})
+		if on != nil {
+			on(e)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatalf("read stream: %v", err)
@@ -366,16 +377,26 @@ func TestExecStream(t *testing.T) {
 func TestExecStreamFlushesAsOutputHappens(t *testing.T) {
 	t.Parallel()
 	srv, _ := newServer(t, Options{Token: testToken})
-	events := postStream(t, srv.URL, `{"command":"echo first; sleep 0.3; echo second"}`)
-	if len(events) != 3 {
-		t.Fatalf("got %d events %+v, want 3", len(events), events)
+	// The command prints "second" only once the test has seen "first": a
+	// sidecar that held output back until the end would leave it waiting
+	// (for at most 20 s) and send both in one event.
+	gate := filepath.Join(t.TempDir(), "go")
+	cmd := fmt.Sprintf(`echo first; i=0; while [ ! -e %s ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; echo second`, gate)
+	body, _ := json.Marshal(map[string]any{"command": cmd, "timeout": 60})
+	events := postStreamFunc(t, srv.URL, string(body), func(e api.ExecEvent) {
+		if e.Type == api.EventStdout && e.Data == "first\n" {
+			if err := os.WriteFile(gate, nil, 0o644); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	var got []string
+	for _, e := range events {
+		got = append(got, e.Type+":"+e.Data)
 	}
-	// Buffered output would arrive together with the exit event.
-	if gap := events[2].at.Sub(events[0].at); gap < 200*time.Millisecond {
-		t.Errorf("first event came %v before the exit event, want at least the 300ms sleep", gap)
-	}
-	if events[2].DurationMS < 300 {
-		t.Errorf("exit duration_ms = %d, want ≥ 300", events[2].DurationMS)
+	want := []string{"stdout:first\n", "stdout:second\n", "exit:"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
 

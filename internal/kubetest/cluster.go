@@ -50,7 +50,7 @@ type Cluster struct {
 	Kubeconfig string               // a kubeconfig file with the same access
 	Assets     string               // the directory with the binaries (kubectl included)
 	dir        string               // certificates, tokens, etcd data, logs
-	procs      []*exec.Cmd          // etcd, then the apiserver
+	procs      []*proc              // etcd, then the apiserver
 	logs       map[string]*os.File  // by process name
 }
 
@@ -234,14 +234,23 @@ func (c *Cluster) waitReady(ctx context.Context, creds credentials) error {
 	}, c.procs[len(c.procs)-1])
 }
 
+// proc is a process spawn started; done is closed once it has exited and
+// cmd.ProcessState may be read.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
 // poll calls ready until it is true, the process exits, or ctx ends.
-func poll(ctx context.Context, what string, ready func() bool, cmd *exec.Cmd) error {
+func poll(ctx context.Context, what string, ready func() bool, p *proc) error {
 	for {
 		if ready() {
 			return nil
 		}
-		if cmd.ProcessState != nil {
-			return fmt.Errorf("%s exited: %v", what, cmd.ProcessState)
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited: %v", what, p.cmd.ProcessState)
+		default:
 		}
 		select {
 		case <-ctx.Done():
@@ -266,8 +275,12 @@ func (c *Cluster) spawn(name string, args ...string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
-	c.procs = append(c.procs, cmd)
-	go func() { _ = cmd.Wait() }() // sets ProcessState, which poll reads
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	c.procs = append(c.procs, p)
+	go func() {
+		defer close(p.done)
+		_ = cmd.Wait()
+	}()
 	return nil
 }
 
@@ -287,11 +300,9 @@ func (c *Cluster) tail() string {
 // Stop kills the API server and etcd and removes their files.
 func (c *Cluster) Stop() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		p := c.procs[i].Process
-		_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
-		for c.procs[i].ProcessState == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
+		p := c.procs[i]
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
 	}
 	for _, f := range c.logs {
 		f.Close()
