@@ -14,8 +14,12 @@ const EgressProxyAddr = "127.0.0.1:3128"
 
 // EgressEnv returns the variables that point commands at the proxy. The
 // jail has no other route out, so a tool that ignores them simply fails.
-func EgressEnv() []string {
-	u := "http://" + EgressProxyAddr
+func EgressEnv() []string { return EgressEnvFor(EgressProxyAddr) }
+
+// EgressEnvFor is EgressEnv for a proxy at addr ("host:port"): a pod's
+// sidecar points commands straight at the control plane's proxy.
+func EgressEnvFor(addr string) []string {
+	u := "http://" + addr
 	return []string{
 		"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u,
 		"NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1",

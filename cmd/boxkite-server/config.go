@@ -66,6 +66,7 @@ type options struct {
 	namespace    string
 	image        string
 	runtimeClass string
+	egressHost   string
 
 	// Fair use and rate limits (server.Limits, server.RateLimits).
 	maxConcurrent           int
@@ -106,6 +107,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.StringVar(&o.namespace, "namespace", kube.DefaultNamespace, "kube driver: `namespace` the sandbox pods run in")
 	fs.StringVar(&o.image, "sandbox-image", kube.DefaultImage, "kube driver: sandbox `image`, with boxkite-sidecar on its PATH")
 	fs.StringVar(&o.runtimeClass, "runtime-class", "", "kube driver: runtimeClassName of sandbox pods, e.g. gvisor (`name`; default the cluster's)")
+	fs.StringVar(&o.egressHost, "egress-host", "", "kube driver: `address` sandbox pods reach this server on for granted egress, e.g. the pod IP (default: egress grants refused)")
 	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(getenv), "`directory` for the database and sandbox state")
 	fs.StringVar(&o.configFile, "config", "", "TOML `file` with any of these settings (keys as the flag names)")
 	fs.StringVar(&o.sidecar, "sidecar", "", "boxkite-sidecar `binary` (default: next to boxkite-server, then $PATH)")

@@ -223,7 +223,8 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 	if opts.driver == "kube" {
 		d, err := kube.NewForConfig(rc, kube.Config{
 			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass,
-			MaxLifetime: opts.maxLifetime, PoolSize: opts.warmPool, Log: log.With("driver", "kube"),
+			MaxLifetime: opts.maxLifetime, PoolSize: opts.warmPool, EgressHost: opts.egressHost,
+			Log: log.With("driver", "kube"),
 		})
 		if err != nil {
 			return nil, err
@@ -233,7 +234,7 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 		return &substrate{
 			driver: d, run: d.Run,
 			shutdown: func(context.Context) error { return nil },
-			close:    func() {},
+			close:    d.Release,
 		}, nil
 	}
 	driver, err := local.New(local.Config{

@@ -16,7 +16,16 @@ import (
 // socket when the driver granted the sandbox egress (the socket exists in
 // the run dir), and returns the base environment of commands: nil (the
 // default) without egress, else the default plus the proxy variables.
-func startEgress(log *slog.Logger, workspace string) ([]string, error) {
+// With proxy set (a pod, whose network the driver's NetworkPolicy limits
+// to the proxy), commands reach the proxy at that address directly.
+func startEgress(log *slog.Logger, workspace, proxy string) ([]string, error) {
+	if proxy != "" {
+		if _, _, err := net.SplitHostPort(proxy); err != nil {
+			return nil, fmt.Errorf("egress proxy: %w", err)
+		}
+		log.Info("egress granted", "proxy", proxy)
+		return append(sidecar.SafeEnv(workspace), sidecar.EgressEnvFor(proxy)...), nil
+	}
 	socket := jail.RunDir + "/" + jail.EgressSocketName
 	if _, err := os.Stat(socket); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

@@ -37,6 +37,7 @@ type serveFlags struct {
 	claimable bool
 	tlsCert   string // with tlsKey: serve TLS (a pod, reached over the network)
 	tlsKey    string
+	egress    string // the egress proxy's host:port, reached directly (a pod)
 }
 
 func runServe(args []string) error {
@@ -52,6 +53,7 @@ func runServe(args []string) error {
 	fs.BoolVar(&f.claimable, "claimable", false, "serve POST /claim, which replaces the token once (a warm pool's sidecar)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate `file` (PEM); needs --tls-key")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key `file` (PEM) of --tls-cert")
+	fs.StringVar(&f.egress, "egress-proxy", "", "point commands at the egress proxy at `host:port` (a pod granted egress)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,7 +84,7 @@ func runServe(args []string) error {
 			return err
 		}
 	}
-	env, err := startEgress(log, f.workspace)
+	env, err := startEgress(log, f.workspace, f.egress)
 	if err != nil {
 		return err
 	}

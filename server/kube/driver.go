@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -65,6 +66,10 @@ type Config struct {
 	// means no pool. PoolMaxAge retires warm pods older than it.
 	PoolSize   int
 	PoolMaxAge time.Duration
+	// EgressHost is the address sandbox pods reach this server on for
+	// egress (in a cluster the server pod's IP); a sandbox granted egress
+	// gets its own proxy port there. "" refuses egress grants.
+	EgressHost string
 	Log        *slog.Logger
 }
 
@@ -76,6 +81,9 @@ type Driver struct {
 	log    *slog.Logger
 	now    func() time.Time
 	pool   *pool
+
+	mu     sync.Mutex
+	egress map[string]net.Listener // sandbox id → its egress proxy's listener
 }
 
 // New returns a driver that makes sandboxes through client.
@@ -122,13 +130,7 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (server.Endpoint,
 	if spec.ImageRoot != "" {
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: host image roots are for the local driver", spec.ID)
 	}
-	if spec.Egress != nil {
-		// Egress grants go through the control plane's proxy on a socket
-		// the local driver puts in the jail; a pod has no such socket, and
-		// its NetworkPolicy denies all egress.
-		return server.Endpoint{}, fmt.Errorf("create sandbox %s: egress grants are not supported by the kube driver", spec.ID)
-	}
-	if d.pool.fits(spec) {
+	if spec.Egress == nil && d.pool.fits(spec) {
 		ep, ok, err := d.pool.claim(ctx, spec)
 		if err != nil {
 			return server.Endpoint{}, err
@@ -141,9 +143,20 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (server.Endpoint,
 		name: podName(spec.ID), sandbox: spec.ID, size: size, storageGB: spec.StorageGB,
 		deadline: max(spec.Lifetime, d.cfg.MaxLifetime), volumes: spec.Volumes,
 	}
+	if spec.Egress != nil {
+		// A warm pod's sidecar started without the proxy's address, so
+		// a sandbox granted egress always starts cold.
+		l, err := d.listenEgress(net.JoinHostPort(d.cfg.EgressHost, "0"))
+		if err != nil {
+			return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		}
+		p.egress = l.Addr().String()
+		d.serveEgress(spec.ID, l, spec.Egress)
+	}
 	token := newToken()
 	ep, err := d.start(ctx, p, token)
 	if err != nil {
+		d.closeEgress(spec.ID)
 		d.cleanup(p.name)
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
@@ -164,11 +177,15 @@ func (d *Driver) start(ctx context.Context, p podPlan, token string) (server.End
 	if err != nil {
 		return server.Endpoint{}, err
 	}
+	np, err := d.networkPolicy(p)
+	if err != nil {
+		return server.Endpoint{}, err
+	}
 	ns := d.cfg.Namespace
 	if _, err := d.client.CoreV1().Secrets(ns).Create(ctx, d.secret(p, token, cert), metav1.CreateOptions{}); err != nil {
 		return server.Endpoint{}, fmt.Errorf("create secret: %w", err)
 	}
-	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Create(ctx, d.networkPolicy(p), metav1.CreateOptions{}); err != nil {
+	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
 		return server.Endpoint{}, fmt.Errorf("create network policy: %w", err)
 	}
 	if _, err := d.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -266,6 +283,7 @@ func sidecarCall(ctx context.Context, ep server.Endpoint, method, path, token st
 // Delete removes the sandbox's pod, Secret and NetworkPolicy. A sandbox
 // that is gone is not an error.
 func (d *Driver) Delete(ctx context.Context, id string) error {
+	d.closeEgress(id)
 	sel := labels.Set{LabelManagedBy: ManagedBy, LabelSandbox: id}.String()
 	pods, err := d.client.CoreV1().Pods(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {

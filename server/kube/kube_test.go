@@ -41,6 +41,7 @@ type env struct {
 	dbPath  string
 	key     string
 	cfg     kube.Config
+	srvCfg  server.Config // the server's, but for the key and driver name
 
 	driver *kube.Driver
 	url    string
@@ -76,7 +77,9 @@ func (e *env) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{BootstrapAPIKey: e.key, DriverName: "kube"}, st, d, e.cfg.Log)
+	sc := e.srvCfg
+	sc.BootstrapAPIKey, sc.DriverName = e.key, "kube"
+	srv, err := server.New(sc, st, d, e.cfg.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +97,7 @@ func (e *env) start(t *testing.T) {
 			hs.Close()
 			cancel()
 			wg.Wait()
+			d.Release() // what the process dying would close
 			st.Close()
 		})
 	}

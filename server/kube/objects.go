@@ -3,6 +3,7 @@ package kube
 import (
 	"fmt"
 	"maps"
+	"net"
 	"strconv"
 	"time"
 
@@ -62,6 +63,7 @@ type podPlan struct {
 	storageGB float64
 	deadline  time.Duration
 	volumes   []server.VolumeMount
+	egress    string // the egress proxy's host:port; "" for none
 }
 
 func (d *Driver) labels(p podPlan) map[string]string {
@@ -86,10 +88,28 @@ func (d *Driver) secret(p podPlan, token string, c *certPair) *corev1.Secret {
 func secretName(pod string) string { return pod + "-sidecar" }
 
 // networkPolicy denies the pod all egress (a sandbox has no network unless
-// granted) and admits only the control plane, on the sidecar port.
-func (d *Driver) networkPolicy(p podPlan) *networkingv1.NetworkPolicy {
+// granted) and admits only the control plane, on the sidecar port. A pod
+// granted egress may reach the control plane on its proxy's port only:
+// the proxy enforces the grants.
+func (d *Driver) networkPolicy(p podPlan) (*networkingv1.NetworkPolicy, error) {
 	port := intstr.FromInt32(d.cfg.SidecarPort)
 	tcp := corev1.ProtocolTCP
+	var egress []networkingv1.NetworkPolicyEgressRule // none: deny all
+	if p.egress != "" {
+		_, ps, err := net.SplitHostPort(p.egress)
+		if err != nil {
+			return nil, fmt.Errorf("egress address: %w", err)
+		}
+		n, err := strconv.ParseInt(ps, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("egress port: %w", err)
+		}
+		proxy := intstr.FromInt32(int32(n))
+		egress = []networkingv1.NetworkPolicyEgressRule{{
+			To:    []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: d.cfg.ControlPlaneLabels}, NamespaceSelector: &metav1.LabelSelector{}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &proxy}},
+		}}
+	}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: d.cfg.Namespace, Labels: d.labels(p)},
 		Spec: networkingv1.NetworkPolicySpec{
@@ -99,9 +119,9 @@ func (d *Driver) networkPolicy(p podPlan) *networkingv1.NetworkPolicy {
 				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: d.cfg.ControlPlaneLabels}, NamespaceSelector: &metav1.LabelSelector{}}},
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}},
 			}},
-			Egress: nil, // none: deny all
+			Egress: egress,
 		},
-	}
+	}, nil
 }
 
 // pod is one sandbox's pod: a single restricted container running
@@ -124,6 +144,11 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 	}
 	if p.sandbox == "" {
 		args = append(args, "--claimable")
+	}
+	annotations := map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": strconv.FormatBool(p.sandbox == "")}
+	if p.egress != "" {
+		args = append(args, "--egress-proxy", p.egress)
+		annotations[AnnotationEgress] = p.egress
 	}
 	deadline := int64(p.deadline / time.Second)
 	no, yes := false, true
@@ -150,7 +175,7 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.name, Namespace: d.cfg.Namespace, Labels: d.labels(p),
-			Annotations: map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": strconv.FormatBool(p.sandbox == "")},
+			Annotations: annotations,
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,

@@ -1,0 +1,102 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AnnotationEgress records on a pod granted egress the "host:port" its
+// commands reach the control plane's egress proxy on, so a restarted
+// server can listen there again (ReopenEgress).
+const AnnotationEgress = "boxkite.dev/egress-proxy"
+
+// listenEgress opens a TCP port on EgressHost for one sandbox's egress
+// proxy. The pod's NetworkPolicy lets it reach the control plane on this
+// port only.
+func (d *Driver) listenEgress(addr string) (net.Listener, error) {
+	if d.cfg.EgressHost == "" {
+		return nil, errors.New("egress grants need the kube driver's egress host (--egress-host)")
+	}
+	var lc net.ListenConfig
+	l, err := lc.Listen(context.Background(), "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen for egress: %w", err)
+	}
+	return l, nil
+}
+
+// serveEgress hands l to serve and keeps it until the sandbox is deleted
+// or the driver released.
+func (d *Driver) serveEgress(id string, l net.Listener, serve func(net.Listener)) {
+	d.mu.Lock()
+	old := d.egress[id]
+	if d.egress == nil {
+		d.egress = map[string]net.Listener{}
+	}
+	d.egress[id] = l
+	d.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+	serve(l)
+}
+
+// closeEgress stops serving the sandbox's egress proxy, if it has one.
+func (d *Driver) closeEgress(id string) {
+	d.mu.Lock()
+	l := d.egress[id]
+	delete(d.egress, id)
+	d.mu.Unlock()
+	if l != nil {
+		_ = l.Close()
+	}
+}
+
+// ReopenEgress implements server.EgressReopener: it serves the egress
+// proxy of a sandbox a previous process created on the address recorded
+// in its pod's annotation. The sidecar passes that address to commands
+// when the pod starts, so it only works while this server has the same
+// EgressHost (a server pod that came back with a new IP cannot serve it:
+// the sandbox then has no egress until it is recreated).
+func (d *Driver) ReopenEgress(ctx context.Context, id string, serve func(net.Listener)) error {
+	pod, err := d.client.CoreV1().Pods(d.cfg.Namespace).Get(ctx, podName(id), metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reopen egress of %s: get pod: %w", id, err)
+	}
+	addr := pod.Annotations[AnnotationEgress]
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("reopen egress of %s: pod has no egress address: %w", id, err)
+	}
+	if host != d.cfg.EgressHost {
+		return fmt.Errorf("reopen egress of %s: the pod reaches the proxy on %s, this server listens on %s", id, host, d.cfg.EgressHost)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("reopen egress of %s: bad port %q", id, port)
+	}
+	d.closeEgress(id)
+	l, err := d.listenEgress(addr)
+	if err != nil {
+		return fmt.Errorf("reopen egress of %s: %w", id, err)
+	}
+	d.serveEgress(id, l, serve)
+	return nil
+}
+
+// Release stops serving every egress proxy this Driver holds, leaving the
+// pods running, as the process exiting would: a server adopting them
+// reopens their egress (ReopenEgress).
+func (d *Driver) Release() {
+	d.mu.Lock()
+	ls := d.egress
+	d.egress = nil
+	d.mu.Unlock()
+	for _, l := range ls {
+		_ = l.Close()
+	}
+}
