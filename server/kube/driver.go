@@ -150,7 +150,9 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (server.Endpoint,
 		if err != nil {
 			return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 		}
-		p.egress = l.Addr().String()
+		// The configured host, not the listener's address: ReopenEgress
+		// compares the annotation with it.
+		p.egress = net.JoinHostPort(d.cfg.EgressHost, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 		d.serveEgress(spec.ID, l, spec.Egress)
 	}
 	token := newToken()
