@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -224,7 +225,8 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 		d, err := kube.NewForConfig(rc, kube.Config{
 			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass,
 			MaxLifetime: opts.maxLifetime, PoolSize: opts.warmPool, EgressHost: opts.egressHost,
-			Log: log.With("driver", "kube"),
+			ControlPlaneNamespace: controlPlaneNamespace(opts.kubeconfig),
+			Log:                   log.With("driver", "kube"),
 		})
 		if err != nil {
 			return nil, err
@@ -300,4 +302,22 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// serviceAccountNamespace is where Kubernetes tells a pod its namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// controlPlaneNamespace is the namespace this server runs in, when it
+// runs in the cluster (no kubeconfig): the sandboxes' network policies
+// then admit the control plane's pods from there only. Elsewhere it is ""
+// and they match those pods in any namespace.
+func controlPlaneNamespace(kubeconfig string) string {
+	if kubeconfig != "" {
+		return ""
+	}
+	b, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }

@@ -51,9 +51,13 @@ type Config struct {
 	TmpSize          string          // sizeLimit of /tmp, a quantity
 	StorageClass     string          // of volume claims; "" means the cluster default
 	Sizes            map[string]Size // nil means DefaultSizes()
-	// ControlPlaneLabels select the pods allowed to reach sidecars (in any
-	// namespace); nil means app.kubernetes.io/name=boxkite-server.
+	// ControlPlaneLabels select the pods allowed to reach sidecars; nil
+	// means app.kubernetes.io/name=boxkite-server.
 	ControlPlaneLabels map[string]string
+	// ControlPlaneNamespace, when set, is the only namespace those pods
+	// are matched in; "" matches them in any namespace (a server outside
+	// the cluster, or one that cannot tell where it runs).
+	ControlPlaneNamespace string
 	// ReadyTimeout bounds Create's wait for the pod to run and its sidecar
 	// to answer /health.
 	ReadyTimeout time.Duration

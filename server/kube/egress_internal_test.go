@@ -67,6 +67,27 @@ func TestNetworkPolicyEgress(t *testing.T) {
 	}
 }
 
+// TestNetworkPolicyControlPlaneNamespace: with the control plane's
+// namespace known, only its pods there may reach the sidecar or the proxy.
+func TestNetworkPolicyControlPlaneNamespace(t *testing.T) {
+	d, _ := newFakeDriver(t, Config{ControlPlaneLabels: map[string]string{"app": "cp"}, ControlPlaneNamespace: "boxkite"})
+	np, err := d.networkPolicy(podPlan{name: "sbx-x", sandbox: "x", size: "small", egress: "10.0.0.5:4321"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := networkingv1.NetworkPolicyPeer{
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cp"}},
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "boxkite"}},
+	}
+	for what, peers := range map[string][]networkingv1.NetworkPolicyPeer{
+		"ingress": np.Spec.Ingress[0].From, "egress": np.Spec.Egress[0].To,
+	} {
+		if diff := cmp.Diff([]networkingv1.NetworkPolicyPeer{want}, peers); diff != "" {
+			t.Errorf("%s peers (-want +got):\n%s", what, diff)
+		}
+	}
+}
+
 // TestEgressCreateErrors: without an egress host a create with grants is
 // refused, and a failed create closes the proxy's listener.
 func TestEgressCreateErrors(t *testing.T) {

@@ -106,7 +106,7 @@ func (d *Driver) networkPolicy(p podPlan) (*networkingv1.NetworkPolicy, error) {
 		}
 		proxy := intstr.FromInt32(int32(n))
 		egress = []networkingv1.NetworkPolicyEgressRule{{
-			To:    []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: d.cfg.ControlPlaneLabels}, NamespaceSelector: &metav1.LabelSelector{}}},
+			To:    []networkingv1.NetworkPolicyPeer{d.controlPlanePeer()},
 			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &proxy}},
 		}}
 	}
@@ -116,12 +116,22 @@ func (d *Driver) networkPolicy(p podPlan) (*networkingv1.NetworkPolicy, error) {
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{LabelPod: p.name}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: d.cfg.ControlPlaneLabels}, NamespaceSelector: &metav1.LabelSelector{}}},
+				From:  []networkingv1.NetworkPolicyPeer{d.controlPlanePeer()},
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}},
 			}},
 			Egress: egress,
 		},
 	}, nil
+}
+
+// controlPlanePeer selects the control plane's pods: by their labels, in
+// their own namespace when it is known.
+func (d *Driver) controlPlanePeer() networkingv1.NetworkPolicyPeer {
+	ns := &metav1.LabelSelector{}
+	if d.cfg.ControlPlaneNamespace != "" {
+		ns.MatchLabels = map[string]string{"kubernetes.io/metadata.name": d.cfg.ControlPlaneNamespace}
+	}
+	return networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: d.cfg.ControlPlaneLabels}, NamespaceSelector: ns}
 }
 
 // pod is one sandbox's pod: a single restricted container running
