@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -194,10 +195,33 @@ func (d *Driver) start(ctx context.Context, p podPlan, token string) (server.End
 	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
 		return server.Endpoint{}, fmt.Errorf("create network policy: %w", err)
 	}
-	if _, err := d.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	created, err := d.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
 		return server.Endpoint{}, fmt.Errorf("create pod: %w", err)
 	}
+	d.adopt(ctx, created)
 	return d.waitReady(ctx, p.name, token, cert.certPEM)
+}
+
+// adopt makes the pod the owner of its Secret and NetworkPolicy, so the
+// cluster's garbage collector removes them with a pod deleted by anyone.
+// They exist before the pod (it mounts the Secret), hence a patch. Delete
+// removes them by name anyway, so a failure is only logged.
+func (d *Driver) adopt(ctx context.Context, pod *corev1.Pod) {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID,
+	}}}})
+	if err != nil {
+		d.log.Error("encode owner reference", "pod", pod.Name, "err", err)
+		return
+	}
+	ns := d.cfg.Namespace
+	if _, err := d.client.CoreV1().Secrets(ns).Patch(ctx, secretName(pod.Name), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		d.log.Warn("set the secret's owner", "pod", pod.Name, "err", err)
+	}
+	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		d.log.Warn("set the network policy's owner", "pod", pod.Name, "err", err)
+	}
 }
 
 // waitReady polls the pod until it runs with an IP and its sidecar

@@ -21,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/servertest"
 	"github.com/boxkite/boxkite/server/sqlstore"
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -172,6 +173,14 @@ func testCLI(t *testing.T, e *env) {
 	np, err := cs.NetworkingV1().NetworkPolicies(e.ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get network policy: %v", err)
+	}
+	// Owned by the pod, so the garbage collector removes them with it.
+	owner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: name, UID: pod.UID}}
+	if diff := cmp.Diff(owner, sec.OwnerReferences); diff != "" {
+		t.Errorf("secret owners (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(owner, np.OwnerReferences); diff != "" {
+		t.Errorf("network policy owners (-want +got):\n%s", diff)
 	}
 	if len(np.Spec.Egress) != 0 || !hasPolicyType(np.Spec.PolicyTypes, "Egress") {
 		t.Errorf("network policy egress = %+v %v, want Egress with no rules (deny all)", np.Spec.Egress, np.Spec.PolicyTypes)
