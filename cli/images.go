@@ -161,49 +161,18 @@ func waitImage(ctx context.Context, progress io.Writer, c *client.Client, img *a
 }
 
 func newImagesLsCmd(app *App) *cobra.Command {
-	var out outputFlags
-	cmd := &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List the account's images",
-		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
+	return newListCmd(app, listing[api.Image]{
+		short: "List the account's images", noun: "images",
+		header: "ID\tLABEL\tSOURCE\tSTATUS\tSIZE\tAGE",
+		fetch:  (*client.Client).ListImages,
+		row: func(im api.Image, now time.Time) []string {
+			size := "-"
+			if im.SizeBytes > 0 {
+				size = fmt.Sprintf("%.1f MiB", float64(im.SizeBytes)/(1<<20))
 			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			imgs, err := c.ListImages(cmd.Context())
-			if err != nil {
-				return fmt.Errorf("list images: %w", err)
-			}
-			if asJSON {
-				return writeJSON(app.IO.Out, imgs)
-			}
-			return writeImageTable(app.IO.Out, app.IO.Color, imgs, time.Now())
+			return []string{im.ID, im.Label, im.Source, im.Status, size, tui.ShortDuration(now.Sub(im.CreatedAt))}
 		},
-	}
-	out.register(cmd)
-	return cmd
-}
-
-func writeImageTable(w io.Writer, color bool, imgs []api.Image, now time.Time) error {
-	if len(imgs) == 0 {
-		return nil
-	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, "ID\tLABEL\tSOURCE\tSTATUS\tSIZE\tAGE"))
-	for _, im := range imgs {
-		size := "-"
-		if im.SizeBytes > 0 {
-			size = fmt.Sprintf("%.1f MiB", float64(im.SizeBytes)/(1<<20))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", im.ID, im.Label, im.Source, im.Status, size, tui.ShortDuration(now.Sub(im.CreatedAt)))
-	}
-	return tw.Flush()
+	})
 }
 
 func newImagesGetCmd(app *App) *cobra.Command {

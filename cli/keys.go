@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -29,63 +28,36 @@ func newKeysCmd(app *App) *cobra.Command {
 }
 
 func newKeysLsCmd(app *App) *cobra.Command {
-	var (
-		all bool
-		out outputFlags
-	)
-	cmd := &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List the account's API keys (--all includes revoked ones)",
-		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			keys, err := c.APIKeys(cmd.Context())
-			if err != nil {
-				return fmt.Errorf("list api keys: %w", err)
-			}
-			shown := []api.APIKey{}
-			for _, k := range keys {
-				if all || k.RevokedAt == nil {
-					shown = append(shown, k)
+	return newListCmd(app, listing[api.APIKey]{
+		short: "List the account's API keys (--all includes revoked ones)", noun: "api keys",
+		header: "ID\tNAME\tROLE\tPREFIX\tSTATUS\tAGE\tUSED",
+		fetch:  (*client.Client).APIKeys,
+		row:    keyRow,
+		flags: func(cmd *cobra.Command) func([]api.APIKey) []api.APIKey {
+			all := cmd.Flags().BoolP("all", "a", false, "include revoked keys")
+			return func(keys []api.APIKey) []api.APIKey {
+				shown := []api.APIKey{}
+				for _, k := range keys {
+					if *all || k.RevokedAt == nil {
+						shown = append(shown, k)
+					}
 				}
+				return shown
 			}
-			if asJSON {
-				return writeJSON(app.IO.Out, shown)
-			}
-			return writeKeyTable(app.IO.Out, app.IO.Color, shown, time.Now())
 		},
-	}
-	cmd.Flags().BoolVarP(&all, "all", "a", false, "include revoked keys")
-	out.register(cmd)
-	return cmd
+	})
 }
 
-func writeKeyTable(w io.Writer, color bool, keys []api.APIKey, now time.Time) error {
-	if len(keys) == 0 {
-		return nil
+func keyRow(k api.APIKey, now time.Time) []string {
+	status := "active"
+	if k.RevokedAt != nil {
+		status = "revoked"
 	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, "ID\tNAME\tROLE\tPREFIX\tSTATUS\tAGE\tUSED"))
-	for _, k := range keys {
-		status := "active"
-		if k.RevokedAt != nil {
-			status = "revoked"
-		}
-		used := "never"
-		if k.LastUsedAt != nil {
-			used = tui.ShortDuration(now.Sub(*k.LastUsedAt)) + " ago"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, k.Prefix, status, tui.ShortDuration(now.Sub(k.CreatedAt)), used)
+	used := "never"
+	if k.LastUsedAt != nil {
+		used = tui.ShortDuration(now.Sub(*k.LastUsedAt)) + " ago"
 	}
-	return tw.Flush()
+	return []string{k.ID, k.Name, k.Role, k.Prefix + "…", status, tui.ShortDuration(now.Sub(k.CreatedAt)), used}
 }
 
 func newKeysCreateCmd(app *App) *cobra.Command {

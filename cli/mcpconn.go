@@ -2,7 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/spf13/cobra"
 )
@@ -54,41 +56,14 @@ func newMCPCreateCmd(app *App) *cobra.Command {
 }
 
 func newMCPLsCmd(app *App) *cobra.Command {
-	var out outputFlags
-	cmd := &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List the account's MCP connections",
-		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			ms, err := c.ListMCPConnections(cmd.Context())
-			if err != nil {
-				return fmt.Errorf("list mcp connections: %w", err)
-			}
-			if asJSON {
-				return writeJSON(app.IO.Out, ms)
-			}
-			if len(ms) == 0 {
-				return nil
-			}
-			tw := newTable(app.IO.Out)
-			fmt.Fprintln(tw, bold(app.IO.Color, "ID\tLABEL\tCATALOG\tHOST"))
-			for _, m := range ms {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.ID, m.Label, m.CatalogID, m.Host)
-			}
-			return tw.Flush()
+	return newListCmd(app, listing[api.MCPConnection]{
+		short: "List the account's MCP connections", noun: "mcp connections",
+		header: "ID\tLABEL\tCATALOG\tHOST",
+		fetch:  (*client.Client).ListMCPConnections,
+		row: func(m api.MCPConnection, _ time.Time) []string {
+			return []string{m.ID, m.Label, m.CatalogID, m.Host}
 		},
-	}
-	out.register(cmd)
-	return cmd
+	})
 }
 
 func newMCPRmCmd(app *App) *cobra.Command {

@@ -29,42 +29,14 @@ func newSSHKeysCmd(app *App) *cobra.Command {
 }
 
 func newSSHKeysLsCmd(app *App) *cobra.Command {
-	var out outputFlags
-	cmd := &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List the account's SSH public keys",
-		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			keys, err := c.SSHKeys(cmd.Context())
-			if err != nil {
-				return fmt.Errorf("list ssh keys: %w", err)
-			}
-			if asJSON {
-				return writeJSON(app.IO.Out, keys)
-			}
-			if len(keys) == 0 {
-				return nil
-			}
-			now := time.Now()
-			tw := newTable(app.IO.Out)
-			fmt.Fprintln(tw, bold(app.IO.Color, "ID\tNAME\tFINGERPRINT\tAGE"))
-			for _, k := range keys {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Fingerprint, tui.ShortDuration(now.Sub(k.CreatedAt)))
-			}
-			return tw.Flush()
+	return newListCmd(app, listing[api.SSHKey]{
+		short: "List the account's SSH public keys", noun: "ssh keys",
+		header: "ID\tNAME\tFINGERPRINT\tAGE",
+		fetch:  (*client.Client).SSHKeys,
+		row: func(k api.SSHKey, now time.Time) []string {
+			return []string{k.ID, k.Name, k.Fingerprint, tui.ShortDuration(now.Sub(k.CreatedAt))}
 		},
-	}
-	out.register(cmd)
-	return cmd
+	})
 }
 
 func newSSHKeysAddCmd(app *App) *cobra.Command {

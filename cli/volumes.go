@@ -2,9 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"time"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/tui"
 	"github.com/spf13/cobra"
@@ -61,45 +61,14 @@ func newVolumesCreateCmd(app *App) *cobra.Command {
 }
 
 func newVolumesLsCmd(app *App) *cobra.Command {
-	var out outputFlags
-	cmd := &cobra.Command{
-		Use:     "ls",
-		Aliases: []string{"list"},
-		Short:   "List the account's volumes",
-		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			vs, err := c.ListVolumes(cmd.Context())
-			if err != nil {
-				return fmt.Errorf("list volumes: %w", err)
-			}
-			if asJSON {
-				return writeJSON(app.IO.Out, vs)
-			}
-			return writeVolumeTable(app.IO.Out, app.IO.Color, vs, time.Now())
+	return newListCmd(app, listing[api.Volume]{
+		short: "List the account's volumes", noun: "volumes",
+		header: "ID\tLABEL\tSIZE\tSTATUS\tAGE",
+		fetch:  (*client.Client).ListVolumes,
+		row: func(v api.Volume, now time.Time) []string {
+			return []string{v.ID, v.Label, fmt.Sprintf("%g GiB", v.SizeGB), v.Status, tui.ShortDuration(now.Sub(v.CreatedAt))}
 		},
-	}
-	out.register(cmd)
-	return cmd
-}
-
-func writeVolumeTable(w io.Writer, color bool, vs []api.Volume, now time.Time) error {
-	if len(vs) == 0 {
-		return nil
-	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, "ID\tLABEL\tSIZE\tSTATUS\tAGE"))
-	for _, v := range vs {
-		fmt.Fprintf(tw, "%s\t%s\t%g GiB\t%s\t%s\n", v.ID, v.Label, v.SizeGB, v.Status, tui.ShortDuration(now.Sub(v.CreatedAt)))
-	}
-	return tw.Flush()
+	})
 }
 
 func newVolumesGetCmd(app *App) *cobra.Command {

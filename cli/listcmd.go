@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/boxkite/boxkite/client"
+)
+
+// listing describes a noun's `ls` command: how its items are fetched and
+// how each one reads as a table row. Every account-scoped noun (keys,
+// ssh-keys, images, volumes, mcp connections) lists the same way: -o json
+// prints the items as the API returned them, a table otherwise, and
+// nothing at all when there are none.
+type listing[T any] struct {
+	short  string                                             // the command's help line
+	noun   string                                             // plural, for the error: "images"
+	header string                                             // tab-separated column names
+	fetch  func(*client.Client, context.Context) ([]T, error) // a method expression: (*client.Client).ListImages
+	row    func(item T, now time.Time) []string
+	// flags, when set, adds the command's own flags and returns a filter
+	// applied before printing (keys ls --all).
+	flags func(cmd *cobra.Command) func([]T) []T
+}
+
+func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
+	var (
+		out    outputFlags
+		filter func([]T) []T
+	)
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   l.short,
+		Args:    usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			items, err := l.fetch(c, cmd.Context())
+			if err != nil {
+				return fmt.Errorf("list %s: %w", l.noun, err)
+			}
+			if filter != nil {
+				items = filter(items)
+			}
+			if asJSON {
+				return writeJSON(app.IO.Out, items)
+			}
+			return writeRows(app.IO.Out, app.IO.Color, l.header, items, l.row, time.Now())
+		},
+	}
+	if l.flags != nil {
+		filter = l.flags(cmd)
+	}
+	out.register(cmd)
+	return cmd
+}
+
+// writeRows prints items as a table under header; nothing when empty.
+func writeRows[T any](w io.Writer, color bool, header string, items []T, row func(T, time.Time) []string, now time.Time) error {
+	if len(items) == 0 {
+		return nil
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, bold(color, header))
+	for _, it := range items {
+		fmt.Fprintln(tw, strings.Join(row(it, now), "\t"))
+	}
+	return tw.Flush()
+}
