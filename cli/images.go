@@ -26,8 +26,8 @@ func newImagesCmd(app *App) *cobra.Command {
 archive, or build one from the host's system plus packages.`,
 		GroupID: groupSandboxes,
 	})
-	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app), newImagesGetCmd(app),
-		newImagesLogsCmd(app), newImagesRmCmd(app))
+	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app), newGetCmd(app, "image", (*client.Client).GetImage),
+		newImagesLogsCmd(app), newRmCmd(app, "image", "Remove an image no sandbox boots from", true, (*client.Client).DeleteImage))
 	return cmd
 }
 
@@ -175,25 +175,6 @@ func newImagesLsCmd(app *App) *cobra.Command {
 	})
 }
 
-func newImagesGetCmd(app *App) *cobra.Command {
-	return &cobra.Command{
-		Use:   "get ID",
-		Short: "Show one image as JSON",
-		Args:  usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			img, err := c.GetImage(cmd.Context(), args[0])
-			if err != nil {
-				return fmt.Errorf("get image: %w", err)
-			}
-			return writeJSON(app.IO.Out, img)
-		},
-	}
-}
-
 func newImagesLogsCmd(app *App) *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
@@ -213,23 +194,4 @@ func newImagesLogsCmd(app *App) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the build ends")
 	return cmd
-}
-
-func newImagesRmCmd(app *App) *cobra.Command {
-	return &cobra.Command{
-		Use:   "rm ID",
-		Short: "Remove an image no sandbox boots from",
-		Args:  usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			if err := c.DeleteImage(cmd.Context(), args[0]); err != nil {
-				return fmt.Errorf("remove image: %w", err)
-			}
-			fmt.Fprintf(app.IO.ErrOut, "removed image %s\n", args[0])
-			return nil
-		},
-	}
 }

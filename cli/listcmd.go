@@ -79,3 +79,46 @@ func writeRows[T any](w io.Writer, color bool, header string, items []T, row fun
 	}
 	return tw.Flush()
 }
+
+// newGetCmd is a noun's `get ID`: the item as JSON.
+func newGetCmd[T any](app *App, noun string, get func(*client.Client, context.Context, string) (T, error)) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get ID",
+		Short: "Show one " + noun + " as JSON",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			item, err := get(c, cmd.Context(), args[0])
+			if err != nil {
+				return fmt.Errorf("get %s: %w", noun, err)
+			}
+			return writeJSON(app.IO.Out, item)
+		},
+	}
+}
+
+// newRmCmd is a noun's `rm ID`; announce says "removed <noun> ID" on
+// stderr once done.
+func newRmCmd(app *App, noun, short string, announce bool, rm func(*client.Client, context.Context, string) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm ID",
+		Short: short,
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			if err := rm(c, cmd.Context(), args[0]); err != nil {
+				return fmt.Errorf("remove %s: %w", noun, err)
+			}
+			if announce {
+				fmt.Fprintf(app.IO.ErrOut, "removed %s %s\n", noun, args[0])
+			}
+			return nil
+		},
+	}
+}

@@ -20,7 +20,7 @@ what the server's catalog holds). A sandbox created with
 server's egress proxy; every other destination stays unreachable.`,
 		GroupID: groupSandboxes,
 	})
-	cmd.AddCommand(newMCPCreateCmd(app), newMCPLsCmd(app), newMCPRmCmd(app))
+	cmd.AddCommand(newMCPCreateCmd(app), newMCPLsCmd(app), newRmCmd(app, "mcp connection", "Remove an MCP connection (running sandboxes keep their grant)", false, (*client.Client).DeleteMCPConnection))
 	return cmd
 }
 
@@ -64,22 +64,4 @@ func newMCPLsCmd(app *App) *cobra.Command {
 			return []string{m.ID, m.Label, m.CatalogID, m.Host}
 		},
 	})
-}
-
-func newMCPRmCmd(app *App) *cobra.Command {
-	return &cobra.Command{
-		Use:   "rm ID",
-		Short: "Remove an MCP connection (running sandboxes keep their grant)",
-		Args:  usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			if err := c.DeleteMCPConnection(cmd.Context(), args[0]); err != nil {
-				return fmt.Errorf("remove mcp connection: %w", err)
-			}
-			return nil
-		},
-	}
 }

@@ -20,7 +20,7 @@ when creating a sandbox (boxkite session create --volume ID=/workspace/data);
 several sandboxes may mount it, and a mounted volume cannot be removed.`,
 		GroupID: groupSandboxes,
 	})
-	cmd.AddCommand(newVolumesCreateCmd(app), newVolumesLsCmd(app), newVolumesGetCmd(app), newVolumesRmCmd(app))
+	cmd.AddCommand(newVolumesCreateCmd(app), newVolumesLsCmd(app), newGetCmd(app, "volume", (*client.Client).GetVolume), newRmCmd(app, "volume", "Remove a volume and its data (refused while a sandbox mounts it)", false, (*client.Client).DeleteVolume))
 	return cmd
 }
 
@@ -69,41 +69,4 @@ func newVolumesLsCmd(app *App) *cobra.Command {
 			return []string{v.ID, v.Label, fmt.Sprintf("%g GiB", v.SizeGB), v.Status, tui.ShortDuration(now.Sub(v.CreatedAt))}
 		},
 	})
-}
-
-func newVolumesGetCmd(app *App) *cobra.Command {
-	return &cobra.Command{
-		Use:   "get ID",
-		Short: "Show one volume as JSON",
-		Args:  usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			v, err := c.GetVolume(cmd.Context(), args[0])
-			if err != nil {
-				return fmt.Errorf("get volume: %w", err)
-			}
-			return writeJSON(app.IO.Out, v)
-		},
-	}
-}
-
-func newVolumesRmCmd(app *App) *cobra.Command {
-	return &cobra.Command{
-		Use:   "rm ID",
-		Short: "Remove a volume and its data (refused while a sandbox mounts it)",
-		Args:  usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			if err := c.DeleteVolume(cmd.Context(), args[0]); err != nil {
-				return fmt.Errorf("remove volume: %w", err)
-			}
-			return nil
-		},
-	}
 }
