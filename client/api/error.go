@@ -22,6 +22,14 @@ const (
 	CodeInternal           = "internal_error"
 	CodeServiceUnavailable = "service_unavailable"
 	CodeNotSupported       = "not_supported" // a field or feature this server does not implement yet
+
+	// Refusals of a request's shape, the same from the control plane and
+	// the sidecar (see docs/errors.md).
+	CodeMethodNotAllowed     = "method_not_allowed"     // 405: the path exists for other methods; see the Allow header
+	CodeRequestTimeout       = "request_timeout"        // 408: the request body did not arrive in time
+	CodePayloadTooLarge      = "payload_too_large"      // 413: the body is over the route's limit
+	CodeUnsupportedMediaType = "unsupported_media_type" // 415: a JSON route got another Content-Type
+	CodeHeadersTooLarge      = "headers_too_large"      // 431: the request's header block is over the limit
 )
 
 // Error is the body of every non-2xx response, inside an ErrorEnvelope, and
@@ -50,6 +58,24 @@ func (e *Error) Error() string {
 // Errorf returns an *Error with the given status and code and a formatted message.
 func Errorf(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// FieldError is one entry of a validation error's details, shaped like
+// the reference's ({loc, msg, type}).
+type FieldError struct {
+	Loc  []string `json:"loc"`
+	Msg  string   `json:"msg"`
+	Type string   `json:"type"`
+}
+
+// Invalid returns a 422 validation_error about one field of the request
+// body, with the field in Details. Both the control plane and the sidecar
+// answer bad field values with it.
+func Invalid(field, msg, hint string) *Error {
+	return &Error{
+		Status: http.StatusUnprocessableEntity, Code: CodeValidation, Message: msg, Hint: hint,
+		Details: []FieldError{{Loc: []string{"body", field}, Msg: msg, Type: "value_error"}},
+	}
 }
 
 // WithHint returns a copy of e carrying hint.
@@ -81,6 +107,16 @@ func StatusOf(code string) int {
 		return http.StatusBadGateway
 	case CodeSidecarNotReady, CodeServiceUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case CodeRequestTimeout:
+		return http.StatusRequestTimeout
+	case CodePayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case CodeHeadersTooLarge:
+		return http.StatusRequestHeaderFieldsTooLarge
 	}
 	return http.StatusInternalServerError
 }
