@@ -69,9 +69,13 @@ type FieldError struct {
 }
 
 // Invalid returns a 422 validation_error about one field of the request
-// body, with the field in Details. Both the control plane and the sidecar
+// body, with the field in Details and hint (or, when empty, one naming the
+// field). Both the control plane and the sidecar
 // answer bad field values with it.
 func Invalid(field, msg, hint string) *Error {
+	if hint == "" {
+		hint = "correct " + field + " and send the request again; GET /openapi.json describes every field"
+	}
 	return &Error{
 		Status: http.StatusUnprocessableEntity, Code: CodeValidation, Message: msg, Hint: hint,
 		Details: []FieldError{{Loc: []string{"body", field}, Msg: msg, Type: "value_error"}},

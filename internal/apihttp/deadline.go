@@ -19,9 +19,9 @@ const (
 
 // BodyTimeouts bound how long a request body may take to arrive. They are
 // set per request, on the connection's read deadline, and lifted once the
-// body has been read: net/http keeps reading the connection in the
-// background while a handler answers (to notice a client that left), and
-// a deadline still set then would cancel a long exec stream or download.
+// body has been read to its end: net/http keeps reading the connection in
+// the background while a handler answers (to notice a client that left),
+// and a deadline still set then would cancel a long exec stream.
 type BodyTimeouts struct {
 	// Whole bounds an ordinary body, from the request's arrival to its
 	// last byte; 0 means DefaultBodyTimeout.
@@ -85,9 +85,14 @@ func (b *timedBody) Read(p []byte) (int, error) {
 		_ = b.rc.SetReadDeadline(time.Now().Add(b.t.Idle))
 	}
 	n, err := b.body.Read(p)
-	if err != nil {
+	switch {
+	case err == io.EOF:
 		b.done = true
 		_ = b.rc.SetReadDeadline(time.Time{})
+	case err != nil:
+		// The deadline stays: net/http reads what is left of a body
+		// after the handler, and a stalled client must not hold it.
+		b.done = true
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = b.timeoutError()
 		}

@@ -70,7 +70,8 @@ func Unmarshal(body []byte, v any) error {
 		return nil
 	}
 	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
-		return api.Invalid(te.Field, fmt.Sprintf("%s must be %s", te.Field, jsonKind(te.Type.Kind())), "")
+		field := jsonField(reflect.TypeOf(v), te.Field)
+		return api.Invalid(field, fmt.Sprintf("%s must be %s", field, jsonKind(te.Type.Kind())), "")
 	}
 	return badJSON(err)
 }
@@ -182,6 +183,25 @@ func hex4(b []byte) rune {
 		r = r<<4 | rune(c)
 	}
 	return r
+}
+
+// jsonField is the JSON name of a field path from json.UnmarshalTypeError,
+// which names a field of an embedded struct after the struct's Go type
+// ("ExecRequest.command"); the client only knows "command".
+func jsonField(t reflect.Type, path string) string {
+	for t != nil && (t.Kind() == reflect.Pointer) {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return path
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if rest, ok := strings.CutPrefix(path, f.Name+"."); ok && f.Anonymous && f.Tag.Get("json") == "" {
+			return jsonField(f.Type, rest)
+		}
+	}
+	return path
 }
 
 // jsonKind names what a Go kind looks like in JSON, for error messages.
