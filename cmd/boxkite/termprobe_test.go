@@ -57,11 +57,18 @@ func onTerminal(t *testing.T, env []string, bin string, args ...string) (string,
 func TestNoTerminalProbe(t *testing.T) {
 	bin := buildCLI(t)
 	home := t.TempDir()
-	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "BOXKITE_HOME=" + filepath.Join(home, ".boxkite"),
-		"BOXKITE_URL=http://127.0.0.1:1", "BOXKITE_API_KEY=bxk_live_none"}
+	base := []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "BOXKITE_HOME=" + filepath.Join(home, ".boxkite"),
+		"BOXKITE_URL=http://127.0.0.1:1", "BOXKITE_API_KEY=bxk_live_none",
+	}
 	commands := [][]string{
-		{"version"}, {"--version"}, {"help"}, {"help", "exec"}, {"completion", "bash"},
-		{"session", "ls", "--json"}, {"status"},
+		{"version"},
+		{"--version"},
+		{"help"},
+		{"help", "exec"},
+		{"completion", "bash"},
+		{"session", "ls", "--json"},
+		{"status"},
 	}
 	for _, args := range commands {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
