@@ -43,7 +43,7 @@ func merge(ms ...map[string]string) map[string]string {
 
 // rules is design/ARCHITECTURE.md's import table.
 var rules = map[string]depRule{
-	"client/api": {stdOnly: true},
+	"client/api":       {stdOnly: true},
 	"internal/apihttp": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{"github.com/spf13/cobra": "HTTP plumbing of the two APIs; the sidecar binary links it and stays small"})},
 	"client": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"github.com/spf13/cobra":             "the client is a library; the CLI wraps it",

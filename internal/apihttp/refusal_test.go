@@ -210,6 +210,6 @@ func TestMethodNotAllowed(t *testing.T) {
 
 type recorder struct{ h http.Header }
 
-func (r *recorder) Header() http.Header        { return r.h }
+func (r *recorder) Header() http.Header         { return r.h }
 func (r *recorder) Write(p []byte) (int, error) { return len(p), nil }
 func (r *recorder) WriteHeader(int)             {}
