@@ -90,7 +90,7 @@ func companionBinaries(t *testing.T) string {
 		return dir
 	}
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/boxkite-server", "./cmd/boxkite-sidecar", "./cmd/bastion")
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/boxkite-server", "./cmd/boxkite-sidecar", "./cmd/boxkite-bastion")
 	cmd.Dir = filepath.Join("..", "..")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build the server, sidecar and bastion: %v\n%s", err, out)
