@@ -285,8 +285,8 @@ type serverStatus struct {
 func newStatusCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:     "status",
-		Short:   "Show the server and bastion, whether they are ready, and how many sandboxes are active",
+		Use:   "status",
+		Short: "Show the server and bastion, whether they are ready, and how many sandboxes are active",
 		Long: `Show the server (its URL, and in local mode its process), the bastion's
 address for ssh, whether the server is ready and how many sandboxes are
 active. Exits 1 when the server is not ready, so scripts can ask it.`,

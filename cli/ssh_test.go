@@ -6,8 +6,8 @@ func TestBastionAddr(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		flag, env, conf, base string
-		host, port      string
-		wantErr         bool
+		host, port            string
+		wantErr               bool
 	}{
 		{base: "http://127.0.0.1:8090", host: "127.0.0.1", port: "2222"},
 		{base: "https://boxkite.example.com", host: "boxkite.example.com", port: "2222"},
