@@ -88,8 +88,9 @@ func (b *bastion) sshServer(signer ssh.Signer) *ssh.Server {
 				},
 			}
 		},
-		// sftp, and scp in its default (sftp) mode, ask for a subsystem.
-		SubsystemHandlers: map[string]ssh.SubsystemHandler{"default": refuseTransfer},
+		// sftp, scp in its default (sftp) mode and editors' remote-SSH
+		// modes ask for the sftp subsystem; any other is refused.
+		SubsystemHandlers: map[string]ssh.SubsystemHandler{"sftp": b.sftp},
 	}
 }
 
@@ -285,21 +286,35 @@ func authenticatedKey(ctx ssh.Context) string {
 
 // session serves one SSH session: the shared terminal, or a command.
 func (b *bastion) session(s ssh.Session) {
-	if s.RawCommand() != "" && isTransfer(s.Command()) {
-		refuseTransfer(s)
+	c, ok := b.sessionClient(s)
+	if !ok {
 		return
 	}
+	if s.RawCommand() != "" {
+		b.exec(s, c, api.InteractiveRequest{Command: s.RawCommand()})
+		return
+	}
+	b.shell(s, c)
+}
+
+// sftp serves the sftp subsystem: an SFTP server in the sandbox, as the
+// sandbox user, reached like any command (scp, sftp, rsync's remote half
+// and editors all work on the sandbox's own files).
+func (b *bastion) sftp(s ssh.Session) {
+	if c, ok := b.sessionClient(s); ok {
+		b.exec(s, c, api.InteractiveRequest{Subsystem: api.SubsystemSFTP})
+	}
+}
+
+// sessionClient is a control-plane client holding the session's token; on
+// failure the session has been told why and ended.
+func (b *bastion) sessionClient(s ssh.Session) (*client.Client, bool) {
 	token, err := b.sessionToken(s)
 	if err != nil {
 		fail(s, err)
-		return
+		return nil, false
 	}
-	c := client.New(b.server, token)
-	if s.RawCommand() != "" {
-		b.exec(s, c)
-		return
-	}
-	b.shell(s, c, token)
+	return client.New(b.server, token), true
 }
 
 // fail tells the person what went wrong, on stderr, and ends the session.
@@ -315,24 +330,37 @@ func fail(s ssh.Session, err error) {
 	_ = s.Exit(1)
 }
 
-// exec runs the session's command through the control plane's streaming
-// exec and exits with its status. Output bytes pass unchanged. The
-// command's stdin is empty: exec takes stdin up front, and an interactive
-// ssh never ends its input.
-func (b *bastion) exec(s ssh.Session, c *client.Client) {
-	code, err := c.ExecStream(s.Context(), sandboxOf(s.Context(), s.User()), api.ExecRequest{Command: s.RawCommand(), Timeout: api.MaxExecTimeout},
-		func(ev api.ExecEvent) error {
-			var err error
-			switch ev.Type {
-			case api.EventStdout:
-				_, err = io.WriteString(s, ev.Data)
-			case api.EventStderr:
-				_, err = io.WriteString(s.Stderr(), ev.Data)
-			}
-			return err
-		})
+// exec runs req through the control plane's interactive exec and exits
+// with its status: stdin streams as the client sends it (its end is the
+// command's end of input), output bytes pass unchanged, and when the
+// client asked for a PTY the command runs on one, as under OpenSSH's sshd,
+// with the window size and its changes.
+func (b *bastion) exec(s ssh.Session, c *client.Client, req api.InteractiveRequest) {
+	ctx, cancel := context.WithCancel(s.Context())
+	defer cancel()
+	pty, winch, tty := s.Pty()
+	if tty && req.Subsystem == "" {
+		req.TTY, req.Cols, req.Rows, req.Term = true, pty.Window.Width, pty.Window.Height, pty.Term
+	}
+	x, err := c.StartInteractive(ctx, sandboxOf(s.Context(), s.User()), req)
 	if err != nil {
 		fail(s, err)
+		return
+	}
+	if req.TTY {
+		go func() {
+			for w := range winch {
+				if x.Resize(ctx, w.Width, w.Height) != nil {
+					return
+				}
+			}
+		}()
+	}
+	code, err := x.Run(ctx, s, s, s.Stderr())
+	if err != nil {
+		if ctx.Err() == nil {
+			fail(s, err)
+		}
 		return
 	}
 	_ = s.Exit(code)
@@ -340,10 +368,10 @@ func (b *bastion) exec(s ssh.Session, c *client.Client) {
 
 // shell attaches the session to the sandbox's shared terminal until the
 // shell exits or the person disconnects (which only detaches).
-func (b *bastion) shell(s ssh.Session, c *client.Client, token string) {
+func (b *bastion) shell(s ssh.Session, c *client.Client) {
 	ctx, cancel := context.WithCancel(s.Context())
 	defer cancel()
-	t, err := c.AttachWithToken(ctx, sandboxOf(s.Context(), s.User()), token)
+	t, err := c.AttachWithToken(ctx, sandboxOf(s.Context(), s.User()), c.APIKey)
 	if err != nil {
 		fail(s, err)
 		return
@@ -381,30 +409,4 @@ func (b *bastion) shell(s ssh.Session, c *client.Client, token string) {
 		_ = s.Exit(0) // the shell exited
 	case <-ctx.Done():
 	}
-}
-
-// isTransfer reports whether a command is the server half of a file
-// transfer (scp -O, rsync, sftp-server), which the bastion does not serve.
-func isTransfer(argv []string) bool {
-	if len(argv) == 0 {
-		return false
-	}
-	name := argv[0]
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	switch name {
-	case "scp", "sftp-server", "internal-sftp":
-		return true
-	case "rsync":
-		return len(argv) > 1 && argv[1] == "--server"
-	}
-	return false
-}
-
-// refuseTransfer answers sftp and scp with a message and exit status 1.
-func refuseTransfer(s ssh.Session) {
-	fmt.Fprint(s.Stderr(), "boxkite-bastion: file transfer (sftp, scp) is not supported\r\n"+
-		"hint: copy files with `boxkite files cp LOCAL ID:/workspace/PATH`\r\n")
-	_ = s.Exit(1)
 }

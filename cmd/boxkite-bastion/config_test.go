@@ -70,30 +70,6 @@ func TestRunNeedsBastionKey(t *testing.T) {
 	}
 }
 
-func TestIsTransfer(t *testing.T) {
-	t.Parallel()
-	for cmd, want := range map[string]bool{
-		"scp -t /tmp": true, "/usr/bin/scp -f x": true, "rsync --server -e.Lsfx . /w": true, "/usr/lib/openssh/sftp-server": true,
-		"rsync -a a b": false, "ls": false, "echo scp": false, "": false,
-	} {
-		if got := isTransfer(strings.Fields(cmd)); got != want {
-			t.Errorf("isTransfer(%q) = %v, want %v", cmd, got, want)
-		}
-	}
-}
-
-func FuzzIsTransfer(f *testing.F) {
-	f.Add("scp -t /tmp")
-	f.Add("rsync --server")
-	f.Fuzz(func(t *testing.T, s string) {
-		argv := strings.Fields(s)
-		got := isTransfer(argv)
-		if got && len(argv) == 0 {
-			t.Errorf("isTransfer(%q) with no words", s)
-		}
-	})
-}
-
 func TestKeyFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
