@@ -85,8 +85,8 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /health", h.health) // no auth: probes and the driver's readiness wait
 	h.handle("POST /exec", h.budgeted(h.exec))
 	h.handle("GET /exec/interactive", h.budgeted(h.execInteractive)) // interactive.go
-	h.fileRoutes()    // files_routes.go: files, search, watch, raw and archive transfer
-	h.processRoutes() // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
+	h.fileRoutes()                                                   // files_routes.go: files, search, watch, raw and archive transfer
+	h.processRoutes()                                                // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
 	if h.opts.Claimable {
 		h.handle(claimPattern, h.claim) // claim.go: a warm-pool sidecar gets its sandbox's token
 	}
