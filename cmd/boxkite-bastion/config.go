@@ -72,7 +72,9 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 
 boxkite-bastion lets people reach sandboxes over SSH:
   ssh <sandbox-id>@host -p 2222          the sandbox's shared terminal
-  ssh <sandbox-id>@host -p 2222 'cmd'    run cmd, exit with its status
+  ssh <sandbox-id>@host -p 2222 'cmd'    run cmd (stdin streamed; a PTY with -t),
+                                         exit with its status
+  scp -P 2222 f <sandbox-id>@host:/workspace/   sftp, scp and rsync too
 It authenticates with a public key registered to the account (boxkite
 ssh-keys add) or a takeover token as the password, and talks only to the
 control plane. The bastion key (the same value as the server's), read from
