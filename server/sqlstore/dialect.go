@@ -59,10 +59,11 @@ var sqliteDialect = dialect{
 // sqliteDSN prepares the database file and returns the modernc DSN for it.
 //
 // Every connection gets: a busy timeout so concurrent writers wait instead
-// of failing; WAL so readers never block the writer; synchronous=NORMAL,
-// which in WAL mode keeps every committed transaction across a process
-// crash (only an OS crash or power loss can drop the last few); foreign
-// keys; and BEGIN IMMEDIATE for transactions, so a read-then-write
+// of failing; WAL so readers never block the writer; synchronous=FULL, so
+// a commit returns only once the WAL is fsynced and what the server
+// acknowledged survives an OS crash or power loss too, not just a crash of
+// the process (NORMAL's promise); foreign keys; and BEGIN IMMEDIATE for
+// transactions, so a read-then-write
 // transaction takes the write lock up front instead of failing with
 // SQLITE_BUSY when it upgrades (busy_timeout cannot retry an upgrade).
 func sqliteDSN(path string) (string, error) {
@@ -88,7 +89,7 @@ func sqliteDSN(path string) (string, error) {
 	q.Set("_txlock", "immediate")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	return path + "?" + q.Encode(), nil
 }
