@@ -10,6 +10,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/boxkite/boxkite/server"
 )
 
 // A dialect is everything that differs between SQL databases. Queries in
@@ -40,6 +42,10 @@ type dialect struct {
 	// notifyAppend, when set, runs in an audit append's transaction with
 	// "<sandbox id>:<entry id>", to tell the other servers (see ListenAudit).
 	notifyAppend string
+	// storeFault returns server.ErrStoreReadOnly, ErrStoreFull or
+	// ErrStoreIO when err says the database cannot take writes at all,
+	// else nil.
+	storeFault func(err error) error
 }
 
 var sqliteDialect = dialect{
@@ -53,6 +59,21 @@ var sqliteDialect = dialect{
 			return false
 		}
 		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	},
+	storeFault: func(err error) error {
+		var se *sqlite.Error
+		if !errors.As(err, &se) {
+			return nil
+		}
+		switch se.Code() & 0xff { // the primary code of an extended one
+		case sqlite3.SQLITE_READONLY:
+			return server.ErrStoreReadOnly
+		case sqlite3.SQLITE_FULL:
+			return server.ErrStoreFull
+		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN:
+			return server.ErrStoreIO
+		}
+		return nil
 	},
 }
 
