@@ -96,6 +96,9 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	if !sb.Active() {
 		return notActive(sb)
 	}
+	if err := s.auditOpen(); err != nil {
+		return err
+	}
 	up, err := s.dialPTY(r, sb, grant.readOnly)
 	if err != nil {
 		return err
@@ -113,15 +116,23 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	up.SetReadLimit(takeoverSidecarFrame)
 
 	started := s.now()
-	s.audit(r.Context(), auditRecord{
+	if err := s.audit(r.Context(), auditRecord{
 		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_start", detail: grant.detail(), started: started,
-	})
+	}); err != nil {
+		// Nobody types into a terminal that is off the record.
+		down.Close(websocket.StatusTryAgainLater, "the audit log cannot be written; try again later")
+		return nil
+	}
 	in := &typedInput{}
 	flushed := make(chan struct{})
 	ctx, stopFlushing := context.WithCancel(r.Context())
+	relayCtx, endRelay := context.WithCancel(r.Context())
+	defer endRelay()
 	go func() {
 		defer close(flushed)
-		s.flushTypedInput(ctx, sb, grant, in)
+		if !s.flushTypedInput(ctx, sb, grant, in) {
+			endRelay() // typed input is no longer recorded: end the session
+		}
 	}()
 	hooks := relayHooks{typed: in.add}
 	var rec *recorder
@@ -129,7 +140,7 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 		rec = newRecorder(s.now)
 		hooks.output, hooks.control = rec.output, rec.control
 	}
-	typed := s.relayPTY(r.Context(), down, up, grant.readOnly, hooks)
+	typed := s.relayPTY(relayCtx, down, up, grant.readOnly, hooks)
 	stopFlushing()
 	<-flushed
 	end := grant.detail()
@@ -137,7 +148,9 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	if rec != nil {
 		s.saveRecording(r.Context(), sb, rec, end)
 	}
-	s.audit(r.Context(), auditRecord{
+	// A failure here leaves the entry waiting in the audit gate: the
+	// session is over either way.
+	_ = s.audit(r.Context(), auditRecord{
 		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_end", detail: end,
 		started: started, duration: s.now().Sub(started),
 	})
@@ -180,29 +193,32 @@ func (t *typedInput) take() ([]byte, bool) {
 
 // flushTypedInput writes a takeover_input entry with the bytes typed so
 // far every TakeoverFlushInterval, and a last one when ctx ends, so
-// keystrokes are on the record while the session is still open.
-func (s *Server) flushTypedInput(ctx context.Context, sb *Sandbox, g takeoverGrant, in *typedInput) {
+// keystrokes are on the record while the session is still open. It
+// returns false, at once, when an entry could not be committed: the
+// caller ends the session.
+func (s *Server) flushTypedInput(ctx context.Context, sb *Sandbox, g takeoverGrant, in *typedInput) bool {
 	tick := time.NewTicker(s.cfg.TakeoverFlushInterval)
 	defer tick.Stop()
-	flush := func() {
+	flush := func() bool {
 		b, truncated := in.take()
 		if len(b) == 0 && !truncated {
-			return
+			return true
 		}
 		d := g.detail()
 		d["input"], d["bytes"] = string(b), len(b)
-		s.audit(ctx, auditRecord{
+		return s.audit(ctx, auditRecord{
 			sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_input", detail: d,
 			outputTruncated: truncated, started: s.now(),
-		})
+		}) == nil
 	}
 	for {
 		select {
 		case <-tick.C:
-			flush()
+			if !flush() {
+				return false
+			}
 		case <-ctx.Done():
-			flush()
-			return
+			return flush()
 		}
 	}
 }
