@@ -144,7 +144,7 @@ func apiExitCode(e *api.Error) int {
 		return exitNotFound
 	case api.CodeUnauthorized, api.CodeInvalidAPIKey, api.CodeForbidden:
 		return exitAuth
-	case api.CodeLimitExceeded, api.CodeRateLimited:
+	case api.CodeLimitExceeded, api.CodeRateLimited, api.CodeInsufficientStorage, api.CodeHostCapacity:
 		return exitLimit
 	case api.CodeSidecarAuth, api.CodeSidecarNotReady:
 		return exitError // between the server and a sandbox, not the user's credentials

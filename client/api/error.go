@@ -22,6 +22,24 @@ const (
 	CodeInternal           = "internal_error"
 	CodeServiceUnavailable = "service_unavailable"
 	CodeNotSupported       = "not_supported" // a field or feature this server does not implement yet
+
+	// CodeInsufficientStorage (507): the host, a sandbox disk or a volume
+	// is full (or below the server's free-space watermark), so a write or a
+	// create was refused rather than acknowledged and lost. Details, when
+	// the server knows them: {free_bytes, watermark_bytes}.
+	CodeInsufficientStorage = "insufficient_storage"
+	// CodeSandboxLost (410): the sandbox's sidecar died or its substrate
+	// went away while the server ran; the sandbox is recorded as lost and
+	// takes no more calls.
+	CodeSandboxLost = "sandbox_lost"
+	// CodeHostCapacity (503): the host is near one of its own limits
+	// (threads/PIDs, loop devices, memory), so a create was refused before
+	// the host could no longer fork; sandboxes already running keep
+	// answering. Details: {resource, used, limit}.
+	CodeHostCapacity = "host_capacity"
+	// CodeAuditUnavailable (503): the audit store cannot commit entries, so
+	// the server refuses audited work until it can (it fails closed).
+	CodeAuditUnavailable = "audit_unavailable"
 )
 
 // Error is the body of every non-2xx response, inside an ErrorEnvelope, and
@@ -79,8 +97,12 @@ func StatusOf(code string) int {
 		return http.StatusTooManyRequests
 	case CodeSandboxFailed:
 		return http.StatusBadGateway
-	case CodeSidecarNotReady, CodeServiceUnavailable:
+	case CodeSidecarNotReady, CodeServiceUnavailable, CodeHostCapacity, CodeAuditUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeInsufficientStorage:
+		return http.StatusInsufficientStorage
+	case CodeSandboxLost:
+		return http.StatusGone
 	}
 	return http.StatusInternalServerError
 }
