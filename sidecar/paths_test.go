@@ -161,6 +161,8 @@ func TestResolve(t *testing.T) {
 		{in: "new/dirs/file.txt", wantVirt: "/workspace/new/dirs/file.txt", wantHost: tr.ws + "/new/dirs/file.txt"},
 		{in: "/tmp/x", wantVirt: "/tmp/x", wantHost: tr.tmp + "/x"},
 		{in: "totmp/x", wantVirt: "/tmp/x", wantHost: tr.tmp + "/x"},
+		{in: "root" + tr.tmp + "/x", wantVirt: "/tmp/x", wantHost: tr.tmp + "/x"}, // through / by name, opening nothing outside
+		{in: "root" + tr.tmp + "/../tmp/x", wantVirt: "/tmp/x", wantHost: tr.tmp + "/x"},
 		{in: "/outputs/a", wantVirt: "/mnt/user-data/outputs/a", wantHost: tr.outputs + "/a"},
 		{in: "/mnt/user-data/outputs", wantVirt: "/mnt/user-data/outputs", wantHost: tr.outputs},
 		{in: "/uploads/in.txt", wantVirt: "/mnt/user-data/uploads/in.txt", wantHost: tr.uploads + "/in.txt", readOnly: true},

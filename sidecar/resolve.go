@@ -348,13 +348,20 @@ func (w *walker) walk(cur *cursor, comps []string) (t *target, err error) {
 			fromLink--
 		}
 		if c == ".." {
-			more, err := w.up(&cur)
-			if err != nil {
-				return nil, err
+			if w.up(cur) {
+				continue
 			}
-			queue = append(more, queue...)
-			if linked {
-				fromLink += len(more)
+			if w.within != nil {
+				return nil, errEscapes
+			}
+			// At a top: on from its parent on the host, which is another
+			// root (the outputs' parent, /mnt/user-data, is list-only), a
+			// directory above the roots, or outside.
+			parent := splitPath(filepath.Dir(cur.topRoot().real))
+			queue, fromLink = append(parent, queue...), fromLink+len(parent)
+			var err error
+			if queue, fromLink, err = w.jump(&cur, queue, fromLink); err != nil {
+				return nil, err
 			}
 			continue
 		}
@@ -381,13 +388,12 @@ func (w *walker) walk(cur *cursor, comps []string) (t *target, err error) {
 				return nil, errLoop
 			}
 			more := splitPath(st.link)
+			queue, fromLink = append(more, queue...), fromLink+len(more)
 			if path.IsAbs(st.link) {
-				if more, err = w.jump(&cur, st.link); err != nil {
+				if queue, fromLink, err = w.jump(&cur, queue, fromLink); err != nil {
 					return nil, err
 				}
 			}
-			queue = append(more, queue...)
-			fromLink += len(more)
 		case st.kind == stepFile:
 			if len(queue) > 0 {
 				return nil, errNotDir
@@ -480,57 +486,80 @@ func (w *walker) enterInner(cur *cursor) {
 	}
 }
 
-// up applies ".." to *cur: back to the directory it came from, or, at a
-// top, on from the top's parent on the host, which is another root (the
-// outputs' parent, /mnt/user-data, is list-only) or outside. It returns
-// components left to walk.
-func (w *walker) up(cur **cursor) ([]string, error) {
-	c := *cur
+// up applies ".." to cur if it is below its top (or, in an archive's
+// destination, below the destination): back to the directory it came
+// from. It reports whether it did.
+func (w *walker) up(cur *cursor) bool {
 	floor := 0
 	if w.within != nil {
 		floor = w.within.depth()
 	}
-	if c.depth() > floor {
-		c.pop()
-		return nil, nil
+	if cur.depth() <= floor {
+		return false
 	}
-	if w.within != nil {
-		return nil, errEscapes
-	}
-	return w.jump(cur, filepath.Dir(c.topRoot().real))
+	cur.pop()
+	return true
 }
 
-// jump moves *cur to the absolute host path p (a symlink's text): to the
-// top holding it, or within an archive's destination, to that directory.
-// It returns the components of p still to walk.
-func (w *walker) jump(cur **cursor, p string) ([]string, error) {
-	comps := splitPath(p)
+// jump moves *cur to the root of the host's filesystem, to walk comps from
+// there (a symlink's absolute text, and what follows it): to the top
+// holding them, or within an archive's destination, to that directory.
+// Directories above the tops (/, /mnt in the jail: the jail's own,
+// read-only) are passed by name, without opening anything outside the
+// roots. It returns what is left to walk, and how much of that came from
+// symlinks.
+func (w *walker) jump(cur **cursor, comps []string, fromLink int) ([]string, int, error) {
 	if w.within != nil {
 		base := slices.Concat(w.within.topRoot().comps, w.within.names)
 		if len(comps) < len(base) || !slices.Equal(comps[:len(base)], base) {
-			return nil, errEscapes
+			return nil, 0, errEscapes
 		}
 		(*cur).close()
 		*cur = w.within.sub()
-		return comps[len(base):], nil
+		return comps[len(base):], max(fromLink-len(base), 0), nil
 	}
+	var pos []string
+	for i := 0; ; i++ {
+		if t := w.v.topHolding(pos); t >= 0 {
+			next, err := w.v.cursorAt(t)
+			if err != nil {
+				return nil, 0, err
+			}
+			(*cur).close()
+			*cur = next
+			return comps[i:], max(fromLink-i, 0), nil
+		}
+		if i == len(comps) || !w.v.aboveTop(pos) {
+			return nil, 0, errOutside
+		}
+		if comps[i] == ".." {
+			pos = pos[:max(len(pos)-1, 0)]
+		} else {
+			pos = append(pos, comps[i])
+		}
+	}
+}
+
+// topHolding returns the innermost top at or above the host path comps, or -1.
+func (v *fsView) topHolding(comps []string) int {
 	best := -1
-	for i, t := range w.v.tops {
+	for i, t := range v.tops {
 		if len(t.comps) <= len(comps) && slices.Equal(comps[:len(t.comps)], t.comps) &&
-			(best < 0 || len(t.comps) > len(w.v.tops[best].comps)) {
+			(best < 0 || len(t.comps) > len(v.tops[best].comps)) {
 			best = i
 		}
 	}
-	if best < 0 {
-		return nil, errOutside
+	return best
+}
+
+// aboveTop reports whether the host path comps is a directory above a top.
+func (v *fsView) aboveTop(comps []string) bool {
+	for _, t := range v.tops {
+		if len(t.comps) > len(comps) && slices.Equal(t.comps[:len(comps)], comps) {
+			return true
+		}
 	}
-	next, err := w.v.cursorAt(best)
-	if err != nil {
-		return nil, err
-	}
-	(*cur).close()
-	*cur = next
-	return comps[len(w.v.tops[best].comps):], nil
+	return false
 }
 
 // admit refuses results below the list-only roots, and the list-only roots
