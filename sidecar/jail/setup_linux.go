@@ -94,7 +94,7 @@ type builder struct {
 	binds   []tree // Spec.Binds, placed after the workspace (binds_linux.go)
 	devNull int
 
-	nsLimits []*os.File // user.max_*_namespaces, see limitNamespaces
+	nsLimits []nsLimit // the user namespace's limits, see openNamespaceLimits
 }
 
 func (b *builder) closeAll() {
@@ -106,8 +106,8 @@ func (b *builder) closeAll() {
 	if b.devNull >= 0 {
 		_ = unix.Close(b.devNull)
 	}
-	for _, f := range b.nsLimits {
-		_ = f.Close()
+	for _, l := range b.nsLimits {
+		_ = l.f.Close()
 	}
 }
 
