@@ -21,8 +21,8 @@ const (
 
 	// MaxHostIDBase is the highest HostIDBase: ids are 32 bits and
 	// 4294967295 ((uid_t)-1) is no id.
-	MaxHostIDBase = 1<<32 - 1 - IDRange
-	DefaultMaxProcs   = 448 // RLIMIT_NPROC: below a 512 pids cgroup, so the sidecar can still fork
+	MaxHostIDBase   = 1<<32 - 1 - IDRange
+	DefaultMaxProcs = 448 // RLIMIT_NPROC: below a 512 pids cgroup, so the sidecar can still fork
 )
 
 // DefaultSystemBinds are the host paths bound read-only into every jail when
