@@ -62,8 +62,11 @@ def pipes():
         size = fcntl.fcntl(w, 1032)  # F_GETPIPE_SZ
         if size < 65536: return len(held), str(size)
 
+kept = []  # socket objects close when collected, and their descriptors leave flight
+
 def inflight_fds():
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    kept.extend((a, b))
     a.setblocking(False)
     fds = array.array("i", [os.open("/dev/null", os.O_RDONLY)] * 253)
     sent = 0
@@ -127,6 +130,17 @@ func (a attack) once(id string) (int, string) {
 	return parseHeld(a.x.t, res.Stdout)
 }
 
+// exhausted fails the test unless running the attack once more in the
+// attacking sandbox, while the first run holds, gets only n and detail:
+// proof that the held run really used up the sandbox's allowance.
+func (a attack) exhausted(id string, n int, detail string) {
+	a.x.t.Helper()
+	if got, why := a.once(id); got != n || why != detail {
+		a.x.t.Fatalf("the %s attack run again in the attacking sandbox got %d (%s); want %d (%s): the held run should hold it all",
+			a.name, got, why, n, detail)
+	}
+}
+
 func (a attack) writeScript(id string) {
 	if _, err := a.x.c.WriteFile(context.Background(), id, api.FileCreateRequest{Path: "/workspace/hold.py", Content: holdScript}); err != nil {
 		a.x.t.Fatalf("write the attack: %v", err)
@@ -181,6 +195,7 @@ func TestInotifyInstancesPerSandbox(t *testing.T) {
 			n, why, limit-limit/8, limit)
 	}
 	t.Logf("the attacker holds %d inotify instances (%s); host root could open %d before", n, why, hostBefore)
+	atk.exhausted(a, 0, "EMFILE")
 	if got, _ := atk.once(b); got != n {
 		t.Errorf("the bystander's agent could open %d inotify instances during the attack, want the same %d", got, n)
 	}
@@ -204,6 +219,7 @@ func TestInotifyWatchesPerSandbox(t *testing.T) {
 			n, why, limit-limit/8, limit)
 	}
 	t.Logf("the attacker holds %d inotify watches (%s); host root could add %d before", n, why, hostBefore)
+	atk.exhausted(a, 0, "ENOSPC")
 	if got, _ := atk.once(b); got != n {
 		t.Errorf("the bystander's agent could add %d inotify watches during the attack, want the same %d", got, n)
 	}
@@ -225,6 +241,7 @@ func TestPipeBuffersPerSandbox(t *testing.T) {
 		t.Fatalf("the attacker made %d pipes, the last of %s bytes; want more than %d and a last one cut to 8192", n, size, soft/16)
 	}
 	t.Logf("the attacker holds %d pipes; its last has %s bytes", n, size)
+	atk.exhausted(a, 1, "8192")
 	res := x.run(b, `python3 -c 'import os, fcntl; r, w = os.pipe(); print(fcntl.fcntl(w, 1032))'`)
 	if res.Stdout != "65536\n" {
 		t.Errorf("a new pipe of the bystander during the attack: %+v, want 65536 bytes", res)
@@ -254,6 +271,7 @@ func TestInflightFDsPerSandbox(t *testing.T) {
 		t.Fatalf("the attacker has %d descriptors in flight and stopped on %s; want more than 4096 and ETOOMANYREFS", n, why)
 	}
 	t.Logf("the attacker holds %d descriptors in flight (%s)", n, why)
+	atk.exhausted(a, 0, "ETOOMANYREFS")
 	if got, why := atk.once(b); got != n || why != "ETOOMANYREFS" {
 		t.Errorf("the bystander's agent could put %d descriptors in flight during the attack (%s), want the same %d", got, why, n)
 	}
