@@ -71,7 +71,7 @@ var rules = map[string]depRule{
 	"server/sqlstore": {ours: []string{"server", "client/api", "tools"}, forbidden: merge(clientGo)},
 	"server/local":    {ours: []string{"server", "sidecar/jail", "client/api", "tools"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/kube":     {ours: []string{"server", "client/api", "tools"}, forbidden: sqlDriver},
-	"server/images":   {ours: []string{"client/api", "server/egress"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/images":   {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",
 	}},

@@ -248,7 +248,7 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 	}
 	// Not StateDir/images: the local driver keeps its disk templates there.
 	imgs, err := images.New(filepath.Join(opts.stateDir, "sandbox-images"), log.With("component", "images"),
-		images.WithRecords(store))
+		images.WithRecords(store), images.WithJailer(driver))
 	if err != nil {
 		return nil, err
 	}

@@ -2,12 +2,9 @@ package images
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -69,8 +66,15 @@ func TestGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string]string{
-		"sources.list.d/debian.sources": "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n\nTypes: deb\nURIs: http://deb.debian.org/debian-security https://mirror.example:8443/x\n",
-		"sources.list":                  "# deb http://commented.example/ x\ndeb [arch=amd64] http://apt.example.org/repo stable main\n",
+		"sources.list.d/debian.sources": "Types: deb\n# URIs: http://commented.example/\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n\n" +
+			"Types: deb\nuris: http://deb.debian.org/debian-security\n https://mirror.example:8443/x\n\n" +
+			"Types: deb\nURIs: https://off.example/\nEnabled: no\n",
+		"sources.list":              "# deb http://commented.example/ x\ndeb [arch=amd64 signed-by=/k.gpg] http://apt.example.org/repo stable main\n",
+		"sources.list.d/extra.list": "deb http://extra.example/debian bookworm main # a comment\n",
+		// apt reads neither of these.
+		"sources.list.d/gcloud.list.disabled-by-farm": "deb https://packages.cloud.google.com/apt cloud-sdk main\n",
+		"sources.list.d/nodesource.sources.dpkg-old":  "Types: deb\nURIs: https://deb.nodesource.com/node_20.x\n",
+		"sources.list.d/enabled-yes.sources":          "Types: deb\nURIs: http://yes.example/\nEnabled: yes\n",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -90,7 +94,7 @@ func TestGrants(t *testing.T) {
 		apt, pip, npm bool
 		want          []string
 	}{
-		{"apt", true, false, false, []string{"deb.debian.org:80", "mirror.example:8443", "apt.example.org:80"}},
+		{"apt", true, false, false, []string{"apt.example.org:80", "deb.debian.org:80", "mirror.example:8443", "yes.example:80", "extra.example:80"}},
 		{"pip from PyPI", false, true, false, []string{"pypi.org:443", "files.pythonhosted.org:443"}},
 		{"npm", false, false, true, []string{"npm.internal:4873"}},
 		{"nothing", false, false, false, nil},
@@ -117,40 +121,6 @@ func TestMirrorAddr(t *testing.T) {
 	}
 }
 
-// TestDropBuildCaps: a process started from the build thread has only
-// buildCaps in its bounding set.
-func TestDropBuildCaps(t *testing.T) {
-	var want uint64
-	for _, c := range buildCaps {
-		want |= 1 << c
-	}
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread goes with its capabilities
-		if err := dropBuildCaps(); err != nil {
-			done <- result{err: err}
-			return
-		}
-		out, err := exec.Command("grep", "^CapBnd:", "/proc/self/status").Output()
-		done <- result{string(out), err}
-	}()
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if got, wantLine := strings.TrimSpace(r.out), fmt.Sprintf("CapBnd:\t%016x", want); got != wantLine {
-		t.Errorf("child's bounding set %q, want %q", got, wantLine)
-	}
-	// Any other thread keeps them.
-	if out, err := exec.Command("grep", "^CapBnd:", "/proc/self/status").Output(); err != nil || strings.Contains(string(out), fmt.Sprintf("%016x", want)) {
-		t.Errorf("another thread's child: %q, %v; the process lost its capabilities too", out, err)
-	}
-}
-
 // FuzzValidate: whatever a client sends, an accepted spec holds only
 // packages that cannot be read as options or URLs by the package
 // managers, and validating it again changes nothing.
@@ -171,6 +141,33 @@ func FuzzValidate(f *testing.F) {
 		again, err := Validate(spec)
 		if err != nil || !cmp.Equal(spec, again) {
 			t.Errorf("Validate(Validate(x)) = %+v, %v; want %+v", again, err, spec)
+		}
+	})
+}
+
+// FuzzAptSources: whatever a sources file holds, every URI read from it
+// is one of its own fields, and a disabled deb822 file yields none.
+func FuzzAptSources(f *testing.F) {
+	for _, s := range []string{
+		"deb http://deb.debian.org/debian bookworm main\n", "deb [ arch=amd64 ] http://x/ y\n", "deb [broken\n",
+		"Types: deb\nURIs: http://a/ http://b/\n\nURIs: http://c/\nEnabled: no\n", "URIs:\n http://d/\n", " \n:\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, uris := range [][]string{oneLineSources(text), deb822Sources(text)} {
+			for _, u := range uris {
+				if u == "" || strings.ContainsAny(u, " \t\n") || !strings.Contains(text, u) {
+					t.Errorf("URI %q from %q", u, text)
+				}
+			}
+		}
+		oneStanza := !strings.HasPrefix(text, " ") && !strings.HasPrefix(text, "\t") // no continuation of Enabled
+		for line := range strings.Lines(text) {
+			oneStanza = oneStanza && strings.TrimSpace(line) != ""
+		}
+		if got := deb822Sources("Enabled: no\n" + text); oneStanza && !strings.Contains(strings.ToLower(text), "enabled") && len(got) > 0 {
+			t.Errorf("a disabled single stanza gave %q", got)
 		}
 	})
 }

@@ -54,6 +54,7 @@ type Manager struct {
 	dir     string
 	sources Sources       // where builds fetch packages from (hosts.go)
 	proxy   *egress.Proxy // builds' only way out
+	jailer  Jailer        // runs builds; nil: builds fail
 	log     *slog.Logger
 	now     func() time.Time
 

@@ -4,6 +4,8 @@
 // rlimits, a minimal capability set, no_new_privs and a seccomp filter. Its
 // Cgroups type makes the per-sandbox cgroups (v2, or v1 controllers) the
 // driver places the jail's init in before it runs. Start is the driver's
-// half, Setup, Lockdown and Init the jail's. It imports nothing else of
-// boxkite.
+// half, Setup, Lockdown and Init the jail's. A Build spec makes the same
+// jail run an image build's steps instead of the sidecar; MappingUserNS
+// and IDMappedClone make the idmapped mounts its root is built from. It
+// imports nothing else of boxkite.
 package jail

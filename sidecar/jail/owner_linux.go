@@ -12,50 +12,49 @@ import (
 )
 
 // startOwned starts cmd, whose SysProcAttr clones a new user namespace.
-// With a host id range it does so on an OS thread of its own whose
-// effective uid and gid are the range's base, capabilities kept, because
-// the kernel makes the euid of the task that creates a user namespace its
-// owner and charges the per-user counters of everything inside to that
-// owner in the parent namespace: inotify instances and watches, fanotify
-// groups and marks, namespaces of every kind, and the RLIMIT_NPROC,
+// With a host id range it does so with the calling thread's effective uid
+// and gid set to the range's base, capabilities kept, because the kernel
+// makes the euid of the task that creates a user namespace its owner and
+// charges the per-user counters of everything inside to that owner in the
+// parent namespace: inotify instances and watches, fanotify groups and
+// marks, namespaces of every kind, and the RLIMIT_NPROC,
 // RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE and RLIMIT_MEMLOCK counts. Owned by
 // root, every jail and host root itself drew on one allowance, and one
 // sandbox holding all inotify instances left the others none.
 //
-// Only the thread's credentials change: the uid and gid maps are still
-// written by this same thread (os/exec writes them before the child goes
-// on), which needs CAP_SETUID, CAP_SETGID and CAP_SETFCAP in the host's
-// namespace, so its effective capabilities are raised back after the euid
-// change cleared them. No second process is started.
+// Only the calling thread's credentials change, and only while cmd.Start
+// runs: the thread is locked meanwhile (a build's caller has it locked
+// already: the jail copies its namespaces), and threads the runtime makes
+// meanwhile are cloned from its template thread, never from a locked one.
+// The uid and gid maps are still written by this thread (os/exec writes
+// them before the child goes on), which needs CAP_SETUID, CAP_SETGID and
+// CAP_SETFCAP in the host's namespace, so its effective capabilities are
+// raised back after the euid change cleared them. No process is added.
 func startOwned(cmd *exec.Cmd, spec Spec) error {
 	if spec.Nested() {
 		return cmd.Start()
 	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		restored, err := startAs(cmd, spec.HostIDBase)
-		if restored {
-			runtime.UnlockOSThread()
-		}
-		// Else the thread keeps the owner's ids, and the runtime ends it
-		// with this goroutine rather than reuse it. Threads the runtime
-		// makes meanwhile are cloned from its template thread, never from
-		// a locked one, so none inherits them.
-		errc <- err
-	}()
-	return <-errc
-}
-
-// startAs runs cmd.Start with the calling thread's effective ids set to
-// owner and reports whether the thread got its own ids back.
-func startAs(cmd *exec.Cmd, owner int) (restored bool, err error) {
+	runtime.LockOSThread()
 	uid, gid := unix.Geteuid(), unix.Getegid()
-	if err := setThreadIDs(owner, owner); err != nil {
-		return setThreadIDs(uid, gid) == nil, fmt.Errorf("become the namespace's owner %d: %w", owner, err)
+	err := setThreadIDs(spec.HostIDBase, spec.HostIDBase)
+	if err == nil {
+		err = cmd.Start()
+	} else {
+		err = fmt.Errorf("become the namespace's owner %d: %w", spec.HostIDBase, err)
 	}
-	err = cmd.Start()
-	return setThreadIDs(uid, gid) == nil, err
+	if rerr := setThreadIDs(uid, gid); rerr != nil {
+		// Never reached in practice: the real and saved ids are the
+		// caller's, which the euid may always return to. If it were, the
+		// thread stays locked and ends with its goroutine, and the jail,
+		// started as the wrong owner, does not run.
+		if err == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		return errors.Join(err, fmt.Errorf("restore the thread's ids: %w", rerr))
+	}
+	runtime.UnlockOSThread()
+	return err
 }
 
 // setThreadIDs sets the effective uid and gid of the calling thread alone

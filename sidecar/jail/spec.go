@@ -87,6 +87,11 @@ type Spec struct {
 	// limit. The jail does not enforce them; init hands them to the sidecar.
 	MaxExecCount   int `json:"max_exec_count,omitempty"`
 	MaxExecSeconds int `json:"max_exec_seconds,omitempty"`
+
+	// Build, when set, makes the jail an image build rather than a
+	// sandbox (see Build): Image is bound writable and init runs the
+	// build's steps instead of the sidecar.
+	Build *Build `json:"build,omitempty"`
 }
 
 // Nested reports whether the sandbox user must live in a nested user
@@ -107,7 +112,7 @@ func (s Spec) withDefaults() Spec {
 	if s.TmpSize == 0 {
 		s.TmpSize = DefaultTmpSize
 	}
-	if s.SystemBinds == nil && s.Image == "" {
+	if s.SystemBinds == nil && s.Image == "" && s.Build == nil {
 		s.SystemBinds = DefaultSystemBinds()
 	}
 	if s.MaxProcs == 0 {

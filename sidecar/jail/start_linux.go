@@ -142,6 +142,12 @@ func sysProcAttr(spec Spec) *syscall.SysProcAttr {
 		// being SIGKILLed, and a restarted server re-adopts it by pid.
 		Setsid: true,
 	}
+	if spec.Build != nil {
+		// The caller's network namespace (Build), and no life beyond the
+		// thread that waits for it: nothing adopts a build.
+		attr.Cloneflags &^= unix.CLONE_NEWNET
+		attr.Pdeathsig = syscall.SIGKILL
+	}
 	if spec.Nested() {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
@@ -207,6 +213,11 @@ type hostDir struct {
 }
 
 func hostDirs(spec Spec) []hostDir {
+	if spec.Build != nil {
+		// A build's root, writable; Setup splits it into top-level binds.
+		// Not idmapped here: its layers are (server/images).
+		return []hostDir{{target: imageStage, source: spec.Image, attrs: rwAttrs, recursive: true}}
+	}
 	dirs := []hostDir{{target: RunDir, source: spec.RunDir, attrs: runAttrs}}
 	if spec.Image != "" {
 		// Detached as a whole by the driver, which can reach its state dir;
@@ -230,6 +241,15 @@ func (s Spec) validate() error {
 	if s.ID == "" {
 		return errors.New("validate jail spec: empty id")
 	}
+	if s.HostIDBase < 0 || (s.HostIDBase > 0 && s.HostIDBase < IDRange) {
+		return fmt.Errorf("validate jail spec: host id base %d overlaps the host's own ids", s.HostIDBase)
+	}
+	if s.HostIDBase > MaxHostIDBase {
+		return fmt.Errorf("validate jail spec: host id base %d leaves no room for %d ids", s.HostIDBase, IDRange)
+	}
+	if s.Build != nil {
+		return s.Build.validate(s)
+	}
 	required := map[string]string{"run dir": s.RunDir}
 	if s.WorkspaceTmpfs <= 0 {
 		required["workspace"] = s.Workspace
@@ -249,12 +269,6 @@ func (s Spec) validate() error {
 	}
 	if s.Outputs != "" && !filepath.IsAbs(s.Outputs) {
 		return fmt.Errorf("validate jail spec: outputs %q is not an absolute path", s.Outputs)
-	}
-	if s.HostIDBase < 0 || (s.HostIDBase > 0 && s.HostIDBase < IDRange) {
-		return fmt.Errorf("validate jail spec: host id base %d overlaps the host's own ids", s.HostIDBase)
-	}
-	if s.HostIDBase > MaxHostIDBase {
-		return fmt.Errorf("validate jail spec: host id base %d leaves no room for %d ids", s.HostIDBase, IDRange)
 	}
 	return nil
 }
