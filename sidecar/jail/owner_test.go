@@ -142,8 +142,11 @@ func nsOwner(pid int) (int, error) {
 // BenchmarkStartOwned and BenchmarkStartRootOwned start /bin/true as a
 // jail's init is started, with and without the owner switch: the
 // difference is what a non-root namespace owner costs each create.
-func BenchmarkStartOwned(b *testing.B)     { benchmarkStart(b, startOwned) }
-func BenchmarkStartRootOwned(b *testing.B) { benchmarkStart(b, func(c *exec.Cmd, _ Spec) error { return c.Start() }) }
+func BenchmarkStartOwned(b *testing.B) { benchmarkStart(b, startOwned) }
+
+func BenchmarkStartRootOwned(b *testing.B) {
+	benchmarkStart(b, func(c *exec.Cmd, _ Spec) error { return c.Start() })
+}
 
 func benchmarkStart(b *testing.B, start func(*exec.Cmd, Spec) error) {
 	if os.Geteuid() != 0 {
