@@ -284,10 +284,10 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 		}
 	}()
 	p, err := d.prepare(spec, dir, lim)
-	defer p.lease.Close() // the jail holds its own copy once started
 	if err != nil {
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
+	defer p.lease.Close() // the jail holds its own copy once started
 	token, err := newToken()
 	if err != nil {
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)

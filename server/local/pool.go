@@ -285,10 +285,10 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 	spec.ID = name
 	lim, _ := d.limits(spec.Size)
 	p, err := d.prepare(spec, dir, lim)
-	defer p.lease.Close() // the jail holds its own copy once started
 	if err != nil {
 		return "", err
 	}
+	defer p.lease.Close() // the jail holds its own copy once started
 	done, err := d.start(p, token, dir, "--claimable")
 	if err != nil {
 		return "", err
