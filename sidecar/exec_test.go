@@ -193,23 +193,33 @@ func TestExecOutputCaps(t *testing.T) {
 		wantInfo      api.ExecOutputInfo
 	}{
 		{
-			"stdout over the cap runs on", api.ExecRequest{Command: "head -c 5242880 /dev/zero; echo after >&2"}, 0, mib, 6,
+			"stdout over the cap runs on",
+			api.ExecRequest{Command: "head -c 5242880 /dev/zero; echo after >&2"},
+			0, mib, 6,
 			api.ExecOutputInfo{Truncated: true, StdoutBytes: 5 * mib, StderrBytes: 6, OutputLimitBytes: mib},
 		},
 		{
-			"stdout at the cap", api.ExecRequest{Command: "head -c 1048576 /dev/zero"}, 0, mib, 0,
+			"stdout at the cap",
+			api.ExecRequest{Command: "head -c 1048576 /dev/zero"},
+			0, mib, 0,
 			api.ExecOutputInfo{StdoutBytes: mib, OutputLimitBytes: mib},
 		},
 		{
-			"stderr over the cap, exit code kept", api.ExecRequest{Command: "head -c 1200000 /dev/zero >&2; exit 3"}, 3, 0, mib,
+			"stderr over the cap, exit code kept",
+			api.ExecRequest{Command: "head -c 1200000 /dev/zero >&2; exit 3"},
+			3, 0, mib,
 			api.ExecOutputInfo{Truncated: true, StderrBytes: 1200000, OutputLimitBytes: mib},
 		},
 		{
-			"a cap of the request's own", api.ExecRequest{Command: "seq 1 1000; echo done", MaxOutputBytes: 10}, 0, 10, 0,
+			"a cap of the request's own",
+			api.ExecRequest{Command: "seq 1 1000; echo done", MaxOutputBytes: 10},
+			0, 10, 0,
 			api.ExecOutputInfo{Truncated: true, StdoutBytes: 3898, OutputLimitBytes: 10},
 		},
 		{
-			"stop at the cap", api.ExecRequest{Command: "head -c 3000000 /dev/zero; sleep 20", MaxOutputBytes: mib, OnOutputLimit: api.OutputLimitStop}, 137, mib, 0,
+			"stop at the cap",
+			api.ExecRequest{Command: "head -c 3000000 /dev/zero; sleep 20", MaxOutputBytes: mib, OnOutputLimit: api.OutputLimitStop},
+			137, mib, 0,
 			api.ExecOutputInfo{Truncated: true, OutputLimitBytes: mib, StopReason: api.StopReasonOutputLimit},
 		},
 	}
@@ -411,7 +421,8 @@ func TestExecStream(t *testing.T) {
 			"truncated: the stream stops at the cap, the exit event says so",
 			`{"command":"seq 1 1000; echo done >&2","max_output_bytes":10}`,
 			[]api.ExecEvent{
-				{Type: "stdout", Data: "1\n2\n3\n4\n5\n"}, {Type: "stderr", Data: "done\n"},
+				{Type: "stdout", Data: "1\n2\n3\n4\n5\n"},
+				{Type: "stderr", Data: "done\n"},
 				{Type: "exit", ExecOutputInfo: api.ExecOutputInfo{Truncated: true, StdoutBytes: 3893, StderrBytes: 5, OutputLimitBytes: 10}},
 			},
 		},
