@@ -16,6 +16,7 @@ import (
 	"github.com/boxkite/boxkite/internal/secretfile"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
+	"github.com/boxkite/boxkite/server/local"
 )
 
 // envPrefix names every flag's environment twin: --state-dir ↔ BOXKITE_SERVER_STATE_DIR.
@@ -72,6 +73,12 @@ type options struct {
 	reaperInterval  time.Duration
 	warmPool        int
 	version         bool
+
+	// The local driver's host id ranges (local.Config.IDRange*; 0 or ""
+	// means the driver's default).
+	idRangeDir   string
+	idRangeFirst int
+	idRangeCount int
 
 	// The kube driver (--driver kube).
 	kubeconfig   string
@@ -153,6 +160,9 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 		})
 	}
 	fs.StringVar(&o.secretsDir, "secrets-dir", "", "`directory` holding any of the files bootstrap-api-key, jwt-secret and bastion-key (a mounted Kubernetes Secret)")
+	fs.StringVar(&o.idRangeDir, "id-range-dir", "", "local driver as root: `directory` of the host id range leases, shared by every boxkite server of the host (default "+local.DefaultIDRangeDir+")")
+	fs.IntVar(&o.idRangeFirst, "id-range-first", 0, fmt.Sprintf("local driver as root: first host uid and gid of the sandboxes' id ranges, a multiple of 65536 (0: %d)", local.DefaultIDRangeFirst))
+	fs.IntVar(&o.idRangeCount, "id-range-count", 0, fmt.Sprintf("local driver as root: how many 65536-id ranges sandboxes and builds lease, at most one each (0: %d)", local.DefaultIDRangeCount))
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name != "version" {
@@ -254,6 +264,9 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	}
 	if o.warmPool < 0 {
 		return nil, usageErrorf("warm pool %d: must not be negative (0 means none)", o.warmPool)
+	}
+	if o.idRangeFirst < 0 || o.idRangeCount < 0 {
+		return nil, usageErrorf("id ranges: first %d and count %d must not be negative (0 means the default)", o.idRangeFirst, o.idRangeCount)
 	}
 	if o.maxConcurrent < 0 || o.maxConcurrentPerAccount < 0 || o.monthlySandboxHours < 0 {
 		return nil, usageErrorf("fair-use limits must not be negative (0 means no limit)")
