@@ -193,7 +193,7 @@ func logHint(path string, offset int64) string {
 func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string, keyPipe *os.File, recordedBastion string) error {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
-	cmd.ExtraFiles = []*os.File{keyPipe} // descriptor 3: serverArgs
+	cmd.ExtraFiles = []*os.File{keyPipe}                  // descriptor 3: serverArgs
 	cmd.Stdout, cmd.Stderr = app.IO.ErrOut, app.IO.ErrOut // server logs are chatter
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopTimeout

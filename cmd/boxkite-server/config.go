@@ -58,6 +58,7 @@ const defaultWarmPool = 2
 type options struct {
 	listen          string
 	db              string
+	dbFile          string // holds db; read by readSecrets
 	driver          string
 	stateDir        string
 	configFile      string
@@ -126,6 +127,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.SetOutput(out)
 	fs.StringVar(&o.listen, "listen", server.DefaultListen, "`address` to serve the API on")
 	fs.StringVar(&o.db, "db", "", "database: sqlite:PATH or postgres://user:pass@host/db (`dsn`; default sqlite:<state-dir>/boxkite.db)")
+	fs.StringVar(&o.dbFile, "db-file", "", "`file` (mode 0600) holding the --db DSN, for a DSN with a password")
 	fs.StringVar(&o.driver, "driver", "local", "sandbox `driver`: local (Linux namespaces) or kube (a pod per sandbox)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kube driver: kubeconfig `file` (default: the in-cluster service account)")
 	fs.StringVar(&o.namespace, "namespace", kube.DefaultNamespace, "kube driver: `namespace` the sandbox pods run in")
@@ -245,7 +247,10 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 			}
 		}
 	}
-	if o.db == "" {
+	switch {
+	case o.db != "" && o.dbFile != "":
+		return nil, usageErrorf("--db and --db-file both name the database; keep one")
+	case o.db == "" && o.dbFile == "":
 		o.db = "sqlite:" + filepath.Join(o.stateDir, "boxkite.db")
 	}
 	var l slog.Level
@@ -301,8 +306,16 @@ func readConfigFile(path string, fs *flag.FlagSet) (map[string]string, error) {
 	return out, nil
 }
 
-// readSecrets reads the secrets o names, by flag or in --secrets-dir.
+// readSecrets reads the secrets o names, by flag or in --secrets-dir,
+// and the DSN of --db-file.
 func readSecrets(o *options) error {
+	if o.dbFile != "" {
+		dsn, err := secretfile.Read(o.dbFile)
+		if err != nil {
+			return &usageError{msg: fmt.Sprintf("--db-file: %v", err), hint: "a secret file must be readable by the server's user only (chmod 600 FILE)"}
+		}
+		o.db = dsn
+	}
 	for _, sf := range secretFiles {
 		path := o.secretPaths[sf.flag]
 		if o.secretsDir != "" {

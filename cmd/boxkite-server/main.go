@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -170,7 +171,7 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "boxkite-server %s listening on http://%s (driver %s, db %s)\n",
-		buildVersion(), ln.Addr(), opts.driver, opts.db)
+		buildVersion(), ln.Addr(), opts.driver, redactDSN(opts.db))
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
@@ -311,4 +312,14 @@ func controlPlaneNamespace(kubeconfig string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// redactDSN is a database DSN fit for a log line: a password in a URL
+// becomes "xxxxx".
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	return u.Redacted()
 }

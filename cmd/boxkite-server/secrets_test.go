@@ -45,8 +45,12 @@ func TestSecretsFromFiles(t *testing.T) {
 		args                          []string
 		env                           map[string]string
 		wantKey, wantJWT, wantBastion string
+		wantDB                        string   // "" means the default
 		wantErr                       []string // substrings of the error and hint; nil: no error
 	}{
+		{name: "database DSN from a file", args: []string{"--db-file", write("dsn", "postgres://u:pw@127.0.0.1/db\n", 0o600)}, wantDB: "postgres://u:pw@127.0.0.1/db"},
+		{name: "db and db-file", args: []string{"--db", "sqlite:/x", "--db-file", keyFile}, wantErr: []string{"keep one"}},
+		{name: "DSN readable by others", args: []string{"--db-file", open}, wantErr: []string{"--db-file", "chmod 600"}},
 		{name: "flags", args: []string{"--bootstrap-key-file", keyFile, "--jwt-secret-file", jwtFile}, wantKey: key, wantJWT: jwt},
 		{name: "env twin of a file flag", env: map[string]string{"BOXKITE_SERVER_BASTION_KEY_FILE": jwtFile}, wantBastion: jwt},
 		{name: "secrets dir", args: []string{"--secrets-dir", secrets}, wantJWT: jwt, wantBastion: bastion},
@@ -82,6 +86,9 @@ func TestSecretsFromFiles(t *testing.T) {
 			if o.bootstrapKey != tt.wantKey || o.jwtSecret != tt.wantJWT || o.bastionKey != tt.wantBastion {
 				t.Errorf("secrets %q %q %q, want %q %q %q", o.bootstrapKey, o.jwtSecret, o.bastionKey, tt.wantKey, tt.wantJWT, tt.wantBastion)
 			}
+			if tt.wantDB != "" && o.db != tt.wantDB {
+				t.Errorf("db %q, want %q", o.db, tt.wantDB)
+			}
 		})
 	}
 }
@@ -97,5 +104,18 @@ func TestSecretInEnvExits(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "bxk_live_x") {
 		t.Errorf("stderr repeats the secret:\n%s", out.String())
+	}
+}
+
+func TestRedactDSN(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"postgres://u:pw@h:5432/db?sslmode=disable": "postgres://u:xxxxx@h:5432/db?sslmode=disable",
+		"postgres://h/db":                    "postgres://h/db",
+		"sqlite:/var/lib/boxkite/boxkite.db": "sqlite:/var/lib/boxkite/boxkite.db",
+	} {
+		if got := redactDSN(in); got != want {
+			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
