@@ -249,6 +249,11 @@ func (s *Server) dialPTY(r *http.Request, sb *Sandbox, readOnly bool) (*websocke
 			status = resp.StatusCode
 		}
 		s.log.ErrorContext(r.Context(), "dial sidecar pty", "sandbox", sb.ID, "status", status, "err", err)
+		if status == 0 {
+			if e := s.unreachable(r.Context(), sb); e.Code == api.CodeSandboxLost {
+				return nil, e
+			}
+		}
 		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not reach the sandbox's terminal").
 			WithHint("the sandbox may have stopped; check it with `boxkite session get`")
 	}

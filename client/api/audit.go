@@ -15,6 +15,9 @@ import (
 const (
 	LogSourceAgent         = "agent"          // an API call: exec, files, processes, …
 	LogSourceHumanTakeover = "human_takeover" // a person on the sandbox's terminal
+	// LogSourceSystem marks what the server itself records about a
+	// sandbox: that it was lost, frozen or thawed.
+	LogSourceSystem = "system"
 )
 
 // Page sizes of GET /v1/sandboxes/{id}/log.
