@@ -228,6 +228,7 @@ func (s *Server) routes() {
 	s.register("POST /v1/sandboxes/{id}/exec", credTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.register("GET /v1/sandboxes/{id}/takeover", credTakeover, s.takeover)
+	s.register("GET /v1/sandboxes/{id}/exec/interactive", credTakeover, s.execInteractive) // interactive.go
 	s.handle("POST /v1/sandboxes/{id}/takeover-token", s.createTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}", s.getRecording)
 	s.register("POST /v1/bastion/takeover-token", credBastion, s.bastionTakeoverToken)

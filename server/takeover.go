@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -223,16 +225,24 @@ func (s *Server) flushTypedInput(ctx context.Context, sb *Sandbox, g takeoverGra
 
 // dialPTY opens the sidecar's /pty over the sandbox's endpoint.
 func (s *Server) dialPTY(r *http.Request, sb *Sandbox, readOnly bool) (*websocket.Conn, error) {
+	q := url.Values{}
+	if readOnly {
+		q.Set("read_only", "1")
+	}
+	return s.dialSidecarWS(r, sb, "/pty", q, "could not reach the sandbox's terminal")
+}
+
+// dialSidecarWS opens a WebSocket route of the sidecar over the sandbox's
+// endpoint. A refusal is logged with the sidecar's status and becomes
+// 502 sandbox_failed with failMsg, or the sidecar's own error when it
+// answered with one (a bad cwd, an exhausted exec budget).
+func (s *Server) dialSidecarWS(r *http.Request, sb *Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error) {
 	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "sidecar client", "sandbox", sb.ID, "err", err)
 		return nil, sandboxFailed("reach")
 	}
-	q := url.Values{}
-	if readOnly {
-		q.Set("read_only", "1")
-	}
-	u := "ws://sidecar/pty"
+	u := "ws://sidecar" + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
@@ -247,17 +257,34 @@ func (s *Server) dialPTY(r *http.Request, sb *Sandbox, readOnly bool) (*websocke
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode
+			if e := sidecarRefusal(resp); e != nil {
+				return nil, e
+			}
 		}
-		s.log.ErrorContext(r.Context(), "dial sidecar pty", "sandbox", sb.ID, "status", status, "err", err)
+		s.log.ErrorContext(r.Context(), "dial sidecar websocket", "sandbox", sb.ID, "path", path, "status", status, "err", err)
 		if status == 0 {
 			if e := s.unreachable(r.Context(), sb); e.Code == api.CodeSandboxLost {
 				return nil, e
 			}
 		}
-		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not reach the sandbox's terminal").
+		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "%s", failMsg).
 			WithHint("the sandbox may have stopped; check it with `boxkite session get`")
 	}
 	return conn, nil
+}
+
+// sidecarRefusal is the sidecar's own error envelope from a refused
+// upgrade, when it is a client error worth passing on (4xx), else nil.
+func sidecarRefusal(resp *http.Response) *api.Error {
+	if resp.StatusCode < 400 || resp.StatusCode >= 500 || resp.Body == nil {
+		return nil
+	}
+	var env api.ErrorEnvelope
+	if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&env) != nil || env.Error == nil || env.Error.Code == "" {
+		return nil
+	}
+	env.Error.Status = resp.StatusCode
+	return env.Error
 }
 
 // relayPTY copies frames between the client (down) and the sidecar (up)

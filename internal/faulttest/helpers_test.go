@@ -3,7 +3,6 @@ package faulttest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -64,13 +63,6 @@ func poll(t *testing.T, what string, budget time.Duration, cond func() bool) tim
 	}
 }
 
-// apiCode is the stable code of an API error, or "".
-func apiCode(err error) string {
-	if e, ok := errors.AsType[*api.Error](err); ok {
-		return e.Code
-	}
-	return ""
-}
 
 // wholeLog reads every entry of a sandbox's log and the head the first
 // page reported.
