@@ -184,7 +184,13 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	entries, total, err := s.store.ExecLog(r.Context(), sb.ID, limit, offset)
+	return s.writeLogPage(w, r, sb.ID, limit, offset)
+}
+
+// writeLogPage answers with a page of the audit chain of id: a sandbox's,
+// or an image build's.
+func (s *Server) writeLogPage(w http.ResponseWriter, r *http.Request, id string, limit, offset int) error {
+	entries, total, err := s.store.ExecLog(r.Context(), id, limit, offset)
 	if err != nil {
 		return fmt.Errorf("read exec log: %w", err)
 	}
