@@ -84,7 +84,7 @@ var rules = map[string]depRule{
 	"cmd/boxkite-sidecar": {ours: []string{"sidecar", "sidecar/jail", "client/api"}, forbidden: merge(clientGo, sqlDriver, map[string]string{"github.com/spf13/cobra": "the sidecar binary stays small"})},
 	"cmd/boxkite-server":  {anyOurs: true, forbidden: map[string]string{"cli": "the server never links the CLI", "tui": "the server never links the TUI"}},
 	"cmd/boxkite-mcp":     {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "boxkite-mcp is a client of the control plane", "cli": "boxkite-mcp does not link the CLI", "tui": "no TUI in the MCP server"})},
-	"cmd/bastion":         {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "the bastion is a client of the control plane", "cli": "the bastion does not link the CLI"})},
+	"cmd/boxkite-bastion": {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "the bastion is a client of the control plane", "cli": "the bastion does not link the CLI"})},
 }
 
 func isStd(path string) bool {

@@ -53,6 +53,7 @@ func routeDocs() []routeDoc {
 		{pattern: "DELETE /v1/sandboxes/{id}", summary: "Destroy a sandbox", status: http.StatusNoContent},
 		{pattern: "POST /v1/sandboxes/{id}/extend", summary: "Push a sandbox's expiry out, within the server's ceiling", request: api.ExtendSandboxRequest{}, response: api.Sandbox{}},
 		{pattern: "POST /v1/sandboxes/{id}/exec", summary: "Run a shell command; with Accept: application/x-ndjson the output streams as ExecEvent lines", request: api.ExecRequest{}, response: api.ExecResult{}},
+		{pattern: "GET /v1/sandboxes/{id}/exec/interactive", summary: "WebSocket: a command (or the sftp subsystem) with streamed stdin, on a PTY or pipes (binary frames prefixed by stream; text frames for resize, eof and exit)", auth: authKeyQuery, status: http.StatusSwitchingProtocols, query: []string{"command", "subsystem", "tty", "cols", "rows", "term", "cwd"}},
 		{pattern: "GET /v1/sandboxes/{id}/takeover", summary: "WebSocket relay to the sandbox's terminal (binary frames; text frames for resize)", auth: authKeyQuery, status: http.StatusSwitchingProtocols, query: []string{"token", "read_only"}},
 		{pattern: "GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}", summary: "A takeover's asciicast v2 recording (servers started with takeover recording on); works after the sandbox is gone", produces: "application/x-asciicast"},
 		{pattern: "POST /v1/sandboxes/{id}/takeover-token", summary: "Mint a single-use takeover token, valid 30 s (admin keys only)", request: api.TakeoverTokenRequest{}, response: api.TakeoverToken{}},

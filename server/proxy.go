@@ -123,6 +123,9 @@ func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sid
 	ct := resp.Header.Get("Content-Type")
 	events := strings.HasPrefix(ct, "text/event-stream") || strings.HasPrefix(ct, api.ContentTypeNDJSON)
 	if events {
+		// Sent chunked: the server may end a stream with an event of its
+		// own (an error), so the sidecar's length is not the client's.
+		w.Header().Del("Content-Length")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Accel-Buffering", "no") // tell reverse proxies in front not to buffer
 	}

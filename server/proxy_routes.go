@@ -181,14 +181,17 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			}
 			return err
 		}
+		if err := s.auditOpen(); err != nil {
+			return err
+		}
 		// Audited: the end of the answer waits for the entry (exec_hold.go).
 		hw := newTailHolder(w)
 		err = s.forward(hw, r, sb, c)
 		if errors.Is(err, errStreamBroken) {
 			s.abortResponse(r, err)
 		}
-		defer hw.release()
 		if err != nil || c.status/100 != 2 {
+			hw.release()
 			return err
 		}
 		x.call = c
@@ -199,11 +202,15 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 		if rt.detail != nil {
 			detail = rt.detail(x)
 		}
-		s.audit(r.Context(), auditRecord{
+		err = s.audit(r.Context(), auditRecord{
 			sb: sb, operation: rt.op, detail: detail,
 			exitCode: x.exitCode, outputTruncated: x.outputTruncated,
 			started: started, duration: s.now().Sub(started),
 		})
+		if err != nil {
+			return hw.fail(withOutcome(err, map[string]any{"status": c.status}))
+		}
+		hw.release()
 		return nil
 	}
 }

@@ -78,11 +78,15 @@ func (re *realEnv) path(rest string) string { return sandboxPath(re.sb.ID, rest)
 // with VerifyExecLog.
 func (re *realEnv) entries() []*server.ExecLogEntry {
 	re.t.Helper()
+	head, err := re.s.Store.ExecLogHead(context.Background(), re.sb.ID)
+	if err != nil {
+		re.t.Fatal(err)
+	}
 	all, _, err := re.s.Store.ExecLog(context.Background(), re.sb.ID, 10000, 0)
 	if err != nil {
 		re.t.Fatal(err)
 	}
-	if err := server.VerifyExecLog(all); err != nil {
+	if err := server.VerifyExecLog(all, head); err != nil {
 		re.t.Errorf("VerifyExecLog: %v", err)
 	}
 	return all

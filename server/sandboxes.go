@@ -33,6 +33,10 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "the database is not answering").
 			WithHint("check the server log and the --db setting")
 	}
+	// Not ready for audited work while the audit log cannot be written.
+	if err := s.auditOpen(); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, api.Health{Status: "ready", Version: s.cfg.Version})
 	return nil
 }

@@ -154,6 +154,7 @@ type Server struct {
 	// broker pushes new audit entries to watchers; allowlists caches
 	// compiled command allowlists; metrics backs /metrics.
 	broker         *broker
+	auditGate      *auditGate // closed while the store cannot commit entries (auditgate.go)
 	allowlists     *allowlistCache
 	metrics        *metrics
 	watchKeepAlive time.Duration
@@ -195,6 +196,7 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		sidecars:       newSidecarClients(),
 		touches:        newKeyToucher(),
 		broker:         newBroker(),
+		auditGate:      newAuditGate(),
 		allowlists:     newAllowlistCache(),
 		metrics:        m,
 		watchKeepAlive: DefaultWatchKeepAlive,
@@ -226,6 +228,7 @@ func (s *Server) routes() {
 	s.register("POST /v1/sandboxes/{id}/exec", credTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.register("GET /v1/sandboxes/{id}/takeover", credTakeover, s.takeover)
+	s.register("GET /v1/sandboxes/{id}/exec/interactive", credTakeover, s.execInteractive) // interactive.go
 	s.handle("POST /v1/sandboxes/{id}/takeover-token", s.createTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}", s.getRecording)
 	s.register("POST /v1/bastion/takeover-token", credBastion, s.bastionTakeoverToken)
@@ -276,7 +279,8 @@ func (s *Server) Init(ctx context.Context) error {
 
 // Run does the background work until ctx is done: the reaper destroys
 // expired sandboxes every ReaperInterval, sandboxes the driver reports gone
-// are marked lost (lost.go), API-key use times are written,
+// are marked lost (lost.go), audit entries the store refused are retried
+// (auditgate.go), API-key use times are written,
 // and, on a store shared with other servers, their audit entries are
 // passed on to this server's watchers. It returns nil when ctx is done.
 func (s *Server) Run(ctx context.Context) error {
@@ -294,6 +298,12 @@ func (s *Server) Run(ctx context.Context) error {
 		s.watchLost(ctx)
 	}()
 	defer func() { <-lostDone }()
+	auditDone := make(chan struct{})
+	go func() {
+		defer close(auditDone)
+		s.retryAudit(ctx)
+	}()
+	defer func() { <-auditDone }()
 	for {
 		select {
 		case <-ctx.Done():

@@ -37,6 +37,11 @@ type Options struct {
 	// Claimable serves POST /claim, which replaces Token once, for a
 	// sidecar waiting unused in a warm pool (claim.go).
 	Claimable bool
+	// SelfCommand returns the path and argv that run the sidecar binary
+	// with args (the sftp subsystem runs `boxkite-sidecar sftp-server`);
+	// nil means /proc/self/exe. A jail that starts the sidecar through the
+	// host's loader sets it (jail.ServeCommand).
+	SelfCommand func(args ...string) (path string, argv []string)
 }
 
 // RunAs says how commands drop to the sandbox user.
@@ -79,8 +84,9 @@ func New(opts Options) *Handler {
 func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /health", h.health) // no auth: probes and the driver's readiness wait
 	h.handle("POST /exec", h.budgeted(h.exec))
-	h.fileRoutes()    // files_routes.go: files, search, watch, raw and archive transfer
-	h.processRoutes() // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
+	h.handle("GET /exec/interactive", h.budgeted(h.execInteractive)) // interactive.go
+	h.fileRoutes()                                                   // files_routes.go: files, search, watch, raw and archive transfer
+	h.processRoutes()                                                // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
 	if h.opts.Claimable {
 		h.handle(claimPattern, h.claim) // claim.go: a warm-pool sidecar gets its sandbox's token
 	}

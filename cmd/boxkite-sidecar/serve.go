@@ -90,8 +90,9 @@ func runServe(args []string) error {
 	}
 	h := sidecar.New(sidecar.Options{
 		Token: token, Version: buildVersion(), Log: log, Workspace: f.workspace, RunAs: runAs, Env: env,
-		Tools:     sidecar.ToolLimits{MaxExecCount: f.budget[0], MaxExecSeconds: f.budget[1]},
-		Claimable: f.claimable,
+		Tools:       sidecar.ToolLimits{MaxExecCount: f.budget[0], MaxExecSeconds: f.budget[1]},
+		Claimable:   f.claimable,
+		SelfCommand: selfCommand,
 	})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 
