@@ -123,12 +123,12 @@ func (h *Handler) execSpec(req execRequest) (execSpec, error) {
 		}
 		// Checked here because a failed chdir in the child reads as
 		// "fork/exec /bin/sh: no such file or directory", blaming the shell.
-		if fi, err := os.Stat(dir); err != nil {
+		if !dir.exists {
 			return spec, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd does not exist: %s", req.Cwd)
-		} else if !fi.IsDir() {
+		} else if !dir.dir {
 			return spec, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd is not a directory: %s", req.Cwd)
 		}
-		spec.dir = dir
+		spec.dir = dir.host
 	}
 	env, err := commandEnv(h.env, req.Env)
 	if err != nil {

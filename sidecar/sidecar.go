@@ -61,6 +61,7 @@ type Handler struct {
 	auth      auth // the token, replaceable once by /claim (claim.go)
 	mux       *http.ServeMux
 	sess      *session // long-lived tools, budget and metrics; see process_routes.go
+	fsr       fsRoots  // the typed roots and who file work runs as; see resolve.go
 }
 
 // New returns a Handler for opts. It does no I/O.

@@ -96,7 +96,7 @@ func StatusOf(code string) int {
 		return http.StatusUnprocessableEntity
 	case CodeUnauthorized, CodeInvalidAPIKey, CodeSidecarAuth:
 		return http.StatusUnauthorized
-	case CodeForbidden:
+	case CodeForbidden, CodePermissionDenied:
 		return http.StatusForbidden
 	case CodeNotFound:
 		return http.StatusNotFound
