@@ -78,4 +78,3 @@ func mountExt4(t testing.TB, host string) string {
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 	return dir
 }
-
