@@ -241,7 +241,8 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 	}
 	driver, err := local.New(local.Config{
 		StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local"),
-		WarmPool: opts.warmPool,
+		WarmPool:   opts.warmPool,
+		IDRangeDir: opts.idRangeDir, IDRangeFirst: opts.idRangeFirst, IDRangeCount: opts.idRangeCount,
 	})
 	if err != nil {
 		return nil, err
