@@ -47,6 +47,15 @@ const (
 	// CodeAuditUnavailable (503): the audit store cannot commit entries, so
 	// the server refuses audited work until it can (it fails closed).
 	CodeAuditUnavailable = "audit_unavailable"
+
+	// Why an image build failed (Image.FailureCode, never an HTTP answer):
+	// a step failed (CodeImageBuildFailed), or the build's jail refused
+	// what a package tried: a connection to a host that is not one of the
+	// server's package sources (CodeImageBuildEgressRefused), or a write
+	// outside the image's directories (CodeImageBuildWriteRefused).
+	CodeImageBuildFailed        = "image_build_failed"
+	CodeImageBuildEgressRefused = "image_build_egress_refused"
+	CodeImageBuildWriteRefused  = "image_build_write_refused"
 )
 
 // Error is the body of every non-2xx response, inside an ErrorEnvelope, and
