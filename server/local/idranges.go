@@ -60,8 +60,9 @@ const (
 	LegacyIDBase = 200000
 )
 
-// errNoIDRange means every range is leased.
-var errNoIDRange = errors.New("no free host id range: every range of the layout is in use; delete sandboxes or raise the range count")
+// ErrNoIDRange means every range of the layout is leased: the host is at
+// capacity (Config.IDRangeCount sandboxes, pool members and builds).
+var ErrNoIDRange = errors.New("no free host id range: every range of the layout is in use; delete sandboxes or raise the range count")
 
 // idRanges leases host id ranges (see above).
 type idRanges struct {
@@ -164,7 +165,7 @@ func (r *idRanges) acquire(name string) (*idLease, error) {
 			return l, nil
 		}
 	}
-	return nil, errNoIDRange
+	return nil, ErrNoIDRange
 }
 
 // tryLease locks the lease file of the range at base; nil, nil when another
