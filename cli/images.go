@@ -130,7 +130,15 @@ func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image
 	}
 	fmt.Fprintln(app.IO.Out, img.ID)
 	if img.Status == api.ImageFailed {
-		return fmt.Errorf("image %s failed: %s", img.ID, img.FailureReason)
+		hint := img.FailureHint
+		if hint == "" {
+			hint = "see its log: `boxkite images logs " + img.ID + "`"
+		}
+		code := ""
+		if img.FailureCode != "" {
+			code = " (" + img.FailureCode + ")"
+		}
+		return &hintError{err: fmt.Errorf("image %s failed%s: %s", img.ID, code, img.FailureReason), hint: hint}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
 )
 
@@ -41,7 +42,10 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) noRoute(_ http.ResponseWriter, r *http.Request) error {
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) error {
+	if e := apihttp.MethodNotAllowed(w, r, s.mux, "/"); e != nil {
+		return e
+	}
 	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "no route for %s %s", r.Method, r.URL.Path)
 }
 

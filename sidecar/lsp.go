@@ -68,8 +68,7 @@ type lspServer struct {
 func (t *lspTable) start(ctx context.Context, language string) (*lspServer, error) {
 	argv := lspCommand(language)
 	if argv == nil {
-		return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest,
-			"unsupported language %q: use go, python or typescript", language)
+		return nil, api.Invalid("language", fmt.Sprintf("unsupported language %q: use go, python or typescript", language), "")
 	}
 	bin, err := lookPath(t.h.env, argv[0])
 	if err != nil {
@@ -331,7 +330,7 @@ func (h *Handler) lspCompletion(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Line < 0 || req.Character < 0 {
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "line and character are 0-based and must not be negative")
+		return api.Invalid("line", "line and character are 0-based and must not be negative", "")
 	}
 	doc, err := h.resolve(req.Path)
 	if err != nil {
