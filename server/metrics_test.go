@@ -3,7 +3,12 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"flag"
+	"maps"
 	"net/http"
+	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,5 +123,81 @@ func TestMetrics(t *testing.T) {
 	// The scrape itself is counted by the next one.
 	if got := scrape(t, e)[`boxkite_http_requests_total{route="GET /metrics",code="2xx"}`]; got != 1 {
 		t.Errorf("GET /metrics counted %v times, want 1", got)
+	}
+}
+
+// labelName finds the names in a sample's label block.
+var labelName = regexp.MustCompile(`(?:^|,)([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"`)
+
+var updateMetricsGolden = flag.Bool("update", false, "rewrite testdata/metrics_series.golden from this server's /metrics")
+
+// seriesNames is each metric family of a scrape with its type and the
+// label names of its samples: "boxkite_execs_total counter" or
+// "boxkite_http_requests_total counter {code,route}". Values are left out.
+func seriesNames(t *testing.T, e *env) []string {
+	t.Helper()
+	_, body := e.do("GET", "/metrics", "", nil)
+	kinds := map[string]string{}
+	labels := map[string]map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	for sc.Scan() {
+		line := sc.Text()
+		if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name, kind, _ := strings.Cut(f, " ")
+			kinds[name] = kind
+			labels[name] = map[string]bool{}
+			continue
+		}
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		series := line[:max(strings.LastIndexByte(line, ' '), 0)] // label values may hold spaces
+		name, rest, _ := strings.Cut(series, "{")
+		for fam := range kinds {
+			if name == fam || strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count") == fam {
+				name = fam
+			}
+		}
+		for _, m := range labelName.FindAllStringSubmatch(rest, -1) {
+			if labels[name] != nil {
+				labels[name][m[1]] = true
+			}
+		}
+	}
+	var out []string
+	for name, kind := range kinds {
+		s := name + " " + kind
+		if ls := slices.Sorted(maps.Keys(labels[name])); len(ls) > 0 {
+			s += " {" + strings.Join(ls, ",") + "}"
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMetricsSeriesKept: every metric family the hand-written exposition
+// served (testdata/metrics_series.golden, written from it with -update)
+// is still served, with its type and labels, by the client_golang one;
+// dashboards and alerts keep working.
+func TestMetricsSeriesKept(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	e.exec(e.KeyA, sb.ID, "true")
+	got := seriesNames(t, e)
+	const golden = "testdata/metrics_series.golden"
+	if *updateMetricsGolden {
+		if err := os.WriteFile(golden, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if !slices.Contains(got, want) {
+			t.Errorf("series %q of the golden is no longer served", want)
+		}
 	}
 }
