@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"flag"
+	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -52,7 +53,7 @@ func scrape(t *testing.T, e *env) map[string]float64 {
 		series := line[:i]
 		name, _, _ := strings.Cut(series, "{")
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
-		if typed[name] == "" && typed[base] != "histogram" {
+		if typed[name] == "" && typed[base] != "histogram" && typed[base] != "summary" {
 			t.Errorf("sample %q has no TYPE line", line)
 		}
 		out[series] = v
@@ -79,10 +80,10 @@ func TestMetrics(t *testing.T) {
 		series string
 		want   float64
 	}{
-		{`boxkite_http_requests_total{route="POST /v1/sandboxes",code="2xx"}`, 2},
-		{`boxkite_http_requests_total{route="POST /v1/sandboxes/{id}/exec",code="2xx"}`, 2},
-		{`boxkite_http_requests_total{route="GET /v1/sandboxes/{id}",code="4xx"}`, 1},
-		{`boxkite_http_requests_total{route="DELETE /v1/sandboxes/{id}",code="2xx"}`, 1},
+		{`boxkite_http_requests_total{code="2xx",route="POST /v1/sandboxes"}`, 2},
+		{`boxkite_http_requests_total{code="2xx",route="POST /v1/sandboxes/{id}/exec"}`, 2},
+		{`boxkite_http_requests_total{code="4xx",route="GET /v1/sandboxes/{id}"}`, 1},
+		{`boxkite_http_requests_total{code="2xx",route="DELETE /v1/sandboxes/{id}"}`, 1},
 		{`boxkite_http_request_duration_seconds_count{route="POST /v1/sandboxes/{id}/exec"}`, 2},
 		{`boxkite_http_request_duration_seconds_bucket{route="POST /v1/sandboxes/{id}/exec",le="+Inf"}`, 2},
 		{`boxkite_sandboxes_active`, 1},
@@ -105,6 +106,12 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", tt.series, got, tt.want)
 		}
 	}
+	// The Go and process collectors: goroutines, threads, memory, fds.
+	for _, name := range []string{"go_goroutines", "go_threads", "go_memstats_heap_alloc_bytes", "process_open_fds", "process_max_fds", "process_resident_memory_bytes"} {
+		if m[name] <= 0 {
+			t.Errorf("%s = %v, want a positive reading", name, m[name])
+		}
+	}
 	// Buckets are cumulative.
 	prev := -1.0
 	for _, le := range []string{"0.001", "0.01", "0.1", "1", "10", "300", "+Inf"} {
@@ -121,7 +128,7 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	// The scrape itself is counted by the next one.
-	if got := scrape(t, e)[`boxkite_http_requests_total{route="GET /metrics",code="2xx"}`]; got != 1 {
+	if got := scrape(t, e)[`boxkite_http_requests_total{code="2xx",route="GET /metrics"}`]; got != 1 {
 		t.Errorf("GET /metrics counted %v times, want 1", got)
 	}
 }
@@ -198,6 +205,34 @@ func TestMetricsSeriesKept(t *testing.T) {
 	for _, want := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if !slices.Contains(got, want) {
 			t.Errorf("series %q of the golden is no longer served", want)
+		}
+	}
+}
+
+// poolDriver is a fake driver with metrics of its own, as the kube
+// driver's warm pool has.
+type poolDriver struct{ *fakeDriver }
+
+func (poolDriver) WriteMetrics(w io.Writer) {
+	io.WriteString(w, "# HELP boxkite_test_pool_ready Warm things.\n# TYPE boxkite_test_pool_ready gauge\nboxkite_test_pool_ready 3\n")
+}
+
+// TestMetricsIncludeDriver: a driver's own metrics join the registry's in
+// one exposition.
+func TestMetricsIncludeDriver(t *testing.T) {
+	srv, err := server.New(server.Config{}, openStore(t, t.TempDir()), poolDriver{&fakeDriver{}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(httptestServer(t, srv) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"\nboxkite_test_pool_ready 3\n", "# TYPE boxkite_test_pool_ready gauge", "\nboxkite_sandboxes_active 0\n"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
 		}
 	}
 }
