@@ -280,8 +280,10 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	}
 	if o.adminListen != "" {
 		if err := checkLoopback(o.adminListen); err != nil {
-			return nil, &usageError{msg: fmt.Sprintf("--admin-listen %s: %v", o.adminListen, err),
-				hint: "profiles expose the server's memory; serve them on loopback (127.0.0.1:6060) and reach them over SSH"}
+			return nil, &usageError{
+				msg:  fmt.Sprintf("--admin-listen %s: %v", o.adminListen, err),
+				hint: "profiles expose the server's memory; serve them on loopback (127.0.0.1:6060) and reach them over SSH",
+			}
 		}
 	}
 	return o, nil
