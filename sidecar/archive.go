@@ -75,6 +75,7 @@ func (h *Handler) putArchive(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	x := &extractor{v: v, dest: dest.cur}
+	defer x.close()
 	br := bufio.NewReader(r.Body)
 	var src io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -99,6 +100,9 @@ func (h *Handler) putArchive(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	x.finish()
+	if err := x.sync(); err != nil {
+		return fileError(err, "write to", p)
+	}
 	return writeJSON(w, http.StatusOK, x.result)
 }
 
@@ -121,6 +125,10 @@ type extractor struct {
 	dest   *cursor // the destination directory
 	dirs   []dirMeta
 	result api.ArchiveResult
+	// written holds, per filesystem an entry went to (the destination may
+	// hold a volume's mount), a descriptor opened before the first write
+	// there, to sync it once at the end.
+	written map[uint64]int
 }
 
 // dirMeta is a directory's mode and mtime, applied once its contents are in:
@@ -161,7 +169,7 @@ func (x *extractor) entry(hdr *tar.Header, body io.Reader) error {
 		return x.dir(hdr, name, dir, base)
 	case tar.TypeReg:
 		meta := fileMeta{mode: entryMode(hdr.Mode), mtime: hdr.ModTime}
-		n, err := x.v.writeFile(&target{cur: dir, name: base}, name, body, meta)
+		n, err := x.v.writeFile(&target{cur: dir, name: base}, name, body, meta, syncLater)
 		if err != nil {
 			return err
 		}
@@ -201,6 +209,10 @@ func (x *extractor) place(name string) (*cursor, string, error) {
 			}
 		}
 		dir = t.cur
+		if err := x.track(dir.dir()); err != nil {
+			dir.close()
+			return err
+		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(dir.dir(), base, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && uint32(st.Mode)&unix.S_IFMT != unix.S_IFDIR {
 			if err := unix.Unlinkat(dir.dir(), base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
@@ -339,6 +351,48 @@ func (x *extractor) hardlink(hdr *tar.Header, name string, dir *cursor, base str
 	}
 	x.result.Files++
 	return nil
+}
+
+// track remembers the filesystem of the directory dir for sync. The
+// descriptor is opened before anything is written there: syncfs reports
+// the write-back errors a filesystem met since the descriptor was opened.
+// It is opened as the sidecar ("." beneath a held directory: no name is
+// looked up), since the sandbox user need not be able to read it.
+func (x *extractor) track(dir int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(dir, &st); err != nil {
+		return fmt.Errorf("stat directory: %w", err)
+	}
+	if _, ok := x.written[uint64(st.Dev)]; ok {
+		return nil
+	}
+	fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open directory to sync: %w", err)
+	}
+	if x.written == nil {
+		x.written = map[uint64]int{}
+	}
+	x.written[uint64(st.Dev)] = fd
+	return nil
+}
+
+// sync makes everything the extraction wrote durable before it is
+// acknowledged: one syncfs per filesystem written to flushes every file
+// and directory entry, and reports what failed to reach the disk.
+func (x *extractor) sync() error {
+	for _, fd := range x.written {
+		if err := syncFS(fd); err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+	}
+	return nil
+}
+
+func (x *extractor) close() {
+	for _, fd := range x.written {
+		unix.Close(fd)
+	}
 }
 
 // finish gives directories their modes and mtimes, deepest first, so

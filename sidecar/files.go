@@ -51,7 +51,7 @@ func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := v.writeFile(t, req.Path, strings.NewReader(req.Content), meta)
+	n, err := v.writeFile(t, req.Path, strings.NewReader(req.Content), meta, syncNow)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := bytes.ReplaceAll(b, old, []byte(req.NewStr))
-	if _, err := v.writeFile(t, req.Path, bytes.NewReader(out), meta); err != nil {
+	if _, err := v.writeFile(t, req.Path, bytes.NewReader(out), meta, syncNow); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, api.StrReplaceResult{Path: t.virt(), Replaced: true, Occurrences: n})
@@ -263,7 +263,7 @@ func (h *Handler) presentOne(v *fsView, p string, hasOutputs bool) (api.Presente
 		if err != nil {
 			return api.PresentedFile{}, false, err
 		}
-		if _, err := v.writeFile(dst, dst.virt(), f, meta); err != nil {
+		if _, err := v.writeFile(dst, dst.virt(), f, meta, syncNow); err != nil {
 			return api.PresentedFile{}, false, err
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {

@@ -36,8 +36,31 @@ func fileError(err error, verb, p string) error {
 			WithHint("file routes act with the sandbox user's rights (uid 1001), as its commands do; check the owner and mode with exec (ls -l), or use another path")
 	case errors.Is(err, errChanged):
 		return resolveError(err, p)
+	case storageFull(err, verb):
+		return api.Errorf(http.StatusInsufficientStorage, api.CodeInsufficientStorage, "Cannot %s %s: %v; nothing was written", verb, p, errnoOf(err)).
+			WithHint("the sandbox's disk (its storage_gb quota) or the host's disk is full: free space in the sandbox, e.g. delete files with exec, or create the sandbox with a larger storage_gb")
 	}
 	return fmt.Errorf("%s %s: %w", verb, p, err)
+}
+
+// storageFull reports whether err means the storage could not take a
+// write: ENOSPC, EDQUOT, and the EIO an inner filesystem sees when the
+// host cannot grow its loop-backed image. EIO while reading is a failing
+// disk, not a full one.
+func storageFull(err error, verb string) bool {
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		return true
+	}
+	return errors.Is(err, unix.EIO) && verb != "read" && verb != "reach" && verb != "watch"
+}
+
+// errnoOf returns the system error inside err, for a message that says
+// what the kernel said without the sidecar's internal wrapping.
+func errnoOf(err error) error {
+	if errno, ok := errors.AsType[unix.Errno](err); ok {
+		return errno
+	}
+	return err
 }
 
 // fileMeta is what a written file gets: an overwrite keeps the mode and
@@ -144,15 +167,31 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// durability says how writeFile makes a write durable before it returns.
+type durability int
+
+const (
+	// syncNow fsyncs the file, then, after the rename, every directory the
+	// write changed.
+	syncNow durability = iota
+	// syncLater leaves flushing to the caller, which syncs each filesystem
+	// it wrote to once (an archive's extraction: one syncfs instead of an
+	// fsync per entry).
+	syncLater
+)
+
 // writeFile replaces the target's file with what src yields, atomically: a
 // temp file in the same directory is written, given meta's mode and owner,
-// and renamed over the name. Missing parents are created. It returns the
-// bytes written. p names the target in messages.
-func (v *fsView) writeFile(t *target, p string, src io.Reader, meta fileMeta) (int64, error) {
+// and renamed over the name. Missing parents are created. With syncNow
+// nothing is acknowledged before it is on disk: a full or failing disk is
+// a 507, never a success. It returns the bytes written. p names the target
+// in messages.
+func (v *fsView) writeFile(t *target, p string, src io.Reader, meta fileMeta, dur durability) (int64, error) {
 	var (
 		f   *os.File
 		tmp string
 	)
+	changed := len(t.cur.fds) - 1 // the first directory that gets a new entry
 	err := v.user.do(func() (err error) {
 		if err := v.makeDirs(t); err != nil {
 			return err
@@ -169,11 +208,17 @@ func (v *fsView) writeFile(t *target, p string, src io.Reader, meta fileMeta) (i
 	if err == nil {
 		err = v.user.do(func() error { return settle(f, meta) })
 	}
+	if err == nil && dur == syncNow {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close: %w", cerr)
 	}
 	if err == nil {
 		err = v.user.do(func() error { return unix.Renameat(dir, tmp, dir, t.name) })
+	}
+	if err == nil && dur == syncNow {
+		err = syncDirs(t.cur.fds[changed:])
 	}
 	if err != nil {
 		_ = v.user.do(func() error { return unix.Unlinkat(dir, tmp, 0) })
@@ -183,6 +228,26 @@ func (v *fsView) writeFile(t *target, p string, src io.Reader, meta fileMeta) (i
 		return 0, fileError(err, "write to", p)
 	}
 	return n, nil
+}
+
+// syncDirs fsyncs the directories held by dirs, so entries created or
+// renamed in them survive a crash. A directory is opened for that through
+// its descriptor ("." beneath it: no name is looked up) as the sidecar
+// itself, since fsync needs a readable descriptor and the sandbox user may
+// be allowed to write a directory it cannot read.
+func syncDirs(dirs []int) error {
+	for _, d := range dirs {
+		fd, err := unix.Openat(d, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open directory to sync: %w", err)
+		}
+		err = unix.Fsync(fd)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("sync directory: %w", err)
+		}
+	}
+	return nil
 }
 
 // settle gives a written temp file its owner, mode and mtime.

@@ -57,3 +57,8 @@ func openBeneath(dir int, comps []string, flags int) (int, error) {
 	}
 	return openEachBeneath(dir, comps, flags)
 }
+
+// syncFS flushes the filesystem holding fd: data, metadata and the
+// journal, and since Linux 5.8 it reports write-back errors met since fd
+// was opened.
+func syncFS(fd int) error { return unix.Syncfs(fd) }

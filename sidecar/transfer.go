@@ -44,7 +44,7 @@ func (h *Handler) putRaw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	n, err := v.writeFile(t, p, r.Body, meta)
+	n, err := v.writeFile(t, p, r.Body, meta, syncNow)
 	if err != nil {
 		return err
 	}
