@@ -85,7 +85,7 @@ func writeLsTable(w io.Writer, entries []api.LsEntry, color bool) error {
 		return nil
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, "SIZE\tMODIFIED\tPATH"))
+	tw.Header(color, "SIZE\tMODIFIED\tPATH")
 	for _, e := range entries {
 		size := "-"
 		if !e.IsDir {

@@ -73,7 +73,7 @@ func writeRows[T any](w io.Writer, color bool, header string, items []T, row fun
 		return nil
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, header))
+	tw.Header(color, header)
 	for _, it := range items {
 		fmt.Fprintln(tw, strings.Join(row(it, now), "\t"))
 	}

@@ -86,7 +86,7 @@ func writeLogTable(w io.Writer, entries []api.LogEntry, color bool) error {
 		return nil
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, "TIME\tSOURCE\tOPERATION\tEXIT\tDURATION\tDETAIL"))
+	tw.Header(color, "TIME\tSOURCE\tOPERATION\tEXIT\tDURATION\tDETAIL")
 	for _, e := range entries {
 		exit := "-"
 		if e.ExitCode != nil {

@@ -167,7 +167,7 @@ func newSessionLsCmd(app *App) *cobra.Command {
 // writeSandboxTable prints sandboxes as aligned columns, times relative to now.
 func writeSandboxTable(w io.Writer, sbs []api.Sandbox, now time.Time, color bool) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, "ID\tSTATUS\tLABEL\tSIZE\tAGE\tEXPIRES"))
+	tw.Header(color, "ID\tSTATUS\tLABEL\tSIZE\tAGE\tEXPIRES")
 	for _, sb := range sbs {
 		label := sb.Label
 		if label == "" {
