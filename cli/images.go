@@ -187,7 +187,7 @@ func newImagesLogsCmd(app *App) *cobra.Command {
 				return err
 			}
 			if err := c.ImageLogs(cmd.Context(), args[0], follow, app.IO.Out); err != nil {
-				return fmt.Errorf("image logs: %w", err)
+				return listHint(cmd, fmt.Errorf("image logs: %w", err))
 			}
 			return nil
 		},
