@@ -26,8 +26,11 @@ func newImagesCmd(app *App) *cobra.Command {
 archive, or build one from the host's system plus packages.`,
 		GroupID: groupSandboxes,
 	})
-	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app), newGetCmd(app, "image", (*client.Client).GetImage),
-		newImagesLogsCmd(app), newRmCmd(app, "image", "Remove an image no sandbox boots from", true, (*client.Client).DeleteImage))
+	ids := completeImages(app)
+	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app),
+		withArgs(newGetCmd(app, "image", (*client.Client).GetImage), ids),
+		withArgs(newImagesLogsCmd(app), ids),
+		withArgs(newRmCmd(app, "image", "Remove an image no sandbox boots from", true, (*client.Client).DeleteImage), ids))
 	return cmd
 }
 

@@ -90,6 +90,9 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 	// today, and help should not advertise what cannot work.
 	_ = f.MarkHidden("secret")
 	out.register(cmd)
+	cmd.RegisterFlagCompletionFunc("image", completeImages(app))
+	cmd.RegisterFlagCompletionFunc("volume", completeVolumes(app, "="))
+	cmd.RegisterFlagCompletionFunc("mcp-connection", completeMCPConnections(app, true))
 	cmd.RegisterFlagCompletionFunc("size", cobra.FixedCompletions([]string{api.SizeSmall, api.SizeMedium, api.SizeLarge}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
