@@ -91,7 +91,7 @@ func newImagesImportCmd(app *App) *cobra.Command {
 			}
 			f, err := os.Open(args[0])
 			if err != nil {
-				return fmt.Errorf("import image: %w", err)
+				return &hintError{err: fmt.Errorf("import image: %w", err), hint: "give the path of an image archive, e.g. from 'docker save IMAGE > img.tar'"}
 			}
 			defer f.Close()
 			c, err := app.Client()
@@ -102,7 +102,7 @@ func newImagesImportCmd(app *App) *cobra.Command {
 			defer cancel()
 			img, err := c.ImportImage(ctx, label, f)
 			if err != nil {
-				return fmt.Errorf("import image: %w", err)
+				return withHint(fmt.Errorf("import image: %w", err), importHint)
 			}
 			return finishImage(cmd.Context(), app, c, img, wait, asJSON)
 		},
@@ -133,9 +133,24 @@ func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image
 	}
 	fmt.Fprintln(app.IO.Out, img.ID)
 	if img.Status == api.ImageFailed {
-		return fmt.Errorf("image %s failed: %s", img.ID, img.FailureReason)
+		hint := "its log says why: 'boxkite images logs " + img.ID + "'"
+		if img.Source != api.ImageSourceBuild {
+			hint = importHint
+		}
+		return &hintError{err: fmt.Errorf("image %s failed: %s", img.ID, img.FailureReason), hint: hint}
 	}
 	return nil
+}
+
+// importHint is what an import that failed gets told.
+const importHint = "import takes an OCI image layout tar or a 'docker save' archive (.tar or .tar.gz), e.g. 'docker save python:3.12-slim > py.tar'"
+
+// withHint gives err hint unless it has one of its own (the server's).
+func withHint(err error, hint string) error {
+	if hintOf(err) != "" {
+		return err
+	}
+	return &hintError{err: err, hint: hint}
 }
 
 // waitImage polls img until it is completed or failed, reporting each
