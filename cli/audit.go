@@ -202,9 +202,13 @@ func newAllowlistCmd(app *App) *cobra.Command {
 Python interpreter may run in the account's sandboxes (the interpreter
 counts as python3 -c CODE): each program must be listed, optionally with
 regular expressions its arguments must (args_allow) or must not (args_deny)
-match. Command substitution, heredocs, process substitution and wrappers
-that hide what they run are refused. No list means every command is
-allowed. It is a guardrail for agents, not a security boundary.`,
+match. A rule names a program ("ls", found through the sandbox's fixed
+PATH) or an absolute path ("/usr/bin/ls", allowing that path only); a
+program written with a slash (./bin/ls) needs a rule naming exactly its
+path. Command substitution, heredocs, process substitution, wrappers that
+hide what they run, and assignments to PATH, LD_*, BASH_ENV, IFS and the
+like are refused. No list means every command is allowed. It is a
+guardrail for agents, not a security boundary: see docs/audit.md.`,
 		GroupID: groupSettings,
 	})
 	cmd.AddCommand(newAllowlistGetCmd(app), newAllowlistSetCmd(app), newAllowlistClearCmd(app))
@@ -265,10 +269,10 @@ func newAllowlistSetCmd(app *App) *cobra.Command {
 		Use:   "set FILE",
 		Short: "Replace the command allowlist with the rules in a JSON file",
 		Long: `Replace the command allowlist with the rules in FILE ("-" reads standard
-input): a JSON array (or {"rules": [...]}) of program names and objects
-{"command": "curl", "args_allow": ["^https://api\\.example\\.com/"],
+input): a JSON array (or {"rules": [...]}) of program names or absolute
+paths, and objects {"command": "curl", "args_allow": ["^https://api\\.example\\.com/"],
 "args_deny": ["--upload-file"]}. Patterns are RE2 regular expressions,
-matched case-insensitively anywhere in the arguments. At most 50 rules and
+matched case-insensitively anywhere in the arguments as written. At most 50 rules and
 200 characters a pattern. Needs an admin key.`,
 		Example: `  echo '["ls", "cat", "python3", {"command": "git", "args_allow": ["^(status|diff|log)"]}]' > rules.json
   boxkite allowlist set rules.json`,

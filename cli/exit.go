@@ -148,6 +148,8 @@ func apiExitCode(e *api.Error) int {
 		return exitLimit
 	case api.CodeSidecarAuth, api.CodeSidecarNotReady:
 		return exitError // between the server and a sandbox, not the user's credentials
+	case api.CodePermissionDenied:
+		return exitError // a file the sandbox user may not touch, not the caller's credentials
 	}
 	switch e.Status {
 	case 404:

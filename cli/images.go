@@ -133,11 +133,19 @@ func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image
 	}
 	fmt.Fprintln(app.IO.Out, img.ID)
 	if img.Status == api.ImageFailed {
-		hint := "its log says why: 'boxkite images logs " + img.ID + "'"
-		if img.Source != api.ImageSourceBuild {
+		hint := img.FailureHint
+		switch {
+		case hint != "":
+		case img.Source == api.ImageSourceBuild:
+			hint = "see its log: `boxkite images logs " + img.ID + "`"
+		default:
 			hint = importHint
 		}
-		return &hintError{err: fmt.Errorf("image %s failed: %s", img.ID, img.FailureReason), hint: hint}
+		code := ""
+		if img.FailureCode != "" {
+			code = " (" + img.FailureCode + ")"
+		}
+		return &hintError{err: fmt.Errorf("image %s failed%s: %s", img.ID, code, img.FailureReason), hint: hint}
 	}
 	return nil
 }

@@ -203,12 +203,18 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.writeLogPage(w, r, sb.ID, limit, offset)
+}
+
+// writeLogPage answers with a page of the audit chain of id: a sandbox's,
+// or an image build's.
+func (s *Server) writeLogPage(w http.ResponseWriter, r *http.Request, id string, limit, offset int) error {
 	// The head first: entries appended meanwhile follow it, never precede it.
-	head, err := s.store.ExecLogHead(r.Context(), sb.ID)
+	head, err := s.store.ExecLogHead(r.Context(), id)
 	if err != nil {
 		return fmt.Errorf("read exec log head: %w", err)
 	}
-	entries, total, err := s.store.ExecLog(r.Context(), sb.ID, limit, offset)
+	entries, total, err := s.store.ExecLog(r.Context(), id, limit, offset)
 	if err != nil {
 		return fmt.Errorf("read exec log: %w", err)
 	}

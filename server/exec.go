@@ -50,7 +50,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	if body.Timeout != nil {
 		req.Timeout = *body.Timeout
 		if req.Timeout < 1 || req.Timeout > api.MaxExecTimeout {
-			return invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds", api.MaxExecTimeout),
+			return invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, req.Timeout),
 				fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultExecTimeout))
 		}
 	}

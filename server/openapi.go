@@ -103,17 +103,17 @@ func routeDocs() []routeDoc {
 
 // proxyDocs documents proxyRoutes by "METHOD /path".
 var proxyDocs = map[string]routeDoc{
-	"POST /files":                   {summary: "Write a text file", request: api.FileCreateRequest{}, response: api.FileCreateResult{}},
-	"POST /files/view":              {summary: "Read a file with line numbers, or list a directory", request: api.ViewRequest{}, response: api.ViewResult{}},
-	"POST /files/str-replace":       {summary: "Replace a unique string in a file", request: api.StrReplaceRequest{}, response: api.StrReplaceResult{}},
+	"POST /files":                   {summary: "Write a text file, on disk before the answer; 403 permission_denied when the sandbox user (uid 1001) may not write it, 507 insufficient_storage when the disk is full (docs/files.md)", request: api.FileCreateRequest{}, response: api.FileCreateResult{}},
+	"POST /files/view":              {summary: "Read a file with line numbers, or list a directory; 403 permission_denied when the sandbox user may not read it", request: api.ViewRequest{}, response: api.ViewResult{}},
+	"POST /files/str-replace":       {summary: "Replace a unique string in a file; 403 permission_denied when the sandbox user may not write it, 507 insufficient_storage when the disk is full", request: api.StrReplaceRequest{}, response: api.StrReplaceResult{}},
 	"POST /files/ls":                {summary: "List a directory", request: api.LsRequest{}, response: api.LsResult{}},
 	"POST /files/glob":              {summary: "Find files by glob pattern", request: api.GlobRequest{}, response: api.GlobResult{}},
 	"POST /files/grep":              {summary: "Search file contents", request: api.GrepRequest{}, response: api.GrepResult{}},
 	"POST /files/watch":             {summary: "Wait for file changes under a path", request: api.WatchRequest{}, response: api.WatchResult{}},
 	"POST /files/present":           {summary: "Mark files as outputs for the user", request: api.PresentFilesRequest{}, response: api.PresentFilesResult{}},
-	"PUT /files/raw":                {summary: "Upload a file's bytes (streamed)", response: api.FileWriteResult{}},
+	"PUT /files/raw":                {summary: "Upload a file's bytes (streamed), on disk before the answer; 403 permission_denied when the sandbox user may not write it, 507 insufficient_storage when the disk is full", response: api.FileWriteResult{}},
 	"GET /files/raw":                {summary: "Download a file's bytes (streamed)", produces: "application/octet-stream"},
-	"POST /files/archive":           {summary: "Extract a tar(.gz) stream under a path", response: api.ArchiveResult{}},
+	"POST /files/archive":           {summary: "Extract a tar(.gz) stream under a path, on disk before the answer; 403 permission_denied when the sandbox user may not write there, 507 insufficient_storage when the disk is full", response: api.ArchiveResult{}},
 	"GET /files/archive":            {summary: "Download a directory as tar.gz", produces: "application/gzip"},
 	"POST /processes":               {summary: "Start a background process", request: api.ProcessStartRequest{}, response: api.ProcessStarted{}, status: http.StatusCreated},
 	"GET /processes":                {summary: "List background processes", response: api.ProcessList{}},

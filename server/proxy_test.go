@@ -408,7 +408,7 @@ func TestProxyEdgeChecks(t *testing.T) {
 	}
 	big := `{"path":"a","content":"` + strings.Repeat("x", 16<<20) + `"}`
 	resp, body := e.do("POST", sandboxPath(sb.ID, "/files"), e.KeyA, big)
-	wantError(t, resp, body, http.StatusRequestEntityTooLarge, api.CodeBadRequest)
+	wantError(t, resp, body, http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge)
 	if len(hits) != 0 {
 		t.Errorf("%d refused requests reached the sidecar", len(hits))
 	}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
 )
 
@@ -63,6 +64,9 @@ type Config struct {
 	// TakeoverRecording keeps an asciicast v2 recording of every takeover
 	// (GET …/takeover-recordings/{id}, also after the sandbox is gone).
 	TakeoverRecording bool
+	// BodyTimeouts bound how long a request body may take to arrive
+	// (408 request_timeout); zero fields take apihttp's defaults.
+	BodyTimeouts apihttp.BodyTimeouts
 }
 
 // Defaults of Config.
@@ -324,11 +328,7 @@ func (s *Server) Run(ctx context.Context) error {
 // done, then stops accepting and waits up to 5 s for requests in flight.
 // Init must have been called.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	hs := apihttp.NewServer(s, s.log)
 	// Watch streams never go idle by themselves; end them so that
 	// Shutdown does not wait its whole grace period for them.
 	hs.RegisterOnShutdown(s.broker.shutdown)
@@ -339,7 +339,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = s.Run(runCtx)
 	}()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- hs.Serve(apihttp.Listener(ln)) }()
 
 	var err error
 	select {

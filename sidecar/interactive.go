@@ -53,10 +53,10 @@ func (h *Handler) interactiveCmd(req api.InteractiveRequest) (*exec.Cmd, error) 
 		if err != nil {
 			return nil, err
 		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		if !dir.dir {
 			return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd is not a directory: %s", req.Cwd)
 		}
-		cmd.Dir = dir
+		cmd.Dir = dir.host
 	}
 	cmd.Env = slices.Clip(h.env)
 	if req.TTY {

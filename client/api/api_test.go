@@ -58,3 +58,9 @@ func TestStatusOfDurabilityCodes(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusOfPermissionDenied(t *testing.T) {
+	if got := StatusOf(CodePermissionDenied); got != 403 {
+		t.Errorf("StatusOf(%q) = %d, want 403", CodePermissionDenied, got)
+	}
+}

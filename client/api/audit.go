@@ -15,6 +15,10 @@ import (
 const (
 	LogSourceAgent         = "agent"          // an API call: exec, files, processes, …
 	LogSourceHumanTakeover = "human_takeover" // a person on the sandbox's terminal
+	LogSourceImageBuild    = "image_build"    // an image build: its egress and outcome (SessionID is the image id)
+	// LogSourceSystem marks what the server itself records about a
+	// sandbox: that it was lost, frozen or thawed.
+	LogSourceSystem = "system"
 )
 
 // Page sizes of GET /v1/sandboxes/{id}/log.
@@ -41,9 +45,9 @@ const CodeTakeoverNotPermitted = "takeover_not_permitted"
 // VerifyLogChain.
 type LogEntry struct {
 	ID              string          `json:"id"`
-	SessionID       string          `json:"session_id"` // the sandbox id
+	SessionID       string          `json:"session_id"` // the sandbox id (an image build's: the image id)
 	AccountID       string          `json:"account_id"` // not in the reference's output; needed to verify the hash
-	Source          string          `json:"source"`     // LogSourceAgent or LogSourceHumanTakeover
+	Source          string          `json:"source"`     // a LogSource* value
 	Operation       string          `json:"operation"`  // e.g. "exec", "file_create", "takeover_end"
 	Detail          json.RawMessage `json:"detail"`     // a JSON object
 	ExitCode        *int            `json:"exit_code"`

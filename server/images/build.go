@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -100,10 +101,13 @@ func specHash(spec api.ImageSpec) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Build queues a declarative build of spec for account. An identical spec
-// the account already built or is building returns that image instead
+// Build queues a declarative build of spec for account. audit records
+// each event of the build in the account's audit log: every egress
+// decision ("egress_allow", "egress_deny") and the outcome
+// ("image_build_completed", "image_build_failed"). An identical spec the
+// account already built or is building returns that image instead
 // (created false).
-func (m *Manager) Build(ctx context.Context, account, label string, spec api.ImageSpec) (img api.Image, created bool, err error) {
+func (m *Manager) Build(ctx context.Context, account, label string, spec api.ImageSpec, audit func(imageID, operation string, detail map[string]any)) (img api.Image, created bool, err error) {
 	spec, err = Validate(spec)
 	if err != nil {
 		return api.Image{}, false, err
@@ -130,10 +134,59 @@ func (m *Manager) Build(ctx context.Context, account, label string, spec api.Ima
 	if err := m.insert(r); err != nil {
 		return api.Image{}, false, err
 	}
+	if audit == nil {
+		audit = func(string, string, map[string]any) {}
+	}
 	m.wg.Go(func() {
-		m.finish(context.WithoutCancel(ctx), r, func() error { return m.build(r.ID, spec) })
+		m.finish(context.WithoutCancel(ctx), r, func() error {
+			err := m.build(r.ID, spec, audit)
+			if f, ok := errors.AsType[*buildFailure](err); ok {
+				audit(r.ID, "image_build_failed", map[string]any{"image": r.ID, "code": f.code, "reason": f.msg})
+			} else if err == nil {
+				audit(r.ID, "image_build_completed", map[string]any{"image": r.ID})
+			}
+			return err
+		})
 	})
 	return r.Image, true, nil
+}
+
+// A buildFailure says why a build failed, in an api.CodeImageBuild* code,
+// and what to do about it; finish records both with the image.
+type buildFailure struct {
+	code, msg, hint string
+	err             error // the step's or the jail's own error
+}
+
+func (f *buildFailure) Error() string { return f.msg }
+func (f *buildFailure) Unwrap() error { return f.err }
+
+// failure explains a failed build: a refused connection is the likeliest
+// cause (a package that downloads from elsewhere fails when it cannot),
+// then a refused write, else the failing step.
+func failure(id string, err error, refused []string, roLine string) *buildFailure {
+	switch {
+	case len(refused) > 0:
+		return &buildFailure{
+			code: api.CodeImageBuildEgressRefused, err: err,
+			msg: fmt.Sprintf("the build tried to reach %s, not a package source of this server", strings.Join(refused, ", ")),
+			hint: "a build reaches only the package sources configured on this machine (apt's sources, pip's index, npm's registry); " +
+				"a package that downloads from elsewhere while it installs cannot be built here",
+		}
+	case roLine != "":
+		return &buildFailure{
+			code: api.CodeImageBuildWriteRefused, err: err,
+			msg: "a package tried to write outside the image's directories: " + roLine,
+			hint: "install scripts may write under /usr, /etc, /bin, /sbin, /lib* and the scratch directories /tmp, /var/tmp, /var/log and /run; " +
+				"a package that installs elsewhere (/opt, /home, /root) cannot be built here",
+		}
+	default:
+		return &buildFailure{
+			code: api.CodeImageBuildFailed, err: err,
+			msg:  "the build failed: " + err.Error(),
+			hint: "see what failed in the build log: `boxkite images logs " + id + "`",
+		}
+	}
 }
 
 // buildProxyAddr is where a build's package managers find the egress
@@ -164,7 +217,7 @@ var errNoJailer = errors.New("image builds need the local driver running as root
 // the package hosts the machine is configured to use (Sources.grants) and
 // nothing else, and every connection it makes or is refused is written
 // to the build log.
-func (m *Manager) build(id string, spec api.ImageSpec) error {
+func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, operation string, detail map[string]any)) error {
 	logf, err := os.OpenFile(m.path(id, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open build log: %w", err)
@@ -178,7 +231,7 @@ func (m *Manager) build(id string, spec api.ImageSpec) error {
 	}
 	if m.jailer == nil {
 		logLine("build failed: %v\n", errNoJailer)
-		return errNoJailer
+		return failure(id, errNoJailer, nil, "")
 	}
 
 	allow := m.sources.grants(len(spec.AptPackages) > 0, len(spec.PythonPackages) > 0, len(spec.NPMPackages) > 0)
@@ -187,13 +240,27 @@ func (m *Manager) build(id string, spec api.ImageSpec) error {
 		names[i] = g.String()
 	}
 	logLine("egress granted: %s\n", strings.Join(names, ", "))
+	var refused []string // host:port, each once; under logMu
 	report := func(d egress.Decision) {
+		op, detail := "egress_deny", map[string]any{"image": id, "host": d.Host, "port": d.Port, "reason": d.Reason}
 		if d.Allowed {
+			op = "egress_allow"
 			logLine("egress allowed: %s:%d (%s)\n", d.Host, d.Port, d.Addr)
 		} else {
 			logLine("egress refused: %s:%d: %s\n", d.Host, d.Port, d.Reason)
+			hp := net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
+			logMu.Lock()
+			if !slices.Contains(refused, hp) {
+				refused = append(refused, hp)
+			}
+			logMu.Unlock()
 		}
+		if d.Addr.IsValid() {
+			detail["address"] = d.Addr.String()
+		}
+		audit(id, op, detail)
 	}
+	out := &readOnlyWatch{w: &lockedWriter{mu: &logMu, w: logf}}
 
 	errc := make(chan error, 1)
 	go func() {
@@ -214,7 +281,7 @@ func (m *Manager) build(id string, spec api.ImageSpec) error {
 		err = m.jailer.RunBuild(context.Background(), "build-"+id, func(hostID int) (jail.Spec, error) {
 			root, err := m.assembleRoot(id, hostID)
 			return jail.Spec{Image: root, Build: &jail.Build{Steps: m.steps(spec, proxyURL), Env: buildEnv(proxyURL)}}, err
-		}, &lockedWriter{mu: &logMu, w: logf})
+		}, out)
 		_ = ln.Close()
 		wg.Wait()
 		errc <- err
@@ -225,7 +292,10 @@ func (m *Manager) build(id string, spec api.ImageSpec) error {
 	}
 	if err != nil {
 		logLine("build failed: %v\n", err)
-		return err
+		logMu.Lock()
+		f := failure(id, err, refused, out.found)
+		logMu.Unlock()
+		return f
 	}
 	if err := m.mountBuilt(id); err != nil {
 		logLine("mount image: %v\n", err)
@@ -242,6 +312,39 @@ func buildEnv(proxyURL string) []string {
 		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL, "HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL,
 		"npm_config_proxy=" + proxyURL, "npm_config_https_proxy=" + proxyURL,
 		"PIP_DISABLE_PIP_VERSION_CHECK=1",
+	}
+}
+
+// readOnlyWatch passes a build's output on and keeps the first line
+// saying a write met a read-only filesystem: an install script writing
+// outside the image's directories, whose failure the build reports as
+// such.
+type readOnlyWatch struct {
+	w     io.Writer
+	line  []byte // the current line so far, at most maxWatchedLine bytes
+	found string // the first such line
+}
+
+const maxWatchedLine = 512
+
+func (r *readOnlyWatch) Write(p []byte) (int, error) {
+	for _, c := range p {
+		if c != '\n' {
+			if len(r.line) < maxWatchedLine {
+				r.line = append(r.line, c)
+			}
+			continue
+		}
+		r.check()
+	}
+	return r.w.Write(p)
+}
+
+func (r *readOnlyWatch) check() {
+	line := strings.TrimSpace(string(r.line))
+	r.line = r.line[:0]
+	if r.found == "" && (strings.Contains(line, "EROFS") || strings.Contains(strings.ToLower(line), "read-only file system")) {
+		r.found = line
 	}
 }
 

@@ -188,3 +188,44 @@ func FuzzGrantOf(f *testing.F) {
 		}
 	})
 }
+
+// TestFailure: a failed build is explained by the refused connection if
+// there was one, else by the refused write, else by the step's error.
+func TestFailure(t *testing.T) {
+	step := errors.New("run build: exit status 1")
+	for _, tc := range []struct {
+		name    string
+		refused []string
+		roLine  string
+		code    string
+		inMsg   string
+	}{
+		{"step", nil, "", api.CodeImageBuildFailed, "exit status 1"},
+		{"write", nil, "Error: EROFS: read-only file system, open '/x'", api.CodeImageBuildWriteRefused, "open '/x'"},
+		{"egress", []string{"evil.test:443", "other.test:80"}, "", api.CodeImageBuildEgressRefused, "evil.test:443, other.test:80"},
+		{"egress first", []string{"evil.test:443"}, "EROFS", api.CodeImageBuildEgressRefused, "evil.test:443"},
+	} {
+		f := failure("img_x", step, tc.refused, tc.roLine)
+		if f.code != tc.code || !strings.Contains(f.Error(), tc.inMsg) || f.hint == "" || !errors.Is(f, step) {
+			t.Errorf("%s: %+v", tc.name, f)
+		}
+	}
+}
+
+// TestReadOnlyWatch: the first line telling of a read-only filesystem is
+// kept, however the output is cut into writes, and everything is passed on.
+func TestReadOnlyWatch(t *testing.T) {
+	out := "added 1 package\nnpm error Error: EROFS: read-only file system, open '/x'\nmkdir: cannot create directory '/opt/y': Read-only file system\n"
+	for _, chunk := range []int{1, 7, len(out)} {
+		var sink strings.Builder
+		w := &readOnlyWatch{w: &sink}
+		for i := 0; i < len(out); i += chunk {
+			if _, err := w.Write([]byte(out[i:min(i+chunk, len(out))])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := "npm error Error: EROFS: read-only file system, open '/x'"; w.found != want || sink.String() != out {
+			t.Errorf("chunks of %d: found %q, passed %q", chunk, w.found, sink.String())
+		}
+	}
+}

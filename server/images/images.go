@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -277,6 +278,9 @@ func (m *Manager) finish(ctx context.Context, r record, work func() error) {
 	if err != nil {
 		m.log.WarnContext(ctx, "image failed", "image", r.ID, "err", err)
 		r.Status, r.FailureReason = api.ImageFailed, err.Error()
+		if f, ok := errors.AsType[*buildFailure](err); ok {
+			r.FailureCode, r.FailureHint = f.code, f.hint
+		}
 		_ = os.RemoveAll(m.path(r.ID, "rootfs"))
 	} else {
 		r.Status = api.ImageCompleted

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"regexp"
 
@@ -33,7 +34,13 @@ func (d *Driver) RunBuild(ctx context.Context, id string, prepare func(hostIDBas
 	if !d.root {
 		return errors.New("run build: image builds need the server to run as root")
 	}
-	spec, err := prepare(d.cfg.UIDBase)
+	// A range of its own, as a sandbox has: install scripts run in it.
+	lease, err := d.ids.acquire(id)
+	if err != nil {
+		return fmt.Errorf("run build: %w", err)
+	}
+	defer lease.Close()
+	spec, err := prepare(lease.base)
 	if err != nil {
 		return err
 	}
@@ -41,7 +48,7 @@ func (d *Driver) RunBuild(ctx context.Context, id string, prepare func(hostIDBas
 		return errors.New("run build: the spec is no build")
 	}
 	lim, _ := d.limits("")
-	spec.ID, spec.HostIDBase = id, d.cfg.UIDBase
+	spec.ID, spec.HostIDBase = id, lease.base
 	spec.MaxProcs = int(max(1, lim.Pids-lim.Pids/8))
 	var cg jail.Cgroup
 	if d.cgroups != nil {
@@ -55,6 +62,7 @@ func (d *Driver) RunBuild(ctx context.Context, id string, prepare func(hostIDBas
 		}()
 	}
 	cmd := &exec.Cmd{Path: d.sidecar, Args: []string{"boxkite-sidecar", "init"}, Stdout: out, Stderr: out}
+	cmd.ExtraFiles = []*os.File{lease.f} // held by the build's init too
 	if err := jail.Start(cmd, spec, "", cg.Add); err != nil {
 		return fmt.Errorf("run build: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -223,5 +225,100 @@ func TestBuildRunsInstallScripts(t *testing.T) {
 	}
 	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || st.Gid != 0 {
 		t.Errorf("%s is owned by %d:%d on disk, want 0:0", pkgJSON, st.Uid, st.Gid)
+	}
+}
+
+// TestBuildRefusesMisbehavingScripts is the rest of acceptance 3: a
+// package whose install script writes outside the image's directories,
+// or connects to a host that is not a package source, fails the build
+// with a stable code and a hint, and the attempt is in the image's audit
+// log (the egress refusal, the failure). The host the script aims at is a
+// listener of the test's on the host's loopback, reachable through the
+// build proxy if it allowed it (evil.test resolves there): it never gets
+// a connection, directly or through the proxy.
+func TestBuildRefusesMisbehavingScripts(t *testing.T) {
+	t.Parallel()
+	target, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Close() })
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := target.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(target.Addr().String())
+	escape := "/boxkite-escape-" + port
+	reg := npmtest.New(t)
+	reg.Add(t, npmtest.Pack(t, map[string]string{
+		"package.json": `{"name":"boxkite-writes-outside","version":"1.0.0","scripts":{"postinstall":"node install.js"}}`,
+		"install.js":   `require('fs').writeFileSync('` + escape + `', 'escaped')` + "\n",
+	}))
+	reg.Add(t, npmtest.Pack(t, map[string]string{
+		"package.json": `{"name":"boxkite-phones-home","version":"1.0.0","scripts":{"postinstall":"node install.js"}}`,
+		// Straight to the host's loopback port, then through the proxy.
+		"install.js": `const net = require('net')
+net.connect(` + port + `, '127.0.0.1').on('error', e => console.log('direct: ' + e.code))
+const s = net.connect(3128, '127.0.0.1', () => s.write('CONNECT evil.test:` + port + ` HTTP/1.1\r\nHost: evil.test:` + port + `\r\n\r\n'))
+s.on('data', b => { console.log('proxy: ' + String(b).split('\r\n')[0]); process.exit(String(b).startsWith('HTTP/1.1 200') ? 0 : 3) })
+s.on('error', e => { console.log('proxy: ' + e.message); process.exit(4) })
+`,
+	}))
+	_, pipPort, _ := net.SplitHostPort(pipIndex(t).Listener.Addr().String())
+	s := servertest.New(t, servertest.WithImages(t.TempDir(),
+		images.WithSources(images.Sources{AptDir: "/etc/apt", PipIndex: "http://pypi.test:" + pipPort + "/simple", NPMRegistry: "http://npm.test:" + reg.Port() + "/"}),
+		images.WithProxy(&egress.Proxy{
+			Resolver: testResolver{"npm.test": "127.0.0.1", "evil.test": "127.0.0.1"},
+			Permit:   func(a netip.Addr) bool { return a.Unmap().IsLoopback() },
+		})))
+
+	for _, tc := range []struct {
+		pkg, code, reason string
+		denied            bool // an egress_deny entry for evil.test
+	}{
+		{"boxkite-writes-outside==1.0.0", api.CodeImageBuildWriteRefused, escape, false},
+		{"boxkite-phones-home==1.0.0", api.CodeImageBuildEgressRefused, "evil.test:" + port, true},
+	} {
+		t.Run(tc.pkg, func(t *testing.T) {
+			img, logs := buildImage(t, s, api.ImageSpec{NPMPackages: []string{tc.pkg}})
+			if img.Status != api.ImageFailed || img.FailureCode != tc.code || img.FailureHint == "" || !strings.Contains(img.FailureReason, tc.reason) {
+				t.Errorf("image %+v, want failed with %s mentioning %q and a hint\nlog:\n%s", img, tc.code, tc.reason, logs)
+			}
+			resp, body := do(t, s, "GET", "/v1/images/"+img.ID+"/log", nil, "")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("audit log: %d %s", resp.StatusCode, body)
+			}
+			var page api.LogPage
+			mustJSON(t, body, &page)
+			if err := api.VerifyLogChain(api.GenesisHash, page.Entries); err != nil {
+				t.Errorf("the build's audit chain: %v", err)
+			}
+			var denied, failed bool
+			for _, e := range page.Entries {
+				var d map[string]any
+				_ = json.Unmarshal(e.Detail, &d)
+				if e.SessionID != img.ID || e.Source != api.LogSourceImageBuild || d["image"] != img.ID {
+					t.Errorf("entry %+v is not the build's", e)
+				}
+				denied = denied || (e.Operation == "egress_deny" && d["host"] == "evil.test")
+				failed = failed || (e.Operation == "image_build_failed" && d["code"] == tc.code)
+			}
+			if denied != tc.denied || !failed {
+				t.Errorf("audit log: egress_deny of evil.test %v (want %v), image_build_failed with %s %v:\n%s", denied, tc.denied, tc.code, failed, body)
+			}
+		})
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("the host's listener got %d connections from builds", n)
+	}
+	if _, err := os.Lstat(escape); err == nil {
+		t.Errorf("a build wrote %s on the host", escape)
 	}
 }

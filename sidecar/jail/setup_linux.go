@@ -100,7 +100,7 @@ type builder struct {
 	binds   []tree // Spec.Binds, placed after the workspace (binds_linux.go)
 	devNull int
 
-	nsLimits []*os.File // user.max_*_namespaces, see limitNamespaces
+	nsLimits []nsLimit // the user namespace's limits, see openNamespaceLimits
 }
 
 func (b *builder) closeAll() {
@@ -112,8 +112,8 @@ func (b *builder) closeAll() {
 	if b.devNull >= 0 {
 		_ = unix.Close(b.devNull)
 	}
-	for _, f := range b.nsLimits {
-		_ = f.Close()
+	for _, l := range b.nsLimits {
+		_ = l.f.Close()
 	}
 }
 

@@ -15,7 +15,9 @@ func TestSpecValidate(t *testing.T) {
 		wantErr bool
 	}{
 		{"minimal", func(*Spec) {}, false},
-		{"root mapping", func(s *Spec) { s.HostIDBase = DefaultHostIDBase }, false},
+		{"root mapping", func(s *Spec) { s.HostIDBase = 1 << 30 }, false},
+		{"highest base", func(s *Spec) { s.HostIDBase = MaxHostIDBase }, false},
+		{"base past the last id", func(s *Spec) { s.HostIDBase = MaxHostIDBase + 1 }, true},
 		{"outputs", func(s *Spec) { s.Outputs = "/o" }, false},
 		{"no id", func(s *Spec) { s.ID = "" }, true},
 		{"relative workspace", func(s *Spec) { s.Workspace = "w" }, true},
@@ -36,7 +38,7 @@ func TestSpecValidate(t *testing.T) {
 }
 
 func TestBuildSpecValidate(t *testing.T) {
-	ok := Spec{ID: "b", Image: "/img/root", HostIDBase: DefaultHostIDBase, Build: &Build{Steps: [][]string{{"npm", "install"}}}}
+	ok := Spec{ID: "b", Image: "/img/root", HostIDBase: 1 << 30, Build: &Build{Steps: [][]string{{"npm", "install"}}}}
 	tests := []struct {
 		name    string
 		edit    func(*Spec)
@@ -67,7 +69,7 @@ func TestBuildSpecValidate(t *testing.T) {
 
 func TestLaunchRoundTrip(t *testing.T) {
 	in := Launch{
-		Spec:     Spec{ID: "a", Workspace: "/w", RunDir: "/r", HostIDBase: DefaultHostIDBase}.withDefaults(),
+		Spec:     Spec{ID: "a", Workspace: "/w", RunDir: "/r", HostIDBase: 1 << 30}.withDefaults(),
 		Token:    "t0k",
 		MountFDs: map[string]int{WorkspaceDir: 5},
 	}
