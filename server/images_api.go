@@ -93,9 +93,14 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Label) > maxLabelLen {
 		return invalid("label", "label is too long", "")
 	}
+	// A build's egress and outcome are audited: none starts while the
+	// audit log cannot be written.
+	if err := s.auditOpen(); err != nil {
+		return err
+	}
 	account := accountFrom(r.Context()).ID
 	audit := func(imageID, operation string, detail map[string]any) {
-		s.audit(context.Background(), auditRecord{
+		_ = s.audit(context.Background(), auditRecord{ // a failure waits in the audit gate
 			sb: &Sandbox{ID: imageID, AccountID: account}, source: api.LogSourceImageBuild,
 			operation: operation, detail: detail, started: s.now(),
 		})

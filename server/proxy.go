@@ -106,8 +106,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c 
 			return fmt.Errorf("client went away: %w", r.Context().Err())
 		}
 		s.log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", c.path, "err", err)
-		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not reach the sandbox's sidecar").
-			WithHint("the sandbox may have stopped; check it with `boxkite session get` or create a new one")
+		return s.unreachable(r.Context(), sb)
 	}
 	defer resp.Body.Close()
 	c.status = resp.StatusCode

@@ -291,8 +291,12 @@ func sandboxNotFound(id string) *api.Error {
 		WithHint("list your sandboxes with `boxkite session ls`")
 }
 
-// notActive is the answer to an operation on a sandbox that is gone.
+// notActive is the answer to an operation on a sandbox that is gone: 410
+// sandbox_lost for one that was lost, 409 for one destroyed on purpose.
 func notActive(sb *Sandbox) *api.Error {
+	if sb.Status == api.StatusLost {
+		return lostAnswer(sb.ID)
+	}
 	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is %s", sb.ID, sb.Status).
 		WithHint("create a new sandbox with `boxkite session create`")
 }
@@ -338,12 +342,18 @@ var errNotActive = errors.New("sandbox is not active")
 // the reaper, next tick) can retry. Returns errNotActive if the row was no
 // longer active.
 func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
+	_, err := s.destroySandbox(ctx, id, status, reason)
+	return err
+}
+
+// destroySandbox is destroy returning the sandbox as recorded.
+func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*Sandbox, error) {
 	s.sidecars.forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
-		return sandboxFailed("delete")
+		return nil, sandboxFailed("delete")
 	}
-	_, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *Sandbox) error {
+	sb, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *Sandbox) error {
 		if !sb.Active() {
 			return errNotActive
 		}
@@ -352,9 +362,9 @@ func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errNotActive) {
-		return fmt.Errorf("record destroyed sandbox: %w", err)
+		return nil, fmt.Errorf("record destroyed sandbox: %w", err)
 	}
-	return err
+	return sb, err
 }
 
 // extendSandbox serves POST /v1/sandboxes/{id}/extend: expires_at becomes

@@ -262,6 +262,11 @@ func (s *Server) dialSidecarWS(r *http.Request, sb *Sandbox, path string, q url.
 			}
 		}
 		s.log.ErrorContext(r.Context(), "dial sidecar websocket", "sandbox", sb.ID, "path", path, "status", status, "err", err)
+		if status == 0 {
+			if e := s.unreachable(r.Context(), sb); e.Code == api.CodeSandboxLost {
+				return nil, e
+			}
+		}
 		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "%s", failMsg).
 			WithHint("the sandbox may have stopped; check it with `boxkite session get`")
 	}

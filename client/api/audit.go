@@ -16,6 +16,9 @@ const (
 	LogSourceAgent         = "agent"          // an API call: exec, files, processes, …
 	LogSourceHumanTakeover = "human_takeover" // a person on the sandbox's terminal
 	LogSourceImageBuild    = "image_build"    // an image build: its egress and outcome (SessionID is the image id)
+	// LogSourceSystem marks what the server itself records about a
+	// sandbox: that it was lost, frozen or thawed.
+	LogSourceSystem = "system"
 )
 
 // Page sizes of GET /v1/sandboxes/{id}/log.

@@ -126,13 +126,15 @@ type Driver struct {
 	// egress holds the egress listeners of sandboxes this process
 	// created (egress.go), under mu; a restarted driver has none.
 	egress map[string]net.Listener
+
+	loss *lossWatch // sandboxes whose sidecars are watched (watch.go)
 }
 
 var _ server.Driver = (*Driver)(nil)
 
 // New returns a Driver for cfg. It creates StateDir/sandboxes if missing.
 func New(cfg Config) (*Driver, error) {
-	d := &Driver{cfg: cfg, log: cfg.Log, root: os.Geteuid() == 0, children: map[string]<-chan struct{}{}}
+	d := &Driver{cfg: cfg, log: cfg.Log, root: os.Geteuid() == 0, children: map[string]<-chan struct{}{}, loss: newLossWatch()}
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -176,6 +178,7 @@ func New(cfg Config) (*Driver, error) {
 	if err := d.startPool(); err != nil {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
+	d.watchExisting()
 	return d, nil
 }
 
@@ -269,6 +272,9 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 	// sidecar starts (it looks once); one with egress starts cold.
 	if spec.Egress == nil {
 		if ep, handled, err := d.claimWarm(ctx, spec); handled {
+			if err == nil {
+				d.watchSandbox(spec.ID)
+			}
 			return ep, err
 		}
 	}
@@ -301,6 +307,7 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w%s", spec.ID, err, logTail(dir))
 	}
 	d.log.Debug("sandbox created", "id", spec.ID)
+	d.watchSandbox(spec.ID)
 	return ep, nil
 }
 
@@ -452,17 +459,22 @@ func (d *Driver) start(p prepared, token, dir string, initArgs ...string) (<-cha
 		return nil, err
 	}
 	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // reap; the exit status is in sidecar.log if anywhere
+	reap := func() {
+		_ = cmd.Wait() // the exit status is in sidecar.log if anywhere
 		close(done)
-	}()
+	}
+	pid := cmd.Process.Pid
+	st.PID, st.Socket, st.Token = pid, filepath.Join(js.RunDir, jail.SocketName), token
+	st.StartTime, err = startTime(pid)
+	// Reaped once it exits, seen through the poller (watch.go) rather
+	// than by a thread blocked in waitid for the sandbox's whole life.
+	if err != nil || reapOnExit(pid, st.StartTime, reap) != nil {
+		go reap()
+	}
 	d.mu.Lock()
 	d.children[js.ID] = done
 	d.mu.Unlock()
-
-	pid := cmd.Process.Pid
-	st.PID, st.Socket, st.Token = pid, filepath.Join(js.RunDir, jail.SocketName), token
-	if st.StartTime, err = startTime(pid); err == nil {
+	if err == nil {
 		err = writeState(dir, st)
 	}
 	if err != nil {
@@ -496,6 +508,7 @@ func (d *Driver) Delete(ctx context.Context, id string) error {
 // remove deletes the jail in dir, a sandbox or a warm pool member (pool.go)
 // that this driver's children know as id.
 func (d *Driver) remove(ctx context.Context, id, dir string) error {
+	d.loss.unwatch(id) // a deletion is not a loss
 	st, err := readState(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
