@@ -311,7 +311,7 @@ func (h *Handler) ls(w http.ResponseWriter, r *http.Request) error {
 		return writeJSON(w, http.StatusOK, out)
 	case !t.isDir():
 		var st unix.Stat_t
-		if err := v.user.do(func() error { return unix.Fstatat(t.cur.dir(), t.name, &st, 0) }); err != nil {
+		if err := v.user.do(func() error { return unix.Fstatat(t.cur.dir(), t.name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 			return fileError(err, "read", req.Path)
 		}
 		out.Entries = append(out.Entries, lsEntry(t.virt(), statInfo{t.name, st}))
