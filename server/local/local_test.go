@@ -246,8 +246,15 @@ func TestSurvivesServerKill(t *testing.T) {
 	if procs, err := st.Cgroup.Procs(); err != nil || len(procs) < 2 {
 		t.Errorf("adopted sandbox's cgroup holds %v (%v), want init and the sidecar", procs, err)
 	}
+	// The jail, not the process that created it, holds its id range.
+	if st.HostIDBase == 0 || !heldBy(t, DefaultIDRangeDir, st.HostIDBase) {
+		t.Errorf("the adopted sandbox's id range %d is not leased after its creator died", st.HostIDBase)
+	}
 	if err := d.Shutdown(context.Background()); err != nil {
 		t.Fatalf("Shutdown: %v", err)
+	}
+	if st.HostIDBase != 0 && heldBy(t, DefaultIDRangeDir, st.HostIDBase) {
+		t.Errorf("the id range %d is still leased after Shutdown", st.HostIDBase)
 	}
 	checkHostSideGone(t, filepath.Join(stateDir, "sandboxes", helperID), st)
 	if obs, _ := d.List(context.Background()); len(obs) != 0 {
