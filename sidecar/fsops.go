@@ -44,14 +44,17 @@ func fileError(err error, verb, p string) error {
 }
 
 // storageFull reports whether err means the storage could not take a
-// write: ENOSPC, EDQUOT, and the EIO an inner filesystem sees when the
-// host cannot grow its loop-backed image. EIO while reading is a failing
-// disk, not a full one.
+// write: ENOSPC, EDQUOT, the EIO an inner filesystem sees when the host
+// cannot grow its loop-backed image, and the EROFS of the same filesystem
+// once its journal gave up after such an error (the typed roots' own
+// read-only mounts are refused before anything is written, with 403).
+// EIO while reading is a failing disk, not a full one.
 func storageFull(err error, verb string) bool {
 	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 		return true
 	}
-	return errors.Is(err, unix.EIO) && verb != "read" && verb != "reach" && verb != "watch"
+	writing := verb != "read" && verb != "reach" && verb != "watch"
+	return writing && (errors.Is(err, unix.EIO) || errors.Is(err, unix.EROFS))
 }
 
 // errnoOf returns the system error inside err, for a message that says
