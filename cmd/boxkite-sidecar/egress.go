@@ -15,7 +15,9 @@ import (
 // socket in the read-only run dir, named by init), it forwards
 // sidecar.EgressProxyAddr to that socket. With proxy set (a pod, whose
 // network the driver's NetworkPolicy limits to the proxy), commands reach
-// the proxy at that address directly.
+// the proxy at that address directly. Nothing else makes it look for a
+// socket: a pod on a shared host must not take a path of the host's, or
+// the proxy port, for a grant.
 func startEgress(log *slog.Logger, workspace, proxy, socket string) ([]string, error) {
 	switch {
 	case proxy != "" && socket != "":
