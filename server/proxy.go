@@ -106,6 +106,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c 
 	}
 	resp, err := client.Do(up)
 	if err != nil {
+		if ae, ok := errors.AsType[*api.Error](err); ok {
+			return ae // reading the client's body failed, e.g. an upload that stalled (408)
+		}
 		if r.Context().Err() != nil {
 			return fmt.Errorf("client went away: %w", r.Context().Err())
 		}
