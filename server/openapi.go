@@ -74,6 +74,7 @@ func routeDocs() []routeDoc {
 		{pattern: "DELETE /v1/volumes/{id}", summary: "Delete a volume and its data; 409 volume_in_use while an active sandbox mounts it", status: http.StatusNoContent},
 		{pattern: "POST /v1/mcp-connections", summary: "Create an MCP connection: a named egress grant to a catalog host", request: api.CreateMCPConnectionRequest{}, response: api.MCPConnection{}, status: http.StatusCreated},
 		{pattern: "GET /v1/mcp-connections", summary: "List the account's MCP connections, newest first", response: []api.MCPConnection{}},
+		{pattern: "GET /v1/mcp-connections/{id}", summary: "Get one MCP connection", response: api.MCPConnection{}},
 		{pattern: "DELETE /v1/mcp-connections/{id}", summary: "Delete an MCP connection (running sandboxes keep their grant)", status: http.StatusNoContent},
 
 		{pattern: "POST /v1/auth/signup", summary: "Create an account; answers with an access token", auth: authNone, request: api.Credentials{}, response: api.TokenResponse{}, status: http.StatusCreated},

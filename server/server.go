@@ -261,6 +261,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/volumes/{id}", s.deleteVolume)
 	s.handle("POST /v1/mcp-connections", s.createMCPConnection)
 	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
+	s.handle("GET /v1/mcp-connections/{id}", s.getMCPConnection)
 	s.handle("DELETE /v1/mcp-connections/{id}", s.deleteMCPConnection)
 	s.mcpRoutes() // the hosted MCP endpoint: mcp.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)

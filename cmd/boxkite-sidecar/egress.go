@@ -17,8 +17,10 @@ import (
 // the run dir), and returns the base environment of commands: nil (the
 // default) without egress, else the default plus the proxy variables.
 // With proxy set (a pod, whose network the driver's NetworkPolicy limits
-// to the proxy), commands reach the proxy at that address directly.
-func startEgress(log *slog.Logger, workspace, proxy string) ([]string, error) {
+// to the proxy), commands reach the proxy at that address directly. A pod
+// (jailed false) never looks for the run dir's socket: that path belongs to
+// the local driver's jail, and on a shared host it may name someone else's.
+func startEgress(log *slog.Logger, workspace, proxy string, jailed bool) ([]string, error) {
 	if proxy != "" {
 		if _, _, err := net.SplitHostPort(proxy); err != nil {
 			return nil, fmt.Errorf("egress proxy: %w", err)
@@ -26,9 +28,14 @@ func startEgress(log *slog.Logger, workspace, proxy string) ([]string, error) {
 		log.Info("egress granted", "proxy", proxy)
 		return append(sidecar.SafeEnv(workspace), sidecar.EgressEnvFor(proxy)...), nil
 	}
+	if !jailed {
+		return nil, nil
+	}
 	socket := jail.RunDir + "/" + jail.EgressSocketName
 	if _, err := os.Stat(socket); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("look for the egress socket: %w", err)
 	}
 	l, err := net.Listen("tcp", sidecar.EgressProxyAddr)
 	if err != nil {

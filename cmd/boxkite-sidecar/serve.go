@@ -86,7 +86,7 @@ func runServe(args []string) error {
 	} else {
 		ln = apihttp.Listener(ln)
 	}
-	env, err := startEgress(log, f.workspace, f.egress)
+	env, err := startEgress(log, f.workspace, f.egress, f.tlsCert == "") // TLS: a pod
 	if err != nil {
 		return err
 	}

@@ -312,19 +312,24 @@ func TestGeneratedDocsFresh(t *testing.T) {
 	}
 }
 
+// readDir reads every file below dir, by path relative to it.
 func readDir(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[rel] = string(b)
+		return nil
+	})
 	if err != nil {
 		t.Fatalf("read %s: %v (run go generate ./...)", dir, err)
-	}
-	files := map[string]string{}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[e.Name()] = string(b)
 	}
 	return files
 }
