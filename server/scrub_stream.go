@@ -27,12 +27,12 @@ const DefaultScrubIdleFlush = 200 * time.Millisecond
 // pass events on to, serialised with the idle flush, and that flush's
 // timer.
 type streamScrubber struct {
-	mu      sync.Mutex
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	partial []byte // an incomplete line or event, until its end comes
-	timer   *time.Timer
-	stopped bool
+	mu        sync.Mutex
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	partial   []byte // an incomplete line or event, until its end comes
+	timer     *time.Timer
+	stopped   bool
 	idleAfter time.Duration
 	held      func() bool // whether anything is held back; under mu
 	flush     func()      // sends what is held back; under mu
