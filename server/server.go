@@ -203,11 +203,10 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 	if log == nil {
 		log = slog.Default()
 	}
-	m := newMetrics()
 	s := &Server{
 		cfg:            cfg,
 		store:          store,
-		driver:         countingDriver{driver, m},
+		driver:         driver,
 		log:            slog.New(ctxHandler{log.Handler()}),
 		mux:            http.NewServeMux(),
 		now:            time.Now,
@@ -216,7 +215,6 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		broker:         newBroker(),
 		auditGate:      newAuditGate(),
 		allowlists:     newAllowlistCache(),
-		metrics:        m,
 		watchKeepAlive: DefaultWatchKeepAlive,
 		scrubIdle:      DefaultScrubIdleFlush,
 		hasher:         newHasher(),
@@ -224,6 +222,11 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		streamingPOST:  streamingPOSTs(),
 		healthTimeout:  2 * time.Second,
 	}
+	s.metrics = newMetrics(func() (float64, error) {
+		n, err := store.CountActiveSandboxes(context.Background(), "")
+		return float64(n), err
+	})
+	s.driver = countingDriver{driver, s.metrics}
 	s.routes()
 	return s, nil
 }

@@ -75,6 +75,11 @@ func runInit(args []string) (int, error) {
 		"--max-exec-seconds=" + strconv.Itoa(l.Spec.MaxExecSeconds),
 		"--claimable=" + strconv.FormatBool(*claimable),
 	}
+	// The driver made the egress socket before the jail started when it
+	// granted egress; only then does the sidecar forward to it.
+	if egress := jail.RunDir + "/" + jail.EgressSocketName; socketExists(egress) {
+		argv = append(argv, "--egress-socket", egress)
+	}
 	// /proc/self/exe still reaches this binary after pivot_root, though no
 	// path inside the jail names it; in an image, the host's loader runs
 	// it (jail.LoaderDir).
@@ -142,4 +147,10 @@ func runBuild(b *jail.Build) (int, error) {
 		}
 	}
 	return 0, nil
+}
+
+// socketExists reports whether path is a socket (not following a link).
+func socketExists(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().Type() == os.ModeSocket
 }

@@ -28,16 +28,17 @@ const shutdownGrace = 10 * time.Second
 const tokenFileEnv = "BOXKITE_SIDECAR_TOKEN_FILE"
 
 type serveFlags struct {
-	listen    string
-	tokenFD   int
-	workspace string
-	runAs     string
-	nested    bool
-	budget    [2]int // max exec count, max exec seconds
-	claimable bool
-	tlsCert   string // with tlsKey: serve TLS (a pod, reached over the network)
-	tlsKey    string
-	egress    string // the egress proxy's host:port, reached directly (a pod)
+	listen       string
+	tokenFD      int
+	workspace    string
+	runAs        string
+	nested       bool
+	budget       [2]int // max exec count, max exec seconds
+	claimable    bool
+	tlsCert      string // with tlsKey: serve TLS (a pod, reached over the network)
+	tlsKey       string
+	egress       string // the egress proxy's host:port, reached directly (a pod)
+	egressSocket string // the egress proxy's unix socket, forwarded to (a local jail)
 }
 
 func runServe(args []string) error {
@@ -54,6 +55,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate `file` (PEM); needs --tls-key")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key `file` (PEM) of --tls-cert")
 	fs.StringVar(&f.egress, "egress-proxy", "", "point commands at the egress proxy at `host:port` (a pod granted egress)")
+	fs.StringVar(&f.egressSocket, "egress-socket", "", "forward the egress proxy's unix socket at `path` to commands (a local jail granted egress)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,7 +88,7 @@ func runServe(args []string) error {
 	} else {
 		ln = apihttp.Listener(ln)
 	}
-	env, err := startEgress(log, f.workspace, f.egress, f.tlsCert == "") // TLS: a pod
+	env, err := startEgress(log, f.workspace, f.egress, f.egressSocket)
 	if err != nil {
 		return err
 	}

@@ -420,18 +420,22 @@ func (m *Manager) steps(spec api.ImageSpec, proxyURL string) [][]string {
 		steps = append(steps, append(argv, spec.PythonPackages...))
 	}
 	if len(spec.NPMPackages) > 0 {
+		pkgs := make([]string, len(spec.NPMPackages))
+		for i, p := range spec.NPMPackages {
+			pkgs[i] = strings.Replace(p, "==", "@", 1)
+		}
 		argv := []string{
 			// Install scripts run: the build is jailed like a sandbox,
 			// and some packages (agent CLIs) place their binary from
-			// one.
+			// one. npm 11's allow-scripts marks the named packages'
+			// scripts as reviewed (npm runs unreviewed ones with a
+			// warning for now, and denied ones never).
 			"npm", "install", "--global", "--prefix", "/usr/local",
 			"--no-audit", "--no-fund", "--no-update-notifier",
+			"--allow-scripts=" + strings.Join(pkgs, ","),
 			"--registry", m.sources.npmRegistry(),
 		}
-		for _, p := range spec.NPMPackages {
-			argv = append(argv, strings.Replace(p, "==", "@", 1))
-		}
-		steps = append(steps, argv)
+		steps = append(steps, append(argv, pkgs...))
 	}
 	return steps
 }
