@@ -135,4 +135,3 @@ func runPlugin(name string, req *pluginpb.CodeGeneratorRequest, out string) erro
 	}
 	return nil
 }
-
