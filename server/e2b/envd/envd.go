@@ -25,6 +25,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem/filesystemconnect"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/process/processconnect"
 )
@@ -141,6 +142,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusUnauthorized, "unauthenticated",
 			"missing or invalid access token for sandbox "+id+": send the create response's envdAccessToken as X-Access-Token")
 		return
+	}
+	if r.Method == http.MethodPost && (r.URL.Path == "/files" || r.URL.Path == processconnect.ProcessStreamInputProcedure) {
+		apihttp.Streaming(r) // as long as it keeps moving
 	}
 	sess, err := h.sandboxes.Open(ctx, id)
 	if errors.Is(err, ErrGone) {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,10 +39,12 @@ const (
 	exitNotDir   = 20
 )
 
-// entryFormat is find's -printf format of one entry: type, size, mode in
-// octal, symbolic permissions, owner, group, mtime, link target, path,
-// each ended by NUL, and a newline-free record end (a NUL pair).
-const entryFormat = `%y\0%s\0%m\0%M\0%u\0%g\0%T@\0%l\0%p\0\0`
+// entryFormat is find's -printf format of one entry: entryFields fields
+// (type, size, mode in octal, symbolic permissions, owner, group, mtime,
+// link target, path), each ended by NUL, the one byte no path holds.
+const entryFormat = `%y\0%s\0%m\0%M\0%u\0%g\0%T@\0%l\0%p\0`
+
+const entryFields = 9
 
 // fileOp runs script (with $1… set to args) as the sandbox user and
 // returns its stdout; exit codes exitNotFound and exitExists become
@@ -190,15 +193,13 @@ func oneEntry(out string) (*filesystem.EntryInfo, error) {
 
 // parseEntries reads find's output in entryFormat.
 func parseEntries(out string) ([]*filesystem.EntryInfo, error) {
+	fields := strings.Split(out, "\x00")
+	fields = fields[:len(fields)-1] // what follows the last NUL: nothing
+	if len(fields)%entryFields != 0 {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("unexpected listing of %d fields", len(fields)))
+	}
 	var entries []*filesystem.EntryInfo
-	for rec := range strings.SplitSeq(out, "\x00\x00") {
-		if rec == "" {
-			continue
-		}
-		f := strings.Split(rec, "\x00")
-		if len(f) != 9 {
-			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("unexpected listing record %q", rec))
-		}
+	for f := range slices.Chunk(fields, entryFields) {
 		e, err := entryOf(f)
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInternal, err)

@@ -178,7 +178,9 @@ func scrubResult(res api.InterpreterExecResult) api.InterpreterExecResult {
 	return res
 }
 
-func isPython(lang string) bool { return strings.EqualFold(lang, "python") || strings.EqualFold(lang, "python3") }
+func isPython(lang string) bool {
+	return strings.EqualFold(lang, "python") || strings.EqualFold(lang, "python3")
+}
 
 // wrapCode returns what the interpreter runs for code in context cc: the
 // code itself in the default context; in another, a call that runs it in

@@ -214,14 +214,14 @@ func shellCommand(cfg *process.ProcessConfig, env map[string]string) (string, er
 	if cfg.GetCmd() == "" {
 		return "", connect.NewError(connect.CodeInvalidArgument, errors.New("process.cmd must not be empty"))
 	}
-	words := []string{"exec", "env"}
+	words := []string{"exec", "env", "--"}
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(env[k], 0) {
 			return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("environment variable %q is not valid", k))
 		}
 		words = append(words, shellQuote(k+"="+env[k]))
 	}
-	words = append(words, "--", shellQuote(cfg.GetCmd()))
+	words = append(words, shellQuote(cfg.GetCmd()))
 	for _, a := range cfg.GetArgs() {
 		if strings.ContainsRune(a, 0) {
 			return "", connect.NewError(connect.CodeInvalidArgument, errors.New("an argument contains a NUL byte"))
