@@ -1,4 +1,4 @@
-// Acceptance flows of issue 21, run by TestSDK (sdk_test.go) with the real
+// Acceptance flows of issue 21, run by TestE2BSDK (e2b_test.go) with the real
 // e2b and @e2b/code-interpreter packages against a real boxkite-server:
 // E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY point at it, OTHER_API_KEY
 // is another account's key. Each check prints "ok <name>"; the first
@@ -140,6 +140,7 @@ check('setTimeout.expires', (await rejects(() => Sandbox.getInfo(short.sandboxId
 
 // the code interpreter
 const ci = await CodeSandbox.create({ metadata: { run: process.env.RUN_ID, role: 'ci' } })
+results.codeSandboxId = ci.sandboxId
 await ci.runCode('x = 41')
 const sum = await ci.runCode('x + 1')
 check('runCode.state', sum.text === '42', sum)
