@@ -366,8 +366,10 @@ func envdRoutes() []envdRoute {
 			svc := fd.Services().Get(i)
 			for j := range svc.Methods().Len() {
 				m := svc.Methods().Get(j)
-				r := envdRoute{method: "POST", path: "/" + string(svc.FullName()) + "/" + string(m.Name()), port: "49983", body: "{}",
-					header: http.Header{"Content-Type": {"application/json"}, "Connect-Protocol-Version": {"1"}}}
+				r := envdRoute{
+					method: "POST", path: "/" + string(svc.FullName()) + "/" + string(m.Name()), port: "49983", body: "{}",
+					header: http.Header{"Content-Type": {"application/json"}, "Connect-Protocol-Version": {"1"}},
+				}
 				if m.IsStreamingClient() || m.IsStreamingServer() {
 					r.header.Set("Content-Type", "application/connect+json")
 					r.body = string(envelope([]byte("{}")))
