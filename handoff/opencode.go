@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -52,7 +52,7 @@ func (a opencodeAdapter) Find(ctx context.Context, env Env, dir, id string) (*Fo
 		}
 		best, ok := newest(here, func(s opencodeListed) time.Time { return time.UnixMilli(s.Updated) })
 		if !ok {
-			return nil, fmt.Errorf("no opencode session recorded in %s", dir)
+			return nil, noSessionf("no opencode session recorded in %s or below (opencode session list shows none)", dir)
 		}
 		id = best.ID
 	}
@@ -61,6 +61,9 @@ func (a opencodeAdapter) Find(ctx context.Context, env Env, dir, id string) (*Fo
 	}
 	exp, err := runOpencode(ctx, env, "export", id)
 	if err != nil {
+		if strings.Contains(err.Error(), "not found") {
+			return nil, noSessionf("opencode has no session %s: %v", id, err)
+		}
 		return nil, err
 	}
 	// Export may print chatter before the document.
@@ -74,7 +77,7 @@ func (a opencodeAdapter) Find(ctx context.Context, env Env, dir, id string) (*Fo
 		return nil, fmt.Errorf("`opencode export %s` printed session %q", id, got)
 	}
 	cwd, _ := stringAt(exp, "info", "directory")
-	f := &Found{Tool: a.Name(), ID: id, Cwd: cwd, export: exp}
+	f := &Found{Tool: a.Name(), ID: id, Cwd: cwd, Cwds: opencodeDirs(exp, cwd), export: exp}
 	if ms, ok := opencodeUpdated(exp); ok {
 		f.Modified = time.UnixMilli(ms)
 	}
@@ -102,7 +105,10 @@ func runOpencode(ctx context.Context, env Env, args ...string) ([]byte, error) {
 	if bin == "" {
 		p, err := exec.LookPath("opencode")
 		if err != nil {
-			return nil, errors.New("opencode is not installed here; it is needed to export the session")
+			return nil, &Error{
+				Err:  errors.New("opencode is not installed here; it is needed to export the session"),
+				Hint: "install opencode on this machine, or set BOXKITE_OPENCODE to its binary",
+			}
 		}
 		bin = p
 	}
@@ -111,8 +117,11 @@ func runOpencode(ctx context.Context, env Env, args ...string) ([]byte, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		return nil, fmt.Errorf("opencode %s: %w: %s", strings.Join(args, " "), err, msg)
+		err = fmt.Errorf("opencode %s: %w", strings.Join(args, " "), err)
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			err = fmt.Errorf("%w (%s)", err, msg)
+		}
+		return nil, err
 	}
 	if len(out) > opencodeMaxExport {
 		return nil, fmt.Errorf("opencode %s: output over %d bytes", strings.Join(args, " "), opencodeMaxExport)
@@ -130,19 +139,66 @@ func (a opencodeAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping)
 		Workdir: m.workdir(f.Cwd),
 		Resume:  [][]string{{"opencode", "import", target}, {"opencode", "--session", f.ID}},
 	}
-	b.Files = append(b.Files, File{
-		Local: "opencode export " + f.ID, Target: target,
-		Write: func(w io.Writer) ([]string, error) {
-			_, err := w.Write(exp)
-			return nil, err
-		},
-	})
-	creds, warn := opencodeCredentials(env, exp)
-	b.Credentials = creds
-	if warn != "" {
-		b.Warnings = append(b.Warnings, warn)
-	}
+	b.Files = append(b.Files, File{Local: "opencode export " + f.ID, Target: target, Write: writeBytes(exp)})
+	b.Provider = opencodeProvider(exp)
+	b.launch(LaunchFor(a.Name(), env, b.Provider))
 	return b, nil
+}
+
+// opencodeAPIs are the model API hosts (and base-URL variables, which
+// opencode's provider libraries read) of the providers boxkite knows.
+var opencodeAPIs = map[string]struct{ host, baseEnv string }{
+	"anthropic":  {"api.anthropic.com", "ANTHROPIC_BASE_URL"},
+	"openai":     {"api.openai.com", "OPENAI_BASE_URL"},
+	"google":     {"generativelanguage.googleapis.com", ""},
+	"openrouter": {"openrouter.ai", ""},
+	"opencode":   {"opencode.ai", ""},
+	"groq":       {"api.groq.com", ""},
+	"mistral":    {"api.mistral.ai", ""},
+	"xai":        {"api.x.ai", ""},
+	"deepseek":   {"api.deepseek.com", ""},
+}
+
+// opencodeProvider is the provider of the session's last message.
+func opencodeProvider(exp []byte) string {
+	provider := ""
+	editStrings(exp, func(p []string, s string) (string, bool) {
+		if equalPath(p, []string{"messages", "[]", "info", "providerID"}) || equalPath(p, []string{"messages", "[]", "info", "model", "providerID"}) {
+			provider = s
+		}
+		return s, false
+	})
+	return provider
+}
+
+// opencodeDirs are the directories an export records: the session's
+// directory and each assistant message's path (an object of cwd and root,
+// or in some versions a plain string), the session's own last.
+func opencodeDirs(exp []byte, dir string) []string {
+	var dirs []string
+	editStrings(exp, func(p []string, s string) (string, bool) {
+		if opencodePath(p) && s != dir && !slices.Contains(dirs, s) {
+			dirs = append(dirs, s)
+		}
+		return s, false
+	})
+	if dir != "" {
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
+// opencodePath reports whether the value at p of an export is a path.
+func opencodePath(p []string) bool {
+	switch {
+	case equalPath(p, []string{"info", "directory"}),
+		len(p) >= 2 && p[0] == "info" && p[1] == "path",
+		equalPath(p, []string{"messages", "[]", "info", "path"}),
+		equalPath(p, []string{"messages", "[]", "info", "path", "cwd"}),
+		equalPath(p, []string{"messages", "[]", "info", "path", "root"}):
+		return true
+	}
+	return false
 }
 
 // opencodeEdit moves the session's directory and every assistant
@@ -150,11 +206,7 @@ func (a opencodeAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping)
 // directory anyway; the messages' paths it keeps.
 func opencodeEdit(exp []byte, m Mapping) []byte {
 	return editStrings(exp, func(p []string, s string) (string, bool) {
-		switch {
-		case equalPath(p, []string{"info", "directory"}),
-			len(p) >= 2 && p[0] == "info" && p[1] == "path",
-			equalPath(p, []string{"messages", "[]", "info", "path", "cwd"}),
-			equalPath(p, []string{"messages", "[]", "info", "path", "root"}):
+		if opencodePath(p) {
 			return m.Rebase(s)
 		}
 		return s, false
@@ -164,14 +216,7 @@ func opencodeEdit(exp []byte, m Mapping) []byte {
 // opencodeCredentials passes the auth.json entry of the provider the
 // session last used, API keys only (an OAuth login is tied to this
 // machine), as OPENCODE_AUTH_CONTENT.
-func opencodeCredentials(env Env, exp []byte) ([]Credential, string) {
-	provider := ""
-	editStrings(exp, func(p []string, s string) (string, bool) {
-		if equalPath(p, []string{"messages", "[]", "info", "providerID"}) {
-			provider = s
-		}
-		return s, false
-	})
+func opencodeCredentials(env Env, provider string) ([]Credential, string) {
 	data := env.get("XDG_DATA_HOME")
 	if data == "" {
 		data = filepath.Join(env.Home, ".local", "share")
