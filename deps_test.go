@@ -43,7 +43,8 @@ func merge(ms ...map[string]string) map[string]string {
 
 // rules is design/ARCHITECTURE.md's import table.
 var rules = map[string]depRule{
-	"client/api": {stdOnly: true},
+	"client/api":       {stdOnly: true},
+	"internal/apihttp": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{"github.com/spf13/cobra": "HTTP plumbing of the two APIs; the sidecar binary links it and stays small"})},
 	"client": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"github.com/spf13/cobra":             "the client is a library; the CLI wraps it",
 		"github.com/charmbracelet/bubbletea": "the client is a library; the TUI wraps it",
@@ -66,25 +67,25 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server":          {ours: []string{"client/api", "tools", "tools/mcpserver", "server/egress"}, forbidden: merge(clientGo, sqlDriver)},
+	"server":          {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/egress"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/egress":   {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	"server/sqlstore": {ours: []string{"server", "client/api", "tools"}, forbidden: merge(clientGo)},
 	"server/local":    {ours: []string{"server", "sidecar/jail", "client/api", "tools"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/kube":     {ours: []string{"server", "client/api", "tools"}, forbidden: sqlDriver},
-	"server/images":   {ours: []string{"client/api", "server/egress"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/images":   {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",
 	}},
-	"sidecar": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, map[string]string{
+	"sidecar": {ours: []string{"client/api", "internal/apihttp"}, forbidden: merge(clientGo, sqlDriver, map[string]string{
 		"github.com/spf13/cobra": "the sidecar is small: stdlib, pty, websocket, seccomp",
 		"database/sql":           "the sidecar keeps no database",
 	})},
 	"sidecar/jail":        {forbidden: merge(clientGo, sqlDriver)},
 	"cmd/boxkite":         {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "the CLI starts boxkite-server as a process; it never links it", "sidecar": "the CLI never links the sidecar"})},
-	"cmd/boxkite-sidecar": {ours: []string{"sidecar", "sidecar/jail", "client/api"}, forbidden: merge(clientGo, sqlDriver, map[string]string{"github.com/spf13/cobra": "the sidecar binary stays small"})},
+	"cmd/boxkite-sidecar": {ours: []string{"sidecar", "sidecar/jail", "client/api", "internal/apihttp"}, forbidden: merge(clientGo, sqlDriver, map[string]string{"github.com/spf13/cobra": "the sidecar binary stays small"})},
 	"cmd/boxkite-server":  {anyOurs: true, forbidden: map[string]string{"cli": "the server never links the CLI", "tui": "the server never links the TUI"}},
 	"cmd/boxkite-mcp":     {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "boxkite-mcp is a client of the control plane", "cli": "boxkite-mcp does not link the CLI", "tui": "no TUI in the MCP server"})},
-	"cmd/bastion":         {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "the bastion is a client of the control plane", "cli": "the bastion does not link the CLI"})},
+	"cmd/boxkite-bastion": {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "the bastion is a client of the control plane", "cli": "the bastion does not link the CLI"})},
 }
 
 func isStd(path string) bool {

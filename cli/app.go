@@ -6,6 +6,9 @@ import (
 	"sync"
 
 	"github.com/boxkite/boxkite/client"
+	// Linked for its initialiser: it stops bubbletea's from querying the
+	// terminal's background colour when any boxkite command starts.
+	_ "github.com/boxkite/boxkite/cli/internal/quietterm"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )

@@ -107,6 +107,7 @@ type auditVerdict struct {
 	HeadHash  string `json:"head_hash"`
 	Verified  bool   `json:"verified"`
 	Error     string `json:"error,omitempty"`
+	Gap       bool   `json:"gap,omitempty"` // entries are missing (not only edited)
 }
 
 func newAuditVerifyCmd(app *App) *cobra.Command {
@@ -119,10 +120,13 @@ func newAuditVerifyCmd(app *App) *cobra.Command {
 		Short: "Fetch a sandbox's whole audit log and verify its hash chain",
 		Long: `Fetch every entry of a sandbox's audit log and check the hash chain: each
 entry's row_hash must cover its contents and the row_hash of the entry
-before it, from the genesis hash on. An edited, inserted, reordered or
-removed entry breaks the chain; the command then names the first entry that
-does not verify and exits 1. Keep the printed head hash somewhere else to
-also catch the newest entries being removed later.`,
+before it, from the genesis hash on; entries are numbered 1, 2, … without a
+gap; and the log must reach the head the server recorded with its last
+append. An edited, inserted, reordered or removed entry (the newest ones
+included) fails the check; the command then names the first entry that does
+not verify, says whether entries are missing, and exits 1. Keep the printed
+head hash somewhere else too: someone who can rewrite the whole database
+can rewrite the recorded head as well.`,
 		Example: "  boxkite audit verify\n  boxkite audit verify -s build --json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -135,7 +139,7 @@ also catch the newest entries being removed later.`,
 			if err != nil {
 				return err
 			}
-			entries, err := fetchLog(ctx, c, sb.ID)
+			entries, head, err := fetchLog(ctx, c, sb.ID)
 			if err != nil {
 				return err
 			}
@@ -143,9 +147,10 @@ also catch the newest entries being removed later.`,
 			if len(entries) > 0 {
 				v.HeadHash = entries[len(entries)-1].RowHash
 			}
-			verr := api.VerifyLogChain(api.GenesisHash, entries)
+			verr := api.VerifyLog(entries, head.HeadSeq, head.HeadHash)
 			if verr != nil {
 				v.Verified, v.Error = false, verr.Error()
+				v.Gap = errors.Is(verr, api.ErrLogGap)
 			}
 			if asJSON {
 				if err := writeJSON(app.IO.Out, v); err != nil {
@@ -155,10 +160,11 @@ also catch the newest entries being removed later.`,
 				fmt.Fprintf(app.IO.Out, "sandbox %s: %d entries, hash chain verified; head %s\n", sb.ID, v.Entries, v.HeadHash)
 			}
 			if verr != nil {
-				return &hintError{
-					err:  fmt.Errorf("audit log of sandbox %s does not verify: %w", sb.ID, verr),
-					hint: "the log was changed after it was written; compare with a copy you kept (boxkite log --json)",
+				hint := "the log was changed after it was written; compare with a copy you kept (boxkite log --json)"
+				if v.Gap {
+					hint = "entries the server committed are missing from the log: it was cut behind the server's back; compare with a copy you kept (boxkite log --json)"
 				}
+				return &hintError{err: fmt.Errorf("audit log of sandbox %s does not verify: %w", sb.ID, verr), hint: hint}
 			}
 			return nil
 		},
@@ -168,17 +174,22 @@ also catch the newest entries being removed later.`,
 	return cmd
 }
 
-// fetchLog reads all of a sandbox's log entries, oldest first.
-func fetchLog(ctx context.Context, c *client.Client, id string) ([]api.LogEntry, error) {
+// fetchLog reads all of a sandbox's log entries, oldest first, and the
+// first page, whose head the log must reach (api.VerifyLog).
+func fetchLog(ctx context.Context, c *client.Client, id string) ([]api.LogEntry, api.LogPage, error) {
 	var entries []api.LogEntry
+	var first *api.LogPage
 	for {
 		page, err := c.Log(ctx, id, api.MaxLogLimit, len(entries))
 		if err != nil {
-			return nil, fmt.Errorf("read the log of sandbox %s: %w", id, err)
+			return nil, api.LogPage{}, fmt.Errorf("read the log of sandbox %s: %w", id, err)
+		}
+		if first == nil {
+			first = page
 		}
 		entries = append(entries, page.Entries...)
 		if len(page.Entries) == 0 || len(entries) >= page.Total {
-			return entries, nil
+			return entries, *first, nil
 		}
 	}
 }
@@ -191,9 +202,13 @@ func newAllowlistCmd(app *App) *cobra.Command {
 Python interpreter may run in the account's sandboxes (the interpreter
 counts as python3 -c CODE): each program must be listed, optionally with
 regular expressions its arguments must (args_allow) or must not (args_deny)
-match. Command substitution, heredocs, process substitution and wrappers
-that hide what they run are refused. No list means every command is
-allowed. It is a guardrail for agents, not a security boundary.`,
+match. A rule names a program ("ls", found through the sandbox's fixed
+PATH) or an absolute path ("/usr/bin/ls", allowing that path only); a
+program written with a slash (./bin/ls) needs a rule naming exactly its
+path. Command substitution, heredocs, process substitution, wrappers that
+hide what they run, and assignments to PATH, LD_*, BASH_ENV, IFS and the
+like are refused. No list means every command is allowed. It is a
+guardrail for agents, not a security boundary: see docs/audit.md.`,
 		GroupID: groupSettings,
 	})
 	cmd.AddCommand(newAllowlistGetCmd(app), newAllowlistSetCmd(app), newAllowlistClearCmd(app))
@@ -254,10 +269,10 @@ func newAllowlistSetCmd(app *App) *cobra.Command {
 		Use:   "set FILE",
 		Short: "Replace the command allowlist with the rules in a JSON file",
 		Long: `Replace the command allowlist with the rules in FILE ("-" reads standard
-input): a JSON array (or {"rules": [...]}) of program names and objects
-{"command": "curl", "args_allow": ["^https://api\\.example\\.com/"],
+input): a JSON array (or {"rules": [...]}) of program names or absolute
+paths, and objects {"command": "curl", "args_allow": ["^https://api\\.example\\.com/"],
 "args_deny": ["--upload-file"]}. Patterns are RE2 regular expressions,
-matched case-insensitively anywhere in the arguments. At most 50 rules and
+matched case-insensitively anywhere in the arguments as written. At most 50 rules and
 200 characters a pattern. Needs an admin key.`,
 		Example: `  echo '["ls", "cat", "python3", {"command": "git", "args_allow": ["^(status|diff|log)"]}]' > rules.json
   boxkite allowlist set rules.json`,

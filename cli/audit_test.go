@@ -29,14 +29,24 @@ func chain(t *testing.T, sb string, n int) []api.LogEntry {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.RowHash, prev = h, h
+		e.RowHash, prev, e.Seq = h, h, int64(i+1)
 		out = append(out, e)
 	}
 	return out
 }
 
-// logAPI serves the sandboxes list and the log pages of entries.
+// logAPI serves the sandboxes list and the log pages of entries, with the
+// last entry as the head the server recorded.
 func logAPI(entries []api.LogEntry) map[string]http.HandlerFunc {
+	head := api.LogPage{HeadHash: api.GenesisHash}
+	if n := len(entries); n > 0 {
+		head.HeadSeq, head.HeadHash = entries[n-1].Seq, entries[n-1].RowHash
+	}
+	return logAPIWithHead(entries, head.HeadSeq, head.HeadHash)
+}
+
+// logAPIWithHead is logAPI with a recorded head of its own.
+func logAPIWithHead(entries []api.LogEntry, headSeq int64, headHash string) map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
 		"GET /v1/sandboxes": replyJSON(200, []api.Sandbox{{ID: "sb1", Status: api.StatusActive, Label: "build"}}),
 		"GET /v1/sandboxes/sb1/log": func(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +54,10 @@ func logAPI(entries []api.LogEntry) map[string]http.HandlerFunc {
 			fmt.Sscan(r.URL.Query().Get("limit"), &limit)
 			fmt.Sscan(r.URL.Query().Get("offset"), &offset)
 			end := min(offset+min(limit, 2), len(entries)) // small pages: the command must page
-			replyJSON(200, api.LogPage{Entries: entries[min(offset, end):end], Limit: limit, Offset: offset, Total: len(entries)})(w, r)
+			replyJSON(200, api.LogPage{
+				Entries: entries[min(offset, end):end], Limit: limit, Offset: offset, Total: len(entries),
+				HeadSeq: headSeq, HeadHash: headHash,
+			})(w, r)
 		},
 	}
 }
@@ -54,19 +67,31 @@ func TestAuditVerify(t *testing.T) {
 	good := chain(t, "sb1", 5)
 	tampered := chain(t, "sb1", 5)
 	tampered[3].Detail = json.RawMessage(`{"command":"echo nothing to see"}`)
+	// The middle entry removed and the chain re-hashed around it: only
+	// the sequence numbers tell.
+	rehashed := chain(t, "sb1", 4)
+	rehashed[2].Seq, rehashed[3].Seq = 4, 5
 	for _, tt := range []struct {
-		name    string
-		entries []api.LogEntry
-		code    int
-		stdout  string
-		stderr  string
+		name     string
+		entries  []api.LogEntry
+		headSeq  int64
+		headHash string
+		code     int
+		stdout   string
+		stderr   string
+		gap      bool
 	}{
-		{"intact", good, 0, "sandbox sb1: 5 entries, hash chain verified; head " + good[4].RowHash + "\n", ""},
-		{"empty", nil, 0, "sandbox sb1: 0 entries, hash chain verified; head " + api.GenesisHash + "\n", ""},
-		{"tampered", tampered, 1, "", "does not verify: audit log hash chain is broken at entry 3 (e4)"},
+		{"intact", good, 5, good[4].RowHash, 0, "sandbox sb1: 5 entries, hash chain verified; head " + good[4].RowHash + "\n", "", false},
+		{"empty", nil, 0, api.GenesisHash, 0, "sandbox sb1: 0 entries, hash chain verified; head " + api.GenesisHash + "\n", "", false},
+		{"tampered", tampered, 5, good[4].RowHash, 1, "", "does not verify: audit log hash chain is broken at entry 3 (e4)", false},
+		{"newest entries cut", good[:3], 5, good[4].RowHash, 1, "", "the log ends at entry 3 but the server recorded 5 (2 entries missing at the end)", true},
+		{"every entry cut", nil, 5, good[4].RowHash, 1, "", "5 entries missing at the end", true},
+		{"middle entry cut and re-hashed", rehashed, 5, rehashed[3].RowHash, 1, "", "sequence number 4, want 3", true},
+		{"appended after the first page", good, 3, good[2].RowHash, 0, "sandbox sb1: 5 entries, hash chain verified; head " + good[4].RowHash + "\n", "", false},
+		{"head from a server that keeps none", good, 0, "", 0, "sandbox sb1: 5 entries, hash chain verified; head " + good[4].RowHash + "\n", "", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := fakeAPI(t, logAPI(tt.entries))
+			srv := fakeAPI(t, logAPIWithHead(tt.entries, tt.headSeq, tt.headHash))
 			writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
 			r := runCLI(t, "", "audit", "verify", "-s", "build")
 			if r.code != tt.code || r.stdout != tt.stdout || !strings.Contains(r.stderr, tt.stderr) {
@@ -77,7 +102,7 @@ func TestAuditVerify(t *testing.T) {
 			if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 				t.Fatalf("audit verify --json: %v in %+v", err, r)
 			}
-			if v.Verified != (tt.code == 0) || v.Entries != len(tt.entries) || v.SandboxID != "sb1" {
+			if v.Verified != (tt.code == 0) || v.Entries != len(tt.entries) || v.SandboxID != "sb1" || v.Gap != tt.gap {
 				t.Errorf("audit verify --json = %+v", v)
 			}
 		})

@@ -51,6 +51,8 @@ type Config struct {
 	Local bool
 	// File is the config file the values were read from, "" when none.
 	File string
+	// Bastion is boxkite-bastion's HOST:PORT from that file, "" when unset.
+	Bastion string
 	// Sources says where each value came from, by key (base_url, api_key,
 	// home): "flag --url", "env BOXKITE_URL", "file PATH" or "default".
 	Sources map[string]string
@@ -61,6 +63,9 @@ type fileConfig struct {
 	Version int    `toml:"version,omitempty"`
 	BaseURL string `toml:"base_url,omitempty"`
 	APIKey  string `toml:"api_key,omitempty"`
+	// Bastion is boxkite-bastion's HOST:PORT: written by up for the local
+	// one, set by hand for a hosted one.
+	Bastion string `toml:"bastion,omitempty"`
 }
 
 // LoadConfig resolves the configuration: flags > environment > file >
@@ -86,11 +91,11 @@ func LoadConfig(flags *pflag.FlagSet) (*Config, error) {
 	}
 	switch {
 	case hosted.BaseURL != "" && hosted.APIKey != "":
-		cfg.File = hostedPath
+		cfg.File, cfg.Bastion = hostedPath, hosted.Bastion
 	case local.BaseURL != "":
-		cfg.File = localPath
+		cfg.File, cfg.Bastion = localPath, local.Bastion
 	case hosted != (fileConfig{}):
-		cfg.File = hostedPath // half-configured: still better than ignoring it
+		cfg.File, cfg.Bastion = hostedPath, hosted.Bastion // half-configured: still better than ignoring it
 	}
 
 	// One viper per invocation, never the global, and only ever read from.
@@ -212,7 +217,7 @@ func readFileConfig(path string) (fileConfig, error) {
 		if errors.As(err, &strict) {
 			return fc, &hintError{
 				err:  fmt.Errorf("read %s: unknown key: %s", path, strings.TrimSpace(strict.String())),
-				hint: "the known keys are base_url and api_key",
+				hint: "the known keys are base_url, api_key and bastion",
 			}
 		}
 		return fc, fmt.Errorf("read %s: %w", path, err)

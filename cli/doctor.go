@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -45,7 +46,8 @@ func newDoctorCmd(app *App) *cobra.Command {
 		Short: "Check that this machine can run local sandboxes, and say what to fix",
 		Long: `Check what the local server's sandboxes need from this machine: the kernel,
 user namespaces, cgroups, seccomp, filesystems, loop devices for storage
-quotas, and the boxkite-server and boxkite-sidecar binaries.
+quotas, the boxkite-server, boxkite-sidecar and boxkite-bastion binaries,
+and, when the local server is up, that its bastion answers.
 
 Each check is ok, warn (sandboxes work with weaker isolation or fewer
 limits) or fail (they cannot work until it is fixed). Exits 1 when a check
@@ -58,6 +60,13 @@ fails, 0 otherwise.`,
 				return err
 			}
 			rep := diagnose(root)
+			if root == "/" {
+				// The running bastion is this machine's, not a fake root's.
+				if cfg, err := app.Config(); err == nil && cfg.Local {
+					rep.Checks = append(rep.Checks, doctorBastion(pathsFor(cfg.Home), cfg.Bastion))
+					rep.OK = countChecks(rep.Checks, checkFail) == 0
+				}
+			}
 			if asJSON {
 				err = writeJSON(app.IO.Out, rep)
 			} else {
@@ -296,7 +305,7 @@ func (h doctorHost) mkfs() string {
 func doctorCompanions() doctorCheck {
 	c := doctorCheck{Name: "binaries", Status: checkOK}
 	var found []string
-	for _, name := range []string{serverBinary, sidecarBinary} {
+	for _, name := range []string{serverBinary, sidecarBinary, bastionBinary} {
 		p, err := findCompanion(name)
 		if err != nil {
 			c.Status = checkFail
@@ -377,6 +386,30 @@ func (h doctorHost) cgroups() doctorCheck {
 	}
 	if c.Status == checkOK && h.euid != 0 {
 		c.Status, c.Fix = checkWarn, "the local driver sets cgroup limits only as root: run 'boxkite up' as root"
+	}
+	return c
+}
+
+// doctorBastion checks the local bastion that up started: running, and
+// answering with its SSH banner at the address local.toml records.
+func doctorBastion(p localPaths, addr string) doctorCheck {
+	c := doctorCheck{Name: "bastion", Status: checkOK}
+	server, _ := runningServer(p)
+	pid, _ := runningBastion(p)
+	switch {
+	case server == 0 && pid == 0:
+		c.Status, c.Detail = checkWarn, "not running (the local server is not up)"
+		c.Fix = "run 'boxkite up': it starts the server and the bastion"
+	case pid == 0 || addr == "":
+		c.Status, c.Detail = checkFail, "not running, so ssh to sandboxes is off"
+		c.Fix = "run 'boxkite up' again to start it; its log is " + p.bastionLog
+	default:
+		if err := probeBastion(addr, 2*time.Second); err != nil {
+			c.Status, c.Detail = checkFail, fmt.Sprintf("pid %d does not answer at %s: %v", pid, addr, err)
+			c.Fix = "run 'boxkite down' and then 'boxkite up'; its log is " + p.bastionLog
+			break
+		}
+		c.Detail = fmt.Sprintf("answering at %s (pid %d)", addr, pid)
 	}
 	return c
 }

@@ -145,10 +145,12 @@ func apiExitCode(e *api.Error) int {
 		return exitNotFound
 	case api.CodeUnauthorized, api.CodeInvalidAPIKey, api.CodeForbidden:
 		return exitAuth
-	case api.CodeLimitExceeded, api.CodeRateLimited:
+	case api.CodeLimitExceeded, api.CodeRateLimited, api.CodeInsufficientStorage, api.CodeHostCapacity:
 		return exitLimit
 	case api.CodeSidecarAuth, api.CodeSidecarNotReady:
 		return exitError // between the server and a sandbox, not the user's credentials
+	case api.CodePermissionDenied:
+		return exitError // a file the sandbox user may not touch, not the caller's credentials
 	}
 	switch e.Status {
 	case 404:

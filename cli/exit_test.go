@@ -41,8 +41,12 @@ func TestExecuteExitCodes(t *testing.T) {
 			4, "error: invalid API key [invalid_api_key]\nhint: check the API key: 'boxkite config show' tells which one is used and where it comes from\n",
 		},
 		{"forbidden", &api.Error{Status: 403, Code: api.CodeForbidden, Message: "no", Hint: "ask an admin"}, 4, "error: no [forbidden]\nhint: ask an admin\n"},
+		{"file permission is not auth", &api.Error{Status: 403, Code: api.CodePermissionDenied, Message: "the sandbox user may not write to f"}, 1, "error: the sandbox user may not write to f [permission_denied]\n"},
 		{"limit", &api.Error{Status: 429, Code: api.CodeLimitExceeded, Message: "too many sandboxes", Hint: "remove one"}, 5, "error: too many sandboxes [limit_exceeded]\nhint: remove one\n"},
 		{"rate limited by status", &api.Error{Status: 429, Message: "slow down"}, 5, "error: slow down\nhint: wait a moment, or free capacity with 'boxkite session rm'\n"},
+		{"host full", &api.Error{Status: 507, Code: api.CodeInsufficientStorage, Message: "the host is low on disk", Hint: "free space", RequestID: "r1"}, 5, "error: the host is low on disk [insufficient_storage] (request id r1)\nhint: free space\n"},
+		{"host at capacity", &api.Error{Status: 503, Code: api.CodeHostCapacity, Message: "the host is near its thread limit"}, 5, "error: the host is near its thread limit [host_capacity]\nhint: wait a moment, or free capacity with 'boxkite session rm'\n"},
+		{"sandbox lost", &api.Error{Status: 410, Code: api.CodeSandboxLost, Message: "sandbox x is lost"}, 1, "error: sandbox x is lost [sandbox_lost]\n"},
 		{"sidecar auth is not the user's auth", &api.Error{Status: 401, Code: api.CodeSidecarAuth, Message: "sidecar refused"}, 1, "error: sidecar refused [sidecar_auth]\n"},
 		{"server error", &api.Error{Status: 500, Code: api.CodeInternal, Message: "internal error"}, 1, "error: internal error [internal_error]\n"},
 		{

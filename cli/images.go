@@ -64,7 +64,7 @@ func newImagesBuildCmd(app *App) *cobra.Command {
 	f.StringVar(&req.Base, "base", "", "`base` image (default boxkite-default: the host's system)")
 	f.StringArrayVar(&req.AptPackages, "apt-package", nil, "apt `package` to install, optionally pinned name=version (repeatable)")
 	f.StringArrayVar(&req.PythonPackages, "python-package", nil, "pip `package`, pinned as name==version (repeatable; from the index pip is configured with; wheels only)")
-	f.StringArrayVar(&req.NPMPackages, "npm-package", nil, "npm `package`, pinned as name==version or @scope/name==version (repeatable; install scripts are not run)")
+	f.StringArrayVar(&req.NPMPackages, "npm-package", nil, "npm `package`, pinned as name==version or @scope/name==version (repeatable; install scripts run, in the build's jail)")
 	f.BoolVar(&wait, "wait", false, "wait until the image is completed or failed")
 	out.register(cmd)
 	return cmd
@@ -130,7 +130,15 @@ func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image
 	}
 	fmt.Fprintln(app.IO.Out, img.ID)
 	if img.Status == api.ImageFailed {
-		return fmt.Errorf("image %s failed: %s", img.ID, img.FailureReason)
+		hint := img.FailureHint
+		if hint == "" {
+			hint = "see its log: `boxkite images logs " + img.ID + "`"
+		}
+		code := ""
+		if img.FailureCode != "" {
+			code = " (" + img.FailureCode + ")"
+		}
+		return &hintError{err: fmt.Errorf("image %s failed%s: %s", img.ID, code, img.FailureReason), hint: hint}
 	}
 	return nil
 }

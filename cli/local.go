@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -88,9 +89,16 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 	}
 	noteHostedConfig(app, home)
 	c := client.New(url, key)
-	args, env := serverArgs(p, port, sidecar), serverEnv(p, key)
+	if err := ensureBastionKey(p.bastionKey); err != nil {
+		return err
+	}
+	bastionKey, err := readBastionKey(p.bastionKey)
+	if err != nil {
+		return err
+	}
+	args, env := serverArgs(p, port, sidecar), serverEnv(p, key, bastionKey)
 	if opts.foreground {
-		return runForeground(ctx, app, p, c, server, args, env)
+		return runForeground(ctx, app, p, c, server, args, env, local.Bastion)
 	}
 
 	logStart := fileSize(p.log)
@@ -113,8 +121,27 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 		return &hintError{err: err, hint: logHint(p.log, logStart)}
 	}
 	fmt.Fprintf(app.IO.ErrOut, "boxkite server ready at %s (pid %d)\n", url, pid)
+	upBastion(ctx, app, p, url, local.Bastion)
 	fmt.Fprintln(app.IO.Out, url)
 	return nil
+}
+
+// upBastion starts (or keeps) the local boxkite-bastion and says where it
+// is. A bastion that will not start does not fail up, whose server works
+// without it; it is reported with what to do.
+func upBastion(ctx context.Context, app *App, p localPaths, serverURL, recorded string) {
+	addr, err := ensureLocalBastion(ctx, p, serverURL, recorded)
+	if err != nil {
+		fmt.Fprintf(app.IO.ErrOut, "warning: boxkite-bastion did not start, so ssh to sandboxes is off: %s\n", message(err))
+		hint := "see " + p.bastionLog + "; 'boxkite doctor' checks the binaries"
+		if he, ok := errors.AsType[*hintError](err); ok {
+			hint = he.hint
+		}
+		fmt.Fprintf(app.IO.ErrOut, "hint: %s\n", hint)
+		return
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	fmt.Fprintf(app.IO.ErrOut, "boxkite bastion ready at %s (ssh -p %s <sandbox-id>@%s)\n", addr, port, host)
 }
 
 // alreadyUp handles up when the pid file names a live server.
@@ -134,6 +161,7 @@ func alreadyUp(ctx context.Context, app *App, p localPaths, local fileConfig, pi
 		}
 	}
 	fmt.Fprintf(app.IO.ErrOut, "boxkite server already running at %s (pid %d)\n", local.BaseURL, pid)
+	upBastion(ctx, app, p, local.BaseURL, local.Bastion)
 	if opts.port != 0 && !strings.HasSuffix(local.BaseURL, fmt.Sprintf(":%d", opts.port)) {
 		fmt.Fprintf(app.IO.ErrOut, "note: it is not on port %d; run 'boxkite down' first to move it\n", opts.port)
 	}
@@ -161,7 +189,7 @@ func logHint(path string, offset int64) string {
 
 // runForeground runs the server attached to this terminal until it exits or
 // ctx is cancelled (Ctrl-C), which stops it with SIGTERM.
-func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string) error {
+func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string, recordedBastion string) error {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = app.IO.ErrOut, app.IO.ErrOut // server logs are chatter
@@ -178,9 +206,12 @@ func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client
 	defer stopWaiting()
 	go func() {
 		if waitReady(readyCtx, c, nil, readyTimeout, nil) == nil {
+			upBastion(readyCtx, app, p, c.BaseURL, recordedBastion)
 			fmt.Fprintln(app.IO.Out, c.BaseURL)
 		}
 	}()
+	// The bastion is detached like up's; it goes when the server does.
+	defer stopLocalBastion(context.WithoutCancel(ctx), p)
 	err := cmd.Wait()
 	if ctx.Err() != nil {
 		return nil // stopped on request
@@ -194,7 +225,7 @@ func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client
 func newDownCmd(app *App) *cobra.Command {
 	return &cobra.Command{
 		Use:     "down",
-		Short:   "Stop the local boxkite server and its sandboxes",
+		Short:   "Stop the local boxkite server, its bastion and its sandboxes",
 		GroupID: groupLocal,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -203,6 +234,12 @@ func newDownCmd(app *App) *cobra.Command {
 				return err
 			}
 			p := pathsFor(home)
+			// The bastion first: its sessions are told why they end.
+			if bpid, err := stopLocalBastion(cmd.Context(), p); err != nil {
+				return err
+			} else if bpid != 0 {
+				fmt.Fprintf(app.IO.ErrOut, "boxkite bastion stopped (pid %d)\n", bpid)
+			}
 			pid, err := readPID(p.pid)
 			if err != nil {
 				return err
@@ -239,13 +276,20 @@ type serverStatus struct {
 	Ready           bool   `json:"ready"`
 	Error           string `json:"error,omitempty"` // why it is not ready
 	ActiveSandboxes *int   `json:"active_sandboxes,omitempty"`
+	// Bastion is boxkite-bastion's "host:port" when one is running (local)
+	// or configured (hosted); BastionPID is the local one's process.
+	Bastion    string `json:"bastion,omitempty"`
+	BastionPID int    `json:"bastion_pid,omitempty"`
 }
 
 func newStatusCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:     "status",
-		Short:   "Show the server, whether it is ready, and how many sandboxes are active",
+		Use:   "status",
+		Short: "Show the server and bastion, whether they are ready, and how many sandboxes are active",
+		Long: `Show the server (its URL, and in local mode its process), the bastion's
+address for ssh, whether the server is ready and how many sandboxes are
+active. Exits 1 when the server is not ready, so scripts can ask it.`,
 		GroupID: groupLocal,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -258,9 +302,15 @@ func newStatusCmd(app *App) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, st)
+				err = writeJSON(app.IO.Out, st)
+			} else {
+				err = writeStatus(app, st)
 			}
-			return writeStatus(app, st)
+			if err == nil && !st.Ready {
+				// Scripts ask `boxkite status` whether the server is up.
+				return &exitStatus{code: exitError}
+			}
+			return err
 		},
 	}
 	out.register(cmd)
@@ -279,11 +329,17 @@ func collectStatus(ctx context.Context, app *App) (serverStatus, error) {
 	st := serverStatus{Mode: "hosted", URL: cfg.BaseURL}
 	if cfg.Local {
 		st.Mode = "local"
-		pid, err := runningServer(pathsFor(cfg.Home))
+		p := pathsFor(cfg.Home)
+		pid, err := runningServer(p)
 		if err != nil {
 			return st, err
 		}
 		st.PID, st.Running = pid, pid != 0
+		if bpid, err := runningBastion(p); err == nil && bpid != 0 && cfg.Bastion != "" {
+			st.Bastion, st.BastionPID = cfg.Bastion, bpid
+		}
+	} else {
+		st.Bastion = cfg.Bastion
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -312,6 +368,13 @@ func writeStatus(app *App, st serverStatus) error {
 			server = fmt.Sprintf("running (pid %d)", st.PID)
 		}
 		fmt.Fprintf(tw, "server:\t%s\n", server)
+		bastion := "not running"
+		if st.BastionPID != 0 {
+			bastion = fmt.Sprintf("%s (pid %d)", st.Bastion, st.BastionPID)
+		}
+		fmt.Fprintf(tw, "bastion:\t%s\n", bastion)
+	} else if st.Bastion != "" {
+		fmt.Fprintf(tw, "bastion:\t%s\n", st.Bastion)
 	}
 	ready := "yes"
 	if !st.Ready {

@@ -43,16 +43,25 @@ type localPaths struct {
 	pid    string // server.pid
 	log    string // server.log: the detached server's stdout and stderr
 	state  string // the server's state directory (database, sandboxes, sockets)
+
+	// boxkite-bastion's files (bastion.go)
+	bastionKey     string // bastion.key: the key shared by the server and the bastion (0600)
+	bastionPID     string // bastion.pid
+	bastionLog     string // bastion.log
+	bastionHostKey string // bastion_host_key (and .pub): kept so known_hosts stays valid
+	knownHosts     string // known_hosts: the bastion's host key, for boxkite ssh and ssh-config
 }
 
 func pathsFor(home string) localPaths {
-	return localPaths{
+	p := localPaths{
 		home:   home,
 		config: filepath.Join(home, localFile),
 		pid:    filepath.Join(home, "server.pid"),
 		log:    filepath.Join(home, "server.log"),
 		state:  filepath.Join(home, "server"),
 	}
+	p.bastionKey, p.bastionPID, p.bastionLog, p.bastionHostKey, p.knownHosts = bastionPathsFor(home)
+	return p
 }
 
 // findCompanion finds a companion binary next to the running boxkite (so a
@@ -139,8 +148,12 @@ func hasProc() bool {
 
 // isBoxkiteServer reports whether pid is alive and runs boxkite-server, so a
 // stale pid file can never make down signal an unrelated process that reused
-// the pid. Without /proc (macOS) only liveness can be checked.
-func isBoxkiteServer(pid int) bool {
+// the pid.
+func isBoxkiteServer(pid int) bool { return isProcessNamed(pid, serverBinary) }
+
+// isProcessNamed reports whether pid is alive and runs the binary name.
+// Without /proc (macOS) only liveness can be checked.
+func isProcessNamed(pid int, name string) bool {
 	if !processAlive(pid) {
 		return false
 	}
@@ -149,7 +162,7 @@ func isBoxkiteServer(pid int) bool {
 		return !hasProc()
 	}
 	argv0, _, _ := bytes.Cut(cmdline, []byte{0})
-	return filepath.Base(string(argv0)) == serverBinary
+	return filepath.Base(string(argv0)) == name
 }
 
 // runningServer returns the pid of the local server when one is running.
@@ -171,7 +184,7 @@ func stopProcess(ctx context.Context, pid int, grace time.Duration) error {
 		if errors.Is(err, syscall.ESRCH) {
 			return nil
 		}
-		return fmt.Errorf("stop boxkite-server (pid %d): %w", pid, err)
+		return fmt.Errorf("stop pid %d: %w", pid, err)
 	}
 	if waitExit(ctx, pid, grace) {
 		return nil
@@ -181,7 +194,7 @@ func stopProcess(ctx context.Context, pid int, grace time.Duration) error {
 	if waitExit(ctx, pid, 5*time.Second) {
 		return nil
 	}
-	return fmt.Errorf("stop boxkite-server (pid %d): still running after SIGKILL", pid)
+	return fmt.Errorf("stop pid %d: still running after SIGKILL", pid)
 }
 
 // waitExit polls until pid is gone or d has passed; it reports whether pid is gone.
@@ -251,10 +264,13 @@ func serverArgs(p localPaths, port int, sidecar string) []string {
 }
 
 // serverEnv is the server's environment: ours plus the bootstrap key, which
-// makes the server create (idempotently) the local admin account holding it.
-func serverEnv(p localPaths, apiKey string) []string {
+// makes the server create (idempotently) the local admin account holding
+// it, and the bastion key it shares with the local boxkite-bastion. The
+// server drops both from its environment as it starts.
+func serverEnv(p localPaths, apiKey, bastionKey string) []string {
 	return append(os.Environ(),
 		"BOXKITE_BOOTSTRAP_API_KEY="+apiKey,
+		"BOXKITE_BASTION_KEY="+bastionKey,
 		"BOXKITE_SERVER_STATE_DIR="+p.state,
 	)
 }

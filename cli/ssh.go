@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/spf13/cobra"
@@ -42,8 +43,10 @@ ssh-keys add), ssh uses it; otherwise, or with --token, a single-use takeover
 token valid 30 s is minted (admin keys only) and given to ssh as the password.
 With a COMMAND, ssh runs it in the sandbox and exits with its status.
 
-The bastion is --bastion, else $BOXKITE_BASTION, else the server's host on
-port 2222.`,
+The bastion is --bastion, else $BOXKITE_BASTION, else the bastion in the
+configuration (boxkite up records the local one), else the server's host on
+port 2222. For the local bastion, ssh checks its host key against
+$BOXKITE_HOME/known_hosts, which up writes.`,
 		Example: "  boxkite ssh\n  boxkite ssh -s 3f2a -- 'ls /workspace'\n  boxkite ssh --print --token\n  boxkite ssh --ssh-arg=-i --ssh-arg=~/.ssh/work_ed25519",
 		GroupID: groupSandboxes,
 		Args:    usageArgs(cobra.ArbitraryArgs),
@@ -70,9 +73,15 @@ func runSSH(ctx context.Context, app *App, o sshOptions, command []string) error
 	if err != nil {
 		return err
 	}
-	host, port, err := bastionAddr(o.bastion, os.Getenv(envBastion), cfg.BaseURL)
+	host, port, err := bastionAddr(o.bastion, os.Getenv(envBastion), cfg.Bastion, cfg.BaseURL)
 	if err != nil {
 		return err
+	}
+	local := o.bastion == "" && os.Getenv(envBastion) == "" && cfg.Local && cfg.Bastion != ""
+	if !o.print {
+		if err := checkBastion(net.JoinHostPort(host, port), cfg.Local); err != nil {
+			return err
+		}
 	}
 	useToken := o.token || o.readOnly
 	if !useToken {
@@ -82,7 +91,13 @@ func runSSH(ctx context.Context, app *App, o sshOptions, command []string) error
 		}
 		useToken = len(keys) == 0
 	}
-	args := append(append([]string{}, o.sshArgs...), "-p", port)
+	args := append([]string{}, o.sshArgs...)
+	if local {
+		// up wrote the bastion's host key there: no prompt, and no entry
+		// in the user's own known_hosts for a port that may change.
+		args = append(args, "-o", "UserKnownHostsFile="+pathsFor(cfg.Home).knownHosts, "-o", "StrictHostKeyChecking=yes")
+	}
+	args = append(args, "-p", port)
 	if len(command) == 0 {
 		args = append(args, "-t")
 	}
@@ -144,12 +159,31 @@ func execSSH(ctx context.Context, app *App, args []string, token string) error {
 	return nil
 }
 
+// checkBastion makes sure something listens at addr before ssh is run, so
+// a bastion that is not running is reported with what to do instead of
+// ssh's bare "connection refused".
+func checkBastion(addr string, local bool) error {
+	conn, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err == nil {
+		conn.Close()
+		return nil
+	}
+	hint := "check the address (--bastion, $" + envBastion + " or bastion in config.toml) and that boxkite-bastion runs there"
+	if local {
+		hint = "run 'boxkite up', which starts the local bastion; 'boxkite status' shows its address"
+	}
+	return &hintError{err: fmt.Errorf("boxkite-bastion is not reachable at %s: %w", addr, errors.Unwrap(err)), hint: hint}
+}
+
 // bastionAddr is the bastion's host and port: flag, else env, else the
-// server URL's host on the default port.
-func bastionAddr(flag, env, baseURL string) (host, port string, err error) {
+// configured one, else the server URL's host on the default port.
+func bastionAddr(flag, env, configured, baseURL string) (host, port string, err error) {
 	addr := flag
 	if addr == "" {
 		addr = env
+	}
+	if addr == "" {
+		addr = configured
 	}
 	if addr == "" {
 		u, err := url.Parse(baseURL)

@@ -5,9 +5,9 @@ import "testing"
 func TestBastionAddr(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		flag, env, base string
-		host, port      string
-		wantErr         bool
+		flag, env, conf, base string
+		host, port            string
+		wantErr               bool
 	}{
 		{base: "http://127.0.0.1:8090", host: "127.0.0.1", port: "2222"},
 		{base: "https://boxkite.example.com", host: "boxkite.example.com", port: "2222"},
@@ -20,12 +20,14 @@ func TestBastionAddr(t *testing.T) {
 		{flag: "user@h", wantErr: true},
 		{flag: ":22", wantErr: true},
 		{base: "not a url", wantErr: true},
+		{conf: "127.0.0.1:2223", base: "http://127.0.0.1:8090", host: "127.0.0.1", port: "2223"},
+		{env: "e.example:22", conf: "127.0.0.1:2223", host: "e.example", port: "22"},
 	}
 	for _, tt := range tests {
-		host, port, err := bastionAddr(tt.flag, tt.env, tt.base)
+		host, port, err := bastionAddr(tt.flag, tt.env, tt.conf, tt.base)
 		if (err != nil) != tt.wantErr || host != tt.host || port != tt.port {
-			t.Errorf("bastionAddr(%q, %q, %q) = %q, %q, %v; want %q, %q, error %v",
-				tt.flag, tt.env, tt.base, host, port, err, tt.host, tt.port, tt.wantErr)
+			t.Errorf("bastionAddr(%q, %q, %q, %q) = %q, %q, %v; want %q, %q, error %v",
+				tt.flag, tt.env, tt.conf, tt.base, host, port, err, tt.host, tt.port, tt.wantErr)
 		}
 	}
 }

@@ -80,7 +80,7 @@ func TestDockerfiles(t *testing.T) {
 	}{
 		{"server", "./cmd/boxkite-server", "boxkite-server", "65532:65532"},
 		{"sidecar", "./cmd/boxkite-sidecar", "boxkite-sidecar", "1001:1001"},
-		{"bastion", "./cmd/bastion", "boxkite-bastion", "65532:65532"},
+		{"bastion", "./cmd/boxkite-bastion", "boxkite-bastion", "65532:65532"},
 	}
 	build := regexp.MustCompile(`CGO_ENABLED=0 go build -trimpath .*-o /out/(\S+) (\./cmd/\S+)`)
 	for _, tt := range tests {

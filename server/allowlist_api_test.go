@@ -89,7 +89,7 @@ func TestAllowedCommandsValidation(t *testing.T) {
 		{"pattern does not compile", `{"rules": [{"command": "curl", "args_deny": ["(unclosed"]}]}`, api.CodeInvalidPattern},
 		{"rule of the wrong type", `{"rules": [42]}`, api.CodeInvalidRules},
 		{"empty command", `{"rules": [""]}`, api.CodeInvalidRules},
-		{"not JSON", `rules: ls`, api.CodeInvalidRules},
+		{"not JSON", `rules: ls`, api.CodeBadRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,12 +17,18 @@ type shellWord struct {
 	// expansion or $'…'), or an unquoted glob character, so what runs is
 	// not what is written.
 	dynamic bool
+	// splits: the dynamic part is unquoted, so the word may expand to
+	// several words, or none.
+	splits bool
 	// assign: the word starts with an unquoted NAME=, a variable assignment
 	// when it comes before the program.
 	assign bool
 	// redir: the word is a redirection operator (">", "2>&", "<", …); the
 	// word after it is its target, not an argument.
 	redir bool
+	// quoted: part of the word was quoted or escaped, so it is never a
+	// reserved word (if''s runs a program named "if").
+	quoted bool
 }
 
 // Errors of parseShell; each becomes a refusal with its own message.
@@ -49,7 +55,9 @@ type shellParser struct {
 	cur     strings.Builder
 	inWord  bool
 	dynamic bool
+	splits  bool
 	assign  bool
+	quoted  bool // some of cur was quoted or escaped
 	plain   bool // everything read into cur so far was unquoted name characters
 }
 
@@ -111,7 +119,7 @@ func (p *shellParser) parse() ([][]shellWord, error) {
 			}
 		default:
 			if c == '$' || c == '*' || c == '?' || c == '[' || c == '`' {
-				p.dynamic = true
+				p.dynamic, p.splits = true, true
 			}
 			if c == '=' && p.plain && p.cur.Len() > 0 && isNameStart(p.cur.String()[0]) {
 				p.assign = true
@@ -144,7 +152,7 @@ func (p *shellParser) add(c byte, unquoted bool) {
 		p.inWord, p.plain = true, unquoted
 	}
 	if !unquoted {
-		p.plain = false
+		p.plain, p.quoted = false, true
 	}
 	p.cur.WriteByte(c)
 }
@@ -153,7 +161,7 @@ func (p *shellParser) addString(s string) {
 	if !p.inWord {
 		p.inWord = true
 	}
-	p.plain = false
+	p.plain, p.quoted = false, true
 	p.cur.WriteString(s)
 }
 
@@ -164,7 +172,7 @@ func (p *shellParser) readDoubleQuoted() error {
 	if !p.inWord {
 		p.inWord = true
 	}
-	p.plain = false
+	p.plain, p.quoted = false, true
 	for p.i < len(p.s) {
 		c := p.s[p.i]
 		switch {
@@ -221,14 +229,14 @@ func isDigits(s string) bool {
 
 func (p *shellParser) endWord() {
 	if p.inWord {
-		p.words = append(p.words, shellWord{text: p.cur.String(), dynamic: p.dynamic, assign: p.assign})
+		p.words = append(p.words, shellWord{text: p.cur.String(), dynamic: p.dynamic, splits: p.splits, assign: p.assign, quoted: p.quoted})
 	}
 	p.resetWord()
 }
 
 func (p *shellParser) resetWord() {
 	p.cur.Reset()
-	p.inWord, p.dynamic, p.assign, p.plain = false, false, false, false
+	p.inWord, p.dynamic, p.splits, p.assign, p.quoted, p.plain = false, false, false, false, false, false
 }
 
 func (p *shellParser) endSegment() {
@@ -308,3 +316,7 @@ func (g getopt) takesLong(name string) bool {
 	}
 	return false
 }
+
+// reserved reports whether the word can be a reserved word (if, {, do, …):
+// written out with nothing quoted, escaped or expanded.
+func (w shellWord) reserved() bool { return !w.dynamic && !w.quoted }

@@ -33,6 +33,15 @@ var wrapperRules = append(append([]api.CommandRule(nil), basicRules...),
 	api.CommandRule{Command: "ssh"}, api.CommandRule{Command: "bash"}, api.CommandRule{Command: "sh"},
 )
 
+// pathRules allow one program by its absolute path, and sudo by path.
+var pathRules = []api.CommandRule{{Command: "/usr/bin/ls"}, {Command: "/usr/bin/sudo"}}
+
+// setterRules list the builtins that set variables by name.
+var setterRules = append(append([]api.CommandRule(nil), basicRules...),
+	api.CommandRule{Command: "export"}, api.CommandRule{Command: "read"},
+	api.CommandRule{Command: "printf"}, api.CommandRule{Command: "declare"},
+)
+
 // allowlistCases are the reference's allowlist cases (test_command_whitelist.py
 // and test_account_allowed_commands.py, reference §3.6) and ours. program
 // is the program a refusal names ("" when the refusal is about the whole
@@ -49,9 +58,69 @@ var allowlistCases = []struct {
 	{"listed program", basicRules, "ls", true, "", ""},
 	{"listed program with args", basicRules, "ls -la /workspace", true, "", ""},
 	{"case-insensitive", basicRules, "LS -la", true, "", ""},
-	{"absolute path", basicRules, "/bin/ls /tmp", true, "", ""},
 	{"unlisted program", basicRules, "rm -rf /", false, "rm", "not in the account's allowlist"},
-	{"unlisted absolute path", basicRules, "/usr/bin/rm -rf /", false, "rm", ""},
+
+	// A program named with a slash runs that file: only a rule naming
+	// exactly that path allows it (issue 17, finding 6).
+	{"absolute path of a listed name", basicRules, "/bin/ls /tmp", false, "/bin/ls", "not in the account's allowlist"},
+	{"relative path of a listed name", basicRules, "./bin/ls", false, "./bin/ls", ""},
+	{"path in a subdirectory", basicRules, "bin/ls", false, "bin/ls", ""},
+	{"unlisted absolute path", basicRules, "/usr/bin/rm -rf /", false, "/usr/bin/rm", ""},
+	{"workspace path", basicRules, "/workspace/ls", false, "/workspace/ls", ""},
+	{"dot-dot path", pathRules, "/usr/bin/../bin/ls", false, "/usr/bin/../bin/ls", ""},
+	{"listed path", pathRules, "/usr/bin/ls -la", true, "", ""},
+	{"listed path is case-sensitive", pathRules, "/USR/BIN/LS", false, "/USR/BIN/LS", ""},
+	{"listed path does not allow the name", pathRules, "ls", false, "ls", ""},
+	{"listed path with a trailing slash", pathRules, "/usr/bin/ls/", false, "/usr/bin/ls/", ""},
+	{"quoted path", basicRules, "'./ls'", false, "./ls", ""},
+	{"path through a builtin", basicRules, "exec ./ls", false, "./ls", ""},
+	{"path of a builtin name", basicRules, "/usr/bin/time ls", false, "/usr/bin/time", ""},
+	{"path through a wrapper", wrapperRules, "timeout 5 ./bin/ls", false, "./bin/ls", ""},
+	{"path through env", wrapperRules, "env FOO=1 /tmp/ls", false, "/tmp/ls", ""},
+	{"path through sh -c", wrapperRules, "sh -c './ls'", false, "./ls", ""},
+	{"path through xargs", wrapperRules, "echo x | xargs ./ls", false, "./ls", ""},
+	{"path of a refused program", pathRules, "/usr/bin/sudo ls", false, "sudo", "changing user"},
+
+	// Variables that change what runs may not be set (finding 6).
+	{"PATH before the program", basicRules, "PATH=/workspace/bin ls", false, "", "setting PATH"},
+	{"PATH alone", basicRules, "PATH=/workspace/bin; ls", false, "", "setting PATH"},
+	{"PATH on its own line", basicRules, "PATH=/workspace/bin\nls", false, "", "setting PATH"},
+	{"PATH appended", basicRules, "PATH+=:/workspace/bin ls", false, "", ""},
+	{"PATH array element", basicRules, "PATH[0]=/workspace/bin ls", false, "", ""},
+	{"LD_PRELOAD", basicRules, "LD_PRELOAD=/workspace/x.so ls", false, "", "setting LD_PRELOAD"},
+	{"LD_LIBRARY_PATH", basicRules, "LD_LIBRARY_PATH=/workspace ls", false, "", "setting LD_LIBRARY_PATH"},
+	{"LD_AUDIT after another", basicRules, "FOO=1 LD_AUDIT=/x.so ls", false, "", "setting LD_AUDIT"},
+	{"lower-case ld_preload", basicRules, "ld_preload=/x.so ls", false, "", ""},
+	{"BASH_ENV", basicRules, "BASH_ENV=/workspace/rc ls", false, "", "setting BASH_ENV"},
+	{"ENV", basicRules, "ENV=/workspace/rc ls", false, "", "setting ENV"},
+	{"IFS", basicRules, "IFS=/ ls", false, "", "setting IFS"},
+	{"SHELLOPTS", basicRules, "SHELLOPTS=xtrace ls", false, "", "setting SHELLOPTS"},
+	{"GCONV_PATH", basicRules, "GCONV_PATH=/workspace ls", false, "", "setting GCONV_PATH"},
+	{"PYTHONPATH", basicRules, "PYTHONPATH=/workspace python3 -m x", false, "", "setting PYTHONPATH"},
+	{"NODE_OPTIONS", basicRules, "NODE_OPTIONS=--require=/x ls", false, "", "setting NODE_OPTIONS"},
+	{"GIT config from the environment", basicRules, "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0=./x git status", false, "", "setting GIT_CONFIG_COUNT"},
+	{"PAGER", basicRules, "PAGER=./x git log", false, "", "setting PAGER"},
+	{"LESSOPEN", basicRules, "LESSOPEN='|./x %s' cat y", false, "", "setting LESSOPEN"},
+	{"harmless assignment", basicRules, "PYTHONUNBUFFERED=1 FOO=bar python3 x.py", true, "", ""},
+	{"PATH in an argument is text", basicRules, "echo PATH=/workspace/bin", true, "", ""},
+	{"env -i PATH", wrapperRules, "env -i PATH=/bin ls", false, "", "setting PATH"},
+	{"env LD_PRELOAD", wrapperRules, "env LD_PRELOAD=/x.so ls", false, "", "setting LD_PRELOAD"},
+	{"env quoted PATH", wrapperRules, "env 'PATH=/workspace/bin' ls", false, "", "setting PATH"},
+	{"env exported function", wrapperRules, "env 'BASH_FUNC_ls%%=() { rm x; }' bash -c ls", false, "", "setting BASH_FUNC_ls%%"},
+	{"PATH inside sh -c", wrapperRules, "sh -c 'PATH=/workspace/bin ls'", false, "", "setting PATH"},
+	{"PATH through timeout's env", wrapperRules, "timeout 5 env PATH=/x ls", false, "", "setting PATH"},
+	{"export PATH", setterRules, "export PATH=/workspace/bin; ls", false, "export", "may not set PATH"},
+	{"export harmless", setterRules, "export FOO=1; ls", true, "", ""},
+	{"read PATH", setterRules, "read PATH < f; ls", false, "read", "may not set PATH"},
+	{"printf -v PATH", setterRules, "printf -v PATH /x; ls", false, "printf", "may not set PATH"},
+	{"declare LD_PRELOAD", setterRules, "declare -x LD_PRELOAD=/x.so", false, "declare", "may not set LD_PRELOAD"},
+
+	// Builtins that rebind names or run strings.
+	{"alias", []api.CommandRule{{Command: "alias"}, {Command: "ls"}}, "alias ls=./x\nls", false, "alias", "alias"},
+	{"trap", []api.CommandRule{{Command: "trap"}, {Command: "ls"}}, "trap './x' EXIT; ls", false, "trap", "trap"},
+	{"enable -f", []api.CommandRule{{Command: "enable"}, {Command: "ls"}}, "enable -f ./x.so ls", false, "enable", ""},
+	{"hash -p", []api.CommandRule{{Command: "hash"}, {Command: "ls"}}, "hash -p ./x ls; ls", false, "hash", "hash -p"},
+	{"hash -r", []api.CommandRule{{Command: "hash"}, {Command: "ls"}}, "hash -r; ls", true, "", ""},
 	{"empty command", basicRules, "", true, "", ""},
 	{"only an assignment", basicRules, "FOO=1", true, "", ""},
 
@@ -137,6 +206,29 @@ var allowlistCases = []struct {
 	{"find -execdir", basicRules, "find . -EXECDIR rm {} +", false, "find", ""},
 	{"find -ok", basicRules, `find . -ok rm {} \;`, false, "find", ""},
 	{"find -okdir", basicRules, `find . -okdir rm {} \;`, false, "find", ""},
+	{"find computed action", basicRules, "find . -$A ./x {} +", false, "find", "written out"},
+	{"find unquoted value", basicRules, "find . -name $P", false, "find", "written out"},
+	{"find glob value", basicRules, "find . -name *.go", false, "find", "written out"},
+	{"find quoted value", basicRules, `find . -name "$P"`, true, "", ""},
+	{"find quoted computed word", basicRules, `find . "$A" ./x {} +`, false, "find", "written out"},
+	{"find quoted start", basicRules, `find "$D" -name x`, false, "find", "written out"},
+
+	// Wrappers read their own options and operands before the program:
+	// a computed word there could become another program.
+	{"nice computed value", wrapperRules, "nice -n$X ls", false, "nice", "written out"},
+	{"timeout computed duration", wrapperRules, "timeout $T ls", false, "timeout", "written out"},
+	{"env computed assignment", wrapperRules, "env A=$X ls", false, "env", "written out"},
+	{"exec -a computed", wrapperRules, "exec -a $N ls", false, "exec", "written out"},
+	{"flock computed file", wrapperRules, "flock $F ls", false, "flock", "written out"},
+	{"watch computed word", wrapperRules, "watch ls $X", false, "watch", "written out"},
+	{"ssh computed option", wrapperRules, "ssh $O host ls", false, "ssh", "written out"},
+	{"wrapped program's own args may be computed", wrapperRules, "timeout 5 ls $D", true, "", ""},
+
+	// Patterns see arguments as written: a rule with patterns refuses
+	// computed ones.
+	{"computed args vs patterns", basicRules, "curl https://api.example.com/ $X", false, "curl", "written out"},
+	{"glob args vs patterns", basicRules, "git diff *", false, "git", "written out"},
+	{"computed args without patterns", basicRules, "ls $D *.go", true, "", ""},
 
 	// Never allowed.
 	{"eval", basicRules, "eval ls", false, "eval", "eval"},
@@ -165,7 +257,7 @@ var allowlistCases = []struct {
 
 	// Listed wrappers: what they run is checked too.
 	{"env", wrapperRules, "env FOO=1 ls", true, "", ""},
-	{"env -i", wrapperRules, "env -i PATH=/bin ls", true, "", ""},
+	{"env -i", wrapperRules, "env -i FOO=1 ls", true, "", ""},
 	{"env alone", wrapperRules, "env", true, "", ""},
 	{"env runs unlisted", wrapperRules, "env rm x", false, "rm", ""},
 	{"env -u runs unlisted", wrapperRules, "env -u HOME rm x", false, "rm", ""},
@@ -204,7 +296,18 @@ var allowlistCases = []struct {
 	{"bash -c", wrapperRules, "bash -c 'ls | grep x'", true, "", ""},
 	{"bash -c runs unlisted", wrapperRules, "bash -c 'rm x'", false, "rm", ""},
 	{"sh -ec", wrapperRules, "sh -ec 'ls'", true, "", ""},
-	{"bash -lc runs unlisted", wrapperRules, "bash -lc 'ls; rm x'", false, "rm", ""},
+	{"bash -lc runs unlisted", wrapperRules, "bash -c 'ls; rm x'", false, "rm", ""},
+	{"bash -lc: a login shell", wrapperRules, "bash -lc 'ls'", false, "bash", "login or interactive"},
+	{"bash -i", wrapperRules, "bash -i -c ls", false, "bash", "login or interactive"},
+	{"bash --login", wrapperRules, "bash --login -c ls", false, "bash", "login or interactive"},
+	{"bash --rcfile", wrapperRules, "bash --rcfile ./x -c ls", false, "bash", "login or interactive"},
+	{"sh +i is not interactive", wrapperRules, "sh +i -c ls", true, "", ""},
+	{"computed shell option", wrapperRules, "bash -$X ls", false, "bash", "written out"},
+	{"computed script file", wrapperRules, "bash $F", false, "bash", "written out"},
+	{"computed -o value", wrapperRules, "bash -o $O -c ls", false, "bash", "written out"},
+	{"zsh -c reads .zshenv", []api.CommandRule{{Command: "zsh"}, {Command: "ls"}}, "zsh -c ls", false, "zsh", "zshenv"},
+	{"zsh -f -c", []api.CommandRule{{Command: "zsh"}, {Command: "ls"}}, "zsh -f -c ls", true, "", ""},
+	{"zsh -fc runs unlisted", []api.CommandRule{{Command: "zsh"}, {Command: "ls"}}, "zsh -fc 'rm x'", false, "rm", ""},
 	{"bash -c computed script", wrapperRules, `bash -c "$CMD"`, false, "bash", "written out"},
 	{"bash -c without script", wrapperRules, "bash -c", false, "bash", "needs a script"},
 	{"bash script file", wrapperRules, "bash build.sh", true, "", ""},
@@ -281,7 +384,12 @@ func TestCompileAllowlist(t *testing.T) {
 		{"pattern does not compile", []api.CommandRule{{Command: "curl", ArgsAllow: []string{"["}}}, api.CodeInvalidPattern},
 		{"lookahead is not RE2", []api.CommandRule{{Command: "curl", ArgsAllow: []string{"(?=x)"}}}, api.CodeInvalidPattern},
 		{"empty command", []api.CommandRule{{Command: " "}}, api.CodeInvalidRules},
-		{"command with a slash", []api.CommandRule{{Command: "/bin/ls"}}, api.CodeInvalidRules},
+		{"absolute path", []api.CommandRule{{Command: "/bin/ls"}}, ""},
+		{"relative path", []api.CommandRule{{Command: "./bin/ls"}}, api.CodeInvalidRules},
+		{"path in a subdirectory", []api.CommandRule{{Command: "bin/ls"}}, api.CodeInvalidRules},
+		{"unclean path", []api.CommandRule{{Command: "/usr/../bin/ls"}}, api.CodeInvalidRules},
+		{"trailing slash", []api.CommandRule{{Command: "/bin/ls/"}}, api.CodeInvalidRules},
+		{"root", []api.CommandRule{{Command: "/"}}, api.CodeInvalidRules},
 		{"command with a space", []api.CommandRule{{Command: "git push"}}, api.CodeInvalidRules},
 	}
 	for _, tt := range tests {

@@ -48,6 +48,7 @@ func (e *ExecLogEntry) toAPI() api.LogEntry {
 		DurationMS:      e.DurationMS,
 		RowHash:         e.RowHash,
 		PrevHash:        e.PrevHash,
+		Seq:             e.Seq,
 	}
 }
 
@@ -64,23 +65,27 @@ func (e *ExecLogEntry) Seal(prev string) error {
 	return nil
 }
 
-// VerifyExecLog checks a sandbox's whole chain: entries must be all of its
-// entries in Seq order, starting at the first. The error names the first
-// entry that does not verify and wraps api.ErrChainBroken.
+// ExecLogHead is where a sandbox's chain ended at its last append, as the
+// store recorded it in the same transaction.
+type ExecLogHead struct {
+	Seq     int64  // of the last entry; 0 before any
+	RowHash string // of the last entry; api.GenesisHash before any
+}
+
+// VerifyExecLog checks a sandbox's whole chain against the head the store
+// recorded: entries must be all of its entries in Seq order, starting at
+// the first and reaching head. The error names the first entry that does
+// not verify and wraps api.ErrChainBroken (and api.ErrLogGap for a
+// missing entry).
 //
-// An edited, inserted, reordered or removed row breaks the chain, except
-// that removing the newest rows leaves a shorter chain that verifies:
-// catching that needs the head hash kept elsewhere (issue 5's export).
-func VerifyExecLog(entries []*ExecLogEntry) error {
+// An edited, inserted, reordered or removed row breaks the chain; so does
+// removing the newest rows, which leaves a chain shorter than its head.
+func VerifyExecLog(entries []*ExecLogEntry, head ExecLogHead) error {
 	out := make([]api.LogEntry, len(entries))
 	for i, e := range entries {
-		if e.Seq != int64(i+1) {
-			return fmt.Errorf("%w at entry %d (%s): sequence number %d, want %d (a row is missing)",
-				api.ErrChainBroken, i, e.ID, e.Seq, i+1)
-		}
 		out[i] = e.toAPI()
 	}
-	return api.VerifyLogChain(api.GenesisHash, out)
+	return api.VerifyLog(out, head.Seq, head.RowHash)
 }
 
 // maxLoggedText bounds commands and code kept in an entry's detail; the
@@ -106,32 +111,53 @@ type auditRecord struct {
 // audit appends an entry for rec and hands it to live watchers. Callers
 // hold back the end of their answer until it returns (exec_hold.go), so a
 // client that saw an operation's result can rely on its entry, even if the
-// server is killed right after. A failure is logged.
-func (s *Server) audit(ctx context.Context, rec auditRecord) {
+// server is killed right after. When the entry cannot be committed the
+// audit log fails closed (auditgate.go): the entry waits to be committed
+// later, the gate closes, and the *api.Error returned is what the caller
+// answers instead of the operation's result.
+func (s *Server) audit(ctx context.Context, rec auditRecord) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
-	if err := s.appendAudit(ctx, rec); err != nil {
-		s.log.ErrorContext(ctx, "write audit log entry", "sandbox", rec.sb.ID, "operation", rec.operation, "err", err)
+	e, err := s.newEntry(rec)
+	if err != nil {
+		s.log.ErrorContext(ctx, "build audit log entry", "sandbox", rec.sb.ID, "operation", rec.operation, "err", err)
+		return err
 	}
+	if s.auditGate.enqueue(e) {
+		// Entries commit in order: this one waits behind those before it.
+		_, cause := s.auditGate.state()
+		return auditNotRecorded(rec.operation, cause)
+	}
+	if err := s.store.AppendExecLog(ctx, e); err != nil {
+		s.metrics.auditFailures.Add(1)
+		s.auditGate.fail(err, e, s.now())
+		s.log.ErrorContext(ctx, "write audit log entry: refusing audited operations until the store takes it",
+			"sandbox", rec.sb.ID, "operation", rec.operation, "entry", e.ID, "err", err)
+		return auditNotRecorded(rec.operation, err)
+	}
+	s.metrics.auditAppends.Add(1)
+	s.broker.publish(e)
+	return nil
 }
 
-func (s *Server) appendAudit(ctx context.Context, rec auditRecord) error {
+// newEntry is the unsealed entry of rec.
+func (s *Server) newEntry(rec auditRecord) (*ExecLogEntry, error) {
 	if rec.detail == nil {
 		rec.detail = map[string]any{}
 	}
 	raw, err := json.Marshal(rec.detail)
 	if err != nil {
-		return fmt.Errorf("encode detail: %w", err)
+		return nil, fmt.Errorf("encode detail: %w", err)
 	}
 	detail, err := api.CanonicalJSON(raw)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	source := rec.source
 	if source == "" {
 		source = api.LogSourceAgent
 	}
-	e := &ExecLogEntry{
+	return &ExecLogEntry{
 		ID:              NewID(),
 		SandboxID:       rec.sb.ID,
 		AccountID:       rec.sb.AccountID,
@@ -142,14 +168,7 @@ func (s *Server) appendAudit(ctx context.Context, rec auditRecord) error {
 		OutputTruncated: rec.outputTruncated,
 		StartedAt:       rec.started.UTC().Truncate(time.Microsecond),
 		DurationMS:      rec.duration.Milliseconds(),
-	}
-	if err := s.store.AppendExecLog(ctx, e); err != nil {
-		s.metrics.auditFailures.Add(1)
-		return fmt.Errorf("append exec log: %w", err)
-	}
-	s.metrics.auditAppends.Add(1)
-	s.broker.publish(e)
-	return nil
+	}, nil
 }
 
 // loggedText returns text as an entry's detail keeps it: at most
@@ -184,11 +203,25 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	entries, total, err := s.store.ExecLog(r.Context(), sb.ID, limit, offset)
+	return s.writeLogPage(w, r, sb.ID, limit, offset)
+}
+
+// writeLogPage answers with a page of the audit chain of id: a sandbox's,
+// or an image build's.
+func (s *Server) writeLogPage(w http.ResponseWriter, r *http.Request, id string, limit, offset int) error {
+	// The head first: entries appended meanwhile follow it, never precede it.
+	head, err := s.store.ExecLogHead(r.Context(), id)
+	if err != nil {
+		return fmt.Errorf("read exec log head: %w", err)
+	}
+	entries, total, err := s.store.ExecLog(r.Context(), id, limit, offset)
 	if err != nil {
 		return fmt.Errorf("read exec log: %w", err)
 	}
-	page := api.LogPage{Entries: make([]api.LogEntry, len(entries)), Limit: limit, Offset: offset, Total: total}
+	page := api.LogPage{
+		Entries: make([]api.LogEntry, len(entries)), Limit: limit, Offset: offset, Total: total,
+		HeadSeq: head.Seq, HeadHash: head.RowHash,
+	}
 	for i, e := range entries {
 		page.Entries[i] = e.toAPI()
 	}

@@ -50,7 +50,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	if body.Timeout != nil {
 		req.Timeout = *body.Timeout
 		if req.Timeout < 1 || req.Timeout > api.MaxExecTimeout {
-			return invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds", api.MaxExecTimeout),
+			return invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, req.Timeout),
 				fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultExecTimeout))
 		}
 	}
@@ -62,6 +62,9 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		return notActive(sb)
 	}
 	if err := s.checkCommand(r, req.Command); err != nil {
+		return err
+	}
+	if err := s.auditOpen(); err != nil {
 		return err
 	}
 	payload, err := json.Marshal(req)
@@ -89,7 +92,6 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		hw.release()
 		return err
 	}
-	defer hw.release()
 	s.metrics.exec(s.now().Sub(started))
 	out.result(c)
 	command := loggedText(req.Command)
@@ -103,11 +105,25 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		source = api.LogSourceHumanTakeover
 		maps.Copy(detail, g.detail())
 	}
-	s.audit(r.Context(), auditRecord{
+	err = s.audit(r.Context(), auditRecord{
 		sb: sb, source: source, operation: "exec", detail: detail,
 		exitCode: out.exitCode, outputTruncated: out.truncated(),
 		started: started, duration: s.now().Sub(started),
 	})
+	if err != nil {
+		// The command ran; the answer says so instead of passing for a
+		// recorded result.
+		outcome := map[string]any{"exit_code": out.exitCode}
+		if c.captured != nil {
+			outcome["result"] = json.RawMessage(c.captured)
+		}
+		err = withOutcome(err, outcome)
+		if ae, ok := errors.AsType[*api.Error](err); ok && infoFrom(r.Context()) != nil {
+			ae.RequestID = infoFrom(r.Context()).id // a stream's error event has no envelope to carry it
+		}
+		return hw.fail(err)
+	}
+	hw.release()
 	return nil
 }
 

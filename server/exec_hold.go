@@ -2,7 +2,11 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -20,6 +24,11 @@ type heldWriter interface {
 	http.ResponseWriter
 	// release sends what was held back, if the answer started at all.
 	release()
+	// fail drops what was held back, because the operation's audit entry
+	// could not be committed, and ends the answer with err where it can:
+	// it returns err for the handler to send when nothing was sent yet,
+	// or tells the client in the stream itself, or breaks the connection.
+	fail(err error) error
 }
 
 // heldResponse keeps a whole JSON answer in memory (an exec result is
@@ -50,6 +59,9 @@ func (h *heldResponse) Write(p []byte) (int, error) {
 
 // FlushError is a no-op: nothing leaves before release.
 func (h *heldResponse) FlushError() error { return nil }
+
+// fail sends nothing held: the handler answers err instead.
+func (h *heldResponse) fail(err error) error { return err }
 
 func (h *heldResponse) release() {
 	if h.status == 0 {
@@ -137,6 +149,26 @@ func (h *exitHolder) Write(p []byte) (int, error) {
 // FlushError flushes what was let through.
 func (h *exitHolder) FlushError() error { return h.rc.Flush() }
 
+// fail ends the stream with an error event in place of the held exit
+// event (whose exit code the error's details carry).
+func (h *exitHolder) fail(err error) error {
+	if !h.started {
+		return err
+	}
+	ae, ok := errors.AsType[*api.Error](err)
+	if !ok {
+		ae = &api.Error{Code: api.CodeInternal, Message: "internal server error"}
+	}
+	line, merr := json.Marshal(api.ExecEvent{Type: api.EventError, Error: ae})
+	if merr != nil {
+		return merr
+	}
+	h.pending = nil
+	_, _ = h.w.Write(append(line, '\n'))
+	_ = h.rc.Flush()
+	return nil
+}
+
 func (h *exitHolder) release() {
 	if !h.started {
 		return
@@ -148,60 +180,127 @@ func (h *exitHolder) release() {
 	_ = h.rc.Flush()
 }
 
-// tailHolder passes a response through as it comes, except its last byte,
-// which waits for release. Proxied routes that write an audit entry use it
-// so a client cannot have the whole answer before the entry is committed
-// (the same promise exec keeps, for every audited operation). Event
-// streams are let through whole: holding a byte there would delay an
-// event, and a stream's end is only signalled when the handler returns.
+// tailHolder is the heldWriter of proxied routes that write an audit
+// entry, so a client cannot have the whole answer before the entry is
+// committed (the same promise exec keeps, for every audited operation).
+// A small JSON answer (the usual one) is held whole, so that if the
+// entry cannot be committed the client gets an error instead of it.
+// Anything else passes through as it comes except its last byte, which
+// waits for release; if the entry fails then, the connection is broken
+// so the client never has a complete answer. Event streams are let
+// through whole: holding a byte there would delay an event, and a
+// stream's end is only signalled when the handler returns.
 type tailHolder struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
-	started bool
+	header  http.Header // until the answer is known not to be held whole
+	status  int         // once WriteHeader was called
+	whole   bool        // holding the whole answer in body
+	passing bool        // the status went out; bytes pass through
 	stream  bool
-	last    []byte // the held byte, once anything was written
+	body    []byte // the whole answer, or the held last byte
 }
+
+// maxHeldWhole bounds the JSON answers held whole.
+const maxHeldWhole = 1 << 20
 
 func newTailHolder(w http.ResponseWriter) *tailHolder {
-	return &tailHolder{w: w, rc: http.NewResponseController(w), last: make([]byte, 0, 1)}
+	return &tailHolder{w: w, rc: http.NewResponseController(w), header: http.Header{}}
 }
 
-func (h *tailHolder) Header() http.Header { return h.w.Header() }
+func (h *tailHolder) Header() http.Header {
+	if h.passing {
+		return h.w.Header()
+	}
+	return h.header
+}
 
 func (h *tailHolder) WriteHeader(code int) {
-	if h.started {
+	if h.status != 0 {
 		return
 	}
-	h.started = true
-	ct := h.w.Header().Get("Content-Type")
+	h.status = code
+	ct := h.header.Get("Content-Type")
 	h.stream = strings.HasPrefix(ct, "text/event-stream") || strings.HasPrefix(ct, api.ContentTypeNDJSON)
-	h.w.WriteHeader(code)
+	n, _ := strconv.ParseInt(h.header.Get("Content-Length"), 10, 64)
+	h.whole = strings.HasPrefix(ct, "application/json") && n <= maxHeldWhole
+	if !h.whole {
+		h.pass()
+	}
+}
+
+// pass sends the status and headers; from here bytes pass through.
+func (h *tailHolder) pass() {
+	h.passing = true
+	maps.Copy(h.w.Header(), h.header)
+	h.w.WriteHeader(h.status)
 }
 
 func (h *tailHolder) Write(p []byte) (int, error) {
 	h.WriteHeader(http.StatusOK)
+	if h.whole {
+		h.body = append(h.body, p...)
+		if len(h.body) <= maxHeldWhole {
+			return len(p), nil
+		}
+		// Larger than it said: hold only its last byte after all.
+		h.whole = false
+		held := h.body
+		h.body = nil
+		h.pass()
+		if _, err := h.writeHoldingLast(held); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
 	if h.stream || len(p) == 0 {
 		return h.w.Write(p)
 	}
+	return h.writeHoldingLast(p)
+}
+
+// writeHoldingLast writes what was held and p, except p's last byte.
+func (h *tailHolder) writeHoldingLast(p []byte) (int, error) {
 	n := len(p)
-	if len(h.last) > 0 {
-		if _, err := h.w.Write(h.last); err != nil {
+	if len(h.body) > 0 {
+		if _, err := h.w.Write(h.body); err != nil {
 			return 0, err
 		}
 	}
 	if _, err := h.w.Write(p[:n-1]); err != nil {
 		return 0, err
 	}
-	h.last = append(h.last[:0], p[n-1])
+	h.body = append(h.body[:0], p[n-1])
 	return n, nil
 }
 
-// FlushError flushes what was let through.
-func (h *tailHolder) FlushError() error { return h.rc.Flush() }
+// FlushError flushes what was let through; an answer held whole waits.
+func (h *tailHolder) FlushError() error {
+	if !h.passing {
+		return nil
+	}
+	return h.rc.Flush()
+}
 
 func (h *tailHolder) release() {
-	if len(h.last) > 0 {
-		_, _ = h.w.Write(h.last)
-		h.last = h.last[:0]
+	if h.status == 0 {
+		return
 	}
+	if !h.passing {
+		h.pass()
+	}
+	if len(h.body) > 0 {
+		_, _ = h.w.Write(h.body)
+		h.body = nil
+	}
+}
+
+// fail returns err for the handler to send when the answer was held
+// whole; past that, it breaks the connection (http.ErrAbortHandler).
+func (h *tailHolder) fail(err error) error {
+	if !h.passing {
+		h.body = nil
+		return err
+	}
+	panic(http.ErrAbortHandler)
 }

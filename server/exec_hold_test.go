@@ -1,8 +1,16 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // TestExitHolder: output lines pass as they come, however the stream is
@@ -66,26 +74,35 @@ func TestHeldResponse(t *testing.T) {
 	}
 }
 
-// TestTailHolder: an audited answer reaches the client whole except its
-// last byte until release, however it is cut; event streams pass whole.
+// TestTailHolder: an audited JSON answer is held whole until release, and
+// any other answer reaches the client except its last byte, however it is
+// cut; event streams pass whole. If the audit entry fails, a held answer
+// is replaced by the error and one already passing is broken off.
 func TestTailHolder(t *testing.T) {
 	const body = `{"path":"/workspace/a.txt","bytes_written":12}`
-	for _, size := range []int{1, 2, 5, len(body)} {
-		rec := httptest.NewRecorder()
-		h := newTailHolder(rec)
-		h.Header().Set("Content-Type", "application/json")
-		for i := 0; i < len(body); i += size {
-			if _, err := h.Write([]byte(body[i:min(i+size, len(body))])); err != nil {
-				t.Fatal(err)
+	for _, tt := range []struct {
+		contentType, wantBefore string
+	}{
+		{"application/json", ""},
+		{"application/octet-stream", body[:len(body)-1]},
+	} {
+		for _, size := range []int{1, 2, 5, len(body)} {
+			rec := httptest.NewRecorder()
+			h := newTailHolder(rec)
+			h.Header().Set("Content-Type", tt.contentType)
+			for i := 0; i < len(body); i += size {
+				if _, err := h.Write([]byte(body[i:min(i+size, len(body))])); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		if got, want := rec.Body.String(), body[:len(body)-1]; got != want {
-			t.Errorf("chunks of %d: before release the client has %q, want %q", size, got, want)
-		}
-		h.release()
-		h.release() // a second release sends nothing more
-		if got := rec.Body.String(); got != body {
-			t.Errorf("chunks of %d: after release the client has %q, want %q", size, got, body)
+			if got := rec.Body.String(); got != tt.wantBefore {
+				t.Errorf("%s in chunks of %d: before release the client has %q, want %q", tt.contentType, size, got, tt.wantBefore)
+			}
+			h.release()
+			h.release() // a second release sends nothing more
+			if got := rec.Body.String(); got != body || rec.Header().Get("Content-Type") != tt.contentType {
+				t.Errorf("%s in chunks of %d: after release the client has %q (%v), want %q", tt.contentType, size, got, rec.Header(), body)
+			}
 		}
 	}
 
@@ -95,5 +112,66 @@ func TestTailHolder(t *testing.T) {
 	h.Write([]byte("data: 1\n\n"))
 	if got := rec.Body.String(); got != "data: 1\n\n" {
 		t.Errorf("event stream: client has %q before release, want the whole event", got)
+	}
+
+	// A JSON answer larger than maxHeldWhole falls back to the last byte.
+	rec = httptest.NewRecorder()
+	h = newTailHolder(rec)
+	h.Header().Set("Content-Type", "application/json")
+	big := bytes.Repeat([]byte("x"), maxHeldWhole+10)
+	h.Write(big[:maxHeldWhole])
+	h.Write(big[maxHeldWhole:])
+	if rec.Body.Len() != len(big)-1 {
+		t.Errorf("an oversized JSON answer: the client has %d bytes before release, want %d", rec.Body.Len(), len(big)-1)
+	}
+
+	// The entry failed: a held answer turns into the error, headers and all.
+	rec = httptest.NewRecorder()
+	h = newTailHolder(rec)
+	h.Header().Set("Content-Type", "application/json")
+	h.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	h.WriteHeader(200)
+	h.Write([]byte(body))
+	want := errors.New("audit failed")
+	if got := h.fail(want); got != want || rec.Body.Len() != 0 || rec.Header().Get("Content-Length") != "" {
+		t.Errorf("fail of a held answer = %v, client has %q %v; want the error back and nothing sent", got, rec.Body.String(), rec.Header())
+	}
+	// … and one already passing is broken off.
+	rec = httptest.NewRecorder()
+	h = newTailHolder(rec)
+	h.Header().Set("Content-Type", "application/octet-stream")
+	h.Write([]byte(body))
+	func() {
+		defer func() {
+			if p := recover(); p != http.ErrAbortHandler {
+				t.Errorf("fail of a passing answer panicked with %v, want http.ErrAbortHandler", p)
+			}
+		}()
+		h.fail(want)
+	}()
+}
+
+// TestExitHolderFail: a streamed exec whose audit entry fails ends with an
+// error event carrying the exit code, never the exit event.
+func TestExitHolderFail(t *testing.T) {
+	rec := httptest.NewRecorder()
+	h := newExitHolder(rec)
+	h.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	h.Write([]byte(`{"type":"stdout","data":"hi\n"}` + "\n" + `{"type":"exit","exit_code":3,"duration_ms":5}` + "\n"))
+	err := withOutcome(auditNotRecorded("exec", ErrStoreReadOnly), map[string]any{"exit_code": 3})
+	if got := h.fail(err); got != nil {
+		t.Fatalf("fail = %v, want nil (the stream carries the error)", got)
+	}
+	lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")
+	if len(lines) != 2 || lines[0] != `{"type":"stdout","data":"hi\n"}` {
+		t.Fatalf("stream %q, want the output then one error event", rec.Body.String())
+	}
+	var ev api.ExecEvent
+	if err := json.Unmarshal([]byte(lines[1]), &ev); err != nil || ev.Type != api.EventError || ev.Error == nil {
+		t.Fatalf("last line %q: %v", lines[1], err)
+	}
+	d, _ := ev.Error.Details.(map[string]any)
+	if ev.Error.Code != api.CodeAuditUnavailable || d["exit_code"] != 3.0 || d["performed"] != true || d["reason"] != "the database is read-only" {
+		t.Errorf("error event %+v", ev.Error)
 	}
 }

@@ -13,7 +13,7 @@ func (s *Server) SetWatchKeepAlive(d time.Duration) { s.watchKeepAlive = d }
 // AppendAudit writes an audit entry for the sandbox as a handler does
 // after an operation succeeded, and hands it to watchers.
 func (s *Server) AppendAudit(ctx context.Context, sandboxID, accountID, operation string) error {
-	return s.appendAudit(ctx, auditRecord{
+	return s.audit(ctx, auditRecord{
 		sb:        &Sandbox{ID: sandboxID, AccountID: accountID},
 		operation: operation,
 		started:   s.now(),

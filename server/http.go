@@ -1,21 +1,17 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"reflect"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 )
 
 // requestInfo is the one value this package keeps in a request's context:
@@ -56,12 +52,6 @@ func (h ctxHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h ctxHandler) WithGroup(name string) slog.Handler { return ctxHandler{h.Handler.WithGroup(name)} }
 
-// requestIDPattern accepts ids a proxy or client may send; anything else is
-// replaced, so a header cannot inject text into logs.
-var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-
-func newRequestID() string { return hex.EncodeToString(randBytes(16)) }
-
 // responseRecorder remembers the status for the request log and whether
 // the response has started, so a late error is logged instead of written
 // into the middle of a body.
@@ -98,14 +88,11 @@ func (r *responseRecorder) Flush() {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (r *responseRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// ServeHTTP assigns the request id, sets the common headers, recovers from
-// panics and logs one line per request.
+// ServeHTTP assigns the request id, sets the common headers, starts the
+// body's deadline, recovers from panics and logs one line per request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	id := r.Header.Get("X-Request-ID")
-	if !requestIDPattern.MatchString(id) {
-		id = newRequestID()
-	}
+	id := apihttp.RequestID(r)
 	h := w.Header()
 	h.Set("X-Request-ID", id)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -114,6 +101,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ri := &requestInfo{id: id}
 	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, ri))
 	rec := &responseRecorder{ResponseWriter: w}
+	r = s.cfg.BodyTimeouts.Apply(rec, r)
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -209,71 +197,18 @@ const (
 	maxExecBody  = 16 << 20 // exec carries stdin
 )
 
-// decodeJSON reads a JSON body into v. An empty body leaves v as is, so
-// every field takes its default. Unknown fields are ignored, as in the
-// reference, so that newer clients work against older servers.
+// decodeJSON reads a JSON body into v by the rules both APIs share
+// (apihttp.DecodeJSON): an empty body leaves v as is, unknown fields are
+// ignored so that newer clients work against older servers.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return &api.Error{
-				Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest,
-				Message: fmt.Sprintf("request body is larger than %d bytes", limit),
-			}
-		}
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read request body: %v", err)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
-			return invalid(te.Field, fmt.Sprintf("%s must be %s", te.Field, jsonKind(te.Type.Kind())), "")
-		}
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "request body is not valid JSON: %v", err).
-			WithHint(`send a JSON object, e.g. {"command": "ls"}`)
-	}
-	return nil
+	return apihttp.DecodeJSON(w, r, v, limit)
 }
 
-// jsonKind names what a Go kind looks like in JSON, for error messages.
-func jsonKind(k reflect.Kind) string {
-	switch k {
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	}
-	return "a different JSON type"
-}
-
-// fieldError is one entry of a validation error's details, shaped like
-// the reference's ({loc, msg, type}).
-type fieldError struct {
-	Loc  []string `json:"loc"`
-	Msg  string   `json:"msg"`
-	Type string   `json:"type"`
-}
+// fieldError is one entry of a validation error's details.
+type fieldError = api.FieldError
 
 // invalid returns a 422 validation_error about one body field.
-func invalid(field, msg, hint string) *api.Error {
-	return &api.Error{
-		Status:  http.StatusUnprocessableEntity,
-		Code:    api.CodeValidation,
-		Message: msg,
-		Hint:    hint,
-		Details: []fieldError{{Loc: []string{"body", field}, Msg: msg, Type: "value_error"}},
-	}
-}
+func invalid(field, msg, hint string) *api.Error { return api.Invalid(field, msg, hint) }
 
 // notSupported returns a 422 for a field this server accepts in the schema
 // but cannot act on yet, rather than silently ignoring it.

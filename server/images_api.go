@@ -18,8 +18,10 @@ const maxImageArchive = 8 << 30
 type ImageStore interface {
 	Import(ctx context.Context, account, label string, body io.Reader) (api.Image, error)
 	// Build queues a declarative build; an identical spec of the account
-	// returns its existing image with created false.
-	Build(ctx context.Context, account, label string, spec api.ImageSpec) (img api.Image, created bool, err error)
+	// returns its existing image with created false. audit appends an
+	// entry about the build (egress decisions, its outcome) to the
+	// account's audit log, under the image's id.
+	Build(ctx context.Context, account, label string, spec api.ImageSpec, audit func(imageID, operation string, detail map[string]any)) (img api.Image, created bool, err error)
 	// Logs writes the build log to w, following it until the build ends
 	// when follow is set.
 	Logs(ctx context.Context, account, id string, w io.Writer, follow bool, flush func()) error
@@ -44,6 +46,7 @@ func (s *Server) imageRoutes() {
 	s.handle("POST /v1/images", s.buildImage)
 	s.handle("POST /v1/images/import", s.importImage)
 	s.handle("GET /v1/images/{id}/logs", s.imageLogs)
+	s.handle("GET /v1/images/{id}/log", s.imageAuditLog)
 	s.handle("GET /v1/images", s.listImages)
 	s.handle("GET /v1/images/{id}", s.getImage)
 	s.handle("DELETE /v1/images/{id}", s.deleteImage)
@@ -90,7 +93,19 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Label) > maxLabelLen {
 		return invalid("label", "label is too long", "")
 	}
-	img, created, err := st.Build(r.Context(), accountFrom(r.Context()).ID, req.Label, req.ImageSpec)
+	// A build's egress and outcome are audited: none starts while the
+	// audit log cannot be written.
+	if err := s.auditOpen(); err != nil {
+		return err
+	}
+	account := accountFrom(r.Context()).ID
+	audit := func(imageID, operation string, detail map[string]any) {
+		_ = s.audit(context.Background(), auditRecord{ // a failure waits in the audit gate
+			sb: &Sandbox{ID: imageID, AccountID: account}, source: api.LogSourceImageBuild,
+			operation: operation, detail: detail, started: s.now(),
+		})
+	}
+	img, created, err := st.Build(r.Context(), account, req.Label, req.ImageSpec, audit)
 	if err != nil {
 		return err
 	}
@@ -177,4 +192,27 @@ func (s *Server) imageRoot(acct, id string) (string, error) {
 			WithHint("list images with `boxkite images ls`")
 	}
 	return root, err
+}
+
+// imageAuditLog serves GET /v1/images/{id}/log?limit=&offset=: the audit
+// entries of the image's build (its egress decisions and outcome), as
+// GET /v1/sandboxes/{id}/log serves a sandbox's.
+func (s *Server) imageAuditLog(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit", api.DefaultLogLimit, 1, api.MaxLogLimit)
+	if err != nil {
+		return err
+	}
+	offset, err := queryInt(r, "offset", 0, 0, 1<<31-1)
+	if err != nil {
+		return err
+	}
+	img, err := st.Get(accountFrom(r.Context()).ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return s.writeLogPage(w, r, img.ID, limit, offset)
 }

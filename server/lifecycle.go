@@ -98,7 +98,12 @@ func (s *Server) reconcile(ctx context.Context) error {
 		}
 		lost++
 		s.log.WarnContext(ctx, "sandbox lost: its sidecar does not answer", "sandbox", sb.ID, "account", sb.AccountID)
-		if err := s.destroy(ctx, sb.ID, api.StatusLost, ReasonLost); err != nil && !errors.Is(err, errNotActive) {
+		const why = "its sidecar did not answer when the server started"
+		err := s.destroy(ctx, sb.ID, api.StatusLost, ReasonLost)
+		if err == nil {
+			s.recordLost(ctx, sb, why)
+		}
+		if err != nil && !errors.Is(err, errNotActive) {
 			// The driver could not clean up; still record what we know.
 			if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *Sandbox) error {
 				now := s.now()
@@ -107,6 +112,7 @@ func (s *Server) reconcile(ctx context.Context) error {
 			}); uerr != nil {
 				return fmt.Errorf("mark sandbox %s lost: %w", sb.ID, uerr)
 			}
+			s.recordLost(ctx, sb, why)
 		}
 	}
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -16,6 +17,20 @@ type LossWatcher interface {
 	// WatchLost calls lost with the id of each sandbox that went, until
 	// ctx is done or the watch breaks (an error; the server watches again).
 	WatchLost(ctx context.Context, lost func(id string)) error
+}
+
+// A LossGracer is a LossWatcher that says how long its reports wait
+// before a sandbox is marked lost, instead of lostGrace: the local driver
+// stops watching a sandbox before it deletes it, so its reports need none.
+type LossGracer interface {
+	LostGrace() time.Duration
+}
+
+// A Prober is a Driver that can tell whether a sandbox still runs. When a
+// call cannot reach a sandbox's sidecar, the server asks, and marks a
+// sandbox that is gone lost at once rather than answering 502.
+type Prober interface {
+	Probe(ctx context.Context, id string) (alive bool, err error)
 }
 
 // lostGrace is how long a sandbox reported gone waits before it is marked
@@ -36,6 +51,10 @@ func (s *Server) watchLost(ctx context.Context) {
 	if !ok {
 		return
 	}
+	grace := lostGrace
+	if g, ok := d.(LossGracer); ok {
+		grace = g.LostGrace()
+	}
 	pending := make(chan struct{}, 64) // bounds the marks in flight
 	defer func() {
 		for range cap(pending) {
@@ -47,7 +66,7 @@ func (s *Server) watchLost(ctx context.Context) {
 			pending <- struct{}{}
 			go func() {
 				defer func() { <-pending }()
-				s.markLost(ctx, id)
+				s.markLost(ctx, id, grace)
 			}()
 		})
 		if err != nil && ctx.Err() == nil {
@@ -60,22 +79,65 @@ func (s *Server) watchLost(ctx context.Context) {
 	}
 }
 
-// markLost records sandbox id as lost once lostGrace has passed, unless it
+// markLost records sandbox id as lost once grace has passed, unless it
 // was destroyed meanwhile.
-func (s *Server) markLost(ctx context.Context, id string) {
+func (s *Server) markLost(ctx context.Context, id string, grace time.Duration) {
 	select {
 	case <-ctx.Done():
 		return
-	case <-time.After(lostGrace):
+	case <-time.After(grace):
 	}
 	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	switch err := s.destroy(ctx, id, api.StatusLost, ReasonLost); {
+	s.loseSandbox(ctx, id, "it left the substrate while the server ran")
+}
+
+// loseSandbox tears down what is left of sandbox id, records it lost and
+// says so in its audit log (and so to its watchers), unless it was no
+// longer active. why ends "sandbox lost: …" in the log and the entry.
+func (s *Server) loseSandbox(ctx context.Context, id, why string) {
+	switch sb, err := s.destroySandbox(ctx, id, api.StatusLost, ReasonLost); {
 	case err == nil:
-		s.log.WarnContext(ctx, "sandbox lost: it left the substrate while the server ran", "sandbox", id)
+		s.log.WarnContext(ctx, "sandbox lost: "+why, "sandbox", id)
+		s.recordLost(ctx, sb, why)
 	case errors.Is(err, errNotActive), errors.Is(err, ErrNotFound):
 		// destroyed on purpose, or never ours
 	default:
 		s.log.ErrorContext(ctx, "mark sandbox lost", "sandbox", id, "err", err)
 	}
+}
+
+// recordLost appends the sandbox_lost entry of a sandbox just marked lost.
+func (s *Server) recordLost(ctx context.Context, sb *Sandbox, why string) {
+	// A failure leaves the entry waiting in the audit gate.
+	_ = s.audit(ctx, auditRecord{
+		sb: sb, source: api.LogSourceSystem, operation: "sandbox_lost",
+		detail: map[string]any{"reason": why}, started: s.now(),
+	})
+}
+
+// lostAnswer is the answer to a call to a lost sandbox.
+func lostAnswer(id string) *api.Error {
+	return api.Errorf(http.StatusGone, api.CodeSandboxLost, "sandbox %s is lost: its sidecar stopped while it was active", id).
+		WithHint("its processes and files are gone; create a new sandbox with `boxkite session create` (`boxkite log -s " + id + "` shows its history)")
+}
+
+// unreachable is the answer when a call could not reach the sandbox's
+// sidecar: 410 sandbox_lost, after marking it lost, when the driver says
+// it is gone; else the plain 502.
+func (s *Server) unreachable(ctx context.Context, sb *Sandbox) *api.Error {
+	d := s.driver
+	if cd, ok := d.(countingDriver); ok {
+		d = cd.Driver
+	}
+	if p, ok := d.(Prober); ok {
+		if alive, err := p.Probe(ctx, sb.ID); err == nil && !alive {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			defer cancel()
+			s.loseSandbox(cctx, sb.ID, "its sidecar stopped while the server ran")
+			return lostAnswer(sb.ID)
+		}
+	}
+	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not reach the sandbox's sidecar").
+		WithHint("the sandbox may have stopped; check it with `boxkite session get` or create a new one")
 }

@@ -179,7 +179,10 @@ func (s *Server) egressServer(sb *Sandbox, allow egress.Allowlist) func(net.List
 	if len(allow) == 0 {
 		return nil
 	}
-	p := &egress.Proxy{Resolver: s.cfg.EgressResolver, Permit: s.cfg.EgressPermitForTests, Log: s.log}
+	p := &egress.Proxy{
+		Resolver: s.cfg.EgressResolver, Permit: s.cfg.EgressPermitForTests, Log: s.log,
+		Admit: s.auditOpen, // decisions are audited: none while the log cannot be written
+	}
 	return func(l net.Listener) {
 		go p.Serve(l, allow, func(d egress.Decision) {
 			op, detail := "egress_deny", map[string]any{"host": d.Host, "port": d.Port, "reason": d.Reason}
@@ -189,7 +192,9 @@ func (s *Server) egressServer(sb *Sandbox, allow egress.Allowlist) func(net.List
 			if d.Addr.IsValid() {
 				detail["address"] = d.Addr.String()
 			}
-			s.audit(context.Background(), auditRecord{sb: sb, operation: op, detail: detail, started: s.now()})
+			// A failure keeps the entry waiting in the audit gate, which
+			// then refuses further connections (Admit).
+			_ = s.audit(context.Background(), auditRecord{sb: sb, operation: op, detail: detail, started: s.now()})
 		})
 	}
 }

@@ -48,7 +48,7 @@ const StatusCreating = "creating"
 const (
 	ReasonDeleted = "deleted" // DELETE /v1/sandboxes/{id}
 	ReasonExpired = "expired" // the reaper, at expires_at
-	ReasonLost    = "lost"    // the sidecar was gone when the server started
+	ReasonLost    = "lost"    // the sidecar died, or was gone when the server started
 )
 
 // Sandbox is the control plane's record of one sandbox, including what the

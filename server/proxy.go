@@ -106,8 +106,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c 
 			return fmt.Errorf("client went away: %w", r.Context().Err())
 		}
 		s.log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", c.path, "err", err)
-		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not reach the sandbox's sidecar").
-			WithHint("the sandbox may have stopped; check it with `boxkite session get` or create a new one")
+		return s.unreachable(r.Context(), sb)
 	}
 	defer resp.Body.Close()
 	c.status = resp.StatusCode
@@ -123,6 +122,9 @@ func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sid
 	ct := resp.Header.Get("Content-Type")
 	events := strings.HasPrefix(ct, "text/event-stream") || strings.HasPrefix(ct, api.ContentTypeNDJSON)
 	if events {
+		// Sent chunked: the server may end a stream with an event of its
+		// own (an error), so the sidecar's length is not the client's.
+		w.Header().Del("Content-Length")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Header().Set("X-Accel-Buffering", "no") // tell reverse proxies in front not to buffer
 	}

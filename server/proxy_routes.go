@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 )
 
 // bodyKind says how a proxied route treats the request body.
@@ -170,6 +169,7 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			}
 			c.body, c.length = bytes.NewReader(x.reqBody), int64(len(x.reqBody))
 		case bodyStream:
+			apihttp.Streaming(r) // an upload of any size: only stalls time out
 			up = &countingReader{r: r.Body}
 			c.body, c.length = up, r.ContentLength
 		}
@@ -181,14 +181,17 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			}
 			return err
 		}
+		if err := s.auditOpen(); err != nil {
+			return err
+		}
 		// Audited: the end of the answer waits for the entry (exec_hold.go).
 		hw := newTailHolder(w)
 		err = s.forward(hw, r, sb, c)
 		if errors.Is(err, errStreamBroken) {
 			s.abortResponse(r, err)
 		}
-		defer hw.release()
 		if err != nil || c.status/100 != 2 {
+			hw.release()
 			return err
 		}
 		x.call = c
@@ -199,11 +202,15 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 		if rt.detail != nil {
 			detail = rt.detail(x)
 		}
-		s.audit(r.Context(), auditRecord{
+		err = s.audit(r.Context(), auditRecord{
 			sb: sb, operation: rt.op, detail: detail,
 			exitCode: x.exitCode, outputTruncated: x.outputTruncated,
 			started: started, duration: s.now().Sub(started),
 		})
+		if err != nil {
+			return hw.fail(withOutcome(err, map[string]any{"status": c.status}))
+		}
+		hw.release()
 		return nil
 	}
 }
@@ -227,19 +234,10 @@ func expandSidecarPath(tmpl string, r *http.Request) (string, error) {
 	return out, bad
 }
 
-// readBody reads a JSON request body of at most limit bytes.
+// readBody reads a JSON request body of at most limit bytes, checked
+// but passed on unchanged (apihttp.ReadJSON).
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, &api.Error{
-				Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest,
-				Message: fmt.Sprintf("request body is larger than %d bytes", limit),
-			}
-		}
-		return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read request body: %v", err)
-	}
-	return body, nil
+	return apihttp.ReadJSON(w, r, limit)
 }
 
 // Audit details, one per operation, in the reference's shapes. They name
@@ -353,6 +351,9 @@ func startProcessDetail(x *exchange) map[string]any {
 	var req api.ProcessStartRequest
 	x.req(&req)
 	command := loggedText(req.Command)
+	if req.MaxRuntimeSeconds == 0 { // absent: the sidecar took the default (an explicit 0 is refused)
+		req.MaxRuntimeSeconds = api.DefaultProcessRuntime
+	}
 	d := map[string]any{"command": command, "max_runtime_seconds": req.MaxRuntimeSeconds}
 	if len(command) < len(req.Command) {
 		d["command_bytes"] = len(req.Command)

@@ -408,7 +408,7 @@ func TestProxyEdgeChecks(t *testing.T) {
 	}
 	big := `{"path":"a","content":"` + strings.Repeat("x", 16<<20) + `"}`
 	resp, body := e.do("POST", sandboxPath(sb.ID, "/files"), e.KeyA, big)
-	wantError(t, resp, body, http.StatusRequestEntityTooLarge, api.CodeBadRequest)
+	wantError(t, resp, body, http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge)
 	if len(hits) != 0 {
 		t.Errorf("%d refused requests reached the sidecar", len(hits))
 	}
@@ -586,10 +586,13 @@ func TestLogEntryShape(t *testing.T) {
 	slices.Sort(keys)
 	want := []string{
 		"account_id", "detail", "duration_ms", "exit_code", "id", "operation", "output_truncated",
-		"prev_hash", "row_hash", "session_id", "source", "started_at",
+		"prev_hash", "row_hash", "seq", "session_id", "source", "started_at",
 	}
 	if diff := cmp.Diff(want, keys); diff != "" {
 		t.Errorf("entry fields (-want +got):\n%s", diff)
+	}
+	if raw.Entries[0]["seq"] != 1.0 {
+		t.Errorf("seq %v, want 1", raw.Entries[0]["seq"])
 	}
 	if raw.Entries[0]["prev_hash"] != api.GenesisHash || !hexHash.MatchString(raw.Entries[0]["row_hash"].(string)) {
 		t.Errorf("hashes: %v %v", raw.Entries[0]["prev_hash"], raw.Entries[0]["row_hash"])

@@ -71,6 +71,7 @@ var unlimitedSandboxRoutes = map[string]bool{
 	"GET /v1/sandboxes/{id}/log":                    true,
 	"GET /v1/sandboxes/{id}/watch":                  true,
 	"GET /v1/sandboxes/{id}/takeover":               true,
+	"GET /v1/sandboxes/{id}/exec/interactive":       true,
 	"GET /v1/sandboxes/{id}/processes/{pid}/stream": true,
 }
 

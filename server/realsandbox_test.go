@@ -78,11 +78,15 @@ func (re *realEnv) path(rest string) string { return sandboxPath(re.sb.ID, rest)
 // with VerifyExecLog.
 func (re *realEnv) entries() []*server.ExecLogEntry {
 	re.t.Helper()
+	head, err := re.s.Store.ExecLogHead(context.Background(), re.sb.ID)
+	if err != nil {
+		re.t.Fatal(err)
+	}
 	all, _, err := re.s.Store.ExecLog(context.Background(), re.sb.ID, 10000, 0)
 	if err != nil {
 		re.t.Fatal(err)
 	}
-	if err := server.VerifyExecLog(all); err != nil {
+	if err := server.VerifyExecLog(all, head); err != nil {
 		re.t.Errorf("VerifyExecLog: %v", err)
 	}
 	return all
@@ -223,7 +227,7 @@ func TestRealSandboxRoutes(t *testing.T) {
 
 		// No language server is installed on the test hosts: these prove
 		// the routes reach the sidecar, whose refusals pass through.
-		{"lsp start", "POST", "/lsp/start", `{"language":"cobol"}`, 400, wantCode(api.CodeBadRequest), ""},
+		{"lsp start", "POST", "/lsp/start", `{"language":"cobol"}`, 422, wantCode(api.CodeValidation), ""},
 		{"lsp open", "POST", "/lsp/lsp_nope/open", `{"path":"m.go","content":"package m"}`, 404, wantCode(api.CodeNotFound), ""},
 		{"lsp completion", "POST", "/lsp/lsp_nope/completion", `{"path":"m.go","line":0,"character":0}`, 404, wantCode(api.CodeNotFound), ""},
 		{"lsp stop", "POST", "/lsp/lsp_nope/stop", "", 404, wantCode(api.CodeNotFound), ""},

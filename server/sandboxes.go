@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
 )
 
@@ -33,11 +34,18 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "the database is not answering").
 			WithHint("check the server log and the --db setting")
 	}
+	// Not ready for audited work while the audit log cannot be written.
+	if err := s.auditOpen(); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, api.Health{Status: "ready", Version: s.cfg.Version})
 	return nil
 }
 
-func (s *Server) noRoute(_ http.ResponseWriter, r *http.Request) error {
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) error {
+	if e := apihttp.MethodNotAllowed(w, r, s.mux, "/"); e != nil {
+		return e
+	}
 	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "no route for %s %s", r.Method, r.URL.Path)
 }
 
@@ -288,8 +296,12 @@ func sandboxNotFound(id string) *api.Error {
 		WithHint("list your sandboxes with `boxkite session ls`")
 }
 
-// notActive is the answer to an operation on a sandbox that is gone.
+// notActive is the answer to an operation on a sandbox that is gone: 410
+// sandbox_lost for one that was lost, 409 for one destroyed on purpose.
 func notActive(sb *Sandbox) *api.Error {
+	if sb.Status == api.StatusLost {
+		return lostAnswer(sb.ID)
+	}
 	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is %s", sb.ID, sb.Status).
 		WithHint("create a new sandbox with `boxkite session create`")
 }
@@ -335,12 +347,18 @@ var errNotActive = errors.New("sandbox is not active")
 // the reaper, next tick) can retry. Returns errNotActive if the row was no
 // longer active.
 func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
+	_, err := s.destroySandbox(ctx, id, status, reason)
+	return err
+}
+
+// destroySandbox is destroy returning the sandbox as recorded.
+func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*Sandbox, error) {
 	s.sidecars.forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
-		return sandboxFailed("delete")
+		return nil, sandboxFailed("delete")
 	}
-	_, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *Sandbox) error {
+	sb, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *Sandbox) error {
 		if !sb.Active() {
 			return errNotActive
 		}
@@ -349,9 +367,9 @@ func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errNotActive) {
-		return fmt.Errorf("record destroyed sandbox: %w", err)
+		return nil, fmt.Errorf("record destroyed sandbox: %w", err)
 	}
-	return err
+	return sb, err
 }
 
 // extendSandbox serves POST /v1/sandboxes/{id}/extend: expires_at becomes

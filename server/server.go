@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
 )
 
@@ -63,6 +64,9 @@ type Config struct {
 	// TakeoverRecording keeps an asciicast v2 recording of every takeover
 	// (GET …/takeover-recordings/{id}, also after the sandbox is gone).
 	TakeoverRecording bool
+	// BodyTimeouts bound how long a request body may take to arrive
+	// (408 request_timeout); zero fields take apihttp's defaults.
+	BodyTimeouts apihttp.BodyTimeouts
 }
 
 // Defaults of Config.
@@ -154,6 +158,7 @@ type Server struct {
 	// broker pushes new audit entries to watchers; allowlists caches
 	// compiled command allowlists; metrics backs /metrics.
 	broker         *broker
+	auditGate      *auditGate // closed while the store cannot commit entries (auditgate.go)
 	allowlists     *allowlistCache
 	metrics        *metrics
 	watchKeepAlive time.Duration
@@ -195,6 +200,7 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		sidecars:       newSidecarClients(),
 		touches:        newKeyToucher(),
 		broker:         newBroker(),
+		auditGate:      newAuditGate(),
 		allowlists:     newAllowlistCache(),
 		metrics:        m,
 		watchKeepAlive: DefaultWatchKeepAlive,
@@ -226,6 +232,7 @@ func (s *Server) routes() {
 	s.register("POST /v1/sandboxes/{id}/exec", credTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.register("GET /v1/sandboxes/{id}/takeover", credTakeover, s.takeover)
+	s.register("GET /v1/sandboxes/{id}/exec/interactive", credTakeover, s.execInteractive) // interactive.go
 	s.handle("POST /v1/sandboxes/{id}/takeover-token", s.createTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}", s.getRecording)
 	s.register("POST /v1/bastion/takeover-token", credBastion, s.bastionTakeoverToken)
@@ -276,7 +283,8 @@ func (s *Server) Init(ctx context.Context) error {
 
 // Run does the background work until ctx is done: the reaper destroys
 // expired sandboxes every ReaperInterval, sandboxes the driver reports gone
-// are marked lost (lost.go), API-key use times are written,
+// are marked lost (lost.go), audit entries the store refused are retried
+// (auditgate.go), API-key use times are written,
 // and, on a store shared with other servers, their audit entries are
 // passed on to this server's watchers. It returns nil when ctx is done.
 func (s *Server) Run(ctx context.Context) error {
@@ -294,6 +302,12 @@ func (s *Server) Run(ctx context.Context) error {
 		s.watchLost(ctx)
 	}()
 	defer func() { <-lostDone }()
+	auditDone := make(chan struct{})
+	go func() {
+		defer close(auditDone)
+		s.retryAudit(ctx)
+	}()
+	defer func() { <-auditDone }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -313,11 +327,7 @@ func (s *Server) Run(ctx context.Context) error {
 // done, then stops accepting and waits up to 5 s for requests in flight.
 // Init must have been called.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	hs := apihttp.NewServer(s, s.log)
 	// Watch streams never go idle by themselves; end them so that
 	// Shutdown does not wait its whole grace period for them.
 	hs.RegisterOnShutdown(s.broker.shutdown)
@@ -328,7 +338,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = s.Run(runCtx)
 	}()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
+	go func() { serveErr <- hs.Serve(apihttp.Listener(ln)) }()
 
 	var err error
 	select {

@@ -13,6 +13,15 @@ var ErrNotFound = errors.New("not found")
 // ErrConflict is returned when a record with the same unique value exists.
 var ErrConflict = errors.New("conflict")
 
+// Errors a store wraps when it cannot commit a write because of the
+// database itself, not the request: the server then fails closed on
+// audited work (auditgate.go) and says which in /health/ready.
+var (
+	ErrStoreReadOnly = errors.New("the database is read-only")
+	ErrStoreFull     = errors.New("the database's disk is full")
+	ErrStoreIO       = errors.New("the database cannot write to its disk")
+)
+
 // A Store persists accounts, keys and sandbox records. server/sqlstore
 // implements it for SQLite (and later Postgres). It is split by concern so
 // that later issues (quotas, audit, secrets) add interfaces rather than grow
@@ -93,6 +102,9 @@ type AuditStore interface {
 	// ExecLog returns at most limit of the sandbox's entries in Seq order,
 	// skipping the first offset, and how many it has in all.
 	ExecLog(ctx context.Context, sandboxID string, limit, offset int) ([]*ExecLogEntry, int, error)
+	// ExecLogHead returns where the sandbox's chain ended at its last
+	// append, as recorded with it: Seq 0 and api.GenesisHash before any.
+	ExecLogHead(ctx context.Context, sandboxID string) (ExecLogHead, error)
 	// ExecLogAfter returns at most limit of the sandbox's entries whose Seq
 	// is greater than afterSeq, in Seq order (live watchers catching up).
 	ExecLogAfter(ctx context.Context, sandboxID string, afterSeq int64, limit int) ([]*ExecLogEntry, error)

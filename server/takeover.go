@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -94,6 +96,9 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	if !sb.Active() {
 		return notActive(sb)
 	}
+	if err := s.auditOpen(); err != nil {
+		return err
+	}
 	up, err := s.dialPTY(r, sb, grant.readOnly)
 	if err != nil {
 		return err
@@ -111,15 +116,23 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	up.SetReadLimit(takeoverSidecarFrame)
 
 	started := s.now()
-	s.audit(r.Context(), auditRecord{
+	if err := s.audit(r.Context(), auditRecord{
 		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_start", detail: grant.detail(), started: started,
-	})
+	}); err != nil {
+		// Nobody types into a terminal that is off the record.
+		down.Close(websocket.StatusTryAgainLater, "the audit log cannot be written; try again later")
+		return nil
+	}
 	in := &typedInput{}
 	flushed := make(chan struct{})
 	ctx, stopFlushing := context.WithCancel(r.Context())
+	relayCtx, endRelay := context.WithCancel(r.Context())
+	defer endRelay()
 	go func() {
 		defer close(flushed)
-		s.flushTypedInput(ctx, sb, grant, in)
+		if !s.flushTypedInput(ctx, sb, grant, in) {
+			endRelay() // typed input is no longer recorded: end the session
+		}
 	}()
 	hooks := relayHooks{typed: in.add}
 	var rec *recorder
@@ -127,7 +140,7 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 		rec = newRecorder(s.now)
 		hooks.output, hooks.control = rec.output, rec.control
 	}
-	typed := s.relayPTY(r.Context(), down, up, grant.readOnly, hooks)
+	typed := s.relayPTY(relayCtx, down, up, grant.readOnly, hooks)
 	stopFlushing()
 	<-flushed
 	end := grant.detail()
@@ -135,7 +148,9 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	if rec != nil {
 		s.saveRecording(r.Context(), sb, rec, end)
 	}
-	s.audit(r.Context(), auditRecord{
+	// A failure here leaves the entry waiting in the audit gate: the
+	// session is over either way.
+	_ = s.audit(r.Context(), auditRecord{
 		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_end", detail: end,
 		started: started, duration: s.now().Sub(started),
 	})
@@ -178,45 +193,56 @@ func (t *typedInput) take() ([]byte, bool) {
 
 // flushTypedInput writes a takeover_input entry with the bytes typed so
 // far every TakeoverFlushInterval, and a last one when ctx ends, so
-// keystrokes are on the record while the session is still open.
-func (s *Server) flushTypedInput(ctx context.Context, sb *Sandbox, g takeoverGrant, in *typedInput) {
+// keystrokes are on the record while the session is still open. It
+// returns false, at once, when an entry could not be committed: the
+// caller ends the session.
+func (s *Server) flushTypedInput(ctx context.Context, sb *Sandbox, g takeoverGrant, in *typedInput) bool {
 	tick := time.NewTicker(s.cfg.TakeoverFlushInterval)
 	defer tick.Stop()
-	flush := func() {
+	flush := func() bool {
 		b, truncated := in.take()
 		if len(b) == 0 && !truncated {
-			return
+			return true
 		}
 		d := g.detail()
 		d["input"], d["bytes"] = string(b), len(b)
-		s.audit(ctx, auditRecord{
+		return s.audit(ctx, auditRecord{
 			sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_input", detail: d,
 			outputTruncated: truncated, started: s.now(),
-		})
+		}) == nil
 	}
 	for {
 		select {
 		case <-tick.C:
-			flush()
+			if !flush() {
+				return false
+			}
 		case <-ctx.Done():
-			flush()
-			return
+			return flush()
 		}
 	}
 }
 
 // dialPTY opens the sidecar's /pty over the sandbox's endpoint.
 func (s *Server) dialPTY(r *http.Request, sb *Sandbox, readOnly bool) (*websocket.Conn, error) {
+	q := url.Values{}
+	if readOnly {
+		q.Set("read_only", "1")
+	}
+	return s.dialSidecarWS(r, sb, "/pty", q, "could not reach the sandbox's terminal")
+}
+
+// dialSidecarWS opens a WebSocket route of the sidecar over the sandbox's
+// endpoint. A refusal is logged with the sidecar's status and becomes
+// 502 sandbox_failed with failMsg, or the sidecar's own error when it
+// answered with one (a bad cwd, an exhausted exec budget).
+func (s *Server) dialSidecarWS(r *http.Request, sb *Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error) {
 	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "sidecar client", "sandbox", sb.ID, "err", err)
 		return nil, sandboxFailed("reach")
 	}
-	q := url.Values{}
-	if readOnly {
-		q.Set("read_only", "1")
-	}
-	u := "ws://sidecar/pty"
+	u := "ws://sidecar" + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
@@ -231,12 +257,34 @@ func (s *Server) dialPTY(r *http.Request, sb *Sandbox, readOnly bool) (*websocke
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode
+			if e := sidecarRefusal(resp); e != nil {
+				return nil, e
+			}
 		}
-		s.log.ErrorContext(r.Context(), "dial sidecar pty", "sandbox", sb.ID, "status", status, "err", err)
-		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not reach the sandbox's terminal").
+		s.log.ErrorContext(r.Context(), "dial sidecar websocket", "sandbox", sb.ID, "path", path, "status", status, "err", err)
+		if status == 0 {
+			if e := s.unreachable(r.Context(), sb); e.Code == api.CodeSandboxLost {
+				return nil, e
+			}
+		}
+		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "%s", failMsg).
 			WithHint("the sandbox may have stopped; check it with `boxkite session get`")
 	}
 	return conn, nil
+}
+
+// sidecarRefusal is the sidecar's own error envelope from a refused
+// upgrade, when it is a client error worth passing on (4xx), else nil.
+func sidecarRefusal(resp *http.Response) *api.Error {
+	if resp.StatusCode < 400 || resp.StatusCode >= 500 || resp.Body == nil {
+		return nil
+	}
+	var env api.ErrorEnvelope
+	if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&env) != nil || env.Error == nil || env.Error.Code == "" {
+		return nil
+	}
+	env.Error.Status = resp.StatusCode
+	return env.Error
 }
 
 // relayPTY copies frames between the client (down) and the sidecar (up)

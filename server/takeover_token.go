@@ -170,14 +170,20 @@ func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) err
 	if !sb.Active() {
 		return notActive(sb)
 	}
+	if err := s.auditOpen(); err != nil {
+		return err
+	}
 	g := takeoverGrant{keyID: key.ID, keyName: key.Name, via: viaAPIKey, readOnly: req.ReadOnly}
 	tok, err := s.mintTakeoverToken(r.Context(), sb.AccountID, sb.ID, g)
 	if err != nil {
 		return err
 	}
-	s.audit(r.Context(), auditRecord{
+	// A token whose minting is not on record is never handed out.
+	if err := s.audit(r.Context(), auditRecord{
 		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_token_mint", detail: g.detail(), started: s.now(),
-	})
+	}); err != nil {
+		return err
+	}
 	writeJSON(w, http.StatusOK, tok)
 	return nil
 }

@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -54,18 +52,30 @@ func (h *Handler) putArchive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pm := h.paths()
-	dest, err := pm.resolve(p, false)
+	v, err := h.openView()
 	if err != nil {
 		return err
 	}
+	defer v.close()
+	dest, err := v.resolve(p, false)
+	if err != nil {
+		return err
+	}
+	defer dest.close()
 	if err := dest.writable("write to", p); err != nil {
 		return err
 	}
-	x := &extractor{pm: pm, rs: pm.real(), dest: dest.host, owner: h.newOwner()}
-	if err := x.rs.mkdirAll(dest.host, x.owner); err != nil {
-		return err
+	if dest.exists && !dest.isDir() {
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", p)
 	}
+	if !dest.exists {
+		dest.missing, dest.name, dest.exists = append(dest.missing, dest.name), "", true
+		if err := v.user.do(func() error { return v.makeDirs(dest) }); err != nil {
+			return fileError(err, "write to", p)
+		}
+	}
+	x := &extractor{v: v, dest: dest.cur}
+	defer x.close()
 	br := bufio.NewReader(r.Body)
 	var src io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -90,6 +100,9 @@ func (h *Handler) putArchive(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	x.finish()
+	if err := x.sync(); err != nil {
+		return fileError(err, "write to", p)
+	}
 	return writeJSON(w, http.StatusOK, x.result)
 }
 
@@ -104,32 +117,32 @@ func (a archiveReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// extractor is the state of one archive upload.
+// extractor is the state of one archive upload. Entries are placed beneath
+// the destination's descriptor and may not lead out of it, whatever
+// symlinks earlier entries (or the agent) planted.
 type extractor struct {
-	pm     pathMap
-	rs     realRoots
-	dest   string // real host path of the destination directory
-	owner  owner
+	v      *fsView
+	dest   *cursor // the destination directory
 	dirs   []dirMeta
 	result api.ArchiveResult
+	// written holds, per filesystem an entry went to (the destination may
+	// hold a volume's mount), a descriptor opened before the first write
+	// there, to sync it once at the end.
+	written map[uint64]int
 }
 
 // dirMeta is a directory's mode and mtime, applied once its contents are in:
 // writing them would change the mtime, and a read-only mode would stop them.
 type dirMeta struct {
-	host  string
-	mode  fs.FileMode
+	rel   []string // below the destination
+	mode  uint32
 	mtime time.Time
 }
 
 // entryMode keeps permission and sticky bits and drops setuid and setgid:
 // an uploaded archive must not plant privileged binaries.
-func entryMode(m int64) fs.FileMode {
-	mode := fs.FileMode(m) & fs.ModePerm
-	if m&0o1000 != 0 {
-		mode |= fs.ModeSticky
-	}
-	return mode
+func entryMode(m int64) uint32 {
+	return uint32(m) & 0o1777
 }
 
 // entry extracts one tar entry.
@@ -146,16 +159,17 @@ func (x *extractor) entry(hdr *tar.Header, body io.Reader) error {
 	default:
 		return nil // devices, FIFOs and extension headers are not extracted
 	}
-	host, err := x.place(name)
+	dir, base, err := x.place(name)
 	if err != nil {
 		return err
 	}
+	defer dir.close()
 	switch hdr.Typeflag {
 	case tar.TypeDir:
-		return x.dir(hdr, name, host)
+		return x.dir(hdr, name, dir, base)
 	case tar.TypeReg:
-		meta := fileMeta{mode: entryMode(hdr.Mode), owner: x.owner, mtime: hdr.ModTime}
-		n, err := x.rs.writeFile(host, body, meta)
+		meta := fileMeta{mode: entryMode(hdr.Mode), mtime: hdr.ModTime}
+		n, err := x.v.writeFile(&target{cur: dir, name: base}, name, body, meta, syncLater)
 		if err != nil {
 			return err
 		}
@@ -163,171 +177,243 @@ func (x *extractor) entry(hdr *tar.Header, body io.Reader) error {
 		x.result.Bytes += n
 		return nil
 	case tar.TypeSymlink:
-		return x.symlink(hdr, name, host)
+		return x.symlink(hdr, name, dir, base)
 	}
-	return x.hardlink(hdr, name, host)
+	return x.hardlink(hdr, name, dir, base)
 }
 
-// place resolves where entry name goes: its parent is resolved through
-// whatever symlinks earlier entries planted and must still lie inside the
-// destination. A non-directory already there is removed, so the entry
-// replaces a symlink rather than writing through it.
-func (x *extractor) place(name string) (string, error) {
-	parent, err := realPath(filepath.Join(x.dest, filepath.FromSlash(path.Dir(name))))
-	if err != nil {
-		return "", badEntry(name, "cannot be placed: %v", err)
-	}
-	if !within(x.dest, parent) {
-		return "", badEntry(name, "escapes the destination directory")
-	}
-	if err := x.rs.mkdirAll(parent, x.owner); err != nil {
-		return "", err
-	}
-	host := filepath.Join(parent, path.Base(name))
-	if fi, err := os.Lstat(host); err == nil && !fi.IsDir() {
-		if err := os.Remove(host); err != nil {
-			return "", fmt.Errorf("replace %s: %w", name, err)
+// place resolves the directory entry name goes into: its parent, through
+// whatever symlinks earlier entries planted, must lie inside the
+// destination, and missing directories are created. A non-directory
+// already at the name is removed, so the entry replaces a symlink rather
+// than writing through it. The caller closes the cursor.
+func (x *extractor) place(name string) (*cursor, string, error) {
+	comps := strings.Split(name, "/")
+	base := comps[len(comps)-1]
+	var dir *cursor
+	err := x.v.user.do(func() error {
+		w := walker{v: x.v, within: x.dest}
+		t, err := w.walk(x.dest.sub(), comps[:len(comps)-1])
+		if err != nil {
+			return err
 		}
+		if t.exists && !t.isDir() {
+			t.close()
+			return errNotDir
+		}
+		if !t.exists {
+			t.missing, t.name = append(t.missing, t.name), ""
+			if err := x.v.makeDirs(t); err != nil {
+				t.close()
+				return err
+			}
+		}
+		dir = t.cur
+		if err := x.track(dir.dir()); err != nil {
+			dir.close()
+			return err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstatat(dir.dir(), base, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && uint32(st.Mode)&unix.S_IFMT != unix.S_IFDIR {
+			if err := unix.Unlinkat(dir.dir(), base, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+				dir.close()
+				return fmt.Errorf("replace %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errEscapes):
+		return nil, "", badEntry(name, "escapes the destination directory")
+	case errors.Is(err, errDangling), errors.Is(err, errNotDir), errors.Is(err, errLoop), errors.Is(err, errChanged):
+		return nil, "", badEntry(name, "cannot be placed: %v", err)
+	case err != nil:
+		return nil, "", fileError(err, "write to", name)
 	}
-	return host, nil
+	return dir, base, nil
 }
 
-func (x *extractor) dir(hdr *tar.Header, name, host string) error {
-	err := os.Mkdir(host, 0o755)
-	if err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("create directory %s: %w", name, err)
-	}
-	if err := x.rs.recheck(host); err != nil {
+func (x *extractor) dir(hdr *tar.Header, name string, dir *cursor, base string) error {
+	err := x.v.user.do(func() error {
+		err := unix.Mkdirat(dir.dir(), base, 0o755)
+		if errors.Is(err, unix.EEXIST) {
+			return nil // place left only a directory there
+		}
 		return err
+	})
+	if err != nil {
+		return fileError(err, "create directory", name)
 	}
-	if err := x.owner.lchown(host); err != nil {
-		return fmt.Errorf("chown %s: %w", name, err)
-	}
-	x.dirs = append(x.dirs, dirMeta{host: host, mode: entryMode(hdr.Mode), mtime: hdr.ModTime})
+	rel := slices.Concat(dir.names[len(x.dest.names):], []string{base})
+	x.dirs = append(x.dirs, dirMeta{rel: rel, mode: entryMode(hdr.Mode), mtime: hdr.ModTime})
 	return nil
 }
 
 // symlink creates a symlink whose target stays inside the typed roots. An
 // absolute target is read as a sandbox path, which it is inside the jail.
-func (x *extractor) symlink(hdr *tar.Header, name, host string) error {
+// The check is for the archive's author: the sidecar's own resolution never
+// follows a link out of the roots anyway.
+func (x *extractor) symlink(hdr *tar.Header, name string, dir *cursor, base string) error {
 	target := hdr.Linkname
 	if target == "" || strings.IndexByte(target, 0) >= 0 {
 		return badEntry(name, "is a symlink without a valid target")
 	}
-	if !x.targetInside(target, filepath.Dir(host)) {
-		return badEntry(name, "is a symlink to %q, outside the allowed roots", target)
+	err := x.v.user.do(func() error {
+		if !x.v.linkInside(dir, target) {
+			return badEntry(name, "is a symlink to %q, outside the allowed roots", target)
+		}
+		if err := unix.Symlinkat(target, dir.dir(), base); err != nil {
+			return err
+		}
+		ts := []unix.Timespec{unix.NsecToTimespec(hdr.ModTime.UnixNano()), unix.NsecToTimespec(hdr.ModTime.UnixNano())}
+		_ = unix.UtimesNanoAt(dir.dir(), base, ts, unix.AT_SYMLINK_NOFOLLOW) // cosmetic; some filesystems refuse
+		return nil
+	})
+	if err != nil {
+		return fileError(err, "create symlink", name)
 	}
-	if err := os.Symlink(target, host); err != nil {
-		return fmt.Errorf("create symlink %s: %w", name, err)
-	}
-	if err := x.owner.lchown(host); err != nil {
-		return fmt.Errorf("chown %s: %w", name, err)
-	}
-	ts := []unix.Timespec{unix.NsecToTimespec(hdr.ModTime.UnixNano()), unix.NsecToTimespec(hdr.ModTime.UnixNano())}
-	_ = unix.UtimesNanoAt(unix.AT_FDCWD, host, ts, unix.AT_SYMLINK_NOFOLLOW) // cosmetic; some filesystems refuse
 	return nil
 }
 
-// targetInside reports whether a symlink in dir pointing at target would
-// resolve inside the typed roots.
-func (x *extractor) targetInside(target, dir string) bool {
-	start := dir
+// linkInside reports whether a symlink in the directory at cur reading
+// target would lead inside the typed roots (or nowhere yet: a name still
+// missing, taken lexically from there). Call it as the sandbox user.
+func (v *fsView) linkInside(cur *cursor, target string) bool {
+	w := walker{v: v, probe: true}
+	start, comps := cur.sub(), splitPath(target)
 	if path.IsAbs(target) {
-		v := path.Clean(target)
-		host := ""
-		for _, r := range x.pm.roots {
-			if rest, ok := strings.CutPrefix(v, r.virt); ok && !r.listOnly && (rest == "" || rest[0] == '/') {
-				host = r.host + rest
-				break
-			}
-		}
-		if host == "" {
+		start.close()
+		i := v.topOfVirtual(comps)
+		if i < 0 {
 			return false
 		}
-		start, target = "/", host
+		next, err := v.cursorAt(i)
+		if err != nil {
+			return false
+		}
+		start, comps = next, comps[len(splitPath(v.tops[i].virt)):]
 	}
-	real, err := followTarget(start, target)
+	t, err := w.walk(start, comps)
 	if err != nil {
 		return false
 	}
-	_, ok := x.rs.locate(real, false)
-	return ok
+	defer t.close()
+	if t.exists {
+		return true
+	}
+	return v.lexicallyInside(path.Join(t.cur.host(), path.Join(t.missing...), t.name))
 }
 
-// maxLinkHops bounds symlinks followed in one resolution, as the kernel's
-// ELOOP does.
-const maxLinkHops = 40
-
-// followTarget resolves target from the real directory start the way the
-// kernel will: component by component, following symlinks before applying
-// a later "..", which a lexical clean would apply first ("up/../x" with up
-// a link to ".." is two levels up, not x). From the first missing component
-// on, the rest is applied lexically: nothing there can be a link yet.
-func followTarget(start, target string) (string, error) {
-	cur, comps, hops := start, strings.Split(target, "/"), 0
-	for i := 0; i < len(comps); i++ {
-		switch c := comps[i]; c {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
+// topOfVirtual returns the writable or readable (not list-only) top whose
+// virtual path is the longest prefix of comps, or -1.
+func (v *fsView) topOfVirtual(comps []string) int {
+	best, bestLen := -1, -1
+	for i, t := range v.tops {
+		tc := splitPath(t.virt)
+		if !t.listOnly && len(tc) <= len(comps) && slices.Equal(comps[:len(tc)], tc) && len(tc) > bestLen {
+			best, bestLen = i, len(tc)
 		}
-		next := filepath.Join(cur, comps[i])
-		fi, err := os.Lstat(next)
-		if err != nil {
-			return filepath.Join(append([]string{next}, comps[i+1:]...)...), nil
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		if hops++; hops > maxLinkHops {
-			return "", errors.New("too many levels of symbolic links")
-		}
-		link, err := os.Readlink(next)
-		if err != nil {
-			return "", err
-		}
-		if path.IsAbs(link) {
-			cur = "/"
-		}
-		comps, i = append(strings.Split(link, "/"), comps[i+1:]...), -1
 	}
-	return cur, nil
+	return best
+}
+
+// lexicallyInside reports whether the clean host path p lies in a root
+// that is not list-only.
+func (v *fsView) lexicallyInside(p string) bool {
+	for _, t := range v.tops {
+		if !t.listOnly && within(t.real, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // hardlink links to a regular file extracted earlier under the destination.
-func (x *extractor) hardlink(hdr *tar.Header, name, host string) error {
+func (x *extractor) hardlink(hdr *tar.Header, name string, dir *cursor, base string) error {
 	src, err := archiveName(hdr.Linkname)
 	if err != nil || src == "" {
 		return badEntry(name, "is a hard link to an invalid name %q", hdr.Linkname)
 	}
-	real, err := realPath(filepath.Join(x.dest, filepath.FromSlash(src)))
-	if err != nil || !within(x.dest, real) {
-		return badEntry(name, "is a hard link to %q, outside the destination directory", hdr.Linkname)
-	}
-	if fi, err := os.Lstat(real); err != nil || !fi.Mode().IsRegular() {
-		return badEntry(name, "is a hard link to %q, which is not a regular file extracted earlier", hdr.Linkname)
-	}
-	if err := os.Link(real, host); err != nil {
-		return fmt.Errorf("create hard link %s: %w", name, err)
+	err = x.v.user.do(func() error {
+		w := walker{v: x.v, within: x.dest}
+		t, err := w.walk(x.dest.sub(), strings.Split(src, "/"))
+		if err != nil {
+			return badEntry(name, "is a hard link to %q, outside the destination directory", hdr.Linkname)
+		}
+		defer t.close()
+		if !t.exists || t.mode != unix.S_IFREG {
+			return badEntry(name, "is a hard link to %q, which is not a regular file extracted earlier", hdr.Linkname)
+		}
+		return unix.Linkat(t.cur.dir(), t.name, dir.dir(), base, 0)
+	})
+	if err != nil {
+		return fileError(err, "create hard link", name)
 	}
 	x.result.Files++
 	return nil
 }
 
-// finish gives directories their modes and mtimes, deepest first, so
-// setting a parent's mtime comes after every change inside it.
-func (x *extractor) finish() {
-	for i := len(x.dirs) - 1; i >= 0; i-- {
-		d := x.dirs[i]
-		if fi, err := os.Lstat(d.host); err != nil || !fi.IsDir() {
-			continue // replaced by a later entry
-		}
-		_ = os.Chmod(d.host, d.mode)
-		_ = os.Chtimes(d.host, d.mtime, d.mtime)
+// track remembers the filesystem of the directory dir for sync. The
+// descriptor is opened before anything is written there: syncfs reports
+// the write-back errors a filesystem met since the descriptor was opened.
+// It is opened as the sidecar ("." beneath a held directory: no name is
+// looked up), since the sandbox user need not be able to read it.
+func (x *extractor) track(dir int) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(dir, &st); err != nil {
+		return fmt.Errorf("stat directory: %w", err)
 	}
+	if _, ok := x.written[uint64(st.Dev)]; ok {
+		return nil
+	}
+	fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open directory to sync: %w", err)
+	}
+	if x.written == nil {
+		x.written = map[uint64]int{}
+	}
+	x.written[uint64(st.Dev)] = fd
+	return nil
+}
+
+// sync makes everything the extraction wrote durable before it is
+// acknowledged: one syncfs per filesystem written to flushes every file
+// and directory entry, and reports what failed to reach the disk.
+func (x *extractor) sync() error {
+	for _, fd := range x.written {
+		if err := syncFS(fd); err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+	}
+	return nil
+}
+
+func (x *extractor) close() {
+	for _, fd := range x.written {
+		unix.Close(fd)
+	}
+}
+
+// finish gives directories their modes and mtimes, deepest first, so
+// setting a parent's mtime comes after every change inside it. A directory
+// replaced by a later entry, or reached only through a symlink now, is
+// left as it is.
+func (x *extractor) finish() {
+	_ = x.v.user.do(func() error {
+		for i := len(x.dirs) - 1; i >= 0; i-- {
+			d := x.dirs[i]
+			fd, err := openBeneath(x.dest.dir(), d.rel, unix.O_RDONLY|unix.O_DIRECTORY)
+			if err != nil {
+				continue
+			}
+			f := os.NewFile(uintptr(fd), path.Join(d.rel...))
+			_ = unix.Fchmod(fd, d.mode)
+			_ = futimes(f, d.mtime)
+			f.Close()
+		}
+		return nil
+	})
 }
 
 // getArchive streams the directory ?path= as a tar (?gzip=1: tar.gz) with
@@ -338,17 +424,20 @@ func (h *Handler) getArchive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := h.paths().resolve(p, false)
+	v, err := h.openView()
 	if err != nil {
 		return err
 	}
-	fi, err := os.Stat(res.host)
+	defer v.close()
+	t, err := v.resolve(p, false)
+	if err != nil {
+		return err
+	}
+	defer t.close()
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case !t.exists:
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "Directory not found: %s", p)
-	case err != nil:
-		return fmt.Errorf("stat: %w", err)
-	case !fi.IsDir():
+	case !t.isDir():
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", p).
 			WithHint("download a file with GET /files/raw")
 	}
@@ -359,29 +448,21 @@ func (h *Handler) getArchive(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Content-Type", "application/gzip")
 	}
 	w.WriteHeader(http.StatusOK)
-	if err := writeTar(w, res.host, zipped); err != nil {
+	if err := writeTar(w, v, t.cur, zipped); err != nil {
 		h.abortStream(r, "archive download", err)
 	}
 	return nil
 }
 
-// writeTar writes the tree under dir to w.
-func writeTar(w io.Writer, dir string, zipped bool) error {
+// writeTar writes the tree under the directory at cur to w.
+func writeTar(w io.Writer, v *fsView, cur *cursor, zipped bool) error {
 	var zw *gzip.Writer
 	if zipped {
 		zw = gzip.NewWriter(w)
 		w = zw
 	}
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == dir {
-			return nil
-		}
-		return addTarEntry(tw, p, filepath.ToSlash(strings.TrimPrefix(p, dir+"/")), d)
-	})
+	err := tarDir(tw, v, cur.sub(), "")
 	if err == nil {
 		err = tw.Close()
 	}
@@ -391,39 +472,73 @@ func writeTar(w io.Writer, dir string, zipped bool) error {
 	return err
 }
 
-func addTarEntry(tw *tar.Writer, host, rel string, d fs.DirEntry) error {
-	fi, err := d.Info()
-	if err != nil {
+// tarDir adds the entries of the directory at cur, named below prefix, and
+// everything under them. It closes cur.
+func tarDir(tw *tar.Writer, v *fsView, cur *cursor, prefix string) error {
+	defer cur.close()
+	var des []dirEntry
+	if err := v.user.do(func() (err error) { des, err = readDir(cur.dir()); return err }); err != nil {
 		return err
 	}
-	var link string
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		if link, err = os.Readlink(host); err != nil {
+	for _, de := range des {
+		if err := addTarEntry(tw, v, cur, prefix+de.name, de); err != nil {
 			return err
 		}
-	case !fi.IsDir() && !fi.Mode().IsRegular():
+	}
+	return nil
+}
+
+func addTarEntry(tw *tar.Writer, v *fsView, cur *cursor, rel string, de dirEntry) error {
+	var link string
+	switch de.kind() {
+	case unix.S_IFLNK:
+		if err := v.user.do(func() (err error) { link, err = readlinkat(cur.dir(), de.name); return err }); err != nil {
+			return err
+		}
+	case unix.S_IFDIR, unix.S_IFREG:
+	default:
 		return nil
 	}
-	hdr, err := tar.FileInfoHeader(fi, link)
+	hdr, err := tar.FileInfoHeader(de.info(), link)
 	if err != nil {
 		return err
 	}
-	hdr.Name, hdr.Uname, hdr.Gname = rel, "", ""
-	if fi.IsDir() {
+	hdr.Name, hdr.Uid, hdr.Gid = rel, int(de.st.Uid), int(de.st.Gid)
+	if de.kind() == unix.S_IFDIR {
 		hdr.Name += "/"
 	}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
-	if !fi.Mode().IsRegular() {
-		return nil
-	}
-	f, err := os.OpenFile(host, os.O_RDONLY|unix.O_NOFOLLOW, 0)
-	if err != nil {
+	switch de.kind() {
+	case unix.S_IFDIR:
+		sub := cur.sub()
+		err := v.user.do(func() error {
+			fd, err := unix.Openat(cur.dir(), de.name, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err == nil {
+				sub.push(fd, de.name)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return tarDir(tw, v, sub, hdr.Name)
+	case unix.S_IFREG:
+		var fd int
+		if err := v.user.do(func() (err error) {
+			fd, err = unix.Openat(cur.dir(), de.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			return err
+		}); err != nil {
+			return err
+		}
+		f := os.NewFile(uintptr(fd), rel)
+		defer f.Close()
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s changed while archived", rel)
+		}
+		_, err = io.CopyN(tw, f, hdr.Size) // exactly what the header announced
 		return err
 	}
-	defer f.Close()
-	_, err = io.CopyN(tw, f, hdr.Size) // exactly what the header announced
-	return err
+	return nil
 }

@@ -99,20 +99,18 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) execSpec(req execRequest) (execSpec, error) {
-	invalid := func(format string, args ...any) error {
-		return api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation, format, args...)
-	}
 	spec := execSpec{command: req.Command, stdin: req.Stdin, dir: h.workspace, timeout: api.DefaultExecTimeout * time.Second}
 	if strings.TrimSpace(req.Command) == "" {
-		return spec, invalid("command must not be empty")
+		return spec, api.Invalid("command", "command must not be empty", "")
 	}
 	if strings.IndexByte(req.Command, 0) >= 0 {
-		return spec, invalid("command contains a NUL byte")
+		return spec, api.Invalid("command", "command contains a NUL byte", "")
 	}
 	if req.Timeout != nil {
 		t := *req.Timeout
 		if t < 1 || t > api.MaxExecTimeout {
-			return spec, invalid("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, t)
+			return spec, api.Invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, t),
+				fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultExecTimeout))
 		}
 		spec.timeout = time.Duration(t) * time.Second
 	}
@@ -123,12 +121,12 @@ func (h *Handler) execSpec(req execRequest) (execSpec, error) {
 		}
 		// Checked here because a failed chdir in the child reads as
 		// "fork/exec /bin/sh: no such file or directory", blaming the shell.
-		if fi, err := os.Stat(dir); err != nil {
+		if !dir.exists {
 			return spec, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd does not exist: %s", req.Cwd)
-		} else if !fi.IsDir() {
+		} else if !dir.dir {
 			return spec, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd is not a directory: %s", req.Cwd)
 		}
-		spec.dir = dir
+		spec.dir = dir.host
 	}
 	env, err := commandEnv(h.env, req.Env)
 	if err != nil {

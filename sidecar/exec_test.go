@@ -103,8 +103,8 @@ func TestExecRefuses(t *testing.T) {
 		wantCode   string
 		wantMsg    string // a substring of the message
 	}{
-		{"not JSON", `{"command":`, 400, api.CodeBadRequest, "invalid JSON body"},
-		{"wrong type", `{"command":"true","timeout":"5"}`, 400, api.CodeBadRequest, "invalid JSON body"},
+		{"not JSON", `{"command":`, 400, api.CodeBadRequest, "request body is not valid JSON"},
+		{"wrong type", `{"command":"true","timeout":"5"}`, 422, api.CodeValidation, "timeout must be an integer"},
 		{"empty command", `{"command":""}`, 422, api.CodeValidation, "command must not be empty"},
 		{"blank command", `{"command":"  \n"}`, 422, api.CodeValidation, "command must not be empty"},
 		{"no command", `{}`, 422, api.CodeValidation, "command must not be empty"},

@@ -10,10 +10,11 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -33,23 +34,28 @@ func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Content) > api.MaxFileContent {
 		return tooLarge("content is %d bytes; the limit is %d MiB", len(req.Content), api.MaxFileContent>>20)
 	}
-	pm := h.paths()
-	res, err := pm.resolve(req.Path, false)
+	v, err := h.openView()
 	if err != nil {
 		return err
 	}
-	if err := res.writable("write to", req.Path); err != nil {
-		return err
-	}
-	meta, err := h.metaOf(res.host, req.Path)
+	defer v.close()
+	t, err := v.resolve(req.Path, false)
 	if err != nil {
 		return err
 	}
-	n, err := pm.real().writeFile(res.host, strings.NewReader(req.Content), meta)
+	defer t.close()
+	if err := t.writable("write to", req.Path); err != nil {
+		return err
+	}
+	meta, err := v.metaOf(t, req.Path)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, api.FileCreateResult{Path: res.virt, Size: n, Created: true})
+	n, err := v.writeFile(t, req.Path, strings.NewReader(req.Content), meta, syncNow)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, api.FileCreateResult{Path: t.virt(), Size: n, Created: true})
 }
 
 func (h *Handler) view(w http.ResponseWriter, r *http.Request) error {
@@ -57,30 +63,31 @@ func (h *Handler) view(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	pm := h.paths()
-	res, err := pm.resolve(req.Path, false)
+	v, err := h.openView()
 	if err != nil {
 		return err
 	}
-	fi, err := os.Stat(res.host)
-	if errors.Is(err, fs.ErrNotExist) {
+	defer v.close()
+	t, err := v.resolve(req.Path, false)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	if !t.exists {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "File not found: %s", req.Path)
 	}
-	if err != nil {
-		return fmt.Errorf("stat: %w", err)
-	}
-	if fi.IsDir() {
-		des, err := os.ReadDir(res.host) // sorted by name
-		if err != nil {
-			return fmt.Errorf("read directory: %w", err)
+	if t.isDir() {
+		var des []dirEntry
+		if err := v.user.do(func() (err error) { des, err = readDir(t.cur.dir()); return err }); err != nil {
+			return fileError(err, "read", req.Path)
 		}
 		names := make([]string, 0, len(des))
 		for _, de := range des {
-			names = append(names, de.Name())
+			names = append(names, de.name)
 		}
 		return writeJSON(w, http.StatusOK, api.ViewResult{IsDirectory: true, Entries: names})
 	}
-	f, fi, err := pm.real().openRegular(res.host, req.Path)
+	f, fi, err := v.openFile(t, req.Path)
 	if err != nil {
 		return err
 	}
@@ -147,16 +154,20 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 	if len(req.OldStr) > api.MaxFileContent || len(req.NewStr) > api.MaxFileContent {
 		return tooLarge("old_str and new_str are limited to %d MiB each", api.MaxFileContent>>20)
 	}
-	pm := h.paths()
-	res, err := pm.resolve(req.Path, false)
+	v, err := h.openView()
 	if err != nil {
 		return err
 	}
-	if err := res.writable("edit", req.Path); err != nil {
+	defer v.close()
+	t, err := v.resolve(req.Path, false)
+	if err != nil {
 		return err
 	}
-	rs := pm.real()
-	f, fi, err := rs.openRegular(res.host, req.Path)
+	defer t.close()
+	if err := t.writable("edit", req.Path); err != nil {
+		return err
+	}
+	f, fi, err := v.openFile(t, req.Path)
 	if err != nil {
 		return err
 	}
@@ -173,20 +184,20 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 	n := bytes.Count(b, old)
 	switch {
 	case n == 0:
-		return writeJSON(w, http.StatusOK, api.StrReplaceResult{Path: res.virt})
+		return writeJSON(w, http.StatusOK, api.StrReplaceResult{Path: t.virt()})
 	case n > 1 && !req.ReplaceAll:
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "old_str appears %d times. Must appear exactly once.", n).
 			WithHint("add surrounding context to old_str, or set replace_all")
 	}
-	meta, err := h.metaOf(res.host, req.Path)
+	meta, err := v.metaOf(t, req.Path)
 	if err != nil {
 		return err
 	}
 	out := bytes.ReplaceAll(b, old, []byte(req.NewStr))
-	if _, err := rs.writeFile(res.host, bytes.NewReader(out), meta); err != nil {
+	if _, err := v.writeFile(t, req.Path, bytes.NewReader(out), meta, syncNow); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, api.StrReplaceResult{Path: res.virt, Replaced: true, Occurrences: n})
+	return writeJSON(w, http.StatusOK, api.StrReplaceResult{Path: t.virt(), Replaced: true, Occurrences: n})
 }
 
 // presentFiles hands files to the user through the outputs directory. The
@@ -197,67 +208,81 @@ func (h *Handler) presentFiles(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	pm := h.paths()
-	rs := pm.real()
-	outputs := slices.IndexFunc(rs, func(r root) bool { return r.virt == vOutputs })
+	v, err := h.openView()
+	if err != nil {
+		return err
+	}
+	defer v.close()
+	hasOutputs := slices.ContainsFunc(v.tops, func(t top) bool { return t.virt == vOutputs })
 	out := api.PresentFilesResult{Files: []api.PresentedFile{}, CopyOperations: []string{}}
 	for _, p := range req.Filepaths {
-		res, err := pm.resolve(p, false)
+		file, copied, err := h.presentOne(v, p, hasOutputs)
 		if err != nil {
-			continue // missing, outside the roots, or a directory: skipped, as in the reference
-		}
-		if res.root.virt != vOutputs {
-			if outputs < 0 {
-				return api.Errorf(http.StatusConflict, api.CodeConflict, "this sandbox has no %s directory", vOutputs)
+			if _, ok := errors.AsType[*api.Error](err); ok && !errors.Is(err, errNoOutputs) {
+				continue // missing, outside the roots, or not a regular file: skipped, as in the reference
 			}
-			if res, err = h.copyToOutputs(rs, rs[outputs], res); err != nil {
-				if _, ok := errors.AsType[*api.Error](err); ok {
-					continue // not a regular file
-				}
-				return err
-			}
-			out.CopyOperations = append(out.CopyOperations, fmt.Sprintf("%s -> %s", virtual(p), res.virt))
+			return err
 		}
-		f, fi, err := rs.openRegular(res.host, p)
-		if err != nil {
-			continue
+		if copied {
+			out.CopyOperations = append(out.CopyOperations, fmt.Sprintf("%s -> %s", virtual(p), file.FilePath))
 		}
-		ctype := contentType(f, res.host)
-		f.Close()
-		out.Files = append(out.Files, api.PresentedFile{
-			FilePath:    res.virt,
-			StorageKey:  "outputs/" + strings.TrimPrefix(res.virt, vOutputs+"/"),
-			Size:        fi.Size(),
-			ContentType: ctype,
-		})
+		out.Files = append(out.Files, file)
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// copyToOutputs copies src to the outputs directory under its base name,
-// silently replacing a file of that name.
-func (h *Handler) copyToOutputs(rs realRoots, outputs root, src resolved) (resolved, error) {
-	f, _, err := rs.openRegular(src.host, src.virt)
+// errNoOutputs refuses present_files in a sandbox without an outputs directory.
+var errNoOutputs = api.Errorf(http.StatusConflict, api.CodeConflict, "this sandbox has no %s directory", vOutputs)
+
+// presentOne presents the file p, copying it to the outputs directory
+// under its base name (silently replacing a file of that name) unless it
+// is there already.
+func (h *Handler) presentOne(v *fsView, p string, hasOutputs bool) (api.PresentedFile, bool, error) {
+	t, err := v.resolve(p, false)
 	if err != nil {
-		return resolved{}, err
+		return api.PresentedFile{}, false, err
+	}
+	defer t.close()
+	f, fi, err := v.openFile(t, p)
+	if err != nil {
+		return api.PresentedFile{}, false, err
 	}
 	defer f.Close()
-	name := filepath.Base(src.host)
-	dst := resolved{host: filepath.Join(outputs.host, name), virt: path.Join(vOutputs, name), root: outputs}
-	meta, err := h.metaOf(dst.host, dst.virt)
-	if err != nil {
-		return resolved{}, err
+	copied := t.topRoot().virt != vOutputs
+	virt := t.virt()
+	if copied {
+		if !hasOutputs {
+			return api.PresentedFile{}, false, errNoOutputs
+		}
+		dst, err := v.resolve(path.Join(vOutputs, t.name), false)
+		if err != nil {
+			return api.PresentedFile{}, false, err
+		}
+		defer dst.close()
+		meta, err := v.metaOf(dst, dst.virt())
+		if err != nil {
+			return api.PresentedFile{}, false, err
+		}
+		if _, err := v.writeFile(dst, dst.virt(), f, meta, syncNow); err != nil {
+			return api.PresentedFile{}, false, err
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return api.PresentedFile{}, false, fmt.Errorf("rewind %s: %w", p, err)
+		}
+		virt = dst.virt()
 	}
-	if _, err := rs.writeFile(dst.host, f, meta); err != nil {
-		return resolved{}, err
-	}
-	return dst, nil
+	return api.PresentedFile{
+		FilePath:    virt,
+		StorageKey:  "outputs/" + strings.TrimPrefix(virt, vOutputs+"/"),
+		Size:        fi.Size(),
+		ContentType: contentType(f, virt),
+	}, copied, nil
 }
 
 // contentType guesses a file's media type from its extension, else from
 // its first bytes.
 func contentType(f *os.File, name string) string {
-	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
+	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
 		return t
 	}
 	head := make([]byte, 512)
@@ -270,40 +295,87 @@ func (h *Handler) ls(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	pm := h.paths()
-	res, err := pm.resolve(req.Path, true)
+	v, err := h.openView()
 	if err != nil {
 		return err
 	}
-	out := api.LsResult{Entries: []api.LsEntry{}}
-	fi, err := os.Stat(res.host)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return writeJSON(w, http.StatusOK, out)
-	case err != nil:
-		return fmt.Errorf("stat: %w", err)
-	case !fi.IsDir():
-		out.Entries = append(out.Entries, lsEntry(res.virt, fi))
-		return writeJSON(w, http.StatusOK, out)
-	}
-	des, err := os.ReadDir(res.host)
+	defer v.close()
+	t, err := v.resolve(req.Path, true)
 	if err != nil {
-		return fmt.Errorf("read directory: %w", err)
+		return err
 	}
-	rs := pm.real()
-	for _, de := range des {
-		host := filepath.Join(res.host, de.Name())
-		if !rs.contains(host, true) {
-			continue
+	defer t.close()
+	out := api.LsResult{Entries: []api.LsEntry{}}
+	switch {
+	case !t.exists:
+		return writeJSON(w, http.StatusOK, out)
+	case !t.isDir():
+		var st unix.Stat_t
+		if err := v.user.do(func() error { return unix.Fstatat(t.cur.dir(), t.name, &st, 0) }); err != nil {
+			return fileError(err, "read", req.Path)
 		}
-		fi, err := os.Stat(host)
+		out.Entries = append(out.Entries, lsEntry(t.virt(), statInfo{t.name, st}))
+		return writeJSON(w, http.StatusOK, out)
+	}
+	err = v.user.do(func() error {
+		des, err := readDir(t.cur.dir())
 		if err != nil {
-			continue
+			return err
 		}
-		out.Entries = append(out.Entries, lsEntry(path.Join(res.virt, de.Name()), fi))
+		for _, de := range des {
+			fi, ok := v.entryInside(t.cur, de)
+			if ok {
+				out.Entries = append(out.Entries, lsEntry(joinPath(t.virt(), de.name), fi))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fileError(err, "read", req.Path)
 	}
 	slices.SortFunc(out.Entries, func(a, b api.LsEntry) int { return strings.Compare(a.Path, b.Path) })
 	return writeJSON(w, http.StatusOK, out)
+}
+
+// entryInside returns what the entry de of the directory at cur is, a
+// symlink followed, if it stays inside the roots: listings silently skip
+// entries that do not, so they are no oracle for what lies outside. Call
+// it as the sandbox user.
+func (v *fsView) entryInside(cur *cursor, de dirEntry) (fs.FileInfo, bool) {
+	if de.kind() != unix.S_IFLNK {
+		if cur.topRoot().listOnly {
+			return v.innerTop(cur, de)
+		}
+		return de.info(), true
+	}
+	w := walker{v: v, listing: true}
+	t, err := w.walk(cur.sub(), []string{de.name})
+	if err != nil {
+		return nil, false
+	}
+	defer t.close()
+	if !t.exists {
+		return nil, false
+	}
+	var st unix.Stat_t
+	if t.isDir() {
+		err = unix.Fstat(t.cur.dir(), &st)
+	} else {
+		err = unix.Fstatat(t.cur.dir(), t.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	return statInfo{de.name, st}, err == nil
+}
+
+// innerTop admits an entry of a list-only root (/mnt, /mnt/user-data)
+// only if it is a root itself.
+func (v *fsView) innerTop(cur *cursor, de dirEntry) (fs.FileInfo, bool) {
+	host := joinPath(cur.host(), de.name)
+	for _, i := range cur.topRoot().inner {
+		if v.tops[i].real == host {
+			return de.info(), true
+		}
+	}
+	return nil, false
 }
 
 // lsEntry describes fi at the virtual path virt. An entry is named where it

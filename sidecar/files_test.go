@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"encoding/json"
+	iofs "io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -142,7 +143,7 @@ func containmentCases(tr tree) []string {
 	return []string{
 		"../outside/secret.txt", "../../etc/passwd", "/etc/passwd", "/etc", "/mnt/not-a-root.md",
 		"etc/passwd", "root/etc/passwd", "outside/secret.txt", "outside/new.txt", "secret",
-		"up/outside/secret.txt", "sub/escape/secret.txt", "sub/hop/etc/hosts", "dangle", "/uploads/../../x",
+		"up/outside/secret.txt", "sub/escape/secret.txt", "sub/hop/etc/hosts", "dangle", "dangle-in", "/uploads/../../x",
 	}
 }
 
@@ -153,7 +154,7 @@ func TestContainment(t *testing.T) {
 	fs := newFileServer(t, Options{})
 	for _, p := range containmentCases(fs.tree) {
 		want := "Invalid path outside allowed roots: " + p
-		if p == "dangle" {
+		if p == "dangle-in" {
 			want = "dangling symlink"
 		}
 		q := "?path=" + url.QueryEscape(p)
@@ -422,32 +423,137 @@ func TestLs(t *testing.T) {
 	}
 }
 
-// TestCreatedFilesBelongToTheSandboxUser needs root, as CI has, to chown.
-func TestCreatedFilesBelongToTheSandboxUser(t *testing.T) {
-	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("chown to another user needs root; CI runs as root")
+// sandboxOwned gives the writable roots of fs to the sandbox user, as the
+// local driver does, and lets it reach them: t.TempDir and its parent are
+// 0700.
+func sandboxOwned(t *testing.T, fs fileServer, uid, gid int) {
+	t.Helper()
+	for _, d := range []string{filepath.Dir(fs.base), fs.base, fs.base + "/mnt", fs.base + "/mnt/user-data"} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	fs := newFileServer(t, Options{RunAs: &RunAs{UID: 1001, GID: 1002}})
-	postOK[api.FileCreateResult](t, fs, "/file-create", api.FileCreateRequest{Path: "new/dir/f.txt", Content: "x"})
-	call(t, http.MethodPut, fs.url+"/files/raw?path=raw.bin", authHeader, "x")
-	for _, p := range []string{"new", "new/dir", "new/dir/f.txt", "raw.bin"} {
-		fi, err := os.Lstat(fs.ws + "/" + p)
+	for _, root := range []string{fs.ws, fs.tmp, fs.outputs} {
+		err := filepath.WalkDir(root, func(p string, _ iofs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, uid, gid)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 1001 || st.Gid != 1002 {
-			t.Errorf("%s owned by %d:%d, want 1001:1002", p, st.Uid, st.Gid)
+	}
+}
+
+// TestFileWorkAsTheSandboxUser checks that file routes act with the
+// sandbox user's rights: what they create is its own, and what it may not
+// read or write is refused with 403 permission_denied. It needs root, as
+// CI has, to switch ids.
+func TestFileWorkAsTheSandboxUser(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("acting as another user needs root; CI runs as root")
+	}
+	fs := newFileServer(t, Options{RunAs: &RunAs{UID: 1001, GID: 1002}})
+	sandboxOwned(t, fs, 1001, 1002)
+	postOK[api.FileCreateResult](t, fs, "/file-create", api.FileCreateRequest{Path: "new/dir/f.txt", Content: "x"})
+	if st, b := call(t, http.MethodPut, fs.url+"/files/raw?path=raw.bin", authHeader, "x"); st != http.StatusOK {
+		t.Fatalf("raw put = %d %s", st, b)
+	}
+	if st, b := call(t, http.MethodPost, fs.url+"/files/archive?path=arc", authHeader, string(tarOf(t, tarEntry{name: "d/e", body: "x"}))); st != http.StatusOK {
+		t.Fatalf("archive upload = %d %s", st, b)
+	}
+	for _, p := range []string{"new", "new/dir", "new/dir/f.txt", "raw.bin", "arc", "arc/d", "arc/d/e"} {
+		if uid, gid := ownerOf(t, fs.ws+"/"+p); uid != 1001 || gid != 1002 {
+			t.Errorf("%s owned by %d:%d, want 1001:1002", p, uid, gid)
 		}
 	}
-	// An edit keeps the owner of the file it replaces.
-	writeFile(t, fs.ws+"/mine", "foo", 0o644)
-	if err := os.Chown(fs.ws+"/mine", 1234, 1235); err != nil {
+
+	// Someone else's file the user may write: edited, and then the user's,
+	// as after sed -i in a command.
+	writeFile(t, fs.ws+"/shared", "foo", 0o666)
+	chown(t, fs.ws+"/shared", 1234, 1235)
+	postOK[api.StrReplaceResult](t, fs, "/str-replace", api.StrReplaceRequest{Path: "shared", OldStr: "foo", NewStr: "bar"})
+	if uid, _ := ownerOf(t, fs.ws+"/shared"); uid != 1001 || readFile(t, fs.ws+"/shared") != "bar" {
+		t.Errorf("edited shared file owned by %d with %q, want 1001 and bar", uid, readFile(t, fs.ws+"/shared"))
+	}
+
+	// What the user may not touch.
+	writeFile(t, fs.ws+"/theirs", "foo", 0o644)
+	chown(t, fs.ws+"/theirs", 0, 0)
+	writeFile(t, fs.ws+"/private", "foo", 0o600)
+	chown(t, fs.ws+"/private", 0, 0)
+	writeFile(t, fs.ws+"/mine-ro", "foo", 0o444)
+	chown(t, fs.ws+"/mine-ro", 1001, 1002)
+	if err := os.Mkdir(fs.ws+"/locked", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	postOK[api.StrReplaceResult](t, fs, "/str-replace", api.StrReplaceRequest{Path: "mine", OldStr: "foo", NewStr: "bar"})
-	fi, _ := os.Lstat(fs.ws + "/mine")
-	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 1234 || st.Gid != 1235 {
-		t.Errorf("edited file owned by %d:%d, want 1234:1235", st.Uid, st.Gid)
+	q := func(p string) string { return "?path=" + url.QueryEscape(p) }
+	tar1 := string(tarOf(t, tarEntry{name: "x", body: "pwned"}))
+	refused := []struct {
+		name         string
+		status       int
+		body         []byte
+		verb, target string
+	}{}
+	add := func(name, verb, target string, status int, body []byte) {
+		refused = append(refused, struct {
+			name         string
+			status       int
+			body         []byte
+			verb, target string
+		}{name, status, body, verb, target})
+	}
+	for _, p := range []string{"theirs", "mine-ro"} {
+		st, b := fs.post(t, "/file-create", api.FileCreateRequest{Path: p, Content: "pwned"})
+		add("file-create "+p, "write to", p, st, b)
+		st, b = fs.post(t, "/str-replace", api.StrReplaceRequest{Path: p, OldStr: "foo", NewStr: "pwned"})
+		add("str-replace "+p, "write to", p, st, b)
+		st, b = call(t, http.MethodPut, fs.url+"/files/raw"+q(p), authHeader, "pwned")
+		add("raw put "+p, "write to", p, st, b)
+	}
+	st, b := fs.post(t, "/view", api.ViewRequest{Path: "private"})
+	add("view private", "read", "private", st, b)
+	st, b = call(t, http.MethodGet, fs.url+"/files/raw"+q("private"), authHeader, "")
+	add("raw get private", "read", "private", st, b)
+	st, b = fs.post(t, "/file-create", api.FileCreateRequest{Path: "locked/new", Content: "pwned"})
+	add("file-create in a root-owned directory", "write to", "locked/new", st, b)
+	st, b = call(t, http.MethodPost, fs.url+"/files/archive"+q("locked"), authHeader, tar1)
+	add("archive into a root-owned directory", "write to", "x", st, b)
+	for _, r := range refused {
+		if r.status != http.StatusForbidden {
+			t.Errorf("%s = %d %s, want 403", r.name, r.status, r.body)
+			continue
+		}
+		e := decodeError(t, r.body)
+		if e.Code != api.CodePermissionDenied || e.Hint == "" || !strings.Contains(e.Message, "may not "+r.verb+" "+r.target) {
+			t.Errorf("%s: %+v, want code permission_denied, a hint and a message naming %q", r.name, e, r.verb+" "+r.target)
+		}
+	}
+	for _, p := range []string{"theirs", "mine-ro", "private"} {
+		if got := readFile(t, fs.ws+"/"+p); got != "foo" {
+			t.Errorf("%s = %q after the refusals, want foo", p, got)
+		}
+	}
+	if des, _ := os.ReadDir(fs.ws + "/locked"); len(des) != 0 {
+		t.Errorf("the root-owned directory holds %d entries", len(des))
+	}
+}
+
+func ownerOf(t *testing.T, p string) (uid, gid int) {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return int(st.Uid), int(st.Gid)
+}
+
+func chown(t *testing.T, p string, uid, gid int) {
+	t.Helper()
+	if err := os.Chown(p, uid, gid); err != nil {
+		t.Fatal(err)
 	}
 }

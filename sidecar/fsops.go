@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -8,95 +9,121 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"path/filepath"
-	"syscall"
+	"slices"
+	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/client/api"
 )
 
-// owner is who files the sidecar creates belong to.
-type owner struct {
-	uid, gid int
-	set      bool // false: leave them to the sidecar's own user
-}
+// File work on resolved targets. Every call that looks a name up does so in
+// a directory held as a descriptor, one component, without following a
+// symlink, and with the sandbox user's rights (fsUser.do); reading and
+// writing file contents happen on descriptors outside that, so no thread is
+// held while a request body streams in.
 
-// newOwner returns the sandbox user when commands run as it directly. With a
-// nested user namespace commands map back to the sidecar's own ids, so the
-// sidecar's files are already theirs.
-func (h *Handler) newOwner() owner {
-	if ra := h.opts.RunAs; ra != nil && !ra.NestedUserNS {
-		return owner{uid: ra.UID, gid: ra.GID, set: true}
+// fileError turns an error of file work on the request path p into an
+// answer. verb says what was refused ("read", "write to").
+func fileError(err error, verb, p string) error {
+	if _, ok := errors.AsType[*api.Error](err); ok {
+		return err
 	}
-	return owner{}
-}
-
-func (o owner) lchown(p string) error {
-	if !o.set {
-		return nil
-	}
-	return os.Lchown(p, o.uid, o.gid)
-}
-
-// fileMeta is what an overwrite keeps of the file it replaces.
-type fileMeta struct {
-	mode   fs.FileMode
-	owner  owner
-	exists bool
-	mtime  time.Time // zero: now
-}
-
-// metaOf stats an existing file so replacing it keeps its mode and owner;
-// a missing file gets 0644 and the sandbox user. p names it in messages.
-func (h *Handler) metaOf(host, p string) (fileMeta, error) {
-	fi, err := os.Lstat(host)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return fileMeta{mode: 0o644, owner: h.newOwner()}, nil
-	case err != nil:
-		return fileMeta{}, err
-	case fi.IsDir():
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return api.Errorf(http.StatusForbidden, api.CodePermissionDenied, "Permission denied: the sandbox user may not %s %s", verb, p).
+			WithHint("file routes act with the sandbox user's rights (uid 1001), as its commands do; check the owner and mode with exec (ls -l), or use another path")
+	case errors.Is(err, errChanged):
+		return resolveError(err, p)
+	case storageFull(err, verb):
+		return api.Errorf(http.StatusInsufficientStorage, api.CodeInsufficientStorage, "Cannot %s %s: %v; nothing was written", verb, p, errnoOf(err)).
+			WithHint("the sandbox's disk (its storage_gb quota) or the host's disk is full: free space in the sandbox, e.g. delete files with exec, or create the sandbox with a larger storage_gb")
+	}
+	return fmt.Errorf("%s %s: %w", verb, p, err)
+}
+
+// storageFull reports whether err means the storage could not take a
+// write: ENOSPC, EDQUOT, and the EIO an inner filesystem sees when the
+// host cannot grow its loop-backed image. EIO while reading is a failing
+// disk, not a full one.
+func storageFull(err error, verb string) bool {
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		return true
+	}
+	return errors.Is(err, unix.EIO) && verb != "read" && verb != "reach" && verb != "watch"
+}
+
+// errnoOf returns the system error inside err, for a message that says
+// what the kernel said without the sidecar's internal wrapping.
+func errnoOf(err error) error {
+	if errno, ok := errors.AsType[unix.Errno](err); ok {
+		return errno
+	}
+	return err
+}
+
+// fileMeta is what a written file gets: an overwrite keeps the mode and
+// owner of the file it replaces.
+type fileMeta struct {
+	mode     uint32 // permission, setuid, setgid and sticky bits
+	uid, gid int
+	exists   bool      // replacing a file: give the new one its owner, if the user may
+	mtime    time.Time // zero: now
+}
+
+// metaOf checks that the target may be written as a regular file and
+// returns what the file written there keeps: a new file gets 0644, an
+// existing one its mode and owner. A file the sandbox user may not write is
+// refused, though replacing it needs only its directory: the user could not
+// write it either. p names it in messages.
+func (v *fsView) metaOf(t *target, p string) (fileMeta, error) {
+	switch {
+	case t.isDir():
 		return fileMeta{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p)
-	case !fi.Mode().IsRegular():
+	case !t.exists:
+		return fileMeta{mode: 0o644}, nil
+	case t.mode != unix.S_IFREG:
 		return fileMeta{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a regular file: %s", p)
 	}
-	m := fileMeta{mode: fi.Mode() & (fs.ModePerm | fs.ModeSticky | fs.ModeSetuid | fs.ModeSetgid), exists: true}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		m.owner = owner{uid: int(st.Uid), gid: int(st.Gid), set: int(st.Uid) != os.Geteuid() || int(st.Gid) != os.Getegid()}
-	}
-	return m, nil
-}
-
-// mkdirAll creates the missing directories of the real path dir, each owned
-// by o, and checks that no symlink crept into it while doing so.
-func (rs realRoots) mkdirAll(dir string, o owner) error {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Lstat(d)
-		if err == nil {
-			if !fi.IsDir() {
-				return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", d)
-			}
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) || d == "/" {
-			return fmt.Errorf("stat %s: %w", d, err)
-		}
-		missing = append(missing, d)
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		d := missing[i]
-		if err := rs.recheck(filepath.Dir(d)); err != nil {
+	var st unix.Stat_t
+	err := v.user.do(func() error {
+		if err := unix.Fstatat(t.cur.dir(), t.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return err
 		}
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("create directory: %w", err)
-		}
-		if err := o.lchown(d); err != nil {
-			return fmt.Errorf("chown directory: %w", err)
-		}
+		return mayWrite(t.cur.dir(), t.name)
+	})
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return fileMeta{mode: 0o644}, nil // gone meanwhile: a new file
+	case err != nil:
+		return fileMeta{}, fileError(err, "write to", p)
+	case uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG:
+		return fileMeta{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a regular file: %s", p)
 	}
-	return rs.recheck(dir)
+	return fileMeta{mode: uint32(st.Mode) & 0o7777, uid: int(st.Uid), gid: int(st.Gid), exists: true}, nil
+}
+
+// makeDirs creates the directories missing before the target's name, as
+// the sandbox user, and moves the target's cursor into the last. A symlink
+// swapped in for one of them is not followed.
+func (v *fsView) makeDirs(t *target) error {
+	for len(t.missing) > 0 {
+		name := t.missing[0]
+		if err := unix.Mkdirat(t.cur.dir(), name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("create directory %s: %w", name, err)
+		}
+		fd, err := unix.Openat(t.cur.dir(), name, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		switch {
+		case errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
+			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", path.Join(t.cur.virt(), name))
+		case err != nil:
+			return fmt.Errorf("open directory %s: %w", name, err)
+		}
+		t.cur.push(fd, name)
+		t.missing = t.missing[1:]
+	}
+	return nil
 }
 
 // tempPattern names the temp files writeFile renames into place.
@@ -109,81 +136,169 @@ func isTemp(name string) bool {
 	return ok
 }
 
-// writeFile replaces the real path host with what src yields, atomically: a
+// createTemp creates a new temp file in the directory dir.
+func createTemp(dir int) (*os.File, string, error) {
+	for range 10 {
+		name := ".boxkite-" + rand.Text()[:12] + ".tmp"
+		fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("create temp file: %w", err)
+		}
+		return os.NewFile(uintptr(fd), name), name, nil
+	}
+	return nil, "", errors.New("create temp file: names taken")
+}
+
+// bodyReader remembers a failure of the reader, so a broken request body
+// is not mistaken for a failing disk.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		b.err = err
+	}
+	return n, err
+}
+
+// durability says how writeFile makes a write durable before it returns.
+type durability int
+
+const (
+	// syncNow fsyncs the file, then, after the rename, every directory the
+	// write changed.
+	syncNow durability = iota
+	// syncLater leaves flushing to the caller, which syncs each filesystem
+	// it wrote to once (an archive's extraction: one syncfs instead of an
+	// fsync per entry).
+	syncLater
+)
+
+// writeFile replaces the target's file with what src yields, atomically: a
 // temp file in the same directory is written, given meta's mode and owner,
-// and renamed over host after its directory is re-validated. It returns the bytes
-// written. Parents are created.
-func (rs realRoots) writeFile(host string, src io.Reader, meta fileMeta) (int64, error) {
-	dir := filepath.Dir(host)
-	if err := rs.mkdirAll(dir, meta.owner); err != nil {
-		return 0, err
-	}
-	f, err := os.CreateTemp(dir, tempPattern)
+// and renamed over the name. Missing parents are created. With syncNow
+// nothing is acknowledged before it is on disk: a full or failing disk is
+// a 507, never a success. It returns the bytes written. p names the target
+// in messages.
+func (v *fsView) writeFile(t *target, p string, src io.Reader, meta fileMeta, dur durability) (int64, error) {
+	var (
+		f   *os.File
+		tmp string
+	)
+	changed := len(t.cur.fds) - 1 // the first directory that gets a new entry
+	err := v.user.do(func() (err error) {
+		if err := v.makeDirs(t); err != nil {
+			return err
+		}
+		f, tmp, err = createTemp(t.cur.dir())
+		return err
+	})
 	if err != nil {
-		return 0, fmt.Errorf("create temp file: %w", err)
+		return 0, fileError(err, "write to", p)
 	}
-	tmp := f.Name()
-	n, err := writeTemp(f, src, meta)
-	if err == nil && !meta.mtime.IsZero() {
-		err = os.Chtimes(tmp, meta.mtime, meta.mtime) // tmp is ours until renamed
+	dir := t.cur.dir()
+	body := &bodyReader{r: src}
+	n, err := io.Copy(f, body)
+	if err == nil {
+		err = v.user.do(func() error { return settle(f, meta) })
+	}
+	if err == nil && dur == syncNow {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", cerr)
 	}
 	if err == nil {
-		// Only the directory can redirect the rename: rename replaces a
-		// symlink at host itself rather than following it.
-		err = rs.recheck(dir)
+		err = v.user.do(func() error { return unix.Renameat(dir, tmp, dir, t.name) })
 	}
-	if err == nil {
-		err = os.Rename(tmp, host)
+	if err == nil && dur == syncNow {
+		err = syncDirs(t.cur.fds[changed:])
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
-		return 0, err
+		_ = v.user.do(func() error { return unix.Unlinkat(dir, tmp, 0) })
+		if body.err != nil {
+			return 0, body.err
+		}
+		return 0, fileError(err, "write to", p)
 	}
 	return n, nil
 }
 
-func writeTemp(f *os.File, src io.Reader, meta fileMeta) (int64, error) {
-	n, err := io.Copy(f, src)
-	if err != nil {
-		f.Close()
-		return n, fmt.Errorf("write file: %w", err)
-	}
-	// Chown before chmod: chown clears setuid and setgid bits.
-	if meta.owner.set {
-		if err := f.Chown(meta.owner.uid, meta.owner.gid); err != nil && !(meta.exists && errors.Is(err, fs.ErrPermission)) {
-			f.Close()
-			return n, fmt.Errorf("chown file: %w", err) // an overwrite we may not give away keeps our owner
+// syncDirs fsyncs the directories held by dirs, so entries created or
+// renamed in them survive a crash. A directory is opened for that through
+// its descriptor ("." beneath it: no name is looked up) as the sidecar
+// itself, since fsync needs a readable descriptor and the sandbox user may
+// be allowed to write a directory it cannot read.
+func syncDirs(dirs []int) error {
+	for _, d := range dirs {
+		fd, err := unix.Openat(d, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open directory to sync: %w", err)
+		}
+		err = unix.Fsync(fd)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("sync directory: %w", err)
 		}
 	}
-	if err := f.Chmod(meta.mode); err != nil {
-		f.Close()
-		return n, fmt.Errorf("chmod file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return n, fmt.Errorf("write file: %w", err)
-	}
-	return n, nil
+	return nil
 }
 
-// openRegular opens the real path host for reading after re-validating it,
-// without following a symlink swapped in as its last element and without
-// blocking on a FIFO. Anything but a regular file is refused; p names the
-// path in messages.
-func (rs realRoots) openRegular(host, p string) (*os.File, fs.FileInfo, error) {
-	if err := rs.recheck(host); err != nil {
-		return nil, nil, err
+// settle gives a written temp file its owner, mode and mtime.
+func settle(f *os.File, meta fileMeta) error {
+	// Chown before chmod: chown clears setuid and setgid bits. The user may
+	// not give a file away: replacing someone else's file they may write,
+	// they end up owning it, as a command would.
+	if meta.exists {
+		if err := f.Chown(meta.uid, meta.gid); err != nil && !errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("chown: %w", err)
+		}
 	}
-	f, err := os.OpenFile(host, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	if err := unix.Fchmod(int(f.Fd()), meta.mode); err != nil {
+		return fmt.Errorf("chmod: %w", err)
+	}
+	if !meta.mtime.IsZero() {
+		if err := futimes(f, meta.mtime); err != nil {
+			return fmt.Errorf("set mtime: %w", err)
+		}
+	}
+	return nil
+}
+
+// openFile opens the target, an existing regular file, for reading. p
+// names it in messages.
+func (v *fsView) openFile(t *target, p string) (*os.File, fs.FileInfo, error) {
+	switch {
+	case !t.exists:
 		return nil, nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "File not found: %s", p)
+	case t.isDir():
+		return nil, nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p)
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("open file: %w", err)
+	var fd int
+	err := v.user.do(func() (err error) {
+		// O_NONBLOCK: a FIFO swapped in must not block the open.
+		fd, err = unix.Openat(t.cur.dir(), t.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		return err
+	})
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "File not found: %s", p)
+	case errors.Is(err, unix.ELOOP):
+		return nil, nil, resolveError(errChanged, p)
+	case err != nil:
+		return nil, nil, fileError(err, "read", p)
 	}
+	f := os.NewFile(uintptr(fd), t.name)
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("stat file: %w", err)
+		return nil, nil, fmt.Errorf("stat %s: %w", p, err)
 	}
 	if fi.IsDir() {
 		f.Close()
@@ -194,4 +309,108 @@ func (rs realRoots) openRegular(host, p string) (*os.File, fs.FileInfo, error) {
 		return nil, nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a regular file: %s", p)
 	}
 	return f, fi, nil
+}
+
+// dirEntry is one entry of a directory, not followed if a symlink.
+type dirEntry struct {
+	name string
+	st   unix.Stat_t
+}
+
+func (d dirEntry) info() fs.FileInfo { return statInfo(d) }
+
+func (d dirEntry) kind() uint32 { return uint32(d.st.Mode) & unix.S_IFMT }
+
+// readDir lists the directory held by the descriptor dir, sorted by name,
+// as the caller's user (call it inside fsUser.do). Entries that vanish
+// meanwhile are left out.
+func readDir(dir int) ([]dirEntry, error) {
+	fd, err := unix.Openat(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open directory: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), ".")
+	names, err := f.Readdirnames(-1) // names only: os's FileInfo would lstat by path
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read directory: %w", err)
+	}
+	slices.Sort(names)
+	out := make([]dirEntry, 0, len(names))
+	for _, name := range names {
+		e := dirEntry{name: name}
+		if err := unix.Fstatat(dir, name, &e.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// statInfo is an fs.FileInfo of a unix.Stat_t.
+type statInfo struct {
+	name string
+	st   unix.Stat_t
+}
+
+func (s statInfo) Name() string       { return s.name }
+func (s statInfo) Size() int64        { return s.st.Size }
+func (s statInfo) ModTime() time.Time { return time.Unix(s.st.Mtim.Unix()) }
+func (s statInfo) IsDir() bool        { return uint32(s.st.Mode)&unix.S_IFMT == unix.S_IFDIR }
+func (s statInfo) Sys() any           { return &s.st }
+
+func (s statInfo) Mode() fs.FileMode {
+	m := fs.FileMode(s.st.Mode & 0o777)
+	switch uint32(s.st.Mode) & unix.S_IFMT {
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	}
+	if s.st.Mode&unix.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if s.st.Mode&unix.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if s.st.Mode&unix.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
+// openEachBeneath opens comps below dir one component at a time, none of
+// them a symlink; names are single components, so nothing leaves dir
+// except by "..", which is refused.
+func openEachBeneath(dir int, comps []string, flags int) (int, error) {
+	cur := dir
+	for i, c := range comps {
+		if c == ".." || strings.Contains(c, "/") {
+			return -1, errEscapes
+		}
+		fl := oPath | unix.O_DIRECTORY
+		if i == len(comps)-1 {
+			fl = flags
+		}
+		fd, err := unix.Openat(cur, c, fl|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if cur != dir {
+			unix.Close(cur)
+		}
+		if err != nil {
+			return -1, err
+		}
+		cur = fd
+	}
+	if cur == dir {
+		return unix.Openat(dir, ".", flags|unix.O_CLOEXEC, 0)
+	}
+	return cur, nil
 }

@@ -6,14 +6,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"path"
 	"regexp"
 	"strings"
-	"syscall"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -52,20 +52,25 @@ func (h *Handler) grepFiles(ctx context.Context, req api.GrepRequest) (api.GrepR
 			return fail("Invalid glob pattern: " + err.Error())
 		}
 	}
-	pm := h.paths()
-	base, err := pm.resolve(req.Path, false)
+	v, err := h.openView()
 	if err != nil {
 		return api.GrepResult{}, err
 	}
+	defer v.close()
+	base, err := v.resolve(req.Path, false)
+	if err != nil {
+		return api.GrepResult{}, err
+	}
+	defer base.close()
 	lim := h.limits()
 	tctx, cancel := context.WithTimeout(ctx, lim.GrepTimeout)
 	defer cancel()
 	g := &grepper{ctx: tctx, re: re, max: clampMatches(req.MaxMatches), budget: lim.GrepMaxBytes, matches: []api.GrepMatch{}}
-	err = walkFiles(tctx, pm.real(), base, func(host, virt, rel string, _ fs.FileInfo) error {
-		if glob != nil && !globSelects(glob, virt, rel) {
+	err = walkFiles(tctx, v, base, func(f found) error {
+		if glob != nil && !globSelects(glob, f.virt, f.rel) {
 			return nil
 		}
-		return g.file(host, virt)
+		return g.file(f)
 	})
 	switch {
 	case ctx.Err() != nil:
@@ -110,12 +115,14 @@ type grepper struct {
 // file greps one file. It returns errStop once a cap is reached. Binary
 // files are skipped: a NUL among the first bytes, or any line that is not
 // UTF-8, which also drops the matches found in the file so far.
-func (g *grepper) file(host, virt string) error {
-	f, err := os.OpenFile(host, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+func (g *grepper) file(ff found) error {
+	fd, err := unix.Openat(ff.dir, ff.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil // vanished or unreadable: skipped
 	}
+	f := os.NewFile(uintptr(fd), ff.name)
 	defer f.Close()
+	virt := ff.virt
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}

@@ -260,7 +260,7 @@ func (h *Handler) interpreterExec(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if strings.TrimSpace(req.Code) == "" {
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "code must not be empty")
+		return api.Invalid("code", "code must not be empty", "")
 	}
 	timeout := req.Timeout
 	if timeout == 0 {

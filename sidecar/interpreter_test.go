@@ -118,8 +118,8 @@ func TestInterpreter(t *testing.T) {
 	}
 
 	for _, body := range []string{`{"code":""}`, `{"code":"  \n"}`, `{}`} {
-		if status, b := call(t, http.MethodPost, url+"/interpreter/exec", authed, body); status != http.StatusBadRequest {
-			t.Errorf("exec %s = %d %s, want 400", body, status, b)
+		if status, b := call(t, http.MethodPost, url+"/interpreter/exec", authed, body); status != http.StatusUnprocessableEntity {
+			t.Errorf("exec %s = %d %s, want 422", body, status, b)
 		}
 	}
 }

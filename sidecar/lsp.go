@@ -68,8 +68,7 @@ type lspServer struct {
 func (t *lspTable) start(ctx context.Context, language string) (*lspServer, error) {
 	argv := lspCommand(language)
 	if argv == nil {
-		return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest,
-			"unsupported language %q: use go, python or typescript", language)
+		return nil, api.Invalid("language", fmt.Sprintf("unsupported language %q: use go, python or typescript", language), "")
 	}
 	bin, err := lookPath(t.h.env, argv[0])
 	if err != nil {
@@ -311,11 +310,11 @@ func (h *Handler) lspOpen(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	path, err := h.resolve(req.Path)
+	doc, err := h.resolve(req.Path)
 	if err != nil {
 		return err
 	}
-	if err := s.open(path, req.Content); err != nil {
+	if err := s.open(doc.host, req.Content); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, api.LSPStatus{Status: "opened"})
@@ -331,16 +330,16 @@ func (h *Handler) lspCompletion(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Line < 0 || req.Character < 0 {
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "line and character are 0-based and must not be negative")
+		return api.Invalid("line", "line and character are 0-based and must not be negative", "")
 	}
-	path, err := h.resolve(req.Path)
+	doc, err := h.resolve(req.Path)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.sess.limits.LSPTimeout)
 	defer cancel()
 	result, err := s.rpc.call(ctx, "textDocument/completion", map[string]any{
-		"textDocument": map[string]string{"uri": fileURI(path)},
+		"textDocument": map[string]string{"uri": fileURI(doc.host)},
 		"position":     map[string]int{"line": req.Line, "character": req.Character},
 		"context":      map[string]int{"triggerKind": 1}, // invoked
 	})

@@ -96,13 +96,16 @@ func TestLSPGoCompletion(t *testing.T) {
 		t.Errorf("completion after fmt. = %v, want Println among them", labels)
 	}
 
-	for _, c := range []struct{ path, body string }{
-		{"/completion", `{"path":"main.go","line":-1,"character":0}`},
-		{"/completion", `{"path":"/etc/passwd","line":0,"character":0}`},
-		{"/open", `{"path":"../outside.go","content":""}`},
+	for _, c := range []struct {
+		path, body string
+		want       int
+	}{
+		{"/completion", `{"path":"main.go","line":-1,"character":0}`, http.StatusUnprocessableEntity},
+		{"/completion", `{"path":"/etc/passwd","line":0,"character":0}`, http.StatusBadRequest},
+		{"/open", `{"path":"../outside.go","content":""}`, http.StatusBadRequest},
 	} {
-		if status, body := call(t, http.MethodPost, base+c.path, authed, c.body); status != http.StatusBadRequest {
-			t.Errorf("POST %s %s = %d %s, want 400", c.path, c.body, status, body)
+		if status, body := call(t, http.MethodPost, base+c.path, authed, c.body); status != c.want {
+			t.Errorf("POST %s %s = %d %s, want %d", c.path, c.body, status, body, c.want)
 		}
 	}
 
@@ -124,14 +127,15 @@ func TestLSPStartRefuses(t *testing.T) {
 	url, _ := newToolServer(t, Options{Workspace: ws, Env: env})
 	tests := []struct {
 		language, wantMsg string
+		wantStatus        int
 	}{
-		{"cobol", `unsupported language "cobol"`},
-		{"go", "gopls is not installed"},
-		{"python", "pyright-langserver is not installed"},
-		{"typescript", "typescript-language-server is not installed"},
+		{"cobol", `unsupported language "cobol"`, http.StatusUnprocessableEntity},
+		{"go", "gopls is not installed", http.StatusBadRequest},
+		{"python", "pyright-langserver is not installed", http.StatusBadRequest},
+		{"typescript", "typescript-language-server is not installed", http.StatusBadRequest},
 	}
 	for _, tt := range tests {
-		body := doJSON(t, http.MethodPost, url+"/lsp/start", api.LSPStartRequest{Language: tt.language}, http.StatusBadRequest, nil)
+		body := doJSON(t, http.MethodPost, url+"/lsp/start", api.LSPStartRequest{Language: tt.language}, tt.wantStatus, nil)
 		if e := decodeError(t, body); !strings.Contains(e.Message, tt.wantMsg) {
 			t.Errorf("start %s: %q, want it to contain %q", tt.language, e.Message, tt.wantMsg)
 		}

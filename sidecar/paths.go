@@ -1,16 +1,9 @@
 package sidecar
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"net/http"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
-
-	"github.com/boxkite/boxkite/client/api"
 )
 
 // The typed roots as requests and responses name them (reference §2.2).
@@ -47,17 +40,10 @@ type root struct {
 	listOnly   bool // the path itself is allowed to ls and watch; nothing under it
 }
 
-// pathMap translates request paths to host paths and back. Build it with
-// Handler.paths; it does no I/O until used.
+// pathMap is where the typed roots are. Requests are resolved beneath
+// them by an fsView (resolve.go).
 type pathMap struct {
 	roots []root
-}
-
-// resolved is a request path after resolution.
-type resolved struct {
-	host string // real path: symlinks in its existing prefix resolved
-	virt string // the same place as requests name it
-	root root   // the typed root holding it, by its real path
 }
 
 // paths returns the pathMap of h's Options.
@@ -83,15 +69,30 @@ func (h *Handler) paths() pathMap {
 
 // resolve maps a path from exec's cwd to a real path inside a root. Unlike
 // the file routes it takes "/" literally, and refuses it: a command asking
-// for cwd "/" does not mean the workspace. The jail's mount namespace is the
-// real boundary; this check keeps a request from wandering into the
-// sidecar's own files inside it.
-func (h *Handler) resolve(p string) (string, error) {
+// for cwd "/" does not mean the workspace. The path is only handed on, to a
+// command that changes to it as the sandbox user or to a language server
+// as a document URI; the sidecar itself opens nothing by it.
+func (h *Handler) resolve(p string) (handedOn, error) {
 	if strings.IndexByte(p, 0) < 0 && path.Clean(strings.ReplaceAll(p, `\`, "/")) == "/" {
-		return "", outsideRoots(p)
+		return handedOn{}, outsideRoots(p)
 	}
-	r, err := h.paths().resolve(p, false)
-	return r.host, err
+	v, err := h.openView()
+	if err != nil {
+		return handedOn{}, err
+	}
+	defer v.close()
+	t, err := v.resolve(p, false)
+	if err != nil {
+		return handedOn{}, err
+	}
+	defer t.close()
+	return handedOn{host: t.host(), exists: t.exists, dir: t.isDir()}, nil
+}
+
+// handedOn is a resolved path that is handed on by name.
+type handedOn struct {
+	host        string
+	exists, dir bool
 }
 
 // virtual normalises a request path to a clean absolute virtual path:
@@ -122,156 +123,6 @@ func virtual(p string) string {
 		}
 	}
 	return c
-}
-
-// resolve maps a request path to a real host path inside the typed roots.
-// The path need not exist: its longest existing prefix is resolved and the
-// rest appended, so routes can resolve files they are about to create. A
-// dangling symlink anywhere in p is refused, because creating through it
-// would land wherever it points. listing also admits /mnt and
-// /mnt/user-data themselves, for ls and watch.
-func (m pathMap) resolve(p string, listing bool) (resolved, error) {
-	if strings.IndexByte(p, 0) >= 0 {
-		return resolved{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid path: contains a NUL byte")
-	}
-	v := virtual(p)
-	var host string
-	for _, r := range m.roots {
-		rest, ok := strings.CutPrefix(v, r.virt)
-		if !ok || (rest != "" && rest[0] != '/') || (r.listOnly && (rest != "" || !listing)) {
-			continue
-		}
-		host = r.host + rest
-		break
-	}
-	if host == "" {
-		return resolved{}, outsideRoots(p)
-	}
-	real, err := realPath(host)
-	if err != nil {
-		return resolved{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid path %s: %v", p, err)
-	}
-	res, ok := m.real().locate(real, listing)
-	if !ok {
-		return resolved{}, outsideRoots(p)
-	}
-	return res, nil
-}
-
-func outsideRoots(p string) error {
-	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Invalid path outside allowed roots: %s", p)
-}
-
-// realRoots are the roots that exist, with their host paths resolved, for
-// checking many paths in one request.
-type realRoots []root
-
-// real resolves the roots' host paths, dropping roots that do not exist:
-// they hold nothing.
-func (m pathMap) real() realRoots {
-	var rs realRoots
-	for _, r := range m.roots {
-		h, err := filepath.EvalSymlinks(r.host)
-		if err != nil {
-			continue
-		}
-		r.host = h
-		rs = append(rs, r)
-	}
-	return rs
-}
-
-// locate finds the innermost root holding the real path p (roots may nest
-// on the host, as a test's workspace under /tmp does) and names p as
-// requests do. List-only roots count only for listing, and only for
-// themselves.
-func (rs realRoots) locate(p string, listing bool) (resolved, bool) {
-	best := -1
-	for i, r := range rs {
-		if r.listOnly && (!listing || p != r.host) {
-			continue
-		}
-		if within(r.host, p) && (best < 0 || len(r.host) > len(rs[best].host)) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return resolved{}, false
-	}
-	r := rs[best]
-	return resolved{host: p, virt: r.virt + strings.TrimPrefix(p, r.host), root: r}, true
-}
-
-// contains resolves the host path p (an entry found by walking a root) and
-// reports whether its real path stays inside the roots: ls, glob and grep
-// silently skip entries that do not, so they are no oracle for what lies
-// outside.
-func (rs realRoots) contains(p string, listing bool) bool {
-	_, ok := rs.realInside(p, listing)
-	return ok
-}
-
-// realInside is contains that also returns the real path.
-func (rs realRoots) realInside(p string, listing bool) (string, bool) {
-	real, err := filepath.EvalSymlinks(p)
-	if err != nil {
-		return "", false
-	}
-	_, ok := rs.locate(real, listing)
-	return real, ok
-}
-
-// recheck resolves host again right before it is opened, created or renamed
-// onto, and refuses it if a symlink appeared in the meantime. With O_NOFOLLOW
-// on the last element this closes the window between resolve and use.
-func (rs realRoots) recheck(host string) error {
-	real, err := realPath(host)
-	if err != nil || real != host {
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path changed while in use: %s", host)
-	}
-	if _, ok := rs.locate(real, false); !ok {
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path changed while in use: %s", host)
-	}
-	return nil
-}
-
-// writable refuses writes to the read-only roots; verb is "write to" or "edit".
-func (r resolved) writable(verb, p string) error {
-	if r.root.readOnly {
-		return api.Errorf(http.StatusForbidden, api.CodeForbidden, "Cannot %s read-only path: %s", verb, p)
-	}
-	return nil
-}
-
-// realPath resolves every symlink in the longest existing prefix of the
-// clean absolute path p and appends the missing rest unchanged.
-func realPath(p string) (string, error) {
-	var rest []string
-	for dir := p; ; dir = filepath.Dir(dir) {
-		r, err := filepath.EvalSymlinks(dir)
-		if err == nil {
-			return filepath.Join(append([]string{r}, rest...)...), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("resolve: %w", unwrapPathError(err))
-		}
-		if _, lerr := os.Lstat(dir); lerr == nil {
-			return "", errors.New("dangling symlink")
-		}
-		if dir == "/" {
-			return "", fmt.Errorf("resolve: %w", unwrapPathError(err))
-		}
-		rest = append([]string{filepath.Base(dir)}, rest...)
-	}
-}
-
-// unwrapPathError drops the *fs.PathError wrapper so messages name the
-// request's path once, not a resolved one the caller never sent.
-func unwrapPathError(err error) error {
-	if pe, ok := errors.AsType[*fs.PathError](err); ok {
-		return pe.Err
-	}
-	return err
 }
 
 // within reports whether the clean absolute path p is root or under it.

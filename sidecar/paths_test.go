@@ -1,8 +1,11 @@
 package sidecar
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -18,8 +21,35 @@ func (tr tree) roots() Roots {
 	return Roots{Workspace: tr.ws, Tmp: tr.tmp, Outputs: tr.outputs, Uploads: tr.uploads, Skills: tr.skills}
 }
 
-func (tr tree) paths() pathMap {
-	return New(Options{Roots: tr.roots()}).paths()
+func (tr tree) handler() *Handler {
+	return New(Options{Roots: tr.roots()})
+}
+
+// resolution is what a test sees of a resolved path.
+type resolution struct {
+	virt, host string
+	readOnly   bool
+	held       string // where the kernel says the descriptor the target hangs on is
+}
+
+// resolveForTest resolves p as a route would.
+func resolveForTest(t testing.TB, h *Handler, p string, listing bool) (resolution, error) {
+	t.Helper()
+	v, err := h.openView()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.close()
+	tg, err := v.resolve(p, listing)
+	if err != nil {
+		return resolution{}, err
+	}
+	defer tg.close()
+	held, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(tg.cur.dir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resolution{virt: tg.virt(), host: tg.host(), readOnly: tg.topRoot().readOnly, held: held}, nil
 }
 
 // plantTree builds the tree; every path in it is resolved.
@@ -64,6 +94,7 @@ func plantTree(t testing.TB) tree {
 		"toskills":    tr.skills,
 		"loop":        "loop",
 		"dangle":      "/nonexistent-boxkite-dir/x",
+		"dangle-in":   "sub/nonexistent/x",
 		"rel":         "sub",
 		"sub/back":    "../..",
 		"sub/in":      "deep",
@@ -111,7 +142,7 @@ func TestVirtual(t *testing.T) {
 func TestResolve(t *testing.T) {
 	t.Parallel()
 	tr := plantTree(t)
-	pm := tr.paths()
+	h := tr.handler()
 	tests := []struct {
 		in       string
 		listing  bool
@@ -130,6 +161,8 @@ func TestResolve(t *testing.T) {
 		{in: "new/dirs/file.txt", wantVirt: "/workspace/new/dirs/file.txt", wantHost: tr.ws + "/new/dirs/file.txt"},
 		{in: "/tmp/x", wantVirt: "/tmp/x", wantHost: tr.tmp + "/x"},
 		{in: "totmp/x", wantVirt: "/tmp/x", wantHost: tr.tmp + "/x"},
+		{in: "root" + tr.tmp + "/x", wantVirt: "/tmp/x", wantHost: tr.tmp + "/x"}, // through / by name, opening nothing outside
+		{in: "root" + tr.tmp + "/../tmp/x", wantVirt: "/tmp/x", wantHost: tr.tmp + "/x"},
 		{in: "/outputs/a", wantVirt: "/mnt/user-data/outputs/a", wantHost: tr.outputs + "/a"},
 		{in: "/mnt/user-data/outputs", wantVirt: "/mnt/user-data/outputs", wantHost: tr.outputs},
 		{in: "/uploads/in.txt", wantVirt: "/mnt/user-data/uploads/in.txt", wantHost: tr.uploads + "/in.txt", readOnly: true},
@@ -162,18 +195,20 @@ func TestResolve(t *testing.T) {
 		{in: "loop/x"},
 		{in: "dangle"},
 		{in: "dangle/below"},
+		{in: "dangle-in"},
+		{in: "dangle-in/below"},
 		{in: "file/x"},
 		{in: "a\x00b"},
 	}
 	for _, tt := range tests {
-		got, err := pm.resolve(tt.in, tt.listing)
+		got, err := resolveForTest(t, h, tt.in, tt.listing)
 		if tt.wantVirt == "" {
 			if err == nil {
 				t.Errorf("resolve(%q, %v) = %+v, want refused", tt.in, tt.listing, got)
 			}
 			continue
 		}
-		if err != nil || got.virt != tt.wantVirt || got.host != tt.wantHost || got.root.readOnly != tt.readOnly {
+		if err != nil || got.virt != tt.wantVirt || got.host != tt.wantHost || got.readOnly != tt.readOnly {
 			t.Errorf("resolve(%q, %v) = %+v, %v; want virt %q host %q read-only %v", tt.in, tt.listing, got, err, tt.wantVirt, tt.wantHost, tt.readOnly)
 		}
 	}
@@ -183,49 +218,57 @@ func TestResolveAllowsTmp(t *testing.T) {
 	t.Parallel()
 	h := New(Options{Workspace: t.TempDir()})
 	got, err := h.resolve("/tmp/")
-	if err != nil || got != "/tmp" {
-		t.Errorf("resolve(/tmp/) = %q, %v; want /tmp", got, err)
+	if err != nil || got.host != "/tmp" || !got.dir {
+		t.Errorf("resolve(/tmp/) = %+v, %v; want the directory /tmp", got, err)
 	}
 	if got, err := h.resolve("/"); err == nil {
-		t.Errorf("exec's resolve(/) = %q, want refused", got)
+		t.Errorf("exec's resolve(/) = %+v, want refused", got)
 	}
 }
 
 // FuzzResolvePath checks that no input, however it combines dots, slashes,
 // backslashes, aliases and the planted symlinks, resolves outside the typed
-// roots; that the result is already fully resolved, so using it follows no
-// link; and that its virtual path resolves back to it.
+// roots: neither the path reported nor the directory descriptor the
+// target hangs on, as the kernel names it; that the result is fully
+// resolved, so nothing more would follow a link; and that its virtual
+// path resolves back to it.
 func FuzzResolvePath(f *testing.F) {
 	for _, seed := range []string{
 		"", ".", "/", "sub", "../x", "/etc/passwd", "root/etc", "up/up", "sub/back/x", "outside/../..",
 		"dangle/x", "loop", "sub/hop/tmp", "rel//in/../..", "file/..", "/uploads/../..", "\\..\\..\\etc",
 		"/outputs", "/skills/s/../../user-data", "totmp/../../outside", "/mnt", "/mnt/user-data/..", "workspace/../..",
+		"sub/in/../fileref", "toskills/../user-data/uploads/in.txt", "totmp/new/dirs/f",
 	} {
 		f.Add(seed, false)
 		f.Add(seed, true)
 	}
 	tr := plantTree(f)
-	pm := tr.paths()
+	h := tr.handler()
 	roots := []string{tr.ws, tr.tmp, tr.outputs, tr.uploads, tr.skills}
 	f.Fuzz(func(t *testing.T, p string, listing bool) {
-		got, err := pm.resolve(p, listing)
+		got, err := resolveForTest(t, h, p, listing)
 		if err != nil {
 			return
 		}
 		if !filepath.IsAbs(got.host) || filepath.Clean(got.host) != got.host {
 			t.Fatalf("resolve(%q) = %q, not a clean absolute path", p, got.host)
 		}
-		ok := listing && (got.host == tr.base+"/mnt" || got.host == tr.base+"/mnt/user-data")
-		for _, r := range roots {
-			ok = ok || inside(got.host, r)
+		for _, place := range []string{got.host, got.held} {
+			ok := listing && (place == tr.base+"/mnt" || place == tr.base+"/mnt/user-data")
+			for _, r := range roots {
+				ok = ok || inside(place, r)
+			}
+			if !ok {
+				t.Fatalf("resolve(%q) = %+v, outside the roots", p, got)
+			}
 		}
-		if !ok {
-			t.Fatalf("resolve(%q) = %q, outside the roots", p, got.host)
+		if !inside(got.host, got.held) {
+			t.Fatalf("resolve(%q) = %+v: the path is not below the directory held", p, got)
 		}
-		if again, err := realPath(got.host); err != nil || again != got.host {
+		if again, err := realPathOracle(got.host); err != nil || again != got.host {
 			t.Fatalf("resolve(%q) = %q, which resolves further to %q, %v", p, got.host, again, err)
 		}
-		if back, err := pm.resolve(got.virt, listing); err != nil || back.host != got.host {
+		if back, err := resolveForTest(t, h, got.virt, listing); err != nil || back.host != got.host {
 			t.Fatalf("resolve(%q) = %+v, but its virtual path resolves to %+v, %v", p, got, back, err)
 		}
 	})
@@ -235,4 +278,23 @@ func FuzzResolvePath(f *testing.F) {
 func inside(p, root string) bool {
 	rel, err := filepath.Rel(root, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+// realPathOracle resolves every symlink in the longest existing prefix of
+// the clean absolute path p by path, the old way, and appends the rest.
+func realPathOracle(p string) (string, error) {
+	var rest []string
+	for dir := p; ; dir = filepath.Dir(dir) {
+		r, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			return filepath.Join(append([]string{r}, rest...)...), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || dir == "/" {
+			return "", err
+		}
+		if _, lerr := os.Lstat(dir); lerr == nil {
+			return "", errors.New("dangling symlink")
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+	}
 }

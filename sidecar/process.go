@@ -42,6 +42,7 @@ func newProcTable(l ToolLimits) *procTable {
 type bgProc struct {
 	id, command, description string
 	startedAt                time.Time
+	maxRuntime               time.Duration // the watchdog kills it then
 	pgid                     int
 	out                      *ring
 	done                     chan struct{} // closed once status is final and all output is in out
@@ -216,11 +217,11 @@ func (h *Handler) spawn(req api.ProcessStartRequest, outputBytes int) (*bgProc, 
 	h.oomFirst(cmd.Process.Pid)
 	p := &bgProc{
 		id: id, command: req.Command, description: req.Description,
-		startedAt: time.Now().UTC(), pgid: cmd.Process.Pid,
+		startedAt: time.Now().UTC(), maxRuntime: time.Duration(req.MaxRuntimeSeconds) * time.Second, pgid: cmd.Process.Pid,
 		out: newRing(outputBytes), done: make(chan struct{}),
 		stdin: inW, status: api.ProcessRunning,
 	}
-	p.watchdog = time.AfterFunc(time.Duration(req.MaxRuntimeSeconds)*time.Second, func() {
+	p.watchdog = time.AfterFunc(p.maxRuntime, func() {
 		p.signal(syscall.SIGKILL, api.ProcessKilled)
 	})
 	readDone := make(chan struct{})
@@ -282,19 +283,31 @@ func newProcessID() (string, error) {
 	return "proc_" + hex.EncodeToString(b[:]), nil
 }
 
+// processStartRequest tells an absent max_runtime_seconds (the default)
+// from an explicit 0 (refused): the outer field shadows the embedded one.
+type processStartRequest struct {
+	api.ProcessStartRequest
+	MaxRuntimeSeconds *int `json:"max_runtime_seconds"`
+}
+
 func (h *Handler) processStart(w http.ResponseWriter, r *http.Request) error {
-	var req api.ProcessStartRequest
-	if err := decodeJSON(w, r, &req); err != nil {
+	var body processStartRequest
+	if err := decodeJSON(w, r, &body); err != nil {
 		return err
+	}
+	req := body.ProcessStartRequest
+	req.MaxRuntimeSeconds = api.DefaultProcessRuntime
+	if body.MaxRuntimeSeconds != nil {
+		req.MaxRuntimeSeconds = *body.MaxRuntimeSeconds
 	}
 	switch {
 	case strings.TrimSpace(req.Command) == "":
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "command must not be empty")
+		return api.Invalid("command", "command must not be empty", "")
 	case strings.IndexByte(req.Command, 0) >= 0:
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "command contains a NUL byte")
+		return api.Invalid("command", "command contains a NUL byte", "")
 	case req.MaxRuntimeSeconds < 1 || req.MaxRuntimeSeconds > api.MaxProcessRuntime:
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest,
-			"max_runtime_seconds must be between 1 and %d, got %d", api.MaxProcessRuntime, req.MaxRuntimeSeconds)
+		return api.Invalid("max_runtime_seconds", fmt.Sprintf("max_runtime_seconds must be between 1 and %d, got %d", api.MaxProcessRuntime, req.MaxRuntimeSeconds),
+			fmt.Sprintf("omit it for the default of %d seconds", api.DefaultProcessRuntime))
 	}
 	if err := h.sess.budget.reserve(); err != nil { // a count only: the process runs past this call
 		return err
@@ -338,7 +351,7 @@ func (h *Handler) processInput(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if len(req.Data) > api.MaxProcessInput {
-		return api.Errorf(http.StatusRequestEntityTooLarge, api.CodeBadRequest, "data exceeds %d MiB", api.MaxProcessInput>>20)
+		return api.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge, "data exceeds %d MiB", api.MaxProcessInput>>20)
 	}
 	n, err := p.write(req.Data)
 	if err != nil {

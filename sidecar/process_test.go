@@ -166,10 +166,10 @@ func TestProcessRefuses(t *testing.T) {
 		wantStatus               int
 		wantMsg                  string
 	}{
-		{"no max runtime", "POST", "/process/start", `{"command":"true"}`, 400, "max_runtime_seconds must be between 1 and 14400, got 0"},
-		{"max runtime too long", "POST", "/process/start", `{"command":"true","max_runtime_seconds":14401}`, 400, "got 14401"},
-		{"negative max runtime", "POST", "/process/start", `{"command":"true","max_runtime_seconds":-1}`, 400, "got -1"},
-		{"empty command", "POST", "/process/start", `{"command":" ","max_runtime_seconds":5}`, 400, "command must not be empty"},
+		{"explicit max runtime 0", "POST", "/process/start", `{"command":"true","max_runtime_seconds":0}`, 422, "max_runtime_seconds must be between 1 and 14400, got 0"},
+		{"max runtime too long", "POST", "/process/start", `{"command":"true","max_runtime_seconds":14401}`, 422, "got 14401"},
+		{"negative max runtime", "POST", "/process/start", `{"command":"true","max_runtime_seconds":-1}`, 422, "got -1"},
+		{"empty command", "POST", "/process/start", `{"command":" ","max_runtime_seconds":5}`, 422, "command must not be empty"},
 		{"output of unknown", "GET", "/process/" + missing + "/output", "", 404, "Process not found"},
 		{"stream of unknown", "GET", "/process/" + missing + "/stream", "", 404, "Process not found"},
 		{"input to unknown", "POST", "/process/" + missing + "/input", `{"data":"x"}`, 404, "Process not found"},
@@ -436,4 +436,26 @@ func TestProcessTableEvictsOldestFinished(t *testing.T) {
 		t.Errorf("listed after eviction (-want +got):\n%s", diff)
 	}
 	doJSON(t, http.MethodGet, url+"/process/"+first+"/output", nil, http.StatusNotFound, nil)
+}
+
+// TestProcessStartDefaultRuntime: a start without max_runtime_seconds
+// takes DefaultProcessRuntime instead of being refused (issue 19 finding 9).
+func TestProcessStartDefaultRuntime(t *testing.T) {
+	t.Parallel()
+	url, h := newToolServer(t, Options{})
+	status, body := call(t, "POST", url+"/process/start", authed, `{"command":"sleep 30"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("start without max_runtime_seconds = %d %s, want 201", status, body)
+	}
+	var got api.ProcessStarted
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.sess.procs.get(got.ProcessID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.maxRuntime != api.DefaultProcessRuntime*time.Second {
+		t.Errorf("max runtime %v, want %ds", p.maxRuntime, api.DefaultProcessRuntime)
+	}
 }

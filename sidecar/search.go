@@ -5,12 +5,12 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -18,57 +18,92 @@ import (
 // errStop ends a walk early without being an error.
 var errStop = errors.New("stop walking")
 
+// found is a regular file a walk found.
+type found struct {
+	dir       int // descriptor of the directory holding it; valid during the callback
+	name      string
+	virt, rel string // as requests name it; relative to the walk's base, slash-separated
+	info      fs.FileInfo
+}
+
 // walkFiles calls fn for every regular file under base (or base itself
-// when it is a file), in lexical order, with its real host path, its
-// virtual path and its slash-separated path relative to base. Symlinked files are
-// followed only when their real path stays inside the roots; symlinked
-// directories are never followed, so nothing found lies outside them.
-// Unreadable directories are skipped. fn returns errStop to end the walk.
-func walkFiles(ctx context.Context, rs realRoots, base resolved, fn func(host, virt, rel string, fi fs.FileInfo) error) error {
-	fi, err := os.Stat(base.host)
-	if err != nil {
-		return nil // nothing to search
-	}
-	if !fi.IsDir() {
-		if !fi.Mode().IsRegular() {
+// when it is a file), in lexical order. Symlinked files are followed only
+// when they lead inside the roots, and are named where they were found;
+// symlinked directories are never followed, so nothing found lies outside
+// the roots. Unreadable directories are skipped. fn returns errStop to end
+// the walk. It runs as the sandbox user throughout: it holds its thread,
+// and fn must not block on the network.
+func walkFiles(ctx context.Context, v *fsView, base *target, fn func(found) error) error {
+	return ignoreStop(v.user.do(func() error {
+		switch {
+		case !base.exists:
+			return nil // nothing to search
+		case base.isDir():
+			return walkDir(ctx, v, base.cur.sub(), base.virt(), "", fn)
+		case base.mode != unix.S_IFREG:
 			return nil
 		}
-		return ignoreStop(fn(base.host, base.virt, path.Base(base.virt), fi))
+		var st unix.Stat_t
+		if err := unix.Fstatat(base.cur.dir(), base.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return nil
+		}
+		virt := base.virt()
+		return fn(found{dir: base.cur.dir(), name: base.name, virt: virt, rel: path.Base(virt), info: statInfo{base.name, st}})
+	}))
+}
+
+// walkDir walks the directory at cur, which it closes; prefix is its path
+// below the walk's base.
+func walkDir(ctx context.Context, v *fsView, cur *cursor, baseVirt, prefix string, fn func(found) error) error {
+	defer cur.close()
+	des, err := readDir(cur.dir())
+	if err != nil {
+		return nil // unreadable: skipped
 	}
-	err = filepath.WalkDir(base.host, func(host string, d fs.DirEntry, err error) error {
+	for _, de := range des {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err != nil {
-			if d != nil && d.IsDir() && host != base.host {
-				return fs.SkipDir
+		rel := prefix + de.name
+		switch de.kind() {
+		case unix.S_IFDIR:
+			fd, err := unix.Openat(cur.dir(), de.name, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue
 			}
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel := filepath.ToSlash(strings.TrimPrefix(host, base.host+"/"))
-		var fi fs.FileInfo
-		switch {
-		case d.Type().IsRegular():
-			fi, err = d.Info()
-		case d.Type()&fs.ModeSymlink != 0:
-			real, ok := rs.realInside(host, false)
-			if !ok {
-				return nil
+			sub := cur.sub()
+			sub.push(fd, de.name)
+			if err := walkDir(ctx, v, sub, baseVirt, rel+"/", fn); err != nil {
+				return err
 			}
-			host = real // opened without following links, so the target itself
-			fi, err = os.Stat(host)
-		default:
-			return nil // a FIFO would block a reader; devices and sockets hold no text
+		case unix.S_IFREG:
+			if err := fn(found{dir: cur.dir(), name: de.name, virt: joinPath(baseVirt, rel), rel: rel, info: de.info()}); err != nil {
+				return err
+			}
+		case unix.S_IFLNK:
+			if err := followFile(v, cur, de.name, joinPath(baseVirt, rel), rel, fn); err != nil {
+				return err
+			}
 		}
-		if err != nil || !fi.Mode().IsRegular() {
-			return nil
-		}
-		return fn(host, path.Join(base.virt, rel), rel, fi)
-	})
-	return ignoreStop(err)
+		// A FIFO would block a reader; devices and sockets hold no text.
+	}
+	return nil
+}
+
+// followFile calls fn for the symlink name in the directory at cur if it
+// leads to a regular file inside the roots.
+func followFile(v *fsView, cur *cursor, name, virt, rel string, fn func(found) error) error {
+	w := walker{v: v}
+	t, err := w.walk(cur.sub(), []string{name})
+	if err != nil {
+		return nil
+	}
+	defer t.close()
+	var st unix.Stat_t
+	if !t.exists || t.mode != unix.S_IFREG || unix.Fstatat(t.cur.dir(), t.name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return nil
+	}
+	return fn(found{dir: t.cur.dir(), name: t.name, virt: virt, rel: rel, info: statInfo{name, st}})
 }
 
 func ignoreStop(err error) error {
@@ -98,23 +133,28 @@ func (h *Handler) globFiles(ctx context.Context, req api.GlobRequest) (api.GlobR
 	if !ok {
 		return out, nil // errors → [] as in the reference
 	}
-	pm := h.paths()
-	base, err := pm.resolve(req.Path, false)
+	v, err := h.openView()
 	if err != nil {
 		return out, err
 	}
+	defer v.close()
+	base, err := v.resolve(req.Path, false)
+	if err != nil {
+		return out, err
+	}
+	defer base.close()
 	lim := h.limits()
 	tctx, cancel := context.WithTimeout(ctx, lim.GrepTimeout)
 	defer cancel()
-	err = walkFiles(tctx, pm.real(), base, func(_, virt, rel string, fi fs.FileInfo) error {
-		if !pat.match(rel) {
+	err = walkFiles(tctx, v, base, func(f found) error {
+		if !pat.match(f.rel) {
 			return nil
 		}
 		if len(out.Matches) == lim.GlobMaxMatches {
 			out.Truncated = true
 			return errStop
 		}
-		out.Matches = append(out.Matches, lsEntry(virt, fi))
+		out.Matches = append(out.Matches, lsEntry(f.virt, f.info))
 		return nil
 	})
 	if ctx.Err() != nil {

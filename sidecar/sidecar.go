@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 )
 
 // TokenHeader carries the per-sandbox token on every request but /health.
@@ -37,6 +38,14 @@ type Options struct {
 	// Claimable serves POST /claim, which replaces Token once, for a
 	// sidecar waiting unused in a warm pool (claim.go).
 	Claimable bool
+	// BodyTimeouts bound how long a request body may take to arrive
+	// (408 request_timeout); zero fields take apihttp's defaults.
+	BodyTimeouts apihttp.BodyTimeouts
+	// SelfCommand returns the path and argv that run the sidecar binary
+	// with args (the sftp subsystem runs `boxkite-sidecar sftp-server`);
+	// nil means /proc/self/exe. A jail that starts the sidecar through the
+	// host's loader sets it (jail.ServeCommand).
+	SelfCommand func(args ...string) (path string, argv []string)
 }
 
 // RunAs says how commands drop to the sandbox user.
@@ -56,6 +65,7 @@ type Handler struct {
 	auth      auth // the token, replaceable once by /claim (claim.go)
 	mux       *http.ServeMux
 	sess      *session // long-lived tools, budget and metrics; see process_routes.go
+	fsr       fsRoots  // the typed roots and who file work runs as; see resolve.go
 }
 
 // New returns a Handler for opts. It does no I/O.
@@ -79,21 +89,28 @@ func New(opts Options) *Handler {
 func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /health", h.health) // no auth: probes and the driver's readiness wait
 	h.handle("POST /exec", h.budgeted(h.exec))
-	h.fileRoutes()    // files_routes.go: files, search, watch, raw and archive transfer
-	h.processRoutes() // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
+	h.handle("GET /exec/interactive", h.budgeted(h.execInteractive)) // interactive.go
+	h.fileRoutes()                                                   // files_routes.go: files, search, watch, raw and archive transfer
+	h.processRoutes()                                                // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
 	if h.opts.Claimable {
 		h.handle(claimPattern, h.claim) // claim.go: a warm-pool sidecar gets its sandbox's token
 	}
 	h.handle("/", h.notFound)
 }
 
-// ServeHTTP logs every request at Debug and dispatches it.
+// ServeHTTP gives the request an id (the control plane's, or a new one),
+// starts the body's deadline, logs every request at Debug and dispatches it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if id := r.Header.Get("X-Request-ID"); id != "" {
-		w.Header().Set("X-Request-ID", id)
-	}
+	id := apihttp.RequestID(r)
+	r.Header.Set("X-Request-ID", id)
+	w.Header().Set("X-Request-ID", id)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	sw := &statusWriter{ResponseWriter: w}
+	r = h.opts.BodyTimeouts.Apply(sw, r)
+	if streamedUpload(r) {
+		apihttp.Streaming(r)
+	}
 	h.mux.ServeHTTP(sw, r)
 	h.sess.metrics.request(r.Pattern, sw.status()) // the mux set r.Pattern
 	h.log.LogAttrs(r.Context(), slog.LevelDebug, "request",
@@ -105,11 +122,24 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	)
 }
 
+// streamedUpload reports whether r is an upload of any size, which times
+// out only when it stalls rather than after a fixed time.
+func streamedUpload(r *http.Request) bool {
+	switch r.Method + " " + r.URL.Path {
+	case "PUT /files/raw", "POST /files/archive":
+		return true
+	}
+	return false
+}
+
 func (h *Handler) health(w http.ResponseWriter, _ *http.Request) {
 	_ = writeJSON(w, http.StatusOK, api.Health{Status: "healthy", Version: h.opts.Version})
 }
 
-func (h *Handler) notFound(_ http.ResponseWriter, r *http.Request) error {
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) error {
+	if e := apihttp.MethodNotAllowed(w, r, h.mux, "/"); e != nil {
+		return e
+	}
 	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
 }
 
@@ -166,17 +196,12 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	_ = writeJSON(w, c.Status, api.ErrorEnvelope{Error: &c})
 }
 
-// decodeJSON reads a JSON body into v. Unknown fields are accepted so an
-// older sidecar keeps working behind a newer control plane.
+// decodeJSON reads a JSON body into v by the rules the control plane
+// uses too (apihttp.DecodeJSON), so both refuse a body alike. An empty
+// body leaves v as is; unknown fields are accepted so an older sidecar
+// keeps working behind a newer control plane.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(v)
-	if err == nil {
-		return nil
-	}
-	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return api.Errorf(http.StatusRequestEntityTooLarge, api.CodeBadRequest, "request body exceeds %d MiB", maxBodyBytes>>20)
-	}
-	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid JSON body: %v", err)
+	return apihttp.DecodeJSON(w, r, v, maxBodyBytes)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {

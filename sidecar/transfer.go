@@ -1,12 +1,9 @@
 package sidecar
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
-	"os"
 	"strconv"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -30,23 +27,28 @@ func (h *Handler) putRaw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pm := h.paths()
-	res, err := pm.resolve(p, false)
+	v, err := h.openView()
 	if err != nil {
 		return err
 	}
-	if err := res.writable("write to", p); err != nil {
-		return err
-	}
-	meta, err := h.metaOf(res.host, p)
+	defer v.close()
+	t, err := v.resolve(p, false)
 	if err != nil {
 		return err
 	}
-	n, err := pm.real().writeFile(res.host, r.Body, meta)
+	defer t.close()
+	if err := t.writable("write to", p); err != nil {
+		return err
+	}
+	meta, err := v.metaOf(t, p)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, api.FileWriteResult{Path: res.virt, Size: n})
+	n, err := v.writeFile(t, p, r.Body, meta, syncNow)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, api.FileWriteResult{Path: t.virt(), Size: n})
 }
 
 // getRaw streams a file as it is on disk.
@@ -55,18 +57,21 @@ func (h *Handler) getRaw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	pm := h.paths()
-	res, err := pm.resolve(p, false)
+	v, err := h.openView()
 	if err != nil {
 		return err
 	}
-	if fi, err := os.Stat(res.host); errors.Is(err, fs.ErrNotExist) {
-		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "File not found: %s", p)
-	} else if err == nil && fi.IsDir() {
+	defer v.close()
+	t, err := v.resolve(p, false)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	if t.isDir() {
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p).
 			WithHint("download a directory with GET /files/archive")
 	}
-	f, fi, err := pm.real().openRegular(res.host, p)
+	f, fi, err := v.openFile(t, p)
 	if err != nil {
 		return err
 	}

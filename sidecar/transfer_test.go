@@ -308,10 +308,20 @@ func FuzzArchiveEntryName(f *testing.F) {
 	if err := os.Symlink("..", dest+"/up"); err != nil {
 		f.Fatal(err)
 	}
-	pm := tr.paths()
+	h := tr.handler()
 	f.Fuzz(func(t *testing.T, name, link string, typ byte) {
 		before := snapshotOutside(t, tr.base, dest)
-		x := &extractor{pm: pm, rs: pm.real(), dest: dest}
+		v, err := h.openView()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.close()
+		dst, err := v.resolve("/workspace/dst", false)
+		if err != nil || !dst.isDir() {
+			t.Fatalf("resolve the destination: %v", err)
+		}
+		defer dst.close()
+		x := &extractor{v: v, dest: dst.cur}
 		hdr := &tar.Header{Name: name, Linkname: link, Typeflag: typ, Mode: 0o644, Size: 1}
 		_ = x.entry(hdr, strings.NewReader("x"))
 		x.finish()

@@ -1,11 +1,7 @@
 package sidecar
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -20,22 +16,25 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	res, err := h.paths().resolve(req.Path, true)
+	v, err := h.openView()
 	if err != nil {
 		return err
 	}
-	fi, err := os.Stat(res.host)
+	defer v.close()
+	t, err := v.resolve(req.Path, true)
+	if err != nil {
+		return err
+	}
+	defer t.close()
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case !t.exists:
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "Directory not found: %s", req.Path)
-	case err != nil:
-		return fmt.Errorf("stat: %w", err)
-	case !fi.IsDir():
+	case !t.isDir():
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", req.Path)
 	}
-	changes, err := watchDir(r.Context(), res.host, req.Recursive, watchTimeout(req.TimeoutSeconds), h.limits().WatchMaxDirs)
+	changes, err := watchDir(r.Context(), v, t.cur, req.Recursive, watchTimeout(req.TimeoutSeconds), h.limits().WatchMaxDirs)
 	if err != nil {
-		return err
+		return fileError(err, "watch", req.Path)
 	}
 	return writeJSON(w, http.StatusOK, api.WatchResult{Changes: changes, TimedOut: len(changes) == 0})
 }

@@ -5,11 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"path"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,16 +18,20 @@ import (
 )
 
 // watchMask selects the events /watch reports. IN_CLOSE_WRITE counts as a
-// modification so a touch of an existing file is seen.
+// modification so a touch of an existing file is seen. Directories are
+// named to inotify as /proc/self/fd/N of a descriptor the walk holds, so
+// the magic link must be followed (no IN_DONT_FOLLOW); IN_ONLYDIR checks
+// what it leads to.
 const watchMask = unix.IN_CREATE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE | unix.IN_DELETE |
 	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
-	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
+	unix.IN_ONLYDIR
 
 // inotify is one /watch's inotify instance.
 type inotify struct {
 	f         *os.File
 	fd        int            // f's; f.Fd() would put f in blocking mode and break its deadlines
-	root      string         // real host path of the watched directory
+	v         *fsView        // watches are added as the sandbox user
+	root      *cursor        // the watched directory
 	dirs      map[int]string // watch descriptor → directory relative to root ("" for root)
 	maxDirs   int
 	recursive bool
@@ -36,26 +39,31 @@ type inotify struct {
 	seen      map[api.WatchChange]bool
 }
 
-// watchDir waits up to timeout for changes under dir and returns the first
-// batch, deduplicated; none means it timed out. ctx ends it early.
-func watchDir(ctx context.Context, dir string, recursive bool, timeout time.Duration, maxDirs int) ([]api.WatchChange, error) {
+// watchDir waits up to timeout for changes under the directory at root and
+// returns the first batch, deduplicated; none means it timed out. ctx ends
+// it early.
+func watchDir(ctx context.Context, v *fsView, root *cursor, recursive bool, timeout time.Duration, maxDirs int) ([]api.WatchChange, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify init: %w", err)
 	}
 	// Non-blocking, so the runtime poller serves reads and deadlines work.
 	in := &inotify{
-		f: os.NewFile(uintptr(fd), "inotify"), fd: fd, root: dir, dirs: map[int]string{}, maxDirs: maxDirs,
+		f: os.NewFile(uintptr(fd), "inotify"), fd: fd, v: v, root: root, dirs: map[int]string{}, maxDirs: maxDirs,
 		recursive: recursive, changes: []api.WatchChange{}, seen: map[api.WatchChange]bool{},
 	}
 	defer in.f.Close()
-	if err := in.add(""); err != nil {
-		return nil, err
-	}
-	if recursive {
-		if err := in.addTree(""); err != nil {
-			return nil, err
+	err = v.user.do(func() error {
+		if err := in.add("", root.dir()); err != nil {
+			return err
 		}
+		if recursive {
+			return in.addTree(root.sub(), "")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := in.f.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		return nil, fmt.Errorf("inotify deadline: %w", err)
@@ -75,7 +83,7 @@ func watchDir(ctx context.Context, dir string, recursive bool, timeout time.Dura
 		if err != nil {
 			return nil, fmt.Errorf("read inotify: %w", err)
 		}
-		in.parse(buf[:n])
+		_ = v.user.do(func() error { in.parse(buf[:n]); return nil })
 		if len(in.changes) > 0 && !settling {
 			settling = true
 			_ = in.f.SetReadDeadline(time.Now().Add(watchSettle))
@@ -83,13 +91,14 @@ func watchDir(ctx context.Context, dir string, recursive bool, timeout time.Dura
 	}
 }
 
-// add watches the directory rel (relative to the root).
-func (in *inotify) add(rel string) error {
+// add watches the directory rel (relative to the root), held by the
+// descriptor dir. Call it as the sandbox user: inotify checks read access.
+func (in *inotify) add(rel string, dir int) error {
 	if len(in.dirs) >= in.maxDirs {
 		return api.Errorf(http.StatusUnprocessableEntity, api.CodeLimitExceeded, "watch covers more than %d directories", in.maxDirs).
 			WithHint("watch a smaller tree, or without recursive")
 	}
-	wd, err := unix.InotifyAddWatch(in.fd, filepath.Join(in.root, rel), watchMask)
+	wd, err := unix.InotifyAddWatch(in.fd, "/proc/self/fd/"+strconv.Itoa(dir), watchMask)
 	if err != nil {
 		if rel != "" && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)) {
 			return nil // gone again before we got to it
@@ -100,21 +109,41 @@ func (in *inotify) add(rel string) error {
 	return nil
 }
 
-// addTree watches every directory below rel. Symlinks are not followed, so
-// the watch stays inside the tree it was asked for.
-func (in *inotify) addTree(rel string) error {
-	base := filepath.Join(in.root, rel)
-	return filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() || p == base {
-			return nil
+// addTree watches every directory below the one at cur (rel below the
+// root), which it closes. Symlinks are not followed, so the watch stays
+// inside the tree it was asked for.
+func (in *inotify) addTree(cur *cursor, rel string) error {
+	defer cur.close()
+	des, err := readDir(cur.dir())
+	if err != nil {
+		return nil // unreadable: its subdirectories go unwatched
+	}
+	for _, de := range des {
+		if de.kind() != unix.S_IFDIR {
+			continue
 		}
-		return in.add(filepath.ToSlash(strings.TrimPrefix(p, in.root+"/")))
-	})
+		fd, err := unix.Openat(cur.dir(), de.name, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		sub := cur.sub()
+		sub.push(fd, de.name)
+		r := path.Join(rel, de.name)
+		if err := in.add(r, fd); err != nil {
+			sub.close()
+			return err
+		}
+		if err := in.addTree(sub, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parse records the events in buf. A directory created or moved in under a
 // recursive watch is watched too, with everything already inside it
-// reported as created, since its own events were missed.
+// reported as created, since its own events were missed. Call it as the
+// sandbox user.
 func (in *inotify) parse(buf []byte) {
 	for len(buf) >= unix.SizeofInotifyEvent {
 		wd := int(int32(binary.NativeEndian.Uint32(buf[0:])))
@@ -143,30 +172,51 @@ func (in *inotify) parse(buf []byte) {
 		}
 		in.record(rel, eventName(mask))
 		if in.recursive && mask&unix.IN_ISDIR != 0 && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
-			_ = in.add(rel) // at the cap, the new directory goes unwatched
 			in.catchUp(rel)
 		}
 	}
 }
 
-// catchUp reports what a new directory already holds and watches its
-// subdirectories.
+// catchUp watches a new directory, found beneath the root without
+// following symlinks, reports what it already holds and watches its
+// subdirectories. At the cap, new directories go unwatched.
 func (in *inotify) catchUp(rel string) {
-	base := filepath.Join(in.root, rel)
-	_ = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == base {
-			return nil
-		}
-		sub := filepath.ToSlash(strings.TrimPrefix(p, in.root+"/"))
-		if !d.IsDir() && isTemp(d.Name()) {
-			return nil
+	fd, err := openBeneath(in.root.dir(), splitPath(rel), oPath|unix.O_DIRECTORY)
+	if err != nil {
+		return
+	}
+	cur := in.root.sub()
+	cur.push(fd, rel) // one descriptor for the whole way down: its name is rel
+	_ = in.add(rel, fd)
+	in.reportTree(cur, rel)
+}
+
+// reportTree records everything below the new directory at cur as created
+// and watches its subdirectories; it closes cur.
+func (in *inotify) reportTree(cur *cursor, rel string) {
+	defer cur.close()
+	des, err := readDir(cur.dir())
+	if err != nil {
+		return
+	}
+	for _, de := range des {
+		sub := path.Join(rel, de.name)
+		if de.kind() != unix.S_IFDIR {
+			if !isTemp(de.name) {
+				in.record(sub, api.WatchCreated)
+			}
+			continue
 		}
 		in.record(sub, api.WatchCreated)
-		if d.IsDir() {
-			_ = in.add(sub)
+		fd, err := unix.Openat(cur.dir(), de.name, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
 		}
-		return nil
-	})
+		next := cur.sub()
+		next.push(fd, de.name)
+		_ = in.add(sub, fd)
+		in.reportTree(next, sub)
+	}
 }
 
 func (in *inotify) record(rel, event string) {

@@ -11,6 +11,6 @@ import (
 )
 
 // watchDir needs inotify; sandboxes only run on Linux.
-func watchDir(context.Context, string, bool, time.Duration, int) ([]api.WatchChange, error) {
+func watchDir(context.Context, *fsView, *cursor, bool, time.Duration, int) ([]api.WatchChange, error) {
 	return nil, api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "watch needs Linux inotify")
 }

@@ -22,8 +22,10 @@ const (
 	CodeInvalidRules      = "invalid_rules"       // 400: no usable rule, or a rule of the wrong shape
 )
 
-// CommandRule is one entry of an allowlist. On the wire it is either a
-// bare string, the program's name ("ls": any arguments), or an object
+// CommandRule is one entry of an allowlist. Command is a program name
+// without a slash ("ls", found through the sandbox's PATH) or a clean
+// absolute path ("/usr/bin/ls", which allows exactly that path). On the
+// wire a rule is either a bare string, the program ("ls": any arguments), or an object
 // {"command": "curl", "args_allow": [...], "args_deny": [...]} whose
 // patterns (RE2, matched case-insensitively anywhere in the arguments
 // joined by spaces) narrow what the program may be given: at least one

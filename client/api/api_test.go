@@ -41,3 +41,26 @@ func TestErrorString(t *testing.T) {
 		t.Errorf("hint %q status %d", e.Hint, StatusOf(e.Code))
 	}
 }
+
+func TestStatusOfDurabilityCodes(t *testing.T) {
+	tests := []struct {
+		code string
+		want int
+	}{
+		{CodeInsufficientStorage, 507},
+		{CodeSandboxLost, 410},
+		{CodeHostCapacity, 503},
+		{CodeAuditUnavailable, 503},
+	}
+	for _, tt := range tests {
+		if got := StatusOf(tt.code); got != tt.want {
+			t.Errorf("StatusOf(%q) = %d, want %d", tt.code, got, tt.want)
+		}
+	}
+}
+
+func TestStatusOfPermissionDenied(t *testing.T) {
+	if got := StatusOf(CodePermissionDenied); got != 403 {
+		t.Errorf("StatusOf(%q) = %d, want 403", CodePermissionDenied, got)
+	}
+}

@@ -15,6 +15,10 @@ import (
 const (
 	LogSourceAgent         = "agent"          // an API call: exec, files, processes, …
 	LogSourceHumanTakeover = "human_takeover" // a person on the sandbox's terminal
+	LogSourceImageBuild    = "image_build"    // an image build: its egress and outcome (SessionID is the image id)
+	// LogSourceSystem marks what the server itself records about a
+	// sandbox: that it was lost, frozen or thawed.
+	LogSourceSystem = "system"
 )
 
 // Page sizes of GET /v1/sandboxes/{id}/log.
@@ -41,9 +45,9 @@ const CodeTakeoverNotPermitted = "takeover_not_permitted"
 // VerifyLogChain.
 type LogEntry struct {
 	ID              string          `json:"id"`
-	SessionID       string          `json:"session_id"` // the sandbox id
+	SessionID       string          `json:"session_id"` // the sandbox id (an image build's: the image id)
 	AccountID       string          `json:"account_id"` // not in the reference's output; needed to verify the hash
-	Source          string          `json:"source"`     // LogSourceAgent or LogSourceHumanTakeover
+	Source          string          `json:"source"`     // a LogSource* value
 	Operation       string          `json:"operation"`  // e.g. "exec", "file_create", "takeover_end"
 	Detail          json.RawMessage `json:"detail"`     // a JSON object
 	ExitCode        *int            `json:"exit_code"`
@@ -52,6 +56,10 @@ type LogEntry struct {
 	DurationMS      int64           `json:"duration_ms"`
 	RowHash         string          `json:"row_hash"`
 	PrevHash        string          `json:"prev_hash"`
+	// Seq numbers a sandbox's entries 1, 2, … in chain order, so a
+	// missing entry shows as a gap. Not part of the hash (the reference's
+	// chain has no such field); 0 from servers that do not send it.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // LogPage is the answer to GET /v1/sandboxes/{id}/log: entries oldest
@@ -61,6 +69,12 @@ type LogPage struct {
 	Limit   int        `json:"limit"`
 	Offset  int        `json:"offset"`
 	Total   int        `json:"total"`
+	// HeadSeq and HeadHash are where the chain ended at its last append,
+	// as the server recorded it with that append (0 and GenesisHash
+	// before any; empty from servers that do not keep it). A whole log
+	// must end there: see VerifyLog.
+	HeadSeq  int64  `json:"head_seq"`
+	HeadHash string `json:"head_hash,omitempty"`
 }
 
 // Hash returns the entry's row hash given the previous entry's:
@@ -117,8 +131,45 @@ func isoNaiveUTC(t time.Time) string {
 	return s
 }
 
-// ErrChainBroken is wrapped by the errors of VerifyLogChain.
+// ErrChainBroken is wrapped by the errors of VerifyLogChain and VerifyLog.
 var ErrChainBroken = errors.New("audit log hash chain is broken")
+
+// ErrLogGap is wrapped, with ErrChainBroken, by VerifyLog's errors about a
+// missing entry: a sequence number skipped, or a log that ends before the
+// head the server recorded.
+var ErrLogGap = errors.New("audit log has a gap")
+
+// VerifyLog checks a sandbox's whole log, entries oldest first: their
+// sequence numbers run 1, 2, … without a gap (when the server sends
+// them), the hash chain links up from GenesisHash (VerifyLogChain), and
+// the log reaches the head the server recorded with its last append
+// before the first page was read (LogPage.HeadSeq and HeadHash of that
+// page; entries appended since may follow it; an empty headHash skips
+// that check). So an edit, a removal in the middle and a removal of the
+// newest entries are all caught.
+func VerifyLog(entries []LogEntry, headSeq int64, headHash string) error {
+	for i, e := range entries {
+		if e.Seq != 0 && e.Seq != int64(i+1) {
+			return fmt.Errorf("%w: %w at entry %d (%s): sequence number %d, want %d (%d entries missing before it)",
+				ErrChainBroken, ErrLogGap, i, e.ID, e.Seq, i+1, e.Seq-int64(i+1))
+		}
+	}
+	if err := VerifyLogChain(GenesisHash, entries); err != nil {
+		return err
+	}
+	if headHash == "" || headSeq == 0 {
+		return nil
+	}
+	if n := int64(len(entries)); n < headSeq {
+		return fmt.Errorf("%w: %w: the log ends at entry %d but the server recorded %d (%d entries missing at the end)",
+			ErrChainBroken, ErrLogGap, n, headSeq, headSeq-n)
+	}
+	if got := entries[headSeq-1].RowHash; got != headHash {
+		return fmt.Errorf("%w at entry %d (%s): row_hash %.12s… is not the head the server recorded (%.12s…)",
+			ErrChainBroken, headSeq-1, entries[headSeq-1].ID, got, headHash)
+	}
+	return nil
+}
 
 // VerifyLogChain checks that entries, consecutive entries of one sandbox's
 // chain in order, link up starting from prev (GenesisHash when entries

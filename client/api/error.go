@@ -22,6 +22,40 @@ const (
 	CodeInternal           = "internal_error"
 	CodeServiceUnavailable = "service_unavailable"
 	CodeNotSupported       = "not_supported" // a field or feature this server does not implement yet
+
+	// Refusals of a request's shape, the same from the control plane and
+	// the sidecar (see docs/errors.md).
+	CodeMethodNotAllowed     = "method_not_allowed"     // 405: the path exists for other methods; see the Allow header
+	CodeRequestTimeout       = "request_timeout"        // 408: the request body did not arrive in time
+	CodePayloadTooLarge      = "payload_too_large"      // 413: the body is over the route's limit
+	CodeUnsupportedMediaType = "unsupported_media_type" // 415: a JSON route got another Content-Type
+	CodeHeadersTooLarge      = "headers_too_large"      // 431: the request's header block is over the limit
+	// CodeInsufficientStorage (507): the host, a sandbox disk or a volume
+	// is full (or below the server's free-space watermark), so a write or a
+	// create was refused rather than acknowledged and lost. Details, when
+	// the server knows them: {free_bytes, watermark_bytes}.
+	CodeInsufficientStorage = "insufficient_storage"
+	// CodeSandboxLost (410): the sandbox's sidecar died or its substrate
+	// went away while the server ran; the sandbox is recorded as lost and
+	// takes no more calls.
+	CodeSandboxLost = "sandbox_lost"
+	// CodeHostCapacity (503): the host is near one of its own limits
+	// (threads/PIDs, loop devices, memory), so a create was refused before
+	// the host could no longer fork; sandboxes already running keep
+	// answering. Details: {resource, used, limit}.
+	CodeHostCapacity = "host_capacity"
+	// CodeAuditUnavailable (503): the audit store cannot commit entries, so
+	// the server refuses audited work until it can (it fails closed).
+	CodeAuditUnavailable = "audit_unavailable"
+
+	// Why an image build failed (Image.FailureCode, never an HTTP answer):
+	// a step failed (CodeImageBuildFailed), or the build's jail refused
+	// what a package tried: a connection to a host that is not one of the
+	// server's package sources (CodeImageBuildEgressRefused), or a write
+	// outside the image's directories (CodeImageBuildWriteRefused).
+	CodeImageBuildFailed        = "image_build_failed"
+	CodeImageBuildEgressRefused = "image_build_egress_refused"
+	CodeImageBuildWriteRefused  = "image_build_write_refused"
 )
 
 // Error is the body of every non-2xx response, inside an ErrorEnvelope, and
@@ -52,6 +86,28 @@ func Errorf(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// FieldError is one entry of a validation error's details, shaped like
+// the reference's ({loc, msg, type}).
+type FieldError struct {
+	Loc  []string `json:"loc"`
+	Msg  string   `json:"msg"`
+	Type string   `json:"type"`
+}
+
+// Invalid returns a 422 validation_error about one field of the request
+// body, with the field in Details and hint (or, when empty, one naming the
+// field). Both the control plane and the sidecar
+// answer bad field values with it.
+func Invalid(field, msg, hint string) *Error {
+	if hint == "" {
+		hint = "correct " + field + " and send the request again; GET /openapi.json describes every field"
+	}
+	return &Error{
+		Status: http.StatusUnprocessableEntity, Code: CodeValidation, Message: msg, Hint: hint,
+		Details: []FieldError{{Loc: []string{"body", field}, Msg: msg, Type: "value_error"}},
+	}
+}
+
 // WithHint returns a copy of e carrying hint.
 func (e *Error) WithHint(hint string) *Error {
 	c := *e
@@ -69,7 +125,7 @@ func StatusOf(code string) int {
 		return http.StatusUnprocessableEntity
 	case CodeUnauthorized, CodeInvalidAPIKey, CodeSidecarAuth:
 		return http.StatusUnauthorized
-	case CodeForbidden:
+	case CodeForbidden, CodePermissionDenied:
 		return http.StatusForbidden
 	case CodeNotFound:
 		return http.StatusNotFound
@@ -79,8 +135,22 @@ func StatusOf(code string) int {
 		return http.StatusTooManyRequests
 	case CodeSandboxFailed:
 		return http.StatusBadGateway
-	case CodeSidecarNotReady, CodeServiceUnavailable:
+	case CodeSidecarNotReady, CodeServiceUnavailable, CodeHostCapacity, CodeAuditUnavailable:
 		return http.StatusServiceUnavailable
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case CodeRequestTimeout:
+		return http.StatusRequestTimeout
+	case CodePayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case CodeHeadersTooLarge:
+		return http.StatusRequestHeaderFieldsTooLarge
+	case CodeInsufficientStorage:
+		return http.StatusInsufficientStorage
+	case CodeSandboxLost:
+		return http.StatusGone
 	}
 	return http.StatusInternalServerError
 }

@@ -2,6 +2,12 @@ package api
 
 import "time"
 
+// CodePermissionDenied (403): a file route was asked to read, write,
+// replace or create something the sandbox user (uid 1001) may not. File
+// work runs with that user's rights, so a route reaches exactly what a
+// command in the sandbox could.
+const CodePermissionDenied = "permission_denied"
+
 // Limits of the file routes (reference §2.3).
 const (
 	MaxFileContent      = 10 << 20  // bytes of FileCreateRequest.Content, StrReplaceRequest strings and a file str-replace edits

@@ -39,6 +39,8 @@ type Image struct {
 	Source        string     `json:"source"`
 	Spec          *ImageSpec `json:"spec,omitempty"` // builds only
 	FailureReason string     `json:"failure_reason,omitempty"`
+	FailureCode   string     `json:"failure_code,omitempty"` // a failed build's CodeImageBuild*
+	FailureHint   string     `json:"failure_hint,omitempty"` // what to do about it
 	SizeBytes     int64      `json:"size_bytes,omitempty"`
 	CreatedAt     time.Time  `json:"created_at"`
 	CompletedAt   *time.Time `json:"completed_at,omitempty"`

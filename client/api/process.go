@@ -16,6 +16,9 @@ const (
 // MaxProcessRuntime is the largest max_runtime_seconds a process may ask for (4 h).
 const MaxProcessRuntime = 14400
 
+// DefaultProcessRuntime is max_runtime_seconds when a start leaves it out (1 h).
+const DefaultProcessRuntime = 3600
+
 // MaxProcessInput is the largest data one POST …/input accepts (10 MiB).
 const MaxProcessInput = 10 << 20
 
@@ -23,7 +26,7 @@ const MaxProcessInput = 10 << 20
 type ProcessStartRequest struct {
 	Command           string `json:"command"`
 	Description       string `json:"description,omitempty"`
-	MaxRuntimeSeconds int    `json:"max_runtime_seconds"` // required, 1..MaxProcessRuntime
+	MaxRuntimeSeconds int    `json:"max_runtime_seconds,omitempty"` // 1..MaxProcessRuntime; 0 (absent) means DefaultProcessRuntime
 }
 
 // ProcessStarted is the 201 answer to POST /process/start.

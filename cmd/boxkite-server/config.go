@@ -15,6 +15,7 @@ import (
 
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
+	"github.com/boxkite/boxkite/server/local"
 )
 
 // envPrefix names every flag's environment twin: --state-dir ↔ BOXKITE_SERVER_STATE_DIR.
@@ -60,6 +61,12 @@ type options struct {
 	reaperInterval  time.Duration
 	warmPool        int
 	version         bool
+
+	// The local driver's host id ranges (local.Config.IDRange*; 0 or ""
+	// means the driver's default).
+	idRangeDir   string
+	idRangeFirst int
+	idRangeCount int
 
 	// The kube driver (--driver kube).
 	kubeconfig   string
@@ -128,6 +135,9 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.rateOps, "rate-ops", 0, "exec and sandbox tool calls per account per minute (0: 120, or 10000 in local mode; -1: no limit)")
 	fs.IntVar(&o.rateAuth, "rate-auth", 0, "signups and logins per client IP, and logins per email, per minute (0: 10, or 100 in local mode; -1: no limit)")
 	fs.IntVar(&o.warmPool, "warm-pool", defaultWarmPool, "sandboxes of the default size kept started ahead of need, so creates are fast (0: none)")
+	fs.StringVar(&o.idRangeDir, "id-range-dir", "", "local driver as root: `directory` of the host id range leases, shared by every boxkite server of the host (default "+local.DefaultIDRangeDir+")")
+	fs.IntVar(&o.idRangeFirst, "id-range-first", 0, fmt.Sprintf("local driver as root: first host uid and gid of the sandboxes' id ranges, a multiple of 65536 (0: %d)", local.DefaultIDRangeFirst))
+	fs.IntVar(&o.idRangeCount, "id-range-count", 0, fmt.Sprintf("local driver as root: how many 65536-id ranges sandboxes and builds lease, at most one each (0: %d)", local.DefaultIDRangeCount))
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.VisitAll(func(f *flag.Flag) {
 		if f.Name != "version" {
@@ -222,6 +232,9 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	}
 	if o.warmPool < 0 {
 		return nil, usageErrorf("warm pool %d: must not be negative (0 means none)", o.warmPool)
+	}
+	if o.idRangeFirst < 0 || o.idRangeCount < 0 {
+		return nil, usageErrorf("id ranges: first %d and count %d must not be negative (0 means the default)", o.idRangeFirst, o.idRangeCount)
 	}
 	if o.maxConcurrent < 0 || o.maxConcurrentPerAccount < 0 || o.monthlySandboxHours < 0 {
 		return nil, usageErrorf("fair-use limits must not be negative (0 means no limit)")

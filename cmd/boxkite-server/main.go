@@ -241,14 +241,15 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 	}
 	driver, err := local.New(local.Config{
 		StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local"),
-		WarmPool: opts.warmPool,
+		WarmPool:   opts.warmPool,
+		IDRangeDir: opts.idRangeDir, IDRangeFirst: opts.idRangeFirst, IDRangeCount: opts.idRangeCount,
 	})
 	if err != nil {
 		return nil, err
 	}
 	// Not StateDir/images: the local driver keeps its disk templates there.
 	imgs, err := images.New(filepath.Join(opts.stateDir, "sandbox-images"), log.With("component", "images"),
-		images.WithRecords(store))
+		images.WithRecords(store), images.WithJailer(driver))
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -42,6 +43,9 @@ func runInit(args []string) (int, error) {
 	}
 	if err := jail.Lockdown(l.Spec); err != nil {
 		return 0, err
+	}
+	if l.Spec.Build != nil {
+		return runBuild(l.Spec.Build)
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -102,4 +106,35 @@ func explainLoader(err error) error {
 			"build it with CGO_ENABLED=0 to boot images without glibc", err, interp)
 	}
 	return err
+}
+
+// runBuild runs an image build's steps in order, each as init's one child
+// (so init still reaps whatever a package script leaves behind), and
+// returns the first failing step's status. Their output goes to init's
+// own stdout and stderr: the build log.
+func runBuild(b *jail.Build) (int, error) {
+	for _, kv := range b.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			// exec.LookPath reads this process's PATH.
+			if err := os.Setenv("PATH", v); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for _, argv := range b.Steps {
+		fmt.Printf("$ %s\n", strings.Join(argv, " "))
+		path, err := exec.LookPath(argv[0])
+		if err != nil {
+			return 0, fmt.Errorf("build step %s: %w", argv[0], err)
+		}
+		code, err := jail.Init(path, argv, b.Env, nil)
+		if err != nil {
+			return 0, fmt.Errorf("build step %s: %w", argv[0], err)
+		}
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "build step %s exited with status %d\n", argv[0], code)
+			return code, nil
+		}
+	}
+	return 0, nil
 }

@@ -6,6 +6,7 @@
 //
 //	boxkite-sidecar init [--claimable]            # PID 1 of a jail; launch document on fd 3
 //	boxkite-sidecar serve --listen unix:PATH      # token on --token-fd or $BOXKITE_SIDECAR_TOKEN_FILE
+//	boxkite-sidecar sftp-server DIR                # SFTP on stdin/stdout, started by the sidecar as the sandbox user
 //	boxkite-sidecar version
 package main
 
@@ -13,6 +14,8 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+
+	"github.com/boxkite/boxkite/sidecar"
 )
 
 // version is set at release time with -ldflags "-X main.version=v1.2.3".
@@ -38,6 +41,12 @@ func run(args []string) int {
 		}
 	case "serve":
 		err = runServe(args[1:])
+	case "sftp-server":
+		if len(args) != 2 {
+			fmt.Fprintln(os.Stderr, "usage: boxkite-sidecar sftp-server DIR")
+			return 2
+		}
+		err = sidecar.ServeSFTPStdio(args[1])
 	case "version":
 		fmt.Println(buildVersion())
 		return 0

@@ -5,7 +5,16 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
+
+// selfCommand runs this binary again with args (the sftp subsystem's
+// `sftp-server`): through the host's loader when the jail placed one, as
+// it started serve.
+func selfCommand(args ...string) (string, []string) {
+	return jail.ServeCommand(append([]string{"boxkite-sidecar"}, args...))
+}
 
 // noDump makes the process non-dumpable. Exec resets the flag, so the serve
 // process sets it itself even though init already did.

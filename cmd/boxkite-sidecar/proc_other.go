@@ -2,6 +2,17 @@
 
 package main
 
+import "os"
+
+// selfCommand runs this binary again with args.
+func selfCommand(args ...string) (string, []string) {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return exe, append([]string{"boxkite-sidecar"}, args...)
+}
+
 func noDump() error { return nil }
 
 func nameProcess() {}

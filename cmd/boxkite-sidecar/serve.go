@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/sidecar"
 )
 
@@ -83,6 +83,8 @@ func runServe(args []string) error {
 		if ln, err = tlsListener(ln, f.tlsCert, f.tlsKey); err != nil {
 			return err
 		}
+	} else {
+		ln = apihttp.Listener(ln)
 	}
 	env, err := startEgress(log, f.workspace, f.egress)
 	if err != nil {
@@ -90,15 +92,16 @@ func runServe(args []string) error {
 	}
 	h := sidecar.New(sidecar.Options{
 		Token: token, Version: buildVersion(), Log: log, Workspace: f.workspace, RunAs: runAs, Env: env,
-		Tools:     sidecar.ToolLimits{MaxExecCount: f.budget[0], MaxExecSeconds: f.budget[1]},
-		Claimable: f.claimable,
+		Tools:       sidecar.ToolLimits{MaxExecCount: f.budget[0], MaxExecSeconds: f.budget[1]},
+		Claimable:   f.claimable,
+		SelfCommand: selfCommand,
 	})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := apihttp.NewServer(h, log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(ln) }() // ln is an apihttp listener: net/http's own refusals are JSON too
 	log.Info("serving", "listen", f.listen, "version", buildVersion())
 	select {
 	case err := <-errc:
@@ -164,7 +167,7 @@ func tlsListener(ln net.Listener, certFile, keyFile string) (net.Listener, error
 		ln.Close()
 		return nil, fmt.Errorf("load TLS pair: %w", err)
 	}
-	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}), nil
+	return apihttp.TLSListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}), nil
 }
 
 // listen opens addr. A unix socket is created 0600 (via the umask, so there

@@ -90,7 +90,7 @@ func companionBinaries(t *testing.T) string {
 		return dir
 	}
 	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/boxkite-server", "./cmd/boxkite-sidecar", "./cmd/bastion")
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/boxkite-server", "./cmd/boxkite-sidecar", "./cmd/boxkite-bastion")
 	cmd.Dir = filepath.Join("..", "..")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build the server, sidecar and bastion: %v\n%s", err, out)
@@ -228,9 +228,15 @@ func cmdGonetree(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// stopLeftoverServer stops the server of a script that did not run
-// `boxkite down`, so its jails do not outlive the test.
+// stopLeftoverServer stops the server and the bastion of a script that did
+// not run `boxkite down`, so its jails do not outlive the test.
 func stopLeftoverServer(pidFile string) {
+	stopLeftover(filepath.Join(filepath.Dir(pidFile), "bastion.pid"), "boxkite-bastion")
+	stopLeftover(pidFile, "boxkite-server")
+}
+
+// stopLeftover stops the process in pidFile if it still runs comm.
+func stopLeftover(pidFile, comm string) {
 	b, err := os.ReadFile(pidFile)
 	if err != nil {
 		return
@@ -240,7 +246,7 @@ func stopLeftoverServer(pidFile string) {
 		return
 	}
 	p, ok := readProc(pid)
-	if !ok || p.comm != "boxkite-server" {
+	if !ok || p.comm != comm {
 		return
 	}
 	syscall.Kill(pid, syscall.SIGTERM)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -34,54 +33,7 @@ func TestRealSandbox(t *testing.T) {
 	t.Run("cp 50 MiB", func(t *testing.T) { testCopyBigFile(t, s) })
 	t.Run("cp 10000 files", func(t *testing.T) { testCopyTree(t, s) })
 	t.Run("attach", func(t *testing.T) { testAttach(t, s) })
-	t.Run("ssh through the bastion", func(t *testing.T) { testSSH(t, s) })
-}
-
-// testSSH runs `boxkite ssh -- CMD` through a real boxkite-bastion: with no
-// key registered, the CLI mints a token and hands it to OpenSSH's ssh.
-func testSSH(t *testing.T, s *localServer) {
-	if _, err := exec.LookPath("ssh"); err != nil {
-		t.Fatalf("the OpenSSH client is needed (apt-get install openssh-client): %v", err)
-	}
-	port, err := freePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bastion := exec.Command(filepath.Join(s.bin, "bastion"), "--listen", "127.0.0.1:"+strconv.Itoa(port),
-		"--server", s.baseURL, "--host-key", filepath.Join(t.TempDir(), "host_key"))
-	bastion.Env = s.env
-	var logs bytes.Buffer
-	bastion.Stderr = &logs
-	if err := bastion.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		bastion.Process.Signal(syscall.SIGTERM)
-		bastion.Wait()
-		if t.Failed() {
-			t.Logf("bastion log:\n%s", logs.String())
-		}
-	})
-	home := t.TempDir()
-	args := []string{
-		"ssh", "--bastion", "127.0.0.1:" + strconv.Itoa(port),
-		"--ssh-arg=-F", "--ssh-arg=/dev/null", "--ssh-arg=-oUserKnownHostsFile=" + filepath.Join(home, "known_hosts"),
-		"--ssh-arg=-oGlobalKnownHostsFile=/dev/null", "--ssh-arg=-oStrictHostKeyChecking=accept-new",
-		"--ssh-arg=-oConnectTimeout=20", "--ssh-arg=-oLogLevel=ERROR", "--", "echo via-cli; exit 7",
-	}
-	// The bastion may still be starting: ssh fails with 255 until it listens.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		stdout, stderr, err := s.run(t, args...)
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && ee.ExitCode() == 7 && stdout == "via-cli\n" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("boxkite ssh = %v, %q, %q; want exit 7 and via-cli", err, stdout, stderr)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	t.Run("ssh through the bastion", func(t *testing.T) { testSSH(t, s) }) // ssh_test.go
 }
 
 // localServer is a `boxkite up` of its own, with one sandbox selected.
@@ -110,8 +62,6 @@ func startLocal(t *testing.T) *localServer {
 	}
 	s := &localServer{cli: cli, bin: bin, baseURL: "http://127.0.0.1:" + strconv.Itoa(port), env: append(os.Environ(),
 		"BOXKITE_HOME="+home,
-		// boxkite up passes it on to the server; testSSH's bastion uses it too.
-		"BOXKITE_BASTION_KEY=bastion-key-for-tests-0123456789abcdef",
 		"BOXKITE_URL=", "BOXKITE_API_KEY=", "NO_COLOR=1", "GORACE=atexit_sleep_ms=0",
 		"PATH="+filepath.Dir(cli)+string(filepath.ListSeparator)+bin+string(filepath.ListSeparator)+os.Getenv("PATH"),
 	)}

@@ -16,7 +16,7 @@ COPY . .
 ARG VERSION=dev
 RUN --mount=type=cache,target=/root/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" \
-      -o /out/boxkite-bastion ./cmd/bastion
+      -o /out/boxkite-bastion ./cmd/boxkite-bastion
 
 FROM ${RUNTIME_IMAGE}
 COPY --from=build /out/boxkite-bastion /usr/local/bin/boxkite-bastion

@@ -45,7 +45,8 @@ func pathRoutes(t testing.TB) []pathRoute {
 
 // plantLinks is what an agent could do to reach out of the roots: symlinks
 // inside the workspace to the jail's root, the sidecar's socket directory,
-// a parent chain, a file and nowhere; plus one that stays inside (to /tmp).
+// a parent chain, a file and nowhere (outside the roots and inside); plus
+// one that stays inside (to /tmp).
 const plantLinks = `set -e
 mkdir -p /workspace/sub && echo 'root in sub' > /workspace/sub/in.txt
 ln -s / /workspace/root
@@ -53,6 +54,7 @@ ln -s /run/boxkite /workspace/r
 ln -s ../.. /workspace/up
 ln -s /etc/passwd /workspace/pw
 ln -s /nonexistent/file /workspace/dangle
+ln -s sub/nonexistent/file /workspace/dangle-in
 ln -s /proc/self/root /workspace/procroot
 ln -s /tmp /workspace/t
 echo 'root in tmp' > /tmp/in-tmp.txt`
@@ -96,7 +98,8 @@ func TestContainment(t *testing.T) {
 		{"pw", ""},
 		{"procroot", ""},
 		{"procroot/etc/passwd", ""},
-		{"dangle", "dangling symlink"},
+		{"dangle", ""}, // a link out of the roots is refused without looking where it leads
+		{"dangle-in", "dangling symlink"},
 		{"sub/../up/etc", ""},
 		{"\\etc\\passwd", ""}, // backslashes are slashes
 	}

@@ -105,6 +105,7 @@ type host struct {
 	Cgroup struct {
 		Dirs []string `json:"dirs"`
 	} `json:"cgroup"`
+	HostIDBase int `json:"host_id_base"` // the sandbox's own host id range
 }
 
 func (x *suite) host(id string) host {

@@ -3,6 +3,7 @@ package egress
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -202,5 +203,40 @@ func TestProxyRefusesLoopbackWithoutPermit(t *testing.T) {
 	c.Close()
 	if d := <-ds; resp.StatusCode != http.StatusForbidden || d.Allowed || d.Reason != "resolves to a loopback address" {
 		t.Errorf("got %d, decision %+v", resp.StatusCode, d)
+	}
+}
+
+// TestProxyAdmit: while Admit refuses (the control plane's audit log is
+// down), no request is looked at, dialled or reported.
+func TestProxyAdmit(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := &Proxy{
+		Resolver: mapResolver{"test.example": "127.0.0.1"}, Permit: func(netip.Addr) bool { return true },
+		Admit: func() error { return errors.New("the audit log cannot be written") },
+	}
+	reported := make(chan Decision, 1)
+	go p.Serve(l, Allowlist{{Host: "test.example", Port: 80}}, func(x Decision) { reported <- x })
+	c, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, "GET http://test.example/ HTTP/1.1\r\nHost: test.example\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "audit log") {
+		t.Errorf("got %d %q, want 503 naming the audit log", resp.StatusCode, body)
+	}
+	select {
+	case d := <-reported:
+		t.Errorf("a refused request was reported: %+v", d)
+	default:
 	}
 }

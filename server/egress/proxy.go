@@ -42,6 +42,11 @@ type Proxy struct {
 	// DialTimeout bounds resolving and connecting; 0 means 10 s.
 	DialTimeout time.Duration
 	Log         *slog.Logger
+	// Admit, when set, is asked before each request is looked at; an
+	// error refuses it (503) with its text. The control plane refuses
+	// egress while its audit log, where decisions are recorded, cannot be
+	// written.
+	Admit func() error
 }
 
 const maxHeader = 64 << 10
@@ -75,6 +80,12 @@ func (p *Proxy) handle(c net.Conn, allow Allowlist, report func(Decision)) {
 	}
 	lr.N = 1 << 62
 	_ = c.SetReadDeadline(time.Time{})
+	if p.Admit != nil {
+		if err := p.Admit(); err != nil {
+			writeStatus(c, http.StatusServiceUnavailable, "egress refused: "+err.Error())
+			return
+		}
+	}
 	connect := req.Method == http.MethodConnect
 	host, port, ok := target(req)
 	if !ok {

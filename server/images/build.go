@@ -12,11 +12,11 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +25,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 // BaseDefault is the only base: the host's own system directories.
@@ -100,10 +101,13 @@ func specHash(spec api.ImageSpec) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Build queues a declarative build of spec for account. An identical spec
-// the account already built or is building returns that image instead
+// Build queues a declarative build of spec for account. audit records
+// each event of the build in the account's audit log: every egress
+// decision ("egress_allow", "egress_deny") and the outcome
+// ("image_build_completed", "image_build_failed"). An identical spec the
+// account already built or is building returns that image instead
 // (created false).
-func (m *Manager) Build(ctx context.Context, account, label string, spec api.ImageSpec) (img api.Image, created bool, err error) {
+func (m *Manager) Build(ctx context.Context, account, label string, spec api.ImageSpec, audit func(imageID, operation string, detail map[string]any)) (img api.Image, created bool, err error) {
 	spec, err = Validate(spec)
 	if err != nil {
 		return api.Image{}, false, err
@@ -130,27 +134,90 @@ func (m *Manager) Build(ctx context.Context, account, label string, spec api.Ima
 	if err := m.insert(r); err != nil {
 		return api.Image{}, false, err
 	}
+	if audit == nil {
+		audit = func(string, string, map[string]any) {}
+	}
 	m.wg.Go(func() {
-		m.finish(context.WithoutCancel(ctx), r, func() error { return m.build(r.ID, spec) })
+		m.finish(context.WithoutCancel(ctx), r, func() error {
+			err := m.build(r.ID, spec, audit)
+			if f, ok := errors.AsType[*buildFailure](err); ok {
+				audit(r.ID, "image_build_failed", map[string]any{"image": r.ID, "code": f.code, "reason": f.msg})
+			} else if err == nil {
+				audit(r.ID, "image_build_completed", map[string]any{"image": r.ID})
+			}
+			return err
+		})
 	})
 	return r.Image, true, nil
+}
+
+// A buildFailure says why a build failed, in an api.CodeImageBuild* code,
+// and what to do about it; finish records both with the image.
+type buildFailure struct {
+	code, msg, hint string
+	err             error // the step's or the jail's own error
+}
+
+func (f *buildFailure) Error() string { return f.msg }
+func (f *buildFailure) Unwrap() error { return f.err }
+
+// failure explains a failed build: a refused connection is the likeliest
+// cause (a package that downloads from elsewhere fails when it cannot),
+// then a refused write, else the failing step.
+func failure(id string, err error, refused []string, roLine string) *buildFailure {
+	switch {
+	case len(refused) > 0:
+		return &buildFailure{
+			code: api.CodeImageBuildEgressRefused, err: err,
+			msg: fmt.Sprintf("the build tried to reach %s, not a package source of this server", strings.Join(refused, ", ")),
+			hint: "a build reaches only the package sources configured on this machine (apt's sources, pip's index, npm's registry); " +
+				"a package that downloads from elsewhere while it installs cannot be built here",
+		}
+	case roLine != "":
+		return &buildFailure{
+			code: api.CodeImageBuildWriteRefused, err: err,
+			msg: "a package tried to write outside the image's directories: " + roLine,
+			hint: "install scripts may write under /usr, /etc, /bin, /sbin, /lib* and the scratch directories /tmp, /var/tmp, /var/log and /run; " +
+				"a package that installs elsewhere (/opt, /home, /root) cannot be built here",
+		}
+	default:
+		return &buildFailure{
+			code: api.CodeImageBuildFailed, err: err,
+			msg:  "the build failed: " + err.Error(),
+			hint: "see what failed in the build log: `boxkite images logs " + id + "`",
+		}
+	}
 }
 
 // buildProxyAddr is where a build's package managers find the egress
 // proxy, inside the build's own network namespace.
 const buildProxyAddr = "127.0.0.1:3128"
 
+// Jailer runs an image build in a jail like a sandbox's:
+// server/local.Driver.RunBuild, whose doc says what prepare and out are.
+type Jailer interface {
+	RunBuild(ctx context.Context, id string, prepare func(hostIDBase int) (jail.Spec, error), out io.Writer) error
+}
+
+// WithJailer runs builds in j's jails. Without one, builds fail.
+func WithJailer(j Jailer) Option { return func(m *Manager) { m.jailer = j } }
+
+// errNoJailer fails a build on a Manager without a Jailer.
+var errNoJailer = errors.New("image builds need the local driver running as root")
+
 // build installs spec's packages into the image's upper dirs, logging to
 // build.log, then mounts the image's root.
 //
-// The build runs as root in a chroot made of overlays of the host's system
-// directories (dpkg must own files in /usr as root, which a user namespace
-// cannot over host-owned lower layers), in new mount, network, PID, IPC and
-// UTS namespaces. Its network namespace has only loopback, where
-// server/egress's proxy listens: the build reaches the package hosts the
-// machine is configured to use (Sources.grants) and nothing else, and
-// every connection it makes or is refused is written to the build log.
-func (m *Manager) build(id string, spec api.ImageSpec) error {
+// The build runs in a jail (jail.Build, through the Jailer) with the same
+// user namespace mapping, seccomp filter and cgroup limits as a sandbox,
+// its root made of overlays of the host's system directories with the
+// image's upper dirs (assembleRoot). Package install scripts run, as the
+// jail's root. The jail shares a network namespace this build makes with
+// only loopback, where server/egress's proxy listens: the build reaches
+// the package hosts the machine is configured to use (Sources.grants) and
+// nothing else, and every connection it makes or is refused is written
+// to the build log.
+func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, operation string, detail map[string]any)) error {
 	logf, err := os.OpenFile(m.path(id, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open build log: %w", err)
@@ -162,6 +229,10 @@ func (m *Manager) build(id string, spec api.ImageSpec) error {
 		defer logMu.Unlock()
 		fmt.Fprintf(logf, format, args...)
 	}
+	if m.jailer == nil {
+		logLine("build failed: %v\n", errNoJailer)
+		return failure(id, errNoJailer, nil, "")
+	}
 
 	allow := m.sources.grants(len(spec.AptPackages) > 0, len(spec.PythonPackages) > 0, len(spec.NPMPackages) > 0)
 	names := make([]string, len(allow))
@@ -169,13 +240,27 @@ func (m *Manager) build(id string, spec api.ImageSpec) error {
 		names[i] = g.String()
 	}
 	logLine("egress granted: %s\n", strings.Join(names, ", "))
+	var refused []string // host:port, each once; under logMu
 	report := func(d egress.Decision) {
+		op, detail := "egress_deny", map[string]any{"image": id, "host": d.Host, "port": d.Port, "reason": d.Reason}
 		if d.Allowed {
+			op = "egress_allow"
 			logLine("egress allowed: %s:%d (%s)\n", d.Host, d.Port, d.Addr)
 		} else {
 			logLine("egress refused: %s:%d: %s\n", d.Host, d.Port, d.Reason)
+			hp := net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
+			logMu.Lock()
+			if !slices.Contains(refused, hp) {
+				refused = append(refused, hp)
+			}
+			logMu.Unlock()
 		}
+		if d.Addr.IsValid() {
+			detail["address"] = d.Addr.String()
+		}
+		audit(id, op, detail)
 	}
+	out := &readOnlyWatch{w: &lockedWriter{mu: &logMu, w: logf}}
 
 	errc := make(chan error, 1)
 	go func() {
@@ -192,7 +277,11 @@ func (m *Manager) build(id string, spec api.ImageSpec) error {
 		}
 		var wg sync.WaitGroup
 		wg.Go(func() { m.proxy.Serve(ln, allow, report) })
-		err = m.buildInNamespace(id, spec, "http://"+buildProxyAddr, &lockedWriter{mu: &logMu, w: logf})
+		proxyURL := "http://" + buildProxyAddr
+		err = m.jailer.RunBuild(context.Background(), "build-"+id, func(hostID int) (jail.Spec, error) {
+			root, err := m.assembleRoot(id, hostID)
+			return jail.Spec{Image: root, Build: &jail.Build{Steps: m.steps(spec, proxyURL), Env: buildEnv(proxyURL)}}, err
+		}, out)
 		_ = ln.Close()
 		wg.Wait()
 		errc <- err
@@ -203,7 +292,10 @@ func (m *Manager) build(id string, spec api.ImageSpec) error {
 	}
 	if err != nil {
 		logLine("build failed: %v\n", err)
-		return err
+		logMu.Lock()
+		f := failure(id, err, refused, out.found)
+		logMu.Unlock()
+		return f
 	}
 	if err := m.mountBuilt(id); err != nil {
 		logLine("mount image: %v\n", err)
@@ -211,6 +303,49 @@ func (m *Manager) build(id string, spec api.ImageSpec) error {
 	}
 	logLine("build completed\n")
 	return nil
+}
+
+// buildEnv is every build step's environment.
+func buildEnv(proxyURL string) []string {
+	return []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive", "HOME=/tmp",
+		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL, "HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL,
+		"npm_config_proxy=" + proxyURL, "npm_config_https_proxy=" + proxyURL,
+		"PIP_DISABLE_PIP_VERSION_CHECK=1",
+	}
+}
+
+// readOnlyWatch passes a build's output on and keeps the first line
+// saying a write met a read-only filesystem: an install script writing
+// outside the image's directories, whose failure the build reports as
+// such.
+type readOnlyWatch struct {
+	w     io.Writer
+	line  []byte // the current line so far, at most maxWatchedLine bytes
+	found string // the first such line
+}
+
+const maxWatchedLine = 512
+
+func (r *readOnlyWatch) Write(p []byte) (int, error) {
+	for _, c := range p {
+		if c != '\n' {
+			if len(r.line) < maxWatchedLine {
+				r.line = append(r.line, c)
+			}
+			continue
+		}
+		r.check()
+	}
+	return r.w.Write(p)
+}
+
+func (r *readOnlyWatch) check() {
+	line := strings.TrimSpace(string(r.line))
+	r.line = r.line[:0]
+	if r.found == "" && (strings.Contains(line, "EROFS") || strings.Contains(strings.ToLower(line), "read-only file system")) {
+		r.found = line
+	}
 }
 
 // lockedWriter serialises the commands' output with the proxy's lines.
@@ -259,55 +394,6 @@ func buildNamespaces() (net.Listener, error) {
 	return ln, nil
 }
 
-func (m *Manager) buildInNamespace(id string, spec api.ImageSpec, proxyURL string, logw io.Writer) error {
-	root := m.path(id, "build/root")
-	for _, name := range append(slices.Clone(systemDirs), stateDirs...) {
-		if err := m.overlay(id, name, root); err != nil {
-			return err
-		}
-	}
-	for _, d := range []string{"dev", "proc", "tmp", "run", "var/log", "var/tmp"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			return fmt.Errorf("create /%s: %w", d, err)
-		}
-	}
-	mounts := []struct{ src, dst, fstype string }{
-		{"/dev", "dev", ""}, {"proc", "proc", "proc"}, {"tmpfs", "tmp", "tmpfs"}, {"tmpfs", "run", "tmpfs"},
-	}
-	for _, mt := range mounts {
-		flags := uintptr(unix.MS_NOSUID)
-		if mt.fstype == "" {
-			flags |= unix.MS_BIND | unix.MS_REC
-		}
-		if err := unix.Mount(mt.src, filepath.Join(root, mt.dst), mt.fstype, flags, ""); err != nil {
-			return fmt.Errorf("mount /%s: %w", mt.dst, err)
-		}
-	}
-	if err := dropBuildCaps(); err != nil {
-		return err
-	}
-	env := []string{
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND=noninteractive", "HOME=/tmp",
-		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL, "HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL,
-		"npm_config_proxy=" + proxyURL, "npm_config_https_proxy=" + proxyURL,
-		"PIP_DISABLE_PIP_VERSION_CHECK=1",
-	}
-	for _, argv := range m.steps(spec, proxyURL) {
-		fmt.Fprintf(logw, "$ %s\n", strings.Join(argv, " "))
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Path = "/usr/bin/" + argv[0] // resolved inside the chroot
-		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = env, "/", logw, logw
-		cmd.SysProcAttr = &unix.SysProcAttr{
-			Chroot: root, Setsid: true, Pdeathsig: unix.SIGKILL,
-			Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
-		}
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%s: %w", argv[0], err)
-		}
-	}
-	return nil
-}
-
 // steps are the commands that install spec's packages.
 func (m *Manager) steps(spec api.ImageSpec, proxyURL string) [][]string {
 	var steps [][]string
@@ -322,8 +408,8 @@ func (m *Manager) steps(spec api.ImageSpec, proxyURL string) [][]string {
 		argv := []string{
 			"python3", "-m", "pip", "install", "--no-cache-dir", "--no-input", "--root-user-action=ignore",
 			"--break-system-packages", "--index-url", idx, "--proxy", proxyURL,
-			// Wheels only: building an sdist would run the package's
-			// code as root here.
+			// Wheels only: an sdist would need a compiler and its build
+			// backend's own downloads.
 			"--only-binary=:all:",
 		}
 		// pip ignores a plain-http index unless told to trust it; the
@@ -335,9 +421,10 @@ func (m *Manager) steps(spec api.ImageSpec, proxyURL string) [][]string {
 	}
 	if len(spec.NPMPackages) > 0 {
 		argv := []string{
-			// No install scripts: they would run the package's code as
-			// root here.
-			"npm", "install", "--global", "--prefix", "/usr/local", "--ignore-scripts",
+			// Install scripts run: the build is jailed like a sandbox,
+			// and some packages (agent CLIs) place their binary from
+			// one.
+			"npm", "install", "--global", "--prefix", "/usr/local",
 			"--no-audit", "--no-fund", "--no-update-notifier",
 			"--registry", m.sources.npmRegistry(),
 		}
@@ -356,38 +443,6 @@ func aptSteps(opts, pkgs []string) [][]string {
 		append(append(append([]string{"apt-get"}, opts...), "install", "-y", "--no-install-recommends"), pkgs...),
 		{"apt-get", "clean"},
 	}
-}
-
-// overlay mounts the host's /name, with the image's upper dir for it, at
-// root/name; a host symlink is copied, a missing dir skipped.
-func (m *Manager) overlay(id, name, root string) error {
-	fi, err := os.Lstat("/" + name)
-	if err != nil {
-		return nil
-	}
-	dst := filepath.Join(root, name)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", name, err)
-	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		dest, err := os.Readlink("/" + name)
-		if err != nil {
-			return fmt.Errorf("read link /%s: %w", name, err)
-		}
-		return os.Symlink(dest, dst)
-	}
-	key := strings.ReplaceAll(name, "/", "-")
-	upper, work := m.path(id, "upper/"+key), m.path(id, "build/work/"+key)
-	for _, d := range []string{upper, work, dst} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
-		}
-	}
-	opts := "lowerdir=/" + name + ",upperdir=" + upper + ",workdir=" + work
-	if err := unix.Mount("overlay", dst, "overlay", 0, opts); err != nil {
-		return fmt.Errorf("mount overlay of /%s: %w", name, err)
-	}
-	return nil
 }
 
 // mountBuilt makes a built image's rootfs: for each system dir a read-only

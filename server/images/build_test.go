@@ -2,12 +2,9 @@ package images
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -69,8 +66,15 @@ func TestGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string]string{
-		"sources.list.d/debian.sources": "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n\nTypes: deb\nURIs: http://deb.debian.org/debian-security https://mirror.example:8443/x\n",
-		"sources.list":                  "# deb http://commented.example/ x\ndeb [arch=amd64] http://apt.example.org/repo stable main\n",
+		"sources.list.d/debian.sources": "Types: deb\n# URIs: http://commented.example/\nURIs: http://deb.debian.org/debian\nSuites: bookworm\n\n" +
+			"Types: deb\nuris: http://deb.debian.org/debian-security\n https://mirror.example:8443/x\n\n" +
+			"Types: deb\nURIs: https://off.example/\nEnabled: no\n",
+		"sources.list":              "# deb http://commented.example/ x\ndeb [arch=amd64 signed-by=/k.gpg] http://apt.example.org/repo stable main\n",
+		"sources.list.d/extra.list": "deb http://extra.example/debian bookworm main # a comment\n",
+		// apt reads neither of these.
+		"sources.list.d/gcloud.list.disabled-by-farm": "deb https://packages.cloud.google.com/apt cloud-sdk main\n",
+		"sources.list.d/nodesource.sources.dpkg-old":  "Types: deb\nURIs: https://deb.nodesource.com/node_20.x\n",
+		"sources.list.d/enabled-yes.sources":          "Types: deb\nURIs: http://yes.example/\nEnabled: yes\n",
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
@@ -90,7 +94,7 @@ func TestGrants(t *testing.T) {
 		apt, pip, npm bool
 		want          []string
 	}{
-		{"apt", true, false, false, []string{"deb.debian.org:80", "mirror.example:8443", "apt.example.org:80"}},
+		{"apt", true, false, false, []string{"apt.example.org:80", "deb.debian.org:80", "mirror.example:8443", "yes.example:80", "extra.example:80"}},
 		{"pip from PyPI", false, true, false, []string{"pypi.org:443", "files.pythonhosted.org:443"}},
 		{"npm", false, false, true, []string{"npm.internal:4873"}},
 		{"nothing", false, false, false, nil},
@@ -114,40 +118,6 @@ func TestMirrorAddr(t *testing.T) {
 		if got := MirrorAddr(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("MirrorAddr(%s) = %v, want %v", addr, got, want)
 		}
-	}
-}
-
-// TestDropBuildCaps: a process started from the build thread has only
-// buildCaps in its bounding set.
-func TestDropBuildCaps(t *testing.T) {
-	var want uint64
-	for _, c := range buildCaps {
-		want |= 1 << c
-	}
-	type result struct {
-		out string
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread goes with its capabilities
-		if err := dropBuildCaps(); err != nil {
-			done <- result{err: err}
-			return
-		}
-		out, err := exec.Command("grep", "^CapBnd:", "/proc/self/status").Output()
-		done <- result{string(out), err}
-	}()
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if got, wantLine := strings.TrimSpace(r.out), fmt.Sprintf("CapBnd:\t%016x", want); got != wantLine {
-		t.Errorf("child's bounding set %q, want %q", got, wantLine)
-	}
-	// Any other thread keeps them.
-	if out, err := exec.Command("grep", "^CapBnd:", "/proc/self/status").Output(); err != nil || strings.Contains(string(out), fmt.Sprintf("%016x", want)) {
-		t.Errorf("another thread's child: %q, %v; the process lost its capabilities too", out, err)
 	}
 }
 
@@ -175,6 +145,33 @@ func FuzzValidate(f *testing.F) {
 	})
 }
 
+// FuzzAptSources: whatever a sources file holds, every URI read from it
+// is one of its own fields, and a disabled deb822 file yields none.
+func FuzzAptSources(f *testing.F) {
+	for _, s := range []string{
+		"deb http://deb.debian.org/debian bookworm main\n", "deb [ arch=amd64 ] http://x/ y\n", "deb [broken\n",
+		"Types: deb\nURIs: http://a/ http://b/\n\nURIs: http://c/\nEnabled: no\n", "URIs:\n http://d/\n", " \n:\n",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		for _, uris := range [][]string{oneLineSources(text), deb822Sources(text)} {
+			for _, u := range uris {
+				if u == "" || strings.ContainsAny(u, " \t\n") || !strings.Contains(text, u) {
+					t.Errorf("URI %q from %q", u, text)
+				}
+			}
+		}
+		oneStanza := !strings.HasPrefix(text, " ") && !strings.HasPrefix(text, "\t") // no continuation of Enabled
+		for line := range strings.Lines(text) {
+			oneStanza = oneStanza && strings.TrimSpace(line) != ""
+		}
+		if got := deb822Sources("Enabled: no\n" + text); oneStanza && !strings.Contains(strings.ToLower(text), "enabled") && len(got) > 0 {
+			t.Errorf("a disabled single stanza gave %q", got)
+		}
+	})
+}
+
 // FuzzGrantOf: a source URL becomes a grant for its own host and port, or
 // none.
 func FuzzGrantOf(f *testing.F) {
@@ -190,4 +187,45 @@ func FuzzGrantOf(f *testing.F) {
 			t.Errorf("grantOf(%q) = %+v", raw, g)
 		}
 	})
+}
+
+// TestFailure: a failed build is explained by the refused connection if
+// there was one, else by the refused write, else by the step's error.
+func TestFailure(t *testing.T) {
+	step := errors.New("run build: exit status 1")
+	for _, tc := range []struct {
+		name    string
+		refused []string
+		roLine  string
+		code    string
+		inMsg   string
+	}{
+		{"step", nil, "", api.CodeImageBuildFailed, "exit status 1"},
+		{"write", nil, "Error: EROFS: read-only file system, open '/x'", api.CodeImageBuildWriteRefused, "open '/x'"},
+		{"egress", []string{"evil.test:443", "other.test:80"}, "", api.CodeImageBuildEgressRefused, "evil.test:443, other.test:80"},
+		{"egress first", []string{"evil.test:443"}, "EROFS", api.CodeImageBuildEgressRefused, "evil.test:443"},
+	} {
+		f := failure("img_x", step, tc.refused, tc.roLine)
+		if f.code != tc.code || !strings.Contains(f.Error(), tc.inMsg) || f.hint == "" || !errors.Is(f, step) {
+			t.Errorf("%s: %+v", tc.name, f)
+		}
+	}
+}
+
+// TestReadOnlyWatch: the first line telling of a read-only filesystem is
+// kept, however the output is cut into writes, and everything is passed on.
+func TestReadOnlyWatch(t *testing.T) {
+	out := "added 1 package\nnpm error Error: EROFS: read-only file system, open '/x'\nmkdir: cannot create directory '/opt/y': Read-only file system\n"
+	for _, chunk := range []int{1, 7, len(out)} {
+		var sink strings.Builder
+		w := &readOnlyWatch{w: &sink}
+		for i := 0; i < len(out); i += chunk {
+			if _, err := w.Write([]byte(out[i:min(i+chunk, len(out))])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := "npm error Error: EROFS: read-only file system, open '/x'"; w.found != want || sink.String() != out {
+			t.Errorf("chunks of %d: found %q, passed %q", chunk, w.found, sink.String())
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -152,32 +153,107 @@ func grantOf(raw string) (egress.Grant, bool) {
 	return g, err == nil
 }
 
-// aptSources reads the URIs this machine's apt is configured to use
-// (deb822 .sources files and the one-line sources.list format).
+// aptSourcePart is a file name apt reads in sources.list.d: anything
+// else there (a .disabled, .save or .dpkg-old file) apt ignores.
+var aptSourcePart = regexp.MustCompile(`^[A-Za-z0-9_.-]+\.(list|sources)$`)
+
+// aptSources reads the URIs this machine's apt will use: sources.list and
+// the .list (one-line) and .sources (deb822) files of sources.list.d, as
+// apt picks them, leaving out deb822 entries marked "Enabled: no".
 func aptSources(aptDir string) []string {
 	var uris []string
-	files, _ := filepath.Glob(filepath.Join(aptDir, "sources.list.d", "*"))
-	files = append(files, filepath.Join(aptDir, "sources.list"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+	list, err := os.ReadFile(filepath.Join(aptDir, "sources.list"))
+	if err == nil {
+		uris = append(uris, oneLineSources(string(list))...)
+	}
+	entries, _ := os.ReadDir(filepath.Join(aptDir, "sources.list.d"))
+	for _, e := range entries { // sorted by name, as apt reads them
+		if !aptSourcePart.MatchString(e.Name()) || e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(aptDir, "sources.list.d", e.Name()))
 		if err != nil {
 			continue
 		}
-		sc := bufio.NewScanner(strings.NewReader(string(b)))
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			switch {
-			case strings.HasPrefix(line, "URIs:"):
-				uris = append(uris, strings.Fields(strings.TrimPrefix(line, "URIs:"))...)
-			case strings.HasPrefix(line, "deb ") || strings.HasPrefix(line, "deb-src "):
-				for _, u := range strings.Fields(line)[1:] {
-					if strings.Contains(u, "://") {
-						uris = append(uris, u)
-						break
-					}
-				}
-			}
+		if strings.HasSuffix(e.Name(), ".sources") {
+			uris = append(uris, deb822Sources(string(b))...)
+		} else {
+			uris = append(uris, oneLineSources(string(b))...)
 		}
 	}
 	return uris
+}
+
+// oneLineSources returns the URI of each "deb" or "deb-src" line, after
+// its [options], if any.
+func oneLineSources(text string) []string {
+	var uris []string
+	for line := range strings.Lines(text) {
+		line, _, _ = strings.Cut(line, "#")
+		fields := strings.Fields(line)
+		if len(fields) < 2 || (fields[0] != "deb" && fields[0] != "deb-src") {
+			continue
+		}
+		rest := fields[1:]
+		if strings.HasPrefix(rest[0], "[") { // options run to the field ending in "]"
+			for len(rest) > 0 && !strings.HasSuffix(rest[0], "]") {
+				rest = rest[1:]
+			}
+			if len(rest) > 0 {
+				rest = rest[1:]
+			}
+		}
+		if len(rest) > 0 {
+			uris = append(uris, rest[0])
+		}
+	}
+	return uris
+}
+
+// deb822Sources returns the URIs of each stanza of a .sources file that
+// is not disabled. Field names are case-insensitive; a value continues on
+// lines starting with white space; "#" starts a comment line.
+func deb822Sources(text string) []string {
+	var uris []string
+	var stanza map[string]string
+	field := ""
+	flush := func() {
+		if stanza != nil && !isNo(stanza["enabled"]) {
+			uris = append(uris, strings.Fields(stanza["uris"])...)
+		}
+		stanza, field = nil, ""
+	}
+	for line := range strings.Lines(text) {
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case strings.TrimSpace(line) == "":
+			flush()
+		case strings.HasPrefix(line, "#"):
+		case line[0] == ' ' || line[0] == '\t':
+			if field != "" {
+				stanza[field] += " " + strings.TrimSpace(line)
+			}
+		default:
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			if stanza == nil {
+				stanza = map[string]string{}
+			}
+			field = strings.ToLower(strings.TrimSpace(k))
+			stanza[field] = strings.TrimSpace(v)
+		}
+	}
+	flush()
+	return uris
+}
+
+// isNo reports whether a deb822 boolean is false, as apt reads one.
+func isNo(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "no", "false", "without", "off", "disable":
+		return true
+	}
+	return false
 }

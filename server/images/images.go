@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -54,6 +55,7 @@ type Manager struct {
 	dir     string
 	sources Sources       // where builds fetch packages from (hosts.go)
 	proxy   *egress.Proxy // builds' only way out
+	jailer  Jailer        // runs builds; nil: builds fail
 	log     *slog.Logger
 	now     func() time.Time
 
@@ -276,6 +278,9 @@ func (m *Manager) finish(ctx context.Context, r record, work func() error) {
 	if err != nil {
 		m.log.WarnContext(ctx, "image failed", "image", r.ID, "err", err)
 		r.Status, r.FailureReason = api.ImageFailed, err.Error()
+		if f, ok := errors.AsType[*buildFailure](err); ok {
+			r.FailureCode, r.FailureHint = f.code, f.hint
+		}
 		_ = os.RemoveAll(m.path(r.ID, "rootfs"))
 	} else {
 		r.Status = api.ImageCompleted

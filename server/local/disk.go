@@ -91,10 +91,18 @@ func (im *images) discard(image string) error {
 	return nil
 }
 
+// templatePrefix names the formatted templates in images/, by size.
+// Templates of earlier versions ("ext4-<size>.img") had no journal; they
+// are thrown away (emptyTrash).
+const templatePrefix = "ext4j-"
+
 // emptyTrash unlinks, in the background, images a previous driver
-// discarded but did not get to unlink.
+// discarded but did not get to unlink, and journal-less templates of
+// earlier versions.
 func (im *images) emptyTrash() {
 	old, _ := filepath.Glob(filepath.Join(im.dir, trashPrefix+"*"))
+	stale, _ := filepath.Glob(filepath.Join(im.dir, "ext4-[0-9]*.img"))
+	old = append(old, stale...)
 	if len(old) == 0 {
 		return
 	}
@@ -122,7 +130,7 @@ func (im *images) create(dst string, size int64) error {
 func (im *images) template(size int64) (string, error) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
-	path := filepath.Join(im.dir, "ext4-"+strconv.FormatInt(size, 10)+".img")
+	path := filepath.Join(im.dir, templatePrefix+strconv.FormatInt(size, 10)+".img")
 	if exists(path) {
 		return path, nil
 	}
@@ -148,12 +156,24 @@ func formatImage(path string, size int64) error {
 	if err != nil {
 		return fmt.Errorf("create disk template: %w", err)
 	}
-	// Fast: no journal (a sandbox does not survive the host anyway), no
-	// reserved blocks, and no inode table zeroing, since a new sparse file
-	// reads as zeros; e2fsprogs before 1.47 lacks that last option.
+	// A journal, so that a write the host could not store (its filesystem
+	// filled under the sparse image) aborts the journal and leaves the
+	// filesystem read-only and consistent (errors=remount-ro at mount)
+	// instead of corrupt; it is small, since the journal's blocks become
+	// real host blocks as it is used. No reserved blocks, and no inode
+	// table or journal zeroing, since a new sparse file reads as zeros;
+	// e2fsprogs before 1.47 lacks assume_storage_prezeroed.
+	journal := []string{}
+	if size >= 256<<20 {
+		journal = []string{"-J", "size=" + strconv.Itoa(journalMiB)}
+	}
 	var out []byte
-	for _, ext := range []string{"nodiscard,lazy_itable_init=1,assume_storage_prezeroed=1", "nodiscard,lazy_itable_init=1"} {
-		args := []string{"-q", "-F", "-m", "0", "-O", "^has_journal", "-E", ext, path}
+	for _, ext := range []string{
+		"nodiscard,lazy_itable_init=1,lazy_journal_init=1,assume_storage_prezeroed=1",
+		"nodiscard,lazy_itable_init=1,lazy_journal_init=1",
+	} {
+		args := append([]string{"-q", "-F", "-m", "0", "-O", "has_journal", "-E", ext}, journal...)
+		args = append(args, path)
 		if out, err = exec.Command(mkfsPath(), args...).CombinedOutput(); err == nil {
 			return nil
 		}
@@ -216,6 +236,17 @@ func copyRange(out, in *os.File, off, n int64) error {
 	return nil
 }
 
+// journalMiB is the journal size of images of 256 MiB and more (smaller
+// ones get mkfs's default, a few MiB): big enough for a sandbox's metadata
+// churn, small enough that thousands of sandboxes' journals do not fill
+// the host.
+const journalMiB = 16
+
+// diskMountOptions are the ext4 options of sandbox disks and volumes: an
+// I/O error (the host could not grow the image) makes the filesystem
+// read-only rather than carry on writing around the hole.
+const diskMountOptions = "errors=remount-ro"
+
 // mountDisk attaches image to a free loop device and mounts it at target.
 // The device is auto-clearing: it detaches itself once the filesystem is
 // unmounted everywhere, the jail's copies of the mount included.
@@ -236,7 +267,7 @@ func mountDisk(image, target string) error {
 		return fmt.Errorf("mount disk: %w", err)
 	}
 	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOATIME)
-	if err := unix.Mount(loop.Name(), target, "ext4", flags, ""); err != nil {
+	if err := unix.Mount(loop.Name(), target, "ext4", flags, diskMountOptions); err != nil {
 		return fmt.Errorf("mount disk %s on %s: %w", loop.Name(), target, err)
 	}
 	return nil

@@ -6,11 +6,11 @@
 //
 //	disk.img             sparse ext4 image, the storage quota (loop storage only)
 //	disk/                its loop mount (nosuid,nodev):
-//	disk/workspace/      → /workspace in the jail; owned by the sandbox user (host uid base+1001 as root)
+//	disk/workspace/      → /workspace in the jail, idmapped; owned by the sandbox user's canonical id 1001
 //	disk/outputs/        → /mnt/user-data/outputs; likewise
-//	run/                 → /run/boxkite; 0700, owned by the jail's root; holds sidecar.sock
+//	run/                 → /run/boxkite; 0700, owned by the jail's root (its range's base); holds sidecar.sock
 //	sidecar.log          the jail's stdout and stderr
-//	state.json           {"pid","start_time","socket","token","cgroup"}, 0600
+//	state.json           {"pid","start_time","socket","token","cgroup","host_id_base"}, 0600
 //
 // StateDir/pool/warm-<hex> holds the warm pool (Config.WarmPool, pool.go):
 // jails of the default size and storage started ahead of need, laid out
@@ -35,8 +35,15 @@
 // so List can return whole endpoints; reading it takes the same access as
 // reading the socket.
 //
-// As root, each jail maps ids 0..65535 to host ids starting at
-// Config.UIDBase, so the jail's root is an unprivileged host user. Without
-// root, the jail maps only the caller's ids and commands reach uid 1001
-// through a nested user namespace.
+// As root, each jail maps ids 0..65535 to a host id range of its own,
+// leased host-wide (idranges.go, Config.IDRange*) for as long as the jail
+// lives, so the jail's root is an unprivileged host user, per-user kernel
+// counters are per sandbox, and the jail's user namespace is owned by the
+// range's base uid (jail.Start). Data at rest (workspace, outputs,
+// volumes) holds canonical ids, the ids the sandbox sees, and each jail
+// reaches it through idmapped mounts; volumes made before per-sandbox
+// ranges are moved to canonical ids when first mounted (idmigrate.go).
+// docs/security.md has the layout and the scheme. Without root, the jail
+// maps only the caller's ids and commands reach uid 1001 through a nested
+// user namespace.
 package local

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,7 +71,11 @@ func (d *Driver) ReopenEgress(_ context.Context, id string, serve func(net.Liste
 	}
 	js := jail.Spec{ID: id, RunDir: filepath.Join(d.sandboxDir(id), "run")}
 	if d.root {
-		js.HostIDBase = d.cfg.UIDBase
+		st, err := readState(d.sandboxDir(id))
+		if err != nil {
+			return fmt.Errorf("reopen egress: %w", err)
+		}
+		js.HostIDBase = cmp.Or(st.HostIDBase, d.cfg.LegacyIDBase)
 	}
 	d.closeEgress(id)
 	if err := os.Remove(filepath.Join(js.RunDir, jail.EgressSocketName)); err != nil && !errors.Is(err, fs.ErrNotExist) {

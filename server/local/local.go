@@ -55,10 +55,22 @@ type Config struct {
 	SidecarPath string       // the boxkite-sidecar binary; "" means next to this executable, else $PATH
 	Log         *slog.Logger // nil means slog.Default()
 
-	// UIDBase is the first host uid (and gid) of the range a root driver maps
-	// into each jail; 0 means jail.DefaultHostIDBase. Ignored when not root:
-	// then the jail maps only the caller's own ids.
-	UIDBase int
+	// IDRangeDir, IDRangeFirst and IDRangeCount lay out the host uid and
+	// gid ranges a root driver leases to its sandboxes, one each
+	// (idranges.go): IDRangeCount ranges of jail.IDRange ids from
+	// IDRangeFirst (a multiple of jail.IDRange), leased through lock files
+	// in IDRangeDir. Every boxkite server of a host must use the same
+	// directory; ranges of different layouts never overlap as long as each
+	// starts at a multiple of jail.IDRange. Zero values mean
+	// DefaultIDRangeDir, DefaultIDRangeFirst and DefaultIDRangeCount.
+	// Ignored when not root: then the jail maps only the caller's own ids.
+	IDRangeDir   string
+	IDRangeFirst int
+	IDRangeCount int
+	// LegacyIDBase is the range every root jail shared before per-sandbox
+	// ranges; a volume whose files it owns is moved to canonical ids when
+	// first mounted. 0 means LegacyIDBase.
+	LegacyIDBase int
 	// TmpSize is the size of each sandbox's /tmp and /dev/shm in bytes; 0
 	// means jail.DefaultTmpSize.
 	TmpSize int64
@@ -98,7 +110,8 @@ type Driver struct {
 	cfg     Config
 	log     *slog.Logger
 	sidecar string
-	root    bool // the driver runs as root and maps a uid range
+	root    bool      // the driver runs as root and maps a uid range per sandbox
+	ids     *idRanges // root only
 
 	cgroups *jail.Cgroups // nil: no cgroup limits
 	storage string        // StorageLoop or StorageTmpfs
@@ -113,21 +126,31 @@ type Driver struct {
 	// egress holds the egress listeners of sandboxes this process
 	// created (egress.go), under mu; a restarted driver has none.
 	egress map[string]net.Listener
+
+	loss *lossWatch // sandboxes whose sidecars are watched (watch.go)
 }
 
 var _ server.Driver = (*Driver)(nil)
 
 // New returns a Driver for cfg. It creates StateDir/sandboxes if missing.
 func New(cfg Config) (*Driver, error) {
-	d := &Driver{cfg: cfg, log: cfg.Log, root: os.Geteuid() == 0, children: map[string]<-chan struct{}{}}
+	d := &Driver{cfg: cfg, log: cfg.Log, root: os.Geteuid() == 0, children: map[string]<-chan struct{}{}, loss: newLossWatch()}
 	if d.log == nil {
 		d.log = slog.Default()
 	}
 	if cfg.StateDir == "" {
 		return nil, errors.New("new local driver: empty state dir")
 	}
-	if d.cfg.UIDBase == 0 {
-		d.cfg.UIDBase = jail.DefaultHostIDBase
+	if d.cfg.LegacyIDBase == 0 {
+		d.cfg.LegacyIDBase = LegacyIDBase
+	}
+	if d.root {
+		ids, err := newIDRanges(cmp.Or(cfg.IDRangeDir, DefaultIDRangeDir), cmp.Or(cfg.IDRangeFirst, DefaultIDRangeFirst),
+			cmp.Or(cfg.IDRangeCount, DefaultIDRangeCount), cfg.StateDir)
+		if err != nil {
+			return nil, fmt.Errorf("new local driver: %w", err)
+		}
+		d.ids = ids
 	}
 	if d.cfg.HealthTimeout == 0 {
 		d.cfg.HealthTimeout = DefaultHealthTimeout
@@ -155,6 +178,7 @@ func New(cfg Config) (*Driver, error) {
 	if err := d.startPool(); err != nil {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
+	d.watchExisting()
 	return d, nil
 }
 
@@ -248,6 +272,9 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 	// sidecar starts (it looks once); one with egress starts cold.
 	if spec.Egress == nil {
 		if ep, handled, err := d.claimWarm(ctx, spec); handled {
+			if err == nil {
+				d.watchSandbox(spec.ID)
+			}
 			return ep, err
 		}
 	}
@@ -262,16 +289,17 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 			}
 		}
 	}()
-	js, st, err := d.prepare(spec, dir, lim)
+	p, err := d.prepare(spec, dir, lim)
 	if err != nil {
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
+	defer p.lease.Close() // the jail holds its own copy once started
 	token, err := newToken()
 	if err != nil {
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
-	ep = server.Endpoint{Network: "unix", Address: filepath.Join(js.RunDir, jail.SocketName), Token: token}
-	done, err := d.start(js, st, token, dir)
+	ep = server.Endpoint{Network: "unix", Address: filepath.Join(p.js.RunDir, jail.SocketName), Token: token}
+	done, err := d.start(p, token, dir)
 	if err != nil {
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
@@ -279,6 +307,7 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w%s", spec.ID, err, logTail(dir))
 	}
 	d.log.Debug("sandbox created", "id", spec.ID)
+	d.watchSandbox(spec.ID)
 	return ep, nil
 }
 
@@ -306,13 +335,22 @@ func (d *Driver) quota(storageGB float64) int64 {
 	return max(16*mib, int64(storageGB*gib)/mib*mib) // whole MiB; ext4 needs a few
 }
 
-// prepare makes the sandbox's host side: its directories, its disk and its
-// cgroup, and records them in state.json before anything runs, so Delete
-// can undo a half-made sandbox. As root the directories belong to the
-// jail's mapped ids: the workspace and outputs to the sandbox user, the
-// run dir (0700) to the jail's root, so the sandbox user cannot reach the
-// socket.
-func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (jail.Spec, state, error) {
+// A prepared sandbox is ready to start: its jail's spec, its state so far
+// and, as root, the lease on its host id range, which the caller closes
+// once the jail holds it (or did not start).
+type prepared struct {
+	js    jail.Spec
+	st    state
+	lease *idLease
+}
+
+// prepare makes the sandbox's host side: its host id range, directories,
+// disk and cgroup, and records them in state.json before anything runs, so
+// Delete can undo a half-made sandbox. As root the run dir (0700) belongs
+// to the jail's root, so the sandbox user cannot reach the socket, and
+// the workspace and outputs to the sandbox user's canonical ids (jail.UID:
+// the jail sees them through idmapped mounts).
+func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (p prepared, err error) {
 	quota := d.quota(spec.StorageGB)
 	js := jail.Spec{
 		ID:       spec.ID,
@@ -331,13 +369,20 @@ func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (jail.Sp
 
 		Image: spec.ImageRoot,
 	}
-	if d.root {
-		js.HostIDBase = d.cfg.UIDBase
-	}
 	var st state
-	var err error
-	if err = d.makeDir(js.RunDir, 0o700, js, 0); err != nil {
-		return js, st, err
+	if d.ids != nil {
+		if p.lease, err = d.ids.acquire(spec.ID); err != nil {
+			return p, err
+		}
+		defer func() {
+			if err != nil {
+				_ = p.lease.Close()
+			}
+		}()
+		js.HostIDBase, st.HostIDBase = p.lease.base, p.lease.base
+	}
+	if err = d.makeDir(js.RunDir, 0o700, js.HostIDBase); err != nil {
+		return p, err
 	}
 	switch d.storage {
 	case StorageTmpfs:
@@ -345,46 +390,48 @@ func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (jail.Sp
 	case StorageLoop:
 		mnt := filepath.Join(dir, diskMount)
 		if err := d.images.create(filepath.Join(dir, diskImage), quota); err != nil {
-			return js, st, err
+			return p, err
 		}
 		if err := mountDisk(filepath.Join(dir, diskImage), mnt); err != nil {
-			return js, st, err
+			return p, err
 		}
 		js.Workspace, js.Outputs = filepath.Join(mnt, "workspace"), filepath.Join(mnt, "outputs")
-		for _, p := range []string{js.Workspace, js.Outputs} {
-			if err := d.makeDir(p, 0o755, js, js.UID); err != nil {
-				return js, st, err
+		for _, data := range []string{js.Workspace, js.Outputs} {
+			if err := d.makeDir(data, 0o755, js.UID); err != nil {
+				return p, err
 			}
 		}
 	}
 	if js.Binds, err = d.volumeBinds(spec.Volumes); err != nil {
-		return js, st, err
+		return p, err
 	}
 	if spec.Egress != nil {
 		if err := d.listenEgress(spec.ID, js, spec.Egress); err != nil {
-			return js, st, err
+			return p, err
 		}
 	}
 	if d.cgroups != nil {
 		cg, err := d.cgroups.Create(d.cgroupName(spec.ID), lim)
 		if err != nil {
-			return js, st, err
+			return p, err
 		}
 		st.Cgroup = cg
 	}
-	return js, st, writeState(dir, st)
+	p.js, p.st = js, st
+	return p, writeState(dir, st)
 }
 
-// makeDir makes a host directory owned by the jail's uid (as root) or the
-// caller (then the jail's root is the caller).
-func (d *Driver) makeDir(path string, mode os.FileMode, js jail.Spec, uid int) error {
+// makeDir makes a host directory owned by uid and gid hostID when the
+// driver is root; else it stays the caller's (then the jail's root is the
+// caller).
+func (d *Driver) makeDir(path string, mode os.FileMode, hostID int) error {
 	if err := os.Mkdir(path, mode); err != nil {
 		return err
 	}
 	if !d.root {
 		return nil
 	}
-	return os.Chown(path, js.HostIDBase+uid, js.HostIDBase+uid)
+	return os.Chown(path, hostID, hostID)
 }
 
 // cgroupName names a sandbox's cgroup: its id, made unique among every
@@ -394,30 +441,40 @@ func (d *Driver) cgroupName(id string) string {
 	return id + "." + hex.EncodeToString(sum[:4])
 }
 
-// start launches the jail in its cgroup, records its state and reaps it in
-// the background. initArgs follow the sidecar's init subcommand.
-func (d *Driver) start(js jail.Spec, st state, token, dir string, initArgs ...string) (<-chan struct{}, error) {
+// start launches the jail in its cgroup, hands it the lease on its id
+// range to hold, records its state and reaps it in the background.
+// initArgs follow the sidecar's init subcommand.
+func (d *Driver) start(p prepared, token, dir string, initArgs ...string) (<-chan struct{}, error) {
+	js, st := p.js, p.st
 	logf, err := os.OpenFile(filepath.Join(dir, "sidecar.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	defer logf.Close() // the jail holds its own copy
 	cmd := &exec.Cmd{Path: d.sidecar, Args: append([]string{"boxkite-sidecar", "init"}, initArgs...), Stdout: logf, Stderr: logf}
+	if p.lease != nil {
+		cmd.ExtraFiles = []*os.File{p.lease.f} // held by the jail's init until it dies
+	}
 	if err := jail.Start(cmd, js, token, st.Cgroup.Add); err != nil {
 		return nil, err
 	}
 	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // reap; the exit status is in sidecar.log if anywhere
+	reap := func() {
+		_ = cmd.Wait() // the exit status is in sidecar.log if anywhere
 		close(done)
-	}()
+	}
+	pid := cmd.Process.Pid
+	st.PID, st.Socket, st.Token = pid, filepath.Join(js.RunDir, jail.SocketName), token
+	st.StartTime, err = startTime(pid)
+	// Reaped once it exits, seen through the poller (watch.go) rather
+	// than by a thread blocked in waitid for the sandbox's whole life.
+	if err != nil || reapOnExit(pid, st.StartTime, reap) != nil {
+		go reap()
+	}
 	d.mu.Lock()
 	d.children[js.ID] = done
 	d.mu.Unlock()
-
-	pid := cmd.Process.Pid
-	st.PID, st.Socket, st.Token = pid, filepath.Join(js.RunDir, jail.SocketName), token
-	if st.StartTime, err = startTime(pid); err == nil {
+	if err == nil {
 		err = writeState(dir, st)
 	}
 	if err != nil {
@@ -451,6 +508,7 @@ func (d *Driver) Delete(ctx context.Context, id string) error {
 // remove deletes the jail in dir, a sandbox or a warm pool member (pool.go)
 // that this driver's children know as id.
 func (d *Driver) remove(ctx context.Context, id, dir string) error {
+	d.loss.unwatch(id) // a deletion is not a loss
 	st, err := readState(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

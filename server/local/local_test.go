@@ -71,8 +71,9 @@ func isolationProbes(stateDir, workspace string, port int) []probe {
 					t.Fatalf("host side of /workspace/x: %v", err)
 				}
 				st := fi.Sys().(*syscall.Stat_t)
-				if want := uint32(jail.DefaultHostIDBase + jail.DefaultUID); st.Uid != want {
-					t.Errorf("host owner of /workspace/x = %d, want %d", st.Uid, want)
+				// Canonical: the id the sandbox sees, whatever its range.
+				if want := uint32(jail.DefaultUID); st.Uid != want || st.Gid != want {
+					t.Errorf("host owner of /workspace/x = %d:%d, want %d:%d", st.Uid, st.Gid, want, want)
 				}
 			},
 		},

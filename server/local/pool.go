@@ -284,15 +284,16 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 	spec := poolSpec
 	spec.ID = name
 	lim, _ := d.limits(spec.Size)
-	js, st, err := d.prepare(spec, dir, lim)
+	p, err := d.prepare(spec, dir, lim)
 	if err != nil {
 		return "", err
 	}
-	done, err := d.start(js, st, token, dir, "--claimable")
+	defer p.lease.Close() // the jail holds its own copy once started
+	done, err := d.start(p, token, dir, "--claimable")
 	if err != nil {
 		return "", err
 	}
-	ep := server.Endpoint{Network: "unix", Address: filepath.Join(js.RunDir, jail.SocketName), Token: token}
+	ep := server.Endpoint{Network: "unix", Address: filepath.Join(p.js.RunDir, jail.SocketName), Token: token}
 	if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
 		return "", fmt.Errorf("%w%s", err, logTail(dir))
 	}

@@ -31,6 +31,11 @@ type state struct {
 	Token     string `json:"token"`
 
 	Cgroup jail.Cgroup `json:"cgroup,omitzero"` // its directories, made under the creating driver's cgroups
+
+	// HostIDBase is the first host id of the sandbox's own id range (as
+	// root); 0 for a sandbox started before per-sandbox ranges, which maps
+	// Config.LegacyIDBase, or by a driver that is not root.
+	HostIDBase int `json:"host_id_base,omitempty"`
 }
 
 const stateFile = "state.json"

@@ -68,17 +68,12 @@ func (d *Driver) CreateVolume(_ context.Context, id string, size int64) (err err
 		}
 	}
 	// The directories above data are the host root's; data is the sandbox
-	// user's, whichever sandbox mounts it.
-	if err := os.Mkdir(d.volumeDataDir(id), 0o755); err != nil {
+	// user's, whichever sandbox mounts it: owned by its canonical id,
+	// which each jail sees as its own range's through an idmapped mount.
+	if err := d.makeDir(d.volumeDataDir(id), 0o755, jail.DefaultUID); err != nil {
 		return fmt.Errorf("create volume %s: %w", id, err)
 	}
-	if d.root {
-		uid := d.cfg.UIDBase + jail.DefaultUID
-		if err := os.Chown(d.volumeDataDir(id), uid, uid); err != nil {
-			return fmt.Errorf("create volume %s: %w", id, err)
-		}
-	}
-	return nil
+	return markCanonical(dir)
 }
 
 // DeleteVolume implements server.VolumeDriver.
@@ -121,6 +116,9 @@ func (d *Driver) volumeBinds(mounts []server.VolumeMount) ([]jail.Bind, error) {
 			return nil, fmt.Errorf("mount volume: invalid id %q", m.ID)
 		}
 		if err := d.ensureVolumeMounted(m.ID); err != nil {
+			return nil, err
+		}
+		if err := d.ensureCanonical(m.ID); err != nil {
 			return nil, err
 		}
 		binds = append(binds, jail.Bind{Source: d.volumeDataDir(m.ID), Target: m.Path})

@@ -136,7 +136,7 @@ func (s *Server) start(t testing.TB) {
 	cfg := s.cfg
 	var imgs *images.Manager
 	if s.imageDir != "" {
-		if imgs, err = images.New(s.imageDir, s.log.With("component", "images"), append(s.imageOpts, images.WithRecords(st))...); err != nil {
+		if imgs, err = images.New(s.imageDir, s.log.With("component", "images"), append(s.imageOpts, images.WithRecords(st), images.WithJailer(s.Driver))...); err != nil {
 			st.Close()
 			t.Fatalf("servertest: %v", err)
 		}

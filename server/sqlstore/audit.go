@@ -24,8 +24,11 @@ func (s *Store) AppendExecLog(ctx context.Context, e *server.ExecLogEntry) error
 	for range appendRetries {
 		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.appendExecLog(ctx, tx, e) })
 		if !errors.Is(err, server.ErrConflict) {
-			return err
+			break
 		}
+	}
+	if fault := s.d.storeFault(err); fault != nil {
+		return fmt.Errorf("%w: %w", fault, err)
 	}
 	return err
 }
@@ -45,10 +48,12 @@ func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *server.ExecLog
 			return fmt.Errorf("lock chain: %w", err)
 		}
 	}
+	// The head the last append recorded, not exec_log's newest row: rows
+	// removed from the end behind the server's back then show as a gap
+	// before the next entry instead of being silently written over.
 	var seq int64
 	prev := api.GenesisHash
-	head, err := s.txStmt(ctx, tx, `SELECT seq, row_hash FROM exec_log
-		WHERE sandbox_id = ? ORDER BY seq DESC LIMIT 1`)
+	head, err := s.txStmt(ctx, tx, `SELECT seq, row_hash FROM exec_log_heads WHERE sandbox_id = ?`)
 	if err != nil {
 		return fmt.Errorf("read chain head: %w", err)
 	}
@@ -75,6 +80,14 @@ func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *server.ExecLog
 	if err != nil {
 		return fmt.Errorf("insert exec log entry: %w", s.mapErr(err))
 	}
+	moveHead, err := s.txStmt(ctx, tx, `INSERT INTO exec_log_heads (sandbox_id, seq, row_hash) VALUES (?, ?, ?)
+		ON CONFLICT (sandbox_id) DO UPDATE SET seq = excluded.seq, row_hash = excluded.row_hash`)
+	if err != nil {
+		return fmt.Errorf("record chain head: %w", err)
+	}
+	if _, err := moveHead.ExecContext(ctx, e.SandboxID, e.Seq, e.RowHash); err != nil {
+		return fmt.Errorf("record chain head: %w", s.mapErr(err))
+	}
 	if s.d.notifyAppend != "" {
 		// Delivered at commit, and only if the transaction commits.
 		if _, err := tx.ExecContext(ctx, s.d.notifyAppend, e.SandboxID+":"+e.ID); err != nil {
@@ -96,6 +109,17 @@ func (s *Store) ExecLog(ctx context.Context, sandboxID string, limit, offset int
 		return nil, 0, err
 	}
 	return out, total, nil
+}
+
+// ExecLogHead implements server.AuditStore.
+func (s *Store) ExecLogHead(ctx context.Context, sandboxID string) (server.ExecLogHead, error) {
+	h := server.ExecLogHead{RowHash: api.GenesisHash}
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT seq, row_hash FROM exec_log_heads WHERE sandbox_id = ?`), sandboxID).
+		Scan(&h.Seq, &h.RowHash)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return h, fmt.Errorf("read chain head: %w", err)
+	}
+	return h, nil
 }
 
 // ExecLogAfter implements server.AuditStore.

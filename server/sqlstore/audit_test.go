@@ -62,14 +62,20 @@ func testExecLogChain(t *testing.T, newStore storeFactory) {
 	if diff := cmp.Diff(written, all); diff != "" {
 		t.Errorf("read back (-written +read):\n%s", diff)
 	}
-	if err := server.VerifyExecLog(all); err != nil {
+	if err := server.VerifyExecLog(all, mustHead(t, st, "sb-1")); err != nil {
 		t.Errorf("VerifyExecLog: %v", err)
+	}
+	if h := mustHead(t, st, "sb-1"); h.Seq != 5 || h.RowHash != written[4].RowHash {
+		t.Errorf("head %+v, want seq 5 and the last entry's hash %s", h, written[4].RowHash)
+	}
+	if h := mustHead(t, st, "sb-none"); h.Seq != 0 || h.RowHash != api.GenesisHash {
+		t.Errorf("head of a sandbox without entries %+v, want 0 and the genesis hash", h)
 	}
 	other, _, err := st.ExecLog(t.Context(), "sb-2", 100, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := server.VerifyExecLog(other); err != nil || other[0].ExitCode != nil {
+	if err := server.VerifyExecLog(other, mustHead(t, st, "sb-2")); err != nil || other[0].ExitCode != nil {
 		t.Errorf("second sandbox's chain: %v, first exit code %v (want nil)", err, other[0].ExitCode)
 	}
 	page, total, err := st.ExecLog(t.Context(), "sb-1", 2, 3)
@@ -106,9 +112,18 @@ func testExecLogConcurrentAppends(t *testing.T, newStore storeFactory) {
 	if total != n || len(all) != n {
 		t.Fatalf("%d entries (total %d), want %d", len(all), total, n)
 	}
-	if err := server.VerifyExecLog(all); err != nil {
+	if err := server.VerifyExecLog(all, mustHead(t, st, "sb")); err != nil {
 		t.Errorf("VerifyExecLog: %v", err)
 	}
+}
+
+func mustHead(t *testing.T, st server.Store, sandboxID string) server.ExecLogHead {
+	t.Helper()
+	h, err := st.ExecLogHead(t.Context(), sandboxID)
+	if err != nil {
+		t.Fatalf("ExecLogHead(%s): %v", sandboxID, err)
+	}
+	return h
 }
 
 // TestExecLogTamper: edits made to the table behind the server's back
@@ -116,13 +131,17 @@ func testExecLogConcurrentAppends(t *testing.T, newStore storeFactory) {
 func TestExecLogTamper(t *testing.T) {
 	tests := []struct {
 		name, stmt string
+		gap        bool // the error must also say an entry is missing
 	}{
-		{"detail edited", `UPDATE exec_log SET detail = '{"i":99}' WHERE seq = 2`},
-		{"operation edited", `UPDATE exec_log SET operation = 'ls' WHERE seq = 1`},
-		{"exit code cleared", `UPDATE exec_log SET exit_code = NULL WHERE seq = 3`},
-		{"row deleted", `DELETE FROM exec_log WHERE seq = 2`},
-		{"rows renumbered after a delete", `DELETE FROM exec_log WHERE seq = 2; UPDATE exec_log SET seq = seq - 1 WHERE seq > 2`},
-		{"hash recomputed without the chain", `UPDATE exec_log SET prev_hash = '` + api.GenesisHash + `' WHERE seq = 3`},
+		{"detail edited", `UPDATE exec_log SET detail = '{"i":99}' WHERE seq = 2`, false},
+		{"operation edited", `UPDATE exec_log SET operation = 'ls' WHERE seq = 1`, false},
+		{"exit code cleared", `UPDATE exec_log SET exit_code = NULL WHERE seq = 3`, false},
+		{"row deleted", `DELETE FROM exec_log WHERE seq = 2`, true},
+		{"rows renumbered after a delete", `DELETE FROM exec_log WHERE seq = 2; UPDATE exec_log SET seq = seq - 1 WHERE seq > 2`, false},
+		{"hash recomputed without the chain", `UPDATE exec_log SET prev_hash = '` + api.GenesisHash + `' WHERE seq = 3`, false},
+		{"newest row deleted", `DELETE FROM exec_log WHERE seq = 4`, true},
+		{"newest rows deleted", `DELETE FROM exec_log WHERE seq >= 2`, true},
+		{"every row deleted", `DELETE FROM exec_log`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,9 +168,65 @@ func TestExecLogTamper(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := server.VerifyExecLog(all); !errors.Is(err, api.ErrChainBroken) {
+			err = server.VerifyExecLog(all, mustHead(t, st, "sb"))
+			if !errors.Is(err, api.ErrChainBroken) {
 				t.Errorf("VerifyExecLog after %s = %v, want ErrChainBroken", tt.name, err)
 			}
+			if tt.gap && !errors.Is(err, api.ErrLogGap) {
+				t.Errorf("VerifyExecLog after %s = %v, want ErrLogGap", tt.name, err)
+			}
+			// The next append links after the recorded head, so the
+			// removal stays visible rather than being written over.
+			if err := st.AppendExecLog(t.Context(), logEntry("sb", "acct", "exec", 9)); err != nil {
+				t.Fatal(err)
+			}
+			all, _, err = st.ExecLog(t.Context(), "sb", 100, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := server.VerifyExecLog(all, mustHead(t, st, "sb")); !errors.Is(err, api.ErrChainBroken) {
+				t.Errorf("VerifyExecLog after %s and one more append = %v, want ErrChainBroken", tt.name, err)
+			}
 		})
+	}
+}
+
+// TestExecLogHeadsBackfill: a database from before exec_log_heads gets
+// each sandbox's head from its newest entry when the migration runs.
+func TestExecLogHeadsBackfill(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "boxkite.db")
+	st, err := sqlstore.Open(t.Context(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]server.ExecLogHead{}
+	for _, sb := range []string{"sb-1", "sb-2"} {
+		for i := range 3 {
+			e := logEntry(sb, "acct", "exec", i)
+			if err := st.AppendExecLog(t.Context(), e); err != nil {
+				t.Fatal(err)
+			}
+			want[sb] = server.ExecLogHead{Seq: e.Seq, RowHash: e.RowHash}
+		}
+	}
+	st.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Back to the schema before the migration.
+	if _, err := db.ExecContext(t.Context(), `DROP TABLE exec_log_heads; DELETE FROM schema_migrations WHERE name = '0010_exec_log_heads'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	st, err = sqlstore.Open(t.Context(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for sb, h := range want {
+		if got := mustHead(t, st, sb); got != h {
+			t.Errorf("head of %s after the migration = %+v, want %+v", sb, got, h)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/boxkite/boxkite/server"
 )
 
 // A dialect is everything that differs between SQL databases. Queries in
@@ -40,6 +42,10 @@ type dialect struct {
 	// notifyAppend, when set, runs in an audit append's transaction with
 	// "<sandbox id>:<entry id>", to tell the other servers (see ListenAudit).
 	notifyAppend string
+	// storeFault returns server.ErrStoreReadOnly, ErrStoreFull or
+	// ErrStoreIO when err says the database cannot take writes at all,
+	// else nil.
+	storeFault func(err error) error
 }
 
 var sqliteDialect = dialect{
@@ -54,15 +60,31 @@ var sqliteDialect = dialect{
 		}
 		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 	},
+	storeFault: func(err error) error {
+		var se *sqlite.Error
+		if !errors.As(err, &se) {
+			return nil
+		}
+		switch se.Code() & 0xff { // the primary code of an extended one
+		case sqlite3.SQLITE_READONLY:
+			return server.ErrStoreReadOnly
+		case sqlite3.SQLITE_FULL:
+			return server.ErrStoreFull
+		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN:
+			return server.ErrStoreIO
+		}
+		return nil
+	},
 }
 
 // sqliteDSN prepares the database file and returns the modernc DSN for it.
 //
 // Every connection gets: a busy timeout so concurrent writers wait instead
-// of failing; WAL so readers never block the writer; synchronous=NORMAL,
-// which in WAL mode keeps every committed transaction across a process
-// crash (only an OS crash or power loss can drop the last few); foreign
-// keys; and BEGIN IMMEDIATE for transactions, so a read-then-write
+// of failing; WAL so readers never block the writer; synchronous=FULL, so
+// a commit returns only once the WAL is fsynced and what the server
+// acknowledged survives an OS crash or power loss too, not just a crash of
+// the process (NORMAL's promise); foreign keys; and BEGIN IMMEDIATE for
+// transactions, so a read-then-write
 // transaction takes the write lock up front instead of failing with
 // SQLITE_BUSY when it upgrades (busy_timeout cannot retry an upgrade).
 func sqliteDSN(path string) (string, error) {
@@ -88,7 +110,7 @@ func sqliteDSN(path string) (string, error) {
 	q.Set("_txlock", "immediate")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	return path + "?" + q.Encode(), nil
 }

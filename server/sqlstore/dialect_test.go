@@ -1,6 +1,8 @@
 package sqlstore
 
 import (
+	"database/sql"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,6 +59,38 @@ func TestParseDSN(t *testing.T) {
 		d, rest, err := parseDSN(tt.dsn)
 		if (err != nil) != tt.bad || d.name != tt.dialect || rest != tt.rest {
 			t.Errorf("parseDSN(%q) = %q, %q, %v; want %q, %q, error %v", tt.dsn, d.name, rest, err, tt.dialect, tt.rest, tt.bad)
+		}
+	}
+}
+
+// TestSQLiteDurability checks the pragmas every SQLite connection gets:
+// WAL, and synchronous=FULL (2), so a commit is fsynced before the server
+// acknowledges what it recorded.
+func TestSQLiteDurability(t *testing.T) {
+	st, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "boxkite.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// More connections than one, since pragmas are per connection.
+	conns := make([]*sql.Conn, 3)
+	for i := range conns {
+		if conns[i], err = st.db.Conn(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer conns[i].Close()
+	}
+	for i, c := range conns {
+		var mode string
+		var sync int
+		if err := c.QueryRowContext(t.Context(), "PRAGMA journal_mode").Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync); err != nil {
+			t.Fatal(err)
+		}
+		if mode != "wal" || sync != 2 {
+			t.Errorf("connection %d: journal_mode %q synchronous %d, want wal and 2 (FULL)", i, mode, sync)
 		}
 	}
 }

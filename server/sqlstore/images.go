@@ -14,7 +14,7 @@ import (
 // The Store keeps server/images' records (images.Records) and the
 // sandboxes' egress grants (server.EgressStore).
 
-const imageColumns = `id, account_id, label, source, status, spec, failure_reason, size_bytes, created_at, completed_at`
+const imageColumns = `id, account_id, label, source, status, spec, failure_reason, failure_code, failure_hint, size_bytes, created_at, completed_at`
 
 func scanImage(r rowScanner) (string, api.Image, error) {
 	var img api.Image
@@ -22,7 +22,7 @@ func scanImage(r rowScanner) (string, api.Image, error) {
 	var created int64
 	var completed sql.NullInt64
 	if err := r.Scan(&img.ID, &acct, &img.Label, &img.Source, &img.Status, &spec, &img.FailureReason,
-		&img.SizeBytes, &created, &completed); err != nil {
+		&img.FailureCode, &img.FailureHint, &img.SizeBytes, &created, &completed); err != nil {
 		return "", img, err
 	}
 	img.CreatedAt = fromMicros(created)
@@ -56,8 +56,8 @@ func (s *Store) InsertImage(ctx context.Context, accountID string, img api.Image
 		}
 		spec = string(b)
 	}
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO images (`+imageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		img.ID, accountID, img.Label, img.Source, img.Status, spec, img.FailureReason, img.SizeBytes,
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO images (`+imageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		img.ID, accountID, img.Label, img.Source, img.Status, spec, img.FailureReason, img.FailureCode, img.FailureHint, img.SizeBytes,
 		micros(img.CreatedAt), completedMicros(img))
 	if err != nil {
 		return fmt.Errorf("insert image: %w", s.mapErr(err))
@@ -67,8 +67,8 @@ func (s *Store) InsertImage(ctx context.Context, accountID string, img api.Image
 
 // UpdateImage implements images.Records.
 func (s *Store) UpdateImage(ctx context.Context, img api.Image) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE images SET status = ?, failure_reason = ?, size_bytes = ?, completed_at = ? WHERE id = ?`),
-		img.Status, img.FailureReason, img.SizeBytes, completedMicros(img), img.ID)
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE images SET status = ?, failure_reason = ?, failure_code = ?, failure_hint = ?, size_bytes = ?, completed_at = ? WHERE id = ?`),
+		img.Status, img.FailureReason, img.FailureCode, img.FailureHint, img.SizeBytes, completedMicros(img), img.ID)
 	if err != nil {
 		return fmt.Errorf("update image: %w", s.mapErr(err))
 	}

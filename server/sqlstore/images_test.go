@@ -53,6 +53,11 @@ func testImages(t *testing.T, newStore storeFactory) {
 	if err := recs.UpdateImage(ctx, built); err != nil {
 		t.Fatal(err)
 	}
+	imported.Status, imported.CompletedAt = api.ImageFailed, &done
+	imported.FailureReason, imported.FailureCode, imported.FailureHint = "it tried", api.CodeImageBuildEgressRefused, "do not"
+	if err := recs.UpdateImage(ctx, imported); err != nil {
+		t.Fatal(err)
+	}
 	if err := recs.UpdateImage(ctx, api.Image{ID: "img_ffffffffffffffffffffffff"}); err == nil {
 		t.Error("updating a missing image succeeded")
 	}
@@ -77,8 +82,8 @@ func testImages(t *testing.T, newStore storeFactory) {
 		t.Errorf("image after reopen (-want +got):\n%s", diff)
 	}
 	list, err := recs.ListImages(ctx, b.ID)
-	if err != nil || len(list) != 1 || list[0].ID != imported.ID {
-		t.Errorf("ListImages(b) = %v, %v", list, err)
+	if err != nil || len(list) != 1 || !cmp.Equal(list[0], imported) {
+		t.Errorf("ListImages(b) = %v, %v; want %v", list, err, imported)
 	}
 	if all, err := recs.ListImages(ctx, ""); err != nil || len(all) != 2 || all[0].ID != imported.ID {
 		t.Errorf("ListImages(all) = %v, %v; want both, newest first", all, err)

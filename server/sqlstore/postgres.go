@@ -37,6 +37,21 @@ var postgresDialect = dialect{
 		var pe *pgconn.PgError
 		return errors.As(err, &pe) && pe.Code == "23505" // unique_violation
 	},
+	storeFault: func(err error) error {
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) {
+			return nil
+		}
+		switch {
+		case pe.Code == "25006": // read_only_sql_transaction
+			return server.ErrStoreReadOnly
+		case pe.Code == "53100": // disk_full
+			return server.ErrStoreFull
+		case strings.HasPrefix(pe.Code, "58"): // system_error: io_error and the like
+			return server.ErrStoreIO
+		}
+		return nil
+	},
 	forUpdate:    " FOR UPDATE",
 	migrateLock:  `SELECT pg_advisory_xact_lock(` + strconv.Itoa(migrateLockClass) + `, 0)`,
 	chainLock:    `SELECT pg_advisory_xact_lock(` + strconv.Itoa(chainLockClass) + `, hashtext($1))`,

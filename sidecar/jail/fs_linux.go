@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -180,37 +181,89 @@ func (b *builder) placeProc() error {
 	return nil
 }
 
-// openNamespaceLimits opens this user namespace's own limits on new
-// namespaces (user.max_*_namespaces are per user namespace and bind its
-// descendants too) for limitNamespaces. A nested jail keeps user
-// namespaces: its sidecar makes one per command.
-func openNamespaceLimits(proc string, nested bool) ([]*os.File, error) {
-	var files []*os.File
+// A nsLimit is one of the jail's user namespace limits (/proc/sys/user),
+// opened by openNamespaceLimits and written by limitNamespaces.
+type nsLimit struct {
+	f     *os.File
+	value int64
+}
+
+// openNamespaceLimits opens this user namespace's own limits, which bind it
+// and its descendants per uid, and works out their values:
+//
+//   - user.max_*_namespaces are 0, behind the seccomp filter's refusal of
+//     the namespace flags. A nested jail keeps user namespaces: its sidecar
+//     makes one per command.
+//   - user.max_inotify_instances, max_inotify_watches, max_fanotify_groups
+//     and max_fanotify_marks are 7/8 of the host's per-user limits
+//     (fs.inotify.max_user_*, fs.fanotify.max_user_*). The kernel charges
+//     whatever a uid inside holds both here and, for the jail as a whole,
+//     to the namespace's owner against the host's limit: with a jail owned
+//     by its own host uid (Spec.HostIDBase) the sandbox gets the host's
+//     per-user allowance, apart from every other sandbox and host root.
+//     Inside, one uid (the agent's) cannot take all of it, so the
+//     sidecar's /files/watch keeps an eighth, as RLIMIT_NPROC leaves the
+//     sidecar room to fork.
+func openNamespaceLimits(proc string, nested bool) ([]nsLimit, error) {
+	values := map[string]int64{}
 	for _, kind := range []string{"mnt", "pid", "net", "ipc", "uts", "cgroup", "time", "user"} {
 		if kind == "user" && nested {
 			continue
 		}
-		f, err := os.OpenFile(filepath.Join(proc, "sys/user/max_"+kind+"_namespaces"), os.O_WRONLY, 0)
+		values["max_"+kind+"_namespaces"] = 0
+	}
+	shares := map[string]string{
+		"max_inotify_instances": "fs/inotify/max_user_instances",
+		"max_inotify_watches":   "fs/inotify/max_user_watches",
+		"max_fanotify_groups":   "fs/fanotify/max_user_groups",
+		"max_fanotify_marks":    "fs/fanotify/max_user_marks",
+	}
+	for name, host := range shares {
+		n, err := readSysctl(filepath.Join(proc, "sys", host))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a kernel without it
+		}
+		if err != nil {
+			return nil, err
+		}
+		values[name] = max(1, n-n/8)
+	}
+	var limits []nsLimit
+	for name, v := range values {
+		f, err := os.OpenFile(filepath.Join(proc, "sys/user", name), os.O_WRONLY, 0)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // older kernel
 		}
 		if err != nil {
-			return files, fmt.Errorf("open limit of %s namespaces: %w", kind, err)
+			return limits, fmt.Errorf("open limit %s: %w", name, err)
 		}
-		files = append(files, f)
+		limits = append(limits, nsLimit{f: f, value: v})
 	}
-	return files, nil
+	return limits, nil
 }
 
-// limitNamespaces sets every opened limit to zero, behind the seccomp
-// filter's refusal of the namespace flags, and closes the files.
-func limitNamespaces(files []*os.File) error {
+// readSysctl reads a number from a /proc/sys file.
+func readSysctl(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return n, nil
+}
+
+// limitNamespaces writes every opened limit and closes the files. It runs
+// once Setup needs no more mount clones, which count as mount namespaces.
+func limitNamespaces(limits []nsLimit) error {
 	var errs []error
-	for _, f := range files {
-		if _, err := f.WriteString("0\n"); err != nil {
-			errs = append(errs, fmt.Errorf("limit namespaces (%s): %w", filepath.Base(f.Name()), err))
+	for _, l := range limits {
+		if _, err := l.f.WriteString(strconv.FormatInt(l.value, 10) + "\n"); err != nil {
+			errs = append(errs, fmt.Errorf("limit namespaces (%s): %w", filepath.Base(l.f.Name()), err))
 		}
-		_ = f.Close()
+		_ = l.f.Close()
 	}
 	return errors.Join(errs...)
 }

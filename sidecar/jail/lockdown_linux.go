@@ -25,6 +25,14 @@ func SidecarCaps(nested bool) []int {
 	return caps
 }
 
+// BuildCaps are the capabilities a build's steps (Spec.Build) keep, only
+// inside the jail's user namespace too: SidecarCaps, plus CAP_FSETID and
+// CAP_SETFCAP, which dpkg, apt, pip and npm need to install files owned
+// by root and other system users with their modes and file capabilities.
+func BuildCaps() []int {
+	return append(SidecarCaps(false), unix.CAP_FSETID, unix.CAP_SETFCAP)
+}
+
 // Rlimits applied by Lockdown besides Spec.MaxProcs and Spec.MaxFileSize.
 const (
 	maxOpenFiles = 4096
@@ -33,9 +41,10 @@ const (
 
 // Lockdown drops the privileges init gained with its namespaces: lowered
 // rlimits (Spec.MaxProcs, Spec.MaxFileSize, open files, no core dumps),
-// no_new_privs, a bounding set of SidecarCaps, no ambient or inheritable
-// capabilities, SidecarCaps as the permitted and effective sets, and last a
-// seccomp filter (see seccompPolicy) that every later process inherits.
+// no_new_privs, a bounding set of SidecarCaps (BuildCaps for a build), no
+// ambient or inheritable capabilities, the same as the permitted and
+// effective sets, and last a seccomp filter (see seccompPolicy) that every
+// later process inherits.
 // Call it after Setup.
 //
 // no_new_privs and the capability sets belong to a thread, not a process:
@@ -68,7 +77,11 @@ func Lockdown(spec Spec) error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
 	}
-	if err := dropCaps(SidecarCaps(s.Nested())); err != nil {
+	caps := SidecarCaps(s.Nested())
+	if s.Build != nil {
+		caps = BuildCaps()
+	}
+	if err := dropCaps(caps); err != nil {
 		return err
 	}
 	return installSeccomp(s.Nested())

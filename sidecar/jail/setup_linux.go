@@ -54,6 +54,10 @@ func Setup(l Launch) error {
 		return err
 	}
 	steps := []func() error{b.placeSystem, b.placeEtc, b.takeBinds, b.placeHostDirs, b.placeReadOnlyRoots, b.placeWorkspaceTmpfs, b.placeBinds, b.placeDev, b.placeTmp, b.placeProc}
+	if s.Build != nil {
+		// The build's root has its own /etc; nothing else is bound.
+		steps = []func() error{b.placeSystem, b.placeDev, b.placeTmp, b.placeProc}
+	}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
@@ -69,8 +73,10 @@ func Setup(l Launch) error {
 	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
 		return fmt.Errorf("set hostname: %w", err)
 	}
-	if err := loopbackUp(); err != nil {
-		return err
+	if s.Build == nil { // a build shares its caller's network namespace, loopback up
+		if err := loopbackUp(); err != nil {
+			return err
+		}
 	}
 	err := limitNamespaces(b.nsLimits)
 	b.nsLimits = nil
@@ -94,7 +100,7 @@ type builder struct {
 	binds   []tree // Spec.Binds, placed after the workspace (binds_linux.go)
 	devNull int
 
-	nsLimits []*os.File // user.max_*_namespaces, see limitNamespaces
+	nsLimits []nsLimit // the user namespace's limits, see openNamespaceLimits
 }
 
 func (b *builder) closeAll() {
@@ -106,8 +112,8 @@ func (b *builder) closeAll() {
 	if b.devNull >= 0 {
 		_ = unix.Close(b.devNull)
 	}
-	for _, f := range b.nsLimits {
-		_ = f.Close()
+	for _, l := range b.nsLimits {
+		_ = l.f.Close()
 	}
 }
 
@@ -139,7 +145,7 @@ func (b *builder) cloneSources(fds map[string]int) error {
 		t.file = !fi.IsDir()
 		b.system = append(b.system, t)
 	}
-	if b.spec.Image != "" {
+	if b.spec.Image != "" && b.spec.Build == nil { // init runs a build's steps itself
 		if err := b.cloneLoader(); err != nil {
 			return err
 		}
@@ -336,9 +342,9 @@ const imageStage = "/.image"
 // imageSkipped are an image's top-level names the jail makes itself.
 var imageSkipped = map[string]bool{"dev": true, "proc": true, "sys": true, "tmp": true, "run": true, "mnt": true, "workspace": true}
 
-// placeImage binds each top-level directory of the image read-only and
-// copies its top-level symlinks (merged-/usr images), in place of the
-// host's system dirs.
+// placeImage binds each top-level directory of the image read-only (a
+// build's writable) and copies its top-level symlinks (merged-/usr
+// images), in place of the host's system dirs.
 func (b *builder) placeImage() error {
 	i := -1
 	for j, t := range b.host {
@@ -363,7 +369,8 @@ func (b *builder) placeImage() error {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if imageSkipped[name] || name[0] == '.' {
+		// A build has no run dir; its root's /run is its own scratch.
+		if (imageSkipped[name] && (b.spec.Build == nil || name != "run")) || name[0] == '.' {
 			continue
 		}
 		src := filepath.Join(staged, name)
@@ -377,7 +384,11 @@ func (b *builder) placeImage() error {
 				return fmt.Errorf("copy symlink /%s: %w", name, err)
 			}
 		case e.IsDir():
-			t, err := cloneTree(unix.AT_FDCWD, src, "/"+name, roAttrs, true)
+			attrs := uint64(roAttrs)
+			if b.spec.Build != nil {
+				attrs = rwAttrs
+			}
+			t, err := cloneTree(unix.AT_FDCWD, src, "/"+name, attrs, true)
 			if err != nil {
 				return err
 			}

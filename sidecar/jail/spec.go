@@ -14,12 +14,15 @@ const (
 
 // Defaults for a zero Spec field.
 const (
-	DefaultUID        = 1001      // the sandbox user inside the jail
-	DefaultHostIDBase = 200000    // first host id of the range a root driver maps
-	IDRange           = 65536     // ids mapped when running as root
-	DefaultTmpSize    = 512 << 20 // bytes of /tmp and /dev/shm each
-	DefaultHostname   = "sandbox"
-	DefaultMaxProcs   = 448 // RLIMIT_NPROC: below a 512 pids cgroup, so the sidecar can still fork
+	DefaultUID      = 1001      // the sandbox user inside the jail
+	IDRange         = 65536     // ids mapped when running as root
+	DefaultTmpSize  = 512 << 20 // bytes of /tmp and /dev/shm each
+	DefaultHostname = "sandbox"
+
+	// MaxHostIDBase is the highest HostIDBase: ids are 32 bits and
+	// 4294967295 ((uid_t)-1) is no id.
+	MaxHostIDBase   = 1<<32 - 1 - IDRange
+	DefaultMaxProcs = 448 // RLIMIT_NPROC: below a 512 pids cgroup, so the sidecar can still fork
 )
 
 // DefaultSystemBinds are the host paths bound read-only into every jail when
@@ -52,9 +55,14 @@ type Spec struct {
 
 	// HostIDBase is where inside ids 0..IDRange-1 start on the host when the
 	// driver is root: the jail's root is then an unprivileged host user and
-	// host-root-owned files stay unreadable. 0 means the driver is not root:
-	// the caller's own uid and gid become root inside and nothing else is
-	// mapped, so the sandbox user exists only in a nested user namespace.
+	// host-root-owned files stay unreadable. Each jail should have a range of
+	// its own, so that per-user kernel counters are per jail; the jail's user
+	// namespace is created by HostIDBase (its owner), not by root, and the
+	// writable host directories (Workspace, Outputs, Binds) are idmapped
+	// mounts that store the inside ids on disk (see Start). 0 means the
+	// driver is not root: the caller's own uid and gid become root inside
+	// and nothing else is mapped, so the sandbox user exists only in a
+	// nested user namespace.
 	HostIDBase int `json:"host_id_base,omitempty"`
 
 	TmpSize     int64    `json:"tmp_size,omitempty"`     // bytes; 0 means DefaultTmpSize
@@ -79,6 +87,11 @@ type Spec struct {
 	// limit. The jail does not enforce them; init hands them to the sidecar.
 	MaxExecCount   int `json:"max_exec_count,omitempty"`
 	MaxExecSeconds int `json:"max_exec_seconds,omitempty"`
+
+	// Build, when set, makes the jail an image build rather than a
+	// sandbox (see Build): Image is bound writable and init runs the
+	// build's steps instead of the sidecar.
+	Build *Build `json:"build,omitempty"`
 }
 
 // Nested reports whether the sandbox user must live in a nested user
@@ -99,7 +112,7 @@ func (s Spec) withDefaults() Spec {
 	if s.TmpSize == 0 {
 		s.TmpSize = DefaultTmpSize
 	}
-	if s.SystemBinds == nil && s.Image == "" {
+	if s.SystemBinds == nil && s.Image == "" && s.Build == nil {
 		s.SystemBinds = DefaultSystemBinds()
 	}
 	if s.MaxProcs == 0 {

@@ -35,8 +35,16 @@ var minimalEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 
 // Start launches cmd as the init of a new jail described by spec. cmd.Path is
 // the boxkite-sidecar binary and cmd.Args its arguments (e.g. "init"); Start
-// sets SysProcAttr, ExtraFiles, Dir and, when nil, Env. Point cmd.Stdout and
-// cmd.Stderr at files: the jail outlives the caller, so pipes would break.
+// sets SysProcAttr, Dir and, when nil, Env. Point cmd.Stdout and cmd.Stderr
+// at files: the jail outlives the caller, so pipes would break. Files the
+// caller puts in cmd.ExtraFiles are held by the jail's init, open, until it
+// exits, and never reach the sidecar: a lock the driver takes on a file
+// lasts as long as the jail (the local driver's uid range lease).
+//
+// With a host id range (spec.HostIDBase), the jail's user namespace is
+// owned by the range's base uid, not by the caller (see startOwned), and
+// the writable host directories are idmapped mounts through it, so what
+// they hold on disk is owned by the ids the sandbox sees (see idmapData).
 //
 // When started is not nil it runs with the new pid before init is handed
 // its launch document, so nothing inside the jail has run yet: the place to
@@ -80,6 +88,7 @@ func Start(cmd *exec.Cmd, spec Spec, token string, started func(pid int) error) 
 		launch.MountFDs[m.target] = firstMountFD + i
 		extra = append(extra, m.file)
 	}
+	extra = append(extra, cmd.ExtraFiles...) // held by init, see above
 
 	doc, err := json.Marshal(launch)
 	if err != nil {
@@ -102,10 +111,11 @@ func Start(cmd *exec.Cmd, spec Spec, token string, started func(pid int) error) 
 		cmd.Env = minimalEnv
 	}
 	cmd.SysProcAttr = sysProcAttr(spec)
-	if err := cmd.Start(); err != nil {
+	if err := startOwned(cmd, spec); err != nil {
 		return fmt.Errorf("start jail: %w", err)
 	}
-	if started != nil {
+	err = idmapData(cmd.Process.Pid, mounts)
+	if err == nil && started != nil {
 		err = started(cmd.Process.Pid)
 	}
 	if err == nil {
@@ -132,6 +142,12 @@ func sysProcAttr(spec Spec) *syscall.SysProcAttr {
 		// being SIGKILLed, and a restarted server re-adopts it by pid.
 		Setsid: true,
 	}
+	if spec.Build != nil {
+		// The caller's network namespace (Build), and no life beyond the
+		// thread that waits for it: nothing adopts a build.
+		attr.Cloneflags &^= unix.CLONE_NEWNET
+		attr.Pdeathsig = syscall.SIGKILL
+	}
 	if spec.Nested() {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
@@ -151,6 +167,7 @@ func sysProcAttr(spec Spec) *syscall.SysProcAttr {
 type hostMount struct {
 	target string
 	file   *os.File
+	idmap  bool // hostDir.idmap
 }
 
 // detachHostDirs clones the host directories bound into the jail as detached
@@ -173,7 +190,7 @@ func detachHostDirs(spec Spec) ([]hostMount, error) {
 		if err != nil {
 			return out, fmt.Errorf("clone mount of %s: %w", d.source, err)
 		}
-		out = append(out, hostMount{target: d.target, file: os.NewFile(uintptr(fd), d.source)})
+		out = append(out, hostMount{target: d.target, file: os.NewFile(uintptr(fd), d.source), idmap: d.idmap})
 		if err := unix.MountSetattr(fd, "", setFlags, &unix.MountAttr{Attr_set: d.attrs}); err != nil {
 			return out, fmt.Errorf("set attributes of %s: %w", d.source, err)
 		}
@@ -181,29 +198,41 @@ func detachHostDirs(spec Spec) ([]hostMount, error) {
 	return out, nil
 }
 
-// A hostDir is a host directory bound writable into the jail.
+// A hostDir is a host directory bound into the jail.
 type hostDir struct {
 	target, source string
 	attrs          uint64
 	recursive      bool // with the mounts below source
+	// idmap marks the sandbox's data (see idmapData). Not the run dir,
+	// which holds the host's sockets, nor an image: a built image's root
+	// is overlays of the host's own system directories, whose root-owned
+	// files (/etc/shadow) an idmap would hand to the jail's root (and
+	// overlayfs cannot be idmapped anyway). Image files stay owned by ids
+	// the jail does not map, readable as their mode allows.
+	idmap bool
 }
 
 func hostDirs(spec Spec) []hostDir {
-	dirs := []hostDir{{RunDir, spec.RunDir, runAttrs, false}}
+	if spec.Build != nil {
+		// A build's root, writable; Setup splits it into top-level binds.
+		// Not idmapped here: its layers are (server/images).
+		return []hostDir{{target: imageStage, source: spec.Image, attrs: rwAttrs, recursive: true}}
+	}
+	dirs := []hostDir{{target: RunDir, source: spec.RunDir, attrs: runAttrs}}
 	if spec.Image != "" {
 		// Detached as a whole by the driver, which can reach its state dir;
 		// Setup splits it into the top-level binds.
 		// Recursive: a built image's root is made of overlay mounts.
-		dirs = append(dirs, hostDir{imageStage, spec.Image, roAttrs, true})
+		dirs = append(dirs, hostDir{target: imageStage, source: spec.Image, attrs: roAttrs, recursive: true})
 	}
 	if spec.Workspace != "" {
-		dirs = append(dirs, hostDir{WorkspaceDir, spec.Workspace, rwAttrs, false})
+		dirs = append(dirs, hostDir{target: WorkspaceDir, source: spec.Workspace, attrs: rwAttrs, idmap: true})
 	}
 	if spec.Outputs != "" {
-		dirs = append(dirs, hostDir{OutputsDir, spec.Outputs, rwAttrs, false})
+		dirs = append(dirs, hostDir{target: OutputsDir, source: spec.Outputs, attrs: rwAttrs, idmap: true})
 	}
 	for _, b := range spec.Binds {
-		dirs = append(dirs, hostDir{b.Target, b.Source, rwAttrs, false})
+		dirs = append(dirs, hostDir{target: b.Target, source: b.Source, attrs: rwAttrs, idmap: true})
 	}
 	return dirs
 }
@@ -211,6 +240,15 @@ func hostDirs(spec Spec) []hostDir {
 func (s Spec) validate() error {
 	if s.ID == "" {
 		return errors.New("validate jail spec: empty id")
+	}
+	if s.HostIDBase < 0 || (s.HostIDBase > 0 && s.HostIDBase < IDRange) {
+		return fmt.Errorf("validate jail spec: host id base %d overlaps the host's own ids", s.HostIDBase)
+	}
+	if s.HostIDBase > MaxHostIDBase {
+		return fmt.Errorf("validate jail spec: host id base %d leaves no room for %d ids", s.HostIDBase, IDRange)
+	}
+	if s.Build != nil {
+		return s.Build.validate(s)
 	}
 	required := map[string]string{"run dir": s.RunDir}
 	if s.WorkspaceTmpfs <= 0 {
@@ -232,9 +270,6 @@ func (s Spec) validate() error {
 	if s.Outputs != "" && !filepath.IsAbs(s.Outputs) {
 		return fmt.Errorf("validate jail spec: outputs %q is not an absolute path", s.Outputs)
 	}
-	if s.HostIDBase < 0 || (s.HostIDBase > 0 && s.HostIDBase < IDRange) {
-		return fmt.Errorf("validate jail spec: host id base %d overlaps the host's own ids", s.HostIDBase)
-	}
 	return nil
 }
 
@@ -251,7 +286,8 @@ func ReadLaunch() (Launch, error) {
 		return Launch{}, fmt.Errorf("read launch: %w", err)
 	}
 	// Nothing else init inherited may reach the sidecar: not the binary
-	// (init re-executes via /proc/self/exe), nor anything the driver leaked.
+	// (init re-executes via /proc/self/exe), nor the files the driver has
+	// init hold (Start), nor anything it leaked. Init itself keeps them.
 	_ = unix.CloseRange(launchFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	l.Spec = l.Spec.withDefaults()
 	return l, nil

@@ -1,6 +1,8 @@
 // Command bastion is boxkite-bastion, the SSH front door to sandboxes:
 // `ssh <sandbox-id>@host -p 2222` opens the sandbox's shared terminal, and
-// `ssh <sandbox-id>@host 'cmd'` runs cmd there and returns its exit status.
+// `ssh <sandbox-id>@host 'cmd'` runs cmd there (stdin streamed, on a PTY
+// when asked) and returns its exit status, and the sftp subsystem serves
+// the sandbox's files to scp, sftp and rsync.
 // It holds no sandbox credentials: it is a client of the control plane,
 // which it asks for a single-use takeover token per session. See
 // docs/bastion.md; run `boxkite-bastion --help` for flags and environment.
@@ -16,8 +18,8 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The bastion key is read from the environment only (argv is
-	// world-readable), then dropped from it.
+	// A bastion key given in the environment (argv is world-readable) is
+	// dropped from it at once; --key-file keeps it out of it altogether.
 	key := os.Getenv(bastionKeyEnv)
 	os.Unsetenv(bastionKeyEnv)
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, key, os.Stderr))

@@ -36,6 +36,8 @@ type bastion struct {
 
 	mu        sync.Mutex
 	perSource map[string]int // open connections by source IP
+
+	sessions *sessionSet // open sessions, told when the bastion stops
 }
 
 func newBastion(o *options, log *slog.Logger) *bastion {
@@ -46,6 +48,7 @@ func newBastion(o *options, log *slog.Logger) *bastion {
 		maxPerSource: o.maxPerSource,
 		loginTimeout: o.loginTimeout,
 		perSource:    map[string]int{},
+		sessions:     newSessionSet(),
 	}
 }
 
@@ -63,6 +66,8 @@ func (b *bastion) sshServer(signer ssh.Signer) *ssh.Server {
 		Version:         "boxkite-bastion",
 		PasswordHandler: b.password,
 		ConnCallback:    b.conn,
+		// A session ending at shutdown says so (shutdown.go).
+		SessionRequestCallback: func(sess ssh.Session, _ string) bool { return b.sessions.add(sess) },
 		ConnectionFailedCallback: func(c net.Conn, err error) {
 			b.log.Debug("ssh handshake failed", "source", c.RemoteAddr().String(), "err", err)
 		},
@@ -75,16 +80,17 @@ func (b *bastion) sshServer(signer ssh.Signer) *ssh.Server {
 			return &gossh.ServerConfig{
 				MaxAuthTries: maxAuthTries,
 				PublicKeyCallback: func(meta gossh.ConnMetadata, key gossh.PublicKey) (*gossh.Permissions, error) {
-					line, ok := b.publicKey(ctx, meta, key)
-					if !ok {
-						return nil, errDenied
+					line, err := b.publicKey(ctx, meta, key)
+					if err != nil {
+						return nil, err
 					}
 					return &gossh.Permissions{Extensions: map[string]string{permKey: line}}, nil
 				},
 			}
 		},
-		// sftp, and scp in its default (sftp) mode, ask for a subsystem.
-		SubsystemHandlers: map[string]ssh.SubsystemHandler{"default": refuseTransfer},
+		// sftp, scp in its default (sftp) mode and editors' remote-SSH
+		// modes ask for the sftp subsystem; any other is refused.
+		SubsystemHandlers: map[string]ssh.SubsystemHandler{"sftp": b.sftp},
 	}
 }
 
@@ -103,6 +109,7 @@ func (b *bastion) conn(ctx ssh.Context, c net.Conn) net.Conn {
 	}
 	b.perSource[host]++
 	b.mu.Unlock()
+	c = &preambleConn{Conn: c, found: func(id string) { ctx.SetValue(sandboxKey{}, id) }}
 	// ContextKeyConn is set once the handshake, authentication included,
 	// has succeeded.
 	timer := time.AfterFunc(b.loginTimeout, func() {
@@ -164,12 +171,13 @@ func (s *tokenStash) take(key string) string {
 // name. The control plane spends it and answers with a fresh token for the
 // session, so a bad, used or expired token fails here, at the prompt.
 func (b *bastion) password(ctx ssh.Context, password string) bool {
-	if password == "" || !sandboxIDPattern.MatchString(ctx.User()) {
+	sandbox := sandboxOf(ctx, ctx.User())
+	if password == "" || !sandboxIDPattern.MatchString(sandbox) {
 		return false
 	}
-	tok, err := b.mint(ctx, api.BastionTokenRequest{SandboxID: ctx.User(), Token: password})
+	tok, err := b.mint(ctx, api.BastionTokenRequest{SandboxID: sandbox, Token: password})
 	if err != nil {
-		b.authFailed(ctx, "password", ctx.User(), ctx.RemoteAddr(), err)
+		b.authFailed(ctx, "password", sandbox, ctx.RemoteAddr(), err)
 		return false
 	}
 	stashOf(ctx).put(tok, "")
@@ -179,19 +187,54 @@ func (b *bastion) password(ctx ssh.Context, password string) bool {
 // publicKey accepts a key registered to the account owning the sandbox,
 // and returns it in authorized_keys form. It may be asked about a key
 // before the client proves it holds it; the token minted then is only used
-// by a session of a connection that authenticated with that key.
-func (b *bastion) publicKey(ctx ssh.Context, meta gossh.ConnMetadata, key ssh.PublicKey) (string, bool) {
-	if !sandboxIDPattern.MatchString(meta.User()) {
-		return "", false
+// by a session of a connection that authenticated with that key. A refusal
+// carries, once per connection, a banner saying what to do about it.
+func (b *bastion) publicKey(ctx ssh.Context, meta gossh.ConnMetadata, key ssh.PublicKey) (string, error) {
+	sandbox := sandboxOf(ctx, meta.User())
+	if !sandboxIDPattern.MatchString(sandbox) {
+		return "", refusal(ctx, fmt.Sprintf("%q is not a sandbox id", sandbox),
+			"connect as ssh -p PORT <sandbox-id>@HOST; `boxkite session ls` lists the ids")
 	}
 	line := authorizedKey(key)
-	tok, err := b.mint(ctx, api.BastionTokenRequest{SandboxID: meta.User(), PublicKey: line})
+	tok, err := b.mint(ctx, api.BastionTokenRequest{SandboxID: sandbox, PublicKey: line})
 	if err != nil {
-		b.authFailed(ctx, "publickey", meta.User(), meta.RemoteAddr(), err)
-		return "", false
+		b.authFailed(ctx, "publickey", sandbox, meta.RemoteAddr(), err)
+		what, hint := refusalText(sandbox, key, err)
+		return "", refusal(ctx, what, hint)
 	}
 	stashOf(ctx).put(tok, line)
-	return line, true
+	return line, nil
+}
+
+// refusalText says why a key was refused and what to do, as far as the
+// bastion may tell someone who has not authenticated: an unregistered key
+// and a sandbox that is not the key's account's look the same.
+func refusalText(sandbox string, key ssh.PublicKey, err error) (string, string) {
+	e, ok := errors.AsType[*api.Error](err)
+	switch {
+	case !ok || e.Status >= 500:
+		return "the control plane did not answer", "check that boxkite-server is running: `boxkite status`"
+	case e.Status == 401 && e.Code == api.CodeUnauthorized:
+		return "the bastion's key does not match the server's", "restart both with the same key (`boxkite down && boxkite up` locally)"
+	case e.Status == 409:
+		return fmt.Sprintf("sandbox %s is not active", sandbox), "create one with `boxkite session create`"
+	}
+	return fmt.Sprintf("key %s is not registered to the account of sandbox %q, or there is no such sandbox", gossh.FingerprintSHA256(key), sandbox),
+		"register it with `boxkite ssh-keys add ~/.ssh/id_ed25519.pub`, check the id with `boxkite session ls`, " +
+			"or run `boxkite ssh -s ID`, which needs no key"
+}
+
+type bannerSentKey struct{}
+
+// refusal is a denied authentication attempt that shows the person why,
+// in a banner (ssh prints it at its default log level), the first time on
+// a connection: ssh may offer several keys, and one message is enough.
+func refusal(ctx ssh.Context, what, hint string) error {
+	if ctx.Value(bannerSentKey{}) != nil {
+		return errDenied
+	}
+	ctx.SetValue(bannerSentKey{}, true)
+	return &gossh.BannerError{Err: errDenied, Message: "boxkite-bastion: " + what + "\r\nhint: " + hint + "\r\n"}
 }
 
 func authorizedKey(k ssh.PublicKey) string {
@@ -228,7 +271,7 @@ func (b *bastion) sessionToken(s ssh.Session) (string, error) {
 	if key == "" {
 		return "", errors.New("a takeover token opens one session; mint another with `boxkite ssh`")
 	}
-	return b.mint(s.Context(), api.BastionTokenRequest{SandboxID: s.User(), PublicKey: key})
+	return b.mint(s.Context(), api.BastionTokenRequest{SandboxID: sandboxOf(s.Context(), s.User()), PublicKey: key})
 }
 
 // authenticatedKey is the public key the connection authenticated with,
@@ -243,21 +286,35 @@ func authenticatedKey(ctx ssh.Context) string {
 
 // session serves one SSH session: the shared terminal, or a command.
 func (b *bastion) session(s ssh.Session) {
-	if s.RawCommand() != "" && isTransfer(s.Command()) {
-		refuseTransfer(s)
+	c, ok := b.sessionClient(s)
+	if !ok {
 		return
 	}
+	if s.RawCommand() != "" {
+		b.exec(s, c, api.InteractiveRequest{Command: s.RawCommand()})
+		return
+	}
+	b.shell(s, c)
+}
+
+// sftp serves the sftp subsystem: an SFTP server in the sandbox, as the
+// sandbox user, reached like any command (scp, sftp, rsync's remote half
+// and editors all work on the sandbox's own files).
+func (b *bastion) sftp(s ssh.Session) {
+	if c, ok := b.sessionClient(s); ok {
+		b.exec(s, c, api.InteractiveRequest{Subsystem: api.SubsystemSFTP})
+	}
+}
+
+// sessionClient is a control-plane client holding the session's token; on
+// failure the session has been told why and ended.
+func (b *bastion) sessionClient(s ssh.Session) (*client.Client, bool) {
 	token, err := b.sessionToken(s)
 	if err != nil {
 		fail(s, err)
-		return
+		return nil, false
 	}
-	c := client.New(b.server, token)
-	if s.RawCommand() != "" {
-		b.exec(s, c)
-		return
-	}
-	b.shell(s, c, token)
+	return client.New(b.server, token), true
 }
 
 // fail tells the person what went wrong, on stderr, and ends the session.
@@ -273,24 +330,37 @@ func fail(s ssh.Session, err error) {
 	_ = s.Exit(1)
 }
 
-// exec runs the session's command through the control plane's streaming
-// exec and exits with its status. Output bytes pass unchanged. The
-// command's stdin is empty: exec takes stdin up front, and an interactive
-// ssh never ends its input.
-func (b *bastion) exec(s ssh.Session, c *client.Client) {
-	code, err := c.ExecStream(s.Context(), s.User(), api.ExecRequest{Command: s.RawCommand(), Timeout: api.MaxExecTimeout},
-		func(ev api.ExecEvent) error {
-			var err error
-			switch ev.Type {
-			case api.EventStdout:
-				_, err = io.WriteString(s, ev.Data)
-			case api.EventStderr:
-				_, err = io.WriteString(s.Stderr(), ev.Data)
-			}
-			return err
-		})
+// exec runs req through the control plane's interactive exec and exits
+// with its status: stdin streams as the client sends it (its end is the
+// command's end of input), output bytes pass unchanged, and when the
+// client asked for a PTY the command runs on one, as under OpenSSH's sshd,
+// with the window size and its changes.
+func (b *bastion) exec(s ssh.Session, c *client.Client, req api.InteractiveRequest) {
+	ctx, cancel := context.WithCancel(s.Context())
+	defer cancel()
+	pty, winch, tty := s.Pty()
+	if tty && req.Subsystem == "" {
+		req.TTY, req.Cols, req.Rows, req.Term = true, pty.Window.Width, pty.Window.Height, pty.Term
+	}
+	x, err := c.StartInteractive(ctx, sandboxOf(s.Context(), s.User()), req)
 	if err != nil {
 		fail(s, err)
+		return
+	}
+	if req.TTY {
+		go func() {
+			for w := range winch {
+				if x.Resize(ctx, w.Width, w.Height) != nil {
+					return
+				}
+			}
+		}()
+	}
+	code, err := x.Run(ctx, s, s, s.Stderr())
+	if err != nil {
+		if ctx.Err() == nil {
+			fail(s, err)
+		}
 		return
 	}
 	_ = s.Exit(code)
@@ -298,10 +368,10 @@ func (b *bastion) exec(s ssh.Session, c *client.Client) {
 
 // shell attaches the session to the sandbox's shared terminal until the
 // shell exits or the person disconnects (which only detaches).
-func (b *bastion) shell(s ssh.Session, c *client.Client, token string) {
+func (b *bastion) shell(s ssh.Session, c *client.Client) {
 	ctx, cancel := context.WithCancel(s.Context())
 	defer cancel()
-	t, err := c.AttachWithToken(ctx, s.User(), token)
+	t, err := c.AttachWithToken(ctx, sandboxOf(s.Context(), s.User()), c.APIKey)
 	if err != nil {
 		fail(s, err)
 		return
@@ -339,30 +409,4 @@ func (b *bastion) shell(s ssh.Session, c *client.Client, token string) {
 		_ = s.Exit(0) // the shell exited
 	case <-ctx.Done():
 	}
-}
-
-// isTransfer reports whether a command is the server half of a file
-// transfer (scp -O, rsync, sftp-server), which the bastion does not serve.
-func isTransfer(argv []string) bool {
-	if len(argv) == 0 {
-		return false
-	}
-	name := argv[0]
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	switch name {
-	case "scp", "sftp-server", "internal-sftp":
-		return true
-	case "rsync":
-		return len(argv) > 1 && argv[1] == "--server"
-	}
-	return false
-}
-
-// refuseTransfer answers sftp and scp with a message and exit status 1.
-func refuseTransfer(s ssh.Session) {
-	fmt.Fprint(s.Stderr(), "boxkite-bastion: file transfer (sftp, scp) is not supported\r\n"+
-		"hint: copy files with `boxkite files cp LOCAL ID:/workspace/PATH`\r\n")
-	_ = s.Exit(1)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 )
@@ -14,9 +15,13 @@ const envPrefix = "BOXKITE_BASTION_"
 
 // bastionKeyEnv carries the secret shared with boxkite-server
 // (Config.BastionKey) that lets the bastion mint takeover tokens for
-// registered SSH keys. Environment only; without it only takeover tokens
-// work as passwords.
+// registered SSH keys, for deployments that inject it as a variable. A key
+// file (--key-file, BOXKITE_BASTION_KEY_FILE) keeps it out of the
+// environment and is what `boxkite up` uses.
 const bastionKeyEnv = "BOXKITE_BASTION_KEY"
+
+// minBastionKeyLen is the server's own minimum (server.Config.BastionKey).
+const minBastionKeyLen = 32
 
 // Defaults, as the reference's bastion.
 const (
@@ -34,6 +39,7 @@ type options struct {
 	maxPerSource int
 	loginTimeout time.Duration
 	logLevel     string
+	keyFile      string // the bastion key's file; "" means bastionKeyEnv
 	bastionKey   string
 }
 
@@ -59,17 +65,20 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.IntVar(&o.maxPerSource, "max-per-source", defaultMaxPerSource, "concurrent connections allowed from one IP address")
 	fs.DurationVar(&o.loginTimeout, "login-timeout", defaultLoginTimeout, "time a connection has to authenticate")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.keyFile, "key-file", "", "file holding the bastion key shared with the server; readable by its owner only (mode 0600)")
 	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [env " + envName(f.Name) + "]" })
 	fs.Usage = func() {
 		fmt.Fprintf(out, `Usage: boxkite-bastion [flags]
 
 boxkite-bastion lets people reach sandboxes over SSH:
   ssh <sandbox-id>@host -p 2222          the sandbox's shared terminal
-  ssh <sandbox-id>@host -p 2222 'cmd'    run cmd, exit with its status
+  ssh <sandbox-id>@host -p 2222 'cmd'    run cmd (stdin streamed; a PTY with -t),
+                                         exit with its status
+  scp -P 2222 f <sandbox-id>@host:/workspace/   sftp, scp and rsync too
 It authenticates with a public key registered to the account (boxkite
 ssh-keys add) or a takeover token as the password, and talks only to the
-control plane. %s (environment only, the same value as the
-server's) lets it serve registered keys.
+control plane. The bastion key (the same value as the server's), read from
+--key-file or else %s, lets it serve registered keys.
 
 Flags:
 `, bastionKeyEnv)
@@ -114,4 +123,48 @@ Flags:
 	}
 	o.server = strings.TrimRight(o.server, "/")
 	return o, nil
+}
+
+// readKeyFile reads the bastion key from path, refusing a file that anyone
+// but its owner could read: the key opens every terminal whose account
+// registered an SSH key.
+func readKeyFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read --key-file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("read --key-file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", &usageError{fmt.Errorf("--key-file %s is not a regular file", path)}
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return "", &usageError{fmt.Errorf("--key-file %s can be read by group or others (mode %04o); run: chmod 600 %s", path, perm, path)}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return "", fmt.Errorf("read --key-file: %w", err)
+	}
+	key := strings.TrimSpace(string(b))
+	if len(key) < minBastionKeyLen {
+		return "", &usageError{fmt.Errorf("--key-file %s holds %d bytes; the bastion key is at least %d", path, len(key), minBastionKeyLen)}
+	}
+	return key, nil
+}
+
+// resolveKey is the bastion key: from the key file, else from the
+// environment; setting both is a mistake worth stopping for.
+func resolveKey(o *options, envKey string) (string, error) {
+	switch {
+	case o.keyFile != "" && envKey != "":
+		return "", &usageError{fmt.Errorf("both --key-file and %s are set; keep one", bastionKeyEnv)}
+	case o.keyFile != "":
+		return readKeyFile(o.keyFile)
+	case envKey == "":
+		return "", &usageError{fmt.Errorf("the bastion key is required: pass --key-file (a 0600 file holding the server's bastion key) or set %s (see docs/bastion.md)", bastionKeyEnv)}
+	}
+	return envKey, nil
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +72,18 @@ func newFixture(t *testing.T, edit func(*options)) *fixture {
 
 func startBastion(t *testing.T, serverURL string, edit func(*options)) string {
 	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr, done := startBastionCtx(t, ctx, serverURL, edit)
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return addr
+}
+
+// startBastionCtx serves a bastion until ctx ends; done closes once it returned.
+func startBastionCtx(t *testing.T, ctx context.Context, serverURL string, edit func(*options)) (string, <-chan struct{}) {
+	t.Helper()
 	o := &options{
 		server: serverURL, bastionKey: testBastionKey, hostKey: filepath.Join(t.TempDir(), "host_key"),
 		maxPerSource: defaultMaxPerSource, loginTimeout: defaultLoginTimeout,
@@ -82,20 +95,18 @@ func startBastion(t *testing.T, serverURL string, edit func(*options)) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan struct{})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	go func() { done <- serve(ctx, o, ln, log) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+	go func() {
+		defer close(done)
+		if err := serve(ctx, o, ln, log); err != nil {
 			t.Errorf("bastion: %v", err)
 		}
-	})
-	return ln.Addr().String()
+	}()
+	return ln.Addr().String(), done
 }
 
 func (f *fixture) keygen(name string) string {
@@ -297,15 +308,39 @@ func TestBastion(t *testing.T) {
 		if code, _, _ := f.run(t, f.sshArgs("", nil, "true"), tok); code != 255 {
 			t.Errorf("reused token: exit %d, want 255", code)
 		}
-		code, _, stderr := f.run(t, f.sshArgs(f.goodKey, nil, "scp -t /tmp"), "")
-		if code != 1 || !strings.Contains(stderr, "not supported") {
-			t.Errorf("scp: exit %d, %q; want 1 and a message", code, stderr)
+		code, _, stderr := f.run(t, f.sshArgs(f.goodKey, []string{"-s"}, "no-such-subsystem"), "")
+		if code == 0 {
+			t.Errorf("unknown subsystem: exit 0, %q; want a refusal", stderr)
 		}
-		code, _, stderr = f.run(t, f.sshArgs(f.goodKey, []string{"-s"}, "sftp"), "")
-		if code != 1 || !strings.Contains(stderr, "not supported") {
-			t.Errorf("sftp subsystem: exit %d, %q; want 1 and a message", code, stderr)
+		// At ssh's default log level the refusal's banner says what to do.
+		args := f.sshArgs(f.badKey, nil, "true")
+		args[slices.Index(args, "LogLevel=ERROR")] = "LogLevel=INFO"
+		code, _, stderr = f.run(t, args, "")
+		if code != 255 || !strings.Contains(stderr, "is not registered") || !strings.Contains(stderr, "hint: register it with `boxkite ssh-keys add") {
+			t.Errorf("unregistered key at the default log level: exit %d, %q; want 255 and a hint", code, stderr)
 		}
 	})
+	t.Run("a command on a pty", func(t *testing.T) {
+		s := f.interactive(t, f.sshArgs(f.goodKey, nil, "stty size; tty"), "")
+		s.expect("24 80")
+		s.expect("/dev/pts/")
+	})
+	t.Run("stdin is forwarded byte-exact", func(t *testing.T) {
+		data := make([]byte, 3<<20+17)
+		for i := range data {
+			data[i] = byte(i*7 + i/251) // every byte value, no pattern ssh could shorten
+		}
+		cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, "cat > /workspace/stdin.bin && cat /workspace/stdin.bin"), "")
+		cmd.Stdin = bytes.NewReader(data)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("ssh 'cat > f' < file: %v", err)
+		}
+		if !bytes.Equal(out, data) {
+			t.Errorf("the file came back as %d bytes, want the %d sent, unchanged", len(out), len(data))
+		}
+	})
+	t.Run("scp sftp and rsync", func(t *testing.T) { f.testTransfers(t) })
 
 	t.Run("member key cannot mint a token", func(t *testing.T) {
 		k, err := f.admin.CreateAPIKey(t.Context(), api.CreateAPIKeyRequest{Name: "bot", Role: api.RoleMember})
@@ -489,4 +524,111 @@ func TestHostKeyPersists(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("host key file mode = %v, %v; want 0600", fi.Mode(), err)
 	}
+}
+
+// testTransfers copies a file to the sandbox and back with scp (sftp
+// mode, and -O, which runs scp in the sandbox), sftp and rsync -e ssh.
+func (f *fixture) testTransfers(t *testing.T) {
+	local := filepath.Join(t.TempDir(), "payload.bin")
+	data := make([]byte, 1<<20+3)
+	for i := range data {
+		data[i] = byte(i % 253)
+	}
+	if err := os.WriteFile(local, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(f.addr)
+	dest := f.sandbox + "@" + host
+	common := []string{
+		"-F", "/dev/null", "-o", "UserKnownHostsFile=" + filepath.Join(f.home, "known_hosts"), "-o", "GlobalKnownHostsFile=/dev/null",
+		"-o", "StrictHostKeyChecking=accept-new", "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i", f.goodKey,
+	}
+	run := func(name string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Env = []string{"HOME=" + f.home, "PATH=" + os.Getenv("PATH")}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	same := func(what, path string) {
+		t.Helper()
+		got, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%s: the copy back differs (%d bytes, %v)", what, len(got), err)
+		}
+	}
+	back := t.TempDir()
+	run("scp", append(slices.Clone(common), "-P", port, local, dest+":/workspace/scp.bin")...)
+	run("scp", append(slices.Clone(common), "-P", port, dest+":/workspace/scp.bin", filepath.Join(back, "scp.bin"))...)
+	same("scp", filepath.Join(back, "scp.bin"))
+	run("scp", append(slices.Clone(common), "-O", "-P", port, local, dest+":/workspace/legacy.bin")...)
+	run("scp", append(slices.Clone(common), "-O", "-P", port, dest+":/workspace/legacy.bin", filepath.Join(back, "legacy.bin"))...)
+	same("scp -O", filepath.Join(back, "legacy.bin"))
+
+	batch := filepath.Join(t.TempDir(), "batch")
+	script := "mkdir sub\nput " + local + " sub/sftp.bin\nrename sub/sftp.bin sub/moved.bin\nget sub/moved.bin " + filepath.Join(back, "sftp.bin") + "\n"
+	if err := os.WriteFile(batch, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run("sftp", append(slices.Clone(common), "-P", port, "-b", batch, dest)...)
+	same("sftp", filepath.Join(back, "sftp.bin"))
+
+	if _, err := exec.LookPath("rsync"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("rsync is needed under CI (.ci/run installs it): %v", err)
+		}
+		t.Logf("rsync not installed; skipping its part")
+		return
+	}
+	rsh := "ssh " + strings.Join(append(slices.Clone(common), "-p", port), " ")
+	run("rsync", "-a", "-e", rsh, local, dest+":/workspace/rsync.bin")
+	run("rsync", "-a", "-e", rsh, dest+":/workspace/rsync.bin", filepath.Join(back, "rsync.bin"))
+	same("rsync", filepath.Join(back, "rsync.bin"))
+}
+
+// TestShutdownTellsSessions stops a bastion with a command running through
+// it: the session reads why it ends and exits 255.
+func TestShutdownTellsSessions(t *testing.T) {
+	f := newFixture(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr, done := startBastionCtx(t, ctx, f.srv.BaseURL, nil)
+	f.addr = addr
+	cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, "echo started; sleep 60"), "")
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), "started"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+	}
+	cancel()
+	<-done
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 255 || !strings.Contains(stderr.String(), "the bastion is shutting down") {
+		t.Errorf("ssh after the shutdown: %v, stderr %q; want exit 255 and the message", err, stderr.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a command writes while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +61,7 @@ func TestRunNeedsBastionKey(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
 	if code := run(context.Background(), []string{"--server", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}, envFunc(nil), "", &stderr); code != 2 ||
-		!strings.Contains(stderr.String(), "BOXKITE_BASTION_KEY is required") {
+		!strings.Contains(stderr.String(), "the bastion key is required") {
 		t.Errorf("run without a key = %d, %q", code, stderr.String())
 	}
 	stderr.Reset()
@@ -68,26 +70,48 @@ func TestRunNeedsBastionKey(t *testing.T) {
 	}
 }
 
-func TestIsTransfer(t *testing.T) {
+func TestKeyFile(t *testing.T) {
 	t.Parallel()
-	for cmd, want := range map[string]bool{
-		"scp -t /tmp": true, "/usr/bin/scp -f x": true, "rsync --server -e.Lsfx . /w": true, "/usr/lib/openssh/sftp-server": true,
-		"rsync -a a b": false, "ls": false, "echo scp": false, "": false,
-	} {
-		if got := isTransfer(strings.Fields(cmd)); got != want {
-			t.Errorf("isTransfer(%q) = %v, want %v", cmd, got, want)
+	dir := t.TempDir()
+	key := strings.Repeat("k", 40)
+	write := func(name string, mode os.FileMode, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
 		}
+		if err := os.Chmod(p, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+		return p
 	}
-}
-
-func FuzzIsTransfer(f *testing.F) {
-	f.Add("scp -t /tmp")
-	f.Add("rsync --server")
-	f.Fuzz(func(t *testing.T, s string) {
-		argv := strings.Fields(s)
-		got := isTransfer(argv)
-		if got && len(argv) == 0 {
-			t.Errorf("isTransfer(%q) with no words", s)
-		}
-	})
+	good := write("good", 0o600, key+"\n")
+	tests := []struct {
+		name, file, env, want, wantErr string
+	}{
+		{"file", good, "", key, ""},
+		{"env", "", key, key, ""},
+		{"neither", "", "", "", "the bastion key is required"},
+		{"both", good, key, "", "keep one"},
+		{"group readable", write("group", 0o640, key), "", "", "chmod 600"},
+		{"world readable", write("world", 0o604, key), "", "", "can be read by group or others"},
+		{"short", write("short", 0o600, "abc"), "", "", "at least 32"},
+		{"directory", dir, "", "", "not a regular file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := resolveKey(&options{keyFile: tt.file}, tt.env)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("resolveKey = %q, %v; want an error with %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("resolveKey = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := resolveKey(&options{keyFile: filepath.Join(dir, "missing")}, ""); err == nil {
+		t.Error("a missing key file was accepted")
+	}
 }

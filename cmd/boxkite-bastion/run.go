@@ -30,17 +30,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, bastion
 		}
 		return 1
 	}
-	o.bastionKey = bastionKey
+	if o.bastionKey, err = resolveKey(o, bastionKey); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		if _, ok := errors.AsType[*usageError](err); ok {
+			return 2
+		}
+		return 1
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		fmt.Fprintf(stderr, "error: --log-level %q: want debug, info, warn or error\n", o.logLevel)
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if o.bastionKey == "" {
-		fmt.Fprintf(stderr, "error: %s is required: set it to the server's bastion key (see docs/bastion.md)\n", bastionKeyEnv)
-		return 2
-	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: listen: %v\n", err)
@@ -63,7 +65,8 @@ func serve(ctx context.Context, o *options, ln net.Listener, log *slog.Logger) e
 	if o.hostKey == "" {
 		log.Warn("no --host-key: using a key for this process only; clients will see a new host key at each start")
 	}
-	srv := newBastion(o, log).sshServer(signer)
+	b := newBastion(o, log)
+	srv := b.sshServer(signer)
 	log.Info("boxkite-bastion listening", "addr", ln.Addr().String(), "server", o.server,
 		"host_key", gossh.FingerprintSHA256(signer.PublicKey()))
 	errc := make(chan error, 1)
@@ -73,6 +76,7 @@ func serve(ctx context.Context, o *options, ln net.Listener, log *slog.Logger) e
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	b.sessions.endAll()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -1,0 +1,57 @@
+package securitytest
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// The control plane's side of issue 17 (findings 3 to 6): what a tenant's
+// key can reach through the API, against a real sandbox.
+
+// TestAllowlistPlantedProgram: with an allowlist of ls, a program the
+// agent wrote into the workspace does not run, neither named by its path
+// nor found through a PATH the command sets (finding 6); the real ls does.
+func TestAllowlistPlantedProgram(t *testing.T) {
+	x := newSuite(t)
+	id := x.sandbox(api.CreateSandboxRequest{})
+	plant := x.run(id, `mkdir -p bin && printf '#!/bin/sh\necho planted\n' > bin/ls && chmod +x bin/ls && `+
+		`printf 'int x;\n' > bin/x.so && ./bin/ls`)
+	if plant.ExitCode != 0 || !strings.Contains(plant.Stdout, "planted") {
+		t.Fatalf("planting bin/ls: exit %d, stdout %q, stderr %q", plant.ExitCode, plant.Stdout, plant.Stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := x.c.SetAllowedCommands(ctx, []api.CommandRule{{Command: "ls"}}); err != nil {
+		t.Fatalf("set the allowlist: %v", err)
+	}
+	for _, command := range []string{
+		"./bin/ls",
+		"bin/ls",
+		"/workspace/bin/ls",
+		"PATH=/workspace/bin ls",
+		"PATH=/workspace/bin; ls",
+		"PATH=/workspace/bin\nls",
+		"LD_PRELOAD=/workspace/bin/x.so ls",
+		"LD_LIBRARY_PATH=/workspace/bin ls",
+		"BASH_ENV=/workspace/bin/ls ls",
+		"IFS=/ ls",
+	} {
+		t.Run(command, func(t *testing.T) {
+			res, err := x.exec(id, api.ExecRequest{Command: command})
+			var ae *api.Error
+			if !errors.As(err, &ae) || ae.Status != http.StatusForbidden || ae.Code != api.CodeCommandNotAllowed {
+				t.Fatalf("exec %q = %+v, %v; want 403 %s", command, res, err, api.CodeCommandNotAllowed)
+			}
+		})
+	}
+	res := x.run(id, "ls bin")
+	if res.ExitCode != 0 || strings.Contains(res.Stdout, "planted") || !strings.Contains(res.Stdout, "ls") {
+		t.Errorf("ls under the allowlist: exit %d, stdout %q; want the real ls listing bin", res.ExitCode, res.Stdout)
+	}
+}

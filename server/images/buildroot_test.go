@@ -1,0 +1,98 @@
+package images
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestMaskLayer: a mask whites out exactly what others may not read
+// (files without o+r, directories without o+rx), below directories with
+// the host's modes and owners, and nothing under a masked directory.
+func TestMaskLayer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("needs root (mknod of whiteouts, chown)")
+		}
+		t.Skip("needs root")
+	}
+	src, dst := t.TempDir(), filepath.Join(t.TempDir(), "mask")
+	files := []struct {
+		path string
+		mode os.FileMode
+		dir  bool
+	}{
+		{"passwd", 0o644, false},
+		{"shadow", 0o640, false},
+		{"ssh", 0o755, true},
+		{"ssh/ssh_config", 0o644, false},
+		{"ssh/ssh_host_ed25519_key", 0o600, false},
+		{"ssh/ssh_host_ed25519_key.pub", 0o644, false},
+		{"ssl", 0o755, true},
+		{"ssl/private", 0o700, true},
+		{"ssl/private/key.pem", 0o600, false},
+		{"sudoers", 0o440, false},
+		{"link", 0, false},
+	}
+	for _, f := range files {
+		p := filepath.Join(src, f.path)
+		var err error
+		switch {
+		case f.path == "link":
+			err = os.Symlink("shadow", p)
+		case f.dir:
+			err = os.Mkdir(p, 0o755)
+		default:
+			err = os.WriteFile(p, []byte("x"), 0o644)
+		}
+		if err == nil && f.path != "link" {
+			err = os.Chmod(p, f.mode)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chown(filepath.Join(src, "ssh"), 0, 101); err != nil {
+		t.Fatal(err)
+	}
+	if err := maskLayer(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := filepath.Walk(dst, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dst, p)
+		st := fi.Sys().(*syscall.Stat_t)
+		switch {
+		case fi.Mode()&os.ModeCharDevice != 0 && st.Rdev == 0:
+			got = append(got, rel+" whiteout")
+		case fi.IsDir():
+			got = append(got, rel+" dir "+fi.Mode().Perm().String()+" gid "+strconv.Itoa(int(st.Gid)))
+		default:
+			got = append(got, rel+" other")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcMode, _ := os.Stat(src)
+	want := []string{
+		". dir " + srcMode.Mode().Perm().String() + " gid 0",
+		"shadow whiteout",
+		"ssh dir -rwxr-xr-x gid 101", // the host's owner and mode
+		"ssh/ssh_host_ed25519_key whiteout",
+		"ssl dir -rwxr-xr-x gid 0",
+		"ssl/private whiteout", // closed itself: nothing below it is looked at
+		"sudoers whiteout",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mask (-want +got):\n%s", diff)
+	}
+}

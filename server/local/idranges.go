@@ -1,0 +1,247 @@
+package local
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/sidecar/jail"
+)
+
+// Host id ranges. As root, every sandbox gets a range of jail.IDRange
+// (65536) host uids and gids of its own, so that what the kernel counts per
+// user (inotify instances and watches, pipe buffers, in-flight SCM_RIGHTS
+// descriptors, epoll watches, processes, pending signals) is counted per
+// sandbox. The ranges are laid out from Config.IDRangeFirst, one after
+// another, Config.IDRangeCount of them, and leased host-wide: a range is
+// taken while some process holds an exclusive flock on its lease file,
+// Config.IDRangeDir/<first host id>. The driver takes the lock, hands the
+// locked file to the jail's init, which holds it as long as it lives, and
+// lets go of its own copy; so every boxkite server of the host (and every
+// test run in parallel) sees the same leases, a range is free again the
+// moment its jail is gone, whoever or whatever killed it, and a restarted
+// server finds the range of each sandbox it adopts in state.json. Lease
+// files are never removed: unlinking a file another process may be about
+// to lock would let two processes lock two files of one name.
+//
+// Ranges overlapping ids the host hands out (/etc/subuid and /etc/subgid
+// ranges of real users, /etc/passwd and /etc/group ids) are never leased:
+// a user whose rootless containers ran as a sandbox's ids could signal its
+// processes and would share its counters.
+//
+// Data at rest is not owned by any of these ranges: see jail.Start's
+// idmapped mounts. Files hold the ids the sandbox sees (canonical ids), so
+// a range can go to any sandbox and data to any range.
+
+// Defaults of the range layout (Config.IDRange*).
+const (
+	DefaultIDRangeDir = "/run/boxkite/id-ranges"
+	// DefaultIDRangeFirst is 0x70000000: past the host's users, the
+	// /etc/subuid ranges useradd hands out (from 100000) and the ranges
+	// systemd-nspawn picks (0x80000–0x6fffffff), and below 2^31, where
+	// software that takes ids for signed numbers goes wrong.
+	DefaultIDRangeFirst = 0x70000000
+	// DefaultIDRangeCount ranges end at 0x7fa00000, short of systemd's
+	// foreign range (0x7ffe0000).
+	DefaultIDRangeCount = 4000
+	// LegacyIDBase is the one range every root jail shared before
+	// per-sandbox ranges; volume data owned by it is moved to canonical ids
+	// when first mounted (see migrateLegacyIDs).
+	LegacyIDBase = 200000
+)
+
+// errNoIDRange means every range is leased.
+var errNoIDRange = errors.New("no free host id range: every range of the layout is in use; delete sandboxes or raise the range count")
+
+// idRanges leases host id ranges (see above).
+type idRanges struct {
+	dir      string
+	first    int
+	count    int
+	reserved map[int]bool // indexes of ranges overlapping the host's own ids
+	stateDir string       // written into each lease, for people reading the registry
+}
+
+// An idLease holds one range while its file is open and locked.
+type idLease struct {
+	f    *os.File
+	base int // the range's first host id
+}
+
+// Close lets go of the lease (of this copy of the lock: a jail may hold
+// another). A nil lease is fine.
+func (l *idLease) Close() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}
+
+// newIDRanges checks the layout, makes the registry directory if needed
+// and reads which ranges the host's own ids rule out.
+func newIDRanges(dir string, first, count int, stateDir string) (*idRanges, error) {
+	if first < jail.IDRange || first%jail.IDRange != 0 {
+		return nil, fmt.Errorf("id ranges: first id %d is not a positive multiple of %d", first, jail.IDRange)
+	}
+	if count < 1 || first+(count-1)*jail.IDRange > jail.MaxHostIDBase {
+		return nil, fmt.Errorf("id ranges: %d ranges from %d do not fit in 32-bit ids", count, first)
+	}
+	if err := ensureRegistry(dir); err != nil {
+		return nil, err
+	}
+	r := &idRanges{dir: dir, first: first, count: count, reserved: map[int]bool{}, stateDir: stateDir}
+	for _, f := range []string{"/etc/subuid", "/etc/subgid", "/etc/passwd", "/etc/group"} {
+		spans, err := readIDSpans(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range spans {
+			r.reserve(s)
+		}
+	}
+	return r, nil
+}
+
+// ensureRegistry makes the lease directory, refusing one that others than
+// its owner (this process's user) could plant files in.
+func ensureRegistry(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("id ranges: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return fmt.Errorf("id ranges: %w", err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("id ranges: %s is not a directory", dir)
+	case int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0:
+		return fmt.Errorf("id ranges: %s must belong to uid %d and be writable by it alone (owner %d, mode %o)",
+			dir, os.Geteuid(), st.Uid, st.Mode&0o7777)
+	}
+	return nil
+}
+
+// reserve rules out every range overlapping s.
+func (r *idRanges) reserve(s idSpan) {
+	last := r.first + r.count*jail.IDRange - 1
+	if s.count == 0 || s.first > uint64(last) || s.first+s.count <= uint64(r.first) {
+		return
+	}
+	lo := max(0, (int64(s.first)-int64(r.first))/jail.IDRange)
+	hi := min(int64(r.count-1), (int64(s.first+s.count-1)-int64(r.first))/jail.IDRange)
+	for i := lo; i <= hi; i++ {
+		r.reserved[int(i)] = true
+	}
+}
+
+// acquire leases a free range for the jail called name. It starts looking
+// at a random range, so that servers starting sandboxes at once seldom try
+// the same files.
+func (r *idRanges) acquire(name string) (*idLease, error) {
+	start := rand.IntN(r.count)
+	for i := range r.count {
+		slot := (start + i) % r.count
+		if r.reserved[slot] {
+			continue
+		}
+		base := r.first + slot*jail.IDRange
+		l, err := r.tryLease(base, name)
+		if err != nil {
+			return nil, err
+		}
+		if l != nil {
+			return l, nil
+		}
+	}
+	return nil, errNoIDRange
+}
+
+// tryLease locks the lease file of the range at base; nil, nil when another
+// process holds it.
+func (r *idRanges) tryLease(base int, name string) (*idLease, error) {
+	path := filepath.Join(r.dir, strconv.Itoa(base))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lease id range: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("lease id range %s: %w", path, err)
+	}
+	// Who holds it, for people reading the registry; the lock is what counts.
+	note, _ := json.Marshal(map[string]any{"state_dir": r.stateDir, "sandbox": name, "server_pid": os.Getpid()})
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt(append(note, '\n'), 0)
+	}
+	return &idLease{f: f, base: base}, nil
+}
+
+// An idSpan is a run of host ids the host hands out itself.
+type idSpan struct{ first, count uint64 }
+
+// readIDSpans reads the ids of a subordinate id file (name:first:count
+// lines) or of /etc/passwd or /etc/group (an id in the third field). A
+// missing file holds none.
+func readIDSpans(path string) ([]idSpan, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("id ranges: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("id ranges: read %s: %w", path, err)
+	}
+	return parseIDSpans(b, strings.HasPrefix(filepath.Base(path), "sub")), nil
+}
+
+// parseIDSpans parses the lines of a subordinate id file (sub) or of a
+// passwd or group file. Lines it cannot read are skipped: they give no
+// ids to anyone.
+func parseIDSpans(b []byte, sub bool) []idSpan {
+	var spans []idSpan
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		fields := strings.Split(line, ":")
+		if sub {
+			if len(fields) != 3 {
+				continue
+			}
+			first, err1 := strconv.ParseUint(fields[1], 10, 32)
+			count, err2 := strconv.ParseUint(fields[2], 10, 32)
+			if err1 == nil && err2 == nil && count > 0 {
+				spans = append(spans, idSpan{first, count})
+			}
+			continue
+		}
+		if len(fields) < 3 {
+			continue
+		}
+		if id, err := strconv.ParseUint(fields[2], 10, 32); err == nil {
+			spans = append(spans, idSpan{id, 1})
+		}
+	}
+	return spans
+}

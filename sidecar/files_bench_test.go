@@ -1,0 +1,95 @@
+//go:build linux
+
+package sidecar
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+)
+
+// onDisks runs fn once per kind of filesystem a workspace can be on, with
+// a fresh workspace: as root, an ext4 image loop-mounted as a sandbox's
+// disk is (where an fsync costs what it costs there) and a tmpfs (where it
+// costs nothing, which leaves the rest of the route); else a temp dir.
+func onDisks(b *testing.B, fn func(b *testing.B, ws string)) {
+	if os.Geteuid() != 0 {
+		b.Run("tempdir", func(b *testing.B) { fn(b, b.TempDir()) })
+		return
+	}
+	b.Run("ext4", func(b *testing.B) { fn(b, mountExt4(b, b.TempDir())) })
+	b.Run("tmpfs", func(b *testing.B) { fn(b, mountTmpfs(b, "256m")) })
+}
+
+// BenchmarkUpload is PUT /files/raw of a new version of one file, through
+// HTTP on loopback: resolution, the temp file, its fsync, the rename and
+// the directory's fsync.
+func BenchmarkUpload(b *testing.B) {
+	onDisks(b, func(b *testing.B, ws string) {
+		for _, size := range []int{4 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+				srv, _ := newServer(b, Options{Token: testToken, Workspace: ws, Log: slog.New(slog.DiscardHandler)})
+				body := strings.Repeat("x", size)
+				url := srv.URL + "/files/raw?path=a/b/c/file.bin"
+				b.SetBytes(int64(size))
+				for b.Loop() {
+					benchCall(b, http.MethodPut, url, body)
+				}
+			})
+		}
+	})
+}
+
+// BenchmarkView is POST /view of a 4 KiB text file three directories deep.
+func BenchmarkView(b *testing.B) {
+	onDisks(b, func(b *testing.B, ws string) {
+		if err := os.MkdirAll(ws+"/a/b/c", 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(ws+"/a/b/c/file.txt", []byte(strings.Repeat("line of text\n", 315)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		srv, _ := newServer(b, Options{Token: testToken, Workspace: ws, Log: slog.New(slog.DiscardHandler)})
+		for b.Loop() {
+			benchCall(b, http.MethodPost, srv.URL+"/view", `{"path":"a/b/c/file.txt"}`)
+		}
+	})
+}
+
+// BenchmarkArchiveUpload is POST /files/archive of 100 files of 4 KiB in
+// 10 directories: the cost of placing entries, and of the one sync per
+// filesystem before the answer.
+func BenchmarkArchiveUpload(b *testing.B) {
+	var entries []tarEntry
+	for i := range 100 {
+		entries = append(entries, tarEntry{name: fmt.Sprintf("d%d/f%d", i%10, i), body: strings.Repeat("y", 4<<10)})
+	}
+	archive := string(tarOf(b, entries...))
+	onDisks(b, func(b *testing.B, ws string) {
+		srv, _ := newServer(b, Options{Token: testToken, Workspace: ws, Log: slog.New(slog.DiscardHandler)})
+		for b.Loop() {
+			benchCall(b, http.MethodPost, srv.URL+"/files/archive?path=tree", archive)
+		}
+	})
+}
+
+func benchCall(b *testing.B, method, url, body string) {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set(TokenHeader, testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("%s %s = %d", method, url, resp.StatusCode)
+	}
+}

@@ -1,0 +1,31 @@
+//go:build unix && !linux
+
+package sidecar
+
+import (
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// oPath: without O_PATH, directories are opened for reading.
+const oPath = unix.O_RDONLY
+
+func mayWrite(dir int, name string) error {
+	return unix.Faccessat(dir, name, unix.W_OK, unix.AT_EACCESS|unix.AT_SYMLINK_NOFOLLOW)
+}
+
+func futimes(f *os.File, t time.Time) error {
+	tv := unix.NsecToTimeval(t.UnixNano())
+	return unix.Futimes(int(f.Fd()), []unix.Timeval{tv, tv})
+}
+
+// openBeneath opens the path comps below the directory dir without
+// following any symlink, one component at a time.
+func openBeneath(dir int, comps []string, flags int) (int, error) {
+	return openEachBeneath(dir, comps, flags)
+}
+
+// syncFS: without syncfs, every filesystem is flushed.
+func syncFS(int) error { unix.Sync(); return nil }

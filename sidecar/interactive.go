@@ -1,0 +1,279 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/creack/pty"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// interactiveMaxFrame bounds one frame from the control plane: a chunk of
+// stdin (ssh sends at most 32 KiB per packet) or a control message.
+const interactiveMaxFrame = 1 << 20
+
+// sftpServerArg is the sidecar subcommand that serves SFTP on its stdin
+// and stdout (ServeSFTP); an interactive exec of the sftp subsystem runs
+// the sidecar's own binary with it, as the sandbox user.
+const sftpServerArg = "sftp-server"
+
+// selfCommand is how the sidecar runs its own binary with args: the
+// binary as the kernel knows it, or Options.SelfCommand.
+func (h *Handler) selfCommand(args ...string) (string, []string) {
+	if h.opts.SelfCommand != nil {
+		return h.opts.SelfCommand(args...)
+	}
+	return "/proc/self/exe", append([]string{"boxkite-sidecar"}, args...)
+}
+
+// interactiveCmd builds the command of an interactive exec.
+func (h *Handler) interactiveCmd(req api.InteractiveRequest) (*exec.Cmd, error) {
+	var cmd *exec.Cmd
+	if req.Subsystem == api.SubsystemSFTP {
+		path, argv := h.selfCommand(sftpServerArg, h.workspace)
+		cmd = &exec.Cmd{Path: path, Args: argv}
+	} else {
+		cmd = exec.Command("/bin/sh", "-c", req.Command)
+	}
+	cmd.Dir = h.workspace
+	if req.Cwd != "" {
+		dir, err := h.resolve(req.Cwd)
+		if err != nil {
+			return nil, err
+		}
+		if !dir.dir {
+			return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "cwd is not a directory: %s", req.Cwd)
+		}
+		cmd.Dir = dir.host
+	}
+	cmd.Env = slices.Clip(h.env)
+	if req.TTY {
+		cmd.Env = append(cmd.Env, "TERM="+req.Term)
+	}
+	return cmd, nil
+}
+
+// execInteractive serves GET /exec/interactive (WebSocket): see
+// api.InteractiveRequest for the protocol.
+func (h *Handler) execInteractive(w http.ResponseWriter, r *http.Request) error {
+	req, err := api.ParseInteractiveRequest(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	cmd, err := h.interactiveCmd(req)
+	if err != nil {
+		return err
+	}
+	attr, err := h.sysProcAttr()
+	if err != nil {
+		return fmt.Errorf("interactive exec: %w", err)
+	}
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return nil // Accept answered the failed handshake itself
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(interactiveMaxFrame)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+
+	p, err := startInteractive(cmd, attr, req)
+	if err != nil {
+		h.log.WarnContext(ctx, "interactive exec did not start", slog.Any("err", err))
+		one := 1
+		_ = writeControl(ctx, conn, api.InteractiveControl{Type: api.InteractiveExit, ExitCode: &one, Message: err.Error()})
+		_ = conn.Close(websocket.StatusNormalClosure, "")
+		return nil
+	}
+	h.oomFirst(cmd.Process.Pid)
+	kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+
+	var writeMu sync.Mutex // frames from the output pumps and the exit frame
+	send := func(stream byte, b []byte) error {
+		writeMu.Lock()
+		defer writeMu.Unlock()
+		return conn.Write(ctx, websocket.MessageBinary, append([]byte{stream}, b...))
+	}
+	var pumps sync.WaitGroup
+	for stream, out := range p.outputs {
+		pumps.Go(func() { pump(out, stream, send, kill) })
+	}
+	go p.feed(ctx, conn, cancel)
+
+	waitDone := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(waitDone) }()
+	select {
+	case <-waitDone:
+	case <-ctx.Done(): // the control plane hung up
+		kill()
+		<-waitDone
+	}
+	p.closeInput()
+	// Output may still be in flight after the exit; background children
+	// holding the pipes get pipeGrace, then the group goes.
+	drained := make(chan struct{})
+	go func() { pumps.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(pipeGrace):
+		kill()
+		p.closeOutputs()
+		<-drained
+	}
+	p.closeOutputs()
+	code := 1
+	if cmd.ProcessState != nil {
+		code = exitCode(cmd.ProcessState)
+	}
+	writeMu.Lock()
+	err = writeControl(ctx, conn, api.InteractiveControl{Type: api.InteractiveExit, ExitCode: &code})
+	writeMu.Unlock()
+	if err == nil {
+		_ = conn.Close(websocket.StatusNormalClosure, "")
+	}
+	return nil
+}
+
+func writeControl(ctx context.Context, conn *websocket.Conn, c api.InteractiveControl) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return conn.Write(ctx, websocket.MessageText, b)
+}
+
+// pump sends what r yields as frames of stream until r ends; if the
+// control plane stops taking output, the command goes.
+func pump(r io.Reader, stream byte, send func(byte, []byte) error, kill func()) {
+	buf := make([]byte, readChunk)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if send(stream, buf[:n]) != nil {
+				kill()
+				_, _ = io.Copy(io.Discard, r)
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// interactiveProc is a started interactive command's ends.
+type interactiveProc struct {
+	tty     *os.File          // the PTY's controlling side, when on a PTY
+	stdin   *os.File          // what stdin frames are written to
+	outputs map[byte]*os.File // by stream
+	inOnce  sync.Once
+}
+
+// startInteractive starts cmd on a PTY or on pipes.
+func startInteractive(cmd *exec.Cmd, attr *syscall.SysProcAttr, req api.InteractiveRequest) (*interactiveProc, error) {
+	if req.TTY {
+		// A session of its own with the PTY as controlling terminal, as
+		// sshd does, so job control, ^C and `stty size` work.
+		attr.Setpgid, attr.Setsid, attr.Setctty, attr.Ctty = false, true, true, 0
+		f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(req.Cols), Rows: uint16(req.Rows)}, attr)
+		if err != nil {
+			return nil, fmt.Errorf("start on a pty: %w", err)
+		}
+		return &interactiveProc{tty: f, stdin: f, outputs: map[byte]*os.File{api.StreamStdout: f}}, nil
+	}
+	cmd.SysProcAttr = attr
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		errR.Close()
+		return nil, err
+	}
+	return &interactiveProc{stdin: inW, outputs: map[byte]*os.File{api.StreamStdout: outR, api.StreamStderr: errR}}, nil
+}
+
+// feed writes stdin frames to the command and applies control frames
+// until the connection ends, then cancels ctx.
+func (p *interactiveProc) feed(ctx context.Context, conn *websocket.Conn, cancel context.CancelFunc) {
+	defer cancel()
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		switch typ {
+		case websocket.MessageBinary:
+			if len(data) == 0 || data[0] != api.StreamStdin {
+				continue
+			}
+			// A command that stopped reading holds this write, and with
+			// it the frames behind it: flow control, as a pipe has.
+			if _, err := p.stdin.Write(data[1:]); err != nil {
+				p.closeInput()
+			}
+		case websocket.MessageText:
+			var c api.InteractiveControl
+			if json.Unmarshal(data, &c) != nil {
+				continue
+			}
+			switch c.Type {
+			case api.InteractiveEOF:
+				if p.tty == nil {
+					p.closeInput()
+				}
+			case api.InteractiveResize:
+				if p.tty != nil && c.Cols >= 1 && c.Cols <= ptyMaxSize && c.Rows >= 1 && c.Rows <= ptyMaxSize {
+					_ = pty.Setsize(p.tty, &pty.Winsize{Cols: uint16(c.Cols), Rows: uint16(c.Rows)})
+				}
+			}
+		}
+	}
+}
+
+// closeInput ends the command's stdin (not a PTY's, which is its output too).
+func (p *interactiveProc) closeInput() {
+	if p.tty != nil {
+		return
+	}
+	p.inOnce.Do(func() { p.stdin.Close() })
+}
+
+func (p *interactiveProc) closeOutputs() {
+	for _, f := range p.outputs {
+		_ = f.Close()
+	}
+}
