@@ -323,16 +323,24 @@ func layOutSessions(t *testing.T, fx *handofftest.Fixture, opencodeTarball strin
 	}
 
 	return []agentCase{
-		{tool: "claude-code", session: e2eClaude, version: "2.1.332 (Claude Code)", marker: "claude-marker: count the files",
-			errors: []string{"Can't reach the API server", "Unable to connect", "ConnectionRefused"}, errWait: 2 * time.Minute, quit: "\x03"},
-		{tool: "codex", session: e2eCodex, version: "codex-cli 0.171.0", marker: "codex-marker: count the files",
-			errors: []string{"failed to lookup address", "Reconnecting", "stream disconnected", "error sending request"}, errWait: 2 * time.Minute, quit: "\x03"},
-		{tool: "opencode", session: e2eOpencode, version: "1.18.33", marker: "opencode-marker: count the files",
-			errors: []string{"Cannot connect to API", "Unable to connect"}, errWait: 3 * time.Minute, quit: "\x03"},
+		{
+			tool: "claude-code", session: e2eClaude, version: "2.1.332 (Claude Code)", marker: "claude-marker: count the files",
+			errors: []string{"Can't reach the API server", "Unable to connect", "ConnectionRefused"}, errWait: 2 * time.Minute, quit: "\x03",
+		},
+		{
+			tool: "codex", session: e2eCodex, version: "codex-cli 0.171.0", marker: "codex-marker: count the files",
+			errors: []string{"failed to lookup address", "Reconnecting", "stream disconnected", "error sending request"}, errWait: 2 * time.Minute, quit: "\x03",
+		},
+		{
+			tool: "opencode", session: e2eOpencode, version: "1.18.33", marker: "opencode-marker: count the files",
+			errors: []string{"Cannot connect to API", "Unable to connect"}, errWait: 3 * time.Minute, quit: "\x03",
+		},
 		// Gemini CLI retries ten times, backing off to 30 s, before it
 		// shows its error.
-		{tool: "gemini", session: e2eGemini, version: "0.61.0", marker: "gemini-marker: count the files",
-			errors: []string{"fetch failed", "ENOTFOUND", "EAI_AGAIN", "Network error", "API Error"}, errWait: 6 * time.Minute, quit: "\x03"},
+		{
+			tool: "gemini", session: e2eGemini, version: "0.61.0", marker: "gemini-marker: count the files",
+			errors: []string{"fetch failed", "ENOTFOUND", "EAI_AGAIN", "Network error", "API Error"}, errWait: 6 * time.Minute, quit: "\x03",
+		},
 	}
 }
 
