@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/cli"
 )
@@ -44,13 +45,25 @@ var terminalAnswers = []struct{ query, answer string }{
 
 func newVterm(t *testing.T) *vterm {
 	t.Helper()
-	master, tty, err := pty.Open()
+	ptmx, tty, err := pty.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pty.Setsize(master, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {
+	if err := pty.Setsize(tty, &pty.Winsize{Rows: 40, Cols: 120}); err != nil {
 		t.Fatal(err)
 	}
+	// The master in non-blocking mode, so closing it ends a read under
+	// way (pty.Open hands it over in blocking mode); once it is closed,
+	// the CLI's reads of the slave end too.
+	fd, err := unix.Dup(int(ptmx.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptmx.Close()
+	if err := unix.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	master := os.NewFile(uintptr(fd), "/dev/ptmx")
 	v := &vterm{t: t, master: master, tty: tty, closed: make(chan struct{})}
 	go v.read()
 	t.Cleanup(v.close)
@@ -96,9 +109,9 @@ func (v *vterm) answer() {
 }
 
 func (v *vterm) close() {
-	v.tty.Close()
 	v.master.Close()
 	<-v.closed
+	v.tty.Close()
 }
 
 // IO is the CLI's standard streams on this terminal.
