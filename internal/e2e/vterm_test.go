@@ -152,13 +152,6 @@ func squash(s string) string {
 	}, s)
 }
 
-// Text is everything printed since the last expect, squashed.
-func (v *vterm) text() string {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return squash(string(v.raw[v.mark:]))
-}
-
 // All is everything printed, escapes removed.
 func (v *vterm) all() string {
 	v.mu.Lock()
