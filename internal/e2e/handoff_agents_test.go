@@ -209,13 +209,14 @@ func endAgent(t *testing.T, term *vterm, tc agentCase, id string) {
 		term.send(tc.quit)
 		time.Sleep(300 * time.Millisecond)
 		term.send(tc.quit)
-		if _, err := term.await(3*time.Second, "boxkite handoff --retry "+id); err == nil {
+		if _, err := term.await(3*time.Second, "hint:"); err == nil {
 			break
 		}
 	}
-	term.expect("the run script's hint", 10*time.Second, "hint:")
-	if !strings.Contains(term.all(), "hint: ") || !strings.Contains(term.all(), "boxkite handoff --retry "+id) {
-		t.Errorf("no hint naming 'boxkite handoff --retry %s' after the agent ended", id)
+	all := term.all()
+	hint := strings.LastIndex(all, "hint:")
+	if hint < 0 || !strings.Contains(all[hint:], "boxkite handoff --retry "+id) {
+		t.Fatalf("no hint naming 'boxkite handoff --retry %s' after the agent ended:\n%s", id, tail(all, 3000))
 	}
 }
 
@@ -302,7 +303,9 @@ func layOutSessions(t *testing.T, fx *handofftest.Fixture, opencodeTarball strin
 		`{"timestamp":"2026-11-30T10:00:00.000Z","type":"session_meta","payload":{"id":"`+e2eCodex+`","timestamp":"2026-11-30T10:00:00.000Z","cwd":`+q(src)+`,"originator":"codex_cli_rs","cli_version":"0.171.0","source":"cli","model_provider":"openai"}}`,
 		`{"timestamp":"2026-11-30T10:00:01.000Z","type":"turn_context","payload":{"cwd":`+q(src)+`,"approval_policy":"on-request","sandbox_policy":{"type":"workspace-write","writable_roots":[`+q(src)+`],"network_access":false},"model":"gpt-5"}}`,
 		`{"timestamp":"2026-11-30T10:00:01.500Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"codex-marker: count the files"}]}}`,
+		`{"timestamp":"2026-11-30T10:00:01.600Z","type":"event_msg","payload":{"type":"user_message","message":"codex-marker: count the files","images":[]}}`,
 		`{"timestamp":"2026-11-30T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"There are twelve files."}]}}`,
+		`{"timestamp":"2026-11-30T10:00:02.100Z","type":"event_msg","payload":{"type":"agent_message","message":"There are twelve files."}}`,
 	))
 	sum := sha256.Sum256([]byte(src))
 	write(filepath.Join(fx.Home, ".gemini/tmp/my-app-v2/chats/session-2026-11-30T10-00-"+e2eGemini[:8]+".jsonl"), lines(
