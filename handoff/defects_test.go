@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -317,5 +318,54 @@ exit 9
 		if !strings.Contains(out, want) {
 			t.Errorf("a failed start printed\n%s\nlacking %q", out, want)
 		}
+	}
+}
+
+// TestOpencodeLeavesDataAlone: opencode writes to its data as it opens it
+// (migrations, WAL checkpoints, logs, locks); the handoff runs it on a
+// copy, so the user's files stay as they were, and the session is found
+// all the same.
+func TestOpencodeLeavesDataAlone(t *testing.T) {
+	fx := handofftest.Install(t)
+	data := filepath.Join(fx.Home, ".local/share/opencode")
+	exp := readFile(t, filepath.Join(filepath.Dir(fx.Opencode), handofftest.OpencodeSession+".json"))
+	if err := os.WriteFile(filepath.Join(data, "opencode.db"), exp, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A stand-in that reads its "database" where opencode would and, as
+	// opencode does, writes beside it.
+	bin := filepath.Join(t.TempDir(), "opencode")
+	script := `#!/bin/sh
+db="${XDG_DATA_HOME:-$HOME/.local/share}/opencode/opencode.db"
+echo "opened" >> "$db-wal"
+mkdir -p "${XDG_STATE_HOME:-$HOME/.local/state}/opencode/locks" && : > "${XDG_STATE_HOME:-$HOME/.local/state}/opencode/locks/x"
+case "$1" in
+session) printf '[{"id":"%s","directory":"%s","updated":1}]' "` + handofftest.OpencodeSession + `" "` + fx.Src + `" ;;
+export) cat "$db" ;;
+esac
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := prepare(t, fx, "opencode", "", "BOXKITE_OPENCODE", bin)
+	if p.Session.ID != handofftest.OpencodeSession {
+		t.Fatalf("found %s", p.Session.ID)
+	}
+	after, err := os.ReadDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Errorf("opencode's data directory changed: %d entries, was %d", len(after), len(before))
+	}
+	if got := readFile(t, filepath.Join(data, "opencode.db")); !bytes.Equal(got, exp) {
+		t.Error("opencode's database changed")
+	}
+	if _, err := os.Stat(filepath.Join(fx.Home, ".local/state")); err == nil {
+		t.Error("opencode wrote its state (locks) into the user's home")
 	}
 }

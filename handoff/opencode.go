@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +37,12 @@ type opencodeListed struct {
 }
 
 func (a opencodeAdapter) Find(ctx context.Context, env Env, dir, id string) (*Found, error) {
+	snap, err := opencodeSnapshot(env)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(string(snap))
+	env = snap.env(env)
 	if id == "" {
 		out, err := runOpencode(ctx, env, "session", "list", "--format", "json")
 		if err != nil {
@@ -98,6 +106,97 @@ func opencodeUpdated(exp []byte) (int64, bool) {
 	return doc.Info.Time.Updated, true
 }
 
+// opencodeData is opencode's data directory: its database, logs and, in
+// versions before 1.2, the JSON storage the database replaced.
+func opencodeData(env Env) string {
+	data := env.get("XDG_DATA_HOME")
+	if data == "" {
+		data = filepath.Join(env.Home, ".local", "share")
+	}
+	return filepath.Join(data, "opencode")
+}
+
+// snapshotDir is a private copy of opencode's data directory.
+type snapshotDir string
+
+// env is base with opencode pointed at the copy: its data and state
+// (locks) there, so nothing it writes as it opens them lands in the
+// user's own.
+func (d snapshotDir) env(base Env) Env {
+	return Env{Home: base.Home, Getenv: func(k string) string {
+		switch k {
+		case "XDG_DATA_HOME":
+			return filepath.Join(string(d), "data")
+		case "XDG_STATE_HOME":
+			return filepath.Join(string(d), "state")
+		}
+		return base.get(k)
+	}}
+}
+
+// opencodeSnapshot copies what opencode reads sessions from (its
+// database with the WAL beside it, and the JSON storage of older
+// versions) to a fresh 0700 directory, which the caller removes. opencode
+// migrates, checkpoints and logs when it opens its data; run on a copy,
+// listing and exporting a session never change the user's files.
+func opencodeSnapshot(env Env) (snapshotDir, error) {
+	src := opencodeData(env)
+	tmp, err := os.MkdirTemp("", "boxkite-opencode-")
+	if err != nil {
+		return "", &Error{Err: fmt.Errorf("copy opencode's data: %w", err), Hint: "set TMPDIR to a writable directory"}
+	}
+	dst := filepath.Join(tmp, "data", "opencode")
+	err = os.MkdirAll(dst, 0o700)
+	for _, name := range []string{"opencode.db", "opencode.db-wal", "opencode.db-shm", "storage"} {
+		if err == nil {
+			err = copyTree(filepath.Join(src, name), filepath.Join(dst, name))
+		}
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", &Error{Err: fmt.Errorf("copy opencode's data from %s: %w", src, err), Hint: "check that opencode's data is readable and " + os.TempDir() + " has room"}
+	}
+	return snapshotDir(tmp), nil
+}
+
+// copyTree copies a file or a directory tree (regular files only); a
+// missing source is no error.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == src && errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o700)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
+
 // runOpencode runs the local opencode with args (validated identifiers
 // only; no shell is involved) and returns its standard output.
 func runOpencode(ctx context.Context, env Env, args ...string) ([]byte, error) {
@@ -113,6 +212,12 @@ func runOpencode(ctx context.Context, env Env, args ...string) ([]byte, error) {
 		bin = p
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = os.Environ()
+	for _, k := range []string{"XDG_DATA_HOME", "XDG_STATE_HOME"} {
+		if v := env.get(k); v != "" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -217,11 +322,7 @@ func opencodeEdit(exp []byte, m Mapping) []byte {
 // session last used, API keys only (an OAuth login is tied to this
 // machine), as OPENCODE_AUTH_CONTENT.
 func opencodeCredentials(env Env, provider string) ([]Credential, string) {
-	data := env.get("XDG_DATA_HOME")
-	if data == "" {
-		data = filepath.Join(env.Home, ".local", "share")
-	}
-	p := filepath.Join(data, "opencode", "auth.json")
+	p := filepath.Join(opencodeData(env), "auth.json")
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, "no " + p + "; log in inside the sandbox (`opencode auth login`)"

@@ -267,6 +267,10 @@ func (m staticResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
+// opencodeExport is what the local opencode exports of the laid-out
+// session (layOutSessions).
+var opencodeExport []byte
+
 // The sessions' ids.
 const (
 	e2eClaude   = "5e2e0000-0000-4000-8000-00000000c1de"
@@ -328,6 +332,13 @@ func layOutSessions(t *testing.T, fx *handofftest.Fixture, opencodeTarball strin
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("opencode import: %v\n%s", err, out)
 	}
+	// What opencode exports of it, to compare the sandbox's copy with
+	// (before the local files are hashed: opencode writes as it opens them).
+	out, err := exec.Command(opencode, "export", e2eOpencode).Output()
+	if err != nil {
+		t.Fatalf("opencode export: %v", err)
+	}
+	opencodeExport = out[bytes.IndexByte(out, '{'):]
 
 	return []agentCase{
 		{
@@ -410,12 +421,8 @@ func checkPlaced(t *testing.T, c *client.Client, id string, fx *handofftest.Fixt
 		local = filepath.Join(fx.Home, ".gemini/tmp/my-app-v2/chats/session-2026-11-30T10-00-"+tc.session[:8]+".jsonl")
 		remote = "/workspace/.gemini/tmp/my-app-v2/chats/session-2026-11-30T10-00-" + tc.session[:8] + ".jsonl"
 	case "opencode":
-		out, err := exec.Command(os.Getenv("BOXKITE_OPENCODE"), "export", tc.session).Output()
-		if err != nil {
-			t.Fatalf("opencode export: %v", err)
-		}
 		var want, got any
-		if err := json.Unmarshal(out[bytes.IndexByte(out, '{'):], &want); err != nil {
+		if err := json.Unmarshal(opencodeExport, &want); err != nil {
 			t.Fatal(err)
 		}
 		b := download(t, c, id, "/workspace/.opencode-handoff/"+tc.session+".json")
