@@ -114,7 +114,7 @@ func TestHandoffAgents(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	t.Chdir(fx.Src)
-	cases := layOutSessions(t, fx, filepath.Join(dir, npmtest.PackFile("opencode-linux-x64@1.18.33")))
+	cases, opencodeExport := layOutSessions(t, fx, filepath.Join(dir, npmtest.PackFile("opencode-linux-x64@1.18.33")))
 	before := hashTree(t, fx.Home)
 
 	secrets := []string{}
@@ -137,7 +137,7 @@ func TestHandoffAgents(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			id := handOffAgent(t, c, fx, tc)
+			id := handOffAgent(t, c, fx, tc, opencodeExport)
 			retryAgent(t, tc, id)
 			checkAudit(t, c, id, secrets)
 		})
@@ -155,7 +155,7 @@ func TestHandoffAgents(t *testing.T) {
 
 // handOffAgent runs `boxkite handoff TOOL --no-egress` on a terminal and
 // checks what it did; it returns the sandbox.
-func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc agentCase) string {
+func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc agentCase, opencodeExport []byte) string {
 	agent := handoff.Agents()[tc.tool]
 	term := newVterm(t)
 	done := term.run("handoff", tc.tool, "--session", tc.session, "--no-egress")
@@ -170,7 +170,7 @@ func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc ag
 		t.Errorf("the %s handoff built an image instead of reusing the one its recipe made", tc.tool)
 	}
 	term.expect("the resumed session", 2*time.Minute, tc.marker)
-	checkPlaced(t, c, id, fx, tc)
+	checkPlaced(t, c, id, fx, tc, opencodeExport)
 	checkTree(t, c, id, fx)
 
 	// Asked something, the agent finds its API out of reach and says so.
@@ -267,10 +267,6 @@ func (m staticResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
-// opencodeExport is what the local opencode exports of the laid-out
-// session (layOutSessions).
-var opencodeExport []byte
-
 // The sessions' ids.
 const (
 	e2eClaude   = "5e2e0000-0000-4000-8000-00000000c1de"
@@ -283,8 +279,9 @@ const (
 // where each tool keeps them, recorded in the fixture's project, each
 // asking for something a resumed agent shows: opencode's imported into
 // its own database by the real opencode (from the fixture tarball), which
-// also exports it for the handoff.
-func layOutSessions(t *testing.T, fx *handofftest.Fixture, opencodeTarball string) []agentCase {
+// also exports it for the handoff; it returns the cases and what that
+// opencode exports of its session.
+func layOutSessions(t *testing.T, fx *handofftest.Fixture, opencodeTarball string) ([]agentCase, []byte) {
 	t.Helper()
 	src := fx.Src
 	write := func(p, body string) {
@@ -338,7 +335,7 @@ func layOutSessions(t *testing.T, fx *handofftest.Fixture, opencodeTarball strin
 	if err != nil {
 		t.Fatalf("opencode export: %v", err)
 	}
-	opencodeExport = out[bytes.IndexByte(out, '{'):]
+	opencodeExport := out[bytes.IndexByte(out, '{'):]
 
 	return []agentCase{
 		{
@@ -359,7 +356,7 @@ func layOutSessions(t *testing.T, fx *handofftest.Fixture, opencodeTarball strin
 			tool: "gemini", session: e2eGemini, version: "0.61.0", marker: "gemini-marker: count the files",
 			errors: []string{"fetch failed", "ENOTFOUND", "EAI_AGAIN", "Network error", "API Error"}, errWait: 6 * time.Minute, quit: "\x03",
 		},
-	}
+	}, opencodeExport
 }
 
 // extractOpencode puts the opencode binary of the fixture tarball in a
@@ -406,7 +403,7 @@ func extractOpencode(t *testing.T, tarball string) string {
 // same bytes but for the recorded working directory, rewritten to the
 // sandbox's (and, for Gemini CLI, the project hash that names it), and
 // whatever the resumed agent appended since.
-func checkPlaced(t *testing.T, c *client.Client, id string, fx *handofftest.Fixture, tc agentCase) {
+func checkPlaced(t *testing.T, c *client.Client, id string, fx *handofftest.Fixture, tc agentCase, opencodeExport []byte) {
 	t.Helper()
 	const root = "/workspace/my_app.v2"
 	var local, remote string
