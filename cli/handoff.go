@@ -256,8 +256,10 @@ func handoffSandbox(ctx context.Context, app *App, c *client.Client, agent hando
 	if err != nil {
 		return api.Sandbox{}, false, err
 	}
+	// A suffix of its own: labels are unique among active sandboxes, and a
+	// second handoff of the same tool must not collide with the first.
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{
-		Label: "handoff-" + agent.Tool, LifetimeMinutes: int(f.lifetime.Minutes()), ImageID: image, EgressHosts: egress,
+		Label: "handoff-" + agent.Tool + "-" + randomHex(3), LifetimeMinutes: int(f.lifetime.Minutes()), ImageID: image, EgressHosts: egress,
 	})
 	if err != nil {
 		return api.Sandbox{}, false, fmt.Errorf("create a sandbox: %w", err)

@@ -57,6 +57,9 @@ type Usage struct {
 	GlobalActive  int     // sandboxes being created or active, all accounts
 	AccountActive int     // the account's sandboxes being created or active
 	MonthlyHours  float64 // the account's sandbox-hours of sandboxes created since the month began
+	// ActiveLabels are the labels of the account's sandboxes being created
+	// or active (nil when none has one): a label names one sandbox.
+	ActiveLabels map[string]bool
 }
 
 // QuotaStore checks limits and records new sandboxes atomically.

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
 )
@@ -67,6 +68,10 @@ type Config struct {
 	// BodyTimeouts bound how long a request body may take to arrive
 	// (408 request_timeout); zero fields take apihttp's defaults.
 	BodyTimeouts apihttp.BodyTimeouts
+	// MaxExecOutputBytes is the largest max_output_bytes an exec may ask
+	// for, per stream; default DefaultMaxExecOutput, at most
+	// api.MaxExecOutput. A JSON exec result is held in memory whole.
+	MaxExecOutputBytes int64
 }
 
 // Defaults of Config.
@@ -79,6 +84,7 @@ const (
 	DefaultReaperInterval  = time.Second
 	DefaultBootstrapEmail  = "local@localhost"
 	DefaultTakeoverFlush   = 10 * time.Second
+	DefaultMaxExecOutput   = 16 << 20
 	minBastionKeyLen       = 32
 	defaultShutdownTimeout = 5 * time.Second
 )
@@ -117,6 +123,9 @@ func (c Config) WithDefaults() Config {
 	if c.TakeoverFlushInterval == 0 {
 		c.TakeoverFlushInterval = DefaultTakeoverFlush
 	}
+	if c.MaxExecOutputBytes == 0 {
+		c.MaxExecOutputBytes = DefaultMaxExecOutput
+	}
 	return c
 }
 
@@ -138,6 +147,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("the bastion key must be at least %d bytes", minBastionKeyLen)
 	case c.TakeoverFlushInterval < 0:
 		return errors.New("the takeover flush interval must not be negative")
+	case c.MaxExecOutputBytes < api.DefaultExecOutput || c.MaxExecOutputBytes > api.MaxExecOutput:
+		return fmt.Errorf("the exec output maximum must be between %d and %d bytes", api.DefaultExecOutput, api.MaxExecOutput)
 	case c.AccessTokenTTL < time.Minute:
 		return errors.New("the access token lifetime must be at least one minute")
 	}
@@ -246,6 +257,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/volumes/{id}", s.deleteVolume)
 	s.handle("POST /v1/mcp-connections", s.createMCPConnection)
 	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
+	s.handle("GET /v1/mcp-connections/{id}", s.getMCPConnection)
 	s.handle("DELETE /v1/mcp-connections/{id}", s.deleteMCPConnection)
 	s.mcpRoutes() // the hosted MCP endpoint: mcp.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
@@ -87,7 +88,7 @@ state_dir = "/from/file"
 			if err != nil {
 				t.Fatalf("parseOptions: %v", err)
 			}
-			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(options{})); diff != "" {
+			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(options{}), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
 			}
 		})
@@ -127,7 +128,7 @@ func TestOptionErrors(t *testing.T) {
 func TestHelpShowsDefaultsAndEnv(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	if code := run(context.Background(), []string{"--help"}, envFunc(nil), "", &out); code != 0 {
+	if code := run(context.Background(), []string{"--help"}, envFunc(nil), &out); code != 0 {
 		t.Fatalf("--help exit code %d", code)
 	}
 	for _, want := range []string{
@@ -165,7 +166,7 @@ func TestRunErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
 			args := append([]string{"--state-dir", t.TempDir()}, tt.args...)
-			code := run(context.Background(), args, envFunc(nil), "", &out)
+			code := run(context.Background(), args, envFunc(nil), &out)
 			if code != tt.code {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tt.code, out.String())
 			}
@@ -204,10 +205,15 @@ func TestServeAndStop(t *testing.T) {
 	key := server.NewAPIKey()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	keyFile := filepath.Join(t.TempDir(), "bootstrap.key")
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var out lockedBuffer
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--state-dir", state, "--sidecar", "/bin/true"}, envFunc(nil), key, &out)
+		args := []string{"--listen", "127.0.0.1:0", "--state-dir", state, "--sidecar", "/bin/true", "--bootstrap-key-file", keyFile}
+		done <- run(ctx, args, envFunc(nil), &out)
 	}()
 	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 	var base string

@@ -262,6 +262,11 @@ func TestBuiltImageHasPackage(t *testing.T) {
 	if img.Status != api.ImageCompleted {
 		t.Fatalf("image %+v\nlog:\n%s", img, logs)
 	}
+	// Its size is the files the build added (one small package), not the
+	// host's system directories its rootfs overlays (issue 18).
+	if img.SizeBytes <= 0 || img.SizeBytes > 200<<20 {
+		t.Errorf("image size %d bytes; want what the package added, far below the host's /usr", img.SizeBytes)
+	}
 
 	run := func(imageID, command string) api.ExecResult {
 		t.Helper()
