@@ -310,6 +310,14 @@ exit 9
 		t.Errorf("a second run printed:\n%s", out)
 	}
 
+	// A Ctrl-C that ends the tool (delivered to its shell as well, as a
+	// terminal's is to the foreground job) does not stop the hint.
+	writeEnv()
+	write(filepath.Join(bin, "codex"), "#!/bin/sh\ncase \"$1\" in login) cat >/dev/null; exit 0;; esac\nkill -INT $PPID\nsleep 0.2\nexit 0\n", 0o755)
+	if out, _ = source(path); !strings.Contains(out, "hint: codex ended; 'boxkite handoff --retry sbx1'") {
+		t.Errorf("after an interrupt the script printed:\n%s", out)
+	}
+
 	// The tool fails: its status and the retry are said.
 	writeEnv()
 	write(filepath.Join(bin, "codex"), "#!/bin/sh\ncase \"$1\" in login) cat >/dev/null; exit 0;; esac\necho 'stream disconnected: failed to lookup address' >&2\nexit 3\n", 0o755)

@@ -264,13 +264,10 @@ func (p *Plan) runScript(sandboxID string) (string, error) {
 		steps = append(steps, line)
 	}
 	steps = append(steps, "rm -f "+env)
-	for i, argv := range p.resume {
+	for _, argv := range p.resume {
 		c, err := commandLine(argv)
 		if err != nil {
 			return "", err
-		}
-		if i == len(p.resume)-1 {
-			c = "exec " + c
 		}
 		steps = append(steps, c)
 	}
@@ -285,14 +282,16 @@ func (p *Plan) runScript(sandboxID string) (string, error) {
 	fmt.Fprintf(&b, "\tprintf '%%s\\n' %s %s >&2\n",
 		shellQuote("error: the credentials of this handoff are used up (they are removed when "+p.CLI+" starts)"),
 		shellQuote("hint: run '"+retry+"' on your machine: it sends them again and starts "+p.CLI))
-	fmt.Fprintf(&b, "else\n\t(\n\t\tset -a\n\t\t. %s\n\t\tset +a\n\t\t%s\n\t)\n", env, strings.Join(steps, " &&\n\t\t"))
-	b.WriteString("\t__boxkite_status=$?\n")
-	b.WriteString("\tif [ \"$__boxkite_status\" -ne 0 ]; then\n")
-	fmt.Fprintf(&b, "\t\tprintf '\\n%%s\\n%%s\\n' \"error: %s ended with status $__boxkite_status\" %s >&2\n", p.CLI,
+	// The subshell handles SIGINT (the tool gets the default back as it
+	// starts): a Ctrl-C that ends the tool must not stop the hint after it.
+	fmt.Fprintf(&b, "else\n\t(\n\t\ttrap : INT\n\t\tset -a\n\t\t. %s\n\t\tset +a\n\t\t%s\n", env, strings.Join(steps, " &&\n\t\t"))
+	b.WriteString("\t\tstatus=$?\n")
+	b.WriteString("\t\tif [ \"$status\" -ne 0 ]; then\n")
+	fmt.Fprintf(&b, "\t\t\tprintf '\\n%%s\\n%%s\\n' \"error: %s ended with status $status\" %s >&2\n", p.CLI,
 		shellQuote("hint: the sandbox and the session stay; see what "+p.CLI+" said above, then run '"+retry+"' on your machine to start it again"))
-	b.WriteString("\telse\n")
-	fmt.Fprintf(&b, "\t\tprintf '\\n%%s\\n' %s >&2\n", shellQuote("hint: "+p.CLI+" ended; '"+retry+"' on your machine starts it again"))
-	b.WriteString("\tfi\n\tunset __boxkite_status\nfi\n")
+	b.WriteString("\t\telse\n")
+	fmt.Fprintf(&b, "\t\t\tprintf '\\n%%s\\n' %s >&2\n", shellQuote("hint: "+p.CLI+" ended; '"+retry+"' on your machine starts it again"))
+	b.WriteString("\t\tfi\n\t\texit \"$status\"\n\t)\nfi\n")
 	return b.String(), nil
 }
 
