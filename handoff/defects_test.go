@@ -103,7 +103,7 @@ func TestCodexRelativeCwd(t *testing.T) {
 // the whole tree.
 func TestPrepareFromSubdirectory(t *testing.T) {
 	fx := handofftest.Install(t)
-	for _, tool := range []string{"claude-code", "gemini", "opencode"} {
+	for _, tool := range []string{"claude-code", "codex", "gemini", "opencode"} {
 		p, err := Prepare(context.Background(), Adapters()[tool], Env{Home: fx.Home, Getenv: fx.Env()},
 			Options{Dir: filepath.Join(fx.Src, "sub", "deep"), StageDir: t.TempDir()})
 		if err != nil {
