@@ -99,6 +99,12 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	if len(command) < len(req.Command) {
 		detail["command_bytes"] = len(req.Command)
 	}
+	// What the command wrote is on the host's storage before it is
+	// acknowledged, or the answer says it is not.
+	syncErr := s.syncDisk(r.Context(), sb, "exec")
+	if syncErr != nil {
+		detail["stored"] = false
+	}
 	source := ""
 	if g := infoFrom(r.Context()).grant; g != nil {
 		// `ssh id@host cmd` through the bastion: a person, not an agent.
@@ -110,9 +116,12 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		exitCode: out.exitCode, outputTruncated: out.truncated(),
 		started: started, duration: s.now().Sub(started),
 	})
+	if err == nil {
+		err = syncErr
+	}
 	if err != nil {
 		// The command ran; the answer says so instead of passing for a
-		// recorded result.
+		// recorded, stored result.
 		outcome := map[string]any{"exit_code": out.exitCode}
 		if c.captured != nil {
 			outcome["result"] = json.RawMessage(c.captured)

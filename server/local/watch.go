@@ -209,6 +209,17 @@ func (d *Driver) watchExisting() {
 	for _, o := range obs {
 		if o.Alive {
 			d.watchSandbox(o.ID)
+			d.openDisks(o.ID)
+			d.adoptFrozen(o.ID)
 		}
 	}
+}
+
+// track starts looking after a sandbox Create just made: its sidecar is
+// watched, its disks kept open to flush them, and the host's accounting
+// counts it.
+func (d *Driver) track(id string) {
+	d.watchSandbox(id)
+	d.openDisks(id)
+	d.noteCreated()
 }
