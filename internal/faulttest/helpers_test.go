@@ -63,7 +63,6 @@ func poll(t *testing.T, what string, budget time.Duration, cond func() bool) tim
 	}
 }
 
-
 // wholeLog reads every entry of a sandbox's log and the head the first
 // page reported.
 func wholeLog(t *testing.T, c *client.Client, id string) ([]api.LogEntry, *api.LogPage) {
