@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,9 +25,12 @@ type CapacityDriver interface {
 	// AdmitCreate returns nil when the host can take n more sandboxes,
 	// else a *HostLimitError.
 	AdmitCreate(ctx context.Context, n int) error
-	// AdmitWrite returns nil when the host's store is above its
-	// free-space watermark, else a *HostLimitError for HostDiskResource.
-	AdmitWrite(ctx context.Context) error
+	// AdmitWrite returns nil when a write may go to sandbox id ("" for
+	// a new volume): the host's store is above its free-space watermark
+	// (else a *HostLimitError for HostDiskResource), and the sandbox's
+	// disk has not failed to store an earlier write (else an error
+	// wrapping ErrInsufficientStorage).
+	AdmitWrite(ctx context.Context, id string) error
 	// Capacity reports the host's use of its limits and the disk use of
 	// the sandboxes ids (Sandboxes is filled for those the driver has).
 	Capacity(ctx context.Context, ids []string) (api.HostStatus, error)
@@ -108,14 +112,26 @@ func (s *Server) admitCreate(ctx context.Context, n int) error {
 	return hostRefusal(cd.AdmitCreate(ctx, n), "create")
 }
 
-// admitWrite refuses an upload while the host's store is below its
-// watermark.
-func (s *Server) admitWrite(ctx context.Context) error {
+// admitWrite refuses an upload to sandbox id while the host's store is
+// below its watermark, or once the sandbox's disk failed to store a write.
+func (s *Server) admitWrite(ctx context.Context, id string) error {
+	err := s.capacityWrite(ctx, id)
+	if err != nil && isStorageFault(err) {
+		e := storageFailed("upload")
+		e.Message = "upload refused: the sandbox's disk could not store an earlier write (the host ran out of space), so it takes no more"
+		e.Hint = "copy out what you need and create a new sandbox once the host has space again"
+		return e
+	}
+	return hostRefusal(err, "upload")
+}
+
+// capacityWrite is the driver's AdmitWrite, nil without a CapacityDriver.
+func (s *Server) capacityWrite(ctx context.Context, id string) error {
 	cd, ok := capacityDriver(s.driver)
 	if !ok {
 		return nil
 	}
-	return hostRefusal(cd.AdmitWrite(ctx), "upload")
+	return cd.AdmitWrite(ctx, id)
 }
 
 // hostRefusal turns a CapacityDriver's refusal into the API's answer.
@@ -169,6 +185,26 @@ func (s *Server) syncDisk(ctx context.Context, sb *Sandbox, op string) error {
 	e.Message = fmt.Sprintf("the %s was performed but the sandbox's disk could not store what it wrote: the host's storage is full", op)
 	e.Details = map[string]any{"resource": api.HostDiskResource, "performed": true, "operation": op}
 	return e
+}
+
+// brokenDisk is the 507 for a write the sidecar failed because the
+// sandbox's disk cannot store more (the host ran out of space under it:
+// a flush fails, or failed before and left it read-only), else nil.
+func (s *Server) brokenDisk(ctx context.Context, sb *Sandbox, op string) error {
+	if err := s.syncDisk(ctx, sb, op); err != nil {
+		if ae, ok := errors.AsType[*api.Error](err); ok {
+			ae.Message = fmt.Sprintf("the %s failed: the sandbox's disk cannot store more, the host's storage is full", strings.ReplaceAll(op, "_", " "))
+			ae.Details = map[string]any{"resource": api.HostDiskResource, "performed": false}
+		}
+		return err
+	}
+	if err := s.capacityWrite(ctx, sb.ID); err != nil && isStorageFault(err) {
+		e := storageFailed(strings.ReplaceAll(op, "_", " "))
+		e.Message = fmt.Sprintf("the %s failed: the sandbox's disk could not store an earlier write (the host ran out of space) and takes no more", strings.ReplaceAll(op, "_", " "))
+		e.Hint = "copy out what you need and create a new sandbox once the host has space again"
+		return e
+	}
+	return nil
 }
 
 // getHost serves GET /v1/host: the host's use of its limits, the audit

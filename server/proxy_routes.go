@@ -191,7 +191,7 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			return err
 		}
 		if rt.flags&upload != 0 {
-			if err := s.admitWrite(r.Context()); err != nil {
+			if err := s.admitWrite(r.Context(), sb.ID); err != nil {
 				return err
 			}
 		}
@@ -200,6 +200,13 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 		err = s.forward(hw, r, sb, c)
 		if errors.Is(err, errStreamBroken) {
 			s.abortResponse(r, err)
+		}
+		if err == nil && c.status >= 500 && rt.flags&writes != 0 {
+			// The sidecar could not write: if that is because the host
+			// could not store it, say so rather than pass on a 500.
+			if serr := s.brokenDisk(r.Context(), sb, rt.op); serr != nil {
+				return hw.fail(serr)
+			}
 		}
 		if err != nil || c.status/100 != 2 {
 			hw.release()

@@ -3,6 +3,7 @@ package faulttest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -82,4 +83,12 @@ func wholeLog(t *testing.T, c *client.Client, id string) ([]api.LogEntry, *api.L
 			return entries, first
 		}
 	}
+}
+
+// apiCode is the stable code of an API error, or "".
+func apiCode(err error) string {
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		return e.Code
+	}
+	return ""
 }

@@ -247,7 +247,10 @@ const (
 )
 
 // AdmitWrite implements server.CapacityDriver.
-func (d *Driver) AdmitWrite(ctx context.Context) error {
+func (d *Driver) AdmitWrite(ctx context.Context, id string) error {
+	if id != "" && d.disks.failed(id) {
+		return fmt.Errorf("%w: sandbox %s's disk could not store an earlier write", server.ErrInsufficientStorage, id)
+	}
 	r, _, err := d.readHost(ctx)
 	if err != nil {
 		return err

@@ -144,7 +144,7 @@ func TestAdmitWrite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = d.AdmitWrite(context.Background())
+		err = d.AdmitWrite(context.Background(), "")
 		he, ok := errors.AsType[*server.HostLimitError](err)
 		if tt.refused != (err != nil) || (tt.refused && (!ok || he.Resource != api.HostDiskResource || he.Free <= 0)) {
 			t.Errorf("watermark %d: AdmitWrite = %v, want refused %v", tt.watermark, err, tt.refused)

@@ -96,4 +96,5 @@ func (d *Driver) Release() {
 	for _, l := range ls {
 		_ = l.Close()
 	}
+	d.releaseHandles()
 }

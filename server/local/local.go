@@ -604,19 +604,21 @@ func (d *Driver) List(ctx context.Context) ([]server.Observed, error) {
 }
 
 // Shutdown deletes every sandbox of the state directory concurrently,
-// whether or not this Driver started it, and the warm pool. `boxkite down`
-// calls it on SIGTERM.
+// whether or not this Driver started it, and the warm pool, and unmounts
+// the volumes (their data stays). `boxkite down` calls it on SIGTERM.
 func (d *Driver) Shutdown(ctx context.Context) error {
 	perr := d.pool.stop(ctx)
 	obs, err := d.List(ctx)
 	if err != nil {
 		return errors.Join(perr, err)
 	}
-	errs := make([]error, len(obs), len(obs)+1)
+	errs := make([]error, len(obs), len(obs)+2)
 	var wg sync.WaitGroup
 	for i, o := range obs {
 		wg.Go(func() { errs[i] = d.Delete(ctx, o.ID) })
 	}
 	wg.Wait()
+	// Volumes outlive the server, their mounts do not.
+	errs = append(errs, d.unmountVolumes())
 	return errors.Join(append(errs, perr)...)
 }

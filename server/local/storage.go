@@ -38,6 +38,30 @@ const storageInterval = 100 * time.Millisecond
 type diskHandles struct {
 	mu    sync.Mutex
 	files map[string][]*os.File
+	// broken holds the sandboxes whose disks failed to store a write:
+	// more writes to them are refused (AdmitWrite).
+	broken map[string]bool
+}
+
+func (h *diskHandles) failed(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.broken[id]
+}
+
+// markBroken records that id's disk failed to store a write; h.mu held.
+func (h *diskHandles) markBroken(id string) {
+	if h.broken == nil {
+		h.broken = map[string]bool{}
+	}
+	h.broken[id] = true
+}
+
+// readOnly reports whether the filesystem of f is mounted read-only, as
+// ext4 makes itself after an I/O error (errors=remount-ro).
+func readOnly(f *os.File) bool {
+	var st unix.Statfs_t
+	return unix.Fstatfs(int(f.Fd()), &st) == nil && st.Flags&unix.ST_RDONLY != 0
 }
 
 // openDisks opens the mount points of sandbox id's disk and volumes.
@@ -56,12 +80,19 @@ func (d *Driver) openDisks(id string) {
 		}
 	}
 	var files []*os.File
+	broken := false
 	for _, m := range mounts {
 		f, err := os.OpenFile(m, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			d.log.Warn("open sandbox disk to flush it", "id", id, "mount", m, "err", err)
 			continue
 		}
+		// A write-back error nobody saw yet (from before a restart) would
+		// be reported to this new file at its first flush and blamed on
+		// whatever runs then: take it now. A disk it made read-only
+		// takes no more writes.
+		err = unix.Syncfs(int(f.Fd()))
+		broken = broken || readOnly(f) || errors.Is(err, unix.EROFS)
 		files = append(files, f)
 	}
 	d.disks.mu.Lock()
@@ -70,6 +101,9 @@ func (d *Driver) openDisks(id string) {
 	}
 	old := d.disks.files[id]
 	d.disks.files[id] = files
+	if broken {
+		d.disks.markBroken(id)
+	}
 	d.disks.mu.Unlock()
 	for _, f := range old {
 		f.Close()
@@ -81,6 +115,7 @@ func (d *Driver) closeDisks(id string) {
 	d.disks.mu.Lock()
 	files := d.disks.files[id]
 	delete(d.disks.files, id)
+	delete(d.disks.broken, id)
 	d.disks.mu.Unlock()
 	for _, f := range files {
 		f.Close()
@@ -98,14 +133,23 @@ func (d *Driver) SyncDisk(_ context.Context, id string) error {
 	d.disks.mu.Unlock()
 	var errs []error
 	for _, f := range files {
-		if err := unix.Syncfs(int(f.Fd())); err != nil {
-			switch {
-			case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT), errors.Is(err, unix.EIO), errors.Is(err, unix.EROFS):
-				err = fmt.Errorf("%w: flush %s: %w", server.ErrInsufficientStorage, f.Name(), err)
-			default:
-				err = fmt.Errorf("flush %s: %w", f.Name(), err)
+		err := unix.Syncfs(int(f.Fd()))
+		switch {
+		case err == nil:
+		case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT), errors.Is(err, unix.EIO), errors.Is(err, unix.EROFS):
+			// A disk that failed before and is read-only since (its
+			// journal aborted: every flush says EROFS) keeps failing,
+			// though nothing more can be written to it to be lost: the
+			// writers see EROFS themselves.
+			if d.disks.failed(id) && (readOnly(f) || errors.Is(err, unix.EROFS)) {
+				continue
 			}
-			errs = append(errs, err)
+			d.disks.mu.Lock()
+			d.disks.markBroken(id)
+			d.disks.mu.Unlock()
+			errs = append(errs, fmt.Errorf("%w: flush %s: %w", server.ErrInsufficientStorage, f.Name(), err))
+		default:
+			errs = append(errs, fmt.Errorf("flush %s: %w", f.Name(), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -236,4 +280,20 @@ func (d *Driver) adoptFrozen(id string) {
 	if st, err := readState(d.sandboxDir(id)); err == nil && st.Cgroup.Frozen() {
 		d.frozen.set(id, true)
 	}
+}
+
+// releaseHandles closes what the driver holds open on its sandboxes'
+// disks and stops watching their sidecars, as the driver's process
+// exiting would (Release).
+func (d *Driver) releaseHandles() {
+	d.disks.mu.Lock()
+	all := d.disks.files
+	d.disks.files, d.disks.broken = nil, nil
+	d.disks.mu.Unlock()
+	for _, files := range all {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	d.loss.unwatchAll()
 }

@@ -136,6 +136,17 @@ func (w *lossWatch) unwatch(id string) {
 	}
 }
 
+// unwatchAll stops every watch.
+func (w *lossWatch) unwatchAll() {
+	w.mu.Lock()
+	stops := w.stops
+	w.stops = map[string]func(){}
+	w.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+}
+
 // exited records that id's jail went while it was still watched.
 func (w *lossWatch) exited(id string) {
 	w.mu.Lock()
