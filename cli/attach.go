@@ -50,6 +50,12 @@ type terminalConn interface {
 }
 
 func runAttach(ctx context.Context, app *App, ref string, readOnly bool) error {
+	if !app.IO.InTTY {
+		// Without a terminal the relay would read stdin to its end and
+		// detach at once, looking like success.
+		return usageErrorf("run it from a terminal; to run a command without one use 'boxkite exec' (or ssh <sandbox-id>@bastion 'cmd')",
+			"attach needs a terminal on stdin")
+	}
 	c, sb, err := target(ctx, app, ref, false)
 	if err != nil {
 		return err

@@ -246,7 +246,7 @@ func newAllowlistGetCmd(app *App) *cobra.Command {
 				return nil
 			}
 			tw := newTable(app.IO.Out)
-			fmt.Fprintln(tw, bold(app.IO.Color, "COMMAND\tARGS ALLOW\tARGS DENY"))
+			tw.Header(app.IO.Color, "COMMAND\tARGS ALLOW\tARGS DENY")
 			for _, r := range rules {
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Command, orDash(strings.Join(r.ArgsAllow, "  ")), orDash(strings.Join(r.ArgsDeny, "  ")))
 			}

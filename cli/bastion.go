@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,15 +58,6 @@ func ensureBastionKey(path string) error {
 	return writeFileAtomic(path, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600)
 }
 
-// readBastionKey returns the key in path without its newline.
-func readBastionKey(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read bastion key: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
 // chooseBastionPort is the port of the previous run when it is free (so
 // known_hosts and ssh configs keep working), else 2222, else any free one.
 func chooseBastionPort(previous string) (int, error) {
@@ -102,11 +94,13 @@ func bastionArgs(p localPaths, port int, serverURL string) []string {
 
 // bastionEnv is ours without the bastion's own variables: a
 // BOXKITE_BASTION_KEY or _LISTEN meant for another bastion must not
-// override what up passes.
+// override what up passes. No secret variable (secretEnv) goes either:
+// /proc would show it for as long as the bastion runs.
 func bastionEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "BOXKITE_BASTION_") {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(kv, "BOXKITE_BASTION_") && !slices.Contains(secretEnv, name) {
 			env = append(env, kv)
 		}
 	}

@@ -13,7 +13,9 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boxkite/boxkite/client"
@@ -157,8 +159,9 @@ type idleBench struct {
 type bench struct {
 	c     *client.Client
 	opts  benchOptions
-	label string
+	label string // the run's: each sandbox is labelled label-N (labels are unique)
 	prog  *benchProgress
+	seq   atomic.Int64 // the N of the next sandbox's label
 
 	mu       sync.Mutex
 	live     []string // sandboxes created and not yet deleted
@@ -393,7 +396,7 @@ func (r *benchReport) rescale() {
 // its exec failed.
 func (b *bench) createAndExec(ctx context.Context, create, first *samples) (string, bool) {
 	start := time.Now()
-	sb, err := b.c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: b.label, LifetimeMinutes: benchLifetime})
+	sb, err := b.c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: b.nextLabel(), LifetimeMinutes: benchLifetime})
 	if err != nil {
 		b.fail("create: %v", err)
 		return "", false
@@ -455,8 +458,14 @@ func (b *bench) fail(format string, args ...any) {
 	b.mu.Unlock()
 }
 
+// nextLabel is a label of this run's, new each time: the server keeps
+// labels unique among an account's active sandboxes.
+func (b *bench) nextLabel() string {
+	return fmt.Sprintf("%s-%d", b.label, b.seq.Add(1))
+}
+
 // cleanup deletes every sandbox bench made that is still there: those it
-// knows, and any with its label (a create whose answer a Ctrl-C cut off).
+// knows, and any with its labels (a create whose answer a Ctrl-C cut off).
 func (b *bench) cleanup(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -465,7 +474,7 @@ func (b *bench) cleanup(ctx context.Context) {
 	b.mu.Unlock()
 	if sbs, err := b.c.ListSandboxes(ctx, true); err == nil {
 		for _, sb := range sbs {
-			if sb.Label == b.label && !slices.Contains(ids, sb.ID) {
+			if strings.HasPrefix(sb.Label, b.label+"-") && !slices.Contains(ids, sb.ID) {
 				ids = append(ids, sb.ID)
 			}
 		}

@@ -135,7 +135,7 @@ func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
 	b.prog.phase("idle: create", n)
 	_ = parallel(ctx, c, n, func(ctx context.Context, i int) error {
 		start := time.Now()
-		sb, err := b.c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: b.label, LifetimeMinutes: 60})
+		sb, err := b.c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: b.nextLabel(), LifetimeMinutes: 60})
 		b.prog.step()
 		if err != nil {
 			b.fail("idle: create: %v", err)

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -59,5 +61,30 @@ func replyJSON(status int, v any) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(v)
+	}
+}
+
+// TestBoldHeaderAligns checks that a bold header lines up with its rows:
+// the escape codes must not count as column width.
+func TestBoldHeaderAligns(t *testing.T) {
+	t.Parallel()
+	var plain, colored bytes.Buffer
+	for _, c := range []struct {
+		buf   *bytes.Buffer
+		color bool
+	}{{&plain, false}, {&colored, true}} {
+		tw := newTable(c.buf)
+		tw.Header(c.color, "ID\tSTATUS\tLABEL")
+		fmt.Fprintln(tw, "3f2a\tactive\tdemo")
+		if err := tw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stripped := strings.NewReplacer("\x1b[1m", "", "\x1b[0m", "").Replace(colored.String())
+	if stripped != plain.String() {
+		t.Errorf("with colour, the table is laid out differently:\n%q\nwant\n%q", stripped, plain.String())
+	}
+	if !strings.HasPrefix(colored.String(), "\x1b[1mID") {
+		t.Errorf("no bold header: %q", colored.String())
 	}
 }

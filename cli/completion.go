@@ -1,9 +1,15 @@
 package cli
 
 import (
+	"context"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // completionShell is a shell, the file its script is installed as, and its generator.
@@ -49,4 +55,55 @@ to load them by hand:
 			return nil // unreachable: OnlyValidArgs
 		},
 	}
+}
+
+// completeFrom completes ids fetched with list, each described by desc;
+// with suffix, every candidate ends with it and no space follows (--volume
+// ID=/path).
+func completeFrom[T any](app *App, list func(*client.Client, context.Context) ([]T, error), id, desc func(T) string, suffix string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		directive := cobra.ShellCompDirectiveNoFileComp
+		if suffix != "" {
+			directive |= cobra.ShellCompDirectiveNoSpace
+		}
+		c, err := app.Client()
+		if err != nil {
+			return nil, directive
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+		defer cancel()
+		items, err := list(c, ctx)
+		if err != nil {
+			return nil, directive
+		}
+		out := make([]cobra.Completion, 0, len(items))
+		for _, it := range items {
+			out = append(out, cobra.CompletionWithDesc(id(it)+suffix, desc(it)))
+		}
+		return out, directive
+	}
+}
+
+func completeImages(app *App) cobra.CompletionFunc {
+	return completeFrom(app, (*client.Client).ListImages, func(i api.Image) string { return i.ID },
+		func(i api.Image) string { return strings.TrimSpace(i.Label + " " + i.Status) }, "")
+}
+
+func completeVolumes(app *App, suffix string) cobra.CompletionFunc {
+	return completeFrom(app, (*client.Client).ListVolumes, func(v api.Volume) string { return v.ID },
+		func(v api.Volume) string { return v.Label }, suffix)
+}
+
+func completeMCPConnections(app *App, byLabel bool) cobra.CompletionFunc {
+	id := func(m api.MCPConnection) string { return m.ID }
+	if byLabel {
+		id = func(m api.MCPConnection) string { return m.Label }
+	}
+	return completeFrom(app, (*client.Client).ListMCPConnections, id, func(m api.MCPConnection) string { return m.Host }, "")
+}
+
+// withArgs sets cmd's positional-argument completion.
+func withArgs(cmd *cobra.Command, f cobra.CompletionFunc) *cobra.Command {
+	cmd.ValidArgsFunction = f
+	return cmd
 }

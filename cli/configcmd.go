@@ -60,7 +60,7 @@ func newConfigShowCmd(app *App) *cobra.Command {
 				return writeJSON(app.IO.Out, rows)
 			}
 			tw := newTable(app.IO.Out)
-			fmt.Fprintln(tw, bold(app.IO.Color, "KEY\tVALUE\tSOURCE"))
+			tw.Header(app.IO.Color, "KEY\tVALUE\tSOURCE")
 			for _, r := range rows {
 				v := r.Value
 				if v == "" {

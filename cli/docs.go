@@ -45,8 +45,11 @@ func newDocsCmd() *cobra.Command {
 	return cmd
 }
 
-// genMan replaces the man pages in dir with one page per command.
+// genMan replaces the man pages in dir/man1 with one page per command, so
+// dir works as a MANPATH entry (man boxkite-exec) and each page is titled
+// after its command (BOXKITE-EXEC(1)).
 func genMan(root *cobra.Command, dir string) error {
+	dir = filepath.Join(dir, "man1")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
@@ -61,7 +64,8 @@ func genMan(root *cobra.Command, dir string) error {
 		}
 	}
 	date := manDate()
-	header := &doc.GenManHeader{Title: "BOXKITE", Section: "1", Date: &date, Source: "boxkite", Manual: "boxkite manual"}
+	// No Title: cobra then titles each page with its command path.
+	header := &doc.GenManHeader{Section: "1", Date: &date, Source: "boxkite", Manual: "boxkite manual"}
 	if err := doc.GenManTree(root, header, dir); err != nil {
 		return fmt.Errorf("generate man pages: %w", err)
 	}

@@ -24,6 +24,8 @@ type execOptions struct {
 	env        []string
 	background bool
 	maxRuntime time.Duration
+	maxOutput  int64 // per stream; 0 means the server's default
+	stopAtCap  bool
 	out        outputFlags
 }
 
@@ -41,6 +43,12 @@ exits with the command's exit code, or 124 when it ran out of time.
 Words after -- are quoted for the shell and joined, so they arrive exactly as
 typed; a single argument is used as the shell command as it is.
 
+Each of stdout and stderr keeps at most --max-output (1M unless set; the
+server has a maximum, 16M by default). Output past it is dropped, the
+command runs on to its end, and a note on stderr says how much was cut
+(--json: "truncated": true with the byte counts of each stream). With
+--stop-on-output-limit the command is killed at the limit instead.
+
 With -b the command runs in the background: its process id is printed and
 boxkite returns at once. Follow it with 'boxkite logs', list it with
 'boxkite ps' and stop it with 'boxkite kill'. It is stopped when it has run
@@ -52,7 +60,8 @@ when none is active.`,
   boxkite exec "ls -la | head -3"
   echo hello | boxkite exec -- cat
   boxkite exec -s build --timeout 5m --cwd /workspace/app -e CI=1 -- make test
-  boxkite exec -b --max-runtime 2h -- python3 -m http.server 8000`,
+  boxkite exec -b --max-runtime 2h -- python3 -m http.server 8000
+  boxkite exec --max-output 8M -- cat big.log`,
 		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := opts.out.wantJSON(cmd)
@@ -84,6 +93,9 @@ when none is active.`,
 	cmd.Flags().BoolVarP(&opts.background, "background", "b", false, "start the command in the background and print its process id")
 	cmd.Flags().Var(newDurationValue(&opts.maxRuntime, time.Hour, time.Second), "max-runtime",
 		"with -b: stop the process after this long (at most 4h)")
+	cmd.Flags().Var(newByteSizeValue(&opts.maxOutput, 0), "max-output",
+		"keep at most `SIZE` of each of stdout and stderr (512K, 8M; default 1M, at most the server's maximum)")
+	cmd.Flags().BoolVar(&opts.stopAtCap, "stop-on-output-limit", false, "kill the command when a stream passes --max-output, instead of dropping the rest")
 	opts.out.register(cmd)
 	cmd.RegisterFlagCompletionFunc("sandbox", completeSandboxes(app, true))
 	return cmd
@@ -95,6 +107,10 @@ when none is active.`,
 func (o *execOptions) startRequest(cmd *cobra.Command, req api.ExecRequest) (api.ProcessStartRequest, error) {
 	if cmd.Flags().Changed("timeout") {
 		return api.ProcessStartRequest{}, usageErrorf("limit a background process with --max-runtime", "--timeout does not apply with -b")
+	}
+	if cmd.Flags().Changed("max-output") || o.stopAtCap {
+		return api.ProcessStartRequest{}, usageErrorf("a background process keeps its newest output; read it with 'boxkite logs'",
+			"--max-output and --stop-on-output-limit do not apply with -b")
 	}
 	secs := wholeUnits(o.maxRuntime, time.Second)
 	if secs < 1 || secs > api.MaxProcessRuntime {
@@ -146,7 +162,10 @@ func (o *execOptions) request(cmd *cobra.Command, args []string) (api.ExecReques
 	if secs < 1 || secs > api.MaxExecTimeout {
 		return api.ExecRequest{}, usageErrorf(helpHint(cmd), "--timeout must be between 1s and 1h, got %s", compactDuration(o.timeout))
 	}
-	req := api.ExecRequest{Command: commandString(args), Timeout: secs, Cwd: o.cwd}
+	req := api.ExecRequest{Command: commandString(args), Timeout: secs, Cwd: o.cwd, MaxOutputBytes: o.maxOutput}
+	if o.stopAtCap {
+		req.OnOutputLimit = api.OutputLimitStop
+	}
 	for _, kv := range o.env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !envName.MatchString(k) {
@@ -191,10 +210,11 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 		if err := writeJSON(app.IO.Out, res); err != nil {
 			return err
 		}
+		truncationNote(app.IO.ErrOut, res.ExecOutputInfo)
 		return exitFor(res.ExitCode, opts.timeout)
 	}
 	stderr := &lineEnd{w: app.IO.ErrOut, atStart: true}
-	code, err := c.ExecStream(ctx, sb.ID, req, func(ev api.ExecEvent) error {
+	res, err := c.ExecStreamResult(ctx, sb.ID, req, func(ev api.ExecEvent) error {
 		var w io.Writer = app.IO.Out
 		if ev.Type == api.EventStderr {
 			w = stderr
@@ -208,11 +228,39 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 		stderr.finishLine()
 		return fmt.Errorf("exec in sandbox %s: %w", sb.ID, err)
 	}
-	err = exitFor(code, opts.timeout)
+	if res.Truncated {
+		stderr.finishLine()
+		truncationNote(app.IO.ErrOut, res.ExecOutputInfo)
+	}
+	err = exitFor(res.ExitCode, opts.timeout)
 	if es, ok := errors.AsType[*exitStatus](err); ok && es.msg != "" {
 		stderr.finishLine()
 	}
 	return err
+}
+
+// truncationNote tells, on stderr, which streams were cut at the output
+// limit and how much the command wrote; nothing when none was.
+func truncationNote(w io.Writer, o api.ExecOutputInfo) {
+	if !o.Truncated {
+		return
+	}
+	var cut []string
+	for _, s := range []struct {
+		name string
+		n    int64
+	}{{"stdout", o.StdoutBytes}, {"stderr", o.StderrBytes}} {
+		if s.n > o.OutputLimitBytes {
+			cut = append(cut, fmt.Sprintf("%s wrote %s", s.name, humanBytes(s.n)))
+		}
+	}
+	fmt.Fprintf(w, "note: output truncated: %s; only the first %s of each stream is shown\n",
+		strings.Join(cut, ", "), humanBytes(o.OutputLimitBytes))
+	if o.StopReason == api.StopReasonOutputLimit {
+		fmt.Fprintln(w, "note: the command was stopped at the limit (--stop-on-output-limit)")
+		return
+	}
+	fmt.Fprintln(w, "note: the command ran to its end; raise the limit with --max-output, or write the output to a file")
 }
 
 // lineEnd is a writer that remembers whether it is at the start of a line.

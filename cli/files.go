@@ -85,7 +85,7 @@ func writeLsTable(w io.Writer, entries []api.LsEntry, color bool) error {
 		return nil
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, "SIZE\tMODIFIED\tPATH"))
+	tw.Header(color, "SIZE\tMODIFIED\tPATH")
 	for _, e := range entries {
 		size := "-"
 		if !e.IsDir {
@@ -108,6 +108,17 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// pathHint is what a missing path in the sandbox gets: where to look.
+const pathHint = "list what is there with 'boxkite files ls DIR' (relative paths are in /workspace)"
+
+// withPathHint adds pathHint to a not-found error without a hint.
+func withPathHint(err error) error {
+	if e, ok := errors.AsType[*api.Error](err); ok && e.Code == api.CodeNotFound && e.Hint == "" {
+		return &hintError{err: err, hint: pathHint}
+	}
+	return err
 }
 
 func newFilesViewCmd(app *App) *cobra.Command {
@@ -143,7 +154,7 @@ Binary files and files over 25 MiB are refused: copy them out with files cp.`,
 			}
 			res, err := c.View(cmd.Context(), sb.ID, req)
 			if err != nil {
-				return fmt.Errorf("view %s: %w", args[0], err)
+				return withPathHint(fmt.Errorf("view %s: %w", args[0], err))
 			}
 			if asJSON {
 				return writeJSON(app.IO.Out, res)
@@ -378,7 +389,9 @@ func newFilesGrepCmd(app *App) *cobra.Command {
 		Use:   "grep PATTERN",
 		Short: "Search file contents in the sandbox",
 		Long: `Search the files under --path (default: the workspace) for lines matching the
-regular expression PATTERN (RE2 syntax) and print them as path:line:text.`,
+regular expression PATTERN (RE2 syntax) and print them as path:line:text.
+As grep(1): exits 0 when a line matched, 1 when none did, 2 or more on an
+error.`,
 		Example: "  boxkite files grep 'TODO|FIXME'\n  boxkite files grep 'def \\w+' --glob '*.py' --max-matches 50",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -396,19 +409,29 @@ regular expression PATTERN (RE2 syntax) and print them as path:line:text.`,
 			}
 			res, err := c.Grep(cmd.Context(), sb.ID, req)
 			if err != nil {
+				if e, ok := errors.AsType[*api.Error](err); ok && e.Status < 500 && apiExitCode(e) == exitError {
+					// grep(1) exits 2 on an error; 1 means no match.
+					return &exitStatus{code: exitUsage, msg: fmt.Sprintf("grep %s: %s", req.Pattern, message(err))}
+				}
 				return fmt.Errorf("grep %s: %w", req.Pattern, err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, res)
-			}
-			for _, m := range res.Matches {
-				fmt.Fprintf(app.IO.Out, "%s:%d:%s\n", m.Path, m.Line, m.Text)
+				if err := writeJSON(app.IO.Out, res); err != nil {
+					return err
+				}
+			} else {
+				for _, m := range res.Matches {
+					fmt.Fprintf(app.IO.Out, "%s:%d:%s\n", m.Path, m.Line, m.Text)
+				}
 			}
 			if res.Error != "" {
-				return errors.New(res.Error)
+				return &exitStatus{code: exitUsage, msg: res.Error} // grep's "an error occurred"
 			}
 			if res.Truncated {
 				fmt.Fprintf(app.IO.ErrOut, "(stopped after %d matches; raise --max-matches or narrow --path/--glob)\n", len(res.Matches))
+			}
+			if len(res.Matches) == 0 {
+				return &exitStatus{code: exitError} // grep's "no line matched"
 			}
 			return nil
 		},
@@ -463,7 +486,7 @@ func newFilesRmCmd(app *App) *cobra.Command {
 				}
 				err := errors.New(msg)
 				if strings.Contains(msg, "No such file or directory") {
-					return &notFoundError{err: err}
+					return &notFoundError{err: err, hint: pathHint}
 				}
 				if strings.Contains(msg, "Is a directory") {
 					return &hintError{err: err, hint: "remove directories with -r"}

@@ -238,7 +238,8 @@ func TestFilesErrors(t *testing.T) {
 		{[]string{"files", "edit", "a.py", "--old", "zzz", "--new", "y"}, exitError, "error: --old text not found in /workspace/a.py; nothing changed"},
 		{[]string{"files", "rm", "x"}, exitNotFound, "error: rm: cannot remove '/workspace/x': No such file or directory"},
 		{[]string{"files", "view", "nope"}, exitNotFound, "error: view nope: File not found: nope"},
-		{[]string{"files", "grep", "("}, exitError, "error: invalid regex: missing closing )"},
+		// grep(1)'s convention: 2 for an error, 1 for no match.
+		{[]string{"files", "grep", "("}, exitUsage, "error: invalid regex: missing closing )"},
 	}
 	for _, tt := range tests {
 		got := runCLI(t, "", tt.args...)

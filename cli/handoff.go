@@ -161,7 +161,9 @@ func handoffSandbox(ctx context.Context, app *App, tool string, f handoffFlags) 
 	if err != nil {
 		return nil, api.Sandbox{}, err
 	}
-	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: "handoff-" + tool, LifetimeMinutes: int(f.lifetime.Minutes())})
+	// A suffix of its own: labels are unique among active sandboxes, and a
+	// second handoff of the same tool must not collide with the first.
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: "handoff-" + tool + "-" + randomHex(3), LifetimeMinutes: int(f.lifetime.Minutes())})
 	if err != nil {
 		return nil, api.Sandbox{}, fmt.Errorf("create a sandbox: %w", err)
 	}

@@ -26,8 +26,11 @@ func newImagesCmd(app *App) *cobra.Command {
 archive, or build one from the host's system plus packages.`,
 		GroupID: groupSandboxes,
 	})
-	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app), newGetCmd(app, "image", (*client.Client).GetImage),
-		newImagesLogsCmd(app), newRmCmd(app, "image", "Remove an image no sandbox boots from", true, (*client.Client).DeleteImage))
+	ids := completeImages(app)
+	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app),
+		withArgs(newGetCmd(app, "image", (*client.Client).GetImage), ids),
+		withArgs(newImagesLogsCmd(app), ids),
+		withArgs(newRmCmd(app, "image", "Remove an image no sandbox boots from", true, (*client.Client).DeleteImage), ids))
 	return cmd
 }
 
@@ -88,7 +91,7 @@ func newImagesImportCmd(app *App) *cobra.Command {
 			}
 			f, err := os.Open(args[0])
 			if err != nil {
-				return fmt.Errorf("import image: %w", err)
+				return &hintError{err: fmt.Errorf("import image: %w", err), hint: "give the path of an image archive, e.g. from 'docker save IMAGE > img.tar'"}
 			}
 			defer f.Close()
 			c, err := app.Client()
@@ -99,7 +102,7 @@ func newImagesImportCmd(app *App) *cobra.Command {
 			defer cancel()
 			img, err := c.ImportImage(ctx, label, f)
 			if err != nil {
-				return fmt.Errorf("import image: %w", err)
+				return withHint(fmt.Errorf("import image: %w", err), importHint)
 			}
 			return finishImage(cmd.Context(), app, c, img, wait, asJSON)
 		},
@@ -131,8 +134,12 @@ func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image
 	fmt.Fprintln(app.IO.Out, img.ID)
 	if img.Status == api.ImageFailed {
 		hint := img.FailureHint
-		if hint == "" {
+		switch {
+		case hint != "":
+		case img.Source == api.ImageSourceBuild:
 			hint = "see its log: `boxkite images logs " + img.ID + "`"
+		default:
+			hint = importHint
 		}
 		code := ""
 		if img.FailureCode != "" {
@@ -141,6 +148,17 @@ func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image
 		return &hintError{err: fmt.Errorf("image %s failed%s: %s", img.ID, code, img.FailureReason), hint: hint}
 	}
 	return nil
+}
+
+// importHint is what an import that failed gets told.
+const importHint = "import takes an OCI image layout tar or a 'docker save' archive (.tar or .tar.gz), e.g. 'docker save python:3.12-slim > py.tar'"
+
+// withHint gives err hint unless it has one of its own (the server's).
+func withHint(err error, hint string) error {
+	if hintOf(err) != "" {
+		return err
+	}
+	return &hintError{err: err, hint: hint}
 }
 
 // waitImage polls img until it is completed or failed, reporting each
@@ -195,7 +213,7 @@ func newImagesLogsCmd(app *App) *cobra.Command {
 				return err
 			}
 			if err := c.ImageLogs(cmd.Context(), args[0], follow, app.IO.Out); err != nil {
-				return fmt.Errorf("image logs: %w", err)
+				return listHint(cmd, fmt.Errorf("image logs: %w", err))
 			}
 			return nil
 		},

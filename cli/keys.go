@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -109,11 +110,15 @@ not manage keys or take over a terminal.`,
 }
 
 func newKeysRmCmd(app *App) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	cmd := &cobra.Command{
 		Use:     "rm ID|NAME",
 		Aliases: []string{"revoke"},
 		Short:   "Revoke an API key; it stops working at once",
-		Args:    usageArgs(cobra.ExactArgs(1)),
+		Long: `Revoke an API key; it stops working at once. The key this CLI itself uses
+(in local mode, the one boxkite up keeps in local.toml) is refused without
+--force, since revoking it locks the CLI, and up, out.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := app.Client()
 			if err != nil {
@@ -123,6 +128,11 @@ func newKeysRmCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if !force {
+				if err := refuseOwnKey(app, k); err != nil {
+					return err
+				}
+			}
 			if err := c.RevokeAPIKey(cmd.Context(), k.ID); err != nil {
 				return fmt.Errorf("revoke api key: %w", err)
 			}
@@ -130,6 +140,24 @@ func newKeysRmCmd(app *App) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&force, "force", false, "revoke it even if it is the key this CLI uses")
+	return cmd
+}
+
+// refuseOwnKey refuses to revoke the key the CLI is using: the server
+// would accept, and every later command (and, in local mode, boxkite up,
+// which keeps using the key in local.toml) would fail with 401.
+func refuseOwnKey(app *App, k api.APIKey) error {
+	cfg, err := app.Config()
+	if err != nil || k.Prefix == "" || !strings.HasPrefix(cfg.APIKey, k.Prefix) {
+		return nil
+	}
+	hint := "create and configure another key first ('boxkite keys create', then 'boxkite config set-key'), or pass --force"
+	if cfg.File == filepath.Join(cfg.Home, localFile) && cfg.Sources[keyAPIKey] == "file "+cfg.File {
+		hint = "it is the key 'boxkite up' wrote to " + cfg.File + " and keeps using; to replace it, create another admin key " +
+			"('boxkite keys create'), put it in that file, then revoke this one; --force revokes it anyway"
+	}
+	return &hintError{err: fmt.Errorf("key %s (%s) is the key this CLI uses; revoking it would lock the CLI out", k.ID, k.Name), hint: hint}
 }
 
 // findKey resolves ref to one active key: its id, a unique id prefix, or

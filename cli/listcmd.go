@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // listing describes a noun's `ls` command: how its items are fetched and
@@ -73,31 +75,48 @@ func writeRows[T any](w io.Writer, color bool, header string, items []T, row fun
 		return nil
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, header))
+	tw.Header(color, header)
 	for _, it := range items {
 		fmt.Fprintln(tw, strings.Join(row(it, now), "\t"))
 	}
 	return tw.Flush()
 }
 
-// newGetCmd is a noun's `get ID`: the item as JSON.
+// newGetCmd is a noun's `get ID`: the item as JSON (--json and -o json
+// are accepted, as on every command that prints data).
 func newGetCmd[T any](app *App, noun string, get func(*client.Client, context.Context, string) (T, error)) *cobra.Command {
-	return &cobra.Command{
+	var out outputFlags
+	cmd := &cobra.Command{
 		Use:   "get ID",
 		Short: "Show one " + noun + " as JSON",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := out.wantJSON(cmd); err != nil {
+				return err
+			}
 			c, err := app.Client()
 			if err != nil {
 				return err
 			}
 			item, err := get(c, cmd.Context(), args[0])
 			if err != nil {
-				return fmt.Errorf("get %s: %w", noun, err)
+				return listHint(cmd, fmt.Errorf("get %s: %w", noun, err))
 			}
 			return writeJSON(app.IO.Out, item)
 		},
 	}
+	out.register(cmd)
+	return cmd
+}
+
+// listHint gives a not-found error without a hint of its own one that
+// says where the ids are: the noun's ls.
+func listHint(cmd *cobra.Command, err error) error {
+	e, ok := errors.AsType[*api.Error](err)
+	if !ok || e.Code != api.CodeNotFound || e.Hint != "" || !cmd.HasParent() {
+		return err
+	}
+	return &hintError{err: err, hint: "list them with '" + cmd.Parent().CommandPath() + " ls'"}
 }
 
 // newRmCmd is a noun's `rm ID`; announce says "removed <noun> ID" on
@@ -113,7 +132,7 @@ func newRmCmd(app *App, noun, short string, announce bool, rm func(*client.Clien
 				return err
 			}
 			if err := rm(c, cmd.Context(), args[0]); err != nil {
-				return fmt.Errorf("remove %s: %w", noun, err)
+				return listHint(cmd, fmt.Errorf("remove %s: %w", noun, err))
 			}
 			if announce {
 				fmt.Fprintf(app.IO.ErrOut, "removed %s %s\n", noun, args[0])

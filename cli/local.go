@@ -92,17 +92,18 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 	if err := ensureBastionKey(p.bastionKey); err != nil {
 		return err
 	}
-	bastionKey, err := readBastionKey(p.bastionKey)
+	keyPipe, err := secretPipe(key)
 	if err != nil {
 		return err
 	}
-	args, env := serverArgs(p, port, sidecar), serverEnv(p, key, bastionKey)
+	defer keyPipe.Close() // the server has its own copy
+	args, env := serverArgs(p, port, sidecar), serverEnv(p)
 	if opts.foreground {
-		return runForeground(ctx, app, p, c, server, args, env, local.Bastion)
+		return runForeground(ctx, app, p, c, server, args, env, keyPipe, local.Bastion)
 	}
 
 	logStart := fileSize(p.log)
-	cmd, exited, err := startDetached(server, args, env, p.log)
+	cmd, exited, err := startDetached(server, args, env, p.log, keyPipe)
 	if err != nil {
 		return err
 	}
@@ -189,9 +190,10 @@ func logHint(path string, offset int64) string {
 
 // runForeground runs the server attached to this terminal until it exits or
 // ctx is cancelled (Ctrl-C), which stops it with SIGTERM.
-func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string, recordedBastion string) error {
+func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string, keyPipe *os.File, recordedBastion string) error {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
+	cmd.ExtraFiles = []*os.File{keyPipe}                  // descriptor 3: serverArgs
 	cmd.Stdout, cmd.Stderr = app.IO.ErrOut, app.IO.ErrOut // server logs are chatter
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopTimeout

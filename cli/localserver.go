@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -253,33 +254,62 @@ func choosePort(requested int, previousURL string) (int, error) {
 }
 
 // serverArgs is the command line for boxkite-server in local mode. The
-// database is the server's default, boxkite.db in the state directory.
+// database is the server's default, boxkite.db in the state directory. Its
+// secrets come as files, never in its environment, where they would stay
+// readable in /proc/<pid>/environ as long as it runs: the bastion key from
+// its 0600 file, the bootstrap key (which makes the server create,
+// idempotently, the local admin account holding it) down a pipe on
+// descriptor 3 (secretPipe), so no second copy of it lands on disk.
 func serverArgs(p localPaths, port int, sidecar string) []string {
 	return []string{
 		"--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		"--driver", "local",
 		"--state-dir", p.state,
 		"--sidecar", sidecar,
+		"--bastion-key-file", p.bastionKey,
+		"--bootstrap-key-file", "/dev/fd/3",
 	}
 }
 
-// serverEnv is the server's environment: ours plus the bootstrap key, which
-// makes the server create (idempotently) the local admin account holding
-// it, and the bastion key it shares with the local boxkite-bastion. The
-// server drops both from its environment as it starts.
-func serverEnv(p localPaths, apiKey, bastionKey string) []string {
-	return append(os.Environ(),
-		"BOXKITE_BOOTSTRAP_API_KEY="+apiKey,
-		"BOXKITE_BASTION_KEY="+bastionKey,
-		"BOXKITE_SERVER_STATE_DIR="+p.state,
-	)
+// secretEnv are variables boxkite-server refuses to start with (older
+// versions read secrets from them); one in the caller's environment must
+// not stop up.
+var secretEnv = []string{"BOXKITE_BOOTSTRAP_API_KEY", "BOXKITE_JWT_SECRET", "BOXKITE_BASTION_KEY"}
+
+// serverEnv is the server's environment: ours, without secretEnv.
+func serverEnv(p localPaths) []string {
+	env := make([]string, 0, len(os.Environ())+1)
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(secretEnv, name) {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "BOXKITE_SERVER_STATE_DIR="+p.state)
+}
+
+// secretPipe returns the read end of a pipe holding secret and then its
+// end, for a child to read as a file (/dev/fd/N). The pipe's buffer holds
+// it, so nothing waits for the child.
+func secretPipe(secret string) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("make a pipe for the server's key: %w", err)
+	}
+	defer w.Close()
+	if _, err := w.WriteString(secret); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("write the server's key: %w", err)
+	}
+	return r, nil
 }
 
 // startDetached starts the server in its own session, with stdin from
 // /dev/null and output appended to the log, so it outlives this process and
 // holds none of our file descriptors (a caller waiting on our stdout would
-// otherwise wait for the server too). exited receives Wait's result.
-func startDetached(bin string, args, env []string, logPath string) (cmd *exec.Cmd, exited <-chan error, err error) {
+// otherwise wait for the server too). exited receives Wait's result;
+// extra become the child's descriptors 3, 4, ….
+func startDetached(bin string, args, env []string, logPath string, extra ...*os.File) (cmd *exec.Cmd, exited <-chan error, err error) {
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open server log: %w", err)
@@ -295,6 +325,7 @@ func startDetached(bin string, args, env []string, logPath string) (cmd *exec.Cm
 	cmd = exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
+	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("start %s: %w", bin, err)

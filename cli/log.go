@@ -2,11 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/spf13/cobra"
 )
@@ -15,15 +17,21 @@ func newLogCmd(app *App) *cobra.Command {
 	var (
 		ref           string
 		limit, offset int
+		tail          int
+		since         time.Duration
 		out           outputFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "log [-s ID] [--limit N] [--offset N]",
+		Use:   "log [-s ID] [--tail N] [--since 10m] [--limit N --offset N]",
 		Short: "Print the audit log of a sandbox",
-		Long: `Print the audit log of a sandbox, oldest first: every command, file
-operation, process and terminal takeover, by whom and how it ended. File
-contents are never logged. The entries form a hash chain (see --json).`,
-		Example: "  boxkite log\n  boxkite log -s build --limit 100 --offset 100\n  boxkite log --json | jq '.entries[].operation'",
+		Long: `Print the audit log of a sandbox: every command, file operation, process
+and terminal takeover, by whom and how it ended. File contents are never
+logged. The entries form a hash chain (see --json).
+
+By default it prints the newest 50 entries (--tail N for another number),
+oldest of them first; --since prints those that started within that long
+ago. --offset pages from the oldest instead, --limit entries at a time.`,
+		Example: "  boxkite log\n  boxkite log --tail 200\n  boxkite log --since 10m\n  boxkite log -s build --limit 100 --offset 100\n  boxkite log --json | jq '.entries[].operation'",
 		GroupID: groupSandboxes,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -34,8 +42,12 @@ contents are never logged. The entries form a hash chain (see --json).`,
 			if limit < 1 || limit > api.MaxLogLimit {
 				return usageErrorf(helpHint(cmd), "--limit must be between 1 and %d", api.MaxLogLimit)
 			}
-			if offset < 0 {
-				return usageErrorf(helpHint(cmd), "--offset must not be negative")
+			if offset < 0 || tail < 0 {
+				return usageErrorf(helpHint(cmd), "--offset and --tail must not be negative")
+			}
+			paging := cmd.Flags().Changed("offset")
+			if paging && (cmd.Flags().Changed("tail") || since > 0) {
+				return usageErrorf(helpHint(cmd), "--offset pages from the oldest; it does not go with --tail or --since")
 			}
 			ctx := cmd.Context()
 			c, err := app.Client()
@@ -52,7 +64,20 @@ contents are never logged. The entries form a hash chain (see --json).`,
 			if err != nil {
 				return err
 			}
-			page, err := c.Log(ctx, sb.ID, limit, offset)
+			var page *api.LogPage
+			if paging {
+				page, err = c.Log(ctx, sb.ID, limit, offset)
+			} else {
+				n := limit
+				if cmd.Flags().Changed("tail") {
+					n = tail
+				}
+				var from time.Time
+				if since > 0 {
+					from = time.Now().Add(-since)
+				}
+				page, err = newestLog(ctx, c, sb.ID, n, cmd.Flags().Changed("tail") || since == 0, from)
+			}
 			if err != nil {
 				return fmt.Errorf("read the log of sandbox %s: %w", sb.ID, err)
 			}
@@ -65,15 +90,21 @@ contents are never logged. The entries form a hash chain (see --json).`,
 			if err := writeLogTable(app.IO.Out, page.Entries, app.IO.Color); err != nil {
 				return err
 			}
-			if end := page.Offset + len(page.Entries); end < page.Total {
+			switch end := page.Offset + len(page.Entries); {
+			case paging && end < page.Total:
 				fmt.Fprintf(app.IO.ErrOut, "entries %d-%d of %d; next: --offset %d\n", page.Offset+1, end, page.Total, end)
+			case !paging && page.Offset > 0 && len(page.Entries) > 0:
+				fmt.Fprintf(app.IO.ErrOut, "the newest %d of %d entries; earlier ones: --tail %d, or --offset 0 to page from the oldest\n",
+					len(page.Entries), page.Total, min(page.Total, 2*len(page.Entries)))
 			}
 			return nil
 		},
 	}
 	sandboxFlag(cmd, app, &ref)
-	cmd.Flags().IntVar(&limit, "limit", api.DefaultLogLimit, fmt.Sprintf("entries to print (at most %d)", api.MaxLogLimit))
-	cmd.Flags().IntVar(&offset, "offset", 0, "entries to skip from the oldest")
+	cmd.Flags().IntVar(&tail, "tail", api.DefaultLogLimit, "print the newest N entries")
+	cmd.Flags().Var(newDurationValue(&since, 0, time.Minute), "since", "print the entries that started within this long ago, e.g. 10m or 2h")
+	cmd.Flags().IntVar(&limit, "limit", api.DefaultLogLimit, fmt.Sprintf("with --offset: entries per page (at most %d)", api.MaxLogLimit))
+	cmd.Flags().IntVar(&offset, "offset", 0, "page from the oldest, skipping this many entries")
 	out.register(cmd)
 	return cmd
 }
@@ -86,7 +117,7 @@ func writeLogTable(w io.Writer, entries []api.LogEntry, color bool) error {
 		return nil
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, "TIME\tSOURCE\tOPERATION\tEXIT\tDURATION\tDETAIL"))
+	tw.Header(color, "TIME\tSOURCE\tOPERATION\tEXIT\tDURATION\tDETAIL")
 	for _, e := range entries {
 		exit := "-"
 		if e.ExitCode != nil {
@@ -111,4 +142,57 @@ func compactJSON(raw json.RawMessage) string {
 		return "{}"
 	}
 	return b.String()
+}
+
+// newestLog reads the end of a sandbox's log: the newest n entries (capped
+// when capped is set) among those that started at or after from (zero:
+// all), oldest first, in pages of api.MaxLogLimit. The server pages from
+// the oldest, so it asks for the total first, and for from, looks the
+// first such entry up by bisection on started_at; entries are in append
+// order, which follows start times except among operations that
+// overlapped, so the bisection is exact up to those and the entries it
+// returns are filtered on the start time once more.
+func newestLog(ctx context.Context, c *client.Client, id string, n int, capped bool, from time.Time) (*api.LogPage, error) {
+	first, err := c.Log(ctx, id, 1, 0)
+	if err != nil {
+		return nil, err
+	}
+	total := first.Total
+	lo := 0
+	if !from.IsZero() {
+		hi := total
+		for lo < hi {
+			mid := (lo + hi) / 2
+			p, err := c.Log(ctx, id, 1, mid)
+			if err != nil {
+				return nil, err
+			}
+			if len(p.Entries) == 0 || !p.Entries[0].StartedAt.Before(from) {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+	}
+	start := lo
+	if capped {
+		start = max(lo, total-n)
+	}
+	page := &api.LogPage{Offset: start, Total: total, HeadSeq: first.HeadSeq, HeadHash: first.HeadHash}
+	for off := start; off < total; off += api.MaxLogLimit {
+		p, err := c.Log(ctx, id, api.MaxLogLimit, off)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range p.Entries {
+			if from.IsZero() || !e.StartedAt.Before(from) {
+				page.Entries = append(page.Entries, e)
+			}
+		}
+		if len(p.Entries) == 0 {
+			break
+		}
+	}
+	page.Limit = len(page.Entries)
+	return page, nil
 }

@@ -20,7 +20,7 @@ what the server's catalog holds). A sandbox created with
 server's egress proxy; every other destination stays unreachable.`,
 		GroupID: groupSandboxes,
 	})
-	cmd.AddCommand(newMCPCreateCmd(app), newMCPLsCmd(app), newRmCmd(app, "mcp connection", "Remove an MCP connection (running sandboxes keep their grant)", false, (*client.Client).DeleteMCPConnection))
+	cmd.AddCommand(newMCPCreateCmd(app), newMCPLsCmd(app), withArgs(newGetCmd(app, "MCP connection", (*client.Client).GetMCPConnection), completeMCPConnections(app, false)), newRmCmd(app, "mcp connection", "Remove an MCP connection (running sandboxes keep their grant)", false, (*client.Client).DeleteMCPConnection))
 	return cmd
 }
 

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,17 +42,46 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// newTable returns a tabwriter for aligned columns; call Flush when done.
-func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+// table lays out aligned columns; call Flush when done. Its header may be
+// bold: the codes are added after the layout, so they take no column
+// width (tabwriter counts every byte of a cell, escapes too).
+type table struct {
+	*tabwriter.Writer
+	out        io.Writer
+	buf        bytes.Buffer
+	boldHeader bool
 }
 
-// bold makes a table header stand out when colour is allowed.
-func bold(color bool, s string) string {
-	if !color {
-		return s
+// newTable returns a table writing to w.
+func newTable(w io.Writer) *table {
+	t := &table{out: w}
+	t.Writer = tabwriter.NewWriter(&t.buf, 0, 0, 2, ' ', 0)
+	return t
+}
+
+// Header writes the header row (tab-separated), bold when color is set.
+func (t *table) Header(color bool, cols string) {
+	t.boldHeader = color
+	fmt.Fprintln(t.Writer, cols)
+}
+
+// Flush lays out what was written and writes it out.
+func (t *table) Flush() error {
+	if err := t.Writer.Flush(); err != nil {
+		return err
 	}
-	return "\x1b[1m" + s + "\x1b[0m"
+	b := t.buf.Bytes()
+	if t.boldHeader {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			// The padding of the last column is trimmed by tabwriter;
+			// the bold covers the header's text only.
+			b = slices.Concat([]byte("\x1b[1m"), bytes.TrimRight(b[:i], " "), []byte("\x1b[0m"), b[i:])
+		}
+		t.boldHeader = false
+	}
+	_, err := t.out.Write(b)
+	t.buf.Reset()
+	return err
 }
 
 // compactDuration is time.Duration's String without zero units: 2h, 1h30m, 30s.

@@ -65,7 +65,7 @@ const maxCommandColumn = 60
 
 func writeProcessTable(w io.Writer, ps []api.ProcessInfo, now time.Time, color bool) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, "ID\tSTATUS\tEXIT\tAGE\tCOMMAND"))
+	tw.Header(color, "ID\tSTATUS\tEXIT\tAGE\tCOMMAND")
 	for _, p := range ps {
 		exit := "-"
 		if p.ExitCode != nil {

@@ -194,7 +194,11 @@ func TestAttachRelay(t *testing.T) {
 		},
 	})
 
-	got := runCLI(t, "echo hi\r\x1dignored", "attach")
+	// stdin says it is a terminal (attach refuses anything else; see
+	// below), but is a reader, so no raw mode is set.
+	var out1, err1 strings.Builder
+	code1 := Execute(context.Background(), NewRoot(NewApp(IO{In: strings.NewReader("echo hi\r\x1dignored"), InTTY: true, Out: &out1, ErrOut: &err1}, "test")), []string{"attach"})
+	got := result{out1.String(), err1.String(), code1}
 	if got.code != 0 || !strings.HasSuffix(got.stderr, "detached\n") {
 		t.Errorf("attach then Ctrl-]: exit %d, stderr %q; want 0 and detached", got.code, got.stderr)
 	}
@@ -208,9 +212,16 @@ func TestAttachRelay(t *testing.T) {
 	defer pw.Close()
 	go io.WriteString(pw, "exit\r")
 	var out, errOut strings.Builder
-	code := Execute(context.Background(), NewRoot(NewApp(IO{In: pr, Out: &out, ErrOut: &errOut}, "test")), []string{"attach", "--read-only=false"})
+	code := Execute(context.Background(), NewRoot(NewApp(IO{In: pr, InTTY: true, Out: &out, ErrOut: &errOut}, "test")), []string{"attach", "--read-only=false"})
 	if code != 0 || !strings.Contains(errOut.String(), "the shell exited") || out.String() != "$ " {
 		t.Errorf("attach until the shell exits: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
+	}
+
+	// Without a terminal, attach refuses (exit 2, a hint) instead of
+	// reading stdin to its end and exiting 0.
+	got = runCLI(t, "echo hi\r", "attach")
+	if got.code != exitUsage || !strings.Contains(got.stderr, "hint: run it from a terminal") {
+		t.Errorf("attach with piped stdin: exit %d, stderr %q; want 2 and a hint", got.code, got.stderr)
 	}
 }
 

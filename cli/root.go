@@ -40,6 +40,9 @@ command's own exit code.`,
 		// Man pages must not change with the day they are generated.
 		DisableAutoGenTag: true,
 	}
+	// --version prints what `boxkite version` does.
+	root.Version = app.Version
+	root.SetVersionTemplate(versionLine(readBuildInfo(app.Version)) + "\n")
 	root.SetIn(app.IO.In)
 	root.SetOut(app.IO.Out)
 	root.SetErr(app.IO.ErrOut)
@@ -86,6 +89,7 @@ command's own exit code.`,
 		newLoginCmd(app),
 		newLogoutCmd(app),
 		newWhoamiCmd(app),
+		newScrubOutputCmd(app),
 		newKeysCmd(app),
 		newSSHKeysCmd(app),
 		newToolsCmd(),

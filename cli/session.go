@@ -86,7 +86,13 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 	f.StringArrayVar(&volumes, "volume", nil, "mount a volume, `ID=/path` (repeatable)")
 	f.StringArrayVar(&req.MCPConnectionNames, "mcp-connection", nil, "MCP connection `NAME` to allow (repeatable)")
 	f.StringArrayVar(&req.SecretNames, "secret", nil, "secret `NAME` to make available (repeatable)")
+	// Hidden until the server has a secrets broker: it refuses every name
+	// today, and help should not advertise what cannot work.
+	_ = f.MarkHidden("secret")
 	out.register(cmd)
+	cmd.RegisterFlagCompletionFunc("image", completeImages(app))
+	cmd.RegisterFlagCompletionFunc("volume", completeVolumes(app, "="))
+	cmd.RegisterFlagCompletionFunc("mcp-connection", completeMCPConnections(app, true))
 	cmd.RegisterFlagCompletionFunc("size", cobra.FixedCompletions([]string{api.SizeSmall, api.SizeMedium, api.SizeLarge}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -106,7 +112,11 @@ func completeCreateRequest(cmd *cobra.Command, req *api.CreateSandboxRequest, li
 		return usageErrorf(hint, "--storage-gb must be positive")
 	}
 	if lifetime > 0 {
-		req.LifetimeMinutes = wholeUnits(lifetime, time.Minute)
+		m, err := lifetimeMinutes(cmd, lifetime)
+		if err != nil {
+			return err
+		}
+		req.LifetimeMinutes = m
 	}
 	for _, v := range volumes {
 		id, path, ok := strings.Cut(v, "=")
@@ -167,7 +177,7 @@ func newSessionLsCmd(app *App) *cobra.Command {
 // writeSandboxTable prints sandboxes as aligned columns, times relative to now.
 func writeSandboxTable(w io.Writer, sbs []api.Sandbox, now time.Time, color bool) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, bold(color, "ID\tSTATUS\tLABEL\tSIZE\tAGE\tEXPIRES"))
+	tw.Header(color, "ID\tSTATUS\tLABEL\tSIZE\tAGE\tEXPIRES")
 	for _, sb := range sbs {
 		label := sb.Label
 		if label == "" {
@@ -339,7 +349,11 @@ func newSessionExtendCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			got, err := c.ExtendSandbox(cmd.Context(), sb.ID, wholeUnits(lifetime, time.Minute))
+			minutes, err := lifetimeMinutes(cmd, lifetime)
+			if err != nil {
+				return err
+			}
+			got, err := c.ExtendSandbox(cmd.Context(), sb.ID, minutes)
 			if err != nil {
 				return fmt.Errorf("extend sandbox %s: %w", sb.ID, err)
 			}
@@ -378,4 +392,20 @@ func completeSandboxes(app *App, activeOnly bool) cobra.CompletionFunc {
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// lifetimeMinutes converts --lifetime to the API's whole minutes: less than
+// a minute is refused, and anything else not a whole number of minutes is
+// rounded up and said so, never silently changed.
+func lifetimeMinutes(cmd *cobra.Command, d time.Duration) (int, error) {
+	if d < time.Minute {
+		return 0, usageErrorf("use 1m or more, e.g. --lifetime 30m",
+			"--lifetime %s is less than a minute: sandbox lifetimes are whole minutes", compactDuration(d))
+	}
+	m := wholeUnits(d, time.Minute)
+	if time.Duration(m)*time.Minute != d {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: --lifetime %s rounded up to %s: sandbox lifetimes are whole minutes\n",
+			compactDuration(d), compactDuration(time.Duration(m)*time.Minute))
+	}
+	return m, nil
 }

@@ -51,21 +51,26 @@ func newVersionCmd(app *App) *cobra.Command {
 			if asJSON {
 				return writeJSON(app.IO.Out, bi)
 			}
-			commit := ""
-			if bi.Commit != "" {
-				commit = bi.Commit
-				if len(commit) > 12 {
-					commit = commit[:12]
-				}
-				if bi.Modified {
-					commit += "-dirty"
-				}
-				commit = ", commit " + commit
-			}
-			fmt.Fprintf(app.IO.Out, "boxkite %s (%s %s%s)\n", bi.Version, bi.GoVersion, bi.Platform, commit)
+			fmt.Fprintln(app.IO.Out, versionLine(bi))
 			return nil
 		},
 	}
 	out.register(cmd)
 	return cmd
+}
+
+// versionLine is what `boxkite version` and `boxkite --version` print.
+func versionLine(bi buildInfo) string {
+	commit := ""
+	if bi.Commit != "" {
+		commit = bi.Commit
+		if len(commit) > 12 {
+			commit = commit[:12]
+		}
+		if bi.Modified {
+			commit += "-dirty"
+		}
+		commit = ", commit " + commit
+	}
+	return fmt.Sprintf("boxkite %s (%s %s%s)", bi.Version, bi.GoVersion, bi.Platform, commit)
 }

@@ -20,7 +20,10 @@ when creating a sandbox (boxkite session create --volume ID=/workspace/data);
 several sandboxes may mount it, and a mounted volume cannot be removed.`,
 		GroupID: groupSandboxes,
 	})
-	cmd.AddCommand(newVolumesCreateCmd(app), newVolumesLsCmd(app), newGetCmd(app, "volume", (*client.Client).GetVolume), newRmCmd(app, "volume", "Remove a volume and its data (refused while a sandbox mounts it)", false, (*client.Client).DeleteVolume))
+	ids := completeVolumes(app, "")
+	cmd.AddCommand(newVolumesCreateCmd(app), newVolumesLsCmd(app),
+		withArgs(newGetCmd(app, "volume", (*client.Client).GetVolume), ids),
+		withArgs(newRmCmd(app, "volume", "Remove a volume and its data (refused while a sandbox mounts it)", false, (*client.Client).DeleteVolume), ids))
 	return cmd
 }
 

@@ -26,8 +26,9 @@ func execDeadline(req api.ExecRequest) time.Duration {
 }
 
 // Exec runs req.Command in sandbox id and returns its result once it exits.
-// A non-zero exit code is a result, not an error; output is capped by the
-// server (api.MaxExecStdout, api.MaxExecStderr).
+// A non-zero exit code is a result, not an error. Each stream keeps at most
+// req.MaxOutputBytes (default api.DefaultExecOutput); res.Truncated says
+// when more was written and dropped.
 func (c *Client) Exec(ctx context.Context, id string, req api.ExecRequest) (*api.ExecResult, error) {
 	ctx, cancel := withDefaultTimeout(ctx, execDeadline(req))
 	defer cancel()
@@ -41,8 +42,20 @@ func (c *Client) Exec(ctx context.Context, id string, req api.ExecRequest) (*api
 // ExecStream runs req.Command in sandbox id and calls fn for every stdout and
 // stderr event as the output happens, then returns the command's exit code
 // (api.ExitCodeTimeout when it timed out). If fn returns an error the stream
-// is abandoned and that error is returned.
+// is abandoned and that error is returned. A stream the server ends with an
+// error event (the sandbox was lost mid-exec) returns that *api.Error.
 func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest, fn func(api.ExecEvent) error) (int, error) {
+	res, err := c.ExecStreamResult(ctx, id, req, fn)
+	if err != nil {
+		return 0, err
+	}
+	return res.ExitCode, nil
+}
+
+// ExecStreamResult is ExecStream returning the whole end of the stream:
+// the exit code, the duration and the output counts (Truncated and the
+// bytes of each stream); Stdout and Stderr are left empty, fn had them.
+func (c *Client) ExecStreamResult(ctx context.Context, id string, req api.ExecRequest, fn func(api.ExecEvent) error) (*api.ExecResult, error) {
 	ctx, cancel := withDefaultTimeout(ctx, execDeadline(req))
 	defer cancel()
 	const path = "/v1/sandboxes/{id}/exec"
@@ -54,68 +67,74 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest,
 		SetDoNotParseResponse(true).
 		Post(path)
 	if err != nil {
-		return 0, c.transportError(ctx, http.MethodPost, path, err)
+		return nil, c.transportError(ctx, http.MethodPost, path, err)
 	}
 	body := resp.RawBody()
 	defer body.Close()
 	if status := resp.StatusCode(); status < 200 || status >= 300 {
 		b, _ := io.ReadAll(io.LimitReader(body, 1<<20))
-		return 0, errorFrom(status, resp.Header(), b)
+		return nil, errorFrom(status, resp.Header(), b)
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header().Get("Content-Type"))
 	if mt == "application/json" {
 		// A server that does not stream answers with the plain result; replay it as events.
 		return replayResult(body, fn)
 	}
-	code, err := readEvents(body, fn)
+	res, err := readEvents(body, fn)
 	if err != nil && ctx.Err() != nil {
-		return 0, fmt.Errorf("exec: %w", ctx.Err())
+		return nil, fmt.Errorf("exec: %w", ctx.Err())
 	}
-	return code, err
+	return res, err
 }
 
 // readEvents decodes NDJSON events until the exit event. json.Decoder has no
 // line-length limit, unlike bufio.Scanner's 64 KiB default, and one line may
 // carry a large chunk of output.
-func readEvents(r io.Reader, fn func(api.ExecEvent) error) (int, error) {
+func readEvents(r io.Reader, fn func(api.ExecEvent) error) (*api.ExecResult, error) {
 	dec := json.NewDecoder(r)
 	for {
 		var ev api.ExecEvent
 		if err := dec.Decode(&ev); err != nil {
 			if errors.Is(err, io.EOF) {
-				return 0, errors.New("exec: stream ended without an exit event")
+				return nil, errors.New("exec: stream ended without an exit event")
 			}
-			return 0, fmt.Errorf("exec: read stream: %w", err)
+			return nil, fmt.Errorf("exec: read stream: %w", err)
 		}
 		switch ev.Type {
 		case api.EventExit:
-			return ev.ExitCode, nil
+			return &api.ExecResult{ExitCode: ev.ExitCode, DurationMS: ev.DurationMS, ExecOutputInfo: ev.ExecOutputInfo}, nil
 		case api.EventError:
 			if ev.Error != nil {
-				return 0, ev.Error
+				if ev.Error.Status == 0 {
+					ev.Error.Status = api.StatusOf(ev.Error.Code)
+				}
+				return nil, ev.Error
 			}
-			return 0, &api.Error{Code: api.CodeInternal, Message: "exec stream failed"}
+			return nil, &api.Error{Code: api.CodeInternal, Message: "exec stream failed"}
 		case api.EventStdout, api.EventStderr:
 			if err := fn(ev); err != nil {
-				return 0, err
+				return nil, err
 			}
 		}
 		// Unknown event types are skipped: newer servers may add some.
 	}
 }
 
-func replayResult(r io.Reader, fn func(api.ExecEvent) error) (int, error) {
+// replayResult hands a plain JSON result to fn as events, for a server
+// that answered without streaming.
+func replayResult(r io.Reader, fn func(api.ExecEvent) error) (*api.ExecResult, error) {
 	var res api.ExecResult
 	if err := json.NewDecoder(r).Decode(&res); err != nil {
-		return 0, fmt.Errorf("exec: decode result: %w", err)
+		return nil, fmt.Errorf("exec: decode result: %w", err)
 	}
 	for _, ev := range []api.ExecEvent{{Type: api.EventStdout, Data: res.Stdout}, {Type: api.EventStderr, Data: res.Stderr}} {
 		if ev.Data == "" {
 			continue
 		}
 		if err := fn(ev); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
-	return res.ExitCode, nil
+	res.Stdout, res.Stderr = "", ""
+	return &res, nil
 }

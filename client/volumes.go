@@ -60,6 +60,15 @@ func (c *Client) ListMCPConnections(ctx context.Context) ([]api.MCPConnection, e
 	return ms, nil
 }
 
+// GetMCPConnection calls GET /v1/mcp-connections/{id}.
+func (c *Client) GetMCPConnection(ctx context.Context, id string) (*api.MCPConnection, error) {
+	var m api.MCPConnection
+	if err := c.do(ctx, http.MethodGet, "/v1/mcp-connections/"+url.PathEscape(id), nil, &m, nil); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
 // DeleteMCPConnection calls DELETE /v1/mcp-connections/{id}.
 func (c *Client) DeleteMCPConnection(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/mcp-connections/"+url.PathEscape(id), nil, nil, nil)

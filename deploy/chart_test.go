@@ -388,14 +388,41 @@ func checkBastionPolicy(t *testing.T, p object) {
 }
 
 // checkNoSecretsInPlainText: credentials reach pods only through Secrets,
-// never as literal environment values or arguments.
+// never as literal environment values or arguments, and a Secret only as
+// read-only files readable by the pod's group (0440), never as an
+// environment variable: /proc/<pid>/environ shows those for as long as the
+// process runs (issue 17, finding 5).
 func checkNoSecretsInPlainText(t *testing.T, r *rendering) {
 	t.Helper()
 	for _, d := range find(r.objs, "Deployment") {
-		for _, c := range list(d.get("spec", "template", "spec", "containers")) {
+		spec := dict(d.get("spec", "template", "spec"))
+		secretVolumes := map[string]bool{}
+		for _, v := range list(spec["volumes"]) {
+			v := dict(v)
+			if v["secret"] == nil {
+				continue
+			}
+			secretVolumes[str(v["name"])] = true
+			if mode := v.get("secret", "defaultMode"); mode != 0o440 {
+				t.Errorf("%s: secret volume %s has defaultMode %v, want 0440 (0o440 = %d)", d.name(), v["name"], mode, 0o440)
+			}
+		}
+		if len(secretVolumes) > 0 && spec.get("securityContext", "fsGroup") == nil {
+			t.Errorf("%s: secret volumes without an fsGroup are root's alone", d.name())
+		}
+		for _, c := range list(spec["containers"]) {
 			c := dict(c)
+			for _, m := range list(c["volumeMounts"]) {
+				m := dict(m)
+				if secretVolumes[str(m["name"])] && m["readOnly"] != true {
+					t.Errorf("%s: secret volume %s mounted writable", d.name(), m["name"])
+				}
+			}
 			for _, e := range list(c["env"]) {
 				e := dict(e)
+				if e.get("valueFrom", "secretKeyRef") != nil {
+					t.Errorf("%s: env %s comes from a Secret; mount it as a file", d.name(), e["name"])
+				}
 				v := str(e["value"])
 				if strings.Contains(v, "postgres://") || strings.Contains(v, "bxk_live_") ||
 					(strings.HasPrefix(str(e["name"]), "BOXKITE_") && strings.HasSuffix(str(e["name"]), "_KEY") && e["value"] != nil && !strings.HasSuffix(str(e["name"]), "HOST_KEY")) ||

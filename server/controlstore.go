@@ -14,6 +14,9 @@ import (
 type CredentialStore interface {
 	// AccountByID returns the account, or ErrNotFound.
 	AccountByID(ctx context.Context, id string) (*Account, error)
+	// SetKeepOutputSecrets sets the account's Account.KeepOutputSecrets;
+	// ErrNotFound if there is no such account.
+	SetKeepOutputSecrets(ctx context.Context, accountID string, keep bool) error
 	// CreateAccountWithPassword inserts a with its password hash (see
 	// HashPassword); ErrConflict if the email is taken.
 	CreateAccountWithPassword(ctx context.Context, a *Account, passwordHash string) error
@@ -57,6 +60,9 @@ type Usage struct {
 	GlobalActive  int     // sandboxes being created or active, all accounts
 	AccountActive int     // the account's sandboxes being created or active
 	MonthlyHours  float64 // the account's sandbox-hours of sandboxes created since the month began
+	// ActiveLabels are the labels of the account's sandboxes being created
+	// or active (nil when none has one): a label names one sandbox.
+	ActiveLabels map[string]bool
 }
 
 // QuotaStore checks limits and records new sandboxes atomically.

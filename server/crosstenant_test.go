@@ -99,12 +99,13 @@ func TestCrossTenantMatrix(t *testing.T) {
 				t.Errorf("B's list lacks B's own sandbox: %s", body)
 			}
 		}},
-		"GET /v1/sandboxes/{id}":                 {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
-		"DELETE /v1/sandboxes/{id}":              {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
-		"POST /v1/sandboxes/{id}/extend":         {cred: "key", path: "/v1/sandboxes/{sb}/extend", body: api.ExtendSandboxRequest{LifetimeMinutes: 5}, want: 404},
-		"POST /v1/sandboxes/{id}/exec":           {cred: "key", path: "/v1/sandboxes/{sb}/exec", body: api.ExecRequest{Command: "id"}, want: 404},
-		"GET /v1/sandboxes/{id}/takeover":        {cred: "key", path: "/v1/sandboxes/{sb}/takeover", want: 404},
-		"POST /v1/sandboxes/{id}/takeover-token": {cred: "key", path: "/v1/sandboxes/{sb}/takeover-token", want: 404},
+		"GET /v1/sandboxes/{id}":                  {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
+		"DELETE /v1/sandboxes/{id}":               {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
+		"POST /v1/sandboxes/{id}/extend":          {cred: "key", path: "/v1/sandboxes/{sb}/extend", body: api.ExtendSandboxRequest{LifetimeMinutes: 5}, want: 404},
+		"POST /v1/sandboxes/{id}/exec":            {cred: "key", path: "/v1/sandboxes/{sb}/exec", body: api.ExecRequest{Command: "id"}, want: 404},
+		"GET /v1/sandboxes/{id}/takeover":         {cred: "key", path: "/v1/sandboxes/{sb}/takeover", want: 404},
+		"GET /v1/sandboxes/{id}/exec/interactive": {cred: "key", path: "/v1/sandboxes/{sb}/exec/interactive?command=true", want: 404},
+		"POST /v1/sandboxes/{id}/takeover-token":  {cred: "key", path: "/v1/sandboxes/{sb}/takeover-token", want: 404},
 		"GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}": {
 			cred: "key", path: "/v1/sandboxes/{sb}/takeover-recordings/r1", want: 404,
 		},
@@ -139,6 +140,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 		"DELETE /v1/api-keys/{key_id}": {cred: "token", path: "/v1/api-keys/{akey}", want: 404},
 		"GET /v1/account/me":           {cred: "token", path: "/v1/account/me", check: isB},
 		"GET /v1/account":              {cred: "key", path: "/v1/account", check: isB},
+		"PATCH /v1/account":            {cred: "key", path: "/v1/account", body: api.AccountUpdate{}, check: isB},
 		"GET /v1/usage":                {cred: "key", path: "/v1/usage"},
 		"GET /v1/host": {cred: "key", path: "/v1/host", check: func(t *testing.T, _ *tenant, _ *http.Response, body []byte) {
 			if strings.Contains(string(body), sb.ID) {
@@ -155,6 +157,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 		"DELETE /v1/volumes/{id}":         {cred: "key", path: "/v1/volumes/{avol}", want: 404},
 		"POST /v1/mcp-connections":        {cred: "key", path: "/v1/mcp-connections", body: api.CreateMCPConnectionRequest{Label: "b-conn", CatalogID: "github"}},
 		"GET /v1/mcp-connections":         {cred: "key", path: "/v1/mcp-connections"},
+		"GET /v1/mcp-connections/{id}":    {cred: "key", path: "/v1/mcp-connections/{amcp}", want: 404},
 		"DELETE /v1/mcp-connections/{id}": {cred: "key", path: "/v1/mcp-connections/{amcp}", want: 404},
 
 		// MCP tools are the API in-process; B's tool calls see B's data only.

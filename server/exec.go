@@ -54,6 +54,9 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 				fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultExecTimeout))
 		}
 	}
+	if err := s.checkOutputLimit(&req); err != nil {
+		return err
+	}
 	sb, err := s.loadSandbox(r)
 	if err != nil {
 		return err
@@ -77,14 +80,32 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		body: bytes.NewReader(payload), length: int64(len(payload)),
 		timeout: time.Duration(req.Timeout)*time.Second + execGrace,
 	}
-	// The end of the answer waits for the audit entry (exec_hold.go).
-	var hw heldWriter = newHeldResponse(w)
+	// The end of the answer waits for the audit entry (exec_hold.go); its
+	// output is scrubbed of secrets on the way (scrub.go).
+	sc := s.newExecScrub(r)
+	defer sc.stop()
+	var hw heldWriter
+	var fw http.ResponseWriter // what the sidecar's answer is written to
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
 		c.tap = lineTap(maxEventLine, out.event)
-		hw = newExitHolder(w)
+		hw = newExitHolder(sc.events(w))
+		fw = hw
+	} else {
+		hw = newHeldResponse(w)
+		fw = sc.result(hw)
 	}
 	started := s.now()
-	err = s.forward(hw, r, sb, c)
+	err = s.forward(fw, r, sb, c)
+	sc.done()
+	out.outputRedacted = sc.outputRedacted()
+	if eh, ok := hw.(*exitHolder); ok {
+		switch {
+		case out.exitCode != nil && errors.Is(err, errSidecarCut):
+			err = nil // the exit event came whole; only the stream's end was lost
+		case streamCut(r, c, &out, err):
+			return s.endCutStream(r, eh, sb, req, &out, started, err)
+		}
+	}
 	if errors.Is(err, errStreamBroken) {
 		s.abortResponse(r, err)
 	}
@@ -94,28 +115,10 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.exec(s.now().Sub(started))
 	out.result(c)
-	command := loggedText(req.Command)
-	detail := map[string]any{"command": command, "timeout": req.Timeout}
-	if len(command) < len(req.Command) {
-		detail["command_bytes"] = len(req.Command)
-	}
 	// What the command wrote is on the host's storage before it is
 	// acknowledged, or the answer says it is not.
 	syncErr := s.syncDisk(r.Context(), sb, "exec")
-	if syncErr != nil {
-		detail["stored"] = false
-	}
-	source := ""
-	if g := infoFrom(r.Context()).grant; g != nil {
-		// `ssh id@host cmd` through the bastion: a person, not an agent.
-		source = api.LogSourceHumanTakeover
-		maps.Copy(detail, g.detail())
-	}
-	err = s.audit(r.Context(), auditRecord{
-		sb: sb, source: source, operation: "exec", detail: detail,
-		exitCode: out.exitCode, outputTruncated: out.truncated(),
-		started: started, duration: s.now().Sub(started),
-	})
+	err = s.auditExec(r, sb, req, &out, started, nil, syncErr != nil)
 	if err == nil {
 		err = syncErr
 	}
@@ -124,7 +127,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		// recorded, stored result.
 		outcome := map[string]any{"exit_code": out.exitCode}
 		if c.captured != nil {
-			outcome["result"] = json.RawMessage(c.captured)
+			outcome["result"] = json.RawMessage(sc.capturedResult(c.captured))
 		}
 		err = withOutcome(err, outcome)
 		if ae, ok := errors.AsType[*api.Error](err); ok && infoFrom(r.Context()) != nil {
@@ -136,6 +139,109 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// auditExec writes an exec's audit entry: the command, its timeout, the
+// exit code and, when output was cut, the counts; cut is the error a
+// stream that broke off ended with, if it did; unstored says the host
+// could not store what it wrote.
+func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
+	command := loggedText(req.Command)
+	detail := map[string]any{"command": command, "timeout": req.Timeout}
+	if len(command) < len(req.Command) {
+		detail["command_bytes"] = len(req.Command)
+	}
+	if o := out.output; o.Truncated {
+		detail["stdout_bytes"], detail["stderr_bytes"] = o.StdoutBytes, o.StderrBytes
+		detail["output_limit_bytes"] = o.OutputLimitBytes
+		if o.StopReason != "" {
+			detail["stop_reason"] = o.StopReason
+		}
+	}
+	if cut != nil {
+		detail["error"] = cut.Code
+	}
+	if unstored {
+		detail["stored"] = false // ran, but the host could not store what it wrote
+	}
+	if out.outputRedacted {
+		detail["output_redacted"] = true
+	}
+	source := ""
+	if g := infoFrom(r.Context()).grant; g != nil {
+		// `ssh id@host cmd` through the bastion: a person, not an agent.
+		source = api.LogSourceHumanTakeover
+		maps.Copy(detail, g.detail())
+	}
+	return s.audit(r.Context(), auditRecord{
+		sb: sb, source: source, operation: "exec", detail: detail,
+		exitCode: out.exitCode, outputTruncated: out.output.Truncated,
+		started: started, duration: s.now().Sub(started),
+	})
+}
+
+// streamCut reports whether an NDJSON exec's stream from the sidecar broke
+// off, or ended without its exit event, while the client was still there.
+func streamCut(r *http.Request, c *sidecarCall, out *execOutcome, err error) bool {
+	if r.Context().Err() != nil || c.status/100 != 2 {
+		return false
+	}
+	return errors.Is(err, errSidecarCut) || err == nil && out.exitCode == nil
+}
+
+// endCutStream ends an exec stream the sidecar broke off with an error
+// event, so the client learns why the output stops instead of seeing a
+// cut connection (issue 19 finding 7): 410 sandbox_lost when the sidecar
+// no longer answers, else 502 sandbox_operation_failed. The exec is
+// audited without an exit code.
+func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *Sandbox, req api.ExecRequest, out *execOutcome,
+	started time.Time, cause error,
+) error {
+	ctx := r.Context()
+	s.log.WarnContext(ctx, "exec stream broke off", "sandbox", sb.ID, "err", cause)
+	hctx, cancel := context.WithTimeout(ctx, cutHealthTimeout)
+	healthy := s.sidecarHealthy(hctx, sb)
+	cancel()
+	e := &api.Error{
+		Status: http.StatusBadGateway, Code: api.CodeSandboxFailed,
+		Message: "the connection to the sandbox broke during the exec; its output ends here",
+		Hint:    "the command may have run on; check its effects before running it again",
+	}
+	if !healthy {
+		e = &api.Error{
+			Status: http.StatusGone, Code: api.CodeSandboxLost,
+			Message: "the sandbox's sidecar stopped during the exec; its output ends here",
+			Hint:    "the sandbox is lost; create a new one (`boxkite session create`)",
+		}
+	}
+	e.RequestID = infoFrom(ctx).id
+	if err := s.auditExec(r, sb, req, out, started, e, false); err != nil {
+		return eh.fail(err)
+	}
+	return eh.fail(e)
+}
+
+// cutHealthTimeout bounds the health check that tells a dead sidecar
+// from a broken connection when an exec stream breaks off.
+const cutHealthTimeout = 2 * time.Second
+
+// checkOutputLimit fills in and checks the output cap of an exec: the
+// default when it is left out, at most the server's maximum.
+func (s *Server) checkOutputLimit(req *api.ExecRequest) error {
+	if req.MaxOutputBytes == 0 {
+		req.MaxOutputBytes = api.DefaultExecOutput
+	}
+	if req.MaxOutputBytes < 1 || req.MaxOutputBytes > s.cfg.MaxExecOutputBytes {
+		return invalid("max_output_bytes",
+			fmt.Sprintf("max_output_bytes must be between 1 and %d (this server's maximum), got %d", s.cfg.MaxExecOutputBytes, req.MaxOutputBytes),
+			fmt.Sprintf("omit it for the default of %d bytes a stream", api.DefaultExecOutput))
+	}
+	switch req.OnOutputLimit {
+	case "", api.OutputLimitTruncate, api.OutputLimitStop:
+		return nil
+	}
+	return invalid("on_output_limit",
+		fmt.Sprintf("on_output_limit must be %q or %q, got %q", api.OutputLimitTruncate, api.OutputLimitStop, req.OnOutputLimit), "")
+}
+
 // maxEventLine bounds the NDJSON and SSE lines parsed for the audit; an
 // exit event is far shorter, output lines longer than it are only counted
 // as far as the line allows.
@@ -144,24 +250,19 @@ const maxEventLine = 4 << 20
 // execOutcome is what the audit needs from an exec's answer, JSON or NDJSON.
 type execOutcome struct {
 	exitCode       *int
-	stdout, stderr int64 // bytes of output seen
+	output         api.ExecOutputInfo
+	outputRedacted bool // the scrubber replaced something in the output
 }
 
 // event takes one NDJSON line of a streamed exec.
 func (o *execOutcome) event(line []byte) {
 	var ev api.ExecEvent
-	if json.Unmarshal(line, &ev) != nil {
+	if json.Unmarshal(line, &ev) != nil || ev.Type != api.EventExit {
 		return
 	}
-	switch ev.Type {
-	case api.EventStdout:
-		o.stdout += int64(len(ev.Data))
-	case api.EventStderr:
-		o.stderr += int64(len(ev.Data))
-	case api.EventExit:
-		code := ev.ExitCode
-		o.exitCode = &code
-	}
+	code := ev.ExitCode
+	o.exitCode = &code
+	o.output = ev.ExecOutputInfo
 }
 
 // result takes a JSON answer (a stream sets no captured body).
@@ -174,13 +275,7 @@ func (o *execOutcome) result(c *sidecarCall) {
 		return
 	}
 	o.exitCode = &res.ExitCode
-	o.stdout, o.stderr = int64(len(res.Stdout)), int64(len(res.Stderr))
-}
-
-// truncated reports whether the output reached a cap, at which the
-// sidecar stops reading and kills the command.
-func (o *execOutcome) truncated() bool {
-	return o.stdout >= api.MaxExecStdout || o.stderr >= api.MaxExecStderr
+	o.output = res.ExecOutputInfo
 }
 
 // sidecarClients caches one HTTP client per sandbox, so requests reuse

@@ -78,21 +78,22 @@ func (h *heldResponse) release() {
 // MarshalJSON writes type first).
 const exitEventPrefix = `{"type":"exit"`
 
-// exitHolder passes an NDJSON exec stream through as it comes, except the
-// line that starts with exitEventPrefix and anything after it, which wait
-// for release. Lines are only held while they still look like an exit
-// event, so output is never delayed by more than a few bytes.
+// exitHolder passes an NDJSON exec stream through line by line as it
+// comes, except the line that starts with exitEventPrefix and anything
+// after it, which wait for release. A line is let through once it is
+// whole: the sidecar writes and flushes whole lines, so this delays
+// nothing, and a stream that breaks off mid-line can still end with an
+// error event on a line of its own (fail) instead of a cut JSON value.
 type exitHolder struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	started bool   // the answer began (a status was written)
-	atStart bool   // the next byte starts a line
-	pending []byte // the start of a line that may be the exit event
-	held    bool   // pending is the exit event: hold everything from here
+	pending []byte // the line not yet whole, or, once held, the exit event and what follows
+	held    bool   // pending starts with the exit event: hold everything from here
 }
 
 func newExitHolder(w http.ResponseWriter) *exitHolder {
-	return &exitHolder{w: w, rc: http.NewResponseController(w), atStart: true}
+	return &exitHolder{w: w, rc: http.NewResponseController(w)}
 }
 
 func (h *exitHolder) Header() http.Header { return h.w.Header() }
@@ -104,46 +105,31 @@ func (h *exitHolder) WriteHeader(code int) {
 
 func (h *exitHolder) Write(p []byte) (int, error) {
 	h.started = true
-	n := len(p)
-	var out []byte
-	for len(p) > 0 {
-		switch {
-		case h.held:
-			h.pending = append(h.pending, p...)
-			p = nil
-		case h.atStart || len(h.pending) > 0:
-			c := p[0]
-			p = p[1:]
-			h.pending = append(h.pending, c)
-			h.atStart = false
-			i := len(h.pending) - 1
-			switch {
-			case i < len(exitEventPrefix) && c == exitEventPrefix[i]:
-				h.held = i == len(exitEventPrefix)-1
-			default: // not the exit event: let it go
-				out = append(out, h.pending...)
-				h.pending = h.pending[:0]
-				h.atStart = c == '\n'
-			}
-		default:
-			i := bytes.IndexByte(p, '\n')
-			if i < 0 {
-				out = append(out, p...)
-				p = nil
-				break
-			}
-			out = append(out, p[:i+1]...)
-			p = p[i+1:]
-			h.atStart = true
+	h.pending = append(h.pending, p...)
+	if h.held {
+		return len(p), nil
+	}
+	whole := 0 // pending[:whole] is whole lines, none of them the exit event
+	for {
+		i := bytes.IndexByte(h.pending[whole:], '\n')
+		if i < 0 {
+			break
 		}
+		if bytes.HasPrefix(h.pending[whole:], []byte(exitEventPrefix)) {
+			h.held = true
+			break
+		}
+		whole += i + 1
 	}
-	if len(out) == 0 {
-		return n, nil
+	if whole == 0 {
+		return len(p), nil
 	}
-	if _, err := h.w.Write(out); err != nil {
+	_, err := h.w.Write(h.pending[:whole])
+	h.pending = append(h.pending[:0], h.pending[whole:]...)
+	if err != nil {
 		return 0, err
 	}
-	return n, nil
+	return len(p), nil
 }
 
 // FlushError flushes what was let through.

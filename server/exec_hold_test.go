@@ -39,14 +39,26 @@ func TestExitHolder(t *testing.T) {
 	}
 }
 
-// TestExitHolderPartialLine: a line that cannot be the exit event is not
-// held back, even before its newline arrives.
+// TestExitHolderPartialLine: a line waits for its newline, so a stream
+// cut mid-line ends with the error event on a line of its own and every
+// line the client has is whole JSON.
 func TestExitHolderPartialLine(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h := newExitHolder(rec)
-	h.Write([]byte(`{"type":"stdout","data":"progr`))
-	if got, want := rec.Body.String(), `{"type":"stdout","data":"progr`; got != want {
+	h.Write([]byte(`{"type":"stdout","data":"one"}` + "\n" + `{"type":"stdout","data":"progr`))
+	if got, want := rec.Body.String(), `{"type":"stdout","data":"one"}`+"\n"; got != want {
 		t.Errorf("client has %q, want %q", got, want)
+	}
+	if err := h.fail(api.Errorf(http.StatusGone, api.CodeSandboxLost, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(rec.Body.String(), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("stream %q, want the whole line and an error event", rec.Body.String())
+	}
+	var ev api.ExecEvent
+	if err := json.Unmarshal([]byte(lines[1]), &ev); err != nil || ev.Type != api.EventError || ev.Error.Code != api.CodeSandboxLost {
+		t.Errorf("last line %q (%v), want the error event", lines[1], err)
 	}
 }
 

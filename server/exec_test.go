@@ -34,7 +34,7 @@ func TestExecJSON(t *testing.T) {
 		t.Errorf("exec result = %+v", res)
 	}
 	reqs, hdrs := e.Sidecar.Requests()
-	want := api.ExecRequest{Command: "echo hi", Timeout: api.DefaultExecTimeout, Stdin: "in", Cwd: "/tmp", Env: map[string]string{"A": "1"}}
+	want := api.ExecRequest{Command: "echo hi", Timeout: api.DefaultExecTimeout, Stdin: "in", Cwd: "/tmp", Env: map[string]string{"A": "1"}, MaxOutputBytes: api.DefaultExecOutput}
 	if diff := cmp.Diff(want, reqs[0]); diff != "" {
 		t.Errorf("request the sidecar got (-want +got):\n%s", diff)
 	}
@@ -68,6 +68,9 @@ func TestExecValidation(t *testing.T) {
 		{"missing command", `{"timeout":5}`},
 		{"blank command", `{"command":"   "}`},
 		{"timeout not a number", `{"command":"ls","timeout":"5s"}`},
+		{"negative output cap", `{"command":"ls","max_output_bytes":-1}`},
+		{"output cap over the server's maximum", `{"command":"ls","max_output_bytes":16777217}`},
+		{"unknown on_output_limit", `{"command":"ls","on_output_limit":"explode"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

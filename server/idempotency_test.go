@@ -49,7 +49,8 @@ func TestIdempotencyReplay(t *testing.T) {
 		t.Errorf("same key on another path = %d %s", resp.StatusCode, body)
 	}
 	otherKey := e.addKey(e.AcctA, server.RoleAdmin)
-	resp, body = e.do("POST", "/v1/sandboxes", otherKey, api.CreateSandboxRequest{Label: "once"}, idem("create-1")...)
+	// (Another label: "once" is taken by an active sandbox, and labels are unique.)
+	resp, body = e.do("POST", "/v1/sandboxes", otherKey, api.CreateSandboxRequest{Label: "once-more"}, idem("create-1")...)
 	if resp.StatusCode != 201 || resp.Header.Get(api.HeaderIdempotentReplayed) != "" {
 		t.Errorf("same key with another credential = %d %s, want a new create", resp.StatusCode, body)
 	}
@@ -152,6 +153,13 @@ func TestIdempotencyDurable(t *testing.T) {
 	}
 
 	e.clock.Advance(24*time.Hour + time.Second)
+	// The first "d" goes, so its label is free again (labels are unique
+	// among active sandboxes) and only the key's expiry is under test.
+	var first api.Sandbox
+	mustUnmarshal(t, body1, &first)
+	if resp, body := restarted.do("DELETE", sandboxPath(first.ID), e.KeyA, nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete the first sandbox: %d %s", resp.StatusCode, body)
+	}
 	resp, body = restarted.do("POST", "/v1/sandboxes", e.KeyA, api.CreateSandboxRequest{Label: "d"}, hdr...)
 	if resp.StatusCode != 201 || resp.Header.Get(api.HeaderIdempotentReplayed) != "" {
 		t.Errorf("after 24 h = %d %s, want a new create", resp.StatusCode, body)

@@ -70,6 +70,14 @@ func limitError(code, msg, hint string, details map[string]any) *api.Error {
 // order: global capacity, the account's concurrency, its monthly hours,
 // then the size and storage asked for.
 func (s *Server) checkLimits(p createParams, u Usage) error {
+	if p.label != "" && u.ActiveLabels[p.label] {
+		// Checked here, in the store's critical section, so two creates
+		// racing for one label cannot both win.
+		e := api.Errorf(http.StatusConflict, api.CodeConflict, "an active sandbox is already labelled %q", p.label).
+			WithHint("pick another label, or remove that sandbox first (`boxkite session rm " + p.label + "`)")
+		e.Details = map[string]any{"label": p.label}
+		return e
+	}
 	l := s.cfg.Limits
 	if l.GlobalConcurrent > 0 && u.GlobalActive+p.count > l.GlobalConcurrent {
 		return limitError(api.CodeGlobalCapacityReached,

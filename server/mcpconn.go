@@ -101,11 +101,31 @@ func (s *Server) listMCPConnections(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+// getMCPConnection serves GET /v1/mcp-connections/{id}. An account has a
+// handful of connections, so it looks through them rather than asking the
+// store for a query of its own.
+func (s *Server) getMCPConnection(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	cs, err := s.store.MCPConnections(r.Context(), accountFrom(r.Context()).ID)
+	if err != nil {
+		return fmt.Errorf("list mcp connections: %w", err)
+	}
+	for _, c := range cs {
+		if c.ID == id {
+			writeJSON(w, http.StatusOK, c.toAPI())
+			return nil
+		}
+	}
+	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "MCP connection %s not found", id).
+		WithHint("list them with `boxkite mcp-connections ls`")
+}
+
 func (s *Server) deleteMCPConnection(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	err := s.store.DeleteMCPConnection(r.Context(), accountFrom(r.Context()).ID, id)
 	if errors.Is(err, ErrNotFound) {
-		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "MCP connection %s not found", id)
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "MCP connection %s not found", id).
+			WithHint("list them with `boxkite mcp-connections ls`")
 	}
 	if err != nil {
 		return err

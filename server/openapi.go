@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -27,6 +28,7 @@ type routeDoc struct {
 	status   int    // the success status; 0 means 200
 	produces string // the answer's content type when it is not JSON
 	query    []string
+	upload   bool // the body is a streamed upload (files/raw, files/archive)
 }
 
 type authKind int
@@ -72,6 +74,7 @@ func routeDocs() []routeDoc {
 		{pattern: "DELETE /v1/volumes/{id}", summary: "Delete a volume and its data; 409 volume_in_use while an active sandbox mounts it", status: http.StatusNoContent},
 		{pattern: "POST /v1/mcp-connections", summary: "Create an MCP connection: a named egress grant to a catalog host", request: api.CreateMCPConnectionRequest{}, response: api.MCPConnection{}, status: http.StatusCreated},
 		{pattern: "GET /v1/mcp-connections", summary: "List the account's MCP connections, newest first", response: []api.MCPConnection{}},
+		{pattern: "GET /v1/mcp-connections/{id}", summary: "Get one MCP connection", response: api.MCPConnection{}},
 		{pattern: "DELETE /v1/mcp-connections/{id}", summary: "Delete an MCP connection (running sandboxes keep their grant)", status: http.StatusNoContent},
 
 		{pattern: "POST /v1/auth/signup", summary: "Create an account; answers with an access token", auth: authNone, request: api.Credentials{}, response: api.TokenResponse{}, status: http.StatusCreated},
@@ -81,6 +84,7 @@ func routeDocs() []routeDoc {
 		{pattern: "DELETE /v1/api-keys/{key_id}", summary: "Revoke an API key, at once", auth: authTokenOrAdmin, status: http.StatusNoContent},
 		{pattern: "GET /v1/account/me", summary: "The account of an access token", auth: authToken, response: api.Account{}},
 		{pattern: "GET /v1/account", summary: "The account of the API key", response: api.Account{}},
+		{pattern: "PATCH /v1/account", summary: "Change the account's settings: scrub_output", auth: authTokenOrAdmin, request: api.AccountUpdate{}, response: api.Account{}},
 		{pattern: "GET /v1/usage", summary: "Sandbox usage against the fair-use limits", response: api.Usage{}},
 		{pattern: "GET /v1/host", summary: "The host's use of its limits (disk against the free-space watermark, threads, loop devices, memory), the audit log's state and the active sandboxes' disks (admin keys)", response: api.HostStatus{}},
 		{pattern: "GET /v1/account/ssh-keys", summary: "List the SSH keys registered for the bastion", response: []api.SSHKey{}},
@@ -96,6 +100,7 @@ func routeDocs() []routeDoc {
 		if rt.flags&needPath != 0 {
 			d.query = append(d.query, "path")
 		}
+		d.upload = rt.body == bodyStream
 		docs = append(docs, d)
 	}
 	return docs
@@ -171,10 +176,12 @@ func buildOpenAPI(docs []routeDoc) map[string]any {
 		for _, q := range d.query {
 			params = append(params, map[string]any{"name": q, "in": "query", "schema": map[string]any{"type": "string"}})
 		}
+		responses := errorResponses(d, errResp)
+		responses[statusKey(d.status)] = g.response(d)
 		op := map[string]any{
 			"summary":     d.summary,
 			"operationId": operationID(method, path),
-			"responses":   map[string]any{statusKey(d.status): g.response(d), "default": errResp},
+			"responses":   responses,
 		}
 		if len(params) > 0 {
 			op["parameters"] = params
@@ -205,7 +212,7 @@ func buildOpenAPI(docs []routeDoc) map[string]any {
 		"info": map[string]any{
 			"title":       "boxkite control plane",
 			"version":     "1",
-			"description": "Sandboxes for agent-generated code. Errors use one envelope: {\"error\": {code, message, hint, details, request_id}}.",
+			"description": "Sandboxes for agent-generated code. Errors use one envelope: {\"error\": {code, message, hint, details, request_id}}. A path served for other methods than the one asked answers 405 method_not_allowed with an Allow header.",
 		},
 		"paths": paths,
 		"components": map[string]any{
@@ -218,6 +225,44 @@ func buildOpenAPI(docs []routeDoc) map[string]any {
 		},
 		"security": []any{map[string]any{"apiKey": []any{}}},
 	}
+}
+
+// errorResponses lists the refusals d can get, each the error envelope
+// (docs/errors.md): those of every request, those of a JSON body or an
+// upload, 401 for a credential, 429 for a rate-limited route, and
+// "default" for the rest. A path served for other methods answers them
+// 405 with Allow; OpenAPI has no place for that, so the description says.
+func errorResponses(d routeDoc, errResp map[string]any) map[string]any {
+	ref := func(why string) map[string]any {
+		r := maps.Clone(errResp)
+		r["description"] = why
+		return r
+	}
+	out := map[string]any{
+		"default": errResp,
+		"400":     ref("bad_request: a malformed request (or body, where there is one)"),
+		"431":     ref("headers_too_large: the header block is larger than 64 KiB"),
+	}
+	if d.request != nil {
+		out["408"] = ref("request_timeout: the body did not arrive within the body timeout")
+		out["413"] = ref("payload_too_large: the body is larger than the route's limit")
+		out["415"] = ref("unsupported_media_type: the body is not sent as application/json")
+		out["422"] = ref("validation_error: a field has the wrong type or an out-of-range value; details name it")
+	}
+	if d.upload {
+		out["408"] = ref("request_timeout: the upload stalled for longer than the idle timeout")
+	}
+	if d.auth != authNone {
+		out["401"] = ref("unauthorized, invalid_api_key, invalid_token or wrong_credential_type")
+	}
+	if bucketOf(d.pattern) != "" {
+		r := ref("rate_limited: too many requests this minute")
+		r["headers"] = map[string]any{
+			"Retry-After": map[string]any{"description": "seconds until the budget allows another", "schema": map[string]any{"type": "integer"}},
+		}
+		out["429"] = r
+	}
+	return out
 }
 
 func statusKey(status int) string {

@@ -33,6 +33,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 
 	wildcard := regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)(\.\.\.)?\}`)
 	registered := map[string]bool{}
+	patternOf := map[string]string{} // "get /path" → the registered pattern
 	for _, pattern := range e.Server.Routes() {
 		method, path, ok := strings.Cut(pattern, " ")
 		if !ok {
@@ -40,6 +41,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		}
 		key := strings.ToLower(method) + " " + wildcard.ReplaceAllString(path, "{$1}")
 		registered[key] = true
+		patternOf[key] = pattern
 		if _, ok := doc.Paths[wildcard.ReplaceAllString(path, "{$1}")][strings.ToLower(method)]; !ok {
 			t.Errorf("route %s is missing from /openapi.json", pattern)
 		}
@@ -53,12 +55,15 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 				t.Errorf("/openapi.json documents %s %s, which the server does not serve", strings.ToUpper(method), path)
 			}
 			var o struct {
-				Summary   string                     `json:"summary"`
-				Responses map[string]json.RawMessage `json:"responses"`
+				Summary     string                     `json:"summary"`
+				Responses   map[string]json.RawMessage `json:"responses"`
+				RequestBody json.RawMessage            `json:"requestBody"`
+				Security    *[]any                     `json:"security"`
 			}
 			if err := json.Unmarshal(op, &o); err != nil || o.Summary == "" || len(o.Responses) < 2 {
 				t.Errorf("%s %s: want a summary, a success and a default response: %s", method, path, op)
 			}
+			checkErrorStatuses(t, method, path, o.Responses, o.RequestBody != nil, o.Security == nil || len(*o.Security) > 0, patternOf[method+" "+path])
 		}
 	}
 
@@ -88,5 +93,36 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	}
 	if !slices.Contains(e.Server.Routes(), "GET /openapi.json") {
 		t.Error("GET /openapi.json is not registered")
+	}
+}
+
+// checkErrorStatuses: an operation documents the refusals it can get
+// (docs/errors.md): 400 and 431 always, the body refusals (408, 413, 415,
+// 422) with a JSON body, 401 with a credential, and 429 with Retry-After
+// on a rate-limited route.
+func checkErrorStatuses(t *testing.T, method, path string, responses map[string]json.RawMessage, hasBody, authed bool, pattern string) {
+	t.Helper()
+	want := []string{"400", "431"}
+	if hasBody {
+		want = append(want, "408", "413", "415", "422")
+	}
+	if authed {
+		want = append(want, "401")
+	}
+	if server.BucketOf(pattern) != "" {
+		want = append(want, "429")
+		if !strings.Contains(string(responses["429"]), `"Retry-After"`) {
+			t.Errorf("%s %s: 429 without a Retry-After header: %s", method, path, responses["429"])
+		}
+	}
+	for _, status := range want {
+		r, ok := responses[status]
+		if !ok {
+			t.Errorf("%s %s: no %s response", method, path, status)
+			continue
+		}
+		if !strings.Contains(string(r), "#/components/schemas/ErrorEnvelope") {
+			t.Errorf("%s %s: the %s response is not the error envelope: %s", method, path, status, r)
+		}
 	}
 }

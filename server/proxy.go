@@ -42,6 +42,10 @@ const maxCapture = 8 << 20
 // could not be finished: no error envelope can be sent any more.
 var errStreamBroken = errors.New("sidecar response broken off")
 
+// errSidecarCut marks an errStreamBroken whose cause is the sidecar's side
+// (its stream ended early or failed), not the client's.
+var errSidecarCut = errors.New("sidecar stream cut")
+
 // Response headers of the sidecar that reach the client. Everything else
 // (its request id, its Date, hop-by-hop headers) is ours to set.
 var passResponseHeaders = []string{
@@ -182,7 +186,7 @@ func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sid
 			break
 		}
 		if rerr != nil {
-			return fmt.Errorf("%w: read sidecar: %w", errStreamBroken, rerr)
+			return fmt.Errorf("%w: %w: read sidecar: %w", errStreamBroken, errSidecarCut, rerr)
 		}
 	}
 	if capture != nil {

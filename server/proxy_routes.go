@@ -52,6 +52,10 @@ const (
 	// upload: writes data the caller sends, refused (507) while the host
 	// is below its free-space watermark.
 	upload
+	// The answer carries command output, scrubbed of secrets (scrub.go):
+	scrubsProcessOutput // a process output page
+	scrubsProcessStream // a process's event stream
+	scrubsInterpreter   // an interpreter result
 )
 
 // Timeouts of proxied calls: the sidecar's own limit for the operation,
@@ -83,12 +87,12 @@ func proxyRoutes() []proxyRoute {
 		{"POST", "/processes", "/process/start", "start_process", bodyJSON, opTimeout, checkCommand, startProcessDetail},
 		{"GET", "/processes", "/process", "", bodyNone, opTimeout, 0, nil},
 		{"POST", "/processes/kill-all", "/process/kill-all", "kill_all_processes", bodyNone, opTimeout, 0, killAllDetail},
-		{"GET", "/processes/{pid}/output", "/process/{pid}/output", "", bodyNone, opTimeout, 0, nil},
-		{"GET", "/processes/{pid}/stream", "/process/{pid}/stream", "", bodyNone, 0, queryKey, nil},
+		{"GET", "/processes/{pid}/output", "/process/{pid}/output", "", bodyNone, opTimeout, scrubsProcessOutput, nil},
+		{"GET", "/processes/{pid}/stream", "/process/{pid}/stream", "", bodyNone, 0, queryKey | scrubsProcessStream, nil},
 		{"POST", "/processes/{pid}/input", "/process/{pid}/input", "send_process_input", bodyJSON, opTimeout, 0, processInputDetail},
 		{"POST", "/processes/{pid}/stop", "/process/{pid}/stop", "stop_process", bodyNone, opTimeout, 0, stopProcessDetail},
 
-		{"POST", "/interpreter/exec", "/interpreter/exec", "interpreter_exec", bodyJSON, interpreterTimeout, checkCode | writes, interpreterDetail},
+		{"POST", "/interpreter/exec", "/interpreter/exec", "interpreter_exec", bodyJSON, interpreterTimeout, checkCode | writes | scrubsInterpreter, interpreterDetail},
 		{"POST", "/interpreter/reset", "/interpreter/reset", "interpreter_reset", bodyNone, opTimeout, 0, nil},
 		{"GET", "/interpreter/status", "/interpreter/status", "", bodyNone, opTimeout, 0, nil},
 
@@ -180,8 +184,12 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			c.body, c.length = up, r.ContentLength
 		}
 		started := s.now()
+		// Command output is scrubbed on its way out (scrub.go); finish
+		// sends what the scrubber still holds.
+		out, finish := s.routeScrubber(rt, r, w)
 		if rt.op == "" {
-			err = s.forward(w, r, sb, c)
+			err = s.forward(out, r, sb, c)
+			finish()
 			if errors.Is(err, errStreamBroken) {
 				s.abortResponse(r, err)
 			}
@@ -196,7 +204,7 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			}
 		}
 		// Audited: the end of the answer waits for the entry (exec_hold.go).
-		hw := newTailHolder(w)
+		hw := newTailHolder(out)
 		err = s.forward(hw, r, sb, c)
 		if errors.Is(err, errStreamBroken) {
 			s.abortResponse(r, err)
@@ -210,6 +218,7 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 		}
 		if err != nil || c.status/100 != 2 {
 			hw.release()
+			finish()
 			return err
 		}
 		x.call = c
@@ -242,6 +251,7 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			return hw.fail(withOutcome(err, map[string]any{"status": c.status}))
 		}
 		hw.release()
+		finish()
 		return nil
 	}
 }

@@ -502,7 +502,8 @@ func TestProcessStreamPassesThrough(t *testing.T) {
 }
 
 // TestExecAudit: exec writes {command, timeout} and the exit code, from
-// a JSON answer and from the exit event of an NDJSON stream.
+// a JSON answer and from the exit event of an NDJSON stream, and, when the
+// output was cut, output_truncated and the counts.
 func TestExecAudit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, server.Config{})
@@ -511,8 +512,10 @@ func TestExecAudit(t *testing.T) {
 		if r.Header.Get("Accept") == api.ContentTypeNDJSON {
 			w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 			enc := json.NewEncoder(w)
-			enc.Encode(api.ExecEvent{Type: api.EventStdout, Data: strings.Repeat("o", api.MaxExecStdout)})
-			enc.Encode(api.ExecEvent{Type: api.EventExit, ExitCode: 7})
+			enc.Encode(api.ExecEvent{Type: api.EventStdout, Data: strings.Repeat("o", 64)})
+			enc.Encode(api.ExecEvent{Type: api.EventExit, ExitCode: 7, ExecOutputInfo: api.ExecOutputInfo{
+				Truncated: true, StdoutBytes: 5 << 20, StderrBytes: 2, OutputLimitBytes: 64, StopReason: api.StopReasonOutputLimit,
+			}})
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -529,7 +532,10 @@ func TestExecAudit(t *testing.T) {
 	if diff := cmp.Diff(want0, d0); diff != "" || !cmp.Equal(entries[0].ExitCode, intp(3)) || entries[0].OutputTruncated {
 		t.Errorf("JSON exec entry: exit %v truncated %v, detail (-want +got):\n%s", entries[0].ExitCode, entries[0].OutputTruncated, diff)
 	}
-	want1 := map[string]any{"command": "stream", "timeout": float64(api.DefaultExecTimeout)}
+	want1 := map[string]any{
+		"command": "stream", "timeout": float64(api.DefaultExecTimeout),
+		"stdout_bytes": float64(5 << 20), "stderr_bytes": 2.0, "output_limit_bytes": 64.0, "stop_reason": api.StopReasonOutputLimit,
+	}
 	if diff := cmp.Diff(want1, d1); diff != "" || !cmp.Equal(entries[1].ExitCode, intp(7)) || !entries[1].OutputTruncated {
 		t.Errorf("streamed exec entry: exit %v truncated %v, detail (-want +got):\n%s", entries[1].ExitCode, entries[1].OutputTruncated, diff)
 	}

@@ -68,6 +68,9 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 	switch {
 	case len(req.Label) > maxLabelLen:
 		return p, invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
+	case req.Label != "" && req.Count > 1:
+		return p, invalid("label", "a label names one sandbox, so it cannot go with a count above 1",
+			"leave the label out, or create the sandboxes one at a time with labels of their own")
 	case len(req.SecretNames) > 0:
 		return p, notSupported("secret_names", "omit secret_names; pass values with exec's env for now")
 	case req.StorageGB < 0 || math.IsNaN(req.StorageGB):

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
 )
@@ -67,6 +68,10 @@ type Config struct {
 	// BodyTimeouts bound how long a request body may take to arrive
 	// (408 request_timeout); zero fields take apihttp's defaults.
 	BodyTimeouts apihttp.BodyTimeouts
+	// MaxExecOutputBytes is the largest max_output_bytes an exec may ask
+	// for, per stream; default DefaultMaxExecOutput, at most
+	// api.MaxExecOutput. A JSON exec result is held in memory whole.
+	MaxExecOutputBytes int64
 }
 
 // Defaults of Config.
@@ -79,6 +84,7 @@ const (
 	DefaultReaperInterval  = time.Second
 	DefaultBootstrapEmail  = "local@localhost"
 	DefaultTakeoverFlush   = 10 * time.Second
+	DefaultMaxExecOutput   = 16 << 20
 	minBastionKeyLen       = 32
 	defaultShutdownTimeout = 5 * time.Second
 )
@@ -117,6 +123,9 @@ func (c Config) WithDefaults() Config {
 	if c.TakeoverFlushInterval == 0 {
 		c.TakeoverFlushInterval = DefaultTakeoverFlush
 	}
+	if c.MaxExecOutputBytes == 0 {
+		c.MaxExecOutputBytes = DefaultMaxExecOutput
+	}
 	return c
 }
 
@@ -138,6 +147,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("the bastion key must be at least %d bytes", minBastionKeyLen)
 	case c.TakeoverFlushInterval < 0:
 		return errors.New("the takeover flush interval must not be negative")
+	case c.MaxExecOutputBytes < api.DefaultExecOutput || c.MaxExecOutputBytes > api.MaxExecOutput:
+		return fmt.Errorf("the exec output maximum must be between %d and %d bytes", api.DefaultExecOutput, api.MaxExecOutput)
 	case c.AccessTokenTTL < time.Minute:
 		return errors.New("the access token lifetime must be at least one minute")
 	}
@@ -164,6 +175,9 @@ type Server struct {
 	allowlists     *allowlistCache
 	metrics        *metrics
 	watchKeepAlive time.Duration
+	// scrubIdle is how long a scrubbed output stream holds back the end
+	// of its text while nothing new comes (scrub_stream.go).
+	scrubIdle time.Duration
 
 	jwt     jwtKeys
 	hasher  *hasher
@@ -191,11 +205,10 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 	if log == nil {
 		log = slog.Default()
 	}
-	m := newMetrics()
 	s := &Server{
 		cfg:            cfg,
 		store:          store,
-		driver:         countingDriver{driver, m},
+		driver:         driver,
 		log:            slog.New(ctxHandler{log.Handler()}),
 		mux:            http.NewServeMux(),
 		now:            time.Now,
@@ -204,13 +217,18 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		broker:         newBroker(),
 		auditGate:      newAuditGate(),
 		allowlists:     newAllowlistCache(),
-		metrics:        m,
 		watchKeepAlive: DefaultWatchKeepAlive,
+		scrubIdle:      DefaultScrubIdleFlush,
 		hasher:         newHasher(),
 		limiter:        newRateLimiter(),
 		streamingPOST:  streamingPOSTs(),
 		healthTimeout:  2 * time.Second,
 	}
+	s.metrics = newMetrics(func() (float64, error) {
+		n, err := store.CountActiveSandboxes(context.Background(), "")
+		return float64(n), err
+	})
+	s.driver = countingDriver{driver, s.metrics}
 	s.routes()
 	return s, nil
 }
@@ -248,6 +266,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/volumes/{id}", s.deleteVolume)
 	s.handle("POST /v1/mcp-connections", s.createMCPConnection)
 	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
+	s.handle("GET /v1/mcp-connections/{id}", s.getMCPConnection)
 	s.handle("DELETE /v1/mcp-connections/{id}", s.deleteMCPConnection)
 	s.mcpRoutes() // the hosted MCP endpoint: mcp.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
@@ -263,6 +282,7 @@ func (s *Server) routes() {
 	s.register("DELETE /v1/api-keys/{key_id}", credTokenOrAdmin, s.revokeAPIKey)
 	s.register("GET /v1/account/me", credToken, s.getAccountMe)
 	s.handle("GET /v1/account", s.getAccount)
+	s.register("PATCH /v1/account", credTokenOrAdmin, s.updateAccount)
 	s.handle("GET /v1/usage", s.getUsage)
 	s.handle("GET /v1/host", s.getHost) // capacity.go
 	s.handle("GET /v1/account/ssh-keys", s.listSSHKeys)

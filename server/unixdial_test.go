@@ -2,12 +2,44 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 )
+
+// serveOK listens on path (through its directory's descriptor, so any
+// length works), answers "ok" to each connection and counts them.
+func serveOK(t *testing.T, path string) *atomic.Int32 {
+	t.Helper()
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	ln, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), filepath.Base(path)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var n atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			_, _ = c.Write([]byte("ok"))
+			c.Close()
+		}
+	}()
+	return &n
+}
 
 func TestDialUnixLongPath(t *testing.T) {
 	for _, depth := range []int{1, 12} { // short and far past sun_path's 107 bytes
@@ -19,17 +51,7 @@ func TestDialUnixLongPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		sock := filepath.Join(dir, "s.sock")
-		ln, err := listenUnixAnyLength(t, sock)
-		if err != nil {
-			t.Fatalf("listen %d-byte path: %v", len(sock), err)
-		}
-		go func() {
-			c, err := ln.Accept()
-			if err == nil {
-				_, _ = c.Write([]byte("ok"))
-				c.Close()
-			}
-		}()
+		serveOK(t, sock)
 		c, err := DialUnix(context.Background(), &net.Dialer{}, sock)
 		if err != nil {
 			t.Fatalf("DialUnix(%d-byte path): %v", len(sock), err)
@@ -39,32 +61,56 @@ func TestDialUnixLongPath(t *testing.T) {
 			t.Errorf("read over %d-byte path = %q, %v", len(sock), buf, err)
 		}
 		c.Close()
-		ln.Close()
 	}
 }
 
-// listenUnixAnyLength listens on path, going through the directory's
-// /proc/self/fd entry when path is too long for a socket address.
-func listenUnixAnyLength(t *testing.T, path string) (net.Listener, error) {
+// TestDialUnixRefusesPlanted: whatever stands at the socket's name
+// instead of the server's own socket (a link to another socket, a file,
+// a FIFO, a directory, another user's socket), DialUnix refuses it and
+// connects nowhere.
+func TestDialUnixRefusesPlanted(t *testing.T) {
+	other := filepath.Join(t.TempDir(), "host-only.sock")
+	otherConns := serveOK(t, other)
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, path string)
+		root  bool // needs root (chown)
+	}{
+		{"symlink to another socket", func(t *testing.T, p string) { must(t, os.Symlink(other, p)) }, false},
+		{"symlink to nothing", func(t *testing.T, p string) { must(t, os.Symlink(p+".gone", p)) }, false},
+		{"regular file", func(t *testing.T, p string) { must(t, os.WriteFile(p, nil, 0o600)) }, false},
+		{"fifo", func(t *testing.T, p string) { must(t, syscall.Mkfifo(p, 0o600)) }, false},
+		{"directory", func(t *testing.T, p string) { must(t, os.Mkdir(p, 0o700)) }, false},
+		{"another user's socket", func(t *testing.T, p string) {
+			serveOK(t, p)
+			must(t, os.Lchown(p, 201001, 201001))
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.root && os.Geteuid() != 0 {
+				if os.Getenv("CI") != "" {
+					t.Fatal("needs root")
+				}
+				t.Skip("needs root")
+			}
+			p := filepath.Join(t.TempDir(), "sidecar.sock")
+			tt.plant(t, p)
+			c, err := DialUnix(context.Background(), &net.Dialer{}, p)
+			if err == nil {
+				c.Close()
+				t.Fatalf("DialUnix(%s) connected", tt.name)
+			}
+		})
+	}
+	if n := otherConns.Load(); n != 0 {
+		t.Errorf("the other socket got %d connections", n)
+	}
+}
+
+func must(t *testing.T, err error) {
 	t.Helper()
-	if len(path) <= maxSunPath {
-		return net.Listen("unix", path)
-	}
-	dir, err := os.Open(filepath.Dir(path))
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	defer dir.Close()
-	return net.Listen("unix", "/proc/self/fd/"+itoa(int(dir.Fd()))+"/"+filepath.Base(path))
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }

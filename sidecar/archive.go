@@ -169,7 +169,7 @@ func (x *extractor) entry(hdr *tar.Header, body io.Reader) error {
 		return x.dir(hdr, name, dir, base)
 	case tar.TypeReg:
 		meta := fileMeta{mode: entryMode(hdr.Mode), mtime: hdr.ModTime}
-		n, err := x.v.writeFile(&target{cur: dir, name: base}, name, body, meta, syncLater)
+		n, err := x.v.writeFile(&target{cur: dir, name: base}, name, body, &meta, syncLater)
 		if err != nil {
 			return err
 		}

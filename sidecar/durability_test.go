@@ -82,13 +82,13 @@ func TestFullDiskIs507(t *testing.T) {
 func TestWriteLostOnTheHostIs507(t *testing.T) {
 	t.Parallel()
 	needRoot(t)
-	ws := mountOnFullHost(t, "24m")
-	srv, _ := newServer(t, Options{Token: testToken, Workspace: ws})
 	payload := strings.Repeat("0123456789abcdef", 4<<20) // 64 MiB: room inside, none on the host
 	for _, tt := range []struct{ name, method, url, body string }{
 		{"raw upload", http.MethodPut, "/files/raw?path=lost.bin", payload},
 		{"archive", http.MethodPost, "/files/archive?path=arc", string(tarOf(t, tarEntry{name: "lost", body: payload}))},
 	} {
+		ws := mountOnFullHost(t, "24m") // one each: the first failure may leave the filesystem read-only
+		srv, _ := newServer(t, Options{Token: testToken, Workspace: ws})
 		status, body := call(t, tt.method, srv.URL+tt.url, authHeader, tt.body)
 		if status != http.StatusInsufficientStorage {
 			t.Errorf("%s of 64 MiB onto a host with 24 MiB = %d %s, want 507", tt.name, status, body)
@@ -116,7 +116,8 @@ func TestStorageErrors(t *testing.T) {
 		{unix.EIO, "read", 0, ""}, // a failing disk, not a full one
 		{unix.EACCES, "write to", 403, api.CodePermissionDenied},
 		{unix.EPERM, "read", 403, api.CodePermissionDenied},
-		{unix.EROFS, "write to", 0, ""},
+		{fmt.Errorf("write: %w", unix.EROFS), "write to", 507, api.CodeInsufficientStorage}, // the journal gave up
+		{unix.EROFS, "read", 0, ""},
 	}
 	for _, tt := range tests {
 		err := fileError(tt.err, tt.verb, "/workspace/f")

@@ -25,6 +25,9 @@ func SafeEnv(workspace string) []string {
 		"PLAYWRIGHT_BROWSERS_PATH=/ms-playwright",
 		"XDG_CONFIG_HOME=/tmp/.config",
 		"XDG_CACHE_HOME=/tmp/.cache",
+		// A taken-over bash would keep its history in HOME, the user's
+		// workspace, among their files; /tmp is the sandbox's own.
+		"HISTFILE=/tmp/.bash_history",
 	}
 }
 

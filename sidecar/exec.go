@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,11 +44,13 @@ type execRequest struct {
 
 // execSpec is a validated exec request.
 type execSpec struct {
-	command string
-	stdin   string
-	dir     string
-	env     []string
-	timeout time.Duration
+	command     string
+	stdin       string
+	dir         string
+	env         []string
+	timeout     time.Duration
+	maxOutput   int64 // kept of each stream; the rest is counted and dropped
+	stopAtLimit bool  // kill the command when a stream passes maxOutput
 }
 
 // outcome is how a command ended.
@@ -56,6 +59,7 @@ type outcome struct {
 	timedOut bool
 	spawnErr error // the command never started
 	duration time.Duration
+	output   api.ExecOutputInfo
 }
 
 // message is the stderr text an outcome adds to what the command wrote.
@@ -90,7 +94,10 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 			stderr.Write(p)
 		}
 	})
-	res := api.ExecResult{ExitCode: out.exitCode, Stdout: stdout.String(), Stderr: stderr.String(), DurationMS: out.duration.Milliseconds()}
+	res := api.ExecResult{
+		ExitCode: out.exitCode, Stdout: stdout.String(), Stderr: stderr.String(),
+		DurationMS: out.duration.Milliseconds(), ExecOutputInfo: out.output,
+	}
 	if msg := out.message(spec); msg != "" {
 		// As the reference: a timed-out or unstartable command reports only why.
 		res.Stdout, res.Stderr = "", msg
@@ -99,7 +106,10 @@ func (h *Handler) exec(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) execSpec(req execRequest) (execSpec, error) {
-	spec := execSpec{command: req.Command, stdin: req.Stdin, dir: h.workspace, timeout: api.DefaultExecTimeout * time.Second}
+	spec := execSpec{
+		command: req.Command, stdin: req.Stdin, dir: h.workspace, timeout: api.DefaultExecTimeout * time.Second,
+		maxOutput: api.DefaultExecOutput,
+	}
 	if strings.TrimSpace(req.Command) == "" {
 		return spec, api.Invalid("command", "command must not be empty", "")
 	}
@@ -113,6 +123,9 @@ func (h *Handler) execSpec(req execRequest) (execSpec, error) {
 				fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultExecTimeout))
 		}
 		spec.timeout = time.Duration(t) * time.Second
+	}
+	if err := outputLimit(req.ExecRequest, &spec); err != nil {
+		return spec, err
 	}
 	if req.Cwd != "" {
 		dir, err := h.resolve(req.Cwd)
@@ -136,10 +149,30 @@ func (h *Handler) execSpec(req execRequest) (execSpec, error) {
 	return spec, nil
 }
 
+// outputLimit validates max_output_bytes and on_output_limit into spec.
+func outputLimit(req api.ExecRequest, spec *execSpec) error {
+	switch n := req.MaxOutputBytes; {
+	case n < 0 || n > api.MaxExecOutput:
+		return api.Invalid("max_output_bytes", fmt.Sprintf("max_output_bytes must be between 1 and %d, got %d", api.MaxExecOutput, n),
+			fmt.Sprintf("omit it for the default of %d bytes a stream", api.DefaultExecOutput))
+	case n > 0:
+		spec.maxOutput = n
+	}
+	switch req.OnOutputLimit {
+	case "", api.OutputLimitTruncate:
+	case api.OutputLimitStop:
+		spec.stopAtLimit = true
+	default:
+		return api.Invalid("on_output_limit", fmt.Sprintf("on_output_limit must be %q or %q, got %q", api.OutputLimitTruncate, api.OutputLimitStop, req.OnOutputLimit), "")
+	}
+	return nil
+}
+
 // run starts spec and hands its output to emit, from one goroutine per
 // stream, until the command and its output are done. emit must not keep p.
-// A stream past its cap, the timeout and ctx's end each kill the command's
-// whole process group.
+// Output past spec.maxOutput is counted, not emitted, and the command runs
+// on, unless spec.stopAtLimit. That, the timeout and ctx's end each kill
+// the command's whole process group.
 func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream string, p []byte)) outcome {
 	start := time.Now()
 	ctx, cancel := context.WithTimeoutCause(ctx, spec.timeout, errTimedOut)
@@ -161,9 +194,19 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 	pgid := cmd.Process.Pid // Setpgid makes the shell its group's leader
 	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 
+	var stopped atomic.Bool
+	atLimit := func() {}
+	if spec.stopAtLimit {
+		atLimit = func() { stopped.Store(true); kill() }
+	}
 	var wg sync.WaitGroup
-	wg.Go(func() { readCapped(p.stdout, api.MaxExecStdout, func(b []byte) { emit(api.EventStdout, b) }, kill) })
-	wg.Go(func() { readCapped(p.stderr, api.MaxExecStderr, func(b []byte) { emit(api.EventStderr, b) }, kill) })
+	var stdoutN, stderrN int64
+	wg.Go(func() {
+		stdoutN = readCapped(p.stdout, spec.maxOutput, func(b []byte) { emit(api.EventStdout, b) }, atLimit)
+	})
+	wg.Go(func() {
+		stderrN = readCapped(p.stderr, spec.maxOutput, func(b []byte) { emit(api.EventStderr, b) }, atLimit)
+	})
 	readDone := make(chan struct{})
 	go func() { wg.Wait(); close(readDone) }()
 	waitDone := make(chan struct{})
@@ -208,6 +251,13 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 	if out.timedOut {
 		out.exitCode = api.ExitCodeTimeout
 	}
+	out.output = api.ExecOutputInfo{
+		Truncated:   stdoutN > spec.maxOutput || stderrN > spec.maxOutput,
+		StdoutBytes: stdoutN, StderrBytes: stderrN, OutputLimitBytes: spec.maxOutput,
+	}
+	if stopped.Load() {
+		out.output.StopReason = api.StopReasonOutputLimit
+	}
 	out.duration = time.Since(start)
 	h.sess.metrics.exec(out.exitCode)
 	return out
@@ -221,28 +271,28 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// readCapped passes what r yields to emit until EOF or until limit bytes
-// have passed; past the limit it emits only up to it, calls kill and stops.
-// Output of exactly limit bytes is complete, not cut.
-func readCapped(r io.ReadCloser, limit int, emit func([]byte), kill func()) {
+// readCapped reads r to EOF and returns how many bytes it yielded. It
+// passes the first limit bytes to emit and only counts the rest, so a
+// command that writes more is not blocked on a full pipe; atLimit is
+// called once, when the output first goes past limit. Output of exactly
+// limit bytes is complete, not cut.
+func readCapped(r io.ReadCloser, limit int64, emit func([]byte), atLimit func()) int64 {
 	defer r.Close()
 	buf := make([]byte, readChunk)
-	n := 0
+	var n int64
 	for {
 		k, err := r.Read(buf)
-		if n+k > limit {
-			if rest := limit - n; rest > 0 {
-				emit(buf[:rest])
-			}
-			kill()
-			return
-		}
 		if k > 0 {
-			emit(buf[:k])
-			n += k
+			if keep := min(int64(k), limit-n); keep > 0 {
+				emit(buf[:keep])
+			}
+			if n <= limit && n+int64(k) > limit {
+				atLimit()
+			}
+			n += int64(k)
 		}
 		if err != nil {
-			return
+			return n
 		}
 	}
 }

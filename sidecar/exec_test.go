@@ -47,7 +47,18 @@ func jsonBody(t testing.TB, req api.ExecRequest) string {
 	return string(b)
 }
 
-var ignoreDuration = cmpopts.IgnoreFields(api.ExecResult{}, "DurationMS")
+// ignoreTimingAndCounts leaves out what varies from run to run and the
+// output counts, which wholeCounts and TestExecOutputCaps check.
+var ignoreTimingAndCounts = cmpopts.IgnoreFields(api.ExecResult{}, "DurationMS", "ExecOutputInfo")
+
+// wholeCounts checks the output counts of an exec that was not truncated.
+func wholeCounts(t *testing.T, got api.ExecResult) {
+	t.Helper()
+	want := api.ExecOutputInfo{StdoutBytes: int64(len(got.Stdout)), StderrBytes: int64(len(got.Stderr)), OutputLimitBytes: api.DefaultExecOutput}
+	if got.ExecOutputInfo != want {
+		t.Errorf("output info %+v, want %+v", got.ExecOutputInfo, want)
+	}
+}
 
 func TestExec(t *testing.T) {
 	t.Parallel()
@@ -80,9 +91,10 @@ func TestExec(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := postExec(t, srv.URL, jsonBody(t, tt.req))
-			if diff := cmp.Diff(tt.want, got, ignoreDuration); diff != "" {
+			if diff := cmp.Diff(tt.want, got, ignoreTimingAndCounts); diff != "" {
 				t.Errorf("exec %q (-want +got):\n%s", tt.req.Command, diff)
 			}
+			wholeCounts(t, got)
 		})
 	}
 }
@@ -145,7 +157,7 @@ func TestExecAcceptsUnknownFields(t *testing.T) {
 	t.Parallel()
 	srv, _ := newServer(t, Options{Token: testToken})
 	got := postExec(t, srv.URL, `{"command":"echo hi","description":"greet","future_field":{"x":1}}`)
-	if diff := cmp.Diff(api.ExecResult{Stdout: "hi\n"}, got, ignoreDuration); diff != "" {
+	if diff := cmp.Diff(api.ExecResult{Stdout: "hi\n"}, got, ignoreTimingAndCounts); diff != "" {
 		t.Errorf("exec (-want +got):\n%s", diff)
 	}
 }
@@ -157,7 +169,7 @@ func TestExecTimeout(t *testing.T) {
 	got := postExec(t, srv.URL, `{"command":"echo early; sleep 5","timeout":1}`)
 	elapsed := time.Since(start)
 	want := api.ExecResult{ExitCode: api.ExitCodeTimeout, Stderr: "Command timed out after 1s"}
-	if diff := cmp.Diff(want, got, ignoreDuration); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreTimingAndCounts); diff != "" {
 		t.Errorf("exec past its timeout (-want +got):\n%s", diff)
 	}
 	if elapsed > 4*time.Second {
@@ -165,27 +177,70 @@ func TestExecTimeout(t *testing.T) {
 	}
 }
 
+// TestExecOutputCaps: output past the cap is cut and counted, and the
+// command runs on to its own end (issue 19 finding 4), unless the request
+// asked for a stop at the cap, which then says why.
 func TestExecOutputCaps(t *testing.T) {
 	t.Parallel()
 	srv, _ := newServer(t, Options{Token: testToken})
+	const mib = 1 << 20
 	tests := []struct {
 		name          string
-		command       string
+		req           api.ExecRequest
 		wantExit      int
 		wantStdoutLen int
 		wantStderrLen int
+		wantInfo      api.ExecOutputInfo
 	}{
-		{"stdout over the cap", "head -c 2097152 /dev/zero; echo never >&2", 137, api.MaxExecStdout, 0},
-		{"stdout at the cap", "head -c 1048576 /dev/zero", 0, api.MaxExecStdout, 0},
-		{"stderr over the cap", "head -c 600000 /dev/zero >&2", 137, 0, api.MaxExecStderr},
+		{
+			"stdout over the cap runs on",
+			api.ExecRequest{Command: "head -c 5242880 /dev/zero; echo after >&2"},
+			0, mib, 6,
+			api.ExecOutputInfo{Truncated: true, StdoutBytes: 5 * mib, StderrBytes: 6, OutputLimitBytes: mib},
+		},
+		{
+			"stdout at the cap",
+			api.ExecRequest{Command: "head -c 1048576 /dev/zero"},
+			0, mib, 0,
+			api.ExecOutputInfo{StdoutBytes: mib, OutputLimitBytes: mib},
+		},
+		{
+			"stderr over the cap, exit code kept",
+			api.ExecRequest{Command: "head -c 1200000 /dev/zero >&2; exit 3"},
+			3, 0, mib,
+			api.ExecOutputInfo{Truncated: true, StderrBytes: 1200000, OutputLimitBytes: mib},
+		},
+		{
+			"a cap of the request's own",
+			api.ExecRequest{Command: "seq 1 1000; echo done", MaxOutputBytes: 10},
+			0, 10, 0,
+			api.ExecOutputInfo{Truncated: true, StdoutBytes: 3898, OutputLimitBytes: 10},
+		},
+		{
+			"stop at the cap",
+			api.ExecRequest{Command: "head -c 3000000 /dev/zero; sleep 20", MaxOutputBytes: mib, OnOutputLimit: api.OutputLimitStop},
+			137, mib, 0,
+			api.ExecOutputInfo{Truncated: true, OutputLimitBytes: mib, StopReason: api.StopReasonOutputLimit},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := postExec(t, srv.URL, jsonBody(t, api.ExecRequest{Command: tt.command}))
+			got := postExec(t, srv.URL, jsonBody(t, tt.req))
 			if got.ExitCode != tt.wantExit || len(got.Stdout) != tt.wantStdoutLen || len(got.Stderr) != tt.wantStderrLen {
 				t.Errorf("exec %q = exit %d, %d bytes stdout, %d bytes stderr; want %d, %d, %d",
-					tt.command, got.ExitCode, len(got.Stdout), len(got.Stderr), tt.wantExit, tt.wantStdoutLen, tt.wantStderrLen)
+					tt.req.Command, got.ExitCode, len(got.Stdout), len(got.Stderr), tt.wantExit, tt.wantStdoutLen, tt.wantStderrLen)
+			}
+			info := got.ExecOutputInfo
+			if tt.wantInfo.StopReason != "" {
+				// How much a killed command wrote before the kill landed varies.
+				if info.StdoutBytes <= mib {
+					t.Errorf("stdout_bytes %d, want past the cap", info.StdoutBytes)
+				}
+				info.StdoutBytes = 0
+			}
+			if info != tt.wantInfo {
+				t.Errorf("output info %+v, want %+v", info, tt.wantInfo)
 			}
 		})
 	}
@@ -199,7 +254,7 @@ func TestExecBackgroundChildDoesNotHold(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
 		t.Errorf("exec with a background child took %v", elapsed)
 	}
-	if diff := cmp.Diff(api.ExecResult{Stdout: "done\n"}, got, ignoreDuration); diff != "" {
+	if diff := cmp.Diff(api.ExecResult{Stdout: "done\n"}, got, ignoreTimingAndCounts); diff != "" {
 		t.Errorf("exec (-want +got):\n%s", diff)
 	}
 	// The child held our pipes, so it was killed with its group.
@@ -334,6 +389,11 @@ func postStreamFunc(t *testing.T, url, body string, on func(api.ExecEvent)) []ev
 	return events
 }
 
+// counts is the output info of an exec that was not truncated.
+func counts(stdout, stderr, limit int64) api.ExecOutputInfo {
+	return api.ExecOutputInfo{StdoutBytes: stdout, StderrBytes: stderr, OutputLimitBytes: limit}
+}
+
 func TestExecStream(t *testing.T) {
 	t.Parallel()
 	srv, _ := newServer(t, Options{Token: testToken})
@@ -345,17 +405,26 @@ func TestExecStream(t *testing.T) {
 		{
 			"output then exit",
 			`{"command":"echo one; sleep 0.3; echo two >&2; exit 3"}`,
-			[]api.ExecEvent{{Type: "stdout", Data: "one\n"}, {Type: "stderr", Data: "two\n"}, {Type: "exit", ExitCode: 3}},
+			[]api.ExecEvent{{Type: "stdout", Data: "one\n"}, {Type: "stderr", Data: "two\n"}, {Type: "exit", ExitCode: 3, ExecOutputInfo: counts(4, 4, api.DefaultExecOutput)}},
 		},
 		{
 			"timeout",
 			`{"command":"echo early; sleep 5","timeout":1}`,
-			[]api.ExecEvent{{Type: "stdout", Data: "early\n"}, {Type: "stderr", Data: "Command timed out after 1s"}, {Type: "exit", ExitCode: 124}},
+			[]api.ExecEvent{{Type: "stdout", Data: "early\n"}, {Type: "stderr", Data: "Command timed out after 1s"}, {Type: "exit", ExitCode: 124, ExecOutputInfo: counts(6, 0, api.DefaultExecOutput)}},
 		},
 		{
 			"a rune split across writes stays whole",
 			`{"command":"printf '\\303'; sleep 0.2; printf '\\251\\n'"}`,
-			[]api.ExecEvent{{Type: "stdout", Data: "é\n"}, {Type: "exit"}},
+			[]api.ExecEvent{{Type: "stdout", Data: "é\n"}, {Type: "exit", ExecOutputInfo: counts(3, 0, api.DefaultExecOutput)}},
+		},
+		{
+			"truncated: the stream stops at the cap, the exit event says so",
+			`{"command":"seq 1 1000; echo done >&2","max_output_bytes":10}`,
+			[]api.ExecEvent{
+				{Type: "stdout", Data: "1\n2\n3\n4\n5\n"},
+				{Type: "stderr", Data: "done\n"},
+				{Type: "exit", ExecOutputInfo: api.ExecOutputInfo{Truncated: true, StdoutBytes: 3893, StderrBytes: 5, OutputLimitBytes: 10}},
+			},
 		},
 	}
 	for _, tt := range tests {
@@ -430,7 +499,7 @@ func TestExecRunAs(t *testing.T) {
 	}
 	srv, ws := newServer(t, Options{Token: testToken, Workspace: traversableTempDir(t), RunAs: &RunAs{UID: 1001, GID: 1001}})
 	got := postExec(t, srv.URL, `{"command":"id -u; id -g; id -G; touch made"}`)
-	if diff := cmp.Diff(api.ExecResult{Stdout: "1001\n1001\n1001\n"}, got, ignoreDuration); diff != "" {
+	if diff := cmp.Diff(api.ExecResult{Stdout: "1001\n1001\n1001\n"}, got, ignoreTimingAndCounts); diff != "" {
 		t.Errorf("exec as 1001 (-want +got):\n%s", diff)
 	}
 	fi, err := os.Stat(filepath.Join(ws, "made"))
@@ -446,7 +515,7 @@ func TestExecNestedUserNS(t *testing.T) {
 	t.Parallel()
 	srv, _ := newServer(t, Options{Token: testToken, Workspace: traversableTempDir(t), RunAs: &RunAs{UID: 1001, GID: 1001, NestedUserNS: true}})
 	got := postExec(t, srv.URL, `{"command":"id -u; id -g"}`)
-	if diff := cmp.Diff(api.ExecResult{Stdout: "1001\n1001\n"}, got, ignoreDuration); diff != "" {
+	if diff := cmp.Diff(api.ExecResult{Stdout: "1001\n1001\n"}, got, ignoreTimingAndCounts); diff != "" {
 		t.Errorf("exec in a nested user namespace (-want +got):\n%s", diff)
 	}
 }

@@ -47,11 +47,7 @@ func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := t.writable("write to", req.Path); err != nil {
 		return err
 	}
-	meta, err := v.metaOf(t, req.Path)
-	if err != nil {
-		return err
-	}
-	n, err := v.writeFile(t, req.Path, strings.NewReader(req.Content), meta, syncNow)
+	n, err := v.writeFile(t, req.Path, strings.NewReader(req.Content), nil, syncNow)
 	if err != nil {
 		return err
 	}
@@ -189,12 +185,8 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "old_str appears %d times. Must appear exactly once.", n).
 			WithHint("add surrounding context to old_str, or set replace_all")
 	}
-	meta, err := v.metaOf(t, req.Path)
-	if err != nil {
-		return err
-	}
 	out := bytes.ReplaceAll(b, old, []byte(req.NewStr))
-	if _, err := v.writeFile(t, req.Path, bytes.NewReader(out), meta, syncNow); err != nil {
+	if _, err := v.writeFile(t, req.Path, bytes.NewReader(out), nil, syncNow); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, api.StrReplaceResult{Path: t.virt(), Replaced: true, Occurrences: n})
@@ -259,11 +251,7 @@ func (h *Handler) presentOne(v *fsView, p string, hasOutputs bool) (api.Presente
 			return api.PresentedFile{}, false, err
 		}
 		defer dst.close()
-		meta, err := v.metaOf(dst, dst.virt())
-		if err != nil {
-			return api.PresentedFile{}, false, err
-		}
-		if _, err := v.writeFile(dst, dst.virt(), f, meta, syncNow); err != nil {
+		if _, err := v.writeFile(dst, dst.virt(), f, nil, syncNow); err != nil {
 			return api.PresentedFile{}, false, err
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -311,7 +299,7 @@ func (h *Handler) ls(w http.ResponseWriter, r *http.Request) error {
 		return writeJSON(w, http.StatusOK, out)
 	case !t.isDir():
 		var st unix.Stat_t
-		if err := v.user.do(func() error { return unix.Fstatat(t.cur.dir(), t.name, &st, 0) }); err != nil {
+		if err := v.user.do(func() error { return unix.Fstatat(t.cur.dir(), t.name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
 			return fileError(err, "read", req.Path)
 		}
 		out.Entries = append(out.Entries, lsEntry(t.virt(), statInfo{t.name, st}))

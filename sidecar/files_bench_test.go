@@ -8,31 +8,50 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // onDisks runs fn once per kind of filesystem a workspace can be on, with
-// a fresh workspace: as root, an ext4 image loop-mounted as a sandbox's
-// disk is (where an fsync costs what it costs there) and a tmpfs (where it
-// costs nothing, which leaves the rest of the route); else a temp dir.
-func onDisks(b *testing.B, fn func(b *testing.B, ws string)) {
+// a fresh workspace and the options to serve it with: as root, an ext4
+// image loop-mounted as a sandbox's disk is (where an fsync costs what it
+// costs there), a tmpfs (where it costs nothing, which leaves the rest of
+// the route), and that tmpfs served as the sandbox user, as in a jail
+// (file work switches to its ids); else a temp dir.
+func onDisks(b *testing.B, fn func(b *testing.B, opts Options)) {
+	opts := func(ws string) Options {
+		return Options{Token: testToken, Workspace: ws, Log: slog.New(slog.DiscardHandler)}
+	}
 	if os.Geteuid() != 0 {
-		b.Run("tempdir", func(b *testing.B) { fn(b, b.TempDir()) })
+		b.Run("tempdir", func(b *testing.B) { fn(b, opts(b.TempDir())) })
 		return
 	}
-	b.Run("ext4", func(b *testing.B) { fn(b, mountExt4(b, b.TempDir())) })
-	b.Run("tmpfs", func(b *testing.B) { fn(b, mountTmpfs(b, "256m")) })
+	b.Run("ext4", func(b *testing.B) { fn(b, opts(mountExt4(b, b.TempDir()))) })
+	b.Run("tmpfs", func(b *testing.B) { fn(b, opts(mountTmpfs(b, "256m"))) })
+	b.Run("tmpfs-user", func(b *testing.B) {
+		o := opts(mountTmpfs(b, "256m"))
+		for _, d := range []string{filepath.Dir(filepath.Dir(o.Workspace)), filepath.Dir(o.Workspace)} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := os.Chown(o.Workspace, 1001, 1001); err != nil {
+			b.Fatal(err)
+		}
+		o.RunAs = &RunAs{UID: 1001, GID: 1001}
+		fn(b, o)
+	})
 }
 
 // BenchmarkUpload is PUT /files/raw of a new version of one file, through
 // HTTP on loopback: resolution, the temp file, its fsync, the rename and
 // the directory's fsync.
 func BenchmarkUpload(b *testing.B) {
-	onDisks(b, func(b *testing.B, ws string) {
+	onDisks(b, func(b *testing.B, opts Options) {
 		for _, size := range []int{4 << 10, 1 << 20} {
 			b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
-				srv, _ := newServer(b, Options{Token: testToken, Workspace: ws, Log: slog.New(slog.DiscardHandler)})
+				srv, _ := newServer(b, opts)
 				body := strings.Repeat("x", size)
 				url := srv.URL + "/files/raw?path=a/b/c/file.bin"
 				b.SetBytes(int64(size))
@@ -46,14 +65,15 @@ func BenchmarkUpload(b *testing.B) {
 
 // BenchmarkView is POST /view of a 4 KiB text file three directories deep.
 func BenchmarkView(b *testing.B) {
-	onDisks(b, func(b *testing.B, ws string) {
+	onDisks(b, func(b *testing.B, opts Options) {
+		ws := opts.Workspace
 		if err := os.MkdirAll(ws+"/a/b/c", 0o755); err != nil {
 			b.Fatal(err)
 		}
 		if err := os.WriteFile(ws+"/a/b/c/file.txt", []byte(strings.Repeat("line of text\n", 315)), 0o644); err != nil {
 			b.Fatal(err)
 		}
-		srv, _ := newServer(b, Options{Token: testToken, Workspace: ws, Log: slog.New(slog.DiscardHandler)})
+		srv, _ := newServer(b, opts)
 		for b.Loop() {
 			benchCall(b, http.MethodPost, srv.URL+"/view", `{"path":"a/b/c/file.txt"}`)
 		}
@@ -69,8 +89,8 @@ func BenchmarkArchiveUpload(b *testing.B) {
 		entries = append(entries, tarEntry{name: fmt.Sprintf("d%d/f%d", i%10, i), body: strings.Repeat("y", 4<<10)})
 	}
 	archive := string(tarOf(b, entries...))
-	onDisks(b, func(b *testing.B, ws string) {
-		srv, _ := newServer(b, Options{Token: testToken, Workspace: ws, Log: slog.New(slog.DiscardHandler)})
+	onDisks(b, func(b *testing.B, opts Options) {
+		srv, _ := newServer(b, opts)
 		for b.Loop() {
 			benchCall(b, http.MethodPost, srv.URL+"/files/archive?path=tree", archive)
 		}

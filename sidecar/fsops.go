@@ -44,14 +44,17 @@ func fileError(err error, verb, p string) error {
 }
 
 // storageFull reports whether err means the storage could not take a
-// write: ENOSPC, EDQUOT, and the EIO an inner filesystem sees when the
-// host cannot grow its loop-backed image. EIO while reading is a failing
-// disk, not a full one.
+// write: ENOSPC, EDQUOT, the EIO an inner filesystem sees when the host
+// cannot grow its loop-backed image, and the EROFS of the same filesystem
+// once its journal gave up after such an error (the typed roots' own
+// read-only mounts are refused before anything is written, with 403).
+// EIO while reading is a failing disk, not a full one.
 func storageFull(err error, verb string) bool {
 	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 		return true
 	}
-	return errors.Is(err, unix.EIO) && verb != "read" && verb != "reach" && verb != "watch"
+	writing := verb != "read" && verb != "reach" && verb != "watch"
+	return writing && (errors.Is(err, unix.EIO) || errors.Is(err, unix.EROFS))
 }
 
 // errnoOf returns the system error inside err, for a message that says
@@ -76,8 +79,8 @@ type fileMeta struct {
 // returns what the file written there keeps: a new file gets 0644, an
 // existing one its mode and owner. A file the sandbox user may not write is
 // refused, though replacing it needs only its directory: the user could not
-// write it either. p names it in messages.
-func (v *fsView) metaOf(t *target, p string) (fileMeta, error) {
+// write it either. p names it in messages. Call it as the sandbox user.
+func metaOf(t *target, p string) (fileMeta, error) {
 	switch {
 	case t.isDir():
 		return fileMeta{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p)
@@ -87,17 +90,15 @@ func (v *fsView) metaOf(t *target, p string) (fileMeta, error) {
 		return fileMeta{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a regular file: %s", p)
 	}
 	var st unix.Stat_t
-	err := v.user.do(func() error {
-		if err := unix.Fstatat(t.cur.dir(), t.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return err
-		}
-		return mayWrite(t.cur.dir(), t.name)
-	})
+	err := unix.Fstatat(t.cur.dir(), t.name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err == nil {
+		err = mayWrite(t.cur.dir(), t.name)
+	}
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return fileMeta{mode: 0o644}, nil // gone meanwhile: a new file
 	case err != nil:
-		return fileMeta{}, fileError(err, "write to", p)
+		return fileMeta{}, err
 	case uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG:
 		return fileMeta{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a regular file: %s", p)
 	}
@@ -181,18 +182,30 @@ const (
 )
 
 // writeFile replaces the target's file with what src yields, atomically: a
-// temp file in the same directory is written, given meta's mode and owner,
-// and renamed over the name. Missing parents are created. With syncNow
-// nothing is acknowledged before it is on disk: a full or failing disk is
-// a 507, never a success. It returns the bytes written. p names the target
-// in messages.
-func (v *fsView) writeFile(t *target, p string, src io.Reader, meta fileMeta, dur durability) (int64, error) {
+// temp file in the same directory is written, given meta's mode and owner
+// (nil: those of the file it replaces, see metaOf), and renamed over the
+// name. Missing parents are created. With syncNow nothing is acknowledged
+// before it is on disk: a full or failing disk is a 507, never a success.
+// It returns the bytes written. p names the target in messages.
+//
+// The sandbox user's ids are switched to twice (each switch is a few
+// credential changes): before the data, to check the target and create
+// the temp file and its directories; after it, to settle, flush and
+// rename. The data streams in between, holding no thread.
+func (v *fsView) writeFile(t *target, p string, src io.Reader, meta *fileMeta, dur durability) (int64, error) {
 	var (
 		f   *os.File
 		tmp string
 	)
 	changed := len(t.cur.fds) - 1 // the first directory that gets a new entry
 	err := v.user.do(func() (err error) {
+		if meta == nil {
+			m, err := metaOf(t, p)
+			if err != nil {
+				return err
+			}
+			meta = &m
+		}
 		if err := v.makeDirs(t); err != nil {
 			return err
 		}
@@ -205,23 +218,28 @@ func (v *fsView) writeFile(t *target, p string, src io.Reader, meta fileMeta, du
 	dir := t.cur.dir()
 	body := &bodyReader{r: src}
 	n, err := io.Copy(f, body)
-	if err == nil {
-		err = v.user.do(func() error { return settle(f, meta) })
-	}
-	if err == nil && dur == syncNow {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("close: %w", cerr)
-	}
-	if err == nil {
-		err = v.user.do(func() error { return unix.Renameat(dir, tmp, dir, t.name) })
-	}
+	err = v.user.do(func() error {
+		if err == nil {
+			err = settle(f, *meta)
+		}
+		if err == nil && dur == syncNow {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close: %w", cerr)
+		}
+		if err == nil {
+			err = unix.Renameat(dir, tmp, dir, t.name)
+		}
+		if err != nil {
+			_ = unix.Unlinkat(dir, tmp, 0)
+		}
+		return err
+	})
 	if err == nil && dur == syncNow {
 		err = syncDirs(t.cur.fds[changed:])
 	}
 	if err != nil {
-		_ = v.user.do(func() error { return unix.Unlinkat(dir, tmp, 0) })
 		if body.err != nil {
 			return 0, body.err
 		}

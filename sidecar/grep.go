@@ -36,20 +36,20 @@ func (h *Handler) grep(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// grepFiles runs a /grep. A bad pattern or glob and the time cap are
-// results with Error set, not errors.
+// grepFiles runs a /grep. A pattern or glob that does not compile is a
+// 422 validation_error (the reference answered 200 with an error inside,
+// which reads as "no matches" to a client that checks the status); the
+// time cap is a result with Error set, since it carries what was found.
 func (h *Handler) grepFiles(ctx context.Context, req api.GrepRequest) (api.GrepResult, error) {
-	fail := func(msg string) (api.GrepResult, error) {
-		return api.GrepResult{Matches: []api.GrepMatch{}, Error: msg}, nil
-	}
 	re, err := regexp.Compile(req.Pattern)
 	if err != nil {
-		return fail("Invalid regex pattern: " + err.Error())
+		return api.GrepResult{}, api.Invalid("pattern", "Invalid regex pattern: "+err.Error(),
+			"patterns are RE2 (Go regexp) syntax; put a backslash before ( [ { . * + ? to match it literally")
 	}
 	var glob *regexp.Regexp
 	if req.Glob != "" {
 		if glob, err = fnmatch(req.Glob); err != nil {
-			return fail("Invalid glob pattern: " + err.Error())
+			return api.GrepResult{}, api.Invalid("glob", "Invalid glob pattern: "+err.Error(), "use * ? and [abc], e.g. *.py")
 		}
 	}
 	v, err := h.openView()

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"syscall"
@@ -157,7 +158,6 @@ func TestGrep(t *testing.T) {
 		{"max_matches clamped up to 1", api.GrepRequest{Pattern: "hello", MaxMatches: -7}, api.GrepResult{Truncated: true, Matches: []api.GrepMatch{
 			m("/workspace/.hidden/h.py", 1, "hello hidden"),
 		}}},
-		{"invalid regex", api.GrepRequest{Pattern: "a(b"}, api.GrepResult{Error: "Invalid regex pattern: error parsing regexp: missing closing ): `a(b`"}},
 		{"missing path", api.GrepRequest{Pattern: "x", Path: "nope"}, api.GrepResult{}},
 		{"read-only root", api.GrepRequest{Pattern: "skill", Path: "/skills"}, api.GrepResult{Matches: []api.GrepMatch{m("/mnt/skills/s/SKILL.md", 1, "skill")}}},
 	}
@@ -171,6 +171,25 @@ func TestGrep(t *testing.T) {
 				t.Errorf("grep %+v (-want +got):\n%s", tt.req, diff)
 			}
 		})
+	}
+}
+
+// TestGrepRefusesBadPatterns: a pattern or glob that does not compile is
+// a 422 naming the field, not a 200 with an error inside (issue 19).
+func TestGrepRefusesBadPatterns(t *testing.T) {
+	fs := newFileServer(t, Options{})
+	for _, tt := range []struct {
+		req                api.GrepRequest
+		wantField, wantMsg string
+	}{
+		{api.GrepRequest{Pattern: "a(b"}, "pattern", "Invalid regex pattern: error parsing regexp: missing closing ): `a(b`"},
+		{api.GrepRequest{Pattern: "a", Glob: "[z-a]"}, "glob", "Invalid glob pattern"},
+	} {
+		status, body := fs.post(t, "/grep", tt.req)
+		wantError(t, "grep", status, body, http.StatusUnprocessableEntity, tt.wantMsg)
+		if e := decodeError(t, body); e.Code != api.CodeValidation {
+			t.Errorf("grep %+v: code %q, want validation_error", tt.req, e.Code)
+		}
 	}
 }
 

@@ -41,13 +41,10 @@ func (h *Handler) execStream(w http.ResponseWriter, r *http.Request, spec execSp
 	if msg := out.message(spec); msg != "" {
 		s.event(api.ExecEvent{Type: api.EventStderr, Data: msg})
 	}
-	// exit_code and duration_ms are always present, even when zero, unlike
-	// in api.ExecEvent where omitempty hides them; decoding is the same.
-	s.event(struct {
-		Type       string `json:"type"`
-		ExitCode   int    `json:"exit_code"`
-		DurationMS int64  `json:"duration_ms"`
-	}{api.EventExit, out.exitCode, out.duration.Milliseconds()})
+	s.event(api.ExecEvent{
+		Type: api.EventExit, ExitCode: out.exitCode, DurationMS: out.duration.Milliseconds(),
+		ExecOutputInfo: out.output,
+	})
 	return nil // once the stream started, failures can only end it early
 }
 

@@ -40,11 +40,7 @@ func (h *Handler) putRaw(w http.ResponseWriter, r *http.Request) error {
 	if err := t.writable("write to", p); err != nil {
 		return err
 	}
-	meta, err := v.metaOf(t, p)
-	if err != nil {
-		return err
-	}
-	n, err := v.writeFile(t, p, r.Body, meta, syncNow)
+	n, err := v.writeFile(t, p, r.Body, nil, syncNow)
 	if err != nil {
 		return err
 	}

@@ -351,10 +351,12 @@ func TestGrep(t *testing.T) {
 			calls: []call{{"Grep", api.GrepRequest{Pattern: "TODO", Path: "/", Glob: "*.py", MaxMatches: 1}}},
 		},
 		{
-			name:  "invalid regex",
-			args:  `{"pattern":"("}`,
-			fake:  fake{grep: ret(api.GrepResult{Error: "Invalid regex pattern: missing closing )"})},
-			want:  "Error: Invalid regex pattern: missing closing )",
+			name: "invalid regex",
+			args: `{"pattern":"("}`,
+			fake: fake{grep: func(api.GrepRequest) (*api.GrepResult, error) {
+				return nil, apiErr(http.StatusUnprocessableEntity, api.CodeValidation, "Invalid regex pattern: missing closing )", "patterns are RE2")
+			}},
+			want:  "Error: Invalid regex pattern: missing closing )\nHint: patterns are RE2",
 			calls: []call{{"Grep", api.GrepRequest{Pattern: "(", Path: "/", MaxMatches: 500}}},
 		},
 		{

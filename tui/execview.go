@@ -116,8 +116,9 @@ func (m *Model) execView() string {
 		lines = append(lines, wrap(r.Stdout, m.width)...)
 	}
 	if r.Stderr != "" {
-		for _, l := range wrap(r.Stderr, m.width) {
-			lines = append(lines, m.st.warn.Render(l))
+		mark := m.st.stderrMark
+		for _, l := range wrap(r.Stderr, max(m.width-len(mark), 1)) {
+			lines = append(lines, m.st.warn.Render(mark+l))
 		}
 	}
 	h := max(m.bodyHeight()-3, 1)

@@ -15,6 +15,9 @@ import (
 type styles struct {
 	title, header, selected, dim, err, warn, ok, match, key lipgloss.Style
 	help                                                    help.Styles
+	// stderrMark starts each line of a command's stderr when there is no
+	// colour to tell it from stdout (NO_COLOR): the shell's "2>".
+	stderrMark string
 }
 
 func newStyles(out io.Writer, color bool) styles {
@@ -32,6 +35,9 @@ func newStyles(out io.Writer, color bool) styles {
 		ok:       r.NewStyle().Foreground(lipgloss.Color("42")),
 		match:    r.NewStyle().Underline(true).Foreground(lipgloss.Color("214")),
 		key:      r.NewStyle().Bold(true),
+	}
+	if !color {
+		s.stderrMark = "2> "
 	}
 	s.help = help.Styles{
 		ShortKey:       s.key,

@@ -69,10 +69,21 @@ const (
 	MaxExecTimeout     = 3600
 )
 
-// Output caps of /exec; reading stops and the command is killed when one is hit.
+// Output caps of exec, per stream (stdout and stderr each). Output past
+// the cap is dropped and counted, and the command runs on (see
+// ExecRequest.OnOutputLimit); the result says so (ExecResult.Truncated).
 const (
-	MaxExecStdout = 1 << 20   // 1 MiB
-	MaxExecStderr = 256 << 10 // 256 KiB
+	DefaultExecOutput = 1 << 20 // max_output_bytes when a request leaves it out
+	// MaxExecOutput is the largest max_output_bytes the sidecar takes; a
+	// control plane may set a lower maximum of its own.
+	MaxExecOutput = 64 << 20
+)
+
+// Values of ExecRequest.OnOutputLimit and ExecResult.StopReason.
+const (
+	OutputLimitTruncate   = "truncate"     // drop output past the cap, let the command run on (the default)
+	OutputLimitStop       = "stop"         // kill the command when a stream passes the cap
+	StopReasonOutputLimit = "output_limit" // the command was killed because OnOutputLimit was "stop"
 )
 
 // ExitCodeTimeout is the exit code reported when a command exceeds its timeout.
@@ -86,6 +97,11 @@ type ExecRequest struct {
 	Stdin       string            `json:"stdin,omitempty"`
 	Cwd         string            `json:"cwd,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
+	// MaxOutputBytes caps what is kept of each stream; 0 means
+	// DefaultExecOutput, at most the server's maximum.
+	MaxOutputBytes int64 `json:"max_output_bytes,omitempty"`
+	// OnOutputLimit is OutputLimitTruncate (the default, "") or OutputLimitStop.
+	OnOutputLimit string `json:"on_output_limit,omitempty"`
 }
 
 // ExecResult is the JSON (non-streaming) answer to an exec.
@@ -94,6 +110,24 @@ type ExecResult struct {
 	Stdout     string `json:"stdout"`
 	Stderr     string `json:"stderr"`
 	DurationMS int64  `json:"duration_ms"`
+	ExecOutputInfo
+}
+
+// ExecOutputInfo says how much output an exec wrote and whether some was
+// dropped; an exec result and a stream's exit event both carry it.
+type ExecOutputInfo struct {
+	// Truncated is set when a stream wrote more than OutputLimitBytes and
+	// the rest was dropped.
+	Truncated bool `json:"truncated"`
+	// StdoutBytes and StderrBytes count what the command wrote to each
+	// stream, dropped bytes included.
+	StdoutBytes int64 `json:"stdout_bytes"`
+	StderrBytes int64 `json:"stderr_bytes"`
+	// OutputLimitBytes is the cap that applied to each stream.
+	OutputLimitBytes int64 `json:"output_limit_bytes"`
+	// StopReason is StopReasonOutputLimit when the command was killed at
+	// the cap because the request asked for that; "" otherwise.
+	StopReason string `json:"stop_reason,omitempty"`
 }
 
 // ContentTypeNDJSON is the Accept value that turns an exec into a stream of ExecEvents.
@@ -108,25 +142,35 @@ const (
 )
 
 // ExecEvent is one line of a streamed exec (Accept: application/x-ndjson).
-// A stream is stdout/stderr events as output happens, ending with one exit event.
+// A stream is stdout/stderr events as output happens, ending with one exit
+// event, or, when it broke after it started (the sandbox's sidecar died),
+// with one error event carrying the error envelope's content:
+// {"type":"error","error":{"code":"sandbox_lost",…}}.
 type ExecEvent struct {
 	Type       string `json:"type"`
 	Data       string `json:"data,omitempty"`
 	ExitCode   int    `json:"exit_code,omitempty"`
 	DurationMS int64  `json:"duration_ms,omitempty"`
 	Error      *Error `json:"error,omitempty"`
+	// ExecOutputInfo is set on the exit event only.
+	ExecOutputInfo
 }
 
-// MarshalJSON writes exit_code and duration_ms on exit events even when zero
-// (exit code 0 matters) and leaves them out of output events.
+// MarshalJSON writes exit_code, duration_ms and the output counts on exit
+// events even when zero (exit code 0 matters) and leaves them out of
+// output and error events.
 func (e ExecEvent) MarshalJSON() ([]byte, error) {
-	type plain ExecEvent
 	if e.Type != EventExit {
-		return json.Marshal(plain(e))
+		return json.Marshal(struct {
+			Type  string `json:"type"`
+			Data  string `json:"data,omitempty"`
+			Error *Error `json:"error,omitempty"`
+		}{e.Type, e.Data, e.Error})
 	}
 	return json.Marshal(struct {
 		Type       string `json:"type"`
 		ExitCode   int    `json:"exit_code"`
 		DurationMS int64  `json:"duration_ms"`
-	}{e.Type, e.ExitCode, e.DurationMS})
+		ExecOutputInfo
+	}{e.Type, e.ExitCode, e.DurationMS, e.ExecOutputInfo})
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -12,8 +13,14 @@ func TestExecEventJSON(t *testing.T) {
 		want string
 	}{
 		{"stdout", ExecEvent{Type: EventStdout, Data: "hi\n"}, `{"type":"stdout","data":"hi\n"}`},
-		{"exit zero keeps the code", ExecEvent{Type: EventExit, ExitCode: 0, DurationMS: 0}, `{"type":"exit","exit_code":0,"duration_ms":0}`},
-		{"exit code", ExecEvent{Type: EventExit, ExitCode: 124, DurationMS: 7}, `{"type":"exit","exit_code":124,"duration_ms":7}`},
+		{"exit zero keeps the code", ExecEvent{Type: EventExit, ExitCode: 0, DurationMS: 0}, `{"type":"exit","exit_code":0,"duration_ms":0,"truncated":false,"stdout_bytes":0,"stderr_bytes":0,"output_limit_bytes":0}`},
+		{"exit code", ExecEvent{Type: EventExit, ExitCode: 124, DurationMS: 7}, `{"type":"exit","exit_code":124,"duration_ms":7,"truncated":false,"stdout_bytes":0,"stderr_bytes":0,"output_limit_bytes":0}`},
+		{
+			"exit truncated",
+			ExecEvent{Type: EventExit, ExitCode: 137, DurationMS: 7, ExecOutputInfo: ExecOutputInfo{Truncated: true, StdoutBytes: 5 << 20, OutputLimitBytes: 1 << 20, StopReason: StopReasonOutputLimit}},
+			`{"type":"exit","exit_code":137,"duration_ms":7,"truncated":true,"stdout_bytes":5242880,"stderr_bytes":0,"output_limit_bytes":1048576,"stop_reason":"output_limit"}`,
+		},
+		{"error", ExecEvent{Type: EventError, Error: &Error{Code: "sandbox_lost", Message: "gone"}}, `{"type":"error","error":{"code":"sandbox_lost","message":"gone"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -25,7 +32,7 @@ func TestExecEventJSON(t *testing.T) {
 				t.Errorf("Marshal(%+v) = %s, want %s", tt.ev, got, tt.want)
 			}
 			var back ExecEvent
-			if err := json.Unmarshal(got, &back); err != nil || back != tt.ev {
+			if err := json.Unmarshal(got, &back); err != nil || !reflect.DeepEqual(back, tt.ev) {
 				t.Errorf("round trip of %s = %+v (%v), want %+v", got, back, err, tt.ev)
 			}
 		})

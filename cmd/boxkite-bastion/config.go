@@ -6,18 +6,19 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/boxkite/boxkite/internal/secretfile"
 )
 
 const envPrefix = "BOXKITE_BASTION_"
 
-// bastionKeyEnv carries the secret shared with boxkite-server
-// (Config.BastionKey) that lets the bastion mint takeover tokens for
-// registered SSH keys, for deployments that inject it as a variable. A key
-// file (--key-file, BOXKITE_BASTION_KEY_FILE) keeps it out of the
-// environment and is what `boxkite up` uses.
+// bastionKeyEnv carried the secret shared with boxkite-server
+// (Config.BastionKey) in older versions. It is refused: a process's
+// initial environment stays readable in /proc/<pid>/environ for as long
+// as it runs, whatever os.Unsetenv does. The key comes from --key-file
+// (BOXKITE_BASTION_KEY_FILE), as `boxkite up` and the Helm chart pass it.
 const bastionKeyEnv = "BOXKITE_BASTION_KEY"
 
 // minBastionKeyLen is the server's own minimum (server.Config.BastionKey).
@@ -65,7 +66,7 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.IntVar(&o.maxPerSource, "max-per-source", defaultMaxPerSource, "concurrent connections allowed from one IP address")
 	fs.DurationVar(&o.loginTimeout, "login-timeout", defaultLoginTimeout, "time a connection has to authenticate")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&o.keyFile, "key-file", "", "file holding the bastion key shared with the server; readable by its owner only (mode 0600)")
+	fs.StringVar(&o.keyFile, "key-file", "", "file holding the bastion key shared with the server; readable by its owner only (mode 0600), or /dev/fd/N (required)")
 	fs.VisitAll(func(f *flag.Flag) { f.Usage += " [env " + envName(f.Name) + "]" })
 	fs.Usage = func() {
 		fmt.Fprintf(out, `Usage: boxkite-bastion [flags]
@@ -78,7 +79,8 @@ boxkite-bastion lets people reach sandboxes over SSH:
 It authenticates with a public key registered to the account (boxkite
 ssh-keys add) or a takeover token as the password, and talks only to the
 control plane. The bastion key (the same value as the server's), read from
---key-file or else %s, lets it serve registered keys.
+--key-file, lets it serve registered keys; %s, which stays
+readable in /proc for as long as the bastion runs, is refused.
 
 Flags:
 `, bastionKeyEnv)
@@ -125,46 +127,32 @@ Flags:
 	return o, nil
 }
 
-// readKeyFile reads the bastion key from path, refusing a file that anyone
-// but its owner could read: the key opens every terminal whose account
-// registered an SSH key.
+// readKeyFile reads the bastion key from path, refusing a file that others
+// could read (internal/secretfile): the key opens every terminal whose
+// account registered an SSH key.
 func readKeyFile(path string) (string, error) {
-	f, err := os.Open(path)
+	key, err := secretfile.Read(path)
+	if errors.Is(err, secretfile.ErrExposed) {
+		return "", &usageError{fmt.Errorf("--key-file: %w", err)}
+	}
 	if err != nil {
 		return "", fmt.Errorf("read --key-file: %w", err)
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("read --key-file: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", &usageError{fmt.Errorf("--key-file %s is not a regular file", path)}
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return "", &usageError{fmt.Errorf("--key-file %s can be read by group or others (mode %04o); run: chmod 600 %s", path, perm, path)}
-	}
-	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
-	if err != nil {
-		return "", fmt.Errorf("read --key-file: %w", err)
-	}
-	key := strings.TrimSpace(string(b))
 	if len(key) < minBastionKeyLen {
 		return "", &usageError{fmt.Errorf("--key-file %s holds %d bytes; the bastion key is at least %d", path, len(key), minBastionKeyLen)}
 	}
 	return key, nil
 }
 
-// resolveKey is the bastion key: from the key file, else from the
-// environment; setting both is a mistake worth stopping for.
-func resolveKey(o *options, envKey string) (string, error) {
+// resolveKey is the bastion key, from the key file. A key in the
+// environment is refused with a hint rather than used.
+func resolveKey(o *options, getenv func(string) string) (string, error) {
 	switch {
-	case o.keyFile != "" && envKey != "":
-		return "", &usageError{fmt.Errorf("both --key-file and %s are set; keep one", bastionKeyEnv)}
-	case o.keyFile != "":
-		return readKeyFile(o.keyFile)
-	case envKey == "":
-		return "", &usageError{fmt.Errorf("the bastion key is required: pass --key-file (a 0600 file holding the server's bastion key) or set %s (see docs/bastion.md)", bastionKeyEnv)}
+	case getenv(bastionKeyEnv) != "":
+		return "", &usageError{fmt.Errorf("%s is set: the bastion no longer reads its key from the environment, which stays readable in /proc/<pid>/environ; "+
+			"unset it, write the key to a file only you can read and pass --key-file FILE", bastionKeyEnv)}
+	case o.keyFile == "":
+		return "", &usageError{fmt.Errorf("the bastion key is required: pass --key-file, a 0600 file holding the server's bastion key (see docs/bastion.md)")}
 	}
-	return envKey, nil
+	return readKeyFile(o.keyFile)
 }

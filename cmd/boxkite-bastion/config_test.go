@@ -60,12 +60,12 @@ func TestParseOptions(t *testing.T) {
 func TestRunNeedsBastionKey(t *testing.T) {
 	t.Parallel()
 	var stderr bytes.Buffer
-	if code := run(context.Background(), []string{"--server", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}, envFunc(nil), "", &stderr); code != 2 ||
+	if code := run(context.Background(), []string{"--server", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}, envFunc(nil), &stderr); code != 2 ||
 		!strings.Contains(stderr.String(), "the bastion key is required") {
 		t.Errorf("run without a key = %d, %q", code, stderr.String())
 	}
 	stderr.Reset()
-	if code := run(context.Background(), []string{"--help"}, envFunc(nil), "", &stderr); code != 0 || !strings.Contains(stderr.String(), "BOXKITE_BASTION_HOST_KEY") {
+	if code := run(context.Background(), []string{"--help"}, envFunc(nil), &stderr); code != 0 || !strings.Contains(stderr.String(), "BOXKITE_BASTION_HOST_KEY") {
 		t.Errorf("--help = %d, %q", code, stderr.String())
 	}
 }
@@ -85,21 +85,28 @@ func TestKeyFile(t *testing.T) {
 		return p
 	}
 	good := write("good", 0o600, key+"\n")
+	// Readable by a group the bastion is not in; its own group (a
+	// Kubernetes Secret mounted with fsGroup) may read.
+	group := write("group", 0o640, key)
+	if err := os.Chown(group, -1, os.Getegid()+1); err != nil {
+		t.Fatalf("chown: %v (the test runs as root in CI)", err)
+	}
 	tests := []struct {
 		name, file, env, want, wantErr string
 	}{
 		{"file", good, "", key, ""},
-		{"env", "", key, key, ""},
+		{"own group", write("own-group", 0o440, key), "", key, ""},
+		{"env", "", key, "", bastionKeyEnv + " is set"},
 		{"neither", "", "", "", "the bastion key is required"},
-		{"both", good, key, "", "keep one"},
-		{"group readable", write("group", 0o640, key), "", "", "chmod 600"},
-		{"world readable", write("world", 0o604, key), "", "", "can be read by group or others"},
+		{"both", good, key, "", bastionKeyEnv + " is set"},
+		{"group readable", group, "", "", "chmod 600"},
+		{"world readable", write("world", 0o604, key), "", "", "readable by others"},
 		{"short", write("short", 0o600, "abc"), "", "", "at least 32"},
 		{"directory", dir, "", "", "not a regular file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveKey(&options{keyFile: tt.file}, tt.env)
+			got, err := resolveKey(&options{keyFile: tt.file}, envFunc(map[string]string{bastionKeyEnv: tt.env}))
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("resolveKey = %q, %v; want an error with %q", got, err, tt.wantErr)
@@ -111,7 +118,7 @@ func TestKeyFile(t *testing.T) {
 			}
 		})
 	}
-	if _, err := resolveKey(&options{keyFile: filepath.Join(dir, "missing")}, ""); err == nil {
+	if _, err := resolveKey(&options{keyFile: filepath.Join(dir, "missing")}, envFunc(nil)); err == nil {
 		t.Error("a missing key file was accepted")
 	}
 }

@@ -18,9 +18,5 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// A bastion key given in the environment (argv is world-readable) is
-	// dropped from it at once; --key-file keeps it out of it altogether.
-	key := os.Getenv(bastionKeyEnv)
-	os.Unsetenv(bastionKeyEnv)
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, key, os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
 }

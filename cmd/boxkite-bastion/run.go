@@ -18,7 +18,7 @@ import (
 const shutdownTimeout = 5 * time.Second
 
 // run is the whole program; it returns the exit code.
-func run(ctx context.Context, args []string, getenv func(string) string, bastionKey string, stderr io.Writer) int {
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
 	o, err := parseOptions(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -30,7 +30,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, bastion
 		}
 		return 1
 	}
-	if o.bastionKey, err = resolveKey(o, bastionKey); err != nil {
+	if o.bastionKey, err = resolveKey(o, getenv); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		if _, ok := errors.AsType[*usageError](err); ok {
 			return 2

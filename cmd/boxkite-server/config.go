@@ -13,6 +13,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/boxkite/boxkite/internal/secretfile"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/local"
@@ -21,21 +22,32 @@ import (
 // envPrefix names every flag's environment twin: --state-dir ↔ BOXKITE_SERVER_STATE_DIR.
 const envPrefix = "BOXKITE_SERVER_"
 
-// bootstrapKeyEnv carries the local-mode admin key. It is read from the
-// environment only, never a flag, because argv is world-readable.
-const bootstrapKeyEnv = "BOXKITE_BOOTSTRAP_API_KEY"
+// Secrets never come from the environment: a process's initial
+// environment stays readable in /proc/<pid>/environ (to its user and root)
+// for as long as it runs, whatever os.Unsetenv does. They come from files
+// readable by the server's user only, or a descriptor its parent passed
+// (internal/secretfile). These variables, which older versions read, are
+// refused with a hint rather than silently ignored.
+const (
+	bootstrapKeyEnv = "BOXKITE_BOOTSTRAP_API_KEY"
+	jwtSecretEnv    = "BOXKITE_JWT_SECRET"
+	bastionKeyEnv   = "BOXKITE_BASTION_KEY"
+)
 
-// jwtSecretEnv carries the key that signs access tokens, for servers that
-// share one (several behind a balancer, or a key kept in a secret store).
-// Environment only, like the bootstrap key; unset, the server generates
-// one and keeps it in the database.
-const jwtSecretEnv = "BOXKITE_JWT_SECRET"
+// secretFile is one secret the server may be given, by its file flag or
+// by its name in --secrets-dir (a mounted Kubernetes Secret's keys).
+type secretFile struct {
+	flag   string // e.g. "bootstrap-key-file"
+	name   string // file name in --secrets-dir
+	oldEnv string // the refused environment variable
+	what   string
+}
 
-// bastionKeyEnv carries the secret boxkite-bastion presents to mint
-// takeover tokens for registered SSH keys (docs/bastion.md). Environment
-// only, like the others; unset, SSH-key logins through a bastion fail and
-// takeover tokens as passwords still work.
-const bastionKeyEnv = "BOXKITE_BASTION_KEY"
+var secretFiles = []secretFile{
+	{"bootstrap-key-file", "bootstrap-api-key", bootstrapKeyEnv, "the local-mode admin API key, registered at start-up"},
+	{"jwt-secret-file", "jwt-secret", jwtSecretEnv, "the key that signs access tokens (at least 32 bytes); unset, a generated key kept in the database"},
+	{"bastion-key-file", "bastion-key", bastionKeyEnv, "the key boxkite-bastion presents to open terminals for registered SSH keys (at least 32 bytes)"},
+}
 
 // defaultWarmPool is the warm pool's size unless configured: enough for an
 // agent's next sandbox to start at once, small enough (a few MiB each) to
@@ -45,7 +57,9 @@ const defaultWarmPool = 2
 // options is the resolved configuration of one run.
 type options struct {
 	listen          string
+	adminListen     string // net/http/pprof; "" means off (admin.go)
 	db              string
+	dbFile          string // holds db; read by readSecrets
 	driver          string
 	stateDir        string
 	configFile      string
@@ -83,8 +97,13 @@ type options struct {
 	rateLifecycle           int
 	rateOps                 int
 	rateAuth                int
-	jwtSecret               string // from jwtSecretEnv only
-	bastionKey              string // from bastionKeyEnv only
+
+	// Secrets: the files they are read from (readSecrets), then their values.
+	secretsDir   string
+	secretPaths  map[string]string // secretFile.flag → path
+	bootstrapKey string
+	jwtSecret    string
+	bastionKey   string
 }
 
 func envName(flagName string) string {
@@ -108,7 +127,9 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs := flag.NewFlagSet("boxkite-server", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&o.listen, "listen", server.DefaultListen, "`address` to serve the API on")
+	fs.StringVar(&o.adminListen, "admin-listen", "", "serve Go profiling (net/http/pprof) on this loopback `address`, e.g. 127.0.0.1:6060 (default off)")
 	fs.StringVar(&o.db, "db", "", "database: sqlite:PATH or postgres://user:pass@host/db (`dsn`; default sqlite:<state-dir>/boxkite.db)")
+	fs.StringVar(&o.dbFile, "db-file", "", "`file` (mode 0600) holding the --db DSN, for a DSN with a password")
 	fs.StringVar(&o.driver, "driver", "local", "sandbox `driver`: local (Linux namespaces) or kube (a pod per sandbox)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kube driver: kubeconfig `file` (default: the in-cluster service account)")
 	fs.StringVar(&o.namespace, "namespace", kube.DefaultNamespace, "kube driver: `namespace` the sandbox pods run in")
@@ -135,6 +156,14 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.rateOps, "rate-ops", 0, "exec and sandbox tool calls per account per minute (0: 120, or 10000 in local mode; -1: no limit)")
 	fs.IntVar(&o.rateAuth, "rate-auth", 0, "signups and logins per client IP, and logins per email, per minute (0: 10, or 100 in local mode; -1: no limit)")
 	fs.IntVar(&o.warmPool, "warm-pool", defaultWarmPool, "sandboxes of the default size kept started ahead of need, so creates are fast (0: none)")
+	o.secretPaths = map[string]string{}
+	for _, sf := range secretFiles {
+		fs.Func(sf.flag, "`file` (mode 0600, or /dev/fd/N) holding "+sf.what, func(v string) error {
+			o.secretPaths[sf.flag] = v
+			return nil
+		})
+	}
+	fs.StringVar(&o.secretsDir, "secrets-dir", "", "`directory` holding any of the files bootstrap-api-key, jwt-secret and bastion-key (a mounted Kubernetes Secret)")
 	fs.StringVar(&o.idRangeDir, "id-range-dir", "", "local driver as root: `directory` of the host id range leases, shared by every boxkite server of the host (default "+local.DefaultIDRangeDir+")")
 	fs.IntVar(&o.idRangeFirst, "id-range-first", 0, fmt.Sprintf("local driver as root: first host uid and gid of the sandboxes' id ranges, a multiple of 65536 (0: %d)", local.DefaultIDRangeFirst))
 	fs.IntVar(&o.idRangeCount, "id-range-count", 0, fmt.Sprintf("local driver as root: how many 65536-id ranges sandboxes and builds lease, at most one each (0: %d)", local.DefaultIDRangeCount))
@@ -151,11 +180,11 @@ boxkite-server is the boxkite control plane: the REST API, the reaper and the
 reverse proxy to each sandbox's sidecar. 'boxkite up' starts it for local mode.
 
 Settings come from flags, then environment variables, then the --config file,
-then the defaults shown. %s (environment only) registers a
-local admin API key at start-up; %s (environment only, at least
-32 bytes) signs access tokens, else a generated key kept in the database does;
-%s (environment only, at least 32 bytes) is the secret boxkite-bastion
-presents to open terminals for registered SSH keys.
+then the defaults shown. Secrets (--bootstrap-key-file, --jwt-secret-file,
+--bastion-key-file, --secrets-dir) are read from files only their owner can
+read, or a descriptor (/dev/fd/N), never from the environment, which stays
+readable in /proc for as long as the server runs: %s,
+%s and %s are refused.
 
 Flags:
 `, bootstrapKeyEnv, jwtSecretEnv, bastionKeyEnv)
@@ -211,9 +240,19 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	o.jwtSecret = getenv(jwtSecretEnv)
-	o.bastionKey = getenv(bastionKeyEnv)
-	if o.db == "" {
+	for _, sf := range secretFiles {
+		if getenv(sf.oldEnv) != "" {
+			return nil, &usageError{
+				msg: fmt.Sprintf("%s is set: boxkite-server no longer reads secrets from its environment, which stays readable in /proc/<pid>/environ", sf.oldEnv),
+				hint: fmt.Sprintf("unset it, write the value to a file only you can read (umask 077; printf '%%s' \"$%s\" > FILE) and pass --%s FILE",
+					sf.oldEnv, sf.flag),
+			}
+		}
+	}
+	switch {
+	case o.db != "" && o.dbFile != "":
+		return nil, usageErrorf("--db and --db-file both name the database; keep one")
+	case o.db == "" && o.dbFile == "":
 		o.db = "sqlite:" + filepath.Join(o.stateDir, "boxkite.db")
 	}
 	var l slog.Level
@@ -238,6 +277,14 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	}
 	if o.maxConcurrent < 0 || o.maxConcurrentPerAccount < 0 || o.monthlySandboxHours < 0 {
 		return nil, usageErrorf("fair-use limits must not be negative (0 means no limit)")
+	}
+	if o.adminListen != "" {
+		if err := checkLoopback(o.adminListen); err != nil {
+			return nil, &usageError{
+				msg:  fmt.Sprintf("--admin-listen %s: %v", o.adminListen, err),
+				hint: "profiles expose the server's memory; serve them on loopback (127.0.0.1:6060) and reach them over SSH",
+			}
+		}
 	}
 	return o, nil
 }
@@ -269,8 +316,48 @@ func readConfigFile(path string, fs *flag.FlagSet) (map[string]string, error) {
 	return out, nil
 }
 
+// readSecrets reads the secrets o names, by flag or in --secrets-dir,
+// and the DSN of --db-file.
+func readSecrets(o *options) error {
+	if o.dbFile != "" {
+		dsn, err := secretfile.Read(o.dbFile)
+		if err != nil {
+			return &usageError{msg: fmt.Sprintf("--db-file: %v", err), hint: "a secret file must be readable by the server's user only (chmod 600 FILE)"}
+		}
+		o.db = dsn
+	}
+	for _, sf := range secretFiles {
+		path := o.secretPaths[sf.flag]
+		if o.secretsDir != "" {
+			inDir := filepath.Join(o.secretsDir, sf.name)
+			if _, err := os.Stat(inDir); err == nil {
+				if path != "" {
+					return usageErrorf("--%s and --secrets-dir both give %s; keep one", sf.flag, sf.name)
+				}
+				path = inDir
+			}
+		}
+		if path == "" {
+			continue
+		}
+		v, err := secretfile.Read(path)
+		if err != nil {
+			return &usageError{msg: fmt.Sprintf("--%s: %v", sf.flag, err), hint: "a secret file must be readable by the server's user only (chmod 600 FILE)"}
+		}
+		switch sf.flag {
+		case "bootstrap-key-file":
+			o.bootstrapKey = v
+		case "jwt-secret-file":
+			o.jwtSecret = v
+		case "bastion-key-file":
+			o.bastionKey = v
+		}
+	}
+	return nil
+}
+
 // usageError is a mistake in flags, environment or config file: exit 2.
-type usageError struct{ msg string }
+type usageError struct{ msg, hint string }
 
 func (e *usageError) Error() string { return e.msg }
 

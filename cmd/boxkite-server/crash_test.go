@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -51,7 +52,12 @@ func startServer(t *testing.T, stateDir, key string) *serverProcess {
 	cmd := exec.Command(os.Args[0],
 		"--listen", "127.0.0.1:0", "--state-dir", stateDir, "--db", "sqlite:"+stateDir+"/boxkite.db",
 		"--sidecar", servertest.SidecarBinary(t))
-	cmd.Env = append(os.Environ(), runServerEnv+"=1", bootstrapKeyEnv+"="+key, "BOXKITE_SERVER_WARM_POOL=0")
+	keyFile := filepath.Join(t.TempDir(), "bootstrap.key")
+	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Args = append(cmd.Args, "--bootstrap-key-file", keyFile)
+	cmd.Env = append(os.Environ(), runServerEnv+"=1", "BOXKITE_SERVER_WARM_POOL=0")
 	p := &serverProcess{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -36,36 +37,26 @@ var version = ""
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// Read the bootstrap key, then drop it from the environment so that no
-	// child (the jailed sidecars) inherits an admin credential.
-	key := os.Getenv(bootstrapKeyEnv)
-	os.Unsetenv(bootstrapKeyEnv)
-	// The token signing key and the bastion's key likewise; parseOptions
-	// still sees them.
-	secrets := map[string]string{}
-	for _, k := range []string{jwtSecretEnv, bastionKeyEnv} {
-		secrets[k] = os.Getenv(k)
-		os.Unsetenv(k)
-	}
-	getenv := func(k string) string {
-		if v, ok := secrets[k]; ok {
-			return v
-		}
-		return os.Getenv(k)
-	}
-	os.Exit(run(ctx, os.Args[1:], getenv, key, os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
 }
 
 // run is the whole program; it returns the exit code.
-func run(ctx context.Context, args []string, getenv func(string) string, bootstrapKey string, stderr io.Writer) int {
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
 	opts, err := parseOptions(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	if err == nil && !opts.version {
+		err = readSecrets(opts)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
-		if _, ok := errors.AsType[*usageError](err); ok {
-			fmt.Fprintln(stderr, "hint: run boxkite-server --help")
+		if ue, ok := errors.AsType[*usageError](err); ok {
+			hint := ue.hint
+			if hint == "" {
+				hint = "run boxkite-server --help"
+			}
+			fmt.Fprintln(stderr, "hint: "+hint)
 		}
 		return 2
 	}
@@ -73,7 +64,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, bootstr
 		fmt.Fprintln(stderr, "boxkite-server", buildVersion())
 		return 0
 	}
-	if err := serve(ctx, opts, bootstrapKey, stderr); err != nil {
+	if err := serve(ctx, opts, stderr); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		if h := hintOf(err); h != "" {
 			fmt.Fprintf(stderr, "hint: %s\n", h)
@@ -99,7 +90,7 @@ func hintOf(err error) string {
 	return ""
 }
 
-func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Writer) error {
+func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	log := newLogger(opts.logLevel, stderr)
 	if err := os.MkdirAll(opts.stateDir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w", err)
@@ -128,6 +119,13 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 		return fmt.Errorf("listen on %s: %w", opts.listen, err)
 	}
 	defer ln.Close()
+	var adminLn net.Listener
+	if opts.adminListen != "" {
+		if adminLn, err = net.Listen("tcp", opts.adminListen); err != nil {
+			return fmt.Errorf("listen on --admin-listen %s: %w", opts.adminListen, err)
+		}
+		defer adminLn.Close()
+	}
 
 	store, err := sqlstore.Open(ctx, opts.db)
 	if err != nil {
@@ -153,7 +151,7 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 		MaxStorageGB:    opts.maxStorageGB,
 		MaxCount:        opts.maxCount,
 		ReaperInterval:  opts.reaperInterval,
-		BootstrapAPIKey: bootstrapKey,
+		BootstrapAPIKey: opts.bootstrapKey,
 		Limits: server.Limits{
 			GlobalConcurrent:    opts.maxConcurrent,
 			AccountConcurrent:   opts.maxConcurrentPerAccount,
@@ -180,8 +178,12 @@ func serve(ctx context.Context, opts *options, bootstrapKey string, stderr io.Wr
 		return err
 	}
 	fmt.Fprintf(stderr, "boxkite-server %s listening on http://%s (driver %s, db %s)\n",
-		buildVersion(), ln.Addr(), opts.driver, opts.db)
+		buildVersion(), ln.Addr(), opts.driver, redactDSN(opts.db))
 
+	if adminLn != nil {
+		fmt.Fprintf(stderr, "profiling (net/http/pprof) on http://%s/debug/pprof/\n", adminLn.Addr())
+		go serveAdmin(ctx, adminLn, log)
+	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
 	go func() {
@@ -321,4 +323,14 @@ func controlPlaneNamespace(kubeconfig string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// redactDSN is a database DSN fit for a log line: a password in a URL
+// becomes "xxxxx".
+func redactDSN(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	return u.Redacted()
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
@@ -87,7 +88,7 @@ state_dir = "/from/file"
 			if err != nil {
 				t.Fatalf("parseOptions: %v", err)
 			}
-			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(options{})); diff != "" {
+			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(options{}), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
 			}
 		})
@@ -113,6 +114,10 @@ func TestOptionErrors(t *testing.T) {
 		{"unknown max size", []string{"--max-size", "huge"}, nil, "max size"},
 		{"negative limit", nil, map[string]string{"BOXKITE_SERVER_MAX_CONCURRENT_PER_ACCOUNT": "-1"}, "must not be negative"},
 		{"negative warm pool", []string{"--warm-pool", "-1"}, nil, "warm pool -1"},
+		{"profiling on every interface", []string{"--admin-listen", "0.0.0.0:6060"}, nil, "not a loopback address"},
+		{"profiling on a routable address", []string{"--admin-listen", "10.1.2.3:6060"}, nil, "not a loopback address"},
+		{"profiling on a name", nil, map[string]string{"BOXKITE_SERVER_ADMIN_LISTEN": "example.com:6060"}, "not a loopback address"},
+		{"profiling without a port", []string{"--admin-listen", "127.0.0.1"}, nil, "want HOST:PORT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,7 +132,7 @@ func TestOptionErrors(t *testing.T) {
 func TestHelpShowsDefaultsAndEnv(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	if code := run(context.Background(), []string{"--help"}, envFunc(nil), "", &out); code != 0 {
+	if code := run(context.Background(), []string{"--help"}, envFunc(nil), &out); code != 0 {
 		t.Fatalf("--help exit code %d", code)
 	}
 	for _, want := range []string{
@@ -165,7 +170,7 @@ func TestRunErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
 			args := append([]string{"--state-dir", t.TempDir()}, tt.args...)
-			code := run(context.Background(), args, envFunc(nil), "", &out)
+			code := run(context.Background(), args, envFunc(nil), &out)
 			if code != tt.code {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tt.code, out.String())
 			}
@@ -204,10 +209,15 @@ func TestServeAndStop(t *testing.T) {
 	key := server.NewAPIKey()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	keyFile := filepath.Join(t.TempDir(), "bootstrap.key")
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var out lockedBuffer
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--state-dir", state, "--sidecar", "/bin/true"}, envFunc(nil), key, &out)
+		args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state-dir", state, "--sidecar", "/bin/true", "--bootstrap-key-file", keyFile}
+		done <- run(ctx, args, envFunc(nil), &out)
 	}()
 	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 	var base string
@@ -229,6 +239,30 @@ func TestServeAndStop(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "boxkite.db")); err != nil {
 		t.Errorf("database not in the state dir: %v", err)
+	}
+	// Profiling answers on the admin listener only.
+	admin := regexp.MustCompile(`profiling \(net/http/pprof\) on (http://127\.0\.0\.1:\d+)/debug/pprof/`).FindStringSubmatch(out.String())
+	if admin == nil {
+		t.Fatalf("no profiling line:\n%s", out.String())
+	}
+	for _, tt := range []struct {
+		url    string
+		status int
+		body   string
+	}{
+		{admin[1] + "/debug/pprof/goroutine?debug=1", 200, "goroutine profile:"},
+		{admin[1] + "/v1/sandboxes", 404, ""},
+		{base + "/debug/pprof/goroutine?debug=1", 404, ""},
+	} {
+		resp, err := http.Get(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.body) {
+			t.Errorf("GET %s = %d %.100q, want %d with %q", tt.url, resp.StatusCode, b, tt.status, tt.body)
+		}
 	}
 	for _, tt := range []struct {
 		path, key string

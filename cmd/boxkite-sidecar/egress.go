@@ -1,33 +1,34 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
-	"os"
 
 	"github.com/boxkite/boxkite/sidecar"
-	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
-// startEgress forwards sidecar.EgressProxyAddr to the egress proxy's
-// socket when the driver granted the sandbox egress (the socket exists in
-// the run dir), and returns the base environment of commands: nil (the
-// default) without egress, else the default plus the proxy variables.
-// With proxy set (a pod, whose network the driver's NetworkPolicy limits
-// to the proxy), commands reach the proxy at that address directly.
-func startEgress(log *slog.Logger, workspace, proxy string) ([]string, error) {
-	if proxy != "" {
+// startEgress sets commands up to reach the egress proxy when the driver
+// granted the sandbox egress, and returns the base environment of
+// commands: nil (the default) without egress, else the default plus the
+// proxy variables. With socket set (a local jail: the driver's egress
+// socket in the read-only run dir, named by init), it forwards
+// sidecar.EgressProxyAddr to that socket. With proxy set (a pod, whose
+// network the driver's NetworkPolicy limits to the proxy), commands reach
+// the proxy at that address directly. Nothing else makes it look for a
+// socket: a pod on a shared host must not take a path of the host's, or
+// the proxy port, for a grant.
+func startEgress(log *slog.Logger, workspace, proxy, socket string) ([]string, error) {
+	switch {
+	case proxy != "" && socket != "":
+		return nil, fmt.Errorf("egress: --egress-proxy and --egress-socket exclude each other")
+	case proxy != "":
 		if _, _, err := net.SplitHostPort(proxy); err != nil {
 			return nil, fmt.Errorf("egress proxy: %w", err)
 		}
 		log.Info("egress granted", "proxy", proxy)
 		return append(sidecar.SafeEnv(workspace), sidecar.EgressEnvFor(proxy)...), nil
-	}
-	socket := jail.RunDir + "/" + jail.EgressSocketName
-	if _, err := os.Stat(socket); errors.Is(err, fs.ErrNotExist) {
+	case socket == "":
 		return nil, nil
 	}
 	l, err := net.Listen("tcp", sidecar.EgressProxyAddr)

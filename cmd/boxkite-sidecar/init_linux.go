@@ -59,9 +59,14 @@ func runInit(args []string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("write token: %w", err)
 	}
+	if l.ListenFD <= 0 {
+		return 0, errors.New("read launch: no listener for the sidecar")
+	}
+	// The driver made the socket outside the jail; serve gets it as fd 4.
+	ln := os.NewFile(uintptr(l.ListenFD), "listener")
 	argv := []string{
 		"boxkite-sidecar", "serve",
-		"--listen", "unix:" + jail.SocketPath,
+		"--listen", "fd:4",
 		"--token-fd", "3",
 		"--workspace", jail.WorkspaceDir,
 		"--run-as", strconv.Itoa(l.Spec.UID) + ":" + strconv.Itoa(l.Spec.GID),
@@ -70,11 +75,16 @@ func runInit(args []string) (int, error) {
 		"--max-exec-seconds=" + strconv.Itoa(l.Spec.MaxExecSeconds),
 		"--claimable=" + strconv.FormatBool(*claimable),
 	}
+	// The driver made the egress socket before the jail started when it
+	// granted egress; only then does the sidecar forward to it.
+	if egress := jail.RunDir + "/" + jail.EgressSocketName; socketExists(egress) {
+		argv = append(argv, "--egress-socket", egress)
+	}
 	// /proc/self/exe still reaches this binary after pivot_root, though no
 	// path inside the jail names it; in an image, the host's loader runs
 	// it (jail.LoaderDir).
 	path, argv := jail.ServeCommand(argv)
-	code, err := jail.Init(path, argv, serveEnv, []*os.File{r})
+	code, err := jail.Init(path, argv, serveEnv, []*os.File{r, ln})
 	if errors.Is(err, os.ErrNotExist) {
 		err = explainLoader(err)
 	}
@@ -137,4 +147,10 @@ func runBuild(b *jail.Build) (int, error) {
 		}
 	}
 	return 0, nil
+}
+
+// socketExists reports whether path is a socket (not following a link).
+func socketExists(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode().Type() == os.ModeSocket
 }

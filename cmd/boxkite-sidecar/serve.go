@@ -28,22 +28,23 @@ const shutdownGrace = 10 * time.Second
 const tokenFileEnv = "BOXKITE_SIDECAR_TOKEN_FILE"
 
 type serveFlags struct {
-	listen    string
-	tokenFD   int
-	workspace string
-	runAs     string
-	nested    bool
-	budget    [2]int // max exec count, max exec seconds
-	claimable bool
-	tlsCert   string // with tlsKey: serve TLS (a pod, reached over the network)
-	tlsKey    string
-	egress    string // the egress proxy's host:port, reached directly (a pod)
+	listen       string
+	tokenFD      int
+	workspace    string
+	runAs        string
+	nested       bool
+	budget       [2]int // max exec count, max exec seconds
+	claimable    bool
+	tlsCert      string // with tlsKey: serve TLS (a pod, reached over the network)
+	tlsKey       string
+	egress       string // the egress proxy's host:port, reached directly (a pod)
+	egressSocket string // the egress proxy's unix socket, forwarded to (a local jail)
 }
 
 func runServe(args []string) error {
 	var f serveFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.StringVar(&f.listen, "listen", "unix:/run/boxkite/sidecar.sock", "`address` to serve on: unix:PATH or tcp:HOST:PORT")
+	fs.StringVar(&f.listen, "listen", "unix:/run/boxkite/sidecar.sock", "`address` to serve on: unix:PATH, tcp:HOST:PORT, or fd:N (an inherited listening socket)")
 	fs.IntVar(&f.tokenFD, "token-fd", -1, "read the auth token from this inherited `fd` (default: the file named by $"+tokenFileEnv+")")
 	fs.StringVar(&f.workspace, "workspace", "/workspace", "workspace `dir`")
 	fs.StringVar(&f.runAs, "run-as", "", "run commands as `uid:gid` (default: the sidecar's own user)")
@@ -54,6 +55,7 @@ func runServe(args []string) error {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate `file` (PEM); needs --tls-key")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key `file` (PEM) of --tls-cert")
 	fs.StringVar(&f.egress, "egress-proxy", "", "point commands at the egress proxy at `host:port` (a pod granted egress)")
+	fs.StringVar(&f.egressSocket, "egress-socket", "", "forward the egress proxy's unix socket at `path` to commands (a local jail granted egress)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,7 +88,7 @@ func runServe(args []string) error {
 	} else {
 		ln = apihttp.Listener(ln)
 	}
-	env, err := startEgress(log, f.workspace, f.egress)
+	env, err := startEgress(log, f.workspace, f.egress, f.egressSocket)
 	if err != nil {
 		return err
 	}
@@ -170,13 +172,17 @@ func tlsListener(ln net.Listener, certFile, keyFile string) (net.Listener, error
 	return apihttp.TLSListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13}), nil
 }
 
-// listen opens addr. A unix socket is created 0600 (via the umask, so there
-// is no window) after removing a stale one; the directory it lives in is
-// what keeps the sandbox user out (0700, owned by the jail's root).
+// listen opens addr. fd:N is a listening socket inherited as descriptor N
+// (the local driver makes the sidecar's outside the jail). A unix socket
+// is created 0600 (via the umask, so there is no window) after removing a
+// stale one; the directory it lives in must keep others out.
 func listen(addr string) (net.Listener, error) {
 	network, address, ok := strings.Cut(addr, ":")
-	if !ok || (network != "unix" && network != "tcp") {
-		return nil, fmt.Errorf("parse --listen %q: want unix:PATH or tcp:HOST:PORT", addr)
+	if !ok || (network != "unix" && network != "tcp" && network != "fd") {
+		return nil, fmt.Errorf("parse --listen %q: want unix:PATH, tcp:HOST:PORT or fd:N", addr)
+	}
+	if network == "fd" {
+		return inheritedListener(address)
 	}
 	if network == "tcp" {
 		ln, err := net.Listen("tcp", address)
@@ -199,6 +205,25 @@ func listen(addr string) (net.Listener, error) {
 	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return ln, nil
+}
+
+// inheritedListener serves on the listening socket inherited as
+// descriptor fd, which must be one.
+func inheritedListener(fd string) (net.Listener, error) {
+	n, err := strconv.Atoi(fd)
+	if err != nil || n < 3 {
+		return nil, fmt.Errorf("parse --listen fd:%s: want a descriptor number of 3 or more", fd)
+	}
+	f := os.NewFile(uintptr(n), "listener")
+	if f == nil {
+		return nil, fmt.Errorf("listen: fd %d is not open", n)
+	}
+	defer f.Close() // FileListener keeps a duplicate
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("listen on fd %d: %w", n, err)
 	}
 	return ln, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -77,6 +78,7 @@ func TestScripts(t *testing.T) {
 			"savetree": cmdSavetree,
 			"gonetree": cmdGonetree,
 			"envfile":  cmdEnvfile,
+			"nosecret": cmdNoSecret,
 			"tui":      cmdTUI,
 		},
 	})
@@ -140,6 +142,39 @@ func cmdEnvfile(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: envfile NAME FILE")
 	}
 	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile(args[1])))
+}
+
+// cmdNoSecret checks that the process a pid file names holds no secret
+// in its environment or command line, both readable in /proc for as long
+// as it runs (issue 17, finding 5): nosecret PIDFILE. The secrets are
+// those of $BOXKITE_HOME: the API key in local.toml and the bastion key;
+// any bxk_live_ key, and the variables that used to carry them, count too.
+func cmdNoSecret(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: nosecret PIDFILE")
+	}
+	home := ts.Getenv("BOXKITE_HOME")
+	pid := strings.TrimSpace(ts.ReadFile(args[0]))
+	secrets := []string{"bxk_live_", "BOXKITE_BOOTSTRAP_API_KEY=", "BOXKITE_JWT_SECRET=", "BOXKITE_BASTION_KEY="}
+	m := regexp.MustCompile(`(?m)^api_key = '([^']+)'$`).FindStringSubmatch(ts.ReadFile(filepath.Join(home, "local.toml")))
+	if m == nil {
+		ts.Fatalf("nosecret: no api_key in local.toml")
+	}
+	secrets = append(secrets, m[1], strings.TrimSpace(ts.ReadFile(filepath.Join(home, "bastion.key"))))
+	for _, f := range []string{"environ", "cmdline"} {
+		b, err := os.ReadFile(filepath.Join("/proc", pid, f))
+		if err != nil {
+			ts.Fatalf("nosecret: %v", err)
+		}
+		if len(b) == 0 {
+			ts.Fatalf("nosecret: /proc/%s/%s is empty; is the process gone?", pid, f)
+		}
+		for _, sec := range secrets {
+			if bytes.Contains(b, []byte(sec)) {
+				ts.Fatalf("/proc/%s/%s holds a secret (%.12s…)", pid, f, sec)
+			}
+		}
+	}
 }
 
 // proc is one process as /proc shows it.
@@ -277,19 +312,24 @@ func TestGeneratedDocsFresh(t *testing.T) {
 	}
 }
 
+// readDir reads every file below dir, by path relative to it.
 func readDir(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[rel] = string(b)
+		return nil
+	})
 	if err != nil {
 		t.Fatalf("read %s: %v (run go generate ./...)", dir, err)
-	}
-	files := map[string]string{}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[e.Name()] = string(b)
 	}
 	return files
 }

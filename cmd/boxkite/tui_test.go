@@ -166,12 +166,22 @@ func tuiExited(ts *testscript.TestScript, p *tuiPane, want string) {
 	if got := strings.TrimSpace(string(b)); got != want {
 		ts.Fatalf("tui exited with %s, want %s:\n%s", got, want, p.capture(ts, false))
 	}
-	out, err := p.tmux("display-message", "-p", "-t", "tui", "#{alternate_on} #{cursor_flag}")
-	if err != nil {
-		ts.Fatalf("tmux display-message: %v\n%s", err, out)
-	}
-	if got := strings.TrimSpace(out); got != "0 1" {
-		ts.Fatalf("after exit: alternate screen and cursor flags %q, want \"0 1\" (normal screen, cursor shown)", got)
+	// The exit file can be written before tmux has read the TUI's last
+	// output (leaving the alternate screen, showing the cursor): ask until
+	// it has, within the deadline.
+	for {
+		out, err := p.tmux("display-message", "-p", "-t", "tui", "#{alternate_on} #{cursor_flag}")
+		if err != nil {
+			ts.Fatalf("tmux display-message: %v\n%s", err, out)
+		}
+		got := strings.TrimSpace(out)
+		if got == "0 1" {
+			break
+		}
+		if time.Since(start) > tuiDeadline {
+			ts.Fatalf("after exit: alternate screen and cursor flags %q, want \"0 1\" (normal screen, cursor shown)", got)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	tuiWait(ts, p, "(?m)^tty restored\n+tui exited "+regexp.QuoteMeta(want)+"$")
 }

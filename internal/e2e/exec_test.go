@@ -9,7 +9,8 @@ import (
 )
 
 // TestExecCaps checks exec's output caps and timeout in a real jail: a
-// command past a cap is cut at exactly the cap, and a timeout answers 124.
+// stream past the cap is cut at exactly the cap while the command runs to
+// its end, and a timeout answers 124.
 func TestExecCaps(t *testing.T) {
 	t.Parallel()
 	sb := newSandbox(t)
@@ -19,20 +20,21 @@ func TestExecCaps(t *testing.T) {
 		stdoutLen         int
 		stderrLen         int
 		exitCode          int  // checked when checkExit
-		checkExit         bool // commands killed at a cap may report any code
+		checkExit         bool
+		truncated         bool
 		stdout, stderrHas string
 	}{
 		{
-			name: "2 MiB of stdout", req: api.ExecRequest{Command: `head -c 2097152 /dev/zero | tr '\0' x`},
-			stdoutLen: api.MaxExecStdout,
+			name: "2 MiB of stdout", req: api.ExecRequest{Command: `head -c 2097152 /dev/zero | tr '\0' x; echo end >&2; exit 4`},
+			stdoutLen: api.DefaultExecOutput, stderrLen: 4, exitCode: 4, checkExit: true, truncated: true,
 		},
 		{
-			name: "300 KiB of stderr", req: api.ExecRequest{Command: `head -c 307200 /dev/zero | tr '\0' y >&2`},
-			stderrLen: api.MaxExecStderr,
+			name: "2 MiB of stderr", req: api.ExecRequest{Command: `head -c 2097152 /dev/zero | tr '\0' y >&2`},
+			stderrLen: api.DefaultExecOutput, checkExit: true, truncated: true,
 		},
 		{
-			name: "just under the caps", req: api.ExecRequest{Command: `head -c 1048576 /dev/zero | tr '\0' x; head -c 262144 /dev/zero | tr '\0' y >&2`},
-			stdoutLen: api.MaxExecStdout, stderrLen: api.MaxExecStderr, checkExit: true,
+			name: "just at the caps", req: api.ExecRequest{Command: `head -c 1048576 /dev/zero | tr '\0' x; head -c 1048576 /dev/zero | tr '\0' y >&2`},
+			stdoutLen: api.DefaultExecOutput, stderrLen: api.DefaultExecOutput, checkExit: true,
 		},
 		{
 			name: "timeout", req: api.ExecRequest{Command: "echo started; sleep 30", Timeout: 1},
@@ -62,6 +64,9 @@ func TestExecCaps(t *testing.T) {
 			}
 			if tt.stderrLen >= 0 && len(res.Stderr) != tt.stderrLen && tt.stderrHas == "" {
 				t.Errorf("stderr is %d bytes, want %d", len(res.Stderr), tt.stderrLen)
+			}
+			if res.Truncated != tt.truncated {
+				t.Errorf("truncated = %v, want %v (%+v)", res.Truncated, tt.truncated, res.ExecOutputInfo)
 			}
 			if tt.checkExit && res.ExitCode != tt.exitCode {
 				t.Errorf("exit code %d, want %d (stderr %.200q)", res.ExitCode, tt.exitCode, res.Stderr)

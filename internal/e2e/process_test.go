@@ -81,7 +81,8 @@ func TestProcessLifecycle(t *testing.T) {
 	t.Run("bad starts", func(t *testing.T) {
 		sb := sb.in(t)
 		for _, rt := range []int{0, -1, api.MaxProcessRuntime + 1} {
-			status, body := sb.route("POST", "/processes", api.ProcessStartRequest{Command: "true", MaxRuntimeSeconds: rt})
+			// Sent explicitly: an absent max_runtime_seconds takes the default.
+			status, body := sb.route("POST", "/processes", map[string]any{"command": "true", "max_runtime_seconds": rt})
 			if status != http.StatusBadRequest && status != http.StatusUnprocessableEntity {
 				t.Errorf("max_runtime_seconds %d = %d %s, want 400 or 422", rt, status, body)
 			}

@@ -38,6 +38,13 @@ type cpuHog struct {
 func measureCPUHog(t testing.TB, x *suite, samples int) cpuHog {
 	t.Helper()
 	hog, victim := x.sandbox(api.CreateSandboxRequest{Label: "cpu-hog"}), x.sandbox(api.CreateSandboxRequest{Label: "victim"})
+	// Gone before the next round of a benchmark: labels are unique among
+	// an account's active sandboxes.
+	defer func() {
+		for _, id := range []string{hog, victim} {
+			_ = x.c.DeleteSandbox(context.Background(), id)
+		}
+	}()
 	if _, err := x.latencies(victim, 3); err != nil { // warm up
 		t.Fatal(err)
 	}

@@ -208,7 +208,10 @@ func TestInotifyInstancesPerSandbox(t *testing.T) {
 
 func TestInotifyWatchesPerSandbox(t *testing.T) {
 	x := newSuite(t)
-	a, b := x.sandbox(api.CreateSandboxRequest{Label: "attacker"}), x.sandbox(api.CreateSandboxRequest{Label: "bystander"})
+	// Medium: watches are charged to the memory cgroup (~100 bytes each),
+	// and a host with much memory allows a million of them per user.
+	a := x.sandbox(api.CreateSandboxRequest{Label: "attacker", Size: api.SizeMedium})
+	b := x.sandbox(api.CreateSandboxRequest{Label: "bystander", Size: api.SizeMedium})
 	files := watchFiles(t)
 	hostBefore := rootInotifyWatches(t, files)
 	atk := attack{x, "inotify_watches"}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"runtime"
 	"strings"
+	"syscall"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -80,7 +81,8 @@ func pickImage(idx v1.ImageIndex, depth int) (v1.Image, error) {
 }
 
 // unpack writes the tar stream r under dir without ever leaving it (os.Root
-// refuses escapes through "..", absolute names and symlinks). Device nodes
+// refuses escapes through "..", absolute names and symlinks; modes are set
+// through descriptors, never by a name looked up again). Device nodes
 // and FIFOs are skipped, setuid, setgid and sticky bits stripped. Ownership
 // is not kept: everything belongs to the server's user, and the jail maps
 // it read-only. rootfs selects the error for special files: an image may
@@ -125,21 +127,31 @@ func unpackEntry(root *os.Root, tr *tar.Reader, h *tar.Header, name string, root
 		if err := root.MkdirAll(name, 0o755); err != nil {
 			return err
 		}
-		return root.Chmod(name, mode)
+		// Through a descriptor: Root.Chmod follows a symlink swapped in
+		// for the last component.
+		d, err := root.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			return err
+		}
+		err = d.Chmod(mode)
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+		return err
 	case tar.TypeReg:
 		_ = root.Remove(name) // a later layer's file over an earlier one's link
-		f, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		f, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY|syscall.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return err
 		}
 		_, err = io.Copy(f, tr)
+		if err == nil {
+			err = f.Chmod(mode)
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
-		if err != nil {
-			return err
-		}
-		return root.Chmod(name, mode)
+		return err
 	case tar.TypeSymlink:
 		if !rootfs {
 			return errors.New("symlink in an image layout")

@@ -284,7 +284,7 @@ func (m *Manager) finish(ctx context.Context, r record, work func() error) {
 		_ = os.RemoveAll(m.path(r.ID, "rootfs"))
 	} else {
 		r.Status = api.ImageCompleted
-		r.SizeBytes = duSize(m.path(r.ID, "rootfs"))
+		r.SizeBytes = m.imageSize(r.ID)
 	}
 	if err := m.save(r); err != nil {
 		m.log.ErrorContext(ctx, "image status", "image", r.ID, "err", err)
@@ -304,6 +304,21 @@ func writeFile(path string, body io.Reader) error {
 		return fmt.Errorf("store archive: %w", err)
 	}
 	return nil
+}
+
+// imageSize is the size of the files an image itself holds: a build's
+// upper dirs (its rootfs is overlays of the host's system, whose gigabytes
+// are not the image's), else an import's extracted rootfs.
+func (m *Manager) imageSize(id string) int64 {
+	if upper := m.path(id, "upper"); isDir(upper) {
+		return duSize(upper)
+	}
+	return duSize(m.path(id, "rootfs"))
+}
+
+func isDir(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.IsDir()
 }
 
 func duSize(dir string) int64 {

@@ -63,7 +63,7 @@ func (d *Driver) RunBuild(ctx context.Context, id string, prepare func(hostIDBas
 	}
 	cmd := &exec.Cmd{Path: d.sidecar, Args: []string{"boxkite-sidecar", "init"}, Stdout: out, Stderr: out}
 	cmd.ExtraFiles = []*os.File{lease.f} // held by the build's init too
-	if err := jail.Start(cmd, spec, "", cg.Add); err != nil {
+	if err := jail.Start(cmd, spec, "", nil, cg.Add); err != nil {
 		return fmt.Errorf("run build: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })

@@ -8,7 +8,8 @@
 //	disk/                its loop mount (nosuid,nodev):
 //	disk/workspace/      → /workspace in the jail, idmapped; owned by the sandbox user's canonical id 1001
 //	disk/outputs/        → /mnt/user-data/outputs; likewise
-//	run/                 → /run/boxkite; 0700, owned by the jail's root (its range's base); holds sidecar.sock
+//	run/                 → /run/boxkite, read-only; the server's, group the jail's root, 0750; holds egress.sock if granted
+//	sidecar.sock         the sidecar's listening socket: made by the server, handed to the jail as a descriptor (sockets.go)
 //	sidecar.log          the jail's stdout and stderr
 //	state.json           {"pid","start_time","socket","token","cgroup","host_id_base"}, 0600
 //

@@ -3,39 +3,24 @@ package local
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net"
-	"os"
 	"path/filepath"
 
 	"github.com/boxkite/boxkite/sidecar/jail"
-	"golang.org/x/sys/unix"
 )
 
-// listenEgress makes the sandbox's egress socket in its run dir, owned by
-// the jail's root, and hands the listener to serve; Delete closes it.
+// listenEgress makes the sandbox's egress socket in its run dir (which
+// the jail has read-only), owned by the jail's root and 0600, set through
+// the socket's descriptor, and hands the listener to serve; Delete closes
+// it.
 func (d *Driver) listenEgress(id string, js jail.Spec, serve func(net.Listener)) error {
-	path := filepath.Join(js.RunDir, jail.EgressSocketName)
-	// A deep state dir makes the path longer than a socket address: bind
-	// through the directory's descriptor instead.
-	dir, err := os.OpenFile(js.RunDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	l, sock, err := listenIn(js.RunDir, jail.EgressSocketName)
 	if err != nil {
 		return fmt.Errorf("listen egress: %w", err)
 	}
-	defer dir.Close()
-	l, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", dir.Fd(), jail.EgressSocketName))
-	if err != nil {
-		return fmt.Errorf("listen egress: %w", err)
-	}
-	l.(*net.UnixListener).SetUnlinkOnClose(false) // the name is gone with the run dir
-	if d.root {
-		err = os.Chown(path, js.HostIDBase, js.HostIDBase)
-	}
-	if err == nil {
-		err = os.Chmod(path, 0o600)
-	}
+	err = setSocketOwner(sock, d.root, js.HostIDBase, js.HostIDBase, 0o600)
+	_ = sock.Close()
 	if err != nil {
 		_ = l.Close()
 		return fmt.Errorf("listen egress: %w", err)
@@ -78,7 +63,7 @@ func (d *Driver) ReopenEgress(_ context.Context, id string, serve func(net.Liste
 		js.HostIDBase = cmp.Or(st.HostIDBase, d.cfg.LegacyIDBase)
 	}
 	d.closeEgress(id)
-	if err := os.Remove(filepath.Join(js.RunDir, jail.EgressSocketName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := removeSocket(js.RunDir, jail.EgressSocketName); err != nil {
 		return fmt.Errorf("reopen egress: %w", err)
 	}
 	return d.listenEgress(id, js, serve)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -167,6 +168,21 @@ func create(t testing.TB, d *Driver, id string) server.Endpoint {
 // run executes command in the sandbox through the sidecar's POST /exec.
 func run(t testing.TB, ep server.Endpoint, command string) api.ExecResult {
 	t.Helper()
+	return runWith(t, unixClient(ep.Address), ep, command)
+}
+
+// runOthers runs command in the sandbox of a driver running as another
+// user: unixClient dials only this process's own sockets.
+func runOthers(t testing.TB, ep server.Endpoint, command string) api.ExecResult {
+	t.Helper()
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", ep.Address)
+	}}}
+	return runWith(t, c, ep, command)
+}
+
+func runWith(t testing.TB, c *http.Client, ep server.Endpoint, command string) api.ExecResult {
+	t.Helper()
 	body, _ := json.Marshal(api.ExecRequest{Command: command, Timeout: 20})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -176,7 +192,7 @@ func run(t testing.TB, ep server.Endpoint, command string) api.ExecResult {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Sidecar-Auth-Token", ep.Token)
-	resp, err := unixClient(ep.Address).Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("exec %q: %v", command, err)
 	}

@@ -60,12 +60,13 @@ const (
 	LegacyIDBase = 200000
 )
 
-// errNoIDRange means every range is leased.
-var errNoIDRange = errors.New("no free host id range: every range of the layout is in use; delete sandboxes or raise the range count")
+// ErrNoIDRange means every range of the layout is leased: the host is at
+// capacity (Config.IDRangeCount sandboxes, pool members and builds).
+var ErrNoIDRange = errors.New("no free host id range: every range of the layout is in use; delete sandboxes or raise the range count")
 
 // idRanges leases host id ranges (see above).
 type idRanges struct {
-	dir      string
+	dir      *os.File // the lease directory, opened once: never resolved again
 	first    int
 	count    int
 	reserved map[int]bool // indexes of ranges overlapping the host's own ids
@@ -96,10 +97,11 @@ func newIDRanges(dir string, first, count int, stateDir string) (*idRanges, erro
 	if count < 1 || first+(count-1)*jail.IDRange > jail.MaxHostIDBase {
 		return nil, fmt.Errorf("id ranges: %d ranges from %d do not fit in 32-bit ids", count, first)
 	}
-	if err := ensureRegistry(dir); err != nil {
+	reg, err := openRegistry(dir)
+	if err != nil {
 		return nil, err
 	}
-	r := &idRanges{dir: dir, first: first, count: count, reserved: map[int]bool{}, stateDir: stateDir}
+	r := &idRanges{dir: reg, first: first, count: count, reserved: map[int]bool{}, stateDir: stateDir}
 	for _, f := range []string{"/etc/subuid", "/etc/subgid", "/etc/passwd", "/etc/group"} {
 		spans, err := readIDSpans(f)
 		if err != nil {
@@ -112,24 +114,29 @@ func newIDRanges(dir string, first, count int, stateDir string) (*idRanges, erro
 	return r, nil
 }
 
-// ensureRegistry makes the lease directory, refusing one that others than
-// its owner (this process's user) could plant files in.
-func ensureRegistry(dir string) error {
+// openRegistry makes the lease directory if needed and opens it, refusing
+// a symlink or a directory that others than its owner (this process's
+// user) could plant files in. Leases are opened relative to it.
+func openRegistry(dir string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("id ranges: %w", err)
+		return nil, fmt.Errorf("id ranges: %w", err)
 	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("id ranges: open %s: %w", dir, err)
+	}
+	f := os.NewFile(uintptr(fd), dir)
 	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return fmt.Errorf("id ranges: %w", err)
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("id ranges: %w", err)
 	}
-	switch {
-	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
-		return fmt.Errorf("id ranges: %s is not a directory", dir)
-	case int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0:
-		return fmt.Errorf("id ranges: %s must belong to uid %d and be writable by it alone (owner %d, mode %o)",
+	if int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		f.Close()
+		return nil, fmt.Errorf("id ranges: %s must belong to uid %d and be writable by it alone (owner %d, mode %o)",
 			dir, os.Geteuid(), st.Uid, st.Mode&0o7777)
 	}
-	return nil
+	return f, nil
 }
 
 // reserve rules out every range overlapping s.
@@ -164,17 +171,18 @@ func (r *idRanges) acquire(name string) (*idLease, error) {
 			return l, nil
 		}
 	}
-	return nil, errNoIDRange
+	return nil, ErrNoIDRange
 }
 
 // tryLease locks the lease file of the range at base; nil, nil when another
 // process holds it.
 func (r *idRanges) tryLease(base int, name string) (*idLease, error) {
-	path := filepath.Join(r.dir, strconv.Itoa(base))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	path := filepath.Join(r.dir.Name(), strconv.Itoa(base))
+	fd, err := unix.Openat(int(r.dir.Fd()), strconv.Itoa(base), unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("lease id range: %w", err)
+		return nil, fmt.Errorf("lease id range %s: %w", path, err)
 	}
+	f := os.NewFile(uintptr(fd), path)
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {

@@ -49,8 +49,8 @@ func TestIDRangeLeases(t *testing.T) {
 	if diff := cmp.Diff(want, bases); diff != "" {
 		t.Fatalf("leased bases (-want +got):\n%s", diff)
 	}
-	if l, err := b.acquire("s"); !errors.Is(err, errNoIDRange) {
-		t.Fatalf("a fourth lease of three ranges = %+v, %v; want errNoIDRange", l, err)
+	if l, err := b.acquire("s"); !errors.Is(err, ErrNoIDRange) {
+		t.Fatalf("a fourth lease of three ranges = %+v, %v; want ErrNoIDRange", l, err)
 	}
 	freed := leases[1].base
 	if err := leases[1].Close(); err != nil {
@@ -77,7 +77,7 @@ func TestIDRangeReserved(t *testing.T) {
 	var got []int
 	for {
 		l, err := r.acquire("s")
-		if errors.Is(err, errNoIDRange) {
+		if errors.Is(err, ErrNoIDRange) {
 			break
 		}
 		if err != nil {

@@ -305,7 +305,7 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 	if err != nil {
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
-	ep = server.Endpoint{Network: "unix", Address: filepath.Join(p.js.RunDir, jail.SocketName), Token: token}
+	ep = server.Endpoint{Network: "unix", Address: filepath.Join(dir, sidecarSocket), Token: token}
 	done, err := d.start(p, token, dir)
 	if err != nil {
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
@@ -353,10 +353,11 @@ type prepared struct {
 
 // prepare makes the sandbox's host side: its host id range, directories,
 // disk and cgroup, and records them in state.json before anything runs, so
-// Delete can undo a half-made sandbox. As root the run dir (0700) belongs
-// to the jail's root, so the sandbox user cannot reach the socket, and
-// the workspace and outputs to the sandbox user's canonical ids (jail.UID:
-// the jail sees them through idmapped mounts).
+// Delete can undo a half-made sandbox. The run dir is the server's (see
+// sockets.go); as root its group is the jail's root, so the sidecar, and
+// not the sandbox user, may look in. The workspace and outputs belong to
+// the sandbox user's canonical ids (jail.UID: the jail sees them through
+// idmapped mounts).
 func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (p prepared, err error) {
 	quota := d.quota(spec.StorageGB)
 	js := jail.Spec{
@@ -388,7 +389,7 @@ func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (p prepa
 		}()
 		js.HostIDBase, st.HostIDBase = p.lease.base, p.lease.base
 	}
-	if err = d.makeDir(js.RunDir, 0o700, js.HostIDBase); err != nil {
+	if err = d.makeRunDir(js.RunDir, js.HostIDBase); err != nil {
 		return p, err
 	}
 	switch d.storage {
@@ -444,6 +445,21 @@ func (d *Driver) makeDir(path string, mode os.FileMode, hostID int) error {
 	return os.Chown(path, hostID, hostID)
 }
 
+// makeRunDir makes the sandbox's run dir, which the jail sees read-only
+// at /run/boxkite: the server's, and as root readable by the jail's root
+// (group hostID) alone.
+func (d *Driver) makeRunDir(path string, hostID int) error {
+	if !d.root {
+		return os.Mkdir(path, 0o700)
+	}
+	if err := os.Mkdir(path, 0o750); err != nil {
+		return err
+	}
+	// The directory was just made in the sandbox's own (0700) directory,
+	// which no jail reaches: nothing can have replaced it.
+	return os.Chown(path, 0, hostID)
+}
+
 // cgroupName names a sandbox's cgroup: its id, made unique among every
 // driver on the host (each with its own state directory) by a hash.
 func (d *Driver) cgroupName(id string) string {
@@ -465,7 +481,12 @@ func (d *Driver) start(p prepared, token, dir string, initArgs ...string) (<-cha
 	if p.lease != nil {
 		cmd.ExtraFiles = []*os.File{p.lease.f} // held by the jail's init until it dies
 	}
-	if err := jail.Start(cmd, js, token, st.Cgroup.Add); err != nil {
+	listener, err := listenSidecar(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer listener.Close() // the jail holds its own copy
+	if err := jail.Start(cmd, js, token, listener, st.Cgroup.Add); err != nil {
 		return nil, err
 	}
 	done := make(chan struct{})
@@ -474,7 +495,7 @@ func (d *Driver) start(p prepared, token, dir string, initArgs ...string) (<-cha
 		close(done)
 	}
 	pid := cmd.Process.Pid
-	st.PID, st.Socket, st.Token = pid, filepath.Join(js.RunDir, jail.SocketName), token
+	st.PID, st.Socket, st.Token = pid, filepath.Join(dir, sidecarSocket), token
 	st.StartTime, err = startTime(pid)
 	// Reaped once it exits, seen through the poller (watch.go) rather
 	// than by a thread blocked in waitid for the sandbox's whole life.

@@ -54,6 +54,7 @@ func isolationProbes(stateDir, workspace string, port int) []probe {
 		{name: "no /var", command: "ls /var"},
 		{name: "shadow unreadable", command: "cat /etc/shadow"},
 		{name: "socket dir closed", command: "ls /run/boxkite"},
+		{name: "socket dir read-only", command: `awk '$5 == "/run/boxkite" { split($6, o, ","); print o[1] }' /proc/self/mountinfo`, ok: true, stdout: is("ro")},
 		{name: "state dir invisible", command: "ls " + stateDir},
 		{name: "init's environ closed", command: "cat /proc/1/environ"},
 		{name: "no tcp to the host", command: fmt.Sprintf("bash -c 'echo > /dev/tcp/127.0.0.1/%d'", port)},
@@ -142,6 +143,46 @@ func TestIsolation(t *testing.T) {
 			t.Errorf("the sidecar token is readable in /proc or the environment:\n%s", res.Stdout)
 		}
 	})
+}
+
+// TestSocketsOutsideJail: the sidecar's socket is one the server made in
+// the sandbox's own directory, which no jail reaches, owned by the
+// server and 0600; the run dir the jail sees is the server's, readable by
+// the jail's root alone, and empty without egress.
+func TestSocketsOutsideJail(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t)
+	ep := create(t, d, "socks")
+	if want := filepath.Join(d.sandboxDir("socks"), sidecarSocket); ep.Address != want {
+		t.Errorf("endpoint %s, want %s", ep.Address, want)
+	}
+	fi, err := os.Lstat(ep.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); fi.Mode().Type() != os.ModeSocket || fi.Mode().Perm() != 0o600 || int(st.Uid) != os.Geteuid() {
+		t.Errorf("sidecar socket: mode %v, owner %d; want a 0600 socket of uid %d", fi.Mode(), st.Uid, os.Geteuid())
+	}
+	run := filepath.Join(d.sandboxDir("socks"), "run")
+	fi, err = os.Lstat(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	wantMode, wantGID := os.FileMode(0o700), uint32(os.Getegid())
+	if d.root {
+		s, err := readState(d.sandboxDir("socks"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantMode, wantGID = 0o750, uint32(s.HostIDBase)
+	}
+	if !fi.IsDir() || fi.Mode().Perm() != wantMode || int(st.Uid) != os.Geteuid() || st.Gid != wantGID {
+		t.Errorf("run dir: mode %v, owner %d:%d; want a %v directory of %d:%d", fi.Mode(), st.Uid, st.Gid, wantMode, os.Geteuid(), wantGID)
+	}
+	if entries, err := os.ReadDir(run); err != nil || len(entries) != 0 {
+		t.Errorf("run dir holds %v (%v), want nothing", entries, err)
+	}
 }
 
 func TestCreateRejectsBadIDs(t *testing.T) {
@@ -246,8 +287,15 @@ func TestSurvivesServerKill(t *testing.T) {
 	if procs, err := st.Cgroup.Procs(); err != nil || len(procs) < 2 {
 		t.Errorf("adopted sandbox's cgroup holds %v (%v), want init and the sidecar", procs, err)
 	}
+	// The jail, not the process that created it, holds its id range.
+	if st.HostIDBase == 0 || !heldBy(t, DefaultIDRangeDir, st.HostIDBase) {
+		t.Errorf("the adopted sandbox's id range %d is not leased after its creator died", st.HostIDBase)
+	}
 	if err := d.Shutdown(context.Background()); err != nil {
 		t.Fatalf("Shutdown: %v", err)
+	}
+	if st.HostIDBase != 0 && heldBy(t, DefaultIDRangeDir, st.HostIDBase) {
+		t.Errorf("the id range %d is still leased after Shutdown", st.HostIDBase)
 	}
 	checkHostSideGone(t, filepath.Join(stateDir, "sandboxes", helperID), st)
 	if obs, _ := d.List(context.Background()); len(obs) != 0 {
@@ -428,7 +476,7 @@ func TestUnprivileged(t *testing.T) {
 		{"ps -e -o comm=", "boxkite-sidecar\nboxkite-sidecar\nsh\nps\n"},
 	}
 	for _, p := range probes {
-		if got := run(t, ep, p.command); got.Stdout != p.want {
+		if got := runOthers(t, ep, p.command); got.Stdout != p.want {
 			t.Errorf("as nobody, %q = %+v, want stdout %q", p.command, got, p.want)
 		}
 	}

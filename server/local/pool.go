@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server"
-	"github.com/boxkite/boxkite/sidecar/jail"
 	"golang.org/x/sys/unix"
 )
 
@@ -293,7 +292,7 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 	if err != nil {
 		return "", err
 	}
-	ep := server.Endpoint{Network: "unix", Address: filepath.Join(p.js.RunDir, jail.SocketName), Token: token}
+	ep := server.Endpoint{Network: "unix", Address: filepath.Join(dir, sidecarSocket), Token: token}
 	if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
 		return "", fmt.Errorf("%w%s", err, logTail(dir))
 	}
@@ -358,7 +357,7 @@ func (d *Driver) adopt(ctx context.Context, spec server.Spec, dir string) (serve
 	if err != nil {
 		return server.Endpoint{}, err
 	}
-	socket := filepath.Join(dir, "run", jail.SocketName)
+	socket := filepath.Join(dir, sidecarSocket)
 	poolToken := st.Token
 	st.Socket, st.Token = socket, token
 	// The state file and the claim do not depend on each other, so they

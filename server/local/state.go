@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -150,18 +149,56 @@ func waitPidfd(ctx context.Context, fd int) error {
 
 // removeAll removes dir. A driver that is not root may meet directories the
 // agent made unwritable (chmod 0555), so it makes them writable and retries.
+// os.RemoveAll itself never follows a symlink (it unlinks beneath
+// directory descriptors).
 func removeAll(dir string) error {
 	err := os.RemoveAll(dir)
 	if err == nil || os.Geteuid() == 0 {
 		return err
 	}
-	_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err == nil && e.IsDir() {
-			_ = os.Chmod(p, 0o700)
-		}
-		return nil
-	})
+	makeWritable(dir)
 	return os.RemoveAll(dir)
+}
+
+// maxTreeDepth bounds how deep makeWritable goes: it holds a descriptor
+// per level.
+const maxTreeDepth = 1024
+
+// makeWritable gives dir and every directory below it mode 0700. The tree
+// is a sandbox's, so it is walked by descriptors: each directory is opened
+// beneath its parent with O_NOFOLLOW and changed through /proc/self/fd of
+// that descriptor, never by a path the sandbox could swap for a symlink to
+// the host's files meanwhile. Best effort: what cannot be changed is left
+// for RemoveAll to report.
+func makeWritable(dir string) {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	chmodTree(fd, 0)
+}
+
+// chmodTree makes the directory held by the O_PATH descriptor fd, and
+// those below it, mode 0700; it closes fd.
+func chmodTree(fd, depth int) {
+	defer unix.Close(fd)
+	if unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), 0o700, 0) != nil || depth >= maxTreeDepth {
+		return
+	}
+	rd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(rd), "")
+	names, _ := f.Readdirnames(-1)
+	f.Close()
+	for _, name := range names {
+		sub, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // not a directory, or a symlink: nothing to make writable
+		}
+		chmodTree(sub, depth+1)
+	}
 }
 
 // unixClient is an HTTP client whose every request goes to one unix socket.

@@ -69,5 +69,24 @@ func (s *Store) usage(ctx context.Context, ex execer, accountID string, since, n
 		return u, fmt.Errorf("count usage: %w", err)
 	}
 	u.MonthlyHours = float64(max(usedMicros, 0)) / float64(time.Hour/time.Microsecond)
+	rows, err := ex.QueryContext(ctx, s.q(`SELECT DISTINCT label FROM sandboxes
+		WHERE account_id = ? AND status IN (?, ?) AND label <> ''`), accountID, server.StatusCreating, api.StatusActive)
+	if err != nil {
+		return u, fmt.Errorf("list active labels: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var label string
+		if err := rows.Scan(&label); err != nil {
+			return u, fmt.Errorf("list active labels: %w", err)
+		}
+		if u.ActiveLabels == nil {
+			u.ActiveLabels = map[string]bool{}
+		}
+		u.ActiveLabels[label] = true
+	}
+	if err := rows.Err(); err != nil {
+		return u, fmt.Errorf("list active labels: %w", err)
+	}
 	return u, nil
 }

@@ -36,7 +36,8 @@ func validateBinds(binds []Bind) error {
 }
 
 // EgressSocketName is the egress proxy's socket in the run dir of a
-// sandbox granted egress (host side: Spec.RunDir; jail side: RunDir).
-// Only the jail's root, the sidecar, can reach it; the sidecar forwards a
-// loopback port to it for commands.
+// sandbox granted egress (host side: Spec.RunDir; jail side: RunDir, read
+// only). The driver makes it there, owned by the jail's root, 0600: only
+// the sidecar can connect, and it forwards a loopback port to it for
+// commands.
 const EgressSocketName = "egress.sock"

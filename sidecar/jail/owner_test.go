@@ -69,42 +69,112 @@ func TestStartOwned(t *testing.T) {
 }
 
 // TestIdmapData: a detached mount idmapped through a jail's user
-// namespace shows a file stored as uid n as the jail's base+n, and a
-// mount not marked for it is left alone.
+// namespace shows a file stored as uid n as the jail's base+n, a mount not
+// marked for it is left alone, and a filesystem that cannot be idmapped
+// (overlayfs) fails with a message that says so. The filesystems are the
+// ones sandbox data lives on: ext4 (the quota disks and volumes,
+// loop-mounted), tmpfs.
 func TestIdmapData(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("idmapped mounts need root")
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(filepath.Join(dir, "f"), DefaultUID, DefaultUID); err != nil {
-		t.Fatal(err)
-	}
 	pid := holdNamespace(t)
-	for _, idmap := range []bool{true, false} {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
-		if err != nil {
+	tests := []struct {
+		name   string
+		dir    func(t *testing.T) string
+		idmap  bool
+		errMsg string
+	}{
+		{"ext4", ext4Dir, true, ""},
+		{"ext4, not marked", ext4Dir, false, ""},
+		{"tmpfs", func(t *testing.T) string { return mountDir(t, "tmpfs", "tmpfs", "size=1m") }, true, ""},
+		{"overlayfs", overlayDir, true, "does not support idmapped mounts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.dir(t)
+			if err := os.WriteFile(filepath.Join(dir, "f"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(filepath.Join(dir, "f"), DefaultUID, DefaultUID); err != nil {
+				t.Fatal(err)
+			}
+			fd, err := unix.OpenTree(unix.AT_FDCWD, dir, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := hostMount{target: WorkspaceDir, file: os.NewFile(uintptr(fd), dir), idmap: tt.idmap}
+			defer m.file.Close()
+			err = idmapData(pid, []hostMount{m})
+			if tt.errMsg != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errMsg) {
+					t.Fatalf("idmapData = %v, want an error saying %q", err, tt.errMsg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st unix.Stat_t
+			if err := unix.Fstatat(fd, "f", &st, 0); err != nil {
+				t.Fatal(err)
+			}
+			want := uint32(DefaultUID)
+			if tt.idmap {
+				want += testBase
+			}
+			if st.Uid != want || st.Gid != want {
+				t.Errorf("the file shows as %d:%d, want %d:%d", st.Uid, st.Gid, want, want)
+			}
+		})
+	}
+}
+
+// ext4Dir loop-mounts a new ext4 image, as the local driver's quota disks
+// and volumes are (util-linux mount, e2fsprogs).
+func ext4Dir(t *testing.T) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "disk.img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 16<<20); err != nil {
+		t.Fatal(err)
+	}
+	mkfs, err := exec.LookPath("mkfs.ext4")
+	if err != nil {
+		mkfs = "/usr/sbin/mkfs.ext4" // a PATH without sbin
+	}
+	if out, err := exec.Command(mkfs, "-q", "-F", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v: %s", err, out)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-o", "loop", img, dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount -o loop: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+// mountDir mounts a filesystem on a new directory until the test ends.
+func mountDir(t *testing.T, source, fstype, data string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := unix.Mount(source, dir, fstype, 0, data); err != nil {
+		t.Fatalf("mount %s: %v", fstype, err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	return dir
+}
+
+func overlayDir(t *testing.T) string {
+	base := t.TempDir()
+	for _, d := range []string{"lower", "upper", "work"} {
+		if err := os.Mkdir(filepath.Join(base, d), 0o755); err != nil {
 			t.Fatal(err)
-		}
-		m := hostMount{target: WorkspaceDir, file: os.NewFile(uintptr(fd), dir), idmap: idmap}
-		defer m.file.Close()
-		if err := idmapData(pid, []hostMount{m}); err != nil {
-			t.Fatal(err)
-		}
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, "f", &st, 0); err != nil {
-			t.Fatal(err)
-		}
-		want := uint32(DefaultUID)
-		if idmap {
-			want += testBase
-		}
-		if st.Uid != want || st.Gid != want {
-			t.Errorf("idmap %v: the file shows as %d:%d, want %d:%d", idmap, st.Uid, st.Gid, want, want)
 		}
 	}
+	return mountDir(t, "overlay", "overlay", "lowerdir="+base+"/lower,upperdir="+base+"/upper,workdir="+base+"/work")
 }
 
 // holdNamespace starts a process in a user namespace mapping testBase, as

@@ -22,7 +22,7 @@ const stage = "/tmp"
 const (
 	roAttrs    = unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
 	rwAttrs    = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV
-	runAttrs   = rwAttrs | unix.MOUNT_ATTR_NOEXEC
+	runAttrs   = roAttrs | unix.MOUNT_ATTR_NOEXEC // the driver's sockets: nothing in the jail writes there
 	deviceAttr = unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC
 )
 
@@ -31,7 +31,8 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // Setup builds the jail inside the namespaces Start created: a read-only root
 // on a tmpfs made of system binds, /etc with a synthesised passwd and group,
-// writable /workspace, /tmp, /dev/shm, /run/boxkite and outputs, a fresh
+// writable /workspace, /tmp, /dev/shm and outputs, a read-only
+// /run/boxkite (the driver's egress socket), a fresh
 // /proc with the dangerous files masked, a minimal /dev, then pivot_root,
 // the hostname and loopback. It must run in init (PID 1 of the new PID
 // namespace) while it still has every capability of its user namespace.

@@ -3,13 +3,11 @@ package jail
 // Paths inside the jail. The sidecar and the driver agree on them through
 // these constants rather than through configuration.
 const (
-	WorkspaceDir = "/workspace"              // writable, bind of Spec.Workspace
-	RunDir       = "/run/boxkite"            // bind of Spec.RunDir; holds the sidecar socket
-	OutputsDir   = "/mnt/user-data/outputs"  // writable, bind of Spec.Outputs when set
-	UploadsDir   = "/mnt/user-data/uploads"  // read-only, empty: nothing uploads into it yet
-	SkillsDir    = "/mnt/skills"             // read-only, empty: nothing installs skills yet
-	SocketName   = "sidecar.sock"            // the sidecar's unix socket inside RunDir
-	SocketPath   = RunDir + "/" + SocketName // where the sidecar listens, inside the jail
+	WorkspaceDir = "/workspace"             // writable, bind of Spec.Workspace
+	RunDir       = "/run/boxkite"           // read-only bind of Spec.RunDir; holds the egress socket, if any
+	OutputsDir   = "/mnt/user-data/outputs" // writable, bind of Spec.Outputs when set
+	UploadsDir   = "/mnt/user-data/uploads" // read-only, empty: nothing uploads into it yet
+	SkillsDir    = "/mnt/skills"            // read-only, empty: nothing installs skills yet
 )
 
 // Defaults for a zero Spec field.
@@ -41,7 +39,7 @@ type Spec struct {
 	// Host directories bound into the jail. RunDir is required, and so is
 	// Workspace unless WorkspaceTmpfs is set.
 	Workspace string `json:"workspace,omitempty"` // → /workspace
-	RunDir    string `json:"run_dir"`             // → /run/boxkite; must be owned by the jail's root
+	RunDir    string `json:"run_dir"`             // → /run/boxkite, read-only; the driver's, readable by the jail's root
 	Outputs   string `json:"outputs,omitempty"`   // → /mnt/user-data/outputs; "" means none
 
 	// WorkspaceTmpfs, when positive, replaces the Workspace and Outputs binds
@@ -132,4 +130,9 @@ type Launch struct {
 	// init need not resolve host paths the jail's unprivileged root cannot
 	// traverse (e.g. under /root).
 	MountFDs map[string]int `json:"mount_fds,omitempty"`
+	// ListenFD is the inherited descriptor of the sidecar's listening
+	// socket, made by the driver in a directory of its own that no jail
+	// can reach; 0 means none (the sidecar then listens where --listen
+	// says).
+	ListenFD int `json:"listen_fd,omitempty"`
 }

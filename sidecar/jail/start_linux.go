@@ -33,7 +33,11 @@ const cloneFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 // minimalEnv is init's environment: never the driver's, which may hold secrets.
 var minimalEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 
-// Start launches cmd as the init of a new jail described by spec. cmd.Path is
+// Start launches cmd as the init of a new jail described by spec. listener,
+// when not nil, is a listening socket the caller made outside the jail:
+// init hands it to the sidecar (Launch.ListenFD), which serves on it, so
+// nothing of the control plane's channel is a path the jail could touch.
+// cmd.Path is
 // the boxkite-sidecar binary and cmd.Args its arguments (e.g. "init"); Start
 // sets SysProcAttr, Dir and, when nil, Env. Point cmd.Stdout and cmd.Stderr
 // at files: the jail outlives the caller, so pipes would break. Files the
@@ -55,7 +59,7 @@ var minimalEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 // The jail is its own session with no parent-death signal, so it survives
 // the caller being killed; stop it by killing its pid. The caller should
 // still Wait for cmd to reap it.
-func Start(cmd *exec.Cmd, spec Spec, token string, started func(pid int) error) error {
+func Start(cmd *exec.Cmd, spec Spec, token string, listener *os.File, started func(pid int) error) error {
 	if err := spec.validate(); err != nil {
 		return err
 	}
@@ -87,6 +91,10 @@ func Start(cmd *exec.Cmd, spec Spec, token string, started func(pid int) error) 
 		}
 		launch.MountFDs[m.target] = firstMountFD + i
 		extra = append(extra, m.file)
+	}
+	if listener != nil {
+		launch.ListenFD = launchFD + len(extra)
+		extra = append(extra, listener)
 	}
 	extra = append(extra, cmd.ExtraFiles...) // held by init, see above
 
@@ -287,7 +295,8 @@ func ReadLaunch() (Launch, error) {
 	}
 	// Nothing else init inherited may reach the sidecar: not the binary
 	// (init re-executes via /proc/self/exe), nor the files the driver has
-	// init hold (Start), nor anything it leaked. Init itself keeps them.
+	// init hold (Start), nor anything it leaked. Init itself keeps them,
+	// and hands the sidecar its listener explicitly.
 	_ = unix.CloseRange(launchFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	l.Spec = l.Spec.withDefaults()
 	return l, nil
