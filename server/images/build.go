@@ -173,7 +173,9 @@ func WithBuildTimeout(d time.Duration) Option { return func(m *Manager) { m.buil
 // errBuildTimeout fails a build that ran past its time.
 type errBuildTimeout struct{ after time.Duration }
 
-func (e errBuildTimeout) Error() string { return fmt.Sprintf("the build ran longer than %v and was stopped", e.after) }
+func (e errBuildTimeout) Error() string {
+	return fmt.Sprintf("the build ran longer than %v and was stopped", e.after)
+}
 
 // errNoJailer fails a build on a Manager without a Jailer.
 var errNoJailer = errors.New("image builds need the local driver running as root")

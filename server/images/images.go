@@ -58,8 +58,8 @@ type Manager struct {
 	jailer  Jailer        // runs builds; nil: builds fail
 
 	buildTimeout time.Duration // WithBuildTimeout
-	log     *slog.Logger
-	now     func() time.Time
+	log          *slog.Logger
+	now          func() time.Time
 
 	recs  Records
 	wg    sync.WaitGroup
