@@ -140,6 +140,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 		"DELETE /v1/api-keys/{key_id}":         {cred: "token", path: "/v1/api-keys/{akey}", want: 404},
 		"GET /v1/account/me":                   {cred: "token", path: "/v1/account/me", check: isB},
 		"GET /v1/account":                      {cred: "key", path: "/v1/account", check: isB},
+		"PATCH /v1/account":                    {cred: "key", path: "/v1/account", body: api.AccountUpdate{}, check: isB},
 		"GET /v1/usage":                        {cred: "key", path: "/v1/usage"},
 		"GET /v1/account/ssh-keys":             {cred: "key", path: "/v1/account/ssh-keys"},
 		"POST /v1/account/ssh-keys":            {cred: "key", path: "/v1/account/ssh-keys", body: api.AddSSHKeyRequest{PublicKey: mustAuthorizedKey(t)}},

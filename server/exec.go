@@ -80,14 +80,24 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		body: bytes.NewReader(payload), length: int64(len(payload)),
 		timeout: time.Duration(req.Timeout)*time.Second + execGrace,
 	}
-	// The end of the answer waits for the audit entry (exec_hold.go).
-	var hw heldWriter = newHeldResponse(w)
+	// The end of the answer waits for the audit entry (exec_hold.go); its
+	// output is scrubbed of secrets on the way (scrub.go).
+	sc := s.newExecScrub(r)
+	defer sc.stop()
+	var hw heldWriter
+	var fw http.ResponseWriter // what the sidecar's answer is written to
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
 		c.tap = lineTap(maxEventLine, out.event)
-		hw = newExitHolder(w)
+		hw = newExitHolder(sc.events(w))
+		fw = hw
+	} else {
+		hw = newHeldResponse(w)
+		fw = sc.result(hw)
 	}
 	started := s.now()
-	err = s.forward(hw, r, sb, c)
+	err = s.forward(fw, r, sb, c)
+	sc.done()
+	out.outputRedacted = sc.outputRedacted()
 	if eh, ok := hw.(*exitHolder); ok {
 		switch {
 		case out.exitCode != nil && errors.Is(err, errSidecarCut):
@@ -111,7 +121,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		// recorded result.
 		outcome := map[string]any{"exit_code": out.exitCode}
 		if c.captured != nil {
-			outcome["result"] = json.RawMessage(c.captured)
+			outcome["result"] = json.RawMessage(sc.capturedResult(c.captured))
 		}
 		err = withOutcome(err, outcome)
 		if ae, ok := errors.AsType[*api.Error](err); ok && infoFrom(r.Context()) != nil {
@@ -141,6 +151,9 @@ func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, ou
 	}
 	if cut != nil {
 		detail["error"] = cut.Code
+	}
+	if out.outputRedacted {
+		detail["output_redacted"] = true
 	}
 	source := ""
 	if g := infoFrom(r.Context()).grant; g != nil {
@@ -226,8 +239,9 @@ const maxEventLine = 4 << 20
 
 // execOutcome is what the audit needs from an exec's answer, JSON or NDJSON.
 type execOutcome struct {
-	exitCode *int
-	output   api.ExecOutputInfo
+	exitCode       *int
+	output         api.ExecOutputInfo
+	outputRedacted bool // the scrubber replaced something in the output
 }
 
 // event takes one NDJSON line of a streamed exec.

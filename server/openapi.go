@@ -84,6 +84,7 @@ func routeDocs() []routeDoc {
 		{pattern: "DELETE /v1/api-keys/{key_id}", summary: "Revoke an API key, at once", auth: authTokenOrAdmin, status: http.StatusNoContent},
 		{pattern: "GET /v1/account/me", summary: "The account of an access token", auth: authToken, response: api.Account{}},
 		{pattern: "GET /v1/account", summary: "The account of the API key", response: api.Account{}},
+		{pattern: "PATCH /v1/account", summary: "Change the account's settings: scrub_output", auth: authTokenOrAdmin, request: api.AccountUpdate{}, response: api.Account{}},
 		{pattern: "GET /v1/usage", summary: "Sandbox usage against the fair-use limits", response: api.Usage{}},
 		{pattern: "GET /v1/account/ssh-keys", summary: "List the SSH keys registered for the bastion", response: []api.SSHKey{}},
 		{pattern: "POST /v1/account/ssh-keys", summary: "Register an SSH public key for the bastion", auth: authTokenOrAdmin, request: api.AddSSHKeyRequest{}, response: api.SSHKey{}, status: http.StatusCreated},

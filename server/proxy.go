@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 )
 
 // sidecarCall is one request to a sandbox's sidecar made on behalf of a
@@ -106,6 +107,12 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c 
 	}
 	resp, err := client.Do(up)
 	if err != nil {
+		if ae := apihttp.TimedOut(r); ae != nil {
+			return ae // the client's upload stalled
+		}
+		if ae, ok := errors.AsType[*api.Error](err); ok {
+			return ae // reading the client's body failed otherwise
+		}
 		if r.Context().Err() != nil {
 			return fmt.Errorf("client went away: %w", r.Context().Err())
 		}

@@ -46,6 +46,10 @@ const (
 	queryKey                            // ?api_key= is accepted (event streams)
 	checkCommand                        // the body's "command" must pass the account's allowlist
 	checkCode                           // the body's "code" runs as python3 -c, which the allowlist must allow
+	// The answer carries command output, scrubbed of secrets (scrub.go):
+	scrubsProcessOutput // a process output page
+	scrubsProcessStream // a process's event stream
+	scrubsInterpreter   // an interpreter result
 )
 
 // Timeouts of proxied calls: the sidecar's own limit for the operation,
@@ -77,12 +81,12 @@ func proxyRoutes() []proxyRoute {
 		{"POST", "/processes", "/process/start", "start_process", bodyJSON, opTimeout, checkCommand, startProcessDetail},
 		{"GET", "/processes", "/process", "", bodyNone, opTimeout, 0, nil},
 		{"POST", "/processes/kill-all", "/process/kill-all", "kill_all_processes", bodyNone, opTimeout, 0, killAllDetail},
-		{"GET", "/processes/{pid}/output", "/process/{pid}/output", "", bodyNone, opTimeout, 0, nil},
-		{"GET", "/processes/{pid}/stream", "/process/{pid}/stream", "", bodyNone, 0, queryKey, nil},
+		{"GET", "/processes/{pid}/output", "/process/{pid}/output", "", bodyNone, opTimeout, scrubsProcessOutput, nil},
+		{"GET", "/processes/{pid}/stream", "/process/{pid}/stream", "", bodyNone, 0, queryKey | scrubsProcessStream, nil},
 		{"POST", "/processes/{pid}/input", "/process/{pid}/input", "send_process_input", bodyJSON, opTimeout, 0, processInputDetail},
 		{"POST", "/processes/{pid}/stop", "/process/{pid}/stop", "stop_process", bodyNone, opTimeout, 0, stopProcessDetail},
 
-		{"POST", "/interpreter/exec", "/interpreter/exec", "interpreter_exec", bodyJSON, interpreterTimeout, checkCode, interpreterDetail},
+		{"POST", "/interpreter/exec", "/interpreter/exec", "interpreter_exec", bodyJSON, interpreterTimeout, checkCode | scrubsInterpreter, interpreterDetail},
 		{"POST", "/interpreter/reset", "/interpreter/reset", "interpreter_reset", bodyNone, opTimeout, 0, nil},
 		{"GET", "/interpreter/status", "/interpreter/status", "", bodyNone, opTimeout, 0, nil},
 
@@ -174,8 +178,12 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			c.body, c.length = up, r.ContentLength
 		}
 		started := s.now()
+		// Command output is scrubbed on its way out (scrub.go); finish
+		// sends what the scrubber still holds.
+		out, finish := s.routeScrubber(rt, r, w)
 		if rt.op == "" {
-			err = s.forward(w, r, sb, c)
+			err = s.forward(out, r, sb, c)
+			finish()
 			if errors.Is(err, errStreamBroken) {
 				s.abortResponse(r, err)
 			}
@@ -185,13 +193,14 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			return err
 		}
 		// Audited: the end of the answer waits for the entry (exec_hold.go).
-		hw := newTailHolder(w)
+		hw := newTailHolder(out)
 		err = s.forward(hw, r, sb, c)
 		if errors.Is(err, errStreamBroken) {
 			s.abortResponse(r, err)
 		}
 		if err != nil || c.status/100 != 2 {
 			hw.release()
+			finish()
 			return err
 		}
 		x.call = c
@@ -211,6 +220,7 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			return hw.fail(withOutcome(err, map[string]any{"status": c.status}))
 		}
 		hw.release()
+		finish()
 		return nil
 	}
 }

@@ -173,6 +173,9 @@ type Server struct {
 	allowlists     *allowlistCache
 	metrics        *metrics
 	watchKeepAlive time.Duration
+	// scrubIdle is how long a scrubbed output stream holds back the end
+	// of its text while nothing new comes (scrub_stream.go).
+	scrubIdle time.Duration
 
 	jwt     jwtKeys
 	hasher  *hasher
@@ -213,6 +216,7 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		auditGate:      newAuditGate(),
 		allowlists:     newAllowlistCache(),
 		watchKeepAlive: DefaultWatchKeepAlive,
+		scrubIdle:      DefaultScrubIdleFlush,
 		hasher:         newHasher(),
 		limiter:        newRateLimiter(),
 		streamingPOST:  streamingPOSTs(),
@@ -276,6 +280,7 @@ func (s *Server) routes() {
 	s.register("DELETE /v1/api-keys/{key_id}", credTokenOrAdmin, s.revokeAPIKey)
 	s.register("GET /v1/account/me", credToken, s.getAccountMe)
 	s.handle("GET /v1/account", s.getAccount)
+	s.register("PATCH /v1/account", credTokenOrAdmin, s.updateAccount)
 	s.handle("GET /v1/usage", s.getUsage)
 	s.handle("GET /v1/account/ssh-keys", s.listSSHKeys)
 	// A registered SSH key opens terminals through the bastion, so only
