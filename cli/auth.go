@@ -307,5 +307,6 @@ func writeWhoami(w io.Writer, acct *api.Account, u *api.Usage) error {
 		running = fmt.Sprintf("%d/%d", u.ConcurrentSandboxes, *l)
 	}
 	fmt.Fprintf(tw, "concurrent sandboxes:\t%s\n", running)
+	fmt.Fprintf(tw, "output scrubbing:\t%s\n", onOff(acct.ScrubOutput))
 	return tw.Flush()
 }

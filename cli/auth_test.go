@@ -135,18 +135,18 @@ func TestWhoamiText(t *testing.T) {
 		{
 			"limits",
 			api.Usage{MonthlySandboxHoursUsed: 0.5, MonthlySandboxHoursLimit: &hours, ConcurrentSandboxes: 1, ConcurrentSandboxesLimit: &running},
-			"email:                 ada@example.com\naccount:               acct-1\nkey:                   cli (admin, bxk_live_abcdefgh…)\nusage:                 0.5/1.25 sandbox-hours this month\nconcurrent sandboxes:  1/2\n",
+			"email:                 ada@example.com\naccount:               acct-1\nkey:                   cli (admin, bxk_live_abcdefgh…)\nusage:                 0.5/1.25 sandbox-hours this month\nconcurrent sandboxes:  1/2\noutput scrubbing:      on\n",
 		},
 		{
 			"no limits",
 			api.Usage{MonthlySandboxHoursUsed: 3, ConcurrentSandboxes: 4},
-			"email:                 ada@example.com\naccount:               acct-1\nkey:                   cli (admin, bxk_live_abcdefgh…)\nusage:                 3 sandbox-hours this month\nconcurrent sandboxes:  4 (no limit)\n",
+			"email:                 ada@example.com\naccount:               acct-1\nkey:                   cli (admin, bxk_live_abcdefgh…)\nusage:                 3 sandbox-hours this month\nconcurrent sandboxes:  4 (no limit)\noutput scrubbing:      on\n",
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder
 			acct := &api.Account{
-				ID: "acct-1", Email: "ada@example.com", CreatedAt: time.Now(),
+				ID: "acct-1", Email: "ada@example.com", CreatedAt: time.Now(), ScrubOutput: true,
 				APIKey: &api.APIKey{Name: "cli", Role: "admin", Prefix: "bxk_live_abcdefgh"},
 			}
 			if err := writeWhoami(&b, acct, &tt.u); err != nil {

@@ -67,6 +67,16 @@ func (c *Client) Account(ctx context.Context) (*api.Account, error) {
 	return &out, nil
 }
 
+// UpdateAccount calls PATCH /v1/account: it changes the settings req
+// names and returns the account.
+func (c *Client) UpdateAccount(ctx context.Context, req api.AccountUpdate) (*api.Account, error) {
+	var out api.Account
+	if err := c.do(ctx, http.MethodPatch, "/v1/account", req, &out, nil); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Usage calls GET /v1/usage: this month's sandbox-hours and the running
 // sandboxes, with their limits.
 func (c *Client) Usage(ctx context.Context) (*api.Usage, error) {

@@ -143,7 +143,7 @@ func (s *Server) writeToken(w http.ResponseWriter, r *http.Request, status int, 
 }
 
 func accountToAPI(a *Account) api.Account {
-	return api.Account{ID: a.ID, Email: a.Email, CreatedAt: a.CreatedAt.UTC()}
+	return api.Account{ID: a.ID, Email: a.Email, CreatedAt: a.CreatedAt.UTC(), ScrubOutput: !a.KeepOutputSecrets}
 }
 
 func keyToAPI(k *APIKey) api.APIKey {
@@ -166,6 +166,31 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
 	out := accountToAPI(ri.account)
 	k := keyToAPI(ri.key)
 	out.APIKey = &k
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// updateAccount serves PATCH /v1/account: the account's settings. It
+// takes an access token or an admin key: an agent holding a member key
+// must not turn off the scrubbing of what it is shown.
+func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
+	var req api.AccountUpdate
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	ri := infoFrom(r.Context())
+	acct := *ri.account
+	if req.ScrubOutput != nil {
+		acct.KeepOutputSecrets = !*req.ScrubOutput
+		if err := s.store.SetKeepOutputSecrets(r.Context(), acct.ID, acct.KeepOutputSecrets); err != nil {
+			return fmt.Errorf("update account: %w", err)
+		}
+	}
+	out := accountToAPI(&acct)
+	if ri.key != nil {
+		k := keyToAPI(ri.key)
+		out.APIKey = &k
+	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tools"
 )
 
 // ExecLogEntry is one audit record: an operation on a sandbox that
@@ -145,6 +146,7 @@ func (s *Server) newEntry(rec auditRecord) (*ExecLogEntry, error) {
 	if rec.detail == nil {
 		rec.detail = map[string]any{}
 	}
+	scrubDetail(rec.detail) // no secret typed into a command is kept (scrub.go)
 	raw, err := json.Marshal(rec.detail)
 	if err != nil {
 		return nil, fmt.Errorf("encode detail: %w", err)
@@ -174,6 +176,9 @@ func (s *Server) newEntry(rec auditRecord) (*ExecLogEntry, error) {
 // loggedText returns text as an entry's detail keeps it: at most
 // maxLoggedText bytes, cut on a UTF-8 boundary.
 func loggedText(text string) string {
+	// Scrubbed before the cut, so no secret is cut in two halves that no
+	// longer look like one (scrubDetail scrubs the rest of the detail).
+	text = tools.Redact(text)
 	if len(text) <= maxLoggedText {
 		return text
 	}

@@ -14,6 +14,9 @@ import (
 type CredentialStore interface {
 	// AccountByID returns the account, or ErrNotFound.
 	AccountByID(ctx context.Context, id string) (*Account, error)
+	// SetKeepOutputSecrets sets the account's Account.KeepOutputSecrets;
+	// ErrNotFound if there is no such account.
+	SetKeepOutputSecrets(ctx context.Context, accountID string, keep bool) error
 	// CreateAccountWithPassword inserts a with its password hash (see
 	// HashPassword); ErrConflict if the email is taken.
 	CreateAccountWithPassword(ctx context.Context, a *Account, passwordHash string) error

@@ -80,14 +80,24 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		body: bytes.NewReader(payload), length: int64(len(payload)),
 		timeout: time.Duration(req.Timeout)*time.Second + execGrace,
 	}
-	// The end of the answer waits for the audit entry (exec_hold.go).
-	var hw heldWriter = newHeldResponse(w)
+	// The end of the answer waits for the audit entry (exec_hold.go); its
+	// output is scrubbed of secrets on the way (scrub.go).
+	sc := s.newExecScrub(r)
+	defer sc.stop()
+	var hw heldWriter
+	var fw http.ResponseWriter // what the sidecar's answer is written to
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
 		c.tap = lineTap(maxEventLine, out.event)
-		hw = newExitHolder(w)
+		hw = newExitHolder(sc.events(w))
+		fw = hw
+	} else {
+		hw = newHeldResponse(w)
+		fw = sc.result(hw)
 	}
 	started := s.now()
-	err = s.forward(hw, r, sb, c)
+	err = s.forward(fw, r, sb, c)
+	sc.done()
+	out.outputRedacted = sc.outputRedacted()
 	if eh, ok := hw.(*exitHolder); ok {
 		switch {
 		case out.exitCode != nil && errors.Is(err, errSidecarCut):
@@ -105,13 +115,19 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.exec(s.now().Sub(started))
 	out.result(c)
-	err = s.auditExec(r, sb, req, &out, started, nil)
+	// What the command wrote is on the host's storage before it is
+	// acknowledged, or the answer says it is not.
+	syncErr := s.syncDisk(r.Context(), sb, "exec")
+	err = s.auditExec(r, sb, req, &out, started, nil, syncErr != nil)
+	if err == nil {
+		err = syncErr
+	}
 	if err != nil {
 		// The command ran; the answer says so instead of passing for a
-		// recorded result.
+		// recorded, stored result.
 		outcome := map[string]any{"exit_code": out.exitCode}
 		if c.captured != nil {
-			outcome["result"] = json.RawMessage(c.captured)
+			outcome["result"] = json.RawMessage(sc.capturedResult(c.captured))
 		}
 		err = withOutcome(err, outcome)
 		if ae, ok := errors.AsType[*api.Error](err); ok && infoFrom(r.Context()) != nil {
@@ -125,8 +141,9 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 
 // auditExec writes an exec's audit entry: the command, its timeout, the
 // exit code and, when output was cut, the counts; cut is the error a
-// stream that broke off ended with, if it did.
-func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error) error {
+// stream that broke off ended with, if it did; unstored says the host
+// could not store what it wrote.
+func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
 	command := loggedText(req.Command)
 	detail := map[string]any{"command": command, "timeout": req.Timeout}
 	if len(command) < len(req.Command) {
@@ -141,6 +158,12 @@ func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, ou
 	}
 	if cut != nil {
 		detail["error"] = cut.Code
+	}
+	if unstored {
+		detail["stored"] = false // ran, but the host could not store what it wrote
+	}
+	if out.outputRedacted {
+		detail["output_redacted"] = true
 	}
 	source := ""
 	if g := infoFrom(r.Context()).grant; g != nil {
@@ -190,7 +213,7 @@ func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *Sandbox, req 
 		}
 	}
 	e.RequestID = infoFrom(ctx).id
-	if err := s.auditExec(r, sb, req, out, started, e); err != nil {
+	if err := s.auditExec(r, sb, req, out, started, e, false); err != nil {
 		return eh.fail(err)
 	}
 	return eh.fail(e)
@@ -226,8 +249,9 @@ const maxEventLine = 4 << 20
 
 // execOutcome is what the audit needs from an exec's answer, JSON or NDJSON.
 type execOutcome struct {
-	exitCode *int
-	output   api.ExecOutputInfo
+	exitCode       *int
+	output         api.ExecOutputInfo
+	outputRedacted bool // the scrubber replaced something in the output
 }
 
 // event takes one NDJSON line of a streamed exec.

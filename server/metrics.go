@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -8,61 +9,88 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
-// GET /metrics: the control plane's counters in the Prometheus text
-// format (version 0.0.4), written by hand; the few metric kinds we need
-// do not justify a client library.
+// GET /metrics: the control plane's metrics, served by
+// prometheus/client_golang from a registry of this server's own (never
+// the global one), with its Go and process collectors: goroutines,
+// threads, GC and memory, open file descriptors, CPU time.
 
 // durationBuckets are the upper bounds, in seconds, of the request and
 // exec duration histograms: from a cached key lookup to a long exec.
 var durationBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
 
-// histogram is a Prometheus histogram over durationBuckets.
-type histogram struct {
-	counts []uint64 // per bucket, not cumulative
-	count  uint64
-	sum    float64
-}
-
-func (h *histogram) observe(seconds float64) {
-	if h.counts == nil {
-		h.counts = make([]uint64, len(durationBuckets))
-	}
-	if i, _ := slices.BinarySearch(durationBuckets, seconds); i < len(durationBuckets) {
-		h.counts[i]++
-	}
-	h.count++
-	h.sum += seconds
-}
-
-// routeKey labels HTTP metrics: the mux pattern that matched (never the
-// raw path, whose ids would make a series per sandbox) and the status class.
-type routeKey struct {
-	route string
-	class string // "2xx", "4xx", …
-}
-
 type metrics struct {
-	mu        sync.Mutex
-	requests  map[routeKey]uint64
-	durations map[string]*histogram // by route
-	execDur   histogram
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec   // by route pattern and status class
+	durations *prometheus.HistogramVec // by route pattern
+	execDur   prometheus.Histogram
 
-	execs         atomic.Uint64
-	creates       atomic.Uint64
-	deletes       atomic.Uint64
-	auditAppends  atomic.Uint64
-	auditFailures atomic.Uint64
-	watchers      atomic.Int64
+	execs         prometheus.Counter
+	creates       prometheus.Counter
+	deletes       prometheus.Counter
+	auditAppends  prometheus.Counter
+	auditFailures prometheus.Counter
+	watchers      prometheus.Gauge
 }
 
-func newMetrics() *metrics {
-	return &metrics{requests: map[routeKey]uint64{}, durations: map[string]*histogram{}}
+// newMetrics registers the server's metrics; active counts active
+// sandboxes for the boxkite_sandboxes_active gauge at each scrape.
+func newMetrics(active func() (float64, error)) *metrics {
+	reg := prometheus.NewRegistry()
+	f := promauto.With(reg)
+	counter := func(name, help string) prometheus.Counter {
+		return f.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	m := &metrics{
+		reg: reg,
+		// route is the mux pattern that matched (never the raw path, whose
+		// ids would make a series per sandbox); code is the status class.
+		requests: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "boxkite_http_requests_total", Help: "HTTP requests served, by route pattern and status class.",
+		}, []string{"route", "code"}),
+		durations: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "boxkite_http_request_duration_seconds", Help: "Time to serve an HTTP request, by route pattern (streams count until they end).",
+			Buckets: durationBuckets,
+		}, []string{"route"}),
+		execDur: f.NewHistogram(prometheus.HistogramOpts{
+			Name: "boxkite_exec_duration_seconds", Help: "Duration of execs through the control plane.", Buckets: durationBuckets,
+		}),
+		execs:         counter("boxkite_execs_total", "Execs the sidecar answered."),
+		creates:       counter("boxkite_sandbox_creates_total", "Sandboxes this server started."),
+		deletes:       counter("boxkite_sandbox_deletes_total", "Sandboxes this server tore down (deleted, expired or failed creates)."),
+		auditAppends:  counter("boxkite_audit_appends_total", "Audit log entries written."),
+		auditFailures: counter("boxkite_audit_append_failures_total", "Audit log entries that could not be written."),
+		watchers:      f.NewGauge(prometheus.GaugeOpts{Name: "boxkite_watch_streams", Help: "Open audit watch streams."}),
+	}
+	reg.MustRegister(activeSandboxes{active}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// activeSandboxes is the boxkite_sandboxes_active gauge, read from the
+// store at each scrape.
+type activeSandboxes struct{ count func() (float64, error) }
+
+var activeSandboxesDesc = prometheus.NewDesc("boxkite_sandboxes_active", "Active sandboxes of all accounts.", nil, nil)
+
+func (a activeSandboxes) Describe(ch chan<- *prometheus.Desc) { ch <- activeSandboxesDesc }
+
+func (a activeSandboxes) Collect(ch chan<- prometheus.Metric) {
+	n, err := a.count()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(activeSandboxesDesc, fmt.Errorf("count sandboxes: %w", err))
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(activeSandboxesDesc, prometheus.GaugeValue, n)
 }
 
 // request records one HTTP request.
@@ -70,124 +98,48 @@ func (m *metrics) request(pattern string, status int, d time.Duration) {
 	if pattern == "" || pattern == "/" {
 		pattern = "unmatched"
 	}
-	class := strconv.Itoa(status/100) + "xx"
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.requests[routeKey{pattern, class}]++
-	h := m.durations[pattern]
-	if h == nil {
-		h = &histogram{}
-		m.durations[pattern] = h
-	}
-	h.observe(d.Seconds())
+	m.requests.WithLabelValues(pattern, strconv.Itoa(status/100)+"xx").Inc()
+	m.durations.WithLabelValues(pattern).Observe(d.Seconds())
 }
 
 // exec records one exec that the sidecar answered.
 func (m *metrics) exec(d time.Duration) {
-	m.execs.Add(1)
-	m.mu.Lock()
-	m.execDur.observe(d.Seconds())
-	m.mu.Unlock()
+	m.execs.Inc()
+	m.execDur.Observe(d.Seconds())
 }
 
-// serveMetrics serves GET /metrics.
+// serveMetrics serves GET /metrics: this server's registry, then the
+// driver's own metrics if it has some (the kube driver's warm pool).
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
-	active, err := s.store.CountActiveSandboxes(r.Context(), "")
-	if err != nil {
-		return fmt.Errorf("count sandboxes: %w", err)
-	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	var b strings.Builder
-	s.metrics.write(&b, active)
+	var g prometheus.Gatherer = s.metrics.reg
 	d := s.driver
 	if cd, ok := d.(countingDriver); ok {
 		d = cd.Driver
 	}
 	if mw, ok := d.(MetricsWriter); ok {
-		mw.WriteMetrics(&b)
+		g = prometheus.Gatherers{g, driverGatherer{mw}}
 	}
-	_, _ = io.WriteString(w, b.String())
+	promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}).ServeHTTP(w, r)
 	return nil
 }
 
-// write renders every metric; series are sorted so the output is stable.
-func (m *metrics) write(b *strings.Builder, active int) {
-	m.mu.Lock()
-	requests := maps.Clone(m.requests)
-	durations := make(map[string]histogram, len(m.durations))
-	for k, h := range m.durations {
-		durations[k] = histogram{counts: slices.Clone(h.counts), count: h.count, sum: h.sum}
-	}
-	execDur := histogram{counts: slices.Clone(m.execDur.counts), count: m.execDur.count, sum: m.execDur.sum}
-	m.mu.Unlock()
+// driverGatherer reads a MetricsWriter's text exposition into metric
+// families, so the driver's metrics join the registry's in one answer.
+type driverGatherer struct{ mw MetricsWriter }
 
-	header(b, "boxkite_http_requests_total", "counter", "HTTP requests served, by route pattern and status class.")
-	keys := slices.SortedFunc(maps.Keys(requests), func(a, b routeKey) int {
-		if c := strings.Compare(a.route, b.route); c != 0 {
-			return c
-		}
-		return strings.Compare(a.class, b.class)
-	})
-	for _, k := range keys {
-		fmt.Fprintf(b, "boxkite_http_requests_total{route=%s,code=%s} %d\n", quoteLabel(k.route), quoteLabel(k.class), requests[k])
+func (g driverGatherer) Gather() ([]*dto.MetricFamily, error) {
+	var b bytes.Buffer
+	g.mw.WriteMetrics(&b)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(&b)
+	if err != nil {
+		return nil, fmt.Errorf("parse driver metrics: %w", err)
 	}
-	header(b, "boxkite_http_request_duration_seconds", "histogram", "Time to serve an HTTP request, by route pattern (streams count until they end).")
-	for _, route := range slices.Sorted(maps.Keys(durations)) {
-		h := durations[route]
-		writeHistogram(b, "boxkite_http_request_duration_seconds", "route="+quoteLabel(route), &h)
+	out := make([]*dto.MetricFamily, 0, len(fams))
+	for _, name := range slices.Sorted(maps.Keys(fams)) {
+		out = append(out, fams[name])
 	}
-	header(b, "boxkite_sandboxes_active", "gauge", "Active sandboxes of all accounts.")
-	fmt.Fprintf(b, "boxkite_sandboxes_active %d\n", active)
-	counter(b, "boxkite_sandbox_creates_total", "Sandboxes this server started.", m.creates.Load())
-	counter(b, "boxkite_sandbox_deletes_total", "Sandboxes this server tore down (deleted, expired or failed creates).", m.deletes.Load())
-	counter(b, "boxkite_execs_total", "Execs the sidecar answered.", m.execs.Load())
-	header(b, "boxkite_exec_duration_seconds", "histogram", "Duration of execs through the control plane.")
-	writeHistogram(b, "boxkite_exec_duration_seconds", "", &execDur)
-	counter(b, "boxkite_audit_appends_total", "Audit log entries written.", m.auditAppends.Load())
-	counter(b, "boxkite_audit_append_failures_total", "Audit log entries that could not be written.", m.auditFailures.Load())
-	header(b, "boxkite_watch_streams", "gauge", "Open audit watch streams.")
-	fmt.Fprintf(b, "boxkite_watch_streams %d\n", m.watchers.Load())
-}
-
-func header(b *strings.Builder, name, kind, help string) {
-	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
-}
-
-func counter(b *strings.Builder, name, help string, v uint64) {
-	header(b, name, "counter", help)
-	fmt.Fprintf(b, "%s %d\n", name, v)
-}
-
-// writeHistogram writes cumulative buckets, sum and count; labels is ""
-// or `name="value"` pairs to put before le.
-func writeHistogram(b *strings.Builder, name, labels string, h *histogram) {
-	sep := ""
-	if labels != "" {
-		sep = ","
-	}
-	var cum uint64
-	for i, le := range durationBuckets {
-		if h.counts != nil {
-			cum += h.counts[i]
-		}
-		fmt.Fprintf(b, "%s_bucket{%s%sle=\"%s\"} %d\n", name, labels, sep, strconv.FormatFloat(le, 'g', -1, 64), cum)
-	}
-	fmt.Fprintf(b, "%s_bucket{%s%sle=\"+Inf\"} %d\n", name, labels, sep, h.count)
-	braces := ""
-	if labels != "" {
-		braces = "{" + labels + "}"
-	}
-	fmt.Fprintf(b, "%s_sum%s %s\n", name, braces, strconv.FormatFloat(h.sum, 'g', -1, 64))
-	fmt.Fprintf(b, "%s_count%s %d\n", name, braces, h.count)
-}
-
-// quoteLabel quotes a label value as the text format wants: backslash,
-// double quote and newline escaped.
-func quoteLabel(v string) string {
-	v = strings.ReplaceAll(v, `\`, `\\`)
-	v = strings.ReplaceAll(v, `"`, `\"`)
-	v = strings.ReplaceAll(v, "\n", `\n`)
-	return `"` + v + `"`
+	return out, nil
 }
 
 // MetricsWriter is implemented by drivers with metrics of their own (the
@@ -205,7 +157,7 @@ type countingDriver struct {
 func (d countingDriver) Create(ctx context.Context, spec Spec) (Endpoint, error) {
 	ep, err := d.Driver.Create(ctx, spec)
 	if err == nil {
-		d.m.creates.Add(1)
+		d.m.creates.Inc()
 	}
 	return ep, err
 }
@@ -213,7 +165,7 @@ func (d countingDriver) Create(ctx context.Context, spec Spec) (Endpoint, error)
 func (d countingDriver) Delete(ctx context.Context, id string) error {
 	err := d.Driver.Delete(ctx, id)
 	if err == nil {
-		d.m.deletes.Add(1)
+		d.m.deletes.Inc()
 	}
 	return err
 }

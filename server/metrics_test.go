@@ -3,7 +3,13 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"flag"
+	"io"
+	"maps"
 	"net/http"
+	"os"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -47,7 +53,7 @@ func scrape(t *testing.T, e *env) map[string]float64 {
 		series := line[:i]
 		name, _, _ := strings.Cut(series, "{")
 		base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
-		if typed[name] == "" && typed[base] != "histogram" {
+		if typed[name] == "" && typed[base] != "histogram" && typed[base] != "summary" {
 			t.Errorf("sample %q has no TYPE line", line)
 		}
 		out[series] = v
@@ -74,10 +80,10 @@ func TestMetrics(t *testing.T) {
 		series string
 		want   float64
 	}{
-		{`boxkite_http_requests_total{route="POST /v1/sandboxes",code="2xx"}`, 2},
-		{`boxkite_http_requests_total{route="POST /v1/sandboxes/{id}/exec",code="2xx"}`, 2},
-		{`boxkite_http_requests_total{route="GET /v1/sandboxes/{id}",code="4xx"}`, 1},
-		{`boxkite_http_requests_total{route="DELETE /v1/sandboxes/{id}",code="2xx"}`, 1},
+		{`boxkite_http_requests_total{code="2xx",route="POST /v1/sandboxes"}`, 2},
+		{`boxkite_http_requests_total{code="2xx",route="POST /v1/sandboxes/{id}/exec"}`, 2},
+		{`boxkite_http_requests_total{code="4xx",route="GET /v1/sandboxes/{id}"}`, 1},
+		{`boxkite_http_requests_total{code="2xx",route="DELETE /v1/sandboxes/{id}"}`, 1},
 		{`boxkite_http_request_duration_seconds_count{route="POST /v1/sandboxes/{id}/exec"}`, 2},
 		{`boxkite_http_request_duration_seconds_bucket{route="POST /v1/sandboxes/{id}/exec",le="+Inf"}`, 2},
 		{`boxkite_sandboxes_active`, 1},
@@ -100,6 +106,12 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", tt.series, got, tt.want)
 		}
 	}
+	// The Go and process collectors: goroutines, threads, memory, fds.
+	for _, name := range []string{"go_goroutines", "go_threads", "go_memstats_heap_alloc_bytes", "process_open_fds", "process_max_fds", "process_resident_memory_bytes"} {
+		if m[name] <= 0 {
+			t.Errorf("%s = %v, want a positive reading", name, m[name])
+		}
+	}
 	// Buckets are cumulative.
 	prev := -1.0
 	for _, le := range []string{"0.001", "0.01", "0.1", "1", "10", "300", "+Inf"} {
@@ -116,7 +128,111 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	// The scrape itself is counted by the next one.
-	if got := scrape(t, e)[`boxkite_http_requests_total{route="GET /metrics",code="2xx"}`]; got != 1 {
+	if got := scrape(t, e)[`boxkite_http_requests_total{code="2xx",route="GET /metrics"}`]; got != 1 {
 		t.Errorf("GET /metrics counted %v times, want 1", got)
+	}
+}
+
+// labelName finds the names in a sample's label block.
+var labelName = regexp.MustCompile(`(?:^|,)([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"`)
+
+var updateMetricsGolden = flag.Bool("update", false, "rewrite testdata/metrics_series.golden from this server's /metrics")
+
+// seriesNames is each metric family of a scrape with its type and the
+// label names of its samples: "boxkite_execs_total counter" or
+// "boxkite_http_requests_total counter {code,route}". Values are left out.
+func seriesNames(t *testing.T, e *env) []string {
+	t.Helper()
+	_, body := e.do("GET", "/metrics", "", nil)
+	kinds := map[string]string{}
+	labels := map[string]map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(string(body)))
+	for sc.Scan() {
+		line := sc.Text()
+		if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name, kind, _ := strings.Cut(f, " ")
+			kinds[name] = kind
+			labels[name] = map[string]bool{}
+			continue
+		}
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		series := line[:max(strings.LastIndexByte(line, ' '), 0)] // label values may hold spaces
+		name, rest, _ := strings.Cut(series, "{")
+		for fam := range kinds {
+			if name == fam || strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count") == fam {
+				name = fam
+			}
+		}
+		for _, m := range labelName.FindAllStringSubmatch(rest, -1) {
+			if labels[name] != nil {
+				labels[name][m[1]] = true
+			}
+		}
+	}
+	var out []string
+	for name, kind := range kinds {
+		s := name + " " + kind
+		if ls := slices.Sorted(maps.Keys(labels[name])); len(ls) > 0 {
+			s += " {" + strings.Join(ls, ",") + "}"
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestMetricsSeriesKept: every metric family the hand-written exposition
+// served (testdata/metrics_series.golden, written from it with -update)
+// is still served, with its type and labels, by the client_golang one;
+// dashboards and alerts keep working.
+func TestMetricsSeriesKept(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	e.exec(e.KeyA, sb.ID, "true")
+	got := seriesNames(t, e)
+	const golden = "testdata/metrics_series.golden"
+	if *updateMetricsGolden {
+		if err := os.WriteFile(golden, []byte(strings.Join(got, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if !slices.Contains(got, want) {
+			t.Errorf("series %q of the golden is no longer served", want)
+		}
+	}
+}
+
+// poolDriver is a fake driver with metrics of its own, as the kube
+// driver's warm pool has.
+type poolDriver struct{ *fakeDriver }
+
+func (poolDriver) WriteMetrics(w io.Writer) {
+	io.WriteString(w, "# HELP boxkite_test_pool_ready Warm things.\n# TYPE boxkite_test_pool_ready gauge\nboxkite_test_pool_ready 3\n")
+}
+
+// TestMetricsIncludeDriver: a driver's own metrics join the registry's in
+// one exposition.
+func TestMetricsIncludeDriver(t *testing.T) {
+	srv, err := server.New(server.Config{}, openStore(t, t.TempDir()), poolDriver{&fakeDriver{}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(httptestServer(t, srv) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{"\nboxkite_test_pool_ready 3\n", "# TYPE boxkite_test_pool_ready gauge", "\nboxkite_sandboxes_active 0\n"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }

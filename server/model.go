@@ -17,6 +17,10 @@ type Account struct {
 	ID        string
 	Email     string
 	CreatedAt time.Time
+	// KeepOutputSecrets turns off the scrubbing of secret-shaped strings
+	// in the command output the API returns (scrub.go); the audit log is
+	// scrubbed regardless. The zero value scrubs.
+	KeepOutputSecrets bool
 }
 
 // API key roles. Member keys cannot take over a PTY or manage keys.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 )
 
 // sidecarCall is one request to a sandbox's sidecar made on behalf of a
@@ -75,6 +76,11 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c 
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
+	if err := s.frozenAnswer(sb.ID); err != nil {
+		return err
+	}
+	ctx, untrack := s.calls.track(ctx, sb.ID) // a freeze ends it (frozen.go)
+	defer untrack()
 	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
@@ -106,6 +112,15 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c 
 	}
 	resp, err := client.Do(up)
 	if err != nil {
+		if ae, ok := context.Cause(ctx).(*api.Error); ok {
+			return ae // the sandbox froze under the call
+		}
+		if ae := apihttp.TimedOut(r); ae != nil {
+			return ae // the client's upload stalled
+		}
+		if ae, ok := errors.AsType[*api.Error](err); ok {
+			return ae // reading the client's body failed otherwise
+		}
 		if r.Context().Err() != nil {
 			return fmt.Errorf("client went away: %w", r.Context().Err())
 		}

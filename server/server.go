@@ -170,9 +170,14 @@ type Server struct {
 	// compiled command allowlists; metrics backs /metrics.
 	broker         *broker
 	auditGate      *auditGate // closed while the store cannot commit entries (auditgate.go)
+	frozen         frozenSandboxes
+	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
 	allowlists     *allowlistCache
 	metrics        *metrics
 	watchKeepAlive time.Duration
+	// scrubIdle is how long a scrubbed output stream holds back the end
+	// of its text while nothing new comes (scrub_stream.go).
+	scrubIdle time.Duration
 
 	jwt     jwtKeys
 	hasher  *hasher
@@ -200,11 +205,10 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 	if log == nil {
 		log = slog.Default()
 	}
-	m := newMetrics()
 	s := &Server{
 		cfg:            cfg,
 		store:          store,
-		driver:         countingDriver{driver, m},
+		driver:         driver,
 		log:            slog.New(ctxHandler{log.Handler()}),
 		mux:            http.NewServeMux(),
 		now:            time.Now,
@@ -213,13 +217,18 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		broker:         newBroker(),
 		auditGate:      newAuditGate(),
 		allowlists:     newAllowlistCache(),
-		metrics:        m,
 		watchKeepAlive: DefaultWatchKeepAlive,
+		scrubIdle:      DefaultScrubIdleFlush,
 		hasher:         newHasher(),
 		limiter:        newRateLimiter(),
 		streamingPOST:  streamingPOSTs(),
 		healthTimeout:  2 * time.Second,
 	}
+	s.metrics = newMetrics(func() (float64, error) {
+		n, err := store.CountActiveSandboxes(context.Background(), "")
+		return float64(n), err
+	})
+	s.driver = countingDriver{driver, s.metrics}
 	s.routes()
 	return s, nil
 }
@@ -273,7 +282,9 @@ func (s *Server) routes() {
 	s.register("DELETE /v1/api-keys/{key_id}", credTokenOrAdmin, s.revokeAPIKey)
 	s.register("GET /v1/account/me", credToken, s.getAccountMe)
 	s.handle("GET /v1/account", s.getAccount)
+	s.register("PATCH /v1/account", credTokenOrAdmin, s.updateAccount)
 	s.handle("GET /v1/usage", s.getUsage)
+	s.handle("GET /v1/host", s.getHost) // capacity.go
 	s.handle("GET /v1/account/ssh-keys", s.listSSHKeys)
 	// A registered SSH key opens terminals through the bastion, so only
 	// whoever may take over (an admin key, the account's login) adds one.
@@ -296,7 +307,8 @@ func (s *Server) Init(ctx context.Context) error {
 // Run does the background work until ctx is done: the reaper destroys
 // expired sandboxes every ReaperInterval, sandboxes the driver reports gone
 // are marked lost (lost.go), audit entries the store refused are retried
-// (auditgate.go), API-key use times are written,
+// (auditgate.go), sandboxes are frozen while the host's disk is full
+// (frozen.go), API-key use times are written,
 // and, on a store shared with other servers, their audit entries are
 // passed on to this server's watchers. It returns nil when ctx is done.
 func (s *Server) Run(ctx context.Context) error {
@@ -320,6 +332,12 @@ func (s *Server) Run(ctx context.Context) error {
 		s.retryAudit(ctx)
 	}()
 	defer func() { <-auditDone }()
+	storageDone := make(chan struct{})
+	go func() {
+		defer close(storageDone)
+		s.watchStorage(ctx)
+	}()
+	defer func() { <-storageDone }()
 	for {
 		select {
 		case <-ctx.Done():

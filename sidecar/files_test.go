@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"archive/tar"
 	"encoding/json"
 	iofs "io/fs"
 	"net/http"
@@ -555,5 +556,47 @@ func chown(t *testing.T, p string, uid, gid int) {
 	t.Helper()
 	if err := os.Chown(p, uid, gid); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNoDescriptorLeak runs every file route, on paths that work and on
+// paths that are refused, many times and checks that the sidecar holds
+// no more descriptors than before: each request opens a root, a chain of
+// directories and files, and must close them all.
+func TestNoDescriptorLeak(t *testing.T) {
+	fs := newFileServer(t, Options{})
+	writeFile(t, fs.ws+"/d/f.txt", "foo\n", 0o644)
+	archive := string(tarOf(t, tarEntry{name: "x/y", body: "z"}, tarEntry{name: "l", typ: tar.TypeSymlink, link: "x/y"}))
+	round := func() {
+		for _, p := range []string{"d/f.txt", "d", "sub/in", "totmp/n", "root/etc/passwd", "sub/escape/secret.txt", "dangle-in", "new/a/b"} {
+			q := "?path=" + url.QueryEscape(p)
+			fs.post(t, "/view", api.ViewRequest{Path: p})
+			fs.post(t, "/file-create", api.FileCreateRequest{Path: p + "-c", Content: "c"})
+			fs.post(t, "/str-replace", api.StrReplaceRequest{Path: p, OldStr: "foo", NewStr: "foo"})
+			fs.post(t, "/ls", api.LsRequest{Path: p})
+			fs.post(t, "/glob", api.GlobRequest{Path: p, Pattern: "*"})
+			fs.post(t, "/grep", api.GrepRequest{Path: p, Pattern: "o"})
+			fs.post(t, "/watch", api.WatchRequest{Path: p, TimeoutSeconds: 0.1, Recursive: true})
+			fs.post(t, "/present-files", api.PresentFilesRequest{Filepaths: []string{p}})
+			call(t, http.MethodGet, fs.url+"/files/raw"+q, authHeader, "")
+			call(t, http.MethodPut, fs.url+"/files/raw"+q+"-r", authHeader, "r")
+			call(t, http.MethodGet, fs.url+"/files/archive"+q, authHeader, "")
+			call(t, http.MethodPost, fs.url+"/files/archive"+q+"-a", authHeader, archive)
+		}
+	}
+	round() // connections, roots' real paths and the like, once
+	fds := func() int {
+		des, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(des)
+	}
+	before := fds()
+	for range 5 {
+		round()
+	}
+	if after := fds(); after > before+8 { // a few connections may come and go; a leak is hundreds
+		t.Errorf("%d descriptors open after 5 rounds of every route, %d before", after, before)
 	}
 }

@@ -322,9 +322,14 @@ func FuzzArchiveEntryName(f *testing.F) {
 		}
 		defer dst.close()
 		x := &extractor{v: v, dest: dst.cur}
+		defer x.close()
 		hdr := &tar.Header{Name: name, Linkname: link, Typeflag: typ, Mode: 0o644, Size: 1}
-		_ = x.entry(hdr, strings.NewReader("x"))
-		x.finish()
+		if x.entry(hdr, strings.NewReader("x")) == nil {
+			x.finish()
+			if err := x.sync(); err != nil {
+				t.Fatalf("sync after entry %q: %v", name, err)
+			}
+		}
 		if diff := cmp.Diff(before, snapshotOutside(t, tr.base, dest)); diff != "" {
 			t.Fatalf("entry %q (type %q, link %q) changed things outside the destination (-before +after):\n%s", name, typ, link, diff)
 		}

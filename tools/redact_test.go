@@ -3,6 +3,7 @@ package tools
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 var redactTests = []struct {
@@ -95,4 +96,126 @@ func FuzzRedact(f *testing.F) {
 			t.Errorf("Redact(%q) = %q; nothing in it is secret-shaped", s, once)
 		}
 	})
+}
+
+// stream feeds s to a StreamRedactor cut at the given offsets (ascending)
+// and returns everything it passed on, Flush included.
+func stream(s string, cuts ...int) string {
+	var r StreamRedactor
+	var out []byte
+	prev := 0
+	for _, c := range cuts {
+		out = append(out, r.Write([]byte(s[prev:c]))...)
+		prev = c
+	}
+	out = append(out, r.Write([]byte(s[prev:]))...)
+	return string(append(out, r.Flush()...))
+}
+
+// TestStreamRedactorSplits: a secret split between two writes, at any
+// byte, is redacted as if it had come whole (issue 17, finding 4).
+func TestStreamRedactorSplits(t *testing.T) {
+	for _, tt := range redactTests {
+		in := "some output before it\n" + tt.in + "\nand after it\n"
+		want := Redact(in)
+		for cut := 0; cut <= len(in); cut++ {
+			if got := stream(in, cut); got != want {
+				t.Fatalf("%s: cut at %d of %q:\n got %q\nwant %q", tt.name, cut, in, got, want)
+			}
+		}
+	}
+	// Three pieces, each cut inside the secret.
+	in := "x AKIAIOSFODNN7EXAMPLE and password: hunter2hunter2 and ghp_0123456789abcdefghijABCDEFGHIJ012345 y"
+	want := Redact(in)
+	for i := 0; i < len(in); i += 3 {
+		for j := i; j < len(in); j += 5 {
+			if got := stream(in, i, j); got != want {
+				t.Fatalf("cuts %d, %d: got %q, want %q", i, j, got, want)
+			}
+		}
+	}
+}
+
+// TestStreamRedactorHolds: what is passed on at once and what waits for
+// more (or Flush).
+func TestStreamRedactorHolds(t *testing.T) {
+	tests := []struct {
+		name, in string
+		held     string // the end held back
+	}{
+		{"whole lines", "line one\nline two\n", ""},
+		{"a prompt", "Enter your name: ", ""},
+		{"a word in progress", "building 50", "50"},
+		{"a keyword and its separator", "api_key = ", "api_key = "},
+		{"a password prompt", "Password: ", "Password: "},
+		{"a bearer header", "Authorization: Bearer ", "Authorization: Bearer "},
+		{"a key block without its end", "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabcd\n", "-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabcd\n"},
+		{"the start of a key block", "x\n-----BEG", "-----BEG"},
+		{"a finished key block", "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n", ""},
+		{"a JWT in progress", "tok eyJhbGciOiJIUzI1NiJ9.", "eyJhbGciOiJIUzI1NiJ9."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r StreamRedactor
+			out := r.Write([]byte(tt.in))
+			if got := tt.in[len(tt.in)-r.Held():]; got != tt.held || string(out) != Redact(tt.in[:len(tt.in)-r.Held()]) {
+				t.Errorf("Write(%q) passed %q and held %q, want %q held", tt.in, out, got, tt.held)
+			}
+			if rest := string(r.Flush()); rest != Redact(tt.held) || r.Held() != 0 {
+				t.Errorf("Flush = %q, want %q", rest, Redact(tt.held))
+			}
+		})
+	}
+	var r StreamRedactor
+	r.Write([]byte(strings.Repeat("x", 3*maxRedactHold)))
+	if r.Held() > maxRedactHold {
+		t.Errorf("held %d bytes, more than %d", r.Held(), maxRedactHold)
+	}
+	if r.Redacted() {
+		t.Error("Redacted after nothing secret")
+	}
+	r.Write([]byte(" AKIAIOSFODNN7EXAMPLE "))
+	if !r.Redacted() {
+		t.Error("not Redacted after an AWS key")
+	}
+}
+
+// FuzzStreamRedactor: however a text is cut into pieces, what comes out is
+// what Redact makes of it whole (for text without words longer than the
+// trailing run a StreamRedactor holds), and never cuts a character.
+func FuzzStreamRedactor(f *testing.F) {
+	for _, tt := range redactTests {
+		f.Add(tt.in, uint16(len(tt.in)/2), uint16(len(tt.in)/3))
+	}
+	f.Fuzz(func(t *testing.T, s string, a, b uint16) {
+		if s == "" || !utf8.ValidString(s) || longestWord(s) >= maxTrailingRun || len(s) > redactWindow {
+			return
+		}
+		i, j := int(a)%(len(s)+1), int(b)%(len(s)+1)
+		i, j = min(i, j), max(i, j)
+		for !utf8.RuneStart(s[min(i, len(s)-1)]) && i < len(s) {
+			i++
+		}
+		for j < len(s) && !utf8.RuneStart(s[j]) {
+			j++
+		}
+		j = max(i, j)
+		got := stream(s, i, j)
+		if want := Redact(s); got != want {
+			t.Errorf("cuts %d, %d of %q:\n got %q\nwant %q", i, j, s, got, want)
+		}
+	})
+}
+
+func longestWord(s string) int {
+	longest, n := 0, 0
+	for i := 0; i < len(s); i++ {
+		if isBlank(s[i]) {
+			n = 0
+			continue
+		}
+		n++
+		longest = max(longest, n)
+	}
+	return longest
 }

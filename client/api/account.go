@@ -80,6 +80,18 @@ type Account struct {
 	// APIKey is the key the request was made with; absent when the
 	// caller used an access token. `boxkite logout` revokes it by its id.
 	APIKey *APIKey `json:"api_key,omitempty"`
+	// ScrubOutput says whether command output the API returns (exec,
+	// process output and streams, the interpreter) has secret-shaped
+	// strings replaced by placeholders such as [REDACTED_AWS_KEY]. On by
+	// default; PATCH /v1/account turns it off. The audit log is scrubbed
+	// either way.
+	ScrubOutput bool `json:"scrub_output"`
+}
+
+// AccountUpdate is the body of PATCH /v1/account: the settings to change;
+// absent ones stay as they are.
+type AccountUpdate struct {
+	ScrubOutput *bool `json:"scrub_output,omitempty"`
 }
 
 // APIKey is how the API shows a key (ApiKeyOut): never the secret.

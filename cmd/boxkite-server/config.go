@@ -57,6 +57,7 @@ const defaultWarmPool = 2
 // options is the resolved configuration of one run.
 type options struct {
 	listen          string
+	adminListen     string // net/http/pprof; "" means off (admin.go)
 	db              string
 	dbFile          string // holds db; read by readSecrets
 	driver          string
@@ -126,6 +127,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs := flag.NewFlagSet("boxkite-server", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&o.listen, "listen", server.DefaultListen, "`address` to serve the API on")
+	fs.StringVar(&o.adminListen, "admin-listen", "", "serve Go profiling (net/http/pprof) on this loopback `address`, e.g. 127.0.0.1:6060 (default off)")
 	fs.StringVar(&o.db, "db", "", "database: sqlite:PATH or postgres://user:pass@host/db (`dsn`; default sqlite:<state-dir>/boxkite.db)")
 	fs.StringVar(&o.dbFile, "db-file", "", "`file` (mode 0600) holding the --db DSN, for a DSN with a password")
 	fs.StringVar(&o.driver, "driver", "local", "sandbox `driver`: local (Linux namespaces) or kube (a pod per sandbox)")
@@ -275,6 +277,14 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	}
 	if o.maxConcurrent < 0 || o.maxConcurrentPerAccount < 0 || o.monthlySandboxHours < 0 {
 		return nil, usageErrorf("fair-use limits must not be negative (0 means no limit)")
+	}
+	if o.adminListen != "" {
+		if err := checkLoopback(o.adminListen); err != nil {
+			return nil, &usageError{
+				msg:  fmt.Sprintf("--admin-listen %s: %v", o.adminListen, err),
+				hint: "profiles expose the server's memory; serve them on loopback (127.0.0.1:6060) and reach them over SSH",
+			}
+		}
 	}
 	return o, nil
 }

@@ -119,6 +119,13 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 		return fmt.Errorf("listen on %s: %w", opts.listen, err)
 	}
 	defer ln.Close()
+	var adminLn net.Listener
+	if opts.adminListen != "" {
+		if adminLn, err = net.Listen("tcp", opts.adminListen); err != nil {
+			return fmt.Errorf("listen on --admin-listen %s: %w", opts.adminListen, err)
+		}
+		defer adminLn.Close()
+	}
 
 	store, err := sqlstore.Open(ctx, opts.db)
 	if err != nil {
@@ -173,6 +180,10 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "boxkite-server %s listening on http://%s (driver %s, db %s)\n",
 		buildVersion(), ln.Addr(), opts.driver, redactDSN(opts.db))
 
+	if adminLn != nil {
+		fmt.Fprintf(stderr, "profiling (net/http/pprof) on http://%s/debug/pprof/\n", adminLn.Addr())
+		go serveAdmin(ctx, adminLn, log)
+	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
 	go func() {

@@ -114,6 +114,10 @@ func TestOptionErrors(t *testing.T) {
 		{"unknown max size", []string{"--max-size", "huge"}, nil, "max size"},
 		{"negative limit", nil, map[string]string{"BOXKITE_SERVER_MAX_CONCURRENT_PER_ACCOUNT": "-1"}, "must not be negative"},
 		{"negative warm pool", []string{"--warm-pool", "-1"}, nil, "warm pool -1"},
+		{"profiling on every interface", []string{"--admin-listen", "0.0.0.0:6060"}, nil, "not a loopback address"},
+		{"profiling on a routable address", []string{"--admin-listen", "10.1.2.3:6060"}, nil, "not a loopback address"},
+		{"profiling on a name", nil, map[string]string{"BOXKITE_SERVER_ADMIN_LISTEN": "example.com:6060"}, "not a loopback address"},
+		{"profiling without a port", []string{"--admin-listen", "127.0.0.1"}, nil, "want HOST:PORT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,7 +216,7 @@ func TestServeAndStop(t *testing.T) {
 	var out lockedBuffer
 	done := make(chan int)
 	go func() {
-		args := []string{"--listen", "127.0.0.1:0", "--state-dir", state, "--sidecar", "/bin/true", "--bootstrap-key-file", keyFile}
+		args := []string{"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state-dir", state, "--sidecar", "/bin/true", "--bootstrap-key-file", keyFile}
 		done <- run(ctx, args, envFunc(nil), &out)
 	}()
 	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
@@ -235,6 +239,30 @@ func TestServeAndStop(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "boxkite.db")); err != nil {
 		t.Errorf("database not in the state dir: %v", err)
+	}
+	// Profiling answers on the admin listener only.
+	admin := regexp.MustCompile(`profiling \(net/http/pprof\) on (http://127\.0\.0\.1:\d+)/debug/pprof/`).FindStringSubmatch(out.String())
+	if admin == nil {
+		t.Fatalf("no profiling line:\n%s", out.String())
+	}
+	for _, tt := range []struct {
+		url    string
+		status int
+		body   string
+	}{
+		{admin[1] + "/debug/pprof/goroutine?debug=1", 200, "goroutine profile:"},
+		{admin[1] + "/v1/sandboxes", 404, ""},
+		{base + "/debug/pprof/goroutine?debug=1", 404, ""},
+	} {
+		resp, err := http.Get(tt.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.body) {
+			t.Errorf("GET %s = %d %.100q, want %d with %q", tt.url, resp.StatusCode, b, tt.status, tt.body)
+		}
 	}
 	for _, tt := range []struct {
 		path, key string

@@ -3,6 +3,7 @@ package securitytest
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -53,5 +54,48 @@ func TestAllowlistPlantedProgram(t *testing.T) {
 	res := x.run(id, "ls bin")
 	if res.ExitCode != 0 || strings.Contains(res.Stdout, "planted") || !strings.Contains(res.Stdout, "ls") {
 		t.Errorf("ls under the allowlist: exit %d, stdout %q; want the real ls listing bin", res.ExitCode, res.Stdout)
+	}
+}
+
+// TestSecretsScrubbed: a credential-shaped string typed into a command
+// appears in neither the audit log nor the exec's output, streamed or
+// not, while a file holding it downloads byte-exact (finding 4).
+func TestSecretsScrubbed(t *testing.T) {
+	x := newSuite(t)
+	id := x.sandbox(api.CreateSandboxRequest{})
+	const key = "AKIAIOSFODNN7EXAMPLE"
+	res := x.run(id, "echo "+key+" | tee /workspace/creds.txt")
+	if strings.Contains(res.Stdout, key) || !strings.Contains(res.Stdout, "[REDACTED_AWS_KEY]") {
+		t.Errorf("exec stdout %q, want the key scrubbed", res.Stdout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var streamed strings.Builder
+	if _, err := x.c.ExecStream(ctx, id, api.ExecRequest{Command: "printf AKIAIOSF; printf ODNN7EXAMPLE", Timeout: 30}, func(ev api.ExecEvent) error {
+		streamed.WriteString(ev.Data)
+		return nil
+	}); err != nil {
+		t.Fatalf("streamed exec: %v", err)
+	}
+	if strings.Contains(streamed.String(), "ODNN7EXAMPLE") {
+		t.Errorf("streamed output %q holds the key's second half", streamed.String())
+	}
+	dl, err := x.c.DownloadFile(ctx, id, "/workspace/creds.txt")
+	if err != nil {
+		t.Fatalf("download: %v", err)
+	}
+	body, err := io.ReadAll(dl)
+	dl.Close()
+	if err != nil || string(body) != key+"\n" {
+		t.Errorf("download = %q, %v; want the file byte-exact", body, err)
+	}
+	page, err := x.c.Log(ctx, id, 100, 0)
+	if err != nil {
+		t.Fatalf("log: %v", err)
+	}
+	for _, e := range page.Entries {
+		if strings.Contains(string(e.Detail), key) {
+			t.Errorf("audit entry %s keeps the key: %s", e.Operation, e.Detail)
+		}
 	}
 }

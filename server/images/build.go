@@ -151,44 +151,6 @@ func (m *Manager) Build(ctx context.Context, account, label string, spec api.Ima
 	return r.Image, true, nil
 }
 
-// A buildFailure says why a build failed, in an api.CodeImageBuild* code,
-// and what to do about it; finish records both with the image.
-type buildFailure struct {
-	code, msg, hint string
-	err             error // the step's or the jail's own error
-}
-
-func (f *buildFailure) Error() string { return f.msg }
-func (f *buildFailure) Unwrap() error { return f.err }
-
-// failure explains a failed build: a refused connection is the likeliest
-// cause (a package that downloads from elsewhere fails when it cannot),
-// then a refused write, else the failing step.
-func failure(id string, err error, refused []string, roLine string) *buildFailure {
-	switch {
-	case len(refused) > 0:
-		return &buildFailure{
-			code: api.CodeImageBuildEgressRefused, err: err,
-			msg: fmt.Sprintf("the build tried to reach %s, not a package source of this server", strings.Join(refused, ", ")),
-			hint: "a build reaches only the package sources configured on this machine (apt's sources, pip's index, npm's registry); " +
-				"a package that downloads from elsewhere while it installs cannot be built here",
-		}
-	case roLine != "":
-		return &buildFailure{
-			code: api.CodeImageBuildWriteRefused, err: err,
-			msg: "a package tried to write outside the image's directories: " + roLine,
-			hint: "install scripts may write under /usr, /etc, /bin, /sbin, /lib* and the scratch directories /tmp, /var/tmp, /var/log and /run; " +
-				"a package that installs elsewhere (/opt, /home, /root) cannot be built here",
-		}
-	default:
-		return &buildFailure{
-			code: api.CodeImageBuildFailed, err: err,
-			msg:  "the build failed: " + err.Error(),
-			hint: "see what failed in the build log: `boxkite images logs " + id + "`",
-		}
-	}
-}
-
 // buildProxyAddr is where a build's package managers find the egress
 // proxy, inside the build's own network namespace.
 const buildProxyAddr = "127.0.0.1:3128"
@@ -201,6 +163,19 @@ type Jailer interface {
 
 // WithJailer runs builds in j's jails. Without one, builds fail.
 func WithJailer(j Jailer) Option { return func(m *Manager) { m.jailer = j } }
+
+// DefaultBuildTimeout bounds a build (WithBuildTimeout).
+const DefaultBuildTimeout = 30 * time.Minute
+
+// WithBuildTimeout kills a build's jail after d.
+func WithBuildTimeout(d time.Duration) Option { return func(m *Manager) { m.buildTimeout = d } }
+
+// errBuildTimeout fails a build that ran past its time.
+type errBuildTimeout struct{ after time.Duration }
+
+func (e errBuildTimeout) Error() string {
+	return fmt.Sprintf("the build ran longer than %v and was stopped", e.after)
+}
 
 // errNoJailer fails a build on a Manager without a Jailer.
 var errNoJailer = errors.New("image builds need the local driver running as root")
@@ -278,10 +253,17 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 		var wg sync.WaitGroup
 		wg.Go(func() { m.proxy.Serve(ln, allow, report) })
 		proxyURL := "http://" + buildProxyAddr
-		err = m.jailer.RunBuild(context.Background(), "build-"+id, func(hostID int) (jail.Spec, error) {
+		// A build that never ends (a script waiting forever) would hold
+		// one of the MaxRunning slots every account's builds share.
+		ctx, cancel := context.WithTimeout(context.Background(), m.buildTimeout)
+		err = m.jailer.RunBuild(ctx, "build-"+id, func(hostID int) (jail.Spec, error) {
 			root, err := m.assembleRoot(id, hostID)
 			return jail.Spec{Image: root, Build: &jail.Build{Steps: m.steps(spec, proxyURL), Env: buildEnv(proxyURL)}}, err
 		}, out)
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", errBuildTimeout{m.buildTimeout}, err)
+		}
+		cancel()
 		_ = ln.Close()
 		wg.Wait()
 		errc <- err
@@ -312,39 +294,6 @@ func buildEnv(proxyURL string) []string {
 		"http_proxy=" + proxyURL, "https_proxy=" + proxyURL, "HTTP_PROXY=" + proxyURL, "HTTPS_PROXY=" + proxyURL,
 		"npm_config_proxy=" + proxyURL, "npm_config_https_proxy=" + proxyURL,
 		"PIP_DISABLE_PIP_VERSION_CHECK=1",
-	}
-}
-
-// readOnlyWatch passes a build's output on and keeps the first line
-// saying a write met a read-only filesystem: an install script writing
-// outside the image's directories, whose failure the build reports as
-// such.
-type readOnlyWatch struct {
-	w     io.Writer
-	line  []byte // the current line so far, at most maxWatchedLine bytes
-	found string // the first such line
-}
-
-const maxWatchedLine = 512
-
-func (r *readOnlyWatch) Write(p []byte) (int, error) {
-	for _, c := range p {
-		if c != '\n' {
-			if len(r.line) < maxWatchedLine {
-				r.line = append(r.line, c)
-			}
-			continue
-		}
-		r.check()
-	}
-	return r.w.Write(p)
-}
-
-func (r *readOnlyWatch) check() {
-	line := strings.TrimSpace(string(r.line))
-	r.line = r.line[:0]
-	if r.found == "" && (strings.Contains(line, "EROFS") || strings.Contains(strings.ToLower(line), "read-only file system")) {
-		r.found = line
 	}
 }
 
@@ -420,18 +369,22 @@ func (m *Manager) steps(spec api.ImageSpec, proxyURL string) [][]string {
 		steps = append(steps, append(argv, spec.PythonPackages...))
 	}
 	if len(spec.NPMPackages) > 0 {
+		pkgs := make([]string, len(spec.NPMPackages))
+		for i, p := range spec.NPMPackages {
+			pkgs[i] = strings.Replace(p, "==", "@", 1)
+		}
 		argv := []string{
 			// Install scripts run: the build is jailed like a sandbox,
 			// and some packages (agent CLIs) place their binary from
-			// one.
+			// one. npm 11's allow-scripts marks the named packages'
+			// scripts as reviewed (npm runs unreviewed ones with a
+			// warning for now, and denied ones never).
 			"npm", "install", "--global", "--prefix", "/usr/local",
 			"--no-audit", "--no-fund", "--no-update-notifier",
+			"--allow-scripts=" + strings.Join(pkgs, ","),
 			"--registry", m.sources.npmRegistry(),
 		}
-		for _, p := range spec.NPMPackages {
-			argv = append(argv, strings.Replace(p, "==", "@", 1))
-		}
-		steps = append(steps, argv)
+		steps = append(steps, append(argv, pkgs...))
 	}
 	return steps
 }

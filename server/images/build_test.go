@@ -229,3 +229,19 @@ func TestReadOnlyWatch(t *testing.T) {
 		}
 	}
 }
+
+// TestNPMStep: npm installs the pinned packages globally from the
+// configured registry with their install scripts allowed, never
+// ignored.
+func TestNPMStep(t *testing.T) {
+	m := &Manager{sources: Sources{NPMRegistry: "http://npm.test:4873/"}}
+	steps := m.steps(api.ImageSpec{NPMPackages: []string{"@anthropic-ai/claude-code==2.1.0", "cowsay==1.6.0"}}, "http://127.0.0.1:3128")
+	want := [][]string{{
+		"npm", "install", "--global", "--prefix", "/usr/local", "--no-audit", "--no-fund", "--no-update-notifier",
+		"--allow-scripts=@anthropic-ai/claude-code@2.1.0,cowsay@1.6.0", "--registry", "http://npm.test:4873/",
+		"@anthropic-ai/claude-code@2.1.0", "cowsay@1.6.0",
+	}}
+	if diff := cmp.Diff(want, steps); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}

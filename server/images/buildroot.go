@@ -134,7 +134,13 @@ func (m *Manager) layer(id, name, stage string, userns *os.File, hostID int) err
 		if err := maskLayer("/"+name, m.path(id, "build/mask/"+key)); err != nil {
 			return err
 		}
-		lowers = filepath.Join(stage, "img/build/mask", key) + ":" + lower
+		lowers = filepath.Join(stage, "img/build/mask", key) + ":" + lowers
+	}
+	if name == "etc" && m.sources.AptDir != "" && filepath.Clean(m.sources.AptDir) != "/etc/apt" {
+		if err := aptLayer(m.sources.AptDir, m.path(id, "build/aptconf")); err != nil {
+			return err
+		}
+		lowers = filepath.Join(stage, "img/build/aptconf") + ":" + lowers
 	}
 	for _, d := range []string{m.path(id, "upper/"+key), m.path(id, "build/work/"+key)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -286,6 +292,49 @@ func copyDirAttrs(src, dst string) error {
 	}
 	if err := os.Chmod(dst, fi.Mode().Perm()|fi.Mode()&(fs.ModeSetgid|fs.ModeSticky)); err != nil {
 		return fmt.Errorf("mask %s: %w", src, err)
+	}
+	return nil
+}
+
+// aptLayer makes dir an overlay layer for /etc whose apt/ is a copy of the
+// apt configuration src, opaque, so the build's apt uses exactly the
+// sources its grants were read from (Sources.AptDir) instead of the
+// host's. The image keeps the host's /etc/apt: the layer is the build's
+// only.
+func aptLayer(src, dir string) error {
+	dst := filepath.Join(dir, "apt")
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case e.IsDir():
+			return os.MkdirAll(to, 0o755)
+		case e.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, to)
+		case e.Type().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(to, b, 0o644)
+		}
+		return nil // sockets, devices: nothing apt reads
+	})
+	if err == nil {
+		err = unix.Setxattr(dst, "trusted.overlay.opaque", []byte("y"), 0)
+	}
+	if err != nil {
+		return fmt.Errorf("copy apt configuration %s: %w", src, err)
 	}
 	return nil
 }

@@ -26,7 +26,9 @@ const pypiFiles = "files.pythonhosted.org"
 // Sources are where the machine's package managers are configured to
 // fetch from; a build's egress is limited to their hosts.
 type Sources struct {
-	AptDir      string // apt's configuration, normally /etc/apt
+	// AptDir is apt's configuration, normally /etc/apt. Another directory
+	// is also what the build's apt uses, in place of the host's /etc/apt.
+	AptDir      string
 	PipIndex    string // pip's index URL ("" means pip.conf's, else PyPI)
 	NPMRegistry string // npm's registry URL ("" means npmrc's, else npmjs.org)
 }

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/servertest"
 )
@@ -209,26 +212,27 @@ func doRaw(t *testing.T, s *servertest.Server, key, method, path string, body io
 }
 
 // TestBuiltImageHasPackage is acceptance 1: a declarative build installs
-// one apt package the host lacks through the build's egress proxy (this
-// reaches the machine's Debian mirror), and sandboxes from the image have
-// it while the host and its default image do not. jq is the package the
-// issue names; where the host has jq (this machine's image ships it; CI
-// installs neither), tree stands in: installing a package the host
-// already has would add nothing to the image and prove nothing.
+// an apt package the host lacks through the build's egress proxy, and
+// sandboxes from the image have it while the host and its default image
+// do not. The package is one the test builds (with a maintainer script
+// writing to /etc), served from a flat apt repository on loopback that
+// the build's apt is configured with (Sources.AptDir): no test reaches a
+// Debian mirror.
 func TestBuiltImageHasPackage(t *testing.T) {
 	t.Parallel()
-	pkg, probe := "", map[string]string{"jq": `echo '{"a":2}' | jq .a`, "tree": `mkdir -p /tmp/p/2 && tree --noreport -i /tmp/p | tail -n 1`}
-	for _, p := range []string{"jq", "tree"} {
-		if _, err := exec.LookPath(p); err != nil {
-			pkg = p
-			break
-		}
-	}
-	if pkg == "" {
-		t.Fatal("the host has both jq and tree; the test needs one it lacks (do not install them in .ci/run)")
-	}
-	t.Logf("building with %s, which the host lacks", pkg)
-	s := servertest.New(t, servertest.WithImages(t.TempDir()))
+	const pkg = "boxkite-apt-probe"
+	deb := debPackage(t, pkg+"_1.0_all.deb",
+		"Package: "+pkg+"\nVersion: 1.0\nArchitecture: all\nMaintainer: boxkite tests <tests@example.invalid>\nDescription: a probe\n",
+		map[string]string{"postinst": "#!/bin/sh\nset -e\necho configured-by-postinst > /etc/" + pkg + ".conf\n"},
+		[]debFile{{"./usr/bin/" + pkg, 0o755, "#!/bin/sh\necho from the loopback apt repository; cat /etc/" + pkg + ".conf\n"}})
+	repo, aptDir := aptRepo(t, "apt.test", deb)
+	_, port, _ := net.SplitHostPort(repo.Listener.Addr().String())
+	s := servertest.New(t, servertest.WithImages(t.TempDir(),
+		images.WithSources(images.Sources{AptDir: aptDir}),
+		images.WithProxy(&egress.Proxy{
+			Resolver: testResolver{"apt.test": "127.0.0.1"},
+			Permit:   func(a netip.Addr) bool { return a.Unmap().IsLoopback() },
+		})))
 
 	req := api.CreateImageRequest{Label: pkg, ImageSpec: api.ImageSpec{AptPackages: []string{pkg}}}
 	resp, body := do(t, s, "POST", "/v1/images", req, "")
@@ -254,7 +258,8 @@ func TestBuiltImageHasPackage(t *testing.T) {
 
 	// Following the log returns once the build has ended.
 	resp, logs := do(t, s, "GET", "/v1/images/"+img.ID+"/logs?follow=1", nil, "")
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(logs), "apt-get") || !strings.Contains(string(logs), "egress allowed: deb.debian.org:80") {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(logs), "apt-get") ||
+		!strings.Contains(string(logs), "egress granted: apt.test:"+port+"\n") || !strings.Contains(string(logs), "egress allowed: apt.test:"+port) {
 		t.Errorf("logs: %d %s", resp.StatusCode, logs)
 	}
 	_, body = do(t, s, "GET", "/v1/images/"+img.ID, nil, "")
@@ -284,7 +289,7 @@ func TestBuiltImageHasPackage(t *testing.T) {
 		mustJSON(t, body, &res)
 		return res
 	}
-	if res := run(img.ID, probe[pkg]); res.ExitCode != 0 || res.Stdout != "2\n" {
+	if res := run(img.ID, pkg); res.ExitCode != 0 || res.Stdout != "from the loopback apt repository\nconfigured-by-postinst\n" {
 		t.Errorf("in the image: %+v", res)
 	}
 	if res := run("", "command -v "+pkg); res.ExitCode == 0 {

@@ -32,14 +32,15 @@ func scanKey(r rowScanner, extra ...any) (*server.APIKey, error) {
 func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*server.APIKey, *server.Account, error) {
 	var a server.Account
 	var created int64
-	row := s.queryRowCached(ctx, `SELECT `+keyColumns+`, a.id, a.email, a.created_at
+	var keep int64
+	row := s.queryRowCached(ctx, `SELECT `+keyColumns+`, a.id, a.email, a.created_at, a.keep_output_secrets
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id
 		WHERE k.key_hash = ?`, hash)
-	k, err := scanKey(row, &a.ID, &a.Email, &created)
+	k, err := scanKey(row, &a.ID, &a.Email, &created, &keep)
 	if err != nil {
 		return nil, nil, s.mapErr(err)
 	}
-	a.CreatedAt = fromMicros(created)
+	a.CreatedAt, a.KeepOutputSecrets = fromMicros(created), keep != 0
 	return k, &a, nil
 }
 
@@ -72,12 +73,13 @@ func (s *Store) AccountByEmail(ctx context.Context, email string) (*server.Accou
 func (s *Store) accountByEmail(ctx context.Context, ex execer, email string) (*server.Account, error) {
 	var a server.Account
 	var created int64
-	err := ex.QueryRowContext(ctx, s.q(`SELECT id, email, created_at FROM accounts WHERE email = ?`), email).
-		Scan(&a.ID, &a.Email, &created)
+	var keep int64
+	err := ex.QueryRowContext(ctx, s.q(`SELECT id, email, created_at, keep_output_secrets FROM accounts WHERE email = ?`), email).
+		Scan(&a.ID, &a.Email, &created, &keep)
 	if err != nil {
 		return nil, s.mapErr(err)
 	}
-	a.CreatedAt = fromMicros(created)
+	a.CreatedAt, a.KeepOutputSecrets = fromMicros(created), keep != 0
 	return &a, nil
 }
 

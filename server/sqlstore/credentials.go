@@ -15,13 +15,30 @@ var _ server.CredentialStore = (*Store)(nil)
 func (s *Store) AccountByID(ctx context.Context, id string) (*server.Account, error) {
 	var a server.Account
 	var created int64
-	err := s.queryRowCached(ctx, `SELECT id, email, created_at FROM accounts WHERE id = ?`, id).
-		Scan(&a.ID, &a.Email, &created)
+	var keep int64
+	err := s.queryRowCached(ctx, `SELECT id, email, created_at, keep_output_secrets FROM accounts WHERE id = ?`, id).
+		Scan(&a.ID, &a.Email, &created, &keep)
 	if err != nil {
 		return nil, s.mapErr(err)
 	}
-	a.CreatedAt = fromMicros(created)
+	a.CreatedAt, a.KeepOutputSecrets = fromMicros(created), keep != 0
 	return &a, nil
+}
+
+// SetKeepOutputSecrets implements server.CredentialStore.
+func (s *Store) SetKeepOutputSecrets(ctx context.Context, accountID string, keep bool) error {
+	v := 0
+	if keep {
+		v = 1
+	}
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE accounts SET keep_output_secrets = ? WHERE id = ?`), v, accountID)
+	if err != nil {
+		return fmt.Errorf("update account: %w", s.mapErr(err))
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return server.ErrNotFound
+	}
+	return nil
 }
 
 // CreateAccountWithPassword implements server.CredentialStore.
@@ -39,12 +56,13 @@ func (s *Store) PasswordHash(ctx context.Context, email string) (*server.Account
 	var a server.Account
 	var created int64
 	var hash string
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, email, created_at, password_hash FROM accounts WHERE email = ?`), email).
-		Scan(&a.ID, &a.Email, &created, &hash)
+	var keep int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, email, created_at, password_hash, keep_output_secrets FROM accounts WHERE email = ?`), email).
+		Scan(&a.ID, &a.Email, &created, &hash, &keep)
 	if err != nil {
 		return nil, "", s.mapErr(err)
 	}
-	a.CreatedAt = fromMicros(created)
+	a.CreatedAt, a.KeepOutputSecrets = fromMicros(created), keep != 0
 	return &a, hash, nil
 }
 

@@ -1,0 +1,295 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tools"
+)
+
+// Scrubbing of output streams: NDJSON exec events and a process's
+// server-sent events. Each stream's text goes through a
+// tools.StreamRedactor, which holds back an end that could be the start
+// of a secret until more comes; when nothing comes for scrubIdleFlush,
+// what is held goes out anyway, so a prompt is not kept from the caller.
+
+// DefaultScrubIdleFlush is how long held-back output waits for more
+// before it is sent. A secret printed in two pieces this far apart can
+// get through.
+const DefaultScrubIdleFlush = 200 * time.Millisecond
+
+// streamScrubber is what the two stream scrubbers share: the writer they
+// pass events on to, serialised with the idle flush, and that flush's
+// timer.
+type streamScrubber struct {
+	mu        sync.Mutex
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	partial   []byte // an incomplete line or event, until its end comes
+	timer     *time.Timer
+	stopped   bool
+	idleAfter time.Duration
+	held      func() bool // whether anything is held back; under mu
+	flush     func()      // sends what is held back; under mu
+}
+
+func (s *streamScrubber) init(w http.ResponseWriter, idle time.Duration, held func() bool, flush func()) {
+	s.w, s.rc, s.idleAfter, s.held, s.flush = w, http.NewResponseController(w), idle, held, flush
+	s.timer = time.AfterFunc(time.Hour, s.idle)
+	s.timer.Stop()
+}
+
+func (s *streamScrubber) Header() http.Header { return s.w.Header() }
+
+func (s *streamScrubber) WriteHeader(code int) { s.w.WriteHeader(code) }
+
+// FlushError flushes what was passed on.
+func (s *streamScrubber) FlushError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rc.Flush()
+}
+
+// arm (re)starts the idle flush when something is held; under mu.
+func (s *streamScrubber) arm() {
+	if !s.stopped && s.held() {
+		s.timer.Reset(s.idleAfter)
+	}
+}
+
+func (s *streamScrubber) idle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	s.flush()
+	_ = s.rc.Flush()
+}
+
+// flushHeld sends what is held back: the stream from the sidecar ended.
+func (s *streamScrubber) flushHeld() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flush()
+}
+
+// stop ends the idle flushing; nothing is written after it returns.
+func (s *streamScrubber) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	s.timer.Stop()
+}
+
+// split appends p to what is pending and calls fn with every complete
+// unit ending in sep (sep included); under mu.
+func (s *streamScrubber) split(p, sep []byte, fn func(unit []byte)) {
+	s.partial = append(s.partial, p...)
+	for {
+		i := bytes.Index(s.partial, sep)
+		if i < 0 {
+			return
+		}
+		unit := append([]byte(nil), s.partial[:i+len(sep)]...)
+		s.partial = s.partial[i+len(sep):]
+		fn(unit)
+	}
+}
+
+// ndjsonScrubber scrubs an exec's NDJSON stream: the data of stdout and
+// stderr events; other events (exit, error) first get what is held back
+// sent before them.
+type ndjsonScrubber struct {
+	streamScrubber
+	out  map[string]*tools.StreamRedactor // by event type
+	errW error
+}
+
+func newNDJSONScrubber(w http.ResponseWriter, idle time.Duration) *ndjsonScrubber {
+	n := &ndjsonScrubber{out: map[string]*tools.StreamRedactor{
+		api.EventStdout: {}, api.EventStderr: {},
+	}}
+	n.init(w, idle, n.holding, n.sendHeld)
+	return n
+}
+
+func (n *ndjsonScrubber) Write(p []byte) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.split(p, []byte("\n"), n.line)
+	n.arm()
+	if n.errW != nil {
+		return 0, n.errW
+	}
+	return len(p), nil
+}
+
+// line handles one event line, newline included.
+func (n *ndjsonScrubber) line(l []byte) {
+	var ev struct {
+		Type string `json:"type"`
+		Data string `json:"data"`
+	}
+	if json.Unmarshal(l, &ev) != nil {
+		n.write(l)
+		return
+	}
+	sr, output := n.out[ev.Type]
+	if !output {
+		n.sendHeld()
+		n.write(l)
+		return
+	}
+	data := sr.Write([]byte(ev.Data))
+	if len(data) == 0 {
+		return // all held back
+	}
+	out, err := rewriteObject(bytes.TrimSuffix(l, []byte("\n")), func(key string, _ json.RawMessage) json.RawMessage {
+		if key != "data" {
+			return nil
+		}
+		b, _ := json.Marshal(string(data))
+		return b
+	})
+	if err != nil {
+		n.write(l)
+		return
+	}
+	n.write(append(out, '\n'))
+}
+
+// sendHeld sends what each stream holds back as its own event; under mu.
+func (n *ndjsonScrubber) sendHeld() {
+	for _, typ := range []string{api.EventStdout, api.EventStderr} {
+		if data := n.out[typ].Flush(); len(data) > 0 {
+			b, _ := json.Marshal(api.ExecEvent{Type: typ, Data: string(data)})
+			n.write(append(b, '\n'))
+		}
+	}
+}
+
+func (n *ndjsonScrubber) holding() bool {
+	return n.out[api.EventStdout].Held()+n.out[api.EventStderr].Held() > 0
+}
+
+func (n *ndjsonScrubber) write(b []byte) {
+	if n.errW == nil {
+		_, n.errW = n.w.Write(b)
+	}
+}
+
+// redacted reports whether anything in the stream was replaced.
+func (n *ndjsonScrubber) redacted() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.out[api.EventStdout].Redacted() || n.out[api.EventStderr].Redacted()
+}
+
+// sseScrubber scrubs a process's event stream: the stdout_chunk of output
+// events, with next_offset pointing past what was sent, so a client that
+// resumes from it gets what was held back.
+type sseScrubber struct {
+	streamScrubber
+	sr     tools.StreamRedactor
+	rawEnd int64 // the offset just past the last output byte received
+	errW   error
+}
+
+func newSSEScrubber(w http.ResponseWriter, idle time.Duration) *sseScrubber {
+	s := &sseScrubber{}
+	s.init(w, idle, func() bool { return s.sr.Held() > 0 }, s.sendHeld)
+	return s
+}
+
+func (s *sseScrubber) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.split(p, []byte("\n\n"), s.event)
+	s.arm()
+	if s.errW != nil {
+		return 0, s.errW
+	}
+	return len(p), nil
+}
+
+// event handles one event (or comment), its blank line included.
+func (s *sseScrubber) event(e []byte) {
+	name, data, ok := sseFields(e)
+	if !ok || name != api.ProcessEventOutput {
+		if ok && name == api.ProcessEventExit {
+			s.sendHeld()
+		}
+		s.write(e)
+		return
+	}
+	var ev api.ProcessEvent
+	if json.Unmarshal(data, &ev) != nil {
+		s.write(e)
+		return
+	}
+	if ev.Truncated {
+		s.sendHeld() // output was dropped in between: the held end is all there is
+	}
+	s.rawEnd = ev.NextOffset
+	chunk := s.sr.Write([]byte(ev.StdoutChunk))
+	if len(chunk) == 0 && !ev.Truncated {
+		return // all held back
+	}
+	s.writeOutput(data, chunk, s.rawEnd-int64(s.sr.Held()))
+}
+
+// writeOutput sends the output event data with chunk and next as its
+// stdout_chunk and next_offset.
+func (s *sseScrubber) writeOutput(data, chunk []byte, next int64) {
+	out, err := rewriteObject(data, func(key string, _ json.RawMessage) json.RawMessage {
+		switch key {
+		case "stdout_chunk":
+			b, _ := json.Marshal(string(chunk))
+			return b
+		case "next_offset":
+			return json.RawMessage(strconv.FormatInt(next, 10))
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	s.write([]byte("event: " + api.ProcessEventOutput + "\ndata: " + string(out) + "\n\n"))
+}
+
+// sendHeld sends what is held back as an output event; under mu.
+func (s *sseScrubber) sendHeld() {
+	if s.sr.Held() == 0 {
+		return
+	}
+	chunk := s.sr.Flush()
+	b, _ := json.Marshal(api.ProcessEvent{Type: api.ProcessEventOutput, StdoutChunk: string(chunk), NextOffset: s.rawEnd})
+	s.writeOutput(b, chunk, s.rawEnd)
+}
+
+func (s *sseScrubber) write(b []byte) {
+	if s.errW == nil {
+		_, s.errW = s.w.Write(b)
+	}
+}
+
+// sseFields returns the event name and data of one server-sent event; ok
+// is false for a comment or anything else without data.
+func sseFields(e []byte) (name string, data []byte, ok bool) {
+	for _, line := range bytes.Split(bytes.TrimRight(e, "\n"), []byte("\n")) {
+		switch {
+		case bytes.HasPrefix(line, []byte("event:")):
+			name = string(bytes.TrimSpace(line[len("event:"):]))
+		case bytes.HasPrefix(line, []byte("data:")):
+			data = append(data, bytes.TrimPrefix(line[len("data:"):], []byte(" "))...)
+			ok = true
+		}
+	}
+	return name, data, ok
+}
