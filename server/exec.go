@@ -120,10 +120,16 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.exec(s.now().Sub(started))
 	out.result(c)
-	err = s.auditExec(r, sb, req, &out, started, nil)
+	// What the command wrote is on the host's storage before it is
+	// acknowledged, or the answer says it is not.
+	syncErr := s.syncDisk(r.Context(), sb, "exec")
+	err = s.auditExec(r, sb, req, &out, started, nil, syncErr != nil)
+	if err == nil {
+		err = syncErr
+	}
 	if err != nil {
 		// The command ran; the answer says so instead of passing for a
-		// recorded result.
+		// recorded, stored result.
 		outcome := map[string]any{"exit_code": out.exitCode}
 		if c.captured != nil {
 			outcome["result"] = json.RawMessage(sc.capturedResult(c.captured))
@@ -151,7 +157,7 @@ func (s *Server) execHandedOver(r *http.Request, sb *Sandbox, req api.ExecReques
 		if err != nil || out.exitCode == nil {
 			cut = &api.Error{Code: api.CodeSandboxFailed, Message: "the stream from the sandbox broke off"}
 		}
-		if aerr := s.auditExec(r, sb, req, out, started, cut); aerr != nil {
+		if aerr := s.auditExec(r, sb, req, out, started, cut, false); aerr != nil {
 			s.log.ErrorContext(r.Context(), "audit an exec whose credential was revoked", "sandbox", sb.ID, "err", aerr)
 		}
 	}
@@ -159,8 +165,9 @@ func (s *Server) execHandedOver(r *http.Request, sb *Sandbox, req api.ExecReques
 
 // auditExec writes an exec's audit entry: the command, its timeout, the
 // exit code and, when output was cut, the counts; cut is the error a
-// stream that broke off ended with, if it did.
-func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error) error {
+// stream that broke off ended with, if it did; unstored says the host
+// could not store what it wrote.
+func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
 	command := loggedText(req.Command)
 	detail := map[string]any{"command": command, "timeout": req.Timeout}
 	if len(command) < len(req.Command) {
@@ -175,6 +182,9 @@ func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, ou
 	}
 	if cut != nil {
 		detail["error"] = cut.Code
+	}
+	if unstored {
+		detail["stored"] = false // ran, but the host could not store what it wrote
 	}
 	if out.outputRedacted {
 		detail["output_redacted"] = true
@@ -227,7 +237,7 @@ func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *Sandbox, req 
 		}
 	}
 	e.RequestID = infoFrom(ctx).id
-	if err := s.auditExec(r, sb, req, out, started, e); err != nil {
+	if err := s.auditExec(r, sb, req, out, started, e, false); err != nil {
 		return eh.fail(err)
 	}
 	return eh.fail(e)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 )
 
 // sidecarCall is one request to a sandbox's sidecar made on behalf of a
@@ -87,6 +88,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c 
 		cancelParent := cancel
 		cancel = func() { cancelTimeout(); cancelParent() }
 	}
+	if err := s.frozenAnswer(sb.ID); err != nil {
+		cancel()
+		return err
+	}
+	ctx, untrack := s.calls.track(ctx, sb.ID) // a freeze ends it (frozen.go)
+	cancelRest := cancel
+	cancel = func() { untrack(); cancelRest() }
 	handedOver := false // then the background reader owns ctx and the body
 	defer func() {
 		if !handedOver {
@@ -124,6 +132,15 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c 
 	}
 	resp, err := client.Do(up)
 	if err != nil {
+		if ae, ok := context.Cause(ctx).(*api.Error); ok {
+			return ae // the sandbox froze under the call
+		}
+		if ae := apihttp.TimedOut(r); ae != nil {
+			return ae // the client's upload stalled
+		}
+		if ae, ok := errors.AsType[*api.Error](err); ok {
+			return ae // reading the client's body failed otherwise
+		}
 		if r.Context().Err() != nil {
 			return fmt.Errorf("client went away: %w", r.Context().Err())
 		}

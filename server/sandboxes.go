@@ -120,6 +120,9 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if p.egress, err = s.egressGrants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
 		return err
 	}
+	if err := s.admitCreate(r.Context(), p.count); err != nil {
+		return err
+	}
 	sbs, err := s.startSandboxes(r.Context(), accountFrom(r.Context()), p)
 	if err != nil {
 		return err
@@ -203,6 +206,9 @@ func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) 
 	if err := s.recordCreate(ctx, sb, p); err != nil {
 		s.log.ErrorContext(ctx, "record sandbox", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)
+		if isStorageFault(err) {
+			return nil, storageFailed("create the sandbox")
+		}
 		return nil, sandboxFailed("create")
 	}
 	ep, err := s.driver.Create(ctx, Spec{
@@ -212,6 +218,12 @@ func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) 
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)
+		if isStorageFault(err) {
+			return nil, storageFailed("create the sandbox")
+		}
+		if he, ok := errors.AsType[*HostLimitError](err); ok {
+			return nil, he.apiError("create")
+		}
 		return nil, sandboxFailed("create")
 	}
 	// The sandbox exists now; record it even if the client has gone away,

@@ -170,6 +170,8 @@ type Server struct {
 	// compiled command allowlists; metrics backs /metrics.
 	broker         *broker
 	auditGate      *auditGate // closed while the store cannot commit entries (auditgate.go)
+	frozen         frozenSandboxes
+	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
 	allowlists     *allowlistCache
 	metrics        *metrics
 	watchKeepAlive time.Duration
@@ -285,6 +287,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/account", s.getAccount)
 	s.register("PATCH /v1/account", credTokenOrAdmin, s.updateAccount)
 	s.handle("GET /v1/usage", s.getUsage)
+	s.handle("GET /v1/host", s.getHost) // capacity.go
 	s.handle("GET /v1/account/ssh-keys", s.listSSHKeys)
 	// A registered SSH key opens terminals through the bastion, so only
 	// whoever may take over (an admin key, the account's login) adds one.
@@ -307,7 +310,8 @@ func (s *Server) Init(ctx context.Context) error {
 // Run does the background work until ctx is done: the reaper destroys
 // expired sandboxes every ReaperInterval, sandboxes the driver reports gone
 // are marked lost (lost.go), audit entries the store refused are retried
-// (auditgate.go), API-key use times are written,
+// (auditgate.go), sandboxes are frozen while the host's disk is full
+// (frozen.go), API-key use times are written,
 // and, on a store shared with other servers, their audit entries are
 // passed on to this server's watchers. It returns nil when ctx is done.
 func (s *Server) Run(ctx context.Context) error {
@@ -337,6 +341,12 @@ func (s *Server) Run(ctx context.Context) error {
 		s.retryAudit(ctx)
 	}()
 	defer func() { <-auditDone }()
+	storageDone := make(chan struct{})
+	go func() {
+		defer close(storageDone)
+		s.watchStorage(ctx)
+	}()
+	defer func() { <-storageDone }()
 	for {
 		select {
 		case <-ctx.Done():

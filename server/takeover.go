@@ -237,6 +237,9 @@ func (s *Server) dialPTY(r *http.Request, sb *Sandbox, readOnly bool) (*websocke
 // 502 sandbox_failed with failMsg, or the sidecar's own error when it
 // answered with one (a bad cwd, an exhausted exec budget).
 func (s *Server) dialSidecarWS(r *http.Request, sb *Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error) {
+	if err := s.frozenAnswer(sb.ID); err != nil {
+		return nil, err
+	}
 	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "sidecar client", "sandbox", sb.ID, "err", err)

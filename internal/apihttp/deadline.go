@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -51,12 +52,30 @@ func (t BodyTimeouts) Apply(w http.ResponseWriter, r *http.Request) *http.Reques
 	}
 	t = t.withDefaults()
 	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(t.Whole)) != nil {
+	deadline := time.Now().Add(t.Whole)
+	if rc.SetReadDeadline(deadline) != nil {
 		return r // a writer without deadlines (a test recorder): nothing to keep
 	}
+	b := &timedBody{body: r.Body, rc: rc, t: t}
+	b.deadline.Store(deadline.UnixNano())
 	r2 := *r
-	r2.Body = &timedBody{body: r.Body, rc: rc, t: t}
+	r2.Body = b
 	return &r2
+}
+
+// TimedOut returns the 408 request_timeout error when r's body deadline
+// has passed, whether or not a read has reported it yet: a proxy's
+// transport may give up on the request's cancelled context before the
+// read that timed out returns. It returns nil otherwise.
+func TimedOut(r *http.Request) *api.Error {
+	b, ok := r.Body.(*timedBody)
+	if !ok {
+		return nil
+	}
+	if d := b.deadline.Load(); d == 0 || time.Now().UnixNano() < d {
+		return nil
+	}
+	return b.timeoutError()
 }
 
 // Streaming switches r's body from the whole-body deadline to the idle
@@ -73,8 +92,9 @@ type timedBody struct {
 	body      io.ReadCloser
 	rc        *http.ResponseController
 	t         BodyTimeouts
-	streaming bool
-	done      bool // the body ended (or failed) and the deadline is lifted
+	streaming bool         // set before the first read
+	done      bool         // the body ended (or failed)
+	deadline  atomic.Int64 // unix nanoseconds of the read deadline; 0 once lifted (TimedOut reads it)
 }
 
 func (b *timedBody) Read(p []byte) (int, error) {
@@ -82,12 +102,15 @@ func (b *timedBody) Read(p []byte) (int, error) {
 		return b.body.Read(p)
 	}
 	if b.streaming {
-		_ = b.rc.SetReadDeadline(time.Now().Add(b.t.Idle))
+		d := time.Now().Add(b.t.Idle)
+		b.deadline.Store(d.UnixNano())
+		_ = b.rc.SetReadDeadline(d)
 	}
 	n, err := b.body.Read(p)
 	switch {
 	case err == io.EOF:
 		b.done = true
+		b.deadline.Store(0)
 		_ = b.rc.SetReadDeadline(time.Time{})
 	case err != nil:
 		// The deadline stays: net/http reads what is left of a body

@@ -19,7 +19,7 @@ func TestExecCaps(t *testing.T) {
 		req               api.ExecRequest
 		stdoutLen         int
 		stderrLen         int
-		exitCode          int  // checked when checkExit
+		exitCode          int // checked when checkExit
 		checkExit         bool
 		truncated         bool
 		stdout, stderrHas string
