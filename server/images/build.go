@@ -164,6 +164,19 @@ type Jailer interface {
 // WithJailer runs builds in j's jails. Without one, builds fail.
 func WithJailer(j Jailer) Option { return func(m *Manager) { m.jailer = j } }
 
+// DefaultBuildTimeout bounds a build (WithBuildTimeout).
+const DefaultBuildTimeout = 30 * time.Minute
+
+// WithBuildTimeout kills a build's jail after d.
+func WithBuildTimeout(d time.Duration) Option { return func(m *Manager) { m.buildTimeout = d } }
+
+// errBuildTimeout fails a build that ran past its time.
+type errBuildTimeout struct{ after time.Duration }
+
+func (e errBuildTimeout) Error() string {
+	return fmt.Sprintf("the build ran longer than %v and was stopped", e.after)
+}
+
 // errNoJailer fails a build on a Manager without a Jailer.
 var errNoJailer = errors.New("image builds need the local driver running as root")
 
@@ -240,10 +253,17 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 		var wg sync.WaitGroup
 		wg.Go(func() { m.proxy.Serve(ln, allow, report) })
 		proxyURL := "http://" + buildProxyAddr
-		err = m.jailer.RunBuild(context.Background(), "build-"+id, func(hostID int) (jail.Spec, error) {
+		// A build that never ends (a script waiting forever) would hold
+		// one of the MaxRunning slots every account's builds share.
+		ctx, cancel := context.WithTimeout(context.Background(), m.buildTimeout)
+		err = m.jailer.RunBuild(ctx, "build-"+id, func(hostID int) (jail.Spec, error) {
 			root, err := m.assembleRoot(id, hostID)
 			return jail.Spec{Image: root, Build: &jail.Build{Steps: m.steps(spec, proxyURL), Env: buildEnv(proxyURL)}}, err
 		}, out)
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", errBuildTimeout{m.buildTimeout}, err)
+		}
+		cancel()
 		_ = ln.Close()
 		wg.Wait()
 		errc <- err

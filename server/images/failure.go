@@ -1,6 +1,7 @@
 package images
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -36,6 +37,11 @@ func failure(id string, err error, refused []string, roLine string) *buildFailur
 			msg: "a package tried to write outside the image's directories: " + roLine,
 			hint: "install scripts may write under /usr, /etc, /bin, /sbin, /lib* and the scratch directories /tmp, /var/tmp, /var/log and /run; " +
 				"a package that installs elsewhere (/opt, /home, /root) cannot be built here",
+		}
+	case errors.As(err, new(errBuildTimeout)):
+		return &buildFailure{
+			code: api.CodeImageBuildFailed, err: err, msg: err.Error(),
+			hint: "see where it hung in the build log: `boxkite images logs " + id + "`; a package whose install waits for input or a network it cannot reach never finishes here",
 		}
 	default:
 		return &buildFailure{

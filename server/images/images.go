@@ -56,8 +56,10 @@ type Manager struct {
 	sources Sources       // where builds fetch packages from (hosts.go)
 	proxy   *egress.Proxy // builds' only way out
 	jailer  Jailer        // runs builds; nil: builds fail
-	log     *slog.Logger
-	now     func() time.Time
+
+	buildTimeout time.Duration // WithBuildTimeout
+	log          *slog.Logger
+	now          func() time.Time
 
 	recs  Records
 	wg    sync.WaitGroup
@@ -78,7 +80,7 @@ func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 	}
 	m := &Manager{
 		dir: dir, sources: Sources{AptDir: "/etc/apt"}, proxy: &egress.Proxy{Log: log, Permit: MirrorAddr}, log: log, now: time.Now,
-		recs: &fileRecords{dir: dir}, slots: make(chan struct{}, MaxRunning),
+		recs: &fileRecords{dir: dir}, slots: make(chan struct{}, MaxRunning), buildTimeout: DefaultBuildTimeout,
 	}
 	for _, o := range opts {
 		o(m)

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/npmtest"
@@ -320,5 +321,39 @@ s.on('error', e => { console.log('proxy: ' + e.message); process.exit(4) })
 	}
 	if _, err := os.Lstat(escape); err == nil {
 		t.Errorf("a build wrote %s on the host", escape)
+	}
+}
+
+// TestBuildTimeout: a package whose install script never ends is stopped
+// at the build's time limit, the build fails saying so, and the next
+// build runs: a hung build holds no slot for good.
+func TestBuildTimeout(t *testing.T) {
+	t.Parallel()
+	reg := npmtest.New(t)
+	reg.Add(t, npmtest.Pack(t, map[string]string{
+		"package.json": `{"name":"boxkite-hangs","version":"1.0.0","scripts":{"postinstall":"sleep 3600"}}`,
+	}))
+	reg.Add(t, npmtest.Pack(t, map[string]string{"package.json": `{"name":"boxkite-quick","version":"1.0.0"}`}))
+	_, pipPort, _ := net.SplitHostPort(pipIndex(t).Listener.Addr().String())
+	s := servertest.New(t, servertest.WithImages(t.TempDir(),
+		images.WithSources(images.Sources{AptDir: "/etc/apt", PipIndex: "http://pypi.test:" + pipPort + "/simple", NPMRegistry: "http://npm.test:" + reg.Port() + "/"}),
+		images.WithProxy(&egress.Proxy{
+			Resolver: testResolver{"npm.test": "127.0.0.1"},
+			Permit:   func(a netip.Addr) bool { return a.Unmap().IsLoopback() },
+		}),
+		images.WithBuildTimeout(5*time.Second)))
+	img, logs := buildImage(t, s, api.ImageSpec{NPMPackages: []string{"boxkite-hangs==1.0.0"}})
+	if img.Status != api.ImageFailed || img.FailureCode != api.CodeImageBuildFailed || !strings.Contains(img.FailureReason, "longer than 5s") || img.FailureHint == "" {
+		t.Errorf("image %+v, want failed for running too long\nlog:\n%s", img, logs)
+	}
+	// The jail was killed, the script with it.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && string(b) == "sleep\x003600\x00" {
+			t.Errorf("the hung script still runs: %s", p)
+		}
+	}
+	if img, logs := buildImage(t, s, api.ImageSpec{NPMPackages: []string{"boxkite-quick==1.0.0"}}); img.Status != api.ImageCompleted {
+		t.Errorf("the next build: %+v\nlog:\n%s", img, logs)
 	}
 }
