@@ -213,6 +213,18 @@ func (p e2bPort) Session(ctx context.Context, accountID, sandboxID string, env m
 	return &e2bSession{s: p.s, acct: acct, sb: sb, env: env}, nil
 }
 
+func (p e2bPort) Running(ctx context.Context) ([]string, error) {
+	sbs, err := p.s.store.SandboxesWithStatus(ctx, api.StatusActive)
+	if err != nil {
+		return nil, fmt.Errorf("list running sandboxes: %w", err)
+	}
+	ids := make([]string, len(sbs))
+	for i, sb := range sbs {
+		ids[i] = sb.ID
+	}
+	return ids, nil
+}
+
 // e2bSession is envd.Session: one running sandbox, acted on for its account.
 type e2bSession struct {
 	s    *Server

@@ -206,3 +206,5 @@ func (s sessions) Open(ctx context.Context, id string) (envd.Session, error) {
 	}
 	return s.cp.Session(ctx, rec.AccountID, id, rec.EnvVars)
 }
+
+func (s sessions) Running(ctx context.Context) ([]string, error) { return s.cp.Running(ctx) }

@@ -63,6 +63,8 @@ type ControlPlane interface {
 	// Session opens the account's running sandbox for envd calls, its
 	// commands starting with env; envd.ErrGone when it is not running.
 	Session(ctx context.Context, accountID, sandboxID string, env map[string]string) (envd.Session, error)
+	// Running lists every account's running sandboxes' ids.
+	Running(ctx context.Context) ([]string, error)
 }
 
 // Usage is a sandbox's resource use.

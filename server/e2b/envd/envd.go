@@ -111,8 +111,16 @@ func New(opts Options) *Handler {
 const maxRPCBody = 16 << 20
 
 // Matches reports whether r is E2B sandbox traffic: the control plane
-// never sends E2b-Sandbox-Id.
-func Matches(r *http.Request) bool { return r.Header.Get(HeaderSandboxID) != "" }
+// never sends E2b-Sandbox-Id. A signed /files URL (sandbox.uploadUrl(),
+// downloadUrl(), for a browser) comes without it.
+func Matches(r *http.Request) bool {
+	return r.Header.Get(HeaderSandboxID) != "" || signedFiles(r)
+}
+
+// signedFiles reports whether r is a /files request by signed URL.
+func signedFiles(r *http.Request) bool {
+	return r.URL.Path == "/files" && r.URL.Query().Has("signature")
+}
 
 type sessionKey struct{}
 
@@ -132,6 +140,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	if id == "" && signedFiles(r) {
+		found, err := h.signer(r)
+		if err != nil {
+			h.log.ErrorContext(ctx, "find the sandbox of a signed url", "err", err)
+			writeStatus(w, http.StatusInternalServerError, "internal", "internal error")
+			return
+		}
+		id = found
+		r.Header.Set(HeaderSandboxID, id)
+	}
 	ok, err := h.authorized(r, id, port)
 	if err != nil {
 		h.log.ErrorContext(ctx, "derive envd token", "sandbox", id, "err", err)
@@ -186,6 +204,31 @@ func (h *Handler) authorized(r *http.Request, id, port string) (bool, error) {
 		return signedURLValid(r.URL.Query(), op, access, h.now()), nil
 	}
 	return false, nil
+}
+
+// signer finds the running sandbox whose access token signed r's URL, or
+// "" when none did. The URL names no sandbox (the SDK builds it on the
+// shared E2B_SANDBOX_URL), so every running sandbox's token is tried;
+// tokens are derived, not stored, so that is a hash per sandbox.
+func (h *Handler) signer(r *http.Request) (string, error) {
+	ids, err := h.sandboxes.Running(r.Context())
+	if err != nil {
+		return "", err
+	}
+	op := "read"
+	if r.Method == http.MethodPost {
+		op = "write"
+	}
+	for _, id := range ids {
+		access, err := h.tokens.Access(r.Context(), id)
+		if err != nil {
+			return "", err
+		}
+		if signedURLValid(r.URL.Query(), op, access, h.now()) {
+			return id, nil
+		}
+	}
+	return "", nil
 }
 
 // writeGone answers traffic for a sandbox that is not running as E2B's

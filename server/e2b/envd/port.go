@@ -23,6 +23,9 @@ var ErrGone = errors.New("sandbox is not running")
 // session acts as the account that owns it.
 type Sandboxes interface {
 	Open(ctx context.Context, sandboxID string) (Session, error)
+	// Running lists the ids of every running sandbox, whoever owns it: a
+	// signed /files URL names no sandbox, only its signature tells.
+	Running(ctx context.Context) ([]string, error)
 }
 
 // Session is what envd needs of one running sandbox: its sidecar, reached
