@@ -136,12 +136,17 @@ func TestCrossTenantMatrix(t *testing.T) {
 			_, got := e.do("GET", "/v1/account", k.Key, nil)
 			isB(t, b, nil, got)
 		}},
-		"GET /v1/api-keys":                     {cred: "token", path: "/v1/api-keys"},
-		"DELETE /v1/api-keys/{key_id}":         {cred: "token", path: "/v1/api-keys/{akey}", want: 404},
-		"GET /v1/account/me":                   {cred: "token", path: "/v1/account/me", check: isB},
-		"GET /v1/account":                      {cred: "key", path: "/v1/account", check: isB},
-		"PATCH /v1/account":                    {cred: "key", path: "/v1/account", body: api.AccountUpdate{}, check: isB},
-		"GET /v1/usage":                        {cred: "key", path: "/v1/usage"},
+		"GET /v1/api-keys":             {cred: "token", path: "/v1/api-keys"},
+		"DELETE /v1/api-keys/{key_id}": {cred: "token", path: "/v1/api-keys/{akey}", want: 404},
+		"GET /v1/account/me":           {cred: "token", path: "/v1/account/me", check: isB},
+		"GET /v1/account":              {cred: "key", path: "/v1/account", check: isB},
+		"PATCH /v1/account":            {cred: "key", path: "/v1/account", body: api.AccountUpdate{}, check: isB},
+		"GET /v1/usage":                {cred: "key", path: "/v1/usage"},
+		"GET /v1/host": {cred: "key", path: "/v1/host", check: func(t *testing.T, _ *tenant, _ *http.Response, body []byte) {
+			if strings.Contains(string(body), sb.ID) {
+				t.Errorf("B's host status names A's sandbox: %s", body)
+			}
+		}},
 		"GET /v1/account/ssh-keys":             {cred: "key", path: "/v1/account/ssh-keys"},
 		"POST /v1/account/ssh-keys":            {cred: "key", path: "/v1/account/ssh-keys", body: api.AddSSHKeyRequest{PublicKey: mustAuthorizedKey(t)}},
 		"DELETE /v1/account/ssh-keys/{key_id}": {cred: "key", path: "/v1/account/ssh-keys/{assh}", want: 404},

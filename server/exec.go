@@ -90,12 +90,17 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		c.tap = lineTap(maxEventLine, out.event)
 		hw = newExitHolder(sc.events(w))
 		fw = hw
+		c.handOver = s.execHandedOver(r, sb, req, &out)
 	} else {
 		hw = newHeldResponse(w)
 		fw = sc.result(hw)
 	}
 	started := s.now()
 	err = s.forward(fw, r, sb, c)
+	if errors.Is(err, errHandedOver) {
+		// The credential was revoked: the stream ends, the command runs on.
+		return hw.fail(errStreamRevoked)
+	}
 	sc.done()
 	out.outputRedacted = sc.outputRedacted()
 	if eh, ok := hw.(*exitHolder); ok {
@@ -115,10 +120,16 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.metrics.exec(s.now().Sub(started))
 	out.result(c)
-	err = s.auditExec(r, sb, req, &out, started, nil)
+	// What the command wrote is on the host's storage before it is
+	// acknowledged, or the answer says it is not.
+	syncErr := s.syncDisk(r.Context(), sb, "exec")
+	err = s.auditExec(r, sb, req, &out, started, nil, syncErr != nil)
+	if err == nil {
+		err = syncErr
+	}
 	if err != nil {
 		// The command ran; the answer says so instead of passing for a
-		// recorded result.
+		// recorded, stored result.
 		outcome := map[string]any{"exit_code": out.exitCode}
 		if c.captured != nil {
 			outcome["result"] = json.RawMessage(sc.capturedResult(c.captured))
@@ -133,10 +144,30 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// execHandedOver returns what runs when a streamed exec's credential was
+// revoked and the rest of its stream was read in the background: the
+// audit entry, as for any exec (cut, when the stream from the sidecar
+// broke off instead of ending).
+func (s *Server) execHandedOver(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome) func(error) {
+	started := s.now()
+	// The handler has returned by then: keep the request's values, not its end.
+	r = r.WithContext(context.WithoutCancel(r.Context()))
+	return func(err error) {
+		var cut *api.Error
+		if err != nil || out.exitCode == nil {
+			cut = &api.Error{Code: api.CodeSandboxFailed, Message: "the stream from the sandbox broke off"}
+		}
+		if aerr := s.auditExec(r, sb, req, out, started, cut, false); aerr != nil {
+			s.log.ErrorContext(r.Context(), "audit an exec whose credential was revoked", "sandbox", sb.ID, "err", aerr)
+		}
+	}
+}
+
 // auditExec writes an exec's audit entry: the command, its timeout, the
 // exit code and, when output was cut, the counts; cut is the error a
-// stream that broke off ended with, if it did.
-func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error) error {
+// stream that broke off ended with, if it did; unstored says the host
+// could not store what it wrote.
+func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
 	command := loggedText(req.Command)
 	detail := map[string]any{"command": command, "timeout": req.Timeout}
 	if len(command) < len(req.Command) {
@@ -151,6 +182,9 @@ func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, ou
 	}
 	if cut != nil {
 		detail["error"] = cut.Code
+	}
+	if unstored {
+		detail["stored"] = false // ran, but the host could not store what it wrote
 	}
 	if out.outputRedacted {
 		detail["output_redacted"] = true
@@ -203,7 +237,7 @@ func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *Sandbox, req 
 		}
 	}
 	e.RequestID = infoFrom(ctx).id
-	if err := s.auditExec(r, sb, req, out, started, e); err != nil {
+	if err := s.auditExec(r, sb, req, out, started, e, false); err != nil {
 		return eh.fail(err)
 	}
 	return eh.fail(e)

@@ -121,6 +121,13 @@ func (s *Server) reserveSandboxes(ctx context.Context, acct *Account, p createPa
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return err
 	}
+	if isStorageFault(err) {
+		return storageFailed("record the sandbox")
+	}
+	if errors.Is(err, ErrStoreReadOnly) || errors.Is(err, ErrStoreIO) {
+		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "could not record the sandbox: %s", auditReason(err)).
+			WithHint("the operator must make the database writable again; the server log has the cause")
+	}
 	if err != nil {
 		return fmt.Errorf("record sandbox: %w", err)
 	}

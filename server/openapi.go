@@ -86,6 +86,7 @@ func routeDocs() []routeDoc {
 		{pattern: "GET /v1/account", summary: "The account of the API key", response: api.Account{}},
 		{pattern: "PATCH /v1/account", summary: "Change the account's settings: scrub_output", auth: authTokenOrAdmin, request: api.AccountUpdate{}, response: api.Account{}},
 		{pattern: "GET /v1/usage", summary: "Sandbox usage against the fair-use limits", response: api.Usage{}},
+		{pattern: "GET /v1/host", summary: "The host's use of its limits (disk against the free-space watermark, threads, loop devices, memory), the audit log's state and the active sandboxes' disks (admin keys)", response: api.HostStatus{}},
 		{pattern: "GET /v1/account/ssh-keys", summary: "List the SSH keys registered for the bastion", response: []api.SSHKey{}},
 		{pattern: "POST /v1/account/ssh-keys", summary: "Register an SSH public key for the bastion", auth: authTokenOrAdmin, request: api.AddSSHKeyRequest{}, response: api.SSHKey{}, status: http.StatusCreated},
 		{pattern: "DELETE /v1/account/ssh-keys/{key_id}", summary: "Remove an SSH key", auth: authTokenOrAdmin, status: http.StatusNoContent},

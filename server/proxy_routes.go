@@ -46,6 +46,12 @@ const (
 	queryKey                            // ?api_key= is accepted (event streams)
 	checkCommand                        // the body's "command" must pass the account's allowlist
 	checkCode                           // the body's "code" runs as python3 -c, which the allowlist must allow
+	// writes: what the operation wrote is flushed to the host's storage
+	// before it is acknowledged (DiskSyncer), a 507 if it cannot be.
+	writes
+	// upload: writes data the caller sends, refused (507) while the host
+	// is below its free-space watermark.
+	upload
 	// The answer carries command output, scrubbed of secrets (scrub.go):
 	scrubsProcessOutput // a process output page
 	scrubsProcessStream // a process's event stream
@@ -65,17 +71,17 @@ const (
 // method, public path, sidecar path, audit operation, body, timeout, flags, detail.
 func proxyRoutes() []proxyRoute {
 	return []proxyRoute{
-		{"POST", "/files", "/file-create", "file_create", bodyJSON, opTimeout, 0, fileCreateDetail},
+		{"POST", "/files", "/file-create", "file_create", bodyJSON, opTimeout, upload | writes, fileCreateDetail},
 		{"POST", "/files/view", "/view", "view", bodyJSON, opTimeout, 0, viewDetail},
-		{"POST", "/files/str-replace", "/str-replace", "str_replace", bodyJSON, opTimeout, 0, strReplaceDetail},
+		{"POST", "/files/str-replace", "/str-replace", "str_replace", bodyJSON, opTimeout, writes, strReplaceDetail},
 		{"POST", "/files/ls", "/ls", "ls", bodyJSON, opTimeout, 0, lsDetail},
 		{"POST", "/files/glob", "/glob", "glob", bodyJSON, opTimeout, 0, globDetail},
 		{"POST", "/files/grep", "/grep", "grep", bodyJSON, opTimeout, 0, grepDetail},
 		{"POST", "/files/watch", "/watch", "watch", bodyJSON, watchTimeout, 0, watchDetail},
 		{"POST", "/files/present", "/present-files", "present_files", bodyJSON, opTimeout, 0, presentDetail},
-		{"PUT", "/files/raw", "/files/raw", "file_upload", bodyStream, 0, needPath, transferDetail},
+		{"PUT", "/files/raw", "/files/raw", "file_upload", bodyStream, 0, needPath | upload | writes, transferDetail},
 		{"GET", "/files/raw", "/files/raw", "file_download", bodyNone, 0, needPath, transferDetail},
-		{"POST", "/files/archive", "/files/archive", "archive_upload", bodyStream, 0, needPath, transferDetail},
+		{"POST", "/files/archive", "/files/archive", "archive_upload", bodyStream, 0, needPath | upload | writes, transferDetail},
 		{"GET", "/files/archive", "/files/archive", "archive_download", bodyNone, 0, needPath, transferDetail},
 
 		{"POST", "/processes", "/process/start", "start_process", bodyJSON, opTimeout, checkCommand, startProcessDetail},
@@ -86,7 +92,7 @@ func proxyRoutes() []proxyRoute {
 		{"POST", "/processes/{pid}/input", "/process/{pid}/input", "send_process_input", bodyJSON, opTimeout, 0, processInputDetail},
 		{"POST", "/processes/{pid}/stop", "/process/{pid}/stop", "stop_process", bodyNone, opTimeout, 0, stopProcessDetail},
 
-		{"POST", "/interpreter/exec", "/interpreter/exec", "interpreter_exec", bodyJSON, interpreterTimeout, checkCode | scrubsInterpreter, interpreterDetail},
+		{"POST", "/interpreter/exec", "/interpreter/exec", "interpreter_exec", bodyJSON, interpreterTimeout, checkCode | writes | scrubsInterpreter, interpreterDetail},
 		{"POST", "/interpreter/reset", "/interpreter/reset", "interpreter_reset", bodyNone, opTimeout, 0, nil},
 		{"GET", "/interpreter/status", "/interpreter/status", "", bodyNone, opTimeout, 0, nil},
 
@@ -192,11 +198,23 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 		if err := s.auditOpen(); err != nil {
 			return err
 		}
+		if rt.flags&upload != 0 {
+			if err := s.admitWrite(r.Context(), sb.ID); err != nil {
+				return err
+			}
+		}
 		// Audited: the end of the answer waits for the entry (exec_hold.go).
 		hw := newTailHolder(out)
 		err = s.forward(hw, r, sb, c)
 		if errors.Is(err, errStreamBroken) {
 			s.abortResponse(r, err)
+		}
+		if err == nil && c.status >= 500 && rt.flags&writes != 0 {
+			// The sidecar could not write: if that is because the host
+			// could not store it, say so rather than pass on a 500.
+			if serr := s.brokenDisk(r.Context(), sb, rt.op); serr != nil {
+				return hw.fail(serr)
+			}
 		}
 		if err != nil || c.status/100 != 2 {
 			hw.release()
@@ -207,15 +225,28 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 		if up != nil {
 			x.upBytes = up.n
 		}
+		var syncErr error
+		if rt.flags&writes != 0 {
+			syncErr = s.syncDisk(r.Context(), sb, strings.ReplaceAll(rt.op, "_", " "))
+		}
 		var detail map[string]any
 		if rt.detail != nil {
 			detail = rt.detail(x)
+		}
+		if syncErr != nil {
+			if detail == nil {
+				detail = map[string]any{}
+			}
+			detail["stored"] = false // performed, but the host could not store it
 		}
 		err = s.audit(r.Context(), auditRecord{
 			sb: sb, operation: rt.op, detail: detail,
 			exitCode: x.exitCode, outputTruncated: x.outputTruncated,
 			started: started, duration: s.now().Sub(started),
 		})
+		if err == nil {
+			err = syncErr
+		}
 		if err != nil {
 			return hw.fail(withOutcome(err, map[string]any{"status": c.status}))
 		}

@@ -59,7 +59,7 @@ type createParams struct {
 	imageID   string // validated image_id and its root filesystem (images_api.go)
 	imageRoot string
 	volumes   []VolumeMount    // validated volume_mounts (volumes.go)
-	egress    egress.Allowlist // granted by mcp_connection_names (mcpconn.go)
+	egress    egress.Allowlist // granted by mcp_connection_names (mcpconn.go) and egress_hosts
 }
 
 func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
@@ -118,6 +118,14 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if p.egress, err = s.egressGrants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
+		return err
+	}
+	hosts, err := egressHosts(infoFrom(r.Context()).key, req.EgressHosts)
+	if err != nil {
+		return err
+	}
+	p.egress = append(p.egress, hosts...)
+	if err := s.admitCreate(r.Context(), p.count); err != nil {
 		return err
 	}
 	sbs, err := s.startSandboxes(r.Context(), accountFrom(r.Context()), p)
@@ -203,6 +211,9 @@ func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) 
 	if err := s.recordCreate(ctx, sb, p); err != nil {
 		s.log.ErrorContext(ctx, "record sandbox", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)
+		if isStorageFault(err) {
+			return nil, storageFailed("create the sandbox")
+		}
 		return nil, sandboxFailed("create")
 	}
 	ep, err := s.driver.Create(ctx, Spec{
@@ -212,6 +223,12 @@ func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) 
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)
+		if isStorageFault(err) {
+			return nil, storageFailed("create the sandbox")
+		}
+		if he, ok := errors.AsType[*HostLimitError](err); ok {
+			return nil, he.apiError("create")
+		}
 		return nil, sandboxFailed("create")
 	}
 	// The sandbox exists now; record it even if the client has gone away,

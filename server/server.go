@@ -170,12 +170,16 @@ type Server struct {
 	// compiled command allowlists; metrics backs /metrics.
 	broker         *broker
 	auditGate      *auditGate // closed while the store cannot commit entries (auditgate.go)
+	frozen         frozenSandboxes
+	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
 	allowlists     *allowlistCache
 	metrics        *metrics
 	watchKeepAlive time.Duration
 	// scrubIdle is how long a scrubbed output stream holds back the end
 	// of its text while nothing new comes (scrub_stream.go).
 	scrubIdle time.Duration
+	// revocations ends requests whose credential is revoked (revoke.go).
+	revocations *revocations
 
 	jwt     jwtKeys
 	hasher  *hasher
@@ -217,6 +221,7 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		allowlists:     newAllowlistCache(),
 		watchKeepAlive: DefaultWatchKeepAlive,
 		scrubIdle:      DefaultScrubIdleFlush,
+		revocations:    newRevocations(),
 		hasher:         newHasher(),
 		limiter:        newRateLimiter(),
 		streamingPOST:  streamingPOSTs(),
@@ -282,6 +287,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/account", s.getAccount)
 	s.register("PATCH /v1/account", credTokenOrAdmin, s.updateAccount)
 	s.handle("GET /v1/usage", s.getUsage)
+	s.handle("GET /v1/host", s.getHost) // capacity.go
 	s.handle("GET /v1/account/ssh-keys", s.listSSHKeys)
 	// A registered SSH key opens terminals through the bastion, so only
 	// whoever may take over (an admin key, the account's login) adds one.
@@ -304,7 +310,8 @@ func (s *Server) Init(ctx context.Context) error {
 // Run does the background work until ctx is done: the reaper destroys
 // expired sandboxes every ReaperInterval, sandboxes the driver reports gone
 // are marked lost (lost.go), audit entries the store refused are retried
-// (auditgate.go), API-key use times are written,
+// (auditgate.go), sandboxes are frozen while the host's disk is full
+// (frozen.go), API-key use times are written,
 // and, on a store shared with other servers, their audit entries are
 // passed on to this server's watchers. It returns nil when ctx is done.
 func (s *Server) Run(ctx context.Context) error {
@@ -316,6 +323,12 @@ func (s *Server) Run(ctx context.Context) error {
 		s.listenAudit(ctx)
 	}()
 	defer func() { <-listenDone }()
+	revokeDone := make(chan struct{})
+	go func() {
+		defer close(revokeDone)
+		s.listenRevocations(ctx)
+	}()
+	defer func() { <-revokeDone }()
 	lostDone := make(chan struct{})
 	go func() {
 		defer close(lostDone)
@@ -328,6 +341,12 @@ func (s *Server) Run(ctx context.Context) error {
 		s.retryAudit(ctx)
 	}()
 	defer func() { <-auditDone }()
+	storageDone := make(chan struct{})
+	go func() {
+		defer close(storageDone)
+		s.watchStorage(ctx)
+	}()
+	defer func() { <-storageDone }()
 	for {
 		select {
 		case <-ctx.Done():

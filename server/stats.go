@@ -14,6 +14,10 @@ type Stats struct {
 	MemoryBytes     int64 // all memory charged to it, page cache and kernel memory included
 	MemoryAnonBytes int64 // of which anonymous
 	Pids            int64 // tasks, threads included
+	// DiskUsedBytes and DiskQuotaBytes are its own disk's use and size;
+	// 0 when it has none of its own.
+	DiskUsedBytes, DiskQuotaBytes int64
+	Frozen                        bool // stopped while the host's disk is full
 }
 
 // StatsDriver is a Driver that can report a sandbox's usage. It is
@@ -57,6 +61,9 @@ func (s *Server) sandboxStats(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return fmt.Errorf("sandbox stats: %w", err)
 	}
-	writeJSON(w, http.StatusOK, api.SandboxStats{MemoryBytes: st.MemoryBytes, MemoryAnonBytes: st.MemoryAnonBytes, Pids: st.Pids})
+	writeJSON(w, http.StatusOK, api.SandboxStats{
+		MemoryBytes: st.MemoryBytes, MemoryAnonBytes: st.MemoryAnonBytes, Pids: st.Pids,
+		DiskUsedBytes: st.DiskUsedBytes, DiskQuotaBytes: st.DiskQuotaBytes, Frozen: st.Frozen,
+	})
 	return nil
 }

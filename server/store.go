@@ -74,6 +74,9 @@ type SandboxStore interface {
 	CreateSandbox(ctx context.Context, sb *Sandbox) error
 	// Sandbox returns the account's sandbox, or ErrNotFound (also for another account's).
 	Sandbox(ctx context.Context, accountID, id string) (*Sandbox, error)
+	// SandboxByID returns any account's sandbox, or ErrNotFound: for what
+	// the server records about a sandbox on its own (lost, frozen).
+	SandboxByID(ctx context.Context, id string) (*Sandbox, error)
 	// ListSandboxes returns the account's sandboxes newest first, all or
 	// only the active ones. Rows still being created are left out.
 	ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*Sandbox, error)

@@ -237,6 +237,9 @@ func (s *Server) dialPTY(r *http.Request, sb *Sandbox, readOnly bool) (*websocke
 // 502 sandbox_failed with failMsg, or the sidecar's own error when it
 // answered with one (a bad cwd, an exhausted exec budget).
 func (s *Server) dialSidecarWS(r *http.Request, sb *Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error) {
+	if err := s.frozenAnswer(sb.ID); err != nil {
+		return nil, err
+	}
 	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "sidecar client", "sandbox", sb.ID, "err", err)
@@ -299,8 +302,18 @@ type relayHooks struct {
 }
 
 func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks) int64 {
-	ctx, cancel := context.WithCancel(ctx)
+	// A revoked credential closes the client's side with a status that
+	// says so; the reads must not end first (a cancelled read drops the
+	// connection without a word).
+	request := ctx
+	ctx, cancel := survivingContext(ctx)
 	defer cancel()
+	stopWatching := context.AfterFunc(request, func() {
+		if errors.Is(context.Cause(request), errCredentialRevoked) {
+			_ = down.Close(websocket.StatusPolicyViolation, "the credential of this session was revoked")
+		}
+	})
+	defer stopWatching()
 	type ended struct {
 		fromClient bool
 		err        error
@@ -364,6 +377,10 @@ func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnl
 		}
 	} else if !first.fromClient {
 		code, reason = websocket.StatusGoingAway, "the sandbox's terminal went away"
+	}
+	if errors.Is(context.Cause(request), errCredentialRevoked) {
+		// The terminal itself stays: only this credential's view of it ends.
+		code, reason = websocket.StatusPolicyViolation, "the credential of this session was revoked"
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = down.Close(code, reason) })

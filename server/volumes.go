@@ -107,12 +107,18 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := hostRefusal(s.capacityWrite(r.Context(), ""), "volume create"); err != nil {
+		return err
+	}
 	acct := accountFrom(r.Context())
 	v := &Volume{ID: NewID(), AccountID: acct.ID, Label: req.Label, SizeGB: req.SizeGB, Status: api.VolumeReady, CreatedAt: s.now()}
 	const mib = 1 << 20
 	size := max(16*mib, int64(req.SizeGB*(1<<30))/mib*mib)
 	if err := vd.CreateVolume(r.Context(), v.ID, size); err != nil {
 		s.log.ErrorContext(r.Context(), "create volume", "volume", v.ID, "err", err)
+		if isStorageFault(err) {
+			return storageFailed("create the volume")
+		}
 		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not create the volume").
 			WithHint("retry; if it keeps failing, the server log has the cause under this request id")
 	}

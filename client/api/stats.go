@@ -12,4 +12,10 @@ type SandboxStats struct {
 	MemoryAnonBytes int64 `json:"memory_anon_bytes"`
 	// Pids counts its tasks, threads included.
 	Pids int64 `json:"pids"`
+	// DiskUsedBytes and DiskQuotaBytes are its own disk's use and size
+	// (drivers with per-sandbox disks; 0 otherwise).
+	DiskUsedBytes  int64 `json:"disk_used_bytes,omitempty"`
+	DiskQuotaBytes int64 `json:"disk_quota_bytes,omitempty"`
+	// Frozen says the sandbox is stopped because the host ran out of disk.
+	Frozen bool `json:"frozen,omitempty"`
 }

@@ -3,6 +3,7 @@ package faulttest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,7 +64,6 @@ func poll(t *testing.T, what string, budget time.Duration, cond func() bool) tim
 	}
 }
 
-
 // wholeLog reads every entry of a sandbox's log and the head the first
 // page reported.
 func wholeLog(t *testing.T, c *client.Client, id string) ([]api.LogEntry, *api.LogPage) {
@@ -83,4 +83,12 @@ func wholeLog(t *testing.T, c *client.Client, id string) ([]api.LogEntry, *api.L
 			return entries, first
 		}
 	}
+}
+
+// apiCode is the stable code of an API error, or "".
+func apiCode(err error) string {
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		return e.Code
+	}
+	return ""
 }

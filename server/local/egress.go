@@ -81,4 +81,5 @@ func (d *Driver) Release() {
 	for _, l := range ls {
 		_ = l.Close()
 	}
+	d.releaseHandles()
 }

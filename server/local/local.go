@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -97,6 +96,10 @@ type Config struct {
 	// negative no limit.
 	MaxExecCount, MaxExecSeconds int
 
+	// Host bounds what sandboxes may take of the host: the free-space
+	// watermark, tasks, loop devices, memory (capacity.go).
+	Host HostLimits
+
 	// WarmPool is how many sandboxes of the default size and storage are
 	// kept started ahead of need and handed out by Create (pool.go); 0
 	// means none.
@@ -127,7 +130,10 @@ type Driver struct {
 	// created (egress.go), under mu; a restarted driver has none.
 	egress map[string]net.Listener
 
-	loss *lossWatch // sandboxes whose sidecars are watched (watch.go)
+	loss     *lossWatch  // sandboxes whose sidecars are watched (watch.go)
+	capacity capacity    // the host's use of its limits (capacity.go)
+	disks    diskHandles // sandbox disks kept open to flush them (storage.go)
+	frozen   frozenSet   // sandboxes frozen while the host's disk is full (storage.go)
 }
 
 var _ server.Driver = (*Driver)(nil)
@@ -273,7 +279,7 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 	if spec.Egress == nil {
 		if ep, handled, err := d.claimWarm(ctx, spec); handled {
 			if err == nil {
-				d.watchSandbox(spec.ID)
+				d.track(spec.ID)
 			}
 			return ep, err
 		}
@@ -307,7 +313,7 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w%s", spec.ID, err, logTail(dir))
 	}
 	d.log.Debug("sandbox created", "id", spec.ID)
-	d.watchSandbox(spec.ID)
+	d.track(spec.ID)
 	return ep, nil
 }
 
@@ -406,6 +412,9 @@ func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (p prepa
 	if js.Binds, err = d.volumeBinds(spec.Volumes); err != nil {
 		return p, err
 	}
+	for _, v := range spec.Volumes {
+		st.Volumes = append(st.Volumes, v.ID)
+	}
 	if spec.Egress != nil {
 		if err := d.listenEgress(spec.ID, js, spec.Egress); err != nil {
 			return p, err
@@ -453,8 +462,7 @@ func (d *Driver) makeRunDir(path string, hostID int) error {
 // cgroupName names a sandbox's cgroup: its id, made unique among every
 // driver on the host (each with its own state directory) by a hash.
 func (d *Driver) cgroupName(id string) string {
-	sum := sha256.Sum256([]byte(d.cfg.StateDir))
-	return id + "." + hex.EncodeToString(sum[:4])
+	return id + "." + stateDirTag(d.cfg.StateDir)
 }
 
 // start launches the jail in its cgroup, hands it the lease on its id
@@ -530,6 +538,8 @@ func (d *Driver) Delete(ctx context.Context, id string) error {
 // that this driver's children know as id.
 func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	d.loss.unwatch(id) // a deletion is not a loss
+	d.closeDisks(id)
+	d.frozen.set(id, false)
 	st, err := readState(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -613,19 +623,21 @@ func (d *Driver) List(ctx context.Context) ([]server.Observed, error) {
 }
 
 // Shutdown deletes every sandbox of the state directory concurrently,
-// whether or not this Driver started it, and the warm pool. `boxkite down`
-// calls it on SIGTERM.
+// whether or not this Driver started it, and the warm pool, and unmounts
+// the volumes (their data stays). `boxkite down` calls it on SIGTERM.
 func (d *Driver) Shutdown(ctx context.Context) error {
 	perr := d.pool.stop(ctx)
 	obs, err := d.List(ctx)
 	if err != nil {
 		return errors.Join(perr, err)
 	}
-	errs := make([]error, len(obs), len(obs)+1)
+	errs := make([]error, len(obs), len(obs)+2)
 	var wg sync.WaitGroup
 	for i, o := range obs {
 		wg.Go(func() { errs[i] = d.Delete(ctx, o.ID) })
 	}
 	wg.Wait()
+	// Volumes outlive the server, their mounts do not.
+	errs = append(errs, d.unmountVolumes())
 	return errors.Join(append(errs, perr)...)
 }

@@ -35,6 +35,10 @@ type state struct {
 	// root); 0 for a sandbox started before per-sandbox ranges, which maps
 	// Config.LegacyIDBase, or by a driver that is not root.
 	HostIDBase int `json:"host_id_base,omitempty"`
+
+	// Volumes are the ids of the volumes it mounts, whose filesystems are
+	// flushed with its own (storage.go).
+	Volumes []string `json:"volumes,omitempty"`
 }
 
 const stateFile = "state.json"

@@ -33,5 +33,9 @@ func (d *Driver) Stats(_ context.Context, id string) (server.Stats, error) {
 	if err != nil {
 		return server.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, err)
 	}
-	return server.Stats{MemoryBytes: u.Memory, MemoryAnonBytes: u.MemoryAnon, Pids: u.Pids}, nil
+	out := server.Stats{MemoryBytes: u.Memory, MemoryAnonBytes: u.MemoryAnon, Pids: u.Pids, Frozen: d.frozen.has(id)}
+	if sd, ok := d.sandboxDisk(id); ok {
+		out.DiskUsedBytes, out.DiskQuotaBytes = sd.UsedBytes, sd.QuotaBytes
+	}
+	return out, nil
 }

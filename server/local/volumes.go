@@ -159,3 +159,32 @@ func isMountPoint(p string) (bool, error) {
 	}
 	return st.Dev != parent.Dev, nil
 }
+
+// unmountVolumes unmounts every volume's filesystem from the host, which
+// frees their loop devices; their images stay, and a sandbox that mounts
+// a volume later mounts it again (ensureVolumeMounted). Shutdown calls it
+// once the sandboxes are gone, so `boxkite down` leaves no mount behind.
+func (d *Driver) unmountVolumes() error {
+	if d.images == nil {
+		return nil // plain directories: nothing is mounted
+	}
+	entries, err := os.ReadDir(d.volumesDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("unmount volumes: %w", err)
+	}
+	d.volMu.Lock()
+	defer d.volMu.Unlock()
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !validID.MatchString(e.Name()) {
+			continue
+		}
+		if err := unmountDisk(filepath.Join(d.volumeDir(e.Name()), volumeMount)); err != nil {
+			errs = append(errs, fmt.Errorf("unmount volume %s: %w", e.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}

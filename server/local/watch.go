@@ -136,6 +136,17 @@ func (w *lossWatch) unwatch(id string) {
 	}
 }
 
+// unwatchAll stops every watch.
+func (w *lossWatch) unwatchAll() {
+	w.mu.Lock()
+	stops := w.stops
+	w.stops = map[string]func(){}
+	w.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+}
+
 // exited records that id's jail went while it was still watched.
 func (w *lossWatch) exited(id string) {
 	w.mu.Lock()
@@ -209,6 +220,17 @@ func (d *Driver) watchExisting() {
 	for _, o := range obs {
 		if o.Alive {
 			d.watchSandbox(o.ID)
+			d.openDisks(o.ID)
+			d.adoptFrozen(o.ID)
 		}
 	}
+}
+
+// track starts looking after a sandbox Create just made: its sidecar is
+// watched, its disks kept open to flush them, and the host's accounting
+// counts it.
+func (d *Driver) track(id string) {
+	d.watchSandbox(id)
+	d.openDisks(id)
+	d.noteCreated()
 }

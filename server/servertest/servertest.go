@@ -47,6 +47,8 @@ type Server struct {
 type Option func(*options)
 
 type options struct {
+	stateDir  string
+	dbPath    string
 	cfg       server.Config
 	log       *slog.Logger
 	driverCfg func(*local.Config)
@@ -60,6 +62,15 @@ type options struct {
 func WithImages(dir string, opts ...images.Option) Option {
 	return func(o *options) { o.imageDir, o.imageOpts = dir, opts }
 }
+
+// WithStateDir puts the local driver's state (sandbox disks, volumes) in
+// dir, which the test made and removes, and the database in a directory
+// of its own: the fault suite gives the driver a small filesystem to fill.
+func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = dir } }
+
+// WithDBPath keeps the SQLite database at path (the fault suite puts it
+// on a filesystem it can make read-only).
+func WithDBPath(path string) Option { return func(o *options) { o.dbPath = path } }
 
 // WithConfig sets the server configuration (BootstrapAPIKey and
 // DriverName are always set by New).
@@ -90,11 +101,20 @@ func New(t testing.TB, opts ...Option) *Server {
 	}
 	// A short path: unix socket paths under it must stay below 108 bytes,
 	// which a t.TempDir() named after a long test may not.
-	stateDir, err := os.MkdirTemp("", "bxk-")
-	if err != nil {
-		t.Fatalf("servertest: %v", err)
+	stateDir, dbPath := o.stateDir, o.dbPath
+	if stateDir == "" || dbPath == "" {
+		dir, err := os.MkdirTemp("", "bxk-")
+		if err != nil {
+			t.Fatalf("servertest: %v", err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if stateDir == "" {
+			stateDir = dir
+		}
+		if dbPath == "" {
+			dbPath = filepath.Join(dir, "boxkite.db")
+		}
 	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
 
 	s := &Server{
 		APIKey:    server.NewAPIKey(),
@@ -104,7 +124,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		driverCfg: o.driverCfg,
 		imageDir:  o.imageDir,
 		imageOpts: o.imageOpts,
-		dbPath:    filepath.Join(stateDir, "boxkite.db"),
+		dbPath:    dbPath,
 	}
 	s.cfg.BootstrapAPIKey = s.APIKey
 	s.cfg.DriverName = "local"

@@ -27,9 +27,6 @@ func (s *Store) AppendExecLog(ctx context.Context, e *server.ExecLogEntry) error
 			break
 		}
 	}
-	if fault := s.d.storeFault(err); fault != nil {
-		return fmt.Errorf("%w: %w", fault, err)
-	}
 	return err
 }
 

@@ -81,6 +81,15 @@ func (s *Store) Sandbox(ctx context.Context, accountID, id string) (*server.Sand
 	return sb, nil
 }
 
+// SandboxByID implements server.SandboxStore.
+func (s *Store) SandboxByID(ctx context.Context, id string) (*server.Sandbox, error) {
+	sb, err := scanSandbox(s.db.QueryRowContext(ctx, s.q(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`), id))
+	if err != nil {
+		return nil, s.mapErr(err)
+	}
+	return sb, nil
+}
+
 // ListSandboxes implements server.SandboxStore.
 func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*server.Sandbox, error) {
 	if activeOnly {

@@ -121,8 +121,18 @@ func (s *Store) mapErr(err error) error {
 	return err
 }
 
-// inTx runs fn in a transaction and commits it when fn returns nil.
+// inTx runs fn in a transaction and commits it when fn returns nil. An
+// error that says the database takes no writes at all (read-only, full)
+// also wraps server.ErrStoreReadOnly, ErrStoreFull or ErrStoreIO.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	err := s.tx(ctx, fn)
+	if fault := s.d.storeFault(err); fault != nil {
+		return fmt.Errorf("%w: %w", fault, err)
+	}
+	return err
+}
+
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)

@@ -1,0 +1,161 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// Frozen sandboxes (issue 19): while the host's disk is nearly full, the
+// local driver freezes running sandboxes (their cgroup), so they stop
+// writing into a disk that cannot take it rather than corrupting what
+// they had. The server records each freeze and thaw in the sandbox's
+// audit log (so watchers see it), answers calls to a frozen sandbox with
+// 507 insufficient_storage, and ends the calls in flight to it the same
+// way instead of leaving them hanging on a frozen sidecar.
+
+// A StorageWatcher freezes sandboxes while the host's storage is nearly
+// full and thaws them once it is not, calling changed for each change,
+// until ctx is done (nil) or the watch breaks (an error; the server
+// watches again).
+type StorageWatcher interface {
+	WatchStorage(ctx context.Context, changed func(id string, frozen bool)) error
+}
+
+// frozenSandboxes is what the driver reported frozen.
+type frozenSandboxes struct {
+	mu  sync.Mutex
+	ids map[string]time.Time // since when
+}
+
+func (f *frozenSandboxes) since(id string) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.ids[id]
+	return t, ok
+}
+
+func (f *frozenSandboxes) set(id string, frozen bool, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ids == nil {
+		f.ids = map[string]time.Time{}
+	}
+	if frozen {
+		f.ids[id] = now
+	} else {
+		delete(f.ids, id)
+	}
+}
+
+// frozenAnswer is the 507 for a call to a frozen sandbox, or nil.
+func (s *Server) frozenAnswer(id string) error {
+	since, ok := s.frozen.since(id)
+	if !ok {
+		return nil
+	}
+	return &api.Error{
+		Status: http.StatusInsufficientStorage, Code: api.CodeInsufficientStorage,
+		Message: fmt.Sprintf("sandbox %s is frozen: the host ran out of disk space, so it was stopped before it could lose what it wrote", id),
+		Hint:    "free space on the host (remove sandboxes and volumes you no longer need); the sandbox resumes by itself once there is room",
+		Details: map[string]any{"resource": api.HostDiskResource, "frozen": true, "since": since.UTC()},
+	}
+}
+
+// watchStorage follows the driver's freezes and thaws until ctx is done.
+func (s *Server) watchStorage(ctx context.Context) {
+	d := s.driver
+	if cd, ok := d.(countingDriver); ok {
+		d = cd.Driver
+	}
+	sw, ok := d.(StorageWatcher)
+	if !ok {
+		return
+	}
+	for ctx.Err() == nil {
+		err := sw.WatchStorage(ctx, func(id string, frozen bool) { s.storageChanged(ctx, id, frozen) })
+		if err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "watch host storage", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// storageChanged records a freeze or thaw of sandbox id.
+func (s *Server) storageChanged(ctx context.Context, id string, frozen bool) {
+	s.frozen.set(id, frozen, s.now())
+	op := "sandbox_thawed"
+	reason := "the host has disk space again"
+	if frozen {
+		op, reason = "sandbox_frozen", "the host's disk is nearly full"
+		// Calls in flight would wait on a frozen sidecar: end them.
+		s.calls.cancel(id, s.frozenAnswer(id))
+	}
+	sb, err := s.store.SandboxByID(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return // a warm pool member, or gone
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "record "+op, "sandbox", id, "err", err)
+		return
+	}
+	_ = s.audit(ctx, auditRecord{ // a failure waits in the audit gate
+		sb: sb, source: api.LogSourceSystem, operation: op,
+		detail: map[string]any{"reason": reason}, started: s.now(),
+	})
+}
+
+// sandboxCalls are the calls in flight to each sandbox's sidecar, so they
+// can be ended when the sandbox is frozen.
+type sandboxCalls struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[string]map[uint64]context.CancelCauseFunc
+}
+
+// track returns ctx, cancellable through cancel(id, …), and the function
+// that forgets it.
+func (c *sandboxCalls) track(ctx context.Context, id string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]map[uint64]context.CancelCauseFunc{}
+	}
+	if c.m[id] == nil {
+		c.m[id] = map[uint64]context.CancelCauseFunc{}
+	}
+	c.next++
+	key := c.next
+	c.m[id][key] = cancel
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		delete(c.m[id], key)
+		if len(c.m[id]) == 0 {
+			delete(c.m, id)
+		}
+		c.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// cancel ends every call in flight to sandbox id with cause.
+func (c *sandboxCalls) cancel(id string, cause error) {
+	c.mu.Lock()
+	calls := make([]context.CancelCauseFunc, 0, len(c.m[id]))
+	for _, cancel := range c.m[id] {
+		calls = append(calls, cancel)
+	}
+	c.mu.Unlock()
+	for _, cancel := range calls {
+		cancel(cause)
+	}
+}

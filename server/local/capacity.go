@@ -1,0 +1,417 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+// Host capacity (issue 19). Sandbox disks are sparse images and limits
+// are per sandbox, so they overcommit the host on purpose: thousands of
+// idle sandboxes fit. What must not happen is the host itself running
+// out, of disk (acknowledged writes lost) or of tasks (nothing can fork,
+// running sandboxes included). So the driver accounts for the host's own
+// limits and refuses creates (and, for the disk, uploads) before then.
+
+var (
+	_ server.CapacityDriver = (*Driver)(nil)
+	_ server.DiskSyncer     = (*Driver)(nil)
+)
+
+// Defaults of HostLimits.
+const (
+	DefaultMinFreeDisk   = 1 << 30   // watermark of the state directory's filesystem
+	DefaultMinFreeMemory = 256 << 20 // memory creates leave available, at least
+	// sandboxTasks is the tasks a new sandbox is assumed to take before
+	// any runs: its jail's two Go processes and a little room.
+	sandboxTasks = 32
+	// sandboxMemory is the host memory a new idle sandbox is assumed to take.
+	sandboxMemory = 16 << 20
+	// loopReserve is loop devices left for everything else on the host.
+	loopReserve = 16
+	// capacityTTL is how long one reading of the host serves admissions.
+	capacityTTL = 250 * time.Millisecond
+)
+
+// HostLimits bound what this driver's sandboxes may take of the host.
+// Zero fields take the defaults described.
+type HostLimits struct {
+	// MinFreeDisk is the free-space watermark, in bytes, of the
+	// filesystem of the state directory (sandbox disks and volumes):
+	// below it creates and uploads are refused with 507, and below half
+	// of it running sandboxes are frozen until space is freed. 0 means
+	// DefaultMinFreeDisk, or a tenth of a smaller filesystem; negative,
+	// no watermark.
+	MinFreeDisk int64
+	// MaxThreads caps the host's tasks (threads included) that creates
+	// may approach, a tenth kept in reserve for the sandboxes already
+	// running; 0 means the kernel's limit, the smaller of
+	// kernel.pid_max and kernel.threads-max.
+	MaxThreads int64
+	// MaxSandboxThreads caps the tasks of this driver's sandboxes
+	// together (from their cgroups); 0 means no cap of its own.
+	MaxSandboxThreads int64
+	// MinFreeMemory is the memory (MemAvailable) creates leave free, in
+	// bytes; 0 means the larger of DefaultMinFreeMemory and a twentieth
+	// of MemTotal.
+	MinFreeMemory int64
+	// ProcRoot is where /proc and /sys are read from; "" means "/".
+	// Tests point it at a fake host.
+	ProcRoot string
+}
+
+// hostReading is one reading of the host's use of its limits.
+type hostReading struct {
+	at time.Time
+
+	diskTotal, diskFree int64
+	threads, maxThreads int64
+	sandboxThreads      int64 // tasks of our sandboxes; -1 without cgroups
+	sandboxes           int64 // how many sandboxes that counts
+	loops, maxLoops     int64
+	memTotal, memAvail  int64
+}
+
+// capacity caches the latest reading and counts creates since.
+type capacity struct {
+	mu      sync.Mutex
+	reading *hostReading
+	created int64 // sandboxes created since the reading
+}
+
+// procRoot is where host files are read from.
+func (d *Driver) procRoot() string { return cmpOr(d.cfg.Host.ProcRoot, "/") }
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// read returns a reading no older than capacityTTL, and how many
+// sandboxes were created since it was taken.
+func (d *Driver) readHost(ctx context.Context) (*hostReading, int64, error) {
+	c := &d.capacity
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reading != nil && time.Since(c.reading.at) < capacityTTL {
+		return c.reading, c.created, nil
+	}
+	r, err := d.takeReading(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.reading, c.created = r, 0
+	return r, 0, nil
+}
+
+// noteCreated counts a sandbox created since the reading.
+func (d *Driver) noteCreated() {
+	d.capacity.mu.Lock()
+	d.capacity.created++
+	d.capacity.mu.Unlock()
+}
+
+func (d *Driver) takeReading(ctx context.Context) (*hostReading, error) {
+	r := &hostReading{at: time.Now(), sandboxThreads: -1}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(d.cfg.StateDir, &fs); err != nil {
+		return nil, fmt.Errorf("read free disk space: %w", err)
+	}
+	r.diskTotal, r.diskFree = int64(fs.Blocks)*fs.Bsize, int64(fs.Bavail)*fs.Bsize
+	root := d.procRoot()
+	var err error
+	if r.threads, r.maxThreads, err = readThreads(root); err != nil {
+		return nil, err
+	}
+	if d.cfg.Host.MaxThreads > 0 {
+		r.maxThreads = min(r.maxThreads, d.cfg.Host.MaxThreads)
+	}
+	if r.memTotal, r.memAvail, err = readMemory(root); err != nil {
+		return nil, err
+	}
+	r.loops, r.maxLoops = readLoops(root)
+	if d.cgroups != nil {
+		r.sandboxThreads, r.sandboxes = d.sandboxTasks(ctx)
+	}
+	return r, nil
+}
+
+// sandboxTasks sums the tasks in this driver's sandboxes' cgroups, warm
+// pool members included.
+func (d *Driver) sandboxTasks(ctx context.Context) (tasks, sandboxes int64) {
+	var dirs []string
+	for _, parent := range []string{d.sandboxesDir(), d.poolDir()} {
+		entries, _ := os.ReadDir(parent)
+		for _, e := range entries {
+			dirs = append(dirs, filepath.Join(parent, e.Name()))
+		}
+	}
+	for _, dir := range dirs {
+		if ctx.Err() != nil {
+			break
+		}
+		st, err := readState(dir)
+		if err != nil || len(st.Cgroup.Dirs) == 0 {
+			continue
+		}
+		if u, err := st.Cgroup.Usage(); err == nil {
+			tasks += u.Pids
+			sandboxes++
+		}
+	}
+	return tasks, sandboxes
+}
+
+// watermark is the free-space watermark for a filesystem of total bytes.
+func (d *Driver) watermark(total int64) int64 {
+	switch w := d.cfg.Host.MinFreeDisk; {
+	case w < 0:
+		return 0
+	case w > 0:
+		return w
+	}
+	return min(int64(DefaultMinFreeDisk), total/10)
+}
+
+// minFreeMemory is the memory creates leave available.
+func (d *Driver) minFreeMemory(total int64) int64 {
+	if m := d.cfg.Host.MinFreeMemory; m > 0 {
+		return m
+	}
+	return max(int64(DefaultMinFreeMemory), total/20)
+}
+
+// threadReserve is the tasks kept for the sandboxes already running.
+func threadReserve(limit int64) int64 { return max(64, limit/10) }
+
+// tasksPerSandbox is what a new sandbox is assumed to take: the mean of
+// those running when known, else sandboxTasks.
+func (r *hostReading) tasksPerSandbox() int64 {
+	if r.sandboxes > 0 && r.sandboxThreads > 0 {
+		return max(sandboxTasks/2, (r.sandboxThreads+r.sandboxes-1)/r.sandboxes)
+	}
+	return sandboxTasks
+}
+
+// AdmitCreate implements server.CapacityDriver.
+func (d *Driver) AdmitCreate(ctx context.Context, n int) error {
+	r, since, err := d.readHost(ctx)
+	if err != nil {
+		return err
+	}
+	if err := d.checkDisk(r); err != nil {
+		return err
+	}
+	k := since + int64(n)
+	per := r.tasksPerSandbox()
+	if refuse := r.maxThreads - threadReserve(r.maxThreads); r.threads+k*per > refuse {
+		return &server.HostLimitError{Resource: api.HostThreads, Used: r.threads, Limit: r.maxThreads, Hint: threadsHint}
+	}
+	if c := d.cfg.Host.MaxSandboxThreads; c > 0 && r.sandboxThreads >= 0 && r.sandboxThreads+k*per > c {
+		return &server.HostLimitError{
+			Resource: api.SandboxThreads, Used: r.sandboxThreads, Limit: c,
+			Hint: "remove sandboxes you no longer need, or raise the server's sandbox task cap",
+		}
+	}
+	if d.storage == StorageLoop && r.maxLoops > 0 && r.loops+k > r.maxLoops-loopReserve {
+		return &server.HostLimitError{Resource: api.HostLoopDevices, Used: r.loops, Limit: r.maxLoops, Hint: loopsHint}
+	}
+	if floor := d.minFreeMemory(r.memTotal); r.memAvail-k*sandboxMemory < floor {
+		return &server.HostLimitError{
+			Resource: api.HostMemory, Used: r.memTotal - r.memAvail, Limit: r.memTotal - floor,
+			Hint: "remove sandboxes you no longer need, or free memory on the host",
+		}
+	}
+	return nil
+}
+
+// Hints of host limit refusals.
+const (
+	threadsHint = "remove sandboxes you no longer need, or raise the host's limits: sysctl -w kernel.pid_max=4194304 kernel.threads-max=4194304"
+	loopsHint   = "remove sandboxes and volumes you no longer need; loop devices are made on demand up to the kernel's limit (the loop module's max_part lowers it)"
+)
+
+// AdmitWrite implements server.CapacityDriver.
+func (d *Driver) AdmitWrite(ctx context.Context, id string) error {
+	if id != "" && d.disks.failed(id) {
+		return fmt.Errorf("%w: sandbox %s's disk could not store an earlier write", server.ErrInsufficientStorage, id)
+	}
+	r, _, err := d.readHost(ctx)
+	if err != nil {
+		return err
+	}
+	return d.checkDisk(r)
+}
+
+func (d *Driver) checkDisk(r *hostReading) error {
+	if w := d.watermark(r.diskTotal); w > 0 && r.diskFree < w {
+		return &server.HostLimitError{
+			Resource: api.HostDiskResource, Used: r.diskTotal - r.diskFree, Limit: w, Free: r.diskFree,
+			Hint: fmt.Sprintf("free space on %s (remove sandboxes and volumes you no longer need), then retry", d.cfg.StateDir),
+		}
+	}
+	return nil
+}
+
+// Capacity implements server.CapacityDriver.
+func (d *Driver) Capacity(ctx context.Context, ids []string) (api.HostStatus, error) {
+	r, since, err := d.readHost(ctx)
+	if err != nil {
+		return api.HostStatus{}, err
+	}
+	w := d.watermark(r.diskTotal)
+	out := api.HostStatus{
+		Driver: "local",
+		Disk: &api.HostDisk{
+			Path: d.cfg.StateDir, TotalBytes: r.diskTotal, FreeBytes: r.diskFree,
+			WatermarkBytes: w, FreezeBelowBytes: w / 2, Refusing: w > 0 && r.diskFree < w,
+		},
+	}
+	refuse := r.maxThreads - threadReserve(r.maxThreads)
+	out.Limits = append(out.Limits, api.HostLimit{
+		Resource: api.HostThreads, Unit: "count", Used: r.threads, Limit: r.maxThreads, RefuseAt: refuse,
+		Refusing: r.threads+(since+1)*r.tasksPerSandbox() > refuse, Hint: threadsHint,
+	})
+	if c := d.cfg.Host.MaxSandboxThreads; c > 0 && r.sandboxThreads >= 0 {
+		out.Limits = append(out.Limits, api.HostLimit{
+			Resource: api.SandboxThreads, Unit: "count", Used: r.sandboxThreads, Limit: c, RefuseAt: c,
+			Refusing: r.sandboxThreads+(since+1)*r.tasksPerSandbox() > c,
+		})
+	}
+	if d.storage == StorageLoop && r.maxLoops > 0 {
+		out.Limits = append(out.Limits, api.HostLimit{
+			Resource: api.HostLoopDevices, Unit: "count", Used: r.loops, Limit: r.maxLoops, RefuseAt: r.maxLoops - loopReserve,
+			Refusing: r.loops+since+1 > r.maxLoops-loopReserve, Hint: loopsHint,
+		})
+	}
+	floor := d.minFreeMemory(r.memTotal)
+	out.Limits = append(out.Limits, api.HostLimit{
+		Resource: api.HostMemory, Unit: "bytes", Used: r.memTotal - r.memAvail, Limit: r.memTotal, RefuseAt: r.memTotal - floor,
+		Refusing: r.memAvail-(since+1)*sandboxMemory < floor,
+	})
+	for _, id := range ids {
+		if sd, ok := d.sandboxDisk(id); ok {
+			out.Sandboxes = append(out.Sandboxes, sd)
+		}
+	}
+	return out, nil
+}
+
+// sandboxDisk is the disk use of sandbox id, when it has a disk of its own.
+func (d *Driver) sandboxDisk(id string) (api.SandboxDisk, bool) {
+	if d.storage != StorageLoop || !validID.MatchString(id) {
+		return api.SandboxDisk{}, false
+	}
+	var fs unix.Statfs_t
+	mnt := filepath.Join(d.sandboxDir(id), diskMount)
+	if mounted, err := isMountPoint(mnt); err != nil || !mounted {
+		return api.SandboxDisk{}, false
+	}
+	if err := unix.Statfs(mnt, &fs); err != nil {
+		return api.SandboxDisk{}, false
+	}
+	return api.SandboxDisk{
+		ID: id, UsedBytes: int64(fs.Blocks-fs.Bfree) * fs.Bsize, QuotaBytes: int64(fs.Blocks) * fs.Bsize,
+		Frozen: d.frozen.has(id),
+	}, true
+}
+
+// readThreads reads the host's tasks (the total of /proc/loadavg's fourth
+// field) and its limit, the smaller of pid_max and threads-max.
+func readThreads(root string) (used, limit int64, err error) {
+	b, err := os.ReadFile(filepath.Join(root, "proc/loadavg"))
+	if err != nil {
+		return 0, 0, fmt.Errorf("read host tasks: %w", err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 4 {
+		return 0, 0, fmt.Errorf("read host tasks: /proc/loadavg is %q", b)
+	}
+	_, total, ok := strings.Cut(f[3], "/")
+	if used, err = strconv.ParseInt(total, 10, 64); !ok || err != nil {
+		return 0, 0, fmt.Errorf("read host tasks: /proc/loadavg is %q", b)
+	}
+	pidMax, err1 := readInt(root, "proc/sys/kernel/pid_max")
+	threadsMax, err2 := readInt(root, "proc/sys/kernel/threads-max")
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, 0, fmt.Errorf("read host task limits: %w", err)
+	}
+	return used, min(pidMax, threadsMax), nil
+}
+
+// readMemory reads MemTotal and MemAvailable, in bytes.
+func readMemory(root string) (total, avail int64, err error) {
+	f, err := os.Open(filepath.Join(root, "proc/meminfo"))
+	if err != nil {
+		return 0, 0, fmt.Errorf("read host memory: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			continue
+		}
+		kib, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "MemTotal":
+			total = kib << 10
+		case "MemAvailable":
+			avail = kib << 10
+		}
+	}
+	if total == 0 {
+		return 0, 0, errors.New("read host memory: no MemTotal in /proc/meminfo")
+	}
+	return total, avail, nil
+}
+
+// readLoops counts the loop devices with a backing file and how many the
+// kernel can make: minor numbers (20 bits) shifted by the partitions each
+// device may have (the loop module's max_part). 0, 0 without loop devices.
+func readLoops(root string) (used, limit int64) {
+	devs, _ := filepath.Glob(filepath.Join(root, "sys/block/loop*"))
+	if len(devs) == 0 && !exists(filepath.Join(root, "dev/loop-control")) {
+		return 0, 0
+	}
+	for _, dev := range devs {
+		if exists(filepath.Join(dev, "loop", "backing_file")) {
+			used++
+		}
+	}
+	shift := 0
+	if maxPart, err := readInt(root, "sys/module/loop/parameters/max_part"); err == nil && maxPart > 0 {
+		shift = bits.Len64(uint64(maxPart))
+	}
+	return used, int64(1<<20) >> shift
+}
+
+func readInt(root, p string) (int64, error) {
+	b, err := os.ReadFile(filepath.Join(root, p))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}

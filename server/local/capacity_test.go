@@ -1,0 +1,173 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+// fakeHost writes the /proc and /sys files the capacity accounting reads
+// under a temporary root.
+type fakeHost struct {
+	threads, pidMax, threadsMax int64
+	memTotalKiB, memAvailKiB    int64
+	loopsInUse                  int
+	maxPart                     int
+}
+
+func (h fakeHost) write(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	files := map[string]string{
+		"proc/loadavg":                        "0.50 0.40 0.30 2/" + strconv.FormatInt(h.threads, 10) + " 4242\n",
+		"proc/sys/kernel/pid_max":             strconv.FormatInt(h.pidMax, 10) + "\n",
+		"proc/sys/kernel/threads-max":         strconv.FormatInt(h.threadsMax, 10) + "\n",
+		"proc/meminfo":                        "MemTotal:       " + strconv.FormatInt(h.memTotalKiB, 10) + " kB\nMemFree:  1 kB\nMemAvailable:   " + strconv.FormatInt(h.memAvailKiB, 10) + " kB\n",
+		"sys/module/loop/parameters/max_part": strconv.Itoa(h.maxPart) + "\n",
+		"dev/loop-control":                    "",
+	}
+	for i := range h.loopsInUse + 2 {
+		dev := "sys/block/loop" + strconv.Itoa(i)
+		files[dev+"/size"] = "0\n"
+		if i < h.loopsInUse {
+			files[dev+"/loop/backing_file"] = "/var/x.img\n"
+		}
+	}
+	for p, content := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// roomy is a host far from every limit.
+var roomy = fakeHost{
+	threads: 500, pidMax: 32768, threadsMax: 190000,
+	memTotalKiB: 24 << 20, memAvailKiB: 20 << 20, loopsInUse: 3,
+}
+
+// TestAdmitCreate: creates are refused with the resource that is short
+// before the host runs out of it, and admitted otherwise.
+func TestAdmitCreate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		host      fakeHost
+		limits    HostLimits
+		n         int
+		want      string // resource refused; "" admits
+		wantLimit int64
+	}{
+		{name: "roomy host", host: roomy, n: 10},
+		{name: "one create short of the thread reserve", host: func() fakeHost { h := roomy; h.threads = 29300; return h }(), n: 1},
+		{
+			name: "threads near pid_max", host: func() fakeHost { h := roomy; h.threads = 29480; return h }(),
+			n: 1, want: api.HostThreads, wantLimit: 32768,
+		},
+		{
+			name: "threads-max is the smaller limit", host: func() fakeHost { h := roomy; h.threadsMax = 1000; h.threads = 880; return h }(),
+			n: 1, want: api.HostThreads, wantLimit: 1000,
+		},
+		{
+			name: "a burst that would cross the reserve", host: func() fakeHost { h := roomy; h.threads = 29300; return h }(),
+			n: 10, want: api.HostThreads, wantLimit: 32768,
+		},
+		{name: "a configured thread ceiling", host: roomy, limits: HostLimits{MaxThreads: 550}, n: 1, want: api.HostThreads, wantLimit: 550},
+		{
+			name: "memory nearly gone", host: func() fakeHost { h := roomy; h.memAvailKiB = 600 << 10; return h }(),
+			n: 1, want: api.HostMemory,
+		},
+		{name: "a configured memory floor", host: roomy, limits: HostLimits{MinFreeMemory: 21 << 30}, n: 1, want: api.HostMemory},
+		{name: "disk below the watermark", host: roomy, limits: HostLimits{MinFreeDisk: 1 << 62}, n: 1, want: api.HostDiskResource},
+		{name: "watermark off", host: roomy, limits: HostLimits{MinFreeDisk: -1}, n: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.limits.ProcRoot = tt.host.write(t)
+			d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Host: tt.limits})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = d.AdmitCreate(context.Background(), tt.n)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("AdmitCreate(%d) = %v, want nil", tt.n, err)
+				}
+				return
+			}
+			he, ok := errors.AsType[*server.HostLimitError](err)
+			if !ok || he.Resource != tt.want || he.Hint == "" {
+				t.Fatalf("AdmitCreate(%d) = %v, want a refusal for %s with a hint", tt.n, err, tt.want)
+			}
+			if tt.wantLimit != 0 && he.Limit != tt.wantLimit {
+				t.Errorf("limit %d, want %d", he.Limit, tt.wantLimit)
+			}
+			if tt.n > 1 {
+				return // Capacity tells about the next single create
+			}
+			status, err := d.Capacity(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			refusing := status.Disk.Refusing && tt.want == api.HostDiskResource
+			for _, l := range status.Limits {
+				refusing = refusing || (l.Resource == tt.want && l.Refusing)
+			}
+			if !refusing {
+				t.Errorf("Capacity does not show %s refusing: %+v %+v", tt.want, status.Disk, status.Limits)
+			}
+		})
+	}
+}
+
+// TestAdmitWrite: uploads are refused below the watermark only.
+func TestAdmitWrite(t *testing.T) {
+	t.Parallel()
+	root := roomy.write(t)
+	for _, tt := range []struct {
+		watermark int64
+		refused   bool
+	}{{1 << 62, true}, {-1, false}, {4096, false}} {
+		d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Host: HostLimits{ProcRoot: root, MinFreeDisk: tt.watermark}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = d.AdmitWrite(context.Background(), "")
+		he, ok := errors.AsType[*server.HostLimitError](err)
+		if tt.refused != (err != nil) || (tt.refused && (!ok || he.Resource != api.HostDiskResource || he.Free <= 0)) {
+			t.Errorf("watermark %d: AdmitWrite = %v, want refused %v", tt.watermark, err, tt.refused)
+		}
+	}
+}
+
+// TestReadLoops: loop devices in use, and the kernel's limit as max_part
+// lowers it.
+func TestReadLoops(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		inUse, maxPart int
+		wantLimit      int64
+	}{{3, 0, 1 << 20}, {0, 15, 1 << 16}, {5, 31, 1 << 15}} {
+		h := roomy
+		h.loopsInUse, h.maxPart = tt.inUse, tt.maxPart
+		used, limit := readLoops(h.write(t))
+		if used != int64(tt.inUse) || limit != tt.wantLimit {
+			t.Errorf("in use %d, max_part %d: readLoops = %d, %d; want %d, %d", tt.inUse, tt.maxPart, used, limit, tt.inUse, tt.wantLimit)
+		}
+	}
+	if used, limit := readLoops(t.TempDir()); used != 0 || limit != 0 {
+		t.Errorf("a host without loop devices: %d, %d", used, limit)
+	}
+}

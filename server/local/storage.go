@@ -1,0 +1,299 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/sidecar/jail"
+)
+
+// Storage that tells the truth (issue 19). A sandbox's disk is a sparse
+// image on the host's filesystem: writes inside it succeed into the page
+// cache and only meet the host's full disk later, when they are written
+// back, by which time the caller was told they succeeded. So:
+//
+//   - before an operation that wrote is acknowledged, the server asks
+//     SyncDisk, which flushes the sandbox's filesystems (syncfs) and
+//     reports a write-back error as ErrInsufficientStorage (507);
+//   - the storage watch freezes running sandboxes while the host's free
+//     space is below half the watermark, so they stop writing into a
+//     disk that cannot take it, and thaws them once it is back above.
+
+var _ server.StorageWatcher = (*Driver)(nil)
+
+// storageInterval is how often the storage watch reads the host's free space.
+const storageInterval = 100 * time.Millisecond
+
+// diskHandles keeps, per sandbox, the mount points of its writable
+// filesystems open: syncfs reports a write-back error to each file
+// opened before it happened, so they are opened when the sandbox is made.
+type diskHandles struct {
+	mu    sync.Mutex
+	files map[string][]*os.File
+	// broken holds the sandboxes whose disks failed to store a write:
+	// more writes to them are refused (AdmitWrite).
+	broken map[string]bool
+}
+
+func (h *diskHandles) failed(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.broken[id]
+}
+
+// markBroken records that id's disk failed to store a write; h.mu held.
+func (h *diskHandles) markBroken(id string) {
+	if h.broken == nil {
+		h.broken = map[string]bool{}
+	}
+	h.broken[id] = true
+}
+
+// readOnly reports whether the filesystem of f is mounted read-only, as
+// ext4 makes itself after an I/O error (errors=remount-ro).
+func readOnly(f *os.File) bool {
+	var st unix.Statfs_t
+	return unix.Fstatfs(int(f.Fd()), &st) == nil && st.Flags&unix.ST_RDONLY != 0
+}
+
+// openDisks opens the mount points of sandbox id's disk and volumes.
+func (d *Driver) openDisks(id string) {
+	if d.storage != StorageLoop {
+		return // tmpfs lives in memory: nothing to flush to the host
+	}
+	st, err := readState(d.sandboxDir(id))
+	if err != nil {
+		return
+	}
+	mounts := []string{filepath.Join(d.sandboxDir(id), diskMount)}
+	for _, v := range st.Volumes {
+		if validID.MatchString(v) {
+			mounts = append(mounts, filepath.Join(d.volumeDir(v), volumeMount))
+		}
+	}
+	var files []*os.File
+	broken := false
+	for _, m := range mounts {
+		f, err := os.OpenFile(m, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			d.log.Warn("open sandbox disk to flush it", "id", id, "mount", m, "err", err)
+			continue
+		}
+		// A write-back error nobody saw yet (from before a restart) would
+		// be reported to this new file at its first flush and blamed on
+		// whatever runs then: take it now. A disk it made read-only
+		// takes no more writes.
+		err = unix.Syncfs(int(f.Fd()))
+		broken = broken || readOnly(f) || errors.Is(err, unix.EROFS)
+		files = append(files, f)
+	}
+	d.disks.mu.Lock()
+	if d.disks.files == nil {
+		d.disks.files = map[string][]*os.File{}
+	}
+	old := d.disks.files[id]
+	d.disks.files[id] = files
+	if broken {
+		d.disks.markBroken(id)
+	}
+	d.disks.mu.Unlock()
+	for _, f := range old {
+		f.Close()
+	}
+}
+
+// closeDisks closes what openDisks opened for id.
+func (d *Driver) closeDisks(id string) {
+	d.disks.mu.Lock()
+	files := d.disks.files[id]
+	delete(d.disks.files, id)
+	delete(d.disks.broken, id)
+	d.disks.mu.Unlock()
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// SyncDisk implements server.DiskSyncer: it flushes the sandbox's disk
+// and volumes to the host (syncfs) and reports whether everything
+// written since the last call is stored. A write-back error (the host
+// could not grow an image: ENOSPC, or EIO from the loop device) wraps
+// server.ErrInsufficientStorage.
+func (d *Driver) SyncDisk(_ context.Context, id string) error {
+	d.disks.mu.Lock()
+	files := d.disks.files[id]
+	d.disks.mu.Unlock()
+	var errs []error
+	for _, f := range files {
+		err := unix.Syncfs(int(f.Fd()))
+		switch {
+		case err == nil:
+		case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.EDQUOT), errors.Is(err, unix.EIO), errors.Is(err, unix.EROFS):
+			// A disk that failed before and is read-only since (its
+			// journal aborted: every flush says EROFS) keeps failing,
+			// though nothing more can be written to it to be lost: the
+			// writers see EROFS themselves.
+			if d.disks.failed(id) && (readOnly(f) || errors.Is(err, unix.EROFS)) {
+				continue
+			}
+			d.disks.mu.Lock()
+			d.disks.markBroken(id)
+			d.disks.mu.Unlock()
+			errs = append(errs, fmt.Errorf("%w: flush %s: %w", server.ErrInsufficientStorage, f.Name(), err))
+		default:
+			errs = append(errs, fmt.Errorf("flush %s: %w", f.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// frozenSet is the sandboxes the storage watch froze.
+type frozenSet struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (f *frozenSet) has(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ids[id]
+}
+
+func (f *frozenSet) set(id string, frozen bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ids == nil {
+		f.ids = map[string]bool{}
+	}
+	if frozen {
+		f.ids[id] = true
+	} else {
+		delete(f.ids, id)
+	}
+}
+
+func (f *frozenSet) list() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, 0, len(f.ids))
+	for id := range f.ids {
+		out = append(out, id)
+	}
+	return out
+}
+
+// WatchStorage implements server.StorageWatcher: it reads the host's free
+// space every storageInterval and freezes every running sandbox while it
+// is below half the watermark, thawing them once it is back above the
+// watermark, and calls changed for each change until ctx is done.
+// Sandboxes a previous driver left frozen are reported first.
+func (d *Driver) WatchStorage(ctx context.Context, changed func(id string, frozen bool)) error {
+	for _, id := range d.frozen.list() {
+		changed(id, true)
+	}
+	tick := time.NewTicker(storageInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		var fs unix.Statfs_t
+		if err := unix.Statfs(d.cfg.StateDir, &fs); err != nil {
+			return fmt.Errorf("read free disk space: %w", err)
+		}
+		total, free := int64(fs.Blocks)*fs.Bsize, int64(fs.Bavail)*fs.Bsize
+		w := d.watermark(total)
+		switch {
+		case w > 0 && free < w/2:
+			d.freezeAll(changed)
+		case free >= w:
+			d.thawAll(changed)
+		}
+	}
+}
+
+// freezeAll freezes the running sandboxes not frozen yet.
+func (d *Driver) freezeAll(changed func(id string, frozen bool)) {
+	obs, err := d.List(context.Background())
+	if err != nil {
+		d.log.Warn("freeze sandboxes: list", "err", err)
+		return
+	}
+	for _, o := range obs {
+		if !o.Alive || d.frozen.has(o.ID) {
+			continue
+		}
+		if err := d.freeze(o.ID, true); err != nil {
+			if errors.Is(err, jail.ErrNoFreezer) {
+				d.log.Warn("host disk nearly full, but sandboxes cannot be frozen here (no cgroup v2)", "id", o.ID)
+			} else {
+				d.log.Warn("freeze sandbox", "id", o.ID, "err", err)
+			}
+			continue
+		}
+		d.log.Warn("sandbox frozen: the host's disk is nearly full", "id", o.ID)
+		changed(o.ID, true)
+	}
+}
+
+// thawAll thaws the sandboxes the watch froze.
+func (d *Driver) thawAll(changed func(id string, frozen bool)) {
+	for _, id := range d.frozen.list() {
+		if err := d.freeze(id, false); err != nil {
+			d.log.Warn("thaw sandbox", "id", id, "err", err)
+			continue
+		}
+		d.log.Info("sandbox thawed: the host has space again", "id", id)
+		changed(id, false)
+	}
+}
+
+// freeze freezes or thaws sandbox id's cgroup and records it.
+func (d *Driver) freeze(id string, frozen bool) error {
+	st, err := readState(d.sandboxDir(id))
+	if err != nil {
+		return err
+	}
+	if len(st.Cgroup.Dirs) == 0 {
+		return jail.ErrNoFreezer
+	}
+	if err := st.Cgroup.Freeze(frozen); err != nil {
+		return err
+	}
+	d.frozen.set(id, frozen)
+	return nil
+}
+
+// adoptFrozen records sandbox id as frozen when a previous driver left its
+// cgroup frozen, so the watch thaws it in time.
+func (d *Driver) adoptFrozen(id string) {
+	if st, err := readState(d.sandboxDir(id)); err == nil && st.Cgroup.Frozen() {
+		d.frozen.set(id, true)
+	}
+}
+
+// releaseHandles closes what the driver holds open on its sandboxes'
+// disks and stops watching their sidecars, as the driver's process
+// exiting would (Release).
+func (d *Driver) releaseHandles() {
+	d.disks.mu.Lock()
+	all := d.disks.files
+	d.disks.files, d.disks.broken = nil, nil
+	d.disks.mu.Unlock()
+	for _, files := range all {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	d.loss.unwatchAll()
+}
