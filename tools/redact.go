@@ -404,8 +404,10 @@ func spansNearEnd(b []byte, from int) []span {
 }
 
 // secretKeywords start the secret patterns that allow blanks in them.
-var secretKeywords = []string{"api_key", "api-key", "apikey", "api_secret", "secret_key", "access_token", "auth_token",
-	"password", "passwd", "pwd", "bearer", "authorization:"}
+var secretKeywords = []string{
+	"api_key", "api-key", "apikey", "api_secret", "secret_key", "access_token", "auth_token",
+	"password", "passwd", "pwd", "bearer", "authorization:",
+}
 
 // keywordAtEnd returns where, in line (the end of an unfinished line), the
 // first of secretKeywords starts that is followed by at most 64 bytes,
