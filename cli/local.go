@@ -226,8 +226,8 @@ func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client
 
 func newDownCmd(app *App) *cobra.Command {
 	return &cobra.Command{
-		Use:     "down",
-		Short:   "Stop the local boxkite server, its bastion and its sandboxes",
+		Use:   "down",
+		Short: "Stop the local boxkite server, its bastion and its sandboxes",
 		Long: `Stop the local bastion and server; the server deletes its sandboxes as it
 stops. Then, whatever state the server stopped in (cleanly, crashed, killed,
 or on a host out of processes), remove what is left of it on the host:

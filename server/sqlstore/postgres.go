@@ -7,8 +7,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"strconv"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 
