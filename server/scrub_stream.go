@@ -28,16 +28,16 @@ const DefaultScrubIdleFlush = 200 * time.Millisecond
 // pass events on to, serialised with the idle flush, and that flush's
 // timer.
 type streamScrubber struct {
-	mu        sync.Mutex
-	w         http.ResponseWriter
-	rc        *http.ResponseController
-	partial   []byte // an incomplete line or event, until its end comes
-	timer     *time.Timer
-	stopped   bool
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	partial []byte // an incomplete line or event, until its end comes
+	timer   *time.Timer
+	stopped bool
 	// through: the answer is not the stream (an error envelope): it
 	// passes unchanged.
-	through bool
-	kind    string // the Content-Type prefix of the stream
+	through   bool
+	kind      string // the Content-Type prefix of the stream
 	idleAfter time.Duration
 	held      func() bool // whether anything is held back; under mu
 	flush     func()      // sends what is held back; under mu
