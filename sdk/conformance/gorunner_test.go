@@ -63,12 +63,16 @@ var goCalls = map[string]goCall{
 	"sandboxes.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: a.s("label"), LifetimeMinutes: a.i("lifetime_minutes")})
 	},
-	"sandboxes.get":  func(ctx context.Context, c *client.Client, a args) (any, error) { return c.Sandbox(ctx, a.s("id")) },
-	"sandboxes.list": func(ctx context.Context, c *client.Client, a args) (any, error) { return c.ListSandboxes(ctx, a.b("active_only")) },
+	"sandboxes.get": func(ctx context.Context, c *client.Client, a args) (any, error) { return c.Sandbox(ctx, a.s("id")) },
+	"sandboxes.list": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ListSandboxes(ctx, a.b("active_only"))
+	},
 	"sandboxes.extend": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.ExtendSandbox(ctx, a.s("id"), a.i("lifetime_minutes"))
 	},
-	"sandboxes.delete": func(ctx context.Context, c *client.Client, a args) (any, error) { return none(c.DeleteSandbox(ctx, a.s("id"))) },
+	"sandboxes.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.DeleteSandbox(ctx, a.s("id")))
+	},
 	"sandbox.exec": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		env := map[string]string{}
 		if m, ok := a["env"].(map[string]any); ok {
@@ -91,7 +95,9 @@ var goCalls = map[string]goCall{
 		events = append(events, api.ExecEvent{Type: "exit", ExitCode: res.ExitCode, DurationMS: res.DurationMS})
 		return map[string]any{"events": events}, nil
 	},
-	"sandbox.stats": func(ctx context.Context, c *client.Client, a args) (any, error) { return c.SandboxStats(ctx, a.s("id")) },
+	"sandbox.stats": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.SandboxStats(ctx, a.s("id"))
+	},
 	"files.write": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.WriteFile(ctx, a.s("id"), api.FileCreateRequest{Path: a.s("path"), Content: a.s("content")})
 	},
@@ -204,13 +210,17 @@ var goCalls = map[string]goCall{
 	"volumes.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.CreateVolume(ctx, api.CreateVolumeRequest{Label: a.s("label")})
 	},
-	"volumes.get":    func(ctx context.Context, c *client.Client, a args) (any, error) { return c.GetVolume(ctx, a.s("id")) },
-	"volumes.list":   func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.ListVolumes(ctx) },
-	"volumes.delete": func(ctx context.Context, c *client.Client, a args) (any, error) { return none(c.DeleteVolume(ctx, a.s("id"))) },
+	"volumes.get":  func(ctx context.Context, c *client.Client, a args) (any, error) { return c.GetVolume(ctx, a.s("id")) },
+	"volumes.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.ListVolumes(ctx) },
+	"volumes.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.DeleteVolume(ctx, a.s("id")))
+	},
 	"mcp_connections.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.CreateMCPConnection(ctx, api.CreateMCPConnectionRequest{Label: a.s("label"), CatalogID: a.s("catalog_id")})
 	},
-	"mcp_connections.get":  func(ctx context.Context, c *client.Client, a args) (any, error) { return c.GetMCPConnection(ctx, a.s("id")) },
+	"mcp_connections.get": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.GetMCPConnection(ctx, a.s("id"))
+	},
 	"mcp_connections.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.ListMCPConnections(ctx) },
 	"mcp_connections.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return none(c.DeleteMCPConnection(ctx, a.s("id")))
@@ -218,10 +228,12 @@ var goCalls = map[string]goCall{
 	"api_keys.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.CreateAPIKey(ctx, api.CreateAPIKeyRequest{Name: a.s("name"), Role: a.s("role")})
 	},
-	"api_keys.list":   func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.APIKeys(ctx) },
-	"api_keys.revoke": func(ctx context.Context, c *client.Client, a args) (any, error) { return none(c.RevokeAPIKey(ctx, a.s("id"))) },
-	"images.list":     func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.ListImages(ctx) },
-	"images.get":      func(ctx context.Context, c *client.Client, a args) (any, error) { return c.GetImage(ctx, a.s("id")) },
+	"api_keys.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.APIKeys(ctx) },
+	"api_keys.revoke": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.RevokeAPIKey(ctx, a.s("id")))
+	},
+	"images.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.ListImages(ctx) },
+	"images.get":  func(ctx context.Context, c *client.Client, a args) (any, error) { return c.GetImage(ctx, a.s("id")) },
 	"allowed_commands.get": func(ctx context.Context, c *client.Client, _ args) (any, error) {
 		return c.AllowedCommands(ctx)
 	},

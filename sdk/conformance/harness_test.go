@@ -71,10 +71,10 @@ func startServers(t *testing.T) *servers {
 // env is what a runner's environment adds: the servers and the key.
 func (s *servers) env() []string {
 	return []string{
-		"BOXKITE_BASE_URL="+s.main.BaseURL,
-		"BOXKITE_API_KEY="+s.main.APIKey,
-		"BOXKITE_CONFORMANCE_OLD_URL="+s.old.BaseURL,
-		"BOXKITE_CONFORMANCE_FLAKY_URL="+s.flakyURL,
+		"BOXKITE_BASE_URL=" + s.main.BaseURL,
+		"BOXKITE_API_KEY=" + s.main.APIKey,
+		"BOXKITE_CONFORMANCE_OLD_URL=" + s.old.BaseURL,
+		"BOXKITE_CONFORMANCE_FLAKY_URL=" + s.flakyURL,
 		// No runner may read a developer's ~/.boxkite.
 		"BOXKITE_HOME=" + filepath.Join(os.TempDir(), "boxkite-conformance-none"),
 	}
