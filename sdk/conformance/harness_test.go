@@ -28,10 +28,10 @@ import (
 // loopback proxy to main that answers its first request 429 with
 // Retry-After: 1 (flaky).
 type servers struct {
-	main, old, flaky *servertest.Server
-	flakyURL         string
-	refused          *atomic.Int64 // 429s the flaky proxy sent
-	forwarded        *atomic.Int64 // requests it passed to main
+	main, old *servertest.Server
+	flakyURL  string
+	refused   *atomic.Int64 // 429s the flaky proxy sent
+	forwarded *atomic.Int64 // requests it passed to main
 }
 
 // oldVersion is a release older than every SDK's MIN_SERVER_VERSION.

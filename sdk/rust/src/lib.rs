@@ -393,7 +393,10 @@ mod config {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         let (mut url, mut key) = (None, None);
         for line in text.lines() {
-            let Some((k, v)) = line.split_once('=') else { continue };
+            let (k, v) = match line.split_once('=') {
+                Some(kv) => kv,
+                None => continue,
+            };
             let v = v.trim();
             if v.len() < 2 || !(v.starts_with('"') && v.ends_with('"') || v.starts_with('\'') && v.ends_with('\'')) {
                 continue;
