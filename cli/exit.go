@@ -9,6 +9,7 @@ import (
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/handoff"
 	"github.com/spf13/cobra"
 )
 
@@ -172,6 +173,9 @@ func hintOf(err error) string {
 	}
 	if e, ok := errors.AsType[*hintError](err); ok {
 		return e.hint
+	}
+	if e, ok := errors.AsType[*handoff.Error](err); ok {
+		return e.Hint
 	}
 	if e, ok := errors.AsType[*client.ConnError](err); ok {
 		if isLoopbackURL(e.URL) {

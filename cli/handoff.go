@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,49 +18,70 @@ import (
 
 // handoffFlags are the options of `boxkite handoff`.
 type handoffFlags struct {
-	session   string
-	sandbox   string
-	dryRun    bool
-	noAttach  bool
-	keepLocal bool
-	all       bool
-	lifetime  time.Duration
-	out       outputFlags
+	session      string
+	sandbox      string
+	image        string
+	agentVersion string
+	allowHosts   []string
+	noEgress     bool
+	retry        string
+	dryRun       bool
+	noAttach     bool
+	keepLocal    bool
+	all          bool
+	lifetime     time.Duration
+	out          outputFlags
 }
 
 func newHandoffCmd(app *App) *cobra.Command {
 	var f handoffFlags
 	cmd := &cobra.Command{
-		Use:   "handoff claude-code|codex|opencode|gemini [--session ID] [--dry-run] [--no-attach] [--keep-local]",
+		Use:   "handoff claude-code|codex|opencode|gemini [--session ID] [--dry-run] [--no-attach] | handoff --retry SANDBOX",
 		Short: "Continue a local Claude Code, Codex, opencode or Gemini CLI session in a sandbox",
 		Long: `Move the coding-agent session you are in, with this working tree, into a new
 sandbox and resume it there.
 
-The newest session recorded in this directory is picked (--session picks
-another). The working tree goes as one streamed archive: the whole git work
-tree this directory is in, .git included, without what .gitignore leaves out
-(--all sends everything). The session's files go where the tool's resume
-looks for them, with the recorded working directory rewritten to the
-sandbox's; torn or corrupt lines are dropped with a warning. Credentials
-(ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN; OPENAI_API_KEY, CODEX_API_KEY,
-CODEX_ACCESS_TOKEN or ~/.codex/auth.json; opencode's auth.json entry;
-GEMINI_API_KEY or GOOGLE_API_KEY) are
-written to a 0600 file in the sandbox and sourced there, never typed.
+The sandbox boots from an image with the agent's CLI, built from its npm
+package the first time (a minute or so; later handoffs reuse it); --image
+names another. Before anything moves, the agent's --version must run there.
+The sandbox may reach the agent's model API (api.anthropic.com,
+api.openai.com, generativelanguage.googleapis.com, or the host of the base
+URL set here: ANTHROPIC_BASE_URL, OPENAI_BASE_URL, GOOGLE_GEMINI_BASE_URL)
+and nothing else; --allow-host replaces that list, --no-egress grants none.
 
-Then this terminal is attached to the sandbox (needs an admin API key) and
-the tool resumes. --dry-run prints the plan and sends nothing; --no-attach
-(or --json) sends everything and prints what to run instead; --keep-local keeps the
+The newest session recorded in this directory (or, from a subdirectory,
+in the project) is picked; --session picks another. The working tree goes
+as one streamed archive: the whole git work tree this directory is in,
+.git included, without what .gitignore leaves out (--all sends
+everything). The session's files go where the tool's resume looks for
+them, with the recorded working directories rewritten to the sandbox's.
+Credentials (ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN; OPENAI_API_KEY,
+CODEX_API_KEY, CODEX_ACCESS_TOKEN or ~/.codex/auth.json; opencode's
+auth.json entry; GEMINI_API_KEY or GOOGLE_API_KEY) are written to a 0600
+file in the sandbox and sourced there, never typed; it is removed as the
+agent starts.
+
+Then this terminal is attached to the sandbox (needs an admin API key and a
+terminal) and the agent resumes. If it cannot start, the sandbox stays:
+'boxkite handoff --retry SANDBOX' sends the credentials again and starts it
+again. --dry-run prints the plan and sends nothing; --no-attach (or --json)
+sends everything and prints what to run instead; --keep-local keeps the
 rewritten session files staged on this machine and prints where.`,
 		Example: `  boxkite handoff claude-code
   boxkite handoff codex --session 019c8a53-0000-7000-8000-00000000c0de --dry-run
-  boxkite handoff opencode --no-attach`,
+  boxkite handoff opencode --no-attach
+  boxkite handoff gemini --no-egress
+  boxkite handoff --retry sb_0123abcd`,
 		GroupID:   groupSandboxes,
-		Args:      usageArgs(handoffArgs),
+		Args:      usageArgs(handoffArgs(&f)),
 		ValidArgs: handoff.AdapterNames(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := f.out.wantJSON(cmd)
 			if err != nil {
 				return err
+			}
+			if f.retry != "" {
+				return runHandoffRetry(cmd.Context(), app, f, asJSON)
 			}
 			return runHandoff(cmd.Context(), app, handoff.Adapters()[args[0]], f, asJSON)
 		},
@@ -67,7 +89,12 @@ rewritten session files staged on this machine and prints where.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.session, "session", "", "the tool's session `ID` (default: the newest recorded in this directory)")
 	fl.StringVarP(&f.sandbox, "sandbox", "s", "", "hand off into this existing sandbox (`ID`, prefix or label) instead of a new one")
-	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan (files, sizes, target paths, resume command) and send nothing")
+	fl.StringVar(&f.image, "image", "", "boot the new sandbox from this image `ID` instead of the agent's own")
+	fl.StringVar(&f.agentVersion, "agent-version", "", "build the agent's image from this `VERSION` of its npm package (default: the one boxkite pins)")
+	fl.StringArrayVar(&f.allowHosts, "allow-host", nil, "grant egress to this `HOST[:PORT]` instead of the agent's model API (repeatable)")
+	fl.BoolVar(&f.noEgress, "no-egress", false, "grant the sandbox no egress at all (the agent cannot reach its API)")
+	fl.StringVar(&f.retry, "retry", "", "start the agent of the handoff made into `SANDBOX` again, sending the credentials again")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan (files, sizes, target paths, image, egress, resume command) and send nothing")
 	fl.BoolVar(&f.noAttach, "no-attach", false, "send everything, then print how to resume instead of attaching")
 	fl.BoolVar(&f.keepLocal, "keep-local", false, "keep the staged, rewritten session files on this machine")
 	fl.BoolVar(&f.all, "all", false, "send files .gitignore leaves out too")
@@ -76,17 +103,45 @@ rewritten session files staged on this machine and prints where.`,
 	return cmd
 }
 
-func handoffArgs(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return fmt.Errorf("name one tool: %s", strings.Join(handoff.AdapterNames(), ", "))
+func handoffArgs(f *handoffFlags) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if f.retry != "" {
+			if len(args) > 1 || (len(args) == 1 && handoff.Agents()[args[0]].CLI == "") {
+				return fmt.Errorf("--retry takes a sandbox and at most the tool's name")
+			}
+			return nil
+		}
+		if len(args) != 1 {
+			return fmt.Errorf("name one tool: %s", strings.Join(handoff.AdapterNames(), ", "))
+		}
+		if _, ok := handoff.Adapters()[args[0]]; !ok {
+			return fmt.Errorf("unknown tool %q (want %s)", args[0], strings.Join(handoff.AdapterNames(), ", "))
+		}
+		switch {
+		case f.noEgress && len(f.allowHosts) > 0:
+			return errors.New("--no-egress and --allow-host contradict each other")
+		case f.agentVersion != "" && !handoff.ValidVersion(f.agentVersion):
+			return fmt.Errorf("--agent-version %q is not a version", f.agentVersion)
+		case f.sandbox != "" && (f.image != "" || f.agentVersion != ""):
+			return errors.New("-s hands off into an existing sandbox, whose image is set: leave out --image and --agent-version")
+		}
+		return nil
 	}
-	if _, ok := handoff.Adapters()[args[0]]; !ok {
-		return fmt.Errorf("unknown tool %q (want %s)", args[0], strings.Join(handoff.AdapterNames(), ", "))
-	}
-	return nil
+}
+
+// errNoTerminal refuses to attach a stdin that is not a terminal: the
+// resume line would be typed into the sandbox and the session left
+// running with nobody at it.
+var errNoTerminal = &hintError{
+	err:  errors.New("boxkite handoff attaches this terminal to the sandbox, but standard input is not a terminal"),
+	hint: "run it in a terminal, or pass --no-attach (or --json) to send everything and print the line to run",
 }
 
 func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags, asJSON bool) error {
+	attach := !f.dryRun && !f.noAttach && !asJSON
+	if attach && !app.IO.InTTY {
+		return errNoTerminal
+	}
 	env, err := handoff.OSEnv()
 	if err != nil {
 		return err
@@ -106,79 +161,176 @@ func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags
 	if err != nil {
 		return fmt.Errorf("prepare the %s handoff: %w", a.Name(), err)
 	}
+	agent := handoff.Agents()[a.Name()]
+	egress := handoffEgress(plan.Egress, f)
 	for _, w := range plan.Warnings {
 		fmt.Fprintf(app.IO.ErrOut, "warning: %s\n", w)
 	}
 	if f.dryRun {
+		pj := planJSON(plan, agent, f, egress)
 		if asJSON {
-			return writeJSON(app.IO.Out, planJSON(plan))
+			return writeJSON(app.IO.Out, pj)
 		}
-		printPlan(app.IO.Out, plan)
+		printPlan(app.IO.Out, pj)
 		return nil
 	}
-	c, sb, err := handoffSandbox(ctx, app, a.Name(), f)
+	c, err := app.Client()
 	if err != nil {
 		return err
 	}
-	progress := newTransferProgress(app.IO, "uploading", plan.Size())
-	res, err := handoff.Transfer(ctx, plan, archiveUploader{c, sb.ID}, progress.reader)
-	progress.done()
+	sb, created, err := handoffSandbox(ctx, app, c, agent, f, egress)
 	if err != nil {
-		if f.sandbox == "" {
-			// A sandbox made for this handoff holds half a tree: remove it.
+		return err
+	}
+	// A sandbox made for this handoff and holding nothing yet is removed
+	// when the agent cannot run there or the upload fails half way.
+	discard := func() {
+		if created {
 			if derr := c.DeleteSandbox(context.WithoutCancel(ctx), sb.ID); derr == nil {
 				fmt.Fprintf(app.IO.ErrOut, "removed sandbox %s\n", sb.ID)
 			}
 		}
+	}
+	version, err := checkAgent(ctx, c, sb.ID, agent)
+	if err != nil {
+		discard()
+		return err
+	}
+	fmt.Fprintf(app.IO.ErrOut, "%s in the sandbox: %s\n", agent.CLI, version)
+	progress := newTransferProgress(app.IO, "uploading", plan.Size())
+	res, err := handoff.Transfer(ctx, plan, handoffTarget{c, sb.ID}, sb.ID, progress.reader)
+	progress.done()
+	if err != nil {
+		discard()
 		return fmt.Errorf("hand off to sandbox %s: %w", sb.ID, err)
 	}
 	fmt.Fprintf(app.IO.ErrOut, "sent %d files (%s) to sandbox %s; the session resumes in %s\n",
 		res.Files, humanBytes(res.Bytes), sb.ID, plan.Workdir)
-	if f.noAttach || asJSON {
+	return startAgent(ctx, app, c, sb, res.Source, attach, asJSON, plan.Workdir)
+}
+
+// startAgent attaches this terminal to the sandbox and types the line
+// that starts the agent, or (not attaching) prints it.
+func startAgent(ctx context.Context, app *App, c *client.Client, sb api.Sandbox, source string, attach, asJSON bool, workdir string) error {
+	if !attach {
 		if asJSON {
-			return writeJSON(app.IO.Out, handoffResult{Sandbox: sb, Workdir: plan.Workdir, Run: res.Source})
+			return writeJSON(app.IO.Out, handoffResult{Sandbox: sb, Workdir: workdir, Run: source})
 		}
 		fmt.Fprintln(app.IO.Out, sb.ID)
-		fmt.Fprintf(app.IO.ErrOut, "to resume: boxkite attach -s %s, then run: %s\n", sb.ID, res.Source)
+		fmt.Fprintf(app.IO.ErrOut, "to resume: boxkite attach -s %s, then run: %s\n", sb.ID, source)
 		return nil
 	}
 	// A leading space keeps the line out of an interactive shell's history
 	// where HISTCONTROL allows; it names a path only either way.
-	if err := attachSession(ctx, c, sb.ID, false, app.IO, " "+res.Source+"\r"); err != nil {
+	if err := attachSession(ctx, c, sb.ID, false, app.IO, " "+source+"\r"); err != nil {
 		// Everything is in the sandbox already: say how to carry on.
-		return &hintError{err: err, hint: fmt.Sprintf("the session waits in sandbox %s; with an admin API key run 'boxkite attach -s %s', then: %s", sb.ID, sb.ID, res.Source)}
+		return &hintError{err: err, hint: fmt.Sprintf("the session waits in sandbox %s; run 'boxkite handoff --retry %s' (needs an admin API key)", sb.ID, sb.ID)}
 	}
 	return nil
 }
 
-// handoffSandbox is the sandbox to hand off into: the one named with -s,
-// else a new one labelled after the tool.
-func handoffSandbox(ctx context.Context, app *App, tool string, f handoffFlags) (*client.Client, api.Sandbox, error) {
-	if f.sandbox != "" {
-		return target(ctx, app, f.sandbox, false)
+// handoffEgress is what the sandbox is granted: the agent's model API
+// (plan), or --allow-host's hosts instead, or nothing with --no-egress.
+func handoffEgress(planned []string, f handoffFlags) []string {
+	switch {
+	case f.noEgress:
+		return nil
+	case len(f.allowHosts) > 0:
+		return f.allowHosts
 	}
-	c, err := app.Client()
+	return planned
+}
+
+// handoffSandbox is the sandbox to hand off into: the one named with -s,
+// else a new one from the agent's image, granted egress.
+func handoffSandbox(ctx context.Context, app *App, c *client.Client, agent handoff.Agent, f handoffFlags, egress []string) (api.Sandbox, bool, error) {
+	if f.sandbox != "" {
+		_, sb, err := target(ctx, app, f.sandbox, false)
+		if err == nil && len(egress) > 0 {
+			fmt.Fprintf(app.IO.ErrOut, "warning: sandbox %s keeps the egress it was created with; %s must be among it for %s to reach its API\n",
+				sb.ID, strings.Join(egress, ", "), agent.CLI)
+		}
+		return sb, false, err
+	}
+	image, err := agentImage(ctx, app.IO, c, agent, f.agentVersion, f.image)
 	if err != nil {
-		return nil, api.Sandbox{}, err
+		return api.Sandbox{}, false, err
 	}
 	// A suffix of its own: labels are unique among active sandboxes, and a
 	// second handoff of the same tool must not collide with the first.
-	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: "handoff-" + tool + "-" + randomHex(3), LifetimeMinutes: int(f.lifetime.Minutes())})
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{
+		Label: "handoff-" + agent.Tool + "-" + randomHex(3), LifetimeMinutes: int(f.lifetime.Minutes()), ImageID: image, EgressHosts: egress,
+	})
 	if err != nil {
-		return nil, api.Sandbox{}, fmt.Errorf("create a sandbox: %w", err)
+		return api.Sandbox{}, false, fmt.Errorf("create a sandbox: %w", err)
 	}
-	fmt.Fprintf(app.IO.ErrOut, "created sandbox %s\n", sb.ID)
-	return c, *sb, nil
+	grants := "no egress"
+	if len(egress) > 0 {
+		grants = "egress to " + strings.Join(egress, ", ")
+	}
+	fmt.Fprintf(app.IO.ErrOut, "created sandbox %s (%s)\n", sb.ID, grants)
+	return *sb, true, nil
 }
 
-// archiveUploader binds the client's archive upload to one sandbox.
-type archiveUploader struct {
+// runHandoffRetry starts the agent of the handoff recorded in a sandbox
+// again: its CLI checked, the credentials read here and sent again.
+func runHandoffRetry(ctx context.Context, app *App, f handoffFlags, asJSON bool) error {
+	attach := !f.noAttach && !asJSON
+	if attach && !app.IO.InTTY {
+		return errNoTerminal
+	}
+	env, err := handoff.OSEnv()
+	if err != nil {
+		return err
+	}
+	c, sb, err := target(ctx, app, f.retry, false)
+	if err != nil {
+		return err
+	}
+	sbx := handoffTarget{c, sb.ID}
+	rec, err := handoff.ReadRecord(ctx, sbx)
+	if err != nil {
+		return fmt.Errorf("retry the handoff in sandbox %s: %w", sb.ID, err)
+	}
+	agent := handoff.Agents()[rec.Tool]
+	version, err := checkAgent(ctx, c, sb.ID, agent)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(app.IO.ErrOut, "%s in the sandbox: %s\n", agent.CLI, version)
+	l := handoff.LaunchFor(rec.Tool, env, rec.Provider)
+	for _, w := range l.Warnings {
+		fmt.Fprintf(app.IO.ErrOut, "warning: %s\n", w)
+	}
+	if err := handoff.Rearm(ctx, sbx, l.Credentials, l.Settings); err != nil {
+		return fmt.Errorf("retry the handoff in sandbox %s: %w", sb.ID, err)
+	}
+	return startAgent(ctx, app, c, sb, handoff.Source, attach, asJSON, rec.Workdir)
+}
+
+// handoffTarget binds the client's archive upload and file download to
+// one sandbox.
+type handoffTarget struct {
 	c  *client.Client
 	id string
 }
 
-func (u archiveUploader) UploadArchive(ctx context.Context, dir string, r io.Reader) (*api.ArchiveResult, error) {
+func (u handoffTarget) UploadArchive(ctx context.Context, dir string, r io.Reader) (*api.ArchiveResult, error) {
 	return u.c.UploadArchive(ctx, u.id, dir, r)
+}
+
+// ReadFile reads a small file of the sandbox (a tool's state file, the
+// handoff record); nil when there is none.
+func (u handoffTarget) ReadFile(ctx context.Context, p string) ([]byte, error) {
+	d, err := u.c.DownloadFile(ctx, u.id, p)
+	if e, ok := errors.AsType[*api.Error](err); ok && e.Status == 404 {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return io.ReadAll(io.LimitReader(d, 16<<20))
 }
 
 // handoffResult is the --json answer of a handoff that does not attach.
@@ -206,18 +358,29 @@ type plannedPlan struct {
 	TreeBytes   int64         `json:"tree_bytes"`
 	Files       []plannedFile `json:"files"`
 	Credentials []string      `json:"credentials"`
+	Settings    []string      `json:"settings"` // names only: a base URL may hold a token
+	Image       string        `json:"image"`    // an image id, or the agent image's npm packages
+	Egress      []string      `json:"egress"`
 	Workdir     string        `json:"workdir"`
 	Resume      string        `json:"resume"`
 	Warnings    []string      `json:"warnings"`
 }
 
-func planJSON(p *handoff.Plan) plannedPlan {
+func planJSON(p *handoff.Plan, agent handoff.Agent, f handoffFlags, egress []string) plannedPlan {
 	out := plannedPlan{
 		Tool: p.Tool, Session: p.Session.ID, RecordedIn: p.Session.Cwd,
 		Tree: p.Tree.Root, TreeTarget: filepath.ToSlash(filepath.Join(handoff.SandboxHome, p.Tree.Name)),
 		TreeFiles: p.Tree.Files, TreeBytes: p.Tree.Bytes,
-		Files: []plannedFile{}, Credentials: []string{}, Workdir: p.Workdir, Resume: p.Resume,
-		Warnings: append([]string{}, p.Warnings...),
+		Files: []plannedFile{}, Credentials: []string{}, Settings: []string{}, Egress: append([]string{}, egress...),
+		Workdir: p.Workdir, Resume: p.Resume, Warnings: append([]string{}, p.Warnings...),
+	}
+	switch {
+	case f.sandbox != "":
+		out.Image = "that of sandbox " + f.sandbox
+	case f.image != "":
+		out.Image = f.image
+	default:
+		out.Image = "npm " + strings.Join(agent.ImageSpec(f.agentVersion).NPMPackages, " ")
 	}
 	for _, f := range p.Files {
 		out.Files = append(out.Files, plannedFile{Local: f.Local, Target: f.Target, Size: f.Size})
@@ -225,11 +388,13 @@ func planJSON(p *handoff.Plan) plannedPlan {
 	for _, c := range p.Credentials {
 		out.Credentials = append(out.Credentials, c.String())
 	}
+	for _, s := range p.Settings {
+		out.Settings = append(out.Settings, s.Name)
+	}
 	return out
 }
 
-func printPlan(w io.Writer, p *handoff.Plan) {
-	j := planJSON(p)
+func printPlan(w io.Writer, j plannedPlan) {
 	fmt.Fprintf(w, "tool:        %s\nsession:     %s\n", j.Tool, j.Session)
 	if j.RecordedIn != "" {
 		fmt.Fprintf(w, "recorded in: %s\n", j.RecordedIn)
@@ -246,5 +411,14 @@ func printPlan(w io.Writer, p *handoff.Plan) {
 		creds = strings.Join(j.Credentials, ", ")
 	}
 	fmt.Fprintf(w, "credentials: %s (written to a 0600 file and sourced)\n", creds)
+	if len(j.Settings) > 0 {
+		fmt.Fprintf(w, "settings:    %s\n", strings.Join(j.Settings, ", "))
+	}
+	fmt.Fprintf(w, "image:       %s\n", j.Image)
+	egress := "none"
+	if len(j.Egress) > 0 {
+		egress = strings.Join(j.Egress, ", ")
+	}
+	fmt.Fprintf(w, "egress:      %s\n", egress)
 	fmt.Fprintf(w, "resume:      %s\n", j.Resume)
 }

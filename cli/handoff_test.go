@@ -43,12 +43,14 @@ func TestHandoffDryRun(t *testing.T) {
 		regexp.MustCompile(`(?m)^  [0-9.]+[KMG]?i?B +/workspace/\.claude/projects/-workspace-my-app-v2/` + id + `\.jsonl +<- /`),
 		regexp.MustCompile(`(?m)^credentials: ANTHROPIC_API_KEY \(from environment\)`),
 		regexp.MustCompile(`(?m)^resume: +cd '/workspace/my_app\.v2' && claude --resume ` + id + `$`),
+		regexp.MustCompile(`(?m)^image: +npm @anthropic-ai/claude-code==\d`),
+		regexp.MustCompile(`(?m)^egress: +api\.anthropic\.com$`),
 	} {
 		if !want.MatchString(r.stdout) {
 			t.Errorf("plan lacks %s:\n%s", want, r.stdout)
 		}
 	}
-	if !strings.Contains(r.stderr, "warning: ") || !strings.Contains(r.stderr, "torn") {
+	if !strings.Contains(r.stderr, "warning: ") || !strings.Contains(r.stderr, "dropped line 14: incomplete") {
 		t.Errorf("stderr lacks the dropped-line warnings:\n%s", r.stderr)
 	}
 	if strings.Contains(r.stdout+r.stderr, "sk-dry-run-secret") {
@@ -66,7 +68,8 @@ func TestHandoffDryRunJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &p); err != nil {
 		t.Fatalf("decode %q: %v", r.stdout, err)
 	}
-	if p.Session != handofftest.CodexSession || len(p.Files) != 1 || p.Files[0].Size < 1<<20 || p.Workdir != "/workspace/my_app.v2/sub" {
+	if p.Session != handofftest.CodexSession || len(p.Files) != 2 || p.Files[0].Size < 1<<20 || p.Workdir != "/workspace/my_app.v2/sub" ||
+		len(p.Egress) != 1 || p.Egress[0] != "api.openai.com" {
 		t.Errorf("plan = %+v", p)
 	}
 	m := regexp.MustCompile(`staged session files kept in (\S+)`).FindStringSubmatch(r.stderr)
@@ -109,11 +112,53 @@ func TestHandoffUsage(t *testing.T) {
 		{[]string{"handoff", "cursor"}, 2, `unknown tool "cursor"`},
 		{[]string{"handoff", "claude-code", "--session", "../x", "--dry-run"}, 1, "not a valid identifier"},
 		{[]string{"handoff", "codex", "--session", "ffffffff-0000-4000-8000-000000000009", "--dry-run"}, 1, "no Codex rollout"},
+		{[]string{"handoff", "codex", "--no-egress", "--allow-host", "x.example"}, 2, "contradict"},
+		{[]string{"handoff", "codex", "--agent-version", "-1"}, 2, "not a version"},
+		{[]string{"handoff", "codex", "-s", "sb", "--image", "img"}, 2, "leave out --image"},
+		{[]string{"handoff", "--retry", "sb", "cursor"}, 2, "--retry takes a sandbox"},
+		// Without a terminal to attach, nothing is prepared or sent.
+		{[]string{"handoff", "claude-code"}, 1, "standard input is not a terminal"},
+		{[]string{"handoff", "--retry", "sb"}, 1, "standard input is not a terminal"},
 	}
 	for _, tt := range tests {
 		r := runCLI(t, "", tt.args...)
-		if r.code != tt.code || !strings.Contains(r.stderr, tt.msg) {
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.msg) || (tt.code != 2 && !strings.Contains(r.stderr, "\nhint: ")) {
 			t.Errorf("boxkite %v: exit %d, stderr %q; want exit %d and %q", tt.args, r.code, r.stderr, tt.code, tt.msg)
+		}
+	}
+}
+
+// TestHandoffEgressPlan: the sandbox is granted the agent's model API, or
+// the host of the base URL set here (which goes along), or what
+// --allow-host names, or nothing with --no-egress.
+func TestHandoffEgressPlan(t *testing.T) {
+	handoffEnv(t)
+	tests := []struct {
+		args    []string
+		baseURL string
+		egress  []string
+	}{
+		{nil, "", []string{"api.anthropic.com"}},
+		{nil, "https://gateway.example:8443/anthropic", []string{"gateway.example:8443"}},
+		{nil, "http://127.0.0.1:9", []string{}},
+		{[]string{"--allow-host", "a.example", "--allow-host", "b.example:8080"}, "", []string{"a.example", "b.example:8080"}},
+		{[]string{"--no-egress"}, "https://gateway.example", []string{}},
+	}
+	for _, tt := range tests {
+		t.Setenv("ANTHROPIC_BASE_URL", tt.baseURL)
+		r := runCLI(t, "", append([]string{"handoff", "claude-code", "--dry-run", "--json"}, tt.args...)...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", tt.args, r.code, r.stderr)
+		}
+		var p plannedPlan
+		if err := json.Unmarshal([]byte(r.stdout), &p); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(p.Egress, ",") != strings.Join(tt.egress, ",") {
+			t.Errorf("%v with ANTHROPIC_BASE_URL=%q: egress %q, want %q", tt.args, tt.baseURL, p.Egress, tt.egress)
+		}
+		if hasBase := strings.Contains(strings.Join(p.Settings, ","), "ANTHROPIC_BASE_URL"); hasBase != (tt.baseURL != "") {
+			t.Errorf("%v: settings %q; the base URL goes along exactly when it is set", tt.args, p.Settings)
 		}
 	}
 }

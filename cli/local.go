@@ -226,8 +226,15 @@ func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client
 
 func newDownCmd(app *App) *cobra.Command {
 	return &cobra.Command{
-		Use:     "down",
-		Short:   "Stop the local boxkite server, its bastion and its sandboxes",
+		Use:   "down",
+		Short: "Stop the local boxkite server, its bastion and its sandboxes",
+		Long: `Stop the local bastion and server; the server deletes its sandboxes as it
+stops. Then, whatever state the server stopped in (cleanly, crashed, killed,
+or on a host out of processes), remove what is left of it on the host:
+sandbox processes, cgroups, disks and their loop devices, and the mounts of
+volumes and images (boxkite-server cleanup). Volumes, images and the
+database keep their data. If something cannot be removed, down says what
+it is and the command that removes it, and exits 1.`,
 		GroupID: groupLocal,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -242,31 +249,40 @@ func newDownCmd(app *App) *cobra.Command {
 			} else if bpid != 0 {
 				fmt.Fprintf(app.IO.ErrOut, "boxkite bastion stopped (pid %d)\n", bpid)
 			}
-			pid, err := readPID(p.pid)
-			if err != nil {
+			if err := stopLocalServer(cmd.Context(), app, p); err != nil {
 				return err
 			}
-			if pid == 0 {
-				fmt.Fprintln(app.IO.ErrOut, "boxkite server is not running")
-				return nil
-			}
-			if !isBoxkiteServer(pid) {
-				if err := os.Remove(p.pid); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return fmt.Errorf("remove stale pid file: %w", err)
-				}
-				fmt.Fprintln(app.IO.ErrOut, "boxkite server is not running (removed a stale pid file)")
-				return nil
-			}
-			if err := stopProcess(cmd.Context(), pid, stopTimeout); err != nil {
-				return err
-			}
-			if err := os.Remove(p.pid); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("remove pid file: %w", err)
-			}
-			fmt.Fprintf(app.IO.ErrOut, "boxkite server stopped (pid %d)\n", pid)
-			return nil
+			// Whatever state the server stopped in, nothing it made stays.
+			return cleanUpLocal(cmd.Context(), p)
 		},
 	}
+}
+
+// stopLocalServer stops the server the pid file names, if it runs.
+func stopLocalServer(ctx context.Context, app *App, p localPaths) error {
+	pid, err := readPID(p.pid)
+	if err != nil {
+		return err
+	}
+	if pid == 0 {
+		fmt.Fprintln(app.IO.ErrOut, "boxkite server is not running")
+		return nil
+	}
+	if !isBoxkiteServer(pid) {
+		if err := os.Remove(p.pid); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove stale pid file: %w", err)
+		}
+		fmt.Fprintln(app.IO.ErrOut, "boxkite server is not running (removed a stale pid file)")
+		return nil
+	}
+	if err := stopProcess(ctx, pid, stopTimeout); err != nil {
+		return err
+	}
+	if err := os.Remove(p.pid); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove pid file: %w", err)
+	}
+	fmt.Fprintf(app.IO.ErrOut, "boxkite server stopped (pid %d)\n", pid)
+	return nil
 }
 
 // serverStatus is the JSON shape of `boxkite status`.

@@ -104,7 +104,12 @@ func TestClaude(t *testing.T) {
 	oldProj := fx.Home + "/.claude/projects/" + handofftest.EncodeClaude(fx.Src) + "/"
 	var wantLines []string
 	for _, l := range validLines(t, src) {
-		if !strings.Contains(l, `"atis-latch"`) { // its cwd is a sibling directory: untouched
+		// A line recorded in the directory the project was in before
+		// (a sibling) moves to the sandbox's tree as well; its payload,
+		// not a recorded cwd, stays.
+		if old := `"cwd":"` + fx.Src + `-old"`; strings.Contains(l, old) {
+			l = strings.Replace(l, old, `"cwd":"`+sandboxRoot+`"`, 1)
+		} else {
 			l = strings.Replace(l, `"cwd":"`+fx.Src, `"cwd":"`+sandboxRoot, 1)
 		}
 		wantLines = append(wantLines, strings.ReplaceAll(l, oldProj, proj))
@@ -115,7 +120,7 @@ func TestClaude(t *testing.T) {
 	if diff := cmp.Diff(wantLines, strings.Split(strings.TrimSuffix(string(staged), "\n"), "\n")); diff != "" {
 		t.Errorf("staged transcript (-want +got):\n%.3000s", diff)
 	}
-	for _, w := range []string{"dropped line 7: not a JSON", "dropped line 8: not a JSON", "dropped line 14: torn", "hosts: symlink to /etc/hosts"} {
+	for _, w := range []string{"dropped line 7: not a JSON", "dropped line 8: not a JSON", "dropped line 14: incomplete", "hosts: symlink to /etc/hosts", "was recorded in " + fx.Src + "-old, outside"} {
 		if !slices.ContainsFunc(p.Warnings, func(s string) bool { return strings.Contains(s, w) }) {
 			t.Errorf("warnings %q lack %q", p.Warnings, w)
 		}
@@ -192,19 +197,30 @@ func TestCodex(t *testing.T) {
 		t.Fatalf("picked session %s, want %s", p.Session.ID, id)
 	}
 	target := "/workspace/.codex/sessions/2026/02/23/rollout-2026-02-23T12-54-34-" + id + ".jsonl"
-	if diff := cmp.Diff([]string{target}, targets(p)); diff != "" {
+	if diff := cmp.Diff([]string{"/workspace/.codex/config.toml", target}, targets(p)); diff != "" {
 		t.Errorf("targets (-want +got):\n%s", diff)
 	}
 	if want := sandboxRoot + "/sub"; p.Workdir != want {
 		t.Errorf("workdir = %q, want the newest turn's cwd moved, %q", p.Workdir, want)
 	}
-	if want := "cd '" + sandboxRoot + "/sub' && codex resume " + id; p.Resume != want {
+	if want := "cd '" + sandboxRoot + "/sub' && codex resume --no-daemon " + id; p.Resume != want {
 		t.Errorf("resume = %q, want %q", p.Resume, want)
 	}
 	if len(p.Credentials) != 1 || p.Credentials[0].Value != fx.Secrets["codex-auth"] || p.Credentials[0].Name != "OPENAI_API_KEY" {
 		t.Errorf("credentials = %v, want OPENAI_API_KEY from auth.json", p.Credentials)
 	}
-	got := strings.Split(strings.TrimSuffix(string(readFile(t, p.Files[0].Staged)), "\n"), "\n")
+	staged := map[string]string{}
+	for _, f := range p.Files {
+		staged[f.Target] = string(readFile(t, f.Staged))
+	}
+	wantConfig := "[projects.\"" + sandboxRoot + "\"]\ntrust_level = \"trusted\"\n\n[projects.\"" + sandboxRoot + "/sub\"]\ntrust_level = \"trusted\"\n"
+	if got := staged["/workspace/.codex/config.toml"]; got != wantConfig {
+		t.Errorf("config.toml = %q, want %q", got, wantConfig)
+	}
+	if diff := cmp.Diff([]Step{{Argv: []string{"codex", "login", "--with-api-key"}, StdinEnv: "OPENAI_API_KEY"}}, p.Login); diff != "" {
+		t.Errorf("login steps (-want +got):\n%s", diff)
+	}
+	got := strings.Split(strings.TrimSuffix(staged[target], "\n"), "\n")
 	if len(got) != 11 {
 		t.Fatalf("staged %d lines, want 11 (13 less a corrupt and a torn one)", len(got))
 	}
@@ -393,6 +409,8 @@ func TestGemini(t *testing.T) {
 	chats := "/workspace/.gemini/tmp/my-app-v2/chats/"
 	want := []string{
 		"/workspace/.gemini/projects.json",
+		"/workspace/.gemini/settings.json",
+		"/workspace/.gemini/trustedFolders.json",
 		chats + id + "/" + handofftest.GeminiSubagent + ".jsonl",
 		chats + "session-2026-09-01T10-00-3c9d1e2f.jsonl",
 		"/workspace/.gemini/tmp/my-app-v2/.project_root",
@@ -411,8 +429,18 @@ func TestGemini(t *testing.T) {
 	if got := string(staged["/workspace/.gemini/tmp/my-app-v2/.project_root"]); got != sandboxRoot {
 		t.Errorf(".project_root = %q", got)
 	}
-	if got := string(staged["/workspace/.gemini/projects.json"]); got != `{"projects":{"`+sandboxRoot+`":"my-app-v2"}}`+"\n" {
-		t.Errorf("projects.json = %q", got)
+	for file, want := range map[string]any{
+		"projects.json":       map[string]any{"projects": map[string]any{sandboxRoot: "my-app-v2"}},
+		"settings.json":       map[string]any{"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}}},
+		"trustedFolders.json": map[string]any{sandboxRoot: "TRUST_FOLDER"},
+	} {
+		var got any
+		if err := json.Unmarshal(staged["/workspace/.gemini/"+file], &got); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", file, diff)
+		}
 	}
 	lines := strings.Split(strings.TrimSuffix(string(staged[chats+"session-2026-09-01T10-00-3c9d1e2f.jsonl"]), "\n"), "\n")
 	if len(lines) != 8 {
@@ -425,7 +453,7 @@ func TestGemini(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &meta); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{sandboxRoot, sandboxRoot + "/sub", fx.Src + "-old"}, meta.Directories); diff != "" {
+	if diff := cmp.Diff([]string{sandboxRoot, sandboxRoot + "/sub", sandboxRoot}, meta.Directories); diff != "" {
 		t.Errorf("directories (-want +got):\n%s", diff)
 	}
 	if sum := sha256.Sum256([]byte(sandboxRoot)); meta.ProjectHash != hex.EncodeToString(sum[:]) {

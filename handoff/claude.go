@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,7 +88,7 @@ func (a claudeAdapter) Find(_ context.Context, env Env, dir, id string) (*Found,
 		// cwd is in the lines, and a corpus may hold gigabytes of them.
 		slices.SortFunc(every, func(a, b claudeSession) int { return b.mod.Compare(a.mod) })
 		for _, s := range every {
-			if id != "" || sameDir(claudeCwd(s.path), dir) {
+			if id != "" || sameDir(lastOf(claudeCwds(s.path)), dir) {
 				cands = append(cands, s)
 				break
 			}
@@ -96,13 +97,14 @@ func (a claudeAdapter) Find(_ context.Context, env Env, dir, id string) (*Found,
 	best, ok := newest(cands, func(s claudeSession) time.Time { return s.mod })
 	if !ok {
 		if id != "" {
-			return nil, fmt.Errorf("no Claude Code session %s under %s", id, projects)
+			return nil, noSessionf("no Claude Code session %s under %s", id, projects)
 		}
-		return nil, fmt.Errorf("no Claude Code session recorded in %s (looked under %s)", dir, projects)
+		return nil, noSessionf("no Claude Code session recorded in %s or below (looked under %s)", dir, projects)
 	}
+	cwds := claudeCwds(best.path)
 	f := &Found{
 		Tool: a.Name(), ID: strings.TrimSuffix(filepath.Base(best.path), ".jsonl"),
-		Path: best.path, Cwd: claudeCwd(best.path), Modified: best.mod,
+		Path: best.path, Cwd: lastOf(cwds), Cwds: cwds, Modified: best.mod,
 	}
 	if err := checkIdent("session id", f.ID); err != nil {
 		return nil, err
@@ -156,22 +158,39 @@ func claudeSessions(dir, id string) []claudeSession {
 	return out
 }
 
-// claudeCwd is the last cwd recorded in a transcript, the authoritative
-// project path (the directory name is a lossy encoding of it).
-func claudeCwd(p string) string {
+// claudeCwds lists the cwds a transcript records, first seen first; the
+// last one recorded is the authoritative project path (the directory
+// name is a lossy encoding of it).
+func claudeCwds(p string) []string {
 	f, err := os.Open(p)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
-	cwd := ""
+	var cwds []string
+	last := ""
 	_, _ = copyLines(f, io.Discard, p, func(_ int, line []byte) ([]byte, error) {
 		if c, ok := stringAt(line, "cwd"); ok && c != "" {
-			cwd = c
+			if !slices.Contains(cwds, c) {
+				cwds = append(cwds, c)
+			}
+			last = c
 		}
 		return nil, nil
 	})
-	return cwd
+	// The newest cwd last, wherever it was first seen.
+	if i := slices.Index(cwds, last); i >= 0 && i != len(cwds)-1 {
+		cwds = append(slices.Delete(cwds, i, i+1), last)
+	}
+	return cwds
+}
+
+// lastOf is the last element of s, or "".
+func lastOf(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[len(s)-1]
 }
 
 // claudeBusy reports whether a running Claude Code registered id as busy
@@ -209,7 +228,9 @@ func (a claudeAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping) (
 	srcProject := filepath.Dir(f.Path)
 	edit := claudeEdit(m, filepath.ToSlash(srcProject)+"/", target+"/")
 	b := &Bundle{Workdir: workdir, Resume: [][]string{{"claude", "--resume", f.ID}}}
-	b.Files = append(b.Files, jsonlFile(f.Path, path.Join(target, f.ID+".jsonl"), false, edit))
+	main := jsonlFile(f.Path, path.Join(target, f.ID+".jsonl"), false, edit)
+	main.Optional = false
+	b.Files = append(b.Files, main)
 
 	companion := filepath.Join(srcProject, f.ID)
 	err = filepath.WalkDir(companion, func(p string, d fs.DirEntry, err error) error {
@@ -240,12 +261,20 @@ func (a claudeAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping) (
 			b.Files = append(b.Files, jsonlFile(p, path.Join(target, filepath.Base(p)), false, edit))
 		}
 	}
-	b.Files = append(b.Files, claudeStateFile(workdir))
-	b.Credentials = envCredentials(env, "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY")
-	if len(b.Credentials) == 0 {
-		b.Warnings = append(b.Warnings, "no CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY set here (make one with `claude setup-token`); log in inside the sandbox instead")
-	}
+	b.launch(LaunchFor(a.Name(), env, ""))
+	b.Files = append(b.Files, claudeStateFile(trustedDirs(m, workdir), approvedKey(env)))
 	return b, nil
+}
+
+// approvedKey is what Claude Code records of an API key it was told to
+// use (its last 20 characters), so the resumed session does not stop to
+// ask; "" without an ANTHROPIC_API_KEY.
+func approvedKey(env Env) string {
+	k := env.get("ANTHROPIC_API_KEY")
+	if len(k) > 20 {
+		k = k[len(k)-20:]
+	}
+	return k
 }
 
 // claudeEdit rewrites a transcript line: the top-level cwd moves with m,
@@ -280,29 +309,74 @@ func claudeParent(p string) string {
 	return id
 }
 
-// claudeStateFile is ~/.claude.json in the sandbox: onboarding done and
-// the working directory trusted, so the interactive resume does not stop
-// at the first-run screens. It carries no account data.
-func claudeStateFile(workdir string) File {
-	state := map[string]any{
-		"hasCompletedOnboarding": true,
-		"projects":               map[string]any{workdir: map[string]any{"hasTrustDialogAccepted": true}},
+// claudeStateFile is ~/.claude.json in the sandbox: onboarding done, the
+// sandbox's directories trusted and the API key approved, so the
+// interactive resume does not stop at first-run screens. A sandbox's own
+// file (a login made there, other projects' settings) is kept: only these
+// keys are set in it.
+func claudeStateFile(dirs []string, keySuffix string) File {
+	merge := func(existing []byte) ([]byte, error) {
+		return mergeJSON(existing, func(state map[string]any) {
+			state["hasCompletedOnboarding"] = true
+			projects := object(state, "projects")
+			for _, d := range dirs {
+				object(projects, d)["hasTrustDialogAccepted"] = true
+			}
+			if keySuffix == "" {
+				return
+			}
+			resp := object(state, "customApiKeyResponses")
+			approved, _ := resp["approved"].([]any)
+			if !slices.Contains(approved, any(keySuffix)) {
+				resp["approved"] = append(approved, keySuffix)
+			}
+			if rejected, ok := resp["rejected"].([]any); ok {
+				resp["rejected"] = slices.DeleteFunc(rejected, func(v any) bool { return v == keySuffix })
+			} else {
+				resp["rejected"] = []any{}
+			}
+		})
 	}
-	return File{
-		Local:  "(generated)",
-		Target: path.Join(SandboxHome, ".claude.json"),
-		Write: func(w io.Writer) ([]string, error) {
-			enc := json.NewEncoder(w)
-			enc.SetEscapeHTML(false)
-			return nil, enc.Encode(state)
-		},
+	body, _ := merge(nil)
+	return File{Local: "(generated)", Target: path.Join(SandboxHome, ".claude.json"), Write: writeBytes(body), Merge: merge}
+}
+
+// mergeJSON decodes a JSON object (none when existing is empty), lets set
+// change it, and encodes it again without HTML escaping.
+func mergeJSON(existing []byte, set func(map[string]any)) ([]byte, error) {
+	state := map[string]any{}
+	if len(bytes.TrimSpace(existing)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(existing))
+		dec.UseNumber()
+		if err := dec.Decode(&state); err != nil {
+			return nil, fmt.Errorf("the sandbox's copy is not a JSON object: %w", err)
+		}
 	}
+	set(state)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(state); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// object returns m[key] as an object, replacing anything else there.
+func object(m map[string]any, key string) map[string]any {
+	o, ok := m[key].(map[string]any)
+	if !ok {
+		o = map[string]any{}
+		m[key] = o
+	}
+	return o
 }
 
 // jsonlFile is a session file copied from local: raw, or line by line
 // through edit.
 func jsonlFile(local, target string, raw bool, edit lineEdit) File {
-	return File{Local: local, Target: target, Write: func(w io.Writer) ([]string, error) {
+	return File{Local: local, Target: target, Optional: true, Write: func(w io.Writer) ([]string, error) {
 		r, err := os.Open(local)
 		if err != nil {
 			return nil, err

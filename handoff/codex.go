@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -102,9 +103,13 @@ func (a codexAdapter) Find(_ context.Context, env Env, dir, id string) (*Found, 
 	// Newest first; without an id the first whose cwd is dir wins.
 	for len(cands) > 0 {
 		best, _ := newest(cands, func(r codexRollout) time.Time { return r.mod })
-		cwd, err := codexCwd(best)
+		cwds, err := codexCwds(best)
+		cwd := ""
+		if len(cwds) > 0 {
+			cwd = cwds[len(cwds)-1]
+		}
 		if err == nil && (id != "" || sameDir(cwd, dir)) {
-			return &Found{Tool: a.Name(), ID: best.id, Path: best.path, Cwd: cwd, Modified: best.mod}, nil
+			return &Found{Tool: a.Name(), ID: best.id, Path: best.path, Cwd: cwd, Cwds: cwds, Modified: best.mod}, nil
 		}
 		if id != "" {
 			return nil, err
@@ -112,9 +117,9 @@ func (a codexAdapter) Find(_ context.Context, env Env, dir, id string) (*Found, 
 		cands = removePath(cands, best.path)
 	}
 	if id != "" {
-		return nil, fmt.Errorf("no Codex rollout for session %s under %s", id, home)
+		return nil, noSessionf("no Codex rollout for session %s under %s", id, home)
 	}
-	return nil, fmt.Errorf("no Codex session recorded in %s (looked under %s)", dir, home)
+	return nil, noSessionf("no Codex session recorded in %s or below (looked under %s)", dir, home)
 }
 
 func removePath(rs []codexRollout, p string) []codexRollout {
@@ -159,15 +164,17 @@ func (z zstdFile) Close() error {
 // Codex cannot resume them either.
 var errOldRollout = errors.New("the rollout does not start with a session_meta record (an older Codex format that current Codex cannot resume)")
 
-// codexCwd is the cwd the rollout's newest turn ran in (turn_context),
-// else the session's (session_meta). It also checks the format.
-func codexCwd(r codexRollout) (string, error) {
+// codexCwds lists the working directories the rollout records: the
+// session's (session_meta) first, then each turn's (turn_context), the
+// newest last. It also checks the format.
+func codexCwds(r codexRollout) ([]string, error) {
 	rc, err := openRollout(r.path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer rc.Close()
-	cwd, first := "", true
+	var cwds []string
+	first, meta := true, false
 	var ferr error
 	_, err = copyLines(rc, io.Discard, r.path, func(_ int, line []byte) ([]byte, error) {
 		typ, _ := stringAt(line, "type")
@@ -176,26 +183,24 @@ func codexCwd(r codexRollout) (string, error) {
 			return nil, ferr
 		}
 		first = false
-		if typ == "session_meta" && cwd != "" {
+		if typ == "session_meta" && meta {
 			return nil, nil // copied in from a fork's history
 		}
 		if typ == "session_meta" || typ == "turn_context" {
-			if c, ok := stringAt(line, "payload", "cwd"); ok {
-				cwd = c
+			meta = meta || typ == "session_meta"
+			if c, ok := stringAt(line, "payload", "cwd"); ok && c != "" {
+				cwds = append(cwds, c)
 			}
 		}
 		return nil, nil
 	})
 	if ferr != nil {
-		return "", ferr
+		return nil, ferr
 	}
-	if err != nil {
-		return "", err
+	if errors.Is(err, errNoRecords) {
+		return nil, fmt.Errorf("%s: empty rollout", r.path)
 	}
-	if first {
-		return "", fmt.Errorf("%s: empty rollout", r.path)
-	}
-	return cwd, nil
+	return cwds, err
 }
 
 func (a codexAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping) (*Bundle, error) {
@@ -210,7 +215,10 @@ func (a codexAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping) (*
 	if err != nil {
 		return nil, err
 	}
-	b := &Bundle{Workdir: m.workdir(f.Cwd), Resume: [][]string{{"codex", "resume", f.ID}}}
+	workdir := m.workdir(f.Cwd)
+	// --no-daemon: the TUI's shared background server would copy the
+	// whole 300 MB binary into ~/.codex and outlive the session.
+	b := &Bundle{Workdir: workdir, Resume: [][]string{{"codex", "resume", "--no-daemon", f.ID}}}
 	b.Files = append(b.Files, File{Local: f.Path, Target: target, Write: func(w io.Writer) ([]string, error) {
 		rc, err := openRollout(f.Path)
 		if err != nil {
@@ -220,18 +228,24 @@ func (a codexAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping) (*
 		st, err := copyLines(rc, w, f.Path, codexEdit(m))
 		return st.Warnings, err
 	}})
-	creds, warn := codexCredentials(env)
-	b.Credentials = creds
-	if warn != "" {
-		b.Warnings = append(b.Warnings, warn)
-	}
+	b.Files = append(b.Files, codexConfigFile(trustedDirs(m, workdir)))
+	b.launch(LaunchFor(a.Name(), env, ""))
 	return b, nil
 }
 
-// codexEdit moves every path-valued string of the session_meta and
-// turn_context payloads (cwd, workspace_roots, writable_roots, sandbox
-// policy entries): values that are the old directory or lie under it.
-// Response items (the conversation) and encrypted content are untouched.
+// codexPathKeys are the keys whose values are paths in session_meta and
+// turn_context payloads: the working directory, the workspace and
+// writable roots, sandbox policy entries. Ids, instructions and anything
+// else are never rewritten, even when they spell a path.
+var codexPathKeys = map[string]bool{
+	"cwd": true, "workspace_roots": true, "writable_roots": true, "readable_roots": true,
+	"path": true, "root": true, "roots": true,
+}
+
+// codexEdit moves the path-valued strings of the session_meta and
+// turn_context payloads: values that are a mapped directory or lie under
+// one. Response items (the conversation) and encrypted content are
+// untouched.
 func codexEdit(m Mapping) lineEdit {
 	return func(_ int, line []byte) ([]byte, error) {
 		typ, _ := stringAt(line, "type")
@@ -239,12 +253,52 @@ func codexEdit(m Mapping) lineEdit {
 			return nil, nil
 		}
 		return editStrings(line, func(p []string, s string) (string, bool) {
-			if len(p) < 2 || p[0] != "payload" {
+			if len(p) < 2 || p[0] != "payload" || !codexPathKeys[lastKey(p)] {
 				return s, false
 			}
 			return m.Rebase(s)
 		}), nil
 	}
+}
+
+// lastKey is the innermost object key of a value's path ("[]" elements
+// skipped): an array element is named by the key holding the array.
+func lastKey(p []string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] != "[]" {
+			return p[i]
+		}
+	}
+	return ""
+}
+
+// codexConfigFile is ~/.codex/config.toml marking the sandbox's
+// directories trusted, so the resumed TUI does not stop at its first-run
+// screens. A sandbox's own config.toml is kept, the tables it lacks added.
+func codexConfigFile(dirs []string) File {
+	table := func(d string) string {
+		return "[projects." + string(encodeString(d)) + "]\ntrust_level = \"trusted\"\n"
+	}
+	merge := func(existing []byte) ([]byte, error) {
+		out := append([]byte{}, existing...)
+		for _, d := range dirs {
+			t := table(d)
+			header := t[:strings.IndexByte(t, '\n')]
+			if strings.Contains(string(out), header) {
+				continue
+			}
+			if len(out) > 0 && out[len(out)-1] != '\n' {
+				out = append(out, '\n')
+			}
+			if len(out) > 0 {
+				out = append(out, '\n')
+			}
+			out = append(out, t...)
+		}
+		return out, nil
+	}
+	body, _ := merge(nil)
+	return File{Local: "(generated)", Target: path.Join(SandboxHome, ".codex", "config.toml"), Write: writeBytes(body), Merge: merge}
 }
 
 // codexCredentials takes the first API key set in the environment, else

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -64,14 +65,36 @@ func (a geminiAdapter) Find(_ context.Context, env Env, dir, id string) (*Found,
 	best, ok := newest(cands, func(c geminiChat) time.Time { return c.mod })
 	if !ok {
 		if id != "" {
-			return nil, fmt.Errorf("no Gemini CLI session %s under %s", id, g)
+			return nil, noSessionf("no Gemini CLI session %s under %s", id, g)
 		}
-		return nil, fmt.Errorf("no Gemini CLI session recorded in %s (looked under %s)", dir, g)
+		return nil, noSessionf("no Gemini CLI session recorded in %s or above it (looked under %s)", dir, g)
 	}
 	if err := checkIdent("session id", best.id); err != nil {
 		return nil, err
 	}
-	return &Found{Tool: a.Name(), ID: best.id, Path: best.path, Cwd: best.root, Modified: best.mod}, nil
+	return &Found{Tool: a.Name(), ID: best.id, Path: best.path, Cwd: best.root, Cwds: geminiDirs(best), Modified: best.mod}, nil
+}
+
+// geminiDirs are the directories a chat records: its project root and the
+// workspace directories of its metadata (and of "$set" patches to it).
+func geminiDirs(c geminiChat) []string {
+	dirs := []string{c.root}
+	f, err := os.Open(c.path)
+	if err != nil {
+		return dirs
+	}
+	defer f.Close()
+	_, _ = copyLines(f, io.Discard, c.path, func(_ int, line []byte) ([]byte, error) {
+		editStrings(line, func(p []string, s string) (string, bool) {
+			if (equalPath(p, []string{"directories", "[]"}) || equalPath(p, []string{"$set", "directories", "[]"})) && !slices.Contains(dirs, s) {
+				dirs = append(dirs, s)
+			}
+			return s, false
+		})
+		return nil, nil
+	})
+	// The root stays last: it is where the session resumes.
+	return append(dirs[1:], dirs[0])
 }
 
 // geminiProjects reads projects.json: project root → slug. Slugs name a
@@ -163,25 +186,65 @@ func (a geminiAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping) (
 	sum := sha256.Sum256([]byte(workdir))
 	edit := geminiEdit(m, hex.EncodeToString(sum[:]))
 	b := &Bundle{Workdir: workdir, Resume: [][]string{{"gemini", "--resume", f.ID}}}
-	b.Files = append(b.Files, jsonlFile(f.Path, path.Join(chats, filepath.Base(f.Path)), false, edit))
+	main := jsonlFile(f.Path, path.Join(chats, filepath.Base(f.Path)), false, edit)
+	main.Optional = false
+	b.Files = append(b.Files, main)
 	// Subagent chats sit in a folder named after the parent session.
 	sub := filepath.Join(filepath.Dir(f.Path), f.ID)
 	subs, _ := filepath.Glob(filepath.Join(sub, "*.jsonl"))
 	for _, p := range subs {
 		b.Files = append(b.Files, jsonlFile(p, path.Join(chats, f.ID, filepath.Base(p)), false, edit))
 	}
-	reg, err := json.Marshal(map[string]any{"projects": map[string]string{workdir: slug}})
-	if err != nil {
-		return nil, err
-	}
 	b.Files = append(b.Files,
-		generated(path.Join(SandboxHome, ".gemini", "projects.json"), append(reg, '\n')),
-		generated(path.Join(SandboxHome, ".gemini", "tmp", slug, ".project_root"), []byte(workdir)))
-	b.Credentials = envCredentials(env, "GEMINI_API_KEY", "GOOGLE_API_KEY")
-	if len(b.Credentials) == 0 {
-		b.Warnings = append(b.Warnings, "no GEMINI_API_KEY or GOOGLE_API_KEY set here; log in inside the sandbox")
+		geminiStateFile("projects.json", func(s map[string]any) { object(s, "projects")[workdir] = slug }),
+		generated(path.Join(SandboxHome, ".gemini", "tmp", slug, ".project_root"), []byte(workdir)),
+		geminiStateFile("trustedFolders.json", func(s map[string]any) {
+			for _, d := range trustedDirs(m, workdir) {
+				s[d] = "TRUST_FOLDER"
+			}
+		}))
+	b.launch(LaunchFor(a.Name(), env, ""))
+	// Without a chosen sign-in method the resume stops at a picker.
+	if auth := geminiAuthType(env, b.Credentials); auth != "" {
+		b.Files = append(b.Files, geminiStateFile("settings.json", func(s map[string]any) {
+			object(object(s, "security"), "auth")["selectedType"] = auth
+		}))
 	}
 	return b, nil
+}
+
+// geminiStateFile is a JSON file of ~/.gemini that set edits; a sandbox's
+// own copy is kept with set applied to it.
+func geminiStateFile(name string, set func(map[string]any)) File {
+	merge := func(existing []byte) ([]byte, error) { return mergeJSON(existing, set) }
+	body, _ := merge(nil)
+	return File{Local: "(generated)", Target: path.Join(SandboxHome, ".gemini", name), Write: writeBytes(body), Merge: merge}
+}
+
+// geminiAuthType is the sign-in method the sandbox's Gemini CLI uses: an
+// API key's (gemini-api-key for GEMINI_API_KEY), or the method chosen
+// here when it is one a key serves; "" when no key goes along.
+func geminiAuthType(env Env, creds []Credential) string {
+	if len(creds) == 0 {
+		return ""
+	}
+	var s struct {
+		Security struct {
+			Auth struct {
+				SelectedType string `json:"selectedType"`
+			} `json:"auth"`
+		} `json:"security"`
+	}
+	if b, err := os.ReadFile(filepath.Join(geminiDir(env), "settings.json")); err == nil && json.Unmarshal(b, &s) == nil {
+		switch t := s.Security.Auth.SelectedType; t {
+		case "gemini-api-key", "vertex-ai":
+			return t
+		}
+	}
+	if creds[0].Name == "GEMINI_API_KEY" {
+		return "gemini-api-key"
+	}
+	return ""
 }
 
 // geminiEdit moves the metadata's directories (also when a "$set" line

@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -77,7 +78,8 @@ type Found struct {
 	Tool     string
 	ID       string
 	Path     string    // the session's main file on this machine ("" for opencode)
-	Cwd      string    // the directory the session was recorded in, if known
+	Cwd      string    // the directory the session was last recorded in, if known
+	Cwds     []string  // every directory it was recorded in, first seen first
 	Modified time.Time // when it was last written
 	Warnings []string
 
@@ -88,9 +90,26 @@ type Found struct {
 type Bundle struct {
 	Files       []File
 	Credentials []Credential
+	Settings    []Setting  // non-secret variables the tool needs (base URLs, switches)
+	Login       []Step     // run before the tool, with the credentials set
 	Resume      [][]string // commands run in turn (joined by &&), as argv; every word is validated
 	Workdir     string     // sandbox directory the resume command runs in
+	Egress      []string   // host or host:port the tool must reach (its model API)
+	Provider    string     // opencode: the provider whose credentials were taken
 	Warnings    []string
+}
+
+// Step is one command run before the tool starts, as argv; with StdinEnv
+// set, that variable's value is its standard input (a login that reads a
+// key from stdin), so the value never appears in an argv.
+type Step struct {
+	Argv     []string
+	StdinEnv string
+}
+
+// Setting is a non-secret environment variable the tool is started with.
+type Setting struct {
+	Name, Value string
 }
 
 // File is one session file to place in the sandbox.
@@ -100,6 +119,14 @@ type File struct {
 	// Write writes the file's content as the sandbox gets it (rewritten
 	// where needed) and reports dropped lines as warnings.
 	Write func(w io.Writer) (warnings []string, err error)
+	// Merge, when set, makes the file a tool's state file that a sandbox
+	// may already have (a login, other projects' settings): Transfer calls
+	// it with the sandbox's copy (nil when there is none) and sends what
+	// it returns. Write gives the file as a new sandbox gets it.
+	Merge func(existing []byte) ([]byte, error)
+	// Optional files that hold no record are left out with a warning;
+	// the session's own transcript is not optional.
+	Optional bool
 }
 
 // Credential is one environment variable the tool needs in the sandbox.
@@ -144,6 +171,38 @@ func (m Mapping) workdir(cwd string) string {
 	return SandboxHome
 }
 
+// Error is a handoff failure that says what to do about it.
+type Error struct {
+	Err  error
+	Hint string
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// hinted gives err a hint, unless it carries one already.
+func hinted(err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*Error](err); ok {
+		return err
+	}
+	return &Error{Err: err, Hint: hint}
+}
+
+// ErrNoSession is what Find returns, wrapped, when no session matches.
+var ErrNoSession = errors.New("no session found")
+
+// noSession is a Find failure that matches ErrNoSession and reads as msg.
+type noSession struct{ msg string }
+
+func (e noSession) Error() string      { return e.msg }
+func (noSession) Is(target error) bool { return target == ErrNoSession }
+func noSessionf(format string, args ...any) error {
+	return noSession{msg: fmt.Sprintf(format, args...)}
+}
+
 // identRE is what an identifier found on this machine (a session id, a
 // directory name) must look like before it is put in a command line.
 var identRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
@@ -152,9 +211,12 @@ var identRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // as a single path element.
 func ValidIdent(s string) bool { return identRE.MatchString(s) }
 
+// errBadIdent is an identifier refused by checkIdent.
+var errBadIdent = errors.New("is not a valid identifier (letters, digits, '.', '_', '-', at most 128)")
+
 func checkIdent(what, s string) error {
 	if !ValidIdent(s) {
-		return fmt.Errorf("%s %q is not a valid identifier (letters, digits, '.', '_', '-', at most 128)", what, s)
+		return fmt.Errorf("%s %q %w", what, s, errBadIdent)
 	}
 	return nil
 }
@@ -179,4 +241,22 @@ func newest[T any](items []T, mod func(T) time.Time) (T, bool) {
 		}
 	}
 	return best, found
+}
+
+// trustedDirs are the sandbox directories a tool is told to trust: the
+// tree's root and the directory the session resumes in.
+func trustedDirs(m Mapping, workdir string) []string {
+	dirs := []string{workdir}
+	if len(m.Rules) > 0 && m.Rules[0].To != workdir {
+		dirs = append([]string{m.Rules[0].To}, dirs...)
+	}
+	return dirs
+}
+
+// writeBytes is a File.Write that writes body.
+func writeBytes(body []byte) func(io.Writer) ([]string, error) {
+	return func(w io.Writer) ([]string, error) {
+		_, err := w.Write(body)
+		return nil, err
+	}
 }

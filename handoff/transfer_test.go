@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/handoff/handofftest"
@@ -23,10 +26,16 @@ type entry struct {
 	body []byte
 }
 
-// recorder is an Uploader that keeps what it is sent.
+// recorder is a Sandbox that keeps what it is sent and holds existing
+// files to read.
 type recorder struct {
 	dirs     []string
 	archives []map[string]entry
+	existing map[string][]byte
+}
+
+func (r *recorder) ReadFile(_ context.Context, p string) ([]byte, error) {
+	return r.existing[p], nil
 }
 
 func (r *recorder) UploadArchive(_ context.Context, dir string, rd io.Reader) (*api.ArchiveResult, error) {
@@ -61,7 +70,7 @@ func TestTransfer(t *testing.T) {
 	p := prepare(t, fx, "claude-code", "", "ANTHROPIC_API_KEY", "it's a $ecret `x`\nline two")
 	start := time.Now().Add(-time.Second)
 	var rec recorder
-	res, err := Transfer(context.Background(), p, &rec, nil)
+	res, err := Transfer(context.Background(), p, &rec, "sbx1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,40 +112,77 @@ func TestTransfer(t *testing.T) {
 	}
 
 	secret := rec.archives[1]
-	var dir string
-	for name, e := range secret {
-		if e.hdr.Typeflag == tar.TypeDir {
-			dir = strings.TrimSuffix(name, "/")
-			if e.hdr.Mode != 0o700 {
-				t.Errorf("credentials directory mode %o, want 700", e.hdr.Mode)
-			}
-		} else if e.hdr.Mode != 0o600 {
-			t.Errorf("%s mode %o, want 600", name, e.hdr.Mode)
+	if e := secret[".boxkite-handoff/"]; e.hdr == nil || e.hdr.Mode != 0o700 {
+		t.Fatalf("the handoff directory is missing or not 0700: %+v", e.hdr)
+	}
+	for _, name := range []string{"env", "run", "handoff.json"} {
+		if e := secret[".boxkite-handoff/"+name]; e.hdr == nil || e.hdr.Mode != 0o600 {
+			t.Errorf("%s is missing or not 0600", name)
 		}
 	}
-	if !strings.HasPrefix(dir, ".boxkite-handoff-") {
-		t.Fatalf("credentials directory %q", dir)
+	if res.Source != ". /tmp/.boxkite-handoff/run" {
+		t.Errorf("source line = %q", res.Source)
 	}
-	if want := ". /tmp/" + dir + "/run"; res.Source != want {
-		t.Errorf("source line = %q, want %q", res.Source, want)
-	}
-	if strings.Contains(res.Source, "ecret") || bytes.Contains(secret[dir+"/run"].body, []byte("ecret")) {
-		t.Error("the credential value is outside the env file")
+	for _, name := range []string{"run", "handoff.json"} {
+		if bytes.Contains(secret[".boxkite-handoff/"+name].body, []byte("ecret")) {
+			t.Errorf("the credential value is in %s, outside the env file", name)
+		}
 	}
 	// The env file, sourced by a real shell, gives back the exact value.
 	env := t.TempDir() + "/env"
-	if err := os.WriteFile(env, secret[dir+"/env"].body, 0o600); err != nil {
+	if err := os.WriteFile(env, secret[".boxkite-handoff/env"].body, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command("sh", "-c", `set -a; . "$1"; set +a; printf %s "$ANTHROPIC_API_KEY"`, "sh", env).Output()
 	if err != nil || string(out) != p.Credentials[0].Value {
 		t.Errorf("sourced value = %q, %v; want %q", out, err, p.Credentials[0].Value)
 	}
-	run := string(secret[dir+"/run"].body)
-	for _, want := range []string{"rm -rf '/tmp/" + dir + "'", p.Resume} {
-		if !strings.Contains(run, want) {
-			t.Errorf("run script lacks %q:\n%s", want, run)
-		}
+	var got Record
+	if err := json.Unmarshal(secret[".boxkite-handoff/handoff.json"].body, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := Record{Tool: "claude-code", Session: handofftest.ClaudeSession, CLI: "claude", Workdir: sandboxRoot, Sandbox: "sbx1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("record (-want +got):\n%s", diff)
+	}
+	rec.existing = map[string][]byte{HandoffDir + "/handoff.json": secret[".boxkite-handoff/handoff.json"].body}
+	if r, err := ReadRecord(context.Background(), &rec); err != nil || *r != want {
+		t.Errorf("ReadRecord = %+v, %v", r, err)
+	}
+}
+
+// TestTransferMergesState: handing off into a sandbox that has its own
+// ~/.claude.json (a login made there, another project's trust) keeps it,
+// with the handoff's keys added.
+func TestTransferMergesState(t *testing.T) {
+	fx := handofftest.Install(t)
+	p := prepare(t, fx, "claude-code", "", "ANTHROPIC_API_KEY", "sk-ant-0123456789abcdefghijKLMNOPQRSTUVWXYZ")
+	rec := recorder{existing: map[string][]byte{
+		"/workspace/.claude.json": []byte(`{"oauthAccount":{"emailAddress":"a@example.com"},"numStartups":7,"projects":{"/workspace/other":{"hasTrustDialogAccepted":true,"allowedTools":["Bash"]},"/workspace/my_app.v2":{"allowedTools":["Edit"]}},"customApiKeyResponses":{"approved":["x"],"rejected":["ABCDEFGHIJKLMNOPQRSTUVWXYZ"]}}`),
+	}}
+	if _, err := Transfer(context.Background(), p, &rec, "sbx1", nil); err != nil {
+		t.Fatal(err)
+	}
+	var state map[string]any
+	if err := json.Unmarshal(rec.archives[0][".claude.json"].body, &state); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"oauthAccount": map[string]any{"emailAddress": "a@example.com"}, "numStartups": float64(7),
+		"hasCompletedOnboarding": true,
+		"projects": map[string]any{
+			"/workspace/other":     map[string]any{"hasTrustDialogAccepted": true, "allowedTools": []any{"Bash"}},
+			"/workspace/my_app.v2": map[string]any{"hasTrustDialogAccepted": true, "allowedTools": []any{"Edit"}},
+		},
+		"customApiKeyResponses": map[string]any{"approved": []any{"x", "ghijKLMNOPQRSTUVWXYZ"}, "rejected": []any{"ABCDEFGHIJKLMNOPQRSTUVWXYZ"}},
+	}
+	if diff := cmp.Diff(want, state); diff != "" {
+		t.Errorf("merged .claude.json (-want +got):\n%s", diff)
+	}
+	rec = recorder{existing: map[string][]byte{"/workspace/.claude.json": []byte("not json")}}
+	_, err := Transfer(context.Background(), p, &rec, "sbx1", nil)
+	if e, ok := errors.AsType[*Error](err); !ok || e.Hint == "" {
+		t.Errorf("Transfer over a broken .claude.json = %v, want an error with a hint", err)
 	}
 }
 

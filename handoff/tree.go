@@ -30,14 +30,23 @@ type Tree struct {
 // ProjectRoot is the directory whose tree a handoff from dir sends: the
 // top of the git work tree dir is in (so .git comes along), else dir.
 func ProjectRoot(ctx context.Context, dir string) string {
+	if top := gitTopLevel(ctx, dir); top != "" {
+		return top
+	}
+	return dir
+}
+
+// gitTopLevel is the top of the git work tree dir is in, or "" when dir
+// is not in one (or does not exist here).
+func gitTopLevel(ctx context.Context, dir string) string {
 	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--show-toplevel").Output()
 	if err != nil {
-		return dir
+		return ""
 	}
 	if top := strings.TrimSpace(string(out)); top != "" && filepath.IsAbs(top) {
 		return filepath.Clean(top)
 	}
-	return dir
+	return ""
 }
 
 // sandboxName is the directory name the tree gets in the sandbox: root's

@@ -260,6 +260,7 @@ func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("revoke api key: %w", err)
 	}
+	s.revocations.revoke(id, s.now()) // what the key holds ends now (revoke.go)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -359,6 +360,7 @@ func (s *Server) removeSSHKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("remove ssh key: %w", err)
 	}
+	s.revocations.revoke(id, s.now()) // its bastion sessions end now (revoke.go)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -90,12 +90,17 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		c.tap = lineTap(maxEventLine, out.event)
 		hw = newExitHolder(sc.events(w))
 		fw = hw
+		c.handOver = s.execHandedOver(r, sb, req, &out)
 	} else {
 		hw = newHeldResponse(w)
 		fw = sc.result(hw)
 	}
 	started := s.now()
 	err = s.forward(fw, r, sb, c)
+	if errors.Is(err, errHandedOver) {
+		// The credential was revoked: the stream ends, the command runs on.
+		return hw.fail(errStreamRevoked)
+	}
 	sc.done()
 	out.outputRedacted = sc.outputRedacted()
 	if eh, ok := hw.(*exitHolder); ok {
@@ -137,6 +142,25 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	hw.release()
 	return nil
+}
+
+// execHandedOver returns what runs when a streamed exec's credential was
+// revoked and the rest of its stream was read in the background: the
+// audit entry, as for any exec (cut, when the stream from the sidecar
+// broke off instead of ending).
+func (s *Server) execHandedOver(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome) func(error) {
+	started := s.now()
+	// The handler has returned by then: keep the request's values, not its end.
+	r = r.WithContext(context.WithoutCancel(r.Context()))
+	return func(err error) {
+		var cut *api.Error
+		if err != nil || out.exitCode == nil {
+			cut = &api.Error{Code: api.CodeSandboxFailed, Message: "the stream from the sandbox broke off"}
+		}
+		if aerr := s.auditExec(r, sb, req, out, started, cut, false); aerr != nil {
+			s.log.ErrorContext(r.Context(), "audit an exec whose credential was revoked", "sandbox", sb.ID, "err", aerr)
+		}
+	}
 }
 
 // auditExec writes an exec's audit entry: the command, its timeout, the

@@ -48,6 +48,9 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 	if err := s.authenticateAs(r, cred); err != nil {
 		return err
 	}
+	// From here the request ends when its credential is revoked (revoke.go).
+	r, stop := s.withRevocation(r)
+	defer stop()
 	if bucket != "" && bucket != bucketAuth {
 		if err := s.limitRate(w, bucket, accountFrom(r.Context()).ID); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -158,6 +159,34 @@ func (s *Server) egressGrants(ctx context.Context, acct *Account, names []string
 		g, err := egress.ParseGrant(c.Host)
 		if err != nil {
 			return nil, fmt.Errorf("mcp connection %s: %w", c.ID, err)
+		}
+		allow = append(allow, g)
+	}
+	return allow, nil
+}
+
+// egressHosts checks a create's egress_hosts: admin keys only (member
+// keys are what agents hold, and egress is the operator's to give), each
+// a host name, optionally with a port.
+func egressHosts(key *APIKey, hosts []string) (egress.Allowlist, error) {
+	if len(hosts) == 0 {
+		return nil, nil
+	}
+	if key == nil || key.Role != RoleAdmin {
+		return nil, api.Errorf(http.StatusForbidden, api.CodeForbidden, "only admin keys may grant egress_hosts").
+			WithHint("use an admin API key, or grant a catalog host with an MCP connection")
+	}
+	if len(hosts) > api.MaxEgressHosts {
+		return nil, invalid("egress_hosts", fmt.Sprintf("egress_hosts has more than %d hosts", api.MaxEgressHosts), "")
+	}
+	var allow egress.Allowlist
+	for _, h := range hosts {
+		g, err := egress.ParseGrant(h)
+		if err == nil && net.ParseIP(strings.TrimPrefix(g.Host, "*.")) != nil {
+			err = errors.New("an IP address; the proxy lets names only through")
+		}
+		if err != nil {
+			return nil, invalid("egress_hosts", fmt.Sprintf("egress host %q is not a host name (%v)", h, err), `give "host" (port 443) or "host:port"`)
 		}
 		allow = append(allow, g)
 	}

@@ -104,7 +104,7 @@ func TestReplicasShareWatch(t *testing.T) {
 	var killed int
 	if err := db.QueryRowContext(context.Background(),
 		`SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity
-		 WHERE datname = current_database() AND query LIKE 'LISTEN%'`).Scan(&killed); err != nil || killed != 2 {
+		 WHERE datname = current_database() AND query LIKE 'LISTEN boxkite_audit%'`).Scan(&killed); err != nil || killed != 2 {
 		t.Fatalf("terminate the listeners: %d, %v; want 2", killed, err)
 	}
 	b.exec(b.KeyA, sb.ID, "echo after the listeners broke")

@@ -27,6 +27,13 @@ type sidecarCall struct {
 	// tap, when set, sees every chunk of the response body as it passes,
 	// whatever the status (callers check status before trusting it).
 	tap func([]byte)
+	// handOver, when set, makes an event stream outlive its client's
+	// credential: when that is revoked, forward returns errHandedOver at
+	// once and the rest of the answer is read in the background, through
+	// tap, after which handOver runs (revoke_stream.go). A streamed exec's
+	// command runs on that way.
+	handOver func(err error)
+	client   context.Context // the client request's context, for handOver
 
 	status   int
 	bytesOut int64  // response body bytes sent to the client
@@ -70,17 +77,30 @@ var passRequestHeaders = []string{"Content-Type", "Content-Encoding", "Accept", 
 // then abort the connection (abortResponse) so a cut-off body is not
 // mistaken for a whole one.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c *sidecarCall) error {
-	ctx := r.Context()
+	ctx, cancel := r.Context(), context.CancelFunc(func() {})
+	if c.handOver != nil {
+		c.client = r.Context()
+		ctx, cancel = survivingContext(ctx)
+	}
 	if c.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = context.WithTimeout(ctx, c.timeout)
+		cancelParent := cancel
+		cancel = func() { cancelTimeout(); cancelParent() }
 	}
 	if err := s.frozenAnswer(sb.ID); err != nil {
+		cancel()
 		return err
 	}
 	ctx, untrack := s.calls.track(ctx, sb.ID) // a freeze ends it (frozen.go)
-	defer untrack()
+	cancelRest := cancel
+	cancel = func() { untrack(); cancelRest() }
+	handedOver := false // then the background reader owns ctx and the body
+	defer func() {
+		if !handedOver {
+			cancel()
+		}
+	}()
 	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
@@ -127,9 +147,15 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c 
 		s.log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", c.path, "err", err)
 		return s.unreachable(r.Context(), sb)
 	}
-	defer resp.Body.Close()
 	c.status = resp.StatusCode
-	return s.copyResponse(w, resp, c)
+	err = s.copyResponse(w, resp, c)
+	if h, ok := errors.AsType[*handover](err); ok {
+		handedOver = true
+		go h.drain(resp.Body, cancel, c)
+		return errHandedOver
+	}
+	resp.Body.Close()
+	return err
 }
 
 func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sidecarCall) error {
@@ -155,6 +181,9 @@ func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sid
 	rc := http.NewResponseController(w)
 	if events {
 		_ = rc.Flush() // send the headers now: the first event may take a while
+		if c.handOver != nil {
+			return copyPumped(w, rc, resp.Body, c)
+		}
 	}
 	// One buffer per proxied call would be most of what the proxy
 	// allocates (32 KiB zeroed per exec), so they are recycled.

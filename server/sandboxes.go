@@ -59,7 +59,7 @@ type createParams struct {
 	imageID   string // validated image_id and its root filesystem (images_api.go)
 	imageRoot string
 	volumes   []VolumeMount    // validated volume_mounts (volumes.go)
-	egress    egress.Allowlist // granted by mcp_connection_names (mcpconn.go)
+	egress    egress.Allowlist // granted by mcp_connection_names (mcpconn.go) and egress_hosts
 }
 
 func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
@@ -120,6 +120,11 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if p.egress, err = s.egressGrants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
 		return err
 	}
+	hosts, err := egressHosts(infoFrom(r.Context()).key, req.EgressHosts)
+	if err != nil {
+		return err
+	}
+	p.egress = append(p.egress, hosts...)
 	if err := s.admitCreate(r.Context(), p.count); err != nil {
 		return err
 	}

@@ -178,6 +178,8 @@ type Server struct {
 	// scrubIdle is how long a scrubbed output stream holds back the end
 	// of its text while nothing new comes (scrub_stream.go).
 	scrubIdle time.Duration
+	// revocations ends requests whose credential is revoked (revoke.go).
+	revocations *revocations
 
 	jwt     jwtKeys
 	hasher  *hasher
@@ -219,6 +221,7 @@ func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, err
 		allowlists:     newAllowlistCache(),
 		watchKeepAlive: DefaultWatchKeepAlive,
 		scrubIdle:      DefaultScrubIdleFlush,
+		revocations:    newRevocations(),
 		hasher:         newHasher(),
 		limiter:        newRateLimiter(),
 		streamingPOST:  streamingPOSTs(),
@@ -320,6 +323,12 @@ func (s *Server) Run(ctx context.Context) error {
 		s.listenAudit(ctx)
 	}()
 	defer func() { <-listenDone }()
+	revokeDone := make(chan struct{})
+	go func() {
+		defer close(revokeDone)
+		s.listenRevocations(ctx)
+	}()
+	defer func() { <-revokeDone }()
 	lostDone := make(chan struct{})
 	go func() {
 		defer close(lostDone)

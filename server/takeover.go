@@ -302,8 +302,18 @@ type relayHooks struct {
 }
 
 func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks) int64 {
-	ctx, cancel := context.WithCancel(ctx)
+	// A revoked credential closes the client's side with a status that
+	// says so; the reads must not end first (a cancelled read drops the
+	// connection without a word).
+	request := ctx
+	ctx, cancel := survivingContext(ctx)
 	defer cancel()
+	stopWatching := context.AfterFunc(request, func() {
+		if errors.Is(context.Cause(request), errCredentialRevoked) {
+			_ = down.Close(websocket.StatusPolicyViolation, "the credential of this session was revoked")
+		}
+	})
+	defer stopWatching()
 	type ended struct {
 		fromClient bool
 		err        error
@@ -367,6 +377,10 @@ func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnl
 		}
 	} else if !first.fromClient {
 		code, reason = websocket.StatusGoingAway, "the sandbox's terminal went away"
+	}
+	if errors.Is(context.Cause(request), errCredentialRevoked) {
+		// The terminal itself stays: only this credential's view of it ends.
+		code, reason = websocket.StatusPolicyViolation, "the credential of this session was revoked"
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = down.Close(code, reason) })

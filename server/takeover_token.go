@@ -101,6 +101,14 @@ func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string
 		now.Unix() >= c.Exp, time.Unix(c.Iat, 0).After(now.Add(jwtClockSkew)):
 		return c, errBadTakeoverToken
 	}
+	// A token dies with the key that minted it (issue 17, finding 3).
+	valid, err := s.credentialValid(ctx, c.KeyID)
+	if err != nil {
+		return c, fmt.Errorf("check the token's key: %w", err)
+	}
+	if !valid {
+		return c, errBadTakeoverToken
+	}
 	fresh, err := s.store.SpendToken(ctx, c.Jti, time.Unix(c.Exp, 0), now)
 	if err != nil {
 		return c, fmt.Errorf("spend takeover token: %w", err)

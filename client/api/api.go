@@ -41,8 +41,16 @@ type CreateSandboxRequest struct {
 	ImageID            string            `json:"image_id,omitempty"`
 	VolumeMounts       map[string]string `json:"volume_mounts,omitempty"` // volume id → absolute mount path
 	MCPConnectionNames []string          `json:"mcp_connection_names,omitempty"`
-	SecretNames        []string          `json:"secret_names,omitempty"`
+	// EgressHosts grants the sandbox egress, through the server's proxy,
+	// to each "host" (port 443) or "host:port"; admin keys only, at most
+	// MaxEgressHosts. A coding agent handed off into the sandbox reaches
+	// its model API so.
+	EgressHosts []string `json:"egress_hosts,omitempty"`
+	SecretNames []string `json:"secret_names,omitempty"`
 }
+
+// MaxEgressHosts bounds CreateSandboxRequest.EgressHosts.
+const MaxEgressHosts = 20
 
 // Sandbox is how the API shows one sandbox (SandboxSessionOut in the reference).
 type Sandbox struct {

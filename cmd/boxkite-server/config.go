@@ -76,6 +76,13 @@ type options struct {
 	warmPool        int
 	version         bool
 
+	// What the local driver's sandboxes may take of the host
+	// (local.HostLimits; 0 means the driver's default).
+	minFreeDiskMiB    int64
+	maxHostThreads    int64
+	maxSandboxThreads int64
+	minFreeMemoryMiB  int64
+
 	// The local driver's host id ranges (local.Config.IDRange*; 0 or ""
 	// means the driver's default).
 	idRangeDir   string
@@ -156,6 +163,10 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.rateOps, "rate-ops", 0, "exec and sandbox tool calls per account per minute (0: 120, or 10000 in local mode; -1: no limit)")
 	fs.IntVar(&o.rateAuth, "rate-auth", 0, "signups and logins per client IP, and logins per email, per minute (0: 10, or 100 in local mode; -1: no limit)")
 	fs.IntVar(&o.warmPool, "warm-pool", defaultWarmPool, "sandboxes of the default size kept started ahead of need, so creates are fast (0: none)")
+	fs.Int64Var(&o.minFreeDiskMiB, "min-free-disk-mib", 0, "local driver: free space (MiB) of the state directory's filesystem below which creates and uploads are refused with 507, and below half of which running sandboxes are frozen (0: 1024, or a tenth of a smaller filesystem; -1: no watermark)")
+	fs.Int64Var(&o.maxHostThreads, "max-host-threads", 0, "local driver: the host's tasks (threads included) creates may approach, a tenth kept in reserve (0: the kernel's pid_max or threads-max, whichever is smaller)")
+	fs.Int64Var(&o.maxSandboxThreads, "max-sandbox-threads", 0, "local driver: the tasks all sandboxes together may hold before creates are refused with 503 host_capacity (0: no cap of its own)")
+	fs.Int64Var(&o.minFreeMemoryMiB, "min-free-memory-mib", 0, "local driver: available memory (MiB) creates leave on the host (0: 256, or a twentieth of the memory if more)")
 	o.secretPaths = map[string]string{}
 	for _, sf := range secretFiles {
 		fs.Func(sf.flag, "`file` (mode 0600, or /dev/fd/N) holding "+sf.what, func(v string) error {
@@ -268,6 +279,9 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	case "local", "kube":
 	default:
 		return nil, usageErrorf("driver %q: want local or kube", o.driver)
+	}
+	if o.minFreeDiskMiB < -1 || o.maxHostThreads < 0 || o.maxSandboxThreads < 0 || o.minFreeMemoryMiB < 0 {
+		return nil, usageErrorf("host limits must not be negative (0 means the default; --min-free-disk-mib -1 turns the watermark off)")
 	}
 	if o.warmPool < 0 {
 		return nil, usageErrorf("warm pool %d: must not be negative (0 means none)", o.warmPool)

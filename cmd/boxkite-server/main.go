@@ -37,6 +37,9 @@ var version = ""
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "cleanup" {
+		os.Exit(runCleanup(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
+	}
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
 }
 
@@ -244,6 +247,7 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 	driver, err := local.New(local.Config{
 		StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local"),
 		WarmPool:   opts.warmPool,
+		Host:       hostLimits(opts),
 		IDRangeDir: opts.idRangeDir, IDRangeFirst: opts.idRangeFirst, IDRangeCount: opts.idRangeCount,
 	})
 	if err != nil {
@@ -333,4 +337,17 @@ func redactDSN(dsn string) string {
 		return dsn
 	}
 	return u.Redacted()
+}
+
+// hostLimits are the local driver's host limits from the flags.
+func hostLimits(opts *options) local.HostLimits {
+	const mib = 1 << 20
+	h := local.HostLimits{
+		MaxThreads: opts.maxHostThreads, MaxSandboxThreads: opts.maxSandboxThreads,
+		MinFreeDisk: opts.minFreeDiskMiB * mib, MinFreeMemory: opts.minFreeMemoryMiB * mib,
+	}
+	if opts.minFreeDiskMiB < 0 {
+		h.MinFreeDisk = -1
+	}
+	return h
 }

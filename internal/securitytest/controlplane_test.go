@@ -3,12 +3,15 @@ package securitytest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 )
 
@@ -97,5 +100,78 @@ func TestSecretsScrubbed(t *testing.T) {
 		if strings.Contains(string(e.Detail), key) {
 			t.Errorf("audit entry %s keeps the key: %s", e.Operation, e.Detail)
 		}
+	}
+}
+
+// TestRevocationEndsStreams: after DELETE /v1/api-keys/{id}, that key's
+// watch stream and streamed exec end, and it cannot resume them; the
+// exec's command runs on in the sandbox and is audited (finding 3).
+func TestRevocationEndsStreams(t *testing.T) {
+	x := newSuite(t)
+	id := x.sandbox(api.CreateSandboxRequest{})
+	x.run(id, "true") // an entry for the watch to replay
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	k, err := x.c.CreateAPIKey(ctx, api.CreateAPIKeyRequest{Name: "doomed", Role: api.RoleAdmin})
+	if err != nil {
+		t.Fatalf("create key: %v", err)
+	}
+	doomed := client.New(x.s.BaseURL, k.Key)
+
+	watching := make(chan struct{})
+	watchErr := make(chan error, 1)
+	go func() {
+		var once sync.Once
+		watchErr <- doomed.WatchLog(ctx, id, "", func(api.LogEntry) error {
+			once.Do(func() { close(watching) })
+			return nil
+		})
+	}()
+	started := make(chan struct{})
+	execErr := make(chan error, 1)
+	go func() {
+		var once sync.Once
+		_, err := doomed.ExecStream(ctx, id, api.ExecRequest{Command: "echo started; sleep 2; echo done > /workspace/marker", Timeout: 60},
+			func(ev api.ExecEvent) error {
+				if strings.Contains(ev.Data, "started") {
+					once.Do(func() { close(started) })
+				}
+				return nil
+			})
+		execErr <- err
+	}()
+	<-watching
+	<-started
+	if err := x.c.RevokeAPIKey(ctx, k.ID); err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	for name, ch := range map[string]chan error{"watch": watchErr, "exec stream": execErr} {
+		select {
+		case err := <-ch:
+			var ae *api.Error
+			if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized {
+				t.Errorf("%s ended with %v, want a 401 (the key is revoked)", name, err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s did not end after the key was revoked", name)
+		}
+	}
+	// The command ran on: its file appears, and its exec is in the log.
+	if err := eventually(30*time.Second, func() error {
+		if res := x.run(id, "cat /workspace/marker"); res.ExitCode != 0 {
+			return fmt.Errorf("no marker yet: %s", res.Stderr)
+		}
+		page, err := x.c.Log(ctx, id, 100, 0)
+		if err != nil {
+			return err
+		}
+		for _, e := range page.Entries {
+			if e.Operation == "exec" && strings.Contains(string(e.Detail), "sleep 2") {
+				return nil
+			}
+		}
+		return errors.New("the exec is not in the log yet")
+	}); err != nil {
+		t.Errorf("after revocation: %v", err)
 	}
 }

@@ -125,3 +125,33 @@ func TestEgress(t *testing.T) {
 
 // shellQuote quotes s for sh.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// TestEgressHosts: egress_hosts (what boxkite handoff grants an agent's
+// model API with) reach a kube sandbox the way MCP connections' hosts do.
+func TestEgressHosts(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "hello from the model API")
+	}))
+	defer origin.Close()
+	_, port, _ := net.SplitHostPort(origin.Listener.Addr().String())
+
+	e := newEnv(t, kube.Config{EgressHost: "127.0.0.1"})
+	e.srvCfg = server.Config{
+		EgressResolver:       testResolver{"api.example": "127.0.0.1", "other.example": "127.0.0.1"},
+		EgressPermitForTests: server.EgressPermitLoopbackForTests,
+	}
+	e.start(t)
+	ctx := context.Background()
+	sb, err := e.client().CreateSandbox(ctx, api.CreateSandboxRequest{EgressHosts: []string{"api.example:" + port}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := "python3 -c " + shellQuote(egressFetch) + " " + port + " api.example other.example"
+	res, err := e.client().Exec(ctx, sb.ID, api.ExecRequest{Command: cmd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "api.example ok hello from the model API\nother.example refused 403\n"; res.Stdout != want {
+		t.Errorf("through the proxy:\n%s%s\nwant:\n%s", res.Stdout, res.Stderr, want)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -463,8 +462,7 @@ func (d *Driver) makeRunDir(path string, hostID int) error {
 // cgroupName names a sandbox's cgroup: its id, made unique among every
 // driver on the host (each with its own state directory) by a hash.
 func (d *Driver) cgroupName(id string) string {
-	sum := sha256.Sum256([]byte(d.cfg.StateDir))
-	return id + "." + hex.EncodeToString(sum[:4])
+	return id + "." + stateDirTag(d.cfg.StateDir)
 }
 
 // start launches the jail in its cgroup, hands it the lease on its id

@@ -138,15 +138,17 @@ func (s *Store) EnsureAccountKey(ctx context.Context, a *server.Account, k *serv
 
 // RevokeAPIKey implements server.AccountStore.
 func (s *Store) RevokeAPIKey(ctx context.Context, accountID, keyID string, t time.Time) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = ?
-		WHERE id = ? AND account_id = ? AND revoked_at IS NULL`), micros(t), keyID, accountID)
-	if err != nil {
-		return fmt.Errorf("revoke api key: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return server.ErrNotFound
-	}
-	return nil
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = ?
+			WHERE id = ? AND account_id = ? AND revoked_at IS NULL`), micros(t), keyID, accountID)
+		if err != nil {
+			return fmt.Errorf("revoke api key: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return server.ErrNotFound
+		}
+		return s.notifyRevoked(ctx, tx, keyID)
+	})
 }
 
 // TouchAPIKey implements server.AccountStore.

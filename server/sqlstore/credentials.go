@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/boxkite/boxkite/server"
 )
@@ -23,6 +24,44 @@ func (s *Store) AccountByID(ctx context.Context, id string) (*server.Account, er
 	}
 	a.CreatedAt, a.KeepOutputSecrets = fromMicros(created), keep != 0
 	return &a, nil
+}
+
+// RevokedCredentials implements server.CredentialStore.
+func (s *Store) RevokedCredentials(ctx context.Context, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	args := make([]any, 0, 2*len(ids))
+	for range 2 {
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id FROM api_keys WHERE revoked_at IS NULL AND id IN (`+in+`)
+		UNION SELECT id FROM ssh_keys WHERE id IN (`+in+`)`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("query credentials: %w", err)
+	}
+	defer rows.Close()
+	valid := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("scan credential: %w", err)
+		}
+		valid[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query credentials: %w", err)
+	}
+	var gone []string
+	for _, id := range ids {
+		if !valid[id] {
+			gone = append(gone, id)
+		}
+	}
+	return gone, nil
 }
 
 // SetKeepOutputSecrets implements server.CredentialStore.
@@ -157,12 +196,14 @@ func (s *Store) SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*s
 
 // DeleteSSHKey implements server.SSHKeyStore.
 func (s *Store) DeleteSSHKey(ctx context.Context, accountID, id string) error {
-	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM ssh_keys WHERE id = ? AND account_id = ?`), id, accountID)
-	if err != nil {
-		return fmt.Errorf("delete ssh key: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return server.ErrNotFound
-	}
-	return nil
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM ssh_keys WHERE id = ? AND account_id = ?`), id, accountID)
+		if err != nil {
+			return fmt.Errorf("delete ssh key: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return server.ErrNotFound
+		}
+		return s.notifyRevoked(ctx, tx, id)
+	})
 }

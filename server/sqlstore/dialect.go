@@ -42,6 +42,9 @@ type dialect struct {
 	// notifyAppend, when set, runs in an audit append's transaction with
 	// "<sandbox id>:<entry id>", to tell the other servers (see ListenAudit).
 	notifyAppend string
+	// notifyRevoke, when set, runs in the transaction that revokes an API
+	// key or deletes an SSH key, with its id (see ListenRevocations).
+	notifyRevoke string
 	// storeFault returns server.ErrStoreReadOnly, ErrStoreFull or
 	// ErrStoreIO when err says the database cannot take writes at all,
 	// else nil.

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -27,6 +28,10 @@ const (
 // auditChannel is the NOTIFY channel of audit appends; the payload is
 // "<sandbox id>:<entry id>".
 const auditChannel = "boxkite_audit"
+
+// revokeChannel carries the ids of revoked API keys and deleted SSH keys
+// to every server sharing the database (ListenRevocations).
+const revokeChannel = "boxkite_revoke"
 
 var postgresDialect = dialect{
 	name:       "postgres",
@@ -56,6 +61,7 @@ var postgresDialect = dialect{
 	migrateLock:  `SELECT pg_advisory_xact_lock(` + strconv.Itoa(migrateLockClass) + `, 0)`,
 	chainLock:    `SELECT pg_advisory_xact_lock(` + strconv.Itoa(chainLockClass) + `, hashtext($1))`,
 	notifyAppend: `SELECT pg_notify('` + auditChannel + `', $1)`,
+	notifyRevoke: `SELECT pg_notify('` + revokeChannel + `', $1)`,
 }
 
 // dollarPlaceholders rewrites ? placeholders as $1, $2, …, leaving quoted
@@ -118,4 +124,46 @@ func (s *Store) ListenAudit(ctx context.Context, notify func(sandboxID, entryID 
 		}
 		notify(sandboxID, entryID)
 	}
+}
+
+var _ server.RevocationListener = (*Store)(nil)
+
+// ListenRevocations implements server.RevocationListener: on Postgres it
+// LISTENs on a connection of its own for the ids RevokeAPIKey and
+// DeleteSSHKey notify; elsewhere it returns nil at once.
+func (s *Store) ListenRevocations(ctx context.Context, notify func(credentialID string), connected func()) error {
+	if s.d.notifyRevoke == "" {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, s.dsn)
+	if err != nil {
+		return fmt.Errorf("connect to listen: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+revokeChannel); err != nil {
+		return fmt.Errorf("listen %s: %w", revokeChannel, err)
+	}
+	connected()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("wait for notification: %w", err)
+		}
+		notify(n.Payload)
+	}
+}
+
+// notifyRevoked tells the other servers (ListenRevocations) that
+// credential id is no longer valid, in tx.
+func (s *Store) notifyRevoked(ctx context.Context, tx *sql.Tx, id string) error {
+	if s.d.notifyRevoke == "" {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, s.d.notifyRevoke, id); err != nil {
+		return fmt.Errorf("notify revocation: %w", err)
+	}
+	return nil
 }

@@ -1,0 +1,244 @@
+package faulttest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+)
+
+// stackBuild is the one build of the binaries of this test process: `go
+// build` takes seconds and every stack test can share its result.
+var stackBuild struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// binaries builds boxkite and its companions into a directory every user
+// can execute from (the jail's root is an unprivileged host uid).
+func binaries(t *testing.T) string {
+	t.Helper()
+	stackBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "bxkbin-")
+		if err == nil {
+			err = os.Chmod(dir, 0o755)
+		}
+		if err != nil {
+			stackBuild.err = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+			"./cmd/boxkite", "./cmd/boxkite-server", "./cmd/boxkite-sidecar", "./cmd/boxkite-bastion")
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			stackBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+		stackBuild.dir = dir
+	})
+	if stackBuild.err != nil {
+		t.Fatal(stackBuild.err)
+	}
+	return stackBuild.dir
+}
+
+// A stack is a `boxkite up` of its own: BOXKITE_HOME, port and environment.
+type stack struct {
+	t    *testing.T
+	bin  string
+	home string
+	port int
+	env  []string
+}
+
+// newStack prepares a BOXKITE_HOME (short: sandbox sockets live under
+// it) and an environment whose extra variables configure the server.
+func newStack(t *testing.T, extraEnv ...string) *stack {
+	t.Helper()
+	bin := binaries(t)
+	home, err := os.MkdirTemp("", "bk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	s := &stack{t: t, bin: bin, home: home, port: port}
+	s.env = append(os.Environ(),
+		"BOXKITE_HOME="+home, "BOXKITE_URL=", "BOXKITE_API_KEY=", "NO_COLOR=1",
+		"PATH="+bin+string(filepath.ListSeparator)+os.Getenv("PATH"),
+	)
+	s.env = append(s.env, extraEnv...)
+	t.Cleanup(func() {
+		s.run("down")
+		os.RemoveAll(home)
+	})
+	return s
+}
+
+// run runs boxkite with args and returns stdout, stderr and the error.
+func (s *stack) run(args ...string) (string, string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(s.bin, "boxkite"), args...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = s.env, &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+func (s *stack) mustRun(args ...string) string {
+	s.t.Helper()
+	stdout, stderr, err := s.run(args...)
+	if err != nil {
+		s.t.Fatalf("boxkite %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return strings.TrimSpace(stdout)
+}
+
+func (s *stack) up() {
+	s.t.Helper()
+	s.mustRun("up", "--port", strconv.Itoa(s.port))
+}
+
+// client talks to the stack's server with the key `boxkite up` wrote.
+func (s *stack) client() *client.Client {
+	s.t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.home, "local.toml"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	m := regexp.MustCompile(`api_key\s*=\s*['"]([^'"]+)['"]`).FindSubmatch(b)
+	if m == nil {
+		s.t.Fatalf("no api_key in local.toml:\n%s", b)
+	}
+	return client.New("http://127.0.0.1:"+strconv.Itoa(s.port), string(m[1]))
+}
+
+// remains lists what of the stack is still on the host: its processes,
+// mounts and loop devices below BOXKITE_HOME, its sandboxes' cgroups, and
+// listeners on its port or on unix sockets below BOXKITE_HOME.
+func (s *stack) remains() []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmd, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(cmd, []byte(s.home)) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("process %s: %s", filepath.Base(filepath.Dir(p)), bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+	}
+	if info, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		for _, line := range strings.Split(string(info), "\n") {
+			if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], s.home+"/") {
+				out = append(out, "mount "+f[4])
+			}
+		}
+	}
+	loops, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, l := range loops {
+		if b, err := os.ReadFile(l); err == nil && strings.HasPrefix(string(b), s.home+"/") {
+			out = append(out, fmt.Sprintf("loop device %s backed by %s", filepath.Base(filepath.Dir(filepath.Dir(l))), strings.TrimSpace(string(b))))
+		}
+	}
+	sum := sha256.Sum256([]byte(filepath.Join(s.home, "server")))
+	tag := "." + hex.EncodeToString(sum[:4])
+	for _, c := range cgroupsNamed("/sys/fs/cgroup", tag, 8) {
+		out = append(out, "cgroup "+c)
+	}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) > 3 && fields[3] == "0A" && strings.HasSuffix(strings.ToUpper(fields[1]), fmt.Sprintf(":%04X", s.port)) {
+				out = append(out, "listener on port "+strconv.Itoa(s.port))
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/net/unix"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 7 && strings.HasPrefix(f[7], s.home+"/") {
+				out = append(out, "unix socket "+f[7])
+			}
+		}
+	}
+	return out
+}
+
+// wantNothingLeft fails the test with whatever of the stack remains,
+// after giving the kernel a moment to detach what was just released.
+func (s *stack) wantNothingLeft() {
+	s.t.Helper()
+	var left []string
+	for range 50 {
+		if left = s.remains(); len(left) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Errorf("after boxkite down, still on the host:\n  %s", strings.Join(left, "\n  "))
+}
+
+// killServer sends SIGKILL to the stack's server, leaving its sandboxes
+// running, as a crash would.
+func (s *stack) killServer() {
+	s.t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.home, "server.pid"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil {
+		s.t.Fatal(err)
+	}
+	for range 100 {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cgroupsNamed finds the cgroup directories below root, at most depth
+// levels down, whose names end with suffix.
+func cgroupsNamed(root, suffix string, depth int) []string {
+	if depth == 0 {
+		return nil
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		p := filepath.Join(root, e.Name())
+		if strings.HasSuffix(e.Name(), suffix) {
+			out = append(out, p)
+		}
+		out = append(out, cgroupsNamed(p, suffix, depth-1)...)
+	}
+	return out
+}

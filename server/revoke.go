@@ -1,0 +1,211 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// Revocation reaches what a credential already holds (issue 17, finding
+// 3). Every request authenticated by an API key, or by a takeover token
+// (which names the API key or SSH key that minted it), runs with a context
+// that is cancelled, with errCredentialRevoked as its cause, the moment
+// that credential is revoked: DELETE /v1/api-keys/{id} or DELETE
+// /v1/account/ssh-keys/{id} here, or on another server sharing the
+// database (Postgres NOTIFY, RevocationListener). Watch streams,
+// takeovers, process streams and interactive execs end with it; a
+// streamed exec stops streaming while its command runs on, audited
+// (forward's handover). Takeover tokens a revoked credential minted are
+// refused at use (parseTakeoverToken).
+
+// errCredentialRevoked is the cause of a request context's cancellation
+// when its credential was revoked.
+var errCredentialRevoked = errors.New("the request's credential was revoked")
+
+// recentRevocations is how long a revocation is remembered, for a request
+// that authenticated just before it and starts watching just after.
+const recentRevocations = time.Minute
+
+// revocations tracks the requests in flight by credential (API key or SSH
+// key id) and cancels them when it is revoked.
+type revocations struct {
+	mu     sync.Mutex
+	subs   map[string]map[*context.CancelCauseFunc]struct{}
+	recent map[string]time.Time // id → when it was revoked
+}
+
+func newRevocations() *revocations {
+	return &revocations{subs: map[string]map[*context.CancelCauseFunc]struct{}{}, recent: map[string]time.Time{}}
+}
+
+// watch cancels ctx's request (cancel) when credential id is revoked, or
+// at once if it was a moment ago. stop ends the watch.
+func (rv *revocations) watch(id string, cancel context.CancelCauseFunc, now time.Time) (stop func()) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if at, ok := rv.recent[id]; ok && now.Sub(at) < recentRevocations {
+		cancel(errCredentialRevoked)
+		return func() {}
+	}
+	m := rv.subs[id]
+	if m == nil {
+		m = map[*context.CancelCauseFunc]struct{}{}
+		rv.subs[id] = m
+	}
+	key := &cancel
+	m[key] = struct{}{}
+	return func() {
+		rv.mu.Lock()
+		defer rv.mu.Unlock()
+		if m := rv.subs[id]; m != nil {
+			delete(m, key)
+			if len(m) == 0 {
+				delete(rv.subs, id)
+			}
+		}
+	}
+}
+
+// revoke cancels every request of credential id and remembers it for a
+// while. It may be called more than once for one credential.
+func (rv *revocations) revoke(id string, now time.Time) {
+	rv.mu.Lock()
+	var cancels []context.CancelCauseFunc
+	for c := range rv.subs[id] {
+		cancels = append(cancels, *c)
+	}
+	delete(rv.subs, id)
+	for old, at := range rv.recent {
+		if now.Sub(at) >= recentRevocations {
+			delete(rv.recent, old)
+		}
+	}
+	rv.recent[id] = now
+	rv.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(errCredentialRevoked)
+	}
+}
+
+// watched returns the credentials with requests in flight.
+func (rv *revocations) watched() []string {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	ids := make([]string, 0, len(rv.subs))
+	for id := range rv.subs {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// revocableCredential is the credential r was authenticated by: its API
+// key, or the key (API or SSH) that minted its takeover token; "" for an
+// access token or none.
+func revocableCredential(r *http.Request) string {
+	ri := infoFrom(r.Context())
+	switch {
+	case ri == nil:
+		return ""
+	case ri.key != nil:
+		return ri.key.ID
+	case ri.grant != nil:
+		return ri.grant.keyID
+	}
+	return ""
+}
+
+// withRevocation returns r with a context that ends when r's credential is
+// revoked, and the function that stops watching for that.
+func (s *Server) withRevocation(r *http.Request) (*http.Request, func()) {
+	id := revocableCredential(r)
+	if id == "" {
+		return r, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	stop := s.revocations.watch(id, cancel, s.now())
+	return r.WithContext(ctx), func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// errStreamRevoked ends a stream whose credential was revoked.
+var errStreamRevoked = &api.Error{
+	Status: http.StatusUnauthorized, Code: api.CodeInvalidAPIKey,
+	Message: "the credential of this stream was revoked; the stream ends here",
+	Hint:    "a command it started runs on and is in the audit log; use a valid key",
+}
+
+// RevocationListener is implemented by stores several servers share. It
+// blocks until ctx is done or the connection fails, calling notify with
+// the id of every credential (API key or SSH key) revoked by any server,
+// and connected each time it starts listening (revocations made while it
+// was not listening are lost: the server then asks the store).
+type RevocationListener interface {
+	ListenRevocations(ctx context.Context, notify func(credentialID string), connected func()) error
+}
+
+// listenRevocations runs the store's RevocationListener, if it has one,
+// until ctx is done, reconnecting after failures. Each time it is
+// (re)connected, the credentials of requests in flight are checked
+// against the store, for revocations it may have missed.
+func (s *Server) listenRevocations(ctx context.Context) {
+	l, ok := s.store.(RevocationListener)
+	if !ok {
+		return
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		start := time.Now()
+		err := l.ListenRevocations(ctx,
+			func(id string) { s.revocations.revoke(id, s.now()) },
+			func() { s.recheckCredentials(ctx) })
+		if ctx.Err() != nil || err == nil {
+			return
+		}
+		if time.Since(start) > time.Minute {
+			backoff = 100 * time.Millisecond
+		}
+		s.log.WarnContext(ctx, "listen for revocations by other servers", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// recheckCredentials ends the requests of credentials in flight that the
+// store no longer knows as valid.
+func (s *Server) recheckCredentials(ctx context.Context) {
+	ids := s.revocations.watched()
+	if len(ids) == 0 {
+		return
+	}
+	gone, err := s.store.RevokedCredentials(ctx, ids)
+	if err != nil {
+		s.log.WarnContext(ctx, "check credentials in flight", "err", err)
+		return
+	}
+	for _, id := range gone {
+		s.revocations.revoke(id, s.now())
+	}
+}
+
+// credentialValid reports whether the API key or SSH key id is still
+// valid: not revoked, not deleted, not revoked a moment ago elsewhere.
+func (s *Server) credentialValid(ctx context.Context, id string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	gone, err := s.store.RevokedCredentials(ctx, []string{id})
+	if err != nil {
+		return false, err
+	}
+	return len(gone) == 0, nil
+}
