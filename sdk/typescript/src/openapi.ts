@@ -1005,6 +1005,7 @@ export interface components {
         };
         CreateSandboxRequest: {
             count?: number;
+            egress_hosts?: string[];
             image_id?: string;
             label?: string;
             lifetime_minutes?: number;
