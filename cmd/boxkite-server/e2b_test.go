@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,39 +19,13 @@ import (
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/e2bsdk"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem/filesystemconnect"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/process"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/process/processconnect"
 )
-
-// e2bSDKEnv names a directory with node_modules holding e2b 2.51.0 and
-// @e2b/code-interpreter 2.8.0 (.ci/run installs them). Without it the E2B
-// tests are skipped, except in CI, where that is a failure.
-const e2bSDKEnv = "BOXKITE_TEST_E2B_SDK"
-
-func e2bSDK(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv(e2bSDKEnv)
-	if dir == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set; .ci/run installs the E2B SDK", e2bSDKEnv)
-		}
-		t.Skipf("%s is not set", e2bSDKEnv)
-	}
-	for pkg, want := range map[string]string{"e2b": "2.51.0", "@e2b/code-interpreter": "2.8.0"} {
-		b, err := os.ReadFile(filepath.Join(dir, "node_modules", pkg, "package.json"))
-		if err != nil {
-			t.Fatalf("%s: %v", e2bSDKEnv, err)
-		}
-		var v struct{ Version string }
-		if err := json.Unmarshal(b, &v); err != nil || v.Version != want {
-			t.Fatalf("%s has %s %q, want %s", e2bSDKEnv, pkg, v.Version, want)
-		}
-	}
-	return dir
-}
 
 // e2bServer is a boxkite-server for the E2B tests, with a second account.
 type e2bServer struct {
@@ -72,133 +42,21 @@ func startE2BServer(t *testing.T) *e2bServer {
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
 	key := server.NewAPIKey()
 	p := startServer(t, stateDir, key)
-	ctx := context.Background()
-	var tok api.TokenResponse
-	if _, err := call(ctx, p.base, "", "POST", "/v1/auth/signup", api.Credentials{Email: "other@example.com", Password: "correct horse battery staple"}, &tok); err != nil {
-		t.Fatalf("sign up a second account: %v", err)
-	}
-	var created api.APIKeyCreated
-	if _, err := call(ctx, p.base, tok.AccessToken, "POST", "/v1/api-keys", api.CreateAPIKeyRequest{Name: "other"}, &created); err != nil {
-		t.Fatalf("create the second account's key: %v", err)
-	}
-	return &e2bServer{serverProcess: p, key: key, otherKey: created.Key}
-}
-
-// flowChecks are the checks flows.mjs must report, one per flow of
-// issue 21's first acceptance item (and the SDK's view of the second).
-var flowChecks = []string{
-	"create", "run.stdout", "run.stderr", "run.exitCode", "run.CommandExitError", "run.timeoutMs",
-	"background.pid", "commands.list", "commands.connect", "commands.kill", "kill.ends", "kill.unknown",
-	"disconnect.keeps-running", "stdin",
-	"files.write-read-text", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
-	"files.makeDir", "files.list-depth", "files.remove", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
-	"files.signedUrl-forged", "files.watchDir",
-	"pty.echo", "pty.resize", "list.metadata", "list.metadata-none", "getInfo", "connect.new-process",
-	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",
-	"setTimeout.expires", "runCode.state", "runCode.stdout", "runCode.error", "runCode.contexts",
-	"kill", "kill.NotFoundError", "kill.commands-fail",
+	return &e2bServer{serverProcess: p, key: key, otherKey: e2bsdk.OtherAccountKey(t, p.base)}
 }
 
 // TestE2BSDK (issue 21, acceptance 1 to 3) runs the real e2b and
 // @e2b/code-interpreter SDKs against boxkite-server with the local
-// driver, through every flow of flows.mjs; then checks that what they did
-// is in the audit log as the TUI reads it (client.Log, tui.Source's).
+// driver, through every flow of flows.mjs (internal/e2bsdk); then checks
+// that what they did is in the audit log as the TUI reads it.
 func TestE2BSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real sandboxes")
 	}
-	sdk := e2bSDK(t)
+	sdk := e2bsdk.Dir(t)
 	srv := startE2BServer(t)
-
-	// ESM resolves packages from the script's directory upwards.
-	run := t.TempDir()
-	for _, f := range []string{"flows.mjs", "connect.mjs"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "e2b", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(run, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(filepath.Join(sdk, "node_modules"), filepath.Join(run, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "flows.mjs")
-	cmd.Dir = run
-	cmd.Env = append(os.Environ(), "E2B_API_URL="+srv.base, "E2B_SANDBOX_URL="+srv.base, "E2B_API_KEY="+srv.key,
-		"OTHER_API_KEY="+srv.otherKey, "RUN_ID="+fmt.Sprint(time.Now().UnixNano()), "E2B_DOMAIN=boxkite.invalid")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	t.Logf("flows.mjs:\n%s%s", out, stderr.String())
-	if err != nil {
-		t.Fatalf("flows.mjs: %v\nserver log:\n%s", err, srv.out.String())
-	}
-	var passed []string
-	var results struct{ SandboxID, CodeSandboxID string }
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if name, ok := strings.CutPrefix(sc.Text(), "ok "); ok {
-			passed = append(passed, name)
-		} else if strings.HasPrefix(sc.Text(), "{") {
-			if err := json.Unmarshal(sc.Bytes(), &results); err != nil {
-				t.Fatalf("summary line: %v", err)
-			}
-		}
-	}
-	for _, want := range flowChecks {
-		if !slices.Contains(passed, want) {
-			t.Errorf("flows.mjs did not pass %s", want)
-		}
-	}
-
-	// Acceptance 3: the flows are in the audit log, chained, as the TUI
-	// reads them.
-	c := client.New(srv.base, srv.key)
-	ops := auditedOps(t, c, results.SandboxID)
-	for _, want := range []string{"exec", "file_upload", "file_download", "stat", "ls", "make_dir", "move", "remove", "watch"} {
-		if ops[want] == 0 {
-			t.Errorf("sandbox %s: no %s entry in the audit log (have %v)", results.SandboxID, want, ops)
-		}
-	}
-	if ops := auditedOps(t, c, results.CodeSandboxID); ops["interpreter_exec"] < 4 {
-		t.Errorf("code interpreter sandbox: %d interpreter_exec entries, want at least 4 (have %v)", ops["interpreter_exec"], ops)
-	}
-}
-
-// auditedOps reads a sandbox's whole audit log with the TUI's call,
-// verifies its chain, checks every entry says it came through E2B, and
-// counts the operations.
-func auditedOps(t *testing.T, c *client.Client, id string) map[string]int {
-	t.Helper()
-	var entries []api.LogEntry
-	var page *api.LogPage
-	for {
-		var err error
-		if page, err = c.Log(context.Background(), id, 500, len(entries)); err != nil {
-			t.Fatalf("audit log of %s: %v", id, err)
-		}
-		entries = append(entries, page.Entries...)
-		if len(page.Entries) == 0 || len(entries) >= page.Total {
-			break
-		}
-	}
-	page.Entries = entries
-	if err := api.VerifyLog(page.Entries, page.HeadSeq, page.HeadHash); err != nil {
-		t.Errorf("audit log of %s does not verify: %v", id, err)
-	}
-	ops := map[string]int{}
-	for _, e := range page.Entries {
-		ops[e.Operation]++
-		var d struct{ Interface string }
-		if err := json.Unmarshal(e.Detail, &d); err != nil || d.Interface != "e2b" {
-			t.Errorf("entry %s (%s) does not say it came through e2b: %s", e.ID, e.Operation, e.Detail)
-		}
-	}
-	return ops
+	res := e2bsdk.RunFlows(t, sdk, e2bsdk.Server{Base: srv.base, Key: srv.key, OtherKey: srv.otherKey}, srv.out.String)
+	e2bsdk.CheckAudit(t, client.New(srv.base, srv.key), res)
 }
 
 // e2bCreate creates a sandbox through the E2B API and returns its id and

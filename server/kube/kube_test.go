@@ -18,6 +18,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/kubetest"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/servertest"
 	"github.com/boxkite/boxkite/server/sqlstore"
@@ -84,6 +85,7 @@ func (e *env) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.MountE2B(e2b.New(srv.E2B(), st, e.cfg.Log), e2b.Matches) // as boxkite-server does
 	if err := srv.Init(context.Background()); err != nil {
 		t.Fatalf("init: %v", err)
 	}

@@ -55,7 +55,7 @@ func (s filesystemService) fileOp(ctx context.Context, op, what, script string, 
 		if strings.ContainsRune(a, 0) {
 			return "", connect.NewError(connect.CodeInvalidArgument, errors.New("a path contains a NUL byte"))
 		}
-		words = append(words, shellQuote(a))
+		words = append(words, shellQuote(inWorkspace(a)))
 	}
 	started := time.Now()
 	res, err := sess.Exec(ctx, api.ExecRequest{
@@ -87,6 +87,32 @@ func (s filesystemService) fileOp(ctx context.Context, op, what, script string, 
 		return "", connect.NewError(connect.CodePermissionDenied, errors.New(msg))
 	}
 	return "", connect.NewError(connect.CodeInternal, fmt.Errorf("%s %s: %s", op, what, msg))
+}
+
+// inWorkspace writes a path under Home relative to the command's working
+// directory, the sidecar's workspace: wherever that really is (the jail
+// mounts it at /workspace; a sidecar may be given another directory),
+// the command finds it there. find then prints such paths as "./…",
+// which fromWorkspace turns back. Other arguments pass unchanged.
+func inWorkspace(p string) string {
+	switch {
+	case p == Home:
+		return "."
+	case strings.HasPrefix(p, Home+"/"):
+		return "./" + strings.TrimPrefix(p, Home+"/")
+	}
+	return p
+}
+
+// fromWorkspace is inWorkspace's inverse for the paths find prints.
+func fromWorkspace(p string) string {
+	switch {
+	case p == ".":
+		return Home
+	case strings.HasPrefix(p, "./"):
+		return Home + p[1:]
+	}
+	return p
 }
 
 // Bounds of the file scripts.
@@ -233,8 +259,9 @@ func entryOf(f []string) (*filesystem.EntryInfo, error) {
 	case "l":
 		typ, mode = filesystem.FileType_FILE_TYPE_SYMLINK, mode|fs.ModeSymlink
 	}
+	p := fromWorkspace(f[8])
 	e := &filesystem.EntryInfo{
-		Name: path.Base(f[8]), Type: typ, Path: f[8], Size: size, Mode: uint32(mode), Permissions: f[3],
+		Name: path.Base(p), Type: typ, Path: p, Size: size, Mode: uint32(mode), Permissions: f[3],
 		Owner: f[4], Group: f[5], ModifiedTime: timestamppb.New(mtime),
 	}
 	if f[0] == "l" {

@@ -38,6 +38,7 @@ type codeContext struct {
 	ID       string `json:"id"`
 	Language string `json:"language"`
 	Cwd      string `json:"cwd"`
+	chdir    string // the cwd asked for at creation; "" leaves the interpreter's
 }
 
 // contextTable holds each sandbox's contexts and execution counts.
@@ -198,7 +199,7 @@ func wrapCode(cc codeContext, code string, env map[string]string) string {
 		return b.String()
 	}
 	b.WriteString(contextRunner)
-	fmt.Fprintf(&b, "__boxkite_run(%s, %s, %s)\n", pyString(cc.ID), pyString(cc.Cwd), pyString(code))
+	fmt.Fprintf(&b, "__boxkite_run(%s, %s, %s)\n", pyString(cc.ID), pyString(cc.chdir), pyString(code))
 	return b.String()
 }
 
@@ -244,6 +245,9 @@ func (h *Handler) createContext(w http.ResponseWriter, r *http.Request) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	cc := codeContext{ID: hex.EncodeToString(b[:]), Language: "python", Cwd: absPath(req.Cwd)}
+	if req.Cwd != "" {
+		cc.chdir = cc.Cwd
+	}
 	t := h.contexts
 	t.mu.Lock()
 	if t.ctxs[sess.SandboxID()] == nil {

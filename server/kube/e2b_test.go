@@ -1,0 +1,24 @@
+package kube_test
+
+import (
+	"testing"
+
+	"github.com/boxkite/boxkite/internal/e2bsdk"
+	"github.com/boxkite/boxkite/server/kube"
+)
+
+// TestE2BSDK is issue 21's acceptance 1 and 3 on the kube driver: the
+// real E2B SDKs through every flow of flows.mjs against a control plane
+// whose sandboxes are pods, then the audit log. (cmd/boxkite-server's
+// TestE2BSDK is the same on the local driver.)
+func TestE2BSDK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real sandboxes")
+	}
+	sdk := e2bsdk.Dir(t)
+	e := newEnv(t, kube.Config{})
+	e.start(t)
+	res := e2bsdk.RunFlows(t, sdk, e2bsdk.Server{Base: e.url, Key: e.key, OtherKey: e2bsdk.OtherAccountKey(t, e.url)},
+		func() string { return "(the server logs to the test log)" })
+	e2bsdk.CheckAudit(t, e.client(), res)
+}
