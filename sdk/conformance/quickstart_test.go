@@ -17,7 +17,7 @@ func quickStart(t *testing.T, lang string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)\n```"+lang+"\n(.*?)\n```\n").FindSubmatch(doc)
+	m := regexp.MustCompile("(?s)\n```" + lang + "\n(.*?)\n```\n").FindSubmatch(doc)
 	if m == nil {
 		t.Fatalf("docs/sdks.md has no ```%s block", lang)
 	}
