@@ -13,13 +13,19 @@ import (
 // each language's quick start.
 func quickStart(t *testing.T, lang string) string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "sdks.md"))
+	return firstBlock(t, filepath.Join("..", "..", "docs", "sdks.md"), lang)
+}
+
+// firstBlock returns the first code block tagged lang in a Markdown file.
+func firstBlock(t *testing.T, path, lang string) string {
+	t.Helper()
+	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile("(?s)\n```" + lang + "\n(.*?)\n```\n").FindSubmatch(doc)
 	if m == nil {
-		t.Fatalf("docs/sdks.md has no ```%s block", lang)
+		t.Fatalf("%s has no ```%s block", path, lang)
 	}
 	return string(m[1]) + "\n"
 }
@@ -62,6 +68,23 @@ func TestQuickStarts(t *testing.T) {
 				t.Errorf("the %s quick start left %d active sandboxes; it deletes its own", lang, len(sbs))
 			}
 		})
+	}
+}
+
+// TestReadmePython runs the README's Python example against a real
+// control plane.
+func TestReadmePython(t *testing.T) {
+	srv := startServers(t)
+	tmp := t.TempDir()
+	script := filepath.Join(tmp, "readme.py")
+	if err := os.WriteFile(script, []byte(firstBlock(t, filepath.Join("..", "..", "README.md"), "python")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(pythonCmd(t), script)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+sdkDir(t, "python"))
+	out := bytesOf(runSubprocess(t, cmd, srv.env()))
+	if string(out) != "2\n\n" {
+		t.Errorf("the README's Python example printed %q, want %q", out, "2\n\n")
 	}
 }
 
