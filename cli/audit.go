@@ -58,10 +58,9 @@ API's shape). --after resumes after an entry id.`,
 			if app.IO.ErrTTY {
 				fmt.Fprintf(app.IO.ErrOut, "watching sandbox %s (Ctrl-C to stop)\n", sb.ID)
 			}
-			enc := json.NewEncoder(app.IO.Out)
 			err = c.WatchLog(ctx, sb.ID, after, func(e api.LogEntry) error {
 				if asJSON {
-					return enc.Encode(e)
+					return out.writeItem(app.IO, e)
 				}
 				return writeLogLine(app.IO.Out, e)
 			})
@@ -73,7 +72,7 @@ API's shape). --after resumes after an entry id.`,
 	}
 	sandboxFlag(cmd, app, &ref)
 	cmd.Flags().StringVar(&after, "after", "", "start after this entry `id` instead of with the newest entries")
-	out.register(cmd)
+	out.register(cmd, api.LogEntry{})
 	return cmd
 }
 
@@ -153,7 +152,7 @@ can rewrite the recorded head as well.`,
 				v.Gap = errors.Is(verr, api.ErrLogGap)
 			}
 			if asJSON {
-				if err := writeJSON(app.IO.Out, v); err != nil {
+				if err := out.write(app.IO, v); err != nil {
 					return err
 				}
 			} else if verr == nil {
@@ -170,7 +169,7 @@ can rewrite the recorded head as well.`,
 		},
 	}
 	sandboxFlag(cmd, app, &ref)
-	out.register(cmd)
+	out.register(cmd, auditVerdict{})
 	return cmd
 }
 
@@ -239,7 +238,7 @@ func newAllowlistGetCmd(app *App) *cobra.Command {
 				rules = []api.CommandRule{}
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, rules)
+				return out.write(app.IO, rules)
 			}
 			if len(rules) == 0 {
 				fmt.Fprintln(app.IO.ErrOut, "no allowlist: every command is allowed")
@@ -253,7 +252,7 @@ func newAllowlistGetCmd(app *App) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, api.CommandRule{})
 	return cmd
 }
 

@@ -94,7 +94,7 @@ not manage keys or take over a terminal.`,
 				return fmt.Errorf("create api key: %w", err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, k)
+				return out.write(app.IO, k)
 			}
 			fmt.Fprintf(app.IO.ErrOut, "created %s key %s (%s); it is not shown again\n", k.Role, k.Name, k.ID)
 			fmt.Fprintln(app.IO.Out, k.Key)
@@ -104,7 +104,7 @@ not manage keys or take over a terminal.`,
 	f := cmd.Flags()
 	f.StringVar(&req.Name, "name", "", "a `name` for the key, e.g. where it is used")
 	f.StringVar(&req.Role, "role", api.RoleAdmin, "`role`: admin or member")
-	out.register(cmd)
+	out.register(cmd, api.APIKeyCreated{})
 	cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{api.RoleAdmin, api.RoleMember}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

@@ -57,7 +57,7 @@ func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
 				items = filter(items)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, items)
+				return out.write(app.IO, items)
 			}
 			return writeRows(app.IO.Out, app.IO.Color, l.header, items, l.row, time.Now())
 		},
@@ -65,7 +65,7 @@ func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
 	if l.flags != nil {
 		filter = l.flags(cmd)
 	}
-	out.register(cmd)
+	out.register(cmd, *new(T))
 	return cmd
 }
 
@@ -102,10 +102,10 @@ func newGetCmd[T any](app *App, noun string, get func(*client.Client, context.Co
 			if err != nil {
 				return listHint(cmd, fmt.Errorf("get %s: %w", noun, err))
 			}
-			return writeJSON(app.IO.Out, item)
+			return out.write(app.IO, item)
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, *new(T))
 	return cmd
 }
 

@@ -320,7 +320,7 @@ active. Exits 1 when the server is not ready, so scripts can ask it.`,
 				return err
 			}
 			if asJSON {
-				err = writeJSON(app.IO.Out, st)
+				err = out.write(app.IO, st)
 			} else {
 				err = writeStatus(app, st)
 			}
@@ -331,7 +331,7 @@ active. Exits 1 when the server is not ready, so scripts can ask it.`,
 			return err
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, serverStatus{})
 	return cmd
 }
 

@@ -98,6 +98,7 @@ command's own exit code.`,
 		newVersionCmd(app),
 		newCompletionCmd(),
 		newDocsCmd(),
+		newFormattingHelp(),
 	)
 	return root
 }

@@ -63,9 +63,9 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 			}
 			if asJSON {
 				if req.Count > 1 {
-					return writeJSON(app.IO.Out, sbs)
+					return out.write(app.IO, sbs)
 				}
-				return writeJSON(app.IO.Out, sbs[0])
+				return out.write(app.IO, sbs[0])
 			}
 			for _, sb := range sbs {
 				if app.IO.ErrTTY {
@@ -89,7 +89,7 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 	// Hidden until the server has a secrets broker: it refuses every name
 	// today, and help should not advertise what cannot work.
 	_ = f.MarkHidden("secret")
-	out.register(cmd)
+	out.register(cmd, api.Sandbox{})
 	cmd.RegisterFlagCompletionFunc("image", completeImages(app))
 	cmd.RegisterFlagCompletionFunc("volume", completeVolumes(app, "="))
 	cmd.RegisterFlagCompletionFunc("mcp-connection", completeMCPConnections(app, true))
@@ -158,7 +158,7 @@ func newSessionLsCmd(app *App) *cobra.Command {
 				if sbs == nil {
 					sbs = []api.Sandbox{} // [] rather than null for jq users
 				}
-				return writeJSON(app.IO.Out, sbs)
+				return out.write(app.IO, sbs)
 			}
 			if len(sbs) == 0 {
 				if app.IO.ErrTTY {
@@ -170,7 +170,7 @@ func newSessionLsCmd(app *App) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "include destroyed and lost sandboxes")
-	out.register(cmd)
+	out.register(cmd, api.Sandbox{})
 	return cmd
 }
 
@@ -210,12 +210,12 @@ func newSessionGetCmd(app *App) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, sb)
+				return out.write(app.IO, sb)
 			}
 			return writeSandboxDetail(app.IO.Out, sb, time.Now())
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, api.Sandbox{})
 	return cmd
 }
 
@@ -358,7 +358,7 @@ func newSessionExtendCmd(app *App) *cobra.Command {
 				return fmt.Errorf("extend sandbox %s: %w", sb.ID, err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, got)
+				return out.write(app.IO, got)
 			}
 			fmt.Fprintln(app.IO.Out, got.ExpiresAt.Format(time.RFC3339))
 			if app.IO.ErrTTY {
@@ -368,7 +368,7 @@ func newSessionExtendCmd(app *App) *cobra.Command {
 		},
 	}
 	cmd.Flags().Var(newDurationValue(&lifetime, 0, time.Minute), "lifetime", "new lifetime counted from now, e.g. 30m or 1h; a bare number is minutes")
-	out.register(cmd)
+	out.register(cmd, api.Sandbox{})
 	return cmd
 }
 

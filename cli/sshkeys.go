@@ -69,7 +69,7 @@ file), for the bastion. The name defaults to the key's comment.`,
 				return fmt.Errorf("add ssh key: %w", err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, k)
+				return out.write(app.IO, k)
 			}
 			fmt.Fprintf(app.IO.ErrOut, "added ssh key %s (%s)\n", k.Name, k.Fingerprint)
 			fmt.Fprintln(app.IO.Out, k.ID)
@@ -77,7 +77,7 @@ file), for the bastion. The name defaults to the key's comment.`,
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "a `name` for the key (default: its comment)")
-	out.register(cmd)
+	out.register(cmd, api.SSHKey{})
 	return cmd
 }
 
