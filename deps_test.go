@@ -67,12 +67,21 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server":          {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/egress"}, forbidden: merge(clientGo, sqlDriver)},
-	"server/egress":   {forbidden: merge(clientGo, sqlDriver, imageLib)},
-	"server/sqlstore": {ours: []string{"server", "client/api", "tools"}, forbidden: merge(clientGo)},
-	"server/local":    {ours: []string{"server", "sidecar/jail", "client/api", "tools"}, forbidden: merge(clientGo, sqlDriver)},
-	"server/kube":     {ours: []string{"server", "client/api", "tools"}, forbidden: sqlDriver},
-	"server/images":   {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/egress", "server/e2b", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/e2b": {ours: []string{"client/api", "internal/apihttp", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
+		"server/sqlstore": "the E2B facade keeps its records through its Store interface; the control plane (whose package it may not import either) wires the SQL store in",
+		"server/local":    "the facade reaches sandboxes through the control plane, whatever the driver",
+	})},
+	"server/e2b/envd": {ours: []string{"client/api", "internal/apihttp", "tools", "server/e2b/envdpb/process", "server/e2b/envdpb/process/processconnect", "server/e2b/envdpb/filesystem", "server/e2b/envdpb/filesystem/filesystemconnect"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
+		"server/local": "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
+		"server/kube":  "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
+	})},
+	"internal/protogen": {forbidden: map[string]string{"github.com/spf13/cobra": "a go:generate helper: flags from the standard library"}},
+	"server/egress":     {forbidden: merge(clientGo, sqlDriver, imageLib)},
+	"server/sqlstore":   {ours: []string{"server", "client/api", "tools", "server/e2b"}, forbidden: merge(clientGo)},
+	"server/local":      {ours: []string{"server", "sidecar/jail", "client/api", "tools"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/kube":       {ours: []string{"server", "client/api", "tools"}, forbidden: sqlDriver},
+	"server/images":     {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",
 	}},

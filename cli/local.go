@@ -31,6 +31,9 @@ namespaces) driver, write ~/.boxkite/local.toml with its URL and an API key,
 and return once it is ready. The URL is printed on stdout; the server's log is
 ~/.boxkite/server.log. Running up again when the server is up does nothing.
 
+The server also speaks E2B's API: up prints the E2B_API_URL and
+E2B_SANDBOX_URL to export for E2B's SDKs (docs/e2b.md).
+
 boxkite-server and boxkite-sidecar are looked for next to boxkite, then on PATH.`,
 		Example: "  boxkite up\n  boxkite up --port 9000\n  boxkite up --foreground",
 		GroupID: groupLocal,
@@ -123,8 +126,18 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 	}
 	fmt.Fprintf(app.IO.ErrOut, "boxkite server ready at %s (pid %d)\n", url, pid)
 	upBastion(ctx, app, p, url, local.Bastion)
+	printE2BEnv(app, url)
 	fmt.Fprintln(app.IO.Out, url)
 	return nil
+}
+
+// printE2BEnv tells how to point E2B's SDKs at the server (docs/e2b.md):
+// the control plane and every sandbox's traffic are on its one URL. The
+// lines go to stderr; stdout keeps the URL alone for scripts.
+func printE2BEnv(app *App, url string) {
+	fmt.Fprintf(app.IO.ErrOut, "E2B SDKs (docs/e2b.md; E2B_API_KEY is your boxkite API key):\n")
+	fmt.Fprintf(app.IO.ErrOut, "export E2B_API_URL=%s\n", url)
+	fmt.Fprintf(app.IO.ErrOut, "export E2B_SANDBOX_URL=%s\n", url)
 }
 
 // upBastion starts (or keeps) the local boxkite-bastion and says where it
@@ -163,6 +176,7 @@ func alreadyUp(ctx context.Context, app *App, p localPaths, local fileConfig, pi
 	}
 	fmt.Fprintf(app.IO.ErrOut, "boxkite server already running at %s (pid %d)\n", local.BaseURL, pid)
 	upBastion(ctx, app, p, local.BaseURL, local.Bastion)
+	printE2BEnv(app, local.BaseURL)
 	if opts.port != 0 && !strings.HasSuffix(local.BaseURL, fmt.Sprintf(":%d", opts.port)) {
 		fmt.Fprintf(app.IO.ErrOut, "note: it is not on port %d; run 'boxkite down' first to move it\n", opts.port)
 	}
@@ -209,6 +223,7 @@ func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client
 	go func() {
 		if waitReady(readyCtx, c, nil, readyTimeout, nil) == nil {
 			upBastion(readyCtx, app, p, c.BaseURL, recordedBastion)
+			printE2BEnv(app, c.BaseURL)
 			fmt.Fprintln(app.IO.Out, c.BaseURL)
 		}
 	}()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -24,6 +25,24 @@ func TestChoosePort(t *testing.T) {
 	got, err := choosePort(0, "http://127.0.0.1:"+strconv.Itoa(taken))
 	if err != nil || got == taken || got == 0 {
 		t.Errorf("choosePort(0, taken previous) = %d, %v; want another free port", got, err)
+	}
+}
+
+// TestChoosePortAvoidsFetchBlockedPorts: the E2B SDKs use Node's fetch,
+// which refuses the fetch standard's bad ports (6000, 6667, ...), so up
+// neither takes one when asked nor reuses one from a previous run.
+func TestChoosePortAvoidsFetchBlockedPorts(t *testing.T) {
+	t.Parallel()
+	for _, p := range []int{6000, 6667, 10080} {
+		if _, err := choosePort(p, ""); err == nil || !strings.Contains(err.Error(), "fetch") {
+			t.Errorf("choosePort(%d) = %v, want a refusal naming fetch", p, err)
+		}
+		if got, err := choosePort(0, "http://127.0.0.1:"+strconv.Itoa(p)); err != nil || got == p {
+			t.Errorf("choosePort(0, previous port %d) = %d, %v; want another port", p, got, err)
+		}
+	}
+	if fetchBlocksPort(8090) {
+		t.Error("8090, up's default, is on the blocked list")
 	}
 }
 

@@ -193,6 +193,9 @@ type Server struct {
 	healthTimeout time.Duration
 	// copyBufs recycles the proxy's copy buffers (proxy.go).
 	copyBufs sync.Pool
+	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
+	e2b      http.Handler
+	e2bMatch func(*http.Request) bool
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().

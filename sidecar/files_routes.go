@@ -55,6 +55,7 @@ func (h *Handler) fileRoutes() {
 	h.handle("POST /glob", h.glob)
 	h.handle("POST /grep", h.grep)
 	h.handle("POST /watch", h.watch)
+	h.handle("POST /watch/stream", h.watchStream) // watch_stream.go
 	h.handle("PUT /files/raw", h.putRaw)
 	h.handle("GET /files/raw", h.getRaw)
 	h.handle("POST /files/archive", h.putArchive)

@@ -43,6 +43,17 @@ type inotify struct {
 // returns the first batch, deduplicated; none means it timed out. ctx ends
 // it early.
 func watchDir(ctx context.Context, v *fsView, root *cursor, recursive bool, timeout time.Duration, maxDirs int) ([]api.WatchChange, error) {
+	in, err := openWatch(v, root, recursive, maxDirs)
+	if err != nil {
+		return nil, err
+	}
+	defer in.close()
+	return in.next(ctx, time.Now().Add(timeout))
+}
+
+// openWatch arms inotify on the directory at root (and, recursive, every
+// directory below it); from its return on, changes are seen.
+func openWatch(v *fsView, root *cursor, recursive bool, maxDirs int) (*inotify, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify init: %w", err)
@@ -50,9 +61,8 @@ func watchDir(ctx context.Context, v *fsView, root *cursor, recursive bool, time
 	// Non-blocking, so the runtime poller serves reads and deadlines work.
 	in := &inotify{
 		f: os.NewFile(uintptr(fd), "inotify"), fd: fd, v: v, root: root, dirs: map[int]string{}, maxDirs: maxDirs,
-		recursive: recursive, changes: []api.WatchChange{}, seen: map[api.WatchChange]bool{},
+		recursive: recursive,
 	}
-	defer in.f.Close()
 	err = v.user.do(func() error {
 		if err := in.add("", root.dir()); err != nil {
 			return err
@@ -63,9 +73,19 @@ func watchDir(ctx context.Context, v *fsView, root *cursor, recursive bool, time
 		return nil
 	})
 	if err != nil {
+		in.close()
 		return nil, err
 	}
-	if err := in.f.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+	return in, nil
+}
+
+func (in *inotify) close() { in.f.Close() }
+
+// next waits until deadline for changes and returns the first batch,
+// deduplicated; none means the deadline passed. ctx ends it early.
+func (in *inotify) next(ctx context.Context, deadline time.Time) ([]api.WatchChange, error) {
+	in.changes, in.seen = []api.WatchChange{}, map[api.WatchChange]bool{}
+	if err := in.f.SetReadDeadline(deadline); err != nil {
 		return nil, fmt.Errorf("inotify deadline: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = in.f.SetReadDeadline(time.Now()) })
@@ -83,7 +103,7 @@ func watchDir(ctx context.Context, v *fsView, root *cursor, recursive bool, time
 		if err != nil {
 			return nil, fmt.Errorf("read inotify: %w", err)
 		}
-		_ = v.user.do(func() error { in.parse(buf[:n]); return nil })
+		_ = in.v.user.do(func() error { in.parse(buf[:n]); return nil })
 		if len(in.changes) > 0 && !settling {
 			settling = true
 			_ = in.f.SetReadDeadline(time.Now().Add(watchSettle))

@@ -186,6 +186,22 @@ type WatchResult struct {
 	TimedOut bool          `json:"timed_out"`
 }
 
+// WatchStreamEvent is one line of the sidecar's POST /watch/stream (the
+// body is a WatchRequest, TimeoutSeconds 0 meaning until the client
+// leaves): armed first, once the watch is in place, then a changes line per
+// batch and keepalive lines while nothing happens.
+type WatchStreamEvent struct {
+	Type    string        `json:"type"`
+	Changes []WatchChange `json:"changes,omitempty"`
+}
+
+// WatchStreamEvent types.
+const (
+	WatchStreamArmed     = "armed"
+	WatchStreamChanges   = "changes"
+	WatchStreamKeepAlive = "keepalive"
+)
+
 // FileWriteResult answers PUT /files/raw.
 type FileWriteResult struct {
 	Path string `json:"path"`

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/local"
@@ -177,6 +178,8 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The E2B-compatible API (docs/e2b.md) on the same listener.
+	srv.MountE2B(e2b.New(srv.E2B(), store, log), e2b.Matches)
 	if err := srv.Init(ctx); err != nil {
 		return err
 	}

@@ -142,7 +142,7 @@ func runBuild(b *jail.Build) (int, error) {
 			return 0, fmt.Errorf("build step %s: %w", argv[0], err)
 		}
 		if code != 0 {
-			fmt.Fprintf(os.Stderr, "build step %s exited with status %d\n", argv[0], code)
+			fmt.Fprintln(os.Stderr, jail.StepFailed(argv[0], code))
 			return code, nil
 		}
 	}

@@ -18,7 +18,15 @@ import (
 // it is unmounted when the test ends, after everything registered later.
 func smallFS(t *testing.T, sizeMiB int) string {
 	t.Helper()
-	img := filepath.Join(t.TempDir(), "host.img")
+	mnt, _ := loopFS(t, sizeMiB, "loop")
+	return mnt
+}
+
+// loopFS is smallFS with mount options of its own; it also returns the
+// image, to check and mount it again.
+func loopFS(t *testing.T, sizeMiB int, options string) (mnt, img string) {
+	t.Helper()
+	img = filepath.Join(t.TempDir(), "host.img")
 	f, err := os.Create(img)
 	if err != nil {
 		t.Fatal(err)
@@ -30,11 +38,11 @@ func smallFS(t *testing.T, sizeMiB int) string {
 	if out, err := exec.Command(mkfs(t), "-q", "-F", "-m", "0", img).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 	}
-	mnt, err := os.MkdirTemp("", "bxkf-")
+	mnt, err = os.MkdirTemp("", "bxkf-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-o", options, img, mnt).CombinedOutput(); err != nil {
 		os.Remove(mnt)
 		t.Fatalf("mount %s: %v\n%s", img, err, out)
 	}
@@ -66,7 +74,7 @@ func smallFS(t *testing.T, sizeMiB int) string {
 	if err := os.Chmod(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return mnt
+	return mnt, img
 }
 
 // mkfs finds mkfs.ext4 (often outside a user's PATH).

@@ -206,7 +206,7 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 	}
 	if m.jailer == nil {
 		logLine("build failed: %v\n", errNoJailer)
-		return failure(id, errNoJailer, nil, "")
+		return failure(id, errNoJailer, nil, outputSeen{})
 	}
 
 	allow := m.sources.grants(len(spec.AptPackages) > 0, len(spec.PythonPackages) > 0, len(spec.NPMPackages) > 0)
@@ -235,7 +235,7 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 		}
 		audit(id, op, detail)
 	}
-	out := &readOnlyWatch{w: &lockedWriter{mu: &logMu, w: logf}}
+	out := &outputWatch{w: &lockedWriter{mu: &logMu, w: logf}}
 
 	errc := make(chan error, 1)
 	go func() {
@@ -275,7 +275,7 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 	if err != nil {
 		logLine("build failed: %v\n", err)
 		logMu.Lock()
-		f := failure(id, err, refused, out.found)
+		f := failure(id, err, refused, out.seen)
 		logMu.Unlock()
 		return f
 	}

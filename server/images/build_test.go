@@ -2,16 +2,19 @@ package images
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 func TestValidate(t *testing.T) {
@@ -190,42 +193,49 @@ func FuzzGrantOf(f *testing.F) {
 }
 
 // TestFailure: a failed build is explained by the refused connection if
-// there was one, else by the refused write, else by the step's error.
+// there was one, else by the refused write, else by the failed step.
 func TestFailure(t *testing.T) {
 	step := errors.New("run build: exit status 1")
+	ro := outputSeen{readOnly: "Error: EROFS: read-only file system, open '/x'"}
 	for _, tc := range []struct {
 		name    string
 		refused []string
-		roLine  string
+		out     outputSeen
+		err     error
 		code    string
 		inMsg   string
 	}{
-		{"step", nil, "", api.CodeImageBuildFailed, "exit status 1"},
-		{"write", nil, "Error: EROFS: read-only file system, open '/x'", api.CodeImageBuildWriteRefused, "open '/x'"},
-		{"egress", []string{"evil.test:443", "other.test:80"}, "", api.CodeImageBuildEgressRefused, "evil.test:443, other.test:80"},
-		{"egress first", []string{"evil.test:443"}, "EROFS", api.CodeImageBuildEgressRefused, "evil.test:443"},
+		{"step", nil, outputSeen{}, step, api.CodeImageBuildFailed, "exit status 1"},
+		{"named step", nil, outputSeen{stepFailed: "build step npm exited with status 1"}, step, api.CodeImageBuildFailed, "build step npm exited with status 1"},
+		{"write", nil, ro, step, api.CodeImageBuildWriteRefused, "open '/x'"},
+		{"egress", []string{"evil.test:443", "other.test:80"}, outputSeen{}, step, api.CodeImageBuildEgressRefused, "evil.test:443, other.test:80"},
+		{"egress first", []string{"evil.test:443"}, ro, step, api.CodeImageBuildEgressRefused, "evil.test:443"},
+		{"timeout", nil, outputSeen{}, fmt.Errorf("%w: %w", errBuildTimeout{time.Minute}, step), api.CodeImageBuildFailed, "longer than 1m0s"},
 	} {
-		f := failure("img_x", step, tc.refused, tc.roLine)
+		f := failure("img_x", tc.err, tc.refused, tc.out)
 		if f.code != tc.code || !strings.Contains(f.Error(), tc.inMsg) || f.hint == "" || !errors.Is(f, step) {
 			t.Errorf("%s: %+v", tc.name, f)
 		}
 	}
 }
 
-// TestReadOnlyWatch: the first line telling of a read-only filesystem is
-// kept, however the output is cut into writes, and everything is passed on.
-func TestReadOnlyWatch(t *testing.T) {
-	out := "added 1 package\nnpm error Error: EROFS: read-only file system, open '/x'\nmkdir: cannot create directory '/opt/y': Read-only file system\n"
+// TestOutputWatch: the first line telling of a read-only filesystem and
+// the failed step are kept, however the output is cut into writes, and
+// everything is passed on.
+func TestOutputWatch(t *testing.T) {
+	out := "added 1 package\nnpm error Error: EROFS: read-only file system, open '/x'\n" +
+		"mkdir: cannot create directory '/opt/y': Read-only file system\n" + jail.StepFailed("npm", 1) + "\n"
 	for _, chunk := range []int{1, 7, len(out)} {
 		var sink strings.Builder
-		w := &readOnlyWatch{w: &sink}
+		w := &outputWatch{w: &sink}
 		for i := 0; i < len(out); i += chunk {
 			if _, err := w.Write([]byte(out[i:min(i+chunk, len(out))])); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if want := "npm error Error: EROFS: read-only file system, open '/x'"; w.found != want || sink.String() != out {
-			t.Errorf("chunks of %d: found %q, passed %q", chunk, w.found, sink.String())
+		want := outputSeen{readOnly: "npm error Error: EROFS: read-only file system, open '/x'", stepFailed: "build step npm exited with status 1"}
+		if w.seen != want || sink.String() != out {
+			t.Errorf("chunks of %d: saw %+v, passed %q", chunk, w.seen, sink.String())
 		}
 	}
 }

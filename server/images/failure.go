@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 // A buildFailure says why a build failed, in an api.CodeImageBuild* code,
@@ -22,7 +23,7 @@ func (f *buildFailure) Unwrap() error { return f.err }
 // failure explains a failed build: a refused connection is the likeliest
 // cause (a package that downloads from elsewhere fails when it cannot),
 // then a refused write, else the failing step.
-func failure(id string, err error, refused []string, roLine string) *buildFailure {
+func failure(id string, err error, refused []string, out outputSeen) *buildFailure {
 	switch {
 	case len(refused) > 0:
 		return &buildFailure{
@@ -31,10 +32,10 @@ func failure(id string, err error, refused []string, roLine string) *buildFailur
 			hint: "a build reaches only the package sources configured on this machine (apt's sources, pip's index, npm's registry); " +
 				"a package that downloads from elsewhere while it installs cannot be built here",
 		}
-	case roLine != "":
+	case out.readOnly != "":
 		return &buildFailure{
 			code: api.CodeImageBuildWriteRefused, err: err,
-			msg: "a package tried to write outside the image's directories: " + roLine,
+			msg: "a package tried to write outside the image's directories: " + out.readOnly,
 			hint: "install scripts may write under /usr, /etc, /bin, /sbin, /lib* and the scratch directories /tmp, /var/tmp, /var/log and /run; " +
 				"a package that installs elsewhere (/opt, /home, /root) cannot be built here",
 		}
@@ -44,43 +45,56 @@ func failure(id string, err error, refused []string, roLine string) *buildFailur
 			hint: "see where it hung in the build log: `boxkite images logs " + id + "`; a package whose install waits for input or a network it cannot reach never finishes here",
 		}
 	default:
+		why := err.Error()
+		if out.stepFailed != "" {
+			why = out.stepFailed
+		}
 		return &buildFailure{
 			code: api.CodeImageBuildFailed, err: err,
-			msg:  "the build failed: " + err.Error(),
+			msg:  "the build failed: " + why,
 			hint: "see what failed in the build log: `boxkite images logs " + id + "`",
 		}
 	}
 }
 
-// readOnlyWatch passes a build's output on and keeps the first line
-// saying a write met a read-only filesystem: an install script writing
-// outside the image's directories, whose failure the build reports as
-// such.
-type readOnlyWatch struct {
-	w     io.Writer
-	line  []byte // the current line so far, at most maxWatchedLine bytes
-	found string // the first such line
+// outputSeen is what a build's output told of its failure.
+type outputSeen struct {
+	readOnly   string // the first line saying a write met a read-only filesystem
+	stepFailed string // init's line naming the failed step (jail.StepFailed)
+}
+
+// outputWatch passes a build's output on and keeps what it tells of a
+// failure: a write that met a read-only filesystem (an install script
+// writing outside the image's directories, whose failure the build
+// reports as such) and the step that failed.
+type outputWatch struct {
+	w    io.Writer
+	line []byte // the current line so far, at most maxWatchedLine bytes
+	seen outputSeen
 }
 
 const maxWatchedLine = 512
 
-func (r *readOnlyWatch) Write(p []byte) (int, error) {
+func (o *outputWatch) Write(p []byte) (int, error) {
 	for _, c := range p {
 		if c != '\n' {
-			if len(r.line) < maxWatchedLine {
-				r.line = append(r.line, c)
+			if len(o.line) < maxWatchedLine {
+				o.line = append(o.line, c)
 			}
 			continue
 		}
-		r.check()
+		o.check()
 	}
-	return r.w.Write(p)
+	return o.w.Write(p)
 }
 
-func (r *readOnlyWatch) check() {
-	line := strings.TrimSpace(string(r.line))
-	r.line = r.line[:0]
-	if r.found == "" && (strings.Contains(line, "EROFS") || strings.Contains(strings.ToLower(line), "read-only file system")) {
-		r.found = line
+func (o *outputWatch) check() {
+	line := strings.TrimSpace(string(o.line))
+	o.line = o.line[:0]
+	switch {
+	case o.seen.readOnly == "" && (strings.Contains(line, "EROFS") || strings.Contains(strings.ToLower(line), "read-only file system")):
+		o.seen.readOnly = line
+	case strings.HasPrefix(line, jail.StepFailedPrefix):
+		o.seen.stepFailed = line
 	}
 }

@@ -38,7 +38,7 @@ type Server struct {
 	log       *slog.Logger
 	driverCfg func(*local.Config) // from WithDriverConfig; nil means none
 	stop      func()              // stops serving (HTTP and background work) but not the sandboxes
-	dbPath    string
+	dsn       string
 	imageDir  string // from WithImages
 	imageOpts []images.Option
 }
@@ -48,7 +48,7 @@ type Option func(*options)
 
 type options struct {
 	stateDir  string
-	dbPath    string
+	dsn       string
 	cfg       server.Config
 	log       *slog.Logger
 	driverCfg func(*local.Config)
@@ -70,7 +70,11 @@ func WithStateDir(dir string) Option { return func(o *options) { o.stateDir = di
 
 // WithDBPath keeps the SQLite database at path (the fault suite puts it
 // on a filesystem it can make read-only).
-func WithDBPath(path string) Option { return func(o *options) { o.dbPath = path } }
+func WithDBPath(path string) Option { return func(o *options) { o.dsn = "sqlite:" + path } }
+
+// WithDSN opens the store at dsn (a postgres:// URL, say from
+// PostgresDSN) instead of SQLite in a temporary directory.
+func WithDSN(dsn string) Option { return func(o *options) { o.dsn = dsn } }
 
 // WithConfig sets the server configuration (BootstrapAPIKey and
 // DriverName are always set by New).
@@ -101,8 +105,8 @@ func New(t testing.TB, opts ...Option) *Server {
 	}
 	// A short path: unix socket paths under it must stay below 108 bytes,
 	// which a t.TempDir() named after a long test may not.
-	stateDir, dbPath := o.stateDir, o.dbPath
-	if stateDir == "" || dbPath == "" {
+	stateDir, dsn := o.stateDir, o.dsn
+	if stateDir == "" || dsn == "" {
 		dir, err := os.MkdirTemp("", "bxk-")
 		if err != nil {
 			t.Fatalf("servertest: %v", err)
@@ -111,8 +115,8 @@ func New(t testing.TB, opts ...Option) *Server {
 		if stateDir == "" {
 			stateDir = dir
 		}
-		if dbPath == "" {
-			dbPath = filepath.Join(dir, "boxkite.db")
+		if dsn == "" {
+			dsn = "sqlite:" + filepath.Join(dir, "boxkite.db")
 		}
 	}
 
@@ -124,7 +128,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		driverCfg: o.driverCfg,
 		imageDir:  o.imageDir,
 		imageOpts: o.imageOpts,
-		dbPath:    dbPath,
+		dsn:       dsn,
 	}
 	s.cfg.BootstrapAPIKey = s.APIKey
 	s.cfg.DriverName = "local"
@@ -149,7 +153,7 @@ func New(t testing.TB, opts ...Option) *Server {
 // serves. Cleanups stop serving and close the store.
 func (s *Server) start(t testing.TB) {
 	t.Helper()
-	st, err := sqlstore.Open(context.Background(), "sqlite:"+s.dbPath)
+	st, err := sqlstore.Open(context.Background(), s.dsn)
 	if err != nil {
 		t.Fatalf("servertest: %v", err)
 	}
@@ -207,8 +211,21 @@ func (s *Server) start(t testing.TB) {
 // run are adopted.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
+	s.Kill()
+	s.Start(t)
+}
+
+// Kill stops serving as a SIGKILL of the control plane would: the store
+// is closed, the sandboxes keep running. Start serves again.
+func (s *Server) Kill() {
 	s.stop()
 	s.Driver.Release() // what the process dying would close
+}
+
+// Start starts a new server with a new local driver on the database and
+// state directory of one that Kill stopped; see Restart.
+func (s *Server) Start(t testing.TB) {
+	t.Helper()
 	driver, err := s.newDriver(t)
 	if err != nil {
 		t.Fatalf("servertest: restart: %v", err)

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -23,6 +24,8 @@ import (
 type dialect struct {
 	name       string // also the migrations directory: migrations/<name>
 	driverName string // for sql.Open
+	// open, when set, opens the pool instead of sql.Open(driverName, dsn).
+	open func(dsn string) (*sql.DB, error)
 	// dsn turns the part of the store DSN after the scheme into a driver DSN.
 	dsn func(rest string) (string, error)
 	// rebind rewrites ? placeholders into the dialect's form.

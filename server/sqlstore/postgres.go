@@ -2,16 +2,20 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	// The database/sql driver "pgx".
-	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5/stdlib"
+	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/server"
 )
@@ -36,6 +40,7 @@ const revokeChannel = "boxkite_revoke"
 var postgresDialect = dialect{
 	name:       "postgres",
 	driverName: "pgx",
+	open:       openPostgres,
 	dsn:        func(rest string) (string, error) { return rest, nil },
 	rebind:     dollarPlaceholders,
 	isUnique: func(err error) bool {
@@ -124,6 +129,53 @@ func (s *Store) ListenAudit(ctx context.Context, notify func(sandboxID, entryID 
 		}
 		notify(sandboxID, entryID)
 	}
+}
+
+// openPostgres opens the pool so that a connection is checked before it
+// is used again: a session the server ended meanwhile (a restart, a
+// failover, pg_terminate_backend after ALTER DATABASE … SET
+// default_transaction_read_only) has sent its last words, or closed, and
+// is dropped and another drawn, rather than failing the request that drew
+// it. The check peeks at the socket without waiting: one system call.
+func openPostgres(dsn string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse postgres url: %w", err)
+	}
+	return stdlib.OpenDB(*cfg, stdlib.OptionResetSession(func(_ context.Context, c *pgx.Conn) error {
+		if !idleConnOK(c.PgConn().Conn()) {
+			return driver.ErrBadConn
+		}
+		return nil
+	})), nil
+}
+
+// idleConnOK reports whether an idle connection has nothing to read and
+// is not closed: anything the server sends unasked on an idle session
+// (a FATAL error as it ends it) means it is done with.
+func idleConnOK(c net.Conn) bool {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return true // cannot tell: let the query find out
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	healthy := true
+	// Control, not Read: pgx may have a reader of its own parked on the
+	// socket, holding the read lock; a peek that does not wait needs none.
+	_ = rc.Control(func(fd uintptr) {
+		var b [1]byte
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		// Only "nothing to read yet" is healthy: a byte, an end of file
+		// or a reset mean the session is over.
+		healthy = errors.Is(err, unix.EAGAIN)
+	})
+	return healthy
 }
 
 var _ server.RevocationListener = (*Store)(nil)

@@ -37,7 +37,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sql.Open(d.driverName, driverDSN)
+	var db *sql.DB
+	if d.open != nil {
+		db, err = d.open(driverDSN)
+	} else {
+		db, err = sql.Open(d.driverName, driverDSN)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}

@@ -34,6 +34,15 @@ type Build struct {
 	Env []string `json:"env,omitempty"`
 }
 
+// StepFailedPrefix starts the line init writes to the build's output
+// when a step fails (StepFailed), which the caller may quote.
+const StepFailedPrefix = "build step "
+
+// StepFailed is that line for the step argv0 exiting with code.
+func StepFailed(argv0 string, code int) string {
+	return fmt.Sprintf("%s%s exited with status %d", StepFailedPrefix, argv0, code)
+}
+
 func (b *Build) validate(s Spec) error {
 	if len(b.Steps) == 0 {
 		return errors.New("validate jail spec: a build without steps")

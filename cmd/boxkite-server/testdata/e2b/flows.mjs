@@ -1,0 +1,170 @@
+// Acceptance flows of issue 21, run by TestE2BSDK (e2b_test.go) with the real
+// e2b and @e2b/code-interpreter packages against a real boxkite-server:
+// E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY point at it, OTHER_API_KEY
+// is another account's key. Each check prints "ok <name>"; the first
+// failure throws and exits non-zero. The last line is a JSON summary.
+import { spawnSync } from 'node:child_process'
+import { Sandbox, CommandExitError, NotFoundError } from 'e2b'
+import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
+
+const results = {}
+function check(name, cond, detail) {
+  if (!cond) throw new Error(`check ${name} failed: ${JSON.stringify(detail)}`)
+  console.log(`ok ${name}`)
+}
+async function rejects(fn) {
+  try {
+    await fn()
+  } catch (e) {
+    return e
+  }
+  return null
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+async function until(what, fn, ms = 30000) {
+  const end = Date.now() + ms
+  for (;;) {
+    if (await fn()) return
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await sleep(100)
+  }
+}
+
+const sbx = await Sandbox.create({ metadata: { suite: 'flows', run: process.env.RUN_ID }, envs: { SANDBOX_VAR: 'from-create' } })
+check('create', typeof sbx.sandboxId === 'string' && sbx.sandboxId.length > 0, sbx.sandboxId)
+results.sandboxId = sbx.sandboxId
+
+// commands.run in the foreground
+const fg = await sbx.commands.run('echo out-$SANDBOX_VAR-$REQ_VAR; echo err >&2; pwd', {
+  envs: { REQ_VAR: 'from-run' }, cwd: '/tmp',
+})
+check('run.stdout', fg.stdout === 'out-from-create-from-run\n/tmp\n', fg)
+check('run.stderr', fg.stderr === 'err\n', fg)
+check('run.exitCode', fg.exitCode === 0, fg)
+const exitErr = await rejects(() => sbx.commands.run('echo partial; exit 7'))
+check('run.CommandExitError', exitErr instanceof CommandExitError && exitErr.exitCode === 7 && exitErr.stdout === 'partial\n', String(exitErr))
+const timeoutErr = await rejects(() => sbx.commands.run('sleep 30', { timeoutMs: 1500 }))
+check('run.timeoutMs', timeoutErr !== null && /timeout|timed out|deadline/i.test(String(timeoutErr)), String(timeoutErr))
+
+// background, list, connect by pid, kill
+const bg = await sbx.commands.run('for i in $(seq 1 600); do echo tick $i; sleep 0.1; done', { background: true, timeoutMs: 0 })
+check('background.pid', bg.pid > 0, bg.pid)
+const procs = await sbx.commands.list()
+check('commands.list', procs.some((p) => p.pid === bg.pid && p.args.join(' ').includes('tick')), procs)
+let attached = ''
+const again = await sbx.commands.connect(bg.pid, { onStdout: (d) => { attached += d }, timeoutMs: 0 })
+await until('output on the attached stream', () => attached.includes('tick'))
+check('commands.connect', attached.includes('tick'), attached)
+check('commands.kill', (await sbx.commands.kill(bg.pid)) === true)
+const waited = await rejects(() => again.wait())
+check('kill.ends', waited instanceof CommandExitError && waited.exitCode === -1, String(waited))
+check('kill.unknown', (await sbx.commands.kill(bg.pid)) === false)
+
+// a client that disconnects leaves the process running
+const detached = await sbx.commands.run('sleep 2; echo survived > /tmp/survived', { background: true, timeoutMs: 0 })
+await detached.disconnect()
+await until('the detached command to finish', async () => (await sbx.files.exists('/tmp/survived')))
+check('disconnect.keeps-running', (await sbx.files.read('/tmp/survived')) === 'survived\n')
+
+// stdin
+const cat = await sbx.commands.run('cat', { background: true, stdin: true })
+await sbx.commands.sendStdin(cat.pid, 'via stdin\n')
+await sbx.commands.closeStdin(cat.pid)
+const catRes = await cat.wait()
+check('stdin', catRes.stdout === 'via stdin\n', catRes)
+
+// files
+await sbx.files.write('/workspace/hello.txt', 'hello, e2b\n')
+check('files.write-read-text', (await sbx.files.read('/workspace/hello.txt')) === 'hello, e2b\n')
+const big = new Uint8Array(5 * 1024 * 1024)
+for (let i = 0; i < big.length; i++) big[i] = (i * 7919 + (i >> 13)) & 0xff
+await sbx.files.write('/workspace/big.bin', big.buffer)
+const back = await sbx.files.read('/workspace/big.bin', { format: 'bytes' })
+check('files.binary-5MiB', back.length === big.length && back.every((b, i) => b === big[i]), back.length)
+const entries = await sbx.files.list('/workspace')
+check('files.list', entries.some((e) => e.name === 'hello.txt' && e.type === 'file') && entries.some((e) => e.name === 'big.bin' && e.size === big.length), entries)
+check('files.exists', (await sbx.files.exists('/workspace/hello.txt')) === true && (await sbx.files.exists('/workspace/nope')) === false)
+const info = await sbx.files.getInfo('/workspace/hello.txt')
+check('files.getInfo', info.type === 'file' && info.size === 11 && info.path === '/workspace/hello.txt' && info.permissions === '-rw-r--r--', info)
+const moved = await sbx.files.rename('/workspace/hello.txt', '/workspace/sub/renamed.txt')
+check('files.rename', moved.path === '/workspace/sub/renamed.txt' && (await sbx.files.read('/workspace/sub/renamed.txt')) === 'hello, e2b\n' && !(await sbx.files.exists('/workspace/hello.txt')), moved)
+check('files.makeDir', (await sbx.files.makeDir('/workspace/made/deep')) === true && (await sbx.files.makeDir('/workspace/made/deep')) === false)
+const deep = await sbx.files.list('/workspace', { depth: 3 })
+check('files.list-depth', deep.some((e) => e.path === '/workspace/made/deep' && e.type === 'dir'), deep.map((e) => e.path))
+await sbx.files.remove('/workspace/made')
+check('files.remove', (await sbx.files.exists('/workspace/made')) === false)
+const missing = await rejects(() => sbx.files.read('/workspace/absent.txt'))
+check('files.read-missing', missing instanceof NotFoundError, String(missing))
+const upUrl = await sbx.uploadUrl('/workspace/signed.txt', { useSignatureExpiration: 60 })
+const form = new FormData()
+form.append('file', new Blob(['signed upload']), '/workspace/signed.txt')
+const upRes = await fetch(upUrl, { method: 'POST', body: form })
+check('files.uploadUrl', upRes.ok && (await sbx.files.read('/workspace/signed.txt')) === 'signed upload', upRes.status)
+const downRes = await fetch(await sbx.downloadUrl('/workspace/signed.txt'))
+check('files.downloadUrl', downRes.ok && (await downRes.text()) === 'signed upload', downRes.status)
+const forged = await fetch(upUrl.replace(/signature=[^&]+/, 'signature=v1_forged'), { method: 'POST', body: form })
+check('files.signedUrl-forged', forged.status === 401, forged.status)
+const events = []
+const watch = await sbx.files.watchDir('/workspace', (e) => events.push(e), { timeoutMs: 0 })
+await sbx.files.write('/workspace/watched.txt', 'x')
+await until('a watch event', () => events.some((e) => e.name === 'watched.txt'))
+await watch.stop()
+check('files.watchDir', events.some((e) => e.name === 'watched.txt' && (e.type === 'create' || e.type === 'write')), events)
+
+// pty
+let screen = ''
+const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { screen += new TextDecoder().decode(d) }, timeoutMs: 0 })
+await sbx.pty.sendInput(term.pid, new TextEncoder().encode('echo pty-$((40+2))\n'))
+await until('the echoed pty output', () => screen.includes('pty-42'))
+check('pty.echo', screen.includes('pty-42'), screen)
+await sbx.pty.resize(term.pid, { cols: 100, rows: 30 })
+await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size\n'))
+await until('the resized terminal size', () => screen.includes('30 100'))
+check('pty.resize', screen.includes('30 100'), screen)
+await sbx.pty.kill(term.pid)
+
+// the control plane
+const page = await Sandbox.list({ query: { metadata: { suite: 'flows', run: process.env.RUN_ID } } }).nextItems()
+check('list.metadata', page.length === 1 && page[0].sandboxId === sbx.sandboxId && page[0].metadata.suite === 'flows', page)
+const none = await Sandbox.list({ query: { metadata: { suite: 'no-such-suite' } } }).nextItems()
+check('list.metadata-none', none.length === 0, none)
+const got = await sbx.getInfo()
+check('getInfo', got.sandboxId === sbx.sandboxId && got.metadata.run === process.env.RUN_ID && got.endAt > got.startedAt, got)
+
+const child = spawnSync(process.execPath, [new URL('./connect.mjs', import.meta.url).pathname, sbx.sandboxId], { encoding: 'utf8', env: process.env })
+check('connect.new-process', child.status === 0 && child.stdout.includes('connected-out'), { status: child.status, out: child.stdout, err: child.stderr })
+
+const other = { apiKey: process.env.OTHER_API_KEY }
+check('tenant.getInfo', (await rejects(() => Sandbox.getInfo(sbx.sandboxId, other))) instanceof NotFoundError)
+check('tenant.connect', (await rejects(() => Sandbox.connect(sbx.sandboxId, other))) instanceof NotFoundError)
+check('tenant.setTimeout', (await rejects(() => Sandbox.setTimeout(sbx.sandboxId, 60000, other))) instanceof NotFoundError)
+check('tenant.kill', (await Sandbox.kill(sbx.sandboxId, other)) === false)
+check('tenant.list', (await Sandbox.list({ ...other, query: { metadata: { run: process.env.RUN_ID } } }).nextItems()).length === 0)
+
+// setTimeout really ends the sandbox
+const short = await Sandbox.create({ metadata: { run: process.env.RUN_ID, role: 'short' } })
+await short.setTimeout(2000)
+await until('the sandbox to expire', async () => !(await short.isRunning()), 60000)
+check('setTimeout.expires', (await rejects(() => Sandbox.getInfo(short.sandboxId))) instanceof NotFoundError)
+
+// the code interpreter
+const ci = await CodeSandbox.create({ metadata: { run: process.env.RUN_ID, role: 'ci' } })
+results.codeSandboxId = ci.sandboxId
+await ci.runCode('x = 41')
+const sum = await ci.runCode('x + 1')
+check('runCode.state', sum.text === '42', sum)
+const printed = await ci.runCode('print("printed")')
+check('runCode.stdout', printed.logs.stdout.join('') === 'printed\n', printed.logs)
+const raised = await ci.runCode('raise ValueError("boom")')
+check('runCode.error', raised.error && raised.error.name === 'ValueError' && raised.error.value === 'boom' && raised.error.traceback.includes('ValueError'), raised.error)
+const cctx = await ci.createCodeContext()
+await ci.runCode('x = 1', { context: cctx })
+check('runCode.contexts', (await ci.runCode('x', { context: cctx })).text === '1' && (await ci.runCode('x')).text === '41')
+await ci.kill()
+
+// kill, then the sandbox is not found
+check('kill', (await sbx.kill()) === true)
+check('kill.NotFoundError', (await rejects(() => Sandbox.connect(sbx.sandboxId))) instanceof NotFoundError)
+check('kill.commands-fail', (await rejects(() => sbx.commands.run('true'))) !== null)
+
+console.log(JSON.stringify(results))

@@ -1,0 +1,210 @@
+// Package e2b makes boxkite speak E2B: the control-plane REST routes the
+// E2B SDKs call (create, list, get, kill, timeout, connect, pause, metrics,
+// network, health) in E2B's JSON shapes and status codes, and, through
+// package envd, the in-sandbox API on the same listener. E2B API keys are
+// boxkite API keys (X-API-Key, or Authorization: Bearer); every call goes
+// to the control plane through ControlPlane, so tenancy, quotas, the
+// allowlist and the audit log are those of /v1. docs/e2b.md maps the two
+// APIs onto each other.
+package e2b
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/e2b/envd"
+)
+
+// Handler serves the E2B control plane and, for requests naming a sandbox
+// (E2b-Sandbox-Id), envd. Build it with New.
+type Handler struct {
+	cp     ControlPlane
+	store  Store
+	tokens *envd.Tokens
+	envd   *envd.Handler
+	log    *slog.Logger
+	mux    *http.ServeMux
+	now    func() time.Time
+}
+
+// New returns a Handler serving cp's sandboxes, keeping E2B's records in
+// store. log nil means slog.Default().
+func New(cp ControlPlane, store Store, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	tokens := envd.NewTokens(cp.TokenKey)
+	h := &Handler{
+		cp: cp, store: store, tokens: tokens, log: log, mux: http.NewServeMux(), now: time.Now,
+		envd: envd.New(envd.Options{Sandboxes: sessions{cp, store}, Tokens: tokens, Log: log}),
+	}
+	h.routes()
+	return h
+}
+
+func (h *Handler) routes() {
+	h.handle("POST /sandboxes", h.create)
+	h.handle("POST /v2/sandboxes", h.create)
+	h.handle("GET /sandboxes", h.list)
+	h.handle("GET /v2/sandboxes", h.list)
+	h.handle("GET /sandboxes/{id}", h.get)
+	h.handle("DELETE /sandboxes/{id}", h.kill)
+	h.handle("POST /sandboxes/{id}/timeout", h.setTimeout)
+	h.handle("POST /sandboxes/{id}/refreshes", h.refresh)
+	h.handle("POST /v2/sandboxes/{id}/connect", h.connect)
+	h.handle("POST /sandboxes/{id}/connect", h.connect)
+	h.handle("POST /sandboxes/{id}/resume", h.connect)
+	h.handle("POST /sandboxes/{id}/pause", h.pause)
+	h.handle("GET /sandboxes/{id}/metrics", h.metrics)
+	h.handle("PUT /sandboxes/{id}/network", h.network)
+	h.handle("POST /sandboxes/{id}/snapshots", h.notSupported("snapshots"))
+	h.handle("POST /sandboxes/{id}/fork", h.notSupported("fork"))
+	h.handle("GET /snapshots", h.notSupported("snapshots"))
+	for _, p := range []string{"/volumes", "/volumes/", "/volumecontent/", "/secrets", "/secrets/", "/templates", "/templates/", "/v2/templates/", "/v3/templates"} {
+		h.handle(p, h.notSupported(strings.Trim(strings.SplitN(strings.TrimPrefix(p, "/v2"), "/", 3)[1], "/")))
+	}
+}
+
+// Matches reports whether r is for this handler: sandbox traffic, or a
+// path of E2B's control plane (none of which /v1 uses).
+func Matches(r *http.Request) bool {
+	if envd.Matches(r) {
+		return true
+	}
+	p := r.URL.Path
+	for _, prefix := range []string{"/sandboxes", "/v2/sandboxes", "/snapshots", "/volumes", "/volumecontent", "/secrets", "/templates", "/v2/templates", "/v3/templates"} {
+		if p == prefix || strings.HasPrefix(p, prefix+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// ServeHTTP serves envd for sandbox traffic and the control plane otherwise.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if envd.Matches(r) {
+		h.envd.ServeHTTP(w, r)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// handle registers an authenticated control-plane route.
+func (h *Handler) handle(pattern string, fn func(http.ResponseWriter, *http.Request, Caller) error) {
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		c, err := h.cp.Authenticate(r.Context(), apiKey(r))
+		if err == nil {
+			err = fn(w, r, c)
+		}
+		if err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+}
+
+// apiKey is the E2B SDK's X-API-Key, or a Bearer token.
+func apiKey(r *http.Request) string {
+	if k := r.Header.Get("X-API-Key"); k != "" {
+		return strings.TrimSpace(k)
+	}
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if ok && strings.EqualFold(scheme, "Bearer") {
+		return strings.TrimSpace(tok)
+	}
+	return ""
+}
+
+// errorBody is E2B's error shape. The SDK reads "not found" (404) and
+// "already paused" (409) from code, not from the HTTP status.
+type errorBody struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// writeError answers err in E2B's shape: an *api.Error keeps its status and
+// message (with its hint); ErrNotFound is 404; anything else is logged and
+// becomes a bare 500.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := http.StatusInternalServerError, "internal server error"
+	if errors.Is(err, ErrNotFound) {
+		status, msg = http.StatusNotFound, "sandbox "+r.PathValue("id")+" not found"
+	} else if e, ok := errors.AsType[*api.Error](err); ok {
+		status = e.Status
+		if status == 0 {
+			status = api.StatusOf(e.Code)
+		}
+		msg = e.Message
+		if e.Hint != "" {
+			msg += " (" + e.Hint + ")"
+		}
+		if e.Code == api.CodeSandboxLost {
+			status = http.StatusNotFound
+		}
+		if retry := w.Header().Get("Retry-After"); status == http.StatusTooManyRequests && retry == "" {
+			if d, ok := e.Details.(map[string]any); ok {
+				if v, ok := d["retry_after_seconds"]; ok {
+					b, _ := json.Marshal(v)
+					w.Header().Set("Retry-After", string(b))
+				}
+			}
+		}
+	} else {
+		h.log.ErrorContext(r.Context(), "e2b request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, status, errorBody{Code: status, Message: msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"code":500,"message":"encode response"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// notSupported answers a route of a feature boxkite does not map yet.
+func (h *Handler) notSupported(what string) func(http.ResponseWriter, *http.Request, Caller) error {
+	return func(http.ResponseWriter, *http.Request, Caller) error {
+		return errNotSupported(what)
+	}
+}
+
+func errNotSupported(what string) *api.Error {
+	return api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "%s %s not supported by this boxkite server yet", what, isAre(what)).
+		WithHint("docs/e2b.md lists what the E2B API maps to")
+}
+
+func isAre(what string) string {
+	if strings.HasSuffix(what, "s") {
+		return "are"
+	}
+	return "is"
+}
+
+// sessions opens envd sessions: the record names the sandbox's account
+// and the environment its commands start with.
+type sessions struct {
+	cp    ControlPlane
+	store Store
+}
+
+func (s sessions) Open(ctx context.Context, id string) (envd.Session, error) {
+	rec, err := s.store.E2BSandbox(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, envd.ErrGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.cp.Session(ctx, rec.AccountID, id, rec.EnvVars)
+}
+
+func (s sessions) Running(ctx context.Context) ([]string, error) { return s.cp.Running(ctx) }

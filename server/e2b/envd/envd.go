@@ -1,0 +1,331 @@
+// Package envd serves E2B's in-sandbox daemon API for every boxkite
+// sandbox on one listener: the process.Process and filesystem.Filesystem
+// Connect services, the /files transfer routes and /health (port 49983 in
+// E2B's terms), and the code interpreter's /execute and /contexts (port
+// 49999). The E2B SDK, with E2B_SANDBOX_URL set, sends all of them to one
+// origin and names the sandbox in the E2b-Sandbox-Id header and the port
+// in E2b-Sandbox-Port; each request must carry that sandbox's access token.
+//
+// Every call becomes a call of the sandbox's sidecar through Session, as
+// /v1 makes them, so the jail, the exec budget, the allowlist and the audit
+// log are the same on every driver.
+package envd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path"
+	"strconv"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem/filesystemconnect"
+	"github.com/boxkite/boxkite/server/e2b/envdpb/process/processconnect"
+)
+
+// Headers the E2B SDK routes and authenticates sandbox traffic with.
+const (
+	HeaderSandboxID    = "E2b-Sandbox-Id"
+	HeaderSandboxPort  = "E2b-Sandbox-Port"
+	HeaderAccessToken  = "X-Access-Token"
+	HeaderTrafficToken = "E2B-Traffic-Access-Token"
+)
+
+// The ports E2B's SDKs address: envd and the code interpreter.
+const (
+	PortEnvd        = "49983"
+	PortInterpreter = "49999"
+)
+
+// Version is the envd version advertised to the SDK (the create
+// response's envdVersion), which switches SDK features on: 0.5.7 has the
+// server choose the default user, allows closeStdin and octet-stream
+// uploads; file metadata (0.6.2) and watch entries (0.6.3) are not served.
+const Version = "0.5.7"
+
+// Home is where relative paths point and commands start: the sandbox's
+// workspace (E2B's is /home/user).
+const Home = "/workspace"
+
+// Options configure a Handler.
+type Options struct {
+	Sandboxes Sandboxes
+	Tokens    *Tokens
+	Log       *slog.Logger // nil means slog.Default()
+	// KeepAliveMax bounds the interval between keepalive events on a
+	// quiet stream, whatever the client's Keepalive-Ping-Interval says;
+	// 0 means 30 s.
+	KeepAliveMax time.Duration
+}
+
+// Handler serves envd for every sandbox. Build it with New.
+type Handler struct {
+	sandboxes    Sandboxes
+	tokens       *Tokens
+	log          *slog.Logger
+	keepAliveMax time.Duration
+	procs        *procTable
+	watchers     *watcherTable
+	contexts     *contextTable
+	envd         *http.ServeMux // port 49983
+	interp       *http.ServeMux // port 49999
+	now          func() time.Time
+}
+
+// New returns a Handler; it does no I/O.
+func New(opts Options) *Handler {
+	h := &Handler{
+		sandboxes: opts.Sandboxes, tokens: opts.Tokens, log: opts.Log, keepAliveMax: opts.KeepAliveMax,
+		procs: newProcTable(), watchers: newWatcherTable(), contexts: newContextTable(),
+		envd: http.NewServeMux(), interp: http.NewServeMux(), now: time.Now,
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.keepAliveMax <= 0 {
+		h.keepAliveMax = 30 * time.Second
+	}
+	opts2 := []connect.HandlerOption{connect.WithReadMaxBytes(maxRPCBody)}
+	h.envd.Handle(processconnect.NewProcessHandler(processService{h}, opts2...))
+	h.envd.Handle(filesystemconnect.NewFilesystemHandler(filesystemService{h}, opts2...))
+	h.envd.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	h.envd.HandleFunc("GET /files", h.download)
+	h.envd.HandleFunc("POST /files", h.upload)
+	h.interp.HandleFunc("POST /execute", h.execute)
+	h.interp.HandleFunc("GET /contexts", h.listContexts)
+	h.interp.HandleFunc("POST /contexts", h.createContext)
+	h.interp.HandleFunc("DELETE /contexts/{id}", h.removeContext)
+	h.interp.HandleFunc("POST /contexts/{id}/restart", h.restartContext)
+	h.interp.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	return h
+}
+
+// maxRPCBody bounds a Connect request message (SendInput carries data).
+const maxRPCBody = 16 << 20
+
+// Matches reports whether r is E2B sandbox traffic: the control plane
+// never sends E2b-Sandbox-Id. A signed /files URL (sandbox.uploadUrl(),
+// downloadUrl(), for a browser) comes without it.
+func Matches(r *http.Request) bool {
+	return r.Header.Get(HeaderSandboxID) != "" || signedFiles(r)
+}
+
+// signedFiles reports whether r is a /files request by signed URL.
+func signedFiles(r *http.Request) bool {
+	return r.URL.Path == "/files" && r.URL.Query().Has("signature")
+}
+
+type sessionKey struct{}
+
+func sessionFrom(ctx context.Context) Session { return ctx.Value(sessionKey{}).(Session) }
+
+// ServeHTTP checks the sandbox's token, opens the sandbox (502 when it is
+// not running) and serves the route of its port.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id, port := r.Header.Get(HeaderSandboxID), r.Header.Get(HeaderSandboxPort)
+	mux := h.envd
+	switch port {
+	case PortEnvd, "":
+	case PortInterpreter:
+		mux = h.interp
+	default:
+		writeGone(w, id, fmt.Sprintf("nothing listens on port %s of sandbox %s", port, id))
+		return
+	}
+	ctx := r.Context()
+	if id == "" && signedFiles(r) {
+		found, err := h.signer(r)
+		if err != nil {
+			h.log.ErrorContext(ctx, "find the sandbox of a signed url", "err", err)
+			writeStatus(w, http.StatusInternalServerError, "internal", "internal error")
+			return
+		}
+		id = found
+		r.Header.Set(HeaderSandboxID, id)
+	}
+	ok, err := h.authorized(r, id, port)
+	if err != nil {
+		h.log.ErrorContext(ctx, "derive envd token", "sandbox", id, "err", err)
+		writeStatus(w, http.StatusInternalServerError, "internal", "internal error")
+		return
+	}
+	if !ok {
+		writeStatus(w, http.StatusUnauthorized, "unauthenticated",
+			"missing or invalid access token for sandbox "+id+": send the create response's envdAccessToken as X-Access-Token")
+		return
+	}
+	if r.Method == http.MethodPost && (r.URL.Path == "/files" || r.URL.Path == processconnect.ProcessStreamInputProcedure) {
+		apihttp.Streaming(r) // as long as it keeps moving
+	}
+	sess, err := h.sandboxes.Open(ctx, id)
+	if errors.Is(err, ErrGone) {
+		writeGone(w, id, "")
+		return
+	}
+	if err != nil {
+		h.log.ErrorContext(ctx, "open sandbox for envd", "sandbox", id, "err", err)
+		writeStatus(w, http.StatusInternalServerError, "internal", "internal error")
+		return
+	}
+	mux.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sessionKey{}, sess)))
+}
+
+// authorized checks the token r carries for the sandbox: X-Access-Token
+// everywhere; on the interpreter's port the traffic token too; on /files
+// a signed URL's signature instead.
+func (h *Handler) authorized(r *http.Request, id, port string) (bool, error) {
+	ctx := r.Context()
+	access, err := h.tokens.Access(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	if equal(r.Header.Get(HeaderAccessToken), access) {
+		return true, nil
+	}
+	if port == PortInterpreter {
+		traffic, err := h.tokens.Traffic(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		return equal(r.Header.Get(HeaderTrafficToken), traffic), nil
+	}
+	if r.URL.Path == "/files" && r.Header.Get(HeaderAccessToken) == "" {
+		op := "read"
+		if r.Method == http.MethodPost {
+			op = "write"
+		}
+		return signedURLValid(r.URL.Query(), op, access, h.now()), nil
+	}
+	return false, nil
+}
+
+// signer finds the running sandbox whose access token signed r's URL, or
+// "" when none did. The URL names no sandbox (the SDK builds it on the
+// shared E2B_SANDBOX_URL), so every running sandbox's token is tried;
+// tokens are derived, not stored, so that is a hash per sandbox.
+func (h *Handler) signer(r *http.Request) (string, error) {
+	ids, err := h.sandboxes.Running(r.Context())
+	if err != nil {
+		return "", err
+	}
+	op := "read"
+	if r.Method == http.MethodPost {
+		op = "write"
+	}
+	for _, id := range ids {
+		access, err := h.tokens.Access(r.Context(), id)
+		if err != nil {
+			return "", err
+		}
+		if signedURLValid(r.URL.Query(), op, access, h.now()) {
+			return id, nil
+		}
+	}
+	return "", nil
+}
+
+// writeGone answers traffic for a sandbox that is not running as E2B's
+// proxy does: 502, which the SDK reads as "the sandbox has ended".
+func writeGone(w http.ResponseWriter, id, msg string) {
+	if msg == "" {
+		msg = "sandbox " + id + " is not running"
+	}
+	writeJSON(w, http.StatusBadGateway, map[string]any{"code": http.StatusBadGateway, "message": msg})
+}
+
+// writeStatus answers with a JSON body that both of the SDK's clients
+// read: Connect takes the string code, envd's REST client the message.
+func writeStatus(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"code": code, "message": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// keepAlive is the interval of keepalive events on a quiet stream: the
+// client's Keepalive-Ping-Interval (seconds), at most keepAliveMax.
+func (h *Handler) keepAlive(hdr http.Header) time.Duration {
+	d := h.keepAliveMax
+	if s, err := strconv.Atoi(hdr.Get("Keepalive-Ping-Interval")); err == nil && s > 0 {
+		d = min(d, time.Duration(s)*time.Second)
+	}
+	return d
+}
+
+// absPath makes a path from the SDK absolute: relative ones are under Home.
+func absPath(p string) string {
+	switch {
+	case p == "" || p == "~":
+		return Home
+	case len(p) > 1 && p[:2] == "~/":
+		return path.Join(Home, p[2:])
+	case p[0] != '/':
+		return path.Join(Home, p)
+	}
+	return path.Clean(p)
+}
+
+// rpcError turns an error of the sandbox's session into a Connect error:
+// an *api.Error keeps its message under the matching code; anything else
+// is logged and becomes a bare internal error.
+func (h *Handler) rpcError(ctx context.Context, err error) error {
+	if errors.Is(err, ErrGone) {
+		return connect.NewError(connect.CodeUnavailable, errors.New("the sandbox is not running"))
+	}
+	if ce := new(connect.Error); errors.As(err, &ce) {
+		return ce
+	}
+	e, ok := errors.AsType[*api.Error](err)
+	if !ok {
+		h.log.ErrorContext(ctx, "envd call failed", "err", err)
+		return connect.NewError(connect.CodeInternal, errors.New("internal error"))
+	}
+	msg := e.Message
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return connect.NewError(connectCode(e), errors.New(msg))
+}
+
+// connectCode maps a boxkite error to the Connect code the SDK turns into
+// the matching error class.
+func connectCode(e *api.Error) connect.Code {
+	status := e.Status
+	if status == 0 {
+		status = api.StatusOf(e.Code)
+	}
+	switch {
+	case e.Code == api.CodeSandboxLost:
+		return connect.CodeUnavailable
+	case status == http.StatusNotFound:
+		return connect.CodeNotFound
+	case status == http.StatusConflict:
+		return connect.CodeFailedPrecondition
+	case status == http.StatusUnauthorized:
+		return connect.CodeUnauthenticated
+	case status == http.StatusForbidden:
+		return connect.CodePermissionDenied
+	case status == http.StatusTooManyRequests:
+		return connect.CodeResourceExhausted
+	case status == http.StatusRequestEntityTooLarge, status == http.StatusInsufficientStorage:
+		return connect.CodeResourceExhausted
+	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
+		return connect.CodeInvalidArgument
+	case status == http.StatusGatewayTimeout, status == http.StatusRequestTimeout:
+		return connect.CodeDeadlineExceeded
+	case status == http.StatusBadGateway, status == http.StatusServiceUnavailable:
+		return connect.CodeUnavailable
+	}
+	return connect.CodeInternal
+}

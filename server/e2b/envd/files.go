@@ -1,0 +1,205 @@
+package envd
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// download serves GET /files?path=: the file's bytes, streamed from the
+// sidecar's /files/raw.
+func (h *Handler) download(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	p := absPath(r.URL.Query().Get("path"))
+	started := time.Now()
+	resp, err := sess.Sidecar(ctx, http.MethodGet, "/files/raw", url.Values{"path": {p}}, nil, nil)
+	if err != nil {
+		h.restError(w, r, err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		h.restError(w, r, sidecarError(resp))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if cl := resp.Header.Get("Content-Length"); cl != "" {
+		w.Header().Set("Content-Length", cl)
+	}
+	w.WriteHeader(http.StatusOK)
+	n, err := io.Copy(w, resp.Body)
+	code := 0
+	if err != nil {
+		code = 1
+	}
+	_ = sess.Audit(ctx, AuditEntry{
+		Operation: "file_download", Detail: map[string]any{"path": p, "bytes": n, "interface": "e2b"},
+		ExitCode: &code, Started: started, Duration: time.Since(started),
+	})
+	if err != nil {
+		panic(http.ErrAbortHandler) // the client must see a broken transfer, not a short file
+	}
+}
+
+// writtenEntry is one element of the upload's answer.
+type writtenEntry struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Path string `json:"path"`
+}
+
+// upload serves POST /files: a multipart body with one part per file, each
+// named by its filename (the ?path= of a single-file write names it too),
+// or a raw body for ?path= (gzip when Content-Encoding says so). Each file
+// is streamed to the sidecar's /files/raw, which creates parent
+// directories and replaces files atomically.
+func (h *Handler) upload(w http.ResponseWriter, r *http.Request) {
+	query := r.URL.Query().Get("path")
+	var written []writtenEntry
+	write := func(dest string, body io.Reader) error {
+		p := absPath(dest)
+		if err := h.putFile(r.Context(), p, body); err != nil {
+			return err
+		}
+		written = append(written, writtenEntry{Name: path.Base(p), Type: "file", Path: p})
+		return nil
+	}
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var err error
+	if mt == "multipart/form-data" {
+		err = h.uploadParts(r, query, write)
+	} else {
+		err = h.uploadRaw(r, query, write)
+	}
+	if err != nil {
+		h.restError(w, r, err)
+		return
+	}
+	if len(written) == 0 {
+		h.restError(w, r, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "the upload holds no file"))
+		return
+	}
+	writeJSON(w, http.StatusOK, written)
+}
+
+func (h *Handler) uploadParts(r *http.Request, query string, write func(string, io.Reader) error) error {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read multipart body: %v", err)
+	}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read multipart body: %v", err)
+		}
+		dest := part.FileName()
+		if dest == "" {
+			dest = query
+		}
+		if dest == "" {
+			part.Close()
+			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "a part of the upload names no file: give each a filename, or ?path=")
+		}
+		err = write(dest, part)
+		part.Close()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (h *Handler) uploadRaw(r *http.Request, query string, write func(string, io.Reader) error) error {
+	if query == "" {
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "query parameter path is required for a raw upload")
+	}
+	var body io.Reader = r.Body
+	switch strings.ToLower(r.Header.Get("Content-Encoding")) {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read gzip body: %v", err)
+		}
+		defer zr.Close()
+		body = zr
+	default:
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Content-Encoding %q is not supported", r.Header.Get("Content-Encoding"))
+	}
+	return write(query, body)
+}
+
+// putFile streams body into the sandbox file p and audits it.
+func (h *Handler) putFile(ctx context.Context, p string, body io.Reader) error {
+	sess := sessionFrom(ctx)
+	started := time.Now()
+	cr := &countingReader{r: body}
+	resp, err := sess.Sidecar(ctx, http.MethodPut, "/files/raw", url.Values{"path": {p}}, cr,
+		http.Header{"Content-Type": {"application/octet-stream"}})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return sidecarError(resp)
+	}
+	code := 0
+	return sess.Audit(ctx, AuditEntry{
+		Operation: "file_upload", Detail: map[string]any{"path": p, "bytes": cr.n, "interface": "e2b"},
+		ExitCode: &code, Started: started, Duration: time.Since(started),
+	})
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// restError answers an envd REST route in the shape the SDK reads:
+// {"code": <status>, "message": …}; a status it maps to an error class
+// (400, 401, 404, 429, 502, 507) keeps that meaning.
+func (h *Handler) restError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ErrGone) {
+		writeGone(w, r.Header.Get(HeaderSandboxID), "")
+		return
+	}
+	e, ok := errors.AsType[*api.Error](err)
+	if !ok {
+		h.log.ErrorContext(r.Context(), "envd request failed", "path", r.URL.Path, "err", err)
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"code": http.StatusInternalServerError, "message": "internal error"})
+		return
+	}
+	status := e.Status
+	if status == 0 {
+		status = api.StatusOf(e.Code)
+	}
+	switch {
+	case e.Code == api.CodeSandboxLost:
+		status = http.StatusBadGateway
+	case status == http.StatusUnprocessableEntity || status == http.StatusForbidden && e.Code == api.CodeForbidden:
+		status = http.StatusBadRequest
+	}
+	msg := e.Message
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	writeJSON(w, status, map[string]any{"code": status, "message": msg})
+}

@@ -1,0 +1,247 @@
+package envd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem"
+	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem/filesystemconnect"
+)
+
+// filesystemService implements filesystem.Filesystem. Stat, ListDir,
+// MakeDir, Move and Remove run fixed commands (find, mkdir, mv, rm) through
+// the sidecar's exec, as the sandbox user inside its jail, so they see the
+// sandbox's whole filesystem as a command would, with the sandbox user's
+// permissions; each counts as one call of the exec budget. Watches use the
+// sidecar's /watch (watch.go).
+type filesystemService struct {
+	h *Handler
+}
+
+var _ filesystemconnect.FilesystemHandler = filesystemService{}
+
+// Exit codes of the file scripts that mean more than "failed".
+const (
+	exitNotFound = 2
+	exitExists   = 17
+	exitNotDir   = 20
+)
+
+// entryFormat is find's -printf format of one entry: entryFields fields
+// (type, size, mode in octal, symbolic permissions, owner, group, mtime,
+// link target, path), each ended by NUL, the one byte no path holds.
+const entryFormat = `%y\0%s\0%m\0%M\0%u\0%g\0%T@\0%l\0%p\0`
+
+const entryFields = 9
+
+// fileOp runs script (with $1… set to args) as the sandbox user and
+// returns its stdout; exit codes exitNotFound and exitExists become
+// not_found and already_exists about what.
+func (s filesystemService) fileOp(ctx context.Context, op, what, script string, detail map[string]any, args ...string) (string, error) {
+	sess := sessionFrom(ctx)
+	words := []string{"set", "--"}
+	for _, a := range args {
+		if strings.ContainsRune(a, 0) {
+			return "", connect.NewError(connect.CodeInvalidArgument, errors.New("a path contains a NUL byte"))
+		}
+		words = append(words, shellQuote(a))
+	}
+	started := time.Now()
+	res, err := sess.Exec(ctx, api.ExecRequest{
+		Command: strings.Join(words, " ") + "\n" + script, Description: "e2b " + op,
+		Timeout: fileOpTimeout, MaxOutputBytes: maxListOutput,
+	})
+	if err != nil {
+		return "", s.h.rpcError(ctx, err)
+	}
+	code := res.ExitCode
+	if err := sess.Audit(ctx, AuditEntry{Operation: op, Detail: detail, ExitCode: &code, Started: started, Duration: time.Since(started)}); err != nil {
+		return "", s.h.rpcError(ctx, err)
+	}
+	msg := strings.TrimSpace(res.Stderr)
+	switch res.ExitCode {
+	case 0:
+		if res.Truncated {
+			return "", connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("the listing of %s is larger than %d MiB", what, maxListOutput>>20))
+		}
+		return res.Stdout, nil
+	case exitNotFound:
+		return "", connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' does not exist", what))
+	case exitExists:
+		return "", connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("path '%s' already exists", what))
+	case exitNotDir:
+		return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path '%s' is not a directory", what))
+	}
+	if strings.Contains(msg, "Permission denied") {
+		return "", connect.NewError(connect.CodePermissionDenied, errors.New(msg))
+	}
+	return "", connect.NewError(connect.CodeInternal, fmt.Errorf("%s %s: %s", op, what, msg))
+}
+
+// Bounds of the file scripts.
+const (
+	fileOpTimeout = 60 // seconds
+	maxListOutput = 16 << 20
+)
+
+// The scripts. "exists" is true of a dangling symlink too, as lstat is.
+const (
+	existsCheck = `[ -e "$1" ] || [ -L "$1" ] || { echo "no such file or directory: $1" >&2; exit 2; }` + "\n"
+	statScript  = existsCheck + `find -P "$1" -maxdepth 0 -printf '` + entryFormat + `'`
+	listScript  = existsCheck + `[ -d "$1" ] || { echo "not a directory: $1" >&2; exit 20; }` + "\n" +
+		`find -H "$1" -mindepth 1 -maxdepth "$2" -printf '` + entryFormat + `'`
+	mkdirScript = `if [ -e "$1" ] || [ -L "$1" ]; then echo "exists: $1" >&2; exit 17; fi` + "\n" +
+		`mkdir -p -- "$1" && find -P "$1" -maxdepth 0 -printf '` + entryFormat + `'`
+	moveScript = existsCheck + `mkdir -p -- "$(dirname -- "$2")" && mv -T -- "$1" "$2" && find -P "$2" -maxdepth 0 -printf '` + entryFormat + `'`
+	rmScript   = existsCheck + `rm -rf -- "$1"`
+)
+
+// Stat describes one path.
+func (s filesystemService) Stat(ctx context.Context, req *connect.Request[filesystem.StatRequest]) (*connect.Response[filesystem.StatResponse], error) {
+	p := absPath(req.Msg.GetPath())
+	out, err := s.fileOp(ctx, "stat", p, statScript, map[string]any{"path": p, "interface": "e2b"}, p)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := oneEntry(out)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&filesystem.StatResponse{Entry: entry}), nil
+}
+
+// ListDir lists a directory to the given depth (1: its entries only).
+func (s filesystemService) ListDir(ctx context.Context, req *connect.Request[filesystem.ListDirRequest]) (*connect.Response[filesystem.ListDirResponse], error) {
+	p := absPath(req.Msg.GetPath())
+	depth := max(req.Msg.GetDepth(), 1)
+	depth = min(depth, maxListDepth)
+	out, err := s.fileOp(ctx, "ls", p, listScript, map[string]any{"path": p, "depth": depth, "interface": "e2b"}, p, strconv.Itoa(int(depth)))
+	if err != nil {
+		return nil, err
+	}
+	entries, err := parseEntries(out)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&filesystem.ListDirResponse{Entries: entries}), nil
+}
+
+// maxListDepth bounds ListDir's depth.
+const maxListDepth = 64
+
+// MakeDir creates a directory and its parents; already_exists if the path
+// exists (the SDK then returns false).
+func (s filesystemService) MakeDir(ctx context.Context, req *connect.Request[filesystem.MakeDirRequest]) (*connect.Response[filesystem.MakeDirResponse], error) {
+	p := absPath(req.Msg.GetPath())
+	out, err := s.fileOp(ctx, "make_dir", p, mkdirScript, map[string]any{"path": p, "interface": "e2b"}, p)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := oneEntry(out)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&filesystem.MakeDirResponse{Entry: entry}), nil
+}
+
+// Move renames source to destination, replacing a file there, creating
+// the destination's parents.
+func (s filesystemService) Move(ctx context.Context, req *connect.Request[filesystem.MoveRequest]) (*connect.Response[filesystem.MoveResponse], error) {
+	src, dst := absPath(req.Msg.GetSource()), absPath(req.Msg.GetDestination())
+	out, err := s.fileOp(ctx, "move", src, moveScript, map[string]any{"path": src, "destination": dst, "interface": "e2b"}, src, dst)
+	if err != nil {
+		return nil, err
+	}
+	entry, err := oneEntry(out)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&filesystem.MoveResponse{Entry: entry}), nil
+}
+
+// Remove deletes a path, a directory with everything in it.
+func (s filesystemService) Remove(ctx context.Context, req *connect.Request[filesystem.RemoveRequest]) (*connect.Response[filesystem.RemoveResponse], error) {
+	p := absPath(req.Msg.GetPath())
+	if _, err := s.fileOp(ctx, "remove", p, rmScript, map[string]any{"path": p, "interface": "e2b"}, p); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&filesystem.RemoveResponse{}), nil
+}
+
+func oneEntry(out string) (*filesystem.EntryInfo, error) {
+	entries, err := parseEntries(out)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) != 1 {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("stat answered %d entries", len(entries)))
+	}
+	return entries[0], nil
+}
+
+// parseEntries reads find's output in entryFormat.
+func parseEntries(out string) ([]*filesystem.EntryInfo, error) {
+	fields := strings.Split(out, "\x00")
+	fields = fields[:len(fields)-1] // what follows the last NUL: nothing
+	if len(fields)%entryFields != 0 {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("unexpected listing of %d fields", len(fields)))
+	}
+	var entries []*filesystem.EntryInfo
+	for f := range slices.Chunk(fields, entryFields) {
+		e, err := entryOf(f)
+		if err != nil {
+			return nil, connect.NewError(connect.CodeInternal, err)
+		}
+		entries = append(entries, e)
+	}
+	return entries, nil
+}
+
+// entryOf builds an EntryInfo from find's fields. Mode is a Go
+// fs.FileMode, as envd (written in Go) reports it.
+func entryOf(f []string) (*filesystem.EntryInfo, error) {
+	size, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("size %q: %w", f[1], err)
+	}
+	perm, err := strconv.ParseUint(f[2], 8, 32)
+	if err != nil {
+		return nil, fmt.Errorf("mode %q: %w", f[2], err)
+	}
+	secs, err := strconv.ParseFloat(f[6], 64)
+	if err != nil {
+		return nil, fmt.Errorf("mtime %q: %w", f[6], err)
+	}
+	mode := fs.FileMode(perm) & (fs.ModePerm | 0o7000)
+	typ := filesystem.FileType_FILE_TYPE_UNSPECIFIED
+	switch f[0] {
+	case "f":
+		typ = filesystem.FileType_FILE_TYPE_FILE
+	case "d":
+		typ, mode = filesystem.FileType_FILE_TYPE_DIRECTORY, mode|fs.ModeDir
+	case "l":
+		typ, mode = filesystem.FileType_FILE_TYPE_SYMLINK, mode|fs.ModeSymlink
+	}
+	whole, frac := math.Modf(secs)
+	e := &filesystem.EntryInfo{
+		Name: path.Base(f[8]), Type: typ, Path: f[8], Size: size, Mode: uint32(mode), Permissions: f[3],
+		Owner: f[4], Group: f[5], ModifiedTime: timestamppb.New(time.Unix(int64(whole), int64(frac*1e9)).UTC()),
+	}
+	if f[0] == "l" {
+		target := f[7]
+		e.SymlinkTarget = &target
+	}
+	return e, nil
+}

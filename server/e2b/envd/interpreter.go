@@ -1,0 +1,334 @@
+package envd
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tools"
+)
+
+// The code interpreter (@e2b/code-interpreter): POST /execute runs code in
+// a context and streams its outcome as newline-delimited JSON; /contexts
+// manages contexts. Code runs in the sidecar's persistent Python
+// interpreter (/interpreter/exec), so state persists between calls. The
+// default context is the interpreter's global namespace, as /v1's
+// interpreter uses it; every other context is a namespace of its own in
+// the same interpreter.
+
+// executeRequest is the body of POST /execute.
+type executeRequest struct {
+	Code      string            `json:"code"`
+	ContextID string            `json:"context_id"`
+	Language  string            `json:"language"`
+	EnvVars   map[string]string `json:"env_vars"`
+}
+
+// codeContext is one context of the code interpreter.
+type codeContext struct {
+	ID       string `json:"id"`
+	Language string `json:"language"`
+	Cwd      string `json:"cwd"`
+}
+
+// contextTable holds each sandbox's contexts and execution counts.
+type contextTable struct {
+	mu     sync.Mutex
+	ctxs   map[string]map[string]codeContext // sandbox → id → context
+	counts map[string]int                    // sandbox + "/" + context id → executions so far
+}
+
+func newContextTable() *contextTable {
+	return &contextTable{ctxs: map[string]map[string]codeContext{}, counts: map[string]int{}}
+}
+
+// defaultContext is the id of each sandbox's default Python context.
+const defaultContext = "default"
+
+func (t *contextTable) get(sandboxID, id string) (codeContext, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id == defaultContext {
+		return codeContext{ID: defaultContext, Language: "python", Cwd: Home}, true
+	}
+	c, ok := t.ctxs[sandboxID][id]
+	return c, ok
+}
+
+func (t *contextTable) count(sandboxID, id string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.counts[sandboxID+"/"+id]++
+	return t.counts[sandboxID+"/"+id]
+}
+
+// execute serves POST /execute.
+func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	sess := sessionFrom(ctx)
+	var req executeRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRPCBody)).Decode(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 400, "message": "the body is not a JSON execute request"})
+		return
+	}
+	id := req.ContextID
+	if id == "" {
+		if req.Language != "" && !isPython(req.Language) {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"code": 400, "message": fmt.Sprintf("language %q is not supported: only python runs here", req.Language)})
+			return
+		}
+		id = defaultContext
+	}
+	cc, ok := h.contexts.get(sess.SandboxID(), id)
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "message": "context " + id + " not found"})
+		return
+	}
+	if err := sess.CheckCode(ctx, req.Code); err != nil {
+		h.restError(w, r, err)
+		return
+	}
+	code := wrapCode(cc, req.Code, req.EnvVars)
+	body, _ := json.Marshal(api.InterpreterExecRequest{Code: code, Timeout: api.MaxInterpreterTimeout})
+	started := time.Now()
+	resp, err := sess.Sidecar(ctx, http.MethodPost, "/interpreter/exec", nil, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		h.restError(w, r, err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		h.restError(w, r, sidecarError(resp))
+		return
+	}
+	var res api.InterpreterExecResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		h.restError(w, r, fmt.Errorf("decode interpreter result: %w", err))
+		return
+	}
+	exit := 0
+	if res.Error != nil {
+		exit = 1
+	}
+	if err := sess.Audit(ctx, AuditEntry{
+		Operation: "interpreter_exec", Detail: map[string]any{"code": req.Code, "context": id, "interface": "e2b"},
+		ExitCode: &exit, Started: started, Duration: time.Since(started),
+	}); err != nil {
+		h.restError(w, r, err)
+		return
+	}
+	if sess.ScrubOutput() {
+		res = scrubResult(res)
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	for _, line := range executionLines(res, h.contexts.count(sess.SandboxID(), id)) {
+		b, _ := json.Marshal(line)
+		_, _ = w.Write(append(b, '\n'))
+	}
+}
+
+// executionLines is the outcome in the runCode protocol's lines: stdout
+// (the interpreter merges stderr into it), the value of the last
+// expression as the main result, the error, and the execution count.
+func executionLines(res api.InterpreterExecResult, count int) []map[string]any {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	var lines []map[string]any
+	if res.Stdout != "" {
+		lines = append(lines, map[string]any{"type": "stdout", "text": res.Stdout, "timestamp": now})
+	}
+	if res.Result != nil {
+		lines = append(lines, map[string]any{"type": "result", "text": *res.Result, "is_main_result": true})
+	}
+	if res.Error != nil {
+		name, value := errorNameValue(*res.Error)
+		lines = append(lines, map[string]any{"type": "error", "name": name, "value": value, "traceback": *res.Error})
+	}
+	return append(lines, map[string]any{"type": "number_of_executions", "execution_count": count})
+}
+
+// errorNameValue reads the exception's class and message from the last
+// line of a Python traceback ("ValueError: bad value").
+func errorNameValue(tb string) (name, value string) {
+	lines := strings.Split(strings.TrimRight(tb, "\n"), "\n")
+	last := lines[len(lines)-1]
+	name, value, _ = strings.Cut(last, ": ")
+	return strings.TrimSpace(name), value
+}
+
+func scrubResult(res api.InterpreterExecResult) api.InterpreterExecResult {
+	res.Stdout = tools.Redact(res.Stdout)
+	if res.Result != nil {
+		v := tools.Redact(*res.Result)
+		res.Result = &v
+	}
+	if res.Error != nil {
+		v := tools.Redact(*res.Error)
+		res.Error = &v
+	}
+	return res
+}
+
+func isPython(lang string) bool {
+	return strings.EqualFold(lang, "python") || strings.EqualFold(lang, "python3")
+}
+
+// wrapCode returns what the interpreter runs for code in context cc: the
+// code itself in the default context; in another, a call that runs it in
+// that context's namespace and returns the value of its last expression,
+// which the interpreter then reports as the result. Environment variables
+// are set for the process first (they stay set, as in a notebook).
+func wrapCode(cc codeContext, code string, env map[string]string) string {
+	var b strings.Builder
+	if len(env) > 0 {
+		pairs, _ := json.Marshal(env)
+		fmt.Fprintf(&b, "__import__('os').environ.update(__import__('json').loads(%s))\n", pyString(string(pairs)))
+	}
+	if cc.ID == defaultContext {
+		b.WriteString(code)
+		return b.String()
+	}
+	b.WriteString(contextRunner)
+	fmt.Fprintf(&b, "__boxkite_run(%s, %s, %s)\n", pyString(cc.ID), pyString(cc.Cwd), pyString(code))
+	return b.String()
+}
+
+// contextRunner defines, once per interpreter, the function that runs
+// code in a named context's namespace (and its working directory).
+const contextRunner = `if '__boxkite_run' not in globals():
+    def __boxkite_run(ctx, cwd, code):
+        import ast, os
+        spaces = globals().setdefault('__boxkite_contexts', {})
+        scope = spaces.setdefault(ctx, {'__name__': '__main__', '__builtins__': __builtins__})
+        if cwd:
+            os.chdir(cwd)
+        tree = ast.parse(code, '<input>', 'exec')
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, '<input>', 'exec'), scope)
+        if last is not None:
+            return eval(compile(last, '<input>', 'eval'), scope)
+`
+
+// pyString is s as a Python string literal (JSON's escapes are Python's).
+func pyString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// createContext serves POST /contexts.
+func (h *Handler) createContext(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	var req struct {
+		Language string `json:"language"`
+		Cwd      string `json:"cwd"`
+	}
+	_ = json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&req)
+	if req.Language == "" {
+		req.Language = "python"
+	}
+	if !isPython(req.Language) {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"code": 400, "message": fmt.Sprintf("language %q is not supported: only python runs here", req.Language)})
+		return
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	cc := codeContext{ID: hex.EncodeToString(b[:]), Language: "python", Cwd: absPath(req.Cwd)}
+	t := h.contexts
+	t.mu.Lock()
+	if t.ctxs[sess.SandboxID()] == nil {
+		t.ctxs[sess.SandboxID()] = map[string]codeContext{}
+	}
+	n := len(t.ctxs[sess.SandboxID()])
+	if n < maxContexts {
+		t.ctxs[sess.SandboxID()][cc.ID] = cc
+	}
+	t.mu.Unlock()
+	if n >= maxContexts {
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"code": 429, "message": fmt.Sprintf("a sandbox may have at most %d contexts; remove one first", maxContexts)})
+		return
+	}
+	writeJSON(w, http.StatusOK, cc)
+}
+
+// maxContexts bounds the contexts of one sandbox.
+const maxContexts = 64
+
+// listContexts serves GET /contexts.
+func (h *Handler) listContexts(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	t := h.contexts
+	t.mu.Lock()
+	list := slices.Collect(maps.Values(t.ctxs[sess.SandboxID()]))
+	t.mu.Unlock()
+	slices.SortFunc(list, func(a, b codeContext) int { return strings.Compare(a.ID, b.ID) })
+	def, _ := t.get(sess.SandboxID(), defaultContext)
+	writeJSON(w, http.StatusOK, append([]codeContext{def}, list...))
+}
+
+// removeContext serves DELETE /contexts/{id}; its namespace is dropped.
+func (h *Handler) removeContext(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	id := r.PathValue("id")
+	t := h.contexts
+	t.mu.Lock()
+	_, ok := t.ctxs[sess.SandboxID()][id]
+	delete(t.ctxs[sess.SandboxID()], id)
+	t.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "message": "context " + id + " not found"})
+		return
+	}
+	h.dropNamespace(r, sess, id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// restartContext serves POST /contexts/{id}/restart: the context's
+// variables are gone afterwards. Restarting the default context restarts
+// the interpreter, and with it every context.
+func (h *Handler) restartContext(w http.ResponseWriter, r *http.Request) {
+	sess := sessionFrom(r.Context())
+	id := r.PathValue("id")
+	if _, ok := h.contexts.get(sess.SandboxID(), id); !ok {
+		writeJSON(w, http.StatusNotFound, map[string]any{"code": 404, "message": "context " + id + " not found"})
+		return
+	}
+	if id != defaultContext {
+		h.dropNamespace(r, sess, id)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	resp, err := sess.Sidecar(r.Context(), http.MethodPost, "/interpreter/reset", nil, nil, nil)
+	if err != nil {
+		h.restError(w, r, err)
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		h.restError(w, r, sidecarError(resp))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// dropNamespace forgets a context's variables in the interpreter.
+func (h *Handler) dropNamespace(r *http.Request, sess Session, id string) {
+	code := fmt.Sprintf("globals().get('__boxkite_contexts', {}).pop(%s, None)\nNone", pyString(id))
+	body, _ := json.Marshal(api.InterpreterExecRequest{Code: code})
+	resp, err := sess.Sidecar(r.Context(), http.MethodPost, "/interpreter/exec", nil, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		h.log.WarnContext(r.Context(), "drop interpreter context", "sandbox", sess.SandboxID(), "err", err)
+		return
+	}
+	resp.Body.Close()
+}

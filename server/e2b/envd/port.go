@@ -1,0 +1,70 @@
+package envd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// ErrGone is what Sandboxes.Open returns for a sandbox that is unknown,
+// another account's, or no longer running: envd answers it with 502, as
+// E2B's own proxy does, which the SDK reads as "the sandbox has ended".
+var ErrGone = errors.New("sandbox is not running")
+
+// Sandboxes opens a running sandbox for envd calls. The caller has already
+// proved, with the sandbox's access token, that it may act on it; the
+// session acts as the account that owns it.
+type Sandboxes interface {
+	Open(ctx context.Context, sandboxID string) (Session, error)
+	// Running lists the ids of every running sandbox, whoever owns it: a
+	// signed /files URL names no sandbox, only its signature tells.
+	Running(ctx context.Context) ([]string, error)
+}
+
+// Session is what envd needs of one running sandbox: its sidecar, reached
+// the way /v1 reaches it (the jail, the exec budget), and the account's
+// allowlist, audit log and output scrubbing.
+type Session interface {
+	SandboxID() string
+	// Env is the environment every command of the sandbox starts with
+	// (the create request's envVars).
+	Env() map[string]string
+	// CheckCommand applies the account's command allowlist to command.
+	CheckCommand(ctx context.Context, command string) error
+	// CheckCode applies it to code for the Python interpreter, as /v1
+	// does: code runs as the argument of python3 -c.
+	CheckCode(ctx context.Context, code string) error
+	// Interactive starts req through the sidecar's interactive exec
+	// (api.InteractiveRequest has the frame protocol). The allowlist is
+	// the caller's to check first.
+	Interactive(ctx context.Context, req api.InteractiveRequest) (*websocket.Conn, error)
+	// Exec runs a command the facade built itself (file operations) and
+	// waits for it.
+	Exec(ctx context.Context, req api.ExecRequest) (api.ExecResult, error)
+	// Sidecar sends one request to the sidecar's path; the caller closes
+	// the response body. A non-2xx answer carries the sidecar's error
+	// envelope.
+	Sidecar(ctx context.Context, method, path string, query url.Values, body io.Reader, header http.Header) (*http.Response, error)
+	// Audit appends an entry for op on the sandbox; an error means the
+	// audit log refused it and the operation's result must not be given.
+	Audit(ctx context.Context, e AuditEntry) error
+	// ScrubOutput reports whether command output returned to the caller
+	// is scrubbed of secret-shaped strings (the account's setting).
+	ScrubOutput() bool
+}
+
+// AuditEntry is one operation for the audit log.
+type AuditEntry struct {
+	Operation string
+	Detail    map[string]any
+	ExitCode  *int
+	Started   time.Time
+	Duration  time.Duration
+}

@@ -1,0 +1,426 @@
+package envd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strconv"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/coder/websocket"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/e2b/envdpb/process"
+	"github.com/boxkite/boxkite/server/e2b/envdpb/process/processconnect"
+	"github.com/boxkite/boxkite/tools"
+)
+
+// processService implements process.Process over the sidecar's
+// interactive exec (see proc).
+type processService struct {
+	h *Handler
+}
+
+var _ processconnect.ProcessHandler = processService{}
+
+// Start runs a command and streams its events: start with the pid first,
+// then output and keepalives, then end. The stream's deadline
+// (Connect-Timeout-Ms) is the command's lifetime; the client going away is
+// not: the command runs on and can be reattached with Connect.
+func (s processService) Start(ctx context.Context, req *connect.Request[process.StartRequest], stream *connect.ServerStream[process.StartResponse]) error {
+	sess := sessionFrom(ctx)
+	msg := req.Msg
+	cfg := msg.GetProcess()
+	if cfg == nil {
+		return connect.NewError(connect.CodeInvalidArgument, errors.New("process is required"))
+	}
+	env := maps.Clone(sess.Env())
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, cfg.GetEnvs())
+	command, err := shellCommand(cfg, env)
+	if err != nil {
+		return err
+	}
+	if err := sess.CheckCommand(ctx, allowlistCommand(cfg)); err != nil {
+		return s.h.rpcError(ctx, err)
+	}
+	ireq := api.InteractiveRequest{Command: command, Cwd: cwdOf(cfg)}
+	if pty := msg.GetPty(); pty != nil {
+		ireq.TTY, ireq.Term = true, env["TERM"]
+		ireq.Cols, ireq.Rows = int(pty.GetSize().GetCols()), int(pty.GetSize().GetRows())
+		if ireq.Cols < 1 || ireq.Rows < 1 || ireq.Cols > maxPTYSize || ireq.Rows > maxPTYSize {
+			ireq.Cols, ireq.Rows = 80, 24
+		}
+	}
+	relayCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	conn, err := sess.Interactive(relayCtx, ireq)
+	if err != nil {
+		cancel()
+		return s.h.rpcError(ctx, err)
+	}
+	conn.SetReadLimit(maxFrame)
+	p := &proc{
+		config: cfg, tag: msg.Tag, tty: ireq.TTY, conn: conn, cancel: cancel,
+		subs: map[chan *process.ProcessEvent]struct{}{}, done: make(chan struct{}),
+	}
+	s.h.procs.add(sess.SandboxID(), p)
+	ch, _ := p.subscribe()
+	defer p.unsubscribe(ch)
+	if !ireq.TTY && !msg.GetStdin() {
+		_ = p.control(relayCtx, api.InteractiveControl{Type: api.InteractiveEOF}) // no stdin pipe: EOF at once
+	}
+	var lifetime *time.Timer
+	if deadline, ok := ctx.Deadline(); ok {
+		lifetime = time.AfterFunc(time.Until(deadline), p.kill)
+	}
+	go s.h.relay(relayCtx, sess, p, lifetime)
+
+	start := &process.ProcessEvent{Event: &process.ProcessEvent_Start{Start: &process.ProcessEvent_StartEvent{Pid: p.pid}}}
+	if err := stream.Send(&process.StartResponse{Event: start}); err != nil {
+		return err
+	}
+	return s.h.follow(ctx, req.Header(), ch, func(ev *process.ProcessEvent) error {
+		return stream.Send(&process.StartResponse{Event: ev})
+	})
+}
+
+// Connect attaches to a running process: start with its pid, then its
+// events from now on.
+func (s processService) Connect(ctx context.Context, req *connect.Request[process.ConnectRequest], stream *connect.ServerStream[process.ConnectResponse]) error {
+	sess := sessionFrom(ctx)
+	p, err := s.h.procs.get(sess.SandboxID(), req.Msg.GetProcess())
+	if err != nil {
+		return err
+	}
+	ch, ok := p.subscribe()
+	if !ok {
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("process %d has ended", p.pid))
+	}
+	defer p.unsubscribe(ch)
+	start := &process.ProcessEvent{Event: &process.ProcessEvent_Start{Start: &process.ProcessEvent_StartEvent{Pid: p.pid}}}
+	if err := stream.Send(&process.ConnectResponse{Event: start}); err != nil {
+		return err
+	}
+	return s.h.follow(ctx, req.Header(), ch, func(ev *process.ProcessEvent) error {
+		return stream.Send(&process.ConnectResponse{Event: ev})
+	})
+}
+
+// List answers the running processes.
+func (s processService) List(ctx context.Context, _ *connect.Request[process.ListRequest]) (*connect.Response[process.ListResponse], error) {
+	out := &process.ListResponse{}
+	for _, p := range s.h.procs.list(sessionFrom(ctx).SandboxID()) {
+		out.Processes = append(out.Processes, p.info())
+	}
+	return connect.NewResponse(out), nil
+}
+
+// SendInput writes to the process's stdin or its terminal.
+func (s processService) SendInput(ctx context.Context, req *connect.Request[process.SendInputRequest]) (*connect.Response[process.SendInputResponse], error) {
+	p, err := s.h.procs.get(sessionFrom(ctx).SandboxID(), req.Msg.GetProcess())
+	if err != nil {
+		return nil, err
+	}
+	if err := p.input(ctx, req.Msg.GetInput()); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&process.SendInputResponse{}), nil
+}
+
+// StreamInput is SendInput as a client stream: a start message names the
+// process, data messages follow. (The SDKs' fetch transport cannot send
+// client streams; Go and Python clients can.)
+func (s processService) StreamInput(ctx context.Context, stream *connect.ClientStream[process.StreamInputRequest]) (*connect.Response[process.StreamInputResponse], error) {
+	sess := sessionFrom(ctx)
+	var p *proc
+	for stream.Receive() {
+		switch ev := stream.Msg().GetEvent().(type) {
+		case *process.StreamInputRequest_Start:
+			var err error
+			if p, err = s.h.procs.get(sess.SandboxID(), ev.Start.GetProcess()); err != nil {
+				return nil, err
+			}
+		case *process.StreamInputRequest_Data:
+			if p == nil {
+				return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("the first message must be start"))
+			}
+			if err := p.input(ctx, ev.Data.GetInput()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&process.StreamInputResponse{}), nil
+}
+
+// CloseStdin sends end of file to the process's stdin.
+func (s processService) CloseStdin(ctx context.Context, req *connect.Request[process.CloseStdinRequest]) (*connect.Response[process.CloseStdinResponse], error) {
+	p, err := s.h.procs.get(sessionFrom(ctx).SandboxID(), req.Msg.GetProcess())
+	if err != nil {
+		return nil, err
+	}
+	if err := p.control(ctx, api.InteractiveControl{Type: api.InteractiveEOF}); err != nil {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process %d has ended", p.pid))
+	}
+	return connect.NewResponse(&process.CloseStdinResponse{}), nil
+}
+
+// SendSignal ends the process. The sidecar's relay kills the command's
+// process group when it goes, so SIGTERM ends it as SIGKILL does.
+func (s processService) SendSignal(ctx context.Context, req *connect.Request[process.SendSignalRequest]) (*connect.Response[process.SendSignalResponse], error) {
+	p, err := s.h.procs.get(sessionFrom(ctx).SandboxID(), req.Msg.GetProcess())
+	if err != nil {
+		return nil, err
+	}
+	switch req.Msg.GetSignal() {
+	case process.Signal_SIGNAL_SIGKILL, process.Signal_SIGNAL_SIGTERM:
+	default:
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("signal %v is not supported", req.Msg.GetSignal()))
+	}
+	p.kill()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+	}
+	return connect.NewResponse(&process.SendSignalResponse{}), nil
+}
+
+// Update resizes a process's terminal.
+func (s processService) Update(ctx context.Context, req *connect.Request[process.UpdateRequest]) (*connect.Response[process.UpdateResponse], error) {
+	p, err := s.h.procs.get(sessionFrom(ctx).SandboxID(), req.Msg.GetProcess())
+	if err != nil {
+		return nil, err
+	}
+	if size := req.Msg.GetPty().GetSize(); size != nil && p.tty {
+		cols, rows := int(size.GetCols()), int(size.GetRows())
+		if cols < 1 || rows < 1 || cols > maxPTYSize || rows > maxPTYSize {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("terminal size %dx%d is out of range", cols, rows))
+		}
+		if err := p.control(ctx, api.InteractiveControl{Type: api.InteractiveResize, Cols: cols, Rows: rows}); err != nil {
+			return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process %d has ended", p.pid))
+		}
+	}
+	return connect.NewResponse(&process.UpdateResponse{}), nil
+}
+
+// maxPTYSize is the sidecar's bound on a terminal's columns and rows.
+const maxPTYSize = 1000
+
+// maxFrame bounds a frame from the sidecar (it sends at most 32 KiB of
+// output per frame).
+const maxFrame = 1 << 20
+
+// input sends data to the process's stdin or terminal.
+func (p *proc) input(ctx context.Context, in *process.ProcessInput) error {
+	var data []byte
+	switch v := in.GetInput().(type) {
+	case *process.ProcessInput_Stdin:
+		data = v.Stdin
+	case *process.ProcessInput_Pty:
+		data = v.Pty
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	p.stdinLen.Add(int64(len(data)))
+	if err := p.send(ctx, websocket.MessageBinary, append([]byte{api.StreamStdin}, data...)); err != nil {
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("process %d has ended", p.pid))
+	}
+	return nil
+}
+
+// relay reads the sidecar's frames until the command is done, publishing
+// output (scrubbed of secrets unless the account keeps them, and never on
+// a terminal, which stays byte-exact as a takeover's does), then audits
+// the command and publishes its end event.
+func (h *Handler) relay(ctx context.Context, sess Session, p *proc, lifetime *time.Timer) {
+	started := time.Now()
+	defer p.cancel()
+	scrub := sess.ScrubOutput() && !p.tty
+	out := newOutputScrubber(scrub, func(stream byte, b []byte) {
+		if p.tty {
+			stream = ptyStream // a terminal has one stream, which envd calls pty
+		}
+		p.publish(dataEvent(stream, b))
+	})
+	frames := make(chan frame)
+	go func() {
+		defer close(frames)
+		for {
+			typ, data, err := p.conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			frames <- frame{typ, data}
+		}
+	}()
+	var exit *api.InteractiveControl
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
+loop:
+	for {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				break loop
+			}
+			if f.typ == websocket.MessageText {
+				var c api.InteractiveControl
+				if json.Unmarshal(f.data, &c) == nil && c.Type == api.InteractiveExit {
+					exit = &c
+				}
+				continue
+			}
+			if len(f.data) == 0 || int(f.data[0]) >= len(p.outLen) {
+				continue
+			}
+			p.outLen[f.data[0]].Add(int64(len(f.data) - 1))
+			if out.write(f.data[0], f.data[1:]) {
+				idle.Reset(scrubIdle)
+			}
+		case <-idle.C:
+			out.flush()
+		}
+	}
+	idle.Stop()
+	out.flush()
+	if lifetime != nil {
+		lifetime.Stop()
+	}
+	_ = p.conn.CloseNow()
+	h.procs.remove(sess.SandboxID(), p.pid)
+
+	end := p.endEvent(exit)
+	code := int(end.GetExitCode())
+	detail := map[string]any{
+		"command": allowlistCommand(p.config), "interface": "e2b", "pid": p.pid, "tty": p.tty,
+		"stdin_bytes": p.stdinLen.Load(), "stdout_bytes": p.outLen[api.StreamStdout].Load(), "stderr_bytes": p.outLen[api.StreamStderr].Load(),
+	}
+	if err := sess.Audit(context.WithoutCancel(ctx), AuditEntry{Operation: "exec", Detail: detail, ExitCode: &code, Started: started, Duration: time.Since(started)}); err != nil {
+		msg := "the audit log refused the command's entry: " + err.Error()
+		end.Error = &msg
+	}
+	p.finish(&process.ProcessEvent{Event: &process.ProcessEvent_End{End: end}})
+}
+
+type frame struct {
+	typ  websocket.MessageType
+	data []byte
+}
+
+// endEvent is how the command ended, in envd's words: killed by a signal
+// is exit code -1, not exited, "signal: killed".
+func (p *proc) endEvent(exit *api.InteractiveControl) *process.ProcessEvent_EndEvent {
+	p.mu.Lock()
+	killed := p.killed
+	p.mu.Unlock()
+	switch {
+	case killed || exit == nil || exit.ExitCode == nil:
+		return &process.ProcessEvent_EndEvent{ExitCode: -1, Exited: false, Status: "signal: killed"}
+	case exit.Message != "":
+		msg := exit.Message
+		return &process.ProcessEvent_EndEvent{ExitCode: int32(*exit.ExitCode), Exited: false, Status: "failed to start", Error: &msg}
+	}
+	code := *exit.ExitCode
+	return &process.ProcessEvent_EndEvent{ExitCode: int32(code), Exited: true, Status: "exit status " + strconv.Itoa(code)}
+}
+
+func dataEvent(stream byte, b []byte) *process.ProcessEvent {
+	d := &process.ProcessEvent_DataEvent{}
+	switch stream {
+	case api.StreamStderr:
+		d.Output = &process.ProcessEvent_DataEvent_Stderr{Stderr: b}
+	case ptyStream:
+		d.Output = &process.ProcessEvent_DataEvent_Pty{Pty: b}
+	default:
+		d.Output = &process.ProcessEvent_DataEvent_Stdout{Stdout: b}
+	}
+	return &process.ProcessEvent{Event: &process.ProcessEvent_Data{Data: d}}
+}
+
+// ptyStream marks terminal output for dataEvent; the sidecar sends it as
+// stdout.
+const ptyStream = 0xff
+
+// follow sends a process's events to one stream until the end event has
+// gone or the client leaves, with a keepalive whenever the stream has been
+// quiet for the client's Keepalive-Ping-Interval (at most keepAliveMax):
+// Node's fetch drops a response that sends nothing for 300 s.
+func (h *Handler) follow(ctx context.Context, hdr http.Header, ch chan *process.ProcessEvent, send func(*process.ProcessEvent) error) error {
+	every := h.keepAlive(hdr)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	keepalive := &process.ProcessEvent{Event: &process.ProcessEvent_Keepalive{Keepalive: &process.ProcessEvent_KeepAlive{}}}
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if err := send(ev); err != nil {
+				return err
+			}
+			if _, end := ev.GetEvent().(*process.ProcessEvent_End); end {
+				return nil
+			}
+			t.Reset(every)
+		case <-t.C:
+			if err := send(keepalive); err != nil {
+				return err
+			}
+			t.Reset(every)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// outputScrubber passes a command's output on, scrubbed of secrets by
+// tools.StreamRedactor (the scrubber of /v1's exec streams) when on: it
+// holds back what could be the start of a secret until the next bytes
+// tell, or the stream has been idle for scrubIdle.
+type outputScrubber struct {
+	on   bool
+	emit func(stream byte, b []byte)
+	red  map[byte]*tools.StreamRedactor
+}
+
+// scrubIdle is how long held-back output waits for more before it goes.
+const scrubIdle = 50 * time.Millisecond
+
+func newOutputScrubber(on bool, emit func(byte, []byte)) *outputScrubber {
+	return &outputScrubber{on: on, emit: emit, red: map[byte]*tools.StreamRedactor{
+		api.StreamStdout: {}, api.StreamStderr: {},
+	}}
+}
+
+// write passes b on; it reports whether something is held back.
+func (o *outputScrubber) write(stream byte, b []byte) bool {
+	r := o.red[stream]
+	if !o.on || r == nil {
+		o.emit(stream, bytes.Clone(b))
+		return false
+	}
+	if out := r.Write(b); len(out) > 0 {
+		o.emit(stream, out)
+	}
+	return r.Held() > 0
+}
+
+// flush passes on whatever is held.
+func (o *outputScrubber) flush() {
+	for _, stream := range []byte{api.StreamStdout, api.StreamStderr} {
+		if out := o.red[stream].Flush(); len(out) > 0 {
+			o.emit(stream, out)
+		}
+	}
+}

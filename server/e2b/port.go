@@ -1,0 +1,94 @@
+package e2b
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/boxkite/boxkite/server/e2b/envd"
+)
+
+// ErrNotFound is what the control plane and the Store return for a
+// sandbox or record that does not exist or is another account's.
+var ErrNotFound = errors.New("not found")
+
+// Caller is an authenticated client as the control plane knows it. The
+// facade only reads its account; the control plane gets it back on every
+// call to act for it.
+type Caller interface {
+	AccountID() string
+}
+
+// Sandbox is what the facade needs of a boxkite sandbox.
+type Sandbox struct {
+	ID        string
+	AccountID string
+	Size      string // small, medium, large
+	StorageGB float64
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// CreateSpec is a sandbox to create.
+type CreateSpec struct {
+	ImageID  string        // "" means the default image
+	Lifetime time.Duration // from now; whole seconds
+}
+
+// ControlPlane is the boxkite control plane as the facade consumes it: the
+// sandbox lifecycle, authentication and the envd side's sessions, with
+// tenancy, quotas, rate limits and the audit log applied as on /v1.
+// Errors are *api.Error for what the client should see (quota, validation),
+// ErrNotFound, or internal failures.
+type ControlPlane interface {
+	// Authenticate resolves an API key.
+	Authenticate(ctx context.Context, apiKey string) (Caller, error)
+	// Create creates a sandbox for the caller.
+	Create(ctx context.Context, c Caller, spec CreateSpec) (Sandbox, error)
+	// Sandbox returns the caller's running sandbox.
+	Sandbox(ctx context.Context, c Caller, id string) (Sandbox, error)
+	// Sandboxes returns the caller's running sandboxes.
+	Sandboxes(ctx context.Context, c Caller) ([]Sandbox, error)
+	// Destroy ends the caller's running sandbox.
+	Destroy(ctx context.Context, c Caller, id string) error
+	// SetExpiry moves the sandbox's end to at (capped by the server's
+	// maximum lifetime, counted from creation as on /v1).
+	SetExpiry(ctx context.Context, c Caller, id string, at time.Time) (Sandbox, error)
+	// Usage reports the sandbox's memory use now; ok is false when the
+	// driver does not account for it.
+	Usage(ctx context.Context, c Caller, id string) (u Usage, ok bool, err error)
+	// TokenKey is the secret envd tokens are derived from: the same on
+	// every server sharing the store.
+	TokenKey(ctx context.Context) ([]byte, error)
+	// Session opens the account's running sandbox for envd calls, its
+	// commands starting with env; envd.ErrGone when it is not running.
+	Session(ctx context.Context, accountID, sandboxID string, env map[string]string) (envd.Session, error)
+	// Running lists every account's running sandboxes' ids.
+	Running(ctx context.Context) ([]string, error)
+}
+
+// Usage is a sandbox's resource use.
+type Usage struct {
+	MemoryBytes int64
+}
+
+// Record is what the facade keeps about a sandbox created through it,
+// beyond what boxkite keeps: E2B's template, metadata and environment.
+type Record struct {
+	SandboxID  string
+	AccountID  string
+	TemplateID string
+	Metadata   map[string]string
+	EnvVars    map[string]string
+	CreatedAt  time.Time
+}
+
+// Store keeps Records (server/sqlstore implements it).
+type Store interface {
+	// PutE2BSandbox stores rec.
+	PutE2BSandbox(ctx context.Context, rec Record) error
+	// E2BSandbox returns the record of a sandbox, or ErrNotFound.
+	E2BSandbox(ctx context.Context, sandboxID string) (Record, error)
+	// E2BSandboxes returns the account's records.
+	E2BSandboxes(ctx context.Context, accountID string) ([]Record, error)
+}

@@ -1,0 +1,522 @@
+package e2b
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/e2b/envd"
+)
+
+// Defaults and bounds of the control plane.
+const (
+	defaultTimeout   = 300 * time.Second // E2B's default sandbox lifetime
+	defaultTemplate  = "base"
+	clientID         = "boxkite"
+	maxBody          = 1 << 20
+	defaultPageLimit = 100
+	maxPageLimit     = 1000
+	maxMetadataKeys  = 64
+	maxMetadataLen   = 1024
+)
+
+// defaultTemplates run on the default image: E2B's base template and the
+// code interpreter's, whose Python the sidecar's interpreter provides.
+var defaultTemplates = map[string]bool{
+	"": true, "base": true, "code-interpreter-v1": true, "code-interpreter": true, "code-interpreter-beta": true,
+}
+
+// newSandbox is the body of POST /v2/sandboxes (and the older /sandboxes).
+type newSandbox struct {
+	TemplateID          string                  `json:"templateID"`
+	Timeout             *int                    `json:"timeout"`
+	Metadata            map[string]string       `json:"metadata"`
+	EnvVars             map[string]string       `json:"envVars"`
+	AutoPause           *bool                   `json:"autoPause"`
+	AutoResume          *struct{ Enabled bool } `json:"autoResume"`
+	AllowInternetAccess *bool                   `json:"allow_internet_access"`
+	Network             *networkConfig          `json:"network"`
+	VolumeMounts        []any                   `json:"volumeMounts"`
+	MCP                 any                     `json:"mcp"`
+}
+
+// networkConfig is the network part of a create, and the body of PUT
+// …/network.
+type networkConfig struct {
+	AllowOut            []string `json:"allowOut"`
+	DenyOut             []string `json:"denyOut"`
+	AllowInternetAccess *bool    `json:"allow_internet_access"`
+}
+
+// sandboxJSON is E2B's Sandbox: the answer to create and connect.
+type sandboxJSON struct {
+	SandboxID          string  `json:"sandboxID"`
+	TemplateID         string  `json:"templateID"`
+	ClientID           string  `json:"clientID"`
+	EnvdVersion        string  `json:"envdVersion"`
+	EnvdAccessToken    string  `json:"envdAccessToken"`
+	TrafficAccessToken string  `json:"trafficAccessToken"`
+	Domain             *string `json:"domain"`
+}
+
+// listedJSON is E2B's ListedSandbox.
+type listedJSON struct {
+	SandboxID   string            `json:"sandboxID"`
+	TemplateID  string            `json:"templateID"`
+	ClientID    string            `json:"clientID"`
+	CPUCount    int               `json:"cpuCount"`
+	MemoryMB    int               `json:"memoryMB"`
+	DiskSizeMB  int               `json:"diskSizeMB"`
+	EnvdVersion string            `json:"envdVersion"`
+	StartedAt   time.Time         `json:"startedAt"`
+	EndAt       time.Time         `json:"endAt"`
+	State       string            `json:"state"`
+	Metadata    map[string]string `json:"metadata"`
+}
+
+// detailJSON is E2B's SandboxDetail.
+type detailJSON struct {
+	listedJSON
+	Domain              *string   `json:"domain"`
+	EnvdAccessToken     string    `json:"envdAccessToken"`
+	AllowInternetAccess bool      `json:"allowInternetAccess"`
+	Lifecycle           lifecycle `json:"lifecycle"`
+}
+
+type lifecycle struct {
+	OnTimeout  string `json:"onTimeout"`
+	AutoResume bool   `json:"autoResume"`
+}
+
+// sizes are the CPUs and memory (MiB) of boxkite's size presets.
+var sizes = map[string][2]int{api.SizeSmall: {1, 1024}, api.SizeMedium: {2, 2048}, api.SizeLarge: {4, 4096}}
+
+func (h *Handler) create(w http.ResponseWriter, r *http.Request, c Caller) error {
+	var req newSandbox
+	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+		return err
+	}
+	if err := validateCreate(req); err != nil {
+		return err
+	}
+	if req.TemplateID == "" {
+		req.TemplateID = defaultTemplate
+	}
+	image := req.TemplateID
+	if defaultTemplates[image] {
+		image = ""
+	}
+	timeout := defaultTimeout
+	if req.Timeout != nil {
+		timeout = time.Duration(*req.Timeout) * time.Second
+	}
+	sb, err := h.cp.Create(r.Context(), c, CreateSpec{ImageID: image, Lifetime: timeout})
+	if err != nil {
+		return err
+	}
+	rec := Record{
+		SandboxID: sb.ID, AccountID: c.AccountID(), TemplateID: req.TemplateID,
+		Metadata: req.Metadata, EnvVars: req.EnvVars, CreatedAt: sb.CreatedAt,
+	}
+	if err := h.store.PutE2BSandbox(r.Context(), rec); err != nil {
+		if derr := h.cp.Destroy(context.WithoutCancel(r.Context()), c, sb.ID); derr != nil {
+			h.log.ErrorContext(r.Context(), "destroy sandbox whose record failed", "sandbox", sb.ID, "err", derr)
+		}
+		return fmt.Errorf("record e2b sandbox: %w", err)
+	}
+	out, err := h.sandboxJSON(r.Context(), rec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// validateCreate refuses what boxkite cannot do yet rather than ignore it.
+func validateCreate(req newSandbox) error {
+	switch {
+	case req.Timeout != nil && *req.Timeout < 1:
+		return api.Invalid("timeout", "timeout must be at least 1 second", "")
+	case req.AutoPause != nil && *req.AutoPause, req.AutoResume != nil && req.AutoResume.Enabled:
+		return errNotSupported("pausing sandboxes (auto-pause, auto-resume)")
+	case len(req.VolumeMounts) > 0:
+		return errNotSupported("volume mounts")
+	case req.MCP != nil:
+		return errNotSupported("the MCP gateway")
+	case len(req.Metadata) > maxMetadataKeys:
+		return api.Invalid("metadata", fmt.Sprintf("metadata has more than %d keys", maxMetadataKeys), "")
+	}
+	for k, v := range req.Metadata {
+		if len(k) > maxMetadataLen || len(v) > maxMetadataLen {
+			return api.Invalid("metadata", fmt.Sprintf("metadata keys and values are at most %d bytes", maxMetadataLen), "")
+		}
+	}
+	for k, v := range req.EnvVars {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return api.Invalid("envVars", fmt.Sprintf("environment variable %q is not valid", k), "")
+		}
+	}
+	if req.Network != nil || req.AllowInternetAccess != nil {
+		n := networkConfig{}
+		if req.Network != nil {
+			n = *req.Network
+		}
+		if req.AllowInternetAccess != nil {
+			n.AllowInternetAccess = req.AllowInternetAccess
+		}
+		return checkNetwork(n)
+	}
+	return nil
+}
+
+// checkNetwork accepts what boxkite's sandboxes do anyway (no way out to
+// the internet) and refuses opening any.
+func checkNetwork(n networkConfig) error {
+	if len(n.AllowOut) > 0 || n.AllowInternetAccess != nil && *n.AllowInternetAccess {
+		return errNotSupported("internet access and allowOut")
+	}
+	return nil
+}
+
+// sandboxJSON is the create and connect answer, with the sandbox's tokens.
+func (h *Handler) sandboxJSON(ctx context.Context, rec Record) (sandboxJSON, error) {
+	access, err := h.tokens.Access(ctx, rec.SandboxID)
+	if err != nil {
+		return sandboxJSON{}, err
+	}
+	traffic, err := h.tokens.Traffic(ctx, rec.SandboxID)
+	if err != nil {
+		return sandboxJSON{}, err
+	}
+	return sandboxJSON{
+		SandboxID: rec.SandboxID, TemplateID: rec.TemplateID, ClientID: clientID, EnvdVersion: envd.Version,
+		EnvdAccessToken: access, TrafficAccessToken: traffic,
+	}, nil
+}
+
+func listed(sb Sandbox, rec Record) listedJSON {
+	size := sizes[sb.Size]
+	md := rec.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	return listedJSON{
+		SandboxID: sb.ID, TemplateID: rec.TemplateID, ClientID: clientID, CPUCount: size[0], MemoryMB: size[1],
+		DiskSizeMB: int(sb.StorageGB * 1024), EnvdVersion: envd.Version, StartedAt: sb.CreatedAt.UTC(),
+		EndAt: sb.ExpiresAt.UTC(), State: "running", Metadata: md,
+	}
+}
+
+// record returns the sandbox's record; a sandbox created through /v1 gets
+// one on first sight, so the E2B SDK can connect to any of the account's
+// sandboxes.
+func (h *Handler) record(ctx context.Context, sb Sandbox) (Record, error) {
+	rec, err := h.store.E2BSandbox(ctx, sb.ID)
+	if errors.Is(err, ErrNotFound) {
+		rec = Record{SandboxID: sb.ID, AccountID: sb.AccountID, TemplateID: defaultTemplate, CreatedAt: sb.CreatedAt}
+		err = h.store.PutE2BSandbox(ctx, rec)
+	}
+	return rec, err
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, c Caller) error {
+	sb, err := h.cp.Sandbox(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	rec, err := h.record(r.Context(), sb)
+	if err != nil {
+		return err
+	}
+	access, err := h.tokens.Access(r.Context(), sb.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, detailJSON{
+		listedJSON: listed(sb, rec), EnvdAccessToken: access, Lifecycle: lifecycle{OnTimeout: "kill"},
+	})
+	return nil
+}
+
+// list serves GET /v2/sandboxes: the account's running sandboxes (none is
+// ever paused), filtered by metadata, template and start time, newest
+// first unless order=asc, a page of limit at a time.
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, c Caller) error {
+	q := r.URL.Query()
+	f, err := parseListFilter(q)
+	if err != nil {
+		return err
+	}
+	sbs, err := h.cp.Sandboxes(r.Context(), c)
+	if err != nil {
+		return err
+	}
+	recs, err := h.store.E2BSandboxes(r.Context(), c.AccountID())
+	if err != nil {
+		return err
+	}
+	byID := map[string]Record{}
+	for _, rec := range recs {
+		byID[rec.SandboxID] = rec
+	}
+	var out []listedJSON
+	for _, sb := range sbs {
+		rec, ok := byID[sb.ID]
+		if !ok {
+			rec = Record{SandboxID: sb.ID, TemplateID: defaultTemplate}
+		}
+		if f.match(sb, rec) {
+			out = append(out, listed(sb, rec))
+		}
+	}
+	slices.SortFunc(out, func(a, b listedJSON) int {
+		if d := a.StartedAt.Compare(b.StartedAt); d != 0 {
+			return d
+		}
+		return strings.Compare(a.SandboxID, b.SandboxID)
+	})
+	if !f.asc {
+		slices.Reverse(out)
+	}
+	if f.after != "" {
+		i := slices.IndexFunc(out, func(l listedJSON) bool { return l.SandboxID == f.after })
+		out = out[i+1:] // -1 (a token of a sandbox gone since) starts over
+	}
+	if len(out) > f.limit {
+		out = out[:f.limit]
+		w.Header().Set("X-Next-Token", base64.RawURLEncoding.EncodeToString([]byte(out[len(out)-1].SandboxID)))
+	}
+	if out == nil {
+		out = []listedJSON{}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// listFilter is the query of a list.
+type listFilter struct {
+	metadata     map[string]string
+	running      bool
+	template     string
+	startedAfter time.Time
+	asc          bool
+	limit        int
+	after        string // the sandbox id the page starts after
+}
+
+func parseListFilter(q url.Values) (listFilter, error) {
+	f := listFilter{metadata: map[string]string{}, running: true, template: q.Get("template"), limit: defaultPageLimit}
+	if v := q.Get("metadata"); v != "" {
+		// The SDK encodes each key and value, joins them as a query
+		// string, and sends that, encoded again, as one parameter.
+		pairs, err := url.ParseQuery(v)
+		if err != nil {
+			return f, api.Invalid("metadata", "metadata is not a query string of key=value pairs", "")
+		}
+		for k, vs := range pairs {
+			key, err1 := url.QueryUnescape(k)
+			val, err2 := url.QueryUnescape(vs[0])
+			if err1 != nil || err2 != nil {
+				return f, api.Invalid("metadata", "metadata is not percent-encoded correctly", "")
+			}
+			f.metadata[key] = val
+		}
+	}
+	if v := q.Get("state"); v != "" {
+		f.running = slices.Contains(strings.Split(v, ","), "running")
+	}
+	if v := q.Get("startedAfter"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return f, api.Invalid("startedAfter", "startedAfter is not an RFC 3339 time", "")
+		}
+		f.startedAfter = t
+	}
+	switch q.Get("order") {
+	case "", "desc":
+	case "asc":
+		f.asc = true
+	default:
+		return f, api.Invalid("order", "order must be asc or desc", "")
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return f, api.Invalid("limit", "limit must be a positive integer", "")
+		}
+		f.limit = min(n, maxPageLimit)
+	}
+	if v := q.Get("nextToken"); v != "" {
+		b, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil {
+			return f, api.Invalid("nextToken", "nextToken is not one this server gave", "")
+		}
+		f.after = string(b)
+	}
+	return f, nil
+}
+
+func (f listFilter) match(sb Sandbox, rec Record) bool {
+	if !f.running || f.template != "" && f.template != rec.TemplateID || sb.CreatedAt.Before(f.startedAfter) {
+		return false
+	}
+	for k, v := range f.metadata {
+		if got, ok := rec.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (h *Handler) kill(w http.ResponseWriter, r *http.Request, c Caller) error {
+	if err := h.cp.Destroy(r.Context(), c, r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// setTimeout serves POST /sandboxes/{id}/timeout: the sandbox now ends
+// timeout seconds from now, sooner or later than before.
+func (h *Handler) setTimeout(w http.ResponseWriter, r *http.Request, c Caller) error {
+	var req struct {
+		Timeout *int `json:"timeout"`
+	}
+	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+		return err
+	}
+	if req.Timeout == nil || *req.Timeout < 1 {
+		return api.Invalid("timeout", "timeout must be at least 1 second", "")
+	}
+	if _, err := h.cp.SetExpiry(r.Context(), c, r.PathValue("id"), h.now().Add(time.Duration(*req.Timeout)*time.Second)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// refresh serves the older POST /sandboxes/{id}/refreshes: extend only.
+func (h *Handler) refresh(w http.ResponseWriter, r *http.Request, c Caller) error {
+	var req struct {
+		Duration int `json:"duration"`
+	}
+	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+		return err
+	}
+	if _, err := h.extend(r.Context(), c, r.PathValue("id"), time.Duration(req.Duration)*time.Second); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// extend makes the sandbox last at least d from now, never shortening it.
+func (h *Handler) extend(ctx context.Context, c Caller, id string, d time.Duration) (Sandbox, error) {
+	sb, err := h.cp.Sandbox(ctx, c, id)
+	if err != nil {
+		return Sandbox{}, err
+	}
+	if at := h.now().Add(d); at.After(sb.ExpiresAt) {
+		return h.cp.SetExpiry(ctx, c, id, at)
+	}
+	return sb, nil
+}
+
+// connect serves POST /v2/sandboxes/{id}/connect: a running sandbox
+// answers with its tokens, its end moved to at least timeout from now.
+// (Nothing is ever paused, so nothing is resumed: the answer is 200.)
+func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c Caller) error {
+	var req struct {
+		Timeout *int `json:"timeout"`
+	}
+	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+		return err
+	}
+	d := defaultTimeout
+	if req.Timeout != nil {
+		d = time.Duration(*req.Timeout) * time.Second
+	}
+	sb, err := h.extend(r.Context(), c, r.PathValue("id"), d)
+	if err != nil {
+		return err
+	}
+	rec, err := h.record(r.Context(), sb)
+	if err != nil {
+		return err
+	}
+	out, err := h.sandboxJSON(r.Context(), rec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// pause answers 404 for a sandbox that is not the caller's, and otherwise
+// that pausing is not supported (the snapshots issue brings it).
+func (h *Handler) pause(_ http.ResponseWriter, r *http.Request, c Caller) error {
+	if _, err := h.cp.Sandbox(r.Context(), c, r.PathValue("id")); err != nil {
+		return err
+	}
+	return errNotSupported("pausing sandboxes")
+}
+
+// metricJSON is one sample of GET /sandboxes/{id}/metrics.
+type metricJSON struct {
+	Timestamp     time.Time `json:"timestamp"`
+	TimestampUnix int64     `json:"timestampUnix"`
+	CPUCount      int       `json:"cpuCount"`
+	CPUUsedPct    float64   `json:"cpuUsedPct"`
+	MemUsed       int64     `json:"memUsed"`
+	MemTotal      int64     `json:"memTotal"`
+	MemCache      int64     `json:"memCache"`
+	DiskUsed      int64     `json:"diskUsed"`
+	DiskTotal     int64     `json:"diskTotal"`
+}
+
+// metrics answers one sample, now: memory from the driver's accounting
+// (0 when it has none) and the size preset's CPUs and memory.
+func (h *Handler) metrics(w http.ResponseWriter, r *http.Request, c Caller) error {
+	id := r.PathValue("id")
+	sb, err := h.cp.Sandbox(r.Context(), c, id)
+	if err != nil {
+		return err
+	}
+	u, _, err := h.cp.Usage(r.Context(), c, id)
+	if err != nil {
+		return err
+	}
+	size := sizes[sb.Size]
+	now := h.now().UTC()
+	writeJSON(w, http.StatusOK, []metricJSON{{
+		Timestamp: now, TimestampUnix: now.Unix(), CPUCount: size[0], MemUsed: u.MemoryBytes,
+		MemTotal: int64(size[1]) << 20, DiskTotal: int64(sb.StorageGB * (1 << 30)),
+	}})
+	return nil
+}
+
+// network serves PUT /sandboxes/{id}/network: boxkite's sandboxes reach
+// nothing outside, so only a configuration that keeps it so is accepted.
+func (h *Handler) network(w http.ResponseWriter, r *http.Request, c Caller) error {
+	var req networkConfig
+	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+		return err
+	}
+	if _, err := h.cp.Sandbox(r.Context(), c, r.PathValue("id")); err != nil {
+		return err
+	}
+	if err := checkNetwork(req); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

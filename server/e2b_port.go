@@ -1,0 +1,331 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/e2b"
+	"github.com/boxkite/boxkite/server/e2b/envd"
+)
+
+// The E2B facade's view of the control plane (server/e2b.ControlPlane and
+// envd.Session). It lives here, next to what it calls, until the split of
+// this package gives the facade services to call instead (issue 20).
+
+// MountE2B serves h for the requests match selects (E2B's control-plane
+// paths and sandbox traffic), on the same listener as the API, behind
+// the same request log, ids and panic recovery.
+func (s *Server) MountE2B(h http.Handler, match func(*http.Request) bool) {
+	s.e2b, s.e2bMatch = h, match
+}
+
+// E2B returns the control plane as the E2B facade consumes it.
+func (s *Server) E2B() e2b.ControlPlane { return e2bPort{s} }
+
+type e2bPort struct{ s *Server }
+
+type e2bCaller struct{ acct *Account }
+
+func (c e2bCaller) AccountID() string { return c.acct.ID }
+
+func (p e2bPort) account(c e2b.Caller) *Account { return c.(e2bCaller).acct }
+
+func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, error) {
+	s := p.s
+	if key == "" {
+		return nil, errNoCredentials
+	}
+	if !ValidAPIKey(key) {
+		return nil, errInvalidKey
+	}
+	k, acct, err := s.store.APIKeyByHash(ctx, HashAPIKey(key))
+	if errors.Is(err, ErrNotFound) || err == nil && k.RevokedAt != nil {
+		return nil, errInvalidKey
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up api key: %w", err)
+	}
+	s.touches.touch(k, s.now())
+	return e2bCaller{acct}, nil
+}
+
+func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) (e2b.Sandbox, error) {
+	s, acct := p.s, p.account(c)
+	if spec.Lifetime > s.cfg.MaxLifetime {
+		return e2b.Sandbox{}, invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
+	}
+	params, err := s.validateCreate(api.CreateSandboxRequest{})
+	if err != nil {
+		return e2b.Sandbox{}, err
+	}
+	params.lifetime = spec.Lifetime
+	params.imageID = spec.ImageID
+	if params.imageRoot, err = s.imageRoot(acct.ID, spec.ImageID); err != nil {
+		return e2b.Sandbox{}, err
+	}
+	sbs, err := s.startSandboxes(ctx, acct, params)
+	if err != nil {
+		return e2b.Sandbox{}, err
+	}
+	return e2bSandbox(sbs[0]), nil
+}
+
+func e2bSandbox(sb *Sandbox) e2b.Sandbox {
+	return e2b.Sandbox{
+		ID: sb.ID, AccountID: sb.AccountID, Size: sb.Size, StorageGB: sb.StorageGB,
+		CreatedAt: sb.CreatedAt, ExpiresAt: sb.ExpiresAt,
+	}
+}
+
+// running loads the caller's sandbox; one that is not active is not found,
+// as E2B answers for a sandbox that has ended.
+func (p e2bPort) running(ctx context.Context, acct *Account, id string) (*Sandbox, error) {
+	sb, err := p.s.store.Sandbox(ctx, acct.ID, id)
+	if errors.Is(err, ErrNotFound) || err == nil && !sb.Active() {
+		return nil, e2b.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load sandbox: %w", err)
+	}
+	return sb, nil
+}
+
+func (p e2bPort) Sandbox(ctx context.Context, c e2b.Caller, id string) (e2b.Sandbox, error) {
+	sb, err := p.running(ctx, p.account(c), id)
+	if err != nil {
+		return e2b.Sandbox{}, err
+	}
+	return e2bSandbox(sb), nil
+}
+
+func (p e2bPort) Sandboxes(ctx context.Context, c e2b.Caller) ([]e2b.Sandbox, error) {
+	sbs, err := p.s.store.ListSandboxes(ctx, p.account(c).ID, true)
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	out := make([]e2b.Sandbox, 0, len(sbs))
+	for _, sb := range sbs {
+		if sb.Active() {
+			out = append(out, e2bSandbox(sb))
+		}
+	}
+	return out, nil
+}
+
+func (p e2bPort) Destroy(ctx context.Context, c e2b.Caller, id string) error {
+	sb, err := p.running(ctx, p.account(c), id)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	err = p.s.destroy(ctx, sb.ID, api.StatusDestroyed, ReasonDeleted)
+	if errors.Is(err, errNotActive) {
+		return e2b.ErrNotFound
+	}
+	return err
+}
+
+func (p e2bPort) SetExpiry(ctx context.Context, c e2b.Caller, id string, at time.Time) (e2b.Sandbox, error) {
+	s := p.s
+	if _, err := p.running(ctx, p.account(c), id); err != nil {
+		return e2b.Sandbox{}, err
+	}
+	if max := s.now().Add(s.cfg.MaxLifetime); at.After(max) {
+		return e2b.Sandbox{}, invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
+	}
+	sb, err := s.store.UpdateSandbox(ctx, id, func(sb *Sandbox) error {
+		if !sb.Active() {
+			return errNotActive
+		}
+		sb.ExpiresAt = at
+		sb.LifetimeMinutes = int(math.Ceil(sb.ExpiresAt.Sub(sb.CreatedAt).Minutes()))
+		return nil
+	})
+	if errors.Is(err, errNotActive) {
+		return e2b.Sandbox{}, e2b.ErrNotFound
+	}
+	if err != nil {
+		return e2b.Sandbox{}, fmt.Errorf("set sandbox expiry: %w", err)
+	}
+	return e2bSandbox(sb), nil
+}
+
+func (p e2bPort) Usage(ctx context.Context, c e2b.Caller, id string) (e2b.Usage, bool, error) {
+	sb, err := p.running(ctx, p.account(c), id)
+	if err != nil {
+		return e2b.Usage{}, false, err
+	}
+	sd, ok := statsDriver(p.s.driver)
+	if !ok {
+		return e2b.Usage{}, false, nil
+	}
+	st, err := sd.Stats(ctx, sb.ID)
+	if errors.Is(err, ErrNoStats) {
+		return e2b.Usage{}, false, nil
+	}
+	if err != nil {
+		return e2b.Usage{}, false, fmt.Errorf("sandbox stats: %w", err)
+	}
+	return e2b.Usage{MemoryBytes: st.MemoryBytes}, true, nil
+}
+
+// TokenKey derives the envd token key from the token signing key, so the
+// two never serve each other's purpose.
+func (p e2bPort) TokenKey(ctx context.Context) ([]byte, error) {
+	key, err := p.s.jwtKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("boxkite e2b envd token key"))
+	return m.Sum(nil), nil
+}
+
+func (p e2bPort) Session(ctx context.Context, accountID, sandboxID string, env map[string]string) (envd.Session, error) {
+	acct, err := p.s.store.AccountByID(ctx, accountID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, envd.ErrGone
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load account: %w", err)
+	}
+	sb, err := p.running(ctx, acct, sandboxID)
+	if errors.Is(err, e2b.ErrNotFound) {
+		return nil, envd.ErrGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &e2bSession{s: p.s, acct: acct, sb: sb, env: env}, nil
+}
+
+func (p e2bPort) Running(ctx context.Context) ([]string, error) {
+	sbs, err := p.s.store.SandboxesWithStatus(ctx, api.StatusActive)
+	if err != nil {
+		return nil, fmt.Errorf("list running sandboxes: %w", err)
+	}
+	ids := make([]string, len(sbs))
+	for i, sb := range sbs {
+		ids[i] = sb.ID
+	}
+	return ids, nil
+}
+
+// e2bSession is envd.Session: one running sandbox, acted on for its account.
+type e2bSession struct {
+	s    *Server
+	acct *Account
+	sb   *Sandbox
+	env  map[string]string
+}
+
+func (e *e2bSession) SandboxID() string      { return e.sb.ID }
+func (e *e2bSession) Env() map[string]string { return e.env }
+func (e *e2bSession) ScrubOutput() bool      { return !e.acct.KeepOutputSecrets }
+
+func (e *e2bSession) allowlist(ctx context.Context) (*allowlist, error) {
+	rules, err := e.s.store.AllowedCommands(ctx, e.acct.ID)
+	if err != nil || len(rules) == 0 {
+		return nil, err
+	}
+	return e.s.allowlists.get(rules)
+}
+
+func (e *e2bSession) CheckCommand(ctx context.Context, command string) error {
+	al, err := e.allowlist(ctx)
+	if err != nil || al == nil {
+		return err
+	}
+	return al.check(command)
+}
+
+func (e *e2bSession) CheckCode(ctx context.Context, code string) error {
+	al, err := e.allowlist(ctx)
+	if err != nil || al == nil {
+		return err
+	}
+	return al.checkProgram("python3", []string{"-c", code}, false)
+}
+
+func (e *e2bSession) Interactive(ctx context.Context, req api.InteractiveRequest) (*websocket.Conn, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+	if err != nil {
+		return nil, err
+	}
+	return e.s.dialSidecarWS(r, e.sb, "/exec/interactive", req.Query(), "could not start the command in the sandbox")
+}
+
+func (e *e2bSession) Exec(ctx context.Context, req api.ExecRequest) (api.ExecResult, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return api.ExecResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(req.Timeout)*time.Second+30*time.Second)
+	defer cancel()
+	resp, err := e.Sidecar(ctx, http.MethodPost, "/exec", nil, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		return api.ExecResult{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		if ae := sidecarRefusal(resp); ae != nil {
+			return api.ExecResult{}, ae
+		}
+		return api.ExecResult{}, sandboxFailed("run a command in")
+	}
+	var res api.ExecResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return api.ExecResult{}, fmt.Errorf("decode exec result: %w", err)
+	}
+	return res, nil
+}
+
+func (e *e2bSession) Sidecar(ctx context.Context, method, path string, q url.Values, body io.Reader, hdr http.Header) (*http.Response, error) {
+	s, sb := e.s, e.sb
+	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	if err != nil {
+		s.log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
+		return nil, sandboxFailed("reach")
+	}
+	u := "http://sidecar" + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("build sidecar request: %w", err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	req.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("sidecar request: %w", ctx.Err())
+		}
+		s.log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", path, "err", err)
+		return nil, s.unreachable(ctx, sb)
+	}
+	return resp, nil
+}
+
+func (e *e2bSession) Audit(ctx context.Context, a envd.AuditEntry) error {
+	return e.s.audit(ctx, auditRecord{
+		sb: e.sb, operation: a.Operation, detail: a.Detail, exitCode: a.ExitCode, started: a.Started, duration: a.Duration,
+	})
+}

@@ -1,0 +1,80 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// watchStreamKeepAlive is how often a quiet watch stream writes a
+// keepalive line, which also finds out that the client has gone.
+const watchStreamKeepAlive = 15 * time.Second
+
+// watchStream serves POST /watch/stream: the watch of /watch kept open as
+// newline-delimited JSON (api.WatchStreamEvent): "armed" once inotify
+// watches the tree, so a change made after the client read it is never
+// missed; then a "changes" line per batch and "keepalive" lines, until
+// timeout_seconds (0: until the client leaves) or an error.
+func (h *Handler) watchStream(w http.ResponseWriter, r *http.Request) error {
+	var req api.WatchRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	v, err := h.openView()
+	if err != nil {
+		return err
+	}
+	defer v.close()
+	t, err := v.resolve(req.Path, true)
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	switch {
+	case !t.exists:
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "Directory not found: %s", req.Path)
+	case !t.isDir():
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", req.Path)
+	}
+	in, err := openWatch(v, t.cur, req.Recursive, h.limits().WatchMaxDirs)
+	if err != nil {
+		return fileError(err, "watch", req.Path)
+	}
+	defer in.close()
+	var end time.Time
+	if req.TimeoutSeconds > 0 {
+		end = time.Now().Add(time.Duration(req.TimeoutSeconds * float64(time.Second)))
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	send := func(ev api.WatchStreamEvent) bool {
+		return enc.Encode(ev) == nil && rc.Flush() == nil
+	}
+	if !send(api.WatchStreamEvent{Type: api.WatchStreamArmed}) {
+		return nil
+	}
+	for {
+		deadline := time.Now().Add(watchStreamKeepAlive)
+		if !end.IsZero() && end.Before(deadline) {
+			deadline = end
+		}
+		changes, err := in.next(r.Context(), deadline)
+		if err != nil {
+			if r.Context().Err() == nil {
+				h.log.WarnContext(r.Context(), "watch stream ended", "path", req.Path, "err", err)
+			}
+			return nil // the status is out; the client sees the stream end
+		}
+		ev := api.WatchStreamEvent{Type: api.WatchStreamKeepAlive}
+		if len(changes) > 0 {
+			ev = api.WatchStreamEvent{Type: api.WatchStreamChanges, Changes: changes}
+		}
+		if !send(ev) || (!end.IsZero() && !time.Now().Before(end)) {
+			return nil
+		}
+	}
+}
