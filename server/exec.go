@@ -94,6 +94,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		hw = newHeldResponse(w)
 		fw = sc.result(hw)
+		c.survive = true // a revoked credential loses the result, not the command
 	}
 	started := s.now()
 	err = s.forward(fw, r, sb, c)
@@ -122,10 +123,20 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	out.result(c)
 	// What the command wrote is on the host's storage before it is
 	// acknowledged, or the answer says it is not.
-	syncErr := s.syncDisk(r.Context(), sb, "exec")
+	// A revoked credential loses the result, not the command: that is
+	// synced and audited all the same.
+	revoked := errors.Is(context.Cause(r.Context()), errCredentialRevoked)
+	syncCtx := r.Context()
+	if revoked {
+		syncCtx = context.WithoutCancel(syncCtx)
+	}
+	syncErr := s.syncDisk(syncCtx, sb, "exec")
 	err = s.auditExec(r, sb, req, &out, started, nil, syncErr != nil)
 	if err == nil {
 		err = syncErr
+	}
+	if revoked {
+		return hw.fail(errStreamRevoked)
 	}
 	if err != nil {
 		// The command ran; the answer says so instead of passing for a

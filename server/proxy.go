@@ -34,6 +34,10 @@ type sidecarCall struct {
 	// command runs on that way.
 	handOver func(err error)
 	client   context.Context // the client request's context, for handOver
+	// survive: the request to the sidecar does not end when the client's
+	// credential is revoked, only when the client goes away (an exec's
+	// command runs on; set with handOver, and for a JSON exec).
+	survive bool
 
 	status   int
 	bytesOut int64  // response body bytes sent to the client
@@ -78,7 +82,7 @@ var passRequestHeaders = []string{"Content-Type", "Content-Encoding", "Accept", 
 // mistaken for a whole one.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c *sidecarCall) error {
 	ctx, cancel := r.Context(), context.CancelFunc(func() {})
-	if c.handOver != nil {
+	if c.handOver != nil || c.survive {
 		c.client = r.Context()
 		ctx, cancel = survivingContext(ctx)
 	}

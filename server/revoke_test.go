@@ -296,3 +296,44 @@ func TestRecheckCredentials(t *testing.T) {
 		t.Errorf("the other key's watch got %+v", got)
 	}
 }
+
+// TestRevocationDuringJSONExec: a JSON exec whose key is revoked while it
+// runs is not stopped; it is audited, and its result is not handed to the
+// revoked key.
+func TestRevocationDuringJSONExec(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	running := make(chan context.Context, 1)
+	release := make(chan struct{})
+	e.Sidecar.ExecFunc = func(w http.ResponseWriter, r *http.Request, _ api.ExecRequest) {
+		running <- r.Context()
+		<-release
+		replyJSON(w, api.ExecResult{Stdout: "the result\n"})
+	}
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	doomed := e.newKey(e.KeyA, "doomed", api.RoleAdmin)
+	type answer struct {
+		resp *http.Response
+		body []byte
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), doomed.Key, api.ExecRequest{Command: "./job"})
+		done <- answer{resp, body}
+	}()
+	sidecarCtx := <-running
+	if resp, body := e.do("DELETE", "/v1/api-keys/"+doomed.ID, e.KeyA, nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("revoke: %d %s", resp.StatusCode, body)
+	}
+	if sidecarCtx.Err() != nil {
+		t.Error("the sidecar's exec request was cancelled by the revocation")
+	}
+	close(release)
+	a := <-done
+	wantError(t, a.resp, a.body, http.StatusUnauthorized, api.CodeInvalidAPIKey)
+	if strings.Contains(string(a.body), "the result") {
+		t.Errorf("the revoked key got the result: %s", a.body)
+	}
+	if entry := lastLogEntry(t, e, sb.ID); entry.Operation != "exec" || !strings.Contains(string(entry.Detail), "./job") {
+		t.Errorf("last entry %s %s, want the exec", entry.Operation, entry.Detail)
+	}
+}

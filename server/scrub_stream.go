@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,26 +28,35 @@ const DefaultScrubIdleFlush = 200 * time.Millisecond
 // pass events on to, serialised with the idle flush, and that flush's
 // timer.
 type streamScrubber struct {
-	mu        sync.Mutex
-	w         http.ResponseWriter
-	rc        *http.ResponseController
-	partial   []byte // an incomplete line or event, until its end comes
-	timer     *time.Timer
-	stopped   bool
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	partial []byte // an incomplete line or event, until its end comes
+	timer   *time.Timer
+	stopped bool
+	// through: the answer is not the stream (an error envelope): it
+	// passes unchanged.
+	through   bool
+	kind      string // the Content-Type prefix of the stream
 	idleAfter time.Duration
 	held      func() bool // whether anything is held back; under mu
 	flush     func()      // sends what is held back; under mu
 }
 
-func (s *streamScrubber) init(w http.ResponseWriter, idle time.Duration, held func() bool, flush func()) {
-	s.w, s.rc, s.idleAfter, s.held, s.flush = w, http.NewResponseController(w), idle, held, flush
+func (s *streamScrubber) init(w http.ResponseWriter, kind string, idle time.Duration, held func() bool, flush func()) {
+	s.w, s.rc, s.kind, s.idleAfter, s.held, s.flush = w, http.NewResponseController(w), kind, idle, held, flush
 	s.timer = time.AfterFunc(time.Hour, s.idle)
 	s.timer.Stop()
 }
 
 func (s *streamScrubber) Header() http.Header { return s.w.Header() }
 
-func (s *streamScrubber) WriteHeader(code int) { s.w.WriteHeader(code) }
+func (s *streamScrubber) WriteHeader(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.through = code/100 != 2 || !strings.HasPrefix(s.w.Header().Get("Content-Type"), s.kind)
+	s.w.WriteHeader(code)
+}
 
 // FlushError flushes what was passed on.
 func (s *streamScrubber) FlushError() error {
@@ -73,10 +83,15 @@ func (s *streamScrubber) idle() {
 }
 
 // flushHeld sends what is held back: the stream from the sidecar ended.
+// An unfinished last line or event goes out scrubbed as text.
 func (s *streamScrubber) flushHeld() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.flush()
+	if len(s.partial) > 0 {
+		_, _ = s.w.Write([]byte(tools.Redact(string(s.partial))))
+		s.partial = nil
+	}
 }
 
 // stop ends the idle flushing; nothing is written after it returns.
@@ -115,13 +130,16 @@ func newNDJSONScrubber(w http.ResponseWriter, idle time.Duration) *ndjsonScrubbe
 	n := &ndjsonScrubber{out: map[string]*tools.StreamRedactor{
 		api.EventStdout: {}, api.EventStderr: {},
 	}}
-	n.init(w, idle, n.holding, n.sendHeld)
+	n.init(w, api.ContentTypeNDJSON, idle, n.holding, n.sendHeld)
 	return n
 }
 
 func (n *ndjsonScrubber) Write(p []byte) (int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.through {
+		return n.w.Write(p)
+	}
 	n.split(p, []byte("\n"), n.line)
 	n.arm()
 	if n.errW != nil {
@@ -203,13 +221,16 @@ type sseScrubber struct {
 
 func newSSEScrubber(w http.ResponseWriter, idle time.Duration) *sseScrubber {
 	s := &sseScrubber{}
-	s.init(w, idle, func() bool { return s.sr.Held() > 0 }, s.sendHeld)
+	s.init(w, "text/event-stream", idle, func() bool { return s.sr.Held() > 0 }, s.sendHeld)
 	return s
 }
 
 func (s *sseScrubber) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.through {
+		return s.w.Write(p)
+	}
 	s.split(p, []byte("\n\n"), s.event)
 	s.arm()
 	if s.errW != nil {

@@ -307,3 +307,35 @@ func TestFilesNotScrubbed(t *testing.T) {
 		t.Errorf("view %s, want the file's content as it is", body)
 	}
 }
+
+// TestScrubbedStreamErrorsPass: an error answer where a stream was asked
+// for (an unknown process, a refused exec) reaches the client whole.
+func TestScrubbedStreamErrorsPass(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	e.Sidecar.Route("GET /process/{id}/stream", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"error":{"code":"not_found","message":"process proc_x not found"}}`)
+	})
+	e.Sidecar.ExecFunc = func(w http.ResponseWriter, _ *http.Request, _ api.ExecRequest) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		io.WriteString(w, `{"error":{"code":"validation_error","message":"bad env"}}`)
+	}
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	for _, tt := range []struct {
+		method, path string
+		body         any
+		status       int
+		code         string
+	}{
+		{"GET", "/processes/proc_x/stream", nil, http.StatusNotFound, api.CodeNotFound},
+		{"POST", "/exec", api.ExecRequest{Command: "x"}, http.StatusUnprocessableEntity, api.CodeValidation},
+	} {
+		resp, body := e.do(tt.method, sandboxPath(sb.ID, tt.path), e.KeyA, tt.body, "Accept", api.ContentTypeNDJSON)
+		var env api.ErrorEnvelope
+		if resp.StatusCode != tt.status || json.Unmarshal(body, &env) != nil || env.Error == nil || env.Error.Code != tt.code {
+			t.Errorf("%s %s: %d %q, want %d %s whole", tt.method, tt.path, resp.StatusCode, body, tt.status, tt.code)
+		}
+	}
+}

@@ -87,6 +87,17 @@ func (r *redaction) mayMatch(lower string) bool {
 	return len(r.need) == 0
 }
 
+// mayMatchBefore is mayMatch for a match starting before limit: one of
+// the needed strings starts there.
+func (r *redaction) mayMatchBefore(lower string, limit int) bool {
+	for _, n := range r.need {
+		if i := strings.Index(lower, n); i >= 0 && i < limit {
+			return true
+		}
+	}
+	return len(r.need) == 0
+}
+
 // matches returns where r matches s, [start, end) pairs.
 func (r *redaction) matches(s string) [][]int {
 	if r.find != nil {
@@ -327,8 +338,8 @@ func holdFrom(b []byte) int {
 	// A keyword whose value (or the rest of it, "Authorization: B|asic …")
 	// may still come: the patterns that allow blanks start with one.
 	lineStart := max(bytes.LastIndexByte(b, '\n')+1, len(b)-maxTrailingRun)
-	if m := keywordTail().FindIndex(b[lineStart:]); m != nil {
-		cut = min(cut, lineStart+m[0])
+	if i := keywordAtEnd(b[lineStart:]); i >= 0 {
+		cut = min(cut, lineStart+i)
 	}
 	// Move the cut back until it is in no match and splits no word ("\b"
 	// at a cut would see a boundary the whole text does not have).
@@ -360,13 +371,22 @@ type span struct{ start, end int }
 // (tried with redactCompletions).
 func spansNearEnd(b []byte, from int) []span {
 	tail := string(b[from:])
+	lowerTail := strings.ToLower(tail)
+	inTail := make([]bool, len(redactions()))
+	for i := range redactions() {
+		inTail[i] = redactions()[i].mayMatch(lowerTail)
+	}
+	// A match that starts in the tail has a needed string starting there:
+	// in the tail, or across its end into the completion (the longest
+	// needed string is 25 bytes).
+	tailEnd := lowerTail[max(0, len(lowerTail)-31):]
 	var spans []span
 	for _, c := range append([]string{""}, redactCompletions()...) {
 		probe := tail + c
-		lower := strings.ToLower(probe)
+		join := tailEnd + strings.ToLower(c[:min(len(c), 31)])
 		for i := range redactions() {
 			rd := &redactions()[i]
-			if rd.toEnd || !rd.mayMatch(lower) {
+			if rd.toEnd || !inTail[i] && (c == "" || !rd.mayMatchBefore(join, len(tailEnd))) {
 				continue
 			}
 			for _, m := range rd.matches(probe) {
@@ -383,11 +403,43 @@ func spansNearEnd(b []byte, from int) []span {
 	return spans
 }
 
-// keywordTail finds, at the end of an unfinished line, a keyword that
-// starts a secret pattern with blanks in it, and what follows it.
-var keywordTail = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`(?i)(?:api[_-]?key|apikey|api_secret|secret_key|access_token|auth_token|password|passwd|pwd|bearer|authorization:)[^\n]{0,64}$`)
-})
+// secretKeywords start the secret patterns that allow blanks in them.
+var secretKeywords = []string{
+	"api_key", "api-key", "apikey", "api_secret", "secret_key", "access_token", "auth_token",
+	"password", "passwd", "pwd", "bearer", "authorization:",
+}
+
+// keywordAtEnd returns where, in line (the end of an unfinished line), the
+// first of secretKeywords starts that is followed by at most 64 bytes,
+// or -1: its value (or the rest of it, "Authorization: B|asic …") may
+// still come.
+func keywordAtEnd(line []byte) int {
+	from := max(0, len(line)-64-len("authorization:"))
+	lower := bytes.ToLower(line[from:])
+	if len(lower) != len(line)-from {
+		from, lower = 0, bytes.ToLower(line) // non-ASCII changed lengths: look at all of it
+	}
+	first := -1
+	for _, kw := range secretKeywords {
+		for at := 0; ; {
+			i := bytes.Index(lower[at:], []byte(kw))
+			if i < 0 {
+				break
+			}
+			if i += at; len(lower)-i-len(kw) <= 64 {
+				if first < 0 || from+i < first {
+					first = from + i
+				}
+				break
+			}
+			at = i + 1
+		}
+	}
+	if first >= 0 && len(lower) != len(line)-from {
+		return 0 // offsets are not the line's: hold it all
+	}
+	return first
+}
 
 // privateBlockOpen reports whether block, which starts with "-----BEGIN ",
 // is a private key block whose END line has not come yet, or a header not

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -218,4 +219,54 @@ func longestWord(s string) int {
 		longest = max(longest, n)
 	}
 	return longest
+}
+
+// benchOutput is n bytes of ordinary command output (a test run's lines),
+// with no secret in it.
+func benchOutput(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		b.WriteString("ok  \tgithub.com/example/project/internal/pkg_name\t0.123s\tcoverage: 81.2% of statements\n")
+	}
+	return b.String()[:n]
+}
+
+func BenchmarkRedact(b *testing.B) {
+	for _, n := range []int{1 << 10, 1 << 20} {
+		s := benchOutput(n)
+		b.Run(strings.TrimSuffix(byteSize(n), " "), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				Redact(s)
+			}
+		})
+	}
+}
+
+// BenchmarkStreamRedactor: 1 MiB of output through a StreamRedactor in
+// pieces of the given size, as a stream delivers it.
+func BenchmarkStreamRedactor(b *testing.B) {
+	s := []byte(benchOutput(1 << 20))
+	for _, piece := range []int{100, 4 << 10, 32 << 10} {
+		b.Run(byteSize(piece)+"-pieces", func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				var r StreamRedactor
+				for i := 0; i < len(s); i += piece {
+					r.Write(s[i:min(i+piece, len(s))])
+				}
+				r.Flush()
+			}
+		})
+	}
+}
+
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
 }
