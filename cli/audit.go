@@ -323,13 +323,21 @@ func readRules(stdin io.Reader, name string) ([]api.CommandRule, error) {
 }
 
 func newAllowlistClearCmd(app *App) *cobra.Command {
-	return &cobra.Command{
+	var conf confirmation
+	cmd := &cobra.Command{
 		Use:   "clear",
 		Short: "Remove the command allowlist: every command is allowed again",
+		Long:  "Remove the command allowlist: every command is allowed again. On a terminal it\nasks first; elsewhere it needs --yes.",
 		Args:  usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := conf.refuseUnattended(app, args); err != nil {
+				return err
+			}
 			c, err := app.Client()
 			if err != nil {
+				return err
+			}
+			if err := conf.ask(app, "Clear the command allowlist? Every command will be allowed."); err != nil {
 				return err
 			}
 			if err := c.ClearAllowedCommands(cmd.Context()); err != nil {
@@ -339,4 +347,6 @@ func newAllowlistClearCmd(app *App) *cobra.Command {
 			return nil
 		},
 	}
+	conf.register(cmd)
+	return cmd
 }

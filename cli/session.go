@@ -257,12 +257,16 @@ func stamp(t, now time.Time, suffix string) string {
 }
 
 func newSessionRmCmd(app *App) *cobra.Command {
-	var all bool
+	var (
+		all  bool
+		conf confirmation
+	)
 	cmd := &cobra.Command{
 		Use:               "rm ID... | --all",
 		Aliases:           []string{"delete", "remove"},
 		Short:             "Destroy sandboxes",
-		Example:           "  boxkite session rm 3f2a\n  boxkite session rm --all",
+		Long:              "Destroy sandboxes. On a terminal it asks first; elsewhere it needs --yes.",
+		Example:           "  boxkite session rm 3f2a\n  boxkite session rm --all --yes",
 		ValidArgsFunction: completeSandboxes(app, true),
 		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -274,15 +278,37 @@ func newSessionRmCmd(app *App) *cobra.Command {
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := conf.refuseUnattended(app, args); err != nil {
+				return err
+			}
 			c, err := app.Client()
 			if err != nil {
 				return err
 			}
-			return removeSandboxes(cmd.Context(), c, args, all, app.IO.ErrOut)
+			return removeSandboxes(cmd.Context(), c, args, all, app.IO.ErrOut, func(sbs []api.Sandbox) error {
+				names := make([]string, len(sbs))
+				for i, sb := range sbs {
+					names[i] = sandboxName(sb)
+				}
+				what := "sandbox " + names[0]
+				if len(sbs) > 1 {
+					what = fmt.Sprintf("%d sandboxes (%s)", len(sbs), itemList(names))
+				}
+				return conf.ask(app, "Destroy "+what+"? Their files and processes go with them.")
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "destroy every active sandbox")
+	conf.register(cmd)
 	return cmd
+}
+
+// sandboxName is a sandbox's id, with its label when it has one.
+func sandboxName(sb api.Sandbox) string {
+	if sb.Label != "" {
+		return sb.ID + " (" + sb.Label + ")"
+	}
+	return sb.ID
 }
 
 type sandboxRemover interface {
@@ -290,19 +316,18 @@ type sandboxRemover interface {
 	DeleteSandbox(ctx context.Context, id string) error
 }
 
-// removeSandboxes deletes each sandbox and keeps going past failures, so one
-// bad reference does not leave the rest running; all errors are returned.
-func removeSandboxes(ctx context.Context, c sandboxRemover, refs []string, all bool, stderr io.Writer) error {
-	var ids []string
+// removeSandboxes deletes each sandbox once confirm agrees, and keeps
+// going past failures, so one bad reference does not leave the rest
+// running; all errors are returned.
+func removeSandboxes(ctx context.Context, c sandboxRemover, refs []string, all bool, stderr io.Writer, confirm func([]api.Sandbox) error) error {
+	var sbs []api.Sandbox
 	var errs []error
 	if all {
 		active, err := c.ListSandboxes(ctx, true)
 		if err != nil {
 			return fmt.Errorf("list sandboxes: %w", err)
 		}
-		for _, sb := range active {
-			ids = append(ids, sb.ID)
-		}
+		sbs = append(sbs, active...)
 	}
 	for _, ref := range refs {
 		sb, err := resolveSandbox(ctx, c, ref, true)
@@ -310,14 +335,19 @@ func removeSandboxes(ctx context.Context, c sandboxRemover, refs []string, all b
 			errs = append(errs, err)
 			continue
 		}
-		ids = append(ids, sb.ID)
+		sbs = append(sbs, sb)
 	}
-	for _, id := range ids {
-		if err := c.DeleteSandbox(ctx, id); err != nil {
-			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", id, err))
+	if len(sbs) > 0 {
+		if err := confirm(sbs); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+	}
+	for _, sb := range sbs {
+		if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.ID, err))
 			continue
 		}
-		fmt.Fprintf(stderr, "removed sandbox %s\n", id)
+		fmt.Fprintf(stderr, "removed sandbox %s\n", sb.ID)
 	}
 	return errors.Join(errs...)
 }
