@@ -47,7 +47,10 @@ func newDoctorCmd(app *App) *cobra.Command {
 		Long: `Check what the local server's sandboxes need from this machine: the kernel,
 user namespaces, cgroups, seccomp, filesystems, loop devices for storage
 quotas, the boxkite-server, boxkite-sidecar and boxkite-bastion binaries,
-and, when the local server is up, that its bastion answers.
+and, when the local server is up, that its bastion answers; and the host's
+own limits, which run out before the sandboxes' do: tasks (kernel.pid_max,
+kernel.threads-max), loop devices, inotify instances and watches, and the
+free disk space where the server keeps its state, each with what to raise.
 
 Each check is ok, warn (sandboxes work with weaker isolation or fewer
 limits) or fail (they cannot work until it is fixed). Exits 1 when a check
@@ -145,6 +148,7 @@ func diagnose(root string) doctorReport {
 		h.kernel(), h.privileges(), h.userNamespaces(), h.cgroups(), h.seccomp(),
 		h.filesystems(), h.storage(), doctorCompanions(),
 	}
+	checks = append(checks, h.hostLimitChecks()...)
 	return doctorReport{OK: countChecks(checks, checkFail) == 0, Checks: checks}
 }
 

@@ -350,6 +350,9 @@ type serverStatus struct {
 	// or configured (hosted); BastionPID is the local one's process.
 	Bastion    string `json:"bastion,omitempty"`
 	BastionPID int    `json:"bastion_pid,omitempty"`
+	// Host is GET /v1/host: disk against the watermark, host limits, the
+	// audit log's state, the active sandboxes' disks (admin keys).
+	Host *api.HostStatus `json:"host,omitempty"`
 }
 
 func newStatusCmd(app *App) *cobra.Command {
@@ -413,6 +416,9 @@ func collectStatus(ctx context.Context, app *App) (serverStatus, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	// The host's disk and limits, and why the server is not ready if
+	// its audit log is the reason, also when it is not.
+	addHostStatus(ctx, c, &st)
 	if err := c.Ready(ctx); err != nil {
 		st.Error = message(err)
 		return st, nil
@@ -457,8 +463,16 @@ func writeStatus(app *App, st serverStatus) error {
 	if st.ActiveSandboxes != nil {
 		fmt.Fprintf(tw, "sandboxes:\t%d active\n", *st.ActiveSandboxes)
 	}
+	if st.Host != nil {
+		writeHostStatus(tw, st.Host)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if st.Host != nil {
+		if err := writeSandboxDisks(app.IO.Out, st.Host); err != nil {
+			return err
+		}
 	}
 	if st.Mode == "local" && !st.Ready && st.PID == 0 {
 		fmt.Fprintln(app.IO.ErrOut, "hint: run 'boxkite up' to start the local server")

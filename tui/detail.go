@@ -137,6 +137,16 @@ func (m *Model) detailView() string {
 	if d.stats != nil {
 		row("Memory", fmt.Sprintf("%s (%s anonymous)", humanBytes(d.stats.MemoryBytes), humanBytes(d.stats.MemoryAnonBytes)))
 		row("Tasks", fmt.Sprint(d.stats.Pids))
+		if d.stats.DiskQuotaBytes > 0 {
+			disk := fmt.Sprintf("%s of %s", humanBytes(d.stats.DiskUsedBytes), humanBytes(d.stats.DiskQuotaBytes))
+			if m.host != nil && m.host.Disk != nil {
+				disk += fmt.Sprintf(" (host: %s free)", humanBytes(m.host.Disk.FreeBytes))
+			}
+			row("Disk", disk)
+		}
+		if d.stats.Frozen {
+			b.WriteString(m.st.warn.Render("frozen: the host ran out of disk space; it resumes once space is freed") + "\n")
+		}
 	}
 	if d.partErr != nil {
 		b.WriteString(m.st.warn.Render("resources: "+oneLine(errText(d.partErr))) + "\n")

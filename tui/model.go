@@ -67,6 +67,8 @@ type Model struct {
 	stack         []screen // the screens opened, the current one last
 	showHelp      bool
 
+	// host is the host's disk and audit state from the last refresh.
+	host *api.HostStatus
 	// offline is the error of the last failed refresh; nil while the
 	// server answers. The next tick retries: that is the reconnect.
 	offline error
@@ -122,8 +124,9 @@ func New(opts Options) *Model {
 type (
 	tickMsg      struct{}
 	sandboxesMsg struct {
-		sbs []api.Sandbox
-		err error
+		sbs  []api.Sandbox
+		err  error
+		host *api.HostStatus // nil when the server does not say (a member key)
 	}
 	attachDoneMsg struct {
 		id  string
@@ -159,7 +162,11 @@ func (m *Model) loadSandboxes() tea.Cmd {
 	src := m.src
 	return func() tea.Msg {
 		sbs, err := call(func(ctx context.Context) ([]api.Sandbox, error) { return src.ListSandboxes(ctx, false) })
-		return sandboxesMsg{sbs: sbs, err: err}
+		msg := sandboxesMsg{sbs: sbs, err: err}
+		if err == nil {
+			msg.host, _ = call(src.Host)
+		}
+		return msg
 	}
 }
 
@@ -201,6 +208,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.offline = msg.err
 		if msg.err == nil {
 			m.list.set(msg.sbs)
+			m.host = msg.host
 		}
 		return m, nil
 	case attachDoneMsg:
@@ -429,6 +437,8 @@ func (m *Model) titleLine() string {
 		right = m.st.warn.Render("reconnecting…")
 	case !m.list.loaded:
 		right = m.st.dim.Render("connecting…")
+	case m.host != nil && m.host.Disk != nil:
+		right = m.diskSummary(m.host.Disk)
 	}
 	gap := m.width - lipgloss.Width(left) - lipgloss.Width(right)
 	if gap < 1 {
@@ -447,8 +457,22 @@ func (m *Model) statusLine() string {
 		return m.st.ok.Render(oneLine(m.note))
 	case m.offline != nil:
 		return m.st.warn.Render("server unreachable: " + oneLine(errText(m.offline)) + "; retrying")
+	case m.host != nil && !m.host.Audit.Writable:
+		return m.st.warn.Render("audit log not writable: " + oneLine(m.host.Audit.Reason) + "; audited calls refused")
+	case m.host != nil && m.host.Disk != nil && m.host.Disk.Refusing:
+		return m.st.warn.Render("host disk below its watermark: creates and uploads refused")
 	}
 	return ""
+}
+
+// diskSummary is the title bar's "disk 12.3 GiB free, watermark 1.0 GiB",
+// a warning once the host is below the watermark.
+func (m *Model) diskSummary(d *api.HostDisk) string {
+	s := "disk " + humanBytes(d.FreeBytes) + " free, watermark " + humanBytes(d.WatermarkBytes)
+	if d.Refusing {
+		return m.st.warn.Render(s)
+	}
+	return m.st.dim.Render(s)
 }
 
 // errText is an error as the status line shows it: an API error's message.

@@ -17,6 +17,10 @@ type Source interface {
 	CreateSandbox(ctx context.Context, req api.CreateSandboxRequest) (*api.Sandbox, error)
 	DeleteSandbox(ctx context.Context, id string) error
 	SandboxStats(ctx context.Context, id string) (*api.SandboxStats, error)
+	// Host is the host's disk against its free-space watermark and
+	// whether the audit log can be written (admin keys; an error just
+	// leaves them out).
+	Host(ctx context.Context) (*api.HostStatus, error)
 	Processes(ctx context.Context, id string) (*api.ProcessList, error)
 	Log(ctx context.Context, id string, limit, offset int) (*api.LogPage, error)
 	// WatchLog calls fn with each audit entry of sandbox id as it is

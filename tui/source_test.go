@@ -30,6 +30,7 @@ type fakeSource struct {
 	deleted   []string
 	execs     []string
 	attached  []string
+	host      api.HostStatus
 }
 
 var errDown = errors.New("cannot reach the boxkite server at http://127.0.0.1:8090: connection refused")
@@ -52,6 +53,10 @@ func newFakeSource() *fakeSource {
 			},
 		},
 		entries: map[string][]api.LogEntry{},
+		host: api.HostStatus{
+			Driver: "local", Audit: api.HostAudit{Writable: true},
+			Disk: &api.HostDisk{Path: "/root/.boxkite/server", TotalBytes: 250 << 30, FreeBytes: 70 << 30, WatermarkBytes: 1 << 30, FreezeBelowBytes: 512 << 20},
+		},
 	}
 	id := f.sandboxes[0].ID
 	f.entries[id] = []api.LogEntry{
@@ -150,7 +155,17 @@ func (f *fakeSource) DeleteSandbox(_ context.Context, id string) error {
 }
 
 func (f *fakeSource) SandboxStats(context.Context, string) (*api.SandboxStats, error) {
-	return &api.SandboxStats{MemoryBytes: 48 << 20, MemoryAnonBytes: 12 << 20, Pids: 7}, nil
+	return &api.SandboxStats{MemoryBytes: 48 << 20, MemoryAnonBytes: 12 << 20, Pids: 7, DiskUsedBytes: 310 << 20, DiskQuotaBytes: 5 << 30}, nil
+}
+
+func (f *fakeSource) Host(context.Context) (*api.HostStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	h := f.host
+	return &h, nil
 }
 
 func (f *fakeSource) Processes(context.Context, string) (*api.ProcessList, error) {

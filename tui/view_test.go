@@ -30,6 +30,15 @@ func TestViewGolden(t *testing.T) {
 			load(m)
 		}},
 		{"list_narrow_50x12", 50, 12, func(t *testing.T, src *fakeSource, m *Model) { load(m) }},
+		{"list_audit_down_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			since := epoch
+			src.host.Audit = api.HostAudit{Reason: "the database is read-only", Since: &since}
+			load(m)
+		}},
+		{"list_disk_full_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			src.host.Disk = &api.HostDisk{TotalBytes: 250 << 30, FreeBytes: 700 << 20, WatermarkBytes: 1 << 30, FreezeBelowBytes: 512 << 20, Refusing: true}
+			load(m)
+		}},
 		{"detail_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
 			load(m)
 			keys(m, "j")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -220,9 +219,9 @@ func entryOf(f []string) (*filesystem.EntryInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mode %q: %w", f[2], err)
 	}
-	secs, err := strconv.ParseFloat(f[6], 64)
+	mtime, err := parseEpoch(f[6])
 	if err != nil {
-		return nil, fmt.Errorf("mtime %q: %w", f[6], err)
+		return nil, err
 	}
 	mode := fs.FileMode(perm) & (fs.ModePerm | 0o7000)
 	typ := filesystem.FileType_FILE_TYPE_UNSPECIFIED
@@ -234,14 +233,29 @@ func entryOf(f []string) (*filesystem.EntryInfo, error) {
 	case "l":
 		typ, mode = filesystem.FileType_FILE_TYPE_SYMLINK, mode|fs.ModeSymlink
 	}
-	whole, frac := math.Modf(secs)
 	e := &filesystem.EntryInfo{
 		Name: path.Base(f[8]), Type: typ, Path: f[8], Size: size, Mode: uint32(mode), Permissions: f[3],
-		Owner: f[4], Group: f[5], ModifiedTime: timestamppb.New(time.Unix(int64(whole), int64(frac*1e9)).UTC()),
+		Owner: f[4], Group: f[5], ModifiedTime: timestamppb.New(mtime),
 	}
 	if f[0] == "l" {
 		target := f[7]
 		e.SymlinkTarget = &target
 	}
 	return e, nil
+}
+
+// parseEpoch reads find's %T@, seconds since the epoch with a fraction of
+// up to ten digits, to the nanosecond (a float64 would lose them).
+func parseEpoch(s string) (time.Time, error) {
+	whole, frac, _ := strings.Cut(s, ".")
+	sec, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("mtime %q: %w", s, err)
+	}
+	frac = (frac + "000000000")[:9]
+	nsec, err := strconv.ParseInt(frac, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("mtime %q: %w", s, err)
+	}
+	return time.Unix(sec, nsec).UTC(), nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -209,17 +210,28 @@ func (p *proc) info() *process.ProcessInfo {
 }
 
 // shellCommand turns an envd process config into the /bin/sh command the
-// sidecar runs: env then the program and its arguments, each word quoted.
+// sidecar runs: the environment exported, then exec of the program with
+// its arguments, each word quoted. A variable whose name the shell cannot
+// export (E2B allows any name without "=") goes through env instead, at
+// the cost of one more program start.
 func shellCommand(cfg *process.ProcessConfig, env map[string]string) (string, error) {
 	if cfg.GetCmd() == "" {
 		return "", connect.NewError(connect.CodeInvalidArgument, errors.New("process.cmd must not be empty"))
 	}
-	words := []string{"exec", "env", "--"}
+	var exports, assigns []string
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(env[k], 0) {
 			return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("environment variable %q is not valid", k))
 		}
-		words = append(words, shellQuote(k+"="+env[k]))
+		if shellName.MatchString(k) {
+			exports = append(exports, "export "+k+"="+shellQuote(env[k])+"; ")
+		} else {
+			assigns = append(assigns, shellQuote(k+"="+env[k]))
+		}
+	}
+	words := []string{"exec"}
+	if len(assigns) > 0 {
+		words = append(append(words, "env", "--"), assigns...)
 	}
 	words = append(words, shellQuote(cfg.GetCmd()))
 	for _, a := range cfg.GetArgs() {
@@ -228,8 +240,11 @@ func shellCommand(cfg *process.ProcessConfig, env map[string]string) (string, er
 		}
 		words = append(words, shellQuote(a))
 	}
-	return strings.Join(words, " "), nil
+	return strings.Join(exports, "") + strings.Join(words, " "), nil
 }
+
+// shellName is what /bin/sh accepts as a variable name.
+var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // allowlistCommand is what the account's allowlist is asked about: the
 // command line the user wrote (bash -c's argument, as the SDK's

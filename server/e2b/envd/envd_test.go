@@ -1,0 +1,344 @@
+package envd
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem"
+	"github.com/boxkite/boxkite/server/e2b/envdpb/process"
+)
+
+// runShell runs what the sidecar would: /bin/sh -c command.
+func runShell(t *testing.T, command string) string {
+	t.Helper()
+	out, err := exec.Command("/bin/sh", "-c", command).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sh -c %q: %v\n%s", command, err, out)
+	}
+	return string(out)
+}
+
+// TestShellCommand runs the command line built for a process through a
+// real /bin/sh and checks the program got exactly its arguments and
+// environment, whatever characters they hold.
+func TestShellCommand(t *testing.T) {
+	t.Parallel()
+	tricky := []string{"", "a b", "it's", `"double"`, "$HOME", "`id`", "new\nline", "back\\slash", "-n", "*"}
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"no environment", nil, tricky},
+		{"exported names", map[string]string{"A": "it's $x", "B_2": "new\nline", "_C": ""}, []string{"x"}},
+		{"names sh cannot export", map[string]string{"A-B": "v w", "1X": "'", "OK": "fine"}, tricky[:3]},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			// The program prints its argv NUL-separated.
+			script := `for a in "$0" "$@"; do printf '%s\0' "$a"; done`
+			cfg := &process.ProcessConfig{Cmd: "/bin/sh", Args: append([]string{"-c", script, "zero"}, tt.args...)}
+			command, err := shellCommand(cfg, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Split(strings.TrimSuffix(runShell(t, command), "\x00"), "\x00")
+			if diff := cmp.Diff(append([]string{"zero"}, tt.args...), got); diff != "" {
+				t.Errorf("argv (-want +got):\n%s", diff)
+			}
+			// env, not a shell, prints the environment: a shell drops
+			// variables whose names it cannot hold.
+			command, err = shellCommand(&process.ProcessConfig{Cmd: "env", Args: []string{"-0"}}, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vars := map[string]string{}
+			for kv := range strings.SplitSeq(runShell(t, command), "\x00") {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					vars[k] = v
+				}
+			}
+			for k, v := range tt.env {
+				if got, ok := vars[k]; !ok || got != v {
+					t.Errorf("variable %q = %q (set %v), want %q", k, got, ok, v)
+				}
+			}
+		})
+	}
+	for _, bad := range []map[string]string{{"": "x"}, {"A=B": "x"}, {"A": "nul\x00"}} {
+		if _, err := shellCommand(&process.ProcessConfig{Cmd: "true"}, bad); connect.CodeOf(err) != connect.CodeInvalidArgument {
+			t.Errorf("shellCommand with env %q: %v, want invalid_argument", bad, err)
+		}
+	}
+}
+
+func FuzzShellCommand(f *testing.F) {
+	for _, s := range []string{"plain", "it's", "$(id)", "a\nb", `\`, "'\"'"} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, arg, value string) {
+		if strings.ContainsRune(arg, 0) || strings.ContainsRune(value, 0) {
+			return
+		}
+		cfg := &process.ProcessConfig{Cmd: "/bin/sh", Args: []string{"-c", `printf '%s|%s' "$1" "$V"`, "zero", arg}}
+		command, err := shellCommand(cfg, map[string]string{"V": value})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := runShell(t, command); got != arg+"|"+value {
+			t.Errorf("round trip of %q, %q gave %q", arg, value, got)
+		}
+	})
+}
+
+func TestAllowlistCommand(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"/bin/bash", []string{"-l", "-c", "echo hi | wc -c"}, "echo hi | wc -c"},
+		{"/bin/bash", []string{"-i", "-l"}, "/bin/bash -i -l"},
+		{"python3", []string{"-c", "print(1)"}, "python3 -c print(1)"},
+		{"sh", []string{"-c"}, "sh -c"},
+	}
+	for _, tt := range tests {
+		if got := allowlistCommand(&process.ProcessConfig{Cmd: tt.cmd, Args: tt.args}); got != tt.want {
+			t.Errorf("allowlistCommand(%s %q) = %q, want %q", tt.cmd, tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestParseEntries lists a real directory with the scripts' find format
+// and checks every field against lstat.
+func TestParseEntries(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "file with\nnewline"), []byte("12345"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	out := runShell(t, "set -- "+shellQuote(dir)+" 1\n"+listScript)
+	entries, err := parseEntries(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*filesystem.EntryInfo{}
+	for _, e := range entries {
+		got[e.GetName()] = e
+	}
+	want := map[string]struct {
+		typ  filesystem.FileType
+		mode os.FileMode
+	}{
+		"file with\nnewline": {filesystem.FileType_FILE_TYPE_FILE, 0o640},
+		"sub":                {filesystem.FileType_FILE_TYPE_DIRECTORY, os.ModeDir | 0o755},
+		"link":               {filesystem.FileType_FILE_TYPE_SYMLINK, os.ModeSymlink | 0o777},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("entries %v, want %d", got, len(want))
+	}
+	for name, w := range want {
+		e := got[name]
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e == nil || e.GetType() != w.typ || os.FileMode(e.GetMode()) != w.mode || e.GetPath() != filepath.Join(dir, name) ||
+			e.GetPermissions() != fi.Mode().String() && name != "link" || !e.GetModifiedTime().AsTime().Equal(fi.ModTime()) {
+			t.Errorf("entry %q = %v; lstat mode %v mtime %v", name, e, fi.Mode(), fi.ModTime())
+		}
+		if name == "file with\nnewline" && e.GetSize() != 5 {
+			t.Errorf("size %d, want 5", e.GetSize())
+		}
+		if name == "link" && e.GetSymlinkTarget() != "sub" {
+			t.Errorf("link target %q, want sub", e.GetSymlinkTarget())
+		}
+	}
+}
+
+func FuzzParseEntries(f *testing.F) {
+	f.Add("f\x005\x00644\x00-rw-r--r--\x00u\x00g\x001.5\x00\x00/a\x00")
+	f.Add("d\x000\x00755\x00drwxr-xr-x\x00u\x00g\x00x\x00\x00/a\x00")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, out string) {
+		entries, err := parseEntries(out)
+		if err == nil {
+			for _, e := range entries {
+				if e == nil {
+					t.Fatal("nil entry without an error")
+				}
+			}
+		}
+	})
+}
+
+func TestAbsPath(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"": Home, "~": Home, "~/x": Home + "/x", "notes.txt": Home + "/notes.txt", "a/../b": Home + "/b",
+		"/tmp/x": "/tmp/x", "/a/../../etc": "/etc", "//x//y/": "/x/y", "../up": "/up",
+	} {
+		if got := absPath(in); got != want {
+			t.Errorf("absPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func FuzzAbsPath(f *testing.F) {
+	for _, s := range []string{"", "~", "a", "/a/../b", "../../x", "~/../.."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		got := absPath(p)
+		if !path.IsAbs(got) || path.Clean(got) != got {
+			t.Errorf("absPath(%q) = %q, not absolute and clean", p, got)
+		}
+	})
+}
+
+func TestSignedURL(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	const token = "bxe2b_secret"
+	q := func(p, user, exp string) url.Values {
+		v := url.Values{"path": {p}, "signature": {signature(p, "write", user, token, exp)}}
+		if user != "" {
+			v.Set("username", user)
+		}
+		if exp != "" {
+			v.Set("signature_expiration", exp)
+		}
+		return v
+	}
+	future, past := strconv.FormatInt(now.Unix()+60, 10), strconv.FormatInt(now.Unix()-1, 10)
+	tests := []struct {
+		name  string
+		q     url.Values
+		op    string
+		token string
+		want  bool
+	}{
+		{"valid", q("/workspace/a", "", ""), "write", token, true},
+		{"valid with user and expiry", q("a.txt", "root", future), "write", token, true},
+		{"expired", q("a.txt", "", past), "write", token, false},
+		{"read with a write signature", q("a.txt", "", ""), "read", token, false},
+		{"another sandbox's token", q("a.txt", "", ""), "write", "bxe2b_other", false},
+		{"path changed", func() url.Values { v := q("a.txt", "", ""); v.Set("path", "b.txt"); return v }(), "write", token, false},
+		{"expiry removed", func() url.Values { v := q("a.txt", "", future); v.Del("signature_expiration"); return v }(), "write", token, false},
+		{"no signature", url.Values{"path": {"a"}}, "write", token, false},
+	}
+	for _, tt := range tests {
+		if got := signedURLValid(tt.q, tt.op, tt.token, now); got != tt.want {
+			t.Errorf("%s: signedURLValid = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestTokens(t *testing.T) {
+	t.Parallel()
+	key := func(k string) func(context.Context) ([]byte, error) {
+		return func(context.Context) ([]byte, error) { return []byte(k), nil }
+	}
+	ctx := context.Background()
+	a, b := NewTokens(key(strings.Repeat("a", 32))), NewTokens(key(strings.Repeat("b", 32)))
+	t1, _ := a.Access(ctx, "sb1")
+	t1again, _ := a.Access(ctx, "sb1")
+	t2, _ := a.Access(ctx, "sb2")
+	tr, _ := a.Traffic(ctx, "sb1")
+	other, _ := b.Access(ctx, "sb1")
+	if t1 != t1again || t1 == t2 || t1 == tr || t1 == other || !strings.HasPrefix(t1, "bxe2b_") {
+		t.Errorf("tokens: %q %q %q %q %q; want stable, distinct per sandbox, purpose and key", t1, t1again, t2, tr, other)
+	}
+	if equal("", "") || !equal(t1, t1again) || equal(t1, t2) {
+		t.Error("equal is wrong")
+	}
+}
+
+func TestErrorNameValue(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ tb, name, value string }{
+		{"Traceback (most recent call last):\n  File \"<input>\", line 1\nValueError: boom\n", "ValueError", "boom"},
+		{"KeyboardInterrupt\n", "KeyboardInterrupt", ""},
+		{"x\nmod.Error: a: b", "mod.Error", "a: b"},
+	}
+	for _, tt := range tests {
+		if n, v := errorNameValue(tt.tb); n != tt.name || v != tt.value {
+			t.Errorf("errorNameValue(%q) = %q, %q; want %q, %q", tt.tb, n, v, tt.name, tt.value)
+		}
+	}
+}
+
+func TestConnectCode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		err  *api.Error
+		want connect.Code
+	}{
+		{&api.Error{Code: api.CodeNotFound}, connect.CodeNotFound},
+		{&api.Error{Status: 403, Code: "command_not_allowed"}, connect.CodePermissionDenied},
+		{&api.Error{Status: 403, Code: api.CodeSessionBudgetExceeded}, connect.CodePermissionDenied},
+		{&api.Error{Code: api.CodeValidation}, connect.CodeInvalidArgument},
+		{&api.Error{Code: api.CodeRateLimited}, connect.CodeResourceExhausted},
+		{&api.Error{Code: api.CodeSandboxLost, Status: 410}, connect.CodeUnavailable},
+		{&api.Error{Code: api.CodeSandboxFailed}, connect.CodeUnavailable},
+		{&api.Error{Code: api.CodeInternal}, connect.CodeInternal},
+	}
+	for _, tt := range tests {
+		if got := connectCode(tt.err); got != tt.want {
+			t.Errorf("connectCode(%+v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestEndEvent(t *testing.T) {
+	t.Parallel()
+	code := func(n int) *int { return &n }
+	tests := []struct {
+		name   string
+		killed bool
+		exit   *api.InteractiveControl
+		want   *process.ProcessEvent_EndEvent
+	}{
+		{"exited", false, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(3)}, &process.ProcessEvent_EndEvent{ExitCode: 3, Exited: true, Status: "exit status 3"}},
+		{"killed", true, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(137)}, &process.ProcessEvent_EndEvent{ExitCode: -1, Status: "signal: killed"}},
+		{"no exit frame", false, nil, &process.ProcessEvent_EndEvent{ExitCode: -1, Status: "signal: killed"}},
+	}
+	for _, tt := range tests {
+		p := &proc{killed: tt.killed}
+		got := p.endEvent(tt.exit)
+		if got.GetExitCode() != tt.want.GetExitCode() || got.GetExited() != tt.want.GetExited() || got.GetStatus() != tt.want.GetStatus() {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestKeepAlive(t *testing.T) {
+	t.Parallel()
+	h := New(Options{KeepAliveMax: 30 * time.Second})
+	for hdr, want := range map[string]time.Duration{"": 30 * time.Second, "50": 30 * time.Second, "5": 5 * time.Second, "x": 30 * time.Second, "-1": 30 * time.Second} {
+		if got := h.keepAlive(http.Header{"Keepalive-Ping-Interval": {hdr}}); got != want {
+			t.Errorf("keepAlive(%q) = %v, want %v", hdr, got, want)
+		}
+	}
+}
