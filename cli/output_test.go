@@ -118,9 +118,9 @@ func TestJSONFields(t *testing.T) {
 	}
 	type outer struct {
 		inner
-		C       []string `json:"c"`
-		Skip    string   `json:"-"`
-		Plain   bool
+		C     []string `json:"c"`
+		Skip  string   `json:"-"`
+		Plain bool
 		//lint:ignore U1000 unexported fields are never JSON fields: that is the point
 		private int
 	}
