@@ -100,6 +100,14 @@ func (o *outputFlags) register(cmd *cobra.Command, example any) {
 	}
 }
 
+// registerFilters adds only --jq and --template, for a command whose
+// output is always JSON of no fixed type (boxkite api).
+func (o *outputFlags) registerFilters(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVarP(&o.jq, "jq", "q", "", "print the JSON through a jq `expression`")
+	f.StringVarP(&o.tmpl, "template", "t", "", "print the JSON through a Go `template` (see 'boxkite help formatting')")
+}
+
 // wantJSON validates the flags and reports whether JSON (plain, picked,
 // filtered by jq or formatted by a template) was asked for. Mistakes are
 // usage errors, found before any request is made.
