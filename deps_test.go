@@ -95,6 +95,9 @@ var rules = map[string]depRule{
 	"cmd/boxkite-server":  {anyOurs: true, forbidden: map[string]string{"cli": "the server never links the CLI", "tui": "the server never links the TUI"}},
 	"cmd/boxkite-mcp":     {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "boxkite-mcp is a client of the control plane", "cli": "boxkite-mcp does not link the CLI", "tui": "no TUI in the MCP server"})},
 	"cmd/boxkite-bastion": {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "the bastion is a client of the control plane", "cli": "the bastion does not link the CLI"})},
+	// The SDKs' conformance suite: its matcher is stdlib only, so any
+	// runner could link it; its test starts the servers and runs the SDKs.
+	"sdk/conformance": {stdOnly: true},
 }
 
 func isStd(path string) bool {

@@ -154,19 +154,28 @@ func (s *Server) listenAudit(ctx context.Context) {
 	if !ok {
 		return
 	}
+	s.keepListening(ctx, "audit entries", func() error {
+		return l.ListenAudit(ctx,
+			func(sandboxID, _ string) { s.broker.notify(sandboxID) },
+			s.broker.notifyAll)
+	})
+}
+
+// keepListening runs listen (a store's LISTEN for what other servers do)
+// until ctx is done or it returns nil, again after each failure, backing
+// off up to 10 s.
+func (s *Server) keepListening(ctx context.Context, what string, listen func() error) {
 	backoff := 100 * time.Millisecond
 	for {
 		start := time.Now()
-		err := l.ListenAudit(ctx,
-			func(sandboxID, _ string) { s.broker.notify(sandboxID) },
-			s.broker.notifyAll)
+		err := listen()
 		if ctx.Err() != nil || err == nil {
 			return
 		}
 		if time.Since(start) > time.Minute {
 			backoff = 100 * time.Millisecond
 		}
-		s.log.WarnContext(ctx, "listen for audit entries of other servers", "err", err, "retry_in", backoff)
+		s.log.WarnContext(ctx, "listen for "+what+" of other servers", "err", err, "retry_in", backoff)
 		select {
 		case <-ctx.Done():
 			return

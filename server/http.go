@@ -95,6 +95,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := apihttp.RequestID(r)
 	h := w.Header()
 	h.Set("X-Request-ID", id)
+	h.Set(api.HeaderServerVersion, s.cfg.Version)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", "frame-ancestors 'none'")

@@ -158,26 +158,11 @@ func (s *Server) listenRevocations(ctx context.Context) {
 	if !ok {
 		return
 	}
-	backoff := 100 * time.Millisecond
-	for {
-		start := time.Now()
-		err := l.ListenRevocations(ctx,
+	s.keepListening(ctx, "revocations", func() error {
+		return l.ListenRevocations(ctx,
 			func(id string) { s.revocations.revoke(id, s.now()) },
 			func() { s.recheckCredentials(ctx) })
-		if ctx.Err() != nil || err == nil {
-			return
-		}
-		if time.Since(start) > time.Minute {
-			backoff = 100 * time.Millisecond
-		}
-		s.log.WarnContext(ctx, "listen for revocations by other servers", "err", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
+	})
 }
 
 // recheckCredentials ends the requests of credentials in flight that the

@@ -39,6 +39,10 @@ const (
 	HeaderRetryAfter         = "Retry-After"           // seconds, on 429 rate_limited
 	HeaderIdempotencyKey     = "Idempotency-Key"       // sent by clients on POST
 	HeaderIdempotentReplayed = "Idempotent-Replayed"   // "true" on a replayed answer
+	// HeaderServerVersion is on every answer of the control plane: its
+	// build version (a release like 0.3.0, or "dev"). The SDKs under sdk/
+	// refuse to talk to a release older than the one they were made for.
+	HeaderServerVersion = "Boxkite-Version"
 )
 
 // Password and API-key name bounds.

@@ -103,6 +103,17 @@ var _ server.AuditListener = (*Store)(nil)
 // sharing the database. On SQLite, which one server owns, it returns nil
 // at once.
 func (s *Store) ListenAudit(ctx context.Context, notify func(sandboxID, entryID string), connected func()) error {
+	return s.listen(ctx, auditChannel, func(payload string) {
+		if sandboxID, entryID, ok := strings.Cut(payload, ":"); ok {
+			notify(sandboxID, entryID)
+		}
+	}, connected)
+}
+
+// listen LISTENs on channel on a connection of its own and calls notify
+// with each payload until ctx is done (nil) or the connection fails. Off
+// Postgres it returns nil at once: one server owns a SQLite database.
+func (s *Store) listen(ctx context.Context, channel string, notify func(payload string), connected func()) error {
 	if s.d.name != postgresDialect.name {
 		return nil
 	}
@@ -111,8 +122,8 @@ func (s *Store) ListenAudit(ctx context.Context, notify func(sandboxID, entryID 
 		return fmt.Errorf("connect to listen: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+auditChannel); err != nil {
-		return fmt.Errorf("listen %s: %w", auditChannel, err)
+	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+		return fmt.Errorf("listen %s: %w", channel, err)
 	}
 	connected()
 	for {
@@ -123,11 +134,7 @@ func (s *Store) ListenAudit(ctx context.Context, notify func(sandboxID, entryID 
 			}
 			return fmt.Errorf("wait for notification: %w", err)
 		}
-		sandboxID, entryID, ok := strings.Cut(n.Payload, ":")
-		if !ok {
-			continue
-		}
-		notify(sandboxID, entryID)
+		notify(n.Payload)
 	}
 }
 
@@ -184,28 +191,7 @@ var _ server.RevocationListener = (*Store)(nil)
 // LISTENs on a connection of its own for the ids RevokeAPIKey and
 // DeleteSSHKey notify; elsewhere it returns nil at once.
 func (s *Store) ListenRevocations(ctx context.Context, notify func(credentialID string), connected func()) error {
-	if s.d.notifyRevoke == "" {
-		return nil
-	}
-	conn, err := pgx.Connect(ctx, s.dsn)
-	if err != nil {
-		return fmt.Errorf("connect to listen: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+revokeChannel); err != nil {
-		return fmt.Errorf("listen %s: %w", revokeChannel, err)
-	}
-	connected()
-	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("wait for notification: %w", err)
-		}
-		notify(n.Payload)
-	}
+	return s.listen(ctx, revokeChannel, notify, connected)
 }
 
 // notifyRevoked tells the other servers (ListenRevocations) that

@@ -1,0 +1,323 @@
+package conformance_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/sdk/conformance"
+)
+
+var update = flag.Bool("update", false, "rewrite generated files")
+
+// goSkip are the calls the Go client has no counterpart of, with why; the
+// case is reported as a runner error, so cases.json must skip it for go.
+type goCall func(ctx context.Context, c *client.Client, a args) (any, error)
+
+// args reads a case's arguments.
+type args map[string]any
+
+func (a args) s(k string) string { v, _ := a[k].(string); return v }
+func (a args) i(k string) int    { v, _ := a[k].(float64); return int(v) }
+func (a args) b(k string) bool   { v, _ := a[k].(bool); return v }
+
+func (a args) content() []byte {
+	if b64 := a.s("content_b64"); b64 != "" {
+		b, _ := base64.StdEncoding.DecodeString(b64)
+		return b
+	}
+	return bytes.Repeat([]byte(a.s("repeat")), a.i("size")/len(a.s("repeat"))+1)[:a.i("size")]
+}
+
+func digest(r io.ReadCloser, err error) (map[string]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(b)
+	return map[string]any{"size": len(b), "sha256": hex.EncodeToString(sum[:]), "head_hex": hex.EncodeToString(b[:min(2, len(b))])}, nil
+}
+
+func none(err error) (any, error) { return nil, err }
+
+// goCalls maps the suite's calls to the Go client.
+var goCalls = map[string]goCall{
+	"health":        func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.Health(ctx) },
+	"account.get":   func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.Account(ctx) },
+	"account.usage": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.Usage(ctx) },
+	"sandboxes.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: a.s("label"), LifetimeMinutes: a.i("lifetime_minutes")})
+	},
+	"sandboxes.get": func(ctx context.Context, c *client.Client, a args) (any, error) { return c.Sandbox(ctx, a.s("id")) },
+	"sandboxes.list": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ListSandboxes(ctx, a.b("active_only"))
+	},
+	"sandboxes.extend": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ExtendSandbox(ctx, a.s("id"), a.i("lifetime_minutes"))
+	},
+	"sandboxes.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.DeleteSandbox(ctx, a.s("id")))
+	},
+	"sandbox.exec": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		env := map[string]string{}
+		if m, ok := a["env"].(map[string]any); ok {
+			for k, v := range m {
+				env[k] = fmt.Sprint(v)
+			}
+		}
+		return c.Exec(ctx, a.s("id"), api.ExecRequest{Command: a.s("command"), Timeout: a.i("timeout"), Stdin: a.s("stdin"), Cwd: a.s("cwd"), Env: env})
+	},
+	"sandbox.exec_stream": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		var events []api.ExecEvent
+		res, err := c.ExecStreamResult(ctx, a.s("id"), api.ExecRequest{Command: a.s("command")}, func(e api.ExecEvent) error {
+			events = append(events, e)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		// The Go client hands the exit event back as the result.
+		events = append(events, api.ExecEvent{Type: "exit", ExitCode: res.ExitCode, DurationMS: res.DurationMS})
+		return map[string]any{"events": events}, nil
+	},
+	"sandbox.stats": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.SandboxStats(ctx, a.s("id"))
+	},
+	"files.write": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.WriteFile(ctx, a.s("id"), api.FileCreateRequest{Path: a.s("path"), Content: a.s("content")})
+	},
+	"files.view": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.View(ctx, a.s("id"), api.ViewRequest{Path: a.s("path")})
+	},
+	"files.str_replace": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.StrReplace(ctx, a.s("id"), api.StrReplaceRequest{Path: a.s("path"), OldStr: a.s("old_str"), NewStr: a.s("new_str")})
+	},
+	"files.ls": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		r, err := c.Ls(ctx, a.s("id"), api.LsRequest{Path: a.s("path")})
+		if err != nil {
+			return nil, err
+		}
+		return r.Entries, nil
+	},
+	"files.glob": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.Glob(ctx, a.s("id"), api.GlobRequest{Pattern: a.s("pattern"), Path: a.s("path")})
+	},
+	"files.grep": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.Grep(ctx, a.s("id"), api.GrepRequest{Pattern: a.s("pattern"), Path: a.s("path")})
+	},
+	"files.upload": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.UploadFile(ctx, a.s("id"), a.s("path"), bytes.NewReader(a.content()))
+	},
+	"files.download": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		d, err := c.DownloadFile(ctx, a.s("id"), a.s("path"))
+		if err != nil {
+			return nil, err
+		}
+		m, err := digest(d, nil)
+		delete(m, "head_hex")
+		return m, err
+	},
+	"files.upload_archive": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.UploadArchive(ctx, a.s("id"), a.s("path"), bytes.NewReader(a.content()))
+	},
+	"files.download_archive": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		d, err := c.DownloadArchive(ctx, a.s("id"), a.s("path"))
+		if err != nil {
+			return nil, err
+		}
+		m, err := digest(d, nil)
+		delete(m, "sha256")
+		return m, err
+	},
+	"processes.start": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.StartProcess(ctx, a.s("id"), api.ProcessStartRequest{Command: a.s("command")})
+	},
+	"processes.stream": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		var events []api.ProcessEvent
+		exit, err := c.StreamProcess(ctx, a.s("id"), a.s("pid"), 0, func(e api.ProcessEvent) error {
+			events = append(events, e)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if exit != nil && (len(events) == 0 || events[len(events)-1].Type != "exit") {
+			events = append(events, *exit)
+		}
+		return map[string]any{"events": events}, nil
+	},
+	"processes.output": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ProcessOutput(ctx, a.s("id"), a.s("pid"), 0)
+	},
+	"processes.list": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		r, err := c.Processes(ctx, a.s("id"))
+		if err != nil {
+			return nil, err
+		}
+		return r.Processes, nil
+	},
+	"interpreter.exec": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.InterpreterExec(ctx, a.s("id"), api.InterpreterExecRequest{Code: a.s("code")})
+	},
+	"log.page": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.Log(ctx, a.s("id"), a.i("limit"), a.i("offset"))
+	},
+	"log.all": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		var all []api.LogEntry
+		for {
+			p, err := c.Log(ctx, a.s("id"), a.i("page_size"), len(all))
+			if err != nil {
+				return nil, err
+			}
+			all = append(all, p.Entries...)
+			if len(p.Entries) == 0 || len(all) >= p.Total {
+				return map[string]any{"entries": all}, nil
+			}
+		}
+	},
+	"log.follow": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var entries []api.LogEntry
+		errEnough := errors.New("enough")
+		err := c.WatchLog(ctx, a.s("id"), a.s("last_event_id"), func(e api.LogEntry) error {
+			entries = append(entries, e)
+			if len(entries) == a.i("count") {
+				return errEnough
+			}
+			return nil
+		})
+		if errors.Is(err, errEnough) {
+			err = nil
+		}
+		return map[string]any{"entries": entries}, err
+	},
+	"volumes.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.CreateVolume(ctx, api.CreateVolumeRequest{Label: a.s("label")})
+	},
+	"volumes.get":  func(ctx context.Context, c *client.Client, a args) (any, error) { return c.GetVolume(ctx, a.s("id")) },
+	"volumes.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.ListVolumes(ctx) },
+	"volumes.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.DeleteVolume(ctx, a.s("id")))
+	},
+	"mcp_connections.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.CreateMCPConnection(ctx, api.CreateMCPConnectionRequest{Label: a.s("label"), CatalogID: a.s("catalog_id")})
+	},
+	"mcp_connections.get": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.GetMCPConnection(ctx, a.s("id"))
+	},
+	"mcp_connections.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.ListMCPConnections(ctx) },
+	"mcp_connections.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.DeleteMCPConnection(ctx, a.s("id")))
+	},
+	"api_keys.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.CreateAPIKey(ctx, api.CreateAPIKeyRequest{Name: a.s("name"), Role: a.s("role")})
+	},
+	"api_keys.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.APIKeys(ctx) },
+	"api_keys.revoke": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.RevokeAPIKey(ctx, a.s("id")))
+	},
+	"images.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.ListImages(ctx) },
+	"images.get":  func(ctx context.Context, c *client.Client, a args) (any, error) { return c.GetImage(ctx, a.s("id")) },
+	"allowed_commands.get": func(ctx context.Context, c *client.Client, _ args) (any, error) {
+		return c.AllowedCommands(ctx)
+	},
+	"allowed_commands.set": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		b, err := json.Marshal(a["rules"])
+		if err != nil {
+			return nil, err
+		}
+		var rules []api.CommandRule
+		if err := json.Unmarshal(b, &rules); err != nil {
+			return nil, err
+		}
+		return c.SetAllowedCommands(ctx, rules)
+	},
+	"allowed_commands.clear": func(ctx context.Context, c *client.Client, _ args) (any, error) {
+		return none(c.ClearAllowedCommands(ctx))
+	},
+}
+
+// runGo runs the suite with the Go client, in process, and returns the
+// outcome lines a subprocess runner would print.
+func runGo(t *testing.T, suite *conformance.Suite, srv *servers) [][]byte {
+	t.Helper()
+	clients := map[string]*client.Client{
+		"":      client.New(srv.main.BaseURL, srv.main.APIKey),
+		"main":  client.New(srv.main.BaseURL, srv.main.APIKey),
+		"old":   client.New(srv.old.BaseURL, srv.old.APIKey),
+		"flaky": client.New(srv.flakyURL, srv.main.APIKey),
+	}
+	saved := map[string]any{}
+	var lines [][]byte
+	for _, c := range suite.Cases {
+		if _, ok := c.Skip["go"]; ok {
+			continue
+		}
+		o := conformance.Outcome{Name: c.Name}
+		start := time.Now()
+		fn, ok := goCalls[c.Call]
+		resolved, err := conformance.Resolve(map[string]any(c.Args), saved)
+		switch {
+		case !ok:
+			o.Error = map[string]any{"code": "runner", "message": "the Go runner has no call " + c.Call}
+		case err != nil:
+			o.Error = map[string]any{"code": "runner", "message": err.Error()}
+		default:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			res, err := fn(ctx, clients[c.Server], args(resolved.(map[string]any)))
+			cancel()
+			o.Result, o.Error = goOutcome(t, res, err)
+		}
+		o.ElapsedMS = time.Since(start).Milliseconds()
+		saved[c.Name] = o.Result
+		b, err := json.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, b)
+	}
+	return lines
+}
+
+// goOutcome turns a Go call's answer into the JSON a runner reports. The
+// Go client's errors print as "message [code]"; the CLI prints the hint
+// on a line of its own, which display does too.
+func goOutcome(t *testing.T, res any, err error) (any, map[string]any) {
+	t.Helper()
+	if err != nil {
+		e, ok := errors.AsType[*api.Error](err)
+		if !ok {
+			return nil, map[string]any{"code": "transport", "message": err.Error()}
+		}
+		display := e.Error()
+		if e.Hint != "" {
+			display += "\nhint: " + e.Hint
+		}
+		return nil, map[string]any{"code": e.Code, "message": e.Message, "hint": e.Hint, "status": float64(e.Status), "request_id": e.RequestID, "details": e.Details, "display": display}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v, nil
+}

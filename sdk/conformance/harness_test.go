@@ -1,0 +1,228 @@
+package conformance_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/servertest"
+)
+
+// servers is what one runner talks to: a real control plane with the
+// local driver (main), one that reports an old release (old), and a
+// loopback proxy to main that answers its first request 429 with
+// Retry-After: 1 (flaky).
+type servers struct {
+	main, old *servertest.Server
+	flakyURL  string
+	refused   *atomic.Int64 // 429s the flaky proxy sent
+	forwarded *atomic.Int64 // requests it passed to main
+}
+
+// oldVersion is a release older than every SDK's MIN_SERVER_VERSION.
+const oldVersion = "0.0.1"
+
+func startServers(t *testing.T) *servers {
+	t.Helper()
+	s := &servers{
+		main:      servertest.New(t, servertest.WithImages(t.TempDir())),
+		old:       servertest.New(t, servertest.WithConfig(server.Config{Version: oldVersion})),
+		refused:   &atomic.Int64{},
+		forwarded: &atomic.Int64{},
+	}
+	target, err := url.Parse(s.main.BaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.refused.Load() == 0 && s.refused.CompareAndSwap(0, 1) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set(api.HeaderRetryAfter, "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_ = json.NewEncoder(w).Encode(api.ErrorEnvelope{Error: &api.Error{
+				Code: api.CodeRateLimited, Message: "too many requests", Hint: "wait for Retry-After",
+			}})
+			return
+		}
+		s.forwarded.Add(1)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(flaky.Close)
+	s.flakyURL = flaky.URL
+	return s
+}
+
+// env is what a runner's environment adds: the servers and the key.
+func (s *servers) env() []string {
+	return []string{
+		"BOXKITE_BASE_URL=" + s.main.BaseURL,
+		"BOXKITE_API_KEY=" + s.main.APIKey,
+		"BOXKITE_CONFORMANCE_OLD_URL=" + s.old.BaseURL,
+		"BOXKITE_CONFORMANCE_FLAKY_URL=" + s.flakyURL,
+		// No runner may read a developer's ~/.boxkite.
+		"BOXKITE_HOME=" + filepath.Join(os.TempDir(), "boxkite-conformance-none"),
+	}
+}
+
+// ci reports whether a missing toolchain fails the test instead of skipping it.
+func ci() bool { return os.Getenv("CI") != "" }
+
+// need skips (or under CI fails) when a toolchain is missing.
+func need(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if ci() {
+		t.Fatalf("%s: %v (CI installs it: see .ci/run)", what, err)
+	}
+	t.Skipf("%s: %v", what, err)
+}
+
+// sdkDir is sdk/<name> from this package's directory.
+func sdkDir(t *testing.T, name string) string {
+	t.Helper()
+	d, err := filepath.Abs(filepath.Join("..", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// pythonCmd is Debian's python3, which the SDK is tested with.
+func pythonCmd(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/python3"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	p, err := exec.LookPath("python3")
+	need(t, "python3", err)
+	return p
+}
+
+// buildTypeScript compiles sdk/typescript (tsc, from its node_modules,
+// which .ci/run links to a cache) and returns its directory.
+func buildTypeScript(t *testing.T) string {
+	t.Helper()
+	dir := sdkDir(t, "typescript")
+	_, err := exec.LookPath("node")
+	need(t, "node", err)
+	tsc := filepath.Join(dir, "node_modules", "typescript", "bin", "tsc")
+	_, err = os.Stat(tsc)
+	need(t, "the TypeScript SDK's node_modules (npm ci in sdk/typescript)", err)
+	cmd := exec.Command("node", tsc, "-p", "tsconfig.json")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build sdk/typescript: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// cargoArgs are the flags that build sdk/rust offline from Debian's
+// packaged crates (librust-*-dev), as .ci/run installs them.
+func cargoArgs(t *testing.T) []string {
+	t.Helper()
+	_, err := exec.LookPath("cargo")
+	need(t, "cargo", err)
+	reg := os.Getenv("BOXKITE_CARGO_REGISTRY")
+	if reg == "" {
+		reg = "/usr/share/cargo/registry"
+	}
+	_, err = os.Stat(filepath.Join(reg, "ureq-2.6.2"))
+	need(t, "Debian's packaged crates (apt-get install librust-ureq-dev librust-serde-json-dev)", err)
+	return []string{
+		"--offline", "--quiet",
+		"--config", `source.crates-io.replace-with="debian"`,
+		"--config", fmt.Sprintf("source.debian.directory=%q", reg),
+	}
+}
+
+// rustEnv keeps cargo's build output out of the tree, in a cache that
+// later runs reuse.
+func rustEnv(env []string) []string {
+	target := os.Getenv("CARGO_TARGET_DIR")
+	if target == "" {
+		home, _ := os.UserHomeDir()
+		target = filepath.Join(home, ".cache", "boxkite-sdk-rust", "target")
+	}
+	return append(env, "CARGO_TARGET_DIR="+target)
+}
+
+// runnerCommand is the command that runs the suite at cases with one SDK.
+func runnerCommand(t *testing.T, sdk, cases string) *exec.Cmd {
+	t.Helper()
+	var cmd *exec.Cmd
+	switch sdk {
+	case "python":
+		dir := sdkDir(t, "python")
+		cmd = exec.Command(pythonCmd(t), filepath.Join(dir, "tests", "conformance_runner.py"), cases)
+		cmd.Dir = dir
+	case "typescript":
+		dir := buildTypeScript(t)
+		cmd = exec.Command("node", filepath.Join(dir, "test", "conformance-runner.mjs"), cases)
+		cmd.Dir = dir
+	case "rust":
+		dir := sdkDir(t, "rust")
+		args := append([]string{"run"}, cargoArgs(t)...)
+		cmd = exec.Command("cargo", append(args, "--example", "conformance", "--", cases)...)
+		cmd.Dir = dir
+		cmd.Env = rustEnv(os.Environ())
+	default:
+		t.Fatalf("no runner for %s", sdk)
+	}
+	return cmd
+}
+
+// runSubprocess runs a runner with env added to its environment and
+// returns its stdout lines.
+func runSubprocess(t *testing.T, cmd *exec.Cmd, env []string) [][]byte {
+	t.Helper()
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
+	defer stop()
+	var lines [][]byte
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		lines = append(lines, append([]byte(nil), sc.Bytes()...))
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s: %v\nstderr:\n%s", strings.Join(cmd.Args, " "), err, stderr.String())
+	}
+	if stderr.Len() > 0 {
+		t.Logf("runner stderr:\n%s", stderr.String())
+	}
+	return lines
+}

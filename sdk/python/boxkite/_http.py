@@ -1,0 +1,307 @@
+"""HTTP transport: one request at a time over http.client, with the error
+envelope, retries on 429/503 honouring Retry-After, and the server version
+check. Standard library only."""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json as jsonlib
+import random
+import re
+import socket
+import ssl
+import time
+import urllib.parse
+import uuid
+from typing import Any, BinaryIO, Callable, Dict, Iterator, Optional, Union
+
+from . import errors
+from ._version import MIN_SERVER_VERSION, __version__
+
+# Statuses retried: the server did not run the request (rate limit) or
+# could not take it now (host capacity, audit store down).
+RETRY_STATUSES = (429, 503)
+
+Body = Union[None, bytes, BinaryIO]
+
+
+def _status_code(status: int) -> str:
+    """The code a status implies when the body carried no envelope."""
+    return {
+        401: "unauthorized",
+        403: "forbidden",
+        404: "not_found",
+        409: "conflict",
+        422: "validation_error",
+        429: "rate_limited",
+        503: "service_unavailable",
+    }.get(status, "internal_error" if status >= 500 else "bad_request")
+
+
+def parse_retry_after(value: Optional[str]) -> Optional[float]:
+    """Seconds to wait from a Retry-After header (seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def error_from(status: int, headers: Any, body: bytes) -> errors.BoxkiteError:
+    """The BoxkiteError for a non-2xx answer."""
+    env: Dict[str, Any] = {}
+    try:
+        doc = jsonlib.loads(body.decode("utf-8")) if body else None
+        if isinstance(doc, dict) and isinstance(doc.get("error"), dict):
+            env = doc["error"]
+    except (UnicodeDecodeError, ValueError):
+        pass
+    code = env.get("code") or _status_code(status)
+    message = env.get("message") or (body.decode("utf-8", "replace").strip()[:500] if body else "") or f"HTTP {status}"
+    cls = errors.error_class(status)
+    return cls(
+        code=code,
+        message=message,
+        hint=env.get("hint") or "",
+        status=status,
+        details=env.get("details"),
+        request_id=env.get("request_id") or (headers.get("X-Request-ID") if headers else "") or "",
+        retry_after=parse_retry_after(headers.get("Retry-After")) if headers else None,
+    )
+
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(.*)$")
+
+
+def version_tuple(v: str) -> Optional[tuple]:
+    """(major, minor, patch) of a release version, None for dev builds and
+    Go pseudo-versions (v0.0.0-20250101…-abcdef), which are not checked."""
+    m = _VERSION.match(v.strip())
+    if not m:
+        return None
+    t = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    if t == (0, 0, 0) and m.group(4):
+        return None
+    return t
+
+
+def check_server_version(version: Optional[str]) -> None:
+    """Raise ServerVersionError when version is a release older than
+    MIN_SERVER_VERSION."""
+    if not version:
+        return
+    have, want = version_tuple(version), version_tuple(MIN_SERVER_VERSION)
+    if have is None or want is None or have >= want:
+        return
+    raise errors.ServerVersionError(
+        code=errors.CODE_SERVER_TOO_OLD,
+        message=f"boxkite-server {version} is older than {MIN_SERVER_VERSION}, the oldest this SDK ({__version__}) supports",
+        hint=f"upgrade boxkite-server to {MIN_SERVER_VERSION} or later, or install an SDK release that matches the server",
+    )
+
+
+class Response:
+    """A streamed 2xx answer: iterate lines or read bytes, then close."""
+
+    def __init__(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
+        self._conn = conn
+        self.raw = resp
+        self.status = resp.status
+        self.headers = resp.headers
+
+    def read(self, n: Optional[int] = None) -> bytes:
+        """Up to n bytes, or with n None the rest of the body."""
+        return self.raw.read(n)
+
+    def iter_lines(self) -> Iterator[bytes]:
+        """Lines without their end of line, until the body ends."""
+        while True:
+            line = self.raw.readline()
+            if not line:
+                return
+            yield line.rstrip(b"\r\n")
+
+    def close(self) -> None:
+        try:
+            self.raw.close()
+        finally:
+            self._conn.close()
+
+    def __enter__(self) -> "Response":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Transport:
+    """Sends requests to one boxkite control plane.
+
+    timeout bounds each wait for the server (connect, and each read);
+    max_retries is how often a 429 or 503 answer, or a refused connection,
+    is retried, waiting Retry-After when the server sends it, else an
+    exponential backoff; max_retry_wait caps one wait.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        timeout: float = 120.0,
+        max_retries: int = 3,
+        max_retry_wait: float = 60.0,
+        user_agent: str = "",
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        u = urllib.parse.urlsplit(base_url.rstrip("/"))
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise errors.BoxkiteError(
+                code="bad_request",
+                message=f"base URL {base_url!r} is not an http(s) URL",
+                hint="pass base_url like http://127.0.0.1:8090 or set BOXKITE_BASE_URL",
+            )
+        self.base_url = base_url.rstrip("/")
+        self._scheme = u.scheme
+        self._host = u.hostname
+        self._port = u.port
+        self._prefix = u.path
+        self.api_key = api_key
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+        self.user_agent = user_agent or f"boxkite-python/{__version__}"
+        self.server_version: Optional[str] = None
+        self._sleep = sleep
+
+    def _connect(self, timeout: float) -> http.client.HTTPConnection:
+        if self._scheme == "https":
+            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=ssl.create_default_context())
+        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+
+    def _backoff(self, attempt: int, retry_after: Optional[float]) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.max_retry_wait)
+        return min(0.5 * (2**attempt) * (0.5 + random.random()), self.max_retry_wait, 8.0)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        body: Body = None,
+        query: Optional[Dict[str, Any]] = None,
+        headers: Optional[Dict[str, str]] = None,
+        timeout: Optional[float] = None,
+        stream: bool = False,
+        idempotency_key: Optional[str] = None,
+        auth: Optional[str] = None,
+    ) -> Any:
+        """Send a request; return the decoded JSON answer (None when empty),
+        or with stream=True a Response to read and close."""
+        q = {k: ("true" if v is True else "false" if v is False else v) for k, v in (query or {}).items() if v is not None}
+        url = self._prefix + path + ("?" + urllib.parse.urlencode(q) if q else "")
+        hdrs = {"User-Agent": self.user_agent, "Accept": "application/json"}
+        token = auth if auth is not None else self.api_key
+        if token:
+            hdrs["Authorization"] = "Bearer " + token
+        if json is not None:
+            body = jsonlib.dumps(json).encode("utf-8")
+            hdrs["Content-Type"] = "application/json"
+        if idempotency_key:
+            hdrs["Idempotency-Key"] = idempotency_key
+        hdrs.update(headers or {})
+        start = body.tell() if body is not None and hasattr(body, "seek") and hasattr(body, "tell") else None
+        if body is not None and not isinstance(body, (bytes, bytearray)) and "Content-Length" not in hdrs:
+            hdrs["Transfer-Encoding"] = "chunked"
+        replayable = body is None or isinstance(body, (bytes, bytearray)) or start is not None
+        wait = timeout if timeout is not None else self.timeout
+        attempt = 0
+        while True:
+            if attempt > 0 and start is not None:
+                body.seek(start)  # type: ignore[union-attr]
+            conn = self._connect(wait)
+            try:
+                conn.request(method, url, body=body, headers=hdrs, encode_chunked="Transfer-Encoding" in hdrs)
+                resp = conn.getresponse()
+            except ConnectionRefusedError as e:
+                conn.close()
+                if attempt < self.max_retries and replayable:
+                    self._sleep(self._backoff(attempt, None))
+                    attempt += 1
+                    continue
+                raise errors.ConnectionError(
+                    code=errors.CODE_CONNECTION,
+                    message=f"cannot reach the boxkite server at {self.base_url}: {e}",
+                    hint="start it with `boxkite up`, or check BOXKITE_BASE_URL",
+                ) from e
+            except socket.timeout as e:
+                conn.close()
+                raise errors.TimeoutError(
+                    code=errors.CODE_TIMEOUT,
+                    message=f"{method} {path}: no answer within {wait:g} s",
+                    hint="pass a larger timeout= to the call or the client",
+                ) from e
+            except OSError as e:
+                conn.close()
+                raise errors.ConnectionError(
+                    code=errors.CODE_CONNECTION,
+                    message=f"{method} {path}: {e}",
+                    hint="check that the server at " + self.base_url + " is up and reachable",
+                ) from e
+            self.server_version = resp.headers.get("Boxkite-Version") or self.server_version
+            if 200 <= resp.status < 300:
+                try:
+                    check_server_version(resp.headers.get("Boxkite-Version"))
+                except errors.BoxkiteError:
+                    resp.close()
+                    conn.close()
+                    raise
+                if stream:
+                    return Response(conn, resp)
+                try:
+                    data = resp.read()
+                finally:
+                    conn.close()
+                if not data:
+                    return None
+                ctype = resp.headers.get("Content-Type", "")
+                if "json" not in ctype:
+                    return data
+                try:
+                    return jsonlib.loads(data.decode("utf-8"))
+                except ValueError as e:
+                    raise errors.BoxkiteError(
+                        code=errors.CODE_BAD_RESPONSE,
+                        message=f"{method} {path}: the answer is not JSON: {e}",
+                        status=resp.status,
+                    ) from e
+            try:
+                data = resp.read()
+            except OSError:
+                data = b""
+            finally:
+                conn.close()
+            err = error_from(resp.status, resp.headers, data)
+            check_server_version(resp.headers.get("Boxkite-Version"))
+            if resp.status in RETRY_STATUSES and attempt < self.max_retries and replayable:
+                self._sleep(self._backoff(attempt, err.retry_after))
+                attempt += 1
+                continue
+            raise err
+
+
+def new_idempotency_key() -> str:
+    """A fresh Idempotency-Key: creates retried after a lost answer run once."""
+    return str(uuid.uuid4())
+
+
+def quote(segment: str) -> str:
+    """One path segment, escaped."""
+    return urllib.parse.quote(str(segment), safe="")

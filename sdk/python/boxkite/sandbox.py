@@ -1,0 +1,376 @@
+"""The :class:`Sandbox` handle: exec, files, processes, audit log."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Union
+
+from . import errors
+from ._http import Transport, quote
+from ._streams import ndjson, raise_event_error, sse
+
+# execMargin: an exec call waits for the command's own timeout plus this
+# before it gives up on the server, so nothing here cuts a command short.
+EXEC_MARGIN = 30.0
+DEFAULT_EXEC_TIMEOUT = 30
+
+# How often in a row a live stream is reopened when it breaks without
+# delivering anything, and the pause before each attempt.
+STREAM_RETRIES = 5
+STREAM_PAUSE = 0.5
+
+
+def _body(fields: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+class ExecStream:
+    """The events of a streamed exec, as dicts: ``{"type": "stdout"|"stderr",
+    "data"}`` while the command runs, then ``{"type": "exit", "exit_code",
+    "duration_ms", …}``. An ``error`` event (the sandbox was lost mid-exec)
+    is raised as a BoxkiteError. After the loop, ``result`` holds the exit
+    event and ``stdout``/``stderr`` the collected output."""
+
+    def __init__(self, events: Iterator[dict]) -> None:
+        self._events = events
+        self.result: Optional[dict] = None
+        self._out: List[str] = []
+        self._err: List[str] = []
+
+    def __iter__(self) -> Iterator[dict]:
+        for ev in self._events:
+            t = ev.get("type")
+            if t == "error":
+                raise_event_error(ev)
+            if t == "stdout":
+                self._out.append(ev.get("data", ""))
+            elif t == "stderr":
+                self._err.append(ev.get("data", ""))
+            elif t == "exit":
+                self.result = ev
+            yield ev
+
+    @property
+    def stdout(self) -> str:
+        return "".join(self._out)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self._err)
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        return None if self.result is None else self.result.get("exit_code", 0)
+
+    def wait(self) -> dict:
+        """Drain the stream; return the exit event with stdout and stderr."""
+        for _ in self:
+            pass
+        return dict(self.result or {}, stdout=self.stdout, stderr=self.stderr)
+
+
+class Files:
+    """Files of one sandbox. Relative paths are under /workspace."""
+
+    def __init__(self, sb: "Sandbox") -> None:
+        self._sb = sb
+
+    def write(self, path: str, content: str, description: Optional[str] = None) -> dict:
+        """Write a text file, on disk before the answer."""
+        return self._sb._post("/files", {"path": path, "content": content, "description": description})
+
+    def view(self, path: str, view_range: Optional[List[int]] = None) -> dict:
+        """A file with line numbers, or a directory's entries."""
+        return self._sb._post("/files/view", {"path": path, "view_range": view_range})
+
+    def str_replace(self, path: str, old_str: str, new_str: str, replace_all: Optional[bool] = None) -> dict:
+        return self._sb._post("/files/str-replace", {"path": path, "old_str": old_str, "new_str": new_str, "replace_all": replace_all})
+
+    def ls(self, path: Optional[str] = None) -> List[dict]:
+        return (self._sb._post("/files/ls", {"path": path}) or {}).get("entries") or []
+
+    def glob(self, pattern: str, path: Optional[str] = None) -> dict:
+        return self._sb._post("/files/glob", {"pattern": pattern, "path": path})
+
+    def grep(self, pattern: str, path: Optional[str] = None, glob: Optional[str] = None, max_matches: Optional[int] = None) -> dict:
+        return self._sb._post("/files/grep", {"pattern": pattern, "path": path, "glob": glob, "max_matches": max_matches})
+
+    def watch(self, path: Optional[str] = None, timeout_seconds: Optional[float] = None, recursive: Optional[bool] = None) -> dict:
+        """Wait for changes under path (at most timeout_seconds)."""
+        wait = (timeout_seconds or 30) + EXEC_MARGIN
+        return self._sb._post("/files/watch", {"path": path, "timeout_seconds": timeout_seconds, "recursive": recursive}, timeout=wait)
+
+    def present(self, filepaths: List[str]) -> dict:
+        """Mark files as outputs for the user."""
+        return self._sb._post("/files/present", {"filepaths": filepaths})
+
+    def upload(self, path: str, data: Union[bytes, str, BinaryIO]) -> dict:
+        """Write bytes (or a binary file object, streamed) to path."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        return self._sb._t.request(
+            "PUT", self._sb._path("/files/raw"), body=data, query={"path": path}, headers={"Content-Type": "application/octet-stream"}
+        )
+
+    def download(self, path: str) -> bytes:
+        """A file's bytes."""
+        with self.open(path) as resp:
+            return resp.read()
+
+    def download_to(self, path: str, out: BinaryIO, chunk: int = 1 << 16) -> int:
+        """Stream a file into out; return the byte count."""
+        n = 0
+        with self.open(path) as resp:
+            while True:
+                b = resp.read(chunk)
+                if not b:
+                    return n
+                out.write(b)
+                n += len(b)
+
+    def open(self, path: str):
+        """The streamed answer of GET files/raw, to read and close."""
+        return self._sb._t.request("GET", self._sb._path("/files/raw"), query={"path": path}, stream=True)
+
+    def upload_archive(self, directory: str, archive: Union[bytes, BinaryIO]) -> dict:
+        """Extract a tar or tar.gz under directory."""
+        return self._sb._t.request(
+            "POST", self._sb._path("/files/archive"), body=archive, query={"path": directory}, headers={"Content-Type": "application/gzip"}
+        )
+
+    def download_archive(self, directory: str, gzip: bool = False) -> bytes:
+        """directory as a tar (gzip=True: tar.gz), names relative to it."""
+        query = {"path": directory, "gzip": "1" if gzip else None}
+        with self._sb._t.request("GET", self._sb._path("/files/archive"), query=query, stream=True) as resp:
+            return resp.read()
+
+
+class Processes:
+    """Background processes of one sandbox."""
+
+    def __init__(self, sb: "Sandbox") -> None:
+        self._sb = sb
+
+    def start(self, command: str, description: Optional[str] = None, max_runtime_seconds: Optional[int] = None) -> dict:
+        return self._sb._post("/processes", {"command": command, "description": description, "max_runtime_seconds": max_runtime_seconds})
+
+    def list(self) -> List[dict]:
+        return (self._sb._t.request("GET", self._sb._path("/processes")) or {}).get("processes") or []
+
+    def output(self, pid: str, since_offset: Optional[int] = None) -> dict:
+        return self._sb._t.request("GET", self._sb._path(f"/processes/{quote(pid)}/output"), query={"since_offset": since_offset})
+
+    def stream(self, pid: str, since_offset: Optional[int] = None) -> Iterator[dict]:
+        """The process's output events, then its exit event; a broken
+        stream is resumed from the last offset seen."""
+        offset = since_offset
+        failures = 0
+        while True:
+            resp = self._sb._t.request(
+                "GET",
+                self._sb._path(f"/processes/{quote(pid)}/stream"),
+                query={"since_offset": offset},
+                headers={"Accept": "text/event-stream"},
+                stream=True,
+            )
+            try:
+                for _, data in sse(resp):
+                    ev = json.loads(data)
+                    failures = 0
+                    if ev.get("type") == "output" and ev.get("next_offset") is not None:
+                        offset = ev["next_offset"]
+                    yield ev
+                    if ev.get("type") == "exit":
+                        return
+            except OSError:
+                pass
+            failures += 1
+            if failures > STREAM_RETRIES:
+                raise errors.ConnectionError(code=errors.CODE_CONNECTION, message=f"process {pid}: the output stream keeps breaking")
+            time.sleep(STREAM_PAUSE * failures)
+
+    def input(self, pid: str, data: str) -> dict:
+        return self._sb._post(f"/processes/{quote(pid)}/input", {"data": data})
+
+    def stop(self, pid: str) -> dict:
+        return self._sb._post(f"/processes/{quote(pid)}/stop", None)
+
+    def kill_all(self) -> dict:
+        return self._sb._post("/processes/kill-all", None)
+
+
+class Interpreter:
+    """The sandbox's persistent Python interpreter."""
+
+    def __init__(self, sb: "Sandbox") -> None:
+        self._sb = sb
+
+    def exec(self, code: str, timeout: Optional[int] = None) -> dict:
+        wait = (timeout or DEFAULT_EXEC_TIMEOUT) + EXEC_MARGIN
+        return self._sb._post("/interpreter/exec", {"code": code, "timeout": timeout}, timeout=wait)
+
+    def reset(self) -> dict:
+        return self._sb._post("/interpreter/reset", None)
+
+    def status(self) -> dict:
+        return self._sb._t.request("GET", self._sb._path("/interpreter/status"))
+
+
+class LSP:
+    """Language servers in the sandbox."""
+
+    def __init__(self, sb: "Sandbox") -> None:
+        self._sb = sb
+
+    def start(self, language: str) -> dict:
+        return self._sb._post("/lsp/start", {"language": language})
+
+    def open(self, lsp_id: str, path: str, content: str) -> dict:
+        return self._sb._post(f"/lsp/{quote(lsp_id)}/open", {"path": path, "content": content})
+
+    def completion(self, lsp_id: str, path: str, line: int, character: int) -> dict:
+        return self._sb._post(f"/lsp/{quote(lsp_id)}/completion", {"path": path, "line": line, "character": character})
+
+    def stop(self, lsp_id: str) -> dict:
+        return self._sb._post(f"/lsp/{quote(lsp_id)}/stop", None)
+
+
+class Log:
+    """The sandbox's hash-chained audit log."""
+
+    def __init__(self, sb: "Sandbox") -> None:
+        self._sb = sb
+
+    def page(self, limit: Optional[int] = None, offset: Optional[int] = None) -> dict:
+        """One page: ``entries`` oldest first, ``total``, ``limit``, ``offset``."""
+        return self._sb._t.request("GET", self._sb._path("/log"), query={"limit": limit, "offset": offset})
+
+    def entries(self, page_size: int = 500) -> Iterator[dict]:
+        """Every entry, oldest first, fetching page by page."""
+        offset = 0
+        while True:
+            page = self.page(limit=page_size, offset=offset)
+            items = page.get("entries") or []
+            yield from items
+            offset += len(items)
+            if not items or offset >= page.get("total", 0):
+                return
+
+    def follow(self, last_event_id: Optional[str] = None) -> Iterator[dict]:
+        """Entries as they are written (GET watch, server-sent events): the
+        newest 100 first, or those after last_event_id. A broken stream is
+        reopened with Last-Event-ID, so no entry is missed or repeated. Runs
+        until the caller stops iterating."""
+        failures = 0
+        while True:
+            headers = {"Accept": "text/event-stream"}
+            if last_event_id:
+                headers["Last-Event-ID"] = last_event_id
+            try:
+                resp = self._sb._t.request("GET", self._sb._path("/watch"), headers=headers, stream=True)
+                for ev_id, data in sse(resp):
+                    entry = json.loads(data)
+                    if ev_id:
+                        last_event_id = ev_id
+                    failures = 0
+                    yield entry
+            except (OSError, errors.ConnectionError, errors.TimeoutError):
+                pass
+            failures += 1
+            if failures > STREAM_RETRIES:
+                raise errors.ConnectionError(
+                    code=errors.CODE_CONNECTION,
+                    message=f"sandbox {self._sb.id}: the watch stream keeps breaking",
+                    hint="check the server; follow(last_event_id=…) resumes where this stopped",
+                )
+            time.sleep(STREAM_PAUSE * failures)
+
+
+class Sandbox:
+    """One sandbox. ``id`` names it; ``data`` is its record as last fetched
+    (``status``, ``label``, ``expires_at``, …), also readable as sb["status"]."""
+
+    def __init__(self, transport: Transport, data: dict) -> None:
+        self._t = transport
+        self.data = data
+        self.id: str = data["id"]
+        self.files = Files(self)
+        self.processes = Processes(self)
+        self.interpreter = Interpreter(self)
+        self.lsp = LSP(self)
+        self.log = Log(self)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __repr__(self) -> str:
+        return f"Sandbox(id={self.id!r}, status={self.data.get('status')!r})"
+
+    def _path(self, sub: str) -> str:
+        return f"/v1/sandboxes/{quote(self.id)}{sub}"
+
+    def _post(self, sub: str, body: Optional[Dict[str, Any]], timeout: Optional[float] = None) -> Any:
+        return self._t.request("POST", self._path(sub), json=_body(body) if body is not None else {}, timeout=timeout)
+
+    def refresh(self) -> "Sandbox":
+        self.data = self._t.request("GET", self._path(""))
+        return self
+
+    def delete(self) -> None:
+        self._t.request("DELETE", self._path(""))
+
+    def extend(self, lifetime_minutes: int) -> "Sandbox":
+        self.data = self._t.request("POST", self._path("/extend"), json={"lifetime_minutes": lifetime_minutes})
+        return self
+
+    def stats(self) -> dict:
+        return self._t.request("GET", self._path("/stats"))
+
+    def takeover_token(self, read_only: bool = False) -> dict:
+        """A single-use token for the sandbox's terminal (admin keys)."""
+        return self._post("/takeover-token", {"read_only": read_only or None})
+
+    def _exec_body(self, command: str, **kw: Any) -> Dict[str, Any]:
+        return _body(dict(kw, command=command))
+
+    def exec(
+        self,
+        command: str,
+        timeout: Optional[int] = None,
+        stdin: Optional[str] = None,
+        cwd: Optional[str] = None,
+        env: Optional[Dict[str, str]] = None,
+        description: Optional[str] = None,
+        max_output_bytes: Optional[int] = None,
+        on_output_limit: Optional[str] = None,
+    ) -> dict:
+        """Run a shell command; return ``exit_code``, ``stdout``, ``stderr``,
+        ``duration_ms`` (and the truncation fields when output was cut)."""
+        body = self._exec_body(
+            command, timeout=timeout, stdin=stdin, cwd=cwd, env=env, description=description,
+            max_output_bytes=max_output_bytes, on_output_limit=on_output_limit,
+        )
+        return self._t.request("POST", self._path("/exec"), json=body, timeout=(timeout or DEFAULT_EXEC_TIMEOUT) + EXEC_MARGIN)
+
+    def exec_stream(
+        self,
+        command: str,
+        timeout: Optional[int] = None,
+        stdin: Optional[str] = None,
+        cwd: Optional[str] = None,
+        env: Optional[Dict[str, str]] = None,
+        description: Optional[str] = None,
+        max_output_bytes: Optional[int] = None,
+        on_output_limit: Optional[str] = None,
+    ) -> ExecStream:
+        """Run a shell command and stream its output as it happens."""
+        body = self._exec_body(
+            command, timeout=timeout, stdin=stdin, cwd=cwd, env=env, description=description,
+            max_output_bytes=max_output_bytes, on_output_limit=on_output_limit,
+        )
+        resp = self._t.request(
+            "POST", self._path("/exec"), json=body, headers={"Accept": "application/x-ndjson"},
+            stream=True, timeout=(timeout or DEFAULT_EXEC_TIMEOUT) + EXEC_MARGIN,
+        )
+        return ExecStream(ndjson(resp))

@@ -1,0 +1,141 @@
+"""Runs sdk/conformance/cases.json with the Python SDK and prints one JSON
+line per case: {"name", "result" | "error", "elapsed_ms"}. The Go test in
+sdk/conformance starts the servers, runs this and compares.
+
+Usage: python3 conformance_runner.py CASES.json (servers from
+BOXKITE_BASE_URL, BOXKITE_API_KEY, BOXKITE_CONFORMANCE_OLD_URL,
+BOXKITE_CONFORMANCE_FLAKY_URL).
+"""
+
+import base64
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import boxkite  # noqa: E402
+
+REF = re.compile(r"^\$\{([^}]+)\}$")
+
+
+def resolve(value, saved):
+    if isinstance(value, str):
+        m = REF.match(value)
+        if not m:
+            return value
+        cur = saved
+        for part in m.group(1).split("."):
+            cur = cur[int(part)] if isinstance(cur, list) else cur[part]
+        return cur
+    if isinstance(value, list):
+        return [resolve(v, saved) for v in value]
+    if isinstance(value, dict):
+        return {k: resolve(v, saved) for k, v in value.items()}
+    return value
+
+
+def content(a):
+    if "content_b64" in a:
+        return base64.b64decode(a["content_b64"])
+    rep = a["repeat"].encode()
+    return (rep * (a["size"] // len(rep) + 1))[: a["size"]]
+
+
+def follow(sb, a):
+    out = []
+    for entry in sb.log.follow(last_event_id=a.get("last_event_id")):
+        out.append(entry)
+        if len(out) == a["count"]:
+            break
+    return {"entries": out}
+
+
+def calls(bk):
+    sb = lambda a: bk.sandbox(a["id"])  # noqa: E731
+    return {
+        "health": lambda a: bk.health(),
+        "account.get": lambda a: bk.account.get(),
+        "account.usage": lambda a: bk.account.usage(),
+        "sandboxes.create": lambda a: bk.sandboxes.create(
+            label=a.get("label"), lifetime_minutes=a.get("lifetime_minutes"), idempotency_key=a.get("idempotency_key")
+        ).data,
+        "sandboxes.get": lambda a: bk.sandboxes.get(a["id"]).data,
+        "sandboxes.list": lambda a: [s.data for s in bk.sandboxes.list(active_only=a.get("active_only", False))],
+        "sandboxes.extend": lambda a: sb(a).extend(a["lifetime_minutes"]).data,
+        "sandboxes.delete": lambda a: bk.sandboxes.delete(a["id"]),
+        "sandbox.exec": lambda a: sb(a).exec(a["command"], timeout=a.get("timeout"), stdin=a.get("stdin"), cwd=a.get("cwd"), env=a.get("env")),
+        "sandbox.exec_stream": lambda a: {"events": list(sb(a).exec_stream(a["command"], timeout=a.get("timeout")))},
+        "sandbox.stats": lambda a: sb(a).stats(),
+        "files.write": lambda a: sb(a).files.write(a["path"], a["content"]),
+        "files.view": lambda a: sb(a).files.view(a["path"]),
+        "files.str_replace": lambda a: sb(a).files.str_replace(a["path"], a["old_str"], a["new_str"]),
+        "files.ls": lambda a: sb(a).files.ls(a.get("path")),
+        "files.glob": lambda a: sb(a).files.glob(a["pattern"], a.get("path")),
+        "files.grep": lambda a: sb(a).files.grep(a["pattern"], a.get("path")),
+        "files.upload": lambda a: sb(a).files.upload(a["path"], content(a)),
+        "files.download": lambda a: (lambda b: {"size": len(b), "sha256": hashlib.sha256(b).hexdigest()})(sb(a).files.download(a["path"])),
+        "files.upload_archive": lambda a: sb(a).files.upload_archive(a["path"], content(a)),
+        "files.download_archive": lambda a: (lambda b: {"size": len(b), "head_hex": b[:2].hex()})(sb(a).files.download_archive(a["path"], gzip=a.get("gzip", False))),
+        "processes.start": lambda a: sb(a).processes.start(a["command"]),
+        "processes.stream": lambda a: {"events": list(sb(a).processes.stream(a["pid"]))},
+        "processes.output": lambda a: sb(a).processes.output(a["pid"]),
+        "processes.list": lambda a: sb(a).processes.list(),
+        "interpreter.exec": lambda a: sb(a).interpreter.exec(a["code"]),
+        "log.page": lambda a: sb(a).log.page(limit=a.get("limit"), offset=a.get("offset")),
+        "log.all": lambda a: {"entries": list(sb(a).log.entries(page_size=a.get("page_size", 500)))},
+        "log.follow": lambda a: follow(sb(a), a),
+        "volumes.create": lambda a: bk.volumes.create(label=a.get("label"), size_gb=a.get("size_gb")),
+        "volumes.get": lambda a: bk.volumes.get(a["id"]),
+        "volumes.list": lambda a: bk.volumes.list(),
+        "volumes.delete": lambda a: bk.volumes.delete(a["id"]),
+        "mcp_connections.create": lambda a: bk.mcp_connections.create(a["label"], a["catalog_id"]),
+        "mcp_connections.get": lambda a: bk.mcp_connections.get(a["id"]),
+        "mcp_connections.list": lambda a: bk.mcp_connections.list(),
+        "mcp_connections.delete": lambda a: bk.mcp_connections.delete(a["id"]),
+        "api_keys.create": lambda a: bk.api_keys.create(a["name"], role=a.get("role")),
+        "api_keys.list": lambda a: bk.api_keys.list(),
+        "api_keys.revoke": lambda a: bk.api_keys.revoke(a["id"]),
+        "images.list": lambda a: bk.images.list(),
+        "images.get": lambda a: bk.images.get(a["id"]),
+        "allowed_commands.get": lambda a: bk.account.allowed_commands(),
+        "allowed_commands.set": lambda a: bk.account.set_allowed_commands(a["rules"]),
+        "allowed_commands.clear": lambda a: bk.account.clear_allowed_commands(),
+        "tools.run": lambda a: {"text": boxkite.run_tool(sb(a), a["name"], a["arguments"])},
+        "tools.openai": lambda a: boxkite.to_openai_tools(),
+        "tools.anthropic": lambda a: boxkite.to_anthropic_tools(),
+    }
+
+
+def main():
+    with open(sys.argv[1], encoding="utf-8") as f:
+        cases = json.load(f)["cases"]
+    key = os.environ["BOXKITE_API_KEY"]
+    clients = {
+        "main": calls(boxkite.Boxkite(os.environ["BOXKITE_BASE_URL"], key)),
+        "old": calls(boxkite.Boxkite(os.environ.get("BOXKITE_CONFORMANCE_OLD_URL", "http://127.0.0.1:1"), key)),
+        "flaky": calls(boxkite.Boxkite(os.environ.get("BOXKITE_CONFORMANCE_FLAKY_URL", "http://127.0.0.1:1"), key)),
+    }
+    saved = {}
+    for case in cases:
+        if "python" in case.get("skip", {}):
+            continue
+        out = {"name": case["name"]}
+        start = time.monotonic()
+        try:
+            fn = clients[case.get("server", "main")][case["call"]]
+            out["result"] = fn(resolve(case.get("args", {}), saved))
+            saved[case["name"]] = out["result"]
+        except boxkite.BoxkiteError as e:
+            out["error"] = dict(e.to_dict(), display=str(e))
+        except KeyError as e:
+            out["error"] = {"code": "runner", "message": f"no call {case['call']} or missing {e}", "display": ""}
+        out["elapsed_ms"] = int((time.monotonic() - start) * 1000)
+        print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+//! Runs sdk/conformance/cases.json with this crate and prints one JSON line
+//! per case: {name, result | error, elapsed_ms}. The Go test in
+//! sdk/conformance starts the servers, runs this and compares.
+//!
+//! Usage: cargo run --example conformance -- CASES.json (servers from
+//! BOXKITE_BASE_URL, BOXKITE_API_KEY, BOXKITE_CONFORMANCE_OLD_URL,
+//! BOXKITE_CONFORMANCE_FLAKY_URL).
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use boxkite::{Client, CreateSandbox, Error, ExecOptions};
+use serde_json::{json, Value};
+
+fn resolve(v: &Value, saved: &HashMap<String, Value>) -> Value {
+    match v {
+        Value::String(s) if s.starts_with("${") && s.ends_with('}') => {
+            let path = &s[2..s.len() - 1];
+            let mut parts = path.split('.');
+            let mut cur = saved.get(parts.next().unwrap_or("")).cloned().unwrap_or(Value::Null);
+            for p in parts {
+                cur = match p.parse::<usize>() {
+                    Ok(i) if cur.is_array() => cur[i].clone(),
+                    _ => cur[p].clone(),
+                };
+            }
+            cur
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| resolve(x, saved)).collect()),
+        Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), resolve(x, saved))).collect()),
+        other => other.clone(),
+    }
+}
+
+fn s(a: &Value, k: &str) -> String {
+    a[k].as_str().unwrap_or("").to_string()
+}
+
+fn content(a: &Value) -> Vec<u8> {
+    if let Some(b64) = a["content_b64"].as_str() {
+        return base64_decode(b64);
+    }
+    let rep = s(a, "repeat").into_bytes();
+    let size = a["size"].as_u64().unwrap_or(0) as usize;
+    rep.iter().cycle().take(size).copied().collect()
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let bytes: Vec<u8> = s.bytes().filter(|&c| c != b'=').collect();
+    let mut out = Vec::new();
+    for chunk in bytes.chunks(4) {
+        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, &c)| acc | (val(c) as u32) << (18 - 6 * i));
+        for i in 0..chunk.len().saturating_sub(1) {
+            out.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    out
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    // The runner checks downloads byte-exact without a crypto crate:
+    // sha256sum reads the bytes from stdin.
+    use std::io::Write;
+    let mut child = std::process::Command::new("sha256sum").stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().expect("sha256sum");
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or("").to_string()
+}
+
+fn to_value<T: serde::Serialize>(v: T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
+    let sb = || bk.sandbox(&s(a, "id"));
+    Ok(match name {
+        "health" => bk.health()?,
+        "account.get" => bk.account()?,
+        "account.usage" => bk.usage()?,
+        "sandboxes.create" => {
+            let req = CreateSandbox {
+                label: a["label"].as_str().map(String::from),
+                lifetime_minutes: a["lifetime_minutes"].as_i64(),
+                idempotency_key: a["idempotency_key"].as_str().map(String::from),
+                ..Default::default()
+            };
+            to_value(bk.sandboxes().create(&req)?.info)
+        }
+        "sandboxes.get" => to_value(bk.sandboxes().get(&s(a, "id"))?.info),
+        "sandboxes.list" => to_value(bk.sandboxes().list(a["active_only"].as_bool().unwrap_or(false))?.into_iter().map(|s| s.info).collect::<Vec<_>>()),
+        "sandboxes.extend" => to_value(sb().extend(a["lifetime_minutes"].as_i64().unwrap_or(0))?.clone()),
+        "sandboxes.delete" => {
+            bk.sandboxes().delete(&s(a, "id"))?;
+            Value::Null
+        }
+        "sandbox.exec" => {
+            let o = ExecOptions {
+                timeout: a["timeout"].as_u64(),
+                stdin: a["stdin"].as_str().map(String::from),
+                cwd: a["cwd"].as_str().map(String::from),
+                env: a["env"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect()),
+                ..Default::default()
+            };
+            to_value(sb().exec_with(&s(a, "command"), &o)?)
+        }
+        "sandbox.exec_stream" => {
+            let events: Result<Vec<_>, Error> = sb().exec_stream(&s(a, "command"))?.collect();
+            json!({ "events": events? })
+        }
+        "sandbox.stats" => sb().stats()?,
+        "files.write" => sb().files().write(&s(a, "path"), &s(a, "content"))?,
+        "files.view" => sb().files().view(&s(a, "path"))?,
+        "files.str_replace" => sb().files().str_replace(&s(a, "path"), &s(a, "old_str"), &s(a, "new_str"))?,
+        "files.ls" => to_value(sb().files().ls(&s(a, "path"))?),
+        "files.glob" => sb().files().glob(&s(a, "pattern"), a["path"].as_str())?,
+        "files.grep" => sb().files().grep(&s(a, "pattern"), a["path"].as_str())?,
+        "files.upload" => sb().files().upload(&s(a, "path"), &content(a))?,
+        "files.download" => {
+            let b = sb().files().download(&s(a, "path"))?;
+            json!({ "size": b.len(), "sha256": sha256_hex(&b) })
+        }
+        "files.upload_archive" => sb().files().upload_archive(&s(a, "path"), &content(a))?,
+        "files.download_archive" => {
+            let b = sb().files().download_archive(&s(a, "path"), a["gzip"].as_bool().unwrap_or(false))?;
+            let head: String = b.iter().take(2).map(|x| format!("{:02x}", x)).collect();
+            json!({ "size": b.len(), "head_hex": head })
+        }
+        "processes.start" => sb().processes().start(&s(a, "command"))?,
+        "processes.stream" => {
+            let sandbox = sb();
+            let events: Result<Vec<_>, Error> = sandbox.processes().stream(&s(a, "pid"), 0)?.collect();
+            json!({ "events": events? })
+        }
+        "processes.output" => sb().processes().output(&s(a, "pid"), 0)?,
+        "processes.list" => to_value(sb().processes().list()?),
+        "interpreter.exec" => sb().interpreter_exec(&s(a, "code"))?,
+        "log.page" => to_value(sb().log().page(a["limit"].as_i64().unwrap_or(50), a["offset"].as_i64().unwrap_or(0))?),
+        "log.all" => {
+            let sandbox = sb();
+            let entries: Result<Vec<_>, Error> = sandbox.log().entries(a["page_size"].as_i64().unwrap_or(500)).collect();
+            json!({ "entries": entries? })
+        }
+        "log.follow" => {
+            let n = a["count"].as_u64().unwrap_or(1) as usize;
+            let sandbox = sb();
+            let entries: Result<Vec<_>, Error> = sandbox.log().follow(a["last_event_id"].as_str()).take(n).collect();
+            json!({ "entries": entries? })
+        }
+        "volumes.create" => bk.volumes().create(json!({ "label": a["label"] }))?,
+        "volumes.get" => bk.volumes().get(&s(a, "id"))?,
+        "volumes.list" => to_value(bk.volumes().list()?),
+        "volumes.delete" => to_value(bk.volumes().delete(&s(a, "id"))?),
+        "mcp_connections.create" => bk.mcp_connections().create(json!({ "label": a["label"], "catalog_id": a["catalog_id"] }))?,
+        "mcp_connections.get" => bk.mcp_connections().get(&s(a, "id"))?,
+        "mcp_connections.list" => to_value(bk.mcp_connections().list()?),
+        "mcp_connections.delete" => to_value(bk.mcp_connections().delete(&s(a, "id"))?),
+        "api_keys.create" => bk.api_keys().create(json!({ "name": a["name"], "role": a["role"] }))?,
+        "api_keys.list" => to_value(bk.api_keys().list()?),
+        "api_keys.revoke" => to_value(bk.api_keys().delete(&s(a, "id"))?),
+        "images.list" => to_value(bk.images().list()?),
+        "images.get" => bk.images().get(&s(a, "id"))?,
+        "allowed_commands.get" => bk.allowed_commands()?,
+        "allowed_commands.set" => bk.set_allowed_commands(a["rules"].clone())?,
+        "allowed_commands.clear" => to_value(bk.clear_allowed_commands()?),
+        other => return Err(Error::new("runner", format!("no call {}", other), "")),
+    })
+}
+
+fn main() {
+    let path = std::env::args().nth(1).expect("usage: conformance CASES.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("read cases")).expect("parse cases");
+    let key = std::env::var("BOXKITE_API_KEY").unwrap_or_default();
+    let url = |k: &str| std::env::var(k).unwrap_or_else(|_| "http://127.0.0.1:1".to_string());
+    let clients: HashMap<&str, Client> = [
+        ("main", Client::new(&url("BOXKITE_BASE_URL"), &key)),
+        ("old", Client::new(&url("BOXKITE_CONFORMANCE_OLD_URL"), &key)),
+        ("flaky", Client::new(&url("BOXKITE_CONFORMANCE_FLAKY_URL"), &key)),
+    ]
+    .into_iter()
+    .collect();
+    let mut saved: HashMap<String, Value> = HashMap::new();
+    for c in doc["cases"].as_array().expect("cases") {
+        if c["skip"].get("rust").is_some() {
+            continue;
+        }
+        let name = s(c, "name");
+        let empty = json!({});
+        let args = resolve(if c["args"].is_null() { &empty } else { &c["args"] }, &saved);
+        let server = c["server"].as_str().unwrap_or("main");
+        let start = Instant::now();
+        let mut out = json!({ "name": name });
+        match call(&clients[server], c["call"].as_str().unwrap_or(""), &args) {
+            Ok(v) => {
+                saved.insert(name.clone(), v.clone());
+                out["result"] = v;
+            }
+            Err(e) => {
+                out["error"] = json!({
+                    "code": e.code, "message": e.message, "hint": e.hint, "status": e.status,
+                    "details": e.details, "request_id": e.request_id, "display": e.to_string(),
+                });
+            }
+        }
+        out["elapsed_ms"] = json!(start.elapsed().as_millis() as u64);
+        println!("{}", out);
+    }
+}

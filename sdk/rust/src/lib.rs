@@ -1,0 +1,429 @@
+//! boxkite: a blocking Rust client of boxkite, the self-hostable sandbox
+//! for agent code execution.
+//!
+//! ```no_run
+//! let bk = boxkite::Client::from_env();
+//! let sb = bk.sandboxes().create(&boxkite::CreateSandbox { label: Some("demo".into()), ..Default::default() })?;
+//! println!("{}", sb.exec("echo hi")?.stdout);
+//! sb.delete()?;
+//! # Ok::<(), boxkite::Error>(())
+//! ```
+//!
+//! Errors carry the API's stable `code` and its `hint`; 429 and 503 answers
+//! are retried after Retry-After; creates send an Idempotency-Key; live
+//! streams (exec output, the audit log) are iterators, and the audit log
+//! follow reconnects with Last-Event-ID. See docs/sdks.md.
+
+mod error;
+mod http;
+mod sandbox;
+mod stream;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+pub use error::{Error, Result, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT};
+pub use http::{version_tuple, Body, MIN_SERVER_VERSION, VERSION};
+pub use sandbox::{ExecOptions, ExecStream, Files, Follow, Log, Processes, Sandbox};
+pub use stream::{Event, Ndjson, Sse};
+
+use http::{seg, Req, Transport};
+
+/// A sandbox's record (GET /v1/sandboxes/{id}).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxInfo {
+    pub id: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub size: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_gb: Option<f64>,
+    #[serde(default)]
+    pub lifetime_minutes: i64,
+    #[serde(default)]
+    pub created_at: String,
+    #[serde(default)]
+    pub expires_at: String,
+    #[serde(default)]
+    pub destroyed_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destroy_reason: Option<String>,
+}
+
+/// The body of POST /v1/sandboxes; None fields take the server's defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CreateSandbox {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_gb: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lifetime_minutes: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub volume_mounts: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_connection_names: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_names: Option<Vec<String>>,
+    /// Sent as Idempotency-Key (a fresh one when None), not in the body.
+    #[serde(skip)]
+    pub idempotency_key: Option<String>,
+}
+
+/// The result of an exec. The truncation fields are set when output was cut.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExecResult {
+    pub exit_code: i64,
+    #[serde(default)]
+    pub stdout: String,
+    #[serde(default)]
+    pub stderr: String,
+    #[serde(default)]
+    pub duration_ms: i64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout_bytes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_bytes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_limit_bytes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+/// One event of a streamed exec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum ExecEvent {
+    Stdout { data: String },
+    Stderr { data: String },
+    Exit {
+        exit_code: i64,
+        #[serde(default)]
+        duration_ms: i64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
+    },
+    Error { error: Value },
+}
+
+/// One audit log entry.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogEntry {
+    pub id: String,
+    #[serde(default)]
+    pub session_id: String,
+    #[serde(default)]
+    pub account_id: String,
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub operation: String,
+    #[serde(default)]
+    pub detail: Value,
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    #[serde(default)]
+    pub output_truncated: bool,
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default)]
+    pub duration_ms: i64,
+    #[serde(default)]
+    pub row_hash: String,
+    #[serde(default)]
+    pub prev_hash: String,
+    #[serde(default)]
+    pub seq: i64,
+}
+
+/// A page of the audit log.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogPage {
+    pub entries: Vec<LogEntry>,
+    pub limit: i64,
+    pub offset: i64,
+    pub total: i64,
+    #[serde(default)]
+    pub head_seq: i64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub head_hash: String,
+}
+
+/// The client's settings; `Client::with` builds a client from them.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub base_url: String,
+    pub api_key: String,
+    /// How long a call waits for its answer (exec adds the command's timeout).
+    pub timeout: Duration,
+    /// How often a 429 or 503 is retried, after Retry-After.
+    pub max_retries: u32,
+    /// The longest one wait before a retry.
+    pub max_retry_wait: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let (base_url, api_key) = config::resolve(None, None);
+        Options { base_url, api_key, timeout: Duration::from_secs(120), max_retries: 3, max_retry_wait: Duration::from_secs(60) }
+    }
+}
+
+/// A client of one boxkite control plane. Cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    t: Arc<Transport>,
+}
+
+impl Client {
+    /// A client of base_url with api_key and the default options.
+    pub fn new(base_url: &str, api_key: &str) -> Self {
+        Client::with(Options { base_url: base_url.to_string(), api_key: api_key.to_string(), ..Options::default() })
+    }
+
+    /// A client from BOXKITE_BASE_URL and BOXKITE_API_KEY, else what
+    /// `boxkite up` wrote under ~/.boxkite (BOXKITE_HOME).
+    pub fn from_env() -> Self {
+        Client::with(Options::default())
+    }
+
+    pub fn with(o: Options) -> Self {
+        let agent = ureq::AgentBuilder::new().timeout_connect(Duration::from_secs(10)).build();
+        Client {
+            t: Arc::new(Transport {
+                base_url: o.base_url.trim_end_matches('/').to_string(),
+                api_key: o.api_key,
+                timeout: o.timeout,
+                max_retries: o.max_retries,
+                max_retry_wait: o.max_retry_wait,
+                agent,
+                server_version: Mutex::new(None),
+            }),
+        }
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.t.base_url
+    }
+
+    /// The Boxkite-Version the server last sent.
+    pub fn server_version(&self) -> Option<String> {
+        self.t.server_version.lock().unwrap().clone()
+    }
+
+    pub fn health(&self) -> Result<Value> {
+        let mut r = Req::new("GET", "/health");
+        r.auth = false;
+        self.t.json(r)
+    }
+
+    pub fn sandboxes(&self) -> Sandboxes {
+        Sandboxes { t: self.t.clone() }
+    }
+
+    /// A handle for sandbox id, without a request.
+    pub fn sandbox(&self, id: &str) -> Sandbox {
+        Sandbox::new(self.t.clone(), SandboxInfo { id: id.to_string(), ..Default::default() })
+    }
+
+    pub fn volumes(&self) -> Collection {
+        Collection { t: self.t.clone(), path: "/v1/volumes" }
+    }
+
+    pub fn images(&self) -> Collection {
+        Collection { t: self.t.clone(), path: "/v1/images" }
+    }
+
+    pub fn mcp_connections(&self) -> Collection {
+        Collection { t: self.t.clone(), path: "/v1/mcp-connections" }
+    }
+
+    /// API keys; a created key's "key" is shown once. There is no GET of one key.
+    pub fn api_keys(&self) -> Collection {
+        Collection { t: self.t.clone(), path: "/v1/api-keys" }
+    }
+
+    /// SSH keys for the bastion. There is no GET of one key.
+    pub fn ssh_keys(&self) -> Collection {
+        Collection { t: self.t.clone(), path: "/v1/account/ssh-keys" }
+    }
+
+    pub fn account(&self) -> Result<Value> {
+        self.t.json(Req::new("GET", "/v1/account"))
+    }
+
+    pub fn update_account(&self, scrub_output: bool) -> Result<Value> {
+        self.t.json(Req::new("PATCH", "/v1/account").json(json!({ "scrub_output": scrub_output })))
+    }
+
+    pub fn usage(&self) -> Result<Value> {
+        self.t.json(Req::new("GET", "/v1/usage"))
+    }
+
+    /// The host's use of its limits (admin keys).
+    pub fn host(&self) -> Result<Value> {
+        self.t.json(Req::new("GET", "/v1/host"))
+    }
+
+    pub fn allowed_commands(&self) -> Result<Value> {
+        Ok(self.t.json(Req::new("GET", "/v1/account/allowed-commands"))?.get("rules").cloned().unwrap_or(json!([])))
+    }
+
+    pub fn set_allowed_commands(&self, rules: Value) -> Result<Value> {
+        let v = self.t.json(Req::new("PUT", "/v1/account/allowed-commands").json(json!({ "rules": rules })))?;
+        Ok(v.get("rules").cloned().unwrap_or(json!([])))
+    }
+
+    pub fn clear_allowed_commands(&self) -> Result<()> {
+        self.t.json(Req::new("DELETE", "/v1/account/allowed-commands")).map(|_| ())
+    }
+
+    /// Creates an account; the answer carries an access token.
+    pub fn signup(&self, email: &str, password: &str) -> Result<Value> {
+        let mut r = Req::new("POST", "/v1/auth/signup").json(json!({ "email": email, "password": password }));
+        r.auth = false;
+        self.t.json(r)
+    }
+
+    pub fn login(&self, email: &str, password: &str) -> Result<Value> {
+        let mut r = Req::new("POST", "/v1/auth/login").json(json!({ "email": email, "password": password }));
+        r.auth = false;
+        self.t.json(r)
+    }
+}
+
+/// The account's sandboxes.
+pub struct Sandboxes {
+    t: Arc<Transport>,
+}
+
+impl Sandboxes {
+    /// Creates a sandbox; it is active and ready for calls when this returns.
+    pub fn create(&self, req: &CreateSandbox) -> Result<Sandbox> {
+        let body = serde_json::to_value(req).map_err(|e| Error::new(CODE_BAD_RESPONSE, e.to_string(), ""))?;
+        let mut r = Req::new("POST", "/v1/sandboxes").json(body);
+        r.idempotency_key = Some(req.idempotency_key.clone().unwrap_or_else(http::idempotency_key));
+        let info: SandboxInfo = self.t.decode(r)?;
+        Ok(Sandbox::new(self.t.clone(), info))
+    }
+
+    /// The account's sandboxes, newest first.
+    pub fn list(&self, active_only: bool) -> Result<Vec<Sandbox>> {
+        let mut r = Req::new("GET", "/v1/sandboxes");
+        if active_only {
+            r = r.query("active_only", "true");
+        }
+        let infos: Vec<SandboxInfo> = self.t.decode(r)?;
+        Ok(infos.into_iter().map(|i| Sandbox::new(self.t.clone(), i)).collect())
+    }
+
+    pub fn get(&self, id: &str) -> Result<Sandbox> {
+        let info: SandboxInfo = self.t.decode(Req::new("GET", format!("/v1/sandboxes/{}", seg(id))))?;
+        Ok(Sandbox::new(self.t.clone(), info))
+    }
+
+    pub fn delete(&self, id: &str) -> Result<()> {
+        self.t.json(Req::new("DELETE", format!("/v1/sandboxes/{}", seg(id)))).map(|_| ())
+    }
+}
+
+/// A REST collection under one path (volumes, images, MCP connections, API
+/// keys, SSH keys): create, list, get, delete. A new resource is one more
+/// constructor on Client naming its path.
+pub struct Collection {
+    t: Arc<Transport>,
+    path: &'static str,
+}
+
+impl Collection {
+    /// Creates an item from a JSON body, with a fresh Idempotency-Key.
+    pub fn create(&self, body: Value) -> Result<Value> {
+        self.create_with_key(body, &http::idempotency_key())
+    }
+
+    /// Creates an item; a retry with the same key runs once.
+    pub fn create_with_key(&self, body: Value, idempotency_key: &str) -> Result<Value> {
+        let mut r = Req::new("POST", self.path).json(body);
+        r.idempotency_key = Some(idempotency_key.to_string());
+        self.t.json(r)
+    }
+
+    /// Every item of the account, newest first.
+    pub fn list(&self) -> Result<Vec<Value>> {
+        match self.t.json(Req::new("GET", self.path))? {
+            Value::Array(v) => Ok(v),
+            Value::Null => Ok(vec![]),
+            other => Err(Error::new(CODE_BAD_RESPONSE, format!("GET {}: want an array, got {}", self.path, other), "")),
+        }
+    }
+
+    /// One item. For API keys and SSH keys, which have no GET of one item, the list is searched.
+    pub fn get(&self, id: &str) -> Result<Value> {
+        if self.path == "/v1/api-keys" || self.path == "/v1/account/ssh-keys" {
+            return self.list()?.into_iter().find(|v| v["id"] == id).ok_or_else(|| {
+                let mut e = Error::new("not_found", format!("no {} item {}", self.path, id), "list them first");
+                e.status = 404;
+                e
+            });
+        }
+        self.t.json(Req::new("GET", format!("{}/{}", self.path, seg(id))))
+    }
+
+    pub fn delete(&self, id: &str) -> Result<()> {
+        self.t.json(Req::new("DELETE", format!("{}/{}", self.path, seg(id)))).map(|_| ())
+    }
+}
+
+mod config {
+    //! Where the client finds its server and key when none is given.
+
+    fn read(path: &std::path::Path) -> (Option<String>, Option<String>) {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let (mut url, mut key) = (None, None);
+        for line in text.lines() {
+            let (k, v) = match line.split_once('=') {
+                Some(kv) => kv,
+                None => continue,
+            };
+            let v = v.trim();
+            if v.len() < 2 || !(v.starts_with('"') && v.ends_with('"') || v.starts_with('\'') && v.ends_with('\'')) {
+                continue;
+            }
+            let v = v[1..v.len() - 1].to_string();
+            match k.trim() {
+                "base_url" => url = Some(v),
+                "api_key" => key = Some(v),
+                _ => {}
+            }
+        }
+        (url, key)
+    }
+
+    /// The URL and key: the arguments, else BOXKITE_BASE_URL and
+    /// BOXKITE_API_KEY, else config.toml (when it names both) or local.toml
+    /// under BOXKITE_HOME (~/.boxkite).
+    pub fn resolve(url: Option<String>, key: Option<String>) -> (String, String) {
+        let env = |n: &str| std::env::var(n).ok().filter(|s| !s.is_empty());
+        let url = url.or_else(|| env("BOXKITE_BASE_URL"));
+        let key = key.or_else(|| env("BOXKITE_API_KEY"));
+        if let (Some(u), Some(k)) = (&url, &key) {
+            return (u.clone(), k.clone());
+        }
+        let home = env("BOXKITE_HOME").map(std::path::PathBuf::from).unwrap_or_else(|| std::path::PathBuf::from(env("HOME").unwrap_or_default()).join(".boxkite"));
+        let hosted = read(&home.join("config.toml"));
+        let files = if hosted.0.is_some() && hosted.1.is_some() { hosted } else { read(&home.join("local.toml")) };
+        (url.or(files.0).unwrap_or_else(|| "http://127.0.0.1:8090".to_string()), key.or(files.1).unwrap_or_default())
+    }
+}

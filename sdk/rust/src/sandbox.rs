@@ -1,0 +1,457 @@
+//! The Sandbox handle: exec, files, processes, audit log.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::thread::sleep;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result, CODE_CONNECTION};
+use crate::http::{seg, Body, Req, Transport};
+use crate::stream::{Ndjson, Sse};
+use crate::{ExecEvent, ExecResult, LogEntry, LogPage, SandboxInfo};
+
+/// An exec call waits for the command's own timeout plus this.
+const EXEC_MARGIN: Duration = Duration::from_secs(30);
+const DEFAULT_EXEC_TIMEOUT: u64 = 30;
+/// How often in a row a live stream is reopened when it breaks without delivering.
+const STREAM_RETRIES: u32 = 5;
+const STREAM_PAUSE: Duration = Duration::from_millis(500);
+
+/// Options of an exec; None fields take the server's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct ExecOptions {
+    /// Seconds, 1..3600 (default 30).
+    pub timeout: Option<u64>,
+    pub stdin: Option<String>,
+    pub cwd: Option<String>,
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+    pub description: Option<String>,
+    pub max_output_bytes: Option<u64>,
+    /// "truncate" (default) or "stop".
+    pub on_output_limit: Option<String>,
+}
+
+impl ExecOptions {
+    fn body(&self, command: &str) -> Value {
+        let mut b = json!({ "command": command });
+        let o = b.as_object_mut().unwrap();
+        if let Some(v) = self.timeout {
+            o.insert("timeout".into(), json!(v));
+        }
+        if let Some(v) = &self.stdin {
+            o.insert("stdin".into(), json!(v));
+        }
+        if let Some(v) = &self.cwd {
+            o.insert("cwd".into(), json!(v));
+        }
+        if let Some(v) = &self.env {
+            o.insert("env".into(), json!(v));
+        }
+        if let Some(v) = &self.description {
+            o.insert("description".into(), json!(v));
+        }
+        if let Some(v) = self.max_output_bytes {
+            o.insert("max_output_bytes".into(), json!(v));
+        }
+        if let Some(v) = &self.on_output_limit {
+            o.insert("on_output_limit".into(), json!(v));
+        }
+        b
+    }
+
+    fn wait(&self) -> Duration {
+        Duration::from_secs(self.timeout.unwrap_or(DEFAULT_EXEC_TIMEOUT)) + EXEC_MARGIN
+    }
+}
+
+/// One sandbox: `info` is its record as last fetched.
+#[derive(Clone)]
+pub struct Sandbox {
+    t: Arc<Transport>,
+    pub info: SandboxInfo,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox").field("info", &self.info).finish()
+    }
+}
+
+impl Sandbox {
+    pub(crate) fn new(t: Arc<Transport>, info: SandboxInfo) -> Self {
+        Sandbox { t, info }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.info.id
+    }
+
+    fn path(&self, sub: &str) -> String {
+        format!("/v1/sandboxes/{}{}", seg(&self.info.id), sub)
+    }
+
+    fn post(&self, sub: &str, body: Value) -> Result<Value> {
+        self.t.json(Req::new("POST", self.path(sub)).json(body))
+    }
+
+    pub fn refresh(&mut self) -> Result<&SandboxInfo> {
+        self.info = self.t.decode(Req::new("GET", self.path("")))?;
+        Ok(&self.info)
+    }
+
+    pub fn delete(&self) -> Result<()> {
+        self.t.json(Req::new("DELETE", self.path(""))).map(|_| ())
+    }
+
+    pub fn extend(&mut self, lifetime_minutes: i64) -> Result<&SandboxInfo> {
+        self.info = self.t.decode(Req::new("POST", self.path("/extend")).json(json!({ "lifetime_minutes": lifetime_minutes })))?;
+        Ok(&self.info)
+    }
+
+    pub fn stats(&self) -> Result<Value> {
+        self.t.json(Req::new("GET", self.path("/stats")))
+    }
+
+    /// A single-use token for the sandbox's terminal (admin keys).
+    pub fn takeover_token(&self, read_only: bool) -> Result<Value> {
+        self.post("/takeover-token", if read_only { json!({ "read_only": true }) } else { json!({}) })
+    }
+
+    /// Runs a shell command with the default options.
+    pub fn exec(&self, command: &str) -> Result<ExecResult> {
+        self.exec_with(command, &ExecOptions::default())
+    }
+
+    pub fn exec_with(&self, command: &str, o: &ExecOptions) -> Result<ExecResult> {
+        self.t.decode(Req::new("POST", self.path("/exec")).json(o.body(command)).timeout(Some(o.wait())))
+    }
+
+    /// Runs a shell command and streams its output as it happens.
+    pub fn exec_stream(&self, command: &str) -> Result<ExecStream> {
+        self.exec_stream_with(command, &ExecOptions::default())
+    }
+
+    pub fn exec_stream_with(&self, command: &str, o: &ExecOptions) -> Result<ExecStream> {
+        let resp = self.t.send(Req::new("POST", self.path("/exec")).json(o.body(command)).header("Accept", "application/x-ndjson").timeout(Some(o.wait())))?;
+        Ok(ExecStream { events: Ndjson::new(Box::new(resp.into_reader())), result: None, stdout: String::new(), stderr: String::new() })
+    }
+
+    pub fn files(&self) -> Files<'_> {
+        Files { sb: self }
+    }
+
+    pub fn processes(&self) -> Processes<'_> {
+        Processes { sb: self }
+    }
+
+    pub fn log(&self) -> Log<'_> {
+        Log { sb: self }
+    }
+
+    /// Runs Python code in the sandbox's persistent interpreter.
+    pub fn interpreter_exec(&self, code: &str) -> Result<Value> {
+        self.post("/interpreter/exec", json!({ "code": code }))
+    }
+
+    pub fn interpreter_reset(&self) -> Result<Value> {
+        self.post("/interpreter/reset", json!({}))
+    }
+
+    pub fn interpreter_status(&self) -> Result<Value> {
+        self.t.json(Req::new("GET", self.path("/interpreter/status")))
+    }
+
+    /// Starts a language server; the answer's lsp_id names it.
+    pub fn lsp_start(&self, language: &str) -> Result<Value> {
+        self.post("/lsp/start", json!({ "language": language }))
+    }
+
+    pub fn lsp_open(&self, lsp_id: &str, path: &str, content: &str) -> Result<Value> {
+        self.post(&format!("/lsp/{}/open", seg(lsp_id)), json!({ "path": path, "content": content }))
+    }
+
+    pub fn lsp_completion(&self, lsp_id: &str, path: &str, line: u32, character: u32) -> Result<Value> {
+        self.post(&format!("/lsp/{}/completion", seg(lsp_id)), json!({ "path": path, "line": line, "character": character }))
+    }
+
+    pub fn lsp_stop(&self, lsp_id: &str) -> Result<Value> {
+        self.post(&format!("/lsp/{}/stop", seg(lsp_id)), json!({}))
+    }
+}
+
+/// The events of a streamed exec: stdout and stderr while the command runs,
+/// then its exit. An error event (the sandbox was lost mid-exec) comes out
+/// as an Err. After the loop, `result`, `stdout` and `stderr` hold what came.
+pub struct ExecStream {
+    events: Ndjson<ExecEvent>,
+    pub result: Option<ExecEvent>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Iterator for ExecStream {
+    type Item = Result<ExecEvent>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let ev = match self.events.next()? {
+            Ok(ev) => ev,
+            Err(e) => return Some(Err(e)),
+        };
+        match &ev {
+            ExecEvent::Stdout { data } => self.stdout.push_str(data),
+            ExecEvent::Stderr { data } => self.stderr.push_str(data),
+            ExecEvent::Exit { .. } => self.result = Some(ev.clone()),
+            ExecEvent::Error { error } => {
+                let s = |k: &str| error.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+                let mut e = Error::new(&s("code"), s("message"), s("hint"));
+                e.request_id = s("request_id");
+                e.status = match e.code.as_str() {
+                    "sandbox_lost" => 410,
+                    "sandbox_operation_failed" => 502,
+                    _ => 0,
+                };
+                return Some(Err(e));
+            }
+        }
+        Some(Ok(ev))
+    }
+}
+
+/// Files of one sandbox. Relative paths are under /workspace.
+pub struct Files<'a> {
+    sb: &'a Sandbox,
+}
+
+impl Files<'_> {
+    /// Writes a text file, on disk before the answer.
+    pub fn write(&self, path: &str, content: &str) -> Result<Value> {
+        self.sb.post("/files", json!({ "path": path, "content": content }))
+    }
+
+    /// A file with line numbers, or a directory's entries.
+    pub fn view(&self, path: &str) -> Result<Value> {
+        self.sb.post("/files/view", json!({ "path": path }))
+    }
+
+    pub fn view_range(&self, path: &str, start: i64, end: i64) -> Result<Value> {
+        self.sb.post("/files/view", json!({ "path": path, "view_range": [start, end] }))
+    }
+
+    pub fn str_replace(&self, path: &str, old_str: &str, new_str: &str) -> Result<Value> {
+        self.sb.post("/files/str-replace", json!({ "path": path, "old_str": old_str, "new_str": new_str }))
+    }
+
+    /// A directory's entries.
+    pub fn ls(&self, path: &str) -> Result<Vec<Value>> {
+        let v = self.sb.post("/files/ls", json!({ "path": path }))?;
+        Ok(v.get("entries").and_then(|e| e.as_array()).cloned().unwrap_or_default())
+    }
+
+    pub fn glob(&self, pattern: &str, path: Option<&str>) -> Result<Value> {
+        self.sb.post("/files/glob", json!({ "pattern": pattern, "path": path.unwrap_or("") }))
+    }
+
+    pub fn grep(&self, pattern: &str, path: Option<&str>) -> Result<Value> {
+        self.sb.post("/files/grep", json!({ "pattern": pattern, "path": path.unwrap_or("") }))
+    }
+
+    /// Waits up to timeout_seconds for changes under path.
+    pub fn watch(&self, path: &str, timeout_seconds: f64) -> Result<Value> {
+        let wait = Duration::from_secs_f64(timeout_seconds) + EXEC_MARGIN;
+        self.sb.t.json(Req::new("POST", self.sb.path("/files/watch")).json(json!({ "path": path, "timeout_seconds": timeout_seconds })).timeout(Some(wait)))
+    }
+
+    /// Marks files as outputs for the user.
+    pub fn present(&self, filepaths: &[&str]) -> Result<Value> {
+        self.sb.post("/files/present", json!({ "filepaths": filepaths }))
+    }
+
+    /// Writes bytes to path.
+    pub fn upload(&self, path: &str, data: &[u8]) -> Result<Value> {
+        let mut r = Req::new("PUT", self.sb.path("/files/raw")).query("path", path).header("Content-Type", "application/octet-stream");
+        r.body = Body::Bytes(data);
+        self.sb.t.json(r)
+    }
+
+    /// Streams r into path (not retried: a reader cannot be replayed).
+    pub fn upload_reader(&self, path: &str, reader: impl Read) -> Result<Value> {
+        let mut r = Req::new("PUT", self.sb.path("/files/raw")).query("path", path).header("Content-Type", "application/octet-stream").timeout(None);
+        r.body = Body::Reader(Box::new(reader));
+        self.sb.t.json(r)
+    }
+
+    /// A file's bytes.
+    pub fn download(&self, path: &str) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.open(path)?.read_to_end(&mut out).map_err(|e| Error::new(CODE_CONNECTION, format!("download {}: {}", path, e), ""))?;
+        Ok(out)
+    }
+
+    /// A file's bytes as a stream.
+    pub fn open(&self, path: &str) -> Result<Box<dyn Read + Send + Sync>> {
+        let resp = self.sb.t.send(Req::new("GET", self.sb.path("/files/raw")).query("path", path).timeout(None))?;
+        Ok(Box::new(resp.into_reader()))
+    }
+
+    /// Extracts a tar or tar.gz under directory.
+    pub fn upload_archive(&self, directory: &str, archive: &[u8]) -> Result<Value> {
+        let mut r = Req::new("POST", self.sb.path("/files/archive")).query("path", directory).header("Content-Type", "application/gzip");
+        r.body = Body::Bytes(archive);
+        self.sb.t.json(r)
+    }
+
+    /// directory as a tar (gzip: tar.gz), names relative to it.
+    pub fn download_archive(&self, directory: &str, gzip: bool) -> Result<Vec<u8>> {
+        let mut r = Req::new("GET", self.sb.path("/files/archive")).query("path", directory).timeout(None);
+        if gzip {
+            r = r.query("gzip", "1");
+        }
+        let mut out = Vec::new();
+        self.sb.t.send(r)?.into_reader().read_to_end(&mut out).map_err(|e| Error::new(CODE_CONNECTION, format!("download {}: {}", directory, e), ""))?;
+        Ok(out)
+    }
+}
+
+/// Background processes of one sandbox.
+pub struct Processes<'a> {
+    sb: &'a Sandbox,
+}
+
+impl Processes<'_> {
+    pub fn start(&self, command: &str) -> Result<Value> {
+        self.sb.post("/processes", json!({ "command": command }))
+    }
+
+    pub fn list(&self) -> Result<Vec<Value>> {
+        let v = self.sb.t.json(Req::new("GET", self.sb.path("/processes")))?;
+        Ok(v.get("processes").and_then(|e| e.as_array()).cloned().unwrap_or_default())
+    }
+
+    pub fn output(&self, pid: &str, since_offset: i64) -> Result<Value> {
+        self.sb.t.json(Req::new("GET", self.sb.path(&format!("/processes/{}/output", seg(pid)))).query("since_offset", since_offset))
+    }
+
+    /// The process's output events, then its exit event, until it ends.
+    pub fn stream(&self, pid: &str, since_offset: i64) -> Result<impl Iterator<Item = Result<Value>>> {
+        let resp = self.sb.t.send(
+            Req::new("GET", self.sb.path(&format!("/processes/{}/stream", seg(pid)))).query("since_offset", since_offset).header("Accept", "text/event-stream").timeout(None),
+        )?;
+        let mut done = false;
+        Ok(Sse::new(Box::new(resp.into_reader())).map_while(move |ev| {
+            if done {
+                return None;
+            }
+            Some(ev.and_then(|ev| {
+                let v: Value = serde_json::from_str(&ev.data).map_err(|e| Error::new(crate::CODE_BAD_RESPONSE, e.to_string(), ""))?;
+                done = v["type"] == "exit";
+                Ok(v)
+            }))
+        }))
+    }
+
+    pub fn input(&self, pid: &str, data: &str) -> Result<Value> {
+        self.sb.post(&format!("/processes/{}/input", seg(pid)), json!({ "data": data }))
+    }
+
+    pub fn stop(&self, pid: &str) -> Result<Value> {
+        self.sb.post(&format!("/processes/{}/stop", seg(pid)), json!({}))
+    }
+
+    pub fn kill_all(&self) -> Result<Value> {
+        self.sb.post("/processes/kill-all", json!({}))
+    }
+}
+
+/// The sandbox's hash-chained audit log.
+pub struct Log<'a> {
+    sb: &'a Sandbox,
+}
+
+impl Log<'_> {
+    /// One page, oldest first.
+    pub fn page(&self, limit: i64, offset: i64) -> Result<LogPage> {
+        self.sb.t.decode(Req::new("GET", self.sb.path("/log")).query("limit", limit).query("offset", offset))
+    }
+
+    /// Every entry, oldest first, fetched page by page.
+    pub fn entries(&self, page_size: i64) -> impl Iterator<Item = Result<LogEntry>> + '_ {
+        let mut offset = 0;
+        let mut buf: std::collections::VecDeque<LogEntry> = Default::default();
+        let mut done = false;
+        std::iter::from_fn(move || loop {
+            if let Some(e) = buf.pop_front() {
+                return Some(Ok(e));
+            }
+            if done {
+                return None;
+            }
+            match self.page(page_size, offset) {
+                Err(e) => {
+                    done = true;
+                    return Some(Err(e));
+                }
+                Ok(p) => {
+                    offset += p.entries.len() as i64;
+                    done = p.entries.is_empty() || offset >= p.total;
+                    buf.extend(p.entries);
+                }
+            }
+        })
+    }
+
+    /// Entries as they are written (server-sent events): the newest 100
+    /// first, or those after last_event_id. A broken stream is reopened
+    /// with Last-Event-ID, so no entry is missed or repeated. Runs until
+    /// the caller stops iterating.
+    pub fn follow(&self, last_event_id: Option<&str>) -> Follow {
+        Follow { sb: self.sb.clone(), last: last_event_id.map(|s| s.to_string()), events: None, failures: 0 }
+    }
+}
+
+/// The iterator of Log::follow.
+pub struct Follow {
+    sb: Sandbox,
+    last: Option<String>,
+    events: Option<Sse>,
+    failures: u32,
+}
+
+impl Iterator for Follow {
+    type Item = Result<LogEntry>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(events) = &mut self.events {
+                match events.next() {
+                    Some(Ok(ev)) => {
+                        if let Some(id) = ev.id {
+                            self.last = Some(id);
+                        }
+                        self.failures = 0;
+                        return Some(serde_json::from_str(&ev.data).map_err(|e| Error::new(crate::CODE_BAD_RESPONSE, e.to_string(), "")));
+                    }
+                    Some(Err(_)) | None => self.events = None,
+                }
+                self.failures += 1;
+                if self.failures > STREAM_RETRIES {
+                    return Some(Err(Error::new(CODE_CONNECTION, format!("sandbox {}: the watch stream keeps breaking", self.sb.id()), "check the server; follow(Some(last id)) resumes")));
+                }
+                sleep(STREAM_PAUSE * self.failures);
+            }
+            let mut r = Req::new("GET", self.sb.path("/watch")).header("Accept", "text/event-stream").timeout(None);
+            if let Some(id) = &self.last {
+                r = r.header("Last-Event-ID", id.clone());
+            }
+            match self.sb.t.send(r) {
+                Ok(resp) => self.events = Some(Sse::new(Box::new(resp.into_reader()))),
+                Err(e) if e.code == CODE_CONNECTION && self.failures < STREAM_RETRIES => {
+                    self.failures += 1;
+                    sleep(STREAM_PAUSE * self.failures);
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+}

@@ -1,0 +1,273 @@
+/** The client, {@link Boxkite}, and its resource collections. */
+
+import { resolveConfig } from "./config.js";
+import { BoxkiteError } from "./errors.js";
+import { type Body, Transport, newIdempotencyKey, seg } from "./http.js";
+import { Sandbox } from "./sandbox.js";
+import { lines } from "./streams.js";
+import type {
+  Account as AccountRecord,
+  APIKey,
+  APIKeyCreated,
+  CommandRule,
+  CreateSandboxRequest,
+  Health,
+  HostStatus,
+  Image,
+  LogPage,
+  MCPConnection,
+  SandboxRecord,
+  SSHKey,
+  TakeoverToken,
+  TokenResponse,
+  Usage,
+  Volume,
+} from "./types.js";
+
+/** Options of a create: the Idempotency-Key to send (a fresh one by default). */
+export interface CreateOptions {
+  idempotencyKey?: string;
+}
+
+/**
+ * A REST collection under one path: create, list, get, delete. A new API
+ * resource is a subclass naming its path and its create's fields.
+ */
+export class Collection<T, C extends object> {
+  constructor(
+    protected readonly t: Transport,
+    readonly path: string,
+  ) {}
+
+  /** Creates an item; retried creates with the same key run once. */
+  create(body: C, o: CreateOptions = {}): Promise<T> {
+    return this.t.json("POST", this.path, { json: body, idempotencyKey: o.idempotencyKey ?? newIdempotencyKey() });
+  }
+
+  /** Every item of the account, newest first. */
+  async list(): Promise<T[]> {
+    return (await this.t.json<T[] | undefined>("GET", this.path)) ?? [];
+  }
+
+  get(id: string): Promise<T> {
+    return this.t.json("GET", `${this.path}/${seg(id)}`);
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.t.json("DELETE", `${this.path}/${seg(id)}`);
+  }
+}
+
+/** A collection whose API has no GET of one item: get() searches the list. */
+class ListedCollection<T extends { id?: string }, C extends object> extends Collection<T, C> {
+  override async get(id: string): Promise<T> {
+    const found = (await this.list()).find((x) => x.id === id);
+    if (!found) throw new BoxkiteError({ code: "not_found", message: `no ${this.path} item ${id}`, status: 404, hint: "list them first" });
+    return found;
+  }
+}
+
+/** Persistent volumes, mounted into sandboxes by id. */
+export class Volumes extends Collection<Volume, { label?: string; size_gb?: number }> {}
+
+/** Named egress grants to an MCP catalog host. */
+export class MCPConnections extends Collection<MCPConnection, { label: string; catalog_id: string }> {}
+
+/** The account's API keys. A created key's `key` is shown this once. */
+export class APIKeys extends ListedCollection<APIKey, { name: string; role?: "admin" | "member" }> {
+  override create(body: { name: string; role?: "admin" | "member" }, o: CreateOptions = {}): Promise<APIKeyCreated> {
+    return super.create(body, o) as Promise<APIKeyCreated>;
+  }
+
+  revoke(id: string): Promise<void> {
+    return this.delete(id);
+  }
+}
+
+/** SSH public keys the bastion accepts for this account. */
+export class SSHKeys extends ListedCollection<SSHKey, { public_key: string; name?: string }> {}
+
+/** Sandbox images: built from a spec, or imported from an OCI layout. */
+export class Images extends Collection<
+  Image,
+  { label?: string; base?: string; apt_packages?: string[]; python_packages?: string[]; npm_packages?: string[] }
+> {
+  /** Imports an OCI image layout tar (the body may be a stream). */
+  importArchive(archive: Body, label?: string): Promise<Image> {
+    return this.t.json("POST", `${this.path}/import`, { body: archive, query: { label }, headers: { "Content-Type": "application/x-tar" } });
+  }
+
+  /** The build's log as text. */
+  async logs(id: string): Promise<string> {
+    return (await this.t.raw("GET", `${this.path}/${seg(id)}/logs`)).text();
+  }
+
+  /** The build's log lines as they are written, until the build ends. */
+  async *followLogs(id: string): AsyncGenerator<string> {
+    const resp = await this.t.raw("GET", `${this.path}/${seg(id)}/logs`, { query: { follow: 1 }, timeoutMs: 0 });
+    yield* lines(resp.body);
+  }
+
+  /** A page of the build's audit log (its egress and outcome). */
+  auditLog(id: string, o: { limit?: number; offset?: number } = {}): Promise<LogPage> {
+    return this.t.json("GET", `${this.path}/${seg(id)}/log`, { query: o });
+  }
+}
+
+/** The account's sandboxes; each one is handled through a {@link Sandbox}. */
+export class Sandboxes {
+  constructor(private readonly t: Transport) {}
+
+  /** Creates a sandbox; it is active and ready for calls when this returns. */
+  async create(req: Omit<CreateSandboxRequest, "count"> = {}, o: CreateOptions = {}): Promise<Sandbox> {
+    const data = await this.t.json<SandboxRecord>("POST", "/v1/sandboxes", {
+      json: req,
+      idempotencyKey: o.idempotencyKey ?? newIdempotencyKey(),
+    });
+    return new Sandbox(this.t, data);
+  }
+
+  /** Creates count (1..10) sandboxes alike. */
+  async createMany(count: number, req: Omit<CreateSandboxRequest, "count"> = {}, o: CreateOptions = {}): Promise<Sandbox[]> {
+    const data = await this.t.json<SandboxRecord | SandboxRecord[]>("POST", "/v1/sandboxes", {
+      json: { ...req, count },
+      idempotencyKey: o.idempotencyKey ?? newIdempotencyKey(),
+    });
+    return (Array.isArray(data) ? data : [data]).map((d) => new Sandbox(this.t, d));
+  }
+
+  /** The account's sandboxes, newest first. */
+  async list(o: { activeOnly?: boolean } = {}): Promise<Sandbox[]> {
+    const data = await this.t.json<SandboxRecord[]>("GET", "/v1/sandboxes", { query: { active_only: o.activeOnly ? "true" : undefined } });
+    return (data ?? []).map((d) => new Sandbox(this.t, d));
+  }
+
+  async get(id: string): Promise<Sandbox> {
+    return new Sandbox(this.t, await this.t.json<SandboxRecord>("GET", `/v1/sandboxes/${seg(id)}`));
+  }
+
+  /** A handle for a sandbox id, without a request. */
+  bind(id: string): Sandbox {
+    return new Sandbox(this.t, { id });
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.t.json("DELETE", `/v1/sandboxes/${seg(id)}`);
+  }
+}
+
+/** The account behind the credential: settings, usage, allowlist, host. */
+export class Account {
+  constructor(private readonly t: Transport) {}
+
+  get(): Promise<AccountRecord> {
+    return this.t.json("GET", "/v1/account");
+  }
+
+  /** The account of an access token (GET /v1/account/me). */
+  me(): Promise<AccountRecord> {
+    return this.t.json("GET", "/v1/account/me");
+  }
+
+  update(o: { scrub_output?: boolean }): Promise<AccountRecord> {
+    return this.t.json("PATCH", "/v1/account", { json: o });
+  }
+
+  usage(): Promise<Usage> {
+    return this.t.json("GET", "/v1/usage");
+  }
+
+  /** The host's use of its limits (admin keys). */
+  host(): Promise<HostStatus> {
+    return this.t.json("GET", "/v1/host");
+  }
+
+  async allowedCommands(): Promise<CommandRule[]> {
+    return (await this.t.json<{ rules?: CommandRule[] }>("GET", "/v1/account/allowed-commands"))?.rules ?? [];
+  }
+
+  async setAllowedCommands(rules: CommandRule[]): Promise<CommandRule[]> {
+    return (await this.t.json<{ rules?: CommandRule[] }>("PUT", "/v1/account/allowed-commands", { json: { rules } }))?.rules ?? [];
+  }
+
+  async clearAllowedCommands(): Promise<void> {
+    await this.t.json("DELETE", "/v1/account/allowed-commands");
+  }
+}
+
+export interface BoxkiteOptions {
+  /** Default: BOXKITE_BASE_URL, then ~/.boxkite (what `boxkite up` wrote), then http://127.0.0.1:8090. */
+  baseUrl?: string;
+  /** Default: BOXKITE_API_KEY, then ~/.boxkite. */
+  apiKey?: string;
+  /** Milliseconds to wait for an answer to start (exec adds the command's timeout). Default 120000. */
+  timeoutMs?: number;
+  /** How often a 429 or 503 is retried, after Retry-After. Default 3. */
+  maxRetries?: number;
+  /** The longest one wait before a retry. Default 60000. */
+  maxRetryWaitMs?: number;
+  userAgent?: string;
+  /** A fetch to use instead of the global one. */
+  fetch?: typeof fetch;
+}
+
+/** A client of one boxkite control plane. */
+export class Boxkite {
+  /** @internal */
+  readonly t: Transport;
+  readonly sandboxes: Sandboxes;
+  readonly volumes: Volumes;
+  readonly images: Images;
+  readonly mcpConnections: MCPConnections;
+  readonly apiKeys: APIKeys;
+  readonly sshKeys: SSHKeys;
+  readonly account: Account;
+
+  constructor(o: BoxkiteOptions = {}) {
+    const cfg = resolveConfig(o.baseUrl, o.apiKey);
+    this.t = new Transport({ ...o, ...cfg });
+    this.sandboxes = new Sandboxes(this.t);
+    this.volumes = new Volumes(this.t, "/v1/volumes");
+    this.images = new Images(this.t, "/v1/images");
+    this.mcpConnections = new MCPConnections(this.t, "/v1/mcp-connections");
+    this.apiKeys = new APIKeys(this.t, "/v1/api-keys");
+    this.sshKeys = new SSHKeys(this.t, "/v1/account/ssh-keys");
+    this.account = new Account(this.t);
+  }
+
+  get baseUrl(): string {
+    return this.t.baseUrl;
+  }
+
+  /** The Boxkite-Version the server last sent. */
+  get serverVersion(): string | undefined {
+    return this.t.serverVersion;
+  }
+
+  health(): Promise<Health> {
+    return this.t.json("GET", "/health", { auth: "" });
+  }
+
+  ready(): Promise<Health> {
+    return this.t.json("GET", "/health/ready", { auth: "" });
+  }
+
+  /** A handle for sandbox id, without a request. */
+  sandbox(id: string): Sandbox {
+    return this.sandboxes.bind(id);
+  }
+
+  /** Creates an account; the answer carries an access token. */
+  signup(email: string, password: string): Promise<TokenResponse> {
+    return this.t.json("POST", "/v1/auth/signup", { json: { email, password }, auth: "" });
+  }
+
+  login(email: string, password: string): Promise<TokenResponse> {
+    return this.t.json("POST", "/v1/auth/login", { json: { email, password }, auth: "" });
+  }
+
+  /** boxkite-bastion only: a takeover token for an SSH key's holder. */
+  bastionTakeoverToken(req: { sandbox_id: string; public_key?: string; token?: string }): Promise<TakeoverToken> {
+    return this.t.json("POST", "/v1/bastion/takeover-token", { json: req });
+  }
+}

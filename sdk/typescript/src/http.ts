@@ -1,0 +1,218 @@
+/**
+ * The HTTP transport over `fetch`: the error envelope, retries on 429/503
+ * after Retry-After, timeouts, and the server version check.
+ */
+
+import { BoxkiteError, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT, codeForStatus } from "./errors.js";
+import { MIN_SERVER_VERSION, VERSION, tooOld } from "./version.js";
+
+/** Statuses retried: the server did not run the request, or cannot take it now. */
+const RETRY_STATUSES = new Set([429, 503]);
+
+export type Query = Record<string, string | number | boolean | undefined | null>;
+
+/** A request body: JSON goes through `json`; bytes or a stream through `body`. */
+export type Body = Uint8Array | ArrayBuffer | Blob | string | ReadableStream<Uint8Array>;
+
+export interface RequestOptions {
+  json?: unknown;
+  body?: Body;
+  query?: Query;
+  headers?: Record<string, string>;
+  /** Milliseconds until the answer's headers must have arrived; 0 for none. */
+  timeoutMs?: number;
+  idempotencyKey?: string;
+  /** A credential other than the client's; "" sends none. */
+  auth?: string;
+  signal?: AbortSignal;
+}
+
+export interface TransportOptions {
+  baseUrl: string;
+  apiKey: string;
+  timeoutMs?: number;
+  maxRetries?: number;
+  maxRetryWaitMs?: number;
+  userAgent?: string;
+  fetch?: typeof fetch;
+}
+
+/** Milliseconds to wait from a Retry-After header (seconds or an HTTP date). */
+export function parseRetryAfter(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const when = Date.parse(v);
+  return Number.isNaN(when) ? undefined : Math.max(0, when - Date.now());
+}
+
+/** The BoxkiteError of a non-2xx answer. */
+export async function errorFrom(resp: Response): Promise<BoxkiteError> {
+  const text = await resp.text().catch(() => "");
+  let env: Record<string, unknown> = {};
+  try {
+    const doc = JSON.parse(text) as { error?: Record<string, unknown> };
+    if (doc && typeof doc.error === "object" && doc.error) env = doc.error;
+  } catch {
+    // not the envelope: use the status
+  }
+  const str = (v: unknown) => (typeof v === "string" ? v : "");
+  const retry = parseRetryAfter(resp.headers.get("Retry-After"));
+  return new BoxkiteError({
+    code: str(env.code) || codeForStatus(resp.status),
+    message: str(env.message) || text.trim().slice(0, 500) || `HTTP ${resp.status}`,
+    hint: str(env.hint),
+    details: env.details,
+    request_id: str(env.request_id) || resp.headers.get("X-Request-ID") || "",
+    status: resp.status,
+    retryAfter: retry === undefined ? undefined : retry / 1000,
+  });
+}
+
+function versionError(version: string): BoxkiteError {
+  return new BoxkiteError({
+    code: CODE_SERVER_TOO_OLD,
+    message: `boxkite-server ${version} is older than ${MIN_SERVER_VERSION}, the oldest this SDK (${VERSION}) supports`,
+    hint: `upgrade boxkite-server to ${MIN_SERVER_VERSION} or later, or install an SDK release that matches the server`,
+  });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Sends requests to one boxkite control plane. */
+export class Transport {
+  readonly baseUrl: string;
+  readonly apiKey: string;
+  readonly timeoutMs: number;
+  readonly maxRetries: number;
+  readonly maxRetryWaitMs: number;
+  readonly userAgent: string;
+  /** The Boxkite-Version the server last sent. */
+  serverVersion?: string;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(o: TransportOptions) {
+    let u: URL;
+    try {
+      u = new URL(o.baseUrl);
+    } catch {
+      u = new URL("invalid:");
+    }
+    if (u.protocol !== "http:" && u.protocol !== "https:") {
+      throw new BoxkiteError({
+        code: "bad_request",
+        message: `base URL ${JSON.stringify(o.baseUrl)} is not an http(s) URL`,
+        hint: "pass baseUrl like http://127.0.0.1:8090 or set BOXKITE_BASE_URL",
+      });
+    }
+    this.baseUrl = o.baseUrl.replace(/\/+$/, "");
+    this.apiKey = o.apiKey;
+    this.timeoutMs = o.timeoutMs ?? 120_000;
+    this.maxRetries = o.maxRetries ?? 3;
+    this.maxRetryWaitMs = o.maxRetryWaitMs ?? 60_000;
+    this.userAgent = o.userAgent ?? `boxkite-typescript/${VERSION}`;
+    this.fetchImpl = o.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  private backoff(attempt: number, retryAfterMs?: number): number {
+    if (retryAfterMs !== undefined) return Math.min(retryAfterMs, this.maxRetryWaitMs);
+    return Math.min(500 * 2 ** attempt * (0.5 + Math.random()), this.maxRetryWaitMs, 8000);
+  }
+
+  url(path: string, query?: Query): string {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(query ?? {})) {
+      if (v !== undefined && v !== null) q.set(k, String(v));
+    }
+    const qs = q.toString();
+    return this.baseUrl + path + (qs ? `?${qs}` : "");
+  }
+
+  /** Sends a request and returns the 2xx answer unread; throws BoxkiteError otherwise. */
+  async raw(method: string, path: string, o: RequestOptions = {}): Promise<Response> {
+    const headers: Record<string, string> = { "User-Agent": this.userAgent, Accept: "application/json" };
+    const token = o.auth ?? this.apiKey;
+    if (token) headers.Authorization = `Bearer ${token}`;
+    let body: Body | undefined = o.body;
+    if (o.json !== undefined) {
+      body = JSON.stringify(o.json);
+      headers["Content-Type"] = "application/json";
+    }
+    if (o.idempotencyKey) headers["Idempotency-Key"] = o.idempotencyKey;
+    Object.assign(headers, o.headers);
+    const streamed = typeof ReadableStream !== "undefined" && body instanceof ReadableStream;
+    const url = this.url(path, o.query);
+    const timeoutMs = o.timeoutMs ?? this.timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      const ctl = new AbortController();
+      const timer = timeoutMs > 0 ? setTimeout(() => ctl.abort(new Error("timeout")), timeoutMs) : undefined;
+      const onAbort = () => ctl.abort(o.signal?.reason);
+      o.signal?.addEventListener("abort", onAbort, { once: true });
+      let resp: Response;
+      try {
+        const init: RequestInit & { duplex?: string } = { method, headers, body: body as BodyInit | undefined, signal: ctl.signal };
+        if (streamed) init.duplex = "half";
+        resp = await this.fetchImpl(url, init);
+      } catch (e) {
+        if (o.signal?.aborted) throw e;
+        if (ctl.signal.aborted) {
+          throw new BoxkiteError({
+            code: CODE_TIMEOUT,
+            message: `${method} ${path}: no answer within ${timeoutMs / 1000} s`,
+            hint: "pass a larger timeoutMs to the call or the client",
+          });
+        }
+        const refused = String((e as { cause?: { code?: string } }).cause?.code ?? "") === "ECONNREFUSED";
+        if (refused && !streamed && attempt < this.maxRetries) {
+          await sleep(this.backoff(attempt));
+          continue;
+        }
+        throw new BoxkiteError({
+          code: CODE_CONNECTION,
+          message: `cannot reach the boxkite server at ${this.baseUrl}: ${(e as Error).message}${refused ? " (connection refused)" : ""}`,
+          hint: "start it with `boxkite up`, or check BOXKITE_BASE_URL",
+        });
+      } finally {
+        clearTimeout(timer);
+        o.signal?.removeEventListener("abort", onAbort);
+      }
+      const version = resp.headers.get("Boxkite-Version");
+      if (version) this.serverVersion = version;
+      if (tooOld(version)) {
+        await resp.body?.cancel().catch(() => undefined);
+        throw versionError(version!);
+      }
+      if (resp.ok) return resp;
+      const err = await errorFrom(resp);
+      if (RETRY_STATUSES.has(resp.status) && !streamed && attempt < this.maxRetries) {
+        await sleep(this.backoff(attempt, err.retryAfter === undefined ? undefined : err.retryAfter * 1000));
+        continue;
+      }
+      throw err;
+    }
+  }
+
+  /** Sends a request and decodes its JSON answer (undefined when empty). */
+  async json<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
+    const resp = await this.raw(method, path, o);
+    const text = await resp.text();
+    if (!text) return undefined as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch (e) {
+      throw new BoxkiteError({
+        code: CODE_BAD_RESPONSE,
+        message: `${method} ${path}: the answer is not JSON: ${(e as Error).message}`,
+        status: resp.status,
+      });
+    }
+  }
+}
+
+/** A fresh Idempotency-Key: a create retried after a lost answer runs once. */
+export function newIdempotencyKey(): string {
+  return globalThis.crypto.randomUUID();
+}
+
+/** One path segment, escaped. */
+export const seg = (s: string) => encodeURIComponent(s);

@@ -1,0 +1,396 @@
+/** The {@link Sandbox} handle: exec, files, processes, audit log. */
+
+import { BoxkiteError, CODE_CONNECTION } from "./errors.js";
+import { type Body, type Transport, seg } from "./http.js";
+import { eventError, ndjson, sse } from "./streams.js";
+import type {
+  ArchiveResult,
+  ExecEvent,
+  ExecResult,
+  FileCreateResult,
+  FileWriteResult,
+  GlobResult,
+  GrepResult,
+  InterpreterExecResult,
+  InterpreterReset,
+  InterpreterStatus,
+  KillAllResult,
+  LogEntry,
+  LogPage,
+  LsEntry,
+  LSPCompletionResult,
+  LSPStarted,
+  LSPStatus,
+  PresentFilesResult,
+  ProcessEvent,
+  ProcessInfo,
+  ProcessInputResult,
+  ProcessOutput,
+  ProcessStarted,
+  ProcessStopResult,
+  SandboxRecord,
+  SandboxStats,
+  StrReplaceResult,
+  TakeoverToken,
+  ViewResult,
+  WatchResult,
+} from "./types.js";
+
+/** An exec call waits for the command's own timeout plus this. */
+const EXEC_MARGIN_MS = 30_000;
+const DEFAULT_EXEC_TIMEOUT_S = 30;
+/** How often in a row a live stream is reopened when it breaks without delivering. */
+const STREAM_RETRIES = 5;
+const STREAM_PAUSE_MS = 500;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export interface ExecOptions {
+  /** Seconds, 1..3600 (default 30). */
+  timeout?: number;
+  stdin?: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  description?: string;
+  max_output_bytes?: number;
+  on_output_limit?: "truncate" | "stop";
+  signal?: AbortSignal;
+}
+
+function execBody(command: string, o: ExecOptions): Record<string, unknown> {
+  const { signal: _signal, ...rest } = o;
+  return { command, ...rest };
+}
+
+/**
+ * The events of a streamed exec: `{type: "stdout"|"stderr", data}` while the
+ * command runs, then `{type: "exit", exit_code, duration_ms, …}`. An error
+ * event (the sandbox was lost mid-exec) is thrown as a BoxkiteError. After
+ * the loop, `result` is the exit event and `stdout`/`stderr` the output.
+ */
+export class ExecStream implements AsyncIterable<ExecEvent> {
+  result?: Extract<ExecEvent, { type: "exit" }>;
+  stdout = "";
+  stderr = "";
+
+  constructor(private readonly events: AsyncGenerator<ExecEvent>) {}
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<ExecEvent> {
+    for await (const ev of this.events) {
+      if (ev.type === "error") throw eventError(ev);
+      if (ev.type === "stdout") this.stdout += ev.data;
+      else if (ev.type === "stderr") this.stderr += ev.data;
+      else if (ev.type === "exit") this.result = ev;
+      yield ev;
+    }
+  }
+
+  /** Drains the stream; returns the exit event with the collected output. */
+  async wait(): Promise<ExecResult> {
+    for await (const _ of this) {
+      // collected by the iterator
+    }
+    return { ...this.result, stdout: this.stdout, stderr: this.stderr } as ExecResult;
+  }
+}
+
+/** Files of one sandbox. Relative paths are under /workspace. */
+export class Files {
+  constructor(private readonly sb: Sandbox) {}
+
+  /** Writes a text file, on disk before the answer. */
+  write(path: string, content: string, description?: string): Promise<FileCreateResult> {
+    return this.sb.post("/files", { path, content, description });
+  }
+
+  /** A file with line numbers, or a directory's entries. */
+  view(path: string, viewRange?: [number, number]): Promise<ViewResult> {
+    return this.sb.post("/files/view", { path, view_range: viewRange });
+  }
+
+  strReplace(path: string, oldStr: string, newStr: string, replaceAll?: boolean): Promise<StrReplaceResult> {
+    return this.sb.post("/files/str-replace", { path, old_str: oldStr, new_str: newStr, replace_all: replaceAll });
+  }
+
+  async ls(path?: string): Promise<LsEntry[]> {
+    return (await this.sb.post<{ entries?: LsEntry[] }>("/files/ls", { path })).entries ?? [];
+  }
+
+  glob(pattern: string, path?: string): Promise<GlobResult> {
+    return this.sb.post("/files/glob", { pattern, path });
+  }
+
+  grep(pattern: string, o: { path?: string; glob?: string; max_matches?: number } = {}): Promise<GrepResult> {
+    return this.sb.post("/files/grep", { pattern, ...o });
+  }
+
+  /** Waits for changes under path, at most timeoutSeconds. */
+  watch(path?: string, o: { timeout_seconds?: number; recursive?: boolean } = {}): Promise<WatchResult> {
+    const wait = (o.timeout_seconds ?? 30) * 1000 + EXEC_MARGIN_MS;
+    return this.sb.post("/files/watch", { path, ...o }, wait);
+  }
+
+  /** Marks files as outputs for the user. */
+  present(filepaths: string[]): Promise<PresentFilesResult> {
+    return this.sb.post("/files/present", { filepaths });
+  }
+
+  /** Writes bytes (or a stream of them) to path. */
+  upload(path: string, data: Body): Promise<FileWriteResult> {
+    return this.sb.t.json("PUT", this.sb.path("/files/raw"), {
+      body: data,
+      query: { path },
+      headers: { "Content-Type": "application/octet-stream" },
+    });
+  }
+
+  /** A file's bytes. */
+  async download(path: string): Promise<Uint8Array> {
+    return new Uint8Array(await (await this.open(path)).arrayBuffer());
+  }
+
+  /** The streamed answer of GET files/raw: read its body as a stream. */
+  open(path: string, signal?: AbortSignal): Promise<Response> {
+    return this.sb.t.raw("GET", this.sb.path("/files/raw"), { query: { path }, signal });
+  }
+
+  /** Extracts a tar or tar.gz under directory. */
+  uploadArchive(directory: string, archive: Body): Promise<ArchiveResult> {
+    return this.sb.t.json("POST", this.sb.path("/files/archive"), {
+      body: archive,
+      query: { path: directory },
+      headers: { "Content-Type": "application/gzip" },
+    });
+  }
+
+  /** directory as a tar (gzip: tar.gz), names relative to it. */
+  async downloadArchive(directory: string, o: { gzip?: boolean } = {}): Promise<Uint8Array> {
+    const resp = await this.sb.t.raw("GET", this.sb.path("/files/archive"), {
+      query: { path: directory, gzip: o.gzip ? "1" : undefined },
+    });
+    return new Uint8Array(await resp.arrayBuffer());
+  }
+}
+
+/** Background processes of one sandbox. */
+export class Processes {
+  constructor(private readonly sb: Sandbox) {}
+
+  start(command: string, o: { description?: string; max_runtime_seconds?: number } = {}): Promise<ProcessStarted> {
+    return this.sb.post("/processes", { command, ...o });
+  }
+
+  async list(): Promise<ProcessInfo[]> {
+    return (await this.sb.t.json<{ processes?: ProcessInfo[] }>("GET", this.sb.path("/processes"))).processes ?? [];
+  }
+
+  output(pid: string, sinceOffset?: number): Promise<ProcessOutput> {
+    return this.sb.t.json("GET", this.sb.path(`/processes/${seg(pid)}/output`), { query: { since_offset: sinceOffset } });
+  }
+
+  /** The process's output events, then its exit event; a broken stream resumes from the last offset. */
+  async *stream(pid: string, sinceOffset?: number): AsyncGenerator<ProcessEvent> {
+    let offset = sinceOffset;
+    for (let failures = 0; failures <= STREAM_RETRIES; failures++) {
+      try {
+        const resp = await this.sb.t.raw("GET", this.sb.path(`/processes/${seg(pid)}/stream`), {
+          query: { since_offset: offset },
+          headers: { Accept: "text/event-stream" },
+          timeoutMs: 0,
+        });
+        for await (const ev of sse(resp.body)) {
+          const e = JSON.parse(ev.data) as ProcessEvent;
+          failures = 0;
+          if (e.type === "output" && e.next_offset !== undefined) offset = e.next_offset;
+          yield e;
+          if (e.type === "exit") return;
+        }
+      } catch (e) {
+        if (e instanceof BoxkiteError && e.code !== CODE_CONNECTION) throw e;
+      }
+      await sleep(STREAM_PAUSE_MS * (failures + 1));
+    }
+    throw new BoxkiteError({ code: CODE_CONNECTION, message: `process ${pid}: the output stream keeps breaking` });
+  }
+
+  input(pid: string, data: string): Promise<ProcessInputResult> {
+    return this.sb.post(`/processes/${seg(pid)}/input`, { data });
+  }
+
+  stop(pid: string): Promise<ProcessStopResult> {
+    return this.sb.post(`/processes/${seg(pid)}/stop`, {});
+  }
+
+  killAll(): Promise<KillAllResult> {
+    return this.sb.post("/processes/kill-all", {});
+  }
+}
+
+/** The sandbox's persistent Python interpreter. */
+export class Interpreter {
+  constructor(private readonly sb: Sandbox) {}
+
+  exec(code: string, timeout?: number): Promise<InterpreterExecResult> {
+    return this.sb.post("/interpreter/exec", { code, timeout }, (timeout ?? DEFAULT_EXEC_TIMEOUT_S) * 1000 + EXEC_MARGIN_MS);
+  }
+
+  reset(): Promise<InterpreterReset> {
+    return this.sb.post("/interpreter/reset", {});
+  }
+
+  status(): Promise<InterpreterStatus> {
+    return this.sb.t.json("GET", this.sb.path("/interpreter/status"));
+  }
+}
+
+/** Language servers in the sandbox. */
+export class LSP {
+  constructor(private readonly sb: Sandbox) {}
+
+  start(language: string): Promise<LSPStarted> {
+    return this.sb.post("/lsp/start", { language });
+  }
+
+  open(lspId: string, path: string, content: string): Promise<LSPStatus> {
+    return this.sb.post(`/lsp/${seg(lspId)}/open`, { path, content });
+  }
+
+  completion(lspId: string, path: string, line: number, character: number): Promise<LSPCompletionResult> {
+    return this.sb.post(`/lsp/${seg(lspId)}/completion`, { path, line, character });
+  }
+
+  stop(lspId: string): Promise<LSPStatus> {
+    return this.sb.post(`/lsp/${seg(lspId)}/stop`, {});
+  }
+}
+
+/** The sandbox's hash-chained audit log. */
+export class Log {
+  constructor(private readonly sb: Sandbox) {}
+
+  /** One page: entries oldest first, with total, limit and offset. */
+  page(o: { limit?: number; offset?: number } = {}): Promise<LogPage> {
+    return this.sb.t.json("GET", this.sb.path("/log"), { query: o });
+  }
+
+  /** Every entry, oldest first, fetched page by page. */
+  async *entries(pageSize = 500): AsyncGenerator<LogEntry> {
+    let offset = 0;
+    for (;;) {
+      const page = await this.page({ limit: pageSize, offset });
+      const items = page.entries ?? [];
+      yield* items;
+      offset += items.length;
+      if (!items.length || offset >= (page.total ?? 0)) return;
+    }
+  }
+
+  /**
+   * Entries as they are written (GET watch, server-sent events): the newest
+   * 100 first, or those after lastEventId. A broken stream is reopened with
+   * Last-Event-ID, so no entry is missed or repeated. Runs until the caller
+   * stops iterating (break) or signal aborts.
+   */
+  async *follow(o: { lastEventId?: string; signal?: AbortSignal } = {}): AsyncGenerator<LogEntry> {
+    let last = o.lastEventId;
+    for (let failures = 0; failures <= STREAM_RETRIES; failures++) {
+      try {
+        const resp = await this.sb.t.raw("GET", this.sb.path("/watch"), {
+          headers: { Accept: "text/event-stream", ...(last ? { "Last-Event-ID": last } : {}) },
+          signal: o.signal,
+        });
+        for await (const ev of sse(resp.body)) {
+          if (ev.id) last = ev.id;
+          failures = 0;
+          yield JSON.parse(ev.data) as LogEntry;
+        }
+      } catch (e) {
+        if (o.signal?.aborted) return;
+        if (e instanceof BoxkiteError && e.code !== CODE_CONNECTION) throw e;
+      }
+      await sleep(STREAM_PAUSE_MS * (failures + 1));
+    }
+    throw new BoxkiteError({
+      code: CODE_CONNECTION,
+      message: `sandbox ${this.sb.id}: the watch stream keeps breaking`,
+      hint: "check the server; follow({lastEventId}) resumes where this stopped",
+    });
+  }
+}
+
+/** One sandbox. `id` names it; `data` is its record as last fetched. */
+export class Sandbox {
+  readonly id: string;
+  data: SandboxRecord;
+  readonly files = new Files(this);
+  readonly processes = new Processes(this);
+  readonly interpreter = new Interpreter(this);
+  readonly lsp = new LSP(this);
+  readonly log = new Log(this);
+
+  /** @internal */
+  constructor(
+    readonly t: Transport,
+    data: SandboxRecord,
+  ) {
+    this.data = data;
+    this.id = data.id!;
+  }
+
+  /** @internal */
+  path(sub: string): string {
+    return `/v1/sandboxes/${seg(this.id)}${sub}`;
+  }
+
+  /** @internal */
+  post<T>(sub: string, body: Record<string, unknown>, timeoutMs?: number): Promise<T> {
+    return this.t.json("POST", this.path(sub), { json: body, timeoutMs });
+  }
+
+  get status(): string | undefined {
+    return this.data.status;
+  }
+
+  async refresh(): Promise<this> {
+    this.data = await this.t.json("GET", this.path(""));
+    return this;
+  }
+
+  async delete(): Promise<void> {
+    await this.t.json("DELETE", this.path(""));
+  }
+
+  async extend(lifetimeMinutes: number): Promise<this> {
+    this.data = await this.post("/extend", { lifetime_minutes: lifetimeMinutes });
+    return this;
+  }
+
+  stats(): Promise<SandboxStats> {
+    return this.t.json("GET", this.path("/stats"));
+  }
+
+  /** A single-use token for the sandbox's terminal (admin keys). */
+  takeoverToken(readOnly = false): Promise<TakeoverToken> {
+    return this.post("/takeover-token", readOnly ? { read_only: true } : {});
+  }
+
+  /** Runs a shell command; returns exit_code, stdout, stderr, duration_ms. */
+  exec(command: string, o: ExecOptions = {}): Promise<ExecResult> {
+    return this.t.json("POST", this.path("/exec"), {
+      json: execBody(command, o),
+      timeoutMs: (o.timeout ?? DEFAULT_EXEC_TIMEOUT_S) * 1000 + EXEC_MARGIN_MS,
+      signal: o.signal,
+    });
+  }
+
+  /** Runs a shell command and streams its output as it happens. */
+  async execStream(command: string, o: ExecOptions = {}): Promise<ExecStream> {
+    const resp = await this.t.raw("POST", this.path("/exec"), {
+      json: execBody(command, o),
+      headers: { Accept: "application/x-ndjson" },
+      timeoutMs: (o.timeout ?? DEFAULT_EXEC_TIMEOUT_S) * 1000 + EXEC_MARGIN_MS,
+      signal: o.signal,
+    });
+    return new ExecStream(ndjson<ExecEvent>(resp.body));
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The API's types, named. Most come from src/openapi.ts, generated from the
+ * server's /openapi.json; the few the document does not describe yet are
+ * written here.
+ */
+import type { components } from "./openapi.js";
+
+type S = components["schemas"];
+
+export type Account = S["Account"];
+export type AccountUpdate = S["AccountUpdate"];
+export type APIKey = S["APIKey"];
+export type APIKeyCreated = S["APIKeyCreated"];
+export type ArchiveResult = S["ArchiveResult"];
+export type CreateSandboxRequest = S["CreateSandboxRequest"];
+export type ExecRequest = S["ExecRequest"];
+export type ExecResult = S["ExecResult"];
+export type FileCreateResult = S["FileCreateResult"];
+export type FileWriteResult = S["FileWriteResult"];
+export type GlobResult = S["GlobResult"];
+export type GrepResult = S["GrepResult"];
+export type Health = S["Health"];
+export type HostStatus = S["HostStatus"];
+export type InterpreterExecResult = S["InterpreterExecResult"];
+export type InterpreterReset = S["InterpreterReset"];
+export type InterpreterStatus = S["InterpreterStatus"];
+export type KillAllResult = S["KillAllResult"];
+export type LogEntry = S["LogEntry"];
+export type LogPage = S["LogPage"];
+export type LsEntry = S["LsEntry"];
+export type LSPCompletionResult = S["LSPCompletionResult"];
+export type LSPStarted = S["LSPStarted"];
+export type LSPStatus = S["LSPStatus"];
+export type MCPConnection = S["MCPConnection"];
+export type PresentFilesResult = S["PresentFilesResult"];
+export type ProcessEvent = S["ProcessEvent"];
+export type ProcessInfo = S["ProcessInfo"];
+export type ProcessInputResult = S["ProcessInputResult"];
+export type ProcessOutput = S["ProcessOutput"];
+export type ProcessStarted = S["ProcessStarted"];
+export type ProcessStopResult = S["ProcessStopResult"];
+export type SandboxRecord = S["Sandbox"];
+export type SandboxStats = S["SandboxStats"];
+export type SSHKey = S["SSHKey"];
+export type StrReplaceResult = S["StrReplaceResult"];
+export type TakeoverToken = S["TakeoverToken"];
+export type TokenResponse = S["TokenResponse"];
+export type Usage = S["Usage"];
+export type ViewResult = S["ViewResult"];
+export type Volume = S["Volume"];
+export type WatchResult = S["WatchResult"];
+
+/** One event of a streamed exec (Accept: application/x-ndjson). */
+export type ExecEvent =
+  | { type: "stdout" | "stderr"; data: string }
+  | {
+      type: "exit";
+      exit_code: number;
+      duration_ms: number;
+      truncated?: boolean;
+      stdout_bytes?: number;
+      stderr_bytes?: number;
+      output_limit_bytes?: number;
+      stop_reason?: string;
+    }
+  | { type: "error"; error: { code: string; message: string; hint?: string; request_id?: string } };
+
+/** A sandbox image (GET /v1/images). */
+export interface Image {
+  id: string;
+  label?: string;
+  status: string;
+  source: string;
+  spec?: { base?: string; apt_packages?: string[]; python_packages?: string[]; npm_packages?: string[] };
+  failure_reason?: string;
+  failure_code?: string;
+  failure_hint?: string;
+  size_bytes?: number;
+  created_at: string;
+  completed_at?: string;
+}
+
+/** A command allowlist rule: a program name, or a program with argument rules. */
+export type CommandRule = string | { command: string; args_allow?: string[]; args_deny?: string[] };

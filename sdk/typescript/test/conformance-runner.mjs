@@ -1,0 +1,132 @@
+// Runs sdk/conformance/cases.json with the TypeScript SDK (built into
+// dist/) and prints one JSON line per case: {name, result | error,
+// elapsed_ms}. The Go test in sdk/conformance starts the servers, runs
+// this and compares.
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { Boxkite, BoxkiteError, runTool, toAnthropicTools, toOpenAITools } from "../dist/index.js";
+
+const REF = /^\$\{([^}]+)\}$/;
+
+function resolve(v, saved) {
+  if (typeof v === "string") {
+    const m = REF.exec(v);
+    if (!m) return v;
+    return m[1].split(".").reduce((cur, part) => cur[Array.isArray(cur) ? Number(part) : part], saved);
+  }
+  if (Array.isArray(v)) return v.map((x) => resolve(x, saved));
+  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolve(x, saved)]));
+  return v;
+}
+
+function content(a) {
+  if (a.content_b64) return new Uint8Array(Buffer.from(a.content_b64, "base64"));
+  const rep = Buffer.from(a.repeat);
+  const out = Buffer.alloc(a.size);
+  for (let i = 0; i < a.size; i += rep.length) rep.copy(out, i, 0, Math.min(rep.length, a.size - i));
+  return new Uint8Array(out);
+}
+
+const hex = (b) => Buffer.from(b).toString("hex");
+const collect = async (it) => {
+  const out = [];
+  for await (const x of it) out.push(x);
+  return out;
+};
+
+function calls(bk) {
+  const sb = (a) => bk.sandbox(a.id);
+  return {
+    health: () => bk.health(),
+    "account.get": () => bk.account.get(),
+    "account.usage": () => bk.account.usage(),
+    "sandboxes.create": async (a) =>
+      (await bk.sandboxes.create({ label: a.label, lifetime_minutes: a.lifetime_minutes }, { idempotencyKey: a.idempotency_key })).data,
+    "sandboxes.get": async (a) => (await bk.sandboxes.get(a.id)).data,
+    "sandboxes.list": async (a) => (await bk.sandboxes.list({ activeOnly: a.active_only })).map((s) => s.data),
+    "sandboxes.extend": async (a) => (await sb(a).extend(a.lifetime_minutes)).data,
+    "sandboxes.delete": (a) => bk.sandboxes.delete(a.id),
+    "sandbox.exec": (a) => sb(a).exec(a.command, { timeout: a.timeout, stdin: a.stdin, cwd: a.cwd, env: a.env }),
+    "sandbox.exec_stream": async (a) => ({ events: await collect(await sb(a).execStream(a.command, { timeout: a.timeout })) }),
+    "sandbox.stats": (a) => sb(a).stats(),
+    "files.write": (a) => sb(a).files.write(a.path, a.content),
+    "files.view": (a) => sb(a).files.view(a.path),
+    "files.str_replace": (a) => sb(a).files.strReplace(a.path, a.old_str, a.new_str),
+    "files.ls": (a) => sb(a).files.ls(a.path),
+    "files.glob": (a) => sb(a).files.glob(a.pattern, a.path),
+    "files.grep": (a) => sb(a).files.grep(a.pattern, { path: a.path }),
+    "files.upload": (a) => sb(a).files.upload(a.path, content(a)),
+    "files.download": async (a) => {
+      const b = await sb(a).files.download(a.path);
+      return { size: b.length, sha256: createHash("sha256").update(b).digest("hex") };
+    },
+    "files.upload_archive": (a) => sb(a).files.uploadArchive(a.path, content(a)),
+    "files.download_archive": async (a) => {
+      const b = await sb(a).files.downloadArchive(a.path, { gzip: a.gzip });
+      return { size: b.length, head_hex: hex(b.subarray(0, 2)) };
+    },
+    "processes.start": (a) => sb(a).processes.start(a.command),
+    "processes.stream": async (a) => ({ events: await collect(sb(a).processes.stream(a.pid)) }),
+    "processes.output": (a) => sb(a).processes.output(a.pid),
+    "processes.list": (a) => sb(a).processes.list(),
+    "interpreter.exec": (a) => sb(a).interpreter.exec(a.code),
+    "log.page": (a) => sb(a).log.page({ limit: a.limit, offset: a.offset }),
+    "log.all": async (a) => ({ entries: await collect(sb(a).log.entries(a.page_size ?? 500)) }),
+    "log.follow": async (a) => {
+      const entries = [];
+      for await (const e of sb(a).log.follow({ lastEventId: a.last_event_id })) {
+        entries.push(e);
+        if (entries.length === a.count) break;
+      }
+      return { entries };
+    },
+    "volumes.create": (a) => bk.volumes.create({ label: a.label, size_gb: a.size_gb }),
+    "volumes.get": (a) => bk.volumes.get(a.id),
+    "volumes.list": () => bk.volumes.list(),
+    "volumes.delete": (a) => bk.volumes.delete(a.id),
+    "mcp_connections.create": (a) => bk.mcpConnections.create({ label: a.label, catalog_id: a.catalog_id }),
+    "mcp_connections.get": (a) => bk.mcpConnections.get(a.id),
+    "mcp_connections.list": () => bk.mcpConnections.list(),
+    "mcp_connections.delete": (a) => bk.mcpConnections.delete(a.id),
+    "api_keys.create": (a) => bk.apiKeys.create({ name: a.name, role: a.role }),
+    "api_keys.list": () => bk.apiKeys.list(),
+    "api_keys.revoke": (a) => bk.apiKeys.revoke(a.id),
+    "images.list": () => bk.images.list(),
+    "images.get": (a) => bk.images.get(a.id),
+    "allowed_commands.get": () => bk.account.allowedCommands(),
+    "allowed_commands.set": (a) => bk.account.setAllowedCommands(a.rules),
+    "allowed_commands.clear": () => bk.account.clearAllowedCommands(),
+    "tools.run": async (a) => ({ text: await runTool(sb(a), a.name, a.arguments) }),
+    "tools.openai": () => toOpenAITools(),
+    "tools.anthropic": () => toAnthropicTools(),
+  };
+}
+
+const cases = JSON.parse(await readFile(process.argv[2], "utf8")).cases;
+const key = process.env.BOXKITE_API_KEY;
+const clients = {
+  main: calls(new Boxkite({ baseUrl: process.env.BOXKITE_BASE_URL, apiKey: key })),
+  old: calls(new Boxkite({ baseUrl: process.env.BOXKITE_CONFORMANCE_OLD_URL ?? "http://127.0.0.1:1", apiKey: key })),
+  flaky: calls(new Boxkite({ baseUrl: process.env.BOXKITE_CONFORMANCE_FLAKY_URL ?? "http://127.0.0.1:1", apiKey: key })),
+};
+const saved = {};
+for (const c of cases) {
+  if (c.skip && "typescript" in c.skip) continue;
+  const out = { name: c.name };
+  const start = performance.now();
+  try {
+    const fn = clients[c.server ?? "main"][c.call];
+    if (!fn) throw new Error(`no call ${c.call}`);
+    const result = await fn(resolve(c.args ?? {}, saved));
+    out.result = result === undefined ? null : JSON.parse(JSON.stringify(result));
+    saved[c.name] = out.result;
+  } catch (e) {
+    if (!(e instanceof BoxkiteError)) {
+      out.error = { code: "runner", message: String(e?.stack ?? e), display: "" };
+    } else {
+      out.error = { ...e.toJSON(), display: String(e) };
+    }
+  }
+  out.elapsed_ms = Math.round(performance.now() - start);
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+}
