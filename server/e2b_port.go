@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -12,6 +13,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/coder/websocket"
@@ -37,9 +39,13 @@ func (s *Server) E2B() e2b.ControlPlane { return e2bPort{s} }
 
 type e2bPort struct{ s *Server }
 
-type e2bCaller struct{ acct *Account }
+type e2bCaller struct {
+	acct *Account
+	key  *APIKey
+}
 
 func (c e2bCaller) AccountID() string { return c.acct.ID }
+func (c e2bCaller) KeyID() string     { return c.key.ID }
 
 func (p e2bPort) account(c e2b.Caller) *Account { return c.(e2bCaller).acct }
 
@@ -59,7 +65,7 @@ func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, erro
 		return nil, fmt.Errorf("look up api key: %w", err)
 	}
 	s.touches.touch(k, s.now())
-	return e2bCaller{acct}, nil
+	return e2bCaller{acct, k}, nil
 }
 
 func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) (e2b.Sandbox, error) {
@@ -195,13 +201,17 @@ func (p e2bPort) TokenKey(ctx context.Context) ([]byte, error) {
 	return m.Sum(nil), nil
 }
 
-func (p e2bPort) Session(ctx context.Context, accountID, sandboxID string, env map[string]string) (envd.Session, error) {
-	acct, err := p.s.store.AccountByID(ctx, accountID)
+func (p e2bPort) Session(ctx context.Context, accountID, sandboxID, keyID string, env map[string]string) (envd.Session, error) {
+	s := p.s
+	acct, err := s.store.AccountByID(ctx, accountID)
 	if errors.Is(err, ErrNotFound) {
 		return nil, envd.ErrGone
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load account: %w", err)
+	}
+	if ok, err := p.accountKey(ctx, acct.ID, keyID); err != nil || !ok {
+		return nil, cmp.Or(err, envd.ErrRevoked)
 	}
 	sb, err := p.running(ctx, acct, sandboxID)
 	if errors.Is(err, e2b.ErrNotFound) {
@@ -210,27 +220,71 @@ func (p e2bPort) Session(ctx context.Context, accountID, sandboxID string, env m
 	if err != nil {
 		return nil, err
 	}
-	return &e2bSession{s: p.s, acct: acct, sb: sb, env: env}, nil
+	return &e2bSession{s: s, acct: acct, sb: sb, keyID: keyID, env: env}, nil
 }
 
-func (p e2bPort) Running(ctx context.Context) ([]string, error) {
-	sbs, err := p.s.store.SandboxesWithStatus(ctx, api.StatusActive)
-	if err != nil {
-		return nil, fmt.Errorf("list running sandboxes: %w", err)
+// accountKey reports whether keyID is a valid key of the account: not
+// revoked, here or (a moment ago) on another server.
+func (p e2bPort) accountKey(ctx context.Context, accountID, keyID string) (bool, error) {
+	keys, err := p.validKeys(ctx, accountID)
+	if err != nil || !slices.Contains(keys, keyID) {
+		return false, err
 	}
-	ids := make([]string, len(sbs))
-	for i, sb := range sbs {
-		ids[i] = sb.ID
+	return p.s.credentialValid(ctx, keyID)
+}
+
+// validKeys lists the ids of the account's keys that are not revoked.
+func (p e2bPort) validKeys(ctx context.Context, accountID string) ([]string, error) {
+	keys, err := p.s.store.ListAPIKeys(ctx, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	var ids []string
+	for _, k := range keys {
+		if k.RevokedAt == nil {
+			ids = append(ids, k.ID)
+		}
 	}
 	return ids, nil
 }
 
+func (p e2bPort) Running(ctx context.Context) ([]envd.Running, error) {
+	sbs, err := p.s.store.SandboxesWithStatus(ctx, api.StatusActive)
+	if err != nil {
+		return nil, fmt.Errorf("list running sandboxes: %w", err)
+	}
+	keys := map[string][]string{} // account → valid key ids
+	out := make([]envd.Running, 0, len(sbs))
+	for _, sb := range sbs {
+		ids, ok := keys[sb.AccountID]
+		if !ok {
+			if ids, err = p.validKeys(ctx, sb.AccountID); err != nil {
+				return nil, err
+			}
+			keys[sb.AccountID] = ids
+		}
+		out = append(out, envd.Running{SandboxID: sb.ID, KeyIDs: ids})
+	}
+	return out, nil
+}
+
 // e2bSession is envd.Session: one running sandbox, acted on for its account.
 type e2bSession struct {
-	s    *Server
-	acct *Account
-	sb   *Sandbox
-	env  map[string]string
+	s     *Server
+	acct  *Account
+	sb    *Sandbox
+	keyID string // the API key the envd token was issued to
+	env   map[string]string
+}
+
+// Revocable ends ctx when the session's key is revoked (revoke.go).
+func (e *e2bSession) Revocable(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := e.s.revocations.watch(e.keyID, cancel, e.s.now())
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
 }
 
 func (e *e2bSession) SandboxID() string      { return e.sb.ID }

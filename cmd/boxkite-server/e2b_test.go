@@ -27,6 +27,7 @@ import (
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem/filesystemconnect"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/process"
+	"github.com/boxkite/boxkite/server/e2b/envdpb/process/processconnect"
 )
 
 // e2bSDKEnv names a directory with node_modules holding e2b 2.51.0 and
@@ -339,6 +340,70 @@ func TestE2BIsolation(t *testing.T) {
 		}
 	})
 
+	t.Run("revoking a key ends the envd tokens it was handed", func(t *testing.T) {
+		ctx := context.Background()
+		var k2 api.APIKeyCreated
+		if _, err := call(ctx, srv.base, srv.key, "POST", "/v1/api-keys", api.CreateAPIKeyRequest{Name: "e2b-second"}, &k2); err != nil {
+			t.Fatalf("create a second key: %v", err)
+		}
+		idC, tokC2 := e2bCreate(t, srv.base, k2.Key)
+		// A command started with the second key's token, and a stream on it.
+		ps := processconnect.NewProcessClient(http.DefaultClient, srv.base, connect.WithInterceptors(sandboxHeaders(idC, tokC2)))
+		stream, err := ps.Start(ctx, connect.NewRequest(&process.StartRequest{
+			Process: &process.ProcessConfig{Cmd: "/bin/sh", Args: []string{"-c", "sleep 600"}},
+		}))
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		defer stream.Close()
+		if !stream.Receive() || stream.Msg().GetEvent().GetStart() == nil {
+			t.Fatalf("no start event: %v", stream.Err())
+		}
+		pid := stream.Msg().GetEvent().GetStart().GetPid()
+		health := func(tok string) int {
+			status, _ := e2bDo(t, srv.base, "GET", "/health", http.Header{"E2b-Sandbox-Id": {idC}, "E2b-Sandbox-Port": {"49983"}, "X-Access-Token": {tok}}, "")
+			return status
+		}
+		if got := health(tokC2); got != http.StatusNoContent {
+			t.Fatalf("health with the second key's token: %d", got)
+		}
+		if _, err := call(ctx, srv.base, srv.key, "DELETE", "/v1/api-keys/"+k2.ID, nil, nil); err != nil {
+			t.Fatalf("revoke: %v", err)
+		}
+		ended := make(chan error, 1)
+		go func() {
+			for stream.Receive() {
+			}
+			ended <- stream.Err()
+		}()
+		select {
+		case err := <-ended:
+			if err == nil {
+				t.Errorf("the stream ended cleanly, want an error")
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the stream on the revoked key's token did not end")
+		}
+		if got := health(tokC2); got != http.StatusUnauthorized {
+			t.Errorf("health with the revoked key's token: %d, want 401", got)
+		}
+		// The first key's token for the same sandbox works, and the
+		// command the revoked token started runs on.
+		status, body := e2bDo(t, srv.base, "GET", "/sandboxes/"+idC, http.Header{"X-API-Key": {srv.key}}, "")
+		var info struct{ EnvdAccessToken string }
+		if status != http.StatusOK || json.Unmarshal(body, &info) != nil {
+			t.Fatalf("get with the first key: %d %s", status, body)
+		}
+		if info.EnvdAccessToken == tokC2 || health(info.EnvdAccessToken) != http.StatusNoContent {
+			t.Errorf("the first key's token for the sandbox: %q (same as the revoked: %v)", info.EnvdAccessToken, info.EnvdAccessToken == tokC2)
+		}
+		ps1 := processconnect.NewProcessClient(http.DefaultClient, srv.base, connect.WithInterceptors(sandboxHeaders(idC, info.EnvdAccessToken)))
+		list, err := ps1.List(ctx, connect.NewRequest(&process.ListRequest{}))
+		if err != nil || !slices.ContainsFunc(list.Msg.GetProcesses(), func(p *process.ProcessInfo) bool { return p.GetPid() == pid }) {
+			t.Errorf("List with the first key's token: %v, %v; want pid %d running", list, err, pid)
+		}
+	})
+
 	t.Run("envd for a killed sandbox answers 502", func(t *testing.T) {
 		if status, body := e2bDo(t, srv.base, "DELETE", "/sandboxes/"+idB, http.Header{"X-API-Key": {srv.key}}, ""); status != http.StatusNoContent {
 			t.Fatalf("kill: %d %s", status, body)
@@ -400,16 +465,35 @@ func envelope(msg []byte) []byte {
 	return append(b, msg...)
 }
 
-// sandboxHeaders adds what the E2B SDK sends with every envd call.
-func sandboxHeaders(id, token string) connect.UnaryInterceptorFunc {
-	return func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			req.Header().Set("E2b-Sandbox-Id", id)
-			req.Header().Set("E2b-Sandbox-Port", "49983")
-			req.Header().Set("X-Access-Token", token)
-			return next(ctx, req)
-		}
+// sandboxHeaders adds what the E2B SDK sends with every envd call, unary
+// and streaming.
+func sandboxHeaders(id, token string) connect.Interceptor { return envdHeaders{id, token} }
+
+type envdHeaders struct{ id, token string }
+
+func (e envdHeaders) set(h http.Header) {
+	h.Set("E2b-Sandbox-Id", e.id)
+	h.Set("E2b-Sandbox-Port", "49983")
+	h.Set("X-Access-Token", e.token)
+}
+
+func (e envdHeaders) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		e.set(req.Header())
+		return next(ctx, req)
 	}
+}
+
+func (e envdHeaders) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		e.set(conn.RequestHeader())
+		return conn
+	}
+}
+
+func (e envdHeaders) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
 }
 
 // upload writes a file through envd's multipart POST /files, as the SDK does.

@@ -196,7 +196,7 @@ type sessions struct {
 	store Store
 }
 
-func (s sessions) Open(ctx context.Context, id string) (envd.Session, error) {
+func (s sessions) Open(ctx context.Context, id, keyID string) (envd.Session, error) {
 	rec, err := s.store.E2BSandbox(ctx, id)
 	if errors.Is(err, ErrNotFound) {
 		return nil, envd.ErrGone
@@ -204,7 +204,7 @@ func (s sessions) Open(ctx context.Context, id string) (envd.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.cp.Session(ctx, rec.AccountID, id, rec.EnvVars)
+	return s.cp.Session(ctx, rec.AccountID, id, keyID, rec.EnvVars)
 }
 
-func (s sessions) Running(ctx context.Context) ([]string, error) { return s.cp.Running(ctx) }
+func (s sessions) Running(ctx context.Context) ([]envd.Running, error) { return s.cp.Running(ctx) }

@@ -17,6 +17,8 @@ var ErrNotFound = errors.New("not found")
 // call to act for it.
 type Caller interface {
 	AccountID() string
+	// KeyID is the API key's id: envd tokens are issued to it.
+	KeyID() string
 }
 
 // Sandbox is what the facade needs of a boxkite sandbox.
@@ -60,11 +62,14 @@ type ControlPlane interface {
 	// TokenKey is the secret envd tokens are derived from: the same on
 	// every server sharing the store.
 	TokenKey(ctx context.Context) ([]byte, error)
-	// Session opens the account's running sandbox for envd calls, its
-	// commands starting with env; envd.ErrGone when it is not running.
-	Session(ctx context.Context, accountID, sandboxID string, env map[string]string) (envd.Session, error)
-	// Running lists every account's running sandboxes' ids.
-	Running(ctx context.Context) ([]string, error)
+	// Session opens the account's running sandbox for envd calls made
+	// with a token issued to the API key keyID, its commands starting
+	// with env: envd.ErrGone when it is not running, envd.ErrRevoked when
+	// the key is not the account's or no longer valid.
+	Session(ctx context.Context, accountID, sandboxID, keyID string, env map[string]string) (envd.Session, error)
+	// Running lists every account's running sandboxes with the account's
+	// valid keys.
+	Running(ctx context.Context) ([]envd.Running, error)
 }
 
 // Usage is a sandbox's resource use.

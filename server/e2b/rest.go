@@ -133,7 +133,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, c Caller) error
 		}
 		return fmt.Errorf("record e2b sandbox: %w", err)
 	}
-	out, err := h.sandboxJSON(r.Context(), rec)
+	out, err := h.sandboxJSON(r.Context(), rec, c)
 	if err != nil {
 		return err
 	}
@@ -187,13 +187,14 @@ func checkNetwork(n networkConfig) error {
 	return nil
 }
 
-// sandboxJSON is the create and connect answer, with the sandbox's tokens.
-func (h *Handler) sandboxJSON(ctx context.Context, rec Record) (sandboxJSON, error) {
-	access, err := h.tokens.Access(ctx, rec.SandboxID)
+// sandboxJSON is the create and connect answer, with the sandbox's tokens
+// for the caller's key.
+func (h *Handler) sandboxJSON(ctx context.Context, rec Record, c Caller) (sandboxJSON, error) {
+	access, err := h.tokens.Access(ctx, rec.SandboxID, c.KeyID())
 	if err != nil {
 		return sandboxJSON{}, err
 	}
-	traffic, err := h.tokens.Traffic(ctx, rec.SandboxID)
+	traffic, err := h.tokens.Traffic(ctx, rec.SandboxID, c.KeyID())
 	if err != nil {
 		return sandboxJSON{}, err
 	}
@@ -237,7 +238,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if err != nil {
 		return err
 	}
-	access, err := h.tokens.Access(r.Context(), sb.ID)
+	access, err := h.tokens.Access(r.Context(), sb.ID, c.KeyID())
 	if err != nil {
 		return err
 	}
@@ -453,7 +454,7 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if err != nil {
 		return err
 	}
-	out, err := h.sandboxJSON(r.Context(), rec)
+	out, err := h.sandboxJSON(r.Context(), rec, c)
 	if err != nil {
 		return err
 	}

@@ -140,17 +140,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	var keyID string
+	var ok bool
+	var err error
 	if id == "" && signedFiles(r) {
-		found, err := h.signer(r)
-		if err != nil {
-			h.log.ErrorContext(ctx, "find the sandbox of a signed url", "err", err)
-			writeStatus(w, http.StatusInternalServerError, "internal", "internal error")
-			return
-		}
-		id = found
+		id, keyID, err = h.signer(r)
+		ok = id != ""
 		r.Header.Set(HeaderSandboxID, id)
+	} else {
+		keyID, ok, err = h.authorized(r, id, port)
 	}
-	ok, err := h.authorized(r, id, port)
 	if err != nil {
 		h.log.ErrorContext(ctx, "derive envd token", "sandbox", id, "err", err)
 		writeStatus(w, http.StatusInternalServerError, "internal", "internal error")
@@ -164,9 +163,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost && (r.URL.Path == "/files" || r.URL.Path == processconnect.ProcessStreamInputProcedure) {
 		apihttp.Streaming(r) // as long as it keeps moving
 	}
-	sess, err := h.sandboxes.Open(ctx, id)
+	sess, err := h.sandboxes.Open(ctx, id, keyID)
 	if errors.Is(err, ErrGone) {
 		writeGone(w, id, "")
+		return
+	}
+	if errors.Is(err, ErrRevoked) {
+		writeStatus(w, http.StatusUnauthorized, "unauthenticated",
+			"the API key this access token was issued to is revoked: connect to the sandbox again with a valid key for a new token")
 		return
 	}
 	if err != nil {
@@ -174,61 +178,65 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusInternalServerError, "internal", "internal error")
 		return
 	}
+	ctx, stop := sess.Revocable(ctx)
+	defer stop()
 	mux.ServeHTTP(w, r.WithContext(context.WithValue(ctx, sessionKey{}, sess)))
 }
 
-// authorized checks the token r carries for the sandbox: X-Access-Token
-// everywhere; on the interpreter's port the traffic token too; on /files
-// a signed URL's signature instead.
-func (h *Handler) authorized(r *http.Request, id, port string) (bool, error) {
+// authorized checks the token r carries for the sandbox and returns the
+// API key it was issued to: X-Access-Token everywhere, and on the
+// interpreter's port the traffic token too. (Signed URLs come without the
+// sandbox's header: signer.)
+func (h *Handler) authorized(r *http.Request, id, port string) (keyID string, ok bool, err error) {
 	ctx := r.Context()
-	access, err := h.tokens.Access(ctx, id)
-	if err != nil {
-		return false, err
-	}
-	if equal(r.Header.Get(HeaderAccessToken), access) {
-		return true, nil
-	}
-	if port == PortInterpreter {
-		traffic, err := h.tokens.Traffic(ctx, id)
-		if err != nil {
-			return false, err
+	if tok := r.Header.Get(HeaderAccessToken); tok != "" {
+		if keyID, ok, err = h.tokens.verify(ctx, purposeAccess, id, tok); ok || err != nil {
+			return keyID, ok, err
 		}
-		return equal(r.Header.Get(HeaderTrafficToken), traffic), nil
 	}
-	if r.URL.Path == "/files" && r.Header.Get(HeaderAccessToken) == "" {
-		op := "read"
-		if r.Method == http.MethodPost {
-			op = "write"
-		}
-		return signedURLValid(r.URL.Query(), op, access, h.now()), nil
+	if tok := r.Header.Get(HeaderTrafficToken); port == PortInterpreter && tok != "" {
+		return h.tokens.verify(ctx, purposeTraffic, id, tok)
 	}
-	return false, nil
+	return "", false, nil
 }
 
-// signer finds the running sandbox whose access token signed r's URL, or
-// "" when none did. The URL names no sandbox (the SDK builds it on the
-// shared E2B_SANDBOX_URL), so every running sandbox's token is tried;
-// tokens are derived, not stored, so that is a hash per sandbox.
-func (h *Handler) signer(r *http.Request) (string, error) {
-	ids, err := h.sandboxes.Running(r.Context())
-	if err != nil {
-		return "", err
-	}
+// signedBy returns the key, of keyIDs, whose access token for sandbox id
+// signed r's URL.
+func (h *Handler) signedBy(r *http.Request, id string, keyIDs []string) (string, bool, error) {
 	op := "read"
 	if r.Method == http.MethodPost {
 		op = "write"
 	}
-	for _, id := range ids {
-		access, err := h.tokens.Access(r.Context(), id)
+	for _, keyID := range keyIDs {
+		access, err := h.tokens.Access(r.Context(), id, keyID)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		if signedURLValid(r.URL.Query(), op, access, h.now()) {
-			return id, nil
+			return keyID, true, nil
 		}
 	}
-	return "", nil
+	return "", false, nil
+}
+
+// signer finds the running sandbox whose access token signed r's URL,
+// with the key the token was issued to, or "" when none did. The URL names
+// no sandbox (the SDK builds it on the shared E2B_SANDBOX_URL) and the
+// signature hides the token, so every running sandbox's token for each of
+// its account's keys is tried; tokens are derived, not stored, so that is
+// a hash each.
+func (h *Handler) signer(r *http.Request) (id, keyID string, err error) {
+	running, err := h.sandboxes.Running(r.Context())
+	if err != nil {
+		return "", "", err
+	}
+	for _, sb := range running {
+		keyID, ok, err := h.signedBy(r, sb.SandboxID, sb.KeyIDs)
+		if err != nil || ok {
+			return sb.SandboxID, keyID, err
+		}
+	}
+	return "", "", nil
 }
 
 // writeGone answers traffic for a sandbox that is not running as E2B's

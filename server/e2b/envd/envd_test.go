@@ -262,17 +262,60 @@ func TestTokens(t *testing.T) {
 	}
 	ctx := context.Background()
 	a, b := NewTokens(key(strings.Repeat("a", 32))), NewTokens(key(strings.Repeat("b", 32)))
-	t1, _ := a.Access(ctx, "sb1")
-	t1again, _ := a.Access(ctx, "sb1")
-	t2, _ := a.Access(ctx, "sb2")
-	tr, _ := a.Traffic(ctx, "sb1")
-	other, _ := b.Access(ctx, "sb1")
-	if t1 != t1again || t1 == t2 || t1 == tr || t1 == other || !strings.HasPrefix(t1, "bxe2b_") {
-		t.Errorf("tokens: %q %q %q %q %q; want stable, distinct per sandbox, purpose and key", t1, t1again, t2, tr, other)
+	const k1, k2 = "6f1c0a3e-0000-4000-8000-000000000001", "6f1c0a3e-0000-4000-8000-000000000002"
+	t1, _ := a.Access(ctx, "sb1", k1)
+	t1again, _ := a.Access(ctx, "sb1", k1)
+	t2, _ := a.Access(ctx, "sb2", k1)
+	tk2, _ := a.Access(ctx, "sb1", k2)
+	tr, _ := a.Traffic(ctx, "sb1", k1)
+	other, _ := b.Access(ctx, "sb1", k1)
+	if t1 != t1again || t1 == t2 || t1 == tk2 || t1 == tr || t1 == other || !strings.HasPrefix(t1, "bxe2b."+k1+".") {
+		t.Errorf("tokens: %q %q %q %q %q %q; want stable, distinct per sandbox, key, purpose and secret", t1, t1again, t2, tk2, tr, other)
+	}
+	tests := []struct {
+		name, purpose, sandbox, token string
+		wantKey                       string
+		ok                            bool
+	}{
+		{"its own", purposeAccess, "sb1", t1, k1, true},
+		{"another key's, also valid", purposeAccess, "sb1", tk2, k2, true},
+		{"another sandbox's", purposeAccess, "sb2", t1, "", false},
+		{"the traffic token as access", purposeAccess, "sb1", tr, "", false},
+		{"the traffic token", purposeTraffic, "sb1", tr, k1, true},
+		{"another secret's", purposeAccess, "sb1", other, "", false},
+		{"key id swapped", purposeAccess, "sb1", strings.Replace(t1, k1, k2, 1), "", false},
+		{"key id with a dot", purposeAccess, "sb1", "bxe2b.a.b." + t1[len("bxe2b.")+len(k1)+1:], "", false},
+		{"empty", purposeAccess, "sb1", "", "", false},
+		{"garbage", purposeAccess, "sb1", "bxe2b..", "", false},
+	}
+	for _, tt := range tests {
+		keyID, ok, err := a.verify(ctx, tt.purpose, tt.sandbox, tt.token)
+		if err != nil || ok != tt.ok || ok && keyID != tt.wantKey {
+			t.Errorf("%s: verify = %q, %v, %v; want %q, %v", tt.name, keyID, ok, err, tt.wantKey, tt.ok)
+		}
 	}
 	if equal("", "") || !equal(t1, t1again) || equal(t1, t2) {
 		t.Error("equal is wrong")
 	}
+}
+
+func FuzzVerifyToken(f *testing.F) {
+	for _, s := range []string{"bxe2b.k.x", "bxe2b..", "bxe2b.6f1c0a3e-0000-4000-8000-000000000001.abc", ""} {
+		f.Add(s)
+	}
+	tokens := NewTokens(func(context.Context) ([]byte, error) { return []byte(strings.Repeat("k", 32)), nil })
+	f.Fuzz(func(t *testing.T, token string) {
+		keyID, ok, err := tokens.verify(context.Background(), purposeAccess, "sb", token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			want, _ := tokens.Access(context.Background(), "sb", keyID)
+			if want != token {
+				t.Errorf("verify accepted %q for key %q, which is not its token", token, keyID)
+			}
+		}
+	})
 }
 
 func TestErrorNameValue(t *testing.T) {

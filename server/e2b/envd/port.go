@@ -13,19 +13,32 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
+// ErrRevoked is what Sandboxes.Open returns when the API key a token was
+// issued to is revoked or is not the sandbox's account's: 401.
+var ErrRevoked = errors.New("the API key this token was issued to is revoked")
+
 // ErrGone is what Sandboxes.Open returns for a sandbox that is unknown,
 // another account's, or no longer running: envd answers it with 502, as
 // E2B's own proxy does, which the SDK reads as "the sandbox has ended".
 var ErrGone = errors.New("sandbox is not running")
 
 // Sandboxes opens a running sandbox for envd calls. The caller has already
-// proved, with the sandbox's access token, that it may act on it; the
-// session acts as the account that owns it.
+// proved, with a token of the sandbox, that an API key (keyID) gave it the
+// right to act on it; the session acts as the account that owns it, for
+// as long as that key is valid.
 type Sandboxes interface {
-	Open(ctx context.Context, sandboxID string) (Session, error)
-	// Running lists the ids of every running sandbox, whoever owns it: a
-	// signed /files URL names no sandbox, only its signature tells.
-	Running(ctx context.Context) ([]string, error)
+	Open(ctx context.Context, sandboxID, keyID string) (Session, error)
+	// Running lists every running sandbox, whoever owns it, with the valid
+	// keys of its account: a signed /files URL names no sandbox, only its
+	// signature tells.
+	Running(ctx context.Context) ([]Running, error)
+}
+
+// Running is a running sandbox and the ids of the API keys that may hold
+// its tokens.
+type Running struct {
+	SandboxID string
+	KeyIDs    []string
 }
 
 // Session is what envd needs of one running sandbox: its sidecar, reached
@@ -58,6 +71,9 @@ type Session interface {
 	// ScrubOutput reports whether command output returned to the caller
 	// is scrubbed of secret-shaped strings (the account's setting).
 	ScrubOutput() bool
+	// Revocable returns ctx, ended as soon as the API key behind the
+	// token is revoked, and the function that stops watching for that.
+	Revocable(ctx context.Context) (context.Context, func())
 }
 
 // AuditEntry is one operation for the audit log.
