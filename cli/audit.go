@@ -58,10 +58,9 @@ API's shape). --after resumes after an entry id.`,
 			if app.IO.ErrTTY {
 				fmt.Fprintf(app.IO.ErrOut, "watching sandbox %s (Ctrl-C to stop)\n", sb.ID)
 			}
-			enc := json.NewEncoder(app.IO.Out)
 			err = c.WatchLog(ctx, sb.ID, after, func(e api.LogEntry) error {
 				if asJSON {
-					return enc.Encode(e)
+					return out.writeItem(app.IO, e)
 				}
 				return writeLogLine(app.IO.Out, e)
 			})
@@ -73,7 +72,7 @@ API's shape). --after resumes after an entry id.`,
 	}
 	sandboxFlag(cmd, app, &ref)
 	cmd.Flags().StringVar(&after, "after", "", "start after this entry `id` instead of with the newest entries")
-	out.register(cmd)
+	out.register(cmd, api.LogEntry{})
 	return cmd
 }
 
@@ -153,7 +152,7 @@ can rewrite the recorded head as well.`,
 				v.Gap = errors.Is(verr, api.ErrLogGap)
 			}
 			if asJSON {
-				if err := writeJSON(app.IO.Out, v); err != nil {
+				if err := out.write(app.IO, v); err != nil {
 					return err
 				}
 			} else if verr == nil {
@@ -170,7 +169,7 @@ can rewrite the recorded head as well.`,
 		},
 	}
 	sandboxFlag(cmd, app, &ref)
-	out.register(cmd)
+	out.register(cmd, auditVerdict{})
 	return cmd
 }
 
@@ -239,7 +238,7 @@ func newAllowlistGetCmd(app *App) *cobra.Command {
 				rules = []api.CommandRule{}
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, rules)
+				return out.write(app.IO, rules)
 			}
 			if len(rules) == 0 {
 				fmt.Fprintln(app.IO.ErrOut, "no allowlist: every command is allowed")
@@ -253,7 +252,7 @@ func newAllowlistGetCmd(app *App) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, api.CommandRule{})
 	return cmd
 }
 
@@ -324,13 +323,21 @@ func readRules(stdin io.Reader, name string) ([]api.CommandRule, error) {
 }
 
 func newAllowlistClearCmd(app *App) *cobra.Command {
-	return &cobra.Command{
+	var conf confirmation
+	cmd := &cobra.Command{
 		Use:   "clear",
 		Short: "Remove the command allowlist: every command is allowed again",
+		Long:  "Remove the command allowlist: every command is allowed again. On a terminal it\nasks first; elsewhere it needs --yes.",
 		Args:  usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := conf.refuseUnattended(app, args); err != nil {
+				return err
+			}
 			c, err := app.Client()
 			if err != nil {
+				return err
+			}
+			if err := conf.ask(app, "Clear the command allowlist? Every command will be allowed."); err != nil {
 				return err
 			}
 			if err := c.ClearAllowedCommands(cmd.Context()); err != nil {
@@ -340,4 +347,6 @@ func newAllowlistClearCmd(app *App) *cobra.Command {
 			return nil
 		},
 	}
+	conf.register(cmd)
+	return cmd
 }

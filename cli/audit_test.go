@@ -231,7 +231,7 @@ func TestAllowlistCommands(t *testing.T) {
 	if r := runCLI(t, `{"rules": 7}`, "allowlist", "set", "-"); r.code != exitUsage {
 		t.Errorf("set malformed: %+v", r)
 	}
-	if r := runCLI(t, "", "allowlist", "clear"); r.code != 0 {
+	if r := runCLI(t, "", "allowlist", "clear", "--yes"); r.code != 0 {
 		t.Errorf("clear: %+v", r)
 	}
 	mu.Lock()

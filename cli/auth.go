@@ -281,12 +281,12 @@ func newWhoamiCmd(app *App) *cobra.Command {
 				return fmt.Errorf("get usage: %w", err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, whoami{Account: acct, Usage: usage})
+				return out.write(app.IO, whoami{Account: acct, Usage: usage})
 			}
 			return writeWhoami(app.IO.Out, acct, usage)
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, whoami{})
 	return cmd
 }
 

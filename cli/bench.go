@@ -82,7 +82,7 @@ Every sandbox bench creates is deleted at the end, on Ctrl-C too.`,
 	f.IntVar(&opts.execs, "execs", 20, "execs of `true` to run in each sandbox")
 	f.IntVar(&opts.concurrency, "concurrency", 5, "sandboxes to create at once, and exec workers")
 	f.IntVar(&opts.idle, "idle", 0, "then create this many idle sandboxes and check that all answer an exec")
-	opts.out.register(cmd)
+	opts.out.register(cmd, benchReport{})
 	return cmd
 }
 
@@ -202,7 +202,7 @@ func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) err
 	slices.SortFunc(b.failures, cmpFailures)
 	rep.Failures = append([]string{}, b.failures...)
 	if asJSON {
-		if err := writeJSON(app.IO.Out, rep); err != nil {
+		if err := opts.out.write(app.IO, rep); err != nil {
 			return err
 		}
 	} else if err := printBench(app.IO.Out, rep); err != nil {

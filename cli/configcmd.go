@@ -57,7 +57,7 @@ func newConfigShowCmd(app *App) *cobra.Command {
 			}
 			rows := settings(cfg)
 			if asJSON {
-				return writeJSON(app.IO.Out, rows)
+				return out.write(app.IO, rows)
 			}
 			tw := newTable(app.IO.Out)
 			tw.Header(app.IO.Color, "KEY\tVALUE\tSOURCE")
@@ -71,7 +71,7 @@ func newConfigShowCmd(app *App) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, setting{})
 	return cmd
 }
 

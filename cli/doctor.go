@@ -71,7 +71,7 @@ fails, 0 otherwise.`,
 				}
 			}
 			if asJSON {
-				err = writeJSON(app.IO.Out, rep)
+				err = out.write(app.IO, rep)
 			} else {
 				err = writeDoctor(app, rep)
 			}
@@ -84,7 +84,7 @@ fails, 0 otherwise.`,
 			return nil
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, doctorReport{})
 	// Tests point the checks at a fake /proc, /sys and /dev.
 	cmd.Flags().StringVar(&root, "root", "/", "read the host's files under `dir`")
 	_ = cmd.Flags().MarkHidden("root")

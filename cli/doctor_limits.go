@@ -125,7 +125,7 @@ func (h doctorHost) diskSpace() doctorCheck {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return doctorCheck{Name: c.Name, Status: checkWarn, Detail: fmt.Sprintf("statfs %s: %v", dir, err)}
 	}
-	free := int64(st.Bavail) * st.Bsize
+	free := int64(st.Bavail) * int64(st.Bsize) // Bsize is uint32 on darwin
 	c.Detail = fmt.Sprintf("%s free on the filesystem of %s; creates and uploads are refused below %s (--min-free-disk-mib)",
 		humanBytes(free), home, humanBytes(defaultWatermark))
 	if free < defaultWatermark {

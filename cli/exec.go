@@ -96,7 +96,7 @@ when none is active.`,
 	cmd.Flags().Var(newByteSizeValue(&opts.maxOutput, 0), "max-output",
 		"keep at most `SIZE` of each of stdout and stderr (512K, 8M; default 1M, at most the server's maximum)")
 	cmd.Flags().BoolVar(&opts.stopAtCap, "stop-on-output-limit", false, "kill the command when a stream passes --max-output, instead of dropping the rest")
-	opts.out.register(cmd)
+	opts.out.register(cmd, api.ExecResult{})
 	cmd.RegisterFlagCompletionFunc("sandbox", completeSandboxes(app, true))
 	return cmd
 }
@@ -145,7 +145,7 @@ func runExecBackground(ctx context.Context, app *App, opts execOptions, req api.
 		return fmt.Errorf("start process in sandbox %s: %w", sb.ID, err)
 	}
 	if asJSON {
-		return writeJSON(app.IO.Out, res)
+		return opts.out.write(app.IO, res)
 	}
 	fmt.Fprintln(app.IO.Out, res.ProcessID)
 	if app.IO.ErrTTY {
@@ -207,7 +207,7 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 		if err != nil {
 			return fmt.Errorf("exec in sandbox %s: %w", sb.ID, err)
 		}
-		if err := writeJSON(app.IO.Out, res); err != nil {
+		if err := opts.out.write(app.IO, res); err != nil {
 			return err
 		}
 		truncationNote(app.IO.ErrOut, res.ExecOutputInfo)

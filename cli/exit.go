@@ -77,7 +77,7 @@ func (e *exitStatus) Error() string {
 // Execute runs root with args and is the only place that prints an error or
 // picks an exit code. Commands return errors; they never print or exit.
 func Execute(ctx context.Context, root *cobra.Command, args []string) int {
-	root.SetArgs(args)
+	root.SetArgs(joinJSONFields(root, args))
 	root.SilenceErrors, root.SilenceUsage = true, true
 	err := root.ExecuteContext(ctx)
 	if err == nil {

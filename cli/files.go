@@ -62,13 +62,13 @@ func newFilesLsCmd(app *App) *cobra.Command {
 				return fmt.Errorf("list %s: %w", orWorkspace(req.Path), err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, res)
+				return out.write(app.IO, res)
 			}
 			return writeLsTable(app.IO.Out, res.Entries, app.IO.Color)
 		},
 	}
 	sandboxFlag(cmd, app, &ref)
-	out.register(cmd)
+	out.register(cmd, api.LsResult{})
 	return cmd
 }
 
@@ -157,7 +157,7 @@ Binary files and files over 25 MiB are refused: copy them out with files cp.`,
 				return withPathHint(fmt.Errorf("view %s: %w", args[0], err))
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, res)
+				return out.write(app.IO, res)
 			}
 			if res.IsDirectory {
 				for _, name := range res.Entries {
@@ -178,7 +178,7 @@ Binary files and files over 25 MiB are refused: copy them out with files cp.`,
 	sandboxFlag(cmd, app, &ref)
 	cmd.Flags().IntVar(&start, "start-line", 1, "first line to print (1-based)")
 	cmd.Flags().IntVar(&end, "end-line", -1, "last line to print (-1: the end)")
-	out.register(cmd)
+	out.register(cmd, api.ViewResult{})
 	return cmd
 }
 
@@ -216,7 +216,7 @@ copy binary or larger files with files cp.`,
 				return fmt.Errorf("create %s: %w", args[0], err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, res)
+				return out.write(app.IO, res)
 			}
 			verb := "wrote"
 			if res.Created {
@@ -229,7 +229,7 @@ copy binary or larger files with files cp.`,
 	sandboxFlag(cmd, app, &ref)
 	cmd.Flags().StringVar(&content, "content", "", "the file's `text`")
 	cmd.Flags().StringVar(&contentFile, "content-file", "", "read the text from local `FILE` (- for stdin)")
-	out.register(cmd)
+	out.register(cmd, api.FileCreateResult{})
 	return cmd
 }
 
@@ -299,7 +299,7 @@ changes and edit fails.`,
 				return fmt.Errorf("edit %s: %w", args[0], err)
 			}
 			if asJSON {
-				if err := writeJSON(app.IO.Out, res); err != nil {
+				if err := out.write(app.IO, res); err != nil {
 					return err
 				}
 			}
@@ -319,7 +319,7 @@ changes and edit fails.`,
 	cmd.Flags().StringVar(&req.OldStr, "old", "", "the `text` to replace")
 	cmd.Flags().StringVar(&req.NewStr, "new", "", "the replacement `text`")
 	cmd.Flags().BoolVar(&replaceAll, "replace-all", false, "replace every occurrence")
-	out.register(cmd)
+	out.register(cmd, api.StrReplaceResult{})
 	return cmd
 }
 
@@ -362,7 +362,7 @@ func newFilesGlobCmd(app *App) *cobra.Command {
 				return fmt.Errorf("glob %s: %w", req.Pattern, err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, res)
+				return out.write(app.IO, res)
 			}
 			for _, m := range res.Matches {
 				fmt.Fprintln(app.IO.Out, m.Path)
@@ -375,7 +375,7 @@ func newFilesGlobCmd(app *App) *cobra.Command {
 	}
 	sandboxFlag(cmd, app, &ref)
 	cmd.Flags().StringVar(&req.Path, "path", "", "directory to search (default: the workspace)")
-	out.register(cmd)
+	out.register(cmd, api.GlobResult{})
 	return cmd
 }
 
@@ -416,7 +416,7 @@ error.`,
 				return fmt.Errorf("grep %s: %w", req.Pattern, err)
 			}
 			if asJSON {
-				if err := writeJSON(app.IO.Out, res); err != nil {
+				if err := out.write(app.IO, res); err != nil {
 					return err
 				}
 			} else {
@@ -440,7 +440,7 @@ error.`,
 	cmd.Flags().StringVar(&req.Path, "path", "", "directory to search (default: the workspace)")
 	cmd.Flags().StringVar(&req.Glob, "glob", "", "only files whose name or path matches this `pattern`")
 	cmd.Flags().IntVar(&req.MaxMatches, "max-matches", api.DefaultGrepMatches, fmt.Sprintf("stop after `N` matches (at most %d)", api.MaxGrepMatches))
-	out.register(cmd)
+	out.register(cmd, api.GrepResult{})
 	return cmd
 }
 

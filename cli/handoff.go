@@ -99,7 +99,7 @@ rewritten session files staged on this machine and prints where.`,
 	fl.BoolVar(&f.keepLocal, "keep-local", false, "keep the staged, rewritten session files on this machine")
 	fl.BoolVar(&f.all, "all", false, "send files .gitignore leaves out too")
 	fl.DurationVar(&f.lifetime, "lifetime", 2*time.Hour, "lifetime of the new sandbox")
-	f.out.register(cmd)
+	f.out.register(cmd, handoffResult{})
 	return cmd
 }
 
@@ -169,7 +169,7 @@ func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags
 	if f.dryRun {
 		pj := planJSON(plan, agent, f, egress)
 		if asJSON {
-			return writeJSON(app.IO.Out, pj)
+			return f.out.write(app.IO, pj)
 		}
 		printPlan(app.IO.Out, pj)
 		return nil
@@ -206,15 +206,15 @@ func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags
 	}
 	fmt.Fprintf(app.IO.ErrOut, "sent %d files (%s) to sandbox %s; the session resumes in %s\n",
 		res.Files, humanBytes(res.Bytes), sb.ID, plan.Workdir)
-	return startAgent(ctx, app, c, sb, res.Source, attach, asJSON, plan.Workdir)
+	return startAgent(ctx, app, c, sb, res.Source, attach, jsonOut(asJSON, &f.out), plan.Workdir)
 }
 
 // startAgent attaches this terminal to the sandbox and types the line
 // that starts the agent, or (not attaching) prints it.
-func startAgent(ctx context.Context, app *App, c *client.Client, sb api.Sandbox, source string, attach, asJSON bool, workdir string) error {
+func startAgent(ctx context.Context, app *App, c *client.Client, sb api.Sandbox, source string, attach bool, out *outputFlags, workdir string) error {
 	if !attach {
-		if asJSON {
-			return writeJSON(app.IO.Out, handoffResult{Sandbox: sb, Workdir: workdir, Run: source})
+		if out != nil {
+			return out.write(app.IO, handoffResult{Sandbox: sb, Workdir: workdir, Run: source})
 		}
 		fmt.Fprintln(app.IO.Out, sb.ID)
 		fmt.Fprintf(app.IO.ErrOut, "to resume: boxkite attach -s %s, then run: %s\n", sb.ID, source)
@@ -305,7 +305,7 @@ func runHandoffRetry(ctx context.Context, app *App, f handoffFlags, asJSON bool)
 	if err := handoff.Rearm(ctx, sbx, l.Credentials, l.Settings); err != nil {
 		return fmt.Errorf("retry the handoff in sandbox %s: %w", sb.ID, err)
 	}
-	return startAgent(ctx, app, c, sb, handoff.Source, attach, asJSON, rec.Workdir)
+	return startAgent(ctx, app, c, sb, handoff.Source, attach, jsonOut(asJSON, &f.out), rec.Workdir)
 }
 
 // handoffTarget binds the client's archive upload and file download to

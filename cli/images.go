@@ -59,7 +59,7 @@ func newImagesBuildCmd(app *App) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("build image: %w", err)
 			}
-			return finishImage(cmd.Context(), app, c, img, wait, asJSON)
+			return finishImage(cmd.Context(), app, c, img, wait, jsonOut(asJSON, &out))
 		},
 	}
 	f := cmd.Flags()
@@ -69,7 +69,7 @@ func newImagesBuildCmd(app *App) *cobra.Command {
 	f.StringArrayVar(&req.PythonPackages, "python-package", nil, "pip `package`, pinned as name==version (repeatable; from the index pip is configured with; wheels only)")
 	f.StringArrayVar(&req.NPMPackages, "npm-package", nil, "npm `package`, pinned as name==version or @scope/name==version (repeatable; install scripts run, in the build's jail)")
 	f.BoolVar(&wait, "wait", false, "wait until the image is completed or failed")
-	out.register(cmd)
+	out.register(cmd, api.Image{})
 	return cmd
 }
 
@@ -104,18 +104,18 @@ func newImagesImportCmd(app *App) *cobra.Command {
 			if err != nil {
 				return withHint(fmt.Errorf("import image: %w", err), importHint)
 			}
-			return finishImage(cmd.Context(), app, c, img, wait, asJSON)
+			return finishImage(cmd.Context(), app, c, img, wait, jsonOut(asJSON, &out))
 		},
 	}
 	cmd.Flags().StringVar(&label, "label", "", "a `label` for the image")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the image is completed or failed")
-	out.register(cmd)
+	out.register(cmd, api.Image{})
 	return cmd
 }
 
 // finishImage optionally waits for img to settle, then prints it: its id
 // on stdout (for scripts), or JSON.
-func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image, wait, asJSON bool) error {
+func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image, wait bool, out *outputFlags) error {
 	if wait && app.IO.ErrTTY && img.Source == api.ImageSourceBuild {
 		// Progress for a person: the build's own log, as it happens.
 		if err := c.ImageLogs(ctx, img.ID, true, app.IO.ErrOut); err != nil {
@@ -128,8 +128,8 @@ func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image
 			return err
 		}
 	}
-	if asJSON {
-		return writeJSON(app.IO.Out, img)
+	if out != nil {
+		return out.write(app.IO, img)
 	}
 	fmt.Fprintln(app.IO.Out, img.ID)
 	if img.Status == api.ImageFailed {

@@ -94,7 +94,7 @@ not manage keys or take over a terminal.`,
 				return fmt.Errorf("create api key: %w", err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, k)
+				return out.write(app.IO, k)
 			}
 			fmt.Fprintf(app.IO.ErrOut, "created %s key %s (%s); it is not shown again\n", k.Role, k.Name, k.ID)
 			fmt.Fprintln(app.IO.Out, k.Key)
@@ -104,22 +104,29 @@ not manage keys or take over a terminal.`,
 	f := cmd.Flags()
 	f.StringVar(&req.Name, "name", "", "a `name` for the key, e.g. where it is used")
 	f.StringVar(&req.Role, "role", api.RoleAdmin, "`role`: admin or member")
-	out.register(cmd)
+	out.register(cmd, api.APIKeyCreated{})
 	cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{api.RoleAdmin, api.RoleMember}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
 func newKeysRmCmd(app *App) *cobra.Command {
-	var force bool
+	var (
+		force bool
+		conf  confirmation
+	)
 	cmd := &cobra.Command{
 		Use:     "rm ID|NAME",
 		Aliases: []string{"revoke"},
 		Short:   "Revoke an API key; it stops working at once",
 		Long: `Revoke an API key; it stops working at once. The key this CLI itself uses
 (in local mode, the one boxkite up keeps in local.toml) is refused without
---force, since revoking it locks the CLI, and up, out.`,
+--force, since revoking it locks the CLI, and up, out. On a terminal it asks
+first; elsewhere it needs --yes.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := conf.refuseUnattended(app, args); err != nil {
+				return err
+			}
 			c, err := app.Client()
 			if err != nil {
 				return err
@@ -133,6 +140,9 @@ func newKeysRmCmd(app *App) *cobra.Command {
 					return err
 				}
 			}
+			if err := conf.ask(app, fmt.Sprintf("Revoke API key %s (%s)? It stops working at once.", k.ID, k.Name)); err != nil {
+				return err
+			}
 			if err := c.RevokeAPIKey(cmd.Context(), k.ID); err != nil {
 				return fmt.Errorf("revoke api key: %w", err)
 			}
@@ -141,6 +151,7 @@ func newKeysRmCmd(app *App) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "revoke it even if it is the key this CLI uses")
+	conf.register(cmd)
 	return cmd
 }
 

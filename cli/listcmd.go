@@ -57,7 +57,7 @@ func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
 				items = filter(items)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, items)
+				return out.write(app.IO, items)
 			}
 			return writeRows(app.IO.Out, app.IO.Color, l.header, items, l.row, time.Now())
 		},
@@ -65,7 +65,7 @@ func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
 	if l.flags != nil {
 		filter = l.flags(cmd)
 	}
-	out.register(cmd)
+	out.register(cmd, *new(T))
 	return cmd
 }
 
@@ -102,10 +102,10 @@ func newGetCmd[T any](app *App, noun string, get func(*client.Client, context.Co
 			if err != nil {
 				return listHint(cmd, fmt.Errorf("get %s: %w", noun, err))
 			}
-			return writeJSON(app.IO.Out, item)
+			return out.write(app.IO, item)
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, *new(T))
 	return cmd
 }
 
@@ -122,13 +122,21 @@ func listHint(cmd *cobra.Command, err error) error {
 // newRmCmd is a noun's `rm ID`; announce says "removed <noun> ID" on
 // stderr once done.
 func newRmCmd(app *App, noun, short string, announce bool, rm func(*client.Client, context.Context, string) error) *cobra.Command {
-	return &cobra.Command{
+	var conf confirmation
+	cmd := &cobra.Command{
 		Use:   "rm ID",
 		Short: short,
+		Long:  short + ". On a terminal it asks first; elsewhere it needs --yes.",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := conf.refuseUnattended(app, args); err != nil {
+				return err
+			}
 			c, err := app.Client()
 			if err != nil {
+				return err
+			}
+			if err := conf.ask(app, fmt.Sprintf("Remove %s %s?", noun, args[0])); err != nil {
 				return err
 			}
 			if err := rm(c, cmd.Context(), args[0]); err != nil {
@@ -140,4 +148,6 @@ func newRmCmd(app *App, noun, short string, announce bool, rm func(*client.Clien
 			return nil
 		},
 	}
+	conf.register(cmd)
+	return cmd
 }

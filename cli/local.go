@@ -241,7 +241,8 @@ func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client
 }
 
 func newDownCmd(app *App) *cobra.Command {
-	return &cobra.Command{
+	var conf confirmation
+	cmd := &cobra.Command{
 		Use:   "down",
 		Short: "Stop the local boxkite server, its bastion and its sandboxes",
 		Long: `Stop the local bastion and server; the server deletes its sandboxes as it
@@ -250,7 +251,9 @@ or on a host out of processes), remove what is left of it on the host:
 sandbox processes, cgroups, disks and their loop devices, and the mounts of
 volumes and images (boxkite-server cleanup). Volumes, images and the
 database keep their data. If something cannot be removed, down says what
-it is and the command that removes it, and exits 1.`,
+it is and the command that removes it, and exits 1.
+
+With sandboxes active it asks first on a terminal, and needs --yes elsewhere.`,
 		GroupID: groupLocal,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -259,6 +262,16 @@ it is and the command that removes it, and exits 1.`,
 				return err
 			}
 			p := pathsFor(home)
+			if sbs := activeLocalSandboxes(cmd.Context(), app, p); len(sbs) > 0 {
+				names := make([]string, len(sbs))
+				for i, sb := range sbs {
+					names[i] = sandboxName(sb)
+				}
+				q := fmt.Sprintf("Stop the local server and destroy its %d active %s (%s)?", len(sbs), plural(len(sbs), "sandbox"), itemList(names))
+				if err := conf.ask(app, q); err != nil {
+					return err
+				}
+			}
 			// The bastion first: its sessions are told why they end.
 			if bpid, err := stopLocalBastion(cmd.Context(), p); err != nil {
 				return err
@@ -272,6 +285,29 @@ it is and the command that removes it, and exits 1.`,
 			return cleanUpLocal(cmd.Context(), p)
 		},
 	}
+	conf.register(cmd)
+	return cmd
+}
+
+// activeLocalSandboxes lists the local server's active sandboxes, for
+// down's question; none when the server is not running or does not
+// answer quickly (down must still stop a server that hangs).
+func activeLocalSandboxes(ctx context.Context, app *App, p localPaths) []api.Sandbox {
+	if pid, err := readPID(p.pid); err != nil || pid == 0 || !isBoxkiteServer(pid) {
+		return nil
+	}
+	fc, err := readFileConfig(p.config)
+	if err != nil || fc.BaseURL == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c := &client.Client{BaseURL: fc.BaseURL, APIKey: fc.APIKey, UserAgent: "boxkite-cli/" + app.Version}
+	sbs, err := c.ListSandboxes(ctx, true)
+	if err != nil {
+		return nil
+	}
+	return sbs
 }
 
 // stopLocalServer stops the server the pid file names, if it runs.
@@ -339,7 +375,7 @@ active. Exits 1 when the server is not ready, so scripts can ask it.`,
 				return err
 			}
 			if asJSON {
-				err = writeJSON(app.IO.Out, st)
+				err = out.write(app.IO, st)
 			} else {
 				err = writeStatus(app, st)
 			}
@@ -350,7 +386,7 @@ active. Exits 1 when the server is not ready, so scripts can ask it.`,
 			return err
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, serverStatus{})
 	return cmd
 }
 

@@ -85,7 +85,7 @@ ago. --offset pages from the oldest instead, --limit entries at a time.`,
 				if page.Entries == nil {
 					page.Entries = []api.LogEntry{}
 				}
-				return writeJSON(app.IO.Out, page)
+				return out.write(app.IO, page)
 			}
 			if err := writeLogTable(app.IO.Out, page.Entries, app.IO.Color); err != nil {
 				return err
@@ -105,7 +105,7 @@ ago. --offset pages from the oldest instead, --limit entries at a time.`,
 	cmd.Flags().Var(newDurationValue(&since, 0, time.Minute), "since", "print the entries that started within this long ago, e.g. 10m or 2h")
 	cmd.Flags().IntVar(&limit, "limit", api.DefaultLogLimit, fmt.Sprintf("with --offset: entries per page (at most %d)", api.MaxLogLimit))
 	cmd.Flags().IntVar(&offset, "offset", 0, "page from the oldest, skipping this many entries")
-	out.register(cmd)
+	out.register(cmd, api.LogPage{})
 	return cmd
 }
 

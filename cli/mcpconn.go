@@ -45,13 +45,13 @@ func newMCPCreateCmd(app *App) *cobra.Command {
 				return fmt.Errorf("create mcp connection: %w", err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, m)
+				return out.write(app.IO, m)
 			}
 			fmt.Fprintln(app.IO.Out, m.ID)
 			return nil
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, api.MCPConnection{})
 	return cmd
 }
 

@@ -5,34 +5,249 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
-	"text/tabwriter"
+	"text/template"
 	"time"
 
+	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 )
 
-// outputFlags are --json and -o/--output, on every command that prints data.
+// outputFlags are the machine-output flags of every command that prints
+// data, as in gh: --json [FIELDS], -o/--output json, --jq EXPR and
+// --template TMPL. Register them with register, check them with wantJSON
+// before any request, and print the data with write (or writeItem for
+// each item of a stream).
 type outputFlags struct {
-	json   bool
+	// fields are what --json FIELDS may name: the JSON field names of the
+	// printed type (of its items, for a list), with each one's zero value
+	// for the items whose JSON omits it.
+	fields []string
+	zero   map[string]any
+
+	json   jsonFlag
 	format string
+	jq     string
+	tmpl   string
+
+	// Set by wantJSON from the flags above.
+	query    *gojq.Code
+	template *template.Template
 }
 
-func (o *outputFlags) register(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON (the API's shapes)")
-	cmd.Flags().StringVarP(&o.format, "output", "o", "text", "output `format`: text or json")
+// jsonFlag is --json's value: absent, present (every field), or a list
+// of fields. It replaced a bool flag, so "--json" alone still prints
+// everything and --json=true/false are still understood.
+type jsonFlag struct {
+	set    bool
+	fields []string
 }
 
-// wantJSON validates the flags and reports whether JSON was asked for.
+// allFields is what pflag stores for a bare --json; it is also the
+// placeholder help shows: --json[=FIELDS].
+const allFields = "FIELDS"
+
+func (f *jsonFlag) String() string { return strings.Join(f.fields, ",") }
+
+// Type is empty so that help shows --json[=FIELDS] and not a type name.
+func (f *jsonFlag) Type() string { return "" }
+
+func (f *jsonFlag) Set(s string) error {
+	switch s {
+	case allFields, "true":
+		f.set, f.fields = true, nil
+	case "false":
+		f.set, f.fields = false, nil
+	default:
+		f.set, f.fields = true, nil
+		for name := range strings.SplitSeq(s, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				f.fields = append(f.fields, name)
+			}
+		}
+	}
+	return nil
+}
+
+// annotationJSONFields marks a command with --json and lists its fields,
+// for Execute's reading of "--json FIELDS" and for tests of the tree.
+const annotationJSONFields = "boxkite:json-fields"
+
+// register adds the flags to cmd. example is a value of the type the
+// command prints as JSON (a slice or a pointer: the type of its items);
+// its JSON fields are those --json FIELDS may pick.
+func (o *outputFlags) register(cmd *cobra.Command, example any) {
+	o.fields, o.zero = jsonFields(example)
+	f := cmd.Flags()
+	usage := "print JSON (the API's shapes); only the comma-separated FIELDS when given"
+	if len(o.fields) == 0 {
+		usage = "print JSON (the API's shapes)"
+	}
+	f.VarPF(&o.json, "json", "", usage).NoOptDefVal = allFields
+	f.StringVarP(&o.format, "output", "o", "text", "output `format`: text or json")
+	f.StringVarP(&o.jq, "jq", "q", "", "print the JSON through a jq `expression` (implies --json)")
+	f.StringVarP(&o.tmpl, "template", "t", "", "print the JSON through a Go `template` (implies --json; see 'boxkite help formatting')")
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[annotationJSONFields] = strings.Join(o.fields, ",")
+	if len(o.fields) > 0 {
+		long := cmd.Long
+		if long == "" {
+			long = cmd.Short + "."
+		}
+		cmd.Long = long + "\n\nJSON fields (--json FIELDS): " + strings.Join(o.fields, ", ") + "."
+	}
+}
+
+// registerFilters adds only --jq and --template, for a command whose
+// output is always JSON of no fixed type (boxkite api).
+func (o *outputFlags) registerFilters(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVarP(&o.jq, "jq", "q", "", "print the JSON through a jq `expression`")
+	f.StringVarP(&o.tmpl, "template", "t", "", "print the JSON through a Go `template` (see 'boxkite help formatting')")
+}
+
+// wantJSON validates the flags and reports whether JSON (plain, picked,
+// filtered by jq or formatted by a template) was asked for. Mistakes are
+// usage errors, found before any request is made.
 func (o *outputFlags) wantJSON(cmd *cobra.Command) (bool, error) {
+	hint := helpHint(cmd)
+	asJSON := o.json.set
 	switch o.format {
 	case "text", "table", "":
-		return o.json, nil
 	case "json":
-		return true, nil
+		asJSON = true
+	default:
+		return false, usageErrorf(hint, "unknown output format %q (want text or json)", o.format)
 	}
-	return false, usageErrorf(helpHint(cmd), "unknown output format %q (want text or json)", o.format)
+	if o.jq != "" && o.tmpl != "" {
+		return false, usageErrorf(hint, "--jq and --template do not go together; pick one")
+	}
+	for _, name := range o.json.fields {
+		if len(o.fields) == 0 {
+			return false, usageErrorf("use --json alone, or --jq to pick from the JSON", "this command's JSON has no fields to pick")
+		}
+		if _, ok := o.zero[name]; !ok {
+			return false, usageErrorf("available fields: "+strings.Join(o.fields, ", "), "unknown JSON field %q", name)
+		}
+	}
+	if o.jq != "" {
+		q, err := gojq.Parse(o.jq)
+		if err != nil {
+			return false, usageErrorf("check the expression; the jq manual describes the syntax", "invalid --jq expression: %v", err)
+		}
+		// No environment ($ENV) and no modules: an expression only sees the data.
+		if o.query, err = gojq.Compile(q, gojq.WithEnvironLoader(func() []string { return nil })); err != nil {
+			return false, usageErrorf("check the expression; the jq manual describes the syntax", "invalid --jq expression: %v", err)
+		}
+		asJSON = true
+	}
+	if o.tmpl != "" {
+		t, err := template.New("template").Funcs(templateFuncs(nil)).Parse(o.tmpl)
+		if err != nil {
+			return false, usageErrorf("run 'boxkite help formatting' for the template helpers", "invalid --template: %v", err)
+		}
+		o.template = t
+		asJSON = true
+	}
+	return asJSON, nil
+}
+
+// write prints v (the API's shape) as the flags ask: indented JSON, only
+// some fields, through jq, or through a template.
+func (o *outputFlags) write(stdio IO, v any) error {
+	if len(o.json.fields) == 0 && o.query == nil && o.template == nil {
+		return writeJSON(stdio.Out, v) // as is: keeps the type's field order
+	}
+	data, err := o.generic(v)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.query != nil:
+		return runJQ(stdio, o.query, data)
+	case o.template != nil:
+		return runTemplate(stdio, o.template, data)
+	}
+	return writeJSON(stdio.Out, data)
+}
+
+// writeItem prints one item of a stream (a log being followed) on one
+// line, or through jq or the template.
+func (o *outputFlags) writeItem(stdio IO, v any) error {
+	data, err := o.generic(v)
+	if err != nil {
+		return err
+	}
+	switch {
+	case o.query != nil:
+		return runJQ(IO{Out: stdio.Out, Color: stdio.Color}, o.query, data) // compact, whatever the terminal
+	case o.template != nil:
+		return runTemplate(stdio, o.template, data)
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdio.Out, "%s\n", b)
+	return err
+}
+
+// generic turns v into what jq and templates work on (maps, slices,
+// json.Number) with only the picked fields.
+func (o *outputFlags) generic(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode JSON: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // int64 ids and byte counts stay exact
+	var data any
+	if err := dec.Decode(&data); err != nil {
+		return nil, fmt.Errorf("decode JSON: %w", err)
+	}
+	if len(o.json.fields) > 0 {
+		data = pickFields(data, o.json.fields, o.zero)
+	}
+	return data, nil
+}
+
+// runJQ prints each result of the query: strings as they are (like
+// jq -r, and like gh), anything else as JSON, indented on a terminal.
+func runJQ(stdio IO, q *gojq.Code, data any) error {
+	iter := q.Run(data)
+	for {
+		v, ok := iter.Next()
+		if !ok {
+			return nil
+		}
+		if err, ok := v.(error); ok {
+			if h, ok := err.(*gojq.HaltError); ok && h.Value() == nil {
+				return nil // halt: a normal end
+			}
+			return fmt.Errorf("jq: %w", err)
+		}
+		if s, ok := v.(string); ok {
+			if _, err := fmt.Fprintln(stdio.Out, s); err != nil {
+				return err
+			}
+			continue
+		}
+		b, err := gojq.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("jq: %w", err)
+		}
+		if stdio.OutTTY {
+			var ind bytes.Buffer
+			if json.Indent(&ind, b, "", "  ") == nil {
+				b = ind.Bytes()
+			}
+		}
+		if _, err := fmt.Fprintf(stdio.Out, "%s\n", b); err != nil {
+			return err
+		}
+	}
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -40,48 +255,6 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false) // "&&" in a command stays readable
 	return enc.Encode(v)
-}
-
-// table lays out aligned columns; call Flush when done. Its header may be
-// bold: the codes are added after the layout, so they take no column
-// width (tabwriter counts every byte of a cell, escapes too).
-type table struct {
-	*tabwriter.Writer
-	out        io.Writer
-	buf        bytes.Buffer
-	boldHeader bool
-}
-
-// newTable returns a table writing to w.
-func newTable(w io.Writer) *table {
-	t := &table{out: w}
-	t.Writer = tabwriter.NewWriter(&t.buf, 0, 0, 2, ' ', 0)
-	return t
-}
-
-// Header writes the header row (tab-separated), bold when color is set.
-func (t *table) Header(color bool, cols string) {
-	t.boldHeader = color
-	fmt.Fprintln(t.Writer, cols)
-}
-
-// Flush lays out what was written and writes it out.
-func (t *table) Flush() error {
-	if err := t.Writer.Flush(); err != nil {
-		return err
-	}
-	b := t.buf.Bytes()
-	if t.boldHeader {
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			// The padding of the last column is trimmed by tabwriter;
-			// the bold covers the header's text only.
-			b = slices.Concat([]byte("\x1b[1m"), bytes.TrimRight(b[:i], " "), []byte("\x1b[0m"), b[i:])
-		}
-		t.boldHeader = false
-	}
-	_, err := t.out.Write(b)
-	t.buf.Reset()
-	return err
 }
 
 // compactDuration is time.Duration's String without zero units: 2h, 1h30m, 30s.
@@ -103,4 +276,13 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// jsonOut is out when asJSON, else nil: helpers that print either way
+// take it in place of a bool.
+func jsonOut(asJSON bool, out *outputFlags) *outputFlags {
+	if asJSON {
+		return out
+	}
+	return nil
 }

@@ -44,7 +44,7 @@ func newPsCmd(app *App) *cobra.Command {
 				if res.Processes == nil {
 					res.Processes = []api.ProcessInfo{}
 				}
-				return writeJSON(app.IO.Out, res)
+				return out.write(app.IO, res)
 			}
 			if len(res.Processes) == 0 {
 				if app.IO.ErrTTY {
@@ -56,7 +56,7 @@ func newPsCmd(app *App) *cobra.Command {
 		},
 	}
 	sandboxFlag(cmd, app, &ref)
-	out.register(cmd)
+	out.register(cmd, api.ProcessList{})
 	return cmd
 }
 
@@ -149,21 +149,21 @@ unique prefix of a process id is enough; --all stops every running one.`,
 					return fmt.Errorf("stop processes of sandbox %s: %w", sb.ID, err)
 				}
 				if asJSON {
-					return writeJSON(app.IO.Out, res)
+					return out.write(app.IO, res)
 				}
 				fmt.Fprintf(app.IO.ErrOut, "stopped %d %s\n", res.Killed, plural(res.Killed, "process"))
 				return nil
 			}
-			return killProcesses(ctx, app, c, sb.ID, args, asJSON)
+			return killProcesses(ctx, app, c, sb.ID, args, jsonOut(asJSON, &out))
 		},
 	}
 	sandboxFlag(cmd, app, &ref)
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "stop every running process")
-	out.register(cmd)
+	out.register(cmd, api.ProcessStopResult{})
 	return cmd
 }
 
-func killProcesses(ctx context.Context, app *App, c *client.Client, id string, refs []string, asJSON bool) error {
+func killProcesses(ctx context.Context, app *App, c *client.Client, id string, refs []string, out *outputFlags) error {
 	var results []api.ProcessStopResult
 	for _, r := range refs {
 		pid, err := resolveProcess(ctx, c, id, r)
@@ -175,7 +175,7 @@ func killProcesses(ctx context.Context, app *App, c *client.Client, id string, r
 			return fmt.Errorf("stop process %s: %w", pid, err)
 		}
 		results = append(results, *res)
-		if !asJSON {
+		if out == nil {
 			exit := ""
 			if res.ExitCode != nil {
 				exit = fmt.Sprintf(", exit code %d", *res.ExitCode)
@@ -183,11 +183,11 @@ func killProcesses(ctx context.Context, app *App, c *client.Client, id string, r
 			fmt.Fprintf(app.IO.ErrOut, "%s %s%s\n", res.Status, pid, exit)
 		}
 	}
-	if asJSON {
+	if out != nil {
 		if len(results) == 1 {
-			return writeJSON(app.IO.Out, results[0])
+			return out.write(app.IO, results[0])
 		}
-		return writeJSON(app.IO.Out, results)
+		return out.write(app.IO, results)
 	}
 	return nil
 }

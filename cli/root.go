@@ -95,9 +95,11 @@ command's own exit code.`,
 		newToolsCmd(),
 		newMCPCmd(app),
 		newBenchCmd(app),
+		newAPICmd(app),
 		newVersionCmd(app),
 		newCompletionCmd(),
 		newDocsCmd(),
+		newFormattingHelp(),
 	)
 	return root
 }

@@ -52,13 +52,13 @@ downloads are never touched. Changing it takes an admin key or a login.`,
 				}
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, map[string]bool{"scrub_output": acct.ScrubOutput})
+				return out.write(app.IO, scrubSetting{ScrubOutput: acct.ScrubOutput})
 			}
 			fmt.Fprintln(app.IO.Out, onOff(acct.ScrubOutput))
 			return nil
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, scrubSetting{})
 	return cmd
 }
 
@@ -67,4 +67,9 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// scrubSetting is what `scrub-output --json` prints.
+type scrubSetting struct {
+	ScrubOutput bool `json:"scrub_output"`
 }

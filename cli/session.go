@@ -63,9 +63,9 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 			}
 			if asJSON {
 				if req.Count > 1 {
-					return writeJSON(app.IO.Out, sbs)
+					return out.write(app.IO, sbs)
 				}
-				return writeJSON(app.IO.Out, sbs[0])
+				return out.write(app.IO, sbs[0])
 			}
 			for _, sb := range sbs {
 				if app.IO.ErrTTY {
@@ -89,7 +89,7 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 	// Hidden until the server has a secrets broker: it refuses every name
 	// today, and help should not advertise what cannot work.
 	_ = f.MarkHidden("secret")
-	out.register(cmd)
+	out.register(cmd, api.Sandbox{})
 	cmd.RegisterFlagCompletionFunc("image", completeImages(app))
 	cmd.RegisterFlagCompletionFunc("volume", completeVolumes(app, "="))
 	cmd.RegisterFlagCompletionFunc("mcp-connection", completeMCPConnections(app, true))
@@ -158,7 +158,7 @@ func newSessionLsCmd(app *App) *cobra.Command {
 				if sbs == nil {
 					sbs = []api.Sandbox{} // [] rather than null for jq users
 				}
-				return writeJSON(app.IO.Out, sbs)
+				return out.write(app.IO, sbs)
 			}
 			if len(sbs) == 0 {
 				if app.IO.ErrTTY {
@@ -170,7 +170,7 @@ func newSessionLsCmd(app *App) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "include destroyed and lost sandboxes")
-	out.register(cmd)
+	out.register(cmd, api.Sandbox{})
 	return cmd
 }
 
@@ -210,12 +210,12 @@ func newSessionGetCmd(app *App) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, sb)
+				return out.write(app.IO, sb)
 			}
 			return writeSandboxDetail(app.IO.Out, sb, time.Now())
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, api.Sandbox{})
 	return cmd
 }
 
@@ -257,12 +257,16 @@ func stamp(t, now time.Time, suffix string) string {
 }
 
 func newSessionRmCmd(app *App) *cobra.Command {
-	var all bool
+	var (
+		all  bool
+		conf confirmation
+	)
 	cmd := &cobra.Command{
 		Use:               "rm ID... | --all",
 		Aliases:           []string{"delete", "remove"},
 		Short:             "Destroy sandboxes",
-		Example:           "  boxkite session rm 3f2a\n  boxkite session rm --all",
+		Long:              "Destroy sandboxes. On a terminal it asks first; elsewhere it needs --yes.",
+		Example:           "  boxkite session rm 3f2a\n  boxkite session rm --all --yes",
 		ValidArgsFunction: completeSandboxes(app, true),
 		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -274,15 +278,37 @@ func newSessionRmCmd(app *App) *cobra.Command {
 			return nil
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := conf.refuseUnattended(app, args); err != nil {
+				return err
+			}
 			c, err := app.Client()
 			if err != nil {
 				return err
 			}
-			return removeSandboxes(cmd.Context(), c, args, all, app.IO.ErrOut)
+			return removeSandboxes(cmd.Context(), c, args, all, app.IO.ErrOut, func(sbs []api.Sandbox) error {
+				names := make([]string, len(sbs))
+				for i, sb := range sbs {
+					names[i] = sandboxName(sb)
+				}
+				what := "sandbox " + names[0]
+				if len(sbs) > 1 {
+					what = fmt.Sprintf("%d sandboxes (%s)", len(sbs), itemList(names))
+				}
+				return conf.ask(app, "Destroy "+what+"? Their files and processes go with them.")
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "destroy every active sandbox")
+	conf.register(cmd)
 	return cmd
+}
+
+// sandboxName is a sandbox's id, with its label when it has one.
+func sandboxName(sb api.Sandbox) string {
+	if sb.Label != "" {
+		return sb.ID + " (" + sb.Label + ")"
+	}
+	return sb.ID
 }
 
 type sandboxRemover interface {
@@ -290,19 +316,18 @@ type sandboxRemover interface {
 	DeleteSandbox(ctx context.Context, id string) error
 }
 
-// removeSandboxes deletes each sandbox and keeps going past failures, so one
-// bad reference does not leave the rest running; all errors are returned.
-func removeSandboxes(ctx context.Context, c sandboxRemover, refs []string, all bool, stderr io.Writer) error {
-	var ids []string
+// removeSandboxes deletes each sandbox once confirm agrees, and keeps
+// going past failures, so one bad reference does not leave the rest
+// running; all errors are returned.
+func removeSandboxes(ctx context.Context, c sandboxRemover, refs []string, all bool, stderr io.Writer, confirm func([]api.Sandbox) error) error {
+	var sbs []api.Sandbox
 	var errs []error
 	if all {
 		active, err := c.ListSandboxes(ctx, true)
 		if err != nil {
 			return fmt.Errorf("list sandboxes: %w", err)
 		}
-		for _, sb := range active {
-			ids = append(ids, sb.ID)
-		}
+		sbs = append(sbs, active...)
 	}
 	for _, ref := range refs {
 		sb, err := resolveSandbox(ctx, c, ref, true)
@@ -310,14 +335,19 @@ func removeSandboxes(ctx context.Context, c sandboxRemover, refs []string, all b
 			errs = append(errs, err)
 			continue
 		}
-		ids = append(ids, sb.ID)
+		sbs = append(sbs, sb)
 	}
-	for _, id := range ids {
-		if err := c.DeleteSandbox(ctx, id); err != nil {
-			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", id, err))
+	if len(sbs) > 0 {
+		if err := confirm(sbs); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+	}
+	for _, sb := range sbs {
+		if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.ID, err))
 			continue
 		}
-		fmt.Fprintf(stderr, "removed sandbox %s\n", id)
+		fmt.Fprintf(stderr, "removed sandbox %s\n", sb.ID)
 	}
 	return errors.Join(errs...)
 }
@@ -358,7 +388,7 @@ func newSessionExtendCmd(app *App) *cobra.Command {
 				return fmt.Errorf("extend sandbox %s: %w", sb.ID, err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, got)
+				return out.write(app.IO, got)
 			}
 			fmt.Fprintln(app.IO.Out, got.ExpiresAt.Format(time.RFC3339))
 			if app.IO.ErrTTY {
@@ -368,7 +398,7 @@ func newSessionExtendCmd(app *App) *cobra.Command {
 		},
 	}
 	cmd.Flags().Var(newDurationValue(&lifetime, 0, time.Minute), "lifetime", "new lifetime counted from now, e.g. 30m or 1h; a bare number is minutes")
-	out.register(cmd)
+	out.register(cmd, api.Sandbox{})
 	return cmd
 }
 

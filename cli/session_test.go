@@ -114,10 +114,10 @@ func TestSessionCommands(t *testing.T) {
 	if diff := cmp.Diff([]api.ExtendSandboxRequest{{LifetimeMinutes: 120}}, extend); diff != "" {
 		t.Errorf("extend requests (-want +got):\n%s", diff)
 	}
-	if r := runCLI(t, "", "session", "rm", "aaa", "nope"); r.code != exitNotFound || !strings.Contains(r.stderr, "removed sandbox aaa111") {
+	if r := runCLI(t, "", "session", "rm", "aaa", "nope", "--yes"); r.code != exitNotFound || !strings.Contains(r.stderr, "removed sandbox aaa111") {
 		t.Errorf("session rm aaa nope: %+v, want aaa111 removed and exit %d for nope", r, exitNotFound)
 	}
-	if r := runCLI(t, "", "session", "rm", "--all"); r.code != 0 {
+	if r := runCLI(t, "", "session", "rm", "--all", "--yes"); r.code != 0 {
 		t.Errorf("session rm --all: %+v", r)
 	}
 	if diff := cmp.Diff([]string{"aaa111", "aaa111", "bbb222"}, deleted); diff != "" {

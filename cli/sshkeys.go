@@ -69,7 +69,7 @@ file), for the bastion. The name defaults to the key's comment.`,
 				return fmt.Errorf("add ssh key: %w", err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, k)
+				return out.write(app.IO, k)
 			}
 			fmt.Fprintf(app.IO.ErrOut, "added ssh key %s (%s)\n", k.Name, k.Fingerprint)
 			fmt.Fprintln(app.IO.Out, k.ID)
@@ -77,7 +77,7 @@ file), for the bastion. The name defaults to the key's comment.`,
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "a `name` for the key (default: its comment)")
-	out.register(cmd)
+	out.register(cmd, api.SSHKey{})
 	return cmd
 }
 
@@ -107,18 +107,26 @@ func readPublicKey(app *App, path string) (string, error) {
 }
 
 func newSSHKeysRmCmd(app *App) *cobra.Command {
-	return &cobra.Command{
+	var conf confirmation
+	cmd := &cobra.Command{
 		Use:     "rm ID|NAME|FINGERPRINT",
 		Aliases: []string{"remove"},
 		Short:   "Remove an SSH public key",
+		Long:    "Remove an SSH public key. On a terminal it asks first; elsewhere it needs --yes.",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := conf.refuseUnattended(app, args); err != nil {
+				return err
+			}
 			c, err := app.Client()
 			if err != nil {
 				return err
 			}
 			k, err := findSSHKey(cmd.Context(), c, args[0])
 			if err != nil {
+				return err
+			}
+			if err := conf.ask(app, fmt.Sprintf("Remove SSH key %s (%s)? It no longer opens the bastion.", k.ID, k.Name)); err != nil {
 				return err
 			}
 			if err := c.RemoveSSHKey(cmd.Context(), k.ID); err != nil {
@@ -128,6 +136,8 @@ func newSSHKeysRmCmd(app *App) *cobra.Command {
 			return nil
 		},
 	}
+	conf.register(cmd)
+	return cmd
 }
 
 // findSSHKey resolves ref to one key: its id or fingerprint, a unique id

@@ -49,13 +49,13 @@ func newVersionCmd(app *App) *cobra.Command {
 			}
 			bi := readBuildInfo(app.Version)
 			if asJSON {
-				return writeJSON(app.IO.Out, bi)
+				return out.write(app.IO, bi)
 			}
 			fmt.Fprintln(app.IO.Out, versionLine(bi))
 			return nil
 		},
 	}
-	out.register(cmd)
+	out.register(cmd, buildInfo{})
 	return cmd
 }
 

@@ -51,7 +51,7 @@ func newVolumesCreateCmd(app *App) *cobra.Command {
 				return fmt.Errorf("create volume: %w", err)
 			}
 			if asJSON {
-				return writeJSON(app.IO.Out, v)
+				return out.write(app.IO, v)
 			}
 			fmt.Fprintln(app.IO.Out, v.ID)
 			return nil
@@ -59,7 +59,7 @@ func newVolumesCreateCmd(app *App) *cobra.Command {
 	}
 	cmd.Flags().Float64Var(&req.SizeGB, "size-gb", 1, "size limit in `GiB`")
 	cmd.Flags().StringVar(&req.Label, "label", "", "a `label` for the volume")
-	out.register(cmd)
+	out.register(cmd, api.Volume{})
 	return cmd
 }
 

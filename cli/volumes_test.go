@@ -81,7 +81,7 @@ func TestVolumeAndMCPCommands(t *testing.T) {
 	if r := runCLI(t, "", "volumes", "get", "v1"); !strings.Contains(r.stdout, `"status": "ready"`) {
 		t.Errorf("volumes get: %+v", r)
 	}
-	if r := runCLI(t, "", "volumes", "rm", "v2"); r.code == 0 || !strings.Contains(r.stderr, "mounted by an active sandbox") {
+	if r := runCLI(t, "", "volumes", "rm", "v2", "-y"); r.code == 0 || !strings.Contains(r.stderr, "mounted by an active sandbox") {
 		t.Errorf("volumes rm of a mounted volume: %+v", r)
 	}
 	if r := runCLI(t, "", "mcp-connections", "create", "gh", "github"); r.stdout != "m1\n" || r.code != 0 {
@@ -94,8 +94,8 @@ func TestVolumeAndMCPCommands(t *testing.T) {
 	if got := fields(r.stdout); len(got) != 2 || got[1][3] != "api.githubcopilot.com" {
 		t.Errorf("mcp-connections ls:\n%s", r.stdout)
 	}
-	runCLI(t, "", "volumes", "rm", "v1")
-	runCLI(t, "", "mcp-connections", "rm", "m1")
+	runCLI(t, "", "volumes", "rm", "v1", "-y")
+	runCLI(t, "", "mcp-connections", "rm", "m1", "--yes")
 	if diff := cmp.Diff([]string{"v1", "m1"}, deleted); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}

@@ -66,7 +66,7 @@ func startLocal(t *testing.T) *localServer {
 		"PATH="+filepath.Dir(cli)+string(filepath.ListSeparator)+bin+string(filepath.ListSeparator)+os.Getenv("PATH"),
 	)}
 	t.Cleanup(func() {
-		s.run(t, "down")
+		s.run(t, "down", "--yes")
 		stopLeftoverServer(filepath.Join(home, "server.pid"))
 		os.RemoveAll(home)
 	})

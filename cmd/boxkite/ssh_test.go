@@ -209,7 +209,7 @@ func TestBastionLifecycle(t *testing.T) {
 		t.Fatalf("ssh after the restart, same known_hosts = %d, %q, %q", code, out, stderr)
 	}
 
-	s.mustRun(t, "down")
+	s.mustRun(t, "down", "--yes")
 	if dialable("127.0.0.1:" + u.port) {
 		t.Errorf("something still listens on the bastion's port %s after down", u.port)
 	}

@@ -39,7 +39,7 @@ func TestDownLeavesNothing(t *testing.T) {
 			if killed {
 				s.killServer()
 			}
-			if _, stderr, err := s.run("down"); err != nil {
+			if _, stderr, err := s.run("down", "--yes"); err != nil {
 				t.Fatalf("boxkite down: %v\n%s", err, stderr)
 			}
 			s.wantNothingLeft()
@@ -50,7 +50,7 @@ func TestDownLeavesNothing(t *testing.T) {
 			if out := s.mustRun("exec", "-s", id, "--", "cat", "/workspace/data/f"); out != "kept" {
 				t.Errorf("the volume after down and up holds %q, want kept", out)
 			}
-			s.mustRun("down")
+			s.mustRun("down", "--yes")
 			s.wantNothingLeft()
 		})
 	}
@@ -105,6 +105,6 @@ func TestHostLimitRefusals(t *testing.T) {
 	if !refusing {
 		t.Errorf("GET /v1/host does not show the sandbox task cap refusing: %+v", host.Limits)
 	}
-	s.mustRun("down")
+	s.mustRun("down", "--yes")
 	s.wantNothingLeft()
 }

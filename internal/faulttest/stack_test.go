@@ -85,7 +85,7 @@ func newStack(t *testing.T, extraEnv ...string) *stack {
 	)
 	s.env = append(s.env, extraEnv...)
 	t.Cleanup(func() {
-		s.run("down")
+		s.run("down", "--yes")
 		os.RemoveAll(home)
 	})
 	return s

@@ -1,14 +1,17 @@
 """The asyncio client: :class:`AsyncBoxkite` runs the synchronous client's
 calls in worker threads (``asyncio.to_thread``), so there is one HTTP
 implementation. Every method of the sync client is a coroutine here, and
-every stream (exec_stream, log.follow, processes.stream, …) an async
-iterator whose items are read in a thread one at a time.
+every stream an async iterator whose items are read in a thread one at a
+time: ``async for e in sb.log.follow()`` (log.entries, processes.stream,
+images.follow_logs alike), and ``async for ev in await sb.exec_stream(…)``,
+whose request is made when it is awaited.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from typing import Any, Iterator, Optional
 
 from .client import Boxkite
@@ -73,6 +76,14 @@ class _AsyncProxy:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._target, name)
+        if inspect.isgeneratorfunction(attr):
+            # A generator does no I/O until it is iterated: hand back the
+            # async iterator at once (async for e in sb.log.follow()).
+            @functools.wraps(attr)
+            def stream(*args: Any, **kwargs: Any) -> AsyncStream:
+                return AsyncStream(attr(*args, **kwargs))
+
+            return stream
         if callable(attr):
 
             @functools.wraps(attr)

@@ -191,6 +191,16 @@ pub struct ExecStream {
     pub stderr: String,
 }
 
+impl ExecStream {
+    /// The exit code, once the exit event has come.
+    pub fn exit_code(&self) -> Option<i64> {
+        match self.result {
+            Some(ExecEvent::Exit { exit_code, .. }) => Some(exit_code),
+            _ => None,
+        }
+    }
+}
+
 impl Iterator for ExecStream {
     type Item = Result<ExecEvent>;
 

@@ -1,0 +1,138 @@
+"""Unit tests of the Python SDK: the parts that need no server, and the
+tool shapes OpenAI and Anthropic document. Run: python3 -m unittest
+discover -s tests (sdk/conformance's TestSDKOwnTests does, with a server
+in BOXKITE_BASE_URL for the live tests)."""
+
+import asyncio
+import email.utils
+import os
+import re
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import boxkite  # noqa: E402
+from boxkite import _http  # noqa: E402
+
+NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class VersionTest(unittest.TestCase):
+    def test_tuples(self):
+        self.assertEqual(_http.version_tuple("v1.2.3"), (1, 2, 3))
+        self.assertIsNone(_http.version_tuple("dev"))
+        self.assertIsNone(_http.version_tuple("v0.0.0-20250101000000-abcdef"))
+
+    def test_too_old(self):
+        with self.assertRaises(boxkite.ServerVersionError) as cm:
+            _http.check_server_version("0.0.1")
+        self.assertEqual(cm.exception.code, "server_too_old")
+        self.assertIn("upgrade boxkite-server", cm.exception.hint)
+        for ok in ("dev", "0.1.0", "v2.0.0", None, ""):
+            _http.check_server_version(ok)
+
+
+class ErrorTest(unittest.TestCase):
+    def test_envelope(self):
+        body = b'{"error": {"code": "not_found", "message": "no sandbox x", "hint": "list them", "request_id": "r1"}}'
+        e = _http.error_from(404, {"Retry-After": None}, body)
+        self.assertIsInstance(e, boxkite.NotFoundError)
+        self.assertEqual((e.code, e.hint, e.status, e.request_id), ("not_found", "list them", 404, "r1"))
+        self.assertEqual(str(e), "no sandbox x [not_found]\nhint: list them")
+
+    def test_not_an_envelope(self):
+        e = _http.error_from(503, {"Retry-After": "7"}, b"upstream down")
+        self.assertIsInstance(e, boxkite.ServiceUnavailableError)
+        self.assertEqual((e.code, e.message, e.retry_after), ("service_unavailable", "upstream down", 7.0))
+
+    def test_retry_after_date(self):
+        when = email.utils.formatdate(time.time() + 5, usegmt=True)
+        self.assertTrue(3 < _http.parse_retry_after(when) <= 5)
+
+
+class ToolShapeTest(unittest.TestCase):
+    """The shapes the APIs document for function tools."""
+
+    def test_openai_chat(self):
+        tools = boxkite.to_openai_tools()
+        self.assertEqual([t["function"]["name"] for t in tools], ["bash_tool", "file_create", "view", "str_replace"])
+        for t in tools:
+            self.assertEqual(set(t), {"type", "function"})
+            self.assertEqual(t["type"], "function")
+            self.assertEqual(set(t["function"]), {"name", "description", "parameters"})
+            self.assertRegex(t["function"]["name"], NAME)
+            self.assertEqual(t["function"]["parameters"]["type"], "object")
+
+    def test_openai_responses(self):
+        for t in boxkite.to_openai_tools(api="responses"):
+            self.assertEqual(set(t), {"type", "name", "description", "parameters", "strict"})
+            self.assertEqual(t["type"], "function")
+
+    def test_anthropic(self):
+        for t in boxkite.to_anthropic_tools():
+            self.assertEqual(set(t), {"name", "description", "input_schema"})
+            self.assertRegex(t["name"], NAME)
+            self.assertEqual(t["input_schema"]["type"], "object")
+            self.assertIn("required", t["input_schema"])
+
+    def test_select(self):
+        self.assertEqual([t["name"] for t in boxkite.to_anthropic_tools(["view"])], ["view"])
+        with self.assertRaises(ValueError):
+            boxkite.to_openai_tools(["nope"])
+
+
+class RetryTest(unittest.TestCase):
+    def test_backoff_honours_retry_after(self):
+        t = _http.Transport("http://127.0.0.1:1", "k", max_retry_wait=2)
+        self.assertEqual(t._backoff(0, 1.5), 1.5)
+        self.assertEqual(t._backoff(0, 30), 2)
+        self.assertLessEqual(t._backoff(5, None), 2)
+
+    def test_refused_connection(self):
+        slept = []
+        t = _http.Transport("http://127.0.0.1:1", "k", max_retries=2, sleep=slept.append)
+        with self.assertRaises(boxkite.ConnectionError) as cm:
+            t.request("GET", "/health")
+        self.assertEqual(len(slept), 2)
+        self.assertIn("boxkite up", cm.exception.hint)
+
+
+@unittest.skipUnless(os.environ.get("BOXKITE_BASE_URL"), "needs a server (BOXKITE_BASE_URL)")
+class LiveTest(unittest.TestCase):
+    def test_async_client(self):
+        async def main():
+            bk = boxkite.AsyncBoxkite()
+            sb = await bk.sandboxes.create(label="async")
+            try:
+                stream = await sb.exec_stream("echo one; echo two >&2")
+                events = [ev async for ev in stream]
+                self.assertEqual(events[-1]["type"], "exit")
+                self.assertEqual((stream.stdout, stream.stderr), ("one\n", "two\n"))
+                res = await sb.exec("echo hi")
+                self.assertEqual(res["stdout"], "hi\n")
+                await sb.files.upload("x.bin", b"\x00\x01")
+                self.assertEqual(await sb.files.download("x.bin"), b"\x00\x01")
+                entries = []
+                async for e in sb.log.follow():
+                    entries.append(e)
+                    if e["operation"] == "file_download":
+                        break
+                self.assertIn("exec", [e["operation"] for e in entries])
+                with self.assertRaises(boxkite.NotFoundError):
+                    await bk.sandboxes.get("sbx_missing")
+            finally:
+                await sb.delete()
+
+        asyncio.run(main())
+
+    def test_run_tool_reports_refusals_as_text(self):
+        bk = boxkite.Boxkite()
+        text = boxkite.run_tool(bk.sandbox("sbx_missing"), "bash_tool", '{"command": "true"}')
+        self.assertTrue(text.startswith("Error: "), text)
+        self.assertIn("\nHint: ", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

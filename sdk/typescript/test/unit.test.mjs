@@ -1,0 +1,57 @@
+// Unit tests of the parts that need no server.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { BoxkiteError, TOOL_DEFINITIONS, toAnthropicTools, toOpenAITools } from "../dist/index.js";
+import { parseRetryAfter } from "../dist/http.js";
+import { tooOld, versionTuple } from "../dist/version.js";
+
+test("versions: releases are compared, dev builds and pseudo-versions are not", () => {
+  assert.deepEqual(versionTuple("v1.2.3"), [1, 2, 3]);
+  assert.equal(versionTuple("dev"), undefined);
+  assert.equal(versionTuple("v0.0.0-20250101000000-abcdef"), undefined);
+  assert.equal(tooOld("0.0.1"), true);
+  assert.equal(tooOld("0.1.0"), false);
+  assert.equal(tooOld("dev"), false);
+  assert.equal(tooOld(null), false);
+});
+
+test("Retry-After: seconds or an HTTP date", () => {
+  assert.equal(parseRetryAfter("3"), 3000);
+  assert.equal(parseRetryAfter(null), undefined);
+  const ms = parseRetryAfter(new Date(Date.now() + 5000).toUTCString());
+  assert.ok(ms > 3000 && ms <= 5000, String(ms));
+});
+
+test("errors print their code and hint", () => {
+  const e = new BoxkiteError({ code: "not_found", message: "no sandbox x", hint: "list them", status: 404 });
+  assert.equal(String(e), "BoxkiteError: no sandbox x [not_found]\nhint: list them");
+  assert.equal(e.apiMessage, "no sandbox x");
+  assert.deepEqual(e.toJSON().code, "not_found");
+});
+
+// The shapes OpenAI (Chat Completions, Responses) and Anthropic (Messages)
+// document for function tools.
+test("tool shapes", () => {
+  const name = /^[a-zA-Z0-9_-]{1,64}$/;
+  for (const t of toOpenAITools()) {
+    assert.deepEqual(Object.keys(t).sort(), ["function", "type"]);
+    assert.equal(t.type, "function");
+    assert.deepEqual(Object.keys(t.function).sort(), ["description", "name", "parameters"]);
+    assert.match(t.function.name, name);
+    assert.equal(t.function.parameters.type, "object");
+  }
+  for (const t of toOpenAITools(undefined, "responses")) {
+    assert.deepEqual(Object.keys(t).sort(), ["description", "name", "parameters", "strict", "type"]);
+  }
+  for (const t of toAnthropicTools()) {
+    assert.deepEqual(Object.keys(t).sort(), ["description", "input_schema", "name"]);
+    assert.equal(t.input_schema.type, "object");
+  }
+  assert.deepEqual(
+    toAnthropicTools(["view"]).map((t) => t.name),
+    ["view"],
+  );
+  assert.throws(() => toOpenAITools(["nope"]));
+  assert.equal(TOOL_DEFINITIONS.length, toOpenAITools().length);
+});
