@@ -21,4 +21,5 @@ func TestE2BSDK(t *testing.T) {
 	res := e2bsdk.RunFlows(t, sdk, e2bsdk.Server{Base: e.url, Key: e.key, OtherKey: e2bsdk.OtherAccountKey(t, e.url)},
 		func() string { return "(the server logs to the test log)" })
 	e2bsdk.CheckAudit(t, e.client(), res)
+	e2bsdk.CheckTUI(t, e.client(), res)
 }
