@@ -106,6 +106,19 @@ func routeDocs() []routeDoc {
 	return docs
 }
 
+// imageRouteDocs documents imageRoutes, served when the server keeps images.
+func imageRouteDocs() []routeDoc {
+	return []routeDoc{
+		{pattern: "POST /v1/images", summary: "Build an image from a spec (apt, pip and npm packages) in the build jail: 202 with the queued build, or 200 with the account's image of an identical spec", request: api.CreateImageRequest{}, response: api.Image{}, status: http.StatusAccepted},
+		{pattern: "POST /v1/images/import", summary: "Import an OCI layout tar or a docker save archive (the streamed body); ?label= names the image", response: api.Image{}, status: http.StatusAccepted, query: []string{"label"}, upload: true},
+		{pattern: "GET /v1/images/{id}/logs", summary: "The build's output as text; ?follow=1 streams it until the build ends", produces: "text/plain", query: []string{"follow"}},
+		{pattern: "GET /v1/images/{id}/log", summary: "A page of the build's audit log (its egress decisions, refusals and outcome), oldest first", response: api.LogPage{}, query: []string{"limit", "offset"}},
+		{pattern: "GET /v1/images", summary: "List the account's images", response: []api.Image{}},
+		{pattern: "GET /v1/images/{id}", summary: "Get one image", response: api.Image{}},
+		{pattern: "DELETE /v1/images/{id}", summary: "Delete an image; refused while an active sandbox boots from it", status: http.StatusNoContent},
+	}
+}
+
 // proxyDocs documents proxyRoutes by "METHOD /path".
 var proxyDocs = map[string]routeDoc{
 	"POST /files":                   {summary: "Write a text file, on disk before the answer; 403 permission_denied when the sandbox user (uid 1001) may not write it, 507 insufficient_storage when the disk is full (docs/files.md)", request: api.FileCreateRequest{}, response: api.FileCreateResult{}},
@@ -136,14 +149,22 @@ var proxyDocs = map[string]routeDoc{
 	"POST /lsp/{lsp_id}/stop":       {summary: "Stop a language server", response: api.LSPStatus{}},
 }
 
-// openAPIDoc is the document, built once per process.
-var openAPIDoc = sync.OnceValues(func() ([]byte, error) {
-	return json.Marshal(buildOpenAPI(routeDocs()))
-})
+// openAPIDoc is the document, built once per process: [1] documents the
+// image routes too, for a server that keeps images.
+var openAPIDoc = [2]func() ([]byte, error){
+	sync.OnceValues(func() ([]byte, error) { return json.Marshal(buildOpenAPI(routeDocs())) }),
+	sync.OnceValues(func() ([]byte, error) {
+		return json.Marshal(buildOpenAPI(append(routeDocs(), imageRouteDocs()...)))
+	}),
+}
 
 // serveOpenAPI serves GET /openapi.json.
 func (s *Server) serveOpenAPI(w http.ResponseWriter, _ *http.Request) error {
-	doc, err := openAPIDoc()
+	withImages := 0
+	if s.cfg.Images != nil {
+		withImages = 1
+	}
+	doc, err := openAPIDoc[withImages]()
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,18 @@ import (
 )
 
 // TestOpenAPICoversRoutes: /openapi.json documents every route the server
-// registers, and nothing it does not.
+// registers, and nothing it does not, with and without an image store
+// (whose routes only such a server serves).
 func TestOpenAPICoversRoutes(t *testing.T) {
-	e := newEnv(t, server.Config{})
+	t.Run("without images", func(t *testing.T) { testOpenAPICoversRoutes(t, server.Config{}, false) })
+	// The routes are only listed: no method of the store is called.
+	t.Run("with images", func(t *testing.T) { testOpenAPICoversRoutes(t, server.Config{Images: unusedImages{}}, true) })
+}
+
+type unusedImages struct{ server.ImageStore }
+
+func testOpenAPICoversRoutes(t *testing.T, cfg server.Config, images bool) {
+	e := newEnv(t, cfg)
 	resp, body := e.do("GET", "/openapi.json", "", nil)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /openapi.json: %d %s %.200s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
@@ -93,6 +102,9 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	}
 	if !slices.Contains(e.Server.Routes(), "GET /openapi.json") {
 		t.Error("GET /openapi.json is not registered")
+	}
+	if _, ok := doc.Paths["/v1/images/{id}/log"]["get"]; ok != images {
+		t.Errorf("GET /v1/images/{id}/log documented: %v, want %v", ok, images)
 	}
 }
 
