@@ -17,6 +17,7 @@ import (
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/e2bsdk"
+	"github.com/boxkite/boxkite/internal/e2bsdk/e2btui"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem/filesystemconnect"
@@ -54,7 +55,7 @@ func TestE2BSDK(t *testing.T) {
 	srv := startE2BServer(t)
 	res := e2bsdk.RunFlows(t, sdk, e2bsdk.Server{Base: srv.base, Key: srv.key, OtherKey: srv.otherKey}, srv.out.String)
 	e2bsdk.CheckAudit(t, client.New(srv.base, srv.key), res)
-	e2bsdk.CheckTUI(t, client.New(srv.base, srv.key), res)
+	e2btui.Check(t, client.New(srv.base, srv.key), res)
 }
 
 // e2bCreate creates a sandbox through the E2B API and returns its id and

@@ -1,4 +1,9 @@
-package e2bsdk
+// Package e2btui checks that what the E2B SDK flows did (package e2bsdk)
+// shows in boxkite tui, for the tests of both drivers. It is apart from
+// e2bsdk because teatest defines an -update flag, which would collide
+// with the golden-file flags of the tests that import e2bsdk for its
+// tenancy checks. It is test support, linked by tests only.
+package e2btui
 
 import (
 	"bytes"
@@ -10,15 +15,16 @@ import (
 	"github.com/charmbracelet/x/exp/teatest"
 
 	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/internal/e2bsdk"
 	"github.com/boxkite/boxkite/tui"
 )
 
-// CheckTUI checks the other half of acceptance 3: what RunFlows did shows
+// Check checks the other half of issue 21's acceptance 3: what RunFlows did shows
 // in boxkite tui. The TUI runs on a client of the server (as the CLI's
 // boxkite tui does, attach aside), finds each sandbox of the flows in its
 // list by id, opens its log and shows a call the SDK made there; expanded,
 // the entry says it came through e2b.
-func CheckTUI(t *testing.T, c *client.Client, res Results) {
+func Check(t *testing.T, c *client.Client, res e2bsdk.Results) {
 	t.Helper()
 	for _, sb := range []struct{ id, entry string }{
 		{res.SandboxID, "echo connected-out"}, // connect.mjs, from a second process
