@@ -48,8 +48,9 @@ var (
 // rm is a program; $'…' is "$" then an ordinary single-quoted string.
 // With bash true it is read as bash reads it: "&>" redirects both
 // outputs, and $'…' is ANSI-C quoting, where \' does not end the string,
-// so in "ls $'\''; rm #'" rm is a program. A command must pass under both
-// readings (allowlist.checkLine).
+// so a "; rm" after an escaped quote inside $'…' runs rm, while dash reads
+// it as quoted text. A command must pass under both readings
+// (allowlist.checkLine).
 func parseShell(cmd string, bash bool) ([][]shellWord, error) {
 	p := shellParser{s: cmd, bash: bash}
 	return p.parse()
