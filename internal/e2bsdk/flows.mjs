@@ -33,6 +33,10 @@ async function until(what, fn, ms = 30000) {
 const sbx = await Sandbox.create({ metadata: { suite: 'flows', run: process.env.RUN_ID }, envs: { SANDBOX_VAR: 'from-create' } })
 check('create', typeof sbx.sandboxId === 'string' && sbx.sandboxId.length > 0, sbx.sandboxId)
 results.sandboxId = sbx.sandboxId
+// Without E2B_SANDBOX_URL the SDK would reach envd under the sandbox's
+// domain: boxkite's host, never E2B's default e2b.app.
+const host = sbx.getHost(8080)
+check('domain', host === `8080-${sbx.sandboxId}.${new URL(process.env.E2B_API_URL).host}`, host)
 
 // commands.run in the foreground
 const fg = await sbx.commands.run('echo out-$SANDBOX_VAR-$REQ_VAR; echo err >&2; pwd', {
