@@ -105,18 +105,15 @@ is read from the first line of stdin, which keeps it out of shell history.`,
 			if len(args) == 1 {
 				key = args[0]
 			} else {
-				if app.IO.InTTY {
-					fmt.Fprint(app.IO.ErrOut, "API key: ")
-				}
-				line, err := bufio.NewReader(app.IO.In).ReadString('\n')
-				if err != nil && line == "" {
+				line, ok := readKeyLine(app)
+				if !ok {
 					return usageErrorf(helpHint(cmd), "no key given: pass KEY or pipe it on stdin")
 				}
 				key = line
 			}
-			key = strings.TrimSpace(key)
-			if key == "" || strings.ContainsAny(key, " \t") {
-				return usageErrorf("keys look like bxk_live_…", "invalid API key")
+			key, err := checkAPIKey(key)
+			if err != nil {
+				return err
 			}
 			return setConfigValue(app, keyAPIKey, func(fc *fileConfig) { fc.APIKey = key })
 		},
@@ -163,4 +160,23 @@ func noteContextUnused(app *App, name string) {
 	if chosen, _, err := chosenContext(home, app.flags); err == nil && chosen != "" && chosen != name {
 		fmt.Fprintf(app.IO.ErrOut, "note: commands use context %s; run 'boxkite context use %s' to use this one\n", chosen, name)
 	}
+}
+
+// readKeyLine reads an API key from the first line of stdin, prompting for
+// it on a terminal; false when stdin had nothing.
+func readKeyLine(app *App) (string, bool) {
+	if app.IO.InTTY {
+		fmt.Fprint(app.IO.ErrOut, "API key: ")
+	}
+	line, err := bufio.NewReader(app.IO.In).ReadString('\n')
+	return line, err == nil || line != ""
+}
+
+// checkAPIKey trims a key given by hand and refuses an empty or spaced one.
+func checkAPIKey(key string) (string, error) {
+	key = strings.TrimSpace(key)
+	if key == "" || strings.ContainsAny(key, " \t") {
+		return "", usageErrorf("keys look like bxk_live_…", "invalid API key")
+	}
+	return key, nil
 }

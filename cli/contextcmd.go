@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"strings"
@@ -111,13 +110,14 @@ func newContextLsCmd(app *App) *cobra.Command {
 				return out.write(app.IO, infos)
 			}
 			tw := newTable(app.IO.Out)
-			tw.Header(app.IO.Color, "CURRENT\tNAME\tURL\tAPI KEY")
+			// The name first: a narrow terminal cuts the other columns.
+			tw.Header(app.IO.Color, "NAME\tCURRENT\tURL\tAPI KEY")
 			for _, c := range infos {
 				mark := ""
 				if c.Current {
 					mark = "*"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mark, c.Name, c.BaseURL, orNone(c.APIKey))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, mark, c.BaseURL, orNone(c.APIKey))
 			}
 			return tw.Flush()
 		},
@@ -247,20 +247,13 @@ func contextKey(app *App) (string, error) {
 	}
 	key := f.Value.String()
 	if key == "-" {
-		if app.IO.InTTY {
-			fmt.Fprint(app.IO.ErrOut, "API key: ")
-		}
-		line, err := bufio.NewReader(app.IO.In).ReadString('\n')
-		if err != nil && line == "" {
+		line, ok := readKeyLine(app)
+		if !ok {
 			return "", usageErrorf("pipe the key on stdin, or pass --api-key KEY", "--api-key -: nothing on stdin")
 		}
 		key = line
 	}
-	key = strings.TrimSpace(key)
-	if key == "" || strings.ContainsAny(key, " \t") {
-		return "", usageErrorf("keys look like bxk_live_…", "invalid API key")
-	}
-	return key, nil
+	return checkAPIKey(key)
 }
 
 // checkRemoteURL accepts an http(s) URL, plain http only for this machine:

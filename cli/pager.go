@@ -25,8 +25,8 @@ const annotationPager = "boxkite:pager"
 
 // pageable sends cmd's output through a pager when stdout is a terminal:
 // BOXKITE_PAGER, else PAGER, else less -FRX (which quits at once when the
-// output fits the screen). BOXKITE_PAGER=cat (or set empty) turns paging
-// off; a pipe or a file is never paged. The pager starts with the first
+// output fits the screen). BOXKITE_PAGER=cat (or set empty, or PAGER
+// set empty) turns paging off; a pipe or a file is never paged. The pager starts with the first
 // byte written, so a command that fails before printing never opens one.
 // NewRoot wraps the RunE of every command so marked.
 func pageable(cmd *cobra.Command) {
@@ -74,11 +74,11 @@ func runPaged(app *App, run func() error) error {
 func pagerCommand(lookup func(string) (string, bool)) string {
 	cmdline, set := lookup(envPager)
 	if !set {
-		if cmdline, set = lookup(envPagerOther); !set || strings.TrimSpace(cmdline) == "" {
+		if cmdline, set = lookup(envPagerOther); !set {
 			cmdline = defaultPager
 		}
 	}
-	cmdline = strings.TrimSpace(cmdline)
+	cmdline = strings.TrimSpace(cmdline) // set but empty: off, as in git
 	if cmdline == "cat" {
 		return ""
 	}
