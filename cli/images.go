@@ -263,5 +263,6 @@ image_build_write_refused). The build's own output is 'boxkite images logs'.`,
 		},
 	}
 	out.register(cmd, api.LogPage{})
+	pageable(cmd)
 	return cmd
 }
