@@ -21,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/e2b/envd"
+	"github.com/boxkite/boxkite/server/internal/allowlist"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -292,12 +293,12 @@ func (e *e2bSession) SandboxID() string      { return e.sb.ID }
 func (e *e2bSession) Env() map[string]string { return e.env }
 func (e *e2bSession) ScrubOutput() bool      { return !e.acct.KeepOutputSecrets }
 
-func (e *e2bSession) allowlist(ctx context.Context) (*allowlist, error) {
+func (e *e2bSession) allowlist(ctx context.Context) (*allowlist.Rules, error) {
 	rules, err := e.s.store.AllowedCommands(ctx, e.acct.ID)
 	if err != nil || len(rules) == 0 {
 		return nil, err
 	}
-	return e.s.allowlists.get(rules)
+	return e.s.allowlists.Get(rules)
 }
 
 func (e *e2bSession) CheckCommand(ctx context.Context, command string) error {
@@ -305,7 +306,7 @@ func (e *e2bSession) CheckCommand(ctx context.Context, command string) error {
 	if err != nil || al == nil {
 		return err
 	}
-	return al.check(command)
+	return al.Check(command)
 }
 
 func (e *e2bSession) CheckCode(ctx context.Context, code string) error {
@@ -313,7 +314,7 @@ func (e *e2bSession) CheckCode(ctx context.Context, code string) error {
 	if err != nil || al == nil {
 		return err
 	}
-	return al.checkProgram("python3", []string{"-c", code}, false)
+	return al.CheckProgram("python3", []string{"-c", code}, false)
 }
 
 func (e *e2bSession) Interactive(ctx context.Context, req api.InteractiveRequest) (*websocket.Conn, error) {

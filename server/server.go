@@ -19,6 +19,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/internal/allowlist"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -173,7 +174,7 @@ type Server struct {
 	auditGate      *auditGate // closed while the store cannot commit entries (auditgate.go)
 	frozen         frozenSandboxes
 	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
-	allowlists     *allowlistCache
+	allowlists     *allowlist.Cache
 	metrics        *metrics
 	watchKeepAlive time.Duration
 	// scrubIdle is how long a scrubbed output stream holds back the end
@@ -222,7 +223,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		touches:        newKeyToucher(),
 		broker:         newBroker(),
 		auditGate:      newAuditGate(),
-		allowlists:     newAllowlistCache(),
+		allowlists:     allowlist.NewCache(),
 		watchKeepAlive: DefaultWatchKeepAlive,
 		scrubIdle:      DefaultScrubIdleFlush,
 		revocations:    newRevocations(),
