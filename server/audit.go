@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/tools"
 )
@@ -88,7 +89,7 @@ func (s *Server) newEntry(rec auditRecord) (*model.ExecLogEntry, error) {
 	if rec.detail == nil {
 		rec.detail = map[string]any{}
 	}
-	scrubDetail(rec.detail) // no secret typed into a command is kept (scrub.go)
+	scrub.Detail(rec.detail) // no secret typed into a command is kept (scrub.go)
 	raw, err := json.Marshal(rec.detail)
 	if err != nil {
 		return nil, fmt.Errorf("encode detail: %w", err)

@@ -85,17 +85,17 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	// The end of the answer waits for the audit entry (exec_hold.go); its
 	// output is scrubbed of secrets on the way (scrub.go).
 	sc := s.newExecScrub(r)
-	defer sc.stop()
+	defer sc.Stop()
 	var hw heldWriter
 	var fw http.ResponseWriter // what the sidecar's answer is written to
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
 		c.tap = lineTap(maxEventLine, out.event)
-		hw = newExitHolder(sc.events(w))
+		hw = newExitHolder(sc.Events(w))
 		fw = hw
 		c.handOver = s.execHandedOver(r, sb, req, &out)
 	} else {
 		hw = newHeldResponse(w)
-		fw = sc.result(hw)
+		fw = sc.Result(hw)
 		c.survive = true // a revoked credential loses the result, not the command
 	}
 	started := s.now()
@@ -104,8 +104,8 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		// The credential was revoked: the stream ends, the command runs on.
 		return hw.fail(errStreamRevoked)
 	}
-	sc.done()
-	out.outputRedacted = sc.outputRedacted()
+	sc.Done()
+	out.outputRedacted = sc.OutputRedacted()
 	if eh, ok := hw.(*exitHolder); ok {
 		switch {
 		case out.exitCode != nil && errors.Is(err, errSidecarCut):
@@ -145,7 +145,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		// recorded, stored result.
 		outcome := map[string]any{"exit_code": out.exitCode}
 		if c.captured != nil {
-			outcome["result"] = json.RawMessage(sc.capturedResult(c.captured))
+			outcome["result"] = json.RawMessage(sc.CapturedResult(c.captured))
 		}
 		err = withOutcome(err, outcome)
 		if ae, ok := errors.AsType[*api.Error](err); ok && infoFrom(r.Context()) != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -225,7 +226,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		auditGate:      newAuditGate(),
 		allowlists:     allowlist.NewCache(),
 		watchKeepAlive: DefaultWatchKeepAlive,
-		scrubIdle:      DefaultScrubIdleFlush,
+		scrubIdle:      scrub.DefaultIdleFlush,
 		revocations:    newRevocations(),
 		hasher:         newHasher(),
 		limiter:        newRateLimiter(),
