@@ -71,7 +71,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("hash password: %w", err)
 	}
-	acct := &model.Account{ID: NewID(), Email: email, CreatedAt: s.now()}
+	acct := &model.Account{ID: model.NewID(), Email: email, CreatedAt: s.now()}
 	if err := s.store.CreateAccountWithPassword(ctx, acct, hash); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return api.Errorf(http.StatusConflict, api.CodeEmailTaken, "an account with this email exists").
@@ -221,10 +221,10 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return invalid("role", fmt.Sprintf("role %q is not admin or member", req.Role), "")
 	}
-	secret := NewAPIKey()
+	secret := model.NewAPIKey()
 	k := &model.APIKey{
-		ID: NewID(), AccountID: accountFrom(r.Context()).ID, Name: name,
-		Hash: HashAPIKey(secret), Prefix: displayPrefix(secret), Role: role, CreatedAt: s.now(),
+		ID: model.NewID(), AccountID: accountFrom(r.Context()).ID, Name: name,
+		Hash: model.HashAPIKey(secret), Prefix: model.DisplayPrefix(secret), Role: role, CreatedAt: s.now(),
 	}
 	if err := s.store.CreateAPIKey(r.Context(), k); err != nil {
 		return fmt.Errorf("create api key: %w", err)
@@ -294,7 +294,7 @@ func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	k.ID, k.AccountID, k.CreatedAt = NewID(), accountFrom(r.Context()).ID, s.now()
+	k.ID, k.AccountID, k.CreatedAt = model.NewID(), accountFrom(r.Context()).ID, s.now()
 	if err := s.store.CreateSSHKey(r.Context(), k); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return api.Errorf(http.StatusConflict, api.CodeSSHKeyExists, "the key %s is registered already", k.Fingerprint).

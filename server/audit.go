@@ -103,7 +103,7 @@ func (s *Server) newEntry(rec auditRecord) (*model.ExecLogEntry, error) {
 		source = api.LogSourceAgent
 	}
 	return &model.ExecLogEntry{
-		ID:              NewID(),
+		ID:              model.NewID(),
 		SandboxID:       rec.sb.ID,
 		AccountID:       rec.sb.AccountID,
 		Source:          source,

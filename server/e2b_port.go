@@ -56,10 +56,10 @@ func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, erro
 	if key == "" {
 		return nil, errNoCredentials
 	}
-	if !ValidAPIKey(key) {
+	if !model.ValidAPIKey(key) {
 		return nil, errInvalidKey
 	}
-	k, acct, err := s.store.APIKeyByHash(ctx, HashAPIKey(key))
+	k, acct, err := s.store.APIKeyByHash(ctx, model.HashAPIKey(key))
 	if errors.Is(err, model.ErrNotFound) || err == nil && k.RevokedAt != nil {
 		return nil, errInvalidKey
 	}

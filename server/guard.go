@@ -84,7 +84,7 @@ func (s *Server) authenticateAs(r *http.Request, cred credKind) error {
 	if err != nil {
 		return err
 	}
-	if cred == credTokenOrAdmin && ValidAPIKey(token) {
+	if cred == credTokenOrAdmin && model.ValidAPIKey(token) {
 		if err := s.authenticateKey(r, token); err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ var (
 // authenticateToken verifies an access token and records its account as
 // the caller. Tokens are not revocable; they expire after AccessTokenTTL.
 func (s *Server) authenticateToken(r *http.Request, token string) error {
-	if ValidAPIKey(token) {
+	if model.ValidAPIKey(token) {
 		return errKeyNotToken
 	}
 	ctx := r.Context()

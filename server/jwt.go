@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -162,7 +163,9 @@ func (s *Server) jwtKey(ctx context.Context) ([]byte, error) {
 	if s.jwt.key != nil {
 		return s.jwt.key, nil
 	}
-	v, err := s.store.EnsureSetting(ctx, settingJWTSecret, hex.EncodeToString(randBytes(32)))
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret) // never fails on Linux (Go 1.24+ crashes the program instead)
+	v, err := s.store.EnsureSetting(ctx, settingJWTSecret, hex.EncodeToString(secret))
 	if err != nil {
 		return nil, fmt.Errorf("load token signing key: %w", err)
 	}

@@ -52,7 +52,7 @@ func (s *Server) createMCPConnection(w http.ResponseWriter, r *http.Request) err
 		sort.Strings(ids)
 		return invalid("catalog_id", fmt.Sprintf("catalog_id %q is not in the catalog", req.CatalogID), fmt.Sprintf("use one of %v", ids))
 	}
-	c := &model.MCPConnection{ID: NewID(), AccountID: accountFrom(r.Context()).ID, Label: req.Label, CatalogID: req.CatalogID, Host: host, CreatedAt: s.now()}
+	c := &model.MCPConnection{ID: model.NewID(), AccountID: accountFrom(r.Context()).ID, Label: req.Label, CatalogID: req.CatalogID, Host: host, CreatedAt: s.now()}
 	err := s.store.CreateMCPConnection(r.Context(), c)
 	if errors.Is(err, model.ErrConflict) {
 		return api.Errorf(http.StatusConflict, api.CodeMCPConnectionLabelTaken, "an MCP connection labelled %q exists", req.Label).

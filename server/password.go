@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -49,7 +50,9 @@ var errMalformedHash = errors.New("malformed password hash")
 // HashPassword returns password hashed with argon2id in the PHC string
 // format: $argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash> (unpadded base64).
 func HashPassword(password string) string {
-	return hashPassword(password, randBytes(argonSaltLen), defaultArgonParams)
+	salt := make([]byte, argonSaltLen)
+	_, _ = rand.Read(salt) // never fails on Linux (Go 1.24+ crashes the program instead)
+	return hashPassword(password, salt, defaultArgonParams)
 }
 
 func hashPassword(password string, salt []byte, p argonParams) string {

@@ -187,7 +187,7 @@ func (s *Server) startSandboxes(ctx context.Context, acct *model.Account, p crea
 func (s *Server) newSandboxRecord(acct *model.Account, p createParams) *model.Sandbox {
 	now := s.now()
 	return &model.Sandbox{
-		ID:              NewID(),
+		ID:              model.NewID(),
 		AccountID:       acct.ID,
 		Label:           p.label,
 		Size:            p.size,

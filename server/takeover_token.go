@@ -65,7 +65,7 @@ func (s *Server) mintTakeoverToken(ctx context.Context, accountID, sandboxID str
 	exp := now.Add(api.TakeoverTokenTTL)
 	tok, err := signToken(key, takeoverClaims{
 		Type: tokenTypeTakeover, Sub: accountID, Sandbox: sandboxID, ReadOnly: g.readOnly,
-		KeyID: g.keyID, KeyName: g.keyName, Via: g.via, Jti: NewID(), Iat: now.Unix(), Exp: exp.Unix(),
+		KeyID: g.keyID, KeyName: g.keyName, Via: g.via, Jti: model.NewID(), Iat: now.Unix(), Exp: exp.Unix(),
 	})
 	if err != nil {
 		return api.TakeoverToken{}, err
@@ -126,7 +126,7 @@ func (s *Server) authenticateTakeover(r *http.Request) error {
 		}
 		token = t
 	}
-	if ValidAPIKey(token) {
+	if model.ValidAPIKey(token) {
 		return s.authenticateKey(r, token)
 	}
 	ctx := r.Context()

@@ -1,4 +1,4 @@
-package server
+package model
 
 import (
 	"crypto/rand"
@@ -30,7 +30,7 @@ func HashAPIKey(key string) string {
 }
 
 // displayPrefix is the part of a key that may be shown again after creation.
-func displayPrefix(key string) string {
+func DisplayPrefix(key string) string {
 	if len(key) < len(KeyPrefix)+8 {
 		return KeyPrefix
 	}
