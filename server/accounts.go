@@ -67,7 +67,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	hash, err := s.hasher.hash(ctx, req.Password)
+	hash, err := s.hasher.Hash(ctx, req.Password)
 	if err != nil {
 		return fmt.Errorf("hash password: %w", err)
 	}
@@ -116,7 +116,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return fmt.Errorf("look up account: %w", err)
 	}
-	ok, err := s.hasher.verify(ctx, hash, req.Password)
+	ok, err := s.hasher.Verify(ctx, hash, req.Password)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -61,7 +62,7 @@ func (s *Server) authenticateQuery(r *http.Request) error {
 // request info.
 func (s *Server) authenticateKey(r *http.Request, token string) error {
 	if !model.ValidAPIKey(token) {
-		if looksLikeJWT(token) {
+		if authn.LooksLikeJWT(token) {
 			return errTokenNotKey
 		}
 		return errInvalidKey

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -125,10 +126,10 @@ func (s *Server) authenticateToken(r *http.Request, token string) error {
 	if err != nil {
 		return err
 	}
-	c, err := parseJWT(key, token, s.now())
+	c, err := authn.ParseJWT(key, token, s.now())
 	if err != nil {
 		msg := "invalid access token"
-		if errors.Is(err, errTokenExpired) {
+		if errors.Is(err, authn.ErrTokenExpired) {
 			msg = "the access token has expired"
 		}
 		return &api.Error{

@@ -20,6 +20,7 @@ import (
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -121,7 +122,7 @@ func (c Config) WithDefaults() Config {
 	// A bootstrap key means local mode: one user, who is also the operator.
 	c.RateLimits = c.RateLimits.withDefaults(c.BootstrapAPIKey != "")
 	if c.AccessTokenTTL == 0 {
-		c.AccessTokenTTL = DefaultAccessTokenTTL
+		c.AccessTokenTTL = authn.DefaultAccessTokenTTL
 	}
 	if c.TakeoverFlushInterval == 0 {
 		c.TakeoverFlushInterval = DefaultTakeoverFlush
@@ -144,8 +145,8 @@ func (c Config) validate() error {
 		return errors.New("max count must be at least 1")
 	case c.ReaperInterval < 0:
 		return errors.New("reaper interval must not be negative")
-	case c.JWTSecret != "" && len(c.JWTSecret) < minJWTSecretLen:
-		return fmt.Errorf("the JWT secret must be at least %d bytes", minJWTSecretLen)
+	case c.JWTSecret != "" && len(c.JWTSecret) < authn.MinJWTSecretLen:
+		return fmt.Errorf("the JWT secret must be at least %d bytes", authn.MinJWTSecretLen)
 	case c.BastionKey != "" && len(c.BastionKey) < minBastionKeyLen:
 		return fmt.Errorf("the bastion key must be at least %d bytes", minBastionKeyLen)
 	case c.TakeoverFlushInterval < 0:
@@ -185,7 +186,7 @@ type Server struct {
 	revocations *revocations
 
 	jwt     jwtKeys
-	hasher  *hasher
+	hasher  *authn.Hasher
 	limiter *rateLimiter
 	// patterns are the registered routes (register); streamingPOST the
 	// POST patterns exempt from Idempotency-Key.
@@ -228,7 +229,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		watchKeepAlive: DefaultWatchKeepAlive,
 		scrubIdle:      scrub.DefaultIdleFlush,
 		revocations:    newRevocations(),
-		hasher:         newHasher(),
+		hasher:         authn.NewHasher(),
 		limiter:        newRateLimiter(),
 		streamingPOST:  streamingPOSTs(),
 		healthTimeout:  2 * time.Second,

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -63,7 +64,7 @@ func (s *Server) mintTakeoverToken(ctx context.Context, accountID, sandboxID str
 	}
 	now := s.now()
 	exp := now.Add(api.TakeoverTokenTTL)
-	tok, err := signToken(key, takeoverClaims{
+	tok, err := authn.SignToken(key, takeoverClaims{
 		Type: tokenTypeTakeover, Sub: accountID, Sandbox: sandboxID, ReadOnly: g.readOnly,
 		KeyID: g.keyID, KeyName: g.keyName, Via: g.via, Jti: model.NewID(), Iat: now.Unix(), Exp: exp.Unix(),
 	})
@@ -80,7 +81,7 @@ func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string
 	if err != nil {
 		return c, err
 	}
-	payload, err := verifyJWT(key, token)
+	payload, err := authn.VerifyJWT(key, token)
 	if err != nil {
 		return c, errBadTakeoverToken
 	}
@@ -90,7 +91,7 @@ func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string
 	now := s.now()
 	switch {
 	case c.Type != tokenTypeTakeover, c.Sub == "", c.Jti == "", c.Sandbox != sandboxID,
-		now.Unix() >= c.Exp, time.Unix(c.Iat, 0).After(now.Add(jwtClockSkew)):
+		now.Unix() >= c.Exp, time.Unix(c.Iat, 0).After(now.Add(authn.ClockSkew)):
 		return c, errBadTakeoverToken
 	}
 	// A token dies with the key that minted it (issue 17, finding 3).

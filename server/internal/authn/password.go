@@ -1,4 +1,4 @@
-package server
+package authn
 
 import (
 	"context"
@@ -106,18 +106,18 @@ func parseHash(encoded string) (argonParams, []byte, []byte, error) {
 // hasher runs password hashing with bounded concurrency. Its dummy hash
 // stands in for the stored hash of an unknown email, so that a login for
 // an account that does not exist costs what a wrong password costs.
-type hasher struct {
+type Hasher struct {
 	sem   chan struct{}
 	dummy func() string
 }
 
-func newHasher() *hasher {
-	h := &hasher{sem: make(chan struct{}, maxConcurrentHashes)}
+func NewHasher() *Hasher {
+	h := &Hasher{sem: make(chan struct{}, maxConcurrentHashes)}
 	h.dummy = sync.OnceValue(func() string { return HashPassword("not a password; never matches anything") })
 	return h
 }
 
-func (h *hasher) acquire(ctx context.Context) error {
+func (h *Hasher) acquire(ctx context.Context) error {
 	select {
 	case h.sem <- struct{}{}:
 		return nil
@@ -126,10 +126,10 @@ func (h *hasher) acquire(ctx context.Context) error {
 	}
 }
 
-func (h *hasher) release() { <-h.sem }
+func (h *Hasher) release() { <-h.sem }
 
 // hash hashes a new password.
-func (h *hasher) hash(ctx context.Context, password string) (string, error) {
+func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
 	if err := h.acquire(ctx); err != nil {
 		return "", err
 	}
@@ -139,7 +139,7 @@ func (h *hasher) hash(ctx context.Context, password string) (string, error) {
 
 // verify checks password against encoded; encoded "" (no account, or no
 // password set) is checked against the dummy hash and never matches.
-func (h *hasher) verify(ctx context.Context, encoded, password string) (bool, error) {
+func (h *Hasher) Verify(ctx context.Context, encoded, password string) (bool, error) {
 	if err := h.acquire(ctx); err != nil {
 		return false, err
 	}
