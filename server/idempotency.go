@@ -32,8 +32,6 @@ const (
 	// a server that died mid-request: longer than any request runs (the
 	// longest exec and its grace).
 	idempotencyStale = api.MaxExecTimeout*time.Second + execGrace + 5*time.Minute
-	// maxIdempotencyKeyLen bounds the header; the reference takes UUIDs.
-	maxIdempotencyKeyLen = 255
 	// maxReplayBody bounds a kept answer; a longer one is not kept and the
 	// key is released (a retry runs again).
 	maxReplayBody = 1 << 20

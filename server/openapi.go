@@ -36,7 +36,14 @@ type routeDoc struct {
 	// alsoStatus is a second success status with the same answer (a build
 	// of an identical spec answers 200, a new one 202); 0 for none.
 	alsoStatus int
+	// rateLimited: the route counts against a rate-limit bucket (bucketOf),
+	// so it may answer 429.
+	rateLimited bool
 }
+
+// maxIdempotencyKeyLen bounds the Idempotency-Key header; the reference
+// takes UUIDs.
+const maxIdempotencyKeyLen = 255
 
 type authKind int
 
@@ -117,6 +124,9 @@ func routeDocs() []routeDoc {
 		}
 		d.upload = rt.body == bodyStream
 		docs = append(docs, d)
+	}
+	for i := range docs {
+		docs[i].rateLimited = bucketOf(docs[i].pattern) != ""
 	}
 	return docs
 }
@@ -323,7 +333,7 @@ func errorResponses(d routeDoc, errResp map[string]any) map[string]any {
 	if d.auth != authNone {
 		out["401"] = ref("unauthorized, invalid_api_key, invalid_token or wrong_credential_type")
 	}
-	if bucketOf(d.pattern) != "" {
+	if d.rateLimited {
 		r := ref("rate_limited: too many requests this minute")
 		r["headers"] = map[string]any{
 			"Retry-After": map[string]any{"description": "seconds until the budget allows another", "schema": map[string]any{"type": "integer"}},
