@@ -8,6 +8,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -68,7 +69,7 @@ func (s *Server) getAllowedCommands(w http.ResponseWriter, r *http.Request) erro
 	if rules == nil {
 		rules = []api.CommandRule{}
 	}
-	writeJSON(w, http.StatusOK, api.AllowedCommands{Rules: rules})
+	httpx.WriteJSON(w, http.StatusOK, api.AllowedCommands{Rules: rules})
 	return nil
 }
 
@@ -82,7 +83,7 @@ func (s *Server) putAllowedCommands(w http.ResponseWriter, r *http.Request) erro
 	if infoFrom(r.Context()).key.Role != model.RoleAdmin {
 		return errAdminOnly
 	}
-	body, err := readBody(w, r, maxSmallBody)
+	body, err := readBody(w, r, httpx.MaxSmallBody)
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func (s *Server) putAllowedCommands(w http.ResponseWriter, r *http.Request) erro
 	if err := s.store.SetAllowedCommands(r.Context(), accountFrom(r.Context()).ID, req.Rules, s.now()); err != nil {
 		return fmt.Errorf("store allowlist: %w", err)
 	}
-	writeJSON(w, http.StatusOK, req)
+	httpx.WriteJSON(w, http.StatusOK, req)
 	return nil
 }
 

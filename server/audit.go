@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/tools"
@@ -173,7 +174,7 @@ func (s *Server) writeLogPage(w http.ResponseWriter, r *http.Request, id string,
 	for i, e := range entries {
 		page.Entries[i] = e.ToAPI()
 	}
-	writeJSON(w, http.StatusOK, page)
+	httpx.WriteJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -188,7 +189,7 @@ func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 		msg := fmt.Sprintf("%s must be an integer between %d and %d", name, lo, hi)
 		return 0, &api.Error{
 			Status: http.StatusUnprocessableEntity, Code: api.CodeValidation, Message: msg,
-			Details: []fieldError{{Loc: []string{"query", name}, Msg: msg, Type: "value_error"}},
+			Details: []httpx.FieldError{{Loc: []string{"query", name}, Msg: msg, Type: "value_error"}},
 		}
 	}
 	return n, nil

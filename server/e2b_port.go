@@ -22,6 +22,7 @@ import (
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/e2b/envd"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -73,7 +74,7 @@ func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, erro
 func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) (e2b.Sandbox, error) {
 	s, acct := p.s, p.account(c)
 	if spec.Lifetime > s.cfg.MaxLifetime {
-		return e2b.Sandbox{}, invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
+		return e2b.Sandbox{}, httpx.Invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
 	}
 	params, err := s.validateCreate(api.CreateSandboxRequest{})
 	if err != nil {
@@ -153,7 +154,7 @@ func (p e2bPort) SetExpiry(ctx context.Context, c e2b.Caller, id string, at time
 		return e2b.Sandbox{}, err
 	}
 	if max := s.now().Add(s.cfg.MaxLifetime); at.After(max) {
-		return e2b.Sandbox{}, invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
+		return e2b.Sandbox{}, httpx.Invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
 	}
 	sb, err := s.store.UpdateSandbox(ctx, id, func(sb *model.Sandbox) error {
 		if !sb.Active() {

@@ -21,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
 	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -259,13 +260,13 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sandboxes/{id}", s.getSandbox)
 	s.handle("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
 	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
-	s.register("POST /v1/sandboxes/{id}/exec", credTakeover, s.execSandbox)
+	s.register("POST /v1/sandboxes/{id}/exec", httpx.CredTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
-	s.register("GET /v1/sandboxes/{id}/takeover", credTakeover, s.takeover)
-	s.register("GET /v1/sandboxes/{id}/exec/interactive", credTakeover, s.execInteractive) // interactive.go
+	s.register("GET /v1/sandboxes/{id}/takeover", httpx.CredTakeover, s.takeover)
+	s.register("GET /v1/sandboxes/{id}/exec/interactive", httpx.CredTakeover, s.execInteractive) // interactive.go
 	s.handle("POST /v1/sandboxes/{id}/takeover-token", s.createTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}", s.getRecording)
-	s.register("POST /v1/bastion/takeover-token", credBastion, s.bastionTakeoverToken)
+	s.register("POST /v1/bastion/takeover-token", httpx.CredBastion, s.bastionTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
 	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
@@ -287,19 +288,19 @@ func (s *Server) routes() {
 	// access token, or an admin API key (local mode has no password).
 	s.handlePublic("POST /v1/auth/signup", s.signup)
 	s.handlePublic("POST /v1/auth/login", s.login)
-	s.register("POST /v1/api-keys", credTokenOrAdmin, s.createAPIKey)
-	s.register("GET /v1/api-keys", credTokenOrAdmin, s.listAPIKeys)
-	s.register("DELETE /v1/api-keys/{key_id}", credTokenOrAdmin, s.revokeAPIKey)
-	s.register("GET /v1/account/me", credToken, s.getAccountMe)
+	s.register("POST /v1/api-keys", httpx.CredTokenOrAdmin, s.createAPIKey)
+	s.register("GET /v1/api-keys", httpx.CredTokenOrAdmin, s.listAPIKeys)
+	s.register("DELETE /v1/api-keys/{key_id}", httpx.CredTokenOrAdmin, s.revokeAPIKey)
+	s.register("GET /v1/account/me", httpx.CredToken, s.getAccountMe)
 	s.handle("GET /v1/account", s.getAccount)
-	s.register("PATCH /v1/account", credTokenOrAdmin, s.updateAccount)
+	s.register("PATCH /v1/account", httpx.CredTokenOrAdmin, s.updateAccount)
 	s.handle("GET /v1/usage", s.getUsage)
 	s.handle("GET /v1/host", s.getHost) // capacity.go
 	s.handle("GET /v1/account/ssh-keys", s.listSSHKeys)
 	// A registered SSH key opens terminals through the bastion, so only
 	// whoever may take over (an admin key, the account's login) adds one.
-	s.register("POST /v1/account/ssh-keys", credTokenOrAdmin, s.addSSHKey)
-	s.register("DELETE /v1/account/ssh-keys/{key_id}", credTokenOrAdmin, s.removeSSHKey)
+	s.register("POST /v1/account/ssh-keys", httpx.CredTokenOrAdmin, s.addSSHKey)
+	s.register("DELETE /v1/account/ssh-keys/{key_id}", httpx.CredTokenOrAdmin, s.removeSSHKey)
 
 	s.handlePublic("/", s.noRoute)
 }

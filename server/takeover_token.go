@@ -14,6 +14,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -160,7 +161,7 @@ func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) err
 	}
 	var req api.TakeoverTokenRequest
 	if r.ContentLength != 0 {
-		if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 			return err
 		}
 	}
@@ -185,7 +186,7 @@ func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) err
 	}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tok)
+	httpx.WriteJSON(w, http.StatusOK, tok)
 	return nil
 }
 
@@ -218,7 +219,7 @@ var errNoSSHAccess = api.Errorf(http.StatusNotFound, api.CodeNotFound, "no sandb
 // a fresh token with the same grant.
 func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) error {
 	var req api.BastionTokenRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -228,7 +229,7 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 	)
 	switch {
 	case req.Token != "" && req.PublicKey != "":
-		return invalid("token", "send a public_key or a token, not both", "")
+		return httpx.Invalid("token", "send a public_key or a token, not both", "")
 	case req.Token != "":
 		c, err := s.parseTakeoverToken(ctx, req.Token, req.SandboxID)
 		if err != nil {
@@ -239,7 +240,7 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 	default:
 		pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(req.PublicKey)))
 		if err != nil {
-			return invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
+			return httpx.Invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
 		}
 		k, err := s.store.SSHKeyByFingerprint(ctx, ssh.FingerprintSHA256(pub))
 		if errors.Is(err, model.ErrNotFound) {
@@ -265,6 +266,6 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tok)
+	httpx.WriteJSON(w, http.StatusOK, tok)
 	return nil
 }
