@@ -29,7 +29,7 @@ func HashAPIKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// displayPrefix is the part of a key that may be shown again after creation.
+// DisplayPrefix is the part of a key that may be shown again after creation.
 func DisplayPrefix(key string) string {
 	if len(key) < len(KeyPrefix)+8 {
 		return KeyPrefix

@@ -186,7 +186,7 @@ func RulesError(code, msg, hint string) *api.Error {
 	return &api.Error{Status: http.StatusBadRequest, Code: code, Message: msg, Hint: hint}
 }
 
-// check returns nil when command is allowed, else a 403 command_not_allowed.
+// Check returns nil when command is allowed, else a 403 command_not_allowed.
 func (al *Rules) Check(command string) error {
 	return al.checkLine(command, 0)
 }
@@ -310,7 +310,7 @@ func (al *Rules) checkAssignment(word string) error {
 	return nil
 }
 
-// checkProgram checks name and its arguments against the rules. dynamic
+// CheckProgram checks name and its arguments against the rules. dynamic
 // says some argument is computed (variables, globs): the patterns see
 // arguments as written, so a rule with patterns cannot vouch for those.
 func (al *Rules) CheckProgram(name string, args []string, dynamic bool) error {

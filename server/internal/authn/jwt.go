@@ -15,7 +15,7 @@ import (
 // base64url parts, and a library would bring algorithms ("none", RS256
 // with a confusable key) we must refuse anyway.
 
-// tokenTypeAccess is the "type" claim of the tokens signup and login issue.
+// TokenTypeAccess is the "type" claim of the tokens signup and login issue.
 // Other token types (takeover, preview) will use other values, so one can
 // never be used as another.
 const TokenTypeAccess = "access"
@@ -23,7 +23,7 @@ const TokenTypeAccess = "access"
 // DefaultAccessTokenTTL is how long an access token is valid, as in the reference.
 const DefaultAccessTokenTTL = 30 * time.Minute
 
-// minJWTSecretLen is the shortest Config.JWTSecret accepted: HS256 wants
+// MinJWTSecretLen is the shortest Config.JWTSecret accepted: HS256 wants
 // at least as many key bytes as the hash has.
 const MinJWTSecretLen = 32
 
@@ -31,13 +31,13 @@ const MinJWTSecretLen = 32
 // clocks disagree slightly.
 const ClockSkew = time.Minute
 
-// settingJWTSecret names the generated signing key in the store's settings.
+// SettingJWTSecret names the generated signing key in the store's settings.
 const SettingJWTSecret = "jwt_secret"
 
 // jwtHeader is the only header we issue or accept.
 var jwtHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
 
-// accessClaims are the claims of an access token.
+// AccessClaims are the claims of an access token.
 type AccessClaims struct {
 	Sub   string `json:"sub"` // account id
 	Email string `json:"email"`
@@ -53,7 +53,7 @@ var (
 	errTokenType      = errors.New("wrong token type")
 )
 
-// signJWT returns claims as a signed token.
+// SignJWT returns claims as a signed token.
 func SignJWT(key []byte, c AccessClaims) (string, error) { return SignToken(key, c) }
 
 func MAC(key []byte, signed string) []byte {
@@ -62,7 +62,7 @@ func MAC(key []byte, signed string) []byte {
 	return m.Sum(nil)
 }
 
-// signToken returns claims, any JSON object with a "type", as a signed token.
+// SignToken returns claims, any JSON object with a "type", as a signed token.
 func SignToken(key []byte, claims any) (string, error) {
 	payload, err := json.Marshal(claims)
 	if err != nil {
@@ -72,7 +72,7 @@ func SignToken(key []byte, claims any) (string, error) {
 	return signed + "." + base64.RawURLEncoding.EncodeToString(MAC(key, signed)), nil
 }
 
-// verifyJWT checks token's header (HS256 only) and signature and returns
+// VerifyJWT checks token's header (HS256 only) and signature and returns
 // its payload, not yet decoded: each token type checks its own claims.
 func VerifyJWT(key []byte, token string) ([]byte, error) {
 	parts := strings.Split(token, ".")
@@ -107,7 +107,7 @@ func VerifyJWT(key []byte, token string) ([]byte, error) {
 	return payload, nil
 }
 
-// parseJWT verifies token and returns its claims: the header must be
+// ParseJWT verifies token and returns its claims: the header must be
 // HS256, the signature must match key, the type must be access and now
 // must be before exp.
 func ParseJWT(key []byte, token string, now time.Time) (AccessClaims, error) {
@@ -132,7 +132,7 @@ func ParseJWT(key []byte, token string, now time.Time) (AccessClaims, error) {
 	return c, nil
 }
 
-// looksLikeJWT reports whether token has the shape of a JWT (three
+// LooksLikeJWT reports whether token has the shape of a JWT (three
 // base64url parts, a JSON header), to tell a wrong credential type from
 // a garbled one.
 func LooksLikeJWT(token string) bool {

@@ -103,7 +103,7 @@ func parseHash(encoded string) (argonParams, []byte, []byte, error) {
 	return p, salt, key, nil
 }
 
-// hasher runs password hashing with bounded concurrency. Its dummy hash
+// Hasher runs password hashing with bounded concurrency. Its dummy hash
 // stands in for the stored hash of an unknown email, so that a login for
 // an account that does not exist costs what a wrong password costs.
 type Hasher struct {
@@ -128,7 +128,7 @@ func (h *Hasher) acquire(ctx context.Context) error {
 
 func (h *Hasher) release() { <-h.sem }
 
-// hash hashes a new password.
+// Hash hashes a new password.
 func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
 	if err := h.acquire(ctx); err != nil {
 		return "", err
@@ -137,7 +137,7 @@ func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
 	return HashPassword(password), nil
 }
 
-// verify checks password against encoded; encoded "" (no account, or no
+// Verify checks password against encoded; encoded "" (no account, or no
 // password set) is checked against the dummy hash and never matches.
 func (h *Hasher) Verify(ctx context.Context, encoded, password string) (bool, error) {
 	if err := h.acquire(ctx); err != nil {

@@ -2,7 +2,7 @@ package httpx
 
 import "net/http"
 
-// credKind is the credential a route takes. API keys and access tokens
+// Cred is the credential a route takes. API keys and access tokens
 // are not interchangeable (reference §3.2): each is refused with
 // wrong_credential_type where the other is expected.
 type Cred int

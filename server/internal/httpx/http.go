@@ -8,7 +8,7 @@ import (
 	"github.com/boxkite/boxkite/internal/apihttp"
 )
 
-// responseRecorder remembers the status for the request log and whether
+// ResponseRecorder remembers the status for the request log and whether
 // the response has started, so a late error is logged instead of written
 // into the middle of a body.
 type ResponseRecorder struct {
@@ -44,7 +44,7 @@ func (r *ResponseRecorder) Flush() {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (r *ResponseRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// writeJSON sends v with status. Encoding our own types cannot fail, and a
+// WriteJSON sends v with status. Encoding our own types cannot fail, and a
 // failed write means the client went away; neither has anyone to tell.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	body, err := json.Marshal(v)
@@ -62,20 +62,20 @@ const (
 	MaxExecBody  = 16 << 20 // exec carries stdin
 )
 
-// decodeJSON reads a JSON body into v by the rules both APIs share
+// DecodeJSON reads a JSON body into v by the rules both APIs share
 // (apihttp.DecodeJSON): an empty body leaves v as is, unknown fields are
 // ignored so that newer clients work against older servers.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	return apihttp.DecodeJSON(w, r, v, limit)
 }
 
-// fieldError is one entry of a validation error's details.
+// FieldError is one entry of a validation error's details.
 type FieldError = api.FieldError
 
-// invalid returns a 422 validation_error about one body field.
+// Invalid returns a 422 validation_error about one body field.
 func Invalid(field, msg, hint string) *api.Error { return api.Invalid(field, msg, hint) }
 
-// notSupported returns a 422 for a field this server accepts in the schema
+// NotSupported returns a 422 for a field this server accepts in the schema
 // but cannot act on yet, rather than silently ignoring it.
 func NotSupported(field, hint string) *api.Error {
 	msg := field + " is not supported by this server yet"

@@ -14,7 +14,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
-// routeDoc documents one route.
+// RouteDoc documents one route.
 type RouteDoc struct {
 	Pattern  string // as registered: "METHOD /path/{wildcard}"
 	Summary  string
@@ -25,18 +25,18 @@ type RouteDoc struct {
 	Produces string // the answer's content type when it is not JSON
 	Query    []string
 	Upload   bool // the body is a streamed upload (files/raw, files/archive)
-	// ndjson is the item type of the answer when the request asks for
+	// NDJSON is the item type of the answer when the request asks for
 	// application/x-ndjson (a streamed exec); nil for none.
 	NDJSON any
-	// alsoStatus is a second success status with the same answer (a build
+	// AlsoStatus is a second success status with the same answer (a build
 	// of an identical spec answers 200, a new one 202); 0 for none.
 	AlsoStatus int
-	// rateLimited: the route counts against a rate-limit bucket (bucketOf),
+	// RateLimited: the route counts against a rate-limit bucket (bucketOf),
 	// so it may answer 429.
 	RateLimited bool
 }
 
-// maxIdempotencyKeyLen bounds the Idempotency-Key header; the reference
+// MaxIdempotencyKeyLen bounds the Idempotency-Key header; the reference
 // takes UUIDs.
 const MaxIdempotencyKeyLen = 255
 
@@ -53,7 +53,7 @@ const (
 // wildcardName finds {name} and {name...} in a route pattern.
 var wildcardName = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)(\.\.\.)?\}`)
 
-// buildOpenAPI turns docs into an OpenAPI 3.1 document.
+// OpenAPI turns docs into an OpenAPI 3.1 document.
 func OpenAPI(docs []RouteDoc) map[string]any {
 	g := &schemaGen{components: map[string]any{}, requests: map[reflect.Type]bool{}}
 	g.requestTypes(docs)

@@ -121,7 +121,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// jsonRewriter buffers a response and, at finish, passes it on with its
+// JSONRewriter buffers a response and, at finish, passes it on with its
 // body rewritten by fn when it is a 2xx JSON answer, else unchanged.
 type JSONRewriter struct {
 	w        http.ResponseWriter
@@ -152,7 +152,7 @@ func (j *JSONRewriter) Write(p []byte) (int, error) {
 // FlushError is a no-op: nothing leaves before finish.
 func (j *JSONRewriter) FlushError() error { return nil }
 
-// finish passes the answer on, once.
+// Finish passes the answer on, once.
 func (j *JSONRewriter) Finish() {
 	if j.finished || j.status == 0 {
 		return
@@ -181,7 +181,7 @@ type Exec struct {
 	redacted bool // the JSON result had something replaced
 }
 
-// result wraps hw, which holds the JSON result, so the result is scrubbed
+// Result wraps hw, which holds the JSON result, so the result is scrubbed
 // on its way in (at done).
 func (x *Exec) Result(hw http.ResponseWriter) http.ResponseWriter {
 	if x == nil {
@@ -195,7 +195,7 @@ func (x *Exec) Result(hw http.ResponseWriter) http.ResponseWriter {
 	return x.json
 }
 
-// events wraps w, which the NDJSON stream goes to, so its output events
+// Events wraps w, which the NDJSON stream goes to, so its output events
 // are scrubbed.
 func (x *Exec) Events(w http.ResponseWriter) http.ResponseWriter {
 	if x == nil {
@@ -205,7 +205,7 @@ func (x *Exec) Events(w http.ResponseWriter) http.ResponseWriter {
 	return x.stream
 }
 
-// done is called when the sidecar's answer is all in: the JSON result is
+// Done is called when the sidecar's answer is all in: the JSON result is
 // scrubbed into its holder, what a stream held back is sent.
 func (x *Exec) Done() {
 	switch {
@@ -217,14 +217,14 @@ func (x *Exec) Done() {
 	}
 }
 
-// stop ends a stream's idle flushing; call it when the answer is over.
+// Stop ends a stream's idle flushing; call it when the answer is over.
 func (x *Exec) Stop() {
 	if x != nil && x.stream != nil {
 		x.stream.Stop()
 	}
 }
 
-// outputRedacted reports whether anything in the output was replaced.
+// OutputRedacted reports whether anything in the output was replaced.
 func (x *Exec) OutputRedacted() bool {
 	if x == nil {
 		return false
@@ -232,7 +232,7 @@ func (x *Exec) OutputRedacted() bool {
 	return x.redacted || x.stream != nil && x.stream.redacted()
 }
 
-// capturedResult is the exec result as the client gets it: c.captured,
+// CapturedResult is the exec result as the client gets it: c.captured,
 // scrubbed when x scrubs.
 func (x *Exec) CapturedResult(captured []byte) []byte {
 	if x == nil || captured == nil {

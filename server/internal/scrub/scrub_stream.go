@@ -82,7 +82,7 @@ func (s *Stream) idle() {
 	_ = s.rc.Flush()
 }
 
-// flushHeld sends what is held back: the stream from the sidecar ended.
+// FlushHeld sends what is held back: the stream from the sidecar ended.
 // An unfinished last line or event goes out scrubbed as text.
 func (s *Stream) FlushHeld() {
 	s.mu.Lock()
@@ -94,7 +94,7 @@ func (s *Stream) FlushHeld() {
 	}
 }
 
-// stop ends the idle flushing; nothing is written after it returns.
+// Stop ends the idle flushing; nothing is written after it returns.
 func (s *Stream) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
