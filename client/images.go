@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/go-resty/resty/v2"
@@ -85,23 +84,4 @@ func (c *Client) ImageLogs(ctx context.Context, id string, follow bool, w io.Wri
 		return fmt.Errorf("read image logs: %w", err)
 	}
 	return nil
-}
-
-// ImageLog returns a page of the audit log of image id's build (its egress
-// decisions and outcome), oldest first, as Log does for a sandbox.
-func (c *Client) ImageLog(ctx context.Context, id string, limit, offset int) (*api.LogPage, error) {
-	var res api.LogPage
-	err := c.do(ctx, http.MethodGet, "/v1/images/{id}/log", nil, &res, func(r *resty.Request) {
-		r.SetPathParam("id", id)
-		if limit > 0 {
-			r.SetQueryParam("limit", strconv.Itoa(limit))
-		}
-		if offset > 0 {
-			r.SetQueryParam("offset", strconv.Itoa(offset))
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &res, nil
 }
