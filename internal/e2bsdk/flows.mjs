@@ -33,6 +33,10 @@ async function until(what, fn, ms = 30000) {
 const sbx = await Sandbox.create({ metadata: { suite: 'flows', run: process.env.RUN_ID }, envs: { SANDBOX_VAR: 'from-create' } })
 check('create', typeof sbx.sandboxId === 'string' && sbx.sandboxId.length > 0, sbx.sandboxId)
 results.sandboxId = sbx.sandboxId
+// Without E2B_SANDBOX_URL the SDK would reach envd under the sandbox's
+// domain: boxkite's host, never E2B's default e2b.app.
+const host = sbx.getHost(8080)
+check('domain', host === `8080-${sbx.sandboxId}.${new URL(process.env.E2B_API_URL).host}`, host)
 
 // commands.run in the foreground
 const fg = await sbx.commands.run('echo out-$SANDBOX_VAR-$REQ_VAR; echo err >&2; pwd', {
@@ -130,6 +134,12 @@ const none = await Sandbox.list({ query: { metadata: { suite: 'no-such-suite' } 
 check('list.metadata-none', none.length === 0, none)
 const got = await sbx.getInfo()
 check('getInfo', got.sandboxId === sbx.sandboxId && got.metadata.run === process.env.RUN_ID && got.endAt > got.startedAt, got)
+
+// pausing is not supported yet: a clear error that says what to do instead
+const paused = await rejects(() => sbx.pause())
+check('pause.not-supported', paused !== null && /not supported/.test(paused.message) && /setTimeout/.test(paused.message), String(paused))
+const autoPause = await rejects(() => Sandbox.create({ lifecycle: { onTimeout: 'pause' } }))
+check('autoPause.not-supported', autoPause !== null && /not supported/.test(autoPause.message), String(autoPause))
 
 const child = spawnSync(process.execPath, [new URL('./connect.mjs', import.meta.url).pathname, sbx.sandboxId], { encoding: 'utf8', env: process.env })
 check('connect.new-process', child.status === 0 && child.stdout.includes('connected-out'), { status: child.status, out: child.stdout, err: child.stderr })
