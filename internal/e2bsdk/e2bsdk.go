@@ -70,7 +70,7 @@ var Checks = []string{
 	"pty.echo", "pty.resize", "list.metadata", "list.metadata-none", "getInfo", "pause.not-supported", "autoPause.not-supported",
 	"connect.new-process",
 	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",
-	"setTimeout.expires", "runCode.state", "runCode.stdout", "runCode.error", "runCode.contexts",
+	"setTimeout.expires", "list.pages", "runCode.state", "runCode.stdout", "runCode.error", "runCode.contexts",
 	"kill", "kill.NotFoundError", "kill.commands-fail",
 }
 

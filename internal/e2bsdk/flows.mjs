@@ -160,6 +160,13 @@ check('setTimeout.expires', (await rejects(() => Sandbox.getInfo(short.sandboxId
 // the code interpreter
 const ci = await CodeSandbox.create({ metadata: { run: process.env.RUN_ID, role: 'ci' } })
 results.codeSandboxId = ci.sandboxId
+// two running sandboxes of this run now (the short one expired): pages of one, oldest first
+const pager = Sandbox.list({ query: { metadata: { run: process.env.RUN_ID } }, limit: 1, order: 'asc' })
+const page1 = await pager.nextItems()
+const more = pager.hasNext
+const page2 = await pager.nextItems()
+check('list.pages', page1.length === 1 && page1[0].sandboxId === sbx.sandboxId && more && page2.length === 1 && page2[0].sandboxId === ci.sandboxId && !pager.hasNext,
+  { page1, more, page2, hasNext: pager.hasNext })
 await ci.runCode('x = 41')
 const sum = await ci.runCode('x + 1')
 check('runCode.state', sum.text === '42', sum)
