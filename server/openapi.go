@@ -54,6 +54,8 @@ func routeDocs() []routeDoc {
 		{pattern: "GET /v1/sandboxes/{id}", summary: "Get one sandbox", response: api.Sandbox{}},
 		{pattern: "DELETE /v1/sandboxes/{id}", summary: "Destroy a sandbox", status: http.StatusNoContent},
 		{pattern: "POST /v1/sandboxes/{id}/extend", summary: "Push a sandbox's expiry out, within the server's ceiling", request: api.ExtendSandboxRequest{}, response: api.Sandbox{}},
+		{pattern: "POST /v1/sandboxes/{id}/pause", summary: "Pause a sandbox (mode freeze, the default, filesystem or checkpoint); its lifetime stops counting", request: api.PauseSandboxRequest{}, response: api.Sandbox{}},
+		{pattern: "POST /v1/sandboxes/{id}/resume", summary: "Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused", response: api.Sandbox{}},
 		{pattern: "POST /v1/sandboxes/{id}/exec", summary: "Run a shell command; with Accept: application/x-ndjson the output streams as ExecEvent lines", request: api.ExecRequest{}, response: api.ExecResult{}},
 		{pattern: "GET /v1/sandboxes/{id}/exec/interactive", summary: "WebSocket: a command (or the sftp subsystem) with streamed stdin, on a PTY or pipes (binary frames prefixed by stream; text frames for resize, eof and exit)", auth: authKeyQuery, status: http.StatusSwitchingProtocols, query: []string{"command", "subsystem", "tty", "cols", "rows", "term", "cwd"}},
 		{pattern: "GET /v1/sandboxes/{id}/takeover", summary: "WebSocket relay to the sandbox's terminal (binary frames; text frames for resize)", auth: authKeyQuery, status: http.StatusSwitchingProtocols, query: []string{"token", "read_only"}},
