@@ -464,11 +464,8 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c Caller) erro
 
 // pause answers 404 for a sandbox that is not the caller's, and otherwise
 // that pausing is not supported (the snapshots issue brings it).
-func (h *Handler) pause(_ http.ResponseWriter, r *http.Request, c Caller) error {
-	if _, err := h.cp.Sandbox(r.Context(), c, r.PathValue("id")); err != nil {
-		return err
-	}
-	return errNotSupported("pausing sandboxes")
+func (h *Handler) pause(w http.ResponseWriter, r *http.Request, c Caller) error {
+	return h.notSupported("pausing sandboxes")(w, r, c)
 }
 
 // metricJSON is one sample of GET /sandboxes/{id}/metrics.
