@@ -215,13 +215,16 @@ func (al *allowlist) checkLine(command string, depth int) error {
 			return al.refuse("", r.what+" is not allowed under an allowlist")
 		}
 	}
-	segments, err := parseShell(command)
-	if err != nil {
-		return al.refuse("", err.Error())
-	}
-	for _, seg := range segments {
-		if err := al.checkWords(seg, depth, false); err != nil {
-			return err
+	// As dash and as bash read it: /bin/sh may be either (parseShell).
+	for _, bash := range []bool{false, true} {
+		segments, err := parseShell(command, bash)
+		if err != nil {
+			return al.refuse("", err.Error())
+		}
+		for _, seg := range segments {
+			if err := al.checkWords(seg, depth, false); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
