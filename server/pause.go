@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Pause and resume (issue 22). A paused sandbox keeps its id, endpoint
@@ -18,33 +19,18 @@ import (
 // crash in between leaves a paused row, and reconcile pauses the sandbox
 // again (pauseAgain) instead of losing a frozen one that does not answer.
 
-// A PauseDriver pauses and resumes sandboxes. Both are idempotent:
-// pausing a paused sandbox in the same mode, or resuming a running one,
-// does nothing.
-type PauseDriver interface {
-	// Pause stops sandbox id in mode (api.PauseFreeze, ...).
-	Pause(ctx context.Context, id, mode string) error
-	// Resume runs it again, with the same endpoint. egress is the
-	// sandbox's egress server as at Create (nil: none), for a driver that
-	// must start the sandbox again.
-	Resume(ctx context.Context, id string, egress func(net.Listener)) error
-	// PauseModes reports, for each mode, why it cannot work here ("" when
-	// it can).
-	PauseModes() map[string]string
-}
-
 // pauser returns the driver as a PauseDriver, if it is one.
-func (s *Server) pauser() (PauseDriver, bool) {
+func (s *Server) pauser() (model.PauseDriver, bool) {
 	d := s.driver
 	if cd, ok := d.(countingDriver); ok {
 		d = cd.Driver
 	}
-	p, ok := d.(PauseDriver)
+	p, ok := d.(model.PauseDriver)
 	return p, ok
 }
 
 // pausedAnswer is the answer to an operation on a paused sandbox.
-func pausedAnswer(sb *Sandbox) *api.Error {
+func pausedAnswer(sb *model.Sandbox) *api.Error {
 	e := api.Errorf(http.StatusConflict, api.CodeSandboxPaused, "sandbox %s is paused (%s)", sb.ID, sb.PausedWith).
 		WithHint("resume it first: `boxkite session resume " + sb.ID + "`")
 	e.Details = map[string]any{"paused_with": sb.PausedWith}
@@ -65,12 +51,12 @@ func (s *Server) pauseSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sb.toAPI())
+	writeJSON(w, http.StatusOK, sb.ToAPI())
 	return nil
 }
 
 // pause pauses sb in mode ("" is api.PauseFreeze) and returns it as recorded.
-func (s *Server) pause(ctx context.Context, sb *Sandbox, mode string) (*Sandbox, error) {
+func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*model.Sandbox, error) {
 	if mode == "" {
 		mode = api.PauseFreeze
 	}
@@ -101,7 +87,7 @@ func (s *Server) pause(ctx context.Context, sb *Sandbox, mode string) (*Sandbox,
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	now := s.now()
-	paused, err := s.store.UpdateSandbox(ctx, sb.ID, func(sb *Sandbox) error {
+	paused, err := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
 		if !sb.Active() {
 			return notActive(sb)
 		}
@@ -118,7 +104,7 @@ func (s *Server) pause(ctx context.Context, sb *Sandbox, mode string) (*Sandbox,
 	}
 	if err := p.Pause(ctx, sb.ID, mode); err != nil {
 		s.log.ErrorContext(ctx, "driver pause failed", "sandbox", sb.ID, "mode", mode, "err", err)
-		if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *Sandbox) error {
+		if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
 			if sb.Status != api.StatusPaused {
 				return errNotActive
 			}
@@ -146,14 +132,14 @@ func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sb.toAPI())
+	writeJSON(w, http.StatusOK, sb.ToAPI())
 	return nil
 }
 
 // resume runs a paused sb again and returns it as recorded: its expiry
 // moves on by the time it was paused. Resuming an active sandbox returns
 // it as it is.
-func (s *Server) resume(ctx context.Context, acct *Account, sb *Sandbox) (*Sandbox, error) {
+func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sandbox) (*model.Sandbox, error) {
 	if sb.Active() {
 		return sb, nil
 	}
@@ -179,7 +165,7 @@ func (s *Server) resume(ctx context.Context, acct *Account, sb *Sandbox) (*Sandb
 	}
 	now := s.now()
 	var mode string
-	resumed, err := s.store.UpdateSandbox(ctx, sb.ID, func(sb *Sandbox) error {
+	resumed, err := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
 		if sb.Status != api.StatusPaused {
 			return notActive(sb)
 		}
@@ -203,7 +189,7 @@ func (s *Server) resume(ctx context.Context, acct *Account, sb *Sandbox) (*Sandb
 // admitResume checks that the account may run one more sandbox. It is
 // checked outside the store's critical section: two resumes racing for
 // the last slot may both pass.
-func (s *Server) admitResume(ctx context.Context, acct *Account) error {
+func (s *Server) admitResume(ctx context.Context, acct *model.Account) error {
 	now := s.now()
 	u, err := s.store.Usage(ctx, acct.ID, monthStart(now), now)
 	if err != nil {
@@ -213,7 +199,7 @@ func (s *Server) admitResume(ctx context.Context, acct *Account) error {
 }
 
 // sandboxEgress is the egress server of sb as granted at create, or nil.
-func (s *Server) sandboxEgress(ctx context.Context, sb *Sandbox) (func(net.Listener), error) {
+func (s *Server) sandboxEgress(ctx context.Context, sb *model.Sandbox) (func(net.Listener), error) {
 	grants, err := s.store.SandboxEgress(ctx, sb.ID)
 	if err != nil || len(grants) == 0 {
 		return nil, err
@@ -247,7 +233,7 @@ func (s *Server) reconcilePaused(ctx context.Context) ([]string, error) {
 	}
 	p, ok := s.pauser()
 	ids := make([]string, len(paused))
-	s.each(paused, func(sb *Sandbox) {
+	s.each(paused, func(sb *model.Sandbox) {
 		if !ok {
 			return
 		}

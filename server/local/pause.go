@@ -9,7 +9,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/criu"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Pause and resume (issue 22). freeze stops the jail's whole cgroup with
@@ -19,7 +19,7 @@ import (
 // thaws sandboxes while the host's disk is full) never thaws a paused
 // sandbox, and a restarted driver knows it.
 
-var _ server.PauseDriver = (*Driver)(nil)
+var _ model.PauseDriver = (*Driver)(nil)
 
 // PauseModes implements server.PauseDriver.
 func (d *Driver) PauseModes() map[string]string {
