@@ -56,10 +56,14 @@ type flakyRefusal struct {
 func flakyRefusals() map[string]flakyRefusal {
 	return map[string]flakyRefusal{
 		"GET /v1/sandboxes": {times: 1, status: http.StatusTooManyRequests, code: api.CodeRateLimited},
-		"GET /v1/volumes": {times: 1, status: http.StatusServiceUnavailable, code: api.CodeHostCapacity,
-			details: map[string]any{"resource": "threads", "performed": false}},
-		"GET /v1/usage": {status: http.StatusServiceUnavailable, code: api.CodeAuditUnavailable,
-			details: map[string]any{"reason": "test", "performed": true}},
+		"GET /v1/volumes": {
+			times: 1, status: http.StatusServiceUnavailable, code: api.CodeHostCapacity,
+			details: map[string]any{"resource": "threads", "performed": false},
+		},
+		"GET /v1/usage": {
+			status: http.StatusServiceUnavailable, code: api.CodeAuditUnavailable,
+			details: map[string]any{"reason": "test", "performed": true},
+		},
 	}
 }
 
