@@ -89,3 +89,60 @@ func TestSidecarKilled(t *testing.T) {
 		t.Errorf("exec in the other sandbox = %+v, %v", res, err)
 	}
 }
+
+// TestDeleteIsNoLoss: deleting a sandbox while calls to it run is a
+// deletion, not a loss. The sidecar's death cuts the calls short, but the
+// delete answers 204, the sandbox is destroyed (not lost), its log has no
+// sandbox_lost entry, and the cut calls answer 409 conflict: a JSON exec
+// as an error, a streamed exec with an error event. (Before, the cut call
+// asked the driver, found the sidecar dead, and marked the sandbox lost
+// under the delete, which then answered 404.)
+func TestDeleteIsNoLoss(t *testing.T) {
+	needRoot(t)
+	s := servertest.New(t)
+	c := newClient(s)
+	ctx := context.Background()
+	for i := range 3 {
+		sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, streamed := make(chan error, 1), make(chan error, 1)
+		streaming := make(chan struct{})
+		go func() {
+			_, err := c.Exec(ctx, sb.ID, api.ExecRequest{Command: "touch /tmp/plain; sleep 60", Timeout: 120})
+			plain <- err
+		}()
+		go func() {
+			var once sync.Once
+			_, err := c.ExecStream(ctx, sb.ID, api.ExecRequest{Command: "echo started; sleep 60", Timeout: 120}, func(api.ExecEvent) error {
+				once.Do(func() { close(streaming) })
+				return nil
+			})
+			streamed <- err
+		}()
+		<-streaming
+		poll(t, "the JSON exec to start", 20*time.Second, func() bool {
+			res, err := c.Exec(ctx, sb.ID, api.ExecRequest{Command: "test -e /tmp/plain"})
+			return err == nil && res.ExitCode == 0
+		})
+		if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+			t.Errorf("delete %d with calls in flight: %v", i, err)
+		}
+		for what, ch := range map[string]chan error{"JSON exec": plain, "streamed exec": streamed} {
+			if err := <-ch; apiCode(err) != api.CodeConflict {
+				t.Errorf("%s cut by the delete: %v, want 409 conflict", what, err)
+			}
+		}
+		got, err := c.Sandbox(ctx, sb.ID)
+		if err != nil || got.Status != api.StatusDestroyed {
+			t.Errorf("sandbox %d after the delete: %+v, %v; want destroyed", i, got, err)
+		}
+		entries, _ := wholeLog(t, c, sb.ID)
+		for _, e := range entries {
+			if e.Operation == "sandbox_lost" {
+				t.Errorf("a deleted sandbox has a sandbox_lost entry: %+v", e)
+			}
+		}
+	}
+}
