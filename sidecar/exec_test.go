@@ -516,10 +516,7 @@ func TestSplitUTF8(t *testing.T) {
 
 func TestExecRunAs(t *testing.T) {
 	t.Parallel()
-	if os.Getuid() != 0 {
-		// CI runs as root; a developer may not, and only root may setuid.
-		t.Skip("switching to uid 1001 needs root")
-	}
+	needRoot(t, "switching to uid 1001")
 	srv, ws := newServer(t, Options{Token: testToken, Workspace: traversableTempDir(t), RunAs: &RunAs{UID: 1001, GID: 1001}})
 	got := postExec(t, srv.URL, `{"command":"id -u; id -g; id -G; touch made"}`)
 	if diff := cmp.Diff(api.ExecResult{Stdout: "1001\n1001\n1001\n"}, got, ignoreTimingAndCounts); diff != "" {
