@@ -18,7 +18,8 @@ import (
 // makes its sandbox lost (the issue asks for within a second; the
 // latency is logged, the test waits for its budget), with a sandbox_lost
 // entry in its audit log that live watchers receive; calls to it then
-// answer 410 sandbox_lost with a hint. Other sandboxes keep answering.
+// answer 410 sandbox_lost with a hint, and a streamed exec running in it
+// ends with a sandbox_lost error event. Other sandboxes keep answering.
 func TestSidecarKilled(t *testing.T) {
 	needRoot(t)
 	s := servertest.New(t)
@@ -58,6 +59,19 @@ func TestSidecarKilled(t *testing.T) {
 		return slices.Contains(watched, "exec")
 	})
 
+	// A streamed exec runs in it when it dies: its stream must end with
+	// an error event, not just stop.
+	streamed, streaming := make(chan error, 1), make(chan struct{})
+	go func() {
+		var once sync.Once
+		_, err := c.ExecStream(ctx, victim.ID, api.ExecRequest{Command: "echo started; sleep 60", Timeout: 120}, func(api.ExecEvent) error {
+			once.Do(func() { close(streaming) })
+			return nil
+		})
+		streamed <- err
+	}()
+	<-streaming
+
 	killed := time.Now()
 	if err := syscall.Kill(jailPID(t, s, victim.ID), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -71,6 +85,9 @@ func TestSidecarKilled(t *testing.T) {
 	_, err = c.Exec(ctx, victim.ID, api.ExecRequest{Command: "true"})
 	if e, ok := errors.AsType[*api.Error](err); !ok || e.Status != http.StatusGone || e.Code != api.CodeSandboxLost || e.Hint == "" {
 		t.Errorf("exec in a lost sandbox = %v, want 410 sandbox_lost with a hint", err)
+	}
+	if err := <-streamed; apiCode(err) != api.CodeSandboxLost {
+		t.Errorf("streamed exec when the sidecar died: %v, want an error event sandbox_lost", err)
 	}
 	poll(t, "the watcher to see sandbox_lost", 10*time.Second, func() bool {
 		mu.Lock()
