@@ -29,7 +29,7 @@ archive, or build one from the host's system plus packages.`,
 	ids := completeImages(app)
 	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app),
 		withArgs(newGetCmd(app, "image", (*client.Client).GetImage), ids),
-		withArgs(newImagesLogsCmd(app), ids),
+		withArgs(newImagesLogsCmd(app), ids), withArgs(newImagesAuditCmd(app), ids),
 		withArgs(newRmCmd(app, "image", "Remove an image no sandbox boots from", true, (*client.Client).DeleteImage), ids))
 	return cmd
 }
@@ -190,6 +190,7 @@ func newImagesLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.Image]{
 		short: "List the account's images", noun: "images",
 		header: "ID\tLABEL\tSOURCE\tSTATUS\tSIZE\tAGE",
+		empty:  "no images; build one with 'boxkite images build --apt-package NAME' or import one with 'boxkite images import FILE.tar'",
 		fetch:  (*client.Client).ListImages,
 		row: func(im api.Image, now time.Time) []string {
 			size := "-"
@@ -219,5 +220,49 @@ func newImagesLogsCmd(app *App) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the build ends")
+	return cmd
+}
+
+func newImagesAuditCmd(app *App) *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:   "audit ID",
+		Short: "Print the audit log of an image's build",
+		Long: `Print the audit log of an image's build, oldest first: every connection
+its package managers made (egress_allow) or were refused (egress_deny, with
+the reason) and how the build ended (image_build_completed, or
+image_build_failed with its code, e.g. image_build_egress_refused or
+image_build_write_refused). The build's own output is 'boxkite images logs'.`,
+		Example: "  boxkite images audit 3f2a\n  boxkite images audit 3f2a --json | jq '.entries[].operation'",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			page := &api.LogPage{Entries: []api.LogEntry{}}
+			for {
+				p, err := c.ImageLog(cmd.Context(), args[0], api.MaxLogLimit, len(page.Entries))
+				if err != nil {
+					return listHint(cmd, fmt.Errorf("image audit log: %w", err))
+				}
+				page.Entries = append(page.Entries, p.Entries...)
+				page.Total = p.Total
+				if len(p.Entries) == 0 || len(page.Entries) >= p.Total {
+					break
+				}
+			}
+			if asJSON {
+				return out.write(app.IO, page)
+			}
+			return writeLogTable(app.IO.Out, page.Entries, app.IO.Color)
+		},
+	}
+	out.register(cmd, api.LogPage{})
+	pageable(cmd)
 	return cmd
 }

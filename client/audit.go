@@ -12,8 +12,18 @@ import (
 // Log returns a page of the audit log of sandbox id, oldest first. limit 0
 // means the server's default (api.DefaultLogLimit).
 func (c *Client) Log(ctx context.Context, id string, limit, offset int) (*api.LogPage, error) {
+	return c.logPage(ctx, "/v1/sandboxes/{id}/log", id, limit, offset)
+}
+
+// ImageLog returns a page of the audit log of image id's build (its
+// egress decisions, refusals and outcome), oldest first.
+func (c *Client) ImageLog(ctx context.Context, id string, limit, offset int) (*api.LogPage, error) {
+	return c.logPage(ctx, "/v1/images/{id}/log", id, limit, offset)
+}
+
+func (c *Client) logPage(ctx context.Context, route, id string, limit, offset int) (*api.LogPage, error) {
 	var res api.LogPage
-	err := c.do(ctx, http.MethodGet, "/v1/sandboxes/{id}/log", nil, &res, func(r *resty.Request) {
+	err := c.do(ctx, http.MethodGet, route, nil, &res, func(r *resty.Request) {
 		r.SetPathParam("id", id)
 		if limit > 0 {
 			r.SetQueryParam("limit", strconv.Itoa(limit))

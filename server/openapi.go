@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,12 @@ type routeDoc struct {
 	produces string // the answer's content type when it is not JSON
 	query    []string
 	upload   bool // the body is a streamed upload (files/raw, files/archive)
+	// ndjson is the item type of the answer when the request asks for
+	// application/x-ndjson (a streamed exec); nil for none.
+	ndjson any
+	// alsoStatus is a second success status with the same answer (a build
+	// of an identical spec answers 200, a new one 202); 0 for none.
+	alsoStatus int
 }
 
 type authKind int
@@ -54,7 +61,7 @@ func routeDocs() []routeDoc {
 		{pattern: "GET /v1/sandboxes/{id}", summary: "Get one sandbox", response: api.Sandbox{}},
 		{pattern: "DELETE /v1/sandboxes/{id}", summary: "Destroy a sandbox", status: http.StatusNoContent},
 		{pattern: "POST /v1/sandboxes/{id}/extend", summary: "Push a sandbox's expiry out, within the server's ceiling", request: api.ExtendSandboxRequest{}, response: api.Sandbox{}},
-		{pattern: "POST /v1/sandboxes/{id}/exec", summary: "Run a shell command; with Accept: application/x-ndjson the output streams as ExecEvent lines", request: api.ExecRequest{}, response: api.ExecResult{}},
+		{pattern: "POST /v1/sandboxes/{id}/exec", summary: "Run a shell command; with Accept: application/x-ndjson the output streams as ExecEvent lines", request: api.ExecRequest{}, response: api.ExecResult{}, ndjson: api.ExecEvent{}},
 		{pattern: "GET /v1/sandboxes/{id}/exec/interactive", summary: "WebSocket: a command (or the sftp subsystem) with streamed stdin, on a PTY or pipes (binary frames prefixed by stream; text frames for resize, eof and exit)", auth: authKeyQuery, status: http.StatusSwitchingProtocols, query: []string{"command", "subsystem", "tty", "cols", "rows", "term", "cwd"}},
 		{pattern: "GET /v1/sandboxes/{id}/takeover", summary: "WebSocket relay to the sandbox's terminal (binary frames; text frames for resize)", auth: authKeyQuery, status: http.StatusSwitchingProtocols, query: []string{"token", "read_only"}},
 		{pattern: "GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}", summary: "A takeover's asciicast v2 recording (servers started with takeover recording on); works after the sandbox is gone", produces: "application/x-asciicast"},
@@ -72,6 +79,14 @@ func routeDocs() []routeDoc {
 		{pattern: "GET /v1/volumes", summary: "List the account's volumes, newest first", response: []api.Volume{}},
 		{pattern: "GET /v1/volumes/{id}", summary: "Get one volume", response: api.Volume{}},
 		{pattern: "DELETE /v1/volumes/{id}", summary: "Delete a volume and its data; 409 volume_in_use while an active sandbox mounts it", status: http.StatusNoContent},
+		{pattern: "POST /v1/images", summary: "Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images do not serve /v1/images", request: api.CreateImageRequest{}, response: api.Image{}, status: http.StatusAccepted, alsoStatus: http.StatusOK},
+		{pattern: "POST /v1/images/import", summary: "Import an OCI image layout tar or a docker save archive (the body, streamed); label names it", response: api.Image{}, status: http.StatusAccepted, query: []string{"label"}, upload: true},
+		{pattern: "GET /v1/images", summary: "List the account's images", response: []api.Image{}},
+		{pattern: "GET /v1/images/{id}", summary: "Get one image", response: api.Image{}},
+		{pattern: "DELETE /v1/images/{id}", summary: "Delete an image; 409 conflict while a sandbox boots from it", status: http.StatusNoContent},
+		{pattern: "GET /v1/images/{id}/logs", summary: "The build's log as text; follow=1 streams it until the build ends", produces: "text/plain", query: []string{"follow"}},
+		{pattern: "GET /v1/images/{id}/log", summary: "A page of the build's audit log (its egress decisions and outcome), oldest first", response: api.LogPage{}, query: []string{"limit", "offset"}},
+
 		{pattern: "POST /v1/mcp-connections", summary: "Create an MCP connection: a named egress grant to a catalog host", request: api.CreateMCPConnectionRequest{}, response: api.MCPConnection{}, status: http.StatusCreated},
 		{pattern: "GET /v1/mcp-connections", summary: "List the account's MCP connections, newest first", response: []api.MCPConnection{}},
 		{pattern: "GET /v1/mcp-connections/{id}", summary: "Get one MCP connection", response: api.MCPConnection{}},
@@ -119,7 +134,7 @@ var proxyDocs = map[string]routeDoc{
 	"PUT /files/raw":                {summary: "Upload a file's bytes (streamed), on disk before the answer; 403 permission_denied when the sandbox user may not write it, 507 insufficient_storage when the disk is full", response: api.FileWriteResult{}},
 	"GET /files/raw":                {summary: "Download a file's bytes (streamed)", produces: "application/octet-stream"},
 	"POST /files/archive":           {summary: "Extract a tar(.gz) stream under a path, on disk before the answer; 403 permission_denied when the sandbox user may not write there, 507 insufficient_storage when the disk is full", response: api.ArchiveResult{}},
-	"GET /files/archive":            {summary: "Download a directory as tar.gz", produces: "application/gzip"},
+	"GET /files/archive":            {summary: "Download a directory as a tar; gzip=1 compresses it", produces: "application/x-tar, application/gzip", query: []string{"gzip"}},
 	"POST /processes":               {summary: "Start a background process", request: api.ProcessStartRequest{}, response: api.ProcessStarted{}, status: http.StatusCreated},
 	"GET /processes":                {summary: "List background processes", response: api.ProcessList{}},
 	"POST /processes/kill-all":      {summary: "Stop every background process", response: api.KillAllResult{}},
@@ -157,7 +172,8 @@ var wildcardName = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)(\.\.\.)?\}`)
 
 // buildOpenAPI turns docs into an OpenAPI 3.1 document.
 func buildOpenAPI(docs []routeDoc) map[string]any {
-	g := &schemaGen{components: map[string]any{}}
+	g := &schemaGen{components: map[string]any{}, requests: map[reflect.Type]bool{}}
+	g.requestTypes(docs)
 	errResp := map[string]any{
 		"description": "the error envelope",
 		"content":     map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeFor[api.ErrorEnvelope]())}},
@@ -178,6 +194,16 @@ func buildOpenAPI(docs []routeDoc) map[string]any {
 		}
 		responses := errorResponses(d, errResp)
 		responses[statusKey(d.status)] = g.response(d)
+		if d.alsoStatus != 0 {
+			responses[statusKey(d.alsoStatus)] = g.response(d)
+		}
+		if idempotent(method, d) {
+			params = append(params, map[string]any{
+				"name": api.HeaderIdempotencyKey, "in": "header",
+				"description": "done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true",
+				"schema":      map[string]any{"type": "string", "maxLength": maxIdempotencyKeyLen},
+			})
+		}
 		op := map[string]any{
 			"summary":     d.summary,
 			"operationId": operationID(method, path),
@@ -207,12 +233,14 @@ func buildOpenAPI(docs []routeDoc) map[string]any {
 		}
 		paths[path][strings.ToLower(method)] = op
 	}
+	g.enum("Error", "code", errorCodes(), "stable: branch on it, never on message (docs/errors.md)")
+	g.enum("Image", "failure_code", imageFailureCodes(), "why a build failed: a step failed, or the build's jail refused a connection or a write")
 	return map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
 			"title":       "boxkite control plane",
 			"version":     "1",
-			"description": "Sandboxes for agent-generated code. Errors use one envelope: {\"error\": {code, message, hint, details, request_id}}. A path served for other methods than the one asked answers 405 method_not_allowed with an Allow header.",
+			"description": "Sandboxes for agent-generated code. Errors use one envelope: {\"error\": {code, message, hint, details, request_id}}; code is one of Error.code's enum. A path served for other methods than the one asked answers 405 method_not_allowed with an Allow header. Every answer carries the server's release in the " + api.HeaderServerVersion + " header (\"dev\" for builds without one), so clients can refuse a server older than they support. 429 and 503 answers may carry Retry-After (seconds).",
 		},
 		"paths": paths,
 		"components": map[string]any{
@@ -225,6 +253,46 @@ func buildOpenAPI(docs []routeDoc) map[string]any {
 		},
 		"security": []any{map[string]any{"apiKey": []any{}}},
 	}
+}
+
+// errorCodes are the codes an error envelope may carry: every api.Code*
+// constant except the image build failures (TestOpenAPIErrorCodes checks
+// the list against client/api).
+func errorCodes() []string {
+	return []string{
+		api.CodeBadRequest, api.CodeValidation, api.CodeUnauthorized, api.CodeInvalidAPIKey,
+		api.CodeForbidden, api.CodeNotFound, api.CodeConflict, api.CodeLimitExceeded,
+		api.CodeRateLimited, api.CodeSandboxFailed, api.CodeSidecarAuth, api.CodeSidecarNotReady,
+		api.CodeInternal, api.CodeServiceUnavailable, api.CodeNotSupported, api.CodeMethodNotAllowed,
+		api.CodeRequestTimeout, api.CodePayloadTooLarge, api.CodeUnsupportedMediaType, api.CodeHeadersTooLarge,
+		api.CodeInsufficientStorage, api.CodeSandboxLost, api.CodeHostCapacity, api.CodeAuditUnavailable,
+		api.CodeWrongCredentialType, api.CodeInvalidToken, api.CodeInvalidCredentials, api.CodeEmailTaken,
+		api.CodeSSHKeyExists, api.CodeIdempotencyKeyReuse, api.CodeIdempotencyKeyInProgress,
+		api.CodeGlobalCapacityReached, api.CodeConcurrentSandboxLimit, api.CodeMonthlyUsageLimit,
+		api.CodeSandboxSizeLimitReached, api.CodeSandboxStorageLimitReached,
+		api.CodeCommandNotAllowed, api.CodeTooManyRules, api.CodePatternTooLong, api.CodeInvalidPattern, api.CodeInvalidRules,
+		api.CodeTakeoverNotPermitted, api.CodePermissionDenied, api.CodeMCPConnectionLabelTaken,
+		api.CodeSessionBudgetExceeded, api.CodeVolumeInUse, api.CodeMCPConnectionNotFound,
+	}
+}
+
+// imageFailureCodes are Image.failure_code's values, never an HTTP answer's.
+func imageFailureCodes() []string {
+	return []string{api.CodeImageBuildFailed, api.CodeImageBuildEgressRefused, api.CodeImageBuildWriteRefused}
+}
+
+// enum makes a string property of a component schema an enum of values.
+func (g *schemaGen) enum(schema, property string, values []string, description string) {
+	obj, _ := g.components[schema].(map[string]any)
+	props, _ := obj["properties"].(map[string]any)
+	if props == nil {
+		return
+	}
+	list := make([]any, len(values))
+	for i, v := range values {
+		list[i] = v
+	}
+	props[property] = map[string]any{"type": "string", "enum": list, "description": description}
 }
 
 // errorResponses lists the refusals d can get, each the error envelope
@@ -265,6 +333,14 @@ func errorResponses(d routeDoc, errResp map[string]any) map[string]any {
 	return out
 }
 
+// idempotent reports whether d honours Idempotency-Key (idempotency.go):
+// credentialed POSTs whose body is not a streamed upload. The bastion's
+// route has no account to scope a key to.
+func idempotent(method string, d routeDoc) bool {
+	return method == http.MethodPost && d.auth != authNone && !d.upload &&
+		d.pattern != "POST /v1/bastion/takeover-token"
+}
+
 func statusKey(status int) string {
 	if status == 0 {
 		status = http.StatusOK
@@ -297,9 +373,21 @@ func (g *schemaGen) response(d routeDoc) map[string]any {
 			"description": "each event's data is one JSON value of itemSchema",
 		}}
 	case d.produces != "":
-		resp["content"] = map[string]any{d.produces: map[string]any{"schema": map[string]any{"type": "string"}}}
+		content := map[string]any{}
+		for ct := range strings.SplitSeq(d.produces, ", ") {
+			content[ct] = map[string]any{"schema": map[string]any{"type": "string"}}
+		}
+		resp["content"] = content
 	case d.response != nil:
-		resp["content"] = map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(d.response))}}
+		content := map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(d.response))}}
+		if d.ndjson != nil {
+			content[api.ContentTypeNDJSON] = map[string]any{
+				"schema":      map[string]any{"type": "string"},
+				"itemSchema":  g.schema(reflect.TypeOf(d.ndjson)),
+				"description": "with Accept: " + api.ContentTypeNDJSON + ", one JSON value of itemSchema a line",
+			}
+		}
+		resp["content"] = content
 	}
 	return resp
 }
@@ -308,6 +396,7 @@ func (g *schemaGen) response(d routeDoc) map[string]any {
 // types, named structs as components.
 type schemaGen struct {
 	components map[string]any
+	requests   map[reflect.Type]bool // types of request bodies (requestTypes)
 }
 
 var (
@@ -374,28 +463,59 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 	return map[string]any{} // interfaces: any JSON
 }
 
-// object is the schema of a struct's JSON fields, embedded structs inlined.
+// object is the schema of a struct's JSON fields, embedded structs
+// inlined. An answer's field that is always written (no omitempty, a
+// value that cannot be null) is required; request bodies (g.requests)
+// list none, since the server fills in what they leave out.
 func (g *schemaGen) object(t reflect.Type) map[string]any {
 	props := map[string]any{}
-	g.fields(t, props)
-	return map[string]any{"type": "object", "properties": props}
+	var required []string
+	g.fields(t, props, &required, !g.requests[t] && !marshalsItself(t))
+	obj := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		slices.Sort(required)
+		obj["required"] = required
+	}
+	return obj
 }
 
-func (g *schemaGen) fields(t reflect.Type, props map[string]any) {
+var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+
+// marshalsItself reports whether t has its own JSON encoding, whose
+// fields reflection cannot tell are always there.
+func marshalsItself(t reflect.Type) bool {
+	return t.Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler)
+}
+
+// alwaysWritten reports whether encoding/json writes a field of type t
+// without omitempty as a value, never null.
+func alwaysWritten(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return true
+	case reflect.Struct:
+		return !marshalsItself(t) || t == timeType
+	}
+	return false
+}
+
+func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]string, mark bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
 		if tag == "-" || !f.IsExported() && !f.Anonymous {
 			continue
 		}
-		name, _, _ := strings.Cut(tag, ",")
+		name, opts, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" {
 			ft := f.Type
 			if ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				g.fields(ft, props)
+				// A nil embedded pointer writes none of its fields.
+				g.fields(ft, props, required, mark && f.Type.Kind() != reflect.Pointer)
 				continue
 			}
 		}
@@ -403,5 +523,34 @@ func (g *schemaGen) fields(t reflect.Type, props map[string]any) {
 			name = f.Name
 		}
 		props[name] = g.schema(f.Type)
+		omit := slices.Contains(strings.Split(opts, ","), "omitempty") || slices.Contains(strings.Split(opts, ","), "omitzero")
+		if mark && !omit && alwaysWritten(f.Type) {
+			*required = append(*required, name)
+		}
+	}
+}
+
+// requestTypes marks the named struct types reachable from the request
+// bodies of docs, which object leaves without required fields.
+func (g *schemaGen) requestTypes(docs []routeDoc) {
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			walk(t.Elem())
+		case reflect.Struct:
+			if g.requests[t] || t == timeType {
+				return
+			}
+			g.requests[t] = true
+			for i := range t.NumField() {
+				walk(t.Field(i).Type)
+			}
+		}
+	}
+	for _, d := range docs {
+		if d.request != nil {
+			walk(reflect.TypeOf(d.request))
+		}
 	}
 }

@@ -2,9 +2,15 @@ package server_test
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,7 +20,7 @@ import (
 // TestOpenAPICoversRoutes: /openapi.json documents every route the server
 // registers, and nothing it does not.
 func TestOpenAPICoversRoutes(t *testing.T) {
-	e := newEnv(t, server.Config{})
+	e := newEnv(t, server.Config{Images: stubImages{}}) // /v1/images is served only with an image store
 	resp, body := e.do("GET", "/openapi.json", "", nil)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("GET /openapi.json: %d %s %.200s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
@@ -77,7 +83,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 			t.Errorf("$ref to missing schema %s", m[1])
 		}
 	}
-	for _, name := range []string{"ExecRequest", "ExecResult", "LogEntry", "Sandbox", "AllowedCommands", "CommandRule", "ErrorEnvelope"} {
+	for _, name := range []string{"ExecRequest", "ExecResult", "ExecEvent", "LogEntry", "Sandbox", "AllowedCommands", "CommandRule", "ErrorEnvelope", "Image", "CreateImageRequest"} {
 		if _, ok := doc.Components.Schemas[name]; !ok {
 			t.Errorf("schema %s missing", name)
 		}
@@ -125,4 +131,206 @@ func checkErrorStatuses(t *testing.T, method, path string, responses map[string]
 			t.Errorf("%s %s: the %s response is not the error envelope: %s", method, path, status, r)
 		}
 	}
+}
+
+// stubImages stands in for an image store: the routes are registered, and
+// no test here calls them.
+type stubImages struct{ server.ImageStore }
+
+// openAPIDoc fetches /openapi.json from a server with every route.
+func openAPIDoc(t *testing.T) map[string]any {
+	t.Helper()
+	e := newEnv(t, server.Config{Images: stubImages{}})
+	resp, body := e.do("GET", "/openapi.json", "", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /openapi.json: %d %.200s", resp.StatusCode, body)
+	}
+	var doc map[string]any
+	mustUnmarshal(t, body, &doc)
+	return doc
+}
+
+// dig walks a decoded JSON document by keys.
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	return v
+}
+
+// TestOpenAPIErrorCodes: Error.code's enum is every error code of
+// client/api (its Code* constants), and Image.failure_code's the image
+// build failures, so a code added there without being documented fails.
+func TestOpenAPIErrorCodes(t *testing.T) {
+	doc := openAPIDoc(t)
+	enum := func(schema, prop string) map[string]bool {
+		out := map[string]bool{}
+		list, _ := dig(doc, "components", "schemas", schema, "properties", prop, "enum").([]any)
+		for _, v := range list {
+			if out[v.(string)] {
+				t.Errorf("%s.%s lists %q twice", schema, prop, v)
+			}
+			out[v.(string)] = true
+		}
+		return out
+	}
+	errCodes, imageCodes := enum("Error", "code"), enum("Image", "failure_code")
+	consts := apiCodeConstants(t)
+	if len(consts) < 40 {
+		t.Fatalf("found only %d Code constants in client/api", len(consts))
+	}
+	for name, code := range consts {
+		documented := errCodes
+		if strings.HasPrefix(name, "CodeImageBuild") {
+			documented = imageCodes
+		}
+		if !documented[code] {
+			t.Errorf("api.%s (%q) is missing from /openapi.json's enum: add it to errorCodes in server/openapi.go", name, code)
+		}
+		delete(documented, code)
+	}
+	for code := range errCodes {
+		t.Errorf("Error.code lists %q, which is no client/api constant", code)
+	}
+	for code := range imageCodes {
+		t.Errorf("Image.failure_code lists %q, which is no client/api constant", code)
+	}
+}
+
+// apiCodeConstants reads client/api's Code* string constants, name → value.
+func apiCodeConstants(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range parseGoFiles(t, filepath.Join("..", "client", "api")) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			vs, ok := n.(*ast.ValueSpec)
+			if !ok {
+				return true
+			}
+			for i, name := range vs.Names {
+				if !strings.HasPrefix(name.Name, "Code") || i >= len(vs.Values) {
+					continue
+				}
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					v, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out[name.Name] = v
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// parseGoFiles parses the non-test Go files under dir, its subdirectories
+// included (but not testdata, nor the directories named in skip).
+func parseGoFiles(t *testing.T, dir string, skip ...string) []*ast.File {
+	t.Helper()
+	var files []*ast.File
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || slices.Contains(skip, d.Name())) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		files = append(files, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// TestOpenAPIQueryParameters: every query parameter the control plane,
+// the sidecar (whose routes it proxies) or client/api's request parsers
+// read is a documented parameter of some operation. The E2B facade
+// (server/e2b) is another API with its own contract.
+func TestOpenAPIQueryParameters(t *testing.T) {
+	doc := openAPIDoc(t)
+	documented := map[string]bool{"api_key": true} // the apiKeyQuery security scheme
+	for _, ops := range doc["paths"].(map[string]any) {
+		for _, op := range ops.(map[string]any) {
+			params, _ := dig(op, "parameters").([]any)
+			for _, p := range params {
+				if dig(p, "in") == "query" {
+					documented[dig(p, "name").(string)] = true
+				}
+			}
+		}
+	}
+	read := map[string]string{} // parameter → where
+	for _, dir := range []string{".", filepath.Join("..", "sidecar"), filepath.Join("..", "client", "api")} {
+		for _, f := range parseGoFiles(t, dir, "e2b") {
+			ast.Inspect(f, func(n ast.Node) bool {
+				if name, ok := queryRead(n); ok {
+					read[name] = f.Name.Name
+				}
+				return true
+			})
+		}
+	}
+	if len(read) < 10 {
+		t.Fatalf("found only %d query parameters read: %v", len(read), read)
+	}
+	for name, pkg := range read {
+		if !documented[name] {
+			t.Errorf("package %s reads query parameter %q, which /openapi.json documents for no operation", pkg, name)
+		}
+	}
+}
+
+// queryRead reports the parameter n reads when it is a read of a query
+// parameter by name: X.Query().Get("name"), q.Get("name") or
+// query.Get("name") on url.Values, or queryInt(r, "name", …).
+func queryRead(n ast.Node) (string, bool) {
+	call, ok := n.(*ast.CallExpr)
+	if !ok {
+		return "", false
+	}
+	lit := func(i int) (string, bool) {
+		if i >= len(call.Args) {
+			return "", false
+		}
+		b, ok := call.Args[i].(*ast.BasicLit)
+		if !ok || b.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(b.Value)
+		return s, err == nil
+	}
+	switch fn := call.Fun.(type) {
+	case *ast.Ident:
+		if strings.HasPrefix(fn.Name, "query") {
+			return lit(1)
+		}
+	case *ast.SelectorExpr:
+		if fn.Sel.Name != "Get" && fn.Sel.Name != "Has" {
+			return "", false
+		}
+		switch x := fn.X.(type) {
+		case *ast.CallExpr:
+			if sel, ok := x.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Query" {
+				return lit(0)
+			}
+		case *ast.Ident:
+			if x.Name == "q" || x.Name == "query" {
+				return lit(0)
+			}
+		}
+	}
+	return "", false
 }

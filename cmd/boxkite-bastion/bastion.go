@@ -65,7 +65,10 @@ func (b *bastion) sshServer(signer ssh.Signer) *ssh.Server {
 		HostSigners:     []ssh.Signer{signer},
 		Version:         "boxkite-bastion",
 		PasswordHandler: b.password,
-		ConnCallback:    b.conn,
+		// OpenSSH tries keyboard-interactive after its keys: the prompt
+		// tells someone without a registered key what to do.
+		KeyboardInteractiveHandler: b.keyboardInteractive,
+		ConnCallback:               b.conn,
 		// A session ending at shutdown says so (shutdown.go).
 		SessionRequestCallback: func(sess ssh.Session, _ string) bool { return b.sessions.add(sess) },
 		ConnectionFailedCallback: func(c net.Conn, err error) {
@@ -182,6 +185,33 @@ func (b *bastion) password(ctx ssh.Context, password string) bool {
 	}
 	stashOf(ctx).put(tok, "")
 	return true
+}
+
+// keyboardInteractive is where OpenSSH ends up when no key it offered
+// was accepted (or it had none): the instruction says why and what to do,
+// once per connection (a refused key's banner said it already), and a
+// takeover token typed at the prompt is taken as the password.
+func (b *bastion) keyboardInteractive(ctx ssh.Context, ask gossh.KeyboardInteractiveChallenge) bool {
+	sandbox := sandboxOf(ctx, ctx.User())
+	instruction := ""
+	if ctx.Value(bannerSentKey{}) == nil {
+		ctx.SetValue(bannerSentKey{}, true)
+		instruction = fmt.Sprintf("boxkite-bastion: no SSH key registered to the account of sandbox %q was offered, or there is no such sandbox\n", sandbox) +
+			"hint: register yours with `boxkite ssh-keys add ~/.ssh/id_ed25519.pub`, check the id with `boxkite session ls`, " +
+			"or run `boxkite ssh -s ID`, which needs no key; a takeover token (`boxkite ssh -s ID --print --token`) is accepted below"
+		if !sandboxIDPattern.MatchString(sandbox) {
+			instruction = fmt.Sprintf("boxkite-bastion: %q is not a sandbox id\nhint: connect as ssh -p PORT <sandbox-id>@HOST; `boxkite session ls` lists the ids", sandbox)
+		}
+	}
+	if !sandboxIDPattern.MatchString(sandbox) {
+		_, _ = ask("", instruction, nil, nil)
+		return false
+	}
+	answers, err := ask("", instruction, []string{"takeover token: "}, []bool{false})
+	if err != nil || len(answers) != 1 {
+		return false
+	}
+	return b.password(ctx, strings.TrimSpace(answers[0]))
 }
 
 // publicKey accepts a key registered to the account owning the sandbox,

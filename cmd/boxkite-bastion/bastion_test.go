@@ -312,6 +312,20 @@ func TestBastion(t *testing.T) {
 		if code == 0 {
 			t.Errorf("unknown subsystem: exit 0, %q; want a refusal", stderr)
 		}
+		// No key at all: keyboard-interactive's prompt says what to do,
+		// and takes a takeover token.
+		noKey := func(args []string) []string {
+			args[slices.Index(args, "PreferredAuthentications=password")] = "PreferredAuthentications=keyboard-interactive"
+			args[slices.Index(args, "LogLevel=ERROR")] = "LogLevel=INFO"
+			return args
+		}
+		code, _, stderr = f.run(t, noKey(f.sshArgs("", nil, "true")), "")
+		if code != 255 || !strings.Contains(stderr, "no SSH key registered") || !strings.Contains(stderr, "hint: register yours with `boxkite ssh-keys add") {
+			t.Errorf("no key: exit %d, %q; want 255 and a hint", code, stderr)
+		}
+		if code, stdout, stderr := f.run(t, noKey(f.sshArgs("", nil, "echo via-prompt")), f.token(t, false)); code != 0 || stdout != "via-prompt\n" {
+			t.Errorf("a token at the keyboard-interactive prompt: exit %d, %q, %q", code, stdout, stderr)
+		}
 		// At ssh's default log level the refusal's banner says what to do.
 		args := f.sshArgs(f.badKey, nil, "true")
 		args[slices.Index(args, "LogLevel=ERROR")] = "LogLevel=INFO"

@@ -80,21 +80,45 @@ func TestNoTerminalProbe(t *testing.T) {
 			t.Logf("boxkite %s: %s on xterm-256color, %s on dumb", strings.Join(args, " "), took.Round(time.Millisecond), dumb.Round(time.Millisecond))
 		})
 	}
-	// The acceptance's own form, where script(1) is installed (util-linux).
+	// The acceptance's own form: script(1) (util-linux) gives the command
+	// a terminal that answers nothing, and it must take within 50 ms of
+	// the TERM=dumb run. Each side is the fastest of three runs, and a
+	// round that misses is measured again (the machine is shared): a
+	// probe waiting for an answer misses every round by seconds.
 	script, err := exec.LookPath("script")
 	if err != nil {
-		t.Logf("script(1) not installed; the pty runs above cover it")
-		return
+		if os.Getenv("CI") != "" {
+			t.Fatalf("script(1) is needed (apt-get install util-linux): %v", err)
+		}
+		t.Skipf("script(1) not installed; the pty runs above cover the escapes")
 	}
-	cmd := exec.Command(script, "-qc", bin+" version", "/dev/null")
-	cmd.Env = append(base, "TERM=xterm-256color")
-	start := time.Now()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("script -qc 'boxkite version': %v", err)
+	scripted := func(term string) ([]byte, time.Duration) {
+		best := time.Duration(1<<63 - 1)
+		var out []byte
+		for range 3 {
+			cmd := exec.Command(script, "-qc", bin+" version", "/dev/null")
+			cmd.Env = append(base, "TERM="+term)
+			start := time.Now()
+			o, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("script -qc 'boxkite version' (TERM=%s): %v", term, err)
+			}
+			best, out = min(best, time.Since(start)), o
+		}
+		return out, best
 	}
-	if bytes.IndexByte(out, 0x1b) >= 0 || !bytes.Contains(out, []byte("boxkite ")) {
-		t.Errorf("script -qc 'boxkite version' printed %q; want the version and no escape", out)
+	var took, dumb time.Duration
+	for round := range 3 {
+		var out []byte
+		out, took = scripted("xterm-256color")
+		if bytes.IndexByte(out, 0x1b) >= 0 || !bytes.Contains(out, []byte("boxkite ")) {
+			t.Fatalf("script -qc 'boxkite version' printed %q; want the version and no escape", out)
+		}
+		_, dumb = scripted("dumb")
+		t.Logf("round %d: script -qc 'boxkite version': %s on xterm-256color, %s on dumb", round, took.Round(time.Millisecond), dumb.Round(time.Millisecond))
+		if took <= dumb+50*time.Millisecond {
+			return
+		}
 	}
-	t.Logf("script -qc 'boxkite version': %s", time.Since(start).Round(time.Millisecond))
+	t.Errorf("script -qc 'boxkite version' took %s on xterm-256color, more than 50 ms over TERM=dumb's %s", took, dumb)
 }

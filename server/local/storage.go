@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
@@ -27,7 +27,7 @@ import (
 //     space is below half the watermark, so they stop writing into a
 //     disk that cannot take it, and thaws them once it is back above.
 
-var _ server.StorageWatcher = (*Driver)(nil)
+var _ model.StorageWatcher = (*Driver)(nil)
 
 // storageInterval is how often the storage watch reads the host's free space.
 const storageInterval = 100 * time.Millisecond
@@ -122,11 +122,11 @@ func (d *Driver) closeDisks(id string) {
 	}
 }
 
-// SyncDisk implements server.DiskSyncer: it flushes the sandbox's disk
+// SyncDisk implements model.DiskSyncer: it flushes the sandbox's disk
 // and volumes to the host (syncfs) and reports whether everything
 // written since the last call is stored. A write-back error (the host
 // could not grow an image: ENOSPC, or EIO from the loop device) wraps
-// server.ErrInsufficientStorage.
+// model.ErrInsufficientStorage.
 func (d *Driver) SyncDisk(_ context.Context, id string) error {
 	d.disks.mu.Lock()
 	files := d.disks.files[id]
@@ -147,7 +147,7 @@ func (d *Driver) SyncDisk(_ context.Context, id string) error {
 			d.disks.mu.Lock()
 			d.disks.markBroken(id)
 			d.disks.mu.Unlock()
-			errs = append(errs, fmt.Errorf("%w: flush %s: %w", server.ErrInsufficientStorage, f.Name(), err))
+			errs = append(errs, fmt.Errorf("%w: flush %s: %w", model.ErrInsufficientStorage, f.Name(), err))
 		default:
 			errs = append(errs, fmt.Errorf("flush %s: %w", f.Name(), err))
 		}
@@ -190,7 +190,7 @@ func (f *frozenSet) list() []string {
 	return out
 }
 
-// WatchStorage implements server.StorageWatcher: it reads the host's free
+// WatchStorage implements model.StorageWatcher: it reads the host's free
 // space every storageInterval and freezes every running sandbox while it
 // is below half the watermark, thawing them once it is back above the
 // watermark, and calls changed for each change until ctx is done.

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 const sandboxColumns = `id, account_id, label, size, storage_gb, lifetime_minutes, status, destroy_reason,
 	created_at, expires_at, destroyed_at, driver,
 	endpoint_network, endpoint_address, endpoint_token, endpoint_cert`
 
-func scanSandbox(r rowScanner) (*server.Sandbox, error) {
-	var sb server.Sandbox
+func scanSandbox(r rowScanner) (*model.Sandbox, error) {
+	var sb model.Sandbox
 	var created, expires int64
 	var destroyed sql.NullInt64
 	var cert string
@@ -34,13 +34,13 @@ func scanSandbox(r rowScanner) (*server.Sandbox, error) {
 	return &sb, nil
 }
 
-func (s *Store) querySandboxes(ctx context.Context, query string, args ...any) ([]*server.Sandbox, error) {
+func (s *Store) querySandboxes(ctx context.Context, query string, args ...any) ([]*model.Sandbox, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("query sandboxes: %w", err)
 	}
 	defer rows.Close()
-	var out []*server.Sandbox
+	var out []*model.Sandbox
 	for rows.Next() {
 		sb, err := scanSandbox(rows)
 		if err != nil {
@@ -54,12 +54,12 @@ func (s *Store) querySandboxes(ctx context.Context, query string, args ...any) (
 	return out, nil
 }
 
-// CreateSandbox implements server.SandboxStore.
-func (s *Store) CreateSandbox(ctx context.Context, sb *server.Sandbox) error {
+// CreateSandbox implements model.SandboxStore.
+func (s *Store) CreateSandbox(ctx context.Context, sb *model.Sandbox) error {
 	return s.insertSandbox(ctx, s.db, sb)
 }
 
-func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *server.Sandbox) error {
+func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *model.Sandbox) error {
 	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO sandboxes (`+sandboxColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		sb.ID, sb.AccountID, sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, sb.Status, sb.DestroyReason,
@@ -71,8 +71,8 @@ func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *server.Sandbox
 	return nil
 }
 
-// Sandbox implements server.SandboxStore.
-func (s *Store) Sandbox(ctx context.Context, accountID, id string) (*server.Sandbox, error) {
+// Sandbox implements model.SandboxStore.
+func (s *Store) Sandbox(ctx context.Context, accountID, id string) (*model.Sandbox, error) {
 	sb, err := scanSandbox(s.queryRowCached(ctx, `SELECT `+sandboxColumns+`
 		FROM sandboxes WHERE id = ? AND account_id = ?`, id, accountID))
 	if err != nil {
@@ -81,8 +81,8 @@ func (s *Store) Sandbox(ctx context.Context, accountID, id string) (*server.Sand
 	return sb, nil
 }
 
-// SandboxByID implements server.SandboxStore.
-func (s *Store) SandboxByID(ctx context.Context, id string) (*server.Sandbox, error) {
+// SandboxByID implements model.SandboxStore.
+func (s *Store) SandboxByID(ctx context.Context, id string) (*model.Sandbox, error) {
 	sb, err := scanSandbox(s.db.QueryRowContext(ctx, s.q(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`), id))
 	if err != nil {
 		return nil, s.mapErr(err)
@@ -90,32 +90,32 @@ func (s *Store) SandboxByID(ctx context.Context, id string) (*server.Sandbox, er
 	return sb, nil
 }
 
-// ListSandboxes implements server.SandboxStore.
-func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*server.Sandbox, error) {
+// ListSandboxes implements model.SandboxStore.
+func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*model.Sandbox, error) {
 	if activeOnly {
 		return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
 			WHERE account_id = ? AND status = ? ORDER BY created_at DESC, id DESC`, accountID, api.StatusActive)
 	}
 	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-		WHERE account_id = ? AND status <> ? ORDER BY created_at DESC, id DESC`, accountID, server.StatusCreating)
+		WHERE account_id = ? AND status <> ? ORDER BY created_at DESC, id DESC`, accountID, model.StatusCreating)
 }
 
-// SandboxesWithStatus implements server.SandboxStore.
-func (s *Store) SandboxesWithStatus(ctx context.Context, status string) ([]*server.Sandbox, error) {
+// SandboxesWithStatus implements model.SandboxStore.
+func (s *Store) SandboxesWithStatus(ctx context.Context, status string) ([]*model.Sandbox, error) {
 	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
 		WHERE status = ? ORDER BY created_at, id`, status)
 }
 
-// ExpiredSandboxes implements server.SandboxStore.
-func (s *Store) ExpiredSandboxes(ctx context.Context, t time.Time) ([]*server.Sandbox, error) {
+// ExpiredSandboxes implements model.SandboxStore.
+func (s *Store) ExpiredSandboxes(ctx context.Context, t time.Time) ([]*model.Sandbox, error) {
 	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
 		WHERE status = ? AND expires_at <= ? ORDER BY expires_at, id`, api.StatusActive, micros(t))
 }
 
-// UpdateSandbox implements server.SandboxStore. The id, account and
+// UpdateSandbox implements model.SandboxStore. The id, account and
 // creation time are immutable; fn's changes to them are ignored.
-func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*server.Sandbox) error) (*server.Sandbox, error) {
-	var sb *server.Sandbox
+func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*model.Sandbox) error) (*model.Sandbox, error) {
+	var sb *model.Sandbox
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		sb, err = scanSandbox(tx.QueryRowContext(ctx, s.q(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`+s.d.forUpdate), id))
@@ -145,19 +145,19 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*server.Sa
 	return sb, nil
 }
 
-// DeleteSandbox implements server.SandboxStore.
+// DeleteSandbox implements model.SandboxStore.
 func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
 	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM sandboxes WHERE id = ?`), id)
 	if err != nil {
 		return fmt.Errorf("delete sandbox: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return server.ErrNotFound
+		return model.ErrNotFound
 	}
 	return nil
 }
 
-// CountActiveSandboxes implements server.SandboxStore.
+// CountActiveSandboxes implements model.SandboxStore.
 func (s *Store) CountActiveSandboxes(ctx context.Context, accountID string) (int, error) {
 	var n int
 	var err error

@@ -10,6 +10,7 @@ import type {
   APIKey,
   APIKeyCreated,
   CommandRule,
+  CreateImageRequest,
   CreateSandboxRequest,
   Health,
   HostStatus,
@@ -88,10 +89,7 @@ export class APIKeys extends ListedCollection<APIKey, { name: string; role?: "ad
 export class SSHKeys extends ListedCollection<SSHKey, { public_key: string; name?: string }> {}
 
 /** Sandbox images: built from a spec, or imported from an OCI layout. */
-export class Images extends Collection<
-  Image,
-  { label?: string; base?: string; apt_packages?: string[]; python_packages?: string[]; npm_packages?: string[] }
-> {
+export class Images extends Collection<Image, CreateImageRequest> {
   /** Imports an OCI image layout tar (the body may be a stream). */
   importArchive(archive: Body, label?: string): Promise<Image> {
     return this.t.json("POST", `${this.path}/import`, { body: archive, query: { label }, headers: { "Content-Type": "application/x-tar" } });

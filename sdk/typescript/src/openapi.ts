@@ -262,6 +262,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the account's images */
+        get: operations["get_images"];
+        put?: never;
+        /** Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images do not serve /v1/images */
+        post: operations["post_images"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/images/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one image */
+        get: operations["get_images_id"];
+        put?: never;
+        post?: never;
+        /** Delete an image; 409 conflict while a sandbox boots from it */
+        delete: operations["delete_images_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/images/{id}/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A page of the build's audit log (its egress decisions and outcome), oldest first */
+        get: operations["get_images_id_log"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/images/{id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The build's log as text; follow=1 streams it until the build ends */
+        get: operations["get_images_id_logs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/images/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Import an OCI image layout tar or a docker save archive (the body, streamed); label names it */
+        post: operations["post_images_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/mcp-connections": {
         parameters: {
             query?: never;
@@ -409,7 +496,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Download a directory as tar.gz */
+        /** Download a directory as a tar; gzip=1 compresses it */
         get: operations["get_sandboxes_id_files_archive"];
         put?: never;
         /** Extract a tar(.gz) stream under a path, on disk before the answer; 403 permission_denied when the sandbox user may not write there, 507 insufficient_storage when the disk is full */
@@ -941,10 +1028,10 @@ export interface components {
         Account: {
             api_key?: components["schemas"]["APIKey"];
             /** Format: date-time */
-            created_at?: string;
-            email?: string;
-            id?: string;
-            scrub_output?: boolean;
+            created_at: string;
+            email: string;
+            id: string;
+            scrub_output: boolean;
         };
         AccountUpdate: {
             scrub_output?: boolean;
@@ -958,32 +1045,32 @@ export interface components {
         };
         APIKey: {
             /** Format: date-time */
-            created_at?: string;
-            id?: string;
+            created_at: string;
+            id: string;
             /** Format: date-time */
             last_used_at?: string;
-            name?: string;
-            prefix?: string;
+            name: string;
+            prefix: string;
             /** Format: date-time */
             revoked_at?: string;
-            role?: string;
+            role: string;
         };
         APIKeyCreated: {
             /** Format: date-time */
-            created_at?: string;
-            id?: string;
-            key?: string;
+            created_at: string;
+            id: string;
+            key: string;
             /** Format: date-time */
             last_used_at?: string;
-            name?: string;
-            prefix?: string;
+            name: string;
+            prefix: string;
             /** Format: date-time */
             revoked_at?: string;
-            role?: string;
+            role: string;
         };
         ArchiveResult: {
-            bytes?: number;
-            files?: number;
+            bytes: number;
+            files: number;
         };
         BastionTokenRequest: {
             public_key?: string;
@@ -998,6 +1085,13 @@ export interface components {
         CreateAPIKeyRequest: {
             name?: string;
             role?: string;
+        };
+        CreateImageRequest: {
+            apt_packages?: string[];
+            base?: string;
+            label?: string;
+            npm_packages?: string[];
+            python_packages?: string[];
         };
         CreateMCPConnectionRequest: {
             catalog_id?: string;
@@ -1026,14 +1120,30 @@ export interface components {
             password?: string;
         };
         Error: {
-            code?: string;
+            /**
+             * @description stable: branch on it, never on message (docs/errors.md)
+             * @enum {string}
+             */
+            code: "bad_request" | "validation_error" | "unauthorized" | "invalid_api_key" | "forbidden" | "not_found" | "conflict" | "limit_exceeded" | "rate_limited" | "sandbox_operation_failed" | "sidecar_auth" | "sidecar_not_configured" | "internal_error" | "service_unavailable" | "not_supported" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "insufficient_storage" | "sandbox_lost" | "host_capacity" | "audit_unavailable" | "wrong_credential_type" | "invalid_token" | "invalid_credentials" | "email_taken" | "ssh_key_exists" | "idempotency_key_reuse" | "idempotency_key_in_progress" | "global_capacity_reached" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "sandbox_size_limit_reached" | "sandbox_storage_limit_reached" | "command_not_allowed" | "too_many_rules" | "pattern_too_long" | "invalid_pattern" | "invalid_rules" | "takeover_not_permitted" | "permission_denied" | "mcp_connection_label_taken" | "session_budget_exceeded" | "volume_in_use" | "mcp_connection_not_found";
             details?: unknown;
             hint?: string;
-            message?: string;
+            message: string;
             request_id?: string;
         };
         ErrorEnvelope: {
             error?: components["schemas"]["Error"];
+        };
+        ExecEvent: {
+            data?: string;
+            duration_ms?: number;
+            error?: components["schemas"]["Error"];
+            exit_code?: number;
+            output_limit_bytes?: number;
+            stderr_bytes?: number;
+            stdout_bytes?: number;
+            stop_reason?: string;
+            truncated?: boolean;
+            type?: string;
         };
         ExecRequest: {
             command?: string;
@@ -1048,15 +1158,15 @@ export interface components {
             timeout?: number;
         };
         ExecResult: {
-            duration_ms?: number;
-            exit_code?: number;
-            output_limit_bytes?: number;
-            stderr?: string;
-            stderr_bytes?: number;
-            stdout?: string;
-            stdout_bytes?: number;
+            duration_ms: number;
+            exit_code: number;
+            output_limit_bytes: number;
+            stderr: string;
+            stderr_bytes: number;
+            stdout: string;
+            stdout_bytes: number;
             stop_reason?: string;
-            truncated?: boolean;
+            truncated: boolean;
         };
         ExtendSandboxRequest: {
             lifetime_minutes?: number;
@@ -1067,13 +1177,13 @@ export interface components {
             path?: string;
         };
         FileCreateResult: {
-            created?: boolean;
-            path?: string;
-            size?: number;
+            created: boolean;
+            path: string;
+            size: number;
         };
         FileWriteResult: {
-            path?: string;
-            size?: number;
+            path: string;
+            size: number;
         };
         GlobRequest: {
             path?: string;
@@ -1084,9 +1194,9 @@ export interface components {
             truncated?: boolean;
         };
         GrepMatch: {
-            line?: number;
-            path?: string;
-            text?: string;
+            line: number;
+            path: string;
+            text: string;
         };
         GrepRequest: {
             glob?: string;
@@ -1097,41 +1207,66 @@ export interface components {
         GrepResult: {
             error?: string;
             matches?: components["schemas"]["GrepMatch"][];
-            truncated?: boolean;
+            truncated: boolean;
         };
         Health: {
-            status?: string;
+            status: string;
             version?: string;
         };
         HostAudit: {
             reason?: string;
             /** Format: date-time */
             since?: string;
-            writable?: boolean;
+            writable: boolean;
         };
         HostDisk: {
-            free_bytes?: number;
-            freeze_below_bytes?: number;
-            path?: string;
-            refusing?: boolean;
-            total_bytes?: number;
-            watermark_bytes?: number;
+            free_bytes: number;
+            freeze_below_bytes: number;
+            path: string;
+            refusing: boolean;
+            total_bytes: number;
+            watermark_bytes: number;
         };
         HostLimit: {
             hint?: string;
-            limit?: number;
-            refuse_at?: number;
-            refusing?: boolean;
-            resource?: string;
-            unit?: string;
-            used?: number;
+            limit: number;
+            refuse_at: number;
+            refusing: boolean;
+            resource: string;
+            unit: string;
+            used: number;
         };
         HostStatus: {
-            audit?: components["schemas"]["HostAudit"];
+            audit: components["schemas"]["HostAudit"];
             disk?: components["schemas"]["HostDisk"];
-            driver?: string;
+            driver: string;
             limits?: components["schemas"]["HostLimit"][];
             sandboxes?: components["schemas"]["SandboxDisk"][];
+        };
+        Image: {
+            /** Format: date-time */
+            completed_at?: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * @description why a build failed: a step failed, or the build's jail refused a connection or a write
+             * @enum {string}
+             */
+            failure_code?: "image_build_failed" | "image_build_egress_refused" | "image_build_write_refused";
+            failure_hint?: string;
+            failure_reason?: string;
+            id: string;
+            label?: string;
+            size_bytes?: number;
+            source: string;
+            spec?: components["schemas"]["ImageSpec"];
+            status: string;
+        };
+        ImageSpec: {
+            apt_packages?: string[];
+            base?: string;
+            npm_packages?: string[];
+            python_packages?: string[];
         };
         InterpreterExecRequest: {
             code?: string;
@@ -1140,51 +1275,51 @@ export interface components {
         InterpreterExecResult: {
             error?: string;
             result?: string;
-            stdout?: string;
-            truncated?: boolean;
+            stdout: string;
+            truncated: boolean;
         };
         InterpreterReset: {
-            status?: string;
+            status: string;
         };
         InterpreterStatus: {
             idle_seconds?: number;
-            running?: boolean;
+            running: boolean;
             /** Format: date-time */
             started_at?: string;
         };
         KillAllResult: {
-            killed?: number;
+            killed: number;
         };
         LogEntry: {
-            account_id?: string;
+            account_id: string;
             detail?: unknown;
-            duration_ms?: number;
+            duration_ms: number;
             exit_code?: number;
-            id?: string;
-            operation?: string;
-            output_truncated?: boolean;
-            prev_hash?: string;
-            row_hash?: string;
+            id: string;
+            operation: string;
+            output_truncated: boolean;
+            prev_hash: string;
+            row_hash: string;
             seq?: number;
-            session_id?: string;
-            source?: string;
+            session_id: string;
+            source: string;
             /** Format: date-time */
-            started_at?: string;
+            started_at: string;
         };
         LogPage: {
             entries?: components["schemas"]["LogEntry"][];
             head_hash?: string;
-            head_seq?: number;
-            limit?: number;
-            offset?: number;
-            total?: number;
+            head_seq: number;
+            limit: number;
+            offset: number;
+            total: number;
         };
         LsEntry: {
-            is_dir?: boolean;
+            is_dir: boolean;
             /** Format: date-time */
-            modified_at?: string;
-            path?: string;
-            size?: number;
+            modified_at: string;
+            path: string;
+            size: number;
         };
         LSPCompletionRequest: {
             character?: number;
@@ -1199,13 +1334,13 @@ export interface components {
             path?: string;
         };
         LSPStarted: {
-            lsp_id?: string;
+            lsp_id: string;
         };
         LSPStartRequest: {
             language?: string;
         };
         LSPStatus: {
-            status?: string;
+            status: string;
         };
         LsRequest: {
             path?: string;
@@ -1214,18 +1349,18 @@ export interface components {
             entries?: components["schemas"]["LsEntry"][];
         };
         MCPConnection: {
-            catalog_id?: string;
+            catalog_id: string;
             /** Format: date-time */
-            created_at?: string;
-            host?: string;
-            id?: string;
-            label?: string;
+            created_at: string;
+            host: string;
+            id: string;
+            label: string;
         };
         PresentedFile: {
-            content_type?: string;
-            file_path?: string;
-            size?: number;
-            storage_key?: string;
+            content_type: string;
+            file_path: string;
+            size: number;
+            storage_key: string;
         };
         PresentFilesRequest: {
             filepaths?: string[];
@@ -1240,38 +1375,38 @@ export interface components {
             status?: string;
             stdout_chunk?: string;
             truncated?: boolean;
-            type?: string;
+            type: string;
         };
         ProcessInfo: {
-            command?: string;
-            description?: string;
+            command: string;
+            description: string;
             exit_code?: number;
-            process_id?: string;
+            process_id: string;
             /** Format: date-time */
-            started_at?: string;
-            status?: string;
+            started_at: string;
+            status: string;
         };
         ProcessInputRequest: {
             data?: string;
         };
         ProcessInputResult: {
-            bytes_written?: number;
+            bytes_written: number;
         };
         ProcessList: {
             processes?: components["schemas"]["ProcessInfo"][];
         };
         ProcessOutput: {
             exit_code?: number;
-            next_offset?: number;
-            status?: string;
-            stdout_chunk?: string;
-            truncated?: boolean;
+            next_offset: number;
+            status: string;
+            stdout_chunk: string;
+            truncated: boolean;
         };
         ProcessStarted: {
-            process_id?: string;
+            process_id: string;
             /** Format: date-time */
-            started_at?: string;
-            status?: string;
+            started_at: string;
+            status: string;
         };
         ProcessStartRequest: {
             command?: string;
@@ -1280,45 +1415,45 @@ export interface components {
         };
         ProcessStopResult: {
             exit_code?: number;
-            status?: string;
+            status: string;
         };
         Sandbox: {
             /** Format: date-time */
-            created_at?: string;
+            created_at: string;
             destroy_reason?: string;
             /** Format: date-time */
             destroyed_at?: string;
             /** Format: date-time */
-            expires_at?: string;
-            id?: string;
+            expires_at: string;
+            id: string;
             label?: string;
-            lifetime_minutes?: number;
-            size?: string;
-            status?: string;
+            lifetime_minutes: number;
+            size: string;
+            status: string;
             storage_gb?: number;
         };
         SandboxDisk: {
             frozen?: boolean;
-            id?: string;
+            id: string;
             label?: string;
-            quota_bytes?: number;
-            used_bytes?: number;
+            quota_bytes: number;
+            used_bytes: number;
         };
         SandboxStats: {
             disk_quota_bytes?: number;
             disk_used_bytes?: number;
             frozen?: boolean;
-            memory_anon_bytes?: number;
-            memory_bytes?: number;
-            pids?: number;
+            memory_anon_bytes: number;
+            memory_bytes: number;
+            pids: number;
         };
         SSHKey: {
             /** Format: date-time */
-            created_at?: string;
-            fingerprint?: string;
-            id?: string;
-            name?: string;
-            public_key?: string;
+            created_at: string;
+            fingerprint: string;
+            id: string;
+            name: string;
+            public_key: string;
         };
         StrReplaceRequest: {
             description?: string;
@@ -1328,31 +1463,31 @@ export interface components {
             replace_all?: boolean;
         };
         StrReplaceResult: {
-            occurrences?: number;
-            path?: string;
-            replaced?: boolean;
+            occurrences: number;
+            path: string;
+            replaced: boolean;
         };
         TakeoverToken: {
             /** Format: date-time */
-            expires_at?: string;
-            read_only?: boolean;
-            token?: string;
+            expires_at: string;
+            read_only: boolean;
+            token: string;
         };
         TakeoverTokenRequest: {
             read_only?: boolean;
         };
         TokenResponse: {
-            access_token?: string;
-            account?: components["schemas"]["Account"];
-            expires_in?: number;
+            access_token: string;
+            account: components["schemas"]["Account"];
+            expires_in: number;
             refresh_token?: string;
-            token_type?: string;
+            token_type: string;
         };
         Usage: {
-            concurrent_sandboxes?: number;
+            concurrent_sandboxes: number;
             concurrent_sandboxes_limit?: number;
             monthly_sandbox_hours_limit?: number;
-            monthly_sandbox_hours_used?: number;
+            monthly_sandbox_hours_used: number;
         };
         ViewRequest: {
             description?: string;
@@ -1360,22 +1495,22 @@ export interface components {
             view_range?: number[];
         };
         ViewResult: {
-            content?: string;
+            content: string;
             entries?: string[];
-            is_directory?: boolean;
-            lines?: number;
+            is_directory: boolean;
+            lines: number;
         };
         Volume: {
             /** Format: date-time */
-            created_at?: string;
-            id?: string;
-            label?: string;
-            size_gb?: number;
-            status?: string;
+            created_at: string;
+            id: string;
+            label: string;
+            size_gb: number;
+            status: string;
         };
         WatchChange: {
-            event?: string;
-            path?: string;
+            event: string;
+            path: string;
         };
         WatchRequest: {
             path?: string;
@@ -1384,7 +1519,7 @@ export interface components {
         };
         WatchResult: {
             changes?: components["schemas"]["WatchChange"][];
-            timed_out?: boolean;
+            timed_out: boolean;
         };
     };
     responses: never;
@@ -2056,7 +2191,10 @@ export interface operations {
     post_account_ssh_keys: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2264,7 +2402,10 @@ export interface operations {
     post_api_keys: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2761,6 +2902,472 @@ export interface operations {
             };
         };
     };
+    get_images: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List the account's images */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Image"][];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_images: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateImageRequest"];
+            };
+        };
+        responses: {
+            /** @description Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images do not serve /v1/images */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Image"];
+                };
+            };
+            /** @description Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images do not serve /v1/images */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Image"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large: the body is larger than the route's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error: a field has the wrong type or an out-of-range value; details name it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_images_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Get one image */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Image"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_images_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete an image; 409 conflict while a sandbox boots from it */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_images_id_log: {
+        parameters: {
+            query?: {
+                limit?: string;
+                offset?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the build's audit log (its egress decisions and outcome), oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogPage"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_images_id_logs: {
+        parameters: {
+            query?: {
+                follow?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The build's log as text; follow=1 streams it until the build ends */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_images_import: {
+        parameters: {
+            query?: {
+                label?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Import an OCI image layout tar or a docker save archive (the body, streamed); label names it */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Image"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout: the upload stalled for longer than the idle timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     get_mcp_connections: {
         parameters: {
             query?: never;
@@ -2820,7 +3427,10 @@ export interface operations {
     post_mcp_connections: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3088,7 +3698,10 @@ export interface operations {
     post_sandboxes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3320,7 +3933,10 @@ export interface operations {
     post_sandboxes_id_exec: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3339,6 +3955,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExecResult"];
+                    /** @description with Accept: application/x-ndjson, one JSON value of itemSchema a line */
+                    "application/x-ndjson": string;
                 };
             };
             /** @description bad_request: a malformed request (or body, where there is one) */
@@ -3493,7 +4111,10 @@ export interface operations {
     post_sandboxes_id_extend: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3602,7 +4223,10 @@ export interface operations {
     post_sandboxes_id_files: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3711,6 +4335,7 @@ export interface operations {
     get_sandboxes_id_files_archive: {
         parameters: {
             query?: {
+                gzip?: string;
                 path?: string;
             };
             header?: never;
@@ -3721,13 +4346,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Download a directory as tar.gz */
+            /** @description Download a directory as a tar; gzip=1 compresses it */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/gzip": string;
+                    "application/x-tar": string;
                 };
             };
             /** @description bad_request: a malformed request (or body, where there is one) */
@@ -3862,7 +4488,10 @@ export interface operations {
     post_sandboxes_id_files_glob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -3971,7 +4600,10 @@ export interface operations {
     post_sandboxes_id_files_grep: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4080,7 +4712,10 @@ export interface operations {
     post_sandboxes_id_files_ls: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4189,7 +4824,10 @@ export interface operations {
     post_sandboxes_id_files_present: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4449,7 +5087,10 @@ export interface operations {
     post_sandboxes_id_files_str_replace: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4558,7 +5199,10 @@ export interface operations {
     post_sandboxes_id_files_view: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4667,7 +5311,10 @@ export interface operations {
     post_sandboxes_id_files_watch: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4776,7 +5423,10 @@ export interface operations {
     post_sandboxes_id_interpreter_exec: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4885,7 +5535,10 @@ export interface operations {
     post_sandboxes_id_interpreter_reset: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5084,7 +5737,10 @@ export interface operations {
     post_sandboxes_id_lsp_lsp_id_completion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 lsp_id: string;
@@ -5194,7 +5850,10 @@ export interface operations {
     post_sandboxes_id_lsp_lsp_id_open: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 lsp_id: string;
@@ -5304,7 +5963,10 @@ export interface operations {
     post_sandboxes_id_lsp_lsp_id_stop: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 lsp_id: string;
@@ -5374,7 +6036,10 @@ export interface operations {
     post_sandboxes_id_lsp_start: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5552,7 +6217,10 @@ export interface operations {
     post_sandboxes_id_processes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5661,7 +6329,10 @@ export interface operations {
     post_sandboxes_id_processes_pid_input: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 pid: string;
@@ -5843,7 +6514,10 @@ export interface operations {
     post_sandboxes_id_processes_pid_stop: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 pid: string;
@@ -5975,7 +6649,10 @@ export interface operations {
     post_sandboxes_id_processes_kill_all: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6242,7 +6919,10 @@ export interface operations {
     post_sandboxes_id_takeover_token: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6524,7 +7204,10 @@ export interface operations {
     post_volumes: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };

@@ -318,10 +318,13 @@ export class Log {
   }
 }
 
-/** One sandbox. `id` names it; `data` is its record as last fetched. */
+/** A sandbox's record as a handle holds it: all of it once fetched, the id alone for a bound handle. */
+export type SandboxData = SandboxRecord | { id: string };
+
+/** One sandbox. `id` names it; `data` is its record as last fetched (the id alone for `bind()`, until `refresh()`). */
 export class Sandbox {
   readonly id: string;
-  data: SandboxRecord;
+  data: SandboxData;
   readonly files = new Files(this);
   readonly processes = new Processes(this);
   readonly interpreter = new Interpreter(this);
@@ -331,10 +334,10 @@ export class Sandbox {
   /** @internal */
   constructor(
     readonly t: Transport,
-    data: SandboxRecord,
+    data: SandboxData,
   ) {
     this.data = data;
-    this.id = data.id!;
+    this.id = data.id;
   }
 
   /** @internal */
@@ -348,11 +351,11 @@ export class Sandbox {
   }
 
   get status(): string | undefined {
-    return this.data.status;
+    return "status" in this.data ? this.data.status : undefined;
   }
 
   async refresh(): Promise<this> {
-    this.data = await this.t.json("GET", this.path(""));
+    this.data = await this.t.json<SandboxRecord>("GET", this.path(""));
     return this;
   }
 
@@ -361,7 +364,7 @@ export class Sandbox {
   }
 
   async extend(lifetimeMinutes: number): Promise<this> {
-    this.data = await this.post("/extend", { lifetime_minutes: lifetimeMinutes });
+    this.data = await this.post<SandboxRecord>("/extend", { lifetime_minutes: lifetimeMinutes });
     return this;
   }
 

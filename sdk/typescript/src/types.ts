@@ -1,7 +1,7 @@
 /**
  * The API's types, named. Most come from src/openapi.ts, generated from the
- * server's /openapi.json; the few the document does not describe yet are
- * written here.
+ * server's /openapi.json; ExecEvent and CommandRule, JSON unions the
+ * document describes loosely, are written here.
  */
 import type { components } from "./openapi.js";
 
@@ -21,6 +21,9 @@ export type GlobResult = S["GlobResult"];
 export type GrepResult = S["GrepResult"];
 export type Health = S["Health"];
 export type HostStatus = S["HostStatus"];
+export type Image = S["Image"];
+export type CreateImageRequest = S["CreateImageRequest"];
+export type ImageSpec = S["ImageSpec"];
 export type InterpreterExecResult = S["InterpreterExecResult"];
 export type InterpreterReset = S["InterpreterReset"];
 export type InterpreterStatus = S["InterpreterStatus"];
@@ -64,21 +67,6 @@ export type ExecEvent =
       stop_reason?: string;
     }
   | { type: "error"; error: { code: string; message: string; hint?: string; request_id?: string } };
-
-/** A sandbox image (GET /v1/images). */
-export interface Image {
-  id: string;
-  label?: string;
-  status: string;
-  source: string;
-  spec?: { base?: string; apt_packages?: string[]; python_packages?: string[]; npm_packages?: string[] };
-  failure_reason?: string;
-  failure_code?: string;
-  failure_hint?: string;
-  size_bytes?: number;
-  created_at: string;
-  completed_at?: string;
-}
 
 /** A command allowlist rule: a program name, or a program with argument rules. */
 export type CommandRule = string | { command: string; args_allow?: string[]; args_deny?: string[] };
