@@ -315,8 +315,11 @@ func sandboxNotFound(id string) *api.Error {
 // notActive is the answer to an operation on a sandbox that is gone: 410
 // sandbox_lost for one that was lost, 409 for one destroyed on purpose.
 func notActive(sb *model.Sandbox) *api.Error {
-	if sb.Status == api.StatusLost {
+	switch sb.Status {
+	case api.StatusLost:
 		return lostAnswer(sb.ID)
+	case api.StatusPaused:
+		return pausedAnswer(sb)
 	}
 	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is %s", sb.ID, sb.Status).
 		WithHint("create a new sandbox with `boxkite session create`")
@@ -338,7 +341,7 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !sb.Active() {
+	if !sb.Live() {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already %s", sb.ID, sb.Status)
 	}
 	// Finish the teardown even if the client hangs up half way.
@@ -365,7 +368,7 @@ func endedAnswer(id, status string) *api.Error {
 }
 
 // errNotActive aborts a state change on a sandbox that stopped being active
-// since it was read (a DELETE racing the reaper, say).
+// (or paused) since it was read (a DELETE racing the reaper, say).
 var errNotActive = errors.New("sandbox is not active")
 
 // destroy tears the sandbox down and records it as status/reason. The
@@ -388,10 +391,14 @@ func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) 
 		return nil, sandboxFailed("delete")
 	}
 	sb, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
-		if !sb.Active() {
+		if !sb.Live() {
 			return errNotActive
 		}
 		now := s.now()
+		if sb.PausedAt != nil { // paused time is not counted
+			sb.PausedTotal += max(0, now.Sub(*sb.PausedAt))
+			sb.PausedAt = nil
+		}
 		sb.Status, sb.DestroyReason, sb.DestroyedAt = status, reason, &now
 		return nil
 	})
