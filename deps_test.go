@@ -47,6 +47,7 @@ func merge(ms ...map[string]string) map[string]string {
 // rules is design/ARCHITECTURE.md's import table.
 var rules = map[string]depRule{
 	"client/api":       {stdOnly: true},
+	"internal/criu":    {stdOnly: true},
 	"internal/apihttp": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{"github.com/spf13/cobra": "HTTP plumbing of the two APIs; the sidecar binary links it and stays small"})},
 	"client": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"github.com/spf13/cobra":             "the client is a library; the CLI wraps it",
@@ -63,7 +64,7 @@ var rules = map[string]depRule{
 		"github.com/spf13/cobra":             "handoff adapters are a library; the CLI wraps them",
 		"github.com/charmbracelet/bubbletea": "handoff adapters are a library",
 	}},
-	"cli": {ours: []string{"client", "client/api", "tui", "handoff", "tools"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
+	"cli": {ours: []string{"client", "client/api", "tui", "handoff", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"github.com/gliderlabs/ssh": "ssh belongs to the bastion",
 		"golang.org/x/crypto/ssh":   "ssh belongs to the bastion",
 	})},
@@ -88,7 +89,7 @@ var rules = map[string]depRule{
 	"internal/protogen": {forbidden: map[string]string{"github.com/spf13/cobra": "a go:generate helper: flags from the standard library"}},
 	"server/egress":     {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	"server/sqlstore":   {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b"}, forbidden: merge(clientGo)},
-	"server/local":      {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/unixsock", "sidecar/jail", "client/api", "tools"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/local":      {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/kube":       {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools"}, forbidden: sqlDriver},
 	"server/images":     {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{

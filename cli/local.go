@@ -367,9 +367,10 @@ func newStatusCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the server and bastion, whether they are ready, and how many sandboxes are active",
-		Long: `Show the server (its URL, and in local mode its process), the bastion's
-address for ssh, whether the server is ready and how many sandboxes are
-active. Exits 1 when the server is not ready, so scripts can ask it.`,
+		Long: `Show the context in use ('boxkite context ls'), its server (the URL, and for
+the local stack its process), the bastion's address for ssh, whether the
+server is ready and how many sandboxes are active. Exits 1 when the server is
+not ready, so scripts can ask it.`,
 		GroupID: groupLocal,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -45,13 +45,22 @@ func (s *Server) reopenEgress(ctx context.Context, sb *model.Sandbox) error {
 	if !ok {
 		return fmt.Errorf("driver %T cannot reopen egress", d)
 	}
+	allow, err := parseGrants(grants)
+	if err != nil {
+		return err
+	}
+	return r.ReopenEgress(ctx, sb.ID, s.egressServer(sb, allow))
+}
+
+// parseGrants reads egress grants as recorded (recordCreate).
+func parseGrants(grants []string) (egress.Allowlist, error) {
 	var allow egress.Allowlist
 	for _, g := range grants {
 		pg, err := egress.ParseGrant(g)
 		if err != nil {
-			return fmt.Errorf("read egress grants: %w", err)
+			return nil, fmt.Errorf("read egress grants: %w", err)
 		}
 		allow = append(allow, pg)
 	}
-	return r.ReopenEgress(ctx, sb.ID, s.egressServer(sb, allow))
+	return allow, nil
 }

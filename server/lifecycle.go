@@ -61,7 +61,10 @@ func (s *Server) each(sbs []*model.Sandbox, fn func(*model.Sandbox)) {
 //     within healthTimeout in total) are adopted as they are;
 //   - active rows whose sidecar does not answer are marked lost, and the
 //     driver is told to clean up after them;
-//   - sandboxes the driver has that no active row claims are deleted.
+//   - paused rows are paused again, in case a crash came between the row
+//     and the driver (pause.go), and kept;
+//   - sandboxes the driver has that no active or paused row claims are
+//     deleted.
 func (s *Server) reconcile(ctx context.Context) error {
 	creating, err := s.store.SandboxesWithStatus(ctx, model.StatusCreating)
 	if err != nil {
@@ -117,6 +120,14 @@ func (s *Server) reconcile(ctx context.Context) error {
 		}
 	}
 
+	paused, err := s.reconcilePaused(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range paused {
+		handled[id] = true
+	}
+
 	observed, err := s.driver.List(ctx)
 	if err != nil {
 		return fmt.Errorf("list driver sandboxes: %w", err)
@@ -131,7 +142,7 @@ func (s *Server) reconcile(ctx context.Context) error {
 			s.log.ErrorContext(ctx, "delete orphaned sandbox", "sandbox", o.ID, "err", err)
 		}
 	}
-	s.log.InfoContext(ctx, "reconciled sandboxes", "adopted", adopted, "lost", lost,
+	s.log.InfoContext(ctx, "reconciled sandboxes", "adopted", adopted, "lost", lost, "paused", len(paused),
 		"interrupted", len(creating), "orphans_deleted", orphans)
 	return nil
 }

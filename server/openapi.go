@@ -26,6 +26,8 @@ func routeDocs() []httpx.RouteDoc {
 		{Pattern: "GET /v1/sandboxes/{id}", Summary: "Get one sandbox", Response: api.Sandbox{}},
 		{Pattern: "DELETE /v1/sandboxes/{id}", Summary: "Destroy a sandbox", Status: http.StatusNoContent},
 		{Pattern: "POST /v1/sandboxes/{id}/extend", Summary: "Push a sandbox's expiry out, within the server's ceiling", Request: api.ExtendSandboxRequest{}, Response: api.Sandbox{}},
+		{Pattern: "POST /v1/sandboxes/{id}/pause", Summary: "Pause a sandbox (mode freeze, the default, filesystem or checkpoint); its lifetime stops counting", Request: api.PauseSandboxRequest{}, Response: api.Sandbox{}},
+		{Pattern: "POST /v1/sandboxes/{id}/resume", Summary: "Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused", Response: api.Sandbox{}},
 		{Pattern: "POST /v1/sandboxes/{id}/exec", Summary: "Run a shell command; with Accept: application/x-ndjson the output streams as ExecEvent lines", Request: api.ExecRequest{}, Response: api.ExecResult{}, NDJSON: api.ExecEvent{}},
 		{Pattern: "GET /v1/sandboxes/{id}/exec/interactive", Summary: "WebSocket: a command (or the sftp subsystem) with streamed stdin, on a PTY or pipes (binary frames prefixed by stream; text frames for resize, eof and exit)", Auth: httpx.AuthKeyQuery, Status: http.StatusSwitchingProtocols, Query: []string{"command", "subsystem", "tty", "cols", "rows", "term", "cwd"}},
 		{Pattern: "GET /v1/sandboxes/{id}/takeover", Summary: "WebSocket relay to the sandbox's terminal (binary frames; text frames for resize)", Auth: httpx.AuthKeyQuery, Status: http.StatusSwitchingProtocols, Query: []string{"token", "read_only"}},

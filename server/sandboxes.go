@@ -316,8 +316,11 @@ func sandboxNotFound(id string) *api.Error {
 // notActive is the answer to an operation on a sandbox that is gone: 410
 // sandbox_lost for one that was lost, 409 for one destroyed on purpose.
 func notActive(sb *model.Sandbox) *api.Error {
-	if sb.Status == api.StatusLost {
+	switch sb.Status {
+	case api.StatusLost:
 		return lostAnswer(sb.ID)
+	case api.StatusPaused:
+		return pausedAnswer(sb)
 	}
 	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is %s", sb.ID, sb.Status).
 		WithHint("create a new sandbox with `boxkite session create`")
@@ -339,7 +342,7 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !sb.Active() {
+	if !sb.Live() {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already %s", sb.ID, sb.Status)
 	}
 	// Finish the teardown even if the client hangs up half way.
@@ -355,8 +358,18 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// endedAnswer is the answer to a call to a sandbox that this server
+// destroys, recording it as status, while the call runs.
+func endedAnswer(id, status string) *api.Error {
+	if status == api.StatusLost {
+		return lostAnswer(id)
+	}
+	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s was %s while the call ran", id, status).
+		WithHint("create a new sandbox with `boxkite session create`")
+}
+
 // errNotActive aborts a state change on a sandbox that stopped being active
-// since it was read (a DELETE racing the reaper, say).
+// (or paused) since it was read (a DELETE racing the reaper, say).
 var errNotActive = errors.New("sandbox is not active")
 
 // destroy tears the sandbox down and records it as status/reason. The
@@ -369,17 +382,24 @@ func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
 }
 
 // destroySandbox is destroy returning the sandbox as recorded.
+// Calls in flight to the sandbox, and those that start meanwhile, are
+// ended first, so none reads the sidecar's death as a loss.
 func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
+	defer s.calls.end(id, endedAnswer(id, status))()
 	s.sidecars.forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
 		return nil, sandboxFailed("delete")
 	}
 	sb, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
-		if !sb.Active() {
+		if !sb.Live() {
 			return errNotActive
 		}
 		now := s.now()
+		if sb.PausedAt != nil { // paused time is not counted
+			sb.PausedTotal += max(0, now.Sub(*sb.PausedAt))
+			sb.PausedAt = nil
+		}
 		sb.Status, sb.DestroyReason, sb.DestroyedAt = status, reason, &now
 		return nil
 	})

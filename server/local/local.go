@@ -134,6 +134,7 @@ type Driver struct {
 	capacity capacity    // the host's use of its limits (capacity.go)
 	disks    diskHandles // sandbox disks kept open to flush them (storage.go)
 	frozen   frozenSet   // sandboxes frozen while the host's disk is full (storage.go)
+	criu     criuCheck   // whether pause mode checkpoint could work (pause.go)
 }
 
 var _ model.Driver = (*Driver)(nil)
@@ -547,6 +548,11 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	case err != nil:
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	default:
+		// A task frozen by the v1 freezer (a paused sandbox) cannot die
+		// until thawed.
+		if st.Cgroup.Frozen() {
+			_ = st.Cgroup.Freeze(false)
+		}
 		if err := d.kill(ctx, id, st); err != nil {
 			return fmt.Errorf("delete sandbox %s: %w", id, err)
 		}

@@ -40,6 +40,10 @@ type state struct {
 	// Volumes are the ids of the volumes it mounts, whose filesystems are
 	// flushed with its own (storage.go).
 	Volumes []string `json:"volumes,omitempty"`
+
+	// Paused is the mode the sandbox is paused in (pause.go), "" while it
+	// runs. The storage watch never thaws a paused sandbox.
+	Paused string `json:"paused,omitempty"`
 }
 
 const stateFile = "state.json"

@@ -233,9 +233,12 @@ func (d *Driver) freezeAll(changed func(id string, frozen bool)) {
 		if !o.Alive || d.frozen.has(o.ID) {
 			continue
 		}
+		if st, err := readState(d.sandboxDir(o.ID)); err == nil && st.Paused != "" {
+			continue // paused: frozen already, and resume knows
+		}
 		if err := d.freeze(o.ID, true); err != nil {
 			if errors.Is(err, jail.ErrNoFreezer) {
-				d.log.Warn("host disk nearly full, but sandboxes cannot be frozen here (no cgroup v2)", "id", o.ID)
+				d.log.Warn("host disk nearly full, but sandboxes cannot be frozen here (no freezer)", "id", o.ID)
 			} else {
 				d.log.Warn("freeze sandbox", "id", o.ID, "err", err)
 			}
@@ -267,8 +270,11 @@ func (d *Driver) freeze(id string, frozen bool) error {
 	if len(st.Cgroup.Dirs) == 0 {
 		return jail.ErrNoFreezer
 	}
-	if err := st.Cgroup.Freeze(frozen); err != nil {
-		return err
+	// A paused sandbox stays frozen: only its resume thaws it.
+	if frozen || st.Paused == "" {
+		if err := st.Cgroup.Freeze(frozen); err != nil {
+			return err
+		}
 	}
 	d.frozen.set(id, frozen)
 	return nil
@@ -277,7 +283,7 @@ func (d *Driver) freeze(id string, frozen bool) error {
 // adoptFrozen records sandbox id as frozen when a previous driver left its
 // cgroup frozen, so the watch thaws it in time.
 func (d *Driver) adoptFrozen(id string) {
-	if st, err := readState(d.sandboxDir(id)); err == nil && st.Cgroup.Frozen() {
+	if st, err := readState(d.sandboxDir(id)); err == nil && st.Paused == "" && st.Cgroup.Frozen() {
 		d.frozen.set(id, true)
 	}
 }

@@ -213,3 +213,18 @@ type Prober interface {
 type StorageWatcher interface {
 	WatchStorage(ctx context.Context, changed func(id string, frozen bool)) error
 }
+
+// A PauseDriver pauses and resumes sandboxes (issue 22). Both are
+// idempotent: pausing a paused sandbox in the same mode, or resuming a
+// running one, does nothing.
+type PauseDriver interface {
+	// Pause stops sandbox id in mode (api.PauseFreeze, ...).
+	Pause(ctx context.Context, id, mode string) error
+	// Resume runs it again, with the same endpoint. egress is the
+	// sandbox's egress server as at Create (nil: none), for a driver that
+	// must start the sandbox again.
+	Resume(ctx context.Context, id string, egress func(net.Listener)) error
+	// PauseModes reports, for each mode, why it cannot work here ("" when
+	// it can).
+	PauseModes() map[string]string
+}

@@ -58,17 +58,27 @@ type Sandbox struct {
 	Size            string
 	StorageGB       float64
 	LifetimeMinutes int
-	Status          string // StatusCreating, api.StatusActive, api.StatusDestroyed, api.StatusLost
+	Status          string // StatusCreating, api.StatusActive, api.StatusPaused, api.StatusDestroyed, api.StatusLost
 	DestroyReason   string
 	CreatedAt       time.Time
 	ExpiresAt       time.Time
 	DestroyedAt     *time.Time
 	Driver          string   // which driver created it, e.g. "local"
 	Endpoint        Endpoint // set once Driver.Create returned
+	// PausedWith is the pause mode of a paused sandbox (api.Pause*), and
+	// PausedAt since when; PausedTotal is the time it spent paused
+	// before, which monthly hours do not count (server/pause.go).
+	PausedWith  string
+	PausedAt    *time.Time
+	PausedTotal time.Duration
 }
 
 // Active reports whether operations on the sandbox are accepted.
 func (sb *Sandbox) Active() bool { return sb.Status == api.StatusActive }
+
+// Live reports whether the sandbox holds anything on its substrate:
+// active, or paused.
+func (sb *Sandbox) Live() bool { return sb.Status == api.StatusActive || sb.Status == api.StatusPaused }
 
 // ToAPI converts the record to its wire form, dropping the endpoint and token.
 func (sb *Sandbox) ToAPI() api.Sandbox {
@@ -86,6 +96,10 @@ func (sb *Sandbox) ToAPI() api.Sandbox {
 	if sb.DestroyedAt != nil {
 		t := sb.DestroyedAt.UTC()
 		out.DestroyedAt = &t
+	}
+	if sb.PausedAt != nil {
+		t := sb.PausedAt.UTC()
+		out.PausedWith, out.PausedAt = sb.PausedWith, &t
 	}
 	return out
 }

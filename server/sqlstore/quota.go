@@ -50,16 +50,17 @@ func (s *Store) Usage(ctx context.Context, accountID string, since, now time.Tim
 	return s.usage(ctx, s.db, accountID, since, now)
 }
 
-// usage counts sandboxes being created or active (both hold a slot), and
-// sums the hours of the account's sandboxes created since: until
-// destroyed_at, or until now for those still running.
+// usage counts sandboxes being created or active (both hold a slot; a
+// paused one does not), and sums the hours of the account's sandboxes
+// created since: until destroyed_at, paused_at for those paused, or now
+// for those still running, less the time they spent paused before.
 func (s *Store) usage(ctx context.Context, ex execer, accountID string, since, now time.Time) (model.Usage, error) {
 	var u model.Usage
 	var usedMicros int64
 	err := ex.QueryRowContext(ctx, s.q(`SELECT
-		(SELECT COUNT(*) FROM sandboxes WHERE status IN (?, ?)),
-		(SELECT COUNT(*) FROM sandboxes WHERE account_id = ? AND status IN (?, ?)),
-		(SELECT CAST(COALESCE(SUM(COALESCE(destroyed_at, ?) - created_at), 0) AS BIGINT)
+		(SELECT COUNT(*) FROM sandboxes WHERE status IN (?, ?) AND paused_with = ''),
+		(SELECT COUNT(*) FROM sandboxes WHERE account_id = ? AND status IN (?, ?) AND paused_with = ''),
+		(SELECT CAST(COALESCE(SUM(COALESCE(destroyed_at, paused_at, ?) - created_at - paused_micros), 0) AS BIGINT)
 			FROM sandboxes WHERE account_id = ? AND created_at >= ?)`),
 		model.StatusCreating, api.StatusActive,
 		accountID, model.StatusCreating, api.StatusActive,

@@ -12,22 +12,51 @@ import (
 
 const sandboxColumns = `id, account_id, label, size, storage_gb, lifetime_minutes, status, destroy_reason,
 	created_at, expires_at, destroyed_at, driver,
-	endpoint_network, endpoint_address, endpoint_token, endpoint_cert`
+	endpoint_network, endpoint_address, endpoint_token, endpoint_cert,
+	paused_with, paused_at, paused_micros`
+
+// A paused sandbox is stored as status 'active' with paused_with set: the
+// status column's CHECK constraint predates pausing, and SQLite cannot
+// change it without rebuilding a table other tables reference. So
+// "active" in a query means status 'active' AND paused_with = ''.
+
+// dbStatus is the status column's value for sb.
+func dbStatus(sb *model.Sandbox) string {
+	if sb.Status == api.StatusPaused {
+		return api.StatusActive
+	}
+	return sb.Status
+}
+
+// dbPausedWith is the paused_with column's value for sb: ” unless paused.
+func dbPausedWith(sb *model.Sandbox) string {
+	if sb.Status != api.StatusPaused {
+		return ""
+	}
+	return sb.PausedWith
+}
 
 func scanSandbox(r rowScanner) (*model.Sandbox, error) {
 	var sb model.Sandbox
 	var created, expires int64
-	var destroyed sql.NullInt64
+	var destroyed, pausedAt sql.NullInt64
 	var cert string
+	var pausedMicros int64
 	err := r.Scan(&sb.ID, &sb.AccountID, &sb.Label, &sb.Size, &sb.StorageGB, &sb.LifetimeMinutes, &sb.Status, &sb.DestroyReason,
 		&created, &expires, &destroyed, &sb.Driver,
-		&sb.Endpoint.Network, &sb.Endpoint.Address, &sb.Endpoint.Token, &cert)
+		&sb.Endpoint.Network, &sb.Endpoint.Address, &sb.Endpoint.Token, &cert,
+		&sb.PausedWith, &pausedAt, &pausedMicros)
 	if err != nil {
 		return nil, err
 	}
 	sb.CreatedAt = fromMicros(created)
 	sb.ExpiresAt = fromMicros(expires)
 	sb.DestroyedAt = fromNullMicros(destroyed)
+	sb.PausedAt = fromNullMicros(pausedAt)
+	sb.PausedTotal = time.Duration(pausedMicros) * time.Microsecond
+	if sb.Status == api.StatusActive && sb.PausedWith != "" {
+		sb.Status = api.StatusPaused
+	}
 	if cert != "" {
 		sb.Endpoint.CertPEM = []byte(cert)
 	}
@@ -61,10 +90,11 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *model.Sandbox) error {
 
 func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *model.Sandbox) error {
 	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO sandboxes (`+sandboxColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		sb.ID, sb.AccountID, sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, sb.Status, sb.DestroyReason,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		sb.ID, sb.AccountID, sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, dbStatus(sb), sb.DestroyReason,
 		micros(sb.CreatedAt), micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,
-		sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM))
+		sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM),
+		dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds())
 	if err != nil {
 		return fmt.Errorf("insert sandbox: %w", s.mapErr(err))
 	}
@@ -94,7 +124,7 @@ func (s *Store) SandboxByID(ctx context.Context, id string) (*model.Sandbox, err
 func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*model.Sandbox, error) {
 	if activeOnly {
 		return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-			WHERE account_id = ? AND status = ? ORDER BY created_at DESC, id DESC`, accountID, api.StatusActive)
+			WHERE account_id = ? AND status = ? AND paused_with = '' ORDER BY created_at DESC, id DESC`, accountID, api.StatusActive)
 	}
 	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
 		WHERE account_id = ? AND status <> ? ORDER BY created_at DESC, id DESC`, accountID, model.StatusCreating)
@@ -102,6 +132,14 @@ func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly 
 
 // SandboxesWithStatus implements model.SandboxStore.
 func (s *Store) SandboxesWithStatus(ctx context.Context, status string) ([]*model.Sandbox, error) {
+	switch status {
+	case api.StatusActive:
+		return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+			WHERE status = ? AND paused_with = '' ORDER BY created_at, id`, status)
+	case api.StatusPaused:
+		return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+			WHERE status = ? AND paused_with <> '' ORDER BY created_at, id`, api.StatusActive)
+	}
 	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
 		WHERE status = ? ORDER BY created_at, id`, status)
 }
@@ -109,7 +147,7 @@ func (s *Store) SandboxesWithStatus(ctx context.Context, status string) ([]*mode
 // ExpiredSandboxes implements model.SandboxStore.
 func (s *Store) ExpiredSandboxes(ctx context.Context, t time.Time) ([]*model.Sandbox, error) {
 	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-		WHERE status = ? AND expires_at <= ? ORDER BY expires_at, id`, api.StatusActive, micros(t))
+		WHERE status = ? AND paused_with = '' AND expires_at <= ? ORDER BY expires_at, id`, api.StatusActive, micros(t))
 }
 
 // UpdateSandbox implements model.SandboxStore. The id, account and
@@ -128,11 +166,13 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*model.San
 		_, err = tx.ExecContext(ctx, s.q(`UPDATE sandboxes SET
 			label = ?, size = ?, storage_gb = ?, lifetime_minutes = ?, status = ?, destroy_reason = ?,
 			expires_at = ?, destroyed_at = ?, driver = ?,
-			endpoint_network = ?, endpoint_address = ?, endpoint_token = ?, endpoint_cert = ?
+			endpoint_network = ?, endpoint_address = ?, endpoint_token = ?, endpoint_cert = ?,
+			paused_with = ?, paused_at = ?, paused_micros = ?
 			WHERE id = ?`),
-			sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, sb.Status, sb.DestroyReason,
+			sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, dbStatus(sb), sb.DestroyReason,
 			micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,
 			sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM),
+			dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds(),
 			id)
 		if err != nil {
 			return fmt.Errorf("update sandbox: %w", err)
@@ -162,9 +202,9 @@ func (s *Store) CountActiveSandboxes(ctx context.Context, accountID string) (int
 	var n int
 	var err error
 	if accountID == "" {
-		err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandboxes WHERE status = ?`), api.StatusActive).Scan(&n)
+		err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandboxes WHERE status = ? AND paused_with = ''`), api.StatusActive).Scan(&n)
 	} else {
-		err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandboxes WHERE account_id = ? AND status = ?`),
+		err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandboxes WHERE account_id = ? AND status = ? AND paused_with = ''`),
 			accountID, api.StatusActive).Scan(&n)
 	}
 	if err != nil {
