@@ -73,15 +73,11 @@ type agentCase struct {
 // leaves the machine: the sandboxes have no network, the builds reach the
 // loopback registry only.
 func TestHandoffAgents(t *testing.T) {
+	start := time.Now()
+	since := func() time.Duration { return time.Since(start).Round(100 * time.Millisecond) }
 	dir := npmtest.Fixtures(t, agentFixtures...)
 	reg := npmtest.New(t)
-	for _, spec := range agentFixtures {
-		b, err := os.ReadFile(filepath.Join(dir, npmtest.PackFile(spec)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg.Add(t, b)
-	}
+	reg.AddDir(t, dir) // each tarball read when npm first asks for it
 	var serverLog syncBuffer
 	s := servertest.New(t,
 		servertest.WithLogger(slog.New(slog.NewTextHandler(&serverLog, &slog.HandlerOptions{Level: slog.LevelDebug}))),
@@ -92,6 +88,12 @@ func TestHandoffAgents(t *testing.T) {
 				Permit:   func(a netip.Addr) bool { return a.Unmap().IsLoopback() },
 			})))
 	c := &client.Client{BaseURL: s.BaseURL, APIKey: s.APIKey}
+	t.Logf("the server is up: %s in", since())
+	// Claude Code's handoff builds its image, showing the build; the
+	// others' images (the recipes handoff uses) build meanwhile, from now
+	// on, and their handoffs find them built: the same recipe is the
+	// same image.
+	prebuilt := prebuildImages(t, c, []string{"codex", "opencode", "gemini"})
 
 	fx := handofftest.Install(t)
 	keys := map[string]string{
@@ -116,6 +118,7 @@ func TestHandoffAgents(t *testing.T) {
 	t.Chdir(fx.Src)
 	cases, opencodeExport := layOutSessions(t, fx, filepath.Join(dir, npmtest.PackFile("opencode-linux-x64@1.18.33")))
 	before := hashTree(t, fx.Home)
+	t.Logf("the sessions are laid out: %s in", since())
 
 	secrets := []string{}
 	for _, v := range keys {
@@ -127,21 +130,25 @@ func TestHandoffAgents(t *testing.T) {
 	scan := scanArgv(t, secrets)
 	scan.selfTest(t)
 
-	// The first handoff builds its agent's image; the others find theirs
-	// built already (the same recipe is the same image), made meanwhile.
-	prebuilt := prebuildImages(t, c, []string{"codex", "opencode", "gemini"})
-	for _, tc := range cases {
-		t.Run(tc.tool, func(t *testing.T) {
-			if tc.tool != "claude-code" {
-				if err := <-prebuilt[tc.tool]; err != nil {
-					t.Fatal(err)
+	// The four handoffs run at once: each spends most of its time waiting
+	// (for a build, for its agent to start, for its API to time out).
+	t.Run("agents", func(t *testing.T) {
+		for _, tc := range cases {
+			t.Run(tc.tool, func(t *testing.T) {
+				t.Parallel()
+				if tc.tool != "claude-code" {
+					if err := <-prebuilt[tc.tool]; err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("the %s image is built: %s in", tc.tool, since())
 				}
-			}
-			id := handOffAgent(t, c, fx, tc, opencodeExport)
-			retryAgent(t, tc, id)
-			checkAudit(t, c, id, secrets)
-		})
-	}
+				id := handOffAgent(t, c, fx, tc, opencodeExport)
+				retryAgent(t, tc, id)
+				checkAudit(t, c, id, secrets)
+				t.Logf("done: %s in", since())
+			})
+		}
+	})
 	scan.stop(t)
 	if diff := diffHashes(before, hashTree(t, fx.Home)); diff != "" {
 		t.Errorf("the handoffs changed local session files:\n%s", diff)
@@ -351,10 +358,12 @@ func layOutSessions(t *testing.T, fx *handofftest.Fixture, opencodeTarball strin
 			errors: []string{"Cannot connect to API", "Unable to connect"}, errWait: 3 * time.Minute, quit: "\x03",
 		},
 		// Gemini CLI retries ten times, backing off to 30 s, before it
-		// shows its error.
+		// shows its error, and its model router five more: the fixture's
+		// settings.json, which the handoff carries, sets general.maxAttempts
+		// to 1 and a model, as a user may.
 		{
 			tool: "gemini", session: e2eGemini, version: "0.61.0", marker: "gemini-marker: count the files",
-			errors: []string{"fetch failed", "ENOTFOUND", "EAI_AGAIN", "Network error", "API Error"}, errWait: 6 * time.Minute, quit: "\x03",
+			errors: []string{"fetch failed", "ENOTFOUND", "EAI_AGAIN", "Network error", "API Error"}, errWait: 2 * time.Minute, quit: "\x03",
 		},
 	}, opencodeExport
 }
