@@ -447,7 +447,7 @@ func TestGemini(t *testing.T) {
 		t.Errorf(".project_root = %q", got)
 	}
 	for file, want := range map[string]any{
-		"projects.json":       map[string]any{"projects": map[string]any{sandboxRoot: "my-app-v2"}},
+		"projects.json": map[string]any{"projects": map[string]any{sandboxRoot: "my-app-v2"}},
 		// The local general and model sections go along, not its MCP
 		// servers or UI.
 		"settings.json": map[string]any{

@@ -92,9 +92,9 @@ type Registry struct {
 }
 
 type pkgVersion struct {
-	manifest       map[string]any // package.json
-	tarball        []byte         // in memory (Add), or
-	file           string         // on disk (AddDir)
+	manifest        map[string]any // package.json
+	tarball         []byte         // in memory (Add), or
+	file            string         // on disk (AddDir)
 	sha1, integrity string
 }
 
