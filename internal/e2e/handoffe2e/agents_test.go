@@ -59,9 +59,9 @@ type agentCase struct {
 // TestHandoffAgents is issue 18's acceptance 2. Sessions of Claude Code,
 // Codex, opencode and Gemini CLI are laid out under a temporary HOME
 // where each keeps them; for each, `boxkite handoff TOOL --no-egress` on a
-// terminal builds (the first) or reuses (the others: same recipe, same
-// image) the agent's image from its npm package, served by a registry on
-// loopback, checks `<cli> --version` in the new sandbox, places the
+// terminal builds (Gemini CLI's) or reuses (the others': same recipe,
+// same image, built meanwhile) the agent's image from its npm package,
+// served by a registry on loopback, checks `<cli> --version` in the new sandbox, places the
 // session where the CLI reads it (byte for byte but the documented
 // working-directory rewrites), and starts the real agent with its resume
 // arguments: the terminal shows the resumed conversation, then, asked
@@ -89,11 +89,11 @@ func TestHandoffAgents(t *testing.T) {
 			})))
 	c := &client.Client{BaseURL: s.BaseURL, APIKey: s.APIKey}
 	t.Logf("the server is up: %s in", since())
-	// Claude Code's handoff builds its image, showing the build; the
-	// others' images (the recipes handoff uses) build meanwhile, from now
-	// on, and their handoffs find them built: the same recipe is the
-	// same image.
-	prebuilt := prebuildImages(t, c, []string{"codex", "opencode", "gemini"})
+	// Gemini CLI's handoff builds its image (the smallest), showing the
+	// build; the others' images (the recipes handoff uses) build from now
+	// on, and their handoffs find them built: the same recipe is the same
+	// image.
+	prebuilt := prebuildImages(t, c, []string{"claude-code", "codex", "opencode"})
 
 	fx := handofftest.Install(t)
 	keys := map[string]string{
@@ -136,7 +136,7 @@ func TestHandoffAgents(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.tool, func(t *testing.T) {
 				t.Parallel()
-				if tc.tool != "claude-code" {
+				if tc.tool != builder {
 					if err := <-prebuilt[tc.tool]; err != nil {
 						t.Fatal(err)
 					}
@@ -160,20 +160,23 @@ func TestHandoffAgents(t *testing.T) {
 	}
 }
 
+// builder is the agent whose handoff builds its image, and shows it.
+const builder = "gemini"
+
 // handOffAgent runs `boxkite handoff TOOL --no-egress` on a terminal and
 // checks what it did; it returns the sandbox.
 func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc agentCase, opencodeExport []byte) string {
 	agent := handoff.Agents()[tc.tool]
 	term := newVterm(t)
 	done := term.run("handoff", tc.tool, "--session", tc.session, "--no-egress")
-	if tc.tool == "claude-code" {
-		term.expect("the image build", time.Minute, "building the claude-code image")
+	if tc.tool == builder {
+		term.expect("the image build", time.Minute, "building the "+builder+" image")
 		term.expect("the build to end", 15*time.Minute, "built image")
 	}
 	m := term.match("the new sandbox", 15*time.Minute, regexp.MustCompile(`created sandbox (\S+) \(no egress\)`))
 	id := m[1]
 	term.expect("the agent's --version", 2*time.Minute, agent.CLI+" in the sandbox: "+tc.version)
-	if tc.tool != "claude-code" && strings.Contains(term.all(), "building the") {
+	if tc.tool != builder && strings.Contains(term.all(), "building the") {
 		t.Errorf("the %s handoff built an image instead of reusing the one its recipe made", tc.tool)
 	}
 	term.expect("the resumed session", 2*time.Minute, tc.marker)
