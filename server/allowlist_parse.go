@@ -40,13 +40,25 @@ var (
 // parseShell splits cmd into simple commands at unquoted ;, &, &&, |, ||,
 // |& and newlines, and each simple command into words. Comments are
 // dropped. Quotes and backslashes are removed as the shell would.
-func parseShell(cmd string) ([][]shellWord, error) {
-	p := shellParser{s: cmd}
+//
+// Two shells may run a command, and they read some lines differently:
+// /bin/sh is dash on Debian and Ubuntu, bash on Fedora and in many images.
+// With bash false the line is read as dash reads it: "&>" is "&" (the
+// command before it goes to the background) then ">", so in "ls &>x rm"
+// rm is a program; $'…' is "$" then an ordinary single-quoted string.
+// With bash true it is read as bash reads it: "&>" redirects both
+// outputs, and $'…' is ANSI-C quoting, where \' does not end the string,
+// so a "; rm" after an escaped quote inside $'…' runs rm, while dash reads
+// it as quoted text. A command must pass under both readings
+// (allowlist.checkLine).
+func parseShell(cmd string, bash bool) ([][]shellWord, error) {
+	p := shellParser{s: cmd, bash: bash}
 	return p.parse()
 }
 
 type shellParser struct {
 	s        string
+	bash     bool // read as bash does, else as dash (POSIX sh)
 	i        int
 	segments [][]shellWord
 	words    []shellWord
@@ -78,7 +90,7 @@ func (p *shellParser) parse() ([][]shellWord, error) {
 			}
 		case c == '(' || c == ')':
 			return nil, errSubshell
-		case c == '&' && p.peek(1) == '>':
+		case c == '&' && p.peek(1) == '>' && p.bash:
 			p.endWord()
 			op := "&>"
 			if p.peek(2) == '>' {
@@ -115,6 +127,10 @@ func (p *shellParser) parse() ([][]shellWord, error) {
 			p.i += end + 2
 		case c == '"':
 			if err := p.readDoubleQuoted(); err != nil {
+				return nil, err
+			}
+		case c == '$' && p.peek(1) == '\'' && p.bash:
+			if err := p.readANSIQuoted(); err != nil {
 				return nil, err
 			}
 		default:
@@ -190,6 +206,31 @@ func (p *shellParser) readDoubleQuoted() error {
 			}
 			p.cur.WriteByte(c)
 			p.i++
+		}
+	}
+	return errUnterminatedQuote
+}
+
+// readANSIQuoted reads bash's $'…': a backslash escapes the byte after
+// it, a quote among them. What the escapes mean does not matter here: the
+// word is marked computed, as any $ makes it.
+func (p *shellParser) readANSIQuoted() error {
+	if !p.inWord {
+		p.inWord = true
+	}
+	p.plain, p.quoted, p.dynamic = false, true, true
+	for p.i += 2; p.i < len(p.s); p.i++ {
+		switch c := p.s[p.i]; c {
+		case '\\':
+			p.i++
+			if p.i < len(p.s) {
+				p.cur.WriteByte(p.s[p.i])
+			}
+		case '\'':
+			p.i++
+			return nil
+		default:
+			p.cur.WriteByte(c)
 		}
 	}
 	return errUnterminatedQuote

@@ -146,6 +146,15 @@ var allowlistCases = []struct {
 	{"fd redirection", basicRules, "ls 2>/dev/null", true, "", ""},
 	{"redirection first", basicRules, ">out ls", true, "", ""},
 	{"ampersand redirection", basicRules, "ls &> log", true, "", ""},
+	// dash reads &> as & then >, so what follows the target is a program.
+	{"ampersand redirection then a program", basicRules, "ls &>log ./bin/ls", false, "./bin/ls", ""},
+	{"ampersand append then a program", basicRules, "ls &>>log rm x", false, "rm", ""},
+	// bash reads $'…' as ANSI-C quoting, where \' does not end it; dash
+	// reads $ then '…'. What one reading hides the other runs.
+	{"ANSI-C quote hides a command from dash", basicRules, "ls $'\\''; ./bin/ls #'", false, "./bin/ls", ""},
+	{"quote hides a command from bash", basicRules, "ls $'\\'; ./bin/ls #\\''", false, "./bin/ls", ""},
+	{"ANSI-C quote", basicRules, "echo $'a\\tb'", true, "", ""},
+	{"unterminated ANSI-C quote", basicRules, "echo $'a\\'", false, "", "unterminated"},
 	{"redirection target is not a program", basicRules, "echo hi > rm", true, "", ""},
 
 	// Refused outright, as in the reference, even quoted.

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/unixsock"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // execBody decodes an exec request. Its Timeout shadows the embedded
@@ -159,7 +161,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 // revoked and the rest of its stream was read in the background: the
 // audit entry, as for any exec (cut, when the stream from the sidecar
 // broke off instead of ending).
-func (s *Server) execHandedOver(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome) func(error) {
+func (s *Server) execHandedOver(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome) func(error) {
 	started := s.now()
 	// The handler has returned by then: keep the request's values, not its end.
 	r = r.WithContext(context.WithoutCancel(r.Context()))
@@ -178,7 +180,7 @@ func (s *Server) execHandedOver(r *http.Request, sb *Sandbox, req api.ExecReques
 // exit code and, when output was cut, the counts; cut is the error a
 // stream that broke off ended with, if it did; unstored says the host
 // could not store what it wrote.
-func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
+func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
 	command := loggedText(req.Command)
 	detail := map[string]any{"command": command, "timeout": req.Timeout}
 	if len(command) < len(req.Command) {
@@ -224,23 +226,37 @@ func streamCut(r *http.Request, c *sidecarCall, out *execOutcome, err error) boo
 
 // endCutStream ends an exec stream the sidecar broke off with an error
 // event, so the client learns why the output stops instead of seeing a
-// cut connection (issue 19 finding 7): 410 sandbox_lost when the sidecar
-// no longer answers, else 502 sandbox_operation_failed. The exec is
-// audited without an exit code.
-func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *Sandbox, req api.ExecRequest, out *execOutcome,
+// cut connection (issue 19 finding 7): the answer that ended it when the
+// server did (the sandbox froze, or is being destroyed), 410 sandbox_lost
+// when the sidecar no longer answers, else 502 sandbox_operation_failed.
+// The exec is audited without an exit code.
+func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
 	started time.Time, cause error,
 ) error {
 	ctx := r.Context()
 	s.log.WarnContext(ctx, "exec stream broke off", "sandbox", sb.ID, "err", cause)
-	hctx, cancel := context.WithTimeout(ctx, cutHealthTimeout)
-	healthy := s.sidecarHealthy(hctx, sb)
-	cancel()
 	e := &api.Error{
 		Status: http.StatusBadGateway, Code: api.CodeSandboxFailed,
 		Message: "the connection to the sandbox broke during the exec; its output ends here",
 		Hint:    "the command may have run on; check its effects before running it again",
 	}
-	if !healthy {
+	// Ended on purpose (the sandbox is being destroyed, or froze): that
+	// is the answer, not the sidecar's health.
+	ended, _ := s.calls.ending(sb.ID).(*api.Error)
+	if ended == nil {
+		ended, _ = s.frozenAnswer(sb.ID).(*api.Error)
+	}
+	var healthy bool
+	if ended == nil {
+		hctx, cancel := context.WithTimeout(ctx, cutHealthTimeout)
+		healthy = s.sidecarHealthy(hctx, sb)
+		cancel()
+	}
+	switch {
+	case ended != nil:
+		copied := *ended // shared by every call it ended
+		e = &copied
+	case !healthy:
 		e = &api.Error{
 			Status: http.StatusGone, Code: api.CodeSandboxLost,
 			Message: "the sandbox's sidecar stopped during the exec; its output ends here",
@@ -322,7 +338,7 @@ type sidecarClients struct {
 }
 
 type sidecarClient struct {
-	ep     Endpoint
+	ep     model.Endpoint
 	client *http.Client
 }
 
@@ -330,7 +346,7 @@ func newSidecarClients() *sidecarClients { return &sidecarClients{m: map[string]
 
 // client returns the cached client for the sandbox, building one if the
 // endpoint is new or changed.
-func (c *sidecarClients) client(id string, ep Endpoint) (*http.Client, error) {
+func (c *sidecarClients) client(id string, ep model.Endpoint) (*http.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if sc, ok := c.m[id]; ok && sc.ep.Network == ep.Network && sc.ep.Address == ep.Address && bytes.Equal(sc.ep.CertPEM, ep.CertPEM) {
@@ -372,7 +388,7 @@ func (c *sidecarClients) forget(id string) {
 // every request, streams and WebSocket upgrades included, stays plain
 // http:// to the code above. A tcp endpoint without one is plain HTTP
 // (tests use it).
-func sidecarTransport(ep Endpoint) (*http.Transport, error) {
+func sidecarTransport(ep model.Endpoint) (*http.Transport, error) {
 	switch ep.Network {
 	case "unix", "tcp":
 	default:
@@ -392,7 +408,7 @@ func sidecarTransport(ep Endpoint) (*http.Transport, error) {
 	return &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			if ep.Network == "unix" {
-				return DialUnix(ctx, dialer, ep.Address)
+				return unixsock.Dial(ctx, dialer, ep.Address)
 			}
 			conn, err := dialer.DialContext(ctx, ep.Network, ep.Address)
 			if err != nil || pin == nil {

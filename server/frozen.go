@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Frozen sandboxes (issue 19): while the host's disk is nearly full, the
@@ -18,14 +19,6 @@ import (
 // audit log (so watchers see it), answers calls to a frozen sandbox with
 // 507 insufficient_storage, and ends the calls in flight to it the same
 // way instead of leaving them hanging on a frozen sidecar.
-
-// A StorageWatcher freezes sandboxes while the host's storage is nearly
-// full and thaws them once it is not, calling changed for each change,
-// until ctx is done (nil) or the watch breaks (an error; the server
-// watches again).
-type StorageWatcher interface {
-	WatchStorage(ctx context.Context, changed func(id string, frozen bool)) error
-}
 
 // frozenSandboxes is what the driver reported frozen.
 type frozenSandboxes struct {
@@ -73,7 +66,7 @@ func (s *Server) watchStorage(ctx context.Context) {
 	if cd, ok := d.(countingDriver); ok {
 		d = cd.Driver
 	}
-	sw, ok := d.(StorageWatcher)
+	sw, ok := d.(model.StorageWatcher)
 	if !ok {
 		return
 	}
@@ -100,7 +93,7 @@ func (s *Server) storageChanged(ctx context.Context, id string, frozen bool) {
 		s.calls.cancel(id, s.frozenAnswer(id))
 	}
 	sb, err := s.store.SandboxByID(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return // a warm pool member, or gone
 	}
 	if err != nil {
@@ -119,6 +112,9 @@ type sandboxCalls struct {
 	mu   sync.Mutex
 	next uint64
 	m    map[string]map[uint64]context.CancelCauseFunc
+	// ends holds the sandboxes this server is destroying, with the
+	// answer their calls get meanwhile (see end).
+	ends map[string]error
 }
 
 // track returns ctx, cancellable through cancel(id, …), and the function
@@ -126,6 +122,11 @@ type sandboxCalls struct {
 func (c *sandboxCalls) track(ctx context.Context, id string) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	c.mu.Lock()
+	if cause, ok := c.ends[id]; ok {
+		c.mu.Unlock()
+		cancel(cause)
+		return ctx, func() {}
+	}
 	if c.m == nil {
 		c.m = map[string]map[uint64]context.CancelCauseFunc{}
 	}
@@ -158,4 +159,37 @@ func (c *sandboxCalls) cancel(id string, cause error) {
 	for _, cancel := range calls {
 		cancel(cause)
 	}
+}
+
+// end ends every call in flight to sandbox id with cause, and every call
+// that starts until the returned function is called: the sandbox is being
+// destroyed on purpose, so a call that its sidecar's death cuts short is
+// answered with cause rather than taken for a loss (ending).
+func (c *sandboxCalls) end(id string, cause error) (done func()) {
+	c.mu.Lock()
+	if c.ends == nil {
+		c.ends = map[string]error{}
+	}
+	_, already := c.ends[id]
+	if !already {
+		c.ends[id] = cause
+	}
+	c.mu.Unlock()
+	c.cancel(id, cause)
+	if already {
+		return func() {} // another destroy of id runs; it ends the mark
+	}
+	return func() {
+		c.mu.Lock()
+		delete(c.ends, id)
+		c.mu.Unlock()
+	}
+}
+
+// ending returns the answer for calls to sandbox id while this server
+// destroys it, or nil.
+func (c *sandboxCalls) ending(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ends[id]
 }

@@ -59,6 +59,7 @@ const (
 	HostLoopDevices  = "loop_devices"    // loop devices in use against those the kernel can make
 	HostMemory       = "memory"          // bytes of memory in use against MemTotal (MemAvailable)
 	SandboxThreads   = "sandbox_threads" // tasks of this server's sandboxes, against a configured cap
+	HostIDRanges     = "id_ranges"       // host uid/gid ranges leased, one per sandbox, warm pool member and image build (local driver as root)
 )
 
 // SandboxDisk is one sandbox's disk use: its own filesystem (the local

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"os"
@@ -15,11 +13,11 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/e2bsdk"
+	"github.com/boxkite/boxkite/internal/e2bsdk/e2btui"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem/filesystemconnect"
@@ -48,7 +46,7 @@ func startE2BServer(t *testing.T) *e2bServer {
 // TestE2BSDK (issue 21, acceptance 1 to 3) runs the real e2b and
 // @e2b/code-interpreter SDKs against boxkite-server with the local
 // driver, through every flow of flows.mjs (internal/e2bsdk); then checks
-// that what they did is in the audit log as the TUI reads it.
+// that what they did is in the audit log, and shows in boxkite tui.
 func TestE2BSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real sandboxes")
@@ -57,6 +55,7 @@ func TestE2BSDK(t *testing.T) {
 	srv := startE2BServer(t)
 	res := e2bsdk.RunFlows(t, sdk, e2bsdk.Server{Base: srv.base, Key: srv.key, OtherKey: srv.otherKey}, srv.out.String)
 	e2bsdk.CheckAudit(t, client.New(srv.base, srv.key), res)
+	e2btui.Check(t, client.New(srv.base, srv.key), res)
 }
 
 // e2bCreate creates a sandbox through the E2B API and returns its id and
@@ -76,24 +75,7 @@ func e2bCreate(t *testing.T, base, key string) (id, token string) {
 
 func e2bDo(t *testing.T, base, method, path string, hdr http.Header, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header = hdr.Clone()
-	if req.Header == nil {
-		req.Header = http.Header{}
-	}
-	if body != "" && req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return e2bsdk.Do(t, base, method, path, hdr, body)
 }
 
 // TestE2BIsolation (issue 21, acceptance 2): another account's key gets
@@ -111,56 +93,16 @@ func TestE2BIsolation(t *testing.T) {
 	idB, tokB := e2bCreate(t, srv.base, srv.key)
 
 	t.Run("control plane, other tenant", func(t *testing.T) {
-		routes := []struct{ method, path, body string }{
-			{"GET", "/sandboxes/{id}", ""},
-			{"POST", "/sandboxes/{id}/timeout", `{"timeout":60}`},
-			{"POST", "/sandboxes/{id}/refreshes", `{"duration":60}`},
-			{"POST", "/v2/sandboxes/{id}/connect", `{"timeout":60}`},
-			{"POST", "/sandboxes/{id}/connect", `{}`},
-			{"POST", "/sandboxes/{id}/resume", `{}`},
-			{"POST", "/sandboxes/{id}/pause", `{}`},
-			{"GET", "/sandboxes/{id}/metrics", ""},
-			{"PUT", "/sandboxes/{id}/network", `{}`},
-			{"DELETE", "/sandboxes/{id}", ""},
-		}
-		for _, auth := range []http.Header{{"X-API-Key": {srv.otherKey}}, {"Authorization": {"Bearer " + srv.otherKey}}} {
-			for _, rt := range routes {
-				status, body := e2bDo(t, srv.base, rt.method, strings.ReplaceAll(rt.path, "{id}", idA), auth, rt.body)
-				var e struct{ Code int }
-				if status != http.StatusNotFound || json.Unmarshal(body, &e) != nil || e.Code != http.StatusNotFound {
-					t.Errorf("%s %s as another account: %d %s, want 404 with code 404", rt.method, rt.path, status, body)
-				}
-			}
-		}
-		status, body := e2bDo(t, srv.base, "GET", "/v2/sandboxes", http.Header{"X-API-Key": {srv.otherKey}}, "")
-		if status != http.StatusOK || strings.Contains(string(body), idA) {
-			t.Errorf("the other account's list: %d %s", status, body)
-		}
-		if status, body := e2bDo(t, srv.base, "GET", "/sandboxes/"+idA, http.Header{"X-API-Key": {srv.key}}, ""); status != http.StatusOK {
-			t.Errorf("the owner's get after the other's attempts: %d %s", status, body)
-		}
+		e2bsdk.CheckOtherTenant(t, srv.base, srv.key, srv.otherKey, idA)
 	})
 
 	t.Run("envd, missing or foreign token", func(t *testing.T) {
-		bad := map[string]http.Header{
-			"no token":             {},
-			"another sandbox's":    {"X-Access-Token": {tokB}},
-			"another's as traffic": {"E2b-Traffic-Access-Token": {tokB}},
-		}
-		for _, route := range envdRoutes() {
-			for name, hdr := range bad {
-				h := hdr.Clone()
-				h.Set("E2b-Sandbox-Id", idA)
-				h.Set("E2b-Sandbox-Port", route.port)
-				for k, v := range route.header {
-					h[k] = v
-				}
-				status, body := e2bDo(t, srv.base, route.method, route.path, h, route.body)
-				if status != http.StatusUnauthorized || !strings.Contains(string(body), "unauthenticated") {
-					t.Errorf("%s %s (port %s) with %s token: %d %s, want 401 unauthenticated", route.method, route.path, route.port, name, status, body)
-				}
-			}
-		}
+		_, tokOther := e2bCreate(t, srv.base, srv.otherKey)
+		e2bsdk.CheckEnvdRefuses(t, srv.base, idA, map[string]http.Header{
+			"another sandbox's token":           {"X-Access-Token": {tokB}},
+			"another sandbox's traffic token":   {"E2b-Traffic-Access-Token": {tokB}},
+			"another account's sandbox's token": {"X-Access-Token": {tokOther}},
+		})
 	})
 
 	t.Run("envd watcher RPCs with a Go Connect client", func(t *testing.T) {
@@ -274,53 +216,6 @@ func TestE2BIsolation(t *testing.T) {
 			t.Errorf("second kill: %d %s, want 404 with code 404", status, body)
 		}
 	})
-}
-
-type envdRoute struct {
-	method, path, port, body string
-	header                   http.Header
-}
-
-// envdRoutes is every route of envd and the code interpreter: each RPC of
-// both services, from their descriptors, and the HTTP routes.
-func envdRoutes() []envdRoute {
-	var routes []envdRoute
-	for _, fd := range []protoreflect.FileDescriptor{process.File_process_process_proto, filesystem.File_filesystem_filesystem_proto} {
-		for i := range fd.Services().Len() {
-			svc := fd.Services().Get(i)
-			for j := range svc.Methods().Len() {
-				m := svc.Methods().Get(j)
-				r := envdRoute{
-					method: "POST", path: "/" + string(svc.FullName()) + "/" + string(m.Name()), port: "49983", body: "{}",
-					header: http.Header{"Content-Type": {"application/json"}, "Connect-Protocol-Version": {"1"}},
-				}
-				if m.IsStreamingClient() || m.IsStreamingServer() {
-					r.header.Set("Content-Type", "application/connect+json")
-					r.body = string(envelope([]byte("{}")))
-				}
-				routes = append(routes, r)
-			}
-		}
-	}
-	return append(routes,
-		envdRoute{method: "GET", path: "/health", port: "49983"},
-		envdRoute{method: "GET", path: "/files?path=/workspace/x", port: "49983"},
-		envdRoute{method: "POST", path: "/files?path=/workspace/x", port: "49983", body: "x", header: http.Header{"Content-Type": {"application/octet-stream"}}},
-		envdRoute{method: "GET", path: "/files?path=/workspace/x&signature=v1_forged", port: "49983"},
-		envdRoute{method: "POST", path: "/execute", port: "49999", body: `{"code":"1"}`},
-		envdRoute{method: "GET", path: "/contexts", port: "49999"},
-		envdRoute{method: "POST", path: "/contexts", port: "49999", body: `{}`},
-		envdRoute{method: "DELETE", path: "/contexts/x", port: "49999"},
-		envdRoute{method: "POST", path: "/contexts/x/restart", port: "49999"},
-		envdRoute{method: "GET", path: "/health", port: "49999"},
-	)
-}
-
-// envelope frames msg as one Connect stream message.
-func envelope(msg []byte) []byte {
-	b := make([]byte, 5, 5+len(msg))
-	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
-	return append(b, msg...)
 }
 
 // sandboxHeaders adds what the E2B SDK sends with every envd call, unary

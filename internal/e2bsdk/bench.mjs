@@ -15,17 +15,35 @@ async function v1(method, path, body) {
 }
 const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6
 const p50 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
-const r = { e2bCreateRun: [], v1CreateRun: [], e2bRun: [], v1Exec: [], v1ExecLoginShell: [] }
+// start runs argv through envd's Start RPC, as the SDK sends it, and
+// reads the stream to its end.
+async function start(id, token, cmd, args) {
+  const msg = Buffer.from(JSON.stringify({ process: { cmd, args }, stdin: false }))
+  const head = Buffer.alloc(5)
+  head.writeUInt32BE(msg.length, 1)
+  const res = await fetch(base + '/process.Process/Start', {
+    method: 'POST',
+    headers: { 'E2b-Sandbox-Id': id, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': token, 'Connect-Protocol-Version': '1', 'Content-Type': 'application/connect+json' },
+    body: Buffer.concat([head, msg]),
+  })
+  const body = Buffer.from(await res.arrayBuffer())
+  if (!res.ok || !body.includes('"end"')) throw new Error(`Start: ${res.status} ${body}`)
+}
+const r = { e2bCreateRun: [], v1CreateRun: [], e2bRun: [], v1Exec: [], v1ExecLoginShell: [], envdStartLoginShell: [] }
 
 for (let i = 0; i < sandboxes; i++) {
   let t0 = process.hrtime.bigint()
   const sbx = await Sandbox.create()
   await sbx.commands.run('true')
   r.e2bCreateRun.push(ms(t0))
+  const token = (await v1('GET', `/sandboxes/${sbx.sandboxId}`)).envdAccessToken
   for (let j = 0; j < trips; j++) {
     t0 = process.hrtime.bigint()
     await sbx.commands.run('true')
     r.e2bRun.push(ms(t0))
+    t0 = process.hrtime.bigint()
+    await start(sbx.sandboxId, token, '/bin/bash', ['-l', '-c', 'true'])
+    r.envdStartLoginShell.push(ms(t0))
   }
   await sbx.kill()
 
@@ -48,4 +66,5 @@ const out = Object.fromEntries(Object.entries(r).map(([k, xs]) => [k, { p50: +p5
 out.createRunRatio = +(out.e2bCreateRun.p50 / out.v1CreateRun.p50).toFixed(2)
 out.runRatio = +(out.e2bRun.p50 / out.v1Exec.p50).toFixed(2)
 out.runRatioSameCommand = +(out.e2bRun.p50 / out.v1ExecLoginShell.p50).toFixed(2)
+out.envdRatioSameCommand = +(out.envdStartLoginShell.p50 / out.v1ExecLoginShell.p50).toFixed(2)
 console.log(JSON.stringify(out, null, 1))

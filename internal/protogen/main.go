@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/pluginpb"
+	"mvdan.cc/gofumpt/format"
 )
 
 type pluginList []string
@@ -62,7 +63,7 @@ func run(args []string) error {
 		return err
 	}
 	for _, p := range plugins {
-		if err := runPlugin(p, req, *out); err != nil {
+		if err := runPlugin(p, req, *module, *out); err != nil {
 			return err
 		}
 	}
@@ -102,7 +103,7 @@ func request(include string, files []string, param string) (*pluginpb.CodeGenera
 
 // runPlugin runs `go tool name` with req on its stdin and writes the files
 // it answers with under out.
-func runPlugin(name string, req *pluginpb.CodeGeneratorRequest, out string) error {
+func runPlugin(name string, req *pluginpb.CodeGeneratorRequest, module, out string) error {
 	in, err := proto.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
@@ -129,7 +130,15 @@ func runPlugin(name string, req *pluginpb.CodeGeneratorRequest, out string) erro
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(p, []byte(f.GetContent()), 0o644); err != nil {
+		content := []byte(f.GetContent())
+		if strings.HasSuffix(p, ".go") {
+			// The tree is checked with gofumpt, which groups the standard
+			// library's imports apart; the plugins do not.
+			if content, err = format.Source(content, format.Options{ModulePath: module}); err != nil {
+				return fmt.Errorf("%s: format %s: %w", name, f.GetName(), err)
+			}
+		}
+		if err := os.WriteFile(p, content, 0o644); err != nil {
 			return err
 		}
 	}

@@ -24,8 +24,8 @@ import (
 func TestAllowlistPlantedProgram(t *testing.T) {
 	x := newSuite(t)
 	id := x.sandbox(api.CreateSandboxRequest{})
-	plant := x.run(id, `mkdir -p bin && printf '#!/bin/sh\necho planted\n' > bin/ls && chmod +x bin/ls && `+
-		`printf 'int x;\n' > bin/x.so && ./bin/ls`)
+	plant := x.run(id, `mkdir -p bin && printf '#!/bin/sh\necho planted; : >/tmp/planted-ran\n' > bin/ls && chmod +x bin/ls && `+
+		`printf 'int x;\n' > bin/x.so && ./bin/ls && rm /tmp/planted-ran`)
 	if plant.ExitCode != 0 || !strings.Contains(plant.Stdout, "planted") {
 		t.Fatalf("planting bin/ls: exit %d, stdout %q, stderr %q", plant.ExitCode, plant.Stdout, plant.Stderr)
 	}
@@ -45,6 +45,10 @@ func TestAllowlistPlantedProgram(t *testing.T) {
 		"LD_LIBRARY_PATH=/workspace/bin ls",
 		"BASH_ENV=/workspace/bin/ls ls",
 		"IFS=/ ls",
+		// dash, /bin/sh here, reads &> as & then >: ./bin/ls is a program.
+		"ls &>/tmp/out ./bin/ls",
+		// bash as /bin/sh (other hosts, images) reads $'\'' as a quote.
+		"ls $'\\''; ./bin/ls #'",
 	} {
 		t.Run(command, func(t *testing.T) {
 			res, err := x.exec(id, api.ExecRequest{Command: command})
@@ -57,6 +61,9 @@ func TestAllowlistPlantedProgram(t *testing.T) {
 	res := x.run(id, "ls bin")
 	if res.ExitCode != 0 || strings.Contains(res.Stdout, "planted") || !strings.Contains(res.Stdout, "ls") {
 		t.Errorf("ls under the allowlist: exit %d, stdout %q; want the real ls listing bin", res.ExitCode, res.Stdout)
+	}
+	if res := x.run(id, "ls /tmp/planted-ran"); res.ExitCode == 0 {
+		t.Errorf("the planted program ran under the allowlist")
 	}
 }
 

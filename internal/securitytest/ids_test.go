@@ -3,7 +3,9 @@ package securitytest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/local"
 )
 
 // nsGetOwnerUID is the ioctl NS_GET_OWNER_UID, _IO(0xb7, 0x4): the uid
@@ -158,4 +161,40 @@ func (h host) findProc(t *testing.T, cmdline string) int {
 		t.Fatal(err)
 	}
 	return pid
+}
+
+// TestIDRangesExhausted: when every host id range of the layout is leased,
+// a create is refused with 503 host_capacity naming the id ranges (not a
+// 502), sandboxes already running keep working, and deleting one gives its
+// range back to the next create. The layout here is one range of its own,
+// past the default layout, in a lease directory of this test's.
+func TestIDRangesExhausted(t *testing.T) {
+	const first = 0x7fd00000 // past the default layout (which ends at 0x7fa00000), below systemd's foreign range
+	leases := filepath.Join(t.TempDir(), "id-ranges")
+	x := newSuite(t, func(c *local.Config) {
+		c.IDRangeDir, c.IDRangeFirst, c.IDRangeCount = leases, first, 1
+	})
+	ctx := context.Background()
+	held := x.sandbox(api.CreateSandboxRequest{Label: "holds the only range"})
+	if base := x.host(held).HostIDBase; base != first {
+		t.Fatalf("the sandbox maps host ids from %d, want the layout's only range %d", base, first)
+	}
+	_, err := x.c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: "no range left"})
+	ae, ok := errors.AsType[*api.Error](err)
+	if !ok || ae.Status != http.StatusServiceUnavailable || ae.Code != api.CodeHostCapacity {
+		t.Fatalf("create with every range leased = %v; want 503 %s", err, api.CodeHostCapacity)
+	}
+	if d, _ := ae.Details.(map[string]any); d["resource"] != api.HostIDRanges || ae.Hint == "" {
+		t.Errorf("refusal details %v, hint %q; want resource %q and a hint", ae.Details, ae.Hint, api.HostIDRanges)
+	}
+	if res := x.run(held, "echo still here"); res.Stdout != "still here\n" {
+		t.Errorf("the running sandbox after the refusal: %+v", res)
+	}
+	if err := x.c.DeleteSandbox(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	next := x.sandbox(api.CreateSandboxRequest{Label: "after the delete"})
+	if base := x.host(next).HostIDBase; base != first {
+		t.Errorf("the next sandbox maps host ids from %d, want the range given back, %d", base, first)
+	}
 }

@@ -54,7 +54,9 @@ type suite struct {
 	c *client.Client
 }
 
-func newSuite(t testing.TB) *suite {
+// newSuite starts the suite's control plane; edits change its driver's
+// configuration further.
+func newSuite(t testing.TB, edits ...func(*local.Config)) *suite {
 	t.Helper()
 	s := servertest.New(t, servertest.WithDriverConfig(func(c *local.Config) {
 		c.Sizes = map[string]jail.Limits{
@@ -65,6 +67,9 @@ func newSuite(t testing.TB) *suite {
 		c.PidsLimit = testPids
 		c.TmpSize = testTmpSize
 		c.StorageGB = testStorageGB
+		for _, edit := range edits {
+			edit(c)
+		}
 	}))
 	return &suite{t: t, s: s, c: client.New(s.BaseURL, s.APIKey)}
 }

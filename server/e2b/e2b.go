@@ -49,26 +49,52 @@ func New(cp ControlPlane, store Store, log *slog.Logger) *Handler {
 }
 
 func (h *Handler) routes() {
-	h.handle("POST /sandboxes", h.create)
-	h.handle("POST /v2/sandboxes", h.create)
-	h.handle("GET /sandboxes", h.list)
-	h.handle("GET /v2/sandboxes", h.list)
-	h.handle("GET /sandboxes/{id}", h.get)
-	h.handle("DELETE /sandboxes/{id}", h.kill)
-	h.handle("POST /sandboxes/{id}/timeout", h.setTimeout)
-	h.handle("POST /sandboxes/{id}/refreshes", h.refresh)
-	h.handle("POST /v2/sandboxes/{id}/connect", h.connect)
-	h.handle("POST /sandboxes/{id}/connect", h.connect)
-	h.handle("POST /sandboxes/{id}/resume", h.connect)
-	h.handle("POST /sandboxes/{id}/pause", h.pause)
-	h.handle("GET /sandboxes/{id}/metrics", h.metrics)
-	h.handle("PUT /sandboxes/{id}/network", h.network)
-	h.handle("POST /sandboxes/{id}/snapshots", h.notSupported("snapshots"))
-	h.handle("POST /sandboxes/{id}/fork", h.notSupported("fork"))
-	h.handle("GET /snapshots", h.notSupported("snapshots"))
-	for _, p := range []string{"/volumes", "/volumes/", "/volumecontent/", "/secrets", "/secrets/", "/templates", "/templates/", "/v2/templates/", "/v3/templates"} {
-		h.handle(p, h.notSupported(strings.Trim(strings.SplitN(strings.TrimPrefix(p, "/v2"), "/", 3)[1], "/")))
+	for _, rt := range h.routeTable() {
+		h.handle(rt.pattern, rt.fn)
 	}
+}
+
+type route struct {
+	pattern string
+	fn      func(http.ResponseWriter, *http.Request, Caller) error
+}
+
+// routeTable is every control-plane route. Paths of features not mapped
+// yet are whole subtrees, answered "not supported".
+func (h *Handler) routeTable() []route {
+	rts := []route{
+		{"POST /sandboxes", h.create},
+		{"POST /v2/sandboxes", h.create},
+		{"GET /sandboxes", h.list},
+		{"GET /v2/sandboxes", h.list},
+		{"GET /sandboxes/{id}", h.get},
+		{"DELETE /sandboxes/{id}", h.kill},
+		{"POST /sandboxes/{id}/timeout", h.setTimeout},
+		{"POST /sandboxes/{id}/refreshes", h.refresh},
+		{"POST /v2/sandboxes/{id}/connect", h.connect},
+		{"POST /sandboxes/{id}/connect", h.connect},
+		{"POST /sandboxes/{id}/resume", h.connect},
+		{"POST /sandboxes/{id}/pause", h.pause},
+		{"GET /sandboxes/{id}/metrics", h.metrics},
+		{"PUT /sandboxes/{id}/network", h.network},
+		{"POST /sandboxes/{id}/snapshots", h.notSupported("snapshots")},
+		{"POST /sandboxes/{id}/fork", h.notSupported("fork")},
+		{"GET /snapshots", h.notSupported("snapshots")},
+	}
+	for _, p := range []string{"/volumes", "/volumes/", "/volumecontent/", "/secrets", "/secrets/", "/templates", "/templates/", "/v2/templates/", "/v3/templates"} {
+		rts = append(rts, route{p, h.notSupported(strings.Trim(strings.SplitN(strings.TrimPrefix(p, "/v2"), "/", 3)[1], "/"))})
+	}
+	return rts
+}
+
+// Routes lists the control plane's route patterns (http.ServeMux's), for
+// tests that must cover every one.
+func Routes() []string {
+	var out []string
+	for _, rt := range (&Handler{}).routeTable() {
+		out = append(out, rt.pattern)
+	}
+	return out
 }
 
 // Matches reports whether r is for this handler: sandbox traffic, or a
@@ -170,23 +196,43 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// notSupported answers a route of a feature boxkite does not map yet.
+// notSupported answers a route of a feature boxkite does not map yet; on
+// a route naming a sandbox, only once the sandbox is the caller's (any
+// other is not found, as on every route).
 func (h *Handler) notSupported(what string) func(http.ResponseWriter, *http.Request, Caller) error {
-	return func(http.ResponseWriter, *http.Request, Caller) error {
+	return func(_ http.ResponseWriter, r *http.Request, c Caller) error {
+		if id := r.PathValue("id"); id != "" {
+			if _, err := h.cp.Sandbox(r.Context(), c, id); err != nil {
+				return err
+			}
+		}
 		return errNotSupported(what)
 	}
 }
 
+// errNotSupported is E2B's error shape (the SDK raises SandboxError with
+// the message) for a feature boxkite does not map yet, with what to do
+// instead.
 func errNotSupported(what string) *api.Error {
-	return api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "%s %s not supported by this boxkite server yet", what, isAre(what)).
-		WithHint("docs/e2b.md lists what the E2B API maps to")
+	return api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "%s: not supported by this boxkite server yet", what).
+		WithHint(notSupportedHint(what))
 }
 
-func isAre(what string) string {
-	if strings.HasSuffix(what, "s") {
-		return "are"
+func notSupportedHint(what string) string {
+	const docs = "docs/e2b.md lists what is not supported yet"
+	switch {
+	case strings.HasPrefix(what, "pausing"):
+		return "keep the sandbox running instead: extend it with setTimeout, or kill it and create another; " + docs
+	case what == "snapshots" || what == "fork":
+		return "copy what you need out with files.read, or keep the sandbox running with setTimeout; " + docs
+	case strings.HasPrefix(what, "internet access"):
+		return "boxkite sandboxes reach no network: leave allowInternetAccess unset (or false) and network.allowOut empty; " + docs
+	case strings.HasPrefix(what, "volume"):
+		return "boxkite's own volumes (boxkite volumes, /v1/volumes) are not mapped to E2B's yet; " + docs
+	case strings.HasPrefix(what, "template"):
+		return "build a boxkite image (boxkite images) and pass its id as the template; " + docs
 	}
-	return "is"
+	return docs
 }
 
 // sessions opens envd sessions: the record names the sandbox's account

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/boxkite/boxkite/internal/e2bsdk"
+	"github.com/boxkite/boxkite/internal/e2bsdk/e2btui"
 	"github.com/boxkite/boxkite/server/kube"
 )
 
@@ -21,4 +22,5 @@ func TestE2BSDK(t *testing.T) {
 	res := e2bsdk.RunFlows(t, sdk, e2bsdk.Server{Base: e.url, Key: e.key, OtherKey: e2bsdk.OtherAccountKey(t, e.url)},
 		func() string { return "(the server logs to the test log)" })
 	e2bsdk.CheckAudit(t, e.client(), res)
+	e2btui.Check(t, e.client(), res)
 }

@@ -15,6 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
@@ -62,6 +64,8 @@ const (
 
 // ErrNoIDRange means every range of the layout is leased: the host is at
 // capacity (Config.IDRangeCount sandboxes, pool members and builds).
+// acquire's error wraps it together with a *model.HostLimitError, which
+// the control plane answers with 503 host_capacity.
 var ErrNoIDRange = errors.New("no free host id range: every range of the layout is in use; delete sandboxes or raise the range count")
 
 // idRanges leases host id ranges (see above).
@@ -171,7 +175,11 @@ func (r *idRanges) acquire(name string) (*idLease, error) {
 			return l, nil
 		}
 	}
-	return nil, ErrNoIDRange
+	usable := int64(r.count - len(r.reserved))
+	return nil, fmt.Errorf("%w: %w", ErrNoIDRange, &model.HostLimitError{
+		Resource: api.HostIDRanges, Used: usable, Limit: usable,
+		Hint: "remove sandboxes you no longer need, or give the server more host id ranges (--id-range-count; see docs/security.md, host id ranges)",
+	})
 }
 
 // tryLease locks the lease file of the range at base; nil, nil when another

@@ -20,13 +20,17 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem/filesystemconnect"
+	"github.com/boxkite/boxkite/server/e2b/envdpb/process"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/process/processconnect"
 )
 
@@ -95,16 +99,72 @@ func New(opts Options) *Handler {
 	opts2 := []connect.HandlerOption{connect.WithReadMaxBytes(maxRPCBody)}
 	h.envd.Handle(processconnect.NewProcessHandler(processService{h}, opts2...))
 	h.envd.Handle(filesystemconnect.NewFilesystemHandler(filesystemService{h}, opts2...))
-	h.envd.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	h.envd.HandleFunc("GET /files", h.download)
-	h.envd.HandleFunc("POST /files", h.upload)
-	h.interp.HandleFunc("POST /execute", h.execute)
-	h.interp.HandleFunc("GET /contexts", h.listContexts)
-	h.interp.HandleFunc("POST /contexts", h.createContext)
-	h.interp.HandleFunc("DELETE /contexts/{id}", h.removeContext)
-	h.interp.HandleFunc("POST /contexts/{id}/restart", h.restartContext)
-	h.interp.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	for _, rt := range h.httpRoutes() {
+		mux := h.envd
+		if rt.port == PortInterpreter {
+			mux = h.interp
+		}
+		mux.HandleFunc(rt.pattern, rt.fn)
+	}
 	return h
+}
+
+// httpRoute is a plain HTTP route of one port.
+type httpRoute struct {
+	port, pattern string
+	fn            http.HandlerFunc
+}
+
+// httpRoutes are the routes besides the Connect services.
+func (h *Handler) httpRoutes() []httpRoute {
+	return []httpRoute{
+		{PortEnvd, "GET /health", health},
+		{PortEnvd, "GET /files", h.download},
+		{PortEnvd, "POST /files", h.upload},
+		{PortInterpreter, "POST /execute", h.execute},
+		{PortInterpreter, "GET /contexts", h.listContexts},
+		{PortInterpreter, "POST /contexts", h.createContext},
+		{PortInterpreter, "DELETE /contexts/{id}", h.removeContext},
+		{PortInterpreter, "POST /contexts/{id}/restart", h.restartContext},
+		{PortInterpreter, "GET /health", health},
+	}
+}
+
+func health(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }
+
+// Route is one route envd serves, for tests that must cover them all.
+type Route struct {
+	Port    string // what E2b-Sandbox-Port names
+	Method  string
+	Pattern string // a Connect procedure's path, or an http.ServeMux path pattern
+	// Stream is set for a streaming RPC: its request is one Connect
+	// envelope, sent as application/connect+json.
+	Stream bool
+	// RPC is set for a Connect procedure.
+	RPC bool
+}
+
+// Routes lists every route of both ports: each RPC of the process and
+// filesystem services, from their descriptors, and the HTTP routes.
+func Routes() []Route {
+	var out []Route
+	for _, fd := range []protoreflect.FileDescriptor{process.File_process_process_proto, filesystem.File_filesystem_filesystem_proto} {
+		for i := range fd.Services().Len() {
+			svc := fd.Services().Get(i)
+			for j := range svc.Methods().Len() {
+				m := svc.Methods().Get(j)
+				out = append(out, Route{
+					Port: PortEnvd, Method: http.MethodPost, Pattern: "/" + string(svc.FullName()) + "/" + string(m.Name()),
+					Stream: m.IsStreamingClient() || m.IsStreamingServer(), RPC: true,
+				})
+			}
+		}
+	}
+	for _, rt := range (&Handler{}).httpRoutes() {
+		method, path, _ := strings.Cut(rt.pattern, " ")
+		out = append(out, Route{Port: rt.port, Method: method, Pattern: path})
+	}
+	return out
 }
 
 // maxRPCBody bounds a Connect request message (SendInput carries data).

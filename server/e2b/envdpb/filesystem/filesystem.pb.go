@@ -11,12 +11,13 @@
 package filesystem
 
 import (
-	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
-	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
-	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
+
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
+	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 )
 
 const (
@@ -1407,36 +1408,39 @@ func file_filesystem_filesystem_proto_rawDescGZIP() []byte {
 	return file_filesystem_filesystem_proto_rawDescData
 }
 
-var file_filesystem_filesystem_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_filesystem_filesystem_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
-var file_filesystem_filesystem_proto_goTypes = []any{
-	(FileType)(0),                       // 0: filesystem.FileType
-	(EventType)(0),                      // 1: filesystem.EventType
-	(*MoveRequest)(nil),                 // 2: filesystem.MoveRequest
-	(*MoveResponse)(nil),                // 3: filesystem.MoveResponse
-	(*MakeDirRequest)(nil),              // 4: filesystem.MakeDirRequest
-	(*MakeDirResponse)(nil),             // 5: filesystem.MakeDirResponse
-	(*RemoveRequest)(nil),               // 6: filesystem.RemoveRequest
-	(*RemoveResponse)(nil),              // 7: filesystem.RemoveResponse
-	(*StatRequest)(nil),                 // 8: filesystem.StatRequest
-	(*StatResponse)(nil),                // 9: filesystem.StatResponse
-	(*EntryInfo)(nil),                   // 10: filesystem.EntryInfo
-	(*ListDirRequest)(nil),              // 11: filesystem.ListDirRequest
-	(*ListDirResponse)(nil),             // 12: filesystem.ListDirResponse
-	(*WatchDirRequest)(nil),             // 13: filesystem.WatchDirRequest
-	(*FilesystemEvent)(nil),             // 14: filesystem.FilesystemEvent
-	(*WatchDirResponse)(nil),            // 15: filesystem.WatchDirResponse
-	(*CreateWatcherRequest)(nil),        // 16: filesystem.CreateWatcherRequest
-	(*CreateWatcherResponse)(nil),       // 17: filesystem.CreateWatcherResponse
-	(*GetWatcherEventsRequest)(nil),     // 18: filesystem.GetWatcherEventsRequest
-	(*GetWatcherEventsResponse)(nil),    // 19: filesystem.GetWatcherEventsResponse
-	(*RemoveWatcherRequest)(nil),        // 20: filesystem.RemoveWatcherRequest
-	(*RemoveWatcherResponse)(nil),       // 21: filesystem.RemoveWatcherResponse
-	nil,                                 // 22: filesystem.EntryInfo.MetadataEntry
-	(*WatchDirResponse_StartEvent)(nil), // 23: filesystem.WatchDirResponse.StartEvent
-	(*WatchDirResponse_KeepAlive)(nil),  // 24: filesystem.WatchDirResponse.KeepAlive
-	(*timestamppb.Timestamp)(nil),       // 25: google.protobuf.Timestamp
-}
+var (
+	file_filesystem_filesystem_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+	file_filesystem_filesystem_proto_msgTypes  = make([]protoimpl.MessageInfo, 23)
+	file_filesystem_filesystem_proto_goTypes   = []any{
+		FileType(0),                         // 0: filesystem.FileType
+		EventType(0),                        // 1: filesystem.EventType
+		(*MoveRequest)(nil),                 // 2: filesystem.MoveRequest
+		(*MoveResponse)(nil),                // 3: filesystem.MoveResponse
+		(*MakeDirRequest)(nil),              // 4: filesystem.MakeDirRequest
+		(*MakeDirResponse)(nil),             // 5: filesystem.MakeDirResponse
+		(*RemoveRequest)(nil),               // 6: filesystem.RemoveRequest
+		(*RemoveResponse)(nil),              // 7: filesystem.RemoveResponse
+		(*StatRequest)(nil),                 // 8: filesystem.StatRequest
+		(*StatResponse)(nil),                // 9: filesystem.StatResponse
+		(*EntryInfo)(nil),                   // 10: filesystem.EntryInfo
+		(*ListDirRequest)(nil),              // 11: filesystem.ListDirRequest
+		(*ListDirResponse)(nil),             // 12: filesystem.ListDirResponse
+		(*WatchDirRequest)(nil),             // 13: filesystem.WatchDirRequest
+		(*FilesystemEvent)(nil),             // 14: filesystem.FilesystemEvent
+		(*WatchDirResponse)(nil),            // 15: filesystem.WatchDirResponse
+		(*CreateWatcherRequest)(nil),        // 16: filesystem.CreateWatcherRequest
+		(*CreateWatcherResponse)(nil),       // 17: filesystem.CreateWatcherResponse
+		(*GetWatcherEventsRequest)(nil),     // 18: filesystem.GetWatcherEventsRequest
+		(*GetWatcherEventsResponse)(nil),    // 19: filesystem.GetWatcherEventsResponse
+		(*RemoveWatcherRequest)(nil),        // 20: filesystem.RemoveWatcherRequest
+		(*RemoveWatcherResponse)(nil),       // 21: filesystem.RemoveWatcherResponse
+		nil,                                 // 22: filesystem.EntryInfo.MetadataEntry
+		(*WatchDirResponse_StartEvent)(nil), // 23: filesystem.WatchDirResponse.StartEvent
+		(*WatchDirResponse_KeepAlive)(nil),  // 24: filesystem.WatchDirResponse.KeepAlive
+		(*timestamppb.Timestamp)(nil),       // 25: google.protobuf.Timestamp
+	}
+)
+
 var file_filesystem_filesystem_proto_depIdxs = []int32{
 	10, // 0: filesystem.MoveResponse.entry:type_name -> filesystem.EntryInfo
 	10, // 1: filesystem.MakeDirResponse.entry:type_name -> filesystem.EntryInfo

@@ -11,11 +11,12 @@
 package process
 
 import (
-	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
-	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
+
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
+	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 )
 
 const (
@@ -1832,42 +1833,45 @@ func file_process_process_proto_rawDescGZIP() []byte {
 	return file_process_process_proto_rawDescData
 }
 
-var file_process_process_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_process_process_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
-var file_process_process_proto_goTypes = []any{
-	(Signal)(0),                           // 0: process.Signal
-	(*PTY)(nil),                           // 1: process.PTY
-	(*ProcessConfig)(nil),                 // 2: process.ProcessConfig
-	(*ListRequest)(nil),                   // 3: process.ListRequest
-	(*ProcessInfo)(nil),                   // 4: process.ProcessInfo
-	(*ListResponse)(nil),                  // 5: process.ListResponse
-	(*StartRequest)(nil),                  // 6: process.StartRequest
-	(*UpdateRequest)(nil),                 // 7: process.UpdateRequest
-	(*UpdateResponse)(nil),                // 8: process.UpdateResponse
-	(*ProcessEvent)(nil),                  // 9: process.ProcessEvent
-	(*StartResponse)(nil),                 // 10: process.StartResponse
-	(*ConnectResponse)(nil),               // 11: process.ConnectResponse
-	(*SendInputRequest)(nil),              // 12: process.SendInputRequest
-	(*SendInputResponse)(nil),             // 13: process.SendInputResponse
-	(*ProcessInput)(nil),                  // 14: process.ProcessInput
-	(*StreamInputRequest)(nil),            // 15: process.StreamInputRequest
-	(*StreamInputResponse)(nil),           // 16: process.StreamInputResponse
-	(*SendSignalRequest)(nil),             // 17: process.SendSignalRequest
-	(*SendSignalResponse)(nil),            // 18: process.SendSignalResponse
-	(*CloseStdinRequest)(nil),             // 19: process.CloseStdinRequest
-	(*CloseStdinResponse)(nil),            // 20: process.CloseStdinResponse
-	(*ConnectRequest)(nil),                // 21: process.ConnectRequest
-	(*ProcessSelector)(nil),               // 22: process.ProcessSelector
-	(*PTY_Size)(nil),                      // 23: process.PTY.Size
-	nil,                                   // 24: process.ProcessConfig.EnvsEntry
-	(*ProcessEvent_StartEvent)(nil),       // 25: process.ProcessEvent.StartEvent
-	(*ProcessEvent_DataEvent)(nil),        // 26: process.ProcessEvent.DataEvent
-	(*ProcessEvent_EndEvent)(nil),         // 27: process.ProcessEvent.EndEvent
-	(*ProcessEvent_KeepAlive)(nil),        // 28: process.ProcessEvent.KeepAlive
-	(*StreamInputRequest_StartEvent)(nil), // 29: process.StreamInputRequest.StartEvent
-	(*StreamInputRequest_DataEvent)(nil),  // 30: process.StreamInputRequest.DataEvent
-	(*StreamInputRequest_KeepAlive)(nil),  // 31: process.StreamInputRequest.KeepAlive
-}
+var (
+	file_process_process_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+	file_process_process_proto_msgTypes  = make([]protoimpl.MessageInfo, 31)
+	file_process_process_proto_goTypes   = []any{
+		Signal(0),                             // 0: process.Signal
+		(*PTY)(nil),                           // 1: process.PTY
+		(*ProcessConfig)(nil),                 // 2: process.ProcessConfig
+		(*ListRequest)(nil),                   // 3: process.ListRequest
+		(*ProcessInfo)(nil),                   // 4: process.ProcessInfo
+		(*ListResponse)(nil),                  // 5: process.ListResponse
+		(*StartRequest)(nil),                  // 6: process.StartRequest
+		(*UpdateRequest)(nil),                 // 7: process.UpdateRequest
+		(*UpdateResponse)(nil),                // 8: process.UpdateResponse
+		(*ProcessEvent)(nil),                  // 9: process.ProcessEvent
+		(*StartResponse)(nil),                 // 10: process.StartResponse
+		(*ConnectResponse)(nil),               // 11: process.ConnectResponse
+		(*SendInputRequest)(nil),              // 12: process.SendInputRequest
+		(*SendInputResponse)(nil),             // 13: process.SendInputResponse
+		(*ProcessInput)(nil),                  // 14: process.ProcessInput
+		(*StreamInputRequest)(nil),            // 15: process.StreamInputRequest
+		(*StreamInputResponse)(nil),           // 16: process.StreamInputResponse
+		(*SendSignalRequest)(nil),             // 17: process.SendSignalRequest
+		(*SendSignalResponse)(nil),            // 18: process.SendSignalResponse
+		(*CloseStdinRequest)(nil),             // 19: process.CloseStdinRequest
+		(*CloseStdinResponse)(nil),            // 20: process.CloseStdinResponse
+		(*ConnectRequest)(nil),                // 21: process.ConnectRequest
+		(*ProcessSelector)(nil),               // 22: process.ProcessSelector
+		(*PTY_Size)(nil),                      // 23: process.PTY.Size
+		nil,                                   // 24: process.ProcessConfig.EnvsEntry
+		(*ProcessEvent_StartEvent)(nil),       // 25: process.ProcessEvent.StartEvent
+		(*ProcessEvent_DataEvent)(nil),        // 26: process.ProcessEvent.DataEvent
+		(*ProcessEvent_EndEvent)(nil),         // 27: process.ProcessEvent.EndEvent
+		(*ProcessEvent_KeepAlive)(nil),        // 28: process.ProcessEvent.KeepAlive
+		(*StreamInputRequest_StartEvent)(nil), // 29: process.StreamInputRequest.StartEvent
+		(*StreamInputRequest_DataEvent)(nil),  // 30: process.StreamInputRequest.DataEvent
+		(*StreamInputRequest_KeepAlive)(nil),  // 31: process.StreamInputRequest.KeepAlive
+	}
+)
+
 var file_process_process_proto_depIdxs = []int32{
 	23, // 0: process.PTY.size:type_name -> process.PTY.Size
 	24, // 1: process.ProcessConfig.envs:type_name -> process.ProcessConfig.EnvsEntry

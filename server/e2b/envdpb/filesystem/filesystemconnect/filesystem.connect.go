@@ -9,12 +9,13 @@
 package filesystemconnect
 
 import (
-	connect "connectrpc.com/connect"
 	context "context"
 	errors "errors"
-	filesystem "github.com/boxkite/boxkite/server/e2b/envdpb/filesystem"
 	http "net/http"
 	strings "strings"
+
+	connect "connectrpc.com/connect"
+	filesystem "github.com/boxkite/boxkite/server/e2b/envdpb/filesystem"
 )
 
 // This is a compile-time assertion to ensure that this generated file and the connect package are

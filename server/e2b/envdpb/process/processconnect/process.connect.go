@@ -9,12 +9,13 @@
 package processconnect
 
 import (
-	connect "connectrpc.com/connect"
 	context "context"
 	errors "errors"
-	process "github.com/boxkite/boxkite/server/e2b/envdpb/process"
 	http "net/http"
 	strings "strings"
+
+	connect "connectrpc.com/connect"
+	process "github.com/boxkite/boxkite/server/e2b/envdpb/process"
 )
 
 // This is a compile-time assertion to ensure that this generated file and the connect package are
