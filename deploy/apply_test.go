@@ -171,6 +171,7 @@ func compliantPod(name string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken: &no,
+			HostUsers:                    &no,
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot: &yes, RunAsUser: &uid,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -252,6 +253,8 @@ func TestAdmissionPolicy(t *testing.T) {
 		}, "capabilities"},
 		{"host port", func(p *corev1.Pod) { p.Spec.Containers[0].Ports[0].HostPort = 8443 }, "host ports"},
 		{"token mounted", func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = nil }, "automountServiceAccountToken"},
+		{"node's user namespace", func(p *corev1.Pod) { p.Spec.HostUsers = ptr(true) }, "hostUsers: false"},
+		{"user namespace unset", func(p *corev1.Pod) { p.Spec.HostUsers = nil }, "hostUsers: false"},
 		{"privileged init container", func(p *corev1.Pod) {
 			init := *p.Spec.Containers[0].DeepCopy()
 			init.Name, init.Ports = "init", nil
