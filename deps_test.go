@@ -20,6 +20,9 @@ type depRule struct {
 	anyOurs   bool              // any package of ours except those in forbidden
 	forbidden map[string]string // import-path prefix (ours relative, or external) → reason
 	stdOnly   bool              // nothing outside the standard library at all
+	// never lists packages of ours (exact, module-relative) it must not
+	// link even where a prefix of forbidden would be too broad, with why.
+	never map[string]string
 }
 
 var (
@@ -44,6 +47,7 @@ func merge(ms ...map[string]string) map[string]string {
 // rules is design/ARCHITECTURE.md's import table.
 var rules = map[string]depRule{
 	"client/api":       {stdOnly: true},
+	"internal/criu":    {stdOnly: true},
 	"internal/apihttp": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{"github.com/spf13/cobra": "HTTP plumbing of the two APIs; the sidecar binary links it and stays small"})},
 	"client": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"github.com/spf13/cobra":             "the client is a library; the CLI wraps it",
@@ -60,14 +64,20 @@ var rules = map[string]depRule{
 		"github.com/spf13/cobra":             "handoff adapters are a library; the CLI wraps them",
 		"github.com/charmbracelet/bubbletea": "handoff adapters are a library",
 	}},
-	"cli": {ours: []string{"client", "client/api", "tui", "handoff", "tools"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
+	"cli": {ours: []string{"client", "client/api", "tui", "handoff", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"github.com/gliderlabs/ssh": "ssh belongs to the bastion",
 		"golang.org/x/crypto/ssh":   "ssh belongs to the bastion",
 	})},
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/egress", "server/e2b", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/egress", "server/e2b", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver)},
+	// The leaf of the control plane: domain records and the Store and
+	// Driver contracts (docs/architecture.md).
+	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "model is the leaf every part of the control plane imports; the control plane imports it, never the reverse",
+	}},
+	"server/internal/unixsock": {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	"server/e2b": {ours: []string{"client/api", "internal/apihttp", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"server/sqlstore": "the E2B facade keeps its records through its Store interface; the control plane (whose package it may not import either) wires the SQL store in",
 		"server/local":    "the facade reaches sandboxes through the control plane, whatever the driver",
@@ -78,9 +88,9 @@ var rules = map[string]depRule{
 	})},
 	"internal/protogen": {forbidden: map[string]string{"github.com/spf13/cobra": "a go:generate helper: flags from the standard library"}},
 	"server/egress":     {forbidden: merge(clientGo, sqlDriver, imageLib)},
-	"server/sqlstore":   {ours: []string{"server", "client/api", "tools", "server/e2b"}, forbidden: merge(clientGo)},
-	"server/local":      {ours: []string{"server", "sidecar/jail", "client/api", "tools"}, forbidden: merge(clientGo, sqlDriver)},
-	"server/kube":       {ours: []string{"server", "client/api", "tools"}, forbidden: sqlDriver},
+	"server/sqlstore":   {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b"}, forbidden: merge(clientGo)},
+	"server/local":      {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/kube":       {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools"}, forbidden: sqlDriver},
 	"server/images":     {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",
@@ -151,6 +161,9 @@ func TestDeps(t *testing.T) {
 				}
 			}
 			rel := ourPkg(dep)
+			if why, ok := rule.never[rel]; ok {
+				t.Errorf("%s links %s: %s", pkg, rel, why)
+			}
 			if rel == "" || rel == pkg || strings.HasPrefix(rel, pkg+"/internal") {
 				continue
 			}

@@ -253,6 +253,7 @@ func newAllowlistGetCmd(app *App) *cobra.Command {
 		},
 	}
 	out.register(cmd, api.CommandRule{})
+	pageable(cmd)
 	return cmd
 }
 

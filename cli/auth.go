@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/boxkite/boxkite/client"
@@ -60,7 +59,9 @@ func newLoginCmd(app *App) *cobra.Command {
 		Short: "Log in and save a new API key in config.toml",
 		Long: `Log in to the server (--url, BOXKITE_URL, or the configured one) with your
 email and password, create a new admin API key for this machine, and save the
-URL and the key in config.toml. 'boxkite logout' revokes the key again.`,
+URL and the key in config.toml. 'boxkite logout' revokes the key again.
+With --context NAME (or after 'boxkite context use NAME') they go to that
+context's file instead.`,
 		Example: "  boxkite login --email you@example.com",
 		GroupID: groupSettings,
 		Args:    usageArgs(cobra.NoArgs),
@@ -111,7 +112,10 @@ func runCredentials(cmd *cobra.Command, app *App, f credentialFlags, signup bool
 	if err != nil {
 		return fmt.Errorf("create api key: %w", err)
 	}
-	path := filepath.Join(cfg.Home, hostedFile)
+	path, name, err := credentialsFile(app)
+	if err != nil {
+		return err
+	}
 	if err := updateFileConfig(path, func(fc *fileConfig) {
 		fc.BaseURL, fc.APIKey = cfg.BaseURL, key.Key
 	}); err != nil {
@@ -122,6 +126,7 @@ func runCredentials(cmd *cobra.Command, app *App, f credentialFlags, signup bool
 		verb = "signed up"
 	}
 	fmt.Fprintf(app.IO.ErrOut, "%s as %s; API key %s (%s) saved in %s\n", verb, tok.Account.Email, key.Name, key.Prefix+"…", path)
+	noteContextUnused(app, name)
 	return nil
 }
 
@@ -193,15 +198,14 @@ func newLogoutCmd(app *App) *cobra.Command {
 		Long: `Remove the API key from config.toml and revoke it on the server, so a copy of
 it stops working too (--keep-key only removes it here). The URL stays, for the
 next 'boxkite login'. Local mode (local.toml) is used again afterwards when
-the local server is set up.`,
+the local server is set up. With --context NAME it is that context's key.`,
 		GroupID: groupSettings,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, _, err := resolveHome()
+			path, _, err := credentialsFile(app)
 			if err != nil {
 				return err
 			}
-			path := filepath.Join(home, hostedFile)
 			fc, err := readFileConfig(path)
 			if err != nil {
 				return err

@@ -35,6 +35,7 @@ func isolate(t *testing.T) string {
 	t.Setenv(envHome, home)
 	t.Setenv(envURL, "")
 	t.Setenv(envAPIKey, "")
+	t.Setenv(envContext, "")
 	t.Setenv("NO_COLOR", "")
 	return home
 }

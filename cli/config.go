@@ -49,12 +49,15 @@ type Config struct {
 	// local.toml server, the default URL, or any loopback URL. Local mode
 	// creates a sandbox on demand and suggests `boxkite up` when the server is down.
 	Local bool
+	// Context is the name of the context in use (local, hosted or an
+	// added one); Sources[keyContext] says how it was chosen.
+	Context string
 	// File is the config file the values were read from, "" when none.
 	File string
 	// Bastion is boxkite-bastion's HOST:PORT from that file, "" when unset.
 	Bastion string
 	// Sources says where each value came from, by key (base_url, api_key,
-	// home): "flag --url", "env BOXKITE_URL", "file PATH" or "default".
+	// home, context): "flag --url", "env BOXKITE_URL", "file PATH" or "default".
 	Sources map[string]string
 }
 
@@ -69,8 +72,10 @@ type fileConfig struct {
 }
 
 // LoadConfig resolves the configuration: flags > environment > file >
-// defaults. Of the two files, config.toml (hosted) wins when it names both a
-// URL and a key; otherwise local.toml (written by `boxkite up`) is used.
+// defaults. The file is the chosen context's (--context, BOXKITE_CONTEXT,
+// `boxkite context use`); when none was chosen, config.toml (hosted) wins
+// when it names both a URL and a key, and local.toml (written by
+// `boxkite up`) is used otherwise.
 // Values are never mixed across files, so one server's key is never sent to
 // another. flags may be nil (no command line).
 func LoadConfig(flags *pflag.FlagSet) (*Config, error) {
@@ -89,13 +94,29 @@ func LoadConfig(flags *pflag.FlagSet) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	name, source, err := chosenContext(cfg.Home, flags)
+	if err != nil {
+		return nil, err
+	}
 	switch {
+	case name != "":
+		// A chosen context: its file alone, never another's key.
+		if err := useContext(cfg, name, local); err != nil {
+			return nil, err
+		}
+		cfg.Sources[keyContext] = source
 	case hosted.BaseURL != "" && hosted.APIKey != "":
 		cfg.File, cfg.Bastion = hostedPath, hosted.Bastion
 	case local.BaseURL != "":
 		cfg.File, cfg.Bastion = localPath, local.Bastion
 	case hosted != (fileConfig{}):
 		cfg.File, cfg.Bastion = hostedPath, hosted.Bastion // half-configured: still better than ignoring it
+	}
+	if name == "" {
+		cfg.Context, cfg.Sources[keyContext] = contextLocal, "derived"
+		if cfg.File == hostedPath {
+			cfg.Context = contextHosted
+		}
 	}
 
 	// One viper per invocation, never the global, and only ever read from.
@@ -148,6 +169,32 @@ func LoadConfig(flags *pflag.FlagSet) (*Config, error) {
 	src := cfg.Sources[keyBaseURL]
 	cfg.Local = src == "default" || src == "file "+localPath || isLoopbackURL(cfg.BaseURL)
 	return cfg, nil
+}
+
+// useContext points cfg at the context name's file; local is there even
+// before up has written local.toml (its URL is then the default).
+func useContext(cfg *Config, name string, local fileConfig) error {
+	cfg.Context = name
+	if name == contextLocal {
+		if local.BaseURL != "" {
+			cfg.File, cfg.Bastion = filepath.Join(cfg.Home, localFile), local.Bastion
+		}
+		return nil
+	}
+	ok, err := contextExists(cfg.Home, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return contextNotFound(name)
+	}
+	path := contextFile(cfg.Home, name)
+	fc, err := readFileConfig(path)
+	if err != nil {
+		return err
+	}
+	cfg.File, cfg.Bastion = path, fc.Bastion
+	return nil
 }
 
 // resolveHome returns boxkite's directory (BOXKITE_HOME, else ~/.boxkite)

@@ -21,46 +21,49 @@ func TestConfigPrecedence(t *testing.T) {
 	const (
 		hostedTOML = "base_url = \"https://hosted.example\"\napi_key = \"bxk_live_hosted\"\n"
 		localTOML  = "base_url = \"http://127.0.0.1:9001\"\napi_key = \"bxk_live_local\"\n"
+		otherTOML  = "base_url = \"http://127.0.0.1:9002\"\napi_key = \"bxk_live_other\"\n"
 	)
 	tests := []struct {
 		name   string
 		hosted string // config.toml content, "" for none
 		local  string // local.toml content
-		env    map[string]string
-		flags  []string
-		want   Config // Home and File are filled in relative to the temp home
-		file   string // hostedFile, localFile or ""
+		// files are more files under the home: contexts/NAME.toml, context.toml.
+		files map[string]string
+		env   map[string]string
+		flags []string
+		want  Config // Home and File are filled in relative to the temp home
+		file  string // hostedFile, localFile or ""
 	}{
 		{
 			name: "defaults",
-			want: Config{BaseURL: DefaultURL, Local: true, Sources: map[string]string{keyBaseURL: "default", keyAPIKey: "default"}},
+			want: Config{Context: "local", BaseURL: DefaultURL, Local: true, Sources: map[string]string{keyBaseURL: "default", keyAPIKey: "default"}},
 		},
 		{
 			name:  "local file",
 			local: localTOML,
 			file:  localFile,
-			want:  Config{BaseURL: "http://127.0.0.1:9001", APIKey: "bxk_live_local", Local: true, Sources: map[string]string{keyBaseURL: "file local.toml", keyAPIKey: "file local.toml"}},
+			want:  Config{Context: "local", BaseURL: "http://127.0.0.1:9001", APIKey: "bxk_live_local", Local: true, Sources: map[string]string{keyBaseURL: "file local.toml", keyAPIKey: "file local.toml"}},
 		},
 		{
 			name:   "hosted wins over local when complete",
 			hosted: hostedTOML,
 			local:  localTOML,
 			file:   hostedFile,
-			want:   Config{BaseURL: "https://hosted.example", APIKey: "bxk_live_hosted", Sources: map[string]string{keyBaseURL: "file config.toml", keyAPIKey: "file config.toml"}},
+			want:   Config{Context: "hosted", BaseURL: "https://hosted.example", APIKey: "bxk_live_hosted", Sources: map[string]string{keyBaseURL: "file config.toml", keyAPIKey: "file config.toml"}},
 		},
 		{
 			name:   "half a hosted config does not shadow local",
 			hosted: "base_url = \"https://hosted.example\"\n",
 			local:  localTOML,
 			file:   localFile,
-			want:   Config{BaseURL: "http://127.0.0.1:9001", APIKey: "bxk_live_local", Local: true, Sources: map[string]string{keyBaseURL: "file local.toml", keyAPIKey: "file local.toml"}},
+			want:   Config{Context: "local", BaseURL: "http://127.0.0.1:9001", APIKey: "bxk_live_local", Local: true, Sources: map[string]string{keyBaseURL: "file local.toml", keyAPIKey: "file local.toml"}},
 		},
 		{
 			name:   "env beats file",
 			hosted: hostedTOML,
 			env:    map[string]string{envURL: "https://env.example/", envAPIKey: "bxk_live_env"},
 			file:   hostedFile,
-			want:   Config{BaseURL: "https://env.example", APIKey: "bxk_live_env", Sources: map[string]string{keyBaseURL: "env BOXKITE_URL", keyAPIKey: "env BOXKITE_API_KEY"}},
+			want:   Config{Context: "hosted", BaseURL: "https://env.example", APIKey: "bxk_live_env", Sources: map[string]string{keyBaseURL: "env BOXKITE_URL", keyAPIKey: "env BOXKITE_API_KEY"}},
 		},
 		{
 			name:   "flag beats env",
@@ -68,19 +71,56 @@ func TestConfigPrecedence(t *testing.T) {
 			env:    map[string]string{envURL: "https://env.example", envAPIKey: "bxk_live_env"},
 			flags:  []string{"--url", "https://flag.example", "--api-key", "bxk_live_flag"},
 			file:   hostedFile,
-			want:   Config{BaseURL: "https://flag.example", APIKey: "bxk_live_flag", Sources: map[string]string{keyBaseURL: "flag --url", keyAPIKey: "flag --api-key"}},
+			want:   Config{Context: "hosted", BaseURL: "https://flag.example", APIKey: "bxk_live_flag", Sources: map[string]string{keyBaseURL: "flag --url", keyAPIKey: "flag --api-key"}},
 		},
 		{
 			name:  "mixed sources",
 			local: localTOML,
 			env:   map[string]string{envAPIKey: "bxk_live_env"},
 			file:  localFile,
-			want:  Config{BaseURL: "http://127.0.0.1:9001", APIKey: "bxk_live_env", Local: true, Sources: map[string]string{keyBaseURL: "file local.toml", keyAPIKey: "env BOXKITE_API_KEY"}},
+			want:  Config{Context: "local", BaseURL: "http://127.0.0.1:9001", APIKey: "bxk_live_env", Local: true, Sources: map[string]string{keyBaseURL: "file local.toml", keyAPIKey: "env BOXKITE_API_KEY"}},
 		},
 		{
 			name:  "a loopback URL from a flag is local mode",
 			flags: []string{"--url", "http://localhost:7000"},
-			want:  Config{BaseURL: "http://localhost:7000", Local: true, Sources: map[string]string{keyBaseURL: "flag --url", keyAPIKey: "default"}},
+			want:  Config{Context: "local", BaseURL: "http://localhost:7000", Local: true, Sources: map[string]string{keyBaseURL: "flag --url", keyAPIKey: "default"}},
+		},
+		{
+			name:   "a chosen context: its file alone, even over a complete config.toml",
+			hosted: hostedTOML,
+			local:  localTOML,
+			files:  map[string]string{"contexts/other.toml": otherTOML, currentFile: "current = 'other'\n"},
+			file:   "contexts/other.toml",
+			want:   Config{Context: "other", BaseURL: "http://127.0.0.1:9002", APIKey: "bxk_live_other", Local: true, Sources: map[string]string{keyBaseURL: "file contexts/other.toml", keyAPIKey: "file contexts/other.toml", keyContext: "file context.toml"}},
+		},
+		{
+			name:   "context use local beats a complete config.toml",
+			hosted: hostedTOML,
+			local:  localTOML,
+			files:  map[string]string{currentFile: "current = 'local'\n"},
+			file:   localFile,
+			want:   Config{Context: "local", BaseURL: "http://127.0.0.1:9001", APIKey: "bxk_live_local", Local: true, Sources: map[string]string{keyBaseURL: "file local.toml", keyAPIKey: "file local.toml", keyContext: "file context.toml"}},
+		},
+		{
+			name:  "local before up: the default URL",
+			files: map[string]string{currentFile: "current = 'local'\n"},
+			want:  Config{Context: "local", BaseURL: DefaultURL, Local: true, Sources: map[string]string{keyBaseURL: "default", keyAPIKey: "default", keyContext: "file context.toml"}},
+		},
+		{
+			name:   "env BOXKITE_CONTEXT beats context use",
+			hosted: hostedTOML,
+			files:  map[string]string{"contexts/other.toml": otherTOML, currentFile: "current = 'other'\n"},
+			env:    map[string]string{envContext: "hosted"},
+			file:   hostedFile,
+			want:   Config{Context: "hosted", BaseURL: "https://hosted.example", APIKey: "bxk_live_hosted", Sources: map[string]string{keyBaseURL: "file config.toml", keyAPIKey: "file config.toml", keyContext: "env BOXKITE_CONTEXT"}},
+		},
+		{
+			name:  "flag --context beats env, and --api-key beats the context",
+			files: map[string]string{"contexts/other.toml": otherTOML},
+			env:   map[string]string{envContext: "local"},
+			flags: []string{"--context", "other", "--api-key", "bxk_live_flag"},
+			file:  "contexts/other.toml",
+			want:  Config{Context: "other", BaseURL: "http://127.0.0.1:9002", APIKey: "bxk_live_flag", Local: true, Sources: map[string]string{keyBaseURL: "file contexts/other.toml", keyAPIKey: "flag --api-key", keyContext: "flag --context"}},
 		},
 	}
 	for _, tt := range tests {
@@ -88,6 +128,12 @@ func TestConfigPrecedence(t *testing.T) {
 			home := isolate(t)
 			if tt.hosted != "" {
 				writeFile(t, filepath.Join(home, hostedFile), tt.hosted)
+			}
+			for name, content := range tt.files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(home, name)), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, filepath.Join(home, name), content)
 			}
 			if tt.local != "" {
 				writeFile(t, filepath.Join(home, localFile), tt.local)
@@ -98,6 +144,7 @@ func TestConfigPrecedence(t *testing.T) {
 			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 			fs.String("url", "", "")
 			fs.String("api-key", "", "")
+			fs.String("context", "", "")
 			if err := fs.Parse(tt.flags); err != nil {
 				t.Fatal(err)
 			}
@@ -111,6 +158,9 @@ func TestConfigPrecedence(t *testing.T) {
 				want.File = filepath.Join(home, tt.file)
 			}
 			want.Sources[keyHome] = "env BOXKITE_HOME"
+			if _, ok := want.Sources[keyContext]; !ok {
+				want.Sources[keyContext] = "derived"
+			}
 			for k, v := range want.Sources {
 				if name, ok := strings.CutPrefix(v, "file "); ok {
 					want.Sources[k] = "file " + filepath.Join(home, name)
@@ -156,6 +206,7 @@ func TestConfigShow(t *testing.T) {
 	got := runCLI(t, "", "config", "show", "--url", "http://127.0.0.1:9999")
 	want := strings.Join([]string{
 		"KEY       VALUE                  SOURCE",
+		"context   local                  derived",
 		"base_url  http://127.0.0.1:9999  flag --url",
 		"api_key   bxk_live_Zyxw…         env BOXKITE_API_KEY",
 		"home      " + home + "  env BOXKITE_HOME",

@@ -3,7 +3,6 @@ package cli
 import (
 	"bufio"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,7 +22,7 @@ func newConfigCmd(app *App) *cobra.Command {
 type setting struct {
 	Key    string `json:"key"`
 	Value  string `json:"value"`
-	Source string `json:"source"` // flag --url, env BOXKITE_URL, file PATH, default, derived
+	Source string `json:"source"` // flag --url, env BOXKITE_URL, file PATH, default, derived (context: chosen by flag, env or file, else derived)
 }
 
 // settings lists every value of cfg with its source; the API key is masked.
@@ -33,6 +32,7 @@ func settings(cfg *Config) []setting {
 		mode = "local"
 	}
 	return []setting{
+		{keyContext, cfg.Context, cfg.Sources[keyContext]},
 		{keyBaseURL, cfg.BaseURL, cfg.Sources[keyBaseURL]},
 		{keyAPIKey, maskKey(cfg.APIKey), cfg.Sources[keyAPIKey]},
 		{keyHome, cfg.Home, cfg.Sources[keyHome]},
@@ -78,17 +78,13 @@ func newConfigShowCmd(app *App) *cobra.Command {
 func newConfigSetURLCmd(app *App) *cobra.Command {
 	return &cobra.Command{
 		Use:     "set-url URL",
-		Short:   "Set the hosted server's URL in config.toml",
+		Short:   "Set the hosted server's URL in config.toml (or the chosen context's file)",
 		Example: "  boxkite config set-url https://boxkite.example.com",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			u := strings.TrimRight(args[0], "/")
-			if err := checkBaseURL(u); err != nil {
-				return usageErrorf("use a URL such as https://boxkite.example.com", "invalid URL %q: %v", args[0], err)
-			}
-			if strings.HasPrefix(u, "http://") && !isLoopbackURL(u) {
-				// API keys must not cross a network in the clear.
-				return usageErrorf("use https://, or http:// only for localhost", "refusing plain http for a remote server: %s", u)
+			if err := checkRemoteURL(u, args[0]); err != nil {
+				return err
 			}
 			return setConfigValue(app, keyBaseURL, func(fc *fileConfig) { fc.BaseURL = u })
 		},
@@ -99,7 +95,8 @@ func newConfigSetKeyCmd(app *App) *cobra.Command {
 	return &cobra.Command{
 		Use:   "set-key [KEY]",
 		Short: "Set the hosted server's API key in config.toml (reads stdin without KEY)",
-		Long: `Set the API key for the hosted server in config.toml. Without KEY the key
+		Long: `Set the API key for the hosted server in config.toml, or in the file of the
+context chosen with --context or 'boxkite context use'. Without KEY the key
 is read from the first line of stdin, which keeps it out of shell history.`,
 		Example: "  boxkite config set-key bxk_live_…\n  pass show boxkite | boxkite config set-key",
 		Args:    usageArgs(cobra.MaximumNArgs(1)),
@@ -108,18 +105,15 @@ is read from the first line of stdin, which keeps it out of shell history.`,
 			if len(args) == 1 {
 				key = args[0]
 			} else {
-				if app.IO.InTTY {
-					fmt.Fprint(app.IO.ErrOut, "API key: ")
-				}
-				line, err := bufio.NewReader(app.IO.In).ReadString('\n')
-				if err != nil && line == "" {
+				line, ok := readKeyLine(app)
+				if !ok {
 					return usageErrorf(helpHint(cmd), "no key given: pass KEY or pipe it on stdin")
 				}
 				key = line
 			}
-			key = strings.TrimSpace(key)
-			if key == "" || strings.ContainsAny(key, " \t") {
-				return usageErrorf("keys look like bxk_live_…", "invalid API key")
+			key, err := checkAPIKey(key)
+			if err != nil {
+				return err
 			}
 			return setConfigValue(app, keyAPIKey, func(fc *fileConfig) { fc.APIKey = key })
 		},
@@ -129,11 +123,10 @@ is read from the first line of stdin, which keeps it out of shell history.`,
 func setConfigValue(app *App, key string, change func(*fileConfig)) error {
 	// Not app.Config(): that also validates the files and the environment,
 	// which may be exactly what this command is fixing.
-	home, _, err := resolveHome()
+	path, name, err := credentialsFile(app)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(home, hostedFile)
 	if err := updateFileConfig(path, change); err != nil {
 		return fmt.Errorf("set %s: %w", key, err)
 	}
@@ -147,7 +140,43 @@ func setConfigValue(app *App, key string, change func(*fileConfig)) error {
 		if fc.BaseURL == "" {
 			missing = "set-url URL"
 		}
-		fmt.Fprintf(app.IO.ErrOut, "config.toml is used once it has both a URL and a key: run 'boxkite config %s'\n", missing)
+		if name == contextHosted {
+			fmt.Fprintf(app.IO.ErrOut, "config.toml is used once it has both a URL and a key: run 'boxkite config %s'\n", missing)
+		} else {
+			fmt.Fprintf(app.IO.ErrOut, "context %s works once it has both a URL and a key: run 'boxkite --context %s config %s'\n", name, name, missing)
+		}
 	}
+	noteContextUnused(app, name)
 	return nil
+}
+
+// noteContextUnused says so when the context just changed is not the one
+// commands use: login or set-url on hosted while local was chosen.
+func noteContextUnused(app *App, name string) {
+	home, _, err := resolveHome()
+	if err != nil {
+		return
+	}
+	if chosen, _, err := chosenContext(home, app.flags); err == nil && chosen != "" && chosen != name {
+		fmt.Fprintf(app.IO.ErrOut, "note: commands use context %s; run 'boxkite context use %s' to use this one\n", chosen, name)
+	}
+}
+
+// readKeyLine reads an API key from the first line of stdin, prompting for
+// it on a terminal; false when stdin had nothing.
+func readKeyLine(app *App) (string, bool) {
+	if app.IO.InTTY {
+		fmt.Fprint(app.IO.ErrOut, "API key: ")
+	}
+	line, err := bufio.NewReader(app.IO.In).ReadString('\n')
+	return line, err == nil || line != ""
+}
+
+// checkAPIKey trims a key given by hand and refuses an empty or spaced one.
+func checkAPIKey(key string) (string, error) {
+	key = strings.TrimSpace(key)
+	if key == "" || strings.ContainsAny(key, " \t") {
+		return "", usageErrorf("keys look like bxk_live_…", "invalid API key")
+	}
+	return key, nil
 }

@@ -146,7 +146,7 @@ func diagnose(root string) doctorReport {
 	}
 	checks := []doctorCheck{
 		h.kernel(), h.privileges(), h.userNamespaces(), h.cgroups(), h.seccomp(),
-		h.filesystems(), h.storage(), doctorCompanions(),
+		h.filesystems(), h.storage(), h.pause(), doctorCompanions(),
 	}
 	checks = append(checks, h.hostLimitChecks()...)
 	return doctorReport{OK: countChecks(checks, checkFail) == 0, Checks: checks}

@@ -64,11 +64,16 @@ func newFilesLsCmd(app *App) *cobra.Command {
 			if asJSON {
 				return out.write(app.IO, res)
 			}
+			if len(res.Entries) == 0 {
+				fmt.Fprintf(app.IO.ErrOut, "%s is empty; create a file with 'boxkite files create PATH'\n", orWorkspace(req.Path))
+				return nil
+			}
 			return writeLsTable(app.IO.Out, res.Entries, app.IO.Color)
 		},
 	}
 	sandboxFlag(cmd, app, &ref)
 	out.register(cmd, api.LsResult{})
+	pageable(cmd)
 	return cmd
 }
 
@@ -179,6 +184,7 @@ Binary files and files over 25 MiB are refused: copy them out with files cp.`,
 	cmd.Flags().IntVar(&start, "start-line", 1, "first line to print (1-based)")
 	cmd.Flags().IntVar(&end, "end-line", -1, "last line to print (-1: the end)")
 	out.register(cmd, api.ViewResult{})
+	pageable(cmd)
 	return cmd
 }
 
@@ -376,6 +382,7 @@ func newFilesGlobCmd(app *App) *cobra.Command {
 	sandboxFlag(cmd, app, &ref)
 	cmd.Flags().StringVar(&req.Path, "path", "", "directory to search (default: the workspace)")
 	out.register(cmd, api.GlobResult{})
+	pageable(cmd)
 	return cmd
 }
 
@@ -441,6 +448,7 @@ error.`,
 	cmd.Flags().StringVar(&req.Glob, "glob", "", "only files whose name or path matches this `pattern`")
 	cmd.Flags().IntVar(&req.MaxMatches, "max-matches", api.DefaultGrepMatches, fmt.Sprintf("stop after `N` matches (at most %d)", api.MaxGrepMatches))
 	out.register(cmd, api.GrepResult{})
+	pageable(cmd)
 	return cmd
 }
 

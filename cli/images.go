@@ -190,6 +190,7 @@ func newImagesLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.Image]{
 		short: "List the account's images", noun: "images",
 		header: "ID\tLABEL\tSOURCE\tSTATUS\tSIZE\tAGE",
+		empty:  "no images; build one with 'boxkite images build --apt-package NAME' or import one with 'boxkite images import FILE.tar'",
 		fetch:  (*client.Client).ListImages,
 		row: func(im api.Image, now time.Time) []string {
 			size := "-"
@@ -262,5 +263,6 @@ image_build_write_refused). The build's own output is 'boxkite images logs'.`,
 		},
 	}
 	out.register(cmd, api.LogPage{})
+	pageable(cmd)
 	return cmd
 }

@@ -32,6 +32,7 @@ func newKeysLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.APIKey]{
 		short: "List the account's API keys (--all includes revoked ones)", noun: "api keys",
 		header: "ID\tNAME\tROLE\tPREFIX\tSTATUS\tAGE\tUSED",
+		empty:  "no API keys; create one with 'boxkite keys create --name NAME'",
 		fetch:  (*client.Client).APIKeys,
 		row:    keyRow,
 		flags: func(cmd *cobra.Command) func([]api.APIKey) []api.APIKey {

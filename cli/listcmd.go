@@ -17,12 +17,13 @@ import (
 // listing describes a noun's `ls` command: how its items are fetched and
 // how each one reads as a table row. Every account-scoped noun (keys,
 // ssh-keys, images, volumes, mcp connections) lists the same way: -o json
-// prints the items as the API returned them, a table otherwise, and
-// nothing at all when there are none.
+// prints the items as the API returned them, a table otherwise, and when
+// there are none, a note on stderr saying how to make the first one.
 type listing[T any] struct {
 	short  string                                             // the command's help line
 	noun   string                                             // plural, for the error: "images"
 	header string                                             // tab-separated column names
+	empty  string                                             // the note when there are none: "no images; build one with …"
 	fetch  func(*client.Client, context.Context) ([]T, error) // a method expression: (*client.Client).ListImages
 	row    func(item T, now time.Time) []string
 	// flags, when set, adds the command's own flags and returns a filter
@@ -59,6 +60,10 @@ func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
 			if asJSON {
 				return out.write(app.IO, items)
 			}
+			if len(items) == 0 {
+				fmt.Fprintln(app.IO.ErrOut, l.empty)
+				return nil
+			}
 			return writeRows(app.IO.Out, app.IO.Color, l.header, items, l.row, time.Now())
 		},
 	}
@@ -66,6 +71,7 @@ func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
 		filter = l.flags(cmd)
 	}
 	out.register(cmd, *new(T))
+	pageable(cmd)
 	return cmd
 }
 
@@ -106,6 +112,7 @@ func newGetCmd[T any](app *App, noun string, get func(*client.Client, context.Co
 		},
 	}
 	out.register(cmd, *new(T))
+	pageable(cmd)
 	return cmd
 }
 

@@ -185,10 +185,16 @@ func alreadyUp(ctx context.Context, app *App, p localPaths, local fileConfig, pi
 	return nil
 }
 
-// noteHostedConfig warns when config.toml would shadow the local server.
+// noteHostedConfig warns when another context (config.toml, or one
+// chosen with context use) would shadow the local server.
 func noteHostedConfig(app *App, home string) {
 	cfg, err := app.Config()
-	if err != nil || cfg.Local {
+	if err != nil || (cfg.Local && cfg.Context == contextLocal) {
+		return
+	}
+	if cfg.Context != contextLocal && !strings.HasPrefix(cfg.Sources[keyBaseURL], "flag ") && !strings.HasPrefix(cfg.Sources[keyBaseURL], "env ") {
+		fmt.Fprintf(app.IO.ErrOut, "note: commands use context %s (%s), not the local server; run 'boxkite context use local' or pass --context local to use it\n",
+			cfg.Context, cfg.BaseURL)
 		return
 	}
 	fmt.Fprintf(app.IO.ErrOut, "note: commands use %s (from %s), not the local server; pass --url or unset it to use the local one\n",
@@ -339,7 +345,8 @@ func stopLocalServer(ctx context.Context, app *App, p localPaths) error {
 
 // serverStatus is the JSON shape of `boxkite status`.
 type serverStatus struct {
-	Mode            string `json:"mode"` // local or hosted
+	Context         string `json:"context"` // the context in use: local, hosted or an added one
+	Mode            string `json:"mode"`    // local (a server on this machine) or hosted
 	URL             string `json:"url"`
 	PID             int    `json:"pid,omitempty"` // local mode, when running
 	Running         bool   `json:"running"`       // local: the process exists; hosted: the server answered
@@ -360,9 +367,10 @@ func newStatusCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the server and bastion, whether they are ready, and how many sandboxes are active",
-		Long: `Show the server (its URL, and in local mode its process), the bastion's
-address for ssh, whether the server is ready and how many sandboxes are
-active. Exits 1 when the server is not ready, so scripts can ask it.`,
+		Long: `Show the context in use ('boxkite context ls'), its server (the URL, and for
+the local stack its process), the bastion's address for ssh, whether the
+server is ready and how many sandboxes are active. Exits 1 when the server is
+not ready, so scripts can ask it.`,
 		GroupID: groupLocal,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -399,9 +407,12 @@ func collectStatus(ctx context.Context, app *App) (serverStatus, error) {
 	if err != nil {
 		return serverStatus{}, err
 	}
-	st := serverStatus{Mode: "hosted", URL: cfg.BaseURL}
+	st := serverStatus{Context: cfg.Context, Mode: "hosted", URL: cfg.BaseURL}
 	if cfg.Local {
 		st.Mode = "local"
+	}
+	if cfg.Local && cfg.Context == contextLocal {
+		// The stack up starts: its processes are this machine's to show.
 		p := pathsFor(cfg.Home)
 		pid, err := runningServer(p)
 		if err != nil {
@@ -436,9 +447,10 @@ func collectStatus(ctx context.Context, app *App) (serverStatus, error) {
 
 func writeStatus(app *App, st serverStatus) error {
 	tw := newTable(app.IO.Out)
+	fmt.Fprintf(tw, "context:\t%s\n", st.Context)
 	fmt.Fprintf(tw, "mode:\t%s\n", st.Mode)
 	fmt.Fprintf(tw, "url:\t%s\n", st.URL)
-	if st.Mode == "local" {
+	if st.Mode == "local" && st.Context == contextLocal {
 		server := "not running"
 		if st.PID != 0 {
 			server = fmt.Sprintf("running (pid %d)", st.PID)
@@ -474,7 +486,7 @@ func writeStatus(app *App, st serverStatus) error {
 			return err
 		}
 	}
-	if st.Mode == "local" && !st.Ready && st.PID == 0 {
+	if st.Mode == "local" && st.Context == contextLocal && !st.Ready && st.PID == 0 {
 		fmt.Fprintln(app.IO.ErrOut, "hint: run 'boxkite up' to start the local server")
 	}
 	return nil

@@ -89,3 +89,19 @@ func TestLogTail(t *testing.T) {
 		t.Errorf("logTail = %q, want %q", got, "3\n4")
 	}
 }
+
+// TestPrintE2BEnv: up tells how to point E2B's SDKs at the server, on
+// stderr (stdout keeps the URL alone), as lines a shell can paste.
+func TestPrintE2BEnv(t *testing.T) {
+	t.Parallel()
+	var out, errOut strings.Builder
+	printE2BEnv(&App{IO: IO{Out: &out, ErrOut: &errOut}}, "http://127.0.0.1:8090")
+	if out.Len() != 0 {
+		t.Errorf("stdout = %q, want nothing", out.String())
+	}
+	for _, want := range []string{"\nexport E2B_API_URL=http://127.0.0.1:8090\n", "\nexport E2B_SANDBOX_URL=http://127.0.0.1:8090\n", "docs/e2b.md"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+}

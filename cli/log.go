@@ -87,6 +87,14 @@ ago. --offset pages from the oldest instead, --limit entries at a time.`,
 				}
 				return out.write(app.IO, page)
 			}
+			if len(page.Entries) == 0 {
+				note := fmt.Sprintf("no log entries for sandbox %s; run a command with 'boxkite exec -s %s -- COMMAND'", sb.ID, sb.ID)
+				if page.Total > 0 {
+					note = fmt.Sprintf("no log entries here; sandbox %s has %d in all", sb.ID, page.Total)
+				}
+				fmt.Fprintln(app.IO.ErrOut, note)
+				return nil
+			}
 			if err := writeLogTable(app.IO.Out, page.Entries, app.IO.Color); err != nil {
 				return err
 			}
@@ -106,6 +114,7 @@ ago. --offset pages from the oldest instead, --limit entries at a time.`,
 	cmd.Flags().IntVar(&limit, "limit", api.DefaultLogLimit, fmt.Sprintf("with --offset: entries per page (at most %d)", api.MaxLogLimit))
 	cmd.Flags().IntVar(&offset, "offset", 0, "page from the oldest, skipping this many entries")
 	out.register(cmd, api.LogPage{})
+	pageable(cmd)
 	return cmd
 }
 

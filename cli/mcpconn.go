@@ -59,6 +59,7 @@ func newMCPLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.MCPConnection]{
 		short: "List the account's MCP connections", noun: "mcp connections",
 		header: "ID\tLABEL\tCATALOG\tHOST",
+		empty:  "no MCP connections; create one with 'boxkite mcp-connections create LABEL CATALOG_ID'",
 		fetch:  (*client.Client).ListMCPConnections,
 		row: func(m api.MCPConnection, _ time.Time) []string {
 			return []string{m.ID, m.Label, m.CatalogID, m.Host}

@@ -47,9 +47,7 @@ func newPsCmd(app *App) *cobra.Command {
 				return out.write(app.IO, res)
 			}
 			if len(res.Processes) == 0 {
-				if app.IO.ErrTTY {
-					fmt.Fprintln(app.IO.ErrOut, "no processes; start one with 'boxkite exec -b -- COMMAND'")
-				}
+				fmt.Fprintf(app.IO.ErrOut, "no processes in sandbox %s; start one with 'boxkite exec -s %s -b -- COMMAND'\n", sb.ID, sb.ID)
 				return nil
 			}
 			return writeProcessTable(app.IO.Out, res.Processes, time.Now(), app.IO.Color)
@@ -57,6 +55,7 @@ func newPsCmd(app *App) *cobra.Command {
 	}
 	sandboxFlag(cmd, app, &ref)
 	out.register(cmd, api.ProcessList{})
+	pageable(cmd)
 	return cmd
 }
 

@@ -25,8 +25,10 @@ boxkite server.
   boxkite session ls                          list sandboxes
 
 Configuration comes from flags, then BOXKITE_URL and BOXKITE_API_KEY, then
-~/.boxkite/config.toml (hosted) or ~/.boxkite/local.toml (written by up).
-BOXKITE_HOME moves ~/.boxkite.
+the current context: local (the server up starts, ~/.boxkite/local.toml),
+hosted (~/.boxkite/config.toml, written by login) or one added with
+'boxkite context add'. --context or BOXKITE_CONTEXT picks another for one
+command; 'boxkite context use' switches. BOXKITE_HOME moves ~/.boxkite.
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 auth, 5 quota or limit,
 124 the command timed out in the sandbox; exec otherwise exits with the
@@ -52,6 +54,8 @@ command's own exit code.`,
 	pf := root.PersistentFlags()
 	pf.String("url", "", "control-plane `URL` (env BOXKITE_URL; default http://127.0.0.1:8090)")
 	pf.String("api-key", "", "API `key` (env BOXKITE_API_KEY)")
+	pf.String("context", "", "use this context's server and key (env BOXKITE_CONTEXT; see 'boxkite context ls')")
+	root.RegisterFlagCompletionFunc("context", completeContexts)
 	app.flags = pf
 
 	root.AddGroup(
@@ -85,6 +89,7 @@ command's own exit code.`,
 		newStatusCmd(app),
 		newDoctorCmd(app),
 		newConfigCmd(app),
+		newContextCmd(app),
 		newSignupCmd(app),
 		newLoginCmd(app),
 		newLogoutCmd(app),
@@ -101,5 +106,6 @@ command's own exit code.`,
 		newDocsCmd(),
 		newFormattingHelp(),
 	)
+	pageMarked(app, root)
 	return root
 }

@@ -161,9 +161,11 @@ func newSessionLsCmd(app *App) *cobra.Command {
 				return out.write(app.IO, sbs)
 			}
 			if len(sbs) == 0 {
-				if app.IO.ErrTTY {
-					fmt.Fprintln(app.IO.ErrOut, "no sandboxes; create one with 'boxkite session create'")
+				note := "no active sandboxes; create one with 'boxkite session create' (--all lists destroyed ones too)"
+				if all {
+					note = "no sandboxes; create one with 'boxkite session create'"
 				}
+				fmt.Fprintln(app.IO.ErrOut, note)
 				return nil
 			}
 			return writeSandboxTable(app.IO.Out, sbs, time.Now(), app.IO.Color)
@@ -171,6 +173,7 @@ func newSessionLsCmd(app *App) *cobra.Command {
 	}
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "include destroyed and lost sandboxes")
 	out.register(cmd, api.Sandbox{})
+	pageable(cmd)
 	return cmd
 }
 

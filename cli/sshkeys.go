@@ -32,6 +32,7 @@ func newSSHKeysLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.SSHKey]{
 		short: "List the account's SSH public keys", noun: "ssh keys",
 		header: "ID\tNAME\tFINGERPRINT\tAGE",
+		empty:  "no SSH keys; add one with 'boxkite ssh-keys add ~/.ssh/id_ed25519.pub'",
 		fetch:  (*client.Client).SSHKeys,
 		row: func(k api.SSHKey, now time.Time) []string {
 			return []string{k.ID, k.Name, k.Fingerprint, tui.ShortDuration(now.Sub(k.CreatedAt))}

@@ -40,11 +40,15 @@ func runTUI(ctx context.Context, app *App) error {
 		return usageErrorf("run it in a terminal; for scripts use boxkite session ls and boxkite watch",
 			"boxkite tui needs a terminal")
 	}
+	cfg, err := app.Config()
+	if err != nil {
+		return err
+	}
 	c, err := app.Client()
 	if err != nil {
 		return err
 	}
-	m := tui.New(tui.Options{Source: tuiSource{Client: c, ctx: ctx}, Color: app.IO.Color, Output: app.IO.Out})
+	m := tui.New(tui.Options{Source: tuiSource{Client: c, ctx: ctx}, Color: app.IO.Color, Output: app.IO.Out, Context: cfg.Context})
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithAltScreen(),
 		tea.WithInput(app.IO.In), tea.WithOutput(app.IO.Out))
 	if _, err := p.Run(); err != nil {

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -15,6 +17,46 @@ type buildInfo struct {
 	Modified  bool   `json:"modified,omitempty"`
 	GoVersion string `json:"go_version"`
 	Platform  string `json:"platform"`
+	// Server is the current context's server, absent with --client.
+	Server *serverVersion `json:"server,omitempty"`
+}
+
+// serverVersion is what the server's /health says of its build.
+type serverVersion struct {
+	Context string `json:"context"`
+	URL     string `json:"url"`
+	Version string `json:"version,omitempty"` // absent when it did not answer
+	Error   string `json:"error,omitempty"`   // why it did not
+}
+
+// serverVersionTimeout bounds the /health call: version must stay quick
+// when the server is down or far away.
+const serverVersionTimeout = 3 * time.Second
+
+// askServerVersion asks the current context's server for its version.
+func askServerVersion(ctx context.Context, app *App) *serverVersion {
+	cfg, err := app.Config()
+	if err != nil {
+		return &serverVersion{Error: message(err)}
+	}
+	sv := &serverVersion{Context: cfg.Context, URL: cfg.BaseURL}
+	c, err := app.Client()
+	if err != nil {
+		sv.Error = message(err)
+		return sv
+	}
+	ctx, cancel := context.WithTimeout(ctx, serverVersionTimeout)
+	defer cancel()
+	h, err := c.Health(ctx)
+	switch {
+	case err != nil:
+		sv.Error = message(err)
+	case h.Version == "":
+		sv.Version = "unknown"
+	default:
+		sv.Version = h.Version
+	}
+	return sv
 }
 
 // readBuildInfo combines the version given to the App (from the -X
@@ -36,10 +78,16 @@ func readBuildInfo(version string) buildInfo {
 }
 
 func newVersionCmd(app *App) *cobra.Command {
-	var out outputFlags
+	var (
+		out        outputFlags
+		clientOnly bool
+	)
 	cmd := &cobra.Command{
-		Use:     "version",
-		Short:   "Print the version of boxkite",
+		Use:   "version",
+		Short: "Print the version of boxkite and of the server it talks to",
+		Long: `Print the version of boxkite, and the version the current context's server
+reports (GET /health), or why it did not answer; that does not fail the
+command. --client prints the CLI's alone, as --version does.`,
 		GroupID: groupSettings,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,13 +96,24 @@ func newVersionCmd(app *App) *cobra.Command {
 				return err
 			}
 			bi := readBuildInfo(app.Version)
+			if !clientOnly {
+				bi.Server = askServerVersion(cmd.Context(), app)
+			}
 			if asJSON {
 				return out.write(app.IO, bi)
 			}
 			fmt.Fprintln(app.IO.Out, versionLine(bi))
+			if sv := bi.Server; sv != nil {
+				if sv.Error != "" {
+					fmt.Fprintf(app.IO.Out, "server: %s (context %s)\n", sv.Error, orNone(sv.Context))
+				} else {
+					fmt.Fprintf(app.IO.Out, "server: boxkite-server %s at %s (context %s)\n", sv.Version, sv.URL, sv.Context)
+				}
+			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&clientOnly, "client", false, "print the CLI's version only; do not ask the server")
 	out.register(cmd, buildInfo{})
 	return cmd
 }

@@ -67,6 +67,7 @@ func newVolumesLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.Volume]{
 		short: "List the account's volumes", noun: "volumes",
 		header: "ID\tLABEL\tSIZE\tSTATUS\tAGE",
+		empty:  "no volumes; create one with 'boxkite volumes create --label NAME'",
 		fetch:  (*client.Client).ListVolumes,
 		row: func(v api.Volume, now time.Time) []string {
 			return []string{v.ID, v.Label, fmt.Sprintf("%g GiB", v.SizeGB), v.Status, tui.ShortDuration(now.Sub(v.CreatedAt))}

@@ -67,6 +67,16 @@ func (c *Client) Account(ctx context.Context) (*api.Account, error) {
 	return &out, nil
 }
 
+// AccountMe calls GET /v1/account/me: the account of the client's access
+// token (set APIKey to the access_token of Signup or Login).
+func (c *Client) AccountMe(ctx context.Context) (*api.Account, error) {
+	var out api.Account
+	if err := c.do(ctx, http.MethodGet, "/v1/account/me", nil, &out, nil); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // UpdateAccount calls PATCH /v1/account: it changes the settings req
 // names and returns the account.
 func (c *Client) UpdateAccount(ctx context.Context, req api.AccountUpdate) (*api.Account, error) {

@@ -90,6 +90,13 @@ func (c *Client) TakeoverToken(ctx context.Context, id string, readOnly bool) (*
 	return &tok, nil
 }
 
+// TakeoverRecording downloads a takeover's asciicast v2 recording (servers
+// started with takeover recording on); a takeover_end audit entry's
+// detail names it. It works after the sandbox is gone. Close the body.
+func (c *Client) TakeoverRecording(ctx context.Context, id, recordingID string) (*Download, error) {
+	return c.download(ctx, "/v1/sandboxes/{id}/takeover-recordings/"+url.PathEscape(recordingID), id, nil)
+}
+
 // BastionTakeoverToken asks, as boxkite-bastion (the client's APIKey is
 // the server's bastion key), for a takeover token on behalf of the holder
 // of a registered SSH key.

@@ -106,3 +106,23 @@ func (c *Client) ExtendSandbox(ctx context.Context, id string, lifetimeMinutes i
 func withID(id string) func(*resty.Request) {
 	return func(r *resty.Request) { r.SetPathParam("id", id) }
 }
+
+// PauseSandbox pauses the sandbox in mode (api.PauseFreeze, the default
+// when "", api.PauseFilesystem or api.PauseCheckpoint).
+func (c *Client) PauseSandbox(ctx context.Context, id, mode string) (*api.Sandbox, error) {
+	var sb api.Sandbox
+	body := api.PauseSandboxRequest{Mode: mode}
+	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/pause", body, &sb, withID(id)); err != nil {
+		return nil, err
+	}
+	return &sb, nil
+}
+
+// ResumeSandbox resumes a paused sandbox: same id and endpoints.
+func (c *Client) ResumeSandbox(ctx context.Context, id string) (*api.Sandbox, error) {
+	var sb api.Sandbox
+	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/resume", nil, &sb, withID(id)); err != nil {
+		return nil, err
+	}
+	return &sb, nil
+}

@@ -36,7 +36,7 @@ func (c *Client) UploadFile(ctx context.Context, id, path string, r io.Reader) (
 
 // DownloadFile streams the file path of sandbox id (GET …/files/raw).
 func (c *Client) DownloadFile(ctx context.Context, id, path string) (*Download, error) {
-	return c.download(ctx, "/v1/sandboxes/{id}/files/raw", id, path)
+	return c.download(ctx, "/v1/sandboxes/{id}/files/raw", id, url.Values{"path": {path}})
 }
 
 // UploadArchive streams a tar or tar.gz archive from r and extracts it under
@@ -54,7 +54,12 @@ func (c *Client) UploadArchive(ctx context.Context, id, dir string, r io.Reader)
 // uncompressed tar with names relative to dir (GET …/files/archive).
 // Symlinks come as symlinks.
 func (c *Client) DownloadArchive(ctx context.Context, id, dir string) (*Download, error) {
-	return c.download(ctx, "/v1/sandboxes/{id}/files/archive", id, dir)
+	return c.download(ctx, "/v1/sandboxes/{id}/files/archive", id, url.Values{"path": {dir}})
+}
+
+// DownloadArchiveGzip is DownloadArchive compressed: a tar.gz.
+func (c *Client) DownloadArchiveGzip(ctx context.Context, id, dir string) (*Download, error) {
+	return c.download(ctx, "/v1/sandboxes/{id}/files/archive", id, url.Values{"path": {dir}, "gzip": {"1"}})
 }
 
 // upload sends r as the body, unbuffered. It uses net/http directly:
@@ -63,7 +68,7 @@ func (c *Client) upload(ctx context.Context, method, route, id, path string, r i
 	// Hide any Close method: net/http closes a body that has one, and the
 	// caller's reader is the caller's to close. The length is unknown, so
 	// the body goes chunked.
-	req, err := c.rawRequest(ctx, method, route, id, path, struct{ io.Reader }{r})
+	req, err := c.rawRequest(ctx, method, route, id, url.Values{"path": {path}}, struct{ io.Reader }{r})
 	if err != nil {
 		return err
 	}
@@ -82,8 +87,8 @@ func (c *Client) upload(ctx context.Context, method, route, id, path string, r i
 	return nil
 }
 
-func (c *Client) download(ctx context.Context, route, id, path string) (*Download, error) {
-	req, err := c.rawRequest(ctx, http.MethodGet, route, id, path, nil)
+func (c *Client) download(ctx context.Context, route, id string, query url.Values) (*Download, error) {
+	req, err := c.rawRequest(ctx, http.MethodGet, route, id, query, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -100,10 +105,12 @@ func (c *Client) download(ctx context.Context, route, id, path string) (*Downloa
 }
 
 // rawRequest builds a transfer request for route (with an {id}
-// placeholder) and ?path=, carrying the client's headers.
-func (c *Client) rawRequest(ctx context.Context, method, route, id, path string, body io.Reader) (*http.Request, error) {
-	u := strings.TrimRight(c.BaseURL, "/") + strings.Replace(route, "{id}", url.PathEscape(id), 1) +
-		"?" + url.Values{"path": {path}}.Encode()
+// placeholder) and query, carrying the client's headers.
+func (c *Client) rawRequest(ctx context.Context, method, route, id string, query url.Values, body io.Reader) (*http.Request, error) {
+	u := strings.TrimRight(c.BaseURL, "/") + strings.Replace(route, "{id}", url.PathEscape(id), 1)
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, route, err)

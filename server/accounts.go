@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Accounts and credentials (reference §3.3): signup and login hand out
@@ -70,9 +71,9 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("hash password: %w", err)
 	}
-	acct := &Account{ID: NewID(), Email: email, CreatedAt: s.now()}
+	acct := &model.Account{ID: NewID(), Email: email, CreatedAt: s.now()}
 	if err := s.store.CreateAccountWithPassword(ctx, acct, hash); err != nil {
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, model.ErrConflict) {
 			return api.Errorf(http.StatusConflict, api.CodeEmailTaken, "an account with this email exists").
 				WithHint("log in instead: `boxkite login`")
 		}
@@ -112,7 +113,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	acct, hash, err := s.store.PasswordHash(ctx, email)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return fmt.Errorf("look up account: %w", err)
 	}
 	ok, err := s.hasher.verify(ctx, hash, req.Password)
@@ -129,7 +130,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	return s.writeToken(w, r, http.StatusOK, acct)
 }
 
-func (s *Server) writeToken(w http.ResponseWriter, r *http.Request, status int, acct *Account) error {
+func (s *Server) writeToken(w http.ResponseWriter, r *http.Request, status int, acct *model.Account) error {
 	tok, ttl, err := s.issueAccessToken(r.Context(), acct)
 	if err != nil {
 		return err
@@ -142,11 +143,11 @@ func (s *Server) writeToken(w http.ResponseWriter, r *http.Request, status int, 
 	return nil
 }
 
-func accountToAPI(a *Account) api.Account {
+func accountToAPI(a *model.Account) api.Account {
 	return api.Account{ID: a.ID, Email: a.Email, CreatedAt: a.CreatedAt.UTC(), ScrubOutput: !a.KeepOutputSecrets}
 }
 
-func keyToAPI(k *APIKey) api.APIKey {
+func keyToAPI(k *model.APIKey) api.APIKey {
 	out := api.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Role: k.Role, CreatedAt: k.CreatedAt.UTC()}
 	if k.RevokedAt != nil {
 		t := k.RevokedAt.UTC()
@@ -215,13 +216,13 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	role := req.Role
 	switch role {
 	case "":
-		role = RoleAdmin
-	case RoleAdmin, RoleMember:
+		role = model.RoleAdmin
+	case model.RoleAdmin, model.RoleMember:
 	default:
 		return invalid("role", fmt.Sprintf("role %q is not admin or member", req.Role), "")
 	}
 	secret := NewAPIKey()
-	k := &APIKey{
+	k := &model.APIKey{
 		ID: NewID(), AccountID: accountFrom(r.Context()).ID, Name: name,
 		Hash: HashAPIKey(secret), Prefix: displayPrefix(secret), Role: role, CreatedAt: s.now(),
 	}
@@ -253,7 +254,7 @@ func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("key_id")
 	err := s.store.RevokeAPIKey(r.Context(), accountFrom(r.Context()).ID, id, s.now())
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "api key %s not found", id).
 			WithHint("list your keys with `boxkite keys ls`; a revoked key cannot be revoked again")
 	}
@@ -265,7 +266,7 @@ func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func sshKeyToAPI(k *SSHKey) api.SSHKey {
+func sshKeyToAPI(k *model.SSHKey) api.SSHKey {
 	return api.SSHKey{ID: k.ID, Name: k.Name, PublicKey: k.PublicKey, Fingerprint: k.Fingerprint, CreatedAt: k.CreatedAt.UTC()}
 }
 
@@ -295,7 +296,7 @@ func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	k.ID, k.AccountID, k.CreatedAt = NewID(), accountFrom(r.Context()).ID, s.now()
 	if err := s.store.CreateSSHKey(r.Context(), k); err != nil {
-		if errors.Is(err, ErrConflict) {
+		if errors.Is(err, model.ErrConflict) {
 			return api.Errorf(http.StatusConflict, api.CodeSSHKeyExists, "the key %s is registered already", k.Fingerprint).
 				WithHint("`boxkite ssh-keys ls` lists your keys; a key can belong to one account only")
 		}
@@ -307,7 +308,7 @@ func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request) error {
 
 // parseSSHKey validates one authorized_keys line and names the key: the
 // given name, else the key's comment, else its type.
-func parseSSHKey(line, name string) (*SSHKey, error) {
+func parseSSHKey(line, name string) (*model.SSHKey, error) {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return nil, invalid("public_key", "public_key is required", "paste the contents of ~/.ssh/id_ed25519.pub")
@@ -342,7 +343,7 @@ func parseSSHKey(line, name string) (*SSHKey, error) {
 	if utf8.RuneCountInString(name) > maxSSHKeyName || strings.IndexFunc(name, unicode.IsControl) >= 0 {
 		return nil, invalid("name", fmt.Sprintf("name must be at most %d printable characters", maxSSHKeyName), "")
 	}
-	return &SSHKey{
+	return &model.SSHKey{
 		Name:        name,
 		PublicKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))),
 		Fingerprint: ssh.FingerprintSHA256(pub),
@@ -353,7 +354,7 @@ func parseSSHKey(line, name string) (*SSHKey, error) {
 func (s *Server) removeSSHKey(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("key_id")
 	err := s.store.DeleteSSHKey(r.Context(), accountFrom(r.Context()).ID, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "ssh key %s not found", id).
 			WithHint("list your keys with `boxkite ssh-keys ls`")
 	}

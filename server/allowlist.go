@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,9 +10,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // The command allowlist (reference §3.6): an account may restrict exec and
@@ -38,14 +37,6 @@ import (
 // ssh, sh -c, and the exec/command/time builtins) must be allowed
 // themselves where they are programs, and what they run is checked too;
 // find's -exec, -execdir, -ok and -okdir are refused.
-
-// AllowlistStore holds each account's command allowlist.
-type AllowlistStore interface {
-	// AllowedCommands returns the account's rules; none (nil) when it has no allowlist.
-	AllowedCommands(ctx context.Context, accountID string) ([]api.CommandRule, error)
-	// SetAllowedCommands replaces the account's rules at t; nil or empty removes the allowlist.
-	SetAllowedCommands(ctx context.Context, accountID string, rules []api.CommandRule, t time.Time) error
-}
 
 // maxWrapDepth bounds wrappers inside wrappers (timeout env nice ls …).
 const maxWrapDepth = 8
@@ -738,7 +729,7 @@ var errAdminOnly = api.Errorf(http.StatusForbidden, api.CodeForbidden, "only adm
 
 // putAllowedCommands serves PUT /v1/account/allowed-commands.
 func (s *Server) putAllowedCommands(w http.ResponseWriter, r *http.Request) error {
-	if infoFrom(r.Context()).key.Role != RoleAdmin {
+	if infoFrom(r.Context()).key.Role != model.RoleAdmin {
 		return errAdminOnly
 	}
 	body, err := readBody(w, r, maxSmallBody)
@@ -764,7 +755,7 @@ func (s *Server) putAllowedCommands(w http.ResponseWriter, r *http.Request) erro
 // deleteAllowedCommands serves DELETE /v1/account/allowed-commands: back
 // to allowing everything.
 func (s *Server) deleteAllowedCommands(w http.ResponseWriter, r *http.Request) error {
-	if infoFrom(r.Context()).key.Role != RoleAdmin {
+	if infoFrom(r.Context()).key.Role != model.RoleAdmin {
 		return errAdminOnly
 	}
 	if err := s.store.SetAllowedCommands(r.Context(), accountFrom(r.Context()).ID, nil, s.now()); err != nil {

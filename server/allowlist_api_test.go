@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 const allowedPath = "/v1/account/allowed-commands"
@@ -51,7 +52,7 @@ func TestAllowedCommandsRoutes(t *testing.T) {
 		t.Errorf("account B sees rules %+v, want its own (none)", got)
 	}
 
-	member := e.addKey(e.AcctA, server.RoleMember)
+	member := e.addKey(e.AcctA, model.RoleMember)
 	resp, body = e.do("PUT", allowedPath, member, `{"rules": ["rm"]}`)
 	wantError(t, resp, body, http.StatusForbidden, api.CodeForbidden)
 	resp, body = e.do("DELETE", allowedPath, member, nil)

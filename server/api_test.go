@@ -14,6 +14,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 func TestHealth(t *testing.T) {
@@ -42,7 +43,7 @@ func TestHealth(t *testing.T) {
 func TestAuth(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, server.Config{})
-	revoked := e.addKey(e.AcctA, server.RoleAdmin)
+	revoked := e.addKey(e.AcctA, model.RoleAdmin)
 	k, _, err := e.Store.APIKeyByHash(context.Background(), server.HashAPIKey(revoked))
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +236,7 @@ func TestSandboxLifecycle(t *testing.T) {
 	}
 	_, body = e.do("GET", sandboxPath(sb.ID), e.KeyA, nil)
 	mustUnmarshal(t, body, &got)
-	if got.Status != api.StatusDestroyed || got.DestroyReason != server.ReasonDeleted ||
+	if got.Status != api.StatusDestroyed || got.DestroyReason != model.ReasonDeleted ||
 		got.DestroyedAt == nil || !got.DestroyedAt.Equal(created.Add(time.Second+time.Minute)) {
 		t.Errorf("after delete: %+v", got)
 	}
@@ -377,13 +378,13 @@ func TestCreateDriverFailure(t *testing.T) {
 			e := newEnv(t, server.Config{})
 			var mu sync.Mutex
 			calls := 0
-			e.Driver.CreateFunc = func(context.Context, server.Spec) (server.Endpoint, error) {
+			e.Driver.CreateFunc = func(context.Context, model.Spec) (model.Endpoint, error) {
 				mu.Lock()
 				calls++
 				n := calls
 				mu.Unlock()
 				if n == tt.failOn {
-					return server.Endpoint{}, errors.New("jail: secret internal detail /var/lib/x")
+					return model.Endpoint{}, errors.New("jail: secret internal detail /var/lib/x")
 				}
 				return e.Sidecar.Endpoint(), nil
 			}
@@ -396,7 +397,7 @@ func TestCreateDriverFailure(t *testing.T) {
 				t.Errorf("the driver's error was not logged")
 			}
 			ctx := context.Background()
-			for _, status := range []string{server.StatusCreating, api.StatusActive} {
+			for _, status := range []string{model.StatusCreating, api.StatusActive} {
 				if rows, err := e.Store.SandboxesWithStatus(ctx, status); err != nil || len(rows) != 0 {
 					t.Errorf("rows with status %s after a failed create: %d (%v)", status, len(rows), err)
 				}

@@ -11,67 +11,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/tools"
 )
-
-// ExecLogEntry is one audit record: an operation on a sandbox that
-// succeeded. Entries of a sandbox form a hash chain in Seq order (see
-// api.LogEntry.Hash); the store assigns Seq, PrevHash and RowHash when it
-// appends one (Seal).
-type ExecLogEntry struct {
-	ID              string
-	SandboxID       string
-	AccountID       string
-	Seq             int64 // 1, 2, … per sandbox: the chain order
-	Source          string
-	Operation       string
-	Detail          json.RawMessage // canonical JSON object (api.CanonicalJSON)
-	ExitCode        *int
-	OutputTruncated bool
-	StartedAt       time.Time // microsecond precision, as stored
-	DurationMS      int64
-	PrevHash        string
-	RowHash         string
-}
-
-// toAPI converts the record to its wire form.
-func (e *ExecLogEntry) toAPI() api.LogEntry {
-	return api.LogEntry{
-		ID:              e.ID,
-		SessionID:       e.SandboxID,
-		AccountID:       e.AccountID,
-		Source:          e.Source,
-		Operation:       e.Operation,
-		Detail:          e.Detail,
-		ExitCode:        e.ExitCode,
-		OutputTruncated: e.OutputTruncated,
-		StartedAt:       e.StartedAt.UTC(),
-		DurationMS:      e.DurationMS,
-		RowHash:         e.RowHash,
-		PrevHash:        e.PrevHash,
-		Seq:             e.Seq,
-	}
-}
-
-// Seal links e after prev (the sandbox's last RowHash, or api.GenesisHash)
-// and computes its RowHash. Stores call it inside the transaction that
-// appends e.
-func (e *ExecLogEntry) Seal(prev string) error {
-	e.PrevHash = prev
-	h, err := e.toAPI().Hash(prev)
-	if err != nil {
-		return err
-	}
-	e.RowHash = h
-	return nil
-}
-
-// ExecLogHead is where a sandbox's chain ended at its last append, as the
-// store recorded it in the same transaction.
-type ExecLogHead struct {
-	Seq     int64  // of the last entry; 0 before any
-	RowHash string // of the last entry; api.GenesisHash before any
-}
 
 // VerifyExecLog checks a sandbox's whole chain against the head the store
 // recorded: entries must be all of its entries in Seq order, starting at
@@ -81,10 +23,10 @@ type ExecLogHead struct {
 //
 // An edited, inserted, reordered or removed row breaks the chain; so does
 // removing the newest rows, which leaves a chain shorter than its head.
-func VerifyExecLog(entries []*ExecLogEntry, head ExecLogHead) error {
+func VerifyExecLog(entries []*model.ExecLogEntry, head model.ExecLogHead) error {
 	out := make([]api.LogEntry, len(entries))
 	for i, e := range entries {
-		out[i] = e.toAPI()
+		out[i] = e.ToAPI()
 	}
 	return api.VerifyLog(out, head.Seq, head.RowHash)
 }
@@ -99,7 +41,7 @@ const auditTimeout = 10 * time.Second
 
 // auditRecord is what a handler knows about an operation that succeeded.
 type auditRecord struct {
-	sb              *Sandbox
+	sb              *model.Sandbox
 	source          string
 	operation       string
 	detail          map[string]any
@@ -142,7 +84,7 @@ func (s *Server) audit(ctx context.Context, rec auditRecord) error {
 }
 
 // newEntry is the unsealed entry of rec.
-func (s *Server) newEntry(rec auditRecord) (*ExecLogEntry, error) {
+func (s *Server) newEntry(rec auditRecord) (*model.ExecLogEntry, error) {
 	if rec.detail == nil {
 		rec.detail = map[string]any{}
 	}
@@ -159,7 +101,7 @@ func (s *Server) newEntry(rec auditRecord) (*ExecLogEntry, error) {
 	if source == "" {
 		source = api.LogSourceAgent
 	}
-	return &ExecLogEntry{
+	return &model.ExecLogEntry{
 		ID:              NewID(),
 		SandboxID:       rec.sb.ID,
 		AccountID:       rec.sb.AccountID,
@@ -228,7 +170,7 @@ func (s *Server) writeLogPage(w http.ResponseWriter, r *http.Request, id string,
 		HeadSeq: head.Seq, HeadHash: head.RowHash,
 	}
 	for i, e := range entries {
-		page.Entries[i] = e.toAPI()
+		page.Entries[i] = e.ToAPI()
 	}
 	writeJSON(w, http.StatusOK, page)
 	return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // The audit log fails closed (issue 19). Every audited operation first
@@ -36,7 +37,7 @@ type auditGate struct {
 	mu      sync.Mutex
 	cause   error     // the store's last error; nil while the gate is open
 	since   time.Time // when it closed
-	pending []*ExecLogEntry
+	pending []*model.ExecLogEntry
 	dropped int
 	wake    chan struct{} // nudges the retry loop; buffered, one slot
 }
@@ -53,7 +54,7 @@ func (g *auditGate) state() (since time.Time, cause error) {
 
 // enqueue keeps e behind the waiting entries if the gate is closed and
 // reports whether it did; an open gate leaves e to the caller.
-func (g *auditGate) enqueue(e *ExecLogEntry) bool {
+func (g *auditGate) enqueue(e *model.ExecLogEntry) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.cause == nil {
@@ -64,7 +65,7 @@ func (g *auditGate) enqueue(e *ExecLogEntry) bool {
 }
 
 // fail closes the gate with the store's error and keeps e waiting.
-func (g *auditGate) fail(err error, e *ExecLogEntry, now time.Time) {
+func (g *auditGate) fail(err error, e *model.ExecLogEntry, now time.Time) {
 	g.mu.Lock()
 	if g.cause == nil {
 		g.since = now
@@ -78,7 +79,7 @@ func (g *auditGate) fail(err error, e *ExecLogEntry, now time.Time) {
 	}
 }
 
-func (g *auditGate) add(e *ExecLogEntry) {
+func (g *auditGate) add(e *model.ExecLogEntry) {
 	if len(g.pending) >= maxPendingAudit {
 		g.dropped++
 		return
@@ -87,7 +88,7 @@ func (g *auditGate) add(e *ExecLogEntry) {
 }
 
 // next returns the oldest waiting entry, or nil.
-func (g *auditGate) next() *ExecLogEntry {
+func (g *auditGate) next() *model.ExecLogEntry {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.pending) == 0 {
@@ -122,7 +123,7 @@ func (g *auditGate) stillFailing(err error) {
 // auditReason is the part of a store error fit for anyone to read: which
 // kind of fault, never the database's own message.
 func auditReason(err error) string {
-	for _, known := range []error{ErrStoreReadOnly, ErrStoreFull, ErrStoreIO} {
+	for _, known := range []error{model.ErrStoreReadOnly, model.ErrStoreFull, model.ErrStoreIO} {
 		if errors.Is(err, known) {
 			return known.Error()
 		}

@@ -11,17 +11,18 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // breakableStore fails every audit append with fault while broken is set,
 // as a database made read-only (or full) under the server would.
 type breakableStore struct {
-	server.Store
+	model.Store
 	broken atomic.Bool
 	fault  error
 }
 
-func (b *breakableStore) AppendExecLog(ctx context.Context, e *server.ExecLogEntry) error {
+func (b *breakableStore) AppendExecLog(ctx context.Context, e *model.ExecLogEntry) error {
 	if b.broken.Load() {
 		return fmt.Errorf("insert exec log entry: %w: attempt to write a readonly database", b.fault)
 	}
@@ -34,7 +35,7 @@ func (b *breakableStore) AppendExecLog(ctx context.Context, e *server.ExecLogEnt
 // writes again the waiting entry is committed, the chain reaches its
 // recorded head, and audited work resumes.
 func TestAuditFailsClosed(t *testing.T) {
-	st := &breakableStore{Store: openStore(t, t.TempDir()), fault: server.ErrStoreReadOnly}
+	st := &breakableStore{Store: openStore(t, t.TempDir()), fault: model.ErrStoreReadOnly}
 	e := newEnvWithStore(t, server.Config{}, st)
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan struct{})
@@ -111,7 +112,7 @@ func TestAuditFailsClosed(t *testing.T) {
 // TestAuditFailsClosedStream: a streamed exec whose entry fails ends with
 // an error event carrying the exit code, not with the exit event.
 func TestAuditFailsClosedStream(t *testing.T) {
-	st := &breakableStore{Store: openStore(t, t.TempDir()), fault: server.ErrStoreFull}
+	st := &breakableStore{Store: openStore(t, t.TempDir()), fault: model.ErrStoreFull}
 	e := newEnvWithStore(t, server.Config{}, st)
 	e.Sidecar.ExecFunc = func(w http.ResponseWriter, _ *http.Request, _ api.ExecRequest) {
 		w.Header().Set("Content-Type", api.ContentTypeNDJSON)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 var (
@@ -67,7 +68,7 @@ func (s *Server) authenticateKey(r *http.Request, token string) error {
 	}
 	ctx := r.Context()
 	key, acct, err := s.store.APIKeyByHash(ctx, HashAPIKey(token))
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return errInvalidKey
 	}
 	if err != nil {
@@ -104,7 +105,7 @@ func newKeyToucher() *keyToucher {
 	return &keyToucher{ch: make(chan keyTouch, 64), last: map[string]time.Time{}}
 }
 
-func (t *keyToucher) touch(k *APIKey, now time.Time) {
+func (t *keyToucher) touch(k *model.APIKey, now time.Time) {
 	if k.LastUsedAt != nil && now.Sub(*k.LastUsedAt) < touchInterval {
 		return
 	}
@@ -132,9 +133,9 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	}
 	now := s.now()
 	acct, k, err := s.store.EnsureAccountKey(ctx,
-		&Account{ID: NewID(), Email: s.cfg.BootstrapEmail, CreatedAt: now},
-		&APIKey{ID: NewID(), Name: "bootstrap", Hash: HashAPIKey(key), Prefix: displayPrefix(key), Role: RoleAdmin, CreatedAt: now})
-	if errors.Is(err, ErrConflict) {
+		&model.Account{ID: NewID(), Email: s.cfg.BootstrapEmail, CreatedAt: now},
+		&model.APIKey{ID: NewID(), Name: "bootstrap", Hash: HashAPIKey(key), Prefix: displayPrefix(key), Role: model.RoleAdmin, CreatedAt: now})
+	if errors.Is(err, model.ErrConflict) {
 		return fmt.Errorf("bootstrap api key is registered to another account than %s", s.cfg.BootstrapEmail)
 	}
 	if err != nil {

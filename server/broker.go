@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // The audit broker tells live watchers (GET …/watch) that a sandbox has new
@@ -15,16 +17,6 @@ import (
 // keeps a cursor (the last Seq it sent) and reads the store whenever what
 // it was handed does not follow on from it, so nothing is skipped or sent
 // twice however notices are delayed, duplicated or reordered.
-
-// AuditListener is implemented by stores that several servers share. It
-// blocks until ctx is done or the connection fails, calling notify for
-// every entry appended by any server (this one included) and connected
-// each time it starts listening (notices sent while it was not listening
-// are lost, so watchers must then look at the store). A store that is
-// not shared returns nil at once.
-type AuditListener interface {
-	ListenAudit(ctx context.Context, notify func(sandboxID, entryID string), connected func()) error
-}
 
 // maxPending bounds the entries queued for one watcher that is slow to
 // send them; past it the watcher reads the store instead.
@@ -52,7 +44,7 @@ type subscription struct {
 	wake      chan struct{} // has a value when there is something to take
 
 	mu      sync.Mutex
-	pending []*ExecLogEntry
+	pending []*model.ExecLogEntry
 	reread  bool // something happened that pending does not hold: read the store
 }
 
@@ -85,7 +77,7 @@ func (sub *subscription) close() {
 }
 
 // publish hands e, just committed by this process, to the sandbox's watchers.
-func (b *broker) publish(e *ExecLogEntry) {
+func (b *broker) publish(e *model.ExecLogEntry) {
 	b.each(e.SandboxID, func(sub *subscription) { sub.put(e) })
 }
 
@@ -123,7 +115,7 @@ func (b *broker) each(sandboxID string, fn func(*subscription)) {
 }
 
 // put queues e (nil: read the store) and wakes the watcher.
-func (sub *subscription) put(e *ExecLogEntry) {
+func (sub *subscription) put(e *model.ExecLogEntry) {
 	sub.mu.Lock()
 	switch {
 	case e == nil || len(sub.pending) >= maxPending:
@@ -139,7 +131,7 @@ func (sub *subscription) put(e *ExecLogEntry) {
 }
 
 // take returns what was queued since the last take.
-func (sub *subscription) take() (entries []*ExecLogEntry, reread bool) {
+func (sub *subscription) take() (entries []*model.ExecLogEntry, reread bool) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	entries, reread = sub.pending, sub.reread
@@ -150,7 +142,7 @@ func (sub *subscription) take() (entries []*ExecLogEntry, reread bool) {
 // listenAudit runs the store's AuditListener, if it has one, until ctx is
 // done, reconnecting after failures.
 func (s *Server) listenAudit(ctx context.Context) {
-	l, ok := s.store.(AuditListener)
+	l, ok := s.store.(model.AuditListener)
 	if !ok {
 		return
 	}

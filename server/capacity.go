@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Host capacity (issue 19): sandbox disks stay overcommitted and limits
@@ -19,87 +20,13 @@ import (
 // own limits; the server asks it before every create and upload and
 // refuses with a stable code before the host is out.
 
-// A CapacityDriver is a Driver that accounts for the host's limits (the
-// local driver). Drivers whose sandboxes live elsewhere (kube) are not.
-type CapacityDriver interface {
-	// AdmitCreate returns nil when the host can take n more sandboxes,
-	// else a *HostLimitError.
-	AdmitCreate(ctx context.Context, n int) error
-	// AdmitWrite returns nil when a write may go to sandbox id ("" for
-	// a new volume): the host's store is above its free-space watermark
-	// (else a *HostLimitError for HostDiskResource), and the sandbox's
-	// disk has not failed to store an earlier write (else an error
-	// wrapping ErrInsufficientStorage).
-	AdmitWrite(ctx context.Context, id string) error
-	// Capacity reports the host's use of its limits and the disk use of
-	// the sandboxes ids (Sandboxes is filled for those the driver has).
-	Capacity(ctx context.Context, ids []string) (api.HostStatus, error)
-}
-
-// A DiskSyncer is a Driver that can flush a sandbox's writable
-// filesystems to the host's storage. The server calls it after an
-// operation that wrote, before acknowledging it: an error wrapping
-// ErrInsufficientStorage means what was written is not stored.
-type DiskSyncer interface {
-	SyncDisk(ctx context.Context, id string) error
-}
-
-// ErrInsufficientStorage is wrapped by driver errors that mean the host
-// could not store something: its filesystem is full (ENOSPC, EDQUOT), or
-// a sandbox disk saw I/O errors because its image could not grow.
-var ErrInsufficientStorage = errors.New("insufficient storage on the host")
-
-// HostLimitError is a refusal of a CapacityDriver.
-type HostLimitError struct {
-	Resource string // api.HostDiskResource, api.HostThreads, …
-	Used     int64
-	Limit    int64  // the limit, or for the disk the watermark
-	Free     int64  // disk: bytes free
-	Hint     string // what the operator can do
-}
-
-func (e *HostLimitError) Error() string {
-	if e.Resource == api.HostDiskResource {
-		return fmt.Sprintf("the host has %s free, below its watermark of %s", formatBytes(e.Free), formatBytes(e.Limit))
-	}
-	return fmt.Sprintf("the host is near its %s limit: %d of %d in use", e.Resource, e.Used, e.Limit)
-}
-
-// apiError is the answer to a refused create or upload: 507
-// insufficient_storage for the disk, 503 host_capacity for the rest.
-func (e *HostLimitError) apiError(what string) *api.Error {
-	if e.Resource == api.HostDiskResource {
-		return &api.Error{
-			Status: http.StatusInsufficientStorage, Code: api.CodeInsufficientStorage,
-			Message: fmt.Sprintf("%s refused: the host has %s free, below its free-space watermark of %s",
-				what, formatBytes(e.Free), formatBytes(e.Limit)),
-			Hint:    firstNonEmpty(e.Hint, "free space on the host (remove sandboxes and volumes you no longer need), then retry"),
-			Details: map[string]any{"resource": e.Resource, "free_bytes": e.Free, "watermark_bytes": e.Limit},
-		}
-	}
-	return &api.Error{
-		Status: http.StatusServiceUnavailable, Code: api.CodeHostCapacity,
-		Message: fmt.Sprintf("%s refused: the host is near its %s limit (%d of %d in use); sandboxes already running keep working",
-			what, e.Resource, e.Used, e.Limit),
-		Hint:    firstNonEmpty(e.Hint, "remove sandboxes you no longer need, or raise the limit (boxkite doctor says how)"),
-		Details: map[string]any{"resource": e.Resource, "used": e.Used, "limit": e.Limit},
-	}
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // capacityDriver finds the CapacityDriver behind the server's driver
 // wrappers.
-func capacityDriver(d Driver) (CapacityDriver, bool) {
+func capacityDriver(d model.Driver) (model.CapacityDriver, bool) {
 	if cd, ok := d.(countingDriver); ok {
 		d = cd.Driver
 	}
-	c, ok := d.(CapacityDriver)
+	c, ok := d.(model.CapacityDriver)
 	return c, ok
 }
 
@@ -139,8 +66,8 @@ func hostRefusal(err error, what string) error {
 	if err == nil {
 		return nil
 	}
-	if he, ok := errors.AsType[*HostLimitError](err); ok {
-		return he.apiError(what)
+	if he, ok := errors.AsType[*model.HostLimitError](err); ok {
+		return he.APIError(what)
 	}
 	return fmt.Errorf("check host capacity: %w", err)
 }
@@ -148,8 +75,8 @@ func hostRefusal(err error, what string) error {
 // isStorageFault reports whether err says the host could not store
 // something: a full filesystem, or a sandbox disk that could not grow.
 func isStorageFault(err error) bool {
-	return errors.Is(err, ErrInsufficientStorage) || errors.Is(err, syscall.ENOSPC) ||
-		errors.Is(err, syscall.EDQUOT) || errors.Is(err, ErrStoreFull)
+	return errors.Is(err, model.ErrInsufficientStorage) || errors.Is(err, syscall.ENOSPC) ||
+		errors.Is(err, syscall.EDQUOT) || errors.Is(err, model.ErrStoreFull)
 }
 
 // storageFailed is the 507 answer to an operation the host could not store.
@@ -164,12 +91,12 @@ func storageFailed(what string) *api.Error {
 
 // syncDisk flushes the sandbox's disks before a write is acknowledged,
 // when the driver can; the error is the 507 to answer instead.
-func (s *Server) syncDisk(ctx context.Context, sb *Sandbox, op string) error {
+func (s *Server) syncDisk(ctx context.Context, sb *model.Sandbox, op string) error {
 	d := s.driver
 	if cd, ok := d.(countingDriver); ok {
 		d = cd.Driver
 	}
-	ds, ok := d.(DiskSyncer)
+	ds, ok := d.(model.DiskSyncer)
 	if !ok {
 		return nil
 	}
@@ -190,7 +117,7 @@ func (s *Server) syncDisk(ctx context.Context, sb *Sandbox, op string) error {
 // brokenDisk is the 507 for a write the sidecar failed because the
 // sandbox's disk cannot store more (the host ran out of space under it:
 // a flush fails, or failed before and left it read-only), else nil.
-func (s *Server) brokenDisk(ctx context.Context, sb *Sandbox, op string) error {
+func (s *Server) brokenDisk(ctx context.Context, sb *model.Sandbox, op string) error {
 	if err := s.syncDisk(ctx, sb, op); err != nil {
 		if ae, ok := errors.AsType[*api.Error](err); ok {
 			ae.Message = fmt.Sprintf("the %s failed: the sandbox's disk cannot store more, the host's storage is full", strings.ReplaceAll(op, "_", " "))
@@ -211,7 +138,7 @@ func (s *Server) brokenDisk(ctx context.Context, sb *Sandbox, op string) error {
 // log's state, and the caller's active sandboxes' disks. Admin keys only:
 // it describes the machine, not the account.
 func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
-	if infoFrom(r.Context()).key.Role != RoleAdmin {
+	if infoFrom(r.Context()).key.Role != model.RoleAdmin {
 		return api.Errorf(http.StatusForbidden, api.CodeForbidden, "only admin keys may read the host's status").
 			WithHint("use an admin API key")
 	}
@@ -251,18 +178,4 @@ func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// formatBytes is n in the largest binary unit that keeps it at least 1.
-func formatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -102,6 +102,8 @@ func TestCrossTenantMatrix(t *testing.T) {
 		"GET /v1/sandboxes/{id}":                  {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
 		"DELETE /v1/sandboxes/{id}":               {cred: "key", path: "/v1/sandboxes/{sb}", want: 404},
 		"POST /v1/sandboxes/{id}/extend":          {cred: "key", path: "/v1/sandboxes/{sb}/extend", body: api.ExtendSandboxRequest{LifetimeMinutes: 5}, want: 404},
+		"POST /v1/sandboxes/{id}/pause":           {cred: "key", path: "/v1/sandboxes/{sb}/pause", body: api.PauseSandboxRequest{}, want: 404},
+		"POST /v1/sandboxes/{id}/resume":          {cred: "key", path: "/v1/sandboxes/{sb}/resume", want: 404},
 		"POST /v1/sandboxes/{id}/exec":            {cred: "key", path: "/v1/sandboxes/{sb}/exec", body: api.ExecRequest{Command: "id"}, want: 404},
 		"GET /v1/sandboxes/{id}/takeover":         {cred: "key", path: "/v1/sandboxes/{sb}/takeover", want: 404},
 		"GET /v1/sandboxes/{id}/exec/interactive": {cred: "key", path: "/v1/sandboxes/{sb}/exec/interactive?command=true", want: 404},

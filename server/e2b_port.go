@@ -21,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/e2b/envd"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // The E2B facade's view of the control plane (server/e2b.ControlPlane and
@@ -40,14 +41,14 @@ func (s *Server) E2B() e2b.ControlPlane { return e2bPort{s} }
 type e2bPort struct{ s *Server }
 
 type e2bCaller struct {
-	acct *Account
-	key  *APIKey
+	acct *model.Account
+	key  *model.APIKey
 }
 
 func (c e2bCaller) AccountID() string { return c.acct.ID }
 func (c e2bCaller) KeyID() string     { return c.key.ID }
 
-func (p e2bPort) account(c e2b.Caller) *Account { return c.(e2bCaller).acct }
+func (p e2bPort) account(c e2b.Caller) *model.Account { return c.(e2bCaller).acct }
 
 func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, error) {
 	s := p.s
@@ -58,7 +59,7 @@ func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, erro
 		return nil, errInvalidKey
 	}
 	k, acct, err := s.store.APIKeyByHash(ctx, HashAPIKey(key))
-	if errors.Is(err, ErrNotFound) || err == nil && k.RevokedAt != nil {
+	if errors.Is(err, model.ErrNotFound) || err == nil && k.RevokedAt != nil {
 		return nil, errInvalidKey
 	}
 	if err != nil {
@@ -89,7 +90,7 @@ func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) 
 	return e2bSandbox(sbs[0]), nil
 }
 
-func e2bSandbox(sb *Sandbox) e2b.Sandbox {
+func e2bSandbox(sb *model.Sandbox) e2b.Sandbox {
 	return e2b.Sandbox{
 		ID: sb.ID, AccountID: sb.AccountID, Size: sb.Size, StorageGB: sb.StorageGB,
 		CreatedAt: sb.CreatedAt, ExpiresAt: sb.ExpiresAt,
@@ -98,9 +99,9 @@ func e2bSandbox(sb *Sandbox) e2b.Sandbox {
 
 // running loads the caller's sandbox; one that is not active is not found,
 // as E2B answers for a sandbox that has ended.
-func (p e2bPort) running(ctx context.Context, acct *Account, id string) (*Sandbox, error) {
+func (p e2bPort) running(ctx context.Context, acct *model.Account, id string) (*model.Sandbox, error) {
 	sb, err := p.s.store.Sandbox(ctx, acct.ID, id)
-	if errors.Is(err, ErrNotFound) || err == nil && !sb.Active() {
+	if errors.Is(err, model.ErrNotFound) || err == nil && !sb.Active() {
 		return nil, e2b.ErrNotFound
 	}
 	if err != nil {
@@ -138,7 +139,7 @@ func (p e2bPort) Destroy(ctx context.Context, c e2b.Caller, id string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	err = p.s.destroy(ctx, sb.ID, api.StatusDestroyed, ReasonDeleted)
+	err = p.s.destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonDeleted)
 	if errors.Is(err, errNotActive) {
 		return e2b.ErrNotFound
 	}
@@ -153,7 +154,7 @@ func (p e2bPort) SetExpiry(ctx context.Context, c e2b.Caller, id string, at time
 	if max := s.now().Add(s.cfg.MaxLifetime); at.After(max) {
 		return e2b.Sandbox{}, invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
 	}
-	sb, err := s.store.UpdateSandbox(ctx, id, func(sb *Sandbox) error {
+	sb, err := s.store.UpdateSandbox(ctx, id, func(sb *model.Sandbox) error {
 		if !sb.Active() {
 			return errNotActive
 		}
@@ -180,7 +181,7 @@ func (p e2bPort) Usage(ctx context.Context, c e2b.Caller, id string) (e2b.Usage,
 		return e2b.Usage{}, false, nil
 	}
 	st, err := sd.Stats(ctx, sb.ID)
-	if errors.Is(err, ErrNoStats) {
+	if errors.Is(err, model.ErrNoStats) {
 		return e2b.Usage{}, false, nil
 	}
 	if err != nil {
@@ -204,7 +205,7 @@ func (p e2bPort) TokenKey(ctx context.Context) ([]byte, error) {
 func (p e2bPort) Session(ctx context.Context, accountID, sandboxID, keyID string, env map[string]string) (envd.Session, error) {
 	s := p.s
 	acct, err := s.store.AccountByID(ctx, accountID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return nil, envd.ErrGone
 	}
 	if err != nil {
@@ -271,8 +272,8 @@ func (p e2bPort) Running(ctx context.Context) ([]envd.Running, error) {
 // e2bSession is envd.Session: one running sandbox, acted on for its account.
 type e2bSession struct {
 	s     *Server
-	acct  *Account
-	sb    *Sandbox
+	acct  *model.Account
+	sb    *model.Sandbox
 	keyID string // the API key the envd token was issued to
 	env   map[string]string
 }

@@ -3,31 +3,14 @@ package server
 import (
 	"context"
 	"fmt"
-	"net"
 
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/model"
 )
-
-// EgressStore keeps each sandbox's egress grants, so a restarted server
-// can serve the egress socket of a sandbox it adopts.
-type EgressStore interface {
-	// SetSandboxEgress records the sandbox's grants ("host:port" each).
-	SetSandboxEgress(ctx context.Context, sandboxID string, grants []string) error
-	// SandboxEgress returns them; none for a sandbox without egress.
-	SandboxEgress(ctx context.Context, sandboxID string) ([]string, error)
-}
-
-// EgressReopener is implemented by drivers whose sandboxes' egress sockets
-// can be served again by a new process: ReopenEgress listens on the
-// sandbox's socket anew and hands the listener to serve, as Create does
-// with Spec.Egress.
-type EgressReopener interface {
-	ReopenEgress(ctx context.Context, id string, serve func(net.Listener)) error
-}
 
 // recordCreate stores what a restarted server needs to know of a sandbox
 // being created: the image it boots from and its egress grants.
-func (s *Server) recordCreate(ctx context.Context, sb *Sandbox, p createParams) error {
+func (s *Server) recordCreate(ctx context.Context, sb *model.Sandbox, p createParams) error {
 	if p.imageID != "" {
 		if err := s.cfg.Images.Use(ctx, p.imageID, sb.ID); err != nil {
 			return err
@@ -49,7 +32,7 @@ func (s *Server) recordCreate(ctx context.Context, sb *Sandbox, p createParams) 
 // reopenEgress serves the egress socket of an adopted sandbox again: the
 // listener died with the previous process, and without this the sandbox
 // would lose the egress it was granted.
-func (s *Server) reopenEgress(ctx context.Context, sb *Sandbox) error {
+func (s *Server) reopenEgress(ctx context.Context, sb *model.Sandbox) error {
 	grants, err := s.store.SandboxEgress(ctx, sb.ID)
 	if err != nil || len(grants) == 0 {
 		return err
@@ -58,17 +41,26 @@ func (s *Server) reopenEgress(ctx context.Context, sb *Sandbox) error {
 	if cd, ok := d.(countingDriver); ok {
 		d = cd.Driver // the metrics wrapper counts sandbox operations only
 	}
-	r, ok := d.(EgressReopener)
+	r, ok := d.(model.EgressReopener)
 	if !ok {
 		return fmt.Errorf("driver %T cannot reopen egress", d)
 	}
+	allow, err := parseGrants(grants)
+	if err != nil {
+		return err
+	}
+	return r.ReopenEgress(ctx, sb.ID, s.egressServer(sb, allow))
+}
+
+// parseGrants reads egress grants as recorded (recordCreate).
+func parseGrants(grants []string) (egress.Allowlist, error) {
 	var allow egress.Allowlist
 	for _, g := range grants {
 		pg, err := egress.ParseGrant(g)
 		if err != nil {
-			return fmt.Errorf("read egress grants: %w", err)
+			return nil, fmt.Errorf("read egress grants: %w", err)
 		}
 		allow = append(allow, pg)
 	}
-	return r.ReopenEgress(ctx, sb.ID, s.egressServer(sb, allow))
+	return allow, nil
 }

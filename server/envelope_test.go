@@ -17,6 +17,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar"
 )
 
@@ -49,8 +50,8 @@ func newTwoAPIs(t *testing.T) *twoAPIs {
 	t.Cleanup(func() { hs.Close() })
 
 	e := newEnv(t, server.Config{BodyTimeouts: timeouts})
-	e.Driver.CreateFunc = func(context.Context, server.Spec) (server.Endpoint, error) {
-		return server.Endpoint{Network: "tcp", Address: scLn.Addr().String(), Token: token}, nil
+	e.Driver.CreateFunc = func(context.Context, model.Spec) (model.Endpoint, error) {
+		return model.Endpoint{Network: "tcp", Address: scLn.Addr().String(), Token: token}, nil
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

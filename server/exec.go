@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/unixsock"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // execBody decodes an exec request. Its Timeout shadows the embedded
@@ -159,7 +161,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 // revoked and the rest of its stream was read in the background: the
 // audit entry, as for any exec (cut, when the stream from the sidecar
 // broke off instead of ending).
-func (s *Server) execHandedOver(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome) func(error) {
+func (s *Server) execHandedOver(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome) func(error) {
 	started := s.now()
 	// The handler has returned by then: keep the request's values, not its end.
 	r = r.WithContext(context.WithoutCancel(r.Context()))
@@ -178,7 +180,7 @@ func (s *Server) execHandedOver(r *http.Request, sb *Sandbox, req api.ExecReques
 // exit code and, when output was cut, the counts; cut is the error a
 // stream that broke off ended with, if it did; unstored says the host
 // could not store what it wrote.
-func (s *Server) auditExec(r *http.Request, sb *Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
+func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
 	command := loggedText(req.Command)
 	detail := map[string]any{"command": command, "timeout": req.Timeout}
 	if len(command) < len(req.Command) {
@@ -227,7 +229,7 @@ func streamCut(r *http.Request, c *sidecarCall, out *execOutcome, err error) boo
 // cut connection (issue 19 finding 7): 410 sandbox_lost when the sidecar
 // no longer answers, else 502 sandbox_operation_failed. The exec is
 // audited without an exit code.
-func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *Sandbox, req api.ExecRequest, out *execOutcome,
+func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
 	started time.Time, cause error,
 ) error {
 	ctx := r.Context()
@@ -322,7 +324,7 @@ type sidecarClients struct {
 }
 
 type sidecarClient struct {
-	ep     Endpoint
+	ep     model.Endpoint
 	client *http.Client
 }
 
@@ -330,7 +332,7 @@ func newSidecarClients() *sidecarClients { return &sidecarClients{m: map[string]
 
 // client returns the cached client for the sandbox, building one if the
 // endpoint is new or changed.
-func (c *sidecarClients) client(id string, ep Endpoint) (*http.Client, error) {
+func (c *sidecarClients) client(id string, ep model.Endpoint) (*http.Client, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if sc, ok := c.m[id]; ok && sc.ep.Network == ep.Network && sc.ep.Address == ep.Address && bytes.Equal(sc.ep.CertPEM, ep.CertPEM) {
@@ -372,7 +374,7 @@ func (c *sidecarClients) forget(id string) {
 // every request, streams and WebSocket upgrades included, stays plain
 // http:// to the code above. A tcp endpoint without one is plain HTTP
 // (tests use it).
-func sidecarTransport(ep Endpoint) (*http.Transport, error) {
+func sidecarTransport(ep model.Endpoint) (*http.Transport, error) {
 	switch ep.Network {
 	case "unix", "tcp":
 	default:
@@ -392,7 +394,7 @@ func sidecarTransport(ep Endpoint) (*http.Transport, error) {
 	return &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			if ep.Network == "unix" {
-				return DialUnix(ctx, dialer, ep.Address)
+				return unixsock.Dial(ctx, dialer, ep.Address)
 			}
 			conn, err := dialer.DialContext(ctx, ep.Network, ep.Address)
 			if err != nil || pin == nil {

@@ -11,16 +11,17 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // gatedStore holds every audit append until the test opens the gate.
 type gatedStore struct {
-	server.Store
+	model.Store
 	entered chan struct{}
 	gate    chan struct{}
 }
 
-func (g *gatedStore) AppendExecLog(ctx context.Context, e *server.ExecLogEntry) error {
+func (g *gatedStore) AppendExecLog(ctx context.Context, e *model.ExecLogEntry) error {
 	g.entered <- struct{}{}
 	<-g.gate
 	return g.Store.AppendExecLog(ctx, e)

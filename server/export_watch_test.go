@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"time"
+
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Hooks for the watch, metrics and allowlist tests in server_test.
@@ -14,7 +16,7 @@ func (s *Server) SetWatchKeepAlive(d time.Duration) { s.watchKeepAlive = d }
 // after an operation succeeded, and hands it to watchers.
 func (s *Server) AppendAudit(ctx context.Context, sandboxID, accountID, operation string) error {
 	return s.audit(ctx, auditRecord{
-		sb:        &Sandbox{ID: sandboxID, AccountID: accountID},
+		sb:        &model.Sandbox{ID: sandboxID, AccountID: accountID},
 		operation: operation,
 		started:   s.now(),
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Frozen sandboxes (issue 19): while the host's disk is nearly full, the
@@ -18,14 +19,6 @@ import (
 // audit log (so watchers see it), answers calls to a frozen sandbox with
 // 507 insufficient_storage, and ends the calls in flight to it the same
 // way instead of leaving them hanging on a frozen sidecar.
-
-// A StorageWatcher freezes sandboxes while the host's storage is nearly
-// full and thaws them once it is not, calling changed for each change,
-// until ctx is done (nil) or the watch breaks (an error; the server
-// watches again).
-type StorageWatcher interface {
-	WatchStorage(ctx context.Context, changed func(id string, frozen bool)) error
-}
 
 // frozenSandboxes is what the driver reported frozen.
 type frozenSandboxes struct {
@@ -73,7 +66,7 @@ func (s *Server) watchStorage(ctx context.Context) {
 	if cd, ok := d.(countingDriver); ok {
 		d = cd.Driver
 	}
-	sw, ok := d.(StorageWatcher)
+	sw, ok := d.(model.StorageWatcher)
 	if !ok {
 		return
 	}
@@ -100,7 +93,7 @@ func (s *Server) storageChanged(ctx context.Context, id string, frozen bool) {
 		s.calls.cancel(id, s.frozenAnswer(id))
 	}
 	sb, err := s.store.SandboxByID(ctx, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return // a warm pool member, or gone
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // credKind is the credential a route takes. API keys and access tokens
@@ -87,7 +88,7 @@ func (s *Server) authenticateAs(r *http.Request, cred credKind) error {
 		if err := s.authenticateKey(r, token); err != nil {
 			return err
 		}
-		if infoFrom(r.Context()).key.Role != RoleAdmin {
+		if infoFrom(r.Context()).key.Role != model.RoleAdmin {
 			return errMemberKeyManagement
 		}
 		return nil
@@ -136,7 +137,7 @@ func (s *Server) authenticateToken(r *http.Request, token string) error {
 		}
 	}
 	acct, err := s.store.AccountByID(ctx, c.Sub)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return &api.Error{Status: http.StatusUnauthorized, Code: api.CodeInvalidToken, Message: "invalid access token"}
 	}
 	if err != nil {

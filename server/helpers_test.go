@@ -17,24 +17,25 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
 
-// fakeDriver is a server.Driver whose behaviour is set per test. By
+// fakeDriver is a model.Driver whose behaviour is set per test. By
 // default Create hands out the fake sidecar's endpoint.
 type fakeDriver struct {
-	CreateFunc func(ctx context.Context, spec server.Spec) (server.Endpoint, error)
+	CreateFunc func(ctx context.Context, spec model.Spec) (model.Endpoint, error)
 	DeleteFunc func(ctx context.Context, id string) error
-	ListFunc   func(ctx context.Context) ([]server.Observed, error)
+	ListFunc   func(ctx context.Context) ([]model.Observed, error)
 
 	mu      sync.Mutex
-	created []server.Spec
+	created []model.Spec
 	deleted []string
 }
 
-var _ server.Driver = (*fakeDriver)(nil)
+var _ model.Driver = (*fakeDriver)(nil)
 
-func (d *fakeDriver) Create(ctx context.Context, spec server.Spec) (server.Endpoint, error) {
+func (d *fakeDriver) Create(ctx context.Context, spec model.Spec) (model.Endpoint, error) {
 	d.mu.Lock()
 	d.created = append(d.created, spec)
 	d.mu.Unlock()
@@ -51,7 +52,7 @@ func (d *fakeDriver) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-func (d *fakeDriver) List(ctx context.Context) ([]server.Observed, error) {
+func (d *fakeDriver) List(ctx context.Context) ([]model.Observed, error) {
 	if d.ListFunc != nil {
 		return d.ListFunc(ctx)
 	}
@@ -64,10 +65,10 @@ func (d *fakeDriver) Deleted() []string {
 	return append([]string(nil), d.deleted...)
 }
 
-func (d *fakeDriver) Created() []server.Spec {
+func (d *fakeDriver) Created() []model.Spec {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return append([]server.Spec(nil), d.created...)
+	return append([]model.Spec(nil), d.created...)
 }
 
 // fakeSidecar serves /health and /exec over TCP like a real sidecar. By
@@ -122,8 +123,8 @@ func newFakeSidecar(t testing.TB) *fakeSidecar {
 	return sc
 }
 
-func (sc *fakeSidecar) Endpoint() server.Endpoint {
-	return server.Endpoint{Network: "tcp", Address: sc.Listener.Addr().String(), Token: sc.Token}
+func (sc *fakeSidecar) Endpoint() model.Endpoint {
+	return model.Endpoint{Network: "tcp", Address: sc.Listener.Addr().String(), Token: sc.Token}
 }
 
 func (sc *fakeSidecar) Requests() ([]api.ExecRequest, []http.Header) {
@@ -137,13 +138,13 @@ func (sc *fakeSidecar) Requests() ([]api.ExecRequest, []http.Header) {
 type env struct {
 	t       testing.TB
 	Server  *server.Server
-	Store   server.Store
+	Store   model.Store
 	Driver  *fakeDriver
 	Sidecar *fakeSidecar
 	URL     string
 	KeyA    string
 	KeyB    string
-	AcctA   *server.Account
+	AcctA   *model.Account
 	Logs    *syncBuffer
 	clock   *clock
 }
@@ -185,7 +186,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func openStore(t testing.TB, dir string) server.Store {
+func openStore(t testing.TB, dir string) model.Store {
 	t.Helper()
 	st, err := sqlstore.Open(context.Background(), "sqlite:"+filepath.Join(dir, "boxkite.db"))
 	if err != nil {
@@ -200,13 +201,13 @@ func newEnv(t testing.TB, cfg server.Config) *env {
 	return newEnvWithStore(t, cfg, openStore(t, t.TempDir()))
 }
 
-func newEnvWithStore(t testing.TB, cfg server.Config, st server.Store) *env {
+func newEnvWithStore(t testing.TB, cfg server.Config, st model.Store) *env {
 	t.Helper()
 	e := &env{
 		t: t, Store: st, Sidecar: newFakeSidecar(t), Logs: &syncBuffer{},
 		clock: &clock{now: time.Now().UTC().Truncate(time.Microsecond)},
 	}
-	e.Driver = &fakeDriver{CreateFunc: func(context.Context, server.Spec) (server.Endpoint, error) {
+	e.Driver = &fakeDriver{CreateFunc: func(context.Context, model.Spec) (model.Endpoint, error) {
 		return e.Sidecar.Endpoint(), nil
 	}}
 	cfg.DriverName = "fake"
@@ -217,27 +218,27 @@ func newEnvWithStore(t testing.TB, cfg server.Config, st server.Store) *env {
 	}
 	srv.SetNow(e.clock.Now)
 	e.Server = srv
-	e.AcctA, e.KeyA = e.addAccount("a@example.com", server.RoleAdmin)
-	_, e.KeyB = e.addAccount("b@example.com", server.RoleAdmin)
+	e.AcctA, e.KeyA = e.addAccount("a@example.com", model.RoleAdmin)
+	_, e.KeyB = e.addAccount("b@example.com", model.RoleAdmin)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	e.URL = hs.URL
 	return e
 }
 
-func (e *env) addAccount(email, role string) (*server.Account, string) {
+func (e *env) addAccount(email, role string) (*model.Account, string) {
 	e.t.Helper()
-	a := &server.Account{ID: server.NewID(), Email: email, CreatedAt: time.Now()}
+	a := &model.Account{ID: server.NewID(), Email: email, CreatedAt: time.Now()}
 	if err := e.Store.CreateAccount(context.Background(), a); err != nil {
 		e.t.Fatalf("CreateAccount: %v", err)
 	}
 	return a, e.addKey(a, role)
 }
 
-func (e *env) addKey(a *server.Account, role string) string {
+func (e *env) addKey(a *model.Account, role string) string {
 	e.t.Helper()
 	key := server.NewAPIKey()
-	if err := e.Store.CreateAPIKey(context.Background(), &server.APIKey{
+	if err := e.Store.CreateAPIKey(context.Background(), &model.APIKey{
 		ID: server.NewID(), AccountID: a.ID,
 		Hash: server.HashAPIKey(key), Prefix: key[:17], Role: role, CreatedAt: time.Now(),
 	}); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // requestInfo is the one value this package keeps in a request's context:
@@ -19,8 +20,8 @@ import (
 // caller. The logging middleware creates it; auth fills it in.
 type requestInfo struct {
 	id      string
-	account *Account
-	key     *APIKey
+	account *model.Account
+	key     *model.APIKey
 	grant   *takeoverGrant // set instead of key for a takeover token
 }
 
@@ -33,7 +34,7 @@ func infoFrom(ctx context.Context) *requestInfo {
 
 // accountFrom returns the authenticated account. Only handlers registered
 // with handle (which authenticates first) may call it.
-func accountFrom(ctx context.Context) *Account { return infoFrom(ctx).account }
+func accountFrom(ctx context.Context) *model.Account { return infoFrom(ctx).account }
 
 // ctxHandler adds the request id from the context to every log record, so
 // any s.log.XxxContext(ctx, …) call made while serving a request carries it.

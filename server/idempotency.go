@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Idempotency-Key (reference §3.1): a POST carrying the header is done at
@@ -107,9 +108,9 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	sum := sha256.Sum256(body)
 	now := s.now()
-	rec := &IdempotencyRecord{
+	rec := &model.IdempotencyRecord{
 		Credential: credentialOf(infoFrom(ctx)), Method: r.Method, Path: r.URL.Path, Key: key,
-		RequestHash: hex.EncodeToString(sum[:]), State: IdempotencyInProgress,
+		RequestHash: hex.EncodeToString(sum[:]), State: model.IdempotencyInProgress,
 		CreatedAt: now, ExpiresAt: now.Add(idempotencyTTL),
 	}
 	old, err := s.store.ClaimIdempotencyKey(ctx, rec, now.Add(-idempotencyStale))
@@ -146,7 +147,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 	if status >= 500 || capture.overflow {
 		return nil
 	}
-	rec.State, rec.Status, rec.ContentType, rec.Body = IdempotencyCompleted, status, capture.Header().Get("Content-Type"), capture.body.Bytes()
+	rec.State, rec.Status, rec.ContentType, rec.Body = model.IdempotencyCompleted, status, capture.Header().Get("Content-Type"), capture.body.Bytes()
 	rec.ExpiresAt = s.now().Add(idempotencyTTL)
 	if err := s.store.CompleteIdempotencyKey(sctx, rec); err != nil {
 		s.log.ErrorContext(ctx, "keep idempotent answer", "err", err)
@@ -157,7 +158,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 }
 
 // replay answers with a kept record, or refuses when it cannot.
-func replay(w http.ResponseWriter, old *IdempotencyRecord, requestHash string) error {
+func replay(w http.ResponseWriter, old *model.IdempotencyRecord, requestHash string) error {
 	switch {
 	case old.RequestHash != requestHash:
 		return &api.Error{
@@ -165,7 +166,7 @@ func replay(w http.ResponseWriter, old *IdempotencyRecord, requestHash string) e
 			Message: "this Idempotency-Key was used for a request with a different body",
 			Hint:    "use a new key for a new request",
 		}
-	case old.State != IdempotencyCompleted:
+	case old.State != model.IdempotencyCompleted:
 		return &api.Error{
 			Status: http.StatusConflict, Code: api.CodeIdempotencyKeyInProgress,
 			Message: "a request with this Idempotency-Key is still in progress",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 func TestIdempotencyReplay(t *testing.T) {
@@ -48,7 +49,7 @@ func TestIdempotencyReplay(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get(api.HeaderIdempotentReplayed) != "" {
 		t.Errorf("same key on another path = %d %s", resp.StatusCode, body)
 	}
-	otherKey := e.addKey(e.AcctA, server.RoleAdmin)
+	otherKey := e.addKey(e.AcctA, model.RoleAdmin)
 	// (Another label: "once" is taken by an active sandbox, and labels are unique.)
 	resp, body = e.do("POST", "/v1/sandboxes", otherKey, api.CreateSandboxRequest{Label: "once-more"}, idem("create-1")...)
 	if resp.StatusCode != 201 || resp.Header.Get(api.HeaderIdempotentReplayed) != "" {
@@ -66,12 +67,12 @@ func TestIdempotencyReplay(t *testing.T) {
 	// A 5xx is forgotten: the retry runs.
 	fail := true
 	var mu sync.Mutex
-	e.Driver.CreateFunc = func(context.Context, server.Spec) (server.Endpoint, error) {
+	e.Driver.CreateFunc = func(context.Context, model.Spec) (model.Endpoint, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if fail {
 			fail = false
-			return server.Endpoint{}, errors.New("substrate hiccup")
+			return model.Endpoint{}, errors.New("substrate hiccup")
 		}
 		return e.Sidecar.Endpoint(), nil
 	}

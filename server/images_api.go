@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // maxImageArchive bounds POST /v1/images/import; the archive is streamed
@@ -101,7 +102,7 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
 	account := accountFrom(r.Context()).ID
 	audit := func(imageID, operation string, detail map[string]any) {
 		_ = s.audit(context.Background(), auditRecord{ // a failure waits in the audit gate
-			sb: &Sandbox{ID: imageID, AccountID: account}, source: api.LogSourceImageBuild,
+			sb: &model.Sandbox{ID: imageID, AccountID: account}, source: api.LogSourceImageBuild,
 			operation: operation, detail: detail, started: s.now(),
 		})
 	}

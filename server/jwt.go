@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Access tokens are HS256 JWTs, written by hand: the format is three
@@ -173,7 +175,7 @@ func (s *Server) jwtKey(ctx context.Context) ([]byte, error) {
 }
 
 // issueAccessToken returns a fresh access token for acct and its lifetime.
-func (s *Server) issueAccessToken(ctx context.Context, acct *Account) (string, time.Duration, error) {
+func (s *Server) issueAccessToken(ctx context.Context, acct *model.Account) (string, time.Duration, error) {
 	key, err := s.jwtKey(ctx)
 	if err != nil {
 		return "", 0, err

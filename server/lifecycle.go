@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // reapParallel bounds how many expired sandboxes are torn down at once.
@@ -22,10 +23,10 @@ func (s *Server) reap(ctx context.Context) {
 		}
 		return
 	}
-	s.each(expired, func(sb *Sandbox) {
+	s.each(expired, func(sb *model.Sandbox) {
 		ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 		defer cancel()
-		err := s.destroy(ctx, sb.ID, api.StatusDestroyed, ReasonExpired)
+		err := s.destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonExpired)
 		switch {
 		case err == nil:
 			s.log.InfoContext(ctx, "sandbox expired", "sandbox", sb.ID, "account", sb.AccountID)
@@ -38,7 +39,7 @@ func (s *Server) reap(ctx context.Context) {
 }
 
 // each runs fn on every sandbox, reapParallel at a time, and waits.
-func (s *Server) each(sbs []*Sandbox, fn func(*Sandbox)) {
+func (s *Server) each(sbs []*model.Sandbox, fn func(*model.Sandbox)) {
 	sem := make(chan struct{}, reapParallel)
 	var wg sync.WaitGroup
 	for _, sb := range sbs {
@@ -60,9 +61,12 @@ func (s *Server) each(sbs []*Sandbox, fn func(*Sandbox)) {
 //     within healthTimeout in total) are adopted as they are;
 //   - active rows whose sidecar does not answer are marked lost, and the
 //     driver is told to clean up after them;
-//   - sandboxes the driver has that no active row claims are deleted.
+//   - paused rows are paused again, in case a crash came between the row
+//     and the driver (pause.go), and kept;
+//   - sandboxes the driver has that no active or paused row claims are
+//     deleted.
 func (s *Server) reconcile(ctx context.Context) error {
-	creating, err := s.store.SandboxesWithStatus(ctx, StatusCreating)
+	creating, err := s.store.SandboxesWithStatus(ctx, model.StatusCreating)
 	if err != nil {
 		return fmt.Errorf("list sandboxes being created: %w", err)
 	}
@@ -99,21 +103,29 @@ func (s *Server) reconcile(ctx context.Context) error {
 		lost++
 		s.log.WarnContext(ctx, "sandbox lost: its sidecar does not answer", "sandbox", sb.ID, "account", sb.AccountID)
 		const why = "its sidecar did not answer when the server started"
-		err := s.destroy(ctx, sb.ID, api.StatusLost, ReasonLost)
+		err := s.destroy(ctx, sb.ID, api.StatusLost, model.ReasonLost)
 		if err == nil {
 			s.recordLost(ctx, sb, why)
 		}
 		if err != nil && !errors.Is(err, errNotActive) {
 			// The driver could not clean up; still record what we know.
-			if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *Sandbox) error {
+			if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
 				now := s.now()
-				sb.Status, sb.DestroyReason, sb.DestroyedAt = api.StatusLost, ReasonLost, &now
+				sb.Status, sb.DestroyReason, sb.DestroyedAt = api.StatusLost, model.ReasonLost, &now
 				return nil
 			}); uerr != nil {
 				return fmt.Errorf("mark sandbox %s lost: %w", sb.ID, uerr)
 			}
 			s.recordLost(ctx, sb, why)
 		}
+	}
+
+	paused, err := s.reconcilePaused(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range paused {
+		handled[id] = true
 	}
 
 	observed, err := s.driver.List(ctx)
@@ -130,13 +142,13 @@ func (s *Server) reconcile(ctx context.Context) error {
 			s.log.ErrorContext(ctx, "delete orphaned sandbox", "sandbox", o.ID, "err", err)
 		}
 	}
-	s.log.InfoContext(ctx, "reconciled sandboxes", "adopted", adopted, "lost", lost,
+	s.log.InfoContext(ctx, "reconciled sandboxes", "adopted", adopted, "lost", lost, "paused", len(paused),
 		"interrupted", len(creating), "orphans_deleted", orphans)
 	return nil
 }
 
 // sidecarHealthy reports whether the sandbox's sidecar answers GET /health.
-func (s *Server) sidecarHealthy(ctx context.Context, sb *Sandbox) bool {
+func (s *Server) sidecarHealthy(ctx context.Context, sb *model.Sandbox) bool {
 	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
 	if err != nil {
 		return false

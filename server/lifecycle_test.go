@@ -14,6 +14,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 func TestReaper(t *testing.T) {
@@ -35,7 +36,7 @@ func TestReaper(t *testing.T) {
 	_, body := e.do("GET", sandboxPath(short.ID), e.KeyA, nil)
 	var got api.Sandbox
 	mustUnmarshal(t, body, &got)
-	if got.Status != api.StatusDestroyed || got.DestroyReason != server.ReasonExpired || got.DestroyedAt == nil {
+	if got.Status != api.StatusDestroyed || got.DestroyReason != model.ReasonExpired || got.DestroyedAt == nil {
 		t.Errorf("expired sandbox = %+v, want destroyed/expired", got)
 	}
 	_, body = e.do("GET", sandboxPath(long.ID), e.KeyA, nil)
@@ -99,8 +100,8 @@ func TestReconcile(t *testing.T) {
 	dead := e.create(e.KeyA, api.CreateSandboxRequest{})
 	// Point "dead" at a socket nobody listens on.
 	ctx := context.Background()
-	if _, err := st.UpdateSandbox(ctx, dead.ID, func(sb *server.Sandbox) error {
-		sb.Endpoint = server.Endpoint{Network: "unix", Address: filepath.Join(dir, "gone.sock"), Token: "t"}
+	if _, err := st.UpdateSandbox(ctx, dead.ID, func(sb *model.Sandbox) error {
+		sb.Endpoint = model.Endpoint{Network: "unix", Address: filepath.Join(dir, "gone.sock"), Token: "t"}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -113,15 +114,15 @@ func TestReconcile(t *testing.T) {
 	}
 	defer hang.Close()
 	hung := e.create(e.KeyA, api.CreateSandboxRequest{})
-	if _, err := st.UpdateSandbox(ctx, hung.ID, func(sb *server.Sandbox) error {
-		sb.Endpoint = server.Endpoint{Network: "tcp", Address: hang.Addr().String(), Token: "t"}
+	if _, err := st.UpdateSandbox(ctx, hung.ID, func(sb *model.Sandbox) error {
+		sb.Endpoint = model.Endpoint{Network: "tcp", Address: hang.Addr().String(), Token: "t"}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	creating := &server.Sandbox{
+	creating := &model.Sandbox{
 		ID: server.NewID(), AccountID: e.AcctA.ID, Size: api.SizeSmall, LifetimeMinutes: 30,
-		Status: server.StatusCreating, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour), Driver: "fake",
+		Status: model.StatusCreating, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour), Driver: "fake",
 	}
 	if err := st.CreateSandbox(ctx, creating); err != nil {
 		t.Fatal(err)
@@ -129,8 +130,8 @@ func TestReconcile(t *testing.T) {
 	orphan := server.NewID()
 
 	// "Restart": a new server and driver on the same store.
-	driver := &fakeDriver{ListFunc: func(context.Context) ([]server.Observed, error) {
-		return []server.Observed{{ID: alive.ID, Alive: true}, {ID: dead.ID}, {ID: orphan, Alive: true}}, nil
+	driver := &fakeDriver{ListFunc: func(context.Context) ([]model.Observed, error) {
+		return []model.Observed{{ID: alive.ID, Alive: true}, {ID: dead.ID}, {ID: orphan, Alive: true}}, nil
 	}}
 	srv, err := server.New(server.Config{}, st, driver, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -156,9 +157,9 @@ func TestReconcile(t *testing.T) {
 		id, status, reason string
 	}{
 		{alive.ID, api.StatusActive, ""},
-		{dead.ID, api.StatusLost, server.ReasonLost},
-		{hung.ID, api.StatusLost, server.ReasonLost},
-		{creating.ID, "error: " + server.ErrNotFound.Error(), ""},
+		{dead.ID, api.StatusLost, model.ReasonLost},
+		{hung.ID, api.StatusLost, model.ReasonLost},
+		{creating.ID, "error: " + model.ErrNotFound.Error(), ""},
 	} {
 		if s, r := status(tt.id); s != tt.status || r != tt.reason {
 			t.Errorf("sandbox %s: status %q reason %q, want %q %q", tt.id, s, r, tt.status, tt.reason)
@@ -210,7 +211,7 @@ func TestBootstrap(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bootstrap key not registered: %v", err)
 	}
-	if acct.Email != server.DefaultBootstrapEmail || k.Role != server.RoleAdmin || !strings.HasPrefix(key, k.Prefix) {
+	if acct.Email != server.DefaultBootstrapEmail || k.Role != model.RoleAdmin || !strings.HasPrefix(key, k.Prefix) {
 		t.Errorf("bootstrap key %+v of %+v", k, acct)
 	}
 

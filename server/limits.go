@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Limits are the fair-use limits of sandbox creation (reference §3.4).
@@ -69,7 +70,7 @@ func limitError(code, msg, hint string, details map[string]any) *api.Error {
 // checkLimits decides whether p may be created given u, in the reference's
 // order: global capacity, the account's concurrency, its monthly hours,
 // then the size and storage asked for.
-func (s *Server) checkLimits(p createParams, u Usage) error {
+func (s *Server) checkLimits(p createParams, u model.Usage) error {
 	if p.label != "" && u.ActiveLabels[p.label] {
 		// Checked here, in the store's critical section, so two creates
 		// racing for one label cannot both win.
@@ -115,16 +116,16 @@ func (s *Server) checkLimits(p createParams, u Usage) error {
 // reserveSandboxes checks the limits and records sbs as being created in
 // one critical section (QuotaStore.ReserveSandboxes), so concurrent
 // creates cannot both pass a check only one of them fits under.
-func (s *Server) reserveSandboxes(ctx context.Context, acct *Account, p createParams, sbs []*Sandbox) error {
+func (s *Server) reserveSandboxes(ctx context.Context, acct *model.Account, p createParams, sbs []*model.Sandbox) error {
 	now := s.now()
-	err := s.store.ReserveSandboxes(ctx, acct.ID, monthStart(now), now, func(u Usage) error { return s.checkLimits(p, u) }, sbs)
+	err := s.store.ReserveSandboxes(ctx, acct.ID, monthStart(now), now, func(u model.Usage) error { return s.checkLimits(p, u) }, sbs)
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return err
 	}
 	if isStorageFault(err) {
 		return storageFailed("record the sandbox")
 	}
-	if errors.Is(err, ErrStoreReadOnly) || errors.Is(err, ErrStoreIO) {
+	if errors.Is(err, model.ErrStoreReadOnly) || errors.Is(err, model.ErrStoreIO) {
 		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "could not record the sandbox: %s", auditReason(err)).
 			WithHint("the operator must make the database writable again; the server log has the cause")
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // TestLimitsOrder: each fair-use limit refuses with its code and details,
@@ -103,7 +104,7 @@ func TestLimitsOrder(t *testing.T) {
 			if n := len(e.Driver.Created()); n != before {
 				t.Errorf("a refused create reached the driver (%d calls)", n-before)
 			}
-			if rows, _ := e.Store.SandboxesWithStatus(context.Background(), server.StatusCreating); len(rows) != 0 {
+			if rows, _ := e.Store.SandboxesWithStatus(context.Background(), model.StatusCreating); len(rows) != 0 {
 				t.Errorf("a refused create left %d rows", len(rows))
 			}
 		})
@@ -141,13 +142,13 @@ func TestConcurrentCreatesRespectLimits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, server.Config{Limits: tt.limits, RateLimits: server.RateLimits{Lifecycle: -1}})
-			_, keyC := e.addAccount("c@example.com", server.RoleAdmin)
+			_, keyC := e.addAccount("c@example.com", model.RoleAdmin)
 			var peak atomic.Int64
-			e.Driver.CreateFunc = func(ctx context.Context, _ server.Spec) (server.Endpoint, error) {
+			e.Driver.CreateFunc = func(ctx context.Context, _ model.Spec) (model.Endpoint, error) {
 				// Count what holds a slot while this create is in flight.
 				u, err := e.Store.Usage(ctx, e.AcctA.ID, time.Time{}, time.Now())
 				if err != nil {
-					return server.Endpoint{}, err
+					return model.Endpoint{}, err
 				}
 				n := int64(u.GlobalActive)
 				for {

@@ -7,31 +7,8 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
-
-// A LossWatcher is a Driver that notices, while the server runs, sandboxes
-// that left the substrate without the server deleting them: a pod deleted
-// behind its back, evicted, or failed. The server marks them lost, as
-// reconcile does at start-up for those that went while it was down.
-type LossWatcher interface {
-	// WatchLost calls lost with the id of each sandbox that went, until
-	// ctx is done or the watch breaks (an error; the server watches again).
-	WatchLost(ctx context.Context, lost func(id string)) error
-}
-
-// A LossGracer is a LossWatcher that says how long its reports wait
-// before a sandbox is marked lost, instead of lostGrace: the local driver
-// stops watching a sandbox before it deletes it, so its reports need none.
-type LossGracer interface {
-	LostGrace() time.Duration
-}
-
-// A Prober is a Driver that can tell whether a sandbox still runs. When a
-// call cannot reach a sandbox's sidecar, the server asks, and marks a
-// sandbox that is gone lost at once rather than answering 502.
-type Prober interface {
-	Probe(ctx context.Context, id string) (alive bool, err error)
-}
 
 // lostGrace is how long a sandbox reported gone waits before it is marked
 // lost. The server deleting a sandbox removes it from the substrate first
@@ -47,12 +24,12 @@ func (s *Server) watchLost(ctx context.Context) {
 	if cd, ok := d.(countingDriver); ok {
 		d = cd.Driver
 	}
-	lw, ok := d.(LossWatcher)
+	lw, ok := d.(model.LossWatcher)
 	if !ok {
 		return
 	}
 	grace := lostGrace
-	if g, ok := d.(LossGracer); ok {
+	if g, ok := d.(model.LossGracer); ok {
 		grace = g.LostGrace()
 	}
 	pending := make(chan struct{}, 64) // bounds the marks in flight
@@ -96,11 +73,11 @@ func (s *Server) markLost(ctx context.Context, id string, grace time.Duration) {
 // says so in its audit log (and so to its watchers), unless it was no
 // longer active. why ends "sandbox lost: …" in the log and the entry.
 func (s *Server) loseSandbox(ctx context.Context, id, why string) {
-	switch sb, err := s.destroySandbox(ctx, id, api.StatusLost, ReasonLost); {
+	switch sb, err := s.destroySandbox(ctx, id, api.StatusLost, model.ReasonLost); {
 	case err == nil:
 		s.log.WarnContext(ctx, "sandbox lost: "+why, "sandbox", id)
 		s.recordLost(ctx, sb, why)
-	case errors.Is(err, errNotActive), errors.Is(err, ErrNotFound):
+	case errors.Is(err, errNotActive), errors.Is(err, model.ErrNotFound):
 		// destroyed on purpose, or never ours
 	default:
 		s.log.ErrorContext(ctx, "mark sandbox lost", "sandbox", id, "err", err)
@@ -108,7 +85,7 @@ func (s *Server) loseSandbox(ctx context.Context, id, why string) {
 }
 
 // recordLost appends the sandbox_lost entry of a sandbox just marked lost.
-func (s *Server) recordLost(ctx context.Context, sb *Sandbox, why string) {
+func (s *Server) recordLost(ctx context.Context, sb *model.Sandbox, why string) {
 	// A failure leaves the entry waiting in the audit gate.
 	_ = s.audit(ctx, auditRecord{
 		sb: sb, source: api.LogSourceSystem, operation: "sandbox_lost",
@@ -125,12 +102,12 @@ func lostAnswer(id string) *api.Error {
 // unreachable is the answer when a call could not reach the sandbox's
 // sidecar: 410 sandbox_lost, after marking it lost, when the driver says
 // it is gone; else the plain 502.
-func (s *Server) unreachable(ctx context.Context, sb *Sandbox) *api.Error {
+func (s *Server) unreachable(ctx context.Context, sb *model.Sandbox) *api.Error {
 	d := s.driver
 	if cd, ok := d.(countingDriver); ok {
 		d = cd.Driver
 	}
-	if p, ok := d.(Prober); ok {
+	if p, ok := d.(model.Prober); ok {
 		if alive, err := p.Probe(ctx, sb.ID); err == nil && !alive {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 			defer cancel()

@@ -9,10 +9,10 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // DefaultMCPCatalog is the MCP catalog of reference §3.7: catalog id →
@@ -24,30 +24,6 @@ func DefaultMCPCatalog() map[string]string {
 		"linear": "mcp.linear.app",
 		"github": "api.githubcopilot.com",
 	}
-}
-
-// MCPConnection is the record of a named egress grant to a catalog host.
-type MCPConnection struct {
-	ID        string
-	AccountID string
-	Label     string
-	CatalogID string
-	Host      string // host or host:port, from the catalog when it was made
-	CreatedAt time.Time
-}
-
-func (c *MCPConnection) toAPI() api.MCPConnection {
-	return api.MCPConnection{ID: c.ID, Label: c.Label, CatalogID: c.CatalogID, Host: c.Host, CreatedAt: c.CreatedAt.UTC()}
-}
-
-// MCPConnectionStore holds MCP connections.
-type MCPConnectionStore interface {
-	// CreateMCPConnection inserts c; ErrConflict if the account has the label.
-	CreateMCPConnection(ctx context.Context, c *MCPConnection) error
-	// MCPConnections returns the account's connections, newest first.
-	MCPConnections(ctx context.Context, accountID string) ([]*MCPConnection, error)
-	// DeleteMCPConnection removes the account's connection, or ErrNotFound.
-	DeleteMCPConnection(ctx context.Context, accountID, id string) error
 }
 
 func (s *Server) mcpCatalog() map[string]string {
@@ -76,16 +52,16 @@ func (s *Server) createMCPConnection(w http.ResponseWriter, r *http.Request) err
 		sort.Strings(ids)
 		return invalid("catalog_id", fmt.Sprintf("catalog_id %q is not in the catalog", req.CatalogID), fmt.Sprintf("use one of %v", ids))
 	}
-	c := &MCPConnection{ID: NewID(), AccountID: accountFrom(r.Context()).ID, Label: req.Label, CatalogID: req.CatalogID, Host: host, CreatedAt: s.now()}
+	c := &model.MCPConnection{ID: NewID(), AccountID: accountFrom(r.Context()).ID, Label: req.Label, CatalogID: req.CatalogID, Host: host, CreatedAt: s.now()}
 	err := s.store.CreateMCPConnection(r.Context(), c)
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, model.ErrConflict) {
 		return api.Errorf(http.StatusConflict, api.CodeMCPConnectionLabelTaken, "an MCP connection labelled %q exists", req.Label).
 			WithHint("pick another label, or delete the old connection")
 	}
 	if err != nil {
 		return fmt.Errorf("create mcp connection: %w", err)
 	}
-	writeJSON(w, http.StatusCreated, c.toAPI())
+	writeJSON(w, http.StatusCreated, c.ToAPI())
 	return nil
 }
 
@@ -96,7 +72,7 @@ func (s *Server) listMCPConnections(w http.ResponseWriter, r *http.Request) erro
 	}
 	out := make([]api.MCPConnection, len(cs))
 	for i, c := range cs {
-		out[i] = c.toAPI()
+		out[i] = c.ToAPI()
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -113,7 +89,7 @@ func (s *Server) getMCPConnection(w http.ResponseWriter, r *http.Request) error 
 	}
 	for _, c := range cs {
 		if c.ID == id {
-			writeJSON(w, http.StatusOK, c.toAPI())
+			writeJSON(w, http.StatusOK, c.ToAPI())
 			return nil
 		}
 	}
@@ -124,7 +100,7 @@ func (s *Server) getMCPConnection(w http.ResponseWriter, r *http.Request) error 
 func (s *Server) deleteMCPConnection(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	err := s.store.DeleteMCPConnection(r.Context(), accountFrom(r.Context()).ID, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "MCP connection %s not found", id).
 			WithHint("list them with `boxkite mcp-connections ls`")
 	}
@@ -137,7 +113,7 @@ func (s *Server) deleteMCPConnection(w http.ResponseWriter, r *http.Request) err
 
 // egressGrants resolves a create's mcp_connection_names (labels) to the
 // egress they grant; an unknown name is 404 mcp_connection_not_found.
-func (s *Server) egressGrants(ctx context.Context, acct *Account, names []string) (egress.Allowlist, error) {
+func (s *Server) egressGrants(ctx context.Context, acct *model.Account, names []string) (egress.Allowlist, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -145,7 +121,7 @@ func (s *Server) egressGrants(ctx context.Context, acct *Account, names []string
 	if err != nil {
 		return nil, fmt.Errorf("load mcp connections: %w", err)
 	}
-	byLabel := map[string]*MCPConnection{}
+	byLabel := map[string]*model.MCPConnection{}
 	for _, c := range cs {
 		byLabel[c.Label] = c
 	}
@@ -168,11 +144,11 @@ func (s *Server) egressGrants(ctx context.Context, acct *Account, names []string
 // egressHosts checks a create's egress_hosts: admin keys only (member
 // keys are what agents hold, and egress is the operator's to give), each
 // a host name, optionally with a port.
-func egressHosts(key *APIKey, hosts []string) (egress.Allowlist, error) {
+func egressHosts(key *model.APIKey, hosts []string) (egress.Allowlist, error) {
 	if len(hosts) == 0 {
 		return nil, nil
 	}
-	if key == nil || key.Role != RoleAdmin {
+	if key == nil || key.Role != model.RoleAdmin {
 		return nil, api.Errorf(http.StatusForbidden, api.CodeForbidden, "only admin keys may grant egress_hosts").
 			WithHint("use an admin API key, or grant a catalog host with an MCP connection")
 	}
@@ -195,7 +171,7 @@ func egressHosts(key *APIKey, hosts []string) (egress.Allowlist, error) {
 
 // egressServer returns the Spec.Egress of a sandbox granted allow: it
 // serves the driver's listener with the proxy and audits every decision.
-func (s *Server) egressServer(sb *Sandbox, allow egress.Allowlist) func(net.Listener) {
+func (s *Server) egressServer(sb *model.Sandbox, allow egress.Allowlist) func(net.Listener) {
 	if len(allow) == 0 {
 		return nil
 	}

@@ -11,13 +11,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	prommodel "github.com/prometheus/common/model"
 )
 
 // GET /metrics: the control plane's metrics, served by
@@ -130,7 +131,7 @@ type driverGatherer struct{ mw MetricsWriter }
 func (g driverGatherer) Gather() ([]*dto.MetricFamily, error) {
 	var b bytes.Buffer
 	g.mw.WriteMetrics(&b)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
+	parser := expfmt.NewTextParser(prommodel.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(&b)
 	if err != nil {
 		return nil, fmt.Errorf("parse driver metrics: %w", err)
@@ -150,11 +151,11 @@ type MetricsWriter interface {
 
 // countingDriver counts the sandboxes the driver starts and tears down.
 type countingDriver struct {
-	Driver
+	model.Driver
 	m *metrics
 }
 
-func (d countingDriver) Create(ctx context.Context, spec Spec) (Endpoint, error) {
+func (d countingDriver) Create(ctx context.Context, spec model.Spec) (model.Endpoint, error) {
 	ep, err := d.Driver.Create(ctx, spec)
 	if err == nil {
 		d.m.creates.Inc()

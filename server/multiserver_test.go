@@ -15,6 +15,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
@@ -44,7 +45,7 @@ func newReplicas(t testing.TB, n int, cfg server.Config) ([]*env, string) {
 				t: t, Store: st, Sidecar: out[0].Sidecar, Logs: &syncBuffer{}, clock: out[0].clock,
 				KeyA: out[0].KeyA, KeyB: out[0].KeyB, AcctA: out[0].AcctA,
 			}
-			e.Driver = &fakeDriver{CreateFunc: func(context.Context, server.Spec) (server.Endpoint, error) {
+			e.Driver = &fakeDriver{CreateFunc: func(context.Context, model.Spec) (model.Endpoint, error) {
 				return e.Sidecar.Endpoint(), nil
 			}}
 			c := cfg
@@ -136,10 +137,10 @@ func TestReplicasShareQuota(t *testing.T) {
 	})
 	var peak atomic.Int64
 	for _, e := range rs {
-		e.Driver.CreateFunc = func(context.Context, server.Spec) (server.Endpoint, error) {
+		e.Driver.CreateFunc = func(context.Context, model.Spec) (model.Endpoint, error) {
 			u, err := e.Store.Usage(context.Background(), e.AcctA.ID, time.Time{}, time.Now())
 			if err != nil {
-				return server.Endpoint{}, err
+				return model.Endpoint{}, err
 			}
 			for {
 				p := peak.Load()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // sidecarCall is one request to a sandbox's sidecar made on behalf of a
@@ -80,7 +81,7 @@ var passRequestHeaders = []string{"Content-Type", "Content-Encoding", "Accept", 
 // after the response started returns errStreamBroken; the caller must
 // then abort the connection (abortResponse) so a cut-off body is not
 // mistaken for a whole one.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *Sandbox, c *sidecarCall) error {
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandbox, c *sidecarCall) error {
 	ctx, cancel := r.Context(), context.CancelFunc(func() {})
 	if c.handOver != nil || c.survive {
 		c.client = r.Context()

@@ -15,7 +15,8 @@ import (
 // RateLimits are request budgets per minute (reference §3.1). A zero field
 // takes its default; a negative one turns that bucket off.
 type RateLimits struct {
-	// Lifecycle bounds, per account, sandbox create, delete and extend.
+	// Lifecycle bounds, per account, sandbox create, delete, extend,
+	// pause and resume.
 	// Default 20, or 1000 in local mode.
 	Lifecycle int
 	// Ops bounds, per account, exec and the sandbox tool routes (files,
@@ -79,7 +80,8 @@ var unlimitedSandboxRoutes = map[string]bool{
 // "" for none. Deriving it from the pattern keeps routes() a plain list.
 func bucketOf(pattern string) string {
 	switch pattern {
-	case "POST /v1/sandboxes", "DELETE /v1/sandboxes/{id}", "POST /v1/sandboxes/{id}/extend":
+	case "POST /v1/sandboxes", "DELETE /v1/sandboxes/{id}", "POST /v1/sandboxes/{id}/extend",
+		"POST /v1/sandboxes/{id}/pause", "POST /v1/sandboxes/{id}/resume":
 		return bucketLifecycle
 	case "POST /v1/auth/signup", "POST /v1/auth/login":
 		return bucketAuth

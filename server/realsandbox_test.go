@@ -20,6 +20,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
 )
 
@@ -76,7 +77,7 @@ func (re *realEnv) path(rest string) string { return sandboxPath(re.sb.ID, rest)
 
 // entries returns the sandbox's whole audit log from the store, checked
 // with VerifyExecLog.
-func (re *realEnv) entries() []*server.ExecLogEntry {
+func (re *realEnv) entries() []*model.ExecLogEntry {
 	re.t.Helper()
 	head, err := re.s.Store.ExecLogHead(context.Background(), re.sb.ID)
 	if err != nil {
@@ -469,9 +470,9 @@ func TestRealTakeover(t *testing.T) {
 
 	// A member key of the same account may not attach.
 	member := server.NewAPIKey()
-	if err := re.s.Store.CreateAPIKey(ctx, &server.APIKey{
+	if err := re.s.Store.CreateAPIKey(ctx, &model.APIKey{
 		ID: server.NewID(), AccountID: re.s.Account.ID, Hash: server.HashAPIKey(member), Prefix: member[:17],
-		Role: server.RoleMember, CreatedAt: time.Now(),
+		Role: model.RoleMember, CreatedAt: time.Now(),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Takeover recordings (Config.TakeoverRecording): each takeover's screen
@@ -22,25 +23,6 @@ const maxRecording = 8 << 20
 
 // ContentTypeAsciicast is the media type of a recording.
 const ContentTypeAsciicast = "application/x-asciicast"
-
-// Recording is one takeover's asciicast v2 recording.
-type Recording struct {
-	ID        string
-	SandboxID string
-	AccountID string
-	Data      []byte // asciicast v2: a JSON header line, then one JSON event per line
-	Truncated bool
-	CreatedAt time.Time
-}
-
-// RecordingStore keeps takeover recordings.
-type RecordingStore interface {
-	// SaveRecording inserts r.
-	SaveRecording(ctx context.Context, r *Recording) error
-	// Recording returns the account's recording id of sandbox sandboxID,
-	// or ErrNotFound.
-	Recording(ctx context.Context, accountID, sandboxID, id string) (*Recording, error)
-}
 
 // recorder writes the asciicast of one takeover as its frames pass.
 type recorder struct {
@@ -100,9 +82,9 @@ func (r *recorder) result() ([]byte, bool) {
 
 // saveRecording stores rec for sb and adds what the takeover_end entry
 // says about it to detail. A failure is logged and noted, never fatal.
-func (s *Server) saveRecording(ctx context.Context, sb *Sandbox, rec *recorder, detail map[string]any) {
+func (s *Server) saveRecording(ctx context.Context, sb *model.Sandbox, rec *recorder, detail map[string]any) {
 	data, truncated := rec.result()
-	r := &Recording{ID: NewID(), SandboxID: sb.ID, AccountID: sb.AccountID, Data: data, Truncated: truncated, CreatedAt: s.now()}
+	r := &model.Recording{ID: NewID(), SandboxID: sb.ID, AccountID: sb.AccountID, Data: data, Truncated: truncated, CreatedAt: s.now()}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
 	if err := s.store.SaveRecording(ctx, r); err != nil {
@@ -122,7 +104,7 @@ func (s *Server) getRecording(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := r.PathValue("recording_id")
 	rec, err := s.store.Recording(r.Context(), sb.AccountID, sb.ID, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "recording %s not found", id).
 			WithHint("a takeover_end entry's detail.recording_id names its recording; the server records only with --takeover-recording")
 	}

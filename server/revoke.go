@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Revocation reaches what a credential already holds (issue 17, finding
@@ -140,21 +141,12 @@ var errStreamRevoked = &api.Error{
 	Hint:    "a command it started runs on and is in the audit log; use a valid key",
 }
 
-// RevocationListener is implemented by stores several servers share. It
-// blocks until ctx is done or the connection fails, calling notify with
-// the id of every credential (API key or SSH key) revoked by any server,
-// and connected each time it starts listening (revocations made while it
-// was not listening are lost: the server then asks the store).
-type RevocationListener interface {
-	ListenRevocations(ctx context.Context, notify func(credentialID string), connected func()) error
-}
-
 // listenRevocations runs the store's RevocationListener, if it has one,
 // until ctx is done, reconnecting after failures. Each time it is
 // (re)connected, the credentials of requests in flight are checked
 // against the store, for revocations it may have missed.
 func (s *Server) listenRevocations(ctx context.Context) {
-	l, ok := s.store.(RevocationListener)
+	l, ok := s.store.(model.RevocationListener)
 	if !ok {
 		return
 	}

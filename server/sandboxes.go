@@ -13,6 +13,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 const maxLabelLen = 200
@@ -58,8 +59,8 @@ type createParams struct {
 	count     int
 	imageID   string // validated image_id and its root filesystem (images_api.go)
 	imageRoot string
-	volumes   []VolumeMount    // validated volume_mounts (volumes.go)
-	egress    egress.Allowlist // granted by mcp_connection_names (mcpconn.go) and egress_hosts
+	volumes   []model.VolumeMount // validated volume_mounts (volumes.go)
+	egress    egress.Allowlist    // granted by mcp_connection_names (mcpconn.go) and egress_hosts
 }
 
 func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
@@ -135,20 +136,20 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if req.Count > 1 {
 		out := make([]api.Sandbox, len(sbs))
 		for i, sb := range sbs {
-			out[i] = sb.toAPI()
+			out[i] = sb.ToAPI()
 		}
 		writeJSON(w, http.StatusCreated, out)
 		return nil
 	}
-	writeJSON(w, http.StatusCreated, sbs[0].toAPI())
+	writeJSON(w, http.StatusCreated, sbs[0].ToAPI())
 	return nil
 }
 
 // startSandboxes checks the fair-use limits and records p.count
 // sandboxes at once (limits.go), then creates them in parallel. It is all
 // or nothing: if one fails, the others are torn down and removed.
-func (s *Server) startSandboxes(ctx context.Context, acct *Account, p createParams) ([]*Sandbox, error) {
-	recs := make([]*Sandbox, p.count)
+func (s *Server) startSandboxes(ctx context.Context, acct *model.Account, p createParams) ([]*model.Sandbox, error) {
+	recs := make([]*model.Sandbox, p.count)
 	for i := range recs {
 		recs[i] = s.newSandboxRecord(acct, p)
 	}
@@ -158,7 +159,7 @@ func (s *Server) startSandboxes(ctx context.Context, acct *Account, p createPara
 	if err := s.attachVolumes(ctx, recs, p.volumes); err != nil {
 		return nil, err
 	}
-	sbs := make([]*Sandbox, p.count)
+	sbs := make([]*model.Sandbox, p.count)
 	errs := make([]error, p.count)
 	var wg sync.WaitGroup
 	for i := range p.count {
@@ -183,16 +184,16 @@ func (s *Server) startSandboxes(ctx context.Context, acct *Account, p createPara
 }
 
 // newSandboxRecord returns the row of a sandbox about to be created.
-func (s *Server) newSandboxRecord(acct *Account, p createParams) *Sandbox {
+func (s *Server) newSandboxRecord(acct *model.Account, p createParams) *model.Sandbox {
 	now := s.now()
-	return &Sandbox{
+	return &model.Sandbox{
 		ID:              NewID(),
 		AccountID:       acct.ID,
 		Label:           p.label,
 		Size:            p.size,
 		StorageGB:       p.storageGB,
 		LifetimeMinutes: int(p.lifetime / time.Minute),
-		Status:          StatusCreating,
+		Status:          model.StatusCreating,
 		CreatedAt:       now,
 		ExpiresAt:       now.Add(p.lifetime),
 		Driver:          s.cfg.DriverName,
@@ -205,7 +206,7 @@ func (s *Server) newSandboxRecord(acct *Account, p createParams) *Sandbox {
 // The row is written before Driver.Create so that a crash mid-create
 // leaves a trace: Init finds the "creating" row and tears down whatever
 // the driver had started.
-func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) (*Sandbox, error) {
+func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createParams) (*model.Sandbox, error) {
 	// Recorded before the jail exists, so a racing image delete sees the
 	// use, and so a restarted server can re-open the sandbox's egress.
 	if err := s.recordCreate(ctx, sb, p); err != nil {
@@ -216,7 +217,7 @@ func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) 
 		}
 		return nil, sandboxFailed("create")
 	}
-	ep, err := s.driver.Create(ctx, Spec{
+	ep, err := s.driver.Create(ctx, model.Spec{
 		ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot,
 		Egress: s.egressServer(sb, p.egress),
 	})
@@ -226,14 +227,14 @@ func (s *Server) startSandbox(ctx context.Context, sb *Sandbox, p createParams) 
 		if isStorageFault(err) {
 			return nil, storageFailed("create the sandbox")
 		}
-		if he, ok := errors.AsType[*HostLimitError](err); ok {
-			return nil, he.apiError("create")
+		if he, ok := errors.AsType[*model.HostLimitError](err); ok {
+			return nil, he.APIError("create")
 		}
 		return nil, sandboxFailed("create")
 	}
 	// The sandbox exists now; record it even if the client has gone away,
 	// since the caller tears it down on error anyway.
-	active, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), sb.ID, func(sb *Sandbox) error {
+	active, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), sb.ID, func(sb *model.Sandbox) error {
 		sb.Status = api.StatusActive
 		sb.Endpoint = ep
 		return nil
@@ -255,7 +256,7 @@ func (s *Server) discard(ctx context.Context, id string) {
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "tear down failed sandbox", "sandbox", id, "err", err)
 	}
-	if err := s.store.DeleteSandbox(ctx, id); err != nil && !errors.Is(err, ErrNotFound) {
+	if err := s.store.DeleteSandbox(ctx, id); err != nil && !errors.Is(err, model.ErrNotFound) {
 		s.log.ErrorContext(ctx, "remove failed sandbox row", "sandbox", id, "err", err)
 	}
 }
@@ -286,7 +287,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]api.Sandbox, len(sbs))
 	for i, sb := range sbs {
-		out[i] = sb.toAPI()
+		out[i] = sb.ToAPI()
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -294,10 +295,10 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 
 // loadSandbox returns the caller's sandbox named in the path; another
 // account's is not found, never forbidden.
-func (s *Server) loadSandbox(r *http.Request) (*Sandbox, error) {
+func (s *Server) loadSandbox(r *http.Request) (*model.Sandbox, error) {
 	id := r.PathValue("id")
 	sb, err := s.store.Sandbox(r.Context(), accountFrom(r.Context()).ID, id)
-	if errors.Is(err, ErrNotFound) || (err == nil && sb.Status == StatusCreating) {
+	if errors.Is(err, model.ErrNotFound) || (err == nil && sb.Status == model.StatusCreating) {
 		return nil, sandboxNotFound(id)
 	}
 	if err != nil {
@@ -313,9 +314,12 @@ func sandboxNotFound(id string) *api.Error {
 
 // notActive is the answer to an operation on a sandbox that is gone: 410
 // sandbox_lost for one that was lost, 409 for one destroyed on purpose.
-func notActive(sb *Sandbox) *api.Error {
-	if sb.Status == api.StatusLost {
+func notActive(sb *model.Sandbox) *api.Error {
+	switch sb.Status {
+	case api.StatusLost:
 		return lostAnswer(sb.ID)
+	case api.StatusPaused:
+		return pausedAnswer(sb)
 	}
 	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is %s", sb.ID, sb.Status).
 		WithHint("create a new sandbox with `boxkite session create`")
@@ -326,7 +330,7 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sb.toAPI())
+	writeJSON(w, http.StatusOK, sb.ToAPI())
 	return nil
 }
 
@@ -337,13 +341,13 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !sb.Active() {
+	if !sb.Live() {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already %s", sb.ID, sb.Status)
 	}
 	// Finish the teardown even if the client hangs up half way.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), cleanupTimeout)
 	defer cancel()
-	if err := s.destroy(ctx, sb.ID, api.StatusDestroyed, ReasonDeleted); err != nil {
+	if err := s.destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonDeleted); err != nil {
 		if errors.Is(err, errNotActive) {
 			return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already destroyed", sb.ID)
 		}
@@ -354,7 +358,7 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 }
 
 // errNotActive aborts a state change on a sandbox that stopped being active
-// since it was read (a DELETE racing the reaper, say).
+// (or paused) since it was read (a DELETE racing the reaper, say).
 var errNotActive = errors.New("sandbox is not active")
 
 // destroy tears the sandbox down and records it as status/reason. The
@@ -367,17 +371,21 @@ func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
 }
 
 // destroySandbox is destroy returning the sandbox as recorded.
-func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*Sandbox, error) {
+func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
 	s.sidecars.forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
 		return nil, sandboxFailed("delete")
 	}
-	sb, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *Sandbox) error {
-		if !sb.Active() {
+	sb, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
+		if !sb.Live() {
 			return errNotActive
 		}
 		now := s.now()
+		if sb.PausedAt != nil { // paused time is not counted
+			sb.PausedTotal += max(0, now.Sub(*sb.PausedAt))
+			sb.PausedAt = nil
+		}
 		sb.Status, sb.DestroyReason, sb.DestroyedAt = status, reason, &now
 		return nil
 	})
@@ -403,7 +411,7 @@ func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sb, err = s.store.UpdateSandbox(r.Context(), sb.ID, func(sb *Sandbox) error {
+	sb, err = s.store.UpdateSandbox(r.Context(), sb.ID, func(sb *model.Sandbox) error {
 		if !sb.Active() {
 			return notActive(sb)
 		}
@@ -415,6 +423,6 @@ func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("extend sandbox: %w", err)
 	}
-	writeJSON(w, http.StatusOK, sb.toAPI())
+	writeJSON(w, http.StatusOK, sb.ToAPI())
 	return nil
 }

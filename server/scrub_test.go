@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Secrets of the scrubbing tests (issue 17, finding 4): an AWS key id and a
@@ -180,7 +181,7 @@ func TestOutputScrubbingOff(t *testing.T) {
 	e.Sidecar.ExecFunc = func(w http.ResponseWriter, _ *http.Request, _ api.ExecRequest) {
 		replyJSON(w, api.ExecResult{Stdout: awsKey})
 	}
-	member := e.addKey(e.AcctA, server.RoleMember)
+	member := e.addKey(e.AcctA, model.RoleMember)
 	resp, body := e.do("PATCH", "/v1/account", member, `{"scrub_output": false}`)
 	wantError(t, resp, body, http.StatusForbidden, api.CodeForbidden)
 

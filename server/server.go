@@ -19,6 +19,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -159,8 +160,8 @@ func (c Config) validate() error {
 // store, Run does the background work, Serve combines them with a listener.
 type Server struct {
 	cfg      Config
-	store    Store
-	driver   Driver
+	store    model.Store
+	driver   model.Driver
 	log      *slog.Logger
 	mux      *http.ServeMux
 	now      func() time.Time
@@ -199,7 +200,7 @@ type Server struct {
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().
-func New(cfg Config, store Store, driver Driver, log *slog.Logger) (*Server, error) {
+func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (*Server, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("server config: %w", err)
@@ -255,6 +256,8 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sandboxes/{id}", s.getSandbox)
 	s.handle("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
 	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
+	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)   // pause.go
+	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
 	s.register("POST /v1/sandboxes/{id}/exec", credTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.register("GET /v1/sandboxes/{id}/takeover", credTakeover, s.takeover)

@@ -1,41 +1,20 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-// Stats is what one sandbox holds on its host now.
-type Stats struct {
-	MemoryBytes     int64 // all memory charged to it, page cache and kernel memory included
-	MemoryAnonBytes int64 // of which anonymous
-	Pids            int64 // tasks, threads included
-	// DiskUsedBytes and DiskQuotaBytes are its own disk's use and size;
-	// 0 when it has none of its own.
-	DiskUsedBytes, DiskQuotaBytes int64
-	Frozen                        bool // stopped while the host's disk is full
-}
-
-// StatsDriver is a Driver that can report a sandbox's usage. It is
-// optional: GET /v1/sandboxes/{id}/stats answers not_supported without it.
-type StatsDriver interface {
-	Stats(ctx context.Context, id string) (Stats, error)
-}
-
-// ErrNoStats is returned by a StatsDriver that has no accounting for its
-// sandboxes (the local driver without cgroups).
-var ErrNoStats = errors.New("no resource accounting")
-
 // statsDriver finds the StatsDriver behind the server's driver wrappers.
-func statsDriver(d Driver) (StatsDriver, bool) {
+func statsDriver(d model.Driver) (model.StatsDriver, bool) {
 	if cd, ok := d.(countingDriver); ok {
 		d = cd.Driver
 	}
-	sd, ok := d.(StatsDriver)
+	sd, ok := d.(model.StatsDriver)
 	return sd, ok
 }
 
@@ -55,7 +34,7 @@ func (s *Server) sandboxStats(w http.ResponseWriter, r *http.Request) error {
 	}
 	st, err := sd.Stats(r.Context(), sb.ID)
 	switch {
-	case errors.Is(err, ErrNoStats):
+	case errors.Is(err, model.ErrNoStats):
 		return api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "this server has no resource accounting for sandboxes").
 			WithHint("run boxkite-server as root on a host with cgroups so each sandbox gets its own")
 	case err != nil:

@@ -14,22 +14,23 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // statsDriver is a fakeDriver that also reports usage.
 type statsDriver struct {
 	*fakeDriver
-	stats func(id string) (server.Stats, error)
+	stats func(id string) (model.Stats, error)
 }
 
-func (d statsDriver) Stats(_ context.Context, id string) (server.Stats, error) { return d.stats(id) }
+func (d statsDriver) Stats(_ context.Context, id string) (model.Stats, error) { return d.stats(id) }
 
 // newStatsEnv is newEnv with a driver that implements StatsDriver.
-func newStatsEnv(t *testing.T, stats func(id string) (server.Stats, error)) *env {
+func newStatsEnv(t *testing.T, stats func(id string) (model.Stats, error)) *env {
 	t.Helper()
 	st := openStore(t, t.TempDir())
 	e := &env{t: t, Store: st, Sidecar: newFakeSidecar(t), Logs: &syncBuffer{}, clock: &clock{now: time.Now().UTC()}}
-	e.Driver = &fakeDriver{CreateFunc: func(context.Context, server.Spec) (server.Endpoint, error) {
+	e.Driver = &fakeDriver{CreateFunc: func(context.Context, model.Spec) (model.Endpoint, error) {
 		return e.Sidecar.Endpoint(), nil
 	}}
 	srv, err := server.New(server.Config{DriverName: "fake"}, st, statsDriver{e.Driver, stats},
@@ -38,8 +39,8 @@ func newStatsEnv(t *testing.T, stats func(id string) (server.Stats, error)) *env
 		t.Fatal(err)
 	}
 	e.Server = srv
-	e.AcctA, e.KeyA = e.addAccount("a@example.com", server.RoleAdmin)
-	_, e.KeyB = e.addAccount("b@example.com", server.RoleAdmin)
+	e.AcctA, e.KeyA = e.addAccount("a@example.com", model.RoleAdmin)
+	_, e.KeyB = e.addAccount("b@example.com", model.RoleAdmin)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	e.URL = hs.URL
@@ -48,11 +49,11 @@ func newStatsEnv(t *testing.T, stats func(id string) (server.Stats, error)) *env
 
 func TestSandboxStats(t *testing.T) {
 	t.Parallel()
-	e := newStatsEnv(t, func(id string) (server.Stats, error) {
+	e := newStatsEnv(t, func(id string) (model.Stats, error) {
 		if id == "" {
-			return server.Stats{}, errors.New("no id")
+			return model.Stats{}, errors.New("no id")
 		}
-		return server.Stats{MemoryBytes: 9 << 20, MemoryAnonBytes: 4 << 20, Pids: 2}, nil
+		return model.Stats{MemoryBytes: 9 << 20, MemoryAnonBytes: 4 << 20, Pids: 2}, nil
 	})
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 
@@ -84,8 +85,8 @@ func TestSandboxStatsUnsupported(t *testing.T) {
 	}{
 		{"driver without stats", func(t *testing.T) *env { return newEnv(t, server.Config{}) }},
 		{"driver without accounting", func(t *testing.T) *env {
-			return newStatsEnv(t, func(string) (server.Stats, error) {
-				return server.Stats{}, fmt.Errorf("sandbox stats: %w", server.ErrNoStats)
+			return newStatsEnv(t, func(string) (model.Stats, error) {
+				return model.Stats{}, fmt.Errorf("sandbox stats: %w", model.ErrNoStats)
 			})
 		}},
 	}

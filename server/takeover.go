@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Limits of the takeover relay.
@@ -63,7 +64,7 @@ func (s *Server) authorizeTakeover(r *http.Request) (takeoverGrant, error) {
 	switch {
 	case ri.grant != nil:
 		g = *ri.grant
-	case ri.key.Role != RoleAdmin:
+	case ri.key.Role != model.RoleAdmin:
 		return takeoverGrant{}, errTakeoverNotPermitted
 	default:
 		g = takeoverGrant{keyID: ri.key.ID, keyName: ri.key.Name, via: viaAPIKey}
@@ -196,7 +197,7 @@ func (t *typedInput) take() ([]byte, bool) {
 // keystrokes are on the record while the session is still open. It
 // returns false, at once, when an entry could not be committed: the
 // caller ends the session.
-func (s *Server) flushTypedInput(ctx context.Context, sb *Sandbox, g takeoverGrant, in *typedInput) bool {
+func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g takeoverGrant, in *typedInput) bool {
 	tick := time.NewTicker(s.cfg.TakeoverFlushInterval)
 	defer tick.Stop()
 	flush := func() bool {
@@ -224,7 +225,7 @@ func (s *Server) flushTypedInput(ctx context.Context, sb *Sandbox, g takeoverGra
 }
 
 // dialPTY opens the sidecar's /pty over the sandbox's endpoint.
-func (s *Server) dialPTY(r *http.Request, sb *Sandbox, readOnly bool) (*websocket.Conn, error) {
+func (s *Server) dialPTY(r *http.Request, sb *model.Sandbox, readOnly bool) (*websocket.Conn, error) {
 	q := url.Values{}
 	if readOnly {
 		q.Set("read_only", "1")
@@ -236,7 +237,7 @@ func (s *Server) dialPTY(r *http.Request, sb *Sandbox, readOnly bool) (*websocke
 // endpoint. A refusal is logged with the sidecar's status and becomes
 // 502 sandbox_failed with failMsg, or the sidecar's own error when it
 // answered with one (a bad cwd, an exhausted exec budget).
-func (s *Server) dialSidecarWS(r *http.Request, sb *Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error) {
+func (s *Server) dialSidecarWS(r *http.Request, sb *model.Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error) {
 	if err := s.frozenAnswer(sb.ID); err != nil {
 		return nil, err
 	}

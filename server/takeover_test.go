@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // fakePTY serves the sidecar's WS /pty: binary frames are echoed back
@@ -163,7 +164,7 @@ func TestTakeoverRefusals(t *testing.T) {
 	e := newEnv(t, server.Config{})
 	fakePTY(t, e)
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
-	member := e.addKey(e.AcctA, server.RoleMember)
+	member := e.addKey(e.AcctA, model.RoleMember)
 	tests := []struct {
 		name, key, query string
 		status           int

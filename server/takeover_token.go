@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // tokenTypeTakeover is the "type" claim of takeover tokens, so an access
@@ -52,15 +53,6 @@ var errReadOnlyExec = &api.Error{
 	Status: http.StatusForbidden, Code: api.CodeTakeoverNotPermitted,
 	Message: "a read-only takeover token cannot run commands",
 	Hint:    "mint a token without read_only to run commands",
-}
-
-// TokenStore remembers single-use tokens that were spent, so a takeover
-// token opens one terminal even when several servers share the database.
-type TokenStore interface {
-	// SpendToken records jti as spent until expires and reports whether
-	// it was unspent. Entries that expired before now may be forgotten
-	// (the server's clock decides, not the database's).
-	SpendToken(ctx context.Context, jti string, expires, now time.Time) (bool, error)
 }
 
 // mintTakeoverToken signs a token for sb granting g.
@@ -143,7 +135,7 @@ func (s *Server) authenticateTakeover(r *http.Request) error {
 		return err
 	}
 	acct, err := s.store.AccountByID(ctx, c.Sub)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return errBadTakeoverToken
 	}
 	if err != nil {
@@ -162,7 +154,7 @@ func (s *Server) authenticateTakeover(r *http.Request) error {
 // admin keys only, as for the header-authenticated takeover.
 func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) error {
 	key := infoFrom(r.Context()).key
-	if key.Role != RoleAdmin {
+	if key.Role != model.RoleAdmin {
 		return errTakeoverNotPermitted
 	}
 	var req api.TakeoverTokenRequest
@@ -249,7 +241,7 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 			return invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
 		}
 		k, err := s.store.SSHKeyByFingerprint(ctx, ssh.FingerprintSHA256(pub))
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, model.ErrNotFound) {
 			return errNoSSHAccess
 		}
 		if err != nil {
@@ -259,7 +251,7 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 		g = takeoverGrant{keyID: k.ID, keyName: k.Name, via: viaSSHKey}
 	}
 	sb, err := s.store.Sandbox(ctx, accountID, req.SandboxID)
-	if errors.Is(err, ErrNotFound) || (err == nil && sb.Status == StatusCreating) {
+	if errors.Is(err, model.ErrNotFound) || (err == nil && sb.Status == model.StatusCreating) {
 		return errNoSSHAccess
 	}
 	if err != nil {

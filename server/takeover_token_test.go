@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 const testBastionKey = "bastion-key-for-tests-0123456789abcdef"
@@ -31,7 +32,7 @@ func TestTakeoverToken(t *testing.T) {
 	attached := fakePTY(t, e)
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	other := e.create(e.KeyA, api.CreateSandboxRequest{})
-	member := e.addKey(e.AcctA, server.RoleMember)
+	member := e.addKey(e.AcctA, model.RoleMember)
 
 	if code, _, body := mintToken(t, e, sb.ID, member, nil); code != http.StatusForbidden {
 		t.Errorf("member mint = %d %s, want 403", code, body)
@@ -90,7 +91,7 @@ func TestBastionToken(t *testing.T) {
 	e := newEnv(t, server.Config{BastionKey: testBastionKey})
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	const pub = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGq3dYQ1Tn8cmDV5dTlpK1PZiW8rKOQU/2wKdcZxVh3x laptop"
-	member := e.addKey(e.AcctA, server.RoleMember)
+	member := e.addKey(e.AcctA, model.RoleMember)
 	if resp, body := e.do("POST", "/v1/account/ssh-keys", member, api.AddSSHKeyRequest{PublicKey: pub}); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("member adds an ssh key: %d %s, want 403", resp.StatusCode, body)
 	}

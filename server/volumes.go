@@ -9,9 +9,9 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // DefaultMaxVolumeGB caps size_gb of a volume when Config.MaxVolumeGB is 0.
@@ -22,59 +22,14 @@ const DefaultMaxVolumeGB = 100
 // /workspace) reaches them without a new typed root.
 const VolumeMountRoot = "/workspace"
 
-// Volume is the control plane's record of a persistent volume.
-type Volume struct {
-	ID        string
-	AccountID string
-	Label     string
-	SizeGB    float64
-	Status    string // api.VolumeReady
-	CreatedAt time.Time
-}
-
-func (v *Volume) toAPI() api.Volume {
-	return api.Volume{ID: v.ID, Label: v.Label, SizeGB: v.SizeGB, Status: v.Status, CreatedAt: v.CreatedAt.UTC()}
-}
-
-// VolumeStore holds volume records and which sandboxes mount them.
-type VolumeStore interface {
-	// CreateVolume inserts v; ErrConflict if the id exists.
-	CreateVolume(ctx context.Context, v *Volume) error
-	// Volume returns the account's volume, or ErrNotFound (also for another account's).
-	Volume(ctx context.Context, accountID, id string) (*Volume, error)
-	// ListVolumes returns the account's volumes, newest first.
-	ListVolumes(ctx context.Context, accountID string) ([]*Volume, error)
-	// DeleteVolume removes the account's volume unless a sandbox that is
-	// creating or active mounts it (ErrConflict), in one transaction;
-	// ErrNotFound if it is not the account's.
-	DeleteVolume(ctx context.Context, accountID, id string) error
-	// AttachVolumes records that the sandbox mounts the volumes.
-	AttachVolumes(ctx context.Context, sandboxID string, volumeIDs []string) error
-}
-
-// VolumeDriver is implemented by drivers that can hold volumes. A driver
-// without it refuses volume creation with not_supported.
-type VolumeDriver interface {
-	// CreateVolume makes the volume's storage with a quota of sizeBytes.
-	CreateVolume(ctx context.Context, id string, sizeBytes int64) error
-	// DeleteVolume removes it and its data; a gone volume is not an error.
-	DeleteVolume(ctx context.Context, id string) error
-}
-
-// VolumeMount is one volume a driver mounts into a sandbox.
-type VolumeMount struct {
-	ID   string // the volume's id, as given to VolumeDriver.CreateVolume
-	Path string // absolute path inside the sandbox, below VolumeMountRoot
-}
-
 // volumeDriver returns the driver's volume side, looking through the
 // metrics wrapper (which only counts sandbox operations).
-func (s *Server) volumeDriver() (VolumeDriver, error) {
+func (s *Server) volumeDriver() (model.VolumeDriver, error) {
 	d := s.driver
 	if cd, ok := d.(countingDriver); ok {
 		d = cd.Driver
 	}
-	vd, ok := d.(VolumeDriver)
+	vd, ok := d.(model.VolumeDriver)
 	if !ok {
 		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "this server's driver has no volumes")
 	}
@@ -111,7 +66,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	acct := accountFrom(r.Context())
-	v := &Volume{ID: NewID(), AccountID: acct.ID, Label: req.Label, SizeGB: req.SizeGB, Status: api.VolumeReady, CreatedAt: s.now()}
+	v := &model.Volume{ID: NewID(), AccountID: acct.ID, Label: req.Label, SizeGB: req.SizeGB, Status: api.VolumeReady, CreatedAt: s.now()}
 	const mib = 1 << 20
 	size := max(16*mib, int64(req.SizeGB*(1<<30))/mib*mib)
 	if err := vd.CreateVolume(r.Context(), v.ID, size); err != nil {
@@ -126,7 +81,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
 		_ = vd.DeleteVolume(context.WithoutCancel(r.Context()), v.ID)
 		return fmt.Errorf("record volume: %w", err)
 	}
-	writeJSON(w, http.StatusCreated, v.toAPI())
+	writeJSON(w, http.StatusCreated, v.ToAPI())
 	return nil
 }
 
@@ -137,7 +92,7 @@ func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]api.Volume, len(vs))
 	for i, v := range vs {
-		out[i] = v.toAPI()
+		out[i] = v.ToAPI()
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -151,13 +106,13 @@ func volumeNotFound(id string) *api.Error {
 func (s *Server) getVolume(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	v, err := s.store.Volume(r.Context(), accountFrom(r.Context()).ID, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, model.ErrNotFound) {
 		return volumeNotFound(id)
 	}
 	if err != nil {
 		return fmt.Errorf("load volume: %w", err)
 	}
-	writeJSON(w, http.StatusOK, v.toAPI())
+	writeJSON(w, http.StatusOK, v.ToAPI())
 	return nil
 }
 
@@ -167,9 +122,9 @@ func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	err := s.store.DeleteVolume(r.Context(), accountFrom(r.Context()).ID, id)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, model.ErrNotFound):
 		return volumeNotFound(id)
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, model.ErrConflict):
 		return api.Errorf(http.StatusConflict, api.CodeVolumeInUse, "volume %s is mounted by an active sandbox", id).
 			WithHint("delete the sandboxes that mount it first")
 	case err != nil:
@@ -190,20 +145,20 @@ func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) error {
 // validateVolumeMounts checks a create's volume_mounts: each path strictly
 // below VolumeMountRoot, clean, and not overlapping another (422); each
 // volume the caller's and ready (404). It returns the mounts sorted by path.
-func (s *Server) validateVolumeMounts(ctx context.Context, acct *Account, mounts map[string]string) ([]VolumeMount, error) {
+func (s *Server) validateVolumeMounts(ctx context.Context, acct *model.Account, mounts map[string]string) ([]model.VolumeMount, error) {
 	if len(mounts) == 0 {
 		return nil, nil
 	}
 	if _, err := s.volumeDriver(); err != nil {
 		return nil, err
 	}
-	out := make([]VolumeMount, 0, len(mounts))
+	out := make([]model.VolumeMount, 0, len(mounts))
 	for id, p := range mounts {
 		if !path.IsAbs(p) || path.Clean(p) != p || !strings.HasPrefix(p, VolumeMountRoot+"/") {
 			return nil, invalid("volume_mounts", fmt.Sprintf("mount path %q must be a clean absolute path below %s/", p, VolumeMountRoot),
 				"mount volumes at e.g. /workspace/data")
 		}
-		out = append(out, VolumeMount{ID: id, Path: p})
+		out = append(out, model.VolumeMount{ID: id, Path: p})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	for i := 1; i < len(out); i++ {
@@ -213,7 +168,7 @@ func (s *Server) validateVolumeMounts(ctx context.Context, acct *Account, mounts
 	}
 	for _, m := range out {
 		v, err := s.store.Volume(ctx, acct.ID, m.ID)
-		if errors.Is(err, ErrNotFound) || (err == nil && v.Status != api.VolumeReady) {
+		if errors.Is(err, model.ErrNotFound) || (err == nil && v.Status != api.VolumeReady) {
 			return nil, volumeNotFound(m.ID)
 		}
 		if err != nil {
@@ -226,7 +181,7 @@ func (s *Server) validateVolumeMounts(ctx context.Context, acct *Account, mounts
 // attachVolumes records the mounts of freshly reserved sandboxes, before
 // the driver mounts anything, so a volume is never deleted under a
 // sandbox; on failure the reserved rows are removed.
-func (s *Server) attachVolumes(ctx context.Context, recs []*Sandbox, mounts []VolumeMount) error {
+func (s *Server) attachVolumes(ctx context.Context, recs []*model.Sandbox, mounts []model.VolumeMount) error {
 	if len(mounts) == 0 {
 		return nil
 	}

@@ -3,12 +3,12 @@ package server_test
 import (
 	"context"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // The fake driver holds volumes in name only, so the API tests that use
 // it (the cross-tenant matrix) can create them.
-var _ server.VolumeDriver = (*fakeDriver)(nil)
+var _ model.VolumeDriver = (*fakeDriver)(nil)
 
 func (d *fakeDriver) CreateVolume(context.Context, string, int64) error { return nil }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Watch streams (GET /v1/sandboxes/{id}/watch, design/API.md "Watch is
@@ -106,7 +108,7 @@ func (s *Server) watchStart(r *http.Request, sandboxID, lastID string) (int64, e
 		if err == nil {
 			return seq, nil
 		}
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, model.ErrNotFound) {
 			return 0, fmt.Errorf("find last event: %w", err)
 		}
 		// An id this sandbox never had (a stale or foreign one): start
@@ -164,8 +166,8 @@ type watchStream struct {
 	buf    []byte
 }
 
-func (ws *watchStream) send(e *ExecLogEntry) error {
-	data, err := json.Marshal(e.toAPI())
+func (ws *watchStream) send(e *model.ExecLogEntry) error {
+	data, err := json.Marshal(e.ToAPI())
 	if err != nil {
 		return fmt.Errorf("encode log entry: %w", err)
 	}

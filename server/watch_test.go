@@ -20,6 +20,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // sseEvent is one server-sent event, or a comment line (comment set).
@@ -162,7 +163,7 @@ func (ws *watchStream) quiet(t testing.TB, d time.Duration) {
 }
 
 // logIDs returns the ids of all of the sandbox's entries, oldest first.
-func logIDs(t testing.TB, st server.Store, id string) []string {
+func logIDs(t testing.TB, st model.Store, id string) []string {
 	t.Helper()
 	entries, _, err := st.ExecLog(context.Background(), id, 10000, 0)
 	if err != nil {

@@ -51,11 +51,15 @@ type Options struct {
 	Location *time.Location
 	// Refresh is how often the sandbox list and detail are re-read (default 2s).
 	Refresh time.Duration
+	// Context names the control plane (the CLI's context) for the title
+	// line; empty shows none.
+	Context string
 }
 
 // Model is the whole TUI: a stack of screens over one Source.
 type Model struct {
 	src     Source
+	context string // the CLI's context, named in the title
 	now     func() time.Time
 	loc     *time.Location
 	refresh time.Duration
@@ -102,6 +106,7 @@ func New(opts Options) *Model {
 	}
 	m := &Model{
 		src:     opts.Source,
+		context: opts.Context,
 		now:     opts.Now,
 		loc:     opts.Location,
 		refresh: opts.Refresh,
@@ -431,6 +436,9 @@ func (m *Model) titleLine() string {
 		where = "new sandbox"
 	}
 	left := m.st.title.Render("boxkite") + " " + oneLine(where)
+	if m.context != "" {
+		left = m.st.title.Render("boxkite") + " " + m.st.dim.Render("["+oneLine(m.context)+"]") + " " + oneLine(where)
+	}
 	right := ""
 	switch {
 	case m.offline != nil:

@@ -30,6 +30,10 @@ func TestViewGolden(t *testing.T) {
 			load(m)
 		}},
 		{"list_narrow_50x12", 50, 12, func(t *testing.T, src *fakeSource, m *Model) { load(m) }},
+		{"list_context_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			m.context = "staging" // Options.Context: the title names the CLI's context
+			load(m)
+		}},
 		{"list_audit_down_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
 			since := epoch
 			src.host.Audit = api.HostAudit{Reason: "the database is read-only", Since: &since}

@@ -29,7 +29,28 @@ const (
 	StatusActive    = "active"    // the sidecar answers; operations are accepted
 	StatusDestroyed = "destroyed" // deleted by a user or by the reaper
 	StatusLost      = "lost"      // the substrate lost it (host restart, process died)
+	StatusPaused    = "paused"    // paused (Sandbox.PausedWith); resume gives it back as it was
 )
+
+// Pause modes, in PauseSandboxRequest.Mode and Sandbox.PausedWith.
+const (
+	// PauseFreeze stops every process at once through the freezer cgroup;
+	// memory stays, and resume continues exactly where it stopped. The
+	// default.
+	PauseFreeze = "freeze"
+	// PauseFilesystem ends the processes and releases their memory,
+	// keeping the filesystem; resume starts the sandbox again from it,
+	// restarting the background processes started with restart set.
+	PauseFilesystem = "filesystem"
+	// PauseCheckpoint keeps memory on disk with CRIU, only where `criu
+	// check` passes.
+	PauseCheckpoint = "checkpoint"
+)
+
+// PauseSandboxRequest is the body of POST /v1/sandboxes/{id}/pause.
+type PauseSandboxRequest struct {
+	Mode string `json:"mode,omitempty"` // PauseFreeze (default), PauseFilesystem, PauseCheckpoint
+}
 
 // CreateSandboxRequest is the body of POST /v1/sandboxes.
 type CreateSandboxRequest struct {
@@ -64,6 +85,11 @@ type Sandbox struct {
 	ExpiresAt       time.Time  `json:"expires_at"`
 	DestroyedAt     *time.Time `json:"destroyed_at"`
 	DestroyReason   string     `json:"destroy_reason,omitempty"` // "deleted", "expired", "lost"
+	// PausedWith is the pause mode of a paused sandbox, and PausedAt
+	// since when; while paused its lifetime does not run (ExpiresAt moves
+	// on by the time paused at resume).
+	PausedWith string     `json:"paused_with,omitempty"`
+	PausedAt   *time.Time `json:"paused_at,omitempty"`
 }
 
 // ExtendSandboxRequest is the body of POST /v1/sandboxes/{id}/extend.

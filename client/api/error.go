@@ -47,6 +47,12 @@ const (
 	// CodeAuditUnavailable (503): the audit store cannot commit entries, so
 	// the server refuses audited work until it can (it fails closed).
 	CodeAuditUnavailable = "audit_unavailable"
+	// CodeSandboxPaused (409): the sandbox is paused; resume it first.
+	// Details: {paused_with}.
+	CodeSandboxPaused = "sandbox_paused"
+	// CodeSnapshotLimitReached (429): the account holds its most
+	// snapshots; delete one first. Details: {limit, count}.
+	CodeSnapshotLimitReached = "snapshot_limit_reached"
 
 	// Why an image build failed (Image.FailureCode, never an HTTP answer):
 	// a step failed (CodeImageBuildFailed), or the build's jail refused
@@ -129,9 +135,9 @@ func StatusOf(code string) int {
 		return http.StatusForbidden
 	case CodeNotFound:
 		return http.StatusNotFound
-	case CodeConflict:
+	case CodeConflict, CodeSandboxPaused:
 		return http.StatusConflict
-	case CodeLimitExceeded, CodeRateLimited:
+	case CodeLimitExceeded, CodeRateLimited, CodeSnapshotLimitReached:
 		return http.StatusTooManyRequests
 	case CodeSandboxFailed:
 		return http.StatusBadGateway

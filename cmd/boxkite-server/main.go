@@ -28,6 +28,7 @@ import (
 	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/local"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/sqlstore"
 	"k8s.io/client-go/rest"
 )
@@ -218,7 +219,7 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 
 // substrate is the driver of --driver and what comes with it.
 type substrate struct {
-	driver   server.Driver
+	driver   model.Driver
 	images   *images.Manager                 // nil: the driver has no host images
 	run      func(ctx context.Context)       // background work (the kube warm pool)
 	shutdown func(ctx context.Context) error // at SIGTERM

@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 // TestScripts runs every testdata/script/*.txtar against the real
 // boxkite-server and boxkite-sidecar, built once for all scripts. Each
 // script gets its own BOXKITE_HOME, a free port in $PORT, and $CLIBIN, the
-// directory holding only boxkite.
+// directory holding only boxkite; for a second server (contexts),
+// $BOXKITE_HOME2 and $PORT2 are another home and port.
 func TestScripts(t *testing.T) {
 	bin := companionBinaries(t)
 	testscript.Run(t, testscript.Params{
@@ -49,7 +50,12 @@ func TestScripts(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			home2, err := os.MkdirTemp("", "bk")
+			if err != nil {
+				return err
+			}
 			env.Setenv("BOXKITE_HOME", home)
+			env.Setenv("BOXKITE_HOME2", home2)
 			env.Setenv("CLIBIN", filepath.Dir(cliPath))
 			// boxkite first (never a stray one from bin), then the companions
 			// (never a stale go-installed one from further down PATH).
@@ -60,6 +66,13 @@ func TestScripts(t *testing.T) {
 				return err
 			}
 			env.Setenv("PORT", strconv.Itoa(port))
+			port2 := port
+			for port2 == port {
+				if port2, err = freePort(); err != nil {
+					return err
+				}
+			}
+			env.Setenv("PORT2", strconv.Itoa(port2))
 			if os.Getenv("GORACE") == "" {
 				// Under -race every boxkite invocation would otherwise sleep
 				// a second at exit; scripts run dozens of them.
@@ -68,8 +81,10 @@ func TestScripts(t *testing.T) {
 			// A script that fails before `boxkite down` must not leave a
 			// server (and its jails) running.
 			env.Defer(func() {
-				stopLeftoverServer(filepath.Join(home, "server.pid"))
-				os.RemoveAll(home)
+				for _, h := range []string{home, home2} {
+					stopLeftoverServer(filepath.Join(h, "server.pid"))
+					os.RemoveAll(h)
+				}
 			})
 			return nil
 		},

@@ -117,7 +117,7 @@ func tuiStart(ts *testscript.TestScript) {
 	args := []string{"-f", "/dev/null", "new-session", "-d", "-s", "tui", "-x", "80", "-y", "24", "sh", "-c", wrapper, "sh", p.exit}
 	cmd := exec.Command("tmux", append([]string{"-S", p.socket}, args...)...)
 	cmd.Env = []string{"TERM=xterm-256color", "LANG=C.UTF-8"}
-	for _, k := range []string{"PATH", "HOME", "TMPDIR", "BOXKITE_HOME", "GORACE", "NO_COLOR"} {
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "BOXKITE_HOME", "BOXKITE_CONTEXT", "GORACE", "NO_COLOR"} {
 		if v := ts.Getenv(k); v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}

@@ -61,7 +61,7 @@ func Dir(t testing.TB) string {
 // Checks are what flows.mjs must report, one per flow of issue 21's first
 // acceptance item (and the SDK's view of the second).
 var Checks = []string{
-	"create", "run.stdout", "run.stderr", "run.exitCode", "run.CommandExitError", "run.timeoutMs",
+	"create", "domain", "run.stdout", "run.stderr", "run.exitCode", "run.CommandExitError", "run.timeoutMs",
 	"background.pid", "commands.list", "commands.connect", "commands.kill", "kill.ends", "kill.unknown",
 	"disconnect.keeps-running", "stdin",
 	"files.write-read-text", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
@@ -70,7 +70,7 @@ var Checks = []string{
 	"pty.echo", "pty.resize", "list.metadata", "list.metadata-none", "getInfo", "pause.not-supported", "autoPause.not-supported",
 	"connect.new-process",
 	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",
-	"setTimeout.expires", "runCode.state", "runCode.stdout", "runCode.error", "runCode.contexts",
+	"setTimeout.expires", "list.pages", "runCode.state", "runCode.stdout", "runCode.error", "runCode.contexts",
 	"kill", "kill.NotFoundError", "kill.commands-fail",
 }
 

@@ -33,6 +33,10 @@ async function until(what, fn, ms = 30000) {
 const sbx = await Sandbox.create({ metadata: { suite: 'flows', run: process.env.RUN_ID }, envs: { SANDBOX_VAR: 'from-create' } })
 check('create', typeof sbx.sandboxId === 'string' && sbx.sandboxId.length > 0, sbx.sandboxId)
 results.sandboxId = sbx.sandboxId
+// Without E2B_SANDBOX_URL the SDK would reach envd under the sandbox's
+// domain: boxkite's host, never E2B's default e2b.app.
+const host = sbx.getHost(8080)
+check('domain', host === `8080-${sbx.sandboxId}.${new URL(process.env.E2B_API_URL).host}`, host)
 
 // commands.run in the foreground
 const fg = await sbx.commands.run('echo out-$SANDBOX_VAR-$REQ_VAR; echo err >&2; pwd', {
@@ -156,6 +160,13 @@ check('setTimeout.expires', (await rejects(() => Sandbox.getInfo(short.sandboxId
 // the code interpreter
 const ci = await CodeSandbox.create({ metadata: { run: process.env.RUN_ID, role: 'ci' } })
 results.codeSandboxId = ci.sandboxId
+// two running sandboxes of this run now (the short one expired): pages of one, oldest first
+const pager = Sandbox.list({ query: { metadata: { run: process.env.RUN_ID } }, limit: 1, order: 'asc' })
+const page1 = await pager.nextItems()
+const more = pager.hasNext
+const page2 = await pager.nextItems()
+check('list.pages', page1.length === 1 && page1[0].sandboxId === sbx.sandboxId && more && page2.length === 1 && page2[0].sandboxId === ci.sandboxId && !pager.hasNext,
+  { page1, more, page2, hasNext: pager.hasNext })
 await ci.runCode('x = 41')
 const sum = await ci.runCode('x + 1')
 check('runCode.state', sum.text === '42', sum)

@@ -65,6 +65,7 @@ func TestConformance(t *testing.T) {
 				lines = runSubprocess(t, runnerCommand(t, sdk, casesPath), srv.env())
 			}
 			check(t, sdk, suite, lines, srv)
+			srv.rec.check(t, sdk, true)
 		})
 	}
 }

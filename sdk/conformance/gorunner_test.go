@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,7 +137,11 @@ var goCalls = map[string]goCall{
 		return c.UploadArchive(ctx, a.s("id"), a.s("path"), bytes.NewReader(a.content()))
 	},
 	"files.download_archive": func(ctx context.Context, c *client.Client, a args) (any, error) {
-		d, err := c.DownloadArchive(ctx, a.s("id"), a.s("path"))
+		download := c.DownloadArchive
+		if a.b("gzip") {
+			download = c.DownloadArchiveGzip
+		}
+		d, err := download(ctx, a.s("id"), a.s("path"))
 		if err != nil {
 			return nil, err
 		}
@@ -234,6 +239,97 @@ var goCalls = map[string]goCall{
 	},
 	"images.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.ListImages(ctx) },
 	"images.get":  func(ctx context.Context, c *client.Client, a args) (any, error) { return c.GetImage(ctx, a.s("id")) },
+	"images.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.CreateImage(ctx, api.CreateImageRequest{Label: a.s("label"), ImageSpec: api.ImageSpec{Base: a.s("base")}})
+	},
+	"images.import": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ImportImage(ctx, a.s("label"), bytes.NewReader(a.content()))
+	},
+	"images.logs": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		var b strings.Builder
+		err := c.ImageLogs(ctx, a.s("id"), false, &b)
+		return map[string]any{"text": b.String()}, err
+	},
+	"images.audit_log": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ImageLog(ctx, a.s("id"), 0, 0)
+	},
+	"images.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.DeleteImage(ctx, a.s("id")))
+	},
+	"ready": func(ctx context.Context, c *client.Client, _ args) (any, error) {
+		// client.Ready answers only an error: a nil one is the 200 "ready".
+		if err := c.Ready(ctx); err != nil {
+			return nil, err
+		}
+		return map[string]any{"status": "ready"}, nil
+	},
+	"account.update": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		scrub := a.b("scrub_output")
+		return c.UpdateAccount(ctx, api.AccountUpdate{ScrubOutput: &scrub})
+	},
+	"account.host": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.Host(ctx) },
+	"account.me": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return client.New(c.BaseURL, a.s("token")).AccountMe(ctx)
+	},
+	"auth.signup": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.Signup(ctx, a.s("email"), a.s("password"))
+	},
+	"auth.login": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.Login(ctx, a.s("email"), a.s("password"))
+	},
+	"ssh_keys.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.AddSSHKey(ctx, api.AddSSHKeyRequest{PublicKey: a.s("public_key"), Name: a.s("name")})
+	},
+	"ssh_keys.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.SSHKeys(ctx) },
+	"ssh_keys.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.RemoveSSHKey(ctx, a.s("id")))
+	},
+	"bastion.takeover_token": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.BastionTakeoverToken(ctx, api.BastionTokenRequest{SandboxID: a.s("sandbox_id"), PublicKey: a.s("public_key")})
+	},
+	"sandbox.takeover_token": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.TakeoverToken(ctx, a.s("id"), false)
+	},
+	"sandbox.takeover_recording": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return digest(c.TakeoverRecording(ctx, a.s("id"), a.s("recording_id")))
+	},
+	"files.watch": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.Watch(ctx, a.s("id"), api.WatchRequest{Path: a.s("path"), TimeoutSeconds: float64(a.i("timeout_seconds"))})
+	},
+	"files.present": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		var paths []string
+		for _, p := range a["filepaths"].([]any) {
+			paths = append(paths, fmt.Sprint(p))
+		}
+		return c.PresentFiles(ctx, a.s("id"), api.PresentFilesRequest{Filepaths: paths})
+	},
+	"processes.input": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ProcessInput(ctx, a.s("id"), a.s("pid"), a.s("data"))
+	},
+	"processes.stop": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.StopProcess(ctx, a.s("id"), a.s("pid"))
+	},
+	"processes.kill_all": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.KillAllProcesses(ctx, a.s("id"))
+	},
+	"interpreter.status": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.InterpreterStatus(ctx, a.s("id"))
+	},
+	"interpreter.reset": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.InterpreterReset(ctx, a.s("id"))
+	},
+	"lsp.start": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.LSPStart(ctx, a.s("id"), api.LSPStartRequest{Language: a.s("language")})
+	},
+	"lsp.open": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.LSPOpen(ctx, a.s("id"), a.s("lsp_id"), api.LSPOpenRequest{Path: a.s("path"), Content: a.s("content")}))
+	},
+	"lsp.completion": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.LSPCompletion(ctx, a.s("id"), a.s("lsp_id"), api.LSPCompletionRequest{Path: a.s("path"), Line: a.i("line"), Character: a.i("character")})
+	},
+	"lsp.stop": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.LSPStop(ctx, a.s("id"), a.s("lsp_id")))
+	},
 	"allowed_commands.get": func(ctx context.Context, c *client.Client, _ args) (any, error) {
 		return c.AllowedCommands(ctx)
 	},
@@ -258,8 +354,8 @@ var goCalls = map[string]goCall{
 func runGo(t *testing.T, suite *conformance.Suite, srv *servers) [][]byte {
 	t.Helper()
 	clients := map[string]*client.Client{
-		"":      client.New(srv.main.BaseURL, srv.main.APIKey),
-		"main":  client.New(srv.main.BaseURL, srv.main.APIKey),
+		"":      client.New(srv.rec.URL, srv.main.APIKey),
+		"main":  client.New(srv.rec.URL, srv.main.APIKey),
 		"old":   client.New(srv.old.BaseURL, srv.old.APIKey),
 		"flaky": client.New(srv.flakyURL, srv.main.APIKey),
 	}

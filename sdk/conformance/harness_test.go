@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,9 +27,11 @@ import (
 // servers is what one runner talks to: a real control plane with the
 // local driver (main), one that reports an old release (old), and a
 // loopback proxy to main that answers its first request 429 with
-// Retry-After: 1 (flaky).
+// Retry-After: 1 (flaky). Runners reach main through a recorder, which
+// checks their traffic against /openapi.json.
 type servers struct {
 	main, old *servertest.Server
+	rec       *recorder // in front of main: what runners call
 	flakyURL  string
 	refused   *atomic.Int64 // 429s the flaky proxy sent
 	forwarded *atomic.Int64 // requests it passed to main
@@ -45,6 +48,7 @@ func startServers(t *testing.T) *servers {
 		refused:   &atomic.Int64{},
 		forwarded: &atomic.Int64{},
 	}
+	s.rec = newRecorder(t, s.main.BaseURL)
 	target, err := url.Parse(s.main.BaseURL)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +75,7 @@ func startServers(t *testing.T) *servers {
 // env is what a runner's environment adds: the servers and the key.
 func (s *servers) env() []string {
 	return []string{
-		"BOXKITE_BASE_URL=" + s.main.BaseURL,
+		"BOXKITE_BASE_URL=" + s.rec.URL,
 		"BOXKITE_API_KEY=" + s.main.APIKey,
 		"BOXKITE_CONFORMANCE_OLD_URL=" + s.old.BaseURL,
 		"BOXKITE_CONFORMANCE_FLAKY_URL=" + s.flakyURL,
@@ -128,13 +132,20 @@ func buildTypeScript(t *testing.T) string {
 	tsc := filepath.Join(dir, "node_modules", "typescript", "bin", "tsc")
 	_, err = os.Stat(tsc)
 	need(t, "the TypeScript SDK's node_modules (npm ci in sdk/typescript)", err)
-	cmd := exec.Command("node", tsc, "-p", "tsconfig.json")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := tsBuild(); err != nil {
 		t.Fatalf("build sdk/typescript: %v\n%s", err, out)
 	}
 	return dir
 }
+
+// tsBuild compiles sdk/typescript (node_modules/typescript/bin/tsc) once
+// per test process: tsc takes half a minute on a loaded 2-core machine,
+// and three tests need the build.
+var tsBuild = sync.OnceValues(func() ([]byte, error) {
+	cmd := exec.Command("node", filepath.Join("node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json")
+	cmd.Dir = filepath.Join("..", "typescript")
+	return cmd.CombinedOutput()
+})
 
 // cargoArgs are the flags that build sdk/rust offline from Debian's
 // packaged crates (librust-*-dev), as .ci/run installs them.

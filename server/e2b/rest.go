@@ -133,7 +133,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, c Caller) error
 		}
 		return fmt.Errorf("record e2b sandbox: %w", err)
 	}
-	out, err := h.sandboxJSON(r.Context(), rec, c)
+	out, err := h.sandboxJSON(r, rec, c)
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,8 @@ func checkNetwork(n networkConfig) error {
 
 // sandboxJSON is the create and connect answer, with the sandbox's tokens
 // for the caller's key.
-func (h *Handler) sandboxJSON(ctx context.Context, rec Record, c Caller) (sandboxJSON, error) {
+func (h *Handler) sandboxJSON(r *http.Request, rec Record, c Caller) (sandboxJSON, error) {
+	ctx := r.Context()
 	access, err := h.tokens.Access(ctx, rec.SandboxID, c.KeyID())
 	if err != nil {
 		return sandboxJSON{}, err
@@ -200,8 +201,24 @@ func (h *Handler) sandboxJSON(ctx context.Context, rec Record, c Caller) (sandbo
 	}
 	return sandboxJSON{
 		SandboxID: rec.SandboxID, TemplateID: rec.TemplateID, ClientID: clientID, EnvdVersion: envd.Version,
-		EnvdAccessToken: access, TrafficAccessToken: traffic,
+		EnvdAccessToken: access, TrafficAccessToken: traffic, Domain: sandboxDomain(r.Host),
 	}, nil
+}
+
+// sandboxDomain is the domain the SDK is told its sandbox lives under: the
+// host it reached the control plane at, less a leading "api." (E2B's
+// layout: E2B_DOMAIN=d means https://api.d and https://49983-<id>.d). The
+// SDK uses it only when E2B_SANDBOX_URL is unset, to reach envd at
+// https://49983-<id>.<domain>: boxkite again behind wildcard DNS, or a
+// name that does not resolve. A null domain would send those calls, with
+// the access token and the commands, to E2B's cloud (the SDK's default
+// domain is e2b.app).
+func sandboxDomain(host string) *string {
+	if host == "" {
+		return nil
+	}
+	d := strings.TrimPrefix(host, "api.")
+	return &d
 }
 
 func listed(sb Sandbox, rec Record) listedJSON {
@@ -243,7 +260,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, c Caller) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, detailJSON{
-		listedJSON: listed(sb, rec), EnvdAccessToken: access, Lifecycle: lifecycle{OnTimeout: "kill"},
+		listedJSON: listed(sb, rec), EnvdAccessToken: access, Domain: sandboxDomain(r.Host), Lifecycle: lifecycle{OnTimeout: "kill"},
 	})
 	return nil
 }
@@ -454,7 +471,7 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if err != nil {
 		return err
 	}
-	out, err := h.sandboxJSON(r.Context(), rec, c)
+	out, err := h.sandboxJSON(r, rec, c)
 	if err != nil {
 		return err
 	}

@@ -167,3 +167,20 @@ func TestMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxDomain: the SDK builds envd's URL from the domain when
+// E2B_SANDBOX_URL is unset, so it must never be null (the SDK would fall
+// back to e2b.app) and follows E2B's api.<domain> layout.
+func TestSandboxDomain(t *testing.T) {
+	t.Parallel()
+	for host, want := range map[string]string{
+		"127.0.0.1:8090":          "127.0.0.1:8090",
+		"api.boxkite.example.com": "boxkite.example.com",
+		"api.example.com:8443":    "example.com:8443",
+		"boxkite.example.com":     "boxkite.example.com",
+	} {
+		if got := sandboxDomain(host); got == nil || *got != want {
+			t.Errorf("sandboxDomain(%q) = %v, want %q", host, got, want)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-// Package kube implements server.Driver on Kubernetes: one pod per sandbox
+// Package kube implements model.Driver on Kubernetes: one pod per sandbox
 // running boxkite-sidecar as a non-root user, reached over TLS pinned to a
 // self-signed certificate the driver made for it.
 //

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -90,7 +90,7 @@ type Config struct {
 	HostUsers bool
 }
 
-// Driver is server.Driver on Kubernetes. Build it with New; Run keeps the
+// Driver is model.Driver on Kubernetes. Build it with New; Run keeps the
 // warm pool filled.
 type Driver struct {
 	cfg    Config
@@ -139,18 +139,18 @@ func (d *Driver) Namespace() string { return d.cfg.Namespace }
 
 // Create makes the sandbox from a warm pod when one fits, else a cold one,
 // and returns once its sidecar answers /health over the pinned TLS.
-func (d *Driver) Create(ctx context.Context, spec server.Spec) (server.Endpoint, error) {
+func (d *Driver) Create(ctx context.Context, spec model.Spec) (model.Endpoint, error) {
 	size := cmp.Or(spec.Size, api.SizeSmall)
 	if _, ok := d.cfg.Sizes[size]; !ok {
-		return server.Endpoint{}, fmt.Errorf("create sandbox %s: unknown size %q", spec.ID, size)
+		return model.Endpoint{}, fmt.Errorf("create sandbox %s: unknown size %q", spec.ID, size)
 	}
 	if spec.ImageRoot != "" {
-		return server.Endpoint{}, fmt.Errorf("create sandbox %s: host image roots are for the local driver", spec.ID)
+		return model.Endpoint{}, fmt.Errorf("create sandbox %s: host image roots are for the local driver", spec.ID)
 	}
 	if spec.Egress == nil && d.pool.fits(spec) {
 		ep, ok, err := d.pool.claim(ctx, spec)
 		if err != nil {
-			return server.Endpoint{}, err
+			return model.Endpoint{}, err
 		}
 		if ok {
 			return ep, nil
@@ -165,7 +165,7 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (server.Endpoint,
 		// a sandbox granted egress always starts cold.
 		l, err := d.listenEgress(net.JoinHostPort(d.cfg.EgressHost, "0"))
 		if err != nil {
-			return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+			return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 		}
 		// The configured host, not the listener's address: ReopenEgress
 		// compares the annotation with it.
@@ -177,7 +177,7 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (server.Endpoint,
 	if err != nil {
 		d.closeEgress(spec.ID)
 		d.cleanup(p.name)
-		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	return ep, nil
 }
@@ -187,29 +187,29 @@ func podName(id string) string { return "sbx-" + id }
 
 // start creates the Secret, NetworkPolicy and Pod of p and waits until its
 // sidecar answers /health with token.
-func (d *Driver) start(ctx context.Context, p podPlan, token string) (server.Endpoint, error) {
+func (d *Driver) start(ctx context.Context, p podPlan, token string) (model.Endpoint, error) {
 	cert, err := newCert(p.name, d.now())
 	if err != nil {
-		return server.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	pod, err := d.pod(p)
 	if err != nil {
-		return server.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	np, err := d.networkPolicy(p)
 	if err != nil {
-		return server.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	ns := d.cfg.Namespace
 	if _, err := d.client.CoreV1().Secrets(ns).Create(ctx, d.secret(p, token, cert), metav1.CreateOptions{}); err != nil {
-		return server.Endpoint{}, fmt.Errorf("create secret: %w", err)
+		return model.Endpoint{}, fmt.Errorf("create secret: %w", err)
 	}
 	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
-		return server.Endpoint{}, fmt.Errorf("create network policy: %w", err)
+		return model.Endpoint{}, fmt.Errorf("create network policy: %w", err)
 	}
 	created, err := d.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		return server.Endpoint{}, fmt.Errorf("create pod: %w", err)
+		return model.Endpoint{}, fmt.Errorf("create pod: %w", err)
 	}
 	d.adopt(ctx, created)
 	return d.waitReady(ctx, p.name, token, cert.certPEM)
@@ -238,7 +238,7 @@ func (d *Driver) adopt(ctx context.Context, pod *corev1.Pod) {
 
 // waitReady polls the pod until it runs with an IP and its sidecar
 // answers /health, within ReadyTimeout.
-func (d *Driver) waitReady(ctx context.Context, name, token string, certPEM []byte) (server.Endpoint, error) {
+func (d *Driver) waitReady(ctx context.Context, name, token string, certPEM []byte) (model.Endpoint, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.ReadyTimeout)
 	defer cancel()
 	delay := 50 * time.Millisecond
@@ -247,11 +247,11 @@ func (d *Driver) waitReady(ctx context.Context, name, token string, certPEM []by
 		pod, err := d.client.CoreV1().Pods(d.cfg.Namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return server.Endpoint{}, fmt.Errorf("pod %s was deleted while starting", name)
+			return model.Endpoint{}, fmt.Errorf("pod %s was deleted while starting", name)
 		case err != nil:
 			lastErr = fmt.Errorf("get pod: %w", err)
 		case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
-			return server.Endpoint{}, fmt.Errorf("pod %s ended while starting: %s %s", name, pod.Status.Phase, pod.Status.Message)
+			return model.Endpoint{}, fmt.Errorf("pod %s ended while starting: %s %s", name, pod.Status.Phase, pod.Status.Message)
 		case pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "":
 			lastErr = fmt.Errorf("pod %s is %s", name, cmp.Or(string(pod.Status.Phase), "pending"))
 		default:
@@ -264,15 +264,15 @@ func (d *Driver) waitReady(ctx context.Context, name, token string, certPEM []by
 		}
 		select {
 		case <-ctx.Done():
-			return server.Endpoint{}, fmt.Errorf("wait for pod %s: %w (last: %v)", name, ctx.Err(), lastErr)
+			return model.Endpoint{}, fmt.Errorf("wait for pod %s: %w (last: %v)", name, ctx.Err(), lastErr)
 		case <-time.After(delay):
 		}
 		delay = min(delay*2, time.Second)
 	}
 }
 
-func (d *Driver) endpoint(pod *corev1.Pod, token string, certPEM []byte) server.Endpoint {
-	return server.Endpoint{
+func (d *Driver) endpoint(pod *corev1.Pod, token string, certPEM []byte) model.Endpoint {
+	return model.Endpoint{
 		Network: "tcp",
 		Address: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(d.cfg.SidecarPort))),
 		Token:   token, CertPEM: certPEM,
@@ -280,14 +280,14 @@ func (d *Driver) endpoint(pod *corev1.Pod, token string, certPEM []byte) server.
 }
 
 // health asks the sidecar at ep for /health.
-func health(ctx context.Context, ep server.Endpoint) error {
+func health(ctx context.Context, ep model.Endpoint) error {
 	_, err := sidecarCall(ctx, ep, http.MethodGet, "/health", "", nil)
 	return err
 }
 
 // sidecarCall makes one request to the sidecar at ep over the pinned TLS,
 // authorized with token (none when ""), and returns the body of a 2xx.
-func sidecarCall(ctx context.Context, ep server.Endpoint, method, path, token string, body any) ([]byte, error) {
+func sidecarCall(ctx context.Context, ep model.Endpoint, method, path, token string, body any) ([]byte, error) {
 	hc, err := pinnedClient(ep.CertPEM)
 	if err != nil {
 		return nil, err
@@ -381,19 +381,19 @@ func (d *Driver) cleanup(name string) {
 // List reports every bound sandbox pod, from labels: its endpoint comes
 // from the pod's IP and its Secret. A pod that is not running is reported
 // with Alive false; its endpoint may then be empty.
-func (d *Driver) List(ctx context.Context) ([]server.Observed, error) {
+func (d *Driver) List(ctx context.Context) ([]model.Observed, error) {
 	sel := labels.Set{LabelManagedBy: ManagedBy, LabelState: StateBound}.String()
 	pods, err := d.client.CoreV1().Pods(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, fmt.Errorf("list sandbox pods: %w", err)
 	}
-	var out []server.Observed
+	var out []model.Observed
 	for _, p := range pods.Items {
 		id := p.Labels[LabelSandbox]
 		if id == "" {
 			continue
 		}
-		o := server.Observed{ID: id, Alive: p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != ""}
+		o := model.Observed{ID: id, Alive: p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != ""}
 		if o.Alive {
 			// The token is the server's after a claim; only the address
 			// and the certificate come from the cluster.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,7 +98,7 @@ func TestCreateErrors(t *testing.T) {
 			cs.PrependReactor(tt.verb, tt.resource, func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, nil, tt.err
 			})
-			_, err := d.Create(context.Background(), server.Spec{ID: "x", Lifetime: time.Hour})
+			_, err := d.Create(context.Background(), model.Spec{ID: "x", Lifetime: time.Hour})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Create error = %v, want one containing %q", err, tt.want)
 			}
@@ -119,7 +119,7 @@ func TestCreatePodFails(t *testing.T) {
 			Status:     corev1.PodStatus{Phase: corev1.PodFailed, Message: "ImagePullBackOff"},
 		}, nil
 	})
-	_, err := d.Create(context.Background(), server.Spec{ID: "x", Lifetime: time.Hour})
+	_, err := d.Create(context.Background(), model.Spec{ID: "x", Lifetime: time.Hour})
 	if err == nil || !strings.Contains(err.Error(), "ImagePullBackOff") {
 		t.Fatalf("Create error = %v, want the pod's failure", err)
 	}
@@ -142,7 +142,7 @@ func TestUnavailable(t *testing.T) {
 	if _, err := d.List(ctx); err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("List error = %v, want the API server's", err)
 	}
-	if _, err := d.Create(ctx, server.Spec{ID: "x", Lifetime: time.Hour}); err == nil || !strings.Contains(err.Error(), "timed out") {
+	if _, err := d.Create(ctx, model.Spec{ID: "x", Lifetime: time.Hour}); err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("Create error = %v, want the API server's", err)
 	}
 	if got := d.PoolStats(); got.Misses != 1 || got.Claims != 0 {
@@ -203,7 +203,7 @@ func TestPodSpec(t *testing.T) {
 	d, _ := newFakeDriver(t, Config{RuntimeClassName: "gvisor"})
 	pod, err := d.pod(podPlan{
 		name: "sbx-a", sandbox: "a", size: "medium", storageGB: 3, deadline: 2 * time.Hour,
-		volumes: []server.VolumeMount{{ID: "v1", Path: "/workspace/data"}},
+		volumes: []model.VolumeMount{{ID: "v1", Path: "/workspace/data"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -316,10 +316,10 @@ func TestPinnedTLS(t *testing.T) {
 	defer hs.Close()
 	addr := strings.TrimPrefix(hs.URL, "https://")
 	ctx := context.Background()
-	if err := health(ctx, server.Endpoint{Network: "tcp", Address: addr, CertPEM: mine.certPEM}); err != nil {
+	if err := health(ctx, model.Endpoint{Network: "tcp", Address: addr, CertPEM: mine.certPEM}); err != nil {
 		t.Errorf("health with the pinned certificate: %v", err)
 	}
-	if err := health(ctx, server.Endpoint{Network: "tcp", Address: addr, CertPEM: other.certPEM}); err == nil || !strings.Contains(err.Error(), "pinned") {
+	if err := health(ctx, model.Endpoint{Network: "tcp", Address: addr, CertPEM: other.certPEM}); err == nil || !strings.Contains(err.Error(), "pinned") {
 		t.Errorf("health with another certificate pinned = %v, want a pin mismatch", err)
 	}
 }

@@ -57,7 +57,7 @@ func (d *Driver) closeEgress(id string) {
 	}
 }
 
-// ReopenEgress implements server.EgressReopener: it serves the egress
+// ReopenEgress implements model.EgressReopener: it serves the egress
 // proxy of a sandbox a previous process created on the address recorded
 // in its pod's annotation. The sidecar passes that address to commands
 // when the pod starts, so it only works while this server has the same

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -95,7 +95,7 @@ func TestEgressCreateErrors(t *testing.T) {
 	t.Run("no egress host", func(t *testing.T) {
 		d, cs := newFakeDriver(t, Config{})
 		var l net.Listener
-		_, err := d.Create(context.Background(), server.Spec{ID: "x", Egress: serve(&l)})
+		_, err := d.Create(context.Background(), model.Spec{ID: "x", Egress: serve(&l)})
 		if err == nil || !strings.Contains(err.Error(), "--egress-host") {
 			t.Errorf("create = %v, want the egress host asked for", err)
 		}
@@ -107,7 +107,7 @@ func TestEgressCreateErrors(t *testing.T) {
 		d, cs := newFakeDriver(t, Config{EgressHost: "127.0.0.1"})
 		d.cfg.ReadyTimeout = 100 * time.Millisecond // the fake runs no pod
 		var l net.Listener
-		if _, err := d.Create(context.Background(), server.Spec{ID: "x", Egress: serve(&l)}); err == nil {
+		if _, err := d.Create(context.Background(), model.Spec{ID: "x", Egress: serve(&l)}); err == nil {
 			t.Fatal("create succeeded without a running pod")
 		}
 		if l == nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/kube"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
 	"github.com/boxkite/boxkite/server/sqlstore"
 	"github.com/google/go-cmp/cmp"
@@ -255,12 +256,12 @@ func testWarmPoolRace(t *testing.T, e *env) {
 	}
 
 	const n = 20
-	eps := make([]server.Endpoint, n)
+	eps := make([]model.Endpoint, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			eps[i], errs[i] = d.Create(ctx, server.Spec{ID: fmt.Sprintf("race-%02d", i), Lifetime: time.Hour})
+			eps[i], errs[i] = d.Create(ctx, model.Spec{ID: fmt.Sprintf("race-%02d", i), Lifetime: time.Hour})
 		})
 	}
 	wg.Wait()

@@ -11,12 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-var _ server.LossWatcher = (*Driver)(nil)
+var _ model.LossWatcher = (*Driver)(nil)
 
-// WatchLost implements server.LossWatcher: it watches the bound sandbox
+// WatchLost implements model.LossWatcher: it watches the bound sandbox
 // pods and reports one that is deleted, or that stops for good (failed,
 // succeeded, past its activeDeadlineSeconds), by its sandbox label. The
 // server's own deletions are reported too; it tells them apart by its

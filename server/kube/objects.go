@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -62,7 +62,7 @@ type podPlan struct {
 	size      string
 	storageGB float64
 	deadline  time.Duration
-	volumes   []server.VolumeMount
+	volumes   []model.VolumeMount
 	egress    string // the egress proxy's host:port; "" for none
 }
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,26 +43,26 @@ func newPool(d *Driver) *pool { return &pool{d: d, nudge: make(chan struct{}, 1)
 
 // fits reports whether a warm pod can become spec's sandbox: warm pods are
 // of the default size, default storage, and have no volumes.
-func (p *pool) fits(spec server.Spec) bool {
+func (p *pool) fits(spec model.Spec) bool {
 	return p.d.cfg.PoolSize > 0 && (spec.Size == "" || spec.Size == api.SizeSmall) &&
 		spec.StorageGB == 0 && len(spec.Volumes) == 0
 }
 
 // claim makes spec's sandbox from a warm pod. ok is false when none could
 // be claimed (the caller starts cold); err only for a cancelled context.
-func (p *pool) claim(ctx context.Context, spec server.Spec) (server.Endpoint, bool, error) {
+func (p *pool) claim(ctx context.Context, spec model.Spec) (model.Endpoint, bool, error) {
 	defer p.wake()
 	pods, err := p.warm(ctx)
 	if err != nil {
 		p.d.log.Warn("warm pool: list warm pods; starting cold", "err", err)
 		p.misses.Add(1)
-		return server.Endpoint{}, false, ctx.Err()
+		return model.Endpoint{}, false, ctx.Err()
 	}
 	for _, pod := range pods {
 		won, err := p.cas(ctx, pod, spec.ID)
 		if err != nil {
 			if ctx.Err() != nil {
-				return server.Endpoint{}, false, ctx.Err()
+				return model.Endpoint{}, false, ctx.Err()
 			}
 			p.d.log.Warn("warm pool: claim", "pod", pod.Name, "err", err)
 			continue
@@ -82,7 +82,7 @@ func (p *pool) claim(ctx context.Context, spec server.Spec) (server.Endpoint, bo
 		return ep, true, nil
 	}
 	p.misses.Add(1)
-	return server.Endpoint{}, false, ctx.Err()
+	return model.Endpoint{}, false, ctx.Err()
 }
 
 // warm lists the claimable pods: warm, running with an IP, not being
@@ -164,27 +164,27 @@ func jsonPointerEscape(s string) string {
 // bind hands a claimed pod to sandbox id: its Secret and NetworkPolicy get
 // the sandbox label (so Delete finds them), and its sidecar swaps the pool
 // token for a fresh one only the server knows.
-func (p *pool) bind(ctx context.Context, pod corev1.Pod, id string) (server.Endpoint, error) {
+func (p *pool) bind(ctx context.Context, pod corev1.Pod, id string) (model.Endpoint, error) {
 	ns := p.d.cfg.Namespace
 	sec, err := p.d.client.CoreV1().Secrets(ns).Get(ctx, secretName(pod.Name), metav1.GetOptions{})
 	if err != nil {
-		return server.Endpoint{}, fmt.Errorf("get secret: %w", err)
+		return model.Endpoint{}, fmt.Errorf("get secret: %w", err)
 	}
 	label, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{LabelSandbox: id, LabelState: StateBound}}})
 	if err != nil {
-		return server.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	if _, err := p.d.client.CoreV1().Secrets(ns).Patch(ctx, sec.Name, types.MergePatchType, label, metav1.PatchOptions{}); err != nil {
-		return server.Endpoint{}, fmt.Errorf("label secret: %w", err)
+		return model.Endpoint{}, fmt.Errorf("label secret: %w", err)
 	}
 	if _, err := p.d.client.NetworkingV1().NetworkPolicies(ns).Patch(ctx, pod.Name, types.MergePatchType, label, metav1.PatchOptions{}); err != nil {
-		return server.Endpoint{}, fmt.Errorf("label network policy: %w", err)
+		return model.Endpoint{}, fmt.Errorf("label network policy: %w", err)
 	}
 	ep := p.d.endpoint(&pod, newToken(), sec.Data["tls.crt"])
 	poolEP := ep
 	poolEP.Token = string(sec.Data["token"])
 	if _, err := sidecarCall(ctx, poolEP, "POST", "/claim", poolEP.Token, map[string]string{"token": ep.Token}); err != nil {
-		return server.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	return ep, nil
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // CreateVolume makes a boxkite volume as a PersistentVolumeClaim of
-// sizeBytes (server.VolumeDriver); sandboxes mount it by claim name.
+// sizeBytes (model.VolumeDriver); sandboxes mount it by claim name.
 func (d *Driver) CreateVolume(ctx context.Context, id string, sizeBytes int64) error {
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Host capacity (issue 19). Sandbox disks are sparse images and limits
@@ -27,8 +27,8 @@ import (
 // limits and refuses creates (and, for the disk, uploads) before then.
 
 var (
-	_ server.CapacityDriver = (*Driver)(nil)
-	_ server.DiskSyncer     = (*Driver)(nil)
+	_ model.CapacityDriver = (*Driver)(nil)
+	_ model.DiskSyncer     = (*Driver)(nil)
 )
 
 // Defaults of HostLimits.
@@ -208,7 +208,7 @@ func (r *hostReading) tasksPerSandbox() int64 {
 	return sandboxTasks
 }
 
-// AdmitCreate implements server.CapacityDriver.
+// AdmitCreate implements model.CapacityDriver.
 func (d *Driver) AdmitCreate(ctx context.Context, n int) error {
 	r, since, err := d.readHost(ctx)
 	if err != nil {
@@ -220,19 +220,19 @@ func (d *Driver) AdmitCreate(ctx context.Context, n int) error {
 	k := since + int64(n)
 	per := r.tasksPerSandbox()
 	if refuse := r.maxThreads - threadReserve(r.maxThreads); r.threads+k*per > refuse {
-		return &server.HostLimitError{Resource: api.HostThreads, Used: r.threads, Limit: r.maxThreads, Hint: threadsHint}
+		return &model.HostLimitError{Resource: api.HostThreads, Used: r.threads, Limit: r.maxThreads, Hint: threadsHint}
 	}
 	if c := d.cfg.Host.MaxSandboxThreads; c > 0 && r.sandboxThreads >= 0 && r.sandboxThreads+k*per > c {
-		return &server.HostLimitError{
+		return &model.HostLimitError{
 			Resource: api.SandboxThreads, Used: r.sandboxThreads, Limit: c,
 			Hint: "remove sandboxes you no longer need, or raise the server's sandbox task cap",
 		}
 	}
 	if d.storage == StorageLoop && r.maxLoops > 0 && r.loops+k > r.maxLoops-loopReserve {
-		return &server.HostLimitError{Resource: api.HostLoopDevices, Used: r.loops, Limit: r.maxLoops, Hint: loopsHint}
+		return &model.HostLimitError{Resource: api.HostLoopDevices, Used: r.loops, Limit: r.maxLoops, Hint: loopsHint}
 	}
 	if floor := d.minFreeMemory(r.memTotal); r.memAvail-k*sandboxMemory < floor {
-		return &server.HostLimitError{
+		return &model.HostLimitError{
 			Resource: api.HostMemory, Used: r.memTotal - r.memAvail, Limit: r.memTotal - floor,
 			Hint: "remove sandboxes you no longer need, or free memory on the host",
 		}
@@ -246,10 +246,10 @@ const (
 	loopsHint   = "remove sandboxes and volumes you no longer need; loop devices are made on demand up to the kernel's limit (the loop module's max_part lowers it)"
 )
 
-// AdmitWrite implements server.CapacityDriver.
+// AdmitWrite implements model.CapacityDriver.
 func (d *Driver) AdmitWrite(ctx context.Context, id string) error {
 	if id != "" && d.disks.failed(id) {
-		return fmt.Errorf("%w: sandbox %s's disk could not store an earlier write", server.ErrInsufficientStorage, id)
+		return fmt.Errorf("%w: sandbox %s's disk could not store an earlier write", model.ErrInsufficientStorage, id)
 	}
 	r, _, err := d.readHost(ctx)
 	if err != nil {
@@ -260,7 +260,7 @@ func (d *Driver) AdmitWrite(ctx context.Context, id string) error {
 
 func (d *Driver) checkDisk(r *hostReading) error {
 	if w := d.watermark(r.diskTotal); w > 0 && r.diskFree < w {
-		return &server.HostLimitError{
+		return &model.HostLimitError{
 			Resource: api.HostDiskResource, Used: r.diskTotal - r.diskFree, Limit: w, Free: r.diskFree,
 			Hint: fmt.Sprintf("free space on %s (remove sandboxes and volumes you no longer need), then retry", d.cfg.StateDir),
 		}
@@ -268,7 +268,7 @@ func (d *Driver) checkDisk(r *hostReading) error {
 	return nil
 }
 
-// Capacity implements server.CapacityDriver.
+// Capacity implements model.CapacityDriver.
 func (d *Driver) Capacity(ctx context.Context, ids []string) (api.HostStatus, error) {
 	r, since, err := d.readHost(ctx)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // fakeHost writes the /proc and /sys files the capacity accounting reads
@@ -107,7 +107,7 @@ func TestAdmitCreate(t *testing.T) {
 				}
 				return
 			}
-			he, ok := errors.AsType[*server.HostLimitError](err)
+			he, ok := errors.AsType[*model.HostLimitError](err)
 			if !ok || he.Resource != tt.want || he.Hint == "" {
 				t.Fatalf("AdmitCreate(%d) = %v, want a refusal for %s with a hint", tt.n, err, tt.want)
 			}
@@ -145,7 +145,7 @@ func TestAdmitWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = d.AdmitWrite(context.Background(), "")
-		he, ok := errors.AsType[*server.HostLimitError](err)
+		he, ok := errors.AsType[*model.HostLimitError](err)
 		if tt.refused != (err != nil) || (tt.refused && (!ok || he.Resource != api.HostDiskResource || he.Free <= 0)) {
 			t.Errorf("watermark %d: AdmitWrite = %v, want refused %v", tt.watermark, err, tt.refused)
 		}

@@ -1,4 +1,4 @@
-// Package local implements server.Driver on Linux namespaces: each sandbox is
+// Package local implements model.Driver on Linux namespaces: each sandbox is
 // one jailed boxkite-sidecar process (see sidecar/jail) reached over a unix
 // socket.
 //

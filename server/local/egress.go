@@ -46,7 +46,7 @@ func (d *Driver) closeEgress(id string) {
 	}
 }
 
-// ReopenEgress implements server.EgressReopener: it serves the egress
+// ReopenEgress implements model.EgressReopener: it serves the egress
 // socket of a sandbox a previous process created, whose listener died
 // with that process. The sidecar connects per request, so a new listener
 // on the same path is all it needs.

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Set once by TestMain, read-only afterwards.
@@ -94,7 +94,7 @@ func runHelper(stateDir, sidecar string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ep, err := d.Create(context.Background(), server.Spec{ID: helperID})
+	ep, err := d.Create(context.Background(), model.Spec{ID: helperID})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -108,7 +108,7 @@ func runHelper(stateDir, sidecar string) int {
 // startHelper runs runHelper in a child process, with cred when non-nil,
 // and returns the sandbox's endpoint once it is up. The child is killed at
 // cleanup at the latest.
-func startHelper(t *testing.T, stateDir string, cred *exec.Cmd) (server.Endpoint, *exec.Cmd) {
+func startHelper(t *testing.T, stateDir string, cred *exec.Cmd) (model.Endpoint, *exec.Cmd) {
 	t.Helper()
 	cmd := cred
 	if cmd == nil {
@@ -129,7 +129,7 @@ func startHelper(t *testing.T, stateDir string, cred *exec.Cmd) (server.Endpoint
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	var ep server.Endpoint
+	var ep model.Endpoint
 	if err := json.NewDecoder(out).Decode(&ep); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -154,11 +154,11 @@ func newDriver(t testing.TB) *Driver {
 	return d
 }
 
-func create(t testing.TB, d *Driver, id string) server.Endpoint {
+func create(t testing.TB, d *Driver, id string) model.Endpoint {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ep, err := d.Create(ctx, server.Spec{ID: id})
+	ep, err := d.Create(ctx, model.Spec{ID: id})
 	if err != nil {
 		t.Fatalf("Create(%q): %v", id, err)
 	}
@@ -166,14 +166,14 @@ func create(t testing.TB, d *Driver, id string) server.Endpoint {
 }
 
 // run executes command in the sandbox through the sidecar's POST /exec.
-func run(t testing.TB, ep server.Endpoint, command string) api.ExecResult {
+func run(t testing.TB, ep model.Endpoint, command string) api.ExecResult {
 	t.Helper()
 	return runWith(t, unixClient(ep.Address), ep, command)
 }
 
 // runOthers runs command in the sandbox of a driver running as another
 // user: unixClient dials only this process's own sockets.
-func runOthers(t testing.TB, ep server.Endpoint, command string) api.ExecResult {
+func runOthers(t testing.TB, ep model.Endpoint, command string) api.ExecResult {
 	t.Helper()
 	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", ep.Address)
@@ -181,7 +181,7 @@ func runOthers(t testing.TB, ep server.Endpoint, command string) api.ExecResult 
 	return runWith(t, c, ep, command)
 }
 
-func runWith(t testing.TB, c *http.Client, ep server.Endpoint, command string) api.ExecResult {
+func runWith(t testing.TB, c *http.Client, ep model.Endpoint, command string) api.ExecResult {
 	t.Helper()
 	body, _ := json.Marshal(api.ExecRequest{Command: command, Timeout: 20})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
@@ -64,7 +64,7 @@ const (
 
 // ErrNoIDRange means every range of the layout is leased: the host is at
 // capacity (Config.IDRangeCount sandboxes, pool members and builds).
-// acquire's error wraps it together with a *server.HostLimitError, which
+// acquire's error wraps it together with a *model.HostLimitError, which
 // the control plane answers with 503 host_capacity.
 var ErrNoIDRange = errors.New("no free host id range: every range of the layout is in use; delete sandboxes or raise the range count")
 
@@ -176,7 +176,7 @@ func (r *idRanges) acquire(name string) (*idLease, error) {
 		}
 	}
 	usable := int64(r.count - len(r.reserved))
-	return nil, fmt.Errorf("%w: %w", ErrNoIDRange, &server.HostLimitError{
+	return nil, fmt.Errorf("%w: %w", ErrNoIDRange, &model.HostLimitError{
 		Resource: api.HostIDRanges, Used: usable, Limit: usable,
 		Hint: "remove sandboxes you no longer need, or give the server more host id ranges (--id-range-count; see docs/security.md, host id ranges)",
 	})

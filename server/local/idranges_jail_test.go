@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
@@ -22,7 +22,7 @@ import (
 func TestSandboxIDRanges(t *testing.T) {
 	t.Parallel()
 	d := newDriver(t)
-	eps := map[string]server.Endpoint{"ra": create(t, d, "ra"), "rb": create(t, d, "rb")}
+	eps := map[string]model.Endpoint{"ra": create(t, d, "ra"), "rb": create(t, d, "rb")}
 	bases := map[int]string{}
 	for id, ep := range eps {
 		st, err := readState(d.sandboxDir(id))
@@ -94,7 +94,7 @@ func TestVolumeLegacyIDs(t *testing.T) {
 	mustDo(t, os.Lchown(filepath.Join(data, "root-made"), LegacyIDBase, LegacyIDBase))
 	mustDo(t, os.Remove(filepath.Join(d.volumeDir("legacy"), canonicalMark)))
 
-	ep, err := d.Create(ctx, server.Spec{ID: "mig", Volumes: []server.VolumeMount{{ID: "legacy", Path: "/workspace/vol"}}})
+	ep, err := d.Create(ctx, model.Spec{ID: "mig", Volumes: []model.VolumeMount{{ID: "legacy", Path: "/workspace/vol"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 	"golang.org/x/sys/unix"
 )
@@ -134,9 +134,10 @@ type Driver struct {
 	capacity capacity    // the host's use of its limits (capacity.go)
 	disks    diskHandles // sandbox disks kept open to flush them (storage.go)
 	frozen   frozenSet   // sandboxes frozen while the host's disk is full (storage.go)
+	criu     criuCheck   // whether pause mode checkpoint could work (pause.go)
 }
 
-var _ server.Driver = (*Driver)(nil)
+var _ model.Driver = (*Driver)(nil)
 
 // New returns a Driver for cfg. It creates StateDir/sandboxes if missing.
 func New(cfg Config) (*Driver, error) {
@@ -266,13 +267,13 @@ var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
 // Create starts a jailed sidecar and returns once it answers /health. On
 // failure nothing of the sandbox is left behind and the error carries the
 // tail of the sidecar's log.
-func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoint, err error) {
+func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint, err error) {
 	if !validID.MatchString(spec.ID) {
-		return server.Endpoint{}, fmt.Errorf("create sandbox: invalid id %q", spec.ID)
+		return model.Endpoint{}, fmt.Errorf("create sandbox: invalid id %q", spec.ID)
 	}
 	lim, ok := d.limits(spec.Size)
 	if !ok {
-		return server.Endpoint{}, fmt.Errorf("create sandbox: unknown size %q", spec.Size)
+		return model.Endpoint{}, fmt.Errorf("create sandbox: unknown size %q", spec.Size)
 	}
 	// A warm member has no egress socket, which must exist before the
 	// sidecar starts (it looks once); one with egress starts cold.
@@ -286,7 +287,7 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 	}
 	dir := d.sandboxDir(spec.ID)
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	defer func() {
 		if err != nil {
@@ -297,20 +298,20 @@ func (d *Driver) Create(ctx context.Context, spec server.Spec) (ep server.Endpoi
 	}()
 	p, err := d.prepare(spec, dir, lim)
 	if err != nil {
-		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	defer p.lease.Close() // the jail holds its own copy once started
 	token, err := newToken()
 	if err != nil {
-		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
-	ep = server.Endpoint{Network: "unix", Address: filepath.Join(dir, sidecarSocket), Token: token}
+	ep = model.Endpoint{Network: "unix", Address: filepath.Join(dir, sidecarSocket), Token: token}
 	done, err := d.start(p, token, dir)
 	if err != nil {
-		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
-		return server.Endpoint{}, fmt.Errorf("create sandbox %s: %w%s", spec.ID, err, logTail(dir))
+		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w%s", spec.ID, err, logTail(dir))
 	}
 	d.log.Debug("sandbox created", "id", spec.ID)
 	d.track(spec.ID)
@@ -357,7 +358,7 @@ type prepared struct {
 // not the sandbox user, may look in. The workspace and outputs belong to
 // the sandbox user's canonical ids (jail.UID: the jail sees them through
 // idmapped mounts).
-func (d *Driver) prepare(spec server.Spec, dir string, lim jail.Limits) (p prepared, err error) {
+func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepared, err error) {
 	quota := d.quota(spec.StorageGB)
 	js := jail.Spec{
 		ID:       spec.ID,
@@ -547,6 +548,11 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	case err != nil:
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	default:
+		// A task frozen by the v1 freezer (a paused sandbox) cannot die
+		// until thawed.
+		if st.Cgroup.Frozen() {
+			_ = st.Cgroup.Freeze(false)
+		}
 		if err := d.kill(ctx, id, st); err != nil {
 			return fmt.Errorf("delete sandbox %s: %w", id, err)
 		}
@@ -602,19 +608,19 @@ func (d *Driver) kill(ctx context.Context, id string, st state) error {
 
 // List reports the sandboxes found in the state directory. A sandbox whose
 // jail is gone (or whose state file is missing) is reported with Alive false.
-func (d *Driver) List(ctx context.Context) ([]server.Observed, error) {
+func (d *Driver) List(ctx context.Context) ([]model.Observed, error) {
 	entries, err := os.ReadDir(d.sandboxesDir())
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes: %w", err)
 	}
-	var out []server.Observed
+	var out []model.Observed
 	for _, e := range entries {
 		if !e.IsDir() || !validID.MatchString(e.Name()) {
 			continue
 		}
-		o := server.Observed{ID: e.Name()}
+		o := model.Observed{ID: e.Name()}
 		if st, err := readState(d.sandboxDir(e.Name())); err == nil {
-			o.Endpoint = server.Endpoint{Network: "unix", Address: st.Socket, Token: st.Token}
+			o.Endpoint = model.Endpoint{Network: "unix", Address: st.Socket, Token: st.Token}
 			o.Alive = alive(st)
 		}
 		out = append(out, o)

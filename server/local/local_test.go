@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
@@ -189,12 +189,12 @@ func TestCreateRejectsBadIDs(t *testing.T) {
 	t.Parallel()
 	d := newDriver(t)
 	for _, id := range []string{"", "..", "a/b", "-x", ".hidden", strings.Repeat("x", 200)} {
-		if _, err := d.Create(context.Background(), server.Spec{ID: id}); err == nil {
+		if _, err := d.Create(context.Background(), model.Spec{ID: id}); err == nil {
 			t.Errorf("Create(%q) succeeded, want an error", id)
 		}
 	}
 	create(t, d, "dup")
-	if _, err := d.Create(context.Background(), server.Spec{ID: "dup"}); err == nil {
+	if _, err := d.Create(context.Background(), model.Spec{ID: "dup"}); err == nil {
 		t.Errorf("second Create(%q) succeeded, want an error", "dup")
 	}
 	if got := run(t, mustEndpoint(t, d, "dup"), "echo ok"); got.Stdout != "ok\n" {
@@ -202,7 +202,7 @@ func TestCreateRejectsBadIDs(t *testing.T) {
 	}
 }
 
-func mustEndpoint(t *testing.T, d *Driver, id string) server.Endpoint {
+func mustEndpoint(t *testing.T, d *Driver, id string) model.Endpoint {
 	t.Helper()
 	obs, err := d.List(context.Background())
 	if err != nil {
@@ -214,7 +214,7 @@ func mustEndpoint(t *testing.T, d *Driver, id string) server.Endpoint {
 		}
 	}
 	t.Fatalf("List has no %q: %+v", id, obs)
-	return server.Endpoint{}
+	return model.Endpoint{}
 }
 
 func TestDelete(t *testing.T) {
@@ -270,7 +270,7 @@ func TestSurvivesServerKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []server.Observed{{ID: helperID, Endpoint: ep, Alive: true}}
+	want := []model.Observed{{ID: helperID, Endpoint: ep, Alive: true}}
 	if diff := cmp.Diff(want, obs); diff != "" {
 		t.Fatalf("List after the creating process died (-want +got):\n%s", diff)
 	}
@@ -327,10 +327,10 @@ func TestSizes(t *testing.T) {
 	t.Parallel()
 	d := newDriver(t)
 	ctx := context.Background()
-	if _, err := d.Create(ctx, server.Spec{ID: "huge", Size: "huge"}); err == nil {
+	if _, err := d.Create(ctx, model.Spec{ID: "huge", Size: "huge"}); err == nil {
 		t.Error("Create with an unknown size succeeded")
 	}
-	if _, err := d.Create(ctx, server.Spec{ID: "medium", Size: "medium", StorageGB: 0.5}); err != nil {
+	if _, err := d.Create(ctx, model.Spec{ID: "medium", Size: "medium", StorageGB: 0.5}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := readState(d.sandboxDir("medium"))
@@ -425,7 +425,7 @@ func TestCreateFailureLeavesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = d.Create(context.Background(), server.Spec{ID: "bad"})
+	_, err = d.Create(context.Background(), model.Spec{ID: "bad"})
 	if err == nil {
 		t.Fatal("Create with a broken sidecar succeeded")
 	}
@@ -491,7 +491,7 @@ func BenchmarkCreateDelete(b *testing.B) {
 		id := fmt.Sprintf("b%d", i)
 		i++
 		t0 := time.Now()
-		if _, err := d.Create(ctx, server.Spec{ID: id}); err != nil {
+		if _, err := d.Create(ctx, model.Spec{ID: id}); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()

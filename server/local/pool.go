@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"golang.org/x/sys/unix"
 )
 
@@ -240,10 +240,10 @@ func (p *pool) stop(ctx context.Context) error {
 }
 
 // poolSpec is what every member is made from: the default size and storage.
-var poolSpec = server.Spec{}
+var poolSpec = model.Spec{}
 
 // fits reports whether a member can become the sandbox spec asks for.
-func (d *Driver) fits(spec server.Spec) bool {
+func (d *Driver) fits(spec model.Spec) bool {
 	if spec.ImageRoot != "" || len(spec.Volumes) > 0 {
 		return false
 	}
@@ -292,7 +292,7 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 	if err != nil {
 		return "", err
 	}
-	ep := server.Endpoint{Network: "unix", Address: filepath.Join(dir, sidecarSocket), Token: token}
+	ep := model.Endpoint{Network: "unix", Address: filepath.Join(dir, sidecarSocket), Token: token}
 	if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
 		return "", fmt.Errorf("%w%s", err, logTail(dir))
 	}
@@ -303,7 +303,7 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 // claimWarm makes spec's sandbox out of a pool member if one fits and is
 // ready. handled false means the caller must start the sandbox cold; a
 // member that fails to be claimed is deleted and does not fail the create.
-func (d *Driver) claimWarm(ctx context.Context, spec server.Spec) (ep server.Endpoint, handled bool, err error) {
+func (d *Driver) claimWarm(ctx context.Context, spec model.Spec) (ep model.Endpoint, handled bool, err error) {
 	if d.pool == nil || !d.fits(spec) {
 		return ep, false, nil
 	}
@@ -342,20 +342,20 @@ func (d *Driver) claimWarm(ctx context.Context, spec server.Spec) (ep server.End
 
 // adopt turns the member now at dir into spec's sandbox: its size's
 // limits, a fresh token, and its state file.
-func (d *Driver) adopt(ctx context.Context, spec server.Spec, dir string) (server.Endpoint, error) {
+func (d *Driver) adopt(ctx context.Context, spec model.Spec, dir string) (model.Endpoint, error) {
 	st, err := readState(dir)
 	if err != nil {
-		return server.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	lim, _ := d.limits(spec.Size)
 	if base, _ := d.limits(poolSpec.Size); lim != base && len(st.Cgroup.Dirs) > 0 {
 		if err := st.Cgroup.SetLimits(lim); err != nil {
-			return server.Endpoint{}, err
+			return model.Endpoint{}, err
 		}
 	}
 	token, err := newToken()
 	if err != nil {
-		return server.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
 	socket := filepath.Join(dir, sidecarSocket)
 	poolToken := st.Token
@@ -367,9 +367,9 @@ func (d *Driver) adopt(ctx context.Context, spec server.Spec, dir string) (serve
 	go func() { written <- writeState(dir, st) }()
 	err = claimSidecar(ctx, socket, poolToken, token)
 	if err := errors.Join(err, <-written); err != nil {
-		return server.Endpoint{}, err
+		return model.Endpoint{}, err
 	}
-	return server.Endpoint{Network: "unix", Address: socket, Token: token}, nil
+	return model.Endpoint{Network: "unix", Address: socket, Token: token}, nil
 }
 
 // claimSidecar asks a member's sidecar to swap the pool token for token.

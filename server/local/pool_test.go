@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
@@ -171,12 +171,12 @@ func TestWarmPoolSizes(t *testing.T) {
 		t.Fatal("no cgroups: run as root")
 	}
 	tests := []struct {
-		spec server.Spec
+		spec model.Spec
 		warm bool
 	}{
-		{server.Spec{ID: "medium", Size: api.SizeMedium}, true},
-		{server.Spec{ID: "small", Size: api.SizeSmall}, true},
-		{server.Spec{ID: "bigdisk", StorageGB: 1}, false},
+		{model.Spec{ID: "medium", Size: api.SizeMedium}, true},
+		{model.Spec{ID: "small", Size: api.SizeSmall}, true},
+		{model.Spec{ID: "bigdisk", StorageGB: 1}, false},
 	}
 	for _, tt := range tests {
 		pids := map[int]bool{}
@@ -230,17 +230,17 @@ func TestWarmPoolFits(t *testing.T) {
 	d := newDriver(t)
 	tests := []struct {
 		name string
-		spec server.Spec
+		spec model.Spec
 		want bool
 	}{
-		{"default", server.Spec{ID: "a"}, true},
-		{"small", server.Spec{ID: "a", Size: api.SizeSmall}, true},
-		{"large", server.Spec{ID: "a", Size: api.SizeLarge}, true},
-		{"default storage spelt out", server.Spec{ID: "a", StorageGB: DefaultStorageGB}, true},
-		{"other storage", server.Spec{ID: "a", StorageGB: 2}, false},
-		{"image", server.Spec{ID: "a", ImageRoot: "/images/x"}, false},
-		{"volume", server.Spec{ID: "a", Volumes: []server.VolumeMount{{}}}, false},
-		{"unknown size", server.Spec{ID: "a", Size: "huge"}, false},
+		{"default", model.Spec{ID: "a"}, true},
+		{"small", model.Spec{ID: "a", Size: api.SizeSmall}, true},
+		{"large", model.Spec{ID: "a", Size: api.SizeLarge}, true},
+		{"default storage spelt out", model.Spec{ID: "a", StorageGB: DefaultStorageGB}, true},
+		{"other storage", model.Spec{ID: "a", StorageGB: 2}, false},
+		{"image", model.Spec{ID: "a", ImageRoot: "/images/x"}, false},
+		{"volume", model.Spec{ID: "a", Volumes: []model.VolumeMount{{}}}, false},
+		{"unknown size", model.Spec{ID: "a", Size: "huge"}, false},
 	}
 	for _, tt := range tests {
 		if got := d.fits(tt.spec); got != tt.want {
@@ -283,7 +283,7 @@ func TestWarmPoolCleanup(t *testing.T) {
 	if err != nil || len(entries) != 0 {
 		t.Errorf("pool dir after Shutdown: %v, %v; want empty", entries, err)
 	}
-	if _, err := d.Create(t.Context(), server.Spec{ID: "late"}); err != nil {
+	if _, err := d.Create(t.Context(), model.Spec{ID: "late"}); err != nil {
 		t.Errorf("Create after Shutdown (cold): %v", err)
 	}
 }
@@ -312,7 +312,7 @@ func BenchmarkWarmCreate(b *testing.B) {
 		id := fmt.Sprintf("w%d", i)
 		i++
 		start := time.Now()
-		if _, err := d.Create(ctx, server.Spec{ID: id}); err != nil {
+		if _, err := d.Create(ctx, model.Spec{ID: id}); err != nil {
 			b.Fatal(err)
 		}
 		claiming += time.Since(start)

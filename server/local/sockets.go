@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 	"unsafe"
 
+	"github.com/boxkite/boxkite/server/internal/unixsock"
 	"golang.org/x/sys/unix"
-
-	"github.com/boxkite/boxkite/server"
 )
 
 // The server's channels to a sandbox are unix sockets it makes itself,
@@ -22,7 +21,7 @@ import (
 //     in the sandbox's directory (0700, the server's), which no jail has
 //     mounted. The jail's init gets the listener as a descriptor and the
 //     sidecar serves on it (jail.Start's listener); the server dials the
-//     path, checking it is a socket of its own (server.DialUnix). It stays
+//     path, checking it is a socket of its own (unixsock.Dial). It stays
 //     in place when the server restarts, so a new server reaches adopted
 //     sandboxes the same way.
 //   - The egress socket is in the run dir, which the jail sees read-only
@@ -56,7 +55,7 @@ func listenIn(dir, name string) (*net.UnixListener, *os.File, error) {
 	}
 	ul := l.(*net.UnixListener)
 	ul.SetUnlinkOnClose(false)
-	sock, err := server.OpenOwnSocket(int(d.Fd()), name)
+	sock, err := unixsock.OpenOwn(int(d.Fd()), name)
 	if err != nil {
 		_ = ul.Close()
 		return nil, nil, err

@@ -15,7 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/internal/unixsock"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 	"golang.org/x/sys/unix"
 )
@@ -39,6 +40,10 @@ type state struct {
 	// Volumes are the ids of the volumes it mounts, whose filesystems are
 	// flushed with its own (storage.go).
 	Volumes []string `json:"volumes,omitempty"`
+
+	// Paused is the mode the sandbox is paused in (pause.go), "" while it
+	// runs. The storage watch never thaws a paused sandbox.
+	Paused string `json:"paused,omitempty"`
 }
 
 const stateFile = "state.json"
@@ -205,7 +210,7 @@ func chmodTree(fd, depth int) {
 func unixClient(socket string) *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return server.DialUnix(ctx, &net.Dialer{}, socket)
+			return unixsock.Dial(ctx, &net.Dialer{}, socket)
 		},
 		DisableKeepAlives: true,
 	}}
@@ -213,7 +218,7 @@ func unixClient(socket string) *http.Client {
 
 // waitHealthy polls GET /health with a short backoff until it answers 200,
 // the jail exits (done closes) or timeout or ctx runs out.
-func waitHealthy(ctx context.Context, ep server.Endpoint, timeout time.Duration, done <-chan struct{}) error {
+func waitHealthy(ctx context.Context, ep model.Endpoint, timeout time.Duration, done <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c := unixClient(ep.Address)

@@ -6,34 +6,34 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-var _ server.StatsDriver = (*Driver)(nil)
+var _ model.StatsDriver = (*Driver)(nil)
 
-// Stats implements server.StatsDriver from the sandbox's cgroup: what its
+// Stats implements model.StatsDriver from the sandbox's cgroup: what its
 // processes hold in memory now (page cache and kernel memory included) and
 // how many tasks it runs. Without cgroup limits (not root, or
 // Config.Cgroups off) there is nothing to read and it fails.
-func (d *Driver) Stats(_ context.Context, id string) (server.Stats, error) {
+func (d *Driver) Stats(_ context.Context, id string) (model.Stats, error) {
 	if !validID.MatchString(id) {
-		return server.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, server.ErrNotFound)
+		return model.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, model.ErrNotFound)
 	}
 	st, err := readState(d.sandboxDir(id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return server.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, server.ErrNotFound)
+		return model.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, model.ErrNotFound)
 	}
 	if err != nil {
-		return server.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, err)
+		return model.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, err)
 	}
 	if len(st.Cgroup.Dirs) == 0 {
-		return server.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, server.ErrNoStats)
+		return model.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, model.ErrNoStats)
 	}
 	u, err := st.Cgroup.Usage()
 	if err != nil {
-		return server.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, err)
+		return model.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, err)
 	}
-	out := server.Stats{MemoryBytes: u.Memory, MemoryAnonBytes: u.MemoryAnon, Pids: u.Pids, Frozen: d.frozen.has(id)}
+	out := model.Stats{MemoryBytes: u.Memory, MemoryAnonBytes: u.MemoryAnon, Pids: u.Pids, Frozen: d.frozen.has(id)}
 	if sd, ok := d.sandboxDisk(id); ok {
 		out.DiskUsedBytes, out.DiskQuotaBytes = sd.UsedBytes, sd.QuotaBytes
 	}

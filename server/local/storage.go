@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
@@ -27,7 +27,7 @@ import (
 //     space is below half the watermark, so they stop writing into a
 //     disk that cannot take it, and thaws them once it is back above.
 
-var _ server.StorageWatcher = (*Driver)(nil)
+var _ model.StorageWatcher = (*Driver)(nil)
 
 // storageInterval is how often the storage watch reads the host's free space.
 const storageInterval = 100 * time.Millisecond
@@ -122,11 +122,11 @@ func (d *Driver) closeDisks(id string) {
 	}
 }
 
-// SyncDisk implements server.DiskSyncer: it flushes the sandbox's disk
+// SyncDisk implements model.DiskSyncer: it flushes the sandbox's disk
 // and volumes to the host (syncfs) and reports whether everything
 // written since the last call is stored. A write-back error (the host
 // could not grow an image: ENOSPC, or EIO from the loop device) wraps
-// server.ErrInsufficientStorage.
+// model.ErrInsufficientStorage.
 func (d *Driver) SyncDisk(_ context.Context, id string) error {
 	d.disks.mu.Lock()
 	files := d.disks.files[id]
@@ -147,7 +147,7 @@ func (d *Driver) SyncDisk(_ context.Context, id string) error {
 			d.disks.mu.Lock()
 			d.disks.markBroken(id)
 			d.disks.mu.Unlock()
-			errs = append(errs, fmt.Errorf("%w: flush %s: %w", server.ErrInsufficientStorage, f.Name(), err))
+			errs = append(errs, fmt.Errorf("%w: flush %s: %w", model.ErrInsufficientStorage, f.Name(), err))
 		default:
 			errs = append(errs, fmt.Errorf("flush %s: %w", f.Name(), err))
 		}
@@ -190,7 +190,7 @@ func (f *frozenSet) list() []string {
 	return out
 }
 
-// WatchStorage implements server.StorageWatcher: it reads the host's free
+// WatchStorage implements model.StorageWatcher: it reads the host's free
 // space every storageInterval and freezes every running sandbox while it
 // is below half the watermark, thawing them once it is back above the
 // watermark, and calls changed for each change until ctx is done.
@@ -233,9 +233,12 @@ func (d *Driver) freezeAll(changed func(id string, frozen bool)) {
 		if !o.Alive || d.frozen.has(o.ID) {
 			continue
 		}
+		if st, err := readState(d.sandboxDir(o.ID)); err == nil && st.Paused != "" {
+			continue // paused: frozen already, and resume knows
+		}
 		if err := d.freeze(o.ID, true); err != nil {
 			if errors.Is(err, jail.ErrNoFreezer) {
-				d.log.Warn("host disk nearly full, but sandboxes cannot be frozen here (no cgroup v2)", "id", o.ID)
+				d.log.Warn("host disk nearly full, but sandboxes cannot be frozen here (no freezer)", "id", o.ID)
 			} else {
 				d.log.Warn("freeze sandbox", "id", o.ID, "err", err)
 			}
@@ -267,8 +270,11 @@ func (d *Driver) freeze(id string, frozen bool) error {
 	if len(st.Cgroup.Dirs) == 0 {
 		return jail.ErrNoFreezer
 	}
-	if err := st.Cgroup.Freeze(frozen); err != nil {
-		return err
+	// A paused sandbox stays frozen: only its resume thaws it.
+	if frozen || st.Paused == "" {
+		if err := st.Cgroup.Freeze(frozen); err != nil {
+			return err
+		}
 	}
 	d.frozen.set(id, frozen)
 	return nil
@@ -277,7 +283,7 @@ func (d *Driver) freeze(id string, frozen bool) error {
 // adoptFrozen records sandbox id as frozen when a previous driver left its
 // cgroup frozen, so the watch thaws it in time.
 func (d *Driver) adoptFrozen(id string) {
-	if st, err := readState(d.sandboxDir(id)); err == nil && st.Cgroup.Frozen() {
+	if st, err := readState(d.sandboxDir(id)); err == nil && st.Paused == "" && st.Cgroup.Frozen() {
 		d.frozen.set(id, true)
 	}
 }

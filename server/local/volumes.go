@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 	"golang.org/x/sys/unix"
 )
 
-var _ server.VolumeDriver = (*Driver)(nil)
+var _ model.VolumeDriver = (*Driver)(nil)
 
 // Files of a volume, in StateDir/volumes/<id>. With loop storage the
 // volume is a sparse ext4 image of its size, mounted on the host at mnt
@@ -38,7 +38,7 @@ func (d *Driver) volumeDataDir(id string) string {
 	return filepath.Join(d.volumeDir(id), volumeMount, volumeData)
 }
 
-// CreateVolume implements server.VolumeDriver.
+// CreateVolume implements model.VolumeDriver.
 func (d *Driver) CreateVolume(_ context.Context, id string, size int64) (err error) {
 	if !validID.MatchString(id) {
 		return fmt.Errorf("create volume: invalid id %q", id)
@@ -76,7 +76,7 @@ func (d *Driver) CreateVolume(_ context.Context, id string, size int64) (err err
 	return markCanonical(dir)
 }
 
-// DeleteVolume implements server.VolumeDriver.
+// DeleteVolume implements model.VolumeDriver.
 func (d *Driver) DeleteVolume(_ context.Context, id string) error {
 	if !validID.MatchString(id) {
 		return nil
@@ -104,7 +104,7 @@ func (d *Driver) deleteVolume(id string) error {
 
 // volumeBinds returns the jail binds of a sandbox's volumes, mounting any
 // volume whose host mount is gone (a reboot since it was made).
-func (d *Driver) volumeBinds(mounts []server.VolumeMount) ([]jail.Bind, error) {
+func (d *Driver) volumeBinds(mounts []model.VolumeMount) ([]jail.Bind, error) {
 	if len(mounts) == 0 {
 		return nil, nil
 	}

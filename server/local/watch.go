@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Watching sidecars (issue 19). Each sandbox's jail init is watched
@@ -24,9 +24,9 @@ import (
 // sandboxes, that alone was thousands of host threads.
 
 var (
-	_ server.LossWatcher = (*Driver)(nil)
-	_ server.LossGracer  = (*Driver)(nil)
-	_ server.Prober      = (*Driver)(nil)
+	_ model.LossWatcher = (*Driver)(nil)
+	_ model.LossGracer  = (*Driver)(nil)
+	_ model.Prober      = (*Driver)(nil)
 )
 
 // onExit calls fn once the process pid (started at startTime) has exited,
@@ -172,7 +172,7 @@ func (w *lossWatch) take() []string {
 	return lost
 }
 
-// WatchLost implements server.LossWatcher: it calls lost with the id of
+// WatchLost implements model.LossWatcher: it calls lost with the id of
 // each sandbox whose sidecar exited without Delete, as soon as it exits,
 // until ctx is done. Exits before the call are reported by it.
 func (d *Driver) WatchLost(ctx context.Context, lost func(id string)) error {
@@ -188,11 +188,11 @@ func (d *Driver) WatchLost(ctx context.Context, lost func(id string)) error {
 	}
 }
 
-// LostGrace implements server.LossGracer: reports need no grace, since
+// LostGrace implements model.LossGracer: reports need no grace, since
 // the driver never reports a sandbox it is deleting.
 func (d *Driver) LostGrace() time.Duration { return 0 }
 
-// Probe implements server.Prober: whether the sandbox's jail still runs,
+// Probe implements model.Prober: whether the sandbox's jail still runs,
 // for a call that could not reach its sidecar.
 func (d *Driver) Probe(_ context.Context, id string) (bool, error) {
 	if !validID.MatchString(id) {

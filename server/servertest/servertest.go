@@ -19,6 +19,7 @@ import (
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/local"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
 
@@ -26,8 +27,8 @@ import (
 type Server struct {
 	BaseURL  string // e.g. http://127.0.0.1:41234, no trailing slash
 	APIKey   string // an admin key of Account
-	Account  *server.Account
-	Store    server.Store   // the store the server uses; tests may inspect or seed it
+	Account  *model.Account
+	Store    model.Store    // the store the server uses; tests may inspect or seed it
 	Server   *server.Server // the control plane itself
 	Driver   *local.Driver
 	StateDir string // the driver's state directory

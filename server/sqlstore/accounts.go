@@ -7,15 +7,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 const keyColumns = `k.id, k.account_id, k.name, k.key_hash, k.prefix, k.role, k.created_at, k.revoked_at, k.last_used_at`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
-func scanKey(r rowScanner, extra ...any) (*server.APIKey, error) {
-	var k server.APIKey
+func scanKey(r rowScanner, extra ...any) (*model.APIKey, error) {
+	var k model.APIKey
 	var created int64
 	var revoked, used sql.NullInt64
 	dest := append([]any{&k.ID, &k.AccountID, &k.Name, &k.Hash, &k.Prefix, &k.Role, &created, &revoked, &used}, extra...)
@@ -28,9 +28,9 @@ func scanKey(r rowScanner, extra ...any) (*server.APIKey, error) {
 	return &k, nil
 }
 
-// APIKeyByHash implements server.AccountStore.
-func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*server.APIKey, *server.Account, error) {
-	var a server.Account
+// APIKeyByHash implements model.AccountStore.
+func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*model.APIKey, *model.Account, error) {
+	var a model.Account
 	var created int64
 	var keep int64
 	row := s.queryRowCached(ctx, `SELECT `+keyColumns+`, a.id, a.email, a.created_at, a.keep_output_secrets
@@ -44,8 +44,8 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*server.APIKey, 
 	return k, &a, nil
 }
 
-// CreateAccount implements server.AccountStore.
-func (s *Store) CreateAccount(ctx context.Context, a *server.Account) error {
+// CreateAccount implements model.AccountStore.
+func (s *Store) CreateAccount(ctx context.Context, a *model.Account) error {
 	return s.createAccount(ctx, s.db, a)
 }
 
@@ -56,7 +56,7 @@ type execer interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func (s *Store) createAccount(ctx context.Context, ex execer, a *server.Account) error {
+func (s *Store) createAccount(ctx context.Context, ex execer, a *model.Account) error {
 	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO accounts (id, email, created_at) VALUES (?, ?, ?)`),
 		a.ID, a.Email, micros(a.CreatedAt))
 	if err != nil {
@@ -65,13 +65,13 @@ func (s *Store) createAccount(ctx context.Context, ex execer, a *server.Account)
 	return nil
 }
 
-// AccountByEmail implements server.AccountStore.
-func (s *Store) AccountByEmail(ctx context.Context, email string) (*server.Account, error) {
+// AccountByEmail implements model.AccountStore.
+func (s *Store) AccountByEmail(ctx context.Context, email string) (*model.Account, error) {
 	return s.accountByEmail(ctx, s.db, email)
 }
 
-func (s *Store) accountByEmail(ctx context.Context, ex execer, email string) (*server.Account, error) {
-	var a server.Account
+func (s *Store) accountByEmail(ctx context.Context, ex execer, email string) (*model.Account, error) {
+	var a model.Account
 	var created int64
 	var keep int64
 	err := ex.QueryRowContext(ctx, s.q(`SELECT id, email, created_at, keep_output_secrets FROM accounts WHERE email = ?`), email).
@@ -83,12 +83,12 @@ func (s *Store) accountByEmail(ctx context.Context, ex execer, email string) (*s
 	return &a, nil
 }
 
-// CreateAPIKey implements server.AccountStore.
-func (s *Store) CreateAPIKey(ctx context.Context, k *server.APIKey) error {
+// CreateAPIKey implements model.AccountStore.
+func (s *Store) CreateAPIKey(ctx context.Context, k *model.APIKey) error {
 	return s.createKey(ctx, s.db, k)
 }
 
-func (s *Store) createKey(ctx context.Context, ex execer, k *server.APIKey) error {
+func (s *Store) createKey(ctx context.Context, ex execer, k *model.APIKey) error {
 	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO api_keys
 		(id, account_id, name, key_hash, prefix, role, created_at, revoked_at, last_used_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
@@ -99,14 +99,14 @@ func (s *Store) createKey(ctx context.Context, ex execer, k *server.APIKey) erro
 	return nil
 }
 
-// EnsureAccountKey implements server.AccountStore.
-func (s *Store) EnsureAccountKey(ctx context.Context, a *server.Account, k *server.APIKey) (*server.Account, *server.APIKey, error) {
-	var gotA *server.Account
-	var gotK *server.APIKey
+// EnsureAccountKey implements model.AccountStore.
+func (s *Store) EnsureAccountKey(ctx context.Context, a *model.Account, k *model.APIKey) (*model.Account, *model.APIKey, error) {
+	var gotA *model.Account
+	var gotK *model.APIKey
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		gotA, err = s.accountByEmail(ctx, tx, a.Email)
-		if errors.Is(err, server.ErrNotFound) {
+		if errors.Is(err, model.ErrNotFound) {
 			if err := s.createAccount(ctx, tx, a); err != nil {
 				return err
 			}
@@ -126,7 +126,7 @@ func (s *Store) EnsureAccountKey(ctx context.Context, a *server.Account, k *serv
 		case err != nil:
 			return fmt.Errorf("look up api key: %w", err)
 		case gotK.AccountID != gotA.ID:
-			return fmt.Errorf("api key belongs to another account: %w", server.ErrConflict)
+			return fmt.Errorf("api key belongs to another account: %w", model.ErrConflict)
 		}
 		return nil
 	})
@@ -136,7 +136,7 @@ func (s *Store) EnsureAccountKey(ctx context.Context, a *server.Account, k *serv
 	return gotA, gotK, nil
 }
 
-// RevokeAPIKey implements server.AccountStore.
+// RevokeAPIKey implements model.AccountStore.
 func (s *Store) RevokeAPIKey(ctx context.Context, accountID, keyID string, t time.Time) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = ?
@@ -145,13 +145,13 @@ func (s *Store) RevokeAPIKey(ctx context.Context, accountID, keyID string, t tim
 			return fmt.Errorf("revoke api key: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return server.ErrNotFound
+			return model.ErrNotFound
 		}
 		return s.notifyRevoked(ctx, tx, keyID)
 	})
 }
 
-// TouchAPIKey implements server.AccountStore.
+// TouchAPIKey implements model.AccountStore.
 func (s *Store) TouchAPIKey(ctx context.Context, keyID string, t time.Time) error {
 	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`), micros(t), keyID); err != nil {
 		return fmt.Errorf("touch api key: %w", err)

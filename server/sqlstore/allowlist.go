@@ -8,17 +8,17 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-var _ server.AllowlistStore = (*Store)(nil)
+var _ model.AllowlistStore = (*Store)(nil)
 
-// AllowedCommands implements server.AllowlistStore. It runs on every exec,
+// AllowedCommands implements model.AllowlistStore. It runs on every exec,
 // so it goes through a cached prepared statement.
 func (s *Store) AllowedCommands(ctx context.Context, accountID string) ([]api.CommandRule, error) {
 	var raw string
 	err := s.queryRowCached(ctx, `SELECT rules FROM allowed_commands WHERE account_id = ?`, accountID).Scan(&raw)
-	if errors.Is(s.mapErr(err), server.ErrNotFound) {
+	if errors.Is(s.mapErr(err), model.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -31,7 +31,7 @@ func (s *Store) AllowedCommands(ctx context.Context, accountID string) ([]api.Co
 	return rules, nil
 }
 
-// SetAllowedCommands implements server.AllowlistStore.
+// SetAllowedCommands implements model.AllowlistStore.
 func (s *Store) SetAllowedCommands(ctx context.Context, accountID string, rules []api.CommandRule, t time.Time) error {
 	if len(rules) == 0 {
 		if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM allowed_commands WHERE account_id = ?`), accountID); err != nil {

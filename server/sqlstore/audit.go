@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 const execLogColumns = `id, sandbox_id, seq, account_id, source, operation, detail, exit_code, output_truncated,
@@ -18,12 +18,12 @@ const execLogColumns = `id, sandbox_id, seq, account_id, source, operation, deta
 // writers); databases with row-level locking can.
 const appendRetries = 5
 
-// AppendExecLog implements server.AuditStore.
-func (s *Store) AppendExecLog(ctx context.Context, e *server.ExecLogEntry) error {
+// AppendExecLog implements model.AuditStore.
+func (s *Store) AppendExecLog(ctx context.Context, e *model.ExecLogEntry) error {
 	var err error
 	for range appendRetries {
 		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.appendExecLog(ctx, tx, e) })
-		if !errors.Is(err, server.ErrConflict) {
+		if !errors.Is(err, model.ErrConflict) {
 			break
 		}
 	}
@@ -39,7 +39,7 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt
 	return tx.StmtContext(ctx, st), nil
 }
 
-func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *server.ExecLogEntry) error {
+func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *model.ExecLogEntry) error {
 	if s.d.chainLock != "" {
 		if _, err := tx.ExecContext(ctx, s.d.chainLock, e.SandboxID); err != nil {
 			return fmt.Errorf("lock chain: %w", err)
@@ -94,8 +94,8 @@ func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *server.ExecLog
 	return nil
 }
 
-// ExecLog implements server.AuditStore.
-func (s *Store) ExecLog(ctx context.Context, sandboxID string, limit, offset int) ([]*server.ExecLogEntry, int, error) {
+// ExecLog implements model.AuditStore.
+func (s *Store) ExecLog(ctx context.Context, sandboxID string, limit, offset int) ([]*model.ExecLogEntry, int, error) {
 	var total int
 	if err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM exec_log WHERE sandbox_id = ?`), sandboxID).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("count exec log: %w", err)
@@ -108,9 +108,9 @@ func (s *Store) ExecLog(ctx context.Context, sandboxID string, limit, offset int
 	return out, total, nil
 }
 
-// ExecLogHead implements server.AuditStore.
-func (s *Store) ExecLogHead(ctx context.Context, sandboxID string) (server.ExecLogHead, error) {
-	h := server.ExecLogHead{RowHash: api.GenesisHash}
+// ExecLogHead implements model.AuditStore.
+func (s *Store) ExecLogHead(ctx context.Context, sandboxID string) (model.ExecLogHead, error) {
+	h := model.ExecLogHead{RowHash: api.GenesisHash}
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT seq, row_hash FROM exec_log_heads WHERE sandbox_id = ?`), sandboxID).
 		Scan(&h.Seq, &h.RowHash)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -119,13 +119,13 @@ func (s *Store) ExecLogHead(ctx context.Context, sandboxID string) (server.ExecL
 	return h, nil
 }
 
-// ExecLogAfter implements server.AuditStore.
-func (s *Store) ExecLogAfter(ctx context.Context, sandboxID string, afterSeq int64, limit int) ([]*server.ExecLogEntry, error) {
+// ExecLogAfter implements model.AuditStore.
+func (s *Store) ExecLogAfter(ctx context.Context, sandboxID string, afterSeq int64, limit int) ([]*model.ExecLogEntry, error) {
 	return s.queryExecLog(ctx, `SELECT `+execLogColumns+` FROM exec_log
 		WHERE sandbox_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sandboxID, afterSeq, limit)
 }
 
-// ExecLogSeq implements server.AuditStore.
+// ExecLogSeq implements model.AuditStore.
 func (s *Store) ExecLogSeq(ctx context.Context, sandboxID, entryID string) (int64, error) {
 	var seq int64
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT seq FROM exec_log WHERE id = ? AND sandbox_id = ?`), entryID, sandboxID).Scan(&seq)
@@ -135,15 +135,15 @@ func (s *Store) ExecLogSeq(ctx context.Context, sandboxID, entryID string) (int6
 	return seq, nil
 }
 
-func (s *Store) queryExecLog(ctx context.Context, query string, args ...any) ([]*server.ExecLogEntry, error) {
+func (s *Store) queryExecLog(ctx context.Context, query string, args ...any) ([]*model.ExecLogEntry, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("query exec log: %w", err)
 	}
 	defer rows.Close()
-	out := []*server.ExecLogEntry{}
+	out := []*model.ExecLogEntry{}
 	for rows.Next() {
-		var e server.ExecLogEntry
+		var e model.ExecLogEntry
 		var detail string
 		var exit sql.NullInt64
 		var started int64

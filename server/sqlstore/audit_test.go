@@ -14,12 +14,13 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
 
-func logEntry(sandboxID, accountID, op string, i int) *server.ExecLogEntry {
+func logEntry(sandboxID, accountID, op string, i int) *model.ExecLogEntry {
 	code := i
-	return &server.ExecLogEntry{
+	return &model.ExecLogEntry{
 		ID: server.NewID(), SandboxID: sandboxID, AccountID: accountID, Source: api.LogSourceAgent,
 		Operation: op, Detail: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), ExitCode: &code,
 		OutputTruncated: i%2 == 1, StartedAt: base.Add(time.Duration(i) * time.Microsecond), DurationMS: int64(i),
@@ -32,7 +33,7 @@ func testExecLogChain(t *testing.T, newStore storeFactory) {
 	open := newStore(t)
 	st := open(t)
 	a := mustAccount(t, st, "log@example.com")
-	var written []*server.ExecLogEntry
+	var written []*model.ExecLogEntry
 	for i := range 5 {
 		for _, sb := range []string{"sb-1", "sb-2"} {
 			e := logEntry(sb, a.ID, "exec", i)
@@ -117,7 +118,7 @@ func testExecLogConcurrentAppends(t *testing.T, newStore storeFactory) {
 	}
 }
 
-func mustHead(t *testing.T, st server.Store, sandboxID string) server.ExecLogHead {
+func mustHead(t *testing.T, st model.Store, sandboxID string) model.ExecLogHead {
 	t.Helper()
 	h, err := st.ExecLogHead(t.Context(), sandboxID)
 	if err != nil {
@@ -199,14 +200,14 @@ func TestExecLogHeadsBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]server.ExecLogHead{}
+	want := map[string]model.ExecLogHead{}
 	for _, sb := range []string{"sb-1", "sb-2"} {
 		for i := range 3 {
 			e := logEntry(sb, "acct", "exec", i)
 			if err := st.AppendExecLog(t.Context(), e); err != nil {
 				t.Fatal(err)
 			}
-			want[sb] = server.ExecLogHead{Seq: e.Seq, RowHash: e.RowHash}
+			want[sb] = model.ExecLogHead{Seq: e.Seq, RowHash: e.RowHash}
 		}
 	}
 	st.Close()

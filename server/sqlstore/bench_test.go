@@ -5,19 +5,20 @@ import (
 	"testing"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
 
 // benchStore opens a fresh SQLite store with one account and one sandbox
 // holding 100 audit entries, as a sandbox in use would.
-func benchStore(b *testing.B) (*sqlstore.Store, *server.Sandbox) {
+func benchStore(b *testing.B) (*sqlstore.Store, *model.Sandbox) {
 	b.Helper()
 	st, err := sqlstore.Open(b.Context(), "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	a := &server.Account{ID: server.NewID(), Email: "bench@example.com", CreatedAt: base}
+	a := &model.Account{ID: server.NewID(), Email: "bench@example.com", CreatedAt: base}
 	if err := st.CreateAccount(b.Context(), a); err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Store behaviour of issue 5: passwords, key listings, settings, SSH keys,
@@ -19,12 +20,12 @@ import (
 func testCredentials(t *testing.T, newStore storeFactory) {
 	st := newStore(t)(t)
 	ctx := t.Context()
-	a := &server.Account{ID: server.NewID(), Email: "p@example.com", CreatedAt: base}
+	a := &model.Account{ID: server.NewID(), Email: "p@example.com", CreatedAt: base}
 	if err := st.CreateAccountWithPassword(ctx, a, "$argon2id$hash"); err != nil {
 		t.Fatalf("CreateAccountWithPassword: %v", err)
 	}
-	dup := &server.Account{ID: server.NewID(), Email: "p@example.com", CreatedAt: base}
-	if err := st.CreateAccountWithPassword(ctx, dup, "x"); !errors.Is(err, server.ErrConflict) {
+	dup := &model.Account{ID: server.NewID(), Email: "p@example.com", CreatedAt: base}
+	if err := st.CreateAccountWithPassword(ctx, dup, "x"); !errors.Is(err, model.ErrConflict) {
 		t.Errorf("CreateAccountWithPassword(taken email) = %v, want ErrConflict", err)
 	}
 	got, hash, err := st.PasswordHash(ctx, "p@example.com")
@@ -35,19 +36,19 @@ func testCredentials(t *testing.T, newStore storeFactory) {
 	if _, hash, err := st.PasswordHash(ctx, nopw.Email); err != nil || hash != "" {
 		t.Errorf("PasswordHash(account without one) = %q, %v; want empty", hash, err)
 	}
-	if _, _, err := st.PasswordHash(ctx, "none@example.com"); !errors.Is(err, server.ErrNotFound) {
+	if _, _, err := st.PasswordHash(ctx, "none@example.com"); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("PasswordHash(unknown) = %v, want ErrNotFound", err)
 	}
 	if got, err := st.AccountByID(ctx, a.ID); err != nil || !cmp.Equal(got, a) {
 		t.Errorf("AccountByID = %+v, %v", got, err)
 	}
-	if _, err := st.AccountByID(ctx, "nope"); !errors.Is(err, server.ErrNotFound) {
+	if _, err := st.AccountByID(ctx, "nope"); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("AccountByID(unknown) = %v, want ErrNotFound", err)
 	}
 
 	// Keys list newest first, revoked ones too, only the account's.
 	_, k1 := mustKey(t, st, a)
-	k2 := &server.APIKey{ID: server.NewID(), AccountID: a.ID, Name: "second", Hash: "h2", Prefix: "p", Role: server.RoleMember, CreatedAt: base.Add(time.Second)}
+	k2 := &model.APIKey{ID: server.NewID(), AccountID: a.ID, Name: "second", Hash: "h2", Prefix: "p", Role: model.RoleMember, CreatedAt: base.Add(time.Second)}
 	if err := st.CreateAPIKey(ctx, k2); err != nil {
 		t.Fatal(err)
 	}
@@ -104,23 +105,23 @@ func testSSHKeys(t *testing.T, newStore storeFactory) {
 	ctx := t.Context()
 	a := mustAccount(t, st, "a@example.com")
 	b := mustAccount(t, st, "b@example.com")
-	k1 := &server.SSHKey{ID: server.NewID(), AccountID: a.ID, Name: "laptop", PublicKey: "ssh-ed25519 AAAA1", Fingerprint: "SHA256:one", CreatedAt: base}
-	k2 := &server.SSHKey{ID: server.NewID(), AccountID: a.ID, Name: "desk", PublicKey: "ssh-ed25519 AAAA2", Fingerprint: "SHA256:two", CreatedAt: base.Add(time.Second)}
-	for _, k := range []*server.SSHKey{k1, k2} {
+	k1 := &model.SSHKey{ID: server.NewID(), AccountID: a.ID, Name: "laptop", PublicKey: "ssh-ed25519 AAAA1", Fingerprint: "SHA256:one", CreatedAt: base}
+	k2 := &model.SSHKey{ID: server.NewID(), AccountID: a.ID, Name: "desk", PublicKey: "ssh-ed25519 AAAA2", Fingerprint: "SHA256:two", CreatedAt: base.Add(time.Second)}
+	for _, k := range []*model.SSHKey{k1, k2} {
 		if err := st.CreateSSHKey(ctx, k); err != nil {
 			t.Fatalf("CreateSSHKey: %v", err)
 		}
 	}
 	dup := *k1
 	dup.ID, dup.AccountID = server.NewID(), b.ID
-	if err := st.CreateSSHKey(ctx, &dup); !errors.Is(err, server.ErrConflict) {
+	if err := st.CreateSSHKey(ctx, &dup); !errors.Is(err, model.ErrConflict) {
 		t.Errorf("CreateSSHKey(same fingerprint, other account) = %v, want ErrConflict", err)
 	}
 	got, err := st.ListSSHKeys(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]*server.SSHKey{k1, k2}, got); diff != "" {
+	if diff := cmp.Diff([]*model.SSHKey{k1, k2}, got); diff != "" {
 		t.Errorf("ListSSHKeys (-want +got):\n%s", diff)
 	}
 	if got, err := st.ListSSHKeys(ctx, b.ID); err != nil || len(got) != 0 || got == nil {
@@ -129,16 +130,16 @@ func testSSHKeys(t *testing.T, newStore storeFactory) {
 	if got, err := st.SSHKeyByFingerprint(ctx, "SHA256:two"); err != nil || !cmp.Equal(got, k2) {
 		t.Errorf("SSHKeyByFingerprint(two) = %v, %v; want %v", got, err, k2)
 	}
-	if _, err := st.SSHKeyByFingerprint(ctx, "SHA256:none"); !errors.Is(err, server.ErrNotFound) {
+	if _, err := st.SSHKeyByFingerprint(ctx, "SHA256:none"); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("SSHKeyByFingerprint(none) = %v, want ErrNotFound", err)
 	}
-	if err := st.DeleteSSHKey(ctx, b.ID, k1.ID); !errors.Is(err, server.ErrNotFound) {
+	if err := st.DeleteSSHKey(ctx, b.ID, k1.ID); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("DeleteSSHKey(other account) = %v, want ErrNotFound", err)
 	}
 	if err := st.DeleteSSHKey(ctx, a.ID, k1.ID); err != nil {
 		t.Errorf("DeleteSSHKey: %v", err)
 	}
-	if err := st.DeleteSSHKey(ctx, a.ID, k1.ID); !errors.Is(err, server.ErrNotFound) {
+	if err := st.DeleteSSHKey(ctx, a.ID, k1.ID); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("DeleteSSHKey(again) = %v, want ErrNotFound", err)
 	}
 }
@@ -151,7 +152,7 @@ func testUsage(t *testing.T, newStore storeFactory) {
 	b := mustAccount(t, st, "b@example.com")
 	month := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	now := month.Add(10 * 24 * time.Hour)
-	at := func(acct *server.Account, created time.Time, status string, ran time.Duration) {
+	at := func(acct *model.Account, created time.Time, status string, ran time.Duration) {
 		sb := newSandbox(acct, created)
 		sb.Status = status
 		if status == api.StatusDestroyed || status == api.StatusLost {
@@ -161,7 +162,7 @@ func testUsage(t *testing.T, newStore storeFactory) {
 		mustSandbox(t, st, sb)
 	}
 	at(a, now.Add(-2*time.Hour), api.StatusActive, 0)                // 2 h so far
-	at(a, now.Add(-time.Hour), server.StatusCreating, 0)             // holds a slot, 1 h
+	at(a, now.Add(-time.Hour), model.StatusCreating, 0)              // holds a slot, 1 h
 	at(a, month.Add(time.Hour), api.StatusDestroyed, 90*time.Minute) // 1.5 h
 	at(a, month.Add(2*time.Hour), api.StatusLost, 30*time.Minute)    // 0.5 h
 	at(a, month.Add(-time.Hour), api.StatusDestroyed, 5*time.Hour)   // last month: not counted
@@ -172,7 +173,7 @@ func testUsage(t *testing.T, newStore storeFactory) {
 	}
 	// Every sandbox of newSandbox is labelled "lbl": a's active and
 	// creating ones hold it, its destroyed and lost ones do not.
-	want := server.Usage{GlobalActive: 3, AccountActive: 2, MonthlyHours: 5, ActiveLabels: map[string]bool{"lbl": true}}
+	want := model.Usage{GlobalActive: 3, AccountActive: 2, MonthlyHours: 5, ActiveLabels: map[string]bool{"lbl": true}}
 	if diff := cmp.Diff(want, u); diff != "" {
 		t.Errorf("Usage (-want +got):\n%s", diff)
 	}
@@ -186,22 +187,22 @@ func testReserveSandboxes(t *testing.T, newStore storeFactory) {
 	ctx := t.Context()
 	a := mustAccount(t, st1, "a@example.com")
 	refuse := errors.New("over the limit")
-	sbs := []*server.Sandbox{newSandbox(a, base), newSandbox(a, base)}
+	sbs := []*model.Sandbox{newSandbox(a, base), newSandbox(a, base)}
 	for _, sb := range sbs {
-		sb.Status = server.StatusCreating
+		sb.Status = model.StatusCreating
 	}
-	var seen server.Usage
-	err := st1.ReserveSandboxes(ctx, a.ID, base, base, func(u server.Usage) error { seen = u; return refuse }, sbs)
+	var seen model.Usage
+	err := st1.ReserveSandboxes(ctx, a.ID, base, base, func(u model.Usage) error { seen = u; return refuse }, sbs)
 	if !errors.Is(err, refuse) {
 		t.Fatalf("ReserveSandboxes(refused) = %v, want the check's error", err)
 	}
 	if u, _ := st1.Usage(ctx, a.ID, base, base); u.AccountActive != 0 || cmp.Diff(seen, u) != "" {
 		t.Errorf("after a refusal: usage %+v (check saw %+v), want nothing inserted", u, seen)
 	}
-	if err := st1.ReserveSandboxes(ctx, a.ID, base, base, func(server.Usage) error { return nil }, sbs); err != nil {
+	if err := st1.ReserveSandboxes(ctx, a.ID, base, base, func(model.Usage) error { return nil }, sbs); err != nil {
 		t.Fatalf("ReserveSandboxes: %v", err)
 	}
-	if got, _ := st1.SandboxesWithStatus(ctx, server.StatusCreating); len(got) != 2 {
+	if got, _ := st1.SandboxesWithStatus(ctx, model.StatusCreating); len(got) != 2 {
 		t.Errorf("%d rows creating, want 2", len(got))
 	}
 
@@ -211,15 +212,15 @@ func testReserveSandboxes(t *testing.T, newStore storeFactory) {
 	var mu sync.Mutex
 	won := 0
 	for i := range workers {
-		st := []server.Store{st1, st2}[i%2]
+		st := []model.Store{st1, st2}[i%2]
 		wg.Go(func() {
 			sb := newSandbox(a, base)
-			err := st.ReserveSandboxes(ctx, a.ID, base, base, func(u server.Usage) error {
+			err := st.ReserveSandboxes(ctx, a.ID, base, base, func(u model.Usage) error {
 				if u.AccountActive >= limit {
 					return refuse
 				}
 				return nil
-			}, []*server.Sandbox{sb})
+			}, []*model.Sandbox{sb})
 			switch {
 			case err == nil:
 				mu.Lock()
@@ -236,10 +237,10 @@ func testReserveSandboxes(t *testing.T, newStore storeFactory) {
 	}
 }
 
-func idemRecord(key, hash string, created time.Time) *server.IdempotencyRecord {
-	return &server.IdempotencyRecord{
+func idemRecord(key, hash string, created time.Time) *model.IdempotencyRecord {
+	return &model.IdempotencyRecord{
 		Credential: "key:k1", Method: "POST", Path: "/v1/sandboxes", Key: key, RequestHash: hash,
-		State: server.IdempotencyInProgress, CreatedAt: created, ExpiresAt: created.Add(24 * time.Hour),
+		State: model.IdempotencyInProgress, CreatedAt: created, ExpiresAt: created.Add(24 * time.Hour),
 	}
 }
 
@@ -253,7 +254,7 @@ func testIdempotency(t *testing.T, newStore storeFactory) {
 		t.Fatalf("first claim = %+v, %v; want claimed", old, err)
 	}
 	old, err := st.ClaimIdempotencyKey(ctx, idemRecord("k", "h2", base.Add(time.Second)), stale)
-	if err != nil || old == nil || old.State != server.IdempotencyInProgress || old.RequestHash != "h1" {
+	if err != nil || old == nil || old.State != model.IdempotencyInProgress || old.RequestHash != "h1" {
 		t.Fatalf("second claim = %+v, %v; want the first, in progress", old, err)
 	}
 	// Another scope is independent.
@@ -263,7 +264,7 @@ func testIdempotency(t *testing.T, newStore storeFactory) {
 		t.Errorf("claim with another credential = %+v, %v; want claimed", old, err)
 	}
 
-	rec.State, rec.Status, rec.ContentType, rec.Body = server.IdempotencyCompleted, 201, "application/json", []byte("{\"id\":1}\n\x00\xff")
+	rec.State, rec.Status, rec.ContentType, rec.Body = model.IdempotencyCompleted, 201, "application/json", []byte("{\"id\":1}\n\x00\xff")
 	if err := st.CompleteIdempotencyKey(ctx, rec); err != nil {
 		t.Fatalf("CompleteIdempotencyKey: %v", err)
 	}
@@ -331,7 +332,7 @@ func testRecordings(t *testing.T, newStore storeFactory) {
 	ctx := t.Context()
 	a := mustAccount(t, st, "a@example.com")
 	b := mustAccount(t, st, "b@example.com")
-	r := &server.Recording{ID: server.NewID(), SandboxID: "sb1", AccountID: a.ID, Data: []byte("{\"version\":2}\n[0.1,\"o\",\"hi\"]\n"), Truncated: true, CreatedAt: base}
+	r := &model.Recording{ID: server.NewID(), SandboxID: "sb1", AccountID: a.ID, Data: []byte("{\"version\":2}\n[0.1,\"o\",\"hi\"]\n"), Truncated: true, CreatedAt: base}
 	if err := st.SaveRecording(ctx, r); err != nil {
 		t.Fatalf("SaveRecording: %v", err)
 	}
@@ -343,7 +344,7 @@ func testRecordings(t *testing.T, newStore storeFactory) {
 		t.Errorf("Recording (-want +got):\n%s", diff)
 	}
 	for _, q := range [][3]string{{b.ID, "sb1", r.ID}, {a.ID, "sb2", r.ID}, {a.ID, "sb1", "nope"}} {
-		if _, err := st.Recording(ctx, q[0], q[1], q[2]); !errors.Is(err, server.ErrNotFound) {
+		if _, err := st.Recording(ctx, q[0], q[1], q[2]); !errors.Is(err, model.ErrNotFound) {
 			t.Errorf("Recording(%v) = %v, want ErrNotFound", q, err)
 		}
 	}
@@ -361,7 +362,7 @@ func testSpentTokens(t *testing.T, newStore storeFactory) {
 	wins := make(chan bool, tries)
 	var wg sync.WaitGroup
 	for i := range tries {
-		st := []server.Store{st1, st2}[i%2]
+		st := []model.Store{st1, st2}[i%2]
 		wg.Go(func() {
 			ok, err := st.SpendToken(ctx, "jti-1", exp, base)
 			if err != nil {

@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-var _ server.CredentialStore = (*Store)(nil)
+var _ model.CredentialStore = (*Store)(nil)
 
-// AccountByID implements server.CredentialStore.
-func (s *Store) AccountByID(ctx context.Context, id string) (*server.Account, error) {
-	var a server.Account
+// AccountByID implements model.CredentialStore.
+func (s *Store) AccountByID(ctx context.Context, id string) (*model.Account, error) {
+	var a model.Account
 	var created int64
 	var keep int64
 	err := s.queryRowCached(ctx, `SELECT id, email, created_at, keep_output_secrets FROM accounts WHERE id = ?`, id).
@@ -26,7 +26,7 @@ func (s *Store) AccountByID(ctx context.Context, id string) (*server.Account, er
 	return &a, nil
 }
 
-// RevokedCredentials implements server.CredentialStore.
+// RevokedCredentials implements model.CredentialStore.
 func (s *Store) RevokedCredentials(ctx context.Context, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -64,7 +64,7 @@ func (s *Store) RevokedCredentials(ctx context.Context, ids []string) ([]string,
 	return gone, nil
 }
 
-// SetKeepOutputSecrets implements server.CredentialStore.
+// SetKeepOutputSecrets implements model.CredentialStore.
 func (s *Store) SetKeepOutputSecrets(ctx context.Context, accountID string, keep bool) error {
 	v := 0
 	if keep {
@@ -75,13 +75,13 @@ func (s *Store) SetKeepOutputSecrets(ctx context.Context, accountID string, keep
 		return fmt.Errorf("update account: %w", s.mapErr(err))
 	}
 	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return server.ErrNotFound
+		return model.ErrNotFound
 	}
 	return nil
 }
 
-// CreateAccountWithPassword implements server.CredentialStore.
-func (s *Store) CreateAccountWithPassword(ctx context.Context, a *server.Account, passwordHash string) error {
+// CreateAccountWithPassword implements model.CredentialStore.
+func (s *Store) CreateAccountWithPassword(ctx context.Context, a *model.Account, passwordHash string) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO accounts (id, email, created_at, password_hash) VALUES (?, ?, ?, ?)`),
 		a.ID, a.Email, micros(a.CreatedAt), passwordHash)
 	if err != nil {
@@ -90,9 +90,9 @@ func (s *Store) CreateAccountWithPassword(ctx context.Context, a *server.Account
 	return nil
 }
 
-// PasswordHash implements server.CredentialStore.
-func (s *Store) PasswordHash(ctx context.Context, email string) (*server.Account, string, error) {
-	var a server.Account
+// PasswordHash implements model.CredentialStore.
+func (s *Store) PasswordHash(ctx context.Context, email string) (*model.Account, string, error) {
+	var a model.Account
 	var created int64
 	var hash string
 	var keep int64
@@ -105,15 +105,15 @@ func (s *Store) PasswordHash(ctx context.Context, email string) (*server.Account
 	return &a, hash, nil
 }
 
-// ListAPIKeys implements server.CredentialStore.
-func (s *Store) ListAPIKeys(ctx context.Context, accountID string) ([]*server.APIKey, error) {
+// ListAPIKeys implements model.CredentialStore.
+func (s *Store) ListAPIKeys(ctx context.Context, accountID string) ([]*model.APIKey, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+keyColumns+` FROM api_keys k
 		WHERE k.account_id = ? ORDER BY k.created_at DESC, k.id DESC`), accountID)
 	if err != nil {
 		return nil, fmt.Errorf("query api keys: %w", err)
 	}
 	defer rows.Close()
-	out := []*server.APIKey{}
+	out := []*model.APIKey{}
 	for rows.Next() {
 		k, err := scanKey(rows)
 		if err != nil {
@@ -127,7 +127,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, accountID string) ([]*server.AP
 	return out, nil
 }
 
-// EnsureSetting implements server.CredentialStore.
+// EnsureSetting implements model.CredentialStore.
 func (s *Store) EnsureSetting(ctx context.Context, name, value string) (string, error) {
 	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`),
 		name, value); err != nil {
@@ -140,12 +140,12 @@ func (s *Store) EnsureSetting(ctx context.Context, name, value string) (string, 
 	return got, nil
 }
 
-var _ server.SSHKeyStore = (*Store)(nil)
+var _ model.SSHKeyStore = (*Store)(nil)
 
 const sshKeyColumns = `id, account_id, name, public_key, fingerprint, created_at`
 
-// CreateSSHKey implements server.SSHKeyStore.
-func (s *Store) CreateSSHKey(ctx context.Context, k *server.SSHKey) error {
+// CreateSSHKey implements model.SSHKeyStore.
+func (s *Store) CreateSSHKey(ctx context.Context, k *model.SSHKey) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO ssh_keys (`+sshKeyColumns+`) VALUES (?, ?, ?, ?, ?, ?)`),
 		k.ID, k.AccountID, k.Name, k.PublicKey, k.Fingerprint, micros(k.CreatedAt))
 	if err != nil {
@@ -154,17 +154,17 @@ func (s *Store) CreateSSHKey(ctx context.Context, k *server.SSHKey) error {
 	return nil
 }
 
-// ListSSHKeys implements server.SSHKeyStore.
-func (s *Store) ListSSHKeys(ctx context.Context, accountID string) ([]*server.SSHKey, error) {
+// ListSSHKeys implements model.SSHKeyStore.
+func (s *Store) ListSSHKeys(ctx context.Context, accountID string) ([]*model.SSHKey, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+sshKeyColumns+` FROM ssh_keys
 		WHERE account_id = ? ORDER BY created_at, id`), accountID)
 	if err != nil {
 		return nil, fmt.Errorf("query ssh keys: %w", err)
 	}
 	defer rows.Close()
-	out := []*server.SSHKey{}
+	out := []*model.SSHKey{}
 	for rows.Next() {
-		var k server.SSHKey
+		var k model.SSHKey
 		var created int64
 		if err := rows.Scan(&k.ID, &k.AccountID, &k.Name, &k.PublicKey, &k.Fingerprint, &created); err != nil {
 			return nil, fmt.Errorf("scan ssh key: %w", err)
@@ -178,14 +178,14 @@ func (s *Store) ListSSHKeys(ctx context.Context, accountID string) ([]*server.SS
 	return out, nil
 }
 
-// SSHKeyByFingerprint implements server.SSHKeyStore.
-func (s *Store) SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*server.SSHKey, error) {
-	var k server.SSHKey
+// SSHKeyByFingerprint implements model.SSHKeyStore.
+func (s *Store) SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*model.SSHKey, error) {
+	var k model.SSHKey
 	var created int64
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT `+sshKeyColumns+` FROM ssh_keys WHERE fingerprint = ?`), fingerprint).
 		Scan(&k.ID, &k.AccountID, &k.Name, &k.PublicKey, &k.Fingerprint, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, server.ErrNotFound
+		return nil, model.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up ssh key: %w", err)
@@ -194,7 +194,7 @@ func (s *Store) SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*s
 	return &k, nil
 }
 
-// DeleteSSHKey implements server.SSHKeyStore.
+// DeleteSSHKey implements model.SSHKeyStore.
 func (s *Store) DeleteSSHKey(ctx context.Context, accountID, id string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM ssh_keys WHERE id = ? AND account_id = ?`), id, accountID)
@@ -202,7 +202,7 @@ func (s *Store) DeleteSSHKey(ctx context.Context, accountID, id string) error {
 			return fmt.Errorf("delete ssh key: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return server.ErrNotFound
+			return model.ErrNotFound
 		}
 		return s.notifyRevoked(ctx, tx, id)
 	})

@@ -12,7 +12,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // A dialect is everything that differs between SQL databases. Queries in
@@ -48,7 +48,7 @@ type dialect struct {
 	// notifyRevoke, when set, runs in the transaction that revokes an API
 	// key or deletes an SSH key, with its id (see ListenRevocations).
 	notifyRevoke string
-	// storeFault returns server.ErrStoreReadOnly, ErrStoreFull or
+	// storeFault returns model.ErrStoreReadOnly, ErrStoreFull or
 	// ErrStoreIO when err says the database cannot take writes at all,
 	// else nil.
 	storeFault func(err error) error
@@ -73,11 +73,11 @@ var sqliteDialect = dialect{
 		}
 		switch se.Code() & 0xff { // the primary code of an extended one
 		case sqlite3.SQLITE_READONLY:
-			return server.ErrStoreReadOnly
+			return model.ErrStoreReadOnly
 		case sqlite3.SQLITE_FULL:
-			return server.ErrStoreFull
+			return model.ErrStoreFull
 		case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN:
-			return server.ErrStoreIO
+			return model.ErrStoreIO
 		}
 		return nil
 	},

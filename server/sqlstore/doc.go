@@ -1,3 +1,3 @@
-// Package sqlstore implements server.Store on SQLite (modernc.org/sqlite, no cgo)
+// Package sqlstore implements model.Store on SQLite (modernc.org/sqlite, no cgo)
 // and, later, Postgres, with embedded per-dialect migrations.
 package sqlstore

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-var _ server.IdempotencyStore = (*Store)(nil)
+var _ model.IdempotencyStore = (*Store)(nil)
 
 // claimRetries bounds retries of a claim that lost an insert race; SQLite
 // never loses one (writers are serialised), Postgres can.
@@ -19,24 +19,24 @@ const claimRetries = 3
 
 const idemScope = `credential = ? AND method = ? AND path = ? AND idem_key = ?`
 
-func idemScopeArgs(rec *server.IdempotencyRecord) []any {
+func idemScopeArgs(rec *model.IdempotencyRecord) []any {
 	return []any{rec.Credential, rec.Method, rec.Path, rec.Key}
 }
 
-// ClaimIdempotencyKey implements server.IdempotencyStore.
-func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *server.IdempotencyRecord, staleBefore time.Time) (*server.IdempotencyRecord, error) {
-	var existing *server.IdempotencyRecord
+// ClaimIdempotencyKey implements model.IdempotencyStore.
+func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *model.IdempotencyRecord, staleBefore time.Time) (*model.IdempotencyRecord, error) {
+	var existing *model.IdempotencyRecord
 	var err error
 	for range claimRetries {
 		existing = nil
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
 			old, err := s.idempotencyRecord(ctx, tx, rec)
 			switch {
-			case errors.Is(err, server.ErrNotFound):
+			case errors.Is(err, model.ErrNotFound):
 			case err != nil:
 				return err
 			case !old.ExpiresAt.After(rec.CreatedAt),
-				old.State == server.IdempotencyInProgress && old.CreatedAt.Before(staleBefore):
+				old.State == model.IdempotencyInProgress && old.CreatedAt.Before(staleBefore):
 				if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM idempotency_keys WHERE `+idemScope), idemScopeArgs(rec)...); err != nil {
 					return fmt.Errorf("delete dead idempotency key: %w", err)
 				}
@@ -47,14 +47,14 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *server.Idempotency
 			_, err = tx.ExecContext(ctx, s.q(`INSERT INTO idempotency_keys
 				(credential, method, path, idem_key, request_hash, state, status, content_type, body, created_at, expires_at)
 				VALUES (?, ?, ?, ?, ?, ?, 0, '', '', ?, ?)`),
-				rec.Credential, rec.Method, rec.Path, rec.Key, rec.RequestHash, server.IdempotencyInProgress,
+				rec.Credential, rec.Method, rec.Path, rec.Key, rec.RequestHash, model.IdempotencyInProgress,
 				micros(rec.CreatedAt), micros(rec.ExpiresAt))
 			if err != nil {
 				return fmt.Errorf("insert idempotency key: %w", s.mapErr(err))
 			}
 			return nil
 		})
-		if !errors.Is(err, server.ErrConflict) {
+		if !errors.Is(err, model.ErrConflict) {
 			break
 		}
 	}
@@ -64,8 +64,8 @@ func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *server.Idempotency
 	return existing, nil
 }
 
-func (s *Store) idempotencyRecord(ctx context.Context, ex execer, scope *server.IdempotencyRecord) (*server.IdempotencyRecord, error) {
-	rec := server.IdempotencyRecord{Credential: scope.Credential, Method: scope.Method, Path: scope.Path, Key: scope.Key}
+func (s *Store) idempotencyRecord(ctx context.Context, ex execer, scope *model.IdempotencyRecord) (*model.IdempotencyRecord, error) {
+	rec := model.IdempotencyRecord{Credential: scope.Credential, Method: scope.Method, Path: scope.Path, Key: scope.Key}
 	var body string
 	var created, expires int64
 	err := ex.QueryRowContext(ctx, s.q(`SELECT request_hash, state, status, content_type, body, created_at, expires_at
@@ -81,10 +81,10 @@ func (s *Store) idempotencyRecord(ctx context.Context, ex execer, scope *server.
 	return &rec, nil
 }
 
-// CompleteIdempotencyKey implements server.IdempotencyStore.
-func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec *server.IdempotencyRecord) error {
+// CompleteIdempotencyKey implements model.IdempotencyStore.
+func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec *model.IdempotencyRecord) error {
 	args := append([]any{
-		server.IdempotencyCompleted, rec.Status, rec.ContentType,
+		model.IdempotencyCompleted, rec.Status, rec.ContentType,
 		base64.StdEncoding.EncodeToString(rec.Body), micros(rec.ExpiresAt),
 	}, idemScopeArgs(rec)...)
 	res, err := s.db.ExecContext(ctx, s.q(`UPDATE idempotency_keys
@@ -93,21 +93,21 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec *server.Idempote
 		return fmt.Errorf("complete idempotency key: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return server.ErrNotFound
+		return model.ErrNotFound
 	}
 	return nil
 }
 
-// ReleaseIdempotencyKey implements server.IdempotencyStore.
-func (s *Store) ReleaseIdempotencyKey(ctx context.Context, rec *server.IdempotencyRecord) error {
-	args := append(idemScopeArgs(rec), server.IdempotencyInProgress)
+// ReleaseIdempotencyKey implements model.IdempotencyStore.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, rec *model.IdempotencyRecord) error {
+	args := append(idemScopeArgs(rec), model.IdempotencyInProgress)
 	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM idempotency_keys WHERE `+idemScope+` AND state = ?`), args...); err != nil {
 		return fmt.Errorf("release idempotency key: %w", err)
 	}
 	return nil
 }
 
-// PurgeIdempotencyKeys implements server.IdempotencyStore.
+// PurgeIdempotencyKeys implements model.IdempotencyStore.
 func (s *Store) PurgeIdempotencyKeys(ctx context.Context, t time.Time) error {
 	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM idempotency_keys WHERE expires_at <= ?`), micros(t)); err != nil {
 		return fmt.Errorf("purge idempotency keys: %w", err)

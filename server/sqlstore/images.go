@@ -12,7 +12,7 @@ import (
 )
 
 // The Store keeps server/images' records (images.Records) and the
-// sandboxes' egress grants (server.EgressStore).
+// sandboxes' egress grants (model.EgressStore).
 
 const imageColumns = `id, account_id, label, source, status, spec, failure_reason, failure_code, failure_hint, size_bytes, created_at, completed_at`
 
@@ -152,7 +152,7 @@ func (s *Store) ImageUsers(ctx context.Context, imageID string) ([]string, error
 	return out, rows.Err()
 }
 
-// SetSandboxEgress implements server.EgressStore.
+// SetSandboxEgress implements model.EgressStore.
 func (s *Store) SetSandboxEgress(ctx context.Context, sandboxID string, grants []string) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO sandbox_egress (sandbox_id, grants) VALUES (?, ?)
 		ON CONFLICT (sandbox_id) DO UPDATE SET grants = excluded.grants`), sandboxID, strings.Join(grants, "\n"))
@@ -162,7 +162,7 @@ func (s *Store) SetSandboxEgress(ctx context.Context, sandboxID string, grants [
 	return nil
 }
 
-// SandboxEgress implements server.EgressStore.
+// SandboxEgress implements model.EgressStore.
 func (s *Store) SandboxEgress(ctx context.Context, sandboxID string) ([]string, error) {
 	var grants string
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT grants FROM sandbox_egress WHERE sandbox_id = ?`), sandboxID).Scan(&grants)

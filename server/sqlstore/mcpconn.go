@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-var _ server.MCPConnectionStore = (*Store)(nil)
+var _ model.MCPConnectionStore = (*Store)(nil)
 
 const mcpColumns = `id, account_id, label, catalog_id, host, created_at`
 
-func scanMCP(r rowScanner) (*server.MCPConnection, error) {
-	var c server.MCPConnection
+func scanMCP(r rowScanner) (*model.MCPConnection, error) {
+	var c model.MCPConnection
 	var created int64
 	if err := r.Scan(&c.ID, &c.AccountID, &c.Label, &c.CatalogID, &c.Host, &created); err != nil {
 		return nil, err
@@ -21,8 +21,8 @@ func scanMCP(r rowScanner) (*server.MCPConnection, error) {
 	return &c, nil
 }
 
-// CreateMCPConnection implements server.MCPConnectionStore.
-func (s *Store) CreateMCPConnection(ctx context.Context, c *server.MCPConnection) error {
+// CreateMCPConnection implements model.MCPConnectionStore.
+func (s *Store) CreateMCPConnection(ctx context.Context, c *model.MCPConnection) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO mcp_connections (`+mcpColumns+`) VALUES (?, ?, ?, ?, ?, ?)`),
 		c.ID, c.AccountID, c.Label, c.CatalogID, c.Host, micros(c.CreatedAt))
 	if err != nil {
@@ -31,14 +31,14 @@ func (s *Store) CreateMCPConnection(ctx context.Context, c *server.MCPConnection
 	return nil
 }
 
-// MCPConnections implements server.MCPConnectionStore.
-func (s *Store) MCPConnections(ctx context.Context, accountID string) ([]*server.MCPConnection, error) {
+// MCPConnections implements model.MCPConnectionStore.
+func (s *Store) MCPConnections(ctx context.Context, accountID string) ([]*model.MCPConnection, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+mcpColumns+` FROM mcp_connections WHERE account_id = ? ORDER BY created_at DESC, id`), accountID)
 	if err != nil {
 		return nil, fmt.Errorf("query mcp connections: %w", err)
 	}
 	defer rows.Close()
-	var out []*server.MCPConnection
+	var out []*model.MCPConnection
 	for rows.Next() {
 		c, err := scanMCP(rows)
 		if err != nil {
@@ -49,14 +49,14 @@ func (s *Store) MCPConnections(ctx context.Context, accountID string) ([]*server
 	return out, rows.Err()
 }
 
-// DeleteMCPConnection implements server.MCPConnectionStore.
+// DeleteMCPConnection implements model.MCPConnectionStore.
 func (s *Store) DeleteMCPConnection(ctx context.Context, accountID, id string) error {
 	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM mcp_connections WHERE id = ? AND account_id = ?`), id, accountID)
 	if err != nil {
 		return fmt.Errorf("delete mcp connection: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return fmt.Errorf("delete mcp connection: %w", server.ErrNotFound)
+		return fmt.Errorf("delete mcp connection: %w", model.ErrNotFound)
 	}
 	return nil
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"golang.org/x/sys/unix"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Advisory lock keys, in the two-int4 form pg_advisory_xact_lock(class, key)
@@ -54,11 +54,11 @@ var postgresDialect = dialect{
 		}
 		switch {
 		case pe.Code == "25006": // read_only_sql_transaction
-			return server.ErrStoreReadOnly
+			return model.ErrStoreReadOnly
 		case pe.Code == "53100": // disk_full
-			return server.ErrStoreFull
+			return model.ErrStoreFull
 		case strings.HasPrefix(pe.Code, "58"): // system_error: io_error and the like
-			return server.ErrStoreIO
+			return model.ErrStoreIO
 		}
 		return nil
 	},
@@ -96,9 +96,9 @@ func dollarPlaceholders(q string) string {
 	return b.String()
 }
 
-var _ server.AuditListener = (*Store)(nil)
+var _ model.AuditListener = (*Store)(nil)
 
-// ListenAudit implements server.AuditListener: on Postgres it LISTENs on a
+// ListenAudit implements model.AuditListener: on Postgres it LISTENs on a
 // connection of its own and reports every audit append of every server
 // sharing the database. On SQLite, which one server owns, it returns nil
 // at once.
@@ -185,9 +185,9 @@ func idleConnOK(c net.Conn) bool {
 	return healthy
 }
 
-var _ server.RevocationListener = (*Store)(nil)
+var _ model.RevocationListener = (*Store)(nil)
 
-// ListenRevocations implements server.RevocationListener: on Postgres it
+// ListenRevocations implements model.RevocationListener: on Postgres it
 // LISTENs on a connection of its own for the ids RevokeAPIKey and
 // DeleteSSHKey notify; elsewhere it returns nil at once.
 func (s *Store) ListenRevocations(ctx context.Context, notify func(credentialID string), connected func()) error {

@@ -7,21 +7,21 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-var _ server.QuotaStore = (*Store)(nil)
+var _ model.QuotaStore = (*Store)(nil)
 
 // quotaLockID is the Postgres advisory lock that serialises quota checks
 // across servers sharing one database ("bxkquota" in ASCII).
 const quotaLockID = 0x62786b71756f7461
 
-// ReserveSandboxes implements server.QuotaStore. The critical section is
+// ReserveSandboxes implements model.QuotaStore. The critical section is
 // the transaction: SQLite's BEGIN IMMEDIATE (see sqliteDSN) lets one
 // writer in at a time, across processes too; on Postgres the transaction
 // first takes an advisory lock that every reservation shares.
 func (s *Store) ReserveSandboxes(ctx context.Context, accountID string, since, now time.Time,
-	check func(server.Usage) error, sbs []*server.Sandbox,
+	check func(model.Usage) error, sbs []*model.Sandbox,
 ) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if s.d.name == "postgres" {
@@ -45,24 +45,25 @@ func (s *Store) ReserveSandboxes(ctx context.Context, accountID string, since, n
 	})
 }
 
-// Usage implements server.QuotaStore.
-func (s *Store) Usage(ctx context.Context, accountID string, since, now time.Time) (server.Usage, error) {
+// Usage implements model.QuotaStore.
+func (s *Store) Usage(ctx context.Context, accountID string, since, now time.Time) (model.Usage, error) {
 	return s.usage(ctx, s.db, accountID, since, now)
 }
 
-// usage counts sandboxes being created or active (both hold a slot), and
-// sums the hours of the account's sandboxes created since: until
-// destroyed_at, or until now for those still running.
-func (s *Store) usage(ctx context.Context, ex execer, accountID string, since, now time.Time) (server.Usage, error) {
-	var u server.Usage
+// usage counts sandboxes being created or active (both hold a slot; a
+// paused one does not), and sums the hours of the account's sandboxes
+// created since: until destroyed_at, paused_at for those paused, or now
+// for those still running, less the time they spent paused before.
+func (s *Store) usage(ctx context.Context, ex execer, accountID string, since, now time.Time) (model.Usage, error) {
+	var u model.Usage
 	var usedMicros int64
 	err := ex.QueryRowContext(ctx, s.q(`SELECT
-		(SELECT COUNT(*) FROM sandboxes WHERE status IN (?, ?)),
-		(SELECT COUNT(*) FROM sandboxes WHERE account_id = ? AND status IN (?, ?)),
-		(SELECT CAST(COALESCE(SUM(COALESCE(destroyed_at, ?) - created_at), 0) AS BIGINT)
+		(SELECT COUNT(*) FROM sandboxes WHERE status IN (?, ?) AND paused_with = ''),
+		(SELECT COUNT(*) FROM sandboxes WHERE account_id = ? AND status IN (?, ?) AND paused_with = ''),
+		(SELECT CAST(COALESCE(SUM(COALESCE(destroyed_at, paused_at, ?) - created_at - paused_micros), 0) AS BIGINT)
 			FROM sandboxes WHERE account_id = ? AND created_at >= ?)`),
-		server.StatusCreating, api.StatusActive,
-		accountID, server.StatusCreating, api.StatusActive,
+		model.StatusCreating, api.StatusActive,
+		accountID, model.StatusCreating, api.StatusActive,
 		micros(now), accountID, micros(since)).
 		Scan(&u.GlobalActive, &u.AccountActive, &usedMicros)
 	if err != nil {
@@ -70,7 +71,7 @@ func (s *Store) usage(ctx context.Context, ex execer, accountID string, since, n
 	}
 	u.MonthlyHours = float64(max(usedMicros, 0)) / float64(time.Hour/time.Microsecond)
 	rows, err := ex.QueryContext(ctx, s.q(`SELECT DISTINCT label FROM sandboxes
-		WHERE account_id = ? AND status IN (?, ?) AND label <> ''`), accountID, server.StatusCreating, api.StatusActive)
+		WHERE account_id = ? AND status IN (?, ?) AND label <> ''`), accountID, model.StatusCreating, api.StatusActive)
 	if err != nil {
 		return u, fmt.Errorf("list active labels: %w", err)
 	}

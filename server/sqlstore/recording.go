@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-var _ server.RecordingStore = (*Store)(nil)
+var _ model.RecordingStore = (*Store)(nil)
 
-// SaveRecording implements server.RecordingStore. The asciicast is JSON
+// SaveRecording implements model.RecordingStore. The asciicast is JSON
 // lines, so it is kept as text.
-func (s *Store) SaveRecording(ctx context.Context, r *server.Recording) error {
+func (s *Store) SaveRecording(ctx context.Context, r *model.Recording) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO takeover_recordings (id, sandbox_id, account_id, data, truncated, created_at)
 		VALUES (?, ?, ?, ?, ?, ?)`), r.ID, r.SandboxID, r.AccountID, string(r.Data), r.Truncated, micros(r.CreatedAt))
 	if err != nil {
@@ -22,10 +22,10 @@ func (s *Store) SaveRecording(ctx context.Context, r *server.Recording) error {
 	return nil
 }
 
-// Recording implements server.RecordingStore.
-func (s *Store) Recording(ctx context.Context, accountID, sandboxID, id string) (*server.Recording, error) {
+// Recording implements model.RecordingStore.
+func (s *Store) Recording(ctx context.Context, accountID, sandboxID, id string) (*model.Recording, error) {
 	var (
-		r       server.Recording
+		r       model.Recording
 		data    string
 		created int64
 	)
@@ -33,7 +33,7 @@ func (s *Store) Recording(ctx context.Context, accountID, sandboxID, id string) 
 		WHERE id = ? AND account_id = ? AND sandbox_id = ?`), id, accountID, sandboxID).
 		Scan(&r.ID, &r.SandboxID, &r.AccountID, &data, &r.Truncated, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, server.ErrNotFound
+		return nil, model.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("query takeover recording: %w", err)

@@ -7,40 +7,69 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 const sandboxColumns = `id, account_id, label, size, storage_gb, lifetime_minutes, status, destroy_reason,
 	created_at, expires_at, destroyed_at, driver,
-	endpoint_network, endpoint_address, endpoint_token, endpoint_cert`
+	endpoint_network, endpoint_address, endpoint_token, endpoint_cert,
+	paused_with, paused_at, paused_micros`
 
-func scanSandbox(r rowScanner) (*server.Sandbox, error) {
-	var sb server.Sandbox
+// A paused sandbox is stored as status 'active' with paused_with set: the
+// status column's CHECK constraint predates pausing, and SQLite cannot
+// change it without rebuilding a table other tables reference. So
+// "active" in a query means status 'active' AND paused_with = ''.
+
+// dbStatus is the status column's value for sb.
+func dbStatus(sb *model.Sandbox) string {
+	if sb.Status == api.StatusPaused {
+		return api.StatusActive
+	}
+	return sb.Status
+}
+
+// dbPausedWith is the paused_with column's value for sb: ” unless paused.
+func dbPausedWith(sb *model.Sandbox) string {
+	if sb.Status != api.StatusPaused {
+		return ""
+	}
+	return sb.PausedWith
+}
+
+func scanSandbox(r rowScanner) (*model.Sandbox, error) {
+	var sb model.Sandbox
 	var created, expires int64
-	var destroyed sql.NullInt64
+	var destroyed, pausedAt sql.NullInt64
 	var cert string
+	var pausedMicros int64
 	err := r.Scan(&sb.ID, &sb.AccountID, &sb.Label, &sb.Size, &sb.StorageGB, &sb.LifetimeMinutes, &sb.Status, &sb.DestroyReason,
 		&created, &expires, &destroyed, &sb.Driver,
-		&sb.Endpoint.Network, &sb.Endpoint.Address, &sb.Endpoint.Token, &cert)
+		&sb.Endpoint.Network, &sb.Endpoint.Address, &sb.Endpoint.Token, &cert,
+		&sb.PausedWith, &pausedAt, &pausedMicros)
 	if err != nil {
 		return nil, err
 	}
 	sb.CreatedAt = fromMicros(created)
 	sb.ExpiresAt = fromMicros(expires)
 	sb.DestroyedAt = fromNullMicros(destroyed)
+	sb.PausedAt = fromNullMicros(pausedAt)
+	sb.PausedTotal = time.Duration(pausedMicros) * time.Microsecond
+	if sb.Status == api.StatusActive && sb.PausedWith != "" {
+		sb.Status = api.StatusPaused
+	}
 	if cert != "" {
 		sb.Endpoint.CertPEM = []byte(cert)
 	}
 	return &sb, nil
 }
 
-func (s *Store) querySandboxes(ctx context.Context, query string, args ...any) ([]*server.Sandbox, error) {
+func (s *Store) querySandboxes(ctx context.Context, query string, args ...any) ([]*model.Sandbox, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("query sandboxes: %w", err)
 	}
 	defer rows.Close()
-	var out []*server.Sandbox
+	var out []*model.Sandbox
 	for rows.Next() {
 		sb, err := scanSandbox(rows)
 		if err != nil {
@@ -54,25 +83,26 @@ func (s *Store) querySandboxes(ctx context.Context, query string, args ...any) (
 	return out, nil
 }
 
-// CreateSandbox implements server.SandboxStore.
-func (s *Store) CreateSandbox(ctx context.Context, sb *server.Sandbox) error {
+// CreateSandbox implements model.SandboxStore.
+func (s *Store) CreateSandbox(ctx context.Context, sb *model.Sandbox) error {
 	return s.insertSandbox(ctx, s.db, sb)
 }
 
-func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *server.Sandbox) error {
+func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *model.Sandbox) error {
 	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO sandboxes (`+sandboxColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		sb.ID, sb.AccountID, sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, sb.Status, sb.DestroyReason,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		sb.ID, sb.AccountID, sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, dbStatus(sb), sb.DestroyReason,
 		micros(sb.CreatedAt), micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,
-		sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM))
+		sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM),
+		dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds())
 	if err != nil {
 		return fmt.Errorf("insert sandbox: %w", s.mapErr(err))
 	}
 	return nil
 }
 
-// Sandbox implements server.SandboxStore.
-func (s *Store) Sandbox(ctx context.Context, accountID, id string) (*server.Sandbox, error) {
+// Sandbox implements model.SandboxStore.
+func (s *Store) Sandbox(ctx context.Context, accountID, id string) (*model.Sandbox, error) {
 	sb, err := scanSandbox(s.queryRowCached(ctx, `SELECT `+sandboxColumns+`
 		FROM sandboxes WHERE id = ? AND account_id = ?`, id, accountID))
 	if err != nil {
@@ -81,8 +111,8 @@ func (s *Store) Sandbox(ctx context.Context, accountID, id string) (*server.Sand
 	return sb, nil
 }
 
-// SandboxByID implements server.SandboxStore.
-func (s *Store) SandboxByID(ctx context.Context, id string) (*server.Sandbox, error) {
+// SandboxByID implements model.SandboxStore.
+func (s *Store) SandboxByID(ctx context.Context, id string) (*model.Sandbox, error) {
 	sb, err := scanSandbox(s.db.QueryRowContext(ctx, s.q(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`), id))
 	if err != nil {
 		return nil, s.mapErr(err)
@@ -90,32 +120,40 @@ func (s *Store) SandboxByID(ctx context.Context, id string) (*server.Sandbox, er
 	return sb, nil
 }
 
-// ListSandboxes implements server.SandboxStore.
-func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*server.Sandbox, error) {
+// ListSandboxes implements model.SandboxStore.
+func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*model.Sandbox, error) {
 	if activeOnly {
 		return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-			WHERE account_id = ? AND status = ? ORDER BY created_at DESC, id DESC`, accountID, api.StatusActive)
+			WHERE account_id = ? AND status = ? AND paused_with = '' ORDER BY created_at DESC, id DESC`, accountID, api.StatusActive)
 	}
 	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-		WHERE account_id = ? AND status <> ? ORDER BY created_at DESC, id DESC`, accountID, server.StatusCreating)
+		WHERE account_id = ? AND status <> ? ORDER BY created_at DESC, id DESC`, accountID, model.StatusCreating)
 }
 
-// SandboxesWithStatus implements server.SandboxStore.
-func (s *Store) SandboxesWithStatus(ctx context.Context, status string) ([]*server.Sandbox, error) {
+// SandboxesWithStatus implements model.SandboxStore.
+func (s *Store) SandboxesWithStatus(ctx context.Context, status string) ([]*model.Sandbox, error) {
+	switch status {
+	case api.StatusActive:
+		return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+			WHERE status = ? AND paused_with = '' ORDER BY created_at, id`, status)
+	case api.StatusPaused:
+		return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
+			WHERE status = ? AND paused_with <> '' ORDER BY created_at, id`, api.StatusActive)
+	}
 	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
 		WHERE status = ? ORDER BY created_at, id`, status)
 }
 
-// ExpiredSandboxes implements server.SandboxStore.
-func (s *Store) ExpiredSandboxes(ctx context.Context, t time.Time) ([]*server.Sandbox, error) {
+// ExpiredSandboxes implements model.SandboxStore.
+func (s *Store) ExpiredSandboxes(ctx context.Context, t time.Time) ([]*model.Sandbox, error) {
 	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-		WHERE status = ? AND expires_at <= ? ORDER BY expires_at, id`, api.StatusActive, micros(t))
+		WHERE status = ? AND paused_with = '' AND expires_at <= ? ORDER BY expires_at, id`, api.StatusActive, micros(t))
 }
 
-// UpdateSandbox implements server.SandboxStore. The id, account and
+// UpdateSandbox implements model.SandboxStore. The id, account and
 // creation time are immutable; fn's changes to them are ignored.
-func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*server.Sandbox) error) (*server.Sandbox, error) {
-	var sb *server.Sandbox
+func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*model.Sandbox) error) (*model.Sandbox, error) {
+	var sb *model.Sandbox
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		sb, err = scanSandbox(tx.QueryRowContext(ctx, s.q(`SELECT `+sandboxColumns+` FROM sandboxes WHERE id = ?`+s.d.forUpdate), id))
@@ -128,11 +166,13 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*server.Sa
 		_, err = tx.ExecContext(ctx, s.q(`UPDATE sandboxes SET
 			label = ?, size = ?, storage_gb = ?, lifetime_minutes = ?, status = ?, destroy_reason = ?,
 			expires_at = ?, destroyed_at = ?, driver = ?,
-			endpoint_network = ?, endpoint_address = ?, endpoint_token = ?, endpoint_cert = ?
+			endpoint_network = ?, endpoint_address = ?, endpoint_token = ?, endpoint_cert = ?,
+			paused_with = ?, paused_at = ?, paused_micros = ?
 			WHERE id = ?`),
-			sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, sb.Status, sb.DestroyReason,
+			sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, dbStatus(sb), sb.DestroyReason,
 			micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,
 			sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM),
+			dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds(),
 			id)
 		if err != nil {
 			return fmt.Errorf("update sandbox: %w", err)
@@ -145,26 +185,26 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*server.Sa
 	return sb, nil
 }
 
-// DeleteSandbox implements server.SandboxStore.
+// DeleteSandbox implements model.SandboxStore.
 func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
 	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM sandboxes WHERE id = ?`), id)
 	if err != nil {
 		return fmt.Errorf("delete sandbox: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return server.ErrNotFound
+		return model.ErrNotFound
 	}
 	return nil
 }
 
-// CountActiveSandboxes implements server.SandboxStore.
+// CountActiveSandboxes implements model.SandboxStore.
 func (s *Store) CountActiveSandboxes(ctx context.Context, accountID string) (int, error) {
 	var n int
 	var err error
 	if accountID == "" {
-		err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandboxes WHERE status = ?`), api.StatusActive).Scan(&n)
+		err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandboxes WHERE status = ? AND paused_with = ''`), api.StatusActive).Scan(&n)
 	} else {
-		err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandboxes WHERE account_id = ? AND status = ?`),
+		err = s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandboxes WHERE account_id = ? AND status = ? AND paused_with = ''`),
 			accountID, api.StatusActive).Scan(&n)
 	}
 	if err != nil {

@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-// Store is a server.Store on a SQL database.
+// Store is a model.Store on a SQL database.
 type Store struct {
 	db  *sql.DB
 	d   dialect
@@ -23,7 +23,7 @@ type Store struct {
 	stmts map[string]*sql.Stmt
 }
 
-var _ server.Store = (*Store)(nil)
+var _ model.Store = (*Store)(nil)
 
 // Open opens the database named by dsn ("sqlite:PATH", or a bare PATH for
 // SQLite, creating it if needed; or a postgres:// URL) and applies pending
@@ -119,16 +119,16 @@ func (s *Store) mapErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, sql.ErrNoRows):
-		return server.ErrNotFound
+		return model.ErrNotFound
 	case s.d.isUnique(err):
-		return fmt.Errorf("%w: %v", server.ErrConflict, err)
+		return fmt.Errorf("%w: %v", model.ErrConflict, err)
 	}
 	return err
 }
 
 // inTx runs fn in a transaction and commits it when fn returns nil. An
 // error that says the database takes no writes at all (read-only, full)
-// also wraps server.ErrStoreReadOnly, ErrStoreFull or ErrStoreIO.
+// also wraps model.ErrStoreReadOnly, ErrStoreFull or ErrStoreIO.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	err := s.tx(ctx, fn)
 	if fault := s.d.storeFault(err); fault != nil {

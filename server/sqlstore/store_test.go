@@ -13,17 +13,18 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
 
 // A storeFactory makes a fresh, empty database and returns a function that
 // opens it; calling that function again after Close reopens the same data.
-type storeFactory func(t *testing.T) (open func(t *testing.T) server.Store)
+type storeFactory func(t *testing.T) (open func(t *testing.T) model.Store)
 
-func sqliteFactory(t *testing.T) func(t *testing.T) server.Store {
+func sqliteFactory(t *testing.T) func(t *testing.T) model.Store {
 	dsn := "sqlite:" + filepath.Join(t.TempDir(), "boxkite.db")
-	return func(t *testing.T) server.Store {
+	return func(t *testing.T) model.Store {
 		t.Helper()
 		st, err := sqlstore.Open(t.Context(), dsn)
 		if err != nil {
@@ -40,9 +41,9 @@ func TestSQLite(t *testing.T) {
 
 // postgresFactory makes a fresh database on the server of
 // servertest.PostgresEnv for each test.
-func postgresFactory(t *testing.T) func(t *testing.T) server.Store {
+func postgresFactory(t *testing.T) func(t *testing.T) model.Store {
 	dsn := servertest.PostgresDSN(t)
-	return func(t *testing.T) server.Store {
+	return func(t *testing.T) model.Store {
 		t.Helper()
 		st, err := sqlstore.Open(t.Context(), dsn)
 		if err != nil {
@@ -62,7 +63,7 @@ func TestPostgres(t *testing.T) {
 	runStoreSuite(t, postgresFactory)
 }
 
-// runStoreSuite is the behaviour every server.Store implementation must have.
+// runStoreSuite is the behaviour every model.Store implementation must have.
 func runStoreSuite(t *testing.T, newStore storeFactory) {
 	tests := []struct {
 		name string
@@ -102,21 +103,21 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 // base is a fixed instant with microsecond precision, what stores keep.
 var base = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func mustAccount(t *testing.T, st server.Store, email string) *server.Account {
+func mustAccount(t *testing.T, st model.Store, email string) *model.Account {
 	t.Helper()
-	a := &server.Account{ID: server.NewID(), Email: email, CreatedAt: base}
+	a := &model.Account{ID: server.NewID(), Email: email, CreatedAt: base}
 	if err := st.CreateAccount(t.Context(), a); err != nil {
 		t.Fatalf("CreateAccount(%s): %v", email, err)
 	}
 	return a
 }
 
-func mustKey(t *testing.T, st server.Store, a *server.Account) (string, *server.APIKey) {
+func mustKey(t *testing.T, st model.Store, a *model.Account) (string, *model.APIKey) {
 	t.Helper()
 	secret := server.NewAPIKey()
-	k := &server.APIKey{
+	k := &model.APIKey{
 		ID: server.NewID(), AccountID: a.ID, Name: "test", Hash: server.HashAPIKey(secret),
-		Prefix: secret[:17], Role: server.RoleAdmin, CreatedAt: base,
+		Prefix: secret[:17], Role: model.RoleAdmin, CreatedAt: base,
 	}
 	if err := st.CreateAPIKey(t.Context(), k); err != nil {
 		t.Fatalf("CreateAPIKey: %v", err)
@@ -124,15 +125,15 @@ func mustKey(t *testing.T, st server.Store, a *server.Account) (string, *server.
 	return secret, k
 }
 
-func newSandbox(a *server.Account, created time.Time) *server.Sandbox {
-	return &server.Sandbox{
+func newSandbox(a *model.Account, created time.Time) *model.Sandbox {
+	return &model.Sandbox{
 		ID: server.NewID(), AccountID: a.ID, Label: "lbl", Size: api.SizeSmall, StorageGB: 1.5,
 		LifetimeMinutes: 30, Status: api.StatusActive, CreatedAt: created, ExpiresAt: created.Add(30 * time.Minute),
-		Driver: "fake", Endpoint: server.Endpoint{Network: "unix", Address: "/run/x.sock", Token: "tok", CertPEM: []byte("PEM")},
+		Driver: "fake", Endpoint: model.Endpoint{Network: "unix", Address: "/run/x.sock", Token: "tok", CertPEM: []byte("PEM")},
 	}
 }
 
-func mustSandbox(t *testing.T, st server.Store, sb *server.Sandbox) *server.Sandbox {
+func mustSandbox(t *testing.T, st model.Store, sb *model.Sandbox) *model.Sandbox {
 	t.Helper()
 	if err := st.CreateSandbox(t.Context(), sb); err != nil {
 		t.Fatalf("CreateSandbox: %v", err)
@@ -140,7 +141,7 @@ func mustSandbox(t *testing.T, st server.Store, sb *server.Sandbox) *server.Sand
 	return sb
 }
 
-func ids(sbs []*server.Sandbox) []string {
+func ids(sbs []*model.Sandbox) []string {
 	out := []string{}
 	for _, sb := range sbs {
 		out = append(out, sb.ID)
@@ -152,7 +153,7 @@ func testAccounts(t *testing.T, newStore storeFactory) {
 	st := newStore(t)(t)
 	ctx := t.Context()
 	a := mustAccount(t, st, "a@example.com")
-	if err := st.CreateAccount(ctx, &server.Account{ID: server.NewID(), Email: "a@example.com", CreatedAt: base}); !errors.Is(err, server.ErrConflict) {
+	if err := st.CreateAccount(ctx, &model.Account{ID: server.NewID(), Email: "a@example.com", CreatedAt: base}); !errors.Is(err, model.ErrConflict) {
 		t.Errorf("CreateAccount(duplicate email) = %v, want ErrConflict", err)
 	}
 	got, err := st.AccountByEmail(ctx, "a@example.com")
@@ -162,7 +163,7 @@ func testAccounts(t *testing.T, newStore storeFactory) {
 	if diff := cmp.Diff(a, got); diff != "" {
 		t.Errorf("AccountByEmail mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := st.AccountByEmail(ctx, "nobody@example.com"); !errors.Is(err, server.ErrNotFound) {
+	if _, err := st.AccountByEmail(ctx, "nobody@example.com"); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("AccountByEmail(unknown) = %v, want ErrNotFound", err)
 	}
 
@@ -177,12 +178,12 @@ func testAccounts(t *testing.T, newStore storeFactory) {
 	if diff := cmp.Diff(a, gotA); diff != "" {
 		t.Errorf("APIKeyByHash account mismatch (-want +got):\n%s", diff)
 	}
-	if _, _, err := st.APIKeyByHash(ctx, server.HashAPIKey("bxk_live_other")); !errors.Is(err, server.ErrNotFound) {
+	if _, _, err := st.APIKeyByHash(ctx, server.HashAPIKey("bxk_live_other")); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("APIKeyByHash(unknown) = %v, want ErrNotFound", err)
 	}
 	dup := *k
 	dup.ID = server.NewID()
-	if err := st.CreateAPIKey(ctx, &dup); !errors.Is(err, server.ErrConflict) {
+	if err := st.CreateAPIKey(ctx, &dup); !errors.Is(err, model.ErrConflict) {
 		t.Errorf("CreateAPIKey(duplicate hash) = %v, want ErrConflict", err)
 	}
 	orphan := *k
@@ -196,9 +197,9 @@ func testEnsureAccountKey(t *testing.T, newStore storeFactory) {
 	st := newStore(t)(t)
 	ctx := t.Context()
 	secret := server.NewAPIKey()
-	mk := func() (*server.Account, *server.APIKey) {
-		return &server.Account{ID: server.NewID(), Email: "local@localhost", CreatedAt: base},
-			&server.APIKey{ID: server.NewID(), Name: "bootstrap", Hash: server.HashAPIKey(secret), Prefix: "p", Role: server.RoleAdmin, CreatedAt: base}
+	mk := func() (*model.Account, *model.APIKey) {
+		return &model.Account{ID: server.NewID(), Email: "local@localhost", CreatedAt: base},
+			&model.APIKey{ID: server.NewID(), Name: "bootstrap", Hash: server.HashAPIKey(secret), Prefix: "p", Role: model.RoleAdmin, CreatedAt: base}
 	}
 	a1, k1 := mk()
 	gotA1, gotK1, err := st.EnsureAccountKey(ctx, a1, k1)
@@ -218,15 +219,15 @@ func testEnsureAccountKey(t *testing.T, newStore storeFactory) {
 	}
 	// A second key for the same account is added, not refused.
 	other := server.NewAPIKey()
-	_, k3, err := st.EnsureAccountKey(ctx, &server.Account{ID: server.NewID(), Email: "local@localhost", CreatedAt: base},
-		&server.APIKey{ID: server.NewID(), Hash: server.HashAPIKey(other), Prefix: "p", Role: server.RoleAdmin, CreatedAt: base})
+	_, k3, err := st.EnsureAccountKey(ctx, &model.Account{ID: server.NewID(), Email: "local@localhost", CreatedAt: base},
+		&model.APIKey{ID: server.NewID(), Hash: server.HashAPIKey(other), Prefix: "p", Role: model.RoleAdmin, CreatedAt: base})
 	if err != nil || k3.AccountID != a1.ID {
 		t.Errorf("EnsureAccountKey(new key) = %+v, %v; want a key of account %s", k3, err, a1.ID)
 	}
 	// The same key claimed for another account is a conflict.
 	b := mustAccount(t, st, "b@example.com")
-	_, _, err = st.EnsureAccountKey(ctx, b, &server.APIKey{ID: server.NewID(), Hash: server.HashAPIKey(secret), Prefix: "p", Role: server.RoleAdmin, CreatedAt: base})
-	if !errors.Is(err, server.ErrConflict) {
+	_, _, err = st.EnsureAccountKey(ctx, b, &model.APIKey{ID: server.NewID(), Hash: server.HashAPIKey(secret), Prefix: "p", Role: model.RoleAdmin, CreatedAt: base})
+	if !errors.Is(err, model.ErrConflict) {
 		t.Errorf("EnsureAccountKey(key of another account) = %v, want ErrConflict", err)
 	}
 }
@@ -237,7 +238,7 @@ func testRevokeAndTouch(t *testing.T, newStore storeFactory) {
 	a := mustAccount(t, st, "a@example.com")
 	b := mustAccount(t, st, "b@example.com")
 	secret, k := mustKey(t, st, a)
-	if err := st.RevokeAPIKey(ctx, b.ID, k.ID, base); !errors.Is(err, server.ErrNotFound) {
+	if err := st.RevokeAPIKey(ctx, b.ID, k.ID, base); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("RevokeAPIKey(other account) = %v, want ErrNotFound", err)
 	}
 	used := base.Add(time.Minute)
@@ -272,16 +273,16 @@ func testSandboxRoundTrip(t *testing.T, newStore storeFactory) {
 	if diff := cmp.Diff(sb, got); diff != "" {
 		t.Errorf("Sandbox round trip (-want +got):\n%s", diff)
 	}
-	if err := st.CreateSandbox(ctx, sb); !errors.Is(err, server.ErrConflict) {
+	if err := st.CreateSandbox(ctx, sb); !errors.Is(err, model.ErrConflict) {
 		t.Errorf("CreateSandbox(same id) = %v, want ErrConflict", err)
 	}
 	if err := st.DeleteSandbox(ctx, sb.ID); err != nil {
 		t.Fatalf("DeleteSandbox: %v", err)
 	}
-	if _, err := st.Sandbox(ctx, a.ID, sb.ID); !errors.Is(err, server.ErrNotFound) {
+	if _, err := st.Sandbox(ctx, a.ID, sb.ID); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("Sandbox after DeleteSandbox = %v, want ErrNotFound", err)
 	}
-	if err := st.DeleteSandbox(ctx, sb.ID); !errors.Is(err, server.ErrNotFound) {
+	if err := st.DeleteSandbox(ctx, sb.ID); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("DeleteSandbox(gone) = %v, want ErrNotFound", err)
 	}
 }
@@ -292,7 +293,7 @@ func testSandboxScoping(t *testing.T, newStore storeFactory) {
 	a := mustAccount(t, st, "a@example.com")
 	b := mustAccount(t, st, "b@example.com")
 	sb := mustSandbox(t, st, newSandbox(a, base))
-	if _, err := st.Sandbox(ctx, b.ID, sb.ID); !errors.Is(err, server.ErrNotFound) {
+	if _, err := st.Sandbox(ctx, b.ID, sb.ID); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("Sandbox(other account) = %v, want ErrNotFound", err)
 	}
 	list, err := st.ListSandboxes(ctx, b.ID, false)
@@ -311,26 +312,26 @@ func testSandboxLists(t *testing.T, newStore storeFactory) {
 	b := mustAccount(t, st, "b@example.com")
 	old := mustSandbox(t, st, newSandbox(a, base))
 	dead := newSandbox(a, base.Add(time.Minute))
-	dead.Status, dead.DestroyReason = api.StatusDestroyed, server.ReasonDeleted
+	dead.Status, dead.DestroyReason = api.StatusDestroyed, model.ReasonDeleted
 	mustSandbox(t, st, dead)
 	creating := newSandbox(a, base.Add(2*time.Minute))
-	creating.Status = server.StatusCreating
+	creating.Status = model.StatusCreating
 	mustSandbox(t, st, creating)
 	newest := mustSandbox(t, st, newSandbox(a, base.Add(3*time.Minute)))
 	other := mustSandbox(t, st, newSandbox(b, base.Add(40*time.Minute)))
 
 	for _, tt := range []struct {
 		name string
-		get  func() ([]*server.Sandbox, error)
+		get  func() ([]*model.Sandbox, error)
 		want []string
 	}{
-		{"all, newest first, no creating", func() ([]*server.Sandbox, error) { return st.ListSandboxes(ctx, a.ID, false) }, []string{newest.ID, dead.ID, old.ID}},
-		{"active only", func() ([]*server.Sandbox, error) { return st.ListSandboxes(ctx, a.ID, true) }, []string{newest.ID, old.ID}},
-		{"status creating", func() ([]*server.Sandbox, error) { return st.SandboxesWithStatus(ctx, server.StatusCreating) }, []string{creating.ID}},
-		{"status active, all accounts", func() ([]*server.Sandbox, error) { return st.SandboxesWithStatus(ctx, api.StatusActive) }, []string{old.ID, newest.ID, other.ID}},
-		{"expired before anything", func() ([]*server.Sandbox, error) { return st.ExpiredSandboxes(ctx, base) }, []string{}},
-		{"expired at the boundary", func() ([]*server.Sandbox, error) { return st.ExpiredSandboxes(ctx, base.Add(30*time.Minute)) }, []string{old.ID}},
-		{"expired later, active only", func() ([]*server.Sandbox, error) { return st.ExpiredSandboxes(ctx, base.Add(time.Hour)) }, []string{old.ID, newest.ID}},
+		{"all, newest first, no creating", func() ([]*model.Sandbox, error) { return st.ListSandboxes(ctx, a.ID, false) }, []string{newest.ID, dead.ID, old.ID}},
+		{"active only", func() ([]*model.Sandbox, error) { return st.ListSandboxes(ctx, a.ID, true) }, []string{newest.ID, old.ID}},
+		{"status creating", func() ([]*model.Sandbox, error) { return st.SandboxesWithStatus(ctx, model.StatusCreating) }, []string{creating.ID}},
+		{"status active, all accounts", func() ([]*model.Sandbox, error) { return st.SandboxesWithStatus(ctx, api.StatusActive) }, []string{old.ID, newest.ID, other.ID}},
+		{"expired before anything", func() ([]*model.Sandbox, error) { return st.ExpiredSandboxes(ctx, base) }, []string{}},
+		{"expired at the boundary", func() ([]*model.Sandbox, error) { return st.ExpiredSandboxes(ctx, base.Add(30*time.Minute)) }, []string{old.ID}},
+		{"expired later, active only", func() ([]*model.Sandbox, error) { return st.ExpiredSandboxes(ctx, base.Add(time.Hour)) }, []string{old.ID, newest.ID}},
 	} {
 		got, err := tt.get()
 		if err != nil {
@@ -353,19 +354,19 @@ func testUpdateSandbox(t *testing.T, newStore storeFactory) {
 	a := mustAccount(t, st, "a@example.com")
 	sb := mustSandbox(t, st, newSandbox(a, base))
 	destroyed := base.Add(time.Hour)
-	got, err := st.UpdateSandbox(ctx, sb.ID, func(s *server.Sandbox) error {
-		s.Status, s.DestroyReason, s.DestroyedAt = api.StatusDestroyed, server.ReasonExpired, &destroyed
+	got, err := st.UpdateSandbox(ctx, sb.ID, func(s *model.Sandbox) error {
+		s.Status, s.DestroyReason, s.DestroyedAt = api.StatusDestroyed, model.ReasonExpired, &destroyed
 		s.ExpiresAt = base.Add(2 * time.Hour)
-		s.Endpoint = server.Endpoint{}
+		s.Endpoint = model.Endpoint{}
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("UpdateSandbox: %v", err)
 	}
 	want := *sb
-	want.Status, want.DestroyReason, want.DestroyedAt = api.StatusDestroyed, server.ReasonExpired, &destroyed
+	want.Status, want.DestroyReason, want.DestroyedAt = api.StatusDestroyed, model.ReasonExpired, &destroyed
 	want.ExpiresAt = base.Add(2 * time.Hour)
-	want.Endpoint = server.Endpoint{}
+	want.Endpoint = model.Endpoint{}
 	if diff := cmp.Diff(&want, got); diff != "" {
 		t.Errorf("UpdateSandbox result (-want +got):\n%s", diff)
 	}
@@ -378,7 +379,7 @@ func testUpdateSandbox(t *testing.T, newStore storeFactory) {
 	}
 
 	abort := errors.New("abort")
-	if _, err := st.UpdateSandbox(ctx, sb.ID, func(s *server.Sandbox) error {
+	if _, err := st.UpdateSandbox(ctx, sb.ID, func(s *model.Sandbox) error {
 		s.Label = "changed"
 		return abort
 	}); !errors.Is(err, abort) {
@@ -387,7 +388,7 @@ func testUpdateSandbox(t *testing.T, newStore storeFactory) {
 	if reread, _ := st.Sandbox(ctx, a.ID, sb.ID); reread.Label != sb.Label {
 		t.Errorf("label after an aborted update = %q, want %q", reread.Label, sb.Label)
 	}
-	if _, err := st.UpdateSandbox(ctx, "missing", func(*server.Sandbox) error { return nil }); !errors.Is(err, server.ErrNotFound) {
+	if _, err := st.UpdateSandbox(ctx, "missing", func(*model.Sandbox) error { return nil }); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("UpdateSandbox(missing) = %v, want ErrNotFound", err)
 	}
 }
@@ -428,10 +429,10 @@ func testConcurrentWriters(t *testing.T, newStore storeFactory) {
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*each*2)
 	for w := range workers {
-		st := []server.Store{st1, st2}[w%2]
+		st := []model.Store{st1, st2}[w%2]
 		wg.Go(func() {
 			for i := range each {
-				if _, err := st.UpdateSandbox(t.Context(), sb.ID, func(s *server.Sandbox) error {
+				if _, err := st.UpdateSandbox(t.Context(), sb.ID, func(s *model.Sandbox) error {
 					s.LifetimeMinutes++
 					return nil
 				}); err != nil {
@@ -470,13 +471,13 @@ func BenchmarkAPIKeyByHash(b *testing.B) {
 	ctx := b.Context()
 	var hash string
 	for i := range 1000 {
-		a := &server.Account{ID: server.NewID(), Email: fmt.Sprintf("u%d@example.com", i), CreatedAt: base}
+		a := &model.Account{ID: server.NewID(), Email: fmt.Sprintf("u%d@example.com", i), CreatedAt: base}
 		if err := st.CreateAccount(ctx, a); err != nil {
 			b.Fatal(err)
 		}
 		secret := server.NewAPIKey()
 		hash = server.HashAPIKey(secret)
-		if err := st.CreateAPIKey(ctx, &server.APIKey{ID: server.NewID(), AccountID: a.ID, Hash: hash, Prefix: "p", Role: server.RoleAdmin, CreatedAt: base}); err != nil {
+		if err := st.CreateAPIKey(ctx, &model.APIKey{ID: server.NewID(), AccountID: a.ID, Hash: hash, Prefix: "p", Role: model.RoleAdmin, CreatedAt: base}); err != nil {
 			b.Fatal(err)
 		}
 	}

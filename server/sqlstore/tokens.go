@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-var _ server.TokenStore = (*Store)(nil)
+var _ model.TokenStore = (*Store)(nil)
 
-// SpendToken implements server.TokenStore. The primary key makes the
+// SpendToken implements model.TokenStore. The primary key makes the
 // insert the compare-and-set: of two servers spending one token at once,
 // exactly one inserts the row.
 func (s *Store) SpendToken(ctx context.Context, jti string, expires, now time.Time) (bool, error) {
@@ -22,7 +22,7 @@ func (s *Store) SpendToken(ctx context.Context, jti string, expires, now time.Ti
 	switch err = s.mapErr(err); {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, server.ErrConflict):
+	case errors.Is(err, model.ErrConflict):
 		return false, nil
 	}
 	return false, fmt.Errorf("insert spent token: %w", err)

@@ -7,15 +7,15 @@ import (
 	"fmt"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
-var _ server.VolumeStore = (*Store)(nil)
+var _ model.VolumeStore = (*Store)(nil)
 
 const volumeColumns = `id, account_id, label, size_gb, status, created_at`
 
-func scanVolume(r rowScanner) (*server.Volume, error) {
-	var v server.Volume
+func scanVolume(r rowScanner) (*model.Volume, error) {
+	var v model.Volume
 	var created int64
 	if err := r.Scan(&v.ID, &v.AccountID, &v.Label, &v.SizeGB, &v.Status, &created); err != nil {
 		return nil, err
@@ -24,8 +24,8 @@ func scanVolume(r rowScanner) (*server.Volume, error) {
 	return &v, nil
 }
 
-// CreateVolume implements server.VolumeStore.
-func (s *Store) CreateVolume(ctx context.Context, v *server.Volume) error {
+// CreateVolume implements model.VolumeStore.
+func (s *Store) CreateVolume(ctx context.Context, v *model.Volume) error {
 	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO volumes (`+volumeColumns+`) VALUES (?, ?, ?, ?, ?, ?)`),
 		v.ID, v.AccountID, v.Label, v.SizeGB, v.Status, micros(v.CreatedAt))
 	if err != nil {
@@ -34,8 +34,8 @@ func (s *Store) CreateVolume(ctx context.Context, v *server.Volume) error {
 	return nil
 }
 
-// Volume implements server.VolumeStore.
-func (s *Store) Volume(ctx context.Context, accountID, id string) (*server.Volume, error) {
+// Volume implements model.VolumeStore.
+func (s *Store) Volume(ctx context.Context, accountID, id string) (*model.Volume, error) {
 	row := s.db.QueryRowContext(ctx, s.q(`SELECT `+volumeColumns+` FROM volumes WHERE id = ? AND account_id = ?`), id, accountID)
 	v, err := scanVolume(row)
 	if err != nil {
@@ -44,14 +44,14 @@ func (s *Store) Volume(ctx context.Context, accountID, id string) (*server.Volum
 	return v, nil
 }
 
-// ListVolumes implements server.VolumeStore.
-func (s *Store) ListVolumes(ctx context.Context, accountID string) ([]*server.Volume, error) {
+// ListVolumes implements model.VolumeStore.
+func (s *Store) ListVolumes(ctx context.Context, accountID string) ([]*model.Volume, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+volumeColumns+` FROM volumes WHERE account_id = ? ORDER BY created_at DESC, id`), accountID)
 	if err != nil {
 		return nil, fmt.Errorf("query volumes: %w", err)
 	}
 	defer rows.Close()
-	var out []*server.Volume
+	var out []*model.Volume
 	for rows.Next() {
 		v, err := scanVolume(rows)
 		if err != nil {
@@ -62,14 +62,14 @@ func (s *Store) ListVolumes(ctx context.Context, accountID string) ([]*server.Vo
 	return out, rows.Err()
 }
 
-// DeleteVolume implements server.VolumeStore. The check and the delete
+// DeleteVolume implements model.VolumeStore. The check and the delete
 // share a transaction; AttachVolumes inserts only for an existing volume,
 // so a create racing a delete either sees the volume gone or blocks it.
 func (s *Store) DeleteVolume(ctx context.Context, accountID, id string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		var n int
 		err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandbox_volumes sv JOIN sandboxes sb ON sb.id = sv.sandbox_id
-			WHERE sv.volume_id = ? AND sb.status IN (?, ?)`), id, server.StatusCreating, api.StatusActive).Scan(&n)
+			WHERE sv.volume_id = ? AND sb.status IN (?, ?)`), id, model.StatusCreating, api.StatusActive).Scan(&n)
 		if err != nil {
 			return fmt.Errorf("count volume mounts: %w", err)
 		}
@@ -78,10 +78,10 @@ func (s *Store) DeleteVolume(ctx context.Context, accountID, id string) error {
 			return fmt.Errorf("delete volume: %w", err)
 		}
 		if k, err := res.RowsAffected(); err != nil || k == 0 {
-			return errors.Join(server.ErrNotFound, err)
+			return errors.Join(model.ErrNotFound, err)
 		}
 		if n > 0 {
-			return server.ErrConflict // rolls the delete back
+			return model.ErrConflict // rolls the delete back
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sandbox_volumes WHERE volume_id = ?`), id); err != nil {
 			return fmt.Errorf("delete volume mounts: %w", err)
@@ -90,7 +90,7 @@ func (s *Store) DeleteVolume(ctx context.Context, accountID, id string) error {
 	})
 }
 
-// AttachVolumes implements server.VolumeStore.
+// AttachVolumes implements model.VolumeStore.
 func (s *Store) AttachVolumes(ctx context.Context, sandboxID string, volumeIDs []string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, id := range volumeIDs {
@@ -100,7 +100,7 @@ func (s *Store) AttachVolumes(ctx context.Context, sandboxID string, volumeIDs [
 				return fmt.Errorf("attach volume: %w", s.mapErr(err))
 			}
 			if k, err := res.RowsAffected(); err != nil || k == 0 {
-				return errors.Join(fmt.Errorf("attach volume %s: %w", id, server.ErrNotFound), err)
+				return errors.Join(fmt.Errorf("attach volume %s: %w", id, model.ErrNotFound), err)
 			}
 		}
 		return nil

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // testExecLogAfter: what a live watcher reads, by cursor and by entry id.
@@ -60,10 +60,10 @@ func testExecLogAfter(t *testing.T, newStore storeFactory) {
 			t.Errorf("ExecLogSeq(%s) = %d, %v; want %d", id, seq, err, i+1)
 		}
 	}
-	if _, err := st.ExecLogSeq(ctx, "sb-2", ids[0]); !errors.Is(err, server.ErrNotFound) {
+	if _, err := st.ExecLogSeq(ctx, "sb-2", ids[0]); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("ExecLogSeq of another sandbox's entry = %v, want ErrNotFound", err)
 	}
-	if _, err := st.ExecLogSeq(ctx, "sb-1", "nope"); !errors.Is(err, server.ErrNotFound) {
+	if _, err := st.ExecLogSeq(ctx, "sb-1", "nope"); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("ExecLogSeq(unknown) = %v, want ErrNotFound", err)
 	}
 }

@@ -33,6 +33,10 @@ const cgroupParent = "boxkite"
 // controllers are the ones Limits needs.
 var controllers = []string{"memory", "pids", "cpu"}
 
+// v1Controllers are the v1 hierarchies a sandbox gets a directory in:
+// those of Limits, and the freezer's, which pauses it (Freeze).
+var v1Controllers = append(slices.Clone(controllers), "freezer")
+
 // Cgroups makes sandbox cgroups below the calling process's own cgroups:
 // cgroup v2 when a cgroup2 hierarchy offers the memory and pids
 // controllers, else the v1 hierarchies of memory, pids and cpu, plus a
@@ -84,7 +88,7 @@ func DetectCgroups(root string) (*Cgroups, error) {
 			continue
 		}
 		for _, ctl := range m.controllers {
-			if slices.Contains(controllers, ctl) && c.v1[ctl] == "" {
+			if slices.Contains(v1Controllers, ctl) && c.v1[ctl] == "" {
 				c.v1[ctl] = dir
 			}
 		}
@@ -92,7 +96,7 @@ func DetectCgroups(root string) (*Cgroups, error) {
 	if c.v2 != "" {
 		c.v1, c.killDir = nil, ""
 	}
-	if c.v2 == "" && len(c.v1) == 0 {
+	if c.v2 == "" && !slices.ContainsFunc(controllers, func(ctl string) bool { return c.v1[ctl] != "" }) {
 		return nil, errors.New("detect cgroups: no memory, pids or cpu controller is mounted")
 	}
 	return c, nil
@@ -105,7 +109,7 @@ func (c *Cgroups) Version() string {
 		return "v2"
 	}
 	var ctls []string
-	for _, ctl := range controllers {
+	for _, ctl := range v1Controllers {
 		if c.v1[ctl] != "" {
 			ctls = append(ctls, ctl)
 		}
@@ -144,7 +148,7 @@ func (c *Cgroups) Create(name string, lim Limits) (cg Cgroup, err error) {
 		cg.Dirs = append(cg.Dirs, dir)
 		return cg, applyV2(dir, lim)
 	}
-	for _, ctl := range controllers {
+	for _, ctl := range v1Controllers {
 		base := c.v1[ctl]
 		if base == "" {
 			continue
@@ -316,6 +320,10 @@ func (cg Cgroup) Remove(ctx context.Context) error {
 		if filepath.Base(filepath.Dir(dir)) != cgroupParent {
 			return fmt.Errorf("remove cgroup: %s is not a boxkite cgroup", dir)
 		}
+	}
+	// A task frozen by the v1 freezer cannot die until thawed.
+	if cg.Frozen() {
+		_ = cg.Freeze(false)
 	}
 	for wait := time.Millisecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		busy, err := cg.tryRemove()

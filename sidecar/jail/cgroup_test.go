@@ -2,12 +2,15 @@ package jail
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -254,4 +257,106 @@ func TestCgroupReal(t *testing.T) {
 			t.Errorf("%s still exists after Remove (%v)", d, err)
 		}
 	}
+}
+
+// TestCgroupFreezeReal freezes a spinning process through this host's
+// freezer (cgroup v2's cgroup.freeze or the v1 freezer), checks that its
+// CPU time stops, thaws it, and removes the cgroup while frozen.
+func TestCgroupFreezeReal(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("cgroups need root")
+	}
+	c, err := DetectCgroups("/")
+	if err == nil {
+		err = c.Prepare()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg, err := c.Create("jailtest."+strings.ReplaceAll(t.Name(), "/", "_"), Limits{Pids: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cg.Remove(context.Background()) })
+	if !cg.CanFreeze() {
+		t.Fatalf("no freezer in %v", cg.Dirs)
+	}
+	// Freeze prefers cgroup2's cgroup.freeze; on a hybrid host, test the
+	// v1 freezer too, alone.
+	var v1 Cgroup
+	for _, d := range cg.Dirs {
+		if _, err := os.Stat(filepath.Join(d, "freezer.state")); err == nil {
+			v1.Dirs = append(v1.Dirs, d)
+		}
+	}
+	for _, c := range []Cgroup{cg, v1} {
+		if len(c.Dirs) > 0 {
+			testFreeze(t, cg, c)
+		}
+	}
+}
+
+// testFreeze spins a process in cg and freezes it with fc, a part of cg.
+func testFreeze(t *testing.T, cg, fc Cgroup) {
+	t.Helper()
+	t.Logf("freezing with %v", fc.Dirs)
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cg.Add(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.Freeze(true); err != nil {
+		t.Fatalf("Freeze: %v", err)
+	}
+	if !fc.Frozen() {
+		t.Error("Frozen() = false after Freeze(true)")
+	}
+	before := cpuTicks(t, cmd.Process.Pid)
+	time.Sleep(300 * time.Millisecond)
+	if after := cpuTicks(t, cmd.Process.Pid); after != before {
+		t.Errorf("CPU time of a frozen process grew from %d to %d ticks", before, after)
+	}
+	if err := fc.Freeze(false); err != nil {
+		t.Fatalf("thaw: %v", err)
+	}
+	if fc.Frozen() {
+		t.Error("Frozen() = true after Freeze(false)")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for cpuTicks(t, cmd.Process.Pid) == before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if cpuTicks(t, cmd.Process.Pid) == before {
+		t.Error("a thawed process did not run again")
+	}
+	if err := fc.Freeze(true); err != nil {
+		t.Fatal(err)
+	}
+	// Removing a frozen cgroup kills its processes; make it again after.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cg.Remove(ctx); err != nil {
+		t.Fatalf("Remove of a frozen cgroup: %v", err)
+	}
+	_ = cmd.Wait()
+	for _, d := range cg.Dirs {
+		if err := mkdirCgroup(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// cpuTicks returns the user plus system CPU time of pid, in clock ticks.
+func cpuTicks(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
 }

@@ -331,6 +331,13 @@ class Sandbox:
         """A single-use token for the sandbox's terminal (admin keys)."""
         return self._post("/takeover-token", {"read_only": read_only or None})
 
+    def takeover_recording(self, recording_id: str) -> bytes:
+        """A takeover's asciicast v2 recording (servers started with takeover
+        recording on); a takeover_end audit entry's detail names it. Works
+        after the sandbox is gone."""
+        with self._t.request("GET", self._path(f"/takeover-recordings/{quote(recording_id)}"), stream=True) as resp:
+            return resp.read()
+
     def _exec_body(self, command: str, **kw: Any) -> Dict[str, Any]:
         return _body(dict(kw, command=command))
 

@@ -82,6 +82,37 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
     let sb = || bk.sandbox(&s(a, "id"));
     Ok(match name {
         "health" => bk.health()?,
+        "ready" => bk.ready()?,
+        "account.update" => bk.update_account(a["scrub_output"].as_bool().unwrap_or(true))?,
+        "account.host" => bk.host()?,
+        "account.me" => Client::new(bk.base_url(), &s(a, "token")).account_me()?,
+        "auth.signup" => bk.signup(&s(a, "email"), &s(a, "password"))?,
+        "auth.login" => bk.login(&s(a, "email"), &s(a, "password"))?,
+        "ssh_keys.create" => bk.ssh_keys().create(json!({ "public_key": a["public_key"], "name": a["name"] }))?,
+        "ssh_keys.list" => to_value(bk.ssh_keys().list()?),
+        "ssh_keys.delete" => to_value(bk.ssh_keys().delete(&s(a, "id"))?),
+        "bastion.takeover_token" => bk.bastion_takeover_token(json!({ "sandbox_id": a["sandbox_id"], "public_key": a["public_key"] }))?,
+        "sandbox.takeover_token" => sb().takeover_token(false)?,
+        "sandbox.takeover_recording" => json!({ "size": sb().takeover_recording(&s(a, "recording_id"))?.len() }),
+        "files.watch" => sb().files().watch(&s(a, "path"), a["timeout_seconds"].as_f64().unwrap_or(30.0))?,
+        "files.present" => {
+            let paths: Vec<String> = a["filepaths"].as_array().map(|v| v.iter().map(|p| p.as_str().unwrap_or("").to_string()).collect()).unwrap_or_default();
+            sb().files().present(&paths.iter().map(String::as_str).collect::<Vec<_>>())?
+        }
+        "processes.input" => sb().processes().input(&s(a, "pid"), &s(a, "data"))?,
+        "processes.stop" => sb().processes().stop(&s(a, "pid"))?,
+        "processes.kill_all" => sb().processes().kill_all()?,
+        "interpreter.status" => sb().interpreter_status()?,
+        "interpreter.reset" => sb().interpreter_reset()?,
+        "lsp.start" => sb().lsp_start(&s(a, "language"))?,
+        "lsp.open" => sb().lsp_open(&s(a, "lsp_id"), &s(a, "path"), &s(a, "content"))?,
+        "lsp.completion" => sb().lsp_completion(&s(a, "lsp_id"), &s(a, "path"), a["line"].as_u64().unwrap_or(0) as u32, a["character"].as_u64().unwrap_or(0) as u32)?,
+        "lsp.stop" => sb().lsp_stop(&s(a, "lsp_id"))?,
+        "images.create" => bk.images().create(json!({ "label": a["label"], "base": a["base"] }))?,
+        "images.import" => bk.images().import(&content(a), a["label"].as_str())?,
+        "images.logs" => json!({ "text": bk.images().logs(&s(a, "id"))? }),
+        "images.audit_log" => to_value(bk.images().audit_log(&s(a, "id"), 0, 0)?),
+        "images.delete" => to_value(bk.images().delete(&s(a, "id"))?),
         "account.get" => bk.account()?,
         "account.usage" => bk.usage()?,
         "sandboxes.create" => {

@@ -229,6 +229,13 @@ impl Client {
         self.t.json(r)
     }
 
+    /// Readiness: the server's store and driver answer.
+    pub fn ready(&self) -> Result<Value> {
+        let mut r = Req::new("GET", "/health/ready");
+        r.auth = false;
+        self.t.json(r)
+    }
+
     pub fn sandboxes(&self) -> Sandboxes {
         Sandboxes { t: self.t.clone() }
     }
@@ -242,8 +249,10 @@ impl Client {
         Collection { t: self.t.clone(), path: "/v1/volumes" }
     }
 
-    pub fn images(&self) -> Collection {
-        Collection { t: self.t.clone(), path: "/v1/images" }
+    /// Sandbox images: a Collection (create builds one from a spec), plus
+    /// import, the build log and its audit log.
+    pub fn images(&self) -> Images {
+        Images { c: Collection { t: self.t.clone(), path: "/v1/images" } }
     }
 
     pub fn mcp_connections(&self) -> Collection {
@@ -262,6 +271,19 @@ impl Client {
 
     pub fn account(&self) -> Result<Value> {
         self.t.json(Req::new("GET", "/v1/account"))
+    }
+
+    /// The account of an access token (GET /v1/account/me): make the
+    /// client with the access_token of signup or login as its key.
+    pub fn account_me(&self) -> Result<Value> {
+        self.t.json(Req::new("GET", "/v1/account/me"))
+    }
+
+    /// boxkite-bastion only (the client's key is the server's bastion key):
+    /// a takeover token for the holder of a registered SSH key. body is
+    /// {"sandbox_id", "public_key"} or {"sandbox_id", "token"}.
+    pub fn bastion_takeover_token(&self, body: Value) -> Result<Value> {
+        self.t.json(Req::new("POST", "/v1/bastion/takeover-token").json(body))
     }
 
     pub fn update_account(&self, scrub_output: bool) -> Result<Value> {
@@ -383,6 +405,66 @@ impl Collection {
 
     pub fn delete(&self, id: &str) -> Result<()> {
         self.t.json(Req::new("DELETE", format!("{}/{}", self.path, seg(id)))).map(|_| ())
+    }
+}
+
+/// Sandbox images: create (a build from a spec: {"label", "base",
+/// "apt_packages", …}), list, get and delete as for any Collection, and
+/// the calls only images have.
+pub struct Images {
+    c: Collection,
+}
+
+impl std::ops::Deref for Images {
+    type Target = Collection;
+    fn deref(&self) -> &Collection {
+        &self.c
+    }
+}
+
+impl Images {
+    /// Imports an OCI image layout tar or a docker save archive; the image
+    /// comes back queued (poll get until it is completed or failed).
+    pub fn import(&self, archive: &[u8], label: Option<&str>) -> Result<Value> {
+        self.import_body(Body::Bytes(archive), label)
+    }
+
+    /// Imports an archive read from r, streamed.
+    pub fn import_reader<'a>(&self, r: impl std::io::Read + 'a, label: Option<&str>) -> Result<Value> {
+        self.import_body(Body::Reader(Box::new(r)), label)
+    }
+
+    fn import_body(&self, body: Body<'_>, label: Option<&str>) -> Result<Value> {
+        let mut r = Req::new("POST", "/v1/images/import").header("Content-Type", "application/x-tar").timeout(None);
+        if let Some(l) = label {
+            r = r.query("label", l);
+        }
+        r.body = body;
+        self.c.t.json(r)
+    }
+
+    /// The build's log as text, so far.
+    pub fn logs(&self, id: &str) -> Result<String> {
+        let resp = self.c.t.send(Req::new("GET", format!("/v1/images/{}/logs", seg(id))))?;
+        resp.into_string().map_err(|e| Error::new(CODE_CONNECTION, format!("read the log of image {}: {}", id, e), ""))
+    }
+
+    /// The build's log as it is written, until the build ends.
+    pub fn follow_logs(&self, id: &str) -> Result<Box<dyn std::io::Read + Send + Sync>> {
+        let resp = self.c.t.send(Req::new("GET", format!("/v1/images/{}/logs", seg(id))).query("follow", "1").timeout(None))?;
+        Ok(Box::new(resp.into_reader()))
+    }
+
+    /// A page of the build's audit log (its egress decisions and outcome).
+    pub fn audit_log(&self, id: &str, limit: i64, offset: i64) -> Result<LogPage> {
+        let mut r = Req::new("GET", format!("/v1/images/{}/log", seg(id)));
+        if limit > 0 {
+            r = r.query("limit", limit);
+        }
+        if offset > 0 {
+            r = r.query("offset", offset);
+        }
+        self.c.t.decode(r)
     }
 }
 

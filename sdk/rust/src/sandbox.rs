@@ -119,6 +119,16 @@ impl Sandbox {
         self.post("/takeover-token", if read_only { json!({ "read_only": true }) } else { json!({}) })
     }
 
+    /// A takeover's asciicast v2 recording (servers started with takeover
+    /// recording on); a takeover_end audit entry's detail names it. Works
+    /// after the sandbox is gone.
+    pub fn takeover_recording(&self, recording_id: &str) -> Result<Vec<u8>> {
+        let resp = self.t.send(Req::new("GET", self.path(&format!("/takeover-recordings/{}", seg(recording_id)))).timeout(None))?;
+        let mut out = Vec::new();
+        resp.into_reader().read_to_end(&mut out).map_err(|e| Error::new(CODE_CONNECTION, format!("download recording {}: {}", recording_id, e), ""))?;
+        Ok(out)
+    }
+
     /// Runs a shell command with the default options.
     pub fn exec(&self, command: &str) -> Result<ExecResult> {
         self.exec_with(command, &ExecOptions::default())

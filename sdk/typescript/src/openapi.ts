@@ -780,6 +780,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sandboxes/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause a sandbox (mode freeze, the default, filesystem or checkpoint); its lifetime stops counting */
+        post: operations["post_sandboxes_id_pause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sandboxes/{id}/processes": {
         parameters: {
             query?: never;
@@ -877,6 +894,23 @@ export interface paths {
         put?: never;
         /** Stop every background process */
         post: operations["post_sandboxes_id_processes_kill_all"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused */
+        post: operations["post_sandboxes_id_resume"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1124,7 +1158,7 @@ export interface components {
              * @description stable: branch on it, never on message (docs/errors.md)
              * @enum {string}
              */
-            code: "bad_request" | "validation_error" | "unauthorized" | "invalid_api_key" | "forbidden" | "not_found" | "conflict" | "limit_exceeded" | "rate_limited" | "sandbox_operation_failed" | "sidecar_auth" | "sidecar_not_configured" | "internal_error" | "service_unavailable" | "not_supported" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "insufficient_storage" | "sandbox_lost" | "host_capacity" | "audit_unavailable" | "wrong_credential_type" | "invalid_token" | "invalid_credentials" | "email_taken" | "ssh_key_exists" | "idempotency_key_reuse" | "idempotency_key_in_progress" | "global_capacity_reached" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "sandbox_size_limit_reached" | "sandbox_storage_limit_reached" | "command_not_allowed" | "too_many_rules" | "pattern_too_long" | "invalid_pattern" | "invalid_rules" | "takeover_not_permitted" | "permission_denied" | "mcp_connection_label_taken" | "session_budget_exceeded" | "volume_in_use" | "mcp_connection_not_found";
+            code: "bad_request" | "validation_error" | "unauthorized" | "invalid_api_key" | "forbidden" | "not_found" | "conflict" | "limit_exceeded" | "rate_limited" | "sandbox_operation_failed" | "sidecar_auth" | "sidecar_not_configured" | "internal_error" | "service_unavailable" | "not_supported" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "insufficient_storage" | "sandbox_lost" | "host_capacity" | "audit_unavailable" | "sandbox_paused" | "snapshot_limit_reached" | "wrong_credential_type" | "invalid_token" | "invalid_credentials" | "email_taken" | "ssh_key_exists" | "idempotency_key_reuse" | "idempotency_key_in_progress" | "global_capacity_reached" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "sandbox_size_limit_reached" | "sandbox_storage_limit_reached" | "command_not_allowed" | "too_many_rules" | "pattern_too_long" | "invalid_pattern" | "invalid_rules" | "takeover_not_permitted" | "permission_denied" | "mcp_connection_label_taken" | "session_budget_exceeded" | "volume_in_use" | "mcp_connection_not_found";
             details?: unknown;
             hint?: string;
             message: string;
@@ -1356,6 +1390,9 @@ export interface components {
             id: string;
             label: string;
         };
+        PauseSandboxRequest: {
+            mode?: string;
+        };
         PresentedFile: {
             content_type: string;
             file_path: string;
@@ -1428,6 +1465,9 @@ export interface components {
             id: string;
             label?: string;
             lifetime_minutes: number;
+            /** Format: date-time */
+            paused_at?: string;
+            paused_with?: string;
             size: string;
             status: string;
             storage_gb?: number;
@@ -6145,6 +6185,118 @@ export interface operations {
             };
         };
     };
+    post_sandboxes_id_pause: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PauseSandboxRequest"];
+            };
+        };
+        responses: {
+            /** @description Pause a sandbox (mode freeze, the default, filesystem or checkpoint); its lifetime stops counting */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Sandbox"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large: the body is larger than the route's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error: a field has the wrong type or an out-of-range value; details name it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     get_sandboxes_id_processes: {
         parameters: {
             query?: never;
@@ -6667,6 +6819,78 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["KillAllResult"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_sandboxes_id_resume: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Sandbox"];
                 };
             };
             /** @description bad_request: a malformed request (or body, where there is one) */

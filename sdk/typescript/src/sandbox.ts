@@ -377,6 +377,16 @@ export class Sandbox {
     return this.post("/takeover-token", readOnly ? { read_only: true } : {});
   }
 
+  /**
+   * A takeover's asciicast v2 recording (servers started with takeover
+   * recording on); a takeover_end audit entry's detail names it. Works
+   * after the sandbox is gone.
+   */
+  async takeoverRecording(recordingId: string): Promise<Uint8Array> {
+    const resp = await this.t.raw("GET", this.path(`/takeover-recordings/${seg(recordingId)}`));
+    return new Uint8Array(await resp.arrayBuffer());
+  }
+
   /** Runs a shell command; returns exit_code, stdout, stderr, duration_ms. */
   exec(command: string, o: ExecOptions = {}): Promise<ExecResult> {
     return this.t.json("POST", this.path("/exec"), {

@@ -1,4 +1,8 @@
-package server
+// Package unixsock dials the unix sockets of the local driver's sidecars
+// safely: it never follows a link in the last component and accepts only a
+// socket owned by this process's user. The control plane's proxy and the
+// local driver both use it.
+package unixsock
 
 import (
 	"context"
@@ -11,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DialUnix connects to the unix socket at path, one this server made (the
+// Dial connects to the unix socket at path, one this server made (the
 // local driver's sidecar socket, in the sandbox's own directory). It
 // never follows a link in the last component and refuses anything but a
 // socket owned by this process's user, so whoever could plant a link or
@@ -19,13 +23,13 @@ import (
 // token it sends, at another socket of the host. It connects through
 // /proc/self/fd/N of the socket's own descriptor, which acts on the inode
 // it checked and keeps a deep path within a socket address.
-func DialUnix(ctx context.Context, d *net.Dialer, path string) (net.Conn, error) {
+func Dial(ctx context.Context, d *net.Dialer, path string) (net.Conn, error) {
 	dir, err := os.OpenFile(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open socket directory: %w", err)
 	}
 	defer dir.Close()
-	sock, err := OpenOwnSocket(int(dir.Fd()), filepath.Base(path))
+	sock, err := OpenOwn(int(dir.Fd()), filepath.Base(path))
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", path, err)
 	}
@@ -33,10 +37,10 @@ func DialUnix(ctx context.Context, d *net.Dialer, path string) (net.Conn, error)
 	return d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d", sock.Fd()))
 }
 
-// OpenOwnSocket opens name in the directory dirfd as an O_PATH descriptor
+// OpenOwn opens name in the directory dirfd as an O_PATH descriptor
 // without following a link, and checks it is a unix socket owned by this
 // process's user.
-func OpenOwnSocket(dirfd int, name string) (*os.File, error) {
+func OpenOwn(dirfd int, name string) (*os.File, error) {
 	fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}

@@ -1,4 +1,4 @@
-package server
+package unixsock
 
 import (
 	"context"
@@ -52,9 +52,9 @@ func TestDialUnixLongPath(t *testing.T) {
 		}
 		sock := filepath.Join(dir, "s.sock")
 		serveOK(t, sock)
-		c, err := DialUnix(context.Background(), &net.Dialer{}, sock)
+		c, err := Dial(context.Background(), &net.Dialer{}, sock)
 		if err != nil {
-			t.Fatalf("DialUnix(%d-byte path): %v", len(sock), err)
+			t.Fatalf("Dial(%d-byte path): %v", len(sock), err)
 		}
 		buf := make([]byte, 2)
 		if _, err := c.Read(buf); err != nil || string(buf) != "ok" {
@@ -66,7 +66,7 @@ func TestDialUnixLongPath(t *testing.T) {
 
 // TestDialUnixRefusesPlanted: whatever stands at the socket's name
 // instead of the server's own socket (a link to another socket, a file,
-// a FIFO, a directory, another user's socket), DialUnix refuses it and
+// a FIFO, a directory, another user's socket), Dial refuses it and
 // connects nowhere.
 func TestDialUnixRefusesPlanted(t *testing.T) {
 	other := filepath.Join(t.TempDir(), "host-only.sock")
@@ -96,10 +96,10 @@ func TestDialUnixRefusesPlanted(t *testing.T) {
 			}
 			p := filepath.Join(t.TempDir(), "sidecar.sock")
 			tt.plant(t, p)
-			c, err := DialUnix(context.Background(), &net.Dialer{}, p)
+			c, err := Dial(context.Background(), &net.Dialer{}, p)
 			if err == nil {
 				c.Close()
-				t.Fatalf("DialUnix(%s) connected", tt.name)
+				t.Fatalf("Dial(%s) connected", tt.name)
 			}
 		})
 	}

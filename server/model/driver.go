@@ -1,0 +1,230 @@
+package model
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// A Driver runs sandboxes on some substrate. server/local (Linux namespaces)
+// and server/kube (pods) implement it; the server chooses one in main.
+type Driver interface {
+	// Create provisions the sandbox and returns once its sidecar answers /health.
+	Create(ctx context.Context, spec Spec) (Endpoint, error)
+	// Delete tears it down. Deleting a sandbox that is already gone is not an error.
+	Delete(ctx context.Context, id string) error
+	// List reports what the substrate has, for reconciliation after a restart.
+	List(ctx context.Context) ([]Observed, error)
+}
+
+// Spec is what a driver needs to create one sandbox.
+type Spec struct {
+	ID        string        // server-generated, unique; safe as a file or DNS name
+	Size      string        // api.SizeSmall, api.SizeMedium, api.SizeLarge
+	StorageGB float64       // 0 means the driver default
+	Lifetime  time.Duration // the driver may enforce it as a backstop to the reaper
+	// Volumes are mounted read-write at their paths; only a driver that
+	// implements VolumeDriver is given any.
+	Volumes []VolumeMount
+	// Egress, when set, asks the driver for an egress socket in the
+	// sandbox (jail.EgressSocketName in its run dir); the driver hands its
+	// listener to Egress, which serves it until the driver closes it at
+	// Delete. Nil means no network at all.
+	Egress func(net.Listener)
+	// ImageRoot is the host path of the image's read-only root filesystem
+	// (server/images); "" means the host's system dirs.
+	ImageRoot string
+}
+
+// Endpoint is how the control plane reaches a sandbox's sidecar.
+type Endpoint struct {
+	Network string // "unix" or "tcp"
+	Address string // socket path or host:port
+	Token   string // presented as X-Sidecar-Auth-Token on every request
+	CertPEM []byte // for tcp: the sidecar's self-signed certificate, pinned
+}
+
+// Observed is one sandbox as the substrate reports it.
+type Observed struct {
+	ID       string
+	Endpoint Endpoint
+	Alive    bool // the substrate believes the sidecar is running
+}
+
+// VolumeDriver is implemented by drivers that can hold volumes. A driver
+// without it refuses volume creation with not_supported.
+type VolumeDriver interface {
+	// CreateVolume makes the volume's storage with a quota of sizeBytes.
+	CreateVolume(ctx context.Context, id string, sizeBytes int64) error
+	// DeleteVolume removes it and its data; a gone volume is not an error.
+	DeleteVolume(ctx context.Context, id string) error
+}
+
+// VolumeMount is one volume a driver mounts into a sandbox.
+type VolumeMount struct {
+	ID   string // the volume's id, as given to VolumeDriver.CreateVolume
+	Path string // absolute path inside the sandbox, below the server's VolumeMountRoot (/workspace)
+}
+
+// EgressReopener is implemented by drivers whose sandboxes' egress sockets
+// can be served again by a new process: ReopenEgress listens on the
+// sandbox's socket anew and hands the listener to serve, as Create does
+// with Spec.Egress.
+type EgressReopener interface {
+	ReopenEgress(ctx context.Context, id string, serve func(net.Listener)) error
+}
+
+// Stats is what one sandbox holds on its host now.
+type Stats struct {
+	MemoryBytes     int64 // all memory charged to it, page cache and kernel memory included
+	MemoryAnonBytes int64 // of which anonymous
+	Pids            int64 // tasks, threads included
+	// DiskUsedBytes and DiskQuotaBytes are its own disk's use and size;
+	// 0 when it has none of its own.
+	DiskUsedBytes, DiskQuotaBytes int64
+	Frozen                        bool // stopped while the host's disk is full
+}
+
+// StatsDriver is a Driver that can report a sandbox's usage. It is
+// optional: GET /v1/sandboxes/{id}/stats answers not_supported without it.
+type StatsDriver interface {
+	Stats(ctx context.Context, id string) (Stats, error)
+}
+
+// ErrNoStats is returned by a StatsDriver that has no accounting for its
+// sandboxes (the local driver without cgroups).
+var ErrNoStats = errors.New("no resource accounting")
+
+// A CapacityDriver is a Driver that accounts for the host's limits (the
+// local driver). Drivers whose sandboxes live elsewhere (kube) are not.
+type CapacityDriver interface {
+	// AdmitCreate returns nil when the host can take n more sandboxes,
+	// else a *HostLimitError.
+	AdmitCreate(ctx context.Context, n int) error
+	// AdmitWrite returns nil when a write may go to sandbox id ("" for
+	// a new volume): the host's store is above its free-space watermark
+	// (else a *HostLimitError for HostDiskResource), and the sandbox's
+	// disk has not failed to store an earlier write (else an error
+	// wrapping ErrInsufficientStorage).
+	AdmitWrite(ctx context.Context, id string) error
+	// Capacity reports the host's use of its limits and the disk use of
+	// the sandboxes ids (Sandboxes is filled for those the driver has).
+	Capacity(ctx context.Context, ids []string) (api.HostStatus, error)
+}
+
+// A DiskSyncer is a Driver that can flush a sandbox's writable
+// filesystems to the host's storage. The server calls it after an
+// operation that wrote, before acknowledging it: an error wrapping
+// ErrInsufficientStorage means what was written is not stored.
+type DiskSyncer interface {
+	SyncDisk(ctx context.Context, id string) error
+}
+
+// ErrInsufficientStorage is wrapped by driver errors that mean the host
+// could not store something: its filesystem is full (ENOSPC, EDQUOT), or
+// a sandbox disk saw I/O errors because its image could not grow.
+var ErrInsufficientStorage = errors.New("insufficient storage on the host")
+
+// HostLimitError is a refusal of a CapacityDriver.
+type HostLimitError struct {
+	Resource string // api.HostDiskResource, api.HostThreads, …
+	Used     int64
+	Limit    int64  // the limit, or for the disk the watermark
+	Free     int64  // disk: bytes free
+	Hint     string // what the operator can do
+}
+
+func (e *HostLimitError) Error() string {
+	if e.Resource == api.HostDiskResource {
+		return fmt.Sprintf("the host has %s free, below its watermark of %s", formatBytes(e.Free), formatBytes(e.Limit))
+	}
+	return fmt.Sprintf("the host is near its %s limit: %d of %d in use", e.Resource, e.Used, e.Limit)
+}
+
+// APIError is the answer to a refused create or upload: 507
+// insufficient_storage for the disk, 503 host_capacity for the rest.
+func (e *HostLimitError) APIError(what string) *api.Error {
+	if e.Resource == api.HostDiskResource {
+		return &api.Error{
+			Status: http.StatusInsufficientStorage, Code: api.CodeInsufficientStorage,
+			Message: fmt.Sprintf("%s refused: the host has %s free, below its free-space watermark of %s",
+				what, formatBytes(e.Free), formatBytes(e.Limit)),
+			Hint:    cmp.Or(e.Hint, "free space on the host (remove sandboxes and volumes you no longer need), then retry"),
+			Details: map[string]any{"resource": e.Resource, "free_bytes": e.Free, "watermark_bytes": e.Limit},
+		}
+	}
+	return &api.Error{
+		Status: http.StatusServiceUnavailable, Code: api.CodeHostCapacity,
+		Message: fmt.Sprintf("%s refused: the host is near its %s limit (%d of %d in use); sandboxes already running keep working",
+			what, e.Resource, e.Used, e.Limit),
+		Hint:    cmp.Or(e.Hint, "remove sandboxes you no longer need, or raise the limit (boxkite doctor says how)"),
+		Details: map[string]any{"resource": e.Resource, "used": e.Used, "limit": e.Limit},
+	}
+}
+
+// formatBytes is n in the largest binary unit that keeps it at least 1.
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// A LossWatcher is a Driver that notices, while the server runs, sandboxes
+// that left the substrate without the server deleting them: a pod deleted
+// behind its back, evicted, or failed. The server marks them lost, as
+// reconcile does at start-up for those that went while it was down.
+type LossWatcher interface {
+	// WatchLost calls lost with the id of each sandbox that went, until
+	// ctx is done or the watch breaks (an error; the server watches again).
+	WatchLost(ctx context.Context, lost func(id string)) error
+}
+
+// A LossGracer is a LossWatcher that says how long its reports wait
+// before a sandbox is marked lost, instead of the server's default grace: the local driver
+// stops watching a sandbox before it deletes it, so its reports need none.
+type LossGracer interface {
+	LostGrace() time.Duration
+}
+
+// A Prober is a Driver that can tell whether a sandbox still runs. When a
+// call cannot reach a sandbox's sidecar, the server asks, and marks a
+// sandbox that is gone lost at once rather than answering 502.
+type Prober interface {
+	Probe(ctx context.Context, id string) (alive bool, err error)
+}
+
+// A StorageWatcher freezes sandboxes while the host's storage is nearly
+// full and thaws them once it is not, calling changed for each change,
+// until ctx is done (nil) or the watch breaks (an error; the server
+// watches again).
+type StorageWatcher interface {
+	WatchStorage(ctx context.Context, changed func(id string, frozen bool)) error
+}
+
+// A PauseDriver pauses and resumes sandboxes (issue 22). Both are
+// idempotent: pausing a paused sandbox in the same mode, or resuming a
+// running one, does nothing.
+type PauseDriver interface {
+	// Pause stops sandbox id in mode (api.PauseFreeze, ...).
+	Pause(ctx context.Context, id, mode string) error
+	// Resume runs it again, with the same endpoint. egress is the
+	// sandbox's egress server as at Create (nil: none), for a driver that
+	// must start the sandbox again.
+	Resume(ctx context.Context, id string, egress func(net.Listener)) error
+	// PauseModes reports, for each mode, why it cannot work here ("" when
+	// it can).
+	PauseModes() map[string]string
+}

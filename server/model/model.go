@@ -1,0 +1,105 @@
+package model
+
+import (
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// Account is one tenant. Every sandbox and key belongs to exactly one.
+type Account struct {
+	ID        string
+	Email     string
+	CreatedAt time.Time
+	// KeepOutputSecrets turns off the scrubbing of secret-shaped strings
+	// in the command output the API returns (server/scrub.go); the audit log is
+	// scrubbed regardless. The zero value scrubs.
+	KeepOutputSecrets bool
+}
+
+// API key roles. Member keys cannot take over a PTY or manage keys.
+const (
+	RoleAdmin  = "admin"
+	RoleMember = "member"
+)
+
+// APIKey is a stored credential. The secret itself is never stored: only its
+// SHA-256 (Hash) and a short display Prefix.
+type APIKey struct {
+	ID         string
+	AccountID  string
+	Name       string
+	Hash       string // lower-case hex SHA-256 of the whole key string
+	Prefix     string // "bxk_live_" + the first 8 characters of the secret, for display
+	Role       string // RoleAdmin or RoleMember
+	CreatedAt  time.Time
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time
+}
+
+// StatusCreating is a sandbox row whose Driver.Create has not returned yet.
+// It never reaches the API as a settled state: a failed create deletes the
+// row, and a row still creating at start-up was interrupted by a crash.
+const StatusCreating = "creating"
+
+// Destroy reasons recorded in Sandbox.DestroyReason.
+const (
+	ReasonDeleted = "deleted" // DELETE /v1/sandboxes/{id}
+	ReasonExpired = "expired" // the reaper, at expires_at
+	ReasonLost    = "lost"    // the sidecar died, or was gone when the server started
+)
+
+// Sandbox is the control plane's record of one sandbox, including what the
+// API never shows: the sidecar endpoint and its token.
+type Sandbox struct {
+	ID              string
+	AccountID       string
+	Label           string
+	Size            string
+	StorageGB       float64
+	LifetimeMinutes int
+	Status          string // StatusCreating, api.StatusActive, api.StatusPaused, api.StatusDestroyed, api.StatusLost
+	DestroyReason   string
+	CreatedAt       time.Time
+	ExpiresAt       time.Time
+	DestroyedAt     *time.Time
+	Driver          string   // which driver created it, e.g. "local"
+	Endpoint        Endpoint // set once Driver.Create returned
+	// PausedWith is the pause mode of a paused sandbox (api.Pause*), and
+	// PausedAt since when; PausedTotal is the time it spent paused
+	// before, which monthly hours do not count (server/pause.go).
+	PausedWith  string
+	PausedAt    *time.Time
+	PausedTotal time.Duration
+}
+
+// Active reports whether operations on the sandbox are accepted.
+func (sb *Sandbox) Active() bool { return sb.Status == api.StatusActive }
+
+// Live reports whether the sandbox holds anything on its substrate:
+// active, or paused.
+func (sb *Sandbox) Live() bool { return sb.Status == api.StatusActive || sb.Status == api.StatusPaused }
+
+// ToAPI converts the record to its wire form, dropping the endpoint and token.
+func (sb *Sandbox) ToAPI() api.Sandbox {
+	out := api.Sandbox{
+		ID:              sb.ID,
+		Status:          sb.Status,
+		Label:           sb.Label,
+		Size:            sb.Size,
+		StorageGB:       sb.StorageGB,
+		LifetimeMinutes: sb.LifetimeMinutes,
+		CreatedAt:       sb.CreatedAt.UTC(),
+		ExpiresAt:       sb.ExpiresAt.UTC(),
+		DestroyReason:   sb.DestroyReason,
+	}
+	if sb.DestroyedAt != nil {
+		t := sb.DestroyedAt.UTC()
+		out.DestroyedAt = &t
+	}
+	if sb.PausedAt != nil {
+		t := sb.PausedAt.UTC()
+		out.PausedWith, out.PausedAt = sb.PausedWith, &t
+	}
+	return out
+}

@@ -1,0 +1,356 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// ErrNotFound is returned by Store methods when the record does not exist
+// or, for account-scoped lookups, belongs to another account.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned when a record with the same unique value exists.
+var ErrConflict = errors.New("conflict")
+
+// Errors a store wraps when it cannot commit a write because of the
+// database itself, not the request: the server then fails closed on
+// audited work (server/auditgate.go) and says which in /health/ready.
+var (
+	ErrStoreReadOnly = errors.New("the database is read-only")
+	ErrStoreFull     = errors.New("the database's disk is full")
+	ErrStoreIO       = errors.New("the database cannot write to its disk")
+)
+
+// A Store persists accounts, keys and sandbox records. server/sqlstore
+// implements it for SQLite (and later Postgres). It is split by concern so
+// that later issues (quotas, audit, secrets) add interfaces rather than grow
+// one; a deployment may back each with a different implementation.
+type Store interface {
+	AccountStore
+	SandboxStore
+	AuditStore
+	CredentialStore
+	SSHKeyStore
+	QuotaStore
+	IdempotencyStore
+	AllowlistStore
+	VolumeStore
+	MCPConnectionStore
+	RecordingStore
+	TokenStore
+	EgressStore
+	// Ping reports whether the store answers, for /health/ready.
+	Ping(ctx context.Context) error
+	// Close releases the store.
+	Close() error
+}
+
+// AccountStore holds accounts and their API keys.
+type AccountStore interface {
+	// APIKeyByHash returns the key with the given hash and its account.
+	// Revoked keys are returned too; the caller decides. ErrNotFound if none.
+	APIKeyByHash(ctx context.Context, hash string) (*APIKey, *Account, error)
+	// CreateAccount inserts a; ErrConflict if the email is taken.
+	CreateAccount(ctx context.Context, a *Account) error
+	// AccountByEmail returns the account with that email, or ErrNotFound.
+	AccountByEmail(ctx context.Context, email string) (*Account, error)
+	// CreateAPIKey inserts k; ErrConflict if the hash exists.
+	CreateAPIKey(ctx context.Context, k *APIKey) error
+	// EnsureAccountKey makes sure an account with a.Email exists (inserting
+	// a if not) and that k is registered for it, in one transaction. It is
+	// idempotent. It returns the stored account and key, which may be older
+	// records than a and k. A key hash registered to another account is ErrConflict.
+	EnsureAccountKey(ctx context.Context, a *Account, k *APIKey) (*Account, *APIKey, error)
+	// RevokeAPIKey marks the key revoked at t; ErrNotFound if it is not the account's.
+	RevokeAPIKey(ctx context.Context, accountID, keyID string, t time.Time) error
+	// TouchAPIKey records a use of the key at t.
+	TouchAPIKey(ctx context.Context, keyID string, t time.Time) error
+}
+
+// SandboxStore holds sandbox records.
+type SandboxStore interface {
+	// CreateSandbox inserts sb; ErrConflict if the id exists.
+	CreateSandbox(ctx context.Context, sb *Sandbox) error
+	// Sandbox returns the account's sandbox, or ErrNotFound (also for another account's).
+	Sandbox(ctx context.Context, accountID, id string) (*Sandbox, error)
+	// SandboxByID returns any account's sandbox, or ErrNotFound: for what
+	// the server records about a sandbox on its own (lost, frozen).
+	SandboxByID(ctx context.Context, id string) (*Sandbox, error)
+	// ListSandboxes returns the account's sandboxes newest first, all or
+	// only the active ones. Rows still being created are left out.
+	ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*Sandbox, error)
+	// SandboxesWithStatus returns every account's sandboxes in one status,
+	// for reconciliation at start-up.
+	SandboxesWithStatus(ctx context.Context, status string) ([]*Sandbox, error)
+	// ExpiredSandboxes returns active sandboxes whose expires_at is at or before t.
+	ExpiredSandboxes(ctx context.Context, t time.Time) ([]*Sandbox, error)
+	// UpdateSandbox loads the sandbox, calls fn on it and writes the result,
+	// all in one transaction; fn's error aborts the update and is returned.
+	UpdateSandbox(ctx context.Context, id string, fn func(*Sandbox) error) (*Sandbox, error)
+	// DeleteSandbox removes the row, for a create that failed; ErrNotFound if none.
+	DeleteSandbox(ctx context.Context, id string) error
+	// CountActiveSandboxes counts the account's active sandboxes; "" counts all accounts.
+	CountActiveSandboxes(ctx context.Context, accountID string) (int, error)
+}
+
+// AuditStore holds the audit log: per sandbox, a hash chain of
+// ExecLogEntry. Entries are only ever appended.
+type AuditStore interface {
+	// AppendExecLog gives e the next Seq of its sandbox, seals it after the
+	// sandbox's last entry (ExecLogEntry.Seal) and inserts it, in one
+	// transaction; appends to one sandbox are serialised, so the chain
+	// never forks.
+	AppendExecLog(ctx context.Context, e *ExecLogEntry) error
+	// ExecLog returns at most limit of the sandbox's entries in Seq order,
+	// skipping the first offset, and how many it has in all.
+	ExecLog(ctx context.Context, sandboxID string, limit, offset int) ([]*ExecLogEntry, int, error)
+	// ExecLogHead returns where the sandbox's chain ended at its last
+	// append, as recorded with it: Seq 0 and api.GenesisHash before any.
+	ExecLogHead(ctx context.Context, sandboxID string) (ExecLogHead, error)
+	// ExecLogAfter returns at most limit of the sandbox's entries whose Seq
+	// is greater than afterSeq, in Seq order (live watchers catching up).
+	ExecLogAfter(ctx context.Context, sandboxID string, afterSeq int64, limit int) ([]*ExecLogEntry, error)
+	// ExecLogSeq returns the Seq of the sandbox's entry entryID, or
+	// ErrNotFound (watchers resuming from Last-Event-ID).
+	ExecLogSeq(ctx context.Context, sandboxID, entryID string) (int64, error)
+}
+
+// Storage of the multi-tenant control plane (issue 5): passwords, key
+// listings, SSH keys, settings, quota reservations and idempotency
+// records. Each concern is its own interface; Store embeds them all.
+
+// CredentialStore holds what signup, login and key management need beyond
+// AccountStore.
+type CredentialStore interface {
+	// AccountByID returns the account, or ErrNotFound.
+	AccountByID(ctx context.Context, id string) (*Account, error)
+	// RevokedCredentials returns those of ids (API key or SSH key ids)
+	// that are not valid credentials: revoked or unknown API keys, deleted
+	// SSH keys.
+	RevokedCredentials(ctx context.Context, ids []string) ([]string, error)
+	// SetKeepOutputSecrets sets the account's Account.KeepOutputSecrets;
+	// ErrNotFound if there is no such account.
+	SetKeepOutputSecrets(ctx context.Context, accountID string, keep bool) error
+	// CreateAccountWithPassword inserts a with its password hash (see
+	// HashPassword); ErrConflict if the email is taken.
+	CreateAccountWithPassword(ctx context.Context, a *Account, passwordHash string) error
+	// PasswordHash returns the account with that email and its password
+	// hash, "" when it has none (the local bootstrap account). ErrNotFound if none.
+	PasswordHash(ctx context.Context, email string) (*Account, string, error)
+	// ListAPIKeys returns the account's keys, revoked ones included, newest first.
+	ListAPIKeys(ctx context.Context, accountID string) ([]*APIKey, error)
+	// EnsureSetting stores value under name unless a value is there
+	// already, and returns the stored value. Concurrent callers all get
+	// the one value that won.
+	EnsureSetting(ctx context.Context, name, value string) (string, error)
+}
+
+// SSHKey is a public key an account registered for the SSH bastion.
+type SSHKey struct {
+	ID          string
+	AccountID   string
+	Name        string
+	PublicKey   string // "type base64", as ssh.MarshalAuthorizedKey without the newline
+	Fingerprint string // SHA256:…, unique across all accounts
+	CreatedAt   time.Time
+}
+
+// SSHKeyStore holds the accounts' SSH public keys.
+type SSHKeyStore interface {
+	// CreateSSHKey inserts k; ErrConflict if its fingerprint is registered
+	// (by any account: the bastion maps a key to one account).
+	CreateSSHKey(ctx context.Context, k *SSHKey) error
+	// ListSSHKeys returns the account's keys, oldest first.
+	ListSSHKeys(ctx context.Context, accountID string) ([]*SSHKey, error)
+	// DeleteSSHKey removes the account's key; ErrNotFound if it is not the account's.
+	DeleteSSHKey(ctx context.Context, accountID, id string) error
+	// SSHKeyByFingerprint returns the key with that SHA256 fingerprint,
+	// whichever account it belongs to, or ErrNotFound.
+	SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*SSHKey, error)
+}
+
+// Usage is what counts against fair-use limits at one moment.
+type Usage struct {
+	GlobalActive  int     // sandboxes being created or active, all accounts
+	AccountActive int     // the account's sandboxes being created or active
+	MonthlyHours  float64 // the account's sandbox-hours of sandboxes created since the month began
+	// ActiveLabels are the labels of the account's sandboxes being created
+	// or active (nil when none has one): a label names one sandbox.
+	ActiveLabels map[string]bool
+}
+
+// QuotaStore checks limits and records new sandboxes atomically.
+type QuotaStore interface {
+	// ReserveSandboxes computes the account's Usage (monthly hours counted
+	// from since up to now), calls check with it and, if check returns
+	// nil, inserts sbs (status StatusCreating), all in one critical
+	// section: no other ReserveSandboxes on the same database (from this
+	// process or another) runs between the count and the insert. check's
+	// error is returned as is.
+	ReserveSandboxes(ctx context.Context, accountID string, since, now time.Time, check func(Usage) error, sbs []*Sandbox) error
+	// Usage computes the account's Usage as ReserveSandboxes does, outside
+	// any critical section.
+	Usage(ctx context.Context, accountID string, since, now time.Time) (Usage, error)
+}
+
+// Idempotency record states.
+const (
+	IdempotencyInProgress = "in_progress"
+	IdempotencyCompleted  = "completed"
+)
+
+// IdempotencyRecord is one Idempotency-Key of one credential on one route,
+// and, once the request completed, the answer to replay.
+type IdempotencyRecord struct {
+	Credential  string // "key:<api key id>" or "account:<account id>" (access tokens)
+	Method      string
+	Path        string
+	Key         string // the Idempotency-Key header
+	RequestHash string // hex SHA-256 of the request body
+	State       string // IdempotencyInProgress or IdempotencyCompleted
+	Status      int    // the answer's HTTP status, once completed
+	ContentType string
+	Body        []byte
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+}
+
+// IdempotencyStore keeps Idempotency-Key records across restarts.
+type IdempotencyStore interface {
+	// ClaimIdempotencyKey inserts rec (in progress) and returns nil, nil
+	// if no live record has its credential, method, path and key;
+	// otherwise it returns that record and inserts nothing. A record is
+	// dead once expired (ExpiresAt at or before rec.CreatedAt) or, when in
+	// progress, if it was created before staleBefore (its server died).
+	ClaimIdempotencyKey(ctx context.Context, rec *IdempotencyRecord, staleBefore time.Time) (*IdempotencyRecord, error)
+	// CompleteIdempotencyKey stores rec's answer and marks it completed.
+	CompleteIdempotencyKey(ctx context.Context, rec *IdempotencyRecord) error
+	// ReleaseIdempotencyKey deletes rec's in-progress record, so the key
+	// may be used again (after a 5xx, or an answer too large to keep).
+	ReleaseIdempotencyKey(ctx context.Context, rec *IdempotencyRecord) error
+	// PurgeIdempotencyKeys deletes records that expired at or before t.
+	PurgeIdempotencyKeys(ctx context.Context, t time.Time) error
+}
+
+// AllowlistStore holds each account's command allowlist.
+type AllowlistStore interface {
+	// AllowedCommands returns the account's rules; none (nil) when it has no allowlist.
+	AllowedCommands(ctx context.Context, accountID string) ([]api.CommandRule, error)
+	// SetAllowedCommands replaces the account's rules at t; nil or empty removes the allowlist.
+	SetAllowedCommands(ctx context.Context, accountID string, rules []api.CommandRule, t time.Time) error
+}
+
+// Volume is the control plane's record of a persistent volume.
+type Volume struct {
+	ID        string
+	AccountID string
+	Label     string
+	SizeGB    float64
+	Status    string // api.VolumeReady
+	CreatedAt time.Time
+}
+
+// ToAPI converts the record to its wire form.
+func (v *Volume) ToAPI() api.Volume {
+	return api.Volume{ID: v.ID, Label: v.Label, SizeGB: v.SizeGB, Status: v.Status, CreatedAt: v.CreatedAt.UTC()}
+}
+
+// VolumeStore holds volume records and which sandboxes mount them.
+type VolumeStore interface {
+	// CreateVolume inserts v; ErrConflict if the id exists.
+	CreateVolume(ctx context.Context, v *Volume) error
+	// Volume returns the account's volume, or ErrNotFound (also for another account's).
+	Volume(ctx context.Context, accountID, id string) (*Volume, error)
+	// ListVolumes returns the account's volumes, newest first.
+	ListVolumes(ctx context.Context, accountID string) ([]*Volume, error)
+	// DeleteVolume removes the account's volume unless a sandbox that is
+	// creating or active mounts it (ErrConflict), in one transaction;
+	// ErrNotFound if it is not the account's.
+	DeleteVolume(ctx context.Context, accountID, id string) error
+	// AttachVolumes records that the sandbox mounts the volumes.
+	AttachVolumes(ctx context.Context, sandboxID string, volumeIDs []string) error
+}
+
+// MCPConnection is the record of a named egress grant to a catalog host.
+type MCPConnection struct {
+	ID        string
+	AccountID string
+	Label     string
+	CatalogID string
+	Host      string // host or host:port, from the catalog when it was made
+	CreatedAt time.Time
+}
+
+// ToAPI converts the record to its wire form.
+func (c *MCPConnection) ToAPI() api.MCPConnection {
+	return api.MCPConnection{ID: c.ID, Label: c.Label, CatalogID: c.CatalogID, Host: c.Host, CreatedAt: c.CreatedAt.UTC()}
+}
+
+// MCPConnectionStore holds MCP connections.
+type MCPConnectionStore interface {
+	// CreateMCPConnection inserts c; ErrConflict if the account has the label.
+	CreateMCPConnection(ctx context.Context, c *MCPConnection) error
+	// MCPConnections returns the account's connections, newest first.
+	MCPConnections(ctx context.Context, accountID string) ([]*MCPConnection, error)
+	// DeleteMCPConnection removes the account's connection, or ErrNotFound.
+	DeleteMCPConnection(ctx context.Context, accountID, id string) error
+}
+
+// Recording is one takeover's asciicast v2 recording.
+type Recording struct {
+	ID        string
+	SandboxID string
+	AccountID string
+	Data      []byte // asciicast v2: a JSON header line, then one JSON event per line
+	Truncated bool
+	CreatedAt time.Time
+}
+
+// RecordingStore keeps takeover recordings.
+type RecordingStore interface {
+	// SaveRecording inserts r.
+	SaveRecording(ctx context.Context, r *Recording) error
+	// Recording returns the account's recording id of sandbox sandboxID,
+	// or ErrNotFound.
+	Recording(ctx context.Context, accountID, sandboxID, id string) (*Recording, error)
+}
+
+// TokenStore remembers single-use tokens that were spent, so a takeover
+// token opens one terminal even when several servers share the database.
+type TokenStore interface {
+	// SpendToken records jti as spent until expires and reports whether
+	// it was unspent. Entries that expired before now may be forgotten
+	// (the server's clock decides, not the database's).
+	SpendToken(ctx context.Context, jti string, expires, now time.Time) (bool, error)
+}
+
+// EgressStore keeps each sandbox's egress grants, so a restarted server
+// can serve the egress socket of a sandbox it adopts.
+type EgressStore interface {
+	// SetSandboxEgress records the sandbox's grants ("host:port" each).
+	SetSandboxEgress(ctx context.Context, sandboxID string, grants []string) error
+	// SandboxEgress returns them; none for a sandbox without egress.
+	SandboxEgress(ctx context.Context, sandboxID string) ([]string, error)
+}
+
+// AuditListener is implemented by stores that several servers share. It
+// blocks until ctx is done or the connection fails, calling notify for
+// every entry appended by any server (this one included) and connected
+// each time it starts listening (notices sent while it was not listening
+// are lost, so watchers must then look at the store). A store that is
+// not shared returns nil at once.
+type AuditListener interface {
+	ListenAudit(ctx context.Context, notify func(sandboxID, entryID string), connected func()) error
+}
+
+// RevocationListener is implemented by stores several servers share. It
+// blocks until ctx is done or the connection fails, calling notify with
+// the id of every credential (API key or SSH key) revoked by any server,
+// and connected each time it starts listening (revocations made while it
+// was not listening are lost: the server then asks the store).
+type RevocationListener interface {
+	ListenRevocations(ctx context.Context, notify func(credentialID string), connected func()) error
+}

@@ -1,0 +1,250 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// Pause and resume (issue 22). A paused sandbox keeps its id, endpoint
+// and files; its lifetime and monthly hours stop counting and it holds no
+// concurrency slot until resumed. The row is marked paused before the
+// driver pauses and marked active only after the driver resumed, so a
+// crash in between leaves a paused row, and reconcile pauses the sandbox
+// again (pauseAgain) instead of losing a frozen one that does not answer.
+
+// pauser returns the driver as a PauseDriver, if it is one.
+func (s *Server) pauser() (model.PauseDriver, bool) {
+	d := s.driver
+	if cd, ok := d.(countingDriver); ok {
+		d = cd.Driver
+	}
+	p, ok := d.(model.PauseDriver)
+	return p, ok
+}
+
+// pausedAnswer is the answer to an operation on a paused sandbox.
+func pausedAnswer(sb *model.Sandbox) *api.Error {
+	e := api.Errorf(http.StatusConflict, api.CodeSandboxPaused, "sandbox %s is paused (%s)", sb.ID, sb.PausedWith).
+		WithHint("resume it first: `boxkite session resume " + sb.ID + "`")
+	e.Details = map[string]any{"paused_with": sb.PausedWith}
+	return e
+}
+
+// pauseSandbox serves POST /v1/sandboxes/{id}/pause.
+func (s *Server) pauseSandbox(w http.ResponseWriter, r *http.Request) error {
+	var req api.PauseSandboxRequest
+	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		return err
+	}
+	sb, err := s.loadSandbox(r)
+	if err != nil {
+		return err
+	}
+	sb, err = s.pause(r.Context(), sb, req.Mode)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sb.ToAPI())
+	return nil
+}
+
+// pause pauses sb in mode ("" is api.PauseFreeze) and returns it as recorded.
+func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*model.Sandbox, error) {
+	if mode == "" {
+		mode = api.PauseFreeze
+	}
+	switch mode {
+	case api.PauseFreeze, api.PauseFilesystem, api.PauseCheckpoint:
+	default:
+		return nil, invalid("mode", fmt.Sprintf("mode %q is not one of freeze, filesystem, checkpoint", mode), "omit it for freeze")
+	}
+	if sb.Status == api.StatusPaused {
+		if sb.PausedWith == mode {
+			return sb, nil
+		}
+		return nil, pausedAnswer(sb)
+	}
+	if !sb.Active() {
+		return nil, notActive(sb)
+	}
+	p, ok := s.pauser()
+	if !ok {
+		return nil, notSupported("mode", "this server's driver cannot pause sandboxes")
+	}
+	if why := p.PauseModes()[mode]; why != "" {
+		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "pause mode %s does not work on this server: %s", mode, why).
+			WithHint("pause with mode freeze or filesystem instead; `boxkite doctor` on the server's host says what each mode needs")
+	}
+	// Finish even if the client hangs up: the row must end up telling
+	// the truth.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	now := s.now()
+	paused, err := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
+		if !sb.Active() {
+			return notActive(sb)
+		}
+		sb.Status, sb.PausedWith, sb.PausedAt = api.StatusPaused, mode, &now
+		return nil
+	})
+	if err != nil {
+		return nil, s.storeAnswer(err, "pause the sandbox")
+	}
+	// Calls in flight would wait on a stopped sidecar: end them.
+	s.calls.cancel(sb.ID, pausedAnswer(paused))
+	if mode != api.PauseFreeze {
+		s.sidecars.forget(sb.ID)
+	}
+	if err := p.Pause(ctx, sb.ID, mode); err != nil {
+		s.log.ErrorContext(ctx, "driver pause failed", "sandbox", sb.ID, "mode", mode, "err", err)
+		if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
+			if sb.Status != api.StatusPaused {
+				return errNotActive
+			}
+			sb.Status, sb.PausedWith, sb.PausedAt = api.StatusActive, "", nil
+			return nil
+		}); uerr != nil && !errors.Is(uerr, errNotActive) {
+			s.log.ErrorContext(ctx, "record failed pause", "sandbox", sb.ID, "err", uerr)
+		}
+		return nil, sandboxFailed("pause")
+	}
+	_ = s.audit(ctx, auditRecord{ // a failure waits in the audit gate
+		sb: paused, source: api.LogSourceSystem, operation: "sandbox_paused",
+		detail: map[string]any{"mode": mode}, started: now,
+	})
+	return paused, nil
+}
+
+// resumeSandbox serves POST /v1/sandboxes/{id}/resume.
+func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request) error {
+	sb, err := s.loadSandbox(r)
+	if err != nil {
+		return err
+	}
+	sb, err = s.resume(r.Context(), accountFrom(r.Context()), sb)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, sb.ToAPI())
+	return nil
+}
+
+// resume runs a paused sb again and returns it as recorded: its expiry
+// moves on by the time it was paused. Resuming an active sandbox returns
+// it as it is.
+func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sandbox) (*model.Sandbox, error) {
+	if sb.Active() {
+		return sb, nil
+	}
+	if sb.Status != api.StatusPaused {
+		return nil, notActive(sb)
+	}
+	p, ok := s.pauser()
+	if !ok {
+		return nil, notSupported("mode", "this server's driver cannot resume sandboxes")
+	}
+	if err := s.admitResume(ctx, acct); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	egress, err := s.sandboxEgress(ctx, sb)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Resume(ctx, sb.ID, egress); err != nil {
+		s.log.ErrorContext(ctx, "driver resume failed", "sandbox", sb.ID, "mode", sb.PausedWith, "err", err)
+		return nil, sandboxFailed("resume")
+	}
+	now := s.now()
+	var mode string
+	resumed, err := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
+		if sb.Status != api.StatusPaused {
+			return notActive(sb)
+		}
+		mode = sb.PausedWith
+		paused := max(0, now.Sub(*sb.PausedAt))
+		sb.ExpiresAt = sb.ExpiresAt.Add(paused)
+		sb.PausedTotal += paused
+		sb.Status, sb.PausedWith, sb.PausedAt = api.StatusActive, "", nil
+		return nil
+	})
+	if err != nil {
+		return nil, s.storeAnswer(err, "resume the sandbox")
+	}
+	_ = s.audit(ctx, auditRecord{
+		sb: resumed, source: api.LogSourceSystem, operation: "sandbox_resumed",
+		detail: map[string]any{"mode": mode}, started: now,
+	})
+	return resumed, nil
+}
+
+// admitResume checks that the account may run one more sandbox. It is
+// checked outside the store's critical section: two resumes racing for
+// the last slot may both pass.
+func (s *Server) admitResume(ctx context.Context, acct *model.Account) error {
+	now := s.now()
+	u, err := s.store.Usage(ctx, acct.ID, monthStart(now), now)
+	if err != nil {
+		return fmt.Errorf("read usage: %w", err)
+	}
+	return s.checkLimits(createParams{size: api.SizeSmall, count: 1}, u)
+}
+
+// sandboxEgress is the egress server of sb as granted at create, or nil.
+func (s *Server) sandboxEgress(ctx context.Context, sb *model.Sandbox) (func(net.Listener), error) {
+	grants, err := s.store.SandboxEgress(ctx, sb.ID)
+	if err != nil || len(grants) == 0 {
+		return nil, err
+	}
+	allow, err := parseGrants(grants)
+	if err != nil {
+		return nil, err
+	}
+	return s.egressServer(sb, allow), nil
+}
+
+// storeAnswer passes an *api.Error through and wraps anything else.
+func (s *Server) storeAnswer(err error, op string) error {
+	if _, ok := errors.AsType[*api.Error](err); ok {
+		return err
+	}
+	if isStorageFault(err) {
+		return storageFailed(op)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// reconcilePaused makes the driver agree with the paused rows (a crash
+// may have come between a row and the driver) and returns their ids. A
+// sandbox the driver cannot pause again is left paused on record: resume
+// says what is wrong.
+func (s *Server) reconcilePaused(ctx context.Context) ([]string, error) {
+	paused, err := s.store.SandboxesWithStatus(ctx, api.StatusPaused)
+	if err != nil {
+		return nil, fmt.Errorf("list paused sandboxes: %w", err)
+	}
+	p, ok := s.pauser()
+	ids := make([]string, len(paused))
+	s.each(paused, func(sb *model.Sandbox) {
+		if !ok {
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := p.Pause(pctx, sb.ID, sb.PausedWith); err != nil {
+			s.log.ErrorContext(ctx, "pause sandbox again", "sandbox", sb.ID, "mode", sb.PausedWith, "err", err)
+		}
+	})
+	for i, sb := range paused {
+		ids[i] = sb.ID
+	}
+	return ids, nil
+}

@@ -1,0 +1,185 @@
+package servertest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/servertest"
+)
+
+// counter writes 1, 2, 3, ... to /workspace/n ten times a second.
+const counter = `i=0; while :; do i=$((i+1)); echo $i > /workspace/n.tmp; mv /workspace/n.tmp /workspace/n; sleep 0.1; done`
+
+// TestPauseFreeze pauses a sandbox running a counter with the freezer:
+// the counter and its CPU time stop at once, calls are refused with 409
+// sandbox_paused, a server killed and started again keeps it paused, and
+// resume continues the counter from the very next value, with the same
+// id, and expires_at moved on by the time paused. Checkpoint is refused
+// with a hint. About 3 s.
+func TestPauseFreeze(t *testing.T) {
+	needRoot(t)
+	s := servertest.New(t)
+	c := client.New(s.BaseURL, s.APIKey)
+	ctx := context.Background()
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.StartProcess(ctx, sb.ID, api.ProcessStartRequest{Command: counter}); err != nil {
+		t.Fatal(err)
+	}
+	n := func() int { return readCounter(t, s, sb.ID) }
+	waitFor(t, "the counter to reach 3", func() bool { return n() >= 3 })
+
+	paused, err := c.PauseSandbox(ctx, sb.ID, "")
+	if err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	if paused.Status != api.StatusPaused || paused.PausedWith != api.PauseFreeze || paused.PausedAt == nil || paused.ID != sb.ID {
+		t.Fatalf("pause answered %+v, want paused with freeze", paused)
+	}
+	at, cpu := n(), jailCPU(t, s, sb.ID)
+	time.Sleep(700 * time.Millisecond)
+	if got := n(); got != at {
+		t.Errorf("the counter went on from %d to %d while paused", at, got)
+	}
+	if got := jailCPU(t, s, sb.ID); got != cpu {
+		t.Errorf("CPU time grew from %d to %d ticks while paused", cpu, got)
+	}
+	_, err = c.Exec(ctx, sb.ID, api.ExecRequest{Command: "true"})
+	if code := apiCode(err); code != api.CodeSandboxPaused {
+		t.Errorf("exec on a paused sandbox: %v, want %s", err, api.CodeSandboxPaused)
+	}
+	_, err = c.PauseSandbox(ctx, sb.ID, api.PauseFilesystem)
+	if code := apiCode(err); code != api.CodeSandboxPaused {
+		t.Errorf("pause with another mode: %v, want %s", err, api.CodeSandboxPaused)
+	}
+
+	// A server killed while the sandbox is paused finds it paused again.
+	s.Restart(t)
+	c = client.New(s.BaseURL, s.APIKey)
+	got, err := c.Sandbox(ctx, sb.ID)
+	if err != nil || got.Status != api.StatusPaused {
+		t.Fatalf("after a restart: %+v, %v; want paused", got, err)
+	}
+	if v := n(); v != at {
+		t.Errorf("the counter went on from %d to %d across the restart", at, v)
+	}
+
+	resumed, err := c.ResumeSandbox(ctx, sb.ID)
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if resumed.Status != api.StatusActive || resumed.ID != sb.ID || resumed.PausedWith != "" {
+		t.Errorf("resume answered %+v", resumed)
+	}
+	if moved := resumed.ExpiresAt.Sub(sb.ExpiresAt); moved < 700*time.Millisecond {
+		t.Errorf("expires_at moved on by %s, want at least the 700ms paused", moved)
+	}
+	waitFor(t, "the counter to go on", func() bool { return n() != at })
+	if got := n(); got != at+1 {
+		t.Errorf("after resume the counter wrote %d, want the very next value %d", got, at+1)
+	}
+	res, err := c.Exec(ctx, sb.ID, api.ExecRequest{Command: "cat /workspace/n"})
+	if err != nil || res.ExitCode != 0 {
+		t.Errorf("exec after resume: %+v, %v", res, err)
+	}
+
+	_, err = c.PauseSandbox(ctx, sb.ID, api.PauseCheckpoint)
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeNotSupported || !strings.Contains(ae.Hint, "doctor") {
+		t.Errorf("pause with checkpoint: %v, want not_supported with a hint naming doctor", err)
+	}
+
+	// A paused sandbox can be deleted.
+	if _, err := c.PauseSandbox(ctx, sb.ID, api.PauseFreeze); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatalf("delete a paused sandbox: %v", err)
+	}
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
+		t.Skip("the local driver's loop disks and cgroups need root")
+	}
+}
+
+func apiCode(err error) string {
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return ""
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// readCounter reads /workspace/n of sandbox id from the host side of its
+// disk; 0 before the first write.
+func readCounter(t *testing.T, s *servertest.Server, id string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.StateDir, "sandboxes", id, "disk", "workspace", "n"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("/workspace/n holds %q", b)
+	}
+	return v
+}
+
+// jailCPU sums the user and system CPU time, in clock ticks, of every
+// process in sandbox id's cgroup.
+func jailCPU(t *testing.T, s *servertest.Server, id string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.StateDir, "sandboxes", id, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Cgroup struct{ Dirs []string } `json:"cgroup"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil || len(st.Cgroup.Dirs) == 0 {
+		t.Fatalf("state.json: %s (%v)", b, err)
+	}
+	procs, err := os.ReadFile(filepath.Join(st.Cgroup.Dirs[0], "cgroup.procs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, pid := range strings.Fields(string(procs)) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%s/stat", pid))
+		if err != nil {
+			continue // exited
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		sy, _ := strconv.ParseInt(f[12], 10, 64)
+		total += u + sy
+	}
+	return total
+}
