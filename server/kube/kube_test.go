@@ -467,7 +467,7 @@ func TestPodUserNamespace(t *testing.T) {
 				t.Fatal(err)
 			}
 			id := "userns-" + strconv.FormatBool(hostUsers)
-			if _, err := d.Create(ctx, server.Spec{ID: id, Lifetime: time.Hour, Volumes: []server.VolumeMount{{ID: "userns", Path: "/workspace/data"}}}); err != nil {
+			if _, err := d.Create(ctx, model.Spec{ID: id, Lifetime: time.Hour, Volumes: []model.VolumeMount{{ID: "userns", Path: "/workspace/data"}}}); err != nil {
 				t.Fatalf("create: %v", err)
 			}
 			t.Cleanup(func() { _ = d.Delete(context.Background(), id) })
