@@ -242,9 +242,11 @@ func TestAdmissionPolicy(t *testing.T) {
 	}{
 		{"privileged", privileged, "may not be privileged"},
 		{"hostPath", func(p *corev1.Pod) { p.Spec.Volumes = append(p.Spec.Volumes, hostPath) }, "hostPath"},
-		{"hostNetwork", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, "host network"},
-		{"hostPID", func(p *corev1.Pod) { p.Spec.HostPID = true }, "host PID"},
-		{"hostIPC", func(p *corev1.Pod) { p.Spec.HostIPC = true }, "host IPC"},
+		// Validation refuses host namespaces with hostUsers false before
+		// admission sees the pod, so these leave it unset.
+		{"hostNetwork", func(p *corev1.Pod) { p.Spec.HostNetwork, p.Spec.HostUsers = true, nil }, "host network"},
+		{"hostPID", func(p *corev1.Pod) { p.Spec.HostPID, p.Spec.HostUsers = true, nil }, "host PID"},
+		{"hostIPC", func(p *corev1.Pod) { p.Spec.HostIPC, p.Spec.HostUsers = true, nil }, "host IPC"},
 		{"escalation allowed", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr(true) }, "allowPrivilegeEscalation"},
 		{"escalation unset", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil }, "allowPrivilegeEscalation"},
 		{"no security context", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = nil }, "allowPrivilegeEscalation"},
@@ -253,7 +255,7 @@ func TestAdmissionPolicy(t *testing.T) {
 		}, "capabilities"},
 		{"host port", func(p *corev1.Pod) { p.Spec.Containers[0].Ports[0].HostPort = 8443 }, "host ports"},
 		{"token mounted", func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = nil }, "automountServiceAccountToken"},
-		{"node's user namespace", func(p *corev1.Pod) { p.Spec.HostUsers = ptr(true) }, "hostUsers: false"},
+		{"node user namespace", func(p *corev1.Pod) { p.Spec.HostUsers = ptr(true) }, "hostUsers: false"},
 		{"user namespace unset", func(p *corev1.Pod) { p.Spec.HostUsers = nil }, "hostUsers: false"},
 		{"privileged init container", func(p *corev1.Pod) {
 			init := *p.Spec.Containers[0].DeepCopy()

@@ -193,7 +193,7 @@ func testCLI(t *testing.T, e *env) {
 		t.Errorf("network policy selects %v, want the pod", np.Spec.PodSelector.MatchLabels)
 	}
 
-	e.boxkite(t, "session", "rm", id)
+	e.boxkite(t, "session", "rm", id, "--yes")
 	if _, err := cs.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("pod after destroy: %v, want not found", err)
 	}
