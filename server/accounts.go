@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -164,9 +165,9 @@ func keyToAPI(k *model.APIKey) api.APIKey {
 // getAccount serves GET /v1/account (API key): the account and the key
 // the request was made with.
 func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
-	ri := infoFrom(r.Context())
-	out := accountToAPI(ri.account)
-	k := keyToAPI(ri.key)
+	ri := authz.From(r.Context())
+	out := accountToAPI(ri.Account)
+	k := keyToAPI(ri.Key)
 	out.APIKey = &k
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
@@ -180,8 +181,8 @@ func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
-	ri := infoFrom(r.Context())
-	acct := *ri.account
+	ri := authz.From(r.Context())
+	acct := *ri.Account
 	if req.ScrubOutput != nil {
 		acct.KeepOutputSecrets = !*req.ScrubOutput
 		if err := s.store.SetKeepOutputSecrets(r.Context(), acct.ID, acct.KeepOutputSecrets); err != nil {
@@ -189,8 +190,8 @@ func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	out := accountToAPI(&acct)
-	if ri.key != nil {
-		k := keyToAPI(ri.key)
+	if ri.Key != nil {
+		k := keyToAPI(ri.Key)
 		out.APIKey = &k
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)

@@ -219,7 +219,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		cfg:            cfg,
 		store:          store,
 		driver:         driver,
-		log:            slog.New(ctxHandler{log.Handler()}),
+		log:            slog.New(httpx.LogHandler{Handler: log.Handler()}),
 		mux:            http.NewServeMux(),
 		now:            time.Now,
 		sidecars:       newSidecarClients(),
