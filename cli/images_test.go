@@ -25,6 +25,8 @@ func TestImagesAudit(t *testing.T) {
 	}
 	entries[len(entries)-1].Operation, entries[len(entries)-1].Detail = "image_build_failed", json.RawMessage(`{"code":"image_build_egress_refused"}`)
 	srv := fakeAPI(t, map[string]http.HandlerFunc{
+		// By label, as images ls shows it.
+		"GET /v1/images": replyJSON(200, []api.Image{{ID: "img1", Label: "agent"}}),
 		"GET /v1/images/{id}/log": func(w http.ResponseWriter, r *http.Request) {
 			if r.PathValue("id") != "img1" {
 				replyJSON(404, api.ErrorEnvelope{Error: &api.Error{Code: api.CodeNotFound, Message: "image not found"}})(w, r)
@@ -38,7 +40,7 @@ func TestImagesAudit(t *testing.T) {
 	})
 	writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
 
-	r := runCLI(t, "", "images", "audit", "img1")
+	r := runCLI(t, "", "images", "audit", "agent")
 	rows := fields(r.stdout)
 	if r.code != 0 || len(rows) != len(entries)+1 || rows[0][2] != "OPERATION" || !strings.Contains(r.stdout, "image_build_egress_refused") {
 		t.Errorf("images audit: code %d, %d rows, want %d and the failure:\n%s%s", r.code, len(rows), len(entries)+1, r.stdout, r.stderr)

@@ -30,8 +30,15 @@ const (
 type Client struct {
 	BaseURL    string       // e.g. http://127.0.0.1:8090 or https://boxkite.example.com
 	APIKey     string       // bxk_live_…; sent as "Authorization: Bearer <APIKey>"
-	HTTPClient *http.Client // nil means a client with resty's default transport
+	HTTPClient *http.Client // nil means a client with Go's default transport
 	UserAgent  string       // empty means "boxkite-go-client"
+	// MaxRetries is how often a JSON call answered 429, or 503 for work
+	// the server did not perform, is sent again, after Retry-After (else
+	// an exponential backoff). 0, the default, retries none: the CLI
+	// reports a 429 at once.
+	MaxRetries int
+	// MaxRetryWait caps one wait before a retry; 0 means 60 s.
+	MaxRetryWait time.Duration
 
 	once sync.Once
 	rc   *resty.Client
@@ -71,6 +78,11 @@ func (c *Client) resty() *resty.Client {
 			cp := *c.HTTPClient
 			hc = &cp
 		}
+		next := hc.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		hc.Transport = versionCheck{next: next}
 		c.rc = resty.NewWithClient(hc).
 			SetBaseURL(strings.TrimRight(c.BaseURL, "/")).
 			SetHeader("User-Agent", c.userAgent()).
@@ -115,15 +127,29 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, con
 	if body != nil {
 		r.SetHeader("Content-Type", "application/json").SetBody(body)
 	}
+	if key, ok := ctx.Value(idempotencyKey{}).(string); ok && key != "" && method == http.MethodPost {
+		r.SetHeader(api.HeaderIdempotencyKey, key)
+	}
 	if configure != nil {
 		configure(r)
 	}
-	resp, err := r.Execute(method, path)
-	if err != nil {
-		return c.transportError(ctx, method, path, err)
-	}
-	if err := errorFrom(resp.StatusCode(), resp.Header(), resp.Body()); err != nil {
-		return err
+	var resp *resty.Response
+	for attempt := 0; ; attempt++ {
+		var err error
+		resp, err = r.Execute(method, path)
+		if err != nil {
+			return c.transportError(ctx, method, path, err)
+		}
+		err = errorFrom(resp.StatusCode(), resp.Header(), resp.Body())
+		if err == nil {
+			break
+		}
+		if e, ok := err.(*api.Error); !ok || attempt >= c.MaxRetries || !retryable(e) || !replayable(r) {
+			return err
+		}
+		if serr := sleepCtx(ctx, c.retryWait(attempt, resp.Header())); serr != nil {
+			return err
+		}
 	}
 	if out == nil || len(resp.Body()) == 0 {
 		return nil
@@ -136,6 +162,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, con
 
 // transportError classifies an error from the HTTP round trip.
 func (c *Client) transportError(ctx context.Context, method, path string, err error) error {
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		return e // the server is too old (versionCheck)
+	}
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return fmt.Errorf("%s %s: %w", method, path, ctxErr)
 	}

@@ -226,23 +226,37 @@ func streamCut(r *http.Request, c *sidecarCall, out *execOutcome, err error) boo
 
 // endCutStream ends an exec stream the sidecar broke off with an error
 // event, so the client learns why the output stops instead of seeing a
-// cut connection (issue 19 finding 7): 410 sandbox_lost when the sidecar
-// no longer answers, else 502 sandbox_operation_failed. The exec is
-// audited without an exit code.
+// cut connection (issue 19 finding 7): the answer that ended it when the
+// server did (the sandbox froze, or is being destroyed), 410 sandbox_lost
+// when the sidecar no longer answers, else 502 sandbox_operation_failed.
+// The exec is audited without an exit code.
 func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
 	started time.Time, cause error,
 ) error {
 	ctx := r.Context()
 	s.log.WarnContext(ctx, "exec stream broke off", "sandbox", sb.ID, "err", cause)
-	hctx, cancel := context.WithTimeout(ctx, cutHealthTimeout)
-	healthy := s.sidecarHealthy(hctx, sb)
-	cancel()
 	e := &api.Error{
 		Status: http.StatusBadGateway, Code: api.CodeSandboxFailed,
 		Message: "the connection to the sandbox broke during the exec; its output ends here",
 		Hint:    "the command may have run on; check its effects before running it again",
 	}
-	if !healthy {
+	// Ended on purpose (the sandbox is being destroyed, or froze): that
+	// is the answer, not the sidecar's health.
+	ended, _ := s.calls.ending(sb.ID).(*api.Error)
+	if ended == nil {
+		ended, _ = s.frozenAnswer(sb.ID).(*api.Error)
+	}
+	var healthy bool
+	if ended == nil {
+		hctx, cancel := context.WithTimeout(ctx, cutHealthTimeout)
+		healthy = s.sidecarHealthy(hctx, sb)
+		cancel()
+	}
+	switch {
+	case ended != nil:
+		copied := *ended // shared by every call it ended
+		e = &copied
+	case !healthy:
 		e = &api.Error{
 			Status: http.StatusGone, Code: api.CodeSandboxLost,
 			Message: "the sandbox's sidecar stopped during the exec; its output ends here",

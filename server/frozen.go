@@ -112,6 +112,9 @@ type sandboxCalls struct {
 	mu   sync.Mutex
 	next uint64
 	m    map[string]map[uint64]context.CancelCauseFunc
+	// ends holds the sandboxes this server is destroying, with the
+	// answer their calls get meanwhile (see end).
+	ends map[string]error
 }
 
 // track returns ctx, cancellable through cancel(id, …), and the function
@@ -119,6 +122,11 @@ type sandboxCalls struct {
 func (c *sandboxCalls) track(ctx context.Context, id string) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	c.mu.Lock()
+	if cause, ok := c.ends[id]; ok {
+		c.mu.Unlock()
+		cancel(cause)
+		return ctx, func() {}
+	}
 	if c.m == nil {
 		c.m = map[string]map[uint64]context.CancelCauseFunc{}
 	}
@@ -151,4 +159,37 @@ func (c *sandboxCalls) cancel(id string, cause error) {
 	for _, cancel := range calls {
 		cancel(cause)
 	}
+}
+
+// end ends every call in flight to sandbox id with cause, and every call
+// that starts until the returned function is called: the sandbox is being
+// destroyed on purpose, so a call that its sidecar's death cuts short is
+// answered with cause rather than taken for a loss (ending).
+func (c *sandboxCalls) end(id string, cause error) (done func()) {
+	c.mu.Lock()
+	if c.ends == nil {
+		c.ends = map[string]error{}
+	}
+	_, already := c.ends[id]
+	if !already {
+		c.ends[id] = cause
+	}
+	c.mu.Unlock()
+	c.cancel(id, cause)
+	if already {
+		return func() {} // another destroy of id runs; it ends the mark
+	}
+	return func() {
+		c.mu.Lock()
+		delete(c.ends, id)
+		c.mu.Unlock()
+	}
+}
+
+// ending returns the answer for calls to sandbox id while this server
+// destroys it, or nil.
+func (c *sandboxCalls) ending(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ends[id]
 }

@@ -357,6 +357,16 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// endedAnswer is the answer to a call to a sandbox that this server
+// destroys, recording it as status, while the call runs.
+func endedAnswer(id, status string) *api.Error {
+	if status == api.StatusLost {
+		return lostAnswer(id)
+	}
+	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s was %s while the call ran", id, status).
+		WithHint("create a new sandbox with `boxkite session create`")
+}
+
 // errNotActive aborts a state change on a sandbox that stopped being active
 // (or paused) since it was read (a DELETE racing the reaper, say).
 var errNotActive = errors.New("sandbox is not active")
@@ -371,7 +381,10 @@ func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
 }
 
 // destroySandbox is destroy returning the sandbox as recorded.
+// Calls in flight to the sandbox, and those that start meanwhile, are
+// ended first, so none reads the sidecar's death as a loss.
 func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
+	defer s.calls.end(id, endedAnswer(id, status))()
 	s.sidecars.forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)

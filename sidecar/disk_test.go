@@ -13,15 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// needRoot skips without root: mounting filesystems needs it, and CI runs
-// as root, so these tests always run there.
-func needRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small filesystem needs root; CI runs as root")
-	}
-}
-
 // mountTmpfs mounts a tmpfs of size (mount's syntax, e.g. 64k) at a new
 // directory and returns it.
 func mountTmpfs(t testing.TB, size string) string {

@@ -22,7 +22,7 @@ import (
 // file nor a temp file behind, and that a write which fits still works.
 func TestFullDiskIs507(t *testing.T) {
 	t.Parallel()
-	needRoot(t)
+	needRoot(t, "mounting a small filesystem")
 	ws := mountTmpfs(t, "256k")
 	srv, _ := newServer(t, Options{Token: testToken, Workspace: ws})
 	big := strings.Repeat("x", 1<<20)
@@ -81,7 +81,7 @@ func TestFullDiskIs507(t *testing.T) {
 // would be acknowledged and lost; with it, the loss is a 507.
 func TestWriteLostOnTheHostIs507(t *testing.T) {
 	t.Parallel()
-	needRoot(t)
+	needRoot(t, "mounting a small filesystem")
 	payload := strings.Repeat("0123456789abcdef", 4<<20) // 64 MiB: room inside, none on the host
 	for _, tt := range []struct{ name, method, url, body string }{
 		{"raw upload", http.MethodPut, "/files/raw?path=lost.bin", payload},

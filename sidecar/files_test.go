@@ -453,9 +453,7 @@ func sandboxOwned(t *testing.T, fs fileServer, uid, gid int) {
 // CI has, to switch ids.
 func TestFileWorkAsTheSandboxUser(t *testing.T) {
 	t.Parallel()
-	if os.Geteuid() != 0 {
-		t.Skip("acting as another user needs root; CI runs as root")
-	}
+	needRoot(t, "acting as another user")
 	fs := newFileServer(t, Options{RunAs: &RunAs{UID: 1001, GID: 1002}})
 	sandboxOwned(t, fs, 1001, 1002)
 	postOK[api.FileCreateResult](t, fs, "/file-create", api.FileCreateRequest{Path: "new/dir/f.txt", Content: "x"})

@@ -33,9 +33,7 @@ func threadIDs(t testing.TB) (uid, gid, groups string) {
 // sandbox user's and it has no supplementary groups; the real, effective
 // and saved ids stay the sidecar's; afterwards everything is back.
 func TestFSUserSwitch(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("switching filesystem ids needs root; CI runs as root")
-	}
+	needRoot(t, "switching filesystem ids")
 	u, err := newFSUser(&RunAs{UID: 1001, GID: 1002})
 	if err != nil || !u.on {
 		t.Fatalf("newFSUser = %+v, %v; want a switch", u, err)

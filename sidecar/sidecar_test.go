@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -136,4 +137,17 @@ func TestStatusWriterKeepsFirstStatus(t *testing.T) {
 	if got := sw.status(); got != http.StatusTeapot {
 		t.Errorf("status = %d, want %d", got, http.StatusTeapot)
 	}
+}
+
+// needRoot skips a test that needs root (mounts, switching ids) outside
+// CI, and fails it in CI, which runs as root: there it must run.
+func needRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s needs root, and CI runs as root", why)
+	}
+	t.Skip(why + " needs root; CI runs as root")
 }

@@ -1,8 +1,13 @@
 package sidecar
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -102,11 +107,16 @@ func TestWatch(t *testing.T) {
 			fs.ws + "/sub/deep", func() { os.Remove(fs.ws + "/sub/deep/inner.txt") },
 			[]api.WatchChange{ch("sub/deep/inner.txt", api.WatchDeleted)},
 		},
-		{"recursive new directory", api.WatchRequest{Path: "sub", TimeoutSeconds: 5, Recursive: true}, fs.ws + "/sub/deep", func() {
-			os.MkdirAll(fs.ws+"/sub/n1/n2", 0o755)
-			time.Sleep(10 * time.Millisecond)
-			writeFile(t, fs.ws+"/sub/n1/n2/f", "", 0o644)
-		}, []api.WatchChange{ch("n1", api.WatchCreated), ch("n1/n2", api.WatchCreated), ch("n1/n2/f", api.WatchCreated), ch("n1/n2/f", api.WatchModified)}},
+		// A directory moved in whole, with what it holds: one event, whose
+		// catch-up reports the contents. (A directory made and then
+		// written to is TestWatchStreamNewDirectory: the one-shot watch
+		// returns its first batch, so steps apart would race its end.)
+		{"recursive directory moved in", api.WatchRequest{Path: "sub", TimeoutSeconds: 5, Recursive: true}, fs.ws + "/sub/deep", func() {
+			writeFile(t, fs.base+"/stage/n1/n2/f", "", 0o644)
+			if err := os.Rename(fs.base+"/stage/n1", fs.ws+"/sub/n1"); err != nil {
+				t.Error(err)
+			}
+		}, []api.WatchChange{ch("n1", api.WatchMovedTo), ch("n1/n2", api.WatchCreated), ch("n1/n2/f", api.WatchCreated)}},
 		{
 			"outputs alias",
 			api.WatchRequest{Path: "/outputs", TimeoutSeconds: 5},
@@ -153,5 +163,63 @@ func TestWatchTimeout(t *testing.T) {
 		if got := watchTimeout(tt.in); got != tt.want {
 			t.Errorf("watchTimeout(%v) = %v, want %v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestWatchStreamNewDirectory: under a recursive watch stream, a directory
+// made during the watch is watched from the batch that reports it on, so
+// a file written into it afterwards is reported too. Each step waits for
+// the stream to report the one before: no timing is assumed.
+func TestWatchStreamNewDirectory(t *testing.T) {
+	t.Parallel()
+	fs := newFileServer(t, Options{})
+	writeFile(t, fs.ws+"/sub/keep", "", 0o644)
+	body, _ := json.Marshal(api.WatchRequest{Path: "sub", Recursive: true, TimeoutSeconds: 30})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, fs.url+"/watch/stream", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = authHeader.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("watch stream = %d %s", resp.StatusCode, b)
+	}
+	dec := json.NewDecoder(resp.Body)
+	var seen []api.WatchChange
+	// until reads batches into seen (each change once: a write's modify
+	// and close may come in two batches) until want is among them.
+	until := func(want api.WatchChange) {
+		t.Helper()
+		for !slices.Contains(seen, want) {
+			var ev api.WatchStreamEvent
+			if err := dec.Decode(&ev); err != nil {
+				t.Fatalf("watch stream ended before %+v (saw %+v): %v", want, seen, err)
+			}
+			for _, c := range ev.Changes {
+				if !slices.Contains(seen, c) {
+					seen = append(seen, c)
+				}
+			}
+		}
+	}
+	ch := func(p, ev string) api.WatchChange { return api.WatchChange{Path: p, Event: ev} }
+	var armed api.WatchStreamEvent
+	if err := dec.Decode(&armed); err != nil || armed.Type != api.WatchStreamArmed {
+		t.Fatalf("first line %+v, %v; want armed", armed, err)
+	}
+	if err := os.MkdirAll(fs.ws+"/sub/n1/n2", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	until(ch("n1/n2", api.WatchCreated))
+	writeFile(t, fs.ws+"/sub/n1/n2/f", "x", 0o644)
+	until(ch("n1/n2/f", api.WatchModified))
+	want := []api.WatchChange{ch("n1", api.WatchCreated), ch("n1/n2", api.WatchCreated), ch("n1/n2/f", api.WatchCreated), ch("n1/n2/f", api.WatchModified)}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 }

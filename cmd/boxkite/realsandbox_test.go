@@ -369,8 +369,15 @@ func testAttach(t *testing.T, s *localServer) {
 		t.Errorf("the terminal was not restored: termios %+v, was %+v", *after, *before)
 	}
 
-	// The takeover is in the audit log, with what was typed counted.
-	out := s.mustRun(t, "log", "--json")
+	// The takeover is in the audit log, with what was typed counted. The
+	// server records its end once it has seen the session close, which
+	// may be just after attach exits: wait for that entry, then check.
+	var out string
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if out = s.mustRun(t, "log", "--json"); strings.Contains(out, `"operation": "takeover_end"`) {
+			break
+		}
+	}
 	for _, op := range []string{`"operation": "takeover_start"`, `"operation": "takeover_end"`, `"source": "human_takeover"`} {
 		if !strings.Contains(out, op) {
 			t.Errorf("audit log lacks %s", op)

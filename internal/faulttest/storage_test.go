@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,6 +183,26 @@ func fillHostStore(t *testing.T, watermark int64) {
 		}
 		return !st.Disk.Refusing
 	})
+	if watermark > 0 {
+		// Each freeze and thaw is in the sandbox's log, for its watchers
+		// (the thaw's entry follows the driver's thaw, so wait for it).
+		for _, id := range []string{ex, vw} {
+			var ops []string
+			poll(t, "the thaw of "+id+" in its log", time.Minute, func() bool {
+				ops = nil
+				entries, _ := wholeLog(t, c, id)
+				for _, e := range entries {
+					if e.Source == api.LogSourceSystem {
+						ops = append(ops, e.Operation)
+					}
+				}
+				return slices.Contains(ops, "sandbox_thawed")
+			})
+			if i := slices.Index(ops, "sandbox_frozen"); i < 0 || i > slices.Index(ops, "sandbox_thawed") {
+				t.Errorf("system entries of frozen sandbox %s: %v, want sandbox_frozen, then sandbox_thawed", id, ops)
+			}
+		}
+	}
 	unix.Sync()
 	s.Restart(t)
 	c = newClient(s)

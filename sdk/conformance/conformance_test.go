@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,10 +117,28 @@ func check(t *testing.T, sdk string, suite *conformance.Suite, lines [][]byte, s
 			t.Errorf("%s: took %d ms, want at least %d (a retry after Retry-After)", c.Name, o.ElapsedMS, c.MinElapsedMS)
 		}
 	}
-	if _, ok := got["retry_after"]; ok {
-		if srv.refused.Load() != 1 || srv.forwarded.Load() < 1 {
-			t.Errorf("retry_after: the proxy refused %d and forwarded %d requests, want 1 refusal then the retry",
-				srv.refused.Load(), srv.forwarded.Load())
+	if _, ok := got["log_follow_reconnect"]; ok {
+		srv.mu.Lock()
+		cut, resumed := srv.cutAfter, slices.Clone(srv.resumed)
+		srv.mu.Unlock()
+		if cut == "" || len(resumed) == 0 || resumed[0] != cut {
+			t.Errorf("log_follow_reconnect: the stream was cut after event %q; the SDK reconnected with Last-Event-ID %q, want it once with that id", cut, resumed)
+		}
+	}
+	// The flaky proxy saw each retried call twice (the refusal, then the
+	// retry), and the call whose work was done once.
+	for name, want := range map[string]struct {
+		route string
+		calls int
+	}{
+		"retry_after":        {"GET /v1/sandboxes", 2},
+		"retry_503":          {"GET /v1/volumes", 2},
+		"no_retry_performed": {"GET /v1/usage", 1},
+	} {
+		if _, ok := got[name]; ok {
+			if n := srv.flakyCount(want.route); n != want.calls {
+				t.Errorf("%s: the flaky proxy got %d requests for %s, want %d", name, n, want.route, want.calls)
+			}
 		}
 	}
 }

@@ -62,6 +62,9 @@ var goCalls = map[string]goCall{
 	"account.get":   func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.Account(ctx) },
 	"account.usage": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.Usage(ctx) },
 	"sandboxes.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		if key := a.s("idempotency_key"); key != "" {
+			ctx = client.WithIdempotencyKey(ctx, key)
+		}
 		return c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: a.s("label"), LifetimeMinutes: a.i("lifetime_minutes")})
 	},
 	"sandboxes.get": func(ctx context.Context, c *client.Client, a args) (any, error) { return c.Sandbox(ctx, a.s("id")) },
@@ -70,6 +73,12 @@ var goCalls = map[string]goCall{
 	},
 	"sandboxes.extend": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.ExtendSandbox(ctx, a.s("id"), a.i("lifetime_minutes"))
+	},
+	"sandboxes.pause": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.PauseSandbox(ctx, a.s("id"), a.s("mode"))
+	},
+	"sandboxes.resume": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ResumeSandbox(ctx, a.s("id"))
 	},
 	"sandboxes.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return none(c.DeleteSandbox(ctx, a.s("id")))
@@ -358,6 +367,9 @@ func runGo(t *testing.T, suite *conformance.Suite, srv *servers) [][]byte {
 		"main":  client.New(srv.rec.URL, srv.main.APIKey),
 		"old":   client.New(srv.old.BaseURL, srv.old.APIKey),
 		"flaky": client.New(srv.flakyURL, srv.main.APIKey),
+	}
+	for _, c := range clients {
+		c.MaxRetries = 3 // as the SDKs do by default; the Go client's default is none
 	}
 	saved := map[string]any{}
 	var lines [][]byte

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -13,9 +14,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,27 +27,59 @@ import (
 
 // servers is what one runner talks to: a real control plane with the
 // local driver (main), one that reports an old release (old), and a
-// loopback proxy to main that answers its first request 429 with
-// Retry-After: 1 (flaky). Runners reach main through a recorder, which
-// checks their traffic against /openapi.json.
+// loopback proxy to main that refuses some requests first (flaky: see
+// flakyRefusals). Runners reach main through a recorder, which checks
+// their traffic against /openapi.json.
 type servers struct {
 	main, old *servertest.Server
 	rec       *recorder // in front of main: what runners call
 	flakyURL  string
-	refused   *atomic.Int64 // 429s the flaky proxy sent
-	forwarded *atomic.Int64 // requests it passed to main
+	mu        sync.Mutex
+	flakySeen map[string]int // requests the flaky proxy got, by "METHOD path"
+	// The flaky proxy cuts the first watch stream after its first event
+	// (cutAfter, that event's id); resumed are the Last-Event-IDs of the
+	// watch requests that followed.
+	cutAfter string
+	resumed  []string
 }
 
 // oldVersion is a release older than every SDK's MIN_SERVER_VERSION.
 const oldVersion = "0.0.1"
+
+// flakyRefusal is how the flaky proxy answers a route: the first times
+// requests (0: every one) get status with the error code and details,
+// and Retry-After: 1.
+type flakyRefusal struct {
+	times   int
+	status  int
+	code    string
+	details map[string]any
+}
+
+// flakyRefusals are the flaky proxy's routes (cases retry_after,
+// retry_503 and no_retry_performed): a 429 and a 503 of work not done are
+// retried after Retry-After; a 503 of work done (only its audit entry
+// failed) must not be sent again.
+func flakyRefusals() map[string]flakyRefusal {
+	return map[string]flakyRefusal{
+		"GET /v1/sandboxes": {times: 1, status: http.StatusTooManyRequests, code: api.CodeRateLimited},
+		"GET /v1/volumes": {
+			times: 1, status: http.StatusServiceUnavailable, code: api.CodeHostCapacity,
+			details: map[string]any{"resource": "threads", "performed": false},
+		},
+		"GET /v1/usage": {
+			status: http.StatusServiceUnavailable, code: api.CodeAuditUnavailable,
+			details: map[string]any{"reason": "test", "performed": true},
+		},
+	}
+}
 
 func startServers(t *testing.T) *servers {
 	t.Helper()
 	s := &servers{
 		main:      servertest.New(t, servertest.WithImages(t.TempDir())),
 		old:       servertest.New(t, servertest.WithConfig(server.Config{Version: oldVersion})),
-		refused:   &atomic.Int64{},
-		forwarded: &atomic.Int64{},
+		flakySeen: map[string]int{},
 	}
 	s.rec = newRecorder(t, s.main.BaseURL)
 	target, err := url.Parse(s.main.BaseURL)
@@ -54,22 +87,97 @@ func startServers(t *testing.T) *servers {
 		t.Fatal(err)
 	}
 	proxy := httputil.NewSingleHostReverseProxy(target)
+	refusals := flakyRefusals()
 	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.refused.Load() == 0 && s.refused.CompareAndSwap(0, 1) {
+		key := r.Method + " " + r.URL.Path
+		s.mu.Lock()
+		s.flakySeen[key]++
+		n := s.flakySeen[key]
+		s.mu.Unlock()
+		if watchPath.MatchString(r.URL.Path) {
+			s.flakyWatch(w, r, proxy)
+			return
+		}
+		if f, ok := refusals[key]; ok && (f.times == 0 || n <= f.times) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set(api.HeaderRetryAfter, "1")
-			w.WriteHeader(http.StatusTooManyRequests)
+			w.WriteHeader(f.status)
 			_ = json.NewEncoder(w).Encode(api.ErrorEnvelope{Error: &api.Error{
-				Code: api.CodeRateLimited, Message: "too many requests", Hint: "wait for Retry-After",
+				Code: f.code, Message: "refused by the conformance proxy", Hint: "wait for Retry-After", Details: f.details,
 			}})
 			return
 		}
-		s.forwarded.Add(1)
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(flaky.Close)
 	s.flakyURL = flaky.URL
 	return s
+}
+
+// watchPath is a sandbox's audit log stream.
+var watchPath = regexp.MustCompile(`^/v1/sandboxes/[^/]+/watch$`)
+
+// flakyWatch passes the first watch stream through until its first event,
+// then breaks the connection mid-stream (case log_follow_reconnect): the
+// SDK must open it again with Last-Event-ID and lose nothing. Later
+// streams pass whole.
+func (s *servers) flakyWatch(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
+	s.mu.Lock()
+	first := s.cutAfter == ""
+	if !first {
+		s.resumed = append(s.resumed, r.Header.Get("Last-Event-ID"))
+	}
+	s.mu.Unlock()
+	if !first {
+		proxy.ServeHTTP(w, r)
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, s.main.BaseURL+r.URL.RequestURI(), nil)
+	if err != nil {
+		panic(err)
+	}
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	maps.Copy(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	br := bufio.NewReader(resp.Body)
+	var event []byte
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		event = append(event, line...)
+		if id, ok := bytes.CutPrefix(line, []byte("id:")); ok {
+			s.mu.Lock()
+			s.cutAfter = string(bytes.TrimSpace(id))
+			s.mu.Unlock()
+		}
+		if len(bytes.TrimSpace(line)) == 0 && s.cutAfterSet() {
+			break
+		}
+	}
+	_, _ = w.Write(event)
+	http.NewResponseController(w).Flush()
+	panic(http.ErrAbortHandler) // the connection breaks mid-stream
+}
+
+func (s *servers) cutAfterSet() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cutAfter != ""
+}
+
+// flakyCount is how many requests the flaky proxy got for "METHOD path".
+func (s *servers) flakyCount(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flakySeen[key]
 }
 
 // env is what a runner's environment adds: the servers and the key.

@@ -20,7 +20,8 @@ from . import errors
 from ._version import MIN_SERVER_VERSION, __version__
 
 # Statuses retried: the server did not run the request (rate limit) or
-# could not take it now (host capacity, audit store down).
+# could not take it now (host capacity, audit store down); a 503 whose
+# details say performed: true (done, but not recorded) is not.
 RETRY_STATUSES = (429, 503)
 
 Body = Union[None, bytes, BinaryIO]
@@ -290,11 +291,17 @@ class Transport:
                 conn.close()
             err = error_from(resp.status, resp.headers, data)
             check_server_version(resp.headers.get("Boxkite-Version"))
-            if resp.status in RETRY_STATUSES and attempt < self.max_retries and replayable:
+            if resp.status in RETRY_STATUSES and not _performed(err) and attempt < self.max_retries and replayable:
                 self._sleep(self._backoff(attempt, err.retry_after))
                 attempt += 1
                 continue
             raise err
+
+
+def _performed(err: errors.BoxkiteError) -> bool:
+    """Whether the server did the work and only failed to record it
+    (details.performed): such an answer is never retried."""
+    return isinstance(err.details, dict) and err.details.get("performed") is True
 
 
 def new_idempotency_key() -> str:

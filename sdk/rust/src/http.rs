@@ -193,7 +193,10 @@ impl Transport {
             let retry = parse_retry_after(resp.header("Retry-After"));
             let body = resp.into_string().unwrap_or_default();
             let err = Error::from_answer(status, &body, rid.as_deref(), retry);
-            if (status == 429 || status == 503) && replayable && attempt < self.max_retries {
+            // A 503 whose details say performed: true (done, but not
+            // recorded) is never retried.
+            let performed = err.details.get("performed") == Some(&Value::Bool(true));
+            if (status == 429 || status == 503) && !performed && replayable && attempt < self.max_retries {
                 sleep(self.backoff(attempt, err.retry_after));
                 attempt += 1;
                 continue;

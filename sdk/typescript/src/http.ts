@@ -6,7 +6,10 @@
 import { BoxkiteError, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT, codeForStatus } from "./errors.js";
 import { MIN_SERVER_VERSION, VERSION, tooOld } from "./version.js";
 
-/** Statuses retried: the server did not run the request, or cannot take it now. */
+/**
+ * Statuses retried: the server did not run the request, or cannot take it
+ * now; a 503 whose details say performed: true (done, but not recorded) is not.
+ */
 const RETRY_STATUSES = new Set([429, 503]);
 
 export type Query = Record<string, string | number | boolean | undefined | null>;
@@ -67,6 +70,12 @@ export async function errorFrom(resp: Response): Promise<BoxkiteError> {
     status: resp.status,
     retryAfter: retry === undefined ? undefined : retry / 1000,
   });
+}
+
+/** Whether the server did the work and only failed to record it (details.performed): never retried. */
+function performed(err: BoxkiteError): boolean {
+  const d = err.details as { performed?: unknown } | undefined;
+  return d?.performed === true;
 }
 
 function versionError(version: string): BoxkiteError {
@@ -184,7 +193,7 @@ export class Transport {
       }
       if (resp.ok) return resp;
       const err = await errorFrom(resp);
-      if (RETRY_STATUSES.has(resp.status) && !streamed && attempt < this.maxRetries) {
+      if (RETRY_STATUSES.has(resp.status) && !performed(err) && !streamed && attempt < this.maxRetries) {
         await sleep(this.backoff(attempt, err.retryAfter === undefined ? undefined : err.retryAfter * 1000));
         continue;
       }
