@@ -36,6 +36,7 @@ max-count = 3
 max_storage_gb = 7.5
 reaper_interval = "5s"
 state_dir = "/from/file"
+host-users = true
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ state_dir = "/from/file"
 				listen: "127.0.0.1:3333", db: "sqlite:/from/file/boxkite.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 4, reaperInterval: 5 * time.Second,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true,
 			},
 		},
 		{
@@ -78,7 +79,7 @@ state_dir = "/from/file"
 				listen: "127.0.0.1:1111", db: "sqlite:/x.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 3, reaperInterval: 5 * time.Second, warmPool: defaultWarmPool,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true,
 			},
 		},
 	}
