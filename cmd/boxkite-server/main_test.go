@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 func envFunc(m map[string]string) func(string) string {
@@ -207,7 +207,7 @@ func (l *lockedBuffer) String() string {
 func TestServeAndStop(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
-	key := server.NewAPIKey()
+	key := model.NewAPIKey()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	keyFile := filepath.Join(t.TempDir(), "bootstrap.key")
@@ -271,7 +271,7 @@ func TestServeAndStop(t *testing.T) {
 	}{
 		{"/health/ready", "", 200},
 		{"/v1/sandboxes", key, 200},
-		{"/v1/sandboxes", server.NewAPIKey(), 401},
+		{"/v1/sandboxes", model.NewAPIKey(), 401},
 	} {
 		req, _ := http.NewRequest("GET", base+tt.path, nil)
 		if tt.key != "" {

@@ -65,7 +65,7 @@ func newEnvOn(t *testing.T, c *kubetest.Cluster, ns string, cfg kube.Config) *en
 	cfg.Log = slog.New(slog.NewTextHandler(tWriter{t}, nil))
 	e := &env{
 		cluster: c, ns: ns, kubelet: c.StartKubelet(t, ns, servertest.SidecarBinary(t)),
-		dbPath: filepath.Join(t.TempDir(), "boxkite.db"), key: server.NewAPIKey(), cfg: cfg,
+		dbPath: filepath.Join(t.TempDir(), "boxkite.db"), key: model.NewAPIKey(), cfg: cfg,
 	}
 	return e
 }
