@@ -86,6 +86,12 @@ var rules = map[string]depRule{
 		"server/local": "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
 		"server/kube":  "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
 	})},
+	// The web console: a client of the API in the same process, which it
+	// reaches through the server's http.Handler only.
+	"server/console": {ours: []string{"client/api", "internal/apihttp"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":       "the console calls the API through its http.Handler, as the CLI calls it over HTTP",
+		"server/model": "the console sees the API's wire types, never the control plane's records",
+	}},
 	"internal/protogen": {forbidden: map[string]string{"github.com/spf13/cobra": "a go:generate helper: flags from the standard library"}},
 	"server/egress":     {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	"server/sqlstore":   {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b"}, forbidden: merge(clientGo)},

@@ -197,6 +197,8 @@ type Server struct {
 	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
 	e2b      http.Handler
 	e2bMatch func(*http.Request) bool
+	// console serves /ui/ (MountConsole).
+	console http.Handler
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().
