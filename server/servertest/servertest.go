@@ -123,7 +123,7 @@ func New(t testing.TB, opts ...Option) *Server {
 	}
 
 	s := &Server{
-		APIKey:    server.NewAPIKey(),
+		APIKey:    model.NewAPIKey(),
 		StateDir:  stateDir,
 		cfg:       o.cfg,
 		log:       o.log,
@@ -184,7 +184,7 @@ func (s *Server) start(t testing.TB) {
 		st.Close()
 		t.Fatalf("servertest: init: %v", err)
 	}
-	_, acct, err := st.APIKeyByHash(context.Background(), server.HashAPIKey(s.APIKey))
+	_, acct, err := st.APIKeyByHash(context.Background(), model.HashAPIKey(s.APIKey))
 	if err != nil {
 		st.Close()
 		t.Fatalf("servertest: bootstrap key: %v", err)
