@@ -93,6 +93,11 @@ func routeDocs() []routeDoc {
 		{pattern: "GET /v1/mcp-connections", summary: "List the account's MCP connections, newest first", response: []api.MCPConnection{}},
 		{pattern: "GET /v1/mcp-connections/{id}", summary: "Get one MCP connection", response: api.MCPConnection{}},
 		{pattern: "DELETE /v1/mcp-connections/{id}", summary: "Delete an MCP connection (running sandboxes keep their grant)", status: http.StatusNoContent},
+		{pattern: "POST /v1/secrets", summary: "Create a secret (admin keys): a write-only value, envelope-encrypted at rest, sent only to its allowed_hosts", request: api.CreateSecretRequest{}, response: api.Secret{}, status: http.StatusCreated},
+		{pattern: "GET /v1/secrets", summary: "List the account's secrets by name, without values", response: []api.Secret{}},
+		{pattern: "PUT /v1/secrets/{id}", summary: "Replace a secret's value (and allowed_hosts when given); {id} is the id or the name (admin keys)", request: api.UpdateSecretRequest{}, response: api.Secret{}},
+		{pattern: "DELETE /v1/secrets/{id}", summary: "Delete a secret; {id} is the id or the name (admin keys)", status: http.StatusNoContent},
+		{pattern: "POST /v1/sandboxes/{id}/http-request", summary: "The control plane makes an HTTP request for the sandbox, {{secret:NAME}} replaced by the value of its secret NAME, only to that secret's allowed hosts; echoes of the value are redacted", request: api.HTTPRequest{}, response: api.HTTPResponse{}},
 
 		{pattern: "POST /v1/auth/signup", summary: "Create an account; answers with an access token", auth: authNone, request: api.Credentials{}, response: api.TokenResponse{}, status: http.StatusCreated},
 		{pattern: "POST /v1/auth/login", summary: "Log in; answers with an access token", auth: authNone, request: api.Credentials{}, response: api.TokenResponse{}},
@@ -276,6 +281,9 @@ func errorCodes() []string {
 		api.CodeCommandNotAllowed, api.CodeTooManyRules, api.CodePatternTooLong, api.CodeInvalidPattern, api.CodeInvalidRules,
 		api.CodeTakeoverNotPermitted, api.CodePermissionDenied, api.CodeMCPConnectionLabelTaken,
 		api.CodeSessionBudgetExceeded, api.CodeVolumeInUse, api.CodeMCPConnectionNotFound,
+		api.CodeSecretNameTaken, api.CodeInvalidAllowedHost, api.CodeUnsafeAllowedHost, api.CodeUnsupportedTrustTier,
+		api.CodeSecretLimitReached, api.CodeSecretNotFound, api.CodeSecretNotReferenced, api.CodeDestinationNotAllowed,
+		api.CodeSecretsUnavailable, api.CodeUpstreamTimeout, api.CodeUpstreamFailed,
 	}
 }
 
