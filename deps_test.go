@@ -78,6 +78,20 @@ var rules = map[string]depRule{
 		"server": "model is the leaf every part of the control plane imports; the control plane imports it, never the reverse",
 	}},
 	"server/internal/unixsock": {forbidden: merge(clientGo, sqlDriver, imageLib)},
+	// Plumbing of the control plane (server/internal): leaves under the
+	// subsystems, none of which knows the store, the drivers or another.
+	"server/internal/allowlist": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/model": "the allowlist is pure policy over command lines; the caller loads an account's rules",
+	}},
+	"server/internal/authn": {forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/model": "authn holds stateless credential cryptography; looking credentials up is the guard's",
+	}},
+	"server/internal/httpx": {ours: []string{"client/api", "internal/apihttp"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/model": "httpx is HTTP plumbing: it knows no domain record, store or driver",
+	}},
+	"server/internal/scrub": {ours: []string{"client/api", "tools"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/model": "scrubbing works on bytes and JSON; whether an account wants it is the caller's decision",
+	}},
 	"server/e2b": {ours: []string{"client/api", "internal/apihttp", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"server/sqlstore": "the E2B facade keeps its records through its Store interface; the control plane (whose package it may not import either) wires the SQL store in",
 		"server/local":    "the facade reaches sandboxes through the control plane, whatever the driver",
@@ -90,7 +104,7 @@ var rules = map[string]depRule{
 	"server/egress":     {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	// The secrets broker: its records through its own Store, which
 	// server/sqlstore implements; its egress checks are server/egress's.
-	"server/secrets": {ours: []string{"client/api", "internal/apihttp", "server/egress"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/secrets": {ours: []string{"client/api", "server/internal/httpx", "server/egress"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":          "the control plane imports the broker, never the reverse",
 		"server/sqlstore": "the broker keeps its records through its Store interface; cmd/boxkite-server wires the SQL store in",
 	}},

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -36,19 +37,19 @@ func normalizeEmail(s string) (string, error) {
 	local, domain, ok := strings.Cut(e, "@")
 	switch {
 	case e == "":
-		return "", invalid("email", "email is required", "")
+		return "", httpx.Invalid("email", "email is required", "")
 	case len(e) > maxEmailLen:
-		return "", invalid("email", fmt.Sprintf("email is longer than %d characters", maxEmailLen), "")
+		return "", httpx.Invalid("email", fmt.Sprintf("email is longer than %d characters", maxEmailLen), "")
 	case !ok || local == "" || domain == "" || strings.Contains(domain, "@") ||
 		strings.IndexFunc(e, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		return "", invalid("email", "email is not an email address", "use an address such as you@example.com")
+		return "", httpx.Invalid("email", "email is not an email address", "use an address such as you@example.com")
 	}
 	return e, nil
 }
 
 func checkPassword(p string) error {
 	if n := utf8.RuneCountInString(p); n < api.MinPasswordLen || n > api.MaxPasswordLen {
-		return invalid("password", fmt.Sprintf("password must be %d to %d characters", api.MinPasswordLen, api.MaxPasswordLen), "")
+		return httpx.Invalid("password", fmt.Sprintf("password must be %d to %d characters", api.MinPasswordLen, api.MaxPasswordLen), "")
 	}
 	return nil
 }
@@ -56,7 +57,7 @@ func checkPassword(p string) error {
 // signup serves POST /v1/auth/signup.
 func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	var req api.Credentials
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	email, err := normalizeEmail(req.Email)
@@ -67,11 +68,11 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	hash, err := s.hasher.hash(ctx, req.Password)
+	hash, err := s.hasher.Hash(ctx, req.Password)
 	if err != nil {
 		return fmt.Errorf("hash password: %w", err)
 	}
-	acct := &model.Account{ID: NewID(), Email: email, CreatedAt: s.now()}
+	acct := &model.Account{ID: model.NewID(), Email: email, CreatedAt: s.now()}
 	if err := s.store.CreateAccountWithPassword(ctx, acct, hash); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return api.Errorf(http.StatusConflict, api.CodeEmailTaken, "an account with this email exists").
@@ -94,15 +95,15 @@ var errInvalidCredentials = &api.Error{
 // neither the body nor the timing tells which emails have accounts.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	var req api.Credentials
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	email := strings.ToLower(strings.TrimSpace(req.Email))
 	switch {
 	case email == "":
-		return invalid("email", "email is required", "")
+		return httpx.Invalid("email", "email is required", "")
 	case req.Password == "":
-		return invalid("password", "password is required", "")
+		return httpx.Invalid("password", "password is required", "")
 	case len(email) > maxEmailLen || len(req.Password) > 4*api.MaxPasswordLen:
 		return errInvalidCredentials
 	}
@@ -116,7 +117,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return fmt.Errorf("look up account: %w", err)
 	}
-	ok, err := s.hasher.verify(ctx, hash, req.Password)
+	ok, err := s.hasher.Verify(ctx, hash, req.Password)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -137,7 +138,7 @@ func (s *Server) writeToken(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	// A token in a cached response would outlive its purpose.
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, status, api.TokenResponse{
+	httpx.WriteJSON(w, status, api.TokenResponse{
 		AccessToken: tok, TokenType: tokenTypeBearer, ExpiresIn: int(ttl.Seconds()), Account: accountToAPI(acct),
 	})
 	return nil
@@ -167,7 +168,7 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
 	out := accountToAPI(ri.account)
 	k := keyToAPI(ri.key)
 	out.APIKey = &k
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -176,7 +177,7 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
 // must not turn off the scrubbing of what it is shown.
 func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	var req api.AccountUpdate
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	ri := infoFrom(r.Context())
@@ -192,13 +193,13 @@ func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
 		k := keyToAPI(ri.key)
 		out.APIKey = &k
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // getAccountMe serves GET /v1/account/me (access token).
 func (s *Server) getAccountMe(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, accountToAPI(accountFrom(r.Context())))
+	httpx.WriteJSON(w, http.StatusOK, accountToAPI(accountFrom(r.Context())))
 	return nil
 }
 
@@ -206,12 +207,12 @@ func (s *Server) getAccountMe(w http.ResponseWriter, r *http.Request) error {
 // only; the store keeps its hash.
 func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	var req api.CreateAPIKeyRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	name := strings.TrimSpace(req.Name)
 	if n := utf8.RuneCountInString(name); n < 1 || n > api.MaxKeyNameLen || strings.IndexFunc(name, unicode.IsControl) >= 0 {
-		return invalid("name", fmt.Sprintf("name must be 1 to %d printable characters", api.MaxKeyNameLen), `e.g. {"name": "ci"}`)
+		return httpx.Invalid("name", fmt.Sprintf("name must be 1 to %d printable characters", api.MaxKeyNameLen), `e.g. {"name": "ci"}`)
 	}
 	role := req.Role
 	switch role {
@@ -219,18 +220,18 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 		role = model.RoleAdmin
 	case model.RoleAdmin, model.RoleMember:
 	default:
-		return invalid("role", fmt.Sprintf("role %q is not admin or member", req.Role), "")
+		return httpx.Invalid("role", fmt.Sprintf("role %q is not admin or member", req.Role), "")
 	}
-	secret := NewAPIKey()
+	secret := model.NewAPIKey()
 	k := &model.APIKey{
-		ID: NewID(), AccountID: accountFrom(r.Context()).ID, Name: name,
-		Hash: HashAPIKey(secret), Prefix: displayPrefix(secret), Role: role, CreatedAt: s.now(),
+		ID: model.NewID(), AccountID: accountFrom(r.Context()).ID, Name: name,
+		Hash: model.HashAPIKey(secret), Prefix: model.DisplayPrefix(secret), Role: role, CreatedAt: s.now(),
 	}
 	if err := s.store.CreateAPIKey(r.Context(), k); err != nil {
 		return fmt.Errorf("create api key: %w", err)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, api.APIKeyCreated{APIKey: keyToAPI(k), Key: secret})
+	httpx.WriteJSON(w, http.StatusCreated, api.APIKeyCreated{APIKey: keyToAPI(k), Key: secret})
 	return nil
 }
 
@@ -244,7 +245,7 @@ func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
 	for i, k := range keys {
 		out[i] = keyToAPI(k)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -280,21 +281,21 @@ func (s *Server) listSSHKeys(w http.ResponseWriter, r *http.Request) error {
 	for i, k := range keys {
 		out[i] = sshKeyToAPI(k)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // addSSHKey serves POST /v1/account/ssh-keys.
 func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request) error {
 	var req api.AddSSHKeyRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	k, err := parseSSHKey(req.PublicKey, req.Name)
 	if err != nil {
 		return err
 	}
-	k.ID, k.AccountID, k.CreatedAt = NewID(), accountFrom(r.Context()).ID, s.now()
+	k.ID, k.AccountID, k.CreatedAt = model.NewID(), accountFrom(r.Context()).ID, s.now()
 	if err := s.store.CreateSSHKey(r.Context(), k); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return api.Errorf(http.StatusConflict, api.CodeSSHKeyExists, "the key %s is registered already", k.Fingerprint).
@@ -302,7 +303,7 @@ func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		return fmt.Errorf("add ssh key: %w", err)
 	}
-	writeJSON(w, http.StatusCreated, sshKeyToAPI(k))
+	httpx.WriteJSON(w, http.StatusCreated, sshKeyToAPI(k))
 	return nil
 }
 
@@ -311,25 +312,25 @@ func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request) error {
 func parseSSHKey(line, name string) (*model.SSHKey, error) {
 	line = strings.TrimSpace(line)
 	if line == "" {
-		return nil, invalid("public_key", "public_key is required", "paste the contents of ~/.ssh/id_ed25519.pub")
+		return nil, httpx.Invalid("public_key", "public_key is required", "paste the contents of ~/.ssh/id_ed25519.pub")
 	}
 	if len(line) > maxSSHKeyLine || strings.ContainsAny(line, "\r\n") {
-		return nil, invalid("public_key", "public_key must be a single key on one line", "")
+		return nil, httpx.Invalid("public_key", "public_key must be a single key on one line", "")
 	}
 	pub, comment, options, rest, err := ssh.ParseAuthorizedKey([]byte(line))
 	if err != nil {
-		return nil, invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format",
+		return nil, httpx.Invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format",
 			"paste the contents of ~/.ssh/id_ed25519.pub, which starts with ssh-ed25519")
 	}
 	switch {
 	case len(options) > 0:
-		return nil, invalid("public_key", "public_key must not carry authorized_keys options", "remove "+strings.Join(options, ","))
+		return nil, httpx.Invalid("public_key", "public_key must not carry authorized_keys options", "remove "+strings.Join(options, ","))
 	case len(bytes.TrimSpace(rest)) > 0:
-		return nil, invalid("public_key", "public_key must be a single key", "")
+		return nil, httpx.Invalid("public_key", "public_key must be a single key", "")
 	}
 	if ck, ok := pub.(ssh.CryptoPublicKey); ok {
 		if rk, ok := ck.CryptoPublicKey().(*rsa.PublicKey); ok && rk.N.BitLen() < minRSAKeyBits {
-			return nil, invalid("public_key", fmt.Sprintf("RSA keys must have at least %d bits", minRSAKeyBits),
+			return nil, httpx.Invalid("public_key", fmt.Sprintf("RSA keys must have at least %d bits", minRSAKeyBits),
 				"use an ed25519 key: ssh-keygen -t ed25519")
 		}
 	}
@@ -341,7 +342,7 @@ func parseSSHKey(line, name string) (*model.SSHKey, error) {
 		name = pub.Type()
 	}
 	if utf8.RuneCountInString(name) > maxSSHKeyName || strings.IndexFunc(name, unicode.IsControl) >= 0 {
-		return nil, invalid("name", fmt.Sprintf("name must be at most %d printable characters", maxSSHKeyName), "")
+		return nil, httpx.Invalid("name", fmt.Sprintf("name must be at most %d printable characters", maxSSHKeyName), "")
 	}
 	return &model.SSHKey{
 		Name:        name,

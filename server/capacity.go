@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -176,6 +177,6 @@ func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
 			out.Sandboxes[i].Label = labels[out.Sandboxes[i].ID]
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }

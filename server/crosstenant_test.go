@@ -9,6 +9,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // tenantRow is how one route must treat account B when account A's
@@ -220,7 +221,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 			if row.want == http.StatusNotFound {
 				ae := wantError(t, resp, body, http.StatusNotFound, api.CodeNotFound)
 				// Exactly what a resource that does not exist gets.
-				none := server.NewID()
+				none := model.NewID()
 				_, body2 := e.do(method, nobody(row.path, none), cred, row.body)
 				ae2 := apiError(t, body2)
 				ae.Message = strings.NewReplacer(sb.ID, "ID", acctA.APIKey.ID, "ID", sshA.ID, "ID", volA.ID, "ID", mcpA.ID, "ID", secA.ID, "ID").Replace(ae.Message)

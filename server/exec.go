@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/unixsock"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -41,18 +42,18 @@ const execGrace = 30 * time.Second
 // events and they are passed on as they arrive.
 func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	var body execBody
-	if err := decodeJSON(w, r, &body, maxExecBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &body, httpx.MaxExecBody); err != nil {
 		return err
 	}
 	req := body.ExecRequest
 	if strings.TrimSpace(req.Command) == "" {
-		return invalid("command", "command must not be empty", "")
+		return httpx.Invalid("command", "command must not be empty", "")
 	}
 	req.Timeout = api.DefaultExecTimeout
 	if body.Timeout != nil {
 		req.Timeout = *body.Timeout
 		if req.Timeout < 1 || req.Timeout > api.MaxExecTimeout {
-			return invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, req.Timeout),
+			return httpx.Invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, req.Timeout),
 				fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultExecTimeout))
 		}
 	}
@@ -85,17 +86,17 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	// The end of the answer waits for the audit entry (exec_hold.go); its
 	// output is scrubbed of secrets on the way (scrub.go).
 	sc := s.newExecScrub(r)
-	defer sc.stop()
+	defer sc.Stop()
 	var hw heldWriter
 	var fw http.ResponseWriter // what the sidecar's answer is written to
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
 		c.tap = lineTap(maxEventLine, out.event)
-		hw = newExitHolder(sc.events(w))
+		hw = newExitHolder(sc.Events(w))
 		fw = hw
 		c.handOver = s.execHandedOver(r, sb, req, &out)
 	} else {
 		hw = newHeldResponse(w)
-		fw = sc.result(hw)
+		fw = sc.Result(hw)
 		c.survive = true // a revoked credential loses the result, not the command
 	}
 	started := s.now()
@@ -104,8 +105,8 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		// The credential was revoked: the stream ends, the command runs on.
 		return hw.fail(errStreamRevoked)
 	}
-	sc.done()
-	out.outputRedacted = sc.outputRedacted()
+	sc.Done()
+	out.outputRedacted = sc.OutputRedacted()
 	if eh, ok := hw.(*exitHolder); ok {
 		switch {
 		case out.exitCode != nil && errors.Is(err, errSidecarCut):
@@ -145,7 +146,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		// recorded, stored result.
 		outcome := map[string]any{"exit_code": out.exitCode}
 		if c.captured != nil {
-			outcome["result"] = json.RawMessage(sc.capturedResult(c.captured))
+			outcome["result"] = json.RawMessage(sc.CapturedResult(c.captured))
 		}
 		err = withOutcome(err, outcome)
 		if ae, ok := errors.AsType[*api.Error](err); ok && infoFrom(r.Context()) != nil {
@@ -281,7 +282,7 @@ func (s *Server) checkOutputLimit(req *api.ExecRequest) error {
 		req.MaxOutputBytes = api.DefaultExecOutput
 	}
 	if req.MaxOutputBytes < 1 || req.MaxOutputBytes > s.cfg.MaxExecOutputBytes {
-		return invalid("max_output_bytes",
+		return httpx.Invalid("max_output_bytes",
 			fmt.Sprintf("max_output_bytes must be between 1 and %d (this server's maximum), got %d", s.cfg.MaxExecOutputBytes, req.MaxOutputBytes),
 			fmt.Sprintf("omit it for the default of %d bytes a stream", api.DefaultExecOutput))
 	}
@@ -289,7 +290,7 @@ func (s *Server) checkOutputLimit(req *api.ExecRequest) error {
 	case "", api.OutputLimitTruncate, api.OutputLimitStop:
 		return nil
 	}
-	return invalid("on_output_limit",
+	return httpx.Invalid("on_output_limit",
 		fmt.Sprintf("on_output_limit must be %q or %q, got %q", api.OutputLimitTruncate, api.OutputLimitStop, req.OnOutputLimit), "")
 }
 

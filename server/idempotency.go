@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -32,8 +33,6 @@ const (
 	// a server that died mid-request: longer than any request runs (the
 	// longest exec and its grace).
 	idempotencyStale = api.MaxExecTimeout*time.Second + execGrace + 5*time.Minute
-	// maxIdempotencyKeyLen bounds the header; the reference takes UUIDs.
-	maxIdempotencyKeyLen = 255
 	// maxReplayBody bounds a kept answer; a longer one is not kept and the
 	// key is released (a retry runs again).
 	maxReplayBody = 1 << 20
@@ -73,7 +72,7 @@ func credentialOf(ri *requestInfo) string {
 }
 
 func validIdempotencyKey(k string) bool {
-	if len(k) > maxIdempotencyKeyLen {
+	if len(k) > httpx.MaxIdempotencyKeyLen {
 		return false
 	}
 	for i := range len(k) {
@@ -92,15 +91,15 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 	ctx := r.Context()
 	key := r.Header.Get(api.HeaderIdempotencyKey)
 	if !validIdempotencyKey(key) {
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Idempotency-Key must be 1 to %d printable ASCII characters", maxIdempotencyKeyLen).
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Idempotency-Key must be 1 to %d printable ASCII characters", httpx.MaxIdempotencyKeyLen).
 			WithHint("use a random UUID per logical request")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxExecBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpx.MaxExecBody))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return &api.Error{
 				Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest,
-				Message: fmt.Sprintf("request body is larger than %d bytes", maxExecBody),
+				Message: fmt.Sprintf("request body is larger than %d bytes", httpx.MaxExecBody),
 			}
 		}
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read request body: %v", err)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/boxkite/boxkite/server/internal/httpx"
+
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -40,7 +42,7 @@ func pausedAnswer(sb *model.Sandbox) *api.Error {
 // pauseSandbox serves POST /v1/sandboxes/{id}/pause.
 func (s *Server) pauseSandbox(w http.ResponseWriter, r *http.Request) error {
 	var req api.PauseSandboxRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	sb, err := s.loadSandbox(r)
@@ -51,7 +53,7 @@ func (s *Server) pauseSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sb.ToAPI())
+	httpx.WriteJSON(w, http.StatusOK, sb.ToAPI())
 	return nil
 }
 
@@ -63,7 +65,7 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 	switch mode {
 	case api.PauseFreeze, api.PauseFilesystem, api.PauseCheckpoint:
 	default:
-		return nil, invalid("mode", fmt.Sprintf("mode %q is not one of freeze, filesystem, checkpoint", mode), "omit it for freeze")
+		return nil, httpx.Invalid("mode", fmt.Sprintf("mode %q is not one of freeze, filesystem, checkpoint", mode), "omit it for freeze")
 	}
 	if sb.Status == api.StatusPaused {
 		if sb.PausedWith == mode {
@@ -76,7 +78,7 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 	}
 	p, ok := s.pauser()
 	if !ok {
-		return nil, notSupported("mode", "this server's driver cannot pause sandboxes")
+		return nil, httpx.NotSupported("mode", "this server's driver cannot pause sandboxes")
 	}
 	if why := p.PauseModes()[mode]; why != "" {
 		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "pause mode %s does not work on this server: %s", mode, why).
@@ -132,7 +134,7 @@ func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sb.ToAPI())
+	httpx.WriteJSON(w, http.StatusOK, sb.ToAPI())
 	return nil
 }
 
@@ -148,7 +150,7 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 	}
 	p, ok := s.pauser()
 	if !ok {
-		return nil, notSupported("mode", "this server's driver cannot resume sandboxes")
+		return nil, httpx.NotSupported("mode", "this server's driver cannot resume sandboxes")
 	}
 	if err := s.admitResume(ctx, acct); err != nil {
 		return nil, err

@@ -19,6 +19,10 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/secrets"
 )
@@ -124,7 +128,7 @@ func (c Config) WithDefaults() Config {
 	// A bootstrap key means local mode: one user, who is also the operator.
 	c.RateLimits = c.RateLimits.withDefaults(c.BootstrapAPIKey != "")
 	if c.AccessTokenTTL == 0 {
-		c.AccessTokenTTL = DefaultAccessTokenTTL
+		c.AccessTokenTTL = authn.DefaultAccessTokenTTL
 	}
 	if c.TakeoverFlushInterval == 0 {
 		c.TakeoverFlushInterval = DefaultTakeoverFlush
@@ -147,8 +151,8 @@ func (c Config) validate() error {
 		return errors.New("max count must be at least 1")
 	case c.ReaperInterval < 0:
 		return errors.New("reaper interval must not be negative")
-	case c.JWTSecret != "" && len(c.JWTSecret) < minJWTSecretLen:
-		return fmt.Errorf("the JWT secret must be at least %d bytes", minJWTSecretLen)
+	case c.JWTSecret != "" && len(c.JWTSecret) < authn.MinJWTSecretLen:
+		return fmt.Errorf("the JWT secret must be at least %d bytes", authn.MinJWTSecretLen)
 	case c.BastionKey != "" && len(c.BastionKey) < minBastionKeyLen:
 		return fmt.Errorf("the bastion key must be at least %d bytes", minBastionKeyLen)
 	case c.TakeoverFlushInterval < 0:
@@ -178,7 +182,7 @@ type Server struct {
 	auditGate      *auditGate // closed while the store cannot commit entries (auditgate.go)
 	frozen         frozenSandboxes
 	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
-	allowlists     *allowlistCache
+	allowlists     *allowlist.Cache
 	metrics        *metrics
 	watchKeepAlive time.Duration
 	// scrubIdle is how long a scrubbed output stream holds back the end
@@ -188,7 +192,7 @@ type Server struct {
 	revocations *revocations
 
 	jwt     jwtKeys
-	hasher  *hasher
+	hasher  *authn.Hasher
 	limiter *rateLimiter
 	// patterns are the registered routes (register); streamingPOST the
 	// POST patterns exempt from Idempotency-Key.
@@ -227,11 +231,11 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		touches:        newKeyToucher(),
 		broker:         newBroker(),
 		auditGate:      newAuditGate(),
-		allowlists:     newAllowlistCache(),
+		allowlists:     allowlist.NewCache(),
 		watchKeepAlive: DefaultWatchKeepAlive,
-		scrubIdle:      DefaultScrubIdleFlush,
+		scrubIdle:      scrub.DefaultIdleFlush,
 		revocations:    newRevocations(),
-		hasher:         newHasher(),
+		hasher:         authn.NewHasher(),
 		limiter:        newRateLimiter(),
 		streamingPOST:  streamingPOSTs(),
 		healthTimeout:  2 * time.Second,
@@ -263,13 +267,13 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
 	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)   // pause.go
 	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
-	s.register("POST /v1/sandboxes/{id}/exec", credTakeover, s.execSandbox)
+	s.register("POST /v1/sandboxes/{id}/exec", httpx.CredTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
-	s.register("GET /v1/sandboxes/{id}/takeover", credTakeover, s.takeover)
-	s.register("GET /v1/sandboxes/{id}/exec/interactive", credTakeover, s.execInteractive) // interactive.go
+	s.register("GET /v1/sandboxes/{id}/takeover", httpx.CredTakeover, s.takeover)
+	s.register("GET /v1/sandboxes/{id}/exec/interactive", httpx.CredTakeover, s.execInteractive) // interactive.go
 	s.handle("POST /v1/sandboxes/{id}/takeover-token", s.createTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}", s.getRecording)
-	s.register("POST /v1/bastion/takeover-token", credBastion, s.bastionTakeoverToken)
+	s.register("POST /v1/bastion/takeover-token", httpx.CredBastion, s.bastionTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
 	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
@@ -292,19 +296,19 @@ func (s *Server) routes() {
 	// access token, or an admin API key (local mode has no password).
 	s.handlePublic("POST /v1/auth/signup", s.signup)
 	s.handlePublic("POST /v1/auth/login", s.login)
-	s.register("POST /v1/api-keys", credTokenOrAdmin, s.createAPIKey)
-	s.register("GET /v1/api-keys", credTokenOrAdmin, s.listAPIKeys)
-	s.register("DELETE /v1/api-keys/{key_id}", credTokenOrAdmin, s.revokeAPIKey)
-	s.register("GET /v1/account/me", credToken, s.getAccountMe)
+	s.register("POST /v1/api-keys", httpx.CredTokenOrAdmin, s.createAPIKey)
+	s.register("GET /v1/api-keys", httpx.CredTokenOrAdmin, s.listAPIKeys)
+	s.register("DELETE /v1/api-keys/{key_id}", httpx.CredTokenOrAdmin, s.revokeAPIKey)
+	s.register("GET /v1/account/me", httpx.CredToken, s.getAccountMe)
 	s.handle("GET /v1/account", s.getAccount)
-	s.register("PATCH /v1/account", credTokenOrAdmin, s.updateAccount)
+	s.register("PATCH /v1/account", httpx.CredTokenOrAdmin, s.updateAccount)
 	s.handle("GET /v1/usage", s.getUsage)
 	s.handle("GET /v1/host", s.getHost) // capacity.go
 	s.handle("GET /v1/account/ssh-keys", s.listSSHKeys)
 	// A registered SSH key opens terminals through the bastion, so only
 	// whoever may take over (an admin key, the account's login) adds one.
-	s.register("POST /v1/account/ssh-keys", credTokenOrAdmin, s.addSSHKey)
-	s.register("DELETE /v1/account/ssh-keys/{key_id}", credTokenOrAdmin, s.removeSSHKey)
+	s.register("POST /v1/account/ssh-keys", httpx.CredTokenOrAdmin, s.addSSHKey)
+	s.register("DELETE /v1/account/ssh-keys/{key_id}", httpx.CredTokenOrAdmin, s.removeSSHKey)
 
 	s.handlePublic("/", s.noRoute)
 }

@@ -13,6 +13,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -63,9 +65,9 @@ func (s *Server) mintTakeoverToken(ctx context.Context, accountID, sandboxID str
 	}
 	now := s.now()
 	exp := now.Add(api.TakeoverTokenTTL)
-	tok, err := signToken(key, takeoverClaims{
+	tok, err := authn.SignToken(key, takeoverClaims{
 		Type: tokenTypeTakeover, Sub: accountID, Sandbox: sandboxID, ReadOnly: g.readOnly,
-		KeyID: g.keyID, KeyName: g.keyName, Via: g.via, Jti: NewID(), Iat: now.Unix(), Exp: exp.Unix(),
+		KeyID: g.keyID, KeyName: g.keyName, Via: g.via, Jti: model.NewID(), Iat: now.Unix(), Exp: exp.Unix(),
 	})
 	if err != nil {
 		return api.TakeoverToken{}, err
@@ -80,7 +82,7 @@ func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string
 	if err != nil {
 		return c, err
 	}
-	payload, err := verifyJWT(key, token)
+	payload, err := authn.VerifyJWT(key, token)
 	if err != nil {
 		return c, errBadTakeoverToken
 	}
@@ -90,7 +92,7 @@ func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string
 	now := s.now()
 	switch {
 	case c.Type != tokenTypeTakeover, c.Sub == "", c.Jti == "", c.Sandbox != sandboxID,
-		now.Unix() >= c.Exp, time.Unix(c.Iat, 0).After(now.Add(jwtClockSkew)):
+		now.Unix() >= c.Exp, time.Unix(c.Iat, 0).After(now.Add(authn.ClockSkew)):
 		return c, errBadTakeoverToken
 	}
 	// A token dies with the key that minted it (issue 17, finding 3).
@@ -126,7 +128,7 @@ func (s *Server) authenticateTakeover(r *http.Request) error {
 		}
 		token = t
 	}
-	if ValidAPIKey(token) {
+	if model.ValidAPIKey(token) {
 		return s.authenticateKey(r, token)
 	}
 	ctx := r.Context()
@@ -159,7 +161,7 @@ func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) err
 	}
 	var req api.TakeoverTokenRequest
 	if r.ContentLength != 0 {
-		if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 			return err
 		}
 	}
@@ -184,7 +186,7 @@ func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) err
 	}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tok)
+	httpx.WriteJSON(w, http.StatusOK, tok)
 	return nil
 }
 
@@ -217,7 +219,7 @@ var errNoSSHAccess = api.Errorf(http.StatusNotFound, api.CodeNotFound, "no sandb
 // a fresh token with the same grant.
 func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) error {
 	var req api.BastionTokenRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -227,7 +229,7 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 	)
 	switch {
 	case req.Token != "" && req.PublicKey != "":
-		return invalid("token", "send a public_key or a token, not both", "")
+		return httpx.Invalid("token", "send a public_key or a token, not both", "")
 	case req.Token != "":
 		c, err := s.parseTakeoverToken(ctx, req.Token, req.SandboxID)
 		if err != nil {
@@ -238,7 +240,7 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 	default:
 		pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(req.PublicKey)))
 		if err != nil {
-			return invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
+			return httpx.Invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
 		}
 		k, err := s.store.SSHKeyByFingerprint(ctx, ssh.FingerprintSHA256(pub))
 		if errors.Is(err, model.ErrNotFound) {
@@ -264,6 +266,6 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tok)
+	httpx.WriteJSON(w, http.StatusOK, tok)
 	return nil
 }

@@ -96,6 +96,7 @@ type options struct {
 	namespace    string
 	image        string
 	runtimeClass string
+	hostUsers    bool
 	egressHost   string
 
 	// Fair use and rate limits (server.Limits, server.RateLimits).
@@ -145,6 +146,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.StringVar(&o.namespace, "namespace", kube.DefaultNamespace, "kube driver: `namespace` the sandbox pods run in")
 	fs.StringVar(&o.image, "sandbox-image", kube.DefaultImage, "kube driver: sandbox `image`, with boxkite-sidecar on its PATH")
 	fs.StringVar(&o.runtimeClass, "runtime-class", "", "kube driver: runtimeClassName of sandbox pods, e.g. gvisor (`name`; default the cluster's)")
+	fs.BoolVar(&o.hostUsers, "host-users", false, "kube driver: run sandbox pods in their node's user namespace (hostUsers: true); by default each pod gets one of its own, which needs Linux 6.3+ nodes with a runtime that supports it")
 	fs.StringVar(&o.egressHost, "egress-host", "", "kube driver: `address` sandbox pods reach this server on for granted egress, e.g. the pod IP (default: egress grants refused)")
 	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(getenv), "`directory` for the database and sandbox state")
 	fs.StringVar(&o.configFile, "config", "", "TOML `file` with any of these settings (keys as the flag names)")

@@ -236,7 +236,7 @@ type substrate struct {
 func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstore.Store, log *slog.Logger) (*substrate, error) {
 	if opts.driver == "kube" {
 		d, err := kube.NewForConfig(rc, kube.Config{
-			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass,
+			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass, HostUsers: opts.hostUsers,
 			MaxLifetime: opts.maxLifetime, PoolSize: opts.warmPool, EgressHost: opts.egressHost,
 			ControlPlaneNamespace: controlPlaneNamespace(opts.kubeconfig),
 			Log:                   log.With("driver", "kube"),

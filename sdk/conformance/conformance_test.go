@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,6 +115,14 @@ func check(t *testing.T, sdk string, suite *conformance.Suite, lines [][]byte, s
 		}
 		if o.ElapsedMS < c.MinElapsedMS {
 			t.Errorf("%s: took %d ms, want at least %d (a retry after Retry-After)", c.Name, o.ElapsedMS, c.MinElapsedMS)
+		}
+	}
+	if _, ok := got["log_follow_reconnect"]; ok {
+		srv.mu.Lock()
+		cut, resumed := srv.cutAfter, slices.Clone(srv.resumed)
+		srv.mu.Unlock()
+		if cut == "" || len(resumed) == 0 || resumed[0] != cut {
+			t.Errorf("log_follow_reconnect: the stream was cut after event %q; the SDK reconnected with Last-Event-ID %q, want it once with that id", cut, resumed)
 		}
 	}
 	// The flaky proxy saw each retried call twice (the refusal, then the

@@ -74,6 +74,12 @@ var goCalls = map[string]goCall{
 	"sandboxes.extend": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.ExtendSandbox(ctx, a.s("id"), a.i("lifetime_minutes"))
 	},
+	"sandboxes.pause": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.PauseSandbox(ctx, a.s("id"), a.s("mode"))
+	},
+	"sandboxes.resume": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ResumeSandbox(ctx, a.s("id"))
+	},
 	"sandboxes.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return none(c.DeleteSandbox(ctx, a.s("id")))
 	},

@@ -1,11 +1,10 @@
 package secrets
 
 import (
-	"encoding/json"
-	"net/http"
+		"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 )
 
 // The /v1/secrets handlers. The control plane authenticates the caller
@@ -17,14 +16,14 @@ const maxBody = 1 << 20
 // ServeCreate serves POST /v1/secrets.
 func (s *Service) ServeCreate(w http.ResponseWriter, r *http.Request, accountID string) error {
 	var req api.CreateSecretRequest
-	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, maxBody); err != nil {
 		return err
 	}
 	out, err := s.Create(r.Context(), accountID, req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, out)
+	httpx.WriteJSON(w, http.StatusCreated, out)
 	return nil
 }
 
@@ -34,21 +33,21 @@ func (s *Service) ServeList(w http.ResponseWriter, r *http.Request, accountID st
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // ServeUpdate serves PUT /v1/secrets/{id}.
 func (s *Service) ServeUpdate(w http.ResponseWriter, r *http.Request, accountID string) error {
 	var req api.UpdateSecretRequest
-	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, maxBody); err != nil {
 		return err
 	}
 	out, err := s.Update(r.Context(), accountID, r.PathValue("id"), req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -64,16 +63,6 @@ func (s *Service) ServeDelete(w http.ResponseWriter, r *http.Request, accountID 
 // DecodeHTTPRequest reads the body of POST /v1/sandboxes/{id}/http-request.
 func DecodeHTTPRequest(w http.ResponseWriter, r *http.Request) (api.HTTPRequest, error) {
 	var req api.HTTPRequest
-	err := apihttp.DecodeJSON(w, r, &req, api.MaxHTTPRequestBody+maxBody)
+	err := httpx.DecodeJSON(w, r, &req, api.MaxHTTPRequestBody+maxBody)
 	return req, err
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status, body = http.StatusInternalServerError, []byte(`{"error":{"code":"internal_error","message":"encode response"}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
 }

@@ -122,7 +122,7 @@ func New(t testing.TB, opts ...Option) *Server {
 	}
 
 	s := &Server{
-		APIKey:    server.NewAPIKey(),
+		APIKey:    model.NewAPIKey(),
 		StateDir:  stateDir,
 		cfg:       o.cfg,
 		log:       o.log,
@@ -176,7 +176,7 @@ func (s *Server) start(t testing.TB) {
 		st.Close()
 		t.Fatalf("servertest: init: %v", err)
 	}
-	_, acct, err := st.APIKeyByHash(context.Background(), server.HashAPIKey(s.APIKey))
+	_, acct, err := st.APIKeyByHash(context.Background(), model.HashAPIKey(s.APIKey))
 	if err != nil {
 		st.Close()
 		t.Fatalf("servertest: bootstrap key: %v", err)

@@ -158,6 +158,7 @@ class Sandboxes:
         volume_mounts: Optional[Dict[str, str]] = None,
         mcp_connection_names: Optional[List[str]] = None,
         secret_names: Optional[List[str]] = None,
+        egress_hosts: Optional[List[str]] = None,
         *,
         idempotency_key: Optional[str] = None,
     ) -> Sandbox:
@@ -172,6 +173,7 @@ class Sandboxes:
                 "volume_mounts": volume_mounts,
                 "mcp_connection_names": mcp_connection_names,
                 "secret_names": secret_names,
+                "egress_hosts": egress_hosts,
             }
         )
         data = self._t.request("POST", "/v1/sandboxes", json=body, idempotency_key=idempotency_key or new_idempotency_key())

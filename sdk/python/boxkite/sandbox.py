@@ -324,6 +324,17 @@ class Sandbox:
         self.data = self._t.request("POST", self._path("/extend"), json={"lifetime_minutes": lifetime_minutes})
         return self
 
+    def pause(self, mode: Optional[str] = None) -> "Sandbox":
+        """Pause the sandbox (mode "freeze", the default, "filesystem" or
+        "checkpoint"); its lifetime stops counting until resume()."""
+        self.data = self._t.request("POST", self._path("/pause"), json=_body({"mode": mode}))
+        return self
+
+    def resume(self) -> "Sandbox":
+        """Resume a paused sandbox: same id and endpoints."""
+        self.data = self._t.request("POST", self._path("/resume"))
+        return self
+
     def stats(self) -> dict:
         return self._t.request("GET", self._path("/stats"))
 

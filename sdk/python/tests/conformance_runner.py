@@ -94,6 +94,8 @@ def calls(bk):
         "sandboxes.get": lambda a: bk.sandboxes.get(a["id"]).data,
         "sandboxes.list": lambda a: [s.data for s in bk.sandboxes.list(active_only=a.get("active_only", False))],
         "sandboxes.extend": lambda a: sb(a).extend(a["lifetime_minutes"]).data,
+        "sandboxes.pause": lambda a: sb(a).pause(a.get("mode")).data,
+        "sandboxes.resume": lambda a: sb(a).resume().data,
         "sandboxes.delete": lambda a: bk.sandboxes.delete(a["id"]),
         "sandbox.exec": lambda a: sb(a).exec(a["command"], timeout=a.get("timeout"), stdin=a.get("stdin"), cwd=a.get("cwd"), env=a.get("env")),
         "sandbox.exec_stream": lambda a: {"events": list(sb(a).exec_stream(a["command"], timeout=a.get("timeout")))},

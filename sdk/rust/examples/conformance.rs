@@ -127,6 +127,8 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
         "sandboxes.get" => to_value(bk.sandboxes().get(&s(a, "id"))?.info),
         "sandboxes.list" => to_value(bk.sandboxes().list(a["active_only"].as_bool().unwrap_or(false))?.into_iter().map(|s| s.info).collect::<Vec<_>>()),
         "sandboxes.extend" => to_value(sb().extend(a["lifetime_minutes"].as_i64().unwrap_or(0))?.clone()),
+        "sandboxes.pause" => to_value(sb().pause(a["mode"].as_str())?),
+        "sandboxes.resume" => to_value(sb().resume()?),
         "sandboxes.delete" => {
             bk.sandboxes().delete(&s(a, "id"))?;
             Value::Null

@@ -54,6 +54,11 @@ pub struct SandboxInfo {
     pub destroyed_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destroy_reason: Option<String>,
+    /// The pause mode of a paused sandbox, and since when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_with: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_at: Option<String>,
 }
 
 /// The body of POST /v1/sandboxes; None fields take the server's defaults.
@@ -73,6 +78,9 @@ pub struct CreateSandbox {
     pub volume_mounts: Option<std::collections::BTreeMap<String, String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp_connection_names: Option<Vec<String>>,
+    /// Egress through the server's proxy to each "host" or "host:port" (admin keys).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress_hosts: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret_names: Option<Vec<String>>,
     /// Sent as Idempotency-Key (a fresh one when None), not in the body.

@@ -110,6 +110,22 @@ impl Sandbox {
         Ok(&self.info)
     }
 
+    /// Pauses the sandbox (mode "freeze", the default when None,
+    /// "filesystem" or "checkpoint"); its lifetime stops counting until
+    /// resume.
+    pub fn pause(&self, mode: Option<&str>) -> Result<SandboxInfo> {
+        let body = match mode {
+            Some(m) => json!({ "mode": m }),
+            None => json!({}),
+        };
+        self.t.decode(Req::new("POST", self.path("/pause")).json(body))
+    }
+
+    /// Resumes a paused sandbox: same id and endpoints.
+    pub fn resume(&self) -> Result<SandboxInfo> {
+        self.t.decode(Req::new("POST", self.path("/resume")))
+    }
+
     pub fn stats(&self) -> Result<Value> {
         self.t.json(Req::new("GET", self.path("/stats")))
     }

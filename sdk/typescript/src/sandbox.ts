@@ -368,6 +368,18 @@ export class Sandbox {
     return this;
   }
 
+  /** Pauses the sandbox (mode "freeze", the default, "filesystem" or "checkpoint"); its lifetime stops counting until resume(). */
+  async pause(mode?: "freeze" | "filesystem" | "checkpoint"): Promise<this> {
+    this.data = await this.post<SandboxRecord>("/pause", mode ? { mode } : {});
+    return this;
+  }
+
+  /** Resumes a paused sandbox: same id and endpoints. */
+  async resume(): Promise<this> {
+    this.data = await this.t.json<SandboxRecord>("POST", this.path("/resume"));
+    return this;
+  }
+
   stats(): Promise<SandboxStats> {
     return this.t.json("GET", this.path("/stats"));
   }

@@ -73,6 +73,8 @@ function calls(bk) {
     "sandboxes.get": async (a) => (await bk.sandboxes.get(a.id)).data,
     "sandboxes.list": async (a) => (await bk.sandboxes.list({ activeOnly: a.active_only })).map((s) => s.data),
     "sandboxes.extend": async (a) => (await sb(a).extend(a.lifetime_minutes)).data,
+    "sandboxes.pause": async (a) => (await sb(a).pause(a.mode)).data,
+    "sandboxes.resume": async (a) => (await sb(a).resume()).data,
     "sandboxes.delete": (a) => bk.sandboxes.delete(a.id),
     "sandbox.exec": (a) => sb(a).exec(a.command, { timeout: a.timeout, stdin: a.stdin, cwd: a.cwd, env: a.env }),
     "sandbox.exec_stream": async (a) => ({ events: await collect(await sb(a).execStream(a.command, { timeout: a.timeout })) }),

@@ -1,4 +1,4 @@
-package server
+package allowlist
 
 import (
 	"errors"

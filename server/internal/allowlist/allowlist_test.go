@@ -1,4 +1,4 @@
-package server
+package allowlist
 
 import (
 	"encoding/json"
@@ -337,11 +337,11 @@ var allowlistCases = []struct {
 func TestAllowlistCheck(t *testing.T) {
 	for _, tt := range allowlistCases {
 		t.Run(tt.name, func(t *testing.T) {
-			al, err := compileAllowlist(tt.rules)
+			al, err := Compile(tt.rules)
 			if err != nil {
 				t.Fatalf("compileAllowlist: %v", err)
 			}
-			err = al.check(tt.command)
+			err = al.Check(tt.command)
 			if tt.allowed {
 				if err != nil {
 					t.Errorf("check(%q) = %v, want allowed", tt.command, err)
@@ -403,7 +403,7 @@ func TestCompileAllowlist(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := compileAllowlist(tt.rules)
+			_, err := Compile(tt.rules)
 			if tt.code == "" {
 				if err != nil {
 					t.Errorf("compileAllowlist = %v, want valid", err)
@@ -450,17 +450,17 @@ func FuzzAllowlist(f *testing.F) {
 	for _, tt := range allowlistCases {
 		f.Add(tt.command)
 	}
-	basic, err := compileAllowlist(basicRules)
+	basic, err := Compile(basicRules)
 	if err != nil {
 		f.Fatal(err)
 	}
-	wider, err := compileAllowlist(wrapperRules)
+	wider, err := Compile(wrapperRules)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, command string) {
-		errBasic := basic.check(command)
-		errWider := wider.check(command)
+		errBasic := basic.Check(command)
+		errWider := wider.Check(command)
 		if errBasic == nil && errWider != nil {
 			t.Errorf("check(%q) allowed with the basic rules but refused with more: %v", command, errWider)
 		}

@@ -1,0 +1,23 @@
+package httpx
+
+import "net/http"
+
+// Cred is the credential a route takes. API keys and access tokens
+// are not interchangeable (reference §3.2): each is refused with
+// wrong_credential_type where the other is expected.
+type Cred int
+
+const (
+	CredNone         Cred = iota // public
+	CredAPIKey                   // Authorization: Bearer <API key>
+	CredAPIKeyQuery              // the same, or ?api_key= (event streams)
+	CredToken                    // Authorization: Bearer <access token>
+	CredTokenOrAdmin             // an access token, or an admin API key
+	CredTakeover                 // an API key, or a takeover token (takeover_token.go)
+	CredBastion                  // the bastion's key (Config.BastionKey)
+)
+
+// Handler is an error-returning HTTP handler. A returned *api.Error is the
+// answer, in the error envelope; any other error is logged with its cause
+// and answered 500, so internals never reach the client.
+type Handler func(http.ResponseWriter, *http.Request) error
