@@ -1,7 +1,7 @@
 package secrets
 
 import (
-		"net/http"
+	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/httpx"

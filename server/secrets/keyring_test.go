@@ -102,7 +102,9 @@ func (m *memStore) CreateSecret(_ context.Context, r *Record, _ int) error {
 	return nil
 }
 
-func (m *memStore) Secrets(context.Context, string) ([]*Record, error) { return m.AllSecrets(context.Background()) }
+func (m *memStore) Secrets(context.Context, string) ([]*Record, error) {
+	return m.AllSecrets(context.Background())
+}
 
 func (m *memStore) AllSecrets(context.Context) ([]*Record, error) {
 	m.mu.Lock()

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/secrets"
 )
@@ -21,7 +20,7 @@ func testSecrets(t *testing.T, newStore storeFactory) {
 	b := mustAccount(t, st.(model.Store), "b@example.com")
 	rec := func(acct, name string) *secrets.Record {
 		return &secrets.Record{
-			ID: server.NewID(), AccountID: acct, Name: name, AllowedHosts: []string{"api.example.com", "127.0.0.1"},
+			ID: model.NewID(), AccountID: acct, Name: name, AllowedHosts: []string{"api.example.com", "127.0.0.1"},
 			TrustTier: "testnet", KeyID: "k1", WrappedKey: []byte{1, 2, 0, 255}, Ciphertext: []byte("ct\x00"),
 			CreatedAt: base, UpdatedAt: base,
 		}
@@ -77,7 +76,7 @@ func testSecrets(t *testing.T, newStore storeFactory) {
 	var wg sync.WaitGroup
 	errs := make([]error, 6)
 	for i := range errs {
-		wg.Go(func() { errs[i] = st.CreateSecret(ctx, rec(a.ID, "C"+server.NewID()), 3) })
+		wg.Go(func() { errs[i] = st.CreateSecret(ctx, rec(a.ID, "C"+model.NewID()), 3) })
 	}
 	wg.Wait()
 	if all, _ := st.Secrets(ctx, a.ID); len(all) != 3 {
@@ -90,7 +89,7 @@ func testSecrets(t *testing.T, newStore storeFactory) {
 	}
 
 	// Grants.
-	sb := &model.Sandbox{ID: server.NewID(), AccountID: a.ID, Size: "small", Status: model.StatusCreating, CreatedAt: base, ExpiresAt: base.Add(1e12)}
+	sb := &model.Sandbox{ID: model.NewID(), AccountID: a.ID, Size: "small", Status: model.StatusCreating, CreatedAt: base, ExpiresAt: base.Add(1e12)}
 	if err := st.(model.Store).CreateSandbox(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
