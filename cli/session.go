@@ -18,7 +18,7 @@ func newSessionCmd(app *App) *cobra.Command {
 	cmd := groupCmd(&cobra.Command{
 		Use:     "session",
 		Aliases: []string{"sandbox", "sbx"},
-		Short:   "Create, list, inspect, extend and remove sandboxes",
+		Short:   "Create, list, inspect, extend, pause and remove sandboxes",
 		GroupID: groupSandboxes,
 	})
 	cmd.AddCommand(
@@ -27,6 +27,8 @@ func newSessionCmd(app *App) *cobra.Command {
 		newSessionGetCmd(app),
 		newSessionRmCmd(app),
 		newSessionExtendCmd(app),
+		newSessionPauseCmd(app),
+		newSessionResumeCmd(app),
 	)
 	return cmd
 }

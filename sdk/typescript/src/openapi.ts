@@ -392,7 +392,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the account's sandboxes, newest first */
+        /** List the account's sandboxes, newest first; active_only=true lists those active or paused */
         get: operations["get_sandboxes"];
         put?: never;
         /** Create one sandbox, or count of them (then the answer is an array) */
@@ -909,7 +909,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused */
+        /** Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused; after a filesystem pause, what became of its background processes */
         post: operations["post_sandboxes_id_resume"];
         delete?: never;
         options?: never;
@@ -1418,7 +1418,9 @@ export interface components {
             command: string;
             description: string;
             exit_code?: number;
+            max_runtime_seconds?: number;
             process_id: string;
+            restart?: boolean;
             /** Format: date-time */
             started_at: string;
             status: string;
@@ -1449,10 +1451,37 @@ export interface components {
             command?: string;
             description?: string;
             max_runtime_seconds?: number;
+            restart?: boolean;
         };
         ProcessStopResult: {
             exit_code?: number;
             status: string;
+        };
+        ResumedProcess: {
+            command: string;
+            error?: string;
+            new_process_id?: string;
+            process_id: string;
+            status: string;
+        };
+        ResumeResult: {
+            /** Format: date-time */
+            created_at: string;
+            destroy_reason?: string;
+            /** Format: date-time */
+            destroyed_at?: string;
+            /** Format: date-time */
+            expires_at: string;
+            id: string;
+            label?: string;
+            lifetime_minutes: number;
+            /** Format: date-time */
+            paused_at?: string;
+            paused_with?: string;
+            processes?: components["schemas"]["ResumedProcess"][];
+            size: string;
+            status: string;
+            storage_gb?: number;
         };
         Sandbox: {
             /** Format: date-time */
@@ -3688,7 +3717,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description List the account's sandboxes, newest first */
+            /** @description List the account's sandboxes, newest first; active_only=true lists those active or paused */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -6884,13 +6913,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused */
+            /** @description Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused; after a filesystem pause, what became of its background processes */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Sandbox"];
+                    "application/json": components["schemas"]["ResumeResult"];
                 };
             };
             /** @description bad_request: a malformed request (or body, where there is one) */

@@ -203,6 +203,9 @@ func (al *Rules) checkLine(command string, depth int) error {
 			return al.refuse("", r.what+" is not allowed under an allowlist")
 		}
 	}
+	if err := posixExpansions(command); err != nil {
+		return al.refuse("", err.Error())
+	}
 	// As dash and as bash read it: /bin/sh may be either (parseShell).
 	for _, bash := range []bool{false, true} {
 		segments, err := parseShell(command, bash)

@@ -154,6 +154,17 @@ var allowlistCases = []struct {
 	{"ANSI-C quote hides a command from dash", basicRules, "ls $'\\''; ./bin/ls #'", false, "./bin/ls", ""},
 	{"quote hides a command from bash", basicRules, "ls $'\\'; ./bin/ls #\\''", false, "./bin/ls", ""},
 	{"ANSI-C quote", basicRules, "echo $'a\\tb'", true, "", ""},
+	// bash evaluates these expansions' values as code (a value holding
+	// z[$(./bin/ls)] runs it); dash refuses them as bad substitutions.
+	{"prompt expansion", basicRules, `a='$'; b='('; x="$a${b}./bin/ls)"; ls ${x@P}`, false, "", "POSIX parameter expansions"},
+	{"subscript", basicRules, `ls "${y[x]}"`, false, "", "POSIX parameter expansions"},
+	{"substring offset", basicRules, "ls ${PATH:x:1}", false, "", "POSIX parameter expansions"},
+	{"slice of all", basicRules, "echo ${@:x}", false, "", "POSIX parameter expansions"},
+	{"indirection", basicRules, "ls ${!x}", false, "", "POSIX parameter expansions"},
+	{"length of element", basicRules, "ls ${#y[x]}", false, "", "POSIX parameter expansions"},
+	{"nested", basicRules, "ls ${x:-${y[x]}}", false, "", "POSIX parameter expansions"},
+	{"old arithmetic", basicRules, "ls $[x]", false, "", "arithmetic"},
+	{"POSIX expansions", basicRules, `echo ${HOME} ${1} ${#x} ${x:-d} ${x-d} ${x:=d} ${x:?e} ${x:+y} ${x%.go} ${x%%/*} ${x#./} ${x##*/} ${#} ${!} ${?} ${@} "${x:-${y}}"`, true, "", ""},
 	{"unterminated ANSI-C quote", basicRules, "echo $'a\\'", false, "", "unterminated"},
 	{"redirection target is not a program", basicRules, "echo hi > rm", true, "", ""},
 
