@@ -24,6 +24,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/secrets"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -77,6 +78,10 @@ type Config struct {
 	// for, per stream; default DefaultMaxExecOutput, at most
 	// api.MaxExecOutput. A JSON exec result is held in memory whole.
 	MaxExecOutputBytes int64
+	// Secrets keeps the accounts' secrets and brokers requests with them
+	// (server/secrets); nil means a server without a secrets key, whose
+	// secrets routes answer 503 secrets_unavailable.
+	Secrets *secrets.Service
 }
 
 // Defaults of Config.
@@ -281,7 +286,8 @@ func (s *Server) routes() {
 	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
 	s.handle("GET /v1/mcp-connections/{id}", s.getMCPConnection)
 	s.handle("DELETE /v1/mcp-connections/{id}", s.deleteMCPConnection)
-	s.mcpRoutes() // the hosted MCP endpoint: mcp.go
+	s.mcpRoutes()    // the hosted MCP endpoint: mcp.go
+	s.secretRoutes() // the secrets broker: secrets_routes.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)
