@@ -22,6 +22,10 @@ func accountFrom(ctx context.Context) *model.Account { return authz.Account(ctx)
 // ServeHTTP assigns the request id, sets the common headers, starts the
 // body's deadline, recovers from panics and logs one line per request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.console != nil && (r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, "/ui/")) {
+		s.console.ServeHTTP(w, r)
+		return
+	}
 	start := time.Now()
 	id := apihttp.RequestID(r)
 	h := w.Header()
@@ -65,6 +69,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mux.ServeHTTP(rec, r)
 }
+
+// MountConsole serves h (server/console) at /ui/, before the API's own
+// request handling: the console's calls come back in through ServeHTTP as
+// API requests, logged, limited and authorized as any other.
+func (s *Server) MountConsole(h http.Handler) { s.console = h }
 
 // handle registers an error-returning handler authenticated by API key
 // (see register for what else guards it).

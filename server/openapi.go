@@ -57,6 +57,11 @@ func routeDocs() []httpx.RouteDoc {
 		{Pattern: "GET /v1/mcp-connections", Summary: "List the account's MCP connections, newest first", Response: []api.MCPConnection{}},
 		{Pattern: "GET /v1/mcp-connections/{id}", Summary: "Get one MCP connection", Response: api.MCPConnection{}},
 		{Pattern: "DELETE /v1/mcp-connections/{id}", Summary: "Delete an MCP connection (running sandboxes keep their grant)", Status: http.StatusNoContent},
+		{Pattern: "POST /v1/secrets", Summary: "Create a secret (admin keys): a write-only value, envelope-encrypted at rest, sent only to its allowed_hosts", Request: api.CreateSecretRequest{}, Response: api.Secret{}, Status: http.StatusCreated},
+		{Pattern: "GET /v1/secrets", Summary: "List the account's secrets by name, without values", Response: []api.Secret{}},
+		{Pattern: "PUT /v1/secrets/{id}", Summary: "Replace a secret's value (and allowed_hosts when given); {id} is the id or the name (admin keys)", Request: api.UpdateSecretRequest{}, Response: api.Secret{}},
+		{Pattern: "DELETE /v1/secrets/{id}", Summary: "Delete a secret; {id} is the id or the name (admin keys)", Status: http.StatusNoContent},
+		{Pattern: "POST /v1/sandboxes/{id}/http-request", Summary: "The control plane makes an HTTP request for the sandbox, {{secret:NAME}} replaced by the value of its secret NAME, only to that secret's allowed hosts; echoes of the value are redacted", Request: api.HTTPRequest{}, Response: api.HTTPResponse{}},
 
 		{Pattern: "GET /v1/usage", Summary: "Sandbox usage against the fair-use limits", Response: api.Usage{}},
 		{Pattern: "GET /v1/host", Summary: "The host's use of its limits (disk against the free-space watermark, threads, loop devices, memory), the audit log's state and the active sandboxes' disks (admin keys)", Response: api.HostStatus{}},

@@ -25,6 +25,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/secrets"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -78,6 +79,10 @@ type Config struct {
 	// for, per stream; default DefaultMaxExecOutput, at most
 	// api.MaxExecOutput. A JSON exec result is held in memory whole.
 	MaxExecOutputBytes int64
+	// Secrets keeps the accounts' secrets and brokers requests with them
+	// (server/secrets); nil means a server without a secrets key, whose
+	// secrets routes answer 503 secrets_unavailable.
+	Secrets *secrets.Service
 }
 
 // Defaults of Config.
@@ -202,6 +207,8 @@ type Server struct {
 	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
 	e2b      http.Handler
 	e2bMatch func(*http.Request) bool
+	// console serves /ui/ (MountConsole).
+	console http.Handler
 
 	// The subsystems, each serving its own routes (mount).
 	accounts *accounts.Service
@@ -320,7 +327,8 @@ func (s *Server) routes() {
 	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
 	s.handle("GET /v1/mcp-connections/{id}", s.getMCPConnection)
 	s.handle("DELETE /v1/mcp-connections/{id}", s.deleteMCPConnection)
-	s.mcpRoutes() // the hosted MCP endpoint: mcp.go
+	s.mcpRoutes()    // the hosted MCP endpoint: mcp.go
+	s.secretRoutes() // the secrets broker: secrets_routes.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)
