@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -53,40 +54,63 @@ type auditRecord struct {
 	duration        time.Duration
 }
 
-// audit appends an entry for rec and hands it to live watchers. Callers
+// auditLog writes the audit log: a hash chain of entries per sandbox (or
+// image build), appended through the store, failing closed while the
+// store cannot commit them (auditgate.go), and handed to live watchers
+// (broker.go).
+type auditLog struct {
+	store             model.AuditStore
+	log               *slog.Logger
+	now               func() time.Time
+	appends, failures interface{ Inc() } // metrics
+	gate              *auditGate
+	broker            *broker
+}
+
+func newAuditLog(store model.AuditStore, log *slog.Logger, now func() time.Time, appends, failures interface{ Inc() }) *auditLog {
+	return &auditLog{
+		store: store, log: log, now: now, appends: appends, failures: failures,
+		gate: newAuditGate(), broker: newBroker(),
+	}
+}
+
+// audit appends an entry for rec (auditLog.append).
+func (s *Server) audit(ctx context.Context, rec auditRecord) error { return s.alog.append(ctx, rec) }
+
+// append appends an entry for rec and hands it to live watchers. Callers
 // hold back the end of their answer until it returns (exec_hold.go), so a
 // client that saw an operation's result can rely on its entry, even if the
 // server is killed right after. When the entry cannot be committed the
 // audit log fails closed (auditgate.go): the entry waits to be committed
 // later, the gate closes, and the *api.Error returned is what the caller
 // answers instead of the operation's result.
-func (s *Server) audit(ctx context.Context, rec auditRecord) error {
+func (l *auditLog) append(ctx context.Context, rec auditRecord) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
-	e, err := s.newEntry(rec)
+	e, err := newEntry(rec)
 	if err != nil {
-		s.log.ErrorContext(ctx, "build audit log entry", "sandbox", rec.sb.ID, "operation", rec.operation, "err", err)
+		l.log.ErrorContext(ctx, "build audit log entry", "sandbox", rec.sb.ID, "operation", rec.operation, "err", err)
 		return err
 	}
-	if s.auditGate.enqueue(e) {
+	if l.gate.enqueue(e) {
 		// Entries commit in order: this one waits behind those before it.
-		_, cause := s.auditGate.state()
+		_, cause := l.gate.state()
 		return auditNotRecorded(rec.operation, cause)
 	}
-	if err := s.store.AppendExecLog(ctx, e); err != nil {
-		s.metrics.auditFailures.Add(1)
-		s.auditGate.fail(err, e, s.now())
-		s.log.ErrorContext(ctx, "write audit log entry: refusing audited operations until the store takes it",
+	if err := l.store.AppendExecLog(ctx, e); err != nil {
+		l.failures.Inc()
+		l.gate.fail(err, e, l.now())
+		l.log.ErrorContext(ctx, "write audit log entry: refusing audited operations until the store takes it",
 			"sandbox", rec.sb.ID, "operation", rec.operation, "entry", e.ID, "err", err)
 		return auditNotRecorded(rec.operation, err)
 	}
-	s.metrics.auditAppends.Add(1)
-	s.broker.publish(e)
+	l.appends.Inc()
+	l.broker.publish(e)
 	return nil
 }
 
 // newEntry is the unsealed entry of rec.
-func (s *Server) newEntry(rec auditRecord) (*model.ExecLogEntry, error) {
+func newEntry(rec auditRecord) (*model.ExecLogEntry, error) {
 	if rec.detail == nil {
 		rec.detail = map[string]any{}
 	}

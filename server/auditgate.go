@@ -167,17 +167,20 @@ func auditNotRecorded(op string, cause error) *api.Error {
 
 // auditOpen returns the refusal for audited work while the gate is
 // closed, else nil. Audited handlers call it before they act.
-func (s *Server) auditOpen() error {
-	if since, cause := s.auditGate.state(); cause != nil {
+func (s *Server) auditOpen() error { return s.alog.open() }
+
+// open is auditOpen.
+func (l *auditLog) open() error {
+	if since, cause := l.gate.state(); cause != nil {
 		return auditClosed(cause, since)
 	}
 	return nil
 }
 
-// retryAudit offers the waiting entries to the store, oldest first, until
+// retry offers the waiting entries to the store, oldest first, until
 // ctx is done: every auditRetryInterval while any wait, and as soon as
 // one is added.
-func (s *Server) retryAudit(ctx context.Context) {
+func (l *auditLog) retry(ctx context.Context) {
 	tick := time.NewTicker(auditRetryInterval)
 	defer tick.Stop()
 	for {
@@ -185,7 +188,7 @@ func (s *Server) retryAudit(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case <-s.auditGate.wake:
+		case <-l.gate.wake:
 			// Just failed: give the store a moment before asking again.
 			select {
 			case <-ctx.Done():
@@ -193,31 +196,31 @@ func (s *Server) retryAudit(ctx context.Context) {
 			case <-time.After(auditRetryInterval):
 			}
 		}
-		s.commitPending(ctx)
+		l.commitPending(ctx)
 	}
 }
 
 // commitPending appends waiting entries until the store fails or none is
 // left.
-func (s *Server) commitPending(ctx context.Context) {
-	for e := s.auditGate.next(); e != nil; e = s.auditGate.next() {
+func (l *auditLog) commitPending(ctx context.Context) {
+	for e := l.gate.next(); e != nil; e = l.gate.next() {
 		actx, cancel := context.WithTimeout(ctx, auditTimeout)
-		err := s.store.AppendExecLog(actx, e)
+		err := l.store.AppendExecLog(actx, e)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				s.auditGate.stillFailing(err)
-				s.log.DebugContext(ctx, "audit store still refuses entries", "waiting_entry", e.ID, "err", err)
+				l.gate.stillFailing(err)
+				l.log.DebugContext(ctx, "audit store still refuses entries", "waiting_entry", e.ID, "err", err)
 			}
 			return
 		}
-		s.metrics.auditAppends.Add(1)
-		s.broker.publish(e)
-		if opened, closedFor, dropped := s.auditGate.committed(s.now()); opened {
+		l.appends.Inc()
+		l.broker.publish(e)
+		if opened, closedFor, dropped := l.gate.committed(l.now()); opened {
 			if dropped > 0 {
-				s.log.ErrorContext(ctx, "audit entries lost while the store refused writes", "dropped", dropped)
+				l.log.ErrorContext(ctx, "audit entries lost while the store refused writes", "dropped", dropped)
 			}
-			s.log.InfoContext(ctx, "audit store writable again: accepting audited operations",
+			l.log.InfoContext(ctx, "audit store writable again: accepting audited operations",
 				"closed_for", closedFor.Round(time.Millisecond))
 		}
 	}

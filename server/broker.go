@@ -148,8 +148,8 @@ func (s *Server) listenAudit(ctx context.Context) {
 	}
 	s.keepListening(ctx, "audit entries", func() error {
 		return l.ListenAudit(ctx,
-			func(sandboxID, _ string) { s.broker.notify(sandboxID) },
-			s.broker.notifyAll)
+			func(sandboxID, _ string) { s.alog.broker.notify(sandboxID) },
+			s.alog.broker.notifyAll)
 	})
 }
 

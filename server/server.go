@@ -177,10 +177,9 @@ type Server struct {
 	now      func() time.Time
 	sidecars *sidecarClients
 	touches  *keyToucher
-	// broker pushes new audit entries to watchers; allowlists caches
-	// compiled command allowlists; metrics backs /metrics.
-	broker         *broker
-	auditGate      *auditGate // closed while the store cannot commit entries (auditgate.go)
+	// alog writes the audit log and pushes new entries to watchers;
+	// allowlists caches compiled command allowlists; metrics backs /metrics.
+	alog           *auditLog
 	frozen         frozenSandboxes
 	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
 	allowlists     *allowlist.Cache
@@ -238,8 +237,6 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		now:            time.Now,
 		sidecars:       newSidecarClients(),
 		touches:        newKeyToucher(),
-		broker:         newBroker(),
-		auditGate:      newAuditGate(),
 		allowlists:     allowlist.NewCache(),
 		watchKeepAlive: DefaultWatchKeepAlive,
 		scrubIdle:      scrub.DefaultIdleFlush,
@@ -253,6 +250,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		n, err := store.CountActiveSandboxes(context.Background(), "")
 		return float64(n), err
 	})
+	s.alog = newAuditLog(store, s.log, func() time.Time { return s.now() }, s.metrics.auditAppends, s.metrics.auditFailures)
 	s.driver = countingDriver{driver, s.metrics}
 	if err := s.subsystems(); err != nil {
 		return nil, err
@@ -381,7 +379,7 @@ func (s *Server) Run(ctx context.Context) error {
 	auditDone := make(chan struct{})
 	go func() {
 		defer close(auditDone)
-		s.retryAudit(ctx)
+		s.alog.retry(ctx)
 	}()
 	defer func() { <-auditDone }()
 	storageDone := make(chan struct{})
@@ -412,7 +410,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := apihttp.NewServer(s, s.log)
 	// Watch streams never go idle by themselves; end them so that
 	// Shutdown does not wait its whole grace period for them.
-	hs.RegisterOnShutdown(s.broker.shutdown)
+	hs.RegisterOnShutdown(s.alog.broker.shutdown)
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
 	go func() {

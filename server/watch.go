@@ -40,7 +40,7 @@ func (s *Server) watchSandbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Subscribe before reading the store: an entry appended in between is
 	// then both read and queued, and the cursor drops the second copy.
-	sub := s.broker.subscribe(sb.ID)
+	sub := s.alog.broker.subscribe(sb.ID)
 	defer sub.close()
 	s.metrics.watchers.Add(1)
 	defer s.metrics.watchers.Add(-1)
@@ -67,7 +67,7 @@ func (s *Server) watchSandbox(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-s.broker.closing:
+		case <-s.alog.broker.closing:
 			return nil // the server is shutting down; clients resume with Last-Event-ID
 		case <-keepAlive.C:
 			if err := ws.comment("keep-alive"); err != nil {
