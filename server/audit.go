@@ -18,22 +18,6 @@ import (
 	"github.com/boxkite/boxkite/tools"
 )
 
-// VerifyExecLog checks a sandbox's whole chain against the head the store
-// recorded: entries must be all of its entries in Seq order, starting at
-// the first and reaching head. The error names the first entry that does
-// not verify and wraps api.ErrChainBroken (and api.ErrLogGap for a
-// missing entry).
-//
-// An edited, inserted, reordered or removed row breaks the chain; so does
-// removing the newest rows, which leaves a chain shorter than its head.
-func VerifyExecLog(entries []*model.ExecLogEntry, head model.ExecLogHead) error {
-	out := make([]api.LogEntry, len(entries))
-	for i, e := range entries {
-		out[i] = e.ToAPI()
-	}
-	return api.VerifyLog(out, head.Seq, head.RowHash)
-}
-
 // maxLoggedText bounds commands and code kept in an entry's detail; the
 // whole length is recorded next to it, so a cut is visible.
 const maxLoggedText = 2 << 10

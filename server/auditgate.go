@@ -169,6 +169,10 @@ func auditNotRecorded(op string, cause error) *api.Error {
 // closed, else nil. Audited handlers call it before they act.
 func (s *Server) auditOpen() error { return s.alog.open() }
 
+// state returns since when the audit log refuses audited work and why;
+// a nil cause means it accepts it.
+func (l *auditLog) state() (since time.Time, cause error) { return l.gate.state() }
+
 // open is auditOpen.
 func (l *auditLog) open() error {
 	if since, cause := l.gate.state(); cause != nil {

@@ -145,7 +145,7 @@ func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
 			WithHint("use an admin API key")
 	}
 	out := api.HostStatus{Driver: s.cfg.DriverName, Limits: []api.HostLimit{}, Sandboxes: []api.SandboxDisk{}}
-	if since, cause := s.alog.gate.state(); cause != nil {
+	if since, cause := s.alog.state(); cause != nil {
 		t := since.UTC()
 		out.Audit = api.HostAudit{Reason: auditReason(cause), Since: &t}
 	} else {
