@@ -21,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/server/accounts"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
@@ -179,7 +180,7 @@ type Server struct {
 	touches  *keyToucher
 	// alog writes the audit log and pushes new entries to watchers;
 	// allowlists caches compiled command allowlists; metrics backs /metrics.
-	alog           *auditLog
+	alog           *audit.Log
 	frozen         frozenSandboxes
 	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
 	allowlists     *allowlist.Cache
@@ -250,7 +251,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		n, err := store.CountActiveSandboxes(context.Background(), "")
 		return float64(n), err
 	})
-	s.alog = newAuditLog(store, s.log, func() time.Time { return s.now() }, s.metrics.auditAppends, s.metrics.auditFailures)
+	s.alog = audit.New(store, s.log, func() time.Time { return s.now() }, s.metrics.auditAppends, s.metrics.auditFailures)
 	s.driver = countingDriver{driver, s.metrics}
 	if err := s.subsystems(); err != nil {
 		return nil, err
@@ -379,7 +380,7 @@ func (s *Server) Run(ctx context.Context) error {
 	auditDone := make(chan struct{})
 	go func() {
 		defer close(auditDone)
-		s.alog.retry(ctx)
+		s.alog.Retry(ctx)
 	}()
 	defer func() { <-auditDone }()
 	storageDone := make(chan struct{})
@@ -410,7 +411,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := apihttp.NewServer(s, s.log)
 	// Watch streams never go idle by themselves; end them so that
 	// Shutdown does not wait its whole grace period for them.
-	hs.RegisterOnShutdown(s.alog.broker.shutdown)
+	hs.RegisterOnShutdown(s.alog.Broker.Shutdown)
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
 	go func() {
