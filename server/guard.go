@@ -7,6 +7,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -75,7 +76,7 @@ func (s *Server) authenticateAs(r *http.Request, cred httpx.Cred) error {
 		if err := s.authenticateKey(r, token); err != nil {
 			return err
 		}
-		if infoFrom(r.Context()).key.Role != model.RoleAdmin {
+		if authz.From(r.Context()).Key.Role != model.RoleAdmin {
 			return errMemberKeyManagement
 		}
 		return nil
@@ -130,6 +131,6 @@ func (s *Server) authenticateToken(r *http.Request, token string) error {
 	if err != nil {
 		return fmt.Errorf("look up account: %w", err)
 	}
-	infoFrom(ctx).account = acct
+	authz.From(ctx).Account = acct
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/console"
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/kube"
@@ -185,12 +186,22 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	}
 	// The E2B-compatible API (docs/e2b.md) on the same listener.
 	srv.MountE2B(e2b.New(srv.E2B(), store, log), e2b.Matches)
+	if opts.console {
+		ui, err := console.New(console.Config{API: srv, Log: log})
+		if err != nil {
+			return err
+		}
+		srv.MountConsole(ui)
+	}
 	if err := srv.Init(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "boxkite-server %s listening on http://%s (driver %s, db %s)\n",
 		buildVersion(), ln.Addr(), opts.driver, redactDSN(opts.db))
 
+	if opts.console {
+		fmt.Fprintf(stderr, "web console at http://%s/ui/ (docs/console.md)\n", ln.Addr())
+	}
 	if adminLn != nil {
 		fmt.Fprintf(stderr, "profiling (net/http/pprof) on http://%s/debug/pprof/\n", adminLn.Addr())
 		go serveAdmin(ctx, adminLn, log)

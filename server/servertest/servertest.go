@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/console"
 	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/model"
@@ -197,6 +198,13 @@ func (s *Server) start(t testing.TB) {
 		st.Close()
 		t.Fatalf("servertest: %v", err)
 	}
+	// The web console at /ui/, as boxkite-server serves it by default.
+	ui, err := console.New(console.Config{API: srv, Log: s.log})
+	if err != nil {
+		st.Close()
+		t.Fatalf("servertest: %v", err)
+	}
+	srv.MountConsole(ui)
 	if err := srv.Init(context.Background()); err != nil {
 		st.Close()
 		t.Fatalf("servertest: init: %v", err)

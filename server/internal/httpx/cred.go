@@ -21,3 +21,14 @@ const (
 // answer, in the error envelope; any other error is logged with its cause
 // and answered 500, so internals never reach the client.
 type Handler func(http.ResponseWriter, *http.Request) error
+
+// Route is one route a subsystem serves: its pattern and how
+// /openapi.json documents it (RouteDoc), the credential it takes and its
+// handler. Each subsystem lists its routes in its routes.go; the server
+// registers them behind its guard (rate limit, authentication,
+// Idempotency-Key) and documents them.
+type Route struct {
+	RouteDoc
+	Cred    Cred
+	Handler Handler
+}
