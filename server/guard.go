@@ -17,7 +17,7 @@ import (
 // POSTs, Idempotency-Key handling. Every route goes through here, so
 // Routes lists them all.
 func (s *Server) register(pattern string, cred httpx.Cred, h func(http.ResponseWriter, *http.Request) error) {
-	s.patterns = append(s.patterns, pattern)
+	s.registered = append(s.registered, httpx.Route{RouteDoc: httpx.RouteDoc{Pattern: pattern}, Cred: cred, Handler: h})
 	bucket := bucketOf(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := s.guard(w, r, pattern, cred, bucket, h); err != nil {
@@ -53,7 +53,13 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 
 // Routes returns every registered pattern ("METHOD /path", or "/" for the
 // catch-all), in registration order.
-func (s *Server) Routes() []string { return append([]string(nil), s.patterns...) }
+func (s *Server) Routes() []string {
+	out := make([]string, len(s.registered))
+	for i, rt := range s.registered {
+		out[i] = rt.Pattern
+	}
+	return out
+}
 
 func (s *Server) authenticateAs(r *http.Request, cred httpx.Cred) error {
 	switch cred {

@@ -195,9 +195,9 @@ type Server struct {
 	jwt     jwtKeys
 	hasher  *authn.Hasher
 	limiter *rateLimiter
-	// patterns are the registered routes (register); streamingPOST the
-	// POST patterns exempt from Idempotency-Key.
-	patterns      []string
+	// registered are the registered routes (register), their docs left
+	// out; streamingPOST the POST patterns exempt from Idempotency-Key.
+	registered    []httpx.Route
 	streamingPOST map[string]bool
 	lastPurge     time.Time // of idempotency records; only Run touches it
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
