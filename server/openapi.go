@@ -7,6 +7,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/snapshot"
 )
 
 // GET /openapi.json: an OpenAPI 3.1 document built from routeDocs, with
@@ -85,6 +86,7 @@ func routeDocs() []httpx.RouteDoc {
 		d.Upload = rt.body == bodyStream
 		docs = append(docs, d)
 	}
+	docs = append(docs, snapshot.Docs()...)
 	for i := range docs {
 		docs[i].RateLimited = bucketOf(docs[i].Pattern) != ""
 	}

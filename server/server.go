@@ -24,6 +24,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/snapshot"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -36,8 +37,11 @@ type Config struct {
 	MaxLifetime     time.Duration // ceiling for create and extend; default 24h
 	MaxStorageGB    float64       // ceiling for storage_gb; default 20
 	MaxVolumeGB     float64       // ceiling for a volume's size_gb; 0 means DefaultMaxVolumeGB
-	MaxCount        int           // ceiling for count in one create; default 10
-	ReaperInterval  time.Duration // how often expired sandboxes are destroyed; default 1s
+	MaxCount        int           // ceiling for count in one create (and one fork); default 10
+	// SnapshotLimit is how many snapshots an account may keep; 0 means
+	// api.DefaultSnapshotLimit, negative no limit.
+	SnapshotLimit  int
+	ReaperInterval time.Duration // how often expired sandboxes are destroyed; default 1s
 	// BootstrapAPIKey, when set, is registered as an admin key of the
 	// BootstrapEmail account at Init (local mode). Idempotent across restarts.
 	BootstrapAPIKey string
@@ -201,6 +205,8 @@ type Server struct {
 	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
 	e2b      http.Handler
 	e2bMatch func(*http.Request) bool
+	// snap serves snapshots and forks (server/snapshot, snapshot_port.go).
+	snap *snapshot.Service
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().
@@ -240,6 +246,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		return float64(n), err
 	})
 	s.driver = countingDriver{driver, s.metrics}
+	s.snap = s.newSnapshots()
 	s.routes()
 	return s, nil
 }
@@ -262,6 +269,10 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
 	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)   // pause.go
 	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
+	snaps := s.snap.Handlers()                                  // server/snapshot
+	for _, d := range snapshot.Docs() {
+		s.handle(d.Pattern, snaps[d.Pattern])
+	}
 	s.register("POST /v1/sandboxes/{id}/exec", httpx.CredTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.register("GET /v1/sandboxes/{id}/takeover", httpx.CredTakeover, s.takeover)
@@ -312,6 +323,9 @@ func (s *Server) routes() {
 // Call it once before serving.
 func (s *Server) Init(ctx context.Context) error {
 	if err := s.bootstrap(ctx); err != nil {
+		return err
+	}
+	if err := s.snap.Reconcile(ctx); err != nil {
 		return err
 	}
 	return s.reconcile(ctx)
