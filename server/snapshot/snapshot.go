@@ -76,32 +76,6 @@ func New(cfg Config) *Service {
 	return &Service{cfg: cfg}
 }
 
-// Docs documents the service's routes, each authenticated by API key.
-func Docs() []httpx.RouteDoc {
-	return []httpx.RouteDoc{
-		{Pattern: "POST /v1/sandboxes/{id}/snapshots", Summary: "Snapshot a sandbox's filesystem, crash-consistent (its processes frozen for the copy); at most 10 per account by default (429 snapshot_limit_reached)", Request: api.CreateSnapshotRequest{}, Response: api.Snapshot{}, Status: http.StatusCreated},
-		{Pattern: "GET /v1/sandboxes/{id}/snapshots", Summary: "List a sandbox's snapshots, newest first", Response: []api.Snapshot{}},
-		{Pattern: "GET /v1/snapshots", Summary: "List the account's snapshots, newest first", Response: []api.Snapshot{}},
-		{Pattern: "GET /v1/snapshots/{id}", Summary: "Get one snapshot", Response: api.Snapshot{}},
-		{Pattern: "DELETE /v1/snapshots/{id}", Summary: "Delete a snapshot; sandboxes restored from it keep their files", Status: http.StatusNoContent},
-		{Pattern: "POST /v1/snapshots/{id}/restore", Summary: "Create a new sandbox from a snapshot", Request: api.RestoreSnapshotRequest{}, Response: api.Sandbox{}, Status: http.StatusCreated},
-		{Pattern: "POST /v1/sandboxes/{id}/fork", Summary: "Fork a sandbox count ways: each child starts from its filesystem as it is now, copy-on-write where the driver can", Request: api.ForkSandboxRequest{}, Response: []api.Sandbox{}, Status: http.StatusCreated},
-	}
-}
-
-// Handlers maps each pattern of Docs to its handler.
-func (s *Service) Handlers() map[string]httpx.Handler {
-	return map[string]httpx.Handler{
-		"POST /v1/sandboxes/{id}/snapshots": s.create,
-		"GET /v1/sandboxes/{id}/snapshots":  s.listOfSandbox,
-		"GET /v1/snapshots":                 s.list,
-		"GET /v1/snapshots/{id}":            s.get,
-		"DELETE /v1/snapshots/{id}":         s.delete,
-		"POST /v1/snapshots/{id}/restore":   s.restore,
-		"POST /v1/sandboxes/{id}/fork":      s.fork,
-	}
-}
-
 // maxBody bounds the small JSON bodies of these routes.
 const maxBody = 1 << 20
 

@@ -91,6 +91,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"AllowedCommands", testAllowedCommands},
 		{"Images", testImages},
 		{"Snapshots", testSnapshots},
+		{"Secrets", testSecrets},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
