@@ -25,8 +25,8 @@ import (
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
-	"github.com/boxkite/boxkite/server/snapshot"
 	"github.com/boxkite/boxkite/server/secrets"
+	"github.com/boxkite/boxkite/server/snapshot"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -315,7 +315,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
 	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)   // pause.go
 	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
-	s.mount(s.snap.Routes()) // server/snapshot
+	s.mount(s.snap.Routes())                                    // server/snapshot
 	s.register("POST /v1/sandboxes/{id}/exec", httpx.CredTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.register("GET /v1/sandboxes/{id}/takeover", httpx.CredTakeover, s.takeover)
