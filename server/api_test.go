@@ -153,7 +153,7 @@ func TestCreateValidation(t *testing.T) {
 		{"volume outside workspace", `{"volume_mounts":{"v":"/mnt/v"}}`, 422, api.CodeValidation, "/workspace", "volume_mounts", true},
 		{"unknown volume", `{"volume_mounts":{"v":"/workspace/v"}}`, 404, api.CodeNotFound, "volumes ls", "", true},
 		{"unknown mcp connection", `{"mcp_connection_names":["slack"]}`, 404, api.CodeMCPConnectionNotFound, "mcp-connections ls", "", true},
-		{"secrets", `{"secret_names":["s"]}`, 422, api.CodeNotSupported, "", "secret_names", true},
+		{"secrets without a secrets key", `{"secret_names":["s"]}`, 503, api.CodeSecretsUnavailable, "--secrets-key-file", "", true},
 		{"wrong type", `{"count":"two"}`, 422, api.CodeValidation, "", "count", true},
 		{"not json", `{"size":`, 400, api.CodeBadRequest, "", "", true},
 	}

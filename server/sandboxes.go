@@ -13,6 +13,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -62,6 +63,7 @@ type createParams struct {
 	imageRoot string
 	volumes   []model.VolumeMount // validated volume_mounts (volumes.go)
 	egress    egress.Allowlist    // granted by mcp_connection_names (mcpconn.go) and egress_hosts
+	secrets   []string            // secret_names, checked (server/secrets)
 }
 
 func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
@@ -73,8 +75,6 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 	case req.Label != "" && req.Count > 1:
 		return p, httpx.Invalid("label", "a label names one sandbox, so it cannot go with a count above 1",
 			"leave the label out, or create the sandboxes one at a time with labels of their own")
-	case len(req.SecretNames) > 0:
-		return p, httpx.NotSupported("secret_names", "omit secret_names; pass values with exec's env for now")
 	case req.StorageGB < 0 || math.IsNaN(req.StorageGB):
 		return p, httpx.Invalid("storage_gb", "storage_gb must not be negative", "")
 	case req.LifetimeMinutes < 0:
@@ -122,11 +122,15 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if p.egress, err = s.egressGrants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
 		return err
 	}
-	hosts, err := egressHosts(infoFrom(r.Context()).key, req.EgressHosts)
+	hosts, err := egressHosts(authz.From(r.Context()).Key, req.EgressHosts)
 	if err != nil {
 		return err
 	}
 	p.egress = append(p.egress, hosts...)
+	if err := s.cfg.Secrets.CheckNames(r.Context(), accountFrom(r.Context()).ID, req.SecretNames); err != nil {
+		return err
+	}
+	p.secrets = req.SecretNames
 	if err := s.admitCreate(r.Context(), p.count); err != nil {
 		return err
 	}

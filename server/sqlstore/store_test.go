@@ -90,6 +90,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"ExecLogAfter", testExecLogAfter},
 		{"AllowedCommands", testAllowedCommands},
 		{"Images", testImages},
+		{"Secrets", testSecrets},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
