@@ -7,9 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/boxkite/boxkite/server/internal/audit"
-
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/snapshot"
 )
