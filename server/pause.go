@@ -11,10 +11,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/httpx"
-
-	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
 )
 
