@@ -158,3 +158,56 @@ func newRmCmd(app *App, noun, short string, announce bool, rm func(*client.Clien
 	conf.register(cmd)
 	return cmd
 }
+
+// removal is an `rm REF` that resolves REF to one item first (an id, a
+// unique prefix, a name), so its prompt and its report can name it.
+type removal[T any] struct {
+	use, short, long string
+	aliases          []string
+	find             func(context.Context, *client.Client, string) (T, error)
+	check            func(T) error // refuses before the prompt; nil for none
+	prompt           func(T) string
+	remove           func(context.Context, *client.Client, T) error
+	done             func(T) string // reported on stderr
+}
+
+// newRemovalCmd builds the command of rm. On a terminal it asks first;
+// elsewhere it needs --yes.
+func newRemovalCmd[T any](app *App, rm removal[T]) *cobra.Command {
+	var conf confirmation
+	cmd := &cobra.Command{
+		Use:     rm.use,
+		Aliases: rm.aliases,
+		Short:   rm.short,
+		Long:    rm.long,
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := conf.refuseUnattended(app, args); err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			item, err := rm.find(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if rm.check != nil {
+				if err := rm.check(item); err != nil {
+					return err
+				}
+			}
+			if err := conf.ask(app, rm.prompt(item)); err != nil {
+				return err
+			}
+			if err := rm.remove(cmd.Context(), c, item); err != nil {
+				return err
+			}
+			fmt.Fprintln(app.IO.ErrOut, rm.done(item))
+			return nil
+		},
+	}
+	conf.register(cmd)
+	return cmd
+}
