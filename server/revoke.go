@@ -147,7 +147,7 @@ var errStreamRevoked = &api.Error{
 // (re)connected, the credentials of requests in flight are checked
 // against the store, for revocations it may have missed.
 func (s *Server) listenRevocations(ctx context.Context) {
-	l, ok := s.store.(model.RevocationListener)
+	l, ok := s.rawStore().(model.RevocationListener)
 	if !ok {
 		return
 	}

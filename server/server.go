@@ -23,6 +23,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/allowlist"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
@@ -236,8 +237,10 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		log = slog.Default()
 	}
 	s := &Server{
-		cfg:            cfg,
-		store:          store,
+		cfg: cfg,
+		// Every data access goes through the authorization layer: the
+		// server keeps no other handle on the store.
+		store:          authz.Wrap(store),
 		driver:         driver,
 		log:            slog.New(httpx.LogHandler{Handler: log.Handler()}),
 		mux:            http.NewServeMux(),
@@ -254,10 +257,10 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		healthTimeout:  2 * time.Second,
 	}
 	s.metrics = newMetrics(func() (float64, error) {
-		n, err := store.CountActiveSandboxes(context.Background(), "")
+		n, err := s.store.CountActiveSandboxes(context.Background(), "")
 		return float64(n), err
 	})
-	s.alog = audit.New(store, s.log, func() time.Time { return s.now() }, s.metrics.auditAppends, s.metrics.auditFailures)
+	s.alog = audit.New(s.store, s.log, func() time.Time { return s.now() }, s.metrics.auditAppends, s.metrics.auditFailures)
 	s.driver = countingDriver{driver, s.metrics}
 	if err := s.subsystems(); err != nil {
 		return nil, err
