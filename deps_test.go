@@ -71,7 +71,7 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets"}, forbidden: merge(clientGo, sqlDriver)},
 	// The leaf of the control plane: domain records and the Store and
 	// Driver contracts (docs/architecture.md).
 	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -88,6 +88,14 @@ var rules = map[string]depRule{
 	}},
 	"server/internal/httpx": {ours: []string{"client/api", "internal/apihttp"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/model": "httpx is HTTP plumbing: it knows no domain record, store or driver",
+	}},
+	// Subsystems: each serves its own routes (routes.go) and declares
+	// what it needs of the rest in its Deps; the server wires them.
+	"server/accounts": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/authn"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+	}},
+	"server/internal/authz": {ours: []string{"server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "authz sits under the subsystems and the server",
 	}},
 	"server/internal/scrub": {ours: []string{"client/api", "tools"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/model": "scrubbing works on bytes and JSON; whether an account wants it is the caller's decision",

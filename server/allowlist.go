@@ -8,6 +8,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -80,7 +81,7 @@ var errAdminOnly = api.Errorf(http.StatusForbidden, api.CodeForbidden, "only adm
 
 // putAllowedCommands serves PUT /v1/account/allowed-commands.
 func (s *Server) putAllowedCommands(w http.ResponseWriter, r *http.Request) error {
-	if infoFrom(r.Context()).key.Role != model.RoleAdmin {
+	if authz.From(r.Context()).Key.Role != model.RoleAdmin {
 		return errAdminOnly
 	}
 	body, err := readBody(w, r, httpx.MaxSmallBody)
@@ -106,7 +107,7 @@ func (s *Server) putAllowedCommands(w http.ResponseWriter, r *http.Request) erro
 // deleteAllowedCommands serves DELETE /v1/account/allowed-commands: back
 // to allowing everything.
 func (s *Server) deleteAllowedCommands(w http.ResponseWriter, r *http.Request) error {
-	if infoFrom(r.Context()).key.Role != model.RoleAdmin {
+	if authz.From(r.Context()).Key.Role != model.RoleAdmin {
 		return errAdminOnly
 	}
 	if err := s.store.SetAllowedCommands(r.Context(), accountFrom(r.Context()).ID, nil, s.now()); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -78,8 +79,8 @@ func (s *Server) authenticateKey(r *http.Request, token string) error {
 	if key.RevokedAt != nil {
 		return errInvalidKey
 	}
-	ri := infoFrom(ctx)
-	ri.account, ri.key = acct, key
+	ri := authz.From(ctx)
+	ri.Account, ri.Key = acct, key
 	s.touches.touch(key, s.now())
 	return nil
 }

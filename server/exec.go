@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/unixsock"
 	"github.com/boxkite/boxkite/server/model"
@@ -149,8 +150,8 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 			outcome["result"] = json.RawMessage(sc.CapturedResult(c.captured))
 		}
 		err = withOutcome(err, outcome)
-		if ae, ok := errors.AsType[*api.Error](err); ok && infoFrom(r.Context()) != nil {
-			ae.RequestID = infoFrom(r.Context()).id // a stream's error event has no envelope to carry it
+		if ae, ok := errors.AsType[*api.Error](err); ok && httpx.InfoFrom(r.Context()) != nil {
+			ae.RequestID = httpx.RequestID(r.Context()) // a stream's error event has no envelope to carry it
 		}
 		return hw.fail(err)
 	}
@@ -204,10 +205,10 @@ func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecReque
 		detail["output_redacted"] = true
 	}
 	source := ""
-	if g := infoFrom(r.Context()).grant; g != nil {
+	if g := authz.From(r.Context()).Grant; g != nil {
 		// `ssh id@host cmd` through the bastion: a person, not an agent.
 		source = api.LogSourceHumanTakeover
-		maps.Copy(detail, g.detail())
+		maps.Copy(detail, g.Detail())
 	}
 	return s.audit(r.Context(), auditRecord{
 		sb: sb, source: source, operation: "exec", detail: detail,
@@ -264,7 +265,7 @@ func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *model.Sandbox
 			Hint:    "the sandbox is lost; create a new one (`boxkite session create`)",
 		}
 	}
-	e.RequestID = infoFrom(ctx).id
+	e.RequestID = httpx.RequestID(ctx)
 	if err := s.auditExec(r, sb, req, out, started, e, false); err != nil {
 		return eh.fail(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -16,7 +17,7 @@ import (
 // POSTs, Idempotency-Key handling. Every route goes through here, so
 // Routes lists them all.
 func (s *Server) register(pattern string, cred httpx.Cred, h func(http.ResponseWriter, *http.Request) error) {
-	s.patterns = append(s.patterns, pattern)
+	s.registered = append(s.registered, httpx.Route{RouteDoc: httpx.RouteDoc{Pattern: pattern}, Cred: cred, Handler: h})
 	bucket := bucketOf(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := s.guard(w, r, pattern, cred, bucket, h); err != nil {
@@ -52,7 +53,13 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 
 // Routes returns every registered pattern ("METHOD /path", or "/" for the
 // catch-all), in registration order.
-func (s *Server) Routes() []string { return append([]string(nil), s.patterns...) }
+func (s *Server) Routes() []string {
+	out := make([]string, len(s.registered))
+	for i, rt := range s.registered {
+		out[i] = rt.Pattern
+	}
+	return out
+}
 
 func (s *Server) authenticateAs(r *http.Request, cred httpx.Cred) error {
 	switch cred {
@@ -75,7 +82,7 @@ func (s *Server) authenticateAs(r *http.Request, cred httpx.Cred) error {
 		if err := s.authenticateKey(r, token); err != nil {
 			return err
 		}
-		if infoFrom(r.Context()).key.Role != model.RoleAdmin {
+		if authz.From(r.Context()).Key.Role != model.RoleAdmin {
 			return errMemberKeyManagement
 		}
 		return nil
@@ -130,6 +137,6 @@ func (s *Server) authenticateToken(r *http.Request, token string) error {
 	if err != nil {
 		return fmt.Errorf("look up account: %w", err)
 	}
-	infoFrom(ctx).account = acct
+	authz.From(ctx).Account = acct
 	return nil
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,47 +10,14 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
-// requestInfo is the one value this package keeps in a request's context:
-// the request id (for logs and error bodies) and, once authenticated, the
-// caller. The logging middleware creates it; auth fills it in.
-type requestInfo struct {
-	id      string
-	account *model.Account
-	key     *model.APIKey
-	grant   *takeoverGrant // set instead of key for a takeover token
-}
-
-type requestInfoKey struct{}
-
-func infoFrom(ctx context.Context) *requestInfo {
-	ri, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
-	return ri
-}
-
 // accountFrom returns the authenticated account. Only handlers registered
 // with handle (which authenticates first) may call it.
-func accountFrom(ctx context.Context) *model.Account { return infoFrom(ctx).account }
-
-// ctxHandler adds the request id from the context to every log record, so
-// any s.log.XxxContext(ctx, …) call made while serving a request carries it.
-type ctxHandler struct{ slog.Handler }
-
-func (h ctxHandler) Handle(ctx context.Context, r slog.Record) error {
-	if ri := infoFrom(ctx); ri != nil {
-		r.AddAttrs(slog.String("request_id", ri.id))
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h ctxHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return ctxHandler{h.Handler.WithAttrs(as)}
-}
-
-func (h ctxHandler) WithGroup(name string) slog.Handler { return ctxHandler{h.Handler.WithGroup(name)} }
+func accountFrom(ctx context.Context) *model.Account { return authz.Account(ctx) }
 
 // ServeHTTP assigns the request id, sets the common headers, starts the
 // body's deadline, recovers from panics and logs one line per request.
@@ -68,8 +34,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", "frame-ancestors 'none'")
-	ri := &requestInfo{id: id}
-	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, ri))
+	info := &httpx.Info{ID: id}
+	r = r.WithContext(httpx.WithInfo(r.Context(), info))
 	rec := &httpx.ResponseRecorder{ResponseWriter: w}
 	r = s.cfg.BodyTimeouts.Apply(rec, r)
 	defer func() {
@@ -92,8 +58,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			slog.Int64("bytes", rec.Bytes),
 			slog.Duration("duration", time.Since(start)),
 		}
-		if ri.account != nil {
-			attrs = append(attrs, slog.String("account", ri.account.ID))
+		if info.Caller != nil && info.Caller.AccountID() != "" {
+			attrs = append(attrs, slog.String("account", info.Caller.AccountID()))
 		}
 		s.log.LogAttrs(r.Context(), level, "request", attrs...)
 	}()
@@ -126,34 +92,7 @@ func (s *Server) handlePublic(pattern string, h func(http.ResponseWriter, *http.
 	s.register(pattern, httpx.CredNone, h)
 }
 
-// writeError sends err as the error envelope. An *api.Error goes out as
-// is; anything else is logged with its cause and becomes a bare 500, so
-// internals never reach the client. If the response already started (a
-// stream broke), the error can only be logged.
+// writeError sends err as the error envelope (httpx.WriteError).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	ctx := r.Context()
-	if rec, ok := w.(*httpx.ResponseRecorder); ok && rec.Status != 0 {
-		s.log.WarnContext(ctx, "response interrupted", "err", err)
-		return
-	}
-	var e api.Error
-	if ae, ok := errors.AsType[*api.Error](err); ok {
-		e = *ae
-	} else {
-		s.log.ErrorContext(ctx, "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		e = api.Error{
-			Code: api.CodeInternal, Message: "internal server error",
-			Hint: "retry; if it keeps failing, report the request id to the operator",
-		}
-	}
-	if e.Status == 0 {
-		e.Status = api.StatusOf(e.Code)
-	}
-	if ri := infoFrom(ctx); ri != nil {
-		e.RequestID = ri.id
-	}
-	if e.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="boxkite"`)
-	}
-	httpx.WriteJSON(w, e.Status, api.ErrorEnvelope{Error: &e})
+	httpx.WriteError(s.log, w, r, err)
 }

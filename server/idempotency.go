@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -64,11 +65,11 @@ func (s *Server) idempotencyApplies(pattern string, r *http.Request) bool {
 }
 
 // credentialOf names the caller's credential, the scope of its keys.
-func credentialOf(ri *requestInfo) string {
-	if ri.key != nil {
-		return "key:" + ri.key.ID
+func credentialOf(ri *authz.Caller) string {
+	if ri.Key != nil {
+		return "key:" + ri.Key.ID
 	}
-	return "account:" + ri.account.ID
+	return "account:" + ri.Account.ID
 }
 
 func validIdempotencyKey(k string) bool {
@@ -108,7 +109,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 	sum := sha256.Sum256(body)
 	now := s.now()
 	rec := &model.IdempotencyRecord{
-		Credential: credentialOf(infoFrom(ctx)), Method: r.Method, Path: r.URL.Path, Key: key,
+		Credential: credentialOf(authz.From(ctx)), Method: r.Method, Path: r.URL.Path, Key: key,
 		RequestHash: hex.EncodeToString(sum[:]), State: model.IdempotencyInProgress,
 		CreatedAt: now, ExpiresAt: now.Add(idempotencyTTL),
 	}

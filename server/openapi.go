@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"net/http"
-	"sync"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/httpx"
@@ -64,19 +63,8 @@ func routeDocs() []httpx.RouteDoc {
 		{Pattern: "DELETE /v1/secrets/{id}", Summary: "Delete a secret; {id} is the id or the name (admin keys)", Status: http.StatusNoContent},
 		{Pattern: "POST /v1/sandboxes/{id}/http-request", Summary: "The control plane makes an HTTP request for the sandbox, {{secret:NAME}} replaced by the value of its secret NAME, only to that secret's allowed hosts; echoes of the value are redacted", Request: api.HTTPRequest{}, Response: api.HTTPResponse{}},
 
-		{Pattern: "POST /v1/auth/signup", Summary: "Create an account; answers with an access token", Auth: httpx.AuthNone, Request: api.Credentials{}, Response: api.TokenResponse{}, Status: http.StatusCreated},
-		{Pattern: "POST /v1/auth/login", Summary: "Log in; answers with an access token", Auth: httpx.AuthNone, Request: api.Credentials{}, Response: api.TokenResponse{}},
-		{Pattern: "POST /v1/api-keys", Summary: "Create an API key (shown once)", Auth: httpx.AuthTokenOrAdmin, Request: api.CreateAPIKeyRequest{}, Response: api.APIKeyCreated{}, Status: http.StatusCreated},
-		{Pattern: "GET /v1/api-keys", Summary: "List the account's API keys", Auth: httpx.AuthTokenOrAdmin, Response: []api.APIKey{}},
-		{Pattern: "DELETE /v1/api-keys/{key_id}", Summary: "Revoke an API key, at once", Auth: httpx.AuthTokenOrAdmin, Status: http.StatusNoContent},
-		{Pattern: "GET /v1/account/me", Summary: "The account of an access token", Auth: httpx.AuthToken, Response: api.Account{}},
-		{Pattern: "GET /v1/account", Summary: "The account of the API key", Response: api.Account{}},
-		{Pattern: "PATCH /v1/account", Summary: "Change the account's settings: scrub_output", Auth: httpx.AuthTokenOrAdmin, Request: api.AccountUpdate{}, Response: api.Account{}},
 		{Pattern: "GET /v1/usage", Summary: "Sandbox usage against the fair-use limits", Response: api.Usage{}},
 		{Pattern: "GET /v1/host", Summary: "The host's use of its limits (disk against the free-space watermark, threads, loop devices, memory), the audit log's state and the active sandboxes' disks (admin keys)", Response: api.HostStatus{}},
-		{Pattern: "GET /v1/account/ssh-keys", Summary: "List the SSH keys registered for the bastion", Response: []api.SSHKey{}},
-		{Pattern: "POST /v1/account/ssh-keys", Summary: "Register an SSH public key for the bastion", Auth: httpx.AuthTokenOrAdmin, Request: api.AddSSHKeyRequest{}, Response: api.SSHKey{}, Status: http.StatusCreated},
-		{Pattern: "DELETE /v1/account/ssh-keys/{key_id}", Summary: "Remove an SSH key", Auth: httpx.AuthTokenOrAdmin, Status: http.StatusNoContent},
 	}
 	for _, rt := range proxyRoutes() {
 		d := proxyDocs[rt.method+" "+rt.path]
@@ -89,9 +77,6 @@ func routeDocs() []httpx.RouteDoc {
 		}
 		d.Upload = rt.body == bodyStream
 		docs = append(docs, d)
-	}
-	for i := range docs {
-		docs[i].RateLimited = bucketOf(docs[i].Pattern) != ""
 	}
 	return docs
 }
@@ -126,14 +111,19 @@ var proxyDocs = map[string]httpx.RouteDoc{
 	"POST /lsp/{lsp_id}/stop":       {Summary: "Stop a language server", Response: api.LSPStatus{}},
 }
 
-// openAPIDoc is the document, built once per process.
-var openAPIDoc = sync.OnceValues(func() ([]byte, error) {
-	return json.Marshal(httpx.OpenAPI(routeDocs()))
-})
+// buildOpenAPI builds the document, once per server (Server.openAPI):
+// the routes still declared here and the mounted subsystems' routes.
+func (s *Server) buildOpenAPI() ([]byte, error) {
+	docs := append(routeDocs(), s.docs...)
+	for i := range docs {
+		docs[i].RateLimited = bucketOf(docs[i].Pattern) != ""
+	}
+	return json.Marshal(httpx.OpenAPI(docs))
+}
 
 // serveOpenAPI serves GET /openapi.json.
 func (s *Server) serveOpenAPI(w http.ResponseWriter, _ *http.Request) error {
-	doc, err := openAPIDoc()
+	doc, err := s.openAPI()
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -132,8 +133,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 		}
 	}
 	up.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
-	if ri := infoFrom(ctx); ri != nil {
-		up.Header.Set("X-Request-ID", ri.id)
+	if id := httpx.RequestID(ctx); id != "" {
+		up.Header.Set("X-Request-ID", id)
 	}
 	resp, err := client.Do(up)
 	if err != nil {
@@ -145,6 +146,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 		}
 		if ae, ok := errors.AsType[*api.Error](err); ok {
 			return ae // reading the client's body failed otherwise
+		}
+		if errors.Is(context.Cause(r.Context()), errCredentialRevoked) {
+			return errStreamRevoked // a long poll (files/watch) of a revoked key
 		}
 		if r.Context().Err() != nil {
 			return fmt.Errorf("client went away: %w", r.Context().Err())

@@ -13,6 +13,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -121,7 +122,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if p.egress, err = s.egressGrants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
 		return err
 	}
-	hosts, err := egressHosts(infoFrom(r.Context()).key, req.EgressHosts)
+	hosts, err := egressHosts(authz.From(r.Context()).Key, req.EgressHosts)
 	if err != nil {
 		return err
 	}

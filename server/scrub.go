@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 )
 
@@ -13,8 +14,8 @@ import (
 // scrubsOutput reports whether command output returned to r's caller is
 // scrubbed: unless its account turned that off.
 func scrubsOutput(r *http.Request) bool {
-	ri := infoFrom(r.Context())
-	return ri == nil || ri.account == nil || !ri.account.KeepOutputSecrets
+	ri := authz.From(r.Context())
+	return ri == nil || ri.Account == nil || !ri.Account.KeepOutputSecrets
 }
 
 // newExecScrub returns r's exec scrubber, nil when the account keeps

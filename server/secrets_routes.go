@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/secrets"
@@ -15,7 +16,7 @@ func (s *Server) secretRoutes() {
 	sv := s.cfg.Secrets
 	acct := func(h func(http.ResponseWriter, *http.Request, string) error, admin bool) func(http.ResponseWriter, *http.Request) error {
 		return func(w http.ResponseWriter, r *http.Request) error {
-			if k := infoFrom(r.Context()).key; admin && (k == nil || k.Role != model.RoleAdmin) {
+			if k := authz.From(r.Context()).Key; admin && (k == nil || k.Role != model.RoleAdmin) {
 				return errMemberSecrets
 			}
 			return h(w, r, accountFrom(r.Context()).ID)

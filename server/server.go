@@ -18,6 +18,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/accounts"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
 	"github.com/boxkite/boxkite/server/internal/authn"
@@ -194,9 +195,9 @@ type Server struct {
 	jwt     jwtKeys
 	hasher  *authn.Hasher
 	limiter *rateLimiter
-	// patterns are the registered routes (register); streamingPOST the
-	// POST patterns exempt from Idempotency-Key.
-	patterns      []string
+	// registered are the registered routes (register), their docs left
+	// out; streamingPOST the POST patterns exempt from Idempotency-Key.
+	registered    []httpx.Route
 	streamingPOST map[string]bool
 	lastPurge     time.Time // of idempotency records; only Run touches it
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
@@ -208,6 +209,12 @@ type Server struct {
 	e2bMatch func(*http.Request) bool
 	// console serves /ui/ (MountConsole).
 	console http.Handler
+
+	// The subsystems, each serving its own routes (mount).
+	accounts *accounts.Service
+	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
+	docs    []httpx.RouteDoc
+	openAPI func() ([]byte, error)
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().
@@ -226,7 +233,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		cfg:            cfg,
 		store:          store,
 		driver:         driver,
-		log:            slog.New(ctxHandler{log.Handler()}),
+		log:            slog.New(httpx.LogHandler{Handler: log.Handler()}),
 		mux:            http.NewServeMux(),
 		now:            time.Now,
 		sidecars:       newSidecarClients(),
@@ -247,8 +254,40 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		return float64(n), err
 	})
 	s.driver = countingDriver{driver, s.metrics}
+	if err := s.subsystems(); err != nil {
+		return nil, err
+	}
 	s.routes()
+	s.openAPI = sync.OnceValues(s.buildOpenAPI)
 	return s, nil
+}
+
+// subsystems builds the subsystem services from the server's parts. Deps
+// that tests may change after New (the clock) are reached through
+// closures.
+func (s *Server) subsystems() error {
+	var err error
+	s.accounts, err = accounts.New(accounts.Deps{
+		Store:            s.store,
+		Log:              s.log,
+		Now:              func() time.Time { return s.now() },
+		Hasher:           s.hasher,
+		IssueAccessToken: s.issueAccessToken,
+		LoginRate: func(w http.ResponseWriter, email string) error {
+			return s.countRate(w, bucketLogin, email, false)
+		},
+		Revoked: func(id string) { s.revocations.revoke(id, s.now()) },
+	})
+	return err
+}
+
+// mount registers a subsystem's routes behind the guard (register) and
+// keeps their docs for /openapi.json.
+func (s *Server) mount(routes []httpx.Route) {
+	for _, rt := range routes {
+		s.register(rt.Pattern, rt.Cred, rt.Handler)
+		s.docs = append(s.docs, rt.RouteDoc)
+	}
 }
 
 // Config returns the effective configuration, defaults filled in.
@@ -294,23 +333,9 @@ func (s *Server) routes() {
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)
 
-	// Accounts and credentials: accounts.go. Key management takes an
-	// access token, or an admin API key (local mode has no password).
-	s.handlePublic("POST /v1/auth/signup", s.signup)
-	s.handlePublic("POST /v1/auth/login", s.login)
-	s.register("POST /v1/api-keys", httpx.CredTokenOrAdmin, s.createAPIKey)
-	s.register("GET /v1/api-keys", httpx.CredTokenOrAdmin, s.listAPIKeys)
-	s.register("DELETE /v1/api-keys/{key_id}", httpx.CredTokenOrAdmin, s.revokeAPIKey)
-	s.register("GET /v1/account/me", httpx.CredToken, s.getAccountMe)
-	s.handle("GET /v1/account", s.getAccount)
-	s.register("PATCH /v1/account", httpx.CredTokenOrAdmin, s.updateAccount)
+	s.mount(s.accounts.Routes()) // server/accounts
 	s.handle("GET /v1/usage", s.getUsage)
 	s.handle("GET /v1/host", s.getHost) // capacity.go
-	s.handle("GET /v1/account/ssh-keys", s.listSSHKeys)
-	// A registered SSH key opens terminals through the bastion, so only
-	// whoever may take over (an admin key, the account's login) adds one.
-	s.register("POST /v1/account/ssh-keys", httpx.CredTokenOrAdmin, s.addSSHKey)
-	s.register("DELETE /v1/account/ssh-keys/{key_id}", httpx.CredTokenOrAdmin, s.removeSSHKey)
 
 	s.handlePublic("/", s.noRoute)
 }

@@ -35,10 +35,13 @@ func TestSDKFields(t *testing.T) {
 	}{
 		// command is the method's first argument; count is create_many's.
 		{"CreateSandboxRequest", "python/boxkite/client.py", `(?s)class Sandboxes:.*?def create\(`, `^\s*\) ->`, []string{"count"}},
-		{"ExecRequest", "python/boxkite/sandbox.py", `def exec\(`, `^\s*\) ->`, []string{"command"}},
+		{"ExecRequest", "python/boxkite/sandbox.py", `def exec\(\s*self,\s*command`, `^\s*\) ->`, []string{"command"}},
 		{"ExecRequest", "python/boxkite/sandbox.py", `def exec_stream\(`, `^\s*\) ->`, []string{"command"}},
-		{"ProcessStartRequest", "python/boxkite/sandbox.py", `def start\(self, command`, `->`, nil},
+		{"ProcessStartRequest", "python/boxkite/sandbox.py", `def start\(\s*self, command`, `\) ->`, []string{"command"}},
+		{"ProcessStartRequest", "rust/src/sandbox.rs", `pub struct ProcessOptions \{`, `^\}`, []string{"command"}},
 		{"CreateImageRequest", "python/boxkite/client.py", `class Images\(`, `^\s*\) -> dict:`, nil},
+		{"CreateSecretRequest", "python/boxkite/client.py", `(?s)class Secrets\(.*?def create\(`, `^\s*\) -> dict:`, nil},
+		{"HTTPRequest", "python/boxkite/sandbox.py", `def http_request\(`, `^\s*\) -> dict:`, nil},
 		{"CreateSandboxRequest", "rust/src/lib.rs", `pub struct CreateSandbox \{`, `^\}`, []string{"count"}},
 		{"Sandbox", "rust/src/lib.rs", `pub struct SandboxInfo \{`, `^\}`, nil},
 		{"ExecResult", "rust/src/lib.rs", `pub struct ExecResult \{`, `^\}`, nil},

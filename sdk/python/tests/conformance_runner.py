@@ -59,6 +59,11 @@ def calls(bk):
     return {
         "health": lambda a: bk.health(),
         "ready": lambda a: bk.ready(),
+        "secrets.create": lambda a: bk.secrets.create(a["name"], a["value"], a["allowed_hosts"]),
+        "secrets.list": lambda a: bk.secrets.list(),
+        "secrets.update": lambda a: bk.secrets.update(a["id"], a["value"], a.get("allowed_hosts")),
+        "secrets.delete": lambda a: bk.secrets.delete(a["id"]),
+        "sandbox.http_request": lambda a: sb(a).http_request(a["url"], method=a.get("method"), headers=a.get("headers"), body=a.get("body")),
         "account.update": lambda a: bk.account.update(scrub_output=a["scrub_output"]),
         "account.host": lambda a: bk.account.host(),
         "account.me": lambda a: boxkite.Boxkite(bk.base_url, a["token"]).account.me(),

@@ -39,6 +39,11 @@ function calls(bk) {
   return {
     health: () => bk.health(),
     ready: () => bk.ready(),
+    "secrets.create": (a) => bk.secrets.create({ name: a.name, value: a.value, allowed_hosts: a.allowed_hosts }),
+    "secrets.list": () => bk.secrets.list(),
+    "secrets.update": (a) => bk.secrets.update(a.id, { value: a.value, allowed_hosts: a.allowed_hosts }),
+    "secrets.delete": (a) => bk.secrets.delete(a.id),
+    "sandbox.http_request": (a) => sb(a).httpRequest({ url: a.url, method: a.method, headers: a.headers, body: a.body }),
     "account.update": (a) => bk.account.update({ scrub_output: a.scrub_output }),
     "account.host": () => bk.account.host(),
     "account.me": (a) => new Boxkite({ baseUrl: bk.baseUrl, apiKey: a.token }).account.me(),

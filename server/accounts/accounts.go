@@ -1,4 +1,4 @@
-package server
+package accounts
 
 import (
 	"bytes"
@@ -13,13 +13,10 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
-
-// Accounts and credentials (reference §3.3): signup and login hand out
-// short-lived access tokens (jwt.go); with one, an account manages its API
-// keys; with a key, it reads its account, usage and SSH keys.
 
 const (
 	maxEmailLen     = 254 // RFC 5321's limit on a forward path
@@ -55,7 +52,7 @@ func checkPassword(p string) error {
 }
 
 // signup serves POST /v1/auth/signup.
-func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) signup(w http.ResponseWriter, r *http.Request) error {
 	var req api.Credentials
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
@@ -68,19 +65,19 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	hash, err := s.hasher.Hash(ctx, req.Password)
+	hash, err := s.d.Hasher.Hash(ctx, req.Password)
 	if err != nil {
 		return fmt.Errorf("hash password: %w", err)
 	}
-	acct := &model.Account{ID: model.NewID(), Email: email, CreatedAt: s.now()}
-	if err := s.store.CreateAccountWithPassword(ctx, acct, hash); err != nil {
+	acct := &model.Account{ID: model.NewID(), Email: email, CreatedAt: s.d.Now()}
+	if err := s.d.Store.CreateAccountWithPassword(ctx, acct, hash); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return api.Errorf(http.StatusConflict, api.CodeEmailTaken, "an account with this email exists").
 				WithHint("log in instead: `boxkite login`")
 		}
 		return fmt.Errorf("create account: %w", err)
 	}
-	s.log.InfoContext(ctx, "account created", "account", acct.ID)
+	s.d.Log.InfoContext(ctx, "account created", "account", acct.ID)
 	return s.writeToken(w, r, http.StatusCreated, acct)
 }
 
@@ -93,7 +90,7 @@ var errInvalidCredentials = &api.Error{
 // login serves POST /v1/auth/login. An unknown email and a wrong password
 // get the same answer after the same work (a dummy hash is checked), so
 // neither the body nor the timing tells which emails have accounts.
-func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) login(w http.ResponseWriter, r *http.Request) error {
 	var req api.Credentials
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
@@ -109,20 +106,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Per email too, so guessing one account's password from many
 	// addresses is as slow as from one.
-	if err := s.countRate(w, bucketLogin, email, false); err != nil {
+	if err := s.d.LoginRate(w, email); err != nil {
 		return err
 	}
 	ctx := r.Context()
-	acct, hash, err := s.store.PasswordHash(ctx, email)
+	acct, hash, err := s.d.Store.PasswordHash(ctx, email)
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return fmt.Errorf("look up account: %w", err)
 	}
-	ok, err := s.hasher.Verify(ctx, hash, req.Password)
+	ok, err := s.d.Hasher.Verify(ctx, hash, req.Password)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s.log.ErrorContext(ctx, "stored password hash is unusable", "err", err)
+		s.d.Log.ErrorContext(ctx, "stored password hash is unusable", "err", err)
 		return errInvalidCredentials
 	}
 	if !ok || acct == nil {
@@ -131,8 +128,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	return s.writeToken(w, r, http.StatusOK, acct)
 }
 
-func (s *Server) writeToken(w http.ResponseWriter, r *http.Request, status int, acct *model.Account) error {
-	tok, ttl, err := s.issueAccessToken(r.Context(), acct)
+func (s *Service) writeToken(w http.ResponseWriter, r *http.Request, status int, acct *model.Account) error {
+	tok, ttl, err := s.d.IssueAccessToken(r.Context(), acct)
 	if err != nil {
 		return err
 	}
@@ -163,10 +160,10 @@ func keyToAPI(k *model.APIKey) api.APIKey {
 
 // getAccount serves GET /v1/account (API key): the account and the key
 // the request was made with.
-func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
-	ri := infoFrom(r.Context())
-	out := accountToAPI(ri.account)
-	k := keyToAPI(ri.key)
+func (s *Service) getAccount(w http.ResponseWriter, r *http.Request) error {
+	ri := authz.From(r.Context())
+	out := accountToAPI(ri.Account)
+	k := keyToAPI(ri.Key)
 	out.APIKey = &k
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
@@ -175,22 +172,22 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
 // updateAccount serves PATCH /v1/account: the account's settings. It
 // takes an access token or an admin key: an agent holding a member key
 // must not turn off the scrubbing of what it is shown.
-func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	var req api.AccountUpdate
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
-	ri := infoFrom(r.Context())
-	acct := *ri.account
+	ri := authz.From(r.Context())
+	acct := *ri.Account
 	if req.ScrubOutput != nil {
 		acct.KeepOutputSecrets = !*req.ScrubOutput
-		if err := s.store.SetKeepOutputSecrets(r.Context(), acct.ID, acct.KeepOutputSecrets); err != nil {
+		if err := s.d.Store.SetKeepOutputSecrets(r.Context(), acct.ID, acct.KeepOutputSecrets); err != nil {
 			return fmt.Errorf("update account: %w", err)
 		}
 	}
 	out := accountToAPI(&acct)
-	if ri.key != nil {
-		k := keyToAPI(ri.key)
+	if ri.Key != nil {
+		k := keyToAPI(ri.Key)
 		out.APIKey = &k
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
@@ -198,14 +195,14 @@ func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getAccountMe serves GET /v1/account/me (access token).
-func (s *Server) getAccountMe(w http.ResponseWriter, r *http.Request) error {
-	httpx.WriteJSON(w, http.StatusOK, accountToAPI(accountFrom(r.Context())))
+func (s *Service) getAccountMe(w http.ResponseWriter, r *http.Request) error {
+	httpx.WriteJSON(w, http.StatusOK, accountToAPI(authz.Account(r.Context())))
 	return nil
 }
 
 // createAPIKey serves POST /v1/api-keys. The key itself is in this answer
 // only; the store keeps its hash.
-func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	var req api.CreateAPIKeyRequest
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
@@ -224,10 +221,10 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	secret := model.NewAPIKey()
 	k := &model.APIKey{
-		ID: model.NewID(), AccountID: accountFrom(r.Context()).ID, Name: name,
-		Hash: model.HashAPIKey(secret), Prefix: model.DisplayPrefix(secret), Role: role, CreatedAt: s.now(),
+		ID: model.NewID(), AccountID: authz.Account(r.Context()).ID, Name: name,
+		Hash: model.HashAPIKey(secret), Prefix: model.DisplayPrefix(secret), Role: role, CreatedAt: s.d.Now(),
 	}
-	if err := s.store.CreateAPIKey(r.Context(), k); err != nil {
+	if err := s.d.Store.CreateAPIKey(r.Context(), k); err != nil {
 		return fmt.Errorf("create api key: %w", err)
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -236,8 +233,8 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listAPIKeys serves GET /v1/api-keys, revoked keys included.
-func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
-	keys, err := s.store.ListAPIKeys(r.Context(), accountFrom(r.Context()).ID)
+func (s *Service) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := s.d.Store.ListAPIKeys(r.Context(), authz.Account(r.Context()).ID)
 	if err != nil {
 		return fmt.Errorf("list api keys: %w", err)
 	}
@@ -252,9 +249,9 @@ func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
 // revokeAPIKey serves DELETE /v1/api-keys/{key_id}. Every request
 // looks its key up in the store, so a revoked key fails from the next
 // request on.
-func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("key_id")
-	err := s.store.RevokeAPIKey(r.Context(), accountFrom(r.Context()).ID, id, s.now())
+	err := s.d.Store.RevokeAPIKey(r.Context(), authz.Account(r.Context()).ID, id, s.d.Now())
 	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "api key %s not found", id).
 			WithHint("list your keys with `boxkite keys ls`; a revoked key cannot be revoked again")
@@ -262,7 +259,7 @@ func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("revoke api key: %w", err)
 	}
-	s.revocations.revoke(id, s.now()) // what the key holds ends now (revoke.go)
+	s.d.Revoked(id) // what the key holds ends now
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -272,8 +269,8 @@ func sshKeyToAPI(k *model.SSHKey) api.SSHKey {
 }
 
 // listSSHKeys serves GET /v1/account/ssh-keys.
-func (s *Server) listSSHKeys(w http.ResponseWriter, r *http.Request) error {
-	keys, err := s.store.ListSSHKeys(r.Context(), accountFrom(r.Context()).ID)
+func (s *Service) listSSHKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := s.d.Store.ListSSHKeys(r.Context(), authz.Account(r.Context()).ID)
 	if err != nil {
 		return fmt.Errorf("list ssh keys: %w", err)
 	}
@@ -286,7 +283,7 @@ func (s *Server) listSSHKeys(w http.ResponseWriter, r *http.Request) error {
 }
 
 // addSSHKey serves POST /v1/account/ssh-keys.
-func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) addSSHKey(w http.ResponseWriter, r *http.Request) error {
 	var req api.AddSSHKeyRequest
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
@@ -295,8 +292,8 @@ func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	k.ID, k.AccountID, k.CreatedAt = model.NewID(), accountFrom(r.Context()).ID, s.now()
-	if err := s.store.CreateSSHKey(r.Context(), k); err != nil {
+	k.ID, k.AccountID, k.CreatedAt = model.NewID(), authz.Account(r.Context()).ID, s.d.Now()
+	if err := s.d.Store.CreateSSHKey(r.Context(), k); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return api.Errorf(http.StatusConflict, api.CodeSSHKeyExists, "the key %s is registered already", k.Fingerprint).
 				WithHint("`boxkite ssh-keys ls` lists your keys; a key can belong to one account only")
@@ -352,9 +349,9 @@ func parseSSHKey(line, name string) (*model.SSHKey, error) {
 }
 
 // removeSSHKey serves DELETE /v1/account/ssh-keys/{key_id}.
-func (s *Server) removeSSHKey(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) removeSSHKey(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("key_id")
-	err := s.store.DeleteSSHKey(r.Context(), accountFrom(r.Context()).ID, id)
+	err := s.d.Store.DeleteSSHKey(r.Context(), authz.Account(r.Context()).ID, id)
 	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "ssh key %s not found", id).
 			WithHint("list your keys with `boxkite ssh-keys ls`")
@@ -362,7 +359,7 @@ func (s *Server) removeSSHKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("remove ssh key: %w", err)
 	}
-	s.revocations.revoke(id, s.now()) // its bastion sessions end now (revoke.go)
+	s.d.Revoked(id) // its bastion sessions end now
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
