@@ -50,9 +50,6 @@ var rules = map[string]string{
 	"RevokedCredentials": "open", "CountActiveSandboxes": "open",
 }
 
-// errReached is what the inner store panics with: the call got through.
-type reached struct{}
-
 // inner panics for every method (the wrapper let the call through) but
 // the few whose check looks at what the store found.
 type inner struct {
