@@ -295,6 +295,9 @@ func (s *Server) subsystems() error {
 func (s *Server) mount(routes []httpx.Route) {
 	for _, rt := range routes {
 		s.register(rt.Pattern, rt.Cred, rt.Handler)
+		if rt.Auth == httpx.AuthKey {
+			rt.Auth = rt.Cred.DocAuth()
+		}
 		s.docs = append(s.docs, rt.RouteDoc)
 	}
 }
