@@ -71,7 +71,7 @@ func (s *Server) importImage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	label := r.URL.Query().Get("label")
-	if len(label) > maxLabelLen {
+	if len(label) > model.MaxLabelLen {
 		return httpx.Invalid("label", "label is too long", "")
 	}
 	img, err := st.Import(r.Context(), accountFrom(r.Context()).ID, label, http.MaxBytesReader(w, r.Body, maxImageArchive))
@@ -93,7 +93,7 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
-	if len(req.Label) > maxLabelLen {
+	if len(req.Label) > model.MaxLabelLen {
 		return httpx.Invalid("label", "label is too long", "")
 	}
 	// A build's egress and outcome are audited: none starts while the

@@ -124,8 +124,8 @@ func (s *Server) reserveSandboxes(ctx context.Context, acct *model.Account, p cr
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return err
 	}
-	if isStorageFault(err) {
-		return storageFailed("record the sandbox")
+	if model.IsStorageFault(err) {
+		return model.StorageFailed("record the sandbox")
 	}
 	if errors.Is(err, model.ErrStoreReadOnly) || errors.Is(err, model.ErrStoreIO) {
 		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "could not record the sandbox: %s", audit.Reason(err)).

@@ -41,8 +41,8 @@ func (s *Server) createMCPConnection(w http.ResponseWriter, r *http.Request) err
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
-	if req.Label == "" || len(req.Label) > maxLabelLen {
-		return httpx.Invalid("label", fmt.Sprintf("label must be 1 to %d characters", maxLabelLen), "")
+	if req.Label == "" || len(req.Label) > model.MaxLabelLen {
+		return httpx.Invalid("label", fmt.Sprintf("label must be 1 to %d characters", model.MaxLabelLen), "")
 	}
 	catalog := s.mcpCatalog()
 	host, ok := catalog[req.CatalogID]

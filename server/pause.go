@@ -312,8 +312,8 @@ func (s *Server) storeAnswer(err error, op string) error {
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return err
 	}
-	if isStorageFault(err) {
-		return storageFailed(op)
+	if model.IsStorageFault(err) {
+		return model.StorageFailed(op)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

@@ -18,8 +18,6 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-const maxLabelLen = 200
-
 // cleanupTimeout bounds compensating work (tearing down a half-created
 // sandbox) that must finish even when the request that started it is gone.
 const cleanupTimeout = time.Minute
@@ -71,8 +69,8 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 	p := createParams{label: req.Label, size: req.Size, storageGB: req.StorageGB, count: req.Count}
 	maxMin := int(s.cfg.MaxLifetime / time.Minute)
 	switch {
-	case len(req.Label) > maxLabelLen:
-		return p, httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
+	case len(req.Label) > model.MaxLabelLen:
+		return p, httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", model.MaxLabelLen), "")
 	case req.Label != "" && req.Count > 1:
 		return p, httpx.Invalid("label", "a label names one sandbox, so it cannot go with a count above 1",
 			"leave the label out, or create the sandboxes one at a time with labels of their own")
@@ -218,8 +216,8 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 	if err := s.recordCreate(ctx, sb, p); err != nil {
 		s.log.ErrorContext(ctx, "record sandbox", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)
-		if isStorageFault(err) {
-			return nil, storageFailed("create the sandbox")
+		if model.IsStorageFault(err) {
+			return nil, model.StorageFailed("create the sandbox")
 		}
 		return nil, sandboxFailed("create")
 	}
@@ -231,8 +229,8 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)
-		if isStorageFault(err) {
-			return nil, storageFailed("create the sandbox")
+		if model.IsStorageFault(err) {
+			return nil, model.StorageFailed("create the sandbox")
 		}
 		if he, ok := errors.AsType[*model.HostLimitError](err); ok {
 			return nil, he.APIError("create")

@@ -50,8 +50,8 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
-	if len(req.Label) > maxLabelLen {
-		return httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
+	if len(req.Label) > model.MaxLabelLen {
+		return httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", model.MaxLabelLen), "")
 	}
 	if req.SizeGB == 0 {
 		req.SizeGB = 1
@@ -63,7 +63,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := hostRefusal(s.capacityWrite(r.Context(), ""), "volume create"); err != nil {
+	if err := model.HostRefusal(s.capacityWrite(r.Context(), ""), "volume create"); err != nil {
 		return err
 	}
 	acct := accountFrom(r.Context())
@@ -72,8 +72,8 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
 	size := max(16*mib, int64(req.SizeGB*(1<<30))/mib*mib)
 	if err := vd.CreateVolume(r.Context(), v.ID, size); err != nil {
 		s.log.ErrorContext(r.Context(), "create volume", "volume", v.ID, "err", err)
-		if isStorageFault(err) {
-			return storageFailed("create the volume")
+		if model.IsStorageFault(err) {
+			return model.StorageFailed("create the volume")
 		}
 		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not create the volume").
 			WithHint("retry; if it keeps failing, the server log has the cause under this request id")
