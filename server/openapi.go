@@ -41,10 +41,6 @@ func routeDocs() []httpx.RouteDoc {
 		{Pattern: "PUT /v1/account/allowed-commands", Summary: "Replace the command allowlist (admin keys)", Request: api.AllowedCommands{}, Response: api.AllowedCommands{}},
 		{Pattern: "DELETE /v1/account/allowed-commands", Summary: "Remove the command allowlist (admin keys)", Status: http.StatusNoContent},
 
-		{Pattern: "POST /v1/volumes", Summary: "Create a persistent volume (size_gb default 1); ready at once", Request: api.CreateVolumeRequest{}, Response: api.Volume{}, Status: http.StatusCreated},
-		{Pattern: "GET /v1/volumes", Summary: "List the account's volumes, newest first", Response: []api.Volume{}},
-		{Pattern: "GET /v1/volumes/{id}", Summary: "Get one volume", Response: api.Volume{}},
-		{Pattern: "DELETE /v1/volumes/{id}", Summary: "Delete a volume and its data; 409 volume_in_use while an active sandbox mounts it", Status: http.StatusNoContent},
 		{Pattern: "POST /v1/images", Summary: "Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images do not serve /v1/images", Request: api.CreateImageRequest{}, Response: api.Image{}, Status: http.StatusAccepted, AlsoStatus: http.StatusOK},
 		{Pattern: "POST /v1/images/import", Summary: "Import an OCI image layout tar or a docker save archive (the body, streamed); label names it", Response: api.Image{}, Status: http.StatusAccepted, Query: []string{"label"}, Upload: true},
 		{Pattern: "GET /v1/images", Summary: "List the account's images", Response: []api.Image{}},

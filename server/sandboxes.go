@@ -115,7 +115,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if p.imageRoot, err = s.imageRoot(accountFrom(r.Context()).ID, req.ImageID); err != nil {
 		return err
 	}
-	if p.volumes, err = s.validateVolumeMounts(r.Context(), accountFrom(r.Context()), req.VolumeMounts); err != nil {
+	if p.volumes, err = s.volumes.ValidateMounts(r.Context(), accountFrom(r.Context()), req.VolumeMounts); err != nil {
 		return err
 	}
 	if p.egress, err = s.egressGrants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
@@ -160,7 +160,7 @@ func (s *Server) startSandboxes(ctx context.Context, acct *model.Account, p crea
 	if err := s.reserveSandboxes(ctx, acct, p, recs); err != nil {
 		return nil, err
 	}
-	if err := s.attachVolumes(ctx, recs, p.volumes); err != nil {
+	if err := s.volumes.Attach(ctx, recs, p.volumes); err != nil {
 		return nil, err
 	}
 	sbs := make([]*model.Sandbox, p.count)

@@ -29,6 +29,7 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
+	"github.com/boxkite/boxkite/server/volumes"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -172,6 +173,9 @@ func (c Config) validate() error {
 	return c.Limits.validate()
 }
 
+// DefaultMaxVolumeGB caps size_gb of a volume when Config.MaxVolumeGB is 0.
+const DefaultMaxVolumeGB = 100
+
 // Server is the control plane. It is an http.Handler; Init prepares the
 // store, Run does the background work, Serve combines them with a listener.
 type Server struct {
@@ -217,6 +221,7 @@ type Server struct {
 
 	// The subsystems, each serving its own routes (mount).
 	accounts *accounts.Service
+	volumes  *volumes.Service
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
 	docs    []httpx.RouteDoc
 	openAPI func() ([]byte, error)
@@ -287,6 +292,23 @@ func (s *Server) subsystems() error {
 		},
 		Revoked: func(id string) { s.revocations.revoke(id, s.now()) },
 	})
+	if err != nil {
+		return err
+	}
+	maxVolumeGB := s.cfg.MaxVolumeGB
+	if maxVolumeGB <= 0 {
+		maxVolumeGB = DefaultMaxVolumeGB
+	}
+	s.volumes, err = volumes.New(volumes.Deps{
+		Store:          s.store,
+		Driver:         s.driver.(countingDriver).Driver, // volumes are not counted
+		Log:            s.log,
+		Now:            func() time.Time { return s.now() },
+		MaxGB:          maxVolumeGB,
+		AdmitWrite:     s.capacityWrite,
+		Discard:        s.discard,
+		CleanupTimeout: cleanupTimeout,
+	})
 	return err
 }
 
@@ -332,10 +354,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
 	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
 
-	s.handle("POST /v1/volumes", s.createVolume)
-	s.handle("GET /v1/volumes", s.listVolumes)
-	s.handle("GET /v1/volumes/{id}", s.getVolume)
-	s.handle("DELETE /v1/volumes/{id}", s.deleteVolume)
+	s.mount(s.volumes.Routes()) // server/volumes
 	s.handle("POST /v1/mcp-connections", s.createMCPConnection)
 	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
 	s.handle("GET /v1/mcp-connections/{id}", s.getMCPConnection)
