@@ -49,10 +49,6 @@ func routeDocs() []httpx.RouteDoc {
 		{Pattern: "GET /v1/images/{id}/logs", Summary: "The build's log as text; follow=1 streams it until the build ends", Produces: "text/plain", Query: []string{"follow"}},
 		{Pattern: "GET /v1/images/{id}/log", Summary: "A page of the build's audit log (its egress decisions and outcome), oldest first", Response: api.LogPage{}, Query: []string{"limit", "offset"}},
 
-		{Pattern: "POST /v1/mcp-connections", Summary: "Create an MCP connection: a named egress grant to a catalog host", Request: api.CreateMCPConnectionRequest{}, Response: api.MCPConnection{}, Status: http.StatusCreated},
-		{Pattern: "GET /v1/mcp-connections", Summary: "List the account's MCP connections, newest first", Response: []api.MCPConnection{}},
-		{Pattern: "GET /v1/mcp-connections/{id}", Summary: "Get one MCP connection", Response: api.MCPConnection{}},
-		{Pattern: "DELETE /v1/mcp-connections/{id}", Summary: "Delete an MCP connection (running sandboxes keep their grant)", Status: http.StatusNoContent},
 		{Pattern: "POST /v1/secrets", Summary: "Create a secret (admin keys): a write-only value, envelope-encrypted at rest, sent only to its allowed_hosts", Request: api.CreateSecretRequest{}, Response: api.Secret{}, Status: http.StatusCreated},
 		{Pattern: "GET /v1/secrets", Summary: "List the account's secrets by name, without values", Response: []api.Secret{}},
 		{Pattern: "PUT /v1/secrets/{id}", Summary: "Replace a secret's value (and allowed_hosts when given); {id} is the id or the name (admin keys)", Request: api.UpdateSecretRequest{}, Response: api.Secret{}},

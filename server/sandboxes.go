@@ -118,7 +118,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if p.volumes, err = s.volumes.ValidateMounts(r.Context(), accountFrom(r.Context()), req.VolumeMounts); err != nil {
 		return err
 	}
-	if p.egress, err = s.egressGrants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
+	if p.egress, err = s.mcpconns.Grants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
 		return err
 	}
 	hosts, err := egressHosts(authz.From(r.Context()).Key, req.EgressHosts)

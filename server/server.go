@@ -26,6 +26,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
+	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
@@ -222,6 +223,7 @@ type Server struct {
 	// The subsystems, each serving its own routes (mount).
 	accounts *accounts.Service
 	volumes  *volumes.Service
+	mcpconns *mcpconns.Service
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
 	docs    []httpx.RouteDoc
 	openAPI func() ([]byte, error)
@@ -309,6 +311,12 @@ func (s *Server) subsystems() error {
 		Discard:        s.discard,
 		CleanupTimeout: cleanupTimeout,
 	})
+	if err != nil {
+		return err
+	}
+	s.mcpconns, err = mcpconns.New(mcpconns.Deps{
+		Store: s.store, Now: func() time.Time { return s.now() }, Catalog: s.mcpCatalog(),
+	})
 	return err
 }
 
@@ -354,13 +362,10 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
 	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
 
-	s.mount(s.volumes.Routes()) // server/volumes
-	s.handle("POST /v1/mcp-connections", s.createMCPConnection)
-	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
-	s.handle("GET /v1/mcp-connections/{id}", s.getMCPConnection)
-	s.handle("DELETE /v1/mcp-connections/{id}", s.deleteMCPConnection)
-	s.mcpRoutes()    // the hosted MCP endpoint: mcp.go
-	s.secretRoutes() // the secrets broker: secrets_routes.go
+	s.mount(s.volumes.Routes())  // server/volumes
+	s.mount(s.mcpconns.Routes()) // server/mcpconns
+	s.mcpRoutes()                // the hosted MCP endpoint: mcp.go
+	s.secretRoutes()             // the secrets broker: secrets_routes.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)
