@@ -107,6 +107,9 @@ var rules = map[string]depRule{
 	"server/internal/authz": {ours: []string{"server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "authz sits under the subsystems and the server",
 	}},
+	"server/internal/hold": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/model": "holding an answer's end is HTTP plumbing; the audit entry it waits for is its caller's",
+	}},
 	"server/internal/scrub": {ours: []string{"client/api", "tools"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/model": "scrubbing works on bytes and JSON; whether an account wants it is the caller's decision",
 	}},

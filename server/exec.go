@@ -20,6 +20,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/unixsock"
 	"github.com/boxkite/boxkite/server/model"
@@ -89,15 +90,15 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	// output is scrubbed of secrets on the way (scrub.go).
 	sc := s.newExecScrub(r)
 	defer sc.Stop()
-	var hw heldWriter
+	var hw hold.Writer
 	var fw http.ResponseWriter // what the sidecar's answer is written to
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
 		c.tap = lineTap(maxEventLine, out.event)
-		hw = newExitHolder(sc.Events(w))
+		hw = hold.NewExit(sc.Events(w))
 		fw = hw
 		c.handOver = s.execHandedOver(r, sb, req, &out)
 	} else {
-		hw = newHeldResponse(w)
+		hw = hold.NewResponse(w)
 		fw = sc.Result(hw)
 		c.survive = true // a revoked credential loses the result, not the command
 	}
@@ -105,11 +106,11 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	err = s.forward(fw, r, sb, c)
 	if errors.Is(err, errHandedOver) {
 		// The credential was revoked: the stream ends, the command runs on.
-		return hw.fail(errStreamRevoked)
+		return hw.Fail(errStreamRevoked)
 	}
 	sc.Done()
 	out.outputRedacted = sc.OutputRedacted()
-	if eh, ok := hw.(*exitHolder); ok {
+	if eh, ok := hw.(*hold.Exit); ok {
 		switch {
 		case out.exitCode != nil && errors.Is(err, errSidecarCut):
 			err = nil // the exit event came whole; only the stream's end was lost
@@ -121,7 +122,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		s.abortResponse(r, err)
 	}
 	if err != nil || c.status/100 != 2 {
-		hw.release()
+		hw.Release()
 		return err
 	}
 	s.metrics.exec(s.now().Sub(started))
@@ -141,7 +142,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		err = syncErr
 	}
 	if revoked {
-		return hw.fail(errStreamRevoked)
+		return hw.Fail(errStreamRevoked)
 	}
 	if err != nil {
 		// The command ran; the answer says so instead of passing for a
@@ -154,9 +155,9 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		if ae, ok := errors.AsType[*api.Error](err); ok && httpx.InfoFrom(r.Context()) != nil {
 			ae.RequestID = httpx.RequestID(r.Context()) // a stream's error event has no envelope to carry it
 		}
-		return hw.fail(err)
+		return hw.Fail(err)
 	}
-	hw.release()
+	hw.Release()
 	return nil
 }
 
@@ -233,7 +234,7 @@ func streamCut(r *http.Request, c *sidecarCall, out *execOutcome, err error) boo
 // server did (the sandbox froze, or is being destroyed), 410 sandbox_lost
 // when the sidecar no longer answers, else 502 sandbox_operation_failed.
 // The exec is audited without an exit code.
-func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
+func (s *Server) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
 	started time.Time, cause error,
 ) error {
 	ctx := r.Context()
@@ -268,9 +269,9 @@ func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *model.Sandbox
 	}
 	e.RequestID = httpx.RequestID(ctx)
 	if err := s.auditExec(r, sb, req, out, started, e, false); err != nil {
-		return eh.fail(err)
+		return eh.Fail(err)
 	}
-	return eh.fail(e)
+	return eh.Fail(e)
 }
 
 // cutHealthTimeout bounds the health check that tells a dead sidecar

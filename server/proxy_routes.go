@@ -12,6 +12,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 )
 
@@ -206,7 +207,7 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			}
 		}
 		// Audited: the end of the answer waits for the entry (exec_hold.go).
-		hw := newTailHolder(out)
+		hw := hold.NewTail(out)
 		err = s.forward(hw, r, sb, c)
 		if errors.Is(err, errStreamBroken) {
 			s.abortResponse(r, err)
@@ -215,11 +216,11 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			// The sidecar could not write: if that is because the host
 			// could not store it, say so rather than pass on a 500.
 			if serr := s.brokenDisk(r.Context(), sb, rt.op); serr != nil {
-				return hw.fail(serr)
+				return hw.Fail(serr)
 			}
 		}
 		if err != nil || c.status/100 != 2 {
-			hw.release()
+			hw.Release()
 			finish()
 			return err
 		}
@@ -250,9 +251,9 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			err = syncErr
 		}
 		if err != nil {
-			return hw.fail(audit.WithOutcome(err, map[string]any{"status": c.status}))
+			return hw.Fail(audit.WithOutcome(err, map[string]any{"status": c.status}))
 		}
-		hw.release()
+		hw.Release()
 		finish()
 		return nil
 	}
