@@ -9,6 +9,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 	h func(http.ResponseWriter, *http.Request) error,
 ) error {
 	if bucket == bucketAuth {
-		if err := s.limitRate(w, bucket, clientIP(r)); err != nil {
+		if err := s.limitRate(w, bucket, limits.ClientIP(r)); err != nil {
 			return err
 		}
 	}

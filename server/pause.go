@@ -14,6 +14,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -287,7 +288,7 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 // the last slot may both pass.
 func (s *Server) admitResume(ctx context.Context, acct *model.Account) error {
 	now := s.now()
-	u, err := s.store.Usage(ctx, acct.ID, monthStart(now), now)
+	u, err := s.store.Usage(ctx, acct.ID, limits.MonthStart(now), now)
 	if err != nil {
 		return fmt.Errorf("read usage: %w", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
@@ -204,7 +205,7 @@ type Server struct {
 
 	jwt     jwtKeys
 	hasher  *authn.Hasher
-	limiter *rateLimiter
+	limiter *limits.RateLimiter
 	// registered are the registered routes (register), their docs left
 	// out; streamingPOST the POST patterns exempt from Idempotency-Key.
 	registered    []httpx.Route
@@ -259,7 +260,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		scrubIdle:      scrub.DefaultIdleFlush,
 		revocations:    newRevocations(),
 		hasher:         authn.NewHasher(),
-		limiter:        newRateLimiter(),
+		limiter:        limits.NewRateLimiter(),
 		streamingPOST:  streamingPOSTs(),
 		healthTimeout:  2 * time.Second,
 	}
