@@ -20,6 +20,7 @@ import (
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/accounts"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/hostedmcp"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authn"
@@ -225,6 +226,8 @@ type Server struct {
 	accounts *accounts.Service
 	volumes  *volumes.Service
 	mcpconns *mcpconns.Service
+	// hostedMCP serves /mcp/ by calling this server in-process.
+	hostedMCP *hostedmcp.Service
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
 	docs    []httpx.RouteDoc
 	openAPI func() ([]byte, error)
@@ -318,6 +321,10 @@ func (s *Server) subsystems() error {
 	s.mcpconns, err = mcpconns.New(mcpconns.Deps{
 		Store: s.store, Now: func() time.Time { return s.now() }, Catalog: s.mcpCatalog(),
 	})
+	if err != nil {
+		return err
+	}
+	s.hostedMCP, err = hostedmcp.New(hostedmcp.Deps{Version: s.cfg.Version, Serve: s})
 	return err
 }
 
@@ -325,6 +332,9 @@ func (s *Server) subsystems() error {
 // keeps their docs for /openapi.json.
 func (s *Server) mount(routes []httpx.Route) {
 	for _, rt := range routes {
+		if rt.Streaming {
+			s.streamingPOST[rt.Pattern] = true
+		}
 		s.register(rt.Pattern, rt.Cred, rt.Handler)
 		if rt.Auth == httpx.AuthKey {
 			rt.Auth = rt.Cred.DocAuth()
@@ -363,10 +373,10 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
 	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
 
-	s.mount(s.volumes.Routes())  // server/volumes
-	s.mount(s.mcpconns.Routes()) // server/mcpconns
-	s.mcpRoutes()                // the hosted MCP endpoint: mcp.go
-	s.secretRoutes()             // the secrets broker: secrets_routes.go
+	s.mount(s.volumes.Routes())   // server/volumes
+	s.mount(s.mcpconns.Routes())  // server/mcpconns
+	s.mount(s.hostedMCP.Routes()) // server/hostedmcp
+	s.secretRoutes()              // the secrets broker: secrets_routes.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)

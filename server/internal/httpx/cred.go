@@ -69,4 +69,7 @@ type Route struct {
 	RouteDoc
 	Cred    Cred
 	Handler Handler
+	// Streaming: the route's POST bodies or answers are streamed, not
+	// buffered, so Idempotency-Key does not apply to it.
+	Streaming bool
 }
