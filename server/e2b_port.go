@@ -56,7 +56,7 @@ func (p e2bPort) account(c e2b.Caller) *model.Account { return c.(e2bCaller).acc
 func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, error) {
 	s := p.s
 	if key == "" {
-		return nil, errNoCredentials
+		return nil, httpx.ErrNoCredentials
 	}
 	if !model.ValidAPIKey(key) {
 		return nil, errInvalidKey

@@ -131,7 +131,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	// acknowledged, or the answer says it is not.
 	// A revoked credential loses the result, not the command: that is
 	// synced and audited all the same.
-	revoked := errors.Is(context.Cause(r.Context()), errCredentialRevoked)
+	revoked := errors.Is(context.Cause(r.Context()), authz.ErrCredentialRevoked)
 	syncCtx := r.Context()
 	if revoked {
 		syncCtx = context.WithoutCancel(syncCtx)

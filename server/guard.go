@@ -71,11 +71,11 @@ func (s *Server) authenticateAs(r *http.Request, cred httpx.Cred) error {
 	case httpx.CredAPIKeyQuery:
 		return s.authenticateQuery(r)
 	case httpx.CredTakeover:
-		return s.authenticateTakeover(r)
+		return s.takeover.AuthenticateTakeover(r)
 	case httpx.CredBastion:
-		return s.authenticateBastion(r)
+		return s.takeover.AuthenticateBastion(r)
 	}
-	token, err := bearerToken(r)
+	token, err := httpx.BearerToken(r)
 	if err != nil {
 		return err
 	}

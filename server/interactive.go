@@ -13,6 +13,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/takeover"
 )
 
 // interactiveFrame bounds one frame either way: a chunk of stdin or of
@@ -37,7 +38,7 @@ func (s *Server) execInteractive(w http.ResponseWriter, r *http.Request) error {
 	}
 	grant := authz.From(r.Context()).Grant
 	if grant != nil && grant.ReadOnly {
-		return errReadOnlyExec
+		return takeover.ErrReadOnlyExec
 	}
 	sb, err := s.loadSandbox(r)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -86,7 +87,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 	ctx, cancel := r.Context(), context.CancelFunc(func() {})
 	if c.handOver != nil || c.survive {
 		c.client = r.Context()
-		ctx, cancel = survivingContext(ctx)
+		ctx, cancel = authz.SurvivingContext(ctx)
 	}
 	if c.timeout > 0 {
 		var cancelTimeout context.CancelFunc
@@ -147,7 +148,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 		if ae, ok := errors.AsType[*api.Error](err); ok {
 			return ae // reading the client's body failed otherwise
 		}
-		if errors.Is(context.Cause(r.Context()), errCredentialRevoked) {
+		if errors.Is(context.Cause(r.Context()), authz.ErrCredentialRevoked) {
 			return errStreamRevoked // a long poll (files/watch) of a revoked key
 		}
 		if r.Context().Err() != nil {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -15,7 +14,7 @@ import (
 // Revocation reaches what a credential already holds (issue 17, finding
 // 3). Every request authenticated by an API key, or by a takeover token
 // (which names the API key or SSH key that minted it), runs with a context
-// that is cancelled, with errCredentialRevoked as its cause, the moment
+// that is cancelled, with authz.ErrCredentialRevoked as its cause, the moment
 // that credential is revoked: DELETE /v1/api-keys/{id} or DELETE
 // /v1/account/ssh-keys/{id} here, or on another server sharing the
 // database (Postgres NOTIFY, RevocationListener). Watch streams,
@@ -23,10 +22,6 @@ import (
 // streamed exec stops streaming while its command runs on, audited
 // (forward's handover). Takeover tokens a revoked credential minted are
 // refused at use (parseTakeoverToken).
-
-// errCredentialRevoked is the cause of a request context's cancellation
-// when its credential was revoked.
-var errCredentialRevoked = errors.New("the request's credential was revoked")
 
 // recentRevocations is how long a revocation is remembered, for a request
 // that authenticated just before it and starts watching just after.
@@ -50,7 +45,7 @@ func (rv *revocations) watch(id string, cancel context.CancelCauseFunc, now time
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	if at, ok := rv.recent[id]; ok && now.Sub(at) < recentRevocations {
-		cancel(errCredentialRevoked)
+		cancel(authz.ErrCredentialRevoked)
 		return func() {}
 	}
 	m := rv.subs[id]
@@ -89,7 +84,7 @@ func (rv *revocations) revoke(id string, now time.Time) {
 	rv.recent[id] = now
 	rv.mu.Unlock()
 	for _, cancel := range cancels {
-		cancel(errCredentialRevoked)
+		cancel(authz.ErrCredentialRevoked)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/boxkite/boxkite/server/internal/authz"
 )
 
 // A streamed exec outlives the revocation of its client's credential: the
@@ -19,22 +21,6 @@ import (
 // was handed to a background reader because the client's credential was
 // revoked.
 var errHandedOver = errors.New("the stream's credential was revoked; the rest of it is read in the background")
-
-// survivingContext is parent's values with a cancellation of its own: it
-// ends when parent does, unless parent ended because its credential was
-// revoked.
-func survivingContext(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
-	stop := context.AfterFunc(parent, func() {
-		if !errors.Is(context.Cause(parent), errCredentialRevoked) {
-			cancel()
-		}
-	})
-	return ctx, func() {
-		stop()
-		cancel()
-	}
-}
 
 // pump reads a body in a goroutine of its own, so that copying it to the
 // client can also wait for the client's credential to be revoked.
@@ -118,7 +104,7 @@ func copyPumped(w http.ResponseWriter, rc *http.ResponseController, body io.Read
 				return fmt.Errorf("%w: flush to client: %w", errStreamBroken, err)
 			}
 		case <-c.client.Done():
-			if errors.Is(context.Cause(c.client), errCredentialRevoked) {
+			if errors.Is(context.Cause(c.client), authz.ErrCredentialRevoked) {
 				return &handover{p: p}
 			}
 			close(p.stop)

@@ -32,6 +32,7 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
+	"github.com/boxkite/boxkite/server/takeover"
 	"github.com/boxkite/boxkite/server/volumes"
 )
 
@@ -226,6 +227,7 @@ type Server struct {
 	accounts *accounts.Service
 	volumes  *volumes.Service
 	mcpconns *mcpconns.Service
+	takeover *takeover.Service
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
@@ -325,6 +327,24 @@ func (s *Server) subsystems() error {
 		return err
 	}
 	s.hostedMCP, err = hostedmcp.New(hostedmcp.Deps{Version: s.cfg.Version, Serve: s})
+	if err != nil {
+		return err
+	}
+	s.takeover, err = takeover.New(takeover.Deps{
+		Store:           s.store,
+		Audit:           s.alog,
+		Log:             s.log,
+		Now:             func() time.Time { return s.now() },
+		LoadSandbox:     s.loadSandbox,
+		NotActive:       notActive,
+		DialSidecarWS:   s.dialSidecarWS,
+		AuthenticateKey: s.authenticateKey,
+		CredentialValid: s.credentialValid,
+		JWTKey:          s.jwtKey,
+		BastionKey:      s.cfg.BastionKey,
+		Recording:       s.cfg.TakeoverRecording,
+		FlushInterval:   s.cfg.TakeoverFlushInterval,
+	})
 	return err
 }
 
@@ -363,12 +383,9 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
 	s.mount(s.snap.Routes())                                    // server/snapshot
 	s.register("POST /v1/sandboxes/{id}/exec", httpx.CredTakeover, s.execSandbox)
-	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
-	s.register("GET /v1/sandboxes/{id}/takeover", httpx.CredTakeover, s.takeover)
+	s.registerProxyRoutes()                                                                      // files, processes, interpreter, lsp: proxy_routes.go
+	s.mount(s.takeover.Routes())                                                                 // server/takeover
 	s.register("GET /v1/sandboxes/{id}/exec/interactive", httpx.CredTakeover, s.execInteractive) // interactive.go
-	s.handle("POST /v1/sandboxes/{id}/takeover-token", s.createTakeoverToken)
-	s.handle("GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}", s.getRecording)
-	s.register("POST /v1/bastion/takeover-token", httpx.CredBastion, s.bastionTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
 	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)

@@ -1,4 +1,4 @@
-package server
+package takeover
 
 import (
 	"bytes"
@@ -36,7 +36,7 @@ var errTakeoverNotPermitted = &api.Error{
 
 // authorizeTakeover decides, before the upgrade, whether the
 // authenticated caller may attach.
-func (s *Server) authorizeTakeover(r *http.Request) (authz.Grant, error) {
+func (s *Service) authorizeTakeover(r *http.Request) (authz.Grant, error) {
 	ri := authz.From(r.Context())
 	var g authz.Grant
 	switch {
@@ -63,19 +63,19 @@ func (s *Server) authorizeTakeover(r *http.Request) (authz.Grant, error) {
 // sidecar's /pty. Binary frames are terminal bytes; a text frame is a
 // control message (resize) the sidecar interprets. Every failure before
 // the relay starts, the sidecar's included, is a plain HTTP error.
-func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) takeover(w http.ResponseWriter, r *http.Request) error {
 	grant, err := s.authorizeTakeover(r)
 	if err != nil {
 		return err
 	}
-	sb, err := s.loadSandbox(r)
+	sb, err := s.d.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
 	if !sb.Active() {
-		return notActive(sb)
+		return s.d.NotActive(sb)
 	}
-	if err := s.auditOpen(); err != nil {
+	if err := s.d.Audit.Open(); err != nil {
 		return err
 	}
 	up, err := s.dialPTY(r, sb, grant.ReadOnly)
@@ -94,8 +94,8 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	down.SetReadLimit(takeoverClientFrame)
 	up.SetReadLimit(takeoverSidecarFrame)
 
-	started := s.now()
-	if err := s.audit(r.Context(), audit.Record{
+	started := s.d.Now()
+	if err := s.d.Audit.Append(r.Context(), audit.Record{
 		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_start", Detail: grant.Detail(), Started: started,
 	}); err != nil {
 		// Nobody types into a terminal that is off the record.
@@ -115,8 +115,8 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	}()
 	hooks := relayHooks{typed: in.add}
 	var rec *recorder
-	if s.cfg.TakeoverRecording {
-		rec = newRecorder(s.now)
+	if s.d.Recording {
+		rec = newRecorder(s.d.Now)
 		hooks.output, hooks.control = rec.output, rec.control
 	}
 	typed := s.relayPTY(relayCtx, down, up, grant.ReadOnly, hooks)
@@ -129,9 +129,9 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A failure here leaves the entry waiting in the audit gate: the
 	// session is over either way.
-	_ = s.audit(r.Context(), audit.Record{
+	_ = s.d.Audit.Append(r.Context(), audit.Record{
 		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_end", Detail: end,
-		Started: started, Duration: s.now().Sub(started),
+		Started: started, Duration: s.d.Now().Sub(started),
 	})
 	return nil
 }
@@ -187,8 +187,8 @@ func (t *typedInput) take() ([]byte, bool) {
 // session is still open and a command shows in the live log as it runs. It
 // returns false, at once, when an entry could not be committed: the
 // caller ends the session.
-func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz.Grant, in *typedInput) bool {
-	tick := time.NewTicker(s.cfg.TakeoverFlushInterval)
+func (s *Service) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz.Grant, in *typedInput) bool {
+	tick := time.NewTicker(s.d.FlushInterval)
 	defer tick.Stop()
 	flush := func() bool {
 		b, truncated := in.take()
@@ -197,9 +197,9 @@ func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz
 		}
 		d := g.Detail()
 		d["input"], d["bytes"] = string(b), len(b)
-		return s.audit(ctx, audit.Record{
+		return s.d.Audit.Append(ctx, audit.Record{
 			Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_input", Detail: d,
-			OutputTruncated: truncated, Started: s.now(),
+			OutputTruncated: truncated, Started: s.d.Now(),
 		}) == nil
 	}
 	for {
@@ -219,12 +219,12 @@ func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz
 }
 
 // dialPTY opens the sidecar's /pty over the sandbox's endpoint.
-func (s *Server) dialPTY(r *http.Request, sb *model.Sandbox, readOnly bool) (*websocket.Conn, error) {
+func (s *Service) dialPTY(r *http.Request, sb *model.Sandbox, readOnly bool) (*websocket.Conn, error) {
 	q := url.Values{}
 	if readOnly {
 		q.Set("read_only", "1")
 	}
-	return s.dialSidecarWS(r, sb, "/pty", q, "could not reach the sandbox's terminal")
+	return s.d.DialSidecarWS(r, sb, "/pty", q, "could not reach the sandbox's terminal")
 }
 
 // relayPTY copies frames between the client (down) and the sidecar (up)
@@ -238,15 +238,15 @@ type relayHooks struct {
 	typed, output, control func([]byte)
 }
 
-func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks) int64 {
+func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks) int64 {
 	// A revoked credential closes the client's side with a status that
 	// says so; the reads must not end first (a cancelled read drops the
 	// connection without a word).
 	request := ctx
-	ctx, cancel := survivingContext(ctx)
+	ctx, cancel := authz.SurvivingContext(ctx)
 	defer cancel()
 	stopWatching := context.AfterFunc(request, func() {
-		if errors.Is(context.Cause(request), errCredentialRevoked) {
+		if errors.Is(context.Cause(request), authz.ErrCredentialRevoked) {
 			_ = down.Close(websocket.StatusPolicyViolation, "the credential of this session was revoked")
 		}
 	})
@@ -315,7 +315,7 @@ func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnl
 	} else if !first.fromClient {
 		code, reason = websocket.StatusGoingAway, "the sandbox's terminal went away"
 	}
-	if errors.Is(context.Cause(request), errCredentialRevoked) {
+	if errors.Is(context.Cause(request), authz.ErrCredentialRevoked) {
 		// The terminal itself stays: only this credential's view of it ends.
 		code, reason = websocket.StatusPolicyViolation, "the credential of this session was revoked"
 	}
