@@ -120,6 +120,9 @@ var rules = map[string]depRule{
 	"server/internal/limits": {ours: []string{"client/api", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "rate limits, idempotency and quotas are mechanics under the server, which configures them",
 	}},
+	"server/internal/sidecar": {ours: []string{"client/api", "server/model", "server/internal/authz", "server/internal/unixsock"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "the sidecar client sits under the subsystems that call sidecars",
+	}},
 	"server/internal/scrub": {ours: []string{"client/api", "tools"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/model": "scrubbing works on bytes and JSON; whether an account wants it is the caller's decision",
 	}},

@@ -354,7 +354,7 @@ func (e *e2bSession) Exec(ctx context.Context, req api.ExecRequest) (api.ExecRes
 
 func (e *e2bSession) Sidecar(ctx context.Context, method, path string, q url.Values, body io.Reader, hdr http.Header) (*http.Response, error) {
 	s, sb := e.s, e.sb
-	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
 		return nil, sandboxFailed("reach")

@@ -3,18 +3,12 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -22,7 +16,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/internal/httpx"
-	"github.com/boxkite/boxkite/server/internal/unixsock"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -81,10 +75,10 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("encode exec request: %w", err)
 	}
 	var out execOutcome
-	c := &sidecarCall{
-		method: http.MethodPost, path: "/exec",
-		body: bytes.NewReader(payload), length: int64(len(payload)),
-		timeout: time.Duration(req.Timeout)*time.Second + execGrace,
+	c := &sidecar.Call{
+		Method: http.MethodPost, Path: "/exec",
+		Body: bytes.NewReader(payload), Length: int64(len(payload)),
+		Timeout: time.Duration(req.Timeout)*time.Second + execGrace,
 	}
 	// The end of the answer waits for the audit entry (exec_hold.go); its
 	// output is scrubbed of secrets on the way (scrub.go).
@@ -93,18 +87,18 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	var hw hold.Writer
 	var fw http.ResponseWriter // what the sidecar's answer is written to
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
-		c.tap = lineTap(maxEventLine, out.event)
+		c.Tap = sidecar.LineTap(maxEventLine, out.event)
 		hw = hold.NewExit(sc.Events(w))
 		fw = hw
-		c.handOver = s.execHandedOver(r, sb, req, &out)
+		c.HandOver = s.execHandedOver(r, sb, req, &out)
 	} else {
 		hw = hold.NewResponse(w)
 		fw = sc.Result(hw)
-		c.survive = true // a revoked credential loses the result, not the command
+		c.Survive = true // a revoked credential loses the result, not the command
 	}
 	started := s.now()
 	err = s.forward(fw, r, sb, c)
-	if errors.Is(err, errHandedOver) {
+	if errors.Is(err, sidecar.ErrHandedOver) {
 		// The credential was revoked: the stream ends, the command runs on.
 		return hw.Fail(errStreamRevoked)
 	}
@@ -112,16 +106,16 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	out.outputRedacted = sc.OutputRedacted()
 	if eh, ok := hw.(*hold.Exit); ok {
 		switch {
-		case out.exitCode != nil && errors.Is(err, errSidecarCut):
+		case out.exitCode != nil && errors.Is(err, sidecar.ErrCut):
 			err = nil // the exit event came whole; only the stream's end was lost
 		case streamCut(r, c, &out, err):
 			return s.endCutStream(r, eh, sb, req, &out, started, err)
 		}
 	}
-	if errors.Is(err, errStreamBroken) {
+	if errors.Is(err, sidecar.ErrStreamBroken) {
 		s.abortResponse(r, err)
 	}
-	if err != nil || c.status/100 != 2 {
+	if err != nil || c.Status/100 != 2 {
 		hw.Release()
 		return err
 	}
@@ -148,8 +142,8 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		// The command ran; the answer says so instead of passing for a
 		// recorded, stored result.
 		outcome := map[string]any{"exit_code": out.exitCode}
-		if c.captured != nil {
-			outcome["result"] = json.RawMessage(sc.CapturedResult(c.captured))
+		if c.Captured != nil {
+			outcome["result"] = json.RawMessage(sc.CapturedResult(c.Captured))
 		}
 		err = audit.WithOutcome(err, outcome)
 		if ae, ok := errors.AsType[*api.Error](err); ok && httpx.InfoFrom(r.Context()) != nil {
@@ -221,11 +215,11 @@ func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecReque
 
 // streamCut reports whether an NDJSON exec's stream from the sidecar broke
 // off, or ended without its exit event, while the client was still there.
-func streamCut(r *http.Request, c *sidecarCall, out *execOutcome, err error) bool {
-	if r.Context().Err() != nil || c.status/100 != 2 {
+func streamCut(r *http.Request, c *sidecar.Call, out *execOutcome, err error) bool {
+	if r.Context().Err() != nil || c.Status/100 != 2 {
 		return false
 	}
-	return errors.Is(err, errSidecarCut) || err == nil && out.exitCode == nil
+	return errors.Is(err, sidecar.ErrCut) || err == nil && out.exitCode == nil
 }
 
 // endCutStream ends an exec stream the sidecar broke off with an error
@@ -246,7 +240,7 @@ func (s *Server) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox,
 	}
 	// Ended on purpose (the sandbox is being destroyed, or froze): that
 	// is the answer, not the sidecar's health.
-	ended, _ := s.calls.ending(sb.ID).(*api.Error)
+	ended, _ := s.calls.Ending(sb.ID).(*api.Error)
 	if ended == nil {
 		ended, _ = s.frozenAnswer(sb.ID).(*api.Error)
 	}
@@ -321,134 +315,14 @@ func (o *execOutcome) event(line []byte) {
 }
 
 // result takes a JSON answer (a stream sets no captured body).
-func (o *execOutcome) result(c *sidecarCall) {
-	if c.captured == nil {
+func (o *execOutcome) result(c *sidecar.Call) {
+	if c.Captured == nil {
 		return
 	}
 	var res api.ExecResult
-	if json.Unmarshal(c.captured, &res) != nil {
+	if json.Unmarshal(c.Captured, &res) != nil {
 		return
 	}
 	o.exitCode = &res.ExitCode
 	o.output = res.ExecOutputInfo
-}
-
-// sidecarClients caches one HTTP client per sandbox, so requests reuse
-// connections to the sidecar (a unix socket dial per exec would cost more
-// than the exec itself).
-type sidecarClients struct {
-	mu sync.Mutex
-	m  map[string]*sidecarClient
-}
-
-type sidecarClient struct {
-	ep     model.Endpoint
-	client *http.Client
-}
-
-func newSidecarClients() *sidecarClients { return &sidecarClients{m: map[string]*sidecarClient{}} }
-
-// client returns the cached client for the sandbox, building one if the
-// endpoint is new or changed.
-func (c *sidecarClients) client(id string, ep model.Endpoint) (*http.Client, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if sc, ok := c.m[id]; ok && sc.ep.Network == ep.Network && sc.ep.Address == ep.Address && bytes.Equal(sc.ep.CertPEM, ep.CertPEM) {
-		return sc.client, nil
-	}
-	tr, err := sidecarTransport(ep)
-	if err != nil {
-		return nil, err
-	}
-	if old, ok := c.m[id]; ok {
-		old.client.CloseIdleConnections()
-	}
-	// No Client.Timeout: every request carries a context deadline sized to
-	// the operation (an exec may legitimately run for an hour).
-	// Redirects are not followed: a sidecar has no reason to send one, and
-	// following it would reach a path the route table did not choose.
-	sc := &sidecarClient{ep: ep, client: &http.Client{
-		Transport:     tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
-	c.m[id] = sc
-	return sc.client, nil
-}
-
-// forget drops the sandbox's client and closes its idle connections.
-func (c *sidecarClients) forget(id string) {
-	c.mu.Lock()
-	sc, ok := c.m[id]
-	delete(c.m, id)
-	c.mu.Unlock()
-	if ok {
-		sc.client.CloseIdleConnections()
-	}
-}
-
-// sidecarTransport dials the endpoint whatever host the request URL names.
-// A tcp endpoint with CertPEM (the kube driver's) is TLS pinned to exactly
-// that certificate: the connection is wrapped in TLS as it is dialled, so
-// every request, streams and WebSocket upgrades included, stays plain
-// http:// to the code above. A tcp endpoint without one is plain HTTP
-// (tests use it).
-func sidecarTransport(ep model.Endpoint) (*http.Transport, error) {
-	switch ep.Network {
-	case "unix", "tcp":
-	default:
-		return nil, fmt.Errorf("sidecar endpoint network %q is not supported", ep.Network)
-	}
-	if ep.Address == "" {
-		return nil, errors.New("sidecar endpoint has no address")
-	}
-	var pin *tls.Config
-	if len(ep.CertPEM) > 0 {
-		var err error
-		if pin, err = pinnedTLS(ep.CertPEM); err != nil {
-			return nil, err
-		}
-	}
-	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	return &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			if ep.Network == "unix" {
-				return unixsock.Dial(ctx, dialer, ep.Address)
-			}
-			conn, err := dialer.DialContext(ctx, ep.Network, ep.Address)
-			if err != nil || pin == nil {
-				return conn, err
-			}
-			tc := tls.Client(conn, pin)
-			if err := tc.HandshakeContext(ctx); err != nil {
-				conn.Close()
-				return nil, fmt.Errorf("sidecar TLS: %w", err)
-			}
-			return tc, nil
-		},
-		MaxIdleConns:        16,
-		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     90 * time.Second,
-		// Sidecar output is sent as it is produced; gzip would hold it back.
-		DisableCompression: true,
-	}, nil
-}
-
-// pinnedTLS trusts exactly the certificate in certPEM: the driver made it
-// for this one sidecar, so there is no chain or name to check.
-func pinnedTLS(certPEM []byte) (*tls.Config, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, errors.New("sidecar endpoint: the pinned certificate is not a PEM certificate")
-	}
-	want := sha256.Sum256(block.Bytes)
-	return &tls.Config{
-		MinVersion:         tls.VersionTLS13,
-		InsecureSkipVerify: true, // verified by the pin below instead of a chain
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 || sha256.Sum256(raw[0]) != want {
-				return errors.New("the sidecar's certificate is not the pinned one")
-			}
-			return nil
-		},
-	}, nil
 }

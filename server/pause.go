@@ -112,9 +112,9 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 		return nil, s.storeAnswer(err, "pause the sandbox")
 	}
 	// Calls in flight would wait on a stopped sidecar: end them.
-	s.calls.cancel(sb.ID, pausedAnswer(paused))
+	s.calls.Cancel(sb.ID, pausedAnswer(paused))
 	if mode != api.PauseFreeze {
-		s.sidecars.forget(sb.ID)
+		s.sidecars.Forget(sb.ID)
 	}
 	if err := p.Pause(ctx, sb.ID, mode); err != nil {
 		s.log.ErrorContext(ctx, "driver pause failed", "sandbox", sb.ID, "mode", mode, "err", err)
@@ -181,7 +181,7 @@ func (s *Server) restartProcesses(ctx context.Context, sb *model.Sandbox, procs 
 // sidecarJSON sends in (nil: no body) to the sandbox's sidecar and
 // decodes its 2xx answer into out.
 func (s *Server) sidecarJSON(ctx context.Context, sb *model.Sandbox, method, path string, in, out any) error {
-	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
 )
 
 // bodyKind says how a proxied route treats the request body.
@@ -132,7 +133,7 @@ type exchange struct {
 	r        *http.Request
 	reqBody  []byte // bodyJSON routes
 	upBytes  int64  // bodyStream routes: bytes uploaded
-	call     *sidecarCall
+	call     *sidecar.Call
 	exitCode *int // set by detail functions that know one
 	// outputTruncated is set by detail functions whose answer says output was cut.
 	outputTruncated bool
@@ -144,7 +145,7 @@ func (x *exchange) req(v any) { _ = json.Unmarshal(x.reqBody, v) }
 
 // resp decodes the captured JSON answer into v and reports whether it could.
 func (x *exchange) resp(v any) bool {
-	return x.call.captured != nil && json.Unmarshal(x.call.captured, v) == nil
+	return x.call.Captured != nil && json.Unmarshal(x.call.Captured, v) == nil
 }
 
 // proxyHandler serves one proxyRoute.
@@ -168,8 +169,8 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 				WithHint("name the file or directory in the sandbox, e.g. ?path=/workspace/data.csv")
 		}
 		x := &exchange{r: r}
-		c := &sidecarCall{method: rt.method, path: path, query: query, length: -1, timeout: rt.timeout}
-		var up *countingReader
+		c := &sidecar.Call{Method: rt.method, Path: path, Query: query, Length: -1, Timeout: rt.timeout}
+		var up *sidecar.CountingReader
 		switch rt.body {
 		case bodyJSON:
 			if x.reqBody, err = readBody(w, r, httpx.MaxExecBody); err != nil {
@@ -180,11 +181,11 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 					return err
 				}
 			}
-			c.body, c.length = bytes.NewReader(x.reqBody), int64(len(x.reqBody))
+			c.Body, c.Length = bytes.NewReader(x.reqBody), int64(len(x.reqBody))
 		case bodyStream:
 			apihttp.Streaming(r) // an upload of any size: only stalls time out
-			up = &countingReader{r: r.Body}
-			c.body, c.length = up, r.ContentLength
+			up = &sidecar.CountingReader{R: r.Body}
+			c.Body, c.Length = up, r.ContentLength
 		}
 		started := s.now()
 		// Command output is scrubbed on its way out (scrub.go); finish
@@ -193,7 +194,7 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 		if rt.op == "" {
 			err = s.forward(out, r, sb, c)
 			finish()
-			if errors.Is(err, errStreamBroken) {
+			if errors.Is(err, sidecar.ErrStreamBroken) {
 				s.abortResponse(r, err)
 			}
 			return err
@@ -209,24 +210,24 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 		// Audited: the end of the answer waits for the entry (exec_hold.go).
 		hw := hold.NewTail(out)
 		err = s.forward(hw, r, sb, c)
-		if errors.Is(err, errStreamBroken) {
+		if errors.Is(err, sidecar.ErrStreamBroken) {
 			s.abortResponse(r, err)
 		}
-		if err == nil && c.status >= 500 && rt.flags&writes != 0 {
+		if err == nil && c.Status >= 500 && rt.flags&writes != 0 {
 			// The sidecar could not write: if that is because the host
 			// could not store it, say so rather than pass on a 500.
 			if serr := s.brokenDisk(r.Context(), sb, rt.op); serr != nil {
 				return hw.Fail(serr)
 			}
 		}
-		if err != nil || c.status/100 != 2 {
+		if err != nil || c.Status/100 != 2 {
 			hw.Release()
 			finish()
 			return err
 		}
 		x.call = c
 		if up != nil {
-			x.upBytes = up.n
+			x.upBytes = up.N
 		}
 		var syncErr error
 		if rt.flags&writes != 0 {
@@ -251,7 +252,7 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			err = syncErr
 		}
 		if err != nil {
-			return hw.Fail(audit.WithOutcome(err, map[string]any{"status": c.status}))
+			return hw.Fail(audit.WithOutcome(err, map[string]any{"status": c.Status}))
 		}
 		hw.Release()
 		finish()
@@ -370,7 +371,7 @@ func presentDetail(x *exchange) map[string]any {
 // the bytes that crossed the control plane (the body sent for uploads, the
 // body received for downloads).
 func transferDetail(x *exchange) map[string]any {
-	n := x.call.bytesOut
+	n := x.call.BytesOut
 	if x.r.Method != http.MethodGet {
 		n = x.upBytes
 	}

@@ -257,7 +257,7 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 func (s *Server) discard(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	s.sidecars.forget(id)
+	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "tear down failed sandbox", "sandbox", id, "err", err)
 	}
@@ -389,8 +389,8 @@ func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
 // Calls in flight to the sandbox, and those that start meanwhile, are
 // ended first, so none reads the sidecar's death as a loss.
 func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
-	defer s.calls.end(id, endedAnswer(id, status))()
-	s.sidecars.forget(id)
+	defer s.calls.End(id, endedAnswer(id, status))()
+	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
 		return nil, sandboxFailed("delete")

@@ -28,6 +28,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/internal/scrub"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/secrets"
@@ -189,13 +190,13 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	now      func() time.Time
-	sidecars *sidecarClients
+	sidecars *sidecar.Clients
 	touches  *keyToucher
 	// alog writes the audit log and pushes new entries to watchers;
 	// allowlists caches compiled command allowlists; metrics backs /metrics.
 	alog           *audit.Log
 	frozen         frozenSandboxes
-	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
+	calls          sidecar.Calls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
 	allowlists     *allowlist.Cache
 	metrics        *metrics
 	watchKeepAlive time.Duration
@@ -258,7 +259,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		log:            slog.New(httpx.LogHandler{Handler: log.Handler()}),
 		mux:            http.NewServeMux(),
 		now:            time.Now,
-		sidecars:       newSidecarClients(),
+		sidecars:       sidecar.NewClients(),
 		touches:        newKeyToucher(),
 		allowlists:     allowlist.NewCache(),
 		watchKeepAlive: DefaultWatchKeepAlive,

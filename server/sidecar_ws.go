@@ -26,7 +26,7 @@ func (s *Server) dialSidecarWS(r *http.Request, sb *model.Sandbox, path string, 
 	if err := s.frozenAnswer(sb.ID); err != nil {
 		return nil, err
 	}
-	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "sidecar client", "sandbox", sb.ID, "err", err)
 		return nil, sandboxFailed("reach")
