@@ -83,7 +83,7 @@ func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) 
 	}
 	params.lifetime = spec.Lifetime
 	params.imageID = spec.ImageID
-	if params.imageRoot, err = s.imageRoot(acct.ID, spec.ImageID); err != nil {
+	if params.imageRoot, err = s.images.RootFS(acct.ID, spec.ImageID); err != nil {
 		return e2b.Sandbox{}, err
 	}
 	sbs, err := s.startSandboxes(ctx, acct, params)

@@ -37,14 +37,6 @@ func routeDocs() []httpx.RouteDoc {
 		{Pattern: "PUT /v1/account/allowed-commands", Summary: "Replace the command allowlist (admin keys)", Request: api.AllowedCommands{}, Response: api.AllowedCommands{}},
 		{Pattern: "DELETE /v1/account/allowed-commands", Summary: "Remove the command allowlist (admin keys)", Status: http.StatusNoContent},
 
-		{Pattern: "POST /v1/images", Summary: "Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images do not serve /v1/images", Request: api.CreateImageRequest{}, Response: api.Image{}, Status: http.StatusAccepted, AlsoStatus: http.StatusOK},
-		{Pattern: "POST /v1/images/import", Summary: "Import an OCI image layout tar or a docker save archive (the body, streamed); label names it", Response: api.Image{}, Status: http.StatusAccepted, Query: []string{"label"}, Upload: true},
-		{Pattern: "GET /v1/images", Summary: "List the account's images", Response: []api.Image{}},
-		{Pattern: "GET /v1/images/{id}", Summary: "Get one image", Response: api.Image{}},
-		{Pattern: "DELETE /v1/images/{id}", Summary: "Delete an image; 409 conflict while a sandbox boots from it", Status: http.StatusNoContent},
-		{Pattern: "GET /v1/images/{id}/logs", Summary: "The build's log as text; follow=1 streams it until the build ends", Produces: "text/plain", Query: []string{"follow"}},
-		{Pattern: "GET /v1/images/{id}/log", Summary: "A page of the build's audit log (its egress decisions and outcome), oldest first", Response: api.LogPage{}, Query: []string{"limit", "offset"}},
-
 		{Pattern: "POST /v1/secrets", Summary: "Create a secret (admin keys): a write-only value, envelope-encrypted at rest, sent only to its allowed_hosts", Request: api.CreateSecretRequest{}, Response: api.Secret{}, Status: http.StatusCreated},
 		{Pattern: "GET /v1/secrets", Summary: "List the account's secrets by name, without values", Response: []api.Secret{}},
 		{Pattern: "PUT /v1/secrets/{id}", Summary: "Replace a secret's value (and allowed_hosts when given); {id} is the id or the name (admin keys)", Request: api.UpdateSecretRequest{}, Response: api.Secret{}},

@@ -112,7 +112,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p.imageID = req.ImageID
-	if p.imageRoot, err = s.imageRoot(accountFrom(r.Context()).ID, req.ImageID); err != nil {
+	if p.imageRoot, err = s.images.RootFS(accountFrom(r.Context()).ID, req.ImageID); err != nil {
 		return err
 	}
 	if p.volumes, err = s.volumes.ValidateMounts(r.Context(), accountFrom(r.Context()), req.VolumeMounts); err != nil {

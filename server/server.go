@@ -21,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/server/accounts"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/hostedmcp"
+	"github.com/boxkite/boxkite/server/imagesapi"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authn"
@@ -65,7 +66,7 @@ type Config struct {
 	AccessTokenTTL time.Duration // default 30m
 	// Images keeps sandbox images (server/images); nil means image_id and
 	// /v1/images are not supported.
-	Images ImageStore
+	Images imagesapi.Store
 	// MCPCatalog maps an MCP catalog id to the host[:port] a connection
 	// grants egress to; nil means DefaultMCPCatalog().
 	MCPCatalog map[string]string
@@ -229,6 +230,7 @@ type Server struct {
 	volumes  *volumes.Service
 	mcpconns *mcpconns.Service
 	takeover *takeover.Service
+	images   *imagesapi.Service
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
@@ -331,6 +333,12 @@ func (s *Server) subsystems() error {
 	if err != nil {
 		return err
 	}
+	s.images, err = imagesapi.New(imagesapi.Deps{
+		Images: s.cfg.Images, Store: s.store, Audit: s.alog, Now: func() time.Time { return s.now() }, WriteLogPage: s.writeLogPage,
+	})
+	if err != nil {
+		return err
+	}
 	s.takeover, err = takeover.New(takeover.Deps{
 		Store:           s.store,
 		Audit:           s.alog,
@@ -350,13 +358,19 @@ func (s *Server) subsystems() error {
 }
 
 // mount registers a subsystem's routes behind the guard (register) and
-// keeps their docs for /openapi.json.
-func (s *Server) mount(routes []httpx.Route) {
+// documents them.
+func (s *Server) mount(routes []httpx.Route) { s.mountIf(true, routes) }
+
+// mountIf registers routes when served is set; either way /openapi.json
+// documents them (a server without images still publishes their API).
+func (s *Server) mountIf(served bool, routes []httpx.Route) {
 	for _, rt := range routes {
-		if rt.Streaming {
-			s.streamingPOST[rt.Pattern] = true
+		if served {
+			if rt.Streaming {
+				s.streamingPOST[rt.Pattern] = true
+			}
+			s.register(rt.Pattern, rt.Cred, rt.Handler)
 		}
-		s.register(rt.Pattern, rt.Cred, rt.Handler)
 		if rt.Auth == httpx.AuthKey {
 			rt.Auth = rt.Cred.DocAuth()
 		}
@@ -374,7 +388,7 @@ func (s *Server) routes() {
 	s.handlePublic("GET /metrics", s.serveMetrics)
 	s.handlePublic("GET /openapi.json", s.serveOpenAPI)
 
-	s.imageRoutes()
+	s.mountIf(s.images.Served(), s.images.Routes()) // server/imagesapi
 	s.handle("POST /v1/sandboxes", s.createSandbox)
 	s.handle("GET /v1/sandboxes", s.listSandboxes)
 	s.handle("GET /v1/sandboxes/{id}", s.getSandbox)

@@ -51,7 +51,7 @@ func (p snapshotPort) Start(ctx context.Context, acct *model.Account, from *mode
 		return nil, err
 	}
 	params.imageID, params.fromSnapshot = from.ImageID, from.Key
-	if params.imageRoot, err = s.imageRoot(acct.ID, from.ImageID); err != nil {
+	if params.imageRoot, err = s.images.RootFS(acct.ID, from.ImageID); err != nil {
 		return nil, err
 	}
 	if err := s.admitCreate(ctx, params.count); err != nil {
