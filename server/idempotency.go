@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/limits"
@@ -34,7 +35,7 @@ const (
 	// idempotencyStale is when an in-progress record is taken to belong to
 	// a server that died mid-request: longer than any request runs (the
 	// longest exec and its grace).
-	idempotencyStale = api.MaxExecTimeout*time.Second + execGrace + 5*time.Minute
+	idempotencyStale = api.MaxExecTimeout*time.Second + exec.Grace + 5*time.Minute
 	// purgeInterval is how often Run deletes expired records.
 	purgeInterval = 10 * time.Minute
 )

@@ -94,7 +94,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 			return ae // reading the client's body failed otherwise
 		}
 		if errors.Is(context.Cause(r.Context()), authz.ErrCredentialRevoked) {
-			return errStreamRevoked // a long poll (files/watch) of a revoked key
+			return authz.ErrStreamRevoked // a long poll (files/watch) of a revoked key
 		}
 		if r.Context().Err() != nil {
 			return fmt.Errorf("client went away: %w", r.Context().Err())

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -128,13 +127,6 @@ func (s *Server) withRevocation(r *http.Request) (*http.Request, func()) {
 		stop()
 		cancel(nil)
 	}
-}
-
-// errStreamRevoked ends a stream whose credential was revoked.
-var errStreamRevoked = &api.Error{
-	Status: http.StatusUnauthorized, Code: api.CodeInvalidAPIKey,
-	Message: "the credential of this stream was revoked; the stream ends here",
-	Hint:    "a command it started runs on and is in the audit log; use a valid key",
 }
 
 // listenRevocations runs the store's RevocationListener, if it has one,

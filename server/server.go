@@ -20,6 +20,7 @@ import (
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/accounts"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/hostedmcp"
 	"github.com/boxkite/boxkite/server/imagesapi"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
@@ -231,6 +232,7 @@ type Server struct {
 	mcpconns *mcpconns.Service
 	takeover *takeover.Service
 	images   *imagesapi.Service
+	exec     *exec.Service
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
@@ -339,6 +341,27 @@ func (s *Server) subsystems() error {
 	if err != nil {
 		return err
 	}
+	s.exec, err = exec.New(exec.Deps{
+		Audit:          s.alog,
+		Log:            s.log,
+		Now:            func() time.Time { return s.now() },
+		LoadSandbox:    s.loadSandbox,
+		NotActive:      notActive,
+		Forward:        s.forward,
+		DialSidecarWS:  s.dialSidecarWS,
+		AbortResponse:  s.abortResponse,
+		SyncDisk:       s.syncDisk,
+		Healthy:        s.sidecarHealthy,
+		FrozenAnswer:   s.frozenAnswer,
+		Calls:          &s.calls,
+		CheckCommand:   s.checkCommand,
+		NewScrub:       s.newExecScrub,
+		ObserveExec:    s.metrics.exec,
+		MaxOutputBytes: s.cfg.MaxExecOutputBytes,
+	})
+	if err != nil {
+		return err
+	}
 	s.takeover, err = takeover.New(takeover.Deps{
 		Store:           s.store,
 		Audit:           s.alog,
@@ -397,10 +420,9 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)   // pause.go
 	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
 	s.mount(s.snap.Routes())                                    // server/snapshot
-	s.register("POST /v1/sandboxes/{id}/exec", httpx.CredTakeover, s.execSandbox)
-	s.registerProxyRoutes()                                                                      // files, processes, interpreter, lsp: proxy_routes.go
-	s.mount(s.takeover.Routes())                                                                 // server/takeover
-	s.register("GET /v1/sandboxes/{id}/exec/interactive", httpx.CredTakeover, s.execInteractive) // interactive.go
+	s.mount(s.exec.Routes())                                    // server/exec
+	s.registerProxyRoutes()                                     // files, processes, interpreter, lsp: proxy_routes.go
+	s.mount(s.takeover.Routes())                                // server/takeover
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
 	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)

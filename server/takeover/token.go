@@ -47,12 +47,6 @@ var errBadTakeoverToken = &api.Error{
 	Hint:    "mint a new one with `boxkite ssh` or POST /v1/sandboxes/{id}/takeover-token; a token lasts 30 s and opens one session",
 }
 
-var ErrReadOnlyExec = &api.Error{
-	Status: http.StatusForbidden, Code: api.CodeTakeoverNotPermitted,
-	Message: "a read-only takeover token cannot run commands",
-	Hint:    "mint a token without read_only to run commands",
-}
-
 // mintTakeoverToken signs a token for sb granting g.
 func (s *Service) mintTakeoverToken(ctx context.Context, accountID, sandboxID string, g authz.Grant) (api.TakeoverToken, error) {
 	key, err := s.d.JWTKey(ctx)
@@ -140,7 +134,7 @@ func (s *Service) AuthenticateTakeover(r *http.Request) error {
 		return fmt.Errorf("look up account: %w", err)
 	}
 	if r.Method != http.MethodGet && c.ReadOnly {
-		return ErrReadOnlyExec
+		return authz.ErrReadOnlyExec
 	}
 	ri := authz.From(ctx)
 	ri.Account = acct

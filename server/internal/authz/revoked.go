@@ -3,6 +3,9 @@ package authz
 import (
 	"context"
 	"errors"
+	"net/http"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // ErrCredentialRevoked is the cause of a request context's cancellation
@@ -23,4 +26,11 @@ func SurvivingContext(parent context.Context) (context.Context, context.CancelFu
 		stop()
 		cancel()
 	}
+}
+
+// ErrStreamRevoked ends a stream whose credential was revoked.
+var ErrStreamRevoked = &api.Error{
+	Status: http.StatusUnauthorized, Code: api.CodeInvalidAPIKey,
+	Message: "the credential of this stream was revoked; the stream ends here",
+	Hint:    "a command it started runs on and is in the audit log; use a valid key",
 }

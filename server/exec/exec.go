@@ -1,4 +1,4 @@
-package server
+package exec
 
 import (
 	"bytes"
@@ -29,15 +29,15 @@ type execBody struct {
 	Timeout *int `json:"timeout"`
 }
 
-// execGrace is how much longer than the command's own timeout the server
+// Grace is how much longer than the command's own timeout the server
 // waits for the sidecar, which kills the command at the timeout and still
 // has to answer.
-const execGrace = 30 * time.Second
+const Grace = 30 * time.Second
 
-// execSandbox serves POST /v1/sandboxes/{id}/exec by proxying to the
+// exec serves POST /v1/sandboxes/{id}/exec by proxying to the
 // sidecar's /exec. With Accept: application/x-ndjson the sidecar streams
 // events and they are passed on as they arrive.
-func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	var body execBody
 	if err := httpx.DecodeJSON(w, r, &body, httpx.MaxExecBody); err != nil {
 		return err
@@ -57,17 +57,17 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkOutputLimit(&req); err != nil {
 		return err
 	}
-	sb, err := s.loadSandbox(r)
+	sb, err := s.d.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
 	if !sb.Active() {
-		return notActive(sb)
+		return s.d.NotActive(sb)
 	}
-	if err := s.checkCommand(r, req.Command); err != nil {
+	if err := s.d.CheckCommand(r, req.Command); err != nil {
 		return err
 	}
-	if err := s.auditOpen(); err != nil {
+	if err := s.d.Audit.Open(); err != nil {
 		return err
 	}
 	payload, err := json.Marshal(req)
@@ -78,11 +78,11 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	c := &sidecar.Call{
 		Method: http.MethodPost, Path: "/exec",
 		Body: bytes.NewReader(payload), Length: int64(len(payload)),
-		Timeout: time.Duration(req.Timeout)*time.Second + execGrace,
+		Timeout: time.Duration(req.Timeout)*time.Second + Grace,
 	}
 	// The end of the answer waits for the audit entry (exec_hold.go); its
 	// output is scrubbed of secrets on the way (scrub.go).
-	sc := s.newExecScrub(r)
+	sc := s.d.NewScrub(r)
 	defer sc.Stop()
 	var hw hold.Writer
 	var fw http.ResponseWriter // what the sidecar's answer is written to
@@ -96,11 +96,11 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		fw = sc.Result(hw)
 		c.Survive = true // a revoked credential loses the result, not the command
 	}
-	started := s.now()
-	err = s.forward(fw, r, sb, c)
+	started := s.d.Now()
+	err = s.d.Forward(fw, r, sb, c)
 	if errors.Is(err, sidecar.ErrHandedOver) {
 		// The credential was revoked: the stream ends, the command runs on.
-		return hw.Fail(errStreamRevoked)
+		return hw.Fail(authz.ErrStreamRevoked)
 	}
 	sc.Done()
 	out.outputRedacted = sc.OutputRedacted()
@@ -113,13 +113,13 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if errors.Is(err, sidecar.ErrStreamBroken) {
-		s.abortResponse(r, err)
+		s.d.AbortResponse(r, err)
 	}
 	if err != nil || c.Status/100 != 2 {
 		hw.Release()
 		return err
 	}
-	s.metrics.exec(s.now().Sub(started))
+	s.d.ObserveExec(s.d.Now().Sub(started))
 	out.result(c)
 	// What the command wrote is on the host's storage before it is
 	// acknowledged, or the answer says it is not.
@@ -130,13 +130,13 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	if revoked {
 		syncCtx = context.WithoutCancel(syncCtx)
 	}
-	syncErr := s.syncDisk(syncCtx, sb, "exec")
+	syncErr := s.d.SyncDisk(syncCtx, sb, "exec")
 	err = s.auditExec(r, sb, req, &out, started, nil, syncErr != nil)
 	if err == nil {
 		err = syncErr
 	}
 	if revoked {
-		return hw.Fail(errStreamRevoked)
+		return hw.Fail(authz.ErrStreamRevoked)
 	}
 	if err != nil {
 		// The command ran; the answer says so instead of passing for a
@@ -159,8 +159,8 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 // revoked and the rest of its stream was read in the background: the
 // audit entry, as for any exec (cut, when the stream from the sidecar
 // broke off instead of ending).
-func (s *Server) execHandedOver(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome) func(error) {
-	started := s.now()
+func (s *Service) execHandedOver(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome) func(error) {
+	started := s.d.Now()
 	// The handler has returned by then: keep the request's values, not its end.
 	r = r.WithContext(context.WithoutCancel(r.Context()))
 	return func(err error) {
@@ -169,7 +169,7 @@ func (s *Server) execHandedOver(r *http.Request, sb *model.Sandbox, req api.Exec
 			cut = &api.Error{Code: api.CodeSandboxFailed, Message: "the stream from the sandbox broke off"}
 		}
 		if aerr := s.auditExec(r, sb, req, out, started, cut, false); aerr != nil {
-			s.log.ErrorContext(r.Context(), "audit an exec whose credential was revoked", "sandbox", sb.ID, "err", aerr)
+			s.d.Log.ErrorContext(r.Context(), "audit an exec whose credential was revoked", "sandbox", sb.ID, "err", aerr)
 		}
 	}
 }
@@ -178,7 +178,7 @@ func (s *Server) execHandedOver(r *http.Request, sb *model.Sandbox, req api.Exec
 // exit code and, when output was cut, the counts; cut is the error a
 // stream that broke off ended with, if it did; unstored says the host
 // could not store what it wrote.
-func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
+func (s *Service) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
 	command := audit.LoggedText(req.Command)
 	detail := map[string]any{"command": command, "timeout": req.Timeout}
 	if len(command) < len(req.Command) {
@@ -206,10 +206,10 @@ func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecReque
 		source = api.LogSourceHumanTakeover
 		maps.Copy(detail, g.Detail())
 	}
-	return s.audit(r.Context(), audit.Record{
+	return s.d.Audit.Append(r.Context(), audit.Record{
 		Sandbox: sb, Source: source, Operation: "exec", Detail: detail,
 		ExitCode: out.exitCode, OutputTruncated: out.output.Truncated,
-		Started: started, Duration: s.now().Sub(started),
+		Started: started, Duration: s.d.Now().Sub(started),
 	})
 }
 
@@ -228,11 +228,11 @@ func streamCut(r *http.Request, c *sidecar.Call, out *execOutcome, err error) bo
 // server did (the sandbox froze, or is being destroyed), 410 sandbox_lost
 // when the sidecar no longer answers, else 502 sandbox_operation_failed.
 // The exec is audited without an exit code.
-func (s *Server) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
+func (s *Service) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
 	started time.Time, cause error,
 ) error {
 	ctx := r.Context()
-	s.log.WarnContext(ctx, "exec stream broke off", "sandbox", sb.ID, "err", cause)
+	s.d.Log.WarnContext(ctx, "exec stream broke off", "sandbox", sb.ID, "err", cause)
 	e := &api.Error{
 		Status: http.StatusBadGateway, Code: api.CodeSandboxFailed,
 		Message: "the connection to the sandbox broke during the exec; its output ends here",
@@ -240,14 +240,14 @@ func (s *Server) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox,
 	}
 	// Ended on purpose (the sandbox is being destroyed, or froze): that
 	// is the answer, not the sidecar's health.
-	ended, _ := s.calls.Ending(sb.ID).(*api.Error)
+	ended, _ := s.d.Calls.Ending(sb.ID).(*api.Error)
 	if ended == nil {
-		ended, _ = s.frozenAnswer(sb.ID).(*api.Error)
+		ended, _ = s.d.FrozenAnswer(sb.ID).(*api.Error)
 	}
 	var healthy bool
 	if ended == nil {
 		hctx, cancel := context.WithTimeout(ctx, cutHealthTimeout)
-		healthy = s.sidecarHealthy(hctx, sb)
+		healthy = s.d.Healthy(hctx, sb)
 		cancel()
 	}
 	switch {
@@ -274,13 +274,13 @@ const cutHealthTimeout = 2 * time.Second
 
 // checkOutputLimit fills in and checks the output cap of an exec: the
 // default when it is left out, at most the server's maximum.
-func (s *Server) checkOutputLimit(req *api.ExecRequest) error {
+func (s *Service) checkOutputLimit(req *api.ExecRequest) error {
 	if req.MaxOutputBytes == 0 {
 		req.MaxOutputBytes = api.DefaultExecOutput
 	}
-	if req.MaxOutputBytes < 1 || req.MaxOutputBytes > s.cfg.MaxExecOutputBytes {
+	if req.MaxOutputBytes < 1 || req.MaxOutputBytes > s.d.MaxOutputBytes {
 		return httpx.Invalid("max_output_bytes",
-			fmt.Sprintf("max_output_bytes must be between 1 and %d (this server's maximum), got %d", s.cfg.MaxExecOutputBytes, req.MaxOutputBytes),
+			fmt.Sprintf("max_output_bytes must be between 1 and %d (this server's maximum), got %d", s.d.MaxOutputBytes, req.MaxOutputBytes),
 			fmt.Sprintf("omit it for the default of %d bytes a stream", api.DefaultExecOutput))
 	}
 	switch req.OnOutputLimit {
