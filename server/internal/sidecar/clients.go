@@ -3,10 +3,7 @@ package sidecar
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxkite/boxkite/server/internal/pintls"
 	"github.com/boxkite/boxkite/server/internal/unixsock"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -89,7 +87,7 @@ func sidecarTransport(ep model.Endpoint) (*http.Transport, error) {
 	var pin *tls.Config
 	if len(ep.CertPEM) > 0 {
 		var err error
-		if pin, err = pinnedTLS(ep.CertPEM); err != nil {
+		if pin, err = pintls.Config(ep.CertPEM); err != nil {
 			return nil, err
 		}
 	}
@@ -115,25 +113,5 @@ func sidecarTransport(ep model.Endpoint) (*http.Transport, error) {
 		IdleConnTimeout:     90 * time.Second,
 		// Sidecar output is sent as it is produced; gzip would hold it back.
 		DisableCompression: true,
-	}, nil
-}
-
-// pinnedTLS trusts exactly the certificate in certPEM: the driver made it
-// for this one sidecar, so there is no chain or name to check.
-func pinnedTLS(certPEM []byte) (*tls.Config, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, errors.New("sidecar endpoint: the pinned certificate is not a PEM certificate")
-	}
-	want := sha256.Sum256(block.Bytes)
-	return &tls.Config{
-		MinVersion:         tls.VersionTLS13,
-		InsecureSkipVerify: true, // verified by the pin below instead of a chain
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 || sha256.Sum256(raw[0]) != want {
-				return errors.New("the sidecar's certificate is not the pinned one")
-			}
-			return nil
-		},
 	}, nil
 }
