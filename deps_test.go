@@ -128,7 +128,8 @@ var rules = map[string]depRule{
 	"server/internal/limits": {ours: []string{"client/api", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "rate limits, idempotency and quotas are mechanics under the server, which configures them",
 	}},
-	"server/internal/sidecar": {ours: []string{"client/api", "server/model", "server/internal/authz", "server/internal/unixsock"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/internal/pintls": {stdOnly: true},
+	"server/internal/sidecar": {ours: []string{"client/api", "server/model", "server/internal/authz", "server/internal/unixsock", "server/internal/pintls"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "the sidecar client sits under the subsystems that call sidecars",
 	}},
 	"server/internal/scrub": {ours: []string{"client/api", "tools"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -163,7 +164,7 @@ var rules = map[string]depRule{
 	}},
 	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets"}, forbidden: merge(clientGo)},
 	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
-	"server/kube":     {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools"}, forbidden: sqlDriver},
+	"server/kube":     {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/pintls", "client/api", "tools"}, forbidden: sqlDriver},
 	"server/images":   {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",
