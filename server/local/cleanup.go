@@ -91,12 +91,10 @@ func Cleanup(ctx context.Context, cfg Config) ([]Leftover, error) {
 	d.removeStaleCgroups(ctx)
 	// Loop devices detach, and lazily unmounted filesystems go, a moment
 	// after their last user: give them that moment before reporting.
-	left := d.leftovers()
-	for i := 0; len(left) > 0 && i < 50 && ctx.Err() == nil; i++ {
+	for i := 0; len(d.leftovers(false)) > 0 && i < 50 && ctx.Err() == nil; i++ {
 		time.Sleep(100 * time.Millisecond)
-		left = d.leftovers()
 	}
-	return left, errors.Join(errs...)
+	return d.leftovers(true), errors.Join(errs...)
 }
 
 // removeStaleCgroups removes the cgroups of this state directory's
@@ -139,8 +137,9 @@ func stateDirTag(stateDir string) string {
 	return hex.EncodeToString(sum[:4])
 }
 
-// leftovers lists what of the state directory is still on the host.
-func (d *Driver) leftovers() []Leftover {
+// leftovers lists what of the state directory is still on the host;
+// explain looks for what holds a loop device (which takes a while).
+func (d *Driver) leftovers(explain bool) []Leftover {
 	var out []Leftover
 	dirs := []string{d.sandboxesDir(), d.poolDir()}
 	for _, parent := range dirs {
@@ -159,7 +158,7 @@ func (d *Driver) leftovers() []Leftover {
 		out = append(out, Leftover{Kind: "mount", What: m, Remove: "umount -l " + m})
 	}
 	for _, l := range loopsBackedUnder(d.cfg.StateDir) {
-		out = append(out, Leftover{Kind: "loop_device", What: l.dev + " backed by " + l.file, Remove: "losetup -d " + l.dev})
+		out = append(out, loopLeftover(l, explain))
 	}
 	for _, c := range d.ownCgroups() {
 		out = append(out, Leftover{Kind: "cgroup", What: c, Remove: "rmdir " + c})
