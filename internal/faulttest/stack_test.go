@@ -44,6 +44,7 @@ func binaries(t *testing.T) string {
 		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
 			"./cmd/boxkite", "./cmd/boxkite-server", "./cmd/boxkite-sidecar", "./cmd/boxkite-bastion")
 		cmd.Dir = filepath.Join("..", "..")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as released
 		if out, err := cmd.CombinedOutput(); err != nil {
 			stackBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
