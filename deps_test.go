@@ -71,13 +71,35 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/egress", "server/e2b", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets"}, forbidden: merge(clientGo, sqlDriver)},
 	// The leaf of the control plane: domain records and the Store and
 	// Driver contracts (docs/architecture.md).
 	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "model is the leaf every part of the control plane imports; the control plane imports it, never the reverse",
 	}},
 	"server/internal/unixsock": {forbidden: merge(clientGo, sqlDriver, imageLib)},
+	// Plumbing of the control plane (server/internal): leaves under the
+	// subsystems, none of which knows the store, the drivers or another.
+	"server/internal/allowlist": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/model": "the allowlist is pure policy over command lines; the caller loads an account's rules",
+	}},
+	"server/internal/authn": {forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/model": "authn holds stateless credential cryptography; looking credentials up is the guard's",
+	}},
+	"server/internal/httpx": {ours: []string{"client/api", "internal/apihttp"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/model": "httpx is HTTP plumbing: it knows no domain record, store or driver",
+	}},
+	// Subsystems: each serves its own routes (routes.go) and declares
+	// what it needs of the rest in its Deps; the server wires them.
+	"server/accounts": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/authn"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+	}},
+	"server/internal/authz": {ours: []string{"server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "authz sits under the subsystems and the server",
+	}},
+	"server/internal/scrub": {ours: []string{"client/api", "tools"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/model": "scrubbing works on bytes and JSON; whether an account wants it is the caller's decision",
+	}},
 	"server/e2b": {ours: []string{"client/api", "internal/apihttp", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"server/sqlstore": "the E2B facade keeps its records through its Store interface; the control plane (whose package it may not import either) wires the SQL store in",
 		"server/local":    "the facade reaches sandboxes through the control plane, whatever the driver",
@@ -86,12 +108,24 @@ var rules = map[string]depRule{
 		"server/local": "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
 		"server/kube":  "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
 	})},
+	// The web console: a client of the API in the same process, which it
+	// reaches through the server's http.Handler only.
+	"server/console": {ours: []string{"client/api", "internal/apihttp"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":       "the console calls the API through its http.Handler, as the CLI calls it over HTTP",
+		"server/model": "the console sees the API's wire types, never the control plane's records",
+	}},
 	"internal/protogen": {forbidden: map[string]string{"github.com/spf13/cobra": "a go:generate helper: flags from the standard library"}},
 	"server/egress":     {forbidden: merge(clientGo, sqlDriver, imageLib)},
-	"server/sqlstore":   {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b"}, forbidden: merge(clientGo)},
-	"server/local":      {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
-	"server/kube":       {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools"}, forbidden: sqlDriver},
-	"server/images":     {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
+	// The secrets broker: its records through its own Store, which
+	// server/sqlstore implements; its egress checks are server/egress's.
+	"server/secrets": {ours: []string{"client/api", "server/internal/httpx", "server/egress"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":          "the control plane imports the broker, never the reverse",
+		"server/sqlstore": "the broker keeps its records through its Store interface; cmd/boxkite-server wires the SQL store in",
+	}},
+	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets"}, forbidden: merge(clientGo)},
+	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/kube":     {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools"}, forbidden: sqlDriver},
+	"server/images":   {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",
 	}},

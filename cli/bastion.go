@@ -36,7 +36,11 @@ const bastionKeyBytes = 48
 // ensureBastionKey makes sure path holds a bastion key readable by its owner
 // only: a new random one the first time, and a mode put right afterwards
 // (the bastion refuses a key file others can read).
-func ensureBastionKey(path string) error {
+func ensureBastionKey(path string) error { return ensureKeyFile(path, "bastion key", bastionKeyBytes) }
+
+// ensureKeyFile makes sure path holds a key of its own user only, writing
+// n fresh random bytes (URL-safe base64) there when it does not exist.
+func ensureKeyFile(path, what string, n int) error {
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.Mode().IsRegular():
@@ -49,11 +53,11 @@ func ensureBastionKey(path string) error {
 	case err == nil:
 		return &hintError{err: fmt.Errorf("%s is not a regular file", path), hint: "remove it; boxkite up writes a new key there"}
 	case !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("check bastion key: %w", err)
+		return fmt.Errorf("check %s: %w", what, err)
 	}
-	b := make([]byte, bastionKeyBytes)
+	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
-		return fmt.Errorf("generate bastion key: %w", err)
+		return fmt.Errorf("generate %s: %w", what, err)
 	}
 	return writeFileAtomic(path, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600)
 }

@@ -36,6 +36,7 @@ func TestConfirmation(t *testing.T) {
 		}),
 		"GET /v1/sandboxes/{id}":    replyJSON(404, map[string]any{"error": map[string]any{"code": "not_found", "message": "no such sandbox"}}),
 		"DELETE /v1/sandboxes/{id}": record,
+		"GET /v1/volumes":           replyJSON(200, []api.Volume{{ID: "v1"}}),
 		"DELETE /v1/volumes/{id}":   record,
 		"GET /v1/api-keys":          replyJSON(200, []api.APIKey{{ID: "k1", Name: "ci", Prefix: "bxk_live_ci"}}),
 		"DELETE /v1/api-keys/{id}":  record,

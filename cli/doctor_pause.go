@@ -9,7 +9,7 @@ import (
 
 // pause says which pause modes the local driver can offer here (issue
 // 22): freeze needs root and a freezer (cgroup v2, or the v1 freezer
-// hierarchy); filesystem always works; checkpoint, which keeps memory on
+// hierarchy); filesystem needs disk-backed storage; checkpoint, which keeps memory on
 // disk, needs `criu check` to pass. A missing freeze is a warning; a
 // missing checkpoint is only said, since freeze keeps memory too.
 func (h doctorHost) pause() doctorCheck {
@@ -35,7 +35,11 @@ func (h doctorHost) pause() doctorCheck {
 	default:
 		freeze = "freeze: yes (" + freezer + ")"
 	}
-	c.Detail = freeze + "; checkpoint (memory on disk): no, " + h.criu()
+	filesystem := "filesystem: yes"
+	if h.storage().Status != checkOK {
+		filesystem = "filesystem: no (the workspace is a tmpfs in memory)"
+	}
+	c.Detail = freeze + "; " + filesystem + "; checkpoint (memory on disk): no, " + h.criu()
 	return c
 }
 

@@ -23,14 +23,15 @@ func newImagesCmd(app *App) *cobra.Command {
 		Short:   "Build, import, list and remove sandbox images",
 		Long: `Sandbox images are root filesystems sandboxes boot from
 (boxkite session create --image ID). Import one from an OCI or docker save
-archive, or build one from the host's system plus packages.`,
+archive, or build one from the host's system plus packages. Commands take
+an image's id, a unique prefix of it, or its label.`,
 		GroupID: groupSandboxes,
 	})
 	ids := completeImages(app)
 	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app),
-		withArgs(newGetCmd(app, "image", (*client.Client).GetImage), ids),
+		withArgs(newGetCmd(app, "image", byRef(imageID, (*client.Client).GetImage)), ids),
 		withArgs(newImagesLogsCmd(app), ids), withArgs(newImagesAuditCmd(app), ids),
-		withArgs(newRmCmd(app, "image", "Remove an image no sandbox boots from", true, (*client.Client).DeleteImage), ids))
+		withArgs(newRmCmd(app, "image", "Remove an image no sandbox boots from", true, rmByRef(imageID, (*client.Client).DeleteImage)), ids))
 	return cmd
 }
 
@@ -213,7 +214,11 @@ func newImagesLogsCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := c.ImageLogs(cmd.Context(), args[0], follow, app.IO.Out); err != nil {
+			id, err := imageID(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if err := c.ImageLogs(cmd.Context(), id, follow, app.IO.Out); err != nil {
 				return listHint(cmd, fmt.Errorf("image logs: %w", err))
 			}
 			return nil
@@ -244,9 +249,13 @@ image_build_write_refused). The build's own output is 'boxkite images logs'.`,
 			if err != nil {
 				return err
 			}
+			id, err := imageID(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
 			page := &api.LogPage{Entries: []api.LogEntry{}}
 			for {
-				p, err := c.ImageLog(cmd.Context(), args[0], api.MaxLogLimit, len(page.Entries))
+				p, err := c.ImageLog(cmd.Context(), id, api.MaxLogLimit, len(page.Entries))
 				if err != nil {
 					return listHint(cmd, fmt.Errorf("image audit log: %w", err))
 				}

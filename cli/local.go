@@ -96,6 +96,9 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 	if err := ensureBastionKey(p.bastionKey); err != nil {
 		return err
 	}
+	if err := ensureKeyFile(p.secretsKey, "secrets key", 32); err != nil {
+		return err
+	}
 	keyPipe, err := secretPipe(key)
 	if err != nil {
 		return err

@@ -44,6 +44,9 @@ type localPaths struct {
 	pid    string // server.pid
 	log    string // server.log: the detached server's stdout and stderr
 	state  string // the server's state directory (database, sandboxes, sockets)
+	// secrets.key: the key that wraps the data keys of the server's
+	// secrets (0600), kept apart from the database it protects
+	secretsKey string
 
 	// boxkite-bastion's files (bastion.go)
 	bastionKey     string // bastion.key: the key shared by the server and the bastion (0600)
@@ -60,6 +63,8 @@ func pathsFor(home string) localPaths {
 		pid:    filepath.Join(home, "server.pid"),
 		log:    filepath.Join(home, "server.log"),
 		state:  filepath.Join(home, "server"),
+
+		secretsKey: filepath.Join(home, "secrets.key"),
 	}
 	p.bastionKey, p.bastionPID, p.bastionLog, p.bastionHostKey, p.knownHosts = bastionPathsFor(home)
 	return p
@@ -291,6 +296,7 @@ func serverArgs(p localPaths, port int, sidecar string) []string {
 		"--state-dir", p.state,
 		"--sidecar", sidecar,
 		"--bastion-key-file", p.bastionKey,
+		"--secrets-key-file", p.secretsKey,
 		"--bootstrap-key-file", "/dev/fd/3",
 	}
 }

@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // refMatch ranks how well an item matches a reference typed by a user.
@@ -49,4 +54,83 @@ func resolveRef[T any](items []T, ref string, k refKind[T]) (T, error) {
 		ids[i] = k.id(it)
 	}
 	return zero, usageErrorf("use the full id", "%q matches %d %s: %s", ref, len(partial), k.plural, strings.Join(ids, ", "))
+}
+
+// idRef resolves what a user typed for a volume or an image to its id:
+// the item whose id it is, else the one whose label is ref or whose id
+// starts with it, which must be unique (the labels are the ones `ls`
+// shows). Matching nothing, ref goes to the server as typed, which says
+// it does not exist.
+func idRef[T any](ctx context.Context, list func(context.Context) ([]T, error), ref string, k refKind[T]) (string, error) {
+	items, err := list(ctx)
+	if err != nil {
+		return "", fmt.Errorf("list %s: %w", k.plural, err)
+	}
+	it, err := resolveRef(items, ref, k)
+	if _, none := errors.AsType[*notFoundError](err); none {
+		return ref, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return k.id(it), nil
+}
+
+func labelOrPrefix(id, label, ref string) refMatch {
+	switch {
+	case id == ref:
+		return exactMatch
+	case label == ref || strings.HasPrefix(id, ref):
+		return partialMatch
+	}
+	return noMatch
+}
+
+func volumeKind() refKind[api.Volume] {
+	return refKind[api.Volume]{
+		noun: "volume", plural: "volumes", listCmd: "boxkite volumes ls",
+		match: func(v api.Volume, ref string) refMatch { return labelOrPrefix(v.ID, v.Label, ref) },
+		id:    func(v api.Volume) string { return v.ID },
+	}
+}
+
+func imageKind() refKind[api.Image] {
+	return refKind[api.Image]{
+		noun: "image", plural: "images", listCmd: "boxkite images ls",
+		match: func(v api.Image, ref string) refMatch { return labelOrPrefix(v.ID, v.Label, ref) },
+		id:    func(v api.Image) string { return v.ID },
+	}
+}
+
+// volumeID and imageID resolve a volume's or an image's id, label or id
+// prefix.
+func volumeID(ctx context.Context, c *client.Client, ref string) (string, error) {
+	return idRef(ctx, c.ListVolumes, ref, volumeKind())
+}
+
+func imageID(ctx context.Context, c *client.Client, ref string) (string, error) {
+	return idRef(ctx, c.ListImages, ref, imageKind())
+}
+
+// byRef is get (or rm, logs…) taking a reference resolve turns into an id.
+func byRef[T any](resolve func(context.Context, *client.Client, string) (string, error), get func(*client.Client, context.Context, string) (T, error)) func(*client.Client, context.Context, string) (T, error) {
+	return func(c *client.Client, ctx context.Context, ref string) (T, error) {
+		id, err := resolve(ctx, c, ref)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return get(c, ctx, id)
+	}
+}
+
+// rmByRef is byRef for a command that returns nothing but an error.
+func rmByRef(resolve func(context.Context, *client.Client, string) (string, error), rm func(*client.Client, context.Context, string) error) func(*client.Client, context.Context, string) error {
+	return func(c *client.Client, ctx context.Context, ref string) error {
+		id, err := resolve(ctx, c, ref)
+		if err != nil {
+			return err
+		}
+		return rm(c, ctx, id)
+	}
 }

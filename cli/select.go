@@ -99,6 +99,12 @@ func resolveSandbox(ctx context.Context, l sandboxLister, ref string, wantActive
 	if err != nil {
 		return sb, err
 	}
+	if wantActive && sb.Status == api.StatusPaused {
+		return sb, &hintError{
+			err:  fmt.Errorf("sandbox %s is paused (%s)", sb.ID, sb.PausedWith),
+			hint: "resume it with 'boxkite session resume " + sb.ID + "'",
+		}
+	}
 	if wantActive {
 		return sb, &hintError{
 			err:  fmt.Errorf("sandbox %s is %s", sb.ID, sb.Status),

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/tui"
 	"github.com/spf13/cobra"
@@ -17,7 +18,7 @@ func newSessionCmd(app *App) *cobra.Command {
 	cmd := groupCmd(&cobra.Command{
 		Use:     "session",
 		Aliases: []string{"sandbox", "sbx"},
-		Short:   "Create, list, inspect, extend and remove sandboxes",
+		Short:   "Create, list, inspect, extend, pause and remove sandboxes",
 		GroupID: groupSandboxes,
 	})
 	cmd.AddCommand(
@@ -26,6 +27,8 @@ func newSessionCmd(app *App) *cobra.Command {
 		newSessionGetCmd(app),
 		newSessionRmCmd(app),
 		newSessionExtendCmd(app),
+		newSessionPauseCmd(app),
+		newSessionResumeCmd(app),
 	)
 	return cmd
 }
@@ -57,6 +60,9 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := resolveCreateRefs(cmd.Context(), c, &req); err != nil {
+				return err
+			}
 			sbs, err := c.CreateSandboxes(cmd.Context(), req)
 			if err != nil {
 				return fmt.Errorf("create sandbox: %w", err)
@@ -82,8 +88,8 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 	f.Float64Var(&req.StorageGB, "storage-gb", 0, "workspace storage in `GB` (default: the server's)")
 	f.Var(newDurationValue(&lifetime, 0, time.Minute), "lifetime", "how long the sandbox lives, e.g. 30m or 2h; a bare number is minutes (default: the server's)")
 	f.IntVar(&req.Count, "count", 1, "how many sandboxes to create (1-10)")
-	f.StringVar(&req.ImageID, "image", "", "image `ID` to boot from")
-	f.StringArrayVar(&volumes, "volume", nil, "mount a volume, `ID=/path` (repeatable)")
+	f.StringVar(&req.ImageID, "image", "", "image to boot from: its `ID`, id prefix or label")
+	f.StringArrayVar(&volumes, "volume", nil, "mount a volume (its id, id prefix or label), `ID=/path` (repeatable)")
 	f.StringArrayVar(&req.MCPConnectionNames, "mcp-connection", nil, "MCP connection `NAME` to allow (repeatable)")
 	f.StringArrayVar(&req.SecretNames, "secret", nil, "secret `NAME` to make available (repeatable)")
 	// Hidden until the server has a secrets broker: it refuses every name
@@ -128,6 +134,31 @@ func completeCreateRequest(cmd *cobra.Command, req *api.CreateSandboxRequest, li
 		}
 		req.VolumeMounts[id] = path
 	}
+	return nil
+}
+
+// resolveCreateRefs turns the image and volumes a create names by label
+// or id prefix into their ids.
+func resolveCreateRefs(ctx context.Context, c *client.Client, req *api.CreateSandboxRequest) error {
+	if req.ImageID != "" {
+		id, err := imageID(ctx, c, req.ImageID)
+		if err != nil {
+			return err
+		}
+		req.ImageID = id
+	}
+	if len(req.VolumeMounts) == 0 {
+		return nil
+	}
+	mounts := make(map[string]string, len(req.VolumeMounts))
+	for ref, path := range req.VolumeMounts {
+		id, err := volumeID(ctx, c, ref)
+		if err != nil {
+			return err
+		}
+		mounts[id] = path
+	}
+	req.VolumeMounts = mounts
 	return nil
 }
 

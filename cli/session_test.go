@@ -64,6 +64,8 @@ func TestSessionCommands(t *testing.T) {
 		"GET /v1/sandboxes": func(w http.ResponseWriter, r *http.Request) {
 			replyJSON(200, list)(w, r)
 		},
+		// --volume takes a label or an id prefix too.
+		"GET /v1/volumes": replyJSON(200, []api.Volume{{ID: "f00d0000-0000-4000-8000-000000000001", Label: "data"}}),
 		"DELETE /v1/sandboxes/{id}": func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			deleted = append(deleted, r.PathValue("id"))
@@ -79,14 +81,14 @@ func TestSessionCommands(t *testing.T) {
 	})
 	writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
 
-	if r := runCLI(t, "", "session", "create", "--label", "x", "--size", "medium", "--lifetime", "90s", "--volume", "v1=/data", "--secret", "s1"); r.stdout != "n1\n" || r.code != 0 {
+	if r := runCLI(t, "", "session", "create", "--label", "x", "--size", "medium", "--lifetime", "90s", "--volume", "data=/data", "--volume", "v1=/v1", "--secret", "s1"); r.stdout != "n1\n" || r.code != 0 {
 		t.Errorf("session create: %+v, want the id on stdout", r)
 	}
 	if r := runCLI(t, "", "sbx", "cr", "--count", "2"); r.stdout != "n1\nn2\n" || r.code != 0 {
 		t.Errorf("sbx cr --count 2: %+v, want both ids", r)
 	}
 	wantCreated := []api.CreateSandboxRequest{
-		{Label: "x", Size: "medium", LifetimeMinutes: 2, Count: 1, VolumeMounts: map[string]string{"v1": "/data"}, SecretNames: []string{"s1"}},
+		{Label: "x", Size: "medium", LifetimeMinutes: 2, Count: 1, VolumeMounts: map[string]string{"f00d0000-0000-4000-8000-000000000001": "/data", "v1": "/v1"}, SecretNames: []string{"s1"}},
 		{Size: "small", Count: 2},
 	}
 	if diff := cmp.Diff(wantCreated, created); diff != "" {

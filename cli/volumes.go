@@ -17,13 +17,14 @@ func newVolumesCmd(app *App) *cobra.Command {
 		Short:   "Create, list and remove persistent volumes",
 		Long: `Volumes are storage that outlives sandboxes. Mount one below /workspace
 when creating a sandbox (boxkite session create --volume ID=/workspace/data);
-several sandboxes may mount it, and a mounted volume cannot be removed.`,
+several sandboxes may mount it, and a mounted volume cannot be removed.
+Commands take a volume's id, a unique prefix of it, or its label.`,
 		GroupID: groupSandboxes,
 	})
 	ids := completeVolumes(app, "")
 	cmd.AddCommand(newVolumesCreateCmd(app), newVolumesLsCmd(app),
-		withArgs(newGetCmd(app, "volume", (*client.Client).GetVolume), ids),
-		withArgs(newRmCmd(app, "volume", "Remove a volume and its data (refused while a sandbox mounts it)", false, (*client.Client).DeleteVolume), ids))
+		withArgs(newGetCmd(app, "volume", byRef(volumeID, (*client.Client).GetVolume)), ids),
+		withArgs(newRmCmd(app, "volume", "Remove a volume and its data (refused while a sandbox mounts it)", false, rmByRef(volumeID, (*client.Client).DeleteVolume)), ids))
 	return cmd
 }
 

@@ -81,6 +81,10 @@ func TestVolumeAndMCPCommands(t *testing.T) {
 	if r := runCLI(t, "", "volumes", "get", "v1"); !strings.Contains(r.stdout, `"status": "ready"`) {
 		t.Errorf("volumes get: %+v", r)
 	}
+	// By label, as volumes ls shows it.
+	if r := runCLI(t, "", "volumes", "get", "data"); !strings.Contains(r.stdout, `"id": "v1"`) {
+		t.Errorf("volumes get data: %+v", r)
+	}
 	if r := runCLI(t, "", "volumes", "rm", "v2", "-y"); r.code == 0 || !strings.Contains(r.stderr, "mounted by an active sandbox") {
 		t.Errorf("volumes rm of a mounted volume: %+v", r)
 	}

@@ -32,10 +32,10 @@ type Client struct {
 	APIKey     string       // bxk_live_…; sent as "Authorization: Bearer <APIKey>"
 	HTTPClient *http.Client // nil means a client with Go's default transport
 	UserAgent  string       // empty means "boxkite-go-client"
-	// MaxRetries is how often a JSON call answered 429, or 503 for work
-	// the server did not perform, is sent again, after Retry-After (else
-	// an exponential backoff). 0, the default, retries none: the CLI
-	// reports a 429 at once.
+	// MaxRetries is how often a JSON call refused for now (429
+	// rate_limited, a 503 the server gets over: see retryable) is sent
+	// again, after Retry-After (else an exponential backoff). 0, the
+	// default, retries none: the CLI reports a 429 at once.
 	MaxRetries int
 	// MaxRetryWait caps one wait before a retry; 0 means 60 s.
 	MaxRetryWait time.Duration
@@ -144,7 +144,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, con
 		if err == nil {
 			break
 		}
-		if e, ok := err.(*api.Error); !ok || attempt >= c.MaxRetries || !retryable(e) || !replayable(r) {
+		if e, ok := err.(*api.Error); !ok || attempt >= c.MaxRetries || !retryable(e, resp.Header()) || !replayable(r) {
 			return err
 		}
 		if serr := sleepCtx(ctx, c.retryWait(attempt, resp.Header())); serr != nil {

@@ -38,16 +38,31 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, idempotencyKey{}, key)
 }
 
-// retryable reports whether a failed call may be sent again: a 429, or a
-// 503 of work the server did not perform (details.performed is true when
-// it did, and only recording it failed).
-func retryable(e *api.Error) bool {
-	if e.Status != http.StatusTooManyRequests && e.Status != http.StatusServiceUnavailable {
+// retryable reports whether a refusal is worth sending again: a 429
+// rate_limited (not a fair-use limit such as
+// concurrent_sandbox_limit_reached), a 503 the server will get over
+// (service_unavailable, host_capacity, audit_unavailable,
+// sidecar_not_configured; not secrets_unavailable, which a server without
+// a secrets key answers every time), or either with Retry-After; never
+// one whose details say performed: true (done, only its audit entry is
+// pending).
+func retryable(e *api.Error, header http.Header) bool {
+	d, _ := e.Details.(map[string]any)
+	if performed, _ := d["performed"].(bool); performed {
 		return false
 	}
-	d, _ := e.Details.(map[string]any)
-	performed, _ := d["performed"].(bool)
-	return !performed
+	_, hasRetryAfter := parseRetryAfter(header.Get(api.HeaderRetryAfter), time.Now())
+	switch e.Status {
+	case http.StatusTooManyRequests:
+		return e.Code == api.CodeRateLimited || hasRetryAfter
+	case http.StatusServiceUnavailable:
+		switch e.Code {
+		case api.CodeServiceUnavailable, api.CodeHostCapacity, api.CodeAuditUnavailable, api.CodeSidecarNotReady:
+			return true
+		}
+		return hasRetryAfter
+	}
+	return false
 }
 
 // retryWait is how long to wait before retry attempt (0-based): what

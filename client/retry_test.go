@@ -23,11 +23,15 @@ func TestRetries(t *testing.T) {
 		name       string
 		maxRetries int
 		status     int
+		code       string // default: the status's usual code
+		noWait     bool   // no Retry-After
 		details    map[string]any
 		upload     bool
 		wantCalls  int64
 		wantErr    string
 	}{
+		{name: "a fair-use limit is not retried", maxRetries: 3, status: 429, code: api.CodeConcurrentSandboxLimit, noWait: true, wantCalls: 1, wantErr: api.CodeConcurrentSandboxLimit},
+		{name: "secrets_unavailable is not retried", maxRetries: 3, status: 503, code: api.CodeSecretsUnavailable, noWait: true, wantCalls: 1, wantErr: api.CodeSecretsUnavailable},
 		{name: "429 retried", maxRetries: 3, status: 429, wantCalls: 2},
 		{name: "503 not performed retried", maxRetries: 3, status: 503, details: map[string]any{"performed": false}, wantCalls: 2},
 		{name: "503 performed not retried", maxRetries: 3, status: 503, details: map[string]any{"performed": true}, wantCalls: 1, wantErr: api.CodeAuditUnavailable},
@@ -39,8 +43,13 @@ func TestRetries(t *testing.T) {
 			var calls atomic.Int64
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if calls.Add(1) == 1 {
-					code := map[int]string{429: api.CodeRateLimited, 503: api.CodeAuditUnavailable, 409: api.CodeConflict}[tc.status]
-					w.Header().Set(api.HeaderRetryAfter, "1")
+					code := tc.code
+					if code == "" {
+						code = map[int]string{429: api.CodeRateLimited, 503: api.CodeAuditUnavailable, 409: api.CodeConflict}[tc.status]
+					}
+					if !tc.noWait {
+						w.Header().Set(api.HeaderRetryAfter, "1")
+					}
 					writeJSON(w, tc.status, api.ErrorEnvelope{Error: &api.Error{Code: code, Message: "no", Details: tc.details}})
 					return
 				}

@@ -118,11 +118,12 @@ func (c *Client) PauseSandbox(ctx context.Context, id, mode string) (*api.Sandbo
 	return &sb, nil
 }
 
-// ResumeSandbox resumes a paused sandbox: same id and endpoints.
-func (c *Client) ResumeSandbox(ctx context.Context, id string) (*api.Sandbox, error) {
-	var sb api.Sandbox
-	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/resume", nil, &sb, withID(id)); err != nil {
+// ResumeSandbox resumes a paused sandbox: same id and endpoints. After a
+// filesystem pause the answer says what became of its background processes.
+func (c *Client) ResumeSandbox(ctx context.Context, id string) (*api.ResumeResult, error) {
+	var res api.ResumeResult
+	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/resume", nil, &res, withID(id)); err != nil {
 		return nil, err
 	}
-	return &sb, nil
+	return &res, nil
 }

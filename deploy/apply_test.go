@@ -171,6 +171,7 @@ func compliantPod(name string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken: &no,
+			HostUsers:                    &no,
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot: &yes, RunAsUser: &uid,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -241,9 +242,11 @@ func TestAdmissionPolicy(t *testing.T) {
 	}{
 		{"privileged", privileged, "may not be privileged"},
 		{"hostPath", func(p *corev1.Pod) { p.Spec.Volumes = append(p.Spec.Volumes, hostPath) }, "hostPath"},
-		{"hostNetwork", func(p *corev1.Pod) { p.Spec.HostNetwork = true }, "host network"},
-		{"hostPID", func(p *corev1.Pod) { p.Spec.HostPID = true }, "host PID"},
-		{"hostIPC", func(p *corev1.Pod) { p.Spec.HostIPC = true }, "host IPC"},
+		// Validation refuses host namespaces with hostUsers false before
+		// admission sees the pod, so these leave it unset.
+		{"hostNetwork", func(p *corev1.Pod) { p.Spec.HostNetwork, p.Spec.HostUsers = true, nil }, "host network"},
+		{"hostPID", func(p *corev1.Pod) { p.Spec.HostPID, p.Spec.HostUsers = true, nil }, "host PID"},
+		{"hostIPC", func(p *corev1.Pod) { p.Spec.HostIPC, p.Spec.HostUsers = true, nil }, "host IPC"},
 		{"escalation allowed", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = ptr(true) }, "allowPrivilegeEscalation"},
 		{"escalation unset", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext.AllowPrivilegeEscalation = nil }, "allowPrivilegeEscalation"},
 		{"no security context", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = nil }, "allowPrivilegeEscalation"},
@@ -252,6 +255,8 @@ func TestAdmissionPolicy(t *testing.T) {
 		}, "capabilities"},
 		{"host port", func(p *corev1.Pod) { p.Spec.Containers[0].Ports[0].HostPort = 8443 }, "host ports"},
 		{"token mounted", func(p *corev1.Pod) { p.Spec.AutomountServiceAccountToken = nil }, "automountServiceAccountToken"},
+		{"node user namespace", func(p *corev1.Pod) { p.Spec.HostUsers = ptr(true) }, "hostUsers: false"},
+		{"user namespace unset", func(p *corev1.Pod) { p.Spec.HostUsers = nil }, "hostUsers: false"},
 		{"privileged init container", func(p *corev1.Pod) {
 			init := *p.Spec.Containers[0].DeepCopy()
 			init.Name, init.Ports = "init", nil

@@ -359,6 +359,20 @@ func checkSandboxNamespace(t *testing.T, r *rendering, sandboxNS string) {
 		b.get("spec", "matchResources", "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name") != sandboxNS {
 		t.Errorf("admission binding does not deny in %s alone: %v", sandboxNS, b["spec"])
 	}
+	// Sandbox pods get a user namespace of their own (issue 17, finding
+	// 2): the server asks for one and the policy refuses pods without.
+	userNS := false
+	for _, v := range list(vaps[0].get("spec", "validations")) {
+		userNS = userNS || str(dict(v)["expression"]) == "has(object.spec.hostUsers) && object.spec.hostUsers == false"
+	}
+	if !userNS {
+		t.Error("admission policy does not require hostUsers: false")
+	}
+	for _, cm := range find(r.objs, "ConfigMap") {
+		if toml, ok := dict(cm["data"])["server.toml"]; ok && !strings.Contains(str(toml), "host-users = false") {
+			t.Errorf("server settings do not ask for pods with user namespaces:\n%s", toml)
+		}
+	}
 }
 
 // checkBastionPolicy: the only policy outside the sandbox namespace lets

@@ -399,6 +399,23 @@ func FuzzLineEdits(f *testing.F) {
 	})
 }
 
+// TestGeminiSettingsNotJSON: a settings.json with comments (Gemini CLI
+// reads JSONC) is left behind with a warning, not an error.
+func TestGeminiSettingsNotJSON(t *testing.T) {
+	home := t.TempDir()
+	p := filepath.Join(home, ".gemini", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("{\n  // mine\n  \"model\": {\"name\": \"x\"}\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, warn := geminiCarriedSettings(Env{Home: home})
+	if got != nil || !strings.Contains(warn, "stay behind") {
+		t.Errorf("geminiCarriedSettings = %v, %q; want nothing and a warning", got, warn)
+	}
+}
+
 func TestGemini(t *testing.T) {
 	fx := handofftest.Install(t)
 	p := prepare(t, fx, "gemini", "", "GEMINI_API_KEY", "g1")
@@ -430,8 +447,14 @@ func TestGemini(t *testing.T) {
 		t.Errorf(".project_root = %q", got)
 	}
 	for file, want := range map[string]any{
-		"projects.json":       map[string]any{"projects": map[string]any{sandboxRoot: "my-app-v2"}},
-		"settings.json":       map[string]any{"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}}},
+		"projects.json": map[string]any{"projects": map[string]any{sandboxRoot: "my-app-v2"}},
+		// The local general and model sections go along, not its MCP
+		// servers or UI.
+		"settings.json": map[string]any{
+			"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+			"general":  map[string]any{"maxAttempts": float64(1), "vimMode": false},
+			"model":    map[string]any{"name": "gemini-2.5-pro"},
+		},
 		"trustedFolders.json": map[string]any{sandboxRoot: "TRUST_FOLDER"},
 	} {
 		var got any

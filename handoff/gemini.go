@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -204,13 +206,62 @@ func (a geminiAdapter) Bundle(_ context.Context, env Env, f *Found, m Mapping) (
 			}
 		}))
 	b.launch(LaunchFor(a.Name(), env, ""))
+	carried, warn := geminiCarriedSettings(env)
+	if warn != "" {
+		b.Warnings = append(b.Warnings, warn)
+	}
 	// Without a chosen sign-in method the resume stops at a picker.
-	if auth := geminiAuthType(env, b.Credentials); auth != "" {
+	auth := geminiAuthType(env, b.Credentials)
+	if auth != "" || len(carried) > 0 {
 		b.Files = append(b.Files, geminiStateFile("settings.json", func(s map[string]any) {
-			object(object(s, "security"), "auth")["selectedType"] = auth
+			for _, section := range geminiCarriedSections {
+				if vals, ok := carried[section]; ok {
+					maps.Copy(object(s, section), vals)
+				}
+			}
+			if auth != "" {
+				object(object(s, "security"), "auth")["selectedType"] = auth
+			}
 		}))
 	}
 	return b, nil
+}
+
+// geminiCarriedSections are the sections of the local settings.json that
+// go along: how the agent behaves (general: retries, checkpointing, …;
+// model: which model, compression). The others stay behind: MCP servers,
+// tools and hooks name this machine's commands and may hold secrets, and
+// the sign-in method is chosen for the sandbox (geminiAuthType).
+var geminiCarriedSections = []string{"general", "model"}
+
+// geminiCarriedSettings reads the carried sections of the local
+// settings.json; a file Gemini CLI reads but encoding/json does not (it
+// allows comments) is reported and left behind.
+func geminiCarriedSettings(env Env) (map[string]map[string]any, string) {
+	p := filepath.Join(geminiDir(env), "settings.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, ""
+	}
+	var s map[string]json.RawMessage
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Sprintf("%s is not plain JSON (comments?): its general and model settings stay behind", p)
+	}
+	out := map[string]map[string]any{}
+	for _, section := range geminiCarriedSections {
+		raw, ok := s[section]
+		if !ok {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var vals map[string]any
+		if dec.Decode(&vals) != nil {
+			return nil, fmt.Sprintf("%s: %q is not an object: its general and model settings stay behind", p, section)
+		}
+		out[section] = vals
+	}
+	return out, ""
 }
 
 // geminiStateFile is a JSON file of ~/.gemini that set edits; a sandbox's

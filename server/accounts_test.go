@@ -18,6 +18,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // setClock sets c to t.
@@ -217,7 +218,7 @@ func TestAccessTokenChecks(t *testing.T) {
 		{"wrong type", forge([]byte(secret), good, claimsFor("sandbox_takeover", tok.Account.ID, now, now+60)), false},
 		{"expired", forge([]byte(secret), good, claimsFor("access", tok.Account.ID, now-120, now-1)), false},
 		{"issued in the future", forge([]byte(secret), good, claimsFor("access", tok.Account.ID, now+3600, now+7200)), false},
-		{"unknown account", forge([]byte(secret), good, claimsFor("access", server.NewID(), now, now+60)), false},
+		{"unknown account", forge([]byte(secret), good, claimsFor("access", model.NewID(), now, now+60)), false},
 		{"two parts", parts[0] + "." + parts[1], false},
 	}
 	for _, tt := range tests {
@@ -269,7 +270,7 @@ func TestAPIKeyManagement(t *testing.T) {
 	tok := e.signup("k@example.com", "password1").AccessToken
 
 	created := e.newKey(tok, " ci ", "")
-	if created.Role != api.RoleAdmin || created.Name != "ci" || !server.ValidAPIKey(created.Key) ||
+	if created.Role != api.RoleAdmin || created.Name != "ci" || !model.ValidAPIKey(created.Key) ||
 		!strings.HasPrefix(created.Key, created.Prefix) || len(created.Prefix) != len("bxk_live_")+8 {
 		t.Errorf("created key = %+v, want an admin key named ci whose prefix starts it", created)
 	}
@@ -482,7 +483,7 @@ func TestUsage(t *testing.T) {
 // its key only.
 func TestBootstrapAccountHasNoPassword(t *testing.T) {
 	t.Parallel()
-	key := server.NewAPIKey()
+	key := model.NewAPIKey()
 	e := newEnv(t, server.Config{BootstrapAPIKey: key})
 	if err := e.Server.Init(context.Background()); err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ func TestAuth(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, server.Config{})
 	revoked := e.addKey(e.AcctA, model.RoleAdmin)
-	k, _, err := e.Store.APIKeyByHash(context.Background(), server.HashAPIKey(revoked))
+	k, _, err := e.Store.APIKeyByHash(context.Background(), model.HashAPIKey(revoked))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestAuth(t *testing.T) {
 		{"not bearer", "Basic dXNlcjpwYXNz", 401, api.CodeUnauthorized},
 		{"bearer without key", "Bearer", 401, api.CodeUnauthorized},
 		{"malformed key", "Bearer nope", 401, api.CodeInvalidAPIKey},
-		{"unknown key", "Bearer " + server.NewAPIKey(), 401, api.CodeInvalidAPIKey},
+		{"unknown key", "Bearer " + model.NewAPIKey(), 401, api.CodeInvalidAPIKey},
 		{"revoked key", "Bearer " + revoked, 401, api.CodeInvalidAPIKey},
 		{"valid key", "Bearer " + e.KeyA, 200, ""},
 		{"lower-case scheme", "bearer " + e.KeyA, 200, ""},
@@ -153,7 +153,7 @@ func TestCreateValidation(t *testing.T) {
 		{"volume outside workspace", `{"volume_mounts":{"v":"/mnt/v"}}`, 422, api.CodeValidation, "/workspace", "volume_mounts", true},
 		{"unknown volume", `{"volume_mounts":{"v":"/workspace/v"}}`, 404, api.CodeNotFound, "volumes ls", "", true},
 		{"unknown mcp connection", `{"mcp_connection_names":["slack"]}`, 404, api.CodeMCPConnectionNotFound, "mcp-connections ls", "", true},
-		{"secrets", `{"secret_names":["s"]}`, 422, api.CodeNotSupported, "", "secret_names", true},
+		{"secrets without a secrets key", `{"secret_names":["s"]}`, 503, api.CodeSecretsUnavailable, "--secrets-key-file", "", true},
 		{"wrong type", `{"count":"two"}`, 422, api.CodeValidation, "", "count", true},
 		{"not json", `{"size":`, 400, api.CodeBadRequest, "", "", true},
 	}
@@ -299,7 +299,7 @@ func TestSandboxLifecycle(t *testing.T) {
 		{"missing", custom.ID, `{}`, 422, api.CodeValidation},
 		{"over max", custom.ID, `{"lifetime_minutes":1441}`, 422, api.CodeValidation},
 		{"destroyed", sb.ID, `{"lifetime_minutes":10}`, 409, api.CodeConflict},
-		{"unknown", server.NewID(), `{"lifetime_minutes":10}`, 404, api.CodeNotFound},
+		{"unknown", model.NewID(), `{"lifetime_minutes":10}`, 404, api.CodeNotFound},
 	} {
 		resp, body := e.do("POST", sandboxPath(tt.id, "/extend"), e.KeyA, tt.body)
 		t.Run("extend "+tt.name, func(t *testing.T) { wantError(t, resp, body, tt.status, tt.code) })

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/tools"
 )
@@ -88,7 +90,7 @@ func (s *Server) newEntry(rec auditRecord) (*model.ExecLogEntry, error) {
 	if rec.detail == nil {
 		rec.detail = map[string]any{}
 	}
-	scrubDetail(rec.detail) // no secret typed into a command is kept (scrub.go)
+	scrub.Detail(rec.detail) // no secret typed into a command is kept (scrub.go)
 	raw, err := json.Marshal(rec.detail)
 	if err != nil {
 		return nil, fmt.Errorf("encode detail: %w", err)
@@ -102,7 +104,7 @@ func (s *Server) newEntry(rec auditRecord) (*model.ExecLogEntry, error) {
 		source = api.LogSourceAgent
 	}
 	return &model.ExecLogEntry{
-		ID:              NewID(),
+		ID:              model.NewID(),
 		SandboxID:       rec.sb.ID,
 		AccountID:       rec.sb.AccountID,
 		Source:          source,
@@ -172,7 +174,7 @@ func (s *Server) writeLogPage(w http.ResponseWriter, r *http.Request, id string,
 	for i, e := range entries {
 		page.Entries[i] = e.ToAPI()
 	}
-	writeJSON(w, http.StatusOK, page)
+	httpx.WriteJSON(w, http.StatusOK, page)
 	return nil
 }
 
@@ -187,7 +189,7 @@ func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 		msg := fmt.Sprintf("%s must be an integer between %d and %d", name, lo, hi)
 		return 0, &api.Error{
 			Status: http.StatusUnprocessableEntity, Code: api.CodeValidation, Message: msg,
-			Details: []fieldError{{Loc: []string{"query", name}, Msg: msg, Type: "value_error"}},
+			Details: []httpx.FieldError{{Loc: []string{"query", name}, Msg: msg, Type: "value_error"}},
 		}
 	}
 	return n, nil

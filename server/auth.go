@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -60,14 +62,14 @@ func (s *Server) authenticateQuery(r *http.Request) error {
 // authenticateKey resolves an API key and records the caller in the
 // request info.
 func (s *Server) authenticateKey(r *http.Request, token string) error {
-	if !ValidAPIKey(token) {
-		if looksLikeJWT(token) {
+	if !model.ValidAPIKey(token) {
+		if authn.LooksLikeJWT(token) {
 			return errTokenNotKey
 		}
 		return errInvalidKey
 	}
 	ctx := r.Context()
-	key, acct, err := s.store.APIKeyByHash(ctx, HashAPIKey(token))
+	key, acct, err := s.store.APIKeyByHash(ctx, model.HashAPIKey(token))
 	if errors.Is(err, model.ErrNotFound) {
 		return errInvalidKey
 	}
@@ -77,8 +79,8 @@ func (s *Server) authenticateKey(r *http.Request, token string) error {
 	if key.RevokedAt != nil {
 		return errInvalidKey
 	}
-	ri := infoFrom(ctx)
-	ri.account, ri.key = acct, key
+	ri := authz.From(ctx)
+	ri.Account, ri.Key = acct, key
 	s.touches.touch(key, s.now())
 	return nil
 }
@@ -128,13 +130,13 @@ func (s *Server) bootstrap(ctx context.Context) error {
 	if key == "" {
 		return nil
 	}
-	if !ValidAPIKey(key) {
+	if !model.ValidAPIKey(key) {
 		return errors.New("bootstrap api key is malformed: want bxk_live_ followed by 43 url-safe base64 characters")
 	}
 	now := s.now()
 	acct, k, err := s.store.EnsureAccountKey(ctx,
-		&model.Account{ID: NewID(), Email: s.cfg.BootstrapEmail, CreatedAt: now},
-		&model.APIKey{ID: NewID(), Name: "bootstrap", Hash: HashAPIKey(key), Prefix: displayPrefix(key), Role: model.RoleAdmin, CreatedAt: now})
+		&model.Account{ID: model.NewID(), Email: s.cfg.BootstrapEmail, CreatedAt: now},
+		&model.APIKey{ID: model.NewID(), Name: "bootstrap", Hash: model.HashAPIKey(key), Prefix: model.DisplayPrefix(key), Role: model.RoleAdmin, CreatedAt: now})
 	if errors.Is(err, model.ErrConflict) {
 		return fmt.Errorf("bootstrap api key is registered to another account than %s", s.cfg.BootstrapEmail)
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -138,7 +140,7 @@ func (s *Server) brokenDisk(ctx context.Context, sb *model.Sandbox, op string) e
 // log's state, and the caller's active sandboxes' disks. Admin keys only:
 // it describes the machine, not the account.
 func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
-	if infoFrom(r.Context()).key.Role != model.RoleAdmin {
+	if authz.From(r.Context()).Key.Role != model.RoleAdmin {
 		return api.Errorf(http.StatusForbidden, api.CodeForbidden, "only admin keys may read the host's status").
 			WithHint("use an admin API key")
 	}
@@ -176,6 +178,6 @@ func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
 			out.Sandboxes[i].Label = labels[out.Sandboxes[i].ID]
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // tenantRow is how one route must treat account B when account A's
@@ -40,7 +41,8 @@ type tenant struct {
 // other routes are listed by hand.
 func TestCrossTenantMatrix(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, server.Config{BastionKey: testBastionKey})
+	st := openStore(t, t.TempDir())
+	e := newEnvWithStore(t, server.Config{BastionKey: testBastionKey, Secrets: testSecrets(t, st)}, st)
 	e.Sidecar.Route("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("B's request reached A's sidecar: %s %s", r.Method, r.URL.Path)
 	})
@@ -76,6 +78,13 @@ func TestCrossTenantMatrix(t *testing.T) {
 	}
 	mustUnmarshal(t, body, &mcpA)
 	secretsOfA = append(secretsOfA, volA.ID, "a-secret-volume", mcpA.ID, "a-secret-conn")
+	var secA api.Secret
+	resp, body = e.do("POST", "/v1/secrets", e.KeyA, api.CreateSecretRequest{Name: "a-secret-name", Value: "a-secret-value", AllowedHosts: []string{"a-host.example.com"}})
+	if resp.StatusCode != 201 {
+		t.Fatalf("A's secret: %d %s", resp.StatusCode, body)
+	}
+	mustUnmarshal(t, body, &secA)
+	secretsOfA = append(secretsOfA, secA.ID, "a-secret-name", "a-secret-value", "a-host.example.com")
 
 	// B, with a password, an access token and an admin key.
 	tok := e.signup("b-tenant@example.com", "b-password")
@@ -161,6 +170,16 @@ func TestCrossTenantMatrix(t *testing.T) {
 		"GET /v1/mcp-connections":         {cred: "key", path: "/v1/mcp-connections"},
 		"GET /v1/mcp-connections/{id}":    {cred: "key", path: "/v1/mcp-connections/{amcp}", want: 404},
 		"DELETE /v1/mcp-connections/{id}": {cred: "key", path: "/v1/mcp-connections/{amcp}", want: 404},
+		"POST /v1/secrets":                {cred: "key", path: "/v1/secrets", body: api.CreateSecretRequest{Name: "b-secret", Value: "b-value", AllowedHosts: []string{"b-host.example.com"}}},
+		"GET /v1/secrets": {cred: "key", path: "/v1/secrets", check: func(t *testing.T, _ *tenant, _ *http.Response, body []byte) {
+			if !strings.Contains(string(body), "b-secret") {
+				t.Errorf("B's list lacks B's own secret: %s", body)
+			}
+		}},
+		// By id, and by A's secret's name, which B cannot name either.
+		"PUT /v1/secrets/{id}":                 {cred: "key", path: "/v1/secrets/{asec}", body: api.UpdateSecretRequest{Value: "b-overwrite"}, want: 404},
+		"DELETE /v1/secrets/{id}":              {cred: "key", path: "/v1/secrets/{asec}", want: 404},
+		"POST /v1/sandboxes/{id}/http-request": {cred: "key", path: "/v1/sandboxes/{sb}/http-request", body: api.HTTPRequest{URL: "https://a-host.example.com/{{secret:a-secret-name}}"}, want: 404},
 
 		// MCP tools are the API in-process; B's tool calls see B's data only.
 		"/mcp/": {
@@ -181,9 +200,9 @@ func TestCrossTenantMatrix(t *testing.T) {
 		rows[method+" /v1/sandboxes/{id}"+path] = tenantRow{cred: "key", path: "/v1/sandboxes/{sb}" + p + "?path=/workspace/x", body: "{}", want: 404}
 	}
 
-	expand := strings.NewReplacer("{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID)
+	expand := strings.NewReplacer("{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID)
 	nobody := func(path, id string) string {
-		return strings.NewReplacer("{sb}", id, "{akey}", id, "{assh}", id, "{avol}", id, "{amcp}", id).Replace(path)
+		return strings.NewReplacer("{sb}", id, "{akey}", id, "{assh}", id, "{avol}", id, "{amcp}", id, "{asec}", id).Replace(path)
 	}
 	routes := e.Server.Routes()
 	for _, pattern := range routes {
@@ -202,10 +221,10 @@ func TestCrossTenantMatrix(t *testing.T) {
 			if row.want == http.StatusNotFound {
 				ae := wantError(t, resp, body, http.StatusNotFound, api.CodeNotFound)
 				// Exactly what a resource that does not exist gets.
-				none := server.NewID()
+				none := model.NewID()
 				_, body2 := e.do(method, nobody(row.path, none), cred, row.body)
 				ae2 := apiError(t, body2)
-				ae.Message = strings.NewReplacer(sb.ID, "ID", acctA.APIKey.ID, "ID", sshA.ID, "ID", volA.ID, "ID", mcpA.ID, "ID").Replace(ae.Message)
+				ae.Message = strings.NewReplacer(sb.ID, "ID", acctA.APIKey.ID, "ID", sshA.ID, "ID", volA.ID, "ID", mcpA.ID, "ID", secA.ID, "ID").Replace(ae.Message)
 				ae2.Message = strings.ReplaceAll(ae2.Message, none, "ID")
 				if ae.Code != ae2.Code || ae.Message != ae2.Message || ae.Hint != ae2.Hint {
 					t.Errorf("404 for A's resource differs from one for no resource:\n%+v\n%+v", ae, ae2)
@@ -244,6 +263,12 @@ func TestCrossTenantMatrix(t *testing.T) {
 	}
 	if _, body := e.do("GET", "/v1/account/allowed-commands", e.KeyA, nil); !strings.Contains(string(body), "arulecommand") {
 		t.Errorf("A's allowlist changed: %s", body)
+	}
+	_, body = e.do("GET", "/v1/secrets", e.KeyA, nil)
+	var secsA []api.Secret
+	mustUnmarshal(t, body, &secsA)
+	if len(secsA) != 1 || secsA[0].ID != secA.ID || !secsA[0].UpdatedAt.Equal(secA.UpdatedAt) {
+		t.Errorf("A's secret changed: %s", body)
 	}
 }
 

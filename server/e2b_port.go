@@ -21,6 +21,8 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/e2b/envd"
+	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -55,10 +57,10 @@ func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, erro
 	if key == "" {
 		return nil, errNoCredentials
 	}
-	if !ValidAPIKey(key) {
+	if !model.ValidAPIKey(key) {
 		return nil, errInvalidKey
 	}
-	k, acct, err := s.store.APIKeyByHash(ctx, HashAPIKey(key))
+	k, acct, err := s.store.APIKeyByHash(ctx, model.HashAPIKey(key))
 	if errors.Is(err, model.ErrNotFound) || err == nil && k.RevokedAt != nil {
 		return nil, errInvalidKey
 	}
@@ -72,7 +74,7 @@ func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, erro
 func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) (e2b.Sandbox, error) {
 	s, acct := p.s, p.account(c)
 	if spec.Lifetime > s.cfg.MaxLifetime {
-		return e2b.Sandbox{}, invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
+		return e2b.Sandbox{}, httpx.Invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
 	}
 	params, err := s.validateCreate(api.CreateSandboxRequest{})
 	if err != nil {
@@ -152,7 +154,7 @@ func (p e2bPort) SetExpiry(ctx context.Context, c e2b.Caller, id string, at time
 		return e2b.Sandbox{}, err
 	}
 	if max := s.now().Add(s.cfg.MaxLifetime); at.After(max) {
-		return e2b.Sandbox{}, invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
+		return e2b.Sandbox{}, httpx.Invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
 	}
 	sb, err := s.store.UpdateSandbox(ctx, id, func(sb *model.Sandbox) error {
 		if !sb.Active() {
@@ -292,12 +294,12 @@ func (e *e2bSession) SandboxID() string      { return e.sb.ID }
 func (e *e2bSession) Env() map[string]string { return e.env }
 func (e *e2bSession) ScrubOutput() bool      { return !e.acct.KeepOutputSecrets }
 
-func (e *e2bSession) allowlist(ctx context.Context) (*allowlist, error) {
+func (e *e2bSession) allowlist(ctx context.Context) (*allowlist.Rules, error) {
 	rules, err := e.s.store.AllowedCommands(ctx, e.acct.ID)
 	if err != nil || len(rules) == 0 {
 		return nil, err
 	}
-	return e.s.allowlists.get(rules)
+	return e.s.allowlists.Get(rules)
 }
 
 func (e *e2bSession) CheckCommand(ctx context.Context, command string) error {
@@ -305,7 +307,7 @@ func (e *e2bSession) CheckCommand(ctx context.Context, command string) error {
 	if err != nil || al == nil {
 		return err
 	}
-	return al.check(command)
+	return al.Check(command)
 }
 
 func (e *e2bSession) CheckCode(ctx context.Context, code string) error {
@@ -313,7 +315,7 @@ func (e *e2bSession) CheckCode(ctx context.Context, code string) error {
 	if err != nil || al == nil {
 		return err
 	}
-	return al.checkProgram("python3", []string{"-c", code}, false)
+	return al.CheckProgram("python3", []string{"-c", code}, false)
 }
 
 func (e *e2bSession) Interactive(ctx context.Context, req api.InteractiveRequest) (*websocket.Conn, error) {

@@ -16,6 +16,9 @@ func (s *Server) recordCreate(ctx context.Context, sb *model.Sandbox, p createPa
 			return err
 		}
 	}
+	if err := s.cfg.Secrets.Grant(ctx, sb.ID, p.secrets); err != nil {
+		return fmt.Errorf("record secret grants: %w", err)
+	}
 	if len(p.egress) == 0 {
 		return nil
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/unixsock"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -41,18 +43,18 @@ const execGrace = 30 * time.Second
 // events and they are passed on as they arrive.
 func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	var body execBody
-	if err := decodeJSON(w, r, &body, maxExecBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &body, httpx.MaxExecBody); err != nil {
 		return err
 	}
 	req := body.ExecRequest
 	if strings.TrimSpace(req.Command) == "" {
-		return invalid("command", "command must not be empty", "")
+		return httpx.Invalid("command", "command must not be empty", "")
 	}
 	req.Timeout = api.DefaultExecTimeout
 	if body.Timeout != nil {
 		req.Timeout = *body.Timeout
 		if req.Timeout < 1 || req.Timeout > api.MaxExecTimeout {
-			return invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, req.Timeout),
+			return httpx.Invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, req.Timeout),
 				fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultExecTimeout))
 		}
 	}
@@ -85,17 +87,17 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	// The end of the answer waits for the audit entry (exec_hold.go); its
 	// output is scrubbed of secrets on the way (scrub.go).
 	sc := s.newExecScrub(r)
-	defer sc.stop()
+	defer sc.Stop()
 	var hw heldWriter
 	var fw http.ResponseWriter // what the sidecar's answer is written to
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
 		c.tap = lineTap(maxEventLine, out.event)
-		hw = newExitHolder(sc.events(w))
+		hw = newExitHolder(sc.Events(w))
 		fw = hw
 		c.handOver = s.execHandedOver(r, sb, req, &out)
 	} else {
 		hw = newHeldResponse(w)
-		fw = sc.result(hw)
+		fw = sc.Result(hw)
 		c.survive = true // a revoked credential loses the result, not the command
 	}
 	started := s.now()
@@ -104,8 +106,8 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		// The credential was revoked: the stream ends, the command runs on.
 		return hw.fail(errStreamRevoked)
 	}
-	sc.done()
-	out.outputRedacted = sc.outputRedacted()
+	sc.Done()
+	out.outputRedacted = sc.OutputRedacted()
 	if eh, ok := hw.(*exitHolder); ok {
 		switch {
 		case out.exitCode != nil && errors.Is(err, errSidecarCut):
@@ -145,11 +147,11 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		// recorded, stored result.
 		outcome := map[string]any{"exit_code": out.exitCode}
 		if c.captured != nil {
-			outcome["result"] = json.RawMessage(sc.capturedResult(c.captured))
+			outcome["result"] = json.RawMessage(sc.CapturedResult(c.captured))
 		}
 		err = withOutcome(err, outcome)
-		if ae, ok := errors.AsType[*api.Error](err); ok && infoFrom(r.Context()) != nil {
-			ae.RequestID = infoFrom(r.Context()).id // a stream's error event has no envelope to carry it
+		if ae, ok := errors.AsType[*api.Error](err); ok && httpx.InfoFrom(r.Context()) != nil {
+			ae.RequestID = httpx.RequestID(r.Context()) // a stream's error event has no envelope to carry it
 		}
 		return hw.fail(err)
 	}
@@ -203,10 +205,10 @@ func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecReque
 		detail["output_redacted"] = true
 	}
 	source := ""
-	if g := infoFrom(r.Context()).grant; g != nil {
+	if g := authz.From(r.Context()).Grant; g != nil {
 		// `ssh id@host cmd` through the bastion: a person, not an agent.
 		source = api.LogSourceHumanTakeover
-		maps.Copy(detail, g.detail())
+		maps.Copy(detail, g.Detail())
 	}
 	return s.audit(r.Context(), auditRecord{
 		sb: sb, source: source, operation: "exec", detail: detail,
@@ -263,7 +265,7 @@ func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *model.Sandbox
 			Hint:    "the sandbox is lost; create a new one (`boxkite session create`)",
 		}
 	}
-	e.RequestID = infoFrom(ctx).id
+	e.RequestID = httpx.RequestID(ctx)
 	if err := s.auditExec(r, sb, req, out, started, e, false); err != nil {
 		return eh.fail(err)
 	}
@@ -281,7 +283,7 @@ func (s *Server) checkOutputLimit(req *api.ExecRequest) error {
 		req.MaxOutputBytes = api.DefaultExecOutput
 	}
 	if req.MaxOutputBytes < 1 || req.MaxOutputBytes > s.cfg.MaxExecOutputBytes {
-		return invalid("max_output_bytes",
+		return httpx.Invalid("max_output_bytes",
 			fmt.Sprintf("max_output_bytes must be between 1 and %d (this server's maximum), got %d", s.cfg.MaxExecOutputBytes, req.MaxOutputBytes),
 			fmt.Sprintf("omit it for the default of %d bytes a stream", api.DefaultExecOutput))
 	}
@@ -289,7 +291,7 @@ func (s *Server) checkOutputLimit(req *api.ExecRequest) error {
 	case "", api.OutputLimitTruncate, api.OutputLimitStop:
 		return nil
 	}
-	return invalid("on_output_limit",
+	return httpx.Invalid("on_output_limit",
 		fmt.Sprintf("on_output_limit must be %q or %q, got %q", api.OutputLimitTruncate, api.OutputLimitStop, req.OnOutputLimit), "")
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 func TestExecJSON(t *testing.T) {
@@ -95,7 +96,7 @@ func TestExecInactive(t *testing.T) {
 	if ae.Hint == "" {
 		t.Error("409 without a hint")
 	}
-	resp, body = e.do("POST", sandboxPath(server.NewID(), "/exec"), e.KeyA, api.ExecRequest{Command: "ls"})
+	resp, body = e.do("POST", sandboxPath(model.NewID(), "/exec"), e.KeyA, api.ExecRequest{Command: "ls"})
 	wantError(t, resp, body, http.StatusNotFound, api.CodeNotFound)
 }
 

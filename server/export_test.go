@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"net/http"
+	"reflect"
+	"runtime"
 	"time"
 )
 
@@ -25,6 +28,30 @@ func ProxyRoutes() []string {
 	var out []string
 	for _, rt := range proxyRoutes() {
 		out = append(out, rt.method+" "+rt.path)
+	}
+	return out
+}
+
+// RouteHandler is one registered route as the route list shows it.
+type RouteHandler struct {
+	Pattern, Cred string
+	Func          string // the handler's function, runtime name
+	File          string // its file, absolute
+	MuxPattern    func(r *http.Request) string
+}
+
+// RouteHandlers lists the registered routes with their handlers, in
+// registration order, and lets a test ask the mux which pattern serves a
+// request.
+func (s *Server) RouteHandlers() []RouteHandler {
+	out := make([]RouteHandler, len(s.registered))
+	for i, rt := range s.registered {
+		fn := runtime.FuncForPC(reflect.ValueOf(rt.Handler).Pointer())
+		file, _ := fn.FileLine(fn.Entry())
+		out[i] = RouteHandler{
+			Pattern: rt.Pattern, Cred: rt.Cred.String(), Func: fn.Name(), File: file,
+			MuxPattern: func(r *http.Request) string { _, p := s.mux.Handler(r); return p },
+		}
 	}
 	return out
 }

@@ -6,30 +6,18 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
-)
-
-// credKind is the credential a route takes. API keys and access tokens
-// are not interchangeable (reference §3.2): each is refused with
-// wrong_credential_type where the other is expected.
-type credKind int
-
-const (
-	credNone         credKind = iota // public
-	credAPIKey                       // Authorization: Bearer <API key>
-	credAPIKeyQuery                  // the same, or ?api_key= (event streams)
-	credToken                        // Authorization: Bearer <access token>
-	credTokenOrAdmin                 // an access token, or an admin API key
-	credTakeover                     // an API key, or a takeover token (takeover_token.go)
-	credBastion                      // the bastion's key (Config.BastionKey)
 )
 
 // register adds an error-returning handler for pattern behind the
 // credential check, the rate limit of its bucket (bucketOf) and, for
 // POSTs, Idempotency-Key handling. Every route goes through here, so
 // Routes lists them all.
-func (s *Server) register(pattern string, cred credKind, h func(http.ResponseWriter, *http.Request) error) {
-	s.patterns = append(s.patterns, pattern)
+func (s *Server) register(pattern string, cred httpx.Cred, h func(http.ResponseWriter, *http.Request) error) {
+	s.registered = append(s.registered, httpx.Route{RouteDoc: httpx.RouteDoc{Pattern: pattern}, Cred: cred, Handler: h})
 	bucket := bucketOf(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if err := s.guard(w, r, pattern, cred, bucket, h); err != nil {
@@ -38,7 +26,7 @@ func (s *Server) register(pattern string, cred credKind, h func(http.ResponseWri
 	})
 }
 
-func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, cred credKind, bucket string,
+func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, cred httpx.Cred, bucket string,
 	h func(http.ResponseWriter, *http.Request) error,
 ) error {
 	if bucket == bucketAuth {
@@ -57,7 +45,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 			return err
 		}
 	}
-	if cred != credNone && cred != credBastion && s.idempotencyApplies(pattern, r) {
+	if cred != httpx.CredNone && cred != httpx.CredBastion && s.idempotencyApplies(pattern, r) {
 		return s.idempotent(w, r, h)
 	}
 	return h(w, r)
@@ -65,30 +53,36 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 
 // Routes returns every registered pattern ("METHOD /path", or "/" for the
 // catch-all), in registration order.
-func (s *Server) Routes() []string { return append([]string(nil), s.patterns...) }
+func (s *Server) Routes() []string {
+	out := make([]string, len(s.registered))
+	for i, rt := range s.registered {
+		out[i] = rt.Pattern
+	}
+	return out
+}
 
-func (s *Server) authenticateAs(r *http.Request, cred credKind) error {
+func (s *Server) authenticateAs(r *http.Request, cred httpx.Cred) error {
 	switch cred {
-	case credNone:
+	case httpx.CredNone:
 		return nil
-	case credAPIKey:
+	case httpx.CredAPIKey:
 		return s.authenticate(r)
-	case credAPIKeyQuery:
+	case httpx.CredAPIKeyQuery:
 		return s.authenticateQuery(r)
-	case credTakeover:
+	case httpx.CredTakeover:
 		return s.authenticateTakeover(r)
-	case credBastion:
+	case httpx.CredBastion:
 		return s.authenticateBastion(r)
 	}
 	token, err := bearerToken(r)
 	if err != nil {
 		return err
 	}
-	if cred == credTokenOrAdmin && ValidAPIKey(token) {
+	if cred == httpx.CredTokenOrAdmin && model.ValidAPIKey(token) {
 		if err := s.authenticateKey(r, token); err != nil {
 			return err
 		}
-		if infoFrom(r.Context()).key.Role != model.RoleAdmin {
+		if authz.From(r.Context()).Key.Role != model.RoleAdmin {
 			return errMemberKeyManagement
 		}
 		return nil
@@ -117,7 +111,7 @@ var (
 // authenticateToken verifies an access token and records its account as
 // the caller. Tokens are not revocable; they expire after AccessTokenTTL.
 func (s *Server) authenticateToken(r *http.Request, token string) error {
-	if ValidAPIKey(token) {
+	if model.ValidAPIKey(token) {
 		return errKeyNotToken
 	}
 	ctx := r.Context()
@@ -125,10 +119,10 @@ func (s *Server) authenticateToken(r *http.Request, token string) error {
 	if err != nil {
 		return err
 	}
-	c, err := parseJWT(key, token, s.now())
+	c, err := authn.ParseJWT(key, token, s.now())
 	if err != nil {
 		msg := "invalid access token"
-		if errors.Is(err, errTokenExpired) {
+		if errors.Is(err, authn.ErrTokenExpired) {
 			msg = "the access token has expired"
 		}
 		return &api.Error{
@@ -143,6 +137,6 @@ func (s *Server) authenticateToken(r *http.Request, token string) error {
 	if err != nil {
 		return fmt.Errorf("look up account: %w", err)
 	}
-	infoFrom(ctx).account = acct
+	authz.From(ctx).Account = acct
 	return nil
 }

@@ -228,7 +228,7 @@ func newEnvWithStore(t testing.TB, cfg server.Config, st model.Store) *env {
 
 func (e *env) addAccount(email, role string) (*model.Account, string) {
 	e.t.Helper()
-	a := &model.Account{ID: server.NewID(), Email: email, CreatedAt: time.Now()}
+	a := &model.Account{ID: model.NewID(), Email: email, CreatedAt: time.Now()}
 	if err := e.Store.CreateAccount(context.Background(), a); err != nil {
 		e.t.Fatalf("CreateAccount: %v", err)
 	}
@@ -237,10 +237,10 @@ func (e *env) addAccount(email, role string) (*model.Account, string) {
 
 func (e *env) addKey(a *model.Account, role string) string {
 	e.t.Helper()
-	key := server.NewAPIKey()
+	key := model.NewAPIKey()
 	if err := e.Store.CreateAPIKey(context.Background(), &model.APIKey{
-		ID: server.NewID(), AccountID: a.ID,
-		Hash: server.HashAPIKey(key), Prefix: key[:17], Role: role, CreatedAt: time.Now(),
+		ID: model.NewID(), AccountID: a.ID,
+		Hash: model.HashAPIKey(key), Prefix: key[:17], Role: role, CreatedAt: time.Now(),
 	}); err != nil {
 		e.t.Fatalf("CreateAPIKey: %v", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -32,8 +34,6 @@ const (
 	// a server that died mid-request: longer than any request runs (the
 	// longest exec and its grace).
 	idempotencyStale = api.MaxExecTimeout*time.Second + execGrace + 5*time.Minute
-	// maxIdempotencyKeyLen bounds the header; the reference takes UUIDs.
-	maxIdempotencyKeyLen = 255
 	// maxReplayBody bounds a kept answer; a longer one is not kept and the
 	// key is released (a retry runs again).
 	maxReplayBody = 1 << 20
@@ -65,15 +65,15 @@ func (s *Server) idempotencyApplies(pattern string, r *http.Request) bool {
 }
 
 // credentialOf names the caller's credential, the scope of its keys.
-func credentialOf(ri *requestInfo) string {
-	if ri.key != nil {
-		return "key:" + ri.key.ID
+func credentialOf(ri *authz.Caller) string {
+	if ri.Key != nil {
+		return "key:" + ri.Key.ID
 	}
-	return "account:" + ri.account.ID
+	return "account:" + ri.Account.ID
 }
 
 func validIdempotencyKey(k string) bool {
-	if len(k) > maxIdempotencyKeyLen {
+	if len(k) > httpx.MaxIdempotencyKeyLen {
 		return false
 	}
 	for i := range len(k) {
@@ -92,15 +92,15 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 	ctx := r.Context()
 	key := r.Header.Get(api.HeaderIdempotencyKey)
 	if !validIdempotencyKey(key) {
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Idempotency-Key must be 1 to %d printable ASCII characters", maxIdempotencyKeyLen).
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Idempotency-Key must be 1 to %d printable ASCII characters", httpx.MaxIdempotencyKeyLen).
 			WithHint("use a random UUID per logical request")
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxExecBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpx.MaxExecBody))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return &api.Error{
 				Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest,
-				Message: fmt.Sprintf("request body is larger than %d bytes", maxExecBody),
+				Message: fmt.Sprintf("request body is larger than %d bytes", httpx.MaxExecBody),
 			}
 		}
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read request body: %v", err)
@@ -109,7 +109,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 	sum := sha256.Sum256(body)
 	now := s.now()
 	rec := &model.IdempotencyRecord{
-		Credential: credentialOf(infoFrom(ctx)), Method: r.Method, Path: r.URL.Path, Key: key,
+		Credential: credentialOf(authz.From(ctx)), Method: r.Method, Path: r.URL.Path, Key: key,
 		RequestHash: hex.EncodeToString(sum[:]), State: model.IdempotencyInProgress,
 		CreatedAt: now, ExpiresAt: now.Add(idempotencyTTL),
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -70,13 +71,13 @@ func (s *Server) importImage(w http.ResponseWriter, r *http.Request) error {
 	}
 	label := r.URL.Query().Get("label")
 	if len(label) > maxLabelLen {
-		return invalid("label", "label is too long", "")
+		return httpx.Invalid("label", "label is too long", "")
 	}
 	img, err := st.Import(r.Context(), accountFrom(r.Context()).ID, label, http.MaxBytesReader(w, r.Body, maxImageArchive))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, img)
+	httpx.WriteJSON(w, http.StatusAccepted, img)
 	return nil
 }
 
@@ -88,11 +89,11 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req api.CreateImageRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	if len(req.Label) > maxLabelLen {
-		return invalid("label", "label is too long", "")
+		return httpx.Invalid("label", "label is too long", "")
 	}
 	// A build's egress and outcome are audited: none starts while the
 	// audit log cannot be written.
@@ -114,7 +115,7 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
 	if !created {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, img)
+	httpx.WriteJSON(w, status, img)
 	return nil
 }
 
@@ -143,7 +144,7 @@ func (s *Server) listImages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -156,7 +157,7 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, img)
+	httpx.WriteJSON(w, http.StatusOK, img)
 	return nil
 }
 
@@ -185,7 +186,7 @@ func (s *Server) imageRoot(acct, id string) (string, error) {
 		return "", nil
 	}
 	if s.cfg.Images == nil {
-		return "", notSupported("image_id", "omit image_id; this server keeps no images")
+		return "", httpx.NotSupported("image_id", "omit image_id; this server keeps no images")
 	}
 	root, err := s.cfg.Images.RootFS(acct, id)
 	if _, ok := errors.AsType[*api.Error](err); ok {

@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
 )
 
 // interactiveFrame bounds one frame either way: a chunk of stdin or of
@@ -33,8 +34,8 @@ func (s *Server) execInteractive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	grant := infoFrom(r.Context()).grant
-	if grant != nil && grant.readOnly {
+	grant := authz.From(r.Context()).Grant
+	if grant != nil && grant.ReadOnly {
 		return errReadOnlyExec
 	}
 	sb, err := s.loadSandbox(r)
@@ -78,7 +79,7 @@ func (s *Server) execInteractive(w http.ResponseWriter, r *http.Request) error {
 	if grant != nil {
 		// ssh id@host through the bastion: a person, not an agent.
 		source = api.LogSourceHumanTakeover
-		maps.Copy(detail, grant.detail())
+		maps.Copy(detail, grant.Detail())
 	}
 	s.metrics.exec(s.now().Sub(started))
 	s.audit(r.Context(), auditRecord{

@@ -74,7 +74,7 @@ func TestRunReaps(t *testing.T) {
 	})
 	// Run also records key use, off the request path.
 	eventually(t, "last_used_at to be recorded", func() bool {
-		k, _, err := e.Store.APIKeyByHash(context.Background(), server.HashAPIKey(e.KeyA))
+		k, _, err := e.Store.APIKeyByHash(context.Background(), model.HashAPIKey(e.KeyA))
 		return err == nil && k.LastUsedAt != nil
 	})
 	cancel()
@@ -121,13 +121,13 @@ func TestReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	creating := &model.Sandbox{
-		ID: server.NewID(), AccountID: e.AcctA.ID, Size: api.SizeSmall, LifetimeMinutes: 30,
+		ID: model.NewID(), AccountID: e.AcctA.ID, Size: api.SizeSmall, LifetimeMinutes: 30,
 		Status: model.StatusCreating, CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour), Driver: "fake",
 	}
 	if err := st.CreateSandbox(ctx, creating); err != nil {
 		t.Fatal(err)
 	}
-	orphan := server.NewID()
+	orphan := model.NewID()
 
 	// "Restart": a new server and driver on the same store.
 	driver := &fakeDriver{ListFunc: func(context.Context) ([]model.Observed, error) {
@@ -193,7 +193,7 @@ func TestReconcile(t *testing.T) {
 func TestBootstrap(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, t.TempDir())
-	key := server.NewAPIKey()
+	key := model.NewAPIKey()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	start := func(cfg server.Config) error {
 		srv, err := server.New(cfg, st, &fakeDriver{}, logger)
@@ -207,7 +207,7 @@ func TestBootstrap(t *testing.T) {
 			t.Fatalf("start %d: %v", i, err)
 		}
 	}
-	k, acct, err := st.APIKeyByHash(context.Background(), server.HashAPIKey(key))
+	k, acct, err := st.APIKeyByHash(context.Background(), model.HashAPIKey(key))
 	if err != nil {
 		t.Fatalf("bootstrap key not registered: %v", err)
 	}

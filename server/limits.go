@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -153,6 +154,6 @@ func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 	if l := s.cfg.Limits.AccountConcurrent; l > 0 {
 		out.ConcurrentSandboxesLimit = &l
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // mcpCall calls tool over /mcp/ with key and returns its text and isError.
@@ -48,7 +49,7 @@ func TestMCPEndpoint(t *testing.T) {
 
 	// B sees A's sandbox exactly as a sandbox that does not exist.
 	text, isErr = mcpCall(t, e, e.KeyB, "get_sandbox", map[string]string{"session_id": sb.ID})
-	none := server.NewID()
+	none := model.NewID()
 	text2, _ := mcpCall(t, e, e.KeyB, "get_sandbox", map[string]string{"session_id": none})
 	if !isErr || strings.Contains(text, "a-label") || strings.ReplaceAll(text, sb.ID, "ID") != strings.ReplaceAll(text2, none, "ID") {
 		t.Errorf("B's get_sandbox of A's sandbox = %q (isError %v); of none: %q", text, isErr, text2)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -36,11 +37,11 @@ func (s *Server) mcpCatalog() map[string]string {
 // createMCPConnection serves POST /v1/mcp-connections.
 func (s *Server) createMCPConnection(w http.ResponseWriter, r *http.Request) error {
 	var req api.CreateMCPConnectionRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	if req.Label == "" || len(req.Label) > maxLabelLen {
-		return invalid("label", fmt.Sprintf("label must be 1 to %d characters", maxLabelLen), "")
+		return httpx.Invalid("label", fmt.Sprintf("label must be 1 to %d characters", maxLabelLen), "")
 	}
 	catalog := s.mcpCatalog()
 	host, ok := catalog[req.CatalogID]
@@ -50,9 +51,9 @@ func (s *Server) createMCPConnection(w http.ResponseWriter, r *http.Request) err
 			ids = append(ids, id)
 		}
 		sort.Strings(ids)
-		return invalid("catalog_id", fmt.Sprintf("catalog_id %q is not in the catalog", req.CatalogID), fmt.Sprintf("use one of %v", ids))
+		return httpx.Invalid("catalog_id", fmt.Sprintf("catalog_id %q is not in the catalog", req.CatalogID), fmt.Sprintf("use one of %v", ids))
 	}
-	c := &model.MCPConnection{ID: NewID(), AccountID: accountFrom(r.Context()).ID, Label: req.Label, CatalogID: req.CatalogID, Host: host, CreatedAt: s.now()}
+	c := &model.MCPConnection{ID: model.NewID(), AccountID: accountFrom(r.Context()).ID, Label: req.Label, CatalogID: req.CatalogID, Host: host, CreatedAt: s.now()}
 	err := s.store.CreateMCPConnection(r.Context(), c)
 	if errors.Is(err, model.ErrConflict) {
 		return api.Errorf(http.StatusConflict, api.CodeMCPConnectionLabelTaken, "an MCP connection labelled %q exists", req.Label).
@@ -61,7 +62,7 @@ func (s *Server) createMCPConnection(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return fmt.Errorf("create mcp connection: %w", err)
 	}
-	writeJSON(w, http.StatusCreated, c.ToAPI())
+	httpx.WriteJSON(w, http.StatusCreated, c.ToAPI())
 	return nil
 }
 
@@ -74,7 +75,7 @@ func (s *Server) listMCPConnections(w http.ResponseWriter, r *http.Request) erro
 	for i, c := range cs {
 		out[i] = c.ToAPI()
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -89,7 +90,7 @@ func (s *Server) getMCPConnection(w http.ResponseWriter, r *http.Request) error 
 	}
 	for _, c := range cs {
 		if c.ID == id {
-			writeJSON(w, http.StatusOK, c.ToAPI())
+			httpx.WriteJSON(w, http.StatusOK, c.ToAPI())
 			return nil
 		}
 	}
@@ -153,7 +154,7 @@ func egressHosts(key *model.APIKey, hosts []string) (egress.Allowlist, error) {
 			WithHint("use an admin API key, or grant a catalog host with an MCP connection")
 	}
 	if len(hosts) > api.MaxEgressHosts {
-		return nil, invalid("egress_hosts", fmt.Sprintf("egress_hosts has more than %d hosts", api.MaxEgressHosts), "")
+		return nil, httpx.Invalid("egress_hosts", fmt.Sprintf("egress_hosts has more than %d hosts", api.MaxEgressHosts), "")
 	}
 	var allow egress.Allowlist
 	for _, h := range hosts {
@@ -162,7 +163,7 @@ func egressHosts(key *model.APIKey, hosts []string) (egress.Allowlist, error) {
 			err = errors.New("an IP address; the proxy lets names only through")
 		}
 		if err != nil {
-			return nil, invalid("egress_hosts", fmt.Sprintf("egress host %q is not a host name (%v)", h, err), `give "host" (port 443) or "host:port"`)
+			return nil, httpx.Invalid("egress_hosts", fmt.Sprintf("egress host %q is not a host name (%v)", h, err), `give "host" (port 443) or "host:port"`)
 		}
 		allow = append(allow, g)
 	}

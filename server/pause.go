@@ -1,12 +1,17 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/boxkite/boxkite/server/internal/httpx"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
@@ -40,7 +45,7 @@ func pausedAnswer(sb *model.Sandbox) *api.Error {
 // pauseSandbox serves POST /v1/sandboxes/{id}/pause.
 func (s *Server) pauseSandbox(w http.ResponseWriter, r *http.Request) error {
 	var req api.PauseSandboxRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	sb, err := s.loadSandbox(r)
@@ -51,7 +56,7 @@ func (s *Server) pauseSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sb.ToAPI())
+	httpx.WriteJSON(w, http.StatusOK, sb.ToAPI())
 	return nil
 }
 
@@ -63,7 +68,7 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 	switch mode {
 	case api.PauseFreeze, api.PauseFilesystem, api.PauseCheckpoint:
 	default:
-		return nil, invalid("mode", fmt.Sprintf("mode %q is not one of freeze, filesystem, checkpoint", mode), "omit it for freeze")
+		return nil, httpx.Invalid("mode", fmt.Sprintf("mode %q is not one of freeze, filesystem, checkpoint", mode), "omit it for freeze")
 	}
 	if sb.Status == api.StatusPaused {
 		if sb.PausedWith == mode {
@@ -76,7 +81,7 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 	}
 	p, ok := s.pauser()
 	if !ok {
-		return nil, notSupported("mode", "this server's driver cannot pause sandboxes")
+		return nil, httpx.NotSupported("mode", "this server's driver cannot pause sandboxes")
 	}
 	if why := p.PauseModes()[mode]; why != "" {
 		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "pause mode %s does not work on this server: %s", mode, why).
@@ -86,12 +91,20 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 	// the truth.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
+	var running []api.ProcessInfo
+	if mode == api.PauseFilesystem {
+		var err error
+		if running, err = s.runningProcesses(ctx, sb); err != nil {
+			s.log.ErrorContext(ctx, "list processes before a filesystem pause", "sandbox", sb.ID, "err", err)
+			return nil, sandboxFailed("pause")
+		}
+	}
 	now := s.now()
 	paused, err := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
 		if !sb.Active() {
 			return notActive(sb)
 		}
-		sb.Status, sb.PausedWith, sb.PausedAt = api.StatusPaused, mode, &now
+		sb.Status, sb.PausedWith, sb.PausedAt, sb.PausedProcesses = api.StatusPaused, mode, &now, running
 		return nil
 	})
 	if err != nil {
@@ -115,11 +128,88 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 		}
 		return nil, sandboxFailed("pause")
 	}
+	detail := map[string]any{"mode": mode}
+	if mode == api.PauseFilesystem {
+		detail["processes_ended"] = len(running)
+	}
 	_ = s.audit(ctx, auditRecord{ // a failure waits in the audit gate
 		sb: paused, source: api.LogSourceSystem, operation: "sandbox_paused",
-		detail: map[string]any{"mode": mode}, started: now,
+		detail: detail, started: now,
 	})
 	return paused, nil
+}
+
+// runningProcesses asks the sandbox's sidecar for its background
+// processes that are running.
+func (s *Server) runningProcesses(ctx context.Context, sb *model.Sandbox) ([]api.ProcessInfo, error) {
+	var list api.ProcessList
+	if err := s.sidecarJSON(ctx, sb, http.MethodGet, "/process", nil, &list); err != nil {
+		return nil, err
+	}
+	var running []api.ProcessInfo
+	for _, p := range list.Processes {
+		if p.Status == api.ProcessRunning {
+			running = append(running, p)
+		}
+	}
+	return running, nil
+}
+
+// restartProcesses starts again, in a sandbox resumed from a filesystem
+// pause, the processes that ran at the pause with restart set, and
+// reports the others as ended.
+func (s *Server) restartProcesses(ctx context.Context, sb *model.Sandbox, procs []api.ProcessInfo) []api.ResumedProcess {
+	out := make([]api.ResumedProcess, 0, len(procs))
+	for _, p := range procs {
+		r := api.ResumedProcess{ProcessID: p.ProcessID, Command: p.Command, Status: api.ProcessEnded}
+		if p.Restart {
+			req := api.ProcessStartRequest{Command: p.Command, Description: p.Description, MaxRuntimeSeconds: p.MaxRuntimeSeconds, Restart: true}
+			var started api.ProcessStarted
+			if err := s.sidecarJSON(ctx, sb, http.MethodPost, "/process/start", req, &started); err != nil {
+				s.log.WarnContext(ctx, "restart process after a filesystem pause", "sandbox", sb.ID, "process", p.ProcessID, "err", err)
+				r.Error = "could not start it again"
+			} else {
+				r.Status, r.NewProcessID = api.ProcessRestarted, started.ProcessID
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// sidecarJSON sends in (nil: no body) to the sandbox's sidecar and
+// decodes its 2xx answer into out.
+func (s *Server) sidecarJSON(ctx context.Context, sb *model.Sandbox, method, path string, in, out any) error {
+	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	if err != nil {
+		return err
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://sidecar"+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("sidecar %s %s: %s: %s", method, path, resp.Status, b)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // resumeSandbox serves POST /v1/sandboxes/{id}/resume.
@@ -128,41 +218,43 @@ func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sb, err = s.resume(r.Context(), accountFrom(r.Context()), sb)
+	sb, procs, err := s.resume(r.Context(), accountFrom(r.Context()), sb)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sb.ToAPI())
+	httpx.WriteJSON(w, http.StatusOK, api.ResumeResult{Sandbox: sb.ToAPI(), Processes: procs})
 	return nil
 }
 
-// resume runs a paused sb again and returns it as recorded: its expiry
-// moves on by the time it was paused. Resuming an active sandbox returns
+// resume runs a paused sb again and returns it as recorded (its expiry
+// moves on by the time it was paused) and, after a filesystem pause, what
+// became of its background processes. Resuming an active sandbox returns
 // it as it is.
-func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sandbox) (*model.Sandbox, error) {
+func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sandbox) (*model.Sandbox, []api.ResumedProcess, error) {
 	if sb.Active() {
-		return sb, nil
+		return sb, nil, nil
 	}
 	if sb.Status != api.StatusPaused {
-		return nil, notActive(sb)
+		return nil, nil, notActive(sb)
 	}
 	p, ok := s.pauser()
 	if !ok {
-		return nil, notSupported("mode", "this server's driver cannot resume sandboxes")
+		return nil, nil, httpx.NotSupported("mode", "this server's driver cannot resume sandboxes")
 	}
 	if err := s.admitResume(ctx, acct); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	egress, err := s.sandboxEgress(ctx, sb)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := p.Resume(ctx, sb.ID, egress); err != nil {
 		s.log.ErrorContext(ctx, "driver resume failed", "sandbox", sb.ID, "mode", sb.PausedWith, "err", err)
-		return nil, sandboxFailed("resume")
+		return nil, nil, sandboxFailed("resume")
 	}
+	procs := s.restartProcesses(ctx, sb, sb.PausedProcesses)
 	now := s.now()
 	var mode string
 	resumed, err := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
@@ -173,17 +265,21 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 		paused := max(0, now.Sub(*sb.PausedAt))
 		sb.ExpiresAt = sb.ExpiresAt.Add(paused)
 		sb.PausedTotal += paused
-		sb.Status, sb.PausedWith, sb.PausedAt = api.StatusActive, "", nil
+		sb.Status, sb.PausedWith, sb.PausedAt, sb.PausedProcesses = api.StatusActive, "", nil, nil
 		return nil
 	})
 	if err != nil {
-		return nil, s.storeAnswer(err, "resume the sandbox")
+		return nil, nil, s.storeAnswer(err, "resume the sandbox")
+	}
+	detail := map[string]any{"mode": mode}
+	if len(procs) > 0 {
+		detail["processes"] = procs
 	}
 	_ = s.audit(ctx, auditRecord{
 		sb: resumed, source: api.LogSourceSystem, operation: "sandbox_resumed",
-		detail: map[string]any{"mode": mode}, started: now,
+		detail: detail, started: now,
 	})
-	return resumed, nil
+	return resumed, procs, nil
 }
 
 // admitResume checks that the account may run one more sandbox. It is

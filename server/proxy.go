@@ -13,6 +13,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -132,8 +133,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 		}
 	}
 	up.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
-	if ri := infoFrom(ctx); ri != nil {
-		up.Header.Set("X-Request-ID", ri.id)
+	if id := httpx.RequestID(ctx); id != "" {
+		up.Header.Set("X-Request-ID", id)
 	}
 	resp, err := client.Do(up)
 	if err != nil {

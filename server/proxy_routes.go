@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 )
 
 // bodyKind says how a proxied route treats the request body.
@@ -169,7 +170,7 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 		var up *countingReader
 		switch rt.body {
 		case bodyJSON:
-			if x.reqBody, err = readBody(w, r, maxExecBody); err != nil {
+			if x.reqBody, err = readBody(w, r, httpx.MaxExecBody); err != nil {
 				return err
 			}
 			if rt.flags&(checkCommand|checkCode) != 0 {

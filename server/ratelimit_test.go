@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // wantRateHeaders checks the X-RateLimit headers of a limited route.
@@ -134,10 +135,10 @@ func TestLocalModeRateLimits(t *testing.T) {
 		want server.RateLimits
 	}{
 		{"shared", server.Config{}, server.RateLimits{Lifecycle: 20, Ops: 120, Auth: 10}},
-		{"local", server.Config{BootstrapAPIKey: server.NewAPIKey()}, server.RateLimits{Lifecycle: 1000, Ops: 10000, Auth: 100}},
+		{"local", server.Config{BootstrapAPIKey: model.NewAPIKey()}, server.RateLimits{Lifecycle: 1000, Ops: 10000, Auth: 100}},
 		{
 			"set",
-			server.Config{BootstrapAPIKey: server.NewAPIKey(), RateLimits: server.RateLimits{Ops: 5, Auth: -1}},
+			server.Config{BootstrapAPIKey: model.NewAPIKey(), RateLimits: server.RateLimits{Ops: 5, Auth: -1}},
 			server.RateLimits{Lifecycle: 1000, Ops: 5, Auth: -1},
 		},
 	} {

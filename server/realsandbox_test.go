@@ -469,9 +469,9 @@ func TestRealTakeover(t *testing.T) {
 	conn.Close(websocket.StatusNormalClosure, "")
 
 	// A member key of the same account may not attach.
-	member := server.NewAPIKey()
+	member := model.NewAPIKey()
 	if err := re.s.Store.CreateAPIKey(ctx, &model.APIKey{
-		ID: server.NewID(), AccountID: re.s.Account.ID, Hash: server.HashAPIKey(member), Prefix: member[:17],
+		ID: model.NewID(), AccountID: re.s.Account.ID, Hash: model.HashAPIKey(member), Prefix: member[:17],
 		Role: model.RoleMember, CreatedAt: time.Now(),
 	}); err != nil {
 		t.Fatal(err)

@@ -84,7 +84,7 @@ func (r *recorder) result() ([]byte, bool) {
 // says about it to detail. A failure is logged and noted, never fatal.
 func (s *Server) saveRecording(ctx context.Context, sb *model.Sandbox, rec *recorder, detail map[string]any) {
 	data, truncated := rec.result()
-	r := &model.Recording{ID: NewID(), SandboxID: sb.ID, AccountID: sb.AccountID, Data: data, Truncated: truncated, CreatedAt: s.now()}
+	r := &model.Recording{ID: model.NewID(), SandboxID: sb.ID, AccountID: sb.AccountID, Data: data, Truncated: truncated, CreatedAt: s.now()}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
 	defer cancel()
 	if err := s.store.SaveRecording(ctx, r); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -107,14 +108,14 @@ func (rv *revocations) watched() []string {
 // key, or the key (API or SSH) that minted its takeover token; "" for an
 // access token or none.
 func revocableCredential(r *http.Request) string {
-	ri := infoFrom(r.Context())
+	ri := authz.From(r.Context())
 	switch {
 	case ri == nil:
 		return ""
-	case ri.key != nil:
-		return ri.key.ID
-	case ri.grant != nil:
-		return ri.grant.keyID
+	case ri.Key != nil:
+		return ri.Key.ID
+	case ri.Grant != nil:
+		return ri.Grant.KeyID
 	}
 	return ""
 }

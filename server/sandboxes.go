@@ -13,6 +13,8 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -23,7 +25,7 @@ const maxLabelLen = 200
 const cleanupTimeout = time.Minute
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) error {
-	writeJSON(w, http.StatusOK, api.Health{Status: "healthy", Version: s.cfg.Version})
+	httpx.WriteJSON(w, http.StatusOK, api.Health{Status: "healthy", Version: s.cfg.Version})
 	return nil
 }
 
@@ -39,7 +41,7 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
 	if err := s.auditOpen(); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, api.Health{Status: "ready", Version: s.cfg.Version})
+	httpx.WriteJSON(w, http.StatusOK, api.Health{Status: "ready", Version: s.cfg.Version})
 	return nil
 }
 
@@ -61,6 +63,7 @@ type createParams struct {
 	imageRoot string
 	volumes   []model.VolumeMount // validated volume_mounts (volumes.go)
 	egress    egress.Allowlist    // granted by mcp_connection_names (mcpconn.go) and egress_hosts
+	secrets   []string            // secret_names, checked (server/secrets)
 }
 
 func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
@@ -68,28 +71,26 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 	maxMin := int(s.cfg.MaxLifetime / time.Minute)
 	switch {
 	case len(req.Label) > maxLabelLen:
-		return p, invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
+		return p, httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
 	case req.Label != "" && req.Count > 1:
-		return p, invalid("label", "a label names one sandbox, so it cannot go with a count above 1",
+		return p, httpx.Invalid("label", "a label names one sandbox, so it cannot go with a count above 1",
 			"leave the label out, or create the sandboxes one at a time with labels of their own")
-	case len(req.SecretNames) > 0:
-		return p, notSupported("secret_names", "omit secret_names; pass values with exec's env for now")
 	case req.StorageGB < 0 || math.IsNaN(req.StorageGB):
-		return p, invalid("storage_gb", "storage_gb must not be negative", "")
+		return p, httpx.Invalid("storage_gb", "storage_gb must not be negative", "")
 	case req.LifetimeMinutes < 0:
-		return p, invalid("lifetime_minutes", "lifetime_minutes must not be negative", "omit it for the default")
+		return p, httpx.Invalid("lifetime_minutes", "lifetime_minutes must not be negative", "omit it for the default")
 	case req.LifetimeMinutes > maxMin:
-		return p, invalid("lifetime_minutes", fmt.Sprintf("lifetime_minutes %d exceeds the maximum of %d", req.LifetimeMinutes, maxMin),
+		return p, httpx.Invalid("lifetime_minutes", fmt.Sprintf("lifetime_minutes %d exceeds the maximum of %d", req.LifetimeMinutes, maxMin),
 			fmt.Sprintf("ask for at most %d minutes and extend the sandbox later", maxMin))
 	case req.Count < 0 || req.Count > s.cfg.MaxCount:
-		return p, invalid("count", fmt.Sprintf("count must be between 1 and %d", s.cfg.MaxCount), "")
+		return p, httpx.Invalid("count", fmt.Sprintf("count must be between 1 and %d", s.cfg.MaxCount), "")
 	}
 	switch req.Size {
 	case "":
 		p.size = api.SizeSmall
 	case api.SizeSmall, api.SizeMedium, api.SizeLarge:
 	default:
-		return p, invalid("size", fmt.Sprintf("size %q is not one of small, medium, large", req.Size), "")
+		return p, httpx.Invalid("size", fmt.Sprintf("size %q is not one of small, medium, large", req.Size), "")
 	}
 	p.lifetime = s.cfg.DefaultLifetime
 	if req.LifetimeMinutes > 0 {
@@ -104,7 +105,7 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 // createSandbox serves POST /v1/sandboxes. With count > 1 the answer is an array.
 func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	var req api.CreateSandboxRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	p, err := s.validateCreate(req)
@@ -121,11 +122,15 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	if p.egress, err = s.egressGrants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
 		return err
 	}
-	hosts, err := egressHosts(infoFrom(r.Context()).key, req.EgressHosts)
+	hosts, err := egressHosts(authz.From(r.Context()).Key, req.EgressHosts)
 	if err != nil {
 		return err
 	}
 	p.egress = append(p.egress, hosts...)
+	if err := s.cfg.Secrets.CheckNames(r.Context(), accountFrom(r.Context()).ID, req.SecretNames); err != nil {
+		return err
+	}
+	p.secrets = req.SecretNames
 	if err := s.admitCreate(r.Context(), p.count); err != nil {
 		return err
 	}
@@ -138,10 +143,10 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 		for i, sb := range sbs {
 			out[i] = sb.ToAPI()
 		}
-		writeJSON(w, http.StatusCreated, out)
+		httpx.WriteJSON(w, http.StatusCreated, out)
 		return nil
 	}
-	writeJSON(w, http.StatusCreated, sbs[0].ToAPI())
+	httpx.WriteJSON(w, http.StatusCreated, sbs[0].ToAPI())
 	return nil
 }
 
@@ -187,7 +192,7 @@ func (s *Server) startSandboxes(ctx context.Context, acct *model.Account, p crea
 func (s *Server) newSandboxRecord(acct *model.Account, p createParams) *model.Sandbox {
 	now := s.now()
 	return &model.Sandbox{
-		ID:              NewID(),
+		ID:              model.NewID(),
 		AccountID:       acct.ID,
 		Label:           p.label,
 		Size:            p.size,
@@ -276,7 +281,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 			return &api.Error{
 				Status: http.StatusUnprocessableEntity, Code: api.CodeValidation,
 				Message: fmt.Sprintf("active_only %q is not a boolean", v), Hint: "use active_only=true or active_only=false",
-				Details: []fieldError{{Loc: []string{"query", "active_only"}, Msg: "not a boolean", Type: "value_error"}},
+				Details: []httpx.FieldError{{Loc: []string{"query", "active_only"}, Msg: "not a boolean", Type: "value_error"}},
 			}
 		}
 		activeOnly = b
@@ -289,7 +294,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	for i, sb := range sbs {
 		out[i] = sb.ToAPI()
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -330,7 +335,7 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, sb.ToAPI())
+	httpx.WriteJSON(w, http.StatusOK, sb.ToAPI())
 	return nil
 }
 
@@ -412,12 +417,12 @@ func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) 
 // now + lifetime_minutes, which may not exceed the configured maximum.
 func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request) error {
 	var req api.ExtendSandboxRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	maxMin := int(s.cfg.MaxLifetime / time.Minute)
 	if req.LifetimeMinutes < 1 || req.LifetimeMinutes > maxMin {
-		return invalid("lifetime_minutes", fmt.Sprintf("lifetime_minutes must be between 1 and %d", maxMin),
+		return httpx.Invalid("lifetime_minutes", fmt.Sprintf("lifetime_minutes must be between 1 and %d", maxMin),
 			fmt.Sprintf("the maximum lifetime is %d minutes from now", maxMin))
 	}
 	sb, err := s.loadSandbox(r)
@@ -436,6 +441,6 @@ func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("extend sandbox: %w", err)
 	}
-	writeJSON(w, http.StatusOK, sb.ToAPI())
+	httpx.WriteJSON(w, http.StatusOK, sb.ToAPI())
 	return nil
 }

@@ -1,301 +1,30 @@
 package server
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"net/http"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/tools"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/scrub"
 )
 
-// Secret scrubbing (issue 17, finding 4). Two places get the patterns of
-// tools.Redact (reference §4.4):
-//
-//   - what is stored: the free text of audit details (commands, code,
-//     typed input, search patterns), always; the entry then says
-//     "redacted": true;
-//   - command output returned to a caller: exec results and streams,
-//     process output and streams, interpreter results (and through them
-//     the hosted MCP tools), unless the account turned it off
-//     (Account.KeepOutputSecrets, PATCH /v1/account).
-//
-// File reads, downloads, archives, watch payloads and a takeover terminal
-// are never touched: they stay byte-exact. Scrubbing is a courtesy, not
-// a boundary (design/SECURITY.md): it catches what a command prints by
-// accident, not what a program sets out to hide.
-
-// scrubbedDetailKeys are the audit detail fields holding free text that a
-// person or an agent wrote: what may carry a secret they typed.
-var scrubbedDetailKeys = []string{"command", "code", "input", "pattern", "glob"}
-
-// scrubDetail replaces secret-shaped strings in d's free-text fields and
-// sets "redacted": true when any field holds a placeholder.
-func scrubDetail(d map[string]any) {
-	for _, k := range scrubbedDetailKeys {
-		v, ok := d[k].(string)
-		if !ok {
-			continue
-		}
-		v = tools.Redact(v)
-		d[k] = v
-		if strings.Contains(v, "[REDACTED") {
-			d["redacted"] = true
-		}
-	}
-}
+// Secret scrubbing (issue 17, finding 4): what it covers is in the doc of
+// server/internal/scrub; the server decides per request whether output
+// is scrubbed (the account may turn it off) and wires the scrubbers in.
 
 // scrubsOutput reports whether command output returned to r's caller is
 // scrubbed: unless its account turned that off.
 func scrubsOutput(r *http.Request) bool {
-	ri := infoFrom(r.Context())
-	return ri == nil || ri.account == nil || !ri.account.KeepOutputSecrets
-}
-
-// rewriteObject returns the JSON object obj with each member's value
-// replaced by what fn returns for it (nil keeps it), members in their
-// order.
-func rewriteObject(obj []byte, fn func(key string, val json.RawMessage) json.RawMessage) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, errors.New("not a JSON object")
-	}
-	var out bytes.Buffer
-	out.WriteByte('{')
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, _ := t.(string)
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, err
-		}
-		if nv := fn(key, val); nv != nil {
-			val = nv
-		}
-		if out.Len() > 1 {
-			out.WriteByte(',')
-		}
-		k, _ := json.Marshal(key)
-		out.Write(k)
-		out.WriteByte(':')
-		out.Write(val)
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	out.WriteByte('}')
-	return out.Bytes(), nil
-}
-
-// redactFields rewrites the string members keys of obj with tools.Redact
-// and reports whether anything was replaced. obj comes back unchanged
-// when it is not an object.
-func redactFields(obj []byte, keys ...string) ([]byte, bool) {
-	changed := false
-	out, err := rewriteObject(obj, func(key string, val json.RawMessage) json.RawMessage {
-		var s string
-		if !contains(keys, key) || json.Unmarshal(val, &s) != nil {
-			return nil
-		}
-		r, ch := tools.RedactReport(s)
-		if !ch {
-			return nil
-		}
-		changed = true
-		b, _ := json.Marshal(r)
-		return b
-	})
-	if err != nil {
-		return obj, false
-	}
-	return out, changed
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// jsonRewriter buffers a response and, at finish, passes it on with its
-// body rewritten by fn when it is a 2xx JSON answer, else unchanged.
-type jsonRewriter struct {
-	w        http.ResponseWriter
-	header   http.Header
-	status   int
-	body     bytes.Buffer
-	fn       func([]byte) []byte
-	finished bool
-}
-
-func newJSONRewriter(w http.ResponseWriter, fn func([]byte) []byte) *jsonRewriter {
-	return &jsonRewriter{w: w, header: http.Header{}, fn: fn}
-}
-
-func (j *jsonRewriter) Header() http.Header { return j.header }
-
-func (j *jsonRewriter) WriteHeader(code int) {
-	if j.status == 0 {
-		j.status = code
-	}
-}
-
-func (j *jsonRewriter) Write(p []byte) (int, error) {
-	j.WriteHeader(http.StatusOK)
-	return j.body.Write(p)
-}
-
-// FlushError is a no-op: nothing leaves before finish.
-func (j *jsonRewriter) FlushError() error { return nil }
-
-// finish passes the answer on, once.
-func (j *jsonRewriter) finish() {
-	if j.finished || j.status == 0 {
-		return
-	}
-	j.finished = true
-	body := j.body.Bytes()
-	if j.status/100 == 2 && strings.HasPrefix(j.header.Get("Content-Type"), "application/json") {
-		body = j.fn(body)
-	}
-	for k, v := range j.header {
-		j.w.Header()[k] = v
-	}
-	if j.w.Header().Get("Content-Length") != "" {
-		j.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	}
-	j.w.WriteHeader(j.status)
-	_, _ = j.w.Write(body)
-}
-
-// execScrub scrubs one exec's answer: a JSON result (result) or an NDJSON
-// stream (stream). A nil *execScrub scrubs nothing.
-type execScrub struct {
-	idle     time.Duration
-	json     *jsonRewriter
-	stream   *ndjsonScrubber
-	redacted bool // the JSON result had something replaced
+	ri := authz.From(r.Context())
+	return ri == nil || ri.Account == nil || !ri.Account.KeepOutputSecrets
 }
 
 // newExecScrub returns r's exec scrubber, nil when the account keeps
 // secrets in its output.
-func (s *Server) newExecScrub(r *http.Request) *execScrub {
+func (s *Server) newExecScrub(r *http.Request) *scrub.Exec {
 	if !scrubsOutput(r) {
 		return nil
 	}
-	return &execScrub{idle: s.scrubIdle}
-}
-
-// result wraps hw, which holds the JSON result, so the result is scrubbed
-// on its way in (at done).
-func (x *execScrub) result(hw http.ResponseWriter) http.ResponseWriter {
-	if x == nil {
-		return hw
-	}
-	x.json = newJSONRewriter(hw, func(b []byte) []byte {
-		out, changed := redactFields(b, "stdout", "stderr")
-		x.redacted = x.redacted || changed
-		return out
-	})
-	return x.json
-}
-
-// events wraps w, which the NDJSON stream goes to, so its output events
-// are scrubbed.
-func (x *execScrub) events(w http.ResponseWriter) http.ResponseWriter {
-	if x == nil {
-		return w
-	}
-	x.stream = newNDJSONScrubber(w, x.idle)
-	return x.stream
-}
-
-// done is called when the sidecar's answer is all in: the JSON result is
-// scrubbed into its holder, what a stream held back is sent.
-func (x *execScrub) done() {
-	switch {
-	case x == nil:
-	case x.json != nil:
-		x.json.finish()
-	case x.stream != nil:
-		x.stream.flushHeld()
-	}
-}
-
-// stop ends a stream's idle flushing; call it when the answer is over.
-func (x *execScrub) stop() {
-	if x != nil && x.stream != nil {
-		x.stream.stop()
-	}
-}
-
-// outputRedacted reports whether anything in the output was replaced.
-func (x *execScrub) outputRedacted() bool {
-	if x == nil {
-		return false
-	}
-	return x.redacted || x.stream != nil && x.stream.redacted()
-}
-
-// capturedResult is the exec result as the client gets it: c.captured,
-// scrubbed when x scrubs.
-func (x *execScrub) capturedResult(captured []byte) []byte {
-	if x == nil || captured == nil {
-		return captured
-	}
-	out, _ := redactFields(captured, "stdout", "stderr")
-	return out
-}
-
-// scrubInterpreterResult scrubs an interpreter answer's printed output,
-// result and traceback.
-func scrubInterpreterResult(b []byte) []byte {
-	out, _ := redactFields(b, "stdout", "result", "error")
-	return out
-}
-
-// scrubProcessOutput scrubs a process output page (GET …/output). While
-// the process runs, the end of the chunk that could be the start of a
-// secret is held back: next_offset then points at it, so the next page
-// starts there and sees it whole.
-func scrubProcessOutput(b []byte) []byte {
-	var page api.ProcessOutput
-	if json.Unmarshal(b, &page) != nil {
-		return b
-	}
-	var sr tools.StreamRedactor
-	chunk := sr.Write([]byte(page.StdoutChunk))
-	next := page.NextOffset
-	if page.Status == api.ProcessRunning {
-		next -= int64(sr.Held())
-	} else {
-		chunk = append(chunk, sr.Flush()...)
-	}
-	out, err := rewriteObject(b, func(key string, _ json.RawMessage) json.RawMessage {
-		switch key {
-		case "stdout_chunk":
-			v, _ := json.Marshal(string(chunk))
-			return v
-		case "next_offset":
-			return json.RawMessage(strconv.FormatInt(next, 10))
-		}
-		return nil
-	})
-	if err != nil {
-		return b
-	}
-	return out
+	return &scrub.Exec{Idle: s.scrubIdle}
 }
 
 // routeScrubber wraps w for a proxied route whose answer carries command
@@ -307,12 +36,12 @@ func (s *Server) routeScrubber(rt proxyRoute, r *http.Request, w http.ResponseWr
 	}
 	switch {
 	case rt.flags&scrubsProcessStream != 0:
-		ss := newSSEScrubber(w, s.scrubIdle)
-		return ss, func() { ss.flushHeld(); ss.stop() }
+		ss := scrub.NewSSE(w, s.scrubIdle)
+		return ss, func() { ss.FlushHeld(); ss.Stop() }
 	case rt.flags&scrubsInterpreter != 0:
-		j := newJSONRewriter(w, scrubInterpreterResult)
-		return j, j.finish
+		j := scrub.NewJSONRewriter(w, scrub.InterpreterResult)
+		return j, j.Finish
 	}
-	j := newJSONRewriter(w, scrubProcessOutput)
-	return j, j.finish
+	j := scrub.NewJSONRewriter(w, scrub.ProcessOutput)
+	return j, j.Finish
 }

@@ -18,8 +18,14 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/accounts"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/secrets"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -73,6 +79,10 @@ type Config struct {
 	// for, per stream; default DefaultMaxExecOutput, at most
 	// api.MaxExecOutput. A JSON exec result is held in memory whole.
 	MaxExecOutputBytes int64
+	// Secrets keeps the accounts' secrets and brokers requests with them
+	// (server/secrets); nil means a server without a secrets key, whose
+	// secrets routes answer 503 secrets_unavailable.
+	Secrets *secrets.Service
 }
 
 // Defaults of Config.
@@ -119,7 +129,7 @@ func (c Config) WithDefaults() Config {
 	// A bootstrap key means local mode: one user, who is also the operator.
 	c.RateLimits = c.RateLimits.withDefaults(c.BootstrapAPIKey != "")
 	if c.AccessTokenTTL == 0 {
-		c.AccessTokenTTL = DefaultAccessTokenTTL
+		c.AccessTokenTTL = authn.DefaultAccessTokenTTL
 	}
 	if c.TakeoverFlushInterval == 0 {
 		c.TakeoverFlushInterval = DefaultTakeoverFlush
@@ -142,8 +152,8 @@ func (c Config) validate() error {
 		return errors.New("max count must be at least 1")
 	case c.ReaperInterval < 0:
 		return errors.New("reaper interval must not be negative")
-	case c.JWTSecret != "" && len(c.JWTSecret) < minJWTSecretLen:
-		return fmt.Errorf("the JWT secret must be at least %d bytes", minJWTSecretLen)
+	case c.JWTSecret != "" && len(c.JWTSecret) < authn.MinJWTSecretLen:
+		return fmt.Errorf("the JWT secret must be at least %d bytes", authn.MinJWTSecretLen)
 	case c.BastionKey != "" && len(c.BastionKey) < minBastionKeyLen:
 		return fmt.Errorf("the bastion key must be at least %d bytes", minBastionKeyLen)
 	case c.TakeoverFlushInterval < 0:
@@ -173,7 +183,7 @@ type Server struct {
 	auditGate      *auditGate // closed while the store cannot commit entries (auditgate.go)
 	frozen         frozenSandboxes
 	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
-	allowlists     *allowlistCache
+	allowlists     *allowlist.Cache
 	metrics        *metrics
 	watchKeepAlive time.Duration
 	// scrubIdle is how long a scrubbed output stream holds back the end
@@ -183,11 +193,11 @@ type Server struct {
 	revocations *revocations
 
 	jwt     jwtKeys
-	hasher  *hasher
+	hasher  *authn.Hasher
 	limiter *rateLimiter
-	// patterns are the registered routes (register); streamingPOST the
-	// POST patterns exempt from Idempotency-Key.
-	patterns      []string
+	// registered are the registered routes (register), their docs left
+	// out; streamingPOST the POST patterns exempt from Idempotency-Key.
+	registered    []httpx.Route
 	streamingPOST map[string]bool
 	lastPurge     time.Time // of idempotency records; only Run touches it
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
@@ -197,6 +207,14 @@ type Server struct {
 	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
 	e2b      http.Handler
 	e2bMatch func(*http.Request) bool
+	// console serves /ui/ (MountConsole).
+	console http.Handler
+
+	// The subsystems, each serving its own routes (mount).
+	accounts *accounts.Service
+	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
+	docs    []httpx.RouteDoc
+	openAPI func() ([]byte, error)
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().
@@ -215,18 +233,18 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		cfg:            cfg,
 		store:          store,
 		driver:         driver,
-		log:            slog.New(ctxHandler{log.Handler()}),
+		log:            slog.New(httpx.LogHandler{Handler: log.Handler()}),
 		mux:            http.NewServeMux(),
 		now:            time.Now,
 		sidecars:       newSidecarClients(),
 		touches:        newKeyToucher(),
 		broker:         newBroker(),
 		auditGate:      newAuditGate(),
-		allowlists:     newAllowlistCache(),
+		allowlists:     allowlist.NewCache(),
 		watchKeepAlive: DefaultWatchKeepAlive,
-		scrubIdle:      DefaultScrubIdleFlush,
+		scrubIdle:      scrub.DefaultIdleFlush,
 		revocations:    newRevocations(),
-		hasher:         newHasher(),
+		hasher:         authn.NewHasher(),
 		limiter:        newRateLimiter(),
 		streamingPOST:  streamingPOSTs(),
 		healthTimeout:  2 * time.Second,
@@ -236,8 +254,40 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		return float64(n), err
 	})
 	s.driver = countingDriver{driver, s.metrics}
+	if err := s.subsystems(); err != nil {
+		return nil, err
+	}
 	s.routes()
+	s.openAPI = sync.OnceValues(s.buildOpenAPI)
 	return s, nil
+}
+
+// subsystems builds the subsystem services from the server's parts. Deps
+// that tests may change after New (the clock) are reached through
+// closures.
+func (s *Server) subsystems() error {
+	var err error
+	s.accounts, err = accounts.New(accounts.Deps{
+		Store:            s.store,
+		Log:              s.log,
+		Now:              func() time.Time { return s.now() },
+		Hasher:           s.hasher,
+		IssueAccessToken: s.issueAccessToken,
+		LoginRate: func(w http.ResponseWriter, email string) error {
+			return s.countRate(w, bucketLogin, email, false)
+		},
+		Revoked: func(id string) { s.revocations.revoke(id, s.now()) },
+	})
+	return err
+}
+
+// mount registers a subsystem's routes behind the guard (register) and
+// keeps their docs for /openapi.json.
+func (s *Server) mount(routes []httpx.Route) {
+	for _, rt := range routes {
+		s.register(rt.Pattern, rt.Cred, rt.Handler)
+		s.docs = append(s.docs, rt.RouteDoc)
+	}
 }
 
 // Config returns the effective configuration, defaults filled in.
@@ -258,13 +308,13 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
 	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)   // pause.go
 	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
-	s.register("POST /v1/sandboxes/{id}/exec", credTakeover, s.execSandbox)
+	s.register("POST /v1/sandboxes/{id}/exec", httpx.CredTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
-	s.register("GET /v1/sandboxes/{id}/takeover", credTakeover, s.takeover)
-	s.register("GET /v1/sandboxes/{id}/exec/interactive", credTakeover, s.execInteractive) // interactive.go
+	s.register("GET /v1/sandboxes/{id}/takeover", httpx.CredTakeover, s.takeover)
+	s.register("GET /v1/sandboxes/{id}/exec/interactive", httpx.CredTakeover, s.execInteractive) // interactive.go
 	s.handle("POST /v1/sandboxes/{id}/takeover-token", s.createTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}", s.getRecording)
-	s.register("POST /v1/bastion/takeover-token", credBastion, s.bastionTakeoverToken)
+	s.register("POST /v1/bastion/takeover-token", httpx.CredBastion, s.bastionTakeoverToken)
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
 	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
@@ -277,28 +327,15 @@ func (s *Server) routes() {
 	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
 	s.handle("GET /v1/mcp-connections/{id}", s.getMCPConnection)
 	s.handle("DELETE /v1/mcp-connections/{id}", s.deleteMCPConnection)
-	s.mcpRoutes() // the hosted MCP endpoint: mcp.go
+	s.mcpRoutes()    // the hosted MCP endpoint: mcp.go
+	s.secretRoutes() // the secrets broker: secrets_routes.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)
 
-	// Accounts and credentials: accounts.go. Key management takes an
-	// access token, or an admin API key (local mode has no password).
-	s.handlePublic("POST /v1/auth/signup", s.signup)
-	s.handlePublic("POST /v1/auth/login", s.login)
-	s.register("POST /v1/api-keys", credTokenOrAdmin, s.createAPIKey)
-	s.register("GET /v1/api-keys", credTokenOrAdmin, s.listAPIKeys)
-	s.register("DELETE /v1/api-keys/{key_id}", credTokenOrAdmin, s.revokeAPIKey)
-	s.register("GET /v1/account/me", credToken, s.getAccountMe)
-	s.handle("GET /v1/account", s.getAccount)
-	s.register("PATCH /v1/account", credTokenOrAdmin, s.updateAccount)
+	s.mount(s.accounts.Routes()) // server/accounts
 	s.handle("GET /v1/usage", s.getUsage)
 	s.handle("GET /v1/host", s.getHost) // capacity.go
-	s.handle("GET /v1/account/ssh-keys", s.listSSHKeys)
-	// A registered SSH key opens terminals through the bastion, so only
-	// whoever may take over (an admin key, the account's login) adds one.
-	s.register("POST /v1/account/ssh-keys", credTokenOrAdmin, s.addSSHKey)
-	s.register("DELETE /v1/account/ssh-keys/{key_id}", credTokenOrAdmin, s.removeSSHKey)
 
 	s.handlePublic("/", s.noRoute)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -40,7 +41,7 @@ func (s *Server) sandboxStats(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return fmt.Errorf("sandbox stats: %w", err)
 	}
-	writeJSON(w, http.StatusOK, api.SandboxStats{
+	httpx.WriteJSON(w, http.StatusOK, api.SandboxStats{
 		MemoryBytes: st.MemoryBytes, MemoryAnonBytes: st.MemoryAnonBytes, Pids: st.Pids,
 		DiskUsedBytes: st.DiskUsedBytes, DiskQuotaBytes: st.DiskQuotaBytes, Frozen: st.Frozen,
 	})

@@ -14,6 +14,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -28,28 +30,6 @@ const (
 	takeoverSidecarFrame = 16 << 20
 )
 
-// takeoverGrant is who takes over a sandbox's terminal, and how: an
-// admin API key in the Authorization header, or a single-use token
-// (takeover_token.go) minted by an admin key or, through the SSH bastion,
-// for a registered SSH key.
-type takeoverGrant struct {
-	keyID, keyName string
-	via            string // viaAPIKey or viaSSHKey
-	readOnly       bool
-	token          bool // presented as a takeover token
-}
-
-// detail is the grant as the audit log shows it.
-func (g takeoverGrant) detail() map[string]any {
-	d := map[string]any{"read_only": g.readOnly, "via": g.via, "token": g.token}
-	if g.via == viaSSHKey {
-		d["ssh_key_id"], d["ssh_key_name"] = g.keyID, g.keyName
-	} else {
-		d["api_key_id"], d["api_key_name"] = g.keyID, g.keyName
-	}
-	return d
-}
-
 var errTakeoverNotPermitted = &api.Error{
 	Status: http.StatusForbidden, Code: api.CodeTakeoverNotPermitted,
 	Message: "this API key may not take over a sandbox's terminal",
@@ -58,24 +38,24 @@ var errTakeoverNotPermitted = &api.Error{
 
 // authorizeTakeover decides, before the upgrade, whether the
 // authenticated caller may attach.
-func (s *Server) authorizeTakeover(r *http.Request) (takeoverGrant, error) {
-	ri := infoFrom(r.Context())
-	var g takeoverGrant
+func (s *Server) authorizeTakeover(r *http.Request) (authz.Grant, error) {
+	ri := authz.From(r.Context())
+	var g authz.Grant
 	switch {
-	case ri.grant != nil:
-		g = *ri.grant
-	case ri.key.Role != model.RoleAdmin:
-		return takeoverGrant{}, errTakeoverNotPermitted
+	case ri.Grant != nil:
+		g = *ri.Grant
+	case ri.Key.Role != model.RoleAdmin:
+		return authz.Grant{}, errTakeoverNotPermitted
 	default:
-		g = takeoverGrant{keyID: ri.key.ID, keyName: ri.key.Name, via: viaAPIKey}
+		g = authz.Grant{KeyID: ri.Key.ID, KeyName: ri.Key.Name, Via: authz.ViaAPIKey}
 	}
 	if v := r.URL.Query().Get("read_only"); v != "" {
 		ro, err := strconv.ParseBool(v)
 		if err != nil {
-			return takeoverGrant{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read_only %q is not a boolean", v).
+			return authz.Grant{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read_only %q is not a boolean", v).
 				WithHint("use read_only=1 to watch without typing")
 		}
-		g.readOnly = g.readOnly || ro // a read-only token stays read-only
+		g.ReadOnly = g.ReadOnly || ro // a read-only token stays read-only
 	}
 	return g, nil
 }
@@ -100,7 +80,7 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	if err := s.auditOpen(); err != nil {
 		return err
 	}
-	up, err := s.dialPTY(r, sb, grant.readOnly)
+	up, err := s.dialPTY(r, sb, grant.ReadOnly)
 	if err != nil {
 		return err
 	}
@@ -118,7 +98,7 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 
 	started := s.now()
 	if err := s.audit(r.Context(), auditRecord{
-		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_start", detail: grant.detail(), started: started,
+		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_start", detail: grant.Detail(), started: started,
 	}); err != nil {
 		// Nobody types into a terminal that is off the record.
 		down.Close(websocket.StatusTryAgainLater, "the audit log cannot be written; try again later")
@@ -141,10 +121,10 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 		rec = newRecorder(s.now)
 		hooks.output, hooks.control = rec.output, rec.control
 	}
-	typed := s.relayPTY(relayCtx, down, up, grant.readOnly, hooks)
+	typed := s.relayPTY(relayCtx, down, up, grant.ReadOnly, hooks)
 	stopFlushing()
 	<-flushed
-	end := grant.detail()
+	end := grant.Detail()
 	end["bytes_typed"] = typed
 	if rec != nil {
 		s.saveRecording(r.Context(), sb, rec, end)
@@ -197,7 +177,7 @@ func (t *typedInput) take() ([]byte, bool) {
 // keystrokes are on the record while the session is still open. It
 // returns false, at once, when an entry could not be committed: the
 // caller ends the session.
-func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g takeoverGrant, in *typedInput) bool {
+func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz.Grant, in *typedInput) bool {
 	tick := time.NewTicker(s.cfg.TakeoverFlushInterval)
 	defer tick.Stop()
 	flush := func() bool {
@@ -205,7 +185,7 @@ func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g takeo
 		if len(b) == 0 && !truncated {
 			return true
 		}
-		d := g.detail()
+		d := g.Detail()
 		d["input"], d["bytes"] = string(b), len(b)
 		return s.audit(ctx, auditRecord{
 			sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_input", detail: d,
@@ -251,8 +231,8 @@ func (s *Server) dialSidecarWS(r *http.Request, sb *model.Sandbox, path string, 
 		u += "?" + q.Encode()
 	}
 	hdr := http.Header{"X-Sidecar-Auth-Token": {sb.Endpoint.Token}}
-	if ri := infoFrom(r.Context()); ri != nil {
-		hdr.Set("X-Request-ID", ri.id)
+	if id := httpx.RequestID(r.Context()); id != "" {
+		hdr.Set("X-Request-ID", id)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), takeoverDialTimeout)
 	defer cancel()

@@ -13,18 +13,15 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
 // tokenTypeTakeover is the "type" claim of takeover tokens, so an access
 // token can never open a terminal and a takeover token never logs in.
 const tokenTypeTakeover = "sandbox_takeover"
-
-// Ways a takeover grant was obtained, in its audit detail ("via").
-const (
-	viaAPIKey = "api_key" // an admin key, in the header or behind a minted token
-	viaSSHKey = "ssh_key" // a registered SSH key, through the bastion
-)
 
 // takeoverClaims are the claims of a takeover token: bound to one
 // sandbox, single-use (jti), short-lived.
@@ -56,21 +53,21 @@ var errReadOnlyExec = &api.Error{
 }
 
 // mintTakeoverToken signs a token for sb granting g.
-func (s *Server) mintTakeoverToken(ctx context.Context, accountID, sandboxID string, g takeoverGrant) (api.TakeoverToken, error) {
+func (s *Server) mintTakeoverToken(ctx context.Context, accountID, sandboxID string, g authz.Grant) (api.TakeoverToken, error) {
 	key, err := s.jwtKey(ctx)
 	if err != nil {
 		return api.TakeoverToken{}, err
 	}
 	now := s.now()
 	exp := now.Add(api.TakeoverTokenTTL)
-	tok, err := signToken(key, takeoverClaims{
-		Type: tokenTypeTakeover, Sub: accountID, Sandbox: sandboxID, ReadOnly: g.readOnly,
-		KeyID: g.keyID, KeyName: g.keyName, Via: g.via, Jti: NewID(), Iat: now.Unix(), Exp: exp.Unix(),
+	tok, err := authn.SignToken(key, takeoverClaims{
+		Type: tokenTypeTakeover, Sub: accountID, Sandbox: sandboxID, ReadOnly: g.ReadOnly,
+		KeyID: g.KeyID, KeyName: g.KeyName, Via: g.Via, Jti: model.NewID(), Iat: now.Unix(), Exp: exp.Unix(),
 	})
 	if err != nil {
 		return api.TakeoverToken{}, err
 	}
-	return api.TakeoverToken{Token: tok, ExpiresAt: time.Unix(exp.Unix(), 0).UTC(), ReadOnly: g.readOnly}, nil
+	return api.TakeoverToken{Token: tok, ExpiresAt: time.Unix(exp.Unix(), 0).UTC(), ReadOnly: g.ReadOnly}, nil
 }
 
 // parseTakeoverToken verifies token for the sandbox sandboxID and spends it.
@@ -80,7 +77,7 @@ func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string
 	if err != nil {
 		return c, err
 	}
-	payload, err := verifyJWT(key, token)
+	payload, err := authn.VerifyJWT(key, token)
 	if err != nil {
 		return c, errBadTakeoverToken
 	}
@@ -90,7 +87,7 @@ func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string
 	now := s.now()
 	switch {
 	case c.Type != tokenTypeTakeover, c.Sub == "", c.Jti == "", c.Sandbox != sandboxID,
-		now.Unix() >= c.Exp, time.Unix(c.Iat, 0).After(now.Add(jwtClockSkew)):
+		now.Unix() >= c.Exp, time.Unix(c.Iat, 0).After(now.Add(authn.ClockSkew)):
 		return c, errBadTakeoverToken
 	}
 	// A token dies with the key that minted it (issue 17, finding 3).
@@ -126,7 +123,7 @@ func (s *Server) authenticateTakeover(r *http.Request) error {
 		}
 		token = t
 	}
-	if ValidAPIKey(token) {
+	if model.ValidAPIKey(token) {
 		return s.authenticateKey(r, token)
 	}
 	ctx := r.Context()
@@ -144,22 +141,22 @@ func (s *Server) authenticateTakeover(r *http.Request) error {
 	if r.Method != http.MethodGet && c.ReadOnly {
 		return errReadOnlyExec
 	}
-	ri := infoFrom(ctx)
-	ri.account = acct
-	ri.grant = &takeoverGrant{keyID: c.KeyID, keyName: c.KeyName, via: c.Via, readOnly: c.ReadOnly, token: true}
+	ri := authz.From(ctx)
+	ri.Account = acct
+	ri.Grant = &authz.Grant{KeyID: c.KeyID, KeyName: c.KeyName, Via: c.Via, ReadOnly: c.ReadOnly, Token: true}
 	return nil
 }
 
 // createTakeoverToken serves POST /v1/sandboxes/{id}/takeover-token:
 // admin keys only, as for the header-authenticated takeover.
 func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) error {
-	key := infoFrom(r.Context()).key
+	key := authz.From(r.Context()).Key
 	if key.Role != model.RoleAdmin {
 		return errTakeoverNotPermitted
 	}
 	var req api.TakeoverTokenRequest
 	if r.ContentLength != 0 {
-		if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+		if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 			return err
 		}
 	}
@@ -173,18 +170,18 @@ func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) err
 	if err := s.auditOpen(); err != nil {
 		return err
 	}
-	g := takeoverGrant{keyID: key.ID, keyName: key.Name, via: viaAPIKey, readOnly: req.ReadOnly}
+	g := authz.Grant{KeyID: key.ID, KeyName: key.Name, Via: authz.ViaAPIKey, ReadOnly: req.ReadOnly}
 	tok, err := s.mintTakeoverToken(r.Context(), sb.AccountID, sb.ID, g)
 	if err != nil {
 		return err
 	}
 	// A token whose minting is not on record is never handed out.
 	if err := s.audit(r.Context(), auditRecord{
-		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_token_mint", detail: g.detail(), started: s.now(),
+		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_token_mint", detail: g.Detail(), started: s.now(),
 	}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tok)
+	httpx.WriteJSON(w, http.StatusOK, tok)
 	return nil
 }
 
@@ -217,28 +214,28 @@ var errNoSSHAccess = api.Errorf(http.StatusNotFound, api.CodeNotFound, "no sandb
 // a fresh token with the same grant.
 func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) error {
 	var req api.BastionTokenRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	ctx := r.Context()
 	var (
 		accountID string
-		g         takeoverGrant
+		g         authz.Grant
 	)
 	switch {
 	case req.Token != "" && req.PublicKey != "":
-		return invalid("token", "send a public_key or a token, not both", "")
+		return httpx.Invalid("token", "send a public_key or a token, not both", "")
 	case req.Token != "":
 		c, err := s.parseTakeoverToken(ctx, req.Token, req.SandboxID)
 		if err != nil {
 			return err
 		}
 		accountID = c.Sub
-		g = takeoverGrant{keyID: c.KeyID, keyName: c.KeyName, via: c.Via, readOnly: c.ReadOnly}
+		g = authz.Grant{KeyID: c.KeyID, KeyName: c.KeyName, Via: c.Via, ReadOnly: c.ReadOnly}
 	default:
 		pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(req.PublicKey)))
 		if err != nil {
-			return invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
+			return httpx.Invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
 		}
 		k, err := s.store.SSHKeyByFingerprint(ctx, ssh.FingerprintSHA256(pub))
 		if errors.Is(err, model.ErrNotFound) {
@@ -248,7 +245,7 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 			return fmt.Errorf("look up ssh key: %w", err)
 		}
 		accountID = k.AccountID
-		g = takeoverGrant{keyID: k.ID, keyName: k.Name, via: viaSSHKey}
+		g = authz.Grant{KeyID: k.ID, KeyName: k.Name, Via: authz.ViaSSHKey}
 	}
 	sb, err := s.store.Sandbox(ctx, accountID, req.SandboxID)
 	if errors.Is(err, model.ErrNotFound) || (err == nil && sb.Status == model.StatusCreating) {
@@ -264,6 +261,6 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, tok)
+	httpx.WriteJSON(w, http.StatusOK, tok)
 	return nil
 }

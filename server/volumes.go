@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -46,17 +47,17 @@ func (s *Server) maxVolumeGB() float64 {
 // createVolume serves POST /v1/volumes.
 func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
 	var req api.CreateVolumeRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	if len(req.Label) > maxLabelLen {
-		return invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
+		return httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
 	}
 	if req.SizeGB == 0 {
 		req.SizeGB = 1
 	}
 	if maxGB := s.maxVolumeGB(); req.SizeGB < 0 || req.SizeGB > maxGB || math.IsNaN(req.SizeGB) {
-		return invalid("size_gb", fmt.Sprintf("size_gb must be more than 0 and at most %g", maxGB), "")
+		return httpx.Invalid("size_gb", fmt.Sprintf("size_gb must be more than 0 and at most %g", maxGB), "")
 	}
 	vd, err := s.volumeDriver()
 	if err != nil {
@@ -66,7 +67,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	acct := accountFrom(r.Context())
-	v := &model.Volume{ID: NewID(), AccountID: acct.ID, Label: req.Label, SizeGB: req.SizeGB, Status: api.VolumeReady, CreatedAt: s.now()}
+	v := &model.Volume{ID: model.NewID(), AccountID: acct.ID, Label: req.Label, SizeGB: req.SizeGB, Status: api.VolumeReady, CreatedAt: s.now()}
 	const mib = 1 << 20
 	size := max(16*mib, int64(req.SizeGB*(1<<30))/mib*mib)
 	if err := vd.CreateVolume(r.Context(), v.ID, size); err != nil {
@@ -81,7 +82,7 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
 		_ = vd.DeleteVolume(context.WithoutCancel(r.Context()), v.ID)
 		return fmt.Errorf("record volume: %w", err)
 	}
-	writeJSON(w, http.StatusCreated, v.ToAPI())
+	httpx.WriteJSON(w, http.StatusCreated, v.ToAPI())
 	return nil
 }
 
@@ -94,7 +95,7 @@ func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request) error {
 	for i, v := range vs {
 		out[i] = v.ToAPI()
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -112,7 +113,7 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("load volume: %w", err)
 	}
-	writeJSON(w, http.StatusOK, v.ToAPI())
+	httpx.WriteJSON(w, http.StatusOK, v.ToAPI())
 	return nil
 }
 
@@ -155,7 +156,7 @@ func (s *Server) validateVolumeMounts(ctx context.Context, acct *model.Account, 
 	out := make([]model.VolumeMount, 0, len(mounts))
 	for id, p := range mounts {
 		if !path.IsAbs(p) || path.Clean(p) != p || !strings.HasPrefix(p, VolumeMountRoot+"/") {
-			return nil, invalid("volume_mounts", fmt.Sprintf("mount path %q must be a clean absolute path below %s/", p, VolumeMountRoot),
+			return nil, httpx.Invalid("volume_mounts", fmt.Sprintf("mount path %q must be a clean absolute path below %s/", p, VolumeMountRoot),
 				"mount volumes at e.g. /workspace/data")
 		}
 		out = append(out, model.VolumeMount{ID: id, Path: p})
@@ -163,7 +164,7 @@ func (s *Server) validateVolumeMounts(ctx context.Context, acct *model.Account, 
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	for i := 1; i < len(out); i++ {
 		if prev := out[i-1].Path; out[i].Path == prev || strings.HasPrefix(out[i].Path, prev+"/") {
-			return nil, invalid("volume_mounts", fmt.Sprintf("mount paths %s and %s overlap", prev, out[i].Path), "")
+			return nil, httpx.Invalid("volume_mounts", fmt.Sprintf("mount paths %s and %s overlap", prev, out[i].Path), "")
 		}
 	}
 	for _, m := range out {

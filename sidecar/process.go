@@ -41,6 +41,7 @@ func newProcTable(l ToolLimits) *procTable {
 // stdin a pipe and stdout and stderr merged into a ring buffer.
 type bgProc struct {
 	id, command, description string
+	restart                  bool // started again when a filesystem pause resumes
 	startedAt                time.Time
 	maxRuntime               time.Duration // the watchdog kills it then
 	pgid                     int
@@ -66,7 +67,10 @@ func (p *bgProc) state() (string, *int) {
 
 func (p *bgProc) info() api.ProcessInfo {
 	status, code := p.state()
-	return api.ProcessInfo{ProcessID: p.id, Command: p.command, Description: p.description, Status: status, StartedAt: p.startedAt, ExitCode: code}
+	return api.ProcessInfo{
+		ProcessID: p.id, Command: p.command, Description: p.description, Status: status, StartedAt: p.startedAt, ExitCode: code,
+		Restart: p.restart, MaxRuntimeSeconds: int(p.maxRuntime / time.Second),
+	}
 }
 
 // signal sends sig to the process group while the process runs, recording
@@ -216,7 +220,7 @@ func (h *Handler) spawn(req api.ProcessStartRequest, outputBytes int) (*bgProc, 
 	}
 	h.oomFirst(cmd.Process.Pid)
 	p := &bgProc{
-		id: id, command: req.Command, description: req.Description,
+		id: id, command: req.Command, description: req.Description, restart: req.Restart,
 		startedAt: time.Now().UTC(), maxRuntime: time.Duration(req.MaxRuntimeSeconds) * time.Second, pgid: cmd.Process.Pid,
 		out: newRing(outputBytes), done: make(chan struct{}),
 		stdin: inW, status: api.ProcessRunning,

@@ -38,8 +38,9 @@ type redaction struct {
 //     as random tokens do, so long snake_case identifiers are left alone;
 //   - added: boxkite API keys, bearer and Basic authorization values,
 //     fine-grained GitHub tokens, OpenAI/Anthropic, Stripe, Slack and Google
-//     keys, PKCS#8 and PGP private key blocks, and a private key block cut
-//     off before its END line.
+//     keys, PKCS#8 and PGP private key blocks, a private key block cut
+//     off before its END line, and the password in a URL
+//     (scheme://user:password@host).
 //
 // It is a courtesy, not a boundary (SECURITY.md): it catches secrets an
 // agent prints by accident, not ones a program sets out to hide.
@@ -62,6 +63,9 @@ var redactions = sync.OnceValue(func() []redaction {
 		{re: regexp.MustCompile(`(?i)(password|passwd)["' \t]*[:=][ \t]*["']?[^\s"']{8,}`), repl: "${1}=[REDACTED]", need: []string{"passw"}},
 		{re: regexp.MustCompile(`(?i)(pwd)["' \t]*[:=][ \t]*["']?[^\s"'/\[][^\s"']{7,}`), repl: "${1}=[REDACTED]", need: []string{"pwd"}}, // not PWD=/a/directory
 		{re: regexp.MustCompile(`(?i)eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`), repl: "[REDACTED_JWT]", need: []string{"eyj"}},
+		// A password in a URL's userinfo: postgres://user:secret@db/x,
+		// https://oauth2:token@git.example.com/repo.git.
+		{re: regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://[^\s:/?#@"'<>]+:)[^\s/?#@"'<>]+@`), repl: "${1}[REDACTED]@", need: []string{"://"}},
 		{re: regexp.MustCompile(`(?i)\b(bearer)[ \t]+[A-Za-z0-9._~+/-]{16,}=*`), repl: "${1} [REDACTED]", need: []string{"bearer"}},
 		{re: regexp.MustCompile(`(?i)(authorization:[ \t]*basic)[ \t]+[A-Za-z0-9+/]{8,}=*`), repl: "${1} [REDACTED]", need: []string{"authorization:"}},
 		{re: regexp.MustCompile(`(?i)gh[pousr]_[A-Za-z0-9]{36}`), repl: "[REDACTED_GITHUB_TOKEN]", need: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},

@@ -41,6 +41,8 @@ var redactTests = []struct {
 	{"slack", "xoxb-123456789012-abcdefghij", "[REDACTED_SLACK_TOKEN]"},
 	{"google", "AIzaSyA-abcdefghijklmnopqrstuvwxyz01234", "[REDACTED_KEY]"},
 	{"pat", "token abcd_Ab3dEf6hIj9kLm2nOp5q end", "token [REDACTED_PAT] end"},
+	{"url password", "psql postgres://app:Tr0ub4dor3@db.internal:5432/x", "psql postgres://app:[REDACTED]@db.internal:5432/x"},
+	{"git remote token", "git clone https://oauth2:s3cret-t0k@git.example.com/a.git", "git clone https://oauth2:[REDACTED]@git.example.com/a.git"},
 
 	// Near misses that must stay as they are.
 	{"password prose", "the archive is password protected", "the archive is password protected"},
@@ -55,6 +57,7 @@ var redactTests = []struct {
 	{"short api key", "api_key=short", "api_key=short"},
 	{"sk-learn", "pip install scikit-learn # sk-learn", "pip install scikit-learn # sk-learn"},
 	{"bearer word", "Bearer token required", "Bearer token required"},
+	{"url without password", "ssh://git@github.com:22/a/b.git https://example.com:8443/a@b", "ssh://git@github.com:22/a/b.git https://example.com:8443/a@b"},
 	{"public key", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----", "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----"},
 	{"certificate", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"},
 	{"commit hash", "commit 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b", "commit 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"},

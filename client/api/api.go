@@ -92,6 +92,14 @@ type Sandbox struct {
 	PausedAt   *time.Time `json:"paused_at,omitempty"`
 }
 
+// ResumeResult is the answer to POST /v1/sandboxes/{id}/resume: the
+// sandbox, and after a filesystem pause what became of the background
+// processes that ran when it was paused.
+type ResumeResult struct {
+	Sandbox
+	Processes []ResumedProcess `json:"processes,omitempty"`
+}
+
 // ExtendSandboxRequest is the body of POST /v1/sandboxes/{id}/extend.
 type ExtendSandboxRequest struct {
 	LifetimeMinutes int `json:"lifetime_minutes"`

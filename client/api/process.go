@@ -27,6 +27,9 @@ type ProcessStartRequest struct {
 	Command           string `json:"command"`
 	Description       string `json:"description,omitempty"`
 	MaxRuntimeSeconds int    `json:"max_runtime_seconds,omitempty"` // 1..MaxProcessRuntime; 0 (absent) means DefaultProcessRuntime
+	// Restart starts the process again when the sandbox resumes from a
+	// filesystem pause (PauseFilesystem), which ends every process.
+	Restart bool `json:"restart,omitempty"`
 }
 
 // ProcessStarted is the 201 answer to POST /process/start.
@@ -90,6 +93,25 @@ type ProcessInfo struct {
 	Status      string    `json:"status"`
 	StartedAt   time.Time `json:"started_at"`
 	ExitCode    *int      `json:"exit_code"` // null while running
+	// Restart and MaxRuntimeSeconds are as started.
+	Restart           bool `json:"restart,omitempty"`
+	MaxRuntimeSeconds int  `json:"max_runtime_seconds,omitempty"`
+}
+
+// Resumed processes' fates, in ResumedProcess.Status.
+const (
+	ProcessRestarted = "restarted" // started again (it was started with restart)
+	ProcessEnded     = "ended"     // ended by the filesystem pause, not started again
+)
+
+// ResumedProcess is what became of one background process that ran when
+// the sandbox was paused with PauseFilesystem.
+type ResumedProcess struct {
+	ProcessID    string `json:"process_id"` // as it was before the pause
+	Command      string `json:"command"`
+	Status       string `json:"status"`                   // ProcessRestarted or ProcessEnded
+	NewProcessID string `json:"new_process_id,omitempty"` // when restarted
+	Error        string `json:"error,omitempty"`          // when it could not be started again
 }
 
 // ProcessList is the answer to GET /process.

@@ -32,6 +32,7 @@ const (
 	bootstrapKeyEnv = "BOXKITE_BOOTSTRAP_API_KEY"
 	jwtSecretEnv    = "BOXKITE_JWT_SECRET"
 	bastionKeyEnv   = "BOXKITE_BASTION_KEY"
+	secretsKeyEnv   = "BOXKITE_SECRETS_KEY"
 )
 
 // secretFile is one secret the server may be given, by its file flag or
@@ -47,6 +48,7 @@ var secretFiles = []secretFile{
 	{"bootstrap-key-file", "bootstrap-api-key", bootstrapKeyEnv, "the local-mode admin API key, registered at start-up"},
 	{"jwt-secret-file", "jwt-secret", jwtSecretEnv, "the key that signs access tokens (at least 32 bytes); unset, a generated key kept in the database"},
 	{"bastion-key-file", "bastion-key", bastionKeyEnv, "the key boxkite-bastion presents to open terminals for registered SSH keys (at least 32 bytes)"},
+	{"secrets-key-file", "secrets-key", secretsKeyEnv, "the keys that wrap the data keys of stored secrets: 32 random bytes in base64 a line, the newest first (docs/secrets.md); unset, the server keeps no secrets"},
 }
 
 // defaultWarmPool is the warm pool's size unless configured: enough for an
@@ -71,6 +73,7 @@ type options struct {
 	maxVolumeGB     float64
 	mcpCatalog      string
 	recordTakeovers bool
+	console         bool // serve the web console at /ui/
 	maxCount        int
 	reaperInterval  time.Duration
 	warmPool        int
@@ -94,6 +97,7 @@ type options struct {
 	namespace    string
 	image        string
 	runtimeClass string
+	hostUsers    bool
 	egressHost   string
 
 	// Fair use and rate limits (server.Limits, server.RateLimits).
@@ -111,6 +115,7 @@ type options struct {
 	bootstrapKey string
 	jwtSecret    string
 	bastionKey   string
+	secretsKey   string // the secrets key file's text (server/secrets.ParseKeyring)
 }
 
 func envName(flagName string) string {
@@ -142,6 +147,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.StringVar(&o.namespace, "namespace", kube.DefaultNamespace, "kube driver: `namespace` the sandbox pods run in")
 	fs.StringVar(&o.image, "sandbox-image", kube.DefaultImage, "kube driver: sandbox `image`, with boxkite-sidecar on its PATH")
 	fs.StringVar(&o.runtimeClass, "runtime-class", "", "kube driver: runtimeClassName of sandbox pods, e.g. gvisor (`name`; default the cluster's)")
+	fs.BoolVar(&o.hostUsers, "host-users", false, "kube driver: run sandbox pods in their node's user namespace (hostUsers: true); by default each pod gets one of its own, which needs Linux 6.3+ nodes with a runtime that supports it")
 	fs.StringVar(&o.egressHost, "egress-host", "", "kube driver: `address` sandbox pods reach this server on for granted egress, e.g. the pod IP (default: egress grants refused)")
 	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(getenv), "`directory` for the database and sandbox state")
 	fs.StringVar(&o.configFile, "config", "", "TOML `file` with any of these settings (keys as the flag names)")
@@ -154,6 +160,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.Float64Var(&o.maxVolumeGB, "max-volume-gb", server.DefaultMaxVolumeGB, "largest size_gb a volume may ask for")
 	fs.StringVar(&o.mcpCatalog, "mcp-catalog", "", "MCP connection catalog as comma-separated `id=host[:port]` entries, replacing the default (github, slack, notion, linear)")
 	fs.BoolVar(&o.recordTakeovers, "takeover-recording", false, "keep an asciicast recording of every terminal takeover, readable after the sandbox is gone")
+	fs.BoolVar(&o.console, "console", true, "serve the web console at /ui/ (docs/console.md)")
 	fs.DurationVar(&o.reaperInterval, "reaper-interval", server.DefaultReaperInterval, "how often expired sandboxes are destroyed")
 	fs.IntVar(&o.maxConcurrent, "max-concurrent", 0, "most sandboxes running at once, all accounts together (0: no limit)")
 	fs.IntVar(&o.maxConcurrentPerAccount, "max-concurrent-per-account", 0, "most sandboxes one account may run at once (0: no limit)")
@@ -174,7 +181,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 			return nil
 		})
 	}
-	fs.StringVar(&o.secretsDir, "secrets-dir", "", "`directory` holding any of the files bootstrap-api-key, jwt-secret and bastion-key (a mounted Kubernetes Secret)")
+	fs.StringVar(&o.secretsDir, "secrets-dir", "", "`directory` holding any of the files bootstrap-api-key, jwt-secret, bastion-key and secrets-key (a mounted Kubernetes Secret)")
 	fs.StringVar(&o.idRangeDir, "id-range-dir", "", "local driver as root: `directory` of the host id range leases, shared by every boxkite server of the host (default "+local.DefaultIDRangeDir+")")
 	fs.IntVar(&o.idRangeFirst, "id-range-first", 0, fmt.Sprintf("local driver as root: first host uid and gid of the sandboxes' id ranges, a multiple of 65536 (0: %d)", local.DefaultIDRangeFirst))
 	fs.IntVar(&o.idRangeCount, "id-range-count", 0, fmt.Sprintf("local driver as root: how many 65536-id ranges sandboxes and builds lease, at most one each (0: %d)", local.DefaultIDRangeCount))
@@ -192,13 +199,13 @@ reverse proxy to each sandbox's sidecar. 'boxkite up' starts it for local mode.
 
 Settings come from flags, then environment variables, then the --config file,
 then the defaults shown. Secrets (--bootstrap-key-file, --jwt-secret-file,
---bastion-key-file, --secrets-dir) are read from files only their owner can
-read, or a descriptor (/dev/fd/N), never from the environment, which stays
-readable in /proc for as long as the server runs: %s,
-%s and %s are refused.
+--bastion-key-file, --secrets-key-file, --secrets-dir) are read from files
+only their owner can read, or a descriptor (/dev/fd/N), never from the
+environment, which stays readable in /proc for as long as the server runs:
+%s, %s, %s and %s are refused.
 
 Flags:
-`, bootstrapKeyEnv, jwtSecretEnv, bastionKeyEnv)
+`, bootstrapKeyEnv, jwtSecretEnv, bastionKeyEnv, secretsKeyEnv)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -365,6 +372,8 @@ func readSecrets(o *options) error {
 			o.jwtSecret = v
 		case "bastion-key-file":
 			o.bastionKey = v
+		case "secrets-key-file":
+			o.secretsKey = v
 		}
 	}
 	return nil

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
 )
 
@@ -152,7 +152,7 @@ func TestKillDuringExecBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
-	key := server.NewAPIKey()
+	key := model.NewAPIKey()
 	srv := startServer(t, stateDir, key)
 	ctx := context.Background()
 	var sb api.Sandbox

@@ -18,11 +18,11 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/e2bsdk"
 	"github.com/boxkite/boxkite/internal/e2bsdk/e2btui"
-	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem/filesystemconnect"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/process"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/process/processconnect"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // e2bServer is a boxkite-server for the E2B tests, with a second account.
@@ -38,7 +38,7 @@ func startE2BServer(t *testing.T) *e2bServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
-	key := server.NewAPIKey()
+	key := model.NewAPIKey()
 	p := startServer(t, stateDir, key)
 	return &e2bServer{serverProcess: p, key: key, otherKey: e2bsdk.OtherAccountKey(t, p.base)}
 }

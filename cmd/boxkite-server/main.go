@@ -24,11 +24,13 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/console"
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/sqlstore"
 	"k8s.io/client-go/rest"
 )
@@ -175,18 +177,31 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	if sb.images == nil {
 		cfg.Images = nil // a nil *images.Manager in the interface would look set
 	}
+	if cfg.Secrets, err = openSecrets(ctx, opts.secretsKey, store, log); err != nil {
+		return err
+	}
 	srv, err := server.New(cfg, store, sb.driver, log)
 	if err != nil {
 		return err
 	}
 	// The E2B-compatible API (docs/e2b.md) on the same listener.
 	srv.MountE2B(e2b.New(srv.E2B(), store, log), e2b.Matches)
+	if opts.console {
+		ui, err := console.New(console.Config{API: srv, Log: log})
+		if err != nil {
+			return err
+		}
+		srv.MountConsole(ui)
+	}
 	if err := srv.Init(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "boxkite-server %s listening on http://%s (driver %s, db %s)\n",
 		buildVersion(), ln.Addr(), opts.driver, redactDSN(opts.db))
 
+	if opts.console {
+		fmt.Fprintf(stderr, "web console at http://%s/ui/ (docs/console.md)\n", ln.Addr())
+	}
 	if adminLn != nil {
 		fmt.Fprintf(stderr, "profiling (net/http/pprof) on http://%s/debug/pprof/\n", adminLn.Addr())
 		go serveAdmin(ctx, adminLn, log)
@@ -232,7 +247,7 @@ type substrate struct {
 func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstore.Store, log *slog.Logger) (*substrate, error) {
 	if opts.driver == "kube" {
 		d, err := kube.NewForConfig(rc, kube.Config{
-			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass,
+			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass, HostUsers: opts.hostUsers,
 			MaxLifetime: opts.maxLifetime, PoolSize: opts.warmPool, EgressHost: opts.egressHost,
 			ControlPlaneNamespace: controlPlaneNamespace(opts.kubeconfig),
 			Log:                   log.With("driver", "kube"),
@@ -354,4 +369,30 @@ func hostLimits(opts *options) local.HostLimits {
 		h.MinFreeDisk = -1
 	}
 	return h
+}
+
+// openSecrets returns the secrets broker over store, keyed by the text of
+// the secrets key file; nil (no secrets) without one. Data keys wrapped by
+// an older key of the file are rewrapped with the newest (rotation).
+func openSecrets(ctx context.Context, keyText string, store *sqlstore.Store, log *slog.Logger) (*secrets.Service, error) {
+	if keyText == "" {
+		return nil, nil
+	}
+	kr, err := secrets.ParseKeyring(keyText)
+	if err != nil {
+		return nil, &usageError{msg: fmt.Sprintf("--secrets-key-file: %v", err), hint: "the file holds one base64 key of 32 bytes a line, the newest first; see docs/secrets.md"}
+	}
+	sv := secrets.New(store, secrets.Config{Keyring: kr, Log: log.With("component", "secrets")})
+	n, unknown, err := sv.Rotate(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rewrap secrets: %w", err)
+	}
+	if n > 0 {
+		log.Info("rewrapped secrets with the newest secrets key", "secrets", n, "key", kr.PrimaryID())
+	}
+	if unknown > 0 {
+		log.Warn("secrets wrapped with a key the secrets key file lacks cannot be used until it is back (or they are deleted); keep older keys in the file until no start reports this",
+			"secrets", unknown)
+	}
+	return sv, nil
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 func envFunc(m map[string]string) func(string) string {
@@ -36,6 +36,7 @@ max-count = 3
 max_storage_gb = 7.5
 reaper_interval = "5s"
 state_dir = "/from/file"
+host-users = true
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ state_dir = "/from/file"
 				listen: "127.0.0.1:8090", db: "sqlite:/bh/server/boxkite.db", driver: "local", stateDir: "/bh/server",
 				logLevel: "info", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour, maxStorageGB: 20, maxVolumeGB: 100, maxCount: 10,
 				reaperInterval: time.Second, warmPool: defaultWarmPool,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, console: true,
 			},
 		},
 		{
@@ -68,7 +69,7 @@ state_dir = "/from/file"
 				listen: "127.0.0.1:3333", db: "sqlite:/from/file/boxkite.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 4, reaperInterval: 5 * time.Second,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true,
 			},
 		},
 		{
@@ -78,7 +79,7 @@ state_dir = "/from/file"
 				listen: "127.0.0.1:1111", db: "sqlite:/x.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 3, reaperInterval: 5 * time.Second, warmPool: defaultWarmPool,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true,
 			},
 		},
 	}
@@ -206,7 +207,7 @@ func (l *lockedBuffer) String() string {
 func TestServeAndStop(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
-	key := server.NewAPIKey()
+	key := model.NewAPIKey()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	keyFile := filepath.Join(t.TempDir(), "bootstrap.key")
@@ -270,7 +271,7 @@ func TestServeAndStop(t *testing.T) {
 	}{
 		{"/health/ready", "", 200},
 		{"/v1/sandboxes", key, 200},
-		{"/v1/sandboxes", server.NewAPIKey(), 401},
+		{"/v1/sandboxes", model.NewAPIKey(), 401},
 	} {
 		req, _ := http.NewRequest("GET", base+tt.path, nil)
 		if tt.key != "" {

@@ -9,6 +9,7 @@ package npmtest
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha1"
@@ -18,6 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -75,63 +77,155 @@ func PackFile(spec string) string {
 // Registry is an npm registry on loopback. Metadata and tarball URLs name
 // the host the client asked for (its Host header), so it can be reached
 // under any name a test resolves to it, through a proxy or not.
+//
+// Packages of directories added with AddDir are read when a client first
+// asks for their name, and served from disk: a directory may hold
+// hundreds of megabytes of packages a test never installs.
 type Registry struct {
 	Server *httptest.Server
 
 	mu       sync.Mutex
-	packages map[string]map[string]pkgVersion // name → version → package
-	fetched  map[string]int                   // tarball requests, by name@version
+	packages map[string]map[string]*pkgVersion // name → version → package
+	dirs     []string                          // AddDir's, read on demand
+	files    map[string]*pkgFile               // their tarballs, by path
+	fetched  map[string]int                    // tarball requests, by name@version
 }
 
 type pkgVersion struct {
-	manifest map[string]any // package.json
-	tarball  []byte
+	manifest        map[string]any // package.json
+	tarball         []byte         // in memory (Add), or
+	file            string         // on disk (AddDir)
+	sha1, integrity string
+}
+
+// pkgFile is a tarball of an AddDir directory, read once.
+type pkgFile struct {
+	once sync.Once
+	pkg  *pkgVersion
+	err  error
 }
 
 // New starts an empty registry, closed when the test ends.
 func New(t testing.TB) *Registry {
 	t.Helper()
-	r := &Registry{packages: map[string]map[string]pkgVersion{}, fetched: map[string]int{}}
+	r := &Registry{packages: map[string]map[string]*pkgVersion{}, files: map[string]*pkgFile{}, fetched: map[string]int{}}
 	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.Server.Close)
 	return r
 }
 
-// AddDir adds every .tgz file of dir.
+// AddDir serves the .tgz files of dir (as `npm pack` names them:
+// scope-name-version.tgz), each read when its name is first asked for.
 func (r *Registry) AddDir(t testing.TB, dir string) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "*.tgz"))
-	if err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("npmtest: %v", err)
 	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Add(t, b)
-	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dirs = append(r.dirs, dir)
 }
 
 // Add serves the package tarball tgz under the name and version its
 // package.json gives.
 func (r *Registry) Add(t testing.TB, tgz []byte) {
 	t.Helper()
-	manifest, err := readManifest(tgz)
+	p, err := newPkg(bytes.NewReader(tgz), tgz, "")
 	if err != nil {
 		t.Fatalf("npmtest: %v", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.register(p)
+}
+
+// newPkg reads a tarball's package.json and digests: from body, which is
+// tgz when it is in memory, else the file at path.
+func newPkg(body io.Reader, tgz []byte, path string) (*pkgVersion, error) {
+	h1, h512 := sha1.New(), sha512.New()
+	manifest, err := readManifest(io.TeeReader(body, io.MultiWriter(h1, h512)))
+	if err != nil {
+		return nil, err
+	}
+	// The digests cover the whole file, past package.json.
+	if _, err := io.Copy(io.MultiWriter(h1, h512), body); err != nil {
+		return nil, fmt.Errorf("read package: %w", err)
 	}
 	name, _ := manifest["name"].(string)
 	version, _ := manifest["version"].(string)
 	if name == "" || version == "" {
-		t.Fatalf("npmtest: a package.json without name or version: %v", manifest)
+		return nil, fmt.Errorf("a package.json without name or version: %v", manifest)
 	}
+	return &pkgVersion{
+		manifest: manifest, tarball: tgz, file: path,
+		sha1: hex.EncodeToString(h1.Sum(nil)), integrity: "sha512-" + base64.StdEncoding.EncodeToString(h512.Sum(nil)),
+	}, nil
+}
+
+// register adds p; r.mu held.
+func (r *Registry) register(p *pkgVersion) {
+	name, version := p.manifest["name"].(string), p.manifest["version"].(string)
+	if r.packages[name] == nil {
+		r.packages[name] = map[string]*pkgVersion{}
+	}
+	r.packages[name][version] = p
+}
+
+// lookup returns the versions of name, reading first the AddDir
+// tarballs whose file name could be one of them (in parallel, and each
+// once: a big one takes seconds).
+func (r *Registry) lookup(name string) (map[string]*pkgVersion, error) {
+	prefix := strings.TrimSuffix(PackFile(name+"@0"), "0.tgz")
+	type todo struct {
+		path string
+		f    *pkgFile
+	}
+	var files []todo
+	r.mu.Lock()
+	for _, dir := range r.dirs {
+		matches, _ := filepath.Glob(filepath.Join(dir, prefix+"*.tgz"))
+		for _, m := range matches {
+			// The rest must be a version: "cowsay-" also starts
+			// "cowsay-plus-1.0.0.tgz".
+			v := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(m), prefix), ".tgz")
+			if !semver.IsValid("v" + v) {
+				continue
+			}
+			f, ok := r.files[m]
+			if !ok {
+				f = &pkgFile{}
+				r.files[m] = f
+			}
+			files = append(files, todo{m, f})
+		}
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, td := range files {
+		wg.Go(func() {
+			td.f.once.Do(func() {
+				f, err := os.Open(td.path)
+				if err != nil {
+					td.f.err = err
+					return
+				}
+				defer f.Close()
+				td.f.pkg, td.f.err = newPkg(bufio.NewReader(f), nil, td.path)
+			})
+		})
+	}
+	wg.Wait()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.packages[name] == nil {
-		r.packages[name] = map[string]pkgVersion{}
+	for _, td := range files {
+		if td.f.err != nil {
+			return nil, fmt.Errorf("%s: %w", td.path, td.f.err)
+		}
+		if n, _ := td.f.pkg.manifest["name"].(string); n == name {
+			r.register(td.f.pkg)
+		}
 	}
-	r.packages[name][version] = pkgVersion{manifest: manifest, tarball: tgz}
+	return maps.Clone(r.packages[name]), nil
 }
 
 // Fetched reports how often the tarball of name@version was downloaded.
@@ -161,18 +255,26 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	path = strings.TrimPrefix(path, "/")
 	name, file, isTarball := strings.Cut(path, "/-/")
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	versions, ok := r.packages[name]
-	if !ok {
+	versions, err := r.lookup(name)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if len(versions) == 0 {
 		http.Error(w, `{"error":"Not found"}`, http.StatusNotFound)
 		return
 	}
 	if isTarball {
 		for v, p := range versions {
 			if file == tarballName(name, v) {
+				r.mu.Lock()
 				r.fetched[name+"@"+v]++
+				r.mu.Unlock()
 				w.Header().Set("Content-Type", "application/octet-stream")
+				if p.file != "" {
+					http.ServeFile(w, req, p.file)
+					return
+				}
 				_, _ = w.Write(p.tarball)
 				return
 			}
@@ -180,7 +282,7 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		http.NotFound(w, req)
 		return
 	}
-	doc := map[string]any{"name": name, "versions": r.packument(req.Host, name, versions)}
+	doc := map[string]any{"name": name, "versions": packument(req.Host, name, versions)}
 	var all []string
 	for v := range versions {
 		all = append(all, v)
@@ -193,20 +295,15 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 
 // packument returns each version's package.json with where to fetch its
 // tarball and the digests npm checks it against.
-func (r *Registry) packument(host, name string, versions map[string]pkgVersion) map[string]any {
+func packument(host, name string, versions map[string]*pkgVersion) map[string]any {
 	out := map[string]any{}
 	for v, p := range versions {
-		m := map[string]any{}
-		for k, val := range p.manifest {
-			m[k] = val
-		}
-		sha1sum := sha1.Sum(p.tarball)
-		sha512sum := sha512.Sum512(p.tarball)
+		m := maps.Clone(p.manifest)
 		m["_id"] = name + "@" + v
 		m["dist"] = map[string]any{
 			"tarball":   "http://" + host + "/" + name + "/-/" + tarballName(name, v),
-			"shasum":    hex.EncodeToString(sha1sum[:]),
-			"integrity": "sha512-" + base64.StdEncoding.EncodeToString(sha512sum[:]),
+			"shasum":    p.sha1,
+			"integrity": p.integrity,
 		}
 		out[v] = m
 	}
@@ -221,9 +318,10 @@ func tarballName(name, version string) string {
 	return name + "-" + version + ".tgz"
 }
 
-// readManifest returns package/package.json of a package tarball.
-func readManifest(tgz []byte) (map[string]any, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(tgz))
+// readManifest returns package/package.json of a package tarball,
+// reading no further.
+func readManifest(tgz io.Reader) (map[string]any, error) {
+	zr, err := gzip.NewReader(tgz)
 	if err != nil {
 		return nil, fmt.Errorf("read package: %w", err)
 	}

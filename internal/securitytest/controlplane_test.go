@@ -47,8 +47,10 @@ func TestAllowlistPlantedProgram(t *testing.T) {
 		"IFS=/ ls",
 		// dash, /bin/sh here, reads &> as & then >: ./bin/ls is a program.
 		"ls &>/tmp/out ./bin/ls",
-		// bash as /bin/sh (other hosts, images) reads $'\'' as a quote.
+		// bash as /bin/sh (other hosts, images) reads $'\'' as a quote,
+		// and runs $(…) found in a value it expands as a prompt.
 		"ls $'\\''; ./bin/ls #'",
+		`a='$'; b='('; x="$a${b}./bin/ls)"; ls ${x@P}`,
 	} {
 		t.Run(command, func(t *testing.T) {
 			res, err := x.exec(id, api.ExecRequest{Command: command})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/servertest"
 	"github.com/boxkite/boxkite/sidecar/jail"
@@ -40,7 +41,11 @@ func TestMain(m *testing.M) {
 	}
 	if os.Geteuid() != 0 {
 		// The suite proves the root driver's jail: cgroups and loop quotas
-		// need root. CI runs it as root.
+		// need root. CI runs it as root, and fails it otherwise.
+		if os.Getenv("CI") != "" {
+			fmt.Println("securitytest: CI must run the security suite as root")
+			os.Exit(1)
+		}
 		fmt.Println("securitytest: skipped, needs root")
 		os.Exit(0)
 	}
@@ -58,7 +63,13 @@ type suite struct {
 // configuration further.
 func newSuite(t testing.TB, edits ...func(*local.Config)) *suite {
 	t.Helper()
-	s := servertest.New(t, servertest.WithDriverConfig(func(c *local.Config) {
+	return newSuiteConfig(t, server.Config{}, edits...)
+}
+
+// newSuiteConfig is newSuite with the control plane's configuration cfg.
+func newSuiteConfig(t testing.TB, cfg server.Config, edits ...func(*local.Config)) *suite {
+	t.Helper()
+	s := servertest.New(t, servertest.WithConfig(cfg), servertest.WithDriverConfig(func(c *local.Config) {
 		c.Sizes = map[string]jail.Limits{
 			api.SizeSmall:  {CPUs: 1, Memory: testMemory},
 			api.SizeMedium: {CPUs: 1, Memory: 2 * testMemory},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,6 +115,27 @@ func check(t *testing.T, sdk string, suite *conformance.Suite, lines [][]byte, s
 		}
 		if o.ElapsedMS < c.MinElapsedMS {
 			t.Errorf("%s: took %d ms, want at least %d (a retry after Retry-After)", c.Name, o.ElapsedMS, c.MinElapsedMS)
+		}
+	}
+	// A 503 the server will answer again (secrets_unavailable: no secrets
+	// key) is not retried: each secrets case is one request.
+	for name, op := range map[string]string{
+		"secret_create": "POST /v1/secrets", "secret_list": "GET /v1/secrets",
+		"secret_update": "PUT /v1/secrets/{id}", "secret_delete": "DELETE /v1/secrets/{id}",
+		"http_request": "POST /v1/sandboxes/{id}/http-request",
+	} {
+		if _, ok := got[name]; ok {
+			if n := srv.rec.calls(op); n != 1 {
+				t.Errorf("%s: %s was sent %d times, want once: secrets_unavailable is not worth retrying", name, op, n)
+			}
+		}
+	}
+	if _, ok := got["log_follow_reconnect"]; ok {
+		srv.mu.Lock()
+		cut, resumed := srv.cutAfter, slices.Clone(srv.resumed)
+		srv.mu.Unlock()
+		if cut == "" || len(resumed) == 0 || resumed[0] != cut {
+			t.Errorf("log_follow_reconnect: the stream was cut after event %q; the SDK reconnected with Last-Event-ID %q, want it once with that id", cut, resumed)
 		}
 	}
 	// The flaky proxy saw each retried call twice (the refusal, then the

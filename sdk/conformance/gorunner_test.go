@@ -11,6 +11,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +75,28 @@ var goCalls = map[string]goCall{
 	},
 	"sandboxes.extend": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.ExtendSandbox(ctx, a.s("id"), a.i("lifetime_minutes"))
+	},
+	// The secrets routes through client.Do, until client/ wraps them.
+	"secrets.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return rawJSON(ctx, c, http.MethodPost, "/v1/secrets", map[string]any{"name": a["name"], "value": a["value"], "allowed_hosts": a["allowed_hosts"]})
+	},
+	"secrets.list": func(ctx context.Context, c *client.Client, _ args) (any, error) {
+		return rawJSON(ctx, c, http.MethodGet, "/v1/secrets", nil)
+	},
+	"secrets.update": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return rawJSON(ctx, c, http.MethodPut, "/v1/secrets/"+url.PathEscape(a.s("id")), map[string]any{"value": a["value"]})
+	},
+	"secrets.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return rawJSON(ctx, c, http.MethodDelete, "/v1/secrets/"+url.PathEscape(a.s("id")), nil)
+	},
+	"sandbox.http_request": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return rawJSON(ctx, c, http.MethodPost, "/v1/sandboxes/"+url.PathEscape(a.s("id"))+"/http-request", map[string]any{"url": a["url"], "headers": a["headers"]})
+	},
+	"sandboxes.pause": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.PauseSandbox(ctx, a.s("id"), a.s("mode"))
+	},
+	"sandboxes.resume": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ResumeSandbox(ctx, a.s("id"))
 	},
 	"sandboxes.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return none(c.DeleteSandbox(ctx, a.s("id")))
@@ -350,6 +374,32 @@ var goCalls = map[string]goCall{
 	"allowed_commands.clear": func(ctx context.Context, c *client.Client, _ args) (any, error) {
 		return none(c.ClearAllowedCommands(ctx))
 	},
+}
+
+// rawJSON calls a route with client.Do: body as JSON, the answer decoded
+// (nil when empty).
+func rawJSON(ctx context.Context, c *client.Client, method, path string, body any) (any, error) {
+	var r io.Reader
+	h := http.Header{}
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		r = bytes.NewReader(b)
+		h.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(ctx, method, path, h, r)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || len(b) == 0 {
+		return nil, err
+	}
+	var v any
+	return v, json.Unmarshal(b, &v)
 }
 
 // runGo runs the suite with the Go client, in process, and returns the

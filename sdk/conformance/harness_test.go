@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +36,11 @@ type servers struct {
 	flakyURL  string
 	mu        sync.Mutex
 	flakySeen map[string]int // requests the flaky proxy got, by "METHOD path"
+	// The flaky proxy cuts the first watch stream after its first event
+	// (cutAfter, that event's id); resumed are the Last-Event-IDs of the
+	// watch requests that followed.
+	cutAfter string
+	resumed  []string
 }
 
 // oldVersion is a release older than every SDK's MIN_SERVER_VERSION.
@@ -87,6 +94,10 @@ func startServers(t *testing.T) *servers {
 		s.flakySeen[key]++
 		n := s.flakySeen[key]
 		s.mu.Unlock()
+		if watchPath.MatchString(r.URL.Path) {
+			s.flakyWatch(w, r, proxy)
+			return
+		}
 		if f, ok := refusals[key]; ok && (f.times == 0 || n <= f.times) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set(api.HeaderRetryAfter, "1")
@@ -101,6 +112,65 @@ func startServers(t *testing.T) *servers {
 	t.Cleanup(flaky.Close)
 	s.flakyURL = flaky.URL
 	return s
+}
+
+// watchPath is a sandbox's audit log stream.
+var watchPath = regexp.MustCompile(`^/v1/sandboxes/[^/]+/watch$`)
+
+// flakyWatch passes the first watch stream through until its first event,
+// then breaks the connection mid-stream (case log_follow_reconnect): the
+// SDK must open it again with Last-Event-ID and lose nothing. Later
+// streams pass whole.
+func (s *servers) flakyWatch(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
+	s.mu.Lock()
+	first := s.cutAfter == ""
+	if !first {
+		s.resumed = append(s.resumed, r.Header.Get("Last-Event-ID"))
+	}
+	s.mu.Unlock()
+	if !first {
+		proxy.ServeHTTP(w, r)
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, s.main.BaseURL+r.URL.RequestURI(), nil)
+	if err != nil {
+		panic(err)
+	}
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	maps.Copy(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	br := bufio.NewReader(resp.Body)
+	var event []byte
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		event = append(event, line...)
+		if id, ok := bytes.CutPrefix(line, []byte("id:")); ok {
+			s.mu.Lock()
+			s.cutAfter = string(bytes.TrimSpace(id))
+			s.mu.Unlock()
+		}
+		if len(bytes.TrimSpace(line)) == 0 && s.cutAfterSet() {
+			break
+		}
+	}
+	_, _ = w.Write(event)
+	http.NewResponseController(w).Flush()
+	panic(http.ErrAbortHandler) // the connection breaks mid-stream
+}
+
+func (s *servers) cutAfterSet() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cutAfter != ""
 }
 
 // flakyCount is how many requests the flaky proxy got for "METHOD path".

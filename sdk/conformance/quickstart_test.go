@@ -1,12 +1,18 @@
 package conformance_test
 
 import (
+	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/boxkite/boxkite/client"
 )
 
 // quickStart returns the first code block tagged lang in docs/sdks.md:
@@ -31,14 +37,18 @@ func firstBlock(t *testing.T, path, lang string) string {
 }
 
 // TestQuickStarts runs each SDK's quick start from docs/sdks.md, verbatim,
-// against a real control plane (acceptance 1 of issue 25): the Python one
-// from the wheel built with Debian's python3-build and installed into a
-// venv with pip --no-index, the TypeScript one against the built package,
-// the Rust one as a crate depending on sdk/rust.
+// against `boxkite up` (acceptance 1 of issue 25): the binaries are built,
+// `boxkite up` starts the local server in a fresh BOXKITE_HOME, and each
+// quick start finds it through the local.toml that up wrote (no
+// BOXKITE_BASE_URL or BOXKITE_API_KEY in its environment). The Python one
+// runs from the wheel built with Debian's python3-build and installed into
+// a venv with pip --no-index, the TypeScript one against the built
+// package, the Rust one as a crate depending on sdk/rust.
 func TestQuickStarts(t *testing.T) {
+	home := boxkiteUp(t)
+	c := localClient(t, home)
 	for _, lang := range []string{"python", "js", "rust"} {
 		t.Run(lang, func(t *testing.T) {
-			srv := startServers(t)
 			var cmd *exec.Cmd
 			switch lang {
 			case "python":
@@ -48,19 +58,31 @@ func TestQuickStarts(t *testing.T) {
 			case "rust":
 				cmd = rustQuickStart(t, quickStart(t, "rust"))
 			}
-			// The audit lines come from another thread, so only the
-			// lines, not their order, are checked.
-			lines := runSubprocess(t, cmd, srv.env())
-			printed := map[string]bool{}
-			for _, l := range lines {
-				printed[strings.TrimSpace(string(l))] = true
+			if cmd.Env == nil {
+				cmd.Env = os.Environ()
 			}
-			for _, want := range []string{"2", "exit code 0", "audit: exec"} {
+			cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool {
+				return strings.HasPrefix(kv, "BOXKITE_BASE_URL=") || strings.HasPrefix(kv, "BOXKITE_API_KEY=")
+			})
+			// The audit lines come from another thread (or task), so only
+			// the lines, not their order, are checked; and one may land in
+			// the middle of the command's output (between "2" and its
+			// newline, when they came as two events), so they are taken
+			// out before the output's lines are.
+			out := bytesOf(runSubprocess(t, cmd, []string{"BOXKITE_HOME=" + home}))
+			printed := map[string]bool{}
+			for l := range strings.SplitSeq(string(auditLine.ReplaceAll(out, nil)), "\n") {
+				printed[strings.TrimSpace(l)] = true
+			}
+			for _, want := range []string{"2", "exit code 0"} {
 				if !printed[want] {
-					t.Errorf("the %s quick start printed %q; want a line %q", lang, bytesOf(lines), want)
+					t.Errorf("the %s quick start printed %q; want a line %q", lang, out, want)
 				}
 			}
-			sbs, err := srv.main.Store.ListSandboxes(t.Context(), srv.main.Account.ID, true)
+			if !bytes.Contains(out, []byte("audit: exec\n")) {
+				t.Errorf("the %s quick start printed %q; want a line %q", lang, out, "audit: exec")
+			}
+			sbs, err := c.ListSandboxes(t.Context(), true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,6 +91,78 @@ func TestQuickStarts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// auditLine is one line a quick start's audit follower prints.
+var auditLine = regexp.MustCompile(`audit: [a-z_]+\n`)
+
+// boxkiteUp builds boxkite and its companions (or takes them from
+// BOXKITE_TEST_BINDIR when it has all four), runs `boxkite up` on a free
+// port in a fresh BOXKITE_HOME, and `boxkite down` when the test ends. It
+// returns the home.
+func boxkiteUp(t *testing.T) string {
+	t.Helper()
+	names := []string{"boxkite", "boxkite-server", "boxkite-sidecar", "boxkite-bastion"}
+	bin := os.Getenv("BOXKITE_TEST_BINDIR")
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(bin, n)); bin == "" || err != nil {
+			bin = ""
+			break
+		}
+	}
+	if bin == "" {
+		bin = t.TempDir()
+		args := []string{"build", "-o", bin + string(filepath.Separator)}
+		for _, n := range names {
+			args = append(args, "./cmd/"+n)
+		}
+		build := exec.Command("go", args...)
+		build.Dir = filepath.Join("..", "..")
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", strings.Join(names, " "), err, out)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	home := t.TempDir()
+	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "BOXKITE_") }),
+		"BOXKITE_HOME="+home, "PATH="+bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	boxkite := func(args ...string) ([]byte, error) {
+		cmd := exec.Command(filepath.Join(bin, "boxkite"), args...)
+		cmd.Env = env
+		return cmd.CombinedOutput()
+	}
+	t.Cleanup(func() {
+		if out, err := boxkite("down"); err != nil {
+			t.Errorf("boxkite down: %v\n%s", err, out)
+		}
+	})
+	if out, err := boxkite("up", "--port", strconv.Itoa(port)); err != nil {
+		t.Fatalf("boxkite up: %v\n%s", err, out)
+	}
+	return home
+}
+
+// localClient is a Go client of the server `boxkite up` started in home,
+// from the base_url and api_key of its local.toml.
+func localClient(t *testing.T, home string) *client.Client {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(home, "local.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	field := func(name string) string {
+		m := regexp.MustCompile(`(?m)^` + name + ` = '([^']*)'$`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("local.toml has no %s: %s", name, b)
+		}
+		return string(m[1])
+	}
+	return client.New(field("base_url"), field("api_key"))
 }
 
 // TestReadmePython runs the README's Python example against a real

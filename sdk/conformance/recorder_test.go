@@ -55,7 +55,7 @@ type recorder struct {
 	doc  map[string]any
 	ops  []*operation
 	mu   sync.Mutex
-	hit  map[string]bool
+	hit  map[string]int // calls by operation
 	errs []string
 }
 
@@ -66,7 +66,7 @@ func newRecorder(t *testing.T, target string) *recorder {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	r := &recorder{hit: map[string]bool{}}
+	r := &recorder{hit: map[string]int{}}
 	if err := json.NewDecoder(resp.Body).Decode(&r.doc); err != nil {
 		t.Fatalf("decode /openapi.json: %v", err)
 	}
@@ -147,7 +147,7 @@ func (r *recorder) fail(format string, args ...any) {
 // JSON body.
 func (r *recorder) checkRequest(op *operation, req *http.Request) {
 	r.mu.Lock()
-	r.hit[op.key()] = true
+	r.hit[op.key()]++
 	r.mu.Unlock()
 	documented := map[string]bool{"api_key": true}
 	params, _ := op.op["parameters"].([]any)
@@ -274,10 +274,17 @@ func (r *recorder) check(t testing.TB, sdk string, coverage bool) {
 		if !coverage {
 			break
 		}
-		if !r.hit[o.key()] && notCalled[o.key()] == "" {
+		if r.hit[o.key()] == 0 && notCalled[o.key()] == "" {
 			t.Errorf("%s: no case calls %s: add one to cases.json, and the call to each runner and SDK", sdk, o.key())
 		}
 	}
+}
+
+// calls is how often operation key ("METHOD /template") was called.
+func (r *recorder) calls(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hit[key]
 }
 
 // capture keeps the first maxCapture bytes read through it and hands them

@@ -1,6 +1,8 @@
 package conformance_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -11,9 +13,11 @@ import (
 	"github.com/boxkite/boxkite/server/servertest"
 )
 
-// TestTypeScriptTypesFresh generates the TypeScript SDK's API types from
-// the /openapi.json a real server serves and fails when the committed
-// src/openapi.ts differs; with -update it rewrites it.
+// TestTypeScriptTypesFresh checks the TypeScript SDK's API types against
+// the server: sdk/typescript/openapi.json must be the /openapi.json a real
+// server serves, and src/openapi.ts what the package's build (npm run
+// build: scripts/generate.mjs, then tsc) generates from it. With -update
+// it rewrites both.
 func TestTypeScriptTypesFresh(t *testing.T) {
 	dir := sdkDir(t, "typescript")
 	_, err := exec.LookPath("node")
@@ -27,13 +31,23 @@ func TestTypeScriptTypesFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	doc, err := io.ReadAll(resp.Body)
+	served, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var doc bytes.Buffer
+	if err := json.Indent(&doc, served, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	doc.WriteByte('\n')
+	snapshot := filepath.Join(dir, "openapi.json")
+	fresh(t, snapshot, doc.Bytes())
+
+	// What the build generates from the snapshot (the served document when
+	// -update just wrote it).
 	tmp := t.TempDir()
 	in, out := filepath.Join(tmp, "openapi.json"), filepath.Join(tmp, "openapi.ts")
-	if err := os.WriteFile(in, doc, 0o644); err != nil {
+	if err := os.WriteFile(in, doc.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("node", "scripts/generate.mjs", in, out)
@@ -45,18 +59,24 @@ func TestTypeScriptTypesFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	committed := filepath.Join(dir, "src", "openapi.ts")
+	fresh(t, filepath.Join(dir, "src", "openapi.ts"), got)
+}
+
+// fresh fails when the committed file at path is not want; with -update
+// it writes want there.
+func fresh(t *testing.T, path string, want []byte) {
+	t.Helper()
 	if *update {
-		if err := os.WriteFile(committed, got, 0o644); err != nil {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	want, err := os.ReadFile(committed)
+	have, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got) != string(want) {
-		t.Errorf("sdk/typescript/src/openapi.ts is stale: run go test ./sdk/conformance -run TestTypeScriptTypesFresh -update")
+	if !bytes.Equal(have, want) {
+		t.Errorf("%s is stale: run go test ./sdk/conformance -run TestTypeScriptTypesFresh -update", path)
 	}
 }

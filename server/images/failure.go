@@ -30,7 +30,7 @@ func failure(id string, err error, refused []string, out outputSeen) *buildFailu
 			code: api.CodeImageBuildEgressRefused, err: err,
 			msg: fmt.Sprintf("the build tried to reach %s, not a package source of this server", strings.Join(refused, ", ")),
 			hint: "a build reaches only the package sources configured on this machine (apt's sources, pip's index, npm's registry); " +
-				"a package that downloads from elsewhere while it installs cannot be built here",
+				"a package that downloads from elsewhere while it installs cannot be built here; every connection it tried is in `boxkite images audit " + id + "`",
 		}
 	case out.readOnly != "":
 		return &buildFailure{

@@ -76,6 +76,18 @@ type Config struct {
 	// gets its own proxy port there. "" refuses egress grants.
 	EgressHost string
 	Log        *slog.Logger
+
+	// HostUsers runs sandbox pods in their node's user namespace
+	// (hostUsers: true). False, the default, gives each pod a user
+	// namespace of its own (hostUsers: false): the kubelet maps it to a
+	// 65536-id host range no other pod uses and idmaps its volumes, so a
+	// pod's ids, and the kernel's per-user counters (inotify, pipe
+	// buffers, descriptors in flight), are its own (issue 17, finding 2).
+	// Nodes need Linux 6.3 or later and a runtime with user namespace
+	// support (containerd 2.0 or CRI-O 1.25 with runc 1.2 or crun 1.9);
+	// set HostUsers where they lack it (a sandboxed runtime, gVisor or
+	// Kata, keeps a kernel of its own anyway).
+	HostUsers bool
 }
 
 // Driver is model.Driver on Kubernetes. Build it with New; Run keeps the

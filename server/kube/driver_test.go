@@ -239,6 +239,9 @@ func checkPodSecurity(t *testing.T, pod *corev1.Pod) {
 	if pod.Spec.HostNetwork || pod.Spec.HostPID || pod.Spec.HostIPC {
 		t.Error("pod shares a host namespace")
 	}
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		t.Errorf("hostUsers = %v, want false", pod.Spec.HostUsers)
+	}
 	if len(pod.Spec.Containers) != 1 {
 		t.Fatalf("%d containers, want 1", len(pod.Spec.Containers))
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -64,7 +65,7 @@ func newEnvOn(t *testing.T, c *kubetest.Cluster, ns string, cfg kube.Config) *en
 	cfg.Log = slog.New(slog.NewTextHandler(tWriter{t}, nil))
 	e := &env{
 		cluster: c, ns: ns, kubelet: c.StartKubelet(t, ns, servertest.SidecarBinary(t)),
-		dbPath: filepath.Join(t.TempDir(), "boxkite.db"), key: server.NewAPIKey(), cfg: cfg,
+		dbPath: filepath.Join(t.TempDir(), "boxkite.db"), key: model.NewAPIKey(), cfg: cfg,
 	}
 	return e
 }
@@ -192,7 +193,7 @@ func testCLI(t *testing.T, e *env) {
 		t.Errorf("network policy selects %v, want the pod", np.Spec.PodSelector.MatchLabels)
 	}
 
-	e.boxkite(t, "session", "rm", id)
+	e.boxkite(t, "session", "rm", id, "--yes")
 	if _, err := cs.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("pod after destroy: %v, want not found", err)
 	}
@@ -220,6 +221,11 @@ func checkPod(t *testing.T, pod *corev1.Pod, id string) {
 	}
 	if pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds <= 0 {
 		t.Error("pod has no activeDeadlineSeconds")
+	}
+	// As the API server stored it: one without user namespace support
+	// would drop the field.
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		t.Errorf("pod hostUsers = %v, want false (a user namespace of the pod's own)", pod.Spec.HostUsers)
 	}
 }
 
@@ -441,4 +447,44 @@ type tWriter struct{ t *testing.T }
 func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestPodUserNamespace: sandbox pods ask for a user namespace of their own
+// (hostUsers: false; issue 17, finding 2, on Kubernetes), and the API
+// server keeps it on a pod that also mounts a volume's claim (the kubelet
+// idmaps volumes into the pod's range); with HostUsers set they run in
+// the node's user namespace instead.
+func TestPodUserNamespace(t *testing.T) {
+	for _, hostUsers := range []bool{false, true} {
+		t.Run(fmt.Sprintf("HostUsers=%v", hostUsers), func(t *testing.T) {
+			e := newEnv(t, kube.Config{HostUsers: hostUsers})
+			d, err := kube.New(e.cluster.Client, e.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := d.CreateVolume(ctx, "userns", 1<<30); err != nil {
+				t.Fatal(err)
+			}
+			id := "userns-" + strconv.FormatBool(hostUsers)
+			if _, err := d.Create(ctx, model.Spec{ID: id, Lifetime: time.Hour, Volumes: []model.VolumeMount{{ID: "userns", Path: "/workspace/data"}}}); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			t.Cleanup(func() { _ = d.Delete(context.Background(), id) })
+			pod, err := e.cluster.Client.CoreV1().Pods(e.ns).Get(ctx, "sbx-"+id, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers != hostUsers {
+				t.Errorf("stored pod hostUsers = %v, want %v", pod.Spec.HostUsers, hostUsers)
+			}
+			claim := false
+			for _, v := range pod.Spec.Volumes {
+				claim = claim || v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == "boxkite-vol-userns"
+			}
+			if !claim {
+				t.Errorf("stored pod volumes %+v, want the volume's claim", pod.Spec.Volumes)
+			}
+		})
+	}
 }

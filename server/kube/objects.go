@@ -194,6 +194,7 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 			ActiveDeadlineSeconds:         &deadline,
 			TerminationGracePeriodSeconds: ptr(int64(10)),
 			DNSPolicy:                     corev1.DNSDefault,
+			HostUsers:                     ptr(d.cfg.HostUsers), // false: a user namespace of the pod's own
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},

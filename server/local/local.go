@@ -429,6 +429,8 @@ func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepar
 		}
 		st.Cgroup = cg
 	}
+	jsCopy := js
+	st.Jail, st.Limits = &jsCopy, lim
 	p.js, p.st = js, st
 	return p, writeState(dir, st)
 }

@@ -5,16 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/criu"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 // Pause and resume (issue 22). freeze stops the jail's whole cgroup with
 // the freezer (cgroup v2's cgroup.freeze, or the v1 freezer hierarchy):
 // every process stops at once and keeps its memory, and resume thaws it.
+// filesystem ends the jail (every process, its memory, its cgroup and its
+// host id range) and keeps its directory and disk, still mounted so no
+// second mount of the image can ever race the first; resume starts a new
+// jail on them with the same socket and token (stopJail, restartJail).
 // state.json records the mode, so the storage watch (which freezes and
 // thaws sandboxes while the host's disk is full) never thaws a paused
 // sandbox, and a restarted driver knows it.
@@ -32,13 +39,13 @@ func (d *Driver) PauseModes() map[string]string {
 	}
 	return map[string]string{
 		api.PauseFreeze:     freeze,
-		api.PauseFilesystem: "not implemented by the local driver yet",
+		api.PauseFilesystem: d.filesystemWhy(),
 		api.PauseCheckpoint: d.criu.why(),
 	}
 }
 
 // Pause implements server.PauseDriver.
-func (d *Driver) Pause(_ context.Context, id, mode string) error {
+func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 	if !validID.MatchString(id) {
 		return fmt.Errorf("pause sandbox: invalid id %q", id)
 	}
@@ -52,6 +59,9 @@ func (d *Driver) Pause(_ context.Context, id, mode string) error {
 	}
 	if st.Paused != "" && st.Paused != mode {
 		return fmt.Errorf("pause sandbox %s: already paused with %s", id, st.Paused)
+	}
+	if mode == api.PauseFilesystem {
+		return d.stopJail(ctx, id, dir, st)
 	}
 	// Recorded first, so the storage watch does not thaw it meanwhile.
 	st.Paused = mode
@@ -70,7 +80,7 @@ func (d *Driver) Pause(_ context.Context, id, mode string) error {
 
 // Resume implements server.PauseDriver. A sandbox the storage watch also
 // froze stays frozen until the host has space again.
-func (d *Driver) Resume(_ context.Context, id string, _ func(net.Listener)) error {
+func (d *Driver) Resume(ctx context.Context, id string, egress func(net.Listener)) error {
 	if !validID.MatchString(id) {
 		return fmt.Errorf("resume sandbox: invalid id %q", id)
 	}
@@ -78,6 +88,12 @@ func (d *Driver) Resume(_ context.Context, id string, _ func(net.Listener)) erro
 	st, err := readState(dir)
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	if st.Paused == api.PauseFilesystem {
+		if err := d.restartJail(ctx, id, dir, st, egress); err != nil {
+			return fmt.Errorf("resume sandbox %s: %w", id, err)
+		}
+		return nil
 	}
 	if st.Paused == "" && !st.Cgroup.Frozen() {
 		return nil
@@ -109,4 +125,115 @@ func (c *criuCheck) why() string {
 		}
 	})
 	return c.res
+}
+
+// filesystemWhy says why pause mode filesystem cannot work here, or "".
+func (d *Driver) filesystemWhy() string {
+	if d.storage == StorageTmpfs {
+		return "the workspace is a tmpfs in the sandbox's memory (no loop-mounted disk here), which ending the processes would lose"
+	}
+	return ""
+}
+
+// stopJail ends the jail of a sandbox, keeping its directory and disk,
+// for a filesystem pause. The disk is flushed first.
+func (d *Driver) stopJail(ctx context.Context, id, dir string, st state) error {
+	if st.Paused == api.PauseFilesystem && (st.PID == 0 || !alive(st)) {
+		return nil
+	}
+	if st.Jail == nil {
+		return fmt.Errorf("pause sandbox %s: its state predates filesystem pauses", id)
+	}
+	st.Paused = api.PauseFilesystem
+	if err := writeState(dir, st); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	d.loss.unwatch(id) // an end on purpose, not a loss
+	if st.Cgroup.Frozen() {
+		_ = st.Cgroup.Freeze(false)
+	}
+	if err := d.kill(ctx, id, st); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	// Flushed once nothing writes any more, so the kept disk holds
+	// everything the sandbox wrote.
+	if err := d.SyncDisk(ctx, id); err != nil {
+		d.log.Warn("flush the disk of a sandbox paused with filesystem", "id", id, "err", err)
+	}
+	d.closeDisks(id)
+	d.frozen.set(id, false)
+	if err := st.Cgroup.Remove(ctx); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	d.mu.Lock()
+	delete(d.children, id)
+	d.mu.Unlock()
+	d.closeEgress(id)
+	st.PID, st.StartTime, st.Cgroup = 0, 0, jail.Cgroup{}
+	if err := writeState(dir, st); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// restartJail starts a new jail for a sandbox paused with filesystem: its
+// spec as created, on its kept disk, with a fresh host id range (data at
+// rest holds canonical ids, reached through idmapped mounts, so any range
+// will do), a new cgroup and the same socket and token.
+func (d *Driver) restartJail(ctx context.Context, id, dir string, st state, egress func(net.Listener)) (err error) {
+	if st.PID != 0 && alive(st) {
+		return nil // started already
+	}
+	js := *st.Jail
+	js.ID, js.RunDir = id, filepath.Join(dir, "run")
+	if js.Workspace != "" {
+		js.Workspace, js.Outputs = filepath.Join(dir, diskMount, "workspace"), filepath.Join(dir, diskMount, "outputs")
+	}
+	p := prepared{js: js, st: st}
+	if d.ids != nil {
+		if p.lease, err = d.ids.acquire(id); err != nil {
+			return err
+		}
+		defer p.lease.Close() // the jail holds its own copy once started
+		p.js.HostIDBase, p.st.HostIDBase = p.lease.base, p.lease.base
+		// The run dir is the server's, group the jail's root: now the
+		// new range's. It lies in the sandbox's 0700 directory, which no
+		// jail reaches, so it cannot have been replaced.
+		if err := os.Chown(p.js.RunDir, 0, p.lease.base); err != nil {
+			return err
+		}
+	}
+	for _, sock := range []struct{ dir, name string }{{dir, sidecarSocket}, {p.js.RunDir, jail.EgressSocketName}} {
+		if err := removeSocket(sock.dir, sock.name); err != nil {
+			return err
+		}
+	}
+	if egress != nil {
+		if err := d.listenEgress(id, p.js, egress); err != nil {
+			return err
+		}
+	}
+	if d.cgroups != nil {
+		if p.st.Cgroup, err = d.cgroups.Create(d.cgroupName(id), st.Limits); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		if err != nil {
+			d.closeEgress(id)
+			_ = p.st.Cgroup.Remove(context.WithoutCancel(ctx))
+		}
+	}()
+	p.st.Paused = "" // written by start, once the jail runs
+	ep := model.Endpoint{Network: "unix", Address: filepath.Join(dir, sidecarSocket), Token: st.Token}
+	done, err := d.start(p, st.Token, dir)
+	if err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
+		return fmt.Errorf("%w%s", err, logTail(dir))
+	}
+	d.watchSandbox(id)
+	d.openDisks(id)
+	return nil
 }

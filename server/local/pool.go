@@ -359,7 +359,7 @@ func (d *Driver) adopt(ctx context.Context, spec model.Spec, dir string) (model.
 	}
 	socket := filepath.Join(dir, sidecarSocket)
 	poolToken := st.Token
-	st.Socket, st.Token = socket, token
+	st.Socket, st.Token, st.Limits = socket, token, lim
 	// The state file and the claim do not depend on each other, so they
 	// overlap (each costs about a millisecond). If either fails, the
 	// caller deletes the sandbox whatever the file says.

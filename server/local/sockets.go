@@ -25,10 +25,15 @@ import (
 //     in place when the server restarts, so a new server reaches adopted
 //     sandboxes the same way.
 //   - The egress socket is in the run dir, which the jail sees read-only
-//     at /run/boxkite: the server's, group the jail's root, 0750, so only
-//     the sidecar may look in and nothing in the jail can create, replace
-//     or remove an entry there. The socket is handed to the jail's root
-//     (0600) through a descriptor, never by path.
+//     at /run/boxkite: host root's, group the jail's root, 0750, so only
+//     the sidecar may look in, and nothing in the jail can create, replace
+//     or remove an entry there. Ownership is what holds, not the read-only
+//     bind (which the jail's mount namespace does not lock): host root is
+//     not mapped in the jail, so even its root with every capability of
+//     its namespaces cannot write the directory. The socket is handed to
+//     the jail's root (0600) through a descriptor, never by path. The
+//     sidecar connects to it, so a listening descriptor would not help it;
+//     see docs/security.md, Sockets.
 
 // sidecarSocket is the sidecar's socket in the sandbox's directory.
 const sidecarSocket = "sidecar.sock"

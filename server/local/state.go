@@ -44,6 +44,12 @@ type state struct {
 	// Paused is the mode the sandbox is paused in (pause.go), "" while it
 	// runs. The storage watch never thaws a paused sandbox.
 	Paused string `json:"paused,omitempty"`
+
+	// Jail and Limits are the jail's spec and cgroup limits as created,
+	// to start it again after a filesystem pause (its paths and host id
+	// range are made anew then).
+	Jail   *jail.Spec  `json:"jail,omitempty"`
+	Limits jail.Limits `json:"limits,omitzero"`
 }
 
 const stateFile = "state.json"

@@ -3,7 +3,8 @@
 // on: the Store and its per-concern interfaces (implemented by
 // server/sqlstore) and the Driver with its optional capabilities
 // (implemented by server/local and server/kube). It is a leaf: it imports
-// client/api and the standard library only, holds no logic beyond
-// converting a record to its wire form and sealing an audit entry, so
-// every other package of the control plane can import it.
+// client/api and the standard library only and holds no logic beyond the
+// format of ids and API keys (ids.go), converting a record to its wire
+// form and sealing an audit entry, so every other package of the control
+// plane can import it.
 package model

@@ -71,6 +71,10 @@ type Sandbox struct {
 	PausedWith  string
 	PausedAt    *time.Time
 	PausedTotal time.Duration
+	// PausedProcesses are the background processes that ran when it was
+	// paused with api.PauseFilesystem, which resume restarts (those
+	// started with restart) or reports as ended.
+	PausedProcesses []api.ProcessInfo
 }
 
 // Active reports whether operations on the sandbox are accepted.

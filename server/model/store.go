@@ -80,7 +80,8 @@ type SandboxStore interface {
 	// the server records about a sandbox on its own (lost, frozen).
 	SandboxByID(ctx context.Context, id string) (*Sandbox, error)
 	// ListSandboxes returns the account's sandboxes newest first, all or
-	// only the active ones. Rows still being created are left out.
+	// only the live ones (active or paused). Rows still being created are
+	// left out.
 	ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*Sandbox, error)
 	// SandboxesWithStatus returns every account's sandboxes in one status,
 	// for reconciliation at start-up.

@@ -292,6 +292,9 @@ s.on('error', e => { console.log('proxy: ' + e.message); process.exit(4) })
 			if img.Status != api.ImageFailed || img.FailureCode != tc.code || img.FailureHint == "" || !strings.Contains(img.FailureReason, tc.reason) {
 				t.Errorf("image %+v, want failed with %s mentioning %q and a hint\nlog:\n%s", img, tc.code, tc.reason, logs)
 			}
+			if tc.denied && !strings.Contains(img.FailureHint, "boxkite images audit "+img.ID) {
+				t.Errorf("hint %q does not say where the attempts are recorded", img.FailureHint)
+			}
 			resp, body := do(t, s, "GET", "/v1/images/"+img.ID+"/log", nil, "")
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("audit log: %d %s", resp.StatusCode, body)

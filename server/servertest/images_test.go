@@ -307,13 +307,13 @@ func TestBuiltImageHasPackage(t *testing.T) {
 // delete the image; it gets what a missing image gets.
 func checkOtherTenant(t *testing.T, s *servertest.Server, id string) {
 	t.Helper()
-	acct := &model.Account{ID: server.NewID(), Email: "b-images@example.com", CreatedAt: time.Now()}
+	acct := &model.Account{ID: model.NewID(), Email: "b-images@example.com", CreatedAt: time.Now()}
 	if err := s.Store.CreateAccount(context.Background(), acct); err != nil {
 		t.Fatal(err)
 	}
-	keyB := server.NewAPIKey()
+	keyB := model.NewAPIKey()
 	if err := s.Store.CreateAPIKey(context.Background(), &model.APIKey{
-		ID: server.NewID(), AccountID: acct.ID, Hash: server.HashAPIKey(keyB), Prefix: keyB[:17], Role: model.RoleAdmin, CreatedAt: time.Now(),
+		ID: model.NewID(), AccountID: acct.ID, Hash: model.HashAPIKey(keyB), Prefix: keyB[:17], Role: model.RoleAdmin, CreatedAt: time.Now(),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -183,3 +183,99 @@ func jailCPU(t *testing.T, s *servertest.Server, id string) int64 {
 	}
 	return total
 }
+
+// TestPauseFilesystem pauses a sandbox with mode filesystem: its jail and
+// every process end (nothing of it is left running), its files stay, a
+// server restart keeps it paused, and resume starts it again with the
+// process started with restart running anew and the other reported
+// ended. About 4 s.
+func TestPauseFilesystem(t *testing.T) {
+	needRoot(t)
+	s := servertest.New(t)
+	c := client.New(s.BaseURL, s.APIKey)
+	ctx := context.Background()
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, sb.ID, api.ExecRequest{Command: "echo kept > /workspace/keep"}); err != nil {
+		t.Fatal(err)
+	}
+	flagged, err := c.StartProcess(ctx, sb.ID, api.ProcessStartRequest{Command: counter, Restart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := c.StartProcess(ctx, sb.ID, api.ProcessStartRequest{Command: "sleep 1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := func() int { return readCounter(t, s, sb.ID) }
+	waitFor(t, "the counter to reach 3", func() bool { return n() >= 3 })
+	pid := jailState(t, s, sb.ID).PID
+
+	paused, err := c.PauseSandbox(ctx, sb.ID, api.PauseFilesystem)
+	if err != nil {
+		t.Fatalf("pause: %v", err)
+	}
+	if paused.Status != api.StatusPaused || paused.PausedWith != api.PauseFilesystem {
+		t.Fatalf("pause answered %+v", paused)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the jail's init %d still exists after a filesystem pause (%v)", pid, err)
+	}
+	if st := jailState(t, s, sb.ID); st.PID != 0 || len(st.Cgroup.Dirs) != 0 {
+		t.Errorf("state after a filesystem pause: pid %d, cgroup %v; want none", st.PID, st.Cgroup.Dirs)
+	}
+	at := n()
+	time.Sleep(300 * time.Millisecond)
+	if got := n(); got != at {
+		t.Errorf("the counter went on from %d to %d while paused", at, got)
+	}
+
+	s.Restart(t)
+	c = client.New(s.BaseURL, s.APIKey)
+	res, err := c.ResumeSandbox(ctx, sb.ID)
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	if res.Status != api.StatusActive || res.ID != sb.ID {
+		t.Errorf("resume answered %+v", res.Sandbox)
+	}
+	fates := map[string]api.ResumedProcess{}
+	for _, p := range res.Processes {
+		fates[p.ProcessID] = p
+	}
+	if f := fates[flagged.ProcessID]; f.Status != api.ProcessRestarted || f.NewProcessID == "" {
+		t.Errorf("the process started with restart: %+v, want restarted", f)
+	}
+	if f := fates[other.ProcessID]; f.Status != api.ProcessEnded {
+		t.Errorf("the other process: %+v, want ended", f)
+	}
+	out, err := c.Exec(ctx, sb.ID, api.ExecRequest{Command: "cat /workspace/keep"})
+	if err != nil || strings.TrimSpace(out.Stdout) != "kept" {
+		t.Errorf("a file written before the pause: %+v, %v", out, err)
+	}
+	list, err := c.Processes(ctx, sb.ID)
+	if err != nil || len(list.Processes) != 1 || list.Processes[0].ProcessID != fates[flagged.ProcessID].NewProcessID {
+		t.Errorf("processes after resume: %+v, %v; want the restarted counter alone", list, err)
+	}
+	// The restarted counter starts again from 1.
+	waitFor(t, "the restarted counter", func() bool { v := n(); return v >= 1 && v < at })
+}
+
+// jailState reads sandbox id's state.json.
+func jailState(t *testing.T, s *servertest.Server, id string) (st struct {
+	PID    int                     `json:"pid"`
+	Cgroup struct{ Dirs []string } `json:"cgroup"`
+},
+) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(s.StateDir, "sandboxes", id, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

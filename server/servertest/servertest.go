@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/console"
 	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/model"
@@ -122,7 +123,7 @@ func New(t testing.TB, opts ...Option) *Server {
 	}
 
 	s := &Server{
-		APIKey:    server.NewAPIKey(),
+		APIKey:    model.NewAPIKey(),
 		StateDir:  stateDir,
 		cfg:       o.cfg,
 		log:       o.log,
@@ -172,11 +173,18 @@ func (s *Server) start(t testing.TB) {
 		st.Close()
 		t.Fatalf("servertest: %v", err)
 	}
+	// The web console at /ui/, as boxkite-server serves it by default.
+	ui, err := console.New(console.Config{API: srv, Log: s.log})
+	if err != nil {
+		st.Close()
+		t.Fatalf("servertest: %v", err)
+	}
+	srv.MountConsole(ui)
 	if err := srv.Init(context.Background()); err != nil {
 		st.Close()
 		t.Fatalf("servertest: init: %v", err)
 	}
-	_, acct, err := st.APIKeyByHash(context.Background(), server.HashAPIKey(s.APIKey))
+	_, acct, err := st.APIKeyByHash(context.Background(), model.HashAPIKey(s.APIKey))
 	if err != nil {
 		st.Close()
 		t.Fatalf("servertest: bootstrap key: %v", err)

@@ -21,7 +21,7 @@ import (
 func logEntry(sandboxID, accountID, op string, i int) *model.ExecLogEntry {
 	code := i
 	return &model.ExecLogEntry{
-		ID: server.NewID(), SandboxID: sandboxID, AccountID: accountID, Source: api.LogSourceAgent,
+		ID: model.NewID(), SandboxID: sandboxID, AccountID: accountID, Source: api.LogSourceAgent,
 		Operation: op, Detail: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), ExitCode: &code,
 		OutputTruncated: i%2 == 1, StartedAt: base.Add(time.Duration(i) * time.Microsecond), DurationMS: int64(i),
 	}

@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
@@ -18,7 +17,7 @@ func benchStore(b *testing.B) (*sqlstore.Store, *model.Sandbox) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	a := &model.Account{ID: server.NewID(), Email: "bench@example.com", CreatedAt: base}
+	a := &model.Account{ID: model.NewID(), Email: "bench@example.com", CreatedAt: base}
 	if err := st.CreateAccount(b.Context(), a); err != nil {
 		b.Fatal(err)
 	}

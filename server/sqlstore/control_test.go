@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -20,11 +19,11 @@ import (
 func testCredentials(t *testing.T, newStore storeFactory) {
 	st := newStore(t)(t)
 	ctx := t.Context()
-	a := &model.Account{ID: server.NewID(), Email: "p@example.com", CreatedAt: base}
+	a := &model.Account{ID: model.NewID(), Email: "p@example.com", CreatedAt: base}
 	if err := st.CreateAccountWithPassword(ctx, a, "$argon2id$hash"); err != nil {
 		t.Fatalf("CreateAccountWithPassword: %v", err)
 	}
-	dup := &model.Account{ID: server.NewID(), Email: "p@example.com", CreatedAt: base}
+	dup := &model.Account{ID: model.NewID(), Email: "p@example.com", CreatedAt: base}
 	if err := st.CreateAccountWithPassword(ctx, dup, "x"); !errors.Is(err, model.ErrConflict) {
 		t.Errorf("CreateAccountWithPassword(taken email) = %v, want ErrConflict", err)
 	}
@@ -48,7 +47,7 @@ func testCredentials(t *testing.T, newStore storeFactory) {
 
 	// Keys list newest first, revoked ones too, only the account's.
 	_, k1 := mustKey(t, st, a)
-	k2 := &model.APIKey{ID: server.NewID(), AccountID: a.ID, Name: "second", Hash: "h2", Prefix: "p", Role: model.RoleMember, CreatedAt: base.Add(time.Second)}
+	k2 := &model.APIKey{ID: model.NewID(), AccountID: a.ID, Name: "second", Hash: "h2", Prefix: "p", Role: model.RoleMember, CreatedAt: base.Add(time.Second)}
 	if err := st.CreateAPIKey(ctx, k2); err != nil {
 		t.Fatal(err)
 	}
@@ -105,15 +104,15 @@ func testSSHKeys(t *testing.T, newStore storeFactory) {
 	ctx := t.Context()
 	a := mustAccount(t, st, "a@example.com")
 	b := mustAccount(t, st, "b@example.com")
-	k1 := &model.SSHKey{ID: server.NewID(), AccountID: a.ID, Name: "laptop", PublicKey: "ssh-ed25519 AAAA1", Fingerprint: "SHA256:one", CreatedAt: base}
-	k2 := &model.SSHKey{ID: server.NewID(), AccountID: a.ID, Name: "desk", PublicKey: "ssh-ed25519 AAAA2", Fingerprint: "SHA256:two", CreatedAt: base.Add(time.Second)}
+	k1 := &model.SSHKey{ID: model.NewID(), AccountID: a.ID, Name: "laptop", PublicKey: "ssh-ed25519 AAAA1", Fingerprint: "SHA256:one", CreatedAt: base}
+	k2 := &model.SSHKey{ID: model.NewID(), AccountID: a.ID, Name: "desk", PublicKey: "ssh-ed25519 AAAA2", Fingerprint: "SHA256:two", CreatedAt: base.Add(time.Second)}
 	for _, k := range []*model.SSHKey{k1, k2} {
 		if err := st.CreateSSHKey(ctx, k); err != nil {
 			t.Fatalf("CreateSSHKey: %v", err)
 		}
 	}
 	dup := *k1
-	dup.ID, dup.AccountID = server.NewID(), b.ID
+	dup.ID, dup.AccountID = model.NewID(), b.ID
 	if err := st.CreateSSHKey(ctx, &dup); !errors.Is(err, model.ErrConflict) {
 		t.Errorf("CreateSSHKey(same fingerprint, other account) = %v, want ErrConflict", err)
 	}
@@ -332,7 +331,7 @@ func testRecordings(t *testing.T, newStore storeFactory) {
 	ctx := t.Context()
 	a := mustAccount(t, st, "a@example.com")
 	b := mustAccount(t, st, "b@example.com")
-	r := &model.Recording{ID: server.NewID(), SandboxID: "sb1", AccountID: a.ID, Data: []byte("{\"version\":2}\n[0.1,\"o\",\"hi\"]\n"), Truncated: true, CreatedAt: base}
+	r := &model.Recording{ID: model.NewID(), SandboxID: "sb1", AccountID: a.ID, Data: []byte("{\"version\":2}\n[0.1,\"o\",\"hi\"]\n"), Truncated: true, CreatedAt: base}
 	if err := st.SaveRecording(ctx, r); err != nil {
 		t.Fatalf("SaveRecording: %v", err)
 	}

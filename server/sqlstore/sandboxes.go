@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 const sandboxColumns = `id, account_id, label, size, storage_gb, lifetime_minutes, status, destroy_reason,
 	created_at, expires_at, destroyed_at, driver,
 	endpoint_network, endpoint_address, endpoint_token, endpoint_cert,
-	paused_with, paused_at, paused_micros`
+	paused_with, paused_at, paused_micros, paused_processes`
 
 // A paused sandbox is stored as status 'active' with paused_with set: the
 // status column's CHECK constraint predates pausing, and SQLite cannot
@@ -36,16 +37,26 @@ func dbPausedWith(sb *model.Sandbox) string {
 	return sb.PausedWith
 }
 
+// pausedProcesses is the paused_processes column's value for sb.
+func pausedProcesses(sb *model.Sandbox) string {
+	if len(sb.PausedProcesses) == 0 || sb.Status != api.StatusPaused {
+		return ""
+	}
+	b, _ := json.Marshal(sb.PausedProcesses) // plain data: cannot fail
+	return string(b)
+}
+
 func scanSandbox(r rowScanner) (*model.Sandbox, error) {
 	var sb model.Sandbox
 	var created, expires int64
 	var destroyed, pausedAt sql.NullInt64
 	var cert string
 	var pausedMicros int64
+	var pausedProcs string
 	err := r.Scan(&sb.ID, &sb.AccountID, &sb.Label, &sb.Size, &sb.StorageGB, &sb.LifetimeMinutes, &sb.Status, &sb.DestroyReason,
 		&created, &expires, &destroyed, &sb.Driver,
 		&sb.Endpoint.Network, &sb.Endpoint.Address, &sb.Endpoint.Token, &cert,
-		&sb.PausedWith, &pausedAt, &pausedMicros)
+		&sb.PausedWith, &pausedAt, &pausedMicros, &pausedProcs)
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +65,11 @@ func scanSandbox(r rowScanner) (*model.Sandbox, error) {
 	sb.DestroyedAt = fromNullMicros(destroyed)
 	sb.PausedAt = fromNullMicros(pausedAt)
 	sb.PausedTotal = time.Duration(pausedMicros) * time.Microsecond
+	if pausedProcs != "" {
+		if err := json.Unmarshal([]byte(pausedProcs), &sb.PausedProcesses); err != nil {
+			return nil, fmt.Errorf("decode paused processes: %w", err)
+		}
+	}
 	if sb.Status == api.StatusActive && sb.PausedWith != "" {
 		sb.Status = api.StatusPaused
 	}
@@ -90,11 +106,11 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *model.Sandbox) error {
 
 func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *model.Sandbox) error {
 	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO sandboxes (`+sandboxColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		sb.ID, sb.AccountID, sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, dbStatus(sb), sb.DestroyReason,
 		micros(sb.CreatedAt), micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,
 		sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM),
-		dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds())
+		dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds(), pausedProcesses(sb))
 	if err != nil {
 		return fmt.Errorf("insert sandbox: %w", s.mapErr(err))
 	}
@@ -124,7 +140,7 @@ func (s *Store) SandboxByID(ctx context.Context, id string) (*model.Sandbox, err
 func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*model.Sandbox, error) {
 	if activeOnly {
 		return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-			WHERE account_id = ? AND status = ? AND paused_with = '' ORDER BY created_at DESC, id DESC`, accountID, api.StatusActive)
+			WHERE account_id = ? AND status = ? ORDER BY created_at DESC, id DESC`, accountID, api.StatusActive)
 	}
 	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
 		WHERE account_id = ? AND status <> ? ORDER BY created_at DESC, id DESC`, accountID, model.StatusCreating)
@@ -167,12 +183,12 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*model.San
 			label = ?, size = ?, storage_gb = ?, lifetime_minutes = ?, status = ?, destroy_reason = ?,
 			expires_at = ?, destroyed_at = ?, driver = ?,
 			endpoint_network = ?, endpoint_address = ?, endpoint_token = ?, endpoint_cert = ?,
-			paused_with = ?, paused_at = ?, paused_micros = ?
+			paused_with = ?, paused_at = ?, paused_micros = ?, paused_processes = ?
 			WHERE id = ?`),
 			sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, dbStatus(sb), sb.DestroyReason,
 			micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,
 			sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM),
-			dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds(),
+			dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds(), pausedProcesses(sb),
 			id)
 		if err != nil {
 			return fmt.Errorf("update sandbox: %w", err)

@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
 	"github.com/boxkite/boxkite/server/sqlstore"
@@ -91,6 +90,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"ExecLogAfter", testExecLogAfter},
 		{"AllowedCommands", testAllowedCommands},
 		{"Images", testImages},
+		{"Secrets", testSecrets},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,7 +105,7 @@ var base = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func mustAccount(t *testing.T, st model.Store, email string) *model.Account {
 	t.Helper()
-	a := &model.Account{ID: server.NewID(), Email: email, CreatedAt: base}
+	a := &model.Account{ID: model.NewID(), Email: email, CreatedAt: base}
 	if err := st.CreateAccount(t.Context(), a); err != nil {
 		t.Fatalf("CreateAccount(%s): %v", email, err)
 	}
@@ -114,9 +114,9 @@ func mustAccount(t *testing.T, st model.Store, email string) *model.Account {
 
 func mustKey(t *testing.T, st model.Store, a *model.Account) (string, *model.APIKey) {
 	t.Helper()
-	secret := server.NewAPIKey()
+	secret := model.NewAPIKey()
 	k := &model.APIKey{
-		ID: server.NewID(), AccountID: a.ID, Name: "test", Hash: server.HashAPIKey(secret),
+		ID: model.NewID(), AccountID: a.ID, Name: "test", Hash: model.HashAPIKey(secret),
 		Prefix: secret[:17], Role: model.RoleAdmin, CreatedAt: base,
 	}
 	if err := st.CreateAPIKey(t.Context(), k); err != nil {
@@ -127,7 +127,7 @@ func mustKey(t *testing.T, st model.Store, a *model.Account) (string, *model.API
 
 func newSandbox(a *model.Account, created time.Time) *model.Sandbox {
 	return &model.Sandbox{
-		ID: server.NewID(), AccountID: a.ID, Label: "lbl", Size: api.SizeSmall, StorageGB: 1.5,
+		ID: model.NewID(), AccountID: a.ID, Label: "lbl", Size: api.SizeSmall, StorageGB: 1.5,
 		LifetimeMinutes: 30, Status: api.StatusActive, CreatedAt: created, ExpiresAt: created.Add(30 * time.Minute),
 		Driver: "fake", Endpoint: model.Endpoint{Network: "unix", Address: "/run/x.sock", Token: "tok", CertPEM: []byte("PEM")},
 	}
@@ -153,7 +153,7 @@ func testAccounts(t *testing.T, newStore storeFactory) {
 	st := newStore(t)(t)
 	ctx := t.Context()
 	a := mustAccount(t, st, "a@example.com")
-	if err := st.CreateAccount(ctx, &model.Account{ID: server.NewID(), Email: "a@example.com", CreatedAt: base}); !errors.Is(err, model.ErrConflict) {
+	if err := st.CreateAccount(ctx, &model.Account{ID: model.NewID(), Email: "a@example.com", CreatedAt: base}); !errors.Is(err, model.ErrConflict) {
 		t.Errorf("CreateAccount(duplicate email) = %v, want ErrConflict", err)
 	}
 	got, err := st.AccountByEmail(ctx, "a@example.com")
@@ -168,7 +168,7 @@ func testAccounts(t *testing.T, newStore storeFactory) {
 	}
 
 	secret, k := mustKey(t, st, a)
-	gotK, gotA, err := st.APIKeyByHash(ctx, server.HashAPIKey(secret))
+	gotK, gotA, err := st.APIKeyByHash(ctx, model.HashAPIKey(secret))
 	if err != nil {
 		t.Fatalf("APIKeyByHash: %v", err)
 	}
@@ -178,16 +178,16 @@ func testAccounts(t *testing.T, newStore storeFactory) {
 	if diff := cmp.Diff(a, gotA); diff != "" {
 		t.Errorf("APIKeyByHash account mismatch (-want +got):\n%s", diff)
 	}
-	if _, _, err := st.APIKeyByHash(ctx, server.HashAPIKey("bxk_live_other")); !errors.Is(err, model.ErrNotFound) {
+	if _, _, err := st.APIKeyByHash(ctx, model.HashAPIKey("bxk_live_other")); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("APIKeyByHash(unknown) = %v, want ErrNotFound", err)
 	}
 	dup := *k
-	dup.ID = server.NewID()
+	dup.ID = model.NewID()
 	if err := st.CreateAPIKey(ctx, &dup); !errors.Is(err, model.ErrConflict) {
 		t.Errorf("CreateAPIKey(duplicate hash) = %v, want ErrConflict", err)
 	}
 	orphan := *k
-	orphan.ID, orphan.Hash, orphan.AccountID = server.NewID(), "ff", "no-such-account"
+	orphan.ID, orphan.Hash, orphan.AccountID = model.NewID(), "ff", "no-such-account"
 	if err := st.CreateAPIKey(ctx, &orphan); err == nil {
 		t.Error("CreateAPIKey(unknown account) succeeded; foreign keys are not enforced")
 	}
@@ -196,10 +196,10 @@ func testAccounts(t *testing.T, newStore storeFactory) {
 func testEnsureAccountKey(t *testing.T, newStore storeFactory) {
 	st := newStore(t)(t)
 	ctx := t.Context()
-	secret := server.NewAPIKey()
+	secret := model.NewAPIKey()
 	mk := func() (*model.Account, *model.APIKey) {
-		return &model.Account{ID: server.NewID(), Email: "local@localhost", CreatedAt: base},
-			&model.APIKey{ID: server.NewID(), Name: "bootstrap", Hash: server.HashAPIKey(secret), Prefix: "p", Role: model.RoleAdmin, CreatedAt: base}
+		return &model.Account{ID: model.NewID(), Email: "local@localhost", CreatedAt: base},
+			&model.APIKey{ID: model.NewID(), Name: "bootstrap", Hash: model.HashAPIKey(secret), Prefix: "p", Role: model.RoleAdmin, CreatedAt: base}
 	}
 	a1, k1 := mk()
 	gotA1, gotK1, err := st.EnsureAccountKey(ctx, a1, k1)
@@ -218,15 +218,15 @@ func testEnsureAccountKey(t *testing.T, newStore storeFactory) {
 		t.Errorf("second EnsureAccountKey returned account %s key %s, want the originals %s, %s", gotA2.ID, gotK2.ID, a1.ID, k1.ID)
 	}
 	// A second key for the same account is added, not refused.
-	other := server.NewAPIKey()
-	_, k3, err := st.EnsureAccountKey(ctx, &model.Account{ID: server.NewID(), Email: "local@localhost", CreatedAt: base},
-		&model.APIKey{ID: server.NewID(), Hash: server.HashAPIKey(other), Prefix: "p", Role: model.RoleAdmin, CreatedAt: base})
+	other := model.NewAPIKey()
+	_, k3, err := st.EnsureAccountKey(ctx, &model.Account{ID: model.NewID(), Email: "local@localhost", CreatedAt: base},
+		&model.APIKey{ID: model.NewID(), Hash: model.HashAPIKey(other), Prefix: "p", Role: model.RoleAdmin, CreatedAt: base})
 	if err != nil || k3.AccountID != a1.ID {
 		t.Errorf("EnsureAccountKey(new key) = %+v, %v; want a key of account %s", k3, err, a1.ID)
 	}
 	// The same key claimed for another account is a conflict.
 	b := mustAccount(t, st, "b@example.com")
-	_, _, err = st.EnsureAccountKey(ctx, b, &model.APIKey{ID: server.NewID(), Hash: server.HashAPIKey(secret), Prefix: "p", Role: model.RoleAdmin, CreatedAt: base})
+	_, _, err = st.EnsureAccountKey(ctx, b, &model.APIKey{ID: model.NewID(), Hash: model.HashAPIKey(secret), Prefix: "p", Role: model.RoleAdmin, CreatedAt: base})
 	if !errors.Is(err, model.ErrConflict) {
 		t.Errorf("EnsureAccountKey(key of another account) = %v, want ErrConflict", err)
 	}
@@ -249,7 +249,7 @@ func testRevokeAndTouch(t *testing.T, newStore storeFactory) {
 	if err := st.RevokeAPIKey(ctx, a.ID, k.ID, revoked); err != nil {
 		t.Fatalf("RevokeAPIKey: %v", err)
 	}
-	got, _, err := st.APIKeyByHash(ctx, server.HashAPIKey(secret))
+	got, _, err := st.APIKeyByHash(ctx, model.HashAPIKey(secret))
 	if err != nil {
 		t.Fatalf("APIKeyByHash: %v", err)
 	}
@@ -404,7 +404,7 @@ func testRestartDurability(t *testing.T, newStore storeFactory) {
 	}
 
 	st = open(t) // reopening also re-runs migrations, which must be a no-op
-	if _, _, err := st.APIKeyByHash(t.Context(), server.HashAPIKey(secret)); err != nil {
+	if _, _, err := st.APIKeyByHash(t.Context(), model.HashAPIKey(secret)); err != nil {
 		t.Errorf("APIKeyByHash after reopen: %v", err)
 	}
 	got, err := st.Sandbox(t.Context(), a.ID, sb.ID)
@@ -471,13 +471,13 @@ func BenchmarkAPIKeyByHash(b *testing.B) {
 	ctx := b.Context()
 	var hash string
 	for i := range 1000 {
-		a := &model.Account{ID: server.NewID(), Email: fmt.Sprintf("u%d@example.com", i), CreatedAt: base}
+		a := &model.Account{ID: model.NewID(), Email: fmt.Sprintf("u%d@example.com", i), CreatedAt: base}
 		if err := st.CreateAccount(ctx, a); err != nil {
 			b.Fatal(err)
 		}
-		secret := server.NewAPIKey()
-		hash = server.HashAPIKey(secret)
-		if err := st.CreateAPIKey(ctx, &model.APIKey{ID: server.NewID(), AccountID: a.ID, Hash: hash, Prefix: "p", Role: model.RoleAdmin, CreatedAt: base}); err != nil {
+		secret := model.NewAPIKey()
+		hash = model.HashAPIKey(secret)
+		if err := st.CreateAPIKey(ctx, &model.APIKey{ID: model.NewID(), AccountID: a.ID, Hash: hash, Prefix: "p", Role: model.RoleAdmin, CreatedAt: base}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -59,9 +59,9 @@ type agentCase struct {
 // TestHandoffAgents is issue 18's acceptance 2. Sessions of Claude Code,
 // Codex, opencode and Gemini CLI are laid out under a temporary HOME
 // where each keeps them; for each, `boxkite handoff TOOL --no-egress` on a
-// terminal builds (the first) or reuses (the others: same recipe, same
-// image) the agent's image from its npm package, served by a registry on
-// loopback, checks `<cli> --version` in the new sandbox, places the
+// terminal builds (Gemini CLI's) or reuses (the others': same recipe,
+// same image, built meanwhile) the agent's image from its npm package,
+// served by a registry on loopback, checks `<cli> --version` in the new sandbox, places the
 // session where the CLI reads it (byte for byte but the documented
 // working-directory rewrites), and starts the real agent with its resume
 // arguments: the terminal shows the resumed conversation, then, asked
@@ -73,15 +73,11 @@ type agentCase struct {
 // leaves the machine: the sandboxes have no network, the builds reach the
 // loopback registry only.
 func TestHandoffAgents(t *testing.T) {
+	start := time.Now()
+	since := func() time.Duration { return time.Since(start).Round(100 * time.Millisecond) }
 	dir := npmtest.Fixtures(t, agentFixtures...)
 	reg := npmtest.New(t)
-	for _, spec := range agentFixtures {
-		b, err := os.ReadFile(filepath.Join(dir, npmtest.PackFile(spec)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		reg.Add(t, b)
-	}
+	reg.AddDir(t, dir) // each tarball read when npm first asks for it
 	var serverLog syncBuffer
 	s := servertest.New(t,
 		servertest.WithLogger(slog.New(slog.NewTextHandler(&serverLog, &slog.HandlerOptions{Level: slog.LevelDebug}))),
@@ -92,6 +88,12 @@ func TestHandoffAgents(t *testing.T) {
 				Permit:   func(a netip.Addr) bool { return a.Unmap().IsLoopback() },
 			})))
 	c := &client.Client{BaseURL: s.BaseURL, APIKey: s.APIKey}
+	t.Logf("the server is up: %s in", since())
+	// Gemini CLI's handoff builds its image (the smallest), showing the
+	// build; the others' images (the recipes handoff uses) build from now
+	// on, and their handoffs find them built: the same recipe is the same
+	// image.
+	prebuilt := prebuildImages(t, c, []string{"claude-code", "codex", "opencode"})
 
 	fx := handofftest.Install(t)
 	keys := map[string]string{
@@ -116,6 +118,7 @@ func TestHandoffAgents(t *testing.T) {
 	t.Chdir(fx.Src)
 	cases, opencodeExport := layOutSessions(t, fx, filepath.Join(dir, npmtest.PackFile("opencode-linux-x64@1.18.33")))
 	before := hashTree(t, fx.Home)
+	t.Logf("the sessions are laid out: %s in", since())
 
 	secrets := []string{}
 	for _, v := range keys {
@@ -127,21 +130,25 @@ func TestHandoffAgents(t *testing.T) {
 	scan := scanArgv(t, secrets)
 	scan.selfTest(t)
 
-	// The first handoff builds its agent's image; the others find theirs
-	// built already (the same recipe is the same image), made meanwhile.
-	prebuilt := prebuildImages(t, c, []string{"codex", "opencode", "gemini"})
-	for _, tc := range cases {
-		t.Run(tc.tool, func(t *testing.T) {
-			if tc.tool != "claude-code" {
-				if err := <-prebuilt[tc.tool]; err != nil {
-					t.Fatal(err)
+	// The four handoffs run at once: each spends most of its time waiting
+	// (for a build, for its agent to start, for its API to time out).
+	t.Run("agents", func(t *testing.T) {
+		for _, tc := range cases {
+			t.Run(tc.tool, func(t *testing.T) {
+				t.Parallel()
+				if tc.tool != builder {
+					if err := <-prebuilt[tc.tool]; err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("the %s image is built: %s in", tc.tool, since())
 				}
-			}
-			id := handOffAgent(t, c, fx, tc, opencodeExport)
-			retryAgent(t, tc, id)
-			checkAudit(t, c, id, secrets)
-		})
-	}
+				id := handOffAgent(t, c, fx, tc, opencodeExport)
+				retryAgent(t, tc, id)
+				checkAudit(t, c, id, secrets)
+				t.Logf("done: %s in", since())
+			})
+		}
+	})
 	scan.stop(t)
 	if diff := diffHashes(before, hashTree(t, fx.Home)); diff != "" {
 		t.Errorf("the handoffs changed local session files:\n%s", diff)
@@ -153,20 +160,23 @@ func TestHandoffAgents(t *testing.T) {
 	}
 }
 
+// builder is the agent whose handoff builds its image, and shows it.
+const builder = "gemini"
+
 // handOffAgent runs `boxkite handoff TOOL --no-egress` on a terminal and
 // checks what it did; it returns the sandbox.
 func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc agentCase, opencodeExport []byte) string {
 	agent := handoff.Agents()[tc.tool]
 	term := newVterm(t)
 	done := term.run("handoff", tc.tool, "--session", tc.session, "--no-egress")
-	if tc.tool == "claude-code" {
-		term.expect("the image build", time.Minute, "building the claude-code image")
+	if tc.tool == builder {
+		term.expect("the image build", time.Minute, "building the "+builder+" image")
 		term.expect("the build to end", 15*time.Minute, "built image")
 	}
 	m := term.match("the new sandbox", 15*time.Minute, regexp.MustCompile(`created sandbox (\S+) \(no egress\)`))
 	id := m[1]
 	term.expect("the agent's --version", 2*time.Minute, agent.CLI+" in the sandbox: "+tc.version)
-	if tc.tool != "claude-code" && strings.Contains(term.all(), "building the") {
+	if tc.tool != builder && strings.Contains(term.all(), "building the") {
 		t.Errorf("the %s handoff built an image instead of reusing the one its recipe made", tc.tool)
 	}
 	term.expect("the resumed session", 2*time.Minute, tc.marker)
@@ -296,23 +306,50 @@ func layOutSessions(t *testing.T, fx *handofftest.Fixture, opencodeTarball strin
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	lines := func(ls ...string) string { return strings.Join(ls, "\n") + "\n" }
 
+	// Each session is a turn with a tool call, as the tools write one:
+	// the records and fields of their formats (docs/handoff.md, Tests).
+	env := func(parent, uuid, ts string) string {
+		p := "null"
+		if parent != "" {
+			p = q(parent)
+		}
+		return `"parentUuid":` + p + `,"isSidechain":false,"userType":"external","cwd":` + q(src) + `,"sessionId":"` + e2eClaude +
+			`","version":"2.1.332","gitBranch":"main","entrypoint":"cli","uuid":"` + uuid + `","timestamp":"` + ts + `"`
+	}
+	const (
+		cu1 = "11111111-1111-4111-8111-111111111111"
+		ca1 = "22222222-2222-4222-8222-222222222222"
+		cu2 = "33333333-3333-4333-8333-333333333333"
+		ca2 = "44444444-4444-4444-8444-444444444444"
+		cs1 = "55555555-5555-4555-8555-555555555555"
+	)
 	write(filepath.Join(fx.Home, ".claude/projects", handofftest.EncodeClaude(src), e2eClaude+".jsonl"), lines(
-		`{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":`+q(src)+`,"sessionId":"`+e2eClaude+`","version":"2.1.332","gitBranch":"main","type":"user","message":{"role":"user","content":"claude-marker: count the files"},"uuid":"11111111-1111-4111-8111-111111111111","timestamp":"2026-11-30T10:00:00.000Z"}`,
-		`{"parentUuid":"11111111-1111-4111-8111-111111111111","isSidechain":false,"userType":"external","cwd":`+q(src)+`,"sessionId":"`+e2eClaude+`","version":"2.1.332","gitBranch":"main","message":{"id":"msg_e2e1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"There are twelve files."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":5}},"requestId":"req_e2e1","type":"assistant","uuid":"22222222-2222-4222-8222-222222222222","timestamp":"2026-11-30T10:00:02.000Z"}`,
+		`{"type":"file-history-snapshot","messageId":"`+cu1+`","snapshot":{"messageId":"`+cu1+`","trackedFileBackups":{},"timestamp":"2026-11-30T10:00:00.000Z"},"isSnapshotUpdate":false}`,
+		`{`+env("", cu1, "2026-11-30T10:00:00.000Z")+`,"type":"user","message":{"role":"user","content":"claude-marker: count the files"},"permissionMode":"default"}`,
+		`{`+env(cu1, ca1, "2026-11-30T10:00:01.000Z")+`,"message":{"id":"msg_e2e1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_e2e1","name":"Bash","input":{"command":"ls | wc -l","description":"Count the files"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":3,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":9,"service_tier":"standard"}},"requestId":"req_e2e1","type":"assistant"}`,
+		`{`+env(ca1, cu2, "2026-11-30T10:00:01.500Z")+`,"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_e2e1","type":"tool_result","content":"12","is_error":false}]},"toolUseResult":{"stdout":"12","stderr":"","interrupted":false,"isImage":false},"sourceToolAssistantUUID":"`+ca1+`"}`,
+		`{`+env(cu2, ca2, "2026-11-30T10:00:02.000Z")+`,"message":{"id":"msg_e2e2","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"There are twelve files."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":14,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":7,"service_tier":"standard"}},"requestId":"req_e2e2","type":"assistant"}`,
+		`{`+env(ca2, cs1, "2026-11-30T10:00:02.100Z")+`,"type":"system","subtype":"turn_duration","durationMs":2100,"isMeta":false}`,
 	))
 	write(filepath.Join(fx.Home, ".codex/sessions/2026/11/30/rollout-2026-11-30T10-00-00-"+e2eCodex+".jsonl"), lines(
-		`{"timestamp":"2026-11-30T10:00:00.000Z","type":"session_meta","payload":{"id":"`+e2eCodex+`","timestamp":"2026-11-30T10:00:00.000Z","cwd":`+q(src)+`,"originator":"codex_cli_rs","cli_version":"0.171.0","source":"cli","model_provider":"openai"}}`,
-		`{"timestamp":"2026-11-30T10:00:01.000Z","type":"turn_context","payload":{"cwd":`+q(src)+`,"approval_policy":"on-request","sandbox_policy":{"type":"workspace-write","writable_roots":[`+q(src)+`],"network_access":false},"model":"gpt-5"}}`,
+		`{"timestamp":"2026-11-30T10:00:00.000Z","type":"session_meta","payload":{"id":"`+e2eCodex+`","timestamp":"2026-11-30T10:00:00.000Z","cwd":`+q(src)+`,"originator":"codex_cli_rs","cli_version":"0.171.0","source":"cli","model_provider":"openai","base_instructions":{"text":"You are Codex, a coding agent."},"git":{"commit_hash":"0123456789abcdef0123456789abcdef01234567","branch":"main"}}}`,
+		`{"timestamp":"2026-11-30T10:00:01.000Z","type":"turn_context","payload":{"cwd":`+q(src)+`,"approval_policy":"on-request","sandbox_policy":{"type":"workspace-write","writable_roots":[`+q(src)+`],"network_access":false},"model":"gpt-5","summary":"auto"}}`,
 		`{"timestamp":"2026-11-30T10:00:01.500Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"codex-marker: count the files"}]}}`,
 		`{"timestamp":"2026-11-30T10:00:01.600Z","type":"event_msg","payload":{"type":"user_message","message":"codex-marker: count the files","images":[]}}`,
+		`{"timestamp":"2026-11-30T10:00:01.700Z","type":"response_item","payload":{"type":"reasoning","summary":[{"type":"summary_text","text":"**Counting the files**"}],"content":null,"encrypted_content":"gAAAAABe2e0000"}}`,
+		`{"timestamp":"2026-11-30T10:00:01.800Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"ls | wc -l\"]}","call_id":"call_e2e1"}}`,
+		`{"timestamp":"2026-11-30T10:00:01.900Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_e2e1","output":"12\n"}}`,
 		`{"timestamp":"2026-11-30T10:00:02.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"There are twelve files."}]}}`,
 		`{"timestamp":"2026-11-30T10:00:02.100Z","type":"event_msg","payload":{"type":"agent_message","message":"There are twelve files."}}`,
+		`{"timestamp":"2026-11-30T10:00:02.200Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":20,"cached_input_tokens":0,"output_tokens":16,"reasoning_output_tokens":4,"total_tokens":36},"last_token_usage":{"input_tokens":20,"cached_input_tokens":0,"output_tokens":16,"reasoning_output_tokens":4,"total_tokens":36},"model_context_window":272000},"rate_limits":null}}`,
 	))
 	sum := sha256.Sum256([]byte(src))
 	write(filepath.Join(fx.Home, ".gemini/tmp/my-app-v2/chats/session-2026-11-30T10-00-"+e2eGemini[:8]+".jsonl"), lines(
 		`{"sessionId":"`+e2eGemini+`","projectHash":"`+hex.EncodeToString(sum[:])+`","startTime":"2026-11-30T10:00:00.000Z","lastUpdated":"2026-11-30T10:00:02.000Z","kind":"main","directories":[`+q(src)+`]}`,
 		`{"id":"e2e-m1","timestamp":"2026-11-30T10:00:01.000Z","type":"user","content":[{"text":"gemini-marker: count the files"}]}`,
-		`{"id":"e2e-m2","timestamp":"2026-11-30T10:00:02.000Z","type":"gemini","content":[{"text":"There are twelve files."}],"model":"gemini-2.5-pro"}`,
+		`{"id":"e2e-m2","timestamp":"2026-11-30T10:00:01.500Z","type":"gemini","content":[{"text":""}],"thoughts":[{"subject":"Counting the files","description":"I will list them and count.","timestamp":"2026-11-30T10:00:01.400Z"}],"tokens":{"input":20,"output":9,"cached":0,"thoughts":5,"tool":0,"total":34},"model":"gemini-2.5-pro",`+
+			`"toolCalls":[{"id":"run_shell_command-1764496801500-1","name":"run_shell_command","args":{"command":"ls | wc -l"},"result":[{"functionResponse":{"id":"run_shell_command-1764496801500-1","name":"run_shell_command","response":{"output":"12"}}}],"status":"success","timestamp":"2026-11-30T10:00:01.600Z"}]}`,
+		`{"id":"e2e-m3","timestamp":"2026-11-30T10:00:02.000Z","type":"gemini","content":[{"text":"There are twelve files."}],"tokens":{"input":40,"output":6,"cached":0,"thoughts":0,"tool":0,"total":46},"model":"gemini-2.5-pro"}`,
 	))
 
 	opencode := extractOpencode(t, opencodeTarball)
@@ -321,7 +358,11 @@ func layOutSessions(t *testing.T, fx *handofftest.Fixture, opencodeTarball strin
 		`"messages":[{"info":{"id":"msg_e2e0000000000000000000001","sessionID":"` + e2eOpencode + `","role":"user","time":{"created":1764496800000},"agent":"build","model":{"providerID":"anthropic","modelID":"claude-sonnet-4-5"}},` +
 		`"parts":[{"id":"prt_e2e0000000000000000000001","sessionID":"` + e2eOpencode + `","messageID":"msg_e2e0000000000000000000001","type":"text","text":"opencode-marker: count the files"}]},` +
 		`{"info":{"id":"msg_e2e0000000000000000000002","sessionID":"` + e2eOpencode + `","role":"assistant","time":{"created":1764496801000,"completed":1764496802000},"parentID":"msg_e2e0000000000000000000001","modelID":"claude-sonnet-4-5","providerID":"anthropic","mode":"build","agent":"build","path":{"cwd":` + q(src) + `,"root":` + q(src) + `},"cost":0,"tokens":{"input":3,"output":5,"reasoning":0,"cache":{"read":0,"write":0}}},` +
-		`"parts":[{"id":"prt_e2e0000000000000000000002","sessionID":"` + e2eOpencode + `","messageID":"msg_e2e0000000000000000000002","type":"text","text":"There are twelve files."}]}]}`
+		`"parts":[{"id":"prt_e2e0000000000000000000002","sessionID":"` + e2eOpencode + `","messageID":"msg_e2e0000000000000000000002","type":"step-start"},` +
+		`{"id":"prt_e2e0000000000000000000003","sessionID":"` + e2eOpencode + `","messageID":"msg_e2e0000000000000000000002","type":"tool","callID":"toolu_e2e1","tool":"bash",` +
+		`"state":{"status":"completed","input":{"command":"ls | wc -l","description":"Count the files"},"output":"12\n","title":"ls | wc -l","metadata":{"output":"12\n","exit":0,"description":"Count the files"},"time":{"start":1764496801100,"end":1764496801200}}},` +
+		`{"id":"prt_e2e0000000000000000000004","sessionID":"` + e2eOpencode + `","messageID":"msg_e2e0000000000000000000002","type":"text","text":"There are twelve files.","time":{"start":1764496801900,"end":1764496802000}},` +
+		`{"id":"prt_e2e0000000000000000000005","sessionID":"` + e2eOpencode + `","messageID":"msg_e2e0000000000000000000002","type":"step-finish","reason":"stop","cost":0,"tokens":{"input":3,"output":5,"reasoning":0,"cache":{"read":0,"write":0}}}]}]}`
 	expFile := filepath.Join(t.TempDir(), "export.json")
 	write(expFile, exp)
 	cmd := exec.Command(opencode, "import", expFile)
@@ -351,10 +392,12 @@ func layOutSessions(t *testing.T, fx *handofftest.Fixture, opencodeTarball strin
 			errors: []string{"Cannot connect to API", "Unable to connect"}, errWait: 3 * time.Minute, quit: "\x03",
 		},
 		// Gemini CLI retries ten times, backing off to 30 s, before it
-		// shows its error.
+		// shows its error, and its model router five more: the fixture's
+		// settings.json, which the handoff carries, sets general.maxAttempts
+		// to 1 and a model, as a user may.
 		{
 			tool: "gemini", session: e2eGemini, version: "0.61.0", marker: "gemini-marker: count the files",
-			errors: []string{"fetch failed", "ENOTFOUND", "EAI_AGAIN", "Network error", "API Error"}, errWait: 6 * time.Minute, quit: "\x03",
+			errors: []string{"fetch failed", "ENOTFOUND", "EAI_AGAIN", "Network error", "API Error"}, errWait: 2 * time.Minute, quit: "\x03",
 		},
 	}, opencodeExport
 }

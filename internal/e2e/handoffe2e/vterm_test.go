@@ -30,6 +30,7 @@ type vterm struct {
 	scanned     int // raw[:scanned] was searched for queries
 	mark        int // expect searches the text printed after this (raw offset)
 	closed      chan struct{}
+	start       time.Time // for the log of how long each step took
 }
 
 // terminalAnswers are a terminal's replies to the queries coding agents
@@ -64,7 +65,7 @@ func newVterm(t *testing.T) *vterm {
 		t.Fatal(err)
 	}
 	master := os.NewFile(uintptr(fd), "/dev/ptmx")
-	v := &vterm{t: t, master: master, tty: tty, closed: make(chan struct{})}
+	v := &vterm{t: t, master: master, tty: tty, closed: make(chan struct{}), start: time.Now()}
 	go v.read()
 	t.Cleanup(v.close)
 	return v
@@ -167,6 +168,7 @@ func (v *vterm) expect(what string, timeout time.Duration, wants ...string) stri
 	if err != nil {
 		v.t.Fatalf("waiting for %s (%q): %v\nthe terminal shows (last 3000 bytes, escapes removed):\n%s", what, wants, err, tail(v.all(), 3000))
 	}
+	v.t.Logf("%s: %q, %s in", what, got, time.Since(v.start).Round(100*time.Millisecond))
 	return got
 }
 
@@ -221,6 +223,7 @@ func (v *vterm) match(what string, timeout time.Duration, re *regexp.Regexp) []s
 		text := escapes.ReplaceAllString(string(v.raw[v.mark:]), "")
 		v.mu.Unlock()
 		if m := re.FindStringSubmatch(text); m != nil {
+			v.t.Logf("%s: %q, %s in", what, m[0], time.Since(v.start).Round(100*time.Millisecond))
 			return m
 		}
 		time.Sleep(100 * time.Millisecond)

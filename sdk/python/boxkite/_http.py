@@ -19,10 +19,24 @@ from typing import Any, BinaryIO, Callable, Dict, Iterator, Optional, Union
 from . import errors
 from ._version import MIN_SERVER_VERSION, __version__
 
-# Statuses retried: the server did not run the request (rate limit) or
-# could not take it now (host capacity, audit store down); a 503 whose
-# details say performed: true (done, but not recorded) is not.
-RETRY_STATUSES = (429, 503)
+# The 503 codes retried: the server cannot take the request now but will.
+# Others (secrets_unavailable: the server has no secrets key) would get the
+# same answer again.
+RETRY_503_CODES = frozenset(("service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured"))
+
+
+def retryable(err: errors.BoxkiteError) -> bool:
+    """Whether a refusal is worth sending again: a 429 rate_limited (not a
+    fair-use limit such as concurrent_sandbox_limit_reached), a 503 of
+    RETRY_503_CODES, or either with Retry-After; never an answer whose
+    details say performed: true (done, only its audit entry is pending)."""
+    if isinstance(err.details, dict) and err.details.get("performed") is True:
+        return False
+    if err.status == 429:
+        return err.code == "rate_limited" or err.retry_after is not None
+    if err.status == 503:
+        return err.code in RETRY_503_CODES or err.retry_after is not None
+    return False
 
 Body = Union[None, bytes, BinaryIO]
 
@@ -291,17 +305,11 @@ class Transport:
                 conn.close()
             err = error_from(resp.status, resp.headers, data)
             check_server_version(resp.headers.get("Boxkite-Version"))
-            if resp.status in RETRY_STATUSES and not _performed(err) and attempt < self.max_retries and replayable:
+            if retryable(err) and attempt < self.max_retries and replayable:
                 self._sleep(self._backoff(attempt, err.retry_after))
                 attempt += 1
                 continue
             raise err
-
-
-def _performed(err: errors.BoxkiteError) -> bool:
-    """Whether the server did the work and only failed to record it
-    (details.performed): such an answer is never retried."""
-    return isinstance(err.details, dict) and err.details.get("performed") is True
 
 
 def new_idempotency_key() -> str:

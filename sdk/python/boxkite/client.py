@@ -98,6 +98,38 @@ class SSHKeys(Collection):
         raise NotFoundError(code="not_found", message=f"no SSH key {id}", hint="list keys with ssh_keys.list()", status=404)
 
 
+class Secrets(Collection):
+    """The account's secrets: write-only values the server sends only to
+    their allowed hosts (Sandbox.http_request substitutes {{secret:NAME}}).
+    ``id`` may be the secret's id or its name."""
+
+    path = "/v1/secrets"
+
+    def create(
+        self,
+        name: str,
+        value: str,
+        allowed_hosts: List[str],
+        trust_tier: Optional[str] = None,
+        *,
+        idempotency_key: Optional[str] = None,
+    ) -> dict:
+        """Create a secret (admin keys); the answer never has the value."""
+        return self._create({"name": name, "value": value, "allowed_hosts": allowed_hosts, "trust_tier": trust_tier}, idempotency_key)
+
+    def update(self, id: str, value: str, allowed_hosts: Optional[List[str]] = None) -> dict:
+        """Replace a secret's value (and allowed_hosts when given)."""
+        return self._t.request("PUT", f"{self.path}/{quote(id)}", json=_body({"value": value, "allowed_hosts": allowed_hosts}))
+
+    def get(self, id: str) -> dict:  # the API has no GET of one secret
+        for s in self.list():
+            if id in (s.get("id"), s.get("name")):
+                return s
+        from .errors import NotFoundError
+
+        raise NotFoundError(code="not_found", message=f"no secret {id}", hint="list secrets with secrets.list()", status=404)
+
+
 class Images(Collection):
     """Sandbox images: built from a spec, or imported from an OCI layout."""
 
@@ -158,6 +190,7 @@ class Sandboxes:
         volume_mounts: Optional[Dict[str, str]] = None,
         mcp_connection_names: Optional[List[str]] = None,
         secret_names: Optional[List[str]] = None,
+        egress_hosts: Optional[List[str]] = None,
         *,
         idempotency_key: Optional[str] = None,
     ) -> Sandbox:
@@ -172,6 +205,7 @@ class Sandboxes:
                 "volume_mounts": volume_mounts,
                 "mcp_connection_names": mcp_connection_names,
                 "secret_names": secret_names,
+                "egress_hosts": egress_hosts,
             }
         )
         data = self._t.request("POST", "/v1/sandboxes", json=body, idempotency_key=idempotency_key or new_idempotency_key())
@@ -261,6 +295,7 @@ class Boxkite:
         self.mcp_connections = MCPConnections(self._t)
         self.api_keys = APIKeys(self._t)
         self.ssh_keys = SSHKeys(self._t)
+        self.secrets = Secrets(self._t)
         self.account = Account(self._t)
 
     @property

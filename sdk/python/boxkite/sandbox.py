@@ -152,8 +152,13 @@ class Processes:
     def __init__(self, sb: "Sandbox") -> None:
         self._sb = sb
 
-    def start(self, command: str, description: Optional[str] = None, max_runtime_seconds: Optional[int] = None) -> dict:
-        return self._sb._post("/processes", {"command": command, "description": description, "max_runtime_seconds": max_runtime_seconds})
+    def start(
+        self, command: str, description: Optional[str] = None, max_runtime_seconds: Optional[int] = None, restart: Optional[bool] = None
+    ) -> dict:
+        """Start a background process; restart=True starts it again when the
+        sandbox resumes from a filesystem pause, which ends every process."""
+        body = {"command": command, "description": description, "max_runtime_seconds": max_runtime_seconds, "restart": restart}
+        return self._sb._post("/processes", body)
 
     def list(self) -> List[dict]:
         return (self._sb._t.request("GET", self._sb._path("/processes")) or {}).get("processes") or []
@@ -324,12 +329,39 @@ class Sandbox:
         self.data = self._t.request("POST", self._path("/extend"), json={"lifetime_minutes": lifetime_minutes})
         return self
 
+    def pause(self, mode: Optional[str] = None) -> "Sandbox":
+        """Pause the sandbox (mode "freeze", the default, "filesystem" or
+        "checkpoint"); its lifetime stops counting until resume()."""
+        self.data = self._t.request("POST", self._path("/pause"), json=_body({"mode": mode}))
+        return self
+
+    def resume(self) -> "Sandbox":
+        """Resume a paused sandbox: same id and endpoints."""
+        self.data = self._t.request("POST", self._path("/resume"))
+        return self
+
     def stats(self) -> dict:
         return self._t.request("GET", self._path("/stats"))
 
     def takeover_token(self, read_only: bool = False) -> dict:
         """A single-use token for the sandbox's terminal (admin keys)."""
         return self._post("/takeover-token", {"read_only": read_only or None})
+
+    def http_request(
+        self,
+        url: str,
+        method: Optional[str] = None,
+        headers: Optional[Dict[str, str]] = None,
+        body: Optional[str] = None,
+        timeout: Optional[int] = None,
+    ) -> dict:
+        """The control plane makes an HTTP request for the sandbox, each
+        {{secret:NAME}} in url, headers or body replaced by that secret's
+        value, only to the secret's allowed hosts; echoes of a value in the
+        answer are redacted. Returns status_code, headers, body,
+        truncated and secrets_used."""
+        req = _body({"url": url, "method": method, "headers": headers, "body": body, "timeout": timeout})
+        return self._t.request("POST", self._path("/http-request"), json=req, timeout=(timeout or 15) + EXEC_MARGIN)
 
     def takeover_recording(self, recording_id: str) -> bytes:
         """A takeover's asciicast v2 recording (servers started with takeover

@@ -84,6 +84,22 @@ class ToolShapeTest(unittest.TestCase):
 
 
 class RetryTest(unittest.TestCase):
+    def test_retryable(self):
+        def err(status, code, details=None, retry_after=None):
+            return boxkite.BoxkiteError(code=code, message="m", status=status, details=details, retry_after=retry_after)
+
+        for e, want in [
+            (err(429, "rate_limited", retry_after=1.0), True),
+            (err(429, "concurrent_sandbox_limit_reached"), False),
+            (err(503, "host_capacity"), True),
+            (err(503, "audit_unavailable", {"performed": False}), True),
+            (err(503, "audit_unavailable", {"performed": True}), False),
+            (err(503, "secrets_unavailable"), False),
+            (err(503, "secrets_unavailable", retry_after=2.0), True),
+            (err(409, "conflict", retry_after=1.0), False),
+        ]:
+            self.assertEqual(_http.retryable(e), want, (e.status, e.code, e.details, e.retry_after))
+
     def test_backoff_honours_retry_after(self):
         t = _http.Transport("http://127.0.0.1:1", "k", max_retry_wait=2)
         self.assertEqual(t._backoff(0, 1.5), 1.5)

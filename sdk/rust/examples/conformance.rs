@@ -83,6 +83,11 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
     Ok(match name {
         "health" => bk.health()?,
         "ready" => bk.ready()?,
+        "secrets.create" => bk.secrets().create(json!({ "name": a["name"], "value": a["value"], "allowed_hosts": a["allowed_hosts"] }))?,
+        "secrets.list" => to_value(bk.secrets().list()?),
+        "secrets.update" => bk.secrets().update(&s(a, "id"), json!({ "value": a["value"] }))?,
+        "secrets.delete" => to_value(bk.secrets().delete(&s(a, "id"))?),
+        "sandbox.http_request" => sb().http_request(json!({ "url": a["url"], "headers": a["headers"] }))?,
         "account.update" => bk.update_account(a["scrub_output"].as_bool().unwrap_or(true))?,
         "account.host" => bk.host()?,
         "account.me" => Client::new(bk.base_url(), &s(a, "token")).account_me()?,
@@ -127,6 +132,8 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
         "sandboxes.get" => to_value(bk.sandboxes().get(&s(a, "id"))?.info),
         "sandboxes.list" => to_value(bk.sandboxes().list(a["active_only"].as_bool().unwrap_or(false))?.into_iter().map(|s| s.info).collect::<Vec<_>>()),
         "sandboxes.extend" => to_value(sb().extend(a["lifetime_minutes"].as_i64().unwrap_or(0))?.clone()),
+        "sandboxes.pause" => to_value(sb().pause(a["mode"].as_str())?),
+        "sandboxes.resume" => to_value(sb().resume()?),
         "sandboxes.delete" => {
             bk.sandboxes().delete(&s(a, "id"))?;
             Value::Null

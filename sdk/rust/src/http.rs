@@ -46,6 +46,26 @@ fn parse_retry_after(v: Option<&str>) -> Option<f64> {
     v.and_then(|s| s.trim().parse::<f64>().ok())
 }
 
+/// The 503 codes retried: the server cannot take the request now but
+/// will. Others (secrets_unavailable: the server has no secrets key) would
+/// get the same answer again.
+const RETRY_503_CODES: [&str; 4] = ["service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured"];
+
+/// Whether a refusal is worth sending again: a 429 rate_limited (not a
+/// fair-use limit such as concurrent_sandbox_limit_reached), a 503 of
+/// RETRY_503_CODES, or either with Retry-After; never an answer whose
+/// details say performed: true (done, only its audit entry is pending).
+pub(crate) fn retryable(err: &Error) -> bool {
+    if err.details.get("performed") == Some(&Value::Bool(true)) {
+        return false;
+    }
+    match err.status {
+        429 => err.code == "rate_limited" || err.retry_after.is_some(),
+        503 => RETRY_503_CODES.contains(&err.code.as_str()) || err.retry_after.is_some(),
+        _ => false,
+    }
+}
+
 /// A request body.
 pub enum Body<'a> {
     None,
@@ -193,10 +213,7 @@ impl Transport {
             let retry = parse_retry_after(resp.header("Retry-After"));
             let body = resp.into_string().unwrap_or_default();
             let err = Error::from_answer(status, &body, rid.as_deref(), retry);
-            // A 503 whose details say performed: true (done, but not
-            // recorded) is never retried.
-            let performed = err.details.get("performed") == Some(&Value::Bool(true));
-            if (status == 429 || status == 503) && !performed && replayable && attempt < self.max_retries {
+            if retryable(&err) && replayable && attempt < self.max_retries {
                 sleep(self.backoff(attempt, err.retry_after));
                 attempt += 1;
                 continue;
@@ -255,6 +272,30 @@ mod tests {
         assert!(!too_old("dev"));
         assert!(!too_old("v0.1.0"));
         assert!(!too_old("1.0.0"));
+    }
+
+    #[test]
+    fn retried() {
+        let err = |status: u16, code: &str, details: Value, retry: Option<f64>| {
+            let mut e = Error::new(code, "m", "");
+            e.status = status;
+            e.details = details;
+            e.retry_after = retry;
+            e
+        };
+        let cases = [
+            (err(429, "rate_limited", Value::Null, Some(1.0)), true),
+            (err(429, "concurrent_sandbox_limit_reached", Value::Null, None), false),
+            (err(503, "host_capacity", Value::Null, None), true),
+            (err(503, "audit_unavailable", serde_json::json!({ "performed": false }), None), true),
+            (err(503, "audit_unavailable", serde_json::json!({ "performed": true }), None), false),
+            (err(503, "secrets_unavailable", Value::Null, None), false),
+            (err(503, "secrets_unavailable", Value::Null, Some(2.0)), true),
+            (err(409, "conflict", Value::Null, Some(1.0)), false),
+        ];
+        for (e, want) in cases.iter() {
+            assert_eq!(retryable(e), *want, "{} {}", e.status, e.code);
+        }
     }
 
     #[test]

@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 
 pub use error::{Error, Result, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT};
 pub use http::{version_tuple, Body, MIN_SERVER_VERSION, VERSION};
-pub use sandbox::{ExecOptions, ExecStream, Files, Follow, Log, Processes, Sandbox};
+pub use sandbox::{ExecOptions, ExecStream, Files, Follow, Log, ProcessOptions, Processes, Sandbox};
 pub use stream::{Event, Ndjson, Sse};
 
 use http::{seg, Req, Transport};
@@ -54,6 +54,11 @@ pub struct SandboxInfo {
     pub destroyed_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destroy_reason: Option<String>,
+    /// The pause mode of a paused sandbox, and since when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_with: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_at: Option<String>,
 }
 
 /// The body of POST /v1/sandboxes; None fields take the server's defaults.
@@ -73,6 +78,9 @@ pub struct CreateSandbox {
     pub volume_mounts: Option<std::collections::BTreeMap<String, String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mcp_connection_names: Option<Vec<String>>,
+    /// Egress through the server's proxy to each "host" or "host:port" (admin keys).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress_hosts: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret_names: Option<Vec<String>>,
     /// Sent as Idempotency-Key (a fresh one when None), not in the body.
@@ -264,6 +272,13 @@ impl Client {
         Collection { t: self.t.clone(), path: "/v1/api-keys" }
     }
 
+    /// Secrets: write-only values the server sends only to their allowed
+    /// hosts (Sandbox::http_request substitutes {{secret:NAME}}). create
+    /// takes {"name", "value", "allowed_hosts"}; an id may be the name.
+    pub fn secrets(&self) -> Secrets {
+        Secrets { c: Collection { t: self.t.clone(), path: "/v1/secrets" } }
+    }
+
     /// SSH keys for the bastion. There is no GET of one key.
     pub fn ssh_keys(&self) -> Collection {
         Collection { t: self.t.clone(), path: "/v1/account/ssh-keys" }
@@ -391,10 +406,10 @@ impl Collection {
         }
     }
 
-    /// One item. For API keys and SSH keys, which have no GET of one item, the list is searched.
+    /// One item. For API keys, SSH keys and secrets, which have no GET of one item, the list is searched.
     pub fn get(&self, id: &str) -> Result<Value> {
-        if self.path == "/v1/api-keys" || self.path == "/v1/account/ssh-keys" {
-            return self.list()?.into_iter().find(|v| v["id"] == id).ok_or_else(|| {
+        if self.path == "/v1/api-keys" || self.path == "/v1/account/ssh-keys" || self.path == "/v1/secrets" {
+            return self.list()?.into_iter().find(|v| v["id"] == id || v["name"] == id).ok_or_else(|| {
                 let mut e = Error::new("not_found", format!("no {} item {}", self.path, id), "list them first");
                 e.status = 404;
                 e
@@ -405,6 +420,27 @@ impl Collection {
 
     pub fn delete(&self, id: &str) -> Result<()> {
         self.t.json(Req::new("DELETE", format!("{}/{}", self.path, seg(id)))).map(|_| ())
+    }
+}
+
+/// The account's secrets: a Collection (no GET of one: get searches the
+/// list), plus update.
+pub struct Secrets {
+    c: Collection,
+}
+
+impl std::ops::Deref for Secrets {
+    type Target = Collection;
+    fn deref(&self) -> &Collection {
+        &self.c
+    }
+}
+
+impl Secrets {
+    /// Replaces a secret's value (and allowed_hosts when the body has them):
+    /// {"value", "allowed_hosts"}.
+    pub fn update(&self, id: &str, body: Value) -> Result<Value> {
+        self.c.t.json(Req::new("PUT", format!("{}/{}", self.c.path, seg(id))).json(body))
     }
 }
 

@@ -33,6 +33,17 @@ pub struct ExecOptions {
     pub on_output_limit: Option<String>,
 }
 
+/// Options of a background process; the defaults are the server's.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessOptions {
+    pub description: Option<String>,
+    /// Seconds it may run; None is the server's default.
+    pub max_runtime_seconds: Option<u64>,
+    /// Start it again when the sandbox resumes from a filesystem pause,
+    /// which ends every process.
+    pub restart: bool,
+}
+
 impl ExecOptions {
     fn body(&self, command: &str) -> Value {
         let mut b = json!({ "command": command });
@@ -110,6 +121,22 @@ impl Sandbox {
         Ok(&self.info)
     }
 
+    /// Pauses the sandbox (mode "freeze", the default when None,
+    /// "filesystem" or "checkpoint"); its lifetime stops counting until
+    /// resume.
+    pub fn pause(&self, mode: Option<&str>) -> Result<SandboxInfo> {
+        let body = match mode {
+            Some(m) => json!({ "mode": m }),
+            None => json!({}),
+        };
+        self.t.decode(Req::new("POST", self.path("/pause")).json(body))
+    }
+
+    /// Resumes a paused sandbox: same id and endpoints.
+    pub fn resume(&self) -> Result<SandboxInfo> {
+        self.t.decode(Req::new("POST", self.path("/resume")))
+    }
+
     pub fn stats(&self) -> Result<Value> {
         self.t.json(Req::new("GET", self.path("/stats")))
     }
@@ -117,6 +144,15 @@ impl Sandbox {
     /// A single-use token for the sandbox's terminal (admin keys).
     pub fn takeover_token(&self, read_only: bool) -> Result<Value> {
         self.post("/takeover-token", if read_only { json!({ "read_only": true }) } else { json!({}) })
+    }
+
+    /// The control plane makes an HTTP request for the sandbox, each
+    /// {{secret:NAME}} in url, headers or body replaced by that secret's
+    /// value, only to the secret's allowed hosts; echoes of a value are
+    /// redacted. body is {"url", "method", "headers", "body", "timeout"}.
+    pub fn http_request(&self, body: Value) -> Result<Value> {
+        let wait = body["timeout"].as_u64().unwrap_or(15);
+        self.t.json(Req::new("POST", self.path("/http-request")).json(body).timeout(Some(Duration::from_secs(wait + 30))))
     }
 
     /// A takeover's asciicast v2 recording (servers started with takeover
@@ -341,7 +377,21 @@ pub struct Processes<'a> {
 
 impl Processes<'_> {
     pub fn start(&self, command: &str) -> Result<Value> {
-        self.sb.post("/processes", json!({ "command": command }))
+        self.start_with(command, &ProcessOptions::default())
+    }
+
+    pub fn start_with(&self, command: &str, o: &ProcessOptions) -> Result<Value> {
+        let mut body = json!({ "command": command });
+        if let Some(v) = &o.description {
+            body["description"] = json!(v);
+        }
+        if let Some(v) = o.max_runtime_seconds {
+            body["max_runtime_seconds"] = json!(v);
+        }
+        if o.restart {
+            body["restart"] = json!(true);
+        }
+        self.sb.post("/processes", body)
     }
 
     pub fn list(&self) -> Result<Vec<Value>> {

@@ -1,20 +1,19 @@
 // Generates src/openapi.ts, the API's types, from boxkite-server's
-// /openapi.json with openapi-typescript (pinned in package.json).
+// /openapi.json with openapi-typescript (pinned in package.json). npm run
+// build runs it on openapi.json, the document checked in beside
+// package.json, before tsc.
 //
-//   node scripts/generate.mjs OPENAPI.json|URL [OUT.ts]
+//   node scripts/generate.mjs [OPENAPI.json|URL [OUT.ts]]
 //
-// sdk/conformance's TestTypeScriptTypesFresh runs it on the document a real
-// server serves and fails when the committed file differs
-// (`go test ./sdk/conformance -run TestTypeScriptTypesFresh -update` rewrites it).
+// sdk/conformance's TestTypeScriptTypesFresh fails when openapi.json is not
+// what a real server serves, or src/openapi.ts not what this makes of it
+// (`go test ./sdk/conformance -run TestTypeScriptTypesFresh -update`
+// rewrites both).
 import { writeFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 import openapiTS, { astToString } from "openapi-typescript";
 
-const [src, out = new URL("../src/openapi.ts", import.meta.url)] = process.argv.slice(2);
-if (!src) {
-  console.error("usage: node scripts/generate.mjs OPENAPI.json|URL [OUT.ts]");
-  process.exit(2);
-}
+const [src = new URL("../openapi.json", import.meta.url).pathname, out = new URL("../src/openapi.ts", import.meta.url)] = process.argv.slice(2);
 const input = /^https?:/.test(src) ? new URL(src) : pathToFileURL(src);
 const ast = await openapiTS(input, { alphabetize: true });
 const header =

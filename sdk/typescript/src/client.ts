@@ -12,15 +12,18 @@ import type {
   CommandRule,
   CreateImageRequest,
   CreateSandboxRequest,
+  CreateSecretRequest,
   Health,
   HostStatus,
   Image,
   LogPage,
   MCPConnection,
   SandboxRecord,
+  Secret,
   SSHKey,
   TakeoverToken,
   TokenResponse,
+  UpdateSecretRequest,
   Usage,
   Volume,
 } from "./types.js";
@@ -87,6 +90,24 @@ export class APIKeys extends ListedCollection<APIKey, { name: string; role?: "ad
 
 /** SSH public keys the bastion accepts for this account. */
 export class SSHKeys extends ListedCollection<SSHKey, { public_key: string; name?: string }> {}
+
+/**
+ * The account's secrets: write-only values the server sends only to their
+ * allowed hosts (Sandbox.httpRequest substitutes {{secret:NAME}}). An id may
+ * be the secret's id or its name.
+ */
+export class Secrets extends ListedCollection<Secret, CreateSecretRequest> {
+  /** Replaces a secret's value (and allowed_hosts when given). */
+  update(id: string, body: UpdateSecretRequest): Promise<Secret> {
+    return this.t.json("PUT", `${this.path}/${seg(id)}`, { json: body });
+  }
+
+  override async get(id: string): Promise<Secret> {
+    const found = (await this.list()).find((x) => x.id === id || x.name === id);
+    if (!found) throw new BoxkiteError({ code: "not_found", message: `no secret ${id}`, status: 404, hint: "list them first" });
+    return found;
+  }
+}
 
 /** Sandbox images: built from a spec, or imported from an OCI layout. */
 export class Images extends Collection<Image, CreateImageRequest> {
@@ -219,6 +240,7 @@ export class Boxkite {
   readonly mcpConnections: MCPConnections;
   readonly apiKeys: APIKeys;
   readonly sshKeys: SSHKeys;
+  readonly secrets: Secrets;
   readonly account: Account;
 
   constructor(o: BoxkiteOptions = {}) {
@@ -230,6 +252,7 @@ export class Boxkite {
     this.mcpConnections = new MCPConnections(this.t, "/v1/mcp-connections");
     this.apiKeys = new APIKeys(this.t, "/v1/api-keys");
     this.sshKeys = new SSHKeys(this.t, "/v1/account/ssh-keys");
+    this.secrets = new Secrets(this.t, "/v1/secrets");
     this.account = new Account(this.t);
   }
 

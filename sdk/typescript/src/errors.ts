@@ -22,6 +22,8 @@ export class BoxkiteError extends Error {
   readonly requestId: string;
   /** Seconds the server asked to wait (Retry-After), when it did. */
   readonly retryAfter?: number;
+  /** The API's own message, without code and hint. */
+  readonly apiMessage: string;
 
   constructor(body: ErrorBody & { status?: number; retryAfter?: number }) {
     super(body.hint ? `${body.message} [${body.code}]\nhint: ${body.hint}` : `${body.message} [${body.code}]`);
@@ -32,11 +34,7 @@ export class BoxkiteError extends Error {
     this.details = body.details;
     this.requestId = body.request_id ?? "";
     this.retryAfter = body.retryAfter;
-  }
-
-  /** The API's own message, without code and hint. */
-  get apiMessage(): string {
-    return this.message.split(" [")[0] ?? this.message;
+    this.apiMessage = body.message;
   }
 
   toJSON(): Record<string, unknown> {

@@ -7,10 +7,25 @@ import { BoxkiteError, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, 
 import { MIN_SERVER_VERSION, VERSION, tooOld } from "./version.js";
 
 /**
- * Statuses retried: the server did not run the request, or cannot take it
- * now; a 503 whose details say performed: true (done, but not recorded) is not.
+ * The 503 codes retried: the server cannot take the request now but will.
+ * Others (secrets_unavailable: the server has no secrets key) would get
+ * the same answer again.
  */
-const RETRY_STATUSES = new Set([429, 503]);
+const RETRY_503_CODES = new Set(["service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured"]);
+
+/**
+ * Whether a refusal is worth sending again: a 429 rate_limited (not a
+ * fair-use limit such as concurrent_sandbox_limit_reached), a 503 of
+ * RETRY_503_CODES, or either with Retry-After; never an answer whose
+ * details say performed: true (done, only its audit entry is pending).
+ */
+export function retryable(err: BoxkiteError): boolean {
+  const d = err.details as { performed?: unknown } | undefined;
+  if (d?.performed === true) return false;
+  if (err.status === 429) return err.code === "rate_limited" || err.retryAfter !== undefined;
+  if (err.status === 503) return RETRY_503_CODES.has(err.code) || err.retryAfter !== undefined;
+  return false;
+}
 
 export type Query = Record<string, string | number | boolean | undefined | null>;
 
@@ -70,12 +85,6 @@ export async function errorFrom(resp: Response): Promise<BoxkiteError> {
     status: resp.status,
     retryAfter: retry === undefined ? undefined : retry / 1000,
   });
-}
-
-/** Whether the server did the work and only failed to record it (details.performed): never retried. */
-function performed(err: BoxkiteError): boolean {
-  const d = err.details as { performed?: unknown } | undefined;
-  return d?.performed === true;
 }
 
 function versionError(version: string): BoxkiteError {
@@ -193,7 +202,7 @@ export class Transport {
       }
       if (resp.ok) return resp;
       const err = await errorFrom(resp);
-      if (RETRY_STATUSES.has(resp.status) && !performed(err) && !streamed && attempt < this.maxRetries) {
+      if (retryable(err) && !streamed && attempt < this.maxRetries) {
         await sleep(this.backoff(attempt, err.retryAfter === undefined ? undefined : err.retryAfter * 1000));
         continue;
       }

@@ -11,6 +11,8 @@ import type {
   FileWriteResult,
   GlobResult,
   GrepResult,
+  HTTPRequest,
+  HTTPResponse,
   InterpreterExecResult,
   InterpreterReset,
   InterpreterStatus,
@@ -27,6 +29,7 @@ import type {
   ProcessInputResult,
   ProcessOutput,
   ProcessStarted,
+  ProcessStartRequest,
   ProcessStopResult,
   SandboxRecord,
   SandboxStats,
@@ -176,7 +179,8 @@ export class Files {
 export class Processes {
   constructor(private readonly sb: Sandbox) {}
 
-  start(command: string, o: { description?: string; max_runtime_seconds?: number } = {}): Promise<ProcessStarted> {
+  /** Starts a background process; restart: true starts it again when the sandbox resumes from a filesystem pause. */
+  start(command: string, o: Omit<ProcessStartRequest, "command"> = {}): Promise<ProcessStarted> {
     return this.sb.post("/processes", { command, ...o });
   }
 
@@ -368,6 +372,18 @@ export class Sandbox {
     return this;
   }
 
+  /** Pauses the sandbox (mode "freeze", the default, "filesystem" or "checkpoint"); its lifetime stops counting until resume(). */
+  async pause(mode?: "freeze" | "filesystem" | "checkpoint"): Promise<this> {
+    this.data = await this.post<SandboxRecord>("/pause", mode ? { mode } : {});
+    return this;
+  }
+
+  /** Resumes a paused sandbox: same id and endpoints. */
+  async resume(): Promise<this> {
+    this.data = await this.t.json<SandboxRecord>("POST", this.path("/resume"));
+    return this;
+  }
+
   stats(): Promise<SandboxStats> {
     return this.t.json("GET", this.path("/stats"));
   }
@@ -375,6 +391,16 @@ export class Sandbox {
   /** A single-use token for the sandbox's terminal (admin keys). */
   takeoverToken(readOnly = false): Promise<TakeoverToken> {
     return this.post("/takeover-token", readOnly ? { read_only: true } : {});
+  }
+
+  /**
+   * The control plane makes an HTTP request for the sandbox, each
+   * {{secret:NAME}} in url, headers or body replaced by that secret's value,
+   * only to the secret's allowed hosts; echoes of a value in the answer are
+   * redacted.
+   */
+  httpRequest(req: HTTPRequest): Promise<HTTPResponse> {
+    return this.post("/http-request", { ...req }, (req.timeout ?? 15) * 1000 + EXEC_MARGIN_MS);
   }
 
   /**

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { BoxkiteError, TOOL_DEFINITIONS, toAnthropicTools, toOpenAITools } from "../dist/index.js";
-import { parseRetryAfter } from "../dist/http.js";
+import { parseRetryAfter, retryable } from "../dist/http.js";
 import { tooOld, versionTuple } from "../dist/version.js";
 
 test("versions: releases are compared, dev builds and pseudo-versions are not", () => {
@@ -21,6 +21,22 @@ test("Retry-After: seconds or an HTTP date", () => {
   assert.equal(parseRetryAfter(null), undefined);
   const ms = parseRetryAfter(new Date(Date.now() + 5000).toUTCString());
   assert.ok(ms > 3000 && ms <= 5000, String(ms));
+});
+
+test("retried: 429 rate_limited, the 503s the server gets over, either with Retry-After; never work performed", () => {
+  const err = (status, code, details, retryAfter) => new BoxkiteError({ code, message: "m", status, details, retryAfter });
+  for (const [e, want] of [
+    [err(429, "rate_limited", undefined, 1), true],
+    [err(429, "concurrent_sandbox_limit_reached"), false],
+    [err(503, "host_capacity"), true],
+    [err(503, "audit_unavailable", { performed: false }), true],
+    [err(503, "audit_unavailable", { performed: true }), false],
+    [err(503, "secrets_unavailable"), false],
+    [err(503, "secrets_unavailable", undefined, 2), true],
+    [err(409, "conflict", undefined, 1), false],
+  ]) {
+    assert.equal(retryable(e), want, `${e.status} ${e.code}`);
+  }
 });
 
 test("errors print their code and hint", () => {

@@ -1,4 +1,4 @@
-package server
+package allowlist
 
 import (
 	"encoding/json"
@@ -154,6 +154,17 @@ var allowlistCases = []struct {
 	{"ANSI-C quote hides a command from dash", basicRules, "ls $'\\''; ./bin/ls #'", false, "./bin/ls", ""},
 	{"quote hides a command from bash", basicRules, "ls $'\\'; ./bin/ls #\\''", false, "./bin/ls", ""},
 	{"ANSI-C quote", basicRules, "echo $'a\\tb'", true, "", ""},
+	// bash evaluates these expansions' values as code (a value holding
+	// z[$(./bin/ls)] runs it); dash refuses them as bad substitutions.
+	{"prompt expansion", basicRules, `a='$'; b='('; x="$a${b}./bin/ls)"; ls ${x@P}`, false, "", "POSIX parameter expansions"},
+	{"subscript", basicRules, `ls "${y[x]}"`, false, "", "POSIX parameter expansions"},
+	{"substring offset", basicRules, "ls ${PATH:x:1}", false, "", "POSIX parameter expansions"},
+	{"slice of all", basicRules, "echo ${@:x}", false, "", "POSIX parameter expansions"},
+	{"indirection", basicRules, "ls ${!x}", false, "", "POSIX parameter expansions"},
+	{"length of element", basicRules, "ls ${#y[x]}", false, "", "POSIX parameter expansions"},
+	{"nested", basicRules, "ls ${x:-${y[x]}}", false, "", "POSIX parameter expansions"},
+	{"old arithmetic", basicRules, "ls $[x]", false, "", "arithmetic"},
+	{"POSIX expansions", basicRules, `echo ${HOME} ${1} ${#x} ${x:-d} ${x-d} ${x:=d} ${x:?e} ${x:+y} ${x%.go} ${x%%/*} ${x#./} ${x##*/} ${#} ${!} ${?} ${@} "${x:-${y}}"`, true, "", ""},
 	{"unterminated ANSI-C quote", basicRules, "echo $'a\\'", false, "", "unterminated"},
 	{"redirection target is not a program", basicRules, "echo hi > rm", true, "", ""},
 
@@ -337,11 +348,11 @@ var allowlistCases = []struct {
 func TestAllowlistCheck(t *testing.T) {
 	for _, tt := range allowlistCases {
 		t.Run(tt.name, func(t *testing.T) {
-			al, err := compileAllowlist(tt.rules)
+			al, err := Compile(tt.rules)
 			if err != nil {
 				t.Fatalf("compileAllowlist: %v", err)
 			}
-			err = al.check(tt.command)
+			err = al.Check(tt.command)
 			if tt.allowed {
 				if err != nil {
 					t.Errorf("check(%q) = %v, want allowed", tt.command, err)
@@ -403,7 +414,7 @@ func TestCompileAllowlist(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := compileAllowlist(tt.rules)
+			_, err := Compile(tt.rules)
 			if tt.code == "" {
 				if err != nil {
 					t.Errorf("compileAllowlist = %v, want valid", err)
@@ -450,17 +461,17 @@ func FuzzAllowlist(f *testing.F) {
 	for _, tt := range allowlistCases {
 		f.Add(tt.command)
 	}
-	basic, err := compileAllowlist(basicRules)
+	basic, err := Compile(basicRules)
 	if err != nil {
 		f.Fatal(err)
 	}
-	wider, err := compileAllowlist(wrapperRules)
+	wider, err := Compile(wrapperRules)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, command string) {
-		errBasic := basic.check(command)
-		errWider := wider.check(command)
+		errBasic := basic.Check(command)
+		errWider := wider.Check(command)
 		if errBasic == nil && errWider != nil {
 			t.Errorf("check(%q) allowed with the basic rules but refused with more: %v", command, errWider)
 		}

@@ -1,7 +1,8 @@
-package server
+package authn
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -49,7 +50,9 @@ var errMalformedHash = errors.New("malformed password hash")
 // HashPassword returns password hashed with argon2id in the PHC string
 // format: $argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash> (unpadded base64).
 func HashPassword(password string) string {
-	return hashPassword(password, randBytes(argonSaltLen), defaultArgonParams)
+	salt := make([]byte, argonSaltLen)
+	_, _ = rand.Read(salt) // never fails on Linux (Go 1.24+ crashes the program instead)
+	return hashPassword(password, salt, defaultArgonParams)
 }
 
 func hashPassword(password string, salt []byte, p argonParams) string {
@@ -100,21 +103,21 @@ func parseHash(encoded string) (argonParams, []byte, []byte, error) {
 	return p, salt, key, nil
 }
 
-// hasher runs password hashing with bounded concurrency. Its dummy hash
+// Hasher runs password hashing with bounded concurrency. Its dummy hash
 // stands in for the stored hash of an unknown email, so that a login for
 // an account that does not exist costs what a wrong password costs.
-type hasher struct {
+type Hasher struct {
 	sem   chan struct{}
 	dummy func() string
 }
 
-func newHasher() *hasher {
-	h := &hasher{sem: make(chan struct{}, maxConcurrentHashes)}
+func NewHasher() *Hasher {
+	h := &Hasher{sem: make(chan struct{}, maxConcurrentHashes)}
 	h.dummy = sync.OnceValue(func() string { return HashPassword("not a password; never matches anything") })
 	return h
 }
 
-func (h *hasher) acquire(ctx context.Context) error {
+func (h *Hasher) acquire(ctx context.Context) error {
 	select {
 	case h.sem <- struct{}{}:
 		return nil
@@ -123,10 +126,10 @@ func (h *hasher) acquire(ctx context.Context) error {
 	}
 }
 
-func (h *hasher) release() { <-h.sem }
+func (h *Hasher) release() { <-h.sem }
 
-// hash hashes a new password.
-func (h *hasher) hash(ctx context.Context, password string) (string, error) {
+// Hash hashes a new password.
+func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
 	if err := h.acquire(ctx); err != nil {
 		return "", err
 	}
@@ -134,9 +137,9 @@ func (h *hasher) hash(ctx context.Context, password string) (string, error) {
 	return HashPassword(password), nil
 }
 
-// verify checks password against encoded; encoded "" (no account, or no
+// Verify checks password against encoded; encoded "" (no account, or no
 // password set) is checked against the dummy hash and never matches.
-func (h *hasher) verify(ctx context.Context, encoded, password string) (bool, error) {
+func (h *Hasher) Verify(ctx context.Context, encoded, password string) (bool, error) {
 	if err := h.acquire(ctx); err != nil {
 		return false, err
 	}

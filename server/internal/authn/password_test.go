@@ -1,19 +1,19 @@
-package server_test
+package authn_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/internal/authn"
 )
 
 func TestPasswordHash(t *testing.T) {
 	t.Parallel()
-	h := server.HashPassword("correct horse")
+	h := authn.HashPassword("correct horse")
 	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") || strings.Count(h, "$") != 5 {
 		t.Errorf("HashPassword = %q, want a PHC argon2id string", h)
 	}
-	if h2 := server.HashPassword("correct horse"); h2 == h {
+	if h2 := authn.HashPassword("correct horse"); h2 == h {
 		t.Errorf("two hashes of one password are equal: the salt is not random")
 	}
 	for _, tt := range []struct {
@@ -25,7 +25,7 @@ func TestPasswordHash(t *testing.T) {
 		{"Correct horse", false},
 		{"", false},
 	} {
-		if got, err := server.VerifyPassword(h, tt.password); err != nil || got != tt.want {
+		if got, err := authn.VerifyPassword(h, tt.password); err != nil || got != tt.want {
 			t.Errorf("VerifyPassword(%q) = %v, %v; want %v", tt.password, got, err, tt.want)
 		}
 	}
@@ -33,7 +33,7 @@ func TestPasswordHash(t *testing.T) {
 
 func TestPasswordHashMalformed(t *testing.T) {
 	t.Parallel()
-	good := server.HashPassword("pw")
+	good := authn.HashPassword("pw")
 	parts := strings.Split(good, "$")
 	with := func(i int, v string) string {
 		p := append([]string(nil), parts...)
@@ -54,7 +54,7 @@ func TestPasswordHashMalformed(t *testing.T) {
 		{"extra field", good + "$x"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if ok, err := server.VerifyPassword(tt.hash, "pw"); err == nil || ok {
+			if ok, err := authn.VerifyPassword(tt.hash, "pw"); err == nil || ok {
 				t.Errorf("VerifyPassword(%q) = %v, %v; want an error", tt.hash, ok, err)
 			}
 		})

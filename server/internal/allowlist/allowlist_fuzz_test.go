@@ -1,4 +1,4 @@
-package server
+package allowlist
 
 import (
 	"errors"
@@ -30,7 +30,7 @@ func FuzzAllowlistAgainstBash(f *testing.F) {
 	} {
 		f.Add(c)
 	}
-	al, err := compileAllowlist(basicRules)
+	al, err := Compile(basicRules)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func FuzzAllowlistAgainstBash(f *testing.F) {
 	bash := syntax.NewParser(syntax.Variant(syntax.LangBash))
 	posix := syntax.NewParser(syntax.Variant(syntax.LangPOSIX))
 	f.Fuzz(func(t *testing.T, command string) {
-		if err := al.check(command); err != nil {
+		if err := al.Check(command); err != nil {
 			if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Code != api.CodeCommandNotAllowed {
 				t.Errorf("check(%q) = %v, want a command_not_allowed refusal", command, err)
 			}

@@ -1,4 +1,4 @@
-package server
+package model
 
 import (
 	"crypto/rand"
@@ -29,8 +29,8 @@ func HashAPIKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// displayPrefix is the part of a key that may be shown again after creation.
-func displayPrefix(key string) string {
+// DisplayPrefix is the part of a key that may be shown again after creation.
+func DisplayPrefix(key string) string {
 	if len(key) < len(KeyPrefix)+8 {
 		return KeyPrefix
 	}

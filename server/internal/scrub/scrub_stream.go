@@ -1,4 +1,4 @@
-package server
+package scrub
 
 import (
 	"bytes"
@@ -16,18 +16,18 @@ import (
 // Scrubbing of output streams: NDJSON exec events and a process's
 // server-sent events. Each stream's text goes through a
 // tools.StreamRedactor, which holds back an end that could be the start
-// of a secret until more comes; when nothing comes for scrubIdleFlush,
+// of a secret until more comes; when nothing comes for Exec.Idle (DefaultIdleFlush),
 // what is held goes out anyway, so a prompt is not kept from the caller.
 
 // DefaultScrubIdleFlush is how long held-back output waits for more
 // before it is sent. A secret printed in two pieces this far apart can
 // get through.
-const DefaultScrubIdleFlush = 200 * time.Millisecond
+const DefaultIdleFlush = 200 * time.Millisecond
 
 // streamScrubber is what the two stream scrubbers share: the writer they
 // pass events on to, serialised with the idle flush, and that flush's
 // timer.
-type streamScrubber struct {
+type Stream struct {
 	mu      sync.Mutex
 	w       http.ResponseWriter
 	rc      *http.ResponseController
@@ -43,15 +43,15 @@ type streamScrubber struct {
 	flush     func()      // sends what is held back; under mu
 }
 
-func (s *streamScrubber) init(w http.ResponseWriter, kind string, idle time.Duration, held func() bool, flush func()) {
+func (s *Stream) init(w http.ResponseWriter, kind string, idle time.Duration, held func() bool, flush func()) {
 	s.w, s.rc, s.kind, s.idleAfter, s.held, s.flush = w, http.NewResponseController(w), kind, idle, held, flush
 	s.timer = time.AfterFunc(time.Hour, s.idle)
 	s.timer.Stop()
 }
 
-func (s *streamScrubber) Header() http.Header { return s.w.Header() }
+func (s *Stream) Header() http.Header { return s.w.Header() }
 
-func (s *streamScrubber) WriteHeader(code int) {
+func (s *Stream) WriteHeader(code int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.through = code/100 != 2 || !strings.HasPrefix(s.w.Header().Get("Content-Type"), s.kind)
@@ -59,20 +59,20 @@ func (s *streamScrubber) WriteHeader(code int) {
 }
 
 // FlushError flushes what was passed on.
-func (s *streamScrubber) FlushError() error {
+func (s *Stream) FlushError() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rc.Flush()
 }
 
 // arm (re)starts the idle flush when something is held; under mu.
-func (s *streamScrubber) arm() {
+func (s *Stream) arm() {
 	if !s.stopped && s.held() {
 		s.timer.Reset(s.idleAfter)
 	}
 }
 
-func (s *streamScrubber) idle() {
+func (s *Stream) idle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
@@ -82,9 +82,9 @@ func (s *streamScrubber) idle() {
 	_ = s.rc.Flush()
 }
 
-// flushHeld sends what is held back: the stream from the sidecar ended.
+// FlushHeld sends what is held back: the stream from the sidecar ended.
 // An unfinished last line or event goes out scrubbed as text.
-func (s *streamScrubber) flushHeld() {
+func (s *Stream) FlushHeld() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.flush()
@@ -94,8 +94,8 @@ func (s *streamScrubber) flushHeld() {
 	}
 }
 
-// stop ends the idle flushing; nothing is written after it returns.
-func (s *streamScrubber) stop() {
+// Stop ends the idle flushing; nothing is written after it returns.
+func (s *Stream) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopped = true
@@ -104,7 +104,7 @@ func (s *streamScrubber) stop() {
 
 // split appends p to what is pending and calls fn with every complete
 // unit ending in sep (sep included); under mu.
-func (s *streamScrubber) split(p, sep []byte, fn func(unit []byte)) {
+func (s *Stream) split(p, sep []byte, fn func(unit []byte)) {
 	s.partial = append(s.partial, p...)
 	for {
 		i := bytes.Index(s.partial, sep)
@@ -120,21 +120,21 @@ func (s *streamScrubber) split(p, sep []byte, fn func(unit []byte)) {
 // ndjsonScrubber scrubs an exec's NDJSON stream: the data of stdout and
 // stderr events; other events (exit, error) first get what is held back
 // sent before them.
-type ndjsonScrubber struct {
-	streamScrubber
+type NDJSON struct {
+	Stream
 	out  map[string]*tools.StreamRedactor // by event type
 	errW error
 }
 
-func newNDJSONScrubber(w http.ResponseWriter, idle time.Duration) *ndjsonScrubber {
-	n := &ndjsonScrubber{out: map[string]*tools.StreamRedactor{
+func NewNDJSON(w http.ResponseWriter, idle time.Duration) *NDJSON {
+	n := &NDJSON{out: map[string]*tools.StreamRedactor{
 		api.EventStdout: {}, api.EventStderr: {},
 	}}
 	n.init(w, api.ContentTypeNDJSON, idle, n.holding, n.sendHeld)
 	return n
 }
 
-func (n *ndjsonScrubber) Write(p []byte) (int, error) {
+func (n *NDJSON) Write(p []byte) (int, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.through {
@@ -149,7 +149,7 @@ func (n *ndjsonScrubber) Write(p []byte) (int, error) {
 }
 
 // line handles one event line, newline included.
-func (n *ndjsonScrubber) line(l []byte) {
+func (n *NDJSON) line(l []byte) {
 	var ev struct {
 		Type string `json:"type"`
 		Data string `json:"data"`
@@ -183,7 +183,7 @@ func (n *ndjsonScrubber) line(l []byte) {
 }
 
 // sendHeld sends what each stream holds back as its own event; under mu.
-func (n *ndjsonScrubber) sendHeld() {
+func (n *NDJSON) sendHeld() {
 	for _, typ := range []string{api.EventStdout, api.EventStderr} {
 		if data := n.out[typ].Flush(); len(data) > 0 {
 			b, _ := json.Marshal(api.ExecEvent{Type: typ, Data: string(data)})
@@ -192,18 +192,18 @@ func (n *ndjsonScrubber) sendHeld() {
 	}
 }
 
-func (n *ndjsonScrubber) holding() bool {
+func (n *NDJSON) holding() bool {
 	return n.out[api.EventStdout].Held()+n.out[api.EventStderr].Held() > 0
 }
 
-func (n *ndjsonScrubber) write(b []byte) {
+func (n *NDJSON) write(b []byte) {
 	if n.errW == nil {
 		_, n.errW = n.w.Write(b)
 	}
 }
 
 // redacted reports whether anything in the stream was replaced.
-func (n *ndjsonScrubber) redacted() bool {
+func (n *NDJSON) redacted() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.out[api.EventStdout].Redacted() || n.out[api.EventStderr].Redacted()
@@ -212,20 +212,20 @@ func (n *ndjsonScrubber) redacted() bool {
 // sseScrubber scrubs a process's event stream: the stdout_chunk of output
 // events, with next_offset pointing past what was sent, so a client that
 // resumes from it gets what was held back.
-type sseScrubber struct {
-	streamScrubber
+type SSE struct {
+	Stream
 	sr     tools.StreamRedactor
 	rawEnd int64 // the offset just past the last output byte received
 	errW   error
 }
 
-func newSSEScrubber(w http.ResponseWriter, idle time.Duration) *sseScrubber {
-	s := &sseScrubber{}
+func NewSSE(w http.ResponseWriter, idle time.Duration) *SSE {
+	s := &SSE{}
 	s.init(w, "text/event-stream", idle, func() bool { return s.sr.Held() > 0 }, s.sendHeld)
 	return s
 }
 
-func (s *sseScrubber) Write(p []byte) (int, error) {
+func (s *SSE) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.through {
@@ -240,7 +240,7 @@ func (s *sseScrubber) Write(p []byte) (int, error) {
 }
 
 // event handles one event (or comment), its blank line included.
-func (s *sseScrubber) event(e []byte) {
+func (s *SSE) event(e []byte) {
 	name, data, ok := sseFields(e)
 	if !ok || name != api.ProcessEventOutput {
 		if ok && name == api.ProcessEventExit {
@@ -267,7 +267,7 @@ func (s *sseScrubber) event(e []byte) {
 
 // writeOutput sends the output event data with chunk and next as its
 // stdout_chunk and next_offset.
-func (s *sseScrubber) writeOutput(data, chunk []byte, next int64) {
+func (s *SSE) writeOutput(data, chunk []byte, next int64) {
 	out, err := rewriteObject(data, func(key string, _ json.RawMessage) json.RawMessage {
 		switch key {
 		case "stdout_chunk":
@@ -285,7 +285,7 @@ func (s *sseScrubber) writeOutput(data, chunk []byte, next int64) {
 }
 
 // sendHeld sends what is held back as an output event; under mu.
-func (s *sseScrubber) sendHeld() {
+func (s *SSE) sendHeld() {
 	if s.sr.Held() == 0 {
 		return
 	}
@@ -294,7 +294,7 @@ func (s *sseScrubber) sendHeld() {
 	s.writeOutput(b, chunk, s.rawEnd)
 }
 
-func (s *sseScrubber) write(b []byte) {
+func (s *SSE) write(b []byte) {
 	if s.errW == nil {
 		_, s.errW = s.w.Write(b)
 	}

@@ -1,4 +1,4 @@
-package server
+package allowlist
 
 import (
 	"errors"
@@ -209,6 +209,62 @@ func (p *shellParser) readDoubleQuoted() error {
 		}
 	}
 	return errUnterminatedQuote
+}
+
+// posixExpansions refuses, anywhere in cmd (quoted or not, as
+// refusedSubstrings), the parameter expansions that bash evaluates as
+// code: where /bin/sh is bash, a subscript (${A[X]}), a substring offset
+// (${V:X}), indirection (${!X}), a transformation (${X@P}) and $[X]
+// evaluate the value of X as arithmetic or as a prompt, and a value built
+// without writing "$(" (a='$'; b='('; X="z[$a$b./run)]") then runs a
+// program the allowlist never saw. Only POSIX's forms are allowed:
+// ${NAME}, ${#NAME} and ${NAME OP WORD} with OP one of :- - := = :? ? :+ +
+// % %% # ##; a nested ${…} in WORD is checked in turn.
+func posixExpansions(cmd string) error {
+	if strings.Contains(cmd, "$[") {
+		return errors.New("bash's $[ … ] arithmetic is not allowed under an allowlist")
+	}
+	for rest := cmd; ; {
+		i := strings.Index(rest, "${")
+		if i < 0 {
+			return nil
+		}
+		rest = rest[i+2:]
+		if !posixParam(rest) {
+			return errors.New("only POSIX parameter expansions (${NAME}, ${NAME:-WORD}, ${#NAME}, ${NAME%PATTERN}, …) are allowed under an allowlist: bash evaluates subscripts, substrings, ${!NAME} and ${NAME@…} as code")
+		}
+	}
+}
+
+// posixParam reports whether s, what follows a "${", starts a POSIX
+// parameter expansion.
+func posixParam(s string) bool {
+	if strings.HasPrefix(s, "#}") {
+		return true // the number of positional parameters
+	}
+	s = strings.TrimPrefix(s, "#") // a length
+	n := 0
+	switch {
+	case s != "" && isNameStart(s[0]):
+		for n < len(s) && (isNameStart(s[n]) || s[n] >= '0' && s[n] <= '9') {
+			n++
+		}
+	case s != "" && s[0] >= '0' && s[0] <= '9':
+		for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+			n++
+		}
+	case s != "" && strings.IndexByte("@*#?-$!", s[0]) >= 0:
+		n = 1
+	default:
+		return false
+	}
+	s = s[n:]
+	for _, op := range []string{"}", ":-", ":=", ":?", ":+", "-", "=", "?", "+", "%", "#"} {
+		if strings.HasPrefix(s, op) {
+			return true
+		}
+	}
+	return false
 }
 
 // readANSIQuoted reads bash's $'…': a backslash escapes the byte after

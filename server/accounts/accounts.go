@@ -1,4 +1,4 @@
-package server
+package accounts
 
 import (
 	"bytes"
@@ -13,12 +13,10 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
-
-// Accounts and credentials (reference §3.3): signup and login hand out
-// short-lived access tokens (jwt.go); with one, an account manages its API
-// keys; with a key, it reads its account, usage and SSH keys.
 
 const (
 	maxEmailLen     = 254 // RFC 5321's limit on a forward path
@@ -36,27 +34,27 @@ func normalizeEmail(s string) (string, error) {
 	local, domain, ok := strings.Cut(e, "@")
 	switch {
 	case e == "":
-		return "", invalid("email", "email is required", "")
+		return "", httpx.Invalid("email", "email is required", "")
 	case len(e) > maxEmailLen:
-		return "", invalid("email", fmt.Sprintf("email is longer than %d characters", maxEmailLen), "")
+		return "", httpx.Invalid("email", fmt.Sprintf("email is longer than %d characters", maxEmailLen), "")
 	case !ok || local == "" || domain == "" || strings.Contains(domain, "@") ||
 		strings.IndexFunc(e, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		return "", invalid("email", "email is not an email address", "use an address such as you@example.com")
+		return "", httpx.Invalid("email", "email is not an email address", "use an address such as you@example.com")
 	}
 	return e, nil
 }
 
 func checkPassword(p string) error {
 	if n := utf8.RuneCountInString(p); n < api.MinPasswordLen || n > api.MaxPasswordLen {
-		return invalid("password", fmt.Sprintf("password must be %d to %d characters", api.MinPasswordLen, api.MaxPasswordLen), "")
+		return httpx.Invalid("password", fmt.Sprintf("password must be %d to %d characters", api.MinPasswordLen, api.MaxPasswordLen), "")
 	}
 	return nil
 }
 
 // signup serves POST /v1/auth/signup.
-func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) signup(w http.ResponseWriter, r *http.Request) error {
 	var req api.Credentials
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	email, err := normalizeEmail(req.Email)
@@ -67,19 +65,19 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	hash, err := s.hasher.hash(ctx, req.Password)
+	hash, err := s.d.Hasher.Hash(ctx, req.Password)
 	if err != nil {
 		return fmt.Errorf("hash password: %w", err)
 	}
-	acct := &model.Account{ID: NewID(), Email: email, CreatedAt: s.now()}
-	if err := s.store.CreateAccountWithPassword(ctx, acct, hash); err != nil {
+	acct := &model.Account{ID: model.NewID(), Email: email, CreatedAt: s.d.Now()}
+	if err := s.d.Store.CreateAccountWithPassword(ctx, acct, hash); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return api.Errorf(http.StatusConflict, api.CodeEmailTaken, "an account with this email exists").
 				WithHint("log in instead: `boxkite login`")
 		}
 		return fmt.Errorf("create account: %w", err)
 	}
-	s.log.InfoContext(ctx, "account created", "account", acct.ID)
+	s.d.Log.InfoContext(ctx, "account created", "account", acct.ID)
 	return s.writeToken(w, r, http.StatusCreated, acct)
 }
 
@@ -92,36 +90,36 @@ var errInvalidCredentials = &api.Error{
 // login serves POST /v1/auth/login. An unknown email and a wrong password
 // get the same answer after the same work (a dummy hash is checked), so
 // neither the body nor the timing tells which emails have accounts.
-func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) login(w http.ResponseWriter, r *http.Request) error {
 	var req api.Credentials
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	email := strings.ToLower(strings.TrimSpace(req.Email))
 	switch {
 	case email == "":
-		return invalid("email", "email is required", "")
+		return httpx.Invalid("email", "email is required", "")
 	case req.Password == "":
-		return invalid("password", "password is required", "")
+		return httpx.Invalid("password", "password is required", "")
 	case len(email) > maxEmailLen || len(req.Password) > 4*api.MaxPasswordLen:
 		return errInvalidCredentials
 	}
 	// Per email too, so guessing one account's password from many
 	// addresses is as slow as from one.
-	if err := s.countRate(w, bucketLogin, email, false); err != nil {
+	if err := s.d.LoginRate(w, email); err != nil {
 		return err
 	}
 	ctx := r.Context()
-	acct, hash, err := s.store.PasswordHash(ctx, email)
+	acct, hash, err := s.d.Store.PasswordHash(ctx, email)
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
 		return fmt.Errorf("look up account: %w", err)
 	}
-	ok, err := s.hasher.verify(ctx, hash, req.Password)
+	ok, err := s.d.Hasher.Verify(ctx, hash, req.Password)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s.log.ErrorContext(ctx, "stored password hash is unusable", "err", err)
+		s.d.Log.ErrorContext(ctx, "stored password hash is unusable", "err", err)
 		return errInvalidCredentials
 	}
 	if !ok || acct == nil {
@@ -130,14 +128,14 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	return s.writeToken(w, r, http.StatusOK, acct)
 }
 
-func (s *Server) writeToken(w http.ResponseWriter, r *http.Request, status int, acct *model.Account) error {
-	tok, ttl, err := s.issueAccessToken(r.Context(), acct)
+func (s *Service) writeToken(w http.ResponseWriter, r *http.Request, status int, acct *model.Account) error {
+	tok, ttl, err := s.d.IssueAccessToken(r.Context(), acct)
 	if err != nil {
 		return err
 	}
 	// A token in a cached response would outlive its purpose.
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, status, api.TokenResponse{
+	httpx.WriteJSON(w, status, api.TokenResponse{
 		AccessToken: tok, TokenType: tokenTypeBearer, ExpiresIn: int(ttl.Seconds()), Account: accountToAPI(acct),
 	})
 	return nil
@@ -162,56 +160,56 @@ func keyToAPI(k *model.APIKey) api.APIKey {
 
 // getAccount serves GET /v1/account (API key): the account and the key
 // the request was made with.
-func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
-	ri := infoFrom(r.Context())
-	out := accountToAPI(ri.account)
-	k := keyToAPI(ri.key)
+func (s *Service) getAccount(w http.ResponseWriter, r *http.Request) error {
+	ri := authz.From(r.Context())
+	out := accountToAPI(ri.Account)
+	k := keyToAPI(ri.Key)
 	out.APIKey = &k
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // updateAccount serves PATCH /v1/account: the account's settings. It
 // takes an access token or an admin key: an agent holding a member key
 // must not turn off the scrubbing of what it is shown.
-func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	var req api.AccountUpdate
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
-	ri := infoFrom(r.Context())
-	acct := *ri.account
+	ri := authz.From(r.Context())
+	acct := *ri.Account
 	if req.ScrubOutput != nil {
 		acct.KeepOutputSecrets = !*req.ScrubOutput
-		if err := s.store.SetKeepOutputSecrets(r.Context(), acct.ID, acct.KeepOutputSecrets); err != nil {
+		if err := s.d.Store.SetKeepOutputSecrets(r.Context(), acct.ID, acct.KeepOutputSecrets); err != nil {
 			return fmt.Errorf("update account: %w", err)
 		}
 	}
 	out := accountToAPI(&acct)
-	if ri.key != nil {
-		k := keyToAPI(ri.key)
+	if ri.Key != nil {
+		k := keyToAPI(ri.Key)
 		out.APIKey = &k
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // getAccountMe serves GET /v1/account/me (access token).
-func (s *Server) getAccountMe(w http.ResponseWriter, r *http.Request) error {
-	writeJSON(w, http.StatusOK, accountToAPI(accountFrom(r.Context())))
+func (s *Service) getAccountMe(w http.ResponseWriter, r *http.Request) error {
+	httpx.WriteJSON(w, http.StatusOK, accountToAPI(authz.Account(r.Context())))
 	return nil
 }
 
 // createAPIKey serves POST /v1/api-keys. The key itself is in this answer
 // only; the store keeps its hash.
-func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	var req api.CreateAPIKeyRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	name := strings.TrimSpace(req.Name)
 	if n := utf8.RuneCountInString(name); n < 1 || n > api.MaxKeyNameLen || strings.IndexFunc(name, unicode.IsControl) >= 0 {
-		return invalid("name", fmt.Sprintf("name must be 1 to %d printable characters", api.MaxKeyNameLen), `e.g. {"name": "ci"}`)
+		return httpx.Invalid("name", fmt.Sprintf("name must be 1 to %d printable characters", api.MaxKeyNameLen), `e.g. {"name": "ci"}`)
 	}
 	role := req.Role
 	switch role {
@@ -219,24 +217,24 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 		role = model.RoleAdmin
 	case model.RoleAdmin, model.RoleMember:
 	default:
-		return invalid("role", fmt.Sprintf("role %q is not admin or member", req.Role), "")
+		return httpx.Invalid("role", fmt.Sprintf("role %q is not admin or member", req.Role), "")
 	}
-	secret := NewAPIKey()
+	secret := model.NewAPIKey()
 	k := &model.APIKey{
-		ID: NewID(), AccountID: accountFrom(r.Context()).ID, Name: name,
-		Hash: HashAPIKey(secret), Prefix: displayPrefix(secret), Role: role, CreatedAt: s.now(),
+		ID: model.NewID(), AccountID: authz.Account(r.Context()).ID, Name: name,
+		Hash: model.HashAPIKey(secret), Prefix: model.DisplayPrefix(secret), Role: role, CreatedAt: s.d.Now(),
 	}
-	if err := s.store.CreateAPIKey(r.Context(), k); err != nil {
+	if err := s.d.Store.CreateAPIKey(r.Context(), k); err != nil {
 		return fmt.Errorf("create api key: %w", err)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, api.APIKeyCreated{APIKey: keyToAPI(k), Key: secret})
+	httpx.WriteJSON(w, http.StatusCreated, api.APIKeyCreated{APIKey: keyToAPI(k), Key: secret})
 	return nil
 }
 
 // listAPIKeys serves GET /v1/api-keys, revoked keys included.
-func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
-	keys, err := s.store.ListAPIKeys(r.Context(), accountFrom(r.Context()).ID)
+func (s *Service) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := s.d.Store.ListAPIKeys(r.Context(), authz.Account(r.Context()).ID)
 	if err != nil {
 		return fmt.Errorf("list api keys: %w", err)
 	}
@@ -244,16 +242,16 @@ func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
 	for i, k := range keys {
 		out[i] = keyToAPI(k)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // revokeAPIKey serves DELETE /v1/api-keys/{key_id}. Every request
 // looks its key up in the store, so a revoked key fails from the next
 // request on.
-func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("key_id")
-	err := s.store.RevokeAPIKey(r.Context(), accountFrom(r.Context()).ID, id, s.now())
+	err := s.d.Store.RevokeAPIKey(r.Context(), authz.Account(r.Context()).ID, id, s.d.Now())
 	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "api key %s not found", id).
 			WithHint("list your keys with `boxkite keys ls`; a revoked key cannot be revoked again")
@@ -261,7 +259,7 @@ func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("revoke api key: %w", err)
 	}
-	s.revocations.revoke(id, s.now()) // what the key holds ends now (revoke.go)
+	s.d.Revoked(id) // what the key holds ends now
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -271,8 +269,8 @@ func sshKeyToAPI(k *model.SSHKey) api.SSHKey {
 }
 
 // listSSHKeys serves GET /v1/account/ssh-keys.
-func (s *Server) listSSHKeys(w http.ResponseWriter, r *http.Request) error {
-	keys, err := s.store.ListSSHKeys(r.Context(), accountFrom(r.Context()).ID)
+func (s *Service) listSSHKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := s.d.Store.ListSSHKeys(r.Context(), authz.Account(r.Context()).ID)
 	if err != nil {
 		return fmt.Errorf("list ssh keys: %w", err)
 	}
@@ -280,29 +278,29 @@ func (s *Server) listSSHKeys(w http.ResponseWriter, r *http.Request) error {
 	for i, k := range keys {
 		out[i] = sshKeyToAPI(k)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // addSSHKey serves POST /v1/account/ssh-keys.
-func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) addSSHKey(w http.ResponseWriter, r *http.Request) error {
 	var req api.AddSSHKeyRequest
-	if err := decodeJSON(w, r, &req, maxSmallBody); err != nil {
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
 	k, err := parseSSHKey(req.PublicKey, req.Name)
 	if err != nil {
 		return err
 	}
-	k.ID, k.AccountID, k.CreatedAt = NewID(), accountFrom(r.Context()).ID, s.now()
-	if err := s.store.CreateSSHKey(r.Context(), k); err != nil {
+	k.ID, k.AccountID, k.CreatedAt = model.NewID(), authz.Account(r.Context()).ID, s.d.Now()
+	if err := s.d.Store.CreateSSHKey(r.Context(), k); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return api.Errorf(http.StatusConflict, api.CodeSSHKeyExists, "the key %s is registered already", k.Fingerprint).
 				WithHint("`boxkite ssh-keys ls` lists your keys; a key can belong to one account only")
 		}
 		return fmt.Errorf("add ssh key: %w", err)
 	}
-	writeJSON(w, http.StatusCreated, sshKeyToAPI(k))
+	httpx.WriteJSON(w, http.StatusCreated, sshKeyToAPI(k))
 	return nil
 }
 
@@ -311,25 +309,25 @@ func (s *Server) addSSHKey(w http.ResponseWriter, r *http.Request) error {
 func parseSSHKey(line, name string) (*model.SSHKey, error) {
 	line = strings.TrimSpace(line)
 	if line == "" {
-		return nil, invalid("public_key", "public_key is required", "paste the contents of ~/.ssh/id_ed25519.pub")
+		return nil, httpx.Invalid("public_key", "public_key is required", "paste the contents of ~/.ssh/id_ed25519.pub")
 	}
 	if len(line) > maxSSHKeyLine || strings.ContainsAny(line, "\r\n") {
-		return nil, invalid("public_key", "public_key must be a single key on one line", "")
+		return nil, httpx.Invalid("public_key", "public_key must be a single key on one line", "")
 	}
 	pub, comment, options, rest, err := ssh.ParseAuthorizedKey([]byte(line))
 	if err != nil {
-		return nil, invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format",
+		return nil, httpx.Invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format",
 			"paste the contents of ~/.ssh/id_ed25519.pub, which starts with ssh-ed25519")
 	}
 	switch {
 	case len(options) > 0:
-		return nil, invalid("public_key", "public_key must not carry authorized_keys options", "remove "+strings.Join(options, ","))
+		return nil, httpx.Invalid("public_key", "public_key must not carry authorized_keys options", "remove "+strings.Join(options, ","))
 	case len(bytes.TrimSpace(rest)) > 0:
-		return nil, invalid("public_key", "public_key must be a single key", "")
+		return nil, httpx.Invalid("public_key", "public_key must be a single key", "")
 	}
 	if ck, ok := pub.(ssh.CryptoPublicKey); ok {
 		if rk, ok := ck.CryptoPublicKey().(*rsa.PublicKey); ok && rk.N.BitLen() < minRSAKeyBits {
-			return nil, invalid("public_key", fmt.Sprintf("RSA keys must have at least %d bits", minRSAKeyBits),
+			return nil, httpx.Invalid("public_key", fmt.Sprintf("RSA keys must have at least %d bits", minRSAKeyBits),
 				"use an ed25519 key: ssh-keygen -t ed25519")
 		}
 	}
@@ -341,7 +339,7 @@ func parseSSHKey(line, name string) (*model.SSHKey, error) {
 		name = pub.Type()
 	}
 	if utf8.RuneCountInString(name) > maxSSHKeyName || strings.IndexFunc(name, unicode.IsControl) >= 0 {
-		return nil, invalid("name", fmt.Sprintf("name must be at most %d printable characters", maxSSHKeyName), "")
+		return nil, httpx.Invalid("name", fmt.Sprintf("name must be at most %d printable characters", maxSSHKeyName), "")
 	}
 	return &model.SSHKey{
 		Name:        name,
@@ -351,9 +349,9 @@ func parseSSHKey(line, name string) (*model.SSHKey, error) {
 }
 
 // removeSSHKey serves DELETE /v1/account/ssh-keys/{key_id}.
-func (s *Server) removeSSHKey(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) removeSSHKey(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("key_id")
-	err := s.store.DeleteSSHKey(r.Context(), accountFrom(r.Context()).ID, id)
+	err := s.d.Store.DeleteSSHKey(r.Context(), authz.Account(r.Context()).ID, id)
 	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "ssh key %s not found", id).
 			WithHint("list your keys with `boxkite ssh-keys ls`")
@@ -361,7 +359,7 @@ func (s *Server) removeSSHKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("remove ssh key: %w", err)
 	}
-	s.revocations.revoke(id, s.now()) // its bastion sessions end now (revoke.go)
+	s.d.Revoked(id) // its bastion sessions end now
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

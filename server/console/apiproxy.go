@@ -1,0 +1,95 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// apiPath returns the API path a /ui/api/ path stands for: /ui/api/v1/…
+// is /v1/…; anything else is not the console's to pass on.
+func apiPath(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, "/ui/api")
+	if !ok || !strings.HasPrefix(rest, "/v1/") {
+		return "", false
+	}
+	return rest, true
+}
+
+// proxyAPI serves /ui/api/v1/…: the same request, to the API's /v1/…, with
+// the session's key as its credential. State-changing requests must carry
+// the CSRF token; WebSocket handshakes (which cannot) must come from the
+// console's own origin. The cookie and the token never reach the API.
+func (c *Console) proxyAPI(w http.ResponseWriter, r *http.Request) error {
+	path, ok := apiPath(r.URL.Path)
+	if !ok {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "no such console route").
+			WithHint("the console passes /ui/api/v1/… on to the API's /v1/…")
+	}
+	s, ok := sessionFrom(r)
+	if !ok {
+		return errSignedOut
+	}
+	switch {
+	case isWebSocket(r):
+		if !sameOrigin(r, true) {
+			return errCrossOrigin
+		}
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
+		if err := checkCSRF(r, s); err != nil {
+			return err
+		}
+	}
+	in := r.Clone(r.Context())
+	in.URL.Path = path
+	in.URL.RawPath = ""
+	if raw, ok := apiPath(r.URL.RawPath); ok {
+		in.URL.RawPath = raw
+	}
+	q := in.URL.Query()
+	if q.Has("api_key") {
+		q.Del("api_key") // the session's key is the only credential
+		in.URL.RawQuery = q.Encode()
+	}
+	in.RequestURI = in.URL.RequestURI()
+	in.Header.Del("Cookie")
+	in.Header.Del(CSRFHeader)
+	in.Header.Set("Authorization", s.auth())
+	if id := w.Header().Get("X-Request-ID"); id != "" {
+		in.Header.Set("X-Request-ID", id)
+	}
+	c.cfg.API.ServeHTTP(&dataWriter{ResponseWriter: w}, in)
+	return nil
+}
+
+func isWebSocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// dataWriter keeps the console's data policy on an API answer (the API
+// sets a looser one of its own): a file downloaded from a sandbox and
+// opened in a tab runs nothing, on an origin of its own.
+type dataWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (d *dataWriter) WriteHeader(code int) {
+	if !d.wrote {
+		d.wrote = true
+		d.Header().Set("Content-Security-Policy", dataCSP)
+	}
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func (d *dataWriter) Write(p []byte) (int, error) {
+	if !d.wrote {
+		d.WriteHeader(http.StatusOK)
+	}
+	return d.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes of
+// event streams, the WebSocket hijack).
+func (d *dataWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }

@@ -1,0 +1,356 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
+)
+
+// A console session is an API key minted for it (an admin key of the
+// account, named SessionKeyName), kept in an HttpOnly, SameSite=Strict
+// cookie scoped to /ui/ as "<key id>.<key>". Nothing of it is kept on the
+// server, so sessions work on every server sharing the database, and
+// sign-out is the key's revocation, which also ends what the session
+// holds open (its terminals and watch streams) on every server. The CSRF
+// token is a hash of the key: a page that cannot read the cookie cannot
+// compute it, and it gives nothing of the key away.
+
+// Names of the session's cookie and headers.
+const (
+	CookieName = "boxkite_console"
+	CSRFHeader = "X-CSRF-Token"
+)
+
+// SessionKeyName is the name of the API keys the console mints for its
+// sessions; keys of that name older than SessionTTL are revoked at the
+// next sign-in.
+const SessionKeyName = "console session"
+
+// session is a signed-in browser's credential.
+type session struct {
+	keyID, key string
+}
+
+// parseSession reads a cookie value "<key id>.<key>". It checks the shape
+// only; the API decides whether the key is valid.
+func parseSession(v string) (session, bool) {
+	id, key, ok := strings.Cut(v, ".")
+	switch {
+	case !ok || id == "" || len(id) > 64 || key == "" || len(key) > 128:
+		return session{}, false
+	case strings.ContainsFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+	}):
+		return session{}, false
+	case strings.Contains(key, "."):
+		return session{}, false
+	}
+	return session{keyID: id, key: key}, true
+}
+
+func (s session) cookieValue() string { return s.keyID + "." + s.key }
+
+// csrf is the session's CSRF token.
+func (s session) csrf() string {
+	sum := sha256.Sum256([]byte("boxkite console csrf\x00" + s.key))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func (s session) auth() string { return "Bearer " + s.key }
+
+var errSignedOut = api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "not signed in").
+	WithHint("sign in at /ui/ (locally, `boxkite ui` opens a signed-in console)")
+
+// sessionFrom returns r's session, if its cookie has one's shape.
+func sessionFrom(r *http.Request) (session, bool) {
+	ck, err := r.Cookie(CookieName)
+	if err != nil {
+		return session{}, false
+	}
+	return parseSession(ck.Value)
+}
+
+// checkCSRF refuses a state-changing request that does not carry the
+// session's CSRF token, or that comes from another origin.
+func checkCSRF(r *http.Request, s session) error {
+	if !sameOrigin(r, false) {
+		return errCrossOrigin
+	}
+	got := r.Header.Get(CSRFHeader)
+	if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf())) != 1 {
+		return api.Errorf(http.StatusForbidden, api.CodeForbidden, "missing or wrong CSRF token").
+			WithHint("reload the console; its requests carry the token of GET /ui/session")
+	}
+	return nil
+}
+
+func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, s session) {
+	http.SetCookie(w, &http.Cookie{
+		Name: CookieName, Value: s.cookieValue(), Path: Prefix,
+		MaxAge: int(c.cfg.SessionTTL / time.Second), HttpOnly: true, Secure: isTLS(r), SameSite: http.SameSiteStrictMode,
+	})
+}
+
+func clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{
+		Name: CookieName, Value: "", Path: Prefix, MaxAge: -1,
+		HttpOnly: true, Secure: isTLS(r), SameSite: http.SameSiteStrictMode,
+	})
+}
+
+// SessionInfo is the answer of GET and POST /ui/session: who is signed
+// in, and the CSRF token the page sends with every change.
+type SessionInfo struct {
+	AccountID string `json:"account_id"`
+	Email     string `json:"email"`
+	KeyID     string `json:"key_id"`
+	CSRFToken string `json:"csrf_token"`
+}
+
+// getSession serves GET /ui/session: the session's account, checked with
+// the API (GET /v1/account), or 401 after clearing a dead cookie.
+func (c *Console) getSession(w http.ResponseWriter, r *http.Request) error {
+	s, ok := sessionFrom(r)
+	if !ok {
+		return errSignedOut
+	}
+	info, err := c.sessionInfo(r.Context(), r, s)
+	if err != nil {
+		if ae, ok := errors.AsType[*api.Error](err); ok && ae.Status == http.StatusUnauthorized {
+			clearCookie(w, r)
+			return errSignedOut
+		}
+		return err
+	}
+	writeJSON(w, http.StatusOK, info)
+	return nil
+}
+
+func (c *Console) sessionInfo(ctx context.Context, r *http.Request, s session) (SessionInfo, error) {
+	var acct api.Account
+	if err := c.call(ctx, r, http.MethodGet, "/v1/account", s.auth(), nil, &acct); err != nil {
+		return SessionInfo{}, err
+	}
+	return SessionInfo{AccountID: acct.ID, Email: acct.Email, KeyID: s.keyID, CSRFToken: s.csrf()}, nil
+}
+
+// signIn serves POST /ui/session: email and password are checked by the
+// API (POST /v1/auth/login), whose access token then mints the session's
+// key (POST /v1/api-keys).
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) error {
+	if !sameOrigin(r, false) {
+		return errCrossOrigin
+	}
+	var creds api.Credentials
+	if err := apihttp.DecodeJSON(w, r, &creds, 64<<10); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var tok api.TokenResponse
+	if err := c.call(ctx, r, http.MethodPost, "/v1/auth/login", "", creds, &tok); err != nil {
+		return err
+	}
+	s, err := c.mintSession(ctx, r, "Bearer "+tok.AccessToken)
+	if err != nil {
+		return err
+	}
+	c.setCookie(w, r, s)
+	writeJSON(w, http.StatusOK, SessionInfo{AccountID: tok.Account.ID, Email: tok.Account.Email, KeyID: s.keyID, CSRFToken: s.csrf()})
+	return nil
+}
+
+// mintSession creates a session's API key with auth (an access token or
+// an admin key), then revokes the account's session keys that outlived
+// SessionTTL.
+func (c *Console) mintSession(ctx context.Context, r *http.Request, auth string) (session, error) {
+	var created api.APIKeyCreated
+	req := api.CreateAPIKeyRequest{Name: SessionKeyName, Role: "admin"}
+	if err := c.call(ctx, r, http.MethodPost, "/v1/api-keys", auth, req, &created); err != nil {
+		return session{}, err
+	}
+	s := session{keyID: created.ID, key: created.Key}
+	c.revokeStale(ctx, r, s)
+	return s, nil
+}
+
+// revokeStale revokes the account's session keys older than SessionTTL,
+// whose cookies have expired; a failure is only logged.
+func (c *Console) revokeStale(ctx context.Context, r *http.Request, s session) {
+	var keys []api.APIKey
+	if err := c.call(ctx, r, http.MethodGet, "/v1/api-keys", s.auth(), nil, &keys); err != nil {
+		c.log.WarnContext(ctx, "console: list session keys", "err", err)
+		return
+	}
+	cutoff := c.cfg.Now().Add(-c.cfg.SessionTTL)
+	for _, k := range keys {
+		if k.Name != SessionKeyName || k.RevokedAt != nil || !k.CreatedAt.Before(cutoff) {
+			continue
+		}
+		if err := c.call(ctx, r, http.MethodDelete, "/v1/api-keys/"+k.ID, s.auth(), nil, nil); err != nil {
+			c.log.WarnContext(ctx, "console: revoke stale session key", "key", k.ID, "err", err)
+		}
+	}
+}
+
+// signOut serves DELETE /ui/session: the session's key is revoked
+// (DELETE /v1/api-keys/{id}), which ends its terminals and streams, and
+// the cookie is cleared.
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request) error {
+	s, ok := sessionFrom(r)
+	if !ok {
+		clearCookie(w, r)
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	if err := checkCSRF(r, s); err != nil {
+		return err
+	}
+	err := c.call(r.Context(), r, http.MethodDelete, "/v1/api-keys/"+s.keyID, s.auth(), nil, nil)
+	clearCookie(w, r)
+	if ae, ok := errors.AsType[*api.Error](err); err != nil && (!ok || ae.Status != http.StatusUnauthorized) {
+		return err // the key is still valid: say so, the page offers to retry
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// LinkResponse answers POST /ui/links: Path, appended to the server's
+// base URL, signs a browser in once before ExpiresAt.
+type LinkResponse struct {
+	Path      string    `json:"path"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// createLink serves POST /ui/links for `boxkite ui`: with an admin API key
+// in the Authorization header it mints a session key (POST /v1/api-keys,
+// so a member key is refused there) and answers a one-time link to it.
+func (c *Console) createLink(w http.ResponseWriter, r *http.Request) error {
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "missing API key").
+			WithHint("send Authorization: Bearer <admin API key>; `boxkite ui` does")
+	}
+	if r.Header.Get("Origin") != "" {
+		return errCrossOrigin // links are minted by the CLI, never by a page
+	}
+	s, err := c.mintSession(r.Context(), r, auth)
+	if err != nil {
+		return err
+	}
+	now := c.cfg.Now()
+	code := randomCode()
+	exp := now.Add(c.cfg.LinkTTL)
+	for _, dead := range c.links.add(code, s, exp, now) {
+		c.revokeUnused(r, dead)
+	}
+	writeJSON(w, http.StatusCreated, LinkResponse{Path: Prefix + "link/" + code, ExpiresAt: exp.UTC().Truncate(time.Second)})
+	return nil
+}
+
+// openLink serves GET /ui/link/{code}: a valid link sets the session's
+// cookie and sends the browser to the console; a used, expired or unknown
+// one to the sign-in page.
+func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	s, ok, dead := c.links.take(r.PathValue("code"), c.cfg.Now())
+	for _, d := range dead {
+		c.revokeUnused(r, d)
+	}
+	if !ok {
+		http.Redirect(w, r, Prefix+"signin?link=expired", http.StatusSeeOther)
+		return
+	}
+	c.setCookie(w, r, s)
+	http.Redirect(w, r, Prefix, http.StatusSeeOther)
+}
+
+// revokeUnused revokes the key of a link nobody opened in time.
+func (c *Console) revokeUnused(r *http.Request, s session) {
+	ctx := context.WithoutCancel(r.Context())
+	if err := c.call(ctx, r, http.MethodDelete, "/v1/api-keys/"+s.keyID, s.auth(), nil, nil); err != nil {
+		c.log.WarnContext(ctx, "console: revoke the key of an unused link", "key", s.keyID, "err", err)
+	}
+}
+
+func randomCode() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// links are the one-time links not yet opened, by the hash of their code.
+// They live in this process: a link must be opened on the server that
+// minted it, within LinkTTL.
+type links struct {
+	mu sync.Mutex
+	m  map[string]pendingLink
+}
+
+type pendingLink struct {
+	s   session
+	exp time.Time
+}
+
+// maxPendingLinks bounds the links waiting to be opened.
+const maxPendingLinks = 1024
+
+func newLinks() *links { return &links{m: map[string]pendingLink{}} }
+
+func linkHash(code string) string {
+	sum := sha256.Sum256([]byte(code))
+	return hex.EncodeToString(sum[:])
+}
+
+// add records a link and returns the sessions of links that expired (or
+// were pushed out), whose keys the caller revokes.
+func (l *links) add(code string, s session, exp, now time.Time) []session {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dead := l.expireLocked(now)
+	for h, p := range l.m {
+		if len(l.m) < maxPendingLinks {
+			break
+		}
+		dead = append(dead, p.s)
+		delete(l.m, h)
+	}
+	l.m[linkHash(code)] = pendingLink{s: s, exp: exp}
+	return dead
+}
+
+// take removes the link of code and returns its session if it had not
+// expired, with the sessions of links that expired meanwhile.
+func (l *links) take(code string, now time.Time) (session, bool, []session) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dead := l.expireLocked(now)
+	h := linkHash(code)
+	p, ok := l.m[h]
+	if !ok {
+		return session{}, false, dead
+	}
+	delete(l.m, h)
+	return p.s, true, dead
+}
+
+func (l *links) expireLocked(now time.Time) []session {
+	var dead []session
+	for h, p := range l.m {
+		if !now.Before(p.exp) {
+			dead = append(dead, p.s)
+			delete(l.m, h)
+		}
+	}
+	return dead
+}

@@ -1,0 +1,112 @@
+import { h, replace, fmtRel, fmtTime, fmtBytes, confirmDialog } from '../dom.js';
+import { call, apiURL } from '../api.js';
+
+// sandboxPage shows one sandbox: its state and resources, its processes,
+// and its files, with download and upload.
+export async function sandboxPage(main, [id], ctx) {
+  const sb = await call('GET', '/v1/sandboxes/' + id);
+  const active = !sb.destroyed_at;
+  const base = '/v1/sandboxes/' + id;
+  const status = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
+  const resources = h('dl', { class: 'facts' });
+  const processes = h('div', { class: 'table-wrap' });
+  const files = h('div', { class: 'files' });
+
+  function facts(dl, pairs) {
+    replace(dl, pairs.filter(([, v]) => v !== undefined && v !== '').map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
+  }
+  facts(h('dl'), []);
+  const info = h('dl', { class: 'facts' });
+  facts(info, [
+    ['Id', h('code', {}, sb.id)], ['Label', sb.label || '—'], ['Status', h('span', { class: 'badge ' + sb.status }, sb.status)],
+    ['Size', sb.size], ['Created', fmtTime(sb.created_at)],
+    [active ? 'Expires' : 'Destroyed', active ? fmtTime(sb.expires_at) + ' (' + fmtRel(sb.expires_at) + ')' : fmtTime(sb.destroyed_at) + ' (' + (sb.destroy_reason || '') + ')'],
+  ]);
+
+  async function loadResources() {
+    try {
+      const st = await call('GET', base + '/stats');
+      facts(resources, [['Memory', fmtBytes(st.memory_bytes)], ['Tasks', String(st.pids)],
+        ['Disk', st.disk_quota_bytes ? fmtBytes(st.disk_used_bytes) + ' of ' + fmtBytes(st.disk_quota_bytes) : ''],
+        ['Frozen', st.frozen ? 'yes (the host is out of disk)' : '']]);
+    } catch (e) { replace(resources, h('p', { class: 'hint' }, e.message)); }
+  }
+
+  async function loadProcesses() {
+    try {
+      const pl = await call('GET', base + '/processes');
+      const ps = (pl && pl.processes) || [];
+      replace(processes, ps.length ? h('table', { class: 'list' },
+        h('thead', {}, h('tr', {}, ['Process', 'Command', 'Status', 'Started', 'Exit'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, ps.map((p) => h('tr', {},
+          h('td', { class: 'mono' }, p.process_id), h('td', { class: 'mono' }, p.command), h('td', {}, p.status),
+          h('td', { title: fmtTime(p.started_at) }, fmtRel(p.started_at)), h('td', {}, p.exit_code ?? '—')))))
+        : h('p', { class: 'empty' }, 'No background processes.'));
+    } catch (e) { replace(processes, h('p', { class: 'hint' }, e.message)); }
+  }
+
+  let dir = '/workspace';
+  const pathInput = h('input', { type: 'text', value: dir, 'aria-label': 'Directory', class: 'mono' });
+  const upload = h('input', { type: 'file', id: 'upload', multiple: true });
+  async function loadFiles() {
+    dir = pathInput.value.trim() || '/workspace';
+    try {
+      const ls = await call('POST', base + '/files/ls', { path: dir });
+      const entries = (ls && ls.entries) || [];
+      const up = dir.replace(/\/[^/]+\/?$/, '') || '/';
+      replace(listing, h('table', { class: 'list' },
+        h('thead', {}, h('tr', {}, ['Name', 'Size', 'Modified', ''].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {},
+          dir !== '/workspace' && dir !== '/' ? h('tr', {}, h('td', { colspan: 4 }, h('button', { type: 'button', class: 'link', onclick: () => { pathInput.value = up; loadFiles(); } }, '.. (up)'))) : null,
+          entries.length ? entries.map(fileRow) : h('tr', {}, h('td', { colspan: 4, class: 'empty' }, 'Empty directory.')))));
+    } catch (e) { replace(listing, h('p', { class: 'hint' }, e.message + (e.hint ? ' — ' + e.hint : ''))); }
+  }
+  function fileRow(e) {
+    const name = e.path.replace(/\/$/, '').split('/').pop();
+    if (e.is_dir) {
+      return h('tr', {}, h('td', {}, h('button', { type: 'button', class: 'link', onclick: () => { pathInput.value = e.path.replace(/\/$/, ''); loadFiles(); } }, name + '/')),
+        h('td', {}, ''), h('td', { title: fmtTime(e.modified_at) }, fmtRel(e.modified_at)), h('td', {}, ''));
+    }
+    const href = apiURL(base + '/files/raw') + '?path=' + encodeURIComponent(e.path);
+    return h('tr', {}, h('td', { class: 'mono' }, name), h('td', {}, fmtBytes(e.size)),
+      h('td', { title: fmtTime(e.modified_at) }, fmtRel(e.modified_at)),
+      h('td', { class: 'actions' }, h('a', { href, download: name, class: 'button secondary', 'aria-label': 'Download ' + name }, 'Download')));
+  }
+  upload.addEventListener('change', async () => {
+    for (const f of upload.files) {
+      status.textContent = 'Uploading ' + f.name + '…';
+      try {
+        const path = dir.replace(/\/$/, '') + '/' + f.name;
+        await call('PUT', base + '/files/raw?path=' + encodeURIComponent(path), f);
+        status.textContent = 'Uploaded ' + f.name + ' (' + fmtBytes(f.size) + ').';
+      } catch (e) { status.textContent = 'Upload of ' + f.name + ' failed: ' + e.message; }
+    }
+    upload.value = '';
+    loadFiles();
+  });
+  const listing = h('div', { class: 'table-wrap' });
+  replace(files,
+    h('form', { class: 'inline', onsubmit: (e) => { e.preventDefault(); loadFiles(); } },
+      pathInput, h('button', { type: 'submit', class: 'secondary' }, 'Open')),
+    active ? h('div', { class: 'upload' }, h('label', { for: 'upload', class: 'button secondary' }, 'Upload files…'), upload) : null,
+    listing);
+
+  const actions = active ? h('div', { class: 'actions' },
+    h('a', { href: '/ui/sandboxes/' + id + '/terminal', 'data-link': true, class: 'button' }, 'Terminal'),
+    h('a', { href: '/ui/sandboxes/' + id + '/log', 'data-link': true, class: 'button secondary' }, 'Audit log'),
+    h('button', { type: 'button', class: 'secondary', onclick: async () => {
+      try { await call('POST', base + '/extend', { lifetime_minutes: 30 }); status.textContent = 'Extended by 30 minutes.'; ctx.navigate(location.pathname, true); } catch (e) { status.textContent = e.message; }
+    } }, 'Extend 30 min'),
+    h('button', { type: 'button', class: 'danger', onclick: async () => {
+      if (!await confirmDialog('Destroy this sandbox? Its files are lost.', 'Destroy')) return;
+      try { await call('DELETE', base); ctx.navigate('/ui/'); } catch (e) { status.textContent = e.message; }
+    } }, 'Destroy'))
+    : h('div', { class: 'actions' }, h('a', { href: '/ui/sandboxes/' + id + '/log', 'data-link': true, class: 'button secondary' }, 'Audit log'));
+
+  replace(main, h('section', { 'data-page': 'sandbox' },
+    h('p', { class: 'crumbs' }, h('a', { href: '/ui/', 'data-link': true }, 'Sandboxes'), ' / ', sb.label || sb.id.slice(0, 8)),
+    h('h1', {}, 'Sandbox ', h('span', { class: 'mono' }, sb.label || sb.id.slice(0, 8))),
+    actions, status, info,
+    active ? [h('h2', {}, 'Resources'), resources, h('h2', {}, 'Processes'), processes, h('h2', {}, 'Files'), files] : null));
+  if (active) await Promise.all([loadResources(), loadProcesses(), loadFiles()]);
+}

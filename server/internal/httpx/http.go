@@ -1,0 +1,89 @@
+package httpx
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
+)
+
+// ResponseRecorder remembers the status for the request log and whether
+// the response has started, so a late error is logged instead of written
+// into the middle of a body.
+type ResponseRecorder struct {
+	http.ResponseWriter
+	Status int
+	Bytes  int64
+}
+
+func (r *ResponseRecorder) WriteHeader(code int) {
+	if r.Status == 0 {
+		r.Status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *ResponseRecorder) Write(p []byte) (int, error) {
+	if r.Status == 0 {
+		r.Status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(p)
+	r.Bytes += int64(n)
+	return n, err
+}
+
+// Flush lets streamed exec output through line by line.
+func (r *ResponseRecorder) Flush() {
+	if r.Status == 0 {
+		r.Status = http.StatusOK
+	}
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *ResponseRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// WriteJSON sends v with status. Encoding our own types cannot fail, and a
+// failed write means the client went away; neither has anyone to tell.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error":{"code":"internal_error","message":"encode response"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// Request body limits.
+const (
+	MaxSmallBody = 1 << 20  // create, extend
+	MaxExecBody  = 16 << 20 // exec carries stdin
+)
+
+// DecodeJSON reads a JSON body into v by the rules both APIs share
+// (apihttp.DecodeJSON): an empty body leaves v as is, unknown fields are
+// ignored so that newer clients work against older servers.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	return apihttp.DecodeJSON(w, r, v, limit)
+}
+
+// FieldError is one entry of a validation error's details.
+type FieldError = api.FieldError
+
+// Invalid returns a 422 validation_error about one body field.
+func Invalid(field, msg, hint string) *api.Error { return api.Invalid(field, msg, hint) }
+
+// NotSupported returns a 422 for a field this server accepts in the schema
+// but cannot act on yet, rather than silently ignoring it.
+func NotSupported(field, hint string) *api.Error {
+	msg := field + " is not supported by this server yet"
+	return &api.Error{
+		Status:  http.StatusUnprocessableEntity,
+		Code:    api.CodeNotSupported,
+		Message: msg,
+		Hint:    hint,
+		Details: []FieldError{{Loc: []string{"body", field}, Msg: msg, Type: "not_supported"}},
+	}
+}

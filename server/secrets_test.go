@@ -1,0 +1,278 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/secrets"
+)
+
+// fakeResolver answers every name with 93.184.216.34 (never dialled:
+// tests send requests to 127.0.0.1 only), except those it maps.
+type fakeResolver map[string][]netip.Addr
+
+func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := f[host]; ok {
+		if len(a) == 0 {
+			return nil, fmt.Errorf("lookup %s: no such host", host)
+		}
+		return a, nil
+	}
+	return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
+}
+
+// testSecrets is a secrets service over st with a fresh key, a fake
+// resolver and loopback permitted (the test's own HTTP servers).
+func testSecrets(t testing.TB, st model.Store) *secrets.Service {
+	t.Helper()
+	kr, err := secrets.ParseKeyring(secrets.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secrets.New(st.(secrets.Store), secrets.Config{
+		Keyring: kr, PermitForTests: server.EgressPermitLoopbackForTests,
+		Resolver: fakeResolver{"private.example.com": {netip.MustParseAddr("10.1.2.3")}, "nowhere.example.com": nil},
+	})
+}
+
+func newSecretsEnv(t *testing.T) (*env, string) {
+	t.Helper()
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	return newEnvWithStore(t, server.Config{Secrets: testSecrets(t, st)}, st), dir
+}
+
+func createSecret(t *testing.T, e *env, key string, req api.CreateSecretRequest) api.Secret {
+	t.Helper()
+	resp, body := e.do("POST", "/v1/secrets", key, req)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create secret: %d %s", resp.StatusCode, body)
+	}
+	var s api.Secret
+	mustUnmarshal(t, body, &s)
+	return s
+}
+
+// TestSecretsAPI: create, list, update and delete, each refusal with its
+// stable code, and the value never in an answer.
+func TestSecretsAPI(t *testing.T) {
+	t.Parallel()
+	e, _ := newSecretsEnv(t)
+	const value = "sk-live-value-0123456789"
+	s := createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "GH_TOKEN", Value: value, AllowedHosts: []string{"API.Example.com."}, TrustTier: "testnet"})
+	if s.Name != "GH_TOKEN" || len(s.AllowedHosts) != 1 || s.AllowedHosts[0] != "api.example.com" || s.TrustTier == nil || s.LastUsedAt != nil {
+		t.Errorf("created %+v", s)
+	}
+	tests := []struct {
+		name   string
+		req    api.CreateSecretRequest
+		status int
+		code   string
+	}{
+		{"taken", api.CreateSecretRequest{Name: "GH_TOKEN", Value: "x", AllowedHosts: []string{"a.example.com"}}, 409, api.CodeSecretNameTaken},
+		{"bad name", api.CreateSecretRequest{Name: "a b", Value: "x", AllowedHosts: []string{"a.example.com"}}, 422, api.CodeValidation},
+		{"no value", api.CreateSecretRequest{Name: "n", AllowedHosts: []string{"a.example.com"}}, 422, api.CodeValidation},
+		{"no hosts", api.CreateSecretRequest{Name: "n", Value: "x"}, 422, api.CodeInvalidAllowedHost},
+		{"url host", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"https://a.example.com/"}}, 422, api.CodeInvalidAllowedHost},
+		{"wildcard", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"*.example.com"}}, 422, api.CodeInvalidAllowedHost},
+		{"unresolvable", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"nowhere.example.com"}}, 422, api.CodeInvalidAllowedHost},
+		{"private", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"private.example.com"}}, 422, api.CodeUnsafeAllowedHost},
+		{"metadata", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"169.254.169.254"}}, 422, api.CodeUnsafeAllowedHost},
+		{"mainnet", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"a.example.com"}, TrustTier: "mainnet"}, 422, api.CodeUnsupportedTrustTier},
+	}
+	for _, tt := range tests {
+		resp, body := e.do("POST", "/v1/secrets", e.KeyA, tt.req)
+		if ae := wantError(t, resp, body, tt.status, tt.code); ae.Hint == "" {
+			t.Errorf("%s: no hint: %s", tt.name, body)
+		}
+	}
+
+	// A member key uses secrets but does not write them.
+	member := e.addKey(e.AcctA, model.RoleMember)
+	resp, body := e.do("POST", "/v1/secrets", member, api.CreateSecretRequest{Name: "m", Value: "x", AllowedHosts: []string{"a.example.com"}})
+	wantError(t, resp, body, 403, api.CodeForbidden)
+	if resp, body := e.do("GET", "/v1/secrets", member, nil); resp.StatusCode != 200 || !strings.Contains(string(body), s.ID) {
+		t.Errorf("member list: %d %s", resp.StatusCode, body)
+	}
+
+	// Update by name, then by id; the answer has no value either.
+	resp, body = e.do("PUT", "/v1/secrets/GH_TOKEN", e.KeyA, api.UpdateSecretRequest{Value: "second-value", AllowedHosts: []string{"b.example.com"}})
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"b.example.com"`) {
+		t.Fatalf("update: %d %s", resp.StatusCode, body)
+	}
+	resp, body = e.do("PUT", "/v1/secrets/"+s.ID, e.KeyA, api.UpdateSecretRequest{})
+	wantError(t, resp, body, 422, api.CodeValidation)
+	resp, body = e.do("GET", "/v1/secrets", e.KeyA, nil)
+	if resp.StatusCode != 200 || strings.Contains(string(body), value) || strings.Contains(string(body), "second-value") {
+		t.Errorf("list: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := e.do("DELETE", "/v1/secrets/"+s.ID, e.KeyA, nil); resp.StatusCode != 204 {
+		t.Fatalf("delete: %d %s", resp.StatusCode, body)
+	}
+	resp, body = e.do("DELETE", "/v1/secrets/"+s.ID, e.KeyA, nil)
+	wantError(t, resp, body, 404, api.CodeNotFound)
+
+	// 50 per account.
+	for i := range api.MaxSecretsPerAccount {
+		createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: fmt.Sprintf("s%d", i), Value: "v", AllowedHosts: []string{"a.example.com"}})
+	}
+	resp, body = e.do("POST", "/v1/secrets", e.KeyA, api.CreateSecretRequest{Name: "one-too-many", Value: "v", AllowedHosts: []string{"a.example.com"}})
+	wantError(t, resp, body, 429, api.CodeSecretLimitReached)
+	createSecret(t, e, e.KeyB, api.CreateSecretRequest{Name: "s0", Value: "v", AllowedHosts: []string{"a.example.com"}})
+}
+
+// TestSecretsUnavailable: without a secrets key the routes say so, and a
+// create naming secrets is refused before any sandbox exists.
+func TestSecretsUnavailable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	resp, body := e.do("GET", "/v1/secrets", e.KeyA, nil)
+	wantError(t, resp, body, 503, api.CodeSecretsUnavailable)
+	resp, body = e.do("POST", "/v1/sandboxes", e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"X"}})
+	wantError(t, resp, body, 503, api.CodeSecretsUnavailable)
+	if n := len(e.Driver.Created()); n != 0 {
+		t.Errorf("%d sandboxes created", n)
+	}
+}
+
+// echoServer records the requests it gets and echoes their headers.
+type echoServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []*http.Request
+}
+
+func newEchoServer(t *testing.T) *echoServer {
+	es := &echoServer{}
+	es.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		es.mu.Lock()
+		es.seen = append(es.seen, r.Clone(context.Background()))
+		es.mu.Unlock()
+		w.Header().Set("X-Echo", r.Header.Get("Authorization"))
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusFound)
+			return
+		}
+		fmt.Fprintf(w, "auth=%s query=%s", r.Header.Get("Authorization"), r.URL.RawQuery)
+	}))
+	t.Cleanup(es.Close)
+	return es
+}
+
+func (es *echoServer) requests() []*http.Request {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	return append([]*http.Request(nil), es.seen...)
+}
+
+// TestHTTPRequestBroker (issue 23, acceptance 1, the API side; the
+// sandbox side is TestSecretNeverInSandbox): the value reaches the
+// destination, and nothing the caller, the audit log, the server log,
+// the metrics or the database file hold has it.
+func TestHTTPRequestBroker(t *testing.T) {
+	t.Parallel()
+	e, dir := newSecretsEnv(t)
+	up := newEchoServer(t)
+	const value = "tok_9f8e7d6c5b4a39281706"
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "API_TOKEN", Value: value, AllowedHosts: []string{"127.0.0.1"}})
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "OTHER", Value: "other-value-1234", AllowedHosts: []string{"a.example.com"}})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"API_TOKEN"}})
+	plain := e.create(e.KeyA, api.CreateSandboxRequest{})
+
+	call := func(id string, req api.HTTPRequest) (*http.Response, []byte) {
+		return e.do("POST", sandboxPath(id, "/http-request"), e.KeyA, req)
+	}
+	resp, body := call(sb.ID, api.HTTPRequest{
+		URL:     up.URL + "/v1/thing?key={{secret:API_TOKEN}}",
+		Headers: map[string]string{"Authorization": "Bearer {{secret:API_TOKEN}}"},
+	})
+	if resp.StatusCode != 200 {
+		t.Fatalf("http-request: %d %s", resp.StatusCode, body)
+	}
+	var got api.HTTPResponse
+	mustUnmarshal(t, body, &got)
+	if got.StatusCode != 200 || got.Body != "auth=Bearer [REDACTED_SECRET:API_TOKEN] query=key=[REDACTED_SECRET:API_TOKEN]" ||
+		got.Headers["X-Echo"] != "Bearer [REDACTED_SECRET:API_TOKEN]" || len(got.SecretsUsed) != 1 {
+		t.Errorf("answer: %s", body)
+	}
+	reqs := up.requests()
+	if len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer "+value || reqs[0].URL.Query().Get("key") != value {
+		t.Fatalf("the destination did not get the value: %+v", reqs)
+	}
+
+	// Refusals, each with its stable code, none reaching the destination.
+	refusals := []struct {
+		name   string
+		id     string
+		req    api.HTTPRequest
+		status int
+		code   string
+	}{
+		{"not granted", sb.ID, api.HTTPRequest{URL: up.URL, Headers: map[string]string{"X": "{{secret:OTHER}}"}}, 404, api.CodeSecretNotReferenced},
+		{"no such secret", sb.ID, api.HTTPRequest{URL: up.URL, Body: "{{secret:NOPE}}"}, 404, api.CodeSecretNotReferenced},
+		{"host not allowed", sb.ID, api.HTTPRequest{URL: "https://b.example.com/?k={{secret:API_TOKEN}}"}, 403, api.CodeDestinationNotAllowed},
+		{"no secrets in sandbox", plain.ID, api.HTTPRequest{URL: up.URL}, 403, api.CodeDestinationNotAllowed},
+		{"secret in host", sb.ID, api.HTTPRequest{URL: "http://{{secret:API_TOKEN}}.example.com/"}, 422, api.CodeValidation},
+		{"not http", sb.ID, api.HTTPRequest{URL: "file:///etc/passwd"}, 422, api.CodeValidation},
+		{"timeout", sb.ID, api.HTTPRequest{URL: up.URL, Timeout: 61}, 422, api.CodeValidation},
+	}
+	for _, tt := range refusals {
+		resp, body := call(tt.id, tt.req)
+		wantError(t, resp, body, tt.status, tt.code)
+		if strings.Contains(string(body), value) {
+			t.Errorf("%s: refusal has the value: %s", tt.name, body)
+		}
+	}
+	if n := len(up.requests()); n != 1 {
+		t.Errorf("refused requests reached the destination: %d requests", n)
+	}
+	// Without a secret, to an allowed host of the sandbox's secrets; no redirect is followed.
+	resp, body = call(sb.ID, api.HTTPRequest{URL: up.URL + "/redirect"})
+	mustUnmarshal(t, body, &got)
+	if resp.StatusCode != 200 || got.StatusCode != http.StatusFound {
+		t.Errorf("redirect: %d %s", resp.StatusCode, body)
+	}
+
+	// The audit log names the secret, never its value.
+	_, logBody := e.do("GET", sandboxPath(sb.ID, "/log"), e.KeyA, nil)
+	if !strings.Contains(string(logBody), `"operation":"http_request"`) || !strings.Contains(string(logBody), `"secrets":["API_TOKEN"]`) {
+		t.Errorf("audit log lacks the use: %s", logBody)
+	}
+	_, metrics := e.do("GET", "/metrics", "", nil)
+	_, list := e.do("GET", "/v1/secrets", e.KeyA, nil)
+	if !strings.Contains(string(list), `"last_used_at":"`) {
+		t.Errorf("last_used_at not set: %s", list)
+	}
+	for what, text := range map[string]string{"audit log": string(logBody), "server log": e.Logs.String(), "metrics": string(metrics), "list": string(list)} {
+		if strings.Contains(text, value) {
+			t.Errorf("the %s has the value", what)
+		}
+	}
+	if err := e.Store.Close(); err != nil { // checkpoints the WAL into the file
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "boxkite.db*"))
+	if len(files) == 0 {
+		t.Fatal("no database file")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), value) || strings.Contains(string(b), "other-value-1234") {
+			t.Errorf("%s holds a secret's value", f)
+		}
+	}
+}
