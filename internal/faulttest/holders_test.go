@@ -158,3 +158,102 @@ func onlyForeign(hs []holder) bool {
 	}
 	return len(hs) > 0
 }
+
+// detachedPinners lists the processes that keep a detached copy of mounts
+// alive: a descriptor or a mapped file on a mount that no mount namespace
+// shows. A jail that holds such a copy from before it pivoted (a
+// dynamically linked sidecar's loader, say: see server/local
+// TestJailsDoNotPinHostMounts) keeps every filesystem the host had
+// mounted when it started, and no mount table shows it. This suite's
+// sidecars are built so they hold none; other processes on the machine
+// may. ours says which processes belong to the test, as for holdersOf.
+func detachedPinners(ours func(pid int) bool) []holder {
+	visible := map[string]bool{} // mount ids some namespace shows
+	seen := map[string]bool{}
+	tasks, _ := filepath.Glob("/proc/[0-9]*/task/[0-9]*")
+	for _, task := range tasks {
+		ns, err := os.Readlink(filepath.Join(task, "ns", "mnt"))
+		if err != nil || seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		for _, line := range strings.Split(readString(filepath.Join(task, "mountinfo")), "\n") {
+			if f := strings.Fields(line); len(f) > 0 {
+				visible[f[0]] = true
+			}
+		}
+	}
+	self := os.Getpid()
+	var out []holder
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		pid, _ := strconv.Atoi(filepath.Base(p))
+		if pid == self {
+			continue
+		}
+		if id, what := detachedRef(p, visible); id != "" {
+			out = append(out, holder{pid: pid, what: fmt.Sprintf("keeps a detached copy of mounts alive (mount %s, through %s)", id, what), ours: descendant(pid) || (ours != nil && ours(pid))})
+		}
+	}
+	return out
+}
+
+// detachedRef returns the id of a mount no namespace shows that process
+// dir (/proc/PID) holds a file on, through a descriptor or a mapping, and
+// which file; "" if none. Files of the kernel's internal mounts (pipes,
+// sockets, anonymous inodes, memfds, shared memory) are no such thing.
+func detachedRef(dir string, visible map[string]bool) (id, what string) {
+	internal := func(target string) bool {
+		if !strings.HasPrefix(target, "/") {
+			return true // pipe:[…], socket:[…], anon_inode:…
+		}
+		for _, p := range []string{"/memfd:", "/SYSV", "/dev/zero", "/["} {
+			if strings.HasPrefix(target, p) {
+				return true
+			}
+		}
+		return false
+	}
+	infos, _ := filepath.Glob(filepath.Join(dir, "fdinfo", "*"))
+	for _, info := range infos {
+		target, _ := os.Readlink(filepath.Join(dir, "fd", filepath.Base(info)))
+		if internal(target) {
+			continue
+		}
+		if id := mntID(readString(info)); id != "" && !visible[id] {
+			return id, target
+		}
+	}
+	maps, _ := filepath.Glob(filepath.Join(dir, "map_files", "*"))
+	for _, m := range maps {
+		target, _ := os.Readlink(m)
+		if internal(target) {
+			continue
+		}
+		fd, err := unix.Open(m, unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		id := mntID(readString("/proc/self/fdinfo/" + strconv.Itoa(fd)))
+		_ = unix.Close(fd)
+		if id != "" && !visible[id] {
+			return id, "a mapping of " + target
+		}
+	}
+	return "", ""
+}
+
+// mntID is the mnt_id line of an fdinfo file.
+func mntID(fdinfo string) string {
+	for _, line := range strings.Split(fdinfo, "\n") {
+		if v, ok := strings.CutPrefix(line, "mnt_id:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func readString(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}

@@ -142,6 +142,9 @@ func hostFSHolders(mnt, hostDev string) []holder {
 	}
 	hs := holdersOf(devs, mnt, nil)
 	if len(hs) == 0 && len(loops) > 0 {
+		hs = detachedPinners(nil) // held, but not through any mount table
+	}
+	if len(hs) == 0 && len(loops) > 0 {
 		// Nobody to blame: the test's own problem until shown otherwise.
 		hs = append(hs, holder{what: fmt.Sprintf("loop devices %v, held by nothing visible", loops), ours: true})
 	}

@@ -202,8 +202,10 @@ func (s *stack) wantNothingLeft() {
 
 // unexcused is what of the stack remains, after giving the kernel a
 // moment to detach what was just released. A loop device whose
-// filesystem only another process's mount namespace still holds (see
-// holdersOf) is that process's to let go: it is logged, not returned.
+// filesystem only another process's mount namespace, or only another
+// process's detached copy of the host's mounts, still holds (see
+// holdersOf, detachedPinners) is that process's to let go: it is logged,
+// not returned.
 func (s *stack) unexcused() []string {
 	s.t.Helper()
 	var left []string
@@ -218,7 +220,11 @@ func (s *stack) unexcused() []string {
 	for dev := range loops {
 		devs[dev] = true
 	}
-	if hs := holdersOf(devs, "", s.ours); len(devs) > 0 && onlyForeign(hs) {
+	hs := holdersOf(devs, "", s.ours)
+	if len(hs) == 0 && len(devs) > 0 {
+		hs = detachedPinners(s.ours) // held, but not through any mount table
+	}
+	if len(devs) > 0 && onlyForeign(hs) {
 		var excused []string
 		for _, h := range hs {
 			excused = append(excused, h.String())
