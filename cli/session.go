@@ -18,7 +18,7 @@ func newSessionCmd(app *App) *cobra.Command {
 	cmd := groupCmd(&cobra.Command{
 		Use:     "session",
 		Aliases: []string{"sandbox", "sbx"},
-		Short:   "Create, list, inspect, extend, pause and remove sandboxes",
+		Short:   "Create, list, inspect, extend, pause, snapshot, fork and remove sandboxes",
 		GroupID: groupSandboxes,
 	})
 	cmd.AddCommand(
@@ -29,6 +29,9 @@ func newSessionCmd(app *App) *cobra.Command {
 		newSessionExtendCmd(app),
 		newSessionPauseCmd(app),
 		newSessionResumeCmd(app),
+		newSessionSnapshotCmd(app),
+		newSessionRestoreCmd(app),
+		newSessionForkCmd(app),
 	)
 	return cmd
 }
@@ -91,10 +94,7 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 	f.StringVar(&req.ImageID, "image", "", "image to boot from: its `ID`, id prefix or label")
 	f.StringArrayVar(&volumes, "volume", nil, "mount a volume (its id, id prefix or label), `ID=/path` (repeatable)")
 	f.StringArrayVar(&req.MCPConnectionNames, "mcp-connection", nil, "MCP connection `NAME` to allow (repeatable)")
-	f.StringArrayVar(&req.SecretNames, "secret", nil, "secret `NAME` to make available (repeatable)")
-	// Hidden until the server has a secrets broker: it refuses every name
-	// today, and help should not advertise what cannot work.
-	_ = f.MarkHidden("secret")
+	f.StringArrayVar(&req.SecretNames, "secret", nil, "secret `NAME` the sandbox may use through the server's http_request (repeatable; see 'boxkite secrets')")
 	out.register(cmd, api.Sandbox{})
 	cmd.RegisterFlagCompletionFunc("image", completeImages(app))
 	cmd.RegisterFlagCompletionFunc("volume", completeVolumes(app, "="))

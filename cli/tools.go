@@ -9,13 +9,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// toolSets are the groups of agent tools `tools export --tools` selects.
+// toolSets are the groups of agent tools `tools export --tools` selects:
+// the sets, and each opt-in tool by its name.
 func toolSets() map[string]func() []tools.Tool {
-	return map[string]func() []tools.Tool{
+	sets := map[string]func() []tools.Tool{
 		"default": tools.Default,
 		"git":     tools.Git,
 		"lsp":     tools.LSP,
 	}
+	for _, t := range tools.Optional() {
+		sets[t.Name] = func() []tools.Tool { return []tools.Tool{t} }
+	}
+	return sets
 }
 
 func newToolsCmd() *cobra.Command {
@@ -39,9 +44,12 @@ func newToolsExportCmd() *cobra.Command {
 		Long: `Print the JSON schemas of boxkite's agent tools (bash, file editing, search,
 processes, …) as the tools field of an LLM API: OpenAI Chat Completions,
 Anthropic Messages, Gemini function declarations, or an MCP tools/list.
---tools picks the sets: default (the 15 everyday tools), git and lsp.`,
+--tools picks the sets: default (the 15 everyday tools), git and lsp, and
+the opt-in tools by name: http_request (requests with secrets, made by the
+server; see 'boxkite secrets'). all is the three sets, without opt-in tools.`,
 		Example: `  boxkite tools export --format anthropic > tools.json
-  boxkite tools export --format openai --tools default,git`,
+  boxkite tools export --format openai --tools default,git
+  boxkite tools export --format mcp --tools default,http_request`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if format == "" {
@@ -63,9 +71,9 @@ Anthropic Messages, Gemini function declarations, or an MCP tools/list.
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "", "`format`: "+strings.Join(tools.Formats(), ", "))
-	cmd.Flags().StringSliceVar(&sets, "tools", []string{"default"}, "tool `sets` to export: default, git, lsp, or all")
+	cmd.Flags().StringSliceVar(&sets, "tools", []string{"default"}, "tool `sets` to export: default, git, lsp, all, or an opt-in tool's name ("+strings.Join(tools.OptionalNames(), ", ")+")")
 	cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions(tools.Formats(), cobra.ShellCompDirectiveNoFileComp))
-	cmd.RegisterFlagCompletionFunc("tools", cobra.FixedCompletions([]string{"default", "git", "lsp", "all"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("tools", cobra.FixedCompletions(append([]string{"default", "git", "lsp", "all"}, tools.OptionalNames()...), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -87,7 +95,7 @@ func selectTools(names []string) ([]tools.Tool, error) {
 		}
 		get, ok := sets[n]
 		if !ok {
-			return nil, fmt.Errorf("unknown tool set %q (want default, git, lsp or all)", n)
+			return nil, fmt.Errorf("unknown tool set %q (want default, git, lsp, all or an opt-in tool: %s)", n, strings.Join(tools.OptionalNames(), ", "))
 		}
 		if !seen[n] {
 			seen[n] = true

@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/tools"
 	"github.com/boxkite/boxkite/tools/mcpserver"
 )
@@ -21,13 +25,49 @@ import (
 const mcpPattern = "/mcp/"
 
 // mcpRoutes registers /mcp/: the tools of boxkite-mcp, served in-process.
+// ?enable=NAME,… adds opt-in tools (tools.Optional), e.g. http_request.
 func (s *Server) mcpRoutes() {
-	h := mcpserver.HTTPHandler(mcpserver.New(s.cfg.Version, s.mcpBackend))
+	var mu sync.Mutex
+	servers := map[string]*mcp.Server{} // by the sorted names enabled; at most 2^len(tools.Optional())
+	h := mcpserver.HTTPHandlerFor(func(r *http.Request) *mcp.Server {
+		names := mcpEnabled(r)
+		key := strings.Join(names, ",")
+		mu.Lock()
+		defer mu.Unlock()
+		if srv, ok := servers[key]; ok {
+			return srv
+		}
+		opt, _ := tools.Enabled(names) // checked by the route
+		srv := mcpserver.New(s.cfg.Version, s.mcpBackend, opt...)
+		servers[key] = srv
+		return srv
+	})
 	s.streamingPOST[mcpPattern] = true // JSON-RPC ids, not Idempotency-Key, name MCP requests
 	s.handle(mcpPattern, func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := tools.Enabled(mcpEnabled(r)); err != nil {
+			return &api.Error{
+				Status: http.StatusUnprocessableEntity, Code: api.CodeValidation, Message: "enable: " + err.Error(),
+				Hint:    "name opt-in tools in ?enable=, comma-separated",
+				Details: []httpx.FieldError{{Loc: []string{"query", "enable"}, Msg: err.Error(), Type: "value_error"}},
+			}
+		}
 		h.ServeHTTP(w, r)
 		return nil
 	})
+}
+
+// mcpEnabled returns the opt-in tools ?enable= names, sorted, each once.
+func mcpEnabled(r *http.Request) []string {
+	var names []string
+	for _, v := range r.URL.Query()["enable"] {
+		for n := range strings.SplitSeq(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // mcpBackend serves one tool call as the caller of its HTTP request: every
@@ -225,6 +265,10 @@ type inProcessSandbox struct {
 
 func (b *inProcessSandbox) path(rest string) string {
 	return "/v1/sandboxes/" + url.PathEscape(b.id) + rest
+}
+
+func (b *inProcessSandbox) HTTPRequest(ctx context.Context, req api.HTTPRequest) (*api.HTTPResponse, error) {
+	return post[api.HTTPResponse](ctx, b.p, b.path("/http-request"), req)
 }
 
 func (b *inProcessSandbox) Exec(ctx context.Context, req api.ExecRequest) (*api.ExecResult, error) {

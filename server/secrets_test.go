@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -274,5 +275,40 @@ func TestHTTPRequestBroker(t *testing.T) {
 		if strings.Contains(string(b), value) || strings.Contains(string(b), "other-value-1234") {
 			t.Errorf("%s holds a secret's value", f)
 		}
+	}
+}
+
+// TestMCPHTTPRequest: the hosted /mcp/ offers http_request only when
+// ?enable= names it, and the tool uses the broker as the caller.
+func TestMCPHTTPRequest(t *testing.T) {
+	t.Parallel()
+	e, _ := newSecretsEnv(t)
+	up := newEchoServer(t)
+	const value = "mcp-secret-value-5150"
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "TOK", Value: value, AllowedHosts: []string{"127.0.0.1"}})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"TOK"}})
+
+	list := func(path string) (int, string) {
+		resp, body := e.do("POST", path, e.KeyA, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			"Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+		return resp.StatusCode, string(body)
+	}
+	if code, body := list("/mcp/"); code != 200 || strings.Contains(body, `"http_request"`) {
+		t.Errorf("/mcp/ offers http_request by default: %d", code)
+	}
+	if code, body := list("/mcp/?enable=http_request"); code != 200 || !strings.Contains(body, `"http_request"`) {
+		t.Errorf("/mcp/?enable=http_request: %d %s", code, body)
+	}
+	resp, body := e.do("POST", "/mcp/?enable=bogus", e.KeyA, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Content-Type", "application/json")
+	wantError(t, resp, body, 422, api.CodeValidation)
+
+	args, _ := json.Marshal(map[string]any{"session_id": sb.ID, "method": "GET", "url": up.URL + "/x", "headers": map[string]string{"Authorization": "{{secret:TOK}}"}})
+	rpc := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"http_request","arguments":%s}}`, args)
+	resp, body = e.do("POST", "/mcp/?enable=http_request", e.KeyA, rpc, "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "HTTP 200") || !strings.Contains(string(body), "[REDACTED_SECRET:TOK]") || strings.Contains(string(body), value) {
+		t.Errorf("http_request over MCP: %d %s", resp.StatusCode, body)
+	}
+	if reqs := up.requests(); len(reqs) != 1 || reqs[0].Header.Get("Authorization") != value {
+		t.Errorf("destination got %v", reqs)
 	}
 }

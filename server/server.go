@@ -26,6 +26,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/secrets"
+	"github.com/boxkite/boxkite/server/snapshot"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -38,8 +39,11 @@ type Config struct {
 	MaxLifetime     time.Duration // ceiling for create and extend; default 24h
 	MaxStorageGB    float64       // ceiling for storage_gb; default 20
 	MaxVolumeGB     float64       // ceiling for a volume's size_gb; 0 means DefaultMaxVolumeGB
-	MaxCount        int           // ceiling for count in one create; default 10
-	ReaperInterval  time.Duration // how often expired sandboxes are destroyed; default 1s
+	MaxCount        int           // ceiling for count in one create (and one fork); default 10
+	// SnapshotLimit is how many snapshots an account may keep; 0 means
+	// api.DefaultSnapshotLimit, negative no limit.
+	SnapshotLimit  int
+	ReaperInterval time.Duration // how often expired sandboxes are destroyed; default 1s
 	// BootstrapAPIKey, when set, is registered as an admin key of the
 	// BootstrapEmail account at Init (local mode). Idempotent across restarts.
 	BootstrapAPIKey string
@@ -215,6 +219,8 @@ type Server struct {
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
 	docs    []httpx.RouteDoc
 	openAPI func() ([]byte, error)
+	// snap serves snapshots and forks (server/snapshot, snapshot_port.go).
+	snap *snapshot.Service
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().
@@ -266,6 +272,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 // that tests may change after New (the clock) are reached through
 // closures.
 func (s *Server) subsystems() error {
+	s.snap = s.newSnapshots()
 	var err error
 	s.accounts, err = accounts.New(accounts.Deps{
 		Store:            s.store,
@@ -308,6 +315,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
 	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)   // pause.go
 	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
+	s.mount(s.snap.Routes())                                    // server/snapshot
 	s.register("POST /v1/sandboxes/{id}/exec", httpx.CredTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.register("GET /v1/sandboxes/{id}/takeover", httpx.CredTakeover, s.takeover)
@@ -345,6 +353,9 @@ func (s *Server) routes() {
 // Call it once before serving.
 func (s *Server) Init(ctx context.Context) error {
 	if err := s.bootstrap(ctx); err != nil {
+		return err
+	}
+	if err := s.snap.Reconcile(ctx); err != nil {
 		return err
 	}
 	return s.reconcile(ctx)

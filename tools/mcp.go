@@ -61,10 +61,11 @@ type Binder func(id string) Sandbox
 // sandbox bind returns. The sandbox tools are this package's own tools
 // with session_id added, so their texts are the same everywhere.
 //
-// Handlers ignore the Sandbox Call passes them; nil is fine.
-func MCP(p Provider, bind Binder) []Tool {
+// Handlers ignore the Sandbox Call passes them; nil is fine. The opt-in
+// tools given (see Enabled) follow, with session_id added.
+func MCP(p Provider, bind Binder, optional ...Tool) []Tool {
 	m := mcpTools{p: p, bind: bind}
-	return []Tool{
+	out := []Tool{
 		m.createSandbox(), m.destroySandbox(), m.getSandbox(), m.listSandboxes(),
 		m.createImage(), m.getImage(), m.listImages(), m.deleteImage(),
 		m.createVolume(), m.getVolume(), m.listVolumes(), m.deleteVolume(),
@@ -72,6 +73,10 @@ func MCP(p Provider, bind Binder) []Tool {
 		m.exec(), m.session(lspStartTool()), m.lspOpen(), m.session(lspCompletionTool()), m.session(lspStopTool()),
 		m.session(fileCreateTool()), m.view(), m.strReplace(), m.session(lsTool()), m.session(globTool()), m.session(grepTool()),
 	}
+	for _, t := range optional {
+		out = append(out, m.session(t))
+	}
+	return out
 }
 
 type mcpTools struct {

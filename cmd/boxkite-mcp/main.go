@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -44,17 +45,28 @@ func main() {
 // run serves MCP on stdin/stdout until the client closes stdin. stdout
 // carries the protocol only; everything for people goes to stderr.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	for _, a := range args {
-		switch a {
-		case "--version", "version":
+	var enable []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--version" || a == "version":
 			fmt.Fprintln(stdout, "boxkite-mcp", buildVersion())
 			return nil
-		case "-h", "--help", "help":
+		case a == "-h" || a == "--help" || a == "help":
 			fmt.Fprint(stdout, usage)
 			return nil
+		case a == "--enable" && i+1 < len(args):
+			i++
+			enable = append(enable, strings.Split(args[i], ",")...)
+		case strings.HasPrefix(a, "--enable="):
+			enable = append(enable, strings.Split(strings.TrimPrefix(a, "--enable="), ",")...)
 		default:
-			return &hintError{err: fmt.Errorf("unknown argument %q", a), hint: "boxkite-mcp takes no arguments; it is started by an MCP client (see `boxkite mcp init`)"}
+			return &hintError{err: fmt.Errorf("unknown argument %q", a), hint: "boxkite-mcp takes only --enable TOOL,…; it is started by an MCP client (see `boxkite mcp init`)"}
 		}
+	}
+	optional, err := tools.Enabled(enable)
+	if err != nil {
+		return &hintError{err: fmt.Errorf("--enable: %w", err), hint: "name opt-in tools, comma-separated"}
 	}
 	cfg, err := loadConfig(getenv)
 	if err != nil {
@@ -63,7 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	c := client.New(cfg.BaseURL, cfg.APIKey)
 	c.UserAgent = "boxkite-mcp/" + buildVersion()
 	bind := func(id string) tools.Sandbox { return c.Bind(id) }
-	s := mcpserver.New(buildVersion(), mcpserver.Static(c, bind))
+	s := mcpserver.New(buildVersion(), mcpserver.Static(c, bind), optional...)
 	fmt.Fprintf(stderr, "boxkite-mcp %s: serving %s (key from %s)\n", buildVersion(), cfg.BaseURL, cfg.KeySource)
 	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
 	if err := s.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
@@ -77,6 +89,8 @@ const usage = `boxkite-mcp: the boxkite MCP server (stdio).
 It is started by an MCP client; set it up with ` + "`boxkite mcp init <client>`" + `.
 Configuration: BOXKITE_BASE_URL and BOXKITE_API_KEY, else the boxkite CLI's
 config (BOXKITE_HOME, default ~/.boxkite: config.toml, else local.toml).
+
+  --enable TOOL,…   add opt-in tools to the 26: http_request (secrets broker)
 `
 
 type nopWriteCloser struct{ io.Writer }

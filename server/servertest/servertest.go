@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/boxkite/boxkite/server/images"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
 
@@ -43,6 +45,8 @@ type Server struct {
 	dsn       string
 	imageDir  string // from WithImages
 	imageOpts []images.Option
+	secrets   *secrets.Keyring // from WithSecrets; nil means none
+	permit    func(netip.Addr) bool
 }
 
 // Option changes how New builds the server.
@@ -56,6 +60,16 @@ type options struct {
 	driverCfg func(*local.Config)
 	imageDir  string
 	imageOpts []images.Option
+	secrets   bool
+	permit    func(netip.Addr) bool
+}
+
+// WithSecrets gives the server a secrets broker (server/secrets) with a
+// fresh key, kept across Restart; permit (tests only) lets its requests
+// reach the addresses it returns true for, such as a test's own server
+// on 127.0.0.1 (server.EgressPermitLoopbackForTests).
+func WithSecrets(permit func(netip.Addr) bool) Option {
+	return func(o *options) { o.secrets, o.permit = true, permit }
 }
 
 // WithImages keeps sandbox images under dir, their records in the
@@ -131,6 +145,14 @@ func New(t testing.TB, opts ...Option) *Server {
 		imageDir:  o.imageDir,
 		imageOpts: o.imageOpts,
 		dsn:       dsn,
+		permit:    o.permit,
+	}
+	if o.secrets {
+		kr, err := secrets.ParseKeyring(secrets.NewKey())
+		if err != nil {
+			t.Fatalf("servertest: %v", err)
+		}
+		s.secrets = kr
 	}
 	s.cfg.BootstrapAPIKey = s.APIKey
 	s.cfg.DriverName = "local"
@@ -167,6 +189,9 @@ func (s *Server) start(t testing.TB) {
 			t.Fatalf("servertest: %v", err)
 		}
 		cfg.Images = imgs
+	}
+	if s.secrets != nil {
+		cfg.Secrets = secrets.New(st, secrets.Config{Keyring: s.secrets, PermitForTests: s.permit, Log: s.log})
 	}
 	srv, err := server.New(cfg, st, s.Driver, s.log)
 	if err != nil {

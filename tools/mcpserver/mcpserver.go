@@ -28,16 +28,17 @@ func Static(p tools.Provider, bind tools.Binder) Backend {
 }
 
 // New returns an MCP server named boxkite with the tools of tools.MCP,
-// each call served by backend.
-func New(version string, backend Backend) *mcp.Server {
+// the opt-in tools given included (tools.Enabled), each call served by
+// backend.
+func New(version string, backend Backend, optional ...tools.Tool) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "boxkite sandboxes", Version: version}, nil)
-	for _, t := range tools.MCP(nil, nil) {
-		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Schema}, handler(t.Name, backend))
+	for _, t := range tools.MCP(nil, nil, optional...) {
+		s.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Schema}, handler(t.Name, backend, optional))
 	}
 	return s
 }
 
-func handler(name string, backend Backend) mcp.ToolHandler {
+func handler(name string, backend Backend, optional []tools.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		p, bind, err := backend(ctx, req)
 		if err != nil {
@@ -47,7 +48,7 @@ func handler(name string, backend Backend) mcp.ToolHandler {
 		if req.Params != nil {
 			args = req.Params.Arguments
 		}
-		return Result(tools.Call(ctx, tools.MCP(p, bind), nil, name, args)), nil
+		return Result(tools.Call(ctx, tools.MCP(p, bind, optional...), nil, name, args)), nil
 	}
 }
 
@@ -64,7 +65,13 @@ func Result(text string) *mcp.CallToolResult {
 // its own credentials and any replica can answer it, so there are no
 // sessions to pin (GET and DELETE answer 405, which clients expect).
 func HTTPHandler(s *mcp.Server) http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{
+	return HTTPHandlerFor(func(*http.Request) *mcp.Server { return s })
+}
+
+// HTTPHandlerFor is HTTPHandler with the server picked per request (the
+// control plane picks by the opt-in tools a request enables).
+func HTTPHandlerFor(pick func(*http.Request) *mcp.Server) http.Handler {
+	return mcp.NewStreamableHTTPHandler(pick, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
 		// The SDK refuses a non-loopback Host on a loopback listener to stop

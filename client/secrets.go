@@ -1,0 +1,56 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// CreateSecret calls POST /v1/secrets (admin keys). The answer has no value.
+func (c *Client) CreateSecret(ctx context.Context, req api.CreateSecretRequest) (*api.Secret, error) {
+	var s api.Secret
+	if err := c.do(ctx, http.MethodPost, "/v1/secrets", req, &s, nil); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// ListSecrets calls GET /v1/secrets: the account's secrets by name, without values.
+func (c *Client) ListSecrets(ctx context.Context) ([]api.Secret, error) {
+	var ss []api.Secret
+	if err := c.do(ctx, http.MethodGet, "/v1/secrets", nil, &ss, nil); err != nil {
+		return nil, err
+	}
+	return ss, nil
+}
+
+// UpdateSecret calls PUT /v1/secrets/{id}; id may be the secret's name.
+func (c *Client) UpdateSecret(ctx context.Context, id string, req api.UpdateSecretRequest) (*api.Secret, error) {
+	var s api.Secret
+	if err := c.do(ctx, http.MethodPut, "/v1/secrets/"+url.PathEscape(id), req, &s, nil); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// DeleteSecret calls DELETE /v1/secrets/{id}; id may be the secret's name.
+func (c *Client) DeleteSecret(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/secrets/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// HTTPRequest calls POST /v1/sandboxes/{id}/http-request: the control plane
+// makes req with the sandbox's secrets filled in for {{secret:NAME}}.
+func (c *Client) HTTPRequest(ctx context.Context, id string, req api.HTTPRequest) (*api.HTTPResponse, error) {
+	var out api.HTTPResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/http-request", req, &out, withID(id)); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// HTTPRequest makes a brokered request for the sandbox; see Client.HTTPRequest.
+func (s *Sandbox) HTTPRequest(ctx context.Context, req api.HTTPRequest) (*api.HTTPResponse, error) {
+	return s.c.HTTPRequest(ctx, s.id, req)
+}

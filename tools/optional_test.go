@@ -1,0 +1,93 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// httpFake is a Sandbox that also brokers HTTP requests.
+type httpFake struct {
+	fake
+	got []api.HTTPRequest
+	ans func(api.HTTPRequest) (*api.HTTPResponse, error)
+}
+
+func (f *httpFake) HTTPRequest(_ context.Context, r api.HTTPRequest) (*api.HTTPResponse, error) {
+	f.got = append(f.got, r)
+	return f.ans(r)
+}
+
+func TestEnabled(t *testing.T) {
+	ts, err := Enabled([]string{"http_request", "http_request"})
+	if err != nil || len(ts) != 1 || ts[0].Name != "http_request" {
+		t.Fatalf("Enabled = %v, %v", ts, err)
+	}
+	if ts, err := Enabled(nil); err != nil || len(ts) != 0 {
+		t.Errorf("Enabled(nil) = %v, %v", ts, err)
+	}
+	if _, err := Enabled([]string{"bogus"}); err == nil || !strings.Contains(err.Error(), "http_request") {
+		t.Errorf("Enabled(bogus) = %v", err)
+	}
+	// Opt-in tools stay out of the default sets and of MCP unless given.
+	for _, t2 := range append(All(), MCP(nil, nil)...) {
+		if t2.Name == "http_request" {
+			t.Error("http_request is on by default")
+		}
+	}
+	if m := MCP(nil, nil, ts...); m[len(m)-1].Name != "http_request" || !strings.Contains(string(m[len(m)-1].Schema), `"session_id"`) {
+		t.Errorf("MCP with http_request: last tool %s %s", m[len(m)-1].Name, m[len(m)-1].Schema)
+	}
+}
+
+func TestHTTPRequestTool(t *testing.T) {
+	tool := httpRequestTool()
+	tests := []struct {
+		name string
+		args string
+		ans  func(api.HTTPRequest) (*api.HTTPResponse, error)
+		want string
+		req  *api.HTTPRequest
+	}{
+		{
+			name: "answer",
+			args: `{"method":"POST","url":"https://api.example.com/x","headers":{"Authorization":"Bearer {{secret:T}}"},"body":"b","timeout":99}`,
+			ans: func(api.HTTPRequest) (*api.HTTPResponse, error) {
+				return &api.HTTPResponse{StatusCode: 201, Headers: map[string]string{"X-B": "2", "A": "[REDACTED_SECRET:T]"}, Body: "ok", Truncated: true, SecretsUsed: []string{"T"}}, nil
+			},
+			want: "HTTP 201\nA: [REDACTED_SECRET:T]\nX-B: 2\n\nok\n... (body truncated at 1 MiB)\n(secrets used: T)",
+			req:  &api.HTTPRequest{Method: "POST", URL: "https://api.example.com/x", Headers: map[string]string{"Authorization": "Bearer {{secret:T}}"}, Body: "b", Timeout: 60},
+		},
+		{
+			name: "refused",
+			args: `{"method":"GET","url":"https://b.example.com/"}`,
+			ans: func(api.HTTPRequest) (*api.HTTPResponse, error) {
+				return nil, &api.Error{Code: api.CodeDestinationNotAllowed, Message: "b.example.com is not an allowed host", Hint: "add it"}
+			},
+			want: "Error: b.example.com is not an allowed host\nHint: add it",
+		},
+		{name: "no url", args: `{"method":"GET"}`, want: "Error: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &httpFake{ans: tt.ans}
+			got := tool.Call(t.Context(), f, json.RawMessage(tt.args))
+			if !strings.HasPrefix(got, tt.want) {
+				t.Errorf("text = %q, want %q", got, tt.want)
+			}
+			if tt.req != nil {
+				if diff := cmp.Diff([]api.HTTPRequest{*tt.req}, f.got); diff != "" {
+					t.Errorf("request (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+	if got := tool.Call(t.Context(), &fake{}, json.RawMessage(`{"method":"GET","url":"https://x/"}`)); !strings.Contains(got, "does not support") {
+		t.Errorf("without the capability: %q", got)
+	}
+}
