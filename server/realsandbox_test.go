@@ -19,7 +19,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
 )
@@ -87,7 +86,7 @@ func (re *realEnv) entries() []*model.ExecLogEntry {
 	if err != nil {
 		re.t.Fatal(err)
 	}
-	if err := server.VerifyExecLog(all, head); err != nil {
+	if err := model.VerifyExecLog(all, head); err != nil {
 		re.t.Errorf("VerifyExecLog: %v", err)
 	}
 	return all

@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
@@ -97,8 +98,8 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	up.SetReadLimit(takeoverSidecarFrame)
 
 	started := s.now()
-	if err := s.audit(r.Context(), auditRecord{
-		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_start", detail: grant.Detail(), started: started,
+	if err := s.audit(r.Context(), audit.Record{
+		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_start", Detail: grant.Detail(), Started: started,
 	}); err != nil {
 		// Nobody types into a terminal that is off the record.
 		down.Close(websocket.StatusTryAgainLater, "the audit log cannot be written; try again later")
@@ -131,9 +132,9 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A failure here leaves the entry waiting in the audit gate: the
 	// session is over either way.
-	_ = s.audit(r.Context(), auditRecord{
-		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_end", detail: end,
-		started: started, duration: s.now().Sub(started),
+	_ = s.audit(r.Context(), audit.Record{
+		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_end", Detail: end,
+		Started: started, Duration: s.now().Sub(started),
 	})
 	return nil
 }
@@ -187,9 +188,9 @@ func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz
 		}
 		d := g.Detail()
 		d["input"], d["bytes"] = string(b), len(b)
-		return s.audit(ctx, auditRecord{
-			sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_input", detail: d,
-			outputTruncated: truncated, started: s.now(),
+		return s.audit(ctx, audit.Record{
+			Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_input", Detail: d,
+			OutputTruncated: truncated, Started: s.now(),
 		}) == nil
 	}
 	for {
