@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -105,7 +106,7 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 		down.Close(websocket.StatusTryAgainLater, "the audit log cannot be written; try again later")
 		return nil
 	}
-	in := &typedInput{}
+	in := newTypedInput()
 	flushed := make(chan struct{})
 	ctx, stopFlushing := context.WithCancel(r.Context())
 	relayCtx, endRelay := context.WithCancel(r.Context())
@@ -150,7 +151,12 @@ type typedInput struct {
 	logged   int
 	dropped  bool // input was cut at maxTypedLog
 	reported bool // and a flush has said so
+	// entered is signalled when a line ends (Enter): the command it
+	// runs goes on the record, and to live watchers, at once.
+	entered chan struct{}
 }
+
+func newTypedInput() *typedInput { return &typedInput{entered: make(chan struct{}, 1)} }
 
 func (t *typedInput) add(b []byte) {
 	t.mu.Lock()
@@ -160,6 +166,12 @@ func (t *typedInput) add(b []byte) {
 		b, t.dropped = b[:max(room, 0)], true
 	}
 	t.buf = append(t.buf, b...)
+	if bytes.ContainsAny(b, "\r\n") {
+		select {
+		case t.entered <- struct{}{}:
+		default: // a flush is due already
+		}
+	}
 }
 
 // take returns and clears the bytes collected since the last take, and
@@ -174,8 +186,9 @@ func (t *typedInput) take() ([]byte, bool) {
 }
 
 // flushTypedInput writes a takeover_input entry with the bytes typed so
-// far every TakeoverFlushInterval, and a last one when ctx ends, so
-// keystrokes are on the record while the session is still open. It
+// far when a line is entered, at least every TakeoverFlushInterval, and a
+// last one when ctx ends, so keystrokes are on the record while the
+// session is still open and a command shows in the live log as it runs. It
 // returns false, at once, when an entry could not be committed: the
 // caller ends the session.
 func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz.Grant, in *typedInput) bool {
@@ -196,6 +209,10 @@ func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz
 	for {
 		select {
 		case <-tick.C:
+			if !flush() {
+				return false
+			}
+		case <-in.entered:
 			if !flush() {
 				return false
 			}
