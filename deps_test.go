@@ -94,6 +94,10 @@ var rules = map[string]depRule{
 	"server/accounts": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/authn"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
 	}},
+	"server/internal/audit": {ours: []string{"client/api", "tools", "server/model", "server/internal/scrub"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":                "the audit log sits under the subsystems that write it",
+		"server/internal/httpx": "audit writes entries; serving them over HTTP is its callers' job",
+	}},
 	"server/internal/authz": {ours: []string{"server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "authz sits under the subsystems and the server",
 	}},

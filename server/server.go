@@ -21,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/server/accounts"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
@@ -181,10 +182,9 @@ type Server struct {
 	now      func() time.Time
 	sidecars *sidecarClients
 	touches  *keyToucher
-	// broker pushes new audit entries to watchers; allowlists caches
-	// compiled command allowlists; metrics backs /metrics.
-	broker         *broker
-	auditGate      *auditGate // closed while the store cannot commit entries (auditgate.go)
+	// alog writes the audit log and pushes new entries to watchers;
+	// allowlists caches compiled command allowlists; metrics backs /metrics.
+	alog           *audit.Log
 	frozen         frozenSandboxes
 	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
 	allowlists     *allowlist.Cache
@@ -244,8 +244,6 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		now:            time.Now,
 		sidecars:       newSidecarClients(),
 		touches:        newKeyToucher(),
-		broker:         newBroker(),
-		auditGate:      newAuditGate(),
 		allowlists:     allowlist.NewCache(),
 		watchKeepAlive: DefaultWatchKeepAlive,
 		scrubIdle:      scrub.DefaultIdleFlush,
@@ -259,6 +257,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		n, err := store.CountActiveSandboxes(context.Background(), "")
 		return float64(n), err
 	})
+	s.alog = audit.New(store, s.log, func() time.Time { return s.now() }, s.metrics.auditAppends, s.metrics.auditFailures)
 	s.driver = countingDriver{driver, s.metrics}
 	if err := s.subsystems(); err != nil {
 		return nil, err
@@ -392,7 +391,7 @@ func (s *Server) Run(ctx context.Context) error {
 	auditDone := make(chan struct{})
 	go func() {
 		defer close(auditDone)
-		s.retryAudit(ctx)
+		s.alog.Retry(ctx)
 	}()
 	defer func() { <-auditDone }()
 	storageDone := make(chan struct{})
@@ -423,7 +422,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := apihttp.NewServer(s, s.log)
 	// Watch streams never go idle by themselves; end them so that
 	// Shutdown does not wait its whole grace period for them.
-	hs.RegisterOnShutdown(s.broker.shutdown)
+	hs.RegisterOnShutdown(s.alog.Broker.Shutdown)
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
 	go func() {

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/boxkite/boxkite/server/internal/audit"
+
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/snapshot"
@@ -60,7 +62,7 @@ func (p snapshotPort) Start(ctx context.Context, acct *model.Account, from *mode
 }
 
 func (p snapshotPort) Audit(ctx context.Context, sb *model.Sandbox, operation string, detail map[string]any) {
-	_ = p.s.audit(ctx, auditRecord{ // a failure waits in the audit gate
-		sb: sb, source: api.LogSourceSystem, operation: operation, detail: detail, started: p.s.now(),
+	_ = p.s.audit(ctx, audit.Record{ // a failure waits in the audit gate
+		Sandbox: sb, Source: api.LogSourceSystem, Operation: operation, Detail: detail, Started: p.s.now(),
 	})
 }
