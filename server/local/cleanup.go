@@ -96,7 +96,7 @@ func Cleanup(ctx context.Context, cfg Config) ([]Leftover, error) {
 	// Loop devices detach, and lazily unmounted filesystems go, a moment
 	// after their last user: give them that moment before reporting.
 	left := d.leftovers()
-	for i := 0; len(left) > 0 && i < 50 && ctx.Err() == nil; i++ {
+	for i := 0; len(left) > 0 && i < 200 && ctx.Err() == nil; i++ {
 		time.Sleep(100 * time.Millisecond)
 		left = d.leftovers()
 	}
