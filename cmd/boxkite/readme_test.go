@@ -132,13 +132,13 @@ func goEnv(t *testing.T, key string) string {
 // machine's user. (Only ~/.ssh: the rest of the real home holds the Go
 // caches the install needs.)
 //
-// Only lines that use ssh get the namespace: a namespace copies every mount
-// of the host, and a daemon started in one (boxkite up) would keep the
-// copies, and with them the loop devices of other tests' filesystems,
+// The line that starts the stack runs outside it: a namespace copies every
+// mount of the host, and a daemon started in one (boxkite up) would keep
+// the copies, and with them the loop devices of other tests' filesystems,
 // busy until it ends.
 func lineCmd(t *testing.T, dir string, env []string, line string) *exec.Cmd {
 	t.Helper()
-	if os.Geteuid() != 0 || !strings.Contains(line, "ssh") {
+	if os.Geteuid() != 0 || strings.Contains(line, "boxkite up") {
 		cmd := exec.Command("/bin/sh", "-c", line)
 		cmd.Dir, cmd.Env = dir, env
 		return cmd
