@@ -71,7 +71,7 @@ type CreateSandboxRequest struct {
 	// destroying it (mode filesystem where the server can, else freeze);
 	// resume gives it a fresh lifetime. A paused sandbox is destroyed after
 	// the server's paused retention (docs/snapshots.md).
-	AutoPause bool `json:"auto_pause,omitempty"`
+	AutoPause   bool     `json:"auto_pause,omitempty"`
 	SecretNames []string `json:"secret_names,omitempty"`
 }
 
