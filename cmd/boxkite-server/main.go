@@ -167,6 +167,7 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 		},
 		RateLimits:        server.RateLimits{Lifecycle: opts.rateLifecycle, Ops: opts.rateOps, Auth: opts.rateAuth, Snapshot: opts.rateSnapshot},
 		SnapshotLimit:     opts.snapshotLimit,
+		MaxPausedAge:      opts.maxPausedAge,
 		JWTSecret:         opts.jwtSecret,
 		BastionKey:        opts.bastionKey,
 		TakeoverRecording: opts.recordTakeovers,
