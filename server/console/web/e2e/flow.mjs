@@ -138,6 +138,14 @@ try {
   await screenshot(viewer, 'terminal-read-only');
   await viewer.close();
 
+  // The keyboard gets out of the terminal: Escape, then Shift+Tab (to
+  // the toolbar above it).
+  await page.click('#terminal');
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Shift+Tab');
+  check('terminal.keyboard-leaves', await page.evaluate(() => document.activeElement.closest('.toolbar') !== null),
+    await page.evaluate(() => document.activeElement.outerHTML.slice(0, 80)));
+
   // Files: upload, then download, byte-exact.
   await page.goto(base + '/ui/sandboxes/' + id);
   await page.waitForSelector('[data-page=sandbox]');
