@@ -299,7 +299,7 @@ func newLogger(level string, w io.Writer) *slog.Logger {
 // findSidecar resolves the sidecar binary: the flag, else next to this
 // executable, else $PATH.
 func findSidecar(path string) (string, error) {
-	const install = "install it with `go install github.com/boxkite/boxkite/cmd/boxkite-sidecar@latest` " +
+	const install = "install it with `CGO_ENABLED=0 go install github.com/boxkite/boxkite/cmd/boxkite-sidecar@latest` " +
 		"(next to boxkite-server or on $PATH), or pass --sidecar PATH"
 	if path != "" {
 		p, err := exec.LookPath(path)
