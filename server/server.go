@@ -25,6 +25,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/preview"
 	"github.com/boxkite/boxkite/server/secrets"
 )
 
@@ -83,6 +84,11 @@ type Config struct {
 	// (server/secrets); nil means a server without a secrets key, whose
 	// secrets routes answer 503 secrets_unavailable.
 	Secrets *secrets.Service
+	// PreviewBaseURL is where host-based preview URLs are served
+	// (server/preview): "https://preview.example.com" makes
+	// https://<port>-<id>.preview.example.com; "" means *.localhost on
+	// the port the request came to (local mode).
+	PreviewBaseURL string
 }
 
 // Defaults of Config.
@@ -207,6 +213,9 @@ type Server struct {
 	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
 	e2b      http.Handler
 	e2bMatch func(*http.Request) bool
+	// preview serves preview URLs (preview_routes.go); nil when the
+	// store keeps none.
+	preview *preview.Service
 	// console serves /ui/ (MountConsole).
 	console http.Handler
 
@@ -256,6 +265,9 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 	s.driver = countingDriver{driver, s.metrics}
 	if err := s.subsystems(); err != nil {
 		return nil, err
+	}
+	if err := s.newPreviews(); err != nil {
+		return nil, fmt.Errorf("server config: %w", err)
 	}
 	s.routes()
 	s.openAPI = sync.OnceValues(s.buildOpenAPI)
@@ -327,8 +339,9 @@ func (s *Server) routes() {
 	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
 	s.handle("GET /v1/mcp-connections/{id}", s.getMCPConnection)
 	s.handle("DELETE /v1/mcp-connections/{id}", s.deleteMCPConnection)
-	s.mcpRoutes()    // the hosted MCP endpoint: mcp.go
-	s.secretRoutes() // the secrets broker: secrets_routes.go
+	s.mcpRoutes()     // the hosted MCP endpoint: mcp.go
+	s.secretRoutes()  // the secrets broker: secrets_routes.go
+	s.previewRoutes() // preview URLs: preview_routes.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)
@@ -390,6 +403,14 @@ func (s *Server) Run(ctx context.Context) error {
 		s.watchStorage(ctx)
 	}()
 	defer func() { <-storageDone }()
+	if s.preview != nil {
+		previewDone := make(chan struct{})
+		go func() {
+			defer close(previewDone)
+			s.preview.Run(ctx) // request counts to the audit log
+		}()
+		defer func() { <-previewDone }()
+	}
 	for {
 		select {
 		case <-ctx.Done():
