@@ -71,7 +71,7 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/preview"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview"}, forbidden: merge(clientGo, sqlDriver)},
 	// The leaf of the control plane: domain records and the Store and
 	// Driver contracts (docs/architecture.md).
 	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -94,11 +94,20 @@ var rules = map[string]depRule{
 	"server/accounts": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/authn"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
 	}},
+	"server/internal/audit": {ours: []string{"client/api", "tools", "server/model", "server/internal/scrub"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":                "the audit log sits under the subsystems that write it",
+		"server/internal/httpx": "audit writes entries; serving them over HTTP is its callers' job",
+	}},
 	"server/internal/authz": {ours: []string{"server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "authz sits under the subsystems and the server",
 	}},
 	"server/internal/scrub": {ours: []string{"client/api", "tools"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/model": "scrubbing works on bytes and JSON; whether an account wants it is the caller's decision",
+	}},
+	"server/snapshot": {ours: []string{"client/api", "internal/apihttp", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":          "the snapshot service reaches the control plane through its Control interface",
+		"server/local":    "the service reaches the data through model.SnapshotDriver, whatever the driver",
+		"server/sqlstore": "the service keeps its records through model.SnapshotStore",
 	}},
 	"server/e2b": {ours: []string{"client/api", "internal/apihttp", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"server/sqlstore": "the E2B facade keeps its records through its Store interface; the control plane (whose package it may not import either) wires the SQL store in",

@@ -18,7 +18,7 @@ func newSessionCmd(app *App) *cobra.Command {
 	cmd := groupCmd(&cobra.Command{
 		Use:     "session",
 		Aliases: []string{"sandbox", "sbx"},
-		Short:   "Create, list, inspect, extend, pause and remove sandboxes",
+		Short:   "Create, list, inspect, extend, pause, snapshot, fork and remove sandboxes",
 		GroupID: groupSandboxes,
 	})
 	cmd.AddCommand(
@@ -29,6 +29,9 @@ func newSessionCmd(app *App) *cobra.Command {
 		newSessionExtendCmd(app),
 		newSessionPauseCmd(app),
 		newSessionResumeCmd(app),
+		newSessionSnapshotCmd(app),
+		newSessionRestoreCmd(app),
+		newSessionForkCmd(app),
 	)
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
@@ -145,9 +146,9 @@ func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
 			WithHint("use an admin API key")
 	}
 	out := api.HostStatus{Driver: s.cfg.DriverName, Limits: []api.HostLimit{}, Sandboxes: []api.SandboxDisk{}}
-	if since, cause := s.auditGate.state(); cause != nil {
+	if since, cause := s.alog.State(); cause != nil {
 		t := since.UTC()
-		out.Audit = api.HostAudit{Reason: auditReason(cause), Since: &t}
+		out.Audit = api.HostAudit{Reason: audit.Reason(cause), Since: &t}
 	} else {
 		out.Audit.Writable = true
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
@@ -18,7 +19,7 @@ type tenantRow struct {
 	cred   string // "key", "token" (B's access token) or "none"
 	method string // for a pattern without one; default GET
 	header []string
-	path   string // with {sb} for A's sandbox, {akey} A's API key id, {assh} A's SSH key id
+	path   string // with {sb} for A's sandbox, {akey} A's API key id, {assh} A's SSH key id, {asnap} A's snapshot id
 	body   any
 	// want is 404 when the route names A's resource; 0 means the route
 	// answers B about B, which check (if set) verifies.
@@ -78,6 +79,15 @@ func TestCrossTenantMatrix(t *testing.T) {
 	}
 	mustUnmarshal(t, body, &mcpA)
 	secretsOfA = append(secretsOfA, volA.ID, "a-secret-volume", mcpA.ID, "a-secret-conn")
+	// A's snapshot, recorded directly: the fake driver keeps no data.
+	snapA := &model.Snapshot{
+		ID: model.NewID(), AccountID: acctA.ID, SandboxID: sb.ID, Label: "a-secret-snapshot", Status: api.SnapshotCompleted,
+		Key: "sha256-" + strings.Repeat("a", 64), CreatedAt: time.Now(),
+	}
+	if err := e.Store.ReserveSnapshot(t.Context(), snapA, 0); err != nil {
+		t.Fatal(err)
+	}
+	secretsOfA = append(secretsOfA, snapA.ID, "a-secret-snapshot")
 	var secA api.Secret
 	resp, body = e.do("POST", "/v1/secrets", e.KeyA, api.CreateSecretRequest{Name: "a-secret-name", Value: "a-secret-value", AllowedHosts: []string{"a-host.example.com"}})
 	if resp.StatusCode != 201 {
@@ -121,6 +131,13 @@ func TestCrossTenantMatrix(t *testing.T) {
 		"POST /v1/sandboxes/{id}/extend":          {cred: "key", path: "/v1/sandboxes/{sb}/extend", body: api.ExtendSandboxRequest{LifetimeMinutes: 5}, want: 404},
 		"POST /v1/sandboxes/{id}/pause":           {cred: "key", path: "/v1/sandboxes/{sb}/pause", body: api.PauseSandboxRequest{}, want: 404},
 		"POST /v1/sandboxes/{id}/resume":          {cred: "key", path: "/v1/sandboxes/{sb}/resume", want: 404},
+		"POST /v1/sandboxes/{id}/snapshots":       {cred: "key", path: "/v1/sandboxes/{sb}/snapshots", body: api.CreateSnapshotRequest{}, want: 404},
+		"GET /v1/sandboxes/{id}/snapshots":        {cred: "key", path: "/v1/sandboxes/{sb}/snapshots", want: 404},
+		"POST /v1/sandboxes/{id}/fork":            {cred: "key", path: "/v1/sandboxes/{sb}/fork", body: api.ForkSandboxRequest{Count: 1}, want: 404},
+		"GET /v1/snapshots":                       {cred: "key", path: "/v1/snapshots"},
+		"GET /v1/snapshots/{id}":                  {cred: "key", path: "/v1/snapshots/{asnap}", want: 404},
+		"DELETE /v1/snapshots/{id}":               {cred: "key", path: "/v1/snapshots/{asnap}", want: 404},
+		"POST /v1/snapshots/{id}/restore":         {cred: "key", path: "/v1/snapshots/{asnap}/restore", body: api.RestoreSnapshotRequest{}, want: 404},
 		"POST /v1/sandboxes/{id}/exec":            {cred: "key", path: "/v1/sandboxes/{sb}/exec", body: api.ExecRequest{Command: "id"}, want: 404},
 		"GET /v1/sandboxes/{id}/takeover":         {cred: "key", path: "/v1/sandboxes/{sb}/takeover", want: 404},
 		"GET /v1/sandboxes/{id}/exec/interactive": {cred: "key", path: "/v1/sandboxes/{sb}/exec/interactive?command=true", want: 404},
@@ -214,9 +231,9 @@ func TestCrossTenantMatrix(t *testing.T) {
 		rows[method+" /v1/sandboxes/{id}"+path] = tenantRow{cred: "key", path: "/v1/sandboxes/{sb}" + p + "?path=/workspace/x", body: "{}", want: 404}
 	}
 
-	expand := strings.NewReplacer("{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID)
+	expand := strings.NewReplacer("{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID, "{asnap}", snapA.ID)
 	nobody := func(path, id string) string {
-		return strings.NewReplacer("{sb}", id, "{akey}", id, "{assh}", id, "{avol}", id, "{amcp}", id, "{asec}", id).Replace(path)
+		return strings.NewReplacer("{sb}", id, "{akey}", id, "{assh}", id, "{avol}", id, "{amcp}", id, "{asec}", id, "{asnap}", id).Replace(path)
 	}
 	routes := e.Server.Routes()
 	for _, pattern := range routes {
@@ -238,7 +255,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 				none := model.NewID()
 				_, body2 := e.do(method, nobody(row.path, none), cred, row.body)
 				ae2 := apiError(t, body2)
-				ae.Message = strings.NewReplacer(sb.ID, "ID", acctA.APIKey.ID, "ID", sshA.ID, "ID", volA.ID, "ID", mcpA.ID, "ID", secA.ID, "ID").Replace(ae.Message)
+				ae.Message = strings.NewReplacer(sb.ID, "ID", acctA.APIKey.ID, "ID", sshA.ID, "ID", volA.ID, "ID", mcpA.ID, "ID", secA.ID, "ID", snapA.ID, "ID").Replace(ae.Message)
 				ae2.Message = strings.ReplaceAll(ae2.Message, none, "ID")
 				if ae.Code != ae2.Code || ae.Message != ae2.Message || ae.Hint != ae2.Hint {
 					t.Errorf("404 for A's resource differs from one for no resource:\n%+v\n%+v", ae, ae2)

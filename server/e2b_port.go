@@ -22,6 +22,7 @@ import (
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/e2b/envd"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -382,7 +383,7 @@ func (e *e2bSession) Sidecar(ctx context.Context, method, path string, q url.Val
 }
 
 func (e *e2bSession) Audit(ctx context.Context, a envd.AuditEntry) error {
-	return e.s.audit(ctx, auditRecord{
-		sb: e.sb, operation: a.Operation, detail: a.Detail, exitCode: a.ExitCode, started: a.Started, duration: a.Duration,
+	return e.s.audit(ctx, audit.Record{
+		Sandbox: e.sb, Operation: a.Operation, Detail: a.Detail, ExitCode: a.ExitCode, Started: a.Started, Duration: a.Duration,
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/unixsock"
@@ -149,7 +150,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		if c.captured != nil {
 			outcome["result"] = json.RawMessage(sc.CapturedResult(c.captured))
 		}
-		err = withOutcome(err, outcome)
+		err = audit.WithOutcome(err, outcome)
 		if ae, ok := errors.AsType[*api.Error](err); ok && httpx.InfoFrom(r.Context()) != nil {
 			ae.RequestID = httpx.RequestID(r.Context()) // a stream's error event has no envelope to carry it
 		}
@@ -183,7 +184,7 @@ func (s *Server) execHandedOver(r *http.Request, sb *model.Sandbox, req api.Exec
 // stream that broke off ended with, if it did; unstored says the host
 // could not store what it wrote.
 func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
-	command := loggedText(req.Command)
+	command := audit.LoggedText(req.Command)
 	detail := map[string]any{"command": command, "timeout": req.Timeout}
 	if len(command) < len(req.Command) {
 		detail["command_bytes"] = len(req.Command)
@@ -210,10 +211,10 @@ func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecReque
 		source = api.LogSourceHumanTakeover
 		maps.Copy(detail, g.Detail())
 	}
-	return s.audit(r.Context(), auditRecord{
-		sb: sb, source: source, operation: "exec", detail: detail,
-		exitCode: out.exitCode, outputTruncated: out.output.Truncated,
-		started: started, duration: s.now().Sub(started),
+	return s.audit(r.Context(), audit.Record{
+		Sandbox: sb, Source: source, Operation: "exec", Detail: detail,
+		ExitCode: out.exitCode, OutputTruncated: out.output.Truncated,
+		Started: started, Duration: s.now().Sub(started),
 	})
 }
 

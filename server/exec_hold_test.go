@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -171,7 +172,7 @@ func TestExitHolderFail(t *testing.T) {
 	h := newExitHolder(rec)
 	h.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	h.Write([]byte(`{"type":"stdout","data":"hi\n"}` + "\n" + `{"type":"exit","exit_code":3,"duration_ms":5}` + "\n"))
-	err := withOutcome(auditNotRecorded("exec", model.ErrStoreReadOnly), map[string]any{"exit_code": 3})
+	err := audit.WithOutcome(audit.NotRecorded("exec", model.ErrStoreReadOnly), map[string]any{"exit_code": 3})
 	if got := h.fail(err); got != nil {
 		t.Fatalf("fail = %v, want nil (the stream carries the error)", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -15,9 +16,9 @@ func (s *Server) SetWatchKeepAlive(d time.Duration) { s.watchKeepAlive = d }
 // AppendAudit writes an audit entry for the sandbox as a handler does
 // after an operation succeeded, and hands it to watchers.
 func (s *Server) AppendAudit(ctx context.Context, sandboxID, accountID, operation string) error {
-	return s.audit(ctx, auditRecord{
-		sb:        &model.Sandbox{ID: sandboxID, AccountID: accountID},
-		operation: operation,
-		started:   s.now(),
+	return s.audit(ctx, audit.Record{
+		Sandbox:   &model.Sandbox{ID: sandboxID, AccountID: accountID},
+		Operation: operation,
+		Started:   s.now(),
 	})
 }

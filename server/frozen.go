@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -100,9 +101,9 @@ func (s *Server) storageChanged(ctx context.Context, id string, frozen bool) {
 		s.log.ErrorContext(ctx, "record "+op, "sandbox", id, "err", err)
 		return
 	}
-	_ = s.audit(ctx, auditRecord{ // a failure waits in the audit gate
-		sb: sb, source: api.LogSourceSystem, operation: op,
-		detail: map[string]any{"reason": reason}, started: s.now(),
+	_ = s.audit(ctx, audit.Record{ // a failure waits in the audit gate
+		Sandbox: sb, Source: api.LogSourceSystem, Operation: op,
+		Detail: map[string]any{"reason": reason}, Started: s.now(),
 	})
 }
 

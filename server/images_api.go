@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -102,9 +103,9 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
 	}
 	account := accountFrom(r.Context()).ID
 	audit := func(imageID, operation string, detail map[string]any) {
-		_ = s.audit(context.Background(), auditRecord{ // a failure waits in the audit gate
-			sb: &model.Sandbox{ID: imageID, AccountID: account}, source: api.LogSourceImageBuild,
-			operation: operation, detail: detail, started: s.now(),
+		_ = s.audit(context.Background(), audit.Record{ // a failure waits in the audit gate
+			Sandbox: &model.Sandbox{ID: imageID, AccountID: account}, Source: api.LogSourceImageBuild,
+			Operation: operation, Detail: detail, Started: s.now(),
 		})
 	}
 	img, created, err := st.Build(r.Context(), account, req.Label, req.ImageSpec, audit)

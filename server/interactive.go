@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
 )
 
@@ -69,7 +70,7 @@ func (s *Server) execInteractive(w http.ResponseWriter, r *http.Request) error {
 	res, wait := relayInteractive(r.Context(), down, up)
 	defer wait()
 	detail := map[string]any{
-		"command": loggedText(command), "interactive": true, "tty": req.TTY,
+		"command": audit.LoggedText(command), "interactive": true, "tty": req.TTY,
 		"stdin_bytes": res.in.Load(), "stdout_bytes": res.out[api.StreamStdout].Load(), "stderr_bytes": res.out[api.StreamStderr].Load(),
 	}
 	if req.Subsystem != "" {
@@ -82,9 +83,9 @@ func (s *Server) execInteractive(w http.ResponseWriter, r *http.Request) error {
 		maps.Copy(detail, grant.Detail())
 	}
 	s.metrics.exec(s.now().Sub(started))
-	s.audit(r.Context(), auditRecord{
-		sb: sb, source: source, operation: "exec", detail: detail, exitCode: res.exit.ExitCode,
-		started: started, duration: s.now().Sub(started),
+	s.audit(r.Context(), audit.Record{
+		Sandbox: sb, Source: source, Operation: "exec", Detail: detail, ExitCode: res.exit.ExitCode,
+		Started: started, Duration: s.now().Sub(started),
 	})
 	res.finish(r.Context(), down)
 	return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -127,7 +128,7 @@ func (s *Server) reserveSandboxes(ctx context.Context, acct *model.Account, p cr
 		return storageFailed("record the sandbox")
 	}
 	if errors.Is(err, model.ErrStoreReadOnly) || errors.Is(err, model.ErrStoreIO) {
-		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "could not record the sandbox: %s", auditReason(err)).
+		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "could not record the sandbox: %s", audit.Reason(err)).
 			WithHint("the operator must make the database writable again; the server log has the cause")
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -90,9 +91,9 @@ func (s *Server) loseSandbox(ctx context.Context, id, why string) {
 // recordLost appends the sandbox_lost entry of a sandbox just marked lost.
 func (s *Server) recordLost(ctx context.Context, sb *model.Sandbox, why string) {
 	// A failure leaves the entry waiting in the audit gate.
-	_ = s.audit(ctx, auditRecord{
-		sb: sb, source: api.LogSourceSystem, operation: "sandbox_lost",
-		detail: map[string]any{"reason": why}, started: s.now(),
+	_ = s.audit(ctx, audit.Record{
+		Sandbox: sb, Source: api.LogSourceSystem, Operation: "sandbox_lost",
+		Detail: map[string]any{"reason": why}, Started: s.now(),
 	})
 }
 

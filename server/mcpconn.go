@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -191,7 +192,7 @@ func (s *Server) egressServer(sb *model.Sandbox, allow egress.Allowlist) func(ne
 			}
 			// A failure keeps the entry waiting in the audit gate, which
 			// then refuses further connections (Admit).
-			_ = s.audit(context.Background(), auditRecord{sb: sb, operation: op, detail: detail, started: s.now()})
+			_ = s.audit(context.Background(), audit.Record{Sandbox: sb, Operation: op, Detail: detail, Started: s.now()})
 		})
 	}
 }

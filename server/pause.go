@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -132,9 +133,9 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 	if mode == api.PauseFilesystem {
 		detail["processes_ended"] = len(running)
 	}
-	_ = s.audit(ctx, auditRecord{ // a failure waits in the audit gate
-		sb: paused, source: api.LogSourceSystem, operation: "sandbox_paused",
-		detail: detail, started: now,
+	_ = s.audit(ctx, audit.Record{ // a failure waits in the audit gate
+		Sandbox: paused, Source: api.LogSourceSystem, Operation: "sandbox_paused",
+		Detail: detail, Started: now,
 	})
 	return paused, nil
 }
@@ -275,9 +276,9 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 	if len(procs) > 0 {
 		detail["processes"] = procs
 	}
-	_ = s.audit(ctx, auditRecord{
-		sb: resumed, source: api.LogSourceSystem, operation: "sandbox_resumed",
-		detail: detail, started: now,
+	_ = s.audit(ctx, audit.Record{
+		Sandbox: resumed, Source: api.LogSourceSystem, Operation: "sandbox_resumed",
+		Detail: detail, Started: now,
 	})
 	return resumed, procs, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/preview"
 )
@@ -97,7 +98,7 @@ func (p previewPort) Audit(ctx context.Context, accountID, sandboxID, operation 
 	if err != nil {
 		return fmt.Errorf("load sandbox: %w", err)
 	}
-	return p.s.audit(ctx, auditRecord{sb: sb, operation: operation, detail: detail, started: p.s.now()})
+	return p.s.audit(ctx, audit.Record{Sandbox: sb, Operation: operation, Detail: detail, Started: p.s.now()})
 }
 
 // sidecarAuth sets a sandbox's sidecar token on each request.

@@ -147,6 +147,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 		if ae, ok := errors.AsType[*api.Error](err); ok {
 			return ae // reading the client's body failed otherwise
 		}
+		if errors.Is(context.Cause(r.Context()), errCredentialRevoked) {
+			return errStreamRevoked // a long poll (files/watch) of a revoked key
+		}
 		if r.Context().Err() != nil {
 			return fmt.Errorf("client went away: %w", r.Context().Err())
 		}

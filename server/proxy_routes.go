@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 )
 
@@ -240,16 +241,16 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			}
 			detail["stored"] = false // performed, but the host could not store it
 		}
-		err = s.audit(r.Context(), auditRecord{
-			sb: sb, operation: rt.op, detail: detail,
-			exitCode: x.exitCode, outputTruncated: x.outputTruncated,
-			started: started, duration: s.now().Sub(started),
+		err = s.audit(r.Context(), audit.Record{
+			Sandbox: sb, Operation: rt.op, Detail: detail,
+			ExitCode: x.exitCode, OutputTruncated: x.outputTruncated,
+			Started: started, Duration: s.now().Sub(started),
 		})
 		if err == nil {
 			err = syncErr
 		}
 		if err != nil {
-			return hw.fail(withOutcome(err, map[string]any{"status": c.status}))
+			return hw.fail(audit.WithOutcome(err, map[string]any{"status": c.status}))
 		}
 		hw.release()
 		finish()
@@ -392,7 +393,7 @@ func transferDetail(x *exchange) map[string]any {
 func startProcessDetail(x *exchange) map[string]any {
 	var req api.ProcessStartRequest
 	x.req(&req)
-	command := loggedText(req.Command)
+	command := audit.LoggedText(req.Command)
 	if req.MaxRuntimeSeconds == 0 { // absent: the sidecar took the default (an explicit 0 is refused)
 		req.MaxRuntimeSeconds = api.DefaultProcessRuntime
 	}
@@ -441,7 +442,7 @@ func stopProcessDetail(x *exchange) map[string]any {
 func interpreterDetail(x *exchange) map[string]any {
 	var req api.InterpreterExecRequest
 	x.req(&req)
-	code := loggedText(req.Code)
+	code := audit.LoggedText(req.Code)
 	d := map[string]any{"code": code, "code_bytes": len(req.Code), "timeout": req.Timeout}
 	var res api.InterpreterExecResult
 	if x.resp(&res) {

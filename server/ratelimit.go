@@ -16,7 +16,7 @@ import (
 // takes its default; a negative one turns that bucket off.
 type RateLimits struct {
 	// Lifecycle bounds, per account, sandbox create, delete, extend,
-	// pause and resume.
+	// pause, resume, fork and snapshot restore.
 	// Default 20, or 1000 in local mode.
 	Lifecycle int
 	// Ops bounds, per account, exec and the sandbox tool routes (files,
@@ -26,14 +26,17 @@ type RateLimits struct {
 	// Auth bounds signup and login per client IP, and login per email.
 	// Default 10, or 100 in local mode.
 	Auth int
+	// Snapshot bounds, per account, snapshots taken. Default 10, or 1000
+	// in local mode.
+	Snapshot int
 }
 
 // Default rate limits per minute: the reference's for a shared server, and
 // generous ones for local mode, whose one user is also its operator and
 // may script hundreds of sandboxes.
 var (
-	defaultRateLimits = RateLimits{Lifecycle: 20, Ops: 120, Auth: 10}
-	localRateLimits   = RateLimits{Lifecycle: 1000, Ops: 10000, Auth: 100}
+	defaultRateLimits = RateLimits{Lifecycle: 20, Ops: 120, Auth: 10, Snapshot: 10}
+	localRateLimits   = RateLimits{Lifecycle: 1000, Ops: 10000, Auth: 100, Snapshot: 1000}
 )
 
 // withDefaults fills zero fields; local picks the local-mode defaults.
@@ -51,6 +54,9 @@ func (l RateLimits) withDefaults(local bool) RateLimits {
 	if l.Auth == 0 {
 		l.Auth = d.Auth
 	}
+	if l.Snapshot == 0 {
+		l.Snapshot = d.Snapshot
+	}
 	return l
 }
 
@@ -63,6 +69,7 @@ const (
 	bucketOps       = "sandbox_ops"
 	bucketAuth      = "auth"
 	bucketLogin     = "login_email" // login, per email, on top of bucketAuth per IP
+	bucketSnapshot  = "snapshot"
 )
 
 // unlimitedSandboxRoutes are the routes under a sandbox that no bucket
@@ -81,8 +88,11 @@ var unlimitedSandboxRoutes = map[string]bool{
 func bucketOf(pattern string) string {
 	switch pattern {
 	case "POST /v1/sandboxes", "DELETE /v1/sandboxes/{id}", "POST /v1/sandboxes/{id}/extend",
-		"POST /v1/sandboxes/{id}/pause", "POST /v1/sandboxes/{id}/resume":
+		"POST /v1/sandboxes/{id}/pause", "POST /v1/sandboxes/{id}/resume",
+		"POST /v1/sandboxes/{id}/fork", "POST /v1/snapshots/{id}/restore":
 		return bucketLifecycle
+	case "POST /v1/sandboxes/{id}/snapshots":
+		return bucketSnapshot
 	case "POST /v1/auth/signup", "POST /v1/auth/login":
 		return bucketAuth
 	}
@@ -102,6 +112,8 @@ func (s *Server) rateLimitOf(bucket string) int {
 		return s.cfg.RateLimits.Ops
 	case bucketAuth, bucketLogin:
 		return s.cfg.RateLimits.Auth
+	case bucketSnapshot:
+		return s.cfg.RateLimits.Snapshot
 	}
 	return 0
 }

@@ -134,12 +134,12 @@ func TestLocalModeRateLimits(t *testing.T) {
 		cfg  server.Config
 		want server.RateLimits
 	}{
-		{"shared", server.Config{}, server.RateLimits{Lifecycle: 20, Ops: 120, Auth: 10}},
-		{"local", server.Config{BootstrapAPIKey: model.NewAPIKey()}, server.RateLimits{Lifecycle: 1000, Ops: 10000, Auth: 100}},
+		{"shared", server.Config{}, server.RateLimits{Lifecycle: 20, Ops: 120, Auth: 10, Snapshot: 10}},
+		{"local", server.Config{BootstrapAPIKey: model.NewAPIKey()}, server.RateLimits{Lifecycle: 1000, Ops: 10000, Auth: 100, Snapshot: 1000}},
 		{
 			"set",
 			server.Config{BootstrapAPIKey: model.NewAPIKey(), RateLimits: server.RateLimits{Ops: 5, Auth: -1}},
-			server.RateLimits{Lifecycle: 1000, Ops: 5, Auth: -1},
+			server.RateLimits{Lifecycle: 1000, Ops: 5, Auth: -1, Snapshot: 1000},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -85,7 +86,7 @@ func (r *recorder) result() ([]byte, bool) {
 func (s *Server) saveRecording(ctx context.Context, sb *model.Sandbox, rec *recorder, detail map[string]any) {
 	data, truncated := rec.result()
 	r := &model.Recording{ID: model.NewID(), SandboxID: sb.ID, AccountID: sb.AccountID, Data: data, Truncated: truncated, CreatedAt: s.now()}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), audit.Timeout)
 	defer cancel()
 	if err := s.store.SaveRecording(ctx, r); err != nil {
 		s.log.ErrorContext(ctx, "save takeover recording", "sandbox", sb.ID, "err", err)

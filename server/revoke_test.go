@@ -337,3 +337,40 @@ func TestRevocationDuringJSONExec(t *testing.T) {
 		t.Errorf("last entry %s %s, want the exec", entry.Operation, entry.Detail)
 	}
 }
+
+// TestRevocationEndsLongPoll: a proxied call still waiting on the sidecar
+// (a files/watch long poll) ends at once when its key is revoked, with
+// 401 invalid_api_key, not a 500.
+func TestRevocationEndsLongPoll(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	waiting := make(chan struct{}, 1)
+	e.Sidecar.Route("POST /watch", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then a closed connection cancels r's context
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	doomed := e.newKey(e.KeyA, "doomed", api.RoleMember)
+	type answer struct {
+		resp *http.Response
+		body []byte
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, body := e.do("POST", sandboxPath(sb.ID, "/files/watch"), doomed.Key, api.WatchRequest{Path: "/workspace", TimeoutSeconds: 60})
+		done <- answer{resp, body}
+	}()
+	<-waiting
+	if resp, body := e.do("DELETE", "/v1/api-keys/"+doomed.ID, e.KeyA, nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("revoke: %d %s", resp.StatusCode, body)
+	}
+	select {
+	case a := <-done:
+		wantError(t, a.resp, a.body, http.StatusUnauthorized, api.CodeInvalidAPIKey)
+	case <-time.After(streamEnd):
+		t.Fatal("the long poll did not end after its key was revoked")
+	}
+}

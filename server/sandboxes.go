@@ -54,16 +54,17 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) error {
 
 // createParams is a validated CreateSandboxRequest.
 type createParams struct {
-	label     string
-	size      string
-	storageGB float64
-	lifetime  time.Duration
-	count     int
-	imageID   string // validated image_id and its root filesystem (images_api.go)
-	imageRoot string
-	volumes   []model.VolumeMount // validated volume_mounts (volumes.go)
-	egress    egress.Allowlist    // granted by mcp_connection_names (mcpconn.go) and egress_hosts
-	secrets   []string            // secret_names, checked (server/secrets)
+	label        string
+	size         string
+	storageGB    float64
+	lifetime     time.Duration
+	count        int
+	fromSnapshot string // the driver's key of the snapshot the sandbox starts from (server/snapshot)
+	imageID      string // validated image_id and its root filesystem (images_api.go)
+	imageRoot    string
+	volumes      []model.VolumeMount // validated volume_mounts (volumes.go)
+	egress       egress.Allowlist    // granted by mcp_connection_names (mcpconn.go) and egress_hosts
+	secrets      []string            // secret_names, checked (server/secrets)
 }
 
 func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
@@ -224,7 +225,8 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 	}
 	ep, err := s.driver.Create(ctx, model.Spec{
 		ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot,
-		Egress: s.egressServer(sb, p.egress),
+		FromSnapshot: p.fromSnapshot,
+		Egress:       s.egressServer(sb, p.egress),
 	})
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)

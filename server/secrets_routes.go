@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
@@ -68,8 +69,8 @@ func (s *Server) httpRequest(w http.ResponseWriter, r *http.Request) error {
 	if e, ok := err.(*api.Error); ok {
 		detail["error"] = e.Code
 	}
-	if aerr := s.audit(r.Context(), auditRecord{
-		sb: sb, operation: "http_request", detail: detail, started: started, duration: s.now().Sub(started),
+	if aerr := s.audit(r.Context(), audit.Record{
+		Sandbox: sb, Operation: "http_request", Detail: detail, Started: started, Duration: s.now().Sub(started),
 	}); aerr != nil {
 		return aerr
 	}

@@ -21,12 +21,14 @@ import (
 	"github.com/boxkite/boxkite/server/accounts"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/preview"
 	"github.com/boxkite/boxkite/server/secrets"
+	"github.com/boxkite/boxkite/server/snapshot"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -39,8 +41,11 @@ type Config struct {
 	MaxLifetime     time.Duration // ceiling for create and extend; default 24h
 	MaxStorageGB    float64       // ceiling for storage_gb; default 20
 	MaxVolumeGB     float64       // ceiling for a volume's size_gb; 0 means DefaultMaxVolumeGB
-	MaxCount        int           // ceiling for count in one create; default 10
-	ReaperInterval  time.Duration // how often expired sandboxes are destroyed; default 1s
+	MaxCount        int           // ceiling for count in one create (and one fork); default 10
+	// SnapshotLimit is how many snapshots an account may keep; 0 means
+	// api.DefaultSnapshotLimit, negative no limit.
+	SnapshotLimit  int
+	ReaperInterval time.Duration // how often expired sandboxes are destroyed; default 1s
 	// BootstrapAPIKey, when set, is registered as an admin key of the
 	// BootstrapEmail account at Init (local mode). Idempotent across restarts.
 	BootstrapAPIKey string
@@ -183,10 +188,9 @@ type Server struct {
 	now      func() time.Time
 	sidecars *sidecarClients
 	touches  *keyToucher
-	// broker pushes new audit entries to watchers; allowlists caches
-	// compiled command allowlists; metrics backs /metrics.
-	broker         *broker
-	auditGate      *auditGate // closed while the store cannot commit entries (auditgate.go)
+	// alog writes the audit log and pushes new entries to watchers;
+	// allowlists caches compiled command allowlists; metrics backs /metrics.
+	alog           *audit.Log
 	frozen         frozenSandboxes
 	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
 	allowlists     *allowlist.Cache
@@ -224,6 +228,8 @@ type Server struct {
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
 	docs    []httpx.RouteDoc
 	openAPI func() ([]byte, error)
+	// snap serves snapshots and forks (server/snapshot, snapshot_port.go).
+	snap *snapshot.Service
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().
@@ -247,8 +253,6 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		now:            time.Now,
 		sidecars:       newSidecarClients(),
 		touches:        newKeyToucher(),
-		broker:         newBroker(),
-		auditGate:      newAuditGate(),
 		allowlists:     allowlist.NewCache(),
 		watchKeepAlive: DefaultWatchKeepAlive,
 		scrubIdle:      scrub.DefaultIdleFlush,
@@ -262,6 +266,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		n, err := store.CountActiveSandboxes(context.Background(), "")
 		return float64(n), err
 	})
+	s.alog = audit.New(store, s.log, func() time.Time { return s.now() }, s.metrics.auditAppends, s.metrics.auditFailures)
 	s.driver = countingDriver{driver, s.metrics}
 	if err := s.subsystems(); err != nil {
 		return nil, err
@@ -278,6 +283,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 // that tests may change after New (the clock) are reached through
 // closures.
 func (s *Server) subsystems() error {
+	s.snap = s.newSnapshots()
 	var err error
 	s.accounts, err = accounts.New(accounts.Deps{
 		Store:            s.store,
@@ -320,6 +326,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
 	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)   // pause.go
 	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
+	s.mount(s.snap.Routes())                                    // server/snapshot
 	s.register("POST /v1/sandboxes/{id}/exec", httpx.CredTakeover, s.execSandbox)
 	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
 	s.register("GET /v1/sandboxes/{id}/takeover", httpx.CredTakeover, s.takeover)
@@ -360,6 +367,9 @@ func (s *Server) Init(ctx context.Context) error {
 	if err := s.bootstrap(ctx); err != nil {
 		return err
 	}
+	if err := s.snap.Reconcile(ctx); err != nil {
+		return err
+	}
 	return s.reconcile(ctx)
 }
 
@@ -394,7 +404,7 @@ func (s *Server) Run(ctx context.Context) error {
 	auditDone := make(chan struct{})
 	go func() {
 		defer close(auditDone)
-		s.retryAudit(ctx)
+		s.alog.Retry(ctx)
 	}()
 	defer func() { <-auditDone }()
 	storageDone := make(chan struct{})
@@ -433,7 +443,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := apihttp.NewServer(s, s.log)
 	// Watch streams never go idle by themselves; end them so that
 	// Shutdown does not wait its whole grace period for them.
-	hs.RegisterOnShutdown(s.broker.shutdown)
+	hs.RegisterOnShutdown(s.alog.Broker.Shutdown)
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
 	go func() {

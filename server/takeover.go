@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
@@ -97,14 +99,14 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	up.SetReadLimit(takeoverSidecarFrame)
 
 	started := s.now()
-	if err := s.audit(r.Context(), auditRecord{
-		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_start", detail: grant.Detail(), started: started,
+	if err := s.audit(r.Context(), audit.Record{
+		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_start", Detail: grant.Detail(), Started: started,
 	}); err != nil {
 		// Nobody types into a terminal that is off the record.
 		down.Close(websocket.StatusTryAgainLater, "the audit log cannot be written; try again later")
 		return nil
 	}
-	in := &typedInput{}
+	in := newTypedInput()
 	flushed := make(chan struct{})
 	ctx, stopFlushing := context.WithCancel(r.Context())
 	relayCtx, endRelay := context.WithCancel(r.Context())
@@ -131,9 +133,9 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A failure here leaves the entry waiting in the audit gate: the
 	// session is over either way.
-	_ = s.audit(r.Context(), auditRecord{
-		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_end", detail: end,
-		started: started, duration: s.now().Sub(started),
+	_ = s.audit(r.Context(), audit.Record{
+		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_end", Detail: end,
+		Started: started, Duration: s.now().Sub(started),
 	})
 	return nil
 }
@@ -149,7 +151,12 @@ type typedInput struct {
 	logged   int
 	dropped  bool // input was cut at maxTypedLog
 	reported bool // and a flush has said so
+	// entered is signalled when a line ends (Enter): the command it
+	// runs goes on the record, and to live watchers, at once.
+	entered chan struct{}
 }
+
+func newTypedInput() *typedInput { return &typedInput{entered: make(chan struct{}, 1)} }
 
 func (t *typedInput) add(b []byte) {
 	t.mu.Lock()
@@ -159,6 +166,12 @@ func (t *typedInput) add(b []byte) {
 		b, t.dropped = b[:max(room, 0)], true
 	}
 	t.buf = append(t.buf, b...)
+	if bytes.ContainsAny(b, "\r\n") {
+		select {
+		case t.entered <- struct{}{}:
+		default: // a flush is due already
+		}
+	}
 }
 
 // take returns and clears the bytes collected since the last take, and
@@ -173,8 +186,9 @@ func (t *typedInput) take() ([]byte, bool) {
 }
 
 // flushTypedInput writes a takeover_input entry with the bytes typed so
-// far every TakeoverFlushInterval, and a last one when ctx ends, so
-// keystrokes are on the record while the session is still open. It
+// far when a line is entered, at least every TakeoverFlushInterval, and a
+// last one when ctx ends, so keystrokes are on the record while the
+// session is still open and a command shows in the live log as it runs. It
 // returns false, at once, when an entry could not be committed: the
 // caller ends the session.
 func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz.Grant, in *typedInput) bool {
@@ -187,14 +201,18 @@ func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz
 		}
 		d := g.Detail()
 		d["input"], d["bytes"] = string(b), len(b)
-		return s.audit(ctx, auditRecord{
-			sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_input", detail: d,
-			outputTruncated: truncated, started: s.now(),
+		return s.audit(ctx, audit.Record{
+			Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_input", Detail: d,
+			OutputTruncated: truncated, Started: s.now(),
 		}) == nil
 	}
 	for {
 		select {
 		case <-tick.C:
+			if !flush() {
+				return false
+			}
+		case <-in.entered:
 			if !flush() {
 				return false
 			}

@@ -84,7 +84,16 @@ func TestTakeoverRelay(t *testing.T) {
 		{websocket.MessageText, `{"type":"resize","cols":100,"rows":30}`},
 		{websocket.MessageBinary, "\x03"},
 	}
-	for _, f := range frames {
+	for i, f := range frames {
+		if i == 1 {
+			// An entered line is on the record at once, long before the
+			// flush interval (10 s): live watchers see the command as it runs.
+			entered := time.Now()
+			logEntries(t, e, sb.ID, 2)
+			if d := time.Since(entered); d > time.Second {
+				t.Errorf("the entered line took %v to reach the log", d)
+			}
+		}
 		if err := conn.Write(ctx, f.typ, []byte(f.data)); err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +113,7 @@ func TestTakeoverRelay(t *testing.T) {
 		t.Errorf("close status = %v (%v), want 4000", st, err)
 	}
 
-	entries := logEntries(t, e, sb.ID, 3)
+	entries := logEntries(t, e, sb.ID, 4)
 	var ops []string
 	for _, en := range entries {
 		ops = append(ops, en.Operation)
@@ -112,16 +121,18 @@ func TestTakeoverRelay(t *testing.T) {
 			t.Errorf("%s source = %q", en.Operation, en.Source)
 		}
 	}
-	if !cmp.Equal(ops, []string{"takeover_start", "takeover_input", "takeover_end"}) {
+	if !cmp.Equal(ops, []string{"takeover_start", "takeover_input", "takeover_input", "takeover_end"}) {
 		t.Fatalf("ops = %v", ops)
 	}
-	var input map[string]any
-	mustUnmarshal(t, entries[1].Detail, &input)
-	if input["input"] != "ls\r\x03" || input["bytes"] != 4.0 {
-		t.Errorf("takeover_input detail = %v, want the typed bytes", input)
+	for i, want := range map[int]string{1: "ls\r", 2: "\x03"} {
+		var input map[string]any
+		mustUnmarshal(t, entries[i].Detail, &input)
+		if input["input"] != want || input["bytes"] != float64(len(want)) {
+			t.Errorf("takeover_input detail = %v, want the typed bytes %q", input, want)
+		}
 	}
 	var end map[string]any
-	mustUnmarshal(t, entries[2].Detail, &end)
+	mustUnmarshal(t, entries[3].Detail, &end)
 	if end["bytes_typed"] != 4.0 || end["read_only"] != false || end["api_key_id"] == "" {
 		t.Errorf("takeover_end detail = %v, want 4 bytes typed (binary frames only)", end)
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
@@ -176,8 +177,8 @@ func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	// A token whose minting is not on record is never handed out.
-	if err := s.audit(r.Context(), auditRecord{
-		sb: sb, source: api.LogSourceHumanTakeover, operation: "takeover_token_mint", detail: g.Detail(), started: s.now(),
+	if err := s.audit(r.Context(), audit.Record{
+		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_token_mint", Detail: g.Detail(), Started: s.now(),
 	}); err != nil {
 		return err
 	}

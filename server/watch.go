@@ -40,8 +40,8 @@ func (s *Server) watchSandbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Subscribe before reading the store: an entry appended in between is
 	// then both read and queued, and the cursor drops the second copy.
-	sub := s.broker.subscribe(sb.ID)
-	defer sub.close()
+	sub := s.alog.Broker.Subscribe(sb.ID)
+	defer sub.Close()
 	s.metrics.watchers.Add(1)
 	defer s.metrics.watchers.Add(-1)
 
@@ -67,14 +67,14 @@ func (s *Server) watchSandbox(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-s.broker.closing:
+		case <-s.alog.Broker.Closing:
 			return nil // the server is shutting down; clients resume with Last-Event-ID
 		case <-keepAlive.C:
 			if err := ws.comment("keep-alive"); err != nil {
 				return nil
 			}
-		case <-sub.wake:
-			entries, reread := sub.take()
+		case <-sub.Wake:
+			entries, reread := sub.Take()
 			for _, e := range entries {
 				switch {
 				case e.Seq <= ws.cursor: // already sent

@@ -78,6 +78,8 @@ type options struct {
 	maxCount        int
 	reaperInterval  time.Duration
 	warmPool        int
+	clones          string // local.Config.Clones
+	snapshotLimit   int
 	version         bool
 
 	// What the local driver's sandboxes may take of the host
@@ -109,6 +111,7 @@ type options struct {
 	rateLifecycle           int
 	rateOps                 int
 	rateAuth                int
+	rateSnapshot            int
 
 	// Secrets: the files they are read from (readSecrets), then their values.
 	secretsDir   string
@@ -168,10 +171,13 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.maxConcurrentPerAccount, "max-concurrent-per-account", 0, "most sandboxes one account may run at once (0: no limit)")
 	fs.Float64Var(&o.monthlySandboxHours, "monthly-sandbox-hours", 0, "sandbox-hours one account may use per calendar month, UTC (0: no limit)")
 	fs.StringVar(&o.maxSize, "max-size", "", "largest `size` a create may ask for: small, medium or large (default any)")
-	fs.IntVar(&o.rateLifecycle, "rate-lifecycle", 0, "sandbox creates, deletes and extends per account per minute (0: 20, or 1000 in local mode; -1: no limit)")
+	fs.IntVar(&o.rateLifecycle, "rate-lifecycle", 0, "sandbox creates, deletes, extends, pauses, resumes, forks and restores per account per minute (0: 20, or 1000 in local mode; -1: no limit)")
 	fs.IntVar(&o.rateOps, "rate-ops", 0, "exec and sandbox tool calls per account per minute (0: 120, or 10000 in local mode; -1: no limit)")
 	fs.IntVar(&o.rateAuth, "rate-auth", 0, "signups and logins per client IP, and logins per email, per minute (0: 10, or 100 in local mode; -1: no limit)")
 	fs.IntVar(&o.warmPool, "warm-pool", defaultWarmPool, "sandboxes of the default size kept started ahead of need, so creates are fast (0: none)")
+	fs.StringVar(&o.clones, "disk-clones", local.ClonesAuto, "local driver: how sandbox disks are copied for snapshots and forks: auto (copy-on-write clones on a loop-mounted XFS when root with xfsprogs, else copies), xfs (clones or fail), off (copies)")
+	fs.IntVar(&o.snapshotLimit, "snapshot-limit", 0, "snapshots one account may keep (0: 10; -1: no limit)")
+	fs.IntVar(&o.rateSnapshot, "rate-snapshot", 0, "snapshots taken per account per minute (0: 10, or 1000 in local mode; -1: no limit)")
 	fs.Int64Var(&o.minFreeDiskMiB, "min-free-disk-mib", 0, "local driver: free space (MiB) of the state directory's filesystem below which creates and uploads are refused with 507, and below half of which running sandboxes are frozen (0: 1024, or a tenth of a smaller filesystem; -1: no watermark)")
 	fs.Int64Var(&o.maxHostThreads, "max-host-threads", 0, "local driver: the host's tasks (threads included) creates may approach, a tenth kept in reserve (0: the kernel's pid_max or threads-max, whichever is smaller)")
 	fs.Int64Var(&o.maxSandboxThreads, "max-sandbox-threads", 0, "local driver: the tasks all sandboxes together may hold before creates are refused with 503 host_capacity (0: no cap of its own)")

@@ -49,7 +49,14 @@ type serverProcess struct {
 // stateDir and waits until it listens.
 func startServer(t *testing.T, stateDir, key string) *serverProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0],
+	return startServerBinary(t, os.Args[0], stateDir, key)
+}
+
+// startServerBinary is startServer with another boxkite-server binary
+// (bin os.Args[0] is this test binary, running main).
+func startServerBinary(t *testing.T, bin, stateDir, key string) *serverProcess {
+	t.Helper()
+	cmd := exec.Command(bin,
 		"--listen", "127.0.0.1:0", "--state-dir", stateDir, "--db", "sqlite:"+stateDir+"/boxkite.db",
 		"--sidecar", servertest.SidecarBinary(t))
 	keyFile := filepath.Join(t.TempDir(), "bootstrap.key")

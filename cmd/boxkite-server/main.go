@@ -165,7 +165,8 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 			MonthlySandboxHours: opts.monthlySandboxHours,
 			MaxSize:             opts.maxSize,
 		},
-		RateLimits:        server.RateLimits{Lifecycle: opts.rateLifecycle, Ops: opts.rateOps, Auth: opts.rateAuth},
+		RateLimits:        server.RateLimits{Lifecycle: opts.rateLifecycle, Ops: opts.rateOps, Auth: opts.rateAuth, Snapshot: opts.rateSnapshot},
+		SnapshotLimit:     opts.snapshotLimit,
 		JWTSecret:         opts.jwtSecret,
 		BastionKey:        opts.bastionKey,
 		TakeoverRecording: opts.recordTakeovers,
@@ -268,6 +269,7 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 	driver, err := local.New(local.Config{
 		StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local"),
 		WarmPool:   opts.warmPool,
+		Clones:     opts.clones,
 		Host:       hostLimits(opts),
 		IDRangeDir: opts.idRangeDir, IDRangeFirst: opts.idRangeFirst, IDRangeCount: opts.idRangeCount,
 	})

@@ -55,8 +55,12 @@ func Cleanup(ctx context.Context, cfg Config) ([]Leftover, error) {
 			d.cgroups = cg
 		}
 	}
-	if exists(filepath.Join(cfg.StateDir, "images")) || exists(d.volumesDir()) {
-		d.images = &images{dir: filepath.Join(cfg.StateDir, "images")}
+	d.data = cfg.StateDir
+	if ok, _ := isMountPoint(filepath.Join(cfg.StateDir, cowMount)); ok {
+		d.data = filepath.Join(cfg.StateDir, cowMount)
+	}
+	if exists(filepath.Join(d.data, "images")) || exists(d.volumesDir()) {
+		d.images = &images{dir: filepath.Join(d.data, "images")}
 		d.storage = StorageLoop
 	}
 	if err := d.clearPool(ctx); err != nil {

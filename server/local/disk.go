@@ -58,9 +58,10 @@ func mkfsPath() string {
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // images makes quota images from one formatted template per size, so a
-// Create copies a few megabytes of metadata instead of running mkfs.
+// Create clones it (or, without the clone pool, copies a few megabytes of
+// metadata) instead of running mkfs.
 type images struct {
-	dir string // StateDir/images
+	dir string // images/ of the driver's data directory (StateDir, or the clone pool)
 	mu  sync.Mutex
 }
 
@@ -119,7 +120,7 @@ func (im *images) create(dst string, size int64) error {
 	if err != nil {
 		return err
 	}
-	if err := copySparse(dst, tmpl, size); err != nil {
+	if _, err := cloneFile(dst, tmpl); err != nil {
 		return fmt.Errorf("create disk image: %w", err)
 	}
 	return nil

@@ -19,6 +19,12 @@
 // one: it moves to sandboxes/<id> and gets a fresh token. List does not
 // report pool members; Shutdown and the next New delete them.
 //
+// With the clone pool (Config.Clones, cow.go), sandboxes/, pool/ and
+// images/ live in StateDir/cow, a loop-mounted XFS with reflinks backed by
+// StateDir/cow.img, with snapshots/ beside them (snapshot.go); disks,
+// snapshots and forks are then FICLONE copies. Paths below say StateDir
+// for either.
+//
 // StateDir/images holds one formatted template image per quota size, copied
 // (its few MiB of metadata) for each new disk. Without root or loop devices
 // the quota is a tmpfs inside the jail instead (Config.Storage), which keeps

@@ -104,6 +104,11 @@ type Config struct {
 	// kept started ahead of need and handed out by Create (pool.go); 0
 	// means none.
 	WarmPool int
+
+	// Clones is how sandbox disks are copied for snapshots, forks and new
+	// disks: ClonesOff (copies), ClonesAuto or ClonesXFS (FICLONE on a
+	// loop-mounted XFS, cow.go).
+	Clones string
 }
 
 // Driver runs each sandbox as a jailed boxkite-sidecar process. A Driver is
@@ -119,6 +124,7 @@ type Driver struct {
 	cgroups *jail.Cgroups // nil: no cgroup limits
 	storage string        // StorageLoop or StorageTmpfs
 	images  *images       // loop only
+	data    string        // holds sandboxes/, pool/, images/, snapshots/: StateDir, or the clone pool (cow.go)
 
 	mu       sync.Mutex
 	children map[string]<-chan struct{} // jails this process started, closed once reaped
@@ -179,6 +185,14 @@ func New(cfg Config) (*Driver, error) {
 	if err := d.chooseIsolation(); err != nil {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
+	if err := d.chooseClones(); err != nil {
+		return nil, fmt.Errorf("new local driver: %w", err)
+	}
+	if d.images != nil {
+		d.images.dir = filepath.Join(d.data, "images")
+		d.images.emptyTrash()
+	}
+	d.emptySnapshotTrash()
 	if err := os.MkdirAll(d.sandboxesDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
@@ -231,8 +245,7 @@ func (d *Driver) chooseIsolation() error {
 		return fmt.Errorf("unknown storage mode %q", d.cfg.Storage)
 	}
 	if d.storage == StorageLoop {
-		d.images = &images{dir: filepath.Join(d.cfg.StateDir, "images")}
-		d.images.emptyTrash()
+		d.images = &images{}
 	}
 	return nil
 }
@@ -258,7 +271,7 @@ func findSidecar(path string) (string, error) {
 	return filepath.Abs(p)
 }
 
-func (d *Driver) sandboxesDir() string        { return filepath.Join(d.cfg.StateDir, "sandboxes") }
+func (d *Driver) sandboxesDir() string        { return filepath.Join(d.data, "sandboxes") }
 func (d *Driver) sandboxDir(id string) string { return filepath.Join(d.sandboxesDir(), id) }
 
 // validID keeps an id safe as a single path element.
@@ -397,7 +410,12 @@ func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepar
 		js.WorkspaceTmpfs = quota
 	case StorageLoop:
 		mnt := filepath.Join(dir, diskMount)
-		if err := d.images.create(filepath.Join(dir, diskImage), quota); err != nil {
+		if spec.FromSnapshot != "" {
+			err = d.restoreDisk(filepath.Join(dir, diskImage), spec.FromSnapshot)
+		} else {
+			err = d.images.create(filepath.Join(dir, diskImage), quota)
+		}
+		if err != nil {
 			return p, err
 		}
 		if err := mountDisk(filepath.Join(dir, diskImage), mnt); err != nil {
@@ -405,6 +423,9 @@ func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepar
 		}
 		js.Workspace, js.Outputs = filepath.Join(mnt, "workspace"), filepath.Join(mnt, "outputs")
 		for _, data := range []string{js.Workspace, js.Outputs} {
+			if spec.FromSnapshot != "" && exists(data) {
+				continue // restored with the disk
+			}
 			if err := d.makeDir(data, 0o755, js.UID); err != nil {
 				return p, err
 			}
@@ -645,7 +666,7 @@ func (d *Driver) Shutdown(ctx context.Context) error {
 		wg.Go(func() { errs[i] = d.Delete(ctx, o.ID) })
 	}
 	wg.Wait()
-	// Volumes outlive the server, their mounts do not.
-	errs = append(errs, d.unmountVolumes())
+	// Volumes and snapshots outlive the server, their mounts do not.
+	errs = append(errs, d.unmountVolumes(), d.unmountClonePool())
 	return errors.Join(append(errs, perr)...)
 }

@@ -61,7 +61,7 @@ const poolPrefix = "warm-"
 // handed out (and with the next claims of a burst).
 const refillDelay = 250 * time.Millisecond
 
-func (d *Driver) poolDir() string { return filepath.Join(d.cfg.StateDir, "pool") }
+func (d *Driver) poolDir() string { return filepath.Join(d.data, "pool") }
 
 // pool is the set of members ready to claim and the goroutine filling it.
 type pool struct {
@@ -244,7 +244,7 @@ var poolSpec = model.Spec{}
 
 // fits reports whether a member can become the sandbox spec asks for.
 func (d *Driver) fits(spec model.Spec) bool {
-	if spec.ImageRoot != "" || len(spec.Volumes) > 0 {
+	if spec.ImageRoot != "" || len(spec.Volumes) > 0 || spec.FromSnapshot != "" {
 		return false
 	}
 	if d.quota(spec.StorageGB) != d.quota(poolSpec.StorageGB) {

@@ -65,3 +65,19 @@ type ExecLogHead struct {
 	Seq     int64  // of the last entry; 0 before any
 	RowHash string // of the last entry; api.GenesisHash before any
 }
+
+// VerifyExecLog checks a sandbox's whole chain against the head the store
+// recorded: entries must be all of its entries in Seq order, starting at
+// the first and reaching head. The error names the first entry that does
+// not verify and wraps api.ErrChainBroken (and api.ErrLogGap for a
+// missing entry).
+//
+// An edited, inserted, reordered or removed row breaks the chain; so does
+// removing the newest rows, which leaves a chain shorter than its head.
+func VerifyExecLog(entries []*ExecLogEntry, head ExecLogHead) error {
+	out := make([]api.LogEntry, len(entries))
+	for i, e := range entries {
+		out[i] = e.ToAPI()
+	}
+	return api.VerifyLog(out, head.Seq, head.RowHash)
+}

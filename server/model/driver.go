@@ -40,6 +40,9 @@ type Spec struct {
 	// ImageRoot is the host path of the image's read-only root filesystem
 	// (server/images); "" means the host's system dirs.
 	ImageRoot string
+	// FromSnapshot, when set, is the key of a snapshot (SnapshotDriver)
+	// whose filesystem the new sandbox starts from instead of an empty one.
+	FromSnapshot string
 }
 
 // Endpoint is how the control plane reaches a sandbox's sidecar.
@@ -227,4 +230,28 @@ type PauseDriver interface {
 	// PauseModes reports, for each mode, why it cannot work here ("" when
 	// it can).
 	PauseModes() map[string]string
+}
+
+// A SnapshotDriver copies a sandbox's filesystem state into a store of
+// its own and starts new sandboxes from it (Spec.FromSnapshot): snapshots,
+// restores and forks (issue 22).
+type SnapshotDriver interface {
+	// Snapshot copies sandbox id's filesystem (its workspace and outputs),
+	// crash-consistent: the sandbox's processes are stopped for the
+	// instant of the copy. A transient snapshot is for a fork, deleted
+	// once the children started; it is not content-addressed.
+	Snapshot(ctx context.Context, id string, transient bool) (SnapshotRef, error)
+	// DeleteSnapshot removes the data under key. The caller makes sure no
+	// other snapshot still refers to the key (keys are content addresses,
+	// so identical snapshots share one).
+	DeleteSnapshot(ctx context.Context, key string) error
+}
+
+// SnapshotRef names a snapshot's data in a SnapshotDriver's store.
+type SnapshotRef struct {
+	Key       string // what Spec.FromSnapshot and DeleteSnapshot take
+	SizeBytes int64  // bytes of data it holds
+	// Method is how it was copied: "reflink" (copy-on-write clone),
+	// "copy", "volume-snapshot" or "sidecar-copy".
+	Method string
 }

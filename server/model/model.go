@@ -107,3 +107,38 @@ func (sb *Sandbox) ToAPI() api.Sandbox {
 	}
 	return out
 }
+
+// Snapshot is the control plane's record of one snapshot of a sandbox's
+// filesystem, including what the API never shows: where its data is in
+// the driver's store, and what a restore needs of the sandbox it came from.
+type Snapshot struct {
+	ID        string
+	AccountID string
+	SandboxID string
+	Label     string
+	Status    string // api.SnapshotPending, api.SnapshotCompleted, api.SnapshotFailed
+	Key       string // the driver's key for the data (SnapshotRef.Key); "" until completed
+	SizeBytes int64
+	Method    string // SnapshotRef.Method
+	Driver    string // which driver stored it, e.g. "local"
+	// Size, StorageGB and ImageID are the sandbox's, for a restore.
+	Size      string
+	StorageGB float64
+	ImageID   string
+	CreatedAt time.Time
+	DeletedAt *time.Time
+}
+
+// ToAPI converts the record to its wire form.
+func (sn *Snapshot) ToAPI() api.Snapshot {
+	out := api.Snapshot{
+		ID: sn.ID, SessionID: sn.SandboxID, Label: sn.Label, Status: sn.Status,
+		StorageKeyPrefix: "snapshots/" + sn.AccountID + "/" + sn.ID,
+		SizeBytes:        sn.SizeBytes, CreatedAt: sn.CreatedAt.UTC(), Method: sn.Method,
+	}
+	if sn.DeletedAt != nil {
+		t := sn.DeletedAt.UTC()
+		out.DeletedAt = &t
+	}
+	return out
+}

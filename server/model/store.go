@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -42,6 +43,7 @@ type Store interface {
 	RecordingStore
 	TokenStore
 	EgressStore
+	SnapshotStore
 	// Ping reports whether the store answers, for /health/ready.
 	Ping(ctx context.Context) error
 	// Close releases the store.
@@ -354,4 +356,39 @@ type AuditListener interface {
 // was not listening are lost: the server then asks the store).
 type RevocationListener interface {
 	ListenRevocations(ctx context.Context, notify func(credentialID string), connected func()) error
+}
+
+// SnapshotStore holds snapshot records (issue 22). A deleted snapshot
+// keeps its row (deleted_at set) and is found by none of these.
+type SnapshotStore interface {
+	// ReserveSnapshot inserts sn unless the account already holds limit
+	// snapshots (pending or completed), in one critical section; it then
+	// returns a *SnapshotLimitError. limit ≤ 0 means no limit.
+	ReserveSnapshot(ctx context.Context, sn *Snapshot, limit int) error
+	// Snapshot returns the account's snapshot, or ErrNotFound (also for
+	// another account's, and for a deleted one).
+	Snapshot(ctx context.Context, accountID, id string) (*Snapshot, error)
+	// ListSnapshots returns the account's snapshots newest first: of one
+	// sandbox, or all when sandboxID is "".
+	ListSnapshots(ctx context.Context, accountID, sandboxID string) ([]*Snapshot, error)
+	// UpdateSnapshot loads the snapshot, calls fn and writes the result
+	// in one transaction; fn's error aborts and is returned.
+	UpdateSnapshot(ctx context.Context, id string, fn func(*Snapshot) error) (*Snapshot, error)
+	// SnapshotsWithStatus returns every account's snapshots in one
+	// status, for reconciliation at start-up.
+	SnapshotsWithStatus(ctx context.Context, status string) ([]*Snapshot, error)
+	// SnapshotKeyInUse reports whether a snapshot that is not deleted
+	// still holds data key (keys are content addresses, so snapshots may
+	// share one).
+	SnapshotKeyInUse(ctx context.Context, key string) (bool, error)
+	// SandboxImageID returns the image a sandbox was created from, "" for
+	// none.
+	SandboxImageID(ctx context.Context, sandboxID string) (string, error)
+}
+
+// SnapshotLimitError is ReserveSnapshot's refusal.
+type SnapshotLimitError struct{ Limit, Count int }
+
+func (e *SnapshotLimitError) Error() string {
+	return fmt.Sprintf("the account holds %d snapshots, the most it may", e.Count)
 }

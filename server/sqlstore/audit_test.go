@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
@@ -63,7 +62,7 @@ func testExecLogChain(t *testing.T, newStore storeFactory) {
 	if diff := cmp.Diff(written, all); diff != "" {
 		t.Errorf("read back (-written +read):\n%s", diff)
 	}
-	if err := server.VerifyExecLog(all, mustHead(t, st, "sb-1")); err != nil {
+	if err := model.VerifyExecLog(all, mustHead(t, st, "sb-1")); err != nil {
 		t.Errorf("VerifyExecLog: %v", err)
 	}
 	if h := mustHead(t, st, "sb-1"); h.Seq != 5 || h.RowHash != written[4].RowHash {
@@ -76,7 +75,7 @@ func testExecLogChain(t *testing.T, newStore storeFactory) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := server.VerifyExecLog(other, mustHead(t, st, "sb-2")); err != nil || other[0].ExitCode != nil {
+	if err := model.VerifyExecLog(other, mustHead(t, st, "sb-2")); err != nil || other[0].ExitCode != nil {
 		t.Errorf("second sandbox's chain: %v, first exit code %v (want nil)", err, other[0].ExitCode)
 	}
 	page, total, err := st.ExecLog(t.Context(), "sb-1", 2, 3)
@@ -113,7 +112,7 @@ func testExecLogConcurrentAppends(t *testing.T, newStore storeFactory) {
 	if total != n || len(all) != n {
 		t.Fatalf("%d entries (total %d), want %d", len(all), total, n)
 	}
-	if err := server.VerifyExecLog(all, mustHead(t, st, "sb")); err != nil {
+	if err := model.VerifyExecLog(all, mustHead(t, st, "sb")); err != nil {
 		t.Errorf("VerifyExecLog: %v", err)
 	}
 }
@@ -169,7 +168,7 @@ func TestExecLogTamper(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = server.VerifyExecLog(all, mustHead(t, st, "sb"))
+			err = model.VerifyExecLog(all, mustHead(t, st, "sb"))
 			if !errors.Is(err, api.ErrChainBroken) {
 				t.Errorf("VerifyExecLog after %s = %v, want ErrChainBroken", tt.name, err)
 			}
@@ -185,7 +184,7 @@ func TestExecLogTamper(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := server.VerifyExecLog(all, mustHead(t, st, "sb")); !errors.Is(err, api.ErrChainBroken) {
+			if err := model.VerifyExecLog(all, mustHead(t, st, "sb")); !errors.Is(err, api.ErrChainBroken) {
 				t.Errorf("VerifyExecLog after %s and one more append = %v, want ErrChainBroken", tt.name, err)
 			}
 		})

@@ -90,6 +90,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"ExecLogAfter", testExecLogAfter},
 		{"AllowedCommands", testAllowedCommands},
 		{"Images", testImages},
+		{"Snapshots", testSnapshots},
 		{"Secrets", testSecrets},
 	}
 	for _, tt := range tests {

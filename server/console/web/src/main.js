@@ -118,7 +118,9 @@ async function render() {
     if (e instanceof APIError && e.status === 404) { notFound(main); return; }
     showError(main, e);
   }
-  main.focus({ preventScroll: true });
+  // Focus moves to the new page, for keyboards and screen readers,
+  // unless the page put it on a control of its own.
+  if (!main.contains(document.activeElement) || document.activeElement === main) main.focus({ preventScroll: true });
 }
 
 export function showError(main, e) {

@@ -22,7 +22,8 @@ export async function logPage(main, [id]) {
     if (seen.has(e.id)) return;
     seen.add(e.id);
     const text = [e.operation, e.source, summary(e)].join(' ').toLowerCase();
-    const li = h('li', { class: 'entry ' + e.source, dataset: { op: e.operation, text } },
+    // data-received: when the entry reached this page (the browser's clock).
+    const li = h('li', { class: 'entry ' + e.source, dataset: { op: e.operation, text, received: String(Date.now()) } },
       h('details', {},
         h('summary', {},
           h('span', { class: 'seq' }, '#' + (e.seq ?? '')), ' ',

@@ -1,4 +1,4 @@
-package server
+package audit
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 // The audit log fails closed (issue 19). Every audited operation first
-// asks the gate (auditOpen): while the store cannot commit entries it is
+// asks the gate (Log.Open): while the store cannot commit entries it is
 // refused with 503 audit_unavailable and not performed. An operation that
 // already ran when its entry failed (an exec that was answered as the
 // store broke) gets an answer that says so instead of its result, its
@@ -122,7 +122,7 @@ func (g *auditGate) stillFailing(err error) {
 
 // auditReason is the part of a store error fit for anyone to read: which
 // kind of fault, never the database's own message.
-func auditReason(err error) string {
+func Reason(err error) string {
 	for _, known := range []error{model.ErrStoreReadOnly, model.ErrStoreFull, model.ErrStoreIO} {
 		if errors.Is(err, known) {
 			return known.Error()
@@ -139,8 +139,8 @@ const auditUnavailableHint = "the operator must make the database writable again
 	"the server retries by itself and accepts audited operations once it can commit their entries"
 
 // auditClosed is the 503 for audited work refused while the gate is closed.
-func auditClosed(cause error, since time.Time) *api.Error {
-	reason := auditReason(cause)
+func Closed(cause error, since time.Time) *api.Error {
+	reason := Reason(cause)
 	return &api.Error{
 		Status: http.StatusServiceUnavailable, Code: api.CodeAuditUnavailable,
 		Message: fmt.Sprintf("the audit log cannot be written (%s): audited operations are refused until it can", reason),
@@ -153,8 +153,8 @@ func auditClosed(cause error, since time.Time) *api.Error {
 // whose entry could not be committed: it waits in memory and is committed
 // once the store takes writes again (withOutcome adds what the operation
 // returned).
-func auditNotRecorded(op string, cause error) *api.Error {
-	reason := auditReason(cause)
+func NotRecorded(op string, cause error) *api.Error {
+	reason := Reason(cause)
 	details := map[string]any{"reason": reason, "performed": true, "operation": op, "entry_pending": true}
 	return &api.Error{
 		Status: http.StatusServiceUnavailable, Code: api.CodeAuditUnavailable,
@@ -165,19 +165,22 @@ func auditNotRecorded(op string, cause error) *api.Error {
 	}
 }
 
-// auditOpen returns the refusal for audited work while the gate is
-// closed, else nil. Audited handlers call it before they act.
-func (s *Server) auditOpen() error {
-	if since, cause := s.auditGate.state(); cause != nil {
-		return auditClosed(cause, since)
+// State returns since when the audit log refuses audited work and why;
+// a nil cause means it accepts it.
+func (l *Log) State() (since time.Time, cause error) { return l.gate.state() }
+
+// Open is auditOpen.
+func (l *Log) Open() error {
+	if since, cause := l.gate.state(); cause != nil {
+		return Closed(cause, since)
 	}
 	return nil
 }
 
-// retryAudit offers the waiting entries to the store, oldest first, until
+// Retry offers the waiting entries to the store, oldest first, until
 // ctx is done: every auditRetryInterval while any wait, and as soon as
 // one is added.
-func (s *Server) retryAudit(ctx context.Context) {
+func (l *Log) Retry(ctx context.Context) {
 	tick := time.NewTicker(auditRetryInterval)
 	defer tick.Stop()
 	for {
@@ -185,7 +188,7 @@ func (s *Server) retryAudit(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case <-s.auditGate.wake:
+		case <-l.gate.wake:
 			// Just failed: give the store a moment before asking again.
 			select {
 			case <-ctx.Done():
@@ -193,40 +196,40 @@ func (s *Server) retryAudit(ctx context.Context) {
 			case <-time.After(auditRetryInterval):
 			}
 		}
-		s.commitPending(ctx)
+		l.commitPending(ctx)
 	}
 }
 
 // commitPending appends waiting entries until the store fails or none is
 // left.
-func (s *Server) commitPending(ctx context.Context) {
-	for e := s.auditGate.next(); e != nil; e = s.auditGate.next() {
-		actx, cancel := context.WithTimeout(ctx, auditTimeout)
-		err := s.store.AppendExecLog(actx, e)
+func (l *Log) commitPending(ctx context.Context) {
+	for e := l.gate.next(); e != nil; e = l.gate.next() {
+		actx, cancel := context.WithTimeout(ctx, Timeout)
+		err := l.store.AppendExecLog(actx, e)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				s.auditGate.stillFailing(err)
-				s.log.DebugContext(ctx, "audit store still refuses entries", "waiting_entry", e.ID, "err", err)
+				l.gate.stillFailing(err)
+				l.log.DebugContext(ctx, "audit store still refuses entries", "waiting_entry", e.ID, "err", err)
 			}
 			return
 		}
-		s.metrics.auditAppends.Add(1)
-		s.broker.publish(e)
-		if opened, closedFor, dropped := s.auditGate.committed(s.now()); opened {
+		l.appends.Inc()
+		l.Broker.publish(e)
+		if opened, closedFor, dropped := l.gate.committed(l.now()); opened {
 			if dropped > 0 {
-				s.log.ErrorContext(ctx, "audit entries lost while the store refused writes", "dropped", dropped)
+				l.log.ErrorContext(ctx, "audit entries lost while the store refused writes", "dropped", dropped)
 			}
-			s.log.InfoContext(ctx, "audit store writable again: accepting audited operations",
+			l.log.InfoContext(ctx, "audit store writable again: accepting audited operations",
 				"closed_for", closedFor.Round(time.Millisecond))
 		}
 	}
 }
 
-// withOutcome adds what the client would have had (an exec's exit code
+// WithOutcome adds what the client would have had (an exec's exit code
 // and result) to the details of an auditNotRecorded answer; other errors
 // pass through.
-func withOutcome(err error, outcome map[string]any) error {
+func WithOutcome(err error, outcome map[string]any) error {
 	ae, ok := errors.AsType[*api.Error](err)
 	if !ok {
 		return err

@@ -1,0 +1,229 @@
+// The console's acceptance flow in a real browser (issue 29): Playwright
+// (playwright-core) drives Debian's chromium against a running boxkite
+// server. cmd/boxkite-server's TestConsoleInBrowser runs it and checks
+// what it reports.
+//
+//   node flow.mjs '<json: {base, email, password, otherSandbox, artifacts, chromium}>'
+//
+// It prints one JSON object per line: {"check", "ok", "detail"} for each
+// check, {"screenshot": path, "page"} for each screenshot, and
+// {"done": true} at the end. A thrown error prints {"error"} and exits 1.
+import { chromium } from 'playwright-core';
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const cfg = JSON.parse(process.argv[2]);
+const base = cfg.base.replace(/\/$/, '');
+const origin = new URL(base).origin;
+
+function report(obj) { process.stdout.write(JSON.stringify(obj) + '\n'); }
+function check(name, ok, detail = '') { report({ check: name, ok: !!ok, detail: String(detail) }); }
+
+let shot = 0;
+async function screenshot(page, name) {
+  const path = join(cfg.artifacts, String(++shot).padStart(2, '0') + '-' + name + '.png');
+  await page.screenshot({ path, fullPage: true });
+  report({ screenshot: path, page: name });
+}
+
+// Everything the pages ask for, to prove no third-party origin is ever
+// contacted, and every CSP violation and script error they meet.
+const foreign = [];
+const violations = [];
+const errors = [];
+function watch(page) {
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith(origin + '/') && !u.startsWith('data:') && !u.startsWith('blob:')) foreign.push(u);
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error' && !/401|Unauthorized|status of 4\d\d/.test(m.text())) errors.push(m.text()); });
+}
+const cspProbe = () => {
+  window.__csp = [];
+  document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));
+};
+async function collectCSP(page) {
+  const v = await page.evaluate(() => window.__csp || []);
+  violations.push(...v);
+}
+
+const browser = await chromium.launch({
+  executablePath: cfg.chromium,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+});
+try {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true, colorScheme: 'light' });
+  await ctx.addInitScript(cspProbe);
+  const page = await ctx.newPage();
+  watch(page);
+
+  // Sign in, by keyboard only: the email field has the focus.
+  await page.goto(base + '/ui/');
+  await page.waitForSelector('[data-page=signin]');
+  check('signin.redirect', page.url().startsWith(base + '/ui/signin'), page.url());
+  await screenshot(page, 'signin');
+  await page.keyboard.type(cfg.email);
+  await page.keyboard.press('Tab');
+  await page.keyboard.type(cfg.password);
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('[data-page=sandboxes]');
+  check('signin.keyboard', true);
+  const cookies = await ctx.cookies();
+  const ck = cookies.find((c) => c.name === 'boxkite_console');
+  check('signin.cookie', ck && ck.httpOnly && ck.sameSite === 'Strict' && ck.path === '/ui/', JSON.stringify(ck && { ...ck, value: '…' }));
+  check('signin.cookie-hidden', !(await page.evaluate(() => document.cookie.includes('boxkite_console'))));
+
+  // Create a sandbox.
+  await page.fill('input[name=label]', 'ui-e2e');
+  await page.click('button:text("Create sandbox")');
+  const row = page.locator('tr', { hasText: 'ui-e2e' });
+  await row.waitFor({ timeout: 60000 });
+  const id = await row.getAttribute('data-id');
+  check('create', /^[0-9a-f-]{36}$/.test(id || ''), id);
+  await screenshot(page, 'sandboxes');
+
+  // The live audit log, in a second tab, before anything is typed.
+  const logPage = await ctx.newPage();
+  watch(logPage);
+  await logPage.goto(base + '/ui/sandboxes/' + id + '/log');
+  await logPage.waitForSelector('[data-page=log]');
+  await logPage.waitForFunction(() => /Live/.test(document.querySelector('[data-page=log] .status').textContent), null, { timeout: 15000 });
+
+  // The terminal: type, see the output.
+  await row.locator('a:text("Terminal")').click();
+  await page.waitForSelector('#terminal[data-state=open]', { timeout: 30000 });
+  await page.waitForTimeout(300); // the shell's prompt
+  await page.keyboard.type('echo hi-from-ui');
+  const entered = Date.now();
+  await page.keyboard.press('Enter');
+  const outputLine = () => [...document.querySelectorAll('#terminal .xterm-rows > div')].some((r) => r.textContent.trim() === 'hi-from-ui');
+  await page.waitForFunction(outputLine, null, { timeout: 15000 });
+  check('terminal.output', true, 'a line "hi-from-ui"');
+  await screenshot(page, 'terminal');
+
+  // …and the command in the live log, within a second of Enter: the log
+  // page stamps each entry with when it arrived (same machine, same clock).
+  await logPage.waitForFunction(() => [...document.querySelectorAll('ol.log li')].some((li) => li.dataset.text.includes('echo hi-from-ui')), null, { timeout: 10000 });
+  const received = Number(await logPage.locator('ol.log li', { hasText: 'echo hi-from-ui' }).first().getAttribute('data-received'));
+  const took = received - entered;
+  check('log.live-within-1s', took <= 1000, took + ' ms');
+  const entry = logPage.locator('ol.log li', { hasText: 'echo hi-from-ui' }).first();
+  await entry.locator('summary').click();
+  check('log.expand', (await entry.locator('pre.detail').textContent()).includes('"input"'));
+  await screenshot(logPage, 'audit-log');
+
+  // A read-only viewer sees the terminal but cannot type into it.
+  const viewer = await ctx.newPage();
+  watch(viewer);
+  await viewer.goto(base + '/ui/sandboxes/' + id + '/terminal?read_only=1');
+  await viewer.waitForSelector('#terminal[data-state=open]', { timeout: 30000 });
+  check('readonly.checkbox', await viewer.isChecked('#read-only'));
+  await viewer.click('#terminal');
+  await viewer.keyboard.type('echo typed-by-viewer');
+  await viewer.keyboard.press('Enter');
+  await page.keyboard.type('echo seen-by-viewer');
+  await page.keyboard.press('Enter');
+  const seen = (text) => [...document.querySelectorAll('#terminal .xterm-rows > div')].some((r) => r.textContent.trim() === text);
+  await viewer.waitForFunction(seen, 'seen-by-viewer', { timeout: 15000 });
+  await page.waitForTimeout(1000);
+  const viewerText = await viewer.locator('#terminal .xterm-rows').textContent();
+  const writerText = await page.locator('#terminal .xterm-rows').textContent();
+  check('readonly.sees-others', true);
+  check('readonly.cannot-type', !viewerText.includes('typed-by-viewer') && !writerText.includes('typed-by-viewer'), viewerText.slice(-200));
+  await screenshot(viewer, 'terminal-read-only');
+  await viewer.close();
+
+  // Files: upload, then download, byte-exact.
+  await page.goto(base + '/ui/sandboxes/' + id);
+  await page.waitForSelector('[data-page=sandbox]');
+  const data = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(300 * 1024)]);
+  const sha = (b) => createHash('sha256').update(b).digest('hex');
+  await page.setInputFiles('#upload', { name: 'ui-e2e.bin', mimeType: 'application/octet-stream', buffer: data });
+  await page.waitForFunction(() => /Uploaded ui-e2e\.bin/.test(document.querySelector('[data-page=sandbox] .status').textContent), null, { timeout: 30000 });
+  const dl = page.locator('a[aria-label="Download ui-e2e.bin"]');
+  await dl.waitFor();
+  await screenshot(page, 'sandbox');
+  const [download] = await Promise.all([page.waitForEvent('download'), dl.click()]);
+  const saved = join(cfg.artifacts, 'downloaded.bin');
+  await download.saveAs(saved);
+  const got = readFileSync(saved);
+  check('files.byte-exact', got.length === data.length && sha(got) === sha(data), got.length + ' bytes, want ' + data.length);
+
+  // Another account's sandbox is the not-found page, on every page of it.
+  for (const suffix of ['', '/log', '/terminal']) {
+    await page.goto(base + '/ui/sandboxes/' + cfg.otherSandbox + suffix);
+    await page.waitForSelector('[data-page=notfound]', { timeout: 15000 });
+    check('notfound.other-account' + (suffix || '/'), true);
+  }
+  await screenshot(page, 'not-found');
+
+  // Phone width and the dark scheme: nothing overflows sideways.
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: 'dark', storageState: await ctx.storageState() });
+  await phone.addInitScript(cspProbe);
+  const pp = await phone.newPage();
+  watch(pp);
+  for (const [path, name] of [['/ui/', 'sandboxes'], ['/ui/sandboxes/' + id, 'sandbox'], ['/ui/sandboxes/' + id + '/terminal', 'terminal']]) {
+    await pp.goto(base + path);
+    await pp.waitForSelector('[data-page=' + name + ']');
+    if (name === 'terminal') await pp.waitForSelector('#terminal[data-state=open]', { timeout: 30000 });
+    const overflow = await pp.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check('phone.' + name + '.no-overflow', overflow <= 0, overflow + ' px');
+    await screenshot(pp, 'phone-dark-' + name);
+  }
+  const bg = await pp.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const lightBg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  check('color-scheme', bg !== lightBg, 'dark ' + bg + ', light ' + lightBg);
+  await collectCSP(pp);
+  await phone.close();
+
+  // Signing out (in another tab) ends the terminal session.
+  await page.goto(base + '/ui/sandboxes/' + id + '/terminal');
+  await page.waitForSelector('#terminal[data-state=open]', { timeout: 30000 });
+  await collectCSP(page);
+  await logPage.click('#signout');
+  await logPage.waitForSelector('[data-page=signin]');
+  await page.waitForSelector('#terminal[data-state=closed]', { timeout: 10000 });
+  check('signout.ends-terminal', true);
+  await page.waitForFunction(() => /signed out/.test(document.querySelector('[data-page=terminal] .status').textContent), null, { timeout: 10000 });
+  await screenshot(page, 'terminal-signed-out');
+  const old = await page.evaluate(async () => (await fetch('/ui/api/v1/sandboxes')).status);
+  check('signout.cookie-dead', old === 401, old);
+
+  // Sign in again and destroy the sandbox, with confirmation.
+  await page.goto(base + '/ui/signin');
+  await page.fill('input[name=email]', cfg.email);
+  await page.fill('input[name=password]', cfg.password);
+  await page.click('button:text("Sign in")');
+  await page.waitForSelector('[data-page=sandboxes]');
+  const row2 = page.locator('tr', { hasText: 'ui-e2e' });
+  await row2.locator('button:text("Destroy")').click();
+  await page.waitForSelector('dialog.confirm[open]');
+  check('destroy.confirm-focus', await page.evaluate(() => document.activeElement.textContent === 'Cancel'));
+  await screenshot(page, 'destroy-confirm');
+  await page.click('dialog.confirm button.danger');
+  await row2.waitFor({ state: 'detached', timeout: 30000 });
+  const status = await page.evaluate(async (id) => (await (await fetch('/ui/api/v1/sandboxes/' + id)).json()).status, id);
+  check('destroy', status === 'destroyed', status);
+  await screenshot(page, 'sandboxes-after-destroy');
+  await collectCSP(page);
+  await collectCSP(logPage);
+
+  check('no-third-party-origins', foreign.length === 0, foreign.join(' '));
+  check('no-csp-violations', violations.length === 0, violations.join('; '));
+  check('no-script-errors', errors.length === 0, errors.join('; '));
+  writeFileSync(join(cfg.artifacts, 'sandbox-id.txt'), id);
+  report({ done: true });
+} catch (e) {
+  report({ error: String(e && e.stack || e) });
+  let n = 0;
+  for (const c of browser.contexts()) {
+    for (const p of c.pages()) await screenshot(p, 'failure-' + ++n).catch(() => {});
+  }
+  report({ check: 'errors-so-far', ok: errors.length === 0, detail: errors.join('; ') + ' | csp ' + violations.join('; ') });
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

@@ -1,0 +1,236 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// Snapshots (issue 22). A snapshot is a copy of the sandbox's disk image,
+// taken with its processes frozen (the freezer cgroup) and its ext4
+// frozen (FIFREEZE, which flushes the journal), so the copy is a clean
+// filesystem as of one instant. On the clone pool the copy is a FICLONE:
+// no data is copied, and sandbox and snapshot share every block until one
+// of them writes it. The store is content-addressed: a snapshot's key is
+// the SHA-256 of its image's data (with the offsets of each run of data),
+// so two snapshots of the same state share one file. Transient snapshots
+// (for forks) skip the hash.
+//
+//	snapshots/sha256-<hex>.img  a snapshot's image, read-only from here on
+//	snapshots/tmp-<hex>.img     a fork's transient image
+//	snapshots/.part-<hex>.img   a copy under way; a crash leaves it to the next New to remove
+
+var _ model.SnapshotDriver = (*Driver)(nil)
+
+// validSnapshotKey is what a key may look like: it names a file.
+var validSnapshotKey = regexp.MustCompile(`^(sha256-[0-9a-f]{64}|tmp-[0-9a-f]{32})$`)
+
+// The ioctls of linux/fs.h that freeze and thaw a filesystem:
+// _IOWR('X', 119, int) and _IOWR('X', 120, int).
+const (
+	fiFreeze = 0xc0045877
+	fiThaw   = 0xc0045878
+)
+
+// ErrNoSnapshots is returned for sandboxes whose workspace is a tmpfs.
+var ErrNoSnapshots = errors.New("snapshots need loop-mounted disks (the workspace here is a tmpfs in memory)")
+
+func (d *Driver) snapshotsDir() string { return filepath.Join(d.data, "snapshots") }
+
+func (d *Driver) snapshotPath(key string) string {
+	return filepath.Join(d.snapshotsDir(), key+".img")
+}
+
+// Snapshot implements model.SnapshotDriver.
+func (d *Driver) Snapshot(_ context.Context, id string, transient bool) (model.SnapshotRef, error) {
+	if !validID.MatchString(id) {
+		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox: invalid id %q", id)
+	}
+	if d.storage != StorageLoop {
+		return model.SnapshotRef{}, ErrNoSnapshots
+	}
+	if err := os.MkdirAll(d.snapshotsDir(), 0o700); err != nil {
+		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
+	}
+	part, cloned, err := d.copyFrozen(id)
+	if err != nil {
+		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
+	}
+	ref := model.SnapshotRef{Method: "copy"}
+	if cloned {
+		ref.Method = "reflink"
+	}
+	if err := seal(part, transient, &ref); err != nil {
+		_ = os.Remove(part)
+		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
+	}
+	final := d.snapshotPath(ref.Key)
+	if !transient && exists(final) {
+		_ = os.Remove(part) // the same state is stored already
+	} else if err := os.Rename(part, final); err != nil {
+		_ = os.Remove(part)
+		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
+	}
+	if err := syncDir(d.snapshotsDir()); err != nil {
+		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
+	}
+	return ref, nil
+}
+
+// copyFrozen copies sandbox id's disk image to a new part file in the
+// snapshot store, its processes and filesystem frozen for the copy, and
+// returns the part file and whether the copy is a clone.
+func (d *Driver) copyFrozen(id string) (string, bool, error) {
+	dir := d.sandboxDir(id)
+	st, err := readState(dir)
+	if err != nil {
+		return "", false, err
+	}
+	// Processes first: frozen, they are stopped between two system calls
+	// and the filesystem holds whatever they wrote as of one instant.
+	if st.Paused == "" && !st.Cgroup.Frozen() && st.Cgroup.CanFreeze() {
+		if err := st.Cgroup.Freeze(true); err != nil {
+			return "", false, err
+		}
+		defer func() {
+			if !d.frozen.has(id) {
+				_ = st.Cgroup.Freeze(false)
+			}
+		}()
+	}
+	mnt, err := os.OpenFile(filepath.Join(dir, diskMount), os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false, err
+	}
+	defer mnt.Close()
+	// FIFREEZE writes the journal back and blocks new writes: the image
+	// is a clean filesystem until FITHAW.
+	if err := unix.IoctlSetInt(int(mnt.Fd()), fiFreeze, 0); err != nil {
+		return "", false, fmt.Errorf("freeze filesystem: %w", err)
+	}
+	defer func() { _ = unix.IoctlSetInt(int(mnt.Fd()), fiThaw, 0) }()
+	part := filepath.Join(d.snapshotsDir(), ".part-"+randHex(16)+".img")
+	cloned, err := cloneFile(part, filepath.Join(dir, diskImage))
+	if err != nil {
+		_ = os.Remove(part)
+		return "", false, err
+	}
+	return part, cloned, nil
+}
+
+// seal makes part durable and fills ref's key and size: the content
+// address of its data, or a random key when transient.
+func seal(part string, transient bool, ref *model.SnapshotRef) error {
+	f, err := os.Open(part)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if transient {
+		ref.Key = "tmp-" + randHex(16)
+		ref.SizeBytes = allocated(part)
+		return nil
+	}
+	sum, n, err := hashData(f)
+	if err != nil {
+		return err
+	}
+	ref.Key, ref.SizeBytes = "sha256-"+hex.EncodeToString(sum), n
+	return nil
+}
+
+// hashData hashes f's runs of data, each with its offset and length, and
+// the file's size, skipping holes; it returns the hash and the bytes of
+// data. Two images with the same data in the same places hash the same.
+func hashData(f *os.File) ([]byte, int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	h := sha256.New()
+	var hdr [16]byte
+	var n int64
+	for off := int64(0); off < fi.Size(); {
+		data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
+		if err != nil {
+			return nil, 0, err
+		}
+		binary.BigEndian.PutUint64(hdr[:8], uint64(data))
+		binary.BigEndian.PutUint64(hdr[8:], uint64(hole-data))
+		h.Write(hdr[:])
+		if _, err := io.Copy(h, io.NewSectionReader(f, data, hole-data)); err != nil {
+			return nil, 0, err
+		}
+		n += hole - data
+		off = hole
+	}
+	binary.BigEndian.PutUint64(hdr[:8], uint64(fi.Size()))
+	h.Write(hdr[:8])
+	return h.Sum(nil), n, nil
+}
+
+// DeleteSnapshot implements model.SnapshotDriver. A missing key is not an
+// error.
+func (d *Driver) DeleteSnapshot(_ context.Context, key string) error {
+	if !validSnapshotKey.MatchString(key) {
+		return fmt.Errorf("delete snapshot: invalid key %q", key)
+	}
+	err := os.Remove(d.snapshotPath(key))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete snapshot: %w", err)
+	}
+	return nil
+}
+
+// restoreDisk makes dst, a new sandbox's disk image, a copy of snapshot key.
+func (d *Driver) restoreDisk(dst, key string) error {
+	if !validSnapshotKey.MatchString(key) {
+		return fmt.Errorf("restore snapshot: invalid key %q", key)
+	}
+	if _, err := cloneFile(dst, d.snapshotPath(key)); err != nil {
+		return fmt.Errorf("restore snapshot %s: %w", key, err)
+	}
+	return nil
+}
+
+// emptySnapshotTrash removes copies a crash interrupted and the transient
+// snapshots of forks it interrupted (New).
+func (d *Driver) emptySnapshotTrash() {
+	entries, _ := os.ReadDir(d.snapshotsDir())
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".part-") || strings.HasPrefix(e.Name(), "tmp-") {
+			_ = os.Remove(filepath.Join(d.snapshotsDir(), e.Name()))
+		}
+	}
+}
+
+// randHex returns n random bytes in hex.
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

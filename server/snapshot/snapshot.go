@@ -1,0 +1,363 @@
+// Package snapshot serves snapshots of sandboxes' filesystems, their
+// restore into new sandboxes, and forks (issue 22; docs/snapshots.md):
+// POST /v1/sandboxes/{id}/snapshots, GET /v1/sandboxes/{id}/snapshots,
+// GET /v1/snapshots, GET and DELETE /v1/snapshots/{id}, POST
+// /v1/snapshots/{id}/restore and POST /v1/sandboxes/{id}/fork.
+//
+// It owns the snapshot records and their limits; the driver
+// (model.SnapshotDriver) owns the data, and the control plane (Control)
+// owns sandboxes: loading the caller's, creating new ones from a
+// snapshot, the audit log. A snapshot is recorded pending before the
+// driver copies anything and completed after, so a server killed in
+// between finds it pending at start-up and marks it failed (Reconcile).
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// Control is what the service needs of the control plane.
+type Control interface {
+	// Account returns the caller of an authenticated request.
+	Account(r *http.Request) *model.Account
+	// Sandbox returns the account's sandbox, in any status, or an
+	// *api.Error 404 (also for another account's).
+	Sandbox(ctx context.Context, accountID, id string) (*model.Sandbox, error)
+	// Start creates count sandboxes for acct shaped by from (size,
+	// storage, image), their filesystems started from the driver's data
+	// under from.Key, and returns them active. label names the first.
+	Start(ctx context.Context, acct *model.Account, from *model.Snapshot, label string, count int) ([]*model.Sandbox, error)
+	// Audit records operation on sb's audit log (source system).
+	Audit(ctx context.Context, sb *model.Sandbox, operation string, detail map[string]any)
+}
+
+// Config configures a Service.
+type Config struct {
+	Store   model.SnapshotStore
+	Driver  model.SnapshotDriver // nil: snapshots are not supported
+	Control Control
+	// DriverName is recorded with each snapshot ("local", "kube").
+	DriverName string
+	// Limit is how many snapshots an account may keep; 0 means
+	// api.DefaultSnapshotLimit, negative no limit.
+	Limit int
+	// MaxFork caps a fork's count.
+	MaxFork int
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+// Service is the snapshot subsystem.
+type Service struct{ cfg Config }
+
+// New returns the service for cfg.
+func New(cfg Config) *Service {
+	if cfg.Limit == 0 {
+		cfg.Limit = api.DefaultSnapshotLimit
+	}
+	if cfg.MaxFork <= 0 {
+		cfg.MaxFork = 10
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{cfg: cfg}
+}
+
+// maxBody bounds the small JSON bodies of these routes.
+const maxBody = 1 << 20
+
+func (s *Service) noDriver() error {
+	if s.cfg.Driver == nil {
+		return api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "this server's driver cannot snapshot sandboxes").
+			WithHint("snapshots need the local driver with loop-mounted disks, or the kube driver")
+	}
+	return nil
+}
+
+// live loads the caller's sandbox and checks it holds a filesystem
+// (active or paused).
+func (s *Service) live(r *http.Request, acct *model.Account) (*model.Sandbox, error) {
+	sb, err := s.cfg.Control.Sandbox(r.Context(), acct.ID, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	if !sb.Live() {
+		return nil, api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is %s: it has no filesystem left", sb.ID, sb.Status).
+			WithHint("snapshot a sandbox that is active or paused")
+	}
+	return sb, nil
+}
+
+func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
+	var req api.CreateSnapshotRequest
+	if err := httpx.DecodeJSON(w, r, &req, maxBody); err != nil {
+		return err
+	}
+	if len(req.Label) > 200 {
+		return httpx.Invalid("label", "label is longer than 200 characters", "")
+	}
+	acct := s.cfg.Control.Account(r)
+	sb, err := s.live(r, acct)
+	if err != nil {
+		return err
+	}
+	if err := s.noDriver(); err != nil {
+		return err
+	}
+	sn, err := s.Take(r.Context(), acct, sb, req.Label)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, sn.ToAPI())
+	return nil
+}
+
+// Take snapshots sb for acct: recorded pending, copied by the driver with
+// the sandbox's calls held out, then recorded completed (or failed).
+func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandbox, label string) (*model.Snapshot, error) {
+	imageID, err := s.cfg.Store.SandboxImageID(ctx, sb.ID)
+	if err != nil {
+		return nil, err
+	}
+	sn := &model.Snapshot{
+		ID: model.NewID(), AccountID: acct.ID, SandboxID: sb.ID, Label: label, Status: api.SnapshotPending,
+		Driver: s.cfg.DriverName, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID, CreatedAt: s.cfg.Now(),
+	}
+	if err := s.cfg.Store.ReserveSnapshot(ctx, sn, max(s.cfg.Limit, 0)); err != nil {
+		if le, ok := errors.AsType[*model.SnapshotLimitError](err); ok {
+			return nil, &api.Error{
+				Status: http.StatusTooManyRequests, Code: api.CodeSnapshotLimitReached,
+				Message: fmt.Sprintf("the account holds %d snapshots, the most it may keep", le.Count),
+				Hint:    "delete one with `boxkite snapshots rm ID` (`boxkite snapshots ls` lists them)",
+				Details: map[string]any{"limit": le.Limit, "count": le.Count},
+			}
+		}
+		return nil, fmt.Errorf("record snapshot: %w", err)
+	}
+	// The copy finishes even if the client hangs up: the row must end up
+	// telling the truth.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	defer cancel()
+	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, false)
+	done, uerr := s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error {
+		if err != nil {
+			sn.Status = api.SnapshotFailed
+			return nil
+		}
+		sn.Status, sn.Key, sn.SizeBytes, sn.Method = api.SnapshotCompleted, ref.Key, ref.SizeBytes, ref.Method
+		return nil
+	})
+	if err != nil {
+		s.cfg.Log.ErrorContext(ctx, "driver snapshot failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", err)
+		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not snapshot the sandbox").
+			WithHint("retry; if it keeps failing, the server log has the cause under this request id")
+	}
+	if uerr != nil {
+		return nil, fmt.Errorf("record snapshot: %w", uerr)
+	}
+	s.cfg.Control.Audit(ctx, sb, "snapshot_created", map[string]any{
+		"snapshot_id": done.ID, "size_bytes": done.SizeBytes, "method": done.Method,
+	})
+	return done, nil
+}
+
+func (s *Service) listOfSandbox(w http.ResponseWriter, r *http.Request) error {
+	acct := s.cfg.Control.Account(r)
+	sb, err := s.cfg.Control.Sandbox(r.Context(), acct.ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return s.writeList(w, r, acct, sb.ID)
+}
+
+func (s *Service) list(w http.ResponseWriter, r *http.Request) error {
+	return s.writeList(w, r, s.cfg.Control.Account(r), "")
+}
+
+func (s *Service) writeList(w http.ResponseWriter, r *http.Request, acct *model.Account, sandboxID string) error {
+	sns, err := s.cfg.Store.ListSnapshots(r.Context(), acct.ID, sandboxID)
+	if err != nil {
+		return fmt.Errorf("list snapshots: %w", err)
+	}
+	out := make([]api.Snapshot, len(sns))
+	for i, sn := range sns {
+		out[i] = sn.ToAPI()
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// load returns the caller's snapshot named in the path; another account's
+// is not found.
+func (s *Service) load(r *http.Request, acct *model.Account) (*model.Snapshot, error) {
+	id := r.PathValue("id")
+	sn, err := s.cfg.Store.Snapshot(r.Context(), acct.ID, id)
+	if errors.Is(err, model.ErrNotFound) {
+		return nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "snapshot %s not found", id).
+			WithHint("list your snapshots with `boxkite snapshots ls`")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load snapshot: %w", err)
+	}
+	return sn, nil
+}
+
+func (s *Service) get(w http.ResponseWriter, r *http.Request) error {
+	sn, err := s.load(r, s.cfg.Control.Account(r))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, sn.ToAPI())
+	return nil
+}
+
+func (s *Service) delete(w http.ResponseWriter, r *http.Request) error {
+	sn, err := s.load(r, s.cfg.Control.Account(r))
+	if err != nil {
+		return err
+	}
+	ctx := context.WithoutCancel(r.Context())
+	now := s.cfg.Now()
+	if _, err := s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error {
+		sn.DeletedAt = &now
+		return nil
+	}); err != nil {
+		return fmt.Errorf("delete snapshot: %w", err)
+	}
+	s.dropData(ctx, sn.Key)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// dropData deletes the driver's data under key unless another snapshot
+// still holds it. A failure leaves the data behind, logged.
+func (s *Service) dropData(ctx context.Context, key string) {
+	if key == "" || s.cfg.Driver == nil {
+		return
+	}
+	inUse, err := s.cfg.Store.SnapshotKeyInUse(ctx, key)
+	if err == nil && !inUse {
+		err = s.cfg.Driver.DeleteSnapshot(ctx, key)
+	}
+	if err != nil {
+		s.cfg.Log.ErrorContext(ctx, "delete snapshot data", "key", key, "err", err)
+	}
+}
+
+func (s *Service) restore(w http.ResponseWriter, r *http.Request) error {
+	var req api.RestoreSnapshotRequest
+	if err := httpx.DecodeJSON(w, r, &req, maxBody); err != nil {
+		return err
+	}
+	acct := s.cfg.Control.Account(r)
+	sn, err := s.load(r, acct)
+	if err != nil {
+		return err
+	}
+	if err := s.noDriver(); err != nil {
+		return err
+	}
+	if sn.Status != api.SnapshotCompleted {
+		return api.Errorf(http.StatusConflict, api.CodeConflict, "snapshot %s is %s", sn.ID, sn.Status).
+			WithHint("restore a completed snapshot; take a new one with `boxkite session snapshot`")
+	}
+	sbs, err := s.cfg.Control.Start(r.Context(), acct, sn, req.Label, 1)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, sbs[0].ToAPI())
+	return nil
+}
+
+func (s *Service) fork(w http.ResponseWriter, r *http.Request) error {
+	var req api.ForkSandboxRequest
+	if err := httpx.DecodeJSON(w, r, &req, maxBody); err != nil {
+		return err
+	}
+	if req.Count == 0 {
+		req.Count = 1
+	}
+	if req.Count < 1 || req.Count > s.cfg.MaxFork {
+		return httpx.Invalid("count", fmt.Sprintf("count must be between 1 and %d", s.cfg.MaxFork), "")
+	}
+	acct := s.cfg.Control.Account(r)
+	sb, err := s.live(r, acct)
+	if err != nil {
+		return err
+	}
+	if err := s.noDriver(); err != nil {
+		return err
+	}
+	children, err := s.Fork(r.Context(), acct, sb, req.Count)
+	if err != nil {
+		return err
+	}
+	out := make([]api.Sandbox, len(children))
+	for i, c := range children {
+		out[i] = c.ToAPI()
+	}
+	httpx.WriteJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// Fork creates count children of sb from a transient snapshot of it,
+// which is deleted once they started.
+func (s *Service) Fork(ctx context.Context, acct *model.Account, sb *model.Sandbox, count int) ([]*model.Sandbox, error) {
+	imageID, err := s.cfg.Store.SandboxImageID(ctx, sb.ID)
+	if err != nil {
+		return nil, err
+	}
+	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, true)
+	if err != nil {
+		s.cfg.Log.ErrorContext(ctx, "driver snapshot for a fork failed", "sandbox", sb.ID, "err", err)
+		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not copy the sandbox's filesystem").
+			WithHint("retry; if it keeps failing, the server log has the cause under this request id")
+	}
+	defer func() {
+		if err := s.cfg.Driver.DeleteSnapshot(context.WithoutCancel(ctx), ref.Key); err != nil {
+			s.cfg.Log.ErrorContext(ctx, "delete a fork's transient snapshot", "key", ref.Key, "err", err)
+		}
+	}()
+	from := &model.Snapshot{Key: ref.Key, SandboxID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID}
+	children, err := s.cfg.Control.Start(ctx, acct, from, "", count)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(children))
+	for i, c := range children {
+		ids[i] = c.ID
+	}
+	s.cfg.Control.Audit(ctx, sb, "sandbox_forked", map[string]any{"children": ids, "method": ref.Method})
+	return children, nil
+}
+
+// Reconcile marks the snapshots a crash left pending failed (start-up).
+func (s *Service) Reconcile(ctx context.Context) error {
+	pending, err := s.cfg.Store.SnapshotsWithStatus(ctx, api.SnapshotPending)
+	if err != nil {
+		return fmt.Errorf("list pending snapshots: %w", err)
+	}
+	for _, sn := range pending {
+		if _, err := s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error {
+			sn.Status = api.SnapshotFailed
+			return nil
+		}); err != nil {
+			return fmt.Errorf("mark snapshot %s failed: %w", sn.ID, err)
+		}
+		s.cfg.Log.WarnContext(ctx, "snapshot interrupted by a restart: failed", "snapshot", sn.ID, "sandbox", sn.SandboxID)
+	}
+	return nil
+}

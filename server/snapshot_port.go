@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/boxkite/boxkite/server/internal/audit"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/snapshot"
+)
+
+// The snapshot service's view of the control plane (snapshot.Control),
+// and its wiring: the service is server/snapshot, this is the port.
+
+// newSnapshots builds the snapshot service on s's store and driver.
+func (s *Server) newSnapshots() *snapshot.Service {
+	d := s.driver
+	if cd, ok := d.(countingDriver); ok {
+		d = cd.Driver
+	}
+	sd, _ := d.(model.SnapshotDriver)
+	return snapshot.New(snapshot.Config{
+		Store: s.store, Driver: sd, Control: snapshotPort{s}, DriverName: s.cfg.DriverName,
+		Limit: s.cfg.SnapshotLimit, MaxFork: s.cfg.MaxCount, Log: s.log, Now: func() time.Time { return s.now() },
+	})
+}
+
+type snapshotPort struct{ s *Server }
+
+func (p snapshotPort) Account(r *http.Request) *model.Account { return accountFrom(r.Context()) }
+
+func (p snapshotPort) Sandbox(ctx context.Context, accountID, id string) (*model.Sandbox, error) {
+	sb, err := p.s.store.Sandbox(ctx, accountID, id)
+	if errors.Is(err, model.ErrNotFound) || (err == nil && sb.Status == model.StatusCreating) {
+		return nil, sandboxNotFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load sandbox: %w", err)
+	}
+	return sb, nil
+}
+
+func (p snapshotPort) Start(ctx context.Context, acct *model.Account, from *model.Snapshot, label string, count int) ([]*model.Sandbox, error) {
+	s := p.s
+	params, err := s.validateCreate(api.CreateSandboxRequest{Label: label, Size: from.Size, StorageGB: from.StorageGB, Count: count})
+	if err != nil {
+		return nil, err
+	}
+	params.imageID, params.fromSnapshot = from.ImageID, from.Key
+	if params.imageRoot, err = s.imageRoot(acct.ID, from.ImageID); err != nil {
+		return nil, err
+	}
+	if err := s.admitCreate(ctx, params.count); err != nil {
+		return nil, err
+	}
+	return s.startSandboxes(ctx, acct, params)
+}
+
+func (p snapshotPort) Audit(ctx context.Context, sb *model.Sandbox, operation string, detail map[string]any) {
+	_ = p.s.audit(ctx, audit.Record{ // a failure waits in the audit gate
+		Sandbox: sb, Source: api.LogSourceSystem, Operation: operation, Detail: detail, Started: p.s.now(),
+	})
+}

@@ -1,0 +1,159 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+var _ model.SnapshotStore = (*Store)(nil)
+
+// snapshotLockID is the Postgres advisory lock that serialises snapshot
+// reservations across servers sharing one database ("bxksnapl").
+const snapshotLockID = 0x62786b736e61706c
+
+const snapshotColumns = `id, account_id, sandbox_id, label, status, snap_key, size_bytes, method, driver,
+	size, storage_gb, image_id, created_at, deleted_at`
+
+func scanSnapshot(r rowScanner) (*model.Snapshot, error) {
+	var sn model.Snapshot
+	var created int64
+	var deleted sql.NullInt64
+	err := r.Scan(&sn.ID, &sn.AccountID, &sn.SandboxID, &sn.Label, &sn.Status, &sn.Key, &sn.SizeBytes, &sn.Method, &sn.Driver,
+		&sn.Size, &sn.StorageGB, &sn.ImageID, &created, &deleted)
+	if err != nil {
+		return nil, err
+	}
+	sn.CreatedAt, sn.DeletedAt = fromMicros(created), fromNullMicros(deleted)
+	return &sn, nil
+}
+
+// ReserveSnapshot implements model.SnapshotStore.
+func (s *Store) ReserveSnapshot(ctx context.Context, sn *model.Snapshot, limit int) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if s.d.name == "postgres" {
+			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(snapshotLockID)); err != nil {
+				return fmt.Errorf("take snapshot lock: %w", err)
+			}
+		}
+		if limit > 0 {
+			var n int
+			err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM snapshots
+				WHERE account_id = ? AND deleted_at IS NULL AND status <> ?`), sn.AccountID, api.SnapshotFailed).Scan(&n)
+			if err != nil {
+				return fmt.Errorf("count snapshots: %w", err)
+			}
+			if n >= limit {
+				return &model.SnapshotLimitError{Limit: limit, Count: n}
+			}
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO snapshots (`+snapshotColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			sn.ID, sn.AccountID, sn.SandboxID, sn.Label, sn.Status, sn.Key, sn.SizeBytes, sn.Method, sn.Driver,
+			sn.Size, sn.StorageGB, sn.ImageID, micros(sn.CreatedAt), nullMicros(sn.DeletedAt))
+		if err != nil {
+			return fmt.Errorf("insert snapshot: %w", s.mapErr(err))
+		}
+		return nil
+	})
+}
+
+// Snapshot implements model.SnapshotStore.
+func (s *Store) Snapshot(ctx context.Context, accountID, id string) (*model.Snapshot, error) {
+	sn, err := scanSnapshot(s.db.QueryRowContext(ctx, s.q(`SELECT `+snapshotColumns+` FROM snapshots
+		WHERE id = ? AND account_id = ? AND deleted_at IS NULL`), id, accountID))
+	if err != nil {
+		return nil, s.mapErr(err)
+	}
+	return sn, nil
+}
+
+func (s *Store) querySnapshots(ctx context.Context, query string, args ...any) ([]*model.Snapshot, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("query snapshots: %w", err)
+	}
+	defer rows.Close()
+	var out []*model.Snapshot
+	for rows.Next() {
+		sn, err := scanSnapshot(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan snapshot: %w", err)
+		}
+		out = append(out, sn)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query snapshots: %w", err)
+	}
+	return out, nil
+}
+
+// ListSnapshots implements model.SnapshotStore.
+func (s *Store) ListSnapshots(ctx context.Context, accountID, sandboxID string) ([]*model.Snapshot, error) {
+	if sandboxID == "" {
+		return s.querySnapshots(ctx, `SELECT `+snapshotColumns+` FROM snapshots
+			WHERE account_id = ? AND deleted_at IS NULL ORDER BY created_at DESC, id DESC`, accountID)
+	}
+	return s.querySnapshots(ctx, `SELECT `+snapshotColumns+` FROM snapshots
+		WHERE account_id = ? AND sandbox_id = ? AND deleted_at IS NULL ORDER BY created_at DESC, id DESC`, accountID, sandboxID)
+}
+
+// SnapshotsWithStatus implements model.SnapshotStore.
+func (s *Store) SnapshotsWithStatus(ctx context.Context, status string) ([]*model.Snapshot, error) {
+	return s.querySnapshots(ctx, `SELECT `+snapshotColumns+` FROM snapshots
+		WHERE status = ? AND deleted_at IS NULL ORDER BY created_at, id`, status)
+}
+
+// UpdateSnapshot implements model.SnapshotStore. The id, account, sandbox
+// and creation time are immutable.
+func (s *Store) UpdateSnapshot(ctx context.Context, id string, fn func(*model.Snapshot) error) (*model.Snapshot, error) {
+	var sn *model.Snapshot
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		sn, err = scanSnapshot(tx.QueryRowContext(ctx, s.q(`SELECT `+snapshotColumns+` FROM snapshots WHERE id = ?`+s.d.forUpdate), id))
+		if err != nil {
+			return s.mapErr(err)
+		}
+		if err := fn(sn); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, s.q(`UPDATE snapshots SET label = ?, status = ?, snap_key = ?, size_bytes = ?, method = ?,
+			deleted_at = ? WHERE id = ?`),
+			sn.Label, sn.Status, sn.Key, sn.SizeBytes, sn.Method, nullMicros(sn.DeletedAt), id)
+		if err != nil {
+			return fmt.Errorf("update snapshot: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sn, nil
+}
+
+// SnapshotKeyInUse implements model.SnapshotStore.
+func (s *Store) SnapshotKeyInUse(ctx context.Context, key string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM snapshots WHERE snap_key = ? AND deleted_at IS NULL`), key).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("count snapshots of a key: %w", err)
+	}
+	return n > 0, nil
+}
+
+// SandboxImageID implements model.SnapshotStore.
+func (s *Store) SandboxImageID(ctx context.Context, sandboxID string) (string, error) {
+	var id string
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT image_id FROM sandbox_images WHERE sandbox_id = ?`), sandboxID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read sandbox image: %w", err)
+	}
+	return id, nil
+}
