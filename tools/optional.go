@@ -23,7 +23,7 @@ type HTTPRequester interface {
 
 // Optional returns every opt-in tool, in a stable order.
 func Optional() []Tool {
-	return []Tool{httpRequestTool()}
+	return []Tool{httpRequestTool(), runTestsTool()}
 }
 
 // OptionalNames are the names of the opt-in tools.
