@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -48,6 +49,7 @@ const (
 	queryKey                            // ?api_key= is accepted (event streams)
 	checkCommand                        // the body's "command" must pass the account's allowlist
 	checkCode                           // the body's "code" runs as python3 -c, which the allowlist must allow
+	checkNodeCode                       // the body's "code" runs as node -e, which the allowlist must allow
 	// writes: what the operation wrote is flushed to the host's storage
 	// before it is acknowledged (DiskSyncer), a 507 if it cannot be.
 	writes
@@ -66,6 +68,7 @@ const (
 	opTimeout          = 2 * time.Minute                 // file and process operations (grep stops itself at 10 s)
 	watchTimeout       = 60*time.Second + 30*time.Second // watch long-polls up to 60 s
 	interpreterTimeout = api.MaxInterpreterTimeout*time.Second + 30*time.Second
+	ptyTimeout         = api.MaxPTYTimeout*time.Second + 30*time.Second
 )
 
 // proxyRoutes is the sandbox tool surface of reference §3.4, mapped onto
@@ -97,6 +100,11 @@ func proxyRoutes() []proxyRoute {
 		{"POST", "/interpreter/exec", "/interpreter/exec", "interpreter_exec", bodyJSON, interpreterTimeout, checkCode | writes | scrubsInterpreter, interpreterDetail},
 		{"POST", "/interpreter/reset", "/interpreter/reset", "interpreter_reset", bodyNone, opTimeout, 0, nil},
 		{"GET", "/interpreter/status", "/interpreter/status", "", bodyNone, opTimeout, 0, nil},
+		// The opt-in tools' routes (issue 23): node_interpreter and pty_exec.
+		{"POST", "/node-interpreter/exec", "/node-interpreter/exec", "node_interpreter_exec", bodyJSON, interpreterTimeout, checkNodeCode | writes | scrubsInterpreter, interpreterDetail},
+		{"POST", "/node-interpreter/reset", "/node-interpreter/reset", "node_interpreter_reset", bodyNone, opTimeout, 0, nil},
+		{"GET", "/node-interpreter/status", "/node-interpreter/status", "", bodyNone, opTimeout, 0, nil},
+		{"POST", "/pty-exec", "/pty-exec", "pty_exec", bodyJSON, ptyTimeout, checkCommand | writes, ptyExecDetail},
 
 		{"POST", "/lsp/start", "/lsp/start", "lsp_start", bodyJSON, opTimeout, 0, lspStartDetail},
 		{"POST", "/lsp/{lsp_id}/open", "/lsp/{lsp_id}/open", "lsp_open", bodyJSON, opTimeout, 0, lspOpenDetail},
@@ -174,8 +182,12 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			if x.reqBody, err = readBody(w, r, httpx.MaxExecBody); err != nil {
 				return err
 			}
-			if rt.flags&(checkCommand|checkCode) != 0 {
-				if err := s.checkBodyCommand(r, x.reqBody, rt.flags&checkCode != 0); err != nil {
+			if rt.flags&(checkCommand|checkCode|checkNodeCode) != 0 {
+				program := "python3"
+				if rt.flags&checkNodeCode != 0 {
+					program = "node"
+				}
+				if err := s.checkBodyCommand(r, x.reqBody, rt.flags&(checkCode|checkNodeCode) != 0, program); err != nil {
 					return err
 				}
 			}
@@ -448,6 +460,24 @@ func interpreterDetail(x *exchange) map[string]any {
 	if x.resp(&res) {
 		d["error"] = res.Error != nil
 		x.outputTruncated = res.Truncated
+	}
+	return d
+}
+
+// ptyExecDetail logs the command as exec does, and how it ended; what
+// was typed (input_bytes) is counted, not logged: it may be a password.
+func ptyExecDetail(x *exchange) map[string]any {
+	var req api.PTYExecRequest
+	x.req(&req)
+	command := audit.LoggedText(req.Command)
+	d := map[string]any{"command": command, "input_bytes": base64.StdEncoding.DecodedLen(len(req.InputBytes))}
+	if len(command) < len(req.Command) {
+		d["command_bytes"] = len(req.Command)
+	}
+	var res api.PTYExecResult
+	if x.resp(&res) {
+		d["timed_out"] = res.TimedOut
+		x.exitCode = res.ExitCode
 	}
 	return d
 }

@@ -57,7 +57,7 @@ func runTestsTool() Tool {
 	}
 }
 
-var goTestRE = regexp.MustCompile(`(^|[;&|(\s])go\s+test(\s|$)`)
+var goTestRE = regexp.MustCompile(`(^|[;&|(\s/])go\s+test(\s|$)`)
 
 func runRunTests(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
 	in := struct {
@@ -139,7 +139,9 @@ func ParseTestOutput(framework, stdout, stderr string) TestReport {
 }
 
 var (
-	pytestSummaryRE = regexp.MustCompile(`(?m)^=+ (.*\b(passed|failed|error|errors|no tests ran)\b.*) in ([0-9.]+)s.*=+\s*$`)
+	// The last line of a pytest run: "=== 1 failed, 2 passed in 0.12s ===",
+	// without the rules under -q.
+	pytestSummaryRE = regexp.MustCompile(`(?m)^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?|rerun)(?:, )?)+|no tests ran) in ([0-9.]+)s(?: \([^)]*\))?\s*=*\s*$`)
 	pytestCountRE   = regexp.MustCompile(`(\d+) (passed|failed|errors?)`)
 	pytestHeadRE    = regexp.MustCompile(`^_{3,} (.+?) _{3,}$`)
 	pytestWhereRE   = regexp.MustCompile(`^(\S+\.py):(\d+): (.*)$`)
@@ -154,7 +156,7 @@ func parsePytest(out string) TestReport {
 	}
 	last := m[len(m)-1]
 	rep.Parsed = true
-	rep.DurationSeconds, _ = strconv.ParseFloat(last[3], 64)
+	rep.DurationSeconds, _ = strconv.ParseFloat(last[2], 64)
 	for _, c := range pytestCountRE.FindAllStringSubmatch(last[1], -1) {
 		n, _ := strconv.Atoi(c[1])
 		switch c[2] {

@@ -21,6 +21,9 @@ func TestParseTestOutput(t *testing.T) {
 		{"pytest.txt", "pytest", TestReport{Framework: "pytest", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
 			{File: "test_a.py", Line: 6, Name: "test_a.py::test_bad", Message: "AssertionError: x was wrong"},
 		}}},
+		{"pytest_q.txt", "pytest", TestReport{Framework: "pytest", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
+			{File: "test_a.py", Line: 6, Name: "test_a.py::test_bad", Message: "AssertionError: x was wrong"},
+		}}},
 		{"gotest.json", "go", TestReport{Framework: "go", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
 			{File: "ex_test.go", Line: 8, Name: "ex.TestBad", Message: "got 1, want 2"},
 		}}},
@@ -89,7 +92,7 @@ func TestRunTestsTool(t *testing.T) {
 // FuzzParseTestOutput: no output makes a parser panic or invent failures
 // without a name.
 func FuzzParseTestOutput(f *testing.F) {
-	for _, name := range []string{"pytest.txt", "gotest.json", "gobuild.json", "node.tap"} {
+	for _, name := range []string{"pytest.txt", "pytest_q.txt", "gotest.json", "gobuild.json", "node.tap"} {
 		b, _ := os.ReadFile(filepath.Join("testdata", "runtests", name))
 		f.Add(string(b))
 	}
@@ -103,4 +106,20 @@ func FuzzParseTestOutput(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestDetectFramework(t *testing.T) {
+	for cmd, want := range map[string]string{
+		"python3 -m pytest -q":                    "pytest",
+		"cd x && /usr/local/go/bin/go test ./...": "go",
+		"go test -run X .":                        "go",
+		"cargo test; go  test":                    "go",
+		"node --test":                             "node",
+		"make test":                               "",
+		"gotest":                                  "",
+	} {
+		if got := detectFramework(cmd, ""); got != want {
+			t.Errorf("detectFramework(%q) = %q, want %q", cmd, got, want)
+		}
+	}
 }
