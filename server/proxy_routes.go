@@ -45,11 +45,11 @@ type proxyRoute struct {
 type routeFlags int
 
 const (
-	needPath     routeFlags = 1 << iota // ?path= is required
-	queryKey                            // ?api_key= is accepted (event streams)
-	checkCommand                        // the body's "command" must pass the account's allowlist
-	checkCode                           // the body's "code" runs as python3 -c, which the allowlist must allow
-	checkNodeCode                       // the body's "code" runs as node -e, which the allowlist must allow
+	needPath      routeFlags = 1 << iota // ?path= is required
+	queryKey                             // ?api_key= is accepted (event streams)
+	checkCommand                         // the body's "command" must pass the account's allowlist
+	checkCode                            // the body's "code" runs as python3 -c, which the allowlist must allow
+	checkNodeCode                        // the body's "code" runs as node -e, which the allowlist must allow
 	// writes: what the operation wrote is flushed to the host's storage
 	// before it is acknowledged (DiskSyncer), a 507 if it cannot be.
 	writes

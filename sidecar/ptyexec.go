@@ -166,4 +166,3 @@ func splitWords(s string) ([]string, error) {
 	}
 	return words, nil
 }
-
