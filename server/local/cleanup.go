@@ -96,7 +96,7 @@ func Cleanup(ctx context.Context, cfg Config) ([]Leftover, error) {
 	// Loop devices detach, and lazily unmounted filesystems go, a moment
 	// after their last user: give them that moment before reporting.
 	left := d.leftovers()
-	for i := 0; len(left) > 0 && i < 50 && ctx.Err() == nil; i++ {
+	for i := 0; len(left) > 0 && i < 200 && ctx.Err() == nil; i++ {
 		time.Sleep(100 * time.Millisecond)
 		left = d.leftovers()
 	}
@@ -162,7 +162,16 @@ func (d *Driver) leftovers() []Leftover {
 	for _, m := range mountsUnder(d.cfg.StateDir) {
 		out = append(out, Leftover{Kind: "mount", What: m, Remove: "umount -l " + m})
 	}
+	mounted := mountSources()
 	for _, l := range loopsBackedUnder(d.cfg.StateDir) {
+		if !mounted[l.dev] && detachesByItself(l.dev) {
+			// Unmounted here and set to autoclear: the kernel detaches it
+			// as soon as its filesystem's last user goes, which can be a
+			// mount namespace another process copied while it was mounted
+			// (another stack's jail being set up). Nothing is left to do.
+			d.log.Debug("loop device detaches once another mount namespace lets go of its filesystem", "dev", l.dev, "file", l.file)
+			continue
+		}
 		out = append(out, Leftover{Kind: "loop_device", What: l.dev + " backed by " + l.file, Remove: "losetup -d " + l.dev})
 	}
 	for _, c := range d.ownCgroups() {
@@ -236,4 +245,30 @@ func loopsBackedUnder(dir string) []loopDevice {
 		}
 	}
 	return out
+}
+
+// mountSources lists the sources of this mount namespace's mounts
+// ("/dev/loop3", …).
+func mountSources() map[string]bool {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	out := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		_, after, ok := strings.Cut(sc.Text(), " - ")
+		if fields := strings.Fields(after); ok && len(fields) >= 2 {
+			out[unescapeMount(fields[1])] = true
+		}
+	}
+	return out
+}
+
+// detachesByItself reports whether the loop device dev ("/dev/loopN") is
+// set to autoclear, which the driver sets on every loop device it attaches.
+func detachesByItself(dev string) bool {
+	b, err := os.ReadFile(filepath.Join("/sys/block", filepath.Base(dev), "loop", "autoclear"))
+	return err == nil && strings.TrimSpace(string(b)) == "1"
 }
