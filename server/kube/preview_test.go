@@ -61,7 +61,9 @@ func TestPreviewOnKube(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) { return d.DialContext(ctx, network, addr) },
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, addr)
+		},
 	}}
 	get := func(u string) (int, string) {
 		resp, err := hc.Get(u)
