@@ -65,6 +65,7 @@ type session struct {
 	procs   *procTable
 	interp  *interpreter
 	node    *interpreter // the Node.js interpreter (node_interpreter)
+	browser *browser     // headless Chromium (the browser tools; browser.go)
 	pty     *ptyHub
 	lsp     *lspTable
 	budget  *budget
@@ -80,6 +81,7 @@ func (h *Handler) processRoutes() {
 		procs:   newProcTable(l),
 		interp:  newInterpreter(h, l.InterpreterIdle, pythonRuntime),
 		node:    newInterpreter(h, l.InterpreterIdle, nodeRuntime),
+		browser: newBrowser(h),
 		pty:     &ptyHub{h: h},
 		lsp:     newLSPTable(h, l),
 		budget:  newBudget(l.MaxExecCount, l.MaxExecSeconds),
@@ -101,7 +103,11 @@ func (h *Handler) processRoutes() {
 	h.handle("POST /node-interpreter/exec", h.budgeted(h.nodeExec)) // interpreter.go
 	h.handle("POST /node-interpreter/reset", h.nodeReset)
 	h.handle("GET /node-interpreter/status", h.nodeStatus)
-	h.handle("POST /pty-exec", h.budgeted(h.ptyExec)) // ptyexec.go
+	h.handle("POST /pty-exec", h.budgeted(h.ptyExec))                 // ptyexec.go
+	h.handle("POST /browser/navigate", h.budgeted(h.browserNavigate)) // browser.go
+	h.handle("POST /browser/exec", h.budgeted(h.browserExec))
+	h.handle("POST /browser/screenshot", h.browserScreenshot)
+	h.handle("POST /browser/close", h.browserClose)
 
 	h.handle("GET /pty", h.ptyAttach) // through handle: the token is checked before the upgrade
 
@@ -128,6 +134,7 @@ func (h *Handler) teardown() {
 	h.sess.procs.killAll()
 	h.sess.interp.stop()
 	h.sess.node.stop()
+	h.sess.browser.stop()
 	h.sess.lsp.stopAll()
 }
 
