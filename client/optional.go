@@ -52,3 +52,16 @@ func (s *Sandbox) NodeInterpreterExec(ctx context.Context, req api.InterpreterEx
 func (s *Sandbox) PTYExec(ctx context.Context, req api.PTYExecRequest) (*api.PTYExecResult, error) {
 	return s.c.PTYExec(ctx, s.id, req)
 }
+
+// Browser calls POST /v1/sandboxes/{id}/browser/{action} (navigate, exec,
+// screenshot or close) with req, decoding the answer into out.
+func (c *Client) Browser(ctx context.Context, id, action string, req, out any) error {
+	ctx, cancel := withDefaultTimeout(ctx, api.MaxBrowserTimeout*time.Second+execMargin+time.Minute)
+	defer cancel()
+	return c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/browser/"+action, req, out, withID(id))
+}
+
+// Browser drives the sandbox's headless Chromium; see Client.Browser.
+func (s *Sandbox) Browser(ctx context.Context, action string, req, out any) error {
+	return s.c.Browser(ctx, s.id, action, req, out)
+}

@@ -275,6 +275,10 @@ func (b *inProcessSandbox) PTYExec(ctx context.Context, req api.PTYExecRequest) 
 	return post[api.PTYExecResult](ctx, b.p, b.path("/pty-exec"), req)
 }
 
+func (b *inProcessSandbox) Browser(ctx context.Context, action string, req, out any) error {
+	return b.p.do(ctx, http.MethodPost, b.path("/browser/"+action), req, out)
+}
+
 func (b *inProcessSandbox) HTTPRequest(ctx context.Context, req api.HTTPRequest) (*api.HTTPResponse, error) {
 	return post[api.HTTPResponse](ctx, b.p, b.path("/http-request"), req)
 }

@@ -69,6 +69,7 @@ const (
 	watchTimeout       = 60*time.Second + 30*time.Second // watch long-polls up to 60 s
 	interpreterTimeout = api.MaxInterpreterTimeout*time.Second + 30*time.Second
 	ptyTimeout         = api.MaxPTYTimeout*time.Second + 30*time.Second
+	browserTimeout     = api.MaxBrowserTimeout*time.Second + 60*time.Second // and Chromium's start
 )
 
 // proxyRoutes is the sandbox tool surface of reference §3.4, mapped onto
@@ -105,6 +106,10 @@ func proxyRoutes() []proxyRoute {
 		{"POST", "/node-interpreter/reset", "/node-interpreter/reset", "node_interpreter_reset", bodyNone, opTimeout, 0, nil},
 		{"GET", "/node-interpreter/status", "/node-interpreter/status", "", bodyNone, opTimeout, 0, nil},
 		{"POST", "/pty-exec", "/pty-exec", "pty_exec", bodyJSON, ptyTimeout, checkCommand | writes, ptyExecDetail},
+		{"POST", "/browser/navigate", "/browser/navigate", "browser_navigate", bodyJSON, browserTimeout, 0, browserNavigateDetail},
+		{"POST", "/browser/exec", "/browser/exec", "browser_exec", bodyJSON, browserTimeout, 0, browserExecDetail},
+		{"POST", "/browser/screenshot", "/browser/screenshot", "browser_screenshot", bodyJSON, browserTimeout, 0, nil},
+		{"POST", "/browser/close", "/browser/close", "browser_close", bodyNone, opTimeout, 0, nil},
 
 		{"POST", "/lsp/start", "/lsp/start", "lsp_start", bodyJSON, opTimeout, 0, lspStartDetail},
 		{"POST", "/lsp/{lsp_id}/open", "/lsp/{lsp_id}/open", "lsp_open", bodyJSON, opTimeout, 0, lspOpenDetail},
@@ -478,6 +483,30 @@ func ptyExecDetail(x *exchange) map[string]any {
 	if x.resp(&res) {
 		d["timed_out"] = res.TimedOut
 		x.exitCode = res.ExitCode
+	}
+	return d
+}
+
+func browserNavigateDetail(x *exchange) map[string]any {
+	var req api.BrowserNavigateRequest
+	x.req(&req)
+	d := map[string]any{"url": audit.LoggedText(req.URL)}
+	var res api.BrowserNavigateResult
+	if x.resp(&res) {
+		d["status"] = res.Status
+		d["error"] = res.Error != nil
+	}
+	return d
+}
+
+// browserExecDetail logs the script as exec logs a command.
+func browserExecDetail(x *exchange) map[string]any {
+	var req api.BrowserExecRequest
+	x.req(&req)
+	d := map[string]any{"script": audit.LoggedText(req.Script), "script_bytes": len(req.Script)}
+	var res api.BrowserExecResult
+	if x.resp(&res) {
+		d["error"] = res.Error != nil
 	}
 	return d
 }

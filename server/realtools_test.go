@@ -2,14 +2,19 @@ package server_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/servertest"
@@ -55,7 +60,7 @@ func TestOptInToolsInSandbox(t *testing.T) {
 		args["session_id"] = re.sb.ID
 		a, _ := json.Marshal(args)
 		rpc := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, tool, a)
-		req, _ := http.NewRequest("POST", s.BaseURL+"/mcp/?enable=run_tests,node_interpreter,pty_exec", strings.NewReader(rpc))
+		req, _ := http.NewRequest("POST", s.BaseURL+"/mcp/?enable=run_tests,node_interpreter,pty_exec,browser_navigate,browser_exec,browser_close", strings.NewReader(rpc))
 		req.Header.Set("Authorization", "Bearer "+s.APIKey)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
@@ -107,6 +112,70 @@ func TestOptInToolsInSandbox(t *testing.T) {
 	if text := call("pty_exec", map[string]any{"command": `sh -c 'test -t 0 && printf "name? " && read n && echo "hi $n"'`, "input_text": "ada\n"}); !strings.Contains(text, "hi ada") {
 		t.Errorf("pty_exec: %q", text)
 	}
+
+	// The browser tools on a page served inside the sandbox.
+	page := `<html><head><title>inside</title></head><body style="margin:0;background:#ff0000"><p id="p">served in the sandbox</p></body></html>`
+	if resp, body := re.do("POST", re.path("/files"), s.APIKey, jsonBody(t, api.FileCreateRequest{Path: "/workspace/site/index.html", Content: page})); resp.StatusCode/100 != 2 {
+		t.Fatalf("write the page: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := re.do("POST", re.path("/processes"), s.APIKey, jsonBody(t, api.ProcessStartRequest{
+		Command: "cd /workspace/site && exec python3 -m http.server 8000 --bind 127.0.0.1", MaxRuntimeSeconds: 600,
+	})); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("start the web server: %d %s", resp.StatusCode, body)
+	}
+	var nav string
+	for range 50 { // until the server listens
+		if nav = call("browser_navigate", map[string]any{"url": "http://127.0.0.1:8000/"}); strings.HasPrefix(nav, "Loaded") {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if nav != "Loaded http://127.0.0.1:8000/ (status 200)\nTitle: inside" {
+		t.Fatalf("browser_navigate: %q", nav)
+	}
+	if text := call("browser_exec", map[string]any{"script": "document.getElementById('p').textContent"}); text != `"served in the sandbox"` {
+		t.Errorf("browser_exec: %q", text)
+	}
+	img := callImage(t, s, re.sb.ID, "browser_screenshot")
+	if c := color.RGBAModel.Convert(img.At(img.Bounds().Dx()/2, img.Bounds().Dy()-5)).(color.RGBA); c.R < 240 || c.G > 15 || c.B > 15 {
+		t.Errorf("the page is red; the screenshot's pixel is %v", c)
+	}
+	if text := call("browser_close", map[string]any{}); text != "Closed the browser" {
+		t.Errorf("browser_close: %q", text)
+	}
+}
+
+// callImage calls a tool over /mcp/ that answers with an image and
+// decodes the PNG.
+func callImage(t *testing.T, s *servertest.Server, sandboxID, tool string) image.Image {
+	t.Helper()
+	rpc := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":{"session_id":%q}}}`, tool, sandboxID)
+	req, _ := http.NewRequest("POST", s.BaseURL+"/mcp/?enable=browser_screenshot", strings.NewReader(rpc))
+	req.Header.Set("Authorization", "Bearer "+s.APIKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Result struct {
+			Content []struct{ Type, MimeType, Data, Text string }
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Result.Content) != 1 || out.Result.Content[0].Type != "image" || out.Result.Content[0].MimeType != "image/png" {
+		t.Fatalf("%s: %d %v %+v", tool, resp.StatusCode, err, out)
+	}
+	b, err := base64.StdEncoding.DecodeString(out.Result.Content[0].Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("%s: not a PNG: %v", tool, err)
+	}
+	return img
 }
 
 // buildGoTest compiles a package with a passing and a failing test

@@ -24,7 +24,7 @@ type HTTPRequester interface {
 
 // Optional returns every opt-in tool, in a stable order.
 func Optional() []Tool {
-	return []Tool{httpRequestTool(), ptyExecTool(), nodeInterpreterTool(), runTestsTool()}
+	return append([]Tool{httpRequestTool(), ptyExecTool(), nodeInterpreterTool(), runTestsTool()}, browserTools()...)
 }
 
 // OptionalNames are the names of the opt-in tools.

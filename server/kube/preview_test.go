@@ -130,4 +130,23 @@ func TestOptInToolsOnKube(t *testing.T) {
 	if err != nil || r.Result == nil || *r.Result != "42" {
 		t.Errorf("node state: %+v, %v", r, err)
 	}
+
+	// The browser, on a page the pod reaches on 127.0.0.1 (this host's,
+	// under the test kubelet).
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `<html><head><title>kube page</title></head><body></body></html>`)
+	}))
+	defer site.Close()
+	var nav api.BrowserNavigateResult
+	if err := c.Browser(ctx, id, "navigate", api.BrowserNavigateRequest{URL: site.URL}, &nav); err != nil || nav.Error != nil || nav.Title != "kube page" {
+		t.Errorf("browser navigate: %+v, %v", nav, err)
+	}
+	var shot api.BrowserScreenshotResult
+	if err := c.Browser(ctx, id, "screenshot", api.BrowserScreenshotRequest{}, &shot); err != nil || shot.Error != nil || !strings.HasPrefix(shot.ImageBase64, "iVBORw0KGgo") {
+		t.Errorf("browser screenshot: %v %v", shot.Error, err)
+	}
+	var closed api.BrowserCloseResult
+	if err := c.Browser(ctx, id, "close", nil, &closed); err != nil || closed.Status != "closed" {
+		t.Errorf("browser close: %+v, %v", closed, err)
+	}
 }
