@@ -475,7 +475,11 @@ func ptyExecDetail(x *exchange) map[string]any {
 	var req api.PTYExecRequest
 	x.req(&req)
 	command := audit.LoggedText(req.Command)
-	d := map[string]any{"command": command, "input_bytes": base64.StdEncoding.DecodedLen(len(req.InputBytes))}
+	typed := base64.StdEncoding.DecodedLen(len(req.InputBytes))
+	if b, err := base64.StdEncoding.DecodeString(req.InputBytes); err == nil {
+		typed = len(b)
+	}
+	d := map[string]any{"command": command, "input_bytes": typed}
 	if len(command) < len(req.Command) {
 		d["command_bytes"] = len(req.Command)
 	}
