@@ -217,7 +217,9 @@ func proxyCases() []proxyCase {
 		},
 		{
 			"POST /node-interpreter/reset", "POST", "/node-interpreter/reset", "", "POST /node-interpreter/reset",
-			ok(`{"status":"reset"}`), "node_interpreter_reset", map[string]any{}, nil, false,
+			ok(`{"status":"reset"}`), "node_interpreter_reset",
+			map[string]any{},
+			nil, false,
 		},
 		{"GET /node-interpreter/status", "GET", "/node-interpreter/status", "", "GET /node-interpreter/status", ok(`{"running":false}`), "", nil, nil, false},
 		{
@@ -241,11 +243,15 @@ func proxyCases() []proxyCase {
 		},
 		{
 			"POST /browser/screenshot", "POST", "/browser/screenshot", `{}`, "POST /browser/screenshot",
-			ok(`{"image_base64":"iVBORw0KGgo=","error":null}`), "browser_screenshot", map[string]any{}, nil, false,
+			ok(`{"image_base64":"iVBORw0KGgo=","error":null}`), "browser_screenshot",
+			map[string]any{},
+			nil, false,
 		},
 		{
 			"POST /browser/close", "POST", "/browser/close", "", "POST /browser/close",
-			ok(`{"status":"closed"}`), "browser_close", map[string]any{}, nil, false,
+			ok(`{"status":"closed"}`), "browser_close",
+			map[string]any{},
+			nil, false,
 		},
 
 		{
