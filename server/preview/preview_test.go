@@ -31,6 +31,7 @@ func TestHostTarget(t *testing.T) {
 		{local, "8080-abc-123.localhost:8090", "/x%2Fy", true, "abc-123", 8080},
 		{local, "8080-ABC.LOCALHOST.", "/", true, "abc", 8080},
 		{local, "8080-abc.localhost.evil.com", "/", false, "", 0},
+		{local, "49983-abc.localhost", "/", false, "", 0},
 		{local, "localhost:8090", "/", false, "", 0},
 		{local, "0-abc.localhost", "/", false, "", 0},
 		{local, "99999-abc.localhost", "/", false, "", 0},

@@ -22,6 +22,11 @@ var labelRE = regexp.MustCompile(`^([0-9]{1,5})-([a-z0-9][a-z0-9-]{0,57})$`)
 // idRE is a sandbox id as a preview URL may name it.
 var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 
+// e2bPorts are E2B's own ports (envd, the code interpreter): their
+// <port>-<id> hosts belong to the E2B facade (server/e2b), never to a
+// preview.
+var e2bPorts = map[int]bool{49983: true, 49999: true}
+
 // PathPrefix starts every path-form preview URL.
 const PathPrefix = "/preview/"
 
@@ -57,7 +62,7 @@ func (s *Service) hostTarget(r *http.Request) (target, bool) {
 		return target{}, false
 	}
 	port, err := parsePort(m[1])
-	if err != nil {
+	if err != nil || e2bPorts[port] {
 		return target{}, false
 	}
 	rest := r.URL.EscapedPath()

@@ -133,6 +133,9 @@ func (s *Service) ServeCreate(w http.ResponseWriter, r *http.Request, accountID,
 	if err != nil {
 		return err
 	}
+	if e2bPorts[port] {
+		return httpx.Invalid("port", fmt.Sprintf("port %d is the E2B facade's (envd), not an app's", port), "serve the app on another port")
+	}
 	var req api.CreatePreviewRequest
 	if err := httpx.DecodeJSON(w, r, &req, 1<<10); err != nil {
 		return err
