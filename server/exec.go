@@ -72,10 +72,16 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkCommand(r, req.Command); err != nil {
 		return err
 	}
+	red, err := s.secretEnv(r, sb, &req) // secrets_routes.go
+	if err != nil {
+		return err
+	}
 	if err := s.auditOpen(); err != nil {
 		return err
 	}
-	payload, err := json.Marshal(req)
+	fwd := req
+	fwd.SecretEnv = nil // resolved into Env
+	payload, err := json.Marshal(fwd)
 	if err != nil {
 		return fmt.Errorf("encode exec request: %w", err)
 	}
@@ -91,6 +97,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	defer sc.Stop()
 	var hw heldWriter
 	var fw http.ResponseWriter // what the sidecar's answer is written to
+	finishSecrets := func() {}
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
 		c.tap = lineTap(maxEventLine, out.event)
 		hw = newExitHolder(sc.Events(w))
@@ -99,6 +106,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		hw = newHeldResponse(w)
 		fw = sc.Result(hw)
+		fw, finishSecrets = secretResult(fw, red)
 		c.survive = true // a revoked credential loses the result, not the command
 	}
 	started := s.now()
@@ -107,6 +115,7 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		// The credential was revoked: the stream ends, the command runs on.
 		return hw.fail(errStreamRevoked)
 	}
+	finishSecrets()
 	sc.Done()
 	out.outputRedacted = sc.OutputRedacted()
 	if eh, ok := hw.(*exitHolder); ok {
@@ -204,6 +213,9 @@ func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecReque
 	}
 	if out.outputRedacted {
 		detail["output_redacted"] = true
+	}
+	if len(req.SecretEnv) > 0 {
+		detail["secret_env"] = req.SecretEnv // variable → secret name, never a value
 	}
 	source := ""
 	if g := authz.From(r.Context()).Grant; g != nil {

@@ -94,6 +94,10 @@ type Config struct {
 	// https://<port>-<id>.preview.example.com; "" means *.localhost on
 	// the port the request came to (local mode).
 	PreviewBaseURL string
+	// SecretEnv allows exec's secret_env: a secret's value in one
+	// command's environment, inside the sandbox (docs/secrets.md: weaker
+	// than http_request). Off by default.
+	SecretEnv bool
 }
 
 // Defaults of Config.

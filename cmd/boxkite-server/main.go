@@ -176,6 +176,7 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 		MCPCatalog:  catalog,
 
 		PreviewBaseURL: opts.previewBaseURL,
+		SecretEnv:      opts.allowSecretEnv,
 	}
 	if sb.images == nil {
 		cfg.Images = nil // a nil *images.Manager in the interface would look set
