@@ -28,6 +28,7 @@ type benchOptions struct {
 	execs       int
 	concurrency int
 	idle        int
+	snapshots   int
 	out         outputFlags
 }
 
@@ -61,6 +62,10 @@ server's host for the floors to mean anything.
 With --idle N it then creates N more sandboxes, --concurrency at a time,
 checks that every one answers an exec, and reports their memory.
 
+With --snapshots N it then fills a sandbox's workspace with 100 MiB and runs
+N rounds of: a freeze pause and its resume to the first exec, a snapshot, a
+fork ×1 to the child's first exec, and a fork ×8 until all eight answered.
+
 Every sandbox bench creates is deleted at the end, on Ctrl-C too.`,
 		Example: `  boxkite bench
   boxkite bench --sandboxes 20 --execs 50 --concurrency 10 --json
@@ -82,6 +87,7 @@ Every sandbox bench creates is deleted at the end, on Ctrl-C too.`,
 	f.IntVar(&opts.execs, "execs", 20, "execs of `true` to run in each sandbox")
 	f.IntVar(&opts.concurrency, "concurrency", 5, "sandboxes to create at once, and exec workers")
 	f.IntVar(&opts.idle, "idle", 0, "then create this many idle sandboxes and check that all answer an exec")
+	f.IntVar(&opts.snapshots, "snapshots", 0, "then this many rounds of pause and resume, a snapshot, fork ×1 and fork ×8 of a sandbox holding 100 MiB")
 	opts.out.register(cmd, benchReport{})
 	return cmd
 }
@@ -98,6 +104,8 @@ func (o benchOptions) validate(cmd *cobra.Command) error {
 		return usageErrorf(helpHint(cmd), "--concurrency must be between 1 and 100, got %d", o.concurrency)
 	case o.idle < 0 || o.idle > 10000:
 		return usageErrorf(helpHint(cmd), "--idle must be between 0 and 10000, got %d", o.idle)
+	case o.snapshots < 0 || o.snapshots > 100:
+		return usageErrorf(helpHint(cmd), "--snapshots must be between 0 and 100, got %d", o.snapshots)
 	}
 	return nil
 }
@@ -136,9 +144,10 @@ type benchReport struct {
 		HostSpawnsPerSec float64 `json:"host_spawns_per_sec"`
 		VsHost           float64 `json:"vs_host"`
 	} `json:"exec_throughput"`
-	IdleMemory *memory    `json:"idle_memory"` // null when the server has no accounting
-	Idle       *idleBench `json:"idle"`        // --idle only
-	Failures   []string   `json:"failures"`
+	IdleMemory *memory        `json:"idle_memory"` // null when the server has no accounting
+	Idle       *idleBench     `json:"idle"`        // --idle only
+	Snapshots  *snapshotBench `json:"snapshots"`   // --snapshots only
+	Failures   []string       `json:"failures"`
 }
 
 // idleBench is the result of --idle.
@@ -283,6 +292,9 @@ func (b *bench) run(ctx context.Context, rep *benchReport) error {
 	if o.idle > 0 {
 		rep.Idle = b.measureIdle(ctx, f, bw)
 	}
+	if o.snapshots > 0 {
+		rep.Snapshots = b.measureSnapshots(ctx, o.snapshots, f, bw)
+	}
 
 	var del samples
 	b.prog.phase("delete", len(ids))
@@ -379,6 +391,9 @@ func (r *benchReport) rescale() {
 	}
 	if r.Idle != nil {
 		ls = append(ls, r.Idle.Create, r.Idle.Exec)
+	}
+	if sn := r.Snapshots; sn != nil {
+		ls = append(ls, sn.Resume, sn.Snapshot, sn.Fork1, sn.Fork8)
 	}
 	for _, l := range ls {
 		l.setRatios(f, bw)

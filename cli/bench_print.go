@@ -39,6 +39,22 @@ func printBench(w io.Writer, r *benchReport) error {
 				l    *latency
 			}{"idle: exec", r.Idle.Exec})
 	}
+	if sn := r.Snapshots; sn != nil {
+		for _, x := range []struct {
+			name string
+			l    *latency
+		}{
+			{"resume (freeze) → first exec", sn.Resume},
+			{fmt.Sprintf("snapshot of %d MiB (%s)", sn.WorkspaceMiB, sn.Method), sn.Snapshot},
+			{fmt.Sprintf("fork ×1 of %d MiB → first exec", sn.WorkspaceMiB), sn.Fork1},
+			{fmt.Sprintf("fork ×8 of %d MiB → all exec", sn.WorkspaceMiB), sn.Fork8},
+		} {
+			rows = append(rows, struct {
+				name string
+				l    *latency
+			}(x))
+		}
+	}
 	for _, row := range rows {
 		l := row.l
 		if l == nil {

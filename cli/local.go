@@ -131,6 +131,7 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 	fmt.Fprintf(app.IO.ErrOut, "boxkite server ready at %s (pid %d)\n", url, pid)
 	upBastion(ctx, app, p, url, local.Bastion)
 	printE2BEnv(app, url)
+	printConsoleURL(app, url)
 	fmt.Fprintln(app.IO.Out, url)
 	return nil
 }
@@ -181,6 +182,7 @@ func alreadyUp(ctx context.Context, app *App, p localPaths, local fileConfig, pi
 	fmt.Fprintf(app.IO.ErrOut, "boxkite server already running at %s (pid %d)\n", local.BaseURL, pid)
 	upBastion(ctx, app, p, local.BaseURL, local.Bastion)
 	printE2BEnv(app, local.BaseURL)
+	printConsoleURL(app, local.BaseURL)
 	if opts.port != 0 && !strings.HasSuffix(local.BaseURL, fmt.Sprintf(":%d", opts.port)) {
 		fmt.Fprintf(app.IO.ErrOut, "note: it is not on port %d; run 'boxkite down' first to move it\n", opts.port)
 	}
@@ -234,6 +236,7 @@ func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client
 		if waitReady(readyCtx, c, nil, readyTimeout, nil) == nil {
 			upBastion(readyCtx, app, p, c.BaseURL, recordedBastion)
 			printE2BEnv(app, c.BaseURL)
+			printConsoleURL(app, c.BaseURL)
 			fmt.Fprintln(app.IO.Out, c.BaseURL)
 		}
 	}()

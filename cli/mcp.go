@@ -29,7 +29,7 @@ func newMCPCmd(app *App) *cobra.Command {
 	cmd := groupCmd(&cobra.Command{
 		Use:   "mcp",
 		Short: "Connect MCP clients (Claude Code, Cursor, Codex, …) to boxkite",
-		Long: `boxkite-mcp is an MCP server over stdio with 26 tools: create and destroy
+		Long: `boxkite-mcp is an MCP server over stdio with 31 tools: create and destroy
 sandboxes, run commands, edit and search files, images, volumes and MCP
 connections. It reads the same configuration as this CLI (~/.boxkite), or
 BOXKITE_BASE_URL and BOXKITE_API_KEY. A boxkite server also serves the

@@ -2,9 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -71,7 +68,9 @@ that cannot resolve *.localhost. See docs/previews.md.`,
 					p.ExpiresAt.Local().Format("15:04:05"), port, sb.ID)
 			}
 			if open {
-				return openBrowser(app, p.URL)
+				if err := openBrowser(p.URL); err != nil {
+					return &hintError{err: fmt.Errorf("open a browser: %w", err), hint: "open the URL above yourself, or set $BROWSER"}
+				}
 			}
 			return nil
 		},
@@ -82,22 +81,4 @@ that cannot resolve *.localhost. See docs/previews.md.`,
 	cmd.Flags().BoolVar(&revoke, "revoke", false, "revoke every preview of PORT instead")
 	out.register(cmd, api.Preview{})
 	return cmd
-}
-
-// openBrowser opens u with $BROWSER, else the system's opener.
-func openBrowser(app *App, u string) error {
-	name := os.Getenv("BROWSER")
-	if name == "" {
-		name = "xdg-open"
-		if runtime.GOOS == "darwin" {
-			name = "open"
-		}
-	}
-	cmd := exec.Command(name, u)
-	cmd.Stdout, cmd.Stderr = app.IO.ErrOut, app.IO.ErrOut
-	if err := cmd.Start(); err != nil {
-		return &hintError{err: fmt.Errorf("open a browser: %w", err), hint: "open the URL above yourself, or set $BROWSER"}
-	}
-	go func() { _ = cmd.Wait() }()
-	return nil
 }

@@ -91,6 +91,7 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 	f.Float64Var(&req.StorageGB, "storage-gb", 0, "workspace storage in `GB` (default: the server's)")
 	f.Var(newDurationValue(&lifetime, 0, time.Minute), "lifetime", "how long the sandbox lives, e.g. 30m or 2h; a bare number is minutes (default: the server's)")
 	f.IntVar(&req.Count, "count", 1, "how many sandboxes to create (1-10)")
+	f.BoolVar(&req.AutoPause, "auto-pause", false, "pause the sandbox when its lifetime ends instead of destroying it ('boxkite session resume' gives it a new one)")
 	f.StringVar(&req.ImageID, "image", "", "image to boot from: its `ID`, id prefix or label")
 	f.StringArrayVar(&volumes, "volume", nil, "mount a volume (its id, id prefix or label), `ID=/path` (repeatable)")
 	f.StringArrayVar(&req.MCPConnectionNames, "mcp-connection", nil, "MCP connection `NAME` to allow (repeatable)")

@@ -19,6 +19,9 @@ func (s *Server) SetHealthTimeout(d time.Duration) { s.healthTimeout = d }
 // Reap runs one reaper pass.
 func (s *Server) Reap(ctx context.Context) { s.reap(ctx) }
 
+// ReapPaused runs one sweep of paused sandboxes past their retention.
+func (s *Server) ReapPaused(ctx context.Context) { s.lastPausedSweep = time.Time{}; s.reapPaused(ctx) }
+
 // BucketOf is the rate-limit bucket of a route pattern; "" for none.
 func BucketOf(pattern string) string { return bucketOf(pattern) }
 

@@ -31,6 +31,7 @@ type fakeDriver struct {
 	mu      sync.Mutex
 	created []model.Spec
 	deleted []string
+	pauses  []string // pause_fake_test.go
 }
 
 var _ model.Driver = (*fakeDriver)(nil)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
@@ -26,6 +27,10 @@ func (s *Server) reap(ctx context.Context) {
 	s.each(expired, func(sb *model.Sandbox) {
 		ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 		defer cancel()
+		if sb.AutoPause {
+			s.autoPause(ctx, sb)
+			return
+		}
 		err := s.destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonExpired)
 		switch {
 		case err == nil:
@@ -34,6 +39,40 @@ func (s *Server) reap(ctx context.Context) {
 			// deleted by its owner meanwhile
 		default:
 			// destroy logged the cause; the next tick retries.
+		}
+	})
+}
+
+// pausedSweepInterval is how often the reaper looks for paused sandboxes
+// past the server's retention.
+const pausedSweepInterval = time.Minute
+
+// reapPaused destroys the paused sandboxes paused longer than
+// MaxPausedAge, at most once a pausedSweepInterval.
+func (s *Server) reapPaused(ctx context.Context) {
+	now := s.now()
+	if s.cfg.MaxPausedAge < 0 || now.Sub(s.lastPausedSweep) < pausedSweepInterval {
+		return
+	}
+	s.lastPausedSweep = now
+	paused, err := s.store.SandboxesWithStatus(ctx, api.StatusPaused)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.ErrorContext(ctx, "list paused sandboxes", "err", err)
+		}
+		return
+	}
+	var old []*model.Sandbox
+	for _, sb := range paused {
+		if sb.PausedAt != nil && now.Sub(*sb.PausedAt) >= s.cfg.MaxPausedAge {
+			old = append(old, sb)
+		}
+	}
+	s.each(old, func(sb *model.Sandbox) {
+		ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+		defer cancel()
+		if err := s.destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonExpired); err == nil {
+			s.log.InfoContext(ctx, "paused sandbox past its retention destroyed", "sandbox", sb.ID, "account", sb.AccountID)
 		}
 	})
 }

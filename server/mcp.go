@@ -330,3 +330,23 @@ func (b *inProcessSandbox) LSPCompletion(ctx context.Context, id string, req api
 func (b *inProcessSandbox) LSPStop(ctx context.Context, id string) error {
 	return b.p.do(ctx, http.MethodPost, b.path("/lsp/"+url.PathEscape(id)+"/stop"), nil, nil)
 }
+
+func (p *inProcess) PauseSandbox(ctx context.Context, id, mode string) (*api.Sandbox, error) {
+	return post[api.Sandbox](ctx, p, "/v1/sandboxes/"+url.PathEscape(id)+"/pause", api.PauseSandboxRequest{Mode: mode})
+}
+
+func (p *inProcess) ResumeSandbox(ctx context.Context, id string) (*api.ResumeResult, error) {
+	return post[api.ResumeResult](ctx, p, "/v1/sandboxes/"+url.PathEscape(id)+"/resume", struct{}{})
+}
+
+func (p *inProcess) CreateSnapshot(ctx context.Context, sandboxID, label string) (*api.Snapshot, error) {
+	return post[api.Snapshot](ctx, p, "/v1/sandboxes/"+url.PathEscape(sandboxID)+"/snapshots", api.CreateSnapshotRequest{Label: label})
+}
+
+func (p *inProcess) RestoreSnapshot(ctx context.Context, id, label string) (*api.Sandbox, error) {
+	return post[api.Sandbox](ctx, p, "/v1/snapshots/"+url.PathEscape(id)+"/restore", api.RestoreSnapshotRequest{Label: label})
+}
+
+func (p *inProcess) ForkSandbox(ctx context.Context, id string, count int) ([]api.Sandbox, error) {
+	return deref(post[[]api.Sandbox](ctx, p, "/v1/sandboxes/"+url.PathEscape(id)+"/fork", api.ForkSandboxRequest{Count: count}))
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -96,8 +97,9 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 	if mode == api.PauseFilesystem {
 		var err error
 		if running, err = s.runningProcesses(ctx, sb); err != nil {
-			s.log.ErrorContext(ctx, "list processes before a filesystem pause", "sandbox", sb.ID, "err", err)
-			return nil, sandboxFailed("pause")
+			// The files matter more than the processes: pause anyway,
+			// with none to restart.
+			s.log.WarnContext(ctx, "list processes before a filesystem pause; none will be restarted", "sandbox", sb.ID, "err", err)
 		}
 	}
 	now := s.now()
@@ -265,6 +267,10 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 		mode = sb.PausedWith
 		paused := max(0, now.Sub(*sb.PausedAt))
 		sb.ExpiresAt = sb.ExpiresAt.Add(paused)
+		if !sb.ExpiresAt.After(now) { // auto-paused at its end: a fresh lifetime
+			sb.ExpiresAt = now.Add(s.cfg.DefaultLifetime)
+			sb.LifetimeMinutes = int(math.Ceil(sb.ExpiresAt.Sub(sb.CreatedAt).Minutes()))
+		}
 		sb.PausedTotal += paused
 		sb.Status, sb.PausedWith, sb.PausedAt, sb.PausedProcesses = api.StatusActive, "", nil, nil
 		return nil
@@ -344,4 +350,22 @@ func (s *Server) reconcilePaused(ctx context.Context) ([]string, error) {
 		ids[i] = sb.ID
 	}
 	return ids, nil
+}
+
+// autoPause pauses a sandbox created with auto_pause whose lifetime ended
+// (the reaper): with filesystem where the driver can, which releases its
+// memory, else freeze; a sandbox that cannot be paused is destroyed.
+func (s *Server) autoPause(ctx context.Context, sb *model.Sandbox) {
+	mode := api.PauseFreeze
+	if p, ok := s.pauser(); ok && p.PauseModes()[api.PauseFilesystem] == "" {
+		mode = api.PauseFilesystem
+	}
+	if _, err := s.pause(ctx, sb, mode); err != nil {
+		s.log.WarnContext(ctx, "auto-pause failed; destroying the sandbox", "sandbox", sb.ID, "err", err)
+		if err := s.destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonExpired); err != nil && !errors.Is(err, errNotActive) {
+			s.log.ErrorContext(ctx, "destroy a sandbox that could not be auto-paused", "sandbox", sb.ID, "err", err)
+		}
+		return
+	}
+	s.log.InfoContext(ctx, "sandbox auto-paused at the end of its lifetime", "sandbox", sb.ID, "mode", mode)
 }

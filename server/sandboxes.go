@@ -65,10 +65,11 @@ type createParams struct {
 	volumes      []model.VolumeMount // validated volume_mounts (volumes.go)
 	egress       egress.Allowlist    // granted by mcp_connection_names (mcpconn.go) and egress_hosts
 	secrets      []string            // secret_names, checked (server/secrets)
+	autoPause    bool                // paused at expires_at, not destroyed (pause.go)
 }
 
 func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
-	p := createParams{label: req.Label, size: req.Size, storageGB: req.StorageGB, count: req.Count}
+	p := createParams{label: req.Label, size: req.Size, storageGB: req.StorageGB, count: req.Count, autoPause: req.AutoPause}
 	maxMin := int(s.cfg.MaxLifetime / time.Minute)
 	switch {
 	case len(req.Label) > maxLabelLen:
@@ -203,6 +204,7 @@ func (s *Server) newSandboxRecord(acct *model.Account, p createParams) *model.Sa
 		CreatedAt:       now,
 		ExpiresAt:       now.Add(p.lifetime),
 		Driver:          s.cfg.DriverName,
+		AutoPause:       p.autoPause,
 	}
 }
 

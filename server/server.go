@@ -42,6 +42,9 @@ type Config struct {
 	MaxStorageGB    float64       // ceiling for storage_gb; default 20
 	MaxVolumeGB     float64       // ceiling for a volume's size_gb; 0 means DefaultMaxVolumeGB
 	MaxCount        int           // ceiling for count in one create (and one fork); default 10
+	// MaxPausedAge is how long a sandbox may stay paused before the
+	// reaper destroys it; 0 means DefaultMaxPausedAge, negative forever.
+	MaxPausedAge time.Duration
 	// SnapshotLimit is how many snapshots an account may keep; 0 means
 	// api.DefaultSnapshotLimit, negative no limit.
 	SnapshotLimit  int
@@ -108,6 +111,7 @@ const (
 	DefaultMaxStorageGB    = 20
 	DefaultMaxCount        = 10
 	DefaultReaperInterval  = time.Second
+	DefaultMaxPausedAge    = 7 * 24 * time.Hour
 	DefaultBootstrapEmail  = "local@localhost"
 	DefaultTakeoverFlush   = 10 * time.Second
 	DefaultMaxExecOutput   = 16 << 20
@@ -137,6 +141,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ReaperInterval == 0 {
 		c.ReaperInterval = DefaultReaperInterval
+	}
+	if c.MaxPausedAge == 0 {
+		c.MaxPausedAge = DefaultMaxPausedAge
 	}
 	if c.BootstrapEmail == "" {
 		c.BootstrapEmail = DefaultBootstrapEmail
@@ -211,9 +218,10 @@ type Server struct {
 	limiter *rateLimiter
 	// registered are the registered routes (register), their docs left
 	// out; streamingPOST the POST patterns exempt from Idempotency-Key.
-	registered    []httpx.Route
-	streamingPOST map[string]bool
-	lastPurge     time.Time // of idempotency records; only Run touches it
+	registered      []httpx.Route
+	streamingPOST   map[string]bool
+	lastPurge       time.Time // of idempotency records; only Run touches it
+	lastPausedSweep time.Time // of paused sandboxes past MaxPausedAge; only Run touches it
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
 	healthTimeout time.Duration
 	// copyBufs recycles the proxy's copy buffers (proxy.go).
@@ -431,6 +439,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return nil
 		case <-tick.C:
 			s.reap(ctx)
+			s.reapPaused(ctx)
 			s.sweep(ctx)
 		case t := <-s.touches.ch:
 			if err := s.store.TouchAPIKey(ctx, t.keyID, t.at); err != nil && ctx.Err() == nil {

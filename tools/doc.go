@@ -3,7 +3,7 @@
 // the OpenAI, Anthropic, Gemini and MCP shapes.
 //
 // Default returns the reference's 15 default tools, Git its 8 git tools and
-// LSP the language-server tools, and MCP the 26 tools of boxkite-mcp and the
+// LSP the language-server tools, and MCP the 31 tools of boxkite-mcp and the
 // server's /mcp/ (account tools over a Provider, plus the sandbox tools with
 // a session_id). Handlers answer with text an agent can act
 // on: a user mistake, a failing command or an API refusal is a result

@@ -50,15 +50,17 @@ type Provider interface {
 	Images
 	Volumes
 	MCPConnections
+	Lifecycle
 }
 
 // Binder returns the Sandbox for a sandbox id without calling anything; a
 // wrong id shows up as not_found from the first call.
 type Binder func(id string) Sandbox
 
-// MCP returns the 26 tools of reference §5.1, in its order: the account
-// tools over p, and the sandbox tools (each taking session_id) over the
-// sandbox bind returns. The sandbox tools are this package's own tools
+// MCP returns the 31 MCP tools: the 26 of reference §5.1, in its order
+// (the account tools over p, and the sandbox tools, each taking
+// session_id, over the sandbox bind returns), then pause, resume,
+// snapshot, restore and fork (Lifecycle). The sandbox tools are this package's own tools
 // with session_id added, so their texts are the same everywhere.
 //
 // Handlers ignore the Sandbox Call passes them; nil is fine. The opt-in
@@ -73,6 +75,7 @@ func MCP(p Provider, bind Binder, optional ...Tool) []Tool {
 		m.exec(), m.session(lspStartTool()), m.lspOpen(), m.session(lspCompletionTool()), m.session(lspStopTool()),
 		m.session(fileCreateTool()), m.view(), m.strReplace(), m.session(lsTool()), m.session(globTool()), m.session(grepTool()),
 	}
+	out = append(out, m.lifecycleTools()...)
 	for _, t := range optional {
 		out = append(out, m.session(t))
 	}

@@ -98,6 +98,8 @@ func (m *Model) detailKey(msg tea.KeyMsg) tea.Cmd {
 		return m.openLog(id)
 	case key.Matches(msg, k.Refresh):
 		return m.loadDetail(id)
+	case key.Matches(msg, k.Pause) && m.detail.sb != nil:
+		return m.togglePause(*m.detail.sb)
 	case !active:
 	case key.Matches(msg, k.Exec):
 		return m.openExec(id)

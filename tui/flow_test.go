@@ -7,6 +7,8 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/charmbracelet/x/exp/teatest"
 )
 
@@ -66,5 +68,26 @@ func TestFlow(t *testing.T) {
 	defer src.mu.Unlock()
 	if len(src.execs) != 1 || src.execs[0] != "uname" {
 		t.Errorf("execs = %q, want [uname]", src.execs)
+	}
+}
+
+// TestPauseResumeKey pauses the selected sandbox with p, shows it paused,
+// and resumes it with p again (issue 22).
+func TestPauseResumeKey(t *testing.T) {
+	src := newFakeSource()
+	m := New(Options{Source: src, Now: func() time.Time { return epoch }, Location: time.UTC, Output: os.Stdout, Refresh: 20 * time.Millisecond})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 24))
+	waitFor(t, tm, "scratch")
+	tm.Type("p")
+	waitFor(t, tm, "paused 7f3a9d21")
+	time.Sleep(200 * time.Millisecond) // the list reloads and shows it paused
+	tm.Type("p")
+	waitFor(t, tm, "resumed 7f3a9d21")
+	tm.Type("q")
+	tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second))
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if len(src.paused) != 2 || src.paused[0] != api.StatusPaused || src.paused[1] != api.StatusActive {
+		t.Errorf("statuses set = %q, want [paused active]", src.paused)
 	}
 }

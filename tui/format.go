@@ -46,9 +46,12 @@ func Age(t, now time.Time) string {
 	return ShortDuration(now.Sub(t))
 }
 
-// Expiry says when an active sandbox expires: "in 12m", "now", or "-".
+// Expiry says when an active sandbox expires: "in 12m", "now", "paused"
+// (its lifetime does not run), or "-".
 func Expiry(sb api.Sandbox, now time.Time) string {
 	switch {
+	case sb.Status == api.StatusPaused:
+		return "paused"
 	case sb.Status != api.StatusActive || sb.ExpiresAt.IsZero():
 		return "-"
 	case !sb.ExpiresAt.After(now):

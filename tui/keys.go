@@ -7,7 +7,7 @@ import "github.com/charmbracelet/bubbles/key"
 type keyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 
-	Open, Log, Exec, Attach, Create, Destroy, Refresh, Sort, Filter key.Binding
+	Open, Log, Exec, Attach, Create, Destroy, Pause, Refresh, Sort, Filter key.Binding
 
 	Follow, Search, Next, Prev, Expand key.Binding
 
@@ -34,6 +34,7 @@ func newKeyMap() keyMap {
 		Attach:  b("attach", "a"),
 		Create:  b("create", "c"),
 		Destroy: b("destroy", "d"),
+		Pause:   b("pause/resume", "p"),
 		Refresh: b("refresh", "r"),
 		Sort:    b("sort", "s"),
 		Filter:  b("filter", "/"),
@@ -70,10 +71,10 @@ func (k keyMap) forScreen(s screen) (short []key.Binding, full [][]key.Binding) 
 	switch s {
 	case screenList:
 		short = []key.Binding{k.Open, k.Log, k.Exec, k.Create, k.Destroy, k.Filter, k.Help, k.Quit}
-		full = [][]key.Binding{nav, {k.Open, k.Log, k.Exec, k.Attach}, {k.Create, k.Destroy, k.Refresh}, {k.Filter, k.Sort, k.Help, k.Quit}}
+		full = [][]key.Binding{nav, {k.Open, k.Log, k.Exec, k.Attach}, {k.Create, k.Destroy, k.Pause, k.Refresh}, {k.Filter, k.Sort, k.Help, k.Quit}}
 	case screenDetail:
 		short = []key.Binding{k.Log, k.Exec, k.Attach, k.Destroy, k.Refresh, k.Back, k.Help, k.Quit}
-		full = [][]key.Binding{{k.Log, k.Exec, k.Attach}, {k.Destroy, k.Refresh}, {k.Back, k.Help, k.Quit}}
+		full = [][]key.Binding{{k.Log, k.Exec, k.Attach}, {k.Destroy, k.Pause, k.Refresh}, {k.Back, k.Help, k.Quit}}
 	case screenLog:
 		short = []key.Binding{k.Follow, k.Expand, k.Search, k.Next, k.Exec, k.Back, k.Help, k.Quit}
 		full = [][]key.Binding{nav, {k.Follow, k.Expand}, {k.Search, k.Next, k.Prev}, {k.Exec, k.Attach, k.Back, k.Help, k.Quit}}

@@ -91,10 +91,13 @@ func (l *listState) rebuild() {
 }
 
 func statusRank(s string) int {
-	if s == api.StatusActive {
+	switch s {
+	case api.StatusActive:
 		return 0
+	case api.StatusPaused:
+		return 1
 	}
-	return 1
+	return 2
 }
 
 func (l *listState) syncSelected() {
@@ -189,6 +192,10 @@ func (m *Model) listKey(msg tea.KeyMsg) tea.Cmd {
 		return m.attach(l.selectedActive())
 	case key.Matches(msg, k.Destroy):
 		m.askDestroy(l.selectedActive())
+	case key.Matches(msg, k.Pause):
+		if len(l.rows) > 0 {
+			return m.togglePause(l.rows[l.cursor])
+		}
 	}
 	return nil
 }
@@ -236,9 +243,12 @@ func (m *Model) listView() string {
 	for i := l.top; i < min(l.top+h, len(l.rows)); i++ {
 		sb := l.rows[i]
 		status := fit(oneLine(sb.Status), listColumns[1])
-		if sb.Status == api.StatusActive {
+		switch sb.Status {
+		case api.StatusActive:
 			status = m.st.ok.Render(status)
-		} else {
+		case api.StatusPaused:
+			status = m.st.warn.Render(status)
+		default:
 			status = m.st.dim.Render(status)
 		}
 		row := fit(oneLine(shortID(sb.ID)), listColumns[0]) + " " + status + " " + fit(oneLine(orDash(sb.Label)), labelW) + " " +

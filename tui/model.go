@@ -141,6 +141,11 @@ type (
 		id  string
 		err error
 	}
+	pausedMsg struct {
+		id      string
+		resumed bool // a resume, else a pause
+		err     error
+	}
 )
 
 // Init loads the list and starts the refresh ticker.
@@ -221,6 +226,17 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setNote("attach: "+errText(msg.err), true)
 		} else {
 			m.setNote("detached from "+msg.id, false)
+		}
+		return m, m.loadSandboxes()
+	case pausedMsg:
+		verb := map[bool]string{false: "paused ", true: "resumed "}[msg.resumed]
+		if msg.err != nil {
+			m.setNote(strings.TrimSpace(verb)+" "+msg.id+": "+errText(msg.err), true)
+			return m, nil
+		}
+		m.setNote(verb+msg.id, false)
+		if m.current() == screenDetail && m.detail.id == msg.id {
+			return m, tea.Batch(m.loadSandboxes(), m.loadDetail(msg.id))
 		}
 		return m, m.loadSandboxes()
 	case destroyedMsg:
@@ -335,6 +351,26 @@ func (m *Model) handleConfirm(msg tea.KeyMsg) tea.Cmd {
 }
 
 // Actions shared by several screens.
+
+// togglePause pauses an active sandbox (freeze) or resumes a paused one.
+func (m *Model) togglePause(sb api.Sandbox) tea.Cmd {
+	src, id := m.src, sb.ID
+	switch sb.Status {
+	case api.StatusActive:
+		m.setNote("pausing "+id+"…", false)
+		return func() tea.Msg {
+			_, err := call(func(ctx context.Context) (*api.Sandbox, error) { return src.PauseSandbox(ctx, id, "") })
+			return pausedMsg{id: id, err: err}
+		}
+	case api.StatusPaused:
+		m.setNote("resuming "+id+"…", false)
+		return func() tea.Msg {
+			_, err := call(func(ctx context.Context) (*api.ResumeResult, error) { return src.ResumeSandbox(ctx, id) })
+			return pausedMsg{id: id, resumed: true, err: err}
+		}
+	}
+	return nil
+}
 
 func (m *Model) askDestroy(id string) {
 	if id != "" {

@@ -16,6 +16,10 @@ type Source interface {
 	Sandbox(ctx context.Context, id string) (*api.Sandbox, error)
 	CreateSandbox(ctx context.Context, req api.CreateSandboxRequest) (*api.Sandbox, error)
 	DeleteSandbox(ctx context.Context, id string) error
+	// PauseSandbox and ResumeSandbox pause a sandbox (mode "" is freeze)
+	// and resume it (issue 22).
+	PauseSandbox(ctx context.Context, id, mode string) (*api.Sandbox, error)
+	ResumeSandbox(ctx context.Context, id string) (*api.ResumeResult, error)
 	SandboxStats(ctx context.Context, id string) (*api.SandboxStats, error)
 	// Host is the host's disk against its free-space watermark and
 	// whether the audit log can be written (admin keys; an error just

@@ -28,6 +28,7 @@ type fakeSource struct {
 	down      bool // every call fails as if the server were gone
 	created   []api.CreateSandboxRequest
 	deleted   []string
+	paused    []string // the statuses PauseSandbox and ResumeSandbox set, in order
 	execs     []string
 	attached  []string
 	host      api.HostStatus
@@ -152,6 +153,36 @@ func (f *fakeSource) DeleteSandbox(_ context.Context, id string) error {
 		}
 	}
 	return nil
+}
+
+func (f *fakeSource) PauseSandbox(_ context.Context, id, _ string) (*api.Sandbox, error) {
+	return f.setStatus(id, api.StatusActive, api.StatusPaused)
+}
+
+func (f *fakeSource) ResumeSandbox(_ context.Context, id string) (*api.ResumeResult, error) {
+	sb, err := f.setStatus(id, api.StatusPaused, api.StatusActive)
+	if err != nil {
+		return nil, err
+	}
+	return &api.ResumeResult{Sandbox: *sb}, nil
+}
+
+// setStatus moves sandbox id from status from to to.
+func (f *fakeSource) setStatus(id, from, to string) (*api.Sandbox, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	for i := range f.sandboxes {
+		if f.sandboxes[i].ID == id && f.sandboxes[i].Status == from {
+			f.sandboxes[i].Status = to
+			f.paused = append(f.paused, to)
+			sb := f.sandboxes[i]
+			return &sb, nil
+		}
+	}
+	return nil, &api.Error{Code: api.CodeConflict, Message: "sandbox " + id + " is not " + from}
 }
 
 func (f *fakeSource) SandboxStats(context.Context, string) (*api.SandboxStats, error) {

@@ -67,6 +67,11 @@ type CreateSandboxRequest struct {
 	// MaxEgressHosts. A coding agent handed off into the sandbox reaches
 	// its model API so.
 	EgressHosts []string `json:"egress_hosts,omitempty"`
+	// AutoPause pauses the sandbox when its lifetime ends instead of
+	// destroying it (mode filesystem where the server can, else freeze);
+	// resume gives it a fresh lifetime. A paused sandbox is destroyed after
+	// the server's paused retention (docs/snapshots.md).
+	AutoPause   bool     `json:"auto_pause,omitempty"`
 	SecretNames []string `json:"secret_names,omitempty"`
 }
 
@@ -90,6 +95,7 @@ type Sandbox struct {
 	// on by the time paused at resume).
 	PausedWith string     `json:"paused_with,omitempty"`
 	PausedAt   *time.Time `json:"paused_at,omitempty"`
+	AutoPause  bool       `json:"auto_pause,omitempty"` // paused, not destroyed, when its lifetime ends
 }
 
 // ResumeResult is the answer to POST /v1/sandboxes/{id}/resume: the

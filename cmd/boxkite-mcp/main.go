@@ -1,5 +1,5 @@
-// Command boxkite-mcp is the boxkite MCP server over stdio: the 26 tools of
-// reference §5.1 (sandboxes, images, volumes, MCP connections, exec, files,
+// Command boxkite-mcp is the boxkite MCP server over stdio: the 31 tools of
+// reference §5.1 and issue 22 (sandboxes, their pause, snapshots and forks, images, volumes, MCP connections, exec, files,
 // language servers), each a call to a boxkite control plane.
 //
 // It reads BOXKITE_BASE_URL and BOXKITE_API_KEY, else the CLI's
@@ -90,7 +90,7 @@ It is started by an MCP client; set it up with ` + "`boxkite mcp init <client>`"
 Configuration: BOXKITE_BASE_URL and BOXKITE_API_KEY, else the boxkite CLI's
 config (BOXKITE_HOME, default ~/.boxkite: config.toml, else local.toml).
 
-  --enable TOOL,…   add opt-in tools to the 26: http_request (secrets broker),
+  --enable TOOL,…   add opt-in tools to the 31: http_request (secrets broker),
                     pty_exec, node_interpreter, run_tests, browser_navigate,
                     browser_exec, browser_screenshot, browser_close
 `

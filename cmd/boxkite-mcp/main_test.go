@@ -179,8 +179,8 @@ func runGoFlow(t *testing.T, s *servertest.Server, transport mcp.Transport) {
 		names = append(names, tl.Name)
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, toolNames()) || len(names) != 26 {
-		t.Fatalf("tools/list = %v, want the 26 of tools.MCP", names)
+	if !slices.Equal(names, toolNames()) || len(names) != 31 {
+		t.Fatalf("tools/list = %v, want the 31 of tools.MCP", names)
 	}
 
 	call := func(tool string, args map[string]any) (string, bool) {
@@ -300,8 +300,8 @@ func checkTS(t *testing.T, out tsOutput) {
 	}
 	names := slices.Clone(out.Tools)
 	slices.Sort(names)
-	if !slices.Equal(names, toolNames()) || len(names) != 26 {
-		t.Errorf("tools/list = %v, want the 26 of tools.MCP", out.Tools)
+	if !slices.Equal(names, toolNames()) || len(names) != 31 {
+		t.Errorf("tools/list = %v, want the 31 of tools.MCP", out.Tools)
 	}
 	if len(out.Calls) != len(flow) {
 		t.Fatalf("the TypeScript client made %d calls, want %d: %+v", len(out.Calls), len(flow), out.Calls)

@@ -167,6 +167,7 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 		},
 		RateLimits:        server.RateLimits{Lifecycle: opts.rateLifecycle, Ops: opts.rateOps, Auth: opts.rateAuth, Snapshot: opts.rateSnapshot},
 		SnapshotLimit:     opts.snapshotLimit,
+		MaxPausedAge:      opts.maxPausedAge,
 		JWTSecret:         opts.jwtSecret,
 		BastionKey:        opts.bastionKey,
 		TakeoverRecording: opts.recordTakeovers,
@@ -301,7 +302,7 @@ func newLogger(level string, w io.Writer) *slog.Logger {
 // findSidecar resolves the sidecar binary: the flag, else next to this
 // executable, else $PATH.
 func findSidecar(path string) (string, error) {
-	const install = "install it with `go install github.com/boxkite/boxkite/cmd/boxkite-sidecar@latest` " +
+	const install = "install it with `CGO_ENABLED=0 go install github.com/boxkite/boxkite/cmd/boxkite-sidecar@latest` " +
 		"(next to boxkite-server or on $PATH), or pass --sidecar PATH"
 	if path != "" {
 		p, err := exec.LookPath(path)

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/model"
@@ -54,7 +55,7 @@ host-users = true
 				listen: "127.0.0.1:8090", db: "sqlite:/bh/server/boxkite.db", driver: "local", stateDir: "/bh/server",
 				logLevel: "info", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour, maxStorageGB: 20, maxVolumeGB: 100, maxCount: 10,
 				reaperInterval: time.Second, warmPool: defaultWarmPool,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage, console: true, clones: local.ClonesAuto,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
 			},
 		},
 		{
@@ -70,7 +71,7 @@ host-users = true
 				listen: "127.0.0.1:3333", db: "sqlite:/from/file/boxkite.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 4, reaperInterval: 5 * time.Second,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true, clones: local.ClonesAuto,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
 			},
 		},
 		{
@@ -80,7 +81,7 @@ host-users = true
 				listen: "127.0.0.1:1111", db: "sqlite:/x.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 3, reaperInterval: 5 * time.Second, warmPool: defaultWarmPool,
-				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true, clones: local.ClonesAuto,
+				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
 			},
 		},
 	}

@@ -109,6 +109,7 @@ func companionBinaries(t *testing.T) string {
 	dir := t.TempDir()
 	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/boxkite-server", "./cmd/boxkite-sidecar", "./cmd/boxkite-bastion")
 	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as released
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build the server, sidecar and bastion: %v\n%s", err, out)
 	}

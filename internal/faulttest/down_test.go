@@ -39,9 +39,7 @@ func TestDownLeavesNothing(t *testing.T) {
 			if killed {
 				s.killServer()
 			}
-			if _, stderr, err := s.run("down", "--yes"); err != nil {
-				t.Fatalf("boxkite down: %v\n%s", err, stderr)
-			}
+			s.down()
 			s.wantNothingLeft()
 
 			// The volume's data outlives the stack.
@@ -50,7 +48,7 @@ func TestDownLeavesNothing(t *testing.T) {
 			if out := s.mustRun("exec", "-s", id, "--", "cat", "/workspace/data/f"); out != "kept" {
 				t.Errorf("the volume after down and up holds %q, want kept", out)
 			}
-			s.mustRun("down", "--yes")
+			s.down()
 			s.wantNothingLeft()
 		})
 	}
@@ -105,6 +103,6 @@ func TestHostLimitRefusals(t *testing.T) {
 	if !refusing {
 		t.Errorf("GET /v1/host does not show the sandbox task cap refusing: %+v", host.Limits)
 	}
-	s.mustRun("down", "--yes")
+	s.down()
 	s.wantNothingLeft()
 }

@@ -46,31 +46,7 @@ func loopFS(t *testing.T, sizeMiB int, options string) (mnt, img string) {
 		os.Remove(mnt)
 		t.Fatalf("mount %s: %v\n%s", img, err, out)
 	}
-	t.Cleanup(func() {
-		// Loop devices of filesystems unmounted just before detach in
-		// the background (the kernel's autoclear): retry a while.
-		var out []byte
-		var err error
-		for range 100 {
-			if out, err = exec.Command("umount", mnt).CombinedOutput(); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			who, foreign := holders(mnt)
-			if foreign {
-				// Another process on this machine (a concurrent test's
-				// private mount namespace) copied our mounts and pins
-				// them: not ours to undo.
-				t.Logf("umount %s: busy, held by a mount namespace outside this test:\n%s", mnt, who)
-			} else {
-				t.Errorf("umount %s: %v\n%s%s", mnt, err, out, who)
-			}
-			_ = exec.Command("umount", "-l", mnt).Run()
-		}
-		os.Remove(mnt)
-	})
+	t.Cleanup(func() { unmountHostFS(t, mnt) })
 	if err := os.Chmod(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -115,60 +91,62 @@ func ballast(t *testing.T, dir string, n int64) string {
 	return p
 }
 
-// holders says what keeps the filesystem at mnt busy: loop devices backed
-// by its files, the mount namespaces that still mount them, and processes
-// with a file or directory on them. foreign reports whether a mount
-// namespace other than this process's holds one.
-func holders(mnt string) (who string, foreign bool) {
+// unmountHostFS unmounts the filesystem at mnt once what was on it let go
+// (loop devices of filesystems just unmounted detach in the background,
+// the kernel's autoclear), and removes mnt. A filesystem kept busy only
+// by processes outside the test (see holdersOf) is left to them,
+// detached, and logged; kept busy by the test itself, it fails the test.
+func unmountHostFS(t *testing.T, mnt string) {
+	defer os.Remove(mnt)
 	var st unix.Stat_t
 	if err := unix.Stat(mnt, &st); err != nil {
-		return "", false
+		t.Errorf("stat %s: %v", mnt, err)
+		return
 	}
+	hostDev := fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev))
+	var out []byte
+	var err error
+	var foreign []holder // seen at the first failure: holders come and go
+	for i := range 100 {
+		if out, err = exec.Command("umount", mnt).CombinedOutput(); err == nil {
+			return
+		}
+		if i == 0 {
+			if hs := hostFSHolders(mnt, hostDev); onlyForeign(hs) {
+				foreign = hs
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer func() { _ = exec.Command("umount", "-l", mnt).Run() }()
+	hs := hostFSHolders(mnt, hostDev)
 	var b strings.Builder
-	held := map[uint64]bool{st.Dev: true}
-	devs, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, f := range devs {
-		if backing, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(backing), mnt+"/") {
-			dev, _ := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(f)), "dev"))
-			fmt.Fprintf(&b, "loop device %s (%s) backed by %s", filepath.Base(filepath.Dir(filepath.Dir(f))), strings.TrimSpace(string(dev)), backing)
-			var major, minor uint32
-			if _, err := fmt.Sscanf(string(dev), "%d:%d", &major, &minor); err == nil {
-				held[unix.Mkdev(major, minor)] = true
-			}
-		}
+	for _, h := range append(foreign, hs...) {
+		fmt.Fprintf(&b, "\n  %s", h)
 	}
-	self, _ := os.Readlink("/proc/self/ns/mnt")
-	mounts, _ := filepath.Glob("/proc/[0-9]*/mountinfo")
-	for _, m := range mounts {
-		ns, _ := os.Readlink(filepath.Join(filepath.Dir(m), "ns", "mnt"))
-		info, _ := os.ReadFile(m)
-		for _, line := range strings.Split(string(info), "\n") {
-			f := strings.Fields(line)
-			var major, minor uint32
-			if len(f) < 5 {
-				continue
-			}
-			if _, err := fmt.Sscanf(f[2], "%d:%d", &major, &minor); err != nil || !held[unix.Mkdev(major, minor)] || unix.Mkdev(major, minor) == st.Dev {
-				continue
-			}
-			if ns != self {
-				foreign = true
-			}
-			cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(m), "cmdline"))
-			fmt.Fprintf(&b, "%s (%s) mounts %s\n", filepath.Dir(m), strings.ReplaceAll(string(cmd), "\x00", " "), f[4])
-			break
-		}
+	if onlyForeign(hs) || (len(hs) == 0 && len(foreign) > 0) {
+		t.Logf("umount %s: busy, held only by processes outside this test:%s", mnt, b.String())
+		return
 	}
-	links, _ := filepath.Glob("/proc/[0-9]*/fd/*")
-	more, _ := filepath.Glob("/proc/[0-9]*/cwd")
-	for _, l := range append(links, more...) {
-		var ls unix.Stat_t
-		if unix.Stat(l, &ls) == nil && held[ls.Dev] {
-			target, _ := os.Readlink(l)
-			pid := strings.Split(l, "/")[2]
-			cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
-			fmt.Fprintf(&b, "pid %s (%s) holds %s\n", pid, strings.ReplaceAll(string(cmd), "\x00", " "), target)
-		}
+	t.Errorf("umount %s: %v\n%s%s", mnt, err, out, b.String())
+}
+
+// hostFSHolders lists what keeps the host filesystem at mnt (device
+// hostDev) busy: the filesystems on loop devices backed by its files, and
+// descriptors on it.
+func hostFSHolders(mnt, hostDev string) []holder {
+	loops := loopDevicesUnder(mnt)
+	devs := map[string]bool{hostDev: true}
+	for dev := range loops {
+		devs[dev] = true
 	}
-	return b.String(), foreign
+	hs := holdersOf(devs, mnt, nil)
+	if len(hs) == 0 && len(loops) > 0 {
+		hs = detachedPinners(nil) // held, but not through any mount table
+	}
+	if len(hs) == 0 && len(loops) > 0 {
+		// Nobody to blame: the test's own problem until shown otherwise.
+		hs = append(hs, holder{what: fmt.Sprintf("loop devices %v, held by nothing visible", loops), ours: true})
+	}
+	return hs
 }

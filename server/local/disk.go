@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -251,13 +252,21 @@ const diskMountOptions = "errors=remount-ro"
 // mountDisk attaches image to a free loop device and mounts it at target.
 // The device is auto-clearing: it detaches itself once the filesystem is
 // unmounted everywhere, the jail's copies of the mount included.
+//
+// An image still attached to a loop device (its filesystem lives on in a
+// mount namespace that copied it, see holders.go) is mounted from that
+// device: a second device would make a second ext4 instance of the same
+// image, and two instances writing one image corrupt it.
 func mountDisk(image, target string) error {
 	img, err := os.OpenFile(image, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("mount disk: %w", err)
 	}
 	defer img.Close()
-	loop, err := attachLoop(img)
+	loop, err := attachedLoop(img)
+	if err == nil && loop == nil {
+		loop, err = attachLoop(img)
+	}
 	if err != nil {
 		return fmt.Errorf("mount disk: %w", err)
 	}
@@ -272,6 +281,42 @@ func mountDisk(image, target string) error {
 		return fmt.Errorf("mount disk %s on %s: %w", loop.Name(), target, err)
 	}
 	return nil
+}
+
+// attachedLoop returns, open, the loop device img is attached to, or nil.
+// Holding it open keeps it from detaching (autoclear acts on the last
+// close), so it can be mounted.
+func attachedLoop(img *os.File) (*os.File, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(img.Fd()), &st); err != nil {
+		return nil, err
+	}
+	// The kernel names the backing file by its absolute, resolved path.
+	name, err := filepath.Abs(img.Name())
+	if err != nil {
+		return nil, err
+	}
+	if resolved, err := filepath.EvalSymlinks(name); err == nil {
+		name = resolved
+	}
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	for _, f := range files {
+		backing, err := os.ReadFile(f)
+		if err != nil || strings.TrimSuffix(strings.TrimSpace(string(backing)), " (deleted)") != name {
+			continue
+		}
+		dev, err := os.OpenFile("/dev/"+filepath.Base(filepath.Dir(filepath.Dir(f))), os.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // detached meanwhile
+		}
+		// The name may be another file's by now: the inode tells.
+		info, err := unix.IoctlLoopGetStatus64(int(dev.Fd()))
+		if err == nil && info.Device == st.Dev && info.Inode == st.Ino {
+			return dev, nil
+		}
+		dev.Close()
+	}
+	return nil, nil
 }
 
 // attachLoop binds img to a free loop device and returns the device open.

@@ -52,6 +52,7 @@ func runTests(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	sidecarBin = filepath.Join(dir, "boxkite-sidecar")
 	build := exec.Command("go", "build", "-o", sidecarBin, "github.com/boxkite/boxkite/cmd/boxkite-sidecar")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as released (see TestJailsDoNotPinHostMounts)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build boxkite-sidecar:", err)

@@ -173,6 +173,7 @@ func New(cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
 	d.sidecar = path
+	d.checkSidecarStatic()
 	if d.cfg.Sizes == nil {
 		d.cfg.Sizes = DefaultSizes()
 	}

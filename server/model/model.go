@@ -75,6 +75,9 @@ type Sandbox struct {
 	// paused with api.PauseFilesystem, which resume restarts (those
 	// started with restart) or reports as ended.
 	PausedProcesses []api.ProcessInfo
+	// AutoPause pauses the sandbox at ExpiresAt instead of destroying it
+	// (api.CreateSandboxRequest.AutoPause).
+	AutoPause bool
 }
 
 // Active reports whether operations on the sandbox are accepted.
@@ -105,6 +108,7 @@ func (sb *Sandbox) ToAPI() api.Sandbox {
 		t := sb.PausedAt.UTC()
 		out.PausedWith, out.PausedAt = sb.PausedWith, &t
 	}
+	out.AutoPause = sb.AutoPause
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -27,6 +28,7 @@ import (
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/images"
+	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
 )
@@ -350,11 +352,13 @@ func stripRequestID(body []byte) string {
 
 // TestImageWithoutLibcBoots: an imported image with no libc at all (one
 // static binary as /bin/sh, built here with CGO_ENABLED=0) boots, though
-// `go build` links the sidecar against the host's glibc: the jail runs it
-// with the host's loader (jail.LoaderDir), which the image never sees in
-// its own directories.
+// `go build` with cgo links the sidecar against the host's glibc: the
+// jail runs it with the host's loader (jail.LoaderDir), which the image
+// never sees in its own directories. (servertest's sidecar is static, as
+// released; this test builds a dynamically linked one.)
 func TestImageWithoutLibcBoots(t *testing.T) {
 	t.Parallel()
+	dynamic := dynamicSidecar(t)
 	sh := filepath.Join(t.TempDir(), "sh")
 	build := exec.Command("go", "build", "-o", sh, "./testdata/staticsh")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -369,7 +373,8 @@ func TestImageWithoutLibcBoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := servertest.New(t, servertest.WithConfig(server.Config{Images: m}))
+	s := servertest.New(t, servertest.WithConfig(server.Config{Images: m}),
+		servertest.WithDriverConfig(func(c *local.Config) { c.SidecarPath = dynamic }))
 
 	var layer bytes.Buffer
 	tw := tar.NewWriter(&layer)
@@ -447,4 +452,37 @@ func accountOf(t *testing.T, s *servertest.Server) string {
 	var a api.Account
 	mustJSON(t, body, &a)
 	return a.ID
+}
+
+// dynamicSidecar builds boxkite-sidecar with cgo, linked against the
+// host's glibc, into a directory the jail's unprivileged root can read.
+func dynamicSidecar(t *testing.T) string {
+	t.Helper()
+	// Not below t.TempDir(), whose parent only root may enter.
+	dir, err := os.MkdirTemp("", "bxkdyn-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "boxkite-sidecar")
+	build := exec.Command("go", "build", "-o", bin, "github.com/boxkite/boxkite/cmd/boxkite-sidecar")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build a dynamically linked sidecar (cgo needs a C compiler): %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return bin
+		}
+	}
+	t.Fatal("the sidecar built with CGO_ENABLED=1 is static: this test needs it dynamically linked")
+	return ""
 }

@@ -353,6 +353,9 @@ func buildSidecar() (string, error) {
 	// packages may be doing the same at the same moment.
 	tmp := filepath.Join(dir, fmt.Sprintf(".boxkite-sidecar-%d", os.Getpid()))
 	cmd := exec.Command("go", "build", "-o", tmp, "github.com/boxkite/boxkite/cmd/boxkite-sidecar")
+	// Static, as released: a dynamically linked sidecar keeps the host's
+	// mounts alive while its jail runs (server/local TestJailsDoNotPinHostMounts).
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		os.Remove(tmp)

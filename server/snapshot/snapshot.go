@@ -326,10 +326,14 @@ func (s *Service) Fork(ctx context.Context, acct *model.Account, sb *model.Sandb
 		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not copy the sandbox's filesystem").
 			WithHint("retry; if it keeps failing, the server log has the cause under this request id")
 	}
+	// Deleted once the children started, off the answer's path (a
+	// reflinked image's unlink walks its extents).
 	defer func() {
-		if err := s.cfg.Driver.DeleteSnapshot(context.WithoutCancel(ctx), ref.Key); err != nil {
-			s.cfg.Log.ErrorContext(ctx, "delete a fork's transient snapshot", "key", ref.Key, "err", err)
-		}
+		go func(ctx context.Context) {
+			if err := s.cfg.Driver.DeleteSnapshot(ctx, ref.Key); err != nil {
+				s.cfg.Log.ErrorContext(ctx, "delete a fork's transient snapshot", "key", ref.Key, "err", err)
+			}
+		}(context.WithoutCancel(ctx))
 	}()
 	from := &model.Snapshot{Key: ref.Key, SandboxID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID}
 	children, err := s.cfg.Control.Start(ctx, acct, from, "", count)

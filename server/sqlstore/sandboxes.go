@@ -14,7 +14,7 @@ import (
 const sandboxColumns = `id, account_id, label, size, storage_gb, lifetime_minutes, status, destroy_reason,
 	created_at, expires_at, destroyed_at, driver,
 	endpoint_network, endpoint_address, endpoint_token, endpoint_cert,
-	paused_with, paused_at, paused_micros, paused_processes`
+	paused_with, paused_at, paused_micros, paused_processes, auto_pause`
 
 // A paused sandbox is stored as status 'active' with paused_with set: the
 // status column's CHECK constraint predates pausing, and SQLite cannot
@@ -53,10 +53,11 @@ func scanSandbox(r rowScanner) (*model.Sandbox, error) {
 	var cert string
 	var pausedMicros int64
 	var pausedProcs string
+	var autoPause int
 	err := r.Scan(&sb.ID, &sb.AccountID, &sb.Label, &sb.Size, &sb.StorageGB, &sb.LifetimeMinutes, &sb.Status, &sb.DestroyReason,
 		&created, &expires, &destroyed, &sb.Driver,
 		&sb.Endpoint.Network, &sb.Endpoint.Address, &sb.Endpoint.Token, &cert,
-		&sb.PausedWith, &pausedAt, &pausedMicros, &pausedProcs)
+		&sb.PausedWith, &pausedAt, &pausedMicros, &pausedProcs, &autoPause)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +66,7 @@ func scanSandbox(r rowScanner) (*model.Sandbox, error) {
 	sb.DestroyedAt = fromNullMicros(destroyed)
 	sb.PausedAt = fromNullMicros(pausedAt)
 	sb.PausedTotal = time.Duration(pausedMicros) * time.Microsecond
+	sb.AutoPause = autoPause != 0
 	if pausedProcs != "" {
 		if err := json.Unmarshal([]byte(pausedProcs), &sb.PausedProcesses); err != nil {
 			return nil, fmt.Errorf("decode paused processes: %w", err)
@@ -106,11 +108,11 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *model.Sandbox) error {
 
 func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *model.Sandbox) error {
 	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO sandboxes (`+sandboxColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		sb.ID, sb.AccountID, sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, dbStatus(sb), sb.DestroyReason,
 		micros(sb.CreatedAt), micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,
 		sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM),
-		dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds(), pausedProcesses(sb))
+		dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds(), pausedProcesses(sb), boolInt(sb.AutoPause))
 	if err != nil {
 		return fmt.Errorf("insert sandbox: %w", s.mapErr(err))
 	}
@@ -227,4 +229,11 @@ func (s *Store) CountActiveSandboxes(ctx context.Context, accountID string) (int
 		return 0, fmt.Errorf("count sandboxes: %w", err)
 	}
 	return n, nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -1,5 +1,5 @@
 // Package mcpserver serves the MCP tools of package tools (tools.MCP, the 26
-// tools of reference §5.1) with the official MCP Go SDK: over stdio in
+// tools of reference §5.1 plus the 5 of issue 22) with the official MCP Go SDK: over stdio in
 // cmd/boxkite-mcp, where a *client.Client is the backend, and over
 // Streamable HTTP at the control plane's /mcp/, where the server is.
 //

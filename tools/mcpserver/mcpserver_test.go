@@ -75,8 +75,8 @@ func TestInMemory(t *testing.T) {
 		t.Fatalf("list tools: %v", err)
 	}
 	want := tools.MCP(nil, nil)
-	if len(list.Tools) != 26 || len(want) != 26 {
-		t.Fatalf("listed %d tools, tools.MCP has %d; want 26", len(list.Tools), len(want))
+	if len(list.Tools) != 31 || len(want) != 31 {
+		t.Fatalf("listed %d tools, tools.MCP has %d; want 31", len(list.Tools), len(want))
 	}
 	for _, tl := range list.Tools { // the SDK lists them sorted by name
 		w, ok := tools.Lookup(want, tl.Name)

@@ -191,6 +191,7 @@ class Sandboxes:
         mcp_connection_names: Optional[List[str]] = None,
         secret_names: Optional[List[str]] = None,
         egress_hosts: Optional[List[str]] = None,
+        auto_pause: Optional[bool] = None,
         *,
         idempotency_key: Optional[str] = None,
     ) -> Sandbox:
@@ -206,6 +207,7 @@ class Sandboxes:
                 "mcp_connection_names": mcp_connection_names,
                 "secret_names": secret_names,
                 "egress_hosts": egress_hosts,
+                "auto_pause": auto_pause,
             }
         )
         data = self._t.request("POST", "/v1/sandboxes", json=body, idempotency_key=idempotency_key or new_idempotency_key())

@@ -59,6 +59,9 @@ pub struct SandboxInfo {
     pub paused_with: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused_at: Option<String>,
+    /// Paused, not destroyed, when its lifetime ends.
+    #[serde(default)]
+    pub auto_pause: bool,
 }
 
 /// The body of POST /v1/sandboxes; None fields take the server's defaults.
@@ -83,6 +86,9 @@ pub struct CreateSandbox {
     pub egress_hosts: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret_names: Option<Vec<String>>,
+    /// Pause the sandbox when its lifetime ends instead of destroying it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_pause: Option<bool>,
     /// Sent as Idempotency-Key (a fresh one when None), not in the body.
     #[serde(skip)]
     pub idempotency_key: Option<String>,

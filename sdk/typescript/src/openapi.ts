@@ -1272,6 +1272,7 @@ export interface components {
             label?: string;
         };
         CreateSandboxRequest: {
+            auto_pause?: boolean;
             count?: number;
             egress_hosts?: string[];
             image_id?: string;
@@ -1638,6 +1639,7 @@ export interface components {
             status: string;
         };
         ResumeResult: {
+            auto_pause?: boolean;
             /** Format: date-time */
             created_at: string;
             destroy_reason?: string;
@@ -1657,6 +1659,7 @@ export interface components {
             storage_gb?: number;
         };
         Sandbox: {
+            auto_pause?: boolean;
             /** Format: date-time */
             created_at: string;
             destroy_reason?: string;

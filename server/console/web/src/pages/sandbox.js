@@ -97,6 +97,13 @@ export async function sandboxPage(main, [id], ctx) {
     h('button', { type: 'button', class: 'secondary', onclick: async () => {
       try { await call('POST', base + '/extend', { lifetime_minutes: 30 }); status.textContent = 'Extended by 30 minutes.'; ctx.navigate(location.pathname, true); } catch (e) { status.textContent = e.message; }
     } }, 'Extend 30 min'),
+    h('button', { type: 'button', class: 'secondary', onclick: async () => {
+      status.textContent = 'Taking a snapshot…';
+      try {
+        const snap = await call('POST', base + '/snapshots', { label: sb.label || undefined });
+        replace(status, 'Snapshot ' + snap.id.slice(0, 8) + ' taken. ', h('a', { href: '/ui/snapshots', 'data-link': true }, 'Snapshots'));
+      } catch (e) { status.textContent = e.message + (e.hint ? ' — ' + e.hint : ''); }
+    } }, 'Snapshot'),
     h('button', { type: 'button', class: 'danger', onclick: async () => {
       if (!await confirmDialog('Destroy this sandbox? Its files are lost.', 'Destroy')) return;
       try { await call('DELETE', base); ctx.navigate('/ui/'); } catch (e) { status.textContent = e.message; }

@@ -42,8 +42,8 @@ export async function sandboxesPage(main, _params, ctx) {
       h('td', {}, h('a', { href: '/ui/sandboxes/' + s.id, 'data-link': true, class: 'mono' }, s.id.slice(0, 8)),
         s.label ? h('span', { class: 'label' }, ' ', s.label) : null),
       h('td', {}, h('span', { class: 'badge ' + s.status }, s.status)),
-      h('td', {}, s.size),
-      h('td', { title: fmtTime(s.created_at) }, fmtRel(s.created_at)),
+      h('td', { class: 'wide-only' }, s.size),
+      h('td', { class: 'wide-only', title: fmtTime(s.created_at) }, fmtRel(s.created_at)),
       h('td', { title: fmtTime(s.expires_at) }, active ? fmtRel(s.expires_at) : s.destroy_reason || 'gone'),
       h('td', { class: 'actions' }, active ? [
         h('a', { href: '/ui/sandboxes/' + s.id + '/terminal', 'data-link': true, class: 'button secondary' }, 'Terminal'),
@@ -102,7 +102,7 @@ export async function sandboxesPage(main, _params, ctx) {
     h('h1', {}, 'Sandboxes'), create, status,
     h('div', { class: 'toolbar' }, filter, sortBy, h('label', { for: 'show-gone', class: 'check' }, showGone, ' Show destroyed')),
     h('div', { class: 'table-wrap' }, h('table', { class: 'list' },
-      h('thead', {}, h('tr', {}, ['Sandbox', 'Status', 'Size', 'Created', 'Expires', ''].map((t) => h('th', { scope: 'col' }, t)))),
+      h('thead', {}, h('tr', {}, ['Sandbox', 'Status', 'Size', 'Created', 'Expires', ''].map((t) => h('th', { scope: 'col', class: t === 'Size' || t === 'Created' ? 'wide-only' : null }, t)))),
       tbody))));
   const timer = setInterval(() => { refresh().catch(() => {}); }, 10000);
   void ctx;

@@ -1,0 +1,219 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// memStore is a model.SnapshotStore in memory.
+type memStore struct {
+	mu   sync.Mutex
+	rows map[string]*model.Snapshot
+}
+
+func (m *memStore) ReserveSnapshot(_ context.Context, sn *model.Snapshot, limit int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, r := range m.rows {
+		if r.AccountID == sn.AccountID && r.DeletedAt == nil && r.Status != api.SnapshotFailed {
+			n++
+		}
+	}
+	if limit > 0 && n >= limit {
+		return &model.SnapshotLimitError{Limit: limit, Count: n}
+	}
+	c := *sn
+	m.rows[sn.ID] = &c
+	return nil
+}
+
+func (m *memStore) Snapshot(_ context.Context, accountID, id string) (*model.Snapshot, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.rows[id]
+	if !ok || r.AccountID != accountID || r.DeletedAt != nil {
+		return nil, model.ErrNotFound
+	}
+	c := *r
+	return &c, nil
+}
+
+func (m *memStore) ListSnapshots(context.Context, string, string) ([]*model.Snapshot, error) {
+	return nil, nil
+}
+
+func (m *memStore) UpdateSnapshot(_ context.Context, id string, fn func(*model.Snapshot) error) (*model.Snapshot, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.rows[id]
+	if !ok {
+		return nil, model.ErrNotFound
+	}
+	if err := fn(r); err != nil {
+		return nil, err
+	}
+	c := *r
+	return &c, nil
+}
+
+func (m *memStore) SnapshotsWithStatus(_ context.Context, status string) ([]*model.Snapshot, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*model.Snapshot
+	for _, r := range m.rows {
+		if r.Status == status && r.DeletedAt == nil {
+			c := *r
+			out = append(out, &c)
+		}
+	}
+	return out, nil
+}
+
+func (m *memStore) SnapshotKeyInUse(_ context.Context, key string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.rows {
+		if r.Key == key && r.DeletedAt == nil {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (m *memStore) SandboxImageID(context.Context, string) (string, error) { return "", nil }
+
+// fakeDriver hands out the same key for every snapshot (identical state)
+// unless failing.
+type fakeDriver struct {
+	mu      sync.Mutex
+	fail    bool
+	deleted []string
+}
+
+func (d *fakeDriver) Snapshot(_ context.Context, _ string, transient bool) (model.SnapshotRef, error) {
+	if d.fail {
+		return model.SnapshotRef{}, errors.New("disk on fire")
+	}
+	if transient {
+		return model.SnapshotRef{Key: "tmp-1", Method: "reflink"}, nil
+	}
+	return model.SnapshotRef{Key: "sha256-same", SizeBytes: 7, Method: "reflink"}, nil
+}
+
+func (d *fakeDriver) DeleteSnapshot(_ context.Context, key string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deleted = append(d.deleted, key)
+	return nil
+}
+
+type fakeControl struct{ audits []string }
+
+func (c *fakeControl) Account(*http.Request) *model.Account { return nil }
+func (c *fakeControl) Sandbox(context.Context, string, string) (*model.Sandbox, error) {
+	return nil, errors.New("unused")
+}
+
+func (c *fakeControl) Start(_ context.Context, _ *model.Account, from *model.Snapshot, _ string, count int) ([]*model.Sandbox, error) {
+	out := make([]*model.Sandbox, count)
+	for i := range out {
+		out[i] = &model.Sandbox{ID: from.Key + "-child"}
+	}
+	return out, nil
+}
+
+func (c *fakeControl) Audit(_ context.Context, _ *model.Sandbox, op string, _ map[string]any) {
+	c.audits = append(c.audits, op)
+}
+
+// TestTakeLimitsAndSharing: snapshots are completed with the driver's
+// key, the limit answers 429 snapshot_limit_reached, a failed copy is
+// recorded failed and does not count, data shared by two snapshots is
+// deleted with the last of them, and a restart fails what was pending.
+func TestTakeLimitsAndSharing(t *testing.T) {
+	ctx := context.Background()
+	st := &memStore{rows: map[string]*model.Snapshot{}}
+	d := &fakeDriver{}
+	ctl := &fakeControl{}
+	s := New(Config{Store: st, Driver: d, Control: ctl, Limit: 2, Now: func() time.Time { return time.Unix(0, 0) }})
+	acct := &model.Account{ID: "a"}
+	sb := &model.Sandbox{ID: "sb", AccountID: "a", Status: api.StatusActive}
+
+	first, err := s.Take(ctx, acct, sb, "one")
+	if err != nil || first.Status != api.SnapshotCompleted || first.Key != "sha256-same" {
+		t.Fatalf("Take = %+v, %v", first, err)
+	}
+	d.fail = true
+	if _, err := s.Take(ctx, acct, sb, ""); err == nil {
+		t.Fatal("a failed copy answered no error")
+	}
+	d.fail = false
+	second, err := s.Take(ctx, acct, sb, "two")
+	if err != nil {
+		t.Fatalf("a second snapshot (the failed one does not count): %v", err)
+	}
+	_, err = s.Take(ctx, acct, sb, "three")
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeSnapshotLimitReached || ae.Status != http.StatusTooManyRequests {
+		t.Errorf("a third snapshot under a limit of 2: %v", err)
+	}
+
+	// Both hold "sha256-same": the data goes with the last.
+	for i, sn := range []*model.Snapshot{first, second} {
+		now := time.Unix(1, 0)
+		if _, err := st.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error { sn.DeletedAt = &now; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		s.dropData(ctx, sn.Key)
+		want := []string(nil)
+		if i == 1 {
+			want = []string{"sha256-same"}
+		}
+		if !slices.Equal(d.deleted, want) {
+			t.Errorf("after deleting %d of 2 sharing a key, the driver deleted %v, want %v", i+1, d.deleted, want)
+		}
+	}
+
+	// A fork's transient snapshot is deleted after the children started.
+	children, err := s.Fork(ctx, acct, sb, 3)
+	if err != nil || len(children) != 3 {
+		t.Fatalf("Fork = %v, %v", children, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d.mu.Lock()
+		done := slices.Contains(d.deleted, "tmp-1")
+		d.mu.Unlock()
+		if done || time.Now().After(deadline) {
+			if !done {
+				t.Error("the fork's transient snapshot was not deleted")
+			}
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !slices.Contains(ctl.audits, "sandbox_forked") || !slices.Contains(ctl.audits, "snapshot_created") {
+		t.Errorf("audited %v", ctl.audits)
+	}
+
+	// A snapshot left pending by a crash is failed at start-up.
+	pending := &model.Snapshot{ID: "p", AccountID: "b", Status: api.SnapshotPending}
+	if err := st.ReserveSnapshot(ctx, pending, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Snapshot(ctx, "b", "p"); got.Status != api.SnapshotFailed {
+		t.Errorf("pending after Reconcile: %s, want failed", got.Status)
+	}
+}
