@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"runtime"
 	"time"
+
+	"github.com/boxkite/boxkite/server/internal/authz"
 )
 
 // Hooks for the external tests in server_test.
@@ -57,4 +59,11 @@ func (s *Server) RouteHandlers() []RouteHandler {
 		}
 	}
 	return out
+}
+
+// StoreAuthorized reports whether the server reaches its store through
+// the authorization layer only.
+func (s *Server) StoreAuthorized() bool {
+	_, ok := s.store.(*authz.Store)
+	return ok
 }

@@ -57,7 +57,14 @@ func (s *Server) servePreviewHost(w http.ResponseWriter, r *http.Request) bool {
 
 // newPreviews returns the preview service when the store keeps previews.
 func (s *Server) newPreviews() error {
-	ps, ok := s.store.(preview.Store)
+	// Previews are not model.Store's: the SQL store behind the
+	// authorization layer keeps them, every query scoped by account but
+	// the token's own look-up, which is what authenticates a visit.
+	var st any = s.store
+	if w, ok := st.(interface{ Unwrap() model.Store }); ok {
+		st = w.Unwrap()
+	}
+	ps, ok := st.(preview.Store)
 	if !ok {
 		return nil
 	}
@@ -86,7 +93,7 @@ func (p previewPort) Sidecar(ctx context.Context, accountID, sandboxID string) (
 	if err := p.s.frozenAnswer(sb.ID); err != nil {
 		return nil, err
 	}
-	c, err := p.s.sidecars.client(sb.ID, sb.Endpoint)
+	c, err := p.s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar client: %w", err)
 	}

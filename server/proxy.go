@@ -7,69 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
-	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/model"
 )
-
-// sidecarCall is one request to a sandbox's sidecar made on behalf of a
-// client request, and what came of it.
-type sidecarCall struct {
-	method  string
-	path    string     // the sidecar's path, e.g. "/view"
-	query   url.Values // forwarded as is
-	body    io.Reader  // nil for none; not buffered, so uploads stream
-	length  int64      // of body; -1 when unknown (sent chunked)
-	timeout time.Duration
-	// tap, when set, sees every chunk of the response body as it passes,
-	// whatever the status (callers check status before trusting it).
-	tap func([]byte)
-	// handOver, when set, makes an event stream outlive its client's
-	// credential: when that is revoked, forward returns errHandedOver at
-	// once and the rest of the answer is read in the background, through
-	// tap, after which handOver runs (revoke_stream.go). A streamed exec's
-	// command runs on that way.
-	handOver func(err error)
-	client   context.Context // the client request's context, for handOver
-	// survive: the request to the sidecar does not end when the client's
-	// credential is revoked, only when the client goes away (an exec's
-	// command runs on; set with handOver, and for a JSON exec).
-	survive bool
-
-	status   int
-	bytesOut int64  // response body bytes sent to the client
-	captured []byte // an application/json response body, for the audit detail
-	overflow bool   // the JSON body was larger than maxCapture and captured is empty
-}
-
-// maxCapture bounds how much of a JSON response is kept to derive an audit
-// detail from (counts of matches, entries, …). Larger responses still pass
-// through whole; their detail lacks those counts.
-const maxCapture = 8 << 20
-
-// errStreamBroken is returned by forward when the response had started and
-// could not be finished: no error envelope can be sent any more.
-var errStreamBroken = errors.New("sidecar response broken off")
-
-// errSidecarCut marks an errStreamBroken whose cause is the sidecar's side
-// (its stream ended early or failed), not the client's.
-var errSidecarCut = errors.New("sidecar stream cut")
-
-// Response headers of the sidecar that reach the client. Everything else
-// (its request id, its Date, hop-by-hop headers) is ours to set.
-var passResponseHeaders = []string{
-	"Content-Type", "Content-Length", "Content-Disposition", "Content-Encoding",
-	"Cache-Control", "X-Accel-Buffering", "Retry-After",
-}
-
-// Request headers of the client that reach the sidecar. Never
-// Authorization: the API key stays at the control plane.
-var passRequestHeaders = []string{"Content-Type", "Content-Encoding", "Accept", "Last-Event-ID"}
 
 // forward sends c to the sandbox's sidecar and copies the answer back:
 // status, the headers above and the body, unchanged, so the sidecar's
@@ -82,15 +28,15 @@ var passRequestHeaders = []string{"Content-Type", "Content-Encoding", "Accept", 
 // after the response started returns errStreamBroken; the caller must
 // then abort the connection (abortResponse) so a cut-off body is not
 // mistaken for a whole one.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandbox, c *sidecarCall) error {
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandbox, c *sidecar.Call) error {
 	ctx, cancel := r.Context(), context.CancelFunc(func() {})
-	if c.handOver != nil || c.survive {
-		c.client = r.Context()
-		ctx, cancel = survivingContext(ctx)
+	if c.HandOver != nil || c.Survive {
+		c.Client = r.Context()
+		ctx, cancel = authz.SurvivingContext(ctx)
 	}
-	if c.timeout > 0 {
+	if c.Timeout > 0 {
 		var cancelTimeout context.CancelFunc
-		ctx, cancelTimeout = context.WithTimeout(ctx, c.timeout)
+		ctx, cancelTimeout = context.WithTimeout(ctx, c.Timeout)
 		cancelParent := cancel
 		cancel = func() { cancelTimeout(); cancelParent() }
 	}
@@ -98,7 +44,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 		cancel()
 		return err
 	}
-	ctx, untrack := s.calls.track(ctx, sb.ID) // a freeze ends it (frozen.go)
+	ctx, untrack := s.calls.Track(ctx, sb.ID) // a freeze ends it (frozen.go)
 	cancelRest := cancel
 	cancel = func() { untrack(); cancelRest() }
 	handedOver := false // then the background reader owns ctx and the body
@@ -107,27 +53,27 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 			cancel()
 		}
 	}()
-	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
 		return sandboxFailed("reach")
 	}
-	u := "http://sidecar" + c.path
-	if len(c.query) > 0 {
-		u += "?" + c.query.Encode()
+	u := "http://sidecar" + c.Path
+	if len(c.Query) > 0 {
+		u += "?" + c.Query.Encode()
 	}
-	body := c.body
-	if body != nil && c.length == 0 {
+	body := c.Body
+	if body != nil && c.Length == 0 {
 		body = http.NoBody // a zero length with a body would be read as "unknown"
 	}
-	up, err := http.NewRequestWithContext(ctx, c.method, u, body)
+	up, err := http.NewRequestWithContext(ctx, c.Method, u, body)
 	if err != nil {
 		return fmt.Errorf("build sidecar request: %w", err)
 	}
 	if body != nil && body != http.NoBody {
-		up.ContentLength = c.length
+		up.ContentLength = c.Length
 	}
-	for _, h := range passRequestHeaders {
+	for _, h := range sidecar.PassRequestHeaders {
 		if v := r.Header.Get(h); v != "" {
 			up.Header.Set(h, v)
 		}
@@ -147,28 +93,28 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 		if ae, ok := errors.AsType[*api.Error](err); ok {
 			return ae // reading the client's body failed otherwise
 		}
-		if errors.Is(context.Cause(r.Context()), errCredentialRevoked) {
-			return errStreamRevoked // a long poll (files/watch) of a revoked key
+		if errors.Is(context.Cause(r.Context()), authz.ErrCredentialRevoked) {
+			return authz.ErrStreamRevoked // a long poll (files/watch) of a revoked key
 		}
 		if r.Context().Err() != nil {
 			return fmt.Errorf("client went away: %w", r.Context().Err())
 		}
-		s.log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", c.path, "err", err)
+		s.log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", c.Path, "err", err)
 		return s.unreachable(r.Context(), sb)
 	}
-	c.status = resp.StatusCode
+	c.Status = resp.StatusCode
 	err = s.copyResponse(w, resp, c)
-	if h, ok := errors.AsType[*handover](err); ok {
+	if h, ok := errors.AsType[*sidecar.Handover](err); ok {
 		handedOver = true
-		go h.drain(resp.Body, cancel, c)
-		return errHandedOver
+		go h.Drain(resp.Body, cancel, c)
+		return sidecar.ErrHandedOver
 	}
 	resp.Body.Close()
 	return err
 }
 
-func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sidecarCall) error {
-	for _, h := range passResponseHeaders {
+func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sidecar.Call) error {
+	for _, h := range sidecar.PassResponseHeaders {
 		if v := resp.Header.Get(h); v != "" {
 			w.Header().Set(h, v)
 		}
@@ -190,8 +136,8 @@ func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sid
 	rc := http.NewResponseController(w)
 	if events {
 		_ = rc.Flush() // send the headers now: the first event may take a while
-		if c.handOver != nil {
-			return copyPumped(w, rc, resp.Body, c)
+		if c.HandOver != nil {
+			return sidecar.CopyPumped(w, rc, resp.Body, c)
 		}
 	}
 	// One buffer per proxied call would be most of what the proxy
@@ -207,23 +153,23 @@ func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sid
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
-			if c.tap != nil {
-				c.tap(chunk)
+			if c.Tap != nil {
+				c.Tap(chunk)
 			}
-			if capture != nil && !c.overflow {
-				if capture.Len()+n > maxCapture {
-					c.overflow, capture = true, nil
+			if capture != nil && !c.Overflow {
+				if capture.Len()+n > sidecar.MaxCapture {
+					c.Overflow, capture = true, nil
 				} else {
 					capture.Write(chunk)
 				}
 			}
 			if _, err := w.Write(chunk); err != nil {
-				return fmt.Errorf("%w: write to client: %w", errStreamBroken, err)
+				return fmt.Errorf("%w: write to client: %w", sidecar.ErrStreamBroken, err)
 			}
-			c.bytesOut += int64(n)
+			c.BytesOut += int64(n)
 			if events {
 				if err := rc.Flush(); err != nil {
-					return fmt.Errorf("%w: flush to client: %w", errStreamBroken, err)
+					return fmt.Errorf("%w: flush to client: %w", sidecar.ErrStreamBroken, err)
 				}
 			}
 		}
@@ -231,11 +177,11 @@ func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sid
 			break
 		}
 		if rerr != nil {
-			return fmt.Errorf("%w: %w: read sidecar: %w", errStreamBroken, errSidecarCut, rerr)
+			return fmt.Errorf("%w: %w: read sidecar: %w", sidecar.ErrStreamBroken, sidecar.ErrCut, rerr)
 		}
 	}
 	if capture != nil {
-		c.captured = capture.Bytes()
+		c.Captured = capture.Bytes()
 	}
 	// Hand the client the end of the body now, not when the handler
 	// returns after the audit write.
@@ -249,42 +195,4 @@ func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sid
 func (s *Server) abortResponse(r *http.Request, err error) {
 	s.log.WarnContext(r.Context(), "response broken off", "method", r.Method, "path", r.URL.Path, "err", err)
 	panic(http.ErrAbortHandler)
-}
-
-// countingReader counts the bytes read through it (an upload's size).
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// lineTap returns a tap that calls fn with every complete line of a
-// stream, without its newline. Lines longer than maxLine are skipped: the
-// events worth parsing (exit events) are short.
-func lineTap(maxLine int, fn func(line []byte)) func([]byte) {
-	var partial []byte
-	skipping := false
-	return func(p []byte) {
-		for len(p) > 0 {
-			i := bytes.IndexByte(p, '\n')
-			if i < 0 {
-				if !skipping && len(partial)+len(p) <= maxLine {
-					partial = append(partial, p...)
-				} else {
-					partial, skipping = partial[:0], true
-				}
-				return
-			}
-			if !skipping && len(partial)+i <= maxLine {
-				fn(append(partial, p[:i]...))
-			}
-			partial, skipping = partial[:0], false
-			p = p[i+1:]
-		}
-	}
 }

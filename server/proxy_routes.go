@@ -13,7 +13,9 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
 )
 
 // bodyKind says how a proxied route treats the request body.
@@ -144,7 +146,7 @@ type exchange struct {
 	r        *http.Request
 	reqBody  []byte // bodyJSON routes
 	upBytes  int64  // bodyStream routes: bytes uploaded
-	call     *sidecarCall
+	call     *sidecar.Call
 	exitCode *int // set by detail functions that know one
 	// outputTruncated is set by detail functions whose answer says output was cut.
 	outputTruncated bool
@@ -156,7 +158,7 @@ func (x *exchange) req(v any) { _ = json.Unmarshal(x.reqBody, v) }
 
 // resp decodes the captured JSON answer into v and reports whether it could.
 func (x *exchange) resp(v any) bool {
-	return x.call.captured != nil && json.Unmarshal(x.call.captured, v) == nil
+	return x.call.Captured != nil && json.Unmarshal(x.call.Captured, v) == nil
 }
 
 // proxyHandler serves one proxyRoute.
@@ -180,8 +182,8 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 				WithHint("name the file or directory in the sandbox, e.g. ?path=/workspace/data.csv")
 		}
 		x := &exchange{r: r}
-		c := &sidecarCall{method: rt.method, path: path, query: query, length: -1, timeout: rt.timeout}
-		var up *countingReader
+		c := &sidecar.Call{Method: rt.method, Path: path, Query: query, Length: -1, Timeout: rt.timeout}
+		var up *sidecar.CountingReader
 		switch rt.body {
 		case bodyJSON:
 			if x.reqBody, err = readBody(w, r, httpx.MaxExecBody); err != nil {
@@ -196,11 +198,11 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 					return err
 				}
 			}
-			c.body, c.length = bytes.NewReader(x.reqBody), int64(len(x.reqBody))
+			c.Body, c.Length = bytes.NewReader(x.reqBody), int64(len(x.reqBody))
 		case bodyStream:
 			apihttp.Streaming(r) // an upload of any size: only stalls time out
-			up = &countingReader{r: r.Body}
-			c.body, c.length = up, r.ContentLength
+			up = &sidecar.CountingReader{R: r.Body}
+			c.Body, c.Length = up, r.ContentLength
 		}
 		started := s.now()
 		// Command output is scrubbed on its way out (scrub.go); finish
@@ -209,7 +211,7 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 		if rt.op == "" {
 			err = s.forward(out, r, sb, c)
 			finish()
-			if errors.Is(err, errStreamBroken) {
+			if errors.Is(err, sidecar.ErrStreamBroken) {
 				s.abortResponse(r, err)
 			}
 			return err
@@ -223,26 +225,26 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			}
 		}
 		// Audited: the end of the answer waits for the entry (exec_hold.go).
-		hw := newTailHolder(out)
+		hw := hold.NewTail(out)
 		err = s.forward(hw, r, sb, c)
-		if errors.Is(err, errStreamBroken) {
+		if errors.Is(err, sidecar.ErrStreamBroken) {
 			s.abortResponse(r, err)
 		}
-		if err == nil && c.status >= 500 && rt.flags&writes != 0 {
+		if err == nil && c.Status >= 500 && rt.flags&writes != 0 {
 			// The sidecar could not write: if that is because the host
 			// could not store it, say so rather than pass on a 500.
 			if serr := s.brokenDisk(r.Context(), sb, rt.op); serr != nil {
-				return hw.fail(serr)
+				return hw.Fail(serr)
 			}
 		}
-		if err != nil || c.status/100 != 2 {
-			hw.release()
+		if err != nil || c.Status/100 != 2 {
+			hw.Release()
 			finish()
 			return err
 		}
 		x.call = c
 		if up != nil {
-			x.upBytes = up.n
+			x.upBytes = up.N
 		}
 		var syncErr error
 		if rt.flags&writes != 0 {
@@ -267,9 +269,9 @@ func (s *Server) proxyHandler(rt proxyRoute) func(http.ResponseWriter, *http.Req
 			err = syncErr
 		}
 		if err != nil {
-			return hw.fail(audit.WithOutcome(err, map[string]any{"status": c.status}))
+			return hw.Fail(audit.WithOutcome(err, map[string]any{"status": c.Status}))
 		}
-		hw.release()
+		hw.Release()
 		finish()
 		return nil
 	}
@@ -304,103 +306,89 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 // what was done, never the data: no file contents, no process input, no
 // LSP document text.
 
-func fileCreateDetail(x *exchange) map[string]any {
-	var req struct {
-		Path string `json:"path"`
-	}
-	x.req(&req)
-	d := map[string]any{"path": req.Path}
-	var res api.FileCreateResult
-	if x.resp(&res) {
-		d["size"] = res.Size
+// detail is the audit detail of a proxied operation: of names the request
+// body's fields (decoded into Q) and, when the sidecar's JSON answer
+// decodes into R, and adds the answer's. and may be nil.
+func detail[Q, R any](x *exchange, of func(Q) map[string]any, and func(R, map[string]any)) map[string]any {
+	var q Q
+	x.req(&q)
+	d := of(q)
+	var r R
+	if and != nil && x.resp(&r) {
+		and(r, d)
 	}
 	return d
 }
 
-func viewDetail(x *exchange) map[string]any {
-	var req struct {
+// pathReq is a request body of which the detail keeps the path only.
+type pathReq struct {
+	Path string `json:"path"`
+}
+
+type (
+	viewReq struct {
 		Path      string `json:"path"`
 		ViewRange []int  `json:"view_range"`
 	}
-	x.req(&req)
-	return map[string]any{"path": req.Path, "view_range": req.ViewRange}
-}
-
-func strReplaceDetail(x *exchange) map[string]any {
-	var req struct {
+	strReplaceReq struct {
 		Path       string `json:"path"`
 		ReplaceAll bool   `json:"replace_all"`
 	}
-	x.req(&req)
-	d := map[string]any{"path": req.Path, "replace_all": req.ReplaceAll}
-	var res api.StrReplaceResult
-	if x.resp(&res) {
-		d["occurrences"] = res.Occurrences
-	}
-	return d
+)
+
+func fileCreateDetail(x *exchange) map[string]any {
+	return detail(x, func(q pathReq) map[string]any { return map[string]any{"path": q.Path} },
+		func(r api.FileCreateResult, d map[string]any) { d["size"] = r.Size })
+}
+
+func viewDetail(x *exchange) map[string]any {
+	return detail[viewReq, struct{}](x, func(q viewReq) map[string]any {
+		return map[string]any{"path": q.Path, "view_range": q.ViewRange}
+	}, nil)
+}
+
+func strReplaceDetail(x *exchange) map[string]any {
+	return detail(x, func(q strReplaceReq) map[string]any {
+		return map[string]any{"path": q.Path, "replace_all": q.ReplaceAll}
+	},
+		func(r api.StrReplaceResult, d map[string]any) { d["occurrences"] = r.Occurrences })
 }
 
 func lsDetail(x *exchange) map[string]any {
-	var req api.LsRequest
-	x.req(&req)
-	d := map[string]any{"path": req.Path}
-	var res api.LsResult
-	if x.resp(&res) {
-		d["entry_count"] = len(res.Entries)
-	}
-	return d
+	return detail(x, func(q api.LsRequest) map[string]any { return map[string]any{"path": q.Path} },
+		func(r api.LsResult, d map[string]any) { d["entry_count"] = len(r.Entries) })
 }
 
 func globDetail(x *exchange) map[string]any {
-	var req api.GlobRequest
-	x.req(&req)
-	d := map[string]any{"pattern": req.Pattern, "path": req.Path}
-	var res api.GlobResult
-	if x.resp(&res) {
-		d["match_count"] = len(res.Matches)
-	}
-	return d
+	return detail(x, func(q api.GlobRequest) map[string]any { return map[string]any{"pattern": q.Pattern, "path": q.Path} },
+		func(r api.GlobResult, d map[string]any) { d["match_count"] = len(r.Matches) })
 }
 
 func grepDetail(x *exchange) map[string]any {
-	var req api.GrepRequest
-	x.req(&req)
-	d := map[string]any{"pattern": req.Pattern, "path": req.Path, "glob": req.Glob}
-	var res api.GrepResult
-	if x.resp(&res) {
-		d["match_count"] = len(res.Matches)
-		d["truncated"] = res.Truncated
-	}
-	return d
+	return detail(x, func(q api.GrepRequest) map[string]any {
+		return map[string]any{"pattern": q.Pattern, "path": q.Path, "glob": q.Glob}
+	}, func(r api.GrepResult, d map[string]any) {
+		d["match_count"], d["truncated"] = len(r.Matches), r.Truncated
+	})
 }
 
 func watchDetail(x *exchange) map[string]any {
-	var req api.WatchRequest
-	x.req(&req)
-	d := map[string]any{"path": req.Path, "recursive": req.Recursive}
-	var res api.WatchResult
-	if x.resp(&res) {
-		d["change_count"] = len(res.Changes)
-	}
-	return d
+	return detail(x, func(q api.WatchRequest) map[string]any {
+		return map[string]any{"path": q.Path, "recursive": q.Recursive}
+	},
+		func(r api.WatchResult, d map[string]any) { d["change_count"] = len(r.Changes) })
 }
 
 func presentDetail(x *exchange) map[string]any {
-	var req api.PresentFilesRequest
-	x.req(&req)
-	d := map[string]any{"filepaths": req.Filepaths}
-	var res api.PresentFilesResult
-	if x.resp(&res) {
-		d["file_count"] = len(res.Files)
-	}
-	return d
+	return detail(x, func(q api.PresentFilesRequest) map[string]any { return map[string]any{"filepaths": q.Filepaths} },
+		func(r api.PresentFilesResult, d map[string]any) { d["file_count"] = len(r.Files) })
 }
 
 // transferDetail is the detail of raw and archive transfers: the path and
 // the bytes that crossed the control plane (the body sent for uploads, the
 // body received for downloads).
 func transferDetail(x *exchange) map[string]any {
-	n := x.call.bytesOut
+	n := x.call.BytesOut
 	if x.r.Method != http.MethodGet {
 		n = x.upBytes
 	}
@@ -408,21 +396,17 @@ func transferDetail(x *exchange) map[string]any {
 }
 
 func startProcessDetail(x *exchange) map[string]any {
-	var req api.ProcessStartRequest
-	x.req(&req)
-	command := audit.LoggedText(req.Command)
-	if req.MaxRuntimeSeconds == 0 { // absent: the sidecar took the default (an explicit 0 is refused)
-		req.MaxRuntimeSeconds = api.DefaultProcessRuntime
-	}
-	d := map[string]any{"command": command, "max_runtime_seconds": req.MaxRuntimeSeconds}
-	if len(command) < len(req.Command) {
-		d["command_bytes"] = len(req.Command)
-	}
-	var res api.ProcessStarted
-	if x.resp(&res) {
-		d["process_id"] = res.ProcessID
-	}
-	return d
+	return detail(x, func(q api.ProcessStartRequest) map[string]any {
+		command := audit.LoggedText(q.Command)
+		if q.MaxRuntimeSeconds == 0 { // absent: the sidecar took the default (an explicit 0 is refused)
+			q.MaxRuntimeSeconds = api.DefaultProcessRuntime
+		}
+		d := map[string]any{"command": command, "max_runtime_seconds": q.MaxRuntimeSeconds}
+		if len(command) < len(q.Command) {
+			d["command_bytes"] = len(q.Command)
+		}
+		return d
+	}, func(r api.ProcessStarted, d map[string]any) { d["process_id"] = r.ProcessID })
 }
 
 func killAllDetail(x *exchange) map[string]any {
@@ -434,39 +418,29 @@ func killAllDetail(x *exchange) map[string]any {
 }
 
 func processInputDetail(x *exchange) map[string]any {
-	d := map[string]any{"process_id": x.r.PathValue("pid")}
-	var res api.ProcessInputResult
-	if x.resp(&res) {
-		d["bytes_written"] = res.BytesWritten
-	}
-	return d
+	return detail(x, func(struct{}) map[string]any { return map[string]any{"process_id": x.r.PathValue("pid")} },
+		func(r api.ProcessInputResult, d map[string]any) { d["bytes_written"] = r.BytesWritten })
 }
 
 func stopProcessDetail(x *exchange) map[string]any {
-	d := map[string]any{"process_id": x.r.PathValue("pid"), "exit_code": nil}
-	var res api.ProcessStopResult
-	if x.resp(&res) {
-		d["exit_code"] = res.ExitCode
-		d["status"] = res.Status
-		x.exitCode = res.ExitCode
-	}
-	return d
+	return detail(x, func(struct{}) map[string]any {
+		return map[string]any{"process_id": x.r.PathValue("pid"), "exit_code": nil}
+	}, func(r api.ProcessStopResult, d map[string]any) {
+		d["exit_code"], d["status"] = r.ExitCode, r.Status
+		x.exitCode = r.ExitCode
+	})
 }
 
 // interpreterDetail logs the code like exec logs a command (cut at
 // maxLoggedText): it is what the agent ran, and the audit log exists to
 // show that. Its output is not logged.
 func interpreterDetail(x *exchange) map[string]any {
-	var req api.InterpreterExecRequest
-	x.req(&req)
-	code := audit.LoggedText(req.Code)
-	d := map[string]any{"code": code, "code_bytes": len(req.Code), "timeout": req.Timeout}
-	var res api.InterpreterExecResult
-	if x.resp(&res) {
-		d["error"] = res.Error != nil
-		x.outputTruncated = res.Truncated
-	}
-	return d
+	return detail(x, func(q api.InterpreterExecRequest) map[string]any {
+		return map[string]any{"code": audit.LoggedText(q.Code), "code_bytes": len(q.Code), "timeout": q.Timeout}
+	}, func(r api.InterpreterExecResult, d map[string]any) {
+		d["error"] = r.Error != nil
+		x.outputTruncated = r.Truncated
+	})
 }
 
 // ptyExecDetail logs the command as exec does, and how it ended; what
@@ -516,32 +490,21 @@ func browserExecDetail(x *exchange) map[string]any {
 }
 
 func lspStartDetail(x *exchange) map[string]any {
-	var req api.LSPStartRequest
-	x.req(&req)
-	d := map[string]any{"language": req.Language}
-	var res api.LSPStarted
-	if x.resp(&res) {
-		d["lsp_id"] = res.LSPID
-	}
-	return d
+	return detail(x, func(q api.LSPStartRequest) map[string]any { return map[string]any{"language": q.Language} },
+		func(r api.LSPStarted, d map[string]any) { d["lsp_id"] = r.LSPID })
 }
 
 // lspOpenDetail logs the document's path and size, never its text.
 func lspOpenDetail(x *exchange) map[string]any {
-	var req api.LSPOpenRequest
-	x.req(&req)
-	return map[string]any{"lsp_id": x.r.PathValue("lsp_id"), "path": req.Path, "content_bytes": len(req.Content)}
+	return detail[api.LSPOpenRequest, struct{}](x, func(q api.LSPOpenRequest) map[string]any {
+		return map[string]any{"lsp_id": x.r.PathValue("lsp_id"), "path": q.Path, "content_bytes": len(q.Content)}
+	}, nil)
 }
 
 func lspCompletionDetail(x *exchange) map[string]any {
-	var req api.LSPCompletionRequest
-	x.req(&req)
-	d := map[string]any{"lsp_id": x.r.PathValue("lsp_id"), "path": req.Path, "line": req.Line, "character": req.Character}
-	var res api.LSPCompletionResult
-	if x.resp(&res) {
-		d["item_count"] = len(res.Items)
-	}
-	return d
+	return detail(x, func(q api.LSPCompletionRequest) map[string]any {
+		return map[string]any{"lsp_id": x.r.PathValue("lsp_id"), "path": q.Path, "line": q.Line, "character": q.Character}
+	}, func(r api.LSPCompletionResult, d map[string]any) { d["item_count"] = len(r.Items) })
 }
 
 func lspIDDetail(x *exchange) map[string]any {

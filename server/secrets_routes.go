@@ -85,10 +85,10 @@ func (s *Server) httpRequest(w http.ResponseWriter, r *http.Request) error {
 }
 
 // secretEnv resolves an exec's secret_env into its env, when the server
-// allows that weaker mode, and returns the redactor of the values (nil
-// for none). A stream is refused: its output could carry a value split
-// across events.
-func (s *Server) secretEnv(r *http.Request, sb *model.Sandbox, req *api.ExecRequest) (*secrets.Redactor, error) {
+// allows that weaker mode, and returns what wraps the JSON result so the
+// values' echoes are redacted (nil for none). A stream is refused: its
+// output could carry a value split across events.
+func (s *Server) secretEnv(r *http.Request, sb *model.Sandbox, req *api.ExecRequest) (func(http.ResponseWriter) (http.ResponseWriter, func()), error) {
 	if len(req.SecretEnv) == 0 {
 		return nil, nil
 	}
@@ -112,17 +112,10 @@ func (s *Server) secretEnv(r *http.Request, sb *model.Sandbox, req *api.ExecRequ
 		req.Env[k] = v
 	}
 	red := secrets.NewRedactor(values)
-	return &red, nil
-}
-
-// secretResult wraps w so the JSON result's echoes of secret_env values
-// are redacted; finish writes it on.
-func secretResult(w http.ResponseWriter, red *secrets.Redactor) (http.ResponseWriter, func()) {
-	if red == nil {
-		return w, func() {}
-	}
-	j := scrub.NewJSONRewriter(w, func(b []byte) []byte { return []byte(red.Apply(string(b))) })
-	return j, j.Finish
+	return func(w http.ResponseWriter) (http.ResponseWriter, func()) {
+		j := scrub.NewJSONRewriter(w, func(b []byte) []byte { return []byte(red.Apply(string(b))) })
+		return j, j.Finish
+	}, nil
 }
 
 func nonNilStrings(s []string) []string {

@@ -1,4 +1,4 @@
-package server
+package takeover
 
 import (
 	"context"
@@ -83,13 +83,13 @@ func (r *recorder) result() ([]byte, bool) {
 
 // saveRecording stores rec for sb and adds what the takeover_end entry
 // says about it to detail. A failure is logged and noted, never fatal.
-func (s *Server) saveRecording(ctx context.Context, sb *model.Sandbox, rec *recorder, detail map[string]any) {
+func (s *Service) saveRecording(ctx context.Context, sb *model.Sandbox, rec *recorder, detail map[string]any) {
 	data, truncated := rec.result()
-	r := &model.Recording{ID: model.NewID(), SandboxID: sb.ID, AccountID: sb.AccountID, Data: data, Truncated: truncated, CreatedAt: s.now()}
+	r := &model.Recording{ID: model.NewID(), SandboxID: sb.ID, AccountID: sb.AccountID, Data: data, Truncated: truncated, CreatedAt: s.d.Now()}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), audit.Timeout)
 	defer cancel()
-	if err := s.store.SaveRecording(ctx, r); err != nil {
-		s.log.ErrorContext(ctx, "save takeover recording", "sandbox", sb.ID, "err", err)
+	if err := s.d.Store.SaveRecording(ctx, r); err != nil {
+		s.d.Log.ErrorContext(ctx, "save takeover recording", "sandbox", sb.ID, "err", err)
 		detail["recording_error"] = "not saved"
 		return
 	}
@@ -98,13 +98,13 @@ func (s *Server) saveRecording(ctx context.Context, sb *model.Sandbox, rec *reco
 
 // getRecording serves GET /v1/sandboxes/{id}/takeover-recordings/{recording_id},
 // also after the sandbox is gone.
-func (s *Server) getRecording(w http.ResponseWriter, r *http.Request) error {
-	sb, err := s.loadSandbox(r)
+func (s *Service) getRecording(w http.ResponseWriter, r *http.Request) error {
+	sb, err := s.d.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
 	id := r.PathValue("recording_id")
-	rec, err := s.store.Recording(r.Context(), sb.AccountID, sb.ID, id)
+	rec, err := s.d.Store.Recording(r.Context(), sb.AccountID, sb.ID, id)
 	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "recording %s not found", id).
 			WithHint("a takeover_end entry's detail.recording_id names its recording; the server records only with --takeover-recording")

@@ -1,4 +1,4 @@
-package server
+package hostedmcp
 
 import (
 	"bytes"
@@ -20,17 +20,17 @@ import (
 	"github.com/boxkite/boxkite/tools/mcpserver"
 )
 
-// mcpPattern is the hosted MCP endpoint (Streamable HTTP), authenticated
-// by API key like the REST API.
-const mcpPattern = "/mcp/"
+// Pattern is the hosted MCP endpoint (Streamable HTTP), authenticated by
+// API key like the REST API.
+const Pattern = "/mcp/"
 
-// mcpRoutes registers /mcp/: the tools of boxkite-mcp, served in-process.
+// handler serves /mcp/: the tools of boxkite-mcp, served in-process.
 // ?enable=NAME,… adds opt-in tools (tools.Optional), e.g. http_request.
-func (s *Server) mcpRoutes() {
+func (s *Service) handler() httpx.Handler {
 	var mu sync.Mutex
 	servers := map[string]*mcp.Server{} // by the sorted names enabled; at most 2^len(tools.Optional())
 	h := mcpserver.HTTPHandlerFor(func(r *http.Request) *mcp.Server {
-		names := mcpEnabled(r)
+		names := enabled(r)
 		key := strings.Join(names, ",")
 		mu.Lock()
 		defer mu.Unlock()
@@ -38,13 +38,12 @@ func (s *Server) mcpRoutes() {
 			return srv
 		}
 		opt, _ := tools.Enabled(names) // checked by the route
-		srv := mcpserver.New(s.cfg.Version, s.mcpBackend, opt...)
+		srv := mcpserver.New(s.d.Version, s.backend, opt...)
 		servers[key] = srv
 		return srv
 	})
-	s.streamingPOST[mcpPattern] = true // JSON-RPC ids, not Idempotency-Key, name MCP requests
-	s.handle(mcpPattern, func(w http.ResponseWriter, r *http.Request) error {
-		if _, err := tools.Enabled(mcpEnabled(r)); err != nil {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if _, err := tools.Enabled(enabled(r)); err != nil {
 			return &api.Error{
 				Status: http.StatusUnprocessableEntity, Code: api.CodeValidation, Message: "enable: " + err.Error(),
 				Hint:    "name opt-in tools in ?enable=, comma-separated",
@@ -53,11 +52,11 @@ func (s *Server) mcpRoutes() {
 		}
 		h.ServeHTTP(w, r)
 		return nil
-	})
+	}
 }
 
-// mcpEnabled returns the opt-in tools ?enable= names, sorted, each once.
-func mcpEnabled(r *http.Request) []string {
+// enabled returns the opt-in tools ?enable= names, sorted, each once.
+func enabled(r *http.Request) []string {
 	var names []string
 	for _, v := range r.URL.Query()["enable"] {
 		for n := range strings.SplitSeq(v, ",") {
@@ -70,11 +69,11 @@ func mcpEnabled(r *http.Request) []string {
 	return slices.Compact(names)
 }
 
-// mcpBackend serves one tool call as the caller of its HTTP request: every
+// backend serves one tool call as the caller of its HTTP request: every
 // tool becomes the REST request the same key would make, run through
-// s.ServeHTTP in-process, so authentication, the allowlist, rate limits,
+// the server's ServeHTTP in-process, so authentication, the allowlist, rate limits,
 // quotas and the audit log apply exactly as they do to the API.
-func (s *Server) mcpBackend(_ context.Context, req *mcp.CallToolRequest) (tools.Provider, tools.Binder, error) {
+func (s *Service) backend(_ context.Context, req *mcp.CallToolRequest) (tools.Provider, tools.Binder, error) {
 	var auth string
 	if req.Extra != nil && req.Extra.Header != nil {
 		auth = req.Extra.Header.Get("Authorization")
@@ -84,14 +83,14 @@ func (s *Server) mcpBackend(_ context.Context, req *mcp.CallToolRequest) (tools.
 		// SDK stops passing headers on; refuse rather than act as nobody.
 		return nil, nil, errors.New("the request carried no credentials")
 	}
-	p := &inProcess{s: s, auth: auth}
+	p := &inProcess{serve: s.d.Serve, auth: auth}
 	return p, func(id string) tools.Sandbox { return &inProcessSandbox{p: p, id: id} }, nil
 }
 
 // inProcess calls this server's own API as one caller, without a network.
 type inProcess struct {
-	s    *Server
-	auth string // the caller's Authorization header
+	serve http.Handler // the control plane
+	auth  string       // the caller's Authorization header
 }
 
 // bufferedResponse is the http.ResponseWriter of an in-process call.
@@ -137,7 +136,7 @@ func (p *inProcess) do(ctx context.Context, method, path string, body, out any) 
 	}
 	r.RemoteAddr = "127.0.0.1:0" // in-process: no client address of its own
 	w := &bufferedResponse{header: http.Header{}}
-	p.s.ServeHTTP(w, r)
+	p.serve.ServeHTTP(w, r)
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}

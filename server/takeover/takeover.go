@@ -1,11 +1,9 @@
-package server
+package takeover
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,13 +15,11 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
-	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
 // Limits of the takeover relay.
 const (
-	takeoverDialTimeout = 10 * time.Second
 	// takeoverClientFrame bounds one frame a person sends: keystrokes, a
 	// paste, a resize.
 	takeoverClientFrame = 1 << 20
@@ -40,7 +36,7 @@ var errTakeoverNotPermitted = &api.Error{
 
 // authorizeTakeover decides, before the upgrade, whether the
 // authenticated caller may attach.
-func (s *Server) authorizeTakeover(r *http.Request) (authz.Grant, error) {
+func (s *Service) authorizeTakeover(r *http.Request) (authz.Grant, error) {
 	ri := authz.From(r.Context())
 	var g authz.Grant
 	switch {
@@ -67,19 +63,19 @@ func (s *Server) authorizeTakeover(r *http.Request) (authz.Grant, error) {
 // sidecar's /pty. Binary frames are terminal bytes; a text frame is a
 // control message (resize) the sidecar interprets. Every failure before
 // the relay starts, the sidecar's included, is a plain HTTP error.
-func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) takeover(w http.ResponseWriter, r *http.Request) error {
 	grant, err := s.authorizeTakeover(r)
 	if err != nil {
 		return err
 	}
-	sb, err := s.loadSandbox(r)
+	sb, err := s.d.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
 	if !sb.Active() {
-		return notActive(sb)
+		return s.d.NotActive(sb)
 	}
-	if err := s.auditOpen(); err != nil {
+	if err := s.d.Audit.Open(); err != nil {
 		return err
 	}
 	up, err := s.dialPTY(r, sb, grant.ReadOnly)
@@ -98,8 +94,8 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	down.SetReadLimit(takeoverClientFrame)
 	up.SetReadLimit(takeoverSidecarFrame)
 
-	started := s.now()
-	if err := s.audit(r.Context(), audit.Record{
+	started := s.d.Now()
+	if err := s.d.Audit.Append(r.Context(), audit.Record{
 		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_start", Detail: grant.Detail(), Started: started,
 	}); err != nil {
 		// Nobody types into a terminal that is off the record.
@@ -119,8 +115,8 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	}()
 	hooks := relayHooks{typed: in.add}
 	var rec *recorder
-	if s.cfg.TakeoverRecording {
-		rec = newRecorder(s.now)
+	if s.d.Recording {
+		rec = newRecorder(s.d.Now)
 		hooks.output, hooks.control = rec.output, rec.control
 	}
 	typed := s.relayPTY(relayCtx, down, up, grant.ReadOnly, hooks)
@@ -133,9 +129,9 @@ func (s *Server) takeover(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A failure here leaves the entry waiting in the audit gate: the
 	// session is over either way.
-	_ = s.audit(r.Context(), audit.Record{
+	_ = s.d.Audit.Append(r.Context(), audit.Record{
 		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_end", Detail: end,
-		Started: started, Duration: s.now().Sub(started),
+		Started: started, Duration: s.d.Now().Sub(started),
 	})
 	return nil
 }
@@ -191,8 +187,8 @@ func (t *typedInput) take() ([]byte, bool) {
 // session is still open and a command shows in the live log as it runs. It
 // returns false, at once, when an entry could not be committed: the
 // caller ends the session.
-func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz.Grant, in *typedInput) bool {
-	tick := time.NewTicker(s.cfg.TakeoverFlushInterval)
+func (s *Service) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz.Grant, in *typedInput) bool {
+	tick := time.NewTicker(s.d.FlushInterval)
 	defer tick.Stop()
 	flush := func() bool {
 		b, truncated := in.take()
@@ -201,9 +197,9 @@ func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz
 		}
 		d := g.Detail()
 		d["input"], d["bytes"] = string(b), len(b)
-		return s.audit(ctx, audit.Record{
+		return s.d.Audit.Append(ctx, audit.Record{
 			Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_input", Detail: d,
-			OutputTruncated: truncated, Started: s.now(),
+			OutputTruncated: truncated, Started: s.d.Now(),
 		}) == nil
 	}
 	for {
@@ -223,70 +219,12 @@ func (s *Server) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz
 }
 
 // dialPTY opens the sidecar's /pty over the sandbox's endpoint.
-func (s *Server) dialPTY(r *http.Request, sb *model.Sandbox, readOnly bool) (*websocket.Conn, error) {
+func (s *Service) dialPTY(r *http.Request, sb *model.Sandbox, readOnly bool) (*websocket.Conn, error) {
 	q := url.Values{}
 	if readOnly {
 		q.Set("read_only", "1")
 	}
-	return s.dialSidecarWS(r, sb, "/pty", q, "could not reach the sandbox's terminal")
-}
-
-// dialSidecarWS opens a WebSocket route of the sidecar over the sandbox's
-// endpoint. A refusal is logged with the sidecar's status and becomes
-// 502 sandbox_failed with failMsg, or the sidecar's own error when it
-// answered with one (a bad cwd, an exhausted exec budget).
-func (s *Server) dialSidecarWS(r *http.Request, sb *model.Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error) {
-	if err := s.frozenAnswer(sb.ID); err != nil {
-		return nil, err
-	}
-	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
-	if err != nil {
-		s.log.ErrorContext(r.Context(), "sidecar client", "sandbox", sb.ID, "err", err)
-		return nil, sandboxFailed("reach")
-	}
-	u := "ws://sidecar" + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	hdr := http.Header{"X-Sidecar-Auth-Token": {sb.Endpoint.Token}}
-	if id := httpx.RequestID(r.Context()); id != "" {
-		hdr.Set("X-Request-ID", id)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), takeoverDialTimeout)
-	defer cancel()
-	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: client, HTTPHeader: hdr})
-	if err != nil {
-		status := 0
-		if resp != nil {
-			status = resp.StatusCode
-			if e := sidecarRefusal(resp); e != nil {
-				return nil, e
-			}
-		}
-		s.log.ErrorContext(r.Context(), "dial sidecar websocket", "sandbox", sb.ID, "path", path, "status", status, "err", err)
-		if status == 0 {
-			if e := s.unreachable(r.Context(), sb); e.Code == api.CodeSandboxLost {
-				return nil, e
-			}
-		}
-		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "%s", failMsg).
-			WithHint("the sandbox may have stopped; check it with `boxkite session get`")
-	}
-	return conn, nil
-}
-
-// sidecarRefusal is the sidecar's own error envelope from a refused
-// upgrade, when it is a client error worth passing on (4xx), else nil.
-func sidecarRefusal(resp *http.Response) *api.Error {
-	if resp.StatusCode < 400 || resp.StatusCode >= 500 || resp.Body == nil {
-		return nil
-	}
-	var env api.ErrorEnvelope
-	if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&env) != nil || env.Error == nil || env.Error.Code == "" {
-		return nil
-	}
-	env.Error.Status = resp.StatusCode
-	return env.Error
+	return s.d.DialSidecarWS(r, sb, "/pty", q, "could not reach the sandbox's terminal")
 }
 
 // relayPTY copies frames between the client (down) and the sidecar (up)
@@ -300,15 +238,15 @@ type relayHooks struct {
 	typed, output, control func([]byte)
 }
 
-func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks) int64 {
+func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks) int64 {
 	// A revoked credential closes the client's side with a status that
 	// says so; the reads must not end first (a cancelled read drops the
 	// connection without a word).
 	request := ctx
-	ctx, cancel := survivingContext(ctx)
+	ctx, cancel := authz.SurvivingContext(ctx)
 	defer cancel()
 	stopWatching := context.AfterFunc(request, func() {
-		if errors.Is(context.Cause(request), errCredentialRevoked) {
+		if errors.Is(context.Cause(request), authz.ErrCredentialRevoked) {
 			_ = down.Close(websocket.StatusPolicyViolation, "the credential of this session was revoked")
 		}
 	})
@@ -377,7 +315,7 @@ func (s *Server) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnl
 	} else if !first.fromClient {
 		code, reason = websocket.StatusGoingAway, "the sandbox's terminal went away"
 	}
-	if errors.Is(context.Cause(request), errCredentialRevoked) {
+	if errors.Is(context.Cause(request), authz.ErrCredentialRevoked) {
 		// The terminal itself stays: only this credential's view of it ends.
 		code, reason = websocket.StatusPolicyViolation, "the credential of this session was revoked"
 	}

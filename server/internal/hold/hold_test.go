@@ -1,4 +1,4 @@
-package server
+package hold
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func TestExitHolder(t *testing.T) {
 	stream := out + exit
 	for _, size := range []int{1, 2, 3, 7, 13, 29, 64, len(stream)} {
 		rec := httptest.NewRecorder()
-		h := newExitHolder(rec)
+		h := NewExit(rec)
 		for i := 0; i < len(stream); i += size {
 			if _, err := h.Write([]byte(stream[i:min(i+size, len(stream))])); err != nil {
 				t.Fatal(err)
@@ -34,7 +34,7 @@ func TestExitHolder(t *testing.T) {
 		if got := rec.Body.String(); got != out {
 			t.Errorf("chunks of %d: before release the client has %q, want %q", size, got, out)
 		}
-		h.release()
+		h.Release()
 		if got := rec.Body.String(); got != stream {
 			t.Errorf("chunks of %d: after release the client has %q, want %q", size, got, stream)
 		}
@@ -46,12 +46,12 @@ func TestExitHolder(t *testing.T) {
 // line the client has is whole JSON.
 func TestExitHolderPartialLine(t *testing.T) {
 	rec := httptest.NewRecorder()
-	h := newExitHolder(rec)
+	h := NewExit(rec)
 	h.Write([]byte(`{"type":"stdout","data":"one"}` + "\n" + `{"type":"stdout","data":"progr`))
 	if got, want := rec.Body.String(), `{"type":"stdout","data":"one"}`+"\n"; got != want {
 		t.Errorf("client has %q, want %q", got, want)
 	}
-	if err := h.fail(api.Errorf(http.StatusGone, api.CodeSandboxLost, "gone")); err != nil {
+	if err := h.Fail(api.Errorf(http.StatusGone, api.CodeSandboxLost, "gone")); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(rec.Body.String(), "\n"), "\n")
@@ -68,21 +68,21 @@ func TestExitHolderPartialLine(t *testing.T) {
 // answer that never started releases nothing.
 func TestHeldResponse(t *testing.T) {
 	rec := httptest.NewRecorder()
-	h := newHeldResponse(rec)
+	h := NewResponse(rec)
 	h.Header().Set("Content-Type", "application/json")
 	h.WriteHeader(201)
 	h.Write([]byte(`{"ok":true}`))
 	if rec.Body.Len() != 0 || rec.Header().Get("Content-Type") != "" {
 		t.Fatalf("client has %q before release", rec.Body.String())
 	}
-	h.release()
+	h.Release()
 	if rec.Code != 201 || rec.Body.String() != `{"ok":true}` || rec.Header().Get("Content-Type") != "application/json" {
 		t.Errorf("after release: %d %q %v", rec.Code, rec.Body.String(), rec.Header())
 	}
 
 	rec = httptest.NewRecorder()
-	newHeldResponse(rec).release()
-	newExitHolder(rec).release()
+	NewResponse(rec).Release()
+	NewExit(rec).Release()
 	if rec.Body.Len() != 0 || rec.Flushed {
 		t.Errorf("an answer that never started sent %q (flushed %v)", rec.Body.String(), rec.Flushed)
 	}
@@ -102,7 +102,7 @@ func TestTailHolder(t *testing.T) {
 	} {
 		for _, size := range []int{1, 2, 5, len(body)} {
 			rec := httptest.NewRecorder()
-			h := newTailHolder(rec)
+			h := NewTail(rec)
 			h.Header().Set("Content-Type", tt.contentType)
 			for i := 0; i < len(body); i += size {
 				if _, err := h.Write([]byte(body[i:min(i+size, len(body))])); err != nil {
@@ -112,8 +112,8 @@ func TestTailHolder(t *testing.T) {
 			if got := rec.Body.String(); got != tt.wantBefore {
 				t.Errorf("%s in chunks of %d: before release the client has %q, want %q", tt.contentType, size, got, tt.wantBefore)
 			}
-			h.release()
-			h.release() // a second release sends nothing more
+			h.Release()
+			h.Release() // a second release sends nothing more
 			if got := rec.Body.String(); got != body || rec.Header().Get("Content-Type") != tt.contentType {
 				t.Errorf("%s in chunks of %d: after release the client has %q (%v), want %q", tt.contentType, size, got, rec.Header(), body)
 			}
@@ -121,7 +121,7 @@ func TestTailHolder(t *testing.T) {
 	}
 
 	rec := httptest.NewRecorder()
-	h := newTailHolder(rec)
+	h := NewTail(rec)
 	h.Header().Set("Content-Type", "text/event-stream")
 	h.Write([]byte("data: 1\n\n"))
 	if got := rec.Body.String(); got != "data: 1\n\n" {
@@ -130,7 +130,7 @@ func TestTailHolder(t *testing.T) {
 
 	// A JSON answer larger than maxHeldWhole falls back to the last byte.
 	rec = httptest.NewRecorder()
-	h = newTailHolder(rec)
+	h = NewTail(rec)
 	h.Header().Set("Content-Type", "application/json")
 	big := bytes.Repeat([]byte("x"), maxHeldWhole+10)
 	h.Write(big[:maxHeldWhole])
@@ -141,18 +141,18 @@ func TestTailHolder(t *testing.T) {
 
 	// The entry failed: a held answer turns into the error, headers and all.
 	rec = httptest.NewRecorder()
-	h = newTailHolder(rec)
+	h = NewTail(rec)
 	h.Header().Set("Content-Type", "application/json")
 	h.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	h.WriteHeader(200)
 	h.Write([]byte(body))
 	want := errors.New("audit failed")
-	if got := h.fail(want); got != want || rec.Body.Len() != 0 || rec.Header().Get("Content-Length") != "" {
+	if got := h.Fail(want); got != want || rec.Body.Len() != 0 || rec.Header().Get("Content-Length") != "" {
 		t.Errorf("fail of a held answer = %v, client has %q %v; want the error back and nothing sent", got, rec.Body.String(), rec.Header())
 	}
 	// … and one already passing is broken off.
 	rec = httptest.NewRecorder()
-	h = newTailHolder(rec)
+	h = NewTail(rec)
 	h.Header().Set("Content-Type", "application/octet-stream")
 	h.Write([]byte(body))
 	func() {
@@ -161,7 +161,7 @@ func TestTailHolder(t *testing.T) {
 				t.Errorf("fail of a passing answer panicked with %v, want http.ErrAbortHandler", p)
 			}
 		}()
-		h.fail(want)
+		h.Fail(want)
 	}()
 }
 
@@ -169,11 +169,11 @@ func TestTailHolder(t *testing.T) {
 // error event carrying the exit code, never the exit event.
 func TestExitHolderFail(t *testing.T) {
 	rec := httptest.NewRecorder()
-	h := newExitHolder(rec)
+	h := NewExit(rec)
 	h.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	h.Write([]byte(`{"type":"stdout","data":"hi\n"}` + "\n" + `{"type":"exit","exit_code":3,"duration_ms":5}` + "\n"))
 	err := audit.WithOutcome(audit.NotRecorded("exec", model.ErrStoreReadOnly), map[string]any{"exit_code": 3})
-	if got := h.fail(err); got != nil {
+	if got := h.Fail(err); got != nil {
 		t.Fatalf("fail = %v, want nil (the stream carries the error)", got)
 	}
 	lines := strings.Split(strings.TrimSpace(rec.Body.String()), "\n")

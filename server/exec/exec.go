@@ -1,27 +1,22 @@
-package server
+package exec
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/internal/httpx"
-	"github.com/boxkite/boxkite/server/internal/unixsock"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -34,15 +29,15 @@ type execBody struct {
 	Timeout *int `json:"timeout"`
 }
 
-// execGrace is how much longer than the command's own timeout the server
+// Grace is how much longer than the command's own timeout the server
 // waits for the sidecar, which kills the command at the timeout and still
 // has to answer.
-const execGrace = 30 * time.Second
+const Grace = 30 * time.Second
 
-// execSandbox serves POST /v1/sandboxes/{id}/exec by proxying to the
+// exec serves POST /v1/sandboxes/{id}/exec by proxying to the
 // sidecar's /exec. With Accept: application/x-ndjson the sidecar streams
 // events and they are passed on as they arrive.
-func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	var body execBody
 	if err := httpx.DecodeJSON(w, r, &body, httpx.MaxExecBody); err != nil {
 		return err
@@ -62,21 +57,21 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkOutputLimit(&req); err != nil {
 		return err
 	}
-	sb, err := s.loadSandbox(r)
+	sb, err := s.d.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
 	if !sb.Active() {
-		return notActive(sb)
+		return s.d.NotActive(sb)
 	}
-	if err := s.checkCommand(r, req.Command); err != nil {
+	if err := s.d.CheckCommand(r, req.Command); err != nil {
 		return err
 	}
-	red, err := s.secretEnv(r, sb, &req) // secrets_routes.go
+	wrapResult, err := s.d.SecretEnv(r, sb, &req)
 	if err != nil {
 		return err
 	}
-	if err := s.auditOpen(); err != nil {
+	if err := s.d.Audit.Open(); err != nil {
 		return err
 	}
 	fwd := req
@@ -86,86 +81,88 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("encode exec request: %w", err)
 	}
 	var out execOutcome
-	c := &sidecarCall{
-		method: http.MethodPost, path: "/exec",
-		body: bytes.NewReader(payload), length: int64(len(payload)),
-		timeout: time.Duration(req.Timeout)*time.Second + execGrace,
+	c := &sidecar.Call{
+		Method: http.MethodPost, Path: "/exec",
+		Body: bytes.NewReader(payload), Length: int64(len(payload)),
+		Timeout: time.Duration(req.Timeout)*time.Second + Grace,
 	}
 	// The end of the answer waits for the audit entry (exec_hold.go); its
 	// output is scrubbed of secrets on the way (scrub.go).
-	sc := s.newExecScrub(r)
+	sc := s.d.NewScrub(r)
 	defer sc.Stop()
-	var hw heldWriter
+	var hw hold.Writer
 	var fw http.ResponseWriter // what the sidecar's answer is written to
 	finishSecrets := func() {}
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
-		c.tap = lineTap(maxEventLine, out.event)
-		hw = newExitHolder(sc.Events(w))
+		c.Tap = sidecar.LineTap(maxEventLine, out.event)
+		hw = hold.NewExit(sc.Events(w))
 		fw = hw
-		c.handOver = s.execHandedOver(r, sb, req, &out)
+		c.HandOver = s.execHandedOver(r, sb, req, &out)
 	} else {
-		hw = newHeldResponse(w)
+		hw = hold.NewResponse(w)
 		fw = sc.Result(hw)
-		fw, finishSecrets = secretResult(fw, red)
-		c.survive = true // a revoked credential loses the result, not the command
+		if wrapResult != nil {
+			fw, finishSecrets = wrapResult(fw)
+		}
+		c.Survive = true // a revoked credential loses the result, not the command
 	}
-	started := s.now()
-	err = s.forward(fw, r, sb, c)
-	if errors.Is(err, errHandedOver) {
+	started := s.d.Now()
+	err = s.d.Forward(fw, r, sb, c)
+	if errors.Is(err, sidecar.ErrHandedOver) {
 		// The credential was revoked: the stream ends, the command runs on.
-		return hw.fail(errStreamRevoked)
+		return hw.Fail(authz.ErrStreamRevoked)
 	}
 	finishSecrets()
 	sc.Done()
 	out.outputRedacted = sc.OutputRedacted()
-	if eh, ok := hw.(*exitHolder); ok {
+	if eh, ok := hw.(*hold.Exit); ok {
 		switch {
-		case out.exitCode != nil && errors.Is(err, errSidecarCut):
+		case out.exitCode != nil && errors.Is(err, sidecar.ErrCut):
 			err = nil // the exit event came whole; only the stream's end was lost
 		case streamCut(r, c, &out, err):
 			return s.endCutStream(r, eh, sb, req, &out, started, err)
 		}
 	}
-	if errors.Is(err, errStreamBroken) {
-		s.abortResponse(r, err)
+	if errors.Is(err, sidecar.ErrStreamBroken) {
+		s.d.AbortResponse(r, err)
 	}
-	if err != nil || c.status/100 != 2 {
-		hw.release()
+	if err != nil || c.Status/100 != 2 {
+		hw.Release()
 		return err
 	}
-	s.metrics.exec(s.now().Sub(started))
+	s.d.ObserveExec(s.d.Now().Sub(started))
 	out.result(c)
 	// What the command wrote is on the host's storage before it is
 	// acknowledged, or the answer says it is not.
 	// A revoked credential loses the result, not the command: that is
 	// synced and audited all the same.
-	revoked := errors.Is(context.Cause(r.Context()), errCredentialRevoked)
+	revoked := errors.Is(context.Cause(r.Context()), authz.ErrCredentialRevoked)
 	syncCtx := r.Context()
 	if revoked {
 		syncCtx = context.WithoutCancel(syncCtx)
 	}
-	syncErr := s.syncDisk(syncCtx, sb, "exec")
+	syncErr := s.d.SyncDisk(syncCtx, sb, "exec")
 	err = s.auditExec(r, sb, req, &out, started, nil, syncErr != nil)
 	if err == nil {
 		err = syncErr
 	}
 	if revoked {
-		return hw.fail(errStreamRevoked)
+		return hw.Fail(authz.ErrStreamRevoked)
 	}
 	if err != nil {
 		// The command ran; the answer says so instead of passing for a
 		// recorded, stored result.
 		outcome := map[string]any{"exit_code": out.exitCode}
-		if c.captured != nil {
-			outcome["result"] = json.RawMessage(sc.CapturedResult(c.captured))
+		if c.Captured != nil {
+			outcome["result"] = json.RawMessage(sc.CapturedResult(c.Captured))
 		}
 		err = audit.WithOutcome(err, outcome)
 		if ae, ok := errors.AsType[*api.Error](err); ok && httpx.InfoFrom(r.Context()) != nil {
 			ae.RequestID = httpx.RequestID(r.Context()) // a stream's error event has no envelope to carry it
 		}
-		return hw.fail(err)
+		return hw.Fail(err)
 	}
-	hw.release()
+	hw.Release()
 	return nil
 }
 
@@ -173,8 +170,8 @@ func (s *Server) execSandbox(w http.ResponseWriter, r *http.Request) error {
 // revoked and the rest of its stream was read in the background: the
 // audit entry, as for any exec (cut, when the stream from the sidecar
 // broke off instead of ending).
-func (s *Server) execHandedOver(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome) func(error) {
-	started := s.now()
+func (s *Service) execHandedOver(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome) func(error) {
+	started := s.d.Now()
 	// The handler has returned by then: keep the request's values, not its end.
 	r = r.WithContext(context.WithoutCancel(r.Context()))
 	return func(err error) {
@@ -183,7 +180,7 @@ func (s *Server) execHandedOver(r *http.Request, sb *model.Sandbox, req api.Exec
 			cut = &api.Error{Code: api.CodeSandboxFailed, Message: "the stream from the sandbox broke off"}
 		}
 		if aerr := s.auditExec(r, sb, req, out, started, cut, false); aerr != nil {
-			s.log.ErrorContext(r.Context(), "audit an exec whose credential was revoked", "sandbox", sb.ID, "err", aerr)
+			s.d.Log.ErrorContext(r.Context(), "audit an exec whose credential was revoked", "sandbox", sb.ID, "err", aerr)
 		}
 	}
 }
@@ -192,7 +189,7 @@ func (s *Server) execHandedOver(r *http.Request, sb *model.Sandbox, req api.Exec
 // exit code and, when output was cut, the counts; cut is the error a
 // stream that broke off ended with, if it did; unstored says the host
 // could not store what it wrote.
-func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
+func (s *Service) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
 	command := audit.LoggedText(req.Command)
 	detail := map[string]any{"command": command, "timeout": req.Timeout}
 	if len(command) < len(req.Command) {
@@ -223,20 +220,20 @@ func (s *Server) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecReque
 		source = api.LogSourceHumanTakeover
 		maps.Copy(detail, g.Detail())
 	}
-	return s.audit(r.Context(), audit.Record{
+	return s.d.Audit.Append(r.Context(), audit.Record{
 		Sandbox: sb, Source: source, Operation: "exec", Detail: detail,
 		ExitCode: out.exitCode, OutputTruncated: out.output.Truncated,
-		Started: started, Duration: s.now().Sub(started),
+		Started: started, Duration: s.d.Now().Sub(started),
 	})
 }
 
 // streamCut reports whether an NDJSON exec's stream from the sidecar broke
 // off, or ended without its exit event, while the client was still there.
-func streamCut(r *http.Request, c *sidecarCall, out *execOutcome, err error) bool {
-	if r.Context().Err() != nil || c.status/100 != 2 {
+func streamCut(r *http.Request, c *sidecar.Call, out *execOutcome, err error) bool {
+	if r.Context().Err() != nil || c.Status/100 != 2 {
 		return false
 	}
-	return errors.Is(err, errSidecarCut) || err == nil && out.exitCode == nil
+	return errors.Is(err, sidecar.ErrCut) || err == nil && out.exitCode == nil
 }
 
 // endCutStream ends an exec stream the sidecar broke off with an error
@@ -245,11 +242,11 @@ func streamCut(r *http.Request, c *sidecarCall, out *execOutcome, err error) boo
 // server did (the sandbox froze, or is being destroyed), 410 sandbox_lost
 // when the sidecar no longer answers, else 502 sandbox_operation_failed.
 // The exec is audited without an exit code.
-func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
+func (s *Service) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
 	started time.Time, cause error,
 ) error {
 	ctx := r.Context()
-	s.log.WarnContext(ctx, "exec stream broke off", "sandbox", sb.ID, "err", cause)
+	s.d.Log.WarnContext(ctx, "exec stream broke off", "sandbox", sb.ID, "err", cause)
 	e := &api.Error{
 		Status: http.StatusBadGateway, Code: api.CodeSandboxFailed,
 		Message: "the connection to the sandbox broke during the exec; its output ends here",
@@ -257,14 +254,14 @@ func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *model.Sandbox
 	}
 	// Ended on purpose (the sandbox is being destroyed, or froze): that
 	// is the answer, not the sidecar's health.
-	ended, _ := s.calls.ending(sb.ID).(*api.Error)
+	ended, _ := s.d.Calls.Ending(sb.ID).(*api.Error)
 	if ended == nil {
-		ended, _ = s.frozenAnswer(sb.ID).(*api.Error)
+		ended, _ = s.d.FrozenAnswer(sb.ID).(*api.Error)
 	}
 	var healthy bool
 	if ended == nil {
 		hctx, cancel := context.WithTimeout(ctx, cutHealthTimeout)
-		healthy = s.sidecarHealthy(hctx, sb)
+		healthy = s.d.Healthy(hctx, sb)
 		cancel()
 	}
 	switch {
@@ -280,9 +277,9 @@ func (s *Server) endCutStream(r *http.Request, eh *exitHolder, sb *model.Sandbox
 	}
 	e.RequestID = httpx.RequestID(ctx)
 	if err := s.auditExec(r, sb, req, out, started, e, false); err != nil {
-		return eh.fail(err)
+		return eh.Fail(err)
 	}
-	return eh.fail(e)
+	return eh.Fail(e)
 }
 
 // cutHealthTimeout bounds the health check that tells a dead sidecar
@@ -291,13 +288,13 @@ const cutHealthTimeout = 2 * time.Second
 
 // checkOutputLimit fills in and checks the output cap of an exec: the
 // default when it is left out, at most the server's maximum.
-func (s *Server) checkOutputLimit(req *api.ExecRequest) error {
+func (s *Service) checkOutputLimit(req *api.ExecRequest) error {
 	if req.MaxOutputBytes == 0 {
 		req.MaxOutputBytes = api.DefaultExecOutput
 	}
-	if req.MaxOutputBytes < 1 || req.MaxOutputBytes > s.cfg.MaxExecOutputBytes {
+	if req.MaxOutputBytes < 1 || req.MaxOutputBytes > s.d.MaxOutputBytes {
 		return httpx.Invalid("max_output_bytes",
-			fmt.Sprintf("max_output_bytes must be between 1 and %d (this server's maximum), got %d", s.cfg.MaxExecOutputBytes, req.MaxOutputBytes),
+			fmt.Sprintf("max_output_bytes must be between 1 and %d (this server's maximum), got %d", s.d.MaxOutputBytes, req.MaxOutputBytes),
 			fmt.Sprintf("omit it for the default of %d bytes a stream", api.DefaultExecOutput))
 	}
 	switch req.OnOutputLimit {
@@ -332,134 +329,14 @@ func (o *execOutcome) event(line []byte) {
 }
 
 // result takes a JSON answer (a stream sets no captured body).
-func (o *execOutcome) result(c *sidecarCall) {
-	if c.captured == nil {
+func (o *execOutcome) result(c *sidecar.Call) {
+	if c.Captured == nil {
 		return
 	}
 	var res api.ExecResult
-	if json.Unmarshal(c.captured, &res) != nil {
+	if json.Unmarshal(c.Captured, &res) != nil {
 		return
 	}
 	o.exitCode = &res.ExitCode
 	o.output = res.ExecOutputInfo
-}
-
-// sidecarClients caches one HTTP client per sandbox, so requests reuse
-// connections to the sidecar (a unix socket dial per exec would cost more
-// than the exec itself).
-type sidecarClients struct {
-	mu sync.Mutex
-	m  map[string]*sidecarClient
-}
-
-type sidecarClient struct {
-	ep     model.Endpoint
-	client *http.Client
-}
-
-func newSidecarClients() *sidecarClients { return &sidecarClients{m: map[string]*sidecarClient{}} }
-
-// client returns the cached client for the sandbox, building one if the
-// endpoint is new or changed.
-func (c *sidecarClients) client(id string, ep model.Endpoint) (*http.Client, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if sc, ok := c.m[id]; ok && sc.ep.Network == ep.Network && sc.ep.Address == ep.Address && bytes.Equal(sc.ep.CertPEM, ep.CertPEM) {
-		return sc.client, nil
-	}
-	tr, err := sidecarTransport(ep)
-	if err != nil {
-		return nil, err
-	}
-	if old, ok := c.m[id]; ok {
-		old.client.CloseIdleConnections()
-	}
-	// No Client.Timeout: every request carries a context deadline sized to
-	// the operation (an exec may legitimately run for an hour).
-	// Redirects are not followed: a sidecar has no reason to send one, and
-	// following it would reach a path the route table did not choose.
-	sc := &sidecarClient{ep: ep, client: &http.Client{
-		Transport:     tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
-	c.m[id] = sc
-	return sc.client, nil
-}
-
-// forget drops the sandbox's client and closes its idle connections.
-func (c *sidecarClients) forget(id string) {
-	c.mu.Lock()
-	sc, ok := c.m[id]
-	delete(c.m, id)
-	c.mu.Unlock()
-	if ok {
-		sc.client.CloseIdleConnections()
-	}
-}
-
-// sidecarTransport dials the endpoint whatever host the request URL names.
-// A tcp endpoint with CertPEM (the kube driver's) is TLS pinned to exactly
-// that certificate: the connection is wrapped in TLS as it is dialled, so
-// every request, streams and WebSocket upgrades included, stays plain
-// http:// to the code above. A tcp endpoint without one is plain HTTP
-// (tests use it).
-func sidecarTransport(ep model.Endpoint) (*http.Transport, error) {
-	switch ep.Network {
-	case "unix", "tcp":
-	default:
-		return nil, fmt.Errorf("sidecar endpoint network %q is not supported", ep.Network)
-	}
-	if ep.Address == "" {
-		return nil, errors.New("sidecar endpoint has no address")
-	}
-	var pin *tls.Config
-	if len(ep.CertPEM) > 0 {
-		var err error
-		if pin, err = pinnedTLS(ep.CertPEM); err != nil {
-			return nil, err
-		}
-	}
-	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	return &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			if ep.Network == "unix" {
-				return unixsock.Dial(ctx, dialer, ep.Address)
-			}
-			conn, err := dialer.DialContext(ctx, ep.Network, ep.Address)
-			if err != nil || pin == nil {
-				return conn, err
-			}
-			tc := tls.Client(conn, pin)
-			if err := tc.HandshakeContext(ctx); err != nil {
-				conn.Close()
-				return nil, fmt.Errorf("sidecar TLS: %w", err)
-			}
-			return tc, nil
-		},
-		MaxIdleConns:        16,
-		MaxIdleConnsPerHost: 16,
-		IdleConnTimeout:     90 * time.Second,
-		// Sidecar output is sent as it is produced; gzip would hold it back.
-		DisableCompression: true,
-	}, nil
-}
-
-// pinnedTLS trusts exactly the certificate in certPEM: the driver made it
-// for this one sidecar, so there is no chain or name to check.
-func pinnedTLS(certPEM []byte) (*tls.Config, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, errors.New("sidecar endpoint: the pinned certificate is not a PEM certificate")
-	}
-	want := sha256.Sum256(block.Bytes)
-	return &tls.Config{
-		MinVersion:         tls.VersionTLS13,
-		InsecureSkipVerify: true, // verified by the pin below instead of a chain
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 || sha256.Sum256(raw[0]) != want {
-				return errors.New("the sidecar's certificate is not the pinned one")
-			}
-			return nil
-		},
-	}, nil
 }

@@ -1,4 +1,4 @@
-package server
+package hold
 
 import (
 	"bytes"
@@ -12,58 +12,52 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
-// An exec's audit entry is committed before the client has the whole
-// answer, so an exec whose result a client saw is never missing from the
-// log, even if the server is killed right after it (issue 5, acceptance
-// 3). The part held back is the end: the whole JSON result, or the exit
-// event of a stream, whose output still flows as it is produced.
-
 // heldWriter is an http.ResponseWriter for forward that keeps back the
 // end of the answer until release.
-type heldWriter interface {
+type Writer interface {
 	http.ResponseWriter
-	// release sends what was held back, if the answer started at all.
-	release()
-	// fail drops what was held back, because the operation's audit entry
+	// Release sends what was held back, if the answer started at all.
+	Release()
+	// Fail drops what was held back, because the operation's audit entry
 	// could not be committed, and ends the answer with err where it can:
 	// it returns err for the handler to send when nothing was sent yet,
 	// or tells the client in the stream itself, or breaks the connection.
-	fail(err error) error
+	Fail(err error) error
 }
 
 // heldResponse keeps a whole JSON answer in memory (an exec result is
 // bounded by the sidecar's output caps).
-type heldResponse struct {
+type Response struct {
 	w      http.ResponseWriter
 	header http.Header
 	status int
 	body   bytes.Buffer
 }
 
-func newHeldResponse(w http.ResponseWriter) *heldResponse {
-	return &heldResponse{w: w, header: http.Header{}}
+func NewResponse(w http.ResponseWriter) *Response {
+	return &Response{w: w, header: http.Header{}}
 }
 
-func (h *heldResponse) Header() http.Header { return h.header }
+func (h *Response) Header() http.Header { return h.header }
 
-func (h *heldResponse) WriteHeader(code int) {
+func (h *Response) WriteHeader(code int) {
 	if h.status == 0 {
 		h.status = code
 	}
 }
 
-func (h *heldResponse) Write(p []byte) (int, error) {
+func (h *Response) Write(p []byte) (int, error) {
 	h.WriteHeader(http.StatusOK)
 	return h.body.Write(p)
 }
 
 // FlushError is a no-op: nothing leaves before release.
-func (h *heldResponse) FlushError() error { return nil }
+func (h *Response) FlushError() error { return nil }
 
-// fail sends nothing held: the handler answers err instead.
-func (h *heldResponse) fail(err error) error { return err }
+// Fail sends nothing held: the handler answers err instead.
+func (h *Response) Fail(err error) error { return err }
 
-func (h *heldResponse) release() {
+func (h *Response) Release() {
 	if h.status == 0 {
 		return
 	}
@@ -84,7 +78,7 @@ const exitEventPrefix = `{"type":"exit"`
 // whole: the sidecar writes and flushes whole lines, so this delays
 // nothing, and a stream that breaks off mid-line can still end with an
 // error event on a line of its own (fail) instead of a cut JSON value.
-type exitHolder struct {
+type Exit struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	started bool   // the answer began (a status was written)
@@ -92,18 +86,18 @@ type exitHolder struct {
 	held    bool   // pending starts with the exit event: hold everything from here
 }
 
-func newExitHolder(w http.ResponseWriter) *exitHolder {
-	return &exitHolder{w: w, rc: http.NewResponseController(w)}
+func NewExit(w http.ResponseWriter) *Exit {
+	return &Exit{w: w, rc: http.NewResponseController(w)}
 }
 
-func (h *exitHolder) Header() http.Header { return h.w.Header() }
+func (h *Exit) Header() http.Header { return h.w.Header() }
 
-func (h *exitHolder) WriteHeader(code int) {
+func (h *Exit) WriteHeader(code int) {
 	h.started = true
 	h.w.WriteHeader(code)
 }
 
-func (h *exitHolder) Write(p []byte) (int, error) {
+func (h *Exit) Write(p []byte) (int, error) {
 	h.started = true
 	h.pending = append(h.pending, p...)
 	if h.held {
@@ -133,11 +127,11 @@ func (h *exitHolder) Write(p []byte) (int, error) {
 }
 
 // FlushError flushes what was let through.
-func (h *exitHolder) FlushError() error { return h.rc.Flush() }
+func (h *Exit) FlushError() error { return h.rc.Flush() }
 
-// fail ends the stream with an error event in place of the held exit
+// Fail ends the stream with an error event in place of the held exit
 // event (whose exit code the error's details carry).
-func (h *exitHolder) fail(err error) error {
+func (h *Exit) Fail(err error) error {
 	if !h.started {
 		return err
 	}
@@ -155,7 +149,7 @@ func (h *exitHolder) fail(err error) error {
 	return nil
 }
 
-func (h *exitHolder) release() {
+func (h *Exit) Release() {
 	if !h.started {
 		return
 	}
@@ -176,7 +170,7 @@ func (h *exitHolder) release() {
 // so the client never has a complete answer. Event streams are let
 // through whole: holding a byte there would delay an event, and a
 // stream's end is only signalled when the handler returns.
-type tailHolder struct {
+type Tail struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	header  http.Header // until the answer is known not to be held whole
@@ -190,18 +184,18 @@ type tailHolder struct {
 // maxHeldWhole bounds the JSON answers held whole.
 const maxHeldWhole = 1 << 20
 
-func newTailHolder(w http.ResponseWriter) *tailHolder {
-	return &tailHolder{w: w, rc: http.NewResponseController(w), header: http.Header{}}
+func NewTail(w http.ResponseWriter) *Tail {
+	return &Tail{w: w, rc: http.NewResponseController(w), header: http.Header{}}
 }
 
-func (h *tailHolder) Header() http.Header {
+func (h *Tail) Header() http.Header {
 	if h.passing {
 		return h.w.Header()
 	}
 	return h.header
 }
 
-func (h *tailHolder) WriteHeader(code int) {
+func (h *Tail) WriteHeader(code int) {
 	if h.status != 0 {
 		return
 	}
@@ -216,13 +210,13 @@ func (h *tailHolder) WriteHeader(code int) {
 }
 
 // pass sends the status and headers; from here bytes pass through.
-func (h *tailHolder) pass() {
+func (h *Tail) pass() {
 	h.passing = true
 	maps.Copy(h.w.Header(), h.header)
 	h.w.WriteHeader(h.status)
 }
 
-func (h *tailHolder) Write(p []byte) (int, error) {
+func (h *Tail) Write(p []byte) (int, error) {
 	h.WriteHeader(http.StatusOK)
 	if h.whole {
 		h.body = append(h.body, p...)
@@ -246,7 +240,7 @@ func (h *tailHolder) Write(p []byte) (int, error) {
 }
 
 // writeHoldingLast writes what was held and p, except p's last byte.
-func (h *tailHolder) writeHoldingLast(p []byte) (int, error) {
+func (h *Tail) writeHoldingLast(p []byte) (int, error) {
 	n := len(p)
 	if len(h.body) > 0 {
 		if _, err := h.w.Write(h.body); err != nil {
@@ -261,14 +255,14 @@ func (h *tailHolder) writeHoldingLast(p []byte) (int, error) {
 }
 
 // FlushError flushes what was let through; an answer held whole waits.
-func (h *tailHolder) FlushError() error {
+func (h *Tail) FlushError() error {
 	if !h.passing {
 		return nil
 	}
 	return h.rc.Flush()
 }
 
-func (h *tailHolder) release() {
+func (h *Tail) Release() {
 	if h.status == 0 {
 		return
 	}
@@ -281,9 +275,9 @@ func (h *tailHolder) release() {
 	}
 }
 
-// fail returns err for the handler to send when the answer was held
+// Fail returns err for the handler to send when the answer was held
 // whole; past that, it breaks the connection (http.ErrAbortHandler).
-func (h *tailHolder) fail(err error) error {
+func (h *Tail) Fail(err error) error {
 	if !h.passing {
 		h.body = nil
 		return err

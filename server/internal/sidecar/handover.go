@@ -1,4 +1,4 @@
-package server
+package sidecar
 
 import (
 	"context"
@@ -6,35 +6,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/boxkite/boxkite/server/internal/authz"
 )
 
 // A streamed exec outlives the revocation of its client's credential: the
 // stream to the client ends within moments, while the command runs on in
 // the sandbox, its output read to the end and its audit entry written
-// (sidecarCall.handOver). The sidecar would kill the command if its
+// (Call.HandOver). The sidecar would kill the command if its
 // request were cancelled, so the request to it does not end with the
 // client's, only when the client itself goes away.
 
-// errHandedOver is forward's answer when the rest of the sidecar's answer
+// ErrHandedOver is forward's answer when the rest of the sidecar's answer
 // was handed to a background reader because the client's credential was
 // revoked.
-var errHandedOver = errors.New("the stream's credential was revoked; the rest of it is read in the background")
-
-// survivingContext is parent's values with a cancellation of its own: it
-// ends when parent does, unless parent ended because its credential was
-// revoked.
-func survivingContext(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
-	stop := context.AfterFunc(parent, func() {
-		if !errors.Is(context.Cause(parent), errCredentialRevoked) {
-			cancel()
-		}
-	})
-	return ctx, func() {
-		stop()
-		cancel()
-	}
-}
+var ErrHandedOver = errors.New("the stream's credential was revoked; the rest of it is read in the background")
 
 // pump reads a body in a goroutine of its own, so that copying it to the
 // client can also wait for the client's credential to be revoked.
@@ -68,19 +54,19 @@ func startPump(body io.Reader) *pump {
 	return p
 }
 
-// handover is copyPumped's error when the client's credential was revoked:
+// Handover is copyPumped's error when the client's credential was revoked:
 // the pump goes on for drain.
-type handover struct{ p *pump }
+type Handover struct{ p *pump }
 
-func (h *handover) Error() string { return errHandedOver.Error() }
+func (h *Handover) Error() string { return ErrHandedOver.Error() }
 
-// drain reads the rest of the answer through c.tap, then releases body
+// Drain reads the rest of the answer through c.tap, then releases body
 // and its context (cancel) and calls c.handOver with why reading ended
 // (nil at the end of the answer).
-func (h *handover) drain(body io.ReadCloser, cancel context.CancelFunc, c *sidecarCall) {
+func (h *Handover) Drain(body io.ReadCloser, cancel context.CancelFunc, c *Call) {
 	for chunk := range h.p.chunks {
-		if c.tap != nil {
-			c.tap(chunk)
+		if c.Tap != nil {
+			c.Tap(chunk)
 		}
 	}
 	body.Close()
@@ -89,11 +75,11 @@ func (h *handover) drain(body io.ReadCloser, cancel context.CancelFunc, c *sidec
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
-	c.handOver(err)
+	c.HandOver(err)
 }
 
-// copyPumped is copyResponse's loop for an event stream with a handOver.
-func copyPumped(w http.ResponseWriter, rc *http.ResponseController, body io.Reader, c *sidecarCall) error {
+// CopyPumped is copyResponse's loop for an event stream with a handOver.
+func CopyPumped(w http.ResponseWriter, rc *http.ResponseController, body io.Reader, c *Call) error {
 	p := startPump(body)
 	for {
 		select {
@@ -103,26 +89,26 @@ func copyPumped(w http.ResponseWriter, rc *http.ResponseController, body io.Read
 					_ = rc.Flush()
 					return nil
 				}
-				return fmt.Errorf("%w: %w: read sidecar: %w", errStreamBroken, errSidecarCut, p.err)
+				return fmt.Errorf("%w: %w: read sidecar: %w", ErrStreamBroken, ErrCut, p.err)
 			}
-			if c.tap != nil {
-				c.tap(chunk)
+			if c.Tap != nil {
+				c.Tap(chunk)
 			}
 			if _, err := w.Write(chunk); err != nil {
 				close(p.stop)
-				return fmt.Errorf("%w: write to client: %w", errStreamBroken, err)
+				return fmt.Errorf("%w: write to client: %w", ErrStreamBroken, err)
 			}
-			c.bytesOut += int64(len(chunk))
+			c.BytesOut += int64(len(chunk))
 			if err := rc.Flush(); err != nil {
 				close(p.stop)
-				return fmt.Errorf("%w: flush to client: %w", errStreamBroken, err)
+				return fmt.Errorf("%w: flush to client: %w", ErrStreamBroken, err)
 			}
-		case <-c.client.Done():
-			if errors.Is(context.Cause(c.client), errCredentialRevoked) {
-				return &handover{p: p}
+		case <-c.Client.Done():
+			if errors.Is(context.Cause(c.Client), authz.ErrCredentialRevoked) {
+				return &Handover{p: p}
 			}
 			close(p.stop)
-			return fmt.Errorf("%w: client went away", errStreamBroken)
+			return fmt.Errorf("%w: client went away", ErrStreamBroken)
 		}
 	}
 }

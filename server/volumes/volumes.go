@@ -1,4 +1,4 @@
-package server
+package volumes
 
 import (
 	"context"
@@ -11,74 +11,60 @@ import (
 	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
-// DefaultMaxVolumeGB caps size_gb of a volume when Config.MaxVolumeGB is 0.
-const DefaultMaxVolumeGB = 100
-
-// VolumeMountRoot is where volumes may be mounted in a sandbox: strictly
+// MountRoot is where volumes may be mounted in a sandbox: strictly
 // below /workspace, so the sidecar's file API (whose writable root is
 // /workspace) reaches them without a new typed root.
-const VolumeMountRoot = "/workspace"
+const MountRoot = "/workspace"
 
-// volumeDriver returns the driver's volume side, looking through the
-// metrics wrapper (which only counts sandbox operations).
-func (s *Server) volumeDriver() (model.VolumeDriver, error) {
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
-	vd, ok := d.(model.VolumeDriver)
+// volumeDriver returns the driver's volume side.
+func (s *Service) volumeDriver() (model.VolumeDriver, error) {
+	vd, ok := s.d.Driver.(model.VolumeDriver)
 	if !ok {
 		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "this server's driver has no volumes")
 	}
 	return vd, nil
 }
 
-func (s *Server) maxVolumeGB() float64 {
-	if s.cfg.MaxVolumeGB > 0 {
-		return s.cfg.MaxVolumeGB
-	}
-	return DefaultMaxVolumeGB
-}
-
 // createVolume serves POST /v1/volumes.
-func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) createVolume(w http.ResponseWriter, r *http.Request) error {
 	var req api.CreateVolumeRequest
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
-	if len(req.Label) > maxLabelLen {
-		return httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
+	if len(req.Label) > model.MaxLabelLen {
+		return httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", model.MaxLabelLen), "")
 	}
 	if req.SizeGB == 0 {
 		req.SizeGB = 1
 	}
-	if maxGB := s.maxVolumeGB(); req.SizeGB < 0 || req.SizeGB > maxGB || math.IsNaN(req.SizeGB) {
+	if maxGB := s.d.MaxGB; req.SizeGB < 0 || req.SizeGB > maxGB || math.IsNaN(req.SizeGB) {
 		return httpx.Invalid("size_gb", fmt.Sprintf("size_gb must be more than 0 and at most %g", maxGB), "")
 	}
 	vd, err := s.volumeDriver()
 	if err != nil {
 		return err
 	}
-	if err := hostRefusal(s.capacityWrite(r.Context(), ""), "volume create"); err != nil {
+	if err := model.HostRefusal(s.d.AdmitWrite(r.Context(), ""), "volume create"); err != nil {
 		return err
 	}
-	acct := accountFrom(r.Context())
-	v := &model.Volume{ID: model.NewID(), AccountID: acct.ID, Label: req.Label, SizeGB: req.SizeGB, Status: api.VolumeReady, CreatedAt: s.now()}
+	acct := authz.Account(r.Context())
+	v := &model.Volume{ID: model.NewID(), AccountID: acct.ID, Label: req.Label, SizeGB: req.SizeGB, Status: api.VolumeReady, CreatedAt: s.d.Now()}
 	const mib = 1 << 20
 	size := max(16*mib, int64(req.SizeGB*(1<<30))/mib*mib)
 	if err := vd.CreateVolume(r.Context(), v.ID, size); err != nil {
-		s.log.ErrorContext(r.Context(), "create volume", "volume", v.ID, "err", err)
-		if isStorageFault(err) {
-			return storageFailed("create the volume")
+		s.d.Log.ErrorContext(r.Context(), "create volume", "volume", v.ID, "err", err)
+		if model.IsStorageFault(err) {
+			return model.StorageFailed("create the volume")
 		}
 		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not create the volume").
 			WithHint("retry; if it keeps failing, the server log has the cause under this request id")
 	}
-	if err := s.store.CreateVolume(r.Context(), v); err != nil {
+	if err := s.d.Store.CreateVolume(r.Context(), v); err != nil {
 		_ = vd.DeleteVolume(context.WithoutCancel(r.Context()), v.ID)
 		return fmt.Errorf("record volume: %w", err)
 	}
@@ -86,8 +72,8 @@ func (s *Server) createVolume(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) listVolumes(w http.ResponseWriter, r *http.Request) error {
-	vs, err := s.store.ListVolumes(r.Context(), accountFrom(r.Context()).ID)
+func (s *Service) listVolumes(w http.ResponseWriter, r *http.Request) error {
+	vs, err := s.d.Store.ListVolumes(r.Context(), authz.Account(r.Context()).ID)
 	if err != nil {
 		return fmt.Errorf("list volumes: %w", err)
 	}
@@ -104,9 +90,9 @@ func volumeNotFound(id string) *api.Error {
 		WithHint("list your volumes with `boxkite volumes ls`")
 }
 
-func (s *Server) getVolume(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) getVolume(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	v, err := s.store.Volume(r.Context(), accountFrom(r.Context()).ID, id)
+	v, err := s.d.Store.Volume(r.Context(), authz.Account(r.Context()).ID, id)
 	if errors.Is(err, model.ErrNotFound) {
 		return volumeNotFound(id)
 	}
@@ -119,9 +105,9 @@ func (s *Server) getVolume(w http.ResponseWriter, r *http.Request) error {
 
 // deleteVolume serves DELETE /v1/volumes/{id}: the record goes first
 // (refused while a live sandbox mounts it), then the data.
-func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) deleteVolume(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	err := s.store.DeleteVolume(r.Context(), accountFrom(r.Context()).ID, id)
+	err := s.d.Store.DeleteVolume(r.Context(), authz.Account(r.Context()).ID, id)
 	switch {
 	case errors.Is(err, model.ErrNotFound):
 		return volumeNotFound(id)
@@ -132,21 +118,21 @@ func (s *Server) deleteVolume(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("delete volume: %w", err)
 	}
 	if vd, err := s.volumeDriver(); err == nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), cleanupTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.d.CleanupTimeout)
 		defer cancel()
 		if err := vd.DeleteVolume(ctx, id); err != nil {
 			// The record is gone; the data is an orphan the log names.
-			s.log.ErrorContext(ctx, "delete volume data", "volume", id, "err", err)
+			s.d.Log.ErrorContext(ctx, "delete volume data", "volume", id, "err", err)
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// validateVolumeMounts checks a create's volume_mounts: each path strictly
-// below VolumeMountRoot, clean, and not overlapping another (422); each
+// ValidateMounts checks a create's volume_mounts: each path strictly
+// below MountRoot, clean, and not overlapping another (422); each
 // volume the caller's and ready (404). It returns the mounts sorted by path.
-func (s *Server) validateVolumeMounts(ctx context.Context, acct *model.Account, mounts map[string]string) ([]model.VolumeMount, error) {
+func (s *Service) ValidateMounts(ctx context.Context, acct *model.Account, mounts map[string]string) ([]model.VolumeMount, error) {
 	if len(mounts) == 0 {
 		return nil, nil
 	}
@@ -155,8 +141,8 @@ func (s *Server) validateVolumeMounts(ctx context.Context, acct *model.Account, 
 	}
 	out := make([]model.VolumeMount, 0, len(mounts))
 	for id, p := range mounts {
-		if !path.IsAbs(p) || path.Clean(p) != p || !strings.HasPrefix(p, VolumeMountRoot+"/") {
-			return nil, httpx.Invalid("volume_mounts", fmt.Sprintf("mount path %q must be a clean absolute path below %s/", p, VolumeMountRoot),
+		if !path.IsAbs(p) || path.Clean(p) != p || !strings.HasPrefix(p, MountRoot+"/") {
+			return nil, httpx.Invalid("volume_mounts", fmt.Sprintf("mount path %q must be a clean absolute path below %s/", p, MountRoot),
 				"mount volumes at e.g. /workspace/data")
 		}
 		out = append(out, model.VolumeMount{ID: id, Path: p})
@@ -168,7 +154,7 @@ func (s *Server) validateVolumeMounts(ctx context.Context, acct *model.Account, 
 		}
 	}
 	for _, m := range out {
-		v, err := s.store.Volume(ctx, acct.ID, m.ID)
+		v, err := s.d.Store.Volume(ctx, acct.ID, m.ID)
 		if errors.Is(err, model.ErrNotFound) || (err == nil && v.Status != api.VolumeReady) {
 			return nil, volumeNotFound(m.ID)
 		}
@@ -179,10 +165,10 @@ func (s *Server) validateVolumeMounts(ctx context.Context, acct *model.Account, 
 	return out, nil
 }
 
-// attachVolumes records the mounts of freshly reserved sandboxes, before
+// Attach records the mounts of freshly reserved sandboxes, before
 // the driver mounts anything, so a volume is never deleted under a
 // sandbox; on failure the reserved rows are removed.
-func (s *Server) attachVolumes(ctx context.Context, recs []*model.Sandbox, mounts []model.VolumeMount) error {
+func (s *Service) Attach(ctx context.Context, recs []*model.Sandbox, mounts []model.VolumeMount) error {
 	if len(mounts) == 0 {
 		return nil
 	}
@@ -191,9 +177,9 @@ func (s *Server) attachVolumes(ctx context.Context, recs []*model.Sandbox, mount
 		ids[i] = m.ID
 	}
 	for _, sb := range recs {
-		if err := s.store.AttachVolumes(ctx, sb.ID, ids); err != nil {
+		if err := s.d.Store.AttachVolumes(ctx, sb.ID, ids); err != nil {
 			for _, sb := range recs {
-				s.discard(ctx, sb.ID)
+				s.d.Discard(ctx, sb.ID)
 			}
 			return fmt.Errorf("attach volumes: %w", err)
 		}

@@ -1,4 +1,4 @@
-package server
+package imagesapi
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -16,9 +17,9 @@ import (
 // to disk, never held in memory.
 const maxImageArchive = 8 << 30
 
-// ImageStore keeps sandbox images (server/images implements it). Its
-// errors are *api.Error values where the client should see them.
-type ImageStore interface {
+// Store keeps sandbox images (server/images implements it). Its errors
+// are *api.Error values where the client should see them.
+type Store interface {
 	Import(ctx context.Context, account, label string, body io.Reader) (api.Image, error)
 	// Build queues a declarative build; an identical spec of the account
 	// returns its existing image with created false. audit appends an
@@ -39,42 +40,26 @@ type ImageStore interface {
 	Use(ctx context.Context, id, sandbox string) error
 }
 
-// imageRoutes registers /v1/images when the server keeps images: without
-// a store there is nothing to route (and image_id is refused as
-// not_supported by imageRoot).
-func (s *Server) imageRoutes() {
-	if s.cfg.Images == nil {
-		return
-	}
-	s.handle("POST /v1/images", s.buildImage)
-	s.handle("POST /v1/images/import", s.importImage)
-	s.handle("GET /v1/images/{id}/logs", s.imageLogs)
-	s.handle("GET /v1/images/{id}/log", s.imageAuditLog)
-	s.handle("GET /v1/images", s.listImages)
-	s.handle("GET /v1/images/{id}", s.getImage)
-	s.handle("DELETE /v1/images/{id}", s.deleteImage)
-}
-
-func (s *Server) imageStore() (ImageStore, error) {
-	if s.cfg.Images == nil {
+func (s *Service) imageStore() (Store, error) {
+	if s.d.Images == nil {
 		return nil, api.Errorf(http.StatusNotFound, api.CodeNotSupported, "this server keeps no images").
 			WithHint("images need the local driver")
 	}
-	return s.cfg.Images, nil
+	return s.d.Images, nil
 }
 
 // importImage serves POST /v1/images/import: the body is an OCI layout tar
 // or a docker save archive; ?label= names the image.
-func (s *Server) importImage(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) importImage(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.imageStore()
 	if err != nil {
 		return err
 	}
 	label := r.URL.Query().Get("label")
-	if len(label) > maxLabelLen {
+	if len(label) > model.MaxLabelLen {
 		return httpx.Invalid("label", "label is too long", "")
 	}
-	img, err := st.Import(r.Context(), accountFrom(r.Context()).ID, label, http.MaxBytesReader(w, r.Body, maxImageArchive))
+	img, err := st.Import(r.Context(), authz.Account(r.Context()).ID, label, http.MaxBytesReader(w, r.Body, maxImageArchive))
 	if err != nil {
 		return err
 	}
@@ -84,7 +69,7 @@ func (s *Server) importImage(w http.ResponseWriter, r *http.Request) error {
 
 // buildImage serves POST /v1/images: 202 with a queued build, or 200 with
 // the account's image of an identical spec.
-func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) buildImage(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.imageStore()
 	if err != nil {
 		return err
@@ -93,22 +78,22 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
-	if len(req.Label) > maxLabelLen {
+	if len(req.Label) > model.MaxLabelLen {
 		return httpx.Invalid("label", "label is too long", "")
 	}
 	// A build's egress and outcome are audited: none starts while the
 	// audit log cannot be written.
-	if err := s.auditOpen(); err != nil {
+	if err := s.d.Audit.Open(); err != nil {
 		return err
 	}
-	account := accountFrom(r.Context()).ID
-	audit := func(imageID, operation string, detail map[string]any) {
-		_ = s.audit(context.Background(), audit.Record{ // a failure waits in the audit gate
+	account := authz.Account(r.Context()).ID
+	record := func(imageID, operation string, detail map[string]any) {
+		_ = s.d.Audit.Append(context.Background(), audit.Record{ // a failure waits in the audit gate
 			Sandbox: &model.Sandbox{ID: imageID, AccountID: account}, Source: api.LogSourceImageBuild,
-			Operation: operation, Detail: detail, Started: s.now(),
+			Operation: operation, Detail: detail, Started: s.d.Now(),
 		})
 	}
-	img, created, err := st.Build(r.Context(), account, req.Label, req.ImageSpec, audit)
+	img, created, err := st.Build(r.Context(), account, req.Label, req.ImageSpec, record)
 	if err != nil {
 		return err
 	}
@@ -122,7 +107,7 @@ func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
 
 // imageLogs serves GET /v1/images/{id}/logs as text; ?follow=1 streams
 // until the build ends.
-func (s *Server) imageLogs(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) imageLogs(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.imageStore()
 	if err != nil {
 		return err
@@ -133,15 +118,15 @@ func (s *Server) imageLogs(w http.ResponseWriter, r *http.Request) error {
 	if f, ok := w.(http.Flusher); ok {
 		flush = f.Flush
 	}
-	return st.Logs(r.Context(), accountFrom(r.Context()).ID, r.PathValue("id"), w, follow == "1" || follow == "true", flush)
+	return st.Logs(r.Context(), authz.Account(r.Context()).ID, r.PathValue("id"), w, follow == "1" || follow == "true", flush)
 }
 
-func (s *Server) listImages(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) listImages(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.imageStore()
 	if err != nil {
 		return err
 	}
-	out, err := st.List(accountFrom(r.Context()).ID)
+	out, err := st.List(authz.Account(r.Context()).ID)
 	if err != nil {
 		return err
 	}
@@ -149,12 +134,12 @@ func (s *Server) listImages(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getImage(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) getImage(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.imageStore()
 	if err != nil {
 		return err
 	}
-	img, err := st.Get(accountFrom(r.Context()).ID, r.PathValue("id"))
+	img, err := st.Get(authz.Account(r.Context()).ID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -162,15 +147,15 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) deleteImage(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) deleteImage(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.imageStore()
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	acct := accountFrom(ctx).ID
+	acct := authz.Account(ctx).ID
 	inUse := func(id string) bool {
-		sb, err := s.store.Sandbox(ctx, acct, id)
+		sb, err := s.d.Store.Sandbox(ctx, acct, id)
 		return err == nil && sb.Status != api.StatusDestroyed
 	}
 	if err := st.Delete(acct, r.PathValue("id"), inUse); err != nil {
@@ -180,16 +165,16 @@ func (s *Server) deleteImage(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// imageRoot resolves a create's image_id to the root filesystem the
+// RootFS resolves a create's image_id to the root filesystem the
 // driver boots from; "" for none.
-func (s *Server) imageRoot(acct, id string) (string, error) {
+func (s *Service) RootFS(acct, id string) (string, error) {
 	if id == "" {
 		return "", nil
 	}
-	if s.cfg.Images == nil {
+	if s.d.Images == nil {
 		return "", httpx.NotSupported("image_id", "omit image_id; this server keeps no images")
 	}
-	root, err := s.cfg.Images.RootFS(acct, id)
+	root, err := s.d.Images.RootFS(acct, id)
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return "", api.Errorf(http.StatusNotFound, api.CodeNotFound, "Sandbox image not found or not ready").
 			WithHint("list images with `boxkite images ls`")
@@ -200,22 +185,22 @@ func (s *Server) imageRoot(acct, id string) (string, error) {
 // imageAuditLog serves GET /v1/images/{id}/log?limit=&offset=: the audit
 // entries of the image's build (its egress decisions and outcome), as
 // GET /v1/sandboxes/{id}/log serves a sandbox's.
-func (s *Server) imageAuditLog(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) imageAuditLog(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.imageStore()
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(r, "limit", api.DefaultLogLimit, 1, api.MaxLogLimit)
+	limit, err := httpx.QueryInt(r, "limit", api.DefaultLogLimit, 1, api.MaxLogLimit)
 	if err != nil {
 		return err
 	}
-	offset, err := queryInt(r, "offset", 0, 0, 1<<31-1)
+	offset, err := httpx.QueryInt(r, "offset", 0, 0, 1<<31-1)
 	if err != nil {
 		return err
 	}
-	img, err := st.Get(accountFrom(r.Context()).ID, r.PathValue("id"))
+	img, err := st.Get(authz.Account(r.Context()).ID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	return s.writeLogPage(w, r, img.ID, limit, offset)
+	return s.d.WriteLogPage(w, r, img.ID, limit, offset)
 }

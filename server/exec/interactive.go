@@ -1,4 +1,4 @@
-package server
+package exec
 
 import (
 	"context"
@@ -24,36 +24,36 @@ const interactiveFrame = 1 << 20
 // ssh by allowing this name.
 const sftpAllowlistCommand = "sftp-server"
 
-// execInteractive serves WS /v1/sandboxes/{id}/exec/interactive: a command
+// interactive serves WS /v1/sandboxes/{id}/exec/interactive: a command
 // (or the sftp subsystem) with streamed stdin, on a PTY or pipes, relayed
 // frame by frame to the sidecar's /exec/interactive (api.InteractiveRequest
 // has the protocol). Authentication, the allowlist and the audit are as
 // for POST …/exec; a read-only takeover token cannot run commands. The
 // exit frame is held until the audit entry is written.
-func (s *Server) execInteractive(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
 	req, err := api.ParseInteractiveRequest(r.URL.Query())
 	if err != nil {
 		return err
 	}
 	grant := authz.From(r.Context()).Grant
 	if grant != nil && grant.ReadOnly {
-		return errReadOnlyExec
+		return authz.ErrReadOnlyExec
 	}
-	sb, err := s.loadSandbox(r)
+	sb, err := s.d.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
 	if !sb.Active() {
-		return notActive(sb)
+		return s.d.NotActive(sb)
 	}
 	command := req.Command
 	if req.Subsystem == api.SubsystemSFTP {
 		command = sftpAllowlistCommand
 	}
-	if err := s.checkCommand(r, command); err != nil {
+	if err := s.d.CheckCommand(r, command); err != nil {
 		return err
 	}
-	up, err := s.dialSidecarWS(r, sb, "/exec/interactive", req.Query(), "could not start the command in the sandbox")
+	up, err := s.d.DialSidecarWS(r, sb, "/exec/interactive", req.Query(), "could not start the command in the sandbox")
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (s *Server) execInteractive(w http.ResponseWriter, r *http.Request) error {
 	down.SetReadLimit(interactiveFrame)
 	up.SetReadLimit(interactiveFrame)
 
-	started := s.now()
+	started := s.d.Now()
 	res, wait := relayInteractive(r.Context(), down, up)
 	defer wait()
 	detail := map[string]any{
@@ -82,10 +82,10 @@ func (s *Server) execInteractive(w http.ResponseWriter, r *http.Request) error {
 		source = api.LogSourceHumanTakeover
 		maps.Copy(detail, grant.Detail())
 	}
-	s.metrics.exec(s.now().Sub(started))
-	s.audit(r.Context(), audit.Record{
+	s.d.ObserveExec(s.d.Now().Sub(started))
+	s.d.Audit.Append(r.Context(), audit.Record{
 		Sandbox: sb, Source: source, Operation: "exec", Detail: detail, ExitCode: res.exit.ExitCode,
-		Started: started, Duration: s.now().Sub(started),
+		Started: started, Duration: s.d.Now().Sub(started),
 	})
 	res.finish(r.Context(), down)
 	return nil

@@ -1,4 +1,4 @@
-package server
+package takeover
 
 import (
 	"context"
@@ -47,19 +47,13 @@ var errBadTakeoverToken = &api.Error{
 	Hint:    "mint a new one with `boxkite ssh` or POST /v1/sandboxes/{id}/takeover-token; a token lasts 30 s and opens one session",
 }
 
-var errReadOnlyExec = &api.Error{
-	Status: http.StatusForbidden, Code: api.CodeTakeoverNotPermitted,
-	Message: "a read-only takeover token cannot run commands",
-	Hint:    "mint a token without read_only to run commands",
-}
-
 // mintTakeoverToken signs a token for sb granting g.
-func (s *Server) mintTakeoverToken(ctx context.Context, accountID, sandboxID string, g authz.Grant) (api.TakeoverToken, error) {
-	key, err := s.jwtKey(ctx)
+func (s *Service) mintTakeoverToken(ctx context.Context, accountID, sandboxID string, g authz.Grant) (api.TakeoverToken, error) {
+	key, err := s.d.JWTKey(ctx)
 	if err != nil {
 		return api.TakeoverToken{}, err
 	}
-	now := s.now()
+	now := s.d.Now()
 	exp := now.Add(api.TakeoverTokenTTL)
 	tok, err := authn.SignToken(key, takeoverClaims{
 		Type: tokenTypeTakeover, Sub: accountID, Sandbox: sandboxID, ReadOnly: g.ReadOnly,
@@ -72,9 +66,9 @@ func (s *Server) mintTakeoverToken(ctx context.Context, accountID, sandboxID str
 }
 
 // parseTakeoverToken verifies token for the sandbox sandboxID and spends it.
-func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string) (takeoverClaims, error) {
+func (s *Service) parseTakeoverToken(ctx context.Context, token, sandboxID string) (takeoverClaims, error) {
 	var c takeoverClaims
-	key, err := s.jwtKey(ctx)
+	key, err := s.d.JWTKey(ctx)
 	if err != nil {
 		return c, err
 	}
@@ -85,21 +79,21 @@ func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string
 	if err := json.Unmarshal(payload, &c); err != nil {
 		return c, errBadTakeoverToken
 	}
-	now := s.now()
+	now := s.d.Now()
 	switch {
 	case c.Type != tokenTypeTakeover, c.Sub == "", c.Jti == "", c.Sandbox != sandboxID,
 		now.Unix() >= c.Exp, time.Unix(c.Iat, 0).After(now.Add(authn.ClockSkew)):
 		return c, errBadTakeoverToken
 	}
 	// A token dies with the key that minted it (issue 17, finding 3).
-	valid, err := s.credentialValid(ctx, c.KeyID)
+	valid, err := s.d.CredentialValid(ctx, c.KeyID)
 	if err != nil {
 		return c, fmt.Errorf("check the token's key: %w", err)
 	}
 	if !valid {
 		return c, errBadTakeoverToken
 	}
-	fresh, err := s.store.SpendToken(ctx, c.Jti, time.Unix(c.Exp, 0), now)
+	fresh, err := s.d.Store.SpendToken(ctx, c.Jti, time.Unix(c.Exp, 0), now)
 	if err != nil {
 		return c, fmt.Errorf("spend takeover token: %w", err)
 	}
@@ -109,30 +103,30 @@ func (s *Server) parseTakeoverToken(ctx context.Context, token, sandboxID string
 	return c, nil
 }
 
-// authenticateTakeover serves the routes a takeover token opens: the
+// AuthenticateTakeover serves the routes a takeover token opens: the
 // terminal (WS …/takeover, token in ?token= or the header) and, for the
 // bastion's `ssh id@host cmd`, exec (header only). An API key works as
 // everywhere else.
-func (s *Server) authenticateTakeover(r *http.Request) error {
+func (s *Service) AuthenticateTakeover(r *http.Request) error {
 	var token string
 	if r.Header.Get("Authorization") == "" && r.Method == http.MethodGet && r.URL.Query().Has("token") {
 		token = r.URL.Query().Get("token")
 	} else {
-		t, err := bearerToken(r)
+		t, err := httpx.BearerToken(r)
 		if err != nil {
 			return err
 		}
 		token = t
 	}
 	if model.ValidAPIKey(token) {
-		return s.authenticateKey(r, token)
+		return s.d.AuthenticateKey(r, token)
 	}
 	ctx := r.Context()
 	c, err := s.parseTakeoverToken(ctx, token, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	acct, err := s.store.AccountByID(ctx, c.Sub)
+	acct, err := s.d.Store.AccountByID(ctx, c.Sub)
 	if errors.Is(err, model.ErrNotFound) {
 		return errBadTakeoverToken
 	}
@@ -140,7 +134,7 @@ func (s *Server) authenticateTakeover(r *http.Request) error {
 		return fmt.Errorf("look up account: %w", err)
 	}
 	if r.Method != http.MethodGet && c.ReadOnly {
-		return errReadOnlyExec
+		return authz.ErrReadOnlyExec
 	}
 	ri := authz.From(ctx)
 	ri.Account = acct
@@ -150,7 +144,7 @@ func (s *Server) authenticateTakeover(r *http.Request) error {
 
 // createTakeoverToken serves POST /v1/sandboxes/{id}/takeover-token:
 // admin keys only, as for the header-authenticated takeover.
-func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) createTakeoverToken(w http.ResponseWriter, r *http.Request) error {
 	key := authz.From(r.Context()).Key
 	if key.Role != model.RoleAdmin {
 		return errTakeoverNotPermitted
@@ -161,14 +155,14 @@ func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) err
 			return err
 		}
 	}
-	sb, err := s.loadSandbox(r)
+	sb, err := s.d.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
 	if !sb.Active() {
-		return notActive(sb)
+		return s.d.NotActive(sb)
 	}
-	if err := s.auditOpen(); err != nil {
+	if err := s.d.Audit.Open(); err != nil {
 		return err
 	}
 	g := authz.Grant{KeyID: key.ID, KeyName: key.Name, Via: authz.ViaAPIKey, ReadOnly: req.ReadOnly}
@@ -177,8 +171,8 @@ func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	// A token whose minting is not on record is never handed out.
-	if err := s.audit(r.Context(), audit.Record{
-		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_token_mint", Detail: g.Detail(), Started: s.now(),
+	if err := s.d.Audit.Append(r.Context(), audit.Record{
+		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_token_mint", Detail: g.Detail(), Started: s.d.Now(),
 	}); err != nil {
 		return err
 	}
@@ -186,14 +180,14 @@ func (s *Server) createTakeoverToken(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-// authenticateBastion checks the bastion's key (Config.BastionKey) in
+// AuthenticateBastion checks the bastion's key (Config.BastionKey) in
 // constant time. Without one configured the bastion routes are closed.
-func (s *Server) authenticateBastion(r *http.Request) error {
-	token, err := bearerToken(r)
+func (s *Service) AuthenticateBastion(r *http.Request) error {
+	token, err := httpx.BearerToken(r)
 	if err != nil {
 		return err
 	}
-	want := s.cfg.BastionKey
+	want := s.d.BastionKey
 	if want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
 		return api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "invalid bastion key").
 			WithHint("start boxkite-server and boxkite-bastion with the same BOXKITE_BASTION_KEY")
@@ -213,7 +207,7 @@ var errNoSSHAccess = api.Errorf(http.StatusNotFound, api.CodeNotFound, "no sandb
 // half, which must be registered to the sandbox's account; or who typed a
 // takeover token as their password, which is spent here and passed on as
 // a fresh token with the same grant.
-func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) error {
 	var req api.BastionTokenRequest
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
@@ -238,7 +232,7 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 		if err != nil {
 			return httpx.Invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
 		}
-		k, err := s.store.SSHKeyByFingerprint(ctx, ssh.FingerprintSHA256(pub))
+		k, err := s.d.Store.SSHKeyByFingerprint(ctx, ssh.FingerprintSHA256(pub))
 		if errors.Is(err, model.ErrNotFound) {
 			return errNoSSHAccess
 		}
@@ -248,7 +242,7 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 		accountID = k.AccountID
 		g = authz.Grant{KeyID: k.ID, KeyName: k.Name, Via: authz.ViaSSHKey}
 	}
-	sb, err := s.store.Sandbox(ctx, accountID, req.SandboxID)
+	sb, err := s.d.Store.Sandbox(ctx, accountID, req.SandboxID)
 	if errors.Is(err, model.ErrNotFound) || (err == nil && sb.Status == model.StatusCreating) {
 		return errNoSSHAccess
 	}
@@ -256,7 +250,7 @@ func (s *Server) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) er
 		return fmt.Errorf("load sandbox: %w", err)
 	}
 	if !sb.Active() {
-		return notActive(sb)
+		return s.d.NotActive(sb)
 	}
 	tok, err := s.mintTakeoverToken(ctx, accountID, sb.ID, g)
 	if err != nil {
