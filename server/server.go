@@ -33,6 +33,8 @@ import (
 	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/preview"
+	"github.com/boxkite/boxkite/server/proxy"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
 	"github.com/boxkite/boxkite/server/takeover"
@@ -100,6 +102,15 @@ type Config struct {
 	// (server/secrets); nil means a server without a secrets key, whose
 	// secrets routes answer 503 secrets_unavailable.
 	Secrets *secrets.Service
+	// PreviewBaseURL is where host-based preview URLs are served
+	// (server/preview): "https://preview.example.com" makes
+	// https://<port>-<id>.preview.example.com; "" means *.localhost on
+	// the port the request came to (local mode).
+	PreviewBaseURL string
+	// SecretEnv allows exec's secret_env: a secret's value in one
+	// command's environment, inside the sandbox (docs/secrets.md: weaker
+	// than http_request). Off by default.
+	SecretEnv bool
 }
 
 // Defaults of Config.
@@ -226,11 +237,12 @@ type Server struct {
 	lastPausedSweep time.Time // of paused sandboxes past MaxPausedAge; only Run touches it
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
 	healthTimeout time.Duration
-	// copyBufs recycles the proxy's copy buffers (proxy.go).
-	copyBufs sync.Pool
 	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
 	e2b      http.Handler
 	e2bMatch func(*http.Request) bool
+	// preview serves preview URLs (preview_routes.go); nil when the
+	// store keeps none.
+	preview *preview.Service
 	// console serves /ui/ (MountConsole).
 	console http.Handler
 
@@ -241,6 +253,7 @@ type Server struct {
 	takeover *takeover.Service
 	images   *imagesapi.Service
 	exec     *exec.Service
+	proxy    *proxy.Service
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
@@ -279,7 +292,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		revocations:    newRevocations(),
 		hasher:         authn.NewHasher(),
 		limiter:        limits.NewRateLimiter(),
-		streamingPOST:  streamingPOSTs(),
+		streamingPOST:  map[string]bool{}, // filled by mount
 		healthTimeout:  2 * time.Second,
 	}
 	s.metrics = newMetrics(func() (float64, error) {
@@ -290,6 +303,9 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 	s.driver = countingDriver{driver, s.metrics}
 	if err := s.subsystems(); err != nil {
 		return nil, err
+	}
+	if err := s.newPreviews(); err != nil {
+		return nil, fmt.Errorf("server config: %w", err)
 	}
 	s.routes()
 	s.openAPI = sync.OnceValues(s.buildOpenAPI)
@@ -349,15 +365,35 @@ func (s *Server) subsystems() error {
 	if err != nil {
 		return err
 	}
+	s.proxy, err = proxy.New(proxy.Deps{
+		Audit:            s.alog,
+		Log:              s.log,
+		Now:              func() time.Time { return s.now() },
+		Sidecars:         s.sidecars,
+		Calls:            &s.calls,
+		LoadSandbox:      s.loadSandbox,
+		NotActive:        notActive,
+		FrozenAnswer:     s.frozenAnswer,
+		Unreachable:      s.unreachable,
+		CheckBodyCommand: s.checkBodyCommand,
+		AdmitWrite:       s.admitWrite,
+		BrokenDisk:       s.brokenDisk,
+		SyncDisk:         s.syncDisk,
+		ScrubsOutput:     scrubsOutput,
+		ScrubIdle:        func() time.Duration { return s.scrubIdle },
+	})
+	if err != nil {
+		return err
+	}
 	s.exec, err = exec.New(exec.Deps{
 		Audit:          s.alog,
 		Log:            s.log,
 		Now:            func() time.Time { return s.now() },
 		LoadSandbox:    s.loadSandbox,
 		NotActive:      notActive,
-		Forward:        s.forward,
+		Forward:        s.proxy.Forward,
 		DialSidecarWS:  s.dialSidecarWS,
-		AbortResponse:  s.abortResponse,
+		AbortResponse:  s.proxy.AbortResponse,
 		SyncDisk:       s.syncDisk,
 		Healthy:        s.sidecarHealthy,
 		FrozenAnswer:   s.frozenAnswer,
@@ -365,6 +401,7 @@ func (s *Server) subsystems() error {
 		CheckCommand:   s.checkCommand,
 		NewScrub:       s.newExecScrub,
 		ObserveExec:    s.metrics.exec,
+		SecretEnv:      s.secretEnv,
 		MaxOutputBytes: s.cfg.MaxExecOutputBytes,
 	})
 	if err != nil {
@@ -429,7 +466,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
 	s.mount(s.snap.Routes())                                    // server/snapshot
 	s.mount(s.exec.Routes())                                    // server/exec
-	s.registerProxyRoutes()                                     // files, processes, interpreter, lsp: proxy_routes.go
+	s.mount(s.proxy.Routes())                                   // server/proxy: files, processes, interpreter, lsp
 	s.mount(s.takeover.Routes())                                // server/takeover
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
@@ -439,6 +476,7 @@ func (s *Server) routes() {
 	s.mount(s.mcpconns.Routes())  // server/mcpconns
 	s.mount(s.hostedMCP.Routes()) // server/hostedmcp
 	s.secretRoutes()              // the secrets broker: secrets_routes.go
+	s.previewRoutes()             // preview URLs: preview_routes.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)
@@ -503,6 +541,14 @@ func (s *Server) Run(ctx context.Context) error {
 		s.watchStorage(ctx)
 	}()
 	defer func() { <-storageDone }()
+	if s.preview != nil {
+		previewDone := make(chan struct{})
+		go func() {
+			defer close(previewDone)
+			s.preview.Run(ctx) // request counts to the audit log
+		}()
+		defer func() { <-previewDone }()
+	}
 	for {
 		select {
 		case <-ctx.Done():
