@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
@@ -33,6 +34,12 @@ func (s *Server) accountAllowlist(r *http.Request) (*allowlist.Rules, error) {
 		return nil, nil
 	}
 	return s.allowlists.Get(rules)
+}
+
+// readBody reads a JSON request body of at most limit bytes, checked
+// but passed on unchanged (apihttp.ReadJSON).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	return apihttp.ReadJSON(w, r, limit)
 }
 
 // checkBodyCommand enforces the allowlist on the "command" of a JSON body

@@ -37,7 +37,7 @@ type tenant struct {
 // changes nothing; routes that are not about a named resource show B
 // only B's data. A route registered without a row here fails the test.
 //
-// The proxied sandbox routes (proxy_routes.go) share one handler, which
+// The proxied sandbox routes (server/proxy) share one handler, which
 // resolves the sandbox first; their rows are derived from that table. All
 // other routes are listed by hand.
 func TestCrossTenantMatrix(t *testing.T) {

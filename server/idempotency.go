@@ -40,18 +40,6 @@ const (
 	purgeInterval = 10 * time.Minute
 )
 
-// streamingPOSTs are the POST patterns whose request or answer is
-// streamed, not buffered, and so never deduplicated.
-func streamingPOSTs() map[string]bool {
-	out := map[string]bool{}
-	for _, rt := range proxyRoutes() {
-		if rt.method == http.MethodPost && rt.body == bodyStream {
-			out["POST /v1/sandboxes/{id}"+rt.path] = true
-		}
-	}
-	return out
-}
-
 // idempotencyApplies reports whether the request's Idempotency-Key is honoured.
 func (s *Server) idempotencyApplies(pattern string, r *http.Request) bool {
 	if r.Method != http.MethodPost || r.Header.Get(api.HeaderIdempotencyKey) == "" || s.streamingPOST[pattern] {

@@ -19,7 +19,7 @@ import (
 // database (Postgres NOTIFY, RevocationListener). Watch streams,
 // takeovers, process streams and interactive execs end with it; a
 // streamed exec stops streaming while its command runs on, audited
-// (forward's handover). Takeover tokens a revoked credential minted are
+// (proxy.Forward's handover). Takeover tokens a revoked credential minted are
 // refused at use (parseTakeoverToken).
 
 // recentRevocations is how long a revocation is remembered, for a request

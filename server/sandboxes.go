@@ -268,12 +268,9 @@ func (s *Server) discard(ctx context.Context, id string) {
 	}
 }
 
-// sandboxFailed is the safe answer when the driver or a sidecar failed;
-// the cause is in the log under the request id.
-func sandboxFailed(op string) *api.Error {
-	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not %s the sandbox", op).
-		WithHint("retry; if it keeps failing, the server log has the cause under this request id")
-}
+// sandboxFailed is the safe answer when the driver or a sidecar failed
+// (model.SandboxFailed).
+func sandboxFailed(op string) *api.Error { return model.SandboxFailed(op) }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	activeOnly := false

@@ -33,6 +33,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/proxy"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
 	"github.com/boxkite/boxkite/server/takeover"
@@ -226,8 +227,6 @@ type Server struct {
 	lastPausedSweep time.Time // of paused sandboxes past MaxPausedAge; only Run touches it
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
 	healthTimeout time.Duration
-	// copyBufs recycles the proxy's copy buffers (proxy.go).
-	copyBufs sync.Pool
 	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
 	e2b      http.Handler
 	e2bMatch func(*http.Request) bool
@@ -241,6 +240,7 @@ type Server struct {
 	takeover *takeover.Service
 	images   *imagesapi.Service
 	exec     *exec.Service
+	proxy    *proxy.Service
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
@@ -279,7 +279,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		revocations:    newRevocations(),
 		hasher:         authn.NewHasher(),
 		limiter:        limits.NewRateLimiter(),
-		streamingPOST:  streamingPOSTs(),
+		streamingPOST:  map[string]bool{}, // filled by mount
 		healthTimeout:  2 * time.Second,
 	}
 	s.metrics = newMetrics(func() (float64, error) {
@@ -349,15 +349,35 @@ func (s *Server) subsystems() error {
 	if err != nil {
 		return err
 	}
+	s.proxy, err = proxy.New(proxy.Deps{
+		Audit:            s.alog,
+		Log:              s.log,
+		Now:              func() time.Time { return s.now() },
+		Sidecars:         s.sidecars,
+		Calls:            &s.calls,
+		LoadSandbox:      s.loadSandbox,
+		NotActive:        notActive,
+		FrozenAnswer:     s.frozenAnswer,
+		Unreachable:      s.unreachable,
+		CheckBodyCommand: s.checkBodyCommand,
+		AdmitWrite:       s.admitWrite,
+		BrokenDisk:       s.brokenDisk,
+		SyncDisk:         s.syncDisk,
+		ScrubsOutput:     scrubsOutput,
+		ScrubIdle:        func() time.Duration { return s.scrubIdle },
+	})
+	if err != nil {
+		return err
+	}
 	s.exec, err = exec.New(exec.Deps{
 		Audit:          s.alog,
 		Log:            s.log,
 		Now:            func() time.Time { return s.now() },
 		LoadSandbox:    s.loadSandbox,
 		NotActive:      notActive,
-		Forward:        s.forward,
+		Forward:        s.proxy.Forward,
 		DialSidecarWS:  s.dialSidecarWS,
-		AbortResponse:  s.abortResponse,
+		AbortResponse:  s.proxy.AbortResponse,
 		SyncDisk:       s.syncDisk,
 		Healthy:        s.sidecarHealthy,
 		FrozenAnswer:   s.frozenAnswer,
@@ -429,7 +449,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
 	s.mount(s.snap.Routes())                                    // server/snapshot
 	s.mount(s.exec.Routes())                                    // server/exec
-	s.registerProxyRoutes()                                     // files, processes, interpreter, lsp: proxy_routes.go
+	s.mount(s.proxy.Routes())                                   // server/proxy: files, processes, interpreter, lsp
 	s.mount(s.takeover.Routes())                                // server/takeover
 	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go

@@ -40,3 +40,10 @@ func StorageFailed(what string) *api.Error {
 		Details: map[string]any{"resource": api.HostDiskResource},
 	}
 }
+
+// SandboxFailed is the safe answer when the driver or a sidecar failed;
+// the cause is in the log under the request id.
+func SandboxFailed(op string) *api.Error {
+	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not %s the sandbox", op).
+		WithHint("retry; if it keeps failing, the server log has the cause under this request id")
+}

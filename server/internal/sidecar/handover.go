@@ -17,7 +17,7 @@ import (
 // request were cancelled, so the request to it does not end with the
 // client's, only when the client itself goes away.
 
-// ErrHandedOver is forward's answer when the rest of the sidecar's answer
+// ErrHandedOver is proxy.Forward's answer when the rest of the sidecar's answer
 // was handed to a background reader because the client's credential was
 // revoked.
 var ErrHandedOver = errors.New("the stream's credential was revoked; the rest of it is read in the background")

@@ -1,4 +1,4 @@
-package server
+package proxy
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-// forward sends c to the sandbox's sidecar and copies the answer back:
+// Forward sends c to the sandbox's sidecar and copies the answer back:
 // status, the headers above and the body, unchanged, so the sidecar's
 // error envelopes reach the client as they are. Neither body is buffered;
 // event streams (SSE, NDJSON) are flushed chunk by chunk, other bodies once
@@ -25,10 +25,10 @@ import (
 // on to write the audit entry.
 //
 // An unreachable sidecar is a 502 sandbox_operation_failed. A failure
-// after the response started returns errStreamBroken; the caller must
-// then abort the connection (abortResponse) so a cut-off body is not
+// after the response started returns sidecar.ErrStreamBroken; the caller
+// must then abort the connection (AbortResponse) so a cut-off body is not
 // mistaken for a whole one.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandbox, c *sidecar.Call) error {
+func (s *Service) Forward(w http.ResponseWriter, r *http.Request, sb *model.Sandbox, c *sidecar.Call) error {
 	ctx, cancel := r.Context(), context.CancelFunc(func() {})
 	if c.HandOver != nil || c.Survive {
 		c.Client = r.Context()
@@ -40,11 +40,11 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 		cancelParent := cancel
 		cancel = func() { cancelTimeout(); cancelParent() }
 	}
-	if err := s.frozenAnswer(sb.ID); err != nil {
+	if err := s.d.FrozenAnswer(sb.ID); err != nil {
 		cancel()
 		return err
 	}
-	ctx, untrack := s.calls.Track(ctx, sb.ID) // a freeze ends it (frozen.go)
+	ctx, untrack := s.d.Calls.Track(ctx, sb.ID) // a freeze, pause or destroy ends it
 	cancelRest := cancel
 	cancel = func() { untrack(); cancelRest() }
 	handedOver := false // then the background reader owns ctx and the body
@@ -53,10 +53,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 			cancel()
 		}
 	}()
-	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
+	client, err := s.d.Sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
-		s.log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
-		return sandboxFailed("reach")
+		s.d.Log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
+		return model.SandboxFailed("reach")
 	}
 	u := "http://sidecar" + c.Path
 	if len(c.Query) > 0 {
@@ -99,8 +99,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 		if r.Context().Err() != nil {
 			return fmt.Errorf("client went away: %w", r.Context().Err())
 		}
-		s.log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", c.Path, "err", err)
-		return s.unreachable(r.Context(), sb)
+		s.d.Log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", c.Path, "err", err)
+		return s.d.Unreachable(r.Context(), sb)
 	}
 	c.Status = resp.StatusCode
 	err = s.copyResponse(w, resp, c)
@@ -113,7 +113,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, sb *model.Sandb
 	return err
 }
 
-func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sidecar.Call) error {
+func (s *Service) copyResponse(w http.ResponseWriter, resp *http.Response, c *sidecar.Call) error {
 	for _, h := range sidecar.PassResponseHeaders {
 		if v := resp.Header.Get(h); v != "" {
 			w.Header().Set(h, v)
@@ -189,10 +189,10 @@ func (s *Server) copyResponse(w http.ResponseWriter, resp *http.Response, c *sid
 	return nil
 }
 
-// abortResponse ends a response whose body already started and cannot be
+// AbortResponse ends a response whose body already started and cannot be
 // finished: the connection is dropped, so the client sees a broken
 // transfer rather than a short body that looks complete.
-func (s *Server) abortResponse(r *http.Request, err error) {
-	s.log.WarnContext(r.Context(), "response broken off", "method", r.Method, "path", r.URL.Path, "err", err)
+func (s *Service) AbortResponse(r *http.Request, err error) {
+	s.d.Log.WarnContext(r.Context(), "response broken off", "method", r.Method, "path", r.URL.Path, "err", err)
 	panic(http.ErrAbortHandler)
 }
