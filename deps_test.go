@@ -71,7 +71,7 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview"}, forbidden: merge(clientGo, sqlDriver)},
 	// The leaf of the control plane: domain records and the Store and
 	// Driver contracts (docs/architecture.md).
 	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -166,7 +166,13 @@ var rules = map[string]depRule{
 		"server":          "the control plane imports the broker, never the reverse",
 		"server/sqlstore": "the broker keeps its records through its Store interface; cmd/boxkite-server wires the SQL store in",
 	}},
-	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets"}, forbidden: merge(clientGo)},
+	// Preview URLs: their records through their own Store, sandboxes
+	// through the ControlPlane interface the root implements.
+	"server/preview": {ours: []string{"client/api", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":          "the control plane imports previews, never the reverse",
+		"server/sqlstore": "previews keep their records through their Store interface",
+	}},
+	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview"}, forbidden: merge(clientGo)},
 	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/kube":     {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/pintls", "client/api", "tools"}, forbidden: sqlDriver},
 	"server/images":   {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},

@@ -46,8 +46,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 // the sidecar will validate, or, for the Python interpreter (code), on
 // "code" as the arguments of python3 -c: an allowlist that does not let
 // python3 run arbitrary code must not be sidestepped through the
-// interpreter (the reference let it be).
-func (s *Server) checkBodyCommand(r *http.Request, body []byte, code bool) error {
+// interpreter (the reference let it be); the Node.js interpreter's code
+// likewise as node -e.
+func (s *Server) checkBodyCommand(r *http.Request, body []byte, code bool, program string) error {
 	var req struct {
 		Command string `json:"command"`
 		Code    string `json:"code"`
@@ -58,6 +59,9 @@ func (s *Server) checkBodyCommand(r *http.Request, body []byte, code bool) error
 	al, err := s.accountAllowlist(r)
 	if err != nil || al == nil {
 		return err
+	}
+	if code && program == "node" {
+		return al.CheckProgram("node", []string{"-e", req.Code}, false)
 	}
 	if code {
 		return al.CheckProgram("python3", []string{"-c", req.Code}, false)

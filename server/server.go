@@ -33,6 +33,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/preview"
 	"github.com/boxkite/boxkite/server/proxy"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
@@ -101,6 +102,15 @@ type Config struct {
 	// (server/secrets); nil means a server without a secrets key, whose
 	// secrets routes answer 503 secrets_unavailable.
 	Secrets *secrets.Service
+	// PreviewBaseURL is where host-based preview URLs are served
+	// (server/preview): "https://preview.example.com" makes
+	// https://<port>-<id>.preview.example.com; "" means *.localhost on
+	// the port the request came to (local mode).
+	PreviewBaseURL string
+	// SecretEnv allows exec's secret_env: a secret's value in one
+	// command's environment, inside the sandbox (docs/secrets.md: weaker
+	// than http_request). Off by default.
+	SecretEnv bool
 }
 
 // Defaults of Config.
@@ -230,6 +240,9 @@ type Server struct {
 	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
 	e2b      http.Handler
 	e2bMatch func(*http.Request) bool
+	// preview serves preview URLs (preview_routes.go); nil when the
+	// store keeps none.
+	preview *preview.Service
 	// console serves /ui/ (MountConsole).
 	console http.Handler
 
@@ -290,6 +303,9 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 	s.driver = countingDriver{driver, s.metrics}
 	if err := s.subsystems(); err != nil {
 		return nil, err
+	}
+	if err := s.newPreviews(); err != nil {
+		return nil, fmt.Errorf("server config: %w", err)
 	}
 	s.routes()
 	s.openAPI = sync.OnceValues(s.buildOpenAPI)
@@ -385,6 +401,7 @@ func (s *Server) subsystems() error {
 		CheckCommand:   s.checkCommand,
 		NewScrub:       s.newExecScrub,
 		ObserveExec:    s.metrics.exec,
+		SecretEnv:      s.secretEnv,
 		MaxOutputBytes: s.cfg.MaxExecOutputBytes,
 	})
 	if err != nil {
@@ -459,6 +476,7 @@ func (s *Server) routes() {
 	s.mount(s.mcpconns.Routes())  // server/mcpconns
 	s.mount(s.hostedMCP.Routes()) // server/hostedmcp
 	s.secretRoutes()              // the secrets broker: secrets_routes.go
+	s.previewRoutes()             // preview URLs: preview_routes.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)
@@ -523,6 +541,14 @@ func (s *Server) Run(ctx context.Context) error {
 		s.watchStorage(ctx)
 	}()
 	defer func() { <-storageDone }()
+	if s.preview != nil {
+		previewDone := make(chan struct{})
+		go func() {
+			defer close(previewDone)
+			s.preview.Run(ctx) // request counts to the audit log
+		}()
+		defer func() { <-previewDone }()
+	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -67,10 +67,16 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	if err := s.d.CheckCommand(r, req.Command); err != nil {
 		return err
 	}
+	wrapResult, err := s.d.SecretEnv(r, sb, &req)
+	if err != nil {
+		return err
+	}
 	if err := s.d.Audit.Open(); err != nil {
 		return err
 	}
-	payload, err := json.Marshal(req)
+	fwd := req
+	fwd.SecretEnv = nil // resolved into Env
+	payload, err := json.Marshal(fwd)
 	if err != nil {
 		return fmt.Errorf("encode exec request: %w", err)
 	}
@@ -86,6 +92,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	defer sc.Stop()
 	var hw hold.Writer
 	var fw http.ResponseWriter // what the sidecar's answer is written to
+	finishSecrets := func() {}
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
 		c.Tap = sidecar.LineTap(maxEventLine, out.event)
 		hw = hold.NewExit(sc.Events(w))
@@ -94,6 +101,9 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		hw = hold.NewResponse(w)
 		fw = sc.Result(hw)
+		if wrapResult != nil {
+			fw, finishSecrets = wrapResult(fw)
+		}
 		c.Survive = true // a revoked credential loses the result, not the command
 	}
 	started := s.d.Now()
@@ -102,6 +112,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 		// The credential was revoked: the stream ends, the command runs on.
 		return hw.Fail(authz.ErrStreamRevoked)
 	}
+	finishSecrets()
 	sc.Done()
 	out.outputRedacted = sc.OutputRedacted()
 	if eh, ok := hw.(*hold.Exit); ok {
@@ -199,6 +210,9 @@ func (s *Service) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequ
 	}
 	if out.outputRedacted {
 		detail["output_redacted"] = true
+	}
+	if len(req.SecretEnv) > 0 {
+		detail["secret_env"] = req.SecretEnv // variable → secret name, never a value
 	}
 	source := ""
 	if g := authz.From(r.Context()).Grant; g != nil {

@@ -49,6 +49,11 @@ type Deps struct {
 	NewScrub func(r *http.Request) *scrub.Exec
 	// ObserveExec records an exec's duration in the metrics.
 	ObserveExec func(d time.Duration)
+	// SecretEnv resolves an exec's secret_env into req.Env (the server's
+	// opt-in weaker mode, docs/secrets.md) and returns what wraps the JSON
+	// result so echoes of the values are redacted (finish writes it on);
+	// nil when the exec names no secrets.
+	SecretEnv func(r *http.Request, sb *model.Sandbox, req *api.ExecRequest) (wrap func(http.ResponseWriter) (w http.ResponseWriter, finish func()), err error)
 	// MaxOutputBytes is the largest max_output_bytes an exec may ask for.
 	MaxOutputBytes int64
 }
@@ -61,7 +66,7 @@ func New(d Deps) (*Service, error) {
 	if d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadSandbox == nil || d.NotActive == nil ||
 		d.Forward == nil || d.DialSidecarWS == nil || d.AbortResponse == nil || d.SyncDisk == nil ||
 		d.Healthy == nil || d.FrozenAnswer == nil || d.Calls == nil || d.CheckCommand == nil ||
-		d.NewScrub == nil || d.ObserveExec == nil || d.MaxOutputBytes <= 0 {
+		d.NewScrub == nil || d.ObserveExec == nil || d.SecretEnv == nil || d.MaxOutputBytes <= 0 {
 		return nil, errors.New("exec: a dependency is missing")
 	}
 	return &Service{d: d}, nil

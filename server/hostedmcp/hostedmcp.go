@@ -266,6 +266,18 @@ func (b *inProcessSandbox) path(rest string) string {
 	return "/v1/sandboxes/" + url.PathEscape(b.id) + rest
 }
 
+func (b *inProcessSandbox) NodeInterpreterExec(ctx context.Context, req api.InterpreterExecRequest) (*api.InterpreterExecResult, error) {
+	return post[api.InterpreterExecResult](ctx, b.p, b.path("/node-interpreter/exec"), req)
+}
+
+func (b *inProcessSandbox) PTYExec(ctx context.Context, req api.PTYExecRequest) (*api.PTYExecResult, error) {
+	return post[api.PTYExecResult](ctx, b.p, b.path("/pty-exec"), req)
+}
+
+func (b *inProcessSandbox) Browser(ctx context.Context, action string, req, out any) error {
+	return b.p.do(ctx, http.MethodPost, b.path("/browser/"+action), req, out)
+}
+
 func (b *inProcessSandbox) HTTPRequest(ctx context.Context, req api.HTTPRequest) (*api.HTTPResponse, error) {
 	return post[api.HTTPResponse](ctx, b.p, b.path("/http-request"), req)
 }

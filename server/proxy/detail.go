@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/base64"
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -146,6 +147,52 @@ func interpreterDetail(x *exchange) map[string]any {
 		d["error"] = r.Error != nil
 		x.outputTruncated = r.Truncated
 	})
+}
+
+// ptyExecDetail logs the command as exec does, and how it ended; what
+// was typed (input_bytes) is counted, not logged: it may be a password.
+func ptyExecDetail(x *exchange) map[string]any {
+	var req api.PTYExecRequest
+	x.req(&req)
+	command := audit.LoggedText(req.Command)
+	typed := base64.StdEncoding.DecodedLen(len(req.InputBytes))
+	if b, err := base64.StdEncoding.DecodeString(req.InputBytes); err == nil {
+		typed = len(b)
+	}
+	d := map[string]any{"command": command, "input_bytes": typed}
+	if len(command) < len(req.Command) {
+		d["command_bytes"] = len(req.Command)
+	}
+	var res api.PTYExecResult
+	if x.resp(&res) {
+		d["timed_out"] = res.TimedOut
+		x.exitCode = res.ExitCode
+	}
+	return d
+}
+
+func browserNavigateDetail(x *exchange) map[string]any {
+	var req api.BrowserNavigateRequest
+	x.req(&req)
+	d := map[string]any{"url": audit.LoggedText(req.URL)}
+	var res api.BrowserNavigateResult
+	if x.resp(&res) {
+		d["status"] = res.Status
+		d["error"] = res.Error != nil
+	}
+	return d
+}
+
+// browserExecDetail logs the script as exec logs a command.
+func browserExecDetail(x *exchange) map[string]any {
+	var req api.BrowserExecRequest
+	x.req(&req)
+	d := map[string]any{"script": audit.LoggedText(req.Script), "script_bytes": len(req.Script)}
+	var res api.BrowserExecResult
+	if x.resp(&res) {
+		d["error"] = res.Error != nil
+	}
+	return d
 }
 
 func lspStartDetail(x *exchange) map[string]any {

@@ -74,8 +74,12 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 			if x.reqBody, err = apihttp.ReadJSON(w, r, httpx.MaxExecBody); err != nil {
 				return err
 			}
-			if rt.flags&(checkCommand|checkCode) != 0 {
-				if err := s.d.CheckBodyCommand(r, x.reqBody, rt.flags&checkCode != 0); err != nil {
+			if rt.flags&(checkCommand|checkCode|checkNodeCode) != 0 {
+				program := "python3"
+				if rt.flags&checkNodeCode != 0 {
+					program = "node"
+				}
+				if err := s.d.CheckBodyCommand(r, x.reqBody, rt.flags&(checkCode|checkNodeCode) != 0, program); err != nil {
 					return err
 				}
 			}

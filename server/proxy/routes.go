@@ -61,10 +61,11 @@ type proxyRoute struct {
 type routeFlags int
 
 const (
-	needPath     routeFlags = 1 << iota // ?path= is required
-	queryKey                            // ?api_key= is accepted (event streams)
-	checkCommand                        // the body's "command" must pass the account's allowlist
-	checkCode                           // the body's "code" runs as python3 -c, which the allowlist must allow
+	needPath      routeFlags = 1 << iota // ?path= is required
+	queryKey                             // ?api_key= is accepted (event streams)
+	checkCommand                         // the body's "command" must pass the account's allowlist
+	checkCode                            // the body's "code" runs as python3 -c, which the allowlist must allow
+	checkNodeCode                        // the body's "code" runs as node -e, which the allowlist must allow
 	// writes: what the operation wrote is flushed to the host's storage
 	// before it is acknowledged (DiskSyncer), a 507 if it cannot be.
 	writes
@@ -83,6 +84,8 @@ const (
 	opTimeout          = 2 * time.Minute                 // file and process operations (grep stops itself at 10 s)
 	watchTimeout       = 60*time.Second + 30*time.Second // watch long-polls up to 60 s
 	interpreterTimeout = api.MaxInterpreterTimeout*time.Second + 30*time.Second
+	ptyTimeout         = api.MaxPTYTimeout*time.Second + 30*time.Second
+	browserTimeout     = api.MaxBrowserTimeout*time.Second + 60*time.Second // and Chromium's start
 )
 
 // proxyRoutes is the sandbox tool surface of reference §3.4, mapped onto
@@ -114,6 +117,15 @@ func proxyRoutes() []proxyRoute {
 		{"POST", "/interpreter/exec", "/interpreter/exec", "interpreter_exec", bodyJSON, interpreterTimeout, checkCode | writes | scrubsInterpreter, interpreterDetail},
 		{"POST", "/interpreter/reset", "/interpreter/reset", "interpreter_reset", bodyNone, opTimeout, 0, nil},
 		{"GET", "/interpreter/status", "/interpreter/status", "", bodyNone, opTimeout, 0, nil},
+		// The opt-in tools' routes (issue 23): node_interpreter, pty_exec, the browser.
+		{"POST", "/node-interpreter/exec", "/node-interpreter/exec", "node_interpreter_exec", bodyJSON, interpreterTimeout, checkNodeCode | writes | scrubsInterpreter, interpreterDetail},
+		{"POST", "/node-interpreter/reset", "/node-interpreter/reset", "node_interpreter_reset", bodyNone, opTimeout, 0, nil},
+		{"GET", "/node-interpreter/status", "/node-interpreter/status", "", bodyNone, opTimeout, 0, nil},
+		{"POST", "/pty-exec", "/pty-exec", "pty_exec", bodyJSON, ptyTimeout, checkCommand | writes, ptyExecDetail},
+		{"POST", "/browser/navigate", "/browser/navigate", "browser_navigate", bodyJSON, browserTimeout, 0, browserNavigateDetail},
+		{"POST", "/browser/exec", "/browser/exec", "browser_exec", bodyJSON, browserTimeout, 0, browserExecDetail},
+		{"POST", "/browser/screenshot", "/browser/screenshot", "browser_screenshot", bodyJSON, browserTimeout, 0, nil},
+		{"POST", "/browser/close", "/browser/close", "browser_close", bodyNone, opTimeout, 0, nil},
 
 		{"POST", "/lsp/start", "/lsp/start", "lsp_start", bodyJSON, opTimeout, 0, lspStartDetail},
 		{"POST", "/lsp/{lsp_id}/open", "/lsp/{lsp_id}/open", "lsp_open", bodyJSON, opTimeout, 0, lspOpenDetail},
@@ -146,6 +158,14 @@ var docs = map[string]httpx.RouteDoc{
 	"POST /interpreter/exec":        {Summary: "Run Python code in the sandbox's persistent interpreter", Request: api.InterpreterExecRequest{}, Response: api.InterpreterExecResult{}},
 	"POST /interpreter/reset":       {Summary: "Restart the interpreter", Response: api.InterpreterReset{}},
 	"GET /interpreter/status":       {Summary: "The interpreter's state", Response: api.InterpreterStatus{}},
+	"POST /node-interpreter/exec":   {Summary: "Run JavaScript in the sandbox's persistent Node.js interpreter (node_interpreter); result is util.inspect of the last value, a promise awaited", Request: api.InterpreterExecRequest{}, Response: api.InterpreterExecResult{}},
+	"POST /node-interpreter/reset":  {Summary: "Restart the Node.js interpreter", Response: api.InterpreterReset{}},
+	"GET /node-interpreter/status":  {Summary: "The Node.js interpreter's state", Response: api.InterpreterStatus{}},
+	"POST /browser/navigate":        {Summary: "Open a URL in the sandbox's headless Chromium (browser_navigate); page failures come back in error", Request: api.BrowserNavigateRequest{}, Response: api.BrowserNavigateResult{}},
+	"POST /browser/exec":            {Summary: "Run JavaScript in the page (browser_exec): its value as JSON, a promise awaited", Request: api.BrowserExecRequest{}, Response: api.BrowserExecResult{}},
+	"POST /browser/screenshot":      {Summary: "A PNG of the page, base64 (browser_screenshot; at most 5 MiB)", Request: api.BrowserScreenshotRequest{}, Response: api.BrowserScreenshotResult{}},
+	"POST /browser/close":           {Summary: "Stop the sandbox's Chromium", Response: api.BrowserCloseResult{}},
+	"POST /pty-exec":                {Summary: "Run one command (split into words, no shell) on a terminal of its own, typing input_bytes (base64) into it (pty_exec); the allowlist applies", Request: api.PTYExecRequest{}, Response: api.PTYExecResult{}},
 	"POST /lsp/start":               {Summary: "Start a language server", Request: api.LSPStartRequest{}, Response: api.LSPStarted{}},
 	"POST /lsp/{lsp_id}/open":       {Summary: "Open a document in a language server", Request: api.LSPOpenRequest{}, Response: api.LSPStatus{}},
 	"POST /lsp/{lsp_id}/completion": {Summary: "Ask a language server for completions", Request: api.LSPCompletionRequest{}, Response: api.LSPCompletionResult{}},

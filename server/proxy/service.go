@@ -35,8 +35,9 @@ type Deps struct {
 	// reached (the sandbox may be lost).
 	Unreachable func(ctx context.Context, sb *model.Sandbox) *api.Error
 	// CheckBodyCommand enforces the caller's allowlist on a JSON body's
-	// "command", or its "code" as python3 -c when code is set.
-	CheckBodyCommand func(r *http.Request, body []byte, code bool) error
+	// "command", or its "code" as program -e/-c (python3, node) when code
+	// is set.
+	CheckBodyCommand func(r *http.Request, body []byte, code bool, program string) error
 	// AdmitWrite refuses an upload while the host is short of disk.
 	AdmitWrite func(ctx context.Context, id string) error
 	// BrokenDisk is the answer when a write the sidecar failed could not

@@ -163,6 +163,7 @@ func errorCodes() []string {
 		api.CodeSecretNameTaken, api.CodeInvalidAllowedHost, api.CodeUnsafeAllowedHost, api.CodeUnsupportedTrustTier,
 		api.CodeSecretLimitReached, api.CodeSecretNotFound, api.CodeSecretNotReferenced, api.CodeDestinationNotAllowed,
 		api.CodeSecretsUnavailable, api.CodeUpstreamTimeout, api.CodeUpstreamFailed,
+		api.CodePreviewUnauthorized, api.CodePreviewUnreachable,
 	}
 }
 
