@@ -76,9 +76,10 @@ check('kill.paused-gone', (await rejects(() => Sandbox.getInfo(sbx.sandboxId))) 
 check('pause.unknown-NotFound', (await rejects(() => Sandbox.pause(sbx.sandboxId))) instanceof NotFoundError)
 
 // lifecycle.onTimeout "pause": paused, not killed, at the end of the timeout
-const auto = await Sandbox.create({ metadata: { suite: 'pause', run, role: 'auto' }, timeoutMs: 3000, lifecycle: { onTimeout: 'pause' } })
+const auto = await Sandbox.create({ metadata: { suite: 'pause', run, role: 'auto' }, timeoutMs: 120000, lifecycle: { onTimeout: 'pause' } })
 await auto.files.write('/workspace/auto.txt', 'auto\n')
 check('autoPause.lifecycle', (await auto.getInfo()).lifecycle?.onTimeout === 'pause', await auto.getInfo())
+await auto.setTimeout(1000)
 await until('the sandbox to auto-pause', async () => (await Sandbox.getInfo(auto.sandboxId)).state === 'paused', 60000)
 check('autoPause.paused', true)
 const back = await Sandbox.connect(auto.sandboxId)
