@@ -62,11 +62,28 @@ func ensureKeyFile(path, what string, n int) error {
 	return writeFileAtomic(path, []byte(base64.RawURLEncoding.EncodeToString(b)+"\n"), 0o600)
 }
 
-// chooseBastionPort is the port of the previous run when it is free (so
-// known_hosts and ssh configs keep working), else 2222, else any free one.
-func chooseBastionPort(previous string) (int, error) {
+// bastionWish is where up would like the local bastion: the address the
+// previous run recorded and the port asked for with --bastion-port (0: none).
+type bastionWish struct {
+	recorded  string
+	requested int
+}
+
+// chooseBastionPort is the requested port, which must be free; else the
+// port of the previous run when it is free (so known_hosts and ssh configs
+// keep working), else 2222, else any free one.
+func chooseBastionPort(wish bastionWish) (int, error) {
+	if wish.requested != 0 {
+		if !portFree(wish.requested) {
+			return 0, &hintError{
+				err:  fmt.Errorf("port %d on 127.0.0.1 is already in use", wish.requested),
+				hint: "pick another with --bastion-port, or leave it out and boxkite picks a free one",
+			}
+		}
+		return wish.requested, nil
+	}
 	var candidates []int
-	if _, p, err := net.SplitHostPort(previous); err == nil {
+	if _, p, err := net.SplitHostPort(wish.recorded); err == nil {
 		if n, err := strconv.Atoi(p); err == nil {
 			candidates = append(candidates, n)
 		}
@@ -113,7 +130,7 @@ func bastionEnv() []string {
 
 // startLocalBastion starts boxkite-bastion for the local server, waits
 // until it answers, writes its known_hosts lines and returns its address.
-func startLocalBastion(ctx context.Context, p localPaths, serverURL, previous string) (string, error) {
+func startLocalBastion(ctx context.Context, p localPaths, serverURL string, wish bastionWish) (string, error) {
 	bin, err := findCompanion(bastionBinary)
 	if err != nil {
 		return "", err
@@ -121,7 +138,7 @@ func startLocalBastion(ctx context.Context, p localPaths, serverURL, previous st
 	if err := ensureBastionKey(p.bastionKey); err != nil {
 		return "", err
 	}
-	port, err := chooseBastionPort(previous)
+	port, err := chooseBastionPort(wish)
 	if err != nil {
 		return "", err
 	}
@@ -233,8 +250,13 @@ func stopLocalBastion(ctx context.Context, p localPaths) (int, error) {
 }
 
 // ensureLocalBastion starts the local bastion unless it already answers
-// at the address local.toml records, and records the address.
-func ensureLocalBastion(ctx context.Context, p localPaths, serverURL, recorded string) (string, error) {
+// at the address local.toml records (and on the port asked for, if one
+// was), and records the address.
+func ensureLocalBastion(ctx context.Context, p localPaths, serverURL string, wish bastionWish) (string, error) {
+	recorded := wish.recorded
+	if _, port, err := net.SplitHostPort(recorded); err == nil && wish.requested != 0 && port != strconv.Itoa(wish.requested) {
+		recorded = "" // asked to move: start over on the new port
+	}
 	if pid, err := runningBastion(p); err != nil {
 		return "", err
 	} else if pid != 0 && recorded != "" && probeBastion(recorded, time.Second) == nil {
@@ -245,7 +267,7 @@ func ensureLocalBastion(ctx context.Context, p localPaths, serverURL, recorded s
 			return "", err
 		}
 	}
-	addr, err := startLocalBastion(ctx, p, serverURL, recorded)
+	addr, err := startLocalBastion(ctx, p, serverURL, wish)
 	if err != nil {
 		return "", err
 	}

@@ -18,14 +18,15 @@ import (
 )
 
 type upOptions struct {
-	port       int
-	foreground bool
+	port        int
+	bastionPort int
+	foreground  bool
 }
 
 func newUpCmd(app *App) *cobra.Command {
 	var opts upOptions
 	cmd := &cobra.Command{
-		Use:   "up [--port N] [--foreground]",
+		Use:   "up [--port N] [--bastion-port N] [--foreground]",
 		Short: "Start the local boxkite server",
 		Long: `Start boxkite-server on 127.0.0.1 with SQLite and the local (Linux
 namespaces) driver, write ~/.boxkite/local.toml with its URL and an API key,
@@ -36,17 +37,21 @@ The server also speaks E2B's API: up prints the E2B_API_URL and
 E2B_SANDBOX_URL to export for E2B's SDKs (docs/e2b.md).
 
 boxkite-server and boxkite-sidecar are looked for next to boxkite, then on PATH.`,
-		Example: "  boxkite up\n  boxkite up --port 9000\n  boxkite up --foreground",
+		Example: "  boxkite up\n  boxkite up --port 9000 --bastion-port 2200\n  boxkite up --foreground",
 		GroupID: groupLocal,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.port < 0 || opts.port > 65535 {
 				return usageErrorf(helpHint(cmd), "--port must be between 1 and 65535")
 			}
+			if opts.bastionPort < 0 || opts.bastionPort > 65535 {
+				return usageErrorf(helpHint(cmd), "--bastion-port must be between 1 and 65535")
+			}
 			return runUp(cmd.Context(), app, opts)
 		},
 	}
 	cmd.Flags().IntVar(&opts.port, "port", 0, "port on 127.0.0.1 (default 8090, or a free one when 8090 is taken)")
+	cmd.Flags().IntVar(&opts.bastionPort, "bastion-port", 0, "port of the ssh bastion on 127.0.0.1 (default the previous run's, else 2222, else a free one)")
 	cmd.Flags().BoolVar(&opts.foreground, "foreground", false, "run attached, logging to stderr, until interrupted")
 	return cmd
 }
@@ -106,7 +111,7 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 	defer keyPipe.Close() // the server has its own copy
 	args, env := serverArgs(p, port, sidecar), serverEnv(p)
 	if opts.foreground {
-		return runForeground(ctx, app, p, c, server, args, env, keyPipe, local.Bastion)
+		return runForeground(ctx, app, p, c, server, args, env, keyPipe, bastionWish{local.Bastion, opts.bastionPort})
 	}
 
 	logStart := fileSize(p.log)
@@ -129,8 +134,9 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 		return &hintError{err: err, hint: logHint(p.log, logStart)}
 	}
 	fmt.Fprintf(app.IO.ErrOut, "boxkite server ready at %s (pid %d)\n", url, pid)
-	upBastion(ctx, app, p, url, local.Bastion)
+	upBastion(ctx, app, p, url, bastionWish{local.Bastion, opts.bastionPort})
 	printE2BEnv(app, url)
+	printConsoleURL(app, url)
 	fmt.Fprintln(app.IO.Out, url)
 	return nil
 }
@@ -147,8 +153,8 @@ func printE2BEnv(app *App, url string) {
 // upBastion starts (or keeps) the local boxkite-bastion and says where it
 // is. A bastion that will not start does not fail up, whose server works
 // without it; it is reported with what to do.
-func upBastion(ctx context.Context, app *App, p localPaths, serverURL, recorded string) {
-	addr, err := ensureLocalBastion(ctx, p, serverURL, recorded)
+func upBastion(ctx context.Context, app *App, p localPaths, serverURL string, wish bastionWish) {
+	addr, err := ensureLocalBastion(ctx, p, serverURL, wish)
 	if err != nil {
 		fmt.Fprintf(app.IO.ErrOut, "warning: boxkite-bastion did not start, so ssh to sandboxes is off: %s\n", message(err))
 		hint := "see " + p.bastionLog + "; 'boxkite doctor' checks the binaries"
@@ -179,8 +185,9 @@ func alreadyUp(ctx context.Context, app *App, p localPaths, local fileConfig, pi
 		}
 	}
 	fmt.Fprintf(app.IO.ErrOut, "boxkite server already running at %s (pid %d)\n", local.BaseURL, pid)
-	upBastion(ctx, app, p, local.BaseURL, local.Bastion)
+	upBastion(ctx, app, p, local.BaseURL, bastionWish{local.Bastion, opts.bastionPort})
 	printE2BEnv(app, local.BaseURL)
+	printConsoleURL(app, local.BaseURL)
 	if opts.port != 0 && !strings.HasSuffix(local.BaseURL, fmt.Sprintf(":%d", opts.port)) {
 		fmt.Fprintf(app.IO.ErrOut, "note: it is not on port %d; run 'boxkite down' first to move it\n", opts.port)
 	}
@@ -214,7 +221,7 @@ func logHint(path string, offset int64) string {
 
 // runForeground runs the server attached to this terminal until it exits or
 // ctx is cancelled (Ctrl-C), which stops it with SIGTERM.
-func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string, keyPipe *os.File, recordedBastion string) error {
+func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string, keyPipe *os.File, bastion bastionWish) error {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	cmd.ExtraFiles = []*os.File{keyPipe}                  // descriptor 3: serverArgs
@@ -232,8 +239,9 @@ func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client
 	defer stopWaiting()
 	go func() {
 		if waitReady(readyCtx, c, nil, readyTimeout, nil) == nil {
-			upBastion(readyCtx, app, p, c.BaseURL, recordedBastion)
+			upBastion(readyCtx, app, p, c.BaseURL, bastion)
 			printE2BEnv(app, c.BaseURL)
+			printConsoleURL(app, c.BaseURL)
 			fmt.Fprintln(app.IO.Out, c.BaseURL)
 		}
 	}()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
@@ -17,11 +16,11 @@ func (s *Server) audit(ctx context.Context, rec audit.Record) error { return s.a
 // getLog serves GET /v1/sandboxes/{id}/log?limit=&offset=: the sandbox's
 // audit entries in chain order (oldest first), destroyed sandboxes included.
 func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
-	limit, err := queryInt(r, "limit", api.DefaultLogLimit, 1, api.MaxLogLimit)
+	limit, err := httpx.QueryInt(r, "limit", api.DefaultLogLimit, 1, api.MaxLogLimit)
 	if err != nil {
 		return err
 	}
-	offset, err := queryInt(r, "offset", 0, 0, 1<<31-1)
+	offset, err := httpx.QueryInt(r, "offset", 0, 0, 1<<31-1)
 	if err != nil {
 		return err
 	}
@@ -53,23 +52,6 @@ func (s *Server) writeLogPage(w http.ResponseWriter, r *http.Request, id string,
 	}
 	httpx.WriteJSON(w, http.StatusOK, page)
 	return nil
-}
-
-// queryInt reads an integer query parameter within [lo, hi]; absent means def.
-func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		msg := fmt.Sprintf("%s must be an integer between %d and %d", name, lo, hi)
-		return 0, &api.Error{
-			Status: http.StatusUnprocessableEntity, Code: api.CodeValidation, Message: msg,
-			Details: []httpx.FieldError{{Loc: []string{"query", name}, Msg: msg, Type: "value_error"}},
-		}
-	}
-	return n, nil
 }
 
 // auditOpen returns the refusal for audited work while the gate is

@@ -56,7 +56,7 @@ func (p e2bPort) account(c e2b.Caller) *model.Account { return c.(e2bCaller).acc
 func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, error) {
 	s := p.s
 	if key == "" {
-		return nil, errNoCredentials
+		return nil, httpx.ErrNoCredentials
 	}
 	if !model.ValidAPIKey(key) {
 		return nil, errInvalidKey
@@ -83,7 +83,7 @@ func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) 
 	}
 	params.lifetime = spec.Lifetime
 	params.imageID = spec.ImageID
-	if params.imageRoot, err = s.imageRoot(acct.ID, spec.ImageID); err != nil {
+	if params.imageRoot, err = s.images.RootFS(acct.ID, spec.ImageID); err != nil {
 		return e2b.Sandbox{}, err
 	}
 	sbs, err := s.startSandboxes(ctx, acct, params)
@@ -354,7 +354,7 @@ func (e *e2bSession) Exec(ctx context.Context, req api.ExecRequest) (api.ExecRes
 
 func (e *e2bSession) Sidecar(ctx context.Context, method, path string, q url.Values, body io.Reader, hdr http.Header) (*http.Response, error) {
 	s, sb := e.s, e.sb
-	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
 		return nil, sandboxFailed("reach")

@@ -63,6 +63,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.log.LogAttrs(r.Context(), level, "request", attrs...)
 	}()
+	if s.servePreviewHost(rec, r) {
+		return
+	}
 	if s.e2b != nil && s.e2bMatch(r) {
 		s.e2b.ServeHTTP(rec, r)
 		return

@@ -188,7 +188,7 @@ func (s *Server) reconcile(ctx context.Context) error {
 
 // sidecarHealthy reports whether the sandbox's sidecar answers GET /health.
 func (s *Server) sidecarHealthy(ctx context.Context, sb *model.Sandbox) bool {
-	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		return false
 	}

@@ -12,10 +12,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/httpx"
-
-	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -114,9 +114,9 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 		return nil, s.storeAnswer(err, "pause the sandbox")
 	}
 	// Calls in flight would wait on a stopped sidecar: end them.
-	s.calls.cancel(sb.ID, pausedAnswer(paused))
+	s.calls.Cancel(sb.ID, pausedAnswer(paused))
 	if mode != api.PauseFreeze {
-		s.sidecars.forget(sb.ID)
+		s.sidecars.Forget(sb.ID)
 	}
 	if err := p.Pause(ctx, sb.ID, mode); err != nil {
 		s.log.ErrorContext(ctx, "driver pause failed", "sandbox", sb.ID, "mode", mode, "err", err)
@@ -183,7 +183,7 @@ func (s *Server) restartProcesses(ctx context.Context, sb *model.Sandbox, procs 
 // sidecarJSON sends in (nil: no body) to the sandbox's sidecar and
 // decodes its 2xx answer into out.
 func (s *Server) sidecarJSON(ctx context.Context, sb *model.Sandbox, method, path string, in, out any) error {
-	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 // the last slot may both pass.
 func (s *Server) admitResume(ctx context.Context, acct *model.Account) error {
 	now := s.now()
-	u, err := s.store.Usage(ctx, acct.ID, monthStart(now), now)
+	u, err := s.store.Usage(ctx, acct.ID, limits.MonthStart(now), now)
 	if err != nil {
 		return fmt.Errorf("read usage: %w", err)
 	}
@@ -319,8 +319,8 @@ func (s *Server) storeAnswer(err error, op string) error {
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return err
 	}
-	if isStorageFault(err) {
-		return storageFailed(op)
+	if model.IsStorageFault(err) {
+		return model.StorageFailed(op)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

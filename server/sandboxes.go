@@ -19,8 +19,6 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-const maxLabelLen = 200
-
 // cleanupTimeout bounds compensating work (tearing down a half-created
 // sandbox) that must finish even when the request that started it is gone.
 const cleanupTimeout = time.Minute
@@ -73,8 +71,8 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 	p := createParams{label: req.Label, size: req.Size, storageGB: req.StorageGB, count: req.Count, autoPause: req.AutoPause}
 	maxMin := int(s.cfg.MaxLifetime / time.Minute)
 	switch {
-	case len(req.Label) > maxLabelLen:
-		return p, httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
+	case len(req.Label) > model.MaxLabelLen:
+		return p, httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", model.MaxLabelLen), "")
 	case req.Label != "" && req.Count > 1:
 		return p, httpx.Invalid("label", "a label names one sandbox, so it cannot go with a count above 1",
 			"leave the label out, or create the sandboxes one at a time with labels of their own")
@@ -116,13 +114,13 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p.imageID = req.ImageID
-	if p.imageRoot, err = s.imageRoot(accountFrom(r.Context()).ID, req.ImageID); err != nil {
+	if p.imageRoot, err = s.images.RootFS(accountFrom(r.Context()).ID, req.ImageID); err != nil {
 		return err
 	}
-	if p.volumes, err = s.validateVolumeMounts(r.Context(), accountFrom(r.Context()), req.VolumeMounts); err != nil {
+	if p.volumes, err = s.volumes.ValidateMounts(r.Context(), accountFrom(r.Context()), req.VolumeMounts); err != nil {
 		return err
 	}
-	if p.egress, err = s.egressGrants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
+	if p.egress, err = s.mcpconns.Grants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
 		return err
 	}
 	hosts, err := egressHosts(authz.From(r.Context()).Key, req.EgressHosts)
@@ -164,7 +162,7 @@ func (s *Server) startSandboxes(ctx context.Context, acct *model.Account, p crea
 	if err := s.reserveSandboxes(ctx, acct, p, recs); err != nil {
 		return nil, err
 	}
-	if err := s.attachVolumes(ctx, recs, p.volumes); err != nil {
+	if err := s.volumes.Attach(ctx, recs, p.volumes); err != nil {
 		return nil, err
 	}
 	sbs := make([]*model.Sandbox, p.count)
@@ -221,8 +219,8 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 	if err := s.recordCreate(ctx, sb, p); err != nil {
 		s.log.ErrorContext(ctx, "record sandbox", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)
-		if isStorageFault(err) {
-			return nil, storageFailed("create the sandbox")
+		if model.IsStorageFault(err) {
+			return nil, model.StorageFailed("create the sandbox")
 		}
 		return nil, sandboxFailed("create")
 	}
@@ -234,8 +232,8 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)
-		if isStorageFault(err) {
-			return nil, storageFailed("create the sandbox")
+		if model.IsStorageFault(err) {
+			return nil, model.StorageFailed("create the sandbox")
 		}
 		if he, ok := errors.AsType[*model.HostLimitError](err); ok {
 			return nil, he.APIError("create")
@@ -262,7 +260,7 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 func (s *Server) discard(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	s.sidecars.forget(id)
+	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "tear down failed sandbox", "sandbox", id, "err", err)
 	}
@@ -271,12 +269,9 @@ func (s *Server) discard(ctx context.Context, id string) {
 	}
 }
 
-// sandboxFailed is the safe answer when the driver or a sidecar failed;
-// the cause is in the log under the request id.
-func sandboxFailed(op string) *api.Error {
-	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not %s the sandbox", op).
-		WithHint("retry; if it keeps failing, the server log has the cause under this request id")
-}
+// sandboxFailed is the safe answer when the driver or a sidecar failed
+// (model.SandboxFailed).
+func sandboxFailed(op string) *api.Error { return model.SandboxFailed(op) }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	activeOnly := false
@@ -415,8 +410,8 @@ func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
 // Calls in flight to the sandbox, and those that start meanwhile, are
 // ended first, so none reads the sidecar's death as a loss.
 func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
-	defer s.calls.end(id, endedAnswer(id, status))()
-	s.sidecars.forget(id)
+	defer s.calls.End(id, endedAnswer(id, status))()
+	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
 		return nil, sandboxFailed("delete")

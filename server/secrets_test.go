@@ -312,3 +312,56 @@ func TestMCPHTTPRequest(t *testing.T) {
 		t.Errorf("destination got %v", reqs)
 	}
 }
+
+// TestSecretEnv: the weaker mode puts a secret's value in one exec's
+// environment only when the server allows it; the value is redacted from
+// the result and the audit log names the secret only.
+func TestSecretEnv(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	e := newEnvWithStore(t, server.Config{Secrets: testSecrets(t, st), SecretEnv: true}, st)
+	const value = "env-secret-value-7788"
+	e.Sidecar.ExecFunc = func(w http.ResponseWriter, _ *http.Request, req api.ExecRequest) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"exit_code":0,"stdout":"token=%s\n","stderr":"","duration_ms":1}`, req.Env["TOKEN"])
+	}
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "API_TOKEN", Value: value, AllowedHosts: []string{"a.example.com"}})
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "OTHER", Value: "other-9", AllowedHosts: []string{"a.example.com"}})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"API_TOKEN"}})
+
+	resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "echo token=$TOKEN", SecretEnv: map[string]string{"TOKEN": "API_TOKEN"}})
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "token=[REDACTED_SECRET:API_TOKEN]") || strings.Contains(string(body), value) {
+		t.Errorf("exec with secret_env: %d %s", resp.StatusCode, body)
+	}
+	reqs, _ := e.Sidecar.Requests()
+	if len(reqs) != 1 || reqs[0].Env["TOKEN"] != value || reqs[0].SecretEnv != nil {
+		t.Errorf("the sidecar got %+v", reqs)
+	}
+	_, logBody := e.do("GET", sandboxPath(sb.ID, "/log"), e.KeyA, nil)
+	if !strings.Contains(string(logBody), `"secret_env":{"TOKEN":"API_TOKEN"}`) || strings.Contains(string(logBody), value) {
+		t.Errorf("audit log: %s", logBody)
+	}
+	for _, tt := range []struct {
+		req    api.ExecRequest
+		header []string
+		status int
+		code   string
+	}{
+		{api.ExecRequest{Command: "true", SecretEnv: map[string]string{"TOKEN": "OTHER"}}, nil, 404, api.CodeSecretNotReferenced},
+		{api.ExecRequest{Command: "true", SecretEnv: map[string]string{"LD_PRELOAD": "API_TOKEN"}}, nil, 422, api.CodeValidation},
+		{api.ExecRequest{Command: "true", SecretEnv: map[string]string{"1X": "API_TOKEN"}}, nil, 422, api.CodeValidation},
+		{api.ExecRequest{Command: "true", Env: map[string]string{"TOKEN": "x"}, SecretEnv: map[string]string{"TOKEN": "API_TOKEN"}}, nil, 422, api.CodeValidation},
+		{api.ExecRequest{Command: "true", SecretEnv: map[string]string{"TOKEN": "API_TOKEN"}}, []string{"Accept", api.ContentTypeNDJSON}, 422, api.CodeValidation},
+	} {
+		resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, tt.req, tt.header...)
+		wantError(t, resp, body, tt.status, tt.code)
+	}
+
+	// Off by default.
+	off, _ := newSecretsEnv(t)
+	createSecret(t, off, off.KeyA, api.CreateSecretRequest{Name: "API_TOKEN", Value: value, AllowedHosts: []string{"a.example.com"}})
+	sb2 := off.create(off.KeyA, api.CreateSandboxRequest{SecretNames: []string{"API_TOKEN"}})
+	resp, body = off.do("POST", sandboxPath(sb2.ID, "/exec"), off.KeyA, api.ExecRequest{Command: "true", SecretEnv: map[string]string{"TOKEN": "API_TOKEN"}})
+	wantError(t, resp, body, 422, api.CodeNotSupported)
+}

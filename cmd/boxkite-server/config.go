@@ -72,6 +72,8 @@ type options struct {
 	maxStorageGB    float64
 	maxVolumeGB     float64
 	mcpCatalog      string
+	previewBaseURL  string
+	allowSecretEnv  bool
 	recordTakeovers bool
 	console         bool // serve the web console at /ui/
 	maxCount        int
@@ -162,6 +164,8 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.Float64Var(&o.maxStorageGB, "max-storage-gb", server.DefaultMaxStorageGB, "largest storage_gb a create may ask for")
 	fs.IntVar(&o.maxCount, "max-count", server.DefaultMaxCount, "most sandboxes one create may ask for")
 	fs.Float64Var(&o.maxVolumeGB, "max-volume-gb", server.DefaultMaxVolumeGB, "largest size_gb a volume may ask for")
+	fs.BoolVar(&o.allowSecretEnv, "allow-secret-env", false, "allow exec's secret_env, which puts a secret's value in one command's environment inside the sandbox (weaker than http_request; docs/secrets.md)")
+	fs.StringVar(&o.previewBaseURL, "preview-base-url", "", "`URL` (scheme://domain) under which host-based preview URLs are served, as <port>-<sandbox id>.domain; empty: *.localhost on the request's port (docs/previews.md)")
 	fs.StringVar(&o.mcpCatalog, "mcp-catalog", "", "MCP connection catalog as comma-separated `id=host[:port]` entries, replacing the default (github, slack, notion, linear)")
 	fs.BoolVar(&o.recordTakeovers, "takeover-recording", false, "keep an asciicast recording of every terminal takeover, readable after the sandbox is gone")
 	fs.BoolVar(&o.console, "console", true, "serve the web console at /ui/ (docs/console.md)")

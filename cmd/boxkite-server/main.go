@@ -175,6 +175,9 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 
 		MaxVolumeGB: opts.maxVolumeGB,
 		MCPCatalog:  catalog,
+
+		PreviewBaseURL: opts.previewBaseURL,
+		SecretEnv:      opts.allowSecretEnv,
 	}
 	if sb.images == nil {
 		cfg.Images = nil // a nil *images.Manager in the interface would look set

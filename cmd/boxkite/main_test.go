@@ -30,7 +30,8 @@ func TestMain(m *testing.M) {
 // boxkite-server and boxkite-sidecar, built once for all scripts. Each
 // script gets its own BOXKITE_HOME, a free port in $PORT, and $CLIBIN, the
 // directory holding only boxkite; for a second server (contexts),
-// $BOXKITE_HOME2 and $PORT2 are another home and port.
+// $BOXKITE_HOME2 and $PORT2 are another home and port; $BASTIONPORT is a
+// free port for up --bastion-port.
 func TestScripts(t *testing.T) {
 	bin := companionBinaries(t)
 	testscript.Run(t, testscript.Params{
@@ -73,6 +74,16 @@ func TestScripts(t *testing.T) {
 				}
 			}
 			env.Setenv("PORT2", strconv.Itoa(port2))
+			// A bastion port of the script's own: scripts run in parallel,
+			// and one that checks up keeps its bastion's port must not find
+			// another script's bastion on it.
+			bastionPort := port
+			for bastionPort == port || bastionPort == port2 {
+				if bastionPort, err = freePort(); err != nil {
+					return err
+				}
+			}
+			env.Setenv("BASTIONPORT", strconv.Itoa(bastionPort))
 			if os.Getenv("GORACE") == "" {
 				// Under -race every boxkite invocation would otherwise sleep
 				// a second at exit; scripts run dozens of them.

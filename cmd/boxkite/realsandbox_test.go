@@ -34,6 +34,7 @@ func TestRealSandbox(t *testing.T) {
 	t.Run("cp 10000 files", func(t *testing.T) { testCopyTree(t, s) })
 	t.Run("attach", func(t *testing.T) { testAttach(t, s) })
 	t.Run("ssh through the bastion", func(t *testing.T) { testSSH(t, s) }) // ssh_test.go
+	t.Run("web console link", func(t *testing.T) { testUI(t, s) })         // ui_test.go
 }
 
 // localServer is a `boxkite up` of its own, with one sandbox selected.

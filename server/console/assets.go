@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/rand"
 	"crypto/sha256"
 	"embed"
@@ -24,11 +25,12 @@ import (
 //go:embed dist page.html
 var files embed.FS
 
-// asset is one embedded file, with the hash that versions it.
+// asset is one embedded file, with the hash that versions it and, when
+// that is smaller, its gzip encoding (made once, at start).
 type asset struct {
-	body  []byte
-	ctype string
-	hash  string
+	body, gz []byte
+	ctype    string
+	hash     string
 }
 
 type assets struct {
@@ -52,7 +54,13 @@ func loadAssets() (*assets, error) {
 		if ctype == "" {
 			ctype = "application/octet-stream"
 		}
-		as.byName[path.Base(n)] = asset{body: b, ctype: ctype, hash: hex.EncodeToString(sum[:8])}
+		a := asset{body: b, ctype: ctype, hash: hex.EncodeToString(sum[:8])}
+		var z bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression) // the level is valid
+		if _, err := zw.Write(b); err == nil && zw.Close() == nil && z.Len() < len(b) {
+			a.gz = z.Bytes()
+		}
+		as.byName[path.Base(n)] = a
 	}
 	for _, need := range []string{"app.js", "app.css"} {
 		if _, ok := as.byName[need]; !ok {
@@ -129,7 +137,27 @@ func (c *Console) serveAsset(w http.ResponseWriter, r *http.Request) {
 	} else {
 		h.Set("Cache-Control", "no-cache")
 	}
-	http.ServeContent(w, r, "", zeroTime, bytes.NewReader(a.body))
+	body := a.body
+	if a.gz != nil {
+		h.Set("Vary", "Accept-Encoding")
+		if acceptsGzip(r) {
+			h.Set("Content-Encoding", "gzip")
+			h.Set("ETag", `"`+a.hash+`-gz"`)
+			body = a.gz
+		}
+	}
+	http.ServeContent(w, r, "", zeroTime, bytes.NewReader(body))
+}
+
+// acceptsGzip reports whether r's Accept-Encoding takes gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(name), "gzip") {
+			return strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0"
+		}
+	}
+	return false
 }
 
 var zeroTime time.Time

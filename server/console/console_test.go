@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -335,6 +336,22 @@ func TestPage(t *testing.T) {
 	resp, _ = b.do("GET", "/ui/assets/app.js", nil, "If-None-Match", etag)
 	if resp.StatusCode != http.StatusNotModified {
 		t.Errorf("GET app.js with its ETag: %d, want 304", resp.StatusCode)
+	}
+	// Compressed for a browser that takes gzip: the same bytes, smaller.
+	req, _ := http.NewRequest("GET", srv.BaseURL+"/ui/assets/app.js", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	zresp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zresp.Body.Close()
+	zr, err := gzip.NewReader(zresp.Body)
+	if err != nil || zresp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("gzip app.js: %v, Content-Encoding %q", err, zresp.Header.Get("Content-Encoding"))
+	}
+	plain, err := io.ReadAll(zr)
+	if err != nil || !bytes.Equal(plain, body) || zresp.ContentLength >= int64(len(body)) {
+		t.Errorf("gzip app.js: %d bytes for %d, decoded equal %v (%v)", zresp.ContentLength, len(body), bytes.Equal(plain, body), err)
 	}
 	resp, _ = b.do("GET", "/ui/assets/nope.js", nil)
 	if resp.StatusCode != http.StatusNotFound {

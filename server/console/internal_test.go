@@ -130,3 +130,15 @@ func TestLinksExpire(t *testing.T) {
 }
 
 var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func TestAcceptsGzip(t *testing.T) {
+	for in, want := range map[string]bool{
+		"": false, "gzip": true, "br, gzip;q=0.8": true, "GZIP": true, "gzip;q=0": false, "deflate": false, "x-gzip": false,
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Accept-Encoding", in)
+		if got := acceptsGzip(r); got != want {
+			t.Errorf("acceptsGzip(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

@@ -38,7 +38,9 @@ function watch(page) {
     if (!u.startsWith(origin + '/') && !u.startsWith('data:') && !u.startsWith('blob:')) foreign.push(u);
   });
   page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('console', (m) => { if (m.type() === 'error' && !/401|Unauthorized|status of 4\d\d/.test(m.text())) errors.push(m.text()); });
+  // An HTTP error status is logged as 'Failed to load resource'; the pages
+  // handle those. Anything else logged as an error is a fault.
+  page.on('console', (m) => { if (m.type() === 'error' && !/^Failed to load resource: the server responded with a status of \d+/.test(m.text())) errors.push(m.text()); });
 }
 const cspProbe = () => {
   window.__csp = [];
@@ -136,6 +138,14 @@ try {
   await screenshot(viewer, 'terminal-read-only');
   await viewer.close();
 
+  // The keyboard gets out of the terminal: Escape, then Shift+Tab (to
+  // the toolbar above it).
+  await page.click('#terminal');
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Shift+Tab');
+  check('terminal.keyboard-leaves', await page.evaluate(() => document.activeElement.closest('.toolbar') !== null),
+    await page.evaluate(() => document.activeElement.outerHTML.slice(0, 80)));
+
   // Files: upload, then download, byte-exact.
   await page.goto(base + '/ui/sandboxes/' + id);
   await page.waitForSelector('[data-page=sandbox]');
@@ -151,6 +161,42 @@ try {
   await download.saveAs(saved);
   const got = readFileSync(saved);
   check('files.byte-exact', got.length === data.length && sha(got) === sha(data), got.length + ' bytes, want ' + data.length);
+
+  // Fork it (the child is destroyed from its own page), then pause and
+  // resume it: a paused sandbox offers only Resume, its log and Destroy.
+  await page.click('button:text("Fork")');
+  const childLink = page.locator('[data-page=sandbox] .status a');
+  await childLink.waitFor({ timeout: 60000 });
+  const childID = (await childLink.getAttribute('href')).split('/').pop();
+  check('fork', /^[0-9a-f-]{36}$/.test(childID) && childID !== id, childID);
+  await childLink.click();
+  await page.waitForFunction((c) => document.querySelector('[data-page=sandbox] h1')?.textContent.includes(c.slice(0, 8)), childID);
+  await page.click('[data-page=sandbox] .actions button:text("Destroy")');
+  await page.waitForSelector('dialog.confirm[open]');
+  await page.click('dialog.confirm button.danger');
+  await page.waitForSelector('[data-page=sandboxes]');
+  const childStatus = await page.evaluate(async (c) => (await (await fetch('/ui/api/v1/sandboxes/' + c)).json()).status, childID);
+  check('fork.destroy', childStatus === 'destroyed', childStatus);
+  await page.goto(base + '/ui/sandboxes/' + id);
+  await page.waitForSelector('[data-page=sandbox]');
+  await page.click('button:text("Pause")');
+  await page.waitForSelector('[data-page=sandbox] .badge.paused', { timeout: 60000 });
+  const pausedButtons = await page.locator('[data-page=sandbox] .actions button, [data-page=sandbox] .actions a').allTextContents();
+  check('pause', JSON.stringify(pausedButtons) === JSON.stringify(['Resume', 'Audit log', 'Destroy']) &&
+    await page.locator('#upload').count() === 0, pausedButtons.join(', '));
+  await screenshot(page, 'sandbox-paused');
+  await page.click('button:text("Resume")');
+  await page.waitForSelector('[data-page=sandbox] .badge.active', { timeout: 60000 });
+  await page.waitForSelector('a[aria-label="Download ui-e2e.bin"]', { timeout: 15000 });
+  check('resume', true);
+
+  // Every other page renders (a screenshot of each).
+  for (const name of ['snapshots', 'secrets', 'keys', 'ssh-keys', 'images', 'volumes']) {
+    await page.goto(base + '/ui/' + name);
+    await page.waitForSelector('[data-page=' + name + '], section.error', { timeout: 15000 });
+    check('page.' + name, await page.locator('[data-page=' + name + ']').count() === 1, await page.locator('main').textContent());
+    await screenshot(page, name);
+  }
 
   // Another account's sandbox is the not-found page, on every page of it.
   for (const suffix of ['', '/log', '/terminal']) {

@@ -7,7 +7,7 @@ import { sandboxPage } from './pages/sandbox.js';
 import { logPage } from './pages/log.js';
 import { terminalPage } from './pages/terminal.js';
 import { keysPage, sshKeysPage } from './pages/keys.js';
-import { imagesPage, volumesPage } from './pages/resources.js';
+import { imagesPage, volumesPage, snapshotsPage, secretsPage } from './pages/resources.js';
 
 allowStyles(document.currentScript && document.currentScript.nonce);
 
@@ -25,6 +25,8 @@ const routes = [
   [/^ssh-keys$/, sshKeysPage, 'SSH keys'],
   [/^images$/, imagesPage, 'Images'],
   [/^volumes$/, volumesPage, 'Volumes'],
+  [/^snapshots$/, snapshotsPage, 'Snapshots'],
+  [/^secrets$/, secretsPage, 'Secrets'],
 ];
 
 export function navigate(path, replaceState = false) {
@@ -66,8 +68,8 @@ function nav() {
   replace(top,
     h('a', { class: 'brand', href: '/ui/', 'data-link': true }, 'boxkite'),
     s ? h('nav', { 'aria-label': 'Main' },
-      link('/ui/', 'Sandboxes'), link('/ui/images', 'Images'), link('/ui/volumes', 'Volumes'),
-      link('/ui/keys', 'API keys'), link('/ui/ssh-keys', 'SSH keys')) : null,
+      link('/ui/', 'Sandboxes'), link('/ui/snapshots', 'Snapshots'), link('/ui/images', 'Images'),
+      link('/ui/volumes', 'Volumes'), link('/ui/secrets', 'Secrets'), link('/ui/keys', 'API keys'), link('/ui/ssh-keys', 'SSH keys')) : null,
     s ? h('div', { class: 'who' },
       h('span', { class: 'email', title: 'Signed in' }, s.email),
       h('button', { type: 'button', class: 'secondary', id: 'signout', onclick: signOut }, 'Sign out')) : null);

@@ -55,3 +55,87 @@ export async function volumesPage(main) {
     h('div', { class: 'table-wrap' }, h('table', { class: 'list' },
       h('thead', {}, h('tr', {}, ['Volume', 'Label', 'Size', 'Status', 'Created', ''].map((t) => h('th', { scope: 'col' }, t)))), tbody))));
 }
+
+// snapshotsPage lists the account's snapshots; one restores into a new
+// sandbox, or is deleted. A sandbox's page takes them.
+export async function snapshotsPage(main, _params, ctx) {
+  let snaps;
+  try {
+    snaps = await call('GET', '/v1/snapshots');
+  } catch (e) {
+    if (e.status !== 404 && e.code !== 'not_supported') throw e;
+    replace(main, h('section', { 'data-page': 'snapshots' }, h('h1', {}, 'Snapshots'), h('p', {}, 'This server does not keep snapshots.')));
+    return;
+  }
+  const status = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
+  const live = snaps.filter((s) => !s.deleted_at);
+  const tbody = h('tbody', {}, live.length ? live.map((s) => h('tr', {},
+    h('td', { class: 'mono' }, s.id.slice(0, 8)), h('td', {}, s.label || '—'),
+    h('td', {}, h('a', { href: '/ui/sandboxes/' + s.session_id, 'data-link': true, class: 'mono' }, s.session_id.slice(0, 8))),
+    h('td', {}, h('span', { class: 'badge ' + s.status }, s.status)), h('td', {}, fmtBytes(s.size_bytes)),
+    h('td', { title: fmtTime(s.created_at) }, fmtRel(s.created_at)),
+    h('td', { class: 'actions' },
+      h('button', { type: 'button', class: 'secondary', onclick: async () => {
+        try {
+          const sb = await call('POST', '/v1/snapshots/' + s.id + '/restore', { label: s.label || undefined });
+          ctx.navigate('/ui/sandboxes/' + sb.id);
+        } catch (e) { status.textContent = e.message + (e.hint ? ' — ' + e.hint : ''); }
+      } }, 'Restore'),
+      h('button', { type: 'button', class: 'danger', onclick: async () => {
+        if (!await confirmDialog('Delete snapshot ' + (s.label || s.id.slice(0, 8)) + '?', 'Delete')) return;
+        try { await call('DELETE', '/v1/snapshots/' + s.id); ctx.navigate(location.pathname, true); } catch (e) { status.textContent = e.message; }
+      } }, 'Delete'))))
+    : h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'No snapshots. A sandbox\'s page takes one.')));
+  replace(main, h('section', { 'data-page': 'snapshots' }, h('h1', {}, 'Snapshots'), status,
+    h('div', { class: 'table-wrap' }, h('table', { class: 'list' },
+      h('thead', {}, h('tr', {}, ['Snapshot', 'Label', 'Of sandbox', 'Status', 'Size', 'Taken', ''].map((t) => h('th', { scope: 'col' }, t)))), tbody))));
+}
+
+// secretsPage lists the account's secrets by name (values are write-only),
+// and creates, replaces and deletes them.
+export async function secretsPage(main) {
+  const tbody = h('tbody');
+  const status = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
+  async function load() {
+    const list = await call('GET', '/v1/secrets');
+    replace(tbody, list.length ? list.map((s) => h('tr', {},
+      h('td', { class: 'mono' }, s.name), h('td', {}, (s.allowed_hosts || []).join(', ')),
+      h('td', { title: fmtTime(s.updated_at) }, fmtRel(s.updated_at)),
+      h('td', {}, s.last_used_at ? fmtRel(s.last_used_at) : 'never'),
+      h('td', { class: 'actions' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
+        if (!await confirmDialog('Delete secret ' + s.name + '?', 'Delete')) return;
+        try { await call('DELETE', '/v1/secrets/' + encodeURIComponent(s.id)); await load(); } catch (e) { status.textContent = e.message; }
+      } }, 'Delete')))) : h('tr', {}, h('td', { colspan: 5, class: 'empty' }, 'No secrets.')));
+  }
+  const name = h('input', { type: 'text', required: true, maxlength: 200, class: 'mono', autocomplete: 'off' });
+  const value = h('input', { type: 'password', required: true, autocomplete: 'new-password' });
+  const hosts = h('input', { type: 'text', required: true, placeholder: 'api.example.com, other.example.com' });
+  const form = h('form', { class: 'inline', onsubmit: async (e) => {
+    e.preventDefault();
+    const body = { name: name.value.trim(), value: value.value, allowed_hosts: hosts.value.split(/[\s,]+/).filter(Boolean) };
+    try {
+      await call('POST', '/v1/secrets', body);
+      status.textContent = 'Created ' + body.name + '.';
+    } catch (err) {
+      if (err.status !== 409) { status.textContent = err.message + (err.hint ? ' — ' + err.hint : ''); return; }
+      if (!await confirmDialog('A secret named ' + body.name + ' exists. Replace its value?', 'Replace')) return;
+      try {
+        await call('PUT', '/v1/secrets/' + encodeURIComponent(body.name), { value: body.value, allowed_hosts: body.allowed_hosts });
+        status.textContent = 'Replaced ' + body.name + '.';
+      } catch (err2) { status.textContent = err2.message; return; }
+    }
+    name.value = ''; value.value = ''; hosts.value = '';
+    await load();
+  } }, field('Name', name), field('Value', value, 'write-only: never shown again'), field('Allowed hosts', hosts), h('button', { type: 'submit' }, 'Save secret'));
+  try {
+    await load();
+  } catch (e) {
+    if (e.status === 401) throw e;
+    // A server without a secrets key says so (503), with what to do.
+    replace(main, h('section', { 'data-page': 'secrets' }, h('h1', {}, 'Secrets'), h('p', {}, e.message), e.hint ? h('p', { class: 'hint' }, e.hint) : null));
+    return;
+  }
+  replace(main, h('section', { 'data-page': 'secrets' }, h('h1', {}, 'Secrets'), form, status,
+    h('div', { class: 'table-wrap' }, h('table', { class: 'list' },
+      h('thead', {}, h('tr', {}, ['Name', 'Allowed hosts', 'Updated', 'Last used', ''].map((t) => h('th', { scope: 'col' }, t)))), tbody))));
+}

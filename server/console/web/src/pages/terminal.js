@@ -22,7 +22,7 @@ export async function terminalPage(main, [id]) {
       h('label', { for: 'read-only', class: 'check' }, ro, ' Read-only (watch without typing)'), reconnect,
       h('a', { href: '/ui/sandboxes/' + id + '/log', 'data-link': true, class: 'button secondary' }, 'Audit log')),
     state, box,
-    h('p', { class: 'hint' }, 'What you type is in the sandbox\'s audit log. Press Escape, then Tab, to move focus out of the terminal.')));
+    h('p', { class: 'hint' }, 'What you type is in the sandbox\'s audit log. Press Escape, then Tab or Shift+Tab, to move the focus out of the terminal.')));
 
   const dark = window.matchMedia('(prefers-color-scheme: dark)');
   const term = new Terminal({
@@ -39,7 +39,7 @@ export async function terminalPage(main, [id]) {
   // Escape, then Tab, leaves the terminal (xterm keeps Tab for the shell).
   let escaped = false;
   term.attachCustomKeyEventHandler((ev) => {
-    if (ev.type !== 'keydown') return true;
+    if (ev.type !== 'keydown' || ['Shift', 'Control', 'Alt', 'Meta'].includes(ev.key)) return true;
     if (ev.key === 'Tab' && escaped) { escaped = false; return false; }
     escaped = ev.key === 'Escape';
     return true;
