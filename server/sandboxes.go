@@ -373,7 +373,7 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 func unrecordedDestroy(id string, err error) *api.Error {
 	status, code := http.StatusServiceUnavailable, api.CodeServiceUnavailable
 	switch {
-	case isStorageFault(err):
+	case model.IsStorageFault(err):
 		status, code = http.StatusInsufficientStorage, api.CodeInsufficientStorage
 	case errors.Is(err, model.ErrStoreReadOnly), errors.Is(err, model.ErrStoreIO):
 	default:
