@@ -117,6 +117,25 @@ try {
   check('log.expand', (await entry.locator('pre.detail').textContent()).includes('"input"'));
   await screenshot(logPage, 'audit-log');
 
+  // The shell gets the terminal's size, and the new one when the window
+  // shrinks.
+  const sttySize = async (tag) => {
+    await page.keyboard.type('echo ' + tag + '=$(stty size)');
+    await page.keyboard.press('Enter');
+    const re = new RegExp('^' + tag + '=(\\d+) (\\d+)$');
+    const line = await page.waitForFunction((re) => [...document.querySelectorAll('#terminal .xterm-rows > div')]
+      .map((r) => r.textContent.trim()).find((t) => new RegExp(re).test(t)), re.source, { timeout: 15000 });
+    const [, rows, cols] = re.exec(await line.jsonValue()).map(Number);
+    return { rows, cols, shown: await page.locator('#terminal .xterm-rows > div').count() };
+  };
+  const big = await sttySize('size1');
+  await page.setViewportSize({ width: 900, height: 600 });
+  await page.waitForTimeout(300);
+  const small = await sttySize('size2');
+  await page.setViewportSize({ width: 1280, height: 800 });
+  check('terminal.resize', big.rows === big.shown && small.rows === small.shown && small.rows < big.rows && small.cols < big.cols && small.cols > 20,
+    `${big.rows}x${big.cols} (${big.shown} rows shown), then ${small.rows}x${small.cols} (${small.shown} shown)`);
+
   // A read-only viewer sees the terminal but cannot type into it.
   const viewer = await ctx.newPage();
   watch(viewer);
