@@ -13,6 +13,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
@@ -355,10 +356,31 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 		if errors.Is(err, errNotActive) {
 			return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already destroyed", sb.ID)
 		}
+		if e := unrecordedDestroy(sb.ID, err); e != nil {
+			s.log.ErrorContext(ctx, "record destroyed sandbox", "sandbox", sb.ID, "err", err)
+			return e
+		}
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// unrecordedDestroy is the answer to a removal the driver carried out but
+// the database could not record (it is full, read-only or failing: the
+// usual state of a host that ran out of disk, where removing sandboxes is
+// how space is freed), else nil. The row stays live until a retry.
+func unrecordedDestroy(id string, err error) *api.Error {
+	status, code := http.StatusServiceUnavailable, api.CodeServiceUnavailable
+	switch {
+	case model.IsStorageFault(err):
+		status, code = http.StatusInsufficientStorage, api.CodeInsufficientStorage
+	case errors.Is(err, model.ErrStoreReadOnly), errors.Is(err, model.ErrStoreIO):
+	default:
+		return nil
+	}
+	return api.Errorf(status, code, "sandbox %s was torn down and its storage released, but the removal could not be recorded: %s", id, audit.Reason(err)).
+		WithHint("retry the removal once the database takes writes again (the server log has the cause); until then the sandbox is listed as it was")
 }
 
 // endedAnswer is the answer to a call to a sandbox that this server

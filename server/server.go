@@ -19,6 +19,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/accounts"
+	"github.com/boxkite/boxkite/server/auditlog"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/hostedmcp"
@@ -261,6 +262,7 @@ type Server struct {
 	takeover *takeover.Service
 	images   *imagesapi.Service
 	exec     *exec.Service
+	auditlog *auditlog.Service
 	proxy    *proxy.Service
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
@@ -295,7 +297,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		sidecars:       sidecar.NewClients(),
 		touches:        newKeyToucher(),
 		allowlists:     allowlist.NewCache(),
-		watchKeepAlive: DefaultWatchKeepAlive,
+		watchKeepAlive: auditlog.DefaultKeepAlive,
 		scrubIdle:      scrub.DefaultIdleFlush,
 		revocations:    newRevocations(),
 		hasher:         authn.NewHasher(),
@@ -367,8 +369,16 @@ func (s *Server) subsystems() error {
 	if err != nil {
 		return err
 	}
+	s.auditlog, err = auditlog.New(auditlog.Deps{
+		Store: s.store, Audit: s.alog, Log: s.log, LoadSandbox: s.loadSandbox,
+		Watching:  func(d float64) { s.metrics.watchers.Add(d) },
+		KeepAlive: func() time.Duration { return s.watchKeepAlive },
+	})
+	if err != nil {
+		return err
+	}
 	s.images, err = imagesapi.New(imagesapi.Deps{
-		Images: s.cfg.Images, Store: s.store, Audit: s.alog, Now: func() time.Time { return s.now() }, WriteLogPage: s.writeLogPage,
+		Images: s.cfg.Images, Store: s.store, Audit: s.alog, Now: func() time.Time { return s.now() }, WriteLogPage: s.auditlog.WritePage,
 	})
 	if err != nil {
 		return err
@@ -476,9 +486,8 @@ func (s *Server) routes() {
 	s.mount(s.exec.Routes())                                    // server/exec
 	s.mount(s.proxy.Routes())                                   // server/proxy: files, processes, interpreter, lsp
 	s.mount(s.takeover.Routes())                                // server/takeover
-	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
-	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
-	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
+	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats)    // stats.go
+	s.mount(s.auditlog.Routes())                                // server/auditlog: log and watch
 
 	s.mount(s.volumes.Routes())   // server/volumes
 	s.mount(s.mcpconns.Routes())  // server/mcpconns

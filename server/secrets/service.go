@@ -53,13 +53,15 @@ type Service struct {
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// New returns a Service over store, or nil when cfg has no keyring.
+// New returns a Service over store, or nil when cfg has no keyring. Every
+// call it makes to store is authorized against the request's caller
+// (authorized).
 func New(store Store, cfg Config) *Service {
 	if cfg.Keyring == nil || store == nil {
 		return nil
 	}
 	s := &Service{
-		store: store, keys: cfg.Keyring, resolver: cfg.Resolver, permit: cfg.PermitForTests,
+		store: authorized{store}, keys: cfg.Keyring, resolver: cfg.Resolver, permit: cfg.PermitForTests,
 		limit: cfg.Limit, log: cfg.Log, now: cfg.Now,
 	}
 	if s.resolver == nil {

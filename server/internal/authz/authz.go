@@ -42,10 +42,23 @@ func caller(ctx context.Context) *Caller {
 	return info
 }
 
+// ActsFor reports whether ctx may reach accountID's records: it acts as
+// the system (no caller) or for a caller of that account. Stores other
+// than model.Store (a subsystem's own) authorize with it and IsSystem, as
+// Store does.
+func ActsFor(ctx context.Context, accountID string) bool {
+	c := caller(ctx)
+	return c == nil || c.Account.ID == accountID
+}
+
+// IsSystem reports whether ctx acts as the system: the server's own work,
+// with no caller.
+func IsSystem(ctx context.Context) bool { return caller(ctx) == nil }
+
 // account allows the system and a caller of accountID; anyone else gets
 // model.ErrNotFound, as for a record that does not exist.
 func (s *Store) account(ctx context.Context, accountID string) error {
-	if c := caller(ctx); c != nil && c.Account.ID != accountID {
+	if !ActsFor(ctx, accountID) {
 		return model.ErrNotFound
 	}
 	return nil
@@ -53,7 +66,7 @@ func (s *Store) account(ctx context.Context, accountID string) error {
 
 // system allows the system only.
 func (s *Store) system(ctx context.Context) error {
-	if caller(ctx) != nil {
+	if !IsSystem(ctx) {
 		return ErrSystemOnly
 	}
 	return nil
