@@ -71,7 +71,7 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview"}, forbidden: merge(clientGo, sqlDriver)},
 	// The leaf of the control plane: domain records and the Store and
 	// Driver contracts (docs/architecture.md).
 	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -122,6 +122,10 @@ var rules = map[string]depRule{
 	"server/proxy": {ours: []string{"client/api", "internal/apihttp", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/hold", "server/internal/scrub", "server/internal/sidecar"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":      "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
 		"server/exec": "exec calls the proxy's Forward through its Deps; the proxy knows nothing of exec",
+	}},
+	"server/auditlog": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/audit"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":                "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+		"server/internal/authz": "the routes read what LoadSandbox loaded for the caller, through the authorized store the server gives them",
 	}},
 	"server/internal/authz": {ours: []string{"client/api", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "authz sits under the subsystems and the server",

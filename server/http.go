@@ -84,12 +84,6 @@ func (s *Server) handle(pattern string, h func(http.ResponseWriter, *http.Reques
 	s.register(pattern, httpx.CredAPIKey, h)
 }
 
-// handleQueryKey registers an authenticated handler that also accepts the
-// API key as ?api_key= (see authenticateQuery).
-func (s *Server) handleQueryKey(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-	s.register(pattern, httpx.CredAPIKeyQuery, h)
-}
-
 // handlePublic registers an error-returning handler that needs no credentials.
 func (s *Server) handlePublic(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 	s.register(pattern, httpx.CredNone, h)

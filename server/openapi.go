@@ -28,9 +28,7 @@ func routeDocs() []httpx.RouteDoc {
 		{Pattern: "POST /v1/sandboxes/{id}/extend", Summary: "Push a sandbox's expiry out, within the server's ceiling", Request: api.ExtendSandboxRequest{}, Response: api.Sandbox{}},
 		{Pattern: "POST /v1/sandboxes/{id}/pause", Summary: "Pause a sandbox (mode freeze, the default, filesystem or checkpoint); its lifetime stops counting", Request: api.PauseSandboxRequest{}, Response: api.Sandbox{}},
 		{Pattern: "POST /v1/sandboxes/{id}/resume", Summary: "Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused; after a filesystem pause, what became of its background processes", Response: api.ResumeResult{}},
-		{Pattern: "GET /v1/sandboxes/{id}/log", Summary: "A page of the sandbox's hash-chained audit log, oldest first", Response: api.LogPage{}, Query: []string{"limit", "offset"}},
 		{Pattern: "GET /v1/sandboxes/{id}/stats", Summary: "The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup); 501 not_supported without", Response: api.SandboxStats{}},
-		{Pattern: "GET /v1/sandboxes/{id}/watch", Summary: "Server-sent events: the newest 100 audit entries, then each new one as it is written (id: entry id, data: LogEntry JSON); Last-Event-ID resumes", Auth: httpx.AuthKeyQuery, Response: api.LogEntry{}, Produces: "text/event-stream", Query: []string{"last_event_id"}},
 
 		{Pattern: "GET /v1/account/allowed-commands", Summary: "The account's command allowlist (no rules: everything allowed)", Response: api.AllowedCommands{}},
 		{Pattern: "PUT /v1/account/allowed-commands", Summary: "Replace the command allowlist (admin keys)", Request: api.AllowedCommands{}, Response: api.AllowedCommands{}},

@@ -19,6 +19,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/accounts"
+	"github.com/boxkite/boxkite/server/auditlog"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/hostedmcp"
@@ -57,7 +58,10 @@ type Config struct {
 	MaxPausedAge time.Duration
 	// SnapshotLimit is how many snapshots an account may keep; 0 means
 	// api.DefaultSnapshotLimit, negative no limit.
-	SnapshotLimit  int
+	SnapshotLimit int
+	// PausedLimit is how many paused sandboxes an account may keep; 0
+	// means DefaultPausedLimit, negative no limit.
+	PausedLimit    int
 	ReaperInterval time.Duration // how often expired sandboxes are destroyed; default 1s
 	// BootstrapAPIKey, when set, is registered as an admin key of the
 	// BootstrapEmail account at Init (local mode). Idempotent across restarts.
@@ -122,6 +126,7 @@ const (
 	DefaultMaxCount        = 10
 	DefaultReaperInterval  = time.Second
 	DefaultMaxPausedAge    = 7 * 24 * time.Hour
+	DefaultPausedLimit     = 10
 	DefaultBootstrapEmail  = "local@localhost"
 	DefaultTakeoverFlush   = 10 * time.Second
 	DefaultMaxExecOutput   = 16 << 20
@@ -154,6 +159,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxPausedAge == 0 {
 		c.MaxPausedAge = DefaultMaxPausedAge
+	}
+	if c.PausedLimit == 0 {
+		c.PausedLimit = DefaultPausedLimit
 	}
 	if c.BootstrapEmail == "" {
 		c.BootstrapEmail = DefaultBootstrapEmail
@@ -217,6 +225,7 @@ type Server struct {
 	alog           *audit.Log
 	frozen         frozenSandboxes
 	calls          sidecar.Calls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
+	lifecycleLocks sandboxLocks  // pause, resume and destroy of one sandbox, one at a time (sandboxlock.go)
 	allowlists     *allowlist.Cache
 	metrics        *metrics
 	watchKeepAlive time.Duration
@@ -253,6 +262,7 @@ type Server struct {
 	takeover *takeover.Service
 	images   *imagesapi.Service
 	exec     *exec.Service
+	auditlog *auditlog.Service
 	proxy    *proxy.Service
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
@@ -287,7 +297,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		sidecars:       sidecar.NewClients(),
 		touches:        newKeyToucher(),
 		allowlists:     allowlist.NewCache(),
-		watchKeepAlive: DefaultWatchKeepAlive,
+		watchKeepAlive: auditlog.DefaultKeepAlive,
 		scrubIdle:      scrub.DefaultIdleFlush,
 		revocations:    newRevocations(),
 		hasher:         authn.NewHasher(),
@@ -359,8 +369,16 @@ func (s *Server) subsystems() error {
 	if err != nil {
 		return err
 	}
+	s.auditlog, err = auditlog.New(auditlog.Deps{
+		Store: s.store, Audit: s.alog, Log: s.log, LoadSandbox: s.loadSandbox,
+		Watching:  func(d float64) { s.metrics.watchers.Add(d) },
+		KeepAlive: func() time.Duration { return s.watchKeepAlive },
+	})
+	if err != nil {
+		return err
+	}
 	s.images, err = imagesapi.New(imagesapi.Deps{
-		Images: s.cfg.Images, Store: s.store, Audit: s.alog, Now: func() time.Time { return s.now() }, WriteLogPage: s.writeLogPage,
+		Images: s.cfg.Images, Store: s.store, Audit: s.alog, Now: func() time.Time { return s.now() }, WriteLogPage: s.auditlog.WritePage,
 	})
 	if err != nil {
 		return err
@@ -468,9 +486,8 @@ func (s *Server) routes() {
 	s.mount(s.exec.Routes())                                    // server/exec
 	s.mount(s.proxy.Routes())                                   // server/proxy: files, processes, interpreter, lsp
 	s.mount(s.takeover.Routes())                                // server/takeover
-	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
-	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
-	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
+	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats)    // stats.go
+	s.mount(s.auditlog.Routes())                                // server/auditlog: log and watch
 
 	s.mount(s.volumes.Routes())   // server/volumes
 	s.mount(s.mcpconns.Routes())  // server/mcpconns

@@ -168,6 +168,7 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 		RateLimits:        server.RateLimits{Lifecycle: opts.rateLifecycle, Ops: opts.rateOps, Auth: opts.rateAuth, Snapshot: opts.rateSnapshot},
 		SnapshotLimit:     opts.snapshotLimit,
 		MaxPausedAge:      opts.maxPausedAge,
+		PausedLimit:       opts.pausedLimit,
 		JWTSecret:         opts.jwtSecret,
 		BastionKey:        opts.bastionKey,
 		TakeoverRecording: opts.recordTakeovers,

@@ -1,4 +1,4 @@
-package server
+package auditlog
 
 import (
 	"encoding/json"
@@ -17,20 +17,17 @@ const (
 	watchReplay = 100
 	// watchBatch bounds one read of the store while catching up.
 	watchBatch = 500
-	// DefaultWatchKeepAlive is how often an idle watch stream gets a
-	// comment line, so proxies and clients do not time it out.
-	DefaultWatchKeepAlive = 15 * time.Second
 )
 
-// watchSandbox serves GET /v1/sandboxes/{id}/watch as server-sent events:
+// watch serves GET /v1/sandboxes/{id}/watch as server-sent events:
 // one event per audit entry, "id: <entry id>" and "data: <entry JSON>".
 // It first replays the newest watchReplay entries, oldest first, or, with
 // Last-Event-ID (header or ?last_event_id=), every entry after that one;
 // then it pushes each new entry as it is appended. Destroyed sandboxes can
 // be watched too: their log is replayed and the stream stays open.
-func (s *Server) watchSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) watch(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
-	sb, err := s.loadSandbox(r)
+	sb, err := s.d.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
@@ -40,10 +37,10 @@ func (s *Server) watchSandbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Subscribe before reading the store: an entry appended in between is
 	// then both read and queued, and the cursor drops the second copy.
-	sub := s.alog.Broker.Subscribe(sb.ID)
+	sub := s.d.Audit.Broker.Subscribe(sb.ID)
 	defer sub.Close()
-	s.metrics.watchers.Add(1)
-	defer s.metrics.watchers.Add(-1)
+	s.d.Watching(1)
+	defer s.d.Watching(-1)
 
 	cursor, err := s.watchStart(r, sb.ID, lastID)
 	if err != nil {
@@ -61,13 +58,13 @@ func (s *Server) watchSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err := s.watchCatchUp(r, sb.ID, ws); err != nil {
 		return s.watchEnded(r, err)
 	}
-	keepAlive := time.NewTicker(s.watchKeepAlive)
+	keepAlive := time.NewTicker(s.d.KeepAlive())
 	defer keepAlive.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-s.alog.Broker.Closing:
+		case <-s.d.Audit.Broker.Closing:
 			return nil // the server is shutting down; clients resume with Last-Event-ID
 		case <-keepAlive.C:
 			if err := ws.comment("keep-alive"); err != nil {
@@ -101,10 +98,10 @@ func (s *Server) watchSandbox(w http.ResponseWriter, r *http.Request) error {
 // watchStart returns the Seq after which the stream starts: that of
 // lastID when it is one of the sandbox's entries, else such that the
 // newest watchReplay entries are replayed.
-func (s *Server) watchStart(r *http.Request, sandboxID, lastID string) (int64, error) {
+func (s *Service) watchStart(r *http.Request, sandboxID, lastID string) (int64, error) {
 	ctx := r.Context()
 	if lastID != "" {
-		seq, err := s.store.ExecLogSeq(ctx, sandboxID, lastID)
+		seq, err := s.d.Store.ExecLogSeq(ctx, sandboxID, lastID)
 		if err == nil {
 			return seq, nil
 		}
@@ -113,9 +110,9 @@ func (s *Server) watchStart(r *http.Request, sandboxID, lastID string) (int64, e
 		}
 		// An id this sandbox never had (a stale or foreign one): start
 		// as a new watcher does rather than fail an automatic reconnect.
-		s.log.DebugContext(ctx, "watch: unknown Last-Event-ID", "sandbox", sandboxID, "last_event_id", lastID)
+		s.d.Log.DebugContext(ctx, "watch: unknown Last-Event-ID", "sandbox", sandboxID, "last_event_id", lastID)
 	}
-	_, total, err := s.store.ExecLog(ctx, sandboxID, 1, 0)
+	_, total, err := s.d.Store.ExecLog(ctx, sandboxID, 1, 0)
 	if err != nil {
 		return 0, fmt.Errorf("count exec log: %w", err)
 	}
@@ -124,9 +121,9 @@ func (s *Server) watchStart(r *http.Request, sandboxID, lastID string) (int64, e
 }
 
 // watchCatchUp sends every stored entry after the stream's cursor.
-func (s *Server) watchCatchUp(r *http.Request, sandboxID string, ws *watchStream) error {
+func (s *Service) watchCatchUp(r *http.Request, sandboxID string, ws *watchStream) error {
 	for {
-		entries, err := s.store.ExecLogAfter(r.Context(), sandboxID, ws.cursor, watchBatch)
+		entries, err := s.d.Store.ExecLogAfter(r.Context(), sandboxID, ws.cursor, watchBatch)
 		if err != nil {
 			return fmt.Errorf("read exec log: %w", err)
 		}
@@ -150,11 +147,11 @@ func (s *Server) watchCatchUp(r *http.Request, sandboxID string, ws *watchStream
 var errClientGone = errors.New("watch client went away")
 
 // watchEnded logs why a started stream stops; nothing can be sent any more.
-func (s *Server) watchEnded(r *http.Request, err error) error {
+func (s *Service) watchEnded(r *http.Request, err error) error {
 	if errors.Is(err, errClientGone) || r.Context().Err() != nil {
 		return nil
 	}
-	s.log.ErrorContext(r.Context(), "watch stream ended", "err", err)
+	s.d.Log.ErrorContext(r.Context(), "watch stream ended", "err", err)
 	return nil
 }
 
