@@ -424,6 +424,7 @@ func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
 // ended first, so none reads the sidecar's death as a loss.
 func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
 	defer s.calls.End(id, endedAnswer(id, status))()
+	defer s.lifecycleLocks.lock(id)() // after a pause or resume under way
 	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)

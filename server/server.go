@@ -58,7 +58,10 @@ type Config struct {
 	MaxPausedAge time.Duration
 	// SnapshotLimit is how many snapshots an account may keep; 0 means
 	// api.DefaultSnapshotLimit, negative no limit.
-	SnapshotLimit  int
+	SnapshotLimit int
+	// PausedLimit is how many paused sandboxes an account may keep; 0
+	// means DefaultPausedLimit, negative no limit.
+	PausedLimit    int
 	ReaperInterval time.Duration // how often expired sandboxes are destroyed; default 1s
 	// BootstrapAPIKey, when set, is registered as an admin key of the
 	// BootstrapEmail account at Init (local mode). Idempotent across restarts.
@@ -123,6 +126,7 @@ const (
 	DefaultMaxCount        = 10
 	DefaultReaperInterval  = time.Second
 	DefaultMaxPausedAge    = 7 * 24 * time.Hour
+	DefaultPausedLimit     = 10
 	DefaultBootstrapEmail  = "local@localhost"
 	DefaultTakeoverFlush   = 10 * time.Second
 	DefaultMaxExecOutput   = 16 << 20
@@ -155,6 +159,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxPausedAge == 0 {
 		c.MaxPausedAge = DefaultMaxPausedAge
+	}
+	if c.PausedLimit == 0 {
+		c.PausedLimit = DefaultPausedLimit
 	}
 	if c.BootstrapEmail == "" {
 		c.BootstrapEmail = DefaultBootstrapEmail
@@ -218,6 +225,7 @@ type Server struct {
 	alog           *audit.Log
 	frozen         frozenSandboxes
 	calls          sidecar.Calls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
+	lifecycleLocks sandboxLocks  // pause, resume and destroy of one sandbox, one at a time (sandboxlock.go)
 	allowlists     *allowlist.Cache
 	metrics        *metrics
 	watchKeepAlive time.Duration
