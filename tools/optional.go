@@ -139,7 +139,7 @@ func nodeInterpreterTool() Tool {
 	return Tool{
 		Name: "node_interpreter",
 		Description: "Run JavaScript in a persistent Node.js interpreter in the sandbox: variables, functions and required modules survive between calls. " +
-			"Returns what the code printed and the value of its last expression (a promise is awaited), or the error's stack.",
+			"Returns what the code printed and the value of its last expression (a promise is awaited: end with one, since top-level await is a syntax error), or the error's stack.",
 		Schema: object(
 			strParam("code", "The JavaScript to run, as a script: use require(), not import.").req(),
 			intParam("timeout", "Seconds before the interpreter is stopped (default 30, max 300).", api.DefaultInterpreterTimeout, 1, pythonMaxTimeout),

@@ -196,9 +196,12 @@ func parsePytest(out string) TestReport {
 			if i := strings.LastIndex(name, "::"); i >= 0 {
 				short = name[i+2:]
 			}
-			tf, ok := where[short]
+			// The section's head names a test in a class Class.test.
+			key := short
+			tf, ok := where[key]
 			if !ok {
-				tf, ok = where[strings.ReplaceAll(name, "::", ".")]
+				key = strings.ReplaceAll(name, "::", ".")
+				tf, ok = where[key]
 			}
 			if !ok {
 				tf = TestFailure{File: file}
@@ -208,7 +211,7 @@ func parsePytest(out string) TestReport {
 				tf.Message = f[3]
 			}
 			rep.Failures = append(rep.Failures, tf)
-			delete(where, short)
+			delete(where, key)
 		}
 	}
 	// Sections without a summary line (pytest -rN).

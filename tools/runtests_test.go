@@ -24,6 +24,12 @@ func TestParseTestOutput(t *testing.T) {
 		{"pytest_q.txt", "pytest", TestReport{Framework: "pytest", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
 			{File: "test_a.py", Line: 6, Name: "test_a.py::test_bad", Message: "AssertionError: x was wrong"},
 		}}},
+		// A class's parametrized test and a pytest.raises that did not
+		// raise, in pytest's default (not -q) output: one failure each.
+		{"pytest_class.txt", "pytest", TestReport{Framework: "pytest", Parsed: true, Passed: 1, Failed: 2, Failures: []TestFailure{
+			{File: "tests/test_calc.py", Line: 7, Name: "tests/test_calc.py::TestCalc::test_add[2-2-5]", Message: "assert (2 + 2) == 5"},
+			{File: "tests/test_calc.py", Line: 10, Name: "tests/test_calc.py::TestCalc::test_div", Message: "Failed: DID NOT RAISE <class ..."},
+		}}},
 		{"gotest.json", "go", TestReport{Framework: "go", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
 			{File: "ex_test.go", Line: 8, Name: "ex.TestBad", Message: "got 1, want 2"},
 		}}},

@@ -193,7 +193,7 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	// The E2B-compatible API (docs/e2b.md) on the same listener.
 	srv.MountE2B(e2b.New(srv.E2B(), store, log), e2b.Matches)
 	if opts.console {
-		ui, err := console.New(console.Config{API: srv, Log: log})
+		ui, err := console.New(console.Config{API: srv, Log: log, LinkKey: srv.ConsoleLinkKey})
 		if err != nil {
 			return err
 		}

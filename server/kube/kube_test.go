@@ -91,7 +91,7 @@ func (e *env) start(t *testing.T) {
 	}
 	srv.MountE2B(e2b.New(srv.E2B(), st, e.cfg.Log), e2b.Matches) // as boxkite-server does
 	if e.console {
-		ui, err := console.New(console.Config{API: srv, Log: e.cfg.Log})
+		ui, err := console.New(console.Config{API: srv, Log: e.cfg.Log, LinkKey: srv.ConsoleLinkKey})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,10 +1,12 @@
 package preview
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -144,4 +146,89 @@ func targets(s *Service, r *http.Request) []target {
 		}
 	}
 	return out
+}
+
+// holdStore is a Store of one preview.
+type holdStore struct {
+	mu  sync.Mutex
+	rec Record
+}
+
+func (h *holdStore) CreatePreview(context.Context, *Record) error { return nil }
+
+func (h *holdStore) PreviewByTokenHash(_ context.Context, hash string) (*Record, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if hash != h.rec.TokenHash {
+		return nil, ErrNotFound
+	}
+	r := h.rec
+	return &r, nil
+}
+
+func (h *holdStore) Previews(context.Context, string, string) ([]*Record, error) { return nil, nil }
+
+func (h *holdStore) RevokePreviews(_ context.Context, _, _ string, _ int, t time.Time) ([]*Record, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.rec.RevokedAt = t
+	r := h.rec
+	return []*Record{&r}, nil
+}
+
+type holdCP struct{}
+
+func (holdCP) Sidecar(context.Context, string, string) (http.RoundTripper, error) { return nil, nil }
+
+func (holdCP) Audit(context.Context, string, string, string, map[string]any) error { return nil }
+
+// TestHold: a request in flight (a WebSocket, a stream) ends at once when
+// its preview is revoked here, and within recheckInterval when it expires.
+func TestHold(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	st := &holdStore{rec: Record{ID: "p1", AccountID: "a", SandboxID: "sb", Port: 8080, TokenHash: hashToken("tok"), ExpiresAt: now.Add(time.Minute)}}
+	s, err := New(st, holdCP{}, Config{Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := s.lookup(t.Context(), "tok")
+	if err != nil || rec == nil {
+		t.Fatalf("lookup: %v, %v", rec, err)
+	}
+
+	// Revoked here: at once.
+	ctx, done := s.hold(t.Context(), rec, "tok")
+	defer done()
+	r := httptest.NewRequest("DELETE", "/v1/sandboxes/sb/preview/8080", nil)
+	r.SetPathValue("port", "8080")
+	if err := s.ServeRevoke(httptest.NewRecorder(), r, "a", "sb"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Second):
+		t.Error("a request in flight outlived its preview's revocation")
+	}
+	done()
+	if len(s.open) != 0 {
+		t.Errorf("requests still held after done: %v", s.open)
+	}
+
+	// Expired: within recheckInterval.
+	st.mu.Lock()
+	st.rec.RevokedAt = time.Time{}
+	st.mu.Unlock()
+	clear(s.cache)
+	ctx, done2 := s.hold(t.Context(), rec, "tok")
+	defer done2()
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	select {
+	case <-ctx.Done():
+	case <-time.After(recheckInterval + 2*time.Second):
+		t.Error("a request in flight outlived its preview's expiry")
+	}
 }

@@ -164,7 +164,9 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, t target) error 
 		return err
 	}
 	s.count(rec)
-	s.proxy(rt, t, q).ServeHTTP(w, r)
+	ctx, done := s.hold(r.Context(), rec, token)
+	defer done()
+	s.proxy(rt, t, q).ServeHTTP(w, r.WithContext(ctx))
 	return nil
 }
 

@@ -60,8 +60,9 @@ type Service struct {
 	now   func() time.Time
 
 	mu     sync.Mutex
-	cache  map[string]cached      // token hash → record, for cacheTTL
-	counts map[string]*usageCount // preview id → requests since the last flush
+	cache  map[string]cached                      // token hash → record, for cacheTTL
+	counts map[string]*usageCount                 // preview id → requests since the last flush
+	open   map[string]map[*int]context.CancelFunc // preview id → its requests in flight
 	limit  *limiter
 }
 
@@ -82,7 +83,7 @@ const cacheTTL = 2 * time.Second
 
 // New returns a Service.
 func New(store Store, cp ControlPlane, cfg Config) (*Service, error) {
-	s := &Service{store: store, cp: cp, cfg: cfg, log: cfg.Log, now: cfg.Now, cache: map[string]cached{}, counts: map[string]*usageCount{}}
+	s := &Service{store: store, cp: cp, cfg: cfg, log: cfg.Log, now: cfg.Now, cache: map[string]cached{}, counts: map[string]*usageCount{}, open: map[string]map[*int]context.CancelFunc{}}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || (u.Path != "" && u.Path != "/") {
@@ -205,6 +206,9 @@ func (s *Service) ServeRevoke(w http.ResponseWriter, r *http.Request, accountID,
 	for i, rec := range rs {
 		ids[i] = rec.ID
 		delete(s.cache, rec.TokenHash)
+		for _, cancel := range s.open[rec.ID] {
+			cancel() // its WebSockets and streams end now
+		}
 	}
 	s.mu.Unlock()
 	s.flush(r.Context(), ids...)
@@ -288,6 +292,52 @@ func (s *Service) lookup(ctx context.Context, token string) (*Record, error) {
 		return nil, nil
 	}
 	return rec, nil
+}
+
+// recheckInterval is how often a request in flight (a WebSocket, a
+// stream) checks that its preview is still live: expiry, and revocation
+// by another server, end it within this; this server's revocation ends
+// it at once.
+const recheckInterval = cacheTTL
+
+// hold returns the context a proxied request of rec, made with token,
+// runs under: it is cancelled when the preview is revoked here, and
+// within recheckInterval when it expires or is revoked elsewhere. done
+// must be called when the request ends.
+func (s *Service) hold(ctx context.Context, rec *Record, token string) (_ context.Context, done func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	key := new(int)
+	s.mu.Lock()
+	if s.open[rec.ID] == nil {
+		s.open[rec.ID] = map[*int]context.CancelFunc{}
+	}
+	s.open[rec.ID][key] = cancel
+	s.mu.Unlock()
+	go func() {
+		t := time.NewTicker(recheckInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				// A store error keeps the request: only a known end ends it.
+				if live, err := s.lookup(ctx, token); err == nil && live == nil {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() {
+		cancel()
+		s.mu.Lock()
+		delete(s.open[rec.ID], key)
+		if len(s.open[rec.ID]) == 0 {
+			delete(s.open, rec.ID)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // count records one proxied request of rec, for the audit log.

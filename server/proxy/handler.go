@@ -63,8 +63,7 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 		query := r.URL.Query()
 		query.Del("api_key")
 		if rt.flags&needPath != 0 && query.Get("path") == "" {
-			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "query parameter path is required").
-				WithHint("name the file or directory in the sandbox, e.g. ?path=/workspace/data.csv")
+			return apihttp.PathRequired()
 		}
 		x := &exchange{r: r}
 		c := &sidecar.Call{Method: rt.method, Path: path, Query: query, Length: -1, Timeout: rt.timeout}

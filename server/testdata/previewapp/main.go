@@ -1,7 +1,9 @@
 // Command previewapp is the web app of the preview tests: a page that
 // loads its script by absolute path, and a script that opens a WebSocket
-// back to the page's host and shows what the server echoes. It listens on
-// the address given as its only argument.
+// back to the page's host and shows what the server echoes; an image the
+// script adds is answered only once that WebSocket was, so the page's
+// load event comes after the answer. It listens on the address given as
+// its only argument.
 package main
 
 import (
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -19,12 +22,18 @@ const page = `<!doctype html>
 <body><p id="out">waiting</p></body></html>
 `
 
-const script = `window.addEventListener('load', () => {
-  const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws');
-  ws.onopen = () => ws.send('ping');
-  ws.onmessage = (e) => { document.getElementById('out').textContent = 'ws-answer:' + e.data; };
-  ws.onerror = () => { document.getElementById('out').textContent = 'ws-error'; };
-});
+const script = `// The image holds the page's load event (which headless Chromium's
+// --dump-dom waits for) until this page's WebSocket was answered.
+const nonce = String(Math.random()).slice(2);
+document.write('<img src="/static/after-ws.svg?n=' + nonce + '" alt="">');
+const ws = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws?n=' + nonce);
+const show = (text) => {
+  const put = () => { document.getElementById('out').textContent = text; };
+  if (document.readyState === 'loading') { addEventListener('DOMContentLoaded', put); } else { put(); }
+};
+ws.onopen = () => ws.send('ping');
+ws.onmessage = (e) => show('ws-answer:' + e.data);
+ws.onerror = () => show('ws-error');
 `
 
 func main() {
@@ -32,7 +41,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: previewapp ADDR")
 		os.Exit(2)
 	}
+	var mu sync.Mutex
+	answered := map[string]chan struct{}{} // nonce → closed once its WebSocket was answered
+	nonce := func(n string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if answered[n] == nil {
+			answered[n] = make(chan struct{})
+		}
+		return answered[n]
+	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /static/after-ws.svg", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-nonce(r.URL.Query().Get("n")):
+		case <-time.After(15 * time.Second):
+		case <-r.Context().Done():
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>`)
+	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprint(w, page)
@@ -56,6 +84,16 @@ func main() {
 			}
 			if err := c.Write(ctx, typ, append([]byte("pong:"), b...)); err != nil {
 				return
+			}
+			if n := r.URL.Query().Get("n"); n != "" {
+				ch := nonce(n)
+				mu.Lock()
+				select {
+				case <-ch:
+				default:
+					close(ch)
+				}
+				mu.Unlock()
 			}
 		}
 	})
