@@ -125,3 +125,35 @@ func TestLinkOnAnyServer(t *testing.T) {
 		t.Errorf("valid keys by name: %v; want no link key and 2 sessions", valid)
 	}
 }
+
+// TestLinkAcrossReplicas: two boxkite servers on one PostgreSQL database;
+// a link minted by one opens on the other, once.
+func TestLinkAcrossReplicas(t *testing.T) {
+	dsn := servertest.PostgresDSN(t)
+	if dsn == "" {
+		t.Skip(servertest.PostgresEnv + " is not set; .ci/run starts PostgreSQL and sets it")
+	}
+	a := servertest.New(t, servertest.WithDSN(dsn))
+	b := servertest.New(t, servertest.WithDSN(dsn))
+	resp, body := apiCall(t, a.BaseURL, a.APIKey, "POST", "/ui/links", nil)
+	var link console.LinkResponse
+	mustJSON(t, body, &link)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /ui/links: %d %s", resp.StatusCode, body)
+	}
+	br := newBrowser(t, b.BaseURL)
+	if resp, _ := br.do("GET", link.Path, nil, "Origin", ""); br.cookie == nil {
+		t.Fatalf("the other replica refused the link: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	resp, body = br.do("GET", "/ui/session", nil)
+	var info console.SessionInfo
+	mustJSON(t, body, &info)
+	if resp.StatusCode != http.StatusOK || info.Email != a.Account.Email {
+		t.Errorf("session on the other replica: %d %s, want %s", resp.StatusCode, body, a.Account.Email)
+	}
+	again := newBrowser(t, a.BaseURL)
+	again.do("GET", link.Path, nil, "Origin", "")
+	if again.cookie != nil {
+		t.Error("the link opened again on the replica that minted it")
+	}
+}
