@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -364,4 +365,53 @@ func TestSecretEnv(t *testing.T) {
 	sb2 := off.create(off.KeyA, api.CreateSandboxRequest{SecretNames: []string{"API_TOKEN"}})
 	resp, body = off.do("POST", sandboxPath(sb2.ID, "/exec"), off.KeyA, api.ExecRequest{Command: "true", SecretEnv: map[string]string{"TOKEN": "API_TOKEN"}})
 	wantError(t, resp, body, 422, api.CodeNotSupported)
+}
+
+// TestHTTPRequestEchoes: echoes the redactor must still see — a
+// compressed answer to a request that asked for compression itself, and
+// a value straddling the answer's size limit — come back redacted, and a
+// value with URL and JSON syntax in it reaches the destination as is.
+func TestHTTPRequestEchoes(t *testing.T) {
+	t.Parallel()
+	e, _ := newSecretsEnv(t)
+	const value = `v@l/u+e=&"<>\ü-77431`
+	var got []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := r.Header.Get("X-Api-Key")
+		got = append(got, k)
+		switch r.URL.Path {
+		case "/gzip":
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			fmt.Fprintf(zw, "echo %s", k)
+			_ = zw.Close()
+		case "/big":
+			fmt.Fprint(w, strings.Repeat("x", api.MaxHTTPResponseBody-5)+k)
+		}
+	}))
+	t.Cleanup(up.Close)
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "ODD", Value: value, AllowedHosts: []string{"127.0.0.1"}})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"ODD"}})
+	for _, tt := range []struct {
+		path, wantEnd string
+		truncated     bool
+	}{
+		{"/gzip", "echo [REDACTED_SECRET:ODD]", false},
+		{"/big", "xxxxx[REDA", true},
+	} {
+		resp, body := e.do("POST", sandboxPath(sb.ID, "/http-request"), e.KeyA, api.HTTPRequest{
+			URL: up.URL + tt.path, Headers: map[string]string{"X-Api-Key": "{{secret:ODD}}", "Accept-Encoding": "gzip"},
+		})
+		var res api.HTTPResponse
+		mustUnmarshal(t, body, &res)
+		if resp.StatusCode != 200 || !strings.HasSuffix(res.Body, tt.wantEnd) || res.Truncated != tt.truncated {
+			t.Errorf("%s: %d, truncated %v, ends %q", tt.path, resp.StatusCode, res.Truncated, res.Body[max(0, len(res.Body)-40):])
+		}
+		if strings.Contains(string(body), value[:5]) {
+			t.Errorf("%s: the answer has (part of) the value", tt.path)
+		}
+	}
+	if len(got) != 2 || got[0] != value || got[1] != value {
+		t.Errorf("the destination got %q", got)
+	}
 }

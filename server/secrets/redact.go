@@ -13,7 +13,8 @@ import (
 // they are commonly echoed in (URL-escaped, JSON-escaped, base64), with
 // [REDACTED_SECRET:NAME].
 type Redactor struct {
-	r *strings.Replacer
+	r       *strings.Replacer
+	longest int // bytes of the longest form replaced
 }
 
 // NewRedactor returns the Redactor of values (secret name → value).
@@ -47,13 +48,15 @@ func newRedactor(values map[string]string) Redactor {
 	slices.SortStableFunc(pairs, func(a, b pair) int { return cmp.Compare(len(b.from), len(a.from)) })
 	var args []string
 	seen := map[string]bool{}
+	longest := 0
 	for _, p := range pairs {
 		if !seen[p.from] {
 			seen[p.from] = true
 			args = append(args, p.from, p.to)
+			longest = max(longest, len(p.from))
 		}
 	}
-	return Redactor{strings.NewReplacer(args...)}
+	return Redactor{strings.NewReplacer(args...), longest}
 }
 
 // Apply returns s with every value replaced.
