@@ -312,6 +312,19 @@ func (s *Server) loadSandbox(r *http.Request) (*model.Sandbox, error) {
 	return sb, nil
 }
 
+// loadActive is loadSandbox for an operation on a running sandbox: one
+// that is not active is refused (notActive).
+func (s *Server) loadActive(r *http.Request) (*model.Sandbox, error) {
+	sb, err := s.loadSandbox(r)
+	if err != nil {
+		return nil, err
+	}
+	if !sb.Active() {
+		return nil, notActive(sb)
+	}
+	return sb, nil
+}
+
 func sandboxNotFound(id string) *api.Error {
 	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s not found", id).
 		WithHint("list your sandboxes with `boxkite session ls`")

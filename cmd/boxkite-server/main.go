@@ -256,7 +256,10 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass, HostUsers: opts.hostUsers,
 			MaxLifetime: opts.maxLifetime, PoolSize: opts.warmPool, EgressHost: opts.egressHost,
 			ControlPlaneNamespace: controlPlaneNamespace(opts.kubeconfig),
-			Log:                   log.With("driver", "kube"),
+			// Replicas must share it (a ReadWriteMany volume at the state
+			// directory) to restore each other's snapshots.
+			SnapshotDir: filepath.Join(opts.stateDir, "snapshots"),
+			Log:         log.With("driver", "kube"),
 		})
 		if err != nil {
 			return nil, err

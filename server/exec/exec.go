@@ -57,12 +57,9 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkOutputLimit(&req); err != nil {
 		return err
 	}
-	sb, err := s.d.LoadSandbox(r)
+	sb, err := s.d.LoadActive(r)
 	if err != nil {
 		return err
-	}
-	if !sb.Active() {
-		return s.d.NotActive(sb)
 	}
 	if err := s.d.CheckCommand(r, req.Command); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 )
 
 // interactiveFrame bounds one frame either way: a chunk of stdin or of
@@ -39,12 +40,9 @@ func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
 	if grant != nil && grant.ReadOnly {
 		return authz.ErrReadOnlyExec
 	}
-	sb, err := s.d.LoadSandbox(r)
+	sb, err := s.d.LoadActive(r)
 	if err != nil {
 		return err
-	}
-	if !sb.Active() {
-		return s.d.NotActive(sb)
 	}
 	command := req.Command
 	if req.Subsystem == api.SubsystemSFTP {
@@ -58,12 +56,11 @@ func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer up.CloseNow()
-	down, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-	if err != nil {
-		return nil // Accept answered the failed handshake itself
+	down, ok := httpx.AcceptWebSocket(w, r, interactiveFrame)
+	if !ok {
+		return nil
 	}
 	defer down.CloseNow()
-	down.SetReadLimit(interactiveFrame)
 	up.SetReadLimit(interactiveFrame)
 
 	started := s.d.Now()

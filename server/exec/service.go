@@ -23,10 +23,9 @@ type Deps struct {
 	Audit *audit.Log
 	Log   *slog.Logger
 	Now   func() time.Time
-	// LoadSandbox loads the request's {id} sandbox for its caller;
-	// NotActive is the answer for one that is not active.
-	LoadSandbox func(r *http.Request) (*model.Sandbox, error)
-	NotActive   func(sb *model.Sandbox) *api.Error
+	// LoadActive loads the request's {id} sandbox for its caller and
+	// refuses one that is not active.
+	LoadActive func(r *http.Request) (*model.Sandbox, error)
 	// Forward sends a call to the sandbox's sidecar and the answer to w.
 	Forward func(w http.ResponseWriter, r *http.Request, sb *model.Sandbox, c *sidecar.Call) error
 	// DialSidecarWS opens a WebSocket route of the sandbox's sidecar.
@@ -63,7 +62,7 @@ type Service struct{ d Deps }
 
 // New returns the service; every field of d is required.
 func New(d Deps) (*Service, error) {
-	if d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadSandbox == nil || d.NotActive == nil ||
+	if d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadActive == nil ||
 		d.Forward == nil || d.DialSidecarWS == nil || d.AbortResponse == nil || d.SyncDisk == nil ||
 		d.Healthy == nil || d.FrozenAnswer == nil || d.Calls == nil || d.CheckCommand == nil ||
 		d.NewScrub == nil || d.ObserveExec == nil || d.SecretEnv == nil || d.MaxOutputBytes <= 0 {

@@ -49,12 +49,9 @@ func (x *exchange) resp(v any) bool {
 // handler serves one proxyRoute.
 func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		sb, err := s.d.LoadSandbox(r)
+		sb, err := s.d.LoadActive(r)
 		if err != nil {
 			return err
-		}
-		if !sb.Active() {
-			return s.d.NotActive(sb)
 		}
 		path, err := expandSidecarPath(rt.sidecar, r)
 		if err != nil {

@@ -25,10 +25,9 @@ type Deps struct {
 	// flight per sandbox, which a freeze, pause or destroy ends.
 	Sidecars *sidecar.Clients
 	Calls    *sidecar.Calls
-	// LoadSandbox loads the request's {id} sandbox for its caller;
-	// NotActive is the answer for one that is not active.
-	LoadSandbox func(r *http.Request) (*model.Sandbox, error)
-	NotActive   func(sb *model.Sandbox) *api.Error
+	// LoadActive loads the request's {id} sandbox for its caller and
+	// refuses one that is not active.
+	LoadActive func(r *http.Request) (*model.Sandbox, error)
 	// FrozenAnswer is the answer while the sandbox is frozen, else nil.
 	FrozenAnswer func(id string) error
 	// Unreachable is the answer when the sandbox's sidecar cannot be
@@ -63,7 +62,7 @@ type Service struct {
 // New returns the service; every field of d is required.
 func New(d Deps) (*Service, error) {
 	if d.Audit == nil || d.Log == nil || d.Now == nil || d.Sidecars == nil || d.Calls == nil ||
-		d.LoadSandbox == nil || d.NotActive == nil || d.FrozenAnswer == nil || d.Unreachable == nil ||
+		d.LoadActive == nil || d.FrozenAnswer == nil || d.Unreachable == nil ||
 		d.CheckBodyCommand == nil || d.AdmitWrite == nil || d.BrokenDisk == nil || d.SyncDisk == nil ||
 		d.ScrubsOutput == nil || d.ScrubIdle == nil {
 		return nil, errors.New("proxy: a dependency is missing")

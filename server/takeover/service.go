@@ -22,8 +22,10 @@ type Deps struct {
 	Log   *slog.Logger
 	Now   func() time.Time
 	// LoadSandbox loads the request's {id} sandbox for its caller;
-	// NotActive is the answer for one that is not active.
+	// LoadActive also refuses one that is not active, with NotActive's
+	// answer (which the bastion's mint gives too).
 	LoadSandbox func(r *http.Request) (*model.Sandbox, error)
+	LoadActive  func(r *http.Request) (*model.Sandbox, error)
 	NotActive   func(sb *model.Sandbox) *api.Error
 	// DialSidecarWS opens a WebSocket route of the sandbox's sidecar; a
 	// refusal is the *api.Error to answer.
@@ -49,9 +51,22 @@ type Service struct{ d Deps }
 // New returns the service; every field of d but BastionKey and
 // Recording is required.
 func New(d Deps) (*Service, error) {
-	if d.Store == nil || d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadSandbox == nil || d.NotActive == nil ||
+	if d.Store == nil || d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadSandbox == nil || d.LoadActive == nil || d.NotActive == nil ||
 		d.DialSidecarWS == nil || d.AuthenticateKey == nil || d.CredentialValid == nil || d.JWTKey == nil || d.FlushInterval <= 0 {
 		return nil, errors.New("takeover: a dependency is missing")
 	}
 	return &Service{d: d}, nil
+}
+
+// loadAudited loads the request's active sandbox for an audited
+// operation: refused while the audit log takes no entries.
+func (s *Service) loadAudited(r *http.Request) (*model.Sandbox, error) {
+	sb, err := s.d.LoadActive(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.Audit.Open(); err != nil {
+		return nil, err
+	}
+	return sb, nil
 }

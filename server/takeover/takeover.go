@@ -15,6 +15,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -68,14 +69,8 @@ func (s *Service) takeover(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sb, err := s.d.LoadSandbox(r)
+	sb, err := s.loadAudited(r)
 	if err != nil {
-		return err
-	}
-	if !sb.Active() {
-		return s.d.NotActive(sb)
-	}
-	if err := s.d.Audit.Open(); err != nil {
 		return err
 	}
 	up, err := s.dialPTY(r, sb, grant.ReadOnly)
@@ -83,15 +78,11 @@ func (s *Service) takeover(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer up.CloseNow()
-	// No Origin check: the credential is a header a browser cannot send
-	// cross-origin, or a ?token= the page must already hold. Nothing
-	// ambient (no cookie) authenticates, so a foreign page gains nothing.
-	down, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
-	if err != nil {
-		return nil // Accept answered the failed handshake itself
+	down, ok := httpx.AcceptWebSocket(w, r, takeoverClientFrame)
+	if !ok {
+		return nil
 	}
 	defer down.CloseNow()
-	down.SetReadLimit(takeoverClientFrame)
 	up.SetReadLimit(takeoverSidecarFrame)
 
 	started := s.d.Now()

@@ -155,14 +155,8 @@ func (s *Service) createTakeoverToken(w http.ResponseWriter, r *http.Request) er
 			return err
 		}
 	}
-	sb, err := s.d.LoadSandbox(r)
+	sb, err := s.loadAudited(r)
 	if err != nil {
-		return err
-	}
-	if !sb.Active() {
-		return s.d.NotActive(sb)
-	}
-	if err := s.d.Audit.Open(); err != nil {
 		return err
 	}
 	g := authz.Grant{KeyID: key.ID, KeyName: key.Name, Via: authz.ViaAPIKey, ReadOnly: req.ReadOnly}

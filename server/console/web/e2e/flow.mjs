@@ -204,6 +204,12 @@ try {
   check('pause', JSON.stringify(pausedButtons) === JSON.stringify(['Resume', 'Audit log', 'Destroy']) &&
     await page.locator('#upload').count() === 0, pausedButtons.join(', '));
   await screenshot(page, 'sandbox-paused');
+  await page.goto(base + '/ui/sandboxes/' + id + '/terminal');
+  await page.waitForSelector('[data-page=terminal] .status');
+  check('pause.no-terminal', await page.locator('#terminal').count() === 0 &&
+    /is paused/.test(await page.locator('[data-page=terminal] .status').textContent()), await page.locator('main').textContent());
+  await page.click('[data-page=terminal] .status a');
+  await page.waitForSelector('[data-page=sandbox] .badge.paused');
   await page.click('button:text("Resume")');
   await page.waitForSelector('[data-page=sandbox] .badge.active', { timeout: 60000 });
   await page.waitForSelector('a[aria-label="Download ui-e2e.bin"]', { timeout: 15000 });
