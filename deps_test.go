@@ -71,7 +71,7 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview"}, forbidden: merge(clientGo, sqlDriver)},
 	// The leaf of the control plane: domain records and the Store and
 	// Driver contracts (docs/architecture.md).
 	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -98,8 +98,47 @@ var rules = map[string]depRule{
 		"server":                "the audit log sits under the subsystems that write it",
 		"server/internal/httpx": "audit writes entries; serving them over HTTP is its callers' job",
 	}},
-	"server/internal/authz": {ours: []string{"server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/volumes": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+	}},
+	"server/mcpconns": {ours: []string{"client/api", "server/model", "server/egress", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+	}},
+	"server/hostedmcp": {ours: []string{"client/api", "tools", "tools/mcpserver", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":       "the hosted MCP endpoint calls the control plane through the http.Handler it is given",
+		"server/model": "a facade: it speaks the REST API's wire types, never the store's records",
+	}},
+	"server/takeover": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/authn", "server/internal/audit"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+	}},
+	"server/imagesapi": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":        "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+		"server/images": "the API reaches images through its Store interface; cmd/boxkite-server wires server/images in",
+	}},
+	"server/exec": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/hold", "server/internal/scrub", "server/internal/sidecar"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":          "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+		"server/takeover": "exec and takeover are siblings over the sandbox lifecycle; what both need lives under them (authz, sidecar)",
+	}},
+	"server/proxy": {ours: []string{"client/api", "internal/apihttp", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/hold", "server/internal/scrub", "server/internal/sidecar"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":      "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+		"server/exec": "exec calls the proxy's Forward through its Deps; the proxy knows nothing of exec",
+	}},
+	"server/auditlog": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/audit"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":                "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+		"server/internal/authz": "the routes read what LoadSandbox loaded for the caller, through the authorized store the server gives them",
+	}},
+	"server/internal/authz": {ours: []string{"client/api", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "authz sits under the subsystems and the server",
+	}},
+	"server/internal/hold": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/model": "holding an answer's end is HTTP plumbing; the audit entry it waits for is its caller's",
+	}},
+	"server/internal/limits": {ours: []string{"client/api", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "rate limits, idempotency and quotas are mechanics under the server, which configures them",
+	}},
+	"server/internal/pintls": {stdOnly: true},
+	"server/internal/sidecar": {ours: []string{"client/api", "server/model", "server/internal/authz", "server/internal/unixsock", "server/internal/pintls"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "the sidecar client sits under the subsystems that call sidecars",
 	}},
 	"server/internal/scrub": {ours: []string{"client/api", "tools"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/model": "scrubbing works on bytes and JSON; whether an account wants it is the caller's decision",
@@ -127,13 +166,19 @@ var rules = map[string]depRule{
 	"server/egress":     {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	// The secrets broker: its records through its own Store, which
 	// server/sqlstore implements; its egress checks are server/egress's.
-	"server/secrets": {ours: []string{"client/api", "server/internal/httpx", "server/egress"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/secrets": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/egress"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":          "the control plane imports the broker, never the reverse",
 		"server/sqlstore": "the broker keeps its records through its Store interface; cmd/boxkite-server wires the SQL store in",
 	}},
-	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets"}, forbidden: merge(clientGo)},
+	// Preview URLs: their records through their own Store, sandboxes
+	// through the ControlPlane interface the root implements.
+	"server/preview": {ours: []string{"client/api", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":          "the control plane imports previews, never the reverse",
+		"server/sqlstore": "previews keep their records through their Store interface",
+	}},
+	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview"}, forbidden: merge(clientGo)},
 	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
-	"server/kube":     {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools"}, forbidden: sqlDriver},
+	"server/kube":     {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/pintls", "client/api", "tools"}, forbidden: sqlDriver},
 	"server/images":   {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",

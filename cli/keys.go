@@ -111,48 +111,34 @@ not manage keys or take over a terminal.`,
 }
 
 func newKeysRmCmd(app *App) *cobra.Command {
-	var (
-		force bool
-		conf  confirmation
-	)
-	cmd := &cobra.Command{
-		Use:     "rm ID|NAME",
-		Aliases: []string{"revoke"},
-		Short:   "Revoke an API key; it stops working at once",
-		Long: `Revoke an API key; it stops working at once. The key this CLI itself uses
+	var force bool
+	cmd := newRemovalCmd(app, removal[api.APIKey]{
+		use:     "rm ID|NAME",
+		aliases: []string{"revoke"},
+		short:   "Revoke an API key; it stops working at once",
+		long: `Revoke an API key; it stops working at once. The key this CLI itself uses
 (in local mode, the one boxkite up keeps in local.toml) is refused without
 --force, since revoking it locks the CLI, and up, out. On a terminal it asks
 first; elsewhere it needs --yes.`,
-		Args: usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := conf.refuseUnattended(app, args); err != nil {
-				return err
+		find: findKey,
+		check: func(k api.APIKey) error {
+			if force {
+				return nil
 			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			k, err := findKey(cmd.Context(), c, args[0])
-			if err != nil {
-				return err
-			}
-			if !force {
-				if err := refuseOwnKey(app, k); err != nil {
-					return err
-				}
-			}
-			if err := conf.ask(app, fmt.Sprintf("Revoke API key %s (%s)? It stops working at once.", k.ID, k.Name)); err != nil {
-				return err
-			}
-			if err := c.RevokeAPIKey(cmd.Context(), k.ID); err != nil {
+			return refuseOwnKey(app, k)
+		},
+		prompt: func(k api.APIKey) string {
+			return fmt.Sprintf("Revoke API key %s (%s)? It stops working at once.", k.ID, k.Name)
+		},
+		remove: func(ctx context.Context, c *client.Client, k api.APIKey) error {
+			if err := c.RevokeAPIKey(ctx, k.ID); err != nil {
 				return fmt.Errorf("revoke api key: %w", err)
 			}
-			fmt.Fprintf(app.IO.ErrOut, "revoked key %s (%s)\n", k.ID, k.Name)
 			return nil
 		},
-	}
+		done: func(k api.APIKey) string { return fmt.Sprintf("revoked key %s (%s)", k.ID, k.Name) },
+	})
 	cmd.Flags().BoolVar(&force, "force", false, "revoke it even if it is the key this CLI uses")
-	conf.register(cmd)
 	return cmd
 }
 

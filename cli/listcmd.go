@@ -129,12 +129,50 @@ func listHint(cmd *cobra.Command, err error) error {
 // newRmCmd is a noun's `rm ID`; announce says "removed <noun> ID" on
 // stderr once done.
 func newRmCmd(app *App, noun, short string, announce bool, rm func(*client.Client, context.Context, string) error) *cobra.Command {
+	done := func(string) string { return "" }
+	if announce {
+		done = func(id string) string { return fmt.Sprintf("removed %s %s", noun, id) }
+	}
+	return newRemovalCmd(app, removal[string]{
+		use:    "rm ID",
+		short:  short,
+		long:   short + ". On a terminal it asks first; elsewhere it needs --yes.",
+		find:   func(_ context.Context, _ *client.Client, id string) (string, error) { return id, nil },
+		prompt: func(id string) string { return fmt.Sprintf("Remove %s %s?", noun, id) },
+		remove: func(ctx context.Context, c *client.Client, id string) error {
+			if err := rm(c, ctx, id); err != nil {
+				return fmt.Errorf("remove %s: %w", noun, err)
+			}
+			return nil
+		},
+		listHint: true,
+		done:     done,
+	})
+}
+
+// removal is an `rm REF` that resolves REF to one item first (an id, a
+// unique prefix, a name), so its prompt and its report can name it.
+type removal[T any] struct {
+	use, short, long string
+	aliases          []string
+	find             func(context.Context, *client.Client, string) (T, error)
+	check            func(T) error // refuses before the prompt; nil for none
+	prompt           func(T) string
+	remove           func(context.Context, *client.Client, T) error
+	listHint         bool           // a not-found error says where the ids are (listHint)
+	done             func(T) string // reported on stderr; "" for nothing
+}
+
+// newRemovalCmd builds the command of rm. On a terminal it asks first;
+// elsewhere it needs --yes.
+func newRemovalCmd[T any](app *App, rm removal[T]) *cobra.Command {
 	var conf confirmation
 	cmd := &cobra.Command{
-		Use:   "rm ID",
-		Short: short,
-		Long:  short + ". On a terminal it asks first; elsewhere it needs --yes.",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Use:     rm.use,
+		Aliases: rm.aliases,
+		Short:   rm.short,
+		Long:    rm.long,
+		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := conf.refuseUnattended(app, args); err != nil {
 				return err
@@ -143,14 +181,26 @@ func newRmCmd(app *App, noun, short string, announce bool, rm func(*client.Clien
 			if err != nil {
 				return err
 			}
-			if err := conf.ask(app, fmt.Sprintf("Remove %s %s?", noun, args[0])); err != nil {
+			item, err := rm.find(cmd.Context(), c, args[0])
+			if err != nil {
 				return err
 			}
-			if err := rm(c, cmd.Context(), args[0]); err != nil {
-				return listHint(cmd, fmt.Errorf("remove %s: %w", noun, err))
+			if rm.check != nil {
+				if err := rm.check(item); err != nil {
+					return err
+				}
 			}
-			if announce {
-				fmt.Fprintf(app.IO.ErrOut, "removed %s %s\n", noun, args[0])
+			if err := conf.ask(app, rm.prompt(item)); err != nil {
+				return err
+			}
+			if err := rm.remove(cmd.Context(), c, item); err != nil {
+				if rm.listHint {
+					return listHint(cmd, err)
+				}
+				return err
+			}
+			if msg := rm.done(item); msg != "" {
+				fmt.Fprintln(app.IO.ErrOut, msg)
 			}
 			return nil
 		},

@@ -108,37 +108,23 @@ func readPublicKey(app *App, path string) (string, error) {
 }
 
 func newSSHKeysRmCmd(app *App) *cobra.Command {
-	var conf confirmation
-	cmd := &cobra.Command{
-		Use:     "rm ID|NAME|FINGERPRINT",
-		Aliases: []string{"remove"},
-		Short:   "Remove an SSH public key",
-		Long:    "Remove an SSH public key. On a terminal it asks first; elsewhere it needs --yes.",
-		Args:    usageArgs(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := conf.refuseUnattended(app, args); err != nil {
-				return err
-			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			k, err := findSSHKey(cmd.Context(), c, args[0])
-			if err != nil {
-				return err
-			}
-			if err := conf.ask(app, fmt.Sprintf("Remove SSH key %s (%s)? It no longer opens the bastion.", k.ID, k.Name)); err != nil {
-				return err
-			}
-			if err := c.RemoveSSHKey(cmd.Context(), k.ID); err != nil {
+	return newRemovalCmd(app, removal[api.SSHKey]{
+		use:     "rm ID|NAME|FINGERPRINT",
+		aliases: []string{"remove"},
+		short:   "Remove an SSH public key",
+		long:    "Remove an SSH public key. On a terminal it asks first; elsewhere it needs --yes.",
+		find:    findSSHKey,
+		prompt: func(k api.SSHKey) string {
+			return fmt.Sprintf("Remove SSH key %s (%s)? It no longer opens the bastion.", k.ID, k.Name)
+		},
+		remove: func(ctx context.Context, c *client.Client, k api.SSHKey) error {
+			if err := c.RemoveSSHKey(ctx, k.ID); err != nil {
 				return fmt.Errorf("remove ssh key: %w", err)
 			}
-			fmt.Fprintf(app.IO.ErrOut, "removed ssh key %s (%s)\n", k.ID, k.Name)
 			return nil
 		},
-	}
-	conf.register(cmd)
-	return cmd
+		done: func(k api.SSHKey) string { return fmt.Sprintf("removed ssh key %s (%s)", k.ID, k.Name) },
+	})
 }
 
 // findSSHKey resolves ref to one key: its id or fingerprint, a unique id

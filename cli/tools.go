@@ -46,7 +46,9 @@ processes, …) as the tools field of an LLM API: OpenAI Chat Completions,
 Anthropic Messages, Gemini function declarations, or an MCP tools/list.
 --tools picks the sets: default (the 15 everyday tools), git and lsp, and
 the opt-in tools by name: http_request (requests with secrets, made by the
-server; see 'boxkite secrets'). all is the three sets, without opt-in tools.`,
+server; see 'boxkite secrets'), pty_exec, node_interpreter, run_tests and
+browser_navigate, browser_exec, browser_screenshot, browser_close.
+all is the three sets, without opt-in tools.`,
 		Example: `  boxkite tools export --format anthropic > tools.json
   boxkite tools export --format openai --tools default,git
   boxkite tools export --format mcp --tools default,http_request`,

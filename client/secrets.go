@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -53,4 +54,29 @@ func (c *Client) HTTPRequest(ctx context.Context, id string, req api.HTTPRequest
 // HTTPRequest makes a brokered request for the sandbox; see Client.HTTPRequest.
 func (s *Sandbox) HTTPRequest(ctx context.Context, req api.HTTPRequest) (*api.HTTPResponse, error) {
 	return s.c.HTTPRequest(ctx, s.id, req)
+}
+
+// CreatePreview calls POST /v1/sandboxes/{id}/preview/{port}: a preview URL
+// of the port, valid for req.TTLSeconds. The answer carries the token.
+func (c *Client) CreatePreview(ctx context.Context, id string, port int, req api.CreatePreviewRequest) (*api.Preview, error) {
+	var p api.Preview
+	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/preview/"+strconv.Itoa(port), req, &p, withID(id)); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ListPreviews calls GET /v1/sandboxes/{id}/previews: the live previews.
+func (c *Client) ListPreviews(ctx context.Context, id string) ([]api.Preview, error) {
+	var ps []api.Preview
+	if err := c.do(ctx, http.MethodGet, "/v1/sandboxes/{id}/previews", nil, &ps, withID(id)); err != nil {
+		return nil, err
+	}
+	return ps, nil
+}
+
+// RevokePreviews calls DELETE /v1/sandboxes/{id}/preview/{port}: every
+// live preview of the port answers 401 from then on.
+func (c *Client) RevokePreviews(ctx context.Context, id string, port int) error {
+	return c.do(ctx, http.MethodDelete, "/v1/sandboxes/{id}/preview/"+strconv.Itoa(port), nil, nil, withID(id))
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
@@ -35,12 +36,19 @@ func (s *Server) accountAllowlist(r *http.Request) (*allowlist.Rules, error) {
 	return s.allowlists.Get(rules)
 }
 
+// readBody reads a JSON request body of at most limit bytes, checked
+// but passed on unchanged (apihttp.ReadJSON).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	return apihttp.ReadJSON(w, r, limit)
+}
+
 // checkBodyCommand enforces the allowlist on the "command" of a JSON body
 // the sidecar will validate, or, for the Python interpreter (code), on
 // "code" as the arguments of python3 -c: an allowlist that does not let
 // python3 run arbitrary code must not be sidestepped through the
-// interpreter (the reference let it be).
-func (s *Server) checkBodyCommand(r *http.Request, body []byte, code bool) error {
+// interpreter (the reference let it be); the Node.js interpreter's code
+// likewise as node -e.
+func (s *Server) checkBodyCommand(r *http.Request, body []byte, code bool, program string) error {
 	var req struct {
 		Command string `json:"command"`
 		Code    string `json:"code"`
@@ -51,6 +59,9 @@ func (s *Server) checkBodyCommand(r *http.Request, body []byte, code bool) error
 	al, err := s.accountAllowlist(r)
 	if err != nil || al == nil {
 		return err
+	}
+	if code && program == "node" {
+		return al.CheckProgram("node", []string{"-e", req.Code}, false)
 	}
 	if code {
 		return al.CheckProgram("python3", []string{"-c", req.Code}, false)

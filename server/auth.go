@@ -5,48 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
-var (
-	errNoCredentials = api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "missing API key").
-				WithHint("send Authorization: Bearer bxk_live_…; in local mode `boxkite up` writes a key to ~/.boxkite/local.toml")
-	errMalformedAuth = api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "malformed Authorization header").
-				WithHint("use Authorization: Bearer <api key>")
-	// One message for unknown, malformed and revoked keys, so the answer
-	// does not tell a guesser which keys exist.
-	errInvalidKey = api.Errorf(http.StatusUnauthorized, api.CodeInvalidAPIKey, "invalid API key").
-			WithHint("check the key (bxk_live_ followed by 43 characters); revoked keys stop working at once")
-)
+// One message for unknown, malformed and revoked keys, so the answer
+// does not tell a guesser which keys exist.
+var errInvalidKey = api.Errorf(http.StatusUnauthorized, api.CodeInvalidAPIKey, "invalid API key").
+	WithHint("check the key (bxk_live_ followed by 43 characters); revoked keys stop working at once")
 
 // authenticate resolves the bearer key of r and records the caller in the
 // request info.
 func (s *Server) authenticate(r *http.Request) error {
-	token, err := bearerToken(r)
+	token, err := httpx.BearerToken(r)
 	if err != nil {
 		return err
 	}
 	return s.authenticateKey(r, token)
-}
-
-// bearerToken returns the credential of the Authorization header.
-func bearerToken(r *http.Request) (string, error) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return "", errNoCredentials
-	}
-	scheme, token, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", errMalformedAuth
-	}
-	return strings.TrimSpace(token), nil
 }
 
 // authenticateQuery is authenticate for event streams, which browsers'

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -39,20 +38,20 @@ func (s *Server) admitCreate(ctx context.Context, n int) error {
 	if !ok {
 		return nil
 	}
-	return hostRefusal(cd.AdmitCreate(ctx, n), "create")
+	return model.HostRefusal(cd.AdmitCreate(ctx, n), "create")
 }
 
 // admitWrite refuses an upload to sandbox id while the host's store is
 // below its watermark, or once the sandbox's disk failed to store a write.
 func (s *Server) admitWrite(ctx context.Context, id string) error {
 	err := s.capacityWrite(ctx, id)
-	if err != nil && isStorageFault(err) {
-		e := storageFailed("upload")
+	if err != nil && model.IsStorageFault(err) {
+		e := model.StorageFailed("upload")
 		e.Message = "upload refused: the sandbox's disk could not store an earlier write (the host ran out of space), so it takes no more"
 		e.Hint = "copy out what you need and create a new sandbox once the host has space again"
 		return e
 	}
-	return hostRefusal(err, "upload")
+	return model.HostRefusal(err, "upload")
 }
 
 // capacityWrite is the driver's AdmitWrite, nil without a CapacityDriver.
@@ -62,34 +61,6 @@ func (s *Server) capacityWrite(ctx context.Context, id string) error {
 		return nil
 	}
 	return cd.AdmitWrite(ctx, id)
-}
-
-// hostRefusal turns a CapacityDriver's refusal into the API's answer.
-func hostRefusal(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	if he, ok := errors.AsType[*model.HostLimitError](err); ok {
-		return he.APIError(what)
-	}
-	return fmt.Errorf("check host capacity: %w", err)
-}
-
-// isStorageFault reports whether err says the host could not store
-// something: a full filesystem, or a sandbox disk that could not grow.
-func isStorageFault(err error) bool {
-	return errors.Is(err, model.ErrInsufficientStorage) || errors.Is(err, syscall.ENOSPC) ||
-		errors.Is(err, syscall.EDQUOT) || errors.Is(err, model.ErrStoreFull)
-}
-
-// storageFailed is the 507 answer to an operation the host could not store.
-func storageFailed(what string) *api.Error {
-	return &api.Error{
-		Status: http.StatusInsufficientStorage, Code: api.CodeInsufficientStorage,
-		Message: fmt.Sprintf("could not %s: the host's storage is full", what),
-		Hint:    "free space on the host (remove sandboxes and volumes you no longer need), then retry",
-		Details: map[string]any{"resource": api.HostDiskResource},
-	}
 }
 
 // syncDisk flushes the sandbox's disks before a write is acknowledged,
@@ -108,10 +79,10 @@ func (s *Server) syncDisk(ctx context.Context, sb *model.Sandbox, op string) err
 		return nil
 	}
 	s.log.ErrorContext(ctx, "sandbox disk could not store what was written", "sandbox", sb.ID, "operation", op, "err", err)
-	if !isStorageFault(err) {
+	if !model.IsStorageFault(err) {
 		return fmt.Errorf("sync sandbox disk: %w", err)
 	}
-	e := storageFailed("store what the " + op + " wrote")
+	e := model.StorageFailed("store what the " + op + " wrote")
 	e.Message = fmt.Sprintf("the %s was performed but the sandbox's disk could not store what it wrote: the host's storage is full", op)
 	e.Details = map[string]any{"resource": api.HostDiskResource, "performed": true, "operation": op}
 	return e
@@ -128,8 +99,8 @@ func (s *Server) brokenDisk(ctx context.Context, sb *model.Sandbox, op string) e
 		}
 		return err
 	}
-	if err := s.capacityWrite(ctx, sb.ID); err != nil && isStorageFault(err) {
-		e := storageFailed(strings.ReplaceAll(op, "_", " "))
+	if err := s.capacityWrite(ctx, sb.ID); err != nil && model.IsStorageFault(err) {
+		e := model.StorageFailed(strings.ReplaceAll(op, "_", " "))
 		e.Message = fmt.Sprintf("the %s failed: the sandbox's disk could not store an earlier write (the host ran out of space) and takes no more", strings.ReplaceAll(op, "_", " "))
 		e.Hint = "copy out what you need and create a new sandbox once the host has space again"
 		return e

@@ -37,7 +37,7 @@ type tenant struct {
 // changes nothing; routes that are not about a named resource show B
 // only B's data. A route registered without a row here fails the test.
 //
-// The proxied sandbox routes (proxy_routes.go) share one handler, which
+// The proxied sandbox routes (server/proxy) share one handler, which
 // resolves the sandbox first; their rows are derived from that table. All
 // other routes are listed by hand.
 func TestCrossTenantMatrix(t *testing.T) {
@@ -100,6 +100,14 @@ func TestCrossTenantMatrix(t *testing.T) {
 	tok := e.signup("b-tenant@example.com", "b-password")
 	b := &tenant{email: "b-tenant@example.com", token: tok.AccessToken}
 	b.key = e.newKey(b.token, "b-key", api.RoleAdmin).Key
+	// B's own preview, whose token must not open A's sandbox.
+	sbB := e.create(b.key, api.CreateSandboxRequest{Label: "b-preview-box"})
+	resp, body = e.do("POST", sandboxPath(sbB.ID, "/preview/8080"), b.key, api.CreatePreviewRequest{})
+	if resp.StatusCode != 201 {
+		t.Fatalf("B's preview: %d %s", resp.StatusCode, body)
+	}
+	var prevB api.Preview
+	mustUnmarshal(t, body, &prevB)
 
 	isB := func(t *testing.T, b *tenant, _ *http.Response, body []byte) {
 		if !strings.Contains(string(body), b.email) {
@@ -194,8 +202,14 @@ func TestCrossTenantMatrix(t *testing.T) {
 			}
 		}},
 		// By id, and by A's secret's name, which B cannot name either.
-		"PUT /v1/secrets/{id}":                 {cred: "key", path: "/v1/secrets/{asec}", body: api.UpdateSecretRequest{Value: "b-overwrite"}, want: 404},
-		"DELETE /v1/secrets/{id}":              {cred: "key", path: "/v1/secrets/{asec}", want: 404},
+		"PUT /v1/secrets/{id}":                     {cred: "key", path: "/v1/secrets/{asec}", body: api.UpdateSecretRequest{Value: "b-overwrite"}, want: 404},
+		"DELETE /v1/secrets/{id}":                  {cred: "key", path: "/v1/secrets/{asec}", want: 404},
+		"POST /v1/sandboxes/{id}/preview/{port}":   {cred: "key", path: "/v1/sandboxes/{sb}/preview/8080", body: api.CreatePreviewRequest{}, want: 404},
+		"DELETE /v1/sandboxes/{id}/preview/{port}": {cred: "key", path: "/v1/sandboxes/{sb}/preview/8080", want: 404},
+		"GET /v1/sandboxes/{id}/previews":          {cred: "key", path: "/v1/sandboxes/{sb}/previews", want: 404},
+		// The preview proxy takes a preview's token, not a key: B's token
+		// names B's sandbox and port only.
+		"/preview/{id}/{port}/{path...}":       {cred: "none", path: "/preview/{sb}/8080/?" + api.PreviewTokenParam + "=" + prevB.Token, want: http.StatusUnauthorized},
 		"POST /v1/sandboxes/{id}/http-request": {cred: "key", path: "/v1/sandboxes/{sb}/http-request", body: api.HTTPRequest{URL: "https://a-host.example.com/{{secret:a-secret-name}}"}, want: 404},
 
 		// MCP tools are the API in-process; B's tool calls see B's data only.
@@ -245,6 +259,10 @@ func TestCrossTenantMatrix(t *testing.T) {
 				ae2.Message = strings.ReplaceAll(ae2.Message, none, "ID")
 				if ae.Code != ae2.Code || ae.Message != ae2.Message || ae.Hint != ae2.Hint {
 					t.Errorf("404 for A's resource differs from one for no resource:\n%+v\n%+v", ae, ae2)
+				}
+			} else if row.want != 0 {
+				if resp.StatusCode != row.want {
+					t.Errorf("status = %d, want %d: %s", resp.StatusCode, row.want, body)
 				}
 			} else if resp.StatusCode >= 300 {
 				t.Fatalf("status = %d, want success: %s", resp.StatusCode, body)

@@ -56,7 +56,7 @@ func (p e2bPort) account(c e2b.Caller) *model.Account { return c.(e2bCaller).acc
 func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, error) {
 	s := p.s
 	if key == "" {
-		return nil, errNoCredentials
+		return nil, httpx.ErrNoCredentials
 	}
 	if !model.ValidAPIKey(key) {
 		return nil, errInvalidKey
@@ -83,7 +83,8 @@ func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) 
 	}
 	params.lifetime = spec.Lifetime
 	params.imageID = spec.ImageID
-	if params.imageRoot, err = s.imageRoot(acct.ID, spec.ImageID); err != nil {
+	params.autoPause = spec.AutoPause
+	if params.imageRoot, err = s.images.RootFS(acct.ID, spec.ImageID); err != nil {
 		return e2b.Sandbox{}, err
 	}
 	sbs, err := s.startSandboxes(ctx, acct, params)
@@ -96,15 +97,25 @@ func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) 
 func e2bSandbox(sb *model.Sandbox) e2b.Sandbox {
 	return e2b.Sandbox{
 		ID: sb.ID, AccountID: sb.AccountID, Size: sb.Size, StorageGB: sb.StorageGB,
-		CreatedAt: sb.CreatedAt, ExpiresAt: sb.ExpiresAt,
+		CreatedAt: sb.CreatedAt, ExpiresAt: sb.ExpiresAt, Paused: sb.Status == api.StatusPaused, AutoPause: sb.AutoPause,
 	}
 }
 
-// running loads the caller's sandbox; one that is not active is not found,
-// as E2B answers for a sandbox that has ended.
+// running loads the caller's running sandbox; one that is not active
+// (paused included) is not found, as E2B answers for a sandbox that has
+// ended.
 func (p e2bPort) running(ctx context.Context, acct *model.Account, id string) (*model.Sandbox, error) {
+	sb, err := p.live(ctx, acct, id)
+	if err == nil && !sb.Active() {
+		return nil, e2b.ErrNotFound
+	}
+	return sb, err
+}
+
+// live loads the caller's running or paused sandbox.
+func (p e2bPort) live(ctx context.Context, acct *model.Account, id string) (*model.Sandbox, error) {
 	sb, err := p.s.store.Sandbox(ctx, acct.ID, id)
-	if errors.Is(err, model.ErrNotFound) || err == nil && !sb.Active() {
+	if errors.Is(err, model.ErrNotFound) || err == nil && !sb.Live() {
 		return nil, e2b.ErrNotFound
 	}
 	if err != nil {
@@ -114,7 +125,7 @@ func (p e2bPort) running(ctx context.Context, acct *model.Account, id string) (*
 }
 
 func (p e2bPort) Sandbox(ctx context.Context, c e2b.Caller, id string) (e2b.Sandbox, error) {
-	sb, err := p.running(ctx, p.account(c), id)
+	sb, err := p.live(ctx, p.account(c), id)
 	if err != nil {
 		return e2b.Sandbox{}, err
 	}
@@ -128,7 +139,7 @@ func (p e2bPort) Sandboxes(ctx context.Context, c e2b.Caller) ([]e2b.Sandbox, er
 	}
 	out := make([]e2b.Sandbox, 0, len(sbs))
 	for _, sb := range sbs {
-		if sb.Active() {
+		if sb.Live() {
 			out = append(out, e2bSandbox(sb))
 		}
 	}
@@ -136,7 +147,7 @@ func (p e2bPort) Sandboxes(ctx context.Context, c e2b.Caller) ([]e2b.Sandbox, er
 }
 
 func (p e2bPort) Destroy(ctx context.Context, c e2b.Caller, id string) error {
-	sb, err := p.running(ctx, p.account(c), id)
+	sb, err := p.live(ctx, p.account(c), id)
 	if err != nil {
 		return err
 	}
@@ -149,10 +160,49 @@ func (p e2bPort) Destroy(ctx context.Context, c e2b.Caller, id string) error {
 	return err
 }
 
+func (p e2bPort) Pause(ctx context.Context, c e2b.Caller, id string, keepMemory bool) error {
+	sb, err := p.live(ctx, p.account(c), id)
+	if err != nil {
+		return err
+	}
+	if sb.Status == api.StatusPaused {
+		return e2b.ErrAlreadyPaused
+	}
+	mode := api.PauseFreeze
+	if !keepMemory {
+		mode = api.PauseFilesystem
+	}
+	_, err = p.s.pause(ctx, sb, mode)
+	if ae, ok := errors.AsType[*api.Error](err); ok && ae.Code == api.CodeSandboxPaused {
+		return e2b.ErrAlreadyPaused // paused meanwhile in the other mode
+	}
+	return err
+}
+
+func (p e2bPort) Resume(ctx context.Context, c e2b.Caller, id string) (e2b.Sandbox, bool, error) {
+	acct := p.account(c)
+	sb, err := p.live(ctx, acct, id)
+	if err != nil {
+		return e2b.Sandbox{}, false, err
+	}
+	if sb.Active() {
+		return e2bSandbox(sb), false, nil
+	}
+	resumed, _, err := p.s.resume(ctx, acct, sb)
+	if err != nil {
+		return e2b.Sandbox{}, false, err
+	}
+	return e2bSandbox(resumed), true, nil
+}
+
 func (p e2bPort) SetExpiry(ctx context.Context, c e2b.Caller, id string, at time.Time) (e2b.Sandbox, error) {
 	s := p.s
-	if _, err := p.running(ctx, p.account(c), id); err != nil {
+	cur, err := p.live(ctx, p.account(c), id)
+	if err != nil {
 		return e2b.Sandbox{}, err
+	}
+	if !cur.Active() {
+		return e2b.Sandbox{}, pausedAnswer(cur)
 	}
 	if max := s.now().Add(s.cfg.MaxLifetime); at.After(max) {
 		return e2b.Sandbox{}, httpx.Invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
@@ -175,8 +225,8 @@ func (p e2bPort) SetExpiry(ctx context.Context, c e2b.Caller, id string, at time
 }
 
 func (p e2bPort) Usage(ctx context.Context, c e2b.Caller, id string) (e2b.Usage, bool, error) {
-	sb, err := p.running(ctx, p.account(c), id)
-	if err != nil {
+	sb, err := p.live(ctx, p.account(c), id)
+	if err != nil || !sb.Active() { // a paused sandbox has no use to report
 		return e2b.Usage{}, false, err
 	}
 	sd, ok := statsDriver(p.s.driver)
@@ -354,7 +404,7 @@ func (e *e2bSession) Exec(ctx context.Context, req api.ExecRequest) (api.ExecRes
 
 func (e *e2bSession) Sidecar(ctx context.Context, method, path string, q url.Values, body io.Reader, hdr http.Header) (*http.Response, error) {
 	s, sb := e.s, e.sb
-	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
 		return nil, sandboxFailed("reach")

@@ -74,14 +74,21 @@ type rawRequest struct {
 	declared            int  // Content-Length to declare; -1 for the body's length
 	hold                bool // send the headers and part of the body, then stall
 	raw                 []byte
+	// path is the route under /v1/sandboxes/{id} and sidecarPath the
+	// sidecar's; both empty: exec.
+	path, sidecarPath string
 }
 
 // exchange sends req to the exec route of one API and reads the answer.
 func (a *twoAPIs) exchange(t *testing.T, toSidecar bool, req rawRequest) (*http.Response, []byte) {
 	t.Helper()
-	addr, path, auth := a.serverAddr, "/v1/sandboxes/"+a.sandboxID+"/exec", "Authorization: Bearer "+a.e.KeyA
+	route, sidecarRoute := "/exec", "/exec"
+	if req.path != "" {
+		route, sidecarRoute = req.path, req.sidecarPath
+	}
+	addr, path, auth := a.serverAddr, "/v1/sandboxes/"+a.sandboxID+route, "Authorization: Bearer "+a.e.KeyA
 	if toSidecar {
-		addr, path, auth = a.sidecarAddr, "/exec", sidecar.TokenHeader+": envelope-sidecar-token"
+		addr, path, auth = a.sidecarAddr, sidecarRoute, sidecar.TokenHeader+": envelope-sidecar-token"
 	}
 	wire := req.raw
 	if wire == nil {
@@ -149,6 +156,13 @@ func TestEnvelopeSameFromBothAPIs(t *testing.T) {
 		{"TLS handshake on the plain port", rawRequest{raw: tlsHello}, 400, api.CodeBadRequest, ""},
 		{"malformed request line", rawRequest{raw: []byte("POST\r\n\r\n")}, 400, api.CodeBadRequest, ""},
 		{"no Host header", rawRequest{raw: []byte("GET /health HTTP/1.1\r\n\r\n")}, 400, api.CodeBadRequest, ""},
+		// Other routes than exec.
+		{"wrong method, file create", rawRequest{method: "DELETE", path: "/files", sidecarPath: "/file-create"}, 405, api.CodeMethodNotAllowed, "POST"},
+		{"bad regex, grep", rawRequest{method: "POST", contentType: "application/json", body: []byte(`{"pattern":"("}`), path: "/files/grep", sidecarPath: "/grep"}, 422, api.CodeValidation, ""},
+		{"JSON array, ls", rawRequest{method: "POST", contentType: "application/json", body: []byte(`[]`), path: "/files/ls", sidecarPath: "/ls"}, 400, api.CodeBadRequest, ""},
+		{"invalid UTF-8, file create", rawRequest{method: "POST", contentType: "application/json", body: []byte("{\"path\":\"/workspace/u\",\"content\":\"a\xffb\"}"), path: "/files", sidecarPath: "/file-create"}, 400, api.CodeBadRequest, ""},
+		{"no path, raw upload", rawRequest{method: "PUT", contentType: "application/octet-stream", body: []byte("data"), path: "/files/raw", sidecarPath: "/files/raw"}, 400, api.CodeBadRequest, ""},
+		{"wrong content type, process start", rawRequest{method: "POST", contentType: "text/plain", body: []byte(`{"command":"true"}`), path: "/processes", sidecarPath: "/process/start"}, 415, api.CodeUnsupportedMediaType, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

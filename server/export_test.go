@@ -5,7 +5,11 @@ import (
 	"net/http"
 	"reflect"
 	"runtime"
+	"strings"
 	"time"
+
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/proxy"
 )
 
 // Hooks for the external tests in server_test.
@@ -29,8 +33,9 @@ func BucketOf(pattern string) string { return bucketOf(pattern) }
 // /v1/sandboxes/{id}, so tests can check they cover the whole table.
 func ProxyRoutes() []string {
 	var out []string
-	for _, rt := range proxyRoutes() {
-		out = append(out, rt.method+" "+rt.path)
+	for _, rt := range (&proxy.Service{}).Routes() {
+		method, path, _ := strings.Cut(rt.Pattern, " ")
+		out = append(out, method+" "+strings.TrimPrefix(path, "/v1/sandboxes/{id}"))
 	}
 	return out
 }
@@ -57,4 +62,11 @@ func (s *Server) RouteHandlers() []RouteHandler {
 		}
 	}
 	return out
+}
+
+// StoreAuthorized reports whether the server reaches its store through
+// the authorization layer only.
+func (s *Server) StoreAuthorized() bool {
+	_, ok := s.store.(*authz.Store)
+	return ok
 }

@@ -61,6 +61,29 @@ func (s *Server) frozenAnswer(id string) error {
 	}
 }
 
+// frozenForStorage reports whether sandbox id runs but is frozen because
+// the host's disk filled: its sidecar cannot answer until space comes
+// back, and it is not lost (reconcile adopts it; the storage watch thaws
+// it). Destroying it would lose every write it acknowledged.
+func (s *Server) frozenForStorage(ctx context.Context, id string) bool {
+	d := s.driver
+	if cd, ok := d.(countingDriver); ok {
+		d = cd.Driver
+	}
+	sd, ok := d.(model.StatsDriver)
+	if !ok {
+		return false
+	}
+	if st, err := sd.Stats(ctx, id); err != nil || !st.Frozen {
+		return false
+	}
+	if p, ok := d.(model.Prober); ok {
+		alive, err := p.Probe(ctx, id)
+		return err == nil && alive
+	}
+	return true
+}
+
 // watchStorage follows the driver's freezes and thaws until ctx is done.
 func (s *Server) watchStorage(ctx context.Context) {
 	d := s.driver
@@ -91,7 +114,7 @@ func (s *Server) storageChanged(ctx context.Context, id string, frozen bool) {
 	if frozen {
 		op, reason = "sandbox_frozen", "the host's disk is nearly full"
 		// Calls in flight would wait on a frozen sidecar: end them.
-		s.calls.cancel(id, s.frozenAnswer(id))
+		s.calls.Cancel(id, s.frozenAnswer(id))
 	}
 	sb, err := s.store.SandboxByID(ctx, id)
 	if errors.Is(err, model.ErrNotFound) {
@@ -105,92 +128,4 @@ func (s *Server) storageChanged(ctx context.Context, id string, frozen bool) {
 		Sandbox: sb, Source: api.LogSourceSystem, Operation: op,
 		Detail: map[string]any{"reason": reason}, Started: s.now(),
 	})
-}
-
-// sandboxCalls are the calls in flight to each sandbox's sidecar, so they
-// can be ended when the sandbox is frozen.
-type sandboxCalls struct {
-	mu   sync.Mutex
-	next uint64
-	m    map[string]map[uint64]context.CancelCauseFunc
-	// ends holds the sandboxes this server is destroying, with the
-	// answer their calls get meanwhile (see end).
-	ends map[string]error
-}
-
-// track returns ctx, cancellable through cancel(id, …), and the function
-// that forgets it.
-func (c *sandboxCalls) track(ctx context.Context, id string) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	c.mu.Lock()
-	if cause, ok := c.ends[id]; ok {
-		c.mu.Unlock()
-		cancel(cause)
-		return ctx, func() {}
-	}
-	if c.m == nil {
-		c.m = map[string]map[uint64]context.CancelCauseFunc{}
-	}
-	if c.m[id] == nil {
-		c.m[id] = map[uint64]context.CancelCauseFunc{}
-	}
-	c.next++
-	key := c.next
-	c.m[id][key] = cancel
-	c.mu.Unlock()
-	return ctx, func() {
-		c.mu.Lock()
-		delete(c.m[id], key)
-		if len(c.m[id]) == 0 {
-			delete(c.m, id)
-		}
-		c.mu.Unlock()
-		cancel(nil)
-	}
-}
-
-// cancel ends every call in flight to sandbox id with cause.
-func (c *sandboxCalls) cancel(id string, cause error) {
-	c.mu.Lock()
-	calls := make([]context.CancelCauseFunc, 0, len(c.m[id]))
-	for _, cancel := range c.m[id] {
-		calls = append(calls, cancel)
-	}
-	c.mu.Unlock()
-	for _, cancel := range calls {
-		cancel(cause)
-	}
-}
-
-// end ends every call in flight to sandbox id with cause, and every call
-// that starts until the returned function is called: the sandbox is being
-// destroyed on purpose, so a call that its sidecar's death cuts short is
-// answered with cause rather than taken for a loss (ending).
-func (c *sandboxCalls) end(id string, cause error) (done func()) {
-	c.mu.Lock()
-	if c.ends == nil {
-		c.ends = map[string]error{}
-	}
-	_, already := c.ends[id]
-	if !already {
-		c.ends[id] = cause
-	}
-	c.mu.Unlock()
-	c.cancel(id, cause)
-	if already {
-		return func() {} // another destroy of id runs; it ends the mark
-	}
-	return func() {
-		c.mu.Lock()
-		delete(c.ends, id)
-		c.mu.Unlock()
-	}
-}
-
-// ending returns the answer for calls to sandbox id while this server
-// destroys it, or nil.
-func (c *sandboxCalls) ending(id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ends[id]
 }

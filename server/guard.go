@@ -9,6 +9,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 	h func(http.ResponseWriter, *http.Request) error,
 ) error {
 	if bucket == bucketAuth {
-		if err := s.limitRate(w, bucket, clientIP(r)); err != nil {
+		if err := s.limitRate(w, bucket, limits.ClientIP(r)); err != nil {
 			return err
 		}
 	}
@@ -70,11 +71,11 @@ func (s *Server) authenticateAs(r *http.Request, cred httpx.Cred) error {
 	case httpx.CredAPIKeyQuery:
 		return s.authenticateQuery(r)
 	case httpx.CredTakeover:
-		return s.authenticateTakeover(r)
+		return s.takeover.AuthenticateTakeover(r)
 	case httpx.CredBastion:
-		return s.authenticateBastion(r)
+		return s.takeover.AuthenticateBastion(r)
 	}
-	token, err := bearerToken(r)
+	token, err := httpx.BearerToken(r)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,10 @@ type fakeDriver struct {
 	created []model.Spec
 	deleted []string
 	pauses  []string // pause_fake_test.go
+	// calls logs pause, resume and delete in order; ResumeDelay is how
+	// long a resume takes (pause_fake_test.go).
+	calls       []string
+	ResumeDelay time.Duration
 }
 
 var _ model.Driver = (*fakeDriver)(nil)
@@ -46,6 +50,7 @@ func (d *fakeDriver) Create(ctx context.Context, spec model.Spec) (model.Endpoin
 func (d *fakeDriver) Delete(ctx context.Context, id string) error {
 	d.mu.Lock()
 	d.deleted = append(d.deleted, id)
+	d.calls = append(d.calls, "delete "+id)
 	d.mu.Unlock()
 	if d.DeleteFunc != nil {
 		return d.DeleteFunc(ctx, id)

@@ -63,6 +63,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.log.LogAttrs(r.Context(), level, "request", attrs...)
 	}()
+	if s.servePreviewHost(rec, r) {
+		return
+	}
 	if s.e2b != nil && s.e2bMatch(r) {
 		s.e2b.ServeHTTP(rec, r)
 		return
@@ -79,12 +82,6 @@ func (s *Server) MountConsole(h http.Handler) { s.console = h }
 // (see register for what else guards it).
 func (s *Server) handle(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 	s.register(pattern, httpx.CredAPIKey, h)
-}
-
-// handleQueryKey registers an authenticated handler that also accepts the
-// API key as ?api_key= (see authenticateQuery).
-func (s *Server) handleQueryKey(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-	s.register(pattern, httpx.CredAPIKeyQuery, h)
 }
 
 // handlePublic registers an error-returning handler that needs no credentials.

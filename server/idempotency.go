@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -33,25 +35,10 @@ const (
 	// idempotencyStale is when an in-progress record is taken to belong to
 	// a server that died mid-request: longer than any request runs (the
 	// longest exec and its grace).
-	idempotencyStale = api.MaxExecTimeout*time.Second + execGrace + 5*time.Minute
-	// maxReplayBody bounds a kept answer; a longer one is not kept and the
-	// key is released (a retry runs again).
-	maxReplayBody = 1 << 20
+	idempotencyStale = api.MaxExecTimeout*time.Second + exec.Grace + 5*time.Minute
 	// purgeInterval is how often Run deletes expired records.
 	purgeInterval = 10 * time.Minute
 )
-
-// streamingPOSTs are the POST patterns whose request or answer is
-// streamed, not buffered, and so never deduplicated.
-func streamingPOSTs() map[string]bool {
-	out := map[string]bool{}
-	for _, rt := range proxyRoutes() {
-		if rt.method == http.MethodPost && rt.body == bodyStream {
-			out["POST /v1/sandboxes/{id}"+rt.path] = true
-		}
-	}
-	return out
-}
 
 // idempotencyApplies reports whether the request's Idempotency-Key is honoured.
 func (s *Server) idempotencyApplies(pattern string, r *http.Request) bool {
@@ -72,18 +59,6 @@ func credentialOf(ri *authz.Caller) string {
 	return "account:" + ri.Account.ID
 }
 
-func validIdempotencyKey(k string) bool {
-	if len(k) > httpx.MaxIdempotencyKeyLen {
-		return false
-	}
-	for i := range len(k) {
-		if k[i] < 0x21 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
 // idempotent serves an authenticated POST carrying an Idempotency-Key:
 // it claims the key, runs h and keeps the answer, or replays the answer
 // of the first request with the key. It writes errors itself, so that
@@ -91,7 +66,7 @@ func validIdempotencyKey(k string) bool {
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request) error) error {
 	ctx := r.Context()
 	key := r.Header.Get(api.HeaderIdempotencyKey)
-	if !validIdempotencyKey(key) {
+	if !limits.ValidIdempotencyKey(key) {
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Idempotency-Key must be 1 to %d printable ASCII characters", httpx.MaxIdempotencyKeyLen).
 			WithHint("use a random UUID per logical request")
 	}
@@ -118,14 +93,14 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 		return fmt.Errorf("claim idempotency key: %w", err)
 	}
 	if old != nil {
-		return replay(w, old, rec.RequestHash)
+		return limits.Replay(w, old, rec.RequestHash)
 	}
 
 	// From here the claim must be completed or released, even if h panics
 	// or the client goes away.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	capture := &captureWriter{ResponseWriter: w}
+	capture := &limits.Capture{ResponseWriter: w}
 	kept := false
 	defer func() {
 		if !kept {
@@ -135,19 +110,19 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 		}
 	}()
 	if err := h(capture, r); err != nil {
-		if capture.status != 0 {
+		if capture.Status != 0 {
 			return err // the answer had started; the caller logs it
 		}
 		s.writeError(capture, r, err)
 	}
-	status := capture.status
+	status := capture.Status
 	if status == 0 {
 		status = http.StatusOK // nothing written: net/http sends an empty 200
 	}
-	if status >= 500 || capture.overflow {
+	if status >= 500 || capture.Overflow {
 		return nil
 	}
-	rec.State, rec.Status, rec.ContentType, rec.Body = model.IdempotencyCompleted, status, capture.Header().Get("Content-Type"), capture.body.Bytes()
+	rec.State, rec.Status, rec.ContentType, rec.Body = model.IdempotencyCompleted, status, capture.Header().Get("Content-Type"), capture.Body.Bytes()
 	rec.ExpiresAt = s.now().Add(idempotencyTTL)
 	if err := s.store.CompleteIdempotencyKey(sctx, rec); err != nil {
 		s.log.ErrorContext(ctx, "keep idempotent answer", "err", err)
@@ -156,73 +131,6 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 	kept = true
 	return nil
 }
-
-// replay answers with a kept record, or refuses when it cannot.
-func replay(w http.ResponseWriter, old *model.IdempotencyRecord, requestHash string) error {
-	switch {
-	case old.RequestHash != requestHash:
-		return &api.Error{
-			Status: http.StatusUnprocessableEntity, Code: api.CodeIdempotencyKeyReuse,
-			Message: "this Idempotency-Key was used for a request with a different body",
-			Hint:    "use a new key for a new request",
-		}
-	case old.State != model.IdempotencyCompleted:
-		return &api.Error{
-			Status: http.StatusConflict, Code: api.CodeIdempotencyKeyInProgress,
-			Message: "a request with this Idempotency-Key is still in progress",
-			Hint:    "wait for it to finish, then retry with the same key to get its answer",
-		}
-	}
-	if old.ContentType != "" {
-		w.Header().Set("Content-Type", old.ContentType)
-	}
-	w.Header().Set(api.HeaderIdempotentReplayed, "true")
-	w.WriteHeader(old.Status)
-	_, _ = w.Write(old.Body)
-	return nil
-}
-
-// captureWriter passes an answer through and keeps a copy of it, up to
-// maxReplayBody.
-type captureWriter struct {
-	http.ResponseWriter
-	status   int
-	body     bytes.Buffer
-	overflow bool
-}
-
-func (c *captureWriter) WriteHeader(code int) {
-	if c.status == 0 {
-		c.status = code
-	}
-	c.ResponseWriter.WriteHeader(code)
-}
-
-func (c *captureWriter) Write(p []byte) (int, error) {
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
-	if !c.overflow {
-		if c.body.Len()+len(p) > maxReplayBody {
-			c.overflow = true
-			c.body = bytes.Buffer{}
-		} else {
-			c.body.Write(p)
-		}
-	}
-	return c.ResponseWriter.Write(p)
-}
-
-// Flush lets a handler that flushes (a long poll) work unchanged.
-func (c *captureWriter) Flush() {
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
-	_ = http.NewResponseController(c.ResponseWriter).Flush()
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (c *captureWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // sweep does Run's periodic clean-up: expired idempotency records, at
 // most every purgeInterval. Only Run calls it, so lastPurge needs no lock.

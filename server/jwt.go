@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -61,4 +63,15 @@ func (s *Server) issueAccessToken(ctx context.Context, acct *model.Account) (str
 		Iat: now.Unix(), Exp: now.Add(ttl).Unix(),
 	})
 	return tok, ttl, err
+}
+
+// ConsoleLinkKey returns the key the web console seals its one-time
+// sign-in links with (server/console): derived from the token signing
+// key, so every server sharing the database opens the links of any.
+func (s *Server) ConsoleLinkKey(ctx context.Context) ([]byte, error) {
+	key, err := s.jwtKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return hkdf.Key(sha256.New, key, nil, "boxkite console links v1", 32)
 }

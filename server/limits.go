@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -38,35 +38,10 @@ func (l Limits) validate() error {
 		return errors.New("concurrency limits must not be negative")
 	case l.MonthlySandboxHours < 0 || math.IsNaN(l.MonthlySandboxHours):
 		return errors.New("the monthly sandbox-hours limit must not be negative")
-	case l.MaxSize != "" && sizeRank(l.MaxSize) == 0:
+	case l.MaxSize != "" && limits.SizeRank(l.MaxSize) == 0:
 		return fmt.Errorf("max size %q is not one of small, medium, large", l.MaxSize)
 	}
 	return nil
-}
-
-// sizeRank orders sizes; 0 for an unknown one.
-func sizeRank(size string) int {
-	switch size {
-	case api.SizeSmall:
-		return 1
-	case api.SizeMedium:
-		return 2
-	case api.SizeLarge:
-		return 3
-	}
-	return 0
-}
-
-// monthStart is the first instant of t's calendar month, UTC.
-func monthStart(t time.Time) time.Time {
-	t = t.UTC()
-	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-}
-
-// limitError is a fair-use refusal: 429 in the normal envelope. The
-// messages state the limit; they never mention plans or money.
-func limitError(code, msg, hint string, details map[string]any) *api.Error {
-	return &api.Error{Status: http.StatusTooManyRequests, Code: code, Message: msg, Hint: hint, Details: details}
 }
 
 // checkLimits decides whether p may be created given u, in the reference's
@@ -83,31 +58,31 @@ func (s *Server) checkLimits(p createParams, u model.Usage) error {
 	}
 	l := s.cfg.Limits
 	if l.GlobalConcurrent > 0 && u.GlobalActive+p.count > l.GlobalConcurrent {
-		return limitError(api.CodeGlobalCapacityReached,
+		return limits.LimitError(api.CodeGlobalCapacityReached,
 			fmt.Sprintf("the server is at capacity: %d of %d sandboxes are running", u.GlobalActive, l.GlobalConcurrent),
 			"try again in a few minutes",
 			map[string]any{"limit": l.GlobalConcurrent, "active": u.GlobalActive})
 	}
 	if l.AccountConcurrent > 0 && u.AccountActive+p.count > l.AccountConcurrent {
-		return limitError(api.CodeConcurrentSandboxLimit,
+		return limits.LimitError(api.CodeConcurrentSandboxLimit,
 			fmt.Sprintf("%d of your sandboxes are running; at most %d may run at once", u.AccountActive, l.AccountConcurrent),
 			"remove one with `boxkite session rm`, or wait for one to expire",
 			map[string]any{"limit": l.AccountConcurrent, "active": u.AccountActive, "requested": p.count})
 	}
 	if l.MonthlySandboxHours > 0 && u.MonthlyHours >= l.MonthlySandboxHours {
-		return limitError(api.CodeMonthlyUsageLimit,
+		return limits.LimitError(api.CodeMonthlyUsageLimit,
 			fmt.Sprintf("this month's sandbox time is used up: %.2f of %g hours", u.MonthlyHours, l.MonthlySandboxHours),
 			"the count starts again on the 1st (UTC); `boxkite whoami` shows it",
-			map[string]any{"limit_hours": l.MonthlySandboxHours, "used_hours": roundHours(u.MonthlyHours)})
+			map[string]any{"limit_hours": l.MonthlySandboxHours, "used_hours": limits.RoundHours(u.MonthlyHours)})
 	}
-	if l.MaxSize != "" && sizeRank(p.size) > sizeRank(l.MaxSize) {
-		return limitError(api.CodeSandboxSizeLimitReached,
+	if l.MaxSize != "" && limits.SizeRank(p.size) > limits.SizeRank(l.MaxSize) {
+		return limits.LimitError(api.CodeSandboxSizeLimitReached,
 			fmt.Sprintf("size %s is larger than the largest allowed, %s", p.size, l.MaxSize),
 			"ask for --size "+l.MaxSize+" or smaller",
 			map[string]any{"requested_size": p.size, "max_size": l.MaxSize})
 	}
 	if p.storageGB > s.cfg.MaxStorageGB {
-		return limitError(api.CodeSandboxStorageLimitReached,
+		return limits.LimitError(api.CodeSandboxStorageLimitReached,
 			fmt.Sprintf("storage_gb %g is more than the most allowed, %g", p.storageGB, s.cfg.MaxStorageGB),
 			fmt.Sprintf("ask for at most %g GB", s.cfg.MaxStorageGB),
 			map[string]any{"requested_storage_gb": p.storageGB, "max_storage_gb": s.cfg.MaxStorageGB})
@@ -120,12 +95,12 @@ func (s *Server) checkLimits(p createParams, u model.Usage) error {
 // creates cannot both pass a check only one of them fits under.
 func (s *Server) reserveSandboxes(ctx context.Context, acct *model.Account, p createParams, sbs []*model.Sandbox) error {
 	now := s.now()
-	err := s.store.ReserveSandboxes(ctx, acct.ID, monthStart(now), now, func(u model.Usage) error { return s.checkLimits(p, u) }, sbs)
+	err := s.store.ReserveSandboxes(ctx, acct.ID, limits.MonthStart(now), now, func(u model.Usage) error { return s.checkLimits(p, u) }, sbs)
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return err
 	}
-	if isStorageFault(err) {
-		return storageFailed("record the sandbox")
+	if model.IsStorageFault(err) {
+		return model.StorageFailed("record the sandbox")
 	}
 	if errors.Is(err, model.ErrStoreReadOnly) || errors.Is(err, model.ErrStoreIO) {
 		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "could not record the sandbox: %s", audit.Reason(err)).
@@ -137,18 +112,15 @@ func (s *Server) reserveSandboxes(ctx context.Context, acct *model.Account, p cr
 	return nil
 }
 
-// roundHours keeps usage figures readable: 3 decimals is 3.6 s.
-func roundHours(h float64) float64 { return math.Round(h*1000) / 1000 }
-
 // getUsage serves GET /v1/usage.
 func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
 	acct := accountFrom(r.Context())
 	now := s.now()
-	u, err := s.store.Usage(r.Context(), acct.ID, monthStart(now), now)
+	u, err := s.store.Usage(r.Context(), acct.ID, limits.MonthStart(now), now)
 	if err != nil {
 		return fmt.Errorf("usage: %w", err)
 	}
-	out := api.Usage{MonthlySandboxHoursUsed: roundHours(u.MonthlyHours), ConcurrentSandboxes: u.AccountActive}
+	out := api.Usage{MonthlySandboxHoursUsed: limits.RoundHours(u.MonthlyHours), ConcurrentSandboxes: u.AccountActive}
 	if l := s.cfg.Limits.MonthlySandboxHours; l > 0 {
 		out.MonthlySandboxHoursLimit = &l
 	}

@@ -4,13 +4,14 @@ import (
 	"context"
 	"time"
 
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/model"
 )
 
 // listenAudit runs the store's AuditListener, if it has one, until ctx is
 // done, reconnecting after failures.
 func (s *Server) listenAudit(ctx context.Context) {
-	l, ok := s.store.(model.AuditListener)
+	l, ok := s.rawStore().(model.AuditListener)
 	if !ok {
 		return
 	}
@@ -44,3 +45,8 @@ func (s *Server) keepListening(ctx context.Context, what string, listen func() e
 		backoff = min(2*backoff, 10*time.Second)
 	}
 }
+
+// rawStore is the store behind the authorization layer, for the optional
+// interfaces a store implements that are not data access (its LISTEN for
+// other servers' notices).
+func (s *Server) rawStore() model.Store { return s.store.(*authz.Store).Unwrap() }

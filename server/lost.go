@@ -74,7 +74,7 @@ func (s *Server) markLost(ctx context.Context, id string, grace time.Duration) {
 // says so in its audit log (and so to its watchers), unless it was no
 // longer active. why ends "sandbox lost: …" in the log and the entry.
 func (s *Server) loseSandbox(ctx context.Context, id, why string) {
-	if s.calls.ending(id) != nil {
+	if s.calls.Ending(id) != nil {
 		return // this server is destroying it: its sidecar's end is no loss
 	}
 	switch sb, err := s.destroySandbox(ctx, id, api.StatusLost, model.ReasonLost); {
@@ -107,7 +107,7 @@ func lostAnswer(id string) *api.Error {
 // sidecar: 410 sandbox_lost, after marking it lost, when the driver says
 // it is gone; else the plain 502.
 func (s *Server) unreachable(ctx context.Context, sb *model.Sandbox) *api.Error {
-	if ae, ok := s.calls.ending(sb.ID).(*api.Error); ok {
+	if ae, ok := s.calls.Ending(sb.ID).(*api.Error); ok {
 		return ae // destroyed under the call
 	}
 	d := s.driver

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/imagesapi"
 )
 
 // TestOpenAPICoversRoutes: /openapi.json documents every route the server
@@ -135,7 +136,7 @@ func checkErrorStatuses(t *testing.T, method, path string, responses map[string]
 
 // stubImages stands in for an image store: the routes are registered, and
 // no test here calls them.
-type stubImages struct{ server.ImageStore }
+type stubImages struct{ imagesapi.Store }
 
 // openAPIDoc fetches /openapi.json from a server with every route.
 func openAPIDoc(t *testing.T) map[string]any {

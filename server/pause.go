@@ -12,10 +12,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/httpx"
-
-	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -72,6 +72,11 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 	default:
 		return nil, httpx.Invalid("mode", fmt.Sprintf("mode %q is not one of freeze, filesystem, checkpoint", mode), "omit it for freeze")
 	}
+	defer s.lifecycleLocks.lock(sb.ID)()
+	sb, err := s.reload(ctx, sb)
+	if err != nil {
+		return nil, err
+	}
 	if sb.Status == api.StatusPaused {
 		if sb.PausedWith == mode {
 			return sb, nil
@@ -89,13 +94,15 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "pause mode %s does not work on this server: %s", mode, why).
 			WithHint("pause with mode freeze or filesystem instead; `boxkite doctor` on the server's host says what each mode needs")
 	}
+	if err := s.checkPausedLimit(ctx, sb.AccountID); err != nil {
+		return nil, err
+	}
 	// Finish even if the client hangs up: the row must end up telling
 	// the truth.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	var running []api.ProcessInfo
 	if mode == api.PauseFilesystem {
-		var err error
 		if running, err = s.runningProcesses(ctx, sb); err != nil {
 			// The files matter more than the processes: pause anyway,
 			// with none to restart.
@@ -114,9 +121,9 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 		return nil, s.storeAnswer(err, "pause the sandbox")
 	}
 	// Calls in flight would wait on a stopped sidecar: end them.
-	s.calls.cancel(sb.ID, pausedAnswer(paused))
+	s.calls.Cancel(sb.ID, pausedAnswer(paused))
 	if mode != api.PauseFreeze {
-		s.sidecars.forget(sb.ID)
+		s.sidecars.Forget(sb.ID)
 	}
 	if err := p.Pause(ctx, sb.ID, mode); err != nil {
 		s.log.ErrorContext(ctx, "driver pause failed", "sandbox", sb.ID, "mode", mode, "err", err)
@@ -183,7 +190,7 @@ func (s *Server) restartProcesses(ctx context.Context, sb *model.Sandbox, procs 
 // sidecarJSON sends in (nil: no body) to the sandbox's sidecar and
 // decodes its 2xx answer into out.
 func (s *Server) sidecarJSON(ctx context.Context, sb *model.Sandbox, method, path string, in, out any) error {
-	client, err := s.sidecars.client(sb.ID, sb.Endpoint)
+	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		return err
 	}
@@ -234,6 +241,13 @@ func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request) error {
 // became of its background processes. Resuming an active sandbox returns
 // it as it is.
 func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sandbox) (*model.Sandbox, []api.ResumedProcess, error) {
+	// One at a time with pause, resume and destroy: a second resume finds
+	// it active, a delete that went first finds it gone.
+	defer s.lifecycleLocks.lock(sb.ID)()
+	sb, err := s.reload(ctx, sb)
+	if err != nil {
+		return nil, nil, err
+	}
 	if sb.Active() {
 		return sb, nil, nil
 	}
@@ -289,12 +303,51 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 	return resumed, procs, nil
 }
 
+// reload reads sb's row again (after a lifecycle lock was taken).
+func (s *Server) reload(ctx context.Context, sb *model.Sandbox) (*model.Sandbox, error) {
+	fresh, err := s.store.Sandbox(ctx, sb.AccountID, sb.ID)
+	if errors.Is(err, model.ErrNotFound) {
+		return nil, sandboxNotFound(sb.ID)
+	}
+	if err != nil {
+		return nil, s.storeAnswer(err, "load the sandbox")
+	}
+	return fresh, nil
+}
+
+// checkPausedLimit refuses a pause when the account keeps PausedLimit
+// paused sandboxes already (429 limit_exceeded). Pauses of one account
+// racing on several servers may overshoot it by their number.
+func (s *Server) checkPausedLimit(ctx context.Context, accountID string) error {
+	limit := s.cfg.PausedLimit
+	if limit < 0 {
+		return nil
+	}
+	sbs, err := s.store.ListSandboxes(ctx, accountID, true)
+	if err != nil {
+		return s.storeAnswer(err, "count paused sandboxes")
+	}
+	n := 0
+	for _, sb := range sbs {
+		if sb.Status == api.StatusPaused {
+			n++
+		}
+	}
+	if n < limit {
+		return nil
+	}
+	return limits.LimitError(api.CodeLimitExceeded,
+		fmt.Sprintf("%d of your sandboxes are paused, the most an account may keep", n),
+		"resume one (`boxkite session resume`) or remove one (`boxkite session rm`)",
+		map[string]any{"limit": limit, "paused": n})
+}
+
 // admitResume checks that the account may run one more sandbox. It is
 // checked outside the store's critical section: two resumes racing for
 // the last slot may both pass.
 func (s *Server) admitResume(ctx context.Context, acct *model.Account) error {
 	now := s.now()
-	u, err := s.store.Usage(ctx, acct.ID, monthStart(now), now)
+	u, err := s.store.Usage(ctx, acct.ID, limits.MonthStart(now), now)
 	if err != nil {
 		return fmt.Errorf("read usage: %w", err)
 	}
@@ -319,8 +372,8 @@ func (s *Server) storeAnswer(err error, op string) error {
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return err
 	}
-	if isStorageFault(err) {
-		return storageFailed(op)
+	if model.IsStorageFault(err) {
+		return model.StorageFailed(op)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

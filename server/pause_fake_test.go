@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"net"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,14 +19,26 @@ func (d *fakeDriver) Pause(_ context.Context, id, mode string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.pauses = append(d.pauses, mode+" "+id)
+	d.calls = append(d.calls, "pause "+id)
 	return nil
 }
 
 func (d *fakeDriver) Resume(_ context.Context, id string, _ func(net.Listener)) error {
 	d.mu.Lock()
+	delay := d.ResumeDelay
+	d.mu.Unlock()
+	time.Sleep(delay)
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.pauses = append(d.pauses, "resume "+id)
+	d.calls = append(d.calls, "resume "+id)
 	return nil
+}
+
+func (d *fakeDriver) Calls() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.calls...)
 }
 
 func (d *fakeDriver) PauseModes() map[string]string {
@@ -104,4 +118,94 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// TestResumeRaces: resumes racing each other resume the driver once and
+// all answer the running sandbox; a resume racing a delete never resumes
+// a sandbox whose teardown began. Run with -race.
+func TestResumeRaces(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{RateLimits: server.RateLimits{Lifecycle: 1000}})
+	e.Driver.mu.Lock()
+	e.Driver.ResumeDelay = 50 * time.Millisecond
+	e.Driver.mu.Unlock()
+	pause := func(id string) {
+		t.Helper()
+		if resp, body := e.do("POST", sandboxPath(id)+"/pause", e.KeyA, api.PauseSandboxRequest{}); resp.StatusCode != 200 {
+			t.Fatalf("pause: %d %s", resp.StatusCode, body)
+		}
+	}
+	race := func(reqs ...[2]string) []int {
+		var wg sync.WaitGroup
+		statuses := make([]int, len(reqs))
+		for i, r := range reqs {
+			wg.Go(func() {
+				resp, _ := e.do(r[0], r[1], e.KeyA, nil)
+				statuses[i] = resp.StatusCode
+			})
+		}
+		wg.Wait()
+		return statuses
+	}
+
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	pause(sb.ID)
+	resume := [2]string{"POST", sandboxPath(sb.ID) + "/resume"}
+	if got := race(resume, resume, resume, resume); !slices.Equal(got, []int{200, 200, 200, 200}) {
+		t.Errorf("four racing resumes answered %v, want 200 each", got)
+	}
+	if got := e.Driver.Calls(); !slices.Equal(got, []string{"pause " + sb.ID, "resume " + sb.ID}) {
+		t.Errorf("driver calls = %q, want one pause and one resume", got)
+	}
+	if got := e.get(t, sb.ID); got.Status != api.StatusActive {
+		t.Errorf("after the resumes: %s, want active", got.Status)
+	}
+
+	for range 5 {
+		sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+		pause(sb.ID)
+		got := race([2]string{"POST", sandboxPath(sb.ID) + "/resume"}, [2]string{"DELETE", sandboxPath(sb.ID)})
+		if got[1] != 204 {
+			t.Errorf("delete racing a resume answered %d, want 204", got[1])
+		}
+		calls := e.Driver.Calls()
+		del := slices.Index(calls, "delete "+sb.ID)
+		if res := slices.Index(calls, "resume "+sb.ID); res > del {
+			t.Errorf("driver calls %q: resumed after the delete", calls)
+		}
+		if st := e.get(t, sb.ID).Status; st != api.StatusDestroyed {
+			t.Errorf("after resume and delete: %s, want destroyed", st)
+		}
+	}
+}
+
+// TestPausedLimit: an account keeps at most PausedLimit paused sandboxes;
+// the next pause is 429 limit_exceeded, and an auto-pause past it
+// destroys the sandbox instead.
+func TestPausedLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{PausedLimit: 2})
+	for range 2 {
+		sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+		if resp, body := e.do("POST", sandboxPath(sb.ID)+"/pause", e.KeyA, api.PauseSandboxRequest{}); resp.StatusCode != 200 {
+			t.Fatalf("pause: %d %s", resp.StatusCode, body)
+		}
+	}
+	third := e.create(e.KeyA, api.CreateSandboxRequest{LifetimeMinutes: 5, AutoPause: true})
+	resp, body := e.do("POST", sandboxPath(third.ID)+"/pause", e.KeyA, api.PauseSandboxRequest{})
+	var env api.ErrorEnvelope
+	mustUnmarshal(t, body, &env)
+	if resp.StatusCode != 429 || env.Error == nil || env.Error.Code != api.CodeLimitExceeded || env.Error.Hint == "" {
+		t.Fatalf("third pause: %d %s, want 429 limit_exceeded with a hint", resp.StatusCode, body)
+	}
+	// Another account is not held back by this one's.
+	other := e.create(e.KeyB, api.CreateSandboxRequest{})
+	if resp, body := e.do("POST", sandboxPath(other.ID)+"/pause", e.KeyB, api.PauseSandboxRequest{}); resp.StatusCode != 200 {
+		t.Fatalf("other account's pause: %d %s", resp.StatusCode, body)
+	}
+	e.clock.Advance(5 * time.Minute)
+	e.Server.Reap(context.Background())
+	if st := e.get(t, third.ID).Status; st != api.StatusDestroyed {
+		t.Errorf("auto-pause past the limit: %s, want destroyed", st)
+	}
 }

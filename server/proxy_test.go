@@ -209,6 +209,50 @@ func proxyCases() []proxyCase {
 			nil, false,
 		},
 		{"GET /interpreter/status", "GET", "/interpreter/status", "", "GET /interpreter/status", ok(`{"running":false}`), "", nil, nil, false},
+		{
+			"POST /node-interpreter/exec", "POST", "/node-interpreter/exec", `{"code":"1+1","timeout":5}`, "POST /node-interpreter/exec",
+			ok(`{"stdout":"","result":"2","error":null,"truncated":false}`), "node_interpreter_exec",
+			map[string]any{"code": "1+1", "code_bytes": 3.0, "timeout": 5.0, "error": false},
+			nil, false,
+		},
+		{
+			"POST /node-interpreter/reset", "POST", "/node-interpreter/reset", "", "POST /node-interpreter/reset",
+			ok(`{"status":"reset"}`), "node_interpreter_reset",
+			map[string]any{},
+			nil, false,
+		},
+		{"GET /node-interpreter/status", "GET", "/node-interpreter/status", "", "GET /node-interpreter/status", ok(`{"running":false}`), "", nil, nil, false},
+		{
+			// What was typed is counted, never logged.
+			"POST /pty-exec", "POST", "/pty-exec", `{"command":"passwd","input_bytes":"aHVudGVyMgo="}`, "POST /pty-exec",
+			ok(`{"output":"ok\r\n","exit_code":0,"timed_out":false}`), "pty_exec",
+			map[string]any{"command": "passwd", "input_bytes": 8.0, "timed_out": false},
+			intp(0), false,
+		},
+		{
+			"POST /browser/navigate", "POST", "/browser/navigate", `{"url":"http://localhost:3000/"}`, "POST /browser/navigate",
+			ok(`{"title":"t","url":"http://localhost:3000/","status":200,"error":null}`), "browser_navigate",
+			map[string]any{"url": "http://localhost:3000/", "status": 200.0, "error": false},
+			nil, false,
+		},
+		{
+			"POST /browser/exec", "POST", "/browser/exec", `{"script":"document.title"}`, "POST /browser/exec",
+			ok(`{"result":"t","error":null}`), "browser_exec",
+			map[string]any{"script": "document.title", "script_bytes": 14.0, "error": false},
+			nil, false,
+		},
+		{
+			"POST /browser/screenshot", "POST", "/browser/screenshot", `{}`, "POST /browser/screenshot",
+			ok(`{"image_base64":"iVBORw0KGgo=","error":null}`), "browser_screenshot",
+			map[string]any{},
+			nil, false,
+		},
+		{
+			"POST /browser/close", "POST", "/browser/close", "", "POST /browser/close",
+			ok(`{"status":"closed"}`), "browser_close",
+			map[string]any{},
+			nil, false,
+		},
 
 		{
 			"POST /lsp/start", "POST", "/lsp/start", `{"language":"go"}`, "POST /lsp/start",

@@ -2,11 +2,9 @@ package server
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -59,9 +57,6 @@ func (l RateLimits) withDefaults(local bool) RateLimits {
 	}
 	return l
 }
-
-// rateWindow is the length of a rate-limit window.
-const rateWindow = time.Minute
 
 // Rate-limit buckets.
 const (
@@ -118,50 +113,6 @@ func (s *Server) rateLimitOf(bucket string) int {
 	return 0
 }
 
-// rateLimiter counts requests per key in fixed one-minute windows, in
-// memory: each server process keeps its own counts (as the reference's
-// memory backend), so N servers behind a balancer allow up to N times
-// the limit.
-type rateLimiter struct {
-	mu        sync.Mutex
-	windows   map[string]*window
-	lastSweep time.Time
-}
-
-type window struct {
-	start time.Time
-	count int
-}
-
-func newRateLimiter() *rateLimiter { return &rateLimiter{windows: map[string]*window{}} }
-
-// allow counts a request for key against limit and reports whether it may
-// proceed, how many requests the window has left, and when it resets.
-func (l *rateLimiter) allow(key string, limit int, now time.Time) (ok bool, remaining int, reset time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.lastSweep) >= rateWindow {
-		// Forget finished windows, so keys seen once do not pile up.
-		for k, w := range l.windows {
-			if now.Sub(w.start) >= rateWindow {
-				delete(l.windows, k)
-			}
-		}
-		l.lastSweep = now
-	}
-	w := l.windows[key]
-	if w == nil || now.Sub(w.start) >= rateWindow || now.Before(w.start) {
-		w = &window{start: now}
-		l.windows[key] = w
-	}
-	reset = w.start.Add(rateWindow).Sub(now)
-	if w.count >= limit {
-		return false, 0, reset
-	}
-	w.count++
-	return true, limit - w.count, reset
-}
-
 // limitRate counts the request in bucket under subject (an account id or
 // a client IP), sets the X-RateLimit headers, and returns a 429 when the
 // budget is spent.
@@ -177,7 +128,7 @@ func (s *Server) countRate(w http.ResponseWriter, bucket, subject string, header
 	if limit <= 0 {
 		return nil
 	}
-	ok, remaining, reset := s.limiter.allow(bucket+":"+subject, limit, s.now())
+	ok, remaining, reset := s.limiter.Allow(bucket+":"+subject, limit, s.now())
 	h := w.Header()
 	if headers || !ok {
 		h.Set(api.HeaderRateLimitLimit, strconv.Itoa(limit))
@@ -196,15 +147,4 @@ func (s *Server) countRate(w http.ResponseWriter, bucket, subject string, header
 		Hint:    fmt.Sprintf("wait %d s and try again", secs),
 		Details: map[string]any{"bucket": bucket, "limit": limit, "retry_after_seconds": secs},
 	}
-}
-
-// clientIP is the address the request came from. X-Forwarded-For is not
-// trusted: behind a proxy, every client shares the proxy's budget, which
-// is safe, where trusting the header would let anyone pick their own.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

@@ -2,12 +2,10 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -15,18 +13,14 @@ import (
 // Revocation reaches what a credential already holds (issue 17, finding
 // 3). Every request authenticated by an API key, or by a takeover token
 // (which names the API key or SSH key that minted it), runs with a context
-// that is cancelled, with errCredentialRevoked as its cause, the moment
+// that is cancelled, with authz.ErrCredentialRevoked as its cause, the moment
 // that credential is revoked: DELETE /v1/api-keys/{id} or DELETE
 // /v1/account/ssh-keys/{id} here, or on another server sharing the
 // database (Postgres NOTIFY, RevocationListener). Watch streams,
 // takeovers, process streams and interactive execs end with it; a
 // streamed exec stops streaming while its command runs on, audited
-// (forward's handover). Takeover tokens a revoked credential minted are
+// (proxy.Forward's handover). Takeover tokens a revoked credential minted are
 // refused at use (parseTakeoverToken).
-
-// errCredentialRevoked is the cause of a request context's cancellation
-// when its credential was revoked.
-var errCredentialRevoked = errors.New("the request's credential was revoked")
 
 // recentRevocations is how long a revocation is remembered, for a request
 // that authenticated just before it and starts watching just after.
@@ -50,7 +44,7 @@ func (rv *revocations) watch(id string, cancel context.CancelCauseFunc, now time
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
 	if at, ok := rv.recent[id]; ok && now.Sub(at) < recentRevocations {
-		cancel(errCredentialRevoked)
+		cancel(authz.ErrCredentialRevoked)
 		return func() {}
 	}
 	m := rv.subs[id]
@@ -89,7 +83,7 @@ func (rv *revocations) revoke(id string, now time.Time) {
 	rv.recent[id] = now
 	rv.mu.Unlock()
 	for _, cancel := range cancels {
-		cancel(errCredentialRevoked)
+		cancel(authz.ErrCredentialRevoked)
 	}
 }
 
@@ -135,19 +129,12 @@ func (s *Server) withRevocation(r *http.Request) (*http.Request, func()) {
 	}
 }
 
-// errStreamRevoked ends a stream whose credential was revoked.
-var errStreamRevoked = &api.Error{
-	Status: http.StatusUnauthorized, Code: api.CodeInvalidAPIKey,
-	Message: "the credential of this stream was revoked; the stream ends here",
-	Hint:    "a command it started runs on and is in the audit log; use a valid key",
-}
-
 // listenRevocations runs the store's RevocationListener, if it has one,
 // until ctx is done, reconnecting after failures. Each time it is
 // (re)connected, the credentials of requests in flight are checked
 // against the store, for revocations it may have missed.
 func (s *Server) listenRevocations(ctx context.Context) {
-	l, ok := s.store.(model.RevocationListener)
+	l, ok := s.rawStore().(model.RevocationListener)
 	if !ok {
 		return
 	}

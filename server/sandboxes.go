@@ -13,12 +13,11 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
-
-const maxLabelLen = 200
 
 // cleanupTimeout bounds compensating work (tearing down a half-created
 // sandbox) that must finish even when the request that started it is gone.
@@ -72,8 +71,8 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 	p := createParams{label: req.Label, size: req.Size, storageGB: req.StorageGB, count: req.Count, autoPause: req.AutoPause}
 	maxMin := int(s.cfg.MaxLifetime / time.Minute)
 	switch {
-	case len(req.Label) > maxLabelLen:
-		return p, httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", maxLabelLen), "")
+	case len(req.Label) > model.MaxLabelLen:
+		return p, httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", model.MaxLabelLen), "")
 	case req.Label != "" && req.Count > 1:
 		return p, httpx.Invalid("label", "a label names one sandbox, so it cannot go with a count above 1",
 			"leave the label out, or create the sandboxes one at a time with labels of their own")
@@ -115,13 +114,13 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p.imageID = req.ImageID
-	if p.imageRoot, err = s.imageRoot(accountFrom(r.Context()).ID, req.ImageID); err != nil {
+	if p.imageRoot, err = s.images.RootFS(accountFrom(r.Context()).ID, req.ImageID); err != nil {
 		return err
 	}
-	if p.volumes, err = s.validateVolumeMounts(r.Context(), accountFrom(r.Context()), req.VolumeMounts); err != nil {
+	if p.volumes, err = s.volumes.ValidateMounts(r.Context(), accountFrom(r.Context()), req.VolumeMounts); err != nil {
 		return err
 	}
-	if p.egress, err = s.egressGrants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
+	if p.egress, err = s.mcpconns.Grants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
 		return err
 	}
 	hosts, err := egressHosts(authz.From(r.Context()).Key, req.EgressHosts)
@@ -163,7 +162,7 @@ func (s *Server) startSandboxes(ctx context.Context, acct *model.Account, p crea
 	if err := s.reserveSandboxes(ctx, acct, p, recs); err != nil {
 		return nil, err
 	}
-	if err := s.attachVolumes(ctx, recs, p.volumes); err != nil {
+	if err := s.volumes.Attach(ctx, recs, p.volumes); err != nil {
 		return nil, err
 	}
 	sbs := make([]*model.Sandbox, p.count)
@@ -220,8 +219,8 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 	if err := s.recordCreate(ctx, sb, p); err != nil {
 		s.log.ErrorContext(ctx, "record sandbox", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)
-		if isStorageFault(err) {
-			return nil, storageFailed("create the sandbox")
+		if model.IsStorageFault(err) {
+			return nil, model.StorageFailed("create the sandbox")
 		}
 		return nil, sandboxFailed("create")
 	}
@@ -233,8 +232,8 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
 		s.discard(ctx, sb.ID)
-		if isStorageFault(err) {
-			return nil, storageFailed("create the sandbox")
+		if model.IsStorageFault(err) {
+			return nil, model.StorageFailed("create the sandbox")
 		}
 		if he, ok := errors.AsType[*model.HostLimitError](err); ok {
 			return nil, he.APIError("create")
@@ -261,7 +260,7 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 func (s *Server) discard(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	s.sidecars.forget(id)
+	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "tear down failed sandbox", "sandbox", id, "err", err)
 	}
@@ -270,12 +269,9 @@ func (s *Server) discard(ctx context.Context, id string) {
 	}
 }
 
-// sandboxFailed is the safe answer when the driver or a sidecar failed;
-// the cause is in the log under the request id.
-func sandboxFailed(op string) *api.Error {
-	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not %s the sandbox", op).
-		WithHint("retry; if it keeps failing, the server log has the cause under this request id")
-}
+// sandboxFailed is the safe answer when the driver or a sidecar failed
+// (model.SandboxFailed).
+func sandboxFailed(op string) *api.Error { return model.SandboxFailed(op) }
 
 func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	activeOnly := false
@@ -312,6 +308,19 @@ func (s *Server) loadSandbox(r *http.Request) (*model.Sandbox, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load sandbox: %w", err)
+	}
+	return sb, nil
+}
+
+// loadActive is loadSandbox for an operation on a running sandbox: one
+// that is not active is refused (notActive).
+func (s *Server) loadActive(r *http.Request) (*model.Sandbox, error) {
+	sb, err := s.loadSandbox(r)
+	if err != nil {
+		return nil, err
+	}
+	if !sb.Active() {
+		return nil, notActive(sb)
 	}
 	return sb, nil
 }
@@ -360,10 +369,31 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 		if errors.Is(err, errNotActive) {
 			return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already destroyed", sb.ID)
 		}
+		if e := unrecordedDestroy(sb.ID, err); e != nil {
+			s.log.ErrorContext(ctx, "record destroyed sandbox", "sandbox", sb.ID, "err", err)
+			return e
+		}
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// unrecordedDestroy is the answer to a removal the driver carried out but
+// the database could not record (it is full, read-only or failing: the
+// usual state of a host that ran out of disk, where removing sandboxes is
+// how space is freed), else nil. The row stays live until a retry.
+func unrecordedDestroy(id string, err error) *api.Error {
+	status, code := http.StatusServiceUnavailable, api.CodeServiceUnavailable
+	switch {
+	case model.IsStorageFault(err):
+		status, code = http.StatusInsufficientStorage, api.CodeInsufficientStorage
+	case errors.Is(err, model.ErrStoreReadOnly), errors.Is(err, model.ErrStoreIO):
+	default:
+		return nil
+	}
+	return api.Errorf(status, code, "sandbox %s was torn down and its storage released, but the removal could not be recorded: %s", id, audit.Reason(err)).
+		WithHint("retry the removal once the database takes writes again (the server log has the cause); until then the sandbox is listed as it was")
 }
 
 // endedAnswer is the answer to a call to a sandbox that this server
@@ -393,8 +423,9 @@ func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
 // Calls in flight to the sandbox, and those that start meanwhile, are
 // ended first, so none reads the sidecar's death as a loss.
 func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
-	defer s.calls.end(id, endedAnswer(id, status))()
-	s.sidecars.forget(id)
+	defer s.calls.End(id, endedAnswer(id, status))()
+	defer s.lifecycleLocks.lock(id)() // after a pause or resume under way
+	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
 		return nil, sandboxFailed("delete")

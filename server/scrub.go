@@ -26,22 +26,3 @@ func (s *Server) newExecScrub(r *http.Request) *scrub.Exec {
 	}
 	return &scrub.Exec{Idle: s.scrubIdle}
 }
-
-// routeScrubber wraps w for a proxied route whose answer carries command
-// output (proxyRoute.scrub), when r's account scrubs it. finish passes on
-// what is held; call it once the answer is complete.
-func (s *Server) routeScrubber(rt proxyRoute, r *http.Request, w http.ResponseWriter) (http.ResponseWriter, func()) {
-	if rt.flags&(scrubsProcessStream|scrubsProcessOutput|scrubsInterpreter) == 0 || !scrubsOutput(r) {
-		return w, func() {}
-	}
-	switch {
-	case rt.flags&scrubsProcessStream != 0:
-		ss := scrub.NewSSE(w, s.scrubIdle)
-		return ss, func() { ss.FlushHeld(); ss.Stop() }
-	case rt.flags&scrubsInterpreter != 0:
-		j := scrub.NewJSONRewriter(w, scrub.InterpreterResult)
-		return j, j.Finish
-	}
-	j := scrub.NewJSONRewriter(w, scrub.ProcessOutput)
-	return j, j.Finish
-}

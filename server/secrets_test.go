@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -310,5 +311,107 @@ func TestMCPHTTPRequest(t *testing.T) {
 	}
 	if reqs := up.requests(); len(reqs) != 1 || reqs[0].Header.Get("Authorization") != value {
 		t.Errorf("destination got %v", reqs)
+	}
+}
+
+// TestSecretEnv: the weaker mode puts a secret's value in one exec's
+// environment only when the server allows it; the value is redacted from
+// the result and the audit log names the secret only.
+func TestSecretEnv(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	e := newEnvWithStore(t, server.Config{Secrets: testSecrets(t, st), SecretEnv: true}, st)
+	const value = "env-secret-value-7788"
+	e.Sidecar.ExecFunc = func(w http.ResponseWriter, _ *http.Request, req api.ExecRequest) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"exit_code":0,"stdout":"token=%s\n","stderr":"","duration_ms":1}`, req.Env["TOKEN"])
+	}
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "API_TOKEN", Value: value, AllowedHosts: []string{"a.example.com"}})
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "OTHER", Value: "other-9", AllowedHosts: []string{"a.example.com"}})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"API_TOKEN"}})
+
+	resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "echo token=$TOKEN", SecretEnv: map[string]string{"TOKEN": "API_TOKEN"}})
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "token=[REDACTED_SECRET:API_TOKEN]") || strings.Contains(string(body), value) {
+		t.Errorf("exec with secret_env: %d %s", resp.StatusCode, body)
+	}
+	reqs, _ := e.Sidecar.Requests()
+	if len(reqs) != 1 || reqs[0].Env["TOKEN"] != value || reqs[0].SecretEnv != nil {
+		t.Errorf("the sidecar got %+v", reqs)
+	}
+	_, logBody := e.do("GET", sandboxPath(sb.ID, "/log"), e.KeyA, nil)
+	if !strings.Contains(string(logBody), `"secret_env":{"TOKEN":"API_TOKEN"}`) || strings.Contains(string(logBody), value) {
+		t.Errorf("audit log: %s", logBody)
+	}
+	for _, tt := range []struct {
+		req    api.ExecRequest
+		header []string
+		status int
+		code   string
+	}{
+		{api.ExecRequest{Command: "true", SecretEnv: map[string]string{"TOKEN": "OTHER"}}, nil, 404, api.CodeSecretNotReferenced},
+		{api.ExecRequest{Command: "true", SecretEnv: map[string]string{"LD_PRELOAD": "API_TOKEN"}}, nil, 422, api.CodeValidation},
+		{api.ExecRequest{Command: "true", SecretEnv: map[string]string{"1X": "API_TOKEN"}}, nil, 422, api.CodeValidation},
+		{api.ExecRequest{Command: "true", Env: map[string]string{"TOKEN": "x"}, SecretEnv: map[string]string{"TOKEN": "API_TOKEN"}}, nil, 422, api.CodeValidation},
+		{api.ExecRequest{Command: "true", SecretEnv: map[string]string{"TOKEN": "API_TOKEN"}}, []string{"Accept", api.ContentTypeNDJSON}, 422, api.CodeValidation},
+	} {
+		resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, tt.req, tt.header...)
+		wantError(t, resp, body, tt.status, tt.code)
+	}
+
+	// Off by default.
+	off, _ := newSecretsEnv(t)
+	createSecret(t, off, off.KeyA, api.CreateSecretRequest{Name: "API_TOKEN", Value: value, AllowedHosts: []string{"a.example.com"}})
+	sb2 := off.create(off.KeyA, api.CreateSandboxRequest{SecretNames: []string{"API_TOKEN"}})
+	resp, body = off.do("POST", sandboxPath(sb2.ID, "/exec"), off.KeyA, api.ExecRequest{Command: "true", SecretEnv: map[string]string{"TOKEN": "API_TOKEN"}})
+	wantError(t, resp, body, 422, api.CodeNotSupported)
+}
+
+// TestHTTPRequestEchoes: echoes the redactor must still see — a
+// compressed answer to a request that asked for compression itself, and
+// a value straddling the answer's size limit — come back redacted, and a
+// value with URL and JSON syntax in it reaches the destination as is.
+func TestHTTPRequestEchoes(t *testing.T) {
+	t.Parallel()
+	e, _ := newSecretsEnv(t)
+	const value = `v@l/u+e=&"<>\ü-77431`
+	var got []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := r.Header.Get("X-Api-Key")
+		got = append(got, k)
+		switch r.URL.Path {
+		case "/gzip":
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			fmt.Fprintf(zw, "echo %s", k)
+			_ = zw.Close()
+		case "/big":
+			fmt.Fprint(w, strings.Repeat("x", api.MaxHTTPResponseBody-5)+k)
+		}
+	}))
+	t.Cleanup(up.Close)
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "ODD", Value: value, AllowedHosts: []string{"127.0.0.1"}})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"ODD"}})
+	for _, tt := range []struct {
+		path, wantEnd string
+		truncated     bool
+	}{
+		{"/gzip", "echo [REDACTED_SECRET:ODD]", false},
+		{"/big", "xxxxx[REDA", true},
+	} {
+		resp, body := e.do("POST", sandboxPath(sb.ID, "/http-request"), e.KeyA, api.HTTPRequest{
+			URL: up.URL + tt.path, Headers: map[string]string{"X-Api-Key": "{{secret:ODD}}", "Accept-Encoding": "gzip"},
+		})
+		var res api.HTTPResponse
+		mustUnmarshal(t, body, &res)
+		if resp.StatusCode != 200 || !strings.HasSuffix(res.Body, tt.wantEnd) || res.Truncated != tt.truncated {
+			t.Errorf("%s: %d, truncated %v, ends %q", tt.path, resp.StatusCode, res.Truncated, res.Body[max(0, len(res.Body)-40):])
+		}
+		if strings.Contains(string(body), value[:5]) {
+			t.Errorf("%s: the answer has (part of) the value", tt.path)
+		}
+	}
+	if len(got) != 2 || got[0] != value || got[1] != value {
+		t.Errorf("the destination got %q", got)
 	}
 }

@@ -19,15 +19,27 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/accounts"
+	"github.com/boxkite/boxkite/server/auditlog"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/exec"
+	"github.com/boxkite/boxkite/server/hostedmcp"
+	"github.com/boxkite/boxkite/server/imagesapi"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/internal/scrub"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
+	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/preview"
+	"github.com/boxkite/boxkite/server/proxy"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
+	"github.com/boxkite/boxkite/server/takeover"
+	"github.com/boxkite/boxkite/server/volumes"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -46,7 +58,10 @@ type Config struct {
 	MaxPausedAge time.Duration
 	// SnapshotLimit is how many snapshots an account may keep; 0 means
 	// api.DefaultSnapshotLimit, negative no limit.
-	SnapshotLimit  int
+	SnapshotLimit int
+	// PausedLimit is how many paused sandboxes an account may keep; 0
+	// means DefaultPausedLimit, negative no limit.
+	PausedLimit    int
 	ReaperInterval time.Duration // how often expired sandboxes are destroyed; default 1s
 	// BootstrapAPIKey, when set, is registered as an admin key of the
 	// BootstrapEmail account at Init (local mode). Idempotent across restarts.
@@ -61,7 +76,7 @@ type Config struct {
 	AccessTokenTTL time.Duration // default 30m
 	// Images keeps sandbox images (server/images); nil means image_id and
 	// /v1/images are not supported.
-	Images ImageStore
+	Images imagesapi.Store
 	// MCPCatalog maps an MCP catalog id to the host[:port] a connection
 	// grants egress to; nil means DefaultMCPCatalog().
 	MCPCatalog map[string]string
@@ -91,6 +106,15 @@ type Config struct {
 	// (server/secrets); nil means a server without a secrets key, whose
 	// secrets routes answer 503 secrets_unavailable.
 	Secrets *secrets.Service
+	// PreviewBaseURL is where host-based preview URLs are served
+	// (server/preview): "https://preview.example.com" makes
+	// https://<port>-<id>.preview.example.com; "" means *.localhost on
+	// the port the request came to (local mode).
+	PreviewBaseURL string
+	// SecretEnv allows exec's secret_env: a secret's value in one
+	// command's environment, inside the sandbox (docs/secrets.md: weaker
+	// than http_request). Off by default.
+	SecretEnv bool
 }
 
 // Defaults of Config.
@@ -102,6 +126,7 @@ const (
 	DefaultMaxCount        = 10
 	DefaultReaperInterval  = time.Second
 	DefaultMaxPausedAge    = 7 * 24 * time.Hour
+	DefaultPausedLimit     = 10
 	DefaultBootstrapEmail  = "local@localhost"
 	DefaultTakeoverFlush   = 10 * time.Second
 	DefaultMaxExecOutput   = 16 << 20
@@ -134,6 +159,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxPausedAge == 0 {
 		c.MaxPausedAge = DefaultMaxPausedAge
+	}
+	if c.PausedLimit == 0 {
+		c.PausedLimit = DefaultPausedLimit
 	}
 	if c.BootstrapEmail == "" {
 		c.BootstrapEmail = DefaultBootstrapEmail
@@ -178,6 +206,9 @@ func (c Config) validate() error {
 	return c.Limits.validate()
 }
 
+// DefaultMaxVolumeGB caps size_gb of a volume when Config.MaxVolumeGB is 0.
+const DefaultMaxVolumeGB = 100
+
 // Server is the control plane. It is an http.Handler; Init prepares the
 // store, Run does the background work, Serve combines them with a listener.
 type Server struct {
@@ -187,13 +218,14 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	now      func() time.Time
-	sidecars *sidecarClients
+	sidecars *sidecar.Clients
 	touches  *keyToucher
 	// alog writes the audit log and pushes new entries to watchers;
 	// allowlists caches compiled command allowlists; metrics backs /metrics.
 	alog           *audit.Log
 	frozen         frozenSandboxes
-	calls          sandboxCalls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
+	calls          sidecar.Calls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
+	lifecycleLocks sandboxLocks  // pause, resume and destroy of one sandbox, one at a time (sandboxlock.go)
 	allowlists     *allowlist.Cache
 	metrics        *metrics
 	watchKeepAlive time.Duration
@@ -205,7 +237,7 @@ type Server struct {
 
 	jwt     jwtKeys
 	hasher  *authn.Hasher
-	limiter *rateLimiter
+	limiter *limits.RateLimiter
 	// registered are the registered routes (register), their docs left
 	// out; streamingPOST the POST patterns exempt from Idempotency-Key.
 	registered      []httpx.Route
@@ -214,16 +246,26 @@ type Server struct {
 	lastPausedSweep time.Time // of paused sandboxes past MaxPausedAge; only Run touches it
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
 	healthTimeout time.Duration
-	// copyBufs recycles the proxy's copy buffers (proxy.go).
-	copyBufs sync.Pool
 	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
 	e2b      http.Handler
 	e2bMatch func(*http.Request) bool
+	// preview serves preview URLs (preview_routes.go); nil when the
+	// store keeps none.
+	preview *preview.Service
 	// console serves /ui/ (MountConsole).
 	console http.Handler
 
 	// The subsystems, each serving its own routes (mount).
 	accounts *accounts.Service
+	volumes  *volumes.Service
+	mcpconns *mcpconns.Service
+	takeover *takeover.Service
+	images   *imagesapi.Service
+	exec     *exec.Service
+	auditlog *auditlog.Service
+	proxy    *proxy.Service
+	// hostedMCP serves /mcp/ by calling this server in-process.
+	hostedMCP *hostedmcp.Service
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
 	docs    []httpx.RouteDoc
 	openAPI func() ([]byte, error)
@@ -244,31 +286,36 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		log = slog.Default()
 	}
 	s := &Server{
-		cfg:            cfg,
-		store:          store,
+		cfg: cfg,
+		// Every data access goes through the authorization layer: the
+		// server keeps no other handle on the store.
+		store:          authz.Wrap(store),
 		driver:         driver,
 		log:            slog.New(httpx.LogHandler{Handler: log.Handler()}),
 		mux:            http.NewServeMux(),
 		now:            time.Now,
-		sidecars:       newSidecarClients(),
+		sidecars:       sidecar.NewClients(),
 		touches:        newKeyToucher(),
 		allowlists:     allowlist.NewCache(),
-		watchKeepAlive: DefaultWatchKeepAlive,
+		watchKeepAlive: auditlog.DefaultKeepAlive,
 		scrubIdle:      scrub.DefaultIdleFlush,
 		revocations:    newRevocations(),
 		hasher:         authn.NewHasher(),
-		limiter:        newRateLimiter(),
-		streamingPOST:  streamingPOSTs(),
+		limiter:        limits.NewRateLimiter(),
+		streamingPOST:  map[string]bool{}, // filled by mount
 		healthTimeout:  2 * time.Second,
 	}
 	s.metrics = newMetrics(func() (float64, error) {
-		n, err := store.CountActiveSandboxes(context.Background(), "")
+		n, err := s.store.CountActiveSandboxes(context.Background(), "")
 		return float64(n), err
 	})
-	s.alog = audit.New(store, s.log, func() time.Time { return s.now() }, s.metrics.auditAppends, s.metrics.auditFailures)
+	s.alog = audit.New(s.store, s.log, func() time.Time { return s.now() }, s.metrics.auditAppends, s.metrics.auditFailures)
 	s.driver = countingDriver{driver, s.metrics}
 	if err := s.subsystems(); err != nil {
 		return nil, err
+	}
+	if err := s.newPreviews(); err != nil {
+		return nil, fmt.Errorf("server config: %w", err)
 	}
 	s.routes()
 	s.openAPI = sync.OnceValues(s.buildOpenAPI)
@@ -292,14 +339,126 @@ func (s *Server) subsystems() error {
 		},
 		Revoked: func(id string) { s.revocations.revoke(id, s.now()) },
 	})
+	if err != nil {
+		return err
+	}
+	maxVolumeGB := s.cfg.MaxVolumeGB
+	if maxVolumeGB <= 0 {
+		maxVolumeGB = DefaultMaxVolumeGB
+	}
+	s.volumes, err = volumes.New(volumes.Deps{
+		Store:          s.store,
+		Driver:         s.driver.(countingDriver).Driver, // volumes are not counted
+		Log:            s.log,
+		Now:            func() time.Time { return s.now() },
+		MaxGB:          maxVolumeGB,
+		AdmitWrite:     s.capacityWrite,
+		Discard:        s.discard,
+		CleanupTimeout: cleanupTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	s.mcpconns, err = mcpconns.New(mcpconns.Deps{
+		Store: s.store, Now: func() time.Time { return s.now() }, Catalog: s.mcpCatalog(),
+	})
+	if err != nil {
+		return err
+	}
+	s.hostedMCP, err = hostedmcp.New(hostedmcp.Deps{Version: s.cfg.Version, Serve: s})
+	if err != nil {
+		return err
+	}
+	s.auditlog, err = auditlog.New(auditlog.Deps{
+		Store: s.store, Audit: s.alog, Log: s.log, LoadSandbox: s.loadSandbox,
+		Watching:  func(d float64) { s.metrics.watchers.Add(d) },
+		KeepAlive: func() time.Duration { return s.watchKeepAlive },
+	})
+	if err != nil {
+		return err
+	}
+	s.images, err = imagesapi.New(imagesapi.Deps{
+		Images: s.cfg.Images, Store: s.store, Audit: s.alog, Now: func() time.Time { return s.now() }, WriteLogPage: s.auditlog.WritePage,
+	})
+	if err != nil {
+		return err
+	}
+	s.proxy, err = proxy.New(proxy.Deps{
+		Audit:            s.alog,
+		Log:              s.log,
+		Now:              func() time.Time { return s.now() },
+		Sidecars:         s.sidecars,
+		Calls:            &s.calls,
+		LoadActive:       s.loadActive,
+		FrozenAnswer:     s.frozenAnswer,
+		Unreachable:      s.unreachable,
+		CheckBodyCommand: s.checkBodyCommand,
+		AdmitWrite:       s.admitWrite,
+		BrokenDisk:       s.brokenDisk,
+		SyncDisk:         s.syncDisk,
+		ScrubsOutput:     scrubsOutput,
+		ScrubIdle:        func() time.Duration { return s.scrubIdle },
+	})
+	if err != nil {
+		return err
+	}
+	s.exec, err = exec.New(exec.Deps{
+		Audit:          s.alog,
+		Log:            s.log,
+		Now:            func() time.Time { return s.now() },
+		LoadActive:     s.loadActive,
+		Forward:        s.proxy.Forward,
+		DialSidecarWS:  s.dialSidecarWS,
+		AbortResponse:  s.proxy.AbortResponse,
+		SyncDisk:       s.syncDisk,
+		Healthy:        s.sidecarHealthy,
+		FrozenAnswer:   s.frozenAnswer,
+		Calls:          &s.calls,
+		CheckCommand:   s.checkCommand,
+		NewScrub:       s.newExecScrub,
+		ObserveExec:    s.metrics.exec,
+		SecretEnv:      s.secretEnv,
+		MaxOutputBytes: s.cfg.MaxExecOutputBytes,
+	})
+	if err != nil {
+		return err
+	}
+	s.takeover, err = takeover.New(takeover.Deps{
+		Store:           s.store,
+		Audit:           s.alog,
+		Log:             s.log,
+		Now:             func() time.Time { return s.now() },
+		LoadSandbox:     s.loadSandbox,
+		LoadActive:      s.loadActive,
+		NotActive:       notActive,
+		DialSidecarWS:   s.dialSidecarWS,
+		AuthenticateKey: s.authenticateKey,
+		CredentialValid: s.credentialValid,
+		JWTKey:          s.jwtKey,
+		BastionKey:      s.cfg.BastionKey,
+		Recording:       s.cfg.TakeoverRecording,
+		FlushInterval:   s.cfg.TakeoverFlushInterval,
+	})
 	return err
 }
 
 // mount registers a subsystem's routes behind the guard (register) and
-// keeps their docs for /openapi.json.
-func (s *Server) mount(routes []httpx.Route) {
+// documents them.
+func (s *Server) mount(routes []httpx.Route) { s.mountIf(true, routes) }
+
+// mountIf registers routes when served is set; either way /openapi.json
+// documents them (a server without images still publishes their API).
+func (s *Server) mountIf(served bool, routes []httpx.Route) {
 	for _, rt := range routes {
-		s.register(rt.Pattern, rt.Cred, rt.Handler)
+		if served {
+			if rt.Streaming {
+				s.streamingPOST[rt.Pattern] = true
+			}
+			s.register(rt.Pattern, rt.Cred, rt.Handler)
+		}
+		if rt.Auth == httpx.AuthKey {
+			rt.Auth = rt.Cred.DocAuth()
+		}
 		s.docs = append(s.docs, rt.RouteDoc)
 	}
 }
@@ -314,7 +473,7 @@ func (s *Server) routes() {
 	s.handlePublic("GET /metrics", s.serveMetrics)
 	s.handlePublic("GET /openapi.json", s.serveOpenAPI)
 
-	s.imageRoutes()
+	s.mountIf(s.images.Served(), s.images.Routes()) // server/imagesapi
 	s.handle("POST /v1/sandboxes", s.createSandbox)
 	s.handle("GET /v1/sandboxes", s.listSandboxes)
 	s.handle("GET /v1/sandboxes/{id}", s.getSandbox)
@@ -323,27 +482,17 @@ func (s *Server) routes() {
 	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)   // pause.go
 	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
 	s.mount(s.snap.Routes())                                    // server/snapshot
-	s.register("POST /v1/sandboxes/{id}/exec", httpx.CredTakeover, s.execSandbox)
-	s.registerProxyRoutes() // files, processes, interpreter, lsp: proxy_routes.go
-	s.register("GET /v1/sandboxes/{id}/takeover", httpx.CredTakeover, s.takeover)
-	s.register("GET /v1/sandboxes/{id}/exec/interactive", httpx.CredTakeover, s.execInteractive) // interactive.go
-	s.handle("POST /v1/sandboxes/{id}/takeover-token", s.createTakeoverToken)
-	s.handle("GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}", s.getRecording)
-	s.register("POST /v1/bastion/takeover-token", httpx.CredBastion, s.bastionTakeoverToken)
-	s.handle("GET /v1/sandboxes/{id}/log", s.getLog)
-	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats) // stats.go
-	s.handleQueryKey("GET /v1/sandboxes/{id}/watch", s.watchSandbox)
+	s.mount(s.exec.Routes())                                    // server/exec
+	s.mount(s.proxy.Routes())                                   // server/proxy: files, processes, interpreter, lsp
+	s.mount(s.takeover.Routes())                                // server/takeover
+	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats)    // stats.go
+	s.mount(s.auditlog.Routes())                                // server/auditlog: log and watch
 
-	s.handle("POST /v1/volumes", s.createVolume)
-	s.handle("GET /v1/volumes", s.listVolumes)
-	s.handle("GET /v1/volumes/{id}", s.getVolume)
-	s.handle("DELETE /v1/volumes/{id}", s.deleteVolume)
-	s.handle("POST /v1/mcp-connections", s.createMCPConnection)
-	s.handle("GET /v1/mcp-connections", s.listMCPConnections)
-	s.handle("GET /v1/mcp-connections/{id}", s.getMCPConnection)
-	s.handle("DELETE /v1/mcp-connections/{id}", s.deleteMCPConnection)
-	s.mcpRoutes()    // the hosted MCP endpoint: mcp.go
-	s.secretRoutes() // the secrets broker: secrets_routes.go
+	s.mount(s.volumes.Routes())   // server/volumes
+	s.mount(s.mcpconns.Routes())  // server/mcpconns
+	s.mount(s.hostedMCP.Routes()) // server/hostedmcp
+	s.secretRoutes()              // the secrets broker: secrets_routes.go
+	s.previewRoutes()             // preview URLs: preview_routes.go
 	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
 	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
 	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)
@@ -408,6 +557,14 @@ func (s *Server) Run(ctx context.Context) error {
 		s.watchStorage(ctx)
 	}()
 	defer func() { <-storageDone }()
+	if s.preview != nil {
+		previewDone := make(chan struct{})
+		go func() {
+			defer close(previewDone)
+			s.preview.Run(ctx) // request counts to the audit log
+		}()
+		defer func() { <-previewDone }()
+	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -7,9 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/boxkite/boxkite/server/internal/audit"
-
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/snapshot"
 )
@@ -52,7 +51,7 @@ func (p snapshotPort) Start(ctx context.Context, acct *model.Account, from *mode
 		return nil, err
 	}
 	params.imageID, params.fromSnapshot = from.ImageID, from.Key
-	if params.imageRoot, err = s.imageRoot(acct.ID, from.ImageID); err != nil {
+	if params.imageRoot, err = s.images.RootFS(acct.ID, from.ImageID); err != nil {
 		return nil, err
 	}
 	if err := s.admitCreate(ctx, params.count); err != nil {

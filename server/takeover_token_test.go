@@ -12,6 +12,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/takeover"
 )
 
 const testBastionKey = "bastion-key-for-tests-0123456789abcdef"
@@ -169,7 +170,7 @@ func TestTakeoverRecording(t *testing.T) {
 		t.Fatalf("delete: %d %s", resp.StatusCode, body)
 	}
 	resp, body := e.do("GET", sandboxPath(sb.ID, "/takeover-recordings/"+end.RecordingID), e.KeyA, nil)
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != server.ContentTypeAsciicast || len(body) != end.RecordingBytes {
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != takeover.ContentTypeAsciicast || len(body) != end.RecordingBytes {
 		t.Fatalf("recording: %d %q %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 	}
 	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")

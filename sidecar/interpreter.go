@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -21,6 +22,31 @@ import (
 
 //go:embed interpreter_driver.py
 var interpreterDriver string
+
+//go:embed interpreter_driver.js
+var nodeDriver string
+
+// interpRuntime is a language the persistent interpreter speaks: how its
+// driver starts, and where its replies come (stdout, or descriptor 3
+// when the driver cannot move its own stdout out of the way).
+type interpRuntime struct {
+	name    string // for messages: "python3", "node"
+	binary  string
+	args    func() []string
+	replyFD bool
+}
+
+var (
+	pythonRuntime = interpRuntime{name: "python3", binary: "python3", args: func() []string {
+		return []string{"-u", "-c", interpreterDriver, strconv.Itoa(interpreterOutputCap), strconv.Itoa(interpreterMemory)}
+	}}
+	// Node's heap is bounded by --max-old-space-size (MiB), as the
+	// reference does; its replies go to descriptor 3, so output of child
+	// processes, which inherit stdout, cannot garble them.
+	nodeRuntime = interpRuntime{name: "node", binary: "node", replyFD: true, args: func() []string {
+		return []string{"--max-old-space-size=" + strconv.Itoa(interpreterMemory>>20), "-e", nodeDriver, "--", strconv.Itoa(interpreterOutputCap)}
+	}}
+)
 
 const (
 	interpreterOutputCap = 256 << 10 // stdout and stderr of one request, together
@@ -35,6 +61,7 @@ const (
 type interpreter struct {
 	h    *Handler
 	idle time.Duration
+	rt   interpRuntime
 
 	run sync.Mutex // held for the whole of one request
 
@@ -55,8 +82,8 @@ type pyProc struct {
 	killOnce  sync.Once
 }
 
-func newInterpreter(h *Handler, idle time.Duration) *interpreter {
-	return &interpreter{h: h, idle: idle}
+func newInterpreter(h *Handler, idle time.Duration, rt interpRuntime) *interpreter {
+	return &interpreter{h: h, idle: idle, rt: rt}
 }
 
 // interpreterReply is a reply line of the driver.
@@ -122,12 +149,11 @@ func (in *interpreter) done() {
 // start launches the driver as the sandbox user and waits for its ready line.
 func (in *interpreter) start(ctx context.Context) (*pyProc, error) {
 	h := in.h
-	python, err := lookPath(h.env, "python3")
+	bin, err := lookPath(h.env, in.rt.binary)
 	if err != nil {
-		return nil, fmt.Errorf("%w: python3: %v", errInterpreter, err)
+		return nil, fmt.Errorf("%w: %s: %v", errInterpreter, in.rt.name, err)
 	}
-	cmd := exec.Command(python, "-u", "-c", interpreterDriver,
-		strconv.Itoa(interpreterOutputCap), strconv.Itoa(interpreterMemory))
+	cmd := exec.Command(bin, in.rt.args()...)
 	cmd.Dir, cmd.Env = h.workspace, h.env
 	if cmd.SysProcAttr, err = h.sysProcAttr(); err != nil {
 		return nil, fmt.Errorf("start interpreter: %w", err)
@@ -136,8 +162,16 @@ func (in *interpreter) start(ctx context.Context) (*pyProc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start interpreter: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	var stdout io.ReadCloser
+	if in.rt.replyFD {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("start interpreter: %w", err)
+		}
+		defer w.Close() // the child has its copy
+		cmd.ExtraFiles = []*os.File{w}
+		stdout = r
+	} else if stdout, err = cmd.StdoutPipe(); err != nil {
 		return nil, fmt.Errorf("start interpreter: %w", err)
 	}
 	// The driver sends its own stderr through its capture pipe; what
@@ -146,11 +180,13 @@ func (in *interpreter) start(ctx context.Context) (*pyProc, error) {
 	cmd.Stderr = stderr
 	cmd.WaitDelay = time.Second // a child that kept stderr open must not hold up kill
 	if err := cmd.Start(); err != nil {
+		stdout.Close()
 		return nil, fmt.Errorf("%w: start: %v", errInterpreter, err)
 	}
 	p := &pyProc{cmd: cmd, pgid: cmd.Process.Pid, stdin: stdin, replies: make(chan []byte, 1), startedAt: time.Now().UTC()}
 	go func() {
 		defer close(p.replies)
+		defer stdout.Close()
 		br := bufio.NewReaderSize(stdout, 64<<10)
 		for {
 			line, err := br.ReadBytes('\n')
@@ -255,6 +291,25 @@ func (in *interpreter) status() api.InterpreterStatus {
 }
 
 func (h *Handler) interpreterExec(w http.ResponseWriter, r *http.Request) error {
+	return h.runInterpreter(w, r, h.sess.interp)
+}
+
+// nodeExec serves POST /node-interpreter/exec: the same as the Python
+// interpreter's, with a persistent Node.js.
+func (h *Handler) nodeExec(w http.ResponseWriter, r *http.Request) error {
+	return h.runInterpreter(w, r, h.sess.node)
+}
+
+func (h *Handler) nodeReset(w http.ResponseWriter, _ *http.Request) error {
+	h.sess.node.stop()
+	return writeJSON(w, http.StatusOK, api.InterpreterReset{Status: "reset"})
+}
+
+func (h *Handler) nodeStatus(w http.ResponseWriter, _ *http.Request) error {
+	return writeJSON(w, http.StatusOK, h.sess.node.status())
+}
+
+func (h *Handler) runInterpreter(w http.ResponseWriter, r *http.Request, in *interpreter) error {
 	var req api.InterpreterExecRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
@@ -267,7 +322,7 @@ func (h *Handler) interpreterExec(w http.ResponseWriter, r *http.Request) error 
 		timeout = api.DefaultInterpreterTimeout
 	}
 	timeout = min(max(timeout, 1), api.MaxInterpreterTimeout)
-	res, err := h.sess.interp.exec(r.Context(), req.Code, time.Duration(timeout)*time.Second)
+	res, err := in.exec(r.Context(), req.Code, time.Duration(timeout)*time.Second)
 	if errors.Is(err, errInterpreter) {
 		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "%v", err).
 			WithHint("the interpreter was restarted; its variables are gone")

@@ -64,6 +64,8 @@ type session struct {
 	limits  ToolLimits
 	procs   *procTable
 	interp  *interpreter
+	node    *interpreter // the Node.js interpreter (node_interpreter)
+	browser *browser     // headless Chromium (the browser tools; browser.go)
 	pty     *ptyHub
 	lsp     *lspTable
 	budget  *budget
@@ -77,7 +79,9 @@ func (h *Handler) processRoutes() {
 	h.sess = &session{
 		limits:  l,
 		procs:   newProcTable(l),
-		interp:  newInterpreter(h, l.InterpreterIdle),
+		interp:  newInterpreter(h, l.InterpreterIdle, pythonRuntime),
+		node:    newInterpreter(h, l.InterpreterIdle, nodeRuntime),
+		browser: newBrowser(h),
 		pty:     &ptyHub{h: h},
 		lsp:     newLSPTable(h, l),
 		budget:  newBudget(l.MaxExecCount, l.MaxExecSeconds),
@@ -96,6 +100,14 @@ func (h *Handler) processRoutes() {
 	h.handle("POST /interpreter/exec", h.budgeted(h.interpreterExec))
 	h.handle("POST /interpreter/reset", h.interpreterReset)
 	h.handle("GET /interpreter/status", h.interpreterStatus)
+	h.handle("POST /node-interpreter/exec", h.budgeted(h.nodeExec)) // interpreter.go
+	h.handle("POST /node-interpreter/reset", h.nodeReset)
+	h.handle("GET /node-interpreter/status", h.nodeStatus)
+	h.handle("POST /pty-exec", h.budgeted(h.ptyExec))                 // ptyexec.go
+	h.handle("POST /browser/navigate", h.budgeted(h.browserNavigate)) // browser.go
+	h.handle("POST /browser/exec", h.budgeted(h.browserExec))
+	h.handle("POST /browser/screenshot", h.browserScreenshot)
+	h.handle("POST /browser/close", h.browserClose)
 
 	h.handle("GET /pty", h.ptyAttach) // through handle: the token is checked before the upgrade
 
@@ -121,6 +133,8 @@ func (h *Handler) Close() error {
 func (h *Handler) teardown() {
 	h.sess.procs.killAll()
 	h.sess.interp.stop()
+	h.sess.node.stop()
+	h.sess.browser.stop()
 	h.sess.lsp.stopAll()
 }
 

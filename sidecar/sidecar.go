@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -92,6 +93,7 @@ func (h *Handler) routes() {
 	h.handle("GET /exec/interactive", h.budgeted(h.execInteractive)) // interactive.go
 	h.fileRoutes()                                                   // files_routes.go: files, search, watch, raw and archive transfer
 	h.processRoutes()                                                // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
+	h.handle(previewPattern, h.preview)                              // preview.go: a port of the sandbox's network namespace
 	if h.opts.Claimable {
 		h.handle(claimPattern, h.claim) // claim.go: a warm-pool sidecar gets its sandbox's token
 	}
@@ -129,7 +131,7 @@ func streamedUpload(r *http.Request) bool {
 	case "PUT /files/raw", "POST /files/archive":
 		return true
 	}
-	return false
+	return strings.HasPrefix(r.URL.Path, "/preview/") // an app's uploads and streams
 }
 
 func (h *Handler) health(w http.ResponseWriter, _ *http.Request) {

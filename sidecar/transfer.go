@@ -7,13 +7,14 @@ import (
 	"strconv"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 )
 
 // queryPath returns the required ?path= of a transfer route.
 func queryPath(r *http.Request) (string, error) {
 	p := r.URL.Query().Get("path")
 	if p == "" {
-		return "", api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "query parameter path is required")
+		return "", apihttp.PathRequired()
 	}
 	return p, nil
 }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -23,7 +24,7 @@ type HTTPRequester interface {
 
 // Optional returns every opt-in tool, in a stable order.
 func Optional() []Tool {
-	return []Tool{httpRequestTool()}
+	return append([]Tool{httpRequestTool(), ptyExecTool(), nodeInterpreterTool(), runTestsTool()}, browserTools()...)
 }
 
 // OptionalNames are the names of the opt-in tools.
@@ -121,4 +122,122 @@ func httpResponseText(res *api.HTTPResponse) string {
 		fmt.Fprintf(&b, "\n(secrets used: %s)", strings.Join(res.SecretsUsed, ", "))
 	}
 	return Redact(b.String())
+}
+
+// NodeInterpreter runs JavaScript in the sandbox's persistent Node.js
+// interpreter (node_interpreter).
+type NodeInterpreter interface {
+	NodeInterpreterExec(ctx context.Context, req api.InterpreterExecRequest) (*api.InterpreterExecResult, error)
+}
+
+// PTYExecer runs a command on a terminal of its own (pty_exec).
+type PTYExecer interface {
+	PTYExec(ctx context.Context, req api.PTYExecRequest) (*api.PTYExecResult, error)
+}
+
+func nodeInterpreterTool() Tool {
+	return Tool{
+		Name: "node_interpreter",
+		Description: "Run JavaScript in a persistent Node.js interpreter in the sandbox: variables, functions and required modules survive between calls. " +
+			"Returns what the code printed and the value of its last expression (a promise is awaited: end with one, since top-level await is a syntax error), or the error's stack.",
+		Schema: object(
+			strParam("code", "The JavaScript to run, as a script: use require(), not import.").req(),
+			intParam("timeout", "Seconds before the interpreter is stopped (default 30, max 300).", api.DefaultInterpreterTimeout, 1, pythonMaxTimeout),
+		),
+		Handler: runNode,
+	}
+}
+
+func runNode(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
+	in := struct {
+		Code    string `json:"code"`
+		Timeout int    `json:"timeout"`
+	}{Timeout: api.DefaultInterpreterTimeout}
+	if msg := decode("node_interpreter", args, &in); msg != "" {
+		return msg, nil
+	}
+	if strings.TrimSpace(in.Code) == "" {
+		return "Error: code must not be empty", nil
+	}
+	ni, ok := sb.(NodeInterpreter)
+	if !ok {
+		return unsupported("the Node.js interpreter"), nil
+	}
+	res, err := ni.NodeInterpreterExec(ctx, api.InterpreterExecRequest{Code: in.Code, Timeout: clamp(in.Timeout, 1, pythonMaxTimeout)})
+	if text, done, err := result(err); done {
+		return text, err
+	}
+	return interpreterText(res), nil
+}
+
+// interpreterText renders an interpreter's result: what it printed, then
+// the error or the last value.
+func interpreterText(res *api.InterpreterExecResult) string {
+	var parts []string
+	if s := strings.TrimRight(res.Stdout, "\n"); s != "" {
+		parts = append(parts, s)
+	}
+	if res.Truncated {
+		parts = append(parts, "... (output truncated)")
+	}
+	switch {
+	case res.Error != nil:
+		parts = append(parts, "Error:\n"+strings.TrimRight(*res.Error, "\n"))
+	case res.Result != nil:
+		parts = append(parts, *res.Result)
+	}
+	if len(parts) == 0 {
+		return "(no output)"
+	}
+	return Redact(strings.Join(parts, "\n"))
+}
+
+func ptyExecTool() Tool {
+	return Tool{
+		Name: "pty_exec",
+		Description: "Run one command on a terminal (for programs that need a TTY: prompts, pagers, progress bars), typing input_text into it, " +
+			"and return what the terminal showed and the exit code. The command is split into words like a shell would but not run by one: " +
+			"no pipes, redirections or $variables. The account's command allowlist applies.",
+		Schema: object(
+			strParam("command", "The program and its arguments, e.g. `python3 setup.py` or `npm init`.").req(),
+			strParam("input_text", "Text typed into the terminal, e.g. answers to prompts ending in \\n.").dflt(""),
+			numParam("timeout_seconds", "Seconds before the command is killed (default 30, max 120).", api.DefaultPTYTimeout, api.MinPTYTimeout, api.MaxPTYTimeout),
+		),
+		Handler: runPTYExec,
+	}
+}
+
+func runPTYExec(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
+	in := struct {
+		Command string  `json:"command"`
+		Input   string  `json:"input_text"`
+		Timeout float64 `json:"timeout_seconds"`
+	}{Timeout: api.DefaultPTYTimeout}
+	if msg := decode("pty_exec", args, &in); msg != "" {
+		return msg, nil
+	}
+	if strings.TrimSpace(in.Command) == "" {
+		return "Error: command must not be empty", nil
+	}
+	pe, ok := sb.(PTYExecer)
+	if !ok {
+		return unsupported("commands on a terminal"), nil
+	}
+	res, err := pe.PTYExec(ctx, api.PTYExecRequest{
+		Command: in.Command, InputBytes: base64.StdEncoding.EncodeToString([]byte(in.Input)),
+		TimeoutSeconds: max(api.MinPTYTimeout, min(in.Timeout, api.MaxPTYTimeout)),
+	})
+	if text, done, err := result(err); done {
+		return text, err
+	}
+	out := strings.TrimRight(strings.ReplaceAll(res.Output, "\r\n", "\n"), "\n")
+	switch {
+	case res.TimedOut:
+		return Redact(fmt.Sprintf("Error: timed out after %gs\n%s", in.Timeout, out)), nil
+	case res.ExitCode != nil && *res.ExitCode != 0:
+		return Redact(fmt.Sprintf("Error (exit code %d):\n%s", *res.ExitCode, out)), nil
+	case out == "":
+		return "(command completed with no output)", nil
+	}
+	return Redact(out), nil
 }

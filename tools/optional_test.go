@@ -91,3 +91,68 @@ func TestHTTPRequestTool(t *testing.T) {
 		t.Errorf("without the capability: %q", got)
 	}
 }
+
+// optFake also runs the Node.js interpreter and PTY commands.
+type optFake struct {
+	fake
+	node func(api.InterpreterExecRequest) (*api.InterpreterExecResult, error)
+	pty  func(api.PTYExecRequest) (*api.PTYExecResult, error)
+}
+
+func (f *optFake) NodeInterpreterExec(_ context.Context, r api.InterpreterExecRequest) (*api.InterpreterExecResult, error) {
+	return f.node(r)
+}
+
+func (f *optFake) PTYExec(_ context.Context, r api.PTYExecRequest) (*api.PTYExecResult, error) {
+	return f.pty(r)
+}
+
+func TestNodeAndPTYTools(t *testing.T) {
+	str := func(s string) *string { return &s }
+	code := func(n int) *int { return &n }
+	var gotPTY api.PTYExecRequest
+	f := &optFake{
+		node: func(r api.InterpreterExecRequest) (*api.InterpreterExecResult, error) {
+			if r.Code == "boom" {
+				return &api.InterpreterExecResult{Stdout: "before\n", Error: str("Error: boom\n    at input.js:1")}, nil
+			}
+			return &api.InterpreterExecResult{Stdout: "hi\n", Result: str("42")}, nil
+		},
+		pty: func(r api.PTYExecRequest) (*api.PTYExecResult, error) {
+			gotPTY = r
+			switch r.Command {
+			case "slow":
+				return &api.PTYExecResult{Output: "partial\r\n", TimedOut: true}, nil
+			case "fails":
+				return &api.PTYExecResult{Output: "nope\r\n", ExitCode: code(2)}, nil
+			}
+			return &api.PTYExecResult{Output: "Name? ada\r\nhello ada\r\n", ExitCode: code(0)}, nil
+		},
+	}
+	tests := []struct {
+		tool Tool
+		args string
+		want string
+	}{
+		{nodeInterpreterTool(), `{"code":"x"}`, "hi\n42"},
+		{nodeInterpreterTool(), `{"code":"boom"}`, "before\nError:\nError: boom\n    at input.js:1"},
+		{nodeInterpreterTool(), `{"code":" "}`, "Error: code must not be empty"},
+		{ptyExecTool(), `{"command":"ask","input_text":"ada\n"}`, "Name? ada\nhello ada"},
+		{ptyExecTool(), `{"command":"fails"}`, "Error (exit code 2):\nnope"},
+		{ptyExecTool(), `{"command":"slow","timeout_seconds":500}`, "Error: timed out after 500s\npartial"},
+	}
+	for _, tt := range tests {
+		if got := tt.tool.Call(t.Context(), f, json.RawMessage(tt.args)); got != tt.want {
+			t.Errorf("%s %s = %q, want %q", tt.tool.Name, tt.args, got, tt.want)
+		}
+	}
+	if gotPTY.TimeoutSeconds != api.MaxPTYTimeout {
+		t.Errorf("timeout not clamped: %v", gotPTY.TimeoutSeconds)
+	}
+	for tool, args := range map[string]string{"node_interpreter": `{"code":"x"}`, "pty_exec": `{"command":"x"}`} {
+		tl, _ := Lookup(Optional(), tool)
+		if got := tl.Call(t.Context(), &fake{}, json.RawMessage(args)); !strings.Contains(got, "does not support") {
+			t.Errorf("%s without the capability: %q", tool, got)
+		}
+	}
+}

@@ -150,6 +150,11 @@ type ExecRequest struct {
 	MaxOutputBytes int64 `json:"max_output_bytes,omitempty"`
 	// OnOutputLimit is OutputLimitTruncate (the default, "") or OutputLimitStop.
 	OnOutputLimit string `json:"on_output_limit,omitempty"`
+	// SecretEnv sets environment variables (name → secret name) to the
+	// values of the sandbox's secrets, for this command only: the weaker
+	// mode of docs/secrets.md, off unless the server allows it. The
+	// values are redacted from the JSON result; streaming is refused.
+	SecretEnv map[string]string `json:"secret_env,omitempty"`
 }
 
 // ExecResult is the JSON (non-streaming) answer to an exec.

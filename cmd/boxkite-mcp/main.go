@@ -90,7 +90,9 @@ It is started by an MCP client; set it up with ` + "`boxkite mcp init <client>`"
 Configuration: BOXKITE_BASE_URL and BOXKITE_API_KEY, else the boxkite CLI's
 config (BOXKITE_HOME, default ~/.boxkite: config.toml, else local.toml).
 
-  --enable TOOL,…   add opt-in tools to the 31: http_request (secrets broker)
+  --enable TOOL,…   add opt-in tools to the 31: http_request (secrets broker),
+                    pty_exec, node_interpreter, run_tests, browser_navigate,
+                    browser_exec, browser_screenshot, browser_close
 `
 
 type nopWriteCloser struct{ io.Writer }

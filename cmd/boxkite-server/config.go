@@ -72,6 +72,8 @@ type options struct {
 	maxStorageGB    float64
 	maxVolumeGB     float64
 	mcpCatalog      string
+	previewBaseURL  string
+	allowSecretEnv  bool
 	recordTakeovers bool
 	console         bool // serve the web console at /ui/
 	maxCount        int
@@ -80,6 +82,7 @@ type options struct {
 	clones          string // local.Config.Clones
 	snapshotLimit   int
 	maxPausedAge    time.Duration
+	pausedLimit     int
 	version         bool
 
 	// What the local driver's sandboxes may take of the host
@@ -162,6 +165,8 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.Float64Var(&o.maxStorageGB, "max-storage-gb", server.DefaultMaxStorageGB, "largest storage_gb a create may ask for")
 	fs.IntVar(&o.maxCount, "max-count", server.DefaultMaxCount, "most sandboxes one create may ask for")
 	fs.Float64Var(&o.maxVolumeGB, "max-volume-gb", server.DefaultMaxVolumeGB, "largest size_gb a volume may ask for")
+	fs.BoolVar(&o.allowSecretEnv, "allow-secret-env", false, "allow exec's secret_env, which puts a secret's value in one command's environment inside the sandbox (weaker than http_request; docs/secrets.md)")
+	fs.StringVar(&o.previewBaseURL, "preview-base-url", "", "`URL` (scheme://domain) under which host-based preview URLs are served, as <port>-<sandbox id>.domain; empty: *.localhost on the request's port (docs/previews.md)")
 	fs.StringVar(&o.mcpCatalog, "mcp-catalog", "", "MCP connection catalog as comma-separated `id=host[:port]` entries, replacing the default (github, slack, notion, linear)")
 	fs.BoolVar(&o.recordTakeovers, "takeover-recording", false, "keep an asciicast recording of every terminal takeover, readable after the sandbox is gone")
 	fs.BoolVar(&o.console, "console", true, "serve the web console at /ui/ (docs/console.md)")
@@ -176,6 +181,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.warmPool, "warm-pool", defaultWarmPool, "sandboxes of the default size kept started ahead of need, so creates are fast (0: none)")
 	fs.StringVar(&o.clones, "disk-clones", local.ClonesAuto, "local driver: how sandbox disks are copied for snapshots and forks: auto (copy-on-write clones on a loop-mounted XFS when root with xfsprogs, else copies), xfs (clones or fail), off (copies)")
 	fs.DurationVar(&o.maxPausedAge, "max-paused-age", server.DefaultMaxPausedAge, "how long a sandbox may stay paused before it is destroyed (-1s: forever)")
+	fs.IntVar(&o.pausedLimit, "paused-limit", 0, "paused sandboxes one account may keep (0: 10; -1: no limit)")
 	fs.IntVar(&o.snapshotLimit, "snapshot-limit", 0, "snapshots one account may keep (0: 10; -1: no limit)")
 	fs.IntVar(&o.rateSnapshot, "rate-snapshot", 0, "snapshots taken per account per minute (0: 10, or 1000 in local mode; -1: no limit)")
 	fs.Int64Var(&o.minFreeDiskMiB, "min-free-disk-mib", 0, "local driver: free space (MiB) of the state directory's filesystem below which creates and uploads are refused with 507, and below half of which running sandboxes are frozen (0: 1024, or a tenth of a smaller filesystem; -1: no watermark)")

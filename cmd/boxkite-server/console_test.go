@@ -205,8 +205,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	want := []string{
 		"signin.redirect", "signin.keyboard", "signin.cookie", "signin.cookie-hidden", "create",
-		"terminal.output", "log.live-within-1s", "log.expand", "readonly.checkbox", "readonly.sees-others",
-		"readonly.cannot-type", "terminal.keyboard-leaves", "files.byte-exact", "page.snapshots", "page.secrets", "page.keys", "page.ssh-keys",
+		"terminal.output", "log.live-within-1s", "log.expand", "terminal.resize", "readonly.checkbox", "readonly.sees-others",
+		"readonly.cannot-type", "terminal.keyboard-leaves", "files.byte-exact", "fork", "fork.destroy", "pause", "pause.no-terminal", "resume", "page.snapshots", "page.secrets", "page.keys", "page.ssh-keys",
 		"page.images", "page.volumes", "notfound.other-account/", "notfound.other-account/log",
 		"notfound.other-account/terminal", "phone.sandboxes.no-overflow", "phone.sandbox.no-overflow",
 		"phone.terminal.no-overflow", "color-scheme", "signout.ends-terminal", "signout.cookie-dead",

@@ -58,6 +58,41 @@ func TestE2BSDK(t *testing.T) {
 	e2btui.Check(t, client.New(srv.base, srv.key), res)
 }
 
+// TestE2BPause (issue 22) runs pause.mjs (internal/e2bsdk) with the real
+// e2b SDK against boxkite-server on the local driver: pause with and
+// without memory, Sandbox.connect resuming, the paused state in list and
+// getInfo, and lifecycle.onTimeout "pause". About 20 s.
+func TestE2BPause(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real sandboxes")
+	}
+	sdk := e2bsdk.Dir(t)
+	srv := startE2BServer(t)
+	e2bsdk.RunPause(t, sdk, e2bsdk.Server{Base: srv.base, Key: srv.key}, srv.out.String)
+
+	// The statuses the SDK hides: pause 204 then 409 {code: 409};
+	// connect 201 when it resumed, 200 when it was running.
+	id, _ := e2bCreate(t, srv.base, srv.key)
+	key := http.Header{"X-API-Key": {srv.key}}
+	for _, step := range []struct {
+		method, path string
+		status       int
+		body         string // a part of the answer
+	}{
+		{http.MethodPost, "/sandboxes/" + id + "/pause", http.StatusNoContent, ""},
+		{http.MethodPost, "/sandboxes/" + id + "/pause", http.StatusConflict, `"code":409`},
+		{http.MethodGet, "/sandboxes/" + id, http.StatusOK, `"state":"paused"`},
+		{http.MethodPost, "/v2/sandboxes/" + id + "/connect", http.StatusCreated, `"sandboxID":"` + id + `"`},
+		{http.MethodPost, "/v2/sandboxes/" + id + "/connect", http.StatusOK, `"sandboxID":"` + id + `"`},
+		{http.MethodGet, "/sandboxes/" + id, http.StatusOK, `"state":"running"`},
+	} {
+		status, body := e2bDo(t, srv.base, step.method, step.path, key, "{}")
+		if status != step.status || !strings.Contains(string(body), step.body) {
+			t.Errorf("%s %s: %d %s, want %d with %s", step.method, step.path, status, body, step.status, step.body)
+		}
+	}
+}
+
 // e2bCreate creates a sandbox through the E2B API and returns its id and
 // envd access token.
 func e2bCreate(t *testing.T, base, key string) (id, token string) {

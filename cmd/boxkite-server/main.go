@@ -168,6 +168,7 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 		RateLimits:        server.RateLimits{Lifecycle: opts.rateLifecycle, Ops: opts.rateOps, Auth: opts.rateAuth, Snapshot: opts.rateSnapshot},
 		SnapshotLimit:     opts.snapshotLimit,
 		MaxPausedAge:      opts.maxPausedAge,
+		PausedLimit:       opts.pausedLimit,
 		JWTSecret:         opts.jwtSecret,
 		BastionKey:        opts.bastionKey,
 		TakeoverRecording: opts.recordTakeovers,
@@ -175,6 +176,9 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 
 		MaxVolumeGB: opts.maxVolumeGB,
 		MCPCatalog:  catalog,
+
+		PreviewBaseURL: opts.previewBaseURL,
+		SecretEnv:      opts.allowSecretEnv,
 	}
 	if sb.images == nil {
 		cfg.Images = nil // a nil *images.Manager in the interface would look set
@@ -189,7 +193,7 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	// The E2B-compatible API (docs/e2b.md) on the same listener.
 	srv.MountE2B(e2b.New(srv.E2B(), store, log), e2b.Matches)
 	if opts.console {
-		ui, err := console.New(console.Config{API: srv, Log: log})
+		ui, err := console.New(console.Config{API: srv, Log: log, LinkKey: srv.ConsoleLinkKey})
 		if err != nil {
 			return err
 		}
@@ -252,7 +256,10 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass, HostUsers: opts.hostUsers,
 			MaxLifetime: opts.maxLifetime, PoolSize: opts.warmPool, EgressHost: opts.egressHost,
 			ControlPlaneNamespace: controlPlaneNamespace(opts.kubeconfig),
-			Log:                   log.With("driver", "kube"),
+			// Replicas must share it (a ReadWriteMany volume at the state
+			// directory) to restore each other's snapshots.
+			SnapshotDir: filepath.Join(opts.stateDir, "snapshots"),
+			Log:         log.With("driver", "kube"),
 		})
 		if err != nil {
 			return nil, err

@@ -76,6 +76,13 @@ func Unmarshal(body []byte, v any) error {
 	return badJSON(err)
 }
 
+// PathRequired is the answer to a file transfer without ?path=, the
+// sidecar's and the control plane's alike.
+func PathRequired() *api.Error {
+	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "query parameter path is required").
+		WithHint("name the file or directory in the sandbox, e.g. ?path=/workspace/data.csv")
+}
+
 func badJSON(err error) *api.Error {
 	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "request body is not valid JSON: %v", err).
 		WithHint("send one JSON object with Content-Type: application/json")

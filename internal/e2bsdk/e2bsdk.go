@@ -32,7 +32,7 @@ const Env = "BOXKITE_TEST_E2B_SDK"
 // The SDK versions the facade is tested with.
 var versions = map[string]string{"e2b": "2.51.0", "@e2b/code-interpreter": "2.8.0"}
 
-//go:embed flows.mjs connect.mjs bench.mjs
+//go:embed flows.mjs connect.mjs bench.mjs pause.mjs
 var scripts embed.FS
 
 // Dir returns the SDK directory, skipping t (failing it in CI) without one.
@@ -67,7 +67,7 @@ var Checks = []string{
 	"files.write-read-text", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
 	"files.makeDir", "files.list-depth", "files.remove", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
 	"files.signedUrl-forged", "files.watchDir",
-	"pty.echo", "pty.resize", "list.metadata", "list.metadata-none", "getInfo", "pause.not-supported", "autoPause.not-supported",
+	"pty.echo", "pty.resize", "list.metadata", "list.metadata-none", "getInfo",
 	"connect.new-process",
 	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",
 	"setTimeout.expires", "list.pages", "runCode.state", "runCode.stdout", "runCode.error", "runCode.contexts",
@@ -125,12 +125,46 @@ func RunFlows(t testing.TB, sdk string, srv Server, log func() string) Results {
 	return res
 }
 
+// PauseChecks are what pause.mjs must report (issue 22 through the SDK).
+var PauseChecks = []string{
+	"pause", "pause.again-false", "getInfo.paused", "list.paused", "list.running-without-paused", "list.default-both",
+	"envd.paused-refused", "connect.resumes", "connect.endAt-not-shorter", "resume.counter-continues", "resume.files",
+	"connect.running-200", "pause.filesystem", "getInfo.paused-filesystem", "resume.filesystem-files",
+	"resume.filesystem-processes-ended", "kill.paused", "kill.paused-gone", "pause.unknown-NotFound",
+	"autoPause.lifecycle", "autoPause.paused", "autoPause.resumes", "autoPauseMemory.not-supported",
+}
+
+// RunPause runs pause.mjs with the SDK in sdk against srv (Key only) and
+// fails t for every check it did not pass.
+func RunPause(t testing.TB, sdk string, srv Server, log func() string) {
+	t.Helper()
+	run := scriptDir(t, sdk)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "pause.mjs")
+	cmd.Dir = run
+	cmd.Env = append(os.Environ(), "E2B_API_URL="+srv.Base, "E2B_SANDBOX_URL="+srv.Base, "E2B_API_KEY="+srv.Key,
+		"RUN_ID="+fmt.Sprint(time.Now().UnixNano()), "E2B_DOMAIN=boxkite.invalid")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	t.Logf("pause.mjs:\n%s%s", out, stderr.String())
+	if err != nil {
+		t.Fatalf("pause.mjs: %v\nserver log:\n%s", err, log())
+	}
+	for _, want := range PauseChecks {
+		if !bytes.Contains(out, []byte("ok "+want+"\n")) {
+			t.Errorf("pause.mjs did not pass %s", want)
+		}
+	}
+}
+
 // scriptDir writes the scripts to a directory beside the SDK's
 // node_modules (ESM resolves packages from the script's directory up).
 func scriptDir(t testing.TB, sdk string) string {
 	t.Helper()
 	run := t.TempDir()
-	for _, f := range []string{"flows.mjs", "connect.mjs", "bench.mjs"} {
+	for _, f := range []string{"flows.mjs", "connect.mjs", "bench.mjs", "pause.mjs"} {
 		b, err := scripts.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -135,11 +135,7 @@ check('list.metadata-none', none.length === 0, none)
 const got = await sbx.getInfo()
 check('getInfo', got.sandboxId === sbx.sandboxId && got.metadata.run === process.env.RUN_ID && got.endAt > got.startedAt, got)
 
-// pausing is not supported yet: a clear error that says what to do instead
-const paused = await rejects(() => sbx.pause())
-check('pause.not-supported', paused !== null && /not supported/.test(paused.message) && /setTimeout/.test(paused.message), String(paused))
-const autoPause = await rejects(() => Sandbox.create({ lifecycle: { onTimeout: 'pause' } }))
-check('autoPause.not-supported', autoPause !== null && /not supported/.test(autoPause.message), String(autoPause))
+// pause and resume: pause.mjs
 
 const child = spawnSync(process.execPath, [new URL('./connect.mjs', import.meta.url).pathname, sbx.sandboxId], { encoding: 'utf8', env: process.env })
 check('connect.new-process', child.status === 0 && child.stdout.includes('connected-out'), { status: child.status, out: child.stdout, err: child.stderr })

@@ -101,6 +101,24 @@ var goCalls = map[string]goCall{
 	"sandboxes.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return none(c.DeleteSandbox(ctx, a.s("id")))
 	},
+	"sandboxes.fork": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ForkSandbox(ctx, a.s("id"), a.i("count"))
+	},
+	"snapshots.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.CreateSnapshot(ctx, a.s("id"), a.s("label"))
+	},
+	"snapshots.list": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.Snapshots(ctx, a.s("id"))
+	},
+	"snapshots.get": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.Snapshot(ctx, a.s("snapshot_id"))
+	},
+	"snapshots.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.DeleteSnapshot(ctx, a.s("snapshot_id")))
+	},
+	"snapshots.restore": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.RestoreSnapshot(ctx, a.s("snapshot_id"), a.s("label"))
+	},
 	"sandbox.exec": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		env := map[string]string{}
 		if m, ok := a["env"].(map[string]any); ok {

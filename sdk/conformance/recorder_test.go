@@ -34,17 +34,7 @@ var notCalled = map[string]string{
 	"GET /v1/sandboxes/{id}/exec/interactive": "a WebSocket: the SDKs speak HTTP only (Node 20, Python's standard library and ureq have no WebSocket client); " +
 		"the Go client's StartInteractive is tested in client/ and cmd/boxkite",
 	"GET /v1/sandboxes/{id}/takeover": "a WebSocket to the terminal, for people (boxkite attach, the bastion), not for SDKs",
-	// Not yet in the SDKs: the routes of issue 22.
-	"GET /v1/snapshots":                 pendingSnapshots,
-	"GET /v1/snapshots/{id}":            pendingSnapshots,
-	"DELETE /v1/snapshots/{id}":         pendingSnapshots,
-	"POST /v1/snapshots/{id}/restore":   pendingSnapshots,
-	"GET /v1/sandboxes/{id}/snapshots":  pendingSnapshots,
-	"POST /v1/sandboxes/{id}/snapshots": pendingSnapshots,
-	"POST /v1/sandboxes/{id}/fork":      pendingSnapshots,
 }
-
-const pendingSnapshots = "snapshots and fork (issue 22) landed after the SDKs of issue 25: their SDK calls and cases are still to write (docs/sdks.md)"
 
 // maxCapture bounds the part of a body the recorder keeps to check.
 const maxCapture = 4 << 20

@@ -16,6 +16,8 @@
 package console
 
 import (
+	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,6 +51,11 @@ type Config struct {
 	// LinkTTL is how long a one-time sign-in link may wait to be opened;
 	// default 2 minutes.
 	LinkTTL time.Duration
+	// LinkKey returns the key one-time links are sealed with (links.go),
+	// the same on every server sharing the database, so that a link
+	// minted by one opens on any (server.(*Server).ConsoleLinkKey); nil
+	// means a random key of this console's, whose links open only here.
+	LinkKey func(context.Context) ([]byte, error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -58,7 +65,6 @@ type Console struct {
 	cfg    Config
 	log    *slog.Logger
 	mux    *http.ServeMux
-	links  *links
 	assets *assets
 }
 
@@ -84,7 +90,12 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
-	c := &Console{cfg: cfg, log: log, mux: http.NewServeMux(), links: newLinks(), assets: as}
+	if cfg.LinkKey == nil {
+		key := make([]byte, linkKeySize)
+		_, _ = rand.Read(key) // crypto/rand.Read never fails
+		cfg.LinkKey = func(context.Context) ([]byte, error) { return key, nil }
+	}
+	c := &Console{cfg: cfg, log: log, mux: http.NewServeMux(), assets: as}
 	c.routes()
 	return c, nil
 }

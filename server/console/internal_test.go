@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -103,30 +104,57 @@ func FuzzAPIPath(f *testing.F) {
 	})
 }
 
-// TestLinksExpire: a link taken after its expiry is refused, and its
-// session comes back to be revoked; the number waiting is bounded.
-func TestLinksExpire(t *testing.T) {
-	l := newLinks()
-	now := testNow
-	l.add("a", session{keyID: "ka"}, now.Add(DefaultLinkTTL), now)
-	l.add("b", session{keyID: "kb"}, now.Add(DefaultLinkTTL), now)
-	if s, ok, dead := l.take("a", now.Add(time.Second)); !ok || s.keyID != "ka" || len(dead) != 0 {
-		t.Fatalf("take a = %+v %v %v", s, ok, dead)
+// TestLinkCode: a link's code gives back what was sealed with the same
+// key only; another key, a changed byte or a cut code give nothing.
+func TestLinkCode(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, linkKeySize)
+	l := link{key: session{keyID: "0b9e0a5e-0000-4000-8000-000000000000", key: "bxk_live_abc-_DEF"}, exp: testNow}
+	code, err := sealLink(key, l)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, ok, _ := l.take("a", now.Add(time.Second)); ok {
-		t.Fatal("a taken twice")
+	if got, ok := openLinkCode(key, code); !ok || got.key != l.key || !got.exp.Equal(l.exp) {
+		t.Fatalf("openLinkCode = %+v, %v; want %+v", got, ok, l)
 	}
-	_, ok, dead := l.take("b", now.Add(DefaultLinkTTL))
-	if ok || len(dead) != 1 || dead[0].keyID != "kb" {
-		t.Fatalf("expired b: ok %v, dead %v", ok, dead)
+	if again, _ := sealLink(key, l); again == code {
+		t.Error("two codes of one link are equal (no fresh nonce)")
 	}
-	var pushed int
-	for i := range maxPendingLinks + 5 {
-		pushed += len(l.add(string(rune('a'+i%26))+strings.Repeat("x", i), session{keyID: "k"}, now.Add(time.Hour), now))
+	other := bytes.Repeat([]byte{8}, linkKeySize)
+	flipped := []byte(code)
+	flipped[len(flipped)/2] ^= 1
+	for name, c := range map[string]struct {
+		key  []byte
+		code string
+	}{
+		"another key": {other, code}, "a changed byte": {key, string(flipped)}, "cut": {key, code[:len(code)-4]},
+		"empty": {key, ""}, "not base64": {key, "!!!!"}, "short key": {key[:16], code},
+	} {
+		if got, ok := openLinkCode(c.key, c.code); ok {
+			t.Errorf("%s: opened as %+v", name, got)
+		}
 	}
-	if len(l.m) > maxPendingLinks || pushed != 5 {
-		t.Errorf("%d links waiting, %d pushed out; want at most %d, 5", len(l.m), pushed, maxPendingLinks)
+	// A sealed key that is not of a session's shape is refused too.
+	bad, _ := sealLink(key, link{key: session{keyID: "id", key: "has space"}, exp: testNow})
+	if _, ok := openLinkCode(key, bad); ok {
+		t.Error("a key with a space opened")
 	}
+}
+
+func FuzzOpenLinkCode(f *testing.F) {
+	key := bytes.Repeat([]byte{7}, linkKeySize)
+	code, _ := sealLink(key, link{key: session{keyID: "k1", key: "bxk_live_x"}, exp: testNow})
+	for _, s := range []string{code, "", "AAAA", code[:20], code + "A"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, code string) {
+		l, ok := openLinkCode(key, code)
+		if !ok {
+			return
+		}
+		if _, valid := parseSession(l.key.cookieValue()); !valid || l.exp.Unix() <= 0 {
+			t.Fatalf("openLinkCode(%q) = %+v", code, l)
+		}
+	})
 }
 
 var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -2,15 +2,12 @@ package console
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -185,20 +182,30 @@ func (c *Console) mintSession(ctx context.Context, r *http.Request, auth string)
 }
 
 // revokeStale revokes the account's session keys older than SessionTTL,
-// whose cookies have expired; a failure is only logged.
+// whose cookies have expired, and its link keys older than LinkTTL, whose
+// links have; a failure is only logged.
 func (c *Console) revokeStale(ctx context.Context, r *http.Request, s session) {
 	var keys []api.APIKey
 	if err := c.call(ctx, r, http.MethodGet, "/v1/api-keys", s.auth(), nil, &keys); err != nil {
 		c.log.WarnContext(ctx, "console: list session keys", "err", err)
 		return
 	}
-	cutoff := c.cfg.Now().Add(-c.cfg.SessionTTL)
+	now := c.cfg.Now()
 	for _, k := range keys {
-		if k.Name != SessionKeyName || k.RevokedAt != nil || !k.CreatedAt.Before(cutoff) {
+		var ttl time.Duration
+		switch k.Name {
+		case SessionKeyName:
+			ttl = c.cfg.SessionTTL
+		case LinkKeyName:
+			ttl = c.cfg.LinkTTL
+		default:
+			continue
+		}
+		if k.RevokedAt != nil || !k.CreatedAt.Before(now.Add(-ttl)) {
 			continue
 		}
 		if err := c.call(ctx, r, http.MethodDelete, "/v1/api-keys/"+k.ID, s.auth(), nil, nil); err != nil {
-			c.log.WarnContext(ctx, "console: revoke stale session key", "key", k.ID, "err", err)
+			c.log.WarnContext(ctx, "console: revoke stale key", "key", k.ID, "name", k.Name, "err", err)
 		}
 	}
 }
@@ -223,134 +230,4 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-// LinkResponse answers POST /ui/links: Path, appended to the server's
-// base URL, signs a browser in once before ExpiresAt.
-type LinkResponse struct {
-	Path      string    `json:"path"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// createLink serves POST /ui/links for `boxkite ui`: with an admin API key
-// in the Authorization header it mints a session key (POST /v1/api-keys,
-// so a member key is refused there) and answers a one-time link to it.
-func (c *Console) createLink(w http.ResponseWriter, r *http.Request) error {
-	auth := r.Header.Get("Authorization")
-	if auth == "" {
-		return api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "missing API key").
-			WithHint("send Authorization: Bearer <admin API key>; `boxkite ui` does")
-	}
-	if r.Header.Get("Origin") != "" {
-		return errCrossOrigin // links are minted by the CLI, never by a page
-	}
-	s, err := c.mintSession(r.Context(), r, auth)
-	if err != nil {
-		return err
-	}
-	now := c.cfg.Now()
-	code := randomCode()
-	exp := now.Add(c.cfg.LinkTTL)
-	for _, dead := range c.links.add(code, s, exp, now) {
-		c.revokeUnused(r, dead)
-	}
-	writeJSON(w, http.StatusCreated, LinkResponse{Path: Prefix + "link/" + code, ExpiresAt: exp.UTC().Truncate(time.Second)})
-	return nil
-}
-
-// openLink serves GET /ui/link/{code}: a valid link sets the session's
-// cookie and sends the browser to the console; a used, expired or unknown
-// one to the sign-in page.
-func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
-	s, ok, dead := c.links.take(r.PathValue("code"), c.cfg.Now())
-	for _, d := range dead {
-		c.revokeUnused(r, d)
-	}
-	if !ok {
-		http.Redirect(w, r, Prefix+"signin?link=expired", http.StatusSeeOther)
-		return
-	}
-	c.setCookie(w, r, s)
-	http.Redirect(w, r, Prefix, http.StatusSeeOther)
-}
-
-// revokeUnused revokes the key of a link nobody opened in time.
-func (c *Console) revokeUnused(r *http.Request, s session) {
-	ctx := context.WithoutCancel(r.Context())
-	if err := c.call(ctx, r, http.MethodDelete, "/v1/api-keys/"+s.keyID, s.auth(), nil, nil); err != nil {
-		c.log.WarnContext(ctx, "console: revoke the key of an unused link", "key", s.keyID, "err", err)
-	}
-}
-
-func randomCode() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// links are the one-time links not yet opened, by the hash of their code.
-// They live in this process: a link must be opened on the server that
-// minted it, within LinkTTL.
-type links struct {
-	mu sync.Mutex
-	m  map[string]pendingLink
-}
-
-type pendingLink struct {
-	s   session
-	exp time.Time
-}
-
-// maxPendingLinks bounds the links waiting to be opened.
-const maxPendingLinks = 1024
-
-func newLinks() *links { return &links{m: map[string]pendingLink{}} }
-
-func linkHash(code string) string {
-	sum := sha256.Sum256([]byte(code))
-	return hex.EncodeToString(sum[:])
-}
-
-// add records a link and returns the sessions of links that expired (or
-// were pushed out), whose keys the caller revokes.
-func (l *links) add(code string, s session, exp, now time.Time) []session {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	dead := l.expireLocked(now)
-	for h, p := range l.m {
-		if len(l.m) < maxPendingLinks {
-			break
-		}
-		dead = append(dead, p.s)
-		delete(l.m, h)
-	}
-	l.m[linkHash(code)] = pendingLink{s: s, exp: exp}
-	return dead
-}
-
-// take removes the link of code and returns its session if it had not
-// expired, with the sessions of links that expired meanwhile.
-func (l *links) take(code string, now time.Time) (session, bool, []session) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	dead := l.expireLocked(now)
-	h := linkHash(code)
-	p, ok := l.m[h]
-	if !ok {
-		return session{}, false, dead
-	}
-	delete(l.m, h)
-	return p.s, true, dead
-}
-
-func (l *links) expireLocked(now time.Time) []session {
-	var dead []session
-	for h, p := range l.m {
-		if !now.Before(p.exp) {
-			dead = append(dead, p.s)
-			delete(l.m, h)
-		}
-	}
-	return dead
 }

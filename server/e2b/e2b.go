@@ -160,6 +160,8 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	status, msg := http.StatusInternalServerError, "internal server error"
 	if errors.Is(err, ErrNotFound) {
 		status, msg = http.StatusNotFound, "sandbox "+r.PathValue("id")+" not found"
+	} else if errors.Is(err, ErrAlreadyPaused) {
+		status, msg = http.StatusConflict, "sandbox "+r.PathValue("id")+" is already paused"
 	} else if e, ok := errors.AsType[*api.Error](err); ok {
 		status = e.Status
 		if status == 0 {
@@ -221,8 +223,10 @@ func errNotSupported(what string) *api.Error {
 func notSupportedHint(what string) string {
 	const docs = "docs/e2b.md lists what is not supported yet"
 	switch {
-	case strings.HasPrefix(what, "pausing"):
-		return "keep the sandbox running instead: extend it with setTimeout, or kill it and create another; " + docs
+	case what == "auto-resume":
+		return "resume a paused sandbox with Sandbox.connect(id); " + docs
+	case what == "auto-pause keeping memory":
+		return "auto-pause keeps the files (lifecycle onTimeout: 'pause'); pause with sbx.pause() to keep the memory too; " + docs
 	case what == "snapshots" || what == "fork":
 		return "copy what you need out with files.read, or keep the sandbox running with setTimeout; " + docs
 	case strings.HasPrefix(what, "internet access"):

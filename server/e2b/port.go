@@ -12,6 +12,10 @@ import (
 // sandbox or record that does not exist or is another account's.
 var ErrNotFound = errors.New("not found")
 
+// ErrAlreadyPaused is what ControlPlane.Pause returns for a sandbox that
+// is paused already (E2B answers 409, which its SDK reads as false).
+var ErrAlreadyPaused = errors.New("already paused")
+
 // Caller is an authenticated client as the control plane knows it. The
 // facade only reads its account; the control plane gets it back on every
 // call to act for it.
@@ -29,12 +33,15 @@ type Sandbox struct {
 	StorageGB float64
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	Paused    bool // paused: E2B's state "paused"
+	AutoPause bool // paused, not destroyed, at ExpiresAt
 }
 
 // CreateSpec is a sandbox to create.
 type CreateSpec struct {
-	ImageID  string        // "" means the default image
-	Lifetime time.Duration // from now; whole seconds
+	ImageID   string        // "" means the default image
+	Lifetime  time.Duration // from now; whole seconds
+	AutoPause bool          // pause it at the end of its lifetime instead of destroying it
 }
 
 // ControlPlane is the boxkite control plane as the facade consumes it: the
@@ -47,12 +54,19 @@ type ControlPlane interface {
 	Authenticate(ctx context.Context, apiKey string) (Caller, error)
 	// Create creates a sandbox for the caller.
 	Create(ctx context.Context, c Caller, spec CreateSpec) (Sandbox, error)
-	// Sandbox returns the caller's running sandbox.
+	// Sandbox returns the caller's running or paused sandbox.
 	Sandbox(ctx context.Context, c Caller, id string) (Sandbox, error)
-	// Sandboxes returns the caller's running sandboxes.
+	// Sandboxes returns the caller's running and paused sandboxes.
 	Sandboxes(ctx context.Context, c Caller) ([]Sandbox, error)
-	// Destroy ends the caller's running sandbox.
+	// Destroy ends the caller's running or paused sandbox.
 	Destroy(ctx context.Context, c Caller, id string) error
+	// Pause pauses the caller's running sandbox, keeping its memory
+	// (boxkite's freeze) or only its files (filesystem): ErrAlreadyPaused
+	// when it is paused.
+	Pause(ctx context.Context, c Caller, id string, keepMemory bool) error
+	// Resume runs the caller's paused sandbox again, with the same id and
+	// tokens; resumed is false when it was running.
+	Resume(ctx context.Context, c Caller, id string) (sb Sandbox, resumed bool, err error)
 	// SetExpiry moves the sandbox's end to at (capped by the server's
 	// maximum lifetime, counted from creation as on /v1).
 	SetExpiry(ctx context.Context, c Caller, id string, at time.Time) (Sandbox, error)

@@ -42,6 +42,7 @@ type newSandbox struct {
 	Metadata            map[string]string       `json:"metadata"`
 	EnvVars             map[string]string       `json:"envVars"`
 	AutoPause           *bool                   `json:"autoPause"`
+	AutoPauseMemory     *bool                   `json:"autoPauseMemory"`
 	AutoResume          *struct{ Enabled bool } `json:"autoResume"`
 	AllowInternetAccess *bool                   `json:"allow_internet_access"`
 	Network             *networkConfig          `json:"network"`
@@ -119,7 +120,8 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, c Caller) error
 	if req.Timeout != nil {
 		timeout = time.Duration(*req.Timeout) * time.Second
 	}
-	sb, err := h.cp.Create(r.Context(), c, CreateSpec{ImageID: image, Lifetime: timeout})
+	autoPause := req.AutoPause != nil && *req.AutoPause
+	sb, err := h.cp.Create(r.Context(), c, CreateSpec{ImageID: image, Lifetime: timeout, AutoPause: autoPause})
 	if err != nil {
 		return err
 	}
@@ -146,8 +148,10 @@ func validateCreate(req newSandbox) error {
 	switch {
 	case req.Timeout != nil && *req.Timeout < 1:
 		return api.Invalid("timeout", "timeout must be at least 1 second", "")
-	case req.AutoPause != nil && *req.AutoPause, req.AutoResume != nil && req.AutoResume.Enabled:
-		return errNotSupported("pausing sandboxes (auto-pause, auto-resume)")
+	case req.AutoResume != nil && req.AutoResume.Enabled:
+		return errNotSupported("auto-resume")
+	case req.AutoPauseMemory != nil && *req.AutoPauseMemory:
+		return errNotSupported("auto-pause keeping memory")
 	case len(req.VolumeMounts) > 0:
 		return errNotSupported("volume mounts")
 	case req.MCP != nil:
@@ -230,8 +234,16 @@ func listed(sb Sandbox, rec Record) listedJSON {
 	return listedJSON{
 		SandboxID: sb.ID, TemplateID: rec.TemplateID, ClientID: clientID, CPUCount: size[0], MemoryMB: size[1],
 		DiskSizeMB: int(sb.StorageGB * 1024), EnvdVersion: envd.Version, StartedAt: sb.CreatedAt.UTC(),
-		EndAt: sb.ExpiresAt.UTC(), State: "running", Metadata: md,
+		EndAt: sb.ExpiresAt.UTC(), State: state(sb), Metadata: md,
 	}
+}
+
+// state is E2B's name for the sandbox's state.
+func state(sb Sandbox) string {
+	if sb.Paused {
+		return "paused"
+	}
+	return "running"
 }
 
 // record returns the sandbox's record; a sandbox created through /v1 gets
@@ -259,15 +271,19 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if err != nil {
 		return err
 	}
+	onTimeout := "kill"
+	if sb.AutoPause {
+		onTimeout = "pause"
+	}
 	writeJSON(w, http.StatusOK, detailJSON{
-		listedJSON: listed(sb, rec), EnvdAccessToken: access, Domain: sandboxDomain(r.Host), Lifecycle: lifecycle{OnTimeout: "kill"},
+		listedJSON: listed(sb, rec), EnvdAccessToken: access, Domain: sandboxDomain(r.Host), Lifecycle: lifecycle{OnTimeout: onTimeout},
 	})
 	return nil
 }
 
-// list serves GET /v2/sandboxes: the account's running sandboxes (none is
-// ever paused), filtered by metadata, template and start time, newest
-// first unless order=asc, a page of limit at a time.
+// list serves GET /v2/sandboxes: the account's running and paused
+// sandboxes (state= picks one), filtered by metadata, template and start
+// time, newest first unless order=asc, a page of limit at a time.
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, c Caller) error {
 	q := r.URL.Query()
 	f, err := parseListFilter(q)
@@ -324,6 +340,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, c Caller) error {
 type listFilter struct {
 	metadata     map[string]string
 	running      bool
+	paused       bool
 	template     string
 	startedAfter time.Time
 	asc          bool
@@ -332,7 +349,7 @@ type listFilter struct {
 }
 
 func parseListFilter(q url.Values) (listFilter, error) {
-	f := listFilter{metadata: map[string]string{}, running: true, template: q.Get("template"), limit: defaultPageLimit}
+	f := listFilter{metadata: map[string]string{}, running: true, paused: true, template: q.Get("template"), limit: defaultPageLimit}
 	if v := q.Get("metadata"); v != "" {
 		// The SDK encodes each key and value, joins them as a query
 		// string, and sends that, encoded again, as one parameter.
@@ -350,7 +367,8 @@ func parseListFilter(q url.Values) (listFilter, error) {
 		}
 	}
 	if v := q.Get("state"); v != "" {
-		f.running = slices.Contains(strings.Split(v, ","), "running")
+		states := strings.Split(v, ",")
+		f.running, f.paused = slices.Contains(states, "running"), slices.Contains(states, "paused")
 	}
 	if v := q.Get("startedAfter"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
@@ -384,7 +402,7 @@ func parseListFilter(q url.Values) (listFilter, error) {
 }
 
 func (f listFilter) match(sb Sandbox, rec Record) bool {
-	if !f.running || f.template != "" && f.template != rec.TemplateID || sb.CreatedAt.Before(f.startedAfter) {
+	if sb.Paused && !f.paused || !sb.Paused && !f.running || f.template != "" && f.template != rec.TemplateID || sb.CreatedAt.Before(f.startedAfter) {
 		return false
 	}
 	for k, v := range f.metadata {
@@ -449,9 +467,10 @@ func (h *Handler) extend(ctx context.Context, c Caller, id string, d time.Durati
 	return sb, nil
 }
 
-// connect serves POST /v2/sandboxes/{id}/connect: a running sandbox
-// answers with its tokens, its end moved to at least timeout from now.
-// (Nothing is ever paused, so nothing is resumed: the answer is 200.)
+// connect serves POST /v2/sandboxes/{id}/connect (and the older
+// /sandboxes/{id}/connect and /resume): a paused sandbox is resumed (201),
+// a running one answers 200; either way with its tokens (the same as
+// before the pause) and its end moved to at least timeout from now.
 func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c Caller) error {
 	var req struct {
 		Timeout *int `json:"timeout"`
@@ -463,7 +482,12 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if req.Timeout != nil {
 		d = time.Duration(*req.Timeout) * time.Second
 	}
-	sb, err := h.extend(r.Context(), c, r.PathValue("id"), d)
+	id := r.PathValue("id")
+	_, resumed, err := h.cp.Resume(r.Context(), c, id)
+	if err != nil {
+		return err
+	}
+	sb, err := h.extend(r.Context(), c, id, d)
 	if err != nil {
 		return err
 	}
@@ -475,14 +499,30 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c Caller) erro
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	status := http.StatusOK
+	if resumed {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, out)
 	return nil
 }
 
-// pause answers 404 for a sandbox that is not the caller's, and otherwise
-// that pausing is not supported (the snapshots issue brings it).
+// pause serves POST /sandboxes/{id}/pause: {"memory": false} keeps only
+// the files (boxkite's filesystem pause: its processes end, resume starts
+// it again); otherwise the memory stays too (boxkite's freeze). 409 when
+// it is paused already.
 func (h *Handler) pause(w http.ResponseWriter, r *http.Request, c Caller) error {
-	return h.notSupported("pausing sandboxes")(w, r, c)
+	var req struct {
+		Memory *bool `json:"memory"`
+	}
+	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
+		return err
+	}
+	if err := h.cp.Pause(r.Context(), c, r.PathValue("id"), req.Memory == nil || *req.Memory); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // metricJSON is one sample of GET /sandboxes/{id}/metrics.

@@ -61,6 +61,7 @@ func TestListFilter(t *testing.T) {
 		{"startedAfter=" + url.QueryEscape(now.Add(-time.Minute).Format(time.RFC3339Nano)), true},
 		{"startedAfter=" + url.QueryEscape(now.Add(time.Minute).Format(time.RFC3339Nano)), false},
 	}
+	paused := Sandbox{ID: "p", CreatedAt: now, Paused: true}
 	for _, tt := range tests {
 		q, _ := url.ParseQuery(tt.query)
 		f, err := parseListFilter(q)
@@ -69,6 +70,16 @@ func TestListFilter(t *testing.T) {
 		}
 		if got := f.match(sb, rec); got != tt.match {
 			t.Errorf("%s: match = %v, want %v", tt.query, got, tt.match)
+		}
+	}
+	for query, want := range map[string]bool{"": true, "state=running": false, "state=paused": true, "state=running,paused": true} {
+		q, _ := url.ParseQuery(query)
+		f, err := parseListFilter(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.match(paused, rec); got != want {
+			t.Errorf("paused sandbox, %q: match = %v, want %v", query, got, want)
 		}
 	}
 	for _, bad := range []string{"limit=0", "limit=x", "order=up", "startedAfter=yesterday", "nextToken=***", "metadata=%25zz"} {
@@ -103,8 +114,11 @@ func TestValidateCreate(t *testing.T) {
 		{"no internet, as boxkite is", newSandbox{AllowInternetAccess: &no, Network: &networkConfig{DenyOut: []string{"0.0.0.0/0"}}}, 0},
 		{"internet", newSandbox{AllowInternetAccess: &yes}, http.StatusNotImplemented},
 		{"allowOut", newSandbox{Network: &networkConfig{AllowOut: []string{"example.com"}}}, http.StatusNotImplemented},
-		{"auto-pause", newSandbox{AutoPause: &yes}, http.StatusNotImplemented},
+		{"auto-pause", newSandbox{AutoPause: &yes}, 0},
 		{"auto-pause off", newSandbox{AutoPause: &no}, 0},
+		{"auto-pause keeping memory", newSandbox{AutoPause: &yes, AutoPauseMemory: &yes}, http.StatusNotImplemented},
+		{"auto-pause dropping memory", newSandbox{AutoPause: &yes, AutoPauseMemory: &no}, 0},
+		{"auto-resume", newSandbox{AutoResume: &struct{ Enabled bool }{true}}, http.StatusNotImplemented},
 		{"volumes", newSandbox{VolumeMounts: []any{map[string]string{"name": "v", "path": "/v"}}}, http.StatusNotImplemented},
 		{"mcp", newSandbox{MCP: map[string]any{}}, http.StatusNotImplemented},
 		{"zero timeout", newSandbox{Timeout: &zero}, http.StatusUnprocessableEntity},

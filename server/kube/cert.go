@@ -4,8 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
@@ -14,6 +12,8 @@ import (
 	"math/big"
 	"net/http"
 	"time"
+
+	"github.com/boxkite/boxkite/server/internal/pintls"
 )
 
 // certValidity is how long a sidecar certificate is valid: longer than any
@@ -70,33 +70,12 @@ func newToken() string {
 // URL says and accepts only the certificate certPEM: the driver's own
 // requests (health, claim) go through it.
 func pinnedClient(certPEM []byte) (*http.Client, error) {
-	cfg, err := pinnedTLS(certPEM)
+	cfg, err := pintls.Config(certPEM)
 	if err != nil {
 		return nil, err
 	}
 	return &http.Client{
 		Timeout:   10 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: cfg, Proxy: nil, DisableKeepAlives: true},
-	}, nil
-}
-
-// pinnedTLS returns a TLS configuration that trusts exactly the one
-// certificate in certPEM (no chain, no names: the server made it).
-func pinnedTLS(certPEM []byte) (*tls.Config, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, fmt.Errorf("pinned certificate: no PEM certificate")
-	}
-	want := sha256.Sum256(block.Bytes)
-	return &tls.Config{
-		MinVersion: tls.VersionTLS13,
-		// Verification is the pin below, not a chain to a root.
-		InsecureSkipVerify: true, // verified by the pin below instead of a chain
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 || sha256.Sum256(raw[0]) != want {
-				return fmt.Errorf("sidecar certificate does not match the pinned one")
-			}
-			return nil
-		},
 	}, nil
 }

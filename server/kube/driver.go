@@ -76,6 +76,9 @@ type Config struct {
 	// gets its own proxy port there. "" refuses egress grants.
 	EgressHost string
 	Log        *slog.Logger
+	// SnapshotDir holds snapshots, copies of sandboxes' workspaces
+	// (snapshot.go); "" refuses snapshots, restores and forks.
+	SnapshotDir string
 
 	// HostUsers runs sandbox pods in their node's user namespace
 	// (hostUsers: true). False, the default, gives each pod a user
@@ -147,13 +150,18 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (model.Endpoint, e
 	if spec.ImageRoot != "" {
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: host image roots are for the local driver", spec.ID)
 	}
+	if spec.FromSnapshot != "" {
+		if _, err := d.snapshotPath(spec.FromSnapshot); err != nil {
+			return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		}
+	}
 	if spec.Egress == nil && d.pool.fits(spec) {
 		ep, ok, err := d.pool.claim(ctx, spec)
 		if err != nil {
 			return model.Endpoint{}, err
 		}
 		if ok {
-			return ep, nil
+			return d.fill(ctx, spec, ep)
 		}
 	}
 	p := podPlan{
@@ -177,6 +185,23 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (model.Endpoint, e
 	if err != nil {
 		d.closeEgress(spec.ID)
 		d.cleanup(p.name)
+		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+	}
+	return d.fill(ctx, spec, ep)
+}
+
+// fill copies the snapshot a sandbox starts from into its workspace; a
+// sandbox it fails for is deleted.
+func (d *Driver) fill(ctx context.Context, spec model.Spec, ep model.Endpoint) (model.Endpoint, error) {
+	if spec.FromSnapshot == "" {
+		return ep, nil
+	}
+	if err := d.restore(ctx, ep, spec.FromSnapshot); err != nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if derr := d.Delete(dctx, spec.ID); derr != nil {
+			d.log.Error("delete a sandbox whose snapshot could not be copied in", "sandbox", spec.ID, "err", derr)
+		}
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	return ep, nil

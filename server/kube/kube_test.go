@@ -19,6 +19,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/kubetest"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/console"
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/model"
@@ -46,6 +47,7 @@ type env struct {
 	key     string
 	cfg     kube.Config
 	srvCfg  server.Config // the server's, but for the key and driver name
+	console bool          // serve the web console at /ui/, as boxkite-server does
 
 	driver *kube.Driver
 	url    string
@@ -88,6 +90,13 @@ func (e *env) start(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.MountE2B(e2b.New(srv.E2B(), st, e.cfg.Log), e2b.Matches) // as boxkite-server does
+	if e.console {
+		ui, err := console.New(console.Config{API: srv, Log: e.cfg.Log, LinkKey: srv.ConsoleLinkKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.MountConsole(ui)
+	}
 	if err := srv.Init(context.Background()); err != nil {
 		t.Fatalf("init: %v", err)
 	}

@@ -186,6 +186,15 @@ func (p *pool) bind(ctx context.Context, pod corev1.Pod, id string) (model.Endpo
 	if _, err := sidecarCall(ctx, poolEP, "POST", "/claim", poolEP.Token, map[string]string{"token": ep.Token}); err != nil {
 		return model.Endpoint{}, err
 	}
+	// The Secret holds the sandbox's token from now on, as a cold pod's
+	// does: the driver reaches the sidecar with it (snapshot.go).
+	tok, err := json.Marshal(map[string]any{"data": map[string][]byte{"token": []byte(ep.Token)}})
+	if err != nil {
+		return model.Endpoint{}, err
+	}
+	if _, err := p.d.client.CoreV1().Secrets(ns).Patch(ctx, sec.Name, types.MergePatchType, tok, metav1.PatchOptions{}); err != nil {
+		return model.Endpoint{}, fmt.Errorf("record the token in the secret: %w", err)
+	}
 	return ep, nil
 }
 

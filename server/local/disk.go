@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -62,8 +63,9 @@ func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 // Create clones it (or, without the clone pool, copies a few megabytes of
 // metadata) instead of running mkfs.
 type images struct {
-	dir string // images/ of the driver's data directory (StateDir, or the clone pool)
-	mu  sync.Mutex
+	dir  string    // images/ of the driver's data directory (StateDir, or the clone pool)
+	trim *poolTrim // the clone pool's, nil without one
+	mu   sync.Mutex
 }
 
 // trashPrefix names images waiting in images/ to be unlinked.
@@ -87,10 +89,74 @@ func (im *images) discard(image string) error {
 	_ = trash.Close()
 	if err := os.Rename(image, trash.Name()); err != nil {
 		_ = os.Remove(trash.Name())
-		return fmt.Errorf("discard disk image: %w", err)
+		if !errors.Is(err, unix.EXDEV) {
+			return fmt.Errorf("discard disk image: %w", err)
+		}
+		// A volume's image lives on the host's filesystem, the trash
+		// in the clone pool: unlinked where it is.
+		if err := os.Remove(image); err != nil {
+			return fmt.Errorf("discard disk image: %w", err)
+		}
+		return nil
 	}
-	go func() { _ = os.Remove(trash.Name()) }()
+	go func() {
+		if im.trim == nil {
+			_ = os.Remove(trash.Name())
+			return
+		}
+		if !loopReleased(trash.Name(), releaseBudget) {
+			im.trim.log.Warn("a discarded disk image is still attached to a loop device: its space returns to the host at a later trim", "image", trash.Name())
+			_ = os.Remove(trash.Name())
+			return
+		}
+		_ = removeNow(trash.Name())
+		im.trim.trim()
+	}()
 	return nil
+}
+
+// removeNow unlinks the file at path with its blocks freed before it
+// returns: XFS frees an unlinked file's blocks moments later in the
+// background (inode inactivation), too late for the trim that follows,
+// while a truncate frees them at once.
+func removeNow(path string) error {
+	if err := os.Truncate(path, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.Remove(path)
+}
+
+// releaseBudget is how long a discarded image's loop device is waited
+// for: autoclear detaches it in the background once its filesystem is
+// unmounted everywhere, and the image's blocks are freed only then.
+const releaseBudget = 10 * time.Second
+
+// loopReleased waits, up to budget, until no loop device is backed by
+// the file at path, and reports whether none is.
+func loopReleased(path string, budget time.Duration) bool {
+	// The kernel names the backing file by its absolute, resolved path.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		path = resolved
+	}
+	deadline := time.Now().Add(budget)
+	for {
+		files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+		held := false
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			held = held || (err == nil && strings.TrimSpace(string(b)) == path)
+		}
+		if !held {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // templatePrefix names the formatted templates in images/, by size.
@@ -112,6 +178,7 @@ func (im *images) emptyTrash() {
 		for _, p := range old {
 			_ = os.Remove(p)
 		}
+		im.trim.trim()
 	}()
 }
 

@@ -191,6 +191,14 @@ func New(cfg Config) (*Driver, error) {
 	}
 	if d.images != nil {
 		d.images.dir = filepath.Join(d.data, "images")
+		if d.data != d.cfg.StateDir {
+			t, err := newPoolTrim(d.data, d.log)
+			if err != nil {
+				return nil, fmt.Errorf("new local driver: %w", err)
+			}
+			d.images.trim = t
+			go t.trim() // what an earlier server freed
+		}
 		d.images.emptyTrash()
 	}
 	d.emptySnapshotTrash()

@@ -266,9 +266,12 @@ func (d *Driver) DeleteSnapshot(_ context.Context, key string) error {
 	if !validSnapshotKey.MatchString(key) {
 		return fmt.Errorf("delete snapshot: invalid key %q", key)
 	}
-	err := os.Remove(d.snapshotPath(key))
+	err := removeNow(d.snapshotPath(key))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete snapshot: %w", err)
+	}
+	if d.images != nil {
+		go d.images.trim.trim()
 	}
 	return nil
 }

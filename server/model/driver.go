@@ -72,7 +72,7 @@ type VolumeDriver interface {
 // VolumeMount is one volume a driver mounts into a sandbox.
 type VolumeMount struct {
 	ID   string // the volume's id, as given to VolumeDriver.CreateVolume
-	Path string // absolute path inside the sandbox, below the server's VolumeMountRoot (/workspace)
+	Path string // absolute path inside the sandbox, below volumes.MountRoot (/workspace)
 }
 
 // EgressReopener is implemented by drivers whose sandboxes' egress sockets

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -26,7 +27,9 @@ var tokenRE = regexp.MustCompile(`\{\{secret:([A-Za-z0-9_.-]{1,200})\}\}`)
 var methodRE = regexp.MustCompile("^[A-Z]{1,10}$")
 
 // dropHeaders are request headers the broker sets itself.
-var dropHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "Te", "Trailer", "Keep-Alive", "Proxy-Connection"}
+// Accept-Encoding among them: the broker's client asks for gzip itself and
+// decompresses, so an echo in a compressed answer is redacted too.
+var dropHeaders = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "Te", "Trailer", "Keep-Alive", "Proxy-Connection", "Accept-Encoding"}
 
 // Use is what a brokered request used, for the audit log: names, never values.
 type Use struct {
@@ -115,15 +118,19 @@ func (s *Service) Do(ctx context.Context, accountID, sandboxID string, req api.H
 	}
 	defer resp.Body.Close()
 	use.Status = resp.StatusCode
-	body, err := io.ReadAll(io.LimitReader(resp.Body, api.MaxHTTPResponseBody+1))
+	// Read past the limit by the longest form a value is redacted in, and
+	// redact before cutting: a value that straddles the limit is replaced
+	// whole, not cut into a prefix the redactor no longer recognises.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(api.MaxHTTPResponseBody+red.longest+1)))
 	if err != nil && len(body) == 0 {
 		return nil, use, upstreamFailed(use.Host, "its answer broke off")
 	}
 	out := &api.HTTPResponse{StatusCode: resp.StatusCode, Headers: map[string]string{}, SecretsUsed: append([]string{}, names...)}
-	if len(body) > api.MaxHTTPResponseBody {
-		body, out.Truncated = body[:api.MaxHTTPResponseBody], true
-	}
+	over := len(body) > api.MaxHTTPResponseBody
 	out.Body = red.apply(string(body))
+	if over {
+		out.Body, out.Truncated = cutUTF8(out.Body, api.MaxHTTPResponseBody), true
+	}
 	for k, vs := range resp.Header {
 		out.Headers[k] = red.apply(strings.Join(vs, ", "))
 	}
@@ -133,6 +140,17 @@ func (s *Service) Do(ctx context.Context, accountID, sandboxID string, req api.H
 		}
 	}
 	return out, use, nil
+}
+
+// cutUTF8 returns s cut to at most n bytes, not inside a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // checkRequest validates req (filling its defaults) and returns its URL

@@ -9,14 +9,18 @@ import (
 	"strings"
 )
 
-// redactor replaces the values of the secrets a request used, and the
-// forms a destination commonly echoes them in (URL-escaped, JSON-escaped,
-// base64), with [REDACTED_SECRET:NAME].
-type redactor struct {
-	r *strings.Replacer
+// Redactor replaces the values of secrets (name → value), and the forms
+// they are commonly echoed in (URL-escaped, JSON-escaped, base64), with
+// [REDACTED_SECRET:NAME].
+type Redactor struct {
+	r       *strings.Replacer
+	longest int // bytes of the longest form replaced
 }
 
-func newRedactor(values map[string]string) redactor {
+// NewRedactor returns the Redactor of values (secret name → value).
+func NewRedactor(values map[string]string) Redactor { return newRedactor(values) }
+
+func newRedactor(values map[string]string) Redactor {
 	type pair struct{ from, to string }
 	var pairs []pair
 	for name, v := range values {
@@ -25,8 +29,13 @@ func newRedactor(values map[string]string) redactor {
 		}
 		to := "[REDACTED_SECRET:" + name + "]"
 		j, _ := json.Marshal(v)
+		var plain strings.Builder
+		enc := json.NewEncoder(&plain)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(v)
+		p := strings.TrimSuffix(plain.String(), "\n")
 		forms := []string{
-			v, url.QueryEscape(v), url.PathEscape(v), string(j[1 : len(j)-1]),
+			v, url.QueryEscape(v), url.PathEscape(v), string(j[1 : len(j)-1]), p[1 : len(p)-1],
 			base64.StdEncoding.EncodeToString([]byte(v)), base64.RawStdEncoding.EncodeToString([]byte(v)),
 			base64.URLEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v)),
 		}
@@ -39,13 +48,18 @@ func newRedactor(values map[string]string) redactor {
 	slices.SortStableFunc(pairs, func(a, b pair) int { return cmp.Compare(len(b.from), len(a.from)) })
 	var args []string
 	seen := map[string]bool{}
+	longest := 0
 	for _, p := range pairs {
 		if !seen[p.from] {
 			seen[p.from] = true
 			args = append(args, p.from, p.to)
+			longest = max(longest, len(p.from))
 		}
 	}
-	return redactor{strings.NewReplacer(args...)}
+	return Redactor{strings.NewReplacer(args...), longest}
 }
 
-func (r redactor) apply(s string) string { return r.r.Replace(s) }
+// Apply returns s with every value replaced.
+func (r Redactor) Apply(s string) string { return r.r.Replace(s) }
+
+func (r Redactor) apply(s string) string { return r.r.Replace(s) }

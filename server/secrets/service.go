@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -51,13 +53,15 @@ type Service struct {
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// New returns a Service over store, or nil when cfg has no keyring.
+// New returns a Service over store, or nil when cfg has no keyring. Every
+// call it makes to store is authorized against the request's caller
+// (authorized).
 func New(store Store, cfg Config) *Service {
 	if cfg.Keyring == nil || store == nil {
 		return nil
 	}
 	s := &Service{
-		store: store, keys: cfg.Keyring, resolver: cfg.Resolver, permit: cfg.PermitForTests,
+		store: authorized{store}, keys: cfg.Keyring, resolver: cfg.Resolver, permit: cfg.PermitForTests,
 		limit: cfg.Limit, log: cfg.Log, now: cfg.Now,
 	}
 	if s.resolver == nil {
@@ -331,4 +335,53 @@ func (s *Service) Rotate(ctx context.Context) (rewrapped, unknown int, err error
 		rewrapped++
 	}
 	return rewrapped, unknown, nil
+}
+
+// envNameRE is an environment variable's name, and envDenied the names
+// secret_env never sets (reference §2.3): they change how programs start.
+var (
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	envDenied = []string{
+		"PATH", "IFS", "ENV", "BASH_ENV", "BASH_FUNC", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
+		"DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_PATH", "PYTHONSTARTUP", "PYTHONPATH",
+		"PERL5OPT", "NODE_OPTIONS", "NODE_PATH",
+	}
+)
+
+// EnvValues resolves an exec's secret_env (variable → secret name) for
+// the account's sandbox: each name a valid, allowed variable, each secret
+// granted to the sandbox. It returns variable → value, and secret name →
+// value for redaction.
+func (s *Service) EnvValues(ctx context.Context, accountID, sandboxID string, env map[string]string) (vars, values map[string]string, err error) {
+	if err := s.ready(); err != nil {
+		return nil, nil, err
+	}
+	names := make([]string, 0, len(env))
+	for k, n := range env {
+		if !envNameRE.MatchString(k) || slices.ContainsFunc(envDenied, func(d string) bool { return strings.EqualFold(d, k) }) {
+			return nil, nil, api.Invalid("secret_env", fmt.Sprintf("secret_env may not set %q", k),
+				"name a variable of letters, digits and _, not one that changes how programs start (PATH, LD_PRELOAD, …)")
+		}
+		names = append(names, n)
+	}
+	used, _, err := s.secretsFor(ctx, accountID, sandboxID, dedupe(names))
+	if err != nil {
+		return nil, nil, err
+	}
+	values = map[string]string{}
+	for _, r := range used {
+		v, err := s.keys.open(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open secret for secret_env: %w", err)
+		}
+		values[r.Name] = string(v)
+	}
+	vars = map[string]string{}
+	for k, n := range env {
+		vars[k] = values[n]
+	}
+	if err := s.store.TouchSecrets(context.WithoutCancel(ctx), accountID, dedupe(names), s.now()); err != nil {
+		s.log.WarnContext(ctx, "record secret use", "err", err)
+	}
+	return vars, values, nil
 }

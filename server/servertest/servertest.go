@@ -199,7 +199,7 @@ func (s *Server) start(t testing.TB) {
 		t.Fatalf("servertest: %v", err)
 	}
 	// The web console at /ui/, as boxkite-server serves it by default.
-	ui, err := console.New(console.Config{API: srv, Log: s.log})
+	ui, err := console.New(console.Config{API: srv, Log: s.log, LinkKey: srv.ConsoleLinkKey})
 	if err != nil {
 		st.Close()
 		t.Fatalf("servertest: %v", err)

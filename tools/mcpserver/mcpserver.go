@@ -53,8 +53,12 @@ func handler(name string, backend Backend, optional []tools.Tool) mcp.ToolHandle
 }
 
 // Result is the MCP result for a tool's text: an error text is a tool
-// error (IsError), which clients show to the model instead of failing.
+// error (IsError), which clients show to the model instead of failing;
+// an image's data URL (tools.ImagePrefix) is image content.
 func Result(text string) *mcp.CallToolResult {
+	if mime, data, ok := tools.ImageOf(text); ok {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: data, MIMEType: mime}}}
+	}
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{&mcp.TextContent{Text: text}},
 		IsError: strings.HasPrefix(text, "Error"),

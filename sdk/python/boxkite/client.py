@@ -236,6 +236,36 @@ class Sandboxes:
         self._t.request("DELETE", f"/v1/sandboxes/{quote(id)}")
 
 
+class Snapshots:
+    """The account's snapshots (take one with Sandbox.snapshot): list, get,
+    delete, and restore into a new sandbox."""
+
+    def __init__(self, transport: Transport) -> None:
+        self._t = transport
+
+    def list(self, sandbox_id: Optional[str] = None) -> List[dict]:
+        """The account's snapshots, newest first; of one sandbox with sandbox_id."""
+        path = f"/v1/sandboxes/{quote(sandbox_id)}/snapshots" if sandbox_id else "/v1/snapshots"
+        return self._t.request("GET", path) or []
+
+    def get(self, id: str) -> dict:
+        return self._t.request("GET", f"/v1/snapshots/{quote(id)}")
+
+    def delete(self, id: str) -> None:
+        """Delete a snapshot; sandboxes restored from it keep their files."""
+        self._t.request("DELETE", f"/v1/snapshots/{quote(id)}")
+
+    def restore(self, id: str, label: Optional[str] = None, *, idempotency_key: Optional[str] = None) -> Sandbox:
+        """A new sandbox with the snapshot's files."""
+        data = self._t.request(
+            "POST",
+            f"/v1/snapshots/{quote(id)}/restore",
+            json=_body({"label": label}),
+            idempotency_key=idempotency_key or new_idempotency_key(),
+        )
+        return Sandbox(self._t, data)
+
+
 class Account:
     """The account behind the credential: settings, usage, allowlist, host."""
 
@@ -298,6 +328,7 @@ class Boxkite:
         self.api_keys = APIKeys(self._t)
         self.ssh_keys = SSHKeys(self._t)
         self.secrets = Secrets(self._t)
+        self.snapshots = Snapshots(self._t)
         self.account = Account(self._t)
 
     @property

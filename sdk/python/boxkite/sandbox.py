@@ -7,7 +7,7 @@ import time
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Union
 
 from . import errors
-from ._http import Transport, quote
+from ._http import Transport, new_idempotency_key, quote
 from ._streams import ndjson, raise_event_error, sse
 
 # execMargin: an exec call waits for the command's own timeout plus this
@@ -339,6 +339,26 @@ class Sandbox:
         """Resume a paused sandbox: same id and endpoints."""
         self.data = self._t.request("POST", self._path("/resume"))
         return self
+
+    def snapshot(self, label: Optional[str] = None, *, idempotency_key: Optional[str] = None) -> dict:
+        """Snapshot the sandbox's filesystem, crash-consistent; Boxkite.snapshots
+        lists, restores and deletes snapshots. At most 10 per account by
+        default (429 snapshot_limit_reached)."""
+        return self._t.request(
+            "POST", self._path("/snapshots"), json=_body({"label": label}), idempotency_key=idempotency_key or new_idempotency_key()
+        )
+
+    def snapshots(self) -> List[dict]:
+        """The sandbox's snapshots, newest first."""
+        return self._t.request("GET", self._path("/snapshots")) or []
+
+    def fork(self, count: int = 1, *, idempotency_key: Optional[str] = None) -> List["Sandbox"]:
+        """Fork the sandbox count ways: each child starts from its files as
+        they are now, its writes seen by no other."""
+        data = self._t.request(
+            "POST", self._path("/fork"), json={"count": count}, idempotency_key=idempotency_key or new_idempotency_key()
+        )
+        return [Sandbox(self._t, d) for d in data or []]
 
     def stats(self) -> dict:
         return self._t.request("GET", self._path("/stats"))

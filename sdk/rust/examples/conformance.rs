@@ -138,6 +138,15 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
             bk.sandboxes().delete(&s(a, "id"))?;
             Value::Null
         }
+        "sandboxes.fork" => to_value(sb().fork(a["count"].as_u64().unwrap_or(1) as u32)?.into_iter().map(|s| s.info).collect::<Vec<_>>()),
+        "snapshots.create" => sb().snapshot(a["label"].as_str())?,
+        "snapshots.list" => to_value(if a["id"].is_string() { sb().snapshots()? } else { bk.snapshots().list(None)? }),
+        "snapshots.get" => bk.snapshots().get(&s(a, "snapshot_id"))?,
+        "snapshots.delete" => {
+            bk.snapshots().delete(&s(a, "snapshot_id"))?;
+            Value::Null
+        }
+        "snapshots.restore" => to_value(bk.snapshots().restore(&s(a, "snapshot_id"), a["label"].as_str())?.info),
         "sandbox.exec" => {
             let o = ExecOptions {
                 timeout: a["timeout"].as_u64(),

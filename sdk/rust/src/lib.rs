@@ -285,6 +285,12 @@ impl Client {
         Secrets { c: Collection { t: self.t.clone(), path: "/v1/secrets" } }
     }
 
+    /// Snapshots of the account's sandboxes (take one with
+    /// Sandbox::snapshot): list, get, delete, and restore into a new sandbox.
+    pub fn snapshots(&self) -> Snapshots {
+        Snapshots { t: self.t.clone() }
+    }
+
     /// SSH keys for the bastion. There is no GET of one key.
     pub fn ssh_keys(&self) -> Collection {
         Collection { t: self.t.clone(), path: "/v1/account/ssh-keys" }
@@ -382,6 +388,53 @@ impl Sandboxes {
     }
 }
 
+/// The account's snapshots; each is its JSON record ({id, session_id,
+/// label, status, size_bytes, method, created_at, …}).
+pub struct Snapshots {
+    t: Arc<Transport>,
+}
+
+impl Snapshots {
+    /// The account's snapshots, newest first; of one sandbox with Some(id).
+    pub fn list(&self, sandbox_id: Option<&str>) -> Result<Vec<Value>> {
+        let path = match sandbox_id {
+            Some(id) => format!("/v1/sandboxes/{}/snapshots", seg(id)),
+            None => "/v1/snapshots".to_string(),
+        };
+        json_array(self.t.json(Req::new("GET", path.clone()))?, &path)
+    }
+
+    pub fn get(&self, id: &str) -> Result<Value> {
+        self.t.json(Req::new("GET", format!("/v1/snapshots/{}", seg(id))))
+    }
+
+    /// Deletes a snapshot; sandboxes restored from it keep their files.
+    pub fn delete(&self, id: &str) -> Result<()> {
+        self.t.json(Req::new("DELETE", format!("/v1/snapshots/{}", seg(id)))).map(|_| ())
+    }
+
+    /// A new sandbox with the snapshot's files.
+    pub fn restore(&self, id: &str, label: Option<&str>) -> Result<Sandbox> {
+        let body = match label {
+            Some(l) => json!({ "label": l }),
+            None => json!({}),
+        };
+        let mut r = Req::new("POST", format!("/v1/snapshots/{}/restore", seg(id))).json(body);
+        r.idempotency_key = Some(http::idempotency_key());
+        let info: SandboxInfo = self.t.decode(r)?;
+        Ok(Sandbox::new(self.t.clone(), info))
+    }
+}
+
+/// The elements of a JSON array answer (null is none).
+pub(crate) fn json_array(v: Value, what: &str) -> Result<Vec<Value>> {
+    match v {
+        Value::Array(v) => Ok(v),
+        Value::Null => Ok(vec![]),
+        other => Err(Error::new(CODE_BAD_RESPONSE, format!("GET {}: want an array, got {}", what, other), "")),
+    }
+}
+
 /// A REST collection under one path (volumes, images, MCP connections, API
 /// keys, SSH keys): create, list, get, delete. A new resource is one more
 /// constructor on Client naming its path.
@@ -405,11 +458,7 @@ impl Collection {
 
     /// Every item of the account, newest first.
     pub fn list(&self) -> Result<Vec<Value>> {
-        match self.t.json(Req::new("GET", self.path))? {
-            Value::Array(v) => Ok(v),
-            Value::Null => Ok(vec![]),
-            other => Err(Error::new(CODE_BAD_RESPONSE, format!("GET {}: want an array, got {}", self.path, other), "")),
-        }
+        json_array(self.t.json(Req::new("GET", self.path))?, self.path)
     }
 
     /// One item. For API keys, SSH keys and secrets, which have no GET of one item, the list is searched.

@@ -137,6 +137,35 @@ impl Sandbox {
         self.t.decode(Req::new("POST", self.path("/resume")))
     }
 
+    /// Snapshots the sandbox's filesystem, crash-consistent; the answer is
+    /// the snapshot's record. Client::snapshots lists, restores and
+    /// deletes them. At most 10 per account by default (429
+    /// snapshot_limit_reached).
+    pub fn snapshot(&self, label: Option<&str>) -> Result<Value> {
+        let body = match label {
+            Some(l) => json!({ "label": l }),
+            None => json!({}),
+        };
+        let mut r = Req::new("POST", self.path("/snapshots")).json(body);
+        r.idempotency_key = Some(crate::http::idempotency_key());
+        self.t.json(r)
+    }
+
+    /// The sandbox's snapshots, newest first.
+    pub fn snapshots(&self) -> Result<Vec<Value>> {
+        let path = self.path("/snapshots");
+        crate::json_array(self.t.json(Req::new("GET", path.clone()))?, &path)
+    }
+
+    /// Forks the sandbox count ways: each child starts from its files as
+    /// they are now, its writes seen by no other.
+    pub fn fork(&self, count: u32) -> Result<Vec<Sandbox>> {
+        let mut r = Req::new("POST", self.path("/fork")).json(json!({ "count": count }));
+        r.idempotency_key = Some(crate::http::idempotency_key());
+        let infos: Vec<SandboxInfo> = self.t.decode(r)?;
+        Ok(infos.into_iter().map(|i| Sandbox::new(self.t.clone(), i)).collect())
+    }
+
     pub fn stats(&self) -> Result<Value> {
         self.t.json(Req::new("GET", self.path("/stats")))
     }

@@ -20,6 +20,7 @@ import type {
   MCPConnection,
   SandboxRecord,
   Secret,
+  Snapshot,
   SSHKey,
   TakeoverToken,
   TokenResponse,
@@ -175,6 +176,38 @@ export class Sandboxes {
   }
 }
 
+/**
+ * The account's snapshots (take one with Sandbox.snapshot): list, get,
+ * delete, and restore into a new sandbox.
+ */
+export class Snapshots {
+  constructor(private readonly t: Transport) {}
+
+  /** The account's snapshots, newest first; of one sandbox with sandboxId. */
+  async list(o: { sandboxId?: string } = {}): Promise<Snapshot[]> {
+    const path = o.sandboxId ? `/v1/sandboxes/${seg(o.sandboxId)}/snapshots` : "/v1/snapshots";
+    return (await this.t.json<Snapshot[] | undefined>("GET", path)) ?? [];
+  }
+
+  get(id: string): Promise<Snapshot> {
+    return this.t.json("GET", `/v1/snapshots/${seg(id)}`);
+  }
+
+  /** Deletes a snapshot; sandboxes restored from it keep their files. */
+  async delete(id: string): Promise<void> {
+    await this.t.json("DELETE", `/v1/snapshots/${seg(id)}`);
+  }
+
+  /** A new sandbox with the snapshot's files. */
+  async restore(id: string, o: { label?: string; idempotencyKey?: string } = {}): Promise<Sandbox> {
+    const data = await this.t.json<SandboxRecord>("POST", `/v1/snapshots/${seg(id)}/restore`, {
+      json: o.label ? { label: o.label } : {},
+      idempotencyKey: o.idempotencyKey ?? newIdempotencyKey(),
+    });
+    return new Sandbox(this.t, data);
+  }
+}
+
 /** The account behind the credential: settings, usage, allowlist, host. */
 export class Account {
   constructor(private readonly t: Transport) {}
@@ -241,6 +274,7 @@ export class Boxkite {
   readonly apiKeys: APIKeys;
   readonly sshKeys: SSHKeys;
   readonly secrets: Secrets;
+  readonly snapshots: Snapshots;
   readonly account: Account;
 
   constructor(o: BoxkiteOptions = {}) {
@@ -253,6 +287,7 @@ export class Boxkite {
     this.apiKeys = new APIKeys(this.t, "/v1/api-keys");
     this.sshKeys = new SSHKeys(this.t, "/v1/account/ssh-keys");
     this.secrets = new Secrets(this.t, "/v1/secrets");
+    this.snapshots = new Snapshots(this.t);
     this.account = new Account(this.t);
   }
 

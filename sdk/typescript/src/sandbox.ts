@@ -1,7 +1,7 @@
 /** The {@link Sandbox} handle: exec, files, processes, audit log. */
 
 import { BoxkiteError, CODE_CONNECTION } from "./errors.js";
-import { type Body, type Transport, seg } from "./http.js";
+import { type Body, type Transport, newIdempotencyKey, seg } from "./http.js";
 import { eventError, ndjson, sse } from "./streams.js";
 import type {
   ArchiveResult,
@@ -33,6 +33,7 @@ import type {
   ProcessStopResult,
   SandboxRecord,
   SandboxStats,
+  Snapshot,
   StrReplaceResult,
   TakeoverToken,
   ViewResult,
@@ -382,6 +383,32 @@ export class Sandbox {
   async resume(): Promise<this> {
     this.data = await this.t.json<SandboxRecord>("POST", this.path("/resume"));
     return this;
+  }
+
+  /**
+   * Snapshots the sandbox's filesystem, crash-consistent; Boxkite.snapshots
+   * lists, restores and deletes snapshots. At most 10 per account by default
+   * (429 snapshot_limit_reached).
+   */
+  snapshot(o: { label?: string; idempotencyKey?: string } = {}): Promise<Snapshot> {
+    return this.t.json("POST", this.path("/snapshots"), {
+      json: o.label ? { label: o.label } : {},
+      idempotencyKey: o.idempotencyKey ?? newIdempotencyKey(),
+    });
+  }
+
+  /** The sandbox's snapshots, newest first. */
+  async snapshots(): Promise<Snapshot[]> {
+    return (await this.t.json<Snapshot[] | undefined>("GET", this.path("/snapshots"))) ?? [];
+  }
+
+  /** Forks the sandbox count ways: each child starts from its files as they are now. */
+  async fork(count = 1, o: { idempotencyKey?: string } = {}): Promise<Sandbox[]> {
+    const data = await this.t.json<SandboxRecord[]>("POST", this.path("/fork"), {
+      json: { count },
+      idempotencyKey: o.idempotencyKey ?? newIdempotencyKey(),
+    });
+    return (data ?? []).map((d) => new Sandbox(this.t, d));
   }
 
   stats(): Promise<SandboxStats> {

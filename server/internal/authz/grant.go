@@ -1,5 +1,11 @@
 package authz
 
+import (
+	"net/http"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
 // Grant is who takes over a sandbox's terminal, and how: an admin API
 // key in the Authorization header, or a single-use takeover token minted
 // by an admin key or, through the SSH bastion, for a registered SSH key.
@@ -26,3 +32,10 @@ const (
 	ViaAPIKey = "api_key" // an admin key, in the header or behind a minted token
 	ViaSSHKey = "ssh_key" // a registered SSH key, through the bastion
 )
+
+// ErrReadOnlyExec refuses a command to a read-only takeover grant.
+var ErrReadOnlyExec = &api.Error{
+	Status: http.StatusForbidden, Code: api.CodeTakeoverNotPermitted,
+	Message: "a read-only takeover token cannot run commands",
+	Hint:    "mint a token without read_only to run commands",
+}

@@ -39,6 +39,22 @@ func (c Cred) String() string {
 	return "unknown"
 }
 
+// DocAuth is how /openapi.json documents a route taking c, unless its
+// RouteDoc names another (a WebSocket that also takes ?api_key=).
+func (c Cred) DocAuth() AuthKind {
+	switch c {
+	case CredNone:
+		return AuthNone
+	case CredAPIKeyQuery:
+		return AuthKeyQuery
+	case CredToken:
+		return AuthToken
+	case CredTokenOrAdmin:
+		return AuthTokenOrAdmin
+	}
+	return AuthKey
+}
+
 // Handler is an error-returning HTTP handler. A returned *api.Error is the
 // answer, in the error envelope; any other error is logged with its cause
 // and answered 500, so internals never reach the client.
@@ -53,4 +69,7 @@ type Route struct {
 	RouteDoc
 	Cred    Cred
 	Handler Handler
+	// Streaming: the route's POST bodies or answers are streamed, not
+	// buffered, so Idempotency-Key does not apply to it.
+	Streaming bool
 }

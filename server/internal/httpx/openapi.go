@@ -18,7 +18,7 @@ import (
 type RouteDoc struct {
 	Pattern  string // as registered: "METHOD /path/{wildcard}"
 	Summary  string
-	Auth     authKind
+	Auth     AuthKind
 	Request  any    // a value of the JSON request body type; nil for none
 	Response any    // a value of the JSON answer type; nil for none
 	Status   int    // the success status; 0 means 200
@@ -40,10 +40,13 @@ type RouteDoc struct {
 // takes UUIDs.
 const MaxIdempotencyKeyLen = 255
 
-type authKind int
+// AuthKind is how /openapi.json says a route is authenticated (its
+// security requirement). A mounted route's zero value (AuthKey) takes its
+// credential kind's (Cred.DocAuth).
+type AuthKind int
 
 const (
-	authKey          authKind = iota // Authorization: Bearer <API key>
+	AuthKey          AuthKind = iota // Authorization: Bearer <API key>
 	AuthNone                         // public
 	AuthKeyQuery                     // the key, or ?api_key= (event streams)
 	AuthToken                        // Authorization: Bearer <access token from signup or login>
@@ -160,6 +163,7 @@ func errorCodes() []string {
 		api.CodeSecretNameTaken, api.CodeInvalidAllowedHost, api.CodeUnsafeAllowedHost, api.CodeUnsupportedTrustTier,
 		api.CodeSecretLimitReached, api.CodeSecretNotFound, api.CodeSecretNotReferenced, api.CodeDestinationNotAllowed,
 		api.CodeSecretsUnavailable, api.CodeUpstreamTimeout, api.CodeUpstreamFailed,
+		api.CodePreviewUnauthorized, api.CodePreviewUnreachable,
 	}
 }
 

@@ -117,6 +117,25 @@ try {
   check('log.expand', (await entry.locator('pre.detail').textContent()).includes('"input"'));
   await screenshot(logPage, 'audit-log');
 
+  // The shell gets the terminal's size, and the new one when the window
+  // shrinks.
+  const sttySize = async (tag) => {
+    await page.keyboard.type('echo ' + tag + '=$(stty size)');
+    await page.keyboard.press('Enter');
+    const re = new RegExp('^' + tag + '=(\\d+) (\\d+)$');
+    const line = await page.waitForFunction((re) => [...document.querySelectorAll('#terminal .xterm-rows > div')]
+      .map((r) => r.textContent.trim()).find((t) => new RegExp(re).test(t)), re.source, { timeout: 15000 });
+    const [, rows, cols] = re.exec(await line.jsonValue()).map(Number);
+    return { rows, cols, shown: await page.locator('#terminal .xterm-rows > div').count() };
+  };
+  const big = await sttySize('size1');
+  await page.setViewportSize({ width: 900, height: 600 });
+  await page.waitForTimeout(300);
+  const small = await sttySize('size2');
+  await page.setViewportSize({ width: 1280, height: 800 });
+  check('terminal.resize', big.rows === big.shown && small.rows === small.shown && small.rows < big.rows && small.cols < big.cols && small.cols > 20,
+    `${big.rows}x${big.cols} (${big.shown} rows shown), then ${small.rows}x${small.cols} (${small.shown} shown)`);
+
   // A read-only viewer sees the terminal but cannot type into it.
   const viewer = await ctx.newPage();
   watch(viewer);
@@ -161,6 +180,40 @@ try {
   await download.saveAs(saved);
   const got = readFileSync(saved);
   check('files.byte-exact', got.length === data.length && sha(got) === sha(data), got.length + ' bytes, want ' + data.length);
+
+  // Fork it (the child is destroyed from its own page), then pause and
+  // resume it: a paused sandbox offers only Resume, its log and Destroy.
+  await page.click('button:text("Fork")');
+  const childLink = page.locator('[data-page=sandbox] .status a');
+  await childLink.waitFor({ timeout: 60000 });
+  const childID = (await childLink.getAttribute('href')).split('/').pop();
+  check('fork', /^[0-9a-f-]{36}$/.test(childID) && childID !== id, childID);
+  await childLink.click();
+  await page.waitForFunction((c) => document.querySelector('[data-page=sandbox] h1')?.textContent.includes(c.slice(0, 8)), childID);
+  await page.click('[data-page=sandbox] .actions button:text("Destroy")');
+  await page.waitForSelector('dialog.confirm[open]');
+  await page.click('dialog.confirm button.danger');
+  await page.waitForSelector('[data-page=sandboxes]');
+  const childStatus = await page.evaluate(async (c) => (await (await fetch('/ui/api/v1/sandboxes/' + c)).json()).status, childID);
+  check('fork.destroy', childStatus === 'destroyed', childStatus);
+  await page.goto(base + '/ui/sandboxes/' + id);
+  await page.waitForSelector('[data-page=sandbox]');
+  await page.click('button:text("Pause")');
+  await page.waitForSelector('[data-page=sandbox] .badge.paused', { timeout: 60000 });
+  const pausedButtons = await page.locator('[data-page=sandbox] .actions button, [data-page=sandbox] .actions a').allTextContents();
+  check('pause', JSON.stringify(pausedButtons) === JSON.stringify(['Resume', 'Audit log', 'Destroy']) &&
+    await page.locator('#upload').count() === 0, pausedButtons.join(', '));
+  await screenshot(page, 'sandbox-paused');
+  await page.goto(base + '/ui/sandboxes/' + id + '/terminal');
+  await page.waitForSelector('[data-page=terminal] .status');
+  check('pause.no-terminal', await page.locator('#terminal').count() === 0 &&
+    /is paused/.test(await page.locator('[data-page=terminal] .status').textContent()), await page.locator('main').textContent());
+  await page.click('[data-page=terminal] .status a');
+  await page.waitForSelector('[data-page=sandbox] .badge.paused');
+  await page.click('button:text("Resume")');
+  await page.waitForSelector('[data-page=sandbox] .badge.active', { timeout: 60000 });
+  await page.waitForSelector('a[aria-label="Download ui-e2e.bin"]', { timeout: 15000 });
+  check('resume', true);
 
   // Every other page renders (a screenshot of each).
   for (const name of ['snapshots', 'secrets', 'keys', 'ssh-keys', 'images', 'volumes']) {

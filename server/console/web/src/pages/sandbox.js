@@ -2,7 +2,8 @@ import { h, replace, fmtRel, fmtTime, fmtBytes, confirmDialog } from '../dom.js'
 import { call, apiURL } from '../api.js';
 
 // sandboxPage shows one sandbox: its state and resources, its processes,
-// and its files, with download and upload.
+// and its files, with download and upload; it extends, snapshots, forks,
+// pauses, resumes and destroys it.
 export async function sandboxPage(main, [id], ctx) {
   const sb = await call('GET', '/v1/sandboxes/' + id);
   const active = !sb.destroyed_at;
@@ -20,6 +21,7 @@ export async function sandboxPage(main, [id], ctx) {
   facts(info, [
     ['Id', h('code', {}, sb.id)], ['Label', sb.label || '—'], ['Status', h('span', { class: 'badge ' + sb.status }, sb.status)],
     ['Size', sb.size], ['Created', fmtTime(sb.created_at)],
+    ['Paused', sb.paused_at ? fmtTime(sb.paused_at) + ' (' + (sb.paused_with || 'freeze') + '; its lifetime stands still)' : ''],
     [active ? 'Expires' : 'Destroyed', active ? fmtTime(sb.expires_at) + ' (' + fmtRel(sb.expires_at) + ')' : fmtTime(sb.destroyed_at) + ' (' + (sb.destroy_reason || '') + ')'],
   ]);
 
@@ -91,29 +93,55 @@ export async function sandboxPage(main, [id], ctx) {
     active ? h('div', { class: 'upload' }, h('label', { for: 'upload', class: 'button secondary' }, 'Upload files…'), upload) : null,
     listing);
 
-  const actions = active ? h('div', { class: 'actions' },
+  // A paused sandbox keeps its files but runs nothing: resume, or destroy.
+  const running = sb.status === 'active';
+  const paused = sb.status === 'paused';
+  const act = (label, cls, fn) => h('button', { type: 'button', class: cls, onclick: async () => {
+    try { await fn(); } catch (e) { status.textContent = e.message + (e.hint ? ' — ' + e.hint : ''); }
+  } }, label);
+  const logLink = h('a', { href: '/ui/sandboxes/' + id + '/log', 'data-link': true, class: 'button secondary' }, 'Audit log');
+  const destroy = act('Destroy', 'danger', async () => {
+    if (!await confirmDialog('Destroy this sandbox? Its files are lost.', 'Destroy')) return;
+    await call('DELETE', base);
+    ctx.navigate('/ui/');
+  });
+  const actions = h('div', { class: 'actions' }, running ? [
     h('a', { href: '/ui/sandboxes/' + id + '/terminal', 'data-link': true, class: 'button' }, 'Terminal'),
-    h('a', { href: '/ui/sandboxes/' + id + '/log', 'data-link': true, class: 'button secondary' }, 'Audit log'),
-    h('button', { type: 'button', class: 'secondary', onclick: async () => {
-      try { await call('POST', base + '/extend', { lifetime_minutes: 30 }); status.textContent = 'Extended by 30 minutes.'; ctx.navigate(location.pathname, true); } catch (e) { status.textContent = e.message; }
-    } }, 'Extend 30 min'),
-    h('button', { type: 'button', class: 'secondary', onclick: async () => {
+    logLink,
+    act('Extend 30 min', 'secondary', async () => {
+      await call('POST', base + '/extend', { lifetime_minutes: 30 });
+      status.textContent = 'Extended by 30 minutes.';
+      ctx.navigate(location.pathname, true);
+    }),
+    act('Snapshot', 'secondary', async () => {
       status.textContent = 'Taking a snapshot…';
-      try {
-        const snap = await call('POST', base + '/snapshots', { label: sb.label || undefined });
-        replace(status, 'Snapshot ' + snap.id.slice(0, 8) + ' taken. ', h('a', { href: '/ui/snapshots', 'data-link': true }, 'Snapshots'));
-      } catch (e) { status.textContent = e.message + (e.hint ? ' — ' + e.hint : ''); }
-    } }, 'Snapshot'),
-    h('button', { type: 'button', class: 'danger', onclick: async () => {
-      if (!await confirmDialog('Destroy this sandbox? Its files are lost.', 'Destroy')) return;
-      try { await call('DELETE', base); ctx.navigate('/ui/'); } catch (e) { status.textContent = e.message; }
-    } }, 'Destroy'))
-    : h('div', { class: 'actions' }, h('a', { href: '/ui/sandboxes/' + id + '/log', 'data-link': true, class: 'button secondary' }, 'Audit log'));
+      const snap = await call('POST', base + '/snapshots', { label: sb.label || undefined });
+      replace(status, 'Snapshot ' + snap.id.slice(0, 8) + ' taken. ', h('a', { href: '/ui/snapshots', 'data-link': true }, 'Snapshots'));
+    }),
+    act('Fork', 'secondary', async () => {
+      status.textContent = 'Forking…';
+      const [child] = await call('POST', base + '/fork', { count: 1 });
+      replace(status, 'Forked into ', h('a', { href: '/ui/sandboxes/' + child.id, 'data-link': true, class: 'mono' }, child.id.slice(0, 8)), '.');
+    }),
+    act('Pause', 'secondary', async () => {
+      status.textContent = 'Pausing…';
+      await call('POST', base + '/pause', {});
+      ctx.navigate(location.pathname, true);
+    }),
+    destroy,
+  ] : paused ? [
+    act('Resume', null, async () => {
+      status.textContent = 'Resuming…';
+      await call('POST', base + '/resume');
+      ctx.navigate(location.pathname, true);
+    }),
+    logLink, destroy,
+  ] : logLink);
 
   replace(main, h('section', { 'data-page': 'sandbox' },
     h('p', { class: 'crumbs' }, h('a', { href: '/ui/', 'data-link': true }, 'Sandboxes'), ' / ', sb.label || sb.id.slice(0, 8)),
     h('h1', {}, 'Sandbox ', h('span', { class: 'mono' }, sb.label || sb.id.slice(0, 8))),
     actions, status, info,
-    active ? [h('h2', {}, 'Resources'), resources, h('h2', {}, 'Processes'), processes, h('h2', {}, 'Files'), files] : null));
-  if (active) await Promise.all([loadResources(), loadProcesses(), loadFiles()]);
+    running ? [h('h2', {}, 'Resources'), resources, h('h2', {}, 'Processes'), processes, h('h2', {}, 'Files'), files] : null));
+  if (running) await Promise.all([loadResources(), loadProcesses(), loadFiles()]);
 }

@@ -4,7 +4,7 @@ import { call } from '../api.js';
 const sizes = ['small', 'medium', 'large'];
 
 // sandboxesPage lists the account's sandboxes (filter, sort), and creates,
-// extends and destroys them.
+// extends, resumes and destroys them.
 export async function sandboxesPage(main, _params, ctx) {
   let all = await call('GET', '/v1/sandboxes');
   const q = new URLSearchParams(location.search);
@@ -45,9 +45,12 @@ export async function sandboxesPage(main, _params, ctx) {
       h('td', { class: 'wide-only' }, s.size),
       h('td', { class: 'wide-only', title: fmtTime(s.created_at) }, fmtRel(s.created_at)),
       h('td', { title: fmtTime(s.expires_at) }, active ? fmtRel(s.expires_at) : s.destroy_reason || 'gone'),
-      h('td', { class: 'actions' }, active ? [
+      h('td', { class: 'actions' }, s.status === 'active' ? [
         h('a', { href: '/ui/sandboxes/' + s.id + '/terminal', 'data-link': true, class: 'button secondary' }, 'Terminal'),
         h('button', { type: 'button', class: 'secondary', onclick: () => extend(s) }, 'Extend'),
+        h('button', { type: 'button', class: 'danger', onclick: () => destroy(s) }, 'Destroy'),
+      ] : s.status === 'paused' ? [
+        h('button', { type: 'button', class: 'secondary', onclick: () => resume(s) }, 'Resume'),
         h('button', { type: 'button', class: 'danger', onclick: () => destroy(s) }, 'Destroy'),
       ] : null));
   }
@@ -58,6 +61,15 @@ export async function sandboxesPage(main, _params, ctx) {
       status.textContent = 'Extended ' + s.id.slice(0, 8) + ' by 30 minutes.';
       await refresh();
     } catch (e) { status.textContent = e.message; }
+  }
+
+  async function resume(s) {
+    try {
+      status.textContent = 'Resuming ' + s.id.slice(0, 8) + '…';
+      await call('POST', '/v1/sandboxes/' + s.id + '/resume');
+      status.textContent = 'Resumed ' + s.id.slice(0, 8) + '.';
+      await refresh();
+    } catch (e) { status.textContent = e.message + (e.hint ? ' — ' + e.hint : ''); }
   }
 
   async function destroy(s) {

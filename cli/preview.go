@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+func newPreviewCmd(app *App) *cobra.Command {
+	var (
+		ref    string
+		ttl    time.Duration
+		open   bool
+		revoke bool
+		out    outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:     "preview PORT",
+		Short:   "Print a URL that shows a web app listening on PORT inside the sandbox",
+		GroupID: groupSandboxes,
+		Long: `Print a preview URL of PORT inside the sandbox: a browser (or curl) that opens
+it reaches the app listening there, WebSockets included. The URL carries a
+token, valid for --ttl, which the first visit exchanges for a cookie; anyone
+with the URL can open it until it expires or is revoked (--revoke).
+
+The URL is host-based, http://PORT-ID.localhost:… in local mode, so the
+app's absolute paths work. path_url in --json is the path form, for clients
+that cannot resolve *.localhost. See docs/previews.md.`,
+		Example: "  boxkite exec -- sh -c 'python3 -m http.server 8000 &'\n" +
+			"  boxkite preview 8000 --open\n" +
+			"  boxkite preview 8000 --revoke",
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			port, err := strconv.Atoi(args[0])
+			if err != nil || port < 1 || port > 65535 {
+				return usageErrorf("give the port the app listens on inside the sandbox, e.g. 8080", "PORT must be 1 to 65535, not %q", args[0])
+			}
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, sb, err := target(cmd.Context(), app, ref, false)
+			if err != nil {
+				return err
+			}
+			if revoke {
+				if err := c.RevokePreviews(cmd.Context(), sb.ID, port); err != nil {
+					return fmt.Errorf("revoke previews: %w", err)
+				}
+				fmt.Fprintf(app.IO.ErrOut, "revoked the previews of port %d\n", port)
+				return nil
+			}
+			p, err := c.CreatePreview(cmd.Context(), sb.ID, port, api.CreatePreviewRequest{TTLSeconds: int(ttl / time.Second)})
+			if err != nil {
+				return fmt.Errorf("create preview: %w", err)
+			}
+			if asJSON {
+				if err := out.write(app.IO, p); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintln(app.IO.Out, p.URL)
+				fmt.Fprintf(app.IO.ErrOut, "valid until %s; revoke with 'boxkite preview %d --revoke -s %s'\n",
+					p.ExpiresAt.Local().Format("15:04:05"), port, sb.ID)
+			}
+			if open {
+				if err := openBrowser(p.URL); err != nil {
+					return &hintError{err: fmt.Errorf("open a browser: %w", err), hint: "open the URL above yourself, or set $BROWSER"}
+				}
+			}
+			return nil
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	cmd.Flags().Var(newDurationValue(&ttl, time.Hour, time.Second), "ttl", "how long the URL works, 30s to 24h")
+	cmd.Flags().BoolVar(&open, "open", false, "open the URL in a browser too ($BROWSER, else xdg-open or open)")
+	cmd.Flags().BoolVar(&revoke, "revoke", false, "revoke every preview of PORT instead")
+	out.register(cmd, api.Preview{})
+	return cmd
+}

@@ -1,0 +1,88 @@
+// Pause and resume through the real e2b SDK (issue 22), run by the
+// TestE2BPause tests with E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY
+// pointing at a boxkite server: pause keeps memory (boxkite's freeze),
+// pause({keepMemory: false}) keeps the files only, Sandbox.connect resumes,
+// list and getInfo report "paused", and lifecycle.onTimeout "pause"
+// pauses at the end of the timeout. Each check prints "ok <name>"; the
+// first failure throws and exits non-zero.
+import { Sandbox, NotFoundError } from 'e2b'
+
+function check(name, cond, detail) {
+  if (!cond) throw new Error(`check ${name} failed: ${JSON.stringify(detail)}`)
+  console.log(`ok ${name}`)
+}
+async function rejects(fn) {
+  try {
+    await fn()
+  } catch (e) {
+    return e
+  }
+  return null
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+async function until(what, fn, ms = 30000) {
+  const end = Date.now() + ms
+  for (;;) {
+    if (await fn()) return
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await sleep(200)
+  }
+}
+const run = process.env.RUN_ID
+const readN = async (sbx) => Number((await sbx.files.read('/workspace/n')).trim())
+
+// pause keeping memory: a counter stops and continues from the next value
+const sbx = await Sandbox.create({ metadata: { suite: 'pause', run } })
+await sbx.files.write('/workspace/kept.txt', 'kept\n')
+await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > /workspace/n; sleep 0.1; done', { background: true, timeoutMs: 0 })
+await until('the counter', async () => (await sbx.files.exists('/workspace/n')) && (await readN(sbx)) > 2)
+const endBefore = (await sbx.getInfo()).endAt
+check('pause', (await sbx.pause()) === true)
+check('pause.again-false', (await sbx.pause()) === false)
+const info = await Sandbox.getInfo(sbx.sandboxId)
+check('getInfo.paused', info.state === 'paused', info)
+const paused = await Sandbox.list({ query: { metadata: { run }, state: ['paused'] } }).nextItems()
+check('list.paused', paused.length === 1 && paused[0].sandboxId === sbx.sandboxId && paused[0].state === 'paused', paused)
+const running = await Sandbox.list({ query: { metadata: { run }, state: ['running'] } }).nextItems()
+check('list.running-without-paused', running.length === 0, running)
+const both = await Sandbox.list({ query: { metadata: { run } } }).nextItems()
+check('list.default-both', both.length === 1 && both[0].state === 'paused', both)
+check('envd.paused-refused', (await rejects(() => sbx.commands.run('true', { requestTimeoutMs: 10000 }))) !== null)
+await sleep(1500)
+const resumed = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 120000 })
+check('connect.resumes', resumed.sandboxId === sbx.sandboxId && (await Sandbox.getInfo(sbx.sandboxId)).state === 'running')
+check('connect.endAt-not-shorter', (await sbx.getInfo()).endAt >= endBefore)
+// the old object's token still works: same id, same tokens
+const n1 = await readN(sbx)
+await sleep(600)
+const n2 = await readN(resumed)
+check('resume.counter-continues', n2 > n1 && n1 > 2, { n1, n2 })
+check('resume.files', (await sbx.files.read('/workspace/kept.txt')) === 'kept\n')
+check('connect.running-200', (await Sandbox.connect(sbx.sandboxId)).sandboxId === sbx.sandboxId)
+
+// pause keeping the files only: processes end, files stay
+check('pause.filesystem', (await sbx.pause({ keepMemory: false })) === true)
+check('getInfo.paused-filesystem', (await Sandbox.getInfo(sbx.sandboxId)).state === 'paused')
+await Sandbox.connect(sbx.sandboxId)
+check('resume.filesystem-files', (await sbx.files.read('/workspace/kept.txt')) === 'kept\n')
+const m1 = await readN(sbx)
+await sleep(600)
+check('resume.filesystem-processes-ended', (await readN(sbx)) === m1, m1)
+
+// kill works on a paused sandbox
+await sbx.pause()
+check('kill.paused', (await sbx.kill()) === true)
+check('kill.paused-gone', (await rejects(() => Sandbox.getInfo(sbx.sandboxId))) instanceof NotFoundError)
+check('pause.unknown-NotFound', (await rejects(() => Sandbox.pause(sbx.sandboxId))) instanceof NotFoundError)
+
+// lifecycle.onTimeout "pause": paused, not killed, at the end of the timeout
+const auto = await Sandbox.create({ metadata: { suite: 'pause', run, role: 'auto' }, timeoutMs: 120000, lifecycle: { onTimeout: 'pause' } })
+await auto.files.write('/workspace/auto.txt', 'auto\n')
+check('autoPause.lifecycle', (await auto.getInfo()).lifecycle?.onTimeout === 'pause', await auto.getInfo())
+await auto.setTimeout(1000)
+await until('the sandbox to auto-pause', async () => (await Sandbox.getInfo(auto.sandboxId)).state === 'paused', 60000)
+check('autoPause.paused', true)
+const back = await Sandbox.connect(auto.sandboxId)
+check('autoPause.resumes', (await back.files.read('/workspace/auto.txt')) === 'auto\n')
+check('autoPauseMemory.not-supported', /not supported/.test(String(await rejects(() => Sandbox.create({ lifecycle: { onTimeout: { action: 'pause', keepMemory: true } } })))))
+await back.kill()

@@ -1,0 +1,339 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/hold"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// execBody decodes an exec request. Its Timeout shadows the embedded
+// api.ExecRequest.Timeout (encoding/json prefers the shallower field), so
+// an explicit "timeout": 0, which is refused, is told apart from an absent
+// one, which means the default.
+type execBody struct {
+	api.ExecRequest
+	Timeout *int `json:"timeout"`
+}
+
+// Grace is how much longer than the command's own timeout the server
+// waits for the sidecar, which kills the command at the timeout and still
+// has to answer.
+const Grace = 30 * time.Second
+
+// exec serves POST /v1/sandboxes/{id}/exec by proxying to the
+// sidecar's /exec. With Accept: application/x-ndjson the sidecar streams
+// events and they are passed on as they arrive.
+func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
+	var body execBody
+	if err := httpx.DecodeJSON(w, r, &body, httpx.MaxExecBody); err != nil {
+		return err
+	}
+	req := body.ExecRequest
+	if strings.TrimSpace(req.Command) == "" {
+		return httpx.Invalid("command", "command must not be empty", "")
+	}
+	req.Timeout = api.DefaultExecTimeout
+	if body.Timeout != nil {
+		req.Timeout = *body.Timeout
+		if req.Timeout < 1 || req.Timeout > api.MaxExecTimeout {
+			return httpx.Invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, req.Timeout),
+				fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultExecTimeout))
+		}
+	}
+	if err := s.checkOutputLimit(&req); err != nil {
+		return err
+	}
+	sb, err := s.d.LoadActive(r)
+	if err != nil {
+		return err
+	}
+	if err := s.d.CheckCommand(r, req.Command); err != nil {
+		return err
+	}
+	wrapResult, err := s.d.SecretEnv(r, sb, &req)
+	if err != nil {
+		return err
+	}
+	if err := s.d.Audit.Open(); err != nil {
+		return err
+	}
+	fwd := req
+	fwd.SecretEnv = nil // resolved into Env
+	payload, err := json.Marshal(fwd)
+	if err != nil {
+		return fmt.Errorf("encode exec request: %w", err)
+	}
+	var out execOutcome
+	c := &sidecar.Call{
+		Method: http.MethodPost, Path: "/exec",
+		Body: bytes.NewReader(payload), Length: int64(len(payload)),
+		Timeout: time.Duration(req.Timeout)*time.Second + Grace,
+	}
+	// The end of the answer waits for the audit entry (exec_hold.go); its
+	// output is scrubbed of secrets on the way (scrub.go).
+	sc := s.d.NewScrub(r)
+	defer sc.Stop()
+	var hw hold.Writer
+	var fw http.ResponseWriter // what the sidecar's answer is written to
+	finishSecrets := func() {}
+	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
+		c.Tap = sidecar.LineTap(maxEventLine, out.event)
+		hw = hold.NewExit(sc.Events(w))
+		fw = hw
+		c.HandOver = s.execHandedOver(r, sb, req, &out)
+	} else {
+		hw = hold.NewResponse(w)
+		fw = sc.Result(hw)
+		if wrapResult != nil {
+			fw, finishSecrets = wrapResult(fw)
+		}
+		c.Survive = true // a revoked credential loses the result, not the command
+	}
+	started := s.d.Now()
+	err = s.d.Forward(fw, r, sb, c)
+	if errors.Is(err, sidecar.ErrHandedOver) {
+		// The credential was revoked: the stream ends, the command runs on.
+		return hw.Fail(authz.ErrStreamRevoked)
+	}
+	finishSecrets()
+	sc.Done()
+	out.outputRedacted = sc.OutputRedacted()
+	if eh, ok := hw.(*hold.Exit); ok {
+		switch {
+		case out.exitCode != nil && errors.Is(err, sidecar.ErrCut):
+			err = nil // the exit event came whole; only the stream's end was lost
+		case streamCut(r, c, &out, err):
+			return s.endCutStream(r, eh, sb, req, &out, started, err)
+		}
+	}
+	if errors.Is(err, sidecar.ErrStreamBroken) {
+		s.d.AbortResponse(r, err)
+	}
+	if err != nil || c.Status/100 != 2 {
+		hw.Release()
+		return err
+	}
+	s.d.ObserveExec(s.d.Now().Sub(started))
+	out.result(c)
+	// What the command wrote is on the host's storage before it is
+	// acknowledged, or the answer says it is not.
+	// A revoked credential loses the result, not the command: that is
+	// synced and audited all the same.
+	revoked := errors.Is(context.Cause(r.Context()), authz.ErrCredentialRevoked)
+	syncCtx := r.Context()
+	if revoked {
+		syncCtx = context.WithoutCancel(syncCtx)
+	}
+	syncErr := s.d.SyncDisk(syncCtx, sb, "exec")
+	err = s.auditExec(r, sb, req, &out, started, nil, syncErr != nil)
+	if err == nil {
+		err = syncErr
+	}
+	if revoked {
+		return hw.Fail(authz.ErrStreamRevoked)
+	}
+	if err != nil {
+		// The command ran; the answer says so instead of passing for a
+		// recorded, stored result.
+		outcome := map[string]any{"exit_code": out.exitCode}
+		if c.Captured != nil {
+			outcome["result"] = json.RawMessage(sc.CapturedResult(c.Captured))
+		}
+		err = audit.WithOutcome(err, outcome)
+		if ae, ok := errors.AsType[*api.Error](err); ok && httpx.InfoFrom(r.Context()) != nil {
+			ae.RequestID = httpx.RequestID(r.Context()) // a stream's error event has no envelope to carry it
+		}
+		return hw.Fail(err)
+	}
+	hw.Release()
+	return nil
+}
+
+// execHandedOver returns what runs when a streamed exec's credential was
+// revoked and the rest of its stream was read in the background: the
+// audit entry, as for any exec (cut, when the stream from the sidecar
+// broke off instead of ending).
+func (s *Service) execHandedOver(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome) func(error) {
+	started := s.d.Now()
+	// The handler has returned by then: keep the request's values, not its end.
+	r = r.WithContext(context.WithoutCancel(r.Context()))
+	return func(err error) {
+		var cut *api.Error
+		if err != nil || out.exitCode == nil {
+			cut = &api.Error{Code: api.CodeSandboxFailed, Message: "the stream from the sandbox broke off"}
+		}
+		if aerr := s.auditExec(r, sb, req, out, started, cut, false); aerr != nil {
+			s.d.Log.ErrorContext(r.Context(), "audit an exec whose credential was revoked", "sandbox", sb.ID, "err", aerr)
+		}
+	}
+}
+
+// auditExec writes an exec's audit entry: the command, its timeout, the
+// exit code and, when output was cut, the counts; cut is the error a
+// stream that broke off ended with, if it did; unstored says the host
+// could not store what it wrote.
+func (s *Service) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
+	command := audit.LoggedText(req.Command)
+	detail := map[string]any{"command": command, "timeout": req.Timeout}
+	if len(command) < len(req.Command) {
+		detail["command_bytes"] = len(req.Command)
+	}
+	if o := out.output; o.Truncated {
+		detail["stdout_bytes"], detail["stderr_bytes"] = o.StdoutBytes, o.StderrBytes
+		detail["output_limit_bytes"] = o.OutputLimitBytes
+		if o.StopReason != "" {
+			detail["stop_reason"] = o.StopReason
+		}
+	}
+	if cut != nil {
+		detail["error"] = cut.Code
+	}
+	if unstored {
+		detail["stored"] = false // ran, but the host could not store what it wrote
+	}
+	if out.outputRedacted {
+		detail["output_redacted"] = true
+	}
+	if len(req.SecretEnv) > 0 {
+		detail["secret_env"] = req.SecretEnv // variable → secret name, never a value
+	}
+	source := ""
+	if g := authz.From(r.Context()).Grant; g != nil {
+		// `ssh id@host cmd` through the bastion: a person, not an agent.
+		source = api.LogSourceHumanTakeover
+		maps.Copy(detail, g.Detail())
+	}
+	return s.d.Audit.Append(r.Context(), audit.Record{
+		Sandbox: sb, Source: source, Operation: "exec", Detail: detail,
+		ExitCode: out.exitCode, OutputTruncated: out.output.Truncated,
+		Started: started, Duration: s.d.Now().Sub(started),
+	})
+}
+
+// streamCut reports whether an NDJSON exec's stream from the sidecar broke
+// off, or ended without its exit event, while the client was still there.
+func streamCut(r *http.Request, c *sidecar.Call, out *execOutcome, err error) bool {
+	if r.Context().Err() != nil || c.Status/100 != 2 {
+		return false
+	}
+	return errors.Is(err, sidecar.ErrCut) || err == nil && out.exitCode == nil
+}
+
+// endCutStream ends an exec stream the sidecar broke off with an error
+// event, so the client learns why the output stops instead of seeing a
+// cut connection (issue 19 finding 7): the answer that ended it when the
+// server did (the sandbox froze, or is being destroyed), 410 sandbox_lost
+// when the sidecar no longer answers, else 502 sandbox_operation_failed.
+// The exec is audited without an exit code.
+func (s *Service) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
+	started time.Time, cause error,
+) error {
+	ctx := r.Context()
+	s.d.Log.WarnContext(ctx, "exec stream broke off", "sandbox", sb.ID, "err", cause)
+	e := &api.Error{
+		Status: http.StatusBadGateway, Code: api.CodeSandboxFailed,
+		Message: "the connection to the sandbox broke during the exec; its output ends here",
+		Hint:    "the command may have run on; check its effects before running it again",
+	}
+	// Ended on purpose (the sandbox is being destroyed, or froze): that
+	// is the answer, not the sidecar's health.
+	ended, _ := s.d.Calls.Ending(sb.ID).(*api.Error)
+	if ended == nil {
+		ended, _ = s.d.FrozenAnswer(sb.ID).(*api.Error)
+	}
+	var healthy bool
+	if ended == nil {
+		hctx, cancel := context.WithTimeout(ctx, cutHealthTimeout)
+		healthy = s.d.Healthy(hctx, sb)
+		cancel()
+	}
+	switch {
+	case ended != nil:
+		copied := *ended // shared by every call it ended
+		e = &copied
+	case !healthy:
+		e = &api.Error{
+			Status: http.StatusGone, Code: api.CodeSandboxLost,
+			Message: "the sandbox's sidecar stopped during the exec; its output ends here",
+			Hint:    "the sandbox is lost; create a new one (`boxkite session create`)",
+		}
+	}
+	e.RequestID = httpx.RequestID(ctx)
+	if err := s.auditExec(r, sb, req, out, started, e, false); err != nil {
+		return eh.Fail(err)
+	}
+	return eh.Fail(e)
+}
+
+// cutHealthTimeout bounds the health check that tells a dead sidecar
+// from a broken connection when an exec stream breaks off.
+const cutHealthTimeout = 2 * time.Second
+
+// checkOutputLimit fills in and checks the output cap of an exec: the
+// default when it is left out, at most the server's maximum.
+func (s *Service) checkOutputLimit(req *api.ExecRequest) error {
+	if req.MaxOutputBytes == 0 {
+		req.MaxOutputBytes = api.DefaultExecOutput
+	}
+	if req.MaxOutputBytes < 1 || req.MaxOutputBytes > s.d.MaxOutputBytes {
+		return httpx.Invalid("max_output_bytes",
+			fmt.Sprintf("max_output_bytes must be between 1 and %d (this server's maximum), got %d", s.d.MaxOutputBytes, req.MaxOutputBytes),
+			fmt.Sprintf("omit it for the default of %d bytes a stream", api.DefaultExecOutput))
+	}
+	switch req.OnOutputLimit {
+	case "", api.OutputLimitTruncate, api.OutputLimitStop:
+		return nil
+	}
+	return httpx.Invalid("on_output_limit",
+		fmt.Sprintf("on_output_limit must be %q or %q, got %q", api.OutputLimitTruncate, api.OutputLimitStop, req.OnOutputLimit), "")
+}
+
+// maxEventLine bounds the NDJSON and SSE lines parsed for the audit; an
+// exit event is far shorter, output lines longer than it are only counted
+// as far as the line allows.
+const maxEventLine = 4 << 20
+
+// execOutcome is what the audit needs from an exec's answer, JSON or NDJSON.
+type execOutcome struct {
+	exitCode       *int
+	output         api.ExecOutputInfo
+	outputRedacted bool // the scrubber replaced something in the output
+}
+
+// event takes one NDJSON line of a streamed exec.
+func (o *execOutcome) event(line []byte) {
+	var ev api.ExecEvent
+	if json.Unmarshal(line, &ev) != nil || ev.Type != api.EventExit {
+		return
+	}
+	code := ev.ExitCode
+	o.exitCode = &code
+	o.output = ev.ExecOutputInfo
+}
+
+// result takes a JSON answer (a stream sets no captured body).
+func (o *execOutcome) result(c *sidecar.Call) {
+	if c.Captured == nil {
+		return
+	}
+	var res api.ExecResult
+	if json.Unmarshal(c.Captured, &res) != nil {
+		return
+	}
+	o.exitCode = &res.ExitCode
+	o.output = res.ExecOutputInfo
+}

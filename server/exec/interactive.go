@@ -1,0 +1,157 @@
+package exec
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coder/websocket"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+)
+
+// interactiveFrame bounds one frame either way: a chunk of stdin or of
+// output (the sidecar sends at most 32 KiB), or a control message.
+const interactiveFrame = 1 << 20
+
+// sftpAllowlistCommand is what the allowlist is asked about for the sftp
+// subsystem: an account that restricts commands allows file transfer over
+// ssh by allowing this name.
+const sftpAllowlistCommand = "sftp-server"
+
+// interactive serves WS /v1/sandboxes/{id}/exec/interactive: a command
+// (or the sftp subsystem) with streamed stdin, on a PTY or pipes, relayed
+// frame by frame to the sidecar's /exec/interactive (api.InteractiveRequest
+// has the protocol). Authentication, the allowlist and the audit are as
+// for POST …/exec; a read-only takeover token cannot run commands. The
+// exit frame is held until the audit entry is written.
+func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
+	req, err := api.ParseInteractiveRequest(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	grant := authz.From(r.Context()).Grant
+	if grant != nil && grant.ReadOnly {
+		return authz.ErrReadOnlyExec
+	}
+	sb, err := s.d.LoadActive(r)
+	if err != nil {
+		return err
+	}
+	command := req.Command
+	if req.Subsystem == api.SubsystemSFTP {
+		command = sftpAllowlistCommand
+	}
+	if err := s.d.CheckCommand(r, command); err != nil {
+		return err
+	}
+	up, err := s.d.DialSidecarWS(r, sb, "/exec/interactive", req.Query(), "could not start the command in the sandbox")
+	if err != nil {
+		return err
+	}
+	defer up.CloseNow()
+	down, ok := httpx.AcceptWebSocket(w, r, interactiveFrame)
+	if !ok {
+		return nil
+	}
+	defer down.CloseNow()
+	up.SetReadLimit(interactiveFrame)
+
+	started := s.d.Now()
+	res, wait := relayInteractive(r.Context(), down, up)
+	defer wait()
+	detail := map[string]any{
+		"command": audit.LoggedText(command), "interactive": true, "tty": req.TTY,
+		"stdin_bytes": res.in.Load(), "stdout_bytes": res.out[api.StreamStdout].Load(), "stderr_bytes": res.out[api.StreamStderr].Load(),
+	}
+	if req.Subsystem != "" {
+		detail["subsystem"] = req.Subsystem
+	}
+	source := ""
+	if grant != nil {
+		// ssh id@host through the bastion: a person, not an agent.
+		source = api.LogSourceHumanTakeover
+		maps.Copy(detail, grant.Detail())
+	}
+	s.d.ObserveExec(s.d.Now().Sub(started))
+	s.d.Audit.Append(r.Context(), audit.Record{
+		Sandbox: sb, Source: source, Operation: "exec", Detail: detail, ExitCode: res.exit.ExitCode,
+		Started: started, Duration: s.d.Now().Sub(started),
+	})
+	res.finish(r.Context(), down)
+	return nil
+}
+
+// interactiveResult is what the relay saw: bytes each way and the exit
+// frame, which it keeps back for finish.
+type interactiveResult struct {
+	in   atomic.Int64
+	out  [3]atomic.Int64 // by stream
+	exit api.InteractiveControl
+	raw  []byte // the exit frame as the sidecar sent it
+}
+
+// finish sends the held exit frame and closes the client's side.
+func (res *interactiveResult) finish(ctx context.Context, down *websocket.Conn) {
+	if res.raw == nil {
+		_ = down.Close(websocket.StatusGoingAway, "the sandbox ended the command without an exit status")
+		return
+	}
+	if down.Write(ctx, websocket.MessageText, res.raw) == nil {
+		_ = down.Close(websocket.StatusNormalClosure, "")
+	}
+}
+
+// relayInteractive copies frames between the client (down) and the
+// sidecar (up) until the sidecar is done or the client leaves, counting
+// bytes and holding back the sidecar's exit frame. The client's side stays
+// open for finish; wait returns once its reader has stopped, after finish
+// closed it. (A cancelled context closes a coder/websocket connection, so
+// the client's side is only ever read with ctx, never with upCtx.)
+func relayInteractive(ctx context.Context, down, up *websocket.Conn) (res *interactiveResult, wait func()) {
+	upCtx, cancelUp := context.WithCancel(ctx)
+	res = &interactiveResult{}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer cancelUp() // the client left: the sidecar's side goes, and the command with it
+		for {
+			typ, data, err := down.Read(ctx)
+			if err != nil {
+				return
+			}
+			if typ == websocket.MessageBinary && len(data) > 0 && data[0] == api.StreamStdin {
+				res.in.Add(int64(len(data) - 1))
+			}
+			if up.Write(upCtx, typ, data) != nil {
+				return
+			}
+		}
+	})
+	for {
+		typ, data, err := up.Read(upCtx)
+		if err != nil {
+			break
+		}
+		if typ == websocket.MessageText {
+			var c api.InteractiveControl
+			if json.Unmarshal(data, &c) == nil && c.Type == api.InteractiveExit {
+				res.exit, res.raw = c, data
+				continue
+			}
+		} else if len(data) > 0 && int(data[0]) < len(res.out) {
+			res.out[data[0]].Add(int64(len(data) - 1))
+		}
+		if down.Write(ctx, typ, data) != nil {
+			break
+		}
+	}
+	_ = up.Close(websocket.StatusNormalClosure, "")
+	cancelUp()
+	return res, wg.Wait
+}

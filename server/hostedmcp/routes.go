@@ -1,0 +1,11 @@
+package hostedmcp
+
+import "github.com/boxkite/boxkite/server/internal/httpx"
+
+// Routes lists the hosted MCP endpoint: every method of /mcp/. JSON-RPC
+// ids, not Idempotency-Key, name MCP requests, so its POSTs are streaming.
+func (s *Service) Routes() []httpx.Route {
+	return []httpx.Route{
+		{RouteDoc: httpx.RouteDoc{Pattern: Pattern}, Cred: httpx.CredAPIKey, Handler: s.handler(), Streaming: true},
+	}
+}

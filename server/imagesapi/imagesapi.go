@@ -1,0 +1,206 @@
+package imagesapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// maxImageArchive bounds POST /v1/images/import; the archive is streamed
+// to disk, never held in memory.
+const maxImageArchive = 8 << 30
+
+// Store keeps sandbox images (server/images implements it). Its errors
+// are *api.Error values where the client should see them.
+type Store interface {
+	Import(ctx context.Context, account, label string, body io.Reader) (api.Image, error)
+	// Build queues a declarative build; an identical spec of the account
+	// returns its existing image with created false. audit appends an
+	// entry about the build (egress decisions, its outcome) to the
+	// account's audit log, under the image's id.
+	Build(ctx context.Context, account, label string, spec api.ImageSpec, audit func(imageID, operation string, detail map[string]any)) (img api.Image, created bool, err error)
+	// Logs writes the build log to w, following it until the build ends
+	// when follow is set.
+	Logs(ctx context.Context, account, id string, w io.Writer, follow bool, flush func()) error
+	List(account string) ([]api.Image, error)
+	Get(account, id string) (api.Image, error)
+	// Delete refuses an image a sandbox uses; inUse says whether a
+	// sandbox recorded with Use is still alive.
+	Delete(account, id string, inUse func(sandbox string) bool) error
+	// RootFS is the host path of a completed image's root filesystem.
+	RootFS(account, id string) (string, error)
+	// Use records that sandbox boots from image id.
+	Use(ctx context.Context, id, sandbox string) error
+}
+
+func (s *Service) imageStore() (Store, error) {
+	if s.d.Images == nil {
+		return nil, api.Errorf(http.StatusNotFound, api.CodeNotSupported, "this server keeps no images").
+			WithHint("images need the local driver")
+	}
+	return s.d.Images, nil
+}
+
+// importImage serves POST /v1/images/import: the body is an OCI layout tar
+// or a docker save archive; ?label= names the image.
+func (s *Service) importImage(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	label := r.URL.Query().Get("label")
+	if len(label) > model.MaxLabelLen {
+		return httpx.Invalid("label", "label is too long", "")
+	}
+	img, err := st.Import(r.Context(), authz.Account(r.Context()).ID, label, http.MaxBytesReader(w, r.Body, maxImageArchive))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusAccepted, img)
+	return nil
+}
+
+// buildImage serves POST /v1/images: 202 with a queued build, or 200 with
+// the account's image of an identical spec.
+func (s *Service) buildImage(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	var req api.CreateImageRequest
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
+		return err
+	}
+	if len(req.Label) > model.MaxLabelLen {
+		return httpx.Invalid("label", "label is too long", "")
+	}
+	// A build's egress and outcome are audited: none starts while the
+	// audit log cannot be written.
+	if err := s.d.Audit.Open(); err != nil {
+		return err
+	}
+	account := authz.Account(r.Context()).ID
+	record := func(imageID, operation string, detail map[string]any) {
+		_ = s.d.Audit.Append(context.Background(), audit.Record{ // a failure waits in the audit gate
+			Sandbox: &model.Sandbox{ID: imageID, AccountID: account}, Source: api.LogSourceImageBuild,
+			Operation: operation, Detail: detail, Started: s.d.Now(),
+		})
+	}
+	img, created, err := st.Build(r.Context(), account, req.Label, req.ImageSpec, record)
+	if err != nil {
+		return err
+	}
+	status := http.StatusAccepted
+	if !created {
+		status = http.StatusOK
+	}
+	httpx.WriteJSON(w, status, img)
+	return nil
+}
+
+// imageLogs serves GET /v1/images/{id}/logs as text; ?follow=1 streams
+// until the build ends.
+func (s *Service) imageLogs(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	follow := r.URL.Query().Get("follow")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	flush := func() {}
+	if f, ok := w.(http.Flusher); ok {
+		flush = f.Flush
+	}
+	return st.Logs(r.Context(), authz.Account(r.Context()).ID, r.PathValue("id"), w, follow == "1" || follow == "true", flush)
+}
+
+func (s *Service) listImages(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	out, err := st.List(authz.Account(r.Context()).ID)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Service) getImage(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	img, err := st.Get(authz.Account(r.Context()).ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, img)
+	return nil
+}
+
+func (s *Service) deleteImage(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	acct := authz.Account(ctx).ID
+	inUse := func(id string) bool {
+		sb, err := s.d.Store.Sandbox(ctx, acct, id)
+		return err == nil && sb.Status != api.StatusDestroyed
+	}
+	if err := st.Delete(acct, r.PathValue("id"), inUse); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// RootFS resolves a create's image_id to the root filesystem the
+// driver boots from; "" for none.
+func (s *Service) RootFS(acct, id string) (string, error) {
+	if id == "" {
+		return "", nil
+	}
+	if s.d.Images == nil {
+		return "", httpx.NotSupported("image_id", "omit image_id; this server keeps no images")
+	}
+	root, err := s.d.Images.RootFS(acct, id)
+	if _, ok := errors.AsType[*api.Error](err); ok {
+		return "", api.Errorf(http.StatusNotFound, api.CodeNotFound, "Sandbox image not found or not ready").
+			WithHint("list images with `boxkite images ls`")
+	}
+	return root, err
+}
+
+// imageAuditLog serves GET /v1/images/{id}/log?limit=&offset=: the audit
+// entries of the image's build (its egress decisions and outcome), as
+// GET /v1/sandboxes/{id}/log serves a sandbox's.
+func (s *Service) imageAuditLog(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.imageStore()
+	if err != nil {
+		return err
+	}
+	limit, err := httpx.QueryInt(r, "limit", api.DefaultLogLimit, 1, api.MaxLogLimit)
+	if err != nil {
+		return err
+	}
+	offset, err := httpx.QueryInt(r, "offset", 0, 0, 1<<31-1)
+	if err != nil {
+		return err
+	}
+	img, err := st.Get(authz.Account(r.Context()).ID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return s.d.WriteLogPage(w, r, img.ID, limit, offset)
+}

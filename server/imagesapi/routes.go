@@ -1,0 +1,25 @@
+package imagesapi
+
+import (
+	"net/http"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+)
+
+// Routes lists the images API. A server that keeps no images serves none
+// of them (Served), though /openapi.json documents them.
+func (s *Service) Routes() []httpx.Route {
+	return []httpx.Route{
+		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/images", Summary: "Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images do not serve /v1/images", Request: api.CreateImageRequest{}, Response: api.Image{}, Status: http.StatusAccepted, AlsoStatus: http.StatusOK}, Cred: httpx.CredAPIKey, Handler: s.buildImage},
+		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/images/import", Summary: "Import an OCI image layout tar or a docker save archive (the body, streamed); label names it", Response: api.Image{}, Status: http.StatusAccepted, Query: []string{"label"}, Upload: true}, Cred: httpx.CredAPIKey, Handler: s.importImage},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images/{id}/logs", Summary: "The build's log as text; follow=1 streams it until the build ends", Produces: "text/plain", Query: []string{"follow"}}, Cred: httpx.CredAPIKey, Handler: s.imageLogs},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images/{id}/log", Summary: "A page of the build's audit log (its egress decisions and outcome), oldest first", Response: api.LogPage{}, Query: []string{"limit", "offset"}}, Cred: httpx.CredAPIKey, Handler: s.imageAuditLog},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images", Summary: "List the account's images", Response: []api.Image{}}, Cred: httpx.CredAPIKey, Handler: s.listImages},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images/{id}", Summary: "Get one image", Response: api.Image{}}, Cred: httpx.CredAPIKey, Handler: s.getImage},
+		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/images/{id}", Summary: "Delete an image; 409 conflict while a sandbox boots from it", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: s.deleteImage},
+	}
+}
+
+// Served reports whether the server keeps images and so serves Routes.
+func (s *Service) Served() bool { return s.d.Images != nil }

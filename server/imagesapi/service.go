@@ -1,0 +1,33 @@
+package imagesapi
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// Deps is what the images API needs of the control plane.
+type Deps struct {
+	// Images keeps the images; nil for a server that keeps none (then
+	// the routes are not served and image_id is not supported).
+	Images Store
+	Store  model.SandboxStore
+	Audit  *audit.Log
+	Now    func() time.Time
+	// WriteLogPage answers with a page of the audit chain of id.
+	WriteLogPage func(w http.ResponseWriter, r *http.Request, id string, limit, offset int) error
+}
+
+// Service serves the images API.
+type Service struct{ d Deps }
+
+// New returns the service; every field of d but Images is required.
+func New(d Deps) (*Service, error) {
+	if d.Store == nil || d.Audit == nil || d.Now == nil || d.WriteLogPage == nil {
+		return nil, errors.New("imagesapi: a dependency is missing")
+	}
+	return &Service{d: d}, nil
+}

@@ -1,0 +1,102 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/url"
+	"time"
+)
+
+// sidecarCall is one request to a sandbox's sidecar made on behalf of a
+// client request, and what came of it.
+type Call struct {
+	Method  string
+	Path    string     // the sidecar's path, e.g. "/view"
+	Query   url.Values // forwarded as is
+	Body    io.Reader  // nil for none; not buffered, so uploads stream
+	Length  int64      // of body; -1 when unknown (sent chunked)
+	Timeout time.Duration
+	// Tap, when set, sees every chunk of the response body as it passes,
+	// whatever the status (callers check status before trusting it).
+	Tap func([]byte)
+	// HandOver, when set, makes an event stream outlive its client's
+	// credential: when that is revoked, forward returns errHandedOver at
+	// once and the rest of the answer is read in the background, through
+	// tap, after which handOver runs (revoke_stream.go). A streamed exec's
+	// command runs on that way.
+	HandOver func(err error)
+	Client   context.Context // the client request's context, for handOver
+	// Survive: the request to the sidecar does not end when the client's
+	// credential is revoked, only when the client goes away (an exec's
+	// command runs on; set with handOver, and for a JSON exec).
+	Survive bool
+
+	Status   int
+	BytesOut int64  // response body bytes sent to the client
+	Captured []byte // an application/json response body, for the audit detail
+	Overflow bool   // the JSON body was larger than maxCapture and captured is empty
+}
+
+// MaxCapture bounds how much of a JSON response is kept to derive an audit
+// detail from (counts of matches, entries, …). Larger responses still pass
+// through whole; their detail lacks those counts.
+const MaxCapture = 8 << 20
+
+// ErrStreamBroken is returned by forward when the response had started and
+// could not be finished: no error envelope can be sent any more.
+var ErrStreamBroken = errors.New("sidecar response broken off")
+
+// errSidecarCut marks an errStreamBroken whose cause is the sidecar's side
+// (its stream ended early or failed), not the client's.
+var ErrCut = errors.New("sidecar stream cut")
+
+// Response headers of the sidecar that reach the client. Everything else
+// (its request id, its Date, hop-by-hop headers) is ours to set.
+var PassResponseHeaders = []string{
+	"Content-Type", "Content-Length", "Content-Disposition", "Content-Encoding",
+	"Cache-Control", "X-Accel-Buffering", "Retry-After",
+}
+
+// Request headers of the client that reach the sidecar. Never
+// Authorization: the API key stays at the control plane.
+var PassRequestHeaders = []string{"Content-Type", "Content-Encoding", "Accept", "Last-Event-ID"}
+
+// CountingReader counts the bytes read through it (an upload's size).
+type CountingReader struct {
+	R io.Reader
+	N int64
+}
+
+func (c *CountingReader) Read(p []byte) (int, error) {
+	n, err := c.R.Read(p)
+	c.N += int64(n)
+	return n, err
+}
+
+// LineTap returns a tap that calls fn with every complete line of a
+// stream, without its newline. Lines longer than maxLine are skipped: the
+// events worth parsing (exit events) are short.
+func LineTap(maxLine int, fn func(line []byte)) func([]byte) {
+	var partial []byte
+	skipping := false
+	return func(p []byte) {
+		for len(p) > 0 {
+			i := bytes.IndexByte(p, '\n')
+			if i < 0 {
+				if !skipping && len(partial)+len(p) <= maxLine {
+					partial = append(partial, p...)
+				} else {
+					partial, skipping = partial[:0], true
+				}
+				return
+			}
+			if !skipping && len(partial)+i <= maxLine {
+				fn(append(partial, p[:i]...))
+			}
+			partial, skipping = partial[:0], false
+			p = p[i+1:]
+		}
+	}
+}

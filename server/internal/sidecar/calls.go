@@ -1,0 +1,94 @@
+package sidecar
+
+import (
+	"context"
+	"sync"
+)
+
+// sandboxCalls are the calls in flight to each sandbox's sidecar, so they
+// can be ended when the sandbox is frozen.
+type Calls struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[string]map[uint64]context.CancelCauseFunc
+	// ends holds the sandboxes this server is destroying, with the
+	// answer their calls get meanwhile (see end).
+	ends map[string]error
+}
+
+// Track returns ctx, cancellable through cancel(id, …), and the function
+// that forgets it.
+func (c *Calls) Track(ctx context.Context, id string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	c.mu.Lock()
+	if cause, ok := c.ends[id]; ok {
+		c.mu.Unlock()
+		cancel(cause)
+		return ctx, func() {}
+	}
+	if c.m == nil {
+		c.m = map[string]map[uint64]context.CancelCauseFunc{}
+	}
+	if c.m[id] == nil {
+		c.m[id] = map[uint64]context.CancelCauseFunc{}
+	}
+	c.next++
+	key := c.next
+	c.m[id][key] = cancel
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		delete(c.m[id], key)
+		if len(c.m[id]) == 0 {
+			delete(c.m, id)
+		}
+		c.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// Cancel ends every call in flight to sandbox id with cause.
+func (c *Calls) Cancel(id string, cause error) {
+	c.mu.Lock()
+	calls := make([]context.CancelCauseFunc, 0, len(c.m[id]))
+	for _, cancel := range c.m[id] {
+		calls = append(calls, cancel)
+	}
+	c.mu.Unlock()
+	for _, cancel := range calls {
+		cancel(cause)
+	}
+}
+
+// End ends every call in flight to sandbox id with cause, and every call
+// that starts until the returned function is called: the sandbox is being
+// destroyed on purpose, so a call that its sidecar's death cuts short is
+// answered with cause rather than taken for a loss (ending).
+func (c *Calls) End(id string, cause error) (done func()) {
+	c.mu.Lock()
+	if c.ends == nil {
+		c.ends = map[string]error{}
+	}
+	_, already := c.ends[id]
+	if !already {
+		c.ends[id] = cause
+	}
+	c.mu.Unlock()
+	c.Cancel(id, cause)
+	if already {
+		return func() {} // another destroy of id runs; it ends the mark
+	}
+	return func() {
+		c.mu.Lock()
+		delete(c.ends, id)
+		c.mu.Unlock()
+	}
+}
+
+// Ending returns the answer for calls to sandbox id while this server
+// destroys it, or nil.
+func (c *Calls) Ending(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ends[id]
+}

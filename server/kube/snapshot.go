@@ -1,0 +1,195 @@
+package kube
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/boxkite/boxkite/server/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Snapshots on the kube driver (issue 22) copy the workspace through the
+// sandbox's sidecar: a tar of /workspace (GET /files/archive) streamed
+// into Config.SnapshotDir, named by the SHA-256 of the tar (a fork's
+// transient copy by a random name), and streamed into a new sandbox's
+// sidecar (POST /files/archive) when one starts from it. Pods keep their
+// workspace in an emptyDir, so there is no volume to snapshot; the
+// processes are not stopped for the copy (the control plane cannot freeze
+// a pod), so a file written during it may be caught half-written.
+//
+// The directory is this server's: servers sharing a database must share
+// it too (a ReadWriteMany volume), or a snapshot taken through one cannot
+// be restored through another.
+
+// workspace is the directory a snapshot copies.
+const workspace = "/workspace"
+
+// snapshotMethod is what SnapshotRef.Method reports.
+const snapshotMethod = "sidecar-copy"
+
+// snapshotKey is a key this driver made: sha256-<hex> for a snapshot,
+// fork-<hex> for a fork's transient copy.
+var snapshotKey = regexp.MustCompile(`^(sha256|fork)-[0-9a-f]{64}$`)
+
+// errNoSnapshots is the answer without a snapshot directory.
+var errNoSnapshots = errors.New("the kube driver has no snapshot directory (Config.SnapshotDir)")
+
+// snapshotPath is the file of key, or an error for a key this driver
+// never made (keys come from the database, but a path is built of them).
+func (d *Driver) snapshotPath(key string) (string, error) {
+	if d.cfg.SnapshotDir == "" {
+		return "", errNoSnapshots
+	}
+	if !snapshotKey.MatchString(key) {
+		return "", fmt.Errorf("snapshot key %q is not one of the kube driver's", key)
+	}
+	return filepath.Join(d.cfg.SnapshotDir, key+".tar"), nil
+}
+
+// Snapshot copies sandbox id's workspace into the snapshot directory.
+func (d *Driver) Snapshot(ctx context.Context, id string, transient bool) (model.SnapshotRef, error) {
+	if d.cfg.SnapshotDir == "" {
+		return model.SnapshotRef{}, errNoSnapshots
+	}
+	ep, err := d.sandboxEndpoint(ctx, id)
+	if err != nil {
+		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
+	}
+	if err := os.MkdirAll(d.cfg.SnapshotDir, 0o700); err != nil {
+		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
+	}
+	tmp, err := os.CreateTemp(d.cfg.SnapshotDir, "partial-*")
+	if err != nil {
+		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
+	}
+	defer os.Remove(tmp.Name()) // gone once renamed
+	size, sum, err := d.download(ctx, ep, tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
+	}
+	key := "sha256-" + sum
+	if transient {
+		key = "fork-" + newToken()
+	}
+	path, err := d.snapshotPath(key)
+	if err != nil {
+		return model.SnapshotRef{}, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
+	}
+	return model.SnapshotRef{Key: key, SizeBytes: size, Method: snapshotMethod}, nil
+}
+
+// download streams the workspace's tar from the sidecar at ep into w and
+// returns its size and SHA-256.
+func (d *Driver) download(ctx context.Context, ep model.Endpoint, w io.Writer) (int64, string, error) {
+	resp, err := d.archiveCall(ctx, ep, http.MethodGet, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), resp.Body)
+	if err != nil {
+		return 0, "", fmt.Errorf("copy the workspace: %w", err)
+	}
+	return n, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// restore streams snapshot key into the workspace of the sidecar at ep.
+func (d *Driver) restore(ctx context.Context, ep model.Endpoint, key string) error {
+	path, err := d.snapshotPath(key)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open snapshot: %w", err)
+	}
+	defer f.Close()
+	resp, err := d.archiveCall(ctx, ep, http.MethodPost, f)
+	if err != nil {
+		return fmt.Errorf("restore snapshot: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.Body.Close()
+}
+
+// archiveCall is GET or POST /files/archive?path=/workspace on the
+// sidecar at ep, with no timeout of its own (the copy takes as long as
+// the data); a status other than 200 is an error.
+func (d *Driver) archiveCall(ctx context.Context, ep model.Endpoint, method string, body io.Reader) (*http.Response, error) {
+	hc, err := pinnedClient(ep.CertPEM)
+	if err != nil {
+		return nil, err
+	}
+	hc.Timeout = 0 // ctx bounds it
+	u := "https://" + ep.Address + "/files/archive?" + url.Values{"path": {workspace}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("X-Sidecar-Auth-Token", ep.Token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/x-tar")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar /files/archive: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		resp.Body.Close()
+		return nil, fmt.Errorf("sidecar /files/archive: %s: %s", resp.Status, msg)
+	}
+	return resp, nil
+}
+
+// DeleteSnapshot removes key's file; a gone one is not an error.
+func (d *Driver) DeleteSnapshot(_ context.Context, key string) error {
+	path, err := d.snapshotPath(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete snapshot %s: %w", key, err)
+	}
+	return nil
+}
+
+// sandboxEndpoint finds sandbox id's running pod and reaches its sidecar
+// with the token its Secret holds (the sandbox's own: bind writes a
+// claimed pod's there too).
+func (d *Driver) sandboxEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
+	ns := d.cfg.Namespace
+	sel := labels.Set{LabelManagedBy: ManagedBy, LabelSandbox: id, LabelState: StateBound}.String()
+	pods, err := d.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return model.Endpoint{}, fmt.Errorf("list pods: %w", err)
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+			continue
+		}
+		sec, err := d.client.CoreV1().Secrets(ns).Get(ctx, secretName(p.Name), metav1.GetOptions{})
+		if err != nil {
+			return model.Endpoint{}, fmt.Errorf("get secret: %w", err)
+		}
+		return d.endpoint(&p, string(sec.Data["token"]), sec.Data["tls.crt"]), nil
+	}
+	return model.Endpoint{}, fmt.Errorf("no running pod of sandbox %s", id)
+}

@@ -1,0 +1,254 @@
+package preview
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+)
+
+// labelRE is the first label of a host-based preview: <port>-<sandbox id>.
+var labelRE = regexp.MustCompile(`^([0-9]{1,5})-([a-z0-9][a-z0-9-]{0,57})$`)
+
+// idRE is a sandbox id as a preview URL may name it.
+var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// e2bPorts are E2B's own ports (envd, the code interpreter): their
+// <port>-<id> hosts belong to the E2B facade (server/e2b), never to a
+// preview.
+var e2bPorts = map[int]bool{49983: true, 49999: true}
+
+// PathPrefix starts every path-form preview URL.
+const PathPrefix = "/preview/"
+
+// target is the sandbox port a preview request names, and the rest of its
+// path; cookiePath scopes the cookie the token is exchanged for.
+type target struct {
+	sandboxID  string
+	port       int
+	rest       string // escaped, starting with "/"
+	cookiePath string
+}
+
+// Matches reports whether r is for a host-based preview: its Host is
+// <port>-<sandbox id>.<preview domain>. Path-form requests come through
+// the route /preview/{id}/{port}/.
+func (s *Service) Matches(r *http.Request) bool {
+	_, ok := s.hostTarget(r)
+	return ok
+}
+
+func (s *Service) hostTarget(r *http.Request) (target, bool) {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	label, ok := strings.CutSuffix(host, "."+s.domain())
+	if !ok {
+		return target{}, false
+	}
+	m := labelRE.FindStringSubmatch(label)
+	if m == nil {
+		return target{}, false
+	}
+	port, err := parsePort(m[1])
+	if err != nil || e2bPorts[port] {
+		return target{}, false
+	}
+	rest := r.URL.EscapedPath()
+	if !strings.HasPrefix(rest, "/") {
+		rest = "/" + rest
+	}
+	return target{sandboxID: m[2], port: port, rest: rest, cookiePath: "/"}, true
+}
+
+func pathTarget(r *http.Request) (target, error) {
+	p := r.URL.EscapedPath()
+	rest, _ := strings.CutPrefix(p, PathPrefix)
+	id, rest, _ := strings.Cut(rest, "/")
+	portS, rest, found := strings.Cut(rest, "/")
+	port, err := parsePort(portS)
+	if err != nil || !idRE.MatchString(id) {
+		return target{}, api.Errorf(http.StatusNotFound, api.CodeNotFound, "not a preview URL").
+			WithHint("preview URLs are /preview/<sandbox id>/<port>/; create one with `boxkite preview PORT`")
+	}
+	if !found {
+		return target{}, errRedirectSlash
+	}
+	return target{sandboxID: id, port: port, rest: "/" + rest, cookiePath: PathPrefix + id + "/" + portS + "/"}, nil
+}
+
+var errRedirectSlash = fmt.Errorf("redirect to the trailing slash")
+
+// ServeHTTP serves a host-based preview request (Matches).
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.hostTarget(r)
+	if !ok {
+		httpx.WriteError(s.log, w, r, api.Errorf(http.StatusNotFound, api.CodeNotFound, "not a preview host"))
+		return
+	}
+	if err := s.serve(w, r, t); err != nil {
+		httpx.WriteError(s.log, w, r, err)
+	}
+}
+
+// ServePath serves the path form, /preview/{id}/{port}/{path...}.
+func (s *Service) ServePath(w http.ResponseWriter, r *http.Request) error {
+	t, err := pathTarget(r)
+	if err == errRedirectSlash {
+		u := *r.URL
+		u.Path += "/"
+		u.RawPath = ""
+		http.Redirect(w, r, u.String(), http.StatusMovedPermanently)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.serve(w, r, t)
+}
+
+func unauthorized() *api.Error {
+	return api.Errorf(http.StatusUnauthorized, api.CodePreviewUnauthorized, "this preview URL has no valid token: it expired, was revoked, or is another preview's").
+		WithHint("create a new one with `boxkite preview PORT` (POST /v1/sandboxes/{id}/preview/{port})")
+}
+
+// serve checks the token (the query parameter, exchanged for a cookie, or
+// the cookie), the rate limits, and proxies to the sandbox's sidecar.
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, t target) error {
+	q := r.URL.Query()
+	token := q.Get(api.PreviewTokenParam)
+	fromQuery := token != ""
+	if !fromQuery {
+		if c, err := r.Cookie(api.PreviewCookie); err == nil {
+			token = c.Value
+		}
+	}
+	rec, err := s.lookup(r.Context(), token)
+	if err != nil {
+		return err
+	}
+	if rec == nil || rec.SandboxID != t.sandboxID || rec.Port != t.port {
+		return unauthorized()
+	}
+	if fromQuery {
+		http.SetCookie(w, &http.Cookie{
+			Name: api.PreviewCookie, Value: token, Path: t.cookiePath, Expires: rec.ExpiresAt,
+			HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil,
+		})
+		q.Del(api.PreviewTokenParam)
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			// The token leaves the address bar (and Referer) at once.
+			u := *r.URL
+			u.RawQuery = q.Encode()
+			u.Scheme, u.Host = "", ""
+			http.Redirect(w, r, u.String(), http.StatusSeeOther)
+			return nil
+		}
+	}
+	if err := s.limit.allow(rec, s.cfg.PerSandbox, s.cfg.PerAccount); err != nil {
+		return err
+	}
+	rt, err := s.cp.Sidecar(r.Context(), rec.AccountID, rec.SandboxID)
+	if err != nil {
+		return err
+	}
+	s.count(rec)
+	ctx, done := s.hold(r.Context(), rec, token)
+	defer done()
+	s.proxy(rt, t, q).ServeHTTP(w, r.WithContext(ctx))
+	return nil
+}
+
+// proxy returns the reverse proxy of one request: to the sidecar's
+// /preview/{port}/ with the token taken out of the query and the cookies.
+func (s *Service) proxy(rt http.RoundTripper, t target, q url.Values) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Transport:     rt,
+		FlushInterval: -1, // streams (SSE, long polls) pass as they come
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetXForwarded()
+			pr.Out.Header.Set("X-Forwarded-Host", pr.In.Host)
+			u := &url.URL{Scheme: "http", Host: "sidecar", RawQuery: q.Encode()}
+			rawPath := "/preview/" + strconv.Itoa(t.port) + t.rest
+			if p, err := url.PathUnescape(rawPath); err == nil {
+				u.Path, u.RawPath = p, rawPath
+			}
+			pr.Out.URL = u
+			pr.Out.Host = "sidecar"
+			stripCookie(pr.Out.Header)
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Header.Del("X-Sidecar-Auth-Token")
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.log.WarnContext(r.Context(), "preview proxy", "sandbox", t.sandboxID, "port", t.port, "err", err)
+			httpx.WriteError(s.log, w, r, api.Errorf(http.StatusBadGateway, api.CodePreviewUnreachable, "could not reach port %d in the sandbox", t.port).
+				WithHint("start the app so it listens on that port (on 127.0.0.1 or 0.0.0.0) inside the sandbox"))
+		},
+	}
+}
+
+// stripCookie removes the preview cookie from h's Cookie headers: the app
+// never sees the token.
+func stripCookie(h http.Header) {
+	var keep []string
+	for _, line := range h.Values("Cookie") {
+		var parts []string
+		for p := range strings.SplitSeq(line, ";") {
+			name, _, _ := strings.Cut(strings.TrimSpace(p), "=")
+			if name != api.PreviewCookie && strings.TrimSpace(p) != "" {
+				parts = append(parts, strings.TrimSpace(p))
+			}
+		}
+		if len(parts) > 0 {
+			keep = append(keep, strings.Join(parts, "; "))
+		}
+	}
+	h.Del("Cookie")
+	for _, k := range keep {
+		h.Add("Cookie", k)
+	}
+}
+
+// limiter counts proxied requests per sandbox and per account in fixed
+// one-minute windows, in memory.
+type limiter struct {
+	now    func() time.Time
+	mu     sync.Mutex
+	window time.Time
+	counts map[string]int
+}
+
+func newLimiter(now func() time.Time) *limiter { return &limiter{now: now, counts: map[string]int{}} }
+
+func (l *limiter) allow(rec *Record, perSandbox, perAccount int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.now().Truncate(time.Minute)
+	if !w.Equal(l.window) {
+		l.window, l.counts = w, map[string]int{}
+	}
+	sk, ak := "s:"+rec.SandboxID, "a:"+rec.AccountID
+	if l.counts[sk] >= perSandbox || l.counts[ak] >= perAccount {
+		retry := int(w.Add(time.Minute).Sub(l.now()).Seconds()) + 1
+		e := api.Errorf(http.StatusTooManyRequests, api.CodeRateLimited, "too many preview requests this minute").
+			WithHint(fmt.Sprintf("retry in %d s; a sandbox's previews take %d requests a minute, an account's %d", retry, perSandbox, perAccount))
+		e.Details = map[string]int{"retry_after_seconds": retry}
+		return e
+	}
+	l.counts[sk]++
+	l.counts[ak]++
+	return nil
+}

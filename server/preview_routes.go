@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/preview"
+)
+
+// previewRoutes serves preview URLs (server/preview): their creation,
+// listing and revocation on /v1, and the path form /preview/…; the
+// host-based form is matched in ServeHTTP (servePreviewHost).
+func (s *Server) previewRoutes() {
+	if s.preview == nil {
+		return
+	}
+	sandbox := func(h func(http.ResponseWriter, *http.Request, string, string) error) func(http.ResponseWriter, *http.Request) error {
+		return func(w http.ResponseWriter, r *http.Request) error {
+			sb, err := s.loadSandbox(r)
+			if err != nil {
+				return err
+			}
+			if !sb.Active() {
+				return notActive(sb)
+			}
+			if err := s.auditOpen(); err != nil {
+				return err
+			}
+			return h(w, r, sb.AccountID, sb.ID)
+		}
+	}
+	s.handle("POST /v1/sandboxes/{id}/preview/{port}", sandbox(s.preview.ServeCreate))
+	s.handle("DELETE /v1/sandboxes/{id}/preview/{port}", sandbox(s.preview.ServeRevoke))
+	s.handle("GET /v1/sandboxes/{id}/previews", sandbox(s.preview.ServeList))
+	s.handlePublic(preview.PathPrefix+"{id}/{port}/{path...}", func(w http.ResponseWriter, r *http.Request) error {
+		apihttp.Streaming(r)
+		return s.preview.ServePath(w, r)
+	})
+}
+
+// servePreviewHost serves r if it is for a host-based preview, and
+// reports whether it was.
+func (s *Server) servePreviewHost(w http.ResponseWriter, r *http.Request) bool {
+	if s.preview == nil || !s.preview.Matches(r) {
+		return false
+	}
+	apihttp.Streaming(r)
+	s.preview.ServeHTTP(w, r)
+	return true
+}
+
+// newPreviews returns the preview service when the store keeps previews.
+func (s *Server) newPreviews() error {
+	// Previews are not model.Store's: the SQL store behind the
+	// authorization layer keeps them, every query scoped by account but
+	// the token's own look-up, which is what authenticates a visit.
+	var st any = s.store
+	if w, ok := st.(interface{ Unwrap() model.Store }); ok {
+		st = w.Unwrap()
+	}
+	ps, ok := st.(preview.Store)
+	if !ok {
+		return nil
+	}
+	p, err := preview.New(ps, previewPort{s}, preview.Config{BaseURL: s.cfg.PreviewBaseURL, Log: s.log, Now: func() time.Time { return s.now() }})
+	if err != nil {
+		return err
+	}
+	s.preview = p
+	return nil
+}
+
+// previewPort is the control plane as server/preview consumes it.
+type previewPort struct{ s *Server }
+
+func (p previewPort) Sidecar(ctx context.Context, accountID, sandboxID string) (http.RoundTripper, error) {
+	sb, err := p.s.store.Sandbox(ctx, accountID, sandboxID)
+	if errors.Is(err, model.ErrNotFound) || (err == nil && sb.Status == model.StatusCreating) {
+		return nil, sandboxNotFound(sandboxID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load sandbox: %w", err)
+	}
+	if !sb.Active() {
+		return nil, notActive(sb)
+	}
+	if err := p.s.frozenAnswer(sb.ID); err != nil {
+		return nil, err
+	}
+	c, err := p.s.sidecars.Client(sb.ID, sb.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar client: %w", err)
+	}
+	return sidecarAuth{c.Transport, sb.Endpoint.Token}, nil
+}
+
+func (p previewPort) Audit(ctx context.Context, accountID, sandboxID, operation string, detail map[string]any) error {
+	sb, err := p.s.store.Sandbox(ctx, accountID, sandboxID)
+	if err != nil {
+		return fmt.Errorf("load sandbox: %w", err)
+	}
+	return p.s.audit(ctx, audit.Record{Sandbox: sb, Operation: operation, Detail: detail, Started: p.s.now()})
+}
+
+// sidecarAuth sets a sandbox's sidecar token on each request.
+type sidecarAuth struct {
+	rt    http.RoundTripper
+	token string
+}
+
+func (a sidecarAuth) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Sidecar-Auth-Token", a.token)
+	return a.rt.RoundTrip(r)
+}

@@ -1,0 +1,198 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// Forward sends c to the sandbox's sidecar and copies the answer back:
+// status, the headers above and the body, unchanged, so the sidecar's
+// error envelopes reach the client as they are. Neither body is buffered;
+// event streams (SSE, NDJSON) are flushed chunk by chunk, other bodies once
+// at the end, so the client has the whole answer before the caller goes
+// on to write the audit entry.
+//
+// An unreachable sidecar is a 502 sandbox_operation_failed. A failure
+// after the response started returns sidecar.ErrStreamBroken; the caller
+// must then abort the connection (AbortResponse) so a cut-off body is not
+// mistaken for a whole one.
+func (s *Service) Forward(w http.ResponseWriter, r *http.Request, sb *model.Sandbox, c *sidecar.Call) error {
+	ctx, cancel := r.Context(), context.CancelFunc(func() {})
+	if c.HandOver != nil || c.Survive {
+		c.Client = r.Context()
+		ctx, cancel = authz.SurvivingContext(ctx)
+	}
+	if c.Timeout > 0 {
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = context.WithTimeout(ctx, c.Timeout)
+		cancelParent := cancel
+		cancel = func() { cancelTimeout(); cancelParent() }
+	}
+	if err := s.d.FrozenAnswer(sb.ID); err != nil {
+		cancel()
+		return err
+	}
+	ctx, untrack := s.d.Calls.Track(ctx, sb.ID) // a freeze, pause or destroy ends it
+	cancelRest := cancel
+	cancel = func() { untrack(); cancelRest() }
+	handedOver := false // then the background reader owns ctx and the body
+	defer func() {
+		if !handedOver {
+			cancel()
+		}
+	}()
+	client, err := s.d.Sidecars.Client(sb.ID, sb.Endpoint)
+	if err != nil {
+		s.d.Log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
+		return model.SandboxFailed("reach")
+	}
+	u := "http://sidecar" + c.Path
+	if len(c.Query) > 0 {
+		u += "?" + c.Query.Encode()
+	}
+	body := c.Body
+	if body != nil && c.Length == 0 {
+		body = http.NoBody // a zero length with a body would be read as "unknown"
+	}
+	up, err := http.NewRequestWithContext(ctx, c.Method, u, body)
+	if err != nil {
+		return fmt.Errorf("build sidecar request: %w", err)
+	}
+	if body != nil && body != http.NoBody {
+		up.ContentLength = c.Length
+	}
+	for _, h := range sidecar.PassRequestHeaders {
+		if v := r.Header.Get(h); v != "" {
+			up.Header.Set(h, v)
+		}
+	}
+	up.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
+	if id := httpx.RequestID(ctx); id != "" {
+		up.Header.Set("X-Request-ID", id)
+	}
+	resp, err := client.Do(up)
+	if err != nil {
+		if ae, ok := context.Cause(ctx).(*api.Error); ok {
+			return ae // the sandbox froze under the call
+		}
+		if ae := apihttp.TimedOut(r); ae != nil {
+			return ae // the client's upload stalled
+		}
+		if ae, ok := errors.AsType[*api.Error](err); ok {
+			return ae // reading the client's body failed otherwise
+		}
+		if errors.Is(context.Cause(r.Context()), authz.ErrCredentialRevoked) {
+			return authz.ErrStreamRevoked // a long poll (files/watch) of a revoked key
+		}
+		if r.Context().Err() != nil {
+			return fmt.Errorf("client went away: %w", r.Context().Err())
+		}
+		s.d.Log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", c.Path, "err", err)
+		return s.d.Unreachable(r.Context(), sb)
+	}
+	c.Status = resp.StatusCode
+	err = s.copyResponse(w, resp, c)
+	if h, ok := errors.AsType[*sidecar.Handover](err); ok {
+		handedOver = true
+		go h.Drain(resp.Body, cancel, c)
+		return sidecar.ErrHandedOver
+	}
+	resp.Body.Close()
+	return err
+}
+
+func (s *Service) copyResponse(w http.ResponseWriter, resp *http.Response, c *sidecar.Call) error {
+	for _, h := range sidecar.PassResponseHeaders {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	ct := resp.Header.Get("Content-Type")
+	events := strings.HasPrefix(ct, "text/event-stream") || strings.HasPrefix(ct, api.ContentTypeNDJSON)
+	if events {
+		// Sent chunked: the server may end a stream with an event of its
+		// own (an error), so the sidecar's length is not the client's.
+		w.Header().Del("Content-Length")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Accel-Buffering", "no") // tell reverse proxies in front not to buffer
+	}
+	var capture *bytes.Buffer
+	if strings.HasPrefix(ct, "application/json") {
+		capture = &bytes.Buffer{}
+	}
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	if events {
+		_ = rc.Flush() // send the headers now: the first event may take a while
+		if c.HandOver != nil {
+			return sidecar.CopyPumped(w, rc, resp.Body, c)
+		}
+	}
+	// One buffer per proxied call would be most of what the proxy
+	// allocates (32 KiB zeroed per exec), so they are recycled.
+	bp, _ := s.copyBufs.Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, 32<<10)
+		bp = &b
+	}
+	defer s.copyBufs.Put(bp)
+	buf := *bp
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if c.Tap != nil {
+				c.Tap(chunk)
+			}
+			if capture != nil && !c.Overflow {
+				if capture.Len()+n > sidecar.MaxCapture {
+					c.Overflow, capture = true, nil
+				} else {
+					capture.Write(chunk)
+				}
+			}
+			if _, err := w.Write(chunk); err != nil {
+				return fmt.Errorf("%w: write to client: %w", sidecar.ErrStreamBroken, err)
+			}
+			c.BytesOut += int64(n)
+			if events {
+				if err := rc.Flush(); err != nil {
+					return fmt.Errorf("%w: flush to client: %w", sidecar.ErrStreamBroken, err)
+				}
+			}
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
+		if rerr != nil {
+			return fmt.Errorf("%w: %w: read sidecar: %w", sidecar.ErrStreamBroken, sidecar.ErrCut, rerr)
+		}
+	}
+	if capture != nil {
+		c.Captured = capture.Bytes()
+	}
+	// Hand the client the end of the body now, not when the handler
+	// returns after the audit write.
+	_ = rc.Flush()
+	return nil
+}
+
+// AbortResponse ends a response whose body already started and cannot be
+// finished: the connection is dropped, so the client sees a broken
+// transfer rather than a short body that looks complete.
+func (s *Service) AbortResponse(r *http.Request, err error) {
+	s.d.Log.WarnContext(r.Context(), "response broken off", "method", r.Method, "path", r.URL.Path, "err", err)
+	panic(http.ErrAbortHandler)
+}

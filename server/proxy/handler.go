@@ -1,0 +1,197 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/hold"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/scrub"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
+)
+
+// idPattern is what a process or LSP id in a path may look like. Checking
+// it keeps "..", "/" and query characters out of the sidecar path built
+// from it.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// wildcardPattern finds {name} in a sidecar path template.
+var wildcardPattern = regexp.MustCompile(`\{([a-z_]+)\}`)
+
+// exchange is what an audit detail function may look at: the request and
+// its JSON body, and the sidecar's answer.
+type exchange struct {
+	r        *http.Request
+	reqBody  []byte // bodyJSON routes
+	upBytes  int64  // bodyStream routes: bytes uploaded
+	call     *sidecar.Call
+	exitCode *int // set by detail functions that know one
+	// outputTruncated is set by detail functions whose answer says output was cut.
+	outputTruncated bool
+}
+
+// req decodes the request body into v; fields it cannot decode stay zero
+// (the sidecar accepted the request, so this does not happen in practice).
+func (x *exchange) req(v any) { _ = json.Unmarshal(x.reqBody, v) }
+
+// resp decodes the captured JSON answer into v and reports whether it could.
+func (x *exchange) resp(v any) bool {
+	return x.call.Captured != nil && json.Unmarshal(x.call.Captured, v) == nil
+}
+
+// handler serves one proxyRoute.
+func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		sb, err := s.d.LoadActive(r)
+		if err != nil {
+			return err
+		}
+		path, err := expandSidecarPath(rt.sidecar, r)
+		if err != nil {
+			return err
+		}
+		query := r.URL.Query()
+		query.Del("api_key")
+		if rt.flags&needPath != 0 && query.Get("path") == "" {
+			return apihttp.PathRequired()
+		}
+		x := &exchange{r: r}
+		c := &sidecar.Call{Method: rt.method, Path: path, Query: query, Length: -1, Timeout: rt.timeout}
+		var up *sidecar.CountingReader
+		switch rt.body {
+		case bodyJSON:
+			if x.reqBody, err = apihttp.ReadJSON(w, r, httpx.MaxExecBody); err != nil {
+				return err
+			}
+			if rt.flags&(checkCommand|checkCode|checkNodeCode) != 0 {
+				program := "python3"
+				if rt.flags&checkNodeCode != 0 {
+					program = "node"
+				}
+				if err := s.d.CheckBodyCommand(r, x.reqBody, rt.flags&(checkCode|checkNodeCode) != 0, program); err != nil {
+					return err
+				}
+			}
+			c.Body, c.Length = bytes.NewReader(x.reqBody), int64(len(x.reqBody))
+		case bodyStream:
+			apihttp.Streaming(r) // an upload of any size: only stalls time out
+			up = &sidecar.CountingReader{R: r.Body}
+			c.Body, c.Length = up, r.ContentLength
+		}
+		started := s.d.Now()
+		// Command output is scrubbed on its way out (scrubber); finish
+		// sends what the scrubber still holds.
+		out, finish := s.scrubber(rt, r, w)
+		if rt.op == "" {
+			err = s.Forward(out, r, sb, c)
+			finish()
+			if errors.Is(err, sidecar.ErrStreamBroken) {
+				s.AbortResponse(r, err)
+			}
+			return err
+		}
+		if err := s.d.Audit.Open(); err != nil {
+			return err
+		}
+		if rt.flags&upload != 0 {
+			if err := s.d.AdmitWrite(r.Context(), sb.ID); err != nil {
+				return err
+			}
+		}
+		// Audited: the end of the answer waits for the entry (server/internal/hold).
+		hw := hold.NewTail(out)
+		err = s.Forward(hw, r, sb, c)
+		if errors.Is(err, sidecar.ErrStreamBroken) {
+			s.AbortResponse(r, err)
+		}
+		if err == nil && c.Status >= 500 && rt.flags&writes != 0 {
+			// The sidecar could not write: if that is because the host
+			// could not store it, say so rather than pass on a 500.
+			if serr := s.d.BrokenDisk(r.Context(), sb, rt.op); serr != nil {
+				return hw.Fail(serr)
+			}
+		}
+		if err != nil || c.Status/100 != 2 {
+			hw.Release()
+			finish()
+			return err
+		}
+		x.call = c
+		if up != nil {
+			x.upBytes = up.N
+		}
+		var syncErr error
+		if rt.flags&writes != 0 {
+			syncErr = s.d.SyncDisk(r.Context(), sb, strings.ReplaceAll(rt.op, "_", " "))
+		}
+		var detail map[string]any
+		if rt.detail != nil {
+			detail = rt.detail(x)
+		}
+		if syncErr != nil {
+			if detail == nil {
+				detail = map[string]any{}
+			}
+			detail["stored"] = false // performed, but the host could not store it
+		}
+		err = s.d.Audit.Append(r.Context(), audit.Record{
+			Sandbox: sb, Operation: rt.op, Detail: detail,
+			ExitCode: x.exitCode, OutputTruncated: x.outputTruncated,
+			Started: started, Duration: s.d.Now().Sub(started),
+		})
+		if err == nil {
+			err = syncErr
+		}
+		if err != nil {
+			return hw.Fail(audit.WithOutcome(err, map[string]any{"status": c.Status}))
+		}
+		hw.Release()
+		finish()
+		return nil
+	}
+}
+
+// expandSidecarPath fills the {name} wildcards of a sidecar path template
+// with the request's path values, which must look like ids.
+func expandSidecarPath(tmpl string, r *http.Request) (string, error) {
+	var bad error
+	out := wildcardPattern.ReplaceAllStringFunc(tmpl, func(m string) string {
+		name := m[1 : len(m)-1]
+		v := r.PathValue(name)
+		if !idPattern.MatchString(v) && bad == nil {
+			what := strings.TrimSuffix(strings.ReplaceAll(name, "_", " "), " id")
+			if name == "pid" {
+				what = "process"
+			}
+			bad = api.Errorf(http.StatusNotFound, api.CodeNotFound, "%s %q not found", what, v)
+		}
+		return v
+	})
+	return out, bad
+}
+
+// scrubber wraps w for a route whose answer carries command output, when
+// r's account scrubs it. finish passes on what is held; call it once the
+// answer is complete.
+func (s *Service) scrubber(rt proxyRoute, r *http.Request, w http.ResponseWriter) (http.ResponseWriter, func()) {
+	if rt.flags&(scrubsProcessStream|scrubsProcessOutput|scrubsInterpreter) == 0 || !s.d.ScrubsOutput(r) {
+		return w, func() {}
+	}
+	switch {
+	case rt.flags&scrubsProcessStream != 0:
+		ss := scrub.NewSSE(w, s.d.ScrubIdle())
+		return ss, func() { ss.FlushHeld(); ss.Stop() }
+	case rt.flags&scrubsInterpreter != 0:
+		j := scrub.NewJSONRewriter(w, scrub.InterpreterResult)
+		return j, j.Finish
+	}
+	j := scrub.NewJSONRewriter(w, scrub.ProcessOutput)
+	return j, j.Finish
+}

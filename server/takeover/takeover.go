@@ -1,0 +1,320 @@
+package takeover
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// Limits of the takeover relay.
+const (
+	// takeoverClientFrame bounds one frame a person sends: keystrokes, a
+	// paste, a resize.
+	takeoverClientFrame = 1 << 20
+	// takeoverSidecarFrame bounds one frame from the sidecar: terminal
+	// output, or the scrollback replayed to a late joiner.
+	takeoverSidecarFrame = 16 << 20
+)
+
+var errTakeoverNotPermitted = &api.Error{
+	Status: http.StatusForbidden, Code: api.CodeTakeoverNotPermitted,
+	Message: "this API key may not take over a sandbox's terminal",
+	Hint:    "use an admin key; member keys can run commands but not type into the terminal",
+}
+
+// authorizeTakeover decides, before the upgrade, whether the
+// authenticated caller may attach.
+func (s *Service) authorizeTakeover(r *http.Request) (authz.Grant, error) {
+	ri := authz.From(r.Context())
+	var g authz.Grant
+	switch {
+	case ri.Grant != nil:
+		g = *ri.Grant
+	case ri.Key.Role != model.RoleAdmin:
+		return authz.Grant{}, errTakeoverNotPermitted
+	default:
+		g = authz.Grant{KeyID: ri.Key.ID, KeyName: ri.Key.Name, Via: authz.ViaAPIKey}
+	}
+	if v := r.URL.Query().Get("read_only"); v != "" {
+		ro, err := strconv.ParseBool(v)
+		if err != nil {
+			return authz.Grant{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read_only %q is not a boolean", v).
+				WithHint("use read_only=1 to watch without typing")
+		}
+		g.ReadOnly = g.ReadOnly || ro // a read-only token stays read-only
+	}
+	return g, nil
+}
+
+// takeover serves WS /v1/sandboxes/{id}/takeover (`boxkite attach`): it
+// relays WebSocket frames both ways, unchanged, between the client and the
+// sidecar's /pty. Binary frames are terminal bytes; a text frame is a
+// control message (resize) the sidecar interprets. Every failure before
+// the relay starts, the sidecar's included, is a plain HTTP error.
+func (s *Service) takeover(w http.ResponseWriter, r *http.Request) error {
+	grant, err := s.authorizeTakeover(r)
+	if err != nil {
+		return err
+	}
+	sb, err := s.loadAudited(r)
+	if err != nil {
+		return err
+	}
+	up, err := s.dialPTY(r, sb, grant.ReadOnly)
+	if err != nil {
+		return err
+	}
+	defer up.CloseNow()
+	down, ok := httpx.AcceptWebSocket(w, r, takeoverClientFrame)
+	if !ok {
+		return nil
+	}
+	defer down.CloseNow()
+	up.SetReadLimit(takeoverSidecarFrame)
+
+	started := s.d.Now()
+	if err := s.d.Audit.Append(r.Context(), audit.Record{
+		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_start", Detail: grant.Detail(), Started: started,
+	}); err != nil {
+		// Nobody types into a terminal that is off the record.
+		down.Close(websocket.StatusTryAgainLater, "the audit log cannot be written; try again later")
+		return nil
+	}
+	in := newTypedInput()
+	flushed := make(chan struct{})
+	ctx, stopFlushing := context.WithCancel(r.Context())
+	relayCtx, endRelay := context.WithCancel(r.Context())
+	defer endRelay()
+	go func() {
+		defer close(flushed)
+		if !s.flushTypedInput(ctx, sb, grant, in) {
+			endRelay() // typed input is no longer recorded: end the session
+		}
+	}()
+	hooks := relayHooks{typed: in.add}
+	var rec *recorder
+	if s.d.Recording {
+		rec = newRecorder(s.d.Now)
+		hooks.output, hooks.control = rec.output, rec.control
+	}
+	typed := s.relayPTY(relayCtx, down, up, grant.ReadOnly, hooks)
+	stopFlushing()
+	<-flushed
+	end := grant.Detail()
+	end["bytes_typed"] = typed
+	if rec != nil {
+		s.saveRecording(r.Context(), sb, rec, end)
+	}
+	// A failure here leaves the entry waiting in the audit gate: the
+	// session is over either way.
+	_ = s.d.Audit.Append(r.Context(), audit.Record{
+		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_end", Detail: end,
+		Started: started, Duration: s.d.Now().Sub(started),
+	})
+	return nil
+}
+
+// maxTypedLog caps the typed bytes one takeover puts in the audit log,
+// as the reference caps output: past it, entries say output_truncated.
+const maxTypedLog = 10 << 20
+
+// typedInput collects what a person types between two flushes.
+type typedInput struct {
+	mu       sync.Mutex
+	buf      []byte
+	logged   int
+	dropped  bool // input was cut at maxTypedLog
+	reported bool // and a flush has said so
+	// entered is signalled when a line ends (Enter): the command it
+	// runs goes on the record, and to live watchers, at once.
+	entered chan struct{}
+}
+
+func newTypedInput() *typedInput { return &typedInput{entered: make(chan struct{}, 1)} }
+
+func (t *typedInput) add(b []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	room := maxTypedLog - t.logged - len(t.buf)
+	if len(b) > room {
+		b, t.dropped = b[:max(room, 0)], true
+	}
+	t.buf = append(t.buf, b...)
+	if bytes.ContainsAny(b, "\r\n") {
+		select {
+		case t.entered <- struct{}{}:
+		default: // a flush is due already
+		}
+	}
+}
+
+// take returns and clears the bytes collected since the last take, and
+// whether input was cut, once.
+func (t *typedInput) take() ([]byte, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b, cut := t.buf, t.dropped && !t.reported
+	t.buf, t.reported = nil, t.dropped
+	t.logged += len(b)
+	return b, cut
+}
+
+// flushTypedInput writes a takeover_input entry with the bytes typed so
+// far when a line is entered, at least every TakeoverFlushInterval, and a
+// last one when ctx ends, so keystrokes are on the record while the
+// session is still open and a command shows in the live log as it runs. It
+// returns false, at once, when an entry could not be committed: the
+// caller ends the session.
+func (s *Service) flushTypedInput(ctx context.Context, sb *model.Sandbox, g authz.Grant, in *typedInput) bool {
+	tick := time.NewTicker(s.d.FlushInterval)
+	defer tick.Stop()
+	flush := func() bool {
+		b, truncated := in.take()
+		if len(b) == 0 && !truncated {
+			return true
+		}
+		d := g.Detail()
+		d["input"], d["bytes"] = string(b), len(b)
+		return s.d.Audit.Append(ctx, audit.Record{
+			Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_input", Detail: d,
+			OutputTruncated: truncated, Started: s.d.Now(),
+		}) == nil
+	}
+	for {
+		select {
+		case <-tick.C:
+			if !flush() {
+				return false
+			}
+		case <-in.entered:
+			if !flush() {
+				return false
+			}
+		case <-ctx.Done():
+			return flush()
+		}
+	}
+}
+
+// dialPTY opens the sidecar's /pty over the sandbox's endpoint.
+func (s *Service) dialPTY(r *http.Request, sb *model.Sandbox, readOnly bool) (*websocket.Conn, error) {
+	q := url.Values{}
+	if readOnly {
+		q.Set("read_only", "1")
+	}
+	return s.d.DialSidecarWS(r, sb, "/pty", q, "could not reach the sandbox's terminal")
+}
+
+// relayPTY copies frames between the client (down) and the sidecar (up)
+// until either side closes, then closes the other with the same status,
+// and returns how many terminal bytes the client typed. hooks see the
+// frames on their way. A read-only
+// client's frames are dropped here as well as by the sidecar.
+// relayHooks see the frames relayPTY passes: typed terminal bytes, output,
+// and the control frames of a client that may type. Nil hooks are skipped.
+type relayHooks struct {
+	typed, output, control func([]byte)
+}
+
+func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks) int64 {
+	// A revoked credential closes the client's side with a status that
+	// says so; the reads must not end first (a cancelled read drops the
+	// connection without a word).
+	request := ctx
+	ctx, cancel := authz.SurvivingContext(ctx)
+	defer cancel()
+	stopWatching := context.AfterFunc(request, func() {
+		if errors.Is(context.Cause(request), authz.ErrCredentialRevoked) {
+			_ = down.Close(websocket.StatusPolicyViolation, "the credential of this session was revoked")
+		}
+	})
+	defer stopWatching()
+	type ended struct {
+		fromClient bool
+		err        error
+	}
+	ends := make(chan ended, 2)
+	var typed int64
+	go func() {
+		for {
+			typ, data, err := down.Read(ctx)
+			if err != nil {
+				ends <- ended{true, err}
+				return
+			}
+			if readOnly {
+				continue
+			}
+			switch {
+			case typ == websocket.MessageBinary:
+				typed += int64(len(data))
+				if hooks.typed != nil {
+					hooks.typed(data)
+				}
+			case hooks.control != nil:
+				hooks.control(data)
+			}
+			if err := up.Write(ctx, typ, data); err != nil {
+				ends <- ended{false, err}
+				return
+			}
+		}
+	}()
+	go func() {
+		for {
+			typ, data, err := up.Read(ctx)
+			if err == nil && typ == websocket.MessageBinary && hooks.output != nil {
+				hooks.output(data)
+			}
+			if err == nil {
+				err = down.Write(ctx, typ, data)
+				if err != nil {
+					ends <- ended{true, err}
+					return
+				}
+				continue
+			}
+			ends <- ended{false, err}
+			return
+		}
+	}()
+	first := <-ends
+	// Pass the closing side's status on to the other side, so `boxkite
+	// attach` learns why its shell went away.
+	code, reason := websocket.StatusNormalClosure, ""
+	var ce websocket.CloseError
+	if errors.As(first.err, &ce) {
+		switch ce.Code {
+		case websocket.StatusNoStatusRcvd, websocket.StatusAbnormalClosure, websocket.StatusTLSHandshake:
+			// reserved: never sent in a close frame
+		default:
+			code, reason = ce.Code, ce.Reason
+		}
+	} else if !first.fromClient {
+		code, reason = websocket.StatusGoingAway, "the sandbox's terminal went away"
+	}
+	if errors.Is(context.Cause(request), authz.ErrCredentialRevoked) {
+		// The terminal itself stays: only this credential's view of it ends.
+		code, reason = websocket.StatusPolicyViolation, "the credential of this session was revoked"
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = down.Close(code, reason) })
+	wg.Go(func() { _ = up.Close(code, reason) })
+	wg.Wait()
+	cancel()
+	<-ends
+	return typed
+}

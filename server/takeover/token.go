@@ -1,0 +1,255 @@
+package takeover
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// tokenTypeTakeover is the "type" claim of takeover tokens, so an access
+// token can never open a terminal and a takeover token never logs in.
+const tokenTypeTakeover = "sandbox_takeover"
+
+// takeoverClaims are the claims of a takeover token: bound to one
+// sandbox, single-use (jti), short-lived.
+type takeoverClaims struct {
+	Type     string `json:"type"`
+	Sub      string `json:"sub"` // account id
+	Sandbox  string `json:"sbx"`
+	ReadOnly bool   `json:"ro,omitempty"`
+	KeyID    string `json:"kid"`   // the API key or SSH key that minted it
+	KeyName  string `json:"kname"` // its name, for the audit log
+	Via      string `json:"via"`   // viaAPIKey or viaSSHKey
+	Jti      string `json:"jti"`
+	Iat      int64  `json:"iat"`
+	Exp      int64  `json:"exp"`
+}
+
+// One answer for every bad token (expired, used, forged, another
+// sandbox's), as the reference does: a guesser learns nothing.
+var errBadTakeoverToken = &api.Error{
+	Status: http.StatusUnauthorized, Code: api.CodeInvalidToken,
+	Message: "invalid, expired or already used takeover token",
+	Hint:    "mint a new one with `boxkite ssh` or POST /v1/sandboxes/{id}/takeover-token; a token lasts 30 s and opens one session",
+}
+
+// mintTakeoverToken signs a token for sb granting g.
+func (s *Service) mintTakeoverToken(ctx context.Context, accountID, sandboxID string, g authz.Grant) (api.TakeoverToken, error) {
+	key, err := s.d.JWTKey(ctx)
+	if err != nil {
+		return api.TakeoverToken{}, err
+	}
+	now := s.d.Now()
+	exp := now.Add(api.TakeoverTokenTTL)
+	tok, err := authn.SignToken(key, takeoverClaims{
+		Type: tokenTypeTakeover, Sub: accountID, Sandbox: sandboxID, ReadOnly: g.ReadOnly,
+		KeyID: g.KeyID, KeyName: g.KeyName, Via: g.Via, Jti: model.NewID(), Iat: now.Unix(), Exp: exp.Unix(),
+	})
+	if err != nil {
+		return api.TakeoverToken{}, err
+	}
+	return api.TakeoverToken{Token: tok, ExpiresAt: time.Unix(exp.Unix(), 0).UTC(), ReadOnly: g.ReadOnly}, nil
+}
+
+// parseTakeoverToken verifies token for the sandbox sandboxID and spends it.
+func (s *Service) parseTakeoverToken(ctx context.Context, token, sandboxID string) (takeoverClaims, error) {
+	var c takeoverClaims
+	key, err := s.d.JWTKey(ctx)
+	if err != nil {
+		return c, err
+	}
+	payload, err := authn.VerifyJWT(key, token)
+	if err != nil {
+		return c, errBadTakeoverToken
+	}
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return c, errBadTakeoverToken
+	}
+	now := s.d.Now()
+	switch {
+	case c.Type != tokenTypeTakeover, c.Sub == "", c.Jti == "", c.Sandbox != sandboxID,
+		now.Unix() >= c.Exp, time.Unix(c.Iat, 0).After(now.Add(authn.ClockSkew)):
+		return c, errBadTakeoverToken
+	}
+	// A token dies with the key that minted it (issue 17, finding 3).
+	valid, err := s.d.CredentialValid(ctx, c.KeyID)
+	if err != nil {
+		return c, fmt.Errorf("check the token's key: %w", err)
+	}
+	if !valid {
+		return c, errBadTakeoverToken
+	}
+	fresh, err := s.d.Store.SpendToken(ctx, c.Jti, time.Unix(c.Exp, 0), now)
+	if err != nil {
+		return c, fmt.Errorf("spend takeover token: %w", err)
+	}
+	if !fresh {
+		return c, errBadTakeoverToken
+	}
+	return c, nil
+}
+
+// AuthenticateTakeover serves the routes a takeover token opens: the
+// terminal (WS …/takeover, token in ?token= or the header) and, for the
+// bastion's `ssh id@host cmd`, exec (header only). An API key works as
+// everywhere else.
+func (s *Service) AuthenticateTakeover(r *http.Request) error {
+	var token string
+	if r.Header.Get("Authorization") == "" && r.Method == http.MethodGet && r.URL.Query().Has("token") {
+		token = r.URL.Query().Get("token")
+	} else {
+		t, err := httpx.BearerToken(r)
+		if err != nil {
+			return err
+		}
+		token = t
+	}
+	if model.ValidAPIKey(token) {
+		return s.d.AuthenticateKey(r, token)
+	}
+	ctx := r.Context()
+	c, err := s.parseTakeoverToken(ctx, token, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	acct, err := s.d.Store.AccountByID(ctx, c.Sub)
+	if errors.Is(err, model.ErrNotFound) {
+		return errBadTakeoverToken
+	}
+	if err != nil {
+		return fmt.Errorf("look up account: %w", err)
+	}
+	if r.Method != http.MethodGet && c.ReadOnly {
+		return authz.ErrReadOnlyExec
+	}
+	ri := authz.From(ctx)
+	ri.Account = acct
+	ri.Grant = &authz.Grant{KeyID: c.KeyID, KeyName: c.KeyName, Via: c.Via, ReadOnly: c.ReadOnly, Token: true}
+	return nil
+}
+
+// createTakeoverToken serves POST /v1/sandboxes/{id}/takeover-token:
+// admin keys only, as for the header-authenticated takeover.
+func (s *Service) createTakeoverToken(w http.ResponseWriter, r *http.Request) error {
+	key := authz.From(r.Context()).Key
+	if key.Role != model.RoleAdmin {
+		return errTakeoverNotPermitted
+	}
+	var req api.TakeoverTokenRequest
+	if r.ContentLength != 0 {
+		if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
+			return err
+		}
+	}
+	sb, err := s.loadAudited(r)
+	if err != nil {
+		return err
+	}
+	g := authz.Grant{KeyID: key.ID, KeyName: key.Name, Via: authz.ViaAPIKey, ReadOnly: req.ReadOnly}
+	tok, err := s.mintTakeoverToken(r.Context(), sb.AccountID, sb.ID, g)
+	if err != nil {
+		return err
+	}
+	// A token whose minting is not on record is never handed out.
+	if err := s.d.Audit.Append(r.Context(), audit.Record{
+		Sandbox: sb, Source: api.LogSourceHumanTakeover, Operation: "takeover_token_mint", Detail: g.Detail(), Started: s.d.Now(),
+	}); err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, tok)
+	return nil
+}
+
+// AuthenticateBastion checks the bastion's key (Config.BastionKey) in
+// constant time. Without one configured the bastion routes are closed.
+func (s *Service) AuthenticateBastion(r *http.Request) error {
+	token, err := httpx.BearerToken(r)
+	if err != nil {
+		return err
+	}
+	want := s.d.BastionKey
+	if want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(want)) != 1 {
+		return api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "invalid bastion key").
+			WithHint("start boxkite-server and boxkite-bastion with the same BOXKITE_BASTION_KEY")
+	}
+	return nil
+}
+
+// errNoSSHAccess is the bastion's answer for an unknown key and for a
+// sandbox the key's account does not have: the bastion turns both into a
+// plain authentication failure.
+var errNoSSHAccess = api.Errorf(http.StatusNotFound, api.CodeNotFound, "no sandbox by that id for this ssh key").
+	WithHint("register the key with `boxkite ssh-keys add`")
+
+// bastionTakeoverToken serves POST /v1/bastion/takeover-token: the
+// bastion, holding the server's bastion key, asks for a token on behalf of
+// a person who proved (to the bastion) that they hold public_key's private
+// half, which must be registered to the sandbox's account; or who typed a
+// takeover token as their password, which is spent here and passed on as
+// a fresh token with the same grant.
+func (s *Service) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) error {
+	var req api.BastionTokenRequest
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var (
+		accountID string
+		g         authz.Grant
+	)
+	switch {
+	case req.Token != "" && req.PublicKey != "":
+		return httpx.Invalid("token", "send a public_key or a token, not both", "")
+	case req.Token != "":
+		c, err := s.parseTakeoverToken(ctx, req.Token, req.SandboxID)
+		if err != nil {
+			return err
+		}
+		accountID = c.Sub
+		g = authz.Grant{KeyID: c.KeyID, KeyName: c.KeyName, Via: c.Via, ReadOnly: c.ReadOnly}
+	default:
+		pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(req.PublicKey)))
+		if err != nil {
+			return httpx.Invalid("public_key", "public_key is not an OpenSSH public key in authorized_keys format", "")
+		}
+		k, err := s.d.Store.SSHKeyByFingerprint(ctx, ssh.FingerprintSHA256(pub))
+		if errors.Is(err, model.ErrNotFound) {
+			return errNoSSHAccess
+		}
+		if err != nil {
+			return fmt.Errorf("look up ssh key: %w", err)
+		}
+		accountID = k.AccountID
+		g = authz.Grant{KeyID: k.ID, KeyName: k.Name, Via: authz.ViaSSHKey}
+	}
+	sb, err := s.d.Store.Sandbox(ctx, accountID, req.SandboxID)
+	if errors.Is(err, model.ErrNotFound) || (err == nil && sb.Status == model.StatusCreating) {
+		return errNoSSHAccess
+	}
+	if err != nil {
+		return fmt.Errorf("load sandbox: %w", err)
+	}
+	if !sb.Active() {
+		return s.d.NotActive(sb)
+	}
+	tok, err := s.mintTakeoverToken(ctx, accountID, sb.ID, g)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, tok)
+	return nil
+}

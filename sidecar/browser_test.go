@@ -1,0 +1,85 @@
+package sidecar
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"image/color"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// TestBrowser: navigate to a page, run script in it, screenshot it (a red
+// page reads back red), close; failures come back in error.
+func TestBrowser(t *testing.T) {
+	if _, err := browserBinary(SafeEnv(t.TempDir())); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprint(w, `<html><head><title>red page</title></head><body style="margin:0;background:#ff0000"><p id=x>hi</p></body></html>`)
+	}))
+	defer site.Close()
+	base, _ := newToolServer(t, Options{})
+
+	var nav api.BrowserNavigateResult
+	doJSON(t, "POST", base+"/browser/navigate", api.BrowserNavigateRequest{URL: site.URL + "/"}, http.StatusOK, &nav)
+	if nav.Error != nil || nav.Title != "red page" || nav.Status != 200 || nav.URL != site.URL+"/" {
+		t.Fatalf("navigate: %+v", nav)
+	}
+	var ex api.BrowserExecResult
+	doJSON(t, "POST", base+"/browser/exec", api.BrowserExecRequest{Script: "document.getElementById('x').textContent + (1 + 1)"}, http.StatusOK, &ex)
+	if ex.Error != nil || ex.Result != "hi2" {
+		t.Errorf("exec: %+v", ex)
+	}
+	doJSON(t, "POST", base+"/browser/exec", api.BrowserExecRequest{Script: "Promise.resolve({a: [1, 2]})"}, http.StatusOK, &ex)
+	if ex.Error != nil || fmt.Sprint(ex.Result) != "map[a:[1 2]]" {
+		t.Errorf("exec of a promise: %+v", ex)
+	}
+	doJSON(t, "POST", base+"/browser/exec", api.BrowserExecRequest{Script: "throw new Error('nope')"}, http.StatusOK, &ex)
+	if ex.Error == nil {
+		t.Errorf("exec of a throw: %+v", ex)
+	}
+	var shot api.BrowserScreenshotResult
+	doJSON(t, "POST", base+"/browser/screenshot", api.BrowserScreenshotRequest{}, http.StatusOK, &shot)
+	b, err := base64.StdEncoding.DecodeString(shot.ImageBase64)
+	if err != nil || shot.Error != nil {
+		t.Fatalf("screenshot: %v %+v", err, shot.Error)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	c := color.RGBAModel.Convert(img.At(img.Bounds().Dx()/2, img.Bounds().Dy()-5)).(color.RGBA)
+	if c.R < 240 || c.G > 15 || c.B > 15 {
+		t.Errorf("the page is red; the screenshot's pixel is %v", c)
+	}
+	doJSON(t, "POST", base+"/browser/navigate", api.BrowserNavigateRequest{URL: site.URL + "/missing"}, http.StatusOK, &nav)
+	if nav.Status != 404 {
+		t.Errorf("navigate to a 404: %+v", nav)
+	}
+	doJSON(t, "POST", base+"/browser/navigate", api.BrowserNavigateRequest{URL: "http://127.0.0.1:1/"}, http.StatusOK, &nav)
+	if nav.Error == nil {
+		t.Errorf("navigate to nothing: %+v", nav)
+	}
+	var closed api.BrowserCloseResult
+	doJSON(t, "POST", base+"/browser/close", nil, http.StatusOK, &closed)
+	if closed.Status != "closed" {
+		t.Errorf("close: %+v", closed)
+	}
+	doJSON(t, "POST", base+"/browser/close", nil, http.StatusOK, &closed)
+	if closed.Status != "not_running" {
+		t.Errorf("close again: %+v", closed)
+	}
+}

@@ -1,0 +1,128 @@
+package sidecar
+
+import (
+	"encoding/base64"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// TestNodeInterpreter: state persists between calls, console output and
+// the last value come back, a thrown error is the error, a promise is
+// awaited, and reset forgets.
+func TestNodeInterpreter(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is not installed")
+		}
+		t.Skip("node is not installed")
+	}
+	base, _ := newToolServer(t, Options{})
+	run := func(code string) api.InterpreterExecResult {
+		t.Helper()
+		var res api.InterpreterExecResult
+		doJSON(t, "POST", base+"/node-interpreter/exec", api.InterpreterExecRequest{Code: code}, http.StatusOK, &res)
+		return res
+	}
+	if res := run("let n = 40; function add(a) { return n + a }"); res.Error != nil {
+		t.Fatalf("first call: %+v", res)
+	}
+	res := run("console.log('hello', {a: 1}); process.stdout.write('raw\\n'); add(2)")
+	if res.Error != nil || res.Result == nil || *res.Result != "42" || res.Stdout != "hello { a: 1 }\nraw\n" {
+		t.Errorf("second call: %+v", res)
+	}
+	if res := run("new Promise(r => setTimeout(() => r(n * 2), 10))"); res.Result == nil || *res.Result != "80" {
+		t.Errorf("promise: %+v", res)
+	}
+	if res := run("throw new Error('boom')"); res.Error == nil || !strings.Contains(*res.Error, "Error: boom") {
+		t.Errorf("throw: %+v", res)
+	}
+	if res := run("require('node:path').join('a', 'b')"); res.Result == nil || *res.Result != "'a/b'" {
+		t.Errorf("require: %+v", res)
+	}
+	doJSON(t, "POST", base+"/node-interpreter/reset", nil, http.StatusOK, nil)
+	if res := run("typeof n"); res.Result == nil || *res.Result != "'undefined'" {
+		t.Errorf("after reset: %+v", res)
+	}
+}
+
+func TestPTYExec(t *testing.T) {
+	base, _ := newToolServer(t, Options{})
+	run := func(req api.PTYExecRequest) api.PTYExecResult {
+		t.Helper()
+		var res api.PTYExecResult
+		doJSON(t, "POST", base+"/pty-exec", req, http.StatusOK, &res)
+		return res
+	}
+	// A program that reads from its terminal: what was typed comes back.
+	res := run(api.PTYExecRequest{
+		Command:    `sh -c 'test -t 0 && echo tty; read x; echo "got $x"; exit 3'`,
+		InputBytes: base64.StdEncoding.EncodeToString([]byte("hello\n")),
+	})
+	if res.ExitCode == nil || *res.ExitCode != 3 || res.TimedOut || !strings.Contains(res.Output, "tty\r\n") || !strings.Contains(res.Output, "got hello") {
+		t.Errorf("read from the tty: %+v", res)
+	}
+	// Not through a shell: $HOME and ; are words.
+	res = run(api.PTYExecRequest{Command: `echo "$HOME;" 'a b'`})
+	if res.ExitCode == nil || *res.ExitCode != 0 || strings.TrimSpace(res.Output) != "$HOME; a b" {
+		t.Errorf("no shell: %+v", res)
+	}
+	res = run(api.PTYExecRequest{Command: "sleep 10", TimeoutSeconds: 0.2})
+	if !res.TimedOut || res.ExitCode != nil {
+		t.Errorf("timeout: %+v", res)
+	}
+	res = run(api.PTYExecRequest{Command: "no-such-program-x"})
+	if res.ExitCode == nil || *res.ExitCode != 127 {
+		t.Errorf("missing program: %+v", res)
+	}
+	doJSON(t, "POST", base+"/pty-exec", api.PTYExecRequest{Command: `echo 'unbalanced`}, http.StatusUnprocessableEntity, nil)
+	doJSON(t, "POST", base+"/pty-exec", api.PTYExecRequest{Command: "echo", InputBytes: "!!"}, http.StatusUnprocessableEntity, nil)
+}
+
+func TestSplitWords(t *testing.T) {
+	tests := map[string][]string{
+		`a b  c`:              {"a", "b", "c"},
+		`'a b' "c d" e\ f`:    {"a b", "c d", "e f"},
+		`"x\"y\\z\n" 'q\'`:    {`x"y\z\n`, `q\`},
+		`a''b ""`:             {"ab", ""},
+		"  ":                  nil,
+		`echo $(rm -rf /); x`: {"echo", "$(rm", "-rf", "/);", "x"},
+	}
+	for in, want := range tests {
+		got, err := splitWords(in)
+		if err != nil || !cmp.Equal(got, want) {
+			t.Errorf("splitWords(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{`'a`, `"a`, `a\`} {
+		if _, err := splitWords(bad); err == nil {
+			t.Errorf("splitWords(%q): no error", bad)
+		}
+	}
+}
+
+// FuzzSplitWords: words joined with single quotes split back to themselves.
+func FuzzSplitWords(f *testing.F) {
+	f.Add(`a 'b c' "d\"e"`)
+	f.Add(`\\ \' "$x"`)
+	f.Fuzz(func(t *testing.T, s string) {
+		words, err := splitWords(s)
+		if err != nil {
+			return
+		}
+		var quoted []string
+		for _, w := range words {
+			quoted = append(quoted, "'"+strings.ReplaceAll(w, "'", `'\''`)+"'")
+		}
+		again, err := splitWords(strings.Join(quoted, " "))
+		if err != nil || !cmp.Equal(again, words) {
+			t.Fatalf("%q: %q, then %q (%v)", s, words, again, err)
+		}
+	})
+}
