@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/tui"
 )
 
 func newPreviewCmd(app *App) *cobra.Command {
@@ -16,25 +17,37 @@ func newPreviewCmd(app *App) *cobra.Command {
 		ttl    time.Duration
 		open   bool
 		revoke bool
+		list   bool
 		out    outputFlags
 	)
 	cmd := &cobra.Command{
-		Use:     "preview PORT",
+		Use:     "preview PORT | --list",
 		Short:   "Print a URL that shows a web app listening on PORT inside the sandbox",
 		GroupID: groupSandboxes,
 		Long: `Print a preview URL of PORT inside the sandbox: a browser (or curl) that opens
 it reaches the app listening there, WebSockets included. The URL carries a
 token, valid for --ttl, which the first visit exchanges for a cookie; anyone
 with the URL can open it until it expires or is revoked (--revoke).
+--list shows the sandbox's live previews (without their tokens).
 
 The URL is host-based, http://PORT-ID.localhost:… in local mode, so the
 app's absolute paths work. path_url in --json is the path form, for clients
 that cannot resolve *.localhost. See docs/previews.md.`,
 		Example: "  boxkite exec -- sh -c 'python3 -m http.server 8000 &'\n" +
 			"  boxkite preview 8000 --open\n" +
+			"  boxkite preview --list\n" +
 			"  boxkite preview 8000 --revoke",
-		Args: usageArgs(cobra.ExactArgs(1)),
+		Args: usageArgs(cobra.RangeArgs(0, 1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if list {
+				if len(args) > 0 || revoke || open {
+					return usageErrorf("'boxkite preview --list' lists every port's previews", "--list takes no PORT, --revoke or --open")
+				}
+				return listPreviews(cmd, app, ref, &out)
+			}
+			if len(args) == 0 {
+				return usageErrorf("give the port the app listens on inside the sandbox, e.g. 'boxkite preview 8080', or --list", "PORT is missing")
+			}
 			port, err := strconv.Atoi(args[0])
 			if err != nil || port < 1 || port > 65535 {
 				return usageErrorf("give the port the app listens on inside the sandbox, e.g. 8080", "PORT must be 1 to 65535, not %q", args[0])
@@ -79,6 +92,33 @@ that cannot resolve *.localhost. See docs/previews.md.`,
 	cmd.Flags().Var(newDurationValue(&ttl, time.Hour, time.Second), "ttl", "how long the URL works, 30s to 24h")
 	cmd.Flags().BoolVar(&open, "open", false, "open the URL in a browser too ($BROWSER, else xdg-open or open)")
 	cmd.Flags().BoolVar(&revoke, "revoke", false, "revoke every preview of PORT instead")
+	cmd.Flags().BoolVar(&list, "list", false, "list the sandbox's live previews instead")
 	out.register(cmd, api.Preview{})
 	return cmd
+}
+
+// listPreviews prints the sandbox's live previews.
+func listPreviews(cmd *cobra.Command, app *App, ref string, out *outputFlags) error {
+	asJSON, err := out.wantJSON(cmd)
+	if err != nil {
+		return err
+	}
+	c, sb, err := target(cmd.Context(), app, ref, false)
+	if err != nil {
+		return err
+	}
+	ps, err := c.ListPreviews(cmd.Context(), sb.ID)
+	if err != nil {
+		return fmt.Errorf("list previews: %w", err)
+	}
+	if asJSON {
+		return out.write(app.IO, ps)
+	}
+	if len(ps) == 0 {
+		fmt.Fprintln(app.IO.ErrOut, "no live previews; create one with 'boxkite preview PORT'")
+		return nil
+	}
+	return writeRows(app.IO.Out, app.IO.Color, "PORT\tEXPIRES IN\tCREATED\tID", ps, func(p api.Preview, now time.Time) []string {
+		return []string{strconv.Itoa(p.Port), tui.ShortDuration(p.ExpiresAt.Sub(now)), p.CreatedAt.Local().Format("15:04:05"), p.ID}
+	}, time.Now())
 }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"strings"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
 )
 
 // sandboxLister is what resolving a sandbox reference needs; *client.Client has it.
@@ -74,6 +76,21 @@ func describeSandboxes(sbs []api.Sandbox) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// sandboxArg is the start of a command on one sandbox: whether it prints
+// JSON (out), the client, and the sandbox ref names (resolveSandbox).
+func sandboxArg(cmd *cobra.Command, app *App, out *outputFlags, ref string, wantActive bool) (bool, *client.Client, api.Sandbox, error) {
+	asJSON, err := out.wantJSON(cmd)
+	if err != nil {
+		return false, nil, api.Sandbox{}, err
+	}
+	c, err := app.Client()
+	if err != nil {
+		return false, nil, api.Sandbox{}, err
+	}
+	sb, err := resolveSandbox(cmd.Context(), c, ref, wantActive)
+	return asJSON, c, sb, err
 }
 
 // resolveSandbox turns a reference into a sandbox. Active sandboxes are tried

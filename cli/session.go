@@ -232,15 +232,7 @@ func newSessionGetCmd(app *App) *cobra.Command {
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeSandboxes(app, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			sb, err := resolveSandbox(cmd.Context(), c, args[0], false)
+			asJSON, _, sb, err := sandboxArg(cmd, app, &out, args[0], false)
 			if err != nil {
 				return err
 			}

@@ -32,15 +32,7 @@ Modes:
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeSandboxes(app, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			sb, err := resolveSandbox(cmd.Context(), c, args[0], false)
+			asJSON, c, sb, err := sandboxArg(cmd, app, &out, args[0], false)
 			if err != nil {
 				return err
 			}
@@ -73,15 +65,7 @@ listed: restarted (it was started with restart) or ended.`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeSandboxes(app, false),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			sb, err := resolveSandbox(cmd.Context(), c, args[0], false)
+			asJSON, c, sb, err := sandboxArg(cmd, app, &out, args[0], false)
 			if err != nil {
 				return err
 			}

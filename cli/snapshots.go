@@ -68,15 +68,7 @@ takes. 'boxkite session restore SNAPSHOT' makes a new sandbox from it.`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeSandboxes(app, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			sb, err := resolveSandbox(cmd.Context(), c, args[0], false)
+			asJSON, c, sb, err := sandboxArg(cmd, app, &out, args[0], false)
 			if err != nil {
 				return err
 			}
@@ -146,15 +138,7 @@ in one child are seen by no other, nor by the parent.`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeSandboxes(app, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
-			if err != nil {
-				return err
-			}
-			sb, err := resolveSandbox(cmd.Context(), c, args[0], false)
+			asJSON, c, sb, err := sandboxArg(cmd, app, &out, args[0], false)
 			if err != nil {
 				return err
 			}

@@ -108,6 +108,12 @@ func TestCrossTenantMatrix(t *testing.T) {
 	}
 	var prevB api.Preview
 	mustUnmarshal(t, body, &prevB)
+	// B cannot grant its sandbox A's secret by name, nor use it by name in
+	// its own sandbox.
+	resp, body = e.do("POST", "/v1/sandboxes", b.key, api.CreateSandboxRequest{SecretNames: []string{"a-secret-name"}})
+	wantError(t, resp, body, http.StatusNotFound, api.CodeSecretNotFound)
+	resp, body = e.do("POST", sandboxPath(sbB.ID, "/http-request"), b.key, api.HTTPRequest{URL: "https://a-host.example.com/?k={{secret:a-secret-name}}"})
+	wantError(t, resp, body, http.StatusNotFound, api.CodeSecretNotReferenced)
 
 	isB := func(t *testing.T, b *tenant, _ *http.Response, body []byte) {
 		if !strings.Contains(string(body), b.email) {

@@ -61,6 +61,29 @@ func (s *Server) frozenAnswer(id string) error {
 	}
 }
 
+// frozenForStorage reports whether sandbox id runs but is frozen because
+// the host's disk filled: its sidecar cannot answer until space comes
+// back, and it is not lost (reconcile adopts it; the storage watch thaws
+// it). Destroying it would lose every write it acknowledged.
+func (s *Server) frozenForStorage(ctx context.Context, id string) bool {
+	d := s.driver
+	if cd, ok := d.(countingDriver); ok {
+		d = cd.Driver
+	}
+	sd, ok := d.(model.StatsDriver)
+	if !ok {
+		return false
+	}
+	if st, err := sd.Stats(ctx, id); err != nil || !st.Frozen {
+		return false
+	}
+	if p, ok := d.(model.Prober); ok {
+		alive, err := p.Probe(ctx, id)
+		return err == nil && alive
+	}
+	return true
+}
+
 // watchStorage follows the driver's freezes and thaws until ctx is done.
 func (s *Server) watchStorage(ctx context.Context) {
 	d := s.driver

@@ -97,7 +97,8 @@ func (s *Server) each(sbs []*model.Sandbox, fn func(*model.Sandbox)) {
 //   - rows still "creating" were interrupted mid-create: whatever the
 //     driver started is deleted and the row removed;
 //   - active rows whose sidecar answers /health (all checked in parallel,
-//     within healthTimeout in total) are adopted as they are;
+//     within healthTimeout in total), or that the driver froze while the
+//     host's disk is full (frozen.go), are adopted as they are;
 //   - active rows whose sidecar does not answer are marked lost, and the
 //     driver is told to clean up after them;
 //   - paused rows are paused again, in case a crash came between the row
@@ -122,7 +123,7 @@ func (s *Server) reconcile(ctx context.Context) error {
 	hctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
 	var wg sync.WaitGroup
 	for i, sb := range active {
-		wg.Go(func() { alive[i] = s.sidecarHealthy(hctx, sb) })
+		wg.Go(func() { alive[i] = s.sidecarHealthy(hctx, sb) || s.frozenForStorage(ctx, sb.ID) })
 	}
 	wg.Wait()
 	cancel()

@@ -76,9 +76,17 @@ func runRunTests(ctx context.Context, sb Sandbox, args json.RawMessage) (string,
 		fw = detectFramework(in.Command, "")
 	}
 	cmd := in.Command
-	if fw == "go" && !strings.Contains(cmd, "-json") {
-		// go test -json, so that each test's result and output are known.
-		cmd = goTestRE.ReplaceAllStringFunc(cmd, func(m string) string { return strings.TrimRight(m, " \t") + " -json " })
+	if fw == "go" && (!strings.Contains(cmd, "-json") || !strings.Contains(cmd, "-fullpath")) {
+		// go test -json, so that each test's result and output are known,
+		// and -fullpath (Go 1.21), so a failure's file is a path, not
+		// the base name within its package's directory.
+		flags := ""
+		for _, f := range []string{"-json", "-fullpath"} {
+			if !strings.Contains(cmd, f) {
+				flags += " " + f
+			}
+		}
+		cmd = goTestRE.ReplaceAllStringFunc(cmd, func(m string) string { return strings.TrimRight(m, " \t") + flags + " " })
 	}
 	res, err := sb.Exec(ctx, api.ExecRequest{Command: cmd, Timeout: clamp(in.Timeout, 1, runTestsMaxTimeout)})
 	if text, done, err := result(err); done {

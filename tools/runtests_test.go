@@ -33,6 +33,10 @@ func TestParseTestOutput(t *testing.T) {
 		{"gotest.json", "go", TestReport{Framework: "go", Parsed: true, Passed: 1, Failed: 1, Failures: []TestFailure{
 			{File: "ex_test.go", Line: 8, Name: "ex.TestBad", Message: "got 1, want 2"},
 		}}},
+		// go test -json -fullpath, a test in a package below the module's root.
+		{"gotest_fullpath.json", "go", TestReport{Framework: "go", Parsed: true, Failed: 1, Failures: []TestFailure{
+			{File: "/workspace/gomod/internal/calc/calc_test.go", Line: 7, Name: "example.com/calc/internal/calc.TestMul", Message: "Mul(3, 4) = 7, want 12"},
+		}}},
 		{"gobuild.json", "go", TestReport{Framework: "go", Parsed: true, Errors: 1, Failures: []TestFailure{
 			{File: "./broken.go", Line: 3, Name: "ex", Message: "syntax error: unexpected {, expected )"},
 		}}},
@@ -85,7 +89,7 @@ func TestRunTestsTool(t *testing.T) {
 	if rep.Framework != "go" || rep.ExitCode != 1 || rep.Failed != 1 || rep.Failures[0].Line != 8 {
 		t.Errorf("report %+v", rep)
 	}
-	if len(f.cmds) != 1 || !strings.Contains(f.cmds[0], "go test -json ./...") {
+	if len(f.cmds) != 1 || !strings.Contains(f.cmds[0], "go test -json -fullpath ./...") {
 		t.Errorf("command %q", f.cmds)
 	}
 	f2 := &runTestsFake{out: "all good\n"}

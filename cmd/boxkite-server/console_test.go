@@ -118,11 +118,13 @@ func buildWithoutNode(t *testing.T) string {
 // Debian's chromium with Playwright (server/console/web/e2e/flow.mjs):
 // sign in, create a sandbox, type `echo hi-from-ui` into its terminal and
 // see the output, see the command in the live audit log within a second,
-// upload and download a file byte-exact, a read-only viewer who cannot
-// type, another account's sandbox as the not-found page, phone width and
-// the dark scheme, sign-out ending the terminal, destroy; with no request
-// to another origin, no CSP violation and no script error. Screenshots of
-// every page are logged. About 40 s on 2 cores, most of it the build.
+// resize the terminal, upload and download a file byte-exact, preview a
+// web server of the sandbox, fork, pause and resume, a read-only viewer
+// who cannot type, another account's sandbox as the not-found page, phone
+// width and the dark scheme, sign-out ending the terminal, destroy; with
+// no request to another origin, no CSP violation and no script error.
+// Screenshots of every page are logged. About 80 s on 2 cores, 20 of them
+// the build.
 func TestConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds boxkite-server and starts real sandboxes and a browser")
@@ -206,7 +208,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	want := []string{
 		"signin.redirect", "signin.keyboard", "signin.cookie", "signin.cookie-hidden", "create",
 		"terminal.output", "log.live-within-1s", "log.expand", "terminal.resize", "readonly.checkbox", "readonly.sees-others",
-		"readonly.cannot-type", "terminal.keyboard-leaves", "files.byte-exact", "fork", "fork.destroy", "pause", "resume", "page.snapshots", "page.secrets", "page.keys", "page.ssh-keys",
+		"readonly.cannot-type", "terminal.keyboard-leaves", "files.byte-exact", "processes.listed", "preview.open", "preview.revoke", "fork", "fork.destroy", "pause", "pause.no-terminal", "resume", "page.snapshots", "page.secrets", "page.keys", "page.ssh-keys",
 		"page.images", "page.volumes", "notfound.other-account/", "notfound.other-account/log",
 		"notfound.other-account/terminal", "phone.sandboxes.no-overflow", "phone.sandbox.no-overflow",
 		"phone.terminal.no-overflow", "color-scheme", "signout.ends-terminal", "signout.cookie-dead",

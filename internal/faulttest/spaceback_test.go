@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -74,12 +73,26 @@ func TestRemovingGivesSpaceBack(t *testing.T) {
 	wantFreed("removing a volume", before)
 
 	filler, bystander := create("filler", nil), create("bystander", nil)
+	kept, err := c.Exec(ctx, bystander, api.ExecRequest{Command: "head -c 8M /dev/urandom > keep && sha256sum keep"})
+	if err != nil || kept.ExitCode != 0 {
+		t.Fatalf("write a file to keep: %+v, %v", kept, err)
+	}
 	free := freeBytes(t, host)
 	_, err = c.UploadFile(ctx, filler, "/workspace/big", io.LimitReader(zeros{}, free+written))
 	if code := apiCode(err); code != api.CodeInsufficientStorage {
 		t.Fatalf("upload of %d MiB onto a host with %d MiB free: %v; want 507 %s", (free+written)>>20, free>>20, err, api.CodeInsufficientStorage)
 	}
 	t.Logf("upload past the host's %d MiB free: %v", free>>20, err)
+
+	// A server restarted while the host is full adopts the sandboxes it
+	// froze, though their sidecars cannot answer: they are not lost.
+	s.Restart(t)
+	c = newClient(s)
+	for _, id := range []string{filler, bystander} {
+		if sb, err := c.Sandbox(ctx, id); err != nil || sb.Status != api.StatusActive {
+			t.Fatalf("sandbox %s after a restart on a full host: %+v, %v; want it active (frozen)", id, sb, err)
+		}
+	}
 
 	// The database shares the full filesystem: until space comes back the
 	// removal may be refused with a stable code, never performed and lost.
@@ -98,7 +111,10 @@ func TestRemovingGivesSpaceBack(t *testing.T) {
 	wantFreed("removing the sandbox that filled the host", before)
 	poll(t, "the server is ready again", 10*time.Second, func() bool { return c.Ready(ctx) == nil })
 	poll(t, "the sandbox left answers exec", 10*time.Second, func() bool {
-		res, err := c.Exec(ctx, bystander, api.ExecRequest{Command: "echo alive"})
-		return err == nil && strings.TrimSpace(res.Stdout) == "alive"
+		res, err := c.Exec(ctx, bystander, api.ExecRequest{Command: "sha256sum keep"})
+		if err == nil && res.Stdout != kept.Stdout {
+			t.Fatalf("the file written before the host filled reads %q, want %q", res.Stdout, kept.Stdout)
+		}
+		return err == nil
 	})
 }

@@ -181,6 +181,43 @@ try {
   const got = readFileSync(saved);
   check('files.byte-exact', got.length === data.length && sha(got) === sha(data), got.length + ' bytes, want ' + data.length);
 
+  // A web server in the sandbox, started as a background process through
+  // the API (as the page would call it): the Processes table lists it, and
+  // a preview URL of its port opens it in the browser until revoked.
+  const startStatus = await page.evaluate(async (id) => {
+    const { csrf_token: csrf } = await (await fetch('/ui/session')).json();
+    const r = await fetch('/ui/api/v1/sandboxes/' + id + '/processes', {
+      method: 'POST', headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf },
+      body: JSON.stringify({ command: 'cd /workspace && exec python3 -m http.server 8000 --bind 127.0.0.1' }),
+    });
+    return r.status;
+  }, id);
+  await page.reload();
+  await page.waitForSelector('[data-page=sandbox]');
+  await page.waitForSelector('td:text-matches("http\\.server")', { timeout: 15000 }).catch(() => {});
+  check('processes.listed', startStatus === 201 && await page.locator('td', { hasText: 'http.server' }).count() === 1, 'start ' + startStatus);
+  await page.fill('input[name=port]', '8000');
+  await page.click('button:text("Preview")');
+  const previewLink = page.locator('a.preview-link');
+  await previewLink.waitFor({ timeout: 15000 });
+  const previewURL = await previewLink.getAttribute('href');
+  await page.waitForSelector('tr[data-port="8000"]');
+  await screenshot(page, 'sandbox-previews');
+  const visitor = await browser.newContext(); // another origin: kept out of the console's checks
+  const vp = await visitor.newPage();
+  let listing = '';
+  for (let i = 0; i < 40 && !listing.includes('ui-e2e.bin'); i++) {
+    const resp = await vp.goto(previewURL).catch(() => null);
+    listing = resp && resp.ok() ? await vp.content() : '';
+    if (!listing.includes('ui-e2e.bin')) await vp.waitForTimeout(250);
+  }
+  check('preview.open', listing.includes('ui-e2e.bin'), new URL(previewURL).host + ' ' + listing.slice(0, 80));
+  await page.click('tr[data-port="8000"] button:text("Revoke")');
+  await page.waitForSelector('tr[data-port="8000"]', { state: 'detached' });
+  const afterRevoke = await vp.reload().then((r) => r.status()).catch((e) => String(e));
+  check('preview.revoke', afterRevoke === 401, afterRevoke);
+  await visitor.close();
+
   // Fork it (the child is destroyed from its own page), then pause and
   // resume it: a paused sandbox offers only Resume, its log and Destroy.
   await page.click('button:text("Fork")');
@@ -204,6 +241,12 @@ try {
   check('pause', JSON.stringify(pausedButtons) === JSON.stringify(['Resume', 'Audit log', 'Destroy']) &&
     await page.locator('#upload').count() === 0, pausedButtons.join(', '));
   await screenshot(page, 'sandbox-paused');
+  await page.goto(base + '/ui/sandboxes/' + id + '/terminal');
+  await page.waitForSelector('[data-page=terminal] .status');
+  check('pause.no-terminal', await page.locator('#terminal').count() === 0 &&
+    /is paused/.test(await page.locator('[data-page=terminal] .status').textContent()), await page.locator('main').textContent());
+  await page.click('[data-page=terminal] .status a');
+  await page.waitForSelector('[data-page=sandbox] .badge.paused');
   await page.click('button:text("Resume")');
   await page.waitForSelector('[data-page=sandbox] .badge.active', { timeout: 60000 });
   await page.waitForSelector('a[aria-label="Download ui-e2e.bin"]', { timeout: 15000 });

@@ -1,8 +1,8 @@
-import { h, replace, fmtRel, fmtTime, fmtBytes, confirmDialog } from '../dom.js';
+import { h, replace, field, fmtRel, fmtTime, fmtBytes, confirmDialog } from '../dom.js';
 import { call, apiURL } from '../api.js';
 
 // sandboxPage shows one sandbox: its state and resources, its processes,
-// and its files, with download and upload; it extends, snapshots, forks,
+// the preview URLs of its ports, and its files, with download and upload; it extends, snapshots, forks,
 // pauses, resumes and destroys it.
 export async function sandboxPage(main, [id], ctx) {
   const sb = await call('GET', '/v1/sandboxes/' + id);
@@ -46,6 +46,37 @@ export async function sandboxPage(main, [id], ctx) {
         : h('p', { class: 'empty' }, 'No background processes.'));
     } catch (e) { replace(processes, h('p', { class: 'hint' }, e.message)); }
   }
+
+  // Preview URLs of the sandbox's ports (docs/previews.md): a new one's
+  // link carries its token, shown once; the list can revoke a port's.
+  const previewList = h('div', { class: 'table-wrap' });
+  const previewNew = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
+  const portInput = h('input', { type: 'number', name: 'port', min: 1, max: 65535, required: true, placeholder: '8000' });
+  async function loadPreviews() {
+    try {
+      const ps = (await call('GET', base + '/previews')) || [];
+      replace(previewList, ps.length ? h('table', { class: 'list' },
+        h('thead', {}, h('tr', {}, ['Port', 'Created', 'Expires', ''].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', {}, ps.map((p) => h('tr', { dataset: { port: p.port } }, h('td', { class: 'mono' }, String(p.port)),
+          h('td', { title: fmtTime(p.created_at) }, fmtRel(p.created_at)), h('td', { title: fmtTime(p.expires_at) }, fmtRel(p.expires_at)),
+          h('td', { class: 'actions' }, h('button', { type: 'button', class: 'danger', 'aria-label': 'Revoke the previews of port ' + p.port, onclick: async () => {
+            try { await call('DELETE', base + '/preview/' + p.port); previewNew.textContent = 'Revoked the previews of port ' + p.port + '.'; } catch (e) { previewNew.textContent = e.message; }
+            loadPreviews();
+          } }, 'Revoke'))))))
+        : h('p', { class: 'empty' }, 'No previews.'));
+    } catch (e) { replace(previewList, h('p', { class: 'hint' }, e.message)); }
+  }
+  const previewForm = h('form', { class: 'inline', 'aria-label': 'Preview a port', onsubmit: async (ev) => {
+    ev.preventDefault();
+    try {
+      const p = await call('POST', base + '/preview/' + Number(portInput.value), {});
+      const url = /^https?:\/\//.test(p.url || '') ? p.url : p.path_url;
+      replace(previewNew, 'Preview of port ' + p.port + ': ',
+        h('a', { href: url, target: '_blank', rel: 'noopener noreferrer', class: 'preview-link' }, 'open it'),
+        ' (the link carries its token and is shown this once; it expires ' + fmtRel(p.expires_at) + ').');
+    } catch (e) { previewNew.textContent = e.message + (e.hint ? ' — ' + e.hint : ''); }
+    loadPreviews();
+  } }, field('Port', portInput), h('button', { type: 'submit', class: 'secondary' }, 'Preview'));
 
   let dir = '/workspace';
   const pathInput = h('input', { type: 'text', value: dir, 'aria-label': 'Directory', class: 'mono' });
@@ -142,6 +173,7 @@ export async function sandboxPage(main, [id], ctx) {
     h('p', { class: 'crumbs' }, h('a', { href: '/ui/', 'data-link': true }, 'Sandboxes'), ' / ', sb.label || sb.id.slice(0, 8)),
     h('h1', {}, 'Sandbox ', h('span', { class: 'mono' }, sb.label || sb.id.slice(0, 8))),
     actions, status, info,
-    running ? [h('h2', {}, 'Resources'), resources, h('h2', {}, 'Processes'), processes, h('h2', {}, 'Files'), files] : null));
-  if (running) await Promise.all([loadResources(), loadProcesses(), loadFiles()]);
+    running ? [h('h2', {}, 'Resources'), resources, h('h2', {}, 'Processes'), processes,
+      h('h2', {}, 'Previews'), previewForm, previewNew, previewList, h('h2', {}, 'Files'), files] : null));
+  if (running) await Promise.all([loadResources(), loadProcesses(), loadPreviews(), loadFiles()]);
 }

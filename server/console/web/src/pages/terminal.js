@@ -9,15 +9,21 @@ import { call, raw, apiURL } from '../api.js';
 // whatever is typed, and the terminal takes no input either.
 export async function terminalPage(main, [id]) {
   const sb = await call('GET', '/v1/sandboxes/' + id); // 404 → not found page
+  const crumbs = h('p', { class: 'crumbs' }, h('a', { href: '/ui/', 'data-link': true }, 'Sandboxes'), ' / ',
+    h('a', { href: '/ui/sandboxes/' + id, 'data-link': true }, sb.label || sb.id.slice(0, 8)), ' / terminal');
+  if (sb.status !== 'active') { // nothing runs to attach to
+    replace(main, h('section', { 'data-page': 'terminal', class: 'wide' }, crumbs, h('h1', {}, 'Terminal'),
+      h('p', { class: 'status', role: 'status' }, 'This sandbox is ' + sb.status + ', so it has no terminal. ',
+        sb.status === 'paused' ? ['Resume it on ', h('a', { href: '/ui/sandboxes/' + id, 'data-link': true }, 'its page'), '.'] : null)));
+    return;
+  }
   const q = new URLSearchParams(location.search);
   let readOnly = q.get('read_only') === '1';
   const box = h('div', { class: 'term', id: 'terminal' });
   const state = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' }, 'Connecting…');
   const ro = h('input', { type: 'checkbox', id: 'read-only', checked: readOnly });
   const reconnect = h('button', { type: 'button', class: 'secondary', hidden: true, onclick: () => connect() }, 'Reconnect');
-  replace(main, h('section', { 'data-page': 'terminal', class: 'wide' },
-    h('p', { class: 'crumbs' }, h('a', { href: '/ui/', 'data-link': true }, 'Sandboxes'), ' / ',
-      h('a', { href: '/ui/sandboxes/' + id, 'data-link': true }, sb.label || sb.id.slice(0, 8)), ' / terminal'),
+  replace(main, h('section', { 'data-page': 'terminal', class: 'wide' }, crumbs,
     h('div', { class: 'toolbar' }, h('h1', {}, 'Terminal'),
       h('label', { for: 'read-only', class: 'check' }, ro, ' Read-only (watch without typing)'), reconnect,
       h('a', { href: '/ui/sandboxes/' + id + '/log', 'data-link': true, class: 'button secondary' }, 'Audit log')),
