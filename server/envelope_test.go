@@ -162,6 +162,8 @@ func TestEnvelopeSameFromBothAPIs(t *testing.T) {
 		{"JSON array, ls", rawRequest{method: "POST", contentType: "application/json", body: []byte(`[]`), path: "/files/ls", sidecarPath: "/ls"}, 400, api.CodeBadRequest, ""},
 		{"invalid UTF-8, file create", rawRequest{method: "POST", contentType: "application/json", body: []byte("{\"path\":\"/workspace/u\",\"content\":\"a\xffb\"}"), path: "/files", sidecarPath: "/file-create"}, 400, api.CodeBadRequest, ""},
 		{"no path, raw upload", rawRequest{method: "PUT", contentType: "application/octet-stream", body: []byte("data"), path: "/files/raw", sidecarPath: "/files/raw"}, 400, api.CodeBadRequest, ""},
+		{"invalid UTF-8 path, raw upload", rawRequest{method: "PUT", contentType: "application/octet-stream", body: []byte("data"), path: "/files/raw?path=/workspace/a%FFb", sidecarPath: "/files/raw?path=/workspace/a%FFb"}, 400, api.CodeBadRequest, ""},
+		{"path outside the roots, raw upload", rawRequest{method: "PUT", contentType: "application/octet-stream", body: []byte("data"), path: "/files/raw?path=/etc/x", sidecarPath: "/files/raw?path=/etc/x"}, 400, api.CodeBadRequest, ""},
 		{"wrong content type, process start", rawRequest{method: "POST", contentType: "text/plain", body: []byte(`{"command":"true"}`), path: "/processes", sidecarPath: "/process/start"}, 415, api.CodeUnsupportedMediaType, ""},
 	}
 	for _, tt := range tests {

@@ -48,7 +48,7 @@ func badEntry(name, format string, args ...any) error {
 // ?path=, streaming. Entries already extracted stay when a later one is
 // refused; the error names the refused entry.
 func (h *Handler) putArchive(w http.ResponseWriter, r *http.Request) error {
-	p, err := queryPath(r)
+	p, err := uploadPath(r)
 	if err != nil {
 		return err
 	}

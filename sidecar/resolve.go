@@ -55,7 +55,8 @@ var (
 // for ls and watch. The caller closes the target.
 func (v *fsView) resolve(p string, listing bool) (*target, error) {
 	if strings.IndexByte(p, 0) >= 0 {
-		return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid path: contains a NUL byte")
+		return nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid path: contains a NUL byte").
+			WithHint("remove the NUL byte: no file name can hold one")
 	}
 	vp := virtual(p)
 	best, rest := -1, ""
@@ -101,7 +102,8 @@ func resolveError(err error, p string) error {
 }
 
 func outsideRoots(p string) error {
-	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Invalid path outside allowed roots: %s", p)
+	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Invalid path outside allowed roots: %s", p).
+		WithHint("use a path under /workspace (relative paths start there), /tmp, /mnt/user-data/outputs, /mnt/user-data/uploads or /mnt/skills")
 }
 
 // splitPath splits a slash-separated path into its components, dropping

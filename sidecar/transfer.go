@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
@@ -19,12 +20,23 @@ func queryPath(r *http.Request) (string, error) {
 	return p, nil
 }
 
+// uploadPath is queryPath for a route that writes: the path must be
+// UTF-8, as the answer names it in JSON, which would alter it.
+func uploadPath(r *http.Request) (string, error) {
+	p, err := queryPath(r)
+	if err == nil && !utf8.ValidString(p) {
+		err = api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid path %q: not valid UTF-8", p).
+			WithHint("name the file with UTF-8 text, percent-encoded in ?path=")
+	}
+	return p, err
+}
+
 // putRaw streams the request body into a file: written to a temp file next
 // to it and renamed over it, so readers never see half a file. The size is
 // bounded by the disk only. A new file gets mode 0644; an existing one keeps
 // its mode and owner.
 func (h *Handler) putRaw(w http.ResponseWriter, r *http.Request) error {
-	p, err := queryPath(r)
+	p, err := uploadPath(r)
 	if err != nil {
 		return err
 	}
