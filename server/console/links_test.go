@@ -90,6 +90,26 @@ func TestLinkOnAnyServer(t *testing.T) {
 		t.Error("the link opened again on the server that minted it")
 	}
 
+	validKeys := func() map[string]int {
+		t.Helper()
+		_, body := apiCall(t, srv.BaseURL, srv.APIKey, "GET", "/v1/api-keys", nil)
+		var keys []api.APIKey
+		mustJSON(t, body, &keys)
+		valid := map[string]int{}
+		for _, k := range keys {
+			if k.RevokedAt == nil {
+				valid[k.Name]++
+			}
+		}
+		return valid
+	}
+	if v := validKeys(); v[console.LinkKeyName] != 0 || v[console.SessionKeyName] != 1 {
+		t.Errorf("valid keys by name: %v; want no link key and 1 session", v)
+	}
+
+	// Browsers racing for one link: one is signed in. (A racer whose key
+	// minting the link key's revocation cut short may leave a session key
+	// nobody ever saw, revoked at a sign-in 12 hours on.)
 	path = mint()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -111,18 +131,8 @@ func TestLinkOnAnyServer(t *testing.T) {
 	if signedIn != 1 {
 		t.Errorf("%d of 6 racing browsers were signed in by one link, want 1", signedIn)
 	}
-
-	_, body := apiCall(t, srv.BaseURL, srv.APIKey, "GET", "/v1/api-keys", nil)
-	var keys []api.APIKey
-	mustJSON(t, body, &keys)
-	valid := map[string]int{}
-	for _, k := range keys {
-		if k.RevokedAt == nil {
-			valid[k.Name]++
-		}
-	}
-	if valid[console.LinkKeyName] != 0 || valid[console.SessionKeyName] != 2 {
-		t.Errorf("valid keys by name: %v; want no link key and 2 sessions", valid)
+	if v := validKeys(); v[console.LinkKeyName] != 0 || v[console.SessionKeyName] < 2 {
+		t.Errorf("valid keys by name after the race: %v; want no link key and the 2 sessions", v)
 	}
 }
 
