@@ -92,6 +92,11 @@ func TestPreviewInSandbox(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(page, `<script src="/static/app.js">`) {
 		t.Fatalf("page: %d %q", resp.StatusCode, page)
 	}
+	for _, h := range []string{"X-Request-Id", "X-Content-Type-Options"} {
+		if n := len(resp.Header.Values(h)); n != 1 {
+			t.Errorf("the page has %d %s headers, want 1 (the server's, not the sidecar's too)", n, h)
+		}
+	}
 	if resp, js := get(t, c, "http://"+host+"/static/app.js"); resp.StatusCode != 200 || !strings.Contains(js, "new WebSocket") {
 		t.Errorf("script by absolute path: %d %q", resp.StatusCode, js)
 	}

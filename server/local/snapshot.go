@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -260,18 +261,24 @@ func hashData(f *os.File) ([]byte, int64, error) {
 	return h.Sum(nil), n, nil
 }
 
+// snapshotTrimDelay is how long after a snapshot's unlink the clone pool
+// is trimmed to give its blocks back (see removeNow).
+const snapshotTrimDelay = time.Second
+
 // DeleteSnapshot implements model.SnapshotDriver. A missing key is not an
 // error.
 func (d *Driver) DeleteSnapshot(_ context.Context, key string) error {
 	if !validSnapshotKey.MatchString(key) {
 		return fmt.Errorf("delete snapshot: invalid key %q", key)
 	}
-	err := removeNow(d.snapshotPath(key))
+	// Unlinked, not truncated: a restore or fork may be cloning it.
+	err := os.Remove(d.snapshotPath(key))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete snapshot: %w", err)
 	}
-	if d.images != nil {
-		go d.images.trim.trim()
+	if d.images != nil && d.images.trim != nil {
+		// XFS frees its blocks moments later, once the last reader let go.
+		time.AfterFunc(snapshotTrimDelay, d.images.trim.trim)
 	}
 	return nil
 }

@@ -187,9 +187,20 @@ func (s *Service) proxy(rt http.RoundTripper, t target, q url.Values) *httputil.
 			pr.Out.URL = u
 			pr.Out.Host = "sidecar"
 			stripCookie(pr.Out.Header)
+			if info := httpx.InfoFrom(pr.In.Context()); info != nil {
+				pr.Out.Header.Set("X-Request-ID", info.ID) // the sidecar's log line under the server's id
+			}
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			resp.Header.Del("X-Sidecar-Auth-Token")
+			// The sidecar's own headers, which the server has set already:
+			// the app's answer gets them once.
+			if id := resp.Header.Get("X-Request-Id"); id != "" && id == resp.Request.Header.Get("X-Request-ID") {
+				resp.Header.Del("X-Request-Id")
+			}
+			if resp.Header.Get("X-Content-Type-Options") == "nosniff" {
+				resp.Header.Del("X-Content-Type-Options")
+			}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
