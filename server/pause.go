@@ -271,6 +271,11 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 		s.log.ErrorContext(ctx, "driver resume failed", "sandbox", sb.ID, "mode", sb.PausedWith, "err", err)
 		return nil, nil, sandboxFailed("resume")
 	}
+	ep, err := s.resumedEndpoint(ctx, sb)
+	if err != nil {
+		return nil, nil, err
+	}
+	sb.Endpoint = ep
 	procs := s.restartProcesses(ctx, sb, sb.PausedProcesses)
 	now := s.now()
 	var mode string
@@ -287,6 +292,7 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 		}
 		sb.PausedTotal += paused
 		sb.Status, sb.PausedWith, sb.PausedAt, sb.PausedProcesses = api.StatusActive, "", nil, nil
+		sb.Endpoint = ep
 		return nil
 	})
 	if err != nil {
@@ -301,6 +307,28 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 		Detail: detail, Started: now,
 	})
 	return resumed, procs, nil
+}
+
+// resumedEndpoint is how sb's sidecar is reached after a resume: where
+// the driver reports it now (model.EndpointDriver), with the token the
+// server holds; else where it was.
+func (s *Server) resumedEndpoint(ctx context.Context, sb *model.Sandbox) (model.Endpoint, error) {
+	d := s.driver
+	if cd, ok := d.(countingDriver); ok {
+		d = cd.Driver
+	}
+	ed, ok := d.(model.EndpointDriver)
+	if !ok {
+		return sb.Endpoint, nil
+	}
+	ep, err := ed.Endpoint(ctx, sb.ID)
+	if err != nil {
+		s.log.ErrorContext(ctx, "endpoint of a resumed sandbox", "sandbox", sb.ID, "err", err)
+		return model.Endpoint{}, sandboxFailed("resume")
+	}
+	ep.Token = sb.Endpoint.Token
+	s.sidecars.Forget(sb.ID)
+	return ep, nil
 }
 
 // reload reads sb's row again (after a lifecycle lock was taken).

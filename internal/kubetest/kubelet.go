@@ -214,7 +214,10 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 	ctr := pod.Spec.Containers[0]
 	n := nextIP.Add(1)
 	ip := fmt.Sprintf("127.1.%d.%d", n/250, n%250+1)
-	dir := filepath.Join(k.dir, pod.Name)
+	// By UID, as a real kubelet keeps it: a pod made again under the same
+	// name (a resumed sandbox's) must not share the old one's files,
+	// which its kill removes.
+	dir := filepath.Join(k.dir, pod.Name+"-"+string(pod.UID))
 	uid, gid := -1, -1
 	if os.Geteuid() == 0 && ctr.SecurityContext != nil && ctr.SecurityContext.RunAsUser != nil {
 		uid = int(*ctr.SecurityContext.RunAsUser)

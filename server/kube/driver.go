@@ -360,6 +360,22 @@ func (d *Driver) Delete(ctx context.Context, id string) error {
 	for _, p := range pods.Items {
 		names[p.Name] = true
 	}
+	// A paused sandbox has no pod: its Secret names it, and the copy of
+	// its workspace goes too.
+	secs, err := d.client.CoreV1().Secrets(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return fmt.Errorf("delete sandbox %s: list secrets: %w", id, err)
+	}
+	for _, s := range secs.Items {
+		if name := s.Labels[LabelPod]; name != "" {
+			names[name] = true
+		}
+		if key := s.Annotations[annotationPausedSnapshot]; key != "" {
+			if err := d.DeleteSnapshot(ctx, key); err != nil {
+				d.log.Warn("delete a paused sandbox's workspace copy", "sandbox", id, "err", err)
+			}
+		}
+	}
 	var errs []error
 	for name := range names {
 		errs = append(errs, d.deletePod(ctx, name))

@@ -38,7 +38,7 @@ const workspace = "/workspace"
 const snapshotMethod = "sidecar-copy"
 
 // snapshotKey is a key this driver made: sha256-<hex> for a snapshot,
-// fork-<hex> for a fork's transient copy.
+// fork-<hex> for a transient copy (a fork's, a paused sandbox's).
 var snapshotKey = regexp.MustCompile(`^(sha256|fork)-[0-9a-f]{64}$`)
 
 // errNoSnapshots is the answer without a snapshot directory.

@@ -2,11 +2,13 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/kube"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestSnapshots is issue 22 on the kube driver: a snapshot copies the
@@ -81,4 +83,86 @@ func TestSnapshots(t *testing.T) {
 	if err != nil || len(left) != 0 {
 		t.Errorf("snapshot directory after the delete: %v, %v (the fork's copy and the snapshot should be gone)", left, err)
 	}
+}
+
+// TestPause is pause and resume on the kube driver: freeze is refused
+// with a hint; a filesystem pause copies the workspace out and deletes the
+// pod; resume starts it again at a new address with the same id and
+// token, the files back, the process started with restart running again
+// and the other reported ended; a paused sandbox deleted leaves no Secret
+// and no copy.
+func TestPause(t *testing.T) {
+	dir := t.TempDir()
+	e := newEnv(t, kube.Config{SnapshotDir: dir})
+	e.start(t)
+	c := e.client()
+	ctx := context.Background()
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, sb.ID, api.ExecRequest{Command: "echo kept > kept.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	keep, err := c.StartProcess(ctx, sb.ID, api.ProcessStartRequest{Command: "sleep 600", Restart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.StartProcess(ctx, sb.ID, api.ProcessStartRequest{Command: "sleep 601"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PauseSandbox(ctx, sb.ID, api.PauseFreeze); codeOf(err) != api.CodeNotSupported {
+		t.Errorf("freeze on kube: %v, want not_supported", err)
+	}
+	paused, err := c.PauseSandbox(ctx, sb.ID, api.PauseFilesystem)
+	if err != nil || paused.Status != api.StatusPaused {
+		t.Fatalf("filesystem pause: %+v, %v", paused, err)
+	}
+	pods, err := e.cluster.Client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelSandbox + "=" + sb.ID})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods of the paused sandbox: %d, %v; want none", len(pods.Items), err)
+	}
+	if _, err := c.Exec(ctx, sb.ID, api.ExecRequest{Command: "true"}); codeOf(err) != api.CodeSandboxPaused {
+		t.Errorf("exec while paused: %v, want sandbox_paused", err)
+	}
+	res, err := c.ResumeSandbox(ctx, sb.ID)
+	if err != nil || res.Status != api.StatusActive || res.ID != sb.ID {
+		t.Fatalf("resume: %+v, %v", res, err)
+	}
+	got := map[string]string{}
+	for _, p := range res.Processes {
+		got[p.Command] = p.Status
+	}
+	if got["sleep 600"] != api.ProcessRestarted || got["sleep 601"] != api.ProcessEnded {
+		t.Errorf("resumed processes %+v, want sleep 600 restarted and sleep 601 ended (restart was %s)", res.Processes, keep.ProcessID)
+	}
+	out, err := c.Exec(ctx, sb.ID, api.ExecRequest{Command: "cat kept.txt"})
+	if err != nil || out.Stdout != "kept\n" {
+		t.Errorf("files after resume: %+v, %v", out, err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
+		t.Errorf("snapshot directory after resume: %v, want empty", files)
+	}
+
+	if _, err := c.PauseSandbox(ctx, sb.ID, api.PauseFilesystem); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	secs, err := e.cluster.Client.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelSandbox + "=" + sb.ID})
+	if err != nil || len(secs.Items) != 0 {
+		t.Errorf("secrets of the deleted paused sandbox: %d, %v; want none", len(secs.Items), err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
+		t.Errorf("snapshot directory after deleting the paused sandbox: %v, want empty", files)
+	}
+}
+
+// codeOf is an API error's code, or "".
+func codeOf(err error) string {
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		return e.Code
+	}
+	return ""
 }

@@ -232,6 +232,13 @@ type PauseDriver interface {
 	PauseModes() map[string]string
 }
 
+// An EndpointDriver reports how a sandbox's sidecar is reached now. The
+// control plane asks after a resume, which may have moved it (the kube
+// driver starts a filesystem-paused sandbox's pod again, at a new address).
+type EndpointDriver interface {
+	Endpoint(ctx context.Context, id string) (Endpoint, error)
+}
+
 // A SnapshotDriver copies a sandbox's filesystem state into a store of
 // its own and starts new sandboxes from it (Spec.FromSnapshot): snapshots,
 // restores and forks (issue 22).

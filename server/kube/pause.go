@@ -1,0 +1,200 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Pause on the kube driver (issue 22) is the filesystem mode only: the
+// workspace is copied out through the sidecar (as a snapshot is, into
+// SnapshotDir), the pod is deleted — its processes end and its memory is
+// released — and its Secret and NetworkPolicy are kept, the Secret
+// annotated with the pod it had and the copy's key. Resume creates that
+// pod again (same name, token and certificate; a new address, which
+// Endpoint reports), copies the workspace back in and drops the copy.
+// freeze and checkpoint need a node's freezer or CRIU, which the control
+// plane does not reach.
+
+// Annotations of a paused sandbox's Secret.
+const (
+	annotationPausedPod      = "boxkite.dev/paused-pod"      // the pod, as JSON
+	annotationPausedSnapshot = "boxkite.dev/paused-snapshot" // the workspace copy's key
+)
+
+// PauseModes reports what works on this driver.
+func (d *Driver) PauseModes() map[string]string {
+	fs := ""
+	if d.cfg.SnapshotDir == "" {
+		fs = "the kube driver has no snapshot directory to keep the workspace in"
+	}
+	return map[string]string{
+		api.PauseFreeze:     "a pod's processes cannot be frozen from the control plane (no freezer on the node through the Kubernetes API); pause with mode filesystem",
+		api.PauseFilesystem: fs,
+		api.PauseCheckpoint: "CRIU checkpoints are not reachable through the Kubernetes API",
+	}
+}
+
+// pausedPod is what the Secret keeps of a paused sandbox's pod.
+type pausedPod struct {
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Spec        corev1.PodSpec    `json:"spec"`
+}
+
+// Pause copies sandbox id's workspace out and deletes its pod. A paused
+// sandbox is left as it is.
+func (d *Driver) Pause(ctx context.Context, id, mode string) error {
+	if why := d.PauseModes()[mode]; why != "" || mode != api.PauseFilesystem {
+		return fmt.Errorf("pause sandbox %s: mode %s: %s", id, mode, why)
+	}
+	sec, err := d.sandboxSecret(ctx, id)
+	if err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	if sec.Annotations[annotationPausedPod] != "" {
+		return nil
+	}
+	pod, err := d.client.CoreV1().Pods(d.cfg.Namespace).Get(ctx, sec.Labels[LabelPod], metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("pause sandbox %s: get pod: %w", id, err)
+	}
+	if pod.Annotations[AnnotationEgress] != "" {
+		return fmt.Errorf("pause sandbox %s: a sandbox granted egress cannot be paused on the kube driver yet", id)
+	}
+	ref, err := d.Snapshot(ctx, id, true)
+	if err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	spec := *pod.Spec.DeepCopy()
+	spec.NodeName = "" // let the scheduler place it again
+	for i := range spec.Containers {
+		// A claimed warm pod's sidecar starts again as the sandbox's,
+		// with the token its Secret now holds.
+		spec.Containers[i].Args = slices.DeleteFunc(spec.Containers[i].Args, func(a string) bool { return a == "--claimable" })
+	}
+	saved, err := json.Marshal(pausedPod{Name: pod.Name, Labels: pod.Labels, Annotations: pod.Annotations, Spec: spec})
+	if err != nil {
+		return err
+	}
+	// Keep the Secret and NetworkPolicy past the pod: no owner, and the
+	// Secret says what to start again.
+	keep, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"ownerReferences": nil,
+		"annotations":     map[string]string{annotationPausedPod: string(saved), annotationPausedSnapshot: ref.Key},
+	}})
+	if err != nil {
+		return err
+	}
+	ns := d.cfg.Namespace
+	if _, err := d.client.CoreV1().Secrets(ns).Patch(ctx, sec.Name, types.MergePatchType, keep, metav1.PatchOptions{}); err != nil {
+		_ = d.DeleteSnapshot(ctx, ref.Key)
+		return fmt.Errorf("pause sandbox %s: keep its secret: %w", id, err)
+	}
+	orphan := []byte(`{"metadata":{"ownerReferences":null}}`)
+	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Patch(ctx, pod.Name, types.MergePatchType, orphan, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("pause sandbox %s: keep its network policy: %w", id, err)
+	}
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
+	if err := d.client.CoreV1().Pods(ns).Delete(ctx, pod.Name, now); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("pause sandbox %s: delete pod: %w", id, err)
+	}
+	return nil
+}
+
+// Resume starts a paused sandbox's pod again and copies its workspace
+// back. A running sandbox is left as it is. egress is not used: a sandbox
+// granted egress is not paused on this driver.
+func (d *Driver) Resume(ctx context.Context, id string, _ func(net.Listener)) error {
+	sec, err := d.sandboxSecret(ctx, id)
+	if err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	raw, key := sec.Annotations[annotationPausedPod], sec.Annotations[annotationPausedSnapshot]
+	if raw == "" {
+		return nil
+	}
+	var saved pausedPod
+	if err := json.Unmarshal([]byte(raw), &saved); err != nil {
+		return fmt.Errorf("resume sandbox %s: the paused pod: %w", id, err)
+	}
+	ns := d.cfg.Namespace
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: saved.Name, Namespace: ns, Labels: saved.Labels, Annotations: saved.Annotations},
+		Spec:       saved.Spec,
+	}
+	created, err := d.createAgain(ctx, pod)
+	if err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	d.adopt(ctx, created)
+	ep, err := d.waitReady(ctx, saved.Name, string(sec.Data["token"]), sec.Data["tls.crt"])
+	if err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	if err := d.restore(ctx, ep, key); err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	done := []byte(`{"metadata":{"annotations":{"` + annotationPausedPod + `":null,"` + annotationPausedSnapshot + `":null}}}`)
+	if _, err := d.client.CoreV1().Secrets(ns).Patch(ctx, sec.Name, types.MergePatchType, done, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("resume sandbox %s: clear the paused pod: %w", id, err)
+	}
+	if err := d.DeleteSnapshot(ctx, key); err != nil {
+		d.log.Warn("delete a resumed sandbox's workspace copy", "sandbox", id, "err", err)
+	}
+	return nil
+}
+
+// createAgain creates pod, waiting out the deletion of its namesake.
+func (d *Driver) createAgain(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.ReadyTimeout)
+	defer cancel()
+	for {
+		created, err := d.client.CoreV1().Pods(d.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+		if !apierrors.IsAlreadyExists(err) {
+			if err != nil {
+				return nil, fmt.Errorf("create pod: %w", err)
+			}
+			return created, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("create pod: the paused pod %s is still being deleted: %w", pod.Name, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Endpoint is how sandbox id's sidecar is reached now: a resumed pod has a
+// new address (model.EndpointDriver).
+func (d *Driver) Endpoint(ctx context.Context, id string) (model.Endpoint, error) {
+	return d.sandboxEndpoint(ctx, id)
+}
+
+// sandboxSecret is the Secret of sandbox id's pod (running or paused).
+func (d *Driver) sandboxSecret(ctx context.Context, id string) (*corev1.Secret, error) {
+	sel := labels.Set{LabelManagedBy: ManagedBy, LabelSandbox: id}.String()
+	list, err := d.client.CoreV1().Secrets(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("list secrets: %w", err)
+	}
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp == nil {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, errors.New("no secret of the sandbox")
+}
