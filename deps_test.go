@@ -148,7 +148,7 @@ var rules = map[string]depRule{
 		"server/local":    "the service reaches the data through model.SnapshotDriver, whatever the driver",
 		"server/sqlstore": "the service keeps its records through model.SnapshotStore",
 	}},
-	"server/e2b": {ours: []string{"client/api", "internal/apihttp", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
+	"server/e2b": {ours: []string{"client/api", "internal/apihttp", "server/model", "server/internal/authz", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"server/sqlstore": "the E2B facade keeps its records through its Store interface; the control plane (whose package it may not import either) wires the SQL store in",
 		"server/local":    "the facade reaches sandboxes through the control plane, whatever the driver",
 	})},

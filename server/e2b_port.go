@@ -23,6 +23,7 @@ import (
 	"github.com/boxkite/boxkite/server/e2b/envd"
 	"github.com/boxkite/boxkite/server/internal/allowlist"
 	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -69,6 +70,12 @@ func (p e2bPort) Authenticate(ctx context.Context, key string) (e2b.Caller, erro
 		return nil, fmt.Errorf("look up api key: %w", err)
 	}
 	s.touches.touch(k, s.now())
+	// The request acts for the account from here, as a REST request does
+	// once the guard authenticated it: every data access is authorized
+	// against it (server/internal/authz).
+	if c := authz.From(ctx); c != nil {
+		c.Account, c.Key = acct, k
+	}
 	return e2bCaller{acct, k}, nil
 }
 
@@ -366,6 +373,10 @@ func (p e2bPort) Session(ctx context.Context, accountID, sandboxID, keyID string
 	}
 	if ok, err := p.accountKey(ctx, acct.ID, keyID); err != nil || !ok {
 		return nil, cmp.Or(err, envd.ErrRevoked)
+	}
+	// envd traffic acts for the account its access token was issued to.
+	if c := authz.From(ctx); c != nil && c.Account == nil {
+		c.Account = acct
 	}
 	sb, err := p.running(ctx, acct, sandboxID)
 	if errors.Is(err, e2b.ErrNotFound) {

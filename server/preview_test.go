@@ -103,6 +103,16 @@ func TestPreviewURLs(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.HasPrefix(body, "port=8080 path=/ ") {
 		t.Errorf("path form: %d %q", resp.StatusCode, body)
 	}
+	// The path form shares the API's (and the console's) origin, so a
+	// browser runs it in an opaque origin of its own; the host form is
+	// an origin of its own already.
+	if csp := resp.Header.Values("Content-Security-Policy"); len(csp) != 1 || !strings.HasPrefix(csp[0], "sandbox ") || strings.Contains(csp[0], "allow-same-origin") {
+		t.Errorf("path form's CSP: %q", csp)
+	}
+	resp, _ = get(t, c, p.URL)
+	if csp := resp.Header.Get("Content-Security-Policy"); strings.Contains(csp, "sandbox") {
+		t.Errorf("host form's CSP: %q", csp)
+	}
 	// Without a token, with another preview's host, with the token on
 	// another sandbox's host: 401, and nothing reaches a sidecar.
 	n := len(seen)

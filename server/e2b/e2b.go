@@ -39,6 +39,7 @@ func New(cp ControlPlane, store Store, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
+	store = authorized{store} // every call authorized against the request's caller
 	tokens := envd.NewTokens(cp.TokenKey)
 	h := &Handler{
 		cp: cp, store: store, tokens: tokens, log: log, mux: http.NewServeMux(), now: time.Now,

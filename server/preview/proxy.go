@@ -115,8 +115,18 @@ func (s *Service) ServePath(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// The path form is served on the API's origin, the web console's
+	// too: the app's pages run in an opaque origin of their own, so their
+	// scripts cannot read the console's pages or use its session. (Its
+	// sub-resources then go without the preview's cookie: in a browser,
+	// use the host form, an origin of its own.)
+	w.Header().Set("Content-Security-Policy", pathFormCSP)
 	return s.serve(w, r, t)
 }
+
+// pathFormCSP sandboxes a path-form preview's pages: scripts, forms and
+// pop-ups run, but never in the server's origin (no allow-same-origin).
+const pathFormCSP = "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads; frame-ancestors 'none'"
 
 func unauthorized() *api.Error {
 	return api.Errorf(http.StatusUnauthorized, api.CodePreviewUnauthorized, "this preview URL has no valid token: it expired, was revoked, or is another preview's").
