@@ -41,7 +41,7 @@ export async function sandboxPage(main, [id], ctx) {
       replace(processes, ps.length ? h('table', { class: 'list' },
         h('thead', {}, h('tr', {}, ['Process', 'Command', 'Status', 'Started', 'Exit'].map((t) => h('th', { scope: 'col' }, t)))),
         h('tbody', {}, ps.map((p) => h('tr', {},
-          h('td', { class: 'mono' }, p.process_id), h('td', { class: 'mono' }, p.command), h('td', {}, p.status),
+          h('td', { class: 'mono', title: p.process_id }, p.process_id.replace(/^(proc_.{8}).+$/, '$1…')), h('td', { class: 'mono' }, p.command), h('td', {}, p.status),
           h('td', { title: fmtTime(p.started_at) }, fmtRel(p.started_at)), h('td', {}, p.exit_code ?? '—')))))
         : h('p', { class: 'empty' }, 'No background processes.'));
     } catch (e) { replace(processes, h('p', { class: 'hint' }, e.message)); }
