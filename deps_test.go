@@ -172,7 +172,7 @@ var rules = map[string]depRule{
 	}},
 	// Preview URLs: their records through their own Store, sandboxes
 	// through the ControlPlane interface the root implements.
-	"server/preview": {ours: []string{"client/api", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/preview": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":          "the control plane imports previews, never the reverse",
 		"server/sqlstore": "previews keep their records through their Store interface",
 	}},

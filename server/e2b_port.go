@@ -88,6 +88,15 @@ func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) 
 	if err != nil {
 		return e2b.Sandbox{}, err
 	}
+	if spec.ImageID != "" {
+		sn, err := s.store.Snapshot(ctx, acct.ID, spec.ImageID)
+		if err == nil {
+			return p.restore(ctx, c, sn, spec)
+		}
+		if !errors.Is(err, model.ErrNotFound) {
+			return e2b.Sandbox{}, fmt.Errorf("look up snapshot: %w", err)
+		}
+	}
 	params.lifetime = spec.Lifetime
 	params.imageID = spec.ImageID
 	params.autoPause = spec.AutoPause
@@ -99,6 +108,97 @@ func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) 
 		return e2b.Sandbox{}, err
 	}
 	return e2bSandbox(sbs[0]), nil
+}
+
+// restore is a create whose template is one of the caller's snapshots: a
+// new sandbox with its files, kept spec.Lifetime.
+func (p e2bPort) restore(ctx context.Context, c e2b.Caller, sn *model.Snapshot, spec e2b.CreateSpec) (e2b.Sandbox, error) {
+	sb, err := p.s.snap.Restore(ctx, p.account(c), sn, "")
+	if err != nil {
+		return e2b.Sandbox{}, err
+	}
+	return p.keep(ctx, c, sb, spec.Lifetime)
+}
+
+// keep sets a sandbox the facade started from a snapshot to end lifetime
+// from now, as E2B's timeout says.
+func (p e2bPort) keep(ctx context.Context, c e2b.Caller, sb *model.Sandbox, lifetime time.Duration) (e2b.Sandbox, error) {
+	out, err := p.SetExpiry(ctx, c, sb.ID, p.s.now().Add(lifetime))
+	if err != nil {
+		return e2bSandbox(sb), err
+	}
+	return out, nil
+}
+
+func (p e2bPort) Snapshot(ctx context.Context, c e2b.Caller, id, name string) (e2b.SnapshotInfo, error) {
+	acct := p.account(c)
+	sb, err := p.live(ctx, acct, id)
+	if err != nil {
+		return e2b.SnapshotInfo{}, err
+	}
+	sn, err := p.s.snap.Take(ctx, acct, sb, name)
+	if err != nil {
+		return e2b.SnapshotInfo{}, err
+	}
+	return e2bSnapshot(sn), nil
+}
+
+func e2bSnapshot(sn *model.Snapshot) e2b.SnapshotInfo {
+	return e2b.SnapshotInfo{ID: sn.ID, SandboxID: sn.SandboxID, Name: sn.Label}
+}
+
+func (p e2bPort) Snapshots(ctx context.Context, c e2b.Caller, sandboxID string) ([]e2b.SnapshotInfo, error) {
+	acct := p.account(c)
+	if sandboxID != "" {
+		// Only the caller's sandboxes, gone ones included: their
+		// snapshots outlive them.
+		if _, err := p.s.store.Sandbox(ctx, acct.ID, sandboxID); errors.Is(err, model.ErrNotFound) {
+			return nil, e2b.ErrNotFound
+		} else if err != nil {
+			return nil, fmt.Errorf("load sandbox: %w", err)
+		}
+	}
+	sns, err := p.s.store.ListSnapshots(ctx, acct.ID, sandboxID)
+	if err != nil {
+		return nil, fmt.Errorf("list snapshots: %w", err)
+	}
+	out := make([]e2b.SnapshotInfo, 0, len(sns))
+	for _, sn := range sns {
+		if sn.Status == api.SnapshotCompleted {
+			out = append(out, e2bSnapshot(sn))
+		}
+	}
+	return out, nil
+}
+
+func (p e2bPort) DeleteSnapshot(ctx context.Context, c e2b.Caller, id string) error {
+	sn, err := p.s.store.Snapshot(ctx, p.account(c).ID, id)
+	if errors.Is(err, model.ErrNotFound) {
+		return e2b.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("load snapshot: %w", err)
+	}
+	return p.s.snap.Delete(ctx, sn)
+}
+
+func (p e2bPort) Fork(ctx context.Context, c e2b.Caller, id string, count int, lifetime time.Duration) ([]e2b.Sandbox, error) {
+	acct := p.account(c)
+	sb, err := p.live(ctx, acct, id)
+	if err != nil {
+		return nil, err
+	}
+	kids, err := p.s.snap.Fork(ctx, acct, sb, count)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]e2b.Sandbox, len(kids))
+	for i, k := range kids {
+		if out[i], err = p.keep(ctx, c, k, lifetime); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func e2bSandbox(sb *model.Sandbox) e2b.Sandbox {

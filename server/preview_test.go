@@ -98,6 +98,23 @@ func TestPreviewURLs(t *testing.T) {
 	if resp.StatusCode != 200 || body != "port=8080 path=/static/app.js query=v=2 cookie=app=1" {
 		t.Errorf("sub-resource: %d %q", resp.StatusCode, body)
 	}
+	// Only the allowlisted request headers reach the app: never a key.
+	req, _ := http.NewRequest("GET", fmt.Sprintf("http://8080-%s.localhost:%s/h", sb.ID, port), nil)
+	req.Header.Set("Authorization", "Bearer "+e.KeyA)
+	req.Header.Set("X-Api-Key", e.KeyA)
+	req.Header.Set("X-Custom", "1")
+	req.Header.Set("Accept-Language", "fr")
+	req.Header.Set("X-CSRFToken", "t")
+	if resp, err := c.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("headers: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	h := seen[len(seen)-1].Header
+	if h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" || h.Get("X-Custom") != "" ||
+		h.Get("Accept-Language") != "fr" || h.Get("X-Csrftoken") != "t" || h.Get("X-Forwarded-Host") == "" {
+		t.Errorf("headers the app got: %v", h)
+	}
 	// The path form, with its own cookie.
 	resp, body = get(t, c, p.PathURL)
 	if resp.StatusCode != 200 || !strings.HasPrefix(body, "port=8080 path=/ ") {

@@ -125,13 +125,16 @@ func RunFlows(t testing.TB, sdk string, srv Server, log func() string) Results {
 	return res
 }
 
-// PauseChecks are what pause.mjs must report (issue 22 through the SDK).
+// PauseChecks are what pause.mjs must report (issue 22 through the SDK:
+// pause and resume, snapshots, fork).
 var PauseChecks = []string{
 	"pause", "pause.again-false", "getInfo.paused", "list.paused", "list.running-without-paused", "list.default-both",
 	"envd.paused-refused", "connect.resumes", "connect.endAt-not-shorter", "resume.counter-continues", "resume.files",
 	"connect.running-200", "pause.filesystem", "getInfo.paused-filesystem", "resume.filesystem-files",
 	"resume.filesystem-processes-ended", "kill.paused", "kill.paused-gone", "pause.unknown-NotFound",
 	"autoPause.lifecycle", "autoPause.paused", "autoPause.resumes", "autoPauseMemory.not-supported",
+	"snapshot.create", "snapshot.list", "snapshot.restore", "snapshot.delete", "snapshot.delete-again-false",
+	"fork.count", "fork.files", "fork.isolated", "fork.unknown-NotFound",
 }
 
 // RunPause runs pause.mjs with the SDK in sdk against srv (Key only) and

@@ -1,4 +1,4 @@
-// Pause and resume through the real e2b SDK (issue 22), run by the
+// Pause, resume, snapshots and fork through the real e2b SDK (issue 22), run by the
 // TestE2BPause tests with E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY
 // pointing at a boxkite server: pause keeps memory (boxkite's freeze),
 // pause({keepMemory: false}) keeps the files only, Sandbox.connect resumes,
@@ -86,3 +86,27 @@ const back = await Sandbox.connect(auto.sandboxId)
 check('autoPause.resumes', (await back.files.read('/workspace/auto.txt')) === 'auto\n')
 check('autoPauseMemory.not-supported', /not supported/.test(String(await rejects(() => Sandbox.create({ lifecycle: { onTimeout: { action: 'pause', keepMemory: true } } })))))
 await back.kill()
+
+// snapshots: take one, list it, restore it with Sandbox.create, delete it
+const src = await Sandbox.create({ metadata: { suite: 'pause', run, role: 'snap' } })
+await src.files.write('/workspace/snap.txt', 'before\n')
+const snap = await src.createSnapshot({ name: 'e2b-snap' })
+check('snapshot.create', typeof snap.snapshotId === 'string' && snap.names.includes('e2b-snap'), snap)
+await src.files.write('/workspace/snap.txt', 'after\n')
+const listedSnaps = await Sandbox.listSnapshots({ sandboxId: src.sandboxId }).nextItems()
+check('snapshot.list', listedSnaps.length === 1 && listedSnaps[0].snapshotId === snap.snapshotId, listedSnaps)
+const restored = await Sandbox.create(snap.snapshotId, { metadata: { run, role: 'restored' } })
+check('snapshot.restore', (await restored.files.read('/workspace/snap.txt')) === 'before\n')
+check('snapshot.delete', (await Sandbox.deleteSnapshot(snap.snapshotId)) === true)
+check('snapshot.delete-again-false', (await Sandbox.deleteSnapshot(snap.snapshotId)) === false)
+await restored.kill()
+
+// fork: children with the parent's files, each its own
+const forks = await src.fork({ count: 2 })
+check('fork.count', forks.length === 2 && forks.every((f) => f instanceof Sandbox && f.sandboxId !== src.sandboxId), forks.map(String))
+check('fork.files', (await forks[0].files.read('/workspace/snap.txt')) === 'after\n' && (await forks[1].files.read('/workspace/snap.txt')) === 'after\n')
+await forks[0].files.write('/workspace/snap.txt', 'mine\n')
+check('fork.isolated', (await forks[1].files.read('/workspace/snap.txt')) === 'after\n' && (await src.files.read('/workspace/snap.txt')) === 'after\n')
+check('fork.unknown-NotFound', (await rejects(() => Sandbox.fork('no-such-sandbox'))) instanceof NotFoundError)
+for (const f of forks) await f.kill()
+await src.kill()

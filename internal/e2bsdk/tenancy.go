@@ -43,8 +43,10 @@ func otherTenantRows() map[string]otherTenantRow {
 		"PUT /sandboxes/{id}/network":    {"/sandboxes/{id}/network", `{}`, http.StatusNotFound},
 		"POST /sandboxes/{id}/snapshots": {"/sandboxes/{id}/snapshots", `{}`, http.StatusNotFound},
 		"POST /sandboxes/{id}/fork":      {"/sandboxes/{id}/fork", `{}`, http.StatusNotFound},
+		// The caller's own snapshots (none), with or without another's sandbox.
+		"GET /snapshots":         {"/snapshots?sandboxID={id}", "", http.StatusOK},
+		"DELETE /templates/{id}": {"/templates/{id}", "", http.StatusNotFound},
 		// Not about a sandbox, and not supported.
-		"GET /snapshots":  {"/snapshots", "", http.StatusNotImplemented},
 		"/volumes":        {"/volumes", "", http.StatusNotImplemented},
 		"/volumes/":       {"/volumes/{id}", "", http.StatusNotImplemented},
 		"/volumecontent/": {"/volumecontent/{id}/dir", "", http.StatusNotImplemented},

@@ -78,9 +78,10 @@ func (h *Handler) routeTable() []route {
 		{"POST /sandboxes/{id}/pause", h.pause},
 		{"GET /sandboxes/{id}/metrics", h.metrics},
 		{"PUT /sandboxes/{id}/network", h.network},
-		{"POST /sandboxes/{id}/snapshots", h.notSupported("snapshots")},
-		{"POST /sandboxes/{id}/fork", h.notSupported("fork")},
-		{"GET /snapshots", h.notSupported("snapshots")},
+		{"POST /sandboxes/{id}/snapshots", h.createSnapshot},
+		{"POST /sandboxes/{id}/fork", h.fork},
+		{"GET /snapshots", h.listSnapshots},
+		{"DELETE /templates/{id}", h.deleteTemplate},
 	}
 	for _, p := range []string{"/volumes", "/volumes/", "/volumecontent/", "/secrets", "/secrets/", "/templates", "/templates/", "/v2/templates/", "/v3/templates"} {
 		rts = append(rts, route{p, h.notSupported(strings.Trim(strings.SplitN(strings.TrimPrefix(p, "/v2"), "/", 3)[1], "/"))})
@@ -228,8 +229,6 @@ func notSupportedHint(what string) string {
 		return "resume a paused sandbox with Sandbox.connect(id); " + docs
 	case what == "auto-pause keeping memory":
 		return "auto-pause keeps the files (lifecycle onTimeout: 'pause'); pause with sbx.pause() to keep the memory too; " + docs
-	case what == "snapshots" || what == "fork":
-		return "copy what you need out with files.read, or keep the sandbox running with setTimeout; " + docs
 	case strings.HasPrefix(what, "internet access"):
 		return "boxkite sandboxes reach no network: leave allowInternetAccess unset (or false) and network.allowOut empty; " + docs
 	case strings.HasPrefix(what, "volume"):

@@ -39,7 +39,7 @@ type Sandbox struct {
 
 // CreateSpec is a sandbox to create.
 type CreateSpec struct {
-	ImageID   string        // "" means the default image
+	ImageID   string        // "" means the default image; a snapshot's id restores it
 	Lifetime  time.Duration // from now; whole seconds
 	AutoPause bool          // pause it at the end of its lifetime instead of destroying it
 }
@@ -67,6 +67,18 @@ type ControlPlane interface {
 	// Resume runs the caller's paused sandbox again, with the same id and
 	// tokens; resumed is false when it was running.
 	Resume(ctx context.Context, c Caller, id string) (sb Sandbox, resumed bool, err error)
+	// Snapshot copies the caller's sandbox's filesystem into a snapshot,
+	// which Create restores when a CreateSpec's ImageID names it.
+	Snapshot(ctx context.Context, c Caller, id, name string) (SnapshotInfo, error)
+	// Snapshots lists the caller's snapshots, newest first; of one
+	// sandbox when sandboxID is set.
+	Snapshots(ctx context.Context, c Caller, sandboxID string) ([]SnapshotInfo, error)
+	// DeleteSnapshot deletes the caller's snapshot: ErrNotFound when it
+	// has none of that id.
+	DeleteSnapshot(ctx context.Context, c Caller, id string) error
+	// Fork starts count children of the caller's sandbox, each with its
+	// files as they are now, ending lifetime from now.
+	Fork(ctx context.Context, c Caller, id string, count int, lifetime time.Duration) ([]Sandbox, error)
 	// SetExpiry moves the sandbox's end to at (capped by the server's
 	// maximum lifetime, counted from creation as on /v1).
 	SetExpiry(ctx context.Context, c Caller, id string, at time.Time) (Sandbox, error)
@@ -84,6 +96,13 @@ type ControlPlane interface {
 	// Running lists every account's running sandboxes with the account's
 	// valid keys.
 	Running(ctx context.Context) ([]envd.Running, error)
+}
+
+// SnapshotInfo is a snapshot as the facade shows it.
+type SnapshotInfo struct {
+	ID        string
+	SandboxID string // the sandbox it was taken of
+	Name      string // "" when it has none
 }
 
 // Usage is a sandbox's resource use.

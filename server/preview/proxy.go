@@ -187,8 +187,6 @@ func (s *Service) proxy(rt http.RoundTripper, t target, q url.Values) *httputil.
 		Transport:     rt,
 		FlushInterval: -1, // streams (SSE, long polls) pass as they come
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetXForwarded()
-			pr.Out.Header.Set("X-Forwarded-Host", pr.In.Host)
 			u := &url.URL{Scheme: "http", Host: "sidecar", RawQuery: q.Encode()}
 			rawPath := "/preview/" + strconv.Itoa(t.port) + t.rest
 			if p, err := url.PathUnescape(rawPath); err == nil {
@@ -197,9 +195,12 @@ func (s *Service) proxy(rt http.RoundTripper, t target, q url.Values) *httputil.
 			pr.Out.URL = u
 			pr.Out.Host = "sidecar"
 			stripCookie(pr.Out.Header)
+			keepForwarded(pr.Out.Header)
 			if info := httpx.InfoFrom(pr.In.Context()); info != nil {
 				pr.Out.Header.Set("X-Request-ID", info.ID) // the sidecar's log line under the server's id
 			}
+			pr.SetXForwarded()
+			pr.Out.Header.Set("X-Forwarded-Host", pr.In.Host)
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			resp.Header.Del("X-Sidecar-Auth-Token")
@@ -218,6 +219,30 @@ func (s *Service) proxy(rt http.RoundTripper, t target, q url.Values) *httputil.
 			httpx.WriteError(s.log, w, r, api.Errorf(http.StatusBadGateway, api.CodePreviewUnreachable, "could not reach port %d in the sandbox", t.port).
 				WithHint("start the app so it listens on that port (on 127.0.0.1 or 0.0.0.0) inside the sandbox"))
 		},
+	}
+}
+
+// forwarded are the request headers an app in a sandbox gets: the
+// reference's allowlist, with the conditional and content headers, the
+// WebSocket handshake's, the browser's Sec-Fetch-* and client hints, and
+// the CSRF headers web frameworks send with their own requests. Anything
+// else stays with the server — Authorization and X-Api-Key among them,
+// which a client configured for the API may send along with a boxkite key.
+var forwarded = map[string]bool{
+	"Accept": true, "Accept-Encoding": true, "Accept-Language": true, "Cache-Control": true, "Pragma": true,
+	"Content-Type": true, "Content-Length": true, "Content-Encoding": true, "Content-Language": true,
+	"Cookie": true, "User-Agent": true, "Referer": true, "Origin": true, "Range": true, "If-Range": true,
+	"If-None-Match": true, "If-Match": true, "If-Modified-Since": true, "If-Unmodified-Since": true,
+	"Connection": true, "Upgrade": true, "Te": true,
+	"X-Requested-With": true, "X-Csrf-Token": true, "X-Csrftoken": true, "X-Xsrf-Token": true,
+}
+
+// keepForwarded deletes from h what forwarded does not name.
+func keepForwarded(h http.Header) {
+	for k := range h {
+		if !forwarded[k] && !strings.HasPrefix(k, "Sec-Websocket-") && !strings.HasPrefix(k, "Sec-Fetch-") && !strings.HasPrefix(k, "Sec-Ch-") {
+			delete(h, k)
+		}
 	}
 }
 

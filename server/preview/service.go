@@ -83,7 +83,7 @@ const cacheTTL = 2 * time.Second
 
 // New returns a Service.
 func New(store Store, cp ControlPlane, cfg Config) (*Service, error) {
-	s := &Service{store: store, cp: cp, cfg: cfg, log: cfg.Log, now: cfg.Now, cache: map[string]cached{}, counts: map[string]*usageCount{}, open: map[string]map[*int]context.CancelFunc{}}
+	s := &Service{store: authorized{store}, cp: cp, cfg: cfg, log: cfg.Log, now: cfg.Now, cache: map[string]cached{}, counts: map[string]*usageCount{}, open: map[string]map[*int]context.CancelFunc{}}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(cfg.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || (u.Path != "" && u.Path != "/") {

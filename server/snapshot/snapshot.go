@@ -128,6 +128,9 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 // Take snapshots sb for acct: recorded pending, copied by the driver with
 // the sandbox's calls held out, then recorded completed (or failed).
 func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandbox, label string) (*model.Snapshot, error) {
+	if err := s.noDriver(); err != nil {
+		return nil, err
+	}
 	imageID, err := s.cfg.Store.SandboxImageID(ctx, sb.ID)
 	if err != nil {
 		return nil, err
@@ -229,7 +232,17 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx := context.WithoutCancel(r.Context())
+	if err := s.Delete(r.Context(), sn); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// Delete marks sn deleted and drops its data unless another snapshot
+// holds it.
+func (s *Service) Delete(ctx context.Context, sn *model.Snapshot) error {
+	ctx = context.WithoutCancel(ctx)
 	now := s.cfg.Now()
 	if _, err := s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error {
 		sn.DeletedAt = &now
@@ -238,7 +251,6 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("delete snapshot: %w", err)
 	}
 	s.dropData(ctx, sn.Key)
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
@@ -267,19 +279,28 @@ func (s *Service) restore(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.noDriver(); err != nil {
-		return err
-	}
-	if sn.Status != api.SnapshotCompleted {
-		return api.Errorf(http.StatusConflict, api.CodeConflict, "snapshot %s is %s", sn.ID, sn.Status).
-			WithHint("restore a completed snapshot; take a new one with `boxkite session snapshot`")
-	}
-	sbs, err := s.cfg.Control.Start(r.Context(), acct, sn, req.Label, 1)
+	sb, err := s.Restore(r.Context(), acct, sn, req.Label)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, sbs[0].ToAPI())
+	httpx.WriteJSON(w, http.StatusCreated, sb.ToAPI())
 	return nil
+}
+
+// Restore starts a new sandbox of acct from sn.
+func (s *Service) Restore(ctx context.Context, acct *model.Account, sn *model.Snapshot, label string) (*model.Sandbox, error) {
+	if err := s.noDriver(); err != nil {
+		return nil, err
+	}
+	if sn.Status != api.SnapshotCompleted {
+		return nil, api.Errorf(http.StatusConflict, api.CodeConflict, "snapshot %s is %s", sn.ID, sn.Status).
+			WithHint("restore a completed snapshot; take a new one with `boxkite session snapshot`")
+	}
+	sbs, err := s.cfg.Control.Start(ctx, acct, sn, label, 1)
+	if err != nil {
+		return nil, err
+	}
+	return sbs[0], nil
 }
 
 func (s *Service) fork(w http.ResponseWriter, r *http.Request) error {
@@ -316,6 +337,9 @@ func (s *Service) fork(w http.ResponseWriter, r *http.Request) error {
 // Fork creates count children of sb from a transient snapshot of it,
 // which is deleted once they started.
 func (s *Service) Fork(ctx context.Context, acct *model.Account, sb *model.Sandbox, count int) ([]*model.Sandbox, error) {
+	if err := s.noDriver(); err != nil {
+		return nil, err
+	}
 	imageID, err := s.cfg.Store.SandboxImageID(ctx, sb.ID)
 	if err != nil {
 		return nil, err
