@@ -75,20 +75,12 @@ func runRunTests(ctx context.Context, sb Sandbox, args json.RawMessage) (string,
 	if fw == "" || fw == "auto" {
 		fw = detectFramework(in.Command, "")
 	}
-	cmd := in.Command
-	if fw == "go" && (!strings.Contains(cmd, "-json") || !strings.Contains(cmd, "-fullpath")) {
-		// go test -json, so that each test's result and output are known,
-		// and -fullpath (Go 1.21), so a failure's file is a path, not
-		// the base name within its package's directory.
-		flags := ""
-		for _, f := range []string{"-json", "-fullpath"} {
-			if !strings.Contains(cmd, f) {
-				flags += " " + f
-			}
-		}
-		cmd = goTestRE.ReplaceAllStringFunc(cmd, func(m string) string { return strings.TrimRight(m, " \t") + flags + " " })
+	timeout := clamp(in.Timeout, 1, runTestsMaxTimeout)
+	res, err := sb.Exec(ctx, api.ExecRequest{Command: goTestFlags(in.Command, fw, "-json", "-fullpath"), Timeout: timeout})
+	if err == nil && fw == "go" && strings.Contains(res.Stderr+res.Stdout, "flag provided but not defined: -fullpath") {
+		// A Go older than 1.21: file names without their directories.
+		res, err = sb.Exec(ctx, api.ExecRequest{Command: goTestFlags(in.Command, fw, "-json"), Timeout: timeout})
 	}
-	res, err := sb.Exec(ctx, api.ExecRequest{Command: cmd, Timeout: clamp(in.Timeout, 1, runTestsMaxTimeout)})
 	if text, done, err := result(err); done {
 		return text, err
 	}
@@ -102,6 +94,26 @@ func runRunTests(ctx context.Context, sb Sandbox, args json.RawMessage) (string,
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	return Redact(string(b)), nil
+}
+
+// goTestFlags adds to a go test command the flags it lacks: -json, so
+// that each test's result and output are known, and -fullpath (Go 1.21),
+// so a failure's file is a path, not a base name inside its package.
+// Other frameworks' commands come back as they are.
+func goTestFlags(cmd, fw string, flags ...string) string {
+	if fw != "go" {
+		return cmd
+	}
+	add := ""
+	for _, f := range flags {
+		if !strings.Contains(cmd, f) {
+			add += " " + f
+		}
+	}
+	if add == "" {
+		return cmd
+	}
+	return goTestRE.ReplaceAllStringFunc(cmd, func(m string) string { return strings.TrimRight(m, " \t") + add + " " })
 }
 
 // detectFramework guesses the framework from the command, else its output.

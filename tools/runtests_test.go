@@ -133,3 +133,33 @@ func TestDetectFramework(t *testing.T) {
 		}
 	}
 }
+
+// oldGoFake is a Go older than 1.21: go test refuses -fullpath.
+type oldGoFake struct {
+	fake
+	cmds []string
+	out  string
+}
+
+func (f *oldGoFake) Exec(_ context.Context, r api.ExecRequest) (*api.ExecResult, error) {
+	f.cmds = append(f.cmds, r.Command)
+	if strings.Contains(r.Command, "-fullpath") {
+		return &api.ExecResult{ExitCode: 2, Stderr: "flag provided but not defined: -fullpath\n"}, nil
+	}
+	return &api.ExecResult{ExitCode: 1, Stdout: f.out}, nil
+}
+
+// TestRunTestsOldGo: without -fullpath, go test runs again without it.
+func TestRunTestsOldGo(t *testing.T) {
+	b, _ := os.ReadFile(filepath.Join("testdata", "runtests", "gotest.json"))
+	f := &oldGoFake{out: string(b)}
+	var rep TestReport
+	text := runTestsTool().Call(t.Context(), f, json.RawMessage(`{"command":"go test ./..."}`))
+	if err := json.Unmarshal([]byte(text), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, text)
+	}
+	want := []string{"go test -json -fullpath ./...", "go test -json ./..."}
+	if diff := cmp.Diff(want, f.cmds); diff != "" || rep.Failed != 1 || rep.Failures[0].File != "ex_test.go" {
+		t.Errorf("commands (-want +got):\n%s\nreport %+v", diff, rep)
+	}
+}
