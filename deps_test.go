@@ -127,6 +127,9 @@ var rules = map[string]depRule{
 		"server":                "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
 		"server/internal/authz": "the routes read what LoadSandbox loaded for the caller, through the authorized store the server gives them",
 	}},
+	"server/internal/metrics": {forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/model": "metrics count what they are told; the server decides what to count",
+	}},
 	"server/internal/authz": {ours: []string{"client/api", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "authz sits under the subsystems and the server",
 	}},

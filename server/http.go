@@ -46,7 +46,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(rec, r, fmt.Errorf("panic: %v", p))
 		}
 		// r.Pattern is the route the mux matched, set on r by ServeHTTP.
-		s.metrics.request(r.Pattern, rec.Status, time.Since(start))
+		s.metrics.Request(r.Pattern, rec.Status, time.Since(start))
 		level := slog.LevelInfo
 		if strings.HasPrefix(r.URL.Path, "/health") && rec.Status < 500 {
 			level = slog.LevelDebug // `boxkite up` and probes poll these

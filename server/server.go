@@ -30,6 +30,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/limits"
+	"github.com/boxkite/boxkite/server/internal/metrics"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/mcpconns"
@@ -227,7 +228,7 @@ type Server struct {
 	calls          sidecar.Calls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
 	lifecycleLocks sandboxLocks  // pause, resume and destroy of one sandbox, one at a time (sandboxlock.go)
 	allowlists     *allowlist.Cache
-	metrics        *metrics
+	metrics        *metrics.Metrics
 	watchKeepAlive time.Duration
 	// scrubIdle is how long a scrubbed output stream holds back the end
 	// of its text while nothing new comes (scrub_stream.go).
@@ -305,11 +306,11 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		streamingPOST:  map[string]bool{}, // filled by mount
 		healthTimeout:  2 * time.Second,
 	}
-	s.metrics = newMetrics(func() (float64, error) {
+	s.metrics = metrics.New(func() (float64, error) {
 		n, err := s.store.CountActiveSandboxes(context.Background(), "")
 		return float64(n), err
 	})
-	s.alog = audit.New(s.store, s.log, func() time.Time { return s.now() }, s.metrics.auditAppends, s.metrics.auditFailures)
+	s.alog = audit.New(s.store, s.log, func() time.Time { return s.now() }, s.metrics.AuditAppends, s.metrics.AuditFailures)
 	s.driver = countingDriver{driver, s.metrics}
 	if err := s.subsystems(); err != nil {
 		return nil, err
@@ -371,7 +372,7 @@ func (s *Server) subsystems() error {
 	}
 	s.auditlog, err = auditlog.New(auditlog.Deps{
 		Store: s.store, Audit: s.alog, Log: s.log, LoadSandbox: s.loadSandbox,
-		Watching:  func(d float64) { s.metrics.watchers.Add(d) },
+		Watching:  func(d float64) { s.metrics.Watchers.Add(d) },
 		KeepAlive: func() time.Duration { return s.watchKeepAlive },
 	})
 	if err != nil {
@@ -416,7 +417,7 @@ func (s *Server) subsystems() error {
 		Calls:          &s.calls,
 		CheckCommand:   s.checkCommand,
 		NewScrub:       s.newExecScrub,
-		ObserveExec:    s.metrics.exec,
+		ObserveExec:    s.metrics.Exec,
 		SecretEnv:      s.secretEnv,
 		MaxOutputBytes: s.cfg.MaxExecOutputBytes,
 	})
