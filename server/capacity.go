@@ -42,8 +42,11 @@ func (s *Server) admitCreate(ctx context.Context, n int) error {
 }
 
 // admitWrite refuses an upload to sandbox id while the host's store is
-// below its watermark, or once the sandbox's disk failed to store a write.
-func (s *Server) admitWrite(ctx context.Context, id string) error {
+// below its watermark, once the sandbox's disk failed to store a write,
+// or when its size (bytes, -1 when unknown) would take the host below
+// the watermark: filling the host would also fill the database and the
+// log beside it, and freeze every sandbox.
+func (s *Server) admitWrite(ctx context.Context, id string, size int64) error {
 	err := s.capacityWrite(ctx, id)
 	if err != nil && model.IsStorageFault(err) {
 		e := model.StorageFailed("upload")
@@ -51,8 +54,40 @@ func (s *Server) admitWrite(ctx context.Context, id string) error {
 		e.Hint = "copy out what you need and create a new sandbox once the host has space again"
 		return e
 	}
+	if err == nil && size > 0 {
+		if err := s.admitSize(ctx, size); err != nil {
+			return err
+		}
+	}
 	return model.HostRefusal(err, "upload")
 }
+
+// admitSize refuses a write of size bytes that would leave the host's
+// store below its free-space watermark.
+func (s *Server) admitSize(ctx context.Context, size int64) error {
+	cd, ok := capacityDriver(s.driver)
+	if !ok {
+		return nil
+	}
+	hs, err := cd.Capacity(ctx, nil)
+	if err != nil || hs.Disk == nil || hs.Disk.WatermarkBytes <= 0 || hs.Disk.FreeBytes-size >= hs.Disk.WatermarkBytes {
+		return nil // the reading is the watermark's business (capacityWrite), not this check's
+	}
+	d := hs.Disk
+	return &api.Error{
+		Status: http.StatusInsufficientStorage, Code: api.CodeInsufficientStorage,
+		Message: fmt.Sprintf("upload of %s refused: the host has %s free, and its free-space watermark is %s",
+			formatSize(size), formatSize(d.FreeBytes), formatSize(d.WatermarkBytes)),
+		Hint: "free space on the host (remove sandboxes and volumes you no longer need), or upload less at a time",
+		Details: map[string]any{
+			"resource": api.HostDiskResource, "free_bytes": d.FreeBytes, "watermark_bytes": d.WatermarkBytes,
+			"size_bytes": size,
+		},
+	}
+}
+
+// formatSize is n bytes in MiB, for refusals.
+func formatSize(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // capacityWrite is the driver's AdmitWrite, nil without a CapacityDriver.
 func (s *Server) capacityWrite(ctx context.Context, id string) error {

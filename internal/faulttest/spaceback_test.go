@@ -3,7 +3,9 @@ package faulttest
 import (
 	"context"
 	"io"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +18,26 @@ import (
 type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// sizedUpload uploads n zero bytes to sandbox id with their length
+// declared, and returns the answer's status and body.
+func sizedUpload(t *testing.T, s *servertest.Server, id string, n int64) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, s.BaseURL+"/v1/sandboxes/"+id+"/files/raw?path=/workspace/sized", io.LimitReader(zeros{}, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = n
+	req.Header.Set("Authorization", "Bearer "+s.APIKey)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("sized upload: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
 
 // TestRemovingGivesSpaceBack fills the host as `boxkite up` lays it out
 // (sandboxes in the clone pool, a sparse XFS image on the host's
@@ -78,6 +100,14 @@ func TestRemovingGivesSpaceBack(t *testing.T) {
 		t.Fatalf("write a file to keep: %+v, %v", kept, err)
 	}
 	free := freeBytes(t, host)
+	// Declared too large, it is refused before a byte is written.
+	if status, body := sizedUpload(t, s, filler, free+written); status != http.StatusInsufficientStorage || !strings.Contains(body, `"size_bytes"`) {
+		t.Fatalf("upload declaring %d MiB onto a host with %d MiB free = %d %s; want 507 naming the size", (free+written)>>20, free>>20, status, body)
+	}
+	if now := freeBytes(t, host); now < free-written/4 {
+		t.Fatalf("the refused upload took %d MiB of the host", (free-now)>>20)
+	}
+	// Of unknown length, it runs until the host is full.
 	_, err = c.UploadFile(ctx, filler, "/workspace/big", io.LimitReader(zeros{}, free+written))
 	if code := apiCode(err); code != api.CodeInsufficientStorage {
 		t.Fatalf("upload of %d MiB onto a host with %d MiB free: %v; want 507 %s", (free+written)>>20, free>>20, err, api.CodeInsufficientStorage)

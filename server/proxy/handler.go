@@ -101,7 +101,7 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 			return err
 		}
 		if rt.flags&upload != 0 {
-			if err := s.d.AdmitWrite(r.Context(), sb.ID); err != nil {
+			if err := s.d.AdmitWrite(r.Context(), sb.ID, r.ContentLength); err != nil {
 				return err
 			}
 		}

@@ -37,8 +37,9 @@ type Deps struct {
 	// "command", or its "code" as program -e/-c (python3, node) when code
 	// is set.
 	CheckBodyCommand func(r *http.Request, body []byte, code bool, program string) error
-	// AdmitWrite refuses an upload while the host is short of disk.
-	AdmitWrite func(ctx context.Context, id string) error
+	// AdmitWrite refuses an upload while the host is short of disk, or
+	// one of size bytes (-1: unknown) that would take it there.
+	AdmitWrite func(ctx context.Context, id string, size int64) error
 	// BrokenDisk is the answer when a write the sidecar failed could not
 	// be stored by the host, else nil.
 	BrokenDisk func(ctx context.Context, sb *model.Sandbox, op string) error
