@@ -137,6 +137,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
 	key := model.NewAPIKey()
+	t.Setenv("BOXKITE_SERVER_TAKEOVER_RECORDING", "true") // the log page offers the recordings
 	srv := startServerBinary(t, bin, stateDir, key)
 	if !strings.Contains(srv.out.String(), "web console at http://") {
 		t.Errorf("the server does not announce its console:\n%s", srv.out.String())
@@ -208,7 +209,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	want := []string{
 		"signin.redirect", "signin.keyboard", "signin.cookie", "signin.cookie-hidden", "create",
 		"terminal.output", "log.live-within-1s", "log.expand", "terminal.resize", "readonly.checkbox", "readonly.sees-others",
-		"readonly.cannot-type", "terminal.keyboard-leaves", "files.byte-exact", "processes.listed", "preview.open", "preview.revoke", "fork", "fork.destroy", "pause", "pause.no-terminal", "resume", "page.snapshots", "page.secrets", "page.keys", "page.ssh-keys",
+		"readonly.cannot-type", "terminal.keyboard-leaves", "files.byte-exact", "log.recording", "processes.listed", "preview.open", "preview.revoke", "fork", "fork.destroy", "pause", "pause.no-terminal", "resume", "page.snapshots", "page.secrets", "page.keys", "page.ssh-keys",
 		"page.images", "page.volumes", "notfound.other-account/", "notfound.other-account/log",
 		"notfound.other-account/terminal", "phone.sandboxes.no-overflow", "phone.sandbox.no-overflow",
 		"phone.terminal.no-overflow", "color-scheme", "signout.ends-terminal", "signout.cookie-dead",

@@ -32,7 +32,7 @@ const Env = "BOXKITE_TEST_E2B_SDK"
 // The SDK versions the facade is tested with.
 var versions = map[string]string{"e2b": "2.51.0", "@e2b/code-interpreter": "2.8.0"}
 
-//go:embed flows.mjs connect.mjs bench.mjs pause.mjs
+//go:embed flows.mjs connect.mjs bench.mjs pause.mjs check.mjs
 var scripts embed.FS
 
 // Dir returns the SDK directory, skipping t (failing it in CI) without one.
@@ -167,7 +167,7 @@ func RunPause(t testing.TB, sdk string, srv Server, log func() string) {
 func scriptDir(t testing.TB, sdk string) string {
 	t.Helper()
 	run := t.TempDir()
-	for _, f := range []string{"flows.mjs", "connect.mjs", "bench.mjs", "pause.mjs"} {
+	for _, f := range []string{"flows.mjs", "connect.mjs", "bench.mjs", "pause.mjs", "check.mjs"} {
 		b, err := scripts.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -6,29 +6,9 @@
 import { spawnSync } from 'node:child_process'
 import { Sandbox, CommandExitError, NotFoundError } from 'e2b'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
+import { check, rejects, sleep, until } from './check.mjs'
 
 const results = {}
-function check(name, cond, detail) {
-  if (!cond) throw new Error(`check ${name} failed: ${JSON.stringify(detail)}`)
-  console.log(`ok ${name}`)
-}
-async function rejects(fn) {
-  try {
-    await fn()
-  } catch (e) {
-    return e
-  }
-  return null
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-async function until(what, fn, ms = 30000) {
-  const end = Date.now() + ms
-  for (;;) {
-    if (await fn()) return
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(100)
-  }
-}
 
 const sbx = await Sandbox.create({ metadata: { suite: 'flows', run: process.env.RUN_ID }, envs: { SANDBOX_VAR: 'from-create' } })
 check('create', typeof sbx.sandboxId === 'string' && sbx.sandboxId.length > 0, sbx.sandboxId)

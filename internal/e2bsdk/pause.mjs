@@ -6,28 +6,8 @@
 // pauses at the end of the timeout. Each check prints "ok <name>"; the
 // first failure throws and exits non-zero.
 import { Sandbox, NotFoundError } from 'e2b'
+import { check, rejects, sleep, until } from './check.mjs'
 
-function check(name, cond, detail) {
-  if (!cond) throw new Error(`check ${name} failed: ${JSON.stringify(detail)}`)
-  console.log(`ok ${name}`)
-}
-async function rejects(fn) {
-  try {
-    await fn()
-  } catch (e) {
-    return e
-  }
-  return null
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-async function until(what, fn, ms = 30000) {
-  const end = Date.now() + ms
-  for (;;) {
-    if (await fn()) return
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await sleep(200)
-  }
-}
 const run = process.env.RUN_ID
 const readN = async (sbx) => Number((await sbx.files.read('/workspace/n')).trim())
 

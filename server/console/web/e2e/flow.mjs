@@ -181,6 +181,17 @@ try {
   const got = readFileSync(saved);
   check('files.byte-exact', got.length === data.length && sha(got) === sha(data), got.length + ' bytes, want ' + data.length);
 
+  // The terminals that ended are recorded (the test's server records
+  // takeovers): the log offers each takeover_end's asciicast.
+  const recLink = logPage.locator('ol.log li[data-op=takeover_end] a.recording').first();
+  await recLink.waitFor({ state: 'attached', timeout: 15000 });
+  await recLink.evaluate((a) => { a.closest('details').open = true; });
+  const [rec] = await Promise.all([logPage.waitForEvent('download'), recLink.click()]);
+  const cast = readFileSync(await rec.path(), 'utf8').split('\n');
+  let header = {};
+  try { header = JSON.parse(cast[0]); } catch { /* checked below */ }
+  check('log.recording', header.version === 2 && cast.some((l) => l.includes('hi-from-ui')), cast[0].slice(0, 80) + ' … ' + cast.length + ' lines');
+
   // A web server in the sandbox, started as a background process through
   // the API (as the page would call it): the Processes table lists it, and
   // a preview URL of its port opens it in the browser until revoked.

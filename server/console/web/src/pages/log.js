@@ -18,6 +18,15 @@ export async function logPage(main, [id]) {
     }
     return '';
   }
+  // A takeover's screen, when the server records them (docs/bastion.md):
+  // its takeover_end entry names the asciicast to download.
+  function recording(e) {
+    const rid = e.operation === 'takeover_end' && e.detail && e.detail.recording_id;
+    if (typeof rid !== 'string' || !/^[A-Za-z0-9_-]{1,100}$/.test(rid)) return null;
+    return h('p', {}, h('a', {
+      href: apiURL('/v1/sandboxes/' + id + '/takeover-recordings/' + rid), download: 'takeover-' + rid + '.cast', class: 'recording',
+    }, 'Download the recording'), ' (asciicast v2, ' + (e.detail.recording_bytes ?? '?') + ' bytes' + (e.detail.recording_truncated ? ', truncated' : '') + ')');
+  }
   function add(e) {
     if (seen.has(e.id)) return;
     seen.add(e.id);
@@ -34,6 +43,7 @@ export async function logPage(main, [id]) {
           e.exit_code !== null && e.exit_code !== undefined ? h('span', { class: 'exit ' + (e.exit_code === 0 ? 'ok' : 'bad') }, 'exit ' + e.exit_code) : null,
           h('span', { class: 'dur' }, e.duration_ms + ' ms')),
         h('pre', { class: 'detail' }, JSON.stringify(e.detail, null, 2)),
+        recording(e),
         h('p', { class: 'hash' }, 'row hash ', h('code', {}, e.row_hash))));
     li.hidden = !matches(li);
     list.appendChild(li);
