@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -375,4 +377,34 @@ func mustReadlink(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// FuzzUploadPath: an upload's ?path= is taken only when it is there and
+// is UTF-8, unchanged; anything else is a 400 with a hint.
+func FuzzUploadPath(f *testing.F) {
+	for _, s := range []string{"/workspace/a", "", "a%FFb", "%C3", "%E2%82%AC", "x%00y", "%ED%A0%80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, query string) {
+		r, err := http.NewRequest(http.MethodPut, "http://sidecar/files/raw", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.URL.RawQuery = "path=" + query
+		want := r.URL.Query().Get("path")
+		p, err := uploadPath(r)
+		if err != nil {
+			e, ok := errors.AsType[*api.Error](err)
+			if !ok || e.Status != http.StatusBadRequest || e.Hint == "" {
+				t.Fatalf("uploadPath(%q) = %v, want a 400 with a hint", query, err)
+			}
+			if want != "" && utf8.ValidString(want) {
+				t.Fatalf("uploadPath(%q) refused the UTF-8 path %q: %v", query, want, err)
+			}
+			return
+		}
+		if p != want || p == "" || !utf8.ValidString(p) {
+			t.Fatalf("uploadPath(%q) = %q, want %q, non-empty UTF-8", query, p, want)
+		}
+	})
 }

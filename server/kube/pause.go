@@ -65,7 +65,12 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 	if err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
 	}
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
 	if sec.Annotations[annotationPausedPod] != "" {
+		// Paused already; a crash may have come before the pod went.
+		if err := d.client.CoreV1().Pods(d.cfg.Namespace).Delete(ctx, sec.Labels[LabelPod], now); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pause sandbox %s: delete pod: %w", id, err)
+		}
 		return nil
 	}
 	pod, err := d.client.CoreV1().Pods(d.cfg.Namespace).Get(ctx, sec.Labels[LabelPod], metav1.GetOptions{})
@@ -108,7 +113,6 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Patch(ctx, pod.Name, types.MergePatchType, orphan, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("pause sandbox %s: keep its network policy: %w", id, err)
 	}
-	now := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
 	if err := d.client.CoreV1().Pods(ns).Delete(ctx, pod.Name, now); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("pause sandbox %s: delete pod: %w", id, err)
 	}

@@ -87,7 +87,7 @@ func TestSnapshots(t *testing.T) {
 
 // TestPause is pause and resume on the kube driver: freeze is refused
 // with a hint; a filesystem pause copies the workspace out and deletes the
-// pod; resume starts it again at a new address with the same id and
+// pod; a restarted control plane keeps it paused; resume starts it again at a new address with the same id and
 // token, the files back, the process started with restart running again
 // and the other reported ended; a paused sandbox deleted leaves no Secret
 // and no copy.
@@ -124,6 +124,12 @@ func TestPause(t *testing.T) {
 	}
 	if _, err := c.Exec(ctx, sb.ID, api.ExecRequest{Command: "true"}); codeOf(err) != api.CodeSandboxPaused {
 		t.Errorf("exec while paused: %v, want sandbox_paused", err)
+	}
+	// A new control plane finds it paused and leaves it so.
+	e.restart(t)
+	c = e.client()
+	if got, err := c.Sandbox(ctx, sb.ID); err != nil || got.Status != api.StatusPaused {
+		t.Fatalf("after a restart: %+v, %v; want paused", got, err)
 	}
 	res, err := c.ResumeSandbox(ctx, sb.ID)
 	if err != nil || res.Status != api.StatusActive || res.ID != sb.ID {
