@@ -19,6 +19,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/accounts"
+	"github.com/boxkite/boxkite/server/allowlists"
 	"github.com/boxkite/boxkite/server/auditlog"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/exec"
@@ -257,14 +258,15 @@ type Server struct {
 	console http.Handler
 
 	// The subsystems, each serving its own routes (mount).
-	accounts *accounts.Service
-	volumes  *volumes.Service
-	mcpconns *mcpconns.Service
-	takeover *takeover.Service
-	images   *imagesapi.Service
-	exec     *exec.Service
-	auditlog *auditlog.Service
-	proxy    *proxy.Service
+	accounts  *accounts.Service
+	volumes   *volumes.Service
+	mcpconns  *mcpconns.Service
+	takeover  *takeover.Service
+	images    *imagesapi.Service
+	exec      *exec.Service
+	allowlist *allowlists.Service
+	auditlog  *auditlog.Service
+	proxy     *proxy.Service
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
@@ -384,6 +386,10 @@ func (s *Server) subsystems() error {
 	if err != nil {
 		return err
 	}
+	s.allowlist, err = allowlists.New(allowlists.Deps{Store: s.store, Cache: s.allowlists, Now: func() time.Time { return s.now() }})
+	if err != nil {
+		return err
+	}
 	s.proxy, err = proxy.New(proxy.Deps{
 		Audit:            s.alog,
 		Log:              s.log,
@@ -393,7 +399,7 @@ func (s *Server) subsystems() error {
 		LoadActive:       s.loadActive,
 		FrozenAnswer:     s.frozenAnswer,
 		Unreachable:      s.unreachable,
-		CheckBodyCommand: s.checkBodyCommand,
+		CheckBodyCommand: s.allowlist.CheckBodyCommand,
 		AdmitWrite:       s.admitWrite,
 		BrokenDisk:       s.brokenDisk,
 		SyncDisk:         s.syncDisk,
@@ -415,7 +421,7 @@ func (s *Server) subsystems() error {
 		Healthy:        s.sidecarHealthy,
 		FrozenAnswer:   s.frozenAnswer,
 		Calls:          &s.calls,
-		CheckCommand:   s.checkCommand,
+		CheckCommand:   s.allowlist.CheckCommand,
 		NewScrub:       s.newExecScrub,
 		ObserveExec:    s.metrics.Exec,
 		SecretEnv:      s.secretEnv,
@@ -494,9 +500,7 @@ func (s *Server) routes() {
 	s.mount(s.hostedMCP.Routes()) // server/hostedmcp
 	s.secretRoutes()              // the secrets broker: secrets_routes.go
 	s.previewRoutes()             // preview URLs: preview_routes.go
-	s.handle("GET /v1/account/allowed-commands", s.getAllowedCommands)
-	s.handle("PUT /v1/account/allowed-commands", s.putAllowedCommands)
-	s.handle("DELETE /v1/account/allowed-commands", s.deleteAllowedCommands)
+	s.mount(s.allowlist.Routes()) // server/allowlists
 
 	s.mount(s.accounts.Routes()) // server/accounts
 	s.handle("GET /v1/usage", s.getUsage)

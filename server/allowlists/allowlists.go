@@ -1,4 +1,4 @@
-package server
+package allowlists
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-// checkCommand enforces the caller's account allowlist on command.
-func (s *Server) checkCommand(r *http.Request, command string) error {
+// CheckCommand enforces the caller's account allowlist on command.
+func (s *Service) CheckCommand(r *http.Request, command string) error {
 	al, err := s.accountAllowlist(r)
 	if err != nil || al == nil {
 		return err
@@ -25,30 +25,24 @@ func (s *Server) checkCommand(r *http.Request, command string) error {
 
 // accountAllowlist returns the caller's compiled allowlist, nil when the
 // account has none.
-func (s *Server) accountAllowlist(r *http.Request) (*allowlist.Rules, error) {
-	rules, err := s.store.AllowedCommands(r.Context(), accountFrom(r.Context()).ID)
+func (s *Service) accountAllowlist(r *http.Request) (*allowlist.Rules, error) {
+	rules, err := s.d.Store.AllowedCommands(r.Context(), authz.Account(r.Context()).ID)
 	if err != nil {
 		return nil, fmt.Errorf("read allowlist: %w", err)
 	}
 	if len(rules) == 0 {
 		return nil, nil
 	}
-	return s.allowlists.Get(rules)
+	return s.d.Cache.Get(rules)
 }
 
-// readBody reads a JSON request body of at most limit bytes, checked
-// but passed on unchanged (apihttp.ReadJSON).
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	return apihttp.ReadJSON(w, r, limit)
-}
-
-// checkBodyCommand enforces the allowlist on the "command" of a JSON body
+// CheckBodyCommand enforces the allowlist on the "command" of a JSON body
 // the sidecar will validate, or, for the Python interpreter (code), on
 // "code" as the arguments of python3 -c: an allowlist that does not let
 // python3 run arbitrary code must not be sidestepped through the
 // interpreter (the reference let it be); the Node.js interpreter's code
 // likewise as node -e.
-func (s *Server) checkBodyCommand(r *http.Request, body []byte, code bool, program string) error {
+func (s *Service) CheckBodyCommand(r *http.Request, body []byte, code bool, program string) error {
 	var req struct {
 		Command string `json:"command"`
 		Code    string `json:"code"`
@@ -72,9 +66,9 @@ func (s *Server) checkBodyCommand(r *http.Request, body []byte, code bool, progr
 	return al.Check(req.Command)
 }
 
-// getAllowedCommands serves GET /v1/account/allowed-commands.
-func (s *Server) getAllowedCommands(w http.ResponseWriter, r *http.Request) error {
-	rules, err := s.store.AllowedCommands(r.Context(), accountFrom(r.Context()).ID)
+// get serves GET /v1/account/allowed-commands.
+func (s *Service) get(w http.ResponseWriter, r *http.Request) error {
+	rules, err := s.d.Store.AllowedCommands(r.Context(), authz.Account(r.Context()).ID)
 	if err != nil {
 		return fmt.Errorf("read allowlist: %w", err)
 	}
@@ -90,12 +84,12 @@ func (s *Server) getAllowedCommands(w http.ResponseWriter, r *http.Request) erro
 var errAdminOnly = api.Errorf(http.StatusForbidden, api.CodeForbidden, "only admin keys may change the command allowlist").
 	WithHint("use an admin API key")
 
-// putAllowedCommands serves PUT /v1/account/allowed-commands.
-func (s *Server) putAllowedCommands(w http.ResponseWriter, r *http.Request) error {
+// put serves PUT /v1/account/allowed-commands.
+func (s *Service) put(w http.ResponseWriter, r *http.Request) error {
 	if authz.From(r.Context()).Key.Role != model.RoleAdmin {
 		return errAdminOnly
 	}
-	body, err := readBody(w, r, httpx.MaxSmallBody)
+	body, err := apihttp.ReadJSON(w, r, httpx.MaxSmallBody)
 	if err != nil {
 		return err
 	}
@@ -108,20 +102,20 @@ func (s *Server) putAllowedCommands(w http.ResponseWriter, r *http.Request) erro
 	if _, err := allowlist.Compile(req.Rules); err != nil {
 		return err
 	}
-	if err := s.store.SetAllowedCommands(r.Context(), accountFrom(r.Context()).ID, req.Rules, s.now()); err != nil {
+	if err := s.d.Store.SetAllowedCommands(r.Context(), authz.Account(r.Context()).ID, req.Rules, s.d.Now()); err != nil {
 		return fmt.Errorf("store allowlist: %w", err)
 	}
 	httpx.WriteJSON(w, http.StatusOK, req)
 	return nil
 }
 
-// deleteAllowedCommands serves DELETE /v1/account/allowed-commands: back
+// delete serves DELETE /v1/account/allowed-commands: back
 // to allowing everything.
-func (s *Server) deleteAllowedCommands(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) delete(w http.ResponseWriter, r *http.Request) error {
 	if authz.From(r.Context()).Key.Role != model.RoleAdmin {
 		return errAdminOnly
 	}
-	if err := s.store.SetAllowedCommands(r.Context(), accountFrom(r.Context()).ID, nil, s.now()); err != nil {
+	if err := s.d.Store.SetAllowedCommands(r.Context(), authz.Account(r.Context()).ID, nil, s.d.Now()); err != nil {
 		return fmt.Errorf("clear allowlist: %w", err)
 	}
 	w.WriteHeader(http.StatusNoContent)
