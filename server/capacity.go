@@ -101,10 +101,7 @@ func (s *Server) capacityWrite(ctx context.Context, id string) error {
 // syncDisk flushes the sandbox's disks before a write is acknowledged,
 // when the driver can; the error is the 507 to answer instead.
 func (s *Server) syncDisk(ctx context.Context, sb *model.Sandbox, op string) error {
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
+	d := s.baseDriver()
 	ds, ok := d.(model.DiskSyncer)
 	if !ok {
 		return nil

@@ -40,10 +40,7 @@ func (s *Server) reopenEgress(ctx context.Context, sb *model.Sandbox) error {
 	if err != nil || len(grants) == 0 {
 		return err
 	}
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver // the metrics wrapper counts sandbox operations only
-	}
+	d := s.baseDriver()
 	r, ok := d.(model.EgressReopener)
 	if !ok {
 		return fmt.Errorf("driver %T cannot reopen egress", d)

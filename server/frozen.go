@@ -66,10 +66,7 @@ func (s *Server) frozenAnswer(id string) error {
 // back, and it is not lost (reconcile adopts it; the storage watch thaws
 // it). Destroying it would lose every write it acknowledged.
 func (s *Server) frozenForStorage(ctx context.Context, id string) bool {
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
+	d := s.baseDriver()
 	sd, ok := d.(model.StatsDriver)
 	if !ok {
 		return false
@@ -86,10 +83,7 @@ func (s *Server) frozenForStorage(ctx context.Context, id string) bool {
 
 // watchStorage follows the driver's freezes and thaws until ctx is done.
 func (s *Server) watchStorage(ctx context.Context) {
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
+	d := s.baseDriver()
 	sw, ok := d.(model.StorageWatcher)
 	if !ok {
 		return

@@ -21,10 +21,7 @@ const lostGrace = 2 * time.Second
 // done. Drivers that cannot tell (the local driver's sandboxes are this
 // process's children) are not watched.
 func (s *Server) watchLost(ctx context.Context) {
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
+	d := s.baseDriver()
 	lw, ok := d.(model.LossWatcher)
 	if !ok {
 		return
@@ -133,10 +130,7 @@ func (s *Server) unreachable(ctx context.Context, sb *model.Sandbox) *api.Error 
 	if ae, ok := s.calls.Ending(sb.ID).(*api.Error); ok {
 		return ae // destroyed under the call
 	}
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
+	d := s.baseDriver()
 	if p, ok := d.(model.Prober); ok {
 		if alive, err := p.Probe(ctx, sb.ID); err == nil && !alive {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)

@@ -15,12 +15,19 @@ type MetricsWriter = metrics.Writer
 // serveMetrics serves GET /metrics: this server's registry, then the
 // driver's own metrics if it has some.
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
+	d := s.baseDriver()
 	s.metrics.Handler(d).ServeHTTP(w, r)
 	return nil
+}
+
+// baseDriver is the driver behind countingDriver, for its optional
+// capabilities (model.StatsDriver, model.PauseDriver, …): the wrapper
+// counts sandbox operations only.
+func (s *Server) baseDriver() model.Driver {
+	if cd, ok := s.driver.(countingDriver); ok {
+		return cd.Driver
+	}
+	return s.driver
 }
 
 // countingDriver counts the sandboxes the driver starts and tears down.

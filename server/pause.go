@@ -28,10 +28,7 @@ import (
 
 // pauser returns the driver as a PauseDriver, if it is one.
 func (s *Server) pauser() (model.PauseDriver, bool) {
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
+	d := s.baseDriver()
 	p, ok := d.(model.PauseDriver)
 	return p, ok
 }
@@ -313,10 +310,7 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 // the driver reports it now (model.EndpointDriver), with the token the
 // server holds; else where it was.
 func (s *Server) resumedEndpoint(ctx context.Context, sb *model.Sandbox) (model.Endpoint, error) {
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
+	d := s.baseDriver()
 	ed, ok := d.(model.EndpointDriver)
 	if !ok {
 		return sb.Endpoint, nil

@@ -26,10 +26,7 @@ func (s *Server) previewRoutes() {
 			if err != nil {
 				return err
 			}
-			if !sb.Active() {
-				return notActive(sb)
-			}
-			if err := s.auditOpen(); err != nil {
+			if err := s.activeAudited(sb); err != nil {
 				return err
 			}
 			return h(w, r, sb.AccountID, sb.ID)

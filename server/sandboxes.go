@@ -325,6 +325,15 @@ func (s *Server) loadActive(r *http.Request) (*model.Sandbox, error) {
 	return sb, nil
 }
 
+// activeAudited refuses an audited operation on sb when it is not active
+// (notActive) or while the audit log takes no entries.
+func (s *Server) activeAudited(sb *model.Sandbox) error {
+	if !sb.Active() {
+		return notActive(sb)
+	}
+	return s.auditOpen()
+}
+
 func sandboxNotFound(id string) *api.Error {
 	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s not found", id).
 		WithHint("list your sandboxes with `boxkite session ls`")

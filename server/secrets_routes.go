@@ -54,10 +54,7 @@ func (s *Server) httpRequest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !sb.Active() {
-		return notActive(sb)
-	}
-	if err := s.auditOpen(); err != nil {
+	if err := s.activeAudited(sb); err != nil {
 		return err
 	}
 	started := s.now()

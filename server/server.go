@@ -351,7 +351,7 @@ func (s *Server) subsystems() error {
 	}
 	s.volumes, err = volumes.New(volumes.Deps{
 		Store:          s.store,
-		Driver:         s.driver.(countingDriver).Driver, // volumes are not counted
+		Driver:         s.baseDriver(), // volumes are not counted
 		Log:            s.log,
 		Now:            func() time.Time { return s.now() },
 		MaxGB:          maxVolumeGB,

@@ -18,10 +18,7 @@ import (
 
 // newSnapshots builds the snapshot service on s's store and driver.
 func (s *Server) newSnapshots() *snapshot.Service {
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
+	d := s.baseDriver()
 	sd, _ := d.(model.SnapshotDriver)
 	return snapshot.New(snapshot.Config{
 		Store: s.store, Driver: sd, Control: snapshotPort{s}, DriverName: s.cfg.DriverName,
