@@ -79,6 +79,13 @@ func TestCrossTenantMatrix(t *testing.T) {
 	}
 	mustUnmarshal(t, body, &mcpA)
 	secretsOfA = append(secretsOfA, volA.ID, "a-secret-volume", mcpA.ID, "a-secret-conn")
+	var hookA api.Webhook
+	resp, body = e.do("POST", "/v1/webhooks", e.KeyA, api.CreateWebhookRequest{URL: "https://a-secret-hook.example.com/in", EventTypes: []string{api.EventSandboxCreated}, Description: "a-secret-hook-desc"})
+	if resp.StatusCode != 201 {
+		t.Fatalf("A's webhook: %d %s", resp.StatusCode, body)
+	}
+	mustUnmarshal(t, body, &hookA)
+	secretsOfA = append(secretsOfA, hookA.ID, "a-secret-hook", "a-secret-hook-desc", hookA.Secret)
 	// A's snapshot, recorded directly: the fake driver keeps no data.
 	snapA := &model.Snapshot{
 		ID: model.NewID(), AccountID: acctA.ID, SandboxID: sb.ID, Label: "a-secret-snapshot", Status: api.SnapshotCompleted,
@@ -193,15 +200,21 @@ func TestCrossTenantMatrix(t *testing.T) {
 		"POST /v1/account/ssh-keys":            {cred: "key", path: "/v1/account/ssh-keys", body: api.AddSSHKeyRequest{PublicKey: mustAuthorizedKey(t)}},
 		"DELETE /v1/account/ssh-keys/{key_id}": {cred: "key", path: "/v1/account/ssh-keys/{assh}", want: 404},
 
-		"POST /v1/volumes":                {cred: "key", path: "/v1/volumes", body: api.CreateVolumeRequest{Label: "b-volume"}},
-		"GET /v1/volumes":                 {cred: "key", path: "/v1/volumes"},
-		"GET /v1/volumes/{id}":            {cred: "key", path: "/v1/volumes/{avol}", want: 404},
-		"DELETE /v1/volumes/{id}":         {cred: "key", path: "/v1/volumes/{avol}", want: 404},
-		"POST /v1/mcp-connections":        {cred: "key", path: "/v1/mcp-connections", body: api.CreateMCPConnectionRequest{Label: "b-conn", CatalogID: "github"}},
-		"GET /v1/mcp-connections":         {cred: "key", path: "/v1/mcp-connections"},
-		"GET /v1/mcp-connections/{id}":    {cred: "key", path: "/v1/mcp-connections/{amcp}", want: 404},
-		"DELETE /v1/mcp-connections/{id}": {cred: "key", path: "/v1/mcp-connections/{amcp}", want: 404},
-		"POST /v1/secrets":                {cred: "key", path: "/v1/secrets", body: api.CreateSecretRequest{Name: "b-secret", Value: "b-value", AllowedHosts: []string{"b-host.example.com"}}},
+		"POST /v1/volumes":                 {cred: "key", path: "/v1/volumes", body: api.CreateVolumeRequest{Label: "b-volume"}},
+		"GET /v1/volumes":                  {cred: "key", path: "/v1/volumes"},
+		"GET /v1/volumes/{id}":             {cred: "key", path: "/v1/volumes/{avol}", want: 404},
+		"DELETE /v1/volumes/{id}":          {cred: "key", path: "/v1/volumes/{avol}", want: 404},
+		"POST /v1/mcp-connections":         {cred: "key", path: "/v1/mcp-connections", body: api.CreateMCPConnectionRequest{Label: "b-conn", CatalogID: "github"}},
+		"GET /v1/mcp-connections":          {cred: "key", path: "/v1/mcp-connections"},
+		"GET /v1/mcp-connections/{id}":     {cred: "key", path: "/v1/mcp-connections/{amcp}", want: 404},
+		"DELETE /v1/mcp-connections/{id}":  {cred: "key", path: "/v1/mcp-connections/{amcp}", want: 404},
+		"POST /v1/webhooks":                {cred: "key", path: "/v1/webhooks", body: api.CreateWebhookRequest{URL: "https://b-hook.example.com/in", EventTypes: []string{api.EventAuditLogEntry}}},
+		"GET /v1/webhooks":                 {cred: "key", path: "/v1/webhooks"},
+		"GET /v1/webhooks/{id}":            {cred: "key", path: "/v1/webhooks/{ahook}", want: 404},
+		"DELETE /v1/webhooks/{id}":         {cred: "key", path: "/v1/webhooks/{ahook}", want: 404},
+		"GET /v1/webhooks/{id}/deliveries": {cred: "key", path: "/v1/webhooks/{ahook}/deliveries", want: 404},
+		"POST /v1/webhooks/{id}/test":      {cred: "key", path: "/v1/webhooks/{ahook}/test", want: 404},
+		"POST /v1/secrets":                 {cred: "key", path: "/v1/secrets", body: api.CreateSecretRequest{Name: "b-secret", Value: "b-value", AllowedHosts: []string{"b-host.example.com"}}},
 		"GET /v1/secrets": {cred: "key", path: "/v1/secrets", check: func(t *testing.T, _ *tenant, _ *http.Response, body []byte) {
 			if !strings.Contains(string(body), "b-secret") {
 				t.Errorf("B's list lacks B's own secret: %s", body)
@@ -237,9 +250,9 @@ func TestCrossTenantMatrix(t *testing.T) {
 		rows[method+" /v1/sandboxes/{id}"+path] = tenantRow{cred: "key", path: "/v1/sandboxes/{sb}" + p + "?path=/workspace/x", body: "{}", want: 404}
 	}
 
-	expand := strings.NewReplacer("{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID, "{asnap}", snapA.ID)
+	expand := strings.NewReplacer("{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID, "{asnap}", snapA.ID, "{ahook}", hookA.ID)
 	nobody := func(path, id string) string {
-		return strings.NewReplacer("{sb}", id, "{akey}", id, "{assh}", id, "{avol}", id, "{amcp}", id, "{asec}", id, "{asnap}", id).Replace(path)
+		return strings.NewReplacer("{sb}", id, "{akey}", id, "{assh}", id, "{avol}", id, "{amcp}", id, "{asec}", id, "{asnap}", id, "{ahook}", id).Replace(path)
 	}
 	routes := e.Server.Routes()
 	for _, pattern := range routes {
@@ -261,7 +274,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 				none := model.NewID()
 				_, body2 := e.do(method, nobody(row.path, none), cred, row.body)
 				ae2 := apiError(t, body2)
-				ae.Message = strings.NewReplacer(sb.ID, "ID", acctA.APIKey.ID, "ID", sshA.ID, "ID", volA.ID, "ID", mcpA.ID, "ID", secA.ID, "ID", snapA.ID, "ID").Replace(ae.Message)
+				ae.Message = strings.NewReplacer(sb.ID, "ID", acctA.APIKey.ID, "ID", sshA.ID, "ID", volA.ID, "ID", mcpA.ID, "ID", secA.ID, "ID", snapA.ID, "ID", hookA.ID, "ID").Replace(ae.Message)
 				ae2.Message = strings.ReplaceAll(ae2.Message, none, "ID")
 				if ae.Code != ae2.Code || ae.Message != ae2.Message || ae.Hint != ae2.Hint {
 					t.Errorf("404 for A's resource differs from one for no resource:\n%+v\n%+v", ae, ae2)

@@ -135,6 +135,7 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 		}
 		return nil, sandboxFailed("pause")
 	}
+	s.emit(ctx, paused.AccountID, api.EventSandboxPaused, sandboxEvent(paused))
 	detail := map[string]any{"mode": mode}
 	if mode == api.PauseFilesystem {
 		detail["processes_ended"] = len(running)
@@ -295,6 +296,7 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 	if err != nil {
 		return nil, nil, s.storeAnswer(err, "resume the sandbox")
 	}
+	s.emit(ctx, resumed.AccountID, api.EventSandboxResumed, sandboxEvent(resumed))
 	detail := map[string]any{"mode": mode}
 	if len(procs) > 0 {
 		detail["processes"] = procs

@@ -174,6 +174,9 @@ func (s *Server) startSandboxes(ctx context.Context, acct *model.Account, p crea
 	wg.Wait()
 	err := errors.Join(errs...)
 	if err == nil {
+		for _, sb := range sbs {
+			s.emit(ctx, sb.AccountID, api.EventSandboxCreated, sandboxEvent(sb))
+		}
 		return sbs, nil
 	}
 	for _, sb := range sbs {
@@ -458,6 +461,13 @@ func (s *Server) destroyLocked(ctx context.Context, id, status, reason string) (
 	})
 	if err != nil && !errors.Is(err, errNotActive) {
 		return nil, fmt.Errorf("record destroyed sandbox: %w", err)
+	}
+	if err == nil {
+		event := api.EventSandboxDestroyed
+		if status == api.StatusLost {
+			event = api.EventSandboxLost
+		}
+		s.emit(ctx, sb.AccountID, event, sandboxEvent(sb))
 	}
 	return sb, err
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/boxkite/boxkite/server/snapshot"
 	"github.com/boxkite/boxkite/server/takeover"
 	"github.com/boxkite/boxkite/server/volumes"
+	"github.com/boxkite/boxkite/server/webhooks"
 )
 
 // Config holds a control plane's settings. Zero fields take the defaults
@@ -117,6 +118,22 @@ type Config struct {
 	// command's environment, inside the sandbox (docs/secrets.md: weaker
 	// than http_request). Off by default.
 	SecretEnv bool
+	// Webhooks configures the delivery of webhook events
+	// (server/webhooks): the operator's settings, never a tenant's.
+	Webhooks WebhookConfig
+}
+
+// WebhookConfig is the operator's configuration of webhook deliveries.
+type WebhookConfig struct {
+	// AllowLoopback lets subscriptions reach 127.0.0.1 (tests and local
+	// receivers); every other loopback, private or link-local address
+	// stays refused.
+	AllowLoopback bool
+	// BackoffBase is the first retry's delay (default 30 s); the n-th
+	// waits BackoffBase × 2^(n-1), at most an hour.
+	BackoffBase time.Duration
+	// Poll is how often due deliveries are looked for (default 5 s).
+	Poll time.Duration
 }
 
 // Defaults of Config.
@@ -254,6 +271,9 @@ type Server struct {
 	// preview serves preview URLs (preview_routes.go); nil when the
 	// store keeps none.
 	preview *preview.Service
+	// webhooks serves subscriptions and sends events (webhooks_port.go);
+	// nil when the store keeps no webhooks.
+	webhooks *webhooks.Service
 	// console serves /ui/ (MountConsole).
 	console http.Handler
 
@@ -315,6 +335,9 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 	s.alog = audit.New(s.store, s.log, func() time.Time { return s.now() }, s.metrics.AuditAppends, s.metrics.AuditFailures)
 	s.driver = countingDriver{driver, s.metrics}
 	if err := s.subsystems(); err != nil {
+		return nil, err
+	}
+	if err := s.newWebhooks(); err != nil {
 		return nil, err
 	}
 	if err := s.newPreviews(); err != nil {
@@ -500,6 +523,9 @@ func (s *Server) routes() {
 	s.mount(s.hostedMCP.Routes()) // server/hostedmcp
 	s.secretRoutes()              // the secrets broker: secrets_routes.go
 	s.previewRoutes()             // preview URLs: preview_routes.go
+	if s.webhooks != nil {
+		s.mount(s.webhooks.Routes()) // server/webhooks
+	}
 	s.mount(s.allowlist.Routes()) // server/allowlists
 
 	s.mount(s.accounts.Routes()) // server/accounts
@@ -562,6 +588,14 @@ func (s *Server) Run(ctx context.Context) error {
 		s.watchStorage(ctx)
 	}()
 	defer func() { <-storageDone }()
+	if s.webhooks != nil {
+		webhooksDone := make(chan struct{})
+		go func() {
+			defer close(webhooksDone)
+			s.webhooks.Run(ctx) // deliveries
+		}()
+		defer func() { <-webhooksDone }()
+	}
 	if s.preview != nil {
 		previewDone := make(chan struct{})
 		go func() {

@@ -46,6 +46,9 @@ type Log struct {
 	appends, failures interface{ Inc() } // metrics
 	gate              *auditGate
 	Broker            *Broker
+	// Committed, when set (before the log is used), is told of each entry
+	// once it is committed: the server queues its webhook events.
+	Committed func(ctx context.Context, e *model.ExecLogEntry)
 }
 
 func New(store model.AuditStore, log *slog.Logger, now func() time.Time, appends, failures interface{ Inc() }) *Log {
@@ -84,6 +87,9 @@ func (l *Log) Append(ctx context.Context, rec Record) error {
 	}
 	l.appends.Inc()
 	l.Broker.publish(e)
+	if l.Committed != nil {
+		l.Committed(ctx, e)
+	}
 	return nil
 }
 

@@ -216,6 +216,9 @@ func (l *Log) commitPending(ctx context.Context) {
 		}
 		l.appends.Inc()
 		l.Broker.publish(e)
+		if l.Committed != nil {
+			l.Committed(ctx, e)
+		}
 		if opened, closedFor, dropped := l.gate.committed(l.now()); opened {
 			if dropped > 0 {
 				l.log.ErrorContext(ctx, "audit entries lost while the store refused writes", "dropped", dropped)

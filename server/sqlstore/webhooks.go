@@ -1,0 +1,221 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/boxkite/boxkite/server/webhooks"
+)
+
+var _ webhooks.Store = (*Store)(nil)
+
+const webhookColumns = `id, account_id, url, event_types, description, payload_format, hec_token, secret, active, created_at, last_triggered_at`
+
+func scanWebhook(r rowScanner) (*webhooks.Subscription, error) {
+	var w webhooks.Subscription
+	var types string
+	var active int
+	var created, last int64
+	if err := r.Scan(&w.ID, &w.AccountID, &w.URL, &types, &w.Description, &w.PayloadFormat, &w.HECToken, &w.Secret, &active, &created, &last); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(types), &w.EventTypes); err != nil {
+		return nil, fmt.Errorf("decode event types: %w", err)
+	}
+	w.Active = active != 0
+	w.CreatedAt = fromMicros(created)
+	if last != 0 {
+		w.LastTriggeredAt = fromMicros(last)
+	}
+	return &w, nil
+}
+
+// CreateWebhook implements webhooks.Store.
+func (s *Store) CreateWebhook(ctx context.Context, w *webhooks.Subscription) error {
+	types, err := json.Marshal(w.EventTypes)
+	if err != nil {
+		return fmt.Errorf("encode event types: %w", err)
+	}
+	active := 0
+	if w.Active {
+		active = 1
+	}
+	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO webhook_subscriptions (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		w.ID, w.AccountID, w.URL, string(types), w.Description, w.PayloadFormat, w.HECToken, w.Secret, active, micros(w.CreatedAt), microsOrZero(w.LastTriggeredAt))
+	if err != nil {
+		return fmt.Errorf("insert webhook: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// Webhooks implements webhooks.Store.
+func (s *Store) Webhooks(ctx context.Context, accountID string) ([]*webhooks.Subscription, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+webhookColumns+` FROM webhook_subscriptions WHERE account_id = ? ORDER BY created_at DESC, id`), accountID)
+	if err != nil {
+		return nil, fmt.Errorf("query webhooks: %w", err)
+	}
+	defer rows.Close()
+	var out []*webhooks.Subscription
+	for rows.Next() {
+		w, err := scanWebhook(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan webhook: %w", err)
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}
+
+// DeleteWebhook implements webhooks.Store.
+func (s *Store) DeleteWebhook(ctx context.Context, accountID, id string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM webhook_subscriptions WHERE id = ? AND account_id = ?`), id, accountID)
+		if err != nil {
+			return fmt.Errorf("delete webhook: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("delete webhook: %w", webhooks.ErrNotFound)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM webhook_deliveries WHERE webhook_id = ?`), id); err != nil {
+			return fmt.Errorf("delete webhook deliveries: %w", err)
+		}
+		return nil
+	})
+}
+
+const deliveryColumns = `d.id, d.webhook_id, d.account_id, d.event_id, d.event_type, d.payload, d.status, d.attempts, d.next_attempt_at,
+	d.last_attempt_at, d.response_status, d.failure_reason, d.created_at, d.delivered_at, d.lease_owner, d.lease_until`
+
+func scanDelivery(r rowScanner, extra ...any) (*webhooks.Delivery, error) {
+	var d webhooks.Delivery
+	var payload string
+	var next, last, created, delivered, until int64
+	dest := append([]any{
+		&d.ID, &d.WebhookID, &d.AccountID, &d.EventID, &d.EventType, &payload, &d.Status, &d.Attempts, &next,
+		&last, &d.ResponseStatus, &d.FailureReason, &created, &delivered, &d.LeaseOwner, &until,
+	}, extra...)
+	if err := r.Scan(dest...); err != nil {
+		return nil, err
+	}
+	d.Payload = []byte(payload)
+	d.NextAttemptAt, d.CreatedAt = fromMicros(next), fromMicros(created)
+	d.LastAttemptAt, d.DeliveredAt, d.LeaseUntil = timeOrZero(last), timeOrZero(delivered), timeOrZero(until)
+	return &d, nil
+}
+
+// WebhookDeliveries implements webhooks.Store.
+func (s *Store) WebhookDeliveries(ctx context.Context, accountID, webhookID string, limit, offset int) ([]*webhooks.Delivery, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+deliveryColumns+` FROM webhook_deliveries d
+		WHERE d.account_id = ? AND d.webhook_id = ? ORDER BY d.created_at DESC, d.id LIMIT ? OFFSET ?`), accountID, webhookID, limit, offset)
+	if err != nil {
+		return nil, fmt.Errorf("query webhook deliveries: %w", err)
+	}
+	defer rows.Close()
+	var out []*webhooks.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan webhook delivery: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// EnqueueWebhookDeliveries implements webhooks.Store.
+func (s *Store) EnqueueWebhookDeliveries(ctx context.Context, ds []*webhooks.Delivery) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, d := range ds {
+			_, err := tx.ExecContext(ctx, s.q(`INSERT INTO webhook_deliveries (id, webhook_id, account_id, event_id, event_type, payload, status, attempts,
+				next_attempt_at, last_attempt_at, response_status, failure_reason, created_at, delivered_at, lease_owner, lease_until)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, '', ?, 0, '', 0)`),
+				d.ID, d.WebhookID, d.AccountID, d.EventID, d.EventType, string(d.Payload), d.Status, d.Attempts, micros(d.NextAttemptAt), micros(d.CreatedAt))
+			if err != nil {
+				return fmt.Errorf("insert webhook delivery: %w", s.mapErr(err))
+			}
+		}
+		return nil
+	})
+}
+
+// ClaimWebhookDeliveries implements webhooks.Store. One UPDATE takes the
+// lease: on Postgres a concurrent claim of the same row waits for this
+// one and then, re-checking lease_until, skips it; SQLite has one writer.
+func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now, until time.Time, limit int) ([]*webhooks.Claim, error) {
+	var ids []string
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, s.q(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
+			WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND lease_until <= ?
+				ORDER BY next_attempt_at LIMIT ?)
+			AND status = 'pending' AND lease_until <= ? RETURNING id`),
+			owner, micros(until), micros(now), micros(now), limit, micros(now))
+		if err != nil {
+			return fmt.Errorf("claim webhook deliveries: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return fmt.Errorf("scan claimed delivery: %w", err)
+			}
+			ids = append(ids, id)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*webhooks.Claim, 0, len(ids))
+	for _, id := range ids {
+		var c webhooks.Claim
+		d, err := scanDelivery(s.db.QueryRowContext(ctx, s.q(`SELECT `+deliveryColumns+`, w.url, w.secret, w.payload_format, w.hec_token
+			FROM webhook_deliveries d JOIN webhook_subscriptions w ON w.id = d.webhook_id WHERE d.id = ? AND d.lease_owner = ?`), id, owner),
+			&c.URL, &c.Secret, &c.PayloadFormat, &c.HECToken)
+		if err == sql.ErrNoRows {
+			continue // its subscription was deleted meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load claimed delivery: %w", err)
+		}
+		c.Delivery = *d
+		out = append(out, &c)
+	}
+	return out, nil
+}
+
+// FinishWebhookAttempt implements webhooks.Store.
+func (s *Store) FinishWebhookAttempt(ctx context.Context, owner string, d *webhooks.Delivery) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?, last_attempt_at = ?,
+			response_status = ?, failure_reason = ?, delivered_at = ?, lease_owner = '', lease_until = 0
+			WHERE id = ? AND lease_owner = ?`),
+			d.Status, d.Attempts, micros(d.NextAttemptAt), microsOrZero(d.LastAttemptAt), d.ResponseStatus, d.FailureReason, microsOrZero(d.DeliveredAt), d.ID, owner)
+		if err != nil {
+			return fmt.Errorf("record webhook attempt: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 || d.Status != webhooks.StatusDelivered {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`UPDATE webhook_subscriptions SET last_triggered_at = ? WHERE id = ?`), micros(d.DeliveredAt), d.WebhookID); err != nil {
+			return fmt.Errorf("touch webhook: %w", err)
+		}
+		return nil
+	})
+}
+
+func microsOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return micros(t)
+}
+
+func timeOrZero(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return fromMicros(us)
+}

@@ -1,0 +1,210 @@
+package webhooks
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// EventTypes are the events a subscription may take.
+var eventTypes = []string{
+	api.EventSandboxCreated, api.EventSandboxDestroyed, api.EventSandboxPaused,
+	api.EventSandboxResumed, api.EventSandboxLost, api.EventAuditLogEntry,
+}
+
+const maxDescription = 500
+
+// validate checks a create's body and returns its event types deduplicated.
+func (s *Service) validate(req *api.CreateWebhookRequest) ([]string, error) {
+	if err := checkURL(req.URL, s.d.AllowLoopback); err != nil {
+		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeUnsafeWebhookURL, "url: %v", err).
+			WithHint("use a public http(s) URL; loopback, private and link-local addresses are refused")
+	}
+	if len(req.EventTypes) == 0 {
+		return nil, httpx.Invalid("event_types", "event_types needs at least one event type", fmt.Sprintf("use some of %v", eventTypes))
+	}
+	var types []string
+	for _, t := range req.EventTypes {
+		if !slices.Contains(eventTypes, t) {
+			return nil, httpx.Invalid("event_types", fmt.Sprintf("unknown event type %q", t), fmt.Sprintf("use some of %v", eventTypes))
+		}
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	if len(req.Description) > maxDescription {
+		return nil, httpx.Invalid("description", fmt.Sprintf("description must be at most %d characters", maxDescription), "")
+	}
+	switch req.PayloadFormat {
+	case "":
+		req.PayloadFormat = api.PayloadBoxkiteV1
+	case api.PayloadBoxkiteV1:
+	case api.PayloadSplunkHEC:
+		if req.HECToken == "" {
+			return nil, httpx.Invalid("hec_token", "splunk_hec needs hec_token", "pass the HTTP Event Collector token")
+		}
+	default:
+		return nil, httpx.Invalid("payload_format", fmt.Sprintf("unknown payload_format %q", req.PayloadFormat), "use boxkite_v1 or splunk_hec")
+	}
+	return types, nil
+}
+
+// create serves POST /v1/webhooks.
+func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
+	var req api.CreateWebhookRequest
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
+		return err
+	}
+	types, err := s.validate(&req)
+	if err != nil {
+		return err
+	}
+	acct := authz.Account(r.Context())
+	have, err := s.store.Webhooks(r.Context(), acct.ID)
+	if err != nil {
+		return fmt.Errorf("list webhooks: %w", err)
+	}
+	if len(have) >= maxPerAccount {
+		return api.Errorf(http.StatusTooManyRequests, api.CodeWebhookLimitReached, "the account has %d webhook subscriptions, the most it may have", maxPerAccount).
+			WithHint("delete one with `boxkite webhooks rm ID`")
+	}
+	sub := &Subscription{
+		ID: model.NewID(), AccountID: acct.ID, URL: req.URL, EventTypes: types, Description: req.Description,
+		PayloadFormat: req.PayloadFormat, HECToken: req.HECToken, Secret: newSecret(), Active: true, CreatedAt: s.d.Now(),
+	}
+	if err := s.store.CreateWebhook(r.Context(), sub); err != nil {
+		return fmt.Errorf("create webhook: %w", err)
+	}
+	out := sub.ToAPI()
+	out.Secret = sub.Secret
+	httpx.WriteJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// newSecret is a subscription's signing secret: "whsec_" and 32 random bytes in hex.
+func newSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return "whsec_" + hex.EncodeToString(b)
+}
+
+func (s *Service) list(w http.ResponseWriter, r *http.Request) error {
+	subs, err := s.store.Webhooks(r.Context(), authz.Account(r.Context()).ID)
+	if err != nil {
+		return fmt.Errorf("list webhooks: %w", err)
+	}
+	out := make([]api.Webhook, len(subs))
+	for i, sub := range subs {
+		out[i] = sub.ToAPI()
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// load returns the caller's subscription named in the path.
+func (s *Service) load(r *http.Request) (*Subscription, error) {
+	id := r.PathValue("id")
+	subs, err := s.store.Webhooks(r.Context(), authz.Account(r.Context()).ID)
+	if err != nil {
+		return nil, fmt.Errorf("list webhooks: %w", err)
+	}
+	for _, sub := range subs {
+		if sub.ID == id {
+			return sub, nil
+		}
+	}
+	return nil, notFound(id)
+}
+
+func (s *Service) get(w http.ResponseWriter, r *http.Request) error {
+	sub, err := s.load(r)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, sub.ToAPI())
+	return nil
+}
+
+func (s *Service) delete(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	err := s.store.DeleteWebhook(r.Context(), authz.Account(r.Context()).ID, id)
+	if errors.Is(err, ErrNotFound) {
+		return notFound(id)
+	}
+	if err != nil {
+		return fmt.Errorf("delete webhook: %w", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// deliveries serves GET /v1/webhooks/{id}/deliveries?limit&offset.
+func (s *Service) deliveries(w http.ResponseWriter, r *http.Request) error {
+	sub, err := s.load(r)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit", 20, 1, 100)
+	if err != nil {
+		return err
+	}
+	offset, err := queryInt(r, "offset", 0, 0, 1<<31-1)
+	if err != nil {
+		return err
+	}
+	ds, err := s.store.WebhookDeliveries(r.Context(), sub.AccountID, sub.ID, limit, offset)
+	if err != nil {
+		return fmt.Errorf("list webhook deliveries: %w", err)
+	}
+	out := make([]api.WebhookDelivery, len(ds))
+	for i, d := range ds {
+		out[i] = d.ToAPI()
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// test serves POST /v1/webhooks/{id}/test: a webhook.test event queued
+// for this subscription only.
+func (s *Service) test(w http.ResponseWriter, r *http.Request) error {
+	sub, err := s.load(r)
+	if err != nil {
+		return err
+	}
+	ds, err := s.deliveriesFor([]*Subscription{sub}, sub.AccountID, "webhook.test", map[string]any{"webhook_id": sub.ID})
+	if err != nil {
+		return err
+	}
+	if err := s.store.EnqueueWebhookDeliveries(r.Context(), ds); err != nil {
+		return fmt.Errorf("enqueue webhook test: %w", err)
+	}
+	s.Wake()
+	httpx.WriteJSON(w, http.StatusAccepted, ds[0].ToAPI())
+	return nil
+}
+
+func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, httpx.Invalid(name, fmt.Sprintf("%s must be an integer from %d to %d", name, lo, hi), "")
+	}
+	return n, nil
+}
+
+func notFound(id string) *api.Error {
+	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "webhook %s not found", id).
+		WithHint("list them with `boxkite webhooks ls`")
+}

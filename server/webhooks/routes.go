@@ -1,0 +1,20 @@
+package webhooks
+
+import (
+	"net/http"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+)
+
+// Routes lists the webhooks routes.
+func (s *Service) Routes() []httpx.Route {
+	return []httpx.Route{
+		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/webhooks", Summary: "Subscribe a URL to events; the answer carries the signing secret, shown once", Request: api.CreateWebhookRequest{}, Response: api.Webhook{}, Status: http.StatusCreated}, Cred: httpx.CredAPIKey, Handler: s.create},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/webhooks", Summary: "List the account's webhook subscriptions, newest first", Response: []api.Webhook{}}, Cred: httpx.CredAPIKey, Handler: s.list},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/webhooks/{id}", Summary: "Get one webhook subscription", Response: api.Webhook{}}, Cred: httpx.CredAPIKey, Handler: s.get},
+		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/webhooks/{id}", Summary: "Delete a webhook subscription and its pending deliveries", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: s.delete},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/webhooks/{id}/deliveries", Summary: "A page of a subscription's deliveries, newest first (limit ≤ 100, offset)", Response: []api.WebhookDelivery{}}, Cred: httpx.CredAPIKey, Handler: s.deliveries},
+		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/webhooks/{id}/test", Summary: "Queue a webhook.test event for one subscription", Response: api.WebhookDelivery{}, Status: http.StatusAccepted}, Cred: httpx.CredAPIKey, Handler: s.test},
+	}
+}

@@ -1,0 +1,78 @@
+package webhooks
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// Defaults of the delivery schedule (docs/webhooks.md).
+const (
+	DefaultBackoffBase = 30 * time.Second
+	MaxBackoff         = time.Hour
+	MaxAttempts        = 6
+	AttemptTimeout     = 10 * time.Second
+	DefaultPoll        = 5 * time.Second
+	batch              = 100
+	maxPerAccount      = 20
+)
+
+// Deps is what the webhooks service needs of the control plane.
+type Deps struct {
+	// Store keeps subscriptions and the queue; New wraps it so that every
+	// call is authorized against the caller.
+	Store Store
+	Log   *slog.Logger
+	Now   func() time.Time
+	// AllowLoopback lets subscriptions and deliveries reach 127.0.0.1:
+	// the operator's setting for tests, never a tenant's.
+	AllowLoopback bool
+	// BackoffBase is the first retry's delay (30 s when zero); the n-th
+	// retry waits BackoffBase × 2^(n-1), at most an hour.
+	BackoffBase time.Duration
+	// Poll is how often the worker looks for due deliveries (5 s when zero).
+	Poll time.Duration
+	// Owner names this server in the leases it takes (a fresh id when "").
+	Owner string
+}
+
+// Service serves webhook subscriptions and sends their deliveries.
+type Service struct {
+	d      Deps
+	store  Store
+	client *http.Client
+	wake   chan struct{}
+}
+
+// New returns the service; Store, Log and Now are required.
+func New(d Deps) (*Service, error) {
+	if d.Store == nil || d.Log == nil || d.Now == nil {
+		return nil, errors.New("webhooks: a dependency is missing")
+	}
+	if d.BackoffBase <= 0 {
+		d.BackoffBase = DefaultBackoffBase
+	}
+	if d.Poll <= 0 {
+		d.Poll = DefaultPoll
+	}
+	if d.Owner == "" {
+		d.Owner = model.NewID()
+	}
+	return &Service{
+		d: d, store: authorized{d.Store},
+		client: safeClient(AttemptTimeout, d.AllowLoopback),
+		wake:   make(chan struct{}, 1),
+	}, nil
+}
+
+// backoff is the delay after the attempt-th failed attempt (1-based).
+func (s *Service) backoff(attempt int) time.Duration {
+	d := s.d.BackoffBase
+	for i := 1; i < attempt && d < MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxBackoff)
+}
