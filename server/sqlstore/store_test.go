@@ -92,6 +92,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Images", testImages},
 		{"Snapshots", testSnapshots},
 		{"Secrets", testSecrets},
+		{"Webhooks", testWebhooks},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

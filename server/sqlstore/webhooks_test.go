@@ -1,0 +1,136 @@
+package sqlstore_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/webhooks"
+)
+
+// testWebhooks: subscriptions round-trip and are scoped by account; the
+// queue hands each due delivery to one of several concurrent claimers
+// while its lease holds, to another once a claimer died with it, and a
+// finished attempt reschedules or ends it.
+func testWebhooks(t *testing.T, newStore storeFactory) {
+	st := newStore(t)(t).(webhooks.Store)
+	ctx := t.Context()
+	ms := st.(model.Store)
+	a, b := mustAccount(t, ms, "a@example.com"), mustAccount(t, ms, "b@example.com")
+	sub := &webhooks.Subscription{
+		ID: model.NewID(), AccountID: a.ID, URL: "https://hook.example.com/in", EventTypes: []string{"sandbox.created", "audit_log.entry"},
+		Description: "d", PayloadFormat: "boxkite_v1", Secret: "whsec_x", Active: true, CreatedAt: base,
+	}
+	if err := st.CreateWebhook(ctx, sub); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Webhooks(ctx, a.ID)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Webhooks(A) = %v, %v", got, err)
+	}
+	if diff := cmp.Diff(sub, got[0]); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if got, _ := st.Webhooks(ctx, b.ID); len(got) != 0 {
+		t.Errorf("B lists A's webhooks: %v", got)
+	}
+	if err := st.DeleteWebhook(ctx, b.ID, sub.ID); !errors.Is(err, webhooks.ErrNotFound) {
+		t.Errorf("B deleting A's webhook: %v, want ErrNotFound", err)
+	}
+
+	const n = 40
+	ds := make([]*webhooks.Delivery, n)
+	for i := range ds {
+		ds[i] = &webhooks.Delivery{
+			ID: model.NewID(), WebhookID: sub.ID, AccountID: a.ID, EventID: fmt.Sprint("ev", i), EventType: "sandbox.created",
+			Payload: []byte(`{"n":1}`), Status: webhooks.StatusPending, NextAttemptAt: base, CreatedAt: base.Add(time.Duration(i) * time.Microsecond),
+		}
+	}
+	if err := st.EnqueueWebhookDeliveries(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	// Four claimers at once, small batches: every delivery once.
+	now := base.Add(time.Second)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for {
+				cs, err := st.ClaimWebhookDeliveries(ctx, fmt.Sprint("owner", w), now, now.Add(time.Minute), 3)
+				if err != nil {
+					t.Errorf("claim: %v", err)
+					return
+				}
+				if len(cs) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, c := range cs {
+					seen[c.ID]++
+					if c.URL != sub.URL || c.Secret != sub.Secret || string(c.Payload) != `{"n":1}` {
+						t.Errorf("claim lacks its subscription: %+v", c)
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Errorf("claimed %d deliveries, want %d", len(seen), n)
+	}
+	for id, k := range seen {
+		if k != 1 {
+			t.Errorf("delivery %s claimed %d times", id, k)
+		}
+	}
+	// A claimer that died: its lease runs out, another takes the delivery.
+	later := now.Add(2 * time.Minute)
+	cs, err := st.ClaimWebhookDeliveries(ctx, "owner9", later, later.Add(time.Minute), 100)
+	if err != nil || len(cs) != n {
+		t.Fatalf("after the leases ran out: %d claims, %v; want %d", len(cs), err, n)
+	}
+	d := cs[0].Delivery
+	d.Attempts, d.LastAttemptAt, d.ResponseStatus, d.FailureReason, d.NextAttemptAt = 1, later, 500, "the receiver answered 500", later.Add(30*time.Second)
+	if err := st.FinishWebhookAttempt(ctx, "owner0", &d); err != nil { // not its lease: nothing
+		t.Fatal(err)
+	}
+	if err := st.FinishWebhookAttempt(ctx, "owner9", &d); err != nil {
+		t.Fatal(err)
+	}
+	if cs, _ := st.ClaimWebhookDeliveries(ctx, "owner1", later.Add(29*time.Second), later.Add(time.Hour), 100); len(cs) != 0 {
+		t.Errorf("claimed %d before the retry was due (others still leased)", len(cs))
+	}
+	cs, err = st.ClaimWebhookDeliveries(ctx, "owner1", later.Add(30*time.Second), later.Add(time.Hour), 100)
+	if err != nil || len(cs) != 1 || cs[0].ID != d.ID || cs[0].Attempts != 1 {
+		t.Fatalf("the due retry: %v, %v", cs, err)
+	}
+	d = cs[0].Delivery
+	d.Attempts, d.Status, d.DeliveredAt, d.ResponseStatus, d.FailureReason = 2, webhooks.StatusDelivered, later.Add(31*time.Second), 200, ""
+	if err := st.FinishWebhookAttempt(ctx, "owner1", &d); err != nil {
+		t.Fatal(err)
+	}
+	page, err := st.WebhookDeliveries(ctx, a.ID, sub.ID, 100, 0)
+	if err != nil || len(page) != n || page[0].EventID != fmt.Sprint("ev", n-1) {
+		t.Fatalf("WebhookDeliveries: %d, %v", len(page), err)
+	}
+	if page, _ := st.WebhookDeliveries(ctx, b.ID, sub.ID, 100, 0); len(page) != 0 {
+		t.Errorf("B reads A's deliveries: %d", len(page))
+	}
+	got, _ = st.Webhooks(ctx, a.ID)
+	if !got[0].LastTriggeredAt.Equal(d.DeliveredAt) {
+		t.Errorf("last_triggered_at = %v, want %v", got[0].LastTriggeredAt, d.DeliveredAt)
+	}
+	if err := st.DeleteWebhook(ctx, a.ID, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	if page, _ := st.WebhookDeliveries(ctx, a.ID, sub.ID, 100, 0); len(page) != 0 {
+		t.Errorf("deliveries outlive their webhook: %d", len(page))
+	}
+}
