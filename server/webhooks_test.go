@@ -1,0 +1,253 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/webhooks"
+)
+
+// receiver is a webhook endpoint on 127.0.0.1 that records what it got
+// and answers with status(n) for the n-th request (1-based).
+type receiver struct {
+	URL    string
+	mu     sync.Mutex
+	got    []received
+	status func(n int) int
+}
+
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+func newReceiver(t *testing.T, status func(n int) int) *receiver {
+	rc := &receiver{status: status}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.got = append(rc.got, received{r.Header.Clone(), body})
+		n := len(rc.got)
+		rc.mu.Unlock()
+		w.WriteHeader(rc.status(n))
+	}))
+	t.Cleanup(hs.Close)
+	rc.URL = hs.URL + "/hook"
+	return rc
+}
+
+func (rc *receiver) received() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]received(nil), rc.got...)
+}
+
+func webhookConfig() server.Config {
+	return server.Config{Webhooks: server.WebhookConfig{AllowLoopback: true, BackoffBase: time.Minute, Poll: 20 * time.Millisecond}}
+}
+
+// runServer runs srv's background work until the test ends.
+func runServer(t *testing.T, srv *server.Server) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func subscribe(t *testing.T, e *env, key, url string, events ...string) api.Webhook {
+	t.Helper()
+	resp, body := e.do("POST", "/v1/webhooks", key, api.CreateWebhookRequest{URL: url, EventTypes: events})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("subscribe: %d %s", resp.StatusCode, body)
+	}
+	var w api.Webhook
+	mustUnmarshal(t, body, &w)
+	if w.Secret == "" {
+		t.Fatal("the create's answer has no secret")
+	}
+	return w
+}
+
+func deliveries(t *testing.T, e *env, key, id string) []api.WebhookDelivery {
+	t.Helper()
+	resp, body := e.do("GET", "/v1/webhooks/"+id+"/deliveries", key, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("deliveries: %d %s", resp.StatusCode, body)
+	}
+	var ds []api.WebhookDelivery
+	mustUnmarshal(t, body, &ds)
+	return ds
+}
+
+// TestWebhookSignedDelivery: creating and deleting a sandbox sends
+// sandbox.created and sandbox.destroyed to a receiver on 127.0.0.1, each
+// signed as docs/webhooks.md says, with the envelope's fields; the
+// deliveries log shows them delivered; the list never shows the secret.
+func TestWebhookSignedDelivery(t *testing.T) {
+	e := newEnv(t, webhookConfig())
+	runServer(t, e.Server)
+	rc := newReceiver(t, func(int) int { return http.StatusNoContent })
+	hook := subscribe(t, e, e.KeyA, rc.URL, api.EventSandboxCreated, api.EventSandboxDestroyed)
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{Label: "hooked"})
+	if resp, body := e.do("DELETE", sandboxPath(sb.ID), e.KeyA, nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", resp.StatusCode, body)
+	}
+	eventually(t, "two deliveries", func() bool { return len(rc.received()) == 2 })
+	events := map[string]bool{}
+	for _, r := range rc.received() {
+		sig := r.header.Get(webhooks.SignatureHeader)
+		if !webhooks.Verify(hook.Secret, sig, r.body, e.clock.Now(), 5*time.Minute) {
+			t.Errorf("signature %q does not verify", sig)
+		}
+		if webhooks.Verify("whsec_other", sig, r.body, e.clock.Now(), 5*time.Minute) {
+			t.Error("the signature verifies under another secret")
+		}
+		var env api.WebhookEnvelope
+		mustUnmarshal(t, r.body, &env)
+		if env.EventID == "" || env.AccountID != e.AcctA.ID || env.Data["session_id"] != sb.ID || r.header.Get("X-Boxkite-Webhook-Event") != env.Event || r.header.Get("X-Boxkite-Webhook-Id") != hook.ID {
+			t.Errorf("delivery: %s %v", r.body, r.header)
+		}
+		events[env.Event] = true
+	}
+	if !events[api.EventSandboxCreated] || !events[api.EventSandboxDestroyed] {
+		t.Errorf("events = %v", events)
+	}
+	eventually(t, "the log shows both delivered", func() bool {
+		ds := deliveries(t, e, e.KeyA, hook.ID)
+		return len(ds) == 2 && ds[0].Status == webhooks.StatusDelivered && ds[1].Status == webhooks.StatusDelivered
+	})
+	_, body := e.do("GET", "/v1/webhooks", e.KeyA, nil)
+	var list []api.Webhook
+	mustUnmarshal(t, body, &list)
+	if len(list) != 1 || list[0].Secret != "" || list[0].LastTriggeredAt == nil {
+		t.Errorf("list: %s", body)
+	}
+}
+
+// TestWebhookRetries: while the receiver answers 500 each attempt is
+// rescheduled BackoffBase × 2^(n-1) later (on the server's clock), and the
+// delivery goes through once it answers 200; a delivery that fails six
+// times is failed.
+func TestWebhookRetries(t *testing.T) {
+	e := newEnv(t, webhookConfig())
+	runServer(t, e.Server)
+	rc := newReceiver(t, func(n int) int {
+		if n <= 3 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	})
+	hook := subscribe(t, e, e.KeyA, rc.URL, api.EventSandboxCreated)
+	e.create(e.KeyA, api.CreateSandboxRequest{})
+	for attempt := 1; attempt <= 3; attempt++ {
+		eventually(t, "a failed attempt", func() bool {
+			ds := deliveries(t, e, e.KeyA, hook.ID)
+			return len(ds) == 1 && ds[0].AttemptCount == attempt
+		})
+		d := deliveries(t, e, e.KeyA, hook.ID)[0]
+		wait := time.Minute << (attempt - 1)
+		if d.Status != webhooks.StatusPending || d.ResponseStatusCode == nil || *d.ResponseStatusCode != 500 || d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(d.LastAttemptAt.Add(wait)) {
+			t.Fatalf("after attempt %d: %+v, want pending, retry in %v", attempt, d, wait)
+		}
+		e.clock.Advance(wait - time.Second)
+		time.Sleep(100 * time.Millisecond) // a few polls: not yet due
+		if n := len(rc.received()); n != attempt {
+			t.Fatalf("%d attempts before the retry was due, want %d", n, attempt)
+		}
+		e.clock.Advance(time.Second)
+	}
+	eventually(t, "delivered on the fourth attempt", func() bool {
+		ds := deliveries(t, e, e.KeyA, hook.ID)
+		return ds[0].Status == webhooks.StatusDelivered && ds[0].AttemptCount == 4
+	})
+	bodies := rc.received()
+	for _, r := range bodies[1:] {
+		if string(r.body) != string(bodies[0].body) {
+			t.Errorf("a retry's body differs: %s vs %s", r.body, bodies[0].body)
+		}
+	}
+
+	// Always 500: failed after six attempts.
+	bad := newReceiver(t, func(int) int { return http.StatusInternalServerError })
+	hook2 := subscribe(t, e, e.KeyA, bad.URL, api.EventSandboxCreated)
+	e.create(e.KeyA, api.CreateSandboxRequest{})
+	for attempt := 1; attempt <= webhooks.MaxAttempts; attempt++ {
+		eventually(t, "an attempt", func() bool { return len(bad.received()) == attempt })
+		e.clock.Advance(time.Hour)
+	}
+	eventually(t, "failed", func() bool {
+		ds := deliveries(t, e, e.KeyA, hook2.ID)
+		return ds[0].Status == webhooks.StatusFailed && ds[0].AttemptCount == webhooks.MaxAttempts
+	})
+}
+
+// TestWebhookRestart: events queued by a server that stopped before
+// sending them (or died holding their lease) are delivered by the next
+// server on the same store.
+func TestWebhookRestart(t *testing.T) {
+	e := newEnv(t, webhookConfig()) // its worker never runs: "killed"
+	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	subscribe(t, e, e.KeyA, rc.URL, api.EventSandboxCreated)
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	time.Sleep(100 * time.Millisecond)
+	if n := len(rc.received()); n != 0 {
+		t.Fatalf("%d deliveries without a worker", n)
+	}
+	srv2, err := server.New(webhookConfig(), e.Store, e.Driver, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2.SetNow(e.clock.Now)
+	runServer(t, srv2)
+	eventually(t, "the restarted server delivers", func() bool { return len(rc.received()) == 1 })
+	var env api.WebhookEnvelope
+	if err := json.Unmarshal(rc.received()[0].body, &env); err != nil || env.Data["session_id"] != sb.ID {
+		t.Errorf("delivery: %v %+v", err, env)
+	}
+}
+
+// TestWebhookURLChecks: private, loopback and link-local targets are
+// refused with 422 unsafe_webhook_url (127.0.0.1 only when the operator
+// allowed it), as are other schemes; unknown event types are 422 validation_error.
+func TestWebhookURLChecks(t *testing.T) {
+	strict := newEnv(t, server.Config{})
+	loose := newEnv(t, webhookConfig())
+	for _, tc := range []struct {
+		env  *env
+		url  string
+		want int
+	}{
+		{strict, "http://127.0.0.1:9/x", 422},
+		{strict, "http://localhost:9/x", 422},
+		{strict, "http://10.0.0.1/x", 422},
+		{strict, "http://169.254.169.254/latest/meta-data", 422},
+		{strict, "http://[::1]/x", 422},
+		{strict, "http://[fd00::1]/x", 422},
+		{strict, "ftp://hooks.example.com/x", 422},
+		{strict, "https://hooks.example.com/x", 201},
+		{loose, "http://127.0.0.1:9/x", 201},
+		{loose, "http://127.0.0.2:9/x", 422},
+		{loose, "http://192.168.1.1/x", 422},
+	} {
+		resp, body := tc.env.do("POST", "/v1/webhooks", tc.env.KeyA, api.CreateWebhookRequest{URL: tc.url, EventTypes: []string{api.EventAuditLogEntry}})
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.url, resp.StatusCode, body, tc.want)
+		} else if tc.want == 422 {
+			wantError(t, resp, body, 422, api.CodeUnsafeWebhookURL)
+		}
+	}
+	resp, body := strict.do("POST", "/v1/webhooks", strict.KeyA, api.CreateWebhookRequest{URL: "https://hooks.example.com/x", EventTypes: []string{"sandbox.exploded"}})
+	wantError(t, resp, body, 422, api.CodeValidation)
+}
