@@ -1,0 +1,244 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"net/url"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// storeRules is every Store method's authorization, as authorized should
+// implement it (authz.go).
+var storeRules = map[string]string{
+	"CreateWebhook": "record", "EnqueueWebhookDeliveries": "record",
+	"Webhooks": "account", "DeleteWebhook": "account", "WebhookDeliveries": "account",
+	"ClaimWebhookDeliveries": "system", "FinishWebhookAttempt": "system",
+}
+
+type reachedStore struct{ reached *bool }
+
+func (s reachedStore) CreateWebhook(context.Context, *Subscription) error {
+	*s.reached = true
+	return nil
+}
+
+func (s reachedStore) Webhooks(context.Context, string) ([]*Subscription, error) {
+	*s.reached = true
+	return nil, nil
+}
+
+func (s reachedStore) DeleteWebhook(context.Context, string, string) error {
+	*s.reached = true
+	return nil
+}
+
+func (s reachedStore) WebhookDeliveries(context.Context, string, string, int, int) ([]*Delivery, error) {
+	*s.reached = true
+	return nil, nil
+}
+
+func (s reachedStore) EnqueueWebhookDeliveries(context.Context, []*Delivery) error {
+	*s.reached = true
+	return nil
+}
+
+func (s reachedStore) ClaimWebhookDeliveries(context.Context, string, time.Time, time.Time, int) ([]*Claim, error) {
+	*s.reached = true
+	return nil, nil
+}
+
+func (s reachedStore) FinishWebhookAttempt(context.Context, string, *Delivery) error {
+	*s.reached = true
+	return nil
+}
+
+func callAs(t *testing.T, method string, ctx context.Context, acct string) (bool, error) {
+	t.Helper()
+	var reached bool
+	m := reflect.ValueOf(authorized{reachedStore{&reached}}).MethodByName(method)
+	if !m.IsValid() {
+		t.Fatalf("authorized has no method %s", method)
+	}
+	typ := m.Type()
+	args := make([]reflect.Value, typ.NumIn())
+	first := true
+	for i := range args {
+		pt := typ.In(i)
+		v := reflect.New(pt).Elem()
+		switch {
+		case pt == reflect.TypeFor[context.Context]():
+			v = reflect.ValueOf(&ctx).Elem()
+		case pt.Kind() == reflect.String && first:
+			v.SetString(acct)
+			first = false
+		case pt == reflect.TypeFor[*Subscription]():
+			v = reflect.ValueOf(&Subscription{AccountID: acct})
+		case pt == reflect.TypeFor[[]*Delivery]():
+			v = reflect.ValueOf([]*Delivery{{AccountID: acct}})
+		}
+		args[i] = v
+	}
+	out := m.Call(args)
+	err, _ := out[len(out)-1].Interface().(error)
+	return reached, err
+}
+
+func asCaller(id string) context.Context {
+	ctx := httpx.WithInfo(context.Background(), &httpx.Info{ID: "req"})
+	authz.From(ctx).Account = &model.Account{ID: id}
+	return ctx
+}
+
+// TestStoreAuthorized: every Store method has a rule, New keeps the store
+// behind authorized, and each wrapper lets the system through, the owner
+// unless the rule is system, and refuses another account.
+func TestStoreAuthorized(t *testing.T) {
+	st := reflect.TypeFor[Store]()
+	for i := range st.NumMethod() {
+		if _, ok := storeRules[st.Method(i).Name]; !ok {
+			t.Errorf("Store.%s has no authorization test: add its rule to storeRules", st.Method(i).Name)
+		}
+	}
+	var reached bool
+	s, err := New(Deps{Store: reachedStore{&reached}, Log: slog.New(slog.DiscardHandler), Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.TypeOf(s.store) != reflect.TypeFor[authorized]() {
+		t.Errorf("New keeps a %T, want the store behind authorized", s.store)
+	}
+	for name, kind := range storeRules {
+		t.Run(name, func(t *testing.T) {
+			if reached, err := callAs(t, name, context.Background(), "acct-b"); !reached || err != nil {
+				t.Errorf("as the system: reached %v, err %v", reached, err)
+			}
+			reached, err := callAs(t, name, asCaller("acct-a"), "acct-a")
+			if kind == "system" {
+				if reached || !errors.Is(err, errSystemOnly) {
+					t.Errorf("system, as a caller: reached %v, err %v", reached, err)
+				}
+				return
+			}
+			if !reached || err != nil {
+				t.Errorf("as the owner: reached %v, err %v", reached, err)
+			}
+			if reached, err := callAs(t, name, asCaller("acct-a"), "acct-b"); reached || !errors.Is(err, ErrNotFound) {
+				t.Errorf("as another account: reached %v, err %v; want ErrNotFound", reached, err)
+			}
+		})
+	}
+}
+
+// TestSign: the documented construction, a known vector, and Verify's
+// refusals (another secret, another body, an old timestamp).
+func TestSign(t *testing.T) {
+	at := time.Unix(1700000000, 0)
+	body := []byte(`{"event":"sandbox.created"}`)
+	got := Sign("whsec_test", at, body)
+	// printf '%s' '1700000000.{"event":"sandbox.created"}' | openssl dgst -sha256 -hmac whsec_test
+	want := "t=1700000000,v1=" + mac("whsec_test", "1700000000", body)
+	if got != want {
+		t.Fatalf("Sign = %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		name, secret string
+		body         []byte
+		now          time.Time
+		ok           bool
+	}{
+		{"valid", "whsec_test", body, at.Add(time.Minute), true},
+		{"other secret", "whsec_other", body, at, false},
+		{"other body", "whsec_test", []byte(`{}`), at, false},
+		{"too old", "whsec_test", body, at.Add(10 * time.Minute), false},
+	} {
+		if ok := Verify(tc.secret, got, tc.body, tc.now, 5*time.Minute); ok != tc.ok {
+			t.Errorf("%s: Verify = %v, want %v", tc.name, ok, tc.ok)
+		}
+	}
+}
+
+func FuzzVerify(f *testing.F) {
+	f.Add("t=1,v1=00", []byte("x"))
+	f.Add("t=,v1", []byte(""))
+	f.Fuzz(func(t *testing.T, header string, body []byte) {
+		_ = Verify("s", header, body, time.Unix(1, 0), time.Minute)
+	})
+}
+
+// TestCheckURL: forms and literal addresses the SSRF check refuses.
+func TestCheckURL(t *testing.T) {
+	for _, tc := range []struct {
+		url      string
+		loopback bool
+		ok       bool
+	}{
+		{"https://hooks.example.com/in", false, true},
+		{"http://93.184.216.34/in", false, true},
+		{"http://127.0.0.1:8080/in", false, false},
+		{"http://127.0.0.1:8080/in", true, true},
+		{"http://127.0.0.2/in", true, false},
+		{"http://localhost/in", false, false},
+		{"http://[::ffff:127.0.0.1]/in", false, false},
+		{"http://[::ffff:10.0.0.1]/in", true, false},
+		{"http://10.1.2.3/", false, false},
+		{"http://172.16.0.1/", false, false},
+		{"http://192.168.0.1/", false, false},
+		{"http://169.254.169.254/", false, false},
+		{"http://100.64.0.1/", false, false},
+		{"http://0.0.0.0/", false, false},
+		{"http://[fe80::1]/", false, false},
+		{"http://[fc00::1]/", false, false},
+		{"file:///etc/passwd", false, false},
+		{"https://user:pw@hooks.example.com/", false, false},
+		{"https:///nohost", false, false},
+		{"", false, false},
+	} {
+		if err := checkURL(tc.url, tc.loopback); (err == nil) != tc.ok {
+			t.Errorf("checkURL(%q, loopback %v) = %v, want ok %v", tc.url, tc.loopback, err, tc.ok)
+		}
+	}
+}
+
+func FuzzCheckURL(f *testing.F) {
+	f.Add("http://127.0.0.1/")
+	f.Add("https://[::1]:80/x")
+	f.Fuzz(func(t *testing.T, raw string) {
+		if checkURL(raw, false) != nil {
+			return
+		}
+		// Accepted: a literal address in it is public.
+		if ip, err := netip.ParseAddr(hostOf(raw)); err == nil && !allowedAddr(ip, false) {
+			t.Errorf("checkURL accepted %q with a private address", raw)
+		}
+	})
+}
+
+// TestBackoff: 30 s × 2^(n-1), at most an hour.
+func TestBackoff(t *testing.T) {
+	s, err := New(Deps{Store: reachedStore{new(bool)}, Log: slog.New(slog.DiscardHandler), Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute, 32 * time.Minute, time.Hour, time.Hour}
+	for i, w := range want {
+		if got := s.backoff(i + 1); got != w {
+			t.Errorf("backoff(%d) = %v, want %v", i+1, got, w)
+		}
+	}
+}
+
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
