@@ -94,7 +94,8 @@ func deliveries(t *testing.T, e *env, key, id string) []api.WebhookDelivery {
 // TestWebhookSignedDelivery: creating and deleting a sandbox sends
 // sandbox.created and sandbox.destroyed to a receiver on 127.0.0.1, each
 // signed as docs/webhooks.md says, with the envelope's fields; the
-// deliveries log shows them delivered; the list never shows the secret.
+// deliveries log shows them delivered; POST …/test sends webhook.test;
+// the list never shows the secret.
 func TestWebhookSignedDelivery(t *testing.T) {
 	e := newEnv(t, webhookConfig())
 	runServer(t, e.Server)
@@ -128,7 +129,16 @@ func TestWebhookSignedDelivery(t *testing.T) {
 		ds := deliveries(t, e, e.KeyA, hook.ID)
 		return len(ds) == 2 && ds[0].Status == webhooks.StatusDelivered && ds[1].Status == webhooks.StatusDelivered
 	})
-	_, body := e.do("GET", "/v1/webhooks", e.KeyA, nil)
+	// POST …/test queues a webhook.test event for this subscription.
+	resp, body := e.do("POST", "/v1/webhooks/"+hook.ID+"/test", e.KeyA, nil)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("test: %d %s", resp.StatusCode, body)
+	}
+	eventually(t, "the test event", func() bool { return len(rc.received()) == 3 })
+	if r := rc.received()[2]; r.header.Get("X-Boxkite-Webhook-Event") != "webhook.test" || !webhooks.Verify(hook.Secret, r.header.Get(webhooks.SignatureHeader), r.body, e.clock.Now(), time.Minute) {
+		t.Errorf("test delivery: %v %s", r.header, r.body)
+	}
+	_, body = e.do("GET", "/v1/webhooks", e.KeyA, nil)
 	var list []api.Webhook
 	mustUnmarshal(t, body, &list)
 	if len(list) != 1 || list[0].Secret != "" || list[0].LastTriggeredAt == nil {

@@ -47,7 +47,15 @@ var notCalled = map[string]string{
 	"POST /v1/sandboxes/{id}/preview/{port}":         pendingIssue23,
 	"DELETE /v1/sandboxes/{id}/preview/{port}":       pendingIssue23,
 	"GET /v1/sandboxes/{id}/previews":                pendingIssue23,
+	"POST /v1/webhooks":                              pendingWebhooks,
+	"GET /v1/webhooks":                               pendingWebhooks,
+	"GET /v1/webhooks/{id}":                          pendingWebhooks,
+	"DELETE /v1/webhooks/{id}":                       pendingWebhooks,
+	"GET /v1/webhooks/{id}/deliveries":               pendingWebhooks,
+	"POST /v1/webhooks/{id}/test":                    pendingWebhooks,
 }
+
+const pendingWebhooks = "webhook subscriptions (issue 24) landed after the SDKs: the Go client and the CLI call them (server/webhooks_test.go, cli/testdata/script/webhooks.txtar); the SDK calls and cases are still to write"
 
 const pendingIssue23 = "the browser, Node interpreter, pty_exec and preview URL routes (issue 23) landed after the SDKs of issue 25: their SDK calls and cases are still to write (docs/sdks.md)"
 

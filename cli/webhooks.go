@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+func newWebhooksCmd(app *App) *cobra.Command {
+	cmd := groupCmd(&cobra.Command{
+		Use:     "webhooks",
+		Aliases: []string{"webhook"},
+		Short:   "Subscribe URLs to sandbox and audit events, and see their deliveries",
+		Long: `A webhook subscription sends the account's events (sandbox.created,
+sandbox.destroyed, sandbox.paused, sandbox.resumed, sandbox.lost,
+audit_log.entry) to a URL as signed JSON: each request carries
+X-Boxkite-Webhook-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
+"<t>.<body>"> under the subscription's secret, which 'add' prints once.
+Deliveries are retried with backoff for about an hour (docs/webhooks.md).`,
+		GroupID: groupSandboxes,
+	})
+	cmd.AddCommand(
+		newWebhooksAddCmd(app),
+		newWebhooksLsCmd(app),
+		withArgs(newRmCmd(app, "webhook", "Remove a webhook subscription and its pending deliveries", false, (*client.Client).DeleteWebhook), completeWebhooks(app)),
+		newWebhooksDeliveriesCmd(app),
+		newWebhooksTestCmd(app),
+	)
+	return cmd
+}
+
+func newWebhooksAddCmd(app *App) *cobra.Command {
+	var (
+		out         outputFlags
+		events      []string
+		description string
+		format      string
+		hecToken    string
+	)
+	cmd := &cobra.Command{
+		Use:   "add URL",
+		Short: "Subscribe a URL to events and print its id and signing secret",
+		Example: "  boxkite webhooks add https://hooks.example.com/boxkite --event sandbox.created --event sandbox.destroyed\n" +
+			"  boxkite webhooks add https://splunk.example.com:8088/services/collector --event audit_log.entry --format splunk_hec --hec-token TOKEN",
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(events) == 0 {
+				return usageErrorf("pass --event TYPE, once per event type to send", "a webhook needs at least one --event")
+			}
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			w, err := c.CreateWebhook(cmd.Context(), api.CreateWebhookRequest{
+				URL: args[0], EventTypes: events, Description: description, PayloadFormat: format, HECToken: hecToken,
+			})
+			if err != nil {
+				return fmt.Errorf("add webhook: %w", err)
+			}
+			if asJSON {
+				return out.write(app.IO, w)
+			}
+			fmt.Fprintf(app.IO.Out, "%s\nsecret: %s (shown once: keep it to verify signatures)\n", w.ID, w.Secret)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&events, "event", nil, "`TYPE` of event to send (repeatable, at least one): sandbox.created, sandbox.destroyed, sandbox.paused, sandbox.resumed, sandbox.lost, audit_log.entry")
+	cmd.Flags().StringVar(&description, "description", "", "free `TEXT` describing the subscription")
+	cmd.Flags().StringVar(&format, "format", "", "payload `FORMAT`: boxkite_v1 (default) or splunk_hec")
+	cmd.Flags().StringVar(&hecToken, "hec-token", "", "Splunk HTTP Event Collector `TOKEN` (with --format splunk_hec)")
+	_ = cmd.RegisterFlagCompletionFunc("event", cobra.FixedCompletions([]string{
+		api.EventSandboxCreated, api.EventSandboxDestroyed, api.EventSandboxPaused, api.EventSandboxResumed, api.EventSandboxLost, api.EventAuditLogEntry,
+	}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{api.PayloadBoxkiteV1, api.PayloadSplunkHEC}, cobra.ShellCompDirectiveNoFileComp))
+	out.register(cmd, api.Webhook{})
+	return cmd
+}
+
+func newWebhooksLsCmd(app *App) *cobra.Command {
+	return newListCmd(app, listing[api.Webhook]{
+		short: "List the account's webhook subscriptions", noun: "webhooks",
+		header: "ID\tURL\tEVENTS\tLAST SENT",
+		empty:  "no webhooks; add one with 'boxkite webhooks add URL --event TYPE'",
+		fetch:  (*client.Client).ListWebhooks,
+		row: func(w api.Webhook, _ time.Time) []string {
+			last := "never"
+			if w.LastTriggeredAt != nil {
+				last = w.LastTriggeredAt.Format(time.RFC3339)
+			}
+			return []string{w.ID, w.URL, strings.Join(w.EventTypes, ","), last}
+		},
+	})
+}
+
+func newWebhooksDeliveriesCmd(app *App) *cobra.Command {
+	var (
+		out           outputFlags
+		limit, offset int
+	)
+	cmd := &cobra.Command{
+		Use:   "deliveries ID",
+		Short: "List a subscription's deliveries, newest first",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			ds, err := c.WebhookDeliveries(cmd.Context(), args[0], limit, offset)
+			if err != nil {
+				return fmt.Errorf("list webhook deliveries: %w", err)
+			}
+			if asJSON {
+				return out.write(app.IO, ds)
+			}
+			if len(ds) == 0 {
+				fmt.Fprintln(app.IO.ErrOut, "no deliveries yet; queue one with 'boxkite webhooks test ID'")
+				return nil
+			}
+			return writeRows(app.IO.Out, app.IO.Color, "ID\tEVENT\tSTATUS\tATTEMPTS\tANSWER\tCREATED", ds, func(d api.WebhookDelivery, _ time.Time) []string {
+				code := "-"
+				if d.ResponseStatusCode != nil {
+					code = strconv.Itoa(*d.ResponseStatusCode)
+				}
+				return []string{d.ID, d.EventType, d.Status, strconv.Itoa(d.AttemptCount), code, d.CreatedAt.Format(time.RFC3339)}
+			}, time.Now())
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 20, "how many deliveries to show (at most 100)")
+	cmd.Flags().IntVar(&offset, "offset", 0, "how many of the newest to skip")
+	out.register(cmd, []api.WebhookDelivery{})
+	cmd.ValidArgsFunction = completeWebhooks(app)
+	return cmd
+}
+
+func newWebhooksTestCmd(app *App) *cobra.Command {
+	var out outputFlags
+	cmd := &cobra.Command{
+		Use:   "test ID",
+		Short: "Queue a webhook.test event for one subscription and print the delivery's id",
+		Args:  usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			c, err := app.Client()
+			if err != nil {
+				return err
+			}
+			d, err := c.TestWebhook(cmd.Context(), args[0])
+			if err != nil {
+				return fmt.Errorf("test webhook: %w", err)
+			}
+			if asJSON {
+				return out.write(app.IO, d)
+			}
+			fmt.Fprintln(app.IO.Out, d.ID)
+			return nil
+		},
+	}
+	out.register(cmd, api.WebhookDelivery{})
+	cmd.ValidArgsFunction = completeWebhooks(app)
+	return cmd
+}
+
+func completeWebhooks(app *App) cobra.CompletionFunc {
+	return completeFrom(app, (*client.Client).ListWebhooks, func(w api.Webhook) string { return w.ID }, func(w api.Webhook) string { return w.URL }, "")
+}
