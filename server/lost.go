@@ -74,7 +74,15 @@ func (s *Server) loseSandbox(ctx context.Context, id, why string) {
 	if s.calls.Ending(id) != nil {
 		return // this server is destroying it: its sidecar's end is no loss
 	}
-	switch sb, err := s.destroySandbox(ctx, id, api.StatusLost, model.ReasonLost); {
+	// Decided under the lifecycle lock, after a pause or resume under way
+	// finished: a paused sandbox's sidecar is gone on purpose (a
+	// filesystem pause ends it; the kube driver deletes its pod), and a
+	// resumed one may answer elsewhere now.
+	defer s.lifecycleLocks.lock(id)()
+	if cur, err := s.store.SandboxByID(ctx, id); err != nil || !cur.Active() || s.probeAlive(ctx, id) {
+		return
+	}
+	switch sb, err := s.destroyLocked(ctx, id, api.StatusLost, model.ReasonLost); {
 	case err == nil:
 		s.log.WarnContext(ctx, "sandbox lost: "+why, "sandbox", id)
 		s.recordLost(ctx, sb, why)
@@ -92,6 +100,21 @@ func (s *Server) recordLost(ctx context.Context, sb *model.Sandbox, why string) 
 		Sandbox: sb, Source: api.LogSourceSystem, Operation: "sandbox_lost",
 		Detail: map[string]any{"reason": why}, Started: s.now(),
 	})
+}
+
+// probeAlive reports whether the driver says sandbox id runs; false when
+// it cannot tell.
+func (s *Server) probeAlive(ctx context.Context, id string) bool {
+	d := s.driver
+	if cd, ok := d.(countingDriver); ok {
+		d = cd.Driver
+	}
+	p, ok := d.(model.Prober)
+	if !ok {
+		return false
+	}
+	alive, err := p.Probe(ctx, id)
+	return err == nil && alive
 }
 
 // lostAnswer is the answer to a call to a lost sandbox.

@@ -432,8 +432,13 @@ func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
 // Calls in flight to the sandbox, and those that start meanwhile, are
 // ended first, so none reads the sidecar's death as a loss.
 func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
-	defer s.calls.End(id, endedAnswer(id, status))()
 	defer s.lifecycleLocks.lock(id)() // after a pause or resume under way
+	return s.destroyLocked(ctx, id, status, reason)
+}
+
+// destroyLocked is destroySandbox for a caller holding id's lifecycle lock.
+func (s *Server) destroyLocked(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
+	defer s.calls.End(id, endedAnswer(id, status))()
 	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)

@@ -68,7 +68,7 @@ func TestE2BPause(t *testing.T) {
 	}
 	sdk := e2bsdk.Dir(t)
 	srv := startE2BServer(t)
-	e2bsdk.RunPause(t, sdk, e2bsdk.Server{Base: srv.base, Key: srv.key}, srv.out.String)
+	e2bsdk.RunPause(t, sdk, e2bsdk.Server{Base: srv.base, Key: srv.key}, srv.out.String, false)
 
 	// The statuses the SDK hides: pause 204 then 409 {code: 409};
 	// connect 201 when it resumed, 200 when it was running.

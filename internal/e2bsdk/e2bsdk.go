@@ -138,8 +138,10 @@ var PauseChecks = []string{
 }
 
 // RunPause runs pause.mjs with the SDK in sdk against srv (Key only) and
-// fails t for every check it did not pass.
-func RunPause(t testing.TB, sdk string, srv Server, log func() string) {
+// fails t for every check it did not pass. filesystemOnly is for a server
+// that cannot keep a paused sandbox's memory (the kube driver): every
+// pause keeps the files only, and the default pause must be refused.
+func RunPause(t testing.TB, sdk string, srv Server, log func() string, filesystemOnly bool) {
 	t.Helper()
 	run := scriptDir(t, sdk)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -148,6 +150,12 @@ func RunPause(t testing.TB, sdk string, srv Server, log func() string) {
 	cmd.Dir = run
 	cmd.Env = append(os.Environ(), "E2B_API_URL="+srv.Base, "E2B_SANDBOX_URL="+srv.Base, "E2B_API_KEY="+srv.Key,
 		"RUN_ID="+fmt.Sprint(time.Now().UnixNano()), "E2B_DOMAIN=boxkite.invalid")
+	checks := PauseChecks
+	if filesystemOnly {
+		cmd.Env = append(cmd.Env, "FILESYSTEM_ONLY=1")
+		checks = slices.Clone(checks)
+		checks[slices.Index(checks, "resume.counter-continues")] = "pause.memory-refused"
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -155,7 +163,7 @@ func RunPause(t testing.TB, sdk string, srv Server, log func() string) {
 	if err != nil {
 		t.Fatalf("pause.mjs: %v\nserver log:\n%s", err, log())
 	}
-	for _, want := range PauseChecks {
+	for _, want := range checks {
 		if !bytes.Contains(out, []byte("ok "+want+"\n")) {
 			t.Errorf("pause.mjs did not pass %s", want)
 		}

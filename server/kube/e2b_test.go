@@ -24,3 +24,19 @@ func TestE2BSDK(t *testing.T) {
 	e2bsdk.CheckAudit(t, e.client(), res)
 	e2btui.Check(t, e.client(), res)
 }
+
+// TestE2BPause is issue 22 through the real e2b SDK on the kube driver
+// (pause.mjs, as cmd/boxkite-server's TestE2BPause on the local driver):
+// pause({keepMemory: false}) and Sandbox.connect resuming, the paused
+// state in list and getInfo, the default pause (keeping memory) refused,
+// lifecycle.onTimeout "pause", snapshots restored with Sandbox.create and
+// fork. About 30 s.
+func TestE2BPause(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real sandboxes")
+	}
+	sdk := e2bsdk.Dir(t)
+	e := newEnv(t, kube.Config{SnapshotDir: t.TempDir()})
+	e.start(t)
+	e2bsdk.RunPause(t, sdk, e2bsdk.Server{Base: e.url, Key: e.key}, func() string { return "(the server logs to the test log)" }, true)
+}

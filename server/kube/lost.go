@@ -75,3 +75,21 @@ func (d *Driver) WatchLost(ctx context.Context, lost func(id string)) error {
 func stopped(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
 }
+
+// Probe reports whether sandbox id has a pod that runs or is starting: a
+// pod deleted under a paused sandbox, or replaced by its resume, is not
+// its loss (model.Prober).
+func (d *Driver) Probe(ctx context.Context, id string) (bool, error) {
+	sel := labels.Set{LabelManagedBy: ManagedBy, LabelSandbox: id, LabelState: StateBound}.String()
+	pods, err := d.client.CoreV1().Pods(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return false, fmt.Errorf("probe sandbox %s: %w", id, err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp == nil && !stopped(p) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/kube"
@@ -148,6 +149,23 @@ func TestPause(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(dir, "*")); len(files) != 0 {
 		t.Errorf("snapshot directory after resume: %v, want empty", files)
+	}
+	// A pause deletes the pod: the loss watch sees it go, and must take
+	// neither the paused sandbox nor the resumed one for lost once its
+	// grace (2 s) has passed.
+	if _, err := c.PauseSandbox(ctx, sb.ID, api.PauseFilesystem); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if got, err := c.Sandbox(ctx, sb.ID); err != nil || got.Status != api.StatusPaused {
+		t.Errorf("3 s after the pause: %+v, %v; want paused", got, err)
+	}
+	if _, err := c.ResumeSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	if got, err := c.Sandbox(ctx, sb.ID); err != nil || got.Status != api.StatusActive {
+		t.Errorf("3 s after the resume: %+v, %v; want active", got, err)
 	}
 
 	if _, err := c.PauseSandbox(ctx, sb.ID, api.PauseFilesystem); err != nil {

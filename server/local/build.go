@@ -35,12 +35,12 @@ func (d *Driver) RunBuild(ctx context.Context, id string, prepare func(hostIDBas
 		return errors.New("run build: image builds need the server to run as root")
 	}
 	// A range of its own, as a sandbox has: install scripts run in it.
-	lease, err := d.ids.acquire(id)
+	lease, err := d.ids.Acquire(id)
 	if err != nil {
 		return fmt.Errorf("run build: %w", err)
 	}
 	defer lease.Close()
-	spec, err := prepare(lease.base)
+	spec, err := prepare(lease.Base())
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (d *Driver) RunBuild(ctx context.Context, id string, prepare func(hostIDBas
 		return errors.New("run build: the spec is no build")
 	}
 	lim, _ := d.limits("")
-	spec.ID, spec.HostIDBase = id, lease.base
+	spec.ID, spec.HostIDBase = id, lease.Base()
 	spec.MaxProcs = int(max(1, lim.Pids-lim.Pids/8))
 	var cg jail.Cgroup
 	if d.cgroups != nil {
@@ -62,7 +62,7 @@ func (d *Driver) RunBuild(ctx context.Context, id string, prepare func(hostIDBas
 		}()
 	}
 	cmd := &exec.Cmd{Path: d.sidecar, Args: []string{"boxkite-sidecar", "init"}, Stdout: out, Stderr: out}
-	cmd.ExtraFiles = []*os.File{lease.f} // held by the build's init too
+	cmd.ExtraFiles = []*os.File{lease.File()} // held by the build's init too
 	if err := jail.Start(cmd, spec, "", nil, cg.Add); err != nil {
 		return fmt.Errorf("run build: %w", err)
 	}

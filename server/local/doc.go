@@ -43,7 +43,7 @@
 // reading the socket.
 //
 // As root, each jail maps ids 0..65535 to a host id range of its own,
-// leased host-wide (idranges.go, Config.IDRange*) for as long as the jail
+// leased host-wide (server/local/idrange, Config.IDRange*) for as long as the jail
 // lives, so the jail's root is an unprivileged host user, per-user kernel
 // counters are per sandbox, and the jail's user namespace is owned by the
 // range's base uid (jail.Start). Data at rest (workspace, outputs,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/local/idrange"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 	"golang.org/x/sys/unix"
@@ -56,7 +57,7 @@ type Config struct {
 
 	// IDRangeDir, IDRangeFirst and IDRangeCount lay out the host uid and
 	// gid ranges a root driver leases to its sandboxes, one each
-	// (idranges.go): IDRangeCount ranges of jail.IDRange ids from
+	// (server/local/idrange): IDRangeCount ranges of jail.IDRange ids from
 	// IDRangeFirst (a multiple of jail.IDRange), leased through lock files
 	// in IDRangeDir. Every boxkite server of a host must use the same
 	// directory; ranges of different layouts never overlap as long as each
@@ -118,8 +119,8 @@ type Driver struct {
 	cfg     Config
 	log     *slog.Logger
 	sidecar string
-	root    bool      // the driver runs as root and maps a uid range per sandbox
-	ids     *idRanges // root only
+	root    bool            // the driver runs as root and maps a uid range per sandbox
+	ids     *idrange.Ranges // root only
 
 	cgroups *jail.Cgroups // nil: no cgroup limits
 	storage string        // StorageLoop or StorageTmpfs
@@ -158,7 +159,7 @@ func New(cfg Config) (*Driver, error) {
 		d.cfg.LegacyIDBase = LegacyIDBase
 	}
 	if d.root {
-		ids, err := newIDRanges(cmp.Or(cfg.IDRangeDir, DefaultIDRangeDir), cmp.Or(cfg.IDRangeFirst, DefaultIDRangeFirst),
+		ids, err := idrange.New(cmp.Or(cfg.IDRangeDir, DefaultIDRangeDir), cmp.Or(cfg.IDRangeFirst, DefaultIDRangeFirst),
 			cmp.Or(cfg.IDRangeCount, DefaultIDRangeCount), cfg.StateDir)
 		if err != nil {
 			return nil, fmt.Errorf("new local driver: %w", err)
@@ -370,7 +371,7 @@ func (d *Driver) quota(storageGB float64) int64 {
 type prepared struct {
 	js    jail.Spec
 	st    state
-	lease *idLease
+	lease *idrange.Lease
 }
 
 // prepare makes the sandbox's host side: its host id range, directories,
@@ -401,7 +402,7 @@ func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepar
 	}
 	var st state
 	if d.ids != nil {
-		if p.lease, err = d.ids.acquire(spec.ID); err != nil {
+		if p.lease, err = d.ids.Acquire(spec.ID); err != nil {
 			return p, err
 		}
 		defer func() {
@@ -409,7 +410,7 @@ func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepar
 				_ = p.lease.Close()
 			}
 		}()
-		js.HostIDBase, st.HostIDBase = p.lease.base, p.lease.base
+		js.HostIDBase, st.HostIDBase = p.lease.Base(), p.lease.Base()
 	}
 	if err = d.makeRunDir(js.RunDir, js.HostIDBase); err != nil {
 		return p, err
@@ -510,7 +511,7 @@ func (d *Driver) start(p prepared, token, dir string, initArgs ...string) (<-cha
 	defer logf.Close() // the jail holds its own copy
 	cmd := &exec.Cmd{Path: d.sidecar, Args: append([]string{"boxkite-sidecar", "init"}, initArgs...), Stdout: logf, Stderr: logf}
 	if p.lease != nil {
-		cmd.ExtraFiles = []*os.File{p.lease.f} // held by the jail's init until it dies
+		cmd.ExtraFiles = []*os.File{p.lease.File()} // held by the jail's init until it dies
 	}
 	listener, err := listenSidecar(dir)
 	if err != nil {

@@ -191,15 +191,15 @@ func (d *Driver) restartJail(ctx context.Context, id, dir string, st state, egre
 	}
 	p := prepared{js: js, st: st}
 	if d.ids != nil {
-		if p.lease, err = d.ids.acquire(id); err != nil {
+		if p.lease, err = d.ids.Acquire(id); err != nil {
 			return err
 		}
 		defer p.lease.Close() // the jail holds its own copy once started
-		p.js.HostIDBase, p.st.HostIDBase = p.lease.base, p.lease.base
+		p.js.HostIDBase, p.st.HostIDBase = p.lease.Base(), p.lease.Base()
 		// The run dir is the server's, group the jail's root: now the
 		// new range's. It lies in the sandbox's 0700 directory, which no
 		// jail reaches, so it cannot have been replaced.
-		if err := os.Chown(p.js.RunDir, 0, p.lease.base); err != nil {
+		if err := os.Chown(p.js.RunDir, 0, p.lease.Base()); err != nil {
 			return err
 		}
 	}

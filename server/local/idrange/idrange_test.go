@@ -1,24 +1,22 @@
-package local
+package idrange
 
 import (
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 // testRanges returns a layout of count ranges on a registry directory of
 // its own (the host's is shared with every other test run).
-func testRanges(t *testing.T, dir string, count int) *idRanges {
+func testRanges(t *testing.T, dir string, count int) *Ranges {
 	t.Helper()
-	r, err := newIDRanges(dir, DefaultIDRangeFirst, count, t.TempDir())
+	r, err := New(dir, DefaultFirst, count, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,9 +30,9 @@ func testRanges(t *testing.T, dir string, count int) *idRanges {
 func TestIDRangeLeases(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ranges")
 	a, b := testRanges(t, dir, 3), testRanges(t, dir, 3)
-	var leases []*idLease
-	for i, r := range []*idRanges{a, b, a} {
-		l, err := r.acquire("s")
+	var leases []*Lease
+	for i, r := range []*Ranges{a, b, a} {
+		l, err := r.Acquire("s")
 		if err != nil {
 			t.Fatalf("lease %d: %v", i, err)
 		}
@@ -45,18 +43,18 @@ func TestIDRangeLeases(t *testing.T) {
 		bases = append(bases, l.base)
 	}
 	slices.Sort(bases)
-	want := []int{DefaultIDRangeFirst, DefaultIDRangeFirst + jail.IDRange, DefaultIDRangeFirst + 2*jail.IDRange}
+	want := []int{DefaultFirst, DefaultFirst + jail.IDRange, DefaultFirst + 2*jail.IDRange}
 	if diff := cmp.Diff(want, bases); diff != "" {
 		t.Fatalf("leased bases (-want +got):\n%s", diff)
 	}
-	if l, err := b.acquire("s"); !errors.Is(err, ErrNoIDRange) {
+	if l, err := b.Acquire("s"); !errors.Is(err, ErrNoIDRange) {
 		t.Fatalf("a fourth lease of three ranges = %+v, %v; want ErrNoIDRange", l, err)
 	}
 	freed := leases[1].base
 	if err := leases[1].Close(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := b.acquire("s")
+	l, err := b.Acquire("s")
 	if err != nil || l.base != freed {
 		t.Fatalf("lease after one was let go = %+v, %v; want base %d", l, err, freed)
 	}
@@ -69,14 +67,14 @@ func TestIDRangeLeases(t *testing.T) {
 // are never leased.
 func TestIDRangeReserved(t *testing.T) {
 	r := testRanges(t, t.TempDir(), 4)
-	first := uint64(DefaultIDRangeFirst)
+	first := uint64(DefaultFirst)
 	r.reserve(idSpan{first + jail.IDRange - 1, 2})     // the end of range 0 and the start of range 1
 	r.reserve(idSpan{first + 3*jail.IDRange + 5, 1})   // one id of range 3
 	r.reserve(idSpan{first + 4*jail.IDRange, 1 << 20}) // past the layout
 	r.reserve(idSpan{100000, first - 100000})          // up to the layout's first id
 	var got []int
 	for {
-		l, err := r.acquire("s")
+		l, err := r.Acquire("s")
 		if errors.Is(err, ErrNoIDRange) {
 			break
 		}
@@ -86,7 +84,7 @@ func TestIDRangeReserved(t *testing.T) {
 		defer l.Close()
 		got = append(got, l.base)
 	}
-	if want := []int{DefaultIDRangeFirst + 2*jail.IDRange}; !cmp.Equal(want, got) {
+	if want := []int{DefaultFirst + 2*jail.IDRange}; !cmp.Equal(want, got) {
 		t.Errorf("leased %v, want only %v", got, want)
 	}
 }
@@ -97,18 +95,18 @@ func TestIDRangeLayoutChecked(t *testing.T) {
 		first, count int
 		ok           bool
 	}{
-		{"default", DefaultIDRangeFirst, DefaultIDRangeCount, true},
+		{"default", DefaultFirst, DefaultCount, true},
 		{"up to the last whole range", 1 << 31, (1<<31)/jail.IDRange - 1, true},
 		{"one range too many", 1 << 31, (1 << 31) / jail.IDRange, false},
-		{"not aligned", DefaultIDRangeFirst + 1, 1, false},
+		{"not aligned", DefaultFirst + 1, 1, false},
 		{"the host's own ids", 0, 1, false},
-		{"no ranges", DefaultIDRangeFirst, 0, false},
+		{"no ranges", DefaultFirst, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := newIDRanges(t.TempDir(), tt.first, tt.count, "")
+			_, err := New(t.TempDir(), tt.first, tt.count, "")
 			if (err == nil) != tt.ok {
-				t.Errorf("newIDRanges(%d, %d) = %v, want ok %v", tt.first, tt.count, err, tt.ok)
+				t.Errorf("New(%d, %d) = %v, want ok %v", tt.first, tt.count, err, tt.ok)
 			}
 		})
 	}
@@ -129,8 +127,8 @@ func TestIDRangeRegistryChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dir := range []string{open, link} {
-		if _, err := newIDRanges(dir, DefaultIDRangeFirst, 1, ""); err == nil {
-			t.Errorf("newIDRanges accepted the registry %s", dir)
+		if _, err := New(dir, DefaultFirst, 1, ""); err == nil {
+			t.Errorf("New accepted the registry %s", dir)
 		}
 	}
 }
@@ -163,7 +161,7 @@ func FuzzParseIDSpans(f *testing.F) {
 	f.Add([]byte("alice:100000:65536\n"), true)
 	f.Add([]byte("root:x:0:0:root:/root:/bin/bash\n"), false)
 	f.Fuzz(func(t *testing.T, b []byte, sub bool) {
-		r := &idRanges{first: DefaultIDRangeFirst, count: 8, reserved: map[int]bool{}}
+		r := &Ranges{first: DefaultFirst, count: 8, reserved: map[int]bool{}}
 		for _, s := range parseIDSpans(b, sub) {
 			if s.count == 0 || s.first > 1<<32-1 || s.count > 1<<32-1 {
 				t.Fatalf("span %+v out of 32-bit ids", s)
@@ -178,48 +176,29 @@ func FuzzParseIDSpans(f *testing.F) {
 	})
 }
 
-// heldBy reports whether another open file holds the lease lock of the
-// range at base in dir.
-func heldBy(t *testing.T, dir string, base int) bool {
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(base)), os.O_RDONLY, 0)
-	if err != nil {
-		t.Fatalf("open lease file: %v", err)
-	}
-	defer f.Close()
-	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-	if err == nil {
-		return false
-	}
-	if !errors.Is(err, unix.EWOULDBLOCK) {
-		t.Fatalf("lock lease file: %v", err)
-	}
-	return true
-}
-
 // BenchmarkIDLease leases a range and lets go of it, on a registry where
 // half the ranges are taken, as Create and the jail's end do. The
-// registry is on tmpfs, as DefaultIDRangeDir (/run) is.
+// registry is on tmpfs, as DefaultDir (/run) is.
 func BenchmarkIDLease(b *testing.B) {
 	dir, err := os.MkdirTemp("/dev/shm", "boxkite-bench-")
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
-	r, err := newIDRanges(filepath.Join(dir, "ranges"), DefaultIDRangeFirst, 64, "")
+	r, err := New(filepath.Join(dir, "ranges"), DefaultFirst, 64, "")
 	if err != nil {
 		b.Fatal(err)
 	}
 	r.reserved = map[int]bool{}
 	for range 32 {
-		l, err := r.acquire("held")
+		l, err := r.Acquire("held")
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer l.Close()
 	}
 	for b.Loop() {
-		l, err := r.acquire("b")
+		l, err := r.Acquire("b")
 		if err != nil {
 			b.Fatal(err)
 		}
