@@ -495,11 +495,15 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats)    // stats.go
 	s.mount(s.auditlog.Routes())                                // server/auditlog: log and watch
 
-	s.mount(s.volumes.Routes())   // server/volumes
-	s.mount(s.mcpconns.Routes())  // server/mcpconns
-	s.mount(s.hostedMCP.Routes()) // server/hostedmcp
-	s.secretRoutes()              // the secrets broker: secrets_routes.go
-	s.previewRoutes()             // preview URLs: preview_routes.go
+	s.mount(s.volumes.Routes())                     // server/volumes
+	s.mount(s.mcpconns.Routes())                    // server/mcpconns
+	s.mount(s.hostedMCP.Routes())                   // server/hostedmcp
+	s.mount(s.cfg.Secrets.Routes(secrets.RouteDeps{ // server/secrets
+		LoadSandbox: s.loadSandbox, ActiveAudited: s.activeAudited, Audit: s.audit, Now: func() time.Time { return s.now() },
+	}))
+	s.mountIf(s.preview != nil, s.preview.Routes(preview.RouteDeps{ // server/preview
+		LoadSandbox: s.loadSandbox, ActiveAudited: s.activeAudited,
+	}))
 	s.mount(s.allowlist.Routes()) // server/allowlists
 
 	s.mount(s.accounts.Routes()) // server/accounts
