@@ -71,7 +71,7 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/allowlists", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/allowlists", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview", "server/status"}, forbidden: merge(clientGo, sqlDriver)},
 	// The leaf of the control plane: domain records and the Store and
 	// Driver contracts (docs/architecture.md).
 	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -99,6 +99,9 @@ var rules = map[string]depRule{
 		"server/internal/httpx": "audit writes entries; serving them over HTTP is its callers' job",
 	}},
 	"server/volumes": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+	}},
+	"server/status": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/limits"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
 	}},
 	"server/mcpconns": {ours: []string{"client/api", "server/model", "server/egress", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{

@@ -16,9 +16,6 @@ import (
 // subsystems document their own.
 func routeDocs() []httpx.RouteDoc {
 	docs := []httpx.RouteDoc{
-		{Pattern: "GET /health", Summary: "Liveness: the server process is up", Auth: httpx.AuthNone, Response: api.Health{}},
-		{Pattern: "GET /health/ready", Summary: "Readiness: the store and driver answer", Auth: httpx.AuthNone, Response: api.Health{}},
-		{Pattern: "GET /metrics", Summary: "Prometheus metrics (text format 0.0.4)", Auth: httpx.AuthNone, Produces: "text/plain"},
 		{Pattern: "GET /openapi.json", Summary: "This document", Auth: httpx.AuthNone, Produces: "application/json"},
 
 		{Pattern: "POST /v1/sandboxes", Summary: "Create one sandbox, or count of them (then the answer is an array)", Request: api.CreateSandboxRequest{}, Response: api.Sandbox{}, Status: http.StatusCreated},
@@ -29,9 +26,6 @@ func routeDocs() []httpx.RouteDoc {
 		{Pattern: "POST /v1/sandboxes/{id}/pause", Summary: "Pause a sandbox (mode freeze, the default, filesystem or checkpoint); its lifetime stops counting", Request: api.PauseSandboxRequest{}, Response: api.Sandbox{}},
 		{Pattern: "POST /v1/sandboxes/{id}/resume", Summary: "Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused; after a filesystem pause, what became of its background processes", Response: api.ResumeResult{}},
 		{Pattern: "GET /v1/sandboxes/{id}/stats", Summary: "The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup); 501 not_supported without", Response: api.SandboxStats{}},
-
-		{Pattern: "GET /v1/usage", Summary: "Sandbox usage against the fair-use limits", Response: api.Usage{}},
-		{Pattern: "GET /v1/host", Summary: "The host's use of its limits (disk against the free-space watermark, threads, loop devices, memory), the audit log's state and the active sandboxes' disks (admin keys)", Response: api.HostStatus{}},
 	}
 	return docs
 }

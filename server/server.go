@@ -40,6 +40,7 @@ import (
 	"github.com/boxkite/boxkite/server/proxy"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
+	"github.com/boxkite/boxkite/server/status"
 	"github.com/boxkite/boxkite/server/takeover"
 	"github.com/boxkite/boxkite/server/volumes"
 )
@@ -262,6 +263,7 @@ type Server struct {
 	volumes   *volumes.Service
 	mcpconns  *mcpconns.Service
 	takeover  *takeover.Service
+	status    *status.Service
 	images    *imagesapi.Service
 	exec      *exec.Service
 	allowlist *allowlists.Service
@@ -430,6 +432,22 @@ func (s *Server) subsystems() error {
 	if err != nil {
 		return err
 	}
+	s.status, err = status.New(status.Deps{
+		Store:               s.store,
+		Log:                 s.log,
+		Now:                 func() time.Time { return s.now() },
+		Version:             s.cfg.Version,
+		DriverName:          s.cfg.DriverName,
+		MonthlySandboxHours: s.cfg.Limits.MonthlySandboxHours,
+		AccountConcurrent:   s.cfg.Limits.AccountConcurrent,
+		AuditOpen:           s.auditOpen,
+		AuditState:          s.alog.State,
+		Capacity:            func() (model.CapacityDriver, bool) { return capacityDriver(s.driver) },
+		Metrics:             func(w http.ResponseWriter, r *http.Request) { s.metrics.Handler(s.baseDriver()).ServeHTTP(w, r) },
+	})
+	if err != nil {
+		return err
+	}
 	s.takeover, err = takeover.New(takeover.Deps{
 		Store:           s.store,
 		Audit:           s.alog,
@@ -475,9 +493,7 @@ func (s *Server) Config() Config { return s.cfg }
 
 // routes is the whole API on one screen.
 func (s *Server) routes() {
-	s.handlePublic("GET /health", s.health)
-	s.handlePublic("GET /health/ready", s.ready)
-	s.handlePublic("GET /metrics", s.serveMetrics)
+	s.mount(s.status.Routes()) // server/status: health, metrics, usage, host
 	s.handlePublic("GET /openapi.json", s.serveOpenAPI)
 
 	s.mountIf(s.images.Served(), s.images.Routes()) // server/imagesapi
@@ -507,8 +523,6 @@ func (s *Server) routes() {
 	s.mount(s.allowlist.Routes()) // server/allowlists
 
 	s.mount(s.accounts.Routes()) // server/accounts
-	s.handle("GET /v1/usage", s.getUsage)
-	s.handle("GET /v1/host", s.getHost) // capacity.go
 
 	s.handlePublic("/", s.noRoute)
 }
