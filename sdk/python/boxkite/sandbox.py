@@ -471,12 +471,16 @@ class Sandbox:
         description: Optional[str] = None,
         max_output_bytes: Optional[int] = None,
         on_output_limit: Optional[str] = None,
+        secret_env: Optional[Dict[str, str]] = None,
     ) -> dict:
         """Run a shell command; return ``exit_code``, ``stdout``, ``stderr``,
-        ``duration_ms`` (and the truncation fields when output was cut)."""
+        ``duration_ms`` (and the truncation fields when output was cut).
+        secret_env maps environment variables to secret names: their values
+        in this command's environment only (docs/secrets.md, servers started
+        with --allow-secret-env), echoes redacted from the result."""
         body = self._exec_body(
             command, timeout=timeout, stdin=stdin, cwd=cwd, env=env, description=description,
-            max_output_bytes=max_output_bytes, on_output_limit=on_output_limit,
+            max_output_bytes=max_output_bytes, on_output_limit=on_output_limit, secret_env=secret_env,
         )
         return self._t.request("POST", self._path("/exec"), json=body, timeout=(timeout or DEFAULT_EXEC_TIMEOUT) + EXEC_MARGIN)
 

@@ -31,6 +31,11 @@ pub struct ExecOptions {
     pub max_output_bytes: Option<u64>,
     /// "truncate" (default) or "stop".
     pub on_output_limit: Option<String>,
+    /// Environment variable → secret name: the secret's value in this
+    /// command's environment only (docs/secrets.md, servers started with
+    /// --allow-secret-env); echoes are redacted from the result. The
+    /// server refuses it on exec_stream.
+    pub secret_env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Options of a background process; the defaults are the server's.
@@ -68,6 +73,9 @@ impl ExecOptions {
         }
         if let Some(v) = &self.on_output_limit {
             o.insert("on_output_limit".into(), json!(v));
+        }
+        if let Some(v) = &self.secret_env {
+            o.insert("secret_env".into(), json!(v));
         }
         b
     }

@@ -70,6 +70,13 @@ export interface ExecOptions {
   description?: string;
   max_output_bytes?: number;
   on_output_limit?: "truncate" | "stop";
+  /**
+   * Environment variable → secret name: the secret's value in this
+   * command's environment only (docs/secrets.md, servers started with
+   * --allow-secret-env); echoes are redacted from the result. Not for
+   * execStream: the server refuses it on streams.
+   */
+  secret_env?: Record<string, string>;
   signal?: AbortSignal;
 }
 
