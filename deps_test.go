@@ -71,7 +71,7 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/allowlists", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview", "server/webhooks"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/allowlists", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview", "server/status", "server/webhooks"}, forbidden: merge(clientGo, sqlDriver)},
 	// The leaf of the control plane: domain records and the Store and
 	// Driver contracts (docs/architecture.md).
 	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -99,6 +99,9 @@ var rules = map[string]depRule{
 		"server/internal/httpx": "audit writes entries; serving them over HTTP is its callers' job",
 	}},
 	"server/volumes": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+	}},
+	"server/status": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/limits"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
 	}},
 	"server/mcpconns": {ours: []string{"client/api", "server/model", "server/egress", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -172,13 +175,13 @@ var rules = map[string]depRule{
 	"server/egress":     {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	// The secrets broker: its records through its own Store, which
 	// server/sqlstore implements; its egress checks are server/egress's.
-	"server/secrets": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/egress"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/secrets": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/egress"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":          "the control plane imports the broker, never the reverse",
 		"server/sqlstore": "the broker keeps its records through its Store interface; cmd/boxkite-server wires the SQL store in",
 	}},
 	// Preview URLs: their records through their own Store, sandboxes
 	// through the ControlPlane interface the root implements.
-	"server/preview": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/preview": {ours: []string{"client/api", "server/model", "internal/apihttp", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":          "the control plane imports previews, never the reverse",
 		"server/sqlstore": "previews keep their records through their Store interface",
 	}},

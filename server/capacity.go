@@ -6,12 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server/internal/audit"
-	"github.com/boxkite/boxkite/server/internal/authz"
-	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -137,51 +133,5 @@ func (s *Server) brokenDisk(ctx context.Context, sb *model.Sandbox, op string) e
 		e.Hint = "copy out what you need and create a new sandbox once the host has space again"
 		return e
 	}
-	return nil
-}
-
-// getHost serves GET /v1/host: the host's use of its limits, the audit
-// log's state, and the caller's active sandboxes' disks. Admin keys only:
-// it describes the machine, not the account.
-func (s *Server) getHost(w http.ResponseWriter, r *http.Request) error {
-	if authz.From(r.Context()).Key.Role != model.RoleAdmin {
-		return api.Errorf(http.StatusForbidden, api.CodeForbidden, "only admin keys may read the host's status").
-			WithHint("use an admin API key")
-	}
-	out := api.HostStatus{Driver: s.cfg.DriverName, Limits: []api.HostLimit{}, Sandboxes: []api.SandboxDisk{}}
-	if since, cause := s.alog.State(); cause != nil {
-		t := since.UTC()
-		out.Audit = api.HostAudit{Reason: audit.Reason(cause), Since: &t}
-	} else {
-		out.Audit.Writable = true
-	}
-	sbs, err := s.store.ListSandboxes(r.Context(), accountFrom(r.Context()).ID, true)
-	if err != nil {
-		return fmt.Errorf("list sandboxes: %w", err)
-	}
-	if cd, ok := capacityDriver(s.driver); ok {
-		ids := make([]string, len(sbs))
-		labels := map[string]string{}
-		for i, sb := range sbs {
-			ids[i], labels[sb.ID] = sb.ID, sb.Label
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-		defer cancel()
-		hs, err := cd.Capacity(ctx, ids)
-		if err != nil {
-			return fmt.Errorf("host capacity: %w", err)
-		}
-		out.Disk = hs.Disk
-		if hs.Limits != nil {
-			out.Limits = hs.Limits
-		}
-		if hs.Sandboxes != nil {
-			out.Sandboxes = hs.Sandboxes
-		}
-		for i := range out.Sandboxes {
-			out.Sandboxes[i].Label = labels[out.Sandboxes[i].ID]
-		}
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }

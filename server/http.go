@@ -63,7 +63,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.log.LogAttrs(r.Context(), level, "request", attrs...)
 	}()
-	if s.servePreviewHost(rec, r) {
+	if s.preview.ServeHost(rec, r) {
 		return
 	}
 	if s.e2b != nil && s.e2bMatch(r) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
-	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -109,24 +108,5 @@ func (s *Server) reserveSandboxes(ctx context.Context, acct *model.Account, p cr
 	if err != nil {
 		return fmt.Errorf("record sandbox: %w", err)
 	}
-	return nil
-}
-
-// getUsage serves GET /v1/usage.
-func (s *Server) getUsage(w http.ResponseWriter, r *http.Request) error {
-	acct := accountFrom(r.Context())
-	now := s.now()
-	u, err := s.store.Usage(r.Context(), acct.ID, limits.MonthStart(now), now)
-	if err != nil {
-		return fmt.Errorf("usage: %w", err)
-	}
-	out := api.Usage{MonthlySandboxHoursUsed: limits.RoundHours(u.MonthlyHours), ConcurrentSandboxes: u.AccountActive}
-	if l := s.cfg.Limits.MonthlySandboxHours; l > 0 {
-		out.MonthlySandboxHoursLimit = &l
-	}
-	if l := s.cfg.Limits.AccountConcurrent; l > 0 {
-		out.ConcurrentSandboxesLimit = &l
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }

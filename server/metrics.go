@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/boxkite/boxkite/server/internal/metrics"
 	"github.com/boxkite/boxkite/server/model"
@@ -11,14 +10,6 @@ import (
 // MetricsWriter is implemented by drivers with metrics of their own (the
 // kube driver's warm pool); /metrics appends them.
 type MetricsWriter = metrics.Writer
-
-// serveMetrics serves GET /metrics: this server's registry, then the
-// driver's own metrics if it has some.
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) error {
-	d := s.baseDriver()
-	s.metrics.Handler(d).ServeHTTP(w, r)
-	return nil
-}
 
 // baseDriver is the driver behind countingDriver, for its optional
 // capabilities (model.StatsDriver, model.PauseDriver, …): the wrapper

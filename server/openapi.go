@@ -16,9 +16,6 @@ import (
 // subsystems document their own.
 func routeDocs() []httpx.RouteDoc {
 	docs := []httpx.RouteDoc{
-		{Pattern: "GET /health", Summary: "Liveness: the server process is up", Auth: httpx.AuthNone, Response: api.Health{}},
-		{Pattern: "GET /health/ready", Summary: "Readiness: the store and driver answer", Auth: httpx.AuthNone, Response: api.Health{}},
-		{Pattern: "GET /metrics", Summary: "Prometheus metrics (text format 0.0.4)", Auth: httpx.AuthNone, Produces: "text/plain"},
 		{Pattern: "GET /openapi.json", Summary: "This document", Auth: httpx.AuthNone, Produces: "application/json"},
 
 		{Pattern: "POST /v1/sandboxes", Summary: "Create one sandbox, or count of them (then the answer is an array)", Request: api.CreateSandboxRequest{}, Response: api.Sandbox{}, Status: http.StatusCreated},
@@ -29,19 +26,6 @@ func routeDocs() []httpx.RouteDoc {
 		{Pattern: "POST /v1/sandboxes/{id}/pause", Summary: "Pause a sandbox (mode freeze, the default, filesystem or checkpoint); its lifetime stops counting", Request: api.PauseSandboxRequest{}, Response: api.Sandbox{}},
 		{Pattern: "POST /v1/sandboxes/{id}/resume", Summary: "Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused; after a filesystem pause, what became of its background processes", Response: api.ResumeResult{}},
 		{Pattern: "GET /v1/sandboxes/{id}/stats", Summary: "The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup); 501 not_supported without", Response: api.SandboxStats{}},
-
-		{Pattern: "POST /v1/secrets", Summary: "Create a secret (admin keys): a write-only value, envelope-encrypted at rest, sent only to its allowed_hosts", Request: api.CreateSecretRequest{}, Response: api.Secret{}, Status: http.StatusCreated},
-		{Pattern: "GET /v1/secrets", Summary: "List the account's secrets by name, without values", Response: []api.Secret{}},
-		{Pattern: "PUT /v1/secrets/{id}", Summary: "Replace a secret's value (and allowed_hosts when given); {id} is the id or the name (admin keys)", Request: api.UpdateSecretRequest{}, Response: api.Secret{}},
-		{Pattern: "DELETE /v1/secrets/{id}", Summary: "Delete a secret; {id} is the id or the name (admin keys)", Status: http.StatusNoContent},
-		{Pattern: "POST /v1/sandboxes/{id}/preview/{port}", Summary: "A preview URL of a port inside the sandbox, with a token valid ttl_seconds (30..86400, default 3600): host-based (url) and path form (path_url)", Request: api.CreatePreviewRequest{}, Response: api.Preview{}, Status: http.StatusCreated},
-		{Pattern: "DELETE /v1/sandboxes/{id}/preview/{port}", Summary: "Revoke every live preview of the port: their URLs answer 401 at once", Status: http.StatusNoContent},
-		{Pattern: "GET /v1/sandboxes/{id}/previews", Summary: "The sandbox's live previews (without tokens)", Response: []api.Preview{}},
-		{Pattern: "/preview/{id}/{port}/{path...}", Summary: "A preview, path form (any method; WebSocket upgrades too): ?boxkite_preview_token= on the first visit is exchanged for an HttpOnly cookie; 401 preview_unauthorized without a valid one", Auth: httpx.AuthNone, Produces: "*/*"},
-		{Pattern: "POST /v1/sandboxes/{id}/http-request", Summary: "The control plane makes an HTTP request for the sandbox, {{secret:NAME}} replaced by the value of its secret NAME, only to that secret's allowed hosts; echoes of the value are redacted", Request: api.HTTPRequest{}, Response: api.HTTPResponse{}},
-
-		{Pattern: "GET /v1/usage", Summary: "Sandbox usage against the fair-use limits", Response: api.Usage{}},
-		{Pattern: "GET /v1/host", Summary: "The host's use of its limits (disk against the free-space watermark, threads, loop devices, memory), the audit log's state and the active sandboxes' disks (admin keys)", Response: api.HostStatus{}},
 	}
 	return docs
 }

@@ -23,27 +23,6 @@ import (
 // sandbox) that must finish even when the request that started it is gone.
 const cleanupTimeout = time.Minute
 
-func (s *Server) health(w http.ResponseWriter, _ *http.Request) error {
-	httpx.WriteJSON(w, http.StatusOK, api.Health{Status: "healthy", Version: s.cfg.Version})
-	return nil
-}
-
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	if err := s.store.Ping(ctx); err != nil {
-		s.log.WarnContext(ctx, "readiness check failed", "err", err)
-		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "the database is not answering").
-			WithHint("check the server log and the --db setting")
-	}
-	// Not ready for audited work while the audit log cannot be written.
-	if err := s.auditOpen(); err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, api.Health{Status: "ready", Version: s.cfg.Version})
-	return nil
-}
-
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) error {
 	if e := apihttp.MethodNotAllowed(w, r, s.mux, "/"); e != nil {
 		return e

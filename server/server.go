@@ -40,6 +40,7 @@ import (
 	"github.com/boxkite/boxkite/server/proxy"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
+	"github.com/boxkite/boxkite/server/status"
 	"github.com/boxkite/boxkite/server/takeover"
 	"github.com/boxkite/boxkite/server/volumes"
 	"github.com/boxkite/boxkite/server/webhooks"
@@ -282,6 +283,7 @@ type Server struct {
 	volumes   *volumes.Service
 	mcpconns  *mcpconns.Service
 	takeover  *takeover.Service
+	status    *status.Service
 	images    *imagesapi.Service
 	exec      *exec.Service
 	allowlist *allowlists.Service
@@ -453,6 +455,22 @@ func (s *Server) subsystems() error {
 	if err != nil {
 		return err
 	}
+	s.status, err = status.New(status.Deps{
+		Store:               s.store,
+		Log:                 s.log,
+		Now:                 func() time.Time { return s.now() },
+		Version:             s.cfg.Version,
+		DriverName:          s.cfg.DriverName,
+		MonthlySandboxHours: s.cfg.Limits.MonthlySandboxHours,
+		AccountConcurrent:   s.cfg.Limits.AccountConcurrent,
+		AuditOpen:           s.auditOpen,
+		AuditState:          s.alog.State,
+		Capacity:            func() (model.CapacityDriver, bool) { return capacityDriver(s.driver) },
+		Metrics:             func(w http.ResponseWriter, r *http.Request) { s.metrics.Handler(s.baseDriver()).ServeHTTP(w, r) },
+	})
+	if err != nil {
+		return err
+	}
 	s.takeover, err = takeover.New(takeover.Deps{
 		Store:           s.store,
 		Audit:           s.alog,
@@ -498,9 +516,7 @@ func (s *Server) Config() Config { return s.cfg }
 
 // routes is the whole API on one screen.
 func (s *Server) routes() {
-	s.handlePublic("GET /health", s.health)
-	s.handlePublic("GET /health/ready", s.ready)
-	s.handlePublic("GET /metrics", s.serveMetrics)
+	s.mount(s.status.Routes()) // server/status: health, metrics, usage, host
 	s.handlePublic("GET /openapi.json", s.serveOpenAPI)
 
 	s.mountIf(s.images.Served(), s.images.Routes()) // server/imagesapi
@@ -518,19 +534,19 @@ func (s *Server) routes() {
 	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats)    // stats.go
 	s.mount(s.auditlog.Routes())                                // server/auditlog: log and watch
 
-	s.mount(s.volumes.Routes())   // server/volumes
-	s.mount(s.mcpconns.Routes())  // server/mcpconns
-	s.mount(s.hostedMCP.Routes()) // server/hostedmcp
-	s.secretRoutes()              // the secrets broker: secrets_routes.go
-	s.previewRoutes()             // preview URLs: preview_routes.go
-	if s.webhooks != nil {
-		s.mount(s.webhooks.Routes()) // server/webhooks
-	}
+	s.mount(s.volumes.Routes())                     // server/volumes
+	s.mount(s.mcpconns.Routes())                    // server/mcpconns
+	s.mount(s.hostedMCP.Routes())                   // server/hostedmcp
+	s.mount(s.cfg.Secrets.Routes(secrets.RouteDeps{ // server/secrets
+		LoadSandbox: s.loadSandbox, ActiveAudited: s.activeAudited, Audit: s.audit, Now: func() time.Time { return s.now() },
+	}))
+	s.mountIf(s.preview != nil, s.preview.Routes(preview.RouteDeps{ // server/preview
+		LoadSandbox: s.loadSandbox, ActiveAudited: s.activeAudited,
+	}))
+	s.mountIf(s.webhooks != nil, s.webhooks.Routes()) // server/webhooks
 	s.mount(s.allowlist.Routes()) // server/allowlists
 
 	s.mount(s.accounts.Routes()) // server/accounts
-	s.handle("GET /v1/usage", s.getUsage)
-	s.handle("GET /v1/host", s.getHost) // capacity.go
 
 	s.handlePublic("/", s.noRoute)
 }

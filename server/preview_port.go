@@ -7,50 +7,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/preview"
 )
-
-// previewRoutes serves preview URLs (server/preview): their creation,
-// listing and revocation on /v1, and the path form /preview/…; the
-// host-based form is matched in ServeHTTP (servePreviewHost).
-func (s *Server) previewRoutes() {
-	if s.preview == nil {
-		return
-	}
-	sandbox := func(h func(http.ResponseWriter, *http.Request, string, string) error) func(http.ResponseWriter, *http.Request) error {
-		return func(w http.ResponseWriter, r *http.Request) error {
-			sb, err := s.loadSandbox(r)
-			if err != nil {
-				return err
-			}
-			if err := s.activeAudited(sb); err != nil {
-				return err
-			}
-			return h(w, r, sb.AccountID, sb.ID)
-		}
-	}
-	s.handle("POST /v1/sandboxes/{id}/preview/{port}", sandbox(s.preview.ServeCreate))
-	s.handle("DELETE /v1/sandboxes/{id}/preview/{port}", sandbox(s.preview.ServeRevoke))
-	s.handle("GET /v1/sandboxes/{id}/previews", sandbox(s.preview.ServeList))
-	s.handlePublic(preview.PathPrefix+"{id}/{port}/{path...}", func(w http.ResponseWriter, r *http.Request) error {
-		apihttp.Streaming(r)
-		return s.preview.ServePath(w, r)
-	})
-}
-
-// servePreviewHost serves r if it is for a host-based preview, and
-// reports whether it was.
-func (s *Server) servePreviewHost(w http.ResponseWriter, r *http.Request) bool {
-	if s.preview == nil || !s.preview.Matches(r) {
-		return false
-	}
-	apihttp.Streaming(r)
-	s.preview.ServeHTTP(w, r)
-	return true
-}
 
 // newPreviews returns the preview service when the store keeps previews.
 func (s *Server) newPreviews() error {

@@ -1,0 +1,62 @@
+package preview
+
+import (
+	"net/http"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// RouteDeps is what the preview routes need of the control plane.
+type RouteDeps struct {
+	// LoadSandbox loads the request's {id} sandbox for its caller (an
+	// *api.Error for one it may not see).
+	LoadSandbox func(*http.Request) (*model.Sandbox, error)
+	// ActiveAudited refuses an audited operation on a sandbox that is not
+	// active or while the audit log takes no entries.
+	ActiveAudited func(*model.Sandbox) error
+}
+
+// Routes lists the preview routes: creation, listing and revocation on
+// /v1, and the path form /preview/…; the host-based form is matched
+// before the mux (ServeHost). s is nil on a server whose store keeps no
+// previews: the routes are documented, not served.
+func (s *Service) Routes(d RouteDeps) []httpx.Route {
+	sandbox := func(h func(http.ResponseWriter, *http.Request, string, string) error) httpx.Handler {
+		return func(w http.ResponseWriter, r *http.Request) error {
+			sb, err := d.LoadSandbox(r)
+			if err != nil {
+				return err
+			}
+			if err := d.ActiveAudited(sb); err != nil {
+				return err
+			}
+			return h(w, r, sb.AccountID, sb.ID)
+		}
+	}
+	return []httpx.Route{
+		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/sandboxes/{id}/preview/{port}", Summary: "A preview URL of a port inside the sandbox, with a token valid ttl_seconds (30..86400, default 3600): host-based (url) and path form (path_url)", Request: api.CreatePreviewRequest{}, Response: api.Preview{}, Status: http.StatusCreated}, Cred: httpx.CredAPIKey, Handler: sandbox(s.ServeCreate)},
+		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/sandboxes/{id}/preview/{port}", Summary: "Revoke every live preview of the port: their URLs answer 401 at once", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: sandbox(s.ServeRevoke)},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/sandboxes/{id}/previews", Summary: "The sandbox's live previews (without tokens)", Response: []api.Preview{}}, Cred: httpx.CredAPIKey, Handler: sandbox(s.ServeList)},
+		{RouteDoc: httpx.RouteDoc{Pattern: PathPrefix + "{id}/{port}/{path...}", Summary: "A preview, path form (any method; WebSocket upgrades too): ?boxkite_preview_token= on the first visit is exchanged for an HttpOnly cookie; 401 preview_unauthorized without a valid one", Auth: httpx.AuthNone, Produces: "*/*"}, Cred: httpx.CredNone, Handler: s.servePathStreaming},
+	}
+}
+
+// servePathStreaming serves the path form, its body and answer streamed.
+func (s *Service) servePathStreaming(w http.ResponseWriter, r *http.Request) error {
+	apihttp.Streaming(r)
+	return s.ServePath(w, r)
+}
+
+// ServeHost serves r if it is for a host-based preview, and reports
+// whether it was. A nil s serves nothing.
+func (s *Service) ServeHost(w http.ResponseWriter, r *http.Request) bool {
+	if s == nil || !s.Matches(r) {
+		return false
+	}
+	apihttp.Streaming(r)
+	s.ServeHTTP(w, r)
+	return true
+}

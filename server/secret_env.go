@@ -1,0 +1,47 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/scrub"
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/secrets"
+)
+
+// secretEnv resolves an exec's secret_env into its env, when the server
+// allows that weaker mode, and returns what wraps the JSON result so the
+// values' echoes are redacted (nil for none). A stream is refused: its
+// output could carry a value split across events.
+func (s *Server) secretEnv(r *http.Request, sb *model.Sandbox, req *api.ExecRequest) (func(http.ResponseWriter) (http.ResponseWriter, func()), error) {
+	if len(req.SecretEnv) == 0 {
+		return nil, nil
+	}
+	if !s.cfg.SecretEnv {
+		return nil, httpx.NotSupported("secret_env", "the server keeps secrets out of sandboxes: use http_request, or start boxkite-server with --allow-secret-env (docs/secrets.md)")
+	}
+	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
+		return nil, httpx.Invalid("secret_env", "secret_env works with the JSON result, not a stream", "drop Accept: application/x-ndjson")
+	}
+	vars, values, err := s.cfg.Secrets.EnvValues(r.Context(), sb.AccountID, sb.ID, req.SecretEnv)
+	if err != nil {
+		return nil, err
+	}
+	if req.Env == nil {
+		req.Env = map[string]string{}
+	}
+	for k, v := range vars {
+		if _, dup := req.Env[k]; dup {
+			return nil, httpx.Invalid("secret_env", fmt.Sprintf("%s is in both env and secret_env", k), "")
+		}
+		req.Env[k] = v
+	}
+	red := secrets.NewRedactor(values)
+	return func(w http.ResponseWriter) (http.ResponseWriter, func()) {
+		j := scrub.NewJSONRewriter(w, func(b []byte) []byte { return []byte(red.Apply(string(b))) })
+		return j, j.Finish
+	}, nil
+}
