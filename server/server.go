@@ -544,7 +544,7 @@ func (s *Server) routes() {
 		LoadSandbox: s.loadSandbox, ActiveAudited: s.activeAudited,
 	}))
 	s.mountIf(s.webhooks != nil, s.webhooks.Routes()) // server/webhooks
-	s.mount(s.allowlist.Routes()) // server/allowlists
+	s.mount(s.allowlist.Routes())                     // server/allowlists
 
 	s.mount(s.accounts.Routes()) // server/accounts
 

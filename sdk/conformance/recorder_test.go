@@ -33,7 +33,7 @@ var notCalled = map[string]string{
 	"GET /openapi.json": "the document itself; TestTypeScriptTypesFresh reads it",
 	"GET /v1/sandboxes/{id}/exec/interactive": "a WebSocket: the SDKs speak HTTP only (Node 20, Python's standard library and ureq have no WebSocket client); " +
 		"the Go client's StartInteractive is tested in client/ and cmd/boxkite",
-	"GET /v1/sandboxes/{id}/takeover": "a WebSocket to the terminal, for people (boxkite attach, the bastion), not for SDKs",
+	"GET /v1/sandboxes/{id}/takeover":  "a WebSocket to the terminal, for people (boxkite attach, the bastion), not for SDKs",
 	"POST /v1/webhooks":                pendingWebhooks,
 	"GET /v1/webhooks":                 pendingWebhooks,
 	"GET /v1/webhooks/{id}":            pendingWebhooks,
