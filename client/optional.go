@@ -27,6 +27,26 @@ func (c *Client) NodeInterpreterExec(ctx context.Context, id string, req api.Int
 	return &res, nil
 }
 
+// NodeInterpreterReset restarts the Node.js interpreter of sandbox id
+// (POST /v1/sandboxes/{id}/node-interpreter/reset).
+func (c *Client) NodeInterpreterReset(ctx context.Context, id string) (*api.InterpreterReset, error) {
+	var res api.InterpreterReset
+	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/node-interpreter/reset", nil, &res, withID(id)); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// NodeInterpreterStatus reports whether the Node.js interpreter of sandbox
+// id runs (GET /v1/sandboxes/{id}/node-interpreter/status).
+func (c *Client) NodeInterpreterStatus(ctx context.Context, id string) (*api.InterpreterStatus, error) {
+	var res api.InterpreterStatus
+	if err := c.do(ctx, http.MethodGet, "/v1/sandboxes/{id}/node-interpreter/status", nil, &res, withID(id)); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
 // PTYExec runs one command on a terminal of its own with input typed into
 // it (POST /v1/sandboxes/{id}/pty-exec).
 func (c *Client) PTYExec(ctx context.Context, id string, req api.PTYExecRequest) (*api.PTYExecResult, error) {

@@ -162,6 +162,20 @@ func TestToolRoutes(t *testing.T) {
 			got:   &api.InterpreterStatus{},
 		},
 		{
+			name:  "node interpreter reset",
+			call:  func(c *client.Client) (any, error) { return c.NodeInterpreterReset(ctx, "sb") },
+			want:  `POST /v1/sandboxes/sb/node-interpreter/reset`,
+			reply: `{"status":"reset"}`,
+			got:   &api.InterpreterReset{Status: "reset"},
+		},
+		{
+			name:  "node interpreter status",
+			call:  func(c *client.Client) (any, error) { return c.NodeInterpreterStatus(ctx, "sb") },
+			want:  `GET /v1/sandboxes/sb/node-interpreter/status`,
+			reply: `{"running":true}`,
+			got:   &api.InterpreterStatus{Running: true},
+		},
+		{
 			name:  "lsp start",
 			call:  func(c *client.Client) (any, error) { return c.LSPStart(ctx, "sb", api.LSPStartRequest{Language: "go"}) },
 			want:  `POST /v1/sandboxes/sb/lsp/start {"language":"go"}`,

@@ -36,7 +36,8 @@ func TestSDKFields(t *testing.T) {
 		// command is the method's first argument; count is create_many's.
 		{"CreateSandboxRequest", "python/boxkite/client.py", `(?s)class Sandboxes:.*?def create\(`, `^\s*\) ->`, []string{"count"}},
 		{"ExecRequest", "python/boxkite/sandbox.py", `def exec\(\s*self,\s*command`, `^\s*\) ->`, []string{"command"}},
-		{"ExecRequest", "python/boxkite/sandbox.py", `def exec_stream\(`, `^\s*\) ->`, []string{"command"}},
+		// The server refuses secret_env on a streamed exec.
+		{"ExecRequest", "python/boxkite/sandbox.py", `def exec_stream\(`, `^\s*\) ->`, []string{"command", "secret_env"}},
 		{"ProcessStartRequest", "python/boxkite/sandbox.py", `def start\(\s*self, command`, `\) ->`, []string{"command"}},
 		{"ProcessStartRequest", "rust/src/sandbox.rs", `pub struct ProcessOptions \{`, `^\}`, []string{"command"}},
 		{"CreateImageRequest", "python/boxkite/client.py", `class Images\(`, `^\s*\) -> dict:`, nil},

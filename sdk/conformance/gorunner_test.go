@@ -363,6 +363,43 @@ var goCalls = map[string]goCall{
 	"interpreter.reset": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.InterpreterReset(ctx, a.s("id"))
 	},
+	"node_interpreter.exec": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.NodeInterpreterExec(ctx, a.s("id"), api.InterpreterExecRequest{Code: a.s("code")})
+	},
+	"node_interpreter.status": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.NodeInterpreterStatus(ctx, a.s("id"))
+	},
+	"node_interpreter.reset": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.NodeInterpreterReset(ctx, a.s("id"))
+	},
+	"sandbox.pty_exec": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.PTYExec(ctx, a.s("id"), api.PTYExecRequest{Command: a.s("command"), InputBytes: a.s("input_bytes")})
+	},
+	"previews.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.CreatePreview(ctx, a.s("id"), a.i("port"), api.CreatePreviewRequest{TTLSeconds: a.i("ttl_seconds")})
+	},
+	"previews.list": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.ListPreviews(ctx, a.s("id"))
+	},
+	"previews.revoke": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.RevokePreviews(ctx, a.s("id"), a.i("port")))
+	},
+	"browser.navigate": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		var res api.BrowserNavigateResult
+		return &res, c.Browser(ctx, a.s("id"), "navigate", api.BrowserNavigateRequest{URL: a.s("url")}, &res)
+	},
+	"browser.exec": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		var res api.BrowserExecResult
+		return &res, c.Browser(ctx, a.s("id"), "exec", api.BrowserExecRequest{Script: a.s("script")}, &res)
+	},
+	"browser.screenshot": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		var res api.BrowserScreenshotResult
+		return &res, c.Browser(ctx, a.s("id"), "screenshot", api.BrowserScreenshotRequest{}, &res)
+	},
+	"browser.close": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		var res api.BrowserCloseResult
+		return &res, c.Browser(ctx, a.s("id"), "close", nil, &res)
+	},
 	"lsp.start": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.LSPStart(ctx, a.s("id"), api.LSPStartRequest{Language: a.s("language")})
 	},

@@ -34,22 +34,7 @@ var notCalled = map[string]string{
 	"GET /v1/sandboxes/{id}/exec/interactive": "a WebSocket: the SDKs speak HTTP only (Node 20, Python's standard library and ureq have no WebSocket client); " +
 		"the Go client's StartInteractive is tested in client/ and cmd/boxkite",
 	"GET /v1/sandboxes/{id}/takeover": "a WebSocket to the terminal, for people (boxkite attach, the bastion), not for SDKs",
-	// Not yet in the SDKs: the opt-in tools and preview URLs of issue 23,
-	// which landed after the SDKs without their calls.
-	"POST /v1/sandboxes/{id}/browser/navigate":       pendingIssue23,
-	"POST /v1/sandboxes/{id}/browser/exec":           pendingIssue23,
-	"POST /v1/sandboxes/{id}/browser/screenshot":     pendingIssue23,
-	"POST /v1/sandboxes/{id}/browser/close":          pendingIssue23,
-	"POST /v1/sandboxes/{id}/node-interpreter/exec":  pendingIssue23,
-	"POST /v1/sandboxes/{id}/node-interpreter/reset": pendingIssue23,
-	"GET /v1/sandboxes/{id}/node-interpreter/status": pendingIssue23,
-	"POST /v1/sandboxes/{id}/pty-exec":               pendingIssue23,
-	"POST /v1/sandboxes/{id}/preview/{port}":         pendingIssue23,
-	"DELETE /v1/sandboxes/{id}/preview/{port}":       pendingIssue23,
-	"GET /v1/sandboxes/{id}/previews":                pendingIssue23,
 }
-
-const pendingIssue23 = "the browser, Node interpreter, pty_exec and preview URL routes (issue 23) landed after the SDKs of issue 25: their SDK calls and cases are still to write (docs/sdks.md)"
 
 // maxCapture bounds the part of a body the recorder keeps to check.
 const maxCapture = 4 << 20

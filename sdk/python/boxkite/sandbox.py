@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Union
@@ -13,6 +14,7 @@ from ._streams import ndjson, raise_event_error, sse
 # execMargin: an exec call waits for the command's own timeout plus this
 # before it gives up on the server, so nothing here cuts a command short.
 EXEC_MARGIN = 30.0
+BROWSER_MARGIN = 90.0  # Chromium's start, and the server's own margin
 DEFAULT_EXEC_TIMEOUT = 30
 
 # How often in a row a live stream is reopened when it breaks without
@@ -206,20 +208,72 @@ class Processes:
 
 
 class Interpreter:
-    """The sandbox's persistent Python interpreter."""
+    """The sandbox's persistent Python interpreter (sb.interpreter), or its
+    Node.js one (sb.node_interpreter: JavaScript, result is util.inspect of
+    the last value, a promise awaited)."""
+
+    def __init__(self, sb: "Sandbox", prefix: str = "/interpreter") -> None:
+        self._sb = sb
+        self._prefix = prefix
+
+    def exec(self, code: str, timeout: Optional[int] = None) -> dict:
+        """Run code; return ``stdout``, ``result``, ``error`` (null on
+        success) and ``truncated``."""
+        wait = (timeout or DEFAULT_EXEC_TIMEOUT) + EXEC_MARGIN
+        return self._sb._post(self._prefix + "/exec", {"code": code, "timeout": timeout}, timeout=wait)
+
+    def reset(self) -> dict:
+        return self._sb._post(self._prefix + "/reset", None)
+
+    def status(self) -> dict:
+        return self._sb._t.request("GET", self._sb._path(self._prefix + "/status"))
+
+
+class Browser:
+    """The sandbox's headless Chromium (the browser tools; the image must
+    have chromium). Page failures come back in ``error`` with a 200; only a
+    bad request raises."""
 
     def __init__(self, sb: "Sandbox") -> None:
         self._sb = sb
 
-    def exec(self, code: str, timeout: Optional[int] = None) -> dict:
-        wait = (timeout or DEFAULT_EXEC_TIMEOUT) + EXEC_MARGIN
-        return self._sb._post("/interpreter/exec", {"code": code, "timeout": timeout}, timeout=wait)
+    def navigate(self, url: str, wait_until: Optional[str] = None, timeout_seconds: Optional[int] = None) -> dict:
+        """Open url; return ``title``, ``url``, ``status`` and ``error``."""
+        body = {"url": url, "wait_until": wait_until, "timeout_seconds": timeout_seconds}
+        return self._sb._post("/browser/navigate", body, timeout=(timeout_seconds or 30) + BROWSER_MARGIN)
 
-    def reset(self) -> dict:
-        return self._sb._post("/interpreter/reset", None)
+    def exec(self, script: str, timeout_seconds: Optional[int] = None) -> dict:
+        """Run JavaScript in the page; return its value as ``result`` and ``error``."""
+        body = {"script": script, "timeout_seconds": timeout_seconds}
+        return self._sb._post("/browser/exec", body, timeout=(timeout_seconds or 10) + BROWSER_MARGIN)
 
-    def status(self) -> dict:
-        return self._sb._t.request("GET", self._sb._path("/interpreter/status"))
+    def screenshot(self, full_page: bool = False) -> dict:
+        """A PNG of the page, base64, as ``image_base64`` (and ``error``)."""
+        return self._sb._post("/browser/screenshot", {"full_page": full_page or None}, timeout=120 + BROWSER_MARGIN)
+
+    def close(self) -> dict:
+        """Stop Chromium: ``status`` is closed or not_running."""
+        return self._sb._post("/browser/close", None)
+
+
+class Previews:
+    """Preview URLs of ports inside the sandbox."""
+
+    def __init__(self, sb: "Sandbox") -> None:
+        self._sb = sb
+
+    def create(self, port: int, ttl_seconds: Optional[int] = None) -> dict:
+        """A preview URL of port, valid ttl_seconds (30..86400, default
+        3600): ``url`` (host-based), ``path_url`` and ``token``, shown once."""
+        return self._sb._post(f"/preview/{int(port)}", {"ttl_seconds": ttl_seconds})
+
+    def list(self) -> List[dict]:
+        """The live previews, without tokens."""
+        return self._sb._t.request("GET", self._sb._path("/previews")) or []
+
+    def revoke(self, port: int) -> None:
+        """Revoke every live preview of port: their URLs answer 401 at once."""
+        self._sb._t.request("DELETE", self._sb._path(f"/preview/{int(port)}"))
 
 
 class LSP:
@@ -303,6 +357,9 @@ class Sandbox:
         self.files = Files(self)
         self.processes = Processes(self)
         self.interpreter = Interpreter(self)
+        self.node_interpreter = Interpreter(self, "/node-interpreter")
+        self.browser = Browser(self)
+        self.previews = Previews(self)
         self.lsp = LSP(self)
         self.log = Log(self)
 
@@ -383,6 +440,17 @@ class Sandbox:
         req = _body({"url": url, "method": method, "headers": headers, "body": body, "timeout": timeout})
         return self._t.request("POST", self._path("/http-request"), json=req, timeout=(timeout or 15) + EXEC_MARGIN)
 
+    def pty_exec(self, command: str, input_bytes: Optional[bytes] = None, timeout_seconds: Optional[float] = None) -> dict:
+        """Run one command (split into words, no shell) on a terminal of its
+        own, typing input_bytes into it; return ``output``, ``exit_code``
+        (None when it timed out) and ``timed_out``."""
+        body = _body({
+            "command": command,
+            "input_bytes": base64.b64encode(input_bytes).decode() if input_bytes else None,
+            "timeout_seconds": timeout_seconds,
+        })
+        return self._t.request("POST", self._path("/pty-exec"), json=body, timeout=min(timeout_seconds or 30, 120) + EXEC_MARGIN)
+
     def takeover_recording(self, recording_id: str) -> bytes:
         """A takeover's asciicast v2 recording (servers started with takeover
         recording on); a takeover_end audit entry's detail names it. Works
@@ -403,12 +471,16 @@ class Sandbox:
         description: Optional[str] = None,
         max_output_bytes: Optional[int] = None,
         on_output_limit: Optional[str] = None,
+        secret_env: Optional[Dict[str, str]] = None,
     ) -> dict:
         """Run a shell command; return ``exit_code``, ``stdout``, ``stderr``,
-        ``duration_ms`` (and the truncation fields when output was cut)."""
+        ``duration_ms`` (and the truncation fields when output was cut).
+        secret_env maps environment variables to secret names: their values
+        in this command's environment only (docs/secrets.md, servers started
+        with --allow-secret-env), echoes redacted from the result."""
         body = self._exec_body(
             command, timeout=timeout, stdin=stdin, cwd=cwd, env=env, description=description,
-            max_output_bytes=max_output_bytes, on_output_limit=on_output_limit,
+            max_output_bytes=max_output_bytes, on_output_limit=on_output_limit, secret_env=secret_env,
         )
         return self._t.request("POST", self._path("/exec"), json=body, timeout=(timeout or DEFAULT_EXEC_TIMEOUT) + EXEC_MARGIN)
 

@@ -109,6 +109,20 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
         "processes.kill_all" => sb().processes().kill_all()?,
         "interpreter.status" => sb().interpreter_status()?,
         "interpreter.reset" => sb().interpreter_reset()?,
+        "node_interpreter.status" => sb().node_interpreter_status()?,
+        "node_interpreter.reset" => sb().node_interpreter_reset()?,
+        "node_interpreter.exec" => sb().node_interpreter_exec(&s(a, "code"))?,
+        "sandbox.pty_exec" => sb().pty_exec(json!({ "command": s(a, "command"), "input_bytes": s(a, "input_bytes") }))?,
+        "previews.create" => sb().preview_create(a["port"].as_u64().unwrap_or(0) as u16, a["ttl_seconds"].as_u64().map(|v| v as u32))?,
+        "previews.list" => Value::Array(sb().previews()?),
+        "previews.revoke" => {
+            sb().preview_revoke(a["port"].as_u64().unwrap_or(0) as u16)?;
+            Value::Null
+        }
+        "browser.navigate" => sb().browser().navigate(json!({ "url": s(a, "url") }))?,
+        "browser.exec" => sb().browser().exec(json!({ "script": s(a, "script") }))?,
+        "browser.screenshot" => sb().browser().screenshot(false)?,
+        "browser.close" => sb().browser().close()?,
         "lsp.start" => sb().lsp_start(&s(a, "language"))?,
         "lsp.open" => sb().lsp_open(&s(a, "lsp_id"), &s(a, "path"), &s(a, "content"))?,
         "lsp.completion" => sb().lsp_completion(&s(a, "lsp_id"), &s(a, "path"), a["line"].as_u64().unwrap_or(0) as u32, a["character"].as_u64().unwrap_or(0) as u32)?,

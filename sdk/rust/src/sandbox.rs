@@ -31,6 +31,11 @@ pub struct ExecOptions {
     pub max_output_bytes: Option<u64>,
     /// "truncate" (default) or "stop".
     pub on_output_limit: Option<String>,
+    /// Environment variable → secret name: the secret's value in this
+    /// command's environment only (docs/secrets.md, servers started with
+    /// --allow-secret-env); echoes are redacted from the result. The
+    /// server refuses it on exec_stream.
+    pub secret_env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// Options of a background process; the defaults are the server's.
@@ -68,6 +73,9 @@ impl ExecOptions {
         }
         if let Some(v) = &self.on_output_limit {
             o.insert("on_output_limit".into(), json!(v));
+        }
+        if let Some(v) = &self.secret_env {
+            o.insert("secret_env".into(), json!(v));
         }
         b
     }
@@ -238,6 +246,56 @@ impl Sandbox {
         self.t.json(Req::new("GET", self.path("/interpreter/status")))
     }
 
+    /// Runs JavaScript in the sandbox's persistent Node.js interpreter: the
+    /// result is util.inspect of the last value, a promise awaited.
+    pub fn node_interpreter_exec(&self, code: &str) -> Result<Value> {
+        self.post("/node-interpreter/exec", json!({ "code": code }))
+    }
+
+    pub fn node_interpreter_reset(&self) -> Result<Value> {
+        self.post("/node-interpreter/reset", json!({}))
+    }
+
+    pub fn node_interpreter_status(&self) -> Result<Value> {
+        self.t.json(Req::new("GET", self.path("/node-interpreter/status")))
+    }
+
+    /// Runs one command (split into words, no shell) on a terminal of its
+    /// own. body is {"command", "input_bytes" (base64), "timeout_seconds"};
+    /// the answer's exit_code is null when it timed out.
+    pub fn pty_exec(&self, body: Value) -> Result<Value> {
+        let wait = body["timeout_seconds"].as_f64().unwrap_or(30.0).min(120.0);
+        self.t.json(Req::new("POST", self.path("/pty-exec")).json(body).timeout(Some(Duration::from_secs_f64(wait + 30.0))))
+    }
+
+    /// The sandbox's headless Chromium (the browser tools; the image must
+    /// have chromium). Page failures come back in the answer's error with
+    /// a 200; only a bad request is an Err.
+    pub fn browser(&self) -> Browser<'_> {
+        Browser { sb: self }
+    }
+
+    /// A preview URL of port, valid ttl_seconds (30..86400; None: 3600):
+    /// url (host-based), path_url and the token, shown once.
+    pub fn preview_create(&self, port: u16, ttl_seconds: Option<u32>) -> Result<Value> {
+        let body = match ttl_seconds {
+            Some(s) => json!({ "ttl_seconds": s }),
+            None => json!({}),
+        };
+        self.post(&format!("/preview/{}", port), body)
+    }
+
+    /// The live previews, without tokens.
+    pub fn previews(&self) -> Result<Vec<Value>> {
+        let path = self.path("/previews");
+        crate::json_array(self.t.json(Req::new("GET", path.clone()))?, &path)
+    }
+
+    /// Revokes every live preview of port: their URLs answer 401 at once.
+    pub fn preview_revoke(&self, port: u16) -> Result<()> {
+        self.t.json(Req::new("DELETE", self.path(&format!("/preview/{}", port)))).map(|_| ())
+    }
+
     /// Starts a language server; the answer's lsp_id names it.
     pub fn lsp_start(&self, language: &str) -> Result<Value> {
         self.post("/lsp/start", json!({ "language": language }))
@@ -305,6 +363,46 @@ impl Iterator for ExecStream {
 }
 
 /// Files of one sandbox. Relative paths are under /workspace.
+/// The sandbox's headless Chromium: see Sandbox::browser.
+pub struct Browser<'a> {
+    sb: &'a Sandbox,
+}
+
+/// Chromium's start, and the server's own margin, on top of a browser
+/// call's timeout.
+const BROWSER_MARGIN_SECS: u64 = 90;
+
+impl Browser<'_> {
+    fn call(&self, action: &str, body: Value, secs: u64) -> Result<Value> {
+        let req = Req::new("POST", self.sb.path(&format!("/browser/{}", action))).json(body);
+        self.sb.t.json(req.timeout(Some(Duration::from_secs(secs + BROWSER_MARGIN_SECS))))
+    }
+
+    /// Opens a URL. body is {"url", "wait_until", "timeout_seconds"}; the
+    /// answer has title, url, status and error.
+    pub fn navigate(&self, body: Value) -> Result<Value> {
+        let secs = body["timeout_seconds"].as_u64().unwrap_or(30);
+        self.call("navigate", body, secs)
+    }
+
+    /// Runs JavaScript in the page. body is {"script", "timeout_seconds"};
+    /// the answer's result is its value as JSON.
+    pub fn exec(&self, body: Value) -> Result<Value> {
+        let secs = body["timeout_seconds"].as_u64().unwrap_or(10);
+        self.call("exec", body, secs)
+    }
+
+    /// A PNG of the page, base64 in image_base64.
+    pub fn screenshot(&self, full_page: bool) -> Result<Value> {
+        self.call("screenshot", if full_page { json!({ "full_page": true }) } else { json!({}) }, 120)
+    }
+
+    /// Stops Chromium: status is closed or not_running.
+    pub fn close(&self) -> Result<Value> {
+        self.call("close", json!({}), 0)
+    }
+}
+
 pub struct Files<'a> {
     sb: &'a Sandbox,
 }

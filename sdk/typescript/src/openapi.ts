@@ -421,6 +421,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sandboxes/{id}/browser/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop the sandbox's Chromium */
+        post: operations["post_sandboxes_id_browser_close"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/browser/exec": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run JavaScript in the page (browser_exec): its value as JSON, a promise awaited */
+        post: operations["post_sandboxes_id_browser_exec"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/browser/navigate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open a URL in the sandbox's headless Chromium (browser_navigate); page failures come back in error */
+        post: operations["post_sandboxes_id_browser_navigate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/browser/screenshot": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A PNG of the page, base64 (browser_screenshot; at most 5 MiB) */
+        post: operations["post_sandboxes_id_browser_screenshot"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sandboxes/{id}/exec": {
         parameters: {
             query?: never;
@@ -814,6 +882,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sandboxes/{id}/node-interpreter/exec": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run JavaScript in the sandbox's persistent Node.js interpreter (node_interpreter); result is util.inspect of the last value, a promise awaited */
+        post: operations["post_sandboxes_id_node_interpreter_exec"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/node-interpreter/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restart the Node.js interpreter */
+        post: operations["post_sandboxes_id_node_interpreter_reset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/node-interpreter/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The Node.js interpreter's state */
+        get: operations["get_sandboxes_id_node_interpreter_status"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sandboxes/{id}/pause": {
         parameters: {
             query?: never;
@@ -825,6 +944,41 @@ export interface paths {
         put?: never;
         /** Pause a sandbox (mode freeze, the default, filesystem or checkpoint); its lifetime stops counting */
         post: operations["post_sandboxes_id_pause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/preview/{port}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A preview URL of a port inside the sandbox, with a token valid ttl_seconds (30..86400, default 3600): host-based (url) and path form (path_url) */
+        post: operations["post_sandboxes_id_preview_port"];
+        /** Revoke every live preview of the port: their URLs answer 401 at once */
+        delete: operations["delete_sandboxes_id_preview_port"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/previews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The sandbox's live previews (without tokens) */
+        get: operations["get_sandboxes_id_previews"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -928,6 +1082,23 @@ export interface paths {
         put?: never;
         /** Stop every background process */
         post: operations["post_sandboxes_id_processes_kill_all"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/pty-exec": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Run one command (split into words, no shell) on a terminal of its own, typing input_bytes (base64) into it (pty_exec); the allowlist applies */
+        post: operations["post_sandboxes_id_pty_exec"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1251,6 +1422,35 @@ export interface components {
             sandbox_id?: string;
             token?: string;
         };
+        BrowserCloseResult: {
+            status: string;
+        };
+        BrowserExecRequest: {
+            script?: string;
+            timeout_seconds?: number;
+        };
+        BrowserExecResult: {
+            error?: string;
+            result?: unknown;
+        };
+        BrowserNavigateRequest: {
+            timeout_seconds?: number;
+            url?: string;
+            wait_until?: string;
+        };
+        BrowserNavigateResult: {
+            error?: string;
+            status: number;
+            title: string;
+            url: string;
+        };
+        BrowserScreenshotRequest: {
+            full_page?: boolean;
+        };
+        BrowserScreenshotResult: {
+            error?: string;
+            image_base64: string;
+        };
         CommandRule: string | {
             args_allow?: string[];
             args_deny?: string[];
@@ -1270,6 +1470,9 @@ export interface components {
         CreateMCPConnectionRequest: {
             catalog_id?: string;
             label?: string;
+        };
+        CreatePreviewRequest: {
+            ttl_seconds?: number;
         };
         CreateSandboxRequest: {
             auto_pause?: boolean;
@@ -1308,7 +1511,7 @@ export interface components {
              * @description stable: branch on it, never on message (docs/errors.md)
              * @enum {string}
              */
-            code: "bad_request" | "validation_error" | "unauthorized" | "invalid_api_key" | "forbidden" | "not_found" | "conflict" | "limit_exceeded" | "rate_limited" | "sandbox_operation_failed" | "sidecar_auth" | "sidecar_not_configured" | "internal_error" | "service_unavailable" | "not_supported" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "insufficient_storage" | "sandbox_lost" | "host_capacity" | "audit_unavailable" | "sandbox_paused" | "snapshot_limit_reached" | "wrong_credential_type" | "invalid_token" | "invalid_credentials" | "email_taken" | "ssh_key_exists" | "idempotency_key_reuse" | "idempotency_key_in_progress" | "global_capacity_reached" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "sandbox_size_limit_reached" | "sandbox_storage_limit_reached" | "command_not_allowed" | "too_many_rules" | "pattern_too_long" | "invalid_pattern" | "invalid_rules" | "takeover_not_permitted" | "permission_denied" | "mcp_connection_label_taken" | "session_budget_exceeded" | "volume_in_use" | "mcp_connection_not_found" | "secret_name_taken" | "invalid_allowed_host" | "unsafe_allowed_host" | "unsupported_trust_tier" | "secret_limit_reached" | "secret_not_found" | "secret_not_referenced_by_session" | "destination_not_allowed" | "secrets_unavailable" | "upstream_timeout" | "upstream_failed";
+            code: "bad_request" | "validation_error" | "unauthorized" | "invalid_api_key" | "forbidden" | "not_found" | "conflict" | "limit_exceeded" | "rate_limited" | "sandbox_operation_failed" | "sidecar_auth" | "sidecar_not_configured" | "internal_error" | "service_unavailable" | "not_supported" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "insufficient_storage" | "sandbox_lost" | "host_capacity" | "audit_unavailable" | "sandbox_paused" | "snapshot_limit_reached" | "wrong_credential_type" | "invalid_token" | "invalid_credentials" | "email_taken" | "ssh_key_exists" | "idempotency_key_reuse" | "idempotency_key_in_progress" | "global_capacity_reached" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "sandbox_size_limit_reached" | "sandbox_storage_limit_reached" | "command_not_allowed" | "too_many_rules" | "pattern_too_long" | "invalid_pattern" | "invalid_rules" | "takeover_not_permitted" | "permission_denied" | "mcp_connection_label_taken" | "session_budget_exceeded" | "volume_in_use" | "mcp_connection_not_found" | "secret_name_taken" | "invalid_allowed_host" | "unsafe_allowed_host" | "unsupported_trust_tier" | "secret_limit_reached" | "secret_not_found" | "secret_not_referenced_by_session" | "destination_not_allowed" | "secrets_unavailable" | "upstream_timeout" | "upstream_failed" | "preview_unauthorized" | "preview_unreachable";
             details?: unknown;
             hint?: string;
             message: string;
@@ -1338,6 +1541,9 @@ export interface components {
             };
             max_output_bytes?: number;
             on_output_limit?: string;
+            secret_env?: {
+                [key: string]: string;
+            };
             stdin?: string;
             timeout?: number;
         };
@@ -1577,6 +1783,20 @@ export interface components {
             copy_operations?: string[];
             files?: components["schemas"]["PresentedFile"][];
         };
+        Preview: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            id: string;
+            path_url?: string;
+            port: number;
+            /** Format: date-time */
+            revoked_at?: string;
+            sandbox_id: string;
+            token?: string;
+            url?: string;
+        };
         ProcessEvent: {
             exit_code?: number;
             next_offset?: number;
@@ -1627,6 +1847,16 @@ export interface components {
         ProcessStopResult: {
             exit_code?: number;
             status: string;
+        };
+        PTYExecRequest: {
+            command?: string;
+            input_bytes?: string;
+            timeout_seconds?: number;
+        };
+        PTYExecResult: {
+            exit_code?: number;
+            output: string;
+            timed_out: boolean;
         };
         RestoreSnapshotRequest: {
             label?: string;
@@ -4204,6 +4434,414 @@ export interface operations {
             };
         };
     };
+    post_sandboxes_id_browser_close: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Stop the sandbox's Chromium */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserCloseResult"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_sandboxes_id_browser_exec: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BrowserExecRequest"];
+            };
+        };
+        responses: {
+            /** @description Run JavaScript in the page (browser_exec): its value as JSON, a promise awaited */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserExecResult"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large: the body is larger than the route's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error: a field has the wrong type or an out-of-range value; details name it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_sandboxes_id_browser_navigate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BrowserNavigateRequest"];
+            };
+        };
+        responses: {
+            /** @description Open a URL in the sandbox's headless Chromium (browser_navigate); page failures come back in error */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserNavigateResult"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large: the body is larger than the route's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error: a field has the wrong type or an out-of-range value; details name it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_sandboxes_id_browser_screenshot: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BrowserScreenshotRequest"];
+            };
+        };
+        responses: {
+            /** @description A PNG of the page, base64 (browser_screenshot; at most 5 MiB) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserScreenshotResult"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large: the body is larger than the route's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error: a field has the wrong type or an out-of-range value; details name it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     post_sandboxes_id_exec: {
         parameters: {
             query?: never;
@@ -6643,6 +7281,259 @@ export interface operations {
             };
         };
     };
+    post_sandboxes_id_node_interpreter_exec: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InterpreterExecRequest"];
+            };
+        };
+        responses: {
+            /** @description Run JavaScript in the sandbox's persistent Node.js interpreter (node_interpreter); result is util.inspect of the last value, a promise awaited */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InterpreterExecResult"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large: the body is larger than the route's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error: a field has the wrong type or an out-of-range value; details name it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_sandboxes_id_node_interpreter_reset: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Restart the Node.js interpreter */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InterpreterReset"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_sandboxes_id_node_interpreter_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The Node.js interpreter's state */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InterpreterStatus"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     post_sandboxes_id_pause: {
         parameters: {
             query?: never;
@@ -6717,6 +7608,256 @@ export interface operations {
             };
             /** @description validation_error: a field has the wrong type or an out-of-range value; details name it */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_sandboxes_id_preview_port: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+                port: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePreviewRequest"];
+            };
+        };
+        responses: {
+            /** @description A preview URL of a port inside the sandbox, with a token valid ttl_seconds (30..86400, default 3600): host-based (url) and path form (path_url) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preview"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large: the body is larger than the route's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error: a field has the wrong type or an out-of-range value; details name it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_sandboxes_id_preview_port: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                port: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoke every live preview of the port: their URLs answer 401 at once */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_sandboxes_id_previews: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sandbox's live previews (without tokens) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Preview"][];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7290,6 +8431,118 @@ export interface operations {
             };
             /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_sandboxes_id_pty_exec: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PTYExecRequest"];
+            };
+        };
+        responses: {
+            /** @description Run one command (split into words, no shell) on a terminal of its own, typing input_bytes (base64) into it (pty_exec); the allowlist applies */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PTYExecResult"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description request_timeout: the body did not arrive within the body timeout */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description payload_too_large: the body is larger than the route's limit */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unsupported_media_type: the body is not sent as application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description validation_error: a field has the wrong type or an out-of-range value; details name it */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -5,6 +5,13 @@ import { type Body, type Transport, newIdempotencyKey, seg } from "./http.js";
 import { eventError, ndjson, sse } from "./streams.js";
 import type {
   ArchiveResult,
+  BrowserCloseResult,
+  BrowserExecRequest,
+  BrowserExecResult,
+  BrowserNavigateRequest,
+  BrowserNavigateResult,
+  BrowserScreenshotRequest,
+  BrowserScreenshotResult,
   ExecEvent,
   ExecResult,
   FileCreateResult,
@@ -24,6 +31,7 @@ import type {
   LSPStarted,
   LSPStatus,
   PresentFilesResult,
+  Preview,
   ProcessEvent,
   ProcessInfo,
   ProcessInputResult,
@@ -31,6 +39,8 @@ import type {
   ProcessStarted,
   ProcessStartRequest,
   ProcessStopResult,
+  PTYExecRequest,
+  PTYExecResult,
   SandboxRecord,
   SandboxStats,
   Snapshot,
@@ -42,6 +52,8 @@ import type {
 
 /** An exec call waits for the command's own timeout plus this. */
 const EXEC_MARGIN_MS = 30_000;
+/** Chromium's start, and the server's own margin, on top of a browser call's timeout. */
+const BROWSER_MARGIN_MS = 90_000;
 const DEFAULT_EXEC_TIMEOUT_S = 30;
 /** How often in a row a live stream is reopened when it breaks without delivering. */
 const STREAM_RETRIES = 5;
@@ -58,6 +70,13 @@ export interface ExecOptions {
   description?: string;
   max_output_bytes?: number;
   on_output_limit?: "truncate" | "stop";
+  /**
+   * Environment variable → secret name: the secret's value in this
+   * command's environment only (docs/secrets.md, servers started with
+   * --allow-secret-env); echoes are redacted from the result. Not for
+   * execStream: the server refuses it on streams.
+   */
+  secret_env?: Record<string, string>;
   signal?: AbortSignal;
 }
 
@@ -231,20 +250,75 @@ export class Processes {
   }
 }
 
-/** The sandbox's persistent Python interpreter. */
+/**
+ * The sandbox's persistent Python interpreter (`sb.interpreter`), or its
+ * Node.js one (`sb.nodeInterpreter`: JavaScript, the result is util.inspect
+ * of the last value, a promise awaited).
+ */
 export class Interpreter {
-  constructor(private readonly sb: Sandbox) {}
+  constructor(
+    private readonly sb: Sandbox,
+    private readonly prefix = "/interpreter",
+  ) {}
 
   exec(code: string, timeout?: number): Promise<InterpreterExecResult> {
-    return this.sb.post("/interpreter/exec", { code, timeout }, (timeout ?? DEFAULT_EXEC_TIMEOUT_S) * 1000 + EXEC_MARGIN_MS);
+    return this.sb.post(`${this.prefix}/exec`, { code, timeout }, (timeout ?? DEFAULT_EXEC_TIMEOUT_S) * 1000 + EXEC_MARGIN_MS);
   }
 
   reset(): Promise<InterpreterReset> {
-    return this.sb.post("/interpreter/reset", {});
+    return this.sb.post(`${this.prefix}/reset`, {});
   }
 
   status(): Promise<InterpreterStatus> {
-    return this.sb.t.json("GET", this.sb.path("/interpreter/status"));
+    return this.sb.t.json("GET", this.sb.path(`${this.prefix}/status`));
+  }
+}
+
+/**
+ * The sandbox's headless Chromium (the browser tools; the image must have
+ * chromium). Page failures come back in `error` with a 200; only a bad
+ * request throws.
+ */
+export class Browser {
+  constructor(private readonly sb: Sandbox) {}
+
+  navigate(req: BrowserNavigateRequest): Promise<BrowserNavigateResult> {
+    return this.sb.post("/browser/navigate", { ...req }, (req.timeout_seconds ?? 30) * 1000 + BROWSER_MARGIN_MS);
+  }
+
+  /** Runs JavaScript in the page: its value as JSON in `result`. */
+  exec(req: BrowserExecRequest): Promise<BrowserExecResult> {
+    return this.sb.post("/browser/exec", { ...req }, (req.timeout_seconds ?? 10) * 1000 + BROWSER_MARGIN_MS);
+  }
+
+  /** A PNG of the page, base64 in `image_base64`. */
+  screenshot(req: BrowserScreenshotRequest = {}): Promise<BrowserScreenshotResult> {
+    return this.sb.post("/browser/screenshot", { ...req }, 120_000 + BROWSER_MARGIN_MS);
+  }
+
+  /** Stops Chromium: `status` is closed or not_running. */
+  close(): Promise<BrowserCloseResult> {
+    return this.sb.post("/browser/close", {});
+  }
+}
+
+/** Preview URLs of ports inside the sandbox. */
+export class Previews {
+  constructor(private readonly sb: Sandbox) {}
+
+  /** A preview URL of port, valid ttlSeconds (30..86400, default 3600); the token is shown once. */
+  create(port: number, o: { ttlSeconds?: number } = {}): Promise<Preview> {
+    return this.sb.post(`/preview/${port}`, o.ttlSeconds ? { ttl_seconds: o.ttlSeconds } : {});
+  }
+
+  /** The live previews, without tokens. */
+  async list(): Promise<Preview[]> {
+    return (await this.sb.t.json<Preview[] | undefined>("GET", this.sb.path("/previews"))) ?? [];
+  }
+
+  /** Revokes every live preview of port: their URLs answer 401 at once. */
+  async revoke(port: number): Promise<void> {
+    await this.sb.t.json("DELETE", this.sb.path(`/preview/${port}`));
   }
 }
 
@@ -333,6 +407,9 @@ export class Sandbox {
   readonly files = new Files(this);
   readonly processes = new Processes(this);
   readonly interpreter = new Interpreter(this);
+  readonly nodeInterpreter = new Interpreter(this, "/node-interpreter");
+  readonly browser = new Browser(this);
+  readonly previews = new Previews(this);
   readonly lsp = new LSP(this);
   readonly log = new Log(this);
 
@@ -428,6 +505,14 @@ export class Sandbox {
    */
   httpRequest(req: HTTPRequest): Promise<HTTPResponse> {
     return this.post("/http-request", { ...req }, (req.timeout ?? 15) * 1000 + EXEC_MARGIN_MS);
+  }
+
+  /**
+   * Runs one command (split into words, no shell) on a terminal of its own,
+   * typing input_bytes (base64) into it; exit_code is null when it timed out.
+   */
+  ptyExec(req: PTYExecRequest): Promise<PTYExecResult> {
+    return this.post("/pty-exec", { ...req }, Math.min(req.timeout_seconds ?? 30, 120) * 1000 + EXEC_MARGIN_MS);
   }
 
   /**
