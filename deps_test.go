@@ -175,7 +175,7 @@ var rules = map[string]depRule{
 	"server/egress":     {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	// The secrets broker: its records through its own Store, which
 	// server/sqlstore implements; its egress checks are server/egress's.
-	"server/secrets": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/egress"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/secrets": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/scrub", "server/egress"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":          "the control plane imports the broker, never the reverse",
 		"server/sqlstore": "the broker keeps its records through its Store interface; cmd/boxkite-server wires the SQL store in",
 	}},

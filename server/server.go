@@ -449,7 +449,7 @@ func (s *Server) subsystems() error {
 		CheckCommand:   s.allowlist.CheckCommand,
 		NewScrub:       s.newExecScrub,
 		ObserveExec:    s.metrics.Exec,
-		SecretEnv:      s.secretEnv,
+		SecretEnv:      s.cfg.Secrets.ExecEnv(s.cfg.SecretEnv),
 		MaxOutputBytes: s.cfg.MaxExecOutputBytes,
 	})
 	if err != nil {

@@ -24,24 +24,46 @@ type RouteDeps struct {
 // before the mux (ServeHost). s is nil on a server whose store keeps no
 // previews: the routes are documented, not served.
 func (s *Service) Routes(d RouteDeps) []httpx.Route {
-	sandbox := func(h func(http.ResponseWriter, *http.Request, string, string) error) httpx.Handler {
-		return func(w http.ResponseWriter, r *http.Request) error {
-			sb, err := d.LoadSandbox(r)
-			if err != nil {
-				return err
-			}
-			if err := d.ActiveAudited(sb); err != nil {
-				return err
-			}
-			return h(w, r, sb.AccountID, sb.ID)
-		}
-	}
+	h := &routes{s: s, d: d}
 	return []httpx.Route{
-		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/sandboxes/{id}/preview/{port}", Summary: "A preview URL of a port inside the sandbox, with a token valid ttl_seconds (30..86400, default 3600): host-based (url) and path form (path_url)", Request: api.CreatePreviewRequest{}, Response: api.Preview{}, Status: http.StatusCreated}, Cred: httpx.CredAPIKey, Handler: sandbox(s.ServeCreate)},
-		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/sandboxes/{id}/preview/{port}", Summary: "Revoke every live preview of the port: their URLs answer 401 at once", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: sandbox(s.ServeRevoke)},
-		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/sandboxes/{id}/previews", Summary: "The sandbox's live previews (without tokens)", Response: []api.Preview{}}, Cred: httpx.CredAPIKey, Handler: sandbox(s.ServeList)},
+		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/sandboxes/{id}/preview/{port}", Summary: "A preview URL of a port inside the sandbox, with a token valid ttl_seconds (30..86400, default 3600): host-based (url) and path form (path_url)", Request: api.CreatePreviewRequest{}, Response: api.Preview{}, Status: http.StatusCreated}, Cred: httpx.CredAPIKey, Handler: h.create},
+		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/sandboxes/{id}/preview/{port}", Summary: "Revoke every live preview of the port: their URLs answer 401 at once", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: h.revoke},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/sandboxes/{id}/previews", Summary: "The sandbox's live previews (without tokens)", Response: []api.Preview{}}, Cred: httpx.CredAPIKey, Handler: h.list},
 		{RouteDoc: httpx.RouteDoc{Pattern: PathPrefix + "{id}/{port}/{path...}", Summary: "A preview, path form (any method; WebSocket upgrades too): ?boxkite_preview_token= on the first visit is exchanged for an HttpOnly cookie; 401 preview_unauthorized without a valid one", Auth: httpx.AuthNone, Produces: "*/*"}, Cred: httpx.CredNone, Handler: s.servePathStreaming},
 	}
+}
+
+type routes struct {
+	s *Service
+	d RouteDeps
+}
+
+// sandbox serves h for the request's sandbox, refused unless it is
+// active and the audit log takes entries.
+func (h *routes) sandbox(w http.ResponseWriter, r *http.Request, serve func(http.ResponseWriter, *http.Request, string, string) error) error {
+	sb, err := h.d.LoadSandbox(r)
+	if err != nil {
+		return err
+	}
+	if err := h.d.ActiveAudited(sb); err != nil {
+		return err
+	}
+	return serve(w, r, sb.AccountID, sb.ID)
+}
+
+// create serves POST /v1/sandboxes/{id}/preview/{port}.
+func (h *routes) create(w http.ResponseWriter, r *http.Request) error {
+	return h.sandbox(w, r, h.s.ServeCreate)
+}
+
+// revoke serves DELETE /v1/sandboxes/{id}/preview/{port}.
+func (h *routes) revoke(w http.ResponseWriter, r *http.Request) error {
+	return h.sandbox(w, r, h.s.ServeRevoke)
+}
+
+// list serves GET /v1/sandboxes/{id}/previews.
+func (h *routes) list(w http.ResponseWriter, r *http.Request) error {
+	return h.sandbox(w, r, h.s.ServeList)
 }
 
 // servePathStreaming serves the path form, its body and answer streamed.

@@ -31,24 +31,42 @@ type RouteDeps struct {
 func (s *Service) Routes(d RouteDeps) []httpx.Route {
 	h := &routes{s: s, d: d}
 	return []httpx.Route{
-		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/secrets", Summary: "Create a secret (admin keys): a write-only value, envelope-encrypted at rest, sent only to its allowed_hosts", Request: api.CreateSecretRequest{}, Response: api.Secret{}, Status: http.StatusCreated}, Cred: httpx.CredAPIKey, Handler: account(s.ServeCreate, true)},
-		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/secrets", Summary: "List the account's secrets by name, without values", Response: []api.Secret{}}, Cred: httpx.CredAPIKey, Handler: account(s.ServeList, false)},
-		{RouteDoc: httpx.RouteDoc{Pattern: "PUT /v1/secrets/{id}", Summary: "Replace a secret's value (and allowed_hosts when given); {id} is the id or the name (admin keys)", Request: api.UpdateSecretRequest{}, Response: api.Secret{}}, Cred: httpx.CredAPIKey, Handler: account(s.ServeUpdate, true)},
-		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/secrets/{id}", Summary: "Delete a secret; {id} is the id or the name (admin keys)", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: account(s.ServeDelete, true)},
+		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/secrets", Summary: "Create a secret (admin keys): a write-only value, envelope-encrypted at rest, sent only to its allowed_hosts", Request: api.CreateSecretRequest{}, Response: api.Secret{}, Status: http.StatusCreated}, Cred: httpx.CredAPIKey, Handler: h.createSecret},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/secrets", Summary: "List the account's secrets by name, without values", Response: []api.Secret{}}, Cred: httpx.CredAPIKey, Handler: h.listSecrets},
+		{RouteDoc: httpx.RouteDoc{Pattern: "PUT /v1/secrets/{id}", Summary: "Replace a secret's value (and allowed_hosts when given); {id} is the id or the name (admin keys)", Request: api.UpdateSecretRequest{}, Response: api.Secret{}}, Cred: httpx.CredAPIKey, Handler: h.updateSecret},
+		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/secrets/{id}", Summary: "Delete a secret; {id} is the id or the name (admin keys)", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: h.deleteSecret},
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/sandboxes/{id}/http-request", Summary: "The control plane makes an HTTP request for the sandbox, {{secret:NAME}} replaced by the value of its secret NAME, only to that secret's allowed hosts; echoes of the value are redacted", Request: api.HTTPRequest{}, Response: api.HTTPResponse{}}, Cred: httpx.CredAPIKey, Handler: h.httpRequest},
 	}
 }
 
-// account adapts a /v1/secrets handler to the caller's account; admin
+// account serves a /v1/secrets handler for the caller's account; admin
 // routes refuse member keys.
-func account(h func(http.ResponseWriter, *http.Request, string) error, admin bool) httpx.Handler {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		c := authz.From(r.Context())
-		if k := c.Key; admin && (k == nil || k.Role != model.RoleAdmin) {
-			return errMemberSecrets
-		}
-		return h(w, r, c.Account.ID)
+func account(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request, string) error, admin bool) error {
+	c := authz.From(r.Context())
+	if k := c.Key; admin && (k == nil || k.Role != model.RoleAdmin) {
+		return errMemberSecrets
 	}
+	return h(w, r, c.Account.ID)
+}
+
+// createSecret serves POST /v1/secrets (admin keys).
+func (h *routes) createSecret(w http.ResponseWriter, r *http.Request) error {
+	return account(w, r, h.s.ServeCreate, true)
+}
+
+// listSecrets serves GET /v1/secrets.
+func (h *routes) listSecrets(w http.ResponseWriter, r *http.Request) error {
+	return account(w, r, h.s.ServeList, false)
+}
+
+// updateSecret serves PUT /v1/secrets/{id} (admin keys).
+func (h *routes) updateSecret(w http.ResponseWriter, r *http.Request) error {
+	return account(w, r, h.s.ServeUpdate, true)
+}
+
+// deleteSecret serves DELETE /v1/secrets/{id} (admin keys).
+func (h *routes) deleteSecret(w http.ResponseWriter, r *http.Request) error {
+	return account(w, r, h.s.ServeDelete, true)
 }
 
 // Secrets are egress towards the hosts they allow, which is the

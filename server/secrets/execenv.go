@@ -1,4 +1,4 @@
-package server
+package secrets
 
 import (
 	"fmt"
@@ -9,24 +9,30 @@ import (
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/model"
-	"github.com/boxkite/boxkite/server/secrets"
 )
 
-// secretEnv resolves an exec's secret_env into its env, when the server
-// allows that weaker mode, and returns what wraps the JSON result so the
-// values' echoes are redacted (nil for none). A stream is refused: its
-// output could carry a value split across events.
-func (s *Server) secretEnv(r *http.Request, sb *model.Sandbox, req *api.ExecRequest) (func(http.ResponseWriter) (http.ResponseWriter, func()), error) {
+// ExecEnv returns what resolves an exec's secret_env into its env, when
+// the server allows that weaker mode (allowed: --allow-secret-env), and
+// returns what wraps the JSON result so the values' echoes are redacted
+// (nil for none). A stream is refused: its output could carry a value
+// split across events. s may be nil (a server without secrets).
+func (s *Service) ExecEnv(allowed bool) func(r *http.Request, sb *model.Sandbox, req *api.ExecRequest) (func(http.ResponseWriter) (http.ResponseWriter, func()), error) {
+	return func(r *http.Request, sb *model.Sandbox, req *api.ExecRequest) (func(http.ResponseWriter) (http.ResponseWriter, func()), error) {
+		return s.execEnv(allowed, r, sb, req)
+	}
+}
+
+func (s *Service) execEnv(allowed bool, r *http.Request, sb *model.Sandbox, req *api.ExecRequest) (func(http.ResponseWriter) (http.ResponseWriter, func()), error) {
 	if len(req.SecretEnv) == 0 {
 		return nil, nil
 	}
-	if !s.cfg.SecretEnv {
+	if !allowed {
 		return nil, httpx.NotSupported("secret_env", "the server keeps secrets out of sandboxes: use http_request, or start boxkite-server with --allow-secret-env (docs/secrets.md)")
 	}
 	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
 		return nil, httpx.Invalid("secret_env", "secret_env works with the JSON result, not a stream", "drop Accept: application/x-ndjson")
 	}
-	vars, values, err := s.cfg.Secrets.EnvValues(r.Context(), sb.AccountID, sb.ID, req.SecretEnv)
+	vars, values, err := s.EnvValues(r.Context(), sb.AccountID, sb.ID, req.SecretEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +45,7 @@ func (s *Server) secretEnv(r *http.Request, sb *model.Sandbox, req *api.ExecRequ
 		}
 		req.Env[k] = v
 	}
-	red := secrets.NewRedactor(values)
+	red := NewRedactor(values)
 	return func(w http.ResponseWriter) (http.ResponseWriter, func()) {
 		j := scrub.NewJSONRewriter(w, func(b []byte) []byte { return []byte(red.Apply(string(b))) })
 		return j, j.Finish
