@@ -13,6 +13,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/webhooks"
 )
 
@@ -263,4 +264,39 @@ func TestWebhookURLChecks(t *testing.T) {
 	}
 	resp, body := strict.do("POST", "/v1/webhooks", strict.KeyA, api.CreateWebhookRequest{URL: "https://hooks.example.com/x", EventTypes: []string{"sandbox.exploded"}})
 	wantError(t, resp, body, 422, api.CodeValidation)
+}
+
+// TestWebhookReplicas: two servers on one Postgres database send each of
+// 200 queued events exactly once between them (no crash, so no
+// duplicates), each event's body carrying its own event_id.
+func TestWebhookReplicas(t *testing.T) {
+	es, _ := newReplicas(t, 2, webhookConfig())
+	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	hook := subscribe(t, es[0], es[0].KeyA, rc.URL, api.EventSandboxCreated)
+	st := es[0].Store.(webhooks.Store)
+	now := es[0].clock.Now()
+	const n = 200
+	ds := make([]*webhooks.Delivery, n)
+	for i := range ds {
+		id := model.NewID()
+		ds[i] = &webhooks.Delivery{
+			ID: model.NewID(), WebhookID: hook.ID, AccountID: es[0].AcctA.ID, EventID: id, EventType: "webhook.test",
+			Payload: []byte(`{"event_id":"` + id + `","event":"webhook.test"}`), Status: webhooks.StatusPending, NextAttemptAt: now, CreatedAt: now,
+		}
+	}
+	if err := st.EnqueueWebhookDeliveries(context.Background(), ds); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "200 deliveries", func() bool { return len(rc.received()) >= n })
+	time.Sleep(200 * time.Millisecond) // a few more polls: nothing more arrives
+	got := rc.received()
+	seen := map[string]int{}
+	for _, r := range got {
+		var env api.WebhookEnvelope
+		mustUnmarshal(t, r.body, &env)
+		seen[env.EventID]++
+	}
+	if len(got) != n || len(seen) != n {
+		t.Errorf("%d requests for %d events, want %d of each", len(got), len(seen), n)
+	}
 }
