@@ -300,3 +300,37 @@ func TestWebhookReplicas(t *testing.T) {
 		t.Errorf("%d requests for %d events, want %d of each", len(got), len(seen), n)
 	}
 }
+
+// TestWebhookSplunkHEC: a splunk_hec subscription gets the HEC event
+// around the envelope, with its token, still signed.
+func TestWebhookSplunkHEC(t *testing.T) {
+	e := newEnv(t, webhookConfig())
+	runServer(t, e.Server)
+	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	resp, body := e.do("POST", "/v1/webhooks", e.KeyA, api.CreateWebhookRequest{URL: rc.URL, EventTypes: []string{api.EventSandboxCreated}, PayloadFormat: api.PayloadSplunkHEC, HECToken: "hec-tok"})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("subscribe: %d %s", resp.StatusCode, body)
+	}
+	var hook api.Webhook
+	mustUnmarshal(t, body, &hook)
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	eventually(t, "a delivery", func() bool { return len(rc.received()) == 1 })
+	r := rc.received()[0]
+	var hec struct {
+		Time       float64             `json:"time"`
+		Host       string              `json:"host"`
+		Source     string              `json:"source"`
+		Sourcetype string              `json:"sourcetype"`
+		Event      api.WebhookEnvelope `json:"event"`
+	}
+	mustUnmarshal(t, r.body, &hec)
+	if r.header.Get("Authorization") != "Splunk hec-tok" || hec.Host != "boxkite" || hec.Source != "boxkite:sandbox.created" || hec.Sourcetype != "_json" ||
+		hec.Time == 0 || hec.Event.Data["session_id"] != sb.ID {
+		t.Errorf("HEC delivery: %v %s", r.header, r.body)
+	}
+	if !webhooks.Verify(hook.Secret, r.header.Get(webhooks.SignatureHeader), r.body, e.clock.Now(), time.Minute) {
+		t.Error("the HEC delivery's signature does not verify")
+	}
+	resp, body = e.do("POST", "/v1/webhooks", e.KeyA, api.CreateWebhookRequest{URL: rc.URL, EventTypes: []string{api.EventSandboxCreated}, PayloadFormat: api.PayloadSplunkHEC})
+	wantError(t, resp, body, http.StatusUnprocessableEntity, api.CodeValidation)
+}
