@@ -90,7 +90,7 @@ func TestDefaultTools(t *testing.T) {
 		{name: "python_interpreter", args: `{"code":"import nosuchmodule"}`, has: []string{"Error:", "ModuleNotFoundError"}},
 		{name: "file_create", args: `{"path":"notes/a.txt","content":"one\ntwo\nthree\n"}`, want: "Created file: /workspace/notes/a.txt (14 bytes)"},
 		{name: "view", args: `{"path":"notes/a.txt","start_line":2}`, want: "File: notes/a.txt (lines 2-3 of 3)\n     2\ttwo\n     3\tthree"},
-		{name: "view", args: `{"path":"/etc/passwd"}`, want: "Error: Invalid path outside allowed roots: /etc/passwd"},
+		{name: "view", args: `{"path":"/etc/passwd"}`, want: "Error: Invalid path outside allowed roots: /etc/passwd\nHint: use a path under /workspace (relative paths start there), /tmp, /mnt/user-data/outputs, /mnt/user-data/uploads or /mnt/skills"},
 		{name: "view", args: `{"path":"notes"}`, want: "Directory: notes\n\na.txt"},
 		{name: "str_replace", args: `{"path":"notes/a.txt","old_str":"two","new_str":"TWO"}`, has: []string{"Replaced 1 occurrence in"}},
 		{name: "str_replace", args: `{"path":"notes/a.txt","old_str":"four","new_str":"x"}`, has: []string{"Error: old_str not found in"}},
