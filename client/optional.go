@@ -11,40 +11,19 @@ import (
 // NodeInterpreterExec runs JavaScript in the sandbox's persistent Node.js
 // interpreter (POST /v1/sandboxes/{id}/node-interpreter/exec).
 func (c *Client) NodeInterpreterExec(ctx context.Context, id string, req api.InterpreterExecRequest) (*api.InterpreterExecResult, error) {
-	secs := req.Timeout
-	switch {
-	case secs <= 0:
-		secs = api.DefaultInterpreterTimeout
-	case secs > api.MaxInterpreterTimeout:
-		secs = api.MaxInterpreterTimeout
-	}
-	ctx, cancel := withDefaultTimeout(ctx, time.Duration(secs)*time.Second+execMargin)
-	defer cancel()
-	var res api.InterpreterExecResult
-	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/node-interpreter/exec", req, &res, withID(id)); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return c.interpreterExec(ctx, "node-interpreter", id, req)
 }
 
 // NodeInterpreterReset restarts the Node.js interpreter of sandbox id
 // (POST /v1/sandboxes/{id}/node-interpreter/reset).
 func (c *Client) NodeInterpreterReset(ctx context.Context, id string) (*api.InterpreterReset, error) {
-	var res api.InterpreterReset
-	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/node-interpreter/reset", nil, &res, withID(id)); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return c.interpreterReset(ctx, "node-interpreter", id)
 }
 
 // NodeInterpreterStatus reports whether the Node.js interpreter of sandbox
 // id runs (GET /v1/sandboxes/{id}/node-interpreter/status).
 func (c *Client) NodeInterpreterStatus(ctx context.Context, id string) (*api.InterpreterStatus, error) {
-	var res api.InterpreterStatus
-	if err := c.do(ctx, http.MethodGet, "/v1/sandboxes/{id}/node-interpreter/status", nil, &res, withID(id)); err != nil {
-		return nil, err
-	}
-	return &res, nil
+	return c.interpreterStatus(ctx, "node-interpreter", id)
 }
 
 // PTYExec runs one command on a terminal of its own with input typed into

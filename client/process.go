@@ -167,6 +167,23 @@ func (c *Client) KillAllProcesses(ctx context.Context, id string) (*api.KillAllR
 // InterpreterExec runs Python code in the persistent interpreter of sandbox
 // id; variables and imports survive between calls.
 func (c *Client) InterpreterExec(ctx context.Context, id string, req api.InterpreterExecRequest) (*api.InterpreterExecResult, error) {
+	return c.interpreterExec(ctx, "interpreter", id, req)
+}
+
+// InterpreterReset discards the interpreter's state in sandbox id.
+func (c *Client) InterpreterReset(ctx context.Context, id string) (*api.InterpreterReset, error) {
+	return c.interpreterReset(ctx, "interpreter", id)
+}
+
+// InterpreterStatus reports whether the interpreter of sandbox id runs.
+func (c *Client) InterpreterStatus(ctx context.Context, id string) (*api.InterpreterStatus, error) {
+	return c.interpreterStatus(ctx, "interpreter", id)
+}
+
+// interpreterExec runs code in the persistent interpreter that route
+// (interpreter for Python, node-interpreter for Node.js) names, waiting the
+// request's timeout, clamped as the server clamps it, plus a margin.
+func (c *Client) interpreterExec(ctx context.Context, route, id string, req api.InterpreterExecRequest) (*api.InterpreterExecResult, error) {
 	secs := req.Timeout
 	switch {
 	case secs <= 0:
@@ -177,25 +194,23 @@ func (c *Client) InterpreterExec(ctx context.Context, id string, req api.Interpr
 	ctx, cancel := withDefaultTimeout(ctx, time.Duration(secs)*time.Second+execMargin)
 	defer cancel()
 	var res api.InterpreterExecResult
-	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/interpreter/exec", req, &res, withID(id)); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/"+route+"/exec", req, &res, withID(id)); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
-// InterpreterReset discards the interpreter's state in sandbox id.
-func (c *Client) InterpreterReset(ctx context.Context, id string) (*api.InterpreterReset, error) {
+func (c *Client) interpreterReset(ctx context.Context, route, id string) (*api.InterpreterReset, error) {
 	var res api.InterpreterReset
-	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/interpreter/reset", nil, &res, withID(id)); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/v1/sandboxes/{id}/"+route+"/reset", nil, &res, withID(id)); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
-// InterpreterStatus reports whether the interpreter of sandbox id runs.
-func (c *Client) InterpreterStatus(ctx context.Context, id string) (*api.InterpreterStatus, error) {
+func (c *Client) interpreterStatus(ctx context.Context, route, id string) (*api.InterpreterStatus, error) {
 	var res api.InterpreterStatus
-	if err := c.do(ctx, http.MethodGet, "/v1/sandboxes/{id}/interpreter/status", nil, &res, withID(id)); err != nil {
+	if err := c.do(ctx, http.MethodGet, "/v1/sandboxes/{id}/"+route+"/status", nil, &res, withID(id)); err != nil {
 		return nil, err
 	}
 	return &res, nil
