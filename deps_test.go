@@ -189,6 +189,16 @@ var rules = map[string]depRule{
 		"server":          "the control plane imports webhooks, never the reverse",
 		"server/sqlstore": "webhooks keep their subscriptions and queue through their Store interface",
 	}},
+	// Workspace sync to object storage: the backends (the cloud SDKs live
+	// here only) and the sync of sandboxes' files through its own Store.
+	"server/storagesync": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":          "the control plane imports storage sync, never the reverse",
+		"server/sqlstore": "storage sync keeps its queue through its Store interface",
+		"server/local":    "storage sync reads workspaces through its Files interface, whatever the driver",
+		"server/kube":     "storage sync reads workspaces through its Files interface, whatever the driver",
+	}},
+	// Object stores on loopback for tests (SeaweedFS, Azurite, fake-gcs-server).
+	"internal/objtest": {ours: []string{"server/storagesync"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
 	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview", "server/webhooks"}, forbidden: merge(clientGo)},
 	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/local/idrange", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/local/idrange": {ours: []string{"client/api", "server/model", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
