@@ -233,6 +233,7 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 		s.discard(ctx, sb.ID)
 		return nil, fmt.Errorf("record sandbox endpoint: %w", err)
 	}
+	s.syncCreated(ctx, active) // storagesync_port.go
 	return active, nil
 }
 
@@ -420,6 +421,7 @@ func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) 
 
 // destroyLocked is destroySandbox for a caller holding id's lifecycle lock.
 func (s *Server) destroyLocked(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
+	s.syncFinal(ctx, id, status) // storagesync_port.go: the last flush, bounded and audited
 	defer s.calls.End(id, endedAnswer(id, status))()
 	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {

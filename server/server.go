@@ -43,6 +43,7 @@ import (
 	"github.com/boxkite/boxkite/server/status"
 	"github.com/boxkite/boxkite/server/takeover"
 	"github.com/boxkite/boxkite/server/volumes"
+	"github.com/boxkite/boxkite/server/storagesync"
 	"github.com/boxkite/boxkite/server/webhooks"
 )
 
@@ -122,6 +123,9 @@ type Config struct {
 	// Webhooks configures the delivery of webhook events
 	// (server/webhooks): the operator's settings, never a tenant's.
 	Webhooks WebhookConfig
+	// Storage configures the workspace sync to object storage
+	// (storagesync_port.go); off when its Backend is nil.
+	Storage StorageConfig
 }
 
 // WebhookConfig is the operator's configuration of webhook deliveries.
@@ -275,6 +279,9 @@ type Server struct {
 	// webhooks serves subscriptions and sends events (webhooks_port.go);
 	// nil when the store keeps no webhooks.
 	webhooks *webhooks.Service
+	// storageSync syncs workspaces to object storage; nil when none is
+	// configured.
+	storageSync *storagesync.Service
 	// console serves /ui/ (MountConsole).
 	console http.Handler
 
@@ -340,6 +347,9 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		return nil, err
 	}
 	if err := s.newWebhooks(); err != nil {
+		return nil, err
+	}
+	if err := s.newStorageSync(); err != nil {
 		return nil, err
 	}
 	if err := s.newPreviews(); err != nil {
@@ -544,6 +554,7 @@ func (s *Server) routes() {
 		LoadSandbox: s.loadSandbox, ActiveAudited: s.activeAudited,
 	}))
 	s.mountIf(s.webhooks != nil, s.webhooks.Routes()) // server/webhooks
+	s.mount(s.storageSync.Routes(storagesync.RouteDeps{LoadSandbox: s.loadSandbox})) // server/storagesync
 	s.mount(s.allowlist.Routes())                     // server/allowlists
 
 	s.mount(s.accounts.Routes()) // server/accounts
@@ -611,6 +622,14 @@ func (s *Server) Run(ctx context.Context) error {
 			s.webhooks.Run(ctx) // deliveries
 		}()
 		defer func() { <-webhooksDone }()
+	}
+	if s.storageSync != nil {
+		syncDone := make(chan struct{})
+		go func() {
+			defer close(syncDone)
+			s.storageSync.Run(ctx) // workspace sync to object storage
+		}()
+		defer func() { <-syncDone }()
 	}
 	if s.preview != nil {
 		previewDone := make(chan struct{})

@@ -4,6 +4,15 @@ import "time"
 
 // Workspace sync to object storage (docs/storage.md).
 
+const (
+	// CodeStorageUnavailable (503): the server has no object storage
+	// configured.
+	CodeStorageUnavailable = "storage_unavailable"
+	// CodeStorageFailed (502): the object storage refused or could not be
+	// reached; the sync retries by itself.
+	CodeStorageFailed = "storage_failed"
+)
+
 // TreeEntry is one entry of a sidecar's GET /files/tree: a regular file
 // (Kind "file") or a symbolic link, reported and never followed (Kind
 // "symlink"). Path is relative to the tree's root.

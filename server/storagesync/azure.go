@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -72,8 +73,14 @@ func containerURL(c Config) string {
 
 func (b *azureBackend) Kind() string { return "azure" }
 
-func (b *azureBackend) Put(ctx context.Context, key string, r io.Reader, _ int64) error {
-	_, err := b.cl.NewBlockBlobClient(key).UploadStream(ctx, r, &azblob.UploadStreamOptions{BlockSize: 8 << 20, Concurrency: 2})
+func (b *azureBackend) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	bb := b.cl.NewBlockBlobClient(key)
+	var err error
+	if rs, ok := r.(io.ReadSeeker); ok && size >= 0 && size <= 8<<20 {
+		_, err = bb.Upload(ctx, streaming.NopCloser(rs), nil) // one Put Blob request
+	} else {
+		_, err = bb.UploadStream(ctx, r, &azblob.UploadStreamOptions{BlockSize: 8 << 20, Concurrency: 2})
+	}
 	if err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}

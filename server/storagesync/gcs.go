@@ -49,11 +49,14 @@ func openGCS(ctx context.Context, c Config) (Backend, error) {
 
 func (b *gcsBackend) Kind() string { return "gcs" }
 
-func (b *gcsBackend) Put(ctx context.Context, key string, r io.Reader, _ int64) error {
+func (b *gcsBackend) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // an unclosed writer is abandoned, never committed
 	w := b.bkt.Object(key).NewWriter(ctx)
 	w.ChunkSize = 8 << 20
+	if size >= 0 && size < 8<<20 {
+		w.ChunkSize = 0 // one request, no resumable session
+	}
 	w.ContentType = "application/octet-stream"
 	if _, err := io.Copy(w, r); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
