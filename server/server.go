@@ -41,9 +41,9 @@ import (
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
 	"github.com/boxkite/boxkite/server/status"
+	"github.com/boxkite/boxkite/server/storagesync"
 	"github.com/boxkite/boxkite/server/takeover"
 	"github.com/boxkite/boxkite/server/volumes"
-	"github.com/boxkite/boxkite/server/storagesync"
 	"github.com/boxkite/boxkite/server/webhooks"
 )
 
@@ -553,9 +553,9 @@ func (s *Server) routes() {
 	s.mountIf(s.preview != nil, s.preview.Routes(preview.RouteDeps{ // server/preview
 		LoadSandbox: s.loadSandbox, ActiveAudited: s.activeAudited,
 	}))
-	s.mountIf(s.webhooks != nil, s.webhooks.Routes()) // server/webhooks
+	s.mountIf(s.webhooks != nil, s.webhooks.Routes())                                // server/webhooks
 	s.mount(s.storageSync.Routes(storagesync.RouteDeps{LoadSandbox: s.loadSandbox})) // server/storagesync
-	s.mount(s.allowlist.Routes())                     // server/allowlists
+	s.mount(s.allowlist.Routes())                                                    // server/allowlists
 
 	s.mount(s.accounts.Routes()) // server/accounts
 
