@@ -356,7 +356,6 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 // that tests may change after New (the clock) are reached through
 // closures.
 func (s *Server) subsystems() error {
-	s.snap = s.newSnapshots()
 	var err error
 	s.accounts, err = accounts.New(accounts.Deps{
 		Store:            s.store,
@@ -417,6 +416,7 @@ func (s *Server) subsystems() error {
 	if err := s.newSandboxes(); err != nil {
 		return err
 	}
+	s.snap = s.newSnapshots()
 	s.allowlist, err = allowlists.New(allowlists.Deps{Store: s.store, Cache: s.allowlists, Now: func() time.Time { return s.now() }})
 	if err != nil {
 		return err
