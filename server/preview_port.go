@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/preview"
+	"github.com/boxkite/boxkite/server/sandbox"
 )
 
 // newPreviews returns the preview service when the store keeps previews.
@@ -37,17 +37,14 @@ func (s *Server) newPreviews() error {
 type previewPort struct{ s *Server }
 
 func (p previewPort) Sidecar(ctx context.Context, accountID, sandboxID string) (http.RoundTripper, error) {
-	sb, err := p.s.store.Sandbox(ctx, accountID, sandboxID)
-	if errors.Is(err, model.ErrNotFound) || (err == nil && sb.Status == model.StatusCreating) {
-		return nil, sandboxNotFound(sandboxID)
-	}
+	sb, err := p.s.sandboxes.Find(ctx, accountID, sandboxID)
 	if err != nil {
-		return nil, fmt.Errorf("load sandbox: %w", err)
+		return nil, err
 	}
 	if !sb.Active() {
-		return nil, notActive(sb)
+		return nil, sandbox.NotActive(sb)
 	}
-	if err := p.s.frozenAnswer(sb.ID); err != nil {
+	if err := p.s.sandboxes.FrozenAnswer(sb.ID); err != nil {
 		return nil, err
 	}
 	c, err := p.s.sidecars.Client(sb.ID, sb.Endpoint)

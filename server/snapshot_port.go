@@ -2,14 +2,13 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/sandbox"
 	"github.com/boxkite/boxkite/server/snapshot"
 )
 
@@ -31,30 +30,14 @@ type snapshotPort struct{ s *Server }
 func (p snapshotPort) Account(r *http.Request) *model.Account { return accountFrom(r.Context()) }
 
 func (p snapshotPort) Sandbox(ctx context.Context, accountID, id string) (*model.Sandbox, error) {
-	sb, err := p.s.store.Sandbox(ctx, accountID, id)
-	if errors.Is(err, model.ErrNotFound) || (err == nil && sb.Status == model.StatusCreating) {
-		return nil, sandboxNotFound(id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load sandbox: %w", err)
-	}
-	return sb, nil
+	return p.s.sandboxes.Find(ctx, accountID, id)
 }
 
 func (p snapshotPort) Start(ctx context.Context, acct *model.Account, from *model.Snapshot, label string, count int) ([]*model.Sandbox, error) {
-	s := p.s
-	params, err := s.validateCreate(api.CreateSandboxRequest{Label: label, Size: from.Size, StorageGB: from.StorageGB, Count: count})
-	if err != nil {
-		return nil, err
-	}
-	params.imageID, params.fromSnapshot = from.ImageID, from.Key
-	if params.imageRoot, err = s.images.RootFS(acct.ID, from.ImageID); err != nil {
-		return nil, err
-	}
-	if err := s.admitCreate(ctx, params.count); err != nil {
-		return nil, err
-	}
-	return s.startSandboxes(ctx, acct, params)
+	return p.s.sandboxes.Start(ctx, acct, sandbox.StartSpec{
+		Request: api.CreateSandboxRequest{Label: label, Size: from.Size, StorageGB: from.StorageGB, Count: count},
+		ImageID: from.ImageID, FromSnapshot: from.Key, AdmitHost: true,
+	})
 }
 
 func (p snapshotPort) Audit(ctx context.Context, sb *model.Sandbox, operation string, detail map[string]any) {

@@ -46,13 +46,3 @@ func (s *Server) emit(ctx context.Context, accountID, event string, data any) {
 		s.log.ErrorContext(ctx, "queue webhook event", "event", event, "account", accountID, "err", err)
 	}
 }
-
-// sandboxEvent is the data of a sandbox.* event.
-func sandboxEvent(sb *model.Sandbox) map[string]any {
-	d := map[string]any{"session_id": sb.ID, "label": sb.Label, "status": sb.Status}
-	if sb.DestroyedAt != nil {
-		d["duration_seconds"] = int64(sb.DestroyedAt.Sub(sb.CreatedAt).Seconds())
-		d["reason"] = sb.DestroyReason
-	}
-	return d
-}
