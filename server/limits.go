@@ -46,7 +46,7 @@ func (l Limits) validate() error {
 // checkLimits decides whether p may be created given u, in the reference's
 // order: global capacity, the account's concurrency, its monthly hours,
 // then the size and storage asked for.
-func (s *Server) checkLimits(p createParams, u model.Usage) error {
+func (s *Server) checkLimits(acct *model.Account, p createParams, u model.Usage) error {
 	if p.label != "" && u.ActiveLabels[p.label] {
 		// Checked here, in the store's critical section, so two creates
 		// racing for one label cannot both win.
@@ -55,7 +55,7 @@ func (s *Server) checkLimits(p createParams, u model.Usage) error {
 		e.Details = map[string]any{"label": p.label}
 		return e
 	}
-	l := s.cfg.Limits
+	l := tenantLimits(s.cfg.Limits, acct) // an organization's quota (orgs_port.go)
 	if l.GlobalConcurrent > 0 && u.GlobalActive+p.count > l.GlobalConcurrent {
 		return limits.LimitError(api.CodeGlobalCapacityReached,
 			fmt.Sprintf("the server is at capacity: %d of %d sandboxes are running", u.GlobalActive, l.GlobalConcurrent),
@@ -94,7 +94,7 @@ func (s *Server) checkLimits(p createParams, u model.Usage) error {
 // creates cannot both pass a check only one of them fits under.
 func (s *Server) reserveSandboxes(ctx context.Context, acct *model.Account, p createParams, sbs []*model.Sandbox) error {
 	now := s.now()
-	err := s.store.ReserveSandboxes(ctx, acct.ID, limits.MonthStart(now), now, func(u model.Usage) error { return s.checkLimits(p, u) }, sbs)
+	err := s.store.ReserveSandboxes(ctx, acct.ID, limits.MonthStart(now), now, func(u model.Usage) error { return s.checkLimits(acct, p, u) }, sbs)
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return err
 	}
