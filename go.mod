@@ -16,6 +16,7 @@ require (
 	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/gliderlabs/ssh v0.3.8
 	github.com/go-resty/resty/v2 v2.17.2
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/itchyny/gojq v0.12.20

@@ -34,18 +34,3 @@ func (s *Server) newOrgs() error {
 	s.orgs = svc
 	return nil
 }
-
-// tenantLimits are the limits of acct's sandboxes: the server's, lowered
-// by an organization's own quota where it sets one.
-func tenantLimits(l Limits, acct *model.Account) Limits {
-	if acct == nil || acct.Org == nil {
-		return l
-	}
-	if q := acct.Org.MaxConcurrentSandboxes; q > 0 && (l.AccountConcurrent == 0 || q < l.AccountConcurrent) {
-		l.AccountConcurrent = q
-	}
-	if q := acct.Org.MonthlySandboxHours; q > 0 && (l.MonthlySandboxHours == 0 || q < l.MonthlySandboxHours) {
-		l.MonthlySandboxHours = q
-	}
-	return l
-}
