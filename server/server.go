@@ -527,12 +527,10 @@ func (s *Server) newSandboxes() error {
 		Emit:          s.emit,
 		HealthTimeout: func() time.Duration { return s.healthTimeout },
 		ImageRoot:     s.images.RootFS,
-		UseImage: func(ctx context.Context, imageID, sandboxID string) error {
-			return s.cfg.Images.Use(ctx, imageID, sandboxID)
-		},
-		Volumes: s.volumes,
-		Grants:  s.mcpconns.Grants,
-		Secrets: s.cfg.Secrets,
+		UseImage:      s.images.Use,
+		Volumes:       s.volumes,
+		Grants:        s.mcpconns.Grants,
+		Secrets:       s.cfg.Secrets,
 	})
 	return err
 }
