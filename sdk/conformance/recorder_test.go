@@ -41,7 +41,22 @@ var notCalled = map[string]string{
 	"GET /v1/webhooks/{id}/deliveries":                          pendingWebhooks,
 	"POST /v1/webhooks/{id}/test":                               pendingWebhooks,
 	"POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": pendingWebhooks,
+
+	"POST /v1/organizations":                                 pendingOrgs,
+	"GET /v1/organizations":                                  pendingOrgs,
+	"POST /v1/organizations/accept-invite":                   pendingOrgs,
+	"GET /v1/organizations/{org_id}":                         pendingOrgs,
+	"PATCH /v1/organizations/{org_id}":                       pendingOrgs,
+	"GET /v1/organizations/{org_id}/members":                 pendingOrgs,
+	"PATCH /v1/organizations/{org_id}/members/{account_id}":  pendingOrgs,
+	"DELETE /v1/organizations/{org_id}/members/{account_id}": pendingOrgs,
+	"POST /v1/organizations/{org_id}/invites":                pendingOrgs,
+	"GET /v1/organizations/{org_id}/invites":                 pendingOrgs,
+	"DELETE /v1/organizations/{org_id}/invites/{invite_id}":  pendingOrgs,
+	"POST /v1/organizations/{org_id}/api-keys":               pendingOrgs,
 }
+
+const pendingOrgs = "organizations (issue 24) landed after the SDKs: the Go client and the CLI call them (server/orgs_test.go, the cross-tenant matrix, cmd/boxkite's org script); the SDK calls and cases are still to write"
 
 const pendingWebhooks = "webhook subscriptions (issue 24) landed after the SDKs: the Go client and the CLI call them (server/webhooks_test.go, cmd/boxkite/testdata/script/webhooks.txtar); the SDK calls and cases are still to write"
 
