@@ -36,6 +36,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/orgs"
 	"github.com/boxkite/boxkite/server/preview"
 	"github.com/boxkite/boxkite/server/proxy"
 	"github.com/boxkite/boxkite/server/sandbox"
@@ -276,6 +277,8 @@ type Server struct {
 	// webhooks serves subscriptions and sends events (webhooks_port.go);
 	// nil when the store keeps no webhooks.
 	webhooks *webhooks.Service
+	// orgs serves organizations (orgs_port.go); nil when the store keeps none.
+	orgs *orgs.Service
 	// console serves /ui/ (MountConsole).
 	console http.Handler
 
@@ -344,6 +347,9 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 	if err := s.newWebhooks(); err != nil {
 		return nil, err
 	}
+	if err := s.newOrgs(); err != nil {
+		return nil, err
+	}
 	if err := s.newPreviews(); err != nil {
 		return nil, fmt.Errorf("server config: %w", err)
 	}
@@ -356,7 +362,6 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 // that tests may change after New (the clock) are reached through
 // closures.
 func (s *Server) subsystems() error {
-	s.snap = s.newSnapshots()
 	var err error
 	s.accounts, err = accounts.New(accounts.Deps{
 		Store:            s.store,
@@ -417,6 +422,7 @@ func (s *Server) subsystems() error {
 	if err := s.newSandboxes(); err != nil {
 		return err
 	}
+	s.snap = s.newSnapshots()
 	s.allowlist, err = allowlists.New(allowlists.Deps{Store: s.store, Cache: s.allowlists, Now: func() time.Time { return s.now() }})
 	if err != nil {
 		return err
@@ -521,12 +527,10 @@ func (s *Server) newSandboxes() error {
 		Emit:          s.emit,
 		HealthTimeout: func() time.Duration { return s.healthTimeout },
 		ImageRoot:     s.images.RootFS,
-		UseImage: func(ctx context.Context, imageID, sandboxID string) error {
-			return s.cfg.Images.Use(ctx, imageID, sandboxID)
-		},
-		Volumes: s.volumes,
-		Grants:  s.mcpconns.Grants,
-		Secrets: s.cfg.Secrets,
+		UseImage:      s.images.Use,
+		Volumes:       s.volumes,
+		Grants:        s.mcpconns.Grants,
+		Secrets:       s.cfg.Secrets,
 	})
 	return err
 }
@@ -578,6 +582,7 @@ func (s *Server) routes() {
 		LoadSandbox: s.sandboxes.LoadSandbox, ActiveAudited: s.sandboxes.ActiveAudited,
 	}))
 	s.mountIf(s.webhooks != nil, s.webhooks.Routes()) // server/webhooks
+	s.mountIf(s.orgs != nil, s.orgs.Routes())         // server/orgs
 	s.mount(s.allowlist.Routes())                     // server/allowlists
 
 	s.mount(s.accounts.Routes()) // server/accounts

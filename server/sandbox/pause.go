@@ -376,7 +376,7 @@ func (s *Service) admitResume(ctx context.Context, acct *model.Account) error {
 	if err != nil {
 		return fmt.Errorf("read usage: %w", err)
 	}
-	return s.checkLimits(createParams{size: api.SizeSmall, count: 1}, u)
+	return s.checkLimits(acct, createParams{size: api.SizeSmall, count: 1}, u)
 }
 
 // sandboxEgress is the egress server of sb as granted at create, or nil.

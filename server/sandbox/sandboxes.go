@@ -85,7 +85,7 @@ func (s *Service) createSandbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p.imageID = req.ImageID
-	if p.imageRoot, err = s.d.ImageRoot(authz.Account(r.Context()).ID, req.ImageID); err != nil {
+	if p.imageRoot, err = s.d.ImageRoot(r.Context(), authz.Account(r.Context()).ID, req.ImageID); err != nil {
 		return err
 	}
 	if p.volumes, err = s.d.Volumes.ValidateMounts(r.Context(), authz.Account(r.Context()), req.VolumeMounts); err != nil {

@@ -78,7 +78,7 @@ type Deps struct {
 	HealthTimeout func() time.Duration
 	// ImageRoot resolves a create's image_id to a root filesystem
 	// (server/imagesapi); UseImage records a sandbox's use of it.
-	ImageRoot func(accountID, imageID string) (string, error)
+	ImageRoot func(ctx context.Context, accountID, imageID string) (string, error)
 	UseImage  func(ctx context.Context, imageID, sandboxID string) error
 	Volumes   Volumes
 	// Grants resolves a create's MCP connection names to egress grants

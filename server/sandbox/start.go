@@ -36,7 +36,7 @@ func (s *Service) Start(ctx context.Context, acct *model.Account, spec StartSpec
 		p.lifetime = spec.Lifetime
 	}
 	p.imageID, p.fromSnapshot, p.autoPause = spec.ImageID, spec.FromSnapshot, spec.AutoPause || p.autoPause
-	if p.imageRoot, err = s.d.ImageRoot(acct.ID, spec.ImageID); err != nil {
+	if p.imageRoot, err = s.d.ImageRoot(ctx, acct.ID, spec.ImageID); err != nil {
 		return nil, err
 	}
 	if spec.AdmitHost {
