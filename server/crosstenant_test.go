@@ -16,7 +16,7 @@ import (
 // tenantRow is how one route must treat account B when account A's
 // resources are named (or exist).
 type tenantRow struct {
-	cred   string // "key", "token" (B's access token) or "none"
+	cred   string // "key", "token" (B's access token), "oauth" (B's MCP OAuth access token) or "none"
 	method string // for a pattern without one; default GET
 	header []string
 	path   string // with {sb} for A's sandbox, {akey} A's API key id, {assh} A's SSH key id, {asnap} A's snapshot id
@@ -29,7 +29,7 @@ type tenantRow struct {
 
 // tenant is account B as the matrix sees it.
 type tenant struct {
-	email, key, token string
+	email, key, token, oauth string
 }
 
 // TestCrossTenantMatrix (issue 5, acceptance 1): every registered route,
@@ -43,7 +43,7 @@ type tenant struct {
 func TestCrossTenantMatrix(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, t.TempDir())
-	e := newEnvWithStore(t, server.Config{BastionKey: testBastionKey, Secrets: testSecrets(t, st)}, st)
+	e := newEnvWithStore(t, server.Config{BastionKey: testBastionKey, Secrets: testSecrets(t, st), MCPOAuth: true}, st)
 	e.Sidecar.Route("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("B's request reached A's sidecar: %s %s", r.Method, r.URL.Path)
 	})
@@ -107,6 +107,10 @@ func TestCrossTenantMatrix(t *testing.T) {
 	tok := e.signup("b-tenant@example.com", "b-password")
 	b := &tenant{email: "b-tenant@example.com", token: tok.AccessToken}
 	b.key = e.newKey(b.token, "b-key", api.RoleAdmin).Key
+	// B's MCP OAuth access token, and a client registered by someone else.
+	bFlow := newOAuthFlow(t, e)
+	b.oauth = bFlow.exchange(bFlow.authorize(b.email, "b-password")).AccessToken
+	clientA := newOAuthFlow(t, e).clientID
 	// B's own preview, whose token must not open A's sandbox.
 	sbB := e.create(b.key, api.CreateSandboxRequest{Label: "b-preview-box"})
 	resp, body = e.do("POST", sandboxPath(sbB.ID, "/preview/8080"), b.key, api.CreatePreviewRequest{})
@@ -231,9 +235,23 @@ func TestCrossTenantMatrix(t *testing.T) {
 		"/preview/{id}/{port}/{path...}":       {cred: "none", path: "/preview/{sb}/8080/?" + api.PreviewTokenParam + "=" + prevB.Token, want: http.StatusUnauthorized},
 		"POST /v1/sandboxes/{id}/http-request": {cred: "key", path: "/v1/sandboxes/{sb}/http-request", body: api.HTTPRequest{URL: "https://a-host.example.com/{{secret:a-secret-name}}"}, want: 404},
 
-		// MCP tools are the API in-process; B's tool calls see B's data only.
+		// The OAuth authorization server: nothing in it belongs to an
+		// account but grants, which only their tokens reach.
+		"GET /.well-known/oauth-authorization-server":   {cred: "none", path: "/.well-known/oauth-authorization-server"},
+		"GET /.well-known/oauth-protected-resource":     {cred: "none", path: "/.well-known/oauth-protected-resource"},
+		"GET /.well-known/oauth-protected-resource/mcp": {cred: "none", path: "/.well-known/oauth-protected-resource/mcp"},
+		"POST /oauth/register":                          {cred: "none", path: "/oauth/register", body: map[string]any{"redirect_uris": []string{"https://b.example.com/cb"}}},
+		"DELETE /oauth/register/{client_id}":            {cred: "key", path: "/oauth/register/{aclient}", want: http.StatusUnauthorized},
+		"GET /oauth/authorize":                          {cred: "none", path: "/oauth/authorize?client_id={aclient}&redirect_uri=https://b.example.com/cb", want: http.StatusBadRequest},
+		"POST /oauth/authorize/login":                   {cred: "none", path: "/oauth/authorize/login", want: http.StatusBadRequest},
+		"POST /oauth/authorize/decide":                  {cred: "none", path: "/oauth/authorize/decide", want: http.StatusBadRequest},
+		"POST /oauth/token":                             {cred: "none", path: "/oauth/token", want: http.StatusUnauthorized},
+		"POST /oauth/revoke":                            {cred: "none", path: "/oauth/revoke", want: http.StatusBadRequest},
+
+		// MCP tools are the API in-process; B's tool calls, with B's OAuth
+		// token (an API key's are TestMCPEndpoint's), see B's data only.
 		"/mcp/": {
-			cred: "key", method: "POST", path: "/mcp/",
+			cred: "oauth", method: "POST", path: "/mcp/",
 			body:   `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_sandboxes","arguments":{}}}`,
 			header: []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"},
 			check: func(t *testing.T, _ *tenant, _ *http.Response, body []byte) {
@@ -250,7 +268,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 		rows[method+" /v1/sandboxes/{id}"+path] = tenantRow{cred: "key", path: "/v1/sandboxes/{sb}" + p + "?path=/workspace/x", body: "{}", want: 404}
 	}
 
-	expand := strings.NewReplacer("{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID, "{asnap}", snapA.ID, "{ahook}", hookA.ID)
+	expand := strings.NewReplacer("{aclient}", clientA, "{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID, "{asnap}", snapA.ID, "{ahook}", hookA.ID)
 	nobody := func(path, id string) string {
 		return strings.NewReplacer("{sb}", id, "{akey}", id, "{assh}", id, "{avol}", id, "{amcp}", id, "{asec}", id, "{asnap}", id, "{ahook}", id).Replace(path)
 	}
@@ -265,7 +283,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 			if !found {
 				method = cmp.Or(row.method, "GET")
 			}
-			cred := map[string]string{"key": b.key, "token": b.token, "none": "", "bastion": testBastionKey}[row.cred]
+			cred := map[string]string{"key": b.key, "token": b.token, "oauth": b.oauth, "none": "", "bastion": testBastionKey}[row.cred]
 			path := expand.Replace(row.path)
 			resp, body := e.do(method, path, cred, row.body, row.header...)
 			if row.want == http.StatusNotFound {
@@ -300,6 +318,14 @@ func TestCrossTenantMatrix(t *testing.T) {
 		if !slices.Contains(routes, pattern) {
 			t.Errorf("the matrix has a row for %q, which is not registered", pattern)
 		}
+	}
+
+	// B's OAuth token reaches A's sandbox exactly as one that does not exist.
+	text, isErr := mcpCall(t, e, b.oauth, "get_sandbox", map[string]string{"session_id": sb.ID})
+	none := model.NewID()
+	text2, _ := mcpCall(t, e, b.oauth, "get_sandbox", map[string]string{"session_id": none})
+	if !isErr || strings.ReplaceAll(text, sb.ID, "ID") != strings.ReplaceAll(text2, none, "ID") {
+		t.Errorf("B's OAuth get_sandbox of A's sandbox = %q (isError %v); of none: %q", text, isErr, text2)
 	}
 
 	// Nothing of A's changed.

@@ -40,7 +40,22 @@ var notCalled = map[string]string{
 	"DELETE /v1/webhooks/{id}":         pendingWebhooks,
 	"GET /v1/webhooks/{id}/deliveries": pendingWebhooks,
 	"POST /v1/webhooks/{id}/test":      pendingWebhooks,
+	// The OAuth authorization server of /mcp/ (server/oauth) is for MCP
+	// clients, not the SDKs; served only with --mcp-oauth.
+	"GET /.well-known/oauth-authorization-server":   oauthOnly,
+	"GET /.well-known/oauth-protected-resource":     oauthOnly,
+	"GET /.well-known/oauth-protected-resource/mcp": oauthOnly,
+	"POST /oauth/register":                          oauthOnly,
+	"DELETE /oauth/register/{client_id}":            oauthOnly,
+	"GET /oauth/authorize":                          oauthOnly,
+	"POST /oauth/authorize/login":                   oauthOnly,
+	"POST /oauth/authorize/decide":                  oauthOnly,
+	"POST /oauth/token":                             oauthOnly,
+	"POST /oauth/revoke":                            oauthOnly,
 }
+
+const oauthOnly = "the OAuth 2.1 authorization server of /mcp/ (issue 24) serves MCP clients, not the SDKs, and only with --mcp-oauth; " +
+	"the official TypeScript MCP SDK runs it in server/oauth_test.go (TestMCPOAuthTypeScriptSDK)"
 
 const pendingWebhooks = "webhook subscriptions (issue 24) landed after the SDKs: the Go client and the CLI call them (server/webhooks_test.go, cmd/boxkite/testdata/script/webhooks.txtar); the SDK calls and cases are still to write"
 

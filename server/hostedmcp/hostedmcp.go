@@ -21,7 +21,7 @@ import (
 )
 
 // Pattern is the hosted MCP endpoint (Streamable HTTP), authenticated by
-// API key like the REST API.
+// API key like the REST API, or by an MCP OAuth access token.
 const Pattern = "/mcp/"
 
 // handler serves /mcp/: the tools of boxkite-mcp, served in-process.
@@ -87,6 +87,18 @@ func (s *Service) backend(_ context.Context, req *mcp.CallToolRequest) (tools.Pr
 	return p, func(id string) tools.Sandbox { return &inProcessSandbox{p: p, id: id} }, nil
 }
 
+// inProcessKey marks the context of a tool call's in-process request.
+type inProcessKey struct{}
+
+// InProcess reports whether ctx is that of a tool call's in-process
+// request: the guard then accepts the MCP OAuth access token /mcp/ was
+// called with where an API key is taken. A request from the network never
+// carries the mark.
+func InProcess(ctx context.Context) bool {
+	v, _ := ctx.Value(inProcessKey{}).(bool)
+	return v
+}
+
 // inProcess calls this server's own API as one caller, without a network.
 type inProcess struct {
 	serve http.Handler // the control plane
@@ -126,7 +138,7 @@ func (p *inProcess) do(ctx context.Context, method, path string, body, out any) 
 	} else {
 		rd = bytes.NewReader(nil)
 	}
-	r, err := http.NewRequestWithContext(ctx, method, path, rd)
+	r, err := http.NewRequestWithContext(context.WithValue(ctx, inProcessKey{}, true), method, path, rd)
 	if err != nil {
 		return fmt.Errorf("build %s %s: %w", method, path, err)
 	}

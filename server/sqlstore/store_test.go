@@ -93,6 +93,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Snapshots", testSnapshots},
 		{"Secrets", testSecrets},
 		{"Webhooks", testWebhooks},
+		{"OAuth", testOAuth},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
