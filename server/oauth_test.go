@@ -20,7 +20,6 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
-	"github.com/boxkite/boxkite/server/model"
 )
 
 // tsSDKEnv names a directory with node_modules/@modelcontextprotocol/sdk

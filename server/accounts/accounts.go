@@ -157,18 +157,7 @@ func accountToAPI(a *model.Account) api.Account {
 	return api.Account{ID: a.ID, Email: a.Email, CreatedAt: a.CreatedAt.UTC(), ScrubOutput: !a.KeepOutputSecrets}
 }
 
-func keyToAPI(k *model.APIKey) api.APIKey {
-	out := api.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Role: k.Role, CreatedAt: k.CreatedAt.UTC()}
-	if k.RevokedAt != nil {
-		t := k.RevokedAt.UTC()
-		out.RevokedAt = &t
-	}
-	if k.LastUsedAt != nil {
-		t := k.LastUsedAt.UTC()
-		out.LastUsedAt = &t
-	}
-	return out
-}
+func keyToAPI(k *model.APIKey) api.APIKey { return k.ToAPI() }
 
 // getAccount serves GET /v1/account (API key): the account and the key
 // the request was made with.
@@ -177,6 +166,9 @@ func (s *Service) getAccount(w http.ResponseWriter, r *http.Request) error {
 	out := accountToAPI(ri.Account)
 	k := keyToAPI(ri.Key)
 	out.APIKey = &k
+	if org := ri.Org(); org != nil {
+		out.Organization = &api.AccountOrganization{ID: ri.Account.ID, Name: org.Name, Role: ri.Key.MemberRole, MemberID: ri.Key.MemberID}
+	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -235,6 +227,11 @@ func (s *Service) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	k := &model.APIKey{
 		ID: model.NewID(), AccountID: authz.Account(r.Context()).ID, Name: name,
 		Hash: model.HashAPIKey(secret), Prefix: model.DisplayPrefix(secret), Role: role, CreatedAt: s.d.Now(),
+	}
+	if ck := authz.From(r.Context()).Key; ck != nil && ck.MemberID != "" {
+		// An organization's admin key makes keys of the organization held
+		// by the same member, which end with their membership.
+		k.MemberID = ck.MemberID
 	}
 	if err := s.d.Store.CreateAPIKey(r.Context(), k); err != nil {
 		return fmt.Errorf("create api key: %w", err)

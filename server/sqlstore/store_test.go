@@ -94,6 +94,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Secrets", testSecrets},
 		{"Webhooks", testWebhooks},
 		{"OAuth", testOAuth},
+		{"Orgs", testOrgs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

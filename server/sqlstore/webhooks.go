@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -123,6 +124,19 @@ func (s *Store) WebhookDeliveries(ctx context.Context, accountID, webhookID stri
 		out = append(out, d)
 	}
 	return out, rows.Err()
+}
+
+// WebhookDelivery implements webhooks.Store.
+func (s *Store) WebhookDelivery(ctx context.Context, accountID, webhookID, id string) (*webhooks.Delivery, error) {
+	d, err := scanDelivery(s.db.QueryRowContext(ctx, s.q(`SELECT `+deliveryColumns+` FROM webhook_deliveries d
+		WHERE d.account_id = ? AND d.webhook_id = ? AND d.id = ?`), accountID, webhookID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("webhook delivery %s: %w", id, webhooks.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load webhook delivery: %w", err)
+	}
+	return d, nil
 }
 
 // EnqueueWebhookDeliveries implements webhooks.Store.

@@ -20,6 +20,7 @@ import (
 var storeRules = map[string]string{
 	"CreateWebhook": "record", "EnqueueWebhookDeliveries": "record",
 	"Webhooks": "account", "DeleteWebhook": "account", "WebhookDeliveries": "account",
+	"WebhookDelivery":        "account",
 	"ClaimWebhookDeliveries": "system", "FinishWebhookAttempt": "system",
 }
 
@@ -41,6 +42,11 @@ func (s reachedStore) DeleteWebhook(context.Context, string, string) error {
 }
 
 func (s reachedStore) WebhookDeliveries(context.Context, string, string, int, int) ([]*Delivery, error) {
+	*s.reached = true
+	return nil, nil
+}
+
+func (s reachedStore) WebhookDelivery(context.Context, string, string, string) (*Delivery, error) {
 	*s.reached = true
 	return nil, nil
 }

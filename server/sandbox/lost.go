@@ -1,4 +1,4 @@
-package server
+package sandbox
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 // store (this one too) is on record by then and is left alone.
 const lostGrace = 2 * time.Second
 
-// watchLost marks sandboxes lost as the driver reports them, until ctx is
+// WatchLost marks sandboxes lost as the driver reports them, until ctx is
 // done. Drivers that cannot tell (the local driver's sandboxes are this
 // process's children) are not watched.
-func (s *Server) watchLost(ctx context.Context) {
+func (s *Service) WatchLost(ctx context.Context) {
 	d := s.baseDriver()
 	lw, ok := d.(model.LossWatcher)
 	if !ok {
@@ -56,13 +56,13 @@ func (s *Server) watchLost(ctx context.Context) {
 
 // markLost records sandbox id as lost once grace has passed, unless it
 // was destroyed meanwhile.
-func (s *Server) markLost(ctx context.Context, id string, grace time.Duration) {
+func (s *Service) markLost(ctx context.Context, id string, grace time.Duration) {
 	select {
 	case <-ctx.Done():
 		return
 	case <-time.After(grace):
 	}
-	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
 	defer cancel()
 	s.loseSandbox(ctx, id, "it left the substrate while the server ran")
 }
@@ -70,7 +70,7 @@ func (s *Server) markLost(ctx context.Context, id string, grace time.Duration) {
 // loseSandbox tears down what is left of sandbox id, records it lost and
 // says so in its audit log (and so to its watchers), unless it was no
 // longer active. why ends "sandbox lost: …" in the log and the entry.
-func (s *Server) loseSandbox(ctx context.Context, id, why string) {
+func (s *Service) loseSandbox(ctx context.Context, id, why string) {
 	if s.calls.Ending(id) != nil {
 		return // this server is destroying it: its sidecar's end is no loss
 	}
@@ -86,7 +86,7 @@ func (s *Server) loseSandbox(ctx context.Context, id, why string) {
 	case err == nil:
 		s.log.WarnContext(ctx, "sandbox lost: "+why, "sandbox", id)
 		s.recordLost(ctx, sb, why)
-	case errors.Is(err, errNotActive), errors.Is(err, model.ErrNotFound):
+	case errors.Is(err, ErrNotActive), errors.Is(err, model.ErrNotFound):
 		// destroyed on purpose, or never ours
 	default:
 		s.log.ErrorContext(ctx, "mark sandbox lost", "sandbox", id, "err", err)
@@ -94,7 +94,7 @@ func (s *Server) loseSandbox(ctx context.Context, id, why string) {
 }
 
 // recordLost appends the sandbox_lost entry of a sandbox just marked lost.
-func (s *Server) recordLost(ctx context.Context, sb *model.Sandbox, why string) {
+func (s *Service) recordLost(ctx context.Context, sb *model.Sandbox, why string) {
 	// A failure leaves the entry waiting in the audit gate.
 	_ = s.audit(ctx, audit.Record{
 		Sandbox: sb, Source: api.LogSourceSystem, Operation: "sandbox_lost",
@@ -104,12 +104,8 @@ func (s *Server) recordLost(ctx context.Context, sb *model.Sandbox, why string) 
 
 // probeAlive reports whether the driver says sandbox id runs; false when
 // it cannot tell.
-func (s *Server) probeAlive(ctx context.Context, id string) bool {
-	d := s.driver
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
-	p, ok := d.(model.Prober)
+func (s *Service) probeAlive(ctx context.Context, id string) bool {
+	p, ok := s.baseDriver().(model.Prober)
 	if !ok {
 		return false
 	}
@@ -117,26 +113,26 @@ func (s *Server) probeAlive(ctx context.Context, id string) bool {
 	return err == nil && alive
 }
 
-// lostAnswer is the answer to a call to a lost sandbox.
-func lostAnswer(id string) *api.Error {
+// LostAnswer is the answer to a call to a lost sandbox.
+func LostAnswer(id string) *api.Error {
 	return api.Errorf(http.StatusGone, api.CodeSandboxLost, "sandbox %s is lost: its sidecar stopped while it was active", id).
 		WithHint("its processes and files are gone; create a new sandbox with `boxkite session create` (`boxkite log -s " + id + "` shows its history)")
 }
 
-// unreachable is the answer when a call could not reach the sandbox's
+// Unreachable is the answer when a call could not reach the sandbox's
 // sidecar: 410 sandbox_lost, after marking it lost, when the driver says
 // it is gone; else the plain 502.
-func (s *Server) unreachable(ctx context.Context, sb *model.Sandbox) *api.Error {
+func (s *Service) Unreachable(ctx context.Context, sb *model.Sandbox) *api.Error {
 	if ae, ok := s.calls.Ending(sb.ID).(*api.Error); ok {
 		return ae // destroyed under the call
 	}
 	d := s.baseDriver()
 	if p, ok := d.(model.Prober); ok {
 		if alive, err := p.Probe(ctx, sb.ID); err == nil && !alive {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 			defer cancel()
 			s.loseSandbox(cctx, sb.ID, "its sidecar stopped while the server ran")
-			return lostAnswer(sb.ID)
+			return LostAnswer(sb.ID)
 		}
 	}
 	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not reach the sandbox's sidecar").

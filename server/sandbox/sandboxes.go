@@ -1,4 +1,4 @@
-package server
+package sandbox
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
@@ -19,16 +18,9 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-// cleanupTimeout bounds compensating work (tearing down a half-created
+// CleanupTimeout bounds compensating work (tearing down a half-created
 // sandbox) that must finish even when the request that started it is gone.
-const cleanupTimeout = time.Minute
-
-func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) error {
-	if e := apihttp.MethodNotAllowed(w, r, s.mux, "/"); e != nil {
-		return e
-	}
-	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "no route for %s %s", r.Method, r.URL.Path)
-}
+const CleanupTimeout = time.Minute
 
 // createParams is a validated CreateSandboxRequest.
 type createParams struct {
@@ -46,7 +38,7 @@ type createParams struct {
 	autoPause    bool                // paused at expires_at, not destroyed (pause.go)
 }
 
-func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
+func (s *Service) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
 	p := createParams{label: req.Label, size: req.Size, storageGB: req.StorageGB, count: req.Count, autoPause: req.AutoPause}
 	maxMin := int(s.cfg.MaxLifetime / time.Minute)
 	switch {
@@ -83,7 +75,7 @@ func (s *Server) validateCreate(req api.CreateSandboxRequest) (createParams, err
 }
 
 // createSandbox serves POST /v1/sandboxes. With count > 1 the answer is an array.
-func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) createSandbox(w http.ResponseWriter, r *http.Request) error {
 	var req api.CreateSandboxRequest
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
@@ -93,13 +85,13 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p.imageID = req.ImageID
-	if p.imageRoot, err = s.images.RootFS(accountFrom(r.Context()).ID, req.ImageID); err != nil {
+	if p.imageRoot, err = s.d.ImageRoot(r.Context(), authz.Account(r.Context()).ID, req.ImageID); err != nil {
 		return err
 	}
-	if p.volumes, err = s.volumes.ValidateMounts(r.Context(), accountFrom(r.Context()), req.VolumeMounts); err != nil {
+	if p.volumes, err = s.d.Volumes.ValidateMounts(r.Context(), authz.Account(r.Context()), req.VolumeMounts); err != nil {
 		return err
 	}
-	if p.egress, err = s.mcpconns.Grants(r.Context(), accountFrom(r.Context()), req.MCPConnectionNames); err != nil {
+	if p.egress, err = s.d.Grants(r.Context(), authz.Account(r.Context()), req.MCPConnectionNames); err != nil {
 		return err
 	}
 	hosts, err := egressHosts(authz.From(r.Context()).Key, req.EgressHosts)
@@ -107,14 +99,14 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p.egress = append(p.egress, hosts...)
-	if err := s.cfg.Secrets.CheckNames(r.Context(), accountFrom(r.Context()).ID, req.SecretNames); err != nil {
+	if err := s.d.Secrets.CheckNames(r.Context(), authz.Account(r.Context()).ID, req.SecretNames); err != nil {
 		return err
 	}
 	p.secrets = req.SecretNames
 	if err := s.admitCreate(r.Context(), p.count); err != nil {
 		return err
 	}
-	sbs, err := s.startSandboxes(r.Context(), accountFrom(r.Context()), p)
+	sbs, err := s.startSandboxes(r.Context(), authz.Account(r.Context()), p)
 	if err != nil {
 		return err
 	}
@@ -133,7 +125,7 @@ func (s *Server) createSandbox(w http.ResponseWriter, r *http.Request) error {
 // startSandboxes checks the fair-use limits and records p.count
 // sandboxes at once (limits.go), then creates them in parallel. It is all
 // or nothing: if one fails, the others are torn down and removed.
-func (s *Server) startSandboxes(ctx context.Context, acct *model.Account, p createParams) ([]*model.Sandbox, error) {
+func (s *Service) startSandboxes(ctx context.Context, acct *model.Account, p createParams) ([]*model.Sandbox, error) {
 	recs := make([]*model.Sandbox, p.count)
 	for i := range recs {
 		recs[i] = s.newSandboxRecord(acct, p)
@@ -141,7 +133,7 @@ func (s *Server) startSandboxes(ctx context.Context, acct *model.Account, p crea
 	if err := s.reserveSandboxes(ctx, acct, p, recs); err != nil {
 		return nil, err
 	}
-	if err := s.volumes.Attach(ctx, recs, p.volumes); err != nil {
+	if err := s.d.Volumes.Attach(ctx, recs, p.volumes); err != nil {
 		return nil, err
 	}
 	sbs := make([]*model.Sandbox, p.count)
@@ -160,7 +152,7 @@ func (s *Server) startSandboxes(ctx context.Context, acct *model.Account, p crea
 	}
 	for _, sb := range sbs {
 		if sb != nil {
-			s.discard(ctx, sb.ID)
+			s.Discard(ctx, sb.ID)
 		}
 	}
 	for _, e := range errs {
@@ -172,7 +164,7 @@ func (s *Server) startSandboxes(ctx context.Context, acct *model.Account, p crea
 }
 
 // newSandboxRecord returns the row of a sandbox about to be created.
-func (s *Server) newSandboxRecord(acct *model.Account, p createParams) *model.Sandbox {
+func (s *Service) newSandboxRecord(acct *model.Account, p createParams) *model.Sandbox {
 	now := s.now()
 	return &model.Sandbox{
 		ID:              model.NewID(),
@@ -195,12 +187,12 @@ func (s *Server) newSandboxRecord(acct *model.Account, p createParams) *model.Sa
 // The row is written before Driver.Create so that a crash mid-create
 // leaves a trace: Init finds the "creating" row and tears down whatever
 // the driver had started.
-func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createParams) (*model.Sandbox, error) {
+func (s *Service) startSandbox(ctx context.Context, sb *model.Sandbox, p createParams) (*model.Sandbox, error) {
 	// Recorded before the jail exists, so a racing image delete sees the
 	// use, and so a restarted server can re-open the sandbox's egress.
 	if err := s.recordCreate(ctx, sb, p); err != nil {
 		s.log.ErrorContext(ctx, "record sandbox", "sandbox", sb.ID, "err", err)
-		s.discard(ctx, sb.ID)
+		s.Discard(ctx, sb.ID)
 		if model.IsStorageFault(err) {
 			return nil, model.StorageFailed("create the sandbox")
 		}
@@ -213,7 +205,7 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 	})
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
-		s.discard(ctx, sb.ID)
+		s.Discard(ctx, sb.ID)
 		if model.IsStorageFault(err) {
 			return nil, model.StorageFailed("create the sandbox")
 		}
@@ -230,17 +222,17 @@ func (s *Server) startSandbox(ctx context.Context, sb *model.Sandbox, p createPa
 		return nil
 	})
 	if err != nil {
-		s.discard(ctx, sb.ID)
+		s.Discard(ctx, sb.ID)
 		return nil, fmt.Errorf("record sandbox endpoint: %w", err)
 	}
 	return active, nil
 }
 
-// discard tears a sandbox down and removes its row, as if it never
+// Discard tears a sandbox down and removes its row, as if it never
 // existed; used when a create fails part way. Errors are logged: a leftover
 // is cleaned up by the next start's reconciliation.
-func (s *Server) discard(ctx context.Context, id string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+func (s *Service) Discard(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
 	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
@@ -255,7 +247,7 @@ func (s *Server) discard(ctx context.Context, id string) {
 // (model.SandboxFailed).
 func sandboxFailed(op string) *api.Error { return model.SandboxFailed(op) }
 
-func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	activeOnly := false
 	if v := r.URL.Query().Get("active_only"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -268,7 +260,7 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 		}
 		activeOnly = b
 	}
-	sbs, err := s.store.ListSandboxes(r.Context(), accountFrom(r.Context()).ID, activeOnly)
+	sbs, err := s.store.ListSandboxes(r.Context(), authz.Account(r.Context()).ID, activeOnly)
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
 	}
@@ -280,13 +272,18 @@ func (s *Server) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// loadSandbox returns the caller's sandbox named in the path; another
+// LoadSandbox returns the caller's sandbox named in the path; another
 // account's is not found, never forbidden.
-func (s *Server) loadSandbox(r *http.Request) (*model.Sandbox, error) {
-	id := r.PathValue("id")
-	sb, err := s.store.Sandbox(r.Context(), accountFrom(r.Context()).ID, id)
+func (s *Service) LoadSandbox(r *http.Request) (*model.Sandbox, error) {
+	return s.Find(r.Context(), authz.Account(r.Context()).ID, r.PathValue("id"))
+}
+
+// Find returns the account's sandbox id; one of another account, or one
+// still being created, is not found (NotFound).
+func (s *Service) Find(ctx context.Context, accountID, id string) (*model.Sandbox, error) {
+	sb, err := s.store.Sandbox(ctx, accountID, id)
 	if errors.Is(err, model.ErrNotFound) || (err == nil && sb.Status == model.StatusCreating) {
-		return nil, sandboxNotFound(id)
+		return nil, NotFound(id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load sandbox: %w", err)
@@ -294,48 +291,48 @@ func (s *Server) loadSandbox(r *http.Request) (*model.Sandbox, error) {
 	return sb, nil
 }
 
-// loadActive is loadSandbox for an operation on a running sandbox: one
-// that is not active is refused (notActive).
-func (s *Server) loadActive(r *http.Request) (*model.Sandbox, error) {
-	sb, err := s.loadSandbox(r)
+// LoadActive is loadSandbox for an operation on a running sandbox: one
+// that is not active is refused (NotActive).
+func (s *Service) LoadActive(r *http.Request) (*model.Sandbox, error) {
+	sb, err := s.LoadSandbox(r)
 	if err != nil {
 		return nil, err
 	}
 	if !sb.Active() {
-		return nil, notActive(sb)
+		return nil, NotActive(sb)
 	}
 	return sb, nil
 }
 
-// activeAudited refuses an audited operation on sb when it is not active
-// (notActive) or while the audit log takes no entries.
-func (s *Server) activeAudited(sb *model.Sandbox) error {
+// ActiveAudited refuses an audited operation on sb when it is not active
+// (NotActive) or while the audit log takes no entries.
+func (s *Service) ActiveAudited(sb *model.Sandbox) error {
 	if !sb.Active() {
-		return notActive(sb)
+		return NotActive(sb)
 	}
 	return s.auditOpen()
 }
 
-func sandboxNotFound(id string) *api.Error {
+func NotFound(id string) *api.Error {
 	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s not found", id).
 		WithHint("list your sandboxes with `boxkite session ls`")
 }
 
-// notActive is the answer to an operation on a sandbox that is gone: 410
+// NotActive is the answer to an operation on a sandbox that is gone: 410
 // sandbox_lost for one that was lost, 409 for one destroyed on purpose.
-func notActive(sb *model.Sandbox) *api.Error {
+func NotActive(sb *model.Sandbox) *api.Error {
 	switch sb.Status {
 	case api.StatusLost:
-		return lostAnswer(sb.ID)
+		return LostAnswer(sb.ID)
 	case api.StatusPaused:
-		return pausedAnswer(sb)
+		return PausedAnswer(sb)
 	}
 	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is %s", sb.ID, sb.Status).
 		WithHint("create a new sandbox with `boxkite session create`")
 }
 
-func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) error {
-	sb, err := s.loadSandbox(r)
+func (s *Service) getSandbox(w http.ResponseWriter, r *http.Request) error {
+	sb, err := s.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
@@ -345,8 +342,8 @@ func (s *Server) getSandbox(w http.ResponseWriter, r *http.Request) error {
 
 // deleteSandbox serves DELETE /v1/sandboxes/{id}. Deleting a sandbox that
 // is already destroyed or lost is 404, as in the reference.
-func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
-	sb, err := s.loadSandbox(r)
+func (s *Service) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
+	sb, err := s.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
@@ -354,10 +351,10 @@ func (s *Server) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already %s", sb.ID, sb.Status)
 	}
 	// Finish the teardown even if the client hangs up half way.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), CleanupTimeout)
 	defer cancel()
-	if err := s.destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonDeleted); err != nil {
-		if errors.Is(err, errNotActive) {
+	if err := s.Destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonDeleted); err != nil {
+		if errors.Is(err, ErrNotActive) {
 			return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already destroyed", sb.ID)
 		}
 		if e := unrecordedDestroy(sb.ID, err); e != nil {
@@ -391,21 +388,21 @@ func unrecordedDestroy(id string, err error) *api.Error {
 // destroys, recording it as status, while the call runs.
 func endedAnswer(id, status string) *api.Error {
 	if status == api.StatusLost {
-		return lostAnswer(id)
+		return LostAnswer(id)
 	}
 	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s was %s while the call ran", id, status).
 		WithHint("create a new sandbox with `boxkite session create`")
 }
 
-// errNotActive aborts a state change on a sandbox that stopped being active
+// ErrNotActive aborts a state change on a sandbox that stopped being active
 // (or paused) since it was read (a DELETE racing the reaper, say).
-var errNotActive = errors.New("sandbox is not active")
+var ErrNotActive = errors.New("sandbox is not active")
 
-// destroy tears the sandbox down and records it as status/reason. The
+// Destroy tears the sandbox down and records it as status/reason. The
 // driver goes first: if it fails, the row stays active and the caller (or
-// the reaper, next tick) can retry. Returns errNotActive if the row was no
+// the reaper, next tick) can retry. Returns ErrNotActive if the row was no
 // longer active.
-func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
+func (s *Service) Destroy(ctx context.Context, id, status, reason string) error {
 	_, err := s.destroySandbox(ctx, id, status, reason)
 	return err
 }
@@ -413,13 +410,13 @@ func (s *Server) destroy(ctx context.Context, id, status, reason string) error {
 // destroySandbox is destroy returning the sandbox as recorded.
 // Calls in flight to the sandbox, and those that start meanwhile, are
 // ended first, so none reads the sidecar's death as a loss.
-func (s *Server) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
+func (s *Service) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
 	defer s.lifecycleLocks.lock(id)() // after a pause or resume under way
 	return s.destroyLocked(ctx, id, status, reason)
 }
 
 // destroyLocked is destroySandbox for a caller holding id's lifecycle lock.
-func (s *Server) destroyLocked(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
+func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
 	defer s.calls.End(id, endedAnswer(id, status))()
 	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
@@ -428,7 +425,7 @@ func (s *Server) destroyLocked(ctx context.Context, id, status, reason string) (
 	}
 	sb, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
 		if !sb.Live() {
-			return errNotActive
+			return ErrNotActive
 		}
 		now := s.now()
 		if sb.PausedAt != nil { // paused time is not counted
@@ -438,7 +435,7 @@ func (s *Server) destroyLocked(ctx context.Context, id, status, reason string) (
 		sb.Status, sb.DestroyReason, sb.DestroyedAt = status, reason, &now
 		return nil
 	})
-	if err != nil && !errors.Is(err, errNotActive) {
+	if err != nil && !errors.Is(err, ErrNotActive) {
 		return nil, fmt.Errorf("record destroyed sandbox: %w", err)
 	}
 	if err == nil {
@@ -453,7 +450,7 @@ func (s *Server) destroyLocked(ctx context.Context, id, status, reason string) (
 
 // extendSandbox serves POST /v1/sandboxes/{id}/extend: expires_at becomes
 // now + lifetime_minutes, which may not exceed the configured maximum.
-func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) extendSandbox(w http.ResponseWriter, r *http.Request) error {
 	var req api.ExtendSandboxRequest
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
@@ -463,13 +460,13 @@ func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request) error {
 		return httpx.Invalid("lifetime_minutes", fmt.Sprintf("lifetime_minutes must be between 1 and %d", maxMin),
 			fmt.Sprintf("the maximum lifetime is %d minutes from now", maxMin))
 	}
-	sb, err := s.loadSandbox(r)
+	sb, err := s.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
 	sb, err = s.store.UpdateSandbox(r.Context(), sb.ID, func(sb *model.Sandbox) error {
 		if !sb.Active() {
-			return notActive(sb)
+			return NotActive(sb)
 		}
 		sb.ExpiresAt = s.now().Add(time.Duration(req.LifetimeMinutes) * time.Minute)
 		// lifetime_minutes keeps meaning expires_at - created_at.
@@ -481,4 +478,14 @@ func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request) error {
 	}
 	httpx.WriteJSON(w, http.StatusOK, sb.ToAPI())
 	return nil
+}
+
+// sandboxEvent is the data of a sandbox.* event.
+func sandboxEvent(sb *model.Sandbox) map[string]any {
+	d := map[string]any{"session_id": sb.ID, "label": sb.Label, "status": sb.Status}
+	if sb.DestroyedAt != nil {
+		d["duration_seconds"] = int64(sb.DestroyedAt.Sub(sb.CreatedAt).Seconds())
+		d["reason"] = sb.DestroyReason
+	}
+	return d
 }

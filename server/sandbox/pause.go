@@ -1,4 +1,4 @@
-package server
+package sandbox
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
@@ -27,14 +28,14 @@ import (
 // again (pauseAgain) instead of losing a frozen one that does not answer.
 
 // pauser returns the driver as a PauseDriver, if it is one.
-func (s *Server) pauser() (model.PauseDriver, bool) {
+func (s *Service) pauser() (model.PauseDriver, bool) {
 	d := s.baseDriver()
 	p, ok := d.(model.PauseDriver)
 	return p, ok
 }
 
-// pausedAnswer is the answer to an operation on a paused sandbox.
-func pausedAnswer(sb *model.Sandbox) *api.Error {
+// PausedAnswer is the answer to an operation on a paused sandbox.
+func PausedAnswer(sb *model.Sandbox) *api.Error {
 	e := api.Errorf(http.StatusConflict, api.CodeSandboxPaused, "sandbox %s is paused (%s)", sb.ID, sb.PausedWith).
 		WithHint("resume it first: `boxkite session resume " + sb.ID + "`")
 	e.Details = map[string]any{"paused_with": sb.PausedWith}
@@ -42,16 +43,16 @@ func pausedAnswer(sb *model.Sandbox) *api.Error {
 }
 
 // pauseSandbox serves POST /v1/sandboxes/{id}/pause.
-func (s *Server) pauseSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) pauseSandbox(w http.ResponseWriter, r *http.Request) error {
 	var req api.PauseSandboxRequest
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
-	sb, err := s.loadSandbox(r)
+	sb, err := s.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
-	sb, err = s.pause(r.Context(), sb, req.Mode)
+	sb, err = s.Pause(r.Context(), sb, req.Mode)
 	if err != nil {
 		return err
 	}
@@ -59,8 +60,8 @@ func (s *Server) pauseSandbox(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// pause pauses sb in mode ("" is api.PauseFreeze) and returns it as recorded.
-func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*model.Sandbox, error) {
+// Pause pauses sb in mode ("" is api.PauseFreeze) and returns it as recorded.
+func (s *Service) Pause(ctx context.Context, sb *model.Sandbox, mode string) (*model.Sandbox, error) {
 	if mode == "" {
 		mode = api.PauseFreeze
 	}
@@ -78,10 +79,10 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 		if sb.PausedWith == mode {
 			return sb, nil
 		}
-		return nil, pausedAnswer(sb)
+		return nil, PausedAnswer(sb)
 	}
 	if !sb.Active() {
-		return nil, notActive(sb)
+		return nil, NotActive(sb)
 	}
 	p, ok := s.pauser()
 	if !ok {
@@ -96,7 +97,7 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 	}
 	// Finish even if the client hangs up: the row must end up telling
 	// the truth.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
 	var running []api.ProcessInfo
 	if mode == api.PauseFilesystem {
@@ -109,7 +110,7 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 	now := s.now()
 	paused, err := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
 		if !sb.Active() {
-			return notActive(sb)
+			return NotActive(sb)
 		}
 		sb.Status, sb.PausedWith, sb.PausedAt, sb.PausedProcesses = api.StatusPaused, mode, &now, running
 		return nil
@@ -118,7 +119,7 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 		return nil, s.storeAnswer(err, "pause the sandbox")
 	}
 	// Calls in flight would wait on a stopped sidecar: end them.
-	s.calls.Cancel(sb.ID, pausedAnswer(paused))
+	s.calls.Cancel(sb.ID, PausedAnswer(paused))
 	if mode != api.PauseFreeze {
 		s.sidecars.Forget(sb.ID)
 	}
@@ -126,11 +127,11 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 		s.log.ErrorContext(ctx, "driver pause failed", "sandbox", sb.ID, "mode", mode, "err", err)
 		if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
 			if sb.Status != api.StatusPaused {
-				return errNotActive
+				return ErrNotActive
 			}
 			sb.Status, sb.PausedWith, sb.PausedAt = api.StatusActive, "", nil
 			return nil
-		}); uerr != nil && !errors.Is(uerr, errNotActive) {
+		}); uerr != nil && !errors.Is(uerr, ErrNotActive) {
 			s.log.ErrorContext(ctx, "record failed pause", "sandbox", sb.ID, "err", uerr)
 		}
 		return nil, sandboxFailed("pause")
@@ -149,7 +150,7 @@ func (s *Server) pause(ctx context.Context, sb *model.Sandbox, mode string) (*mo
 
 // runningProcesses asks the sandbox's sidecar for its background
 // processes that are running.
-func (s *Server) runningProcesses(ctx context.Context, sb *model.Sandbox) ([]api.ProcessInfo, error) {
+func (s *Service) runningProcesses(ctx context.Context, sb *model.Sandbox) ([]api.ProcessInfo, error) {
 	var list api.ProcessList
 	if err := s.sidecarJSON(ctx, sb, http.MethodGet, "/process", nil, &list); err != nil {
 		return nil, err
@@ -164,9 +165,9 @@ func (s *Server) runningProcesses(ctx context.Context, sb *model.Sandbox) ([]api
 }
 
 // restartProcesses starts again, in a sandbox resumed from a filesystem
-// pause, the processes that ran at the pause with restart set, and
+// Pause, the processes that ran at the pause with restart set, and
 // reports the others as ended.
-func (s *Server) restartProcesses(ctx context.Context, sb *model.Sandbox, procs []api.ProcessInfo) []api.ResumedProcess {
+func (s *Service) restartProcesses(ctx context.Context, sb *model.Sandbox, procs []api.ProcessInfo) []api.ResumedProcess {
 	out := make([]api.ResumedProcess, 0, len(procs))
 	for _, p := range procs {
 		r := api.ResumedProcess{ProcessID: p.ProcessID, Command: p.Command, Status: api.ProcessEnded}
@@ -187,7 +188,7 @@ func (s *Server) restartProcesses(ctx context.Context, sb *model.Sandbox, procs 
 
 // sidecarJSON sends in (nil: no body) to the sandbox's sidecar and
 // decodes its 2xx answer into out.
-func (s *Server) sidecarJSON(ctx context.Context, sb *model.Sandbox, method, path string, in, out any) error {
+func (s *Service) sidecarJSON(ctx context.Context, sb *model.Sandbox, method, path string, in, out any) error {
 	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		return err
@@ -221,12 +222,12 @@ func (s *Server) sidecarJSON(ctx context.Context, sb *model.Sandbox, method, pat
 }
 
 // resumeSandbox serves POST /v1/sandboxes/{id}/resume.
-func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request) error {
-	sb, err := s.loadSandbox(r)
+func (s *Service) resumeSandbox(w http.ResponseWriter, r *http.Request) error {
+	sb, err := s.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
-	sb, procs, err := s.resume(r.Context(), accountFrom(r.Context()), sb)
+	sb, procs, err := s.Resume(r.Context(), authz.Account(r.Context()), sb)
 	if err != nil {
 		return err
 	}
@@ -234,11 +235,11 @@ func (s *Server) resumeSandbox(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// resume runs a paused sb again and returns it as recorded (its expiry
+// Resume runs a paused sb again and returns it as recorded (its expiry
 // moves on by the time it was paused) and, after a filesystem pause, what
 // became of its background processes. Resuming an active sandbox returns
 // it as it is.
-func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sandbox) (*model.Sandbox, []api.ResumedProcess, error) {
+func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.Sandbox) (*model.Sandbox, []api.ResumedProcess, error) {
 	// One at a time with pause, resume and destroy: a second resume finds
 	// it active, a delete that went first finds it gone.
 	defer s.lifecycleLocks.lock(sb.ID)()
@@ -250,7 +251,7 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 		return sb, nil, nil
 	}
 	if sb.Status != api.StatusPaused {
-		return nil, nil, notActive(sb)
+		return nil, nil, NotActive(sb)
 	}
 	p, ok := s.pauser()
 	if !ok {
@@ -259,7 +260,7 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 	if err := s.admitResume(ctx, acct); err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 	defer cancel()
 	egress, err := s.sandboxEgress(ctx, sb)
 	if err != nil {
@@ -279,7 +280,7 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 	var mode string
 	resumed, err := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
 		if sb.Status != api.StatusPaused {
-			return notActive(sb)
+			return NotActive(sb)
 		}
 		mode = sb.PausedWith
 		paused := max(0, now.Sub(*sb.PausedAt))
@@ -311,7 +312,7 @@ func (s *Server) resume(ctx context.Context, acct *model.Account, sb *model.Sand
 // resumedEndpoint is how sb's sidecar is reached after a resume: where
 // the driver reports it now (model.EndpointDriver), with the token the
 // server holds; else where it was.
-func (s *Server) resumedEndpoint(ctx context.Context, sb *model.Sandbox) (model.Endpoint, error) {
+func (s *Service) resumedEndpoint(ctx context.Context, sb *model.Sandbox) (model.Endpoint, error) {
 	d := s.baseDriver()
 	ed, ok := d.(model.EndpointDriver)
 	if !ok {
@@ -328,10 +329,10 @@ func (s *Server) resumedEndpoint(ctx context.Context, sb *model.Sandbox) (model.
 }
 
 // reload reads sb's row again (after a lifecycle lock was taken).
-func (s *Server) reload(ctx context.Context, sb *model.Sandbox) (*model.Sandbox, error) {
+func (s *Service) reload(ctx context.Context, sb *model.Sandbox) (*model.Sandbox, error) {
 	fresh, err := s.store.Sandbox(ctx, sb.AccountID, sb.ID)
 	if errors.Is(err, model.ErrNotFound) {
-		return nil, sandboxNotFound(sb.ID)
+		return nil, NotFound(sb.ID)
 	}
 	if err != nil {
 		return nil, s.storeAnswer(err, "load the sandbox")
@@ -342,7 +343,7 @@ func (s *Server) reload(ctx context.Context, sb *model.Sandbox) (*model.Sandbox,
 // checkPausedLimit refuses a pause when the account keeps PausedLimit
 // paused sandboxes already (429 limit_exceeded). Pauses of one account
 // racing on several servers may overshoot it by their number.
-func (s *Server) checkPausedLimit(ctx context.Context, accountID string) error {
+func (s *Service) checkPausedLimit(ctx context.Context, accountID string) error {
 	limit := s.cfg.PausedLimit
 	if limit < 0 {
 		return nil
@@ -369,17 +370,17 @@ func (s *Server) checkPausedLimit(ctx context.Context, accountID string) error {
 // admitResume checks that the account may run one more sandbox. It is
 // checked outside the store's critical section: two resumes racing for
 // the last slot may both pass.
-func (s *Server) admitResume(ctx context.Context, acct *model.Account) error {
+func (s *Service) admitResume(ctx context.Context, acct *model.Account) error {
 	now := s.now()
 	u, err := s.store.Usage(ctx, acct.ID, limits.MonthStart(now), now)
 	if err != nil {
 		return fmt.Errorf("read usage: %w", err)
 	}
-	return s.checkLimits(createParams{size: api.SizeSmall, count: 1}, u)
+	return s.checkLimits(acct, createParams{size: api.SizeSmall, count: 1}, u)
 }
 
 // sandboxEgress is the egress server of sb as granted at create, or nil.
-func (s *Server) sandboxEgress(ctx context.Context, sb *model.Sandbox) (func(net.Listener), error) {
+func (s *Service) sandboxEgress(ctx context.Context, sb *model.Sandbox) (func(net.Listener), error) {
 	grants, err := s.store.SandboxEgress(ctx, sb.ID)
 	if err != nil || len(grants) == 0 {
 		return nil, err
@@ -392,7 +393,7 @@ func (s *Server) sandboxEgress(ctx context.Context, sb *model.Sandbox) (func(net
 }
 
 // storeAnswer passes an *api.Error through and wraps anything else.
-func (s *Server) storeAnswer(err error, op string) error {
+func (s *Service) storeAnswer(err error, op string) error {
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return err
 	}
@@ -406,7 +407,7 @@ func (s *Server) storeAnswer(err error, op string) error {
 // may have come between a row and the driver) and returns their ids. A
 // sandbox the driver cannot pause again is left paused on record: resume
 // says what is wrong.
-func (s *Server) reconcilePaused(ctx context.Context) ([]string, error) {
+func (s *Service) reconcilePaused(ctx context.Context) ([]string, error) {
 	paused, err := s.store.SandboxesWithStatus(ctx, api.StatusPaused)
 	if err != nil {
 		return nil, fmt.Errorf("list paused sandboxes: %w", err)
@@ -432,14 +433,14 @@ func (s *Server) reconcilePaused(ctx context.Context) ([]string, error) {
 // autoPause pauses a sandbox created with auto_pause whose lifetime ended
 // (the reaper): with filesystem where the driver can, which releases its
 // memory, else freeze; a sandbox that cannot be paused is destroyed.
-func (s *Server) autoPause(ctx context.Context, sb *model.Sandbox) {
+func (s *Service) autoPause(ctx context.Context, sb *model.Sandbox) {
 	mode := api.PauseFreeze
 	if p, ok := s.pauser(); ok && p.PauseModes()[api.PauseFilesystem] == "" {
 		mode = api.PauseFilesystem
 	}
-	if _, err := s.pause(ctx, sb, mode); err != nil {
+	if _, err := s.Pause(ctx, sb, mode); err != nil {
 		s.log.WarnContext(ctx, "auto-pause failed; destroying the sandbox", "sandbox", sb.ID, "err", err)
-		if err := s.destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonExpired); err != nil && !errors.Is(err, errNotActive) {
+		if err := s.Destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonExpired); err != nil && !errors.Is(err, ErrNotActive) {
 			s.log.ErrorContext(ctx, "destroy a sandbox that could not be auto-paused", "sandbox", sb.ID, "err", err)
 		}
 		return

@@ -1,4 +1,4 @@
-package server
+package sandbox
 
 import (
 	"context"
@@ -47,8 +47,8 @@ func (f *frozenSandboxes) set(id string, frozen bool, now time.Time) {
 	}
 }
 
-// frozenAnswer is the 507 for a call to a frozen sandbox, or nil.
-func (s *Server) frozenAnswer(id string) error {
+// FrozenAnswer is the 507 for a call to a frozen sandbox, or nil.
+func (s *Service) FrozenAnswer(id string) error {
 	since, ok := s.frozen.since(id)
 	if !ok {
 		return nil
@@ -65,7 +65,7 @@ func (s *Server) frozenAnswer(id string) error {
 // the host's disk filled: its sidecar cannot answer until space comes
 // back, and it is not lost (reconcile adopts it; the storage watch thaws
 // it). Destroying it would lose every write it acknowledged.
-func (s *Server) frozenForStorage(ctx context.Context, id string) bool {
+func (s *Service) frozenForStorage(ctx context.Context, id string) bool {
 	d := s.baseDriver()
 	sd, ok := d.(model.StatsDriver)
 	if !ok {
@@ -81,8 +81,8 @@ func (s *Server) frozenForStorage(ctx context.Context, id string) bool {
 	return true
 }
 
-// watchStorage follows the driver's freezes and thaws until ctx is done.
-func (s *Server) watchStorage(ctx context.Context) {
+// WatchStorage follows the driver's freezes and thaws until ctx is done.
+func (s *Service) WatchStorage(ctx context.Context) {
 	d := s.baseDriver()
 	sw, ok := d.(model.StorageWatcher)
 	if !ok {
@@ -101,14 +101,14 @@ func (s *Server) watchStorage(ctx context.Context) {
 }
 
 // storageChanged records a freeze or thaw of sandbox id.
-func (s *Server) storageChanged(ctx context.Context, id string, frozen bool) {
+func (s *Service) storageChanged(ctx context.Context, id string, frozen bool) {
 	s.frozen.set(id, frozen, s.now())
 	op := "sandbox_thawed"
 	reason := "the host has disk space again"
 	if frozen {
 		op, reason = "sandbox_frozen", "the host's disk is nearly full"
 		// Calls in flight would wait on a frozen sidecar: end them.
-		s.calls.Cancel(id, s.frozenAnswer(id))
+		s.calls.Cancel(id, s.FrozenAnswer(id))
 	}
 	sb, err := s.store.SandboxByID(ctx, id)
 	if errors.Is(err, model.ErrNotFound) {

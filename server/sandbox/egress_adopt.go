@@ -1,4 +1,4 @@
-package server
+package sandbox
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 
 // recordCreate stores what a restarted server needs to know of a sandbox
 // being created: the image it boots from and its egress grants.
-func (s *Server) recordCreate(ctx context.Context, sb *model.Sandbox, p createParams) error {
+func (s *Service) recordCreate(ctx context.Context, sb *model.Sandbox, p createParams) error {
 	if p.imageID != "" {
-		if err := s.cfg.Images.Use(ctx, p.imageID, sb.ID); err != nil {
+		if err := s.d.UseImage(ctx, p.imageID, sb.ID); err != nil {
 			return err
 		}
 	}
-	if err := s.cfg.Secrets.Grant(ctx, sb.ID, p.secrets); err != nil {
+	if err := s.d.Secrets.Grant(ctx, sb.ID, p.secrets); err != nil {
 		return fmt.Errorf("record secret grants: %w", err)
 	}
 	if len(p.egress) == 0 {
@@ -35,7 +35,7 @@ func (s *Server) recordCreate(ctx context.Context, sb *model.Sandbox, p createPa
 // reopenEgress serves the egress socket of an adopted sandbox again: the
 // listener died with the previous process, and without this the sandbox
 // would lose the egress it was granted.
-func (s *Server) reopenEgress(ctx context.Context, sb *model.Sandbox) error {
+func (s *Service) reopenEgress(ctx context.Context, sb *model.Sandbox) error {
 	grants, err := s.store.SandboxEgress(ctx, sb.ID)
 	if err != nil || len(grants) == 0 {
 		return err

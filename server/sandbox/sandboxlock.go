@@ -1,11 +1,11 @@
-package server
+package sandbox
 
 import "sync"
 
 // sandboxLocks serialise the lifecycle changes of one sandbox — pause,
-// resume, destroy — in this process, so a resume racing another resume or
+// Resume, destroy — in this process, so a resume racing another resume or
 // a delete acts on the state the other left: one driver resume, never a
-// resume of a sandbox whose teardown began. Each holder reloads the row
+// Resume of a sandbox whose teardown began. Each holder reloads the row
 // after it got the lock.
 type sandboxLocks struct {
 	mu sync.Mutex

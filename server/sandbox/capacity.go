@@ -1,4 +1,4 @@
-package server
+package sandbox
 
 import (
 	"context"
@@ -18,32 +18,28 @@ import (
 // own limits; the server asks it before every create and upload and
 // refuses with a stable code before the host is out.
 
-// capacityDriver finds the CapacityDriver behind the server's driver
-// wrappers.
-func capacityDriver(d model.Driver) (model.CapacityDriver, bool) {
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
-	c, ok := d.(model.CapacityDriver)
+// capacityDriver is the driver as a CapacityDriver, if it is one.
+func (s *Service) capacityDriver() (model.CapacityDriver, bool) {
+	c, ok := s.baseDriver().(model.CapacityDriver)
 	return c, ok
 }
 
 // admitCreate refuses n creates the host cannot take.
-func (s *Server) admitCreate(ctx context.Context, n int) error {
-	cd, ok := capacityDriver(s.driver)
+func (s *Service) admitCreate(ctx context.Context, n int) error {
+	cd, ok := s.capacityDriver()
 	if !ok {
 		return nil
 	}
 	return model.HostRefusal(cd.AdmitCreate(ctx, n), "create")
 }
 
-// admitWrite refuses an upload to sandbox id while the host's store is
+// AdmitWrite refuses an upload to sandbox id while the host's store is
 // below its watermark, once the sandbox's disk failed to store a write,
 // or when its size (bytes, -1 when unknown) would take the host below
 // the watermark: filling the host would also fill the database and the
 // log beside it, and freeze every sandbox.
-func (s *Server) admitWrite(ctx context.Context, id string, size int64) error {
-	err := s.capacityWrite(ctx, id)
+func (s *Service) AdmitWrite(ctx context.Context, id string, size int64) error {
+	err := s.CapacityWrite(ctx, id)
 	if err != nil && model.IsStorageFault(err) {
 		e := model.StorageFailed("upload")
 		e.Message = "upload refused: the sandbox's disk could not store an earlier write (the host ran out of space), so it takes no more"
@@ -60,8 +56,8 @@ func (s *Server) admitWrite(ctx context.Context, id string, size int64) error {
 
 // admitSize refuses a write of size bytes that would leave the host's
 // store below its free-space watermark.
-func (s *Server) admitSize(ctx context.Context, size int64) error {
-	cd, ok := capacityDriver(s.driver)
+func (s *Service) admitSize(ctx context.Context, size int64) error {
+	cd, ok := s.capacityDriver()
 	if !ok {
 		return nil
 	}
@@ -85,18 +81,18 @@ func (s *Server) admitSize(ctx context.Context, size int64) error {
 // formatSize is n bytes in MiB, for refusals.
 func formatSize(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
-// capacityWrite is the driver's AdmitWrite, nil without a CapacityDriver.
-func (s *Server) capacityWrite(ctx context.Context, id string) error {
-	cd, ok := capacityDriver(s.driver)
+// CapacityWrite is the driver's AdmitWrite, nil without a CapacityDriver.
+func (s *Service) CapacityWrite(ctx context.Context, id string) error {
+	cd, ok := s.capacityDriver()
 	if !ok {
 		return nil
 	}
 	return cd.AdmitWrite(ctx, id)
 }
 
-// syncDisk flushes the sandbox's disks before a write is acknowledged,
+// SyncDisk flushes the sandbox's disks before a write is acknowledged,
 // when the driver can; the error is the 507 to answer instead.
-func (s *Server) syncDisk(ctx context.Context, sb *model.Sandbox, op string) error {
+func (s *Service) SyncDisk(ctx context.Context, sb *model.Sandbox, op string) error {
 	d := s.baseDriver()
 	ds, ok := d.(model.DiskSyncer)
 	if !ok {
@@ -116,18 +112,18 @@ func (s *Server) syncDisk(ctx context.Context, sb *model.Sandbox, op string) err
 	return e
 }
 
-// brokenDisk is the 507 for a write the sidecar failed because the
+// BrokenDisk is the 507 for a write the sidecar failed because the
 // sandbox's disk cannot store more (the host ran out of space under it:
 // a flush fails, or failed before and left it read-only), else nil.
-func (s *Server) brokenDisk(ctx context.Context, sb *model.Sandbox, op string) error {
-	if err := s.syncDisk(ctx, sb, op); err != nil {
+func (s *Service) BrokenDisk(ctx context.Context, sb *model.Sandbox, op string) error {
+	if err := s.SyncDisk(ctx, sb, op); err != nil {
 		if ae, ok := errors.AsType[*api.Error](err); ok {
 			ae.Message = fmt.Sprintf("the %s failed: the sandbox's disk cannot store more, the host's storage is full", strings.ReplaceAll(op, "_", " "))
 			ae.Details = map[string]any{"resource": api.HostDiskResource, "performed": false}
 		}
 		return err
 	}
-	if err := s.capacityWrite(ctx, sb.ID); err != nil && model.IsStorageFault(err) {
+	if err := s.CapacityWrite(ctx, sb.ID); err != nil && model.IsStorageFault(err) {
 		e := model.StorageFailed(strings.ReplaceAll(op, "_", " "))
 		e.Message = fmt.Sprintf("the %s failed: the sandbox's disk could not store an earlier write (the host ran out of space) and takes no more", strings.ReplaceAll(op, "_", " "))
 		e.Hint = "copy out what you need and create a new sandbox once the host has space again"

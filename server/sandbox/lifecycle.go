@@ -1,4 +1,4 @@
-package server
+package sandbox
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 // reapParallel bounds how many expired sandboxes are torn down at once.
 const reapParallel = 8
 
-// reap destroys every active sandbox past its expires_at.
-func (s *Server) reap(ctx context.Context) {
+// Reap destroys every active sandbox past its expires_at.
+func (s *Service) Reap(ctx context.Context) {
 	expired, err := s.store.ExpiredSandboxes(ctx, s.now())
 	if err != nil {
 		if ctx.Err() == nil {
@@ -25,17 +25,17 @@ func (s *Server) reap(ctx context.Context) {
 		return
 	}
 	s.each(expired, func(sb *model.Sandbox) {
-		ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+		ctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
 		defer cancel()
 		if sb.AutoPause {
 			s.autoPause(ctx, sb)
 			return
 		}
-		err := s.destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonExpired)
+		err := s.Destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonExpired)
 		switch {
 		case err == nil:
 			s.log.InfoContext(ctx, "sandbox expired", "sandbox", sb.ID, "account", sb.AccountID)
-		case errors.Is(err, errNotActive):
+		case errors.Is(err, ErrNotActive):
 			// deleted by its owner meanwhile
 		default:
 			// destroy logged the cause; the next tick retries.
@@ -47,14 +47,13 @@ func (s *Server) reap(ctx context.Context) {
 // past the server's retention.
 const pausedSweepInterval = time.Minute
 
-// reapPaused destroys the paused sandboxes paused longer than
-// MaxPausedAge, at most once a pausedSweepInterval.
-func (s *Server) reapPaused(ctx context.Context) {
+// ReapPaused destroys the paused sandboxes paused longer than
+// MaxPausedAge (Tick calls it at most once a pausedSweepInterval).
+func (s *Service) ReapPaused(ctx context.Context) {
 	now := s.now()
-	if s.cfg.MaxPausedAge < 0 || now.Sub(s.lastPausedSweep) < pausedSweepInterval {
+	if s.cfg.MaxPausedAge < 0 {
 		return
 	}
-	s.lastPausedSweep = now
 	paused, err := s.store.SandboxesWithStatus(ctx, api.StatusPaused)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -69,16 +68,16 @@ func (s *Server) reapPaused(ctx context.Context) {
 		}
 	}
 	s.each(old, func(sb *model.Sandbox) {
-		ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+		ctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
 		defer cancel()
-		if err := s.destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonExpired); err == nil {
+		if err := s.Destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonExpired); err == nil {
 			s.log.InfoContext(ctx, "paused sandbox past its retention destroyed", "sandbox", sb.ID, "account", sb.AccountID)
 		}
 	})
 }
 
 // each runs fn on every sandbox, reapParallel at a time, and waits.
-func (s *Server) each(sbs []*model.Sandbox, fn func(*model.Sandbox)) {
+func (s *Service) each(sbs []*model.Sandbox, fn func(*model.Sandbox)) {
 	sem := make(chan struct{}, reapParallel)
 	var wg sync.WaitGroup
 	for _, sb := range sbs {
@@ -91,7 +90,7 @@ func (s *Server) each(sbs []*model.Sandbox, fn func(*model.Sandbox)) {
 	wg.Wait()
 }
 
-// reconcile makes the store and the driver agree after a start, including
+// Reconcile makes the store and the driver agree after a start, including
 // one after a crash or SIGKILL:
 //
 //   - rows still "creating" were interrupted mid-create: whatever the
@@ -105,14 +104,14 @@ func (s *Server) each(sbs []*model.Sandbox, fn func(*model.Sandbox)) {
 //     and the driver (pause.go), and kept;
 //   - sandboxes the driver has that no active or paused row claims are
 //     deleted.
-func (s *Server) reconcile(ctx context.Context) error {
+func (s *Service) Reconcile(ctx context.Context) error {
 	creating, err := s.store.SandboxesWithStatus(ctx, model.StatusCreating)
 	if err != nil {
 		return fmt.Errorf("list sandboxes being created: %w", err)
 	}
 	for _, sb := range creating {
 		s.log.WarnContext(ctx, "removing sandbox interrupted while being created", "sandbox", sb.ID)
-		s.discard(ctx, sb.ID)
+		s.Discard(ctx, sb.ID)
 	}
 
 	active, err := s.store.SandboxesWithStatus(ctx, api.StatusActive)
@@ -120,10 +119,10 @@ func (s *Server) reconcile(ctx context.Context) error {
 		return fmt.Errorf("list active sandboxes: %w", err)
 	}
 	alive := make([]bool, len(active))
-	hctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
+	hctx, cancel := context.WithTimeout(ctx, s.d.HealthTimeout())
 	var wg sync.WaitGroup
 	for i, sb := range active {
-		wg.Go(func() { alive[i] = s.sidecarHealthy(hctx, sb) || s.frozenForStorage(ctx, sb.ID) })
+		wg.Go(func() { alive[i] = s.SidecarHealthy(hctx, sb) || s.frozenForStorage(ctx, sb.ID) })
 	}
 	wg.Wait()
 	cancel()
@@ -143,11 +142,11 @@ func (s *Server) reconcile(ctx context.Context) error {
 		lost++
 		s.log.WarnContext(ctx, "sandbox lost: its sidecar does not answer", "sandbox", sb.ID, "account", sb.AccountID)
 		const why = "its sidecar did not answer when the server started"
-		err := s.destroy(ctx, sb.ID, api.StatusLost, model.ReasonLost)
+		err := s.Destroy(ctx, sb.ID, api.StatusLost, model.ReasonLost)
 		if err == nil {
 			s.recordLost(ctx, sb, why)
 		}
-		if err != nil && !errors.Is(err, errNotActive) {
+		if err != nil && !errors.Is(err, ErrNotActive) {
 			// The driver could not clean up; still record what we know.
 			if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
 				now := s.now()
@@ -187,8 +186,8 @@ func (s *Server) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// sidecarHealthy reports whether the sandbox's sidecar answers GET /health.
-func (s *Server) sidecarHealthy(ctx context.Context, sb *model.Sandbox) bool {
+// SidecarHealthy reports whether the sandbox's sidecar answers GET /health.
+func (s *Service) SidecarHealthy(ctx context.Context, sb *model.Sandbox) bool {
 	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		return false

@@ -1,4 +1,4 @@
-package server
+package sandbox
 
 import (
 	"context"
@@ -31,7 +31,8 @@ type Limits struct {
 	MaxSize string
 }
 
-func (l Limits) validate() error {
+// Validate checks the limits are well-formed.
+func (l Limits) Validate() error {
 	switch {
 	case l.GlobalConcurrent < 0 || l.AccountConcurrent < 0:
 		return errors.New("concurrency limits must not be negative")
@@ -46,7 +47,7 @@ func (l Limits) validate() error {
 // checkLimits decides whether p may be created given u, in the reference's
 // order: global capacity, the account's concurrency, its monthly hours,
 // then the size and storage asked for.
-func (s *Server) checkLimits(p createParams, u model.Usage) error {
+func (s *Service) checkLimits(acct *model.Account, p createParams, u model.Usage) error {
 	if p.label != "" && u.ActiveLabels[p.label] {
 		// Checked here, in the store's critical section, so two creates
 		// racing for one label cannot both win.
@@ -55,7 +56,7 @@ func (s *Server) checkLimits(p createParams, u model.Usage) error {
 		e.Details = map[string]any{"label": p.label}
 		return e
 	}
-	l := s.cfg.Limits
+	l := tenantLimits(s.cfg.Limits, acct) // an organization's quota (tenantLimits)
 	if l.GlobalConcurrent > 0 && u.GlobalActive+p.count > l.GlobalConcurrent {
 		return limits.LimitError(api.CodeGlobalCapacityReached,
 			fmt.Sprintf("the server is at capacity: %d of %d sandboxes are running", u.GlobalActive, l.GlobalConcurrent),
@@ -92,9 +93,9 @@ func (s *Server) checkLimits(p createParams, u model.Usage) error {
 // reserveSandboxes checks the limits and records sbs as being created in
 // one critical section (QuotaStore.ReserveSandboxes), so concurrent
 // creates cannot both pass a check only one of them fits under.
-func (s *Server) reserveSandboxes(ctx context.Context, acct *model.Account, p createParams, sbs []*model.Sandbox) error {
+func (s *Service) reserveSandboxes(ctx context.Context, acct *model.Account, p createParams, sbs []*model.Sandbox) error {
 	now := s.now()
-	err := s.store.ReserveSandboxes(ctx, acct.ID, limits.MonthStart(now), now, func(u model.Usage) error { return s.checkLimits(p, u) }, sbs)
+	err := s.store.ReserveSandboxes(ctx, acct.ID, limits.MonthStart(now), now, func(u model.Usage) error { return s.checkLimits(acct, p, u) }, sbs)
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return err
 	}
@@ -109,4 +110,19 @@ func (s *Server) reserveSandboxes(ctx context.Context, acct *model.Account, p cr
 		return fmt.Errorf("record sandbox: %w", err)
 	}
 	return nil
+}
+
+// tenantLimits are the limits of acct's sandboxes: the server's, lowered
+// by an organization's own quota where it sets one.
+func tenantLimits(l Limits, acct *model.Account) Limits {
+	if acct == nil || acct.Org == nil {
+		return l
+	}
+	if q := acct.Org.MaxConcurrentSandboxes; q > 0 && (l.AccountConcurrent == 0 || q < l.AccountConcurrent) {
+		l.AccountConcurrent = q
+	}
+	if q := acct.Org.MonthlySandboxHours; q > 0 && (l.MonthlySandboxHours == 0 || q < l.MonthlySandboxHours) {
+		l.MonthlySandboxHours = q
+	}
+	return l
 }

@@ -1,4 +1,4 @@
-package server
+package sandbox
 
 import (
 	"errors"
@@ -10,26 +10,23 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-// statsDriver finds the StatsDriver behind the server's driver wrappers.
-func statsDriver(d model.Driver) (model.StatsDriver, bool) {
-	if cd, ok := d.(countingDriver); ok {
-		d = cd.Driver
-	}
-	sd, ok := d.(model.StatsDriver)
+// statsDriver is the driver as a StatsDriver, if it is one.
+func (s *Service) statsDriver() (model.StatsDriver, bool) {
+	sd, ok := s.baseDriver().(model.StatsDriver)
 	return sd, ok
 }
 
 // sandboxStats serves GET /v1/sandboxes/{id}/stats: the sandbox's memory
 // and task counts from the driver's accounting, e.g. for `boxkite bench`.
-func (s *Server) sandboxStats(w http.ResponseWriter, r *http.Request) error {
-	sb, err := s.loadSandbox(r)
+func (s *Service) sandboxStats(w http.ResponseWriter, r *http.Request) error {
+	sb, err := s.LoadSandbox(r)
 	if err != nil {
 		return err
 	}
 	if !sb.Active() {
-		return notActive(sb)
+		return NotActive(sb)
 	}
-	sd, ok := statsDriver(s.driver)
+	sd, ok := s.statsDriver()
 	if !ok {
 		return api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "the %s driver does not report sandbox usage", sb.Driver)
 	}
