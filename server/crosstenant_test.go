@@ -34,11 +34,8 @@ type tenantRow struct {
 // and key (a key of an organization in the organization cases), and the
 // email GET /v1/account shows for that key (the organization's).
 type tenant struct {
-<<<<<<< HEAD
-	email, key, token, oauth string
-=======
 	email, key, token, shown string
->>>>>>> main
+	oauth                    string // B's MCP OAuth access token, of B's personal account
 }
 
 // matrixCase is who A and B are: personal accounts, organizations (A's
@@ -163,12 +160,10 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 	tok := e.signup("b-tenant@example.com", "b-password")
 	b := &tenant{email: "b-tenant@example.com", token: tok.AccessToken, shown: "b-tenant@example.com"}
 	b.key = e.newKey(b.token, "b-key", api.RoleAdmin).Key
-<<<<<<< HEAD
 	// B's MCP OAuth access token, and a client registered by someone else.
 	bFlow := newOAuthFlow(t, e)
 	b.oauth = bFlow.exchange(bFlow.authorize(b.email, "b-password")).AccessToken
 	clientA := newOAuthFlow(t, e).clientID
-=======
 	bPersonal := b.key
 	switch {
 	case c.bOrg:
@@ -180,7 +175,6 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		e.join(e.KeyA, b.token, orgA.ID, b.email, api.OrgRoleAdmin)
 		b.key = e.orgKey(b.token, orgA.ID, api.RoleAdmin).Key
 	}
->>>>>>> main
 	// B's own preview, whose token must not open A's sandbox.
 	sbB := e.create(b.key, api.CreateSandboxRequest{Label: "b-preview-box"})
 	resp, body = e.do("POST", sandboxPath(sbB.ID, "/preview/8080"), b.key, api.CreatePreviewRequest{})
@@ -314,23 +308,6 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		"/preview/{id}/{port}/{path...}":       {cred: "none", path: "/preview/{sb}/8080/?" + api.PreviewTokenParam + "=" + prevB.Token, want: http.StatusUnauthorized},
 		"POST /v1/sandboxes/{id}/http-request": {cred: "key", path: "/v1/sandboxes/{sb}/http-request", body: api.HTTPRequest{URL: "https://a-host.example.com/{{secret:a-secret-name}}"}, want: 404},
 
-<<<<<<< HEAD
-		// The OAuth authorization server: nothing in it belongs to an
-		// account but grants, which only their tokens reach.
-		"GET /.well-known/oauth-authorization-server":   {cred: "none", path: "/.well-known/oauth-authorization-server"},
-		"GET /.well-known/oauth-protected-resource":     {cred: "none", path: "/.well-known/oauth-protected-resource"},
-		"GET /.well-known/oauth-protected-resource/mcp": {cred: "none", path: "/.well-known/oauth-protected-resource/mcp"},
-		"POST /oauth/register":                          {cred: "none", path: "/oauth/register", body: map[string]any{"redirect_uris": []string{"https://b.example.com/cb"}}},
-		"DELETE /oauth/register/{client_id}":            {cred: "key", path: "/oauth/register/{aclient}", want: http.StatusUnauthorized},
-		"GET /oauth/authorize":                          {cred: "none", path: "/oauth/authorize?client_id={aclient}&redirect_uri=https://b.example.com/cb", want: http.StatusBadRequest},
-		"POST /oauth/authorize/login":                   {cred: "none", path: "/oauth/authorize/login", want: http.StatusBadRequest},
-		"POST /oauth/authorize/decide":                  {cred: "none", path: "/oauth/authorize/decide", want: http.StatusBadRequest},
-		"POST /oauth/token":                             {cred: "none", path: "/oauth/token", want: http.StatusUnauthorized},
-		"POST /oauth/revoke":                            {cred: "none", path: "/oauth/revoke", want: http.StatusBadRequest},
-
-		// MCP tools are the API in-process; B's tool calls, with B's OAuth
-		// token (an API key's are TestMCPEndpoint's), see B's data only.
-=======
 		// Organizations: B is no member of A's; a token or personal key
 		// makes B's own organization, and A's invite is for another email.
 		"POST /v1/organizations": {cred: "token", path: "/v1/organizations", body: api.CreateOrganizationRequest{Name: "b-second-org"}},
@@ -348,10 +325,22 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		"DELETE /v1/organizations/{org_id}/invites/{invite_id}":  {cred: "token", path: "/v1/organizations/{aorg}/invites/{ainv}", want: 404},
 		"POST /v1/organizations/{org_id}/api-keys":               {cred: "token", path: "/v1/organizations/{aorg}/api-keys", body: api.CreateAPIKeyRequest{Name: "b-in-a"}, want: 404},
 
+		// The OAuth authorization server: nothing in it belongs to a
+		// tenant but grants, which only their tokens reach (below).
+		"GET /.well-known/oauth-authorization-server":   {cred: "none", path: "/.well-known/oauth-authorization-server"},
+		"GET /.well-known/oauth-protected-resource":     {cred: "none", path: "/.well-known/oauth-protected-resource"},
+		"GET /.well-known/oauth-protected-resource/mcp": {cred: "none", path: "/.well-known/oauth-protected-resource/mcp"},
+		"POST /oauth/register":                          {cred: "none", path: "/oauth/register", body: map[string]any{"redirect_uris": []string{"https://b.example.com/cb"}}},
+		"DELETE /oauth/register/{client_id}":            {cred: "none", path: "/oauth/register/{aclient}", want: http.StatusUnauthorized},
+		"GET /oauth/authorize":                          {cred: "none", path: "/oauth/authorize?client_id={aclient}&redirect_uri=https://b.example.com/cb", want: http.StatusBadRequest},
+		"POST /oauth/authorize/login":                   {cred: "none", path: "/oauth/authorize/login", want: http.StatusBadRequest},
+		"POST /oauth/authorize/decide":                  {cred: "none", path: "/oauth/authorize/decide", want: http.StatusBadRequest},
+		"POST /oauth/token":                             {cred: "none", path: "/oauth/token", want: http.StatusUnauthorized},
+		"POST /oauth/revoke":                            {cred: "none", path: "/oauth/revoke", want: http.StatusBadRequest},
+
 		// MCP tools are the API in-process; B's tool calls see B's data only.
->>>>>>> main
 		"/mcp/": {
-			cred: "oauth", method: "POST", path: "/mcp/",
+			cred: "key", method: "POST", path: "/mcp/",
 			body:   `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_sandboxes","arguments":{}}}`,
 			header: []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"},
 			check: func(t *testing.T, _ *tenant, _ *http.Response, body []byte) {
@@ -368,9 +357,6 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		rows[method+" /v1/sandboxes/{id}"+path] = tenantRow{cred: "key", path: "/v1/sandboxes/{sb}" + p + "?path=/workspace/x", body: "{}", want: 404}
 	}
 
-<<<<<<< HEAD
-	expand := strings.NewReplacer("{aclient}", clientA, "{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID, "{asnap}", snapA.ID, "{ahook}", hookA.ID)
-=======
 	if c.bMember {
 		// B is a member of A's organization: it sees the organization and
 		// its members, may issue itself a member key of it, and manages
@@ -391,8 +377,7 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		}
 	}
 
-	expand := strings.NewReplacer("{aorg}", orgA.ID, "{aacct}", e.AcctA.ID, "{ainv}", invA.ID, "{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID, "{asnap}", snapA.ID, "{ahook}", hookA.ID)
->>>>>>> main
+	expand := strings.NewReplacer("{aclient}", clientA, "{aorg}", orgA.ID, "{aacct}", e.AcctA.ID, "{ainv}", invA.ID, "{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID, "{asnap}", snapA.ID, "{ahook}", hookA.ID)
 	nobody := func(path, id string) string {
 		return strings.NewReplacer("{aorg}", id, "{aacct}", id, "{ainv}", id, "{sb}", id, "{akey}", id, "{assh}", id, "{avol}", id, "{amcp}", id, "{asec}", id, "{asnap}", id, "{ahook}", id).Replace(path)
 	}
@@ -453,12 +438,16 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		}
 	}
 
-	// B's OAuth token reaches A's sandbox exactly as one that does not exist.
+	// B's MCP OAuth token (of B's personal account) reaches A's sandbox
+	// exactly as one that does not exist, and lists none of A's.
 	text, isErr := mcpCall(t, e, b.oauth, "get_sandbox", map[string]string{"session_id": sb.ID})
 	none := model.NewID()
 	text2, _ := mcpCall(t, e, b.oauth, "get_sandbox", map[string]string{"session_id": none})
 	if !isErr || strings.ReplaceAll(text, sb.ID, "ID") != strings.ReplaceAll(text2, none, "ID") {
 		t.Errorf("B's OAuth get_sandbox of A's sandbox = %q (isError %v); of none: %q", text, isErr, text2)
+	}
+	if text, _ := mcpCall(t, e, b.oauth, "list_sandboxes", map[string]any{}); strings.Contains(text, sb.ID) || strings.Contains(text, "a-secret-label") {
+		t.Errorf("B's OAuth list_sandboxes shows A's sandbox: %q", text)
 	}
 
 	// Nothing of A's changed.

@@ -36,11 +36,8 @@ import (
 	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
-<<<<<<< HEAD
 	"github.com/boxkite/boxkite/server/oauth"
-=======
 	"github.com/boxkite/boxkite/server/orgs"
->>>>>>> main
 	"github.com/boxkite/boxkite/server/preview"
 	"github.com/boxkite/boxkite/server/proxy"
 	"github.com/boxkite/boxkite/server/sandbox"
