@@ -12386,7 +12386,10 @@ export interface operations {
     };
     get_webhooks_id_deliveries: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: string;
+                offset?: string;
+            };
             header?: never;
             path: {
                 id: string;
