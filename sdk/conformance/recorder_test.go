@@ -33,15 +33,7 @@ var notCalled = map[string]string{
 	"GET /openapi.json": "the document itself; TestTypeScriptTypesFresh reads it",
 	"GET /v1/sandboxes/{id}/exec/interactive": "a WebSocket: the SDKs speak HTTP only (Node 20, Python's standard library and ureq have no WebSocket client); " +
 		"the Go client's StartInteractive is tested in client/ and cmd/boxkite",
-	"GET /v1/sandboxes/{id}/takeover":                           "a WebSocket to the terminal, for people (boxkite attach, the bastion), not for SDKs",
-	"POST /v1/webhooks":                                         pendingWebhooks,
-	"GET /v1/webhooks":                                          pendingWebhooks,
-	"GET /v1/webhooks/{id}":                                     pendingWebhooks,
-	"DELETE /v1/webhooks/{id}":                                  pendingWebhooks,
-	"GET /v1/webhooks/{id}/deliveries":                          pendingWebhooks,
-	"POST /v1/webhooks/{id}/test":                               pendingWebhooks,
-	"POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": pendingWebhooks,
-
+	"GET /v1/sandboxes/{id}/takeover":                        "a WebSocket to the terminal, for people (boxkite attach, the bastion), not for SDKs",
 	"POST /v1/organizations":                                 pendingOrgs,
 	"GET /v1/organizations":                                  pendingOrgs,
 	"POST /v1/organizations/accept-invite":                   pendingOrgs,
@@ -57,8 +49,6 @@ var notCalled = map[string]string{
 }
 
 const pendingOrgs = "organizations (issue 24) landed after the SDKs: the Go client and the CLI call them (server/orgs_test.go, the cross-tenant matrix, cmd/boxkite's org script); the SDK calls and cases are still to write"
-
-const pendingWebhooks = "webhook subscriptions (issue 24) landed after the SDKs: the Go client and the CLI call them (server/webhooks_test.go, cmd/boxkite/testdata/script/webhooks.txtar); the SDK calls and cases are still to write"
 
 // maxCapture bounds the part of a body the recorder keeps to check.
 const maxCapture = 4 << 20

@@ -18,15 +18,9 @@ import (
 // own limits; the server asks it before every create and upload and
 // refuses with a stable code before the host is out.
 
-// capacityDriver is the driver as a CapacityDriver, if it is one.
-func (s *Service) capacityDriver() (model.CapacityDriver, bool) {
-	c, ok := s.baseDriver().(model.CapacityDriver)
-	return c, ok
-}
-
 // admitCreate refuses n creates the host cannot take.
 func (s *Service) admitCreate(ctx context.Context, n int) error {
-	cd, ok := s.capacityDriver()
+	cd, ok := driverAs[model.CapacityDriver](s)
 	if !ok {
 		return nil
 	}
@@ -57,7 +51,7 @@ func (s *Service) AdmitWrite(ctx context.Context, id string, size int64) error {
 // admitSize refuses a write of size bytes that would leave the host's
 // store below its free-space watermark.
 func (s *Service) admitSize(ctx context.Context, size int64) error {
-	cd, ok := s.capacityDriver()
+	cd, ok := driverAs[model.CapacityDriver](s)
 	if !ok {
 		return nil
 	}
@@ -83,7 +77,7 @@ func formatSize(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<
 
 // CapacityWrite is the driver's AdmitWrite, nil without a CapacityDriver.
 func (s *Service) CapacityWrite(ctx context.Context, id string) error {
-	cd, ok := s.capacityDriver()
+	cd, ok := driverAs[model.CapacityDriver](s)
 	if !ok {
 		return nil
 	}

@@ -27,13 +27,6 @@ import (
 // crash in between leaves a paused row, and reconcile pauses the sandbox
 // again (pauseAgain) instead of losing a frozen one that does not answer.
 
-// pauser returns the driver as a PauseDriver, if it is one.
-func (s *Service) pauser() (model.PauseDriver, bool) {
-	d := s.baseDriver()
-	p, ok := d.(model.PauseDriver)
-	return p, ok
-}
-
 // PausedAnswer is the answer to an operation on a paused sandbox.
 func PausedAnswer(sb *model.Sandbox) *api.Error {
 	e := api.Errorf(http.StatusConflict, api.CodeSandboxPaused, "sandbox %s is paused (%s)", sb.ID, sb.PausedWith).
@@ -84,7 +77,7 @@ func (s *Service) Pause(ctx context.Context, sb *model.Sandbox, mode string) (*m
 	if !sb.Active() {
 		return nil, NotActive(sb)
 	}
-	p, ok := s.pauser()
+	p, ok := driverAs[model.PauseDriver](s)
 	if !ok {
 		return nil, httpx.NotSupported("mode", "this server's driver cannot pause sandboxes")
 	}
@@ -253,7 +246,7 @@ func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.San
 	if sb.Status != api.StatusPaused {
 		return nil, nil, NotActive(sb)
 	}
-	p, ok := s.pauser()
+	p, ok := driverAs[model.PauseDriver](s)
 	if !ok {
 		return nil, nil, httpx.NotSupported("mode", "this server's driver cannot resume sandboxes")
 	}
@@ -412,7 +405,7 @@ func (s *Service) reconcilePaused(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list paused sandboxes: %w", err)
 	}
-	p, ok := s.pauser()
+	p, ok := driverAs[model.PauseDriver](s)
 	ids := make([]string, len(paused))
 	s.each(paused, func(sb *model.Sandbox) {
 		if !ok {
@@ -435,7 +428,7 @@ func (s *Service) reconcilePaused(ctx context.Context) ([]string, error) {
 // memory, else freeze; a sandbox that cannot be paused is destroyed.
 func (s *Service) autoPause(ctx context.Context, sb *model.Sandbox) {
 	mode := api.PauseFreeze
-	if p, ok := s.pauser(); ok && p.PauseModes()[api.PauseFilesystem] == "" {
+	if p, ok := driverAs[model.PauseDriver](s); ok && p.PauseModes()[api.PauseFilesystem] == "" {
 		mode = api.PauseFilesystem
 	}
 	if _, err := s.Pause(ctx, sb, mode); err != nil {

@@ -122,6 +122,13 @@ func (s *Service) now() time.Time { return s.d.Now() }
 // capabilities.
 func (s *Service) baseDriver() model.Driver { return s.d.Base }
 
+// driverAs is the driver as T, one of its optional capabilities
+// (model.PauseDriver, model.StatsDriver, …), if it has it.
+func driverAs[T any](s *Service) (T, bool) {
+	d, ok := s.baseDriver().(T)
+	return d, ok
+}
+
 // audit appends an entry for rec (audit.Log.Append).
 func (s *Service) audit(ctx context.Context, rec audit.Record) error {
 	return s.d.Audit.Append(ctx, rec)

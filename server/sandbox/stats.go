@@ -10,12 +10,6 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-// statsDriver is the driver as a StatsDriver, if it is one.
-func (s *Service) statsDriver() (model.StatsDriver, bool) {
-	sd, ok := s.baseDriver().(model.StatsDriver)
-	return sd, ok
-}
-
 // sandboxStats serves GET /v1/sandboxes/{id}/stats: the sandbox's memory
 // and task counts from the driver's accounting, e.g. for `boxkite bench`.
 func (s *Service) sandboxStats(w http.ResponseWriter, r *http.Request) error {
@@ -26,7 +20,7 @@ func (s *Service) sandboxStats(w http.ResponseWriter, r *http.Request) error {
 	if !sb.Active() {
 		return NotActive(sb)
 	}
-	sd, ok := s.statsDriver()
+	sd, ok := driverAs[model.StatsDriver](s)
 	if !ok {
 		return api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "the %s driver does not report sandbox usage", sb.Driver)
 	}

@@ -11655,7 +11655,10 @@ export interface operations {
     };
     get_webhooks_id_deliveries: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: string;
+                offset?: string;
+            };
             header?: never;
             path: {
                 id: string;
