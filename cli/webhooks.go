@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ Deliveries are retried with backoff for about an hour (docs/webhooks.md).`,
 		withArgs(newRmCmd(app, "webhook", "Remove a webhook subscription and its pending deliveries", false, (*client.Client).DeleteWebhook), completeWebhooks(app)),
 		newWebhooksDeliveriesCmd(app),
 		newWebhooksTestCmd(app),
+		newWebhooksRedeliverCmd(app),
 	)
 	return cmd
 }
@@ -147,11 +149,45 @@ func newWebhooksDeliveriesCmd(app *App) *cobra.Command {
 }
 
 func newWebhooksTestCmd(app *App) *cobra.Command {
+	return newWebhooksQueueCmd(app, "test ID", "Queue a webhook.test event for one subscription and print the delivery's id", "test webhook", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, c *client.Client, args []string) (*api.WebhookDelivery, error) {
+			return c.TestWebhook(cmd.Context(), args[0])
+		})
+}
+
+func newWebhooksRedeliverCmd(app *App) *cobra.Command {
+	cmd := newWebhooksQueueCmd(app, "redeliver ID DELIVERY_ID", "Send a delivered or failed delivery's event again (same event_id) and print the new delivery's id", "redeliver webhook", cobra.ExactArgs(2),
+		func(cmd *cobra.Command, c *client.Client, args []string) (*api.WebhookDelivery, error) {
+			return c.RedeliverWebhook(cmd.Context(), args[0], args[1])
+		})
+	cmd.Example = "  boxkite webhooks deliveries ID\n  boxkite webhooks redeliver ID DELIVERY_ID"
+	hooks := cmd.ValidArgsFunction
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		switch len(args) {
+		case 0:
+			return hooks(cmd, args, toComplete)
+		case 1:
+			deliveries := func(c *client.Client, ctx context.Context) ([]api.WebhookDelivery, error) {
+				return c.WebhookDeliveries(ctx, args[0], 100, 0)
+			}
+			return completeFrom(app, deliveries, func(d api.WebhookDelivery) string { return d.ID },
+				func(d api.WebhookDelivery) string { return d.EventType + " " + d.Status }, "")(cmd, args, toComplete)
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return cmd
+}
+
+// newWebhooksQueueCmd is a command that queues one delivery with call and
+// prints its id (or, with --json, the delivery).
+func newWebhooksQueueCmd(app *App, use, short, verb string, args cobra.PositionalArgs,
+	call func(*cobra.Command, *client.Client, []string) (*api.WebhookDelivery, error),
+) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:   "test ID",
-		Short: "Queue a webhook.test event for one subscription and print the delivery's id",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Use:   use,
+		Short: short,
+		Args:  usageArgs(args),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.wantJSON(cmd)
 			if err != nil {
@@ -161,9 +197,9 @@ func newWebhooksTestCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d, err := c.TestWebhook(cmd.Context(), args[0])
+			d, err := call(cmd, c, args)
 			if err != nil {
-				return fmt.Errorf("test webhook: %w", err)
+				return fmt.Errorf("%s: %w", verb, err)
 			}
 			if asJSON {
 				return out.write(app.IO, d)

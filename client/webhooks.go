@@ -51,6 +51,17 @@ func (c *Client) WebhookDeliveries(ctx context.Context, id string, limit, offset
 	return ds, nil
 }
 
+// RedeliverWebhook calls POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver:
+// a delivered or failed delivery's event queued again, with the same event id.
+func (c *Client) RedeliverWebhook(ctx context.Context, id, deliveryID string) (*api.WebhookDelivery, error) {
+	var d api.WebhookDelivery
+	p := "/v1/webhooks/" + url.PathEscape(id) + "/deliveries/" + url.PathEscape(deliveryID) + "/redeliver"
+	if err := c.do(ctx, http.MethodPost, p, nil, &d, nil); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
 // TestWebhook calls POST /v1/webhooks/{id}/test: a webhook.test event
 // queued for that subscription.
 func (c *Client) TestWebhook(ctx context.Context, id string) (*api.WebhookDelivery, error) {

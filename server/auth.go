@@ -60,6 +60,9 @@ func (s *Server) authenticateKey(r *http.Request, token string) error {
 	if key.RevokedAt != nil {
 		return errInvalidKey
 	}
+	if key, err = authz.OrgKey(key); err != nil {
+		return errInvalidKey
+	}
 	ri := authz.From(ctx)
 	ri.Account, ri.Key = acct, key
 	s.touches.touch(key, s.now())

@@ -26,6 +26,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/sandbox"
 )
 
 // The E2B facade's view of the control plane (server/e2b.ControlPlane and
@@ -84,10 +85,6 @@ func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) 
 	if spec.Lifetime > s.cfg.MaxLifetime {
 		return e2b.Sandbox{}, httpx.Invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
 	}
-	params, err := s.validateCreate(api.CreateSandboxRequest{})
-	if err != nil {
-		return e2b.Sandbox{}, err
-	}
 	if spec.ImageID != "" {
 		sn, err := s.store.Snapshot(ctx, acct.ID, spec.ImageID)
 		if err == nil {
@@ -97,13 +94,7 @@ func (p e2bPort) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) 
 			return e2b.Sandbox{}, fmt.Errorf("look up snapshot: %w", err)
 		}
 	}
-	params.lifetime = spec.Lifetime
-	params.imageID = spec.ImageID
-	params.autoPause = spec.AutoPause
-	if params.imageRoot, err = s.images.RootFS(acct.ID, spec.ImageID); err != nil {
-		return e2b.Sandbox{}, err
-	}
-	sbs, err := s.startSandboxes(ctx, acct, params)
+	sbs, err := s.sandboxes.Start(ctx, acct, sandbox.StartSpec{Lifetime: spec.Lifetime, ImageID: spec.ImageID, AutoPause: spec.AutoPause})
 	if err != nil {
 		return e2b.Sandbox{}, err
 	}
@@ -258,10 +249,10 @@ func (p e2bPort) Destroy(ctx context.Context, c e2b.Caller, id string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sandbox.CleanupTimeout)
 	defer cancel()
-	err = p.s.destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonDeleted)
-	if errors.Is(err, errNotActive) {
+	err = p.s.sandboxes.Destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonDeleted)
+	if errors.Is(err, sandbox.ErrNotActive) {
 		return e2b.ErrNotFound
 	}
 	return err
@@ -279,7 +270,7 @@ func (p e2bPort) Pause(ctx context.Context, c e2b.Caller, id string, keepMemory 
 	if !keepMemory {
 		mode = api.PauseFilesystem
 	}
-	_, err = p.s.pause(ctx, sb, mode)
+	_, err = p.s.sandboxes.Pause(ctx, sb, mode)
 	if ae, ok := errors.AsType[*api.Error](err); ok && ae.Code == api.CodeSandboxPaused {
 		return e2b.ErrAlreadyPaused // paused meanwhile in the other mode
 	}
@@ -295,7 +286,7 @@ func (p e2bPort) Resume(ctx context.Context, c e2b.Caller, id string) (e2b.Sandb
 	if sb.Active() {
 		return e2bSandbox(sb), false, nil
 	}
-	resumed, _, err := p.s.resume(ctx, acct, sb)
+	resumed, _, err := p.s.sandboxes.Resume(ctx, acct, sb)
 	if err != nil {
 		return e2b.Sandbox{}, false, err
 	}
@@ -309,20 +300,20 @@ func (p e2bPort) SetExpiry(ctx context.Context, c e2b.Caller, id string, at time
 		return e2b.Sandbox{}, err
 	}
 	if !cur.Active() {
-		return e2b.Sandbox{}, pausedAnswer(cur)
+		return e2b.Sandbox{}, sandbox.PausedAnswer(cur)
 	}
 	if max := s.now().Add(s.cfg.MaxLifetime); at.After(max) {
 		return e2b.Sandbox{}, httpx.Invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(s.cfg.MaxLifetime/time.Second)), "")
 	}
 	sb, err := s.store.UpdateSandbox(ctx, id, func(sb *model.Sandbox) error {
 		if !sb.Active() {
-			return errNotActive
+			return sandbox.ErrNotActive
 		}
 		sb.ExpiresAt = at
 		sb.LifetimeMinutes = int(math.Ceil(sb.ExpiresAt.Sub(sb.CreatedAt).Minutes()))
 		return nil
 	})
-	if errors.Is(err, errNotActive) {
+	if errors.Is(err, sandbox.ErrNotActive) {
 		return e2b.Sandbox{}, e2b.ErrNotFound
 	}
 	if err != nil {
@@ -336,7 +327,7 @@ func (p e2bPort) Usage(ctx context.Context, c e2b.Caller, id string) (e2b.Usage,
 	if err != nil || !sb.Active() { // a paused sandbox has no use to report
 		return e2b.Usage{}, false, err
 	}
-	sd, ok := statsDriver(p.s.driver)
+	sd, ok := p.s.baseDriver().(model.StatsDriver)
 	if !ok {
 		return e2b.Usage{}, false, nil
 	}
@@ -504,7 +495,7 @@ func (e *e2bSession) Exec(ctx context.Context, req api.ExecRequest) (api.ExecRes
 		if ae := sidecarRefusal(resp); ae != nil {
 			return api.ExecResult{}, ae
 		}
-		return api.ExecResult{}, sandboxFailed("run a command in")
+		return api.ExecResult{}, model.SandboxFailed("run a command in")
 	}
 	var res api.ExecResult
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
@@ -518,7 +509,7 @@ func (e *e2bSession) Sidecar(ctx context.Context, method, path string, q url.Val
 	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
-		return nil, sandboxFailed("reach")
+		return nil, model.SandboxFailed("reach")
 	}
 	u := "http://sidecar" + path
 	if len(q) > 0 {
@@ -538,7 +529,7 @@ func (e *e2bSession) Sidecar(ctx context.Context, method, path string, q url.Val
 			return nil, fmt.Errorf("sidecar request: %w", ctx.Err())
 		}
 		s.log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", path, "err", err)
-		return nil, s.unreachable(ctx, sb)
+		return nil, s.sandboxes.Unreachable(ctx, sb)
 	}
 	return resp, nil
 }

@@ -21,10 +21,10 @@ func (s *Server) SetNow(now func() time.Time) { s.now = now }
 func (s *Server) SetHealthTimeout(d time.Duration) { s.healthTimeout = d }
 
 // Reap runs one reaper pass.
-func (s *Server) Reap(ctx context.Context) { s.reap(ctx) }
+func (s *Server) Reap(ctx context.Context) { s.sandboxes.Reap(ctx) }
 
 // ReapPaused runs one sweep of paused sandboxes past their retention.
-func (s *Server) ReapPaused(ctx context.Context) { s.lastPausedSweep = time.Time{}; s.reapPaused(ctx) }
+func (s *Server) ReapPaused(ctx context.Context) { s.sandboxes.ReapPaused(ctx) }
 
 // BucketOf is the rate-limit bucket of a route pattern; "" for none.
 func BucketOf(pattern string) string { return bucketOf(pattern) }

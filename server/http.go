@@ -93,3 +93,10 @@ func (s *Server) handlePublic(pattern string, h func(http.ResponseWriter, *http.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	httpx.WriteError(s.log, w, r, err)
 }
+
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) error {
+	if e := apihttp.MethodNotAllowed(w, r, s.mux, "/"); e != nil {
+		return e
+	}
+	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "no route for %s %s", r.Method, r.URL.Path)
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/sandbox"
 )
 
 // Idempotency-Key (reference §3.1): a POST carrying the header is done at
@@ -98,7 +99,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 
 	// From here the claim must be completed or released, even if h panics
 	// or the client goes away.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sandbox.CleanupTimeout)
 	defer cancel()
 	capture := &limits.Capture{ResponseWriter: w}
 	kept := false

@@ -60,7 +60,7 @@ func (s *Server) issueAccessToken(ctx context.Context, acct *model.Account) (str
 	ttl := s.cfg.AccessTokenTTL
 	tok, err := authn.SignJWT(key, authn.AccessClaims{
 		Sub: acct.ID, Email: acct.Email, Type: authn.TokenTypeAccess,
-		Iat: now.Unix(), Exp: now.Add(ttl).Unix(),
+		Times: authn.Times{Iat: now.Unix(), Exp: now.Add(ttl).Unix()},
 	})
 	return tok, ttl, err
 }

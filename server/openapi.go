@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 )
 
@@ -17,15 +16,6 @@ import (
 func routeDocs() []httpx.RouteDoc {
 	docs := []httpx.RouteDoc{
 		{Pattern: "GET /openapi.json", Summary: "This document", Auth: httpx.AuthNone, Produces: "application/json"},
-
-		{Pattern: "POST /v1/sandboxes", Summary: "Create one sandbox, or count of them (then the answer is an array)", Request: api.CreateSandboxRequest{}, Response: api.Sandbox{}, Status: http.StatusCreated},
-		{Pattern: "GET /v1/sandboxes", Summary: "List the account's sandboxes, newest first; active_only=true lists those active or paused", Response: []api.Sandbox{}, Query: []string{"active_only"}},
-		{Pattern: "GET /v1/sandboxes/{id}", Summary: "Get one sandbox", Response: api.Sandbox{}},
-		{Pattern: "DELETE /v1/sandboxes/{id}", Summary: "Destroy a sandbox", Status: http.StatusNoContent},
-		{Pattern: "POST /v1/sandboxes/{id}/extend", Summary: "Push a sandbox's expiry out, within the server's ceiling", Request: api.ExtendSandboxRequest{}, Response: api.Sandbox{}},
-		{Pattern: "POST /v1/sandboxes/{id}/pause", Summary: "Pause a sandbox (mode freeze, the default, filesystem or checkpoint); its lifetime stops counting", Request: api.PauseSandboxRequest{}, Response: api.Sandbox{}},
-		{Pattern: "POST /v1/sandboxes/{id}/resume", Summary: "Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused; after a filesystem pause, what became of its background processes", Response: api.ResumeResult{}},
-		{Pattern: "GET /v1/sandboxes/{id}/stats", Summary: "The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup); 501 not_supported without", Response: api.SandboxStats{}},
 	}
 	return docs
 }

@@ -6,6 +6,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,8 +37,11 @@ import (
 	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/oauth"
+	"github.com/boxkite/boxkite/server/orgs"
 	"github.com/boxkite/boxkite/server/preview"
 	"github.com/boxkite/boxkite/server/proxy"
+	"github.com/boxkite/boxkite/server/sandbox"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
 	"github.com/boxkite/boxkite/server/status"
@@ -73,7 +77,7 @@ type Config struct {
 	BootstrapAPIKey string
 	BootstrapEmail  string // default "local@localhost"
 
-	Limits     Limits     // fair use of sandbox creation (limits.go); zero fields mean none
+	Limits     Limits     // fair use of sandbox creation (server/sandbox); zero fields mean none
 	RateLimits RateLimits // requests per minute (ratelimit.go); generous in local mode
 	// JWTSecret signs access tokens (at least 32 bytes); "" means a random
 	// key generated on first use and kept in the store.
@@ -126,6 +130,14 @@ type Config struct {
 	// Storage configures the workspace sync to object storage
 	// (storagesync_port.go); off when its Backend is nil.
 	Storage StorageConfig
+	// MCPOAuth runs the OAuth 2.1 authorization server of /mcp/
+	// (server/oauth, docs/oauth.md): MCP clients connect with OAuth
+	// instead of a pasted API key. Off by default.
+	MCPOAuth bool
+	// PublicURL is the server's public base URL
+	// ("https://boxkite.example.com"), the OAuth issuer and the base of
+	// the /mcp/ resource; "" derives it from each request's Host.
+	PublicURL string
 }
 
 // WebhookConfig is the operator's configuration of webhook deliveries.
@@ -160,47 +172,21 @@ const (
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	if c.Listen == "" {
-		c.Listen = DefaultListen
-	}
-	if c.Version == "" {
-		c.Version = "dev"
-	}
-	if c.DefaultLifetime == 0 {
-		c.DefaultLifetime = DefaultLifetime
-	}
-	if c.MaxLifetime == 0 {
-		c.MaxLifetime = DefaultMaxLifetime
-	}
-	if c.MaxStorageGB == 0 {
-		c.MaxStorageGB = DefaultMaxStorageGB
-	}
-	if c.MaxCount == 0 {
-		c.MaxCount = DefaultMaxCount
-	}
-	if c.ReaperInterval == 0 {
-		c.ReaperInterval = DefaultReaperInterval
-	}
-	if c.MaxPausedAge == 0 {
-		c.MaxPausedAge = DefaultMaxPausedAge
-	}
-	if c.PausedLimit == 0 {
-		c.PausedLimit = DefaultPausedLimit
-	}
-	if c.BootstrapEmail == "" {
-		c.BootstrapEmail = DefaultBootstrapEmail
-	}
+	c.Listen = cmp.Or(c.Listen, DefaultListen)
+	c.Version = cmp.Or(c.Version, "dev")
+	c.DefaultLifetime = cmp.Or(c.DefaultLifetime, DefaultLifetime)
+	c.MaxLifetime = cmp.Or(c.MaxLifetime, DefaultMaxLifetime)
+	c.MaxStorageGB = cmp.Or(c.MaxStorageGB, DefaultMaxStorageGB)
+	c.MaxCount = cmp.Or(c.MaxCount, DefaultMaxCount)
+	c.ReaperInterval = cmp.Or(c.ReaperInterval, DefaultReaperInterval)
+	c.MaxPausedAge = cmp.Or(c.MaxPausedAge, DefaultMaxPausedAge)
+	c.PausedLimit = cmp.Or(c.PausedLimit, DefaultPausedLimit)
+	c.BootstrapEmail = cmp.Or(c.BootstrapEmail, DefaultBootstrapEmail)
 	// A bootstrap key means local mode: one user, who is also the operator.
 	c.RateLimits = c.RateLimits.withDefaults(c.BootstrapAPIKey != "")
-	if c.AccessTokenTTL == 0 {
-		c.AccessTokenTTL = authn.DefaultAccessTokenTTL
-	}
-	if c.TakeoverFlushInterval == 0 {
-		c.TakeoverFlushInterval = DefaultTakeoverFlush
-	}
-	if c.MaxExecOutputBytes == 0 {
-		c.MaxExecOutputBytes = DefaultMaxExecOutput
-	}
+	c.AccessTokenTTL = cmp.Or(c.AccessTokenTTL, authn.DefaultAccessTokenTTL)
+	c.TakeoverFlushInterval = cmp.Or(c.TakeoverFlushInterval, DefaultTakeoverFlush)
+	c.MaxExecOutputBytes = cmp.Or(c.MaxExecOutputBytes, DefaultMaxExecOutput)
 	return c
 }
 
@@ -227,8 +213,11 @@ func (c Config) validate() error {
 	case c.AccessTokenTTL < time.Minute:
 		return errors.New("the access token lifetime must be at least one minute")
 	}
-	return c.Limits.validate()
+	return c.Limits.Validate()
 }
+
+// Limits are the fair-use limits of sandbox creation (server/sandbox).
+type Limits = sandbox.Limits
 
 // DefaultMaxVolumeGB caps size_gb of a volume when Config.MaxVolumeGB is 0.
 const DefaultMaxVolumeGB = 100
@@ -247,9 +236,7 @@ type Server struct {
 	// alog writes the audit log and pushes new entries to watchers;
 	// allowlists caches compiled command allowlists; metrics backs /metrics.
 	alog           *audit.Log
-	frozen         frozenSandboxes
-	calls          sidecar.Calls // calls in flight to sidecars, ended when a sandbox freezes (frozen.go)
-	lifecycleLocks sandboxLocks  // pause, resume and destroy of one sandbox, one at a time (sandboxlock.go)
+	calls          sidecar.Calls // calls in flight to sidecars, ended when a sandbox freezes, pauses or goes
 	allowlists     *allowlist.Cache
 	metrics        *metrics.Metrics
 	watchKeepAlive time.Duration
@@ -264,10 +251,9 @@ type Server struct {
 	limiter *limits.RateLimiter
 	// registered are the registered routes (register), their docs left
 	// out; streamingPOST the POST patterns exempt from Idempotency-Key.
-	registered      []httpx.Route
-	streamingPOST   map[string]bool
-	lastPurge       time.Time // of idempotency records; only Run touches it
-	lastPausedSweep time.Time // of paused sandboxes past MaxPausedAge; only Run touches it
+	registered    []httpx.Route
+	streamingPOST map[string]bool
+	lastPurge     time.Time // of idempotency records; only Run touches it
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
 	healthTimeout time.Duration
 	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
@@ -282,10 +268,13 @@ type Server struct {
 	// storageSync syncs workspaces to object storage; nil when none is
 	// configured.
 	storageSync *storagesync.Service
+	// orgs serves organizations (orgs_port.go); nil when the store keeps none.
+	orgs *orgs.Service
 	// console serves /ui/ (MountConsole).
 	console http.Handler
 
 	// The subsystems, each serving its own routes (mount).
+	sandboxes *sandbox.Service // the lifecycle hub
 	accounts  *accounts.Service
 	volumes   *volumes.Service
 	mcpconns  *mcpconns.Service
@@ -298,6 +287,7 @@ type Server struct {
 	proxy     *proxy.Service
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
+	oauth     *oauth.Service // nil unless Config.MCPOAuth (oauth_port.go)
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
 	docs    []httpx.RouteDoc
 	openAPI func() ([]byte, error)
@@ -349,6 +339,9 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 	if err := s.newWebhooks(); err != nil {
 		return nil, err
 	}
+	if err := s.newOrgs(); err != nil {
+		return nil, err
+	}
 	if err := s.newStorageSync(); err != nil {
 		return nil, err
 	}
@@ -364,7 +357,6 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 // that tests may change after New (the clock) are reached through
 // closures.
 func (s *Server) subsystems() error {
-	s.snap = s.newSnapshots()
 	var err error
 	s.accounts, err = accounts.New(accounts.Deps{
 		Store:            s.store,
@@ -390,9 +382,9 @@ func (s *Server) subsystems() error {
 		Log:            s.log,
 		Now:            func() time.Time { return s.now() },
 		MaxGB:          maxVolumeGB,
-		AdmitWrite:     s.capacityWrite,
-		Discard:        s.discard,
-		CleanupTimeout: cleanupTimeout,
+		AdmitWrite:     func(ctx context.Context, id string) error { return s.sandboxes.CapacityWrite(ctx, id) },
+		Discard:        func(ctx context.Context, id string) { s.sandboxes.Discard(ctx, id) },
+		CleanupTimeout: sandbox.CleanupTimeout,
 	})
 	if err != nil {
 		return err
@@ -407,10 +399,14 @@ func (s *Server) subsystems() error {
 	if err != nil {
 		return err
 	}
+	if err := s.newOAuth(); err != nil {
+		return err
+	}
 	s.auditlog, err = auditlog.New(auditlog.Deps{
-		Store: s.store, Audit: s.alog, Log: s.log, LoadSandbox: s.loadSandbox,
-		Watching:  func(d float64) { s.metrics.Watchers.Add(d) },
-		KeepAlive: func() time.Duration { return s.watchKeepAlive },
+		Store: s.store, Audit: s.alog, Log: s.log,
+		LoadSandbox: func(r *http.Request) (*model.Sandbox, error) { return s.sandboxes.LoadSandbox(r) }, // built after images
+		Watching:    func(d float64) { s.metrics.Watchers.Add(d) },
+		KeepAlive:   func() time.Duration { return s.watchKeepAlive },
 	})
 	if err != nil {
 		return err
@@ -421,6 +417,10 @@ func (s *Server) subsystems() error {
 	if err != nil {
 		return err
 	}
+	if err := s.newSandboxes(); err != nil {
+		return err
+	}
+	s.snap = s.newSnapshots()
 	s.allowlist, err = allowlists.New(allowlists.Deps{Store: s.store, Cache: s.allowlists, Now: func() time.Time { return s.now() }})
 	if err != nil {
 		return err
@@ -431,13 +431,13 @@ func (s *Server) subsystems() error {
 		Now:              func() time.Time { return s.now() },
 		Sidecars:         s.sidecars,
 		Calls:            &s.calls,
-		LoadActive:       s.loadActive,
-		FrozenAnswer:     s.frozenAnswer,
-		Unreachable:      s.unreachable,
+		LoadActive:       s.sandboxes.LoadActive,
+		FrozenAnswer:     s.sandboxes.FrozenAnswer,
+		Unreachable:      s.sandboxes.Unreachable,
 		CheckBodyCommand: s.allowlist.CheckBodyCommand,
-		AdmitWrite:       s.admitWrite,
-		BrokenDisk:       s.brokenDisk,
-		SyncDisk:         s.syncDisk,
+		AdmitWrite:       s.sandboxes.AdmitWrite,
+		BrokenDisk:       s.sandboxes.BrokenDisk,
+		SyncDisk:         s.sandboxes.SyncDisk,
 		ScrubsOutput:     scrubsOutput,
 		ScrubIdle:        func() time.Duration { return s.scrubIdle },
 	})
@@ -448,13 +448,13 @@ func (s *Server) subsystems() error {
 		Audit:          s.alog,
 		Log:            s.log,
 		Now:            func() time.Time { return s.now() },
-		LoadActive:     s.loadActive,
+		LoadActive:     s.sandboxes.LoadActive,
 		Forward:        s.proxy.Forward,
 		DialSidecarWS:  s.dialSidecarWS,
 		AbortResponse:  s.proxy.AbortResponse,
-		SyncDisk:       s.syncDisk,
-		Healthy:        s.sidecarHealthy,
-		FrozenAnswer:   s.frozenAnswer,
+		SyncDisk:       s.sandboxes.SyncDisk,
+		Healthy:        s.sandboxes.SidecarHealthy,
+		FrozenAnswer:   s.sandboxes.FrozenAnswer,
 		Calls:          &s.calls,
 		CheckCommand:   s.allowlist.CheckCommand,
 		NewScrub:       s.newExecScrub,
@@ -475,8 +475,11 @@ func (s *Server) subsystems() error {
 		AccountConcurrent:   s.cfg.Limits.AccountConcurrent,
 		AuditOpen:           s.auditOpen,
 		AuditState:          s.alog.State,
-		Capacity:            func() (model.CapacityDriver, bool) { return capacityDriver(s.driver) },
-		Metrics:             func(w http.ResponseWriter, r *http.Request) { s.metrics.Handler(s.baseDriver()).ServeHTTP(w, r) },
+		Capacity: func() (model.CapacityDriver, bool) {
+			cd, ok := s.baseDriver().(model.CapacityDriver)
+			return cd, ok
+		},
+		Metrics: func(w http.ResponseWriter, r *http.Request) { s.metrics.Handler(s.baseDriver()).ServeHTTP(w, r) },
 	})
 	if err != nil {
 		return err
@@ -486,9 +489,9 @@ func (s *Server) subsystems() error {
 		Audit:           s.alog,
 		Log:             s.log,
 		Now:             func() time.Time { return s.now() },
-		LoadSandbox:     s.loadSandbox,
-		LoadActive:      s.loadActive,
-		NotActive:       notActive,
+		LoadSandbox:     s.sandboxes.LoadSandbox,
+		LoadActive:      s.sandboxes.LoadActive,
+		NotActive:       sandbox.NotActive,
 		DialSidecarWS:   s.dialSidecarWS,
 		AuthenticateKey: s.authenticateKey,
 		CredentialValid: s.credentialValid,
@@ -496,6 +499,37 @@ func (s *Server) subsystems() error {
 		BastionKey:      s.cfg.BastionKey,
 		Recording:       s.cfg.TakeoverRecording,
 		FlushInterval:   s.cfg.TakeoverFlushInterval,
+	})
+	return err
+}
+
+// newSandboxes builds the lifecycle service (server/sandbox), which the
+// other subsystems reach through functions in their Deps.
+func (s *Server) newSandboxes() error {
+	var err error
+	s.sandboxes, err = sandbox.New(sandbox.Deps{
+		Config: sandbox.Config{
+			DriverName: s.cfg.DriverName, DefaultLifetime: s.cfg.DefaultLifetime, MaxLifetime: s.cfg.MaxLifetime,
+			MaxStorageGB: s.cfg.MaxStorageGB, MaxCount: s.cfg.MaxCount, MaxPausedAge: s.cfg.MaxPausedAge,
+			PausedLimit: s.cfg.PausedLimit, Limits: s.cfg.Limits,
+			EgressResolver: s.cfg.EgressResolver, EgressPermitForTests: s.cfg.EgressPermitForTests,
+		},
+		Store:         s.store,
+		Driver:        s.driver,
+		Base:          s.baseDriver(),
+		Log:           s.log,
+		Now:           func() time.Time { return s.now() },
+		Sidecars:      s.sidecars,
+		Calls:         &s.calls,
+		Audit:         s.alog,
+		Emit:          s.emit,
+		HealthTimeout: func() time.Duration { return s.healthTimeout },
+		ImageRoot:     s.images.RootFS,
+		UseImage:      s.images.Use,
+		Volumes:       s.volumes,
+		Grants:        s.mcpconns.Grants,
+		Secrets:       s.cfg.Secrets,
+		Hooks:         storageHooks{s}, // storagesync_port.go
 	})
 	return err
 }
@@ -530,32 +564,27 @@ func (s *Server) routes() {
 	s.handlePublic("GET /openapi.json", s.serveOpenAPI)
 
 	s.mountIf(s.images.Served(), s.images.Routes()) // server/imagesapi
-	s.handle("POST /v1/sandboxes", s.createSandbox)
-	s.handle("GET /v1/sandboxes", s.listSandboxes)
-	s.handle("GET /v1/sandboxes/{id}", s.getSandbox)
-	s.handle("DELETE /v1/sandboxes/{id}", s.deleteSandbox)
-	s.handle("POST /v1/sandboxes/{id}/extend", s.extendSandbox)
-	s.handle("POST /v1/sandboxes/{id}/pause", s.pauseSandbox)   // pause.go
-	s.handle("POST /v1/sandboxes/{id}/resume", s.resumeSandbox) // pause.go
-	s.mount(s.snap.Routes())                                    // server/snapshot
-	s.mount(s.exec.Routes())                                    // server/exec
-	s.mount(s.proxy.Routes())                                   // server/proxy: files, processes, interpreter, lsp
-	s.mount(s.takeover.Routes())                                // server/takeover
-	s.handle("GET /v1/sandboxes/{id}/stats", s.sandboxStats)    // stats.go
-	s.mount(s.auditlog.Routes())                                // server/auditlog: log and watch
+	s.mount(s.sandboxes.Routes())                   // server/sandbox: create, list, get, delete, extend, pause, resume, stats
+	s.mount(s.snap.Routes())                        // server/snapshot
+	s.mount(s.exec.Routes())                        // server/exec
+	s.mount(s.proxy.Routes())                       // server/proxy: files, processes, interpreter, lsp
+	s.mount(s.takeover.Routes())                    // server/takeover
+	s.mount(s.auditlog.Routes())                    // server/auditlog: log and watch
 
 	s.mount(s.volumes.Routes())                     // server/volumes
 	s.mount(s.mcpconns.Routes())                    // server/mcpconns
 	s.mount(s.hostedMCP.Routes())                   // server/hostedmcp
+	s.mountIf(s.oauth != nil, s.oauth.Routes())     // server/oauth
 	s.mount(s.cfg.Secrets.Routes(secrets.RouteDeps{ // server/secrets
-		LoadSandbox: s.loadSandbox, ActiveAudited: s.activeAudited, Audit: s.audit, Now: func() time.Time { return s.now() },
+		LoadSandbox: s.sandboxes.LoadSandbox, ActiveAudited: s.sandboxes.ActiveAudited, Audit: s.audit, Now: func() time.Time { return s.now() },
 	}))
 	s.mountIf(s.preview != nil, s.preview.Routes(preview.RouteDeps{ // server/preview
-		LoadSandbox: s.loadSandbox, ActiveAudited: s.activeAudited,
+		LoadSandbox: s.sandboxes.LoadSandbox, ActiveAudited: s.sandboxes.ActiveAudited,
 	}))
-	s.mountIf(s.webhooks != nil, s.webhooks.Routes())                                // server/webhooks
-	s.mount(s.storageSync.Routes(storagesync.RouteDeps{LoadSandbox: s.loadSandbox})) // server/storagesync
-	s.mount(s.allowlist.Routes())                                                    // server/allowlists
+	s.mountIf(s.webhooks != nil, s.webhooks.Routes())                                          // server/webhooks
+	s.mountIf(s.orgs != nil, s.orgs.Routes())                                                  // server/orgs
+	s.mount(s.storageSync.Routes(storagesync.RouteDeps{LoadSandbox: s.sandboxes.LoadSandbox})) // server/storagesync
+	s.mount(s.allowlist.Routes())                                                              // server/allowlists
 
 	s.mount(s.accounts.Routes()) // server/accounts
 
@@ -572,7 +601,7 @@ func (s *Server) Init(ctx context.Context) error {
 	if err := s.snap.Reconcile(ctx); err != nil {
 		return err
 	}
-	return s.reconcile(ctx)
+	return s.sandboxes.Reconcile(ctx)
 }
 
 // Run does the background work until ctx is done: the reaper destroys
@@ -600,7 +629,7 @@ func (s *Server) Run(ctx context.Context) error {
 	lostDone := make(chan struct{})
 	go func() {
 		defer close(lostDone)
-		s.watchLost(ctx)
+		s.sandboxes.WatchLost(ctx)
 	}()
 	defer func() { <-lostDone }()
 	auditDone := make(chan struct{})
@@ -612,7 +641,7 @@ func (s *Server) Run(ctx context.Context) error {
 	storageDone := make(chan struct{})
 	go func() {
 		defer close(storageDone)
-		s.watchStorage(ctx)
+		s.sandboxes.WatchStorage(ctx)
 	}()
 	defer func() { <-storageDone }()
 	if s.webhooks != nil {
@@ -644,8 +673,7 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
-			s.reap(ctx)
-			s.reapPaused(ctx)
+			s.sandboxes.Tick(ctx) // the reaper
 			s.sweep(ctx)
 		case t := <-s.touches.ch:
 			if err := s.store.TouchAPIKey(ctx, t.keyID, t.at); err != nil && ctx.Err() == nil {

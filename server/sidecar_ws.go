@@ -23,13 +23,13 @@ const sidecarWSDialTimeout = 10 * time.Second
 // 502 sandbox_failed with failMsg, or the sidecar's own error when it
 // answered with one (a bad cwd, an exhausted exec budget).
 func (s *Server) dialSidecarWS(r *http.Request, sb *model.Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error) {
-	if err := s.frozenAnswer(sb.ID); err != nil {
+	if err := s.sandboxes.FrozenAnswer(sb.ID); err != nil {
 		return nil, err
 	}
 	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "sidecar client", "sandbox", sb.ID, "err", err)
-		return nil, sandboxFailed("reach")
+		return nil, model.SandboxFailed("reach")
 	}
 	u := "ws://sidecar" + path
 	if len(q) > 0 {
@@ -52,7 +52,7 @@ func (s *Server) dialSidecarWS(r *http.Request, sb *model.Sandbox, path string, 
 		}
 		s.log.ErrorContext(r.Context(), "dial sidecar websocket", "sandbox", sb.ID, "path", path, "status", status, "err", err)
 		if status == 0 {
-			if e := s.unreachable(r.Context(), sb); e.Code == api.CodeSandboxLost {
+			if e := s.sandboxes.Unreachable(r.Context(), sb); e.Code == api.CodeSandboxLost {
 				return nil, e
 			}
 		}

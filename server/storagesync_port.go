@@ -67,24 +67,20 @@ func (s *Server) newStorageSync() error {
 	return nil
 }
 
-// syncCreated starts syncing a sandbox just created.
-func (s *Server) syncCreated(ctx context.Context, sb *model.Sandbox) {
-	if s.storageSync != nil {
-		s.storageSync.Created(context.WithoutCancel(ctx), sb)
+// storageHooks tells the storage sync of sandboxes created and about to
+// be destroyed (sandbox.Hooks); nothing when no storage is configured.
+type storageHooks struct{ s *Server }
+
+func (h storageHooks) Created(ctx context.Context, sb *model.Sandbox) {
+	if h.s.storageSync != nil {
+		h.s.storageSync.Created(context.WithoutCancel(ctx), sb)
 	}
 }
 
-// syncFinal flushes a sandbox about to be destroyed (bounded, audited).
-func (s *Server) syncFinal(ctx context.Context, id, status string) {
-	if s.storageSync == nil {
-		return
+func (h storageHooks) Destroying(ctx context.Context, sb *model.Sandbox, readable bool) {
+	if h.s.storageSync != nil {
+		h.s.storageSync.Final(ctx, sb, readable)
 	}
-	sb, err := s.store.SandboxByID(context.WithoutCancel(ctx), id)
-	if err != nil || !sb.Live() {
-		return
-	}
-	readable := sb.Active() && status != api.StatusLost && !isFrozen(s, id)
-	s.storageSync.Final(ctx, sb, readable)
 }
 
 // syncFiles reads workspaces for the sync through the sidecars' file API
@@ -151,9 +147,4 @@ func (f syncFiles) Bundle(ctx context.Context, sandboxID, root string, paths []s
 		return nil, err
 	}
 	return resp.Body, nil
-}
-
-func isFrozen(s *Server, id string) bool {
-	_, ok := s.frozen.since(id)
-	return ok
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,6 +145,66 @@ func TestWebhookSignedDelivery(t *testing.T) {
 	mustUnmarshal(t, body, &list)
 	if len(list) != 1 || list[0].Secret != "" || list[0].LastTriggeredAt == nil {
 		t.Errorf("list: %s", body)
+	}
+}
+
+// TestWebhookRedeliver: a delivered delivery is sent again on request as
+// a new delivery with the same event id and body; a pending one is 409,
+// another account's and an unknown one 404.
+func TestWebhookRedeliver(t *testing.T) {
+	e := newEnv(t, webhookConfig())
+	runServer(t, e.Server)
+	rc := newReceiver(t, func(n int) int {
+		if n == 1 {
+			return http.StatusInternalServerError
+		}
+		return http.StatusOK
+	})
+	hook := subscribe(t, e, e.KeyA, rc.URL, api.EventSandboxCreated)
+	resp, body := e.do("POST", "/v1/webhooks/"+hook.ID+"/test", e.KeyA, nil)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("test: %d %s", resp.StatusCode, body)
+	}
+	var first api.WebhookDelivery
+	mustUnmarshal(t, body, &first)
+	redeliver := func(key, id string) (*http.Response, []byte) {
+		return e.do("POST", "/v1/webhooks/"+hook.ID+"/deliveries/"+id+"/redeliver", key, nil)
+	}
+	eventually(t, "the first attempt fails", func() bool {
+		ds := deliveries(t, e, e.KeyA, hook.ID)
+		return len(ds) == 1 && ds[0].AttemptCount == 1
+	})
+	if resp, body := redeliver(e.KeyA, first.ID); resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), `"conflict"`) {
+		t.Errorf("redeliver a pending delivery: %d %s", resp.StatusCode, body)
+	}
+	e.clock.Advance(time.Hour)
+	eventually(t, "the retry delivers", func() bool { return deliveries(t, e, e.KeyA, hook.ID)[0].Status == webhooks.StatusDelivered })
+
+	resp, body = redeliver(e.KeyA, first.ID)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("redeliver: %d %s", resp.StatusCode, body)
+	}
+	var again api.WebhookDelivery
+	mustUnmarshal(t, body, &again)
+	if again.ID == first.ID || again.EventID != first.EventID || again.Status != webhooks.StatusPending || again.AttemptCount != 0 {
+		t.Errorf("redelivery %+v of %+v", again, first)
+	}
+	eventually(t, "the redelivery arrives", func() bool { return len(rc.received()) == 3 })
+	got := rc.received()
+	if string(got[2].body) != string(got[1].body) || !webhooks.Verify(hook.Secret, got[2].header.Get(webhooks.SignatureHeader), got[2].body, e.clock.Now(), time.Minute) {
+		t.Errorf("redelivered %s, first delivered %s", got[2].body, got[1].body)
+	}
+	eventually(t, "the log shows both delivered", func() bool {
+		ds := deliveries(t, e, e.KeyA, hook.ID)
+		return len(ds) == 2 && ds[0].ID == again.ID && ds[0].Status == webhooks.StatusDelivered && ds[1].Status == webhooks.StatusDelivered
+	})
+	for name, c := range map[string]struct{ key, id string }{
+		"another account": {e.KeyB, first.ID},
+		"unknown":         {e.KeyA, model.NewID()},
+	} {
+		if resp, body := redeliver(c.key, c.id); resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), `"hint"`) {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, body)
+		}
 	}
 }
 

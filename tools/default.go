@@ -135,46 +135,44 @@ func pythonTool() Tool {
 			strParam("code", "The Python code to run.").req(),
 			intParam("timeout", "Seconds before the interpreter is stopped (default 30, max 300).", api.DefaultInterpreterTimeout, 1, pythonMaxTimeout),
 		),
-		Handler: runPython,
+		Handler: interpreterHandler("python_interpreter", "the Python interpreter", func(sb Sandbox) (interpreterRun, bool) {
+			ip, ok := sb.(Interpreter)
+			if !ok {
+				return nil, false
+			}
+			return ip.InterpreterExec, true
+		}),
 	}
 }
 
-func runPython(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
-	in := struct {
-		Code    string `json:"code"`
-		Timeout int    `json:"timeout"`
-	}{Timeout: api.DefaultInterpreterTimeout}
-	if msg := decode("python_interpreter", args, &in); msg != "" {
-		return msg, nil
+// interpreterRun is an interpreter's exec call, as a sandbox offers it.
+type interpreterRun func(ctx context.Context, req api.InterpreterExecRequest) (*api.InterpreterExecResult, error)
+
+// interpreterHandler is the Handler of the interpreter tool name: it runs
+// the code with the interpreter find returns, which is what for a
+// sandbox without it.
+func interpreterHandler(name, what string, find func(Sandbox) (interpreterRun, bool)) Handler {
+	return func(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
+		in := struct {
+			Code    string `json:"code"`
+			Timeout int    `json:"timeout"`
+		}{Timeout: api.DefaultInterpreterTimeout}
+		if msg := decode(name, args, &in); msg != "" {
+			return msg, nil
+		}
+		if strings.TrimSpace(in.Code) == "" {
+			return "Error: code must not be empty", nil
+		}
+		run, ok := find(sb)
+		if !ok {
+			return unsupported(what), nil
+		}
+		res, err := run(ctx, api.InterpreterExecRequest{Code: in.Code, Timeout: clamp(in.Timeout, 1, pythonMaxTimeout)})
+		if text, done, err := result(err); done {
+			return text, err
+		}
+		return interpreterText(res), nil
 	}
-	if strings.TrimSpace(in.Code) == "" {
-		return "Error: code must not be empty", nil
-	}
-	ip, ok := sb.(Interpreter)
-	if !ok {
-		return unsupported("the Python interpreter"), nil
-	}
-	res, err := ip.InterpreterExec(ctx, api.InterpreterExecRequest{Code: in.Code, Timeout: clamp(in.Timeout, 1, pythonMaxTimeout)})
-	if text, done, err := result(err); done {
-		return text, err
-	}
-	var parts []string
-	if s := strings.TrimRight(res.Stdout, "\n"); s != "" {
-		parts = append(parts, s)
-	}
-	if res.Truncated {
-		parts = append(parts, "... (output truncated)")
-	}
-	switch {
-	case res.Error != nil:
-		parts = append(parts, "Error:\n"+strings.TrimRight(*res.Error, "\n"))
-	case res.Result != nil:
-		parts = append(parts, *res.Result)
-	}
-	if len(parts) == 0 {
-		return "(no output)", nil
-	}
-	return Redact(strings.Join(parts, "\n")), nil
 }
 
 func watchTool() Tool {

@@ -144,30 +144,14 @@ func nodeInterpreterTool() Tool {
 			strParam("code", "The JavaScript to run, as a script: use require(), not import.").req(),
 			intParam("timeout", "Seconds before the interpreter is stopped (default 30, max 300).", api.DefaultInterpreterTimeout, 1, pythonMaxTimeout),
 		),
-		Handler: runNode,
+		Handler: interpreterHandler("node_interpreter", "the Node.js interpreter", func(sb Sandbox) (interpreterRun, bool) {
+			ni, ok := sb.(NodeInterpreter)
+			if !ok {
+				return nil, false
+			}
+			return ni.NodeInterpreterExec, true
+		}),
 	}
-}
-
-func runNode(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
-	in := struct {
-		Code    string `json:"code"`
-		Timeout int    `json:"timeout"`
-	}{Timeout: api.DefaultInterpreterTimeout}
-	if msg := decode("node_interpreter", args, &in); msg != "" {
-		return msg, nil
-	}
-	if strings.TrimSpace(in.Code) == "" {
-		return "Error: code must not be empty", nil
-	}
-	ni, ok := sb.(NodeInterpreter)
-	if !ok {
-		return unsupported("the Node.js interpreter"), nil
-	}
-	res, err := ni.NodeInterpreterExec(ctx, api.InterpreterExecRequest{Code: in.Code, Timeout: clamp(in.Timeout, 1, pythonMaxTimeout)})
-	if text, done, err := result(err); done {
-		return text, err
-	}
-	return interpreterText(res), nil
 }
 
 // interpreterText renders an interpreter's result: what it printed, then

@@ -90,6 +90,21 @@ type Account struct {
 	// default; PATCH /v1/account turns it off. The audit log is scrubbed
 	// either way.
 	ScrubOutput bool `json:"scrub_output"`
+	// Organization is set when the API key is an organization's: the
+	// account is then the organization, and the key acts with its role
+	// lowered to its holder's role there (docs/organizations.md).
+	Organization *AccountOrganization `json:"organization,omitempty"`
+}
+
+// AccountOrganization is the organization an API key acts for, in
+// GET /v1/account.
+type AccountOrganization struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Role is the key holder's role in the organization: owner, admin or member.
+	Role string `json:"role"`
+	// MemberID is the key holder's own (personal) account.
+	MemberID string `json:"member_id"`
 }
 
 // AccountUpdate is the body of PATCH /v1/account: the settings to change;
@@ -107,6 +122,9 @@ type APIKey struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
 	LastUsedAt *time.Time `json:"last_used_at"`
+	// MemberID is the member who holds a key of an organization; absent
+	// for a personal account's key.
+	MemberID string `json:"member_id,omitempty"`
 }
 
 // CreateAPIKeyRequest is the body of POST /v1/api-keys.

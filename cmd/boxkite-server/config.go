@@ -56,6 +56,10 @@ var secretFiles = []secretFile{
 // go unnoticed on a laptop.
 const defaultWarmPool = 2
 
+// defaultPreparedPool is how many cold creates' disks, mounts and cgroups
+// are made ahead unless configured: a few MiB of sparse image each.
+const defaultPreparedPool = 2
+
 // options is the resolved configuration of one run.
 type options struct {
 	listen          string
@@ -75,11 +79,14 @@ type options struct {
 	previewBaseURL  string
 	allowSecretEnv  bool
 	webhookLoopback bool
+	mcpOAuth        bool
+	publicURL       string
 	recordTakeovers bool
 	console         bool // serve the web console at /ui/
 	maxCount        int
 	reaperInterval  time.Duration
 	warmPool        int
+	preparedPool    int
 	clones          string // local.Config.Clones
 	snapshotLimit   int
 	maxPausedAge    time.Duration
@@ -166,6 +173,8 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.Float64Var(&o.maxStorageGB, "max-storage-gb", server.DefaultMaxStorageGB, "largest storage_gb a create may ask for")
 	fs.IntVar(&o.maxCount, "max-count", server.DefaultMaxCount, "most sandboxes one create may ask for")
 	fs.Float64Var(&o.maxVolumeGB, "max-volume-gb", server.DefaultMaxVolumeGB, "largest size_gb a volume may ask for")
+	fs.BoolVar(&o.mcpOAuth, "mcp-oauth", false, "run the OAuth 2.1 authorization server of /mcp/, so MCP clients connect with OAuth instead of a pasted API key (docs/oauth.md)")
+	fs.StringVar(&o.publicURL, "public-url", "", "the server's public base URL (https://boxkite.example.com), the OAuth issuer; default: from each request's Host")
 	fs.BoolVar(&o.webhookLoopback, "webhook-allow-loopback", false, "let webhook subscriptions deliver to 127.0.0.1 (local receivers and tests); other loopback, private and link-local targets stay refused (docs/webhooks.md)")
 	fs.BoolVar(&o.allowSecretEnv, "allow-secret-env", false, "allow exec's secret_env, which puts a secret's value in one command's environment inside the sandbox (weaker than http_request; docs/secrets.md)")
 	fs.StringVar(&o.previewBaseURL, "preview-base-url", "", "`URL` (scheme://domain) under which host-based preview URLs are served, as <port>-<sandbox id>.domain; empty: *.localhost on the request's port (docs/previews.md)")
@@ -181,6 +190,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.rateOps, "rate-ops", 0, "exec and sandbox tool calls per account per minute (0: 120, or 10000 in local mode; -1: no limit)")
 	fs.IntVar(&o.rateAuth, "rate-auth", 0, "signups and logins per client IP, and logins per email, per minute (0: 10, or 100 in local mode; -1: no limit)")
 	fs.IntVar(&o.warmPool, "warm-pool", defaultWarmPool, "sandboxes of the default size kept started ahead of need, so creates are fast (0: none)")
+	fs.IntVar(&o.preparedPool, "prepared-pool", defaultPreparedPool, "cold creates' disks, mounts and cgroups made ahead of need (local driver; 0: none)")
 	fs.StringVar(&o.clones, "disk-clones", local.ClonesAuto, "local driver: how sandbox disks are copied for snapshots and forks: auto (copy-on-write clones on a loop-mounted XFS when root with xfsprogs, else copies), xfs (clones or fail), off (copies)")
 	fs.DurationVar(&o.maxPausedAge, "max-paused-age", server.DefaultMaxPausedAge, "how long a sandbox may stay paused before it is destroyed (-1s: forever)")
 	fs.IntVar(&o.pausedLimit, "paused-limit", 0, "paused sandboxes one account may keep (0: 10; -1: no limit)")
@@ -306,8 +316,8 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	if o.minFreeDiskMiB < -1 || o.maxHostThreads < 0 || o.maxSandboxThreads < 0 || o.minFreeMemoryMiB < 0 {
 		return nil, usageErrorf("host limits must not be negative (0 means the default; --min-free-disk-mib -1 turns the watermark off)")
 	}
-	if o.warmPool < 0 {
-		return nil, usageErrorf("warm pool %d: must not be negative (0 means none)", o.warmPool)
+	if o.warmPool < 0 || o.preparedPool < 0 {
+		return nil, usageErrorf("warm pool %d, prepared pool %d: must not be negative (0 means none)", o.warmPool, o.preparedPool)
 	}
 	if o.idRangeFirst < 0 || o.idRangeCount < 0 {
 		return nil, usageErrorf("id ranges: first %d and count %d must not be negative (0 means the default)", o.idRangeFirst, o.idRangeCount)

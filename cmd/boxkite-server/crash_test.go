@@ -46,19 +46,20 @@ type serverProcess struct {
 }
 
 // startServer runs boxkite-server on a free loopback port with SQLite in
-// stateDir and waits until it listens.
-func startServer(t *testing.T, stateDir, key string) *serverProcess {
+// stateDir, and the flags in extra, and waits until it listens.
+func startServer(t *testing.T, stateDir, key string, extra ...string) *serverProcess {
 	t.Helper()
-	return startServerBinary(t, os.Args[0], stateDir, key)
+	return startServerBinary(t, os.Args[0], stateDir, key, extra...)
 }
 
 // startServerBinary is startServer with another boxkite-server binary
 // (bin os.Args[0] is this test binary, running main).
-func startServerBinary(t *testing.T, bin, stateDir, key string) *serverProcess {
+func startServerBinary(t *testing.T, bin, stateDir, key string, extra ...string) *serverProcess {
 	t.Helper()
-	cmd := exec.Command(bin,
-		"--listen", "127.0.0.1:0", "--state-dir", stateDir, "--db", "sqlite:"+stateDir+"/boxkite.db",
-		"--sidecar", servertest.SidecarBinary(t))
+	cmd := exec.Command(bin, append([]string{
+		"--listen", "127.0.0.1:0", "--state-dir", stateDir, "--db", "sqlite:" + stateDir + "/boxkite.db",
+		"--sidecar", servertest.SidecarBinary(t),
+	}, extra...)...)
 	keyFile := filepath.Join(t.TempDir(), "bootstrap.key")
 	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
 		t.Fatal(err)

@@ -180,6 +180,8 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 		PreviewBaseURL: opts.previewBaseURL,
 		SecretEnv:      opts.allowSecretEnv,
 		Webhooks:       server.WebhookConfig{AllowLoopback: opts.webhookLoopback},
+		MCPOAuth:       opts.mcpOAuth,
+		PublicURL:      opts.publicURL,
 	}
 	if sb.images == nil {
 		cfg.Images = nil // a nil *images.Manager in the interface would look set
@@ -276,6 +278,7 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 	driver, err := local.New(local.Config{
 		StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local"),
 		WarmPool:   opts.warmPool,
+		Prepared:   opts.preparedPool,
 		Clones:     opts.clones,
 		Host:       hostLimits(opts),
 		IDRangeDir: opts.idRangeDir, IDRangeFirst: opts.idRangeFirst, IDRangeCount: opts.idRangeCount,

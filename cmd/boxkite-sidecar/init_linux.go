@@ -18,10 +18,11 @@ import (
 // serveEnv is the sidecar server's environment inside the jail.
 var serveEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/"}
 
-// runInit is PID 1 of a jail: build it, drop privileges, then run `serve`
-// as its only child and reap. Two processes because PID 1 reaps every
-// orphan with wait4(-1), which would steal exit statuses from the exec.Cmds
-// the server runs.
+// runInit is PID 1 of a jail: build it, drop privileges, then serve and
+// reap. A static binary does both in this one process (serveAsInit); one
+// linked with cgo cannot lock down every thread, so it runs `serve` as its
+// only child, started from the locked-down thread, and reaps every orphan
+// with wait4(-1) (jail.Init). An image build runs its steps that way too.
 //
 // With --claimable the sidecar waits in a driver's warm pool: it serves
 // POST /claim, which swaps the pool's token for the sandbox's own.
@@ -40,6 +41,9 @@ func runInit(args []string) (int, error) {
 	}
 	if err := jail.Setup(l); err != nil {
 		return 0, err
+	}
+	if l.Spec.Build == nil && jail.AllThreadsReachable() {
+		return 0, serveAsInit(l, *claimable)
 	}
 	if err := jail.Lockdown(l.Spec); err != nil {
 		return 0, err
@@ -64,10 +68,22 @@ func runInit(args []string) (int, error) {
 	}
 	// The driver made the socket outside the jail; serve gets it as fd 4.
 	ln := os.NewFile(uintptr(l.ListenFD), "listener")
+	argv := append([]string{"boxkite-sidecar", "serve", "--listen", "fd:4", "--token-fd", "3"}, jailServeArgs(l, claimable)...)
+	// /proc/self/exe still reaches this binary after pivot_root, though no
+	// path inside the jail names it; in an image, the host's loader runs
+	// it (jail.LoaderDir).
+	path, argv := jail.ServeCommand(argv)
+	code, err := jail.Init(path, argv, serveEnv, []*os.File{r, ln})
+	if errors.Is(err, os.ErrNotExist) {
+		err = explainLoader(err)
+	}
+	return code, err
+}
+
+// jailServeArgs are serve's flags in a jail, but for --listen and
+// --token-fd.
+func jailServeArgs(l jail.Launch, claimable *bool) []string {
 	argv := []string{
-		"boxkite-sidecar", "serve",
-		"--listen", "fd:4",
-		"--token-fd", "3",
 		"--workspace", jail.WorkspaceDir,
 		"--run-as", strconv.Itoa(l.Spec.UID) + ":" + strconv.Itoa(l.Spec.GID),
 		"--nested-userns=" + strconv.FormatBool(l.Spec.Nested()),
@@ -80,16 +96,59 @@ func runInit(args []string) (int, error) {
 	if egress := jail.RunDir + "/" + jail.EgressSocketName; socketExists(egress) {
 		argv = append(argv, "--egress-socket", egress)
 	}
-	// /proc/self/exe still reaches this binary after pivot_root, though no
-	// path inside the jail names it; in an image, the host's loader runs
-	// it (jail.LoaderDir).
-	path, argv := jail.ServeCommand(argv)
-	code, err := jail.Init(path, argv, serveEnv, []*os.File{r, ln})
-	if errors.Is(err, os.ErrNotExist) {
-		err = explainLoader(err)
-	}
-	return code, err
+	return argv
 }
+
+// serveAsInit is the jail's one process: init and sidecar at once, with no
+// second start of this binary (the second start was two thirds of a cold
+// create; issue 27). It locks every thread down (jail.LockdownProcess),
+// serves on the driver's listener from the other goroutines and reaps
+// orphans on the main thread (jail.ReapOrphans), which it never leaves.
+// Only a binary without cgo can lock every thread down; runInit keeps the
+// two-process start for the others.
+func serveAsInit(l jail.Launch, claimable bool) error {
+	if l.ListenFD <= 0 {
+		return errors.New("read launch: no listener for the sidecar")
+	}
+	if err := jail.ShareCgroupNamespace(); err != nil {
+		return err
+	}
+	if err := jail.LockdownProcess(l.Spec); err != nil {
+		return err
+	}
+	for _, kv := range serveEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		// Few threads for an idle sandbox; the commands do the work.
+		runtime.GOMAXPROCS(jailMaxProcs)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var f serveFlags
+	f.listen = "fd:" + strconv.Itoa(l.ListenFD)
+	bindServeFlags(fs, &f)
+	if err := fs.Parse(jailServeArgs(l, &claimable)); err != nil {
+		return err
+	}
+	_, errc, err := startServing(f, l.Token)
+	if err != nil {
+		return err
+	}
+	go func() {
+		err := <-errc
+		fmt.Fprintf(os.Stderr, "boxkite-sidecar init: serve: %v\n", err)
+		os.Exit(1)
+	}()
+	jail.ReapOrphans() // on the locked main thread, for good
+	return nil
+}
+
+// jailMaxProcs is GOMAXPROCS of a jail's sidecar (serveAsInit) unless the
+// environment sets it.
+const jailMaxProcs = 1
 
 // explainLoader turns the bare ENOENT of executing a dynamically linked
 // sidecar in an image root without its loader (a musl or distroless

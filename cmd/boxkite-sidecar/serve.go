@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -46,16 +47,7 @@ func runServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&f.listen, "listen", "unix:/run/boxkite/sidecar.sock", "`address` to serve on: unix:PATH, tcp:HOST:PORT, or fd:N (an inherited listening socket)")
 	fs.IntVar(&f.tokenFD, "token-fd", -1, "read the auth token from this inherited `fd` (default: the file named by $"+tokenFileEnv+")")
-	fs.StringVar(&f.workspace, "workspace", "/workspace", "workspace `dir`")
-	fs.StringVar(&f.runAs, "run-as", "", "run commands as `uid:gid` (default: the sidecar's own user)")
-	fs.BoolVar(&f.nested, "nested-userns", false, "reach --run-as through a nested user namespace (single-id jails)")
-	fs.IntVar(&f.budget[0], "max-exec-count", 0, "exec budget: budgeted calls of the sandbox (0: 500, negative: no limit)")
-	fs.IntVar(&f.budget[1], "max-exec-seconds", 0, "exec budget: seconds budgeted calls may run in all (0: 3600, negative: no limit)")
-	fs.BoolVar(&f.claimable, "claimable", false, "serve POST /claim, which replaces the token once (a warm pool's sidecar)")
-	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate `file` (PEM); needs --tls-key")
-	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key `file` (PEM) of --tls-cert")
-	fs.StringVar(&f.egress, "egress-proxy", "", "point commands at the egress proxy at `host:port` (a pod granted egress)")
-	fs.StringVar(&f.egressSocket, "egress-socket", "", "forward the egress proxy's unix socket at `path` to commands (a local jail granted egress)")
+	bindServeFlags(fs, &f)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,46 +57,16 @@ func runServe(args []string) error {
 	if err := noDump(); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	token, err := readToken(f.tokenFD)
 	if err != nil {
 		return err
 	}
-	if token == "" {
-		log.Warn("no sidecar token; every route but /health answers 503")
-	}
-	runAs, err := parseRunAs(f.runAs, f.nested)
+	srv, errc, err := startServing(f, token)
 	if err != nil {
 		return err
 	}
-	ln, err := listen(f.listen)
-	if err != nil {
-		return err
-	}
-	if f.tlsCert != "" {
-		if ln, err = tlsListener(ln, f.tlsCert, f.tlsKey); err != nil {
-			return err
-		}
-	} else {
-		ln = apihttp.Listener(ln)
-	}
-	env, err := startEgress(log, f.workspace, f.egress, f.egressSocket)
-	if err != nil {
-		return err
-	}
-	h := sidecar.New(sidecar.Options{
-		Token: token, Version: buildVersion(), Log: log, Workspace: f.workspace, RunAs: runAs, Env: env,
-		Tools:       sidecar.ToolLimits{MaxExecCount: f.budget[0], MaxExecSeconds: f.budget[1]},
-		Claimable:   f.claimable,
-		SelfCommand: selfCommand,
-	})
-	srv := apihttp.NewServer(h, log)
-
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }() // ln is an apihttp listener: net/http's own refusals are JSON too
-	log.Info("serving", "listen", f.listen, "version", buildVersion())
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -116,6 +78,59 @@ func runServe(args []string) error {
 		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil
+}
+
+// bindServeFlags binds serve's flags but --listen and --token-fd.
+func bindServeFlags(fs *flag.FlagSet, f *serveFlags) {
+	fs.StringVar(&f.workspace, "workspace", "/workspace", "workspace `dir`")
+	fs.StringVar(&f.runAs, "run-as", "", "run commands as `uid:gid` (default: the sidecar's own user)")
+	fs.BoolVar(&f.nested, "nested-userns", false, "reach --run-as through a nested user namespace (single-id jails)")
+	fs.IntVar(&f.budget[0], "max-exec-count", 0, "exec budget: budgeted calls of the sandbox (0: 500, negative: no limit)")
+	fs.IntVar(&f.budget[1], "max-exec-seconds", 0, "exec budget: seconds budgeted calls may run in all (0: 3600, negative: no limit)")
+	fs.BoolVar(&f.claimable, "claimable", false, "serve POST /claim, which replaces the token once (a warm pool's sidecar)")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate `file` (PEM); needs --tls-key")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key `file` (PEM) of --tls-cert")
+	fs.StringVar(&f.egress, "egress-proxy", "", "point commands at the egress proxy at `host:port` (a pod granted egress)")
+	fs.StringVar(&f.egressSocket, "egress-socket", "", "forward the egress proxy's unix socket at `path` to commands (a local jail granted egress)")
+}
+
+// startServing serves the sidecar API as f says, with token, in the
+// background; errc yields the server's end.
+func startServing(f serveFlags, token string) (*http.Server, <-chan error, error) {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if token == "" {
+		log.Warn("no sidecar token; every route but /health answers 503")
+	}
+	runAs, err := parseRunAs(f.runAs, f.nested)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := listen(f.listen)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.tlsCert != "" {
+		if ln, err = tlsListener(ln, f.tlsCert, f.tlsKey); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		ln = apihttp.Listener(ln)
+	}
+	env, err := startEgress(log, f.workspace, f.egress, f.egressSocket)
+	if err != nil {
+		return nil, nil, err
+	}
+	h := sidecar.New(sidecar.Options{
+		Token: token, Version: buildVersion(), Log: log, Workspace: f.workspace, RunAs: runAs, Env: env,
+		Tools:       sidecar.ToolLimits{MaxExecCount: f.budget[0], MaxExecSeconds: f.budget[1]},
+		Claimable:   f.claimable,
+		SelfCommand: selfCommand,
+	})
+	srv := apihttp.NewServer(h, log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }() // ln is an apihttp listener: net/http's own refusals are JSON too
+	log.Info("serving", "listen", f.listen, "version", buildVersion())
+	return srv, errc, nil
 }
 
 // readToken reads the token from fd, or else from the file named by

@@ -115,7 +115,7 @@ func TestSyscallsRefused(t *testing.T) {
 		want[strings.ReplaceAll(c.name, " ", "_")] = c.errno
 	}
 	watch := x.watch(b)
-	cmd := `S=$(pgrep -f '^boxkite-sidecar serve') && sed "s/SIDECAR/$S/g" | python3 -c '` + syscallProbe + `'`
+	cmd := `S=$(pgrep -nf '^boxkite-sidecar (init|serve)') && sed "s/SIDECAR/$S/g" | python3 -c '` + syscallProbe + `'`
 	res, err := x.exec(a, api.ExecRequest{Command: cmd, Stdin: stdin.String()})
 	if err != nil {
 		t.Fatal(err)

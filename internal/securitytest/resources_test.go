@@ -71,7 +71,7 @@ func TestMemoryHog(t *testing.T) {
 	a, b := x.sandbox(api.CreateSandboxRequest{Label: "hog"}), x.sandbox(api.CreateSandboxRequest{Label: "bystander"})
 	h := x.host(a)
 	// The OOM killer is to pick agent commands, never the sidecar.
-	res := x.run(a, "cat /proc/self/oom_score_adj /proc/$(pgrep -f '^boxkite-sidecar serve')/oom_score_adj")
+	res := x.run(a, "cat /proc/self/oom_score_adj /proc/$(pgrep -nf '^boxkite-sidecar (init|serve)')/oom_score_adj")
 	if res.Stdout != "1000\n0\n" {
 		t.Errorf("oom_score_adj of a command and the sidecar = %q, want 1000 and 0", res.Stdout)
 	}

@@ -265,6 +265,29 @@ var goCalls = map[string]goCall{
 	"volumes.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return none(c.DeleteVolume(ctx, a.s("id")))
 	},
+	"webhooks.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		var types []string
+		for _, t := range a["event_types"].([]any) {
+			types = append(types, t.(string))
+		}
+		return c.CreateWebhook(ctx, api.CreateWebhookRequest{URL: a.s("url"), EventTypes: types, Description: a.s("description")})
+	},
+	"webhooks.get":  func(ctx context.Context, c *client.Client, a args) (any, error) { return c.GetWebhook(ctx, a.s("id")) },
+	"webhooks.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.ListWebhooks(ctx) },
+	"webhooks.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.DeleteWebhook(ctx, a.s("id")))
+	},
+	"webhooks.deliveries": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		limit := a.i("limit")
+		if limit == 0 {
+			limit = 20
+		}
+		return c.WebhookDeliveries(ctx, a.s("id"), limit, 0)
+	},
+	"webhooks.test": func(ctx context.Context, c *client.Client, a args) (any, error) { return c.TestWebhook(ctx, a.s("id")) },
+	"webhooks.redeliver": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.RedeliverWebhook(ctx, a.s("id"), a.s("delivery_id"))
+	},
 	"mcp_connections.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.CreateMCPConnection(ctx, api.CreateMCPConnectionRequest{Label: a.s("label"), CatalogID: a.s("catalog_id")})
 	},

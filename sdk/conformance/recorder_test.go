@@ -33,23 +33,45 @@ var notCalled = map[string]string{
 	"GET /openapi.json": "the document itself; TestTypeScriptTypesFresh reads it",
 	"GET /v1/sandboxes/{id}/exec/interactive": "a WebSocket: the SDKs speak HTTP only (Node 20, Python's standard library and ureq have no WebSocket client); " +
 		"the Go client's StartInteractive is tested in client/ and cmd/boxkite",
-	"GET /v1/sandboxes/{id}/takeover":          "a WebSocket to the terminal, for people (boxkite attach, the bastion), not for SDKs",
-	"POST /v1/webhooks":                        pendingWebhooks,
-	"GET /v1/webhooks":                         pendingWebhooks,
-	"GET /v1/webhooks/{id}":                    pendingWebhooks,
-	"DELETE /v1/webhooks/{id}":                 pendingWebhooks,
-	"GET /v1/webhooks/{id}/deliveries":         pendingWebhooks,
-	"POST /v1/webhooks/{id}/test":              pendingWebhooks,
-	"GET /v1/sandboxes/{id}/sync":              pendingStorage,
-	"POST /v1/sandboxes/{id}/sync/flush":       pendingStorage,
-	"GET /v1/sandboxes/{id}/storage/files":     pendingStorage,
-	"GET /v1/sandboxes/{id}/storage/files/raw": pendingStorage,
-	"DELETE /v1/sandboxes/{id}/storage":        pendingStorage,
+	"GET /v1/sandboxes/{id}/takeover":                        "a WebSocket to the terminal, for people (boxkite attach, the bastion), not for SDKs",
+	"POST /v1/organizations":                                 pendingOrgs,
+	"GET /v1/organizations":                                  pendingOrgs,
+	"POST /v1/organizations/accept-invite":                   pendingOrgs,
+	"GET /v1/organizations/{org_id}":                         pendingOrgs,
+	"PATCH /v1/organizations/{org_id}":                       pendingOrgs,
+	"GET /v1/organizations/{org_id}/members":                 pendingOrgs,
+	"PATCH /v1/organizations/{org_id}/members/{account_id}":  pendingOrgs,
+	"DELETE /v1/organizations/{org_id}/members/{account_id}": pendingOrgs,
+	"POST /v1/organizations/{org_id}/invites":                pendingOrgs,
+	"GET /v1/organizations/{org_id}/invites":                 pendingOrgs,
+	"DELETE /v1/organizations/{org_id}/invites/{invite_id}":  pendingOrgs,
+	"POST /v1/organizations/{org_id}/api-keys":               pendingOrgs,
+
+	// The OAuth authorization server of /mcp/ (server/oauth) is for MCP
+	// clients, not the SDKs; served only with --mcp-oauth.
+	"GET /.well-known/oauth-authorization-server":   oauthOnly,
+	"GET /.well-known/oauth-protected-resource":     oauthOnly,
+	"GET /.well-known/oauth-protected-resource/mcp": oauthOnly,
+	"POST /oauth/register":                          oauthOnly,
+	"DELETE /oauth/register/{client_id}":            oauthOnly,
+	"GET /oauth/authorize":                          oauthOnly,
+	"POST /oauth/authorize/login":                   oauthOnly,
+	"POST /oauth/authorize/decide":                  oauthOnly,
+	"POST /oauth/token":                             oauthOnly,
+	"POST /oauth/revoke":                            oauthOnly,
+	"GET /v1/sandboxes/{id}/sync":                   pendingStorage,
+	"POST /v1/sandboxes/{id}/sync/flush":            pendingStorage,
+	"GET /v1/sandboxes/{id}/storage/files":          pendingStorage,
+	"GET /v1/sandboxes/{id}/storage/files/raw":      pendingStorage,
+	"DELETE /v1/sandboxes/{id}/storage":             pendingStorage,
 }
 
 const pendingStorage = "workspace sync to object storage (issue 26) landed after the SDKs: the Go client and the CLI call them (server/storagesync, cmd/boxkite); the SDK calls and cases are still to write"
 
-const pendingWebhooks = "webhook subscriptions (issue 24) landed after the SDKs: the Go client and the CLI call them (server/webhooks_test.go, cmd/boxkite/testdata/script/webhooks.txtar); the SDK calls and cases are still to write"
+const pendingOrgs = "organizations (issue 24) landed after the SDKs: the Go client and the CLI call them (server/orgs_test.go, the cross-tenant matrix, cmd/boxkite's org script); the SDK calls and cases are still to write"
+
+const oauthOnly = "the OAuth 2.1 authorization server of /mcp/ (issue 24) serves MCP clients, not the SDKs, and only with --mcp-oauth; " +
+	"the official TypeScript MCP SDK runs it in server/oauth_test.go (TestMCPOAuthTypeScriptSDK)"
 
 // maxCapture bounds the part of a body the recorder keeps to check.
 const maxCapture = 4 << 20

@@ -87,45 +87,57 @@ var errInvalidCredentials = &api.Error{
 	Hint:    "check both; `boxkite signup` creates an account",
 }
 
-// login serves POST /v1/auth/login. An unknown email and a wrong password
-// get the same answer after the same work (a dummy hash is checked), so
-// neither the body nor the timing tells which emails have accounts.
+// login serves POST /v1/auth/login.
 func (s *Service) login(w http.ResponseWriter, r *http.Request) error {
 	var req api.Credentials
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
-	email := strings.ToLower(strings.TrimSpace(req.Email))
+	acct, err := s.CheckLogin(w, r, req.Email, req.Password)
+	if err != nil {
+		return err
+	}
+	return s.writeToken(w, r, http.StatusOK, acct)
+}
+
+// CheckLogin returns the account of email if password is its password,
+// as POST /v1/auth/login checks it (the OAuth consent page signs in with
+// it too). An unknown email and a wrong password get the same answer
+// after the same work (a dummy hash is checked), so neither the answer
+// nor the timing tells which emails have accounts. Attempts count against
+// the per-email login rate limit (429 on w).
+func (s *Service) CheckLogin(w http.ResponseWriter, r *http.Request, email, password string) (*model.Account, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
 	switch {
 	case email == "":
-		return httpx.Invalid("email", "email is required", "")
-	case req.Password == "":
-		return httpx.Invalid("password", "password is required", "")
-	case len(email) > maxEmailLen || len(req.Password) > 4*api.MaxPasswordLen:
-		return errInvalidCredentials
+		return nil, httpx.Invalid("email", "email is required", "")
+	case password == "":
+		return nil, httpx.Invalid("password", "password is required", "")
+	case len(email) > maxEmailLen || len(password) > 4*api.MaxPasswordLen:
+		return nil, errInvalidCredentials
 	}
 	// Per email too, so guessing one account's password from many
 	// addresses is as slow as from one.
 	if err := s.d.LoginRate(w, email); err != nil {
-		return err
+		return nil, err
 	}
 	ctx := r.Context()
 	acct, hash, err := s.d.Store.PasswordHash(ctx, email)
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
-		return fmt.Errorf("look up account: %w", err)
+		return nil, fmt.Errorf("look up account: %w", err)
 	}
-	ok, err := s.d.Hasher.Verify(ctx, hash, req.Password)
+	ok, err := s.d.Hasher.Verify(ctx, hash, password)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		s.d.Log.ErrorContext(ctx, "stored password hash is unusable", "err", err)
-		return errInvalidCredentials
+		return nil, errInvalidCredentials
 	}
 	if !ok || acct == nil {
-		return errInvalidCredentials
+		return nil, errInvalidCredentials
 	}
-	return s.writeToken(w, r, http.StatusOK, acct)
+	return acct, nil
 }
 
 func (s *Service) writeToken(w http.ResponseWriter, r *http.Request, status int, acct *model.Account) error {
@@ -145,18 +157,7 @@ func accountToAPI(a *model.Account) api.Account {
 	return api.Account{ID: a.ID, Email: a.Email, CreatedAt: a.CreatedAt.UTC(), ScrubOutput: !a.KeepOutputSecrets}
 }
 
-func keyToAPI(k *model.APIKey) api.APIKey {
-	out := api.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Role: k.Role, CreatedAt: k.CreatedAt.UTC()}
-	if k.RevokedAt != nil {
-		t := k.RevokedAt.UTC()
-		out.RevokedAt = &t
-	}
-	if k.LastUsedAt != nil {
-		t := k.LastUsedAt.UTC()
-		out.LastUsedAt = &t
-	}
-	return out
-}
+func keyToAPI(k *model.APIKey) api.APIKey { return k.ToAPI() }
 
 // getAccount serves GET /v1/account (API key): the account and the key
 // the request was made with.
@@ -165,6 +166,9 @@ func (s *Service) getAccount(w http.ResponseWriter, r *http.Request) error {
 	out := accountToAPI(ri.Account)
 	k := keyToAPI(ri.Key)
 	out.APIKey = &k
+	if org := ri.Org(); org != nil {
+		out.Organization = &api.AccountOrganization{ID: ri.Account.ID, Name: org.Name, Role: ri.Key.MemberRole, MemberID: ri.Key.MemberID}
+	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -223,6 +227,11 @@ func (s *Service) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	k := &model.APIKey{
 		ID: model.NewID(), AccountID: authz.Account(r.Context()).ID, Name: name,
 		Hash: model.HashAPIKey(secret), Prefix: model.DisplayPrefix(secret), Role: role, CreatedAt: s.d.Now(),
+	}
+	if ck := authz.From(r.Context()).Key; ck != nil && ck.MemberID != "" {
+		// An organization's admin key makes keys of the organization held
+		// by the same member, which end with their membership.
+		k.MemberID = ck.MemberID
 	}
 	if err := s.d.Store.CreateAPIKey(r.Context(), k); err != nil {
 		return fmt.Errorf("create api key: %w", err)

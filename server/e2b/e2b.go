@@ -99,6 +99,19 @@ func Routes() []string {
 	return out
 }
 
+// RouteHandlers lists every route of the E2B-compatible API with its
+// handler: the control plane's, then envd's (docs/routes.md).
+func (h *Handler) RouteHandlers() []envd.RouteHandler {
+	var out []envd.RouteHandler
+	for _, rt := range h.routeTable() {
+		out = append(out, envd.RouteHandler{
+			Pattern: rt.pattern, MuxPattern: rt.pattern, Func: rt.fn,
+			Served: func(r *http.Request) string { _, p := h.mux.Handler(r); return p },
+		})
+	}
+	return append(out, h.envd.RouteHandlers()...)
+}
+
 // Matches reports whether r is for this handler: sandbox traffic, or a
 // path of E2B's control plane (none of which /v1 uses).
 func Matches(r *http.Request) bool {

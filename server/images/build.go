@@ -122,7 +122,7 @@ func (m *Manager) Build(ctx context.Context, account, label string, spec api.Ima
 			return img, false, nil
 		}
 	}
-	if err := m.checkLimit(account); err != nil {
+	if err := m.checkLimit(ctx, account); err != nil {
 		return api.Image{}, false, err
 	}
 	r := record{AccountID: account, Image: api.Image{

@@ -39,8 +39,8 @@ var ErrLimit = api.Errorf(429, api.CodeLimitExceeded, "the account has %d images
 	WithHint("remove one with `boxkite images rm ID`")
 
 // checkLimit refuses a new image when the account has MaxPerAccount.
-func (m *Manager) checkLimit(account string) error {
-	imgs, err := m.List(account)
+func (m *Manager) checkLimit(ctx context.Context, account string) error {
+	imgs, err := m.List(ctx, account)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func newID() string {
 func (m *Manager) path(id string, name string) string { return filepath.Join(m.dir, id, name) }
 
 // RootFS returns the root filesystem of the account's completed image id.
-func (m *Manager) RootFS(account, id string) (string, error) {
+func (m *Manager) RootFS(_ context.Context, account, id string) (string, error) {
 	r, err := m.load(account, id)
 	if err != nil {
 		return "", err
@@ -154,14 +154,14 @@ func (m *Manager) Use(ctx context.Context, id, sandbox string) error {
 }
 
 // Get returns the account's image id.
-func (m *Manager) Get(account, id string) (api.Image, error) {
+func (m *Manager) Get(_ context.Context, account, id string) (api.Image, error) {
 	r, err := m.load(account, id)
 	return r.Image, err
 }
 
 // List returns the account's images, newest first.
-func (m *Manager) List(account string) ([]api.Image, error) {
-	out, err := m.recs.ListImages(context.Background(), account)
+func (m *Manager) List(ctx context.Context, account string) ([]api.Image, error) {
+	out, err := m.recs.ListImages(ctx, account)
 	if err != nil {
 		return nil, err
 	}
@@ -171,12 +171,12 @@ func (m *Manager) List(account string) ([]api.Image, error) {
 
 // Delete removes the account's image id unless a sandbox uses it (inUse
 // reports whether a recorded user is still alive) or it is still being made.
-func (m *Manager) Delete(account, id string, inUse func(sandbox string) bool) error {
+func (m *Manager) Delete(ctx context.Context, account, id string, inUse func(sandbox string) bool) error {
 	r, err := m.load(account, id)
 	if err != nil {
 		return err
 	}
-	users, err := m.recs.ImageUsers(context.Background(), id)
+	users, err := m.recs.ImageUsers(ctx, id)
 	if err != nil {
 		return fmt.Errorf("delete image: %w", err)
 	}
@@ -242,7 +242,7 @@ func (m *Manager) insert(r record) error {
 // Import stores the archive read from body as a new image of account and
 // extracts it in the background; the image comes back queued.
 func (m *Manager) Import(ctx context.Context, account, label string, body io.Reader) (api.Image, error) {
-	if err := m.checkLimit(account); err != nil {
+	if err := m.checkLimit(ctx, account); err != nil {
 		return api.Image{}, err
 	}
 	r := record{AccountID: account, Image: api.Image{

@@ -111,14 +111,14 @@ func TestImport(t *testing.T) {
 				t.Fatalf("Import = %+v, want queued import", got)
 			}
 			m.Wait()
-			done, err := m.Get("acct", got.ID)
+			done, err := m.Get(t.Context(), "acct", got.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if done.Status != api.ImageCompleted {
 				t.Fatalf("status %q (%s), want completed", done.Status, done.FailureReason)
 			}
-			root, err := m.RootFS("acct", got.ID)
+			root, err := m.RootFS(t.Context(), "acct", got.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,19 +137,19 @@ func TestImport(t *testing.T) {
 					t.Errorf("%s exists; the archive escaped or made a device", p)
 				}
 			}
-			if _, err := m.Get("other", got.ID); err != images.ErrNotFound {
+			if _, err := m.Get(t.Context(), "other", got.ID); err != images.ErrNotFound {
 				t.Errorf("Get by another account = %v, want ErrNotFound", err)
 			}
 			if err := m.Use(context.Background(), got.ID, "sb1"); err != nil {
 				t.Fatal(err)
 			}
-			if err := m.Delete("acct", got.ID, func(string) bool { return true }); err != images.ErrInUse {
+			if err := m.Delete(t.Context(), "acct", got.ID, func(string) bool { return true }); err != images.ErrInUse {
 				t.Errorf("Delete in use = %v, want ErrInUse", err)
 			}
-			if err := m.Delete("acct", got.ID, func(string) bool { return false }); err != nil {
+			if err := m.Delete(t.Context(), "acct", got.ID, func(string) bool { return false }); err != nil {
 				t.Errorf("Delete = %v", err)
 			}
-			if list, err := m.List("acct"); err != nil || len(list) != 0 {
+			if list, err := m.List(t.Context(), "acct"); err != nil || len(list) != 0 {
 				t.Errorf("List after delete = %v, %v", list, err)
 			}
 		})
@@ -166,7 +166,7 @@ func TestImportGarbage(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Wait()
-	done, err := m.Get("acct", got.ID)
+	done, err := m.Get(t.Context(), "acct", got.ID)
 	if err != nil || done.Status != api.ImageFailed || done.FailureReason == "" {
 		t.Errorf("Get = %+v, %v; want failed with a reason", done, err)
 	}

@@ -29,13 +29,13 @@ type Store interface {
 	// Logs writes the build log to w, following it until the build ends
 	// when follow is set.
 	Logs(ctx context.Context, account, id string, w io.Writer, follow bool, flush func()) error
-	List(account string) ([]api.Image, error)
-	Get(account, id string) (api.Image, error)
+	List(ctx context.Context, account string) ([]api.Image, error)
+	Get(ctx context.Context, account, id string) (api.Image, error)
 	// Delete refuses an image a sandbox uses; inUse says whether a
 	// sandbox recorded with Use is still alive.
-	Delete(account, id string, inUse func(sandbox string) bool) error
+	Delete(ctx context.Context, account, id string, inUse func(sandbox string) bool) error
 	// RootFS is the host path of a completed image's root filesystem.
-	RootFS(account, id string) (string, error)
+	RootFS(ctx context.Context, account, id string) (string, error)
 	// Use records that sandbox boots from image id.
 	Use(ctx context.Context, id, sandbox string) error
 }
@@ -126,7 +126,7 @@ func (s *Service) listImages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := st.List(authz.Account(r.Context()).ID)
+	out, err := st.List(r.Context(), authz.Account(r.Context()).ID)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (s *Service) getImage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	img, err := st.Get(authz.Account(r.Context()).ID, r.PathValue("id"))
+	img, err := st.Get(r.Context(), authz.Account(r.Context()).ID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (s *Service) deleteImage(w http.ResponseWriter, r *http.Request) error {
 		sb, err := s.d.Store.Sandbox(ctx, acct, id)
 		return err == nil && sb.Status != api.StatusDestroyed
 	}
-	if err := st.Delete(acct, r.PathValue("id"), inUse); err != nil {
+	if err := st.Delete(ctx, acct, r.PathValue("id"), inUse); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -167,19 +167,28 @@ func (s *Service) deleteImage(w http.ResponseWriter, r *http.Request) error {
 
 // RootFS resolves a create's image_id to the root filesystem the
 // driver boots from; "" for none.
-func (s *Service) RootFS(acct, id string) (string, error) {
+func (s *Service) RootFS(ctx context.Context, acct, id string) (string, error) {
 	if id == "" {
 		return "", nil
 	}
 	if s.d.Images == nil {
 		return "", httpx.NotSupported("image_id", "omit image_id; this server keeps no images")
 	}
-	root, err := s.d.Images.RootFS(acct, id)
+	root, err := s.d.Images.RootFS(ctx, acct, id)
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return "", api.Errorf(http.StatusNotFound, api.CodeNotFound, "Sandbox image not found or not ready").
 			WithHint("list images with `boxkite images ls`")
 	}
 	return root, err
+}
+
+// Use records that sandbox boots from image id (resolved by RootFS for
+// the same create).
+func (s *Service) Use(ctx context.Context, id, sandbox string) error {
+	if s.d.Images == nil {
+		return httpx.NotSupported("image_id", "omit image_id; this server keeps no images")
+	}
+	return s.d.Images.Use(ctx, id, sandbox)
 }
 
 // imageAuditLog serves GET /v1/images/{id}/log?limit=&offset=: the audit
@@ -190,15 +199,11 @@ func (s *Service) imageAuditLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := httpx.QueryInt(r, "limit", api.DefaultLogLimit, 1, api.MaxLogLimit)
+	limit, offset, err := httpx.LogPage(r)
 	if err != nil {
 		return err
 	}
-	offset, err := httpx.QueryInt(r, "offset", 0, 0, 1<<31-1)
-	if err != nil {
-		return err
-	}
-	img, err := st.Get(authz.Account(r.Context()).ID, r.PathValue("id"))
+	img, err := st.Get(r.Context(), authz.Account(r.Context()).ID, r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,8 @@ import (
 // Deps is what the images API needs of the control plane.
 type Deps struct {
 	// Images keeps the images; nil for a server that keeps none (then
-	// the routes are not served and image_id is not supported).
+	// the routes are not served and image_id is not supported). New
+	// keeps it behind the authorization layer (authz.go).
 	Images Store
 	Store  model.SandboxStore
 	Audit  *audit.Log
@@ -28,6 +29,9 @@ type Service struct{ d Deps }
 func New(d Deps) (*Service, error) {
 	if d.Store == nil || d.Audit == nil || d.Now == nil || d.WriteLogPage == nil {
 		return nil, errors.New("imagesapi: a dependency is missing")
+	}
+	if d.Images != nil {
+		d.Images = authorized{d.Images} // every call authorized against the request's caller
 	}
 	return &Service{d: d}, nil
 }

@@ -36,7 +36,7 @@ const (
 	DefaultMinFreeDisk   = 1 << 30   // watermark of the state directory's filesystem
 	DefaultMinFreeMemory = 256 << 20 // memory creates leave available, at least
 	// sandboxTasks is the tasks a new sandbox is assumed to take before
-	// any runs: its jail's two Go processes and a little room.
+	// any runs: its jail's sidecar (one Go process) and a little room.
 	sandboxTasks = 32
 	// sandboxMemory is the host memory a new idle sandbox is assumed to take.
 	sandboxMemory = 16 << 20

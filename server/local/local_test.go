@@ -43,7 +43,8 @@ func isolationProbes(stateDir, workspace string, port int) []probe {
 		{name: "hostname", command: "hostname", ok: true, stdout: is(jail.DefaultHostname)},
 		{name: "sees only its own processes", command: "ps -e -o comm=", ok: true, stdout: func(got string) string {
 			procs := strings.Fields(got)
-			want := []string{"boxkite-sidecar", "boxkite-sidecar", "sh", "ps"}
+			// One process per jail: the static sidecar is its init too.
+			want := []string{"boxkite-sidecar", "sh", "ps"}
 			if diff := cmp.Diff(want, procs); diff != "" {
 				return "processes (-want +got):\n" + diff
 			}
@@ -101,9 +102,13 @@ func isolationProbes(stateDir, workspace string, port int) []probe {
 			return ""
 		}},
 		{name: "no new namespaces", command: "cat /proc/sys/user/max_mnt_namespaces /proc/sys/user/max_user_namespaces", ok: true, stdout: is("0\n0")},
-		// The serve process is the one that parses agent-controlled input.
-		{name: "sidecar keeps only its capabilities", command: `grep -E '^Cap(Bnd|Prm|Eff)' /proc/$(pgrep -f '^boxkite-sidecar serve')/status | cut -f2 | sort -u`, ok: true, stdout: is("00000000000000ef")},
-		{name: "sidecar has no_new_privs", command: `grep NoNewPrivs /proc/$(pgrep -f '^boxkite-sidecar serve')/status`, ok: true, stdout: is("NoNewPrivs:\t1")},
+		// The sidecar parses agent-controlled input: every one of its
+		// threads (it is the jail's init too, one process) keeps only this.
+		{name: "sidecar keeps only its capabilities", command: `cat /proc/$(pgrep -nf '^boxkite-sidecar (init|serve)')/task/*/status | grep -E '^Cap(Bnd|Prm|Eff)' | cut -f2 | sort -u`, ok: true, stdout: is("00000000000000ef")},
+		{name: "sidecar has no_new_privs", command: `cat /proc/$(pgrep -nf '^boxkite-sidecar (init|serve)')/task/*/status | grep NoNewPrivs | sort -u`, ok: true, stdout: is("NoNewPrivs:\t1")},
+		// The sidecar is PID 1 (issue 27): it reaps what a command leaves.
+		{name: "orphans are reaped", command: `(sleep 0.2 &); sleep 1; ps -e -o stat= | grep -c '^Z' || true`, ok: true, stdout: is("0")},
+		{name: "sidecar's threads share the cgroup namespace", command: `readlink /proc/$(pgrep -nf '^boxkite-sidecar (init|serve)')/task/*/ns/cgroup /proc/self/ns/cgroup | sort -u | wc -l`, ok: true, stdout: is("1")},
 	}
 }
 
@@ -284,8 +289,8 @@ func TestSurvivesServerKill(t *testing.T) {
 	if len(st.Cgroup.Dirs) == 0 {
 		t.Errorf("adopted sandbox has no cgroup recorded: %+v", st)
 	}
-	if procs, err := st.Cgroup.Procs(); err != nil || len(procs) < 2 {
-		t.Errorf("adopted sandbox's cgroup holds %v (%v), want init and the sidecar", procs, err)
+	if procs, err := st.Cgroup.Procs(); err != nil || len(procs) != 1 || procs[0] != st.PID {
+		t.Errorf("adopted sandbox's cgroup holds %v (%v), want the sidecar, its init (%d)", procs, err, st.PID)
 	}
 	// The jail, not the process that created it, holds its id range.
 	if st.HostIDBase == 0 || !heldBy(t, DefaultIDRangeDir, st.HostIDBase) {
@@ -473,7 +478,7 @@ func TestUnprivileged(t *testing.T) {
 		{"touch /etc/x 2>/dev/null || echo denied", "denied\n"},
 		{"ls /root 2>/dev/null || echo absent", "absent\n"},
 		{"echo hi > /workspace/x && cat /workspace/x", "hi\n"},
-		{"ps -e -o comm=", "boxkite-sidecar\nboxkite-sidecar\nsh\nps\n"},
+		{"ps -e -o comm=", "boxkite-sidecar\nsh\nps\n"},
 	}
 	for _, p := range probes {
 		if got := runOthers(t, ep, p.command); got.Stdout != p.want {

@@ -20,7 +20,7 @@ import (
 
 // The warm pool keeps Config.WarmPool sandboxes started ahead of need, in
 // StateDir/pool/<name>, so that Create can hand one out instead of paying
-// for a jail's set-up and two Go process starts (init, then serve).
+// for a jail's set-up and its sidecar's start.
 //
 // A member is an ordinary jail of the default size and storage whose
 // sidecar was started with --claimable and a pool token that only this
@@ -34,7 +34,7 @@ import (
 //  3. POST /claim with the pool token, which makes the sidecar replace it
 //     with a fresh token; the sidecar refuses unless it has served nothing
 //     but /health, so a claimed sandbox is as clean as a fresh one (empty
-//     workspace and outputs, only init and serve running, no interpreter,
+//     workspace and outputs, only the sidecar running, no interpreter,
 //     terminal or LSP, the whole exec budget) without resetting anything;
 //  4. records the new token and socket path in state.json (while 3 runs).
 //

@@ -15,7 +15,23 @@ type Account struct {
 	// in the command output the API returns (server/scrub.go); the audit log is
 	// scrubbed regardless. The zero value scrubs.
 	KeepOutputSecrets bool
+	// Org is set when the account is an organization (server/orgs): a
+	// tenant people reach as members, with an API key the organization
+	// issued to one of them. Loaded with the key that authenticates.
+	Org *Org
 }
+
+// Org is what an organization's account carries beyond an account: its
+// name and its quotas (0: the server's per-account limit).
+type Org struct {
+	Name                   string
+	MaxConcurrentSandboxes int
+	MonthlySandboxHours    float64
+}
+
+// OrgEmail is the email of an organization's account row: "org:" and its
+// id, which is not an address, so no one can sign up or log in with it.
+func OrgEmail(orgID string) string { return "org:" + orgID }
 
 // API key roles. Member keys cannot take over a PTY or manage keys.
 const (
@@ -23,18 +39,58 @@ const (
 	RoleMember = "member"
 )
 
+// Organization roles (server/orgs). RoleAdmin and RoleMember are also
+// organization roles, with their own meaning there.
+const RoleOwner = "owner"
+
+// EffectiveKeyRole combines an organization key's own role with its
+// holder's role in the organization: the lesser of the two, where owner
+// and admin of the organization allow an admin key and member a member
+// key. An empty orgRole (the holder is no longer a member) allows nothing
+// and answers "".
+func EffectiveKeyRole(keyRole, orgRole string) string {
+	switch orgRole {
+	case RoleOwner, RoleAdmin:
+		return keyRole
+	case RoleMember:
+		return RoleMember
+	}
+	return ""
+}
+
 // APIKey is a stored credential. The secret itself is never stored: only its
 // SHA-256 (Hash) and a short display Prefix.
 type APIKey struct {
-	ID         string
-	AccountID  string
-	Name       string
-	Hash       string // lower-case hex SHA-256 of the whole key string
-	Prefix     string // "bxk_live_" + the first 8 characters of the secret, for display
-	Role       string // RoleAdmin or RoleMember
+	ID        string
+	AccountID string
+	Name      string
+	Hash      string // lower-case hex SHA-256 of the whole key string
+	Prefix    string // "bxk_live_" + the first 8 characters of the secret, for display
+	Role      string // RoleAdmin or RoleMember
+	// MemberID is the person who holds a key of an organization (its
+	// AccountID); "" for a personal account's key.
+	MemberID string
+	// MemberRole is MemberID's role in the organization when the key was
+	// loaded by APIKeyByHash: "" when they are no longer a member, and
+	// then the key is refused.
+	MemberRole string
 	CreatedAt  time.Time
 	RevokedAt  *time.Time
 	LastUsedAt *time.Time
+}
+
+// ToAPI is the key's wire form; the secret is not part of it.
+func (k *APIKey) ToAPI() api.APIKey {
+	out := api.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Role: k.Role, CreatedAt: k.CreatedAt.UTC(), MemberID: k.MemberID}
+	if k.RevokedAt != nil {
+		t := k.RevokedAt.UTC()
+		out.RevokedAt = &t
+	}
+	if k.LastUsedAt != nil {
+		t := k.LastUsedAt.UTC()
+		out.LastUsedAt = &t
+	}
+	return out
 }
 
 // StatusCreating is a sandbox row whose Driver.Create has not returned yet.

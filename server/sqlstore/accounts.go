@@ -10,7 +10,7 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-const keyColumns = `k.id, k.account_id, k.name, k.key_hash, k.prefix, k.role, k.created_at, k.revoked_at, k.last_used_at`
+const keyColumns = `k.id, k.account_id, k.name, k.key_hash, k.prefix, k.role, k.created_at, k.revoked_at, k.last_used_at, k.member_id`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
@@ -18,7 +18,7 @@ func scanKey(r rowScanner, extra ...any) (*model.APIKey, error) {
 	var k model.APIKey
 	var created int64
 	var revoked, used sql.NullInt64
-	dest := append([]any{&k.ID, &k.AccountID, &k.Name, &k.Hash, &k.Prefix, &k.Role, &created, &revoked, &used}, extra...)
+	dest := append([]any{&k.ID, &k.AccountID, &k.Name, &k.Hash, &k.Prefix, &k.Role, &created, &revoked, &used, &k.MemberID}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -28,19 +28,32 @@ func scanKey(r rowScanner, extra ...any) (*model.APIKey, error) {
 	return &k, nil
 }
 
-// APIKeyByHash implements model.AccountStore.
+// APIKeyByHash implements model.AccountStore. For a key of an
+// organization it also loads the organization and its holder's current
+// role there (none when they are no longer a member), in the same query,
+// so that a removed member's key is refused at its next use.
 func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*model.APIKey, *model.Account, error) {
 	var a model.Account
 	var created int64
 	var keep int64
-	row := s.queryRowCached(ctx, `SELECT `+keyColumns+`, a.id, a.email, a.created_at, a.keep_output_secrets
+	var orgName, memberRole sql.NullString
+	var maxConc sql.NullInt64
+	var hours sql.NullFloat64
+	row := s.queryRowCached(ctx, `SELECT `+keyColumns+`, a.id, a.email, a.created_at, a.keep_output_secrets,
+		o.name, o.max_concurrent_sandboxes, o.monthly_sandbox_hours, m.role
 		FROM api_keys k JOIN accounts a ON a.id = k.account_id
+		LEFT JOIN organizations o ON o.id = k.account_id
+		LEFT JOIN organization_members m ON m.org_id = k.account_id AND m.account_id = k.member_id
 		WHERE k.key_hash = ?`, hash)
-	k, err := scanKey(row, &a.ID, &a.Email, &created, &keep)
+	k, err := scanKey(row, &a.ID, &a.Email, &created, &keep, &orgName, &maxConc, &hours, &memberRole)
 	if err != nil {
 		return nil, nil, s.mapErr(err)
 	}
 	a.CreatedAt, a.KeepOutputSecrets = fromMicros(created), keep != 0
+	if orgName.Valid {
+		a.Org = &model.Org{Name: orgName.String, MaxConcurrentSandboxes: int(maxConc.Int64), MonthlySandboxHours: hours.Float64}
+	}
+	k.MemberRole = memberRole.String
 	return k, &a, nil
 }
 
@@ -90,9 +103,9 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *model.APIKey) error {
 
 func (s *Store) createKey(ctx context.Context, ex execer, k *model.APIKey) error {
 	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO api_keys
-		(id, account_id, name, key_hash, prefix, role, created_at, revoked_at, last_used_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		k.ID, k.AccountID, k.Name, k.Hash, k.Prefix, k.Role, micros(k.CreatedAt), nullMicros(k.RevokedAt), nullMicros(k.LastUsedAt))
+		(id, account_id, name, key_hash, prefix, role, created_at, revoked_at, last_used_at, member_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		k.ID, k.AccountID, k.Name, k.Hash, k.Prefix, k.Role, micros(k.CreatedAt), nullMicros(k.RevokedAt), nullMicros(k.LastUsedAt), k.MemberID)
 	if err != nil {
 		return fmt.Errorf("insert api key: %w", s.mapErr(err))
 	}

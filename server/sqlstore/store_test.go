@@ -94,6 +94,8 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Secrets", testSecrets},
 		{"Webhooks", testWebhooks},
 		{"StorageSync", testStorageSync},
+		{"OAuth", testOAuth},
+		{"Orgs", testOrgs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -53,20 +54,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w *webhooks.Subscription) err
 
 // Webhooks implements webhooks.Store.
 func (s *Store) Webhooks(ctx context.Context, accountID string) ([]*webhooks.Subscription, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+webhookColumns+` FROM webhook_subscriptions WHERE account_id = ? ORDER BY created_at DESC, id`), accountID)
-	if err != nil {
-		return nil, fmt.Errorf("query webhooks: %w", err)
-	}
-	defer rows.Close()
-	var out []*webhooks.Subscription
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan webhook: %w", err)
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "webhooks", scanWebhook, `SELECT `+webhookColumns+` FROM webhook_subscriptions WHERE account_id = ? ORDER BY created_at DESC, id`, accountID)
 }
 
 // DeleteWebhook implements webhooks.Store.
@@ -123,6 +111,19 @@ func (s *Store) WebhookDeliveries(ctx context.Context, accountID, webhookID stri
 		out = append(out, d)
 	}
 	return out, rows.Err()
+}
+
+// WebhookDelivery implements webhooks.Store.
+func (s *Store) WebhookDelivery(ctx context.Context, accountID, webhookID, id string) (*webhooks.Delivery, error) {
+	d, err := scanDelivery(s.db.QueryRowContext(ctx, s.q(`SELECT `+deliveryColumns+` FROM webhook_deliveries d
+		WHERE d.account_id = ? AND d.webhook_id = ? AND d.id = ?`), accountID, webhookID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("webhook delivery %s: %w", id, webhooks.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load webhook delivery: %w", err)
+	}
+	return d, nil
 }
 
 // EnqueueWebhookDeliveries implements webhooks.Store.

@@ -58,6 +58,14 @@ func (s authorized) WebhookDeliveries(ctx context.Context, accountID, webhookID 
 	return s.inner.WebhookDeliveries(ctx, accountID, webhookID, limit, offset)
 }
 
+// WebhookDelivery: account.
+func (s authorized) WebhookDelivery(ctx context.Context, accountID, webhookID, id string) (*Delivery, error) {
+	if !authz.ActsFor(ctx, accountID) {
+		return nil, ErrNotFound
+	}
+	return s.inner.WebhookDelivery(ctx, accountID, webhookID, id)
+}
+
 // EnqueueWebhookDeliveries: record.
 func (s authorized) EnqueueWebhookDeliveries(ctx context.Context, ds []*Delivery) error {
 	for _, d := range ds {

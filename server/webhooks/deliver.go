@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -84,13 +85,23 @@ func (s *Service) Wake() {
 	}
 }
 
-// Run sends due deliveries until ctx ends: every Poll, or when woken.
+// senders is how many deliveries one server sends at once.
+const senders = 8
+
+// Run sends due deliveries until ctx ends: every Poll, when woken, and
+// whenever a sender is free again. It claims only as many deliveries as
+// it has free senders, so each is sent as soon as it is leased: a slow
+// receiver holds one sender, never the deliveries queued behind it, and
+// a lease never runs out while its delivery waits for a sender (which
+// would let another server send it too).
 func (s *Service) Run(ctx context.Context) {
 	t := time.NewTicker(s.d.Poll)
 	defer t.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	busy := make(chan struct{}, senders)
 	for {
-		for s.RunOnce(ctx) == batch {
-		}
+		s.dispatch(ctx, busy, &wg)
 		select {
 		case <-ctx.Done():
 			return
@@ -100,30 +111,28 @@ func (s *Service) Run(ctx context.Context) {
 	}
 }
 
-// RunOnce claims a batch of due deliveries, attempts each, and returns
-// how many it claimed.
-func (s *Service) RunOnce(ctx context.Context) int {
+// dispatch claims up to one due delivery per free sender and starts
+// sending each; a sender that finishes wakes Run to claim again.
+func (s *Service) dispatch(ctx context.Context, busy chan struct{}, wg *sync.WaitGroup) {
+	free := cap(busy) - len(busy)
+	if free == 0 {
+		return
+	}
 	now := s.d.Now()
-	claims, err := s.store.ClaimWebhookDeliveries(ctx, s.d.Owner, now, now.Add(lease), batch)
+	claims, err := s.store.ClaimWebhookDeliveries(ctx, s.d.Owner, now, now.Add(lease), free)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.d.Log.Error("claim webhook deliveries", "err", err)
 		}
-		return 0
+		return
 	}
-	done := make(chan struct{}, len(claims))
-	sem := make(chan struct{}, 8)
 	for _, c := range claims {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; done <- struct{}{} }()
+		busy <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-busy; s.Wake() }()
 			s.attempt(ctx, c)
-		}()
+		})
 	}
-	for range claims {
-		<-done
-	}
-	return len(claims)
 }
 
 // attempt sends c once and records the outcome.

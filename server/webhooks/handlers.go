@@ -192,6 +192,42 @@ func (s *Service) test(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// redeliver serves POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver:
+// the delivery's event queued again for the same subscription, as a new
+// delivery with the same event_id and body (a receiver that deduplicates
+// on event_id drops it; one that lost it gets it). A delivery still
+// pending is refused: it is sent anyway.
+func (s *Service) redeliver(w http.ResponseWriter, r *http.Request) error {
+	sub, err := s.load(r)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("delivery_id")
+	d, err := s.store.WebhookDelivery(r.Context(), sub.AccountID, sub.ID, id)
+	if errors.Is(err, ErrNotFound) {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "delivery %s of webhook %s not found", id, sub.ID).
+			WithHint("list them with `boxkite webhooks deliveries " + sub.ID + "`")
+	}
+	if err != nil {
+		return fmt.Errorf("load webhook delivery: %w", err)
+	}
+	if d.Status == StatusPending {
+		return api.Errorf(http.StatusConflict, api.CodeConflict, "delivery %s is still pending (%d attempts so far)", id, d.Attempts).
+			WithHint("it is sent again at its next attempt; redeliver it once it is delivered or failed")
+	}
+	now := s.d.Now()
+	again := &Delivery{
+		ID: model.NewID(), WebhookID: sub.ID, AccountID: sub.AccountID, EventID: d.EventID, EventType: d.EventType,
+		Payload: d.Payload, Status: StatusPending, NextAttemptAt: now, CreatedAt: now,
+	}
+	if err := s.store.EnqueueWebhookDeliveries(r.Context(), []*Delivery{again}); err != nil {
+		return fmt.Errorf("enqueue webhook redelivery: %w", err)
+	}
+	s.Wake()
+	httpx.WriteJSON(w, http.StatusAccepted, again.ToAPI())
+	return nil
+}
+
 func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {

@@ -14,7 +14,8 @@ func (s *Service) Routes() []httpx.Route {
 		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/webhooks", Summary: "List the account's webhook subscriptions, newest first", Response: []api.Webhook{}}, Cred: httpx.CredAPIKey, Handler: s.list},
 		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/webhooks/{id}", Summary: "Get one webhook subscription", Response: api.Webhook{}}, Cred: httpx.CredAPIKey, Handler: s.get},
 		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/webhooks/{id}", Summary: "Delete a webhook subscription and its pending deliveries", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: s.delete},
-		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/webhooks/{id}/deliveries", Summary: "A page of a subscription's deliveries, newest first (limit ≤ 100, offset)", Response: []api.WebhookDelivery{}}, Cred: httpx.CredAPIKey, Handler: s.deliveries},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/webhooks/{id}/deliveries", Summary: "A page of a subscription's deliveries, newest first (limit ≤ 100, offset)", Response: []api.WebhookDelivery{}, Query: []string{"limit", "offset"}}, Cred: httpx.CredAPIKey, Handler: s.deliveries},
+		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", Summary: "Send a delivered or failed delivery's event again, as a new delivery with the same event_id", Response: api.WebhookDelivery{}, Status: http.StatusAccepted}, Cred: httpx.CredAPIKey, Handler: s.redeliver},
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/webhooks/{id}/test", Summary: "Queue a webhook.test event for one subscription", Response: api.WebhookDelivery{}, Status: http.StatusAccepted}, Cred: httpx.CredAPIKey, Handler: s.test},
 	}
 }

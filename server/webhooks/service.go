@@ -16,7 +16,6 @@ const (
 	MaxAttempts        = 6
 	AttemptTimeout     = 10 * time.Second
 	DefaultPoll        = 5 * time.Second
-	batch              = 100
 	maxPerAccount      = 20
 )
 

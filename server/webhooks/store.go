@@ -102,6 +102,9 @@ type Store interface {
 	// WebhookDeliveries returns a page of the subscription's deliveries,
 	// newest first.
 	WebhookDeliveries(ctx context.Context, accountID, webhookID string, limit, offset int) ([]*Delivery, error)
+	// WebhookDelivery returns one delivery of the account's subscription,
+	// or ErrNotFound.
+	WebhookDelivery(ctx context.Context, accountID, webhookID, id string) (*Delivery, error)
 	// EnqueueWebhookDeliveries inserts ds (one event for each subscription
 	// of the account that takes it) in one transaction.
 	EnqueueWebhookDeliveries(ctx context.Context, ds []*Delivery) error

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -67,5 +68,47 @@ func reap(pid int) (code int, done bool) {
 		case ws.Signaled():
 			code = 128 + int(ws.Signal())
 		}
+	}
+}
+
+// reapWake bounds how long an orphan can stay a zombie when its SIGCHLD
+// lands in the instant between ReapOrphans' last wait and its sleep.
+const reapWake = 5 * time.Second
+
+// ReapOrphans is PID 1's duty in a jail whose init is the sidecar itself
+// (no second process): it reaps the processes orphaned into the jail, and
+// nothing else, for good. Call it from the main goroutine with the main
+// thread locked (runtime.LockOSThread), and start no process from it.
+//
+// It never steals an exit status from the sidecar's own commands, whose
+// os/exec Wait must see them: the kernel reparents an orphan to the jail's
+// child reaper, the main thread of PID 1, and waitid with __WNOTHREAD
+// waits only for the calling thread's children, which on the locked main
+// thread are the orphans alone (a command is a child of the thread that
+// forked it, and no goroutine but this one runs on the main thread;
+// wait4 takes __WNOTHREAD as waitid does). An
+// orphan's SIGCHLD goes to its parent thread first, so it interrupts the
+// sleep below; reapWake covers the one instant it could be missed.
+//
+// The exception: a command whose forking thread exits (a goroutine locked
+// to a thread ends without unlocking it) is reparented to another thread
+// of the process, possibly the main one. The sidecar does that only when a
+// thread's credentials could not be restored, which leaves it unusable.
+func ReapOrphans() {
+	timeout := unix.NsecToTimespec(int64(reapWake))
+	for {
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL|unix.WNOTHREAD, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil || pid <= 0 {
+				break
+			}
+		}
+		// Any signal handled on this thread ends the sleep: an orphan's
+		// SIGCHLD, sent to its parent thread, does.
+		_, _ = unix.Ppoll(nil, &timeout, nil)
 	}
 }

@@ -3,6 +3,8 @@ package jail
 import (
 	"errors"
 	"fmt"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -56,7 +58,84 @@ const (
 // Cgroup limits are not here: the jail's root cannot write the host's
 // cgroup files, so the driver places init in its cgroups before Start hands
 // over the launch document.
-func Lockdown(spec Spec) error {
+func Lockdown(spec Spec) error { return lockdown(spec, threadCalls{}) }
+
+// LockdownProcess is Lockdown for every thread of the process at once, so
+// the process itself can go on to serve (one process per jail, no re-exec):
+// no_new_privs and the capability sets are changed on each thread, and
+// threads made later inherit them from one that was. It needs the runtime
+// to reach every thread (syscall.AllThreadsSyscall), which a binary linked
+// with cgo cannot: then it changes nothing and returns ErrThreadsUnreachable,
+// and the caller falls back to Lockdown and a re-exec from the locked thread.
+func LockdownProcess(spec Spec) error {
+	if !AllThreadsReachable() {
+		return ErrThreadsUnreachable
+	}
+	return lockdown(spec, allThreads{})
+}
+
+// ErrThreadsUnreachable is LockdownProcess's refusal in a cgo binary.
+var ErrThreadsUnreachable = errors.New("lock down every thread: the binary is linked with cgo (build it with CGO_ENABLED=0)")
+
+// AllThreadsReachable reports whether syscall.AllThreadsSyscall works in
+// this binary (it does not when cgo is linked).
+func AllThreadsReachable() bool {
+	_, _, errno := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_GET_DUMPABLE, 0, 0)
+	return errno != unix.ENOTSUP
+}
+
+// ShareCgroupNamespace moves every thread of the process into the calling
+// thread's cgroup namespace. Setup enters a fresh one on the calling thread
+// only (namespaces belong to threads); a process that serves from all of
+// its threads must have them all there, or commands forked from another
+// thread would see the host's cgroup paths. Needs AllThreadsReachable.
+func ShareCgroupNamespace() error {
+	fd, err := unix.Open("/proc/thread-self/ns/cgroup", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("share cgroup namespace: %w", err)
+	}
+	defer unix.Close(fd)
+	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_SETNS, uintptr(fd), unix.CLONE_NEWCGROUP, 0); errno != 0 {
+		return fmt.Errorf("share cgroup namespace: %w", errno)
+	}
+	return nil
+}
+
+// calls are the per-thread system calls of Lockdown: on the calling thread
+// (threadCalls) or on every thread of the process (allThreads).
+type calls interface {
+	prctl(option, arg2, arg3 uintptr) error
+	capset(hdr *unix.CapUserHeader, data *unix.CapUserData) error
+}
+
+type threadCalls struct{}
+
+func (threadCalls) prctl(option, arg2, arg3 uintptr) error {
+	return unix.Prctl(int(option), arg2, arg3, 0, 0)
+}
+
+func (threadCalls) capset(hdr *unix.CapUserHeader, data *unix.CapUserData) error {
+	return unix.Capset(hdr, data)
+}
+
+type allThreads struct{}
+
+func (allThreads) prctl(option, arg2, arg3 uintptr) error {
+	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_PRCTL, option, arg2, arg3); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+func (allThreads) capset(hdr *unix.CapUserHeader, data *unix.CapUserData) error {
+	_, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(hdr)), uintptr(unsafe.Pointer(data)), 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+func lockdown(spec Spec, on calls) error {
 	s := spec.withDefaults()
 	limits := map[int]uint64{
 		unix.RLIMIT_NOFILE: maxOpenFiles,
@@ -74,14 +153,14 @@ func Lockdown(spec Spec) error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("clear dumpable: %w", err)
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+	if err := on.prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
 		return fmt.Errorf("set no_new_privs: %w", err)
 	}
 	caps := SidecarCaps(s.Nested())
 	if s.Build != nil {
 		caps = BuildCaps()
 	}
-	if err := dropCaps(caps); err != nil {
+	if err := dropCaps(caps, on); err != nil {
 		return err
 	}
 	return installSeccomp(s.Nested())
@@ -89,7 +168,7 @@ func Lockdown(spec Spec) error {
 
 // dropCaps keeps only keep in the bounding, permitted and effective sets
 // and clears the ambient and inheritable ones.
-func dropCaps(keep []int) error {
+func dropCaps(keep []int, on calls) error {
 	var mask [2]uint32
 	for _, c := range keep {
 		mask[c/32] |= 1 << (c % 32)
@@ -98,15 +177,16 @@ func dropCaps(keep []int) error {
 		if mask[c/32]&(1<<(c%32)) != 0 {
 			continue
 		}
-		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
-		if errors.Is(err, unix.EINVAL) {
-			break // past the kernel's last capability
+		// Read first, on this thread: past the kernel's last capability
+		// it fails, and a failing call must not reach every thread.
+		if _, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); errors.Is(err, unix.EINVAL) {
+			break
 		}
-		if err != nil {
+		if err := on.prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0); err != nil {
 			return fmt.Errorf("drop capability %d from bounding set: %w", c, err)
 		}
 	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+	if err := on.prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
@@ -114,7 +194,7 @@ func dropCaps(keep []int) error {
 	for i := range data {
 		data[i].Effective, data[i].Permitted = mask[i], mask[i]
 	}
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
+	if err := on.capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("set capabilities: %w", err)
 	}
 	return nil

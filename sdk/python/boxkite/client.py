@@ -98,6 +98,39 @@ class SSHKeys(Collection):
         raise NotFoundError(code="not_found", message=f"no SSH key {id}", hint="list keys with ssh_keys.list()", status=404)
 
 
+class Webhooks(Collection):
+    """Webhook subscriptions: the account's events sent, signed, to a URL
+    (docs/webhooks.md); a subscription's deliveries log; test and redelivery."""
+
+    path = "/v1/webhooks"
+
+    def create(
+        self,
+        url: str,
+        event_types: List[str],
+        description: Optional[str] = None,
+        payload_format: Optional[str] = None,
+        hec_token: Optional[str] = None,
+        *,
+        idempotency_key: Optional[str] = None,
+    ) -> dict:
+        """Subscribe ``url``; the answer's ``secret`` (it signs every delivery) is shown this once."""
+        body = {"url": url, "event_types": event_types, "description": description, "payload_format": payload_format, "hec_token": hec_token}
+        return self._create(body, idempotency_key)
+
+    def deliveries(self, id: str, limit: Optional[int] = None, offset: Optional[int] = None) -> List[dict]:
+        """A page of the subscription's deliveries, newest first."""
+        return self._t.request("GET", f"{self.path}/{quote(id)}/deliveries", query={"limit": limit, "offset": offset}) or []
+
+    def test(self, id: str) -> dict:
+        """Queue a webhook.test event for this subscription; returns the delivery."""
+        return self._t.request("POST", f"{self.path}/{quote(id)}/test")
+
+    def redeliver(self, id: str, delivery_id: str) -> dict:
+        """Send a delivered or failed delivery's event again (same event_id); returns the new delivery."""
+        return self._t.request("POST", f"{self.path}/{quote(id)}/deliveries/{quote(delivery_id)}/redeliver")
+
+
 class Secrets(Collection):
     """The account's secrets: write-only values the server sends only to
     their allowed hosts (Sandbox.http_request substitutes {{secret:NAME}}).
@@ -325,6 +358,7 @@ class Boxkite:
         self.volumes = Volumes(self._t)
         self.images = Images(self._t)
         self.mcp_connections = MCPConnections(self._t)
+        self.webhooks = Webhooks(self._t)
         self.api_keys = APIKeys(self._t)
         self.ssh_keys = SSHKeys(self._t)
         self.secrets = Secrets(self._t)

@@ -291,6 +291,13 @@ impl Client {
         Snapshots { t: self.t.clone() }
     }
 
+    /// Webhook subscriptions: create takes {"url", "event_types",
+    /// "description"?, "payload_format"?, "hec_token"?} and answers the
+    /// signing secret once; plus each one's deliveries, test and redelivery.
+    pub fn webhooks(&self) -> Webhooks {
+        Webhooks { c: Collection { t: self.t.clone(), path: "/v1/webhooks" } }
+    }
+
     /// SSH keys for the bastion. There is no GET of one key.
     pub fn ssh_keys(&self) -> Collection {
         Collection { t: self.t.clone(), path: "/v1/account/ssh-keys" }
@@ -496,6 +503,44 @@ impl Secrets {
     /// {"value", "allowed_hosts"}.
     pub fn update(&self, id: &str, body: Value) -> Result<Value> {
         self.c.t.json(Req::new("PUT", format!("{}/{}", self.c.path, seg(id))).json(body))
+    }
+}
+
+/// Webhook subscriptions: a Collection, plus a subscription's deliveries,
+/// a test event and redelivery (docs/webhooks.md).
+pub struct Webhooks {
+    c: Collection,
+}
+
+impl std::ops::Deref for Webhooks {
+    type Target = Collection;
+    fn deref(&self) -> &Collection {
+        &self.c
+    }
+}
+
+impl Webhooks {
+    /// A page of the subscription's deliveries, newest first (limit 1..100; None: the server's 20).
+    pub fn deliveries(&self, id: &str, limit: Option<u32>, offset: Option<u32>) -> Result<Vec<Value>> {
+        let path = format!("{}/{}/deliveries", self.c.path, seg(id));
+        let mut r = Req::new("GET", path.clone());
+        if let Some(l) = limit {
+            r = r.query("limit", l);
+        }
+        if let Some(o) = offset {
+            r = r.query("offset", o);
+        }
+        json_array(self.c.t.json(r)?, &path)
+    }
+
+    /// Queues a webhook.test event for this subscription; returns the delivery.
+    pub fn test(&self, id: &str) -> Result<Value> {
+        self.c.t.json(Req::new("POST", format!("{}/{}/test", self.c.path, seg(id))))
+    }
+
+    /// Sends a delivered or failed delivery's event again (same event_id); returns the new delivery.
+    pub fn redeliver(&self, id: &str, delivery_id: &str) -> Result<Value> {
+        self.c.t.json(Req::new("POST", format!("{}/{}/deliveries/{}/redeliver", self.c.path, seg(id), seg(delivery_id))))
     }
 }
 

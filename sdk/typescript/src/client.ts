@@ -13,6 +13,7 @@ import type {
   CreateImageRequest,
   CreateSandboxRequest,
   CreateSecretRequest,
+  CreateWebhookRequest,
   Health,
   HostStatus,
   Image,
@@ -27,6 +28,8 @@ import type {
   UpdateSecretRequest,
   Usage,
   Volume,
+  Webhook,
+  WebhookDelivery,
 } from "./types.js";
 
 /** Options of a create: the Idempotency-Key to send (a fresh one by default). */
@@ -107,6 +110,27 @@ export class Secrets extends ListedCollection<Secret, CreateSecretRequest> {
     const found = (await this.list()).find((x) => x.id === id || x.name === id);
     if (!found) throw new BoxkiteError({ code: "not_found", message: `no secret ${id}`, status: 404, hint: "list them first" });
     return found;
+  }
+}
+
+/**
+ * Webhook subscriptions: the account's events sent, signed, to a URL
+ * (docs/webhooks.md). A created subscription's `secret` is shown this once.
+ */
+export class Webhooks extends Collection<Webhook, CreateWebhookRequest> {
+  /** A page of the subscription's deliveries, newest first. */
+  async deliveries(id: string, o: { limit?: number; offset?: number } = {}): Promise<WebhookDelivery[]> {
+    return (await this.t.json<WebhookDelivery[] | undefined>("GET", `${this.path}/${seg(id)}/deliveries`, { query: o })) ?? [];
+  }
+
+  /** Queues a webhook.test event for this subscription. */
+  test(id: string): Promise<WebhookDelivery> {
+    return this.t.json("POST", `${this.path}/${seg(id)}/test`);
+  }
+
+  /** Sends a delivered or failed delivery's event again (same event_id), as a new delivery. */
+  redeliver(id: string, deliveryId: string): Promise<WebhookDelivery> {
+    return this.t.json("POST", `${this.path}/${seg(id)}/deliveries/${seg(deliveryId)}/redeliver`);
   }
 }
 
@@ -274,6 +298,7 @@ export class Boxkite {
   readonly apiKeys: APIKeys;
   readonly sshKeys: SSHKeys;
   readonly secrets: Secrets;
+  readonly webhooks: Webhooks;
   readonly snapshots: Snapshots;
   readonly account: Account;
 
@@ -287,6 +312,7 @@ export class Boxkite {
     this.apiKeys = new APIKeys(this.t, "/v1/api-keys");
     this.sshKeys = new SSHKeys(this.t, "/v1/account/ssh-keys");
     this.secrets = new Secrets(this.t, "/v1/secrets");
+    this.webhooks = new Webhooks(this.t, "/v1/webhooks");
     this.snapshots = new Snapshots(this.t);
     this.account = new Account(this.t);
   }

@@ -71,6 +71,9 @@ export type Usage = S["Usage"];
 export type ViewResult = S["ViewResult"];
 export type Volume = S["Volume"];
 export type WatchResult = S["WatchResult"];
+export type Webhook = S["Webhook"];
+export type CreateWebhookRequest = S["CreateWebhookRequest"];
+export type WebhookDelivery = S["WebhookDelivery"];
 
 /** One event of a streamed exec (Accept: application/x-ndjson). */
 export type ExecEvent =

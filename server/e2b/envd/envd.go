@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -396,4 +397,50 @@ func connectCode(e *api.Error) connect.Code {
 		return connect.CodeUnavailable
 	}
 	return connect.CodeInternal
+}
+
+// RouteHandler is a route with the function that serves it, for the
+// route list (docs/routes.md), which is tested against the muxes.
+type RouteHandler struct {
+	Port    string // envd's routes: the E2b-Sandbox-Port they answer on; "" for the control plane's
+	Pattern string // "METHOD /path"; an RPC's path is its procedure's
+	Func    any    // the function that serves it: a handler, or an RPC's method
+	// MuxPattern is the pattern its mux registers it under (an RPC's:
+	// its service's prefix); Served returns the one the mux serves r with.
+	MuxPattern string
+	Served     func(r *http.Request) string
+}
+
+// RouteHandlers lists every route of both ports with its handler.
+func (h *Handler) RouteHandlers() []RouteHandler {
+	services := map[string]reflect.Type{
+		"/process.Process/":       reflect.TypeFor[processService](),
+		"/filesystem.Filesystem/": reflect.TypeFor[filesystemService](),
+	}
+	fns := map[string]any{}
+	for _, rt := range h.httpRoutes() {
+		fns[rt.port+" "+rt.pattern] = rt.fn
+	}
+	var out []RouteHandler
+	for _, rt := range Routes() {
+		mux := h.envd
+		if rt.Port == PortInterpreter {
+			mux = h.interp
+		}
+		rh := RouteHandler{
+			Port: rt.Port, Pattern: rt.Method + " " + rt.Pattern, MuxPattern: rt.Method + " " + rt.Pattern,
+			Served: func(r *http.Request) string { _, p := mux.Handler(r); return p },
+		}
+		if rt.RPC {
+			i := strings.LastIndex(rt.Pattern, "/")
+			rh.MuxPattern = rt.Pattern[:i+1]
+			if m, ok := services[rh.MuxPattern].MethodByName(rt.Pattern[i+1:]); ok {
+				rh.Func = m.Func.Interface()
+			}
+		} else {
+			rh.Func = fns[rt.Port+" "+rh.Pattern]
+		}
+		out = append(out, rh)
+	}
+	return out
 }

@@ -22,16 +22,12 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request) {
 	sess := sessionFrom(ctx)
 	p := absPath(r.URL.Query().Get("path"))
 	started := time.Now()
-	resp, err := sess.Sidecar(ctx, http.MethodGet, "/files/raw", url.Values{"path": {p}}, nil, nil)
+	resp, err := sidecarOK(ctx, sess, http.MethodGet, "/files/raw", url.Values{"path": {p}}, nil, nil)
 	if err != nil {
 		h.restError(w, r, err)
 		return
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		h.restError(w, r, sidecarError(resp))
-		return
-	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	if cl := resp.Header.Get("Content-Length"); cl != "" {
 		w.Header().Set("Content-Length", cl)
@@ -146,15 +142,12 @@ func (h *Handler) putFile(ctx context.Context, p string, body io.Reader) error {
 	sess := sessionFrom(ctx)
 	started := time.Now()
 	cr := &countingReader{r: body}
-	resp, err := sess.Sidecar(ctx, http.MethodPut, "/files/raw", url.Values{"path": {p}}, cr,
+	resp, err := sidecarOK(ctx, sess, http.MethodPut, "/files/raw", url.Values{"path": {p}}, cr,
 		http.Header{"Content-Type": {"application/octet-stream"}})
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return sidecarError(resp)
-	}
+	resp.Body.Close()
 	code := 0
 	return sess.Audit(ctx, AuditEntry{
 		Operation: "file_upload", Detail: map[string]any{"path": p, "bytes": cr.n, "interface": "e2b"},

@@ -101,16 +101,12 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 	code := wrapCode(cc, req.Code, req.EnvVars)
 	body, _ := json.Marshal(api.InterpreterExecRequest{Code: code, Timeout: api.MaxInterpreterTimeout})
 	started := time.Now()
-	resp, err := sess.Sidecar(ctx, http.MethodPost, "/interpreter/exec", nil, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
+	resp, err := sidecarOK(ctx, sess, http.MethodPost, "/interpreter/exec", nil, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
 	if err != nil {
 		h.restError(w, r, err)
 		return
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		h.restError(w, r, sidecarError(resp))
-		return
-	}
 	var res api.InterpreterExecResult
 	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
 		h.restError(w, r, fmt.Errorf("decode interpreter result: %w", err))
@@ -312,16 +308,12 @@ func (h *Handler) restartContext(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	resp, err := sess.Sidecar(r.Context(), http.MethodPost, "/interpreter/reset", nil, nil, nil)
+	resp, err := sidecarOK(r.Context(), sess, http.MethodPost, "/interpreter/reset", nil, nil, nil)
 	if err != nil {
 		h.restError(w, r, err)
 		return
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		h.restError(w, r, sidecarError(resp))
-		return
-	}
+	resp.Body.Close()
 	w.WriteHeader(http.StatusNoContent)
 }
 

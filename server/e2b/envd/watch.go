@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -27,14 +28,10 @@ func (h *Handler) openWatch(ctx context.Context, sess Session, dir string, recur
 	if err != nil {
 		return nil, nil, err
 	}
-	resp, err := sess.Sidecar(ctx, http.MethodPost, "/watch/stream", nil, bytes.NewReader(body),
+	resp, err := sidecarOK(ctx, sess, http.MethodPost, "/watch/stream", nil, bytes.NewReader(body),
 		http.Header{"Content-Type": {"application/json"}})
 	if err != nil {
 		return nil, nil, h.rpcError(ctx, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		defer resp.Body.Close()
-		return nil, nil, h.rpcError(ctx, sidecarError(resp))
 	}
 	dec := json.NewDecoder(resp.Body)
 	var first api.WatchStreamEvent
@@ -247,6 +244,20 @@ func (s filesystemService) RemoveWatcher(ctx context.Context, req *connect.Reque
 }
 
 // sidecarError reads the sidecar's error envelope from a non-2xx answer.
+// sidecarOK is sess.Sidecar answering a failure as an error: the
+// sidecar's own, read from a non-2xx answer (whose body it closes).
+func sidecarOK(ctx context.Context, sess Session, method, path string, q url.Values, body io.Reader, hdr http.Header) (*http.Response, error) {
+	resp, err := sess.Sidecar(ctx, method, path, q, body, hdr)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, sidecarError(resp)
+	}
+	return resp, nil
+}
+
 func sidecarError(resp *http.Response) error {
 	var env api.ErrorEnvelope
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

@@ -358,6 +358,14 @@ type getopt struct {
 // ok is false when an option's value is missing.
 func (g getopt) parse(args []string, fn func(name, val string)) (first int, ok bool) {
 	i := 0
+	// next takes the option's value from the argument after it.
+	next := func() (string, bool) {
+		if i+1 >= len(args) {
+			return "", false
+		}
+		i++
+		return args[i], true
+	}
 	for i < len(args) {
 		a := args[i]
 		switch {
@@ -366,11 +374,9 @@ func (g getopt) parse(args []string, fn func(name, val string)) (first int, ok b
 		case strings.HasPrefix(a, "--"):
 			name, val, hasVal := strings.Cut(a, "=")
 			if !hasVal && g.takesLong(name[2:]) {
-				if i+1 >= len(args) {
+				if val, ok = next(); !ok {
 					return i, false
 				}
-				i++
-				val = args[i]
 			}
 			if fn != nil {
 				fn(name, val)
@@ -386,11 +392,9 @@ func (g getopt) parse(args []string, fn func(name, val string)) (first int, ok b
 				}
 				val := a[j+1:]
 				if val == "" {
-					if i+1 >= len(args) {
+					if val, ok = next(); !ok {
 						return i, false
 					}
-					i++
-					val = args[i]
 				}
 				if fn != nil {
 					fn(name, val)

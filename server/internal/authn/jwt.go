@@ -1,19 +1,20 @@
 package authn
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
-// Access tokens are HS256 JWTs, written by hand: the format is three
-// base64url parts, and a library would bring algorithms ("none", RS256
-// with a confusable key) we must refuse anyway.
+// Access tokens are HS256 JWTs made and checked by
+// github.com/golang-jwt/jwt/v5. The parser is pinned to HS256, so "none"
+// and the algorithm-confusion tricks are refused by the library; the
+// claims keep the JSON they had when the tokens were written by hand
+// (sub, email, type, iat, exp as integers), so tokens issued before the
+// switch still verify.
 
 // TokenTypeAccess is the "type" claim of the tokens signup and login issue.
 // Other token types (takeover, preview) will use other values, so one can
@@ -27,84 +28,98 @@ const DefaultAccessTokenTTL = 30 * time.Minute
 // at least as many key bytes as the hash has.
 const MinJWTSecretLen = 32
 
-// jwtClockSkew is how far in the future an iat may be, for servers whose
+// ClockSkew is how far in the future an iat may be, for servers whose
 // clocks disagree slightly.
 const ClockSkew = time.Minute
 
 // SettingJWTSecret names the generated signing key in the store's settings.
 const SettingJWTSecret = "jwt_secret"
 
-// jwtHeader is the only header we issue or accept.
-var jwtHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
+// Times are the iat and exp claims as integers, the way boxkite has
+// always written them; embedded last in a claims struct, they give it
+// the methods of jwt.Claims without changing its JSON.
+type Times struct {
+	Iat int64 `json:"iat"`
+	Exp int64 `json:"exp"`
+}
+
+// GetExpirationTime implements jwt.Claims.
+func (t Times) GetExpirationTime() (*jwt.NumericDate, error) {
+	if t.Exp == 0 {
+		return nil, nil
+	}
+	return jwt.NewNumericDate(time.Unix(t.Exp, 0)), nil
+}
+
+// GetIssuedAt implements jwt.Claims.
+func (t Times) GetIssuedAt() (*jwt.NumericDate, error) {
+	return jwt.NewNumericDate(time.Unix(t.Iat, 0)), nil
+}
+
+// GetNotBefore implements jwt.Claims: boxkite tokens carry no nbf.
+func (Times) GetNotBefore() (*jwt.NumericDate, error) { return nil, nil }
+
+// GetIssuer implements jwt.Claims: boxkite tokens carry no iss.
+func (Times) GetIssuer() (string, error) { return "", nil }
+
+// GetSubject implements jwt.Claims; a claims type with a sub checks it itself.
+func (Times) GetSubject() (string, error) { return "", nil }
+
+// GetAudience implements jwt.Claims: these tokens carry no aud.
+func (Times) GetAudience() (jwt.ClaimStrings, error) { return nil, nil }
 
 // AccessClaims are the claims of an access token.
 type AccessClaims struct {
 	Sub   string `json:"sub"` // account id
 	Email string `json:"email"`
 	Type  string `json:"type"`
-	Iat   int64  `json:"iat"`
-	Exp   int64  `json:"exp"`
+	Times
 }
 
 var (
 	errTokenMalformed = errors.New("malformed token")
-	errTokenSignature = errors.New("bad token signature")
-	ErrTokenExpired   = errors.New("token expired")
-	errTokenType      = errors.New("wrong token type")
+	// ErrTokenExpired is returned for a token whose exp has passed.
+	ErrTokenExpired = errors.New("token expired")
+	errTokenType    = errors.New("wrong token type")
 )
 
 // SignJWT returns claims as a signed token.
 func SignJWT(key []byte, c AccessClaims) (string, error) { return SignToken(key, c) }
 
-func MAC(key []byte, signed string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(signed))
-	return m.Sum(nil)
+// SignToken returns claims, any claims with a "type", as an HS256 token.
+func SignToken(key []byte, claims jwt.Claims) (string, error) {
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(key)
+	if err != nil {
+		return "", fmt.Errorf("sign token: %w", err)
+	}
+	return tok, nil
 }
 
-// SignToken returns claims, any JSON object with a "type", as a signed token.
-func SignToken(key []byte, claims any) (string, error) {
-	payload, err := json.Marshal(claims)
+// VerifyToken checks token's algorithm (HS256 only), signature and exp
+// (required, by now) and its iat (at most ClockSkew ahead of now), and
+// decodes its payload into claims; each token type checks its own
+// claims after.
+func VerifyToken(key []byte, token string, claims jwt.Claims, now time.Time) error {
+	p := jwt.NewParser(
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithExpirationRequired(),
+		jwt.WithTimeFunc(func() time.Time { return now }),
+	)
+	_, err := p.ParseWithClaims(token, claims, func(*jwt.Token) (any, error) { return key, nil })
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return ErrTokenExpired
+	case err != nil:
+		return fmt.Errorf("%w: %w", errTokenMalformed, err)
+	}
+	iat, err := claims.GetIssuedAt()
 	if err != nil {
-		return "", fmt.Errorf("encode claims: %w", err)
+		return fmt.Errorf("%w: %w", errTokenMalformed, err)
 	}
-	signed := jwtHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
-	return signed + "." + base64.RawURLEncoding.EncodeToString(MAC(key, signed)), nil
-}
-
-// VerifyJWT checks token's header (HS256 only) and signature and returns
-// its payload, not yet decoded: each token type checks its own claims.
-func VerifyJWT(key []byte, token string) ([]byte, error) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return nil, errTokenMalformed
+	if iat != nil && iat.After(now.Add(ClockSkew)) {
+		return fmt.Errorf("%w: issued in the future", errTokenMalformed)
 	}
-	hdr, err := base64.RawURLEncoding.DecodeString(parts[0])
-	if err != nil {
-		return nil, errTokenMalformed
-	}
-	var h struct {
-		Alg string `json:"alg"`
-		Typ string `json:"typ"`
-	}
-	if err := json.Unmarshal(hdr, &h); err != nil {
-		return nil, errTokenMalformed
-	}
-	if h.Alg != "HS256" {
-		return nil, fmt.Errorf("%w: algorithm %q", errTokenMalformed, h.Alg)
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil {
-		return nil, errTokenMalformed
-	}
-	if !hmac.Equal(sig, MAC(key, parts[0]+"."+parts[1])) {
-		return nil, errTokenSignature
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return nil, errTokenMalformed
-	}
-	return payload, nil
+	return nil
 }
 
 // ParseJWT verifies token and returns its claims: the header must be
@@ -112,22 +127,14 @@ func VerifyJWT(key []byte, token string) ([]byte, error) {
 // must be before exp.
 func ParseJWT(key []byte, token string, now time.Time) (AccessClaims, error) {
 	var c AccessClaims
-	payload, err := VerifyJWT(key, token)
-	if err != nil {
+	if err := VerifyToken(key, token, &c, now); err != nil {
 		return c, err
-	}
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return c, errTokenMalformed
 	}
 	switch {
 	case c.Type != TokenTypeAccess:
 		return c, errTokenType
-	case c.Sub == "" || c.Exp == 0:
+	case c.Sub == "":
 		return c, errTokenMalformed
-	case now.Unix() >= c.Exp:
-		return c, ErrTokenExpired
-	case time.Unix(c.Iat, 0).After(now.Add(ClockSkew)):
-		return c, fmt.Errorf("%w: issued in the future", errTokenMalformed)
 	}
 	return c, nil
 }

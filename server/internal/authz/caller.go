@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"errors"
 
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
@@ -42,3 +43,48 @@ func From(ctx context.Context) *Caller {
 // Account returns the authenticated account. Only handlers behind the
 // guard (any credential kind but httpx.CredNone) may call it.
 func Account(ctx context.Context) *model.Account { return From(ctx).Account }
+
+// PersonID is the person behind the caller: the holder of an
+// organization's key, else the account itself (a personal account's key
+// or access token).
+func (c *Caller) PersonID() string {
+	if c == nil || c.Account == nil {
+		return ""
+	}
+	if c.Key != nil && c.Key.MemberID != "" {
+		return c.Key.MemberID
+	}
+	return c.Account.ID
+}
+
+// Org returns the organization the caller acts for with one of its keys,
+// nil for a personal account.
+func (c *Caller) Org() *model.Org {
+	if c == nil || c.Account == nil {
+		return nil
+	}
+	return c.Account.Org
+}
+
+// errNotMember refuses the key of an organization its holder no longer
+// belongs to.
+var errNotMember = errors.New("authz: the key's holder is not a member of its organization")
+
+// OrgKey returns key as it may act: a personal account's key as it is;
+// an organization's key with Role lowered to its effective role (the
+// lesser of its own and its holder's role in the organization,
+// model.EffectiveKeyRole), or an error when the holder is no longer a
+// member. Every role check downstream reads Caller.Key.Role, so it sees
+// the effective role.
+func OrgKey(key *model.APIKey) (*model.APIKey, error) {
+	if key.MemberID == "" {
+		return key, nil
+	}
+	eff := model.EffectiveKeyRole(key.Role, key.MemberRole)
+	if eff == "" {
+		return nil, errNotMember
+	}
+	k := *key
+	k.Role = eff
+	return &k, nil
+}

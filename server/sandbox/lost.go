@@ -1,0 +1,140 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// lostGrace is how long a sandbox reported gone waits before it is marked
+// lost. The server deleting a sandbox removes it from the substrate first
+// and records it right after, so a deletion by any server sharing the
+// store (this one too) is on record by then and is left alone.
+const lostGrace = 2 * time.Second
+
+// WatchLost marks sandboxes lost as the driver reports them, until ctx is
+// done. Drivers that cannot tell (the local driver's sandboxes are this
+// process's children) are not watched.
+func (s *Service) WatchLost(ctx context.Context) {
+	d := s.baseDriver()
+	lw, ok := d.(model.LossWatcher)
+	if !ok {
+		return
+	}
+	grace := lostGrace
+	if g, ok := d.(model.LossGracer); ok {
+		grace = g.LostGrace()
+	}
+	pending := make(chan struct{}, 64) // bounds the marks in flight
+	defer func() {
+		for range cap(pending) {
+			pending <- struct{}{}
+		}
+	}()
+	for ctx.Err() == nil {
+		err := lw.WatchLost(ctx, func(id string) {
+			pending <- struct{}{}
+			go func() {
+				defer func() { <-pending }()
+				s.markLost(ctx, id, grace)
+			}()
+		})
+		if err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "watch for lost sandboxes", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// markLost records sandbox id as lost once grace has passed, unless it
+// was destroyed meanwhile.
+func (s *Service) markLost(ctx context.Context, id string, grace time.Duration) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(grace):
+	}
+	ctx, cancel := context.WithTimeout(ctx, CleanupTimeout)
+	defer cancel()
+	s.loseSandbox(ctx, id, "it left the substrate while the server ran")
+}
+
+// loseSandbox tears down what is left of sandbox id, records it lost and
+// says so in its audit log (and so to its watchers), unless it was no
+// longer active. why ends "sandbox lost: …" in the log and the entry.
+func (s *Service) loseSandbox(ctx context.Context, id, why string) {
+	if s.calls.Ending(id) != nil {
+		return // this server is destroying it: its sidecar's end is no loss
+	}
+	// Decided under the lifecycle lock, after a pause or resume under way
+	// finished: a paused sandbox's sidecar is gone on purpose (a
+	// filesystem pause ends it; the kube driver deletes its pod), and a
+	// resumed one may answer elsewhere now.
+	defer s.lifecycleLocks.lock(id)()
+	if cur, err := s.store.SandboxByID(ctx, id); err != nil || !cur.Active() || s.probeAlive(ctx, id) {
+		return
+	}
+	switch sb, err := s.destroyLocked(ctx, id, api.StatusLost, model.ReasonLost); {
+	case err == nil:
+		s.log.WarnContext(ctx, "sandbox lost: "+why, "sandbox", id)
+		s.recordLost(ctx, sb, why)
+	case errors.Is(err, ErrNotActive), errors.Is(err, model.ErrNotFound):
+		// destroyed on purpose, or never ours
+	default:
+		s.log.ErrorContext(ctx, "mark sandbox lost", "sandbox", id, "err", err)
+	}
+}
+
+// recordLost appends the sandbox_lost entry of a sandbox just marked lost.
+func (s *Service) recordLost(ctx context.Context, sb *model.Sandbox, why string) {
+	// A failure leaves the entry waiting in the audit gate.
+	_ = s.audit(ctx, audit.Record{
+		Sandbox: sb, Source: api.LogSourceSystem, Operation: "sandbox_lost",
+		Detail: map[string]any{"reason": why}, Started: s.now(),
+	})
+}
+
+// probeAlive reports whether the driver says sandbox id runs; false when
+// it cannot tell.
+func (s *Service) probeAlive(ctx context.Context, id string) bool {
+	p, ok := s.baseDriver().(model.Prober)
+	if !ok {
+		return false
+	}
+	alive, err := p.Probe(ctx, id)
+	return err == nil && alive
+}
+
+// LostAnswer is the answer to a call to a lost sandbox.
+func LostAnswer(id string) *api.Error {
+	return api.Errorf(http.StatusGone, api.CodeSandboxLost, "sandbox %s is lost: its sidecar stopped while it was active", id).
+		WithHint("its processes and files are gone; create a new sandbox with `boxkite session create` (`boxkite log -s " + id + "` shows its history)")
+}
+
+// Unreachable is the answer when a call could not reach the sandbox's
+// sidecar: 410 sandbox_lost, after marking it lost, when the driver says
+// it is gone; else the plain 502.
+func (s *Service) Unreachable(ctx context.Context, sb *model.Sandbox) *api.Error {
+	if ae, ok := s.calls.Ending(sb.ID).(*api.Error); ok {
+		return ae // destroyed under the call
+	}
+	d := s.baseDriver()
+	if p, ok := d.(model.Prober); ok {
+		if alive, err := p.Probe(ctx, sb.ID); err == nil && !alive {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+			defer cancel()
+			s.loseSandbox(cctx, sb.ID, "its sidecar stopped while the server ran")
+			return LostAnswer(sb.ID)
+		}
+	}
+	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not reach the sandbox's sidecar").
+		WithHint("the sandbox may have stopped; check it with `boxkite session get` or create a new one")
+}

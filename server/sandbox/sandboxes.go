@@ -1,0 +1,495 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// CleanupTimeout bounds compensating work (tearing down a half-created
+// sandbox) that must finish even when the request that started it is gone.
+const CleanupTimeout = time.Minute
+
+// createParams is a validated CreateSandboxRequest.
+type createParams struct {
+	label        string
+	size         string
+	storageGB    float64
+	lifetime     time.Duration
+	count        int
+	fromSnapshot string // the driver's key of the snapshot the sandbox starts from (server/snapshot)
+	imageID      string // validated image_id and its root filesystem (images_api.go)
+	imageRoot    string
+	volumes      []model.VolumeMount // validated volume_mounts (volumes.go)
+	egress       egress.Allowlist    // granted by mcp_connection_names (mcpconn.go) and egress_hosts
+	secrets      []string            // secret_names, checked (server/secrets)
+	autoPause    bool                // paused at expires_at, not destroyed (pause.go)
+}
+
+func (s *Service) validateCreate(req api.CreateSandboxRequest) (createParams, error) {
+	p := createParams{label: req.Label, size: req.Size, storageGB: req.StorageGB, count: req.Count, autoPause: req.AutoPause}
+	maxMin := int(s.cfg.MaxLifetime / time.Minute)
+	switch {
+	case len(req.Label) > model.MaxLabelLen:
+		return p, httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", model.MaxLabelLen), "")
+	case req.Label != "" && req.Count > 1:
+		return p, httpx.Invalid("label", "a label names one sandbox, so it cannot go with a count above 1",
+			"leave the label out, or create the sandboxes one at a time with labels of their own")
+	case req.StorageGB < 0 || math.IsNaN(req.StorageGB):
+		return p, httpx.Invalid("storage_gb", "storage_gb must not be negative", "")
+	case req.LifetimeMinutes < 0:
+		return p, httpx.Invalid("lifetime_minutes", "lifetime_minutes must not be negative", "omit it for the default")
+	case req.LifetimeMinutes > maxMin:
+		return p, httpx.Invalid("lifetime_minutes", fmt.Sprintf("lifetime_minutes %d exceeds the maximum of %d", req.LifetimeMinutes, maxMin),
+			fmt.Sprintf("ask for at most %d minutes and extend the sandbox later", maxMin))
+	case req.Count < 0 || req.Count > s.cfg.MaxCount:
+		return p, httpx.Invalid("count", fmt.Sprintf("count must be between 1 and %d", s.cfg.MaxCount), "")
+	}
+	switch req.Size {
+	case "":
+		p.size = api.SizeSmall
+	case api.SizeSmall, api.SizeMedium, api.SizeLarge:
+	default:
+		return p, httpx.Invalid("size", fmt.Sprintf("size %q is not one of small, medium, large", req.Size), "")
+	}
+	p.lifetime = s.cfg.DefaultLifetime
+	if req.LifetimeMinutes > 0 {
+		p.lifetime = time.Duration(req.LifetimeMinutes) * time.Minute
+	}
+	if p.count == 0 {
+		p.count = 1
+	}
+	return p, nil
+}
+
+// createSandbox serves POST /v1/sandboxes. With count > 1 the answer is an array.
+func (s *Service) createSandbox(w http.ResponseWriter, r *http.Request) error {
+	var req api.CreateSandboxRequest
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
+		return err
+	}
+	p, err := s.validateCreate(req)
+	if err != nil {
+		return err
+	}
+	p.imageID = req.ImageID
+	if p.imageRoot, err = s.d.ImageRoot(r.Context(), authz.Account(r.Context()).ID, req.ImageID); err != nil {
+		return err
+	}
+	if p.volumes, err = s.d.Volumes.ValidateMounts(r.Context(), authz.Account(r.Context()), req.VolumeMounts); err != nil {
+		return err
+	}
+	if p.egress, err = s.d.Grants(r.Context(), authz.Account(r.Context()), req.MCPConnectionNames); err != nil {
+		return err
+	}
+	hosts, err := egressHosts(authz.From(r.Context()).Key, req.EgressHosts)
+	if err != nil {
+		return err
+	}
+	p.egress = append(p.egress, hosts...)
+	if err := s.d.Secrets.CheckNames(r.Context(), authz.Account(r.Context()).ID, req.SecretNames); err != nil {
+		return err
+	}
+	p.secrets = req.SecretNames
+	if err := s.admitCreate(r.Context(), p.count); err != nil {
+		return err
+	}
+	sbs, err := s.startSandboxes(r.Context(), authz.Account(r.Context()), p)
+	if err != nil {
+		return err
+	}
+	if req.Count > 1 {
+		out := make([]api.Sandbox, len(sbs))
+		for i, sb := range sbs {
+			out[i] = sb.ToAPI()
+		}
+		httpx.WriteJSON(w, http.StatusCreated, out)
+		return nil
+	}
+	httpx.WriteJSON(w, http.StatusCreated, sbs[0].ToAPI())
+	return nil
+}
+
+// startSandboxes checks the fair-use limits and records p.count
+// sandboxes at once (limits.go), then creates them in parallel. It is all
+// or nothing: if one fails, the others are torn down and removed.
+func (s *Service) startSandboxes(ctx context.Context, acct *model.Account, p createParams) ([]*model.Sandbox, error) {
+	recs := make([]*model.Sandbox, p.count)
+	for i := range recs {
+		recs[i] = s.newSandboxRecord(acct, p)
+	}
+	if err := s.reserveSandboxes(ctx, acct, p, recs); err != nil {
+		return nil, err
+	}
+	if err := s.d.Volumes.Attach(ctx, recs, p.volumes); err != nil {
+		return nil, err
+	}
+	sbs := make([]*model.Sandbox, p.count)
+	errs := make([]error, p.count)
+	var wg sync.WaitGroup
+	for i := range p.count {
+		wg.Go(func() { sbs[i], errs[i] = s.startSandbox(ctx, recs[i], p) })
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err == nil {
+		for _, sb := range sbs {
+			s.emit(ctx, sb.AccountID, api.EventSandboxCreated, sandboxEvent(sb))
+		}
+		return sbs, nil
+	}
+	for _, sb := range sbs {
+		if sb != nil {
+			s.Discard(ctx, sb.ID)
+		}
+	}
+	for _, e := range errs {
+		if e != nil {
+			return nil, e // the first is as good as any, and keeps an *api.Error intact
+		}
+	}
+	return nil, err
+}
+
+// newSandboxRecord returns the row of a sandbox about to be created.
+func (s *Service) newSandboxRecord(acct *model.Account, p createParams) *model.Sandbox {
+	now := s.now()
+	return &model.Sandbox{
+		ID:              model.NewID(),
+		AccountID:       acct.ID,
+		Label:           p.label,
+		Size:            p.size,
+		StorageGB:       p.storageGB,
+		LifetimeMinutes: int(p.lifetime / time.Minute),
+		Status:          model.StatusCreating,
+		CreatedAt:       now,
+		ExpiresAt:       now.Add(p.lifetime),
+		Driver:          s.cfg.DriverName,
+		AutoPause:       p.autoPause,
+	}
+}
+
+// startSandbox asks the driver for a sandbox recorded as creating, and
+// marks it active with its endpoint. A failure leaves no row behind.
+//
+// The row is written before Driver.Create so that a crash mid-create
+// leaves a trace: Init finds the "creating" row and tears down whatever
+// the driver had started.
+func (s *Service) startSandbox(ctx context.Context, sb *model.Sandbox, p createParams) (*model.Sandbox, error) {
+	// Recorded before the jail exists, so a racing image delete sees the
+	// use, and so a restarted server can re-open the sandbox's egress.
+	if err := s.recordCreate(ctx, sb, p); err != nil {
+		s.log.ErrorContext(ctx, "record sandbox", "sandbox", sb.ID, "err", err)
+		s.Discard(ctx, sb.ID)
+		if model.IsStorageFault(err) {
+			return nil, model.StorageFailed("create the sandbox")
+		}
+		return nil, sandboxFailed("create")
+	}
+	ep, err := s.driver.Create(ctx, model.Spec{
+		ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot,
+		FromSnapshot: p.fromSnapshot,
+		Egress:       s.egressServer(sb, p.egress),
+	})
+	if err != nil {
+		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
+		s.Discard(ctx, sb.ID)
+		if model.IsStorageFault(err) {
+			return nil, model.StorageFailed("create the sandbox")
+		}
+		if he, ok := errors.AsType[*model.HostLimitError](err); ok {
+			return nil, he.APIError("create")
+		}
+		return nil, sandboxFailed("create")
+	}
+	// The sandbox exists now; record it even if the client has gone away,
+	// since the caller tears it down on error anyway.
+	active, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), sb.ID, func(sb *model.Sandbox) error {
+		sb.Status = api.StatusActive
+		sb.Endpoint = ep
+		return nil
+	})
+	if err != nil {
+		s.Discard(ctx, sb.ID)
+		return nil, fmt.Errorf("record sandbox endpoint: %w", err)
+	}
+	if s.d.Hooks != nil {
+		s.d.Hooks.Created(ctx, active) // the storage sync starts
+	}
+	return active, nil
+}
+
+// Discard tears a sandbox down and removes its row, as if it never
+// existed; used when a create fails part way. Errors are logged: a leftover
+// is cleaned up by the next start's reconciliation.
+func (s *Service) Discard(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer cancel()
+	s.sidecars.Forget(id)
+	if err := s.driver.Delete(ctx, id); err != nil {
+		s.log.ErrorContext(ctx, "tear down failed sandbox", "sandbox", id, "err", err)
+	}
+	if err := s.store.DeleteSandbox(ctx, id); err != nil && !errors.Is(err, model.ErrNotFound) {
+		s.log.ErrorContext(ctx, "remove failed sandbox row", "sandbox", id, "err", err)
+	}
+}
+
+// sandboxFailed is the safe answer when the driver or a sidecar failed
+// (model.SandboxFailed).
+func sandboxFailed(op string) *api.Error { return model.SandboxFailed(op) }
+
+func (s *Service) listSandboxes(w http.ResponseWriter, r *http.Request) error {
+	activeOnly := false
+	if v := r.URL.Query().Get("active_only"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return &api.Error{
+				Status: http.StatusUnprocessableEntity, Code: api.CodeValidation,
+				Message: fmt.Sprintf("active_only %q is not a boolean", v), Hint: "use active_only=true or active_only=false",
+				Details: []httpx.FieldError{{Loc: []string{"query", "active_only"}, Msg: "not a boolean", Type: "value_error"}},
+			}
+		}
+		activeOnly = b
+	}
+	sbs, err := s.store.ListSandboxes(r.Context(), authz.Account(r.Context()).ID, activeOnly)
+	if err != nil {
+		return fmt.Errorf("list sandboxes: %w", err)
+	}
+	out := make([]api.Sandbox, len(sbs))
+	for i, sb := range sbs {
+		out[i] = sb.ToAPI()
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// LoadSandbox returns the caller's sandbox named in the path; another
+// account's is not found, never forbidden.
+func (s *Service) LoadSandbox(r *http.Request) (*model.Sandbox, error) {
+	return s.Find(r.Context(), authz.Account(r.Context()).ID, r.PathValue("id"))
+}
+
+// Find returns the account's sandbox id; one of another account, or one
+// still being created, is not found (NotFound).
+func (s *Service) Find(ctx context.Context, accountID, id string) (*model.Sandbox, error) {
+	sb, err := s.store.Sandbox(ctx, accountID, id)
+	if errors.Is(err, model.ErrNotFound) || (err == nil && sb.Status == model.StatusCreating) {
+		return nil, NotFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load sandbox: %w", err)
+	}
+	return sb, nil
+}
+
+// LoadActive is loadSandbox for an operation on a running sandbox: one
+// that is not active is refused (NotActive).
+func (s *Service) LoadActive(r *http.Request) (*model.Sandbox, error) {
+	sb, err := s.LoadSandbox(r)
+	if err != nil {
+		return nil, err
+	}
+	if !sb.Active() {
+		return nil, NotActive(sb)
+	}
+	return sb, nil
+}
+
+// ActiveAudited refuses an audited operation on sb when it is not active
+// (NotActive) or while the audit log takes no entries.
+func (s *Service) ActiveAudited(sb *model.Sandbox) error {
+	if !sb.Active() {
+		return NotActive(sb)
+	}
+	return s.auditOpen()
+}
+
+func NotFound(id string) *api.Error {
+	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s not found", id).
+		WithHint("list your sandboxes with `boxkite session ls`")
+}
+
+// NotActive is the answer to an operation on a sandbox that is gone: 410
+// sandbox_lost for one that was lost, 409 for one destroyed on purpose.
+func NotActive(sb *model.Sandbox) *api.Error {
+	switch sb.Status {
+	case api.StatusLost:
+		return LostAnswer(sb.ID)
+	case api.StatusPaused:
+		return PausedAnswer(sb)
+	}
+	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is %s", sb.ID, sb.Status).
+		WithHint("create a new sandbox with `boxkite session create`")
+}
+
+func (s *Service) getSandbox(w http.ResponseWriter, r *http.Request) error {
+	sb, err := s.LoadSandbox(r)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, sb.ToAPI())
+	return nil
+}
+
+// deleteSandbox serves DELETE /v1/sandboxes/{id}. Deleting a sandbox that
+// is already destroyed or lost is 404, as in the reference.
+func (s *Service) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
+	sb, err := s.LoadSandbox(r)
+	if err != nil {
+		return err
+	}
+	if !sb.Live() {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already %s", sb.ID, sb.Status)
+	}
+	// Finish the teardown even if the client hangs up half way.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), CleanupTimeout)
+	defer cancel()
+	if err := s.Destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonDeleted); err != nil {
+		if errors.Is(err, ErrNotActive) {
+			return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already destroyed", sb.ID)
+		}
+		if e := unrecordedDestroy(sb.ID, err); e != nil {
+			s.log.ErrorContext(ctx, "record destroyed sandbox", "sandbox", sb.ID, "err", err)
+			return e
+		}
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// unrecordedDestroy is the answer to a removal the driver carried out but
+// the database could not record (it is full, read-only or failing: the
+// usual state of a host that ran out of disk, where removing sandboxes is
+// how space is freed), else nil. The row stays live until a retry.
+func unrecordedDestroy(id string, err error) *api.Error {
+	status, code := http.StatusServiceUnavailable, api.CodeServiceUnavailable
+	switch {
+	case model.IsStorageFault(err):
+		status, code = http.StatusInsufficientStorage, api.CodeInsufficientStorage
+	case errors.Is(err, model.ErrStoreReadOnly), errors.Is(err, model.ErrStoreIO):
+	default:
+		return nil
+	}
+	return api.Errorf(status, code, "sandbox %s was torn down and its storage released, but the removal could not be recorded: %s", id, audit.Reason(err)).
+		WithHint("retry the removal once the database takes writes again (the server log has the cause); until then the sandbox is listed as it was")
+}
+
+// endedAnswer is the answer to a call to a sandbox that this server
+// destroys, recording it as status, while the call runs.
+func endedAnswer(id, status string) *api.Error {
+	if status == api.StatusLost {
+		return LostAnswer(id)
+	}
+	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s was %s while the call ran", id, status).
+		WithHint("create a new sandbox with `boxkite session create`")
+}
+
+// ErrNotActive aborts a state change on a sandbox that stopped being active
+// (or paused) since it was read (a DELETE racing the reaper, say).
+var ErrNotActive = errors.New("sandbox is not active")
+
+// Destroy tears the sandbox down and records it as status/reason. The
+// driver goes first: if it fails, the row stays active and the caller (or
+// the reaper, next tick) can retry. Returns ErrNotActive if the row was no
+// longer active.
+func (s *Service) Destroy(ctx context.Context, id, status, reason string) error {
+	_, err := s.destroySandbox(ctx, id, status, reason)
+	return err
+}
+
+// destroySandbox is destroy returning the sandbox as recorded.
+// Calls in flight to the sandbox, and those that start meanwhile, are
+// ended first, so none reads the sidecar's death as a loss.
+func (s *Service) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
+	defer s.lifecycleLocks.lock(id)() // after a pause or resume under way
+	return s.destroyLocked(ctx, id, status, reason)
+}
+
+// destroyLocked is destroySandbox for a caller holding id's lifecycle lock.
+func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
+	s.destroying(ctx, id, status) // the storage sync's final flush, bounded and audited
+	defer s.calls.End(id, endedAnswer(id, status))()
+	s.sidecars.Forget(id)
+	if err := s.driver.Delete(ctx, id); err != nil {
+		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
+		return nil, sandboxFailed("delete")
+	}
+	sb, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
+		if !sb.Live() {
+			return ErrNotActive
+		}
+		now := s.now()
+		if sb.PausedAt != nil { // paused time is not counted
+			sb.PausedTotal += max(0, now.Sub(*sb.PausedAt))
+			sb.PausedAt = nil
+		}
+		sb.Status, sb.DestroyReason, sb.DestroyedAt = status, reason, &now
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotActive) {
+		return nil, fmt.Errorf("record destroyed sandbox: %w", err)
+	}
+	if err == nil {
+		event := api.EventSandboxDestroyed
+		if status == api.StatusLost {
+			event = api.EventSandboxLost
+		}
+		s.emit(ctx, sb.AccountID, event, sandboxEvent(sb))
+	}
+	return sb, err
+}
+
+// extendSandbox serves POST /v1/sandboxes/{id}/extend: expires_at becomes
+// now + lifetime_minutes, which may not exceed the configured maximum.
+func (s *Service) extendSandbox(w http.ResponseWriter, r *http.Request) error {
+	var req api.ExtendSandboxRequest
+	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
+		return err
+	}
+	maxMin := int(s.cfg.MaxLifetime / time.Minute)
+	if req.LifetimeMinutes < 1 || req.LifetimeMinutes > maxMin {
+		return httpx.Invalid("lifetime_minutes", fmt.Sprintf("lifetime_minutes must be between 1 and %d", maxMin),
+			fmt.Sprintf("the maximum lifetime is %d minutes from now", maxMin))
+	}
+	sb, err := s.LoadSandbox(r)
+	if err != nil {
+		return err
+	}
+	sb, err = s.store.UpdateSandbox(r.Context(), sb.ID, func(sb *model.Sandbox) error {
+		if !sb.Active() {
+			return NotActive(sb)
+		}
+		sb.ExpiresAt = s.now().Add(time.Duration(req.LifetimeMinutes) * time.Minute)
+		// lifetime_minutes keeps meaning expires_at - created_at.
+		sb.LifetimeMinutes = int(math.Ceil(sb.ExpiresAt.Sub(sb.CreatedAt).Minutes()))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("extend sandbox: %w", err)
+	}
+	httpx.WriteJSON(w, http.StatusOK, sb.ToAPI())
+	return nil
+}
+
+// sandboxEvent is the data of a sandbox.* event.
+func sandboxEvent(sb *model.Sandbox) map[string]any {
+	d := map[string]any{"session_id": sb.ID, "label": sb.Label, "status": sb.Status}
+	if sb.DestroyedAt != nil {
+		d["duration_seconds"] = int64(sb.DestroyedAt.Sub(sb.CreatedAt).Seconds())
+		d["reason"] = sb.DestroyReason
+	}
+	return d
+}

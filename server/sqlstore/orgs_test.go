@@ -1,0 +1,95 @@
+package sqlstore_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/orgs"
+)
+
+// testOrgs: an organization is an account row with an owner; a key it
+// issues a member carries the member's current role when looked up, and
+// none once they are removed, which also revokes it; the last owner
+// stays, even against two concurrent demotions; an invite works once.
+func testOrgs(t *testing.T, newStore storeFactory) {
+	ms := newStore(t)(t)
+	st := ms.(orgs.Store)
+	ctx := t.Context()
+	a, b := mustAccount(t, ms, "a@example.com"), mustAccount(t, ms, "b@example.com")
+	o := &orgs.Org{ID: model.NewID(), Name: "acme", CreatedAt: base}
+	if err := st.CreateOrg(ctx, o, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if acct, err := ms.AccountByID(ctx, o.ID); err != nil || acct.Email != model.OrgEmail(o.ID) {
+		t.Fatalf("the organization's account: %+v, %v", acct, err)
+	}
+	inv := &orgs.Invite{ID: model.NewID(), OrgID: o.ID, Email: "b@example.com", Role: model.RoleAdmin, TokenHash: "h1", InvitedBy: a.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
+	if err := st.CreateOrgInvite(ctx, inv); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AcceptOrgInvite(ctx, "h1", a, base); !errors.Is(err, orgs.ErrEmailMismatch) {
+		t.Errorf("accept for another email: %v", err)
+	}
+	if _, err := st.AcceptOrgInvite(ctx, "h1", b, base.Add(time.Hour)); !errors.Is(err, orgs.ErrInviteExpired) {
+		t.Errorf("accept after expiry: %v", err)
+	}
+	if _, err := st.AcceptOrgInvite(ctx, "h1", b, base); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AcceptOrgInvite(ctx, "h1", b, base); !errors.Is(err, orgs.ErrInviteUsed) {
+		t.Errorf("second accept: %v", err)
+	}
+
+	secret := model.NewAPIKey()
+	k := &model.APIKey{ID: model.NewID(), AccountID: o.ID, MemberID: b.ID, Name: "b", Hash: model.HashAPIKey(secret), Prefix: model.DisplayPrefix(secret), Role: model.RoleAdmin, CreatedAt: base}
+	if err := st.CreateOrgAPIKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	got, acct, err := ms.APIKeyByHash(ctx, k.Hash)
+	if err != nil || got.MemberID != b.ID || got.MemberRole != model.RoleAdmin || acct.Org == nil || acct.Org.Name != "acme" {
+		t.Fatalf("APIKeyByHash = %+v %+v, %v", got, acct, err)
+	}
+	if err := st.SetOrgMemberRole(ctx, o.ID, b.ID, model.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := ms.APIKeyByHash(ctx, k.Hash); got.MemberRole != model.RoleMember {
+		t.Errorf("after demotion, MemberRole = %q", got.MemberRole)
+	}
+	revoked, err := st.RemoveOrgMember(ctx, o.ID, b.ID, base)
+	if err != nil || len(revoked) != 1 || revoked[0] != k.ID {
+		t.Fatalf("RemoveOrgMember = %v, %v", revoked, err)
+	}
+	if got, _, _ := ms.APIKeyByHash(ctx, k.Hash); got.MemberRole != "" || got.RevokedAt == nil {
+		t.Errorf("removed member's key: %+v", got)
+	}
+	if err := st.CreateOrgAPIKey(ctx, &model.APIKey{ID: model.NewID(), AccountID: o.ID, MemberID: b.ID, Hash: "x", Prefix: "p", Role: model.RoleMember, CreatedAt: base}); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("a key for a non-member: %v", err)
+	}
+
+	// Two owners demoting each other at once: one stays owner.
+	if err := st.CreateOrgInvite(ctx, &orgs.Invite{ID: model.NewID(), OrgID: o.ID, Email: "b@example.com", Role: model.RoleOwner, TokenHash: "h2", InvitedBy: a.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AcceptOrgInvite(ctx, "h2", b, base); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, id := range []string{a.ID, b.ID} {
+		wg.Go(func() { errs[i] = st.SetOrgMemberRole(ctx, o.ID, id, model.RoleMember) })
+	}
+	wg.Wait()
+	if (errs[0] == nil) == (errs[1] == nil) || (!errors.Is(errs[0], orgs.ErrLastOwner) && !errors.Is(errs[1], orgs.ErrLastOwner)) {
+		t.Errorf("concurrent demotions: %v", errs)
+	}
+	mems, err := st.OrgMembers(ctx, o.ID)
+	if err != nil || len(mems) != 2 || mems[0].Role != model.RoleOwner {
+		t.Errorf("members after: %+v, %v", mems, err)
+	}
+	if got, err := st.OrgsOf(ctx, b.ID); err != nil || len(got) != 1 || got[0].Org.ID != o.ID {
+		t.Errorf("OrgsOf(b) = %+v, %v", got, err)
+	}
+}
