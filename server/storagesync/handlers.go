@@ -22,12 +22,17 @@ type routes struct {
 var errUnavailable = api.Errorf(http.StatusServiceUnavailable, api.CodeStorageUnavailable, "this server has no object storage configured").
 	WithHint("the operator sets storage-kind and storage-bucket in the server's configuration (docs/storage.md)")
 
-// load loads the request's sandbox, refusing when storage is off.
+// load loads the request's sandbox (404 for another account's), then
+// refuses when storage is off.
 func (h *routes) load(r *http.Request) (*model.Sandbox, error) {
+	sb, err := h.d.LoadSandbox(r)
+	if err != nil {
+		return nil, err
+	}
 	if h.s == nil {
 		return nil, errUnavailable
 	}
-	return h.d.LoadSandbox(r)
+	return sb, nil
 }
 
 // storageFailed is the answer when the backend failed; the cause is

@@ -203,7 +203,10 @@ func workspaceRel(p string) (string, bool) {
 		return "", true
 	}
 	rel, ok := strings.CutPrefix(p, Root+"/")
-	return rel, ok
+	if !ok {
+		return "", false
+	}
+	return rel, true
 }
 
 func (s *Service) poke() {
