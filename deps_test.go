@@ -117,7 +117,7 @@ var rules = map[string]depRule{
 	"server/mcpconns": {ours: []string{"client/api", "server/model", "server/egress", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
 	}},
-	"server/hostedmcp": {ours: []string{"client/api", "tools", "tools/mcpserver", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/hostedmcp": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":       "the hosted MCP endpoint calls the control plane through the http.Handler it is given",
 		"server/model": "a facade: it speaks the REST API's wire types, never the store's records",
 	}},

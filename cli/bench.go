@@ -59,8 +59,13 @@ run on this machine, at its start and at its end: F, a bare spawn of
 compared with /bin/true spawned from as many workers. Run bench on the
 server's host for the floors to mean anything.
 
+The report names the machine: CPUs and model, memory, kernel, whether it
+is virtualised, pid_max, and the load average at the start and the end (on a
+shared machine compare ratios from one run, not times).
+
 With --idle N it then creates N more sandboxes, --concurrency at a time,
-checks that every one answers an exec, and reports their memory.
+checks that every one answers an exec, and reports their memory and, when
+the server runs on this host, the host memory and threads each one added.
 
 With --snapshots N it then fills a sandbox's workspace with 100 MiB and runs
 N rounds of: a freeze pause and its resume to the first exec, a snapshot, a
@@ -117,12 +122,7 @@ type benchReport struct {
 	Sandboxes   int       `json:"sandboxes"`
 	Execs       int       `json:"execs"`
 	Concurrency int       `json:"concurrency"`
-	Host        struct {
-		CPUs   int    `json:"cpus"`
-		OS     string `json:"os"`
-		Arch   string `json:"arch"`
-		Kernel string `json:"kernel"`
-	} `json:"host"`
+	Host        benchHost `json:"host"`
 	Floors struct {
 		Spawn            *latency `json:"spawn"` // F
 		Bwrap            *latency `json:"bwrap"` // B; null without bwrap
@@ -162,6 +162,10 @@ type idleBench struct {
 	// while they ran, divided by their number; 0 when the server is not
 	// on this host.
 	HostMemoryPerSandboxBytes int64 `json:"host_memory_per_sandbox_bytes"`
+	// HostThreadsPerSandbox is the rise in the host's tasks (threads, the
+	// fourth field of /proc/loadavg) while they ran, divided by their
+	// number; 0 when the server is not on this host.
+	HostThreadsPerSandbox float64 `json:"host_threads_per_sandbox"`
 }
 
 // bench is one run: the client, what it created, and what failed.
@@ -204,9 +208,12 @@ func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) err
 		Sandboxes: opts.sandboxes, Execs: opts.execs, Concurrency: opts.concurrency,
 	}
 	rep.Host.CPUs, rep.Host.OS, rep.Host.Arch, rep.Host.Kernel = runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, kernelRelease()
+	rep.Host.readHost()
+	rep.Host.LoadStart = loadNow()
 	if err := b.run(ctx, rep); err != nil {
 		return err
 	}
+	rep.Host.LoadEnd = loadNow()
 	b.prog.done()
 	slices.SortFunc(b.failures, cmpFailures)
 	rep.Failures = append([]string{}, b.failures...)

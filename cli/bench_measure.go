@@ -130,6 +130,7 @@ func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
 	n, c := b.opts.idle, b.opts.concurrency
 	res := &idleBench{Requested: n}
 	before := memAvailable()
+	_, tasksBefore, tasksOK := loadavg()
 	ids := make([]string, n)
 	var create samples
 	b.prog.phase("idle: create", n)
@@ -165,6 +166,9 @@ func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
 	res.Answered = len(execs.all())
 	if after := memAvailable(); before > 0 && after > 0 && len(ids) > 0 && b.serverIsLocal() {
 		res.HostMemoryPerSandboxBytes = (before - after) / int64(len(ids))
+		if _, tasks, ok := loadavg(); ok && tasksOK {
+			res.HostThreadsPerSandbox = round3(float64(tasks-tasksBefore) / float64(len(ids)))
+		}
 	}
 	b.prog.phase("idle: memory", 0)
 	res.Memory = b.measureMemory(ctx, ids)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,7 +10,11 @@ import (
 // printBench writes the report as aligned tables.
 func printBench(w io.Writer, r *benchReport) error {
 	fmt.Fprintf(w, "boxkite bench: %d sandboxes, %d execs each, %d at once, against %s\n", r.Sandboxes, r.Execs, r.Concurrency, r.Server)
-	fmt.Fprintf(w, "host: %d CPUs, %s/%s, kernel %s\n\n", r.Host.CPUs, r.Host.OS, r.Host.Arch, r.Host.Kernel)
+	fmt.Fprintf(w, "host: %d CPUs, %s/%s, kernel %s, virtualization %s", r.Host.CPUs, r.Host.OS, r.Host.Arch, r.Host.Kernel, cmp.Or(r.Host.Virtualization, "unknown"))
+	if r.Host.LoadStart != nil && r.Host.LoadEnd != nil {
+		fmt.Fprintf(w, ", load average %.2f at the start, %.2f at the end", r.Host.LoadStart[0], r.Host.LoadEnd[0])
+	}
+	fmt.Fprint(w, "\n\n")
 	t := newTable(w)
 	fmt.Fprintln(t, "MEASURE\tN\tMIN\tP50\tP95\tP99\tMAX\tP50/F\tP95/F\tP99/F\tP50/B\t")
 	rows := []struct {
@@ -88,6 +93,9 @@ func printBench(w io.Writer, r *benchReport) error {
 		}
 		if i.HostMemoryPerSandboxBytes > 0 {
 			fmt.Fprintf(w, "; host MemAvailable fell %s per sandbox", mib(i.HostMemoryPerSandboxBytes))
+		}
+		if i.HostThreadsPerSandbox > 0 {
+			fmt.Fprintf(w, "; host threads rose %.1f per sandbox", i.HostThreadsPerSandbox)
 		}
 		fmt.Fprintln(w)
 	}

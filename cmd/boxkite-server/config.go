@@ -56,6 +56,10 @@ var secretFiles = []secretFile{
 // go unnoticed on a laptop.
 const defaultWarmPool = 2
 
+// defaultPreparedPool is how many cold creates' disks, mounts and cgroups
+// are made ahead unless configured: a few MiB of sparse image each.
+const defaultPreparedPool = 2
+
 // options is the resolved configuration of one run.
 type options struct {
 	listen          string
@@ -80,6 +84,7 @@ type options struct {
 	maxCount        int
 	reaperInterval  time.Duration
 	warmPool        int
+	preparedPool    int
 	clones          string // local.Config.Clones
 	snapshotLimit   int
 	maxPausedAge    time.Duration
@@ -181,6 +186,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.rateOps, "rate-ops", 0, "exec and sandbox tool calls per account per minute (0: 120, or 10000 in local mode; -1: no limit)")
 	fs.IntVar(&o.rateAuth, "rate-auth", 0, "signups and logins per client IP, and logins per email, per minute (0: 10, or 100 in local mode; -1: no limit)")
 	fs.IntVar(&o.warmPool, "warm-pool", defaultWarmPool, "sandboxes of the default size kept started ahead of need, so creates are fast (0: none)")
+	fs.IntVar(&o.preparedPool, "prepared-pool", defaultPreparedPool, "cold creates' disks, mounts and cgroups made ahead of need (local driver; 0: none)")
 	fs.StringVar(&o.clones, "disk-clones", local.ClonesAuto, "local driver: how sandbox disks are copied for snapshots and forks: auto (copy-on-write clones on a loop-mounted XFS when root with xfsprogs, else copies), xfs (clones or fail), off (copies)")
 	fs.DurationVar(&o.maxPausedAge, "max-paused-age", server.DefaultMaxPausedAge, "how long a sandbox may stay paused before it is destroyed (-1s: forever)")
 	fs.IntVar(&o.pausedLimit, "paused-limit", 0, "paused sandboxes one account may keep (0: 10; -1: no limit)")
@@ -306,8 +312,8 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	if o.minFreeDiskMiB < -1 || o.maxHostThreads < 0 || o.maxSandboxThreads < 0 || o.minFreeMemoryMiB < 0 {
 		return nil, usageErrorf("host limits must not be negative (0 means the default; --min-free-disk-mib -1 turns the watermark off)")
 	}
-	if o.warmPool < 0 {
-		return nil, usageErrorf("warm pool %d: must not be negative (0 means none)", o.warmPool)
+	if o.warmPool < 0 || o.preparedPool < 0 {
+		return nil, usageErrorf("warm pool %d, prepared pool %d: must not be negative (0 means none)", o.warmPool, o.preparedPool)
 	}
 	if o.idRangeFirst < 0 || o.idRangeCount < 0 {
 		return nil, usageErrorf("id ranges: first %d and count %d must not be negative (0 means the default)", o.idRangeFirst, o.idRangeCount)

@@ -276,6 +276,7 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 	driver, err := local.New(local.Config{
 		StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local"),
 		WarmPool:   opts.warmPool,
+		Prepared:   opts.preparedPool,
 		Clones:     opts.clones,
 		Host:       hostLimits(opts),
 		IDRangeDir: opts.idRangeDir, IDRangeFirst: opts.idRangeFirst, IDRangeCount: opts.idRangeCount,

@@ -54,7 +54,7 @@ host-users = true
 			want: options{
 				listen: "127.0.0.1:8090", db: "sqlite:/bh/server/boxkite.db", driver: "local", stateDir: "/bh/server",
 				logLevel: "info", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour, maxStorageGB: 20, maxVolumeGB: 100, maxCount: 10,
-				reaperInterval: time.Second, warmPool: defaultWarmPool,
+				reaperInterval: time.Second, warmPool: defaultWarmPool, preparedPool: defaultPreparedPool,
 				namespace: kube.DefaultNamespace, image: kube.DefaultImage, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
 			},
 		},
@@ -70,7 +70,7 @@ host-users = true
 			want: options{
 				listen: "127.0.0.1:3333", db: "sqlite:/from/file/boxkite.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
-				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 4, reaperInterval: 5 * time.Second,
+				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 4, reaperInterval: 5 * time.Second, preparedPool: defaultPreparedPool,
 				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
 			},
 		},
@@ -80,7 +80,7 @@ host-users = true
 			want: options{
 				listen: "127.0.0.1:1111", db: "sqlite:/x.db", driver: "local", stateDir: "/from/file",
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
-				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 3, reaperInterval: 5 * time.Second, warmPool: defaultWarmPool,
+				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 3, reaperInterval: 5 * time.Second, warmPool: defaultWarmPool, preparedPool: defaultPreparedPool,
 				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
 			},
 		},

@@ -11,13 +11,31 @@ import (
 
 // BenchmarkColdFirstExec is the cold path of issue 27 inside the driver:
 // a create with no warm pool, then the first exec (`true`) answered by the
-// new jail's sidecar; the delete is outside the timing.
+// new jail's sidecar; the delete is outside the timing. prepared: with a
+// prepared pool (Config.Prepared), refilled between creates.
 func BenchmarkColdFirstExec(b *testing.B) {
-	d := newDriver(b)
+	for _, prepared := range []int{0, 2} {
+		b.Run(fmt.Sprintf("prepared=%d", prepared), func(b *testing.B) {
+			d, err := New(Config{StateDir: b.TempDir(), SidecarPath: sidecarBin, Prepared: prepared})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+			benchFirstExec(b, d, prepared)
+		})
+	}
+}
+
+func benchFirstExec(b *testing.B, d *Driver, prepared int) {
 	ctx := context.Background()
 	i := 0
 	var created, answered time.Duration
 	for b.Loop() {
+		b.StopTimer()
+		for prepared > 0 && d.preparedReady() < prepared {
+			time.Sleep(time.Millisecond)
+		}
+		b.StartTimer()
 		id := fmt.Sprintf("c%d", i)
 		i++
 		t0 := time.Now()

@@ -18,6 +18,10 @@
 // like a sandbox, whose sidecar holds a pool token until Create claims
 // one: it moves to sandboxes/<id> and gets a fresh token. List does not
 // report pool members; Shutdown and the next New delete them.
+// StateDir/pool/prep-<hex> holds the prepared pool (Config.Prepared,
+// prepared.go): a cold create's id range lease, run dir, mounted disk and
+// cgroups, made ahead with no jail; a cold create of the default size and
+// storage moves one to sandboxes/<id> and starts its jail there.
 //
 // With the clone pool (Config.Clones, cow.go), sandboxes/, pool/ and
 // images/ live in StateDir/cow, a loop-mounted XFS with reflinks backed by

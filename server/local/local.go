@@ -106,6 +106,11 @@ type Config struct {
 	// means none.
 	WarmPool int
 
+	// Prepared is how many cold creates' resources of the default size and
+	// storage (id range, disk and its mount, cgroups) are made ahead of
+	// need (prepared.go); 0 means none. Loop storage only.
+	Prepared int
+
 	// Clones is how sandbox disks are copied for snapshots, forks and new
 	// disks: ClonesOff (copies), ClonesAuto or ClonesXFS (FICLONE on a
 	// loop-mounted XFS, cow.go).
@@ -131,6 +136,8 @@ type Driver struct {
 	children map[string]<-chan struct{} // jails this process started, closed once reaped
 
 	pool *pool // warm sandboxes (pool.go)
+	// prepared holds cold creates' resources made ahead (prepared.go).
+	prepared *preparedPool
 
 	volMu sync.Mutex // serialises mounting and deleting volumes (volumes.go)
 	// egress holds the egress listeners of sandboxes this process
@@ -209,6 +216,7 @@ func New(cfg Config) (*Driver, error) {
 	if err := d.startPool(); err != nil {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
+	d.startPrepared()
 	d.watchExisting()
 	return d, nil
 }
@@ -309,8 +317,14 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 		}
 	}
 	dir := d.sandboxDir(spec.ID)
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	p, ready, err := d.takePrepared(ctx, spec, dir)
+	if err != nil && !ready {
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+	}
+	if !ready {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -319,7 +333,9 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 			}
 		}
 	}()
-	p, err := d.prepare(spec, dir, lim)
+	if !ready {
+		p, err = d.prepare(spec, dir, lim)
+	}
 	if err != nil {
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
@@ -665,7 +681,7 @@ func (d *Driver) List(ctx context.Context) ([]model.Observed, error) {
 // whether or not this Driver started it, and the warm pool, and unmounts
 // the volumes (their data stays). `boxkite down` calls it on SIGTERM.
 func (d *Driver) Shutdown(ctx context.Context) error {
-	perr := d.pool.stop(ctx)
+	perr := errors.Join(d.pool.stop(ctx), d.prepared.stop(ctx))
 	obs, err := d.List(ctx)
 	if err != nil {
 		return errors.Join(perr, err)
