@@ -36,6 +36,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/oauth"
 	"github.com/boxkite/boxkite/server/orgs"
 	"github.com/boxkite/boxkite/server/preview"
 	"github.com/boxkite/boxkite/server/proxy"
@@ -124,6 +125,14 @@ type Config struct {
 	// Webhooks configures the delivery of webhook events
 	// (server/webhooks): the operator's settings, never a tenant's.
 	Webhooks WebhookConfig
+	// MCPOAuth runs the OAuth 2.1 authorization server of /mcp/
+	// (server/oauth, docs/oauth.md): MCP clients connect with OAuth
+	// instead of a pasted API key. Off by default.
+	MCPOAuth bool
+	// PublicURL is the server's public base URL
+	// ("https://boxkite.example.com"), the OAuth issuer and the base of
+	// the /mcp/ resource; "" derives it from each request's Host.
+	PublicURL string
 }
 
 // WebhookConfig is the operator's configuration of webhook deliveries.
@@ -296,6 +305,7 @@ type Server struct {
 	proxy     *proxy.Service
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
+	oauth     *oauth.Service // nil unless Config.MCPOAuth (oauth_port.go)
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
 	docs    []httpx.RouteDoc
 	openAPI func() ([]byte, error)
@@ -402,6 +412,9 @@ func (s *Server) subsystems() error {
 	}
 	s.hostedMCP, err = hostedmcp.New(hostedmcp.Deps{Version: s.cfg.Version, Serve: s})
 	if err != nil {
+		return err
+	}
+	if err := s.newOAuth(); err != nil {
 		return err
 	}
 	s.auditlog, err = auditlog.New(auditlog.Deps{
@@ -575,6 +588,7 @@ func (s *Server) routes() {
 	s.mount(s.volumes.Routes())                     // server/volumes
 	s.mount(s.mcpconns.Routes())                    // server/mcpconns
 	s.mount(s.hostedMCP.Routes())                   // server/hostedmcp
+	s.mountIf(s.oauth != nil, s.oauth.Routes())     // server/oauth
 	s.mount(s.cfg.Secrets.Routes(secrets.RouteDeps{ // server/secrets
 		LoadSandbox: s.sandboxes.LoadSandbox, ActiveAudited: s.sandboxes.ActiveAudited, Audit: s.audit, Now: func() time.Time { return s.now() },
 	}))

@@ -22,7 +22,7 @@ import (
 )
 
 // Pattern is the hosted MCP endpoint (Streamable HTTP), authenticated by
-// API key like the REST API.
+// API key like the REST API, or by an MCP OAuth access token.
 const Pattern = "/mcp/"
 
 // handler serves /mcp/: the tools of boxkite-mcp, served in-process.
@@ -88,6 +88,18 @@ func (s *Service) backend(_ context.Context, req *mcp.CallToolRequest) (tools.Pr
 	return p, func(id string) tools.Sandbox { return &inProcessSandbox{p: p, id: id} }, nil
 }
 
+// inProcessKey marks the context of a tool call's in-process request.
+type inProcessKey struct{}
+
+// InProcess reports whether ctx is that of a tool call's in-process
+// request: the guard then accepts the MCP OAuth access token /mcp/ was
+// called with where an API key is taken. A request from the network never
+// carries the mark.
+func InProcess(ctx context.Context) bool {
+	v, _ := ctx.Value(inProcessKey{}).(bool)
+	return v
+}
+
 // inProcess calls this server's own API as one caller, without a network.
 type inProcess struct {
 	serve http.Handler // the control plane
@@ -97,7 +109,7 @@ type inProcess struct {
 // do makes one API call: body (if not nil) as JSON, the answer decoded into
 // out (if not nil); an error status comes back as its *api.Error.
 func (p *inProcess) do(ctx context.Context, method, path string, body, out any) error {
-	status, answer, err := apihttp.ServeInProcess(ctx, p.serve, apihttp.InProcessCall{
+	status, answer, err := apihttp.ServeInProcess(context.WithValue(ctx, inProcessKey{}, true), p.serve, apihttp.InProcessCall{
 		Method: method, Path: path, Body: body, Auth: p.auth,
 		RemoteAddr: "127.0.0.1:0", // in-process: no client address of its own
 	})
