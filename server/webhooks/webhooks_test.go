@@ -13,9 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boxkite/boxkite/server/internal/authz"
-	"github.com/boxkite/boxkite/server/internal/httpx"
-	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/internal/authz/authztest"
 )
 
 // storeRules is every Store method's authorization, as authorized should
@@ -76,46 +74,19 @@ func callAs(t *testing.T, method string, ctx context.Context, acct string) (bool
 	if !m.IsValid() {
 		t.Fatalf("authorized has no method %s", method)
 	}
-	typ := m.Type()
-	args := make([]reflect.Value, typ.NumIn())
-	first := true
-	for i := range args {
-		pt := typ.In(i)
-		v := reflect.New(pt).Elem()
-		switch {
-		case pt == reflect.TypeFor[context.Context]():
-			v = reflect.ValueOf(&ctx).Elem()
-		case pt.Kind() == reflect.String && first:
-			v.SetString(acct)
-			first = false
-		case pt == reflect.TypeFor[*Subscription]():
-			v = reflect.ValueOf(&Subscription{AccountID: acct})
-		case pt == reflect.TypeFor[[]*Delivery]():
-			v = reflect.ValueOf([]*Delivery{{AccountID: acct}})
-		}
-		args[i] = v
-	}
-	out := m.Call(args)
+	out := m.Call(authztest.Args(m.Type(), ctx, acct, map[reflect.Type]func(string) any{
+		reflect.TypeFor[*Subscription](): func(acct string) any { return &Subscription{AccountID: acct} },
+		reflect.TypeFor[[]*Delivery]():   func(acct string) any { return []*Delivery{{AccountID: acct}} },
+	}))
 	err, _ := out[len(out)-1].Interface().(error)
 	return reached, err
-}
-
-func asCaller(id string) context.Context {
-	ctx := httpx.WithInfo(context.Background(), &httpx.Info{ID: "req"})
-	authz.From(ctx).Account = &model.Account{ID: id}
-	return ctx
 }
 
 // TestStoreAuthorized: every Store method has a rule, New keeps the store
 // behind authorized, and each wrapper lets the system through, the owner
 // unless the rule is system, and refuses another account.
 func TestStoreAuthorized(t *testing.T) {
-	st := reflect.TypeFor[Store]()
-	for i := range st.NumMethod() {
-		if _, ok := storeRules[st.Method(i).Name]; !ok {
-			t.Errorf("Store.%s has no authorization test: add its rule to storeRules", st.Method(i).Name)
-		}
-	}
+	authztest.Rules(t, reflect.TypeFor[Store](), storeRules)
 	var reached bool
 	s, err := New(Deps{Store: reachedStore{&reached}, Log: slog.New(slog.DiscardHandler), Now: time.Now})
 	if err != nil {
@@ -124,26 +95,7 @@ func TestStoreAuthorized(t *testing.T) {
 	if reflect.TypeOf(s.store) != reflect.TypeFor[authorized]() {
 		t.Errorf("New keeps a %T, want the store behind authorized", s.store)
 	}
-	for name, kind := range storeRules {
-		t.Run(name, func(t *testing.T) {
-			if reached, err := callAs(t, name, context.Background(), "acct-b"); !reached || err != nil {
-				t.Errorf("as the system: reached %v, err %v", reached, err)
-			}
-			reached, err := callAs(t, name, asCaller("acct-a"), "acct-a")
-			if kind == "system" {
-				if reached || !errors.Is(err, errSystemOnly) {
-					t.Errorf("system, as a caller: reached %v, err %v", reached, err)
-				}
-				return
-			}
-			if !reached || err != nil {
-				t.Errorf("as the owner: reached %v, err %v", reached, err)
-			}
-			if reached, err := callAs(t, name, asCaller("acct-a"), "acct-b"); reached || !errors.Is(err, ErrNotFound) {
-				t.Errorf("as another account: reached %v, err %v; want ErrNotFound", reached, err)
-			}
-		})
-	}
+	authztest.Check(t, storeRules, authztest.Refusals{NotFound: ErrNotFound, SystemOnly: errSystemOnly}, callAs)
 }
 
 // TestSign: the documented construction, a known vector, and Verify's
