@@ -16,7 +16,7 @@ import (
 // tenantRow is how one route must treat account B when account A's
 // resources are named (or exist).
 type tenantRow struct {
-	cred   string // "key", "token" (B's access token) or "none"
+	cred   string // "key", "token" (B's access token), "oauth" (B's MCP OAuth access token) or "none"
 	method string // for a pattern without one; default GET
 	header []string
 	path   string // with {sb} for A's sandbox, {akey} A's API key id, {assh} A's SSH key id, {asnap} A's snapshot id
@@ -35,6 +35,7 @@ type tenantRow struct {
 // email GET /v1/account shows for that key (the organization's).
 type tenant struct {
 	email, key, token, shown string
+	oauth                    string // B's MCP OAuth access token, of B's personal account
 }
 
 // matrixCase is who A and B are: personal accounts, organizations (A's
@@ -80,7 +81,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 
 func crossTenantMatrix(t *testing.T, c matrixCase) {
 	st := openStore(t, t.TempDir())
-	e := newEnvWithStore(t, server.Config{BastionKey: testBastionKey, Secrets: testSecrets(t, st)}, st)
+	e := newEnvWithStore(t, server.Config{BastionKey: testBastionKey, Secrets: testSecrets(t, st), MCPOAuth: true}, st)
 	e.Sidecar.Route("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("B's request reached A's sidecar: %s %s", r.Method, r.URL.Path)
 	})
@@ -159,6 +160,10 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 	tok := e.signup("b-tenant@example.com", "b-password")
 	b := &tenant{email: "b-tenant@example.com", token: tok.AccessToken, shown: "b-tenant@example.com"}
 	b.key = e.newKey(b.token, "b-key", api.RoleAdmin).Key
+	// B's MCP OAuth access token, and a client registered by someone else.
+	bFlow := newOAuthFlow(t, e)
+	b.oauth = bFlow.exchange(bFlow.authorize(b.email, "b-password")).AccessToken
+	clientA := newOAuthFlow(t, e).clientID
 	bPersonal := b.key
 	switch {
 	case c.bOrg:
@@ -320,6 +325,19 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		"DELETE /v1/organizations/{org_id}/invites/{invite_id}":  {cred: "token", path: "/v1/organizations/{aorg}/invites/{ainv}", want: 404},
 		"POST /v1/organizations/{org_id}/api-keys":               {cred: "token", path: "/v1/organizations/{aorg}/api-keys", body: api.CreateAPIKeyRequest{Name: "b-in-a"}, want: 404},
 
+		// The OAuth authorization server: nothing in it belongs to a
+		// tenant but grants, which only their tokens reach (below).
+		"GET /.well-known/oauth-authorization-server":   {cred: "none", path: "/.well-known/oauth-authorization-server"},
+		"GET /.well-known/oauth-protected-resource":     {cred: "none", path: "/.well-known/oauth-protected-resource"},
+		"GET /.well-known/oauth-protected-resource/mcp": {cred: "none", path: "/.well-known/oauth-protected-resource/mcp"},
+		"POST /oauth/register":                          {cred: "none", path: "/oauth/register", body: map[string]any{"redirect_uris": []string{"https://b.example.com/cb"}}},
+		"DELETE /oauth/register/{client_id}":            {cred: "none", path: "/oauth/register/{aclient}", want: http.StatusUnauthorized},
+		"GET /oauth/authorize":                          {cred: "none", path: "/oauth/authorize?client_id={aclient}&redirect_uri=https://b.example.com/cb", want: http.StatusBadRequest},
+		"POST /oauth/authorize/login":                   {cred: "none", path: "/oauth/authorize/login", want: http.StatusBadRequest},
+		"POST /oauth/authorize/decide":                  {cred: "none", path: "/oauth/authorize/decide", want: http.StatusBadRequest},
+		"POST /oauth/token":                             {cred: "none", path: "/oauth/token", want: http.StatusUnauthorized},
+		"POST /oauth/revoke":                            {cred: "none", path: "/oauth/revoke", want: http.StatusBadRequest},
+
 		// MCP tools are the API in-process; B's tool calls see B's data only.
 		"/mcp/": {
 			cred: "key", method: "POST", path: "/mcp/",
@@ -359,7 +377,7 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		}
 	}
 
-	expand := strings.NewReplacer("{aorg}", orgA.ID, "{aacct}", e.AcctA.ID, "{ainv}", invA.ID, "{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID, "{asnap}", snapA.ID, "{ahook}", hookA.ID)
+	expand := strings.NewReplacer("{aclient}", clientA, "{aorg}", orgA.ID, "{aacct}", e.AcctA.ID, "{ainv}", invA.ID, "{sb}", sb.ID, "{akey}", acctA.APIKey.ID, "{assh}", sshA.ID, "{avol}", volA.ID, "{amcp}", mcpA.ID, "{asec}", secA.ID, "{asnap}", snapA.ID, "{ahook}", hookA.ID)
 	nobody := func(path, id string) string {
 		return strings.NewReplacer("{aorg}", id, "{aacct}", id, "{ainv}", id, "{sb}", id, "{akey}", id, "{assh}", id, "{avol}", id, "{amcp}", id, "{asec}", id, "{asnap}", id, "{ahook}", id).Replace(path)
 	}
@@ -374,7 +392,7 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 			if !found {
 				method = cmp.Or(row.method, "GET")
 			}
-			cred := map[string]string{"key": b.key, "token": b.token, "none": "", "bastion": testBastionKey}[row.cred]
+			cred := map[string]string{"key": b.key, "token": b.token, "oauth": b.oauth, "none": "", "bastion": testBastionKey}[row.cred]
 			path := expand.Replace(row.path)
 			if c.bRemoved && (row.cred == "key" || row.cred == "token") && pattern != "/" { // "/" answers 404 unauthenticated
 				// The removed member's key of A's organization: refused
@@ -418,6 +436,18 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		if !slices.Contains(routes, pattern) {
 			t.Errorf("the matrix has a row for %q, which is not registered", pattern)
 		}
+	}
+
+	// B's MCP OAuth token (of B's personal account) reaches A's sandbox
+	// exactly as one that does not exist, and lists none of A's.
+	text, isErr := mcpCall(t, e, b.oauth, "get_sandbox", map[string]string{"session_id": sb.ID})
+	none := model.NewID()
+	text2, _ := mcpCall(t, e, b.oauth, "get_sandbox", map[string]string{"session_id": none})
+	if !isErr || strings.ReplaceAll(text, sb.ID, "ID") != strings.ReplaceAll(text2, none, "ID") {
+		t.Errorf("B's OAuth get_sandbox of A's sandbox = %q (isError %v); of none: %q", text, isErr, text2)
+	}
+	if text, _ := mcpCall(t, e, b.oauth, "list_sandboxes", map[string]any{}); strings.Contains(text, sb.ID) || strings.Contains(text, "a-secret-label") {
+		t.Errorf("B's OAuth list_sandboxes shows A's sandbox: %q", text)
 	}
 
 	// Nothing of A's changed.

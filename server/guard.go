@@ -36,6 +36,9 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 		}
 	}
 	if err := s.authenticateAs(r, cred); err != nil {
+		if cred == httpx.CredMCP && s.oauth != nil {
+			w.Header().Set("WWW-Authenticate", s.oauth.Challenge(r)) // oauth_port.go
+		}
 		return err
 	}
 	// From here the request ends when its credential is revoked (revoke.go).
@@ -63,10 +66,13 @@ func (s *Server) Routes() []string {
 }
 
 func (s *Server) authenticateAs(r *http.Request, cred httpx.Cred) error {
+	if token, ok := s.oauthToken(r, cred); ok { // oauth_port.go
+		return s.authenticateOAuth(r, token)
+	}
 	switch cred {
 	case httpx.CredNone:
 		return nil
-	case httpx.CredAPIKey:
+	case httpx.CredAPIKey, httpx.CredMCP:
 		return s.authenticate(r)
 	case httpx.CredAPIKeyQuery:
 		return s.authenticateQuery(r)

@@ -88,7 +88,7 @@ func bucketOf(pattern string) string {
 		return bucketLifecycle
 	case "POST /v1/sandboxes/{id}/snapshots":
 		return bucketSnapshot
-	case "POST /v1/auth/signup", "POST /v1/auth/login":
+	case "POST /v1/auth/signup", "POST /v1/auth/login", "POST /oauth/register", "POST /oauth/authorize/login":
 		return bucketAuth
 	}
 	_, path, _ := strings.Cut(pattern, " ")

@@ -6,6 +6,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/oauth"
 	"github.com/boxkite/boxkite/server/orgs"
 	"github.com/boxkite/boxkite/server/preview"
 	"github.com/boxkite/boxkite/server/proxy"
@@ -124,6 +126,14 @@ type Config struct {
 	// Webhooks configures the delivery of webhook events
 	// (server/webhooks): the operator's settings, never a tenant's.
 	Webhooks WebhookConfig
+	// MCPOAuth runs the OAuth 2.1 authorization server of /mcp/
+	// (server/oauth, docs/oauth.md): MCP clients connect with OAuth
+	// instead of a pasted API key. Off by default.
+	MCPOAuth bool
+	// PublicURL is the server's public base URL
+	// ("https://boxkite.example.com"), the OAuth issuer and the base of
+	// the /mcp/ resource; "" derives it from each request's Host.
+	PublicURL string
 }
 
 // WebhookConfig is the operator's configuration of webhook deliveries.
@@ -158,47 +168,21 @@ const (
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	if c.Listen == "" {
-		c.Listen = DefaultListen
-	}
-	if c.Version == "" {
-		c.Version = "dev"
-	}
-	if c.DefaultLifetime == 0 {
-		c.DefaultLifetime = DefaultLifetime
-	}
-	if c.MaxLifetime == 0 {
-		c.MaxLifetime = DefaultMaxLifetime
-	}
-	if c.MaxStorageGB == 0 {
-		c.MaxStorageGB = DefaultMaxStorageGB
-	}
-	if c.MaxCount == 0 {
-		c.MaxCount = DefaultMaxCount
-	}
-	if c.ReaperInterval == 0 {
-		c.ReaperInterval = DefaultReaperInterval
-	}
-	if c.MaxPausedAge == 0 {
-		c.MaxPausedAge = DefaultMaxPausedAge
-	}
-	if c.PausedLimit == 0 {
-		c.PausedLimit = DefaultPausedLimit
-	}
-	if c.BootstrapEmail == "" {
-		c.BootstrapEmail = DefaultBootstrapEmail
-	}
+	c.Listen = cmp.Or(c.Listen, DefaultListen)
+	c.Version = cmp.Or(c.Version, "dev")
+	c.DefaultLifetime = cmp.Or(c.DefaultLifetime, DefaultLifetime)
+	c.MaxLifetime = cmp.Or(c.MaxLifetime, DefaultMaxLifetime)
+	c.MaxStorageGB = cmp.Or(c.MaxStorageGB, DefaultMaxStorageGB)
+	c.MaxCount = cmp.Or(c.MaxCount, DefaultMaxCount)
+	c.ReaperInterval = cmp.Or(c.ReaperInterval, DefaultReaperInterval)
+	c.MaxPausedAge = cmp.Or(c.MaxPausedAge, DefaultMaxPausedAge)
+	c.PausedLimit = cmp.Or(c.PausedLimit, DefaultPausedLimit)
+	c.BootstrapEmail = cmp.Or(c.BootstrapEmail, DefaultBootstrapEmail)
 	// A bootstrap key means local mode: one user, who is also the operator.
 	c.RateLimits = c.RateLimits.withDefaults(c.BootstrapAPIKey != "")
-	if c.AccessTokenTTL == 0 {
-		c.AccessTokenTTL = authn.DefaultAccessTokenTTL
-	}
-	if c.TakeoverFlushInterval == 0 {
-		c.TakeoverFlushInterval = DefaultTakeoverFlush
-	}
-	if c.MaxExecOutputBytes == 0 {
-		c.MaxExecOutputBytes = DefaultMaxExecOutput
-	}
+	c.AccessTokenTTL = cmp.Or(c.AccessTokenTTL, authn.DefaultAccessTokenTTL)
+	c.TakeoverFlushInterval = cmp.Or(c.TakeoverFlushInterval, DefaultTakeoverFlush)
+	c.MaxExecOutputBytes = cmp.Or(c.MaxExecOutputBytes, DefaultMaxExecOutput)
 	return c
 }
 
@@ -296,6 +280,7 @@ type Server struct {
 	proxy     *proxy.Service
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
+	oauth     *oauth.Service // nil unless Config.MCPOAuth (oauth_port.go)
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
 	docs    []httpx.RouteDoc
 	openAPI func() ([]byte, error)
@@ -402,6 +387,9 @@ func (s *Server) subsystems() error {
 	}
 	s.hostedMCP, err = hostedmcp.New(hostedmcp.Deps{Version: s.cfg.Version, Serve: s})
 	if err != nil {
+		return err
+	}
+	if err := s.newOAuth(); err != nil {
 		return err
 	}
 	s.auditlog, err = auditlog.New(auditlog.Deps{
@@ -575,6 +563,7 @@ func (s *Server) routes() {
 	s.mount(s.volumes.Routes())                     // server/volumes
 	s.mount(s.mcpconns.Routes())                    // server/mcpconns
 	s.mount(s.hostedMCP.Routes())                   // server/hostedmcp
+	s.mountIf(s.oauth != nil, s.oauth.Routes())     // server/oauth
 	s.mount(s.cfg.Secrets.Routes(secrets.RouteDeps{ // server/secrets
 		LoadSandbox: s.sandboxes.LoadSandbox, ActiveAudited: s.sandboxes.ActiveAudited, Audit: s.audit, Now: func() time.Time { return s.now() },
 	}))

@@ -79,6 +79,8 @@ type options struct {
 	previewBaseURL  string
 	allowSecretEnv  bool
 	webhookLoopback bool
+	mcpOAuth        bool
+	publicURL       string
 	recordTakeovers bool
 	console         bool // serve the web console at /ui/
 	maxCount        int
@@ -171,6 +173,8 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.Float64Var(&o.maxStorageGB, "max-storage-gb", server.DefaultMaxStorageGB, "largest storage_gb a create may ask for")
 	fs.IntVar(&o.maxCount, "max-count", server.DefaultMaxCount, "most sandboxes one create may ask for")
 	fs.Float64Var(&o.maxVolumeGB, "max-volume-gb", server.DefaultMaxVolumeGB, "largest size_gb a volume may ask for")
+	fs.BoolVar(&o.mcpOAuth, "mcp-oauth", false, "run the OAuth 2.1 authorization server of /mcp/, so MCP clients connect with OAuth instead of a pasted API key (docs/oauth.md)")
+	fs.StringVar(&o.publicURL, "public-url", "", "the server's public base URL (https://boxkite.example.com), the OAuth issuer; default: from each request's Host")
 	fs.BoolVar(&o.webhookLoopback, "webhook-allow-loopback", false, "let webhook subscriptions deliver to 127.0.0.1 (local receivers and tests); other loopback, private and link-local targets stay refused (docs/webhooks.md)")
 	fs.BoolVar(&o.allowSecretEnv, "allow-secret-env", false, "allow exec's secret_env, which puts a secret's value in one command's environment inside the sandbox (weaker than http_request; docs/secrets.md)")
 	fs.StringVar(&o.previewBaseURL, "preview-base-url", "", "`URL` (scheme://domain) under which host-based preview URLs are served, as <port>-<sandbox id>.domain; empty: *.localhost on the request's port (docs/previews.md)")

@@ -180,6 +180,8 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 		PreviewBaseURL: opts.previewBaseURL,
 		SecretEnv:      opts.allowSecretEnv,
 		Webhooks:       server.WebhookConfig{AllowLoopback: opts.webhookLoopback},
+		MCPOAuth:       opts.mcpOAuth,
+		PublicURL:      opts.publicURL,
 	}
 	if sb.images == nil {
 		cfg.Images = nil // a nil *images.Manager in the interface would look set

@@ -46,9 +46,25 @@ var notCalled = map[string]string{
 	"GET /v1/organizations/{org_id}/invites":                 pendingOrgs,
 	"DELETE /v1/organizations/{org_id}/invites/{invite_id}":  pendingOrgs,
 	"POST /v1/organizations/{org_id}/api-keys":               pendingOrgs,
+
+	// The OAuth authorization server of /mcp/ (server/oauth) is for MCP
+	// clients, not the SDKs; served only with --mcp-oauth.
+	"GET /.well-known/oauth-authorization-server":   oauthOnly,
+	"GET /.well-known/oauth-protected-resource":     oauthOnly,
+	"GET /.well-known/oauth-protected-resource/mcp": oauthOnly,
+	"POST /oauth/register":                          oauthOnly,
+	"DELETE /oauth/register/{client_id}":            oauthOnly,
+	"GET /oauth/authorize":                          oauthOnly,
+	"POST /oauth/authorize/login":                   oauthOnly,
+	"POST /oauth/authorize/decide":                  oauthOnly,
+	"POST /oauth/token":                             oauthOnly,
+	"POST /oauth/revoke":                            oauthOnly,
 }
 
 const pendingOrgs = "organizations (issue 24) landed after the SDKs: the Go client and the CLI call them (server/orgs_test.go, the cross-tenant matrix, cmd/boxkite's org script); the SDK calls and cases are still to write"
+
+const oauthOnly = "the OAuth 2.1 authorization server of /mcp/ (issue 24) serves MCP clients, not the SDKs, and only with --mcp-oauth; " +
+	"the official TypeScript MCP SDK runs it in server/oauth_test.go (TestMCPOAuthTypeScriptSDK)"
 
 // maxCapture bounds the part of a body the recorder keeps to check.
 const maxCapture = 4 << 20

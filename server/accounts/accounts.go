@@ -87,45 +87,57 @@ var errInvalidCredentials = &api.Error{
 	Hint:    "check both; `boxkite signup` creates an account",
 }
 
-// login serves POST /v1/auth/login. An unknown email and a wrong password
-// get the same answer after the same work (a dummy hash is checked), so
-// neither the body nor the timing tells which emails have accounts.
+// login serves POST /v1/auth/login.
 func (s *Service) login(w http.ResponseWriter, r *http.Request) error {
 	var req api.Credentials
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
-	email := strings.ToLower(strings.TrimSpace(req.Email))
+	acct, err := s.CheckLogin(w, r, req.Email, req.Password)
+	if err != nil {
+		return err
+	}
+	return s.writeToken(w, r, http.StatusOK, acct)
+}
+
+// CheckLogin returns the account of email if password is its password,
+// as POST /v1/auth/login checks it (the OAuth consent page signs in with
+// it too). An unknown email and a wrong password get the same answer
+// after the same work (a dummy hash is checked), so neither the answer
+// nor the timing tells which emails have accounts. Attempts count against
+// the per-email login rate limit (429 on w).
+func (s *Service) CheckLogin(w http.ResponseWriter, r *http.Request, email, password string) (*model.Account, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
 	switch {
 	case email == "":
-		return httpx.Invalid("email", "email is required", "")
-	case req.Password == "":
-		return httpx.Invalid("password", "password is required", "")
-	case len(email) > maxEmailLen || len(req.Password) > 4*api.MaxPasswordLen:
-		return errInvalidCredentials
+		return nil, httpx.Invalid("email", "email is required", "")
+	case password == "":
+		return nil, httpx.Invalid("password", "password is required", "")
+	case len(email) > maxEmailLen || len(password) > 4*api.MaxPasswordLen:
+		return nil, errInvalidCredentials
 	}
 	// Per email too, so guessing one account's password from many
 	// addresses is as slow as from one.
 	if err := s.d.LoginRate(w, email); err != nil {
-		return err
+		return nil, err
 	}
 	ctx := r.Context()
 	acct, hash, err := s.d.Store.PasswordHash(ctx, email)
 	if err != nil && !errors.Is(err, model.ErrNotFound) {
-		return fmt.Errorf("look up account: %w", err)
+		return nil, fmt.Errorf("look up account: %w", err)
 	}
-	ok, err := s.d.Hasher.Verify(ctx, hash, req.Password)
+	ok, err := s.d.Hasher.Verify(ctx, hash, password)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		s.d.Log.ErrorContext(ctx, "stored password hash is unusable", "err", err)
-		return errInvalidCredentials
+		return nil, errInvalidCredentials
 	}
 	if !ok || acct == nil {
-		return errInvalidCredentials
+		return nil, errInvalidCredentials
 	}
-	return s.writeToken(w, r, http.StatusOK, acct)
+	return acct, nil
 }
 
 func (s *Service) writeToken(w http.ResponseWriter, r *http.Request, status int, acct *model.Account) error {

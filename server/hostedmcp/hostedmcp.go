@@ -15,13 +15,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/tools"
 	"github.com/boxkite/boxkite/tools/mcpserver"
 )
 
 // Pattern is the hosted MCP endpoint (Streamable HTTP), authenticated by
-// API key like the REST API.
+// API key like the REST API, or by an MCP OAuth access token.
 const Pattern = "/mcp/"
 
 // handler serves /mcp/: the tools of boxkite-mcp, served in-process.
@@ -87,71 +88,44 @@ func (s *Service) backend(_ context.Context, req *mcp.CallToolRequest) (tools.Pr
 	return p, func(id string) tools.Sandbox { return &inProcessSandbox{p: p, id: id} }, nil
 }
 
+// inProcessKey marks the context of a tool call's in-process request.
+type inProcessKey struct{}
+
+// InProcess reports whether ctx is that of a tool call's in-process
+// request: the guard then accepts the MCP OAuth access token /mcp/ was
+// called with where an API key is taken. A request from the network never
+// carries the mark.
+func InProcess(ctx context.Context) bool {
+	v, _ := ctx.Value(inProcessKey{}).(bool)
+	return v
+}
+
 // inProcess calls this server's own API as one caller, without a network.
 type inProcess struct {
 	serve http.Handler // the control plane
 	auth  string       // the caller's Authorization header
 }
 
-// bufferedResponse is the http.ResponseWriter of an in-process call.
-type bufferedResponse struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (b *bufferedResponse) Header() http.Header { return b.header }
-
-func (b *bufferedResponse) WriteHeader(code int) {
-	if b.status == 0 {
-		b.status = code
-	}
-}
-
-func (b *bufferedResponse) Write(p []byte) (int, error) {
-	b.WriteHeader(http.StatusOK)
-	return b.body.Write(p)
-}
-
 // do makes one API call: body (if not nil) as JSON, the answer decoded into
 // out (if not nil); an error status comes back as its *api.Error.
 func (p *inProcess) do(ctx context.Context, method, path string, body, out any) error {
-	var rd *bytes.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("encode %s %s: %w", method, path, err)
-		}
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	r, err := http.NewRequestWithContext(ctx, method, path, rd)
+	status, answer, err := apihttp.ServeInProcess(context.WithValue(ctx, inProcessKey{}, true), p.serve, apihttp.InProcessCall{
+		Method: method, Path: path, Body: body, Auth: p.auth,
+		RemoteAddr: "127.0.0.1:0", // in-process: no client address of its own
+	})
 	if err != nil {
-		return fmt.Errorf("build %s %s: %w", method, path, err)
+		return err
 	}
-	r.Header.Set("Authorization", p.auth)
-	if body != nil {
-		r.Header.Set("Content-Type", "application/json")
-	}
-	r.RemoteAddr = "127.0.0.1:0" // in-process: no client address of its own
-	w := &bufferedResponse{header: http.Header{}}
-	p.serve.ServeHTTP(w, r)
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	if w.status >= 300 {
-		var env api.ErrorEnvelope
-		if json.Unmarshal(w.body.Bytes(), &env) == nil && env.Error != nil {
-			env.Error.Status = w.status
-			return env.Error
+	if status >= 300 {
+		if e := apihttp.AnswerError(status, answer); e != nil {
+			return e
 		}
-		return &api.Error{Status: w.status, Code: api.CodeInternal, Message: fmt.Sprintf("%s %s answered %d", method, path, w.status)}
+		return &api.Error{Status: status, Code: api.CodeInternal, Message: fmt.Sprintf("%s %s answered %d", method, path, status)}
 	}
-	if out == nil || w.body.Len() == 0 {
+	if out == nil || len(answer) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(w.body.Bytes(), out); err != nil {
+	if err := json.Unmarshal(answer, out); err != nil {
 		return fmt.Errorf("decode %s %s: %w", method, path, err)
 	}
 	return nil

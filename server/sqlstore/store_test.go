@@ -93,6 +93,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Snapshots", testSnapshots},
 		{"Secrets", testSecrets},
 		{"Webhooks", testWebhooks},
+		{"OAuth", testOAuth},
 		{"Orgs", testOrgs},
 	}
 	for _, tt := range tests {

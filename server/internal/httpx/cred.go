@@ -15,6 +15,7 @@ const (
 	CredTokenOrAdmin             // an access token, or an admin API key
 	CredTakeover                 // an API key, or a takeover token (takeover_token.go)
 	CredBastion                  // the bastion's key (Config.BastionKey)
+	CredMCP                      // an API key, or an MCP OAuth access token (server/oauth)
 )
 
 // String names the credential kind, as the route list (docs/routes.md)
@@ -35,6 +36,8 @@ func (c Cred) String() string {
 		return "api key, or takeover token"
 	case CredBastion:
 		return "bastion key"
+	case CredMCP:
+		return "api key, or mcp oauth access token"
 	}
 	return "unknown"
 }

@@ -85,7 +85,7 @@ func WriteError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err er
 	if info := InfoFrom(ctx); info != nil {
 		e.RequestID = info.ID
 	}
-	if e.Status == http.StatusUnauthorized {
+	if e.Status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" { // a route's own challenge stays (server/oauth's)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="boxkite"`)
 	}
 	WriteJSON(w, e.Status, api.ErrorEnvelope{Error: &e})

@@ -1,0 +1,293 @@
+package oauth
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/oauth2"
+
+	"github.com/boxkite/boxkite/server/internal/authn"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// Token types (the "type" claim), so one kind is never taken for another.
+const (
+	typeSession = "oauth_session"
+	typeAccess  = "mcp_access" // as in the reference
+)
+
+// sessionClaims are the consent page's sign-in cookie.
+type sessionClaims struct {
+	Type string `json:"type"`
+	Sub  string `json:"sub"`
+	authn.Times
+}
+
+func (s *Service) signSession(key []byte, acct *model.Account) (string, error) {
+	now := s.d.Now()
+	return authn.SignToken(key, sessionClaims{
+		Type: typeSession, Sub: acct.ID, Times: authn.Times{Iat: now.Unix(), Exp: now.Add(sessionTTL).Unix()},
+	})
+}
+
+func (s *Service) parseSession(key []byte, tok string) (string, error) {
+	var c sessionClaims
+	if err := authn.VerifyToken(key, tok, &c, s.d.Now()); err != nil {
+		return "", err
+	}
+	if c.Type != typeSession || c.Sub == "" {
+		return "", errors.New("not a session token")
+	}
+	return c.Sub, nil
+}
+
+// AccessClaims are an access token's claims: the account (sub), the
+// resource it is for (aud), the client and the grant it came from.
+type AccessClaims struct {
+	Type     string `json:"type"`
+	ClientID string `json:"client_id"`
+	GrantID  string `json:"grant"`
+	jwt.RegisteredClaims
+}
+
+// TokenResponse is the token endpoint's answer (RFC 6749 §5.1).
+type TokenResponse struct {
+	AccessToken  string `json:"access_token"`
+	TokenType    string `json:"token_type"`
+	ExpiresIn    int    `json:"expires_in"`
+	RefreshToken string `json:"refresh_token"`
+}
+
+// token serves POST /oauth/token: the authorization_code grant (PKCE
+// S256) and the refresh_token grant (rotation, reuse detection).
+func (s *Service) token(w http.ResponseWriter, r *http.Request) error {
+	return answer(w, s.tokenOAuth(w, r))
+}
+
+// tokenOAuth is token's work.
+func (s *Service) tokenOAuth(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, httpx.MaxSmallBody)
+	if err := r.ParseForm(); err != nil {
+		return errInvalidRequest("send the parameters form-encoded (application/x-www-form-urlencoded)")
+	}
+	f := r.PostForm
+	c, err := s.d.Store.OAuthClient(r.Context(), f.Get("client_id"))
+	if notFound(err) || f.Get("client_id") == "" {
+		return errInvalidClient
+	}
+	if err != nil {
+		return fmt.Errorf("look up oauth client: %w", err)
+	}
+	var g *Grant
+	var refresh string // the rotated refresh token; "" for a new grant
+	switch f.Get("grant_type") {
+	case grantAuthorizationCode:
+		g, err = s.exchangeCode(r, c)
+	case grantRefreshToken:
+		g, refresh, err = s.refresh(r, c)
+	default:
+		return &Error{Status: http.StatusBadRequest, Code: "unsupported_grant_type", Description: "grant_type must be authorization_code or refresh_token"}
+	}
+	if err != nil {
+		return err
+	}
+	return s.issue(w, r, g, refresh)
+}
+
+// exchangeCode checks and spends an authorization code, and stores the
+// grant it creates.
+func (s *Service) exchangeCode(r *http.Request, c *Client) (*Grant, error) {
+	f := r.PostForm
+	ctx := r.Context()
+	code, err := s.d.Store.TakeOAuthCode(ctx, hashToken(f.Get("code")))
+	if notFound(err) {
+		return nil, errInvalidGrant("unknown, used or expired authorization code")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("take authorization code: %w", err)
+	}
+	now := s.d.Now()
+	verifier := f.Get("code_verifier")
+	switch {
+	case expired(code.ExpiresAt, now):
+		return nil, errInvalidGrant("unknown, used or expired authorization code")
+	case code.ClientID != c.ID:
+		return nil, errInvalidGrant("the code was issued to another client")
+	case f.Get("redirect_uri") != code.RedirectURI:
+		return nil, errInvalidGrant("redirect_uri differs from the authorization request's")
+	case len(verifier) < 43 || len(verifier) > 128:
+		return nil, errInvalidGrant("code_verifier must be 43 to 128 characters")
+	case subtle.ConstantTimeCompare([]byte(oauth2.S256ChallengeFromVerifier(verifier)), []byte(code.Challenge)) != 1:
+		return nil, errInvalidGrant("code_verifier does not match the code_challenge")
+	case f.Get("resource") != "" && f.Get("resource") != code.Resource:
+		return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_target", Description: "resource differs from the authorization request's"}
+	}
+	g := &Grant{ID: model.NewID(), ClientID: c.ID, AccountID: code.AccountID, Resource: code.Resource, CreatedAt: now}
+	return g, nil
+}
+
+// refresh spends a refresh token. A token used twice is a stolen one (or
+// a replay): the whole grant is revoked, its access tokens with it.
+func (s *Service) refresh(r *http.Request, c *Client) (*Grant, string, error) {
+	ctx := r.Context()
+	hash := hashToken(r.PostForm.Get(grantRefreshToken))
+	rt, err := s.d.Store.OAuthRefreshToken(ctx, hash)
+	if notFound(err) {
+		return nil, "", errInvalidGrant("unknown refresh token")
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("look up refresh token: %w", err)
+	}
+	g, err := s.d.Store.OAuthGrant(ctx, rt.GrantID)
+	if notFound(err) {
+		return nil, "", errInvalidGrant("unknown refresh token")
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("look up grant: %w", err)
+	}
+	now := s.d.Now()
+	switch {
+	case g.ClientID != c.ID:
+		return nil, "", errInvalidGrant("the refresh token was issued to another client")
+	case !g.RevokedAt.IsZero():
+		return nil, "", errInvalidGrant("the grant was revoked; authorize again")
+	case !rt.UsedAt.IsZero():
+		return nil, "", s.reused(r, g)
+	case expired(rt.ExpiresAt, now):
+		return nil, "", errInvalidGrant("the refresh token expired; authorize again")
+	}
+	next := &RefreshToken{GrantID: g.ID, CreatedAt: now, ExpiresAt: now.Add(RefreshTokenTTL)}
+	tok := randomToken()
+	next.Hash = hashToken(tok)
+	spent, err := s.d.Store.RotateOAuthRefreshToken(ctx, hash, now, next)
+	if err != nil {
+		return nil, "", fmt.Errorf("rotate refresh token: %w", err)
+	}
+	if !spent {
+		return nil, "", s.reused(r, g) // another request spent it first
+	}
+	return g, tok, nil
+}
+
+// reused revokes g after a refresh token's reuse.
+func (s *Service) reused(r *http.Request, g *Grant) error {
+	if err := s.revokeGrant(r, g.ID); err != nil {
+		return err
+	}
+	s.d.Log.WarnContext(r.Context(), "oauth refresh token reused; grant revoked", "grant", g.ID, "client", g.ClientID, "account", g.AccountID)
+	return errInvalidGrant("refresh token reused: the grant and all its tokens are revoked; authorize again")
+}
+
+func (s *Service) revokeGrant(r *http.Request, id string) error {
+	if err := s.d.Store.RevokeOAuthGrant(r.Context(), id, s.d.Now()); err != nil && !notFound(err) {
+		return fmt.Errorf("revoke grant: %w", err)
+	}
+	s.d.Revoked(grantCredential(id))
+	return nil
+}
+
+// issue answers a token request for g: an access token and a refresh
+// token (the new grant's first, or the rotated one).
+func (s *Service) issue(w http.ResponseWriter, r *http.Request, g *Grant, refresh string) error {
+	ctx := r.Context()
+	now := s.d.Now()
+	if refresh == "" { // a new grant, from a code
+		refresh = randomToken()
+		first := &RefreshToken{Hash: hashToken(refresh), GrantID: g.ID, CreatedAt: now, ExpiresAt: now.Add(RefreshTokenTTL)}
+		if err := s.d.Store.CreateOAuthGrant(ctx, g, first); err != nil {
+			return fmt.Errorf("store grant: %w", err)
+		}
+		s.d.Log.InfoContext(ctx, "oauth grant issued", "grant", g.ID, "client", g.ClientID, "account", g.AccountID)
+	}
+	key, err := s.key(ctx)
+	if err != nil {
+		return err
+	}
+	access, err := authn.SignToken(key, AccessClaims{
+		Type: typeAccess, ClientID: g.ClientID, GrantID: g.ID,
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer: s.issuer(r), Subject: g.AccountID, Audience: jwt.ClaimStrings{g.Resource},
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(AccessTokenTTL)), ID: model.NewID(),
+		},
+	})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+	httpx.WriteJSON(w, http.StatusOK, TokenResponse{
+		AccessToken: access, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL.Seconds()), RefreshToken: refresh,
+	})
+	return nil
+}
+
+// revoke serves POST /oauth/revoke (RFC 7009): a refresh or access token
+// of the client revokes its whole grant. Unknown tokens are answered 200
+// as well, as the RFC asks.
+func (s *Service) revoke(w http.ResponseWriter, r *http.Request) error {
+	return answer(w, s.revokeOAuth(w, r))
+}
+
+// revokeOAuth is revoke's work.
+func (s *Service) revokeOAuth(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, httpx.MaxSmallBody)
+	if err := r.ParseForm(); err != nil {
+		return errInvalidRequest("send the parameters form-encoded (application/x-www-form-urlencoded)")
+	}
+	ctx := r.Context()
+	tok, clientID := r.PostForm.Get("token"), r.PostForm.Get("client_id")
+	if tok == "" {
+		return errInvalidRequest("token is required")
+	}
+	var grantID string
+	if rt, err := s.d.Store.OAuthRefreshToken(ctx, hashToken(tok)); err == nil {
+		grantID = rt.GrantID
+	} else if !notFound(err) {
+		return fmt.Errorf("look up refresh token: %w", err)
+	} else if key, err := s.key(ctx); err != nil {
+		return err
+	} else if c, err := s.parseAccess(key, tok, "", time.Time{}); err == nil {
+		grantID = c.GrantID
+	}
+	if grantID != "" {
+		g, err := s.d.Store.OAuthGrant(ctx, grantID)
+		if err != nil && !notFound(err) {
+			return fmt.Errorf("look up grant: %w", err)
+		}
+		if g != nil && (clientID == "" || g.ClientID == clientID) {
+			if err := s.revokeGrant(r, g.ID); err != nil {
+				return err
+			}
+			s.d.Log.InfoContext(ctx, "oauth grant revoked", "grant", g.ID, "client", g.ClientID)
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// parseAccess verifies an access token: signature, type, expiry (by now;
+// zero time: any) and audience (aud must contain audience; "": any).
+func (s *Service) parseAccess(key []byte, tok, audience string, now time.Time) (*AccessClaims, error) {
+	opts := []jwt.ParserOption{jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired()}
+	if audience != "" {
+		opts = append(opts, jwt.WithAudience(audience))
+	}
+	if now.IsZero() {
+		opts = append(opts, jwt.WithoutClaimsValidation())
+	} else {
+		opts = append(opts, jwt.WithTimeFunc(func() time.Time { return now }))
+	}
+	var c AccessClaims
+	if _, err := jwt.NewParser(opts...).ParseWithClaims(tok, &c, func(*jwt.Token) (any, error) { return key, nil }); err != nil {
+		return nil, err
+	}
+	if c.Type != typeAccess || c.Subject == "" || c.GrantID == "" {
+		return nil, errors.New("not an MCP access token")
+	}
+	return &c, nil
+}

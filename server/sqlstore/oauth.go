@@ -1,0 +1,182 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/oauth"
+)
+
+var _ oauth.Store = (*Store)(nil)
+
+// CreateOAuthClient implements oauth.Store.
+func (s *Store) CreateOAuthClient(ctx context.Context, c *oauth.Client) error {
+	uris, err := json.Marshal(c.RedirectURIs)
+	if err != nil {
+		return fmt.Errorf("encode redirect uris: %w", err)
+	}
+	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO oauth_clients (id, name, redirect_uris, registration_hash, created_at) VALUES (?, ?, ?, ?, ?)`),
+		c.ID, c.Name, string(uris), c.RegistrationHash, micros(c.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("insert oauth client: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// OAuthClient implements oauth.Store.
+func (s *Store) OAuthClient(ctx context.Context, id string) (*oauth.Client, error) {
+	var c oauth.Client
+	var uris string
+	var created int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, name, redirect_uris, registration_hash, created_at FROM oauth_clients WHERE id = ?`), id).
+		Scan(&c.ID, &c.Name, &uris, &c.RegistrationHash, &created)
+	if err != nil {
+		return nil, fmt.Errorf("query oauth client: %w", s.mapErr(err))
+	}
+	if err := json.Unmarshal([]byte(uris), &c.RedirectURIs); err != nil {
+		return nil, fmt.Errorf("decode redirect uris: %w", err)
+	}
+	c.CreatedAt = fromMicros(created)
+	return &c, nil
+}
+
+// DeleteOAuthClient implements oauth.Store; the codes, grants and
+// refresh tokens go with it (ON DELETE CASCADE).
+func (s *Store) DeleteOAuthClient(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM oauth_clients WHERE id = ?`), id)
+	if err != nil {
+		return fmt.Errorf("delete oauth client: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("delete oauth client: %w", model.ErrNotFound)
+	}
+	return nil
+}
+
+// CreateOAuthCode implements oauth.Store.
+func (s *Store) CreateOAuthCode(ctx context.Context, c *oauth.Code) error {
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO oauth_authorization_codes (hash, client_id, account_id, redirect_uri, code_challenge, resource, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+		c.Hash, c.ClientID, c.AccountID, c.RedirectURI, c.Challenge, c.Resource, micros(c.CreatedAt), micros(c.ExpiresAt))
+	if err != nil {
+		return fmt.Errorf("insert authorization code: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// TakeOAuthCode implements oauth.Store: the row is deleted in the
+// transaction that reads it, so of two concurrent exchanges one wins.
+// Expired codes are swept on the way.
+func (s *Store) TakeOAuthCode(ctx context.Context, hash string) (*oauth.Code, error) {
+	var c oauth.Code
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var created, expires int64
+		err := tx.QueryRowContext(ctx, s.q(`SELECT hash, client_id, account_id, redirect_uri, code_challenge, resource, created_at, expires_at FROM oauth_authorization_codes WHERE hash = ?`), hash).
+			Scan(&c.Hash, &c.ClientID, &c.AccountID, &c.RedirectURI, &c.Challenge, &c.Resource, &created, &expires)
+		if err != nil {
+			return fmt.Errorf("query authorization code: %w", s.mapErr(err))
+		}
+		c.CreatedAt, c.ExpiresAt = fromMicros(created), fromMicros(expires)
+		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM oauth_authorization_codes WHERE hash = ?`), hash)
+		if err != nil {
+			return fmt.Errorf("delete authorization code: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return fmt.Errorf("take authorization code: %w", model.ErrNotFound)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM oauth_authorization_codes WHERE expires_at < ?`), micros(time.Now().Add(-time.Hour))); err != nil {
+			return fmt.Errorf("sweep authorization codes: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// CreateOAuthGrant implements oauth.Store.
+func (s *Store) CreateOAuthGrant(ctx context.Context, g *oauth.Grant, first *oauth.RefreshToken) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO oauth_grants (id, client_id, account_id, resource, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)`),
+			g.ID, g.ClientID, g.AccountID, g.Resource, micros(g.CreatedAt), microsOrZero(g.RevokedAt)); err != nil {
+			return fmt.Errorf("insert grant: %w", s.mapErr(err))
+		}
+		return s.insertRefresh(ctx, tx, first)
+	})
+}
+
+func (s *Store) insertRefresh(ctx context.Context, tx *sql.Tx, rt *oauth.RefreshToken) error {
+	if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO oauth_refresh_tokens (hash, grant_id, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?)`),
+		rt.Hash, rt.GrantID, micros(rt.CreatedAt), micros(rt.ExpiresAt), microsOrZero(rt.UsedAt)); err != nil {
+		return fmt.Errorf("insert refresh token: %w", s.mapErr(err))
+	}
+	return nil
+}
+
+// OAuthGrant implements oauth.Store.
+func (s *Store) OAuthGrant(ctx context.Context, id string) (*oauth.Grant, error) {
+	var g oauth.Grant
+	var created, revoked int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT id, client_id, account_id, resource, created_at, revoked_at FROM oauth_grants WHERE id = ?`), id).
+		Scan(&g.ID, &g.ClientID, &g.AccountID, &g.Resource, &created, &revoked)
+	if err != nil {
+		return nil, fmt.Errorf("query grant: %w", s.mapErr(err))
+	}
+	g.CreatedAt = fromMicros(created)
+	if revoked != 0 {
+		g.RevokedAt = fromMicros(revoked)
+	}
+	return &g, nil
+}
+
+// RevokeOAuthGrant implements oauth.Store.
+func (s *Store) RevokeOAuthGrant(ctx context.Context, id string, now time.Time) error {
+	res, err := s.db.ExecContext(ctx, s.q(`UPDATE oauth_grants SET revoked_at = ? WHERE id = ? AND revoked_at = 0`), micros(now), id)
+	if err != nil {
+		return fmt.Errorf("revoke grant: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		if _, err := s.OAuthGrant(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// OAuthRefreshToken implements oauth.Store.
+func (s *Store) OAuthRefreshToken(ctx context.Context, hash string) (*oauth.RefreshToken, error) {
+	var rt oauth.RefreshToken
+	var created, expires, used int64
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT hash, grant_id, created_at, expires_at, used_at FROM oauth_refresh_tokens WHERE hash = ?`), hash).
+		Scan(&rt.Hash, &rt.GrantID, &created, &expires, &used)
+	if err != nil {
+		return nil, fmt.Errorf("query refresh token: %w", s.mapErr(err))
+	}
+	rt.CreatedAt, rt.ExpiresAt = fromMicros(created), fromMicros(expires)
+	if used != 0 {
+		rt.UsedAt = fromMicros(used)
+	}
+	return &rt, nil
+}
+
+// RotateOAuthRefreshToken implements oauth.Store: the conditional update
+// lets exactly one of two concurrent refreshes spend the token.
+func (s *Store) RotateOAuthRefreshToken(ctx context.Context, hash string, now time.Time, next *oauth.RefreshToken) (bool, error) {
+	spent := false
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE oauth_refresh_tokens SET used_at = ? WHERE hash = ? AND used_at = 0`), micros(now), hash)
+		if err != nil {
+			return fmt.Errorf("spend refresh token: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return nil
+		}
+		spent = true
+		return s.insertRefresh(ctx, tx, next)
+	})
+	return spent, err
+}
