@@ -287,3 +287,40 @@ func TestOrgQuota(t *testing.T) {
 	e.create(e.KeyA, api.CreateSandboxRequest{})
 	e.create(e.KeyA, api.CreateSandboxRequest{})
 }
+
+// TestReplicasOrgRemoval (issue 24, acceptance 3, on Postgres): a member
+// removed through one server loses, within a second, the watch stream
+// their key of the organization holds on another server, and that server
+// refuses the key at its next request.
+func TestReplicasOrgRemoval(t *testing.T) {
+	rs, _ := newReplicas(t, 2, server.Config{})
+	a, b := rs[0], rs[1]
+	org := a.newOrg(a.KeyA, "acme")
+	a.join(a.KeyA, a.KeyB, org.ID, "b@example.com", api.OrgRoleMember)
+	bk := a.orgKey(a.KeyB, org.ID, "").Key
+	sb := a.create(bk, api.CreateSandboxRequest{})
+	w := openWatch(t, b.URL, sb.ID, bk, "")
+
+	start := time.Now()
+	resp, body := a.do("DELETE", "/v1/organizations/"+org.ID+"/members/"+accountID(t, a, a.KeyB), a.KeyA, nil)
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("remove: %d %s", resp.StatusCode, body)
+	}
+	resp, body = b.do("GET", "/v1/sandboxes", bk, nil)
+	wantError(t, resp, body, http.StatusUnauthorized, api.CodeInvalidAPIKey)
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case _, ok := <-w.events:
+			if ok {
+				continue
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("the stream on the other server ended after %v", d)
+			}
+			return
+		case <-timeout:
+			t.Fatal("the removed member's stream on the other server is still open")
+		}
+	}
+}
