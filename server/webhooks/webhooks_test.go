@@ -1,11 +1,15 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net/netip"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,4 +202,53 @@ func hostOf(raw string) string {
 		return ""
 	}
 	return u.Hostname()
+}
+
+// hexSealer is a Sealer for tests: it "encrypts" by hex-encoding the
+// value with its ad, so a value opens only with the ad it was sealed with.
+type hexSealer struct{}
+
+func (hexSealer) Seal(plain, ad []byte) (string, error) {
+	return hex.EncodeToString(append(append([]byte(nil), ad...), plain...)), nil
+}
+
+func (hexSealer) Open(sealed string, ad []byte) ([]byte, error) {
+	b, err := hex.DecodeString(sealed)
+	if err != nil || !bytes.HasPrefix(b, ad) {
+		return nil, errors.New("does not open")
+	}
+	return b[len(ad):], nil
+}
+
+// TestSealed: with a Sealer the stored secret and HEC token are sealed
+// and open again for the same subscription only; a sealed value on a
+// service without a Sealer refuses to send; without a Sealer values are
+// stored as they are.
+func TestSealed(t *testing.T) {
+	sub := &Subscription{ID: "w1", AccountID: "a1", Secret: "whsec_x", HECToken: "hec"}
+	with := &Service{d: Deps{Sealer: hexSealer{}}}
+	stored, err := with.sealed(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(stored.Secret, sealedPrefix) || !strings.HasPrefix(stored.HECToken, sealedPrefix) || sub.Secret != "whsec_x" {
+		t.Fatalf("sealed %+v (from %+v)", stored, sub)
+	}
+	claim := &Claim{Delivery: Delivery{AccountID: "a1", WebhookID: "w1"}, Secret: stored.Secret, HECToken: stored.HECToken}
+	got, err := with.opened(claim)
+	if err != nil || got.Secret != "whsec_x" || got.HECToken != "hec" {
+		t.Errorf("opened: %+v, %v", got, err)
+	}
+	moved := *claim
+	moved.WebhookID = "w2"
+	if _, err := with.opened(&moved); err == nil {
+		t.Error("a sealed secret opened for another subscription")
+	}
+	without := &Service{}
+	if _, err := without.opened(claim); !errors.Is(err, errNoSealer) {
+		t.Errorf("opened without a Sealer: %v, want errNoSealer", err)
+	}
+	if plain, err := without.sealed(sub); err != nil || plain.Secret != "whsec_x" {
+		t.Errorf("sealed without a Sealer: %+v, %v", plain, err)
+	}
 }
