@@ -103,7 +103,7 @@ func Open(ctx context.Context, c Config) (Backend, error) {
 		return nil, errors.New("open object storage: no bucket")
 	}
 	if strings.Contains(c.Prefix, "..") || strings.HasPrefix(c.Prefix, "/") {
-		return nil, fmt.Errorf("open object storage: prefix %q: no leading / or ..", c.Prefix)
+		return nil, fmt.Errorf("open object storage: prefix %q: must not start with / or hold \"..\" components", c.Prefix)
 	}
 	var (
 		b   Backend
