@@ -146,6 +146,10 @@ var rules = map[string]depRule{
 	"server/allowlists": {ours: []string{"client/api", "internal/apihttp", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/allowlist"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
 	}},
+	// Test helper of the subsystems' authorization wrappers; only tests import it.
+	"server/internal/authz/authztest": {ours: []string{"server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server": "a test helper of the wrappers beside the subsystems' stores",
+	}},
 	"server/internal/authz": {ours: []string{"client/api", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "authz sits under the subsystems and the server",
 	}},

@@ -296,8 +296,13 @@ func newWhoamiCmd(app *App) *cobra.Command {
 
 func writeWhoami(w io.Writer, acct *api.Account, u *api.Usage) error {
 	tw := newTable(w)
-	fmt.Fprintf(tw, "email:\t%s\n", acct.Email)
-	fmt.Fprintf(tw, "account:\t%s\n", acct.ID)
+	if o := acct.Organization; o != nil {
+		fmt.Fprintf(tw, "organization:\t%s (%s, you are %s)\n", o.Name, acct.ID, o.Role)
+		fmt.Fprintf(tw, "member:\t%s\n", o.MemberID)
+	} else {
+		fmt.Fprintf(tw, "email:\t%s\n", acct.Email)
+		fmt.Fprintf(tw, "account:\t%s\n", acct.ID)
+	}
 	if k := acct.APIKey; k != nil {
 		fmt.Fprintf(tw, "key:\t%s (%s, %s…)\n", k.Name, k.Role, k.Prefix)
 	}

@@ -59,6 +59,12 @@ type Config struct {
 	// Sources says where each value came from, by key (base_url, api_key,
 	// home, context): "flag --url", "env BOXKITE_URL", "file PATH" or "default".
 	Sources map[string]string
+	// Org and OrgName are the organization the context acts for (`boxkite
+	// org switch`), "" for the personal account. APIKey is then the key
+	// of the organization the switch issued, and PersonalKey the file's
+	// own api_key, with which the org commands act for the person.
+	Org, OrgName string
+	PersonalKey  string
 }
 
 // fileConfig is the shape of config.toml and local.toml.
@@ -69,6 +75,12 @@ type fileConfig struct {
 	// Bastion is boxkite-bastion's HOST:PORT: written by up for the local
 	// one, set by hand for a hosted one.
 	Bastion string `toml:"bastion,omitempty"`
+	// Org, OrgName and OrgAPIKey are written by `boxkite org switch`: the
+	// organization the context acts for and the key of it issued to you,
+	// used instead of api_key unless a flag or the environment sets one.
+	Org       string `toml:"org,omitempty"`
+	OrgName   string `toml:"org_name,omitempty"`
+	OrgAPIKey string `toml:"org_api_key,omitempty"`
 }
 
 // LoadConfig resolves the configuration: flags > environment > file >
@@ -168,6 +180,16 @@ func LoadConfig(flags *pflag.FlagSet) (*Config, error) {
 	}
 	src := cfg.Sources[keyBaseURL]
 	cfg.Local = src == "default" || src == "file "+localPath || isLoopbackURL(cfg.BaseURL)
+	cfg.PersonalKey = cfg.APIKey
+	if cfg.File != "" && cfg.Sources[keyAPIKey] == "file "+cfg.File {
+		fc, err := readFileConfig(cfg.File)
+		if err != nil {
+			return nil, err
+		}
+		if fc.OrgAPIKey != "" {
+			cfg.Org, cfg.OrgName, cfg.APIKey = fc.Org, fc.OrgName, fc.OrgAPIKey
+		}
+	}
 	return cfg, nil
 }
 
@@ -264,7 +286,7 @@ func readFileConfig(path string) (fileConfig, error) {
 		if errors.As(err, &strict) {
 			return fc, &hintError{
 				err:  fmt.Errorf("read %s: unknown key: %s", path, strings.TrimSpace(strict.String())),
-				hint: "the known keys are base_url, api_key and bastion",
+				hint: "the known keys are base_url, api_key, bastion, org, org_name and org_api_key",
 			}
 		}
 		return fc, fmt.Errorf("read %s: %w", path, err)

@@ -166,10 +166,42 @@ func TestConfigPrecedence(t *testing.T) {
 					want.Sources[k] = "file " + filepath.Join(home, name)
 				}
 			}
+			want.PersonalKey = want.APIKey // no organization in these files
 			if diff := cmp.Diff(&want, got); diff != "" {
 				t.Errorf("LoadConfig mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestConfigOrganization: after 'org switch' the context's file names an
+// organization and its key, which is used instead of api_key (kept as
+// PersonalKey for the org commands); a key from the environment beats
+// both and acts for itself.
+func TestConfigOrganization(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv(envHome, home)
+	t.Setenv(envAPIKey, "")
+	t.Setenv(envURL, "")
+	t.Setenv(envContext, "")
+	file := "version = 1\nbase_url = \"https://boxkite.example.com\"\napi_key = \"bxk_live_me\"\norg = \"o1\"\norg_name = \"acme\"\norg_api_key = \"bxk_live_org\"\n"
+	if err := os.WriteFile(filepath.Join(home, hostedFile), []byte(file), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.APIKey != "bxk_live_org" || got.PersonalKey != "bxk_live_me" || got.Org != "o1" || got.OrgName != "acme" {
+		t.Errorf("switched: key %q personal %q org %q %q", got.APIKey, got.PersonalKey, got.Org, got.OrgName)
+	}
+	t.Setenv(envAPIKey, "bxk_live_env")
+	got, err = LoadConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.APIKey != "bxk_live_env" || got.PersonalKey != "bxk_live_env" || got.Org != "" {
+		t.Errorf("with BOXKITE_API_KEY: key %q personal %q org %q", got.APIKey, got.PersonalKey, got.Org)
 	}
 }
 

@@ -78,12 +78,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // API requests, logged, limited and authorized as any other.
 func (s *Server) MountConsole(h http.Handler) { s.console = h }
 
-// handle registers an error-returning handler authenticated by API key
-// (see register for what else guards it).
-func (s *Server) handle(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-	s.register(pattern, httpx.CredAPIKey, h)
-}
-
 // handlePublic registers an error-returning handler that needs no credentials.
 func (s *Server) handlePublic(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 	s.register(pattern, httpx.CredNone, h)

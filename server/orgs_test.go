@@ -264,6 +264,12 @@ func TestOrgQuota(t *testing.T) {
 	e.create(k, api.CreateSandboxRequest{})
 	resp, body = e.do("POST", "/v1/sandboxes", k, api.CreateSandboxRequest{})
 	wantError(t, resp, body, http.StatusTooManyRequests, api.CodeConcurrentSandboxLimit)
+	_, body = e.do("GET", "/v1/usage", k, nil)
+	var u api.Usage
+	mustUnmarshal(t, body, &u)
+	if u.ConcurrentSandboxesLimit == nil || *u.ConcurrentSandboxesLimit != 1 || u.ConcurrentSandboxes != 1 {
+		t.Errorf("the organization's usage: %s", body)
+	}
 	// The owner's personal account keeps the server's limits.
 	e.create(e.KeyA, api.CreateSandboxRequest{})
 	e.create(e.KeyA, api.CreateSandboxRequest{})

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -91,11 +93,7 @@ func (rv *revocations) revoke(id string, now time.Time) {
 func (rv *revocations) watched() []string {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
-	ids := make([]string, 0, len(rv.subs))
-	for id := range rv.subs {
-		ids = append(ids, id)
-	}
-	return ids
+	return slices.Collect(maps.Keys(rv.subs))
 }
 
 // revocableCredential is the credential r was authenticated by: its API

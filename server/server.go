@@ -6,6 +6,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -172,47 +173,21 @@ const (
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	if c.Listen == "" {
-		c.Listen = DefaultListen
-	}
-	if c.Version == "" {
-		c.Version = "dev"
-	}
-	if c.DefaultLifetime == 0 {
-		c.DefaultLifetime = DefaultLifetime
-	}
-	if c.MaxLifetime == 0 {
-		c.MaxLifetime = DefaultMaxLifetime
-	}
-	if c.MaxStorageGB == 0 {
-		c.MaxStorageGB = DefaultMaxStorageGB
-	}
-	if c.MaxCount == 0 {
-		c.MaxCount = DefaultMaxCount
-	}
-	if c.ReaperInterval == 0 {
-		c.ReaperInterval = DefaultReaperInterval
-	}
-	if c.MaxPausedAge == 0 {
-		c.MaxPausedAge = DefaultMaxPausedAge
-	}
-	if c.PausedLimit == 0 {
-		c.PausedLimit = DefaultPausedLimit
-	}
-	if c.BootstrapEmail == "" {
-		c.BootstrapEmail = DefaultBootstrapEmail
-	}
+	c.Listen = cmp.Or(c.Listen, DefaultListen)
+	c.Version = cmp.Or(c.Version, "dev")
+	c.DefaultLifetime = cmp.Or(c.DefaultLifetime, DefaultLifetime)
+	c.MaxLifetime = cmp.Or(c.MaxLifetime, DefaultMaxLifetime)
+	c.MaxStorageGB = cmp.Or(c.MaxStorageGB, DefaultMaxStorageGB)
+	c.MaxCount = cmp.Or(c.MaxCount, DefaultMaxCount)
+	c.ReaperInterval = cmp.Or(c.ReaperInterval, DefaultReaperInterval)
+	c.MaxPausedAge = cmp.Or(c.MaxPausedAge, DefaultMaxPausedAge)
+	c.PausedLimit = cmp.Or(c.PausedLimit, DefaultPausedLimit)
+	c.BootstrapEmail = cmp.Or(c.BootstrapEmail, DefaultBootstrapEmail)
 	// A bootstrap key means local mode: one user, who is also the operator.
 	c.RateLimits = c.RateLimits.withDefaults(c.BootstrapAPIKey != "")
-	if c.AccessTokenTTL == 0 {
-		c.AccessTokenTTL = authn.DefaultAccessTokenTTL
-	}
-	if c.TakeoverFlushInterval == 0 {
-		c.TakeoverFlushInterval = DefaultTakeoverFlush
-	}
-	if c.MaxExecOutputBytes == 0 {
-		c.MaxExecOutputBytes = DefaultMaxExecOutput
-	}
+	c.AccessTokenTTL = cmp.Or(c.AccessTokenTTL, authn.DefaultAccessTokenTTL)
+	c.TakeoverFlushInterval = cmp.Or(c.TakeoverFlushInterval, DefaultTakeoverFlush)
+	c.MaxExecOutputBytes = cmp.Or(c.MaxExecOutputBytes, DefaultMaxExecOutput)
 	return c
 }
 

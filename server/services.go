@@ -61,10 +61,14 @@ func (s *Server) newWebhooks() error {
 	if !ok {
 		return nil
 	}
-	svc, err := webhooks.New(webhooks.Deps{
+	d := webhooks.Deps{
 		Store: ws, Log: s.log, Now: func() time.Time { return s.now() },
 		AllowLoopback: s.cfg.Webhooks.AllowLoopback, BackoffBase: s.cfg.Webhooks.BackoffBase, Poll: s.cfg.Webhooks.Poll,
-	})
+	}
+	if kr := s.cfg.Secrets.Keyring(); kr != nil {
+		d.Sealer = kr // signing secrets and HEC tokens encrypted at rest
+	}
+	svc, err := webhooks.New(d)
 	if err != nil {
 		return err
 	}

@@ -1,12 +1,15 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -394,4 +397,46 @@ func TestWebhookSplunkHEC(t *testing.T) {
 	}
 	resp, body = e.do("POST", "/v1/webhooks", e.KeyA, api.CreateWebhookRequest{URL: rc.URL, EventTypes: []string{api.EventSandboxCreated}, PayloadFormat: api.PayloadSplunkHEC})
 	wantError(t, resp, body, http.StatusUnprocessableEntity, api.CodeValidation)
+}
+
+// TestWebhookSecretsSealed: on a server with a secrets key, a
+// subscription's signing secret and HEC token are stored encrypted (the
+// database files never hold them), and deliveries still carry the HEC
+// token and a signature that verifies with the secret the create showed.
+func TestWebhookSecretsSealed(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	cfg := webhookConfig()
+	cfg.Secrets = testSecrets(t, st)
+	e := newEnvWithStore(t, cfg, st)
+	runServer(t, e.Server)
+	rc := newReceiver(t, func(int) int { return http.StatusOK })
+	const hecToken = "hec-token-that-must-not-be-stored"
+	resp, body := e.do("POST", "/v1/webhooks", e.KeyA, api.CreateWebhookRequest{URL: rc.URL, EventTypes: []string{api.EventSandboxCreated}, PayloadFormat: api.PayloadSplunkHEC, HECToken: hecToken})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("subscribe: %d %s", resp.StatusCode, body)
+	}
+	var hook api.Webhook
+	mustUnmarshal(t, body, &hook)
+	e.create(e.KeyA, api.CreateSandboxRequest{})
+	eventually(t, "a delivery", func() bool { return len(rc.received()) == 1 })
+	r := rc.received()[0]
+	if r.header.Get("Authorization") != "Splunk "+hecToken || !webhooks.Verify(hook.Secret, r.header.Get(webhooks.SignatureHeader), r.body, e.clock.Now(), time.Minute) {
+		t.Errorf("delivery: %v %s", r.header, r.body)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "boxkite.db*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("database files: %v %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, plain := range []string{hook.Secret, hecToken} {
+			if bytes.Contains(b, []byte(plain)) {
+				t.Errorf("%s holds %q in the clear", filepath.Base(f), plain)
+			}
+		}
+	}
 }

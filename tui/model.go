@@ -54,12 +54,17 @@ type Options struct {
 	// Context names the control plane (the CLI's context) for the title
 	// line; empty shows none.
 	Context string
+	// Organization names the organization the CLI acts for (`boxkite org
+	// switch`), shown in the title beside the context; empty for the
+	// personal account.
+	Organization string
 }
 
 // Model is the whole TUI: a stack of screens over one Source.
 type Model struct {
 	src     Source
 	context string // the CLI's context, named in the title
+	org     string // the organization acted for, named in the title
 	now     func() time.Time
 	loc     *time.Location
 	refresh time.Duration
@@ -107,6 +112,7 @@ func New(opts Options) *Model {
 	m := &Model{
 		src:     opts.Source,
 		context: opts.Context,
+		org:     opts.Organization,
 		now:     opts.Now,
 		loc:     opts.Location,
 		refresh: opts.Refresh,
@@ -471,9 +477,13 @@ func (m *Model) titleLine() string {
 	case screenCreate:
 		where = "new sandbox"
 	}
+	tag := m.context
+	if m.org != "" {
+		tag = strings.TrimPrefix(tag+" · ", " · ") + "org " + m.org
+	}
 	left := m.st.title.Render("boxkite") + " " + oneLine(where)
-	if m.context != "" {
-		left = m.st.title.Render("boxkite") + " " + m.st.dim.Render("["+oneLine(m.context)+"]") + " " + oneLine(where)
+	if tag != "" {
+		left = m.st.title.Render("boxkite") + " " + m.st.dim.Render("["+oneLine(tag)+"]") + " " + oneLine(where)
 	}
 	right := ""
 	switch {

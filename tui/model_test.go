@@ -482,3 +482,20 @@ func TestLogWindowLongLog(t *testing.T) {
 		t.Errorf("g does not show the oldest entry:\n%s", v)
 	}
 }
+
+// TestTitleShowsOrganization: the title names the context and the
+// organization the CLI acts for.
+func TestTitleShowsOrganization(t *testing.T) {
+	for _, c := range []struct{ ctx, org, want string }{
+		{"hosted", "acme", "[hosted · org acme]"},
+		{"", "acme", "[org acme]"},
+		{"hosted", "", "[hosted]"},
+	} {
+		m := New(Options{Source: newFakeSource(), Now: func() time.Time { return epoch }, Location: time.UTC, Output: os.Stdout, Context: c.ctx, Organization: c.org})
+		m.Update(tea.WindowSizeMsg{Width: 100, Height: 24})
+		load(m)
+		if got := m.titleLine(); !strings.Contains(got, c.want) {
+			t.Errorf("context %q, org %q: title %q lacks %q", c.ctx, c.org, got, c.want)
+		}
+	}
+}

@@ -11,11 +11,7 @@ import (
 // getLog serves GET /v1/sandboxes/{id}/log?limit=&offset=: the sandbox's
 // audit entries in chain order (oldest first), destroyed sandboxes included.
 func (s *Service) getLog(w http.ResponseWriter, r *http.Request) error {
-	limit, err := httpx.QueryInt(r, "limit", api.DefaultLogLimit, 1, api.MaxLogLimit)
-	if err != nil {
-		return err
-	}
-	offset, err := httpx.QueryInt(r, "offset", 0, 0, 1<<31-1)
+	limit, offset, err := httpx.LogPage(r)
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,10 @@ package e2b
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"testing"
 
-	"github.com/boxkite/boxkite/server/internal/authz"
-	"github.com/boxkite/boxkite/server/internal/httpx"
-	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/internal/authz/authztest"
 )
 
 // storeRules is every Store method's authorization, as authorized should
@@ -65,45 +62,16 @@ func callAs(t *testing.T, method string, ctx context.Context, owner, acct string
 	return reached, err
 }
 
-// asCaller is a request context whose caller is the account id.
-func asCaller(id string) context.Context {
-	ctx := httpx.WithInfo(context.Background(), &httpx.Info{ID: "req"})
-	authz.From(ctx).Account = &model.Account{ID: id}
-	return ctx
-}
-
 // TestStoreAuthorized: every Store method has a rule, New keeps the store
 // behind authorized, and each wrapper lets the system and the owner
 // through and refuses another account as not found.
 func TestStoreAuthorized(t *testing.T) {
-	st := reflect.TypeFor[Store]()
-	for i := range st.NumMethod() {
-		if _, ok := storeRules[st.Method(i).Name]; !ok {
-			t.Errorf("Store.%s has no authorization test: add its rule to storeRules", st.Method(i).Name)
-		}
-	}
-	for name := range storeRules {
-		if _, ok := st.MethodByName(name); !ok {
-			t.Errorf("storeRules names %s, which Store does not have", name)
-		}
-	}
+	authztest.Rules(t, reflect.TypeFor[Store](), storeRules)
 	if h := New(noPlane{}, ownedStore{}, nil); reflect.TypeOf(h.store) != reflect.TypeFor[authorized]() {
 		t.Errorf("New keeps a %T, want the store behind authorized", h.store)
 	}
-
-	for name, kind := range storeRules {
-		t.Run(name, func(t *testing.T) {
-			// E2BSandbox's argument is a sandbox id; what it finds is owner's.
-			if reached, err := callAs(t, name, context.Background(), "acct-b", "acct-b"); !reached || err != nil {
-				t.Errorf("as the system: reached %v, err %v; want it let through", reached, err)
-			}
-			if reached, err := callAs(t, name, asCaller("acct-a"), "acct-a", "acct-a"); !reached || err != nil {
-				t.Errorf("as the owner: reached %v, err %v; want it let through", reached, err)
-			}
-			reached, err := callAs(t, name, asCaller("acct-a"), "acct-b", "acct-b")
-			if (reached && kind != "result") || !errors.Is(err, ErrNotFound) {
-				t.Errorf("as another account: reached %v, err %v; want ErrNotFound", reached, err)
-			}
-		})
-	}
+	// E2BSandbox's argument is a sandbox id; what it finds is the owner's.
+	authztest.Check(t, storeRules, authztest.Refusals{NotFound: ErrNotFound}, func(t *testing.T, method string, ctx context.Context, acct string) (bool, error) {
+		return callAs(t, method, ctx, acct, acct)
+	})
 }

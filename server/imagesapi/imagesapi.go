@@ -199,11 +199,7 @@ func (s *Service) imageAuditLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := httpx.QueryInt(r, "limit", api.DefaultLogLimit, 1, api.MaxLogLimit)
-	if err != nil {
-		return err
-	}
-	offset, err := httpx.QueryInt(r, "offset", 0, 0, 1<<31-1)
+	limit, offset, err := httpx.LogPage(r)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,22 @@ type Org struct {
 	MonthlySandboxHours    float64
 }
 
+// TenantLimits lowers the server's per-account limits (0: none) to a's
+// organization's quota where it sets a lower one; a personal account's
+// are the server's.
+func (a *Account) TenantLimits(concurrent int, hours float64) (int, float64) {
+	if a == nil || a.Org == nil {
+		return concurrent, hours
+	}
+	if q := a.Org.MaxConcurrentSandboxes; q > 0 && (concurrent == 0 || q < concurrent) {
+		concurrent = q
+	}
+	if q := a.Org.MonthlySandboxHours; q > 0 && (hours == 0 || q < hours) {
+		hours = q
+	}
+	return concurrent, hours
+}
+
 // OrgEmail is the email of an organization's account row: "org:" and its
 // id, which is not an address, so no one can sign up or log in with it.
 func OrgEmail(orgID string) string { return "org:" + orgID }

@@ -173,7 +173,7 @@ func (s *Service) members(w http.ResponseWriter, r *http.Request) error {
 var errLastOwner = &api.Error{
 	Status: http.StatusConflict, Code: api.CodeLastOwner,
 	Message: "the organization would have no owner",
-	Hint:    "make another member owner first (`boxkite org members set-role`)",
+	Hint:    "make another member owner first (`boxkite org set-role ORG ACCOUNT owner`)",
 }
 
 func memberNotFound(id string) error {

@@ -115,14 +115,6 @@ func (s *Service) reserveSandboxes(ctx context.Context, acct *model.Account, p c
 // tenantLimits are the limits of acct's sandboxes: the server's, lowered
 // by an organization's own quota where it sets one.
 func tenantLimits(l Limits, acct *model.Account) Limits {
-	if acct == nil || acct.Org == nil {
-		return l
-	}
-	if q := acct.Org.MaxConcurrentSandboxes; q > 0 && (l.AccountConcurrent == 0 || q < l.AccountConcurrent) {
-		l.AccountConcurrent = q
-	}
-	if q := acct.Org.MonthlySandboxHours; q > 0 && (l.MonthlySandboxHours == 0 || q < l.MonthlySandboxHours) {
-		l.MonthlySandboxHours = q
-	}
+	l.AccountConcurrent, l.MonthlySandboxHours = acct.TenantLimits(l.AccountConcurrent, l.MonthlySandboxHours)
 	return l
 }

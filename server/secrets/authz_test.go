@@ -2,13 +2,11 @@ package secrets
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"testing"
 
 	"github.com/boxkite/boxkite/server/internal/authz"
-	"github.com/boxkite/boxkite/server/internal/httpx"
-	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/internal/authz/authztest"
 )
 
 // storeRules is every Store method's authorization, as authorized should
@@ -34,23 +32,9 @@ func callAs(t *testing.T, method string, ctx context.Context, acct string) (reac
 	if !m.IsValid() {
 		t.Fatalf("authorized has no method %s", method)
 	}
-	typ := m.Type()
-	args := make([]reflect.Value, typ.NumIn())
-	first := true
-	for i := range args {
-		pt := typ.In(i)
-		v := reflect.New(pt).Elem()
-		switch {
-		case pt == reflect.TypeFor[context.Context]():
-			v = reflect.ValueOf(&ctx).Elem()
-		case pt.Kind() == reflect.String && first:
-			v.SetString(acct)
-			first = false
-		case pt == reflect.TypeFor[*Record]():
-			v = reflect.ValueOf(&Record{AccountID: acct})
-		}
-		args[i] = v
-	}
+	args := authztest.Args(m.Type(), ctx, acct, map[reflect.Type]func(string) any{
+		reflect.TypeFor[*Record](): func(acct string) any { return &Record{AccountID: acct} },
+	})
 	defer func() {
 		if recover() != nil {
 			reached = true
@@ -63,28 +47,11 @@ func callAs(t *testing.T, method string, ctx context.Context, acct string) (reac
 	return false, err
 }
 
-// asCaller is a request context whose caller is the account id.
-func asCaller(id string) context.Context {
-	ctx := httpx.WithInfo(context.Background(), &httpx.Info{ID: "req"})
-	authz.From(ctx).Account = &model.Account{ID: id}
-	return ctx
-}
-
 // TestStoreAuthorized: every Store method has a rule, New keeps the store
 // behind authorized, and each wrapper lets the system, the owner and
 // another account through or refuses them as its rule says.
 func TestStoreAuthorized(t *testing.T) {
-	st := reflect.TypeFor[Store]()
-	for i := range st.NumMethod() {
-		if _, ok := storeRules[st.Method(i).Name]; !ok {
-			t.Errorf("Store.%s has no authorization test: add its rule to storeRules", st.Method(i).Name)
-		}
-	}
-	for name := range storeRules {
-		if _, ok := st.MethodByName(name); !ok {
-			t.Errorf("storeRules names %s, which Store does not have", name)
-		}
-	}
+	authztest.Rules(t, reflect.TypeFor[Store](), storeRules)
 	kr, err := ParseKeyring(NewKey())
 	if err != nil {
 		t.Fatal(err)
@@ -92,32 +59,5 @@ func TestStoreAuthorized(t *testing.T) {
 	if s := New(panicStore{}, Config{Keyring: kr}); reflect.TypeOf(s.store) != reflect.TypeFor[authorized]() {
 		t.Errorf("New keeps a %T, want the store behind authorized", s.store)
 	}
-
-	for name, kind := range storeRules {
-		t.Run(name, func(t *testing.T) {
-			if reached, err := callAs(t, name, context.Background(), "acct-b"); !reached {
-				t.Errorf("as the system: err %v; want it let through", err)
-			}
-			reached, err := callAs(t, name, asCaller("acct-a"), "acct-a")
-			if kind == "system" {
-				if reached || !errors.Is(err, authz.ErrSystemOnly) {
-					t.Errorf("as a caller: reached %v, err %v; want ErrSystemOnly", reached, err)
-				}
-				return
-			}
-			if !reached {
-				t.Errorf("as the owner: err %v; want it let through", err)
-			}
-			reached, err = callAs(t, name, asCaller("acct-a"), "acct-b")
-			if kind == "scoped" {
-				if !reached {
-					t.Errorf("scoped, as another account: err %v; want it let through (checked where the sandbox was loaded)", err)
-				}
-				return
-			}
-			if reached || !errors.Is(err, ErrNotFound) {
-				t.Errorf("as another account: reached %v, err %v; want ErrNotFound", reached, err)
-			}
-		})
-	}
+	authztest.Check(t, storeRules, authztest.Refusals{NotFound: ErrNotFound, SystemOnly: authz.ErrSystemOnly}, callAs)
 }

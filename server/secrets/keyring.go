@@ -97,6 +97,43 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
+// sealVersion starts every value Seal returns.
+const sealVersion = "v1"
+
+// Seal encrypts a small value another subsystem keeps at rest (a webhook's
+// signing secret) directly under the primary key, bound to ad, so that it
+// opens only for the same ad. The result names its key:
+// "v1.<key id>.<base64url of nonce and ciphertext>".
+func (k *Keyring) Seal(plain, ad []byte) (string, error) {
+	p := k.keys[0]
+	return sealVersion + "." + p.id + "." + base64.RawURLEncoding.EncodeToString(sealWith(p.aead, plain, sealAD(ad))), nil
+}
+
+// Open decrypts a value of Seal with whichever key of the ring sealed it.
+func (k *Keyring) Open(sealed string, ad []byte) ([]byte, error) {
+	version, rest, _ := strings.Cut(sealed, ".")
+	id, text, ok := strings.Cut(rest, ".")
+	if version != sealVersion || !ok {
+		return nil, errors.New("open sealed value: not a sealed value")
+	}
+	e, found := k.byID(id)
+	if !found {
+		return nil, fmt.Errorf("open sealed value (key %s): the secrets key file does not hold its key", id)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(text)
+	if err != nil {
+		return nil, fmt.Errorf("open sealed value: %w", err)
+	}
+	v, err := openWith(e.aead, raw, sealAD(ad))
+	if err != nil {
+		return nil, fmt.Errorf("open sealed value: %w", err)
+	}
+	return v, nil
+}
+
+// sealAD keeps Seal's ciphertexts apart from the secrets' own.
+func sealAD(ad []byte) []byte { return append([]byte("boxkite sealed value\x00"), ad...) }
+
 // PrimaryID is the id of the key new data keys are wrapped with: the
 // first 8 bytes of a hash of the key, in hex. It names a key without
 // revealing it.

@@ -88,6 +88,43 @@ func TestEnvelope(t *testing.T) {
 	}
 }
 
+// TestSealOpen: a sealed value opens with its ad, under the key that
+// sealed it even after a rotation, and not with another ad, another
+// keyring, tampered, or malformed.
+func TestSealOpen(t *testing.T) {
+	old := NewKey()
+	k := mustKeyring(t, old)
+	plain, ad := []byte("whsec_0123"), []byte("webhook\x00a1\x00w1\x00secret")
+	sealed, err := k.Seal(plain, ad)
+	if err != nil || strings.Contains(sealed, string(plain)) || !strings.HasPrefix(sealed, "v1."+k.PrimaryID()+".") {
+		t.Fatalf("Seal: %q, %v", sealed, err)
+	}
+	rotated := mustKeyring(t, NewKey(), old)
+	for name, ring := range map[string]*Keyring{"same ring": k, "rotated ring": rotated} {
+		if got, err := ring.Open(sealed, ad); err != nil || !bytes.Equal(got, plain) {
+			t.Errorf("%s: Open = %q, %v", name, got, err)
+		}
+	}
+	tampered := []byte(sealed)
+	tampered[len(tampered)-2] ^= 1
+	for name, c := range map[string]struct {
+		ring   *Keyring
+		sealed string
+		ad     []byte
+	}{
+		"another ad":      {k, sealed, []byte("webhook\x00a2\x00w1\x00secret")},
+		"another keyring": {mustKeyring(t, NewKey()), sealed, ad},
+		"tampered":        {k, string(tampered), ad},
+		"not sealed":      {k, "whsec_0123", ad},
+		"another version": {k, "v2" + sealed[2:], ad},
+		"bad base64":      {k, "v1." + k.PrimaryID() + ".!!", ad},
+	} {
+		if got, err := c.ring.Open(c.sealed, c.ad); err == nil {
+			t.Errorf("%s: opened to %q", name, got)
+		}
+	}
+}
+
 // memStore is a Store in memory, for Rotate.
 type memStore struct {
 	mu   sync.Mutex

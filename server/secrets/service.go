@@ -53,6 +53,15 @@ type Service struct {
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
+// Keyring is the server's keyring, for other subsystems' values at rest
+// (Keyring.Seal); nil on a nil Service.
+func (s *Service) Keyring() *Keyring {
+	if s == nil {
+		return nil
+	}
+	return s.keys
+}
+
 // New returns a Service over store, or nil when cfg has no keyring. Every
 // call it makes to store is authorized against the request's caller
 // (authorized).

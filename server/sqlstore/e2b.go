@@ -65,20 +65,7 @@ func (s *Store) E2BSandbox(ctx context.Context, sandboxID string) (e2b.Record, e
 
 // E2BSandboxes implements e2b.Store.
 func (s *Store) E2BSandboxes(ctx context.Context, accountID string) ([]e2b.Record, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+e2bColumns+` FROM e2b_sandboxes WHERE account_id = ?`), accountID)
-	if err != nil {
-		return nil, fmt.Errorf("query e2b sandboxes: %w", err)
-	}
-	defer rows.Close()
-	var out []e2b.Record
-	for rows.Next() {
-		rec, err := scanE2B(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan e2b sandbox: %w", err)
-		}
-		out = append(out, rec)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "e2b sandboxes", scanE2B, `SELECT `+e2bColumns+` FROM e2b_sandboxes WHERE account_id = ?`, accountID)
 }
 
 func nonNil(m map[string]string) map[string]string {

@@ -33,20 +33,7 @@ func (s *Store) CreateMCPConnection(ctx context.Context, c *model.MCPConnection)
 
 // MCPConnections implements model.MCPConnectionStore.
 func (s *Store) MCPConnections(ctx context.Context, accountID string) ([]*model.MCPConnection, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+mcpColumns+` FROM mcp_connections WHERE account_id = ? ORDER BY created_at DESC, id`), accountID)
-	if err != nil {
-		return nil, fmt.Errorf("query mcp connections: %w", err)
-	}
-	defer rows.Close()
-	var out []*model.MCPConnection
-	for rows.Next() {
-		c, err := scanMCP(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan mcp connection: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "mcp connections", scanMCP, `SELECT `+mcpColumns+` FROM mcp_connections WHERE account_id = ? ORDER BY created_at DESC, id`, accountID)
 }
 
 // DeleteMCPConnection implements model.MCPConnectionStore.

@@ -82,23 +82,7 @@ func scanSandbox(r rowScanner) (*model.Sandbox, error) {
 }
 
 func (s *Store) querySandboxes(ctx context.Context, query string, args ...any) ([]*model.Sandbox, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return nil, fmt.Errorf("query sandboxes: %w", err)
-	}
-	defer rows.Close()
-	var out []*model.Sandbox
-	for rows.Next() {
-		sb, err := scanSandbox(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan sandbox: %w", err)
-		}
-		out = append(out, sb)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query sandboxes: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "sandboxes", scanSandbox, query, args...)
 }
 
 // CreateSandbox implements model.SandboxStore.
@@ -236,4 +220,26 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// queryAll runs query and scans each row it returns with scan; what
+// names the rows in errors ("sandboxes").
+func queryAll[T any](ctx context.Context, s *Store, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan %s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query %s: %w", what, err)
+	}
+	return out, nil
 }

@@ -70,20 +70,7 @@ func (s *Store) CreateSecret(ctx context.Context, r *secrets.Record, limit int) 
 }
 
 func (s *Store) querySecrets(ctx context.Context, query string, args ...any) ([]*secrets.Record, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return nil, fmt.Errorf("query secrets: %w", err)
-	}
-	defer rows.Close()
-	var out []*secrets.Record
-	for rows.Next() {
-		r, err := scanSecret(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan secret: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "secrets", scanSecret, query, args...)
 }
 
 // Secrets implements secrets.Store.

@@ -73,23 +73,7 @@ func (s *Store) Snapshot(ctx context.Context, accountID, id string) (*model.Snap
 }
 
 func (s *Store) querySnapshots(ctx context.Context, query string, args ...any) ([]*model.Snapshot, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return nil, fmt.Errorf("query snapshots: %w", err)
-	}
-	defer rows.Close()
-	var out []*model.Snapshot
-	for rows.Next() {
-		sn, err := scanSnapshot(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan snapshot: %w", err)
-		}
-		out = append(out, sn)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query snapshots: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "snapshots", scanSnapshot, query, args...)
 }
 
 // ListSnapshots implements model.SnapshotStore.

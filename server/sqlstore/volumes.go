@@ -46,20 +46,7 @@ func (s *Store) Volume(ctx context.Context, accountID, id string) (*model.Volume
 
 // ListVolumes implements model.VolumeStore.
 func (s *Store) ListVolumes(ctx context.Context, accountID string) ([]*model.Volume, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+volumeColumns+` FROM volumes WHERE account_id = ? ORDER BY created_at DESC, id`), accountID)
-	if err != nil {
-		return nil, fmt.Errorf("query volumes: %w", err)
-	}
-	defer rows.Close()
-	var out []*model.Volume
-	for rows.Next() {
-		v, err := scanVolume(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan volume: %w", err)
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "volumes", scanVolume, `SELECT `+volumeColumns+` FROM volumes WHERE account_id = ? ORDER BY created_at DESC, id`, accountID)
 }
 
 // DeleteVolume implements model.VolumeStore. The check and the delete

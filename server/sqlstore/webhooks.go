@@ -54,20 +54,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w *webhooks.Subscription) err
 
 // Webhooks implements webhooks.Store.
 func (s *Store) Webhooks(ctx context.Context, accountID string) ([]*webhooks.Subscription, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+webhookColumns+` FROM webhook_subscriptions WHERE account_id = ? ORDER BY created_at DESC, id`), accountID)
-	if err != nil {
-		return nil, fmt.Errorf("query webhooks: %w", err)
-	}
-	defer rows.Close()
-	var out []*webhooks.Subscription
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan webhook: %w", err)
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "webhooks", scanWebhook, `SELECT `+webhookColumns+` FROM webhook_subscriptions WHERE account_id = ? ORDER BY created_at DESC, id`, accountID)
 }
 
 // DeleteWebhook implements webhooks.Store.

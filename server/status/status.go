@@ -52,11 +52,13 @@ func (s *Service) usage(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("usage: %w", err)
 	}
 	out := api.Usage{MonthlySandboxHoursUsed: limits.RoundHours(u.MonthlyHours), ConcurrentSandboxes: u.AccountActive}
-	if l := s.d.MonthlySandboxHours; l > 0 {
-		out.MonthlySandboxHoursLimit = &l
+	// An organization's quota lowers the server's limits (docs/organizations.md).
+	conc, hours := acct.TenantLimits(s.d.AccountConcurrent, s.d.MonthlySandboxHours)
+	if hours > 0 {
+		out.MonthlySandboxHoursLimit = &hours
 	}
-	if l := s.d.AccountConcurrent; l > 0 {
-		out.ConcurrentSandboxesLimit = &l
+	if conc > 0 {
+		out.ConcurrentSandboxesLimit = &conc
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil

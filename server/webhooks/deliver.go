@@ -162,6 +162,10 @@ func (s *Service) attempt(ctx context.Context, c *Claim) {
 
 // send posts the delivery's body, signed; a 2xx answer delivers it.
 func (s *Service) send(ctx context.Context, c *Claim) (int, error) {
+	c, err := s.opened(c)
+	if err != nil {
+		return 0, err
+	}
 	body := c.Payload
 	if c.PayloadFormat == api.PayloadSplunkHEC {
 		var env struct {

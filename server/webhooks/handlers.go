@@ -81,7 +81,11 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 		ID: model.NewID(), AccountID: acct.ID, URL: req.URL, EventTypes: types, Description: req.Description,
 		PayloadFormat: req.PayloadFormat, HECToken: req.HECToken, Secret: newSecret(), Active: true, CreatedAt: s.d.Now(),
 	}
-	if err := s.store.CreateWebhook(r.Context(), sub); err != nil {
+	stored, err := s.sealed(sub)
+	if err != nil {
+		return err
+	}
+	if err := s.store.CreateWebhook(r.Context(), stored); err != nil {
 		return fmt.Errorf("create webhook: %w", err)
 	}
 	out := sub.ToAPI()

@@ -36,6 +36,16 @@ type Deps struct {
 	Poll time.Duration
 	// Owner names this server in the leases it takes (a fresh id when "").
 	Owner string
+	// Sealer keeps the subscriptions' signing secrets and HEC tokens
+	// encrypted in the store; nil stores them as they are.
+	Sealer Sealer
+}
+
+// Sealer encrypts values at rest, bound to associated data
+// (server/secrets' Keyring is one).
+type Sealer interface {
+	Seal(plain, ad []byte) (string, error)
+	Open(sealed string, ad []byte) ([]byte, error)
 }
 
 // Service serves webhook subscriptions and sends their deliveries.

@@ -1,18 +1,19 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/netip"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/boxkite/boxkite/server/internal/authz"
-	"github.com/boxkite/boxkite/server/internal/httpx"
-	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/internal/authz/authztest"
 )
 
 // storeRules is every Store method's authorization, as authorized should
@@ -73,46 +74,19 @@ func callAs(t *testing.T, method string, ctx context.Context, acct string) (bool
 	if !m.IsValid() {
 		t.Fatalf("authorized has no method %s", method)
 	}
-	typ := m.Type()
-	args := make([]reflect.Value, typ.NumIn())
-	first := true
-	for i := range args {
-		pt := typ.In(i)
-		v := reflect.New(pt).Elem()
-		switch {
-		case pt == reflect.TypeFor[context.Context]():
-			v = reflect.ValueOf(&ctx).Elem()
-		case pt.Kind() == reflect.String && first:
-			v.SetString(acct)
-			first = false
-		case pt == reflect.TypeFor[*Subscription]():
-			v = reflect.ValueOf(&Subscription{AccountID: acct})
-		case pt == reflect.TypeFor[[]*Delivery]():
-			v = reflect.ValueOf([]*Delivery{{AccountID: acct}})
-		}
-		args[i] = v
-	}
-	out := m.Call(args)
+	out := m.Call(authztest.Args(m.Type(), ctx, acct, map[reflect.Type]func(string) any{
+		reflect.TypeFor[*Subscription](): func(acct string) any { return &Subscription{AccountID: acct} },
+		reflect.TypeFor[[]*Delivery]():   func(acct string) any { return []*Delivery{{AccountID: acct}} },
+	}))
 	err, _ := out[len(out)-1].Interface().(error)
 	return reached, err
-}
-
-func asCaller(id string) context.Context {
-	ctx := httpx.WithInfo(context.Background(), &httpx.Info{ID: "req"})
-	authz.From(ctx).Account = &model.Account{ID: id}
-	return ctx
 }
 
 // TestStoreAuthorized: every Store method has a rule, New keeps the store
 // behind authorized, and each wrapper lets the system through, the owner
 // unless the rule is system, and refuses another account.
 func TestStoreAuthorized(t *testing.T) {
-	st := reflect.TypeFor[Store]()
-	for i := range st.NumMethod() {
-		if _, ok := storeRules[st.Method(i).Name]; !ok {
-			t.Errorf("Store.%s has no authorization test: add its rule to storeRules", st.Method(i).Name)
-		}
-	}
+	authztest.Rules(t, reflect.TypeFor[Store](), storeRules)
 	var reached bool
 	s, err := New(Deps{Store: reachedStore{&reached}, Log: slog.New(slog.DiscardHandler), Now: time.Now})
 	if err != nil {
@@ -121,26 +95,7 @@ func TestStoreAuthorized(t *testing.T) {
 	if reflect.TypeOf(s.store) != reflect.TypeFor[authorized]() {
 		t.Errorf("New keeps a %T, want the store behind authorized", s.store)
 	}
-	for name, kind := range storeRules {
-		t.Run(name, func(t *testing.T) {
-			if reached, err := callAs(t, name, context.Background(), "acct-b"); !reached || err != nil {
-				t.Errorf("as the system: reached %v, err %v", reached, err)
-			}
-			reached, err := callAs(t, name, asCaller("acct-a"), "acct-a")
-			if kind == "system" {
-				if reached || !errors.Is(err, errSystemOnly) {
-					t.Errorf("system, as a caller: reached %v, err %v", reached, err)
-				}
-				return
-			}
-			if !reached || err != nil {
-				t.Errorf("as the owner: reached %v, err %v", reached, err)
-			}
-			if reached, err := callAs(t, name, asCaller("acct-a"), "acct-b"); reached || !errors.Is(err, ErrNotFound) {
-				t.Errorf("as another account: reached %v, err %v; want ErrNotFound", reached, err)
-			}
-		})
-	}
+	authztest.Check(t, storeRules, authztest.Refusals{NotFound: ErrNotFound, SystemOnly: errSystemOnly}, callAs)
 }
 
 // TestSign: the documented construction, a known vector, and Verify's
@@ -247,4 +202,53 @@ func hostOf(raw string) string {
 		return ""
 	}
 	return u.Hostname()
+}
+
+// hexSealer is a Sealer for tests: it "encrypts" by hex-encoding the
+// value with its ad, so a value opens only with the ad it was sealed with.
+type hexSealer struct{}
+
+func (hexSealer) Seal(plain, ad []byte) (string, error) {
+	return hex.EncodeToString(append(append([]byte(nil), ad...), plain...)), nil
+}
+
+func (hexSealer) Open(sealed string, ad []byte) ([]byte, error) {
+	b, err := hex.DecodeString(sealed)
+	if err != nil || !bytes.HasPrefix(b, ad) {
+		return nil, errors.New("does not open")
+	}
+	return b[len(ad):], nil
+}
+
+// TestSealed: with a Sealer the stored secret and HEC token are sealed
+// and open again for the same subscription only; a sealed value on a
+// service without a Sealer refuses to send; without a Sealer values are
+// stored as they are.
+func TestSealed(t *testing.T) {
+	sub := &Subscription{ID: "w1", AccountID: "a1", Secret: "whsec_x", HECToken: "hec"}
+	with := &Service{d: Deps{Sealer: hexSealer{}}}
+	stored, err := with.sealed(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(stored.Secret, sealedPrefix) || !strings.HasPrefix(stored.HECToken, sealedPrefix) || sub.Secret != "whsec_x" {
+		t.Fatalf("sealed %+v (from %+v)", stored, sub)
+	}
+	claim := &Claim{Delivery: Delivery{AccountID: "a1", WebhookID: "w1"}, Secret: stored.Secret, HECToken: stored.HECToken}
+	got, err := with.opened(claim)
+	if err != nil || got.Secret != "whsec_x" || got.HECToken != "hec" {
+		t.Errorf("opened: %+v, %v", got, err)
+	}
+	moved := *claim
+	moved.WebhookID = "w2"
+	if _, err := with.opened(&moved); err == nil {
+		t.Error("a sealed secret opened for another subscription")
+	}
+	without := &Service{}
+	if _, err := without.opened(claim); !errors.Is(err, errNoSealer) {
+		t.Errorf("opened without a Sealer: %v, want errNoSealer", err)
+	}
+	if plain, err := without.sealed(sub); err != nil || plain.Secret != "whsec_x" {
+		t.Errorf("sealed without a Sealer: %+v, %v", plain, err)
+	}
 }

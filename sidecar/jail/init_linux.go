@@ -95,7 +95,6 @@ const reapWake = 5 * time.Second
 // of the process, possibly the main one. The sidecar does that only when a
 // thread's credentials could not be restored, which leaves it unusable.
 func ReapOrphans() {
-	timeout := unix.NsecToTimespec(int64(reapWake))
 	for {
 		for {
 			var ws unix.WaitStatus
@@ -109,6 +108,8 @@ func ReapOrphans() {
 		}
 		// Any signal handled on this thread ends the sleep: an orphan's
 		// SIGCHLD, sent to its parent thread, does.
+		// Afresh each time: the kernel writes the time left back into it.
+		timeout := unix.NsecToTimespec(int64(reapWake))
 		_, _ = unix.Ppoll(nil, &timeout, nil)
 	}
 }

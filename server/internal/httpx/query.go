@@ -24,3 +24,15 @@ func QueryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 	}
 	return n, nil
 }
+
+// LogPage reads the page of an audit log a request asks for: ?limit=
+// (api.DefaultLogLimit, at most api.MaxLogLimit) and ?offset=.
+func LogPage(r *http.Request) (limit, offset int, err error) {
+	if limit, err = QueryInt(r, "limit", api.DefaultLogLimit, 1, api.MaxLogLimit); err != nil {
+		return 0, 0, err
+	}
+	if offset, err = QueryInt(r, "offset", 0, 0, 1<<31-1); err != nil {
+		return 0, 0, err
+	}
+	return limit, offset, nil
+}
