@@ -222,11 +222,7 @@ func newAllowlistGetCmd(app *App) *cobra.Command {
 		Example: "  boxkite allowlist get\n  boxkite allowlist get --json > rules.json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

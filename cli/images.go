@@ -48,11 +48,7 @@ func newImagesBuildCmd(app *App) *cobra.Command {
 			"  id=$(boxkite images build --label data --python-package pandas==2.2.3)",
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
@@ -241,11 +237,7 @@ image_build_write_refused). The build's own output is 'boxkite images logs'.`,
 		Example: "  boxkite images audit 3f2a\n  boxkite images audit 3f2a --json | jq '.entries[].operation'",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

@@ -32,11 +32,7 @@ func newMCPCreateCmd(app *App) *cobra.Command {
 		Example: "  boxkite mcp-connections create gh github\n  boxkite session create --mcp-connection gh",
 		Args:    usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

@@ -25,11 +25,7 @@ downloads are never touched. Changing it takes an admin key or a login.`,
 		Args:      usageArgs(cobra.MaximumNArgs(1)),
 		ValidArgs: []string{"on", "off"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

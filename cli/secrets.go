@@ -53,11 +53,7 @@ shell history and the process list. Admin keys only.`,
 			"  boxkite session create --secret GITHUB_TOKEN",
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

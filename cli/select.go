@@ -81,16 +81,26 @@ func describeSandboxes(sbs []api.Sandbox) string {
 // sandboxArg is the start of a command on one sandbox: whether it prints
 // JSON (out), the client, and the sandbox ref names (resolveSandbox).
 func sandboxArg(cmd *cobra.Command, app *App, out *outputFlags, ref string, wantActive bool) (bool, *client.Client, api.Sandbox, error) {
-	asJSON, err := out.wantJSON(cmd)
-	if err != nil {
-		return false, nil, api.Sandbox{}, err
-	}
-	c, err := app.Client()
+	asJSON, c, err := jsonClient(cmd, app, out)
 	if err != nil {
 		return false, nil, api.Sandbox{}, err
 	}
 	sb, err := resolveSandbox(cmd.Context(), c, ref, wantActive)
 	return asJSON, c, sb, err
+}
+
+// jsonClient is what most commands start with: whether to print JSON
+// (out's --json), and the client of the selected context.
+func jsonClient(cmd *cobra.Command, app *App, out *outputFlags) (bool, *client.Client, error) {
+	asJSON, err := out.wantJSON(cmd)
+	if err != nil {
+		return false, nil, err
+	}
+	c, err := app.Client()
+	if err != nil {
+		return false, nil, err
+	}
+	return asJSON, c, nil
 }
 
 // resolveSandbox turns a reference into a sandbox. Active sandboxes are tried

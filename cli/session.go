@@ -174,11 +174,7 @@ func newSessionLsCmd(app *App) *cobra.Command {
 		Short:   "List active sandboxes (--all includes destroyed ones)",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

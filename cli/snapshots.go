@@ -99,11 +99,7 @@ func newSessionRestoreCmd(app *App) *cobra.Command {
 		Example: "  boxkite session restore 7c1e --label retry",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

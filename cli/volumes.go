@@ -39,11 +39,7 @@ func newVolumesCreateCmd(app *App) *cobra.Command {
 		Example: "  vol=$(boxkite volumes create --size-gb 2 --label data)\n  boxkite session create --volume $vol=/workspace/data",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

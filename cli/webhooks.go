@@ -54,11 +54,7 @@ func newWebhooksAddCmd(app *App) *cobra.Command {
 			if len(events) == 0 {
 				return usageErrorf("pass --event TYPE, once per event type to send", "a webhook needs at least one --event")
 			}
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
@@ -113,11 +109,7 @@ func newWebhooksDeliveriesCmd(app *App) *cobra.Command {
 		Short: "List a subscription's deliveries, newest first",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
@@ -189,11 +181,7 @@ func newWebhooksQueueCmd(app *App, use, short, verb string, args cobra.Positiona
 		Short: short,
 		Args:  usageArgs(args),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

@@ -156,8 +156,16 @@ func TestOrgRemovedMemberKeyStops(t *testing.T) {
 		}
 	}()
 
+	// B registers an SSH key for the bastion with the organization's key.
+	resp, body := e.do("POST", "/v1/account/ssh-keys", bk.Key, api.AddSSHKeyRequest{PublicKey: mustAuthorizedKey(t)})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("B's ssh key: %d %s", resp.StatusCode, body)
+	}
+	var sshB api.SSHKey
+	mustUnmarshal(t, body, &sshB)
+
 	bID := accountID(t, e, e.KeyB)
-	resp, body := e.do("DELETE", "/v1/organizations/"+org.ID+"/members/"+bID, e.KeyA, nil)
+	resp, body = e.do("DELETE", "/v1/organizations/"+org.ID+"/members/"+bID, e.KeyA, nil)
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("remove: %d %s", resp.StatusCode, body)
 	}
@@ -168,9 +176,14 @@ func TestOrgRemovedMemberKeyStops(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Error("the removed member's watch stream is still open")
 	}
-	// The organization's sandbox stays the organization's.
-	if resp, body := e.do("GET", sandboxPath(sb.ID), e.orgKey(e.KeyA, org.ID, "").Key, nil); resp.StatusCode != 200 {
+	// The organization's sandbox stays the organization's; B's SSH key
+	// of it is gone with B.
+	ak := e.orgKey(e.KeyA, org.ID, "").Key
+	if resp, body := e.do("GET", sandboxPath(sb.ID), ak, nil); resp.StatusCode != 200 {
 		t.Errorf("owner's view of the sandbox: %d %s", resp.StatusCode, body)
+	}
+	if _, body := e.do("GET", "/v1/account/ssh-keys", ak, nil); strings.Contains(string(body), sshB.ID) {
+		t.Errorf("the removed member's ssh key is still the organization's: %s", body)
 	}
 }
 
@@ -273,4 +286,41 @@ func TestOrgQuota(t *testing.T) {
 	// The owner's personal account keeps the server's limits.
 	e.create(e.KeyA, api.CreateSandboxRequest{})
 	e.create(e.KeyA, api.CreateSandboxRequest{})
+}
+
+// TestReplicasOrgRemoval (issue 24, acceptance 3, on Postgres): a member
+// removed through one server loses, within a second, the watch stream
+// their key of the organization holds on another server, and that server
+// refuses the key at its next request.
+func TestReplicasOrgRemoval(t *testing.T) {
+	rs, _ := newReplicas(t, 2, server.Config{})
+	a, b := rs[0], rs[1]
+	org := a.newOrg(a.KeyA, "acme")
+	a.join(a.KeyA, a.KeyB, org.ID, "b@example.com", api.OrgRoleMember)
+	bk := a.orgKey(a.KeyB, org.ID, "").Key
+	sb := a.create(bk, api.CreateSandboxRequest{})
+	w := openWatch(t, b.URL, sb.ID, bk, "")
+
+	start := time.Now()
+	resp, body := a.do("DELETE", "/v1/organizations/"+org.ID+"/members/"+accountID(t, a, a.KeyB), a.KeyA, nil)
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("remove: %d %s", resp.StatusCode, body)
+	}
+	resp, body = b.do("GET", "/v1/sandboxes", bk, nil)
+	wantError(t, resp, body, http.StatusUnauthorized, api.CodeInvalidAPIKey)
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case _, ok := <-w.events:
+			if ok {
+				continue
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("the stream on the other server ended after %v", d)
+			}
+			return
+		case <-timeout:
+			t.Fatal("the removed member's stream on the other server is still open")
+		}
+	}
 }

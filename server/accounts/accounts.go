@@ -302,6 +302,9 @@ func (s *Service) addSSHKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	k.ID, k.AccountID, k.CreatedAt = model.NewID(), authz.Account(r.Context()).ID, s.d.Now()
+	if ck := authz.From(r.Context()).Key; ck != nil {
+		k.MemberID = ck.MemberID // an organization's member: removed with them
+	}
 	if err := s.d.Store.CreateSSHKey(r.Context(), k); err != nil {
 		if errors.Is(err, model.ErrConflict) {
 			return api.Errorf(http.StatusConflict, api.CodeSSHKeyExists, "the key %s is registered already", k.Fingerprint).

@@ -159,6 +159,10 @@ type SSHKey struct {
 	PublicKey   string // "type base64", as ssh.MarshalAuthorizedKey without the newline
 	Fingerprint string // SHA256:…, unique across all accounts
 	CreatedAt   time.Time
+	// MemberID is the member who registered a key of an organization
+	// (with a key of it); "" for a personal account's. Removing the
+	// member removes the key.
+	MemberID string
 }
 
 // SSHKeyStore holds the accounts' SSH public keys.

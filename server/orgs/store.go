@@ -74,10 +74,10 @@ type Store interface {
 	// SetOrgMemberRole changes a member's role; ErrLastOwner when that
 	// would leave no owner, model.ErrNotFound for no such member.
 	SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) error
-	// RemoveOrgMember removes a member and revokes, at t, the keys of the
-	// organization they hold, returning those keys' ids (the other
-	// servers are told, as for any revocation); ErrLastOwner when they are
-	// its last owner.
+	// RemoveOrgMember removes a member, revokes at t the API keys of the
+	// organization they hold and deletes the SSH keys they registered in
+	// it, returning those credentials' ids (the other servers are told, as
+	// for any revocation); ErrLastOwner when they are its last owner.
 	RemoveOrgMember(ctx context.Context, orgID, accountID string, t time.Time) ([]string, error)
 	// CreateOrgInvite inserts inv.
 	CreateOrgInvite(ctx context.Context, inv *Invite) error

@@ -142,12 +142,12 @@ func (s *Store) EnsureSetting(ctx context.Context, name, value string) (string, 
 
 var _ model.SSHKeyStore = (*Store)(nil)
 
-const sshKeyColumns = `id, account_id, name, public_key, fingerprint, created_at`
+const sshKeyColumns = `id, account_id, name, public_key, fingerprint, created_at, member_id`
 
 // CreateSSHKey implements model.SSHKeyStore.
 func (s *Store) CreateSSHKey(ctx context.Context, k *model.SSHKey) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO ssh_keys (`+sshKeyColumns+`) VALUES (?, ?, ?, ?, ?, ?)`),
-		k.ID, k.AccountID, k.Name, k.PublicKey, k.Fingerprint, micros(k.CreatedAt))
+	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO ssh_keys (`+sshKeyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+		k.ID, k.AccountID, k.Name, k.PublicKey, k.Fingerprint, micros(k.CreatedAt), k.MemberID)
 	if err != nil {
 		return fmt.Errorf("insert ssh key: %w", s.mapErr(err))
 	}
@@ -166,7 +166,7 @@ func (s *Store) ListSSHKeys(ctx context.Context, accountID string) ([]*model.SSH
 	for rows.Next() {
 		var k model.SSHKey
 		var created int64
-		if err := rows.Scan(&k.ID, &k.AccountID, &k.Name, &k.PublicKey, &k.Fingerprint, &created); err != nil {
+		if err := rows.Scan(&k.ID, &k.AccountID, &k.Name, &k.PublicKey, &k.Fingerprint, &created, &k.MemberID); err != nil {
 			return nil, fmt.Errorf("scan ssh key: %w", err)
 		}
 		k.CreatedAt = fromMicros(created)
@@ -183,7 +183,7 @@ func (s *Store) SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*m
 	var k model.SSHKey
 	var created int64
 	err := s.db.QueryRowContext(ctx, s.q(`SELECT `+sshKeyColumns+` FROM ssh_keys WHERE fingerprint = ?`), fingerprint).
-		Scan(&k.ID, &k.AccountID, &k.Name, &k.PublicKey, &k.Fingerprint, &created)
+		Scan(&k.ID, &k.AccountID, &k.Name, &k.PublicKey, &k.Fingerprint, &created, &k.MemberID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, model.ErrNotFound
 	}

@@ -228,6 +228,14 @@ func (s *Store) RemoveOrgMember(ctx context.Context, orgID, accountID string, t 
 			micros(t), orgID, accountID); err != nil {
 			return fmt.Errorf("revoke member's keys: %w", err)
 		}
+		sshIDs, err := s.memberSSHKeys(ctx, tx, orgID, accountID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM ssh_keys WHERE account_id = ? AND member_id = ?`), orgID, accountID); err != nil {
+			return fmt.Errorf("delete member's ssh keys: %w", err)
+		}
+		revoked = append(revoked, sshIDs...)
 		for _, id := range revoked {
 			if err := s.notifyRevoked(ctx, tx, id); err != nil {
 				return err
@@ -236,6 +244,28 @@ func (s *Store) RemoveOrgMember(ctx context.Context, orgID, accountID string, t 
 		return nil
 	})
 	return revoked, err
+}
+
+// memberSSHKeys returns the ids of the SSH keys accountID registered in
+// the organization orgID.
+func (s *Store) memberSSHKeys(ctx context.Context, tx *sql.Tx, orgID, accountID string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT id FROM ssh_keys WHERE account_id = ? AND member_id = ?`), orgID, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("query member's ssh keys: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("scan ssh key: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query member's ssh keys: %w", err)
+	}
+	return ids, nil
 }
 
 const inviteColumns = `id, org_id, email, role, token_hash, invited_by, created_at, expires_at, accepted_at, accepted_by`

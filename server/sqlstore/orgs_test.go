@@ -58,12 +58,19 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 	if got, _, _ := ms.APIKeyByHash(ctx, k.Hash); got.MemberRole != model.RoleMember {
 		t.Errorf("after demotion, MemberRole = %q", got.MemberRole)
 	}
+	ssh := &model.SSHKey{ID: model.NewID(), AccountID: o.ID, MemberID: b.ID, Name: "b", PublicKey: "ssh-ed25519 AAAA", Fingerprint: "SHA256:b", CreatedAt: base}
+	if err := ms.CreateSSHKey(ctx, ssh); err != nil {
+		t.Fatal(err)
+	}
 	revoked, err := st.RemoveOrgMember(ctx, o.ID, b.ID, base)
-	if err != nil || len(revoked) != 1 || revoked[0] != k.ID {
+	if err != nil || len(revoked) != 2 || revoked[0] != k.ID || revoked[1] != ssh.ID {
 		t.Fatalf("RemoveOrgMember = %v, %v", revoked, err)
 	}
 	if got, _, _ := ms.APIKeyByHash(ctx, k.Hash); got.MemberRole != "" || got.RevokedAt == nil {
 		t.Errorf("removed member's key: %+v", got)
+	}
+	if _, err := ms.SSHKeyByFingerprint(ctx, "SHA256:b"); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("removed member's ssh key: %v", err)
 	}
 	if err := st.CreateOrgAPIKey(ctx, &model.APIKey{ID: model.NewID(), AccountID: o.ID, MemberID: b.ID, Hash: "x", Prefix: "p", Role: model.RoleMember, CreatedAt: base}); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("a key for a non-member: %v", err)
