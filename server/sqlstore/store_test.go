@@ -94,6 +94,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Secrets", testSecrets},
 		{"Webhooks", testWebhooks},
 		{"OAuth", testOAuth},
+		{"Admin", testAdmin},
 		{"Orgs", testOrgs},
 	}
 	for _, tt := range tests {
