@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/e2bsdk"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/e2b"
@@ -18,11 +19,36 @@ import (
 // sandbox with no token, with the token of B's sandbox or of another of
 // A's; and none of it reaches A's sidecar. A route without a row fails.
 // (cmd/boxkite-server's TestE2BIsolation runs the same rows against real
-// sandboxes.)
+// sandboxes.) The tenants are personal accounts, two organizations (keys
+// of each), and a member of A's organization using their personal key.
 func TestCrossTenantMatrixE2B(t *testing.T) {
 	t.Parallel()
+	for _, c := range []matrixCase{
+		{name: "personal"},
+		{name: "org-vs-org", aOrg: true, bOrg: true},
+		{name: "member-personal-vs-org", aOrg: true, bMember: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			crossTenantMatrixE2B(t, c)
+		})
+	}
+}
+
+func crossTenantMatrixE2B(t *testing.T, c matrixCase) {
 	e := newEnv(t, server.Config{})
 	e.Server.MountE2B(e2b.New(e.Server.E2B(), e.Store.(e2b.Store), nil), e2b.Matches)
+	keyA, keyB := e.KeyA, e.KeyB
+	if c.aOrg {
+		orgA := e.newOrg(e.KeyA, "a-org")
+		keyA = e.orgKey(e.KeyA, orgA.ID, "").Key
+		if c.bMember {
+			e.join(e.KeyA, e.KeyB, orgA.ID, "b@example.com", api.OrgRoleMember)
+		}
+	}
+	if c.bOrg {
+		keyB = e.orgKey(e.KeyB, e.newOrg(e.KeyB, "b-org").ID, "").Key
+	}
 	create := func(key string) (id, token string) {
 		status, body := e2bsdk.Do(t, e.URL, "POST", "/v2/sandboxes", http.Header{"X-API-Key": {key}}, `{"templateID":"base","timeout":600}`)
 		var sb struct{ SandboxID, EnvdAccessToken string }
@@ -31,15 +57,15 @@ func TestCrossTenantMatrixE2B(t *testing.T) {
 		}
 		return sb.SandboxID, sb.EnvdAccessToken
 	}
-	idA, _ := create(e.KeyA)
-	_, tokA2 := create(e.KeyA)
-	_, tokB := create(e.KeyB)
+	idA, _ := create(keyA)
+	_, tokA2 := create(keyA)
+	_, tokB := create(keyB)
 	e.Sidecar.Route("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("a refused request reached a sidecar: %s %s", r.Method, r.URL.Path)
 		w.WriteHeader(http.StatusTeapot)
 	})
 
-	t.Run("control plane", func(t *testing.T) { e2bsdk.CheckOtherTenant(t, e.URL, e.KeyA, e.KeyB, idA) })
+	t.Run("control plane", func(t *testing.T) { e2bsdk.CheckOtherTenant(t, e.URL, keyA, keyB, idA) })
 	t.Run("envd", func(t *testing.T) {
 		e2bsdk.CheckEnvdRefuses(t, e.URL, idA, map[string]http.Header{
 			"account B's sandbox's token":         {"X-Access-Token": {tokB}},

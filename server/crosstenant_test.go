@@ -345,6 +345,11 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		"POST /oauth/token":                             {cred: "none", path: "/oauth/token", want: http.StatusUnauthorized},
 		"POST /oauth/revoke":                            {cred: "none", path: "/oauth/revoke", want: http.StatusBadRequest},
 
+		// The operator's routes: B is no operator (TestAdminOperator is).
+		"GET /v1/admin/metrics":    {cred: "key", path: "/v1/admin/metrics", want: http.StatusForbidden},
+		"GET /v1/admin/audit-log":  {cred: "key", path: "/v1/admin/audit-log?account_id={aacct}", want: http.StatusForbidden},
+		"GET /v1/admin/access-log": {cred: "key", path: "/v1/admin/access-log", want: http.StatusForbidden},
+
 		// MCP tools are the API in-process; B's tool calls see B's data only.
 		"/mcp/": {
 			cred: "key", method: "POST", path: "/mcp/",

@@ -20,6 +20,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/accounts"
+	"github.com/boxkite/boxkite/server/admin"
 	"github.com/boxkite/boxkite/server/allowlists"
 	"github.com/boxkite/boxkite/server/auditlog"
 	"github.com/boxkite/boxkite/server/egress"
@@ -134,6 +135,10 @@ type Config struct {
 	// (server/oauth, docs/oauth.md): MCP clients connect with OAuth
 	// instead of a pasted API key. Off by default.
 	MCPOAuth bool
+	// Operators are the emails of the accounts holding the operator role
+	// (/v1/admin/*, server/admin): the server's configuration, never the
+	// API's. Each must have an account when the server starts.
+	Operators []string
 	// PublicURL is the server's public base URL
 	// ("https://boxkite.example.com"), the OAuth issuer and the base of
 	// the /mcp/ resource; "" derives it from each request's Host.
@@ -288,6 +293,8 @@ type Server struct {
 	// hostedMCP serves /mcp/ by calling this server in-process.
 	hostedMCP *hostedmcp.Service
 	oauth     *oauth.Service // nil unless Config.MCPOAuth (oauth_port.go)
+	admin     *admin.Service // nil when the store keeps no admin access log (admin_port.go)
+	ops       operators
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
 	docs    []httpx.RouteDoc
 	openAPI func() ([]byte, error)
@@ -400,6 +407,9 @@ func (s *Server) subsystems() error {
 		return err
 	}
 	if err := s.newOAuth(); err != nil {
+		return err
+	}
+	if err := s.newAdmin(); err != nil {
 		return err
 	}
 	s.auditlog, err = auditlog.New(auditlog.Deps{
@@ -575,6 +585,7 @@ func (s *Server) routes() {
 	s.mount(s.mcpconns.Routes())                    // server/mcpconns
 	s.mount(s.hostedMCP.Routes())                   // server/hostedmcp
 	s.mountIf(s.oauth != nil, s.oauth.Routes())     // server/oauth
+	s.mountIf(s.admin != nil, s.admin.Routes())     // server/admin: the operator's
 	s.mount(s.cfg.Secrets.Routes(secrets.RouteDeps{ // server/secrets
 		LoadSandbox: s.sandboxes.LoadSandbox, ActiveAudited: s.sandboxes.ActiveAudited, Audit: s.audit, Now: func() time.Time { return s.now() },
 	}))
@@ -596,6 +607,9 @@ func (s *Server) routes() {
 // Call it once before serving.
 func (s *Server) Init(ctx context.Context) error {
 	if err := s.bootstrap(ctx); err != nil {
+		return err
+	}
+	if err := s.resolveOperators(ctx); err != nil { // admin_port.go
 		return err
 	}
 	if err := s.snap.Reconcile(ctx); err != nil {

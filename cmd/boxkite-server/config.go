@@ -80,6 +80,7 @@ type options struct {
 	allowSecretEnv  bool
 	webhookLoopback bool
 	mcpOAuth        bool
+	operators       []string
 	publicURL       string
 	recordTakeovers bool
 	console         bool // serve the web console at /ui/
@@ -173,6 +174,10 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.Float64Var(&o.maxStorageGB, "max-storage-gb", server.DefaultMaxStorageGB, "largest storage_gb a create may ask for")
 	fs.IntVar(&o.maxCount, "max-count", server.DefaultMaxCount, "most sandboxes one create may ask for")
 	fs.Float64Var(&o.maxVolumeGB, "max-volume-gb", server.DefaultMaxVolumeGB, "largest size_gb a volume may ask for")
+	fs.Func("operator", "give the account with this `email` the operator role (/v1/admin/*; repeatable); the account must exist when the server starts (docs/admin.md)", func(v string) error {
+		o.operators = append(o.operators, v)
+		return nil
+	})
 	fs.BoolVar(&o.mcpOAuth, "mcp-oauth", false, "run the OAuth 2.1 authorization server of /mcp/, so MCP clients connect with OAuth instead of a pasted API key (docs/oauth.md)")
 	fs.StringVar(&o.publicURL, "public-url", "", "the server's public base URL (https://boxkite.example.com), the OAuth issuer; default: from each request's Host")
 	fs.BoolVar(&o.webhookLoopback, "webhook-allow-loopback", false, "let webhook subscriptions deliver to 127.0.0.1 (local receivers and tests); other loopback, private and link-local targets stay refused (docs/webhooks.md)")

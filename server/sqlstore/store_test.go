@@ -95,6 +95,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Webhooks", testWebhooks},
 		{"StorageSync", testStorageSync},
 		{"OAuth", testOAuth},
+		{"Admin", testAdmin},
 		{"Orgs", testOrgs},
 	}
 	for _, tt := range tests {
