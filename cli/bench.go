@@ -123,7 +123,7 @@ type benchReport struct {
 	Execs       int       `json:"execs"`
 	Concurrency int       `json:"concurrency"`
 	Host        benchHost `json:"host"`
-	Floors struct {
+	Floors      struct {
 		Spawn            *latency `json:"spawn"` // F
 		Bwrap            *latency `json:"bwrap"` // B; null without bwrap
 		HostSpawnsPerSec float64  `json:"host_spawns_per_sec"`

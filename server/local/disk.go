@@ -324,13 +324,24 @@ const diskMountOptions = "errors=remount-ro"
 // mount namespace that copied it, see holders.go) is mounted from that
 // device: a second device would make a second ext4 instance of the same
 // image, and two instances writing one image corrupt it.
-func mountDisk(image, target string) error {
+func mountDisk(image, target string) error { return mountImage(image, target, false) }
+
+// mountNewDisk is mountDisk for an image made just now (a sandbox's new,
+// restored or forked disk), which no loop device can hold yet: it skips
+// looking for one, a read of every loop device's backing file that was
+// most of the driver's CPU in a cold create (issue 27).
+func mountNewDisk(image, target string) error { return mountImage(image, target, true) }
+
+func mountImage(image, target string, fresh bool) error {
 	img, err := os.OpenFile(image, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("mount disk: %w", err)
 	}
 	defer img.Close()
-	loop, err := attachedLoop(img)
+	var loop *os.File
+	if !fresh {
+		loop, err = attachedLoop(img)
+	}
 	if err == nil && loop == nil {
 		loop, err = attachLoop(img)
 	}

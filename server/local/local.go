@@ -444,7 +444,7 @@ func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepar
 		if err != nil {
 			return p, err
 		}
-		if err := mountDisk(filepath.Join(dir, diskImage), mnt); err != nil {
+		if err := mountNewDisk(filepath.Join(dir, diskImage), mnt); err != nil {
 			return p, err
 		}
 		js.Workspace, js.Outputs = filepath.Join(mnt, "workspace"), filepath.Join(mnt, "outputs")
