@@ -71,7 +71,7 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/allowlists", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview", "server/status", "server/webhooks", "server/sandbox", "server/orgs", "server/oauth", "server/admin", "server/storagesync"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/allowlists", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview", "server/status", "server/webhooks", "server/sandbox", "server/orgs", "server/oauth", "server/admin", "server/demo", "server/storagesync"}, forbidden: merge(clientGo, sqlDriver)},
 	// The leaf of the control plane: domain records and the Store and
 	// Driver contracts (docs/architecture.md).
 	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -217,6 +217,10 @@ var rules = map[string]depRule{
 		"server":           "the control plane imports the authorization server, never the reverse",
 		"server/sqlstore":  "the authorization server keeps its records through its Store interface",
 		"server/hostedmcp": "the guard, not the authorization server, decides where an OAuth token is taken",
+	}},
+	"server/demo": {ours: []string{"client/api", "internal/apihttp", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":       "the control plane imports the playground, never the reverse",
+		"server/model": "the playground drives sandboxes through the API in-process, never the store",
 	}},
 	"server/admin": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":          "the control plane imports the operator's routes, never the reverse",

@@ -81,7 +81,7 @@ func TestCrossTenantMatrix(t *testing.T) {
 
 func crossTenantMatrix(t *testing.T, c matrixCase) {
 	st := openStore(t, t.TempDir())
-	e := newEnvWithStore(t, server.Config{BastionKey: testBastionKey, Secrets: testSecrets(t, st), MCPOAuth: true}, st)
+	e := newEnvWithStore(t, server.Config{BastionKey: testBastionKey, Secrets: testSecrets(t, st), MCPOAuth: true, DemoPlayground: true}, st)
 	e.Sidecar.Route("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("B's request reached A's sidecar: %s %s", r.Method, r.URL.Path)
 	})
@@ -344,6 +344,11 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		"POST /oauth/authorize/decide":                  {cred: "none", path: "/oauth/authorize/decide", want: http.StatusBadRequest},
 		"POST /oauth/token":                             {cred: "none", path: "/oauth/token", want: http.StatusUnauthorized},
 		"POST /oauth/revoke":                            {cred: "none", path: "/oauth/revoke", want: http.StatusBadRequest},
+
+		// The demo playground: a demo token names a demo sandbox only.
+		"POST /v1/demo/sandboxes":           {cred: "none", path: "/v1/demo/sandboxes"},
+		"POST /v1/demo/sandboxes/{id}/exec": {cred: "none", path: "/v1/demo/sandboxes/{sb}/exec", header: []string{"X-Demo-Token", "guess"}, body: map[string]string{"command": "id"}, want: 404},
+		"DELETE /v1/demo/sandboxes/{id}":    {cred: "none", path: "/v1/demo/sandboxes/{sb}", header: []string{"X-Demo-Token", "guess"}, want: 404},
 
 		// The operator's routes: B is no operator (TestAdminOperator is).
 		"GET /v1/admin/metrics":    {cred: "key", path: "/v1/admin/metrics", want: http.StatusForbidden},

@@ -109,6 +109,8 @@ func (s *Server) rateLimitOf(bucket string) int {
 		return s.cfg.RateLimits.Auth
 	case bucketSnapshot:
 		return s.cfg.RateLimits.Snapshot
+	case bucketDemo: // demo_port.go
+		return demoRatePerMinute
 	}
 	return 0
 }

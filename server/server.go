@@ -23,6 +23,7 @@ import (
 	"github.com/boxkite/boxkite/server/admin"
 	"github.com/boxkite/boxkite/server/allowlists"
 	"github.com/boxkite/boxkite/server/auditlog"
+	"github.com/boxkite/boxkite/server/demo"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/hostedmcp"
@@ -135,6 +136,9 @@ type Config struct {
 	// (server/oauth, docs/oauth.md): MCP clients connect with OAuth
 	// instead of a pasted API key. Off by default.
 	MCPOAuth bool
+	// DemoPlayground serves the demo playground (/v1/demo/*, server/demo):
+	// sandboxes without a key, 4 minutes each, 3 at once. Off by default.
+	DemoPlayground bool
 	// Operators are the emails of the accounts holding the operator role
 	// (/v1/admin/*, server/admin): the server's configuration, never the
 	// API's. Each must have an account when the server starts.
@@ -295,6 +299,7 @@ type Server struct {
 	oauth     *oauth.Service // nil unless Config.MCPOAuth (oauth_port.go)
 	admin     *admin.Service // nil when the store keeps no admin access log (admin_port.go)
 	ops       operators
+	demo      *demo.Service // nil unless Config.DemoPlayground (demo_port.go)
 	// docs are the mounted routes' docs, for /openapi.json (openapi.go).
 	docs    []httpx.RouteDoc
 	openAPI func() ([]byte, error)
@@ -410,6 +415,9 @@ func (s *Server) subsystems() error {
 		return err
 	}
 	if err := s.newAdmin(); err != nil {
+		return err
+	}
+	if err := s.newDemo(); err != nil {
 		return err
 	}
 	s.auditlog, err = auditlog.New(auditlog.Deps{
@@ -586,6 +594,7 @@ func (s *Server) routes() {
 	s.mount(s.hostedMCP.Routes())                   // server/hostedmcp
 	s.mountIf(s.oauth != nil, s.oauth.Routes())     // server/oauth
 	s.mountIf(s.admin != nil, s.admin.Routes())     // server/admin: the operator's
+	s.mountIf(s.demo != nil, s.demo.Routes())       // server/demo: the playground
 	s.mount(s.cfg.Secrets.Routes(secrets.RouteDeps{ // server/secrets
 		LoadSandbox: s.sandboxes.LoadSandbox, ActiveAudited: s.sandboxes.ActiveAudited, Audit: s.audit, Now: func() time.Time { return s.now() },
 	}))

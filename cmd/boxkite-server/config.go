@@ -80,6 +80,7 @@ type options struct {
 	allowSecretEnv  bool
 	webhookLoopback bool
 	mcpOAuth        bool
+	demoPlayground  bool
 	operators       []string
 	publicURL       string
 	recordTakeovers bool
@@ -178,6 +179,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 		o.operators = append(o.operators, v)
 		return nil
 	})
+	fs.BoolVar(&o.demoPlayground, "demo-playground", false, "serve the demo playground: sandboxes without a key, 4 minutes each, 3 at once, 20 KiB of output, 3 creates a minute per address (docs/demo.md)")
 	fs.BoolVar(&o.mcpOAuth, "mcp-oauth", false, "run the OAuth 2.1 authorization server of /mcp/, so MCP clients connect with OAuth instead of a pasted API key (docs/oauth.md)")
 	fs.StringVar(&o.publicURL, "public-url", "", "the server's public base URL (https://boxkite.example.com), the OAuth issuer; default: from each request's Host")
 	fs.BoolVar(&o.webhookLoopback, "webhook-allow-loopback", false, "let webhook subscriptions deliver to 127.0.0.1 (local receivers and tests); other loopback, private and link-local targets stay refused (docs/webhooks.md)")

@@ -181,6 +181,7 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 		SecretEnv:      opts.allowSecretEnv,
 		Webhooks:       server.WebhookConfig{AllowLoopback: opts.webhookLoopback},
 		MCPOAuth:       opts.mcpOAuth,
+		DemoPlayground: opts.demoPlayground,
 		Operators:      opts.operators,
 		PublicURL:      opts.publicURL,
 	}

@@ -68,9 +68,15 @@ var notCalled = map[string]string{
 	"GET /v1/admin/metrics":    operatorOnly,
 	"GET /v1/admin/audit-log":  operatorOnly,
 	"GET /v1/admin/access-log": operatorOnly,
+
+	"POST /v1/demo/sandboxes":           demoOnly,
+	"POST /v1/demo/sandboxes/{id}/exec": demoOnly,
+	"DELETE /v1/demo/sandboxes/{id}":    demoOnly,
 }
 
 const pendingStorage = "workspace sync to object storage (issue 26) landed after the SDKs: the Go client and the CLI call them (server/storagesync, cmd/boxkite); the SDK calls and cases are still to write"
+
+const demoOnly = "the demo playground (issue 24) is for a public instance's landing page, served only with --demo-playground; server/demo_test.go calls it"
 
 const operatorOnly = "the operator's routes (issue 24) are for the server's operator, not the SDKs: the Go client and `boxkite admin` call them " +
 	"(server/admin_test.go, cmd/boxkite/testdata/script/admin.txtar)"
