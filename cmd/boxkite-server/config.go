@@ -79,6 +79,7 @@ type options struct {
 	previewBaseURL  string
 	allowSecretEnv  bool
 	webhookLoopback bool
+	storage         storageOpts // storage.go
 	mcpOAuth        bool
 	demoPlayground  bool
 	operators       []string
@@ -207,6 +208,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.Int64Var(&o.maxHostThreads, "max-host-threads", 0, "local driver: the host's tasks (threads included) creates may approach, a tenth kept in reserve (0: the kernel's pid_max or threads-max, whichever is smaller)")
 	fs.Int64Var(&o.maxSandboxThreads, "max-sandbox-threads", 0, "local driver: the tasks all sandboxes together may hold before creates are refused with 503 host_capacity (0: no cap of its own)")
 	fs.Int64Var(&o.minFreeMemoryMiB, "min-free-memory-mib", 0, "local driver: available memory (MiB) creates leave on the host (0: 256, or a twentieth of the memory if more)")
+	storageFlags(fs, &o.storage)
 	o.secretPaths = map[string]string{}
 	for _, sf := range secretFiles {
 		fs.Func(sf.flag, "`file` (mode 0600, or /dev/fd/N) holding "+sf.what, func(v string) error {

@@ -188,6 +188,9 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	if sb.images == nil {
 		cfg.Images = nil // a nil *images.Manager in the interface would look set
 	}
+	if cfg.Storage, err = opts.storage.config(ctx); err != nil {
+		return err
+	}
 	if cfg.Secrets, err = openSecrets(ctx, opts.secretsKey, store, log); err != nil {
 		return err
 	}
