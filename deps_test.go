@@ -71,7 +71,7 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/allowlists", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview", "server/status", "server/webhooks", "server/sandbox", "server/orgs", "server/oauth", "server/admin", "server/demo"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/allowlists", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview", "server/status", "server/webhooks", "server/sandbox", "server/orgs", "server/oauth", "server/admin", "server/demo", "server/storagesync"}, forbidden: merge(clientGo, sqlDriver)},
 	// The leaf of the control plane: domain records and the Store and
 	// Driver contracts (docs/architecture.md).
 	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -203,6 +203,16 @@ var rules = map[string]depRule{
 		"server":          "the control plane imports webhooks, never the reverse",
 		"server/sqlstore": "webhooks keep their subscriptions and queue through their Store interface",
 	}},
+	// Workspace sync to object storage: the backends (the cloud SDKs live
+	// here only) and the sync of sandboxes' files through its own Store.
+	"server/storagesync": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":          "the control plane imports storage sync, never the reverse",
+		"server/sqlstore": "storage sync keeps its queue through its Store interface",
+		"server/local":    "storage sync reads workspaces through its Files interface, whatever the driver",
+		"server/kube":     "storage sync reads workspaces through its Files interface, whatever the driver",
+	}},
+	// Object stores on loopback for tests (SeaweedFS, Azurite, fake-gcs-server).
+	"internal/objtest": {ours: []string{"server/storagesync"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
 	"server/oauth": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/authn"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":           "the control plane imports the authorization server, never the reverse",
 		"server/sqlstore":  "the authorization server keeps its records through its Store interface",
@@ -220,7 +230,7 @@ var rules = map[string]depRule{
 		"server":          "the control plane imports organizations, never the reverse",
 		"server/sqlstore": "organizations keep their records through their Store interface",
 	}},
-	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview", "server/webhooks", "server/orgs", "server/oauth", "server/admin"}, forbidden: merge(clientGo)},
+	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview", "server/webhooks", "server/orgs", "server/oauth", "server/admin", "server/storagesync"}, forbidden: merge(clientGo)},
 	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/local/idrange", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/local/idrange": {ours: []string{"client/api", "server/model", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/local": "the leases know nothing of sandboxes; the driver hands their files to its jails",

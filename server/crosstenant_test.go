@@ -305,8 +305,15 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		"GET /v1/sandboxes/{id}/previews":          {cred: "key", path: "/v1/sandboxes/{sb}/previews", want: 404},
 		// The preview proxy takes a preview's token, not a key: B's token
 		// names B's sandbox and port only.
-		"/preview/{id}/{port}/{path...}":       {cred: "none", path: "/preview/{sb}/8080/?" + api.PreviewTokenParam + "=" + prevB.Token, want: http.StatusUnauthorized},
-		"POST /v1/sandboxes/{id}/http-request": {cred: "key", path: "/v1/sandboxes/{sb}/http-request", body: api.HTTPRequest{URL: "https://a-host.example.com/{{secret:a-secret-name}}"}, want: 404},
+		"/preview/{id}/{port}/{path...}": {cred: "none", path: "/preview/{sb}/8080/?" + api.PreviewTokenParam + "=" + prevB.Token, want: http.StatusUnauthorized},
+		// Issue 26: the storage routes (no storage configured here: A's
+		// own call would answer 503; B's is 404 before that is looked at).
+		"GET /v1/sandboxes/{id}/sync":              {cred: "key", path: "/v1/sandboxes/{sb}/sync", want: 404},
+		"POST /v1/sandboxes/{id}/sync/flush":       {cred: "key", path: "/v1/sandboxes/{sb}/sync/flush", want: 404},
+		"GET /v1/sandboxes/{id}/storage/files":     {cred: "key", path: "/v1/sandboxes/{sb}/storage/files", want: 404},
+		"GET /v1/sandboxes/{id}/storage/files/raw": {cred: "key", path: "/v1/sandboxes/{sb}/storage/files/raw?path=a.txt", want: 404},
+		"DELETE /v1/sandboxes/{id}/storage":        {cred: "key", path: "/v1/sandboxes/{sb}/storage", want: 404},
+		"POST /v1/sandboxes/{id}/http-request":     {cred: "key", path: "/v1/sandboxes/{sb}/http-request", body: api.HTTPRequest{URL: "https://a-host.example.com/{{secret:a-secret-name}}"}, want: 404},
 
 		// Organizations: B is no member of A's; a token or personal key
 		// makes B's own organization, and A's invite is for another email.

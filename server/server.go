@@ -47,6 +47,7 @@ import (
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/snapshot"
 	"github.com/boxkite/boxkite/server/status"
+	"github.com/boxkite/boxkite/server/storagesync"
 	"github.com/boxkite/boxkite/server/takeover"
 	"github.com/boxkite/boxkite/server/volumes"
 	"github.com/boxkite/boxkite/server/webhooks"
@@ -128,6 +129,9 @@ type Config struct {
 	// Webhooks configures the delivery of webhook events
 	// (server/webhooks): the operator's settings, never a tenant's.
 	Webhooks WebhookConfig
+	// Storage configures the workspace sync to object storage
+	// (storagesync_port.go); off when its Backend is nil.
+	Storage StorageConfig
 	// MCPOAuth runs the OAuth 2.1 authorization server of /mcp/
 	// (server/oauth, docs/oauth.md): MCP clients connect with OAuth
 	// instead of a pasted API key. Off by default.
@@ -270,6 +274,9 @@ type Server struct {
 	// webhooks serves subscriptions and sends events (webhooks_port.go);
 	// nil when the store keeps no webhooks.
 	webhooks *webhooks.Service
+	// storageSync syncs workspaces to object storage; nil when none is
+	// configured.
+	storageSync *storagesync.Service
 	// orgs serves organizations (orgs_port.go); nil when the store keeps none.
 	orgs *orgs.Service
 	// console serves /ui/ (MountConsole).
@@ -345,6 +352,9 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		return nil, err
 	}
 	if err := s.newOrgs(); err != nil {
+		return nil, err
+	}
+	if err := s.newStorageSync(); err != nil {
 		return nil, err
 	}
 	if err := s.newPreviews(); err != nil {
@@ -537,6 +547,7 @@ func (s *Server) newSandboxes() error {
 		Volumes:       s.volumes,
 		Grants:        s.mcpconns.Grants,
 		Secrets:       s.cfg.Secrets,
+		Hooks:         storageHooks{s}, // storagesync_port.go
 	})
 	return err
 }
@@ -590,9 +601,10 @@ func (s *Server) routes() {
 	s.mountIf(s.preview != nil, s.preview.Routes(preview.RouteDeps{ // server/preview
 		LoadSandbox: s.sandboxes.LoadSandbox, ActiveAudited: s.sandboxes.ActiveAudited,
 	}))
-	s.mountIf(s.webhooks != nil, s.webhooks.Routes()) // server/webhooks
-	s.mountIf(s.orgs != nil, s.orgs.Routes())         // server/orgs
-	s.mount(s.allowlist.Routes())                     // server/allowlists
+	s.mountIf(s.webhooks != nil, s.webhooks.Routes())                                          // server/webhooks
+	s.mountIf(s.orgs != nil, s.orgs.Routes())                                                  // server/orgs
+	s.mount(s.storageSync.Routes(storagesync.RouteDeps{LoadSandbox: s.sandboxes.LoadSandbox})) // server/storagesync
+	s.mount(s.allowlist.Routes())                                                              // server/allowlists
 
 	s.mount(s.accounts.Routes()) // server/accounts
 
@@ -662,6 +674,14 @@ func (s *Server) Run(ctx context.Context) error {
 			s.webhooks.Run(ctx) // deliveries
 		}()
 		defer func() { <-webhooksDone }()
+	}
+	if s.storageSync != nil {
+		syncDone := make(chan struct{})
+		go func() {
+			defer close(syncDone)
+			s.storageSync.Run(ctx) // workspace sync to object storage
+		}()
+		defer func() { <-syncDone }()
 	}
 	if s.preview != nil {
 		previewDone := make(chan struct{})

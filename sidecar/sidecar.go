@@ -91,6 +91,7 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("GET /health", h.health) // no auth: probes and the driver's readiness wait
 	h.handle("POST /exec", h.budgeted(h.exec))
 	h.handle("GET /exec/interactive", h.budgeted(h.execInteractive)) // interactive.go
+	h.syncRoutes()                                                   // synctree.go: the storage sync's reads, never following links
 	h.fileRoutes()                                                   // files_routes.go: files, search, watch, raw and archive transfer
 	h.processRoutes()                                                // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
 	h.handle(previewPattern, h.preview)                              // preview.go: a port of the sandbox's network namespace

@@ -225,6 +225,9 @@ func (s *Service) startSandbox(ctx context.Context, sb *model.Sandbox, p createP
 		s.Discard(ctx, sb.ID)
 		return nil, fmt.Errorf("record sandbox endpoint: %w", err)
 	}
+	if s.d.Hooks != nil {
+		s.d.Hooks.Created(ctx, active) // the storage sync starts
+	}
 	return active, nil
 }
 
@@ -417,6 +420,7 @@ func (s *Service) destroySandbox(ctx context.Context, id, status, reason string)
 
 // destroyLocked is destroySandbox for a caller holding id's lifecycle lock.
 func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
+	s.destroying(ctx, id, status) // the storage sync's final flush, bounded and audited
 	defer s.calls.End(id, endedAnswer(id, status))()
 	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/sidecar"
@@ -85,6 +86,31 @@ type Deps struct {
 	// (server/mcpconns).
 	Grants  func(ctx context.Context, acct *model.Account, names []string) (egress.Allowlist, error)
 	Secrets Secrets
+	// Hooks, when set, is told of each sandbox created and each about to
+	// be destroyed (the storage sync, server/storagesync).
+	Hooks Hooks
+}
+
+// Hooks follow sandboxes' lives: Created once a sandbox is active,
+// Destroying before the driver deletes it (readable: its sidecar can
+// still serve its files). Each may take time (the storage sync's bounded
+// final flush); errors are the hook's to log.
+type Hooks interface {
+	Created(ctx context.Context, sb *model.Sandbox)
+	Destroying(ctx context.Context, sb *model.Sandbox, readable bool)
+}
+
+// destroying tells the hooks that sandbox id is about to be destroyed.
+func (s *Service) destroying(ctx context.Context, id, status string) {
+	if s.d.Hooks == nil {
+		return
+	}
+	sb, err := s.store.SandboxByID(context.WithoutCancel(ctx), id)
+	if err != nil || !sb.Live() {
+		return
+	}
+	_, frozen := s.frozen.since(id)
+	s.d.Hooks.Destroying(ctx, sb, sb.Active() && status != api.StatusLost && !frozen)
 }
 
 // Service is the sandbox lifecycle.

@@ -93,6 +93,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Snapshots", testSnapshots},
 		{"Secrets", testSecrets},
 		{"Webhooks", testWebhooks},
+		{"StorageSync", testStorageSync},
 		{"OAuth", testOAuth},
 		{"Admin", testAdmin},
 		{"Orgs", testOrgs},

@@ -1569,6 +1569,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sandboxes/{id}/storage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete the sandbox's files from object storage (a running sandbox is synced again from scratch) */
+        delete: operations["delete_sandboxes_id_storage"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/storage/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the sandbox's files in object storage, also after it is destroyed */
+        get: operations["get_sandboxes_id_storage_files"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/storage/files/raw": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download one of the sandbox's files from object storage (?path=, relative to /workspace), also after it is destroyed */
+        get: operations["get_sandboxes_id_storage_files_raw"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace sync's state: pending writes, last flush, the last error and the next retry (docs/storage.md) */
+        get: operations["get_sandboxes_id_sync"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sandboxes/{id}/sync/flush": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Flush the workspace to object storage now, without waiting for files to settle; 502 storage_failed when the store refuses */
+        post: operations["post_sandboxes_id_sync_flush"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sandboxes/{id}/takeover": {
         parameters: {
             query?: never;
@@ -2067,7 +2152,7 @@ export interface components {
              * @description stable: branch on it, never on message (docs/errors.md)
              * @enum {string}
              */
-            code: "bad_request" | "validation_error" | "unauthorized" | "invalid_api_key" | "forbidden" | "not_found" | "conflict" | "limit_exceeded" | "rate_limited" | "sandbox_operation_failed" | "sidecar_auth" | "sidecar_not_configured" | "internal_error" | "service_unavailable" | "not_supported" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "insufficient_storage" | "sandbox_lost" | "host_capacity" | "audit_unavailable" | "sandbox_paused" | "snapshot_limit_reached" | "wrong_credential_type" | "invalid_token" | "invalid_credentials" | "email_taken" | "ssh_key_exists" | "idempotency_key_reuse" | "idempotency_key_in_progress" | "global_capacity_reached" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "sandbox_size_limit_reached" | "sandbox_storage_limit_reached" | "command_not_allowed" | "too_many_rules" | "pattern_too_long" | "invalid_pattern" | "invalid_rules" | "takeover_not_permitted" | "permission_denied" | "mcp_connection_label_taken" | "unsafe_webhook_url" | "webhook_limit_reached" | "already_member" | "last_owner" | "invite_used" | "invite_expired" | "email_mismatch" | "session_budget_exceeded" | "volume_in_use" | "mcp_connection_not_found" | "secret_name_taken" | "invalid_allowed_host" | "unsafe_allowed_host" | "unsupported_trust_tier" | "secret_limit_reached" | "secret_not_found" | "secret_not_referenced_by_session" | "destination_not_allowed" | "secrets_unavailable" | "upstream_timeout" | "upstream_failed" | "preview_unauthorized" | "preview_unreachable";
+            code: "bad_request" | "validation_error" | "unauthorized" | "invalid_api_key" | "forbidden" | "not_found" | "conflict" | "limit_exceeded" | "rate_limited" | "sandbox_operation_failed" | "sidecar_auth" | "sidecar_not_configured" | "internal_error" | "service_unavailable" | "not_supported" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "insufficient_storage" | "sandbox_lost" | "host_capacity" | "audit_unavailable" | "sandbox_paused" | "snapshot_limit_reached" | "wrong_credential_type" | "invalid_token" | "invalid_credentials" | "email_taken" | "ssh_key_exists" | "idempotency_key_reuse" | "idempotency_key_in_progress" | "global_capacity_reached" | "concurrent_sandbox_limit_reached" | "monthly_usage_limit_reached" | "sandbox_size_limit_reached" | "sandbox_storage_limit_reached" | "command_not_allowed" | "too_many_rules" | "pattern_too_long" | "invalid_pattern" | "invalid_rules" | "takeover_not_permitted" | "permission_denied" | "mcp_connection_label_taken" | "unsafe_webhook_url" | "webhook_limit_reached" | "storage_unavailable" | "storage_failed" | "already_member" | "last_owner" | "invite_used" | "invite_expired" | "email_mismatch" | "session_budget_exceeded" | "volume_in_use" | "mcp_connection_not_found" | "secret_name_taken" | "invalid_allowed_host" | "unsafe_allowed_host" | "unsupported_trust_tier" | "secret_limit_reached" | "secret_not_found" | "secret_not_referenced_by_session" | "destination_not_allowed" | "secrets_unavailable" | "upstream_timeout" | "upstream_failed" | "preview_unauthorized" | "preview_unreachable";
             details?: unknown;
             hint?: string;
             message: string;
@@ -2596,6 +2681,16 @@ export interface components {
             name: string;
             public_key: string;
         };
+        StoredFile: {
+            /** Format: date-time */
+            modified_at: string;
+            path: string;
+            size: number;
+        };
+        StoredFiles: {
+            files?: components["schemas"]["StoredFile"][];
+            session_id: string;
+        };
         StrReplaceRequest: {
             description?: string;
             new_str?: string;
@@ -2607,6 +2702,26 @@ export interface components {
             occurrences: number;
             path: string;
             replaced: boolean;
+        };
+        SyncStatus: {
+            attempts?: number;
+            backend: string;
+            final_flush_done?: boolean;
+            flush_interval_seconds: number;
+            last_error?: string;
+            /** Format: date-time */
+            last_error_at?: string;
+            /** Format: date-time */
+            last_flush_at?: string;
+            /** Format: date-time */
+            next_attempt_at?: string;
+            pending: number;
+            /** Format: date-time */
+            retain_until?: string;
+            session_id: string;
+            state: string;
+            synced_bytes: number;
+            synced_files: number;
         };
         TakeoverToken: {
             /** Format: date-time */
@@ -11353,6 +11468,354 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SandboxStats"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_sandboxes_id_storage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Delete the sandbox's files from object storage (a running sandbox is synced again from scratch) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_sandboxes_id_storage_files: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List the sandbox's files in object storage, also after it is destroyed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoredFiles"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_sandboxes_id_storage_files_raw: {
+        parameters: {
+            query?: {
+                path?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Download one of the sandbox's files from object storage (?path=, relative to /workspace), also after it is destroyed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_sandboxes_id_sync: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The workspace sync's state: pending writes, last flush, the last error and the next retry (docs/storage.md) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SyncStatus"];
+                };
+            };
+            /** @description bad_request: a malformed request (or body, where there is one) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized, invalid_api_key, invalid_token or wrong_credential_type */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: too many requests this minute */
+            429: {
+                headers: {
+                    /** @description seconds until the budget allows another */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description headers_too_large: the header block is larger than 64 KiB */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description the error envelope */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    post_sandboxes_id_sync_flush: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Flush the workspace to object storage now, without waiting for files to settle; 502 storage_failed when the store refuses */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SyncStatus"];
                 };
             };
             /** @description bad_request: a malformed request (or body, where there is one) */

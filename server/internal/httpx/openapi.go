@@ -161,6 +161,7 @@ func errorCodes() []string {
 		api.CodeCommandNotAllowed, api.CodeTooManyRules, api.CodePatternTooLong, api.CodeInvalidPattern, api.CodeInvalidRules,
 		api.CodeTakeoverNotPermitted, api.CodePermissionDenied, api.CodeMCPConnectionLabelTaken,
 		api.CodeUnsafeWebhookURL, api.CodeWebhookLimitReached,
+		api.CodeStorageUnavailable, api.CodeStorageFailed,
 		api.CodeAlreadyMember, api.CodeLastOwner, api.CodeInviteUsed, api.CodeInviteExpired, api.CodeEmailMismatch,
 		api.CodeSessionBudgetExceeded, api.CodeVolumeInUse, api.CodeMCPConnectionNotFound,
 		api.CodeSecretNameTaken, api.CodeInvalidAllowedHost, api.CodeUnsafeAllowedHost, api.CodeUnsupportedTrustTier,

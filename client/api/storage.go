@@ -1,0 +1,73 @@
+package api
+
+import "time"
+
+// Workspace sync to object storage (docs/storage.md).
+
+const (
+	// CodeStorageUnavailable (503): the server has no object storage
+	// configured.
+	CodeStorageUnavailable = "storage_unavailable"
+	// CodeStorageFailed (502): the object storage refused or could not be
+	// reached; the sync retries by itself.
+	CodeStorageFailed = "storage_failed"
+)
+
+// TreeEntry is one entry of a sidecar's GET /files/tree: a regular file
+// (Kind "file") or a symbolic link, reported and never followed (Kind
+// "symlink"). Path is relative to the tree's root.
+type TreeEntry struct {
+	Path       string `json:"path"`
+	Kind       string `json:"kind"`
+	Size       int64  `json:"size"`
+	ModifiedNS int64  `json:"modified_ns"`
+}
+
+// TreeResult answers GET /files/tree; Truncated says the walk stopped at
+// its entry cap.
+type TreeResult struct {
+	Entries   []TreeEntry `json:"entries"`
+	Truncated bool        `json:"truncated,omitempty"`
+}
+
+// BundleRequest is the body of a sidecar's POST /files/bundle: regular
+// files under Root, named relative to it, answered as a tar of those that
+// are still regular files reached without a link.
+type BundleRequest struct {
+	Root  string   `json:"root"`
+	Paths []string `json:"paths"`
+}
+
+// SyncStatus answers GET /v1/sandboxes/{id}/sync.
+type SyncStatus struct {
+	SessionID string `json:"session_id"`
+	// Backend is the kind of object storage ("s3", "azure", "gcs").
+	Backend string `json:"backend"`
+	// State is "syncing" (the sandbox runs), "final" (destroyed, its last
+	// flush done) or "deleted" (its stored files were deleted).
+	State          string     `json:"state"`
+	Pending        int        `json:"pending"`
+	SyncedFiles    int        `json:"synced_files"`
+	SyncedBytes    int64      `json:"synced_bytes"`
+	LastFlushAt    *time.Time `json:"last_flush_at,omitempty"`
+	LastError      string     `json:"last_error,omitempty"`
+	LastErrorAt    *time.Time `json:"last_error_at,omitempty"`
+	Attempts       int        `json:"attempts,omitempty"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
+	FlushInterval  float64    `json:"flush_interval_seconds"`
+	RetainUntil    *time.Time `json:"retain_until,omitempty"`
+	FinalFlushDone bool       `json:"final_flush_done,omitempty"`
+}
+
+// StoredFile is one file of a sandbox's workspace in object storage.
+type StoredFile struct {
+	Path       string    `json:"path"`
+	Size       int64     `json:"size"`
+	ModifiedAt time.Time `json:"modified_at"`
+}
+
+// StoredFiles answers GET /v1/sandboxes/{id}/storage/files.
+type StoredFiles struct {
+	SessionID string       `json:"session_id"`
+	Files     []StoredFile `json:"files"`
+}

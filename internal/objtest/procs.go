@@ -1,0 +1,112 @@
+package objtest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/boxkite/boxkite/server/storagesync"
+)
+
+// AzuriteKey is Azurite's well-known development account key (public,
+// documented by Azure; not a secret).
+const AzuriteKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+// proc runs a server command, restartable with the same arguments.
+type proc struct {
+	name string
+	args []string
+	log  string
+	cmd  *exec.Cmd
+}
+
+func (p *proc) start() error {
+	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	cmd := exec.Command(p.name, p.args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", filepath.Base(p.name), err)
+	}
+	p.cmd = cmd
+	return nil
+}
+
+func (p *proc) stop() {
+	if p.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	_ = p.cmd.Wait()
+	p.cmd = nil
+}
+
+func startProc(t testing.TB, p *proc) *proc {
+	t.Helper()
+	if err := p.start(); err != nil {
+		t.Fatalf("objtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			if b, err := os.ReadFile(p.log); err == nil && len(b) > 0 {
+				if len(b) > 4000 {
+					b = b[len(b)-4000:]
+				}
+				t.Logf("objtest: %s log (tail):\n%s", filepath.Base(p.name), b)
+			}
+		}
+	})
+	return p
+}
+
+func startSeaweed(t testing.TB) *Server {
+	t.Helper()
+	weed := tool(t, "BOXKITE_WEED", filepath.Join("seaweedfs-"+SeaweedFSVersion, "weed"), "SeaweedFS's weed")
+	dir := t.TempDir()
+	const key, secret = "objtest-access", "objtest-secret"
+	conf := filepath.Join(dir, "s3.json")
+	if err := os.WriteFile(conf, []byte(`{"identities":[{"name":"objtest","credentials":[{"accessKey":"`+key+`","secretKey":"`+secret+`"}],"actions":["Admin","Read","Write","List","Tagging"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	master, volume, filer, s3 := freePort(t), freePort(t), freePort(t), freePort(t)
+	p := startProc(t, &proc{name: weed, log: filepath.Join(dir, "weed.log"), args: []string{
+		"server", "-dir=" + dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+		fmt.Sprintf("-master.port=%d", master), fmt.Sprintf("-volume.port=%d", volume),
+		"-master.volumeSizeLimitMB=128", "-volume.max=20",
+		"-filer", fmt.Sprintf("-filer.port=%d", filer),
+		"-s3", fmt.Sprintf("-s3.port=%d", s3), "-s3.config=" + conf,
+	}})
+	return &Server{
+		Config: storagesync.Config{
+			Kind: "s3", Endpoint: fmt.Sprintf("http://127.0.0.1:%d", s3), Region: "us-east-1",
+			PathStyle: true, AccessKey: key, SecretKey: secret,
+		},
+		stop: p.stop, start: p.start,
+	}
+}
+
+func startAzurite(t testing.TB) *Server {
+	t.Helper()
+	az := tool(t, "BOXKITE_AZURITE", filepath.Join("azurite-"+AzuriteVersion, "node_modules", ".bin", "azurite-blob"), "Azurite")
+	dir := t.TempDir()
+	port := freePort(t)
+	p := startProc(t, &proc{name: az, log: filepath.Join(dir, "azurite.log"), args: []string{
+		"--blobHost", "127.0.0.1", "--blobPort", fmt.Sprint(port), "--location", dir,
+		"--skipApiVersionCheck", "--loose", "--silent",
+	}})
+	return &Server{
+		Config: storagesync.Config{
+			Kind: "azure",
+			ConnectionString: fmt.Sprintf("DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=%s;BlobEndpoint=http://127.0.0.1:%d/devstoreaccount1;",
+				AzuriteKey, port),
+		},
+		stop: p.stop, start: p.start,
+	}
+}

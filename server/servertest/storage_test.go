@@ -1,0 +1,417 @@
+package servertest_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/objtest"
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/servertest"
+	"github.com/boxkite/boxkite/server/storagesync"
+)
+
+// syncInterval is the flush interval of the acceptance tests: files must
+// arrive within it (plus the 2 s a file must stay unchanged).
+const syncInterval = 5 * time.Second
+
+// storageServer starts a control plane syncing to a fresh bucket of kind.
+func storageServer(t *testing.T, kind string, logs io.Writer, edit func(*server.StorageConfig)) (*servertest.Server, *objtest.Server, storagesync.Backend) {
+	t.Helper()
+	needRoot(t)
+	obj := objtest.Start(t, kind)
+	b, err := storagesync.Open(context.Background(), obj.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := server.StorageConfig{Backend: b, Prefix: "boxkite", Interval: syncInterval, Secrets: credentials(obj)}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s := servertest.New(t, servertest.WithConfig(server.Config{Storage: cfg}),
+		servertest.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	return s, obj, b
+}
+
+// stored lists what the bucket holds under the sandbox's prefix, path → bytes.
+func stored(t *testing.T, b storagesync.Backend, prefix string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	if err := b.List(context.Background(), prefix, func(o storagesync.Object) error {
+		out[strings.TrimPrefix(o.Key, prefix)] = o.Size
+		return nil
+	}); err != nil {
+		t.Fatalf("list bucket: %v", err)
+	}
+	return out
+}
+
+func waitUntil(t *testing.T, what string, within time.Duration, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !ok(); time.Sleep(250 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+	}
+}
+
+func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+func mustExec(t *testing.T, c *client.Client, id, cmd string) string {
+	t.Helper()
+	res, err := c.Exec(context.Background(), id, api.ExecRequest{Command: cmd, Timeout: 120})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec %q: %+v, %v", cmd, res, err)
+	}
+	return res.Stdout
+}
+
+// TestStorageSync is acceptance 1 and 3 of issue 26 against each backend's
+// real server: files written through the API and by exec (a 50 MiB file,
+// 1,000 small ones) arrive byte-exact within the flush interval, deletes
+// propagate, ignored directories, /tmp and links do not arrive (a link to
+// a host file least of all), the final flush is audited, the files can be
+// listed and downloaded after destroy (by their owner only), and DELETE
+// …/storage removes them. No credential reaches the sandbox, the audit
+// log or the logs.
+func TestStorageSync(t *testing.T) {
+	for _, kind := range objtest.Kinds {
+		t.Run(kind, func(t *testing.T) { testStorageSync(t, kind) })
+	}
+}
+
+func testStorageSync(t *testing.T, kind string) {
+	logs := &lockedBuffer{}
+	s, obj, b := storageServer(t, kind, logs, nil)
+	defer func() {
+		for _, secret := range credentials(obj) {
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("the server's log carries a credential")
+			}
+		}
+		if t.Failed() || os.Getenv("BOXKITE_TEST_SERVER_LOG") != "" {
+			t.Logf("server log (tail):\n%s", tail(logs.String(), 6000))
+		}
+	}()
+	ctx := context.Background()
+	c := client.New(s.BaseURL, s.APIKey)
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "boxkite/" + s.Account.ID + "/" + sb.ID + "/"
+
+	// A host file, outside every sandbox, that a planted link points at.
+	host := filepath.Join(os.TempDir(), "bxk-host-secret-"+sb.ID)
+	if err := os.WriteFile(host, []byte("HOST SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(host) })
+
+	start := time.Now()
+	if _, err := c.WriteFile(ctx, sb.ID, api.FileCreateRequest{Path: "api.txt", Content: "written by the API\n"}); err != nil {
+		t.Fatal(err)
+	}
+	raw := bytes.Repeat([]byte{0, 1, 2, 0xff}, 300_000)
+	if _, err := c.UploadFile(ctx, sb.ID, "/workspace/up/raw.bin", bytes.NewReader(raw)); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, c, sb.ID, `set -e
+cd /workspace
+head -c 52428800 /dev/urandom > big.bin
+mkdir -p many .git/objects node_modules/pkg src/__pycache__ build
+for i in $(seq 1 1000); do echo "small $i" > many/f$i.txt; done
+echo ignored > .git/config; echo ignored > node_modules/pkg/index.js; echo ignored > src/__pycache__/m.pyc; echo ignored > build/out.o
+echo code > src/main.py
+echo tmp-secret > /tmp/tmp-secret.txt
+ln -s /tmp/tmp-secret.txt tmp-link
+ln -s `+host+` host-link
+ln -s /etc/passwd passwd-link
+mkdir -p linkdir && ln -s /tmp linkdir/tmpdir`)
+	bigSum := strings.Fields(mustExec(t, c, sb.ID, "sha256sum /workspace/big.bin"))[0]
+
+	want := []string{"api.txt", "up/raw.bin", "big.bin", "src/main.py", "many/f1.txt", "many/f1000.txt"}
+	waitUntil(t, "every file in the bucket", syncInterval+storagesync.DefaultStableFor+45*time.Second, func() bool {
+		got := stored(t, b, prefix)
+		n := 0
+		for p := range got {
+			if strings.HasPrefix(p, "many/") {
+				n++
+			}
+		}
+		for _, p := range want {
+			if _, ok := got[p]; !ok {
+				return false
+			}
+		}
+		return n == 1000
+	})
+	t.Logf("%s: every file stored %s after the first write (flush interval %s)", kind, time.Since(start).Round(100*time.Millisecond), syncInterval)
+	got := stored(t, b, prefix)
+	for p := range got {
+		for _, bad := range []string{".git/", "node_modules/", "__pycache__/", "build/", "tmp", "host-link", "passwd-link", "linkdir"} {
+			if strings.HasPrefix(p, bad) || strings.Contains(p, "/"+bad) {
+				t.Errorf("%s reached the bucket", p)
+			}
+		}
+	}
+	if len(got) != 1004 {
+		t.Errorf("the bucket holds %d files, want 1004", len(got))
+	}
+	read := func(p string) []byte {
+		rc, err := b.Get(ctx, prefix+p)
+		if err != nil {
+			t.Fatalf("get %s: %v", p, err)
+		}
+		defer rc.Close()
+		data, err := io.ReadAll(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	if got := read("api.txt"); string(got) != "written by the API\n" {
+		t.Errorf("api.txt = %q", got)
+	}
+	if !bytes.Equal(read("up/raw.bin"), raw) {
+		t.Error("up/raw.bin differs")
+	}
+	if sum := sha(read("big.bin")); sum != bigSum {
+		t.Errorf("big.bin: sha256 %s, the sandbox's %s", sum, bigSum)
+	}
+	if got := read("many/f737.txt"); string(got) != "small 737\n" {
+		t.Errorf("many/f737.txt = %q", got)
+	}
+
+	// Deletes propagate, changes arrive.
+	mustExec(t, c, sb.ID, "rm -rf /workspace/many/f1.txt /workspace/up && echo v2 > /workspace/src/main.py")
+	waitUntil(t, "the delete and the change", syncInterval+storagesync.DefaultStableFor+30*time.Second, func() bool {
+		g := stored(t, b, prefix)
+		_, f1 := g["many/f1.txt"]
+		_, up := g["up/raw.bin"]
+		return !f1 && !up && g["src/main.py"] == 3
+	})
+
+	st, err := c.SyncStatus(ctx, sb.ID)
+	if err != nil || st.State != "syncing" || st.LastFlushAt == nil || st.LastError != "" || st.Backend != kind || st.FlushInterval != syncInterval.Seconds() {
+		t.Errorf("sync status %+v, %v", st, err)
+	}
+
+	// The final flush on destroy stores the last write and is audited.
+	if _, err := c.WriteFile(ctx, sb.ID, api.FileCreateRequest{Path: "last.txt", Content: "last"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.Log(ctx, sb.ID, 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var final *api.LogEntry
+	for i, e := range page.Entries {
+		if e.Operation == "storage_final_flush" {
+			final = &page.Entries[i]
+		}
+		for _, secret := range credentials(obj) {
+			if strings.Contains(string(e.Detail), secret) {
+				t.Errorf("audit entry %s carries a credential", e.Operation)
+			}
+		}
+	}
+	if final == nil || !strings.Contains(string(final.Detail), `"complete":true`) {
+		t.Fatalf("no complete storage_final_flush in the audit log: %+v", final)
+	}
+	files, err := c.StoredFiles(ctx, sb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(files.Files, func(f api.StoredFile) bool { return f.Path == "last.txt" }) || len(files.Files) != 1003 {
+		t.Errorf("after destroy: %d stored files, last.txt among them: want 1003 with it", len(files.Files))
+	}
+	dl, err := c.DownloadStored(ctx, sb.ID, "big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	_, err = io.Copy(h, dl)
+	dl.Close()
+	if err != nil || hex.EncodeToString(h.Sum(nil)) != bigSum {
+		t.Errorf("download after destroy: %v, sha256 %x, want %s", err, h.Sum(nil), bigSum)
+	}
+
+	// Another account sees none of it.
+	keyB := otherTenant(t, s)
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/sync"}, {"POST", "/sync/flush"}, {"GET", "/storage/files"}, {"GET", "/storage/files/raw?path=big.bin"}, {"DELETE", "/storage"},
+	} {
+		resp, body := doRaw(t, s, keyB, r.method, "/v1/sandboxes/"+sb.ID+r.path, nil)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("B: %s …%s = %d %s, want 404", r.method, r.path, resp.StatusCode, body)
+		}
+	}
+
+	if err := c.DeleteStorage(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g := stored(t, b, prefix); len(g) != 0 {
+		t.Errorf("after DELETE …/storage the bucket holds %d files", len(g))
+	}
+	if st, err := c.SyncStatus(ctx, sb.ID); err != nil || st.State != "deleted" {
+		t.Errorf("after delete: %+v, %v", st, err)
+	}
+}
+
+// credentials are the store's secrets, which must appear nowhere but in
+// the control plane's memory.
+func credentials(obj *objtest.Server) []string {
+	var out []string
+	for _, v := range []string{obj.Config.SecretKey, obj.Config.AccessKey, objtest.AzuriteKey} {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// otherTenant registers a second account and returns its admin key.
+func otherTenant(t *testing.T, s *servertest.Server) string {
+	t.Helper()
+	acct := &model.Account{ID: model.NewID(), Email: "b-storage@example.com", CreatedAt: time.Now()}
+	if err := s.Store.CreateAccount(context.Background(), acct); err != nil {
+		t.Fatal(err)
+	}
+	key := model.NewAPIKey()
+	if err := s.Store.CreateAPIKey(context.Background(), &model.APIKey{
+		ID: model.NewID(), AccountID: acct.ID, Hash: model.HashAPIKey(key), Prefix: key[:17], Role: model.RoleAdmin, CreatedAt: time.Now(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// TestStorageSyncOutage is acceptance 2 of issue 26 against each backend's
+// real server: with the store stopped, a flush fails with storage_failed,
+// …/sync reports the error (without credentials) and retries with
+// backoff; once the store is back everything arrives. A write the API
+// acknowledged just before the control plane is killed arrives after it
+// starts again.
+func TestStorageSyncOutage(t *testing.T) {
+	for _, kind := range objtest.Kinds {
+		t.Run(kind, func(t *testing.T) { testStorageSyncOutage(t, kind) })
+	}
+}
+
+func testStorageSyncOutage(t *testing.T, kind string) {
+	logs := &lockedBuffer{}
+	s, obj, b := storageServer(t, kind, logs, nil)
+	defer func() {
+		if t.Failed() || os.Getenv("BOXKITE_TEST_SERVER_LOG") != "" {
+			t.Logf("server log (tail):\n%s", tail(logs.String(), 6000))
+		}
+	}()
+	ctx := context.Background()
+	c := client.New(s.BaseURL, s.APIKey)
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "boxkite/" + s.Account.ID + "/" + sb.ID + "/"
+	has := func(p string) func() bool {
+		return func() bool { _, ok := stored(t, b, prefix)[p]; return ok }
+	}
+	if _, err := c.WriteFile(ctx, sb.ID, api.FileCreateRequest{Path: "a.txt", Content: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "a.txt in the bucket", 60*time.Second, has("a.txt"))
+
+	obj.Stop()
+	if _, err := c.WriteFile(ctx, sb.ID, api.FileCreateRequest{Path: "b.txt", Content: "written while the store is down"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.FlushSync(ctx, sb.ID)
+	if code := apiCode(err); code != api.CodeStorageFailed {
+		t.Errorf("flush with the store down: %v, want %s", err, api.CodeStorageFailed)
+	}
+	waitUntil(t, "a second failed attempt", 60*time.Second, func() bool {
+		st, err := c.SyncStatus(ctx, sb.ID)
+		return err == nil && st.Attempts >= 2
+	})
+	st, err := c.SyncStatus(ctx, sb.ID)
+	if err != nil || st.LastError == "" || st.LastErrorAt == nil || st.NextAttemptAt == nil || st.Pending == 0 {
+		t.Errorf("status with the store down: %+v, %v; want the error, the next attempt and the pending write", st, err)
+	}
+	for _, secret := range credentials(obj) {
+		if strings.Contains(st.LastError, secret) {
+			t.Errorf("last_error carries a credential: %s", st.LastError)
+		}
+	}
+	t.Logf("%s: with the store down: %d attempts, last error %q", kind, st.Attempts, st.LastError)
+
+	obj.Start(t)
+	waitUntil(t, "b.txt once the store is back", 2*storagesync.MaxBackoff, has("b.txt"))
+	waitUntil(t, "the error cleared", 30*time.Second, func() bool {
+		st, err := c.SyncStatus(ctx, sb.ID)
+		return err == nil && st.LastError == "" && st.Attempts == 0
+	})
+
+	// Acknowledged, then the control plane dies before it flushes.
+	if _, err := c.WriteFile(ctx, sb.ID, api.FileCreateRequest{Path: "c.txt", Content: "acknowledged before the kill"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Kill()
+	time.Sleep(storagesync.DefaultStableFor)
+	if has("c.txt")() {
+		t.Log("c.txt was stored before the kill; the restart has nothing left to prove")
+	}
+	s.Start(t)
+	waitUntil(t, "c.txt after the restart", 60*time.Second, has("c.txt"))
+	rc, err := b.Get(ctx, prefix+"c.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(got) != "acknowledged before the kill" {
+		t.Errorf("c.txt = %q", got)
+	}
+}

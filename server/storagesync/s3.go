@@ -1,0 +1,121 @@
+package storagesync
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/encrypt"
+)
+
+// s3Backend is S3 or an S3-compatible store, through minio-go.
+type s3Backend struct {
+	cl     *minio.Client
+	bucket string
+	sse    encrypt.ServerSide
+}
+
+func openS3(ctx context.Context, c Config) (Backend, error) {
+	host, secure := "s3.amazonaws.com", true
+	if c.Endpoint != "" {
+		u, err := url.Parse(c.Endpoint)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return nil, fmt.Errorf("endpoint %q: want http(s)://host[:port]", redactURL(c.Endpoint))
+		}
+		host, secure = u.Host, u.Scheme == "https"
+	}
+	var creds *credentials.Credentials
+	if c.AccessKey != "" {
+		creds = credentials.NewStaticV4(c.AccessKey, c.SecretKey, c.SessionToken)
+	} else {
+		creds = credentials.NewChainCredentials([]credentials.Provider{
+			&credentials.EnvAWS{}, &credentials.FileAWSCredentials{}, &credentials.IAM{},
+		})
+	}
+	lookup := minio.BucketLookupAuto
+	if c.PathStyle {
+		lookup = minio.BucketLookupPath
+	}
+	cl, err := minio.New(host, &minio.Options{Creds: creds, Secure: secure, Region: c.Region, BucketLookup: lookup})
+	if err != nil {
+		return nil, fmt.Errorf("new client: %w", err)
+	}
+	b := &s3Backend{cl: cl, bucket: c.Bucket}
+	switch c.SSE {
+	case "":
+	case "AES256":
+		b.sse = encrypt.NewSSE()
+	case "aws:kms":
+		if b.sse, err = encrypt.NewSSEKMS(c.KMSKeyID, nil); err != nil {
+			return nil, fmt.Errorf("sse-kms: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("sse %q: want AES256 or aws:kms", c.SSE)
+	}
+	ok, err := cl.BucketExists(ctx, c.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("check bucket %s: %w", c.Bucket, err)
+	}
+	if !ok {
+		if !c.CreateBucket {
+			return nil, fmt.Errorf("bucket %s does not exist", c.Bucket)
+		}
+		if err := cl.MakeBucket(ctx, c.Bucket, minio.MakeBucketOptions{Region: c.Region}); err != nil {
+			return nil, fmt.Errorf("create bucket %s: %w", c.Bucket, err)
+		}
+	}
+	return b, nil
+}
+
+func (b *s3Backend) Kind() string { return "s3" }
+
+func (b *s3Backend) Put(ctx context.Context, key string, r io.Reader, size int64) error {
+	_, err := b.cl.PutObject(ctx, b.bucket, key, r, size, minio.PutObjectOptions{
+		ServerSideEncryption: b.sse, ContentType: "application/octet-stream",
+		PartSize: 16 << 20,
+	})
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+func (b *s3Backend) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	// Stat first: GetObject's errors surface only on the first read.
+	if _, err := b.cl.StatObject(ctx, b.bucket, key, minio.StatObjectOptions{}); err != nil {
+		if minio.ToErrorResponse(err).StatusCode == 404 {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	o, err := b.cl.GetObject(ctx, b.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	return o, nil
+}
+
+func (b *s3Backend) Delete(ctx context.Context, key string) error {
+	err := b.cl.RemoveObject(ctx, b.bucket, key, minio.RemoveObjectOptions{})
+	if err != nil && minio.ToErrorResponse(err).StatusCode != 404 {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
+}
+
+func (b *s3Backend) List(parent context.Context, prefix string, fn func(Object) error) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	for o := range b.cl.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return fmt.Errorf("list %s: %w", prefix, o.Err)
+		}
+		if err := fn(Object{Key: o.Key, Size: o.Size, Modified: o.LastModified}); err != nil {
+			return err
+		}
+	}
+	return parent.Err()
+}

@@ -1,0 +1,259 @@
+package storagesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// Run flushes due sandboxes until ctx ends: those with queued writes at
+// once, every sandbox each Interval, none before its backoff has passed.
+// It also deletes the files of destroyed sandboxes past their retention.
+func (s *Service) Run(ctx context.Context) {
+	sem := make(chan struct{}, s.d.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	lastSweep := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.wake:
+		}
+		now := s.d.Now()
+		if s.d.Retention > 0 && now.Sub(lastSweep) >= janitorEvery {
+			lastSweep = now
+			s.sweep(ctx)
+		}
+		states, err := s.d.Store.SyncStates(ctx, StateSyncing)
+		if err != nil {
+			s.d.Log.ErrorContext(ctx, "list storage syncs", "err", err)
+			continue
+		}
+		for _, st := range states {
+			if !s.due(st, now) {
+				continue
+			}
+			s.mu.Lock()
+			s.busy[st.SandboxID] = true
+			s.mu.Unlock()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				s.runOne(ctx, st)
+			}()
+		}
+	}
+}
+
+// due reports whether st should be flushed now.
+func (s *Service) due(st *State, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy[st.SandboxID] || now.Before(st.NextAttemptAt) {
+		return false
+	}
+	last, ok := s.scanned[st.SandboxID]
+	return st.Pending > 0 || !ok || now.Sub(last) >= s.d.Interval
+}
+
+func (s *Service) runOne(ctx context.Context, st *State) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.busy, st.SandboxID)
+		s.mu.Unlock()
+	}()
+	defer s.lock(st.SandboxID)()
+	cur, err := s.d.Store.SyncState(ctx, st.SandboxID)
+	if err != nil || cur.State != StateSyncing {
+		return // destroyed or deleted meanwhile
+	}
+	fctx, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	started := s.d.Now()
+	res, err := s.flush(fctx, cur, false)
+	s.d.Log.DebugContext(ctx, "storage flush", "sandbox", st.SandboxID, "uploaded", res.Uploaded, "bytes", res.Bytes,
+		"deleted", res.Deleted, "deferred", res.Deferred, "skipped", res.Skipped, "took", s.d.Now().Sub(started), "failed", err != nil)
+	if ctx.Err() != nil {
+		return // shutting down: the next server picks it up
+	}
+	s.mu.Lock()
+	s.scanned[st.SandboxID] = started
+	s.mu.Unlock()
+	s.record(ctx, cur, err)
+	if err == nil && !res.Settled.IsZero() {
+		// Files still changing: look again once the first has settled,
+		// not at every tick while writes stay queued.
+		cur.NextAttemptAt = res.Settled
+		if uerr := s.d.Store.UpdateSyncState(context.WithoutCancel(ctx), cur); uerr != nil {
+			s.d.Log.ErrorContext(ctx, "record storage sync state", "sandbox", cur.SandboxID, "err", uerr)
+		}
+	}
+}
+
+// Flush forces a flush of a running sandbox now (POST …/sync/flush),
+// without waiting for files to be stable.
+func (s *Service) Flush(ctx context.Context, sb *model.Sandbox) (*State, Result, error) {
+	defer s.lock(sb.ID)()
+	st, err := s.d.Store.SyncState(ctx, sb.ID)
+	if err != nil {
+		return nil, Result{}, err
+	}
+	if st.State != StateSyncing {
+		return st, Result{}, nil
+	}
+	res, ferr := s.flush(ctx, st, true)
+	s.mu.Lock()
+	s.scanned[sb.ID] = s.d.Now()
+	s.mu.Unlock()
+	s.record(ctx, st, ferr)
+	return st, res, ferr
+}
+
+// Final flushes a sandbox about to be destroyed, bounded by FinalTimeout,
+// records the outcome in its audit log, and stops syncing it. A sandbox
+// that was lost (nothing left to read) only stops syncing.
+func (s *Service) Final(ctx context.Context, sb *model.Sandbox, readable bool) {
+	defer s.lock(sb.ID)()
+	st, err := s.d.Store.SyncState(ctx, sb.ID)
+	if err != nil {
+		if !errors.Is(err, ErrNoSync) {
+			s.d.Log.ErrorContext(ctx, "load storage sync", "sandbox", sb.ID, "err", err)
+		}
+		return
+	}
+	if st.State != StateSyncing {
+		return
+	}
+	started := s.d.Now()
+	var res Result
+	ferr := errors.New("the sandbox's files could not be read")
+	if readable {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.FinalTimeout)
+		res, ferr = s.flush(fctx, st, true)
+		if ferr == nil && fctx.Err() != nil {
+			ferr = fctx.Err()
+		}
+		cancel()
+		if errors.Is(ferr, context.DeadlineExceeded) {
+			ferr = fmt.Errorf("the final flush did not finish within %s", s.d.FinalTimeout)
+		}
+	}
+	s.record(ctx, st, ferr)
+	st.State, st.FinalDone = StateFinal, ferr == nil && res.Complete
+	if s.d.Retention > 0 {
+		st.RetainUntil = s.d.Now().Add(s.d.Retention)
+	}
+	if err := s.d.Store.UpdateSyncState(context.WithoutCancel(ctx), st); err != nil {
+		s.d.Log.ErrorContext(ctx, "record final storage sync", "sandbox", sb.ID, "err", err)
+	}
+	if s.d.Audit == nil {
+		return
+	}
+	detail := map[string]any{
+		"backend": s.Kind(), "uploaded": res.Uploaded, "bytes": res.Bytes, "deleted": res.Deleted,
+		"complete": st.FinalDone, "duration_ms": s.d.Now().Sub(started).Milliseconds(),
+	}
+	if ferr != nil {
+		detail["error"] = s.redact(ferr.Error())
+	}
+	if err := s.d.Audit(context.WithoutCancel(ctx), sb, "storage_final_flush", detail); err != nil {
+		s.d.Log.ErrorContext(ctx, "audit final storage flush", "sandbox", sb.ID, "err", err)
+	}
+}
+
+// DeleteStored deletes a sandbox's stored files and stops syncing it
+// (DELETE …/storage). A running sandbox is synced again from scratch.
+func (s *Service) DeleteStored(ctx context.Context, sb *model.Sandbox) error {
+	defer s.lock(sb.ID)()
+	st, err := s.d.Store.SyncState(ctx, sb.ID)
+	if err != nil {
+		return err
+	}
+	if err := s.deleteObjects(ctx, st); err != nil {
+		return err
+	}
+	if st.State != StateSyncing {
+		st.State = StateDeleted
+	}
+	return s.d.Store.UpdateSyncState(ctx, st)
+}
+
+func (s *Service) deleteObjects(ctx context.Context, st *State) error {
+	var keys []string
+	if err := s.d.Backend.List(ctx, s.prefixOf(st.AccountID, st.SandboxID), func(o Object) error {
+		keys = append(keys, o.Key)
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := s.d.Backend.Delete(ctx, k); err != nil {
+			return err
+		}
+	}
+	if err := s.d.Store.ClearSynced(ctx, st.SandboxID); err != nil {
+		return fmt.Errorf("forget stored files: %w", err)
+	}
+	return nil
+}
+
+// sweep deletes the files of destroyed sandboxes past their retention.
+func (s *Service) sweep(ctx context.Context) {
+	states, err := s.d.Store.SyncStates(ctx, StateFinal)
+	if err != nil {
+		s.d.Log.ErrorContext(ctx, "list final storage syncs", "err", err)
+		return
+	}
+	now := s.d.Now()
+	for _, st := range states {
+		if st.RetainUntil.IsZero() || now.Before(st.RetainUntil) {
+			continue
+		}
+		if err := s.deleteObjects(ctx, st); err != nil {
+			s.d.Log.WarnContext(ctx, "delete files past retention", "sandbox", st.SandboxID, "err", s.redact(err.Error()))
+			continue
+		}
+		st.State = StateDeleted
+		if err := s.d.Store.UpdateSyncState(ctx, st); err != nil {
+			s.d.Log.ErrorContext(ctx, "record deleted storage", "sandbox", st.SandboxID, "err", err)
+		}
+	}
+}
+
+// State returns a sandbox's sync state (ErrNoSync when it was never synced).
+func (s *Service) State(ctx context.Context, sandboxID string) (*State, error) {
+	return s.d.Store.SyncState(ctx, sandboxID)
+}
+
+// Stored lists a sandbox's files in the backend, paths relative to its
+// workspace.
+func (s *Service) Stored(ctx context.Context, sb *model.Sandbox, fn func(path string, o Object) error) error {
+	prefix := s.prefixOf(sb.AccountID, sb.ID)
+	return s.d.Backend.List(ctx, prefix, func(o Object) error {
+		return fn(strings.TrimPrefix(o.Key, prefix), o)
+	})
+}
+
+// Open opens one stored file of a sandbox (ErrNotFound when none).
+func (s *Service) Open(ctx context.Context, sb *model.Sandbox, rel string) (io.ReadCloser, error) {
+	if _, ok := StoredPath(rel); !ok {
+		return nil, ErrNotFound
+	}
+	return s.d.Backend.Get(ctx, s.key(sb.AccountID, sb.ID, rel))
+}
