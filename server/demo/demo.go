@@ -65,20 +65,20 @@ func New(d Deps) (*Service, error) {
 	return &Service{d: d, sessions: map[string]session{}}, nil
 }
 
-// CreateResponse is POST /v1/demo/sandboxes's answer.
-type CreateResponse struct {
+// PlaygroundSandbox is POST /v1/demo/sandboxes's answer.
+type PlaygroundSandbox struct {
 	SessionID string    `json:"session_id"`
 	Token     string    `json:"token"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// ExecRequest is POST /v1/demo/sandboxes/{id}/exec's body.
-type ExecRequest struct {
+// PlaygroundExecRequest is POST /v1/demo/sandboxes/{id}/exec's body.
+type PlaygroundExecRequest struct {
 	Command string `json:"command"`
 }
 
-// ExecResponse is its answer.
-type ExecResponse struct {
+// PlaygroundExecResult is its answer.
+type PlaygroundExecResult struct {
 	ExitCode  int    `json:"exit_code"`
 	Stdout    string `json:"stdout"`
 	Stderr    string `json:"stderr"`
@@ -164,7 +164,7 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 	s.sessions[sb.ID] = session{tokenHash: sha256.Sum256([]byte(tok)), expires: expires}
 	s.mu.Unlock()
 	s.d.Log.InfoContext(r.Context(), "demo sandbox created", "sandbox", sb.ID)
-	httpx.WriteJSON(w, http.StatusCreated, CreateResponse{SessionID: sb.ID, Token: tok, ExpiresAt: expires.UTC()})
+	httpx.WriteJSON(w, http.StatusCreated, PlaygroundSandbox{SessionID: sb.ID, Token: tok, ExpiresAt: expires.UTC()})
 	return nil
 }
 
@@ -188,7 +188,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req ExecRequest
+	var req PlaygroundExecRequest
 	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := ExecResponse{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Truncated: res.Truncated}
+	out := PlaygroundExecResult{ExitCode: res.ExitCode, Stdout: res.Stdout, Stderr: res.Stderr, Truncated: res.Truncated}
 	// The cap holds whatever the sidecar kept.
 	if len(out.Stdout) > MaxOutputBytes {
 		out.Stdout, out.Truncated = out.Stdout[:MaxOutputBytes], true

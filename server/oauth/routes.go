@@ -21,7 +21,7 @@ func (s *Service) Routes() []httpx.Route {
 		{RouteDoc: httpx.RouteDoc{Pattern: "GET /oauth/authorize", Summary: "The consent page (HTML): sign in with the account password, then allow or deny"}, Cred: httpx.CredNone, Handler: s.authorize},
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /oauth/authorize/login", Summary: "The consent page's sign-in form (email, password)"}, Cred: httpx.CredNone, Handler: s.login},
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /oauth/authorize/decide", Summary: "The consent page's decision: allow (an authorization code to the client) or deny"}, Cred: httpx.CredNone, Handler: s.decide},
-		{RouteDoc: httpx.RouteDoc{Pattern: "POST /oauth/token", Summary: "Exchange an authorization code (PKCE S256) or a refresh token (rotated) for tokens", Response: TokenResponse{}}, Cred: httpx.CredNone, Handler: s.token},
+		{RouteDoc: httpx.RouteDoc{Pattern: "POST /oauth/token", Summary: "Exchange an authorization code (PKCE S256) or a refresh token (rotated) for tokens", Response: AccessTokenResponse{}}, Cred: httpx.CredNone, Handler: s.token},
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /oauth/revoke", Summary: "Revoke a refresh or access token and its whole grant (RFC 7009)"}, Cred: httpx.CredNone, Handler: s.revoke},
 	}
 }

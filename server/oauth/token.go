@@ -55,8 +55,8 @@ type AccessClaims struct {
 	jwt.RegisteredClaims
 }
 
-// TokenResponse is the token endpoint's answer (RFC 6749 §5.1).
-type TokenResponse struct {
+// AccessTokenResponse is the token endpoint's answer (RFC 6749 §5.1).
+type AccessTokenResponse struct {
 	AccessToken  string `json:"access_token"`
 	TokenType    string `json:"token_type"`
 	ExpiresIn    int    `json:"expires_in"`
@@ -220,7 +220,7 @@ func (s *Service) issue(w http.ResponseWriter, r *http.Request, g *Grant, refres
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Pragma", "no-cache")
-	httpx.WriteJSON(w, http.StatusOK, TokenResponse{
+	httpx.WriteJSON(w, http.StatusOK, AccessTokenResponse{
 		AccessToken: access, TokenType: "Bearer", ExpiresIn: int(AccessTokenTTL.Seconds()), RefreshToken: refresh,
 	})
 	return nil

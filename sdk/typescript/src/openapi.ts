@@ -1957,6 +1957,12 @@ export interface components {
         AcceptInviteRequest: {
             token?: string;
         };
+        AccessTokenResponse: {
+            access_token: string;
+            expires_in: number;
+            refresh_token: string;
+            token_type: string;
+        };
         Account: {
             api_key?: components["schemas"]["APIKey"];
             /** Format: date-time */
@@ -2102,12 +2108,6 @@ export interface components {
         CreatePreviewRequest: {
             ttl_seconds?: number;
         };
-        CreateResponse: {
-            /** Format: date-time */
-            expires_at: string;
-            session_id: string;
-            token: string;
-        };
         CreateSandboxRequest: {
             auto_pause?: boolean;
             count?: number;
@@ -2187,12 +2187,6 @@ export interface components {
             };
             stdin?: string;
             timeout?: number;
-        };
-        ExecResponse: {
-            exit_code: number;
-            stderr: string;
-            stdout: string;
-            truncated: boolean;
         };
         ExecResult: {
             duration_ms: number;
@@ -2448,6 +2442,21 @@ export interface components {
         };
         PauseSandboxRequest: {
             mode?: string;
+        };
+        PlaygroundExecRequest: {
+            command?: string;
+        };
+        PlaygroundExecResult: {
+            exit_code: number;
+            stderr: string;
+            stdout: string;
+            truncated: boolean;
+        };
+        PlaygroundSandbox: {
+            /** Format: date-time */
+            expires_at: string;
+            session_id: string;
+            token: string;
         };
         PresentedFile: {
             content_type: string;
@@ -2725,8 +2734,9 @@ export interface components {
         };
         TokenResponse: {
             access_token: string;
+            account: components["schemas"]["Account"];
             expires_in: number;
-            refresh_token: string;
+            refresh_token?: string;
             token_type: string;
         };
         UpdateMemberRequest: {
@@ -3450,7 +3460,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TokenResponse"];
+                    "application/json": components["schemas"]["AccessTokenResponse"];
                 };
             };
             /** @description bad_request: a malformed request (or body, where there is one) */
@@ -4847,7 +4857,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["CreateResponse"];
+                    "application/json": components["schemas"]["PlaygroundSandbox"];
                 };
             };
             /** @description bad_request: a malformed request (or body, where there is one) */
@@ -4937,7 +4947,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["ExecRequest"];
+                "application/json": components["schemas"]["PlaygroundExecRequest"];
             };
         };
         responses: {
@@ -4947,7 +4957,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ExecResponse"];
+                    "application/json": components["schemas"]["PlaygroundExecResult"];
                 };
             };
             /** @description bad_request: a malformed request (or body, where there is one) */

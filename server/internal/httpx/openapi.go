@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"reflect"
@@ -58,7 +59,7 @@ var wildcardName = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)(\.\.\.)?\}`)
 
 // OpenAPI turns docs into an OpenAPI 3.1 document.
 func OpenAPI(docs []RouteDoc) map[string]any {
-	g := &schemaGen{components: map[string]any{}, requests: map[reflect.Type]bool{}}
+	g := &schemaGen{components: map[string]any{}, owners: map[string]reflect.Type{}, requests: map[reflect.Type]bool{}}
 	g.requestTypes(docs)
 	errResp := map[string]any{
 		"description": "the error envelope",
@@ -290,7 +291,23 @@ func (g *schemaGen) response(d RouteDoc) map[string]any {
 // types, named structs as components.
 type schemaGen struct {
 	components map[string]any
-	requests   map[reflect.Type]bool // types of request bodies (requestTypes)
+	owners     map[string]reflect.Type // the Go type behind each component name
+	requests   map[reflect.Type]bool   // types of request bodies (requestTypes)
+}
+
+// claim reports whether t's component still has to be written, and
+// panics when another type of the same name wrote it: two packages'
+// TokenResponse would otherwise share one schema, and the document would
+// describe one of them wrongly. A route's type needs a name of its own.
+func (g *schemaGen) claim(t reflect.Type) bool {
+	if other, ok := g.owners[t.Name()]; ok {
+		if other != t {
+			panic(fmt.Sprintf("openapi: %s and %s are both named %s: rename one (component names must be unique)", other.PkgPath(), t.PkgPath(), t.Name()))
+		}
+		return false
+	}
+	g.owners[t.Name()] = t
+	return true
 }
 
 var (
@@ -317,7 +334,7 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 		if t.Name() == "" {
 			return f(g)
 		}
-		if _, done := g.components[t.Name()]; !done {
+		if g.claim(t) {
 			g.components[t.Name()] = f(g)
 		}
 		return map[string]any{"$ref": "#/components/schemas/" + t.Name()}
@@ -348,8 +365,7 @@ func (g *schemaGen) schema(t reflect.Type) map[string]any {
 		if t.Name() == "" {
 			return g.object(t)
 		}
-		if _, done := g.components[t.Name()]; !done {
-			g.components[t.Name()] = map[string]any{} // a placeholder stops recursion
+		if g.claim(t) { // claimed first: that stops recursion
 			g.components[t.Name()] = g.object(t)
 		}
 		return map[string]any{"$ref": "#/components/schemas/" + t.Name()}
