@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/spf13/cobra"
 )
@@ -37,8 +39,9 @@ and "/" mean the workspace (/workspace); /tmp, /mnt/user-data/outputs (alias
 
 func newFilesLsCmd(app *App) *cobra.Command {
 	var (
-		ref string
-		out outputFlags
+		ref         string
+		out         outputFlags
+		fromStorage bool
 	)
 	cmd := &cobra.Command{
 		Use:   "ls [PATH]",
@@ -54,10 +57,21 @@ func newFilesLsCmd(app *App) *cobra.Command {
 				req.Path = args[0]
 			}
 			c, sb, err := target(cmd.Context(), app, ref, false)
+			if fromStorage && ref != "" {
+				// A destroyed sandbox's stored files are listed too.
+				if c, err = app.Client(); err == nil {
+					sb, err = resolveSandbox(cmd.Context(), c, ref, false)
+				}
+			}
 			if err != nil {
 				return err
 			}
-			res, err := c.Ls(cmd.Context(), sb.ID, req)
+			var res *api.LsResult
+			if fromStorage {
+				res, err = storedLs(cmd.Context(), c, sb.ID, req.Path)
+			} else {
+				res, err = c.Ls(cmd.Context(), sb.ID, req)
+			}
 			if err != nil {
 				return fmt.Errorf("list %s: %w", orWorkspace(req.Path), err)
 			}
@@ -72,9 +86,28 @@ func newFilesLsCmd(app *App) *cobra.Command {
 		},
 	}
 	sandboxFlag(cmd, app, &ref)
+	cmd.Flags().BoolVar(&fromStorage, "from-storage", false, "list the files synced to object storage (every file under PATH), also after the sandbox is destroyed (docs/storage.md)")
 	out.register(cmd, api.LsResult{})
 	pageable(cmd)
 	return cmd
+}
+
+// storedLs lists the sandbox's files in object storage under dir (a
+// workspace path; "" for all) as ls entries.
+func storedLs(ctx context.Context, c *client.Client, id, dir string) (*api.LsResult, error) {
+	files, err := c.StoredFiles(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	prefix := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(dir, rootWorkspace), "/"), "/")
+	out := &api.LsResult{Entries: []api.LsEntry{}}
+	for _, f := range files.Files {
+		if prefix != "" && f.Path != prefix && !strings.HasPrefix(f.Path, prefix+"/") {
+			continue
+		}
+		out.Entries = append(out.Entries, api.LsEntry{Path: rootWorkspace + "/" + f.Path, Size: f.Size, ModifiedAt: f.ModifiedAt})
+	}
+	return out, nil
 }
 
 func orWorkspace(p string) string {
