@@ -130,7 +130,10 @@ try {
   };
   const big = await sttySize('size1');
   await page.setViewportSize({ width: 900, height: 600 });
-  await page.waitForTimeout(300);
+  // Type only once the terminal has fit the smaller window: its resize
+  // goes to the shell before any key typed after it (a fixed wait raced
+  // a loaded machine's browser).
+  await page.waitForFunction((before) => document.querySelectorAll('#terminal .xterm-rows > div').length < before, big.shown, { timeout: 15000 });
   const small = await sttySize('size2');
   await page.setViewportSize({ width: 1280, height: 800 });
   check('terminal.resize', big.rows === big.shown && small.rows === small.shown && small.rows < big.rows && small.cols < big.cols && small.cols > 20,
