@@ -21,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/storagesync"
 )
 
 func envFunc(m map[string]string) func(string) string {
@@ -29,6 +30,10 @@ func envFunc(m map[string]string) func(string) string {
 
 func TestOptionPrecedence(t *testing.T) {
 	t.Parallel()
+	defaultStorage := storageOpts{
+		prefix: "boxkite", azureAuth: "connection-string", ignore: strings.Join(storagesync.DefaultIgnore, ","),
+		interval: storagesync.DefaultInterval, finalTimeout: storagesync.DefaultFinalTimeout, bandwidthMiB: storagesync.DefaultBandwidth >> 20,
+	}
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "server.toml")
 	if err := os.WriteFile(cfgFile, []byte(`
@@ -56,6 +61,7 @@ host-users = true
 				logLevel: "info", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour, maxStorageGB: 20, maxVolumeGB: 100, maxCount: 10,
 				reaperInterval: time.Second, warmPool: defaultWarmPool, preparedPool: defaultPreparedPool,
 				namespace: kube.DefaultNamespace, image: kube.DefaultImage, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
+				storage: defaultStorage,
 			},
 		},
 		{
@@ -72,6 +78,7 @@ host-users = true
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 4, reaperInterval: 5 * time.Second, preparedPool: defaultPreparedPool,
 				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
+				storage: defaultStorage,
 			},
 		},
 		{
@@ -82,6 +89,7 @@ host-users = true
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 3, reaperInterval: 5 * time.Second, warmPool: defaultWarmPool, preparedPool: defaultPreparedPool,
 				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
+				storage: defaultStorage,
 			},
 		},
 	}
@@ -91,7 +99,7 @@ host-users = true
 			if err != nil {
 				t.Fatalf("parseOptions: %v", err)
 			}
-			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(options{}), cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(tt.want, *got, cmp.AllowUnexported(options{}, storageOpts{}), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
 			}
 		})

@@ -197,9 +197,12 @@ func setReadOnly(t *testing.T, dsn string, on bool) {
 	}
 	// pg_terminate_backend only signals: wait until those sessions are
 	// gone, so the fault is in place before the test goes on.
-	poll(t, "the server's old sessions to end", 10*time.Second, func() bool {
+	// Each round signals the old sessions again: a backend busy in a
+	// loaded CI run may take its time, and one signal is all it gets
+	// otherwise.
+	poll(t, "the server's old sessions to end", 30*time.Second, func() bool {
 		var n int
-		err := conn.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+		err := conn.QueryRowContext(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 			WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_start < $2`, name, ended).Scan(&n)
 		return err == nil && n == 0
 	})
