@@ -1,7 +1,6 @@
 package faulttest
 
 import (
-	"time"
 	"context"
 	"errors"
 	"net/http"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 )
