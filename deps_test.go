@@ -231,9 +231,13 @@ var rules = map[string]depRule{
 		"server/sqlstore": "organizations keep their records through their Store interface",
 	}},
 	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview", "server/webhooks", "server/orgs", "server/oauth", "server/admin", "server/storagesync"}, forbidden: merge(clientGo)},
-	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/local/idrange", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/local/idrange", "server/local/loopdisk", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/local/idrange": {ours: []string{"client/api", "server/model", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/local": "the leases know nothing of sandboxes; the driver hands their files to its jails",
+	}},
+	"server/local/loopdisk": {forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/local": "the disks know nothing of sandboxes; the driver decides where each image lives",
+		"server/model": "images, loop devices and mounts are host plumbing, no domain record",
 	}},
 	"server/kube":   {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/pintls", "client/api", "tools"}, forbidden: sqlDriver},
 	"server/images": {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
