@@ -220,3 +220,65 @@ func checkDownload(t *testing.T, c *client.Client, id, path, sum string) {
 		t.Errorf("download %s after destroy: %v, sha256 %x, want %s", path, err, h.Sum(nil), sum)
 	}
 }
+
+// TestSnapshotsInStorage is issue 26's snapshots on the kube driver: with
+// object storage configured, a snapshot's tar is stored in the bucket
+// before the snapshot is answered completed; a control plane with another
+// (empty) snapshot directory — another host — restores it from the
+// bucket, byte-exact; deleting the snapshot deletes its object.
+func TestSnapshotsInStorage(t *testing.T) {
+	e, b := storageEnv(t, "gcs", kube.Config{SnapshotDir: t.TempDir()})
+	e.start(t)
+	c := e.client()
+	ctx := context.Background()
+	exec := func(id, cmd string) string {
+		t.Helper()
+		res, err := c.Exec(ctx, id, api.ExecRequest{Command: cmd, Timeout: 60})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("%s in %s: %+v, %v", cmd, id, res, err)
+		}
+		return res.Stdout
+	}
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct, err := c.Account(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := "sha256sum d/big small && stat -c %a small"
+	sums := exec(sb.ID, "mkdir -p d && head -c 2M /dev/urandom > d/big && echo one > small && chmod 640 small && "+check)
+	snap, err := c.CreateSnapshot(ctx, sb.ID, "stored")
+	if err != nil || snap.Status != api.SnapshotCompleted {
+		t.Fatalf("snapshot: %+v, %v", snap, err)
+	}
+	object := "boxkite/snapshots/" + acct.ID + "/" + snap.ID + "/"
+	if got := bucket(t, b, object); got["data"] < 2<<20 {
+		t.Fatalf("the bucket holds %v under %s, want the snapshot's tar", got, object)
+	}
+	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another host: a control plane whose snapshot directory is empty.
+	e.cfg.SnapshotDir = t.TempDir()
+	e.restart(t)
+	c = e.client()
+	restored, err := c.RestoreSnapshot(ctx, snap.ID, "elsewhere")
+	if err != nil {
+		t.Fatalf("restore on another host: %v", err)
+	}
+	if got := exec(restored.ID, check); got != sums {
+		t.Errorf("restored files:\n%s\nwant\n%s", got, sums)
+	}
+	if files, _ := filepath.Glob(filepath.Join(e.cfg.SnapshotDir, "sha256-*.tar")); len(files) != 1 {
+		t.Errorf("the new snapshot directory holds %v, want the imported tar", files)
+	}
+	if err := c.DeleteSnapshot(ctx, snap.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := bucket(t, b, object); len(got) != 0 {
+		t.Errorf("after the delete the bucket holds %v", got)
+	}
+}
