@@ -146,4 +146,3 @@ func TestRemote(t *testing.T) {
 		t.Errorf("after the delete the bucket holds %v", slices.Collect(maps.Keys(rem.objects)))
 	}
 }
-
