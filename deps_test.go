@@ -71,7 +71,7 @@ var rules = map[string]depRule{
 	"tools/mcpserver": {ours: []string{"client/api", "tools"}, forbidden: map[string]string{
 		"github.com/spf13/cobra": "the MCP server is shared by boxkite-mcp and the control plane",
 	}},
-	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/allowlists", "server/egress", "server/e2b", "server/e2b/envd", "server/secrets", "server/snapshot", "server/preview", "server/status", "server/webhooks", "server/sandbox", "server/orgs", "server/oauth", "server/admin", "server/demo", "server/storagesync"}, forbidden: merge(clientGo, sqlDriver)},
+	"server": {ours: []string{"client/api", "internal/apihttp", "tools", "tools/mcpserver", "server/model", "server/accounts", "server/volumes", "server/mcpconns", "server/hostedmcp", "server/takeover", "server/imagesapi", "server/exec", "server/proxy", "server/auditlog", "server/allowlists", "server/egress", "server/e2b", "server/e2b/envd", "server/e2bport", "server/secrets", "server/snapshot", "server/preview", "server/status", "server/webhooks", "server/sandbox", "server/orgs", "server/oauth", "server/admin", "server/demo", "server/storagesync"}, forbidden: merge(clientGo, sqlDriver)},
 	// The leaf of the control plane: domain records and the Store and
 	// Driver contracts (docs/architecture.md).
 	"server/model": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -175,6 +175,14 @@ var rules = map[string]depRule{
 		"server/sqlstore": "the E2B facade keeps its records through its Store interface; the control plane (whose package it may not import either) wires the SQL store in",
 		"server/local":    "the facade reaches sandboxes through the control plane, whatever the driver",
 	})},
+	// The E2B facade's port: the root wires it; it calls the lifecycle hub
+	// and the snapshot service through the small interfaces of its Deps.
+	"server/e2bport": {ours: []string{"client/api", "server/model", "server/e2b", "server/e2b/envd", "server/sandbox", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/allowlist", "server/internal/sidecar"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server":          "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
+		"server/snapshot": "snapshots are reached through the port's Snapshots interface",
+		"server/local":    "the port reaches sandboxes through the lifecycle hub, whatever the driver",
+		"server/sqlstore": "the port reads through its Store interface, behind the authorization layer",
+	}},
 	"server/e2b/envd": {ours: []string{"client/api", "internal/apihttp", "tools", "server/e2b/envdpb/process", "server/e2b/envdpb/process/processconnect", "server/e2b/envdpb/filesystem", "server/e2b/envdpb/filesystem/filesystemconnect"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"server/local": "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
 		"server/kube":  "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
@@ -231,9 +239,13 @@ var rules = map[string]depRule{
 		"server/sqlstore": "organizations keep their records through their Store interface",
 	}},
 	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview", "server/webhooks", "server/orgs", "server/oauth", "server/admin", "server/storagesync"}, forbidden: merge(clientGo)},
-	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/local/idrange", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/local/idrange", "server/local/loopdisk", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/local/idrange": {ours: []string{"client/api", "server/model", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/local": "the leases know nothing of sandboxes; the driver hands their files to its jails",
+	}},
+	"server/local/loopdisk": {forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+		"server/local": "the disks know nothing of sandboxes; the driver decides where each image lives",
+		"server/model": "images, loop devices and mounts are host plumbing, no domain record",
 	}},
 	"server/kube":   {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/pintls", "client/api", "tools"}, forbidden: sqlDriver},
 	"server/images": {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},

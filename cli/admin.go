@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 )
 
@@ -31,11 +32,7 @@ func newAdminMetricsCmd(app *App) *cobra.Command {
 		Short: "Every account's concurrent sandboxes and sandbox hours this month",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
@@ -69,6 +66,14 @@ func (p *pageFlags) register(cmd *cobra.Command, noun string) {
 	cmd.Flags().IntVar(&p.offset, "offset", 0, "how many of the newest to skip")
 }
 
+// jsonClient is jsonClient once the page is in range.
+func (p *pageFlags) jsonClient(cmd *cobra.Command, app *App, out *outputFlags) (bool, *client.Client, error) {
+	if err := p.check(); err != nil {
+		return false, nil, err
+	}
+	return jsonClient(cmd, app, out)
+}
+
 func (p *pageFlags) check() error {
 	if p.limit < 1 || p.limit > 500 || p.offset < 0 {
 		return usageErrorf("pass --limit from 1 to 500 and --offset of 0 or more", "--limit %d --offset %d is out of range", p.limit, p.offset)
@@ -88,14 +93,7 @@ func newAdminAuditLogCmd(app *App) *cobra.Command {
 		Example: "  boxkite admin audit-log --limit 20\n  boxkite admin audit-log --account ACCOUNT_ID --json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := page.check(); err != nil {
-				return err
-			}
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := page.jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
@@ -131,14 +129,7 @@ func newAdminAccessLogCmd(app *App) *cobra.Command {
 		Short: "The admin access log: every call to /v1/admin/*, allowed or refused, newest first",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := page.check(); err != nil {
-				return err
-			}
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := page.jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

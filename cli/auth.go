@@ -268,11 +268,7 @@ func newWhoamiCmd(app *App) *cobra.Command {
 		GroupID: groupSettings,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, err := app.Client()
+			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

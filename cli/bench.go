@@ -35,6 +35,9 @@ type benchOptions struct {
 // benchFileSize is the size of the file write and read measures.
 const benchFileSize = 1 << 20
 
+// benchSmallFileSize is the small file of the write+read round trip.
+const benchSmallFileSize = 4 << 10
+
 // benchLifetime bounds the life of bench sandboxes, so that even a bench
 // killed with SIGKILL leaves nothing running for long.
 const benchLifetime = 15
@@ -49,7 +52,8 @@ func newBenchCmd(app *App) *cobra.Command {
 --sandboxes sandboxes one after another (create, and create until a first
 exec returns), then --concurrency at once; run --execs 'true' execs in each
 (the exec round trip), then as many from --concurrency workers at once (the
-throughput); write and read a 1 MiB file in each; and read each sandbox's
+throughput); write and read a 1 MiB file in each, and --execs times a
+4 KiB one (write+read timed together); and read each sandbox's
 idle memory from its cgroup.
 
 Every latency is also shown as a multiple of two floors measured in the same
@@ -136,6 +140,7 @@ type benchReport struct {
 	Exec                   *latency `json:"exec"`
 	FileWrite              *latency `json:"file_write_1mib"`
 	FileRead               *latency `json:"file_read_1mib"`
+	FileWriteRead4KiB      *latency `json:"file_write_read_4kib"`
 	Delete                 *latency `json:"delete"`
 	ExecThroughput         struct {
 		Workers          int     `json:"workers"`
@@ -394,7 +399,7 @@ func (r *benchReport) rescale() {
 	}
 	ls := []*latency{
 		r.Floors.Spawn, r.Floors.Bwrap, r.CLIStart, r.Create, r.CreateToFirstExec, r.BurstCreate,
-		r.BurstCreateToFirstExec, r.Exec, r.FileWrite, r.FileRead, r.Delete,
+		r.BurstCreateToFirstExec, r.Exec, r.FileWrite, r.FileRead, r.FileWriteRead4KiB, r.Delete,
 	}
 	if r.Idle != nil {
 		ls = append(ls, r.Idle.Create, r.Idle.Exec)

@@ -68,42 +68,64 @@ func (b *bench) measureExecs(ctx context.Context, rep *benchReport, ids []string
 }
 
 // measureFiles writes a 1 MiB file into each sandbox and reads it back
-// through the raw file routes.
+// through the raw file routes; then, --execs times in each sandbox, writes
+// and reads back a 4 KiB file, timed together (issue 27's small-file round
+// trip, which PERFORMANCE.md compares with F).
 func (b *bench) measureFiles(ctx context.Context, rep *benchReport, ids []string, f, bw float64) {
-	data := make([]byte, benchFileSize)
-	_, _ = rand.Read(data)
-	var write, read samples
-	b.prog.phase("files", len(ids))
+	large, small := make([]byte, benchFileSize), make([]byte, benchSmallFileSize)
+	_, _ = rand.Read(large)
+	_, _ = rand.Read(small)
+	var write, read, smallRoundTrip samples
+	b.prog.phase("files", len(ids)*(1+b.opts.execs))
 	for _, id := range ids {
 		if ctx.Err() != nil {
 			return
 		}
-		const path = "/workspace/boxkite-bench.bin"
-		start := time.Now()
-		if _, err := b.c.UploadFile(ctx, id, path, bytes.NewReader(data)); err != nil {
-			b.fail("write a file in %s: %v", id, err)
-			continue
-		}
-		write.add(time.Since(start))
-		start = time.Now()
-		dl, err := b.c.DownloadFile(ctx, id, path)
-		if err != nil {
-			b.fail("read a file in %s: %v", id, err)
-			continue
-		}
-		got, err := io.ReadAll(dl)
-		dl.Close()
-		switch {
-		case err != nil:
-			b.fail("read a file in %s: %v", id, err)
-		case !bytes.Equal(got, data):
-			b.fail("read a file in %s: %d bytes back, not the %d written", id, len(got), len(data))
-		default:
-			read.add(time.Since(start))
+		if w, r, ok := b.fileRoundTrip(ctx, id, "/workspace/boxkite-bench.bin", large); ok {
+			write.add(w)
+			read.add(r)
 		}
 		b.prog.step()
+		for range b.opts.execs {
+			if ctx.Err() != nil {
+				return
+			}
+			if w, r, ok := b.fileRoundTrip(ctx, id, "/workspace/boxkite-bench-4k.bin", small); ok {
+				smallRoundTrip.add(w + r)
+			}
+			b.prog.step()
+		}
 	}
 	rep.FileWrite, rep.FileRead = summarize(write.all(), f, bw), summarize(read.all(), f, bw)
+	rep.FileWriteRead4KiB = summarize(smallRoundTrip.all(), f, bw)
+}
+
+// fileRoundTrip writes data to path in sandbox id and reads it back,
+// returning how long each took; a failure is recorded and ok is false.
+func (b *bench) fileRoundTrip(ctx context.Context, id, path string, data []byte) (write, read time.Duration, ok bool) {
+	start := time.Now()
+	if _, err := b.c.UploadFile(ctx, id, path, bytes.NewReader(data)); err != nil {
+		b.fail("write a file in %s: %v", id, err)
+		return 0, 0, false
+	}
+	write = time.Since(start)
+	start = time.Now()
+	dl, err := b.c.DownloadFile(ctx, id, path)
+	if err != nil {
+		b.fail("read a file in %s: %v", id, err)
+		return 0, 0, false
+	}
+	got, err := io.ReadAll(dl)
+	dl.Close()
+	switch {
+	case err != nil:
+		b.fail("read a file in %s: %v", id, err)
+		return 0, 0, false
+	case !bytes.Equal(got, data):
+		b.fail("read a file in %s: %d bytes back, not the %d written", id, len(got), len(data))
+		return 0, 0, false
+	}
+	return write, time.Since(start), true
 }
 
 // measureMemory reads each sandbox's memory from the server; nil when the

@@ -31,6 +31,7 @@ func printBench(w io.Writer, r *benchReport) error {
 		{"exec round trip (true)", r.Exec},
 		{"file write 1 MiB", r.FileWrite},
 		{"file read 1 MiB", r.FileRead},
+		{"file write+read 4 KiB", r.FileWriteRead4KiB},
 		{"delete", r.Delete},
 	}
 	if r.Idle != nil {

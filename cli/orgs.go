@@ -51,6 +51,20 @@ func personalClient(app *App) (*client.Client, *Config, error) {
 	return &client.Client{BaseURL: cfg.BaseURL, APIKey: cfg.PersonalKey, UserAgent: "boxkite-cli/" + app.Version}, cfg, nil
 }
 
+// personalJSONClient is jsonClient for the organization commands: whether
+// to print JSON, and a client with the context's personal key.
+func personalJSONClient(cmd *cobra.Command, app *App, out *outputFlags) (bool, *client.Client, *Config, error) {
+	asJSON, err := out.wantJSON(cmd)
+	if err != nil {
+		return false, nil, nil, err
+	}
+	c, cfg, err := personalClient(app)
+	if err != nil {
+		return false, nil, nil, err
+	}
+	return asJSON, c, cfg, nil
+}
+
 // resolveOrg finds the organization named by ref (its id or name), or the
 // context's current one when ref is "".
 func resolveOrg(ctx context.Context, c *client.Client, cfg *Config, ref string) (*api.Organization, error) {
@@ -90,11 +104,7 @@ func newOrgCreateCmd(app *App) *cobra.Command {
 		Example: "  boxkite org create acme\n  boxkite org switch acme",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, _, err := personalClient(app)
+			asJSON, c, _, err := personalJSONClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
@@ -121,11 +131,7 @@ func newOrgLsCmd(app *App) *cobra.Command {
 		Short:   "List your organizations and your role in each; * marks the current one",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, cfg, err := personalClient(app)
+			asJSON, c, cfg, err := personalJSONClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
@@ -160,11 +166,7 @@ func newOrgMembersCmd(app *App) *cobra.Command {
 		Short: "List an organization's members (default: the current one)",
 		Args:  usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, cfg, err := personalClient(app)
+			asJSON, c, cfg, err := personalJSONClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
@@ -210,11 +212,7 @@ admins invite; only owners invite owners.`,
 		Example: "  boxkite org invite acme ada@example.com --role admin",
 		Args:    usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, cfg, err := personalClient(app)
+			asJSON, c, cfg, err := personalJSONClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
@@ -251,11 +249,7 @@ func newOrgAcceptCmd(app *App) *cobra.Command {
 		Short: "Accept an invite with its token, as the invited email",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, _, err := personalClient(app)
+			asJSON, c, _, err := personalJSONClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
@@ -386,11 +380,7 @@ func newOrgSetRoleCmd(app *App) *cobra.Command {
 		Example: "  boxkite org set-role acme 6f1c…-account-id owner",
 		Args:    usageArgs(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, cfg, err := personalClient(app)
+			asJSON, c, cfg, err := personalJSONClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}

@@ -8,17 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
-
-// One message for unknown, malformed and revoked keys, so the answer
-// does not tell a guesser which keys exist.
-var errInvalidKey = api.Errorf(http.StatusUnauthorized, api.CodeInvalidAPIKey, "invalid API key").
-	WithHint("check the key (bxk_live_ followed by 43 characters); revoked keys stop working at once")
 
 // authenticate resolves the bearer key of r and records the caller in the
 // request info.
@@ -47,21 +41,21 @@ func (s *Server) authenticateKey(r *http.Request, token string) error {
 		if authn.LooksLikeJWT(token) {
 			return errTokenNotKey
 		}
-		return errInvalidKey
+		return httpx.ErrInvalidKey
 	}
 	ctx := r.Context()
 	key, acct, err := s.store.APIKeyByHash(ctx, model.HashAPIKey(token))
 	if errors.Is(err, model.ErrNotFound) {
-		return errInvalidKey
+		return httpx.ErrInvalidKey
 	}
 	if err != nil {
 		return fmt.Errorf("look up api key: %w", err)
 	}
 	if key.RevokedAt != nil {
-		return errInvalidKey
+		return httpx.ErrInvalidKey
 	}
 	if key, err = authz.OrgKey(key); err != nil {
-		return errInvalidKey
+		return httpx.ErrInvalidKey
 	}
 	ri := authz.From(ctx)
 	ri.Account, ri.Key = acct, key

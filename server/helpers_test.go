@@ -209,6 +209,14 @@ func newEnv(t testing.TB, cfg server.Config) *env {
 
 func newEnvWithStore(t testing.TB, cfg server.Config, st model.Store) *env {
 	t.Helper()
+	return newEnvWithDriver(t, cfg, st, nil)
+}
+
+// newEnvWithDriver is newEnvWithStore whose server runs on wrap(the fake
+// driver) (nil: the fake driver itself), for a driver with optional
+// capabilities.
+func newEnvWithDriver(t testing.TB, cfg server.Config, st model.Store, wrap func(*fakeDriver) model.Driver) *env {
+	t.Helper()
 	e := &env{
 		t: t, Store: st, Sidecar: newFakeSidecar(t), Logs: &syncBuffer{},
 		clock: &clock{now: time.Now().UTC().Truncate(time.Microsecond)},
@@ -218,7 +226,11 @@ func newEnvWithStore(t testing.TB, cfg server.Config, st model.Store) *env {
 	}}
 	cfg.DriverName = "fake"
 	log := slog.New(slog.NewTextHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := server.New(cfg, st, e.Driver, log)
+	var d model.Driver = e.Driver
+	if wrap != nil {
+		d = wrap(e.Driver)
+	}
+	srv, err := server.New(cfg, st, d, log)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/boxkite/boxkite/server/allowlists"
 	"github.com/boxkite/boxkite/server/auditlog"
 	"github.com/boxkite/boxkite/server/demo"
+	"github.com/boxkite/boxkite/server/e2bport"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/hostedmcp"
@@ -305,6 +306,8 @@ type Server struct {
 	openAPI func() ([]byte, error)
 	// snap serves snapshots and forks (server/snapshot, snapshot_port.go).
 	snap *snapshot.Service
+	// e2bPort is what the E2B facade calls (server/e2bport, e2b_port.go).
+	e2bPort e2bport.Port
 }
 
 // New returns a Server using store and driver. log nil means slog.Default().
@@ -439,6 +442,9 @@ func (s *Server) subsystems() error {
 		return err
 	}
 	s.snap = s.newSnapshots()
+	if err := s.newE2BPort(); err != nil {
+		return err
+	}
 	s.allowlist, err = allowlists.New(allowlists.Deps{Store: s.store, Cache: s.allowlists, Now: func() time.Time { return s.now() }})
 	if err != nil {
 		return err

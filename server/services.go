@@ -24,7 +24,17 @@ func (s *Server) newSnapshots() *snapshot.Service {
 	return snapshot.New(snapshot.Config{
 		Store: s.store, Driver: sd, Control: s.sandboxes.SnapshotControl(), DriverName: s.cfg.DriverName,
 		Limit: s.cfg.SnapshotLimit, MaxFork: s.cfg.MaxCount, Log: s.log, Now: func() time.Time { return s.now() },
+		Remote: snapshotRemote(s.cfg.Storage), RemotePrefix: s.cfg.Storage.Prefix,
 	})
+}
+
+// snapshotRemote is the object storage snapshots are kept in: the
+// workspace sync's backend, when one is configured (docs/storage.md).
+func snapshotRemote(c StorageConfig) snapshot.Remote {
+	if c.Backend == nil {
+		return nil
+	}
+	return c.Backend
 }
 
 // newPreviews returns the preview service when the store keeps previews.

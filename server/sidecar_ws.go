@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -46,7 +45,7 @@ func (s *Server) dialSidecarWS(r *http.Request, sb *model.Sandbox, path string, 
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode
-			if e := sidecarRefusal(resp); e != nil {
+			if e := sidecar.Refusal(resp); e != nil {
 				return nil, e
 			}
 		}
@@ -60,18 +59,4 @@ func (s *Server) dialSidecarWS(r *http.Request, sb *model.Sandbox, path string, 
 			WithHint("the sandbox may have stopped; check it with `boxkite session get`")
 	}
 	return conn, nil
-}
-
-// sidecarRefusal is the sidecar's own error envelope from a refused
-// upgrade, when it is a client error worth passing on (4xx), else nil.
-func sidecarRefusal(resp *http.Response) *api.Error {
-	if resp.StatusCode < 400 || resp.StatusCode >= 500 || resp.Body == nil {
-		return nil
-	}
-	var env api.ErrorEnvelope
-	if json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&env) != nil || env.Error == nil || env.Error.Code == "" {
-		return nil
-	}
-	env.Error.Status = resp.StatusCode
-	return env.Error
 }

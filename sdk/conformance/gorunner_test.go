@@ -166,6 +166,31 @@ var goCalls = map[string]goCall{
 	"files.grep": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.Grep(ctx, a.s("id"), api.GrepRequest{Pattern: a.s("pattern"), Path: a.s("path")})
 	},
+	"storage.status": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.SyncStatus(ctx, a.s("id"))
+	},
+	"storage.flush": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return c.FlushSync(ctx, a.s("id"))
+	},
+	"storage.files": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		out, err := c.StoredFiles(ctx, a.s("id"))
+		if err != nil {
+			return nil, err
+		}
+		return out.Files, nil
+	},
+	"storage.download": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		d, err := c.DownloadStored(ctx, a.s("id"), a.s("path"))
+		if err != nil {
+			return nil, err
+		}
+		m, err := digest(d, nil)
+		delete(m, "head_hex")
+		return m, err
+	},
+	"storage.delete": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return none(c.DeleteStorage(ctx, a.s("id")))
+	},
 	"files.upload": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.UploadFile(ctx, a.s("id"), a.s("path"), bytes.NewReader(a.content()))
 	},

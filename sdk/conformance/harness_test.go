@@ -21,8 +21,10 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/objtest"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/servertest"
+	"github.com/boxkite/boxkite/server/storagesync"
 )
 
 // servers is what one runner talks to: a real control plane with the
@@ -76,11 +78,21 @@ func flakyRefusals() map[string]flakyRefusal {
 
 func startServers(t *testing.T) *servers {
 	t.Helper()
+	// Main syncs workspaces to fake-gcs-server, run in this process (the
+	// storage cases).
+	obj := objtest.Start(t, "gcs")
+	backend, err := storagesync.Open(context.Background(), obj.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := &servers{
 		// Webhooks may reach 127.0.0.1 (the cases subscribe a closed
 		// loopback port, so nothing leaves the machine).
 		main: servertest.New(t, servertest.WithImages(t.TempDir()),
-			servertest.WithConfig(server.Config{Webhooks: server.WebhookConfig{AllowLoopback: true}})),
+			servertest.WithConfig(server.Config{
+				Webhooks: server.WebhookConfig{AllowLoopback: true},
+				Storage:  server.StorageConfig{Backend: backend, Prefix: "conformance"},
+			})),
 		old:       servertest.New(t, servertest.WithConfig(server.Config{Version: oldVersion})),
 		flakySeen: map[string]int{},
 	}

@@ -59,11 +59,6 @@ var notCalled = map[string]string{
 	"POST /oauth/authorize/decide":                  oauthOnly,
 	"POST /oauth/token":                             oauthOnly,
 	"POST /oauth/revoke":                            oauthOnly,
-	"GET /v1/sandboxes/{id}/sync":                   pendingStorage,
-	"POST /v1/sandboxes/{id}/sync/flush":            pendingStorage,
-	"GET /v1/sandboxes/{id}/storage/files":          pendingStorage,
-	"GET /v1/sandboxes/{id}/storage/files/raw":      pendingStorage,
-	"DELETE /v1/sandboxes/{id}/storage":             pendingStorage,
 
 	"GET /v1/admin/metrics":    operatorOnly,
 	"GET /v1/admin/audit-log":  operatorOnly,
@@ -73,8 +68,6 @@ var notCalled = map[string]string{
 	"POST /v1/demo/sandboxes/{id}/exec": demoOnly,
 	"DELETE /v1/demo/sandboxes/{id}":    demoOnly,
 }
-
-const pendingStorage = "workspace sync to object storage (issue 26) landed after the SDKs: the Go client and the CLI call them (server/storagesync, cmd/boxkite); the SDK calls and cases are still to write"
 
 const demoOnly = "the demo playground (issue 24) is for a public instance's landing page, served only with --demo-playground; server/demo_test.go calls it"
 

@@ -46,12 +46,27 @@ type CreateSpec struct {
 
 // ControlPlane is the boxkite control plane as the facade consumes it: the
 // sandbox lifecycle, authentication and the envd side's sessions, with
-// tenancy, quotas, rate limits and the audit log applied as on /v1.
+// tenancy, quotas, host capacity, rate limits and the audit log applied
+// as on /v1 (server/e2bport implements it).
 // Errors are *api.Error for what the client should see (quota, validation),
 // ErrNotFound, or internal failures.
 type ControlPlane interface {
+	Auth
+	Lifecycle
+	Sessions
+}
+
+// Auth is the facade's authentication.
+type Auth interface {
 	// Authenticate resolves an API key.
 	Authenticate(ctx context.Context, apiKey string) (Caller, error)
+	// TokenKey is the secret envd tokens are derived from: the same on
+	// every server sharing the store.
+	TokenKey(ctx context.Context) ([]byte, error)
+}
+
+// Lifecycle is the caller's sandboxes and snapshots.
+type Lifecycle interface {
 	// Create creates a sandbox for the caller.
 	Create(ctx context.Context, c Caller, spec CreateSpec) (Sandbox, error)
 	// Sandbox returns the caller's running or paused sandbox.
@@ -85,9 +100,10 @@ type ControlPlane interface {
 	// Usage reports the sandbox's memory use now; ok is false when the
 	// driver does not account for it.
 	Usage(ctx context.Context, c Caller, id string) (u Usage, ok bool, err error)
-	// TokenKey is the secret envd tokens are derived from: the same on
-	// every server sharing the store.
-	TokenKey(ctx context.Context) ([]byte, error)
+}
+
+// Sessions is the envd side's view of running sandboxes.
+type Sessions interface {
 	// Session opens the account's running sandbox for envd calls made
 	// with a token issued to the API key keyID, its commands starting
 	// with env: envd.ErrGone when it is not running, envd.ErrRevoked when

@@ -193,3 +193,71 @@ func (d *Driver) sandboxEndpoint(ctx context.Context, id string) (model.Endpoint
 	}
 	return model.Endpoint{}, fmt.Errorf("no running pod of sandbox %s", id)
 }
+
+var _ model.SnapshotPorter = (*Driver)(nil)
+
+// ExportSnapshot opens key's tar (model.SnapshotPorter): the control plane
+// keeps it in object storage when one is configured.
+func (d *Driver) ExportSnapshot(_ context.Context, key string) (io.ReadCloser, int64, error) {
+	path, err := d.snapshotPath(key)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open snapshot: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("open snapshot: %w", err)
+	}
+	return f, fi.Size(), nil
+}
+
+// ImportSnapshot stores the tar read from r under key, unless the snapshot
+// directory holds it already.
+func (d *Driver) ImportSnapshot(_ context.Context, key string, r io.Reader) error {
+	path, err := d.snapshotPath(key)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(d.cfg.SnapshotDir, 0o700); err != nil {
+		return fmt.Errorf("import snapshot: %w", err)
+	}
+	tmp, err := os.CreateTemp(d.cfg.SnapshotDir, "partial-*")
+	if err != nil {
+		return fmt.Errorf("import snapshot: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // gone once renamed
+	_, err = io.Copy(tmp, r)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("import snapshot: %w", err)
+	}
+	return nil
+}
+
+// HasSnapshot reports whether the snapshot directory holds key's tar.
+func (d *Driver) HasSnapshot(_ context.Context, key string) (bool, error) {
+	path, err := d.snapshotPath(key)
+	if err != nil {
+		return false, err
+	}
+	_, err = os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}

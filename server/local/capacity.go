@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/local/loopdisk"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -319,7 +320,7 @@ func (d *Driver) sandboxDisk(id string) (api.SandboxDisk, bool) {
 	}
 	var fs unix.Statfs_t
 	mnt := filepath.Join(d.sandboxDir(id), diskMount)
-	if mounted, err := isMountPoint(mnt); err != nil || !mounted {
+	if mounted, err := loopdisk.IsMountPoint(mnt); err != nil || !mounted {
 		return api.SandboxDisk{}, false
 	}
 	if err := unix.Statfs(mnt, &fs); err != nil {

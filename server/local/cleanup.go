@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/boxkite/boxkite/server/local/loopdisk"
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
@@ -56,11 +57,11 @@ func Cleanup(ctx context.Context, cfg Config) ([]Leftover, error) {
 		}
 	}
 	d.data = cfg.StateDir
-	if ok, _ := isMountPoint(filepath.Join(cfg.StateDir, cowMount)); ok {
+	if ok, _ := loopdisk.IsMountPoint(filepath.Join(cfg.StateDir, cowMount)); ok {
 		d.data = filepath.Join(cfg.StateDir, cowMount)
 	}
 	if exists(filepath.Join(d.data, "images")) || exists(d.volumesDir()) {
-		d.images = &images{dir: filepath.Join(d.data, "images")}
+		d.images = loopdisk.NewImages(filepath.Join(d.data, "images"), nil)
 		d.storage = StorageLoop
 	}
 	if err := d.clearPool(ctx); err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/server/local/loopdisk"
 )
 
 // BenchmarkDiskWrite measures what the sandbox disk's journal costs: the
@@ -17,7 +19,7 @@ import (
 // (with its 16 MiB journal) and on one without a journal, as before.
 // Needs root (loop devices).
 func BenchmarkDiskWrite(b *testing.B) {
-	if os.Geteuid() != 0 || mkfsPath() == "" {
+	if os.Geteuid() != 0 || loopdisk.MkfsPath() == "" {
 		b.Skip("needs root and mkfs.ext4")
 	}
 	for _, journal := range []bool{true, false} {
@@ -56,7 +58,7 @@ func BenchmarkDiskWrite(b *testing.B) {
 // create or an upload: SyncDisk of the sandbox's disk when nothing was
 // written, and after a 4 KiB write.
 func BenchmarkSyncDisk(b *testing.B) {
-	if os.Geteuid() != 0 || mkfsPath() == "" {
+	if os.Geteuid() != 0 || loopdisk.MkfsPath() == "" {
 		b.Skip("needs root and mkfs.ext4")
 	}
 	d := newDriver(b)
@@ -90,8 +92,8 @@ func benchDisk(b *testing.B, journal bool) string {
 	dir := b.TempDir()
 	img, mnt := filepath.Join(dir, "disk.img"), filepath.Join(dir, "mnt")
 	if journal {
-		im := &images{dir: filepath.Join(dir, "images")}
-		if err := im.create(img, 1<<30); err != nil {
+		im := loopdisk.NewImages(filepath.Join(dir, "images"), nil)
+		if err := im.Create(img, 1<<30); err != nil {
 			b.Fatal(err)
 		}
 	} else {
@@ -103,15 +105,15 @@ func benchDisk(b *testing.B, journal bool) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		out, err := exec.Command(mkfsPath(), "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "nodiscard,lazy_itable_init=1", img).CombinedOutput()
+		out, err := exec.Command(loopdisk.MkfsPath(), "-q", "-F", "-m", "0", "-O", "^has_journal", "-E", "nodiscard,lazy_itable_init=1", img).CombinedOutput()
 		if err != nil {
 			b.Fatalf("mkfs: %v\n%s", err, out)
 		}
 	}
-	if err := mountDisk(img, mnt); err != nil {
+	if err := loopdisk.Mount(img, mnt); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = unmountDisk(mnt) })
+	b.Cleanup(func() { _ = loopdisk.Unmount(mnt) })
 	return mnt
 }
 

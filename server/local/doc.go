@@ -30,7 +30,8 @@
 // for either.
 //
 // StateDir/images holds one formatted template image per quota size, copied
-// (its few MiB of metadata) for each new disk. Without root or loop devices
+// (its few MiB of metadata) for each new disk; the images, loop devices,
+// mounts and the clone pool's trim are server/local/loopdisk's. Without root or loop devices
 // the quota is a tmpfs inside the jail instead (Config.Storage), which keeps
 // /workspace in memory and nothing of it on the host.
 //

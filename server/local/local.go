@@ -19,6 +19,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/local/idrange"
+	"github.com/boxkite/boxkite/server/local/loopdisk"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
 	"golang.org/x/sys/unix"
@@ -127,10 +128,10 @@ type Driver struct {
 	root    bool            // the driver runs as root and maps a uid range per sandbox
 	ids     *idrange.Ranges // root only
 
-	cgroups *jail.Cgroups // nil: no cgroup limits
-	storage string        // StorageLoop or StorageTmpfs
-	images  *images       // loop only
-	data    string        // holds sandboxes/, pool/, images/, snapshots/: StateDir, or the clone pool (cow.go)
+	cgroups *jail.Cgroups    // nil: no cgroup limits
+	storage string           // StorageLoop or StorageTmpfs
+	images  *loopdisk.Images // loop only
+	data    string           // holds sandboxes/, pool/, images/, snapshots/: StateDir, or the clone pool (cow.go)
 
 	mu       sync.Mutex
 	children map[string]<-chan struct{} // jails this process started, closed once reaped
@@ -197,17 +198,18 @@ func New(cfg Config) (*Driver, error) {
 	if err := d.chooseClones(); err != nil {
 		return nil, fmt.Errorf("new local driver: %w", err)
 	}
-	if d.images != nil {
-		d.images.dir = filepath.Join(d.data, "images")
+	if d.storage == StorageLoop {
+		var trim *loopdisk.PoolTrim
 		if d.data != d.cfg.StateDir {
-			t, err := newPoolTrim(d.data, d.log)
+			t, err := loopdisk.NewPoolTrim(d.data, d.log)
 			if err != nil {
 				return nil, fmt.Errorf("new local driver: %w", err)
 			}
-			d.images.trim = t
-			go t.trim() // what an earlier server freed
+			trim = t
+			go t.Trim() // what an earlier server freed
 		}
-		d.images.emptyTrash()
+		d.images = loopdisk.NewImages(filepath.Join(d.data, "images"), trim)
+		d.images.EmptyTrash()
 	}
 	d.emptySnapshotTrash()
 	if err := os.MkdirAll(d.sandboxesDir(), 0o700); err != nil {
@@ -244,7 +246,7 @@ func (d *Driver) chooseIsolation() error {
 	default:
 		return fmt.Errorf("unknown cgroups mode %q", d.cfg.Cgroups)
 	}
-	why := loopAvailable(d.root)
+	why := loopdisk.LoopAvailable(d.root)
 	switch d.cfg.Storage {
 	case StorageAuto:
 		d.storage = StorageLoop
@@ -261,9 +263,6 @@ func (d *Driver) chooseIsolation() error {
 		d.storage = StorageTmpfs
 	default:
 		return fmt.Errorf("unknown storage mode %q", d.cfg.Storage)
-	}
-	if d.storage == StorageLoop {
-		d.images = &images{}
 	}
 	return nil
 }
@@ -439,12 +438,12 @@ func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepar
 		if spec.FromSnapshot != "" {
 			err = d.restoreDisk(filepath.Join(dir, diskImage), spec.FromSnapshot)
 		} else {
-			err = d.images.create(filepath.Join(dir, diskImage), quota)
+			err = d.images.Create(filepath.Join(dir, diskImage), quota)
 		}
 		if err != nil {
 			return p, err
 		}
-		if err := mountNewDisk(filepath.Join(dir, diskImage), mnt); err != nil {
+		if err := loopdisk.MountNew(filepath.Join(dir, diskImage), mnt); err != nil {
 			return p, err
 		}
 		js.Workspace, js.Outputs = filepath.Join(mnt, "workspace"), filepath.Join(mnt, "outputs")
@@ -615,11 +614,11 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	d.closeEgress(id)
 	// Unmounted whatever the state says: a crash may have come between the
 	// mount and the state file.
-	if err := unmountDisk(filepath.Join(dir, diskMount)); err != nil {
+	if err := loopdisk.Unmount(filepath.Join(dir, diskMount)); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
 	if d.images != nil {
-		if err := d.images.discard(filepath.Join(dir, diskImage)); err != nil {
+		if err := d.images.Discard(filepath.Join(dir, diskImage)); err != nil {
 			return fmt.Errorf("delete sandbox %s: %w", id, err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/boxkite/boxkite/server/local/loopdisk"
 )
 
 // TestJailsDoNotPinHostMounts: a jail starts with a copy of the host's
@@ -25,7 +27,7 @@ import (
 // this package's tests is built as releases are, statically; the driver
 // warns about a dynamically linked one, see checkSidecarStatic.)
 func TestJailsDoNotPinHostMounts(t *testing.T) {
-	if os.Geteuid() != 0 || mkfsPath() == "" {
+	if os.Geteuid() != 0 || loopdisk.MkfsPath() == "" {
 		if os.Getenv("CI") != "" {
 			t.Fatal("loop devices need root and mkfs.ext4, as CI has")
 		}
@@ -33,18 +35,18 @@ func TestJailsDoNotPinHostMounts(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	im := &images{dir: filepath.Join(dir, "images")}
+	im := loopdisk.NewImages(filepath.Join(dir, "images"), nil)
 	img, mnt := filepath.Join(dir, "other.img"), filepath.Join(dir, "other")
-	if err := im.create(img, 16<<20); err != nil {
+	if err := im.Create(img, 16<<20); err != nil {
 		t.Fatal(err)
 	}
-	if err := mountDisk(img, mnt); err != nil {
+	if err := loopdisk.Mount(img, mnt); err != nil {
 		t.Fatal(err)
 	}
 	mounted := true
 	t.Cleanup(func() {
 		if mounted {
-			_ = unmountDisk(mnt)
+			_ = loopdisk.Unmount(mnt)
 		}
 	})
 	loops := loopsBackedUnder(dir)
@@ -57,7 +59,7 @@ func TestJailsDoNotPinHostMounts(t *testing.T) {
 	if res := run(t, ep, "true"); res.ExitCode != 0 {
 		t.Fatalf("exec in the jail: %+v", res)
 	}
-	if err := unmountDisk(mnt); err != nil {
+	if err := loopdisk.Unmount(mnt); err != nil {
 		t.Fatal(err)
 	}
 	mounted = false

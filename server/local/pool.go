@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/server/model"
@@ -65,17 +64,10 @@ func (d *Driver) poolDir() string { return filepath.Join(d.data, "pool") }
 
 // pool is the set of members ready to claim and the goroutine filling it.
 type pool struct {
-	d    *Driver
-	size int
-
-	mu       sync.Mutex
-	ready    []string  // member names, oldest first
-	closed   bool      // stop has begun: members made from now on are deleted
-	lastTake time.Time // of the latest claim (refillDelay)
-
-	kick   chan struct{} // wakes the filler; buffered, one pending kick is enough
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the filler has returned
+	d              *Driver
+	size           int
+	filler[string]           // member names
+	lastTake       time.Time // of the latest claim (refillDelay); under mu
 }
 
 // startPool deletes the members a previous driver left and starts
@@ -85,7 +77,7 @@ func (d *Driver) startPool() error {
 		return fmt.Errorf("clear warm pool: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pool{d: d, size: max(0, d.cfg.WarmPool), kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	p := &pool{d: d, size: max(0, d.cfg.WarmPool), filler: newFiller[string](cancel)}
 	d.pool = p
 	if p.size == 0 {
 		close(p.done)
@@ -192,10 +184,7 @@ func (p *pool) take() (string, bool) {
 		p.lastTake = time.Now()
 	}
 	p.mu.Unlock()
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
+	p.wake()
 	return name, ok
 }
 
@@ -217,26 +206,7 @@ func (p *pool) stop(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	p.cancel()
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		return fmt.Errorf("stop warm pool: %w", ctx.Err())
-	}
-	p.mu.Lock()
-	names := p.ready
-	p.ready = nil
-	p.mu.Unlock()
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() { errs[i] = p.d.removeMember(ctx, name) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return p.filler.stop(ctx, "warm pool", p.d.removeMember)
 }
 
 // poolSpec is what every member is made from: the default size and storage.

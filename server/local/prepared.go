@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/server/model"
@@ -42,14 +41,7 @@ const preparedPrefix = "prep-"
 type preparedPool struct {
 	d    *Driver
 	size int
-
-	mu     sync.Mutex
-	ready  []preparedSlot // oldest first
-	closed bool           // stop has begun: slots made from now on are deleted
-
-	kick   chan struct{} // wakes the filler; one pending kick is enough
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the filler has returned
+	filler[preparedSlot]
 }
 
 // A preparedSlot is a slot's name and what prepare made for it; its lease
@@ -63,7 +55,7 @@ type preparedSlot struct {
 // the background. The pool directory was cleared by startPool.
 func (d *Driver) startPrepared() {
 	ctx, cancel := context.WithCancel(context.Background())
-	pp := &preparedPool{d: d, size: max(0, d.cfg.Prepared), kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	pp := &preparedPool{d: d, size: max(0, d.cfg.Prepared), filler: newFiller[preparedSlot](cancel)}
 	d.prepared = pp
 	if pp.size == 0 || d.storage != StorageLoop {
 		close(pp.done) // tmpfs storage has nothing worth making ahead
@@ -136,10 +128,7 @@ func (pp *preparedPool) take() (preparedSlot, bool) {
 		slot, pp.ready = pp.ready[0], pp.ready[1:]
 	}
 	pp.mu.Unlock()
-	select {
-	case pp.kick <- struct{}{}:
-	default:
-	}
+	pp.wake()
 	return slot, ok
 }
 
@@ -148,26 +137,7 @@ func (pp *preparedPool) stop(ctx context.Context) error {
 	if pp == nil {
 		return nil
 	}
-	pp.mu.Lock()
-	pp.closed = true
-	pp.mu.Unlock()
-	pp.cancel()
-	select {
-	case <-pp.done:
-	case <-ctx.Done():
-		return fmt.Errorf("stop prepared pool: %w", ctx.Err())
-	}
-	pp.mu.Lock()
-	slots := pp.ready
-	pp.ready = nil
-	pp.mu.Unlock()
-	errs := make([]error, len(slots))
-	var wg sync.WaitGroup
-	for i, slot := range slots {
-		wg.Go(func() { errs[i] = pp.d.removeSlot(ctx, slot) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return pp.filler.stop(ctx, "prepared pool", pp.d.removeSlot)
 }
 
 // prepareSlot makes one slot. On failure nothing of it is left.

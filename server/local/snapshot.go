@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/boxkite/boxkite/server/local/loopdisk"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -127,7 +128,7 @@ func (d *Driver) copyFrozen(id string) (string, bool, error) {
 	}
 	defer func() { _ = unix.IoctlSetInt(int(mnt.Fd()), fiThaw, 0) }()
 	part := filepath.Join(d.snapshotsDir(), ".part-"+randHex(16)+".img")
-	cloned, err := cloneFile(part, filepath.Join(dir, diskImage))
+	cloned, err := loopdisk.CloneFile(part, filepath.Join(dir, diskImage))
 	if err != nil {
 		_ = os.Remove(part)
 		return "", false, err
@@ -262,7 +263,7 @@ func hashData(f *os.File) ([]byte, int64, error) {
 }
 
 // snapshotTrimDelay is how long after a snapshot's unlink the clone pool
-// is trimmed to give its blocks back (see removeNow).
+// is trimmed to give its blocks back (see loopdisk.RemoveNow).
 const snapshotTrimDelay = time.Second
 
 // DeleteSnapshot implements model.SnapshotDriver. A missing key is not an
@@ -276,9 +277,9 @@ func (d *Driver) DeleteSnapshot(_ context.Context, key string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete snapshot: %w", err)
 	}
-	if d.images != nil && d.images.trim != nil {
+	if d.images != nil && d.images.Pool() != nil {
 		// XFS frees its blocks moments later, once the last reader let go.
-		time.AfterFunc(snapshotTrimDelay, d.images.trim.trim)
+		time.AfterFunc(snapshotTrimDelay, d.images.Pool().Trim)
 	}
 	return nil
 }
@@ -288,7 +289,7 @@ func (d *Driver) restoreDisk(dst, key string) error {
 	if !validSnapshotKey.MatchString(key) {
 		return fmt.Errorf("restore snapshot: invalid key %q", key)
 	}
-	if _, err := cloneFile(dst, d.snapshotPath(key)); err != nil {
+	if _, err := loopdisk.CloneFile(dst, d.snapshotPath(key)); err != nil {
 		return fmt.Errorf("restore snapshot %s: %w", key, err)
 	}
 	return nil

@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/boxkite/boxkite/server/local/loopdisk"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/sidecar/jail"
-	"golang.org/x/sys/unix"
 )
 
 var _ model.VolumeDriver = (*Driver)(nil)
@@ -60,10 +60,10 @@ func (d *Driver) CreateVolume(_ context.Context, id string, size int64) (err err
 	if d.images == nil {
 		d.log.Warn("volume has no size quota: loop-mounted storage is unavailable", "volume", id)
 	} else {
-		if err := d.images.create(filepath.Join(dir, volumeImage), size); err != nil {
+		if err := d.images.Create(filepath.Join(dir, volumeImage), size); err != nil {
 			return fmt.Errorf("create volume %s: %w", id, err)
 		}
-		if err := mountDisk(filepath.Join(dir, volumeImage), filepath.Join(dir, volumeMount)); err != nil {
+		if err := loopdisk.Mount(filepath.Join(dir, volumeImage), filepath.Join(dir, volumeMount)); err != nil {
 			return fmt.Errorf("create volume %s: %w", id, err)
 		}
 	}
@@ -91,11 +91,11 @@ func (d *Driver) DeleteVolume(_ context.Context, id string) error {
 
 func (d *Driver) deleteVolume(id string) error {
 	dir := d.volumeDir(id)
-	if err := unmountDisk(filepath.Join(dir, volumeMount)); err != nil {
+	if err := loopdisk.Unmount(filepath.Join(dir, volumeMount)); err != nil {
 		return err
 	}
 	if d.images != nil {
-		if err := d.images.discard(filepath.Join(dir, volumeImage)); err != nil {
+		if err := d.images.Discard(filepath.Join(dir, volumeImage)); err != nil {
 			return err
 		}
 	}
@@ -135,29 +135,17 @@ func (d *Driver) ensureVolumeMounted(id string) error {
 	}
 	dir := d.volumeDir(id)
 	mnt := filepath.Join(dir, volumeMount)
-	mounted, err := isMountPoint(mnt)
+	mounted, err := loopdisk.IsMountPoint(mnt)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("mount volume %s: %w", id, err)
 	}
 	if mounted {
 		return nil
 	}
-	if err := mountDisk(filepath.Join(dir, volumeImage), mnt); err != nil {
+	if err := loopdisk.Mount(filepath.Join(dir, volumeImage), mnt); err != nil {
 		return fmt.Errorf("mount volume %s: %w", id, err)
 	}
 	return nil
-}
-
-// isMountPoint reports whether p is on another device than its parent.
-func isMountPoint(p string) (bool, error) {
-	var st, parent unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
-		return false, err
-	}
-	if err := unix.Stat(filepath.Dir(p), &parent); err != nil {
-		return false, err
-	}
-	return st.Dev != parent.Dev, nil
 }
 
 // unmountVolumes unmounts every volume's filesystem from the host, which
@@ -182,7 +170,7 @@ func (d *Driver) unmountVolumes() error {
 		if !e.IsDir() || !validID.MatchString(e.Name()) {
 			continue
 		}
-		if err := unmountDisk(filepath.Join(d.volumeDir(e.Name()), volumeMount)); err != nil {
+		if err := loopdisk.Unmount(filepath.Join(d.volumeDir(e.Name()), volumeMount)); err != nil {
 			errs = append(errs, fmt.Errorf("unmount volume %s: %w", e.Name(), err))
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boxkite/boxkite/server/local/loopdisk"
 )
 
 // TestVolumeHeldByAnotherMountNamespace: a process that made its own
@@ -18,7 +20,7 @@ import (
 // second one: a second device would be a second ext4 instance writing the
 // same image, which does not see what the first has not written back.
 func TestVolumeHeldByAnotherMountNamespace(t *testing.T) {
-	if os.Geteuid() != 0 || mkfsPath() == "" {
+	if os.Geteuid() != 0 || loopdisk.MkfsPath() == "" {
 		if os.Getenv("CI") != "" {
 			t.Fatal("loop devices need root and mkfs.ext4, as CI has")
 		}
@@ -31,15 +33,15 @@ func TestVolumeHeldByAnotherMountNamespace(t *testing.T) {
 	if err := os.MkdirAll(vol, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	im := &images{dir: filepath.Join(dir, "images")}
-	if err := im.create(filepath.Join(vol, volumeImage), 16<<20); err != nil {
+	im := loopdisk.NewImages(filepath.Join(dir, "images"), nil)
+	if err := im.Create(filepath.Join(vol, volumeImage), 16<<20); err != nil {
 		t.Fatal(err)
 	}
 	mnt := filepath.Join(vol, volumeMount)
-	if err := mountDisk(filepath.Join(vol, volumeImage), mnt); err != nil {
+	if err := loopdisk.Mount(filepath.Join(vol, volumeImage), mnt); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = unmountDisk(mnt) })
+	t.Cleanup(func() { _ = loopdisk.Unmount(mnt) })
 	// A process with a private copy of this namespace, volume included
 	// (Go makes the new namespace's mounts private, as unshare -m does).
 	holder := exec.Command("sleep", "120")
@@ -61,7 +63,7 @@ func TestVolumeHeldByAnotherMountNamespace(t *testing.T) {
 		t.Fatalf("loop devices %+v: the other namespace should hold the volume's", loops)
 	}
 
-	if err := mountDisk(filepath.Join(vol, volumeImage), mnt); err != nil {
+	if err := loopdisk.Mount(filepath.Join(vol, volumeImage), mnt); err != nil {
 		t.Fatal(err)
 	}
 	if again := loopsBackedUnder(dir); len(again) != 1 || again[0] != loops[0] {
@@ -70,7 +72,7 @@ func TestVolumeHeldByAnotherMountNamespace(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(mnt, "kept")); err != nil || string(b) != "before" {
 		t.Errorf("the file written before reads %q, %v", b, err)
 	}
-	if err := unmountDisk(mnt); err != nil {
+	if err := loopdisk.Unmount(mnt); err != nil {
 		t.Fatal(err)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -252,6 +253,21 @@ type SnapshotDriver interface {
 	// other snapshot still refers to the key (keys are content addresses,
 	// so identical snapshots share one).
 	DeleteSnapshot(ctx context.Context, key string) error
+}
+
+// A SnapshotPorter is a SnapshotDriver whose snapshots' data can be copied
+// out of its store and back: the control plane keeps snapshots in the
+// operator's object storage when one is configured (docs/storage.md), so
+// that a snapshot outlives the host and restores on another.
+type SnapshotPorter interface {
+	// ExportSnapshot opens key's data in the driver's portable form
+	// (holes left out) and returns its length.
+	ExportSnapshot(ctx context.Context, key string) (io.ReadCloser, int64, error)
+	// ImportSnapshot stores under key the data read from r, as
+	// ExportSnapshot gave it; data already under key is kept.
+	ImportSnapshot(ctx context.Context, key string, r io.Reader) error
+	// HasSnapshot reports whether key's data is in the driver's store.
+	HasSnapshot(ctx context.Context, key string) (bool, error)
 }
 
 // SnapshotRef names a snapshot's data in a SnapshotDriver's store.

@@ -20,13 +20,11 @@ type StartSpec struct {
 	ImageID      string // resolved with Deps.ImageRoot
 	FromSnapshot string // the driver's key of the snapshot the sandboxes start from
 	AutoPause    bool
-	// AdmitHost asks the driver whether the host can take them first,
-	// as POST /v1/sandboxes does.
-	AdmitHost bool
 }
 
-// Start creates sandboxes for acct as spec says, all or none (within the
-// fair-use limits, as POST /v1/sandboxes).
+// Start creates sandboxes for acct as spec says, all or none, within the
+// fair-use limits and once the driver said the host can take them, as
+// POST /v1/sandboxes does: every door admits against the same host.
 func (s *Service) Start(ctx context.Context, acct *model.Account, spec StartSpec) ([]*model.Sandbox, error) {
 	p, err := s.validateCreate(spec.Request)
 	if err != nil {
@@ -39,10 +37,8 @@ func (s *Service) Start(ctx context.Context, acct *model.Account, spec StartSpec
 	if p.imageRoot, err = s.d.ImageRoot(ctx, acct.ID, spec.ImageID); err != nil {
 		return nil, err
 	}
-	if spec.AdmitHost {
-		if err := s.admitCreate(ctx, p.count); err != nil {
-			return nil, err
-		}
+	if err := s.admitCreate(ctx, p.count); err != nil {
+		return nil, err
 	}
 	return s.startSandboxes(ctx, acct, p)
 }

@@ -54,6 +54,11 @@ type Config struct {
 	MaxFork int
 	Log     *slog.Logger
 	Now     func() time.Time
+	// Remote, when set, keeps each snapshot's data in object storage too
+	// (remote.go), under RemotePrefix; only drivers that can export their
+	// data (model.SnapshotPorter) use it.
+	Remote       Remote
+	RemotePrefix string
 }
 
 // Service is the snapshot subsystem.
@@ -155,6 +160,12 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancel()
 	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, false)
+	var stored error
+	if p := s.porter(); err == nil && p != nil {
+		if stored = s.upload(ctx, p, sn, ref.Key); stored != nil {
+			err = stored
+		}
+	}
 	done, uerr := s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error {
 		if err != nil {
 			sn.Status = api.SnapshotFailed
@@ -163,6 +174,13 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 		sn.Status, sn.Key, sn.SizeBytes, sn.Method = api.SnapshotCompleted, ref.Key, ref.SizeBytes, ref.Method
 		return nil
 	})
+	if stored != nil {
+		s.cfg.Log.ErrorContext(ctx, "snapshot not stored in object storage: failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", stored)
+		if uerr == nil {
+			s.dropData(ctx, ref.Key)
+		}
+		return nil, errStorageFailed
+	}
 	if err != nil {
 		s.cfg.Log.ErrorContext(ctx, "driver snapshot failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", err)
 		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not snapshot the sandbox").
@@ -171,9 +189,11 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	if uerr != nil {
 		return nil, fmt.Errorf("record snapshot: %w", uerr)
 	}
-	s.cfg.Control.Audit(ctx, sb, "snapshot_created", map[string]any{
-		"snapshot_id": done.ID, "size_bytes": done.SizeBytes, "method": done.Method,
-	})
+	detail := map[string]any{"snapshot_id": done.ID, "size_bytes": done.SizeBytes, "method": done.Method}
+	if s.porter() != nil {
+		detail["storage"] = s.cfg.Remote.Kind()
+	}
+	s.cfg.Control.Audit(ctx, sb, "snapshot_created", detail)
 	return done, nil
 }
 
@@ -251,6 +271,7 @@ func (s *Service) Delete(ctx context.Context, sn *model.Snapshot) error {
 		return fmt.Errorf("delete snapshot: %w", err)
 	}
 	s.dropData(ctx, sn.Key)
+	s.dropRemote(ctx, sn)
 	return nil
 }
 
@@ -295,6 +316,10 @@ func (s *Service) Restore(ctx context.Context, acct *model.Account, sn *model.Sn
 	if sn.Status != api.SnapshotCompleted {
 		return nil, api.Errorf(http.StatusConflict, api.CodeConflict, "snapshot %s is %s", sn.ID, sn.Status).
 			WithHint("restore a completed snapshot; take a new one with `boxkite session snapshot`")
+	}
+	if err := s.fetch(ctx, sn); err != nil {
+		s.cfg.Log.ErrorContext(ctx, "fetch snapshot data for a restore", "snapshot", sn.ID, "err", err)
+		return nil, errRestoreFetch(sn, err)
 	}
 	sbs, err := s.cfg.Control.Start(ctx, acct, sn, label, 1)
 	if err != nil {

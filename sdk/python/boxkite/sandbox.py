@@ -346,6 +346,43 @@ class Log:
             time.sleep(STREAM_PAUSE * failures)
 
 
+class Storage:
+    """The sandbox's workspace synced to the server's object storage (S3,
+    Azure Blob or GCS, when the operator configured one; otherwise every
+    call is 503 storage_unavailable). The files stay listable and
+    downloadable after the sandbox is destroyed."""
+
+    def __init__(self, sb: "Sandbox") -> None:
+        self._sb = sb
+
+    def status(self) -> dict:
+        """The sync's state: ``state`` (syncing, final, deleted), ``pending``,
+        ``last_flush_at``, ``last_error``, ``next_attempt_at``, …"""
+        return self._sb._t.request("GET", self._sb._path("/sync"))
+
+    def flush(self) -> dict:
+        """Flush the workspace now, without waiting for files to settle;
+        returns the state after it (502 storage_failed when the store refuses)."""
+        return self._sb._t.request("POST", self._sb._path("/sync/flush"))
+
+    def files(self) -> List[dict]:
+        """The stored files: ``path`` (relative to /workspace), ``size``, ``modified_at``."""
+        return (self._sb._t.request("GET", self._sb._path("/storage/files")) or {}).get("files") or []
+
+    def download(self, path: str) -> bytes:
+        """A stored file's bytes (path relative to /workspace)."""
+        with self.open(path) as resp:
+            return resp.read()
+
+    def open(self, path: str):
+        """The streamed answer of GET storage/files/raw, to read and close."""
+        return self._sb._t.request("GET", self._sb._path("/storage/files/raw"), query={"path": path}, stream=True)
+
+    def delete(self) -> None:
+        """Delete the stored files (a running sandbox is synced again from scratch)."""
+        self._sb._t.request("DELETE", self._sb._path("/storage"))
+
+
 class Sandbox:
     """One sandbox. ``id`` names it; ``data`` is its record as last fetched
     (``status``, ``label``, ``expires_at``, …), also readable as sb["status"]."""
@@ -362,6 +399,7 @@ class Sandbox:
         self.previews = Previews(self)
         self.lsp = LSP(self)
         self.log = Log(self)
+        self.storage = Storage(self)
 
     def __getitem__(self, key: str) -> Any:
         return self.data[key]

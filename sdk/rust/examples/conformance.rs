@@ -187,6 +187,17 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
             let b = sb().files().download(&s(a, "path"))?;
             json!({ "size": b.len(), "sha256": sha256_hex(&b) })
         }
+        "storage.status" => sb().storage().status()?,
+        "storage.flush" => sb().storage().flush()?,
+        "storage.files" => to_value(sb().storage().files()?),
+        "storage.download" => {
+            let b = sb().storage().download(&s(a, "path"))?;
+            json!({ "size": b.len(), "sha256": sha256_hex(&b) })
+        }
+        "storage.delete" => {
+            sb().storage().delete()?;
+            Value::Null
+        }
         "files.upload_archive" => sb().files().upload_archive(&s(a, "path"), &content(a))?,
         "files.download_archive" => {
             let b = sb().files().download_archive(&s(a, "path"), a["gzip"].as_bool().unwrap_or(false))?;

@@ -233,6 +233,14 @@ impl Sandbox {
         Log { sb: self }
     }
 
+    /// The workspace synced to the server's object storage (when the
+    /// operator configured one; else every call is 503
+    /// storage_unavailable). The files stay listable and downloadable
+    /// after the sandbox is destroyed.
+    pub fn storage(&self) -> Storage<'_> {
+        Storage { sb: self }
+    }
+
     /// Runs Python code in the sandbox's persistent interpreter.
     pub fn interpreter_exec(&self, code: &str) -> Result<Value> {
         self.post("/interpreter/exec", json!({ "code": code }))
@@ -494,6 +502,49 @@ impl Files<'_> {
         let mut out = Vec::new();
         self.sb.t.send(r)?.into_reader().read_to_end(&mut out).map_err(|e| Error::new(CODE_CONNECTION, format!("download {}: {}", directory, e), ""))?;
         Ok(out)
+    }
+}
+
+/// The sandbox's workspace in object storage: see Sandbox::storage.
+pub struct Storage<'a> {
+    sb: &'a Sandbox,
+}
+
+impl Storage<'_> {
+    /// The sync's state: state (syncing, final, deleted), pending,
+    /// last_flush_at, last_error, next_attempt_at, …
+    pub fn status(&self) -> Result<Value> {
+        self.sb.t.json(Req::new("GET", self.sb.path("/sync")))
+    }
+
+    /// Flushes the workspace now, without waiting for files to settle, and
+    /// returns the state after it (502 storage_failed when the store refuses).
+    pub fn flush(&self) -> Result<Value> {
+        self.sb.t.json(Req::new("POST", self.sb.path("/sync/flush")))
+    }
+
+    /// The stored files: path (relative to /workspace), size, modified_at.
+    pub fn files(&self) -> Result<Vec<Value>> {
+        let v = self.sb.t.json(Req::new("GET", self.sb.path("/storage/files")))?;
+        Ok(v.get("files").and_then(|f| f.as_array()).cloned().unwrap_or_default())
+    }
+
+    /// A stored file's bytes (path relative to /workspace).
+    pub fn download(&self, path: &str) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.open(path)?.read_to_end(&mut out).map_err(|e| Error::new(CODE_CONNECTION, format!("download {}: {}", path, e), ""))?;
+        Ok(out)
+    }
+
+    /// A stored file's bytes as a stream.
+    pub fn open(&self, path: &str) -> Result<Box<dyn Read + Send + Sync>> {
+        let resp = self.sb.t.send(Req::new("GET", self.sb.path("/storage/files/raw")).query("path", path).timeout(None))?;
+        Ok(Box::new(resp.into_reader()))
+    }
+
+    /// Deletes the stored files (a running sandbox is synced again from scratch).
+    pub fn delete(&self) -> Result<()> {
+        self.sb.t.json(Req::new("DELETE", self.sb.path("/storage"))).map(|_| ())
     }
 }
 

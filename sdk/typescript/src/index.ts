@@ -16,7 +16,7 @@
 export { Boxkite, type BoxkiteOptions, Collection, type CreateOptions, Sandboxes, Volumes, Images, MCPConnections, APIKeys, SSHKeys, Secrets, Snapshots, Account } from "./client.js";
 export { BoxkiteError, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT } from "./errors.js";
 export { type Body, Transport } from "./http.js";
-export { Browser, ExecStream, type ExecOptions, Files, Interpreter, Log, LSP, Previews, Processes, Sandbox, type SandboxData } from "./sandbox.js";
+export { Browser, ExecStream, type ExecOptions, Files, Interpreter, Log, LSP, Previews, Processes, Sandbox, type SandboxData, Storage } from "./sandbox.js";
 export { TOOL_DEFINITIONS, TOOL_NAMES, runTool, toAnthropicTools, toOpenAITools, toolDefinitions, type ToolDefinition, type ToolName } from "./tools.js";
 export type * from "./types.js";
 export type { components, paths } from "./openapi.js";

@@ -44,7 +44,10 @@ import type {
   SandboxRecord,
   SandboxStats,
   Snapshot,
+  StoredFile,
+  StoredFiles,
   StrReplaceResult,
+  SyncStatus,
   TakeoverToken,
   ViewResult,
   WatchResult,
@@ -322,6 +325,46 @@ export class Previews {
   }
 }
 
+/**
+ * The sandbox's workspace synced to the server's object storage (S3, Azure
+ * Blob or GCS, when the operator configured one; otherwise every call is
+ * 503 storage_unavailable). The files stay listable and downloadable after
+ * the sandbox is destroyed.
+ */
+export class Storage {
+  constructor(private readonly sb: Sandbox) {}
+
+  /** The sync's state: state (syncing, final, deleted), pending, last_flush_at, last_error, … */
+  status(): Promise<SyncStatus> {
+    return this.sb.t.json("GET", this.sb.path("/sync"));
+  }
+
+  /** Flushes the workspace now, without waiting for files to settle (502 storage_failed when the store refuses). */
+  flush(): Promise<SyncStatus> {
+    return this.sb.t.json("POST", this.sb.path("/sync/flush"));
+  }
+
+  /** The stored files, paths relative to /workspace. */
+  async files(): Promise<StoredFile[]> {
+    return (await this.sb.t.json<StoredFiles | undefined>("GET", this.sb.path("/storage/files")))?.files ?? [];
+  }
+
+  /** A stored file's bytes (path relative to /workspace). */
+  async download(path: string): Promise<Uint8Array> {
+    return new Uint8Array(await (await this.open(path)).arrayBuffer());
+  }
+
+  /** The streamed answer of GET storage/files/raw: read its body as a stream. */
+  open(path: string, signal?: AbortSignal): Promise<Response> {
+    return this.sb.t.raw("GET", this.sb.path("/storage/files/raw"), { query: { path }, signal });
+  }
+
+  /** Deletes the stored files (a running sandbox is synced again from scratch). */
+  async delete(): Promise<void> {
+    await this.sb.t.json("DELETE", this.sb.path("/storage"));
+  }
+}
+
 /** Language servers in the sandbox. */
 export class LSP {
   constructor(private readonly sb: Sandbox) {}
@@ -412,6 +455,7 @@ export class Sandbox {
   readonly previews = new Previews(this);
   readonly lsp = new LSP(this);
   readonly log = new Log(this);
+  readonly storage = new Storage(this);
 
   /** @internal */
   constructor(

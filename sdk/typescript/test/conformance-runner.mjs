@@ -112,6 +112,14 @@ function calls(bk) {
       const b = await sb(a).files.download(a.path);
       return { size: b.length, sha256: createHash("sha256").update(b).digest("hex") };
     },
+    "storage.status": (a) => sb(a).storage.status(),
+    "storage.flush": (a) => sb(a).storage.flush(),
+    "storage.files": (a) => sb(a).storage.files(),
+    "storage.download": async (a) => {
+      const b = await sb(a).storage.download(a.path);
+      return { size: b.length, sha256: createHash("sha256").update(b).digest("hex") };
+    },
+    "storage.delete": (a) => sb(a).storage.delete(),
     "files.upload_archive": (a) => sb(a).files.uploadArchive(a.path, content(a)),
     "files.download_archive": async (a) => {
       const b = await sb(a).files.downloadArchive(a.path, { gzip: a.gzip });

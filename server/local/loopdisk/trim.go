@@ -1,4 +1,4 @@
-package local
+package loopdisk
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The clone pool (cow.go) is a sparse image on the host's filesystem:
+// The clone pool (server/local's cow.go) is a sparse image on the host's filesystem:
 // blocks its XFS frees (a deleted sandbox's disk, a snapshot, a discarded
 // template) stay allocated in the image, and so taken from the host, until
 // the XFS passes them down as discards, which the loop device turns into
@@ -23,10 +23,10 @@ import (
 // that filled up gets its space back as soon as sandboxes are removed, as
 // the 507's hint says (internal/faulttest TestRemovingGivesSpaceBack).
 
-// poolTrim trims the clone pool mounted at dir; calls made while a trim
-// runs are folded into one more trim after it. A nil *poolTrim (no pool:
+// PoolTrim trims the clone pool mounted at dir; calls made while a trim
+// runs are folded into one more trim after it. A nil *PoolTrim (no pool:
 // the images live on the host's own filesystem) does nothing.
-type poolTrim struct {
+type PoolTrim struct {
 	dir string
 	dev uint64 // the pool's device: dir is not trimmed once it is unmounted
 	log *slog.Logger
@@ -35,9 +35,9 @@ type poolTrim struct {
 	running, again bool
 }
 
-// trim returns the pool's free blocks to the host. It blocks while it
+// Trim returns the pool's free blocks to the host. It blocks while it
 // trims, unless a trim is already running, which then runs once more.
-func (t *poolTrim) trim() {
+func (t *PoolTrim) Trim() {
 	if t == nil {
 		return
 	}
@@ -71,13 +71,13 @@ type fitrimRange struct{ start, len, minLen uint64 }
 // golang.org/x/sys/unix does not name.
 const ioctlFITRIM = 0xc0185879
 
-// newPoolTrim returns the trimmer of the clone pool mounted at dir.
-func newPoolTrim(dir string, log *slog.Logger) (*poolTrim, error) {
+// NewPoolTrim returns the trimmer of the clone pool mounted at dir.
+func NewPoolTrim(dir string, log *slog.Logger) (*PoolTrim, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
 		return nil, fmt.Errorf("clone pool: %w", err)
 	}
-	return &poolTrim{dir: dir, dev: st.Dev, log: log}, nil
+	return &PoolTrim{dir: dir, dev: st.Dev, log: log}, nil
 }
 
 // fitrim discards the free extents of the filesystem mounted at dir, if

@@ -1,4 +1,4 @@
-package local
+package loopdisk
 
 import (
 	"os"
@@ -12,7 +12,7 @@ import (
 // few sizes and checks that each keeps an ext4 journal, so a write the
 // host cannot store leaves a consistent, read-only filesystem behind.
 func TestDiskImagesHaveJournal(t *testing.T) {
-	if mkfsPath() == "" {
+	if MkfsPath() == "" {
 		if os.Getenv("CI") != "" {
 			t.Fatal("mkfs.ext4 not found: CI installs e2fsprogs")
 		}
@@ -22,7 +22,7 @@ func TestDiskImagesHaveJournal(t *testing.T) {
 	if err != nil {
 		dumpe2fs = "/usr/sbin/dumpe2fs"
 	}
-	im := &images{dir: t.TempDir()}
+	im := NewImages(t.TempDir(), nil)
 	tests := []struct {
 		name        string
 		size        int64
@@ -30,12 +30,12 @@ func TestDiskImagesHaveJournal(t *testing.T) {
 	}{
 		{"minimum quota", 16 << 20, "1024k"},
 		{"a volume", 1 << 30, "16M"},
-		{"the default quota", DefaultStorageGB * gib, "16M"},
+		{"the default quota", 5 << 30, "16M"}, // server/local.DefaultStorageGB
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			img := filepath.Join(t.TempDir(), "disk.img")
-			if err := im.create(img, tt.size); err != nil {
+			if err := im.Create(img, tt.size); err != nil {
 				t.Fatal(err)
 			}
 			out, err := exec.Command(dumpe2fs, "-h", img).CombinedOutput()

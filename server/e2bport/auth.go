@@ -1,0 +1,83 @@
+package e2bport
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/boxkite/boxkite/server/e2b"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// Auth is the facade's authentication: e2b.Auth.
+type Auth struct{ d Deps }
+
+var _ e2b.Auth = (*Auth)(nil)
+
+// Authenticate resolves an API key and records the caller in the
+// request's authorization context.
+func (a *Auth) Authenticate(ctx context.Context, key string) (e2b.Caller, error) {
+	if key == "" {
+		return nil, httpx.ErrNoCredentials
+	}
+	if !model.ValidAPIKey(key) {
+		return nil, httpx.ErrInvalidKey
+	}
+	k, acct, err := a.d.Store.APIKeyByHash(ctx, model.HashAPIKey(key))
+	if errors.Is(err, model.ErrNotFound) || err == nil && k.RevokedAt != nil {
+		return nil, httpx.ErrInvalidKey
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up api key: %w", err)
+	}
+	a.d.Touch(k)
+	// The request acts for the account from here, as a REST request does
+	// once the guard authenticated it: every data access is authorized
+	// against it (server/internal/authz).
+	if c := authz.From(ctx); c != nil {
+		c.Account, c.Key = acct, k
+	}
+	return caller{acct, k}, nil
+}
+
+// TokenKey derives the envd token key from the token signing key, so the
+// two never serve each other's purpose.
+func (a *Auth) TokenKey(ctx context.Context) ([]byte, error) {
+	key, err := a.d.TokenSecret(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("boxkite e2b envd token key"))
+	return m.Sum(nil), nil
+}
+
+// accountKey reports whether keyID is a valid key of the account: not
+// revoked, here or (a moment ago) on another server.
+func (a *Auth) accountKey(ctx context.Context, accountID, keyID string) (bool, error) {
+	keys, err := a.validKeys(ctx, accountID)
+	if err != nil || !slices.Contains(keys, keyID) {
+		return false, err
+	}
+	return a.d.CredentialValid(ctx, keyID)
+}
+
+// validKeys lists the ids of the account's keys that are not revoked.
+func (a *Auth) validKeys(ctx context.Context, accountID string) ([]string, error) {
+	keys, err := a.d.Store.ListAPIKeys(ctx, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	var ids []string
+	for _, k := range keys {
+		if k.RevokedAt == nil {
+			ids = append(ids, k.ID)
+		}
+	}
+	return ids, nil
+}

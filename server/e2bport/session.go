@@ -1,0 +1,196 @@
+package e2bport
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/e2b"
+	"github.com/boxkite/boxkite/server/e2b/envd"
+	"github.com/boxkite/boxkite/server/internal/allowlist"
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// Sessions is the envd side's view: e2b.Sessions, a running sandbox opened
+// for a token's key, and the running sandboxes with their accounts' keys.
+type Sessions struct {
+	d    Deps
+	auth *Auth
+	life *Lifecycle
+}
+
+var _ e2b.Sessions = (*Sessions)(nil)
+
+func (ss *Sessions) Session(ctx context.Context, accountID, sandboxID, keyID string, env map[string]string) (envd.Session, error) {
+	acct, err := ss.d.Store.AccountByID(ctx, accountID)
+	if errors.Is(err, model.ErrNotFound) {
+		return nil, envd.ErrGone
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load account: %w", err)
+	}
+	if ok, err := ss.auth.accountKey(ctx, acct.ID, keyID); err != nil || !ok {
+		return nil, cmp.Or(err, envd.ErrRevoked)
+	}
+	// envd traffic acts for the account its access token was issued to.
+	if c := authz.From(ctx); c != nil && c.Account == nil {
+		c.Account = acct
+	}
+	sb, err := ss.life.running(ctx, acct, sandboxID)
+	if errors.Is(err, e2b.ErrNotFound) {
+		return nil, envd.ErrGone
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &session{d: ss.d, acct: acct, sb: sb, keyID: keyID, env: env}, nil
+}
+
+func (ss *Sessions) Running(ctx context.Context) ([]envd.Running, error) {
+	sbs, err := ss.d.Store.SandboxesWithStatus(ctx, api.StatusActive)
+	if err != nil {
+		return nil, fmt.Errorf("list running sandboxes: %w", err)
+	}
+	keys := map[string][]string{} // account → valid key ids
+	out := make([]envd.Running, 0, len(sbs))
+	for _, sb := range sbs {
+		ids, ok := keys[sb.AccountID]
+		if !ok {
+			if ids, err = ss.auth.validKeys(ctx, sb.AccountID); err != nil {
+				return nil, err
+			}
+			keys[sb.AccountID] = ids
+		}
+		out = append(out, envd.Running{SandboxID: sb.ID, KeyIDs: ids})
+	}
+	return out, nil
+}
+
+// session is envd.Session: one running sandbox, acted on for its account.
+type session struct {
+	d     Deps
+	acct  *model.Account
+	sb    *model.Sandbox
+	keyID string // the API key the envd token was issued to
+	env   map[string]string
+}
+
+// Revocable ends ctx when the session's key is revoked (the server's revocations).
+func (e *session) Revocable(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := e.d.WatchRevocation(e.keyID, cancel)
+	return ctx, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+func (e *session) SandboxID() string      { return e.sb.ID }
+func (e *session) Env() map[string]string { return e.env }
+func (e *session) ScrubOutput() bool      { return !e.acct.KeepOutputSecrets }
+
+func (e *session) allowlist(ctx context.Context) (*allowlist.Rules, error) {
+	rules, err := e.d.Store.AllowedCommands(ctx, e.acct.ID)
+	if err != nil || len(rules) == 0 {
+		return nil, err
+	}
+	return e.d.Allowlists.Get(rules)
+}
+
+func (e *session) CheckCommand(ctx context.Context, command string) error {
+	al, err := e.allowlist(ctx)
+	if err != nil || al == nil {
+		return err
+	}
+	return al.Check(command)
+}
+
+func (e *session) CheckCode(ctx context.Context, code string) error {
+	al, err := e.allowlist(ctx)
+	if err != nil || al == nil {
+		return err
+	}
+	return al.CheckProgram("python3", []string{"-c", code}, false)
+}
+
+func (e *session) Interactive(ctx context.Context, req api.InteractiveRequest) (*websocket.Conn, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, "/", nil)
+	if err != nil {
+		return nil, err
+	}
+	return e.d.DialSidecarWS(r, e.sb, "/exec/interactive", req.Query(), "could not start the command in the sandbox")
+}
+
+func (e *session) Exec(ctx context.Context, req api.ExecRequest) (api.ExecResult, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return api.ExecResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(req.Timeout)*time.Second+30*time.Second)
+	defer cancel()
+	resp, err := e.Sidecar(ctx, http.MethodPost, "/exec", nil, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		return api.ExecResult{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		if ae := sidecar.Refusal(resp); ae != nil {
+			return api.ExecResult{}, ae
+		}
+		return api.ExecResult{}, model.SandboxFailed("run a command in")
+	}
+	var res api.ExecResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return api.ExecResult{}, fmt.Errorf("decode exec result: %w", err)
+	}
+	return res, nil
+}
+
+func (e *session) Sidecar(ctx context.Context, method, path string, q url.Values, body io.Reader, hdr http.Header) (*http.Response, error) {
+	sb := e.sb
+	client, err := e.d.Sidecars.Client(sb.ID, sb.Endpoint)
+	if err != nil {
+		e.d.Log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
+		return nil, model.SandboxFailed("reach")
+	}
+	u := "http://sidecar" + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("build sidecar request: %w", err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
+	}
+	req.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("sidecar request: %w", ctx.Err())
+		}
+		e.d.Log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", path, "err", err)
+		return nil, e.d.Sandboxes.Unreachable(ctx, sb)
+	}
+	return resp, nil
+}
+
+func (e *session) Audit(ctx context.Context, a envd.AuditEntry) error {
+	return e.d.Audit.Append(ctx, audit.Record{
+		Sandbox: e.sb, Operation: a.Operation, Detail: a.Detail, ExitCode: a.ExitCode, Started: a.Started, Duration: a.Duration,
+	})
+}

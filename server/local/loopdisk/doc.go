@@ -1,0 +1,9 @@
+// Package loopdisk owns the local driver's disks as files on the host:
+// sandbox and volume disks as sparse ext4 images made from one formatted
+// template per size (Images), cloned with FICLONE where the filesystem has
+// reflinks or copied sparsely (CloneFile), attached to auto-clearing loop
+// devices and mounted (Mount, MountNew, Unmount); the clone pool, a
+// loop-mounted XFS with reflinks holding them (MountClonePool), and the
+// trim that gives its freed blocks back to the host (PoolTrim). It knows
+// nothing of sandboxes: server/local decides where each image lives.
+package loopdisk

@@ -1,0 +1,298 @@
+package loopdisk
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Images makes quota images from one formatted template per size, so a
+// Create clones it (or, without the clone pool, copies a few megabytes of
+// metadata) instead of running mkfs.
+type Images struct {
+	dir  string    // images/ of the driver's data directory (StateDir, or the clone pool)
+	trim *PoolTrim // the clone pool's, nil without one
+	mu   sync.Mutex
+}
+
+// NewImages keeps its templates in dir (images/ of the driver's data
+// directory); trim is the clone pool's trimmer, nil without a pool.
+func NewImages(dir string, trim *PoolTrim) *Images { return &Images{dir: dir, trim: trim} }
+
+// Pool is the clone pool's trimmer, nil without a pool.
+func (im *Images) Pool() *PoolTrim { return im.trim }
+
+// trashPrefix names images waiting in images/ to be unlinked.
+const trashPrefix = ".trash-"
+
+// Discard moves a sandbox's image out of its directory and unlinks it in
+// the background: freeing a multi-GiB sparse file takes the host's
+// filesystem tens of milliseconds that Delete need not wait for. An image
+// left by a crash is unlinked by the next driver (see EmptyTrash).
+func (im *Images) Discard(image string) error {
+	if _, err := os.Lstat(image); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := os.MkdirAll(im.dir, 0o700); err != nil {
+		return fmt.Errorf("discard disk image: %w", err)
+	}
+	trash, err := os.CreateTemp(im.dir, trashPrefix)
+	if err != nil {
+		return fmt.Errorf("discard disk image: %w", err)
+	}
+	_ = trash.Close()
+	if err := os.Rename(image, trash.Name()); err != nil {
+		_ = os.Remove(trash.Name())
+		if !errors.Is(err, unix.EXDEV) {
+			return fmt.Errorf("discard disk image: %w", err)
+		}
+		// A volume's image lives on the host's filesystem, the trash
+		// in the clone pool: unlinked where it is.
+		if err := os.Remove(image); err != nil {
+			return fmt.Errorf("discard disk image: %w", err)
+		}
+		return nil
+	}
+	go func() {
+		if im.trim == nil {
+			_ = os.Remove(trash.Name())
+			return
+		}
+		if !loopReleased(trash.Name(), releaseBudget) {
+			im.trim.log.Warn("a discarded disk image is still attached to a loop device: its space returns to the host at a later trim", "image", trash.Name())
+			_ = os.Remove(trash.Name())
+			return
+		}
+		_ = RemoveNow(trash.Name())
+		im.trim.Trim()
+	}()
+	return nil
+}
+
+// RemoveNow unlinks the file at path with its blocks freed before it
+// returns: XFS frees an unlinked file's blocks moments later in the
+// background (inode inactivation), too late for the trim that follows,
+// while a truncate frees them at once.
+func RemoveNow(path string) error {
+	if err := os.Truncate(path, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.Remove(path)
+}
+
+// releaseBudget is how long a discarded image's loop device is waited
+// for: autoclear detaches it in the background once its filesystem is
+// unmounted everywhere, and the image's blocks are freed only then.
+const releaseBudget = 10 * time.Second
+
+// loopReleased waits, up to budget, until no loop device is backed by
+// the file at path, and reports whether none is.
+func loopReleased(path string, budget time.Duration) bool {
+	// The kernel names the backing file by its absolute, resolved path.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		path = resolved
+	}
+	deadline := time.Now().Add(budget)
+	for {
+		files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+		held := false
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			held = held || (err == nil && strings.TrimSpace(string(b)) == path)
+		}
+		if !held {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// templatePrefix names the formatted templates in images/, by size.
+// Templates of earlier versions ("ext4-<size>.img") had no journal; they
+// are thrown away (EmptyTrash).
+const templatePrefix = "ext4j-"
+
+// EmptyTrash unlinks, in the background, images a previous driver
+// discarded but did not get to unlink, and journal-less templates of
+// earlier versions.
+func (im *Images) EmptyTrash() {
+	old, _ := filepath.Glob(filepath.Join(im.dir, trashPrefix+"*"))
+	stale, _ := filepath.Glob(filepath.Join(im.dir, "ext4-[0-9]*.img"))
+	old = append(old, stale...)
+	if len(old) == 0 {
+		return
+	}
+	go func() {
+		for _, p := range old {
+			_ = os.Remove(p)
+		}
+		im.trim.Trim()
+	}()
+}
+
+// Create writes a new sparse ext4 image of size bytes at dst.
+func (im *Images) Create(dst string, size int64) error {
+	tmpl, err := im.template(size)
+	if err != nil {
+		return err
+	}
+	if _, err := CloneFile(dst, tmpl); err != nil {
+		return fmt.Errorf("create disk image: %w", err)
+	}
+	return nil
+}
+
+// template returns the path of the formatted image of size bytes, making
+// it on first use.
+func (im *Images) template(size int64) (string, error) {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	path := filepath.Join(im.dir, templatePrefix+strconv.FormatInt(size, 10)+".img")
+	if exists(path) {
+		return path, nil
+	}
+	if err := os.MkdirAll(im.dir, 0o700); err != nil {
+		return "", fmt.Errorf("create disk template: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := formatImage(tmp, size); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("create disk template: %w", err)
+	}
+	return path, nil
+}
+
+func formatImage(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err == nil {
+		err = errors.Join(f.Truncate(size), f.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("create disk template: %w", err)
+	}
+	// A journal, so that a write the host could not store (its filesystem
+	// filled under the sparse image) aborts the journal and leaves the
+	// filesystem read-only and consistent (errors=remount-ro at mount)
+	// instead of corrupt; it is small, since the journal's blocks become
+	// real host blocks as it is used. No reserved blocks, and no inode
+	// table or journal zeroing, since a new sparse file reads as zeros;
+	// e2fsprogs before 1.47 lacks assume_storage_prezeroed.
+	journal := []string{}
+	if size >= 256<<20 {
+		journal = []string{"-J", "size=" + strconv.Itoa(journalMiB)}
+	}
+	var out []byte
+	for _, ext := range []string{
+		"nodiscard,lazy_itable_init=1,lazy_journal_init=1,assume_storage_prezeroed=1",
+		"nodiscard,lazy_itable_init=1,lazy_journal_init=1",
+	} {
+		args := append([]string{"-q", "-F", "-m", "0", "-O", "has_journal", "-E", ext}, journal...)
+		args = append(args, path)
+		if out, err = exec.Command(MkfsPath(), args...).CombinedOutput(); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("format disk template: %w: %s", err, out)
+}
+
+// copySparse copies src's data extents to a new file dst of size bytes,
+// leaving holes as holes.
+func copySparse(dst, src string, size int64) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, out.Close()) }()
+	if err := out.Truncate(size); err != nil {
+		return err
+	}
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(int(in.Fd()), off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			return nil // only a hole is left
+		}
+		if err != nil {
+			return err
+		}
+		hole, err := unix.Seek(int(in.Fd()), data, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		if err := copyRange(out, in, data, hole-data); err != nil {
+			return err
+		}
+		off = hole
+	}
+	return nil
+}
+
+func copyRange(out, in *os.File, off, n int64) error {
+	for n > 0 {
+		roff, woff := off, off
+		c, err := unix.CopyFileRange(int(in.Fd()), &roff, int(out.Fd()), &woff, int(min(n, 1<<30)), 0)
+		if errors.Is(err, unix.EXDEV) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+			_, err = io.Copy(io.NewOffsetWriter(out, off), io.NewSectionReader(in, off, n))
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if c == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		off, n = off+int64(c), n-int64(c)
+	}
+	return nil
+}
+
+// CloneFile makes dst a copy of src: a reflink (FICLONE) where the
+// filesystem has them, else a sparse copy. It reports whether it cloned.
+func CloneFile(dst, src string) (cloned bool, err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return false, err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return false, err
+	}
+	err = unix.IoctlFileClone(int(out.Fd()), int(in.Fd()))
+	if err == nil {
+		return true, out.Close()
+	}
+	_ = out.Close()
+	_ = os.Remove(dst)
+	if !errors.Is(err, unix.EXDEV) && !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOTTY) {
+		return false, fmt.Errorf("clone %s: %w", src, err)
+	}
+	fi, err := in.Stat()
+	if err != nil {
+		return false, err
+	}
+	return false, copySparse(dst, src, fi.Size())
+}
