@@ -15,7 +15,7 @@ import (
 func startFakeGCS(t testing.TB) *Server {
 	t.Helper()
 	port := freePort(t)
-	opts := fakestorage.Options{Host: "127.0.0.1", Port: uint16(port), Scheme: "http", PublicHost: fmt.Sprintf("127.0.0.1:%d", port), StorageRoot: t.TempDir(), Writer: io.Discard}
+	opts := fakestorage.Options{Host: "127.0.0.1", Port: uint16(port), Scheme: "http", PublicHost: fmt.Sprintf("127.0.0.1:%d", port), StorageRoot: dataDir(t), Writer: io.Discard}
 	var (
 		mu  sync.Mutex
 		srv *fakestorage.Server

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,8 +27,8 @@ import (
 )
 
 // syncInterval is the flush interval of the acceptance tests: files must
-// arrive within it (plus the 2 s a file must stay unchanged).
-const syncInterval = 5 * time.Second
+// arrive within it of being written.
+const syncInterval = 10 * time.Second
 
 // storageServer starts a control plane syncing to a fresh bucket of kind.
 func storageServer(t *testing.T, kind string, logs io.Writer, edit func(*server.StorageConfig)) (*servertest.Server, *objtest.Server, storagesync.Backend) {
@@ -67,6 +68,63 @@ func waitUntil(t *testing.T, what string, within time.Duration, ok func() bool) 
 			t.Fatalf("timed out after %s waiting for %s", within, what)
 		}
 	}
+}
+
+// bucketWatch records when each object first showed in a bucket.
+type bucketWatch struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+	stop func()
+}
+
+// watchBucket lists the bucket under prefix until the test ends, noting
+// for each object the end of the first listing that showed it.
+func watchBucket(t *testing.T, b storagesync.Backend, prefix string) *bucketWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	w := &bucketWatch{seen: map[string]time.Time{}, stop: func() { cancel(); <-done }}
+	t.Cleanup(w.stop)
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			var keys []string
+			err := b.List(ctx, prefix, func(o storagesync.Object) error {
+				keys = append(keys, strings.TrimPrefix(o.Key, prefix))
+				return nil
+			})
+			end := time.Now()
+			if err == nil {
+				w.mu.Lock()
+				for _, k := range keys {
+					if _, ok := w.seen[k]; !ok {
+						w.seen[k] = end
+					}
+				}
+				w.mu.Unlock()
+			}
+			time.Sleep(200 * time.Millisecond) // a listing loads the store too
+		}
+	}()
+	return w
+}
+
+// count is how many of want's paths have shown.
+func (w *bucketWatch) count(want map[string]time.Time) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for p := range want {
+		if _, ok := w.seen[p]; ok {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *bucketWatch) at(p string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen[p]
 }
 
 func sha(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
@@ -122,11 +180,14 @@ func testStorageSync(t *testing.T, kind string) {
 	}
 	t.Cleanup(func() { os.Remove(host) })
 
-	start := time.Now()
+	arrived := watchBucket(t, b, prefix)
+	written := map[string]time.Time{} // the API's writes: when the call started
+	written["api.txt"] = time.Now()
 	if _, err := c.WriteFile(ctx, sb.ID, api.FileCreateRequest{Path: "api.txt", Content: "written by the API\n"}); err != nil {
 		t.Fatal(err)
 	}
 	raw := bytes.Repeat([]byte{0, 1, 2, 0xff}, 300_000)
+	written["up/raw.bin"] = time.Now()
 	if _, err := c.UploadFile(ctx, sb.ID, "/workspace/up/raw.bin", bytes.NewReader(raw)); err != nil {
 		t.Fatal(err)
 	}
@@ -143,24 +204,33 @@ ln -s `+host+` host-link
 ln -s /etc/passwd passwd-link
 mkdir -p linkdir && ln -s /tmp linkdir/tmpdir`)
 	bigSum := strings.Fields(mustExec(t, c, sb.ID, "sha256sum /workspace/big.bin"))[0]
-
-	want := []string{"api.txt", "up/raw.bin", "big.bin", "src/main.py", "many/f1.txt", "many/f1000.txt"}
-	waitUntil(t, "every file in the bucket", syncInterval+storagesync.DefaultStableFor+45*time.Second, func() bool {
-		got := stored(t, b, prefix)
-		n := 0
-		for p := range got {
-			if strings.HasPrefix(p, "many/") {
-				n++
-			}
+	// The commands' writes: each file's modification time.
+	for _, line := range strings.Split(strings.TrimSpace(mustExec(t, c, sb.ID, `cd /workspace && find big.bin many src/main.py -type f -printf '%p %T@\n'`)), "\n") {
+		name, sec, _ := strings.Cut(line, " ")
+		f, err := strconv.ParseFloat(sec, 64)
+		if err != nil {
+			t.Fatalf("find: %q: %v", line, err)
 		}
-		for _, p := range want {
-			if _, ok := got[p]; !ok {
-				return false
-			}
+		written[name] = time.Unix(0, int64(f*1e9))
+	}
+	if len(written) != 1004 {
+		t.Fatalf("found %d files written, want 1004", len(written))
+	}
+	waitUntil(t, "every file in the bucket", 2*time.Minute, func() bool { return arrived.count(written) == len(written) })
+	arrived.stop()
+	// Each arrived within the flush interval of its write (measured at
+	// the end of the listing that first showed it: never less).
+	var worst time.Duration
+	var worstPath string
+	for p, at := range written {
+		if d := arrived.at(p).Sub(at); d > worst {
+			worst, worstPath = d, p
 		}
-		return n == 1000
-	})
-	t.Logf("%s: every file stored %s after the first write (flush interval %s)", kind, time.Since(start).Round(100*time.Millisecond), syncInterval)
+	}
+	t.Logf("%s: the slowest file, %s, arrived %s after it was written (flush interval %s)", kind, worstPath, worst.Round(10*time.Millisecond), syncInterval)
+	if worst > syncInterval {
+		t.Errorf("%s arrived %s after it was written, past the flush interval %s", worstPath, worst, syncInterval)
+	}
 	got := stored(t, b, prefix)
 	for p := range got {
 		for _, bad := range []string{".git/", "node_modules/", "__pycache__/", "build/", "tmp", "host-link", "passwd-link", "linkdir"} {
@@ -197,9 +267,10 @@ mkdir -p linkdir && ln -s /tmp linkdir/tmpdir`)
 		t.Errorf("many/f737.txt = %q", got)
 	}
 
-	// Deletes propagate, changes arrive.
+	// Deletes propagate, changes arrive, within the interval.
+	changed := time.Now()
 	mustExec(t, c, sb.ID, "rm -rf /workspace/many/f1.txt /workspace/up && echo v2 > /workspace/src/main.py")
-	waitUntil(t, "the delete and the change", syncInterval+storagesync.DefaultStableFor+30*time.Second, func() bool {
+	waitUntil(t, "the delete and the change", time.Until(changed.Add(syncInterval)), func() bool {
 		g := stored(t, b, prefix)
 		_, f1 := g["many/f1.txt"]
 		_, up := g["up/raw.bin"]

@@ -104,6 +104,24 @@ func (s *Store) EnqueueSync(ctx context.Context, sandboxID, path string, at time
 	return nil
 }
 
+// QueuedSync implements storagesync.Store.
+func (s *Store) QueuedSync(ctx context.Context, sandboxID string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT path FROM storage_queue WHERE sandbox_id = ? ORDER BY path`), sandboxID)
+	if err != nil {
+		return nil, fmt.Errorf("query storage queue: %w", s.mapErr(err))
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("scan storage queue: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
 // DequeueSync implements storagesync.Store.
 func (s *Store) DequeueSync(ctx context.Context, sandboxID string, upTo time.Time) error {
 	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM storage_queue WHERE sandbox_id = ? AND queued_at <= ?`), sandboxID, micros(upTo)); err != nil {

@@ -57,6 +57,9 @@ func testStorageSync(t *testing.T, newStore storeFactory) {
 	if err != nil || len(states) != 1 || states[0].SandboxID != "sb-1" || states[0].Pending != 2 {
 		t.Errorf("SyncStates(syncing) = %+v, %v", states, err)
 	}
+	if q, err := st.QueuedSync(ctx, "sb-1"); err != nil || !cmp.Equal(q, []string{"a.txt", "b/c.txt"}) {
+		t.Errorf("QueuedSync = %q, %v", q, err)
+	}
 	// b/c.txt was queued at base+1s, a.txt again at base+2s.
 	if err := st.DequeueSync(ctx, "sb-1", base.Add(time.Second)); err != nil {
 		t.Fatal(err)

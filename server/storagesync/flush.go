@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/boxkite/boxkite/client/api"
 )
 
@@ -39,8 +37,9 @@ func detailPath(detail json.RawMessage) string {
 }
 
 // flush reconciles the sandbox's workspace with its stored files: new and
-// changed files stable for StableFor (any, when final) are uploaded,
-// objects of files gone are deleted. It holds the sandbox's flush lock.
+// changed files are uploaded once stable for the stability wait (at once
+// when the API wrote them or when final), objects of files gone are
+// deleted. It holds the sandbox's flush lock.
 func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, error) {
 	var res Result
 	started := s.d.Now()
@@ -51,6 +50,14 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 	known, err := s.d.Store.SyncedFiles(ctx, st.SandboxID)
 	if err != nil {
 		return res, fmt.Errorf("load the stored files: %w", err)
+	}
+	queued, err := s.d.Store.QueuedSync(ctx, st.SandboxID)
+	if err != nil {
+		return res, fmt.Errorf("load the queued writes: %w", err)
+	}
+	written := make(map[string]bool, len(queued))
+	for _, p := range queued {
+		written[p] = true
 	}
 	seen := make(map[string]bool, len(tree.Entries))
 	var todo []api.TreeEntry
@@ -63,7 +70,10 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 		if k, ok := known[e.Path]; ok && k.Size == e.Size && k.MtimeNS == e.ModifiedNS {
 			continue
 		}
-		if settled := time.Unix(0, e.ModifiedNS).Add(s.d.StableFor); !final && started.Before(settled) {
+		// A write the API acknowledged is whole; a file a command writes
+		// is uploaded once it has stopped changing.
+		settled := time.Unix(0, e.ModifiedNS).Add(s.stable)
+		if !final && !written[e.Path] && started.Before(settled) {
 			res.Deferred++
 			if res.Settled.IsZero() || settled.Before(res.Settled) {
 				res.Settled = settled
@@ -72,33 +82,36 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 		}
 		todo = append(todo, e)
 	}
-	for len(todo) > 0 {
-		n, size := 0, int64(0)
-		for n < len(todo) && n < bundleFiles && (n == 0 || size+todo[n].Size <= bundleBytes) {
-			size += todo[n].Size
-			n++
+	up := s.newUploader(ctx, st, &res)
+	// Large files stream each in its own bundle beside the small ones, so
+	// a 50 MiB file does not hold back a thousand small ones.
+	var small []api.TreeEntry
+	for _, e := range todo {
+		if e.Size > smallFile {
+			up.large(e)
+		} else {
+			small = append(small, e)
 		}
-		if err := s.upload(ctx, st, todo[:n], &res); err != nil {
-			return res, err
-		}
-		todo = todo[n:]
+	}
+	for len(small) > 0 && up.ctx.Err() == nil {
+		n := min(len(small), bundleFiles)
+		up.bundle(small[:n])
+		small = small[n:]
 	}
 	if !tree.Truncated {
 		for p := range known {
-			if seen[p] {
-				continue
+			if !seen[p] {
+				up.remove(p)
 			}
-			if err := s.d.Backend.Delete(ctx, s.key(st.AccountID, st.SandboxID, p)); err != nil {
-				return res, err
-			}
-			if err := s.d.Store.DeleteSynced(ctx, st.SandboxID, p); err != nil {
-				return res, fmt.Errorf("forget a stored file: %w", err)
-			}
-			res.Deleted++
 		}
 	}
+	if err := up.wait(); err != nil {
+		return res, err
+	}
 	res.Complete = res.Deferred == 0 && !tree.Truncated
-	if res.Complete {
+	// Every queued write is stored now (they are never deferred); files
+	// still changing are the reconcile's.
+	if !tree.Truncated {
 		if err := s.d.Store.DequeueSync(ctx, st.SandboxID, started); err != nil {
 			return res, fmt.Errorf("dequeue flushed writes: %w", err)
 		}
@@ -106,66 +119,157 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 	return res, nil
 }
 
-// upload stores the files of one bundle read from the sidecar. Small
-// files are read into memory and put concurrently (putConcurrency at a
-// time); a large one streams from the sidecar to the store.
-func (s *Service) upload(ctx context.Context, st *State, files []api.TreeEntry, res *Result) error {
+// uploader runs one flush's puts and deletes, putConcurrency at a time
+// and largeConcurrency large files beside them, and records what was
+// stored in batches. The first error cancels the rest.
+type uploader struct {
+	s      *Service
+	st     *State
+	res    *Result
+	ctx    context.Context
+	cancel context.CancelFunc
+	slots  chan struct{} // puts and deletes under way
+	big    chan struct{} // large files under way
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	err    error    // the first failure
+	done   []Synced // stored, not yet recorded
+}
+
+func (s *Service) newUploader(ctx context.Context, st *State, res *Result) *uploader {
+	ctx, cancel := context.WithCancel(ctx)
+	return &uploader{
+		s: s, st: st, res: res, ctx: ctx, cancel: cancel,
+		slots: make(chan struct{}, putConcurrency), big: make(chan struct{}, largeConcurrency),
+	}
+}
+
+// fail stops the flush with err, the first one only.
+func (u *uploader) fail(err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.err == nil {
+		u.err = err
+		u.cancel()
+	}
+}
+
+// spawn runs fn once one of slots is free (not at all once the flush
+// failed).
+func (u *uploader) spawn(slots chan struct{}, fn func() error) {
+	select {
+	case slots <- struct{}{}:
+	case <-u.ctx.Done():
+		return
+	}
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		defer func() { <-slots }()
+		if err := fn(); err != nil {
+			u.fail(err)
+		}
+	}()
+}
+
+// put stores one file and notes it for the index.
+func (u *uploader) put(name string, r io.Reader, size int64, mtime time.Time) error {
+	if err := u.s.d.Backend.Put(u.ctx, u.s.key(u.st.AccountID, u.st.SandboxID, name), r, size); err != nil {
+		return err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.done = append(u.done, Synced{Path: name, Size: size, MtimeNS: mtime.UnixNano(), SyncedAt: u.s.d.Now()})
+	u.res.Uploaded++
+	u.res.Bytes += size
+	if len(u.done) >= recordBatch {
+		u.recordLocked()
+	}
+	return nil
+}
+
+// recordLocked writes the stored files to the index, in one transaction.
+// What was stored is recorded even when a later file failed; a file
+// stored but not recorded (a crash) is only stored again.
+func (u *uploader) recordLocked() {
+	if err := u.s.d.Store.PutSynced(context.WithoutCancel(u.ctx), u.st.SandboxID, u.done); err != nil {
+		u.s.d.Log.ErrorContext(u.ctx, "record stored files", "sandbox", u.st.SandboxID, "err", err)
+	}
+	u.done = u.done[:0]
+}
+
+// remove deletes the object of a file gone from the workspace.
+func (u *uploader) remove(p string) {
+	u.spawn(u.slots, func() error {
+		if err := u.s.d.Backend.Delete(u.ctx, u.s.key(u.st.AccountID, u.st.SandboxID, p)); err != nil {
+			return err
+		}
+		if err := u.s.d.Store.DeleteSynced(u.ctx, u.st.SandboxID, p); err != nil {
+			return fmt.Errorf("forget a stored file: %w", err)
+		}
+		u.mu.Lock()
+		u.res.Deleted++
+		u.mu.Unlock()
+		return nil
+	})
+}
+
+// large streams one large file in a bundle of its own.
+func (u *uploader) large(e api.TreeEntry) {
+	u.spawn(u.big, func() error {
+		u.bundle([]api.TreeEntry{e})
+		return nil
+	})
+}
+
+// wait waits for the puts and deletes under way, records the rest and
+// returns the first failure.
+func (u *uploader) wait() error {
+	u.wg.Wait()
+	u.cancel()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.recordLocked()
+	return u.err
+}
+
+// bundle reads the files of one bundle from the sidecar. Small files are
+// read into memory and put concurrently; a large one streams from the
+// sidecar to the store.
+func (u *uploader) bundle(files []api.TreeEntry) {
 	paths := make([]string, len(files))
 	for i, f := range files {
 		paths[i] = f.Path
 	}
-	rc, err := s.d.Files.Bundle(ctx, st.SandboxID, Root, paths)
+	rc, err := u.s.d.Files.Bundle(u.ctx, u.st.SandboxID, Root, paths)
 	if err != nil {
-		return fmt.Errorf("read the workspace: %w", err)
+		u.fail(fmt.Errorf("read the workspace: %w", err))
+		return
 	}
 	defer rc.Close()
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(putConcurrency)
-	var (
-		mu   sync.Mutex
-		done []Synced // stored, recorded together (one transaction) at the end
-	)
-	put := func(name string, r io.Reader, size int64, mtime time.Time) error {
-		if err := s.d.Backend.Put(gctx, s.key(st.AccountID, st.SandboxID, name), r, size); err != nil {
-			return err
-		}
-		mu.Lock()
-		done = append(done, Synced{Path: name, Size: size, MtimeNS: mtime.UnixNano(), SyncedAt: s.d.Now()})
-		res.Uploaded++
-		res.Bytes += size
-		mu.Unlock()
-		return nil
-	}
-	// What was stored is recorded even when a later file failed; a file
-	// stored but not recorded (a crash) is only stored again.
-	defer func() {
-		if err := s.d.Store.PutSynced(context.WithoutCancel(ctx), st.SandboxID, done); err != nil {
-			s.d.Log.ErrorContext(ctx, "record stored files", "sandbox", st.SandboxID, "err", err)
-		}
-	}()
 	tr := tar.NewReader(rc)
-	for gctx.Err() == nil {
+	for u.ctx.Err() == nil {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return
 		}
 		if err != nil {
-			g.Go(func() error { return fmt.Errorf("read the workspace: %w", err) })
-			break
+			u.fail(fmt.Errorf("read the workspace: %w", err))
+			return
 		}
 		if hdr.Typeflag != tar.TypeReg {
 			continue
 		}
-		lr := &limitedReader{ctx: gctx, r: tr, l: s.limit}
+		lr := &limitedReader{ctx: u.ctx, r: tr, l: u.s.limit}
 		if hdr.Size > smallFile {
 			r := &countingReader{r: lr}
-			err := put(hdr.Name, r, hdr.Size, hdr.ModTime)
+			err := u.put(hdr.Name, r, hdr.Size, hdr.ModTime)
 			if err == nil && r.n != hdr.Size {
 				err = fmt.Errorf("read the workspace: %s: %d of %d bytes", hdr.Name, r.n, hdr.Size)
 			}
 			if err != nil {
-				g.Go(func() error { return err })
-				break
+				u.fail(err)
+				return
 			}
 			continue
 		}
@@ -174,13 +278,12 @@ func (s *Service) upload(ctx context.Context, st *State, files []api.TreeEntry, 
 			err = fmt.Errorf("read the workspace: %s: %d of %d bytes", hdr.Name, len(data), hdr.Size)
 		}
 		if err != nil {
-			g.Go(func() error { return err })
-			break
+			u.fail(err)
+			return
 		}
 		name, mtime := hdr.Name, hdr.ModTime
-		g.Go(func() error { return put(name, bytes.NewReader(data), int64(len(data)), mtime) })
+		u.spawn(u.slots, func() error { return u.put(name, bytes.NewReader(data), int64(len(data)), mtime) })
 	}
-	return g.Wait()
 }
 
 // countingReader counts the bytes read through it.

@@ -19,22 +19,23 @@ import (
 
 // Defaults (docs/storage.md).
 const (
-	DefaultInterval     = 30 * time.Second // reconcile every sandbox this often
-	DefaultStableFor    = 2 * time.Second  // a file unchanged this long is uploaded
+	DefaultInterval     = 30 * time.Second // a file is stored within this of being written
+	DefaultStableFor    = 2 * time.Second  // a file unchanged this long is uploaded (at most Interval/4)
 	DefaultFinalTimeout = 60 * time.Second // bound of the final flush on destroy
 	DefaultBandwidth    = 32 << 20         // bytes per second, all uploads together
 	DefaultWorkers      = 2                // sandboxes flushed at once
 	MaxBackoff          = 2 * time.Minute  // longest wait between failed flushes
 	backoffBase         = time.Second      // first wait after a failed flush
 	bundleFiles         = 512              // files per bundle read from a sidecar
-	bundleBytes         = 64 << 20         // bytes per bundle, beyond one large file
 	Root                = "/workspace"     // the synced tree; /tmp and the rest never are
 	flushTimeout        = 10 * time.Minute // one flush of a running sandbox
 	janitorEvery        = 10 * time.Minute // retention sweeps
 	maxErrorLen         = 500              // of an error kept for …/sync
 	tick                = 500 * time.Millisecond
 	smallFile           = 1 << 20 // read whole and put concurrently
-	putConcurrency      = 8       // small files put at once, per flush
+	putConcurrency      = 32      // puts and deletes at once, per flush
+	largeConcurrency    = 2       // large files streamed at once, per flush
+	recordBatch         = 256     // stored files recorded per transaction
 )
 
 // DefaultIgnore is the reference's ignore list: directory names skipped at
@@ -68,10 +69,13 @@ type Deps struct {
 	// Ignore lists directory names never synced (DefaultIgnore when nil;
 	// empty and non-nil syncs everything).
 	Ignore []string
-	// Interval is how often each sandbox is reconciled (DefaultInterval).
+	// Interval is the flush interval (DefaultInterval): a file is in the
+	// store within it of being written. Each sandbox is reconciled every
+	// quarter of it, which leaves half of it to the upload.
 	Interval time.Duration
-	// StableFor is how long a file must stay unchanged before it is
-	// uploaded (DefaultStableFor); the final flush does not wait.
+	// StableFor is how long a file a command wrote must stay unchanged
+	// before it is uploaded (DefaultStableFor, at most a quarter of
+	// Interval); a write through the API and the final flush do not wait.
 	StableFor time.Duration
 	// FinalTimeout bounds the final flush on destroy (DefaultFinalTimeout).
 	FinalTimeout time.Duration
@@ -90,6 +94,8 @@ type Deps struct {
 // Service syncs sandboxes' workspaces to the backend.
 type Service struct {
 	d       Deps
+	scan    time.Duration // how often each sandbox is reconciled
+	stable  time.Duration // how long a file must stay unchanged
 	limit   *rate.Limiter
 	redact  func(string) string
 	wake    chan struct{}
@@ -97,6 +103,7 @@ type Service struct {
 	locks   map[string]*sync.Mutex // one flush of a sandbox at a time
 	scanned map[string]time.Time   // when each sandbox was last reconciled
 	busy    map[string]bool        // flushes under way in the worker
+	settles map[string]time.Time   // when a file found changing will have settled
 }
 
 // New returns the sync; Backend, Store, Files, Log and Now are required.
@@ -125,8 +132,8 @@ func New(d Deps) (*Service, error) {
 	d.Prefix = strings.Trim(d.Prefix, "/")
 	burst := int(min(d.Bandwidth, 1<<20))
 	return &Service{
-		d: d, limit: rate.NewLimiter(rate.Limit(d.Bandwidth), burst), redact: redactor(d.Secrets),
-		wake: make(chan struct{}, 1), locks: map[string]*sync.Mutex{}, scanned: map[string]time.Time{}, busy: map[string]bool{},
+		d: d, scan: max(d.Interval/4, tick), stable: min(d.StableFor, d.Interval/4), limit: rate.NewLimiter(rate.Limit(d.Bandwidth), burst), redact: redactor(d.Secrets),
+		wake: make(chan struct{}, 1), locks: map[string]*sync.Mutex{}, scanned: map[string]time.Time{}, busy: map[string]bool{}, settles: map[string]time.Time{},
 	}, nil
 }
 

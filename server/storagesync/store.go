@@ -57,6 +57,9 @@ type Store interface {
 	// EnqueueSync records an acknowledged write to path (relative to the
 	// workspace) of a sandbox; a path queued again keeps one row.
 	EnqueueSync(ctx context.Context, sandboxID, path string, at time.Time) error
+	// QueuedSync returns the sandbox's queued paths (relative to the
+	// workspace).
+	QueuedSync(ctx context.Context, sandboxID string) ([]string, error)
 	// DequeueSync removes the sandbox's writes queued at or before upTo.
 	DequeueSync(ctx context.Context, sandboxID string, upTo time.Time) error
 	// SyncedFiles returns the sandbox's index of stored files by path.

@@ -13,7 +13,8 @@ import (
 )
 
 // Run flushes due sandboxes until ctx ends: those with queued writes at
-// once, every sandbox each Interval, none before its backoff has passed.
+// once, every sandbox each quarter of the Interval, none before its
+// backoff has passed.
 // It also deletes the files of destroyed sandboxes past their retention.
 func (s *Service) Run(ctx context.Context) {
 	sem := make(chan struct{}, s.d.Workers)
@@ -68,8 +69,11 @@ func (s *Service) due(st *State, now time.Time) bool {
 	if s.busy[st.SandboxID] || now.Before(st.NextAttemptAt) {
 		return false
 	}
+	if at, ok := s.settles[st.SandboxID]; ok && !now.Before(at) {
+		return true // a file found changing has settled
+	}
 	last, ok := s.scanned[st.SandboxID]
-	return st.Pending > 0 || !ok || now.Sub(last) >= s.d.Interval
+	return st.Pending > 0 || !ok || now.Sub(last) >= s.scan
 }
 
 func (s *Service) runOne(ctx context.Context, st *State) {
@@ -94,16 +98,13 @@ func (s *Service) runOne(ctx context.Context, st *State) {
 	}
 	s.mu.Lock()
 	s.scanned[st.SandboxID] = started
+	delete(s.settles, st.SandboxID)
+	if err == nil && !res.Settled.IsZero() {
+		// Files still changing: look again once the first has settled.
+		s.settles[st.SandboxID] = res.Settled
+	}
 	s.mu.Unlock()
 	s.record(ctx, cur, err)
-	if err == nil && !res.Settled.IsZero() {
-		// Files still changing: look again once the first has settled,
-		// not at every tick while writes stay queued.
-		cur.NextAttemptAt = res.Settled
-		if uerr := s.d.Store.UpdateSyncState(context.WithoutCancel(ctx), cur); uerr != nil {
-			s.d.Log.ErrorContext(ctx, "record storage sync state", "sandbox", cur.SandboxID, "err", uerr)
-		}
-	}
 }
 
 // Flush forces a flush of a running sandbox now (POST …/sync/flush),
