@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -60,36 +58,18 @@ func (d *Driver) ExportSnapshot(_ context.Context, key string) (io.ReadCloser, i
 
 // exportImage returns f's portable form and its length.
 func exportImage(f *os.File) (io.Reader, int64, error) {
-	fi, err := f.Stat()
+	var parts []io.Reader
+	total := int64(16)
+	size, err := dataRuns(f, func(off, length int64) error {
+		parts = append(parts, bytes.NewReader(runHeader(off, length)), io.NewSectionReader(f, off, length))
+		total += 16 + length
+		return nil
+	})
 	if err != nil {
 		return nil, 0, err
 	}
-	size := fi.Size()
-	head := make([]byte, 0, 16)
-	head = append(head, portMagic...)
-	head = binary.BigEndian.AppendUint64(head, uint64(size))
-	parts := []io.Reader{bytes.NewReader(head)}
-	total := int64(len(head))
-	for off := int64(0); off < size; {
-		data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			break
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
-		if err != nil {
-			return nil, 0, err
-		}
-		hole = min(hole, size)
-		if hole <= data {
-			break
-		}
-		parts = append(parts, bytes.NewReader(runHeader(data, hole-data)), io.NewSectionReader(f, data, hole-data))
-		total += 16 + hole - data
-		off = hole
-	}
+	head := binary.BigEndian.AppendUint64([]byte(portMagic), uint64(size))
+	parts = append([]io.Reader{bytes.NewReader(head)}, parts...)
 	parts = append(parts, bytes.NewReader(runHeader(size, 0)))
 	return io.MultiReader(parts...), total + 16, nil
 }
