@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/storagesync"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // kubeSyncInterval is the flush interval of the kube storage tests.
@@ -27,15 +30,27 @@ const kubeSyncInterval = 3 * time.Second
 // storageEnv is a kube env whose control plane syncs to a fresh bucket of
 // a real object store of kind.
 func storageEnv(t *testing.T, kind string, cfg kube.Config) (*env, storagesync.Backend) {
+	e, b, _ := storageEnvObj(t, kind, cfg)
+	return e, b
+}
+
+// storageEnvObj is storageEnv that also returns the store's credentials.
+func storageEnvObj(t *testing.T, kind string, cfg kube.Config) (*env, storagesync.Backend, []string) {
 	t.Helper()
 	obj := objtest.Start(t, kind)
 	b, err := storagesync.Open(context.Background(), obj.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var secrets []string
+	for _, v := range []string{obj.Config.AccessKey, obj.Config.SecretKey, obj.Config.AccountKey, obj.Config.ConnectionString} {
+		if v != "" {
+			secrets = append(secrets, v)
+		}
+	}
 	e := newEnv(t, cfg)
-	e.srvCfg.Storage = server.StorageConfig{Backend: b, Prefix: "boxkite", Interval: kubeSyncInterval}
-	return e, b
+	e.srvCfg.Storage = server.StorageConfig{Backend: b, Prefix: "boxkite", Interval: kubeSyncInterval, Secrets: secrets}
+	return e, b, secrets
 }
 
 // bucket lists what b holds under prefix, path → size.
@@ -67,7 +82,8 @@ func waitWithin(t *testing.T, what string, within time.Duration, ok func() bool)
 // arrive byte-exact within the flush interval; ignored directories, /tmp
 // and links (one to a file of the pod's host) do not; deletes propagate;
 // the final flush on destroy is audited, and the files are listed and
-// downloaded after the pod is gone. It runs against fake-gcs-server and
+// downloaded after the pod is gone. The store's credentials reach neither
+// the pod, its Secret nor the sandbox's environment. It runs against fake-gcs-server and
 // SeaweedFS (S3); servertest's TestStorageSync covers every backend.
 func TestStorageSync(t *testing.T) {
 	for _, kind := range []string{"gcs", "s3"} {
@@ -76,7 +92,7 @@ func TestStorageSync(t *testing.T) {
 }
 
 func testStorageSync(t *testing.T, kind string) {
-	e, b := storageEnv(t, kind, kube.Config{})
+	e, b, secrets := storageEnvObj(t, kind, kube.Config{})
 	e.start(t)
 	c := e.client()
 	ctx := context.Background()
@@ -97,6 +113,9 @@ func testStorageSync(t *testing.T, kind string) {
 		}
 		return res.Stdout
 	}
+	// The store's credentials reach neither the pod, its Secret, nor the
+	// sandbox's environment.
+	noCredentials(t, e, sb.ID, secrets, exec("env"))
 	// A file of the pod's host (here the test's) that a planted link names.
 	// The test kubelet runs the sidecar with its workspace in a temporary
 	// directory, which the sidecar shows as /workspace: exec runs there.
@@ -280,5 +299,30 @@ func TestSnapshotsInStorage(t *testing.T) {
 	}
 	if got := bucket(t, b, object); len(got) != 0 {
 		t.Errorf("after the delete the bucket holds %v", got)
+	}
+}
+
+// noCredentials checks that none of secrets is in sandbox id's pod spec,
+// its sidecar Secret, or env (the sandbox's environment).
+func noCredentials(t *testing.T, e *env, id string, secrets []string, env string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "sbx-" + id
+	pod, err := e.cluster.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get pod: %v", err)
+	}
+	sec, err := e.cluster.Client.CoreV1().Secrets(e.ns).Get(ctx, name+"-sidecar", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get secret: %v", err)
+	}
+	podJSON, _ := json.Marshal(pod)
+	secJSON, _ := json.Marshal(sec)
+	for _, v := range secrets {
+		for what, text := range map[string]string{"pod": string(podJSON), "secret": string(secJSON), "environment": env} {
+			if strings.Contains(text, v) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(v))) {
+				t.Errorf("the sandbox's %s carries a storage credential", what)
+			}
+		}
 	}
 }
