@@ -229,57 +229,29 @@ func hashExtents(f *os.File) ([]byte, int64, error) {
 // the file's size, skipping holes; it returns the hash and the bytes of
 // data. Two images with the same data in the same places hash the same.
 func hashData(f *os.File) ([]byte, int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
 	h := sha256.New()
 	var hdr [16]byte
 	var n int64
-	size, err := dataRuns(f, func(off, length int64) error {
+	err = loopdisk.DataRuns(f, fi.Size(), func(off, size int64) error {
 		binary.BigEndian.PutUint64(hdr[:8], uint64(off))
-		binary.BigEndian.PutUint64(hdr[8:], uint64(length))
+		binary.BigEndian.PutUint64(hdr[8:], uint64(size))
 		h.Write(hdr[:])
-		if _, err := io.Copy(h, io.NewSectionReader(f, off, length)); err != nil {
+		if _, err := io.Copy(h, io.NewSectionReader(f, off, size)); err != nil {
 			return err
 		}
-		n += length
+		n += size
 		return nil
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	binary.BigEndian.PutUint64(hdr[:8], uint64(size))
+	binary.BigEndian.PutUint64(hdr[:8], uint64(fi.Size()))
 	h.Write(hdr[:8])
 	return h.Sum(nil), n, nil
-}
-
-// dataRuns calls fn with the offset and length of each of f's runs of
-// data in order, holes skipped (SEEK_DATA, SEEK_HOLE), and returns f's size.
-func dataRuns(f *os.File, fn func(off, length int64) error) (int64, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	size := fi.Size()
-	for off := int64(0); off < size; {
-		data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-		hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
-		if err != nil {
-			return 0, err
-		}
-		hole = min(hole, size)
-		if hole <= data {
-			break
-		}
-		if err := fn(data, hole-data); err != nil {
-			return 0, err
-		}
-		off = hole
-	}
-	return size, nil
 }
 
 // snapshotTrimDelay is how long after a snapshot's unlink the clone pool

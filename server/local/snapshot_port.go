@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/boxkite/boxkite/server/local/loopdisk"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -58,18 +59,24 @@ func (d *Driver) ExportSnapshot(_ context.Context, key string) (io.ReadCloser, i
 
 // exportImage returns f's portable form and its length.
 func exportImage(f *os.File) (io.Reader, int64, error) {
-	var parts []io.Reader
-	total := int64(16)
-	size, err := dataRuns(f, func(off, length int64) error {
-		parts = append(parts, bytes.NewReader(runHeader(off, length)), io.NewSectionReader(f, off, length))
-		total += 16 + length
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	size := fi.Size()
+	head := make([]byte, 0, 16)
+	head = append(head, portMagic...)
+	head = binary.BigEndian.AppendUint64(head, uint64(size))
+	parts := []io.Reader{bytes.NewReader(head)}
+	total := int64(len(head))
+	err = loopdisk.DataRuns(f, size, func(off, n int64) error {
+		parts = append(parts, bytes.NewReader(runHeader(off, n)), io.NewSectionReader(f, off, n))
+		total += 16 + n
 		return nil
 	})
 	if err != nil {
 		return nil, 0, err
 	}
-	head := binary.BigEndian.AppendUint64([]byte(portMagic), uint64(size))
-	parts = append([]io.Reader{bytes.NewReader(head)}, parts...)
 	parts = append(parts, bytes.NewReader(runHeader(size, 0)))
 	return io.MultiReader(parts...), total + 16, nil
 }
