@@ -53,19 +53,6 @@ func storageEnvObj(t *testing.T, kind string, cfg kube.Config) (*env, storagesyn
 	return e, b, secrets
 }
 
-// bucket lists what b holds under prefix, path → size.
-func bucket(t *testing.T, b storagesync.Backend, prefix string) map[string]int64 {
-	t.Helper()
-	out := map[string]int64{}
-	if err := b.List(context.Background(), prefix, func(o storagesync.Object) error {
-		out[strings.TrimPrefix(o.Key, prefix)] = o.Size
-		return nil
-	}); err != nil {
-		t.Fatalf("list bucket: %v", err)
-	}
-	return out
-}
-
 func waitWithin(t *testing.T, what string, within time.Duration, ok func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(within); !ok(); time.Sleep(250 * time.Millisecond) {
@@ -145,7 +132,7 @@ ln -s /tmp linkdir`)
 
 	want := []string{"api.txt", "up/raw.bin", "big.bin", "many/f1.txt", "many/f200.txt"}
 	waitWithin(t, "every file in the bucket", kubeSyncInterval+storagesync.DefaultStableFor+30*time.Second, func() bool {
-		got := bucket(t, b, prefix)
+		got := objtest.List(t, b, prefix)
 		for _, p := range want {
 			if _, ok := got[p]; !ok {
 				return false
@@ -154,7 +141,7 @@ ln -s /tmp linkdir`)
 		return len(got) == 203
 	})
 	t.Logf("every file stored %s after the first write (flush interval %s)", time.Since(start).Round(100*time.Millisecond), kubeSyncInterval)
-	for p := range bucket(t, b, prefix) {
+	for p := range objtest.List(t, b, prefix) {
 		if strings.HasPrefix(p, ".git/") || strings.HasPrefix(p, "node_modules/") || strings.Contains(p, "link") || strings.Contains(p, "tmp") {
 			t.Errorf("%s reached the bucket", p)
 		}
@@ -188,7 +175,7 @@ ln -s /tmp linkdir`)
 	if err != nil || st.LastError != "" || st.Backend != kind {
 		t.Fatalf("flush: %+v, %v", st, err)
 	}
-	got := bucket(t, b, prefix)
+	got := objtest.List(t, b, prefix)
 	if _, ok := got["many/f1.txt"]; ok || got["up/raw.bin"] != 0 || got["api.txt"] != 3 {
 		t.Errorf("after rm and a flush the bucket holds f1 %v, up/raw.bin %d bytes, api.txt %d bytes", ok, got["up/raw.bin"], got["api.txt"])
 	}
@@ -221,7 +208,7 @@ ln -s /tmp linkdir`)
 	if err := c.DeleteStorage(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if g := bucket(t, b, prefix); len(g) != 0 {
+	if g := objtest.List(t, b, prefix); len(g) != 0 {
 		t.Errorf("after DELETE …/storage the bucket holds %d files", len(g))
 	}
 }
@@ -273,7 +260,7 @@ func TestSnapshotsInStorage(t *testing.T) {
 		t.Fatalf("snapshot: %+v, %v", snap, err)
 	}
 	object := "boxkite/snapshots/" + acct.ID + "/" + snap.ID + "/"
-	if got := bucket(t, b, object); got["data"] < 2<<20 {
+	if got := objtest.List(t, b, object); got["data"] < 2<<20 {
 		t.Fatalf("the bucket holds %v under %s, want the snapshot's tar", got, object)
 	}
 	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
@@ -297,7 +284,7 @@ func TestSnapshotsInStorage(t *testing.T) {
 	if err := c.DeleteSnapshot(ctx, snap.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got := bucket(t, b, object); len(got) != 0 {
+	if got := objtest.List(t, b, object); len(got) != 0 {
 		t.Errorf("after the delete the bucket holds %v", got)
 	}
 }

@@ -84,12 +84,7 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("list organizations: %w", err)
 		}
 	}
-	out := make([]api.Organization, len(ms))
-	for i, m := range ms {
-		out[i] = m.Org.toAPI(m.Role)
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return writeAll(w, ms, func(m *Membership) api.Organization { return m.Org.toAPI(m.Role) })
 }
 
 // get serves GET /v1/organizations/{org_id}.
@@ -162,9 +157,14 @@ func (s *Service) members(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list members: %w", err)
 	}
-	out := make([]api.OrganizationMember, len(ms))
-	for i, m := range ms {
-		out[i] = memberToAPI(m)
+	return writeAll(w, ms, memberToAPI)
+}
+
+// writeAll answers recs in their wire form (conv).
+func writeAll[T, U any](w http.ResponseWriter, recs []T, conv func(T) U) error {
+	out := make([]U, len(recs))
+	for i, rec := range recs {
+		out[i] = conv(rec)
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
@@ -328,12 +328,7 @@ func (s *Service) invites(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("list invites: %w", err)
 	}
-	out := make([]api.OrganizationInvite, len(invs))
-	for i, inv := range invs {
-		out[i] = inv.toAPI()
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return writeAll(w, invs, (*Invite).toAPI)
 }
 
 // revokeInvite serves DELETE /v1/organizations/{org_id}/invites/{invite_id}.
