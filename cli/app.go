@@ -68,3 +68,16 @@ func NewApp(stdio IO, version string) *App {
 	})
 	return app
 }
+
+// configClient is the resolved configuration and its client.
+func (app *App) configClient() (*Config, *client.Client, error) {
+	cfg, err := app.Config()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := app.Client()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, c, nil
+}

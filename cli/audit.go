@@ -46,12 +46,8 @@ API's shape). --after resumes after an entry id.`,
 		GroupID: groupSandboxes,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			c, sb, err := logSandbox(ctx, app, ref)
+			asJSON, c, sb, err := jsonLogSandbox(cmd, app, &out, ref)
 			if err != nil {
 				return err
 			}
@@ -129,12 +125,8 @@ can rewrite the recorded head as well.`,
 		Example: "  boxkite audit verify\n  boxkite audit verify -s build --json",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			c, sb, err := logSandbox(ctx, app, ref)
+			asJSON, c, sb, err := jsonLogSandbox(cmd, app, &out, ref)
 			if err != nil {
 				return err
 			}
@@ -327,10 +319,7 @@ func newAllowlistClearCmd(app *App) *cobra.Command {
 		Long:  "Remove the command allowlist: every command is allowed again. On a terminal it\nasks first; elsewhere it needs --yes.",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := conf.refuseUnattended(app, args); err != nil {
-				return err
-			}
-			c, err := app.Client()
+			c, err := conf.client(app, args)
 			if err != nil {
 				return err
 			}

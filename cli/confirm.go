@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/boxkite/boxkite/client"
 )
 
 // confirmation is --yes/-y on a destructive command, as in gh: on a
@@ -31,6 +33,15 @@ func (c *confirmation) register(cmd *cobra.Command) {
 		cmd.Annotations = map[string]string{}
 	}
 	cmd.Annotations[annotationDestructive] = "true"
+}
+
+// client is the client of the selected context, once refuseUnattended
+// let the command go on.
+func (c *confirmation) client(app *App, args []string) (*client.Client, error) {
+	if err := c.refuseUnattended(app, args); err != nil {
+		return nil, err
+	}
+	return app.Client()
 }
 
 // refuseUnattended fails with a usage error (exit 2) when nobody can be

@@ -146,14 +146,9 @@ func newContextUseCmd(app *App) *cobra.Command {
 			if err := checkContextName(name); err != nil {
 				return err
 			}
-			home, _, err := resolveHome()
+			home, err := existingContext(name)
 			if err != nil {
 				return err
-			}
-			if ok, err := contextExists(home, name); err != nil {
-				return err
-			} else if !ok {
-				return contextNotFound(name)
 			}
 			if err := writeCurrentContext(home, name); err != nil {
 				return err
@@ -292,14 +287,9 @@ terminal it asks first; elsewhere it needs --yes.`,
 			if err := conf.refuseUnattended(app, args); err != nil {
 				return err
 			}
-			home, _, err := resolveHome()
+			home, err := existingContext(name)
 			if err != nil {
 				return err
-			}
-			if ok, err := contextExists(home, name); err != nil {
-				return err
-			} else if !ok {
-				return contextNotFound(name)
 			}
 			if err := conf.ask(app, fmt.Sprintf("Remove context %s and its API key?", name)); err != nil {
 				return err
@@ -336,4 +326,19 @@ func completeContexts(_ *cobra.Command, _ []string, _ string) ([]cobra.Completio
 		out = append(out, cobra.CompletionWithDesc(c.Name, c.BaseURL))
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// existingContext returns the boxkite home when it has a context name,
+// else the error that says there is none.
+func existingContext(name string) (string, error) {
+	home, _, err := resolveHome()
+	if err != nil {
+		return "", err
+	}
+	if ok, err := contextExists(home, name); err != nil {
+		return "", err
+	} else if !ok {
+		return "", contextNotFound(name)
+	}
+	return home, nil
 }

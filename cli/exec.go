@@ -190,11 +190,7 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 		}
 		req.Stdin = string(b)
 	}
-	cfg, err := app.Config()
-	if err != nil {
-		return err
-	}
-	c, err := app.Client()
+	cfg, c, err := app.configClient()
 	if err != nil {
 		return err
 	}

@@ -220,6 +220,21 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
+// idsOrAll takes ids as arguments or the --all flag (*all, read when the
+// arguments are checked), not both and not neither: ids names them in the
+// refusal of both, none is the refusal of neither.
+func idsOrAll(all *bool, ids, none string) cobra.PositionalArgs {
+	return usageArgs(func(_ *cobra.Command, args []string) error {
+		switch {
+		case *all && len(args) > 0:
+			return errors.New("give " + ids + " or --all, not both")
+		case !*all && len(args) == 0:
+			return errors.New(none)
+		}
+		return nil
+	})
+}
+
 // groupCmd makes a command that only holds subcommands reject unknown
 // subcommands (exit 2) instead of printing help and exiting 0, which is
 // cobra's default for every command but the root.

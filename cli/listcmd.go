@@ -170,10 +170,7 @@ func newRemovalCmd[T any](app *App, rm removal[T]) *cobra.Command {
 		Long:    rm.long,
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := conf.refuseUnattended(app, args); err != nil {
-				return err
-			}
-			c, err := app.Client()
+			c, err := conf.client(app, args)
 			if err != nil {
 				return err
 			}

@@ -52,11 +52,7 @@ that cannot resolve *.localhost. See docs/previews.md.`,
 			if err != nil || port < 1 || port > 65535 {
 				return usageErrorf("give the port the app listens on inside the sandbox, e.g. 8080", "PORT must be 1 to 65535, not %q", args[0])
 			}
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, sb, err := target(cmd.Context(), app, ref, false)
+			asJSON, c, sb, err := jsonTarget(cmd, app, &out, ref)
 			if err != nil {
 				return err
 			}
@@ -99,11 +95,7 @@ that cannot resolve *.localhost. See docs/previews.md.`,
 
 // listPreviews prints the sandbox's live previews.
 func listPreviews(cmd *cobra.Command, app *App, ref string, out *outputFlags) error {
-	asJSON, err := out.wantJSON(cmd)
-	if err != nil {
-		return err
-	}
-	c, sb, err := target(cmd.Context(), app, ref, false)
+	asJSON, c, sb, err := jsonTarget(cmd, app, out, ref)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -28,11 +27,7 @@ func newPsCmd(app *App) *cobra.Command {
 		GroupID: groupSandboxes,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			c, sb, err := target(cmd.Context(), app, ref, false)
+			asJSON, c, sb, err := jsonTarget(cmd, app, &out, ref)
 			if err != nil {
 				return err
 			}
@@ -123,15 +118,7 @@ func newKillCmd(app *App) *cobra.Command {
 unique prefix of a process id is enough; --all stops every running one.`,
 		Example: "  boxkite kill proc_3f2a\n  boxkite kill --all",
 		GroupID: groupSandboxes,
-		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
-			switch {
-			case all && len(args) > 0:
-				return errors.New("give process ids or --all, not both")
-			case !all && len(args) == 0:
-				return errors.New("give the processes to stop, or --all")
-			}
-			return nil
-		}),
+		Args:    idsOrAll(&all, "process ids", "give the processes to stop, or --all"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.wantJSON(cmd)
 			if err != nil {

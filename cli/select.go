@@ -89,6 +89,28 @@ func sandboxArg(cmd *cobra.Command, app *App, out *outputFlags, ref string, want
 	return asJSON, c, sb, err
 }
 
+// jsonTarget is jsonClient and the sandbox ref names, or the one to pick
+// (target, never creating one).
+func jsonTarget(cmd *cobra.Command, app *App, out *outputFlags, ref string) (bool, *client.Client, api.Sandbox, error) {
+	asJSON, err := out.wantJSON(cmd)
+	if err != nil {
+		return false, nil, api.Sandbox{}, err
+	}
+	c, sb, err := target(cmd.Context(), app, ref, false)
+	return asJSON, c, sb, err
+}
+
+// jsonLogSandbox is jsonClient and the sandbox whose log a command reads
+// (logSandbox).
+func jsonLogSandbox(cmd *cobra.Command, app *App, out *outputFlags, ref string) (bool, *client.Client, api.Sandbox, error) {
+	asJSON, err := out.wantJSON(cmd)
+	if err != nil {
+		return false, nil, api.Sandbox{}, err
+	}
+	c, sb, err := logSandbox(cmd.Context(), app, ref)
+	return asJSON, c, sb, err
+}
+
 // jsonClient is what most commands start with: whether to print JSON
 // (out's --json), and the client of the selected context.
 func jsonClient(cmd *cobra.Command, app *App, out *outputFlags) (bool, *client.Client, error) {

@@ -291,20 +291,9 @@ func newSessionRmCmd(app *App) *cobra.Command {
 		Long:              "Destroy sandboxes. On a terminal it asks first; elsewhere it needs --yes.",
 		Example:           "  boxkite session rm 3f2a\n  boxkite session rm --all --yes",
 		ValidArgsFunction: completeSandboxes(app, true),
-		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
-			switch {
-			case all && len(args) > 0:
-				return errors.New("give sandbox ids or --all, not both")
-			case !all && len(args) == 0:
-				return errors.New("give the sandboxes to remove, or --all")
-			}
-			return nil
-		}),
+		Args:              idsOrAll(&all, "sandbox ids", "give the sandboxes to remove, or --all"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := conf.refuseUnattended(app, args); err != nil {
-				return err
-			}
-			c, err := app.Client()
+			c, err := conf.client(app, args)
 			if err != nil {
 				return err
 			}

@@ -40,11 +40,7 @@ func runTUI(ctx context.Context, app *App) error {
 		return usageErrorf("run it in a terminal; for scripts use boxkite session ls and boxkite watch",
 			"boxkite tui needs a terminal")
 	}
-	cfg, err := app.Config()
-	if err != nil {
-		return err
-	}
-	c, err := app.Client()
+	cfg, c, err := app.configClient()
 	if err != nil {
 		return err
 	}

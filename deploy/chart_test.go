@@ -141,6 +141,9 @@ func TestChartRejects(t *testing.T) {
 		{"sqlite with replicas", []string{"server.replicas=2"}, "database.driver=postgres"},
 		{"sandboxes in the release namespace", []string{"sandboxes.namespace=" + releaseNS}, "must differ"},
 		{"secret and values", []string{"auth.existingSecret=x", "auth.jwtSecret=0123456789abcdef0123456789abcdef"}, "either"},
+		{"object storage without a bucket", []string{"objectStorage.kind=s3"}, "objectStorage.bucket"},
+		{"unknown object storage", []string{"objectStorage.kind=ftp", "objectStorage.bucket=b"}, "kind"},
+		{"storage kind in server config", []string{"server.config.storage-kind=s3"}, "'storage-kind'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

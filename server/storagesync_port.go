@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/storagesync"
 )
@@ -100,13 +101,9 @@ func (f syncFiles) do(ctx context.Context, sandboxID, method, path string, q url
 	if err != nil {
 		return nil, fmt.Errorf("sidecar client: %w", err)
 	}
-	u := "http://sidecar" + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	req, err := sidecar.NewRequest(ctx, method, path, q, body)
 	if err != nil {
-		return nil, fmt.Errorf("build sidecar request: %w", err)
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -144,3 +144,17 @@ func freePort(t testing.TB) int {
 	t.Fatal("objtest: no free port pair")
 	return 0
 }
+
+// List returns what b holds under prefix: each object's key with prefix
+// cut off, and its size.
+func List(t testing.TB, b storagesync.Backend, prefix string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	if err := b.List(context.Background(), prefix, func(o storagesync.Object) error {
+		out[strings.TrimPrefix(o.Key, prefix)] = o.Size
+		return nil
+	}); err != nil {
+		t.Fatalf("objtest: list %s: %v", prefix, err)
+	}
+	return out
+}

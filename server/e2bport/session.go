@@ -166,13 +166,9 @@ func (e *session) Sidecar(ctx context.Context, method, path string, q url.Values
 		e.d.Log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
 		return nil, model.SandboxFailed("reach")
 	}
-	u := "http://sidecar" + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	req, err := sidecar.NewRequest(ctx, method, path, q, body)
 	if err != nil {
-		return nil, fmt.Errorf("build sidecar request: %w", err)
+		return nil, err
 	}
 	for k, v := range hdr {
 		req.Header[k] = v

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/storagesync"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // kubeSyncInterval is the flush interval of the kube storage tests.
@@ -27,28 +30,27 @@ const kubeSyncInterval = 3 * time.Second
 // storageEnv is a kube env whose control plane syncs to a fresh bucket of
 // a real object store of kind.
 func storageEnv(t *testing.T, kind string, cfg kube.Config) (*env, storagesync.Backend) {
+	e, b, _ := storageEnvObj(t, kind, cfg)
+	return e, b
+}
+
+// storageEnvObj is storageEnv that also returns the store's credentials.
+func storageEnvObj(t *testing.T, kind string, cfg kube.Config) (*env, storagesync.Backend, []string) {
 	t.Helper()
 	obj := objtest.Start(t, kind)
 	b, err := storagesync.Open(context.Background(), obj.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, cfg)
-	e.srvCfg.Storage = server.StorageConfig{Backend: b, Prefix: "boxkite", Interval: kubeSyncInterval}
-	return e, b
-}
-
-// bucket lists what b holds under prefix, path → size.
-func bucket(t *testing.T, b storagesync.Backend, prefix string) map[string]int64 {
-	t.Helper()
-	out := map[string]int64{}
-	if err := b.List(context.Background(), prefix, func(o storagesync.Object) error {
-		out[strings.TrimPrefix(o.Key, prefix)] = o.Size
-		return nil
-	}); err != nil {
-		t.Fatalf("list bucket: %v", err)
+	var secrets []string
+	for _, v := range []string{obj.Config.AccessKey, obj.Config.SecretKey, obj.Config.AccountKey, obj.Config.ConnectionString} {
+		if v != "" {
+			secrets = append(secrets, v)
+		}
 	}
-	return out
+	e := newEnv(t, cfg)
+	e.srvCfg.Storage = server.StorageConfig{Backend: b, Prefix: "boxkite", Interval: kubeSyncInterval, Secrets: secrets}
+	return e, b, secrets
 }
 
 func waitWithin(t *testing.T, what string, within time.Duration, ok func() bool) {
@@ -67,7 +69,8 @@ func waitWithin(t *testing.T, what string, within time.Duration, ok func() bool)
 // arrive byte-exact within the flush interval; ignored directories, /tmp
 // and links (one to a file of the pod's host) do not; deletes propagate;
 // the final flush on destroy is audited, and the files are listed and
-// downloaded after the pod is gone. It runs against fake-gcs-server and
+// downloaded after the pod is gone. The store's credentials reach neither
+// the pod, its Secret nor the sandbox's environment. It runs against fake-gcs-server and
 // SeaweedFS (S3); servertest's TestStorageSync covers every backend.
 func TestStorageSync(t *testing.T) {
 	for _, kind := range []string{"gcs", "s3"} {
@@ -76,7 +79,7 @@ func TestStorageSync(t *testing.T) {
 }
 
 func testStorageSync(t *testing.T, kind string) {
-	e, b := storageEnv(t, kind, kube.Config{})
+	e, b, secrets := storageEnvObj(t, kind, kube.Config{})
 	e.start(t)
 	c := e.client()
 	ctx := context.Background()
@@ -97,6 +100,9 @@ func testStorageSync(t *testing.T, kind string) {
 		}
 		return res.Stdout
 	}
+	// The store's credentials reach neither the pod, its Secret, nor the
+	// sandbox's environment.
+	noCredentials(t, e, sb.ID, secrets, exec("env"))
 	// A file of the pod's host (here the test's) that a planted link names.
 	// The test kubelet runs the sidecar with its workspace in a temporary
 	// directory, which the sidecar shows as /workspace: exec runs there.
@@ -126,7 +132,7 @@ ln -s /tmp linkdir`)
 
 	want := []string{"api.txt", "up/raw.bin", "big.bin", "many/f1.txt", "many/f200.txt"}
 	waitWithin(t, "every file in the bucket", kubeSyncInterval+storagesync.DefaultStableFor+30*time.Second, func() bool {
-		got := bucket(t, b, prefix)
+		got := objtest.List(t, b, prefix)
 		for _, p := range want {
 			if _, ok := got[p]; !ok {
 				return false
@@ -135,7 +141,7 @@ ln -s /tmp linkdir`)
 		return len(got) == 203
 	})
 	t.Logf("every file stored %s after the first write (flush interval %s)", time.Since(start).Round(100*time.Millisecond), kubeSyncInterval)
-	for p := range bucket(t, b, prefix) {
+	for p := range objtest.List(t, b, prefix) {
 		if strings.HasPrefix(p, ".git/") || strings.HasPrefix(p, "node_modules/") || strings.Contains(p, "link") || strings.Contains(p, "tmp") {
 			t.Errorf("%s reached the bucket", p)
 		}
@@ -169,7 +175,7 @@ ln -s /tmp linkdir`)
 	if err != nil || st.LastError != "" || st.Backend != kind {
 		t.Fatalf("flush: %+v, %v", st, err)
 	}
-	got := bucket(t, b, prefix)
+	got := objtest.List(t, b, prefix)
 	if _, ok := got["many/f1.txt"]; ok || got["up/raw.bin"] != 0 || got["api.txt"] != 3 {
 		t.Errorf("after rm and a flush the bucket holds f1 %v, up/raw.bin %d bytes, api.txt %d bytes", ok, got["up/raw.bin"], got["api.txt"])
 	}
@@ -202,7 +208,7 @@ ln -s /tmp linkdir`)
 	if err := c.DeleteStorage(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if g := bucket(t, b, prefix); len(g) != 0 {
+	if g := objtest.List(t, b, prefix); len(g) != 0 {
 		t.Errorf("after DELETE …/storage the bucket holds %d files", len(g))
 	}
 }
@@ -254,7 +260,7 @@ func TestSnapshotsInStorage(t *testing.T) {
 		t.Fatalf("snapshot: %+v, %v", snap, err)
 	}
 	object := "boxkite/snapshots/" + acct.ID + "/" + snap.ID + "/"
-	if got := bucket(t, b, object); got["data"] < 2<<20 {
+	if got := objtest.List(t, b, object); got["data"] < 2<<20 {
 		t.Fatalf("the bucket holds %v under %s, want the snapshot's tar", got, object)
 	}
 	if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
@@ -278,7 +284,32 @@ func TestSnapshotsInStorage(t *testing.T) {
 	if err := c.DeleteSnapshot(ctx, snap.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got := bucket(t, b, object); len(got) != 0 {
+	if got := objtest.List(t, b, object); len(got) != 0 {
 		t.Errorf("after the delete the bucket holds %v", got)
+	}
+}
+
+// noCredentials checks that none of secrets is in sandbox id's pod spec,
+// its sidecar Secret, or env (the sandbox's environment).
+func noCredentials(t *testing.T, e *env, id string, secrets []string, env string) {
+	t.Helper()
+	ctx := context.Background()
+	name := "sbx-" + id
+	pod, err := e.cluster.Client.CoreV1().Pods(e.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get pod: %v", err)
+	}
+	sec, err := e.cluster.Client.CoreV1().Secrets(e.ns).Get(ctx, name+"-sidecar", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get secret: %v", err)
+	}
+	podJSON, _ := json.Marshal(pod)
+	secJSON, _ := json.Marshal(sec)
+	for _, v := range secrets {
+		for what, text := range map[string]string{"pod": string(podJSON), "secret": string(secJSON), "environment": env} {
+			if strings.Contains(text, v) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(v))) {
+				t.Errorf("the sandbox's %s carries a storage credential", what)
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // filler is what the warm pool and the prepared pool share: the members
@@ -57,3 +58,28 @@ func (f *filler[T]) stop(ctx context.Context, what string, remove func(context.C
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// idle waits until a member is taken (wake) and reports false once ctx
+// ended instead.
+func (f *filler[T]) idle(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-f.kick:
+		return true
+	}
+}
+
+// sleep waits d and reports false once ctx ended instead.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// Pauses between a filler's failed attempts, so a broken host does not
+// spin: doubled at each failure, from minRetry up to maxRetry.
+const minRetry, maxRetry = 100 * time.Millisecond, 30 * time.Second

@@ -115,15 +115,12 @@ func (d *Driver) removeMember(ctx context.Context, name string) error {
 // retried with a growing pause, so a broken host does not spin.
 func (p *pool) fill(ctx context.Context) {
 	defer close(p.done)
-	const minPause, maxPause = 100 * time.Millisecond, 30 * time.Second
-	pause := minPause
+	pause := minRetry
 	for {
 		for p.short() {
 			if wait := p.quietFor(); wait > 0 {
-				select {
-				case <-ctx.Done():
+				if !sleep(ctx, wait) {
 					return
-				case <-time.After(wait):
 				}
 				continue
 			}
@@ -136,21 +133,17 @@ func (p *pool) fill(ctx context.Context) {
 			}
 			if err != nil {
 				p.d.log.Warn("warm pool: start a sandbox", "err", err, "retry_in", pause)
-				select {
-				case <-ctx.Done():
+				if !sleep(ctx, pause) {
 					return
-				case <-time.After(pause):
 				}
-				pause = min(2*pause, maxPause)
+				pause = min(2*pause, maxRetry)
 				continue
 			}
-			pause = minPause
+			pause = minRetry
 			p.add(name)
 		}
-		select {
-		case <-ctx.Done():
+		if !p.idle(ctx) {
 			return
-		case <-p.kick:
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -68,8 +67,7 @@ func (d *Driver) startPrepared() {
 // retried with a growing pause, so a broken host does not spin.
 func (pp *preparedPool) fill(ctx context.Context) {
 	defer close(pp.done)
-	const minPause, maxPause = 100 * time.Millisecond, 30 * time.Second
-	pause := minPause
+	pause := minRetry
 	for {
 		for pp.short() {
 			slot, err := pp.d.prepareSlot()
@@ -81,20 +79,16 @@ func (pp *preparedPool) fill(ctx context.Context) {
 			}
 			if err != nil {
 				pp.d.log.Warn("prepared pool: prepare a sandbox", "err", err, "retry_in", pause)
-				select {
-				case <-ctx.Done():
+				if !sleep(ctx, pause) {
 					return
-				case <-time.After(pause):
 				}
-				pause = min(2*pause, maxPause)
+				pause = min(2*pause, maxRetry)
 				continue
 			}
-			pause = minPause
+			pause = minRetry
 		}
-		select {
-		case <-ctx.Done():
+		if !pp.idle(ctx) {
 			return
-		case <-pp.kick:
 		}
 	}
 }

@@ -236,26 +236,18 @@ func hashData(f *os.File) ([]byte, int64, error) {
 	h := sha256.New()
 	var hdr [16]byte
 	var n int64
-	for off := int64(0); off < fi.Size(); {
-		data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			break
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
-		if err != nil {
-			return nil, 0, err
-		}
-		binary.BigEndian.PutUint64(hdr[:8], uint64(data))
-		binary.BigEndian.PutUint64(hdr[8:], uint64(hole-data))
+	err = loopdisk.DataRuns(f, fi.Size(), func(off, size int64) error {
+		binary.BigEndian.PutUint64(hdr[:8], uint64(off))
+		binary.BigEndian.PutUint64(hdr[8:], uint64(size))
 		h.Write(hdr[:])
-		if _, err := io.Copy(h, io.NewSectionReader(f, data, hole-data)); err != nil {
-			return nil, 0, err
+		if _, err := io.Copy(h, io.NewSectionReader(f, off, size)); err != nil {
+			return err
 		}
-		n += hole - data
-		off = hole
+		n += size
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	binary.BigEndian.PutUint64(hdr[:8], uint64(fi.Size()))
 	h.Write(hdr[:8])

@@ -11,8 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/boxkite/boxkite/server/local/loopdisk"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -70,25 +69,13 @@ func exportImage(f *os.File) (io.Reader, int64, error) {
 	head = binary.BigEndian.AppendUint64(head, uint64(size))
 	parts := []io.Reader{bytes.NewReader(head)}
 	total := int64(len(head))
-	for off := int64(0); off < size; {
-		data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
-		if errors.Is(err, unix.ENXIO) {
-			break
-		}
-		if err != nil {
-			return nil, 0, err
-		}
-		hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
-		if err != nil {
-			return nil, 0, err
-		}
-		hole = min(hole, size)
-		if hole <= data {
-			break
-		}
-		parts = append(parts, bytes.NewReader(runHeader(data, hole-data)), io.NewSectionReader(f, data, hole-data))
-		total += 16 + hole - data
-		off = hole
+	err = loopdisk.DataRuns(f, size, func(off, n int64) error {
+		parts = append(parts, bytes.NewReader(runHeader(off, n)), io.NewSectionReader(f, off, n))
+		total += 16 + n
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
 	}
 	parts = append(parts, bytes.NewReader(runHeader(size, 0)))
 	return io.MultiReader(parts...), total + 16, nil

@@ -104,8 +104,9 @@ type SandboxStore interface {
 type AuditStore interface {
 	// AppendExecLog gives e the next Seq of its sandbox, seals it after the
 	// sandbox's last entry (ExecLogEntry.Seal) and inserts it, in one
-	// transaction; appends to one sandbox are serialised, so the chain
-	// never forks.
+	// transaction (which may hold other appends too: a group commit);
+	// appends to one sandbox are serialised, so the chain never forks. It
+	// returns nil only once e is committed.
 	AppendExecLog(ctx context.Context, e *ExecLogEntry) error
 	// ExecLog returns at most limit of the sandbox's entries in Seq order,
 	// skipping the first offset, and how many it has in all.

@@ -137,16 +137,26 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) error {
 	return s.page(w, http.StatusOK, pageData{Client: c, Request: a, Account: acct, CSRF: s.csrf(r, cookie)})
 }
 
+// form reads and checks the authorization request a POST of the pages
+// carries; when ok is false the answer is written and err is the
+// handler's to return.
+func (s *Service) form(w http.ResponseWriter, r *http.Request) (a authRequest, c *Client, ok bool, err error) {
+	if err := r.ParseForm(); err != nil {
+		return a, nil, false, s.page(w, http.StatusBadRequest, pageData{Error: "The form could not be read."})
+	}
+	a = parseAuthRequest(r.PostForm)
+	if c, err = s.check(r, &a); err != nil {
+		return a, nil, false, s.fail(w, r, a, err)
+	}
+	return a, c, true, nil
+}
+
 // login serves POST /oauth/authorize/login: the account's email and
 // password, then back to the consent form with a session cookie.
 func (s *Service) login(w http.ResponseWriter, r *http.Request) error {
-	if err := r.ParseForm(); err != nil {
-		return s.page(w, http.StatusBadRequest, pageData{Error: "The form could not be read."})
-	}
-	a := parseAuthRequest(r.PostForm)
-	c, err := s.check(r, &a)
-	if err != nil {
-		return s.fail(w, r, a, err)
+	a, c, ok, err := s.form(w, r)
+	if !ok {
+		return err
 	}
 	acct, err := s.d.Login(w, r, r.PostForm.Get("email"), r.PostForm.Get("password"))
 	if err != nil {
@@ -175,13 +185,9 @@ func (s *Service) login(w http.ResponseWriter, r *http.Request) error {
 // decide serves POST /oauth/authorize/decide: the signed-in user approves
 // (an authorization code goes back to the client) or denies.
 func (s *Service) decide(w http.ResponseWriter, r *http.Request) error {
-	if err := r.ParseForm(); err != nil {
-		return s.page(w, http.StatusBadRequest, pageData{Error: "The form could not be read."})
-	}
-	a := parseAuthRequest(r.PostForm)
-	c, err := s.check(r, &a)
-	if err != nil {
-		return s.fail(w, r, a, err)
+	a, c, ok, err := s.form(w, r)
+	if !ok {
+		return err
 	}
 	acct, cookie := s.session(r)
 	if acct == nil {

@@ -84,12 +84,7 @@ func (s *Service) list(w http.ResponseWriter, r *http.Request) error {
 			return fmt.Errorf("list organizations: %w", err)
 		}
 	}
-	out := make([]api.Organization, len(ms))
-	for i, m := range ms {
-		out[i] = m.Org.toAPI(m.Role)
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return writeAll(w, ms, func(m *Membership) api.Organization { return m.Org.toAPI(m.Role) })
 }
 
 // get serves GET /v1/organizations/{org_id}.
@@ -154,17 +149,30 @@ func memberToAPI(m *Member) api.OrganizationMember {
 
 // members serves GET /v1/organizations/{org_id}/members.
 func (s *Service) members(w http.ResponseWriter, r *http.Request) error {
-	orgID := r.PathValue("org_id")
-	if _, err := s.access(r.Context(), orgID, model.RoleMember); err != nil {
+	orgID, err := s.orgOf(r, model.RoleMember)
+	if err != nil {
 		return err
 	}
 	ms, err := s.d.Store.OrgMembers(r.Context(), orgID)
 	if err != nil {
 		return fmt.Errorf("list members: %w", err)
 	}
-	out := make([]api.OrganizationMember, len(ms))
-	for i, m := range ms {
-		out[i] = memberToAPI(m)
+	return writeAll(w, ms, memberToAPI)
+}
+
+// orgOf is the organization of r's {org_id}, once the caller's membership
+// in it has the role need.
+func (s *Service) orgOf(r *http.Request, need string) (string, error) {
+	orgID := r.PathValue("org_id")
+	_, err := s.access(r.Context(), orgID, need)
+	return orgID, err
+}
+
+// writeAll answers recs in their wire form (conv).
+func writeAll[T, U any](w http.ResponseWriter, recs []T, conv func(T) U) error {
+	out := make([]U, len(recs))
+	for i, rec := range recs {
+		out[i] = conv(rec)
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
@@ -320,29 +328,25 @@ func (s *Service) invite(w http.ResponseWriter, r *http.Request) error {
 
 // invites serves GET /v1/organizations/{org_id}/invites.
 func (s *Service) invites(w http.ResponseWriter, r *http.Request) error {
-	orgID := r.PathValue("org_id")
-	if _, err := s.access(r.Context(), orgID, model.RoleAdmin); err != nil {
+	orgID, err := s.orgOf(r, model.RoleAdmin)
+	if err != nil {
 		return err
 	}
 	invs, err := s.d.Store.OrgInvites(r.Context(), orgID)
 	if err != nil {
 		return fmt.Errorf("list invites: %w", err)
 	}
-	out := make([]api.OrganizationInvite, len(invs))
-	for i, inv := range invs {
-		out[i] = inv.toAPI()
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return writeAll(w, invs, (*Invite).toAPI)
 }
 
 // revokeInvite serves DELETE /v1/organizations/{org_id}/invites/{invite_id}.
 func (s *Service) revokeInvite(w http.ResponseWriter, r *http.Request) error {
-	orgID, id := r.PathValue("org_id"), r.PathValue("invite_id")
-	if _, err := s.access(r.Context(), orgID, model.RoleAdmin); err != nil {
+	orgID, err := s.orgOf(r, model.RoleAdmin)
+	if err != nil {
 		return err
 	}
-	err := s.d.Store.DeleteOrgInvite(r.Context(), orgID, id)
+	id := r.PathValue("invite_id")
+	err = s.d.Store.DeleteOrgInvite(r.Context(), orgID, id)
 	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "invite %s not found", id).
 			WithHint("`boxkite org invites` lists the invites not yet accepted")

@@ -157,7 +157,11 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	// The copy finishes even if the client hangs up: the row must end up
 	// telling the truth.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+	timeout := 5 * time.Minute
+	if s.porter() != nil {
+		timeout += remoteTimeout // the copy into the bucket
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, false)
 	var stored error

@@ -18,16 +18,17 @@ const execLogColumns = `id, sandbox_id, seq, account_id, source, operation, deta
 // writers); databases with row-level locking can.
 const appendRetries = 5
 
-// AppendExecLog implements model.AuditStore.
+// AppendExecLog implements model.AuditStore. It returns once e is
+// committed, in a group commit with the appends that arrived with it
+// (groupcommit.go).
 func (s *Store) AppendExecLog(ctx context.Context, e *model.ExecLogEntry) error {
-	var err error
-	for range appendRetries {
-		err = s.inTx(ctx, func(tx *sql.Tx) error { return s.appendExecLog(ctx, tx, e) })
-		if !errors.Is(err, model.ErrConflict) {
-			break
-		}
-	}
-	return err
+	return s.audit.append(ctx, e)
+}
+
+// appendOne appends e in a transaction of its own: what the group
+// committer falls back to when a batch fails for one entry's reason.
+func (s *Store) appendOne(ctx context.Context, e *model.ExecLogEntry) error {
+	return s.appendBatch(ctx, []*model.ExecLogEntry{e})
 }
 
 // txStmt is the cached statement for a hot query, bound to tx.
@@ -39,12 +40,8 @@ func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt
 	return tx.StmtContext(ctx, st), nil
 }
 
+// appendExecLog appends e in tx, which holds e's chain lock (lockChains).
 func (s *Store) appendExecLog(ctx context.Context, tx *sql.Tx, e *model.ExecLogEntry) error {
-	if s.d.chainLock != "" {
-		if _, err := tx.ExecContext(ctx, s.d.chainLock, e.SandboxID); err != nil {
-			return fmt.Errorf("lock chain: %w", err)
-		}
-	}
 	// The head the last append recorded, not exec_log's newest row: rows
 	// removed from the end behind the server's back then show as a gap
 	// before the next entry instead of being silently written over.

@@ -1,7 +1,9 @@
 package sqlstore_test
 
 import (
+	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/boxkite/boxkite/server/model"
@@ -53,4 +55,24 @@ func BenchmarkSandbox(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkAppendExecLogParallel is the audit write of execs arriving
+// together: 16 writers per CPU, each on its own sandbox, as execs on many
+// sandboxes (or several on one) are answered at once.
+func BenchmarkAppendExecLogParallel(b *testing.B) {
+	st, sb := benchStore(b)
+	var n atomic.Int64
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		sandbox := fmt.Sprintf("%s-%d", sb.ID, n.Add(1))
+		i := 0
+		for pb.Next() {
+			if err := st.AppendExecLog(b.Context(), logEntry(sandbox, sb.AccountID, "exec", i)); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
 }

@@ -21,6 +21,8 @@ type Store struct {
 	// lookup, sandbox lookup): preparing costs more than running them.
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+
+	audit *committer // group-commits audit appends (groupcommit.go)
 }
 
 var _ model.Store = (*Store)(nil)
@@ -58,11 +60,14 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, d: d, dsn: driverDSN, stmts: map[string]*sql.Stmt{}}, nil
+	s := &Store{db: db, d: d, dsn: driverDSN, stmts: map[string]*sql.Stmt{}}
+	s.audit = newCommitter(s.appendBatch, s.appendOne)
+	return s, nil
 }
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.audit.close()
 	s.mu.Lock()
 	for _, st := range s.stmts {
 		st.Close()

@@ -79,6 +79,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"ExecLogChain", testExecLogChain},
 		{"ExecLogConcurrentAppends", testExecLogConcurrentAppends},
+		{"ExecLogGroupCommit", testExecLogGroupCommit},
 		{"Credentials", testCredentials},
 		{"Settings", testSettings},
 		{"SSHKeys", testSSHKeys},

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"time"
 )
@@ -99,4 +101,18 @@ func LineTap(maxLine int, fn func(line []byte)) func([]byte) {
 			p = p[i+1:]
 		}
 	}
+}
+
+// NewRequest is a request for path on a sandbox's sidecar, with the query
+// q, for a client of Clients (which dials the sandbox whatever the host).
+func NewRequest(ctx context.Context, method, path string, q url.Values, body io.Reader) (*http.Request, error) {
+	u := "http://sidecar" + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("build sidecar request: %w", err)
+	}
+	return req, nil
 }

@@ -230,19 +230,30 @@ func copySparse(dst, src string, size int64) (err error) {
 	if err := out.Truncate(size); err != nil {
 		return err
 	}
+	return DataRuns(in, size, func(off, n int64) error { return copyRange(out, in, off, n) })
+}
+
+// DataRuns calls fn with the offset and length of each run of data in
+// the first size bytes of f, in order, skipping the holes between them
+// (SEEK_DATA, SEEK_HOLE).
+func DataRuns(f *os.File, size int64, fn func(off, n int64) error) error {
 	for off := int64(0); off < size; {
-		data, err := unix.Seek(int(in.Fd()), off, unix.SEEK_DATA)
+		data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
 		if errors.Is(err, unix.ENXIO) {
 			return nil // only a hole is left
 		}
 		if err != nil {
 			return err
 		}
-		hole, err := unix.Seek(int(in.Fd()), data, unix.SEEK_HOLE)
+		hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
 		if err != nil {
 			return err
 		}
-		if err := copyRange(out, in, data, hole-data); err != nil {
+		hole = min(hole, size)
+		if hole <= data {
+			return nil
+		}
+		if err := fn(data, hole-data); err != nil {
 			return err
 		}
 		off = hole

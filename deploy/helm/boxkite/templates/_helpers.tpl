@@ -121,6 +121,9 @@ seccompProfile:
 {{- if and .Values.auth.existingSecret (or .Values.auth.bootstrapApiKey .Values.auth.jwtSecret .Values.auth.bastionKey) }}
 {{- fail "set either auth.existingSecret or the auth values, not both" }}
 {{- end }}
+{{- if and .Values.objectStorage.kind (not .Values.objectStorage.bucket) }}
+{{- fail "objectStorage.kind needs objectStorage.bucket" }}
+{{- end }}
 {{- if eq .Values.sandboxes.namespace .Release.Namespace }}
 {{- fail "sandboxes.namespace must differ from the release namespace: its default-deny policy and admission policy would fence the control plane too" }}
 {{- end }}
