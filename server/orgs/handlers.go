@@ -149,8 +149,8 @@ func memberToAPI(m *Member) api.OrganizationMember {
 
 // members serves GET /v1/organizations/{org_id}/members.
 func (s *Service) members(w http.ResponseWriter, r *http.Request) error {
-	orgID := r.PathValue("org_id")
-	if _, err := s.access(r.Context(), orgID, model.RoleMember); err != nil {
+	orgID, err := s.orgOf(r, model.RoleMember)
+	if err != nil {
 		return err
 	}
 	ms, err := s.d.Store.OrgMembers(r.Context(), orgID)
@@ -158,6 +158,14 @@ func (s *Service) members(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("list members: %w", err)
 	}
 	return writeAll(w, ms, memberToAPI)
+}
+
+// orgOf is the organization of r's {org_id}, once the caller's membership
+// in it has the role need.
+func (s *Service) orgOf(r *http.Request, need string) (string, error) {
+	orgID := r.PathValue("org_id")
+	_, err := s.access(r.Context(), orgID, need)
+	return orgID, err
 }
 
 // writeAll answers recs in their wire form (conv).
@@ -320,8 +328,8 @@ func (s *Service) invite(w http.ResponseWriter, r *http.Request) error {
 
 // invites serves GET /v1/organizations/{org_id}/invites.
 func (s *Service) invites(w http.ResponseWriter, r *http.Request) error {
-	orgID := r.PathValue("org_id")
-	if _, err := s.access(r.Context(), orgID, model.RoleAdmin); err != nil {
+	orgID, err := s.orgOf(r, model.RoleAdmin)
+	if err != nil {
 		return err
 	}
 	invs, err := s.d.Store.OrgInvites(r.Context(), orgID)
@@ -333,11 +341,12 @@ func (s *Service) invites(w http.ResponseWriter, r *http.Request) error {
 
 // revokeInvite serves DELETE /v1/organizations/{org_id}/invites/{invite_id}.
 func (s *Service) revokeInvite(w http.ResponseWriter, r *http.Request) error {
-	orgID, id := r.PathValue("org_id"), r.PathValue("invite_id")
-	if _, err := s.access(r.Context(), orgID, model.RoleAdmin); err != nil {
+	orgID, err := s.orgOf(r, model.RoleAdmin)
+	if err != nil {
 		return err
 	}
-	err := s.d.Store.DeleteOrgInvite(r.Context(), orgID, id)
+	id := r.PathValue("invite_id")
+	err = s.d.Store.DeleteOrgInvite(r.Context(), orgID, id)
 	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "invite %s not found", id).
 			WithHint("`boxkite org invites` lists the invites not yet accepted")
