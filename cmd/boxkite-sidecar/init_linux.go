@@ -6,11 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
@@ -133,7 +137,7 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	if err := fs.Parse(jailServeArgs(l, &claimable)); err != nil {
 		return err
 	}
-	_, errc, err := startServing(f, l.Token)
+	_, errc, err := startServing(f, l.Token, trimAfterRequests(jailThreads, trimDelay))
 	if err != nil {
 		return err
 	}
@@ -144,6 +148,30 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	}()
 	jail.ReapOrphans() // on the locked main thread, for good
 	return nil
+}
+
+// jailThreads is the threads an idle jail's sidecar keeps (issue 27: at
+// most four per idle sandbox): its main thread reaping orphans, sysmon,
+// the runtime's template thread and one running goroutines.
+const jailThreads = 4
+
+// trimDelay is how long after its last request ended the sidecar ends
+// the threads that request left idle.
+const trimDelay = time.Second
+
+// trimAfterRequests returns an http.Server.ConnState that ends idle
+// threads (jail.TrimThreads) once no request has ended for delay, and
+// once delay after the start. An idle sidecar is not woken for it.
+func trimAfterRequests(max int, delay time.Duration) func(net.Conn, http.ConnState) {
+	var mu sync.Mutex
+	trim := time.AfterFunc(delay, func() { _, _ = jail.TrimThreads(max) })
+	return func(_ net.Conn, state http.ConnState) {
+		if state == http.StateIdle || state == http.StateClosed {
+			mu.Lock()
+			trim.Reset(delay)
+			mu.Unlock()
+		}
+	}
 }
 
 // jailMaxProcs is GOMAXPROCS of a jail's sidecar (serveAsInit) unless the

@@ -61,7 +61,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, errc, err := startServing(f, token)
+	srv, errc, err := startServing(f, token, nil)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,8 @@ func bindServeFlags(fs *flag.FlagSet, f *serveFlags) {
 
 // startServing serves the sidecar API as f says, with token, in the
 // background; errc yields the server's end.
-func startServing(f serveFlags, token string) (*http.Server, <-chan error, error) {
+// connState, when set, is the server's http.Server.ConnState.
+func startServing(f serveFlags, token string, connState func(net.Conn, http.ConnState)) (*http.Server, <-chan error, error) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if token == "" {
 		log.Warn("no sidecar token; every route but /health answers 503")
@@ -127,6 +128,7 @@ func startServing(f serveFlags, token string) (*http.Server, <-chan error, error
 		SelfCommand: selfCommand,
 	})
 	srv := apihttp.NewServer(h, log)
+	srv.ConnState = connState
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }() // ln is an apihttp listener: net/http's own refusals are JSON too
 	log.Info("serving", "listen", f.listen, "version", buildVersion())

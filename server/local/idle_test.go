@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -50,4 +51,45 @@ func switches(t *testing.T, pid int) int {
 		}
 	}
 	return n
+}
+
+// TestIdleSidecarThreads: an idle jail's sidecar holds at most four
+// threads (issue 27), also after concurrent execs made it start more:
+// a second after its last request it ends the idle ones
+// (jail.TrimThreads). Takes about 3 s.
+func TestIdleSidecarThreads(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t)
+	ep := create(t, d, "threads")
+	st, err := readState(d.sandboxDir("threads"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() { run(t, ep, "sleep 0.2; ls /") })
+	}
+	wg.Wait()
+	busy := taskCount(t, st.PID)
+	var idle int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if idle = taskCount(t, st.PID); idle <= 4 {
+			break
+		}
+	}
+	t.Logf("sidecar threads: %d after six concurrent execs, %d once idle", busy, idle)
+	if idle > 4 {
+		t.Errorf("an idle sidecar holds %d threads, want at most 4", idle)
+	}
+	run(t, ep, "true") // still answers with its threads trimmed
+}
+
+// taskCount is the number of a process's threads.
+func taskCount(t *testing.T, pid int) int {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(tasks)
 }
