@@ -40,8 +40,9 @@ func (a cpArg) String() string {
 }
 
 type cpOptions struct {
-	ref       string
-	recursive bool
+	ref         string
+	recursive   bool
+	fromStorage bool
 }
 
 func newFilesCpCmd(app *App) *cobra.Command {
@@ -57,11 +58,16 @@ and symlinks. "-" as the local side is stdin or stdout (files only).
 
 As with cp, a destination that is an existing directory (or ends in /)
 receives the source under its own name; otherwise the copy is named DST.
-End a directory source in /. to copy what is inside it instead.`,
+End a directory source in /. to copy what is inside it instead.
+
+--from-storage copies out of the object storage the server syncs
+workspaces to (docs/storage.md) instead of the sandbox: a file, or with -r
+a directory of /workspace, also after the sandbox is destroyed.`,
 		Example: `  boxkite files cp ./data.csv :/workspace/
   boxkite files cp -r ./src build:/workspace/src
   boxkite files cp 3f2a:/workspace/out.bin ./out.bin
-  boxkite files cp -r :/workspace/results .`,
+  boxkite files cp -r :/workspace/results .
+  boxkite files cp --from-storage 3f2a:/workspace/out.bin ./out.bin`,
 		Args: usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			src, dst := parseCpArg(args[0]), parseCpArg(args[1])
@@ -82,11 +88,23 @@ End a directory source in /. to copy what is inside it instead.`,
 				}
 				ref = remote.ref
 			}
+			if opts.fromStorage && dst.remote {
+				return usageErrorf(helpHint(cmd), "--from-storage copies out of object storage: the destination must be a local path")
+			}
 			c, sb, err := target(cmd.Context(), app, ref, dst.remote)
+			if opts.fromStorage && ref != "" {
+				// A destroyed sandbox's stored files are copied too.
+				if c, err = app.Client(); err == nil {
+					sb, err = resolveSandbox(cmd.Context(), c, ref, false)
+				}
+			}
 			if err != nil {
 				return err
 			}
 			x := &copier{c: c, id: sb.ID, io: app.IO, recursive: opts.recursive}
+			if opts.fromStorage {
+				return x.downloadStored(cmd.Context(), src.path, dst.path)
+			}
 			if dst.remote {
 				return x.upload(cmd.Context(), src.path, dst.path)
 			}
@@ -96,6 +114,7 @@ End a directory source in /. to copy what is inside it instead.`,
 	cmd.Flags().StringVarP(&opts.ref, "sandbox", "s", "", "sandbox `ID` for :PATH, unique id prefix or label")
 	cmd.RegisterFlagCompletionFunc("sandbox", completeSandboxes(app, true))
 	cmd.Flags().BoolVarP(&opts.recursive, "recursive", "r", false, "copy directories and everything in them")
+	cmd.Flags().BoolVar(&opts.fromStorage, "from-storage", false, "copy out of the files synced to object storage, also after the sandbox is destroyed (docs/storage.md)")
 	return cmd
 }
 
@@ -229,22 +248,34 @@ func (x *copier) download(ctx context.Context, src, dst string) error {
 	return x.downloadTree(ctx, src, dst)
 }
 
-// downloadFile writes the file to a temp file next to dst and renames it
-// into place once complete, so a failed copy leaves no half file. An
-// existing dst keeps its mode; dst "" means stdout.
+// downloadFile copies the file src of the sandbox to dst ("" means
+// stdout).
 func (x *copier) downloadFile(ctx context.Context, src, dst string) error {
 	d, err := x.c.DownloadFile(ctx, x.id, src)
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", src, err)
 	}
 	defer d.Close()
+	n, err := x.save(d, src, dst)
+	if err != nil || dst == "" {
+		return err
+	}
+	fmt.Fprintf(x.io.ErrOut, "copied %s:%s to %s (%s)\n", x.id, sandboxPath(src), dst, humanBytes(n))
+	return nil
+}
+
+// save writes a download to a temp file next to dst and renames it into
+// place once complete, so a failed copy leaves no half file. An existing
+// dst keeps its mode; dst "" means stdout. It returns the bytes written.
+func (x *copier) save(d *client.Download, src, dst string) (int64, error) {
 	p := newTransferProgress(x.io, "downloading", d.Size)
 	defer p.done()
 	if dst == "" {
-		if _, err := io.Copy(x.io.Out, p.reader(d)); err != nil {
-			return fmt.Errorf("copy %s: %w", src, err)
+		n, err := io.Copy(x.io.Out, p.reader(d))
+		if err != nil {
+			return n, fmt.Errorf("copy %s: %w", src, err)
 		}
-		return nil
+		return n, nil
 	}
 	mode := fs.FileMode(0o644)
 	if fi, err := os.Stat(dst); err == nil {
@@ -252,7 +283,7 @@ func (x *copier) downloadFile(ctx context.Context, src, dst string) error {
 	}
 	f, err := os.CreateTemp(filepath.Dir(dst), ".boxkite-cp-*")
 	if err != nil {
-		return localErr(err)
+		return 0, localErr(err)
 	}
 	defer os.Remove(f.Name()) // fails harmlessly once renamed
 	n, err := io.Copy(f, p.reader(d))
@@ -261,21 +292,19 @@ func (x *copier) downloadFile(ctx context.Context, src, dst string) error {
 	}
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("copy %s: %w", src, err)
+		return n, fmt.Errorf("copy %s: %w", src, err)
 	}
 	if err := f.Chmod(mode); err != nil {
 		f.Close()
-		return localErr(err)
+		return n, localErr(err)
 	}
 	if err := f.Close(); err != nil {
-		return localErr(err)
+		return n, localErr(err)
 	}
 	if err := os.Rename(f.Name(), dst); err != nil {
-		return localErr(err)
+		return n, localErr(err)
 	}
-	p.done()
-	fmt.Fprintf(x.io.ErrOut, "copied %s:%s to %s (%s)\n", x.id, sandboxPath(src), dst, humanBytes(n))
-	return nil
+	return n, nil
 }
 
 func (x *copier) downloadTree(ctx context.Context, src, dst string) error {

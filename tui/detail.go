@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -18,7 +19,8 @@ type detailState struct {
 	procs  []api.ProcessInfo
 	recent []api.LogEntry
 	total  int
-	err    error // reading the sandbox itself
+	sync   *api.SyncStatus // nil: no object storage
+	err    error           // reading the sandbox itself
 	// partErr is why stats or processes are missing: a destroyed sandbox
 	// has neither, which is not an error worth shouting about.
 	partErr error
@@ -32,6 +34,7 @@ type detailMsg struct {
 	procs   []api.ProcessInfo
 	recent  []api.LogEntry
 	total   int
+	sync    *api.SyncStatus
 	err     error
 	partErr error
 }
@@ -45,6 +48,7 @@ func (d *detailState) apply(msg detailMsg) {
 		return
 	}
 	d.sb, d.stats, d.procs, d.recent, d.total, d.partErr = msg.sb, msg.stats, msg.procs, msg.recent, msg.total, msg.partErr
+	d.sync = msg.sync
 }
 
 func (m *Model) openDetail(id string) tea.Cmd {
@@ -55,8 +59,8 @@ func (m *Model) openDetail(id string) tea.Cmd {
 	return m.loadDetail(id)
 }
 
-// loadDetail reads the sandbox, its resources, processes and the newest
-// audit entries, in one Cmd.
+// loadDetail reads the sandbox, its resources, processes, the newest
+// audit entries and its sync to object storage, in one Cmd.
 func (m *Model) loadDetail(id string) tea.Cmd {
 	m.loadingDetail = true
 	src := m.src
@@ -73,6 +77,9 @@ func (m *Model) loadDetail(id string) tea.Cmd {
 			if page, err := src.Log(ctx, id, recentEntries, max(page.Total-recentEntries, 0)); err == nil {
 				msg.recent = page.Entries
 			}
+		}
+		if st, err := src.SyncStatus(ctx, id); err == nil {
+			msg.sync = st
 		}
 		if msg.sb.Status != api.StatusActive {
 			return msg
@@ -153,6 +160,9 @@ func (m *Model) detailView() string {
 	if d.partErr != nil {
 		b.WriteString(m.st.warn.Render("resources: "+oneLine(errText(d.partErr))) + "\n")
 	}
+	if d.sync != nil {
+		m.syncRows(&b, d.sync, now)
+	}
 	b.WriteString("\n" + m.st.header.Render(fmt.Sprintf("Processes (%d)", len(d.procs))) + "\n")
 	for _, p := range d.procs {
 		exit := "running"
@@ -166,4 +176,23 @@ func (m *Model) detailView() string {
 		b.WriteString(fit("  "+m.entryLine(e, m.width-2), m.width) + "\n")
 	}
 	return b.String()
+}
+
+// syncRows shows the sandbox's sync to object storage: its state, the
+// writes queued, the last flush and the last error with the retry.
+func (m *Model) syncRows(b *strings.Builder, st *api.SyncStatus, now time.Time) {
+	last := "never"
+	if st.LastFlushAt != nil {
+		last = Age(*st.LastFlushAt, now) + " ago"
+	}
+	fmt.Fprintf(b, "%-10s %s\n", "Sync", oneLine(fmt.Sprintf("%s to %s, %d pending, %d files (%s), last flush %s",
+		st.State, st.Backend, st.Pending, st.SyncedFiles, humanBytes(st.SyncedBytes), last)))
+	if st.LastError == "" {
+		return
+	}
+	retry := ""
+	if st.NextAttemptAt != nil {
+		retry = fmt.Sprintf(", attempt %d, next in %s", st.Attempts, ShortDuration(max(st.NextAttemptAt.Sub(now), 0)))
+	}
+	b.WriteString(fit(m.st.warn.Render(oneLine("sync failing"+retry+": "+st.LastError)), m.width) + "\n")
 }

@@ -27,6 +27,9 @@ type Source interface {
 	Host(ctx context.Context) (*api.HostStatus, error)
 	Processes(ctx context.Context, id string) (*api.ProcessList, error)
 	Log(ctx context.Context, id string, limit, offset int) (*api.LogPage, error)
+	// SyncStatus is the sandbox's sync to object storage (docs/storage.md);
+	// an error (no storage configured) leaves it out of the detail.
+	SyncStatus(ctx context.Context, id string) (*api.SyncStatus, error)
 	// WatchLog calls fn with each audit entry of sandbox id as it is
 	// written, after lastEventID ("" starts with the newest ones), until
 	// ctx ends or the stream cannot be resumed.

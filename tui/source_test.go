@@ -32,6 +32,7 @@ type fakeSource struct {
 	execs     []string
 	attached  []string
 	host      api.HostStatus
+	sync      map[string]*api.SyncStatus // none: no object storage
 }
 
 var errDown = errors.New("cannot reach the boxkite server at http://127.0.0.1:8090: connection refused")
@@ -197,6 +198,19 @@ func (f *fakeSource) Host(context.Context) (*api.HostStatus, error) {
 	}
 	h := f.host
 	return &h, nil
+}
+
+func (f *fakeSource) SyncStatus(_ context.Context, id string) (*api.SyncStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	st, ok := f.sync[id]
+	if !ok {
+		return nil, &api.Error{Status: 503, Code: api.CodeStorageUnavailable, Message: "object storage is not configured"}
+	}
+	return st, nil
 }
 
 func (f *fakeSource) Processes(context.Context, string) (*api.ProcessList, error) {

@@ -3,6 +3,7 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -44,6 +45,17 @@ func TestViewGolden(t *testing.T) {
 			load(m)
 		}},
 		{"detail_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			load(m)
+			keys(m, "j")
+			m.Update(keys(m, "enter")())
+		}},
+		{"detail_sync_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
+			flushed, failed, next := epoch.Add(-2*time.Minute), epoch.Add(-5*time.Second), epoch.Add(11*time.Second)
+			src.sync = map[string]*api.SyncStatus{"0b8c2f6e-1111-4a5b-9c0d-000000000001": {
+				Backend: "s3", State: "syncing", Pending: 3, SyncedFiles: 1004, SyncedBytes: 50 << 20, LastFlushAt: &flushed,
+				LastError: `put boxkite/a/b/x.txt: dial tcp 127.0.0.1:9000: connect: connection refused`, LastErrorAt: &failed,
+				Attempts: 4, NextAttemptAt: &next, FlushInterval: 30,
+			}}
 			load(m)
 			keys(m, "j")
 			m.Update(keys(m, "enter")())

@@ -41,7 +41,7 @@ func storageFlags(fs *flag.FlagSet, o *storageOpts) {
 	fs.StringVar(&o.azureAuth, "storage-azure-auth", "connection-string", "object storage: what --storage-secret-file holds for Azure: connection-string, key or sas")
 	fs.StringVar(&o.gcsCredentialsFile, "storage-gcs-credentials-file", "", "object storage: a GCS service account's JSON key `file` (default application default credentials)")
 	fs.StringVar(&o.ignore, "storage-ignore", strings.Join(storagesync.DefaultIgnore, ","), "object storage: directory names never synced, at any depth (comma-separated; \"\" syncs all)")
-	fs.DurationVar(&o.interval, "storage-flush-interval", storagesync.DefaultInterval, "object storage: how often each workspace is reconciled (writes through the file API are flushed at once)")
+	fs.DurationVar(&o.interval, "storage-flush-interval", storagesync.DefaultInterval, "object storage: a file is in the bucket within this of being written (writes through the file API are flushed at once)")
 	fs.DurationVar(&o.finalTimeout, "storage-final-flush-timeout", storagesync.DefaultFinalTimeout, "object storage: bound of the final flush when a sandbox is destroyed")
 	fs.DurationVar(&o.retention, "storage-retention", 0, "object storage: how long a destroyed sandbox's files are kept (0: until DELETE …/storage)")
 	fs.Int64Var(&o.bandwidthMiB, "storage-bandwidth-mib", storagesync.DefaultBandwidth>>20, "object storage: upload MiB per second, all sandboxes together")

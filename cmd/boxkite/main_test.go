@@ -106,6 +106,7 @@ func TestScripts(t *testing.T) {
 			"envfile":  cmdEnvfile,
 			"nosecret": cmdNoSecret,
 			"tui":      cmdTUI,
+			"fakegcs":  cmdFakeGCS,
 		},
 	})
 }

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"github.com/fsouza/fake-gcs-server/fakestorage"
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// cmdFakeGCS starts fake-gcs-server in the test process on a free
+// loopback port, with an empty bucket BUCKET, for the rest of the script,
+// and sets $GCS_ENDPOINT to its address: a store for boxkite-server's
+// --storage-kind gcs (docs/storage.md).
+func cmdFakeGCS(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: fakegcs BUCKET")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ts.Fatalf("fakegcs: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir, err := os.MkdirTemp("", "bk-gcs-")
+	ts.Check(err)
+	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
+		Host: "127.0.0.1", Port: uint16(port), Scheme: "http", PublicHost: fmt.Sprintf("127.0.0.1:%d", port),
+		StorageRoot: dir, Writer: io.Discard,
+	})
+	if err != nil {
+		ts.Fatalf("fakegcs: %v", err)
+	}
+	ts.Defer(func() {
+		srv.Stop()
+		os.RemoveAll(dir)
+	})
+	srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: args[0]})
+	ts.Setenv("GCS_ENDPOINT", fmt.Sprintf("http://127.0.0.1:%d/storage/v1/", port))
+}
