@@ -68,8 +68,10 @@ is virtualised, pid_max, and the load average at the start and the end (on a
 shared machine compare ratios from one run, not times).
 
 With --idle N it then creates N more sandboxes, --concurrency at a time,
-checks that every one answers an exec, and reports their memory and, when
-the server runs on this host, the host memory and threads each one added.
+so that N live at once, checks that every one answers an exec, lets them
+sit idle for 3 s, and reports each one's memory and threads (tasks in its
+cgroup) and, when the server runs on this host, the host memory and
+threads each one added.
 
 With --snapshots N it then fills a sandbox's workspace with 100 MiB and runs
 N rounds of: a freeze pause and its resume to the first exec, a snapshot, a

@@ -131,7 +131,7 @@ func (b *bench) fileRoundTrip(ctx context.Context, id, path string, data []byte)
 // measureMemory reads each sandbox's memory from the server; nil when the
 // server has no accounting.
 func (b *bench) measureMemory(ctx context.Context, ids []string) *memory {
-	var total, anon []int64
+	var total, anon, pids []int64
 	for _, id := range ids {
 		st, err := b.c.SandboxStats(ctx, id)
 		if e, ok := errors.AsType[*api.Error](err); ok && (e.Code == api.CodeNotSupported || e.Status == http.StatusNotFound) {
@@ -141,10 +141,14 @@ func (b *bench) measureMemory(ctx context.Context, ids []string) *memory {
 			b.fail("stats of %s: %v", id, err)
 			continue
 		}
-		total, anon = append(total, st.MemoryBytes), append(anon, st.MemoryAnonBytes)
+		total, anon, pids = append(total, st.MemoryBytes), append(anon, st.MemoryAnonBytes), append(pids, st.Pids)
 	}
-	return summarizeMemory(total, anon)
+	return summarizeMemory(total, anon, pids)
 }
+
+// idleSettle is how long --idle lets the sandboxes sit after their execs
+// before it measures them.
+const idleSettle = 3 * time.Second
 
 // measureIdle creates --idle sandboxes, checks each answers an exec, and
 // reports their memory; then deletes them.
@@ -186,6 +190,13 @@ func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
 	})
 	res.Exec = summarize(execs.all(), f, bw)
 	res.Answered = len(execs.all())
+	// Idle means after the sidecars have ended the threads the execs left
+	// (a second after their last request; issue 27).
+	b.prog.phase("idle: settle", 0)
+	select {
+	case <-ctx.Done():
+	case <-time.After(idleSettle):
+	}
 	if after := memAvailable(); before > 0 && after > 0 && len(ids) > 0 && b.serverIsLocal() {
 		res.HostMemoryPerSandboxBytes = (before - after) / int64(len(ids))
 		if _, tasks, ok := loadavg(); ok && tasksOK {

@@ -82,15 +82,16 @@ func printBench(w io.Writer, r *benchReport) error {
 	fmt.Fprintf(w, "\nexec throughput: %.0f execs/s from %d workers (%d execs); host spawns %.0f/s on the same cores: %s of it\n",
 		tp.PerSec, tp.Workers, tp.Execs, tp.HostSpawnsPerSec, ratio(tp.VsHost))
 	if m := r.IdleMemory; m != nil {
-		fmt.Fprintf(w, "idle memory per sandbox (cgroup): p50 %s, mean %s, max %s; anonymous p50 %s (%d sandboxes)\n",
-			mib(m.P50Bytes), mib(m.MeanBytes), mib(m.MaxBytes), mib(m.AnonP50Bytes), m.Sandboxes)
+		fmt.Fprintf(w, "idle memory per sandbox (cgroup): p50 %s, mean %s, max %s; anonymous p50 %s; threads p50 %d, max %d (%d sandboxes)\n",
+			mib(m.P50Bytes), mib(m.MeanBytes), mib(m.MaxBytes), mib(m.AnonP50Bytes), m.ThreadsP50, m.ThreadsMax, m.Sandboxes)
 	} else {
 		fmt.Fprintln(w, "idle memory per sandbox: not reported by this server")
 	}
 	if i := r.Idle; i != nil {
 		fmt.Fprintf(w, "idle: %d of %d sandboxes created, %d answered an exec", i.Created, i.Requested, i.Answered)
 		if i.Memory != nil {
-			fmt.Fprintf(w, "; memory p50 %s, mean %s (anonymous mean %s)", mib(i.Memory.P50Bytes), mib(i.Memory.MeanBytes), mib(i.Memory.AnonMeanBytes))
+			fmt.Fprintf(w, "; memory p50 %s, mean %s (anonymous mean %s); threads p50 %d, max %d",
+				mib(i.Memory.P50Bytes), mib(i.Memory.MeanBytes), mib(i.Memory.AnonMeanBytes), i.Memory.ThreadsP50, i.Memory.ThreadsMax)
 		}
 		if i.HostMemoryPerSandboxBytes > 0 {
 			fmt.Fprintf(w, "; host MemAvailable fell %s per sandbox", mib(i.HostMemoryPerSandboxBytes))

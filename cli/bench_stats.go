@@ -175,15 +175,21 @@ type memory struct {
 	MaxBytes      int64 `json:"max_bytes"`
 	AnonP50Bytes  int64 `json:"anon_p50_bytes"`
 	AnonMeanBytes int64 `json:"anon_mean_bytes"`
+	// ThreadsP50 and ThreadsMax are the tasks in a sandbox's cgroup
+	// (pids.current: its processes' threads, the sidecar's included); 0
+	// when the server has no pids accounting.
+	ThreadsP50 int64 `json:"threads_p50"`
+	ThreadsMax int64 `json:"threads_max"`
 }
 
-func summarizeMemory(total, anon []int64) *memory {
+func summarizeMemory(total, anon, pids []int64) *memory {
 	if len(total) == 0 {
 		return nil
 	}
-	t, a := slices.Clone(total), slices.Clone(anon)
+	t, a, p := slices.Clone(total), slices.Clone(anon), slices.Clone(pids)
 	slices.Sort(t)
 	slices.Sort(a)
+	slices.Sort(p)
 	mean := func(v []int64) int64 {
 		var s int64
 		for _, x := range v {
@@ -194,6 +200,7 @@ func summarizeMemory(total, anon []int64) *memory {
 	return &memory{
 		Sandboxes: len(t), MinBytes: t[0], P50Bytes: t[(len(t)-1)/2], MeanBytes: mean(t), MaxBytes: t[len(t)-1],
 		AnonP50Bytes: a[(len(a)-1)/2], AnonMeanBytes: mean(a),
+		ThreadsP50: p[(len(p)-1)/2], ThreadsMax: p[len(p)-1],
 	}
 }
 

@@ -3,6 +3,9 @@ package local
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -56,4 +59,38 @@ func benchFirstExec(b *testing.B, d *Driver, prepared int) {
 	}
 	b.ReportMetric(float64(created.Microseconds())/1e3/float64(i), "create-ms/op")
 	b.ReportMetric(float64(answered.Microseconds())/1e3/float64(i), "first-exec-ms/op")
+}
+
+// BenchmarkSidecarExec is an exec round trip at the driver's edge (issue
+// 27, acceptance 2): `true` run by a jail's sidecar over one kept-alive
+// connection, as the control plane's cached client sends it, without the
+// control plane. spawn is F of `boxkite bench` in the same process: a
+// bare spawn of /bin/true.
+func BenchmarkSidecarExec(b *testing.B) {
+	b.Run("spawn", func(b *testing.B) {
+		for b.Loop() {
+			if err := exec.Command("/bin/true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sidecar", func(b *testing.B) {
+		d, err := New(Config{StateDir: b.TempDir(), SidecarPath: sidecarBin})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+		ep, err := d.Create(context.Background(), model.Spec{ID: "rtt"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", ep.Address)
+		}}}
+		for b.Loop() {
+			if res := runWith(b, c, ep, "true"); res.ExitCode != 0 {
+				b.Fatalf("exec: %+v", res)
+			}
+		}
+	})
 }

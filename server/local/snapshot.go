@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,7 +31,7 @@ import (
 // the same state share one file: a clone's key is the SHA-256 of its
 // extent map (hashExtents: equal maps share every block, so they hold
 // equal data), a copy's the SHA-256 of its data runs with their offsets
-// (hashData). Transient snapshots (for forks) skip the hash.
+// (loopdisk.HashData). Transient snapshots (for forks) skip the hash.
 //
 //	snapshots/sha256-<hex>.img  a snapshot's image, read-only from here on
 //	snapshots/tmp-<hex>.img     a fork's transient image
@@ -157,7 +156,7 @@ func seal(part string, transient bool, ref *model.SnapshotRef) error {
 	if ref.Method == "reflink" {
 		sum, n, err = hashExtents(f)
 	} else {
-		sum, n, err = hashData(f)
+		sum, n, err = loopdisk.HashData(f)
 	}
 	if err != nil {
 		return err
@@ -222,35 +221,6 @@ func hashExtents(f *os.File) ([]byte, int64, error) {
 	}
 	binary.BigEndian.PutUint64(rec[:8], uint64(fi.Size()))
 	h.Write(rec[:8])
-	return h.Sum(nil), n, nil
-}
-
-// hashData hashes f's runs of data, each with its offset and length, and
-// the file's size, skipping holes; it returns the hash and the bytes of
-// data. Two images with the same data in the same places hash the same.
-func hashData(f *os.File) ([]byte, int64, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, 0, err
-	}
-	h := sha256.New()
-	var hdr [16]byte
-	var n int64
-	err = loopdisk.DataRuns(f, fi.Size(), func(off, size int64) error {
-		binary.BigEndian.PutUint64(hdr[:8], uint64(off))
-		binary.BigEndian.PutUint64(hdr[8:], uint64(size))
-		h.Write(hdr[:])
-		if _, err := io.Copy(h, io.NewSectionReader(f, off, size)); err != nil {
-			return err
-		}
-		n += size
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	binary.BigEndian.PutUint64(hdr[:8], uint64(fi.Size()))
-	h.Write(hdr[:8])
 	return h.Sum(nil), n, nil
 }
 

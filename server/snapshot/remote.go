@@ -100,6 +100,17 @@ func (s *Service) dropRemote(ctx context.Context, sn *model.Snapshot) {
 	}
 }
 
+// dropPartialRemote deletes what a snapshot a crash interrupted may have
+// left in the bucket (its copy finished, its row not yet completed).
+func (s *Service) dropPartialRemote(ctx context.Context, sn *model.Snapshot) {
+	if s.porter() == nil {
+		return
+	}
+	if err := s.cfg.Remote.Delete(ctx, s.objectKey(sn)); err != nil {
+		s.cfg.Log.WarnContext(ctx, "delete an interrupted snapshot's object", "snapshot", sn.ID, "err", err)
+	}
+}
+
 // errStorageFailed is the answer when the bucket refused a snapshot's data.
 var errStorageFailed = api.Errorf(http.StatusBadGateway, api.CodeStorageFailed, "the snapshot could not be stored in object storage").
 	WithHint("retry later; the server log has the cause under this request id")

@@ -89,7 +89,8 @@ func (m *memRemote) Kind() string { return "mem" }
 // TestRemote: with a Remote, a snapshot is completed once its data is in
 // the bucket; a bucket that refuses fails it (502 storage_failed) and
 // drops the driver's copy; a restore on a host without the data imports
-// it; a delete removes the object.
+// it; a delete removes the object, and so does the start-up after a crash
+// that interrupted a snapshot.
 func TestRemote(t *testing.T) {
 	ctx := context.Background()
 	st := &memStore{rows: map[string]*model.Snapshot{}}
@@ -140,6 +141,16 @@ func TestRemote(t *testing.T) {
 	rem.down = false
 
 	if err := s.Delete(ctx, sn); err != nil {
+		t.Fatal(err)
+	}
+	// A snapshot a crash left pending after its copy reached the bucket:
+	// failed at start-up, and its object deleted.
+	crashed := &model.Snapshot{ID: "crashed", AccountID: "a", Status: api.SnapshotPending}
+	if err := st.ReserveSnapshot(ctx, crashed, 0); err != nil {
+		t.Fatal(err)
+	}
+	rem.objects["pfx/snapshots/a/crashed/data"] = []byte("half of it")
+	if err := s.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if len(rem.objects) != 0 {

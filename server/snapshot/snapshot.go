@@ -415,6 +415,7 @@ func (s *Service) Reconcile(ctx context.Context) error {
 			return fmt.Errorf("mark snapshot %s failed: %w", sn.ID, err)
 		}
 		s.cfg.Log.WarnContext(ctx, "snapshot interrupted by a restart: failed", "snapshot", sn.ID, "sandbox", sn.SandboxID)
+		s.dropPartialRemote(ctx, sn)
 	}
 	return nil
 }

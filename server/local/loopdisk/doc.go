@@ -4,6 +4,8 @@
 // reflinks or copied sparsely (CloneFile), attached to auto-clearing loop
 // devices and mounted (Mount, MountNew, Unmount); the clone pool, a
 // loop-mounted XFS with reflinks holding them (MountClonePool), and the
-// trim that gives its freed blocks back to the host (PoolTrim). It knows
+// trim that gives its freed blocks back to the host (PoolTrim); an image's
+// runs of data (DataRuns), their hash (HashData) and the portable form
+// that leaves the holes out (Export, Import). It knows
 // nothing of sandboxes: server/local decides where each image lives.
 package loopdisk
