@@ -267,6 +267,15 @@ mkdir -p linkdir && ln -s /tmp linkdir/tmpdir`)
 		t.Errorf("many/f737.txt = %q", got)
 	}
 
+	// No credential entered the sandbox: not its processes' environments,
+	// nor any file it can read.
+	inside := mustExec(t, c, sb.ID, `cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n'; env
+grep -rIsoh -e 'objtest-[a-z]*' -e 'Eby8vdM02x[A-Za-z0-9+/=]*' /etc /run /tmp /mnt /home /root /var /opt /workspace 2>/dev/null | head -n 20; true`)
+	for _, secret := range credentials(obj) {
+		if strings.Contains(inside, secret) {
+			t.Errorf("a credential of the store is visible inside the sandbox")
+		}
+	}
 	// Deletes propagate, changes arrive, within the interval.
 	changed := time.Now()
 	mustExec(t, c, sb.ID, "rm -rf /workspace/many/f1.txt /workspace/up && echo v2 > /workspace/src/main.py")
