@@ -28,7 +28,7 @@ import (
 
 // syncInterval is the flush interval of the acceptance tests: files must
 // arrive within it of being written.
-const syncInterval = 10 * time.Second
+const syncInterval = 12 * time.Second
 
 // storageServer starts a control plane syncing to a fresh bucket of kind.
 func storageServer(t *testing.T, kind string, logs io.Writer, edit func(*server.StorageConfig)) (*servertest.Server, *objtest.Server, storagesync.Backend) {
@@ -102,7 +102,7 @@ func watchBucket(t *testing.T, b storagesync.Backend, prefix string) *bucketWatc
 				}
 				w.mu.Unlock()
 			}
-			time.Sleep(200 * time.Millisecond) // a listing loads the store too
+			time.Sleep(250 * time.Millisecond) // a listing of 1,000 objects loads the store too
 		}
 	}()
 	return w
