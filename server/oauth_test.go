@@ -265,8 +265,8 @@ func mcpOAuthStatus(e *env, token string, header ...string) (int, string) {
 	return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
 }
 
-// TestMCPOAuthServer: metadata, the 401 challenge, PKCE and code checks,
-// rotation with reuse detection, revocation, client deletion, audience,
+// TestMCPOAuthServer: metadata, the 401 challenge, PKCE and code checks
+// (a code used twice revokes its grant), rotation with reuse detection, revocation, client deletion, audience,
 // and where an OAuth token is not accepted.
 func TestMCPOAuthServer(t *testing.T) {
 	t.Parallel()
@@ -331,9 +331,26 @@ func TestMCPOAuthServer(t *testing.T) {
 			}
 		}
 		f.verifier = good
-		f.exchange(code)
+		first := f.exchange(code)
+		st, rotated := f.refresh(first.RefreshToken)
+		if st != 200 {
+			t.Fatalf("refresh of the first exchange's token: %d %+v", st, rotated)
+		}
+		if st, _ := mcpOAuthStatus(e, rotated.AccessToken); st != 200 {
+			t.Fatalf("/mcp/ with the first exchange's grant: %d", st)
+		}
 		if st, r := f.token(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {good}, "redirect_uri": {oauthRedirect}}); st != 400 || r.Error != "invalid_grant" {
 			t.Errorf("code used twice: %d %+v", st, r)
+		}
+		// The second use revokes the grant the first issued (OAuth 2.1
+		// §4.1.3): its access tokens and its refresh token family.
+		for _, a := range []string{first.AccessToken, rotated.AccessToken} {
+			if st, _ := mcpOAuthStatus(e, a); st != 401 {
+				t.Errorf("access token of the reused code's grant: %d, want 401", st)
+			}
+		}
+		if st, r := f.refresh(rotated.RefreshToken); st != 400 || r.Error != "invalid_grant" {
+			t.Errorf("refresh token of the reused code's grant: %d %+v", st, r)
 		}
 		late := f.authorize("o@example.com", "password1")
 		e.clock.Advance(61 * time.Second)

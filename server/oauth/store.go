@@ -21,7 +21,8 @@ type Client struct {
 }
 
 // Code is an authorization code, kept by the SHA-256 (hex) of its value
-// until it is exchanged or expires.
+// until a while after it expires. Its first exchange spends it (GrantID);
+// a second one revokes the grant the first issued.
 type Code struct {
 	Hash        string
 	ClientID    string
@@ -31,6 +32,7 @@ type Code struct {
 	Resource    string // the protected resource the token is for
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
+	GrantID     string // the grant its first exchange issued; "": not yet exchanged
 }
 
 // Grant is what a user approved for one client: the family of every
@@ -65,9 +67,10 @@ type Store interface {
 	// refresh tokens.
 	DeleteOAuthClient(ctx context.Context, id string) error
 	CreateOAuthCode(ctx context.Context, c *Code) error
-	// TakeOAuthCode returns the code stored under hash and deletes it, so
-	// a code is exchanged at most once.
-	TakeOAuthCode(ctx context.Context, hash string) (*Code, error)
+	// SpendOAuthCode returns the code stored under hash as it was, and
+	// marks it spent by grantID if it was not yet: a code it returns with
+	// a GrantID was exchanged before (by that grant), and nothing changed.
+	SpendOAuthCode(ctx context.Context, hash, grantID string) (*Code, error)
 	// CreateOAuthGrant stores a grant and its first refresh token.
 	CreateOAuthGrant(ctx context.Context, g *Grant, first *RefreshToken) error
 	OAuthGrant(ctx context.Context, id string) (*Grant, error)
@@ -131,11 +134,11 @@ func (s authorized) CreateOAuthCode(ctx context.Context, c *Code) error {
 	return s.inner.CreateOAuthCode(ctx, c)
 }
 
-func (s authorized) TakeOAuthCode(ctx context.Context, hash string) (*Code, error) {
+func (s authorized) SpendOAuthCode(ctx context.Context, hash, grantID string) (*Code, error) {
 	if err := system(ctx); err != nil {
 		return nil, err
 	}
-	return s.inner.TakeOAuthCode(ctx, hash)
+	return s.inner.SpendOAuthCode(ctx, hash, grantID)
 }
 
 func (s authorized) CreateOAuthGrant(ctx context.Context, g *Grant, first *RefreshToken) error {

@@ -99,17 +99,23 @@ func (s *Service) tokenOAuth(w http.ResponseWriter, r *http.Request) error {
 	return s.issue(w, r, g, refresh)
 }
 
-// exchangeCode checks and spends an authorization code, and stores the
-// grant it creates.
+// exchangeCode checks and spends an authorization code, and returns the
+// grant it creates (issue stores it). A code exchanged before is a stolen
+// one (or a replay): the grant its first exchange issued is revoked, with
+// every access and refresh token of it (OAuth 2.1 §4.1.3).
 func (s *Service) exchangeCode(r *http.Request, c *Client) (*Grant, error) {
 	f := r.PostForm
 	ctx := r.Context()
-	code, err := s.d.Store.TakeOAuthCode(ctx, hashToken(f.Get("code")))
+	grantID := model.NewID()
+	code, err := s.d.Store.SpendOAuthCode(ctx, hashToken(f.Get("code")), grantID)
 	if notFound(err) {
 		return nil, errInvalidGrant("unknown, used or expired authorization code")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("take authorization code: %w", err)
+		return nil, fmt.Errorf("spend authorization code: %w", err)
+	}
+	if code.GrantID != "" {
+		return nil, s.codeReused(r, code)
 	}
 	now := s.d.Now()
 	verifier := f.Get("code_verifier")
@@ -127,8 +133,17 @@ func (s *Service) exchangeCode(r *http.Request, c *Client) (*Grant, error) {
 	case f.Get("resource") != "" && f.Get("resource") != code.Resource:
 		return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_target", Description: "resource differs from the authorization request's"}
 	}
-	g := &Grant{ID: model.NewID(), ClientID: c.ID, AccountID: code.AccountID, Resource: code.Resource, CreatedAt: now}
+	g := &Grant{ID: grantID, ClientID: c.ID, AccountID: code.AccountID, Resource: code.Resource, CreatedAt: now}
 	return g, nil
+}
+
+// codeReused revokes the grant of code's first exchange after its second.
+func (s *Service) codeReused(r *http.Request, code *Code) error {
+	if err := s.revokeGrant(r, code.GrantID); err != nil {
+		return err
+	}
+	s.d.Log.WarnContext(r.Context(), "oauth authorization code reused; grant revoked", "grant", code.GrantID, "client", code.ClientID, "account", code.AccountID)
+	return errInvalidGrant("authorization code reused: the grant it issued and all its tokens are revoked; authorize again")
 }
 
 // refresh spends a refresh token. A token used twice is a stolen one (or

@@ -67,27 +67,35 @@ func (s *Store) CreateOAuthCode(ctx context.Context, c *oauth.Code) error {
 	return nil
 }
 
-// TakeOAuthCode implements oauth.Store: the row is deleted in the
-// transaction that reads it, so of two concurrent exchanges one wins.
-// Expired codes are swept on the way.
-func (s *Store) TakeOAuthCode(ctx context.Context, hash string) (*oauth.Code, error) {
+// SpendOAuthCode implements oauth.Store: the code is read and marked
+// spent by grantID in one transaction, so of two concurrent exchanges one
+// wins and the other sees the winner's grant. Other codes expired an
+// hour ago, spent or not, are swept on the way.
+func (s *Store) SpendOAuthCode(ctx context.Context, hash, grantID string) (*oauth.Code, error) {
 	var c oauth.Code
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var created, expires int64
-		err := tx.QueryRowContext(ctx, s.q(`SELECT hash, client_id, account_id, redirect_uri, code_challenge, resource, created_at, expires_at FROM oauth_authorization_codes WHERE hash = ?`), hash).
-			Scan(&c.Hash, &c.ClientID, &c.AccountID, &c.RedirectURI, &c.Challenge, &c.Resource, &created, &expires)
+		err := tx.QueryRowContext(ctx, s.q(`SELECT hash, client_id, account_id, redirect_uri, code_challenge, resource, created_at, expires_at, grant_id FROM oauth_authorization_codes WHERE hash = ?`), hash).
+			Scan(&c.Hash, &c.ClientID, &c.AccountID, &c.RedirectURI, &c.Challenge, &c.Resource, &created, &expires, &c.GrantID)
 		if err != nil {
 			return fmt.Errorf("query authorization code: %w", s.mapErr(err))
 		}
 		c.CreatedAt, c.ExpiresAt = fromMicros(created), fromMicros(expires)
-		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM oauth_authorization_codes WHERE hash = ?`), hash)
+		if c.GrantID != "" {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE oauth_authorization_codes SET grant_id = ? WHERE hash = ? AND grant_id = ''`), grantID, hash)
 		if err != nil {
-			return fmt.Errorf("delete authorization code: %w", err)
+			return fmt.Errorf("spend authorization code: %w", err)
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			return fmt.Errorf("take authorization code: %w", model.ErrNotFound)
+			// Spent by a concurrent exchange: report its grant.
+			if err := tx.QueryRowContext(ctx, s.q(`SELECT grant_id FROM oauth_authorization_codes WHERE hash = ?`), hash).Scan(&c.GrantID); err != nil {
+				return fmt.Errorf("spend authorization code: %w", s.mapErr(err))
+			}
+			return nil
 		}
-		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM oauth_authorization_codes WHERE expires_at < ?`), micros(time.Now().Add(-time.Hour))); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM oauth_authorization_codes WHERE expires_at < ? AND hash <> ?`), micros(time.Now().Add(-time.Hour)), hash); err != nil {
 			return fmt.Errorf("sweep authorization codes: %w", err)
 		}
 		return nil

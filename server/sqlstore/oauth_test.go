@@ -34,11 +34,16 @@ func testOAuth(t *testing.T, newStore storeFactory) {
 	if err := st.CreateOAuthCode(ctx, code); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := st.TakeOAuthCode(ctx, "c1"); err != nil || cmp.Diff(code, got) != "" {
-		t.Errorf("TakeOAuthCode = %+v, %v", got, err)
+	if got, err := st.SpendOAuthCode(ctx, "c1", "g1"); err != nil || cmp.Diff(code, got) != "" {
+		t.Errorf("SpendOAuthCode = %+v, %v", got, err)
 	}
-	if _, err := st.TakeOAuthCode(ctx, "c1"); !errors.Is(err, model.ErrNotFound) {
-		t.Errorf("second take: %v, want ErrNotFound", err)
+	spentCode := *code
+	spentCode.GrantID = "g1"
+	if got, err := st.SpendOAuthCode(ctx, "c1", "g2"); err != nil || cmp.Diff(&spentCode, got) != "" {
+		t.Errorf("second spend = %+v, %v; want the first's grant", got, err)
+	}
+	if _, err := st.SpendOAuthCode(ctx, "none", "g3"); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("spend of an unknown code: %v, want ErrNotFound", err)
 	}
 	g := &oauth.Grant{ID: model.NewID(), ClientID: c.ID, AccountID: a.ID, Resource: "r", CreatedAt: base}
 	first := &oauth.RefreshToken{Hash: "r1", GrantID: g.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
