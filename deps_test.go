@@ -132,7 +132,7 @@ var rules = map[string]depRule{
 		"server":          "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
 		"server/takeover": "exec and takeover are siblings over the sandbox lifecycle; what both need lives under them (authz, sidecar)",
 	}},
-	"server/proxy": {ours: []string{"client/api", "internal/apihttp", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/hold", "server/internal/scrub", "server/internal/sidecar"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/proxy": {ours: []string{"client/api", "internal/apihttp", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/hold", "server/internal/scrub", "server/internal/sidecar", "server/internal/iocount"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":      "a subsystem gets what it needs through its Deps; the server wires it, never the reverse",
 		"server/exec": "exec calls the proxy's Forward through its Deps; the proxy knows nothing of exec",
 	}},
@@ -159,7 +159,8 @@ var rules = map[string]depRule{
 	"server/internal/limits": {ours: []string{"client/api", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "rate limits, idempotency and quotas are mechanics under the server, which configures them",
 	}},
-	"server/internal/pintls": {stdOnly: true},
+	"server/internal/pintls":  {stdOnly: true},
+	"server/internal/iocount": {stdOnly: true},
 	"server/internal/sidecar": {ours: []string{"client/api", "server/model", "server/internal/authz", "server/internal/unixsock", "server/internal/pintls"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "the sidecar client sits under the subsystems that call sidecars",
 	}},
@@ -183,7 +184,7 @@ var rules = map[string]depRule{
 		"server/local":    "the port reaches sandboxes through the lifecycle hub, whatever the driver",
 		"server/sqlstore": "the port reads through its Store interface, behind the authorization layer",
 	}},
-	"server/e2b/envd": {ours: []string{"client/api", "internal/apihttp", "tools", "server/e2b/envdpb/process", "server/e2b/envdpb/process/processconnect", "server/e2b/envdpb/filesystem", "server/e2b/envdpb/filesystem/filesystemconnect"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
+	"server/e2b/envd": {ours: []string{"client/api", "internal/apihttp", "tools", "server/e2b/envdpb/process", "server/e2b/envdpb/process/processconnect", "server/e2b/envdpb/filesystem", "server/e2b/envdpb/filesystem/filesystemconnect", "server/internal/iocount"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"server/local": "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
 		"server/kube":  "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
 	})},
@@ -213,7 +214,7 @@ var rules = map[string]depRule{
 	}},
 	// Workspace sync to object storage: the backends (the cloud SDKs live
 	// here only) and the sync of sandboxes' files through its own Store.
-	"server/storagesync": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/storagesync": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/iocount"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":          "the control plane imports storage sync, never the reverse",
 		"server/sqlstore": "storage sync keeps its queue through its Store interface",
 		"server/local":    "storage sync reads workspaces through its Files interface, whatever the driver",
@@ -239,7 +240,7 @@ var rules = map[string]depRule{
 		"server/sqlstore": "organizations keep their records through their Store interface",
 	}},
 	"server/sqlstore": {never: map[string]string{"server": "server/sqlstore implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "client/api", "tools", "server/e2b", "server/secrets", "server/preview", "server/webhooks", "server/orgs", "server/oauth", "server/admin", "server/storagesync"}, forbidden: merge(clientGo)},
-	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/local/idrange", "server/local/loopdisk", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
+	"server/local":    {never: map[string]string{"server": "server/local implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/egress", "server/local/idrange", "server/local/loopdisk", "server/internal/unixsock", "sidecar/jail", "client/api", "tools", "internal/criu"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/local/idrange": {ours: []string{"client/api", "server/model", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/local": "the leases know nothing of sandboxes; the driver hands their files to its jails",
 	}},
@@ -247,7 +248,7 @@ var rules = map[string]depRule{
 		"server/local": "the disks know nothing of sandboxes; the driver decides where each image lives",
 		"server/model": "images, loop devices and mounts are host plumbing, no domain record",
 	}},
-	"server/kube":   {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/internal/pintls", "client/api", "tools"}, forbidden: sqlDriver},
+	"server/kube":   {never: map[string]string{"server": "server/kube implements a model contract; the control plane imports it, never the reverse"}, ours: []string{"server/model", "server/egress", "server/internal/pintls", "client/api", "tools"}, forbidden: sqlDriver},
 	"server/images": {ours: []string{"client/api", "server/egress", "sidecar/jail"}, forbidden: merge(clientGo, sqlDriver)},
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",

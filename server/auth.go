@@ -44,18 +44,9 @@ func (s *Server) authenticateKey(r *http.Request, token string) error {
 		return httpx.ErrInvalidKey
 	}
 	ctx := r.Context()
-	key, acct, err := s.store.APIKeyByHash(ctx, model.HashAPIKey(token))
-	if errors.Is(err, model.ErrNotFound) {
-		return httpx.ErrInvalidKey
-	}
+	key, acct, err := authz.AuthenticateKey(ctx, s.store, token)
 	if err != nil {
-		return fmt.Errorf("look up api key: %w", err)
-	}
-	if key.RevokedAt != nil {
-		return httpx.ErrInvalidKey
-	}
-	if key, err = authz.OrgKey(key); err != nil {
-		return httpx.ErrInvalidKey
+		return err
 	}
 	ri := authz.From(ctx)
 	ri.Account, ri.Key = acct, key

@@ -48,6 +48,7 @@ type matrixCase struct {
 	bOrg     bool // B acts with a key of B's own organization
 	bMember  bool // B is a member of A's organization (personal credentials)
 	bRemoved bool // B was an admin of A's organization, removed: every credentialed route answers 401
+	bDemoted bool // B is an admin of A's organization demoted to member, with its admin key (E2B matrix)
 }
 
 // TestCrossTenantMatrix (issue 5, acceptance 1; issue 24, acceptance 3):

@@ -114,6 +114,36 @@ func CheckOtherTenant(t *testing.T, base, ownerKey, otherKey, id string) {
 	}
 }
 
+// CheckKeyRefused checks every route of e2b.Routes with a key the
+// control plane no longer accepts (revoked, or its holder removed from
+// its organization), as X-API-Key and as a Bearer token: each answers
+// 401 with E2B's {"code": 401} and without a word of sandbox id.
+func CheckKeyRefused(t *testing.T, base, key, id string) {
+	t.Helper()
+	rows := otherTenantRows()
+	for _, pattern := range e2b.Routes() {
+		row, ok := rows[pattern]
+		if !ok {
+			t.Errorf("route %q has no row in otherTenantRows (internal/e2bsdk): add one", pattern)
+			continue
+		}
+		method, _, ok := strings.Cut(pattern, " ")
+		if !ok {
+			method = http.MethodGet
+		}
+		for _, auth := range []http.Header{{"X-API-Key": {key}}, {"Authorization": {"Bearer " + key}}} {
+			status, body := Do(t, base, method, strings.ReplaceAll(row.path, "{id}", id), auth, row.body)
+			var e struct{ Code int }
+			if status != http.StatusUnauthorized || json.Unmarshal(body, &e) != nil || e.Code != status {
+				t.Errorf("%s with a refused key: %d %s, want E2B's 401", pattern, status, body)
+			}
+			if strings.Contains(string(body), id) {
+				t.Errorf("%s with a refused key names the sandbox: %s", pattern, body)
+			}
+		}
+	}
+}
+
 // CheckEnvdRefuses checks the envd half of issue 21's second acceptance
 // item on every route of envd.Routes, each RPC of both services included:
 // a call for sandbox id with no access token, and with each header set of

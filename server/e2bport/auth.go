@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -28,12 +27,9 @@ func (a *Auth) Authenticate(ctx context.Context, key string) (e2b.Caller, error)
 	if !model.ValidAPIKey(key) {
 		return nil, httpx.ErrInvalidKey
 	}
-	k, acct, err := a.d.Store.APIKeyByHash(ctx, model.HashAPIKey(key))
-	if errors.Is(err, model.ErrNotFound) || err == nil && k.RevokedAt != nil {
-		return nil, httpx.ErrInvalidKey
-	}
+	k, acct, err := authz.AuthenticateKey(ctx, a.d.Store, key)
 	if err != nil {
-		return nil, fmt.Errorf("look up api key: %w", err)
+		return nil, err
 	}
 	a.d.Touch(k)
 	// The request acts for the account from here, as a REST request does

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // TestNewRefusesMissingDeps: a port without its dependencies is refused
@@ -31,5 +34,64 @@ func TestAuthenticateRefusesBeforeTheStore(t *testing.T) {
 		if _, err := a.Authenticate(context.Background(), tt.key); !errors.Is(err, tt.want) {
 			t.Errorf("Authenticate(%q) = %v, want %v", tt.key, err, tt.want)
 		}
+	}
+}
+
+// keyStore answers APIKeyByHash with one key; the port reads nothing else
+// to authenticate.
+type keyStore struct {
+	Store
+	key *model.APIKey
+}
+
+func (s keyStore) APIKeyByHash(_ context.Context, hash string) (*model.APIKey, *model.Account, error) {
+	if s.key == nil || hash != s.key.Hash {
+		return nil, nil, model.ErrNotFound
+	}
+	k := *s.key
+	return &k, &model.Account{ID: "org-account"}, nil
+}
+
+// TestAuthenticateOrgKeyEffectiveRole: an organization's key acts on the
+// E2B API with the role it has on the REST API (authz.AuthenticateKey):
+// lowered to its holder's current organization role, refused once the
+// holder is no longer a member, even before the key's revocation lands.
+func TestAuthenticateOrgKeyEffectiveRole(t *testing.T) {
+	token := model.NewAPIKey()
+	revoked := time.Unix(1, 0)
+	for _, tt := range []struct {
+		name     string
+		key      model.APIKey
+		wantRole string
+		wantErr  error
+	}{
+		{name: "personal admin", key: model.APIKey{Role: model.RoleAdmin}, wantRole: model.RoleAdmin},
+		{name: "org admin key, admin member", key: model.APIKey{Role: model.RoleAdmin, MemberID: "m", MemberRole: model.RoleAdmin}, wantRole: model.RoleAdmin},
+		{name: "org admin key, member demoted to member", key: model.APIKey{Role: model.RoleAdmin, MemberID: "m", MemberRole: model.RoleMember}, wantRole: model.RoleMember},
+		{name: "org admin key, member removed", key: model.APIKey{Role: model.RoleAdmin, MemberID: "m"}, wantErr: httpx.ErrInvalidKey},
+		{name: "revoked", key: model.APIKey{Role: model.RoleAdmin, RevokedAt: &revoked}, wantErr: httpx.ErrInvalidKey},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			k := tt.key
+			k.ID, k.Hash = "key-1", model.HashAPIKey(token)
+			a := &Auth{d: Deps{Store: keyStore{key: &k}, Touch: func(*model.APIKey) {}}}
+			ctx := httpx.WithInfo(context.Background(), &httpx.Info{})
+			c, err := a.Authenticate(ctx, token)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Authenticate = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if got := authz.From(ctx).Key.Role; got != tt.wantRole {
+				t.Errorf("the request's key role = %q, want %q", got, tt.wantRole)
+			}
+			if got := c.(caller).key.Role; got != tt.wantRole {
+				t.Errorf("the caller's key role = %q, want %q", got, tt.wantRole)
+			}
+		})
+	}
+	if _, err := (&Auth{d: Deps{Store: keyStore{}, Touch: func(*model.APIKey) {}}}).Authenticate(context.Background(), token); !errors.Is(err, httpx.ErrInvalidKey) {
+		t.Errorf("an unknown key: %v, want %v", err, httpx.ErrInvalidKey)
 	}
 }

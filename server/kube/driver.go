@@ -14,10 +14,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,8 +102,7 @@ type Driver struct {
 	now    func() time.Time
 	pool   *pool
 
-	mu     sync.Mutex
-	egress map[string]net.Listener // sandbox id → its egress proxy's listener
+	egress egress.Listeners // the egress proxies' listeners (egress.go)
 }
 
 // New returns a driver that makes sandboxes through client.
@@ -183,7 +182,7 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (model.Endpoint, e
 	token := newToken()
 	ep, err := d.start(ctx, p, token)
 	if err != nil {
-		d.closeEgress(spec.ID)
+		d.egress.Close(spec.ID)
 		d.cleanup(p.name)
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
@@ -350,7 +349,7 @@ func sidecarCall(ctx context.Context, ep model.Endpoint, method, path, token str
 // Delete removes the sandbox's pod, Secret and NetworkPolicy. A sandbox
 // that is gone is not an error.
 func (d *Driver) Delete(ctx context.Context, id string) error {
-	d.closeEgress(id)
+	d.egress.Close(id)
 	sel := labels.Set{LabelManagedBy: ManagedBy, LabelSandbox: id}.String()
 	pods, err := d.client.CoreV1().Pods(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {

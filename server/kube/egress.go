@@ -33,28 +33,8 @@ func (d *Driver) listenEgress(addr string) (net.Listener, error) {
 // serveEgress hands l to serve and keeps it until the sandbox is deleted
 // or the driver released.
 func (d *Driver) serveEgress(id string, l net.Listener, serve func(net.Listener)) {
-	d.mu.Lock()
-	old := d.egress[id]
-	if d.egress == nil {
-		d.egress = map[string]net.Listener{}
-	}
-	d.egress[id] = l
-	d.mu.Unlock()
-	if old != nil {
-		_ = old.Close()
-	}
+	d.egress.Set(id, l)
 	serve(l)
-}
-
-// closeEgress stops serving the sandbox's egress proxy, if it has one.
-func (d *Driver) closeEgress(id string) {
-	d.mu.Lock()
-	l := d.egress[id]
-	delete(d.egress, id)
-	d.mu.Unlock()
-	if l != nil {
-		_ = l.Close()
-	}
 }
 
 // ReopenEgress implements model.EgressReopener: it serves the egress
@@ -79,7 +59,7 @@ func (d *Driver) ReopenEgress(ctx context.Context, id string, serve func(net.Lis
 	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 		return fmt.Errorf("reopen egress of %s: bad port %q", id, port)
 	}
-	d.closeEgress(id)
+	d.egress.Close(id)
 	l, err := d.listenEgress(addr)
 	if err != nil {
 		return fmt.Errorf("reopen egress of %s: %w", id, err)
@@ -92,11 +72,5 @@ func (d *Driver) ReopenEgress(ctx context.Context, id string, serve func(net.Lis
 // pods running, as the process exiting would: a server adopting them
 // reopens their egress (ReopenEgress).
 func (d *Driver) Release() {
-	d.mu.Lock()
-	ls := d.egress
-	d.egress = nil
-	d.mu.Unlock()
-	for _, l := range ls {
-		_ = l.Close()
-	}
+	d.egress.CloseAll()
 }

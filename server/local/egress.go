@@ -25,25 +25,9 @@ func (d *Driver) listenEgress(id string, js jail.Spec, serve func(net.Listener))
 		_ = l.Close()
 		return fmt.Errorf("listen egress: %w", err)
 	}
-	d.mu.Lock()
-	if d.egress == nil {
-		d.egress = map[string]net.Listener{}
-	}
-	d.egress[id] = l
-	d.mu.Unlock()
+	d.egress.Set(id, l)
 	serve(l)
 	return nil
-}
-
-// closeEgress stops serving the sandbox's egress socket, if it has one.
-func (d *Driver) closeEgress(id string) {
-	d.mu.Lock()
-	l := d.egress[id]
-	delete(d.egress, id)
-	d.mu.Unlock()
-	if l != nil {
-		_ = l.Close()
-	}
 }
 
 // ReopenEgress implements model.EgressReopener: it serves the egress
@@ -62,7 +46,7 @@ func (d *Driver) ReopenEgress(_ context.Context, id string, serve func(net.Liste
 		}
 		js.HostIDBase = cmp.Or(st.HostIDBase, d.cfg.LegacyIDBase)
 	}
-	d.closeEgress(id)
+	d.egress.Close(id)
 	if err := removeSocket(js.RunDir, jail.EgressSocketName); err != nil {
 		return fmt.Errorf("reopen egress: %w", err)
 	}
@@ -74,12 +58,6 @@ func (d *Driver) ReopenEgress(_ context.Context, id string, serve func(net.Liste
 // Driver on the same StateDir takes them over and a server adopting them
 // reopens their egress (ReopenEgress).
 func (d *Driver) Release() {
-	d.mu.Lock()
-	ls := d.egress
-	d.egress = nil
-	d.mu.Unlock()
-	for _, l := range ls {
-		_ = l.Close()
-	}
+	d.egress.CloseAll()
 	d.releaseHandles()
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/local/idrange"
 	"github.com/boxkite/boxkite/server/local/loopdisk"
 	"github.com/boxkite/boxkite/server/model"
@@ -142,8 +142,8 @@ type Driver struct {
 
 	volMu sync.Mutex // serialises mounting and deleting volumes (volumes.go)
 	// egress holds the egress listeners of sandboxes this process
-	// created (egress.go), under mu; a restarted driver has none.
-	egress map[string]net.Listener
+	// created (egress.go); a restarted driver has none.
+	egress egress.Listeners
 
 	loss     *lossWatch  // sandboxes whose sidecars are watched (watch.go)
 	capacity capacity    // the host's use of its limits (capacity.go)
@@ -611,7 +611,7 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	d.mu.Lock()
 	delete(d.children, id)
 	d.mu.Unlock()
-	d.closeEgress(id)
+	d.egress.Close(id)
 	// Unmounted whatever the state says: a crash may have come between the
 	// mount and the state file.
 	if err := loopdisk.Unmount(filepath.Join(dir, diskMount)); err != nil {

@@ -168,7 +168,7 @@ func (d *Driver) stopJail(ctx context.Context, id, dir string, st state) error {
 	d.mu.Lock()
 	delete(d.children, id)
 	d.mu.Unlock()
-	d.closeEgress(id)
+	d.egress.Close(id)
 	st.PID, st.StartTime, st.Cgroup = 0, 0, jail.Cgroup{}
 	if err := writeState(dir, st); err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
@@ -220,7 +220,7 @@ func (d *Driver) restartJail(ctx context.Context, id, dir string, st state, egre
 	}
 	defer func() {
 		if err != nil {
-			d.closeEgress(id)
+			d.egress.Close(id)
 			_ = p.st.Cgroup.Remove(context.WithoutCancel(ctx))
 		}
 	}()

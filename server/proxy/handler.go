@@ -13,6 +13,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/iocount"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/internal/sidecar"
 )
@@ -64,7 +65,7 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 		}
 		x := &exchange{r: r}
 		c := &sidecar.Call{Method: rt.method, Path: path, Query: query, Length: -1, Timeout: rt.timeout}
-		var up *sidecar.CountingReader
+		var up *iocount.Reader
 		switch rt.body {
 		case bodyJSON:
 			if x.reqBody, err = apihttp.ReadJSON(w, r, httpx.MaxExecBody); err != nil {
@@ -82,7 +83,7 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 			c.Body, c.Length = bytes.NewReader(x.reqBody), int64(len(x.reqBody))
 		case bodyStream:
 			apihttp.Streaming(r) // an upload of any size: only stalls time out
-			up = &sidecar.CountingReader{R: r.Body}
+			up = &iocount.Reader{R: r.Body}
 			c.Body, c.Length = up, r.ContentLength
 		}
 		started := s.d.Now()

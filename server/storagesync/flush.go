@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/iocount"
 )
 
 // Result sums up one flush.
@@ -262,10 +263,10 @@ func (u *uploader) bundle(files []api.TreeEntry) {
 		}
 		lr := &limitedReader{ctx: u.ctx, r: tr, l: u.s.limit}
 		if hdr.Size > smallFile {
-			r := &countingReader{r: lr}
+			r := &iocount.Reader{R: lr}
 			err := u.put(hdr.Name, r, hdr.Size, hdr.ModTime)
-			if err == nil && r.n != hdr.Size {
-				err = fmt.Errorf("read the workspace: %s: %d of %d bytes", hdr.Name, r.n, hdr.Size)
+			if err == nil && r.N != hdr.Size {
+				err = fmt.Errorf("read the workspace: %s: %d of %d bytes", hdr.Name, r.N, hdr.Size)
 			}
 			if err != nil {
 				u.fail(err)
@@ -284,18 +285,6 @@ func (u *uploader) bundle(files []api.TreeEntry) {
 		name, mtime := hdr.Name, hdr.ModTime
 		u.spawn(u.slots, func() error { return u.put(name, bytes.NewReader(data), int64(len(data)), mtime) })
 	}
-}
-
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // limitedReader reads at most the bandwidth the limiter grants.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/iocount"
 )
 
 // download serves GET /files?path=: the file's bytes, streamed from the
@@ -141,7 +142,7 @@ func (h *Handler) uploadRaw(r *http.Request, query string, write func(string, io
 func (h *Handler) putFile(ctx context.Context, p string, body io.Reader) error {
 	sess := sessionFrom(ctx)
 	started := time.Now()
-	cr := &countingReader{r: body}
+	cr := &iocount.Reader{R: body}
 	resp, err := sidecarOK(ctx, sess, http.MethodPut, "/files/raw", url.Values{"path": {p}}, cr,
 		http.Header{"Content-Type": {"application/octet-stream"}})
 	if err != nil {
@@ -150,20 +151,9 @@ func (h *Handler) putFile(ctx context.Context, p string, body io.Reader) error {
 	resp.Body.Close()
 	code := 0
 	return sess.Audit(ctx, AuditEntry{
-		Operation: "file_upload", Detail: map[string]any{"path": p, "bytes": cr.n, "interface": "e2b"},
+		Operation: "file_upload", Detail: map[string]any{"path": p, "bytes": cr.N, "interface": "e2b"},
 		ExitCode: &code, Started: started, Duration: time.Since(started),
 	})
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // restError answers an envd REST route in the shape the SDK reads:

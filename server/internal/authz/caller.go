@@ -3,6 +3,7 @@ package authz
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
@@ -87,4 +88,31 @@ func OrgKey(key *model.APIKey) (*model.APIKey, error) {
 	k := *key
 	k.Role = eff
 	return &k, nil
+}
+
+// KeyStore is the look-up AuthenticateKey needs: model.AccountStore's.
+type KeyStore interface {
+	APIKeyByHash(ctx context.Context, hash string) (*model.APIKey, *model.Account, error)
+}
+
+// AuthenticateKey resolves a well-formed API key (model.ValidAPIKey) to
+// the key as it may act (OrgKey) and its account: httpx.ErrInvalidKey for
+// an unknown or revoked key, or the key of a member no longer in its
+// organization. The REST guard and the E2B API both authenticate keys
+// with it, so an organization key has the same effective role on both.
+func AuthenticateKey(ctx context.Context, st KeyStore, token string) (*model.APIKey, *model.Account, error) {
+	key, acct, err := st.APIKeyByHash(ctx, model.HashAPIKey(token))
+	if errors.Is(err, model.ErrNotFound) {
+		return nil, nil, httpx.ErrInvalidKey
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("look up api key: %w", err)
+	}
+	if key.RevokedAt != nil {
+		return nil, nil, httpx.ErrInvalidKey
+	}
+	if key, err = OrgKey(key); err != nil {
+		return nil, nil, httpx.ErrInvalidKey
+	}
+	return key, acct, nil
 }

@@ -6,6 +6,7 @@
 // The account is the tenant whose records a request reaches: a person's
 // own, or an organization's (server/orgs) for a key the organization
 // issued one of its members. Such a key arrives with its Role lowered to
-// the lesser of its own and the member's organization role (OrgKey), and
+// the lesser of its own and the member's organization role (OrgKey;
+// AuthenticateKey, which both the REST guard and the E2B API use), and
 // Caller.PersonID names the member behind it.
 package authz

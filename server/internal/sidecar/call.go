@@ -65,18 +65,6 @@ var PassResponseHeaders = []string{
 // Authorization: the API key stays at the control plane.
 var PassRequestHeaders = []string{"Content-Type", "Content-Encoding", "Accept", "Last-Event-ID"}
 
-// CountingReader counts the bytes read through it (an upload's size).
-type CountingReader struct {
-	R io.Reader
-	N int64
-}
-
-func (c *CountingReader) Read(p []byte) (int, error) {
-	n, err := c.R.Read(p)
-	c.N += int64(n)
-	return n, err
-}
-
 // LineTap returns a tap that calls fn with every complete line of a
 // stream, without its newline. Lines longer than maxLine are skipped: the
 // events worth parsing (exit events) are short.
