@@ -53,8 +53,8 @@ func newBenchCmd(app *App) *cobra.Command {
 exec returns), then --concurrency at once; run --execs 'true' execs in each
 (the exec round trip), then as many from --concurrency workers at once (the
 throughput); write and read a 1 MiB file in each, and --execs times a
-4 KiB one (write+read timed together); and read each sandbox's
-idle memory from its cgroup.
+4 KiB one (write+read timed together); and, once they have sat idle for
+3 s, read each sandbox's memory and threads from its cgroup.
 
 Every latency is also shown as a multiple of two floors measured in the same
 run on this machine, at its start and at its end: F, a bare spawn of
@@ -299,6 +299,7 @@ func (b *bench) run(ctx context.Context, rep *benchReport) error {
 
 	b.measureExecs(ctx, rep, ids, f, bw)
 	b.measureFiles(ctx, rep, ids, f, bw)
+	b.settle(ctx)
 	rep.IdleMemory = b.measureMemory(ctx, ids)
 	if err := ctx.Err(); err != nil {
 		return err

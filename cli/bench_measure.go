@@ -146,9 +146,19 @@ func (b *bench) measureMemory(ctx context.Context, ids []string) *memory {
 	return summarizeMemory(total, anon, pids)
 }
 
-// idleSettle is how long --idle lets the sandboxes sit after their execs
-// before it measures them.
+// idleSettle is how long bench lets sandboxes sit after their execs
+// before it measures them idle.
 const idleSettle = 3 * time.Second
+
+// settle waits idleSettle: idle means after the sidecars have ended the
+// threads the execs left (a second after their last request; issue 27).
+func (b *bench) settle(ctx context.Context) {
+	b.prog.phase("settle", 0)
+	select {
+	case <-ctx.Done():
+	case <-time.After(idleSettle):
+	}
+}
 
 // measureIdle creates --idle sandboxes, checks each answers an exec, and
 // reports their memory; then deletes them.
@@ -190,13 +200,7 @@ func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
 	})
 	res.Exec = summarize(execs.all(), f, bw)
 	res.Answered = len(execs.all())
-	// Idle means after the sidecars have ended the threads the execs left
-	// (a second after their last request; issue 27).
-	b.prog.phase("idle: settle", 0)
-	select {
-	case <-ctx.Done():
-	case <-time.After(idleSettle):
-	}
+	b.settle(ctx)
 	if after := memAvailable(); before > 0 && after > 0 && len(ids) > 0 && b.serverIsLocal() {
 		res.HostMemoryPerSandboxBytes = (before - after) / int64(len(ids))
 		if _, tasks, ok := loadavg(); ok && tasksOK {

@@ -137,7 +137,8 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	if err := fs.Parse(jailServeArgs(l, &claimable)); err != nil {
 		return err
 	}
-	_, errc, err := startServing(f, l.Token, trimAfterRequests(jailThreads, trimDelay))
+	trim := newThreadTrimmer(jailThreads)
+	_, errc, err := startServing(f, l.Token, trim.connState)
 	if err != nil {
 		return err
 	}
@@ -146,7 +147,8 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 		fmt.Fprintf(os.Stderr, "boxkite-sidecar init: serve: %v\n", err)
 		os.Exit(1)
 	}()
-	jail.ReapOrphans() // on the locked main thread, for good
+	// Each reaper wake leaves a spare thread behind (see threadTrimmer).
+	jail.ReapOrphans(func() { trim.after(trimAfterWake) }) // on the locked main thread, for good
 	return nil
 }
 
@@ -159,18 +161,41 @@ const jailThreads = 4
 // the threads that request left idle.
 const trimDelay = time.Second
 
-// trimAfterRequests returns an http.Server.ConnState that ends idle
-// threads (jail.TrimThreads) once no request has ended for delay, and
-// once delay after the start. An idle sidecar is not woken for it.
-func trimAfterRequests(max int, delay time.Duration) func(net.Conn, http.ConnState) {
-	var mu sync.Mutex
-	trim := time.AfterFunc(delay, func() { _, _ = jail.TrimThreads(max) })
-	return func(_ net.Conn, state http.ConnState) {
-		if state == http.StateIdle || state == http.StateClosed {
-			mu.Lock()
-			trim.Reset(delay)
-			mu.Unlock()
-		}
+// trimAfterWake is how long after the orphan reaper's wake the sidecar
+// ends the thread that wake made: by then the runtime has handed the
+// sleeping main thread's P off.
+const trimAfterWake = 100 * time.Millisecond
+
+// threadTrimmer ends a jail sidecar's idle threads (jail.TrimThreads) a
+// while after each request and each reaper wake, and once after the
+// start; an idle sidecar is not woken for it. Each wake of the reaper
+// leaves a spare thread: the main thread's P is handed off as it sleeps
+// again, and with GOMAXPROCS 1 the runtime starts a spinning thread for
+// it, which then idles for good.
+type threadTrimmer struct {
+	mu   sync.Mutex
+	max  int
+	trim *time.Timer
+}
+
+func newThreadTrimmer(max int) *threadTrimmer {
+	t := &threadTrimmer{max: max}
+	t.trim = time.AfterFunc(trimDelay, func() { _, _ = jail.TrimThreads(max) })
+	return t
+}
+
+// after makes the next trim happen after d.
+func (t *threadTrimmer) after(d time.Duration) {
+	t.mu.Lock()
+	t.trim.Reset(d)
+	t.mu.Unlock()
+}
+
+// connState is the sidecar server's http.Server.ConnState: a connection
+// that goes idle or closes ended a request.
+func (t *threadTrimmer) connState(_ net.Conn, state http.ConnState) {
+	if state == http.StateIdle || state == http.StateClosed {
+		t.after(trimDelay)
 	}
 }
 

@@ -56,7 +56,7 @@ func switches(t *testing.T, pid int) int {
 // TestIdleSidecarThreads: an idle jail's sidecar holds at most four
 // threads (issue 27), also after concurrent execs made it start more:
 // a second after its last request it ends the idle ones
-// (jail.TrimThreads). Takes about 3 s.
+// (jail.TrimThreads), and after its orphan reaper's wake. Takes about 8 s.
 func TestIdleSidecarThreads(t *testing.T) {
 	t.Parallel()
 	d := newDriver(t)
@@ -80,6 +80,16 @@ func TestIdleSidecarThreads(t *testing.T) {
 	t.Logf("sidecar threads: %d after six concurrent execs, %d once idle", busy, idle)
 	if idle > 4 {
 		t.Errorf("an idle sidecar holds %d threads, want at most 4", idle)
+	}
+	// Each wake of the orphan reaper (every 5 s) makes a spare thread,
+	// which the sidecar ends 100 ms later.
+	time.Sleep(5500 * time.Millisecond)
+	later := taskCount(t, st.PID)
+	for deadline := time.Now().Add(time.Second); later > 4 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		later = taskCount(t, st.PID)
+	}
+	if later > 4 {
+		t.Errorf("an idle sidecar holds %d threads after its reaper woke, want at most 4", later)
 	}
 	run(t, ep, "true") // still answers with its threads trimmed
 }

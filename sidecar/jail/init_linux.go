@@ -94,7 +94,10 @@ const reapWake = 5 * time.Second
 // to a thread ends without unlocking it) is reparented to another thread
 // of the process, possibly the main one. The sidecar does that only when a
 // thread's credentials could not be restored, which leaves it unusable.
-func ReapOrphans() {
+//
+// woke, when set, is called on the main thread after every wake, before
+// the reaper sleeps again; it must not block.
+func ReapOrphans(woke func()) {
 	for {
 		for {
 			var ws unix.WaitStatus
@@ -111,5 +114,8 @@ func ReapOrphans() {
 		// Afresh each time: the kernel writes the time left back into it.
 		timeout := unix.NsecToTimespec(int64(reapWake))
 		_, _ = unix.Ppoll(nil, &timeout, nil)
+		if woke != nil {
+			woke()
+		}
 	}
 }
