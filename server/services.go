@@ -75,6 +75,9 @@ func (s *Server) newWebhooks() error {
 		Store: ws, Log: s.log, Now: func() time.Time { return s.now() },
 		AllowLoopback: s.cfg.Webhooks.AllowLoopback, BackoffBase: s.cfg.Webhooks.BackoffBase, Poll: s.cfg.Webhooks.Poll,
 	}
+	if sh, ok := st.(interface{ Shared() bool }); ok && !sh.Shared() {
+		d.SoleServer = true // no other server adds subscriptions behind this one's back
+	}
 	if kr := s.cfg.Secrets.Keyring(); kr != nil {
 		d.Sealer = kr // signing secrets and HEC tokens encrypted at rest
 	}
@@ -84,7 +87,15 @@ func (s *Server) newWebhooks() error {
 	}
 	s.webhooks = svc
 	s.alog.Committed = func(ctx context.Context, e *model.ExecLogEntry) {
-		s.emit(ctx, e.AccountID, api.EventAuditLogEntry, e.ToAPI())
+		if e.AccountID == "" {
+			return
+		}
+		// The entry's wire form is built only for an account that has
+		// subscriptions: every exec commits one.
+		err := s.webhooks.EmitFunc(ctx, e.AccountID, api.EventAuditLogEntry, func() any { return e.ToAPI() })
+		if err != nil {
+			s.log.ErrorContext(ctx, "queue webhook event", "event", api.EventAuditLogEntry, "account", e.AccountID, "err", err)
+		}
 	}
 	return nil
 }

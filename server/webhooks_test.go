@@ -440,3 +440,40 @@ func TestWebhookSecretsSealed(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookQuietAccountSubscribes: an account's execs before it has a
+// subscription queue nothing (and teach the server that it has none);
+// the first exec after it subscribes to audit_log.entry is delivered.
+func TestWebhookQuietAccountSubscribes(t *testing.T) {
+	e := newEnv(t, webhookConfig())
+	runServer(t, e.Server)
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	e.exec(e.KeyA, sb.ID, "echo before")
+	e.exec(e.KeyA, sb.ID, "echo before again")
+	rc := newReceiver(t, func(int) int { return http.StatusNoContent })
+	subscribe(t, e, e.KeyA, rc.URL, api.EventAuditLogEntry)
+	e.exec(e.KeyA, sb.ID, "echo after")
+	eventually(t, "the exec's audit_log.entry", func() bool { return len(rc.received()) == 1 })
+	var env api.WebhookEnvelope
+	mustUnmarshal(t, rc.received()[0].body, &env)
+	if env.Event != api.EventAuditLogEntry || !strings.Contains(string(rc.received()[0].body), "echo after") {
+		t.Errorf("delivery: %s", rc.received()[0].body)
+	}
+}
+
+// TestWebhookReplicasSubscribeElsewhere: an account execs on server B,
+// subscribes on server A, and B's very next exec queues the event (a
+// store several servers share is read on every exec).
+func TestWebhookReplicasSubscribeElsewhere(t *testing.T) {
+	es, _ := newReplicas(t, 2, webhookConfig())
+	a, b := es[0], es[1]
+	sb := b.create(b.KeyA, api.CreateSandboxRequest{})
+	b.exec(b.KeyA, sb.ID, "echo before")
+	rc := newReceiver(t, func(int) int { return http.StatusNoContent })
+	hook := subscribe(t, a, a.KeyA, rc.URL, api.EventAuditLogEntry)
+	b.exec(b.KeyA, sb.ID, "echo after")
+	if ds := deliveries(t, a, a.KeyA, hook.ID); len(ds) != 1 {
+		t.Fatalf("deliveries right after B's exec: %+v, want one", ds)
+	}
+	eventually(t, "the exec's audit_log.entry", func() bool { return len(rc.received()) == 1 })
+}

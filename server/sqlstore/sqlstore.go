@@ -65,6 +65,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
+// Shared reports whether several servers may share the database (Postgres);
+// a SQLite database is one server's alone.
+func (s *Store) Shared() bool { return s.d.name == postgresDialect.name }
+
 // Close closes the database.
 func (s *Store) Close() error {
 	s.audit.close()

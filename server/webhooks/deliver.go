@@ -25,10 +25,26 @@ const lease = 2 * AttemptTimeout
 // restart; the worker sends it. It acts as the system (the server's own
 // bookkeeping of what the caller did).
 func (s *Service) Emit(ctx context.Context, accountID, event string, data any) error {
+	return s.EmitFunc(ctx, accountID, event, func() any { return data })
+}
+
+// EmitFunc is Emit with the event's data built by data only when some
+// subscription takes it.
+func (s *Service) EmitFunc(ctx context.Context, accountID, event string, data func() any) error {
+	var gen uint64
+	if s.quiet != nil {
+		var known bool
+		if known, gen = s.quiet.known(accountID); known {
+			return nil
+		}
+	}
 	ctx = context.WithoutCancel(ctx)
 	subs, err := s.store.Webhooks(ctx, accountID)
 	if err != nil {
 		return fmt.Errorf("list webhooks: %w", err)
+	}
+	if len(subs) == 0 && s.quiet != nil {
+		s.quiet.remember(accountID, gen)
 	}
 	var takers []*Subscription
 	for _, sub := range subs {
@@ -39,7 +55,7 @@ func (s *Service) Emit(ctx context.Context, accountID, event string, data any) e
 	if len(takers) == 0 {
 		return nil
 	}
-	ds, err := s.deliveriesFor(takers, accountID, event, data)
+	ds, err := s.deliveriesFor(takers, accountID, event, data())
 	if err != nil {
 		return err
 	}

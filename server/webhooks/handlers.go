@@ -85,7 +85,11 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.CreateWebhook(r.Context(), stored); err != nil {
+	err = s.store.CreateWebhook(r.Context(), stored)
+	if s.quiet != nil {
+		s.quiet.forget(acct.ID) // committed or not: read the store again
+	}
+	if err != nil {
 		return fmt.Errorf("create webhook: %w", err)
 	}
 	out := sub.ToAPI()

@@ -39,6 +39,10 @@ type Deps struct {
 	// Sealer keeps the subscriptions' signing secrets and HEC tokens
 	// encrypted in the store; nil stores them as they are.
 	Sealer Sealer
+	// SoleServer says no other server creates subscriptions in Store (a
+	// SQLite store): Emit then remembers the accounts that have none
+	// instead of reading them for every event (quiet.go).
+	SoleServer bool
 }
 
 // Sealer encrypts values at rest, bound to associated data
@@ -54,6 +58,7 @@ type Service struct {
 	store  Store
 	client *http.Client
 	wake   chan struct{}
+	quiet  *quiet // nil: read the store on every Emit
 }
 
 // New returns the service; Store, Log and Now are required.
@@ -70,11 +75,15 @@ func New(d Deps) (*Service, error) {
 	if d.Owner == "" {
 		d.Owner = model.NewID()
 	}
-	return &Service{
+	s := &Service{
 		d: d, store: authorized{d.Store},
 		client: safeClient(AttemptTimeout, d.AllowLoopback),
 		wake:   make(chan struct{}, 1),
-	}, nil
+	}
+	if d.SoleServer {
+		s.quiet = newQuiet()
+	}
+	return s, nil
 }
 
 // backoff is the delay after the attempt-th failed attempt (1-based).
