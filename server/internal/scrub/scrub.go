@@ -53,6 +53,15 @@ func Detail(d map[string]any) {
 // replaced by what fn returns for it (nil keeps it), members in their
 // order.
 func rewriteObject(obj []byte, fn func(key string, val json.RawMessage) json.RawMessage) ([]byte, error) {
+	if out, ok := rewriteValid(obj, fn); ok {
+		return out, nil
+	}
+	return rewriteDecoded(obj, fn)
+}
+
+// rewriteDecoded is rewriteObject with a json.Decoder, for what
+// rewriteValid leaves.
+func rewriteDecoded(obj []byte, fn func(key string, val json.RawMessage) json.RawMessage) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(obj))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {

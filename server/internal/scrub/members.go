@@ -1,0 +1,129 @@
+package scrub
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// rewriteValid is rewriteObject for an obj that json.Valid accepts, without
+// a json.Decoder: the decoder allocates an error for every value it ends
+// (its scanner's look-ahead), some fifty per exec answer. It returns
+// ok false when obj is not valid JSON or not an object, for rewriteObject
+// to take the decoder's way (which also ignores what follows the object).
+func rewriteValid(obj []byte, fn func(key string, val json.RawMessage) json.RawMessage) ([]byte, bool) {
+	if !json.Valid(obj) {
+		return nil, false
+	}
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	out := bytes.NewBuffer(make([]byte, 0, len(obj)+16))
+	out.WriteByte('{')
+	i = skipSpace(obj, i+1)
+	for obj[i] != '}' { // valid JSON: a member starts here
+		end := stringEnd(obj, i)
+		rawKey := obj[i:end]
+		var key string
+		if plainASCII(rawKey) {
+			key = string(rawKey[1 : len(rawKey)-1])
+		} else if err := json.Unmarshal(rawKey, &key); err != nil {
+			return nil, false
+		}
+		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
+		vend := valueEnd(obj, i)
+		val := json.RawMessage(obj[i:vend])
+		if nv := fn(key, val); nv != nil {
+			val = nv
+		}
+		if out.Len() > 1 {
+			out.WriteByte(',')
+		}
+		writeKey(out, key)
+		out.WriteByte(':')
+		out.Write(val)
+		i = skipSpace(obj, vend)
+		if obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	out.WriteByte('}')
+	return out.Bytes(), true
+}
+
+// writeKey writes key as json.Marshal would, without its allocation for
+// a key of plain characters.
+func writeKey(out *bytes.Buffer, key string) {
+	for j := 0; j < len(key); j++ {
+		if c := key[j]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			k, _ := json.Marshal(key)
+			out.Write(k)
+			return
+		}
+	}
+	out.WriteByte('"')
+	out.WriteString(key)
+	out.WriteByte('"')
+}
+
+// plainASCII reports whether b holds only printable ASCII without a
+// backslash: a string that decodes to itself.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd is the index just past the string starting at b[i] == '"'.
+func stringEnd(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd is the index just past the valid JSON value starting at b[i].
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			i = stringEnd(b, i)
+			if depth == 0 {
+				return i
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+	}
+	return i
+}
