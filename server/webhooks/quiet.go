@@ -17,7 +17,8 @@ const maxQuiet = 1 << 16
 // A subscription's creation calls forget once its transaction is over;
 // an Emit that read "none" remembers it only if no creation ended while
 // it read (gen unchanged), so a read that raced a creation is never kept.
-// Deleting a subscription needs nothing: only "none" is remembered.
+// Deleting a subscription needs nothing: only "none" is remembered; any
+// future way of adding one (re-activating, an import) must forget too.
 type quiet struct {
 	mu   sync.Mutex
 	gen  uint64
