@@ -1,6 +1,7 @@
 package jail
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"runtime"
@@ -31,7 +32,14 @@ func TrimThreads(max int) (int, error) {
 		ended := make(chan struct{})
 		go func() {
 			runtime.LockOSThread()
-			close(ended)
+			defer close(ended)
+			if !childless() {
+				// Its children would pass to the main thread, whose orphan
+				// reaper would take their exit status from the goroutine
+				// waiting for them (an exec's answer lost): keep it.
+				runtime.UnlockOSThread()
+				return
+			}
 			// Returns locked: the runtime ends this thread.
 		}()
 		<-ended
@@ -50,6 +58,17 @@ func TrimThreads(max int) (int, error) {
 		n = m
 	}
 	return n, err
+}
+
+// childless reports whether the calling thread has no child process. A
+// thread's children are its own (a thread that forks an exec's command is
+// its parent, not the process): were it to end, Linux would give them to
+// another thread of the process, the main thread first, which reaps
+// orphans. Only this thread can add to its children, and it is busy here.
+// Unknown counts as not childless.
+func childless() bool {
+	b, err := os.ReadFile("/proc/thread-self/children")
+	return err == nil && len(bytes.TrimSpace(b)) == 0
 }
 
 // trimMisses is how many endings in a row that gain nothing make

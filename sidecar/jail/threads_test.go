@@ -1,6 +1,13 @@
 package jail
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -49,5 +56,54 @@ func TestTrimThreads(t *testing.T) {
 	}
 	if floor < 3 {
 		t.Errorf("TrimThreads(1) = %d: the runtime's own threads cannot go", floor)
+	}
+}
+
+// TestTrimThreadsKeepsParents: a thread that forked a command still
+// running is never ended, so the command stays its child (had it ended,
+// Linux would give the command to the main thread, whose orphan reaper in
+// a jail takes the exit status its waiter needs).
+func TestTrimThreadsKeepsParents(t *testing.T) {
+	type fork struct {
+		tid int
+		cmd *exec.Cmd
+	}
+	forks := make([]fork, 4)
+	var wg sync.WaitGroup
+	for i := range forks {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cmd := exec.Command("sleep", "5")
+			if err := cmd.Start(); err != nil {
+				t.Error(err)
+				return
+			}
+			forks[i] = fork{tid: unix.Gettid(), cmd: cmd}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	defer func() {
+		for _, f := range forks {
+			_ = f.cmd.Process.Kill()
+			_ = f.cmd.Wait()
+		}
+	}()
+	// Threads idle now, the forkers among them: trim as far as it goes.
+	if _, err := TrimThreads(1); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range forks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/children", f.tid))
+		if err != nil {
+			t.Errorf("the thread that forked %d was ended: %v", f.cmd.Process.Pid, err)
+			continue
+		}
+		if !slices.Contains(strings.Fields(string(b)), strconv.Itoa(f.cmd.Process.Pid)) {
+			t.Errorf("thread %d's children %q lack %d", f.tid, b, f.cmd.Process.Pid)
+		}
 	}
 }
