@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -121,9 +122,14 @@ func (f syncFiles) do(ctx context.Context, sandboxID, method, path string, q url
 	return resp, nil
 }
 
-func (f syncFiles) Tree(ctx context.Context, sandboxID, root string, skip []string) (api.TreeResult, error) {
+func (f syncFiles) Tree(ctx context.Context, sandboxID string, tq storagesync.TreeQuery) (api.TreeResult, error) {
 	var out api.TreeResult
-	resp, err := f.do(ctx, sandboxID, http.MethodGet, "/files/tree", url.Values{"path": {root}, "skip": skip}, nil)
+	q := url.Values{"path": {tq.Root}, "skip": tq.Skip}
+	if tq.Journal {
+		q.Set("since", tq.Since)
+		q.Set("max_dirs", strconv.Itoa(tq.MaxDirs))
+	}
+	resp, err := f.do(ctx, sandboxID, http.MethodGet, "/files/tree", q, nil)
 	if err != nil {
 		return out, err
 	}

@@ -71,6 +71,29 @@ type SyncStatus struct {
 	FlushInterval  float64    `json:"flush_interval_seconds"`
 	RetainUntil    *time.Time `json:"retain_until,omitempty"`
 	FinalFlushDone bool       `json:"final_flush_done,omitempty"`
+	// Journal is how this server finds the files commands write; absent
+	// before its first reconcile of the sandbox.
+	Journal *SyncJournal `json:"journal,omitempty"`
+}
+
+// SyncJournal is how the sync finds files commands write
+// (docs/storage.md): the sandbox's change journal, or full walks.
+type SyncJournal struct {
+	// State is "watching" (the sidecar's journal says what changed) or
+	// "walking" (each reconcile walks the whole workspace).
+	State string `json:"state"`
+	// Reason says why walking: "over_budget" (more directories than the
+	// journal's budget), "unavailable" (no inotify instance or watch to
+	// be had: fs.inotify.max_user_instances or max_user_watches),
+	// "unsupported" (a sidecar without a journal).
+	Reason      string `json:"reason,omitempty"`
+	WatchedDirs int    `json:"watched_dirs"`
+	// Counters since this server started: full walks of the workspace,
+	// reconciles the journal answered without one, and times it was
+	// asked what changed but could not tell (events lost, over budget).
+	FullWalks int64 `json:"full_walks"`
+	Checks    int64 `json:"checks"`
+	Fallbacks int64 `json:"fallbacks"`
 }
 
 // StoredFile is one file of a sandbox's workspace in object storage.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +24,9 @@ type Result struct {
 	Deferred int   // files still changing, left for the next flush
 	Skipped  int   // links and other non-files, never synced
 	Complete bool  // everything found was stored (nothing deferred or failed)
+	// Unchanged says the sidecar's journal answered that nothing changed:
+	// no walk, nothing compared.
+	Unchanged bool
 	// Settled is when the first deferred file will have been unchanged
 	// for StableFor (zero when none was deferred).
 	Settled time.Time
@@ -44,9 +48,27 @@ func detailPath(detail json.RawMessage) string {
 func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, error) {
 	var res Result
 	started := s.d.Now()
-	tree, err := s.d.Files.Tree(ctx, st.SandboxID, Root, s.d.Ignore)
+	q, deferred := s.treeQuery(st.SandboxID, final, started)
+	tree, err := s.d.Files.Tree(ctx, st.SandboxID, q)
 	if err != nil {
 		return res, fmt.Errorf("list the workspace: %w", err)
+	}
+	partial := q.Since != "" && tree.Partial && validScopes(tree.Changed)
+	if partial && len(tree.Changed) == 0 && len(deferred) == 0 && st.Pending == 0 {
+		res.Complete, res.Unchanged = true, true
+		s.noteTree(st.SandboxID, q, tree, true, false, nil, started)
+		return res, nil
+	}
+	entries := tree.Entries
+	if partial {
+		// Only the changed subtrees were read; files left changing last
+		// time and not changed since are as they were then.
+		entries = slices.DeleteFunc(slices.Clone(entries), func(e api.TreeEntry) bool { return !underAny(e.Path, tree.Changed) })
+		for _, e := range deferred {
+			if !underAny(e.Path, tree.Changed) {
+				entries = append(entries, e)
+			}
+		}
 	}
 	known, err := s.d.Store.SyncedFiles(ctx, st.SandboxID)
 	if err != nil {
@@ -60,10 +82,11 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 	for _, p := range queued {
 		written[p] = true
 	}
-	seen := make(map[string]bool, len(tree.Entries))
+	seen := make(map[string]bool, len(entries))
+	changing := map[string]api.TreeEntry{}
 	var todo []api.TreeEntry
-	for _, e := range tree.Entries {
-		if e.Kind != "file" {
+	for _, e := range entries {
+		if _, ok := StoredPath(e.Path); e.Kind != "file" || !ok {
 			res.Skipped++ // links are never followed, and not stored
 			continue
 		}
@@ -76,6 +99,7 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 		settled := time.Unix(0, e.ModifiedNS).Add(s.stable)
 		if !final && !written[e.Path] && started.Before(settled) {
 			res.Deferred++
+			changing[e.Path] = e
 			if res.Settled.IsZero() || settled.Before(res.Settled) {
 				res.Settled = settled
 			}
@@ -101,7 +125,7 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 	}
 	if !tree.Truncated {
 		for p := range known {
-			if !seen[p] {
+			if !seen[p] && (!partial || underAny(p, tree.Changed)) {
 				up.remove(p)
 			}
 		}
@@ -109,6 +133,8 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 	if err := up.wait(); err != nil {
 		return res, err
 	}
+	changed := res.Uploaded > 0 || res.Deleted > 0 || res.Deferred > 0 || (partial && len(tree.Changed) > 0)
+	s.noteTree(st.SandboxID, q, tree, partial, changed, changing, started)
 	res.Complete = res.Deferred == 0 && !tree.Truncated
 	// Every queued write is stored now (they are never deferred); files
 	// still changing are the reconcile's.

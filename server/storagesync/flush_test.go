@@ -26,7 +26,7 @@ type memFile struct {
 // memFiles is a workspace in memory, read as the sidecar's routes do.
 type memFiles struct{ files map[string]memFile }
 
-func (m *memFiles) Tree(context.Context, string, string, []string) (api.TreeResult, error) {
+func (m *memFiles) Tree(context.Context, string, TreeQuery) (api.TreeResult, error) {
 	out := api.TreeResult{}
 	for p, f := range m.files {
 		out.Entries = append(out.Entries, api.TreeEntry{Path: p, Kind: "file", Size: int64(len(f.data)), ModifiedNS: f.mtime.UnixNano()})

@@ -178,6 +178,9 @@ func (s *Service) status(st *State) api.SyncStatus {
 		LastError: st.LastError, Attempts: st.Attempts, FlushInterval: s.d.Interval.Seconds(),
 		FinalFlushDone: st.FinalDone,
 	}
+	if st.State == StateSyncing {
+		out.Journal = s.journalStatus(st.SandboxID)
+	}
 	tp := func(t time.Time) *time.Time {
 		if t.IsZero() {
 			return nil

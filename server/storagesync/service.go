@@ -19,23 +19,25 @@ import (
 
 // Defaults (docs/storage.md).
 const (
-	DefaultInterval     = 30 * time.Second // a file is stored within this of being written
-	DefaultStableFor    = 2 * time.Second  // a file unchanged this long is uploaded (at most Interval/4)
-	DefaultFinalTimeout = 60 * time.Second // bound of the final flush on destroy
-	DefaultBandwidth    = 32 << 20         // bytes per second, all uploads together
-	DefaultWorkers      = 2                // sandboxes flushed at once
-	MaxBackoff          = 2 * time.Minute  // longest wait between failed flushes
-	backoffBase         = time.Second      // first wait after a failed flush
-	bundleFiles         = 512              // files per bundle read from a sidecar
-	Root                = "/workspace"     // the synced tree; /tmp and the rest never are
-	flushTimeout        = 10 * time.Minute // one flush of a running sandbox
-	janitorEvery        = 10 * time.Minute // retention sweeps
-	maxErrorLen         = 500              // of an error kept for …/sync
-	tick                = 500 * time.Millisecond
-	smallFile           = 1 << 20 // read whole and put concurrently
-	putConcurrency      = 32      // puts and deletes at once, per flush
-	largeConcurrency    = 2       // large files streamed at once, per flush
-	recordBatch         = 256     // stored files recorded per transaction
+	DefaultInterval       = 30 * time.Second // a file is stored within this of being written
+	DefaultStableFor      = 2 * time.Second  // a file unchanged this long is uploaded (at most Interval/4)
+	DefaultFinalTimeout   = 60 * time.Second // bound of the final flush on destroy
+	DefaultFullWalkEvery  = 2 * time.Minute  // safety-net full walk of a sandbox whose journal watches
+	DefaultJournalMaxDirs = 4096             // directories a sandbox's change journal watches
+	DefaultBandwidth      = 32 << 20         // bytes per second, all uploads together
+	DefaultWorkers        = 2                // sandboxes flushed at once
+	MaxBackoff            = 2 * time.Minute  // longest wait between failed flushes
+	backoffBase           = time.Second      // first wait after a failed flush
+	bundleFiles           = 512              // files per bundle read from a sidecar
+	Root                  = "/workspace"     // the synced tree; /tmp and the rest never are
+	flushTimeout          = 10 * time.Minute // one flush of a running sandbox
+	janitorEvery          = 10 * time.Minute // retention sweeps
+	maxErrorLen           = 500              // of an error kept for …/sync
+	tick                  = 500 * time.Millisecond
+	smallFile             = 1 << 20 // read whole and put concurrently
+	putConcurrency        = 32      // puts and deletes at once, per flush
+	largeConcurrency      = 2       // large files streamed at once, per flush
+	recordBatch           = 256     // stored files recorded per transaction
 )
 
 // DefaultIgnore is the reference's ignore list: directory names skipped at
@@ -51,8 +53,20 @@ var DefaultIgnore = []string{
 // that reports links and never follows them, and a tar of chosen files,
 // each reached without a link.
 type Files interface {
-	Tree(ctx context.Context, sandboxID, root string, skip []string) (api.TreeResult, error)
+	Tree(ctx context.Context, sandboxID string, q TreeQuery) (api.TreeResult, error)
 	Bundle(ctx context.Context, sandboxID, root string, paths []string) (io.ReadCloser, error)
+}
+
+// TreeQuery is one GET /files/tree of a sidecar: the tree under Root,
+// directories named in Skip left out. With Journal, the sidecar's change
+// journal answers (journal.go): what changed since the token Since (""
+// for a full walk that starts it), watching at most MaxDirs directories.
+type TreeQuery struct {
+	Root    string
+	Skip    []string
+	Journal bool
+	Since   string
+	MaxDirs int
 }
 
 // Deps is what the sync needs of the control plane.
@@ -77,6 +91,12 @@ type Deps struct {
 	// before it is uploaded (DefaultStableFor, at most a quarter of
 	// Interval); a write through the API and the final flush do not wait.
 	StableFor time.Duration
+	// FullWalkEvery is how often a sandbox whose sidecar journal says
+	// what changed is walked in full anyway (DefaultFullWalkEvery, at
+	// least Interval); JournalMaxDirs is the journal's directory budget
+	// (DefaultJournalMaxDirs), past which every reconcile walks.
+	FullWalkEvery  time.Duration
+	JournalMaxDirs int
 	// FinalTimeout bounds the final flush on destroy (DefaultFinalTimeout).
 	FinalTimeout time.Duration
 	// Bandwidth caps upload bytes per second, all sandboxes together
@@ -93,17 +113,19 @@ type Deps struct {
 
 // Service syncs sandboxes' workspaces to the backend.
 type Service struct {
-	d       Deps
-	scan    time.Duration // how often each sandbox is reconciled
-	stable  time.Duration // how long a file must stay unchanged
-	limit   *rate.Limiter
-	redact  func(string) string
-	wake    chan struct{}
-	mu      sync.Mutex
-	locks   map[string]*sync.Mutex // one flush of a sandbox at a time
-	scanned map[string]time.Time   // when each sandbox was last reconciled
-	busy    map[string]bool        // flushes under way in the worker
-	settles map[string]time.Time   // when a file found changing will have settled
+	d         Deps
+	scan      time.Duration // how often each sandbox is reconciled
+	stable    time.Duration // how long a file must stay unchanged
+	limit     *rate.Limiter
+	redact    func(string) string
+	wake      chan struct{}
+	mu        sync.Mutex
+	locks     map[string]*sync.Mutex // one flush of a sandbox at a time
+	scanned   map[string]time.Time   // when each sandbox was last reconciled
+	busy      map[string]bool        // flushes under way in the worker
+	settles   map[string]time.Time   // when a file found changing will have settled
+	tracks    map[string]*tracked    // each sandbox's journal token and counters (journal.go)
+	fullEvery time.Duration          // FullWalkEvery
 }
 
 // New returns the sync; Backend, Store, Files, Log and Now are required.
@@ -120,6 +142,12 @@ func New(d Deps) (*Service, error) {
 	if d.StableFor <= 0 {
 		d.StableFor = DefaultStableFor
 	}
+	if d.FullWalkEvery <= 0 {
+		d.FullWalkEvery = DefaultFullWalkEvery
+	}
+	if d.JournalMaxDirs <= 0 {
+		d.JournalMaxDirs = DefaultJournalMaxDirs
+	}
 	if d.FinalTimeout <= 0 {
 		d.FinalTimeout = DefaultFinalTimeout
 	}
@@ -134,6 +162,7 @@ func New(d Deps) (*Service, error) {
 	return &Service{
 		d: d, scan: max(d.Interval/4, tick), stable: min(d.StableFor, d.Interval/4), limit: rate.NewLimiter(rate.Limit(d.Bandwidth), burst), redact: redactor(d.Secrets),
 		wake: make(chan struct{}, 1), locks: map[string]*sync.Mutex{}, scanned: map[string]time.Time{}, busy: map[string]bool{}, settles: map[string]time.Time{},
+		tracks: map[string]*tracked{}, fullEvery: max(d.FullWalkEvery, d.Interval),
 	}, nil
 }
 

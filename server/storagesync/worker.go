@@ -13,8 +13,8 @@ import (
 )
 
 // Run flushes due sandboxes until ctx ends: those with queued writes at
-// once, every sandbox each quarter of the Interval, none before its
-// backoff has passed.
+// once, every sandbox each quarter of the Interval (after StableFor while
+// its journal keeps finding changes), none before its backoff has passed.
 // It also deletes the files of destroyed sandboxes past their retention.
 func (s *Service) Run(ctx context.Context) {
 	sem := make(chan struct{}, s.d.Workers)
@@ -73,7 +73,11 @@ func (s *Service) due(st *State, now time.Time) bool {
 		return true // a file found changing has settled
 	}
 	last, ok := s.scanned[st.SandboxID]
-	return st.Pending > 0 || !ok || now.Sub(last) >= s.scan
+	every := s.scan
+	if tr, ok := s.tracks[st.SandboxID]; ok && tr.active {
+		every = s.stable // reconcile sooner while commands write: the check is cheap
+	}
+	return st.Pending > 0 || !ok || now.Sub(last) >= every
 }
 
 func (s *Service) runOne(ctx context.Context, st *State) {
@@ -104,6 +108,9 @@ func (s *Service) runOne(ctx context.Context, st *State) {
 		s.settles[st.SandboxID] = res.Settled
 	}
 	s.mu.Unlock()
+	if err == nil && res.Unchanged && cur.Attempts == 0 && s.d.Now().Sub(cur.LastFlushAt) < s.d.Interval {
+		return // nothing changed: no database write either
+	}
 	s.record(ctx, cur, err)
 }
 
@@ -156,6 +163,9 @@ func (s *Service) Final(ctx context.Context, sb *model.Sandbox, readable bool) {
 		}
 	}
 	s.record(ctx, st, ferr)
+	s.mu.Lock()
+	delete(s.tracks, sb.ID)
+	s.mu.Unlock()
 	st.State, st.FinalDone = StateFinal, ferr == nil && res.Complete
 	if s.d.Retention > 0 {
 		st.RetainUntil = s.d.Now().Add(s.d.Retention)

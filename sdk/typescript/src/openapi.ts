@@ -2703,11 +2703,20 @@ export interface components {
             path: string;
             replaced: boolean;
         };
+        SyncJournal: {
+            checks: number;
+            fallbacks: number;
+            full_walks: number;
+            reason?: string;
+            state: string;
+            watched_dirs: number;
+        };
         SyncStatus: {
             attempts?: number;
             backend: string;
             final_flush_done?: boolean;
             flush_interval_seconds: number;
+            journal?: components["schemas"]["SyncJournal"];
             last_error?: string;
             /** Format: date-time */
             last_error_at?: string;
