@@ -60,8 +60,10 @@ func (h *Handler) tree(w http.ResponseWriter, r *http.Request) error {
 	if !t.isDir() {
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", p)
 	}
-	if q.Has("since") && t.virt() == vWorkspace {
-		out, err := h.syncJournal().answer(v, t.cur, q.Get("since"), skip, journalMaxDirs(q.Get("max_dirs")))
+	// since and max_dirs, like skip, are the host's own: GET /files/tree
+	// is not proxied to the public API.
+	if since, maxDirs := q["since"], q["max_dirs"]; len(since) > 0 && t.virt() == vWorkspace {
+		out, err := h.syncJournal().answer(v, t.cur, since[0], skip, journalMaxDirs(append(maxDirs, "")[0]))
 		if err != nil {
 			return fileError(err, "read", p)
 		}
