@@ -27,7 +27,7 @@ import (
 // must reap on the leader: the kernel gives orphans to the pid namespace's
 // child reaper, the leader thread, and jail.ReapOrphans waits with
 // __WNOTHREAD for the calling thread's children alone, so on any other
-// thread orphans stayed zombies, and the idle leader was a fifth thread
+// thread orphans would stay zombies, and the idle leader was a fifth thread
 // TrimThreads cannot end. run unlocks it for the other commands. Only an
 // init function runs on the leader for certain.
 func init() { runtime.LockOSThread() }
@@ -127,6 +127,9 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	if l.ListenFD <= 0 {
 		return errors.New("read launch: no listener for the sidecar")
 	}
+	if tid, pid := unix.Gettid(), unix.Getpid(); tid != pid {
+		return fmt.Errorf("reap orphans: on thread %d, not the leader %d (see init)", tid, pid)
+	}
 	if err := jail.ShareCgroupNamespace(); err != nil {
 		return err
 	}
@@ -160,9 +163,6 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 		fmt.Fprintf(os.Stderr, "boxkite-sidecar init: serve: %v\n", err)
 		os.Exit(1)
 	}()
-	if tid, pid := unix.Gettid(), unix.Getpid(); tid != pid {
-		return fmt.Errorf("reap orphans: on thread %d, not the leader %d (see init)", tid, pid)
-	}
 	// Each reaper wake leaves a spare thread behind (see threadTrimmer).
 	jail.ReapOrphans(func() { trim.after(trimAfterWake) }) // on the locked main thread, for good
 	return nil
