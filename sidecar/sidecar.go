@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -67,6 +68,8 @@ type Handler struct {
 	mux       *http.ServeMux
 	sess      *session // long-lived tools, budget and metrics; see process_routes.go
 	fsr       fsRoots  // the typed roots and who file work runs as; see resolve.go
+	jmu       sync.Mutex
+	jrn       *journal // the workspace's change journal, once the storage sync asked (journal.go)
 }
 
 // New returns a Handler for opts. It does no I/O.

@@ -96,7 +96,7 @@ func TestIdleSidecarThreads(t *testing.T) {
 }
 
 // taskCount is the number of a process's threads.
-func taskCount(t *testing.T, pid int) int {
+func taskCount(t testing.TB, pid int) int {
 	t.Helper()
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
