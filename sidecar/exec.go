@@ -205,7 +205,7 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 	readDone := make(chan struct{})
 	go func() { wg.Wait(); close(readDone) }()
 	waitDone := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(waitDone) }() // a non-zero exit is a result; ProcessState has it
+	go func() { _ = waitCmd(cmd); close(waitDone) }() // a non-zero exit is a result; ProcessState has it
 
 	out := outcome{}
 	select {

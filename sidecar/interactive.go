@@ -113,7 +113,7 @@ func (h *Handler) execInteractive(w http.ResponseWriter, r *http.Request) error 
 	go p.feed(ctx, conn, cancel)
 
 	waitDone := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(waitDone) }()
+	go func() { _ = waitCmd(cmd); close(waitDone) }()
 	select {
 	case <-waitDone:
 	case <-ctx.Done(): // the control plane hung up

@@ -137,7 +137,7 @@ func (t *lspTable) launch(ctx context.Context, language, bin string, args []stri
 	}
 	s.rpc = newRPCConn(stdout, stdin)
 	go func() {
-		_ = cmd.Wait()
+		_ = waitCmd(cmd)
 		// Out of the table before exited closes: whoever waited for the
 		// end may start a new server in the freed slot at once.
 		t.mu.Lock()

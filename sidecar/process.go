@@ -248,7 +248,7 @@ func (h *Handler) spawn(req api.ProcessStartRequest, outputBytes int) (*bgProc, 
 // was read. Children that keep the output pipe open past pipeGrace are killed
 // with the group, as /exec does.
 func (p *bgProc) wait(cmd *exec.Cmd, outR *os.File, readDone <-chan struct{}) {
-	_ = cmd.Wait() // a non-zero exit is a result; ProcessState has it
+	_ = waitCmd(cmd) // a non-zero exit is a result; ProcessState has it
 	p.watchdog.Stop()
 	grace := time.NewTimer(pipeGrace)
 	select {

@@ -102,7 +102,7 @@ func (hub *ptyHub) start() (*ptyShell, error) {
 	readDone := make(chan struct{})
 	go s.pump(readDone)
 	go func() {
-		_ = cmd.Wait()
+		_ = waitCmd(cmd)
 		// Background jobs may keep the terminal open; what the shell
 		// printed last is read by then.
 		t := time.NewTimer(pipeGrace)

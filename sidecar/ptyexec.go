@@ -79,7 +79,7 @@ func (h *Handler) ptyExec(w http.ResponseWriter, r *http.Request) error {
 		}
 	}()
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() { waited <- waitCmd(cmd) }()
 	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(timeout*float64(time.Second)))
 	defer cancel()
 	res := api.PTYExecResult{}

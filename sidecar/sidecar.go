@@ -66,8 +66,10 @@ type Handler struct {
 	env       []string
 	auth      auth // the token, replaceable once by /claim (claim.go)
 	mux       *http.ServeMux
-	sess      *session    // long-lived tools, budget and metrics; see process_routes.go
-	fsr       fsRoots     // the typed roots and who file work runs as; see resolve.go
+	sess      *session // long-lived tools, budget and metrics; see process_routes.go
+	fsr       fsRoots  // the typed roots and who file work runs as; see resolve.go
+	jmu       sync.Mutex
+	jrn       *journal    // the workspace's change journal, once the storage sync asked (journal.go)
 	shIsDash  func() bool // whether /bin/sh is dash, looked at once, at the first exec (direct.go)
 }
 

@@ -74,41 +74,30 @@ func CheckOtherTenant(t *testing.T, base, ownerKey, otherKey, id string) {
 			t.Errorf("otherTenantRows has a row for %q, which is not a route", pattern)
 		}
 	}
-	for _, pattern := range routes {
-		row, ok := rows[pattern]
-		if !ok {
-			t.Errorf("route %q has no row in otherTenantRows (internal/e2bsdk): add one", pattern)
-			continue
+	eachRoute(t, otherKey, func(pattern, method string, row otherTenantRow, auth http.Header) {
+		status, body := Do(t, base, method, strings.ReplaceAll(row.path, "{id}", id), auth, row.body)
+		var e struct {
+			Code    int
+			Message string
 		}
-		method, _, ok := strings.Cut(pattern, " ")
-		if !ok {
-			method = http.MethodGet
+		if status != row.want {
+			t.Errorf("%s as another account: %d %s, want %d", pattern, status, body, row.want)
 		}
-		for _, auth := range []http.Header{{"X-API-Key": {otherKey}}, {"Authorization": {"Bearer " + otherKey}}} {
-			status, body := Do(t, base, method, strings.ReplaceAll(row.path, "{id}", id), auth, row.body)
-			var e struct {
-				Code    int
-				Message string
-			}
-			if status != row.want {
-				t.Errorf("%s as another account: %d %s, want %d", pattern, status, body, row.want)
-			}
-			if status >= 300 && (json.Unmarshal(body, &e) != nil || e.Code != status) {
-				t.Errorf("%s as another account: body %s, want E2B's {code: %d, message}", pattern, body, status)
-			}
-			if row.want != http.StatusNotFound {
-				if strings.Contains(string(body), id) {
-					t.Errorf("%s as another account names the sandbox: %s", pattern, body)
-				}
-				continue
-			}
-			const none = "00000000-0000-0000-0000-000000000000"
-			_, body2 := Do(t, base, method, strings.ReplaceAll(row.path, "{id}", none), auth, row.body)
-			if got, want := strings.ReplaceAll(string(body), id, "ID"), strings.ReplaceAll(string(body2), none, "ID"); got != want {
-				t.Errorf("%s: another account's sandbox answers %s, one that does not exist %s", pattern, got, want)
-			}
+		if status >= 300 && (json.Unmarshal(body, &e) != nil || e.Code != status) {
+			t.Errorf("%s as another account: body %s, want E2B's {code: %d, message}", pattern, body, status)
 		}
-	}
+		if row.want != http.StatusNotFound {
+			if strings.Contains(string(body), id) {
+				t.Errorf("%s as another account names the sandbox: %s", pattern, body)
+			}
+			return
+		}
+		const none = "00000000-0000-0000-0000-000000000000"
+		_, body2 := Do(t, base, method, strings.ReplaceAll(row.path, "{id}", none), auth, row.body)
+		if got, want := strings.ReplaceAll(string(body), id, "ID"), strings.ReplaceAll(string(body2), none, "ID"); got != want {
+			t.Errorf("%s: another account's sandbox answers %s, one that does not exist %s", pattern, got, want)
+		}
+	})
 	if status, body := Do(t, base, http.MethodGet, "/sandboxes/"+id, http.Header{"X-API-Key": {ownerKey}}, ""); status != http.StatusOK {
 		t.Errorf("the owner's get after the other account's calls: %d %s", status, body)
 	}
@@ -119,6 +108,23 @@ func CheckOtherTenant(t *testing.T, base, ownerKey, otherKey, id string) {
 // its organization), as X-API-Key and as a Bearer token: each answers
 // 401 with E2B's {"code": 401} and without a word of sandbox id.
 func CheckKeyRefused(t *testing.T, base, key, id string) {
+	t.Helper()
+	eachRoute(t, key, func(pattern, method string, row otherTenantRow, auth http.Header) {
+		status, body := Do(t, base, method, strings.ReplaceAll(row.path, "{id}", id), auth, row.body)
+		var e struct{ Code int }
+		if status != http.StatusUnauthorized || json.Unmarshal(body, &e) != nil || e.Code != status {
+			t.Errorf("%s with a refused key: %d %s, want E2B's 401", pattern, status, body)
+		}
+		if strings.Contains(string(body), id) {
+			t.Errorf("%s with a refused key names the sandbox: %s", pattern, body)
+		}
+	})
+}
+
+// eachRoute calls check for every route of e2b.Routes with its row of
+// otherTenantRows (a route without one is an error), once with key as
+// X-API-Key and once as a Bearer token.
+func eachRoute(t *testing.T, key string, check func(pattern, method string, row otherTenantRow, auth http.Header)) {
 	t.Helper()
 	rows := otherTenantRows()
 	for _, pattern := range e2b.Routes() {
@@ -132,14 +138,7 @@ func CheckKeyRefused(t *testing.T, base, key, id string) {
 			method = http.MethodGet
 		}
 		for _, auth := range []http.Header{{"X-API-Key": {key}}, {"Authorization": {"Bearer " + key}}} {
-			status, body := Do(t, base, method, strings.ReplaceAll(row.path, "{id}", id), auth, row.body)
-			var e struct{ Code int }
-			if status != http.StatusUnauthorized || json.Unmarshal(body, &e) != nil || e.Code != status {
-				t.Errorf("%s with a refused key: %d %s, want E2B's 401", pattern, status, body)
-			}
-			if strings.Contains(string(body), id) {
-				t.Errorf("%s with a refused key names the sandbox: %s", pattern, body)
-			}
+			check(pattern, method, row, auth)
 		}
 	}
 }
