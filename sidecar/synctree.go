@@ -33,13 +33,16 @@ func (h *Handler) syncRoutes() {
 }
 
 // tree lists the regular files and links under ?path=, skipping
-// directories named by ?skip= at any depth.
+// directories named by ?skip= at any depth. With ?since= (a token, or
+// empty the first time) on the workspace, the change journal answers
+// (journal.go): only what changed since, or a full walk and a token.
 func (h *Handler) tree(w http.ResponseWriter, r *http.Request) error {
 	p, err := queryPath(r)
 	if err != nil {
 		return err
 	}
-	skip := r.URL.Query()["skip"]
+	q := r.URL.Query()
+	skip := q["skip"]
 	v, err := h.openView()
 	if err != nil {
 		return err
@@ -57,15 +60,24 @@ func (h *Handler) tree(w http.ResponseWriter, r *http.Request) error {
 	if !t.isDir() {
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", p)
 	}
-	if err := walkTree(v, t.cur.sub(), "", skip, &out); err != nil {
+	if q.Has("since") && t.virt() == vWorkspace {
+		out, err := h.syncJournal().answer(v, t.cur, q.Get("since"), skip, journalMaxDirs(q.Get("max_dirs")))
+		if err != nil {
+			return fileError(err, "read", p)
+		}
+		return writeJSON(w, http.StatusOK, out)
+	}
+	if err := walkTree(v, t.cur.sub(), "", skip, &out, nil); err != nil {
 		return fileError(err, "read", p)
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
 
 // walkTree adds the entries under the directory at cur, named below
-// prefix. It closes cur.
-func walkTree(v *fsView, cur *cursor, prefix string, skip []string, out *api.TreeResult) error {
+// prefix. It closes cur. onDir, when set, is told of each directory it
+// enters (its path without the trailing slash and a descriptor), as the
+// sandbox user.
+func walkTree(v *fsView, cur *cursor, prefix string, skip []string, out *api.TreeResult, onDir func(rel string, fd int)) error {
 	defer cur.close()
 	var des []dirEntry
 	if err := v.user.do(func() (err error) { des, err = readDir(cur.dir()); return err }); err != nil {
@@ -90,15 +102,19 @@ func walkTree(v *fsView, cur *cursor, prefix string, skip []string, out *api.Tre
 			sub := cur.sub()
 			err := v.user.do(func() error {
 				fd, err := unix.Openat(cur.dir(), de.name, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-				if err == nil {
-					sub.push(fd, de.name)
+				if err != nil {
+					return err
 				}
-				return err
+				sub.push(fd, de.name)
+				if onDir != nil {
+					onDir(rel, fd)
+				}
+				return nil
 			})
 			if err != nil {
 				continue // gone or swapped for a link meanwhile
 			}
-			if err := walkTree(v, sub, rel+"/", skip, out); err != nil {
+			if err := walkTree(v, sub, rel+"/", skip, out, onDir); err != nil {
 				return err
 			}
 		}

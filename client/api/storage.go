@@ -25,9 +25,23 @@ type TreeEntry struct {
 
 // TreeResult answers GET /files/tree; Truncated says the walk stopped at
 // its entry cap.
+//
+// With ?since= on the workspace, the sidecar's change journal answers
+// (docs/storage.md): Token is its position when the walk began, to pass
+// as since next time ("" when it does not watch). Partial says Entries
+// cover only the paths in Changed, each with its whole subtree, and the
+// rest of the tree is as it was at since: Partial with no Changed means
+// nothing changed. Otherwise Entries are the whole tree. Journal is
+// "watching", or why the sidecar does not: "over_budget", "unavailable"
+// (no inotify instance or watch to be had), "unsupported".
 type TreeResult struct {
-	Entries   []TreeEntry `json:"entries"`
-	Truncated bool        `json:"truncated,omitempty"`
+	Entries     []TreeEntry `json:"entries"`
+	Truncated   bool        `json:"truncated,omitempty"`
+	Token       string      `json:"token,omitempty"`
+	Partial     bool        `json:"partial,omitempty"`
+	Changed     []string    `json:"changed,omitempty"`
+	Journal     string      `json:"journal,omitempty"`
+	WatchedDirs int         `json:"watched_dirs,omitempty"`
 }
 
 // BundleRequest is the body of a sidecar's POST /files/bundle: regular

@@ -144,6 +144,8 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	}
 	if os.Getenv("GOMAXPROCS") == "" {
 		// Few threads for an idle sandbox; the commands do the work.
+		// jail.Start sets it in init's environment already: changing it
+		// now stops the world and frees a P's caches (page faults).
 		runtime.GOMAXPROCS(jailMaxProcs)
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
