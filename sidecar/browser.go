@@ -43,7 +43,8 @@ var browserArgs = []string{
 	"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
 }
 
-var devtoolsRE = regexp.MustCompile(`DevTools listening on (ws://127\.0\.0\.1:\d+/\S+)`)
+// devtoolsPattern finds the DevTools address in chromium's stderr.
+const devtoolsPattern = `DevTools listening on (ws://127\.0\.0\.1:\d+/\S+)`
 
 // browser is the sandbox's Chromium, nil fields while not running.
 type browser struct {
@@ -101,6 +102,9 @@ func (b *browser) start(ctx context.Context) error {
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		// Compiled here, not at package init: every jail's start would
+		// pay for it, and few ever start a browser (issue 27).
+		devtoolsRE := regexp.MustCompile(devtoolsPattern)
 		sent := false
 		for sc.Scan() {
 			if m := devtoolsRE.FindStringSubmatch(sc.Text()); m != nil && !sent {

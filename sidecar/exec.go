@@ -178,21 +178,15 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 	ctx, cancel := context.WithTimeoutCause(ctx, spec.timeout, errTimedOut)
 	defer cancel()
 
-	cmd := exec.Command("/bin/sh", "-c", spec.command)
-	cmd.Dir, cmd.Env = spec.dir, spec.env
-	attr, err := h.sysProcAttr()
-	if err != nil {
-		return outcome{exitCode: 1, spawnErr: err, duration: time.Since(start)}
-	}
-	cmd.SysProcAttr = attr
-	p, err := startPiped(cmd, spec.stdin)
+	cmd, p, direct, err := h.start(spec)
 	if err != nil {
 		h.log.WarnContext(ctx, "exec did not start", slog.Any("err", err))
 		return outcome{exitCode: 1, spawnErr: err, duration: time.Since(start)}
 	}
 	h.oomFirst(cmd.Process.Pid)
-	pgid := cmd.Process.Pid // Setpgid makes the shell its group's leader
-	kill := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	pgid := cmd.Process.Pid // Setpgid makes the command its group's leader
+	var killed atomic.Bool
+	kill := func() { killed.Store(true); _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 
 	var stopped atomic.Bool
 	atLimit := func() {}
@@ -201,11 +195,12 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 	}
 	var wg sync.WaitGroup
 	var stdoutN, stderrN int64
+	emitStderr := func(b []byte) { emit(api.EventStderr, b) }
 	wg.Go(func() {
 		stdoutN = readCapped(p.stdout, spec.maxOutput, func(b []byte) { emit(api.EventStdout, b) }, atLimit)
 	})
 	wg.Go(func() {
-		stderrN = readCapped(p.stderr, spec.maxOutput, func(b []byte) { emit(api.EventStderr, b) }, atLimit)
+		stderrN = readCapped(p.stderr, spec.maxOutput, emitStderr, atLimit)
 	})
 	readDone := make(chan struct{})
 	go func() { wg.Wait(); close(readDone) }()
@@ -220,6 +215,9 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 		<-waitDone
 		out.timedOut = context.Cause(ctx) == errTimedOut
 	}
+	// dash, had it run the command, would have outlived it unless killed
+	// with its group, and noted a death by signal on stderr.
+	shellNote := direct && !killed.Load()
 	p.stopStdin()
 
 	// Background children may still hold the pipes. Give them pipeGrace,
@@ -246,6 +244,9 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 		}
 	}
 	<-readDone
+	if note := signalNote(cmd.ProcessState); shellNote && note != "" {
+		stderrN = emitCapped(stderrN, spec.maxOutput, []byte(note), emitStderr, atLimit)
+	}
 
 	out.exitCode = exitCode(cmd.ProcessState)
 	if out.timedOut {
@@ -261,6 +262,21 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 	out.duration = time.Since(start)
 	h.sess.metrics.exec(out.exitCode)
 	return out
+}
+
+// signalNote is what dash writes to stderr when its command dies by a
+// signal (sprint_status): glibc's strsignal, " (core dumped)" if so, and
+// nothing for SIGINT and SIGPIPE.
+func signalNote(ps *os.ProcessState) string {
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() == syscall.SIGINT || ws.Signal() == syscall.SIGPIPE {
+		return ""
+	}
+	note := strsignal(ws.Signal())
+	if ws.CoreDump() {
+		note += " (core dumped)"
+	}
+	return note + "\n"
 }
 
 // exitCode is the shell's convention: 128+n for a command killed by signal n.
@@ -283,18 +299,48 @@ func readCapped(r io.ReadCloser, limit int64, emit func([]byte), atLimit func())
 	for {
 		k, err := r.Read(buf)
 		if k > 0 {
-			if keep := min(int64(k), limit-n); keep > 0 {
-				emit(buf[:keep])
-			}
-			if n <= limit && n+int64(k) > limit {
-				atLimit()
-			}
-			n += int64(k)
+			n = emitCapped(n, limit, buf[:k], emit, atLimit)
 		}
 		if err != nil {
 			return n
 		}
 	}
+}
+
+// emitCapped passes on what of p fits below limit after n bytes, calls
+// atLimit when p is the first to go past it, and returns the new count.
+func emitCapped(n, limit int64, p []byte, emit func([]byte), atLimit func()) int64 {
+	k := int64(len(p))
+	if keep := min(k, limit-n); keep > 0 {
+		emit(p[:keep])
+	}
+	if n <= limit && n+k > limit {
+		atLimit()
+	}
+	return n + k
+}
+
+// start starts spec's command: directly when dash would only have run one
+// program (direct.go), else as /bin/sh -c. direct says which.
+func (h *Handler) start(spec execSpec) (cmd *exec.Cmd, p *piped, direct bool, err error) {
+	if d, ok := h.direct(spec); ok {
+		cmd = &exec.Cmd{Path: d.path, Args: d.argv, Env: d.env, Dir: spec.dir}
+		if cmd.SysProcAttr, err = h.sysProcAttr(); err != nil {
+			return nil, nil, false, err
+		}
+		if p, err = startPiped(cmd, spec.stdin); err == nil {
+			return cmd, p, true, nil
+		}
+		// The program did not start, and nothing of it ran: dash says why in
+		// its words and exit status (127, 126), or runs a script without #!.
+	}
+	cmd = exec.Command("/bin/sh", "-c", spec.command)
+	cmd.Dir, cmd.Env = spec.dir, spec.env
+	if cmd.SysProcAttr, err = h.sysProcAttr(); err != nil {
+		return nil, nil, false, err
+	}
+	p, err = startPiped(cmd, spec.stdin)
+	return cmd, p, false, err
 }
 
 // piped holds our ends of a started command's stdin, stdout and stderr.

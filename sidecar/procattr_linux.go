@@ -3,7 +3,10 @@ package sidecar
 import (
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // sysProcAttr puts each command in its own process group, so a timeout or a
@@ -38,4 +41,26 @@ func (h *Handler) oomFirst(pid int) {
 		return // not jailed: leave the caller's processes alone
 	}
 	_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
+}
+
+// physicalDir is the path getcwd gives in dir, which dash exports as PWD
+// when its environment has none: the kernel's name of the directory, with
+// symlinks resolved, as the sidecar's /proc reads it (the jail's, where
+// the command runs).
+func physicalDir(dir string) (string, bool) {
+	fd, err := syscall.Open(dir, unix.O_PATH|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false
+	}
+	defer syscall.Close(fd)
+	var buf [4096]byte
+	n, err := syscall.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf[:])
+	if err != nil || n == 0 || n == len(buf) || buf[0] != '/' {
+		return "", false
+	}
+	p := string(buf[:n])
+	if strings.HasSuffix(p, " (deleted)") {
+		return "", false
+	}
+	return p, true
 }

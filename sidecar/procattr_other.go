@@ -24,3 +24,6 @@ func (h *Handler) sysProcAttr() (*syscall.SysProcAttr, error) {
 
 // oomFirst is Linux's; elsewhere there is no OOM score to set.
 func (h *Handler) oomFirst(int) {}
+
+// physicalDir needs Linux's /proc; elsewhere every command runs through sh.
+func physicalDir(string) (string, bool) { return "", false }

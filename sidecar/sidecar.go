@@ -69,7 +69,8 @@ type Handler struct {
 	sess      *session // long-lived tools, budget and metrics; see process_routes.go
 	fsr       fsRoots  // the typed roots and who file work runs as; see resolve.go
 	jmu       sync.Mutex
-	jrn       *journal // the workspace's change journal, once the storage sync asked (journal.go)
+	jrn       *journal    // the workspace's change journal, once the storage sync asked (journal.go)
+	shIsDash  func() bool // whether /bin/sh is dash, looked at once, at the first exec (direct.go)
 }
 
 // New returns a Handler for opts. It does no I/O.
@@ -85,6 +86,7 @@ func New(opts Options) *Handler {
 	if h.env == nil {
 		h.env = SafeEnv(h.workspace)
 	}
+	h.shIsDash = sync.OnceValue(func() bool { return shIsDashAt("/bin/sh") })
 	h.auth.set(opts.Token)
 	h.routes()
 	return h

@@ -17,7 +17,20 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/sidecar/jail"
+	"golang.org/x/sys/unix"
 )
+
+// init keeps the main goroutine on the process's first thread, its
+// leader, for runInit: the runtime unlocks it after the package inits, and
+// from then until runInit locks a thread the goroutine can move to another
+// (it did in about one jail in thirty under load, issue 27). A jail's init
+// must reap on the leader: the kernel gives orphans to the pid namespace's
+// child reaper, the leader thread, and jail.ReapOrphans waits with
+// __WNOTHREAD for the calling thread's children alone, so on any other
+// thread orphans would stay zombies, and the idle leader was a fifth thread
+// TrimThreads cannot end. run unlocks it for the other commands. Only an
+// init function runs on the leader for certain.
+func init() { runtime.LockOSThread() }
 
 // serveEnv is the sidecar server's environment inside the jail.
 var serveEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/"}
@@ -114,6 +127,9 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	if l.ListenFD <= 0 {
 		return errors.New("read launch: no listener for the sidecar")
 	}
+	if tid, pid := unix.Gettid(), unix.Getpid(); tid != pid {
+		return fmt.Errorf("reap orphans: on thread %d, not the leader %d (see init)", tid, pid)
+	}
 	if err := jail.ShareCgroupNamespace(); err != nil {
 		return err
 	}
@@ -128,6 +144,8 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	}
 	if os.Getenv("GOMAXPROCS") == "" {
 		// Few threads for an idle sandbox; the commands do the work.
+		// jail.Start sets it in init's environment already: changing it
+		// now stops the world and frees a P's caches (page faults).
 		runtime.GOMAXPROCS(jailMaxProcs)
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -13,6 +13,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/boxkite/boxkite/sidecar"
@@ -32,6 +33,9 @@ func run(args []string) int {
 	}
 	var err error
 	nameProcess()
+	if args[0] != "init" {
+		runtime.UnlockOSThread() // locked for init only (init_linux.go)
+	}
 	switch args[0] {
 	case "init":
 		var code int

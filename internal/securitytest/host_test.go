@@ -106,7 +106,7 @@ func TestOwnProcessesOnly(t *testing.T) {
 		}
 		procs = append(procs, f[1])
 	}
-	want := []string{"1:boxkite-sidecar", "sh", "ps"} // the sidecar is the init (issue 27)
+	want := []string{"1:boxkite-sidecar", "ps"} // the sidecar is the init (issue 27); a plain command runs without sh
 	if diff := cmp.Diff(want, procs); diff != "" {
 		t.Errorf("processes the sandbox sees (-want +got):\n%s\n%s", diff, got)
 	}

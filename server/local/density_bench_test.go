@@ -45,14 +45,36 @@ func BenchmarkIdleDensity(b *testing.B) {
 	time.Sleep(3 * time.Second) // past the sidecars' thread trim (1 s)
 	dropCaches(b)
 	after := hostSnapshot(b)
-	sidecar := 0
+	sidecar, most := 0, 0
+	var charged, anon int64 // the sandboxes' cgroups, KiB
 	for i := range n {
 		st, err := readState(d.sandboxDir(fmt.Sprintf("dens%d", i)))
 		if err != nil {
 			b.Fatal(err)
 		}
-		sidecar += taskCount(b, st.PID)
+		k := taskCount(b, st.PID)
+		sidecar, most = sidecar+k, max(most, k)
+		for _, dir := range st.Cgroup.Dirs {
+			// cgroup v2 or v1's memory hierarchy; the other v1 ones have neither.
+			for _, name := range []string{"memory.current", "memory.usage_in_bytes"} {
+				if v, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+					c, _ := strconv.ParseInt(strings.TrimSpace(string(v)), 10, 64)
+					charged += c / 1024
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "memory.stat")); err == nil {
+				readKV(b, filepath.Join(dir, "memory.stat"), func(f []string) {
+					if f[0] == "anon" || f[0] == "rss" {
+						a, _ := strconv.ParseInt(f[1], 10, 64)
+						anon += a / 1024
+					}
+				})
+			}
+		}
 	}
+	b.ReportMetric(float64(most), "sidecar-threads-max")
+	b.ReportMetric(float64(charged)/float64(n), "cgroup-KiB/sandbox")
+	b.ReportMetric(float64(anon)/float64(n), "cgroup-anon-KiB/sandbox")
 	per := func(x, y int64) float64 { return float64(y-x) / float64(n) }
 	b.ReportMetric(float64(sidecar)/float64(n), "sidecar-threads/sandbox")
 	b.ReportMetric(per(before.tasks, after.tasks), "host-tasks/sandbox")

@@ -44,7 +44,8 @@ func isolationProbes(stateDir, workspace string, port int) []probe {
 		{name: "sees only its own processes", command: "ps -e -o comm=", ok: true, stdout: func(got string) string {
 			procs := strings.Fields(got)
 			// One process per jail: the static sidecar is its init too.
-			want := []string{"boxkite-sidecar", "sh", "ps"}
+			// A plain command runs without sh (sidecar/direct.go).
+			want := []string{"boxkite-sidecar", "ps"}
 			if diff := cmp.Diff(want, procs); diff != "" {
 				return "processes (-want +got):\n" + diff
 			}
@@ -478,7 +479,7 @@ func TestUnprivileged(t *testing.T) {
 		{"touch /etc/x 2>/dev/null || echo denied", "denied\n"},
 		{"ls /root 2>/dev/null || echo absent", "absent\n"},
 		{"echo hi > /workspace/x && cat /workspace/x", "hi\n"},
-		{"ps -e -o comm=", "boxkite-sidecar\nsh\nps\n"},
+		{"ps -e -o comm=", "boxkite-sidecar\nps\n"}, // no sh: sidecar/direct.go
 	}
 	for _, p := range probes {
 		if got := runOthers(t, ep, p.command); got.Stdout != p.want {

@@ -45,7 +45,7 @@ const (
 // rlimits (Spec.MaxProcs, Spec.MaxFileSize, open files, no core dumps),
 // no_new_privs, a bounding set of SidecarCaps (BuildCaps for a build), no
 // ambient or inheritable capabilities, the same as the permitted and
-// effective sets, and last a seccomp filter (see seccompPolicy) that every
+// effective sets, and last a seccomp filter (see internal/seccomppolicy) that every
 // later process inherits.
 // Call it after Setup.
 //

@@ -1,4 +1,4 @@
-package jail
+package seccomppolicy
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 // (internal/securitytest) proves the filter's effect inside real jails.
 func TestSeccompPolicyAssembles(t *testing.T) {
 	for _, nested := range []bool{false, true} {
-		p, err := seccompPolicy(nested)
+		p, err := Policy(nested)
 		if err != nil {
 			t.Fatal(err)
 		}
