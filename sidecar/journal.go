@@ -45,12 +45,13 @@ const (
 
 // journal is the workspace's change journal. Every field is guarded by mu.
 type journal struct {
-	mu      sync.Mutex
-	epoch   string   // tells this journal's tokens from another sidecar's (or a restarted one's)
-	skip    []string // directory names never watched (the host's ignore list)
-	maxDirs int
-	w       *jwatch // the inotify instance; nil when not watching
-	state   string  // journalWatching or why not
+	mu         sync.Mutex
+	epoch      string   // tells this journal's tokens from another sidecar's (or a restarted one's)
+	skip       []string // directory names never watched (the host's ignore list)
+	maxDirs    int
+	newInotify func() (int, error) // inotify_init1 (Handler.newInotify)
+	w          *jwatch             // the inotify instance; nil when not watching
+	state      string              // journalWatching or why not
 	// seq counts recorded changes; a token is the seq when a walk
 	// began, and tokens below floor are no longer answered exactly.
 	seq, floor uint64
@@ -67,7 +68,7 @@ func (h *Handler) syncJournal() *journal {
 	if h.jrn == nil {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
-		h.jrn = &journal{epoch: hex.EncodeToString(b[:]), changed: map[string]uint64{}}
+		h.jrn = &journal{epoch: hex.EncodeToString(b[:]), changed: map[string]uint64{}, newInotify: h.newInotify}
 	}
 	return h.jrn
 }

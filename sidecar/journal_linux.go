@@ -36,10 +36,13 @@ func (w *jwatch) watched() int { return len(w.dirs) }
 // journalStateOf is the state a failure to start leaves the journal in.
 func journalStateOf(error) string { return journalUnavailable }
 
+// newInotify creates a non-blocking inotify instance.
+func newInotify() (int, error) { return unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK) }
+
 // startLocked creates the inotify instance and its reader. Nothing is
 // watched yet: the full walk that follows adds the directories.
 func (j *journal) startLocked(v *fsView, root *cursor) error {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	fd, err := j.newInotify()
 	if err != nil {
 		return err // EMFILE: the uid's max_user_instances are taken
 	}
