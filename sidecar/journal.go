@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -187,26 +188,37 @@ func parseToken(s string) (epoch string, seq uint64, ok bool) {
 	return epoch, seq, true
 }
 
-// topScopes sorts paths and drops those below another: a changed directory
-// is walked whole.
+// topScopes sorts paths and drops those in the scope of another
+// (api.InScope): a changed directory is walked whole.
 func topScopes(paths []string) []string {
-	slices.Sort(paths) // an ancestor sorts before what lies below it
-	kept := make(map[string]bool, len(paths))
+	slices.SortFunc(paths, comparePaths)
 	out := paths[:0]
 	for _, p := range paths {
-		below := false
-		for i := range len(p) {
-			if p[i] == '/' && kept[p[:i]] {
-				below = true
-				break
-			}
-		}
-		if !below && !kept[p] {
-			kept[p] = true
+		// What lies in a scope sorts right after it, so only the last
+		// scope kept can hold p.
+		if len(out) == 0 || !api.InScope(p, out[len(out)-1]) {
 			out = append(out, p)
 		}
 	}
 	return slices.Clip(out)
+}
+
+// comparePaths orders paths byte by byte with '/' before every other
+// byte: a directory, then everything below it, then its siblings ("a",
+// "a/b", "a.b"), where plain byte order would put "a.b" between them.
+func comparePaths(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			switch {
+			case a[i] == '/':
+				return -1
+			case b[i] == '/':
+				return 1
+			}
+			return cmp.Compare(a[i], b[i])
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 // note records a change of rel (below the workspace).

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // journalMask selects the events that change what the sync stores:
@@ -186,7 +188,7 @@ func (j *journal) parse(w *jwatch, buf []byte) {
 // unwatch drops the watches of the directory rel and those below it.
 func (j *journal) unwatch(w *jwatch, rel string) {
 	for wd, d := range w.dirs {
-		if d == rel || strings.HasPrefix(d, rel+"/") {
+		if api.InScope(d, rel) {
 			_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
 			delete(w.dirs, wd)
 		}

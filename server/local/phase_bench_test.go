@@ -28,23 +28,31 @@ import (
 // refill is waited for before each start, so the driver runs nothing
 // else meanwhile.
 //
-// heap: a resident ballast that makes the driver's process the size of a
-// busy server's, which a fork of it copies the page tables of.
+// spawner: whether jails are cloned by the spawner's helper process
+// (jail.Spawner) or by the driver; the helper's page faults and CPU ticks
+// during the start are reported too. heap: a resident ballast that makes
+// the driver's process the size of a busy server's, which a fork of it
+// copies the page tables of.
 func BenchmarkColdPhases(b *testing.B) {
 	for _, heap := range []int{0, 256} {
-		b.Run(fmt.Sprintf("heap=%dMiB", heap), func(b *testing.B) {
-			ballast := make([]byte, heap<<20)
-			for i := 0; i < len(ballast); i += 4096 {
-				ballast[i] = 1
-			}
-			d, err := New(Config{StateDir: b.TempDir(), SidecarPath: sidecarBin, Prepared: 2})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = d.Shutdown(context.Background()) })
-			benchColdPhases(b, d)
-			runtime.KeepAlive(ballast)
-		})
+		for _, spawner := range []bool{false, true} {
+			b.Run(fmt.Sprintf("heap=%dMiB/spawner=%v", heap, spawner), func(b *testing.B) {
+				ballast := make([]byte, heap<<20)
+				for i := 0; i < len(ballast); i += 4096 {
+					ballast[i] = 1
+				}
+				d, err := New(Config{StateDir: b.TempDir(), SidecarPath: sidecarBin, Prepared: 2})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+				if !spawner {
+					_ = d.spawner.Close()
+				}
+				benchColdPhases(b, d)
+				runtime.KeepAlive(ballast)
+			})
+		}
 	}
 }
 
@@ -52,7 +60,7 @@ func BenchmarkColdPhases(b *testing.B) {
 type phaseCounts struct {
 	take, start, health, first                       time.Duration
 	healthFaults, execFaults, healthTicks, execTicks int64
-	driverFaults                                     int64
+	driverFaults, helperFaults, helperTicks          int64
 	driverCPU                                        time.Duration
 }
 
@@ -86,11 +94,19 @@ func benchColdPhases(b *testing.B, d *Driver) {
 		}
 		b.StartTimer()
 		t1 := time.Now()
+		helper := d.spawner.PID()
+		var hf0, hc0, hf1, hc1 int64
+		if helper != 0 {
+			hf0, hc0 = procFaults(b, helper)
+		}
 		df0, _ := procFaults(b, os.Getpid())
 		cpu0 := selfCPU(b)
 		done, err := d.start(p, token, dir)
 		cpu1 := selfCPU(b)
 		df1, _ := procFaults(b, os.Getpid())
+		if helper != 0 {
+			hf1, hc1 = procFaults(b, helper)
+		}
 		_ = p.lease.Close()
 		if err != nil {
 			b.Fatal(err)
@@ -117,6 +133,7 @@ func benchColdPhases(b *testing.B, d *Driver) {
 		c.start, c.health, c.first = c.start+t2.Sub(t1), c.health+t3.Sub(t2), c.first+t4.Sub(t3)
 		c.healthFaults, c.execFaults, c.driverFaults = c.healthFaults+f0, c.execFaults+f1-f0, c.driverFaults+df1-df0
 		c.healthTicks, c.execTicks, c.driverCPU = c.healthTicks+c0, c.execTicks+c1-c0, c.driverCPU+cpu1-cpu0
+		c.helperFaults, c.helperTicks = c.helperFaults+hf1-hf0, c.helperTicks+hc1-hc0
 		if err := d.Delete(ctx, id); err != nil {
 			b.Fatal(err)
 		}
@@ -135,6 +152,8 @@ func (c phaseCounts) report(b *testing.B, n float64) {
 	b.ReportMetric(float64(c.execFaults)/n, "faults-first-exec/op")
 	b.ReportMetric(float64(c.driverFaults)/n, "driver-faults-start/op")
 	b.ReportMetric(ms(c.driverCPU), "driver-cpu-ms-start/op")
+	b.ReportMetric(float64(c.helperFaults)/n, "spawner-faults-start/op")
+	b.ReportMetric(float64(c.helperTicks)/n, "spawner-ticks-start/op")
 	b.ReportMetric(float64(c.healthTicks)/n, "ticks-to-health/op")
 	b.ReportMetric(float64(c.execTicks)/n, "ticks-first-exec/op")
 }

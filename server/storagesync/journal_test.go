@@ -154,25 +154,6 @@ func TestJournalSkipsWalks(t *testing.T) {
 	}
 }
 
-func TestUnderAny(t *testing.T) {
-	for _, c := range []struct {
-		p      string
-		scopes []string
-		want   bool
-	}{
-		{"a", []string{"a"}, true},
-		{"a/b", []string{"a"}, true},
-		{"ab", []string{"a"}, false},
-		{"a.b", []string{"a"}, false},
-		{"b/a", []string{"a"}, false},
-		{"a", nil, false},
-	} {
-		if got := underAny(c.p, c.scopes); got != c.want {
-			t.Errorf("underAny(%q, %q) = %v", c.p, c.scopes, got)
-		}
-	}
-}
-
 // FuzzValidScopes: a scope the sync accepts from a sidecar names a path
 // below the workspace, and what lies under it stays under its key prefix.
 func FuzzValidScopes(f *testing.F) {
