@@ -30,6 +30,9 @@ type StorageConfig struct {
 	Retention    time.Duration
 	Bandwidth    int64    // bytes per second
 	Secrets      []string // the backend's credentials, cut out of errors
+	// JournalMaxDirs is each sidecar's change-journal budget in watched
+	// directories (0: storagesync.DefaultJournalMaxDirs).
+	JournalMaxDirs int
 }
 
 // newStorageSync builds the sync when a backend is configured and the
@@ -53,7 +56,7 @@ func (s *Server) newStorageSync() error {
 			return s.audit(ctx, audit.Record{Sandbox: sb, Source: "system", Operation: op, Detail: detail, Started: s.now()})
 		},
 		Prefix: c.Prefix, Ignore: c.Ignore, Interval: c.Interval, FinalTimeout: c.FinalTimeout,
-		Retention: c.Retention, Bandwidth: c.Bandwidth, Secrets: c.Secrets,
+		Retention: c.Retention, Bandwidth: c.Bandwidth, Secrets: c.Secrets, JournalMaxDirs: c.JournalMaxDirs,
 	})
 	if err != nil {
 		return err

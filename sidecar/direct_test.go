@@ -1,9 +1,6 @@
 package sidecar
 
 import (
-	"context"
-	"errors"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -251,43 +248,7 @@ func TestDirectExecGroup(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "bg"), []byte("#!/bin/sh\nsleep 60 & echo $! > bg.pid; wait\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, direct.URL+"/exec", strings.NewReader(`{"command":"./bg"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set(TokenHeader, testToken)
-	errc := make(chan error, 1)
-	go func() {
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		errc <- err
-	}()
-	pid := waitPID(t, filepath.Join(ws, "bg.pid"))
-	cancel()
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Errorf("request error = %v, want context.Canceled", err)
-	}
-	waitGone(t, pid)
-}
-
-// waitPID waits for a command to write its pid file, and reads it.
-func waitPID(t *testing.T, path string) int {
-	t.Helper()
-	for {
-		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			return readPID(t, path)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal("the command never wrote its pid")
-		default:
-		}
-		syscall.Nanosleep(&syscall.Timespec{Nsec: 10e6}, nil)
-	}
+	clientGoneKills(t, direct.URL, `{"command":"./bg"}`, filepath.Join(ws, "bg.pid"))
 }
 
 // TestDirectExecRunAs: the direct command drops to the sandbox user as

@@ -265,11 +265,17 @@ func TestExecBackgroundChildDoesNotHold(t *testing.T) {
 func TestExecClientGoneKillsTheGroup(t *testing.T) {
 	t.Parallel()
 	srv, ws := newServer(t, Options{Token: testToken})
-	pidFile := filepath.Join(ws, "pid")
+	clientGoneKills(t, srv.URL, `{"command":"sleep 60 & echo $! > pid; wait"}`, filepath.Join(ws, "pid"))
+}
+
+// clientGoneKills posts the exec body to the sidecar at url and, once the
+// command has written a background child's pid to pidFile, goes away: the
+// child dies with the exec's process group.
+func clientGoneKills(t *testing.T, url, body, pidFile string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/exec",
-		strings.NewReader(`{"command":"sleep 60 & echo $! > pid; wait"}`))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/exec", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,21 +288,28 @@ func TestExecClientGoneKillsTheGroup(t *testing.T) {
 		}
 		errc <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the command never wrote its pid")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	pid := waitPID(t, pidFile)
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("request error = %v, want context.Canceled", err)
 	}
-	waitGone(t, readPID(t, pidFile))
+	waitGone(t, pid)
+}
+
+// waitPID waits for a command to write its pid file, and reads it.
+func waitPID(t *testing.T, path string) int {
+	t.Helper()
+	for {
+		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
+			return readPID(t, path)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal("the command never wrote its pid")
+		default:
+		}
+		syscall.Nanosleep(&syscall.Timespec{Nsec: 10e6}, nil)
+	}
 }
 
 func readPID(t *testing.T, path string) int {

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -45,12 +46,13 @@ const (
 
 // journal is the workspace's change journal. Every field is guarded by mu.
 type journal struct {
-	mu      sync.Mutex
-	epoch   string   // tells this journal's tokens from another sidecar's (or a restarted one's)
-	skip    []string // directory names never watched (the host's ignore list)
-	maxDirs int
-	w       *jwatch // the inotify instance; nil when not watching
-	state   string  // journalWatching or why not
+	mu         sync.Mutex
+	epoch      string   // tells this journal's tokens from another sidecar's (or a restarted one's)
+	skip       []string // directory names never watched (the host's ignore list)
+	maxDirs    int
+	newInotify func() (int, error) // inotify_init1 (Handler.newInotify)
+	w          *jwatch             // the inotify instance; nil when not watching
+	state      string              // journalWatching or why not
 	// seq counts recorded changes; a token is the seq when a walk
 	// began, and tokens below floor are no longer answered exactly.
 	seq, floor uint64
@@ -67,7 +69,7 @@ func (h *Handler) syncJournal() *journal {
 	if h.jrn == nil {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
-		h.jrn = &journal{epoch: hex.EncodeToString(b[:]), changed: map[string]uint64{}}
+		h.jrn = &journal{epoch: hex.EncodeToString(b[:]), changed: map[string]uint64{}, newInotify: h.newInotify}
 	}
 	return h.jrn
 }
@@ -186,26 +188,37 @@ func parseToken(s string) (epoch string, seq uint64, ok bool) {
 	return epoch, seq, true
 }
 
-// topScopes sorts paths and drops those below another: a changed directory
-// is walked whole.
+// topScopes sorts paths and drops those in the scope of another
+// (api.InScope): a changed directory is walked whole.
 func topScopes(paths []string) []string {
-	slices.Sort(paths) // an ancestor sorts before what lies below it
-	kept := make(map[string]bool, len(paths))
+	slices.SortFunc(paths, comparePaths)
 	out := paths[:0]
 	for _, p := range paths {
-		below := false
-		for i := range len(p) {
-			if p[i] == '/' && kept[p[:i]] {
-				below = true
-				break
-			}
-		}
-		if !below && !kept[p] {
-			kept[p] = true
+		// What lies in a scope sorts right after it, so only the last
+		// scope kept can hold p.
+		if len(out) == 0 || !api.InScope(p, out[len(out)-1]) {
 			out = append(out, p)
 		}
 	}
 	return slices.Clip(out)
+}
+
+// comparePaths orders paths byte by byte with '/' before every other
+// byte: a directory, then everything below it, then its siblings ("a",
+// "a/b", "a.b"), where plain byte order would put "a.b" between them.
+func comparePaths(a, b string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			switch {
+			case a[i] == '/':
+				return -1
+			case b[i] == '/':
+				return 1
+			}
+			return cmp.Compare(a[i], b[i])
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 // note records a change of rel (below the workspace).

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // journalMask selects the events that change what the sync stores:
@@ -36,10 +38,13 @@ func (w *jwatch) watched() int { return len(w.dirs) }
 // journalStateOf is the state a failure to start leaves the journal in.
 func journalStateOf(error) string { return journalUnavailable }
 
+// newInotify creates a non-blocking inotify instance.
+func newInotify() (int, error) { return unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK) }
+
 // startLocked creates the inotify instance and its reader. Nothing is
 // watched yet: the full walk that follows adds the directories.
 func (j *journal) startLocked(v *fsView, root *cursor) error {
-	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	fd, err := j.newInotify()
 	if err != nil {
 		return err // EMFILE: the uid's max_user_instances are taken
 	}
@@ -183,7 +188,7 @@ func (j *journal) parse(w *jwatch, buf []byte) {
 // unwatch drops the watches of the directory rel and those below it.
 func (j *journal) unwatch(w *jwatch, rel string) {
 	for wd, d := range w.dirs {
-		if d == rel || strings.HasPrefix(d, rel+"/") {
+		if api.InScope(d, rel) {
 			_, _ = unix.InotifyRmWatch(w.fd, uint32(wd))
 			delete(w.dirs, wd)
 		}

@@ -12,6 +12,8 @@ func (*jwatch) watched() int { return 0 }
 
 func journalStateOf(error) string { return journalUnsupported }
 
+func newInotify() (int, error) { return -1, errors.New("no inotify") }
+
 func (j *journal) startLocked(*fsView, *cursor) error { return errors.New("no inotify") }
 
 func (j *journal) stopLocked(state string) { j.w, j.state = nil, state; j.forget() }

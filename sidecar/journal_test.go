@@ -13,9 +13,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -210,6 +212,72 @@ func TestSyncJournalBudget(t *testing.T) {
 	back := js.changes(t, "", 4)
 	if back.Journal != journalWatching || back.Token == "" {
 		t.Errorf("back under the budget: journal %q token %q, want watching", back.Journal, back.Token)
+	}
+}
+
+// TestSyncJournalUnavailable: when the kernel has no inotify instance to
+// give (EMFILE: fs.inotify.max_user_instances taken by the uid's other
+// sidecars), every answer is a full walk of the right tree (journal
+// "unavailable", no token), each trying again for an instance; once one
+// is to be had, the journal watches.
+func TestSyncJournalUnavailable(t *testing.T) {
+	t.Parallel()
+	js := newJournalServer(t)
+	var tries atomic.Int32
+	refuse := atomic.Bool{}
+	refuse.Store(true)
+	js.h.newInotify = func() (int, error) {
+		tries.Add(1)
+		if refuse.Load() {
+			return -1, unix.EMFILE
+		}
+		return newInotify()
+	}
+	walk := func() []string { // the tree as a plain GET /files/tree walks it
+		t.Helper()
+		q := url.Values{"path": {"/workspace"}, "skip": {"node_modules", ".git"}}
+		status, body := call(t, http.MethodGet, js.url+"/files/tree?"+q.Encode(), authHeader, "")
+		var out api.TreeResult
+		if status != http.StatusOK || json.Unmarshal(body, &out) != nil {
+			t.Fatalf("GET /files/tree = %d %s", status, body)
+		}
+		return entryPaths(out)
+	}
+	steps := []struct {
+		name  string
+		act   func()
+		since string
+	}{
+		{"first", func() {}, ""},
+		{"create", func() { writeFile(t, js.ws+"/a.txt", "aaa", 0o644) }, ""},
+		{"nested", func() { writeFile(t, js.ws+"/n1/n2/f.txt", "f", 0o644) }, ""},
+		{"delete", func() { mustDo(t, os.Remove(js.ws+"/a.txt")) }, ""},
+		{"a token of another journal", func() { writeFile(t, js.ws+"/b.txt", "b", 0o644) }, "0123456789abcdef.1"},
+	}
+	for i, s := range steps {
+		s.act()
+		got := js.changes(t, s.since, 0)
+		if got.Partial || got.Token != "" || got.Journal != journalUnavailable || got.WatchedDirs != 0 {
+			t.Fatalf("%s: partial %v token %q journal %q watching %d, want a full walk, unavailable", s.name, got.Partial, got.Token, got.Journal, got.WatchedDirs)
+		}
+		if d := cmp.Diff(walk(), entryPaths(got)); d != "" {
+			t.Errorf("%s: entries (-walk +journal):\n%s", s.name, d)
+		}
+		if n := int(tries.Load()); n != i+1 {
+			t.Errorf("%s: %d tries for an instance, want %d (one per answer)", s.name, n, i+1)
+		}
+	}
+	if js.h.jrn.w != nil {
+		t.Fatal("an instance without inotify")
+	}
+	refuse.Store(false) // another sidecar of the uid went away
+	back := js.changes(t, "", 0)
+	if back.Journal != journalWatching || back.Token == "" {
+		t.Fatalf("with an instance to be had: journal %q token %q, want watching", back.Journal, back.Token)
+	}
+	writeFile(t, js.ws+"/c.txt", "c", 0o644)
+	if got := js.changes(t, back.Token, 0); !got.Partial || !slices.Equal(got.Changed, []string{"c.txt"}) {
+		t.Errorf("watching again: partial %v changed %v, want c.txt", got.Partial, got.Changed)
 	}
 }
 

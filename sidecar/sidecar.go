@@ -69,13 +69,16 @@ type Handler struct {
 	sess      *session // long-lived tools, budget and metrics; see process_routes.go
 	fsr       fsRoots  // the typed roots and who file work runs as; see resolve.go
 	jmu       sync.Mutex
-	jrn       *journal    // the workspace's change journal, once the storage sync asked (journal.go)
-	shIsDash  func() bool // whether /bin/sh is dash, looked at once, at the first exec (direct.go)
+	jrn       *journal // the workspace's change journal, once the storage sync asked (journal.go)
+	// newInotify makes the journal's inotify instance (journal_linux.go);
+	// a test stands in for a kernel that has none to give (EMFILE).
+	newInotify func() (int, error)
+	shIsDash   func() bool // whether /bin/sh is dash, looked at once, at the first exec (direct.go)
 }
 
 // New returns a Handler for opts. It does no I/O.
 func New(opts Options) *Handler {
-	h := &Handler{opts: opts, log: opts.Log, workspace: opts.Workspace, env: opts.Env, mux: http.NewServeMux()}
+	h := &Handler{opts: opts, log: opts.Log, workspace: opts.Workspace, env: opts.Env, mux: http.NewServeMux(), newInotify: newInotify}
 	if h.log == nil {
 		h.log = slog.Default()
 	}

@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Workspace sync to object storage (docs/storage.md).
 
@@ -42,6 +45,13 @@ type TreeResult struct {
 	Changed     []string    `json:"changed,omitempty"`
 	Journal     string      `json:"journal,omitempty"`
 	WatchedDirs int         `json:"watched_dirs,omitempty"`
+}
+
+// InScope reports whether the slash-separated path p is scope or lies
+// below it: what a path of TreeResult.Changed covers. The sidecar's
+// journal and the storage sync both decide scopes with it, so they agree.
+func InScope(p, scope string) bool {
+	return strings.HasPrefix(p, scope) && (len(p) == len(scope) || p[len(scope)] == '/')
 }
 
 // BundleRequest is the body of a sidecar's POST /files/bundle: regular

@@ -33,6 +33,7 @@ func TestOptionPrecedence(t *testing.T) {
 	defaultStorage := storageOpts{
 		prefix: "boxkite", azureAuth: "connection-string", ignore: strings.Join(storagesync.DefaultIgnore, ","),
 		interval: storagesync.DefaultInterval, finalTimeout: storagesync.DefaultFinalTimeout, bandwidthMiB: storagesync.DefaultBandwidth >> 20,
+		journalMaxDirs: storagesync.DefaultJournalMaxDirs,
 	}
 	dir := t.TempDir()
 	cfgFile := filepath.Join(dir, "server.toml")

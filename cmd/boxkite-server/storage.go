@@ -24,6 +24,7 @@ type storageOpts struct {
 	ignore                                 string
 	interval, finalTimeout, retention      time.Duration
 	bandwidthMiB                           int64
+	journalMaxDirs                         int
 }
 
 func storageFlags(fs *flag.FlagSet, o *storageOpts) {
@@ -45,12 +46,16 @@ func storageFlags(fs *flag.FlagSet, o *storageOpts) {
 	fs.DurationVar(&o.finalTimeout, "storage-final-flush-timeout", storagesync.DefaultFinalTimeout, "object storage: bound of the final flush when a sandbox is destroyed")
 	fs.DurationVar(&o.retention, "storage-retention", 0, "object storage: how long a destroyed sandbox's files are kept (0: until DELETE …/storage)")
 	fs.Int64Var(&o.bandwidthMiB, "storage-bandwidth-mib", storagesync.DefaultBandwidth>>20, "object storage: upload MiB per second, all sandboxes together")
+	fs.IntVar(&o.journalMaxDirs, "storage-journal-max-dirs", storagesync.DefaultJournalMaxDirs, fmt.Sprintf("object storage: directories each sandbox's change journal watches (1 to %d); a larger workspace is walked in full every reconcile", storagesync.MaxJournalMaxDirs))
 }
 
 // config opens the backend o configures; a zero config when storage is off.
 func (o *storageOpts) config(ctx context.Context) (server.StorageConfig, error) {
 	if o.kind == "" {
 		return server.StorageConfig{}, nil
+	}
+	if o.journalMaxDirs < 1 || o.journalMaxDirs > storagesync.MaxJournalMaxDirs {
+		return server.StorageConfig{}, usageErrorf("--storage-journal-max-dirs %d: want 1 to %d", o.journalMaxDirs, storagesync.MaxJournalMaxDirs)
 	}
 	c := storagesync.Config{
 		Kind: o.kind, Bucket: o.bucket, Prefix: o.prefix, Endpoint: o.endpoint, Region: o.region, PathStyle: o.pathStyle,
@@ -94,6 +99,6 @@ func (o *storageOpts) config(ctx context.Context) (server.StorageConfig, error) 
 	}
 	return server.StorageConfig{
 		Backend: b, Prefix: o.prefix, Ignore: ignore, Interval: o.interval, FinalTimeout: o.finalTimeout,
-		Retention: o.retention, Bandwidth: o.bandwidthMiB << 20, Secrets: []string{secret},
+		Retention: o.retention, Bandwidth: o.bandwidthMiB << 20, Secrets: []string{secret}, JournalMaxDirs: o.journalMaxDirs,
 	}, nil
 }

@@ -11,9 +11,10 @@ import (
 	"github.com/boxkite/boxkite/internal/objtest"
 )
 
-// TestStorageFlags: the storage flags (and their config-file keys) open the
-// backend they name; a missing bucket, an unknown kind or a loose secret
-// file is refused before the server starts, without the secret in the error.
+// TestStorageFlags: the storage flags (and their config-file keys and
+// environment variables) open the backend they name; a missing bucket, an
+// unknown kind, a loose secret file or a journal budget out of range is
+// refused before the server starts, without the secret in the error.
 func TestStorageFlags(t *testing.T) {
 	obj := objtest.Start(t, "gcs")
 	dir := t.TempDir()
@@ -21,7 +22,8 @@ func TestStorageFlags(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte("storage_kind = \"gcs\"\nstorage_bucket = \""+obj.Config.Bucket+"\"\nstorage_endpoint = \""+obj.Config.Endpoint+"\"\nstorage_flush_interval = \"10s\"\nstorage_ignore = \".git, node_modules\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o, err := parseOptions([]string{"--config", cfgFile}, func(string) string { return "" }, io.Discard)
+	env := map[string]string{"BOXKITE_SERVER_STORAGE_JOURNAL_MAX_DIRS": "77"}
+	o, err := parseOptions([]string{"--config", cfgFile}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func TestStorageFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Backend == nil || c.Backend.Kind() != "gcs" || c.Interval.Seconds() != 10 || strings.Join(c.Ignore, ",") != ".git,node_modules" || c.Prefix != "boxkite" {
+	if c.Backend == nil || c.Backend.Kind() != "gcs" || c.Interval.Seconds() != 10 || c.JournalMaxDirs != 77 || strings.Join(c.Ignore, ",") != ".git,node_modules" || c.Prefix != "boxkite" {
 		t.Errorf("config %+v", c)
 	}
 	secret := filepath.Join(dir, "secret")
@@ -41,6 +43,8 @@ func TestStorageFlags(t *testing.T) {
 		{"--storage-kind", "ftp", "--storage-bucket", "b"},
 		{"--storage-kind", "s3", "--storage-bucket", "b", "--storage-secret-file", secret},
 		{"--storage-kind", "azure", "--storage-bucket", "b", "--storage-azure-auth", "password"},
+		{"--storage-kind", "gcs", "--storage-bucket", obj.Config.Bucket, "--storage-endpoint", obj.Config.Endpoint, "--storage-journal-max-dirs", "0"},
+		{"--storage-kind", "gcs", "--storage-bucket", obj.Config.Bucket, "--storage-endpoint", obj.Config.Endpoint, "--storage-journal-max-dirs", "65537"},
 	} {
 		o, err := parseOptions(args, func(string) string { return "" }, io.Discard)
 		if err != nil {

@@ -284,3 +284,6 @@ func socketExists(path string) bool {
 	fi, err := os.Lstat(path)
 	return err == nil && fi.Mode().Type() == os.ModeSocket
 }
+
+// runSpawner clones jails for the local driver (jail.Spawner).
+func runSpawner() error { return jail.ServeSpawner() }

@@ -5,3 +5,5 @@ package main
 import "errors"
 
 func runInit([]string) (int, error) { return 0, errors.New("jails need Linux") }
+
+func runSpawner() error { return errors.New("jails need Linux") }

@@ -7,6 +7,7 @@
 //	boxkite-sidecar init [--claimable]            # PID 1 of a jail; launch document on fd 3
 //	boxkite-sidecar serve --listen unix:PATH      # token on --token-fd or $BOXKITE_SIDECAR_TOKEN_FILE
 //	boxkite-sidecar sftp-server DIR                # SFTP on stdin/stdout, started by the sidecar as the sandbox user
+//	boxkite-sidecar spawner                       # clones jails for the local driver; its socket on fd 3
 //	boxkite-sidecar version
 package main
 
@@ -51,6 +52,8 @@ func run(args []string) int {
 			return 2
 		}
 		err = sidecar.ServeSFTPStdio(args[1])
+	case "spawner":
+		err = runSpawner()
 	case "version":
 		fmt.Println(buildVersion())
 		return 0

@@ -145,6 +145,18 @@ func freePort(t testing.TB) int {
 	return 0
 }
 
+// Wait looks at ok every quarter second until it holds, and fails t when
+// it has not within: what the storage tests wait for is the bucket (or
+// the sync's state) catching up with what the sandbox wrote.
+func Wait(t testing.TB, what string, within time.Duration, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !ok(); time.Sleep(250 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", within, what)
+		}
+	}
+}
+
 // List returns what b holds under prefix: each object's key with prefix
 // cut off, and its size.
 func List(t testing.TB, b storagesync.Backend, prefix string) map[string]int64 {

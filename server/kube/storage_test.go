@@ -53,15 +53,6 @@ func storageEnvObj(t *testing.T, kind string, cfg kube.Config) (*env, storagesyn
 	return e, b, secrets
 }
 
-func waitWithin(t *testing.T, what string, within time.Duration, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(within); !ok(); time.Sleep(250 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-	}
-}
-
 // TestStorageSync is issue 26 on the kube driver: the control plane reads
 // each pod's workspace through its sidecar's file API (GET /files/tree,
 // POST /files/bundle, TLS pinned to the pod's certificate) and copies it
@@ -132,7 +123,7 @@ ln -s /tmp linkdir`)
 	bigSum := strings.Fields(exec("sha256sum big.bin"))[0]
 
 	want := []string{"api.txt", "up/raw.bin", "big.bin", "many/f1.txt", "many/f1000.txt"}
-	waitWithin(t, "every file in the bucket", kubeSyncInterval+storagesync.DefaultStableFor+45*time.Second, func() bool {
+	objtest.Wait(t, "every file in the bucket", kubeSyncInterval+storagesync.DefaultStableFor+45*time.Second, func() bool {
 		got := objtest.List(t, b, prefix)
 		for _, p := range want {
 			if _, ok := got[p]; !ok {

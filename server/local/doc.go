@@ -47,6 +47,15 @@
 // so List can return whole endpoints; reading it takes the same access as
 // reading the socket.
 //
+// As root, jails are cloned by a helper process, the sidecar binary run as
+// `boxkite-sidecar spawner` and started with the driver (jail.Spawner):
+// a jail's new user namespace rules out a vfork, so a clone from the
+// server would copy the server's page tables under its mmap lock and
+// leave its pages copy-on-write. The helper clones with CLONE_PARENT, so
+// each jail is still the driver's child: waited for, killed and adopted
+// after a restart as before. It ends when the driver's end of its socket
+// closes.
+//
 // As root, each jail maps ids 0..65535 to a host id range of its own,
 // leased host-wide (server/local/idrange, Config.IDRange*) for as long as the jail
 // lives, so the jail's root is an unprivileged host user, per-user kernel

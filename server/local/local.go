@@ -128,6 +128,10 @@ type Driver struct {
 	root    bool            // the driver runs as root and maps a uid range per sandbox
 	ids     *idrange.Ranges // root only
 
+	// spawner clones jails from a small helper process, not from this
+	// (large) one (jail.Spawner); nil when not root.
+	spawner *jail.Spawner
+
 	cgroups *jail.Cgroups    // nil: no cgroup limits
 	storage string           // StorageLoop or StorageTmpfs
 	images  *loopdisk.Images // loop only
@@ -183,6 +187,9 @@ func New(cfg Config) (*Driver, error) {
 	}
 	d.sidecar = path
 	d.checkSidecarStatic()
+	if d.root {
+		d.spawner = jail.NewSpawner(path)
+	}
 	if d.cfg.Sizes == nil {
 		d.cfg.Sizes = DefaultSizes()
 	}
@@ -220,7 +227,19 @@ func New(cfg Config) (*Driver, error) {
 	}
 	d.startPrepared()
 	d.watchExisting()
+	go d.prepareSpawner()
 	return d, nil
+}
+
+// prepareSpawner starts the jail spawner's helper ahead of the first
+// create; a failure is retried by that create, and said there.
+func (d *Driver) prepareSpawner() {
+	if d.spawner == nil {
+		return
+	}
+	if err := d.spawner.Prepare(); err != nil {
+		d.log.Warn("start the jail spawner", "err", err)
+	}
 }
 
 // chooseIsolation settles the cgroup and storage quota mechanisms, saying
@@ -533,7 +552,11 @@ func (d *Driver) start(p prepared, token, dir string, initArgs ...string) (<-cha
 		return nil, err
 	}
 	defer listener.Close() // the jail holds its own copy
-	if err := jail.Start(cmd, js, token, listener, st.Cgroup.Add); err != nil {
+	launch := jail.Start
+	if d.spawner != nil {
+		launch = d.spawner.Start
+	}
+	if err := launch(cmd, js, token, listener, st.Cgroup.Add); err != nil {
 		return nil, err
 	}
 	done := make(chan struct{})
@@ -692,6 +715,6 @@ func (d *Driver) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	// Volumes and snapshots outlive the server, their mounts do not.
-	errs = append(errs, d.unmountVolumes(), d.unmountClonePool())
+	errs = append(errs, d.unmountVolumes(), d.unmountClonePool(), d.spawner.Close())
 	return errors.Join(append(errs, perr)...)
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/boxkite/boxkite/server/model"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkColdPhases splits a prepared cold create (issue 27) into the
@@ -19,19 +21,52 @@ import (
 // independent counts of the jail's one process (its init and sidecar):
 // the page faults and CPU ticks it took until /health answered, and
 // those the first exec added (from /proc/PID/stat), and the page faults
-// of the driver's own process during the start (the jail's clone is a
-// full fork of it: a new user namespace rules out CLONE_VM, so the
-// driver's pages are copy-on-write until the child execs; other
-// goroutines' faults in that window are counted too).
+// and CPU time of the driver's own process during the start (a jail
+// cloned by the driver itself is a full fork of it: a new user namespace
+// rules out CLONE_VM, so the driver's page tables are copied and its
+// pages are copy-on-write until written again). The prepared pool's
+// refill is waited for before each start, so the driver runs nothing
+// else meanwhile.
+//
+// spawner: whether jails are cloned by the spawner's helper process
+// (jail.Spawner) or by the driver; the helper's page faults and CPU ticks
+// during the start are reported too. heap: a resident ballast that makes
+// the driver's process the size of a busy server's, which a fork of it
+// copies the page tables of.
 func BenchmarkColdPhases(b *testing.B) {
-	d, err := New(Config{StateDir: b.TempDir(), SidecarPath: sidecarBin, Prepared: 2})
-	if err != nil {
-		b.Fatal(err)
+	for _, heap := range []int{0, 256} {
+		for _, spawner := range []bool{false, true} {
+			b.Run(fmt.Sprintf("heap=%dMiB/spawner=%v", heap, spawner), func(b *testing.B) {
+				ballast := make([]byte, heap<<20)
+				for i := 0; i < len(ballast); i += 4096 {
+					ballast[i] = 1
+				}
+				d, err := New(Config{StateDir: b.TempDir(), SidecarPath: sidecarBin, Prepared: 2})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+				if !spawner {
+					_ = d.spawner.Close()
+				}
+				benchColdPhases(b, d)
+				runtime.KeepAlive(ballast)
+			})
+		}
 	}
-	b.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+}
+
+// phaseCounts are BenchmarkColdPhases's sums over its iterations.
+type phaseCounts struct {
+	take, start, health, first                       time.Duration
+	healthFaults, execFaults, healthTicks, execTicks int64
+	driverFaults, helperFaults, helperTicks          int64
+	driverCPU                                        time.Duration
+}
+
+func benchColdPhases(b *testing.B, d *Driver) {
 	ctx := context.Background()
-	var take, start, health, first time.Duration
-	var healthFaults, execFaults, healthTicks, execTicks, driverFaults int64
+	var c phaseCounts
 	i := 0
 	for b.Loop() {
 		b.StopTimer()
@@ -52,10 +87,26 @@ func BenchmarkColdPhases(b *testing.B) {
 			b.Fatal(err)
 		}
 		ep := model.Endpoint{Network: "unix", Address: dir + "/" + sidecarSocket, Token: token}
+		c.take += time.Since(t0)
+		b.StopTimer()
+		for d.preparedReady() < 2 { // the refill, not part of a start
+			time.Sleep(time.Millisecond)
+		}
+		b.StartTimer()
 		t1 := time.Now()
+		helper := d.spawner.PID()
+		var hf0, hc0, hf1, hc1 int64
+		if helper != 0 {
+			hf0, hc0 = procFaults(b, helper)
+		}
 		df0, _ := procFaults(b, os.Getpid())
+		cpu0 := selfCPU(b)
 		done, err := d.start(p, token, dir)
+		cpu1 := selfCPU(b)
 		df1, _ := procFaults(b, os.Getpid())
+		if helper != 0 {
+			hf1, hc1 = procFaults(b, helper)
+		}
 		_ = p.lease.Close()
 		if err != nil {
 			b.Fatal(err)
@@ -79,25 +130,43 @@ func BenchmarkColdPhases(b *testing.B) {
 		t4 := time.Now()
 		b.StopTimer()
 		f1, c1 := procFaults(b, st.PID)
-		take, start, health, first = take+t1.Sub(t0), start+t2.Sub(t1), health+t3.Sub(t2), first+t4.Sub(t3)
-		healthFaults, execFaults, driverFaults = healthFaults+f0, execFaults+f1-f0, driverFaults+df1-df0
-		healthTicks, execTicks = healthTicks+c0, execTicks+c1-c0
+		c.start, c.health, c.first = c.start+t2.Sub(t1), c.health+t3.Sub(t2), c.first+t4.Sub(t3)
+		c.healthFaults, c.execFaults, c.driverFaults = c.healthFaults+f0, c.execFaults+f1-f0, c.driverFaults+df1-df0
+		c.healthTicks, c.execTicks, c.driverCPU = c.healthTicks+c0, c.execTicks+c1-c0, c.driverCPU+cpu1-cpu0
+		c.helperFaults, c.helperTicks = c.helperFaults+hf1-hf0, c.helperTicks+hc1-hc0
 		if err := d.Delete(ctx, id); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
 	}
-	n := float64(i)
+	c.report(b, float64(i))
+}
+
+func (c phaseCounts) report(b *testing.B, n float64) {
 	ms := func(t time.Duration) float64 { return float64(t.Microseconds()) / 1e3 / n }
-	b.ReportMetric(ms(take), "take-ms/op")
-	b.ReportMetric(ms(start), "start-ms/op")
-	b.ReportMetric(ms(health), "health-ms/op")
-	b.ReportMetric(ms(first), "exec-ms/op")
-	b.ReportMetric(float64(healthFaults)/n, "faults-to-health/op")
-	b.ReportMetric(float64(execFaults)/n, "faults-first-exec/op")
-	b.ReportMetric(float64(driverFaults)/n, "driver-faults-start/op")
-	b.ReportMetric(float64(healthTicks)/n, "ticks-to-health/op")
-	b.ReportMetric(float64(execTicks)/n, "ticks-first-exec/op")
+	b.ReportMetric(ms(c.take), "take-ms/op")
+	b.ReportMetric(ms(c.start), "start-ms/op")
+	b.ReportMetric(ms(c.health), "health-ms/op")
+	b.ReportMetric(ms(c.first), "exec-ms/op")
+	b.ReportMetric(float64(c.healthFaults)/n, "faults-to-health/op")
+	b.ReportMetric(float64(c.execFaults)/n, "faults-first-exec/op")
+	b.ReportMetric(float64(c.driverFaults)/n, "driver-faults-start/op")
+	b.ReportMetric(ms(c.driverCPU), "driver-cpu-ms-start/op")
+	b.ReportMetric(float64(c.helperFaults)/n, "spawner-faults-start/op")
+	b.ReportMetric(float64(c.helperTicks)/n, "spawner-ticks-start/op")
+	b.ReportMetric(float64(c.healthTicks)/n, "ticks-to-health/op")
+	b.ReportMetric(float64(c.execTicks)/n, "ticks-first-exec/op")
+}
+
+// selfCPU is the user+system CPU time of this process so far (all its
+// threads; its children's not counted).
+func selfCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // procFaults returns the minor+major page faults and the user+system

@@ -45,7 +45,7 @@ func TestSnapshotsInStorage(t *testing.T) {
 		t.Fatalf("snapshot: %+v, %v", snap, err)
 	}
 	object := "boxkite/" + snap.StorageKeyPrefix + "/"
-	size := stored(t, b, object)["data"]
+	size := objtest.List(t, b, object)["data"]
 	if size < 20<<20 || size > 200<<20 {
 		t.Errorf("the bucket holds %d bytes for a disk with 20 MiB of files (want its data, not its holes)", size)
 	}
@@ -75,7 +75,7 @@ func TestSnapshotsInStorage(t *testing.T) {
 	if err := c.DeleteSnapshot(ctx, snap.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got := stored(t, b, object); len(got) != 0 {
+	if got := objtest.List(t, b, object); len(got) != 0 {
 		t.Errorf("after the delete the bucket holds %v", got)
 	}
 }

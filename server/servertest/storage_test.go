@@ -50,28 +50,6 @@ func storageServer(t *testing.T, kind string, logs io.Writer, edit func(*server.
 	return s, obj, b
 }
 
-// stored lists what the bucket holds under the sandbox's prefix, path → bytes.
-func stored(t *testing.T, b storagesync.Backend, prefix string) map[string]int64 {
-	t.Helper()
-	out := map[string]int64{}
-	if err := b.List(context.Background(), prefix, func(o storagesync.Object) error {
-		out[strings.TrimPrefix(o.Key, prefix)] = o.Size
-		return nil
-	}); err != nil {
-		t.Fatalf("list bucket: %v", err)
-	}
-	return out
-}
-
-func waitUntil(t *testing.T, what string, within time.Duration, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(within); !ok(); time.Sleep(250 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-	}
-}
-
 // bucketWatch records when each object first showed in a bucket.
 type bucketWatch struct {
 	mu   sync.Mutex
@@ -218,7 +196,7 @@ mkdir -p linkdir && ln -s /tmp linkdir/tmpdir`)
 	if len(written) != 1004 {
 		t.Fatalf("found %d files written, want 1004", len(written))
 	}
-	waitUntil(t, "every file in the bucket", 2*time.Minute, func() bool { return arrived.count(written) == len(written) })
+	objtest.Wait(t, "every file in the bucket", 2*time.Minute, func() bool { return arrived.count(written) == len(written) })
 	arrived.stop()
 	// Each arrived within the flush interval of its write (measured at
 	// the end of the listing that first showed it: never less).
@@ -233,7 +211,7 @@ mkdir -p linkdir && ln -s /tmp linkdir/tmpdir`)
 	if worst > raceSlowdown*syncInterval {
 		t.Errorf("%s arrived %s after it was written, past the flush interval %s (×%d)", worstPath, worst, syncInterval, raceSlowdown)
 	}
-	got := stored(t, b, prefix)
+	got := objtest.List(t, b, prefix)
 	for p := range got {
 		for _, bad := range []string{".git/", "node_modules/", "__pycache__/", "build/", "tmp", "host-link", "passwd-link", "linkdir"} {
 			if strings.HasPrefix(p, bad) || strings.Contains(p, "/"+bad) {
@@ -281,8 +259,8 @@ grep -rIsoh -e 'objtest-[a-z]*' -e 'Eby8vdM02x[A-Za-z0-9+/=]*' /etc /run /tmp /m
 	// Deletes propagate, changes arrive, within the interval.
 	changed := time.Now()
 	mustExec(t, c, sb.ID, "rm -rf /workspace/many/f1.txt /workspace/up && echo v2 > /workspace/src/main.py")
-	waitUntil(t, "the delete and the change", time.Until(changed.Add(raceSlowdown*syncInterval)), func() bool {
-		g := stored(t, b, prefix)
+	objtest.Wait(t, "the delete and the change", time.Until(changed.Add(raceSlowdown*syncInterval)), func() bool {
+		g := objtest.List(t, b, prefix)
 		_, f1 := g["many/f1.txt"]
 		_, up := g["up/raw.bin"]
 		return !f1 && !up && g["src/main.py"] == 3
@@ -350,7 +328,7 @@ grep -rIsoh -e 'objtest-[a-z]*' -e 'Eby8vdM02x[A-Za-z0-9+/=]*' /etc /run /tmp /m
 	if err := c.DeleteStorage(ctx, sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if g := stored(t, b, prefix); len(g) != 0 {
+	if g := objtest.List(t, b, prefix); len(g) != 0 {
 		t.Errorf("after DELETE …/storage the bucket holds %d files", len(g))
 	}
 	if st, err := c.SyncStatus(ctx, sb.ID); err != nil || st.State != "deleted" {
@@ -439,12 +417,12 @@ func testStorageSyncOutage(t *testing.T, kind string) {
 	}
 	prefix := "boxkite/" + s.Account.ID + "/" + sb.ID + "/"
 	has := func(p string) func() bool {
-		return func() bool { _, ok := stored(t, b, prefix)[p]; return ok }
+		return func() bool { _, ok := objtest.List(t, b, prefix)[p]; return ok }
 	}
 	if _, err := c.WriteFile(ctx, sb.ID, api.FileCreateRequest{Path: "a.txt", Content: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "a.txt in the bucket", 60*time.Second, has("a.txt"))
+	objtest.Wait(t, "a.txt in the bucket", 60*time.Second, has("a.txt"))
 
 	obj.Stop()
 	if _, err := c.WriteFile(ctx, sb.ID, api.FileCreateRequest{Path: "b.txt", Content: "written while the store is down"}); err != nil {
@@ -454,7 +432,7 @@ func testStorageSyncOutage(t *testing.T, kind string) {
 	if code := apiCode(err); code != api.CodeStorageFailed {
 		t.Errorf("flush with the store down: %v, want %s", err, api.CodeStorageFailed)
 	}
-	waitUntil(t, "a second failed attempt", 60*time.Second, func() bool {
+	objtest.Wait(t, "a second failed attempt", 60*time.Second, func() bool {
 		st, err := c.SyncStatus(ctx, sb.ID)
 		return err == nil && st.Attempts >= 2
 	})
@@ -470,8 +448,8 @@ func testStorageSyncOutage(t *testing.T, kind string) {
 	t.Logf("%s: with the store down: %d attempts, last error %q", kind, st.Attempts, st.LastError)
 
 	obj.Start(t)
-	waitUntil(t, "b.txt once the store is back", 2*storagesync.MaxBackoff, has("b.txt"))
-	waitUntil(t, "the error cleared", 30*time.Second, func() bool {
+	objtest.Wait(t, "b.txt once the store is back", 2*storagesync.MaxBackoff, has("b.txt"))
+	objtest.Wait(t, "the error cleared", 30*time.Second, func() bool {
 		st, err := c.SyncStatus(ctx, sb.ID)
 		return err == nil && st.LastError == "" && st.Attempts == 0
 	})
@@ -486,7 +464,7 @@ func testStorageSyncOutage(t *testing.T, kind string) {
 		t.Log("c.txt was stored before the kill; the restart has nothing left to prove")
 	}
 	s.Start(t)
-	waitUntil(t, "c.txt after the restart", 60*time.Second, has("c.txt"))
+	objtest.Wait(t, "c.txt after the restart", 60*time.Second, has("c.txt"))
 	rc, err := b.Get(ctx, prefix+"c.txt")
 	if err != nil {
 		t.Fatal(err)

@@ -28,23 +28,43 @@ func scanKey(r rowScanner, extra ...any) (*model.APIKey, error) {
 	return &k, nil
 }
 
+// keyLookupQuery is APIKeyByHash's query.
+const keyLookupQuery = `SELECT ` + keyColumns + `, a.id, a.email, a.created_at, a.keep_output_secrets,
+		o.name, o.max_concurrent_sandboxes, o.monthly_sandbox_hours, m.role
+		FROM api_keys k JOIN accounts a ON a.id = k.account_id
+		LEFT JOIN organizations o ON o.id = k.account_id
+		LEFT JOIN organization_members m ON m.org_id = k.account_id AND m.account_id = k.member_id
+		WHERE k.key_hash = ?`
+
 // APIKeyByHash implements model.AccountStore. For a key of an
 // organization it also loads the organization and its holder's current
 // role there (none when they are no longer a member), in the same query,
-// so that a removed member's key is refused at its next use.
+// so that a removed member's key is refused at its next use. On SQLite the
+// answer is cached until any change to the database but an audit append
+// (generation.go).
 func (s *Store) APIKeyByHash(ctx context.Context, hash string) (*model.APIKey, *model.Account, error) {
+	if s.cache == nil {
+		return s.apiKeyByHash(ctx, hash)
+	}
+	if ka, ok := s.cache.keys.get(hash); ok {
+		return ka.key, ka.acct, nil
+	}
+	n := s.cache.keys.readGen()
+	k, a, err := s.apiKeyByHash(ctx, hash)
+	if err == nil {
+		s.cache.keys.put(n, hash, keyAccount{k, a})
+	}
+	return k, a, err
+}
+
+func (s *Store) apiKeyByHash(ctx context.Context, hash string) (*model.APIKey, *model.Account, error) {
 	var a model.Account
 	var created int64
 	var keep int64
 	var orgName, memberRole sql.NullString
 	var maxConc sql.NullInt64
 	var hours sql.NullFloat64
-	row := s.queryRowCached(ctx, `SELECT `+keyColumns+`, a.id, a.email, a.created_at, a.keep_output_secrets,
-		o.name, o.max_concurrent_sandboxes, o.monthly_sandbox_hours, m.role
-		FROM api_keys k JOIN accounts a ON a.id = k.account_id
-		LEFT JOIN organizations o ON o.id = k.account_id
-		LEFT JOIN organization_members m ON m.org_id = k.account_id AND m.account_id = k.member_id
-		WHERE k.key_hash = ?`, hash)
+	row := s.queryRowCached(ctx, keyLookupQuery, hash)
 	k, err := scanKey(row, &a.ID, &a.Email, &created, &keep, &orgName, &maxConc, &hours, &memberRole)
 	if err != nil {
 		return nil, nil, s.mapErr(err)

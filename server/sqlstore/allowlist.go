@@ -13,11 +13,31 @@ import (
 
 var _ model.AllowlistStore = (*Store)(nil)
 
+// allowlistQuery is AllowedCommands' query.
+const allowlistQuery = `SELECT rules FROM allowed_commands WHERE account_id = ?`
+
 // AllowedCommands implements model.AllowlistStore. It runs on every exec,
-// so it goes through a cached prepared statement.
+// so it goes through a cached prepared statement, and on SQLite its answer
+// (none included) is cached until any change to the database but an
+// exec's own writes (generation.go).
 func (s *Store) AllowedCommands(ctx context.Context, accountID string) ([]api.CommandRule, error) {
+	if s.cache == nil {
+		return s.allowedCommands(ctx, accountID)
+	}
+	if rules, ok := s.cache.allowlists.get(accountID); ok {
+		return rules, nil
+	}
+	n := s.cache.allowlists.readGen()
+	rules, err := s.allowedCommands(ctx, accountID)
+	if err == nil {
+		s.cache.allowlists.put(n, accountID, rules)
+	}
+	return rules, err
+}
+
+func (s *Store) allowedCommands(ctx context.Context, accountID string) ([]api.CommandRule, error) {
 	var raw string
-	err := s.queryRowCached(ctx, `SELECT rules FROM allowed_commands WHERE account_id = ?`, accountID).Scan(&raw)
+	err := s.queryRowCached(ctx, allowlistQuery, accountID).Scan(&raw)
 	if errors.Is(s.mapErr(err), model.ErrNotFound) {
 		return nil, nil
 	}

@@ -103,10 +103,30 @@ func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *model.Sandbox)
 	return nil
 }
 
-// Sandbox implements model.SandboxStore.
+// sandboxLookupQuery is Sandbox's query.
+const sandboxLookupQuery = `SELECT ` + sandboxColumns + `
+		FROM sandboxes WHERE id = ? AND account_id = ?`
+
+// Sandbox implements model.SandboxStore. On SQLite the answer is cached
+// until any change to the database but an audit append (generation.go).
 func (s *Store) Sandbox(ctx context.Context, accountID, id string) (*model.Sandbox, error) {
-	sb, err := scanSandbox(s.queryRowCached(ctx, `SELECT `+sandboxColumns+`
-		FROM sandboxes WHERE id = ? AND account_id = ?`, id, accountID))
+	if s.cache == nil {
+		return s.sandbox(ctx, accountID, id)
+	}
+	k := [2]string{accountID, id}
+	if sb, ok := s.cache.sandboxes.get(k); ok {
+		return sb, nil
+	}
+	n := s.cache.sandboxes.readGen()
+	sb, err := s.sandbox(ctx, accountID, id)
+	if err == nil {
+		s.cache.sandboxes.put(n, k, sb)
+	}
+	return sb, err
+}
+
+func (s *Store) sandbox(ctx context.Context, accountID, id string) (*model.Sandbox, error) {
+	sb, err := scanSandbox(s.queryRowCached(ctx, sandboxLookupQuery, id, accountID))
 	if err != nil {
 		return nil, s.mapErr(err)
 	}

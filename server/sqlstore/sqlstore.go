@@ -23,6 +23,11 @@ type Store struct {
 	stmts map[string]*sql.Stmt
 
 	audit *committer // group-commits audit appends (groupcommit.go)
+
+	// gen and cache are set on SQLite only: the data generation and the
+	// per-request lookups it keeps (generation.go, lookupcache.go).
+	gen   *generation
+	cache *lookups
 }
 
 var _ model.Store = (*Store)(nil)
@@ -40,9 +45,14 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, err
 	}
 	var db *sql.DB
-	if d.open != nil {
+	var gen *generation
+	switch {
+	case d.name == sqliteDialect.name:
+		gen = &generation{}
+		db, err = openSQLite(driverDSN, gen)
+	case d.open != nil:
 		db, err = d.open(driverDSN)
-	} else {
+	default:
 		db, err = sql.Open(d.driverName, driverDSN)
 	}
 	if err != nil {
@@ -60,7 +70,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &Store{db: db, d: d, dsn: driverDSN, stmts: map[string]*sql.Stmt{}}
+	s := &Store{db: db, d: d, dsn: driverDSN, stmts: map[string]*sql.Stmt{}, gen: gen}
+	if gen != nil {
+		s.cache = newLookups(gen)
+	}
 	s.audit = newCommitter(s.appendBatch, s.appendOne)
 	return s, nil
 }

@@ -1,7 +1,7 @@
 package storagesync
 
 import (
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -126,10 +126,5 @@ func validScopes(changed []string) bool {
 
 // underAny reports whether p is one of scopes or lies below one.
 func underAny(p string, scopes []string) bool {
-	for _, s := range scopes {
-		if p == s || (strings.HasPrefix(p, s) && len(p) > len(s) && p[len(s)] == '/') {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(scopes, func(s string) bool { return api.InScope(p, s) })
 }

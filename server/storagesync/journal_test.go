@@ -2,6 +2,7 @@ package storagesync
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"log/slog"
 	"strconv"
@@ -12,11 +13,13 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
-// journalFiles is a workspace in memory behind a sidecar with a change
-// journal (or, !journal, an older one without): it counts full walks.
+// journalFiles is a workspace in memory behind a sidecar whose change
+// journal is in the state journal: JournalWatching, "unavailable" (no
+// inotify instance to be had: it walks, and says why), or "" (an older
+// sidecar without one). It counts full walks.
 type journalFiles struct {
 	memFiles
-	journal   bool
+	journal   string
 	seq       int
 	changed   map[string]int
 	fullWalks int
@@ -37,11 +40,14 @@ func (j *journalFiles) remove(p string) {
 
 func (j *journalFiles) Tree(ctx context.Context, id string, q TreeQuery) (api.TreeResult, error) {
 	since, err := strconv.Atoi(q.Since)
-	if !j.journal || !q.Journal || err != nil {
+	if j.journal != JournalWatching || !q.Journal || err != nil {
 		j.fullWalks++
 		out, err := j.memFiles.Tree(ctx, id, q)
-		if j.journal && q.Journal {
-			out.Token, out.Journal = strconv.Itoa(j.seq), "watching"
+		if q.Journal {
+			out.Journal = j.journal
+			if j.journal == JournalWatching {
+				out.Token = strconv.Itoa(j.seq)
+			}
 		}
 		return out, err
 	}
@@ -64,13 +70,15 @@ func (j *journalFiles) Tree(ctx context.Context, id string, q TreeQuery) (api.Tr
 // a command writes still arrives within the interval, once stable: also
 // one found changing and not touched again, which the journal will not
 // report twice; a delete propagates. Without the journal (an older
-// sidecar) every reconcile is a full walk.
+// sidecar, or one with no inotify instance to be had) every reconcile is
+// a full walk, and files arrive and deletes propagate all the same.
 func TestJournalSkipsWalks(t *testing.T) {
-	for _, withJournal := range []bool{true, false} {
-		t.Run("journal="+strconv.FormatBool(withJournal), func(t *testing.T) {
+	for _, journal := range []string{JournalWatching, "unavailable", ""} {
+		withJournal := journal == JournalWatching
+		t.Run("journal="+journal, func(t *testing.T) {
 			now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 			start := now
-			files := &journalFiles{memFiles: memFiles{files: map[string]memFile{"old.txt": {[]byte("old"), now.Add(-time.Hour)}}}, journal: withJournal, changed: map[string]int{}}
+			files := &journalFiles{memFiles: memFiles{files: map[string]memFile{"old.txt": {[]byte("old"), now.Add(-time.Hour)}}}, journal: journal, changed: map[string]int{}}
 			b := &memBackend{objs: map[string][]byte{}}
 			st := &memStore{synced: map[string]Synced{}, queue: map[string]time.Time{}}
 			const interval = 8 * time.Second // reconciles every 2 s, files stable after 1 s
@@ -138,30 +146,11 @@ func TestJournalSkipsWalks(t *testing.T) {
 			if withJournal && (j.State != JournalWatching || j.FullWalks != int64(files.fullWalks) || j.Checks != int64(files.checks)) {
 				t.Errorf("GET …/sync journal: %+v, want watching with %d walks and %d checks", j, files.fullWalks, files.checks)
 			}
-			if !withJournal && (j.State != JournalWalking || j.Reason != "unsupported") {
-				t.Errorf("GET …/sync journal without one: %+v, want walking (unsupported)", j)
+			if want := cmp.Or(journal, "unsupported"); !withJournal && (j.State != JournalWalking || j.Reason != want || j.FullWalks != int64(files.fullWalks)) {
+				t.Errorf("GET …/sync journal without one: %+v, want walking (%s) with %d walks", j, want, files.fullWalks)
 			}
 			t.Logf("%s: %d reconciles, %d full walks, %d checks", strings.TrimPrefix(t.Name(), "TestJournalSkipsWalks/"), reconciles, files.fullWalks, files.checks)
 		})
-	}
-}
-
-func TestUnderAny(t *testing.T) {
-	for _, c := range []struct {
-		p      string
-		scopes []string
-		want   bool
-	}{
-		{"a", []string{"a"}, true},
-		{"a/b", []string{"a"}, true},
-		{"ab", []string{"a"}, false},
-		{"a.b", []string{"a"}, false},
-		{"b/a", []string{"a"}, false},
-		{"a", nil, false},
-	} {
-		if got := underAny(c.p, c.scopes); got != c.want {
-			t.Errorf("underAny(%q, %q) = %v", c.p, c.scopes, got)
-		}
 	}
 }
 

@@ -24,6 +24,7 @@ const (
 	DefaultFinalTimeout   = 60 * time.Second // bound of the final flush on destroy
 	DefaultFullWalkEvery  = 2 * time.Minute  // safety-net full walk of a sandbox whose journal watches
 	DefaultJournalMaxDirs = 4096             // directories a sandbox's change journal watches
+	MaxJournalMaxDirs     = 65536            // the most a sidecar watches (it clamps a larger budget)
 	DefaultBandwidth      = 32 << 20         // bytes per second, all uploads together
 	DefaultWorkers        = 2                // sandboxes flushed at once
 	MaxBackoff            = 2 * time.Minute  // longest wait between failed flushes

@@ -34,11 +34,21 @@ func startOwned(cmd *exec.Cmd, spec Spec) error {
 	if spec.Nested() {
 		return cmd.Start()
 	}
+	return asOwner(spec, cmd.Start, func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+}
+
+// asOwner runs start, which clones the jail, on a locked thread whose
+// effective ids are the range's base (see startOwned), and restores them.
+// undo ends what start started if they cannot be restored.
+func asOwner(spec Spec, start func() error, undo func()) error {
 	runtime.LockOSThread()
 	uid, gid := unix.Geteuid(), unix.Getegid()
 	err := setThreadIDs(spec.HostIDBase, spec.HostIDBase)
 	if err == nil {
-		err = cmd.Start()
+		err = start()
 	} else {
 		err = fmt.Errorf("become the namespace's owner %d: %w", spec.HostIDBase, err)
 	}
@@ -48,8 +58,7 @@ func startOwned(cmd *exec.Cmd, spec Spec) error {
 		// thread stays locked and ends with its goroutine, and the jail,
 		// started as the wrong owner, does not run.
 		if err == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+			undo()
 		}
 		return errors.Join(err, fmt.Errorf("restore the thread's ids: %w", rerr))
 	}

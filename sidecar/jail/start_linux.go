@@ -64,6 +64,13 @@ var minimalEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 // the caller being killed; stop it by killing its pid. The caller should
 // still Wait for cmd to reap it.
 func Start(cmd *exec.Cmd, spec Spec, token string, listener *os.File, started func(pid int) error) error {
+	return start(cmd, spec, token, listener, started, startOwned)
+}
+
+// start is Start with the clone itself left to clone, which starts cmd
+// (its SysProcAttr, ExtraFiles, Path, Dir and Env set) and sets
+// cmd.Process: startOwned from this process, or a Spawner's.
+func start(cmd *exec.Cmd, spec Spec, token string, listener *os.File, started func(pid int) error, clone func(*exec.Cmd, Spec) error) error {
 	if err := spec.validate(); err != nil {
 		return err
 	}
@@ -123,7 +130,7 @@ func Start(cmd *exec.Cmd, spec Spec, token string, listener *os.File, started fu
 		cmd.Env = minimalEnv
 	}
 	cmd.SysProcAttr = sysProcAttr(spec)
-	if err := startOwned(cmd, spec); err != nil {
+	if err := clone(cmd, spec); err != nil {
 		return fmt.Errorf("start jail: %w", err)
 	}
 	err = idmapData(cmd.Process.Pid, mounts)

@@ -1,0 +1,130 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// TestSpawner: as root, jails are cloned by the spawner's helper process
+// (jail.Spawner), yet each is this process's child, as if it had cloned
+// it: Delete reaps it (a jail left the helper's child would stay a
+// zombie). Jails started at once hold no descriptor of one another's nor
+// the helper's socket, and a helper that died is started again by the
+// next create.
+func TestSpawner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the spawner needs root, as CI has")
+		}
+		t.Skip("the spawner needs root")
+	}
+	t.Parallel()
+	d := newDriver(t)
+	ctx := context.Background()
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { _, errs[i] = d.Create(ctx, model.Spec{ID: fmt.Sprintf("s%d", i)}) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	helper := d.spawner.PID()
+	if helper == 0 {
+		t.Fatal("no spawner helper runs")
+	}
+	helperSock, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/3", helper))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		id := fmt.Sprintf("s%d", i)
+		st, err := readState(d.sandboxDir(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pp := parentPID(t, st.PID); pp != os.Getpid() {
+			t.Errorf("%s: the jail's parent is %d, not this process (%d)", id, pp, os.Getpid())
+		}
+		for _, target := range fdTargets(t, st.PID) {
+			other := strings.HasPrefix(target, d.sandboxesDir()+"/") && !strings.HasPrefix(target, d.sandboxDir(id)+"/")
+			if other || target == helperSock {
+				t.Errorf("%s: the jail's init holds %s", id, target)
+			}
+		}
+		if err := d.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", st.PID)); err == nil {
+			t.Errorf("%s: jail %d not reaped after Delete", id, st.PID)
+		}
+	}
+
+	// A helper that died is replaced.
+	if err := syscall.Kill(helper, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for st := procState(helper); st != "" && st != "Z"; st = procState(helper) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	ep := create(t, d, "after")
+	if res := run(t, ep, "true"); res.ExitCode != 0 {
+		t.Fatalf("exec after the helper's restart: %+v", res)
+	}
+	if again := d.spawner.PID(); again == 0 || again == helper {
+		t.Errorf("helper %d died; now %d runs", helper, again)
+	}
+}
+
+func parentPID(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	pp, err := strconv.Atoi(f[1]) // field 4
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pp
+}
+
+// procState is the state letter of pid, "" once it is gone.
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))[0]
+}
+
+func fdTargets(t *testing.T, pid int) []string {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil {
+			out = append(out, target)
+		}
+	}
+	return out
+}

@@ -1,0 +1,395 @@
+package jail
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// A Spawner starts jails (Spawner.Start) from a small helper process, the
+// sidecar binary run as `boxkite-sidecar spawner`, instead of from the
+// caller. A jail's clone makes a new user namespace, which rules out
+// CLONE_VM|CLONE_VFORK, so a jail started from the caller is a full fork
+// of it: the kernel copies its page tables while holding its mmap lock
+// (every page fault of every other thread waits), and each page the
+// caller then writes takes a copy-on-write fault. For a server of
+// hundreds of MiB serving many creates at once that cost grows with its
+// size; the helper's address space is a few MiB whatever the server's.
+//
+// The helper clones with CLONE_PARENT, so each jail is the caller's child
+// exactly as if the caller had cloned it: the caller waits for it (the
+// Process Start sets in cmd), signals it, and a restarted caller adopts
+// it as before. The helper holds no secret: the caller hands it, over a
+// socket only the two share, the jail's argv, environment and spec and
+// its descriptors (SCM_RIGHTS), and it answers with the pid. It runs as
+// the caller (root), with the caller's capabilities, takes the range's
+// owner ids for the clone as startOwned does, and ends when the caller's
+// end of the socket closes (Close, or the caller's death).
+//
+// A jail whose exec fails after the clone (a broken host: no memory, no
+// descriptor left) stays a zombie child of the caller, which never learns
+// its pid, until the caller exits: the helper cannot reap the caller's
+// children.
+//
+// Builds and nested jails (Spec.Build, Spec.Nested) start from the caller
+// as before: a build's jail shares the caller's network namespace and dies
+// with the caller's thread, and an unprivileged caller maps its own ids.
+type Spawner struct {
+	path string // the sidecar binary
+
+	mu      sync.Mutex
+	conn    *os.File      // our end of the helper's socket; nil until started
+	devNull *os.File      // the standard descriptors a cmd leaves nil
+	exited  chan struct{} // closed once the helper is reaped
+	pid     int           // the helper's
+	closed  bool          // by Close: jails start from the caller again
+}
+
+// Bounds of one request: the document (argv, environment, spec) and the
+// descriptors: the reply pipe, three standard ones, the jail's extras.
+const (
+	maxSpawnRequest = 64 << 10
+	maxSpawnFDs     = 64
+	spawnerConnFD   = 3 // the helper's end of the socket
+)
+
+// spawnRequest is what the helper needs to clone a jail; the descriptors
+// ride along: the reply pipe first, then the child's 0, 1, 2 and extras.
+type spawnRequest struct {
+	Path string   `json:"path"`
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+	Spec Spec     `json:"spec"`
+}
+
+type spawnReply struct {
+	PID int    `json:"pid,omitempty"`
+	Err string `json:"error,omitempty"`
+}
+
+// NewSpawner returns a Spawner that runs sidecarPath as its helper. The
+// helper starts with the first jail, or with Prepare.
+func NewSpawner(sidecarPath string) *Spawner {
+	return &Spawner{path: sidecarPath}
+}
+
+// Prepare starts the helper now, so the first jail does not wait for it.
+func (s *Spawner) Prepare() error {
+	_, _, err := s.helper()
+	return err
+}
+
+// Start is jail.Start, with the clone made by the helper (see Spawner).
+// cmd's Stdin, Stdout and Stderr must be files or nil.
+func (s *Spawner) Start(cmd *exec.Cmd, spec Spec, token string, listener *os.File, started func(pid int) error) error {
+	if spec.Build != nil || spec.Nested() || s.isClosed() {
+		return Start(cmd, spec, token, listener, started)
+	}
+	return start(cmd, spec, token, listener, started, s.launch)
+}
+
+// Close ends the helper; later jails start from the caller itself. Jails
+// it started are not affected. A nil Spawner may be closed.
+func (s *Spawner) Close() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.conn != nil {
+		s.stopLocked()
+	}
+	return nil
+}
+
+func (s *Spawner) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// launch has the helper clone cmd's jail and sets cmd.Process.
+func (s *Spawner) launch(cmd *exec.Cmd, spec Spec) error {
+	req, err := json.Marshal(spawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Spec: spec})
+	if err != nil {
+		return fmt.Errorf("encode spawn request: %w", err)
+	}
+	if len(req) > maxSpawnRequest {
+		return fmt.Errorf("encode spawn request: %d bytes, more than %d", len(req), maxSpawnRequest)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("create spawn reply pipe: %w", err)
+	}
+	defer r.Close()
+	err = s.send(req, w, cmd)
+	// The helper holds its own copy; with ours closed, a helper that dies
+	// before answering reads as the end of the pipe.
+	_ = w.Close()
+	if err != nil {
+		return err
+	}
+	var rep spawnReply
+	if err := json.NewDecoder(io.LimitReader(r, 4<<10)).Decode(&rep); err != nil {
+		return fmt.Errorf("read spawner's answer: %w", err)
+	}
+	if rep.Err != "" {
+		return errors.New(rep.Err)
+	}
+	p, err := os.FindProcess(rep.PID) // our child (CLONE_PARENT): a pidfd
+	if err != nil {
+		return fmt.Errorf("find spawned jail %d: %w", rep.PID, err)
+	}
+	cmd.Process = p
+	return nil
+}
+
+// send writes one request to the helper with its descriptors, starting
+// the helper first if it is not running, or again once if it has died.
+func (s *Spawner) send(req []byte, reply *os.File, cmd *exec.Cmd) error {
+	for attempt := 0; ; attempt++ {
+		conn, devNull, err := s.helper()
+		if err != nil {
+			return err
+		}
+		fds, err := childFDs(reply, devNull, cmd)
+		if err != nil {
+			return err
+		}
+		rc, err := conn.SyscallConn()
+		if err != nil {
+			return fmt.Errorf("send spawn request: %w", err)
+		}
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = unix.Sendmsg(int(fd), req, unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
+		}); err != nil {
+			serr = err
+		}
+		if serr == nil {
+			return nil
+		}
+		dead := errors.Is(serr, unix.EPIPE) || errors.Is(serr, unix.ECONNRESET) || errors.Is(serr, os.ErrClosed)
+		if !dead || attempt > 0 {
+			return fmt.Errorf("send spawn request: %w", serr)
+		}
+		s.forget(conn) // the helper died: the request was not received
+	}
+}
+
+// childFDs lists the request's descriptors: the reply pipe, then the
+// child's standard ones (nil ones /dev/null, as os/exec does) and extras.
+// Like os/exec, it takes each file's descriptor with Fd.
+func childFDs(reply, devNull *os.File, cmd *exec.Cmd) ([]int, error) {
+	fds := []int{int(reply.Fd())}
+	for _, std := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
+		switch f := std.(type) {
+		case nil:
+			fds = append(fds, int(devNull.Fd()))
+		case *os.File:
+			fds = append(fds, int(f.Fd()))
+		default:
+			return nil, fmt.Errorf("spawn jail: standard streams must be files, not %T", std)
+		}
+	}
+	for _, f := range cmd.ExtraFiles {
+		if f == nil {
+			return nil, errors.New("spawn jail: a nil extra file")
+		}
+		fds = append(fds, int(f.Fd()))
+	}
+	if len(fds) > maxSpawnFDs {
+		return nil, fmt.Errorf("spawn jail: %d descriptors, more than %d", len(fds), maxSpawnFDs)
+	}
+	return fds, nil
+}
+
+// helper returns the running helper's socket, and the /dev/null that
+// stands for a nil standard stream, starting the helper if needed.
+func (s *Spawner) helper() (conn, devNull *os.File, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn != nil {
+		return s.conn, s.devNull, nil
+	}
+	if s.closed {
+		return nil, nil, errors.New("start spawner: closed")
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start spawner: %w", err)
+	}
+	ours, theirs := os.NewFile(uintptr(pair[0]), "spawner"), os.NewFile(uintptr(pair[1]), "spawner")
+	defer theirs.Close()
+	devNull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		_ = ours.Close()
+		return nil, nil, fmt.Errorf("start spawner: %w", err)
+	}
+	proc := &exec.Cmd{
+		Path: s.path, Args: []string{"boxkite-sidecar", "spawner"},
+		Env: minimalEnv, Dir: "/",
+		Stderr:     os.Stderr,
+		ExtraFiles: []*os.File{theirs}, // fd 3, spawnerConnFD
+	}
+	if err := proc.Start(); err != nil {
+		_ = ours.Close()
+		_ = devNull.Close()
+		return nil, nil, fmt.Errorf("start spawner: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = proc.Wait()
+		close(exited)
+	}()
+	s.conn, s.devNull, s.exited, s.pid = ours, devNull, exited, proc.Process.Pid
+	return ours, devNull, nil
+}
+
+// forget drops conn's helper, which has died, so the next request starts
+// another.
+func (s *Spawner) forget(conn *os.File) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conn == conn {
+		s.stopLocked()
+	}
+}
+
+// stopLocked closes the helper's socket, which ends it, and reaps it.
+func (s *Spawner) stopLocked() {
+	_ = s.conn.Close()
+	<-s.exited
+	_ = s.devNull.Close()
+	s.conn, s.devNull, s.exited, s.pid = nil, nil, nil, 0
+}
+
+// PID is the helper's pid, 0 when none runs (or s is nil).
+func (s *Spawner) PID() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pid
+}
+
+// ServeSpawner is the helper's side (`boxkite-sidecar spawner`): it reads
+// requests from the socket on fd 3, each served on its own goroutine, until
+// the caller closes its end, then waits for those in flight.
+func ServeSpawner() error {
+	if _, err := unix.FcntlInt(spawnerConnFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+		return fmt.Errorf("serve spawner: fd %d: %w", spawnerConnFD, err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	buf := make([]byte, maxSpawnRequest)
+	oob := make([]byte, unix.CmsgSpace(maxSpawnFDs*4))
+	for {
+		// MSG_CMSG_CLOEXEC: a request's descriptors must never reach
+		// another request's jail, cloned meanwhile on another thread.
+		n, oobn, flags, _, err := unix.Recvmsg(spawnerConnFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("serve spawner: %w", err)
+		}
+		fds, err := parseRights(oob[:oobn])
+		if n == 0 && len(fds) == 0 {
+			return nil // the caller closed its end
+		}
+		if err == nil && flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
+			err = errors.New("request truncated")
+		}
+		if err == nil && len(fds) < 4 {
+			err = fmt.Errorf("request with %d descriptors", len(fds))
+		}
+		if err != nil {
+			if len(fds) > 0 {
+				answer(fds[0], 0, fmt.Errorf("spawn jail: %w", err))
+			}
+			closeFDs(fds)
+			continue
+		}
+		req := append([]byte(nil), buf[:n]...)
+		wg.Go(func() { serveSpawn(req, fds) })
+	}
+}
+
+func parseRights(oob []byte) ([]int, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("parse descriptors: %w", err)
+	}
+	var fds []int
+	for _, m := range msgs {
+		got, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			closeFDs(fds)
+			return nil, fmt.Errorf("parse descriptors: %w", err)
+		}
+		fds = append(fds, got...)
+	}
+	return fds, nil
+}
+
+// serveSpawn clones one jail; fds are the reply pipe, then the child's.
+func serveSpawn(raw []byte, fds []int) {
+	defer closeFDs(fds)
+	var req spawnRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		answer(fds[0], 0, fmt.Errorf("spawn jail: decode request: %w", err))
+		return
+	}
+	pid, err := spawnJail(req, fds[1:])
+	answer(fds[0], pid, err)
+}
+
+func spawnJail(req spawnRequest, fds []int) (int, error) {
+	spec := req.Spec
+	if spec.Build != nil || spec.Nested() {
+		return 0, errors.New("spawn jail: builds and nested jails start from the driver")
+	}
+	if err := spec.validate(); err != nil {
+		return 0, err
+	}
+	attr := sysProcAttr(spec)
+	// The caller's child, not ours (see Spawner).
+	attr.Cloneflags |= unix.CLONE_PARENT
+	files := make([]uintptr, len(fds))
+	for i, fd := range fds {
+		files[i] = uintptr(fd)
+	}
+	var pid int
+	err := asOwner(spec, func() (err error) {
+		pid, err = syscall.ForkExec(req.Path, req.Args, &syscall.ProcAttr{Dir: req.Dir, Env: req.Env, Files: files, Sys: attr})
+		return err
+	}, func() { _ = unix.Kill(pid, unix.SIGKILL) })
+	return pid, err
+}
+
+// answer writes the reply to the pipe fd; the caller closes fd.
+func answer(fd, pid int, err error) {
+	rep := spawnReply{PID: pid}
+	if err != nil {
+		rep = spawnReply{Err: err.Error()}
+	}
+	b, _ := json.Marshal(rep)
+	_, _ = unix.Write(fd, b) // < PIPE_BUF: whole or not at all
+}
+
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
+}
