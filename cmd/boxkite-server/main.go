@@ -135,6 +135,9 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	}
 
 	store, err := sqlstore.Open(ctx, opts.db)
+	if errors.Is(err, sqlstore.ErrInUse) {
+		return &hintedError{err, "another boxkite-server is using this database (see `boxkite status`): stop it, or give this one its own --state-dir or --db; servers that share a database need Postgres"}
+	}
 	if err != nil {
 		return &hintedError{err, "check --db; the default is sqlite:<state-dir>/boxkite.db"}
 	}

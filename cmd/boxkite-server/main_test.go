@@ -21,6 +21,7 @@ import (
 	"github.com/boxkite/boxkite/server/kube"
 	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/sqlstore"
 	"github.com/boxkite/boxkite/server/storagesync"
 )
 
@@ -305,5 +306,27 @@ func TestServeAndStop(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("did not stop")
+	}
+}
+
+// A SQLite database one server holds is refused to a second, with a hint:
+// the first server's lookup cache would not see the second's writes.
+func TestRunDatabaseInUse(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "boxkite.db")
+	held, err := sqlstore.Open(t.Context(), "sqlite:"+db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	var out bytes.Buffer
+	args := []string{"--state-dir", t.TempDir(), "--db", "sqlite:" + db, "--listen", "127.0.0.1:0", "--sidecar", "/bin/true"}
+	if code := run(context.Background(), args, envFunc(nil), &out); code != 1 {
+		t.Errorf("exit code %d, want 1; stderr:\n%s", code, out.String())
+	}
+	for _, w := range []string{"in use by another process", "hint: another boxkite-server is using this database"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, out.String())
+		}
 	}
 }

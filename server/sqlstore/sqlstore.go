@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -28,6 +29,8 @@ type Store struct {
 	// per-request lookups it keeps (generation.go, lookupcache.go).
 	gen   *generation
 	cache *lookups
+
+	owner *os.File // SQLite: the owner lock (owner_unix.go); nil on Postgres
 }
 
 var _ model.Store = (*Store)(nil)
@@ -46,8 +49,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	var db *sql.DB
 	var gen *generation
+	var owner *os.File
 	switch {
 	case d.name == sqliteDialect.name:
+		if owner, err = lockOwner(rest); err != nil {
+			return nil, err
+		}
 		gen = &generation{}
 		db, err = openSQLite(driverDSN, gen)
 	case d.open != nil:
@@ -56,6 +63,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		db, err = sql.Open(d.driverName, driverDSN)
 	}
 	if err != nil {
+		closeOwner(owner)
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	// Connections are cheap in-process handles for SQLite; keep a few idle
@@ -64,13 +72,15 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
+		closeOwner(owner)
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	if err := migrate(ctx, db, d); err != nil {
 		db.Close()
+		closeOwner(owner)
 		return nil, err
 	}
-	s := &Store{db: db, d: d, dsn: driverDSN, stmts: map[string]*sql.Stmt{}, gen: gen}
+	s := &Store{db: db, d: d, dsn: driverDSN, stmts: map[string]*sql.Stmt{}, gen: gen, owner: owner}
 	if gen != nil {
 		s.cache = newLookups(gen)
 	}
@@ -91,7 +101,15 @@ func (s *Store) Close() error {
 	}
 	s.stmts = map[string]*sql.Stmt{}
 	s.mu.Unlock()
-	return s.db.Close()
+	err := s.db.Close()
+	closeOwner(s.owner) // after the database: the next owner finds it closed
+	return err
+}
+
+func closeOwner(f *os.File) {
+	if f != nil {
+		_ = f.Close()
+	}
 }
 
 // queryRowCached runs a hot query through a cached prepared statement.
