@@ -182,7 +182,7 @@ func testUsage(t *testing.T, newStore storeFactory) {
 // and concurrent reservations never overshoot.
 func testReserveSandboxes(t *testing.T, newStore storeFactory) {
 	open := newStore(t)
-	st1, st2 := open(t), open(t)
+	st1, st2 := twoHandles(t, open)
 	ctx := t.Context()
 	a := mustAccount(t, st1, "a@example.com")
 	refuse := errors.New("over the limit")
@@ -354,7 +354,7 @@ func testRecordings(t *testing.T, newStore storeFactory) {
 // forgotten by the caller's clock.
 func testSpentTokens(t *testing.T, newStore storeFactory) {
 	open := newStore(t)
-	st1, st2 := open(t), open(t)
+	st1, st2 := twoHandles(t, open)
 	ctx := t.Context()
 	exp := base.Add(30 * time.Second)
 	const tries = 16

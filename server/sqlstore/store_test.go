@@ -428,7 +428,7 @@ func testRestartDurability(t *testing.T, newStore storeFactory) {
 // fail with "database is locked" and no increment may be lost.
 func testConcurrentWriters(t *testing.T, newStore storeFactory) {
 	open := newStore(t)
-	st1, st2 := open(t), open(t)
+	st1, st2 := twoHandles(t, open)
 	a := mustAccount(t, st1, "a@example.com")
 	sb := mustSandbox(t, st1, newSandbox(a, base))
 	sb.LifetimeMinutes = 0
