@@ -182,14 +182,24 @@ func isStoreWide(err error) bool {
 // appendBatch appends entries in order in one transaction, retried while
 // it loses a race for a chain's place (databases with row-level locking).
 func (s *Store) appendBatch(ctx context.Context, entries []*model.ExecLogEntry) error {
+	// On SQLite the transaction's BEGIN IMMEDIATE takes the write lock, so
+	// no statement inside it waits for another connection, and SQLite
+	// checks an interrupt only between steps, never during the I/O those
+	// statements do: a context that can end would only have the driver
+	// start a watcher goroutine per statement (three per entry). The BEGIN
+	// and the COMMIT still end with ctx (the batch's timeout).
+	sctx := ctx
+	if s.d.name == sqliteDialect.name {
+		sctx = context.WithoutCancel(ctx)
+	}
 	var err error
 	for range appendRetries {
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
-			if err := s.lockChains(ctx, tx, entries); err != nil {
+			if err := s.lockChains(sctx, tx, entries); err != nil {
 				return err
 			}
 			for _, e := range entries {
-				if err := s.appendExecLog(ctx, tx, e); err != nil {
+				if err := s.appendExecLog(sctx, tx, e); err != nil {
 					return err
 				}
 			}
