@@ -200,7 +200,7 @@ const trimAfterWake = 100 * time.Millisecond
 // live heap is ~220 KiB, but the runtime collects only at its 4 MiB
 // minimum goal and keeps the pages under that goal, so a used sidecar
 // idled with its garbage and spare pages resident. The next request
-// faults a few pages back in (about ten faults). The reaper's wakes
+// faults a few more pages in (12-20 faults, 8-15 before). The reaper's wakes
 // (every 5 s) do not free: they allocate nothing, and a collection each
 // wake in every idle sandbox would be CPU for nothing.
 type threadTrimmer struct {
