@@ -21,11 +21,23 @@ import (
 )
 
 // stackBuild is the one build of the binaries of this test process: `go
-// build` takes seconds and every stack test can share its result.
+// build` takes seconds and every stack test can share its result. Made
+// on the first stack test's demand; TestMain removes it.
 var stackBuild struct {
 	once sync.Once
 	dir  string
 	err  error
+}
+
+// TestMain removes the binaries the stack tests built (in the shared
+// temporary directory: the jail's unprivileged root could not execute
+// them below a test's own 0700 directory).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if stackBuild.dir != "" {
+		os.RemoveAll(stackBuild.dir)
+	}
+	os.Exit(code)
 }
 
 // binaries builds boxkite and its companions into a directory every user
@@ -35,6 +47,7 @@ func binaries(t *testing.T) string {
 	stackBuild.once.Do(func() {
 		dir, err := os.MkdirTemp("", "bxkbin-")
 		if err == nil {
+			stackBuild.dir = dir
 			err = os.Chmod(dir, 0o755)
 		}
 		if err != nil {
@@ -48,7 +61,6 @@ func binaries(t *testing.T) string {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			stackBuild.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
-		stackBuild.dir = dir
 	})
 	if stackBuild.err != nil {
 		t.Fatal(stackBuild.err)

@@ -67,12 +67,15 @@ type Store interface {
 	// refresh tokens.
 	DeleteOAuthClient(ctx context.Context, id string) error
 	CreateOAuthCode(ctx context.Context, c *Code) error
-	// SpendOAuthCode returns the code stored under hash as it was, and
-	// marks it spent by grantID if it was not yet: a code it returns with
-	// a GrantID was exchanged before (by that grant), and nothing changed.
-	SpendOAuthCode(ctx context.Context, hash, grantID string) (*Code, error)
-	// CreateOAuthGrant stores a grant and its first refresh token.
-	CreateOAuthGrant(ctx context.Context, g *Grant, first *RefreshToken) error
+	// OAuthCode returns the code stored under hash.
+	OAuthCode(ctx context.Context, hash string) (*Code, error)
+	// SpendOAuthCode, in one transaction, returns the code stored under
+	// hash as it was and, if it was not spent yet, marks it spent by g
+	// and stores g with its first refresh token. A code it returns with
+	// a GrantID was exchanged before (by that grant), and nothing
+	// changed; on an error nothing changed either: the code is never
+	// spent without its grant, nor one grant issued twice.
+	SpendOAuthCode(ctx context.Context, hash string, g *Grant, first *RefreshToken) (*Code, error)
 	OAuthGrant(ctx context.Context, id string) (*Grant, error)
 	// RevokeOAuthGrant marks a grant revoked at now (a no-op if it was).
 	RevokeOAuthGrant(ctx context.Context, id string, now time.Time) error
@@ -134,18 +137,18 @@ func (s authorized) CreateOAuthCode(ctx context.Context, c *Code) error {
 	return s.inner.CreateOAuthCode(ctx, c)
 }
 
-func (s authorized) SpendOAuthCode(ctx context.Context, hash, grantID string) (*Code, error) {
+func (s authorized) OAuthCode(ctx context.Context, hash string) (*Code, error) {
 	if err := system(ctx); err != nil {
 		return nil, err
 	}
-	return s.inner.SpendOAuthCode(ctx, hash, grantID)
+	return s.inner.OAuthCode(ctx, hash)
 }
 
-func (s authorized) CreateOAuthGrant(ctx context.Context, g *Grant, first *RefreshToken) error {
+func (s authorized) SpendOAuthCode(ctx context.Context, hash string, g *Grant, first *RefreshToken) (*Code, error) {
 	if err := system(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	return s.inner.CreateOAuthGrant(ctx, g, first)
+	return s.inner.SpendOAuthCode(ctx, hash, g, first)
 }
 
 func (s authorized) OAuthGrant(ctx context.Context, id string) (*Grant, error) {

@@ -83,11 +83,17 @@ func (s *Service) tokenOAuth(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("look up oauth client: %w", err)
 	}
+	// The signing key first: once a code or refresh token is spent, only
+	// the answer is left to fail.
+	key, err := s.key(r.Context())
+	if err != nil {
+		return err
+	}
 	var g *Grant
-	var refresh string // the rotated refresh token; "" for a new grant
+	var refresh string // the new grant's first refresh token, or the rotated one
 	switch f.Get("grant_type") {
 	case grantAuthorizationCode:
-		g, err = s.exchangeCode(r, c)
+		g, refresh, err = s.exchangeCode(r, c)
 	case grantRefreshToken:
 		g, refresh, err = s.refresh(r, c)
 	default:
@@ -96,45 +102,62 @@ func (s *Service) tokenOAuth(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.issue(w, r, g, refresh)
+	return s.issue(w, r, key, g, refresh)
 }
 
-// exchangeCode checks and spends an authorization code, and returns the
-// grant it creates (issue stores it). A code exchanged before is a stolen
-// one (or a replay): the grant its first exchange issued is revoked, with
-// every access and refresh token of it (OAuth 2.1 §4.1.3).
-func (s *Service) exchangeCode(r *http.Request, c *Client) (*Grant, error) {
+// exchangeCode checks an authorization code, then spends it and stores
+// the grant it issues with the grant's first refresh token, in one
+// transaction: a failure there leaves the code unspent, so the client's
+// retry succeeds, and a code is never spent without its grant. A code
+// exchanged before is a stolen one (or a replay): the grant its first
+// exchange issued is revoked, with every access and refresh token of it
+// (OAuth 2.1 §4.1.3). A code that fails a check is left unspent: the
+// request did not prove it holds the code's verifier.
+func (s *Service) exchangeCode(r *http.Request, c *Client) (*Grant, string, error) {
 	f := r.PostForm
 	ctx := r.Context()
-	grantID := model.NewID()
-	code, err := s.d.Store.SpendOAuthCode(ctx, hashToken(f.Get("code")), grantID)
+	hash := hashToken(f.Get("code"))
+	code, err := s.d.Store.OAuthCode(ctx, hash)
 	if notFound(err) {
-		return nil, errInvalidGrant("unknown, used or expired authorization code")
+		return nil, "", errInvalidGrant("unknown, used or expired authorization code")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("spend authorization code: %w", err)
+		return nil, "", fmt.Errorf("look up authorization code: %w", err)
 	}
 	if code.GrantID != "" {
-		return nil, s.codeReused(r, code)
+		return nil, "", s.codeReused(r, code)
 	}
 	now := s.d.Now()
 	verifier := f.Get("code_verifier")
 	switch {
 	case expired(code.ExpiresAt, now):
-		return nil, errInvalidGrant("unknown, used or expired authorization code")
+		return nil, "", errInvalidGrant("unknown, used or expired authorization code")
 	case code.ClientID != c.ID:
-		return nil, errInvalidGrant("the code was issued to another client")
+		return nil, "", errInvalidGrant("the code was issued to another client")
 	case f.Get("redirect_uri") != code.RedirectURI:
-		return nil, errInvalidGrant("redirect_uri differs from the authorization request's")
+		return nil, "", errInvalidGrant("redirect_uri differs from the authorization request's")
 	case len(verifier) < 43 || len(verifier) > 128:
-		return nil, errInvalidGrant("code_verifier must be 43 to 128 characters")
+		return nil, "", errInvalidGrant("code_verifier must be 43 to 128 characters")
 	case subtle.ConstantTimeCompare([]byte(oauth2.S256ChallengeFromVerifier(verifier)), []byte(code.Challenge)) != 1:
-		return nil, errInvalidGrant("code_verifier does not match the code_challenge")
+		return nil, "", errInvalidGrant("code_verifier does not match the code_challenge")
 	case f.Get("resource") != "" && f.Get("resource") != code.Resource:
-		return nil, &Error{Status: http.StatusBadRequest, Code: "invalid_target", Description: "resource differs from the authorization request's"}
+		return nil, "", &Error{Status: http.StatusBadRequest, Code: "invalid_target", Description: "resource differs from the authorization request's"}
 	}
-	g := &Grant{ID: grantID, ClientID: c.ID, AccountID: code.AccountID, Resource: code.Resource, CreatedAt: now}
-	return g, nil
+	g := &Grant{ID: model.NewID(), ClientID: c.ID, AccountID: code.AccountID, Resource: code.Resource, CreatedAt: now}
+	refresh := randomToken()
+	first := &RefreshToken{Hash: hashToken(refresh), GrantID: g.ID, CreatedAt: now, ExpiresAt: now.Add(RefreshTokenTTL)}
+	spent, err := s.d.Store.SpendOAuthCode(ctx, hash, g, first)
+	if notFound(err) {
+		return nil, "", errInvalidGrant("unknown, used or expired authorization code")
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("spend authorization code: %w", err)
+	}
+	if spent.GrantID != "" {
+		return nil, "", s.codeReused(r, spent) // a concurrent exchange spent it first
+	}
+	s.d.Log.InfoContext(ctx, "oauth grant issued", "grant", g.ID, "client", g.ClientID, "account", g.AccountID)
+	return g, refresh, nil
 }
 
 // codeReused revokes the grant of code's first exchange after its second.
@@ -206,23 +229,11 @@ func (s *Service) revokeGrant(r *http.Request, id string) error {
 	return nil
 }
 
-// issue answers a token request for g: an access token and a refresh
-// token (the new grant's first, or the rotated one).
-func (s *Service) issue(w http.ResponseWriter, r *http.Request, g *Grant, refresh string) error {
-	ctx := r.Context()
+// issue answers a token request for g: an access token signed with key
+// and the refresh token (the new grant's first, or the rotated one),
+// stored already.
+func (s *Service) issue(w http.ResponseWriter, r *http.Request, key []byte, g *Grant, refresh string) error {
 	now := s.d.Now()
-	if refresh == "" { // a new grant, from a code
-		refresh = randomToken()
-		first := &RefreshToken{Hash: hashToken(refresh), GrantID: g.ID, CreatedAt: now, ExpiresAt: now.Add(RefreshTokenTTL)}
-		if err := s.d.Store.CreateOAuthGrant(ctx, g, first); err != nil {
-			return fmt.Errorf("store grant: %w", err)
-		}
-		s.d.Log.InfoContext(ctx, "oauth grant issued", "grant", g.ID, "client", g.ClientID, "account", g.AccountID)
-	}
-	key, err := s.key(ctx)
-	if err != nil {
-		return err
-	}
 	access, err := authn.SignToken(key, AccessClaims{
 		Type: typeAccess, ClientID: g.ClientID, GrantID: g.ID,
 		RegisteredClaims: jwt.RegisteredClaims{

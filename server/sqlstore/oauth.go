@@ -67,24 +67,39 @@ func (s *Store) CreateOAuthCode(ctx context.Context, c *oauth.Code) error {
 	return nil
 }
 
-// SpendOAuthCode implements oauth.Store: the code is read and marked
-// spent by grantID in one transaction, so of two concurrent exchanges one
-// wins and the other sees the winner's grant. Other codes expired an
-// hour ago, spent or not, are swept on the way.
-func (s *Store) SpendOAuthCode(ctx context.Context, hash, grantID string) (*oauth.Code, error) {
+// OAuthCode implements oauth.Store.
+func (s *Store) OAuthCode(ctx context.Context, hash string) (*oauth.Code, error) {
+	return s.oauthCode(ctx, s.db, hash)
+}
+
+// oauthCode reads the code stored under hash through q (the database or
+// a transaction).
+func (s *Store) oauthCode(ctx context.Context, q execer, hash string) (*oauth.Code, error) {
 	var c oauth.Code
+	var created, expires int64
+	err := q.QueryRowContext(ctx, s.q(`SELECT hash, client_id, account_id, redirect_uri, code_challenge, resource, created_at, expires_at, grant_id FROM oauth_authorization_codes WHERE hash = ?`), hash).
+		Scan(&c.Hash, &c.ClientID, &c.AccountID, &c.RedirectURI, &c.Challenge, &c.Resource, &created, &expires, &c.GrantID)
+	if err != nil {
+		return nil, fmt.Errorf("query authorization code: %w", s.mapErr(err))
+	}
+	c.CreatedAt, c.ExpiresAt = fromMicros(created), fromMicros(expires)
+	return &c, nil
+}
+
+// SpendOAuthCode implements oauth.Store: the code is read and marked
+// spent by g, and g and its first refresh token stored, in one
+// transaction, so of two concurrent exchanges one wins and the other sees
+// the winner's grant, and a failure on the way (the grant's insert, the
+// commit) leaves the code unspent and no grant behind. Other codes
+// expired an hour ago, spent or not, are swept on the way.
+func (s *Store) SpendOAuthCode(ctx context.Context, hash string, g *oauth.Grant, first *oauth.RefreshToken) (*oauth.Code, error) {
+	var c *oauth.Code
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var created, expires int64
-		err := tx.QueryRowContext(ctx, s.q(`SELECT hash, client_id, account_id, redirect_uri, code_challenge, resource, created_at, expires_at, grant_id FROM oauth_authorization_codes WHERE hash = ?`), hash).
-			Scan(&c.Hash, &c.ClientID, &c.AccountID, &c.RedirectURI, &c.Challenge, &c.Resource, &created, &expires, &c.GrantID)
-		if err != nil {
-			return fmt.Errorf("query authorization code: %w", s.mapErr(err))
+		var err error
+		if c, err = s.oauthCode(ctx, tx, hash); err != nil || c.GrantID != "" {
+			return err
 		}
-		c.CreatedAt, c.ExpiresAt = fromMicros(created), fromMicros(expires)
-		if c.GrantID != "" {
-			return nil
-		}
-		res, err := tx.ExecContext(ctx, s.q(`UPDATE oauth_authorization_codes SET grant_id = ? WHERE hash = ? AND grant_id = ''`), grantID, hash)
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE oauth_authorization_codes SET grant_id = ? WHERE hash = ? AND grant_id = ''`), g.ID, hash)
 		if err != nil {
 			return fmt.Errorf("spend authorization code: %w", err)
 		}
@@ -98,23 +113,16 @@ func (s *Store) SpendOAuthCode(ctx context.Context, hash, grantID string) (*oaut
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM oauth_authorization_codes WHERE expires_at < ? AND hash <> ?`), micros(time.Now().Add(-time.Hour)), hash); err != nil {
 			return fmt.Errorf("sweep authorization codes: %w", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
-// CreateOAuthGrant implements oauth.Store.
-func (s *Store) CreateOAuthGrant(ctx context.Context, g *oauth.Grant, first *oauth.RefreshToken) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO oauth_grants (id, client_id, account_id, resource, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)`),
 			g.ID, g.ClientID, g.AccountID, g.Resource, micros(g.CreatedAt), microsOrZero(g.RevokedAt)); err != nil {
 			return fmt.Errorf("insert grant: %w", s.mapErr(err))
 		}
 		return s.insertRefresh(ctx, tx, first)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func (s *Store) insertRefresh(ctx context.Context, tx *sql.Tx, rt *oauth.RefreshToken) error {

@@ -2,6 +2,7 @@ package sqlstore_test
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -13,8 +14,9 @@ import (
 )
 
 // testOAuth: clients, codes, grants and refresh tokens round-trip; a
-// code is taken once; of concurrent rotations of one refresh token one
-// spends it; revoking and deleting the client reach the grant.
+// code is spent once, with its grant, or not at all (testOAuthCodeSpend);
+// of concurrent rotations of one refresh token one spends it; revoking
+// and deleting the client reach the grant.
 func testOAuth(t *testing.T, newStore storeFactory) {
 	st := newStore(t)(t).(oauth.Store)
 	ctx := t.Context()
@@ -34,22 +36,10 @@ func testOAuth(t *testing.T, newStore storeFactory) {
 	if err := st.CreateOAuthCode(ctx, code); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := st.SpendOAuthCode(ctx, "c1", "g1"); err != nil || cmp.Diff(code, got) != "" {
-		t.Errorf("SpendOAuthCode = %+v, %v", got, err)
+	if got, err := st.OAuthCode(ctx, "c1"); err != nil || cmp.Diff(code, got) != "" {
+		t.Errorf("OAuthCode = %+v, %v", got, err)
 	}
-	spentCode := *code
-	spentCode.GrantID = "g1"
-	if got, err := st.SpendOAuthCode(ctx, "c1", "g2"); err != nil || cmp.Diff(&spentCode, got) != "" {
-		t.Errorf("second spend = %+v, %v; want the first's grant", got, err)
-	}
-	if _, err := st.SpendOAuthCode(ctx, "none", "g3"); !errors.Is(err, model.ErrNotFound) {
-		t.Errorf("spend of an unknown code: %v, want ErrNotFound", err)
-	}
-	g := &oauth.Grant{ID: model.NewID(), ClientID: c.ID, AccountID: a.ID, Resource: "r", CreatedAt: base}
-	first := &oauth.RefreshToken{Hash: "r1", GrantID: g.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
-	if err := st.CreateOAuthGrant(ctx, g, first); err != nil {
-		t.Fatal(err)
-	}
+	g := testOAuthCodeSpend(t, st, code)
 	// Eight concurrent rotations: one spends it.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -96,4 +86,100 @@ func testOAuth(t *testing.T, newStore storeFactory) {
 	if err := st.DeleteOAuthClient(ctx, c.ID); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("deleting twice: %v", err)
 	}
+}
+
+// testOAuthCodeSpend: spending code stores its grant and the grant's first
+// refresh token with it; a second spend reports the first's grant and
+// stores none; a failure after the spend (here the first refresh token's
+// insert) leaves the code unspent and no grant, so a retry succeeds; of
+// concurrent spends, one wins. It returns the grant, whose first refresh
+// token is "r1".
+func testOAuthCodeSpend(t *testing.T, st oauth.Store, code *oauth.Code) *oauth.Grant {
+	t.Helper()
+	ctx := t.Context()
+	grant := func(refresh string) (*oauth.Grant, *oauth.RefreshToken) {
+		g := &oauth.Grant{ID: model.NewID(), ClientID: code.ClientID, AccountID: code.AccountID, Resource: code.Resource, CreatedAt: base}
+		return g, &oauth.RefreshToken{Hash: refresh, GrantID: g.ID, CreatedAt: base, ExpiresAt: base.Add(time.Hour)}
+	}
+	stored := func(g *oauth.Grant) bool {
+		t.Helper()
+		_, err := st.OAuthGrant(ctx, g.ID)
+		if err != nil && !errors.Is(err, model.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	g, first := grant("r1")
+	if got, err := st.SpendOAuthCode(ctx, code.Hash, g, first); err != nil || cmp.Diff(code, got) != "" {
+		t.Errorf("SpendOAuthCode = %+v, %v", got, err)
+	}
+	if rt, err := st.OAuthRefreshToken(ctx, "r1"); err != nil || !stored(g) || rt.GrantID != g.ID {
+		t.Errorf("after the spend: grant stored %v, first refresh token %+v, %v", stored(g), rt, err)
+	}
+	spentCode := *code
+	spentCode.GrantID = g.ID
+	g2, first2 := grant("r2")
+	if got, err := st.SpendOAuthCode(ctx, code.Hash, g2, first2); err != nil || cmp.Diff(&spentCode, got) != "" || stored(g2) {
+		t.Errorf("second spend = %+v, %v, its grant stored %v; want the first's grant and no other", got, err, stored(g2))
+	}
+	if _, err := st.SpendOAuthCode(ctx, "none", g2, first2); !errors.Is(err, model.ErrNotFound) || stored(g2) {
+		t.Errorf("spend of an unknown code: %v, grant stored %v; want ErrNotFound and no grant", err, stored(g2))
+	}
+
+	// A failure after the spend: the first refresh token's hash is taken.
+	retry := *code
+	retry.Hash = "c-retry"
+	if err := st.CreateOAuthCode(ctx, &retry); err != nil {
+		t.Fatal(err)
+	}
+	g3, clash := grant("r1")
+	if _, err := st.SpendOAuthCode(ctx, retry.Hash, g3, clash); err == nil {
+		t.Fatal("a spend whose refresh token could not be stored succeeded")
+	}
+	if got, err := st.OAuthCode(ctx, retry.Hash); err != nil || got.GrantID != "" || stored(g3) {
+		t.Fatalf("after a failed spend: code %+v, %v, grant stored %v; want the code unspent and no grant", got, err, stored(g3))
+	}
+	g4, first4 := grant("r4")
+	if got, err := st.SpendOAuthCode(ctx, retry.Hash, g4, first4); err != nil || got.GrantID != "" || !stored(g4) {
+		t.Errorf("retry after a failed spend = %+v, %v, grant stored %v; want it spent by its grant", got, err, stored(g4))
+	}
+
+	// Eight concurrent spends of one code: one wins, the others see its grant.
+	race := *code
+	race.Hash = "c-race"
+	if err := st.CreateOAuthCode(ctx, &race); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	grants := make([]*oauth.Grant, 8)
+	spentBy := make([]string, 8)
+	for i := range grants {
+		g, first := grant("r-race-" + strconv.Itoa(i))
+		grants[i] = g
+		wg.Go(func() {
+			got, err := st.SpendOAuthCode(ctx, race.Hash, g, first)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			spentBy[i] = got.GrantID // "": this spend won
+			if spentBy[i] == "" {
+				spentBy[i] = g.ID
+			}
+		})
+	}
+	wg.Wait()
+	won := 0
+	for i, g := range grants {
+		if stored(g) {
+			won++
+		}
+		if spentBy[i] != spentBy[0] {
+			t.Errorf("concurrent spends report grants %q and %q", spentBy[0], spentBy[i])
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of 8 concurrent spends stored a grant, want 1", won)
+	}
+	return g
 }
