@@ -161,6 +161,17 @@ func (p *pool) short() bool {
 	return len(p.ready) < p.size
 }
 
+// WarmReady reports how many warm pool members are ready to be claimed
+// (benchmarks wait for the pool to fill).
+func (d *Driver) WarmReady() int {
+	if d.pool == nil {
+		return 0
+	}
+	d.pool.mu.Lock()
+	defer d.pool.mu.Unlock()
+	return len(d.pool.ready)
+}
+
 func (p *pool) add(name string) {
 	p.mu.Lock()
 	p.ready = append(p.ready, name)
