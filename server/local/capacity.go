@@ -392,21 +392,46 @@ func readMemory(root string) (total, avail int64, err error) {
 // readLoops counts the loop devices with a backing file and how many the
 // kernel can make: minor numbers (20 bits) shifted by the partitions each
 // device may have (the loop module's max_part). 0, 0 without loop devices.
+//
+// The devices in use are read from /proc/partitions, one read, which lists
+// a block device only while it has a size: a loop device from when it is
+// bound to a (non-empty) file until it is detached. Unbound devices stay in
+// /sys/block once made, and a host that ran a few thousand sandboxes keeps
+// a few thousand of them: a stat of each one's loop/backing_file per
+// reading was most of the server's CPU in a stream of uploads (issue 27),
+// since every upload's admission may take the reading.
 func readLoops(root string) (used, limit int64) {
-	devs, _ := filepath.Glob(filepath.Join(root, "sys/block/loop*"))
-	if len(devs) == 0 && !exists(filepath.Join(root, "dev/loop-control")) {
+	used = countLoops(root)
+	if used == 0 && !exists(filepath.Join(root, "dev/loop-control")) && !exists(filepath.Join(root, "sys/module/loop")) {
 		return 0, 0
-	}
-	for _, dev := range devs {
-		if exists(filepath.Join(dev, "loop", "backing_file")) {
-			used++
-		}
 	}
 	shift := 0
 	if maxPart, err := readInt(root, "sys/module/loop/parameters/max_part"); err == nil && maxPart > 0 {
 		shift = bits.Len64(uint64(maxPart))
 	}
 	return used, int64(1<<20) >> shift
+}
+
+// countLoops counts the whole loop devices (loopN, not their partitions
+// loopNpM) in /proc/partitions.
+func countLoops(root string) int64 {
+	f, err := os.Open(filepath.Join(root, "proc/partitions"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var n int64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text()) // major minor #blocks name
+		if len(fields) != 4 {
+			continue
+		}
+		if num, ok := strings.CutPrefix(fields[3], "loop"); ok && num != "" && strings.Trim(num, "0123456789") == "" {
+			n++
+		}
+	}
+	return n
 }
 
 func readInt(root, p string) (int64, error) {
