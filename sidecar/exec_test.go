@@ -306,9 +306,8 @@ func waitPID(t *testing.T, path string) int {
 		select {
 		case <-t.Context().Done():
 			t.Fatal("the command never wrote its pid")
-		default:
+		case <-time.After(10 * time.Millisecond):
 		}
-		syscall.Nanosleep(&syscall.Timespec{Nsec: 10e6}, nil)
 	}
 }
 

@@ -39,9 +39,8 @@ const (
 
 // Journal bounds.
 const (
-	defaultJournalMaxDirs = 4096  // directories watched when the host names no budget
-	maxJournalDirs        = 65536 // the most a host may ask for
-	maxJournalChanged     = 8192  // changed paths kept; past it the journal forgets and answers a full walk
+	defaultJournalMaxDirs = 4096 // directories watched when the host names no budget
+	maxJournalChanged     = 8192 // changed paths kept; past it the journal forgets and answers a full walk
 )
 
 // journal is the workspace's change journal. Every field is guarded by mu.
@@ -81,7 +80,7 @@ func journalMaxDirs(s string) int {
 	if err != nil || n <= 0 {
 		return defaultJournalMaxDirs
 	}
-	return min(n, maxJournalDirs)
+	return min(n, api.MaxJournalDirs)
 }
 
 // answer answers GET /files/tree?since= for the workspace at root: the

@@ -47,6 +47,11 @@ type TreeResult struct {
 	WatchedDirs int         `json:"watched_dirs,omitempty"`
 }
 
+// MaxJournalDirs is the most directories a sidecar's change journal
+// watches: a host asking for a larger budget (?max_dirs=) gets
+// this many. The storage sync's configuration refuses more.
+const MaxJournalDirs = 65536
+
 // InScope reports whether the slash-separated path p is scope or lies
 // below it: what a path of TreeResult.Changed covers. The sidecar's
 // journal and the storage sync both decide scopes with it, so they agree.

@@ -114,10 +114,12 @@ func cmpOr(a, b string) string {
 // again in the background while it still serves, up to capacityMaxAge,
 // with its cheap parts (free disk, host tasks, memory: a statfs and two
 // small /proc files) read afresh for the caller; an older one, or none,
-// is taken while the caller waits. The rest (a stat of every loop device
-// and a read of every sandbox's state and cgroup: tens of milliseconds
-// on a host with 2,000 loop devices) is what a create should not wait
-// for; in between, the creates counted since stand in for what they took.
+// is taken while the caller waits. The rest (the loop devices, and every
+// sandbox's and warm member's state file and cgroup files: a dozen file
+// operations each, tens of milliseconds with a warm pool of 40 on a
+// loaded host, more with thousands of sandboxes) is what a create should
+// not wait for; in between, the creates counted since stand in for what
+// they took.
 func (d *Driver) readHost(ctx context.Context) (*hostReading, int64, error) {
 	c := &d.capacity
 	c.mu.Lock()
@@ -171,6 +173,35 @@ func (d *Driver) noteCreated() {
 	d.capacity.mu.Unlock()
 }
 
+// readDisk returns a reading of the state directory's filesystem alone:
+// the host reading's when that is no older than capacityTTL, else a
+// statfs of its own (the rest of the host reading, which walks every
+// sandbox's cgroups and the loop devices, is not taken for it).
+func (d *Driver) readDisk() (*hostReading, error) {
+	c := &d.capacity
+	c.mu.Lock()
+	if r := c.reading; r != nil && time.Since(r.at) < capacityTTL {
+		c.mu.Unlock()
+		return r, nil
+	}
+	c.mu.Unlock()
+	r := &hostReading{at: time.Now(), sandboxThreads: -1}
+	if err := d.statDisk(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// statDisk fills r's disk figures from a statfs of the state directory.
+func (d *Driver) statDisk(r *hostReading) error {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(d.cfg.StateDir, &fs); err != nil {
+		return fmt.Errorf("read free disk space: %w", err)
+	}
+	r.diskTotal, r.diskFree = int64(fs.Blocks)*fs.Bsize, int64(fs.Bavail)*fs.Bsize
+	return nil
+}
+
 func (d *Driver) takeReading(ctx context.Context) (*hostReading, error) {
 	r := &hostReading{at: time.Now(), sandboxThreads: -1}
 	if err := d.readCheap(r); err != nil {
@@ -186,11 +217,9 @@ func (d *Driver) takeReading(ctx context.Context) (*hostReading, error) {
 // readCheap fills in the parts of a reading that cost a few system
 // calls: free disk, host tasks and memory.
 func (d *Driver) readCheap(r *hostReading) error {
-	var fs unix.Statfs_t
-	if err := unix.Statfs(d.cfg.StateDir, &fs); err != nil {
-		return fmt.Errorf("read free disk space: %w", err)
+	if err := d.statDisk(r); err != nil {
+		return err
 	}
-	r.diskTotal, r.diskFree = int64(fs.Blocks)*fs.Bsize, int64(fs.Bavail)*fs.Bsize
 	root := d.procRoot()
 	var err error
 	if r.threads, r.maxThreads, err = readThreads(root); err != nil {
@@ -300,12 +329,16 @@ const (
 	loopsHint   = "remove sandboxes and volumes you no longer need; loop devices are made on demand up to the kernel's limit (the loop module's max_part lowers it)"
 )
 
-// AdmitWrite implements model.CapacityDriver.
-func (d *Driver) AdmitWrite(ctx context.Context, id string) error {
+// AdmitWrite implements model.CapacityDriver. A write's admission needs
+// the disk's free space only: it reads that alone (readDisk), so an upload
+// never waits for the whole host reading (issue 27: with a few thousand
+// loop devices or sandboxes on the host, that reading took milliseconds
+// every capacityTTL, on the path of whichever upload came then).
+func (d *Driver) AdmitWrite(_ context.Context, id string) error {
 	if id != "" && d.disks.failed(id) {
 		return fmt.Errorf("%w: sandbox %s's disk could not store an earlier write", model.ErrInsufficientStorage, id)
 	}
-	r, _, err := d.readHost(ctx)
+	r, err := d.readDisk()
 	if err != nil {
 		return err
 	}
@@ -445,21 +478,46 @@ func readMemory(root string) (total, avail int64, err error) {
 // readLoops counts the loop devices with a backing file and how many the
 // kernel can make: minor numbers (20 bits) shifted by the partitions each
 // device may have (the loop module's max_part). 0, 0 without loop devices.
+//
+// The devices in use are read from /proc/partitions, one read, which lists
+// a block device only while it has a size: a loop device from when it is
+// bound to a (non-empty) file until it is detached. Unbound devices stay in
+// /sys/block once made, and a host that ran a few thousand sandboxes keeps
+// a few thousand of them: a stat of each one's loop/backing_file per
+// reading was most of the server's CPU in a stream of uploads (issue 27),
+// since every upload's admission may take the reading.
 func readLoops(root string) (used, limit int64) {
-	devs, _ := filepath.Glob(filepath.Join(root, "sys/block/loop*"))
-	if len(devs) == 0 && !exists(filepath.Join(root, "dev/loop-control")) {
+	used = countLoops(root)
+	if used == 0 && !exists(filepath.Join(root, "dev/loop-control")) && !exists(filepath.Join(root, "sys/module/loop")) {
 		return 0, 0
-	}
-	for _, dev := range devs {
-		if exists(filepath.Join(dev, "loop", "backing_file")) {
-			used++
-		}
 	}
 	shift := 0
 	if maxPart, err := readInt(root, "sys/module/loop/parameters/max_part"); err == nil && maxPart > 0 {
 		shift = bits.Len64(uint64(maxPart))
 	}
 	return used, int64(1<<20) >> shift
+}
+
+// countLoops counts the whole loop devices (loopN, not their partitions
+// loopNpM) in /proc/partitions.
+func countLoops(root string) int64 {
+	f, err := os.Open(filepath.Join(root, "proc/partitions"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var n int64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text()) // major minor #blocks name
+		if len(fields) != 4 {
+			continue
+		}
+		if num, ok := strings.CutPrefix(fields[3], "loop"); ok && num != "" && strings.Trim(num, "0123456789") == "" {
+			n++
+		}
+	}
+	return n
 }
 
 func readInt(root, p string) (int64, error) {

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,13 +34,21 @@ func (h fakeHost) write(t *testing.T) string {
 		"sys/module/loop/parameters/max_part": strconv.Itoa(h.maxPart) + "\n",
 		"dev/loop-control":                    "",
 	}
+	// /proc/partitions lists a loop device only while it is bound (has a
+	// size), not its unbound neighbours; partitions of a loop device and
+	// other disks are not loop devices in use.
+	partitions := "major minor  #blocks  name\n\n 253        0   52428800 vda\n"
 	for i := range h.loopsInUse + 2 {
 		dev := "sys/block/loop" + strconv.Itoa(i)
 		files[dev+"/size"] = "0\n"
 		if i < h.loopsInUse {
-			files[dev+"/loop/backing_file"] = "/var/x.img\n"
+			partitions += fmt.Sprintf("   7 %8d    1048576 loop%d\n", i, i)
 		}
 	}
+	if h.loopsInUse > 0 {
+		partitions += "   7        1      10240 loop0p1\n"
+	}
+	files["proc/partitions"] = partitions
 	for p, content := range files {
 		full := filepath.Join(root, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
@@ -153,6 +162,31 @@ func TestAdmitWrite(t *testing.T) {
 	}
 }
 
+// TestAdmitWriteReadsDiskOnly: a write's admission reads the disk's free
+// space alone, not the rest of the host (threads, memory, loop devices,
+// the sandboxes' cgroups), which an upload has no use for: on a host
+// whose /proc cannot be read it is still admitted, and refused below the
+// watermark.
+func TestAdmitWriteReadsDiskOnly(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		watermark int64
+		refused   bool
+	}{{1 << 62, true}, {4096, false}} {
+		d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Host: HostLimits{ProcRoot: t.TempDir(), MinFreeDisk: tt.watermark}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := d.readHost(context.Background()); err == nil {
+			t.Fatal("a host reading of an empty /proc succeeded; the test needs one that fails")
+		}
+		err = d.AdmitWrite(context.Background(), "")
+		if _, ok := errors.AsType[*model.HostLimitError](err); tt.refused != ok || (!tt.refused && err != nil) {
+			t.Errorf("watermark %d: AdmitWrite = %v, want refused %v", tt.watermark, err, tt.refused)
+		}
+	}
+}
+
 // TestReadLoops: loop devices in use, and the kernel's limit as max_part
 // lowers it.
 func TestReadLoops(t *testing.T) {
@@ -255,4 +289,17 @@ func TestReadHostInBackground(t *testing.T) {
 	if err := d.AdmitCreate(ctx, 1); err != nil {
 		t.Errorf("AdmitCreate after capacityMaxAge on a roomy host = %v, want a new reading, admitted", err)
 	}
+}
+
+// BenchmarkReadLoops is the loop count of one host reading on this host
+// (as many loop devices as it has made: one per sandbox disk and volume it
+// ever held at once).
+func BenchmarkReadLoops(b *testing.B) {
+	devs, _ := filepath.Glob("/sys/block/loop*")
+	var used int64
+	for b.Loop() {
+		used, _ = readLoops("/")
+	}
+	b.ReportMetric(float64(used), "in-use")
+	b.ReportMetric(float64(len(devs)), "devices")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,7 @@ func BenchmarkIdleDensity(b *testing.B) {
 	ctx := context.Background()
 	dropCaches(b)
 	before := hostSnapshot(b)
+	heapBefore, goBefore := driverHeap()
 	n := b.N
 	eps := make([]model.Endpoint, n)
 	for i := range n {
@@ -45,6 +47,8 @@ func BenchmarkIdleDensity(b *testing.B) {
 	time.Sleep(3 * time.Second) // past the sidecars' thread trim (1 s)
 	dropCaches(b)
 	after := hostSnapshot(b)
+	heapAfter, goAfter := driverHeap()
+	holdForTrace(b)
 	sidecar, most := 0, 0
 	var charged, anon int64 // the sandboxes' cgroups, KiB
 	for i := range n {
@@ -79,7 +83,11 @@ func BenchmarkIdleDensity(b *testing.B) {
 	b.ReportMetric(float64(sidecar)/float64(n), "sidecar-threads/sandbox")
 	b.ReportMetric(per(before.tasks, after.tasks), "host-tasks/sandbox")
 	b.ReportMetric(per(before.kthreads, after.kthreads), "kthreads/sandbox")
-	for _, k := range []string{"MemAvailable", "Slab", "SUnreclaim", "KernelStack", "PageTables", "Shmem", "Cached"} {
+	// The driver's own share: its heap (live objects after a collection)
+	// and goroutines per sandbox, which a server holds beside the jails.
+	b.ReportMetric(float64(heapAfter-heapBefore)/1024/float64(n), "driver-heap-KiB/sandbox")
+	b.ReportMetric(float64(goAfter-goBefore)/float64(n), "driver-goroutines/sandbox")
+	for _, k := range []string{"MemAvailable", "MemFree", "AnonPages", "Buffers", "Slab", "SUnreclaim", "KernelStack", "PageTables", "Percpu", "Shmem", "Cached"} {
 		b.ReportMetric(per(before.mem[k], after.mem[k]), k+"-KiB/sandbox")
 	}
 	b.Logf("%d sandboxes; tasks by name, added per sandbox:", n)
@@ -96,6 +104,34 @@ func BenchmarkIdleDensity(b *testing.B) {
 	for _, ep := range eps {
 		run(b, ep, "true") // each still answers
 	}
+}
+
+// holdForTrace, when BOXKITE_DENSITY_HOLD names a file and b.N > 1,
+// creates it and waits until it is removed: an outside tracer (ftrace's
+// kmem events) can stop while every sandbox is idle and alive.
+func holdForTrace(b *testing.B) {
+	p := os.Getenv("BOXKITE_DENSITY_HOLD")
+	if p == "" || b.N == 1 {
+		return
+	}
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(p); err != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// driverHeap returns the test process's live heap in bytes, after a
+// collection, and its goroutine count.
+func driverHeap() (int64, int) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc), runtime.NumGoroutine()
 }
 
 // hostState is a snapshot of the host's tasks and kernel memory.

@@ -19,21 +19,21 @@ import (
 
 // Defaults (docs/storage.md).
 const (
-	DefaultInterval       = 30 * time.Second // a file is stored within this of being written
-	DefaultStableFor      = 2 * time.Second  // a file unchanged this long is uploaded (at most Interval/4)
-	DefaultFinalTimeout   = 60 * time.Second // bound of the final flush on destroy
-	DefaultFullWalkEvery  = 2 * time.Minute  // safety-net full walk of a sandbox whose journal watches
-	DefaultJournalMaxDirs = 4096             // directories a sandbox's change journal watches
-	MaxJournalMaxDirs     = 65536            // the most a sidecar watches (it clamps a larger budget)
-	DefaultBandwidth      = 32 << 20         // bytes per second, all uploads together
-	DefaultWorkers        = 2                // sandboxes flushed at once
-	MaxBackoff            = 2 * time.Minute  // longest wait between failed flushes
-	backoffBase           = time.Second      // first wait after a failed flush
-	bundleFiles           = 512              // files per bundle read from a sidecar
-	Root                  = "/workspace"     // the synced tree; /tmp and the rest never are
-	flushTimeout          = 10 * time.Minute // one flush of a running sandbox
-	janitorEvery          = 10 * time.Minute // retention sweeps
-	maxErrorLen           = 500              // of an error kept for …/sync
+	DefaultInterval       = 30 * time.Second   // a file is stored within this of being written
+	DefaultStableFor      = 2 * time.Second    // a file unchanged this long is uploaded (at most Interval/4)
+	DefaultFinalTimeout   = 60 * time.Second   // bound of the final flush on destroy
+	DefaultFullWalkEvery  = 2 * time.Minute    // safety-net full walk of a sandbox whose journal watches
+	DefaultJournalMaxDirs = 4096               // directories a sandbox's change journal watches
+	MaxJournalMaxDirs     = api.MaxJournalDirs // the most a sidecar watches (it clamps a larger budget)
+	DefaultBandwidth      = 32 << 20           // bytes per second, all uploads together
+	DefaultWorkers        = 2                  // sandboxes flushed at once
+	MaxBackoff            = 2 * time.Minute    // longest wait between failed flushes
+	backoffBase           = time.Second        // first wait after a failed flush
+	bundleFiles           = 512                // files per bundle read from a sidecar
+	Root                  = "/workspace"       // the synced tree; /tmp and the rest never are
+	flushTimeout          = 10 * time.Minute   // one flush of a running sandbox
+	janitorEvery          = 10 * time.Minute   // retention sweeps
+	maxErrorLen           = 500                // of an error kept for …/sync
 	tick                  = 500 * time.Millisecond
 	smallFile             = 1 << 20 // read whole and put concurrently
 	putConcurrency        = 32      // puts and deletes at once, per flush

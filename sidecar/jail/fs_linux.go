@@ -79,12 +79,25 @@ func (b *builder) etcFiles() map[string]string {
 }
 
 // placeDev builds a minimal /dev: bound host device nodes, a private devpts,
-// /dev/shm and the usual symlinks. The tmpfs itself ends up read-only.
+// /dev/shm and the usual symlinks. /dev is a directory of the root tmpfs
+// bound onto itself, not a tmpfs of its own (one superblock fewer, see
+// maskProcDirs), and the bind ends up read-only.
 func (b *builder) placeDev() error {
 	dev := b.path("/dev")
-	// nodev on the tmpfs itself: the device nodes are mounts of their own.
-	if err := b.mountTmpfs(dev, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
-		return err
+	if err := os.MkdirAll(dev, 0o755); err != nil {
+		return fmt.Errorf("create /dev: %w", err)
+	}
+	// The jail made every top-level name; a link here would bind its target.
+	if fi, err := os.Lstat(dev); err != nil || !fi.IsDir() {
+		return fmt.Errorf("create /dev: not a directory of the root (%v)", err)
+	}
+	if err := unix.Mount(dev, dev, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind /dev: %w", err)
+	}
+	// nodev on /dev itself: the device nodes are mounts of their own.
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
+	if err := unix.MountSetattr(unix.AT_FDCWD, dev, 0, attr); err != nil {
+		return fmt.Errorf("set attributes of /dev: %w", err)
 	}
 	for _, t := range b.devs {
 		if err := b.place(t); err != nil {
@@ -154,14 +167,8 @@ func (b *builder) placeProc() error {
 		}
 		b.devNull = t.fd
 	}
-	for _, name := range procMaskDirs {
-		p := filepath.Join(proc, name)
-		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
-			continue
-		}
-		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555"); err != nil {
-			return fmt.Errorf("mask /proc/%s: %w", name, err)
-		}
+	if err := b.maskProcDirs(proc); err != nil {
+		return err
 	}
 	for _, name := range procReadOnly {
 		p := filepath.Join(proc, name)
@@ -177,6 +184,38 @@ func (b *builder) placeProc() error {
 		if err != nil {
 			return fmt.Errorf("make /proc/%s read-only: %w", name, err)
 		}
+	}
+	return nil
+}
+
+// maskProcDirs covers the procMaskDirs that exist with an empty, read-only
+// directory of the root tmpfs, bound there. Binds of one directory rather
+// than a tmpfs each: every superblock costs the host its own structures
+// plus one slot in every memory cgroup's shrinker map, which grows with
+// the number of superblocks on the host (issue 27 item 4). The directory
+// is unlinked once bound, like placeEtc's scratch files.
+func (b *builder) maskProcDirs(proc string) error {
+	empty := b.path("/.procmask")
+	if err := os.Mkdir(empty, 0o555); err != nil {
+		return fmt.Errorf("create mask dir: %w", err)
+	}
+	for _, name := range procMaskDirs {
+		p := filepath.Join(proc, name)
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			continue
+		}
+		t, err := cloneTree(unix.AT_FDCWD, empty, p, roAttrs|unix.MOUNT_ATTR_NOEXEC, false)
+		if err != nil {
+			return err
+		}
+		err = unix.MoveMount(t.fd, "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		_ = unix.Close(t.fd)
+		if err != nil {
+			return fmt.Errorf("mask /proc/%s: %w", name, err)
+		}
+	}
+	if err := os.Remove(empty); err != nil {
+		return fmt.Errorf("remove mask dir: %w", err)
 	}
 	return nil
 }

@@ -119,12 +119,9 @@ func (s *Spawner) isClosed() bool {
 
 // launch has the helper clone cmd's jail and sets cmd.Process.
 func (s *Spawner) launch(cmd *exec.Cmd, spec Spec) error {
-	req, err := json.Marshal(spawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Spec: spec})
+	req, err := encodeBounded(spawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Spec: spec}, maxSpawnRequest, "spawn request")
 	if err != nil {
-		return fmt.Errorf("encode spawn request: %w", err)
-	}
-	if len(req) > maxSpawnRequest {
-		return fmt.Errorf("encode spawn request: %d bytes, more than %d", len(req), maxSpawnRequest)
+		return err
 	}
 	r, w, err := os.Pipe()
 	if err != nil {

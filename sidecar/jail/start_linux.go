@@ -109,12 +109,9 @@ func start(cmd *exec.Cmd, spec Spec, token string, listener *os.File, started fu
 	}
 	extra = append(extra, cmd.ExtraFiles...) // held by init, see above
 
-	doc, err := json.Marshal(launch)
+	doc, err := encodeBounded(launch, maxLaunch, "launch")
 	if err != nil {
-		return fmt.Errorf("encode launch: %w", err)
-	}
-	if len(doc) > maxLaunch {
-		return fmt.Errorf("encode launch: %d bytes, more than %d", len(doc), maxLaunch)
+		return err
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -311,4 +308,18 @@ func ReadLaunch() (Launch, error) {
 	_ = unix.CloseRange(launchFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	l.Spec = l.Spec.withDefaults()
 	return l, nil
+}
+
+// encodeBounded marshals v as JSON and refuses a document longer than limit
+// bytes: the reader on the other side (the jail's init, the spawner) reads
+// at most that much in one go. what names the document in errors.
+func encodeBounded(v any, limit int, what string) ([]byte, error) {
+	doc, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", what, err)
+	}
+	if len(doc) > limit {
+		return nil, fmt.Errorf("encode %s: %d bytes, more than %d", what, len(doc), limit)
+	}
+	return doc, nil
 }
