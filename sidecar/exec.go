@@ -197,10 +197,10 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 	var stdoutN, stderrN int64
 	emitStderr := func(b []byte) { emit(api.EventStderr, b) }
 	wg.Go(func() {
-		stdoutN = readCapped(p.stdout, spec.maxOutput, func(b []byte) { emit(api.EventStdout, b) }, atLimit)
+		stdoutN = h.readCapped(p.stdout, spec.maxOutput, func(b []byte) { emit(api.EventStdout, b) }, atLimit)
 	})
 	wg.Go(func() {
-		stderrN = readCapped(p.stderr, spec.maxOutput, emitStderr, atLimit)
+		stderrN = h.readCapped(p.stderr, spec.maxOutput, emitStderr, atLimit)
 	})
 	readDone := make(chan struct{})
 	go func() { wg.Wait(); close(readDone) }()
@@ -292,9 +292,11 @@ func exitCode(ps *os.ProcessState) int {
 // command that writes more is not blocked on a full pipe; atLimit is
 // called once, when the output first goes past limit. Output of exactly
 // limit bytes is complete, not cut.
-func readCapped(r io.ReadCloser, limit int64, emit func([]byte), atLimit func()) int64 {
+func (h *Handler) readCapped(r io.ReadCloser, limit int64, emit func([]byte), atLimit func()) int64 {
 	defer r.Close()
-	buf := make([]byte, readChunk)
+	bp := h.readBufs.Get().(*[]byte)
+	defer h.readBufs.Put(bp)
+	buf := *bp
 	var n int64
 	for {
 		k, err := r.Read(buf)
@@ -328,7 +330,7 @@ func (h *Handler) start(spec execSpec) (cmd *exec.Cmd, p *piped, direct bool, er
 		if cmd.SysProcAttr, err = h.sysProcAttr(); err != nil {
 			return nil, nil, false, err
 		}
-		if p, err = startPiped(cmd, spec.stdin); err == nil {
+		if p, err = startPiped(cmd, spec.stdin, h.devNull()); err == nil {
 			return cmd, p, true, nil
 		}
 		// The program did not start, and nothing of it ran: dash says why in
@@ -339,7 +341,7 @@ func (h *Handler) start(spec execSpec) (cmd *exec.Cmd, p *piped, direct bool, er
 	if cmd.SysProcAttr, err = h.sysProcAttr(); err != nil {
 		return nil, nil, false, err
 	}
-	p, err = startPiped(cmd, spec.stdin)
+	p, err = startPiped(cmd, spec.stdin, h.devNull())
 	return cmd, p, false, err
 }
 
@@ -352,29 +354,36 @@ type piped struct {
 // startPiped starts cmd with fresh pipes. The command gets the pipes' file
 // descriptors directly, so cmd.Wait returns when the shell exits even while
 // background children still hold them; run decides how long to keep reading.
-func startPiped(cmd *exec.Cmd, stdin string) (*piped, error) {
-	n := 2
-	if stdin != "" {
-		n = 3
-	}
-	var rs, ws []*os.File
-	for range n {
-		r, w, err := os.Pipe()
+// Without stdin the command reads devNull when there is one (shared by
+// every exec: os/exec would open and close /dev/null for each).
+func startPiped(cmd *exec.Cmd, stdin string, devNull *os.File) (*piped, error) {
+	var ours, theirs []*os.File
+	pipe := func(read bool) (*os.File, *os.File, error) {
+		o, t, err := commandPipe(read)
 		if err != nil {
-			closeAll(rs)
-			closeAll(ws)
-			return nil, fmt.Errorf("create pipe: %w", err)
+			closeAll(ours)
+			closeAll(theirs)
+			return nil, nil, err
 		}
-		rs, ws = append(rs, r), append(ws, w)
+		ours, theirs = append(ours, o), append(theirs, t)
+		return o, t, nil
 	}
-	p := &piped{stdout: rs[0], stderr: rs[1]}
-	cmd.Stdout, cmd.Stderr = ws[0], ws[1]
-	ours, theirs := []*os.File{rs[0], rs[1]}, []*os.File{ws[0], ws[1]}
+	p := &piped{}
+	var err error
+	if p.stdout, cmd.Stdout, err = pipe(true); err != nil {
+		return nil, err
+	}
+	if p.stderr, cmd.Stderr, err = pipe(true); err != nil {
+		return nil, err
+	}
 	if stdin != "" {
-		cmd.Stdin, p.stdin = rs[2], ws[2]
-		ours, theirs = append(ours, ws[2]), append(theirs, rs[2])
+		if p.stdin, cmd.Stdin, err = pipe(false); err != nil {
+			return nil, err
+		}
+	} else if devNull != nil {
+		cmd.Stdin = devNull
 	}
-	err := cmd.Start()
+	err = cmd.Start()
 	closeAll(theirs) // the child has its own copies now, or never will
 	if err != nil {
 		closeAll(ours)

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -36,11 +37,46 @@ func (h *Handler) sysProcAttr() (*syscall.SysProcAttr, error) {
 // command's children inherit. Best effort, right after the start: a
 // command that allocates in its first microseconds is scored like the
 // sidecar until then.
+//
+// Raw syscalls, not os.WriteFile: an *os.File of a /proc file costs five
+// more per exec (the netpoller's try, which proc files refuse).
 func (h *Handler) oomFirst(pid int) {
 	if h.opts.RunAs == nil {
 		return // not jailed: leave the caller's processes alone
 	}
-	_ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", []byte("1000"), 0)
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/oom_score_adj", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	_, _ = unix.Write(fd, []byte("1000"))
+	_ = unix.Close(fd)
+}
+
+// commandPipe returns a pipe for a command's stdin or output: ours, the end
+// the sidecar keeps, non-blocking and in the netpoller; theirs, the
+// command's, blocking and never in the netpoller. os.Pipe would make both
+// ends non-blocking and poll both, and os/exec would then make the
+// command's end blocking again (File.Fd) and take it out of the poller when
+// it is closed: five syscalls more a pipe, on every exec (issue 27).
+// read says which end is ours: the read end (output) or the write end
+// (stdin).
+func commandPipe(read bool) (ours, theirs *os.File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, nil, fmt.Errorf("create pipe: %w", err)
+	}
+	o, t := p[0], p[1]
+	if !read {
+		o, t = t, o
+	}
+	// F_SETFL with 0 clears O_NONBLOCK; a pipe's end has no other status flag.
+	if _, err := unix.FcntlInt(uintptr(t), unix.F_SETFL, 0); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return nil, nil, fmt.Errorf("create pipe: %w", err)
+	}
+	// NewFile polls a non-blocking descriptor and leaves a blocking one alone.
+	return os.NewFile(uintptr(o), "|ours"), os.NewFile(uintptr(t), "|theirs"), nil
 }
 
 // physicalDir is the path getcwd gives in dir, which dash exports as PWD

@@ -4,6 +4,8 @@ package sidecar
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"syscall"
 )
 
@@ -27,3 +29,16 @@ func (h *Handler) oomFirst(int) {}
 
 // physicalDir needs Linux's /proc; elsewhere every command runs through sh.
 func physicalDir(string) (string, bool) { return "", false }
+
+// commandPipe is os.Pipe with its ends named: ours, the sidecar's, and
+// theirs, the command's; read says ours is the read end.
+func commandPipe(read bool) (ours, theirs *os.File, err error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("create pipe: %w", err)
+	}
+	if read {
+		return r, w, nil
+	}
+	return w, r, nil
+}

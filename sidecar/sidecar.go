@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -74,6 +75,13 @@ type Handler struct {
 	// a test stands in for a kernel that has none to give (EMFILE).
 	newInotify func() (int, error)
 	shIsDash   func() bool // whether /bin/sh is dash, looked at once, at the first exec (direct.go)
+	// devNull is the stdin of every command given none, opened at the
+	// first exec; nil if it cannot be (os/exec then opens its own).
+	devNull func() *os.File
+	// readBufs holds the readChunk buffers of commands' output readers
+	// (*[]byte), two an exec: made afresh they were 64 KiB of garbage an
+	// exec, zeroed each time, and a collection every few dozen execs.
+	readBufs sync.Pool
 }
 
 // New returns a Handler for opts. It does no I/O.
@@ -90,6 +98,14 @@ func New(opts Options) *Handler {
 		h.env = SafeEnv(h.workspace)
 	}
 	h.shIsDash = sync.OnceValue(func() bool { return shIsDashAt("/bin/sh") })
+	h.devNull = sync.OnceValue(func() *os.File {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil
+		}
+		return f
+	})
+	h.readBufs.New = func() any { b := make([]byte, readChunk); return &b }
 	h.auth.set(opts.Token)
 	h.routes()
 	return h

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -281,27 +279,15 @@ const jailMaxProcs = 1
 // sidecar in an image root without its loader (a musl or distroless
 // image, say) into an error that says so.
 func explainLoader(err error) error {
-	f, ferr := elf.Open("/proc/self/exe")
-	if ferr != nil {
+	interp, _, ferr := jail.ELFDeps("/proc/self/exe")
+	if ferr != nil || interp == "" {
 		return err
 	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_INTERP {
-			continue
-		}
-		b, rerr := io.ReadAll(p.Open())
-		if rerr != nil {
-			return err
-		}
-		interp := strings.TrimRight(string(b), "\x00")
-		if _, serr := os.Stat(interp); serr == nil {
-			return err
-		}
-		return fmt.Errorf("%w: boxkite-sidecar is dynamically linked and this root has no %s; "+
-			"build it with CGO_ENABLED=0 to boot images without glibc", err, interp)
+	if _, serr := os.Stat(interp); serr == nil {
+		return err
 	}
-	return err
+	return fmt.Errorf("%w: boxkite-sidecar is dynamically linked and this root has no %s; "+
+		"build it with CGO_ENABLED=0 to boot images without glibc", err, interp)
 }
 
 // runBuild runs an image build's steps in order, each as init's one child

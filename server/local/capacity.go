@@ -127,13 +127,40 @@ func (d *Driver) noteCreated() {
 	d.capacity.mu.Unlock()
 }
 
-func (d *Driver) takeReading(ctx context.Context) (*hostReading, error) {
+// readDisk returns a reading of the state directory's filesystem alone:
+// the host reading's when that is no older than capacityTTL, else a
+// statfs of its own (the rest of the host reading, which walks every
+// sandbox's cgroups and the loop devices, is not taken for it).
+func (d *Driver) readDisk() (*hostReading, error) {
+	c := &d.capacity
+	c.mu.Lock()
+	if r := c.reading; r != nil && time.Since(r.at) < capacityTTL {
+		c.mu.Unlock()
+		return r, nil
+	}
+	c.mu.Unlock()
 	r := &hostReading{at: time.Now(), sandboxThreads: -1}
+	if err := d.statDisk(r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// statDisk fills r's disk figures from a statfs of the state directory.
+func (d *Driver) statDisk(r *hostReading) error {
 	var fs unix.Statfs_t
 	if err := unix.Statfs(d.cfg.StateDir, &fs); err != nil {
-		return nil, fmt.Errorf("read free disk space: %w", err)
+		return fmt.Errorf("read free disk space: %w", err)
 	}
 	r.diskTotal, r.diskFree = int64(fs.Blocks)*fs.Bsize, int64(fs.Bavail)*fs.Bsize
+	return nil
+}
+
+func (d *Driver) takeReading(ctx context.Context) (*hostReading, error) {
+	r := &hostReading{at: time.Now(), sandboxThreads: -1}
+	if err := d.statDisk(r); err != nil {
+		return nil, err
+	}
 	root := d.procRoot()
 	var err error
 	if r.threads, r.maxThreads, err = readThreads(root); err != nil {
@@ -247,12 +274,16 @@ const (
 	loopsHint   = "remove sandboxes and volumes you no longer need; loop devices are made on demand up to the kernel's limit (the loop module's max_part lowers it)"
 )
 
-// AdmitWrite implements model.CapacityDriver.
-func (d *Driver) AdmitWrite(ctx context.Context, id string) error {
+// AdmitWrite implements model.CapacityDriver. A write's admission needs
+// the disk's free space only: it reads that alone (readDisk), so an upload
+// never waits for the whole host reading (issue 27: with a few thousand
+// loop devices or sandboxes on the host, that reading took milliseconds
+// every capacityTTL, on the path of whichever upload came then).
+func (d *Driver) AdmitWrite(_ context.Context, id string) error {
 	if id != "" && d.disks.failed(id) {
 		return fmt.Errorf("%w: sandbox %s's disk could not store an earlier write", model.ErrInsufficientStorage, id)
 	}
-	r, _, err := d.readHost(ctx)
+	r, err := d.readDisk()
 	if err != nil {
 		return err
 	}

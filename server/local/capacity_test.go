@@ -161,6 +161,31 @@ func TestAdmitWrite(t *testing.T) {
 	}
 }
 
+// TestAdmitWriteReadsDiskOnly: a write's admission reads the disk's free
+// space alone, not the rest of the host (threads, memory, loop devices,
+// the sandboxes' cgroups), which an upload has no use for: on a host
+// whose /proc cannot be read it is still admitted, and refused below the
+// watermark.
+func TestAdmitWriteReadsDiskOnly(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		watermark int64
+		refused   bool
+	}{{1 << 62, true}, {4096, false}} {
+		d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Host: HostLimits{ProcRoot: t.TempDir(), MinFreeDisk: tt.watermark}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := d.readHost(context.Background()); err == nil {
+			t.Fatal("a host reading of an empty /proc succeeded; the test needs one that fails")
+		}
+		err = d.AdmitWrite(context.Background(), "")
+		if _, ok := errors.AsType[*model.HostLimitError](err); tt.refused != ok || (!tt.refused && err != nil) {
+			t.Errorf("watermark %d: AdmitWrite = %v, want refused %v", tt.watermark, err, tt.refused)
+		}
+	}
+}
+
 // TestReadLoops: loop devices in use, and the kernel's limit as max_part
 // lowers it.
 func TestReadLoops(t *testing.T) {

@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -66,17 +71,32 @@ func benchFirstExec(b *testing.B, d *Driver, prepared int) {
 // connection, as the control plane's cached client sends it, without the
 // control plane. spawn is F of `boxkite bench` in the same process: a
 // bare spawn of /bin/true. sidecar-uname runs a program that is no shell
-// builtin, as most commands are: through sh, a fork and a second exec.
+// builtin. sidecar-idle is `true` after 1.5 s without a request (past the
+// sidecar's thread trim), what `boxkite bench` sees between sandboxes; its
+// exec-ms/op is the exec's time (its ns/op includes the wait). A sandbox
+// allows 500 execs a session: -benchtime at most ~490x.
+//
+// Besides the time, counts the load does not change, per exec: the test
+// process's own CPU time, page faults and context switches (getrusage:
+// the client, or for spawn the spawner), the faults of the commands it
+// reaped (RUSAGE_CHILDREN), and for the sidecar its own: CPU time (the
+// sum of its threads' schedstat), page faults, its commands' faults,
+// context switches and threads started.
 func BenchmarkSidecarExec(b *testing.B) {
 	b.Run("spawn", func(b *testing.B) {
+		c0 := takeCounts(b, 0)
 		for b.Loop() {
 			if err := exec.Command("/bin/true").Run(); err != nil {
 				b.Fatal(err)
 			}
 		}
+		takeCounts(b, 0).sub(c0).report(b, false)
 	})
-	for name, command := range map[string]string{"sidecar": "true", "sidecar-uname": "uname"} {
-		b.Run(name, func(b *testing.B) {
+	for _, bc := range []struct {
+		name, command string
+		idle          time.Duration
+	}{{"sidecar", "true", 0}, {"sidecar-uname", "uname", 0}, {"sidecar-idle", "true", 1500 * time.Millisecond}} {
+		b.Run(bc.name, func(b *testing.B) {
 			d, err := New(Config{StateDir: b.TempDir(), SidecarPath: sidecarBin})
 			if err != nil {
 				b.Fatal(err)
@@ -86,14 +106,143 @@ func BenchmarkSidecarExec(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			st, err := readState(d.sandboxDir("rtt"))
+			if err != nil {
+				b.Fatal(err)
+			}
 			c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				return (&net.Dialer{}).DialContext(ctx, "unix", ep.Address)
 			}}}
+			runWith(b, c, ep, bc.command) // the connection made and the sidecar's first-request work done
+			// Counted around each exec when idle (the trim and the reaper's
+			// wakes in between are not the exec's), else around the loop.
+			// The idle wait stays in ns/op, so that the default -benchtime
+			// runs it once, not for minutes; exec-ms/op is the exec's.
+			var sum execCounts
+			var execs time.Duration
+			c0 := takeCounts(b, st.PID)
 			for b.Loop() {
-				if res := runWith(b, c, ep, command); res.ExitCode != 0 {
-					b.Fatalf("exec %s: %+v", command, res)
+				if bc.idle > 0 {
+					time.Sleep(bc.idle)
+					c0 = takeCounts(b, st.PID)
 				}
+				t0 := time.Now()
+				if res := runWith(b, c, ep, bc.command); res.ExitCode != 0 {
+					b.Fatalf("exec %s: %+v", bc.command, res)
+				}
+				execs += time.Since(t0)
+				if bc.idle > 0 {
+					sum = sum.add(takeCounts(b, st.PID).sub(c0))
+				}
+			}
+			if bc.idle == 0 {
+				sum = takeCounts(b, st.PID).sub(c0)
+			}
+			sum.report(b, true)
+			if bc.idle > 0 {
+				b.ReportMetric(float64(execs.Microseconds())/1e3/float64(b.N), "exec-ms/op")
 			}
 		})
 	}
+}
+
+// execCounts are the counts BenchmarkSidecarExec reports.
+type execCounts struct {
+	n                                    int64
+	selfCPU                              time.Duration
+	selfFaults, selfSwitches, kidFlt     int64
+	scCPU                                time.Duration
+	scFaults, scKidFaults, scSw, scTasks int64
+}
+
+// takeCounts reads this process's counts and, when pid is not 0, the
+// sidecar pid's.
+func takeCounts(tb testing.TB, pid int) execCounts {
+	tb.Helper()
+	var self, kids unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &self); err != nil {
+		tb.Fatal(err)
+	}
+	if err := unix.Getrusage(unix.RUSAGE_CHILDREN, &kids); err != nil {
+		tb.Fatal(err)
+	}
+	c := execCounts{
+		n: 1, selfCPU: time.Duration(self.Utime.Nano() + self.Stime.Nano()),
+		selfFaults: self.Minflt + self.Majflt, selfSwitches: self.Nvcsw + self.Nivcsw, kidFlt: kids.Minflt + kids.Majflt,
+	}
+	if pid == 0 {
+		return c
+	}
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	num := func(field int) int64 {
+		v, err := strconv.ParseInt(f[field-3], 10, 64)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return v
+	}
+	c.scFaults, c.scKidFaults = num(10)+num(12), num(11)+num(13)
+	c.scTasks = num(20) // threads now; the difference is threads started minus ended
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, t := range tasks {
+		dir := fmt.Sprintf("/proc/%d/task/%s/", pid, t.Name())
+		if ss, err := os.ReadFile(dir + "schedstat"); err == nil {
+			if ns, err := strconv.ParseInt(strings.Fields(string(ss))[0], 10, 64); err == nil {
+				c.scCPU += time.Duration(ns)
+			}
+		}
+		if status, err := os.ReadFile(dir + "status"); err == nil {
+			for line := range strings.Lines(string(status)) {
+				if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+					n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					c.scSw += n
+				}
+			}
+		}
+	}
+	return c
+}
+
+func (c execCounts) sub(o execCounts) execCounts {
+	return execCounts{
+		n: c.n, selfCPU: c.selfCPU - o.selfCPU, selfFaults: c.selfFaults - o.selfFaults,
+		selfSwitches: c.selfSwitches - o.selfSwitches, kidFlt: c.kidFlt - o.kidFlt,
+		scCPU: c.scCPU - o.scCPU, scFaults: c.scFaults - o.scFaults, scKidFaults: c.scKidFaults - o.scKidFaults,
+		scSw: c.scSw - o.scSw, scTasks: c.scTasks - o.scTasks,
+	}
+}
+
+func (c execCounts) add(o execCounts) execCounts {
+	return execCounts{
+		n: c.n + o.n, selfCPU: c.selfCPU + o.selfCPU, selfFaults: c.selfFaults + o.selfFaults,
+		selfSwitches: c.selfSwitches + o.selfSwitches, kidFlt: c.kidFlt + o.kidFlt,
+		scCPU: c.scCPU + o.scCPU, scFaults: c.scFaults + o.scFaults, scKidFaults: c.scKidFaults + o.scKidFaults,
+		scSw: c.scSw + o.scSw, scTasks: c.scTasks + o.scTasks,
+	}
+}
+
+// report reports c per b.N; sidecar adds the sidecar's counts. A sidecar's
+// thread count can move by threads a trim ends while the exec runs, so
+// sc-tasks/op is threads started minus ended, a floor of those started.
+func (c execCounts) report(b *testing.B, sidecar bool) {
+	n := float64(b.N)
+	b.ReportMetric(float64(c.selfCPU.Microseconds())/n, "self-cpu-us/op")
+	b.ReportMetric(float64(c.selfFaults)/n, "self-faults/op")
+	b.ReportMetric(float64(c.selfSwitches)/n, "self-cs/op")
+	if !sidecar {
+		b.ReportMetric(float64(c.kidFlt)/n, "cmd-faults/op")
+		return
+	}
+	b.ReportMetric(float64(c.scCPU.Microseconds())/n, "sc-cpu-us/op")
+	b.ReportMetric(float64(c.scFaults)/n, "sc-faults/op")
+	b.ReportMetric(float64(c.scKidFaults)/n, "cmd-faults/op")
+	b.ReportMetric(float64(c.scSw)/n, "sc-cs/op")
+	b.ReportMetric(float64(c.scTasks)/n, "sc-tasks/op")
 }

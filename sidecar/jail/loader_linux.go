@@ -1,9 +1,7 @@
 package jail
 
 import (
-	"debug/elf"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,26 +69,8 @@ func (b *builder) cloneLoader() error {
 // dynamicDeps returns the ELF interpreter of path and the libraries it
 // needs; interp is "" for a static binary.
 func dynamicDeps(path string) (interp string, libs []string, err error) {
-	f, err := elf.Open(path)
-	if err != nil {
+	if interp, libs, err = ELFDeps(path); err != nil {
 		return "", nil, fmt.Errorf("read own binary: %w", err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_INTERP {
-			continue
-		}
-		b, err := io.ReadAll(p.Open())
-		if err != nil {
-			return "", nil, fmt.Errorf("read own loader: %w", err)
-		}
-		interp = strings.TrimRight(string(b), "\x00")
-	}
-	if interp == "" {
-		return "", nil, nil
-	}
-	if libs, err = f.ImportedLibraries(); err != nil {
-		return "", nil, fmt.Errorf("read own libraries: %w", err)
 	}
 	return interp, libs, nil
 }
