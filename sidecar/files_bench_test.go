@@ -80,6 +80,19 @@ func BenchmarkView(b *testing.B) {
 	})
 }
 
+// BenchmarkDownload is GET /files/raw of a 4 KiB file three directories
+// deep: the read half of issue 27's small-file round trip.
+func BenchmarkDownload(b *testing.B) {
+	onDisks(b, func(b *testing.B, opts Options) {
+		srv, _ := newServer(b, opts)
+		url := srv.URL + "/files/raw?path=a/b/c/file.bin"
+		benchCall(b, http.MethodPut, url, strings.Repeat("x", 4<<10))
+		for b.Loop() {
+			benchCall(b, http.MethodGet, url, "")
+		}
+	})
+}
+
 // BenchmarkArchiveUpload is POST /files/archive of 100 files of 4 KiB in
 // 10 directories: the cost of placing entries, and of the one sync per
 // filesystem before the answer.
