@@ -328,10 +328,7 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 	// sidecar starts (it looks once); one with egress starts cold.
 	if spec.Egress == nil {
 		if ep, handled, err := d.claimWarm(ctx, spec); handled {
-			if err == nil {
-				d.track(spec.ID)
-			}
-			return ep, err
+			return ep, err // tracked by claimWarm
 		}
 	}
 	dir := d.sandboxDir(spec.ID)
@@ -563,6 +560,7 @@ func (d *Driver) start(p prepared, token, dir string, initArgs ...string) (<-cha
 	reap := func() {
 		_ = cmd.Wait() // the exit status is in sidecar.log if anywhere
 		close(done)
+		d.childExited(done) // the loss watch (watchSandbox) has no watcher of its own
 	}
 	pid := cmd.Process.Pid
 	st.PID, st.Socket, st.Token = pid, filepath.Join(dir, sidecarSocket), token
@@ -572,8 +570,10 @@ func (d *Driver) start(p prepared, token, dir string, initArgs ...string) (<-cha
 	if err != nil || reapOnExit(pid, st.StartTime, reap) != nil {
 		go reap()
 	}
+	// Keyed by the sandbox's directory, its id: a prepared slot's spec
+	// still carries the slot's name.
 	d.mu.Lock()
-	d.children[js.ID] = done
+	d.children[filepath.Base(dir)] = done
 	d.mu.Unlock()
 	if err == nil {
 		err = writeState(dir, st)

@@ -104,6 +104,22 @@ func newLossWatch() *lossWatch {
 // watchSandbox starts watching the sandbox in dir (whose state file names
 // its jail) for an exit this driver did not cause.
 func (d *Driver) watchSandbox(id string) {
+	d.mu.Lock()
+	done, child := d.children[id]
+	d.mu.Unlock()
+	if child {
+		// This driver's child: the reap start set up reports its exit
+		// (childExited), so the watch needs no pidfd and goroutine of
+		// its own beside the reaper's (issue 27 item 4: one goroutine
+		// per idle sandbox fewer in the server).
+		d.loss.watch(id, func() {})
+		select {
+		case <-done:
+			d.loss.exited(id) // reaped before it was watched
+		default:
+		}
+		return
+	}
 	st, err := readState(d.sandboxDir(id))
 	if err != nil || st.PID == 0 {
 		d.log.Warn("watch sandbox: no state to watch", "id", id, "err", err)
@@ -115,6 +131,31 @@ func (d *Driver) watchSandbox(id string) {
 		d.log.Warn("watch sandbox", "id", id, "err", err)
 		return
 	}
+	w.watch(id, stop)
+}
+
+// childExited reports the exit of a jail this driver started, once
+// reaped (done is closed), under the id it has now: a warm pool member is
+// renamed when it is handed out. A jail being deleted or paused is no
+// longer watched by then, so its exit is not a loss.
+func (d *Driver) childExited(done <-chan struct{}) {
+	id := ""
+	d.mu.Lock()
+	for k, v := range d.children {
+		if v == done {
+			id = k
+			break
+		}
+	}
+	d.mu.Unlock()
+	if id != "" {
+		d.loss.exited(id)
+	}
+}
+
+// watch records that id is watched; stop cancels the watch. A previous
+// watch of id is stopped.
+func (w *lossWatch) watch(id string, stop func()) {
 	w.mu.Lock()
 	old := w.stops[id]
 	w.stops[id] = stop
@@ -232,5 +273,16 @@ func (d *Driver) watchExisting() {
 func (d *Driver) track(id string) {
 	d.watchSandbox(id)
 	d.openDisks(id)
+	d.noteCreated()
+}
+
+// trackClaimed is track for a sandbox claimed from the warm pool; opened
+// says whether its disks were opened when the member was started
+// (moveDisks).
+func (d *Driver) trackClaimed(id string, opened bool) {
+	d.watchSandbox(id)
+	if !opened {
+		d.openDisks(id)
+	}
 	d.noteCreated()
 }

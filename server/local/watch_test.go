@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -122,6 +124,69 @@ func TestNoThreadPerSandbox(t *testing.T) {
 	if after := threads(t); after-before >= 8 {
 		t.Errorf("threads %d before and %d after eight more sandboxes: one blocked per sandbox?", before, after)
 	}
+}
+
+// TestOneWatcherPerSandbox: the driver parks one goroutine on each of its
+// jails (the reaper, which also reports a loss), not a second one for
+// the loss watch (issue 27 item 4: the server's share of an idle
+// sandbox). Counted from the goroutines' stacks, so other goroutines of
+// the test binary do not count; fails with 2 per sandbox.
+func TestOneWatcherPerSandbox(t *testing.T) {
+	d := newDriver(t)
+	create(t, d, "warm-up")
+	before := watchers()
+	ids := []string{"w1", "w2", "w3", "w4", "w5", "w6"}
+	for _, id := range ids {
+		create(t, d, id)
+	}
+	if got := watchers() - before; got != len(ids) {
+		t.Errorf("%d goroutines wait on the exits of %d new sandboxes, want one each", got, len(ids))
+	}
+
+	// From prepared slots (the server's default), whose jail spec names
+	// the slot, and a loss is still reported under the sandbox's id.
+	p, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Prepared: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	reports := watchLost(t, p)
+	waitPrepared(t, p, 3)
+	before = watchers()
+	for _, id := range ids[:3] {
+		create(t, p, id)
+	}
+	if got := watchers() - before; got != 3 {
+		t.Errorf("%d goroutines wait on the exits of 3 sandboxes from prepared slots, want one each", got)
+	}
+	st, err := readState(p.sandboxDir("w2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	reports.waitReported(t, "w2")
+}
+
+// watchers counts this process's goroutines waiting in onExit.
+func watchers() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	n := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "server/local.onExit") {
+			n++
+		}
+	}
+	return n
 }
 
 // threads is this process's thread count.
