@@ -43,8 +43,13 @@ const (
 	sandboxMemory = 16 << 20
 	// loopReserve is loop devices left for everything else on the host.
 	loopReserve = 16
-	// capacityTTL is how long one reading of the host serves admissions.
+	// capacityTTL is how long one reading of the host serves admissions
+	// before it is taken again, in the background (readHost).
 	capacityTTL = 250 * time.Millisecond
+	// capacityMaxAge is how old a reading may be and still serve while a
+	// new one is taken; an older one is taken again while the caller
+	// waits.
+	capacityMaxAge = 5 * time.Second
 )
 
 // HostLimits bound what this driver's sandboxes may take of the host.
@@ -88,9 +93,10 @@ type hostReading struct {
 
 // capacity caches the latest reading and counts creates since.
 type capacity struct {
-	mu      sync.Mutex
-	reading *hostReading
-	created int64 // sandboxes created since the reading
+	mu         sync.Mutex
+	reading    *hostReading
+	created    int64 // sandboxes created since the reading
+	refreshing bool  // a reading is being taken in the background
 }
 
 // procRoot is where host files are read from.
@@ -103,14 +109,36 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// read returns a reading no older than capacityTTL, and how many
-// sandboxes were created since it was taken.
+// readHost returns the latest reading and how many sandboxes were
+// created since it was taken. A reading older than capacityTTL is taken
+// again in the background while it still serves, up to capacityMaxAge,
+// with its cheap parts (free disk, host tasks, memory: a statfs and two
+// small /proc files) read afresh for the caller; an older one, or none,
+// is taken while the caller waits. The rest (the loop devices, and every
+// sandbox's and warm member's state file and cgroup files: a dozen file
+// operations each, tens of milliseconds with a warm pool of 40 on a
+// loaded host, more with thousands of sandboxes) is what a create should
+// not wait for; in between, the creates counted since stand in for what
+// they took.
 func (d *Driver) readHost(ctx context.Context) (*hostReading, int64, error) {
 	c := &d.capacity
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.reading != nil && time.Since(c.reading.at) < capacityTTL {
-		return c.reading, c.created, nil
+	if c.reading != nil {
+		switch age := time.Since(c.reading.at); {
+		case age < capacityTTL:
+			return c.reading, c.created, nil
+		case age < capacityMaxAge:
+			r := *c.reading
+			if err := d.readCheap(&r); err != nil {
+				return nil, 0, err
+			}
+			if !c.refreshing {
+				c.refreshing = true
+				go d.refreshReading(c.created)
+			}
+			return &r, c.created, nil
+		}
 	}
 	r, err := d.takeReading(ctx)
 	if err != nil {
@@ -118,6 +146,24 @@ func (d *Driver) readHost(ctx context.Context) (*hostReading, int64, error) {
 	}
 	c.reading, c.created = r, 0
 	return r, 0, nil
+}
+
+// refreshReading takes a reading in the background; created is the
+// count of creates when it started. Those counted since may be in the
+// new reading or not, so they stay counted: too many, never too few.
+func (d *Driver) refreshReading(created int64) {
+	r, err := d.takeReading(context.Background())
+	c := &d.capacity
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshing = false
+	if err != nil {
+		return // the next caller that waits for a reading reports it
+	}
+	if c.reading != nil && !r.at.After(c.reading.at) {
+		return // one taken while the caller waited is newer
+	}
+	c.reading, c.created = r, c.created-created
 }
 
 // noteCreated counts a sandbox created since the reading.
@@ -158,25 +204,34 @@ func (d *Driver) statDisk(r *hostReading) error {
 
 func (d *Driver) takeReading(ctx context.Context) (*hostReading, error) {
 	r := &hostReading{at: time.Now(), sandboxThreads: -1}
-	if err := d.statDisk(r); err != nil {
+	if err := d.readCheap(r); err != nil {
 		return nil, err
+	}
+	r.loops, r.maxLoops = readLoops(d.procRoot())
+	if d.cgroups != nil {
+		r.sandboxThreads, r.sandboxes = d.sandboxTasks(ctx)
+	}
+	return r, nil
+}
+
+// readCheap fills in the parts of a reading that cost a few system
+// calls: free disk, host tasks and memory.
+func (d *Driver) readCheap(r *hostReading) error {
+	if err := d.statDisk(r); err != nil {
+		return err
 	}
 	root := d.procRoot()
 	var err error
 	if r.threads, r.maxThreads, err = readThreads(root); err != nil {
-		return nil, err
+		return err
 	}
 	if d.cfg.Host.MaxThreads > 0 {
 		r.maxThreads = min(r.maxThreads, d.cfg.Host.MaxThreads)
 	}
 	if r.memTotal, r.memAvail, err = readMemory(root); err != nil {
-		return nil, err
+		return err
 	}
-	r.loops, r.maxLoops = readLoops(root)
-	if d.cgroups != nil {
-		r.sandboxThreads, r.sandboxes = d.sandboxTasks(ctx)
-	}
-	return r, nil
+	return nil
 }
 
 // sandboxTasks sums the tasks in this driver's sandboxes' cgroups, warm

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
@@ -203,6 +204,90 @@ func TestReadLoops(t *testing.T) {
 	}
 	if used, limit := readLoops(t.TempDir()); used != 0 || limit != 0 {
 		t.Errorf("a host without loop devices: %d, %d", used, limit)
+	}
+}
+
+// TestReadHostInBackground: past capacityTTL, a reading's costly parts
+// (here the loop devices in use) still serve while they are read again
+// in the background, so a create does not wait for them, but its cheap
+// parts (here the host's tasks) are read afresh; past capacityMaxAge the
+// caller waits for a whole new reading.
+func TestReadHostInBackground(t *testing.T) {
+	t.Parallel()
+	roomyLoops := roomy
+	roomyLoops.maxPart = 1 << 14 // 32 loop devices, 16 of them for sandboxes
+	loopsFull, tasksFull := roomyLoops, roomyLoops
+	loopsFull.loopsInUse = 16
+	tasksFull.threads = 29480 // past the reserve of pid_max 32768
+	root, loopsRoot, tasksRoot := roomyLoops.write(t), loopsFull.write(t), tasksFull.write(t)
+	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Host: HostLimits{ProcRoot: root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.storage != StorageLoop {
+		t.Fatalf("storage %v, want loop disks (tests run as root)", d.storage)
+	}
+	ctx := context.Background()
+	if err := d.AdmitCreate(ctx, 1); err != nil {
+		t.Fatalf("AdmitCreate on a roomy host: %v", err)
+	}
+	age := func(by time.Duration) {
+		d.capacity.mu.Lock()
+		d.capacity.reading.at = d.capacity.reading.at.Add(-by)
+		d.capacity.mu.Unlock()
+	}
+	refused := func(err error, resource string) bool {
+		he, ok := errors.AsType[*model.HostLimitError](err)
+		return ok && he.Resource == resource
+	}
+
+	// The host's tasks are read afresh even when the reading serves.
+	d.cfg.Host.ProcRoot = tasksRoot
+	age(capacityTTL)
+	if err := d.AdmitCreate(ctx, 1); !refused(err, api.HostThreads) {
+		t.Fatalf("AdmitCreate with the host's tasks past the reserve = %v, want refused at once", err)
+	}
+	waitRefreshed := func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			d.capacity.mu.Lock()
+			done := !d.capacity.refreshing
+			d.capacity.mu.Unlock()
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the background reading never ended")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitRefreshed()
+
+	// The loop devices fill up: a stale reading still admits while the
+	// next is taken, which then refuses.
+	d.cfg.Host.ProcRoot = loopsRoot
+	d.noteCreated()
+	age(capacityTTL)
+	if err := d.AdmitCreate(ctx, 1); err != nil {
+		t.Fatalf("AdmitCreate with a stale reading = %v, want it served while a new one is taken", err)
+	}
+	waitRefreshed()
+	if err := d.AdmitCreate(ctx, 1); !refused(err, api.HostLoopDevices) {
+		t.Fatalf("AdmitCreate after the background reading = %v, want refused for loop devices", err)
+	}
+	d.capacity.mu.Lock()
+	created := d.capacity.created
+	d.capacity.mu.Unlock()
+	if created != 0 {
+		t.Errorf("creates counted since the new reading: %d, want 0 (the one before it is in it)", created)
+	}
+
+	// Too old to serve: the caller waits for a new reading.
+	d.cfg.Host.ProcRoot = root
+	age(capacityMaxAge)
+	if err := d.AdmitCreate(ctx, 1); err != nil {
+		t.Errorf("AdmitCreate after capacityMaxAge on a roomy host = %v, want a new reading, admitted", err)
 	}
 }
 

@@ -328,10 +328,7 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 	// sidecar starts (it looks once); one with egress starts cold.
 	if spec.Egress == nil {
 		if ep, handled, err := d.claimWarm(ctx, spec); handled {
-			if err == nil {
-				d.track(spec.ID)
-			}
-			return ep, err
+			return ep, err // tracked by claimWarm
 		}
 	}
 	dir := d.sandboxDir(spec.ID)

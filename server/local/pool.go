@@ -161,6 +161,17 @@ func (p *pool) short() bool {
 	return len(p.ready) < p.size
 }
 
+// WarmReady reports how many warm pool members are ready to be claimed
+// (benchmarks wait for the pool to fill).
+func (d *Driver) WarmReady() int {
+	if d.pool == nil {
+		return 0
+	}
+	d.pool.mu.Lock()
+	defer d.pool.mu.Unlock()
+	return len(d.pool.ready)
+}
+
 func (p *pool) add(name string) {
 	p.mu.Lock()
 	p.ready = append(p.ready, name)
@@ -259,6 +270,9 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 	if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
 		return "", fmt.Errorf("%w%s", err, logTail(dir))
 	}
+	// Opened now rather than at the claim, which hands them over
+	// (moveDisks): this is the first open of the disk, as at a create.
+	d.openDisksIn(name, dir)
 	d.log.Debug("warm pool: sandbox ready", "name", name)
 	return name, nil
 }
@@ -291,8 +305,10 @@ func (d *Driver) claimWarm(ctx context.Context, spec model.Spec) (ep model.Endpo
 	}
 	d.mu.Unlock()
 	// From here the member is the sandbox and goes by its id.
+	disks := d.moveDisks(name, spec.ID, dst)
 	ep, err = d.adopt(ctx, spec, dst)
 	if err == nil {
+		d.trackClaimed(spec.ID, disks)
 		d.log.Debug("sandbox created from the warm pool", "id", spec.ID, "member", name)
 		return ep, true, nil
 	}

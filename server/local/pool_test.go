@@ -322,3 +322,48 @@ func BenchmarkWarmCreate(b *testing.B) {
 	}
 	b.ReportMetric(float64(claiming.Microseconds())/1000/float64(i), "claim-ms/op")
 }
+
+// TestWarmPoolDisks: a member's disk is opened for SyncDisk when the
+// member is started, and the claim hands that file over to the sandbox
+// (under its own path) instead of opening and flushing the disk while
+// the create waits; deleting either closes it.
+func TestWarmPoolDisks(t *testing.T) {
+	t.Parallel()
+	d := newPoolDriver(t, t.TempDir(), 1)
+	if d.storage != StorageLoop {
+		t.Fatalf("storage %v, want loop disks (tests run as root)", d.storage)
+	}
+	member := waitPool(t, d, 1)[0]
+	handles := func(id string) []string {
+		d.disks.mu.Lock()
+		defer d.disks.mu.Unlock()
+		var names []string
+		for _, f := range d.disks.files[id] {
+			names = append(names, f.Name())
+		}
+		return names
+	}
+	if diff := cmp.Diff([]string{filepath.Join(d.poolDir(), member, diskMount)}, handles(member)); diff != "" {
+		t.Fatalf("disk files of the ready member (-want +got):\n%s", diff)
+	}
+
+	ep := create(t, d, "warm")
+	if got := handles(member); got != nil {
+		t.Errorf("the member's files after the claim: %q, want none", got)
+	}
+	if diff := cmp.Diff([]string{filepath.Join(d.sandboxDir("warm"), diskMount)}, handles("warm")); diff != "" {
+		t.Errorf("disk files of the claimed sandbox (-want +got):\n%s", diff)
+	}
+	if res := run(t, ep, "echo x > /workspace/f"); res.ExitCode != 0 {
+		t.Fatalf("write: %+v", res)
+	}
+	if err := d.SyncDisk(t.Context(), "warm"); err != nil {
+		t.Errorf("SyncDisk of the claimed sandbox: %v", err)
+	}
+	if err := d.Delete(t.Context(), "warm"); err != nil {
+		t.Fatal(err)
+	}
+	if got := handles("warm"); got != nil {
+		t.Errorf("disk files after Delete: %q, want none", got)
+	}
+}

@@ -65,15 +65,19 @@ func readOnly(f *os.File) bool {
 }
 
 // openDisks opens the mount points of sandbox id's disk and volumes.
-func (d *Driver) openDisks(id string) {
+func (d *Driver) openDisks(id string) { d.openDisksIn(id, d.sandboxDir(id)) }
+
+// openDisksIn is openDisks for the sandbox or warm pool member id whose
+// directory is dir.
+func (d *Driver) openDisksIn(id, dir string) {
 	if d.storage != StorageLoop {
 		return // tmpfs lives in memory: nothing to flush to the host
 	}
-	st, err := readState(d.sandboxDir(id))
+	st, err := readState(dir)
 	if err != nil {
 		return
 	}
-	mounts := []string{filepath.Join(d.sandboxDir(id), diskMount)}
+	mounts := []string{filepath.Join(dir, diskMount)}
 	for _, v := range st.Volumes {
 		if validID.MatchString(v) {
 			mounts = append(mounts, filepath.Join(d.volumeDir(v), volumeMount))
@@ -108,6 +112,48 @@ func (d *Driver) openDisks(id string) {
 	for _, f := range old {
 		f.Close()
 	}
+}
+
+// moveDisks hands what openDisksIn opened for the warm pool member from
+// over to the sandbox to it has become, so a claim does not pay for the
+// open and its syncfs (about a millisecond, more under load): the files
+// are the mount points themselves, which the claim's rename moves. It
+// reports whether from had any. The files are duplicated under their
+// new path, for the names in SyncDisk's errors; a duplicate shares its
+// original's open file, and with it the write-back errors seen so far.
+func (d *Driver) moveDisks(from, to, dir string) bool {
+	d.disks.mu.Lock()
+	files, ok := d.disks.files[from]
+	broken := d.disks.broken[from]
+	delete(d.disks.files, from)
+	delete(d.disks.broken, from)
+	d.disks.mu.Unlock()
+	if !ok || len(files) != 1 { // a member has its disk, and no volumes
+		for _, f := range files {
+			f.Close()
+		}
+		return false
+	}
+	fd, err := unix.FcntlInt(files[0].Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	files[0].Close()
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(dir, diskMount))
+	d.disks.mu.Lock()
+	if d.disks.files == nil {
+		d.disks.files = map[string][]*os.File{}
+	}
+	old := d.disks.files[to]
+	d.disks.files[to] = []*os.File{f}
+	if broken {
+		d.disks.markBroken(to)
+	}
+	d.disks.mu.Unlock()
+	for _, f := range old {
+		f.Close()
+	}
+	return true
 }
 
 // closeDisks closes what openDisks opened for id.

@@ -275,3 +275,14 @@ func (d *Driver) track(id string) {
 	d.openDisks(id)
 	d.noteCreated()
 }
+
+// trackClaimed is track for a sandbox claimed from the warm pool; opened
+// says whether its disks were opened when the member was started
+// (moveDisks).
+func (d *Driver) trackClaimed(id string, opened bool) {
+	d.watchSandbox(id)
+	if !opened {
+		d.openDisks(id)
+	}
+	d.noteCreated()
+}
