@@ -173,18 +173,7 @@ func takeCounts(tb testing.TB, pid int) execCounts {
 	if pid == 0 {
 		return c
 	}
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	num := func(field int) int64 {
-		v, err := strconv.ParseInt(f[field-3], 10, 64)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return v
-	}
+	num := statFields(tb, pid)
 	c.scFaults, c.scKidFaults = num(10)+num(12), num(11)+num(13)
 	c.scTasks = num(20) // threads now; the difference is threads started minus ended
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))

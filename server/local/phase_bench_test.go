@@ -173,18 +173,25 @@ func selfCPU(tb testing.TB) time.Duration {
 // clock ticks of pid so far (its children's not counted).
 func procFaults(tb testing.TB, pid int) (faults, ticks int64) {
 	tb.Helper()
+	num := statFields(tb, pid)
+	return num(10) + num(12), num(14) + num(15)
+}
+
+// statFields reads /proc/PID/stat once and returns its numeric fields by
+// their number in proc(5) (10: minflt, 12: majflt, 20: num_threads, …).
+func statFields(tb testing.TB, pid int) func(field int) int64 {
+	tb.Helper()
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	// Fields after the command's closing parenthesis, from field 3 (state).
 	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-	num := func(field int) int64 {
+	return func(field int) int64 {
 		v, err := strconv.ParseInt(f[field-3], 10, 64)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return v
 	}
-	return num(10) + num(12), num(14) + num(15)
 }
