@@ -270,11 +270,7 @@ func (d *Driver) watchExisting() {
 // track starts looking after a sandbox Create just made: its sidecar is
 // watched, its disks kept open to flush them, and the host's accounting
 // counts it.
-func (d *Driver) track(id string) {
-	d.watchSandbox(id)
-	d.openDisks(id)
-	d.noteCreated()
-}
+func (d *Driver) track(id string) { d.trackClaimed(id, false) }
 
 // trackClaimed is track for a sandbox claimed from the warm pool; opened
 // says whether its disks were opened when the member was started
