@@ -324,12 +324,8 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 	if !ok {
 		return model.Endpoint{}, fmt.Errorf("create sandbox: unknown size %q", spec.Size)
 	}
-	// A warm member has no egress socket, which must exist before the
-	// sidecar starts (it looks once); one with egress starts cold.
-	if spec.Egress == nil {
-		if ep, handled, err := d.claimWarm(ctx, spec); handled {
-			return ep, err // tracked by claimWarm
-		}
+	if ep, handled, err := d.ClaimWarm(ctx, spec); handled {
+		return ep, err // tracked by claimWarm
 	}
 	dir := d.sandboxDir(spec.ID)
 	p, ready, err := d.takePrepared(ctx, spec, dir)
