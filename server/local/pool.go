@@ -172,6 +172,18 @@ func (d *Driver) WarmReady() int {
 	return len(d.pool.ready)
 }
 
+// WriteMetrics writes the warm pool's fill in the Prometheus text format
+// (/metrics appends it): `boxkite bench` waits for a full pool before it
+// measures, and an operator sees a pool that cannot fill.
+func (d *Driver) WriteMetrics(w io.Writer) {
+	target := 0
+	if d.pool != nil {
+		target = d.pool.size
+	}
+	fmt.Fprintf(w, "# HELP boxkite_local_warm_pool_ready Warm sandboxes ready to claim.\n# TYPE boxkite_local_warm_pool_ready gauge\nboxkite_local_warm_pool_ready %d\n", d.WarmReady())
+	fmt.Fprintf(w, "# HELP boxkite_local_warm_pool_target Warm sandboxes the pool keeps.\n# TYPE boxkite_local_warm_pool_target gauge\nboxkite_local_warm_pool_target %d\n", target)
+}
+
 func (p *pool) add(name string) {
 	p.mu.Lock()
 	p.ready = append(p.ready, name)
