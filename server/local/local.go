@@ -364,7 +364,7 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w%s", spec.ID, err, logTail(dir))
 	}
 	d.log.Debug("sandbox created", "id", spec.ID)
-	d.track(spec.ID)
+	d.trackClaimed(spec.ID, p.disksOpen)
 	return ep, nil
 }
 
@@ -399,6 +399,9 @@ type prepared struct {
 	js    jail.Spec
 	st    state
 	lease *idrange.Lease
+	// disksOpen: the prepared pool opened and flushed the disk ahead, and
+	// the sandbox holds it already (moveDisks), so track need not.
+	disksOpen bool
 }
 
 // prepare makes the sandbox's host side: its host id range, directories,
