@@ -61,7 +61,10 @@ run on this machine, at its start and at its end: F, a bare spawn of
 /bin/true from this process, and B, one bubblewrap sandbox (bwrap
 --unshare-all ... true) when bwrap is installed. The exec throughput is
 compared with /bin/true spawned from as many workers. Run bench on the
-server's host for the floors to mean anything.
+server's host for the floors to mean anything. When the server reports a
+warm pool in /metrics, bench waits (up to 3 minutes) for it to fill before
+it measures the floors, at the start and at the end, so that sandboxes
+starting into the pool load neither the floors nor the creates it serves.
 
 The report names the machine: CPUs and model, memory, kernel, whether it
 is virtualised, pid_max, and the load average at the start and the end (on a
@@ -134,16 +137,17 @@ type benchReport struct {
 		Bwrap            *latency `json:"bwrap"` // B; null without bwrap
 		HostSpawnsPerSec float64  `json:"host_spawns_per_sec"`
 	} `json:"floors"`
-	CLIStart               *latency `json:"cli_start"` // this binary's `version`
-	Create                 *latency `json:"create"`
-	CreateToFirstExec      *latency `json:"create_to_first_exec"`
-	BurstCreate            *latency `json:"burst_create"`
-	BurstCreateToFirstExec *latency `json:"burst_create_to_first_exec"`
-	Exec                   *latency `json:"exec"`
-	FileWrite              *latency `json:"file_write_1mib"`
-	FileRead               *latency `json:"file_read_1mib"`
-	FileWriteRead4KiB      *latency `json:"file_write_read_4kib"`
-	Delete                 *latency `json:"delete"`
+	WarmPool               *warmPool `json:"warm_pool"` // null when the server reports no warm pool
+	CLIStart               *latency  `json:"cli_start"` // this binary's `version`
+	Create                 *latency  `json:"create"`
+	CreateToFirstExec      *latency  `json:"create_to_first_exec"`
+	BurstCreate            *latency  `json:"burst_create"`
+	BurstCreateToFirstExec *latency  `json:"burst_create_to_first_exec"`
+	Exec                   *latency  `json:"exec"`
+	FileWrite              *latency  `json:"file_write_1mib"`
+	FileRead               *latency  `json:"file_read_1mib"`
+	FileWriteRead4KiB      *latency  `json:"file_write_read_4kib"`
+	Delete                 *latency  `json:"delete"`
 	ExecThroughput         struct {
 		Workers          int     `json:"workers"`
 		Execs            int     `json:"execs"`
@@ -241,7 +245,12 @@ func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) err
 func (b *bench) run(ctx context.Context, rep *benchReport) error {
 	o := b.opts
 	// The floors are measured at the start and again at the end, so they
-	// reflect the machine as the whole run found it.
+	// reflect the machine as the whole run found it; each time once the
+	// server's warm pool is full, so that members starting beside them
+	// inflate neither the floors nor the creates served from the pool.
+	if ready, target, waited := b.waitWarmPool(ctx, warmPoolWait); target > 0 {
+		rep.WarmPool = &warmPool{Target: target, Ready: ready, WaitedMS: waited.Milliseconds()}
+	}
 	b.prog.phase("floors", 0)
 	var fl floors
 	if err := b.measureFloors(ctx, &fl); err != nil {
@@ -326,6 +335,9 @@ func (b *bench) run(ctx context.Context, rep *benchReport) error {
 	rep.Delete = summarize(del.all(), f, bw)
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if ready, target, waited := b.waitWarmPool(ctx, warmPoolWait); target > 0 && rep.WarmPool != nil {
+		rep.WarmPool.ReadyEnd, rep.WarmPool.WaitedEndMS = ready, waited.Milliseconds()
 	}
 	b.prog.phase("floors", 0)
 	if err := b.measureFloors(ctx, &fl); err != nil {

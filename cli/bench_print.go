@@ -14,7 +14,11 @@ func printBench(w io.Writer, r *benchReport) error {
 	if r.Host.LoadStart != nil && r.Host.LoadEnd != nil {
 		fmt.Fprintf(w, ", load average %.2f at the start, %.2f at the end", r.Host.LoadStart[0], r.Host.LoadEnd[0])
 	}
-	fmt.Fprint(w, "\n\n")
+	fmt.Fprint(w, "\n")
+	if p := r.WarmPool; p != nil {
+		fmt.Fprintf(w, "warm pool: %d of %d ready at the start (waited %d ms), %d at the end (waited %d ms)\n", p.Ready, p.Target, p.WaitedMS, p.ReadyEnd, p.WaitedEndMS)
+	}
+	fmt.Fprint(w, "\n")
 	t := newTable(w)
 	fmt.Fprintln(t, "MEASURE\tN\tMIN\tP50\tP95\tP99\tMAX\tP50/F\tP95/F\tP99/F\tP50/B\t")
 	rows := []struct {

@@ -261,6 +261,17 @@ func (p *benchProgress) step() {
 	p.draw()
 }
 
+// set shows n of the phase's count done.
+func (p *benchProgress) set(n int) {
+	if p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n = n
+	p.draw()
+}
+
 func (p *benchProgress) draw() {
 	line := p.msg
 	if p.of > 0 {

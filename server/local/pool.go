@@ -172,6 +172,18 @@ func (d *Driver) WarmReady() int {
 	return len(d.pool.ready)
 }
 
+// WriteMetrics writes the warm pool's fill in the Prometheus text format
+// (/metrics appends it): `boxkite bench` waits for a full pool before it
+// measures, and an operator sees a pool that cannot fill.
+func (d *Driver) WriteMetrics(w io.Writer) {
+	target := 0
+	if d.pool != nil {
+		target = d.pool.size
+	}
+	fmt.Fprintf(w, "# HELP boxkite_local_warm_pool_ready Warm sandboxes ready to claim.\n# TYPE boxkite_local_warm_pool_ready gauge\nboxkite_local_warm_pool_ready %d\n", d.WarmReady())
+	fmt.Fprintf(w, "# HELP boxkite_local_warm_pool_target Warm sandboxes the pool keeps.\n# TYPE boxkite_local_warm_pool_target gauge\nboxkite_local_warm_pool_target %d\n", target)
+}
+
 func (p *pool) add(name string) {
 	p.mu.Lock()
 	p.ready = append(p.ready, name)
@@ -275,6 +287,23 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 	d.openDisksIn(name, dir)
 	d.log.Debug("warm pool: sandbox ready", "name", name)
 	return name, nil
+}
+
+// ClaimWarm implements model.WarmClaimer: spec's sandbox from the warm
+// pool, if a member fits and is ready.
+func (d *Driver) ClaimWarm(ctx context.Context, spec model.Spec) (model.Endpoint, bool, error) {
+	if !validID.MatchString(spec.ID) {
+		return model.Endpoint{}, false, nil // Create refuses it
+	}
+	if _, ok := d.limits(spec.Size); !ok {
+		return model.Endpoint{}, false, nil
+	}
+	// A warm member has no egress socket, which must exist before the
+	// sidecar starts (it looks once); one with egress starts cold.
+	if spec.Egress != nil {
+		return model.Endpoint{}, false, nil
+	}
+	return d.claimWarm(ctx, spec)
 }
 
 // claimWarm makes spec's sandbox out of a pool member if one fits and is

@@ -54,6 +54,21 @@ func waitPool(t *testing.T, d *Driver, n int) []string {
 	}
 }
 
+// wantPoolMetrics checks the pool's fill as /metrics shows it.
+func wantPoolMetrics(t *testing.T, d *Driver, ready, target int) {
+	t.Helper()
+	var b strings.Builder
+	d.WriteMetrics(&b)
+	for _, want := range []string{
+		fmt.Sprintf("\nboxkite_local_warm_pool_ready %d\n", ready),
+		fmt.Sprintf("\nboxkite_local_warm_pool_target %d\n", target),
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %q:\n%s", strings.TrimSpace(want), b.String())
+		}
+	}
+}
+
 // statusWith sends an exec with token and returns the status.
 func statusWith(t *testing.T, socket, token string) int {
 	t.Helper()
@@ -81,6 +96,7 @@ func TestWarmPoolClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wantPoolMetrics(t, d, 1, 1)
 
 	ep := create(t, d, "warm")
 	after, err := readState(d.sandboxDir("warm"))

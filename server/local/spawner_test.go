@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 // TestSpawner: as root, jails are cloned by the spawner's helper process
@@ -87,6 +88,45 @@ func TestSpawner(t *testing.T) {
 	}
 	if again := d.spawner.PID(); again == 0 || again == helper {
 		t.Errorf("helper %d died; now %d runs", helper, again)
+	}
+}
+
+// TestSpawnerHelperDiesWithRequest: a create whose request the helper
+// took but never answered (it died: killed as it read it, or a dying
+// helper whose socket still queued it) is retried on a new helper, not
+// failed with the end of the answer's pipe. The first helper here reads
+// one request and exits; the next is the sidecar.
+func TestSpawnerHelperDiesWithRequest(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the spawner needs root, as CI has")
+		}
+		t.Skip("the spawner needs root")
+	}
+	t.Parallel()
+	d := newDriver(t)
+	// New starts its helper in the background, reading d.spawner: swap it
+	// only once that helper runs (PID's lock orders the two).
+	for deadline := time.Now().Add(time.Minute); d.spawner.PID() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the driver's spawner helper never started")
+		}
+	}
+	if err := d.spawner.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dying := filepath.Join(t.TempDir(), "spawner")
+	script := fmt.Sprintf("#!/bin/sh\nif mkdir \"$0.once\" 2>/dev/null; then exec /usr/bin/head -c1 <&3 >/dev/null; fi\nexec %s \"$@\"\n", sidecarBin)
+	if err := os.WriteFile(dying, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d.spawner = jail.NewSpawner(dying)
+	ep := create(t, d, "retried")
+	if _, err := os.Stat(dying + ".once"); err != nil {
+		t.Fatalf("the dying helper never ran: %v", err)
+	}
+	if res := run(t, ep, "true"); res.ExitCode != 0 {
+		t.Fatalf("exec in the jail the second helper started: %+v", res)
 	}
 }
 

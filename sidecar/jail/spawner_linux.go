@@ -36,7 +36,10 @@ import (
 // A jail whose exec fails after the clone (a broken host: no memory, no
 // descriptor left) stays a zombie child of the caller, which never learns
 // its pid, until the caller exits: the helper cannot reap the caller's
-// children.
+// children. So does one a helper cloned and died before answering for:
+// the caller, which cannot tell whether the request was served, starts
+// the jail again on a new helper (cloneLaunched) and that one ends at
+// once, its launch pipe closed.
 //
 // Builds and nested jails (Spec.Build, Spec.Nested) start from the caller
 // as before: a build's jail shares the caller's network namespace and dies
@@ -128,7 +131,7 @@ func (s *Spawner) launch(cmd *exec.Cmd, spec Spec) error {
 		return fmt.Errorf("create spawn reply pipe: %w", err)
 	}
 	defer r.Close()
-	err = s.send(req, w, cmd)
+	conn, err := s.send(req, w, cmd)
 	// The helper holds its own copy; with ours closed, a helper that dies
 	// before answering reads as the end of the pipe.
 	_ = w.Close()
@@ -137,7 +140,15 @@ func (s *Spawner) launch(cmd *exec.Cmd, spec Spec) error {
 	}
 	var rep spawnReply
 	if err := json.NewDecoder(io.LimitReader(r, 4<<10)).Decode(&rep); err != nil {
-		return fmt.Errorf("read spawner's answer: %w", err)
+		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("read spawner's answer: %w", err)
+		}
+		// The helper answers every request it reads, so it died with ours
+		// unanswered: killed before it read it (a dying helper's socket
+		// takes requests until its last thread is gone), or after it
+		// cloned the jail. Drop it, so the next request starts another.
+		s.forget(conn)
+		return errSpawnerDied
 	}
 	if rep.Err != "" {
 		return errors.New(rep.Err)
@@ -150,21 +161,27 @@ func (s *Spawner) launch(cmd *exec.Cmd, spec Spec) error {
 	return nil
 }
 
+// errSpawnerDied: the helper ended without answering a request, which it
+// may or may not have served. start retries with a new launch pipe, so a
+// jail it did clone reads the end of its old one and exits.
+var errSpawnerDied = errors.New("the jail spawner's helper died before answering")
+
 // send writes one request to the helper with its descriptors, starting
-// the helper first if it is not running, or again once if it has died.
-func (s *Spawner) send(req []byte, reply *os.File, cmd *exec.Cmd) error {
+// the helper first if it is not running, or again once if it has died,
+// and returns the socket it went to.
+func (s *Spawner) send(req []byte, reply *os.File, cmd *exec.Cmd) (*os.File, error) {
 	for attempt := 0; ; attempt++ {
 		conn, devNull, err := s.helper()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		fds, err := childFDs(reply, devNull, cmd)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rc, err := conn.SyscallConn()
 		if err != nil {
-			return fmt.Errorf("send spawn request: %w", err)
+			return nil, fmt.Errorf("send spawn request: %w", err)
 		}
 		var serr error
 		if err := rc.Control(func(fd uintptr) {
@@ -173,11 +190,11 @@ func (s *Spawner) send(req []byte, reply *os.File, cmd *exec.Cmd) error {
 			serr = err
 		}
 		if serr == nil {
-			return nil
+			return conn, nil
 		}
 		dead := errors.Is(serr, unix.EPIPE) || errors.Is(serr, unix.ECONNRESET) || errors.Is(serr, os.ErrClosed)
 		if !dead || attempt > 0 {
-			return fmt.Errorf("send spawn request: %w", serr)
+			return nil, fmt.Errorf("send spawn request: %w", serr)
 		}
 		s.forget(conn) // the helper died: the request was not received
 	}

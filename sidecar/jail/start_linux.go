@@ -113,13 +113,6 @@ func start(cmd *exec.Cmd, spec Spec, token string, listener *os.File, started fu
 	if err != nil {
 		return err
 	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("create launch pipe: %w", err)
-	}
-	closers = append(closers, r, w)
-	extra[0] = r
-
 	cmd.ExtraFiles = extra
 	cmd.Path = fmt.Sprintf("/proc/self/fd/%d", launchFD+1)
 	cmd.Dir = "/" // the server's cwd may be unreachable for the jail's root
@@ -127,8 +120,9 @@ func start(cmd *exec.Cmd, spec Spec, token string, listener *os.File, started fu
 		cmd.Env = minimalEnv
 	}
 	cmd.SysProcAttr = sysProcAttr(spec)
-	if err := clone(cmd, spec); err != nil {
-		return fmt.Errorf("start jail: %w", err)
+	w, err := cloneLaunched(cmd, spec, clone, &closers)
+	if err != nil {
+		return err
 	}
 	err = idmapData(cmd.Process.Pid, mounts)
 	if err == nil && started != nil {
@@ -287,6 +281,33 @@ func (s Spec) validate() error {
 		return fmt.Errorf("validate jail spec: outputs %q is not an absolute path", s.Outputs)
 	}
 	return nil
+}
+
+// cloneLaunched clones cmd's jail with a new launch pipe as its fd 3
+// (cmd.ExtraFiles[0]) and returns the pipe's write end; both ends join
+// closers. A spawner's helper that died with the request unanswered
+// (errSpawnerDied) is replaced and the clone tried once more, with a new
+// pipe: a jail the dead helper did clone is not known (a zombie child
+// until the caller exits, as a failed exec's), and ends at once reading
+// the closed end of its own pipe, never a launch document meant for
+// another.
+func cloneLaunched(cmd *exec.Cmd, spec Spec, clone func(*exec.Cmd, Spec) error, closers *[]io.Closer) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("create launch pipe: %w", err)
+		}
+		*closers = append(*closers, r, w)
+		cmd.ExtraFiles[0] = r
+		err = clone(cmd, spec)
+		if err == nil {
+			return w, nil
+		}
+		if !errors.Is(err, errSpawnerDied) || attempt > 0 {
+			return nil, fmt.Errorf("start jail: %w", err)
+		}
+		_ = w.Close() // now: an orphan clone's init reads the end
+	}
 }
 
 // ReadLaunch reads the Launch document init inherited on fd 3 and closes it.

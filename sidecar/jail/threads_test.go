@@ -14,40 +14,49 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestTrimThreads: threads a burst of blocking syscalls left idle are
-// ended, and a call with nothing to trim returns at once without
-// churning.
+// TestTrimThreads: threads a burst left idle are ended, and a call with
+// nothing to trim returns at once without churning.
 func TestTrimThreads(t *testing.T) {
 	before, err := CountThreads()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Eight goroutines blocked in syscalls at once: the runtime starts a
-	// thread for each, which stays once they return.
-	var wg sync.WaitGroup
-	for range 8 {
+	// The burst: goroutines that hold threads of their own at once, as
+	// goroutines blocked in syscalls do. Locked to them, so that each is a
+	// thread whatever the load (a blocking syscall gets a thread of its
+	// own only if sysmon wakes before it returns) and whatever threads
+	// were idle before (an earlier test's, reused by the burst). Unlocked
+	// before they return, those threads stay, idle.
+	k := before + 4
+	var locked, wg sync.WaitGroup
+	release := make(chan struct{})
+	locked.Add(k)
+	for range k {
 		wg.Go(func() {
-			ts := unix.NsecToTimespec(50e6)
-			_ = unix.Nanosleep(&ts, nil)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			locked.Done()
+			<-release
 		})
 	}
+	locked.Wait()
+	close(release)
 	wg.Wait()
 	burst, err := CountThreads()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if burst < before+4 {
-		t.Fatalf("%d threads after the burst, %d before; the burst should have added several", burst, before)
+	if burst < k {
+		t.Fatalf("%d threads after a burst of %d locked goroutines, %d before", burst, k, before)
 	}
 	target := burst - 4
 	got, err := TrimThreads(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	now, _ := CountThreads()
-	t.Logf("threads: %d before, %d after the burst, %d after TrimThreads(%d)", before, burst, now, target)
-	if got > target || now > target {
-		t.Errorf("TrimThreads(%d) = %d (now %d), want at most %d", target, got, now, target)
+	t.Logf("threads: %d before, %d after the burst, %d after TrimThreads(%d)", before, burst, got, target)
+	if got > target {
+		t.Errorf("TrimThreads(%d) = %d, want at most %d", target, got, target)
 	}
 	// Nothing idle below the floor: it returns without ending the rest.
 	floor, err := TrimThreads(1)
