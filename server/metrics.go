@@ -42,3 +42,17 @@ func (d countingDriver) Delete(ctx context.Context, id string) error {
 	}
 	return err
 }
+
+// ClaimWarm counts a sandbox the driver hands out from its warm pool
+// (model.WarmClaimer) as started.
+func (d countingDriver) ClaimWarm(ctx context.Context, spec model.Spec) (model.Endpoint, bool, error) {
+	w, ok := d.Driver.(model.WarmClaimer)
+	if !ok {
+		return model.Endpoint{}, false, nil
+	}
+	ep, ok, err := w.ClaimWarm(ctx, spec)
+	if ok && err == nil {
+		d.m.SandboxCreated()
+	}
+	return ep, ok, err
+}

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -46,18 +47,18 @@ func (h *Handler) limits() FileLimits {
 }
 
 // fileRoutes registers the file, search, watch and transfer routes.
-func (h *Handler) fileRoutes() {
-	h.handle("POST /file-create", h.fileCreate)
-	h.handle("POST /view", h.view)
-	h.handle("POST /str-replace", h.strReplace)
-	h.handle("POST /present-files", h.presentFiles)
-	h.handle("POST /ls", h.ls)
-	h.handle("POST /glob", h.glob)
-	h.handle("POST /grep", h.grep)
-	h.handle("POST /watch", h.watch)
-	h.handle("POST /watch/stream", h.watchStream) // watch_stream.go
-	h.handle("PUT /files/raw", h.putRaw)
-	h.handle("GET /files/raw", h.getRaw)
-	h.handle("POST /files/archive", h.putArchive)
-	h.handle("GET /files/archive", h.getArchive)
+func (h *Handler) fileRoutes(m *http.ServeMux) {
+	h.handle(m, "POST /file-create", h.fileCreate)
+	h.handle(m, "POST /view", h.view)
+	h.handle(m, "POST /str-replace", h.strReplace)
+	h.handle(m, "POST /present-files", h.presentFiles)
+	h.handle(m, "POST /ls", h.ls)
+	h.handle(m, "POST /glob", h.glob)
+	h.handle(m, "POST /grep", h.grep)
+	h.handle(m, "POST /watch", h.watch)
+	h.handle(m, "POST /watch/stream", h.watchStream) // watch_stream.go
+	h.handle(m, "PUT /files/raw", h.putRaw)
+	h.handle(m, "GET /files/raw", h.getRaw)
+	h.handle(m, "POST /files/archive", h.putArchive)
+	h.handle(m, "GET /files/archive", h.getArchive)
 }

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,9 +73,9 @@ type session struct {
 	metrics *metrics
 }
 
-// processRoutes registers background processes, the interpreter, the PTY,
-// LSP and metrics, and builds the state behind them.
-func (h *Handler) processRoutes() {
+// newSession builds the state behind processRoutes, which POST /exec's
+// budget and every request's metrics use too.
+func (h *Handler) newSession() {
 	l := h.opts.Tools.withDefaults()
 	h.sess = &session{
 		limits:  l,
@@ -88,35 +89,39 @@ func (h *Handler) processRoutes() {
 		metrics: newMetrics(time.Now()),
 	}
 	h.sess.budget.onBreach = h.teardown
+}
 
-	h.handle("POST /process/start", h.processStart)
-	h.handle("GET /process", h.processList)
-	h.handle("POST /process/kill-all", h.processKillAll)
-	h.handle("GET /process/{id}/output", h.processOutput)
-	h.handle("GET /process/{id}/stream", h.processStream)
-	h.handle("POST /process/{id}/input", h.processInput)
-	h.handle("POST /process/{id}/stop", h.processStop)
+// processRoutes registers background processes, the interpreter, the PTY,
+// LSP and metrics.
+func (h *Handler) processRoutes(m *http.ServeMux) {
+	h.handle(m, "POST /process/start", h.processStart)
+	h.handle(m, "GET /process", h.processList)
+	h.handle(m, "POST /process/kill-all", h.processKillAll)
+	h.handle(m, "GET /process/{id}/output", h.processOutput)
+	h.handle(m, "GET /process/{id}/stream", h.processStream)
+	h.handle(m, "POST /process/{id}/input", h.processInput)
+	h.handle(m, "POST /process/{id}/stop", h.processStop)
 
-	h.handle("POST /interpreter/exec", h.budgeted(h.interpreterExec))
-	h.handle("POST /interpreter/reset", h.interpreterReset)
-	h.handle("GET /interpreter/status", h.interpreterStatus)
-	h.handle("POST /node-interpreter/exec", h.budgeted(h.nodeExec)) // interpreter.go
-	h.handle("POST /node-interpreter/reset", h.nodeReset)
-	h.handle("GET /node-interpreter/status", h.nodeStatus)
-	h.handle("POST /pty-exec", h.budgeted(h.ptyExec))                 // ptyexec.go
-	h.handle("POST /browser/navigate", h.budgeted(h.browserNavigate)) // browser.go
-	h.handle("POST /browser/exec", h.budgeted(h.browserExec))
-	h.handle("POST /browser/screenshot", h.browserScreenshot)
-	h.handle("POST /browser/close", h.browserClose)
+	h.handle(m, "POST /interpreter/exec", h.budgeted(h.interpreterExec))
+	h.handle(m, "POST /interpreter/reset", h.interpreterReset)
+	h.handle(m, "GET /interpreter/status", h.interpreterStatus)
+	h.handle(m, "POST /node-interpreter/exec", h.budgeted(h.nodeExec)) // interpreter.go
+	h.handle(m, "POST /node-interpreter/reset", h.nodeReset)
+	h.handle(m, "GET /node-interpreter/status", h.nodeStatus)
+	h.handle(m, "POST /pty-exec", h.budgeted(h.ptyExec))                 // ptyexec.go
+	h.handle(m, "POST /browser/navigate", h.budgeted(h.browserNavigate)) // browser.go
+	h.handle(m, "POST /browser/exec", h.budgeted(h.browserExec))
+	h.handle(m, "POST /browser/screenshot", h.browserScreenshot)
+	h.handle(m, "POST /browser/close", h.browserClose)
 
-	h.handle("GET /pty", h.ptyAttach) // through handle: the token is checked before the upgrade
+	h.handle(m, "GET /pty", h.ptyAttach) // through handle: the token is checked before the upgrade
 
-	h.handle("POST /lsp/start", h.budgeted(h.lspStart))
-	h.handle("POST /lsp/{id}/open", h.lspOpen)
-	h.handle("POST /lsp/{id}/completion", h.budgeted(h.lspCompletion))
-	h.handle("POST /lsp/{id}/stop", h.lspStop)
+	h.handle(m, "POST /lsp/start", h.budgeted(h.lspStart))
+	h.handle(m, "POST /lsp/{id}/open", h.lspOpen)
+	h.handle(m, "POST /lsp/{id}/completion", h.budgeted(h.lspCompletion))
+	h.handle(m, "POST /lsp/{id}/stop", h.lspStop)
 
-	h.handle("GET /metrics", h.metricsText)
+	h.handle(m, "GET /metrics", h.metricsText)
 }
 
 // Close ends everything the handler started and keeps running between

@@ -66,11 +66,19 @@ type Handler struct {
 	workspace string
 	env       []string
 	auth      auth // the token, replaceable once by /claim (claim.go)
-	mux       *http.ServeMux
-	sess      *session // long-lived tools, budget and metrics; see process_routes.go
-	fsr       fsRoots  // the typed roots and who file work runs as; see resolve.go
-	jmu       sync.Mutex
-	jrn       *journal // the workspace's change journal, once the storage sync asked (journal.go)
+	// mux serves what a new sandbox's first requests need: /health (the
+	// driver's readiness wait) and POST /exec; every other request goes to
+	// full, the mux of every route, built by the first of them. Registering
+	// the ~45 patterns (their parsing, conflict checks and a runtime.Caller
+	// each) was ~26 of the ~440 page faults of a jail's start before its
+	// first exec answered (issue 27); a sandbox that only runs commands
+	// never pays them.
+	mux  *http.ServeMux
+	full func() *http.ServeMux
+	sess *session // long-lived tools, budget and metrics; see process_routes.go
+	fsr  fsRoots  // the typed roots and who file work runs as; see resolve.go
+	jmu  sync.Mutex
+	jrn  *journal // the workspace's change journal, once the storage sync asked (journal.go)
 	// newInotify makes the journal's inotify instance (journal_linux.go);
 	// a test stands in for a kernel that has none to give (EMFILE).
 	newInotify func() (int, error)
@@ -86,7 +94,7 @@ type Handler struct {
 
 // New returns a Handler for opts. It does no I/O.
 func New(opts Options) *Handler {
-	h := &Handler{opts: opts, log: opts.Log, workspace: opts.Workspace, env: opts.Env, mux: http.NewServeMux(), newInotify: newInotify}
+	h := &Handler{opts: opts, log: opts.Log, workspace: opts.Workspace, env: opts.Env, newInotify: newInotify}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -107,22 +115,35 @@ func New(opts Options) *Handler {
 	})
 	h.readBufs.New = func() any { b := make([]byte, readChunk); return &b }
 	h.auth.set(opts.Token)
-	h.routes()
+	h.newSession()
+	h.full = sync.OnceValue(h.routes)
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc("GET /health", h.health) // no auth: probes and the driver's readiness wait
+	h.mux.HandleFunc("POST /exec", h.handler(h.budgeted(h.exec)))
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { h.full().ServeHTTP(w, r) }) // sets r.Pattern again
+	if opts.Claimable {
+		// A warm pool's member starts ahead of any request, and its first
+		// request, the claim, is on a create's path: it pays now.
+		h.full()
+	}
 	return h
 }
 
-func (h *Handler) routes() {
-	h.mux.HandleFunc("GET /health", h.health) // no auth: probes and the driver's readiness wait
-	h.handle("POST /exec", h.budgeted(h.exec))
-	h.handle("GET /exec/interactive", h.budgeted(h.execInteractive)) // interactive.go
-	h.syncRoutes()                                                   // synctree.go: the storage sync's reads, never following links
-	h.fileRoutes()                                                   // files_routes.go: files, search, watch, raw and archive transfer
-	h.processRoutes()                                                // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
-	h.handle(previewPattern, h.preview)                              // preview.go: a port of the sandbox's network namespace
+// routes returns the mux of every route, the two of New's own mux among them.
+func (h *Handler) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /health", h.health)
+	h.handle(m, "POST /exec", h.budgeted(h.exec))
+	h.handle(m, "GET /exec/interactive", h.budgeted(h.execInteractive)) // interactive.go
+	h.syncRoutes(m)                                                     // synctree.go: the storage sync's reads, never following links
+	h.fileRoutes(m)                                                     // files_routes.go: files, search, watch, raw and archive transfer
+	h.processRoutes(m)                                                  // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
+	h.handle(m, previewPattern, h.preview)                              // preview.go: a port of the sandbox's network namespace
 	if h.opts.Claimable {
-		h.handle(claimPattern, h.claim) // claim.go: a warm-pool sidecar gets its sandbox's token
+		h.handle(m, claimPattern, h.claim) // claim.go: a warm-pool sidecar gets its sandbox's token
 	}
-	h.handle("/", h.notFound)
+	h.handle(m, "/", h.notFound)
+	return m
 }
 
 // ServeHTTP gives the request an id (the control plane's, or a new one),
@@ -164,17 +185,21 @@ func (h *Handler) health(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) error {
-	if e := apihttp.MethodNotAllowed(w, r, h.mux, "/"); e != nil {
+	if e := apihttp.MethodNotAllowed(w, r, h.full(), "/"); e != nil {
 		return e
 	}
 	return api.Errorf(http.StatusNotFound, api.CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
 }
 
-// handle registers an authenticated, error-returning handler. An *api.Error
-// is sent as is; any other error is logged and becomes a bare 500 so
-// internals never reach the client.
-func (h *Handler) handle(pattern string, fn func(http.ResponseWriter, *http.Request) error) {
-	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+// handle registers on m an authenticated, error-returning handler (handler).
+func (h *Handler) handle(m *http.ServeMux, pattern string, fn func(http.ResponseWriter, *http.Request) error) {
+	m.HandleFunc(pattern, h.handler(fn))
+}
+
+// handler is fn authenticated. An *api.Error is sent as is; any other error
+// is logged and becomes a bare 500 so internals never reach the client.
+func (h *Handler) handler(fn func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		err := h.authorize(r)
 		if err == nil {
 			err = fn(w, r)
@@ -182,7 +207,7 @@ func (h *Handler) handle(pattern string, fn func(http.ResponseWriter, *http.Requ
 		if err != nil {
 			h.writeError(w, r, err)
 		}
-	})
+	}
 }
 
 // authorize fails closed: without a configured token nothing but /health

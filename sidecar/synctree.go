@@ -27,9 +27,9 @@ import (
 const maxTreeEntries = 200000
 
 // syncRoutes registers the storage sync's routes.
-func (h *Handler) syncRoutes() {
-	h.handle("GET /files/tree", h.tree)
-	h.handle("POST /files/bundle", h.bundle)
+func (h *Handler) syncRoutes(m *http.ServeMux) {
+	h.handle(m, "GET /files/tree", h.tree)
+	h.handle(m, "POST /files/bundle", h.bundle)
 }
 
 // tree lists the regular files and links under ?path=, skipping

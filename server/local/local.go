@@ -324,12 +324,8 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 	if !ok {
 		return model.Endpoint{}, fmt.Errorf("create sandbox: unknown size %q", spec.Size)
 	}
-	// A warm member has no egress socket, which must exist before the
-	// sidecar starts (it looks once); one with egress starts cold.
-	if spec.Egress == nil {
-		if ep, handled, err := d.claimWarm(ctx, spec); handled {
-			return ep, err // tracked by claimWarm
-		}
+	if ep, handled, err := d.ClaimWarm(ctx, spec); handled {
+		return ep, err // tracked by claimWarm
 	}
 	dir := d.sandboxDir(spec.ID)
 	p, ready, err := d.takePrepared(ctx, spec, dir)
@@ -368,7 +364,7 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w%s", spec.ID, err, logTail(dir))
 	}
 	d.log.Debug("sandbox created", "id", spec.ID)
-	d.track(spec.ID)
+	d.trackClaimed(spec.ID, p.disksOpen)
 	return ep, nil
 }
 
@@ -403,6 +399,9 @@ type prepared struct {
 	js    jail.Spec
 	st    state
 	lease *idrange.Lease
+	// disksOpen: the prepared pool opened and flushed the disk ahead, and
+	// the sandbox holds it already (moveDisks), so track need not.
+	disksOpen bool
 }
 
 // prepare makes the sandbox's host side: its host id range, directories,

@@ -289,6 +289,23 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 	return name, nil
 }
 
+// ClaimWarm implements model.WarmClaimer: spec's sandbox from the warm
+// pool, if a member fits and is ready.
+func (d *Driver) ClaimWarm(ctx context.Context, spec model.Spec) (model.Endpoint, bool, error) {
+	if !validID.MatchString(spec.ID) {
+		return model.Endpoint{}, false, nil // Create refuses it
+	}
+	if _, ok := d.limits(spec.Size); !ok {
+		return model.Endpoint{}, false, nil
+	}
+	// A warm member has no egress socket, which must exist before the
+	// sidecar starts (it looks once); one with egress starts cold.
+	if spec.Egress != nil {
+		return model.Endpoint{}, false, nil
+	}
+	return d.claimWarm(ctx, spec)
+}
+
 // claimWarm makes spec's sandbox out of a pool member if one fits and is
 // ready. handled false means the caller must start the sandbox cold; a
 // member that fails to be claimed is deleted and does not fail the create.

@@ -159,6 +159,10 @@ func (d *Driver) prepareSlot() (_ preparedSlot, err error) {
 		}
 		return preparedSlot{}, err
 	}
+	// The first open of the disk, and its syncfs (2.4-5.5 ms on the
+	// request path of every cold create, issue 27): made here, handed over
+	// by takePrepared (moveDisks) as a warm member's are by its claim.
+	d.openDisksIn(name, dir)
 	return preparedSlot{name: name, p: p}, nil
 }
 
@@ -193,6 +197,7 @@ func (d *Driver) takePrepared(ctx context.Context, spec model.Spec, dir string) 
 		return p, false, nil
 	}
 	p = slot.p
+	p.disksOpen = d.moveDisks(slot.name, spec.ID, dir)
 	p.js.RunDir = filepath.Join(dir, "run")
 	if p.js.Workspace != "" {
 		mnt := filepath.Join(dir, diskMount)

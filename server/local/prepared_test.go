@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/google/go-cmp/cmp"
 )
 
 // waitPrepared waits until the prepared pool holds n slots.
@@ -89,5 +90,57 @@ func TestPreparedPool(t *testing.T) {
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	if strings.Contains(string(mounts), stateDir) {
 		t.Errorf("mounts under the state dir outlived Shutdown:\n%s", mounts)
+	}
+}
+
+// TestPreparedPoolDisks: a prepared slot's disk is opened (and flushed)
+// when the slot is made, and the create that takes it holds that file
+// under its own id, so Create no longer opens and syncfs's the disk on
+// its request path (issue 27); SyncDisk works on it and Delete closes it.
+func TestPreparedPoolDisks(t *testing.T) {
+	t.Parallel()
+	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Prepared: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Shutdown(context.Background()) })
+	if d.storage != StorageLoop {
+		t.Fatalf("storage %v, want loop disks (tests run as root)", d.storage)
+	}
+	waitPrepared(t, d, 1)
+	d.prepared.mu.Lock()
+	slot := d.prepared.ready[0].name
+	d.prepared.mu.Unlock()
+	handles := func(id string) []string {
+		d.disks.mu.Lock()
+		defer d.disks.mu.Unlock()
+		var names []string
+		for _, f := range d.disks.files[id] {
+			names = append(names, f.Name())
+		}
+		return names
+	}
+	if diff := cmp.Diff([]string{filepath.Join(d.poolDir(), slot, diskMount)}, handles(slot)); diff != "" {
+		t.Fatalf("disk files of the ready slot (-want +got):\n%s", diff)
+	}
+
+	ep := create(t, d, "prep")
+	if got := handles(slot); got != nil {
+		t.Errorf("the slot's files after the create: %q, want none", got)
+	}
+	if diff := cmp.Diff([]string{filepath.Join(d.sandboxDir("prep"), diskMount)}, handles("prep")); diff != "" {
+		t.Errorf("disk files of the created sandbox (-want +got):\n%s", diff)
+	}
+	if res := run(t, ep, "echo x > /workspace/f"); res.ExitCode != 0 {
+		t.Fatalf("write: %+v", res)
+	}
+	if err := d.SyncDisk(t.Context(), "prep"); err != nil {
+		t.Errorf("SyncDisk of the created sandbox: %v", err)
+	}
+	if err := d.Delete(t.Context(), "prep"); err != nil {
+		t.Fatal(err)
+	}
+	if got := handles("prep"); got != nil {
+		t.Errorf("disk files after Delete: %q, want none", got)
 	}
 }

@@ -22,7 +22,10 @@ import (
 //
 //   - before an operation that wrote is acknowledged, the server asks
 //     SyncDisk, which flushes the sandbox's filesystems (syncfs) and
-//     reports a write-back error as ErrInsufficientStorage (507);
+//     reports a write-back error as ErrInsufficientStorage (507); the
+//     file routes whose sidecar fsynced what they wrote before answering
+//     are not flushed again (server/proxy, flushed), and a failed one is
+//     flushed to tell a full host from another failure;
 //   - the storage watch freezes running sandboxes while the host's free
 //     space is below half the watermark, so they stop writing into a
 //     disk that cannot take it, and thaws them once it is back above.

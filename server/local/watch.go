@@ -272,9 +272,9 @@ func (d *Driver) watchExisting() {
 // counts it.
 func (d *Driver) track(id string) { d.trackClaimed(id, false) }
 
-// trackClaimed is track for a sandbox claimed from the warm pool; opened
-// says whether its disks were opened when the member was started
-// (moveDisks).
+// trackClaimed is track for a sandbox claimed from the warm pool or made
+// from a prepared slot; opened says whether its disks were opened when the
+// member was started or the slot made (moveDisks).
 func (d *Driver) trackClaimed(id string, opened bool) {
 	d.watchSandbox(id)
 	if !opened {

@@ -233,6 +233,19 @@ type PauseDriver interface {
 	PauseModes() map[string]string
 }
 
+// A WarmClaimer hands out a sandbox from sandboxes it started ahead of
+// need (a warm pool), when one fits spec and is ready; ok false means none
+// was (nothing happened, and the caller creates the sandbox with Create).
+// ok true with an error means the claim failed and left nothing behind.
+//
+// The control plane records a claimed sandbox after the claim, in one
+// write (its row, already active with the endpoint): a crash between the
+// claim and the write leaves a sandbox no row claims, which Reconcile
+// deletes, as it does a crash mid-Create's.
+type WarmClaimer interface {
+	ClaimWarm(ctx context.Context, spec Spec) (ep Endpoint, ok bool, err error)
+}
+
 // An EndpointDriver reports how a sandbox's sidecar is reached now. The
 // control plane asks after a resume, which may have moved it (the kube
 // driver starts a filesystem-paused sandbox's pod again, at a new address).

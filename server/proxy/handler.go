@@ -107,6 +107,14 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 			}
 		}
 		// Audited: the end of the answer waits for the entry (server/internal/hold).
+		// Reads too (a download, a view, a grep), though they change
+		// nothing: docs/audit.md gives every operation on a sandbox that
+		// succeeded an entry and fails closed (an operation whose entry
+		// could not be committed is answered 503 audit_unavailable), and a
+		// read is what the log shows left the sandbox. Answered before its
+		// commit, a read's entry would be lost by a crash after the caller
+		// had the bytes. The group commit shares the fsync among the
+		// entries answered together (issue 27).
 		hw := hold.NewTail(out)
 		err = s.Forward(hw, r, sb, c)
 		if errors.Is(err, sidecar.ErrStreamBroken) {
@@ -129,7 +137,7 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 			x.upBytes = up.N
 		}
 		var syncErr error
-		if rt.flags&writes != 0 {
+		if rt.flags&writes != 0 && rt.flags&flushed == 0 {
 			syncErr = s.d.SyncDisk(r.Context(), sb, strings.ReplaceAll(rt.op, "_", " "))
 		}
 		var detail map[string]any

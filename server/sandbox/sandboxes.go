@@ -126,6 +126,13 @@ func (s *Service) createSandbox(w http.ResponseWriter, r *http.Request) error {
 // sandboxes at once (limits.go), then creates them in parallel. It is all
 // or nothing: if one fails, the others are torn down and removed.
 func (s *Service) startSandboxes(ctx context.Context, acct *model.Account, p createParams) ([]*model.Sandbox, error) {
+	if sb, ok, err := s.startWarm(ctx, acct, p); ok {
+		if err != nil {
+			return nil, err
+		}
+		s.emit(ctx, sb.AccountID, api.EventSandboxCreated, sandboxEvent(sb))
+		return []*model.Sandbox{sb}, nil
+	}
 	recs := make([]*model.Sandbox, p.count)
 	for i := range recs {
 		recs[i] = s.newSandboxRecord(acct, p)

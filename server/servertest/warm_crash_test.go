@@ -1,0 +1,129 @@
+package servertest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/local"
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/servertest"
+)
+
+// TestWarmCreateCrash: a create served from the warm pool records its
+// sandbox in one write, after the claim (server/sandbox/warm.go). A
+// control plane killed at either side of that write restarts into a
+// consistent state, on SQLite and on Postgres:
+//
+//   - killed after the claim, before the write: the claimed sandbox has no
+//     row; the restart's reconciliation deletes it (no jail, no directory,
+//     no row), as it deleted the "creating" row and its sandbox that a
+//     crash between the two writes of a create used to leave;
+//   - killed after the write, before the answer: the row is active with
+//     the endpoint, and the restart adopts the sandbox, which answers.
+func TestWarmCreateCrash(t *testing.T) {
+	needRoot(t)
+	stores := []struct {
+		name string
+		dsn  func(t *testing.T) string
+	}{
+		{"sqlite", func(*testing.T) string { return "" }},
+		{"postgres", func(t *testing.T) string { return servertest.PostgresDSN(t) }},
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			opts := []servertest.Option{servertest.WithDriverConfig(func(c *local.Config) { c.WarmPool = 1 })}
+			if st.name != "sqlite" {
+				dsn := st.dsn(t)
+				if dsn == "" {
+					t.Skipf("%s is not set", servertest.PostgresEnv)
+				}
+				opts = append(opts, servertest.WithDSN(dsn))
+			}
+			testWarmCreateCrash(t, servertest.New(t, opts...))
+		})
+	}
+}
+
+func testWarmCreateCrash(t *testing.T, s *servertest.Server) {
+	ctx := context.Background()
+	// Killed after the claim, before the write: what the create handler
+	// has done by then is the claim alone.
+	waitWarm(t, s)
+	claimed := model.NewID()
+	if _, ok, err := s.Driver.ClaimWarm(ctx, model.Spec{ID: claimed}); !ok || err != nil {
+		t.Fatalf("ClaimWarm = %v, %v; want a member claimed", ok, err)
+	}
+	// Killed after the write: a create served from the pool, answered.
+	waitWarm(t, s)
+	member := poolPID(t, s)
+	sb, err := client.New(s.BaseURL, s.APIKey).CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid := jailState(t, s, sb.ID).PID; pid != member {
+		t.Fatalf("sandbox runs as pid %d, the pool's member was %d: not served from the pool", pid, member)
+	}
+
+	s.Restart(t)
+
+	if _, err := os.Stat(filepath.Join(s.StateDir, "sandboxes", claimed)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sandbox claimed without a row is still on disk after the restart (%v)", err)
+	}
+	observed, err := s.Driver.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range observed {
+		if o.ID == claimed {
+			t.Errorf("the driver still has the sandbox claimed without a row: %+v", o)
+		}
+	}
+	if _, err := s.Store.Sandbox(ctx, s.Account.ID, claimed); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("row of the sandbox claimed without a write: %v, want none", err)
+	}
+	row, err := s.Store.Sandbox(ctx, s.Account.ID, sb.ID)
+	if err != nil || row.Status != api.StatusActive || row.Endpoint.Address == "" {
+		t.Fatalf("row of the created sandbox after the restart: %+v, %v; want active with its endpoint", row, err)
+	}
+	res, err := client.New(s.BaseURL, s.APIKey).Exec(ctx, sb.ID, api.ExecRequest{Command: "echo adopted"})
+	if err != nil || res.ExitCode != 0 || res.Stdout != "adopted\n" {
+		t.Errorf("exec in the adopted sandbox: %+v, %v", res, err)
+	}
+}
+
+// waitWarm waits for the pool's one member to be ready.
+func waitWarm(t *testing.T, s *servertest.Server) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); s.Driver.WarmReady() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the warm pool did not fill within a minute")
+		}
+	}
+}
+
+// poolPID is the jail pid of the pool's one ready member.
+func poolPID(t *testing.T, s *servertest.Server) int {
+	t.Helper()
+	states, err := filepath.Glob(filepath.Join(s.StateDir, "pool", "*", "state.json"))
+	if err != nil || len(states) != 1 {
+		t.Fatalf("pool members' state files: %v, %v; want one", states, err)
+	}
+	b, err := os.ReadFile(states[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.PID
+}

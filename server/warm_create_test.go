@@ -1,0 +1,154 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// warmDriver is the fake driver with a warm pool of ready members
+// (model.WarmClaimer).
+type warmDriver struct {
+	*fakeDriver
+	ep     func() model.Endpoint
+	mu     sync.Mutex
+	ready  int
+	claims []string
+}
+
+func (d *warmDriver) ClaimWarm(_ context.Context, spec model.Spec) (model.Endpoint, bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ready == 0 {
+		return model.Endpoint{}, false, nil
+	}
+	d.ready--
+	d.claims = append(d.claims, spec.ID)
+	return d.ep(), true, nil
+}
+
+// writeCountingStore records the sandbox writes of each create: the
+// statuses of the rows a reservation inserts, and every update.
+type writeCountingStore struct {
+	model.Store
+	mu       sync.Mutex
+	reserved []string // status of each row reserved, in order
+	updates  int
+	fail     error // the next reservation's answer, once
+}
+
+func (s *writeCountingStore) ReserveSandboxes(ctx context.Context, accountID string, since, now time.Time, check func(model.Usage) error, sbs []*model.Sandbox) error {
+	s.mu.Lock()
+	for _, sb := range sbs {
+		s.reserved = append(s.reserved, sb.Status)
+	}
+	fail := s.fail
+	s.fail = nil
+	s.mu.Unlock()
+	if fail != nil {
+		return fail
+	}
+	return s.Store.ReserveSandboxes(ctx, accountID, since, now, check, sbs)
+}
+
+func (s *writeCountingStore) UpdateSandbox(ctx context.Context, id string, fn func(*model.Sandbox) error) (*model.Sandbox, error) {
+	s.mu.Lock()
+	s.updates++
+	s.mu.Unlock()
+	return s.Store.UpdateSandbox(ctx, id, fn)
+}
+
+func (s *writeCountingStore) take() (reserved []string, updates int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reserved, updates = s.reserved, s.updates
+	s.reserved, s.updates = nil, 0
+	return reserved, updates
+}
+
+// TestWarmCreateOneWrite: a sandbox claimed from the driver's warm pool is
+// recorded in one write, its row inserted active with its endpoint by the
+// reservation (no "creating" row, no update); a create the pool cannot
+// serve writes twice as before; a create the limits refuse takes no
+// member; and a reservation that fails after the claim (here: a label
+// taken meanwhile) deletes the claimed sandbox and leaves no row.
+func TestWarmCreateOneWrite(t *testing.T) {
+	st := &writeCountingStore{Store: openStore(t, t.TempDir())}
+	var wd *warmDriver
+	e := newEnvWithDriver(t, server.Config{}, st, func(f *fakeDriver) model.Driver {
+		wd = &warmDriver{fakeDriver: f, ready: 1}
+		return wd
+	})
+	wd.ep = e.Sidecar.Endpoint
+	ctx := context.Background()
+
+	warm := e.create(e.KeyA, api.CreateSandboxRequest{Label: "warm"})
+	reserved, updates := st.take()
+	if !slices.Equal(wd.claims, []string{warm.ID}) || len(e.Driver.created) != 0 {
+		t.Fatalf("claims %v, creates %d: want the one create claimed", wd.claims, len(e.Driver.created))
+	}
+	if !slices.Equal(reserved, []string{api.StatusActive}) || updates != 0 {
+		t.Errorf("warm create wrote rows %v and %d updates; want one active row, no update", reserved, updates)
+	}
+	row, err := e.Store.Sandbox(ctx, e.AcctA.ID, warm.ID)
+	if err != nil || row.Status != api.StatusActive || row.Endpoint.Address != e.Sidecar.Endpoint().Address {
+		t.Fatalf("row of the warm sandbox: %+v, %v", row, err)
+	}
+	if warm.Status != api.StatusActive || !warm.CreatedAt.Equal(row.CreatedAt) || !warm.ExpiresAt.Equal(row.ExpiresAt) {
+		t.Errorf("answer %+v, row %+v: want the row as stored", warm, row)
+	}
+	e.exec(e.KeyA, warm.ID, "true")
+
+	// The pool is empty: a cold create, two writes as before.
+	cold := e.create(e.KeyA, api.CreateSandboxRequest{})
+	reserved, updates = st.take()
+	if !slices.Equal(reserved, []string{model.StatusCreating}) || updates != 1 {
+		t.Errorf("cold create wrote rows %v and %d updates; want one creating row, one update", reserved, updates)
+	}
+
+	// Refused by the limits (the label is taken): no member taken.
+	wd.mu.Lock()
+	wd.ready = 1
+	wd.mu.Unlock()
+	resp, body := e.do("POST", "/v1/sandboxes", e.KeyA, api.CreateSandboxRequest{Label: "warm"})
+	if resp.StatusCode == http.StatusCreated {
+		t.Fatalf("a second sandbox labelled warm was created: %s", body)
+	}
+	if len(wd.claims) != 1 {
+		t.Errorf("a refused create claimed a member: %v", wd.claims)
+	}
+
+	// The limits pass the read but not the reservation (another create
+	// took the last slot meanwhile): the claimed sandbox is deleted and
+	// no row is left.
+	st.mu.Lock()
+	st.fail = &api.Error{Status: http.StatusTooManyRequests, Code: api.CodeRateLimited, Message: "raced"}
+	st.mu.Unlock()
+	resp, body = e.do("POST", "/v1/sandboxes", e.KeyA, api.CreateSandboxRequest{})
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("create whose reservation fails: %d %s, want 429", resp.StatusCode, body)
+	}
+	if len(wd.claims) != 2 {
+		t.Fatalf("claims %v: want the second claimed", wd.claims)
+	}
+	raced := wd.claims[1]
+	e.Driver.mu.Lock()
+	deleted := slices.Contains(e.Driver.deleted, raced)
+	e.Driver.mu.Unlock()
+	if !deleted {
+		t.Errorf("the sandbox claimed for a refused reservation was not deleted")
+	}
+	if _, err := e.Store.Sandbox(ctx, e.AcctA.ID, raced); err == nil {
+		t.Errorf("a row is left for the refused sandbox %s", raced)
+	}
+	if _, err := e.Store.Sandbox(ctx, e.AcctA.ID, cold.ID); err != nil {
+		t.Errorf("cold sandbox: %v", err)
+	}
+}
