@@ -206,7 +206,16 @@ type threadTrimmer struct {
 	max   int
 	trim  *time.Timer
 	freed bool // no request ended since the heap was last returned
+	tries int  // trims since the last request or wake that left threads over max
 }
+
+// trimTries is how many times in a row the sidecar trims when threads
+// stay over max: an ending thread hands its P to an idle thread, and when
+// the only other one is blocked in the netpoller rather than idle, the
+// runtime starts a new one in its place and TrimThreads gains nothing
+// (jail.TrimThreads stops on that). A while later the netpoller's thread
+// has run the timer and the other one idles, so a later trim gains.
+const trimTries = 5
 
 func newThreadTrimmer(max int) *threadTrimmer {
 	t := &threadTrimmer{max: max}
@@ -217,10 +226,14 @@ func newThreadTrimmer(max int) *threadTrimmer {
 // run trims the threads and, if a request ended (or the sidecar started)
 // since it last did, returns the heap's free pages.
 func (t *threadTrimmer) run() {
-	_, _ = jail.TrimThreads(t.max)
+	n, err := jail.TrimThreads(t.max)
 	t.mu.Lock()
 	free := !t.freed
 	t.freed = true
+	if err == nil && n > t.max && t.tries < trimTries {
+		t.tries++
+		t.trim.Reset(trimAfterWake)
+	}
 	t.mu.Unlock()
 	if free && heapWorthFreeing() {
 		debug.FreeOSMemory()
@@ -256,6 +269,7 @@ func heapWorthFreeing() bool {
 // after makes the next trim happen after d.
 func (t *threadTrimmer) after(d time.Duration) {
 	t.mu.Lock()
+	t.tries = 0
 	t.trim.Reset(d)
 	t.mu.Unlock()
 }
@@ -266,6 +280,7 @@ func (t *threadTrimmer) connState(_ net.Conn, state http.ConnState) {
 	if state == http.StateIdle || state == http.StateClosed {
 		t.mu.Lock()
 		t.freed = false
+		t.tries = 0
 		t.trim.Reset(trimDelay)
 		t.mu.Unlock()
 	}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -69,7 +70,9 @@ func benchFirstExec(b *testing.B, d *Driver, prepared int) {
 // BenchmarkSidecarExec is an exec round trip at the driver's edge (issue
 // 27, acceptance 2): `true` run by a jail's sidecar over one kept-alive
 // connection, as the control plane's cached client sends it, without the
-// control plane. spawn is F of `boxkite bench` in the same process: a
+// control plane; sidecar-transport sends it with net/http's Transport, as
+// that client did before it carried small requests itself (session 7's
+// leanTransport). spawn is F of `boxkite bench` in the same process: a
 // bare spawn of /bin/true. sidecar-uname runs a program that is no shell
 // builtin. sidecar-idle is `true` after 1.5 s without a request (past the
 // sidecar's thread trim), what `boxkite bench` sees between sandboxes; its
@@ -95,7 +98,13 @@ func BenchmarkSidecarExec(b *testing.B) {
 	for _, bc := range []struct {
 		name, command string
 		idle          time.Duration
-	}{{"sidecar", "true", 0}, {"sidecar-uname", "uname", 0}, {"sidecar-idle", "true", 1500 * time.Millisecond}} {
+		transport     bool // net/http's Transport, not the control plane's client
+	}{
+		{"sidecar", "true", 0, false},
+		{"sidecar-transport", "true", 0, true},
+		{"sidecar-uname", "uname", 0, false},
+		{"sidecar-idle", "true", 1500 * time.Millisecond, false},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
 			d, err := New(Config{StateDir: b.TempDir(), SidecarPath: sidecarBin})
 			if err != nil {
@@ -110,9 +119,15 @@ func BenchmarkSidecarExec(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, "unix", ep.Address)
-			}}}
+			c, err := sidecar.NewClients().Client("rtt", ep)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if bc.transport {
+				c = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+					return (&net.Dialer{}).DialContext(ctx, "unix", ep.Address)
+				}}}
+			}
 			runWith(b, c, ep, bc.command) // the connection made and the sidecar's first-request work done
 			// Counted around each exec when idle (the trim and the reaper's
 			// wakes in between are not the exec's), else around the loop.

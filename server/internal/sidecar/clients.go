@@ -16,9 +16,12 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-// sidecarClients caches one HTTP client per sandbox, so requests reuse
+// Clients caches one HTTP client per sandbox, so requests reuse
 // connections to the sidecar (a unix socket dial per exec would cost more
-// than the exec itself).
+// than the exec itself). A local endpoint's client (no TLS) carries small
+// requests on the caller's goroutine (leanTransport), the rest with
+// net/http's Transport; a TLS endpoint's (the kube driver's) has the
+// Transport alone.
 type Clients struct {
 	mu sync.Mutex
 	m  map[string]*sidecarClient
@@ -58,6 +61,23 @@ func (c *Clients) Client(id string, ep model.Endpoint) (*http.Client, error) {
 	return sc.client, nil
 }
 
+// Open dials a connection to the sandbox's sidecar ahead of its first
+// request and keeps it idle for that request, so the request does not pay
+// the dial (a warm pool member's, say). A no-op for an endpoint whose
+// client keeps net/http's Transport (the kube driver's TLS endpoints).
+func (c *Clients) Open(ctx context.Context, id string, ep model.Endpoint) error {
+	cl, err := c.Client(id, ep)
+	if err != nil {
+		return err
+	}
+	if t, ok := cl.Transport.(*leanTransport); ok {
+		if err := t.open(ctx); err != nil {
+			return fmt.Errorf("dial sidecar: %w", err)
+		}
+	}
+	return nil
+}
+
 // Forget drops the sandbox's client and closes its idle connections.
 func (c *Clients) Forget(id string) {
 	c.mu.Lock()
@@ -75,7 +95,7 @@ func (c *Clients) Forget(id string) {
 // every request, streams and WebSocket upgrades included, stays plain
 // http:// to the code above. A tcp endpoint without one is plain HTTP
 // (tests use it).
-func sidecarTransport(ep model.Endpoint) (*http.Transport, error) {
+func sidecarTransport(ep model.Endpoint) (http.RoundTripper, error) {
 	switch ep.Network {
 	case "unix", "tcp":
 	default:
@@ -92,7 +112,7 @@ func sidecarTransport(ep model.Endpoint) (*http.Transport, error) {
 		}
 	}
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	return &http.Transport{
+	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			if ep.Network == "unix" {
 				return unixsock.Dial(ctx, dialer, ep.Address)
@@ -113,5 +133,19 @@ func sidecarTransport(ep model.Endpoint) (*http.Transport, error) {
 		IdleConnTimeout:     90 * time.Second,
 		// Sidecar output is sent as it is produced; gzip would hold it back.
 		DisableCompression: true,
+	}
+	if pin != nil {
+		return tr, nil // the kube driver's: see leanTransport
+	}
+	// The local driver's unix sockets, and the plain TCP of tests, whose
+	// fake sidecars thereby exercise the same client as the real ones.
+	return &leanTransport{
+		dial: func(ctx context.Context) (net.Conn, error) {
+			if ep.Network == "unix" {
+				return unixsock.Dial(ctx, dialer, ep.Address)
+			}
+			return dialer.DialContext(ctx, ep.Network, ep.Address)
+		},
+		fallback: tr,
 	}, nil
 }
