@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // leanServer serves h on a unix socket and returns a leanTransport to it,
@@ -318,4 +320,52 @@ func FuzzLeanTransportAnswer(f *testing.F) {
 			t.Errorf("pooled a connection with %d bytes unread, Close=%v", pooled.br.Buffered(), resp.Close)
 		}
 	})
+}
+
+// TestClientsOpen: a connection opened ahead (a warm pool member's) is the
+// one the first request uses.
+func TestClientsOpen(t *testing.T) {
+	var conns atomic.Int64
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		},
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	cs := NewClients()
+	t.Cleanup(func() { cs.Forget("sb") })
+	ep := model.Endpoint{Network: "tcp", Address: ln.Addr().String(), Token: "t"}
+	if err := cs.Open(context.Background(), "sb", ep); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cs.Client("sb", ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := cl.Transport.(*leanTransport)
+	tr.mu.Lock()
+	idle := len(tr.idle)
+	tr.mu.Unlock()
+	if idle != 1 {
+		t.Fatalf("%d idle connections after Open, want 1", idle)
+	}
+	for range 3 {
+		resp, err := cl.Post("http://sidecar/exec", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("the server saw %d connections, want the one opened ahead", n)
+	}
 }
