@@ -56,8 +56,15 @@ func (d *Driver) ReopenEgress(_ context.Context, id string, serve func(net.Liste
 // Release stops serving every egress socket this Driver holds, leaving
 // the sandboxes running, as the driver's process exiting would: a new
 // Driver on the same StateDir takes them over and a server adopting them
-// reopens their egress (ReopenEgress).
+// reopens their egress (ReopenEgress). The pools stop filling too, so no
+// member started after the new Driver cleared the pool outlives both.
 func (d *Driver) Release() {
+	if d.pool != nil {
+		d.pool.halt()
+	}
+	if d.prepared != nil {
+		d.prepared.halt()
+	}
 	d.egress.CloseAll()
 	d.releaseHandles()
 }

@@ -59,6 +59,14 @@ func (f *filler[T]) stop(ctx context.Context, what string, remove func(context.C
 	return errors.Join(errs...)
 }
 
+// halt ends the filler and waits for it, deleting nothing: what the
+// driver's process dying does to the pool (Driver.Release). The members
+// made so far stay on disk, for the next driver's clearPool.
+func (f *filler[T]) halt() {
+	f.cancel()
+	<-f.done
+}
+
 // idle waits until a member is taken (wake) and reports false once ctx
 // ended instead.
 func (f *filler[T]) idle(ctx context.Context) bool {

@@ -304,6 +304,42 @@ func TestWarmPoolCleanup(t *testing.T) {
 	}
 }
 
+// TestReleaseStopsPools: Release stops both pools filling, as the
+// process dying would, and deletes nothing; before, a member the old
+// driver started after the new one cleared the pool outlived both.
+func TestReleaseStopsPools(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old, err := New(Config{StateDir: dir, SidecarPath: sidecarBin, WarmPool: 1, Prepared: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	members := waitPool(t, old, 1)
+	if _, ok, err := old.ClaimWarm(t.Context(), model.Spec{ID: "taken"}); !ok || err != nil {
+		t.Fatalf("ClaimWarm = %v, %v", ok, err)
+	}
+	old.Release() // the pool is refilling now
+	for name, done := range map[string]chan struct{}{"warm": old.pool.done, "prepared": old.prepared.done} {
+		select {
+		case <-done:
+		default:
+			t.Errorf("the %s pool still fills after Release", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(old.poolDir(), members[0])); err == nil {
+		t.Errorf("claimed member %s is still in the pool directory", members[0])
+	}
+
+	d := newPoolDriver(t, dir, 0) // clears what the old driver's pools left
+	entries, err := os.ReadDir(d.poolDir())
+	if err != nil || len(entries) != 0 {
+		t.Errorf("pool dir after a new driver: %v, %v; want empty", entries, err)
+	}
+	if err := d.Delete(t.Context(), "taken"); err != nil {
+		t.Errorf("delete the claimed sandbox: %v", err)
+	}
+}
+
 // BenchmarkWarmCreate reports what Create takes when it claims a pool
 // member (claim-ms/op); each round waits for the pool to refill first.
 func BenchmarkWarmCreate(b *testing.B) {
