@@ -386,36 +386,44 @@ func TestWarmPoolDisks(t *testing.T) {
 		t.Fatalf("storage %v, want loop disks (tests run as root)", d.storage)
 	}
 	member := waitPool(t, d, 1)[0]
-	handles := func(id string) []string {
+	testDiskHandedOver(t, d, member, "warm")
+}
+
+// testDiskHandedOver checks that the ready pool entry from (a warm member
+// or a prepared slot) holds its disk open, that creating id hands that
+// file over to the sandbox, and that SyncDisk and Delete work on it.
+func testDiskHandedOver(t *testing.T, d *Driver, from, id string) {
+	t.Helper()
+	handles := func(name string) []string {
 		d.disks.mu.Lock()
 		defer d.disks.mu.Unlock()
 		var names []string
-		for _, f := range d.disks.files[id] {
+		for _, f := range d.disks.files[name] {
 			names = append(names, f.Name())
 		}
 		return names
 	}
-	if diff := cmp.Diff([]string{filepath.Join(d.poolDir(), member, diskMount)}, handles(member)); diff != "" {
-		t.Fatalf("disk files of the ready member (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{filepath.Join(d.poolDir(), from, diskMount)}, handles(from)); diff != "" {
+		t.Fatalf("disk files of pool entry %s (-want +got):\n%s", from, diff)
 	}
 
-	ep := create(t, d, "warm")
-	if got := handles(member); got != nil {
-		t.Errorf("the member's files after the claim: %q, want none", got)
+	ep := create(t, d, id)
+	if got := handles(from); got != nil {
+		t.Errorf("pool entry %s's files after the create: %q, want none", from, got)
 	}
-	if diff := cmp.Diff([]string{filepath.Join(d.sandboxDir("warm"), diskMount)}, handles("warm")); diff != "" {
-		t.Errorf("disk files of the claimed sandbox (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{filepath.Join(d.sandboxDir(id), diskMount)}, handles(id)); diff != "" {
+		t.Errorf("disk files of the created sandbox (-want +got):\n%s", diff)
 	}
 	if res := run(t, ep, "echo x > /workspace/f"); res.ExitCode != 0 {
 		t.Fatalf("write: %+v", res)
 	}
-	if err := d.SyncDisk(t.Context(), "warm"); err != nil {
-		t.Errorf("SyncDisk of the claimed sandbox: %v", err)
+	if err := d.SyncDisk(t.Context(), id); err != nil {
+		t.Errorf("SyncDisk of the created sandbox: %v", err)
 	}
-	if err := d.Delete(t.Context(), "warm"); err != nil {
+	if err := d.Delete(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	if got := handles("warm"); got != nil {
+	if got := handles(id); got != nil {
 		t.Errorf("disk files after Delete: %q, want none", got)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server/model"
-	"github.com/google/go-cmp/cmp"
 )
 
 // waitPrepared waits until the prepared pool holds n slots.
@@ -111,36 +110,5 @@ func TestPreparedPoolDisks(t *testing.T) {
 	d.prepared.mu.Lock()
 	slot := d.prepared.ready[0].name
 	d.prepared.mu.Unlock()
-	handles := func(id string) []string {
-		d.disks.mu.Lock()
-		defer d.disks.mu.Unlock()
-		var names []string
-		for _, f := range d.disks.files[id] {
-			names = append(names, f.Name())
-		}
-		return names
-	}
-	if diff := cmp.Diff([]string{filepath.Join(d.poolDir(), slot, diskMount)}, handles(slot)); diff != "" {
-		t.Fatalf("disk files of the ready slot (-want +got):\n%s", diff)
-	}
-
-	ep := create(t, d, "prep")
-	if got := handles(slot); got != nil {
-		t.Errorf("the slot's files after the create: %q, want none", got)
-	}
-	if diff := cmp.Diff([]string{filepath.Join(d.sandboxDir("prep"), diskMount)}, handles("prep")); diff != "" {
-		t.Errorf("disk files of the created sandbox (-want +got):\n%s", diff)
-	}
-	if res := run(t, ep, "echo x > /workspace/f"); res.ExitCode != 0 {
-		t.Fatalf("write: %+v", res)
-	}
-	if err := d.SyncDisk(t.Context(), "prep"); err != nil {
-		t.Errorf("SyncDisk of the created sandbox: %v", err)
-	}
-	if err := d.Delete(t.Context(), "prep"); err != nil {
-		t.Fatal(err)
-	}
-	if got := handles("prep"); got != nil {
-		t.Errorf("disk files after Delete: %q, want none", got)
-	}
+	testDiskHandedOver(t, d, slot, "prep")
 }
