@@ -112,7 +112,7 @@ func (m *Metrics) SandboxCreated() { m.creates.Inc() }
 func (m *Metrics) SandboxDeleted() { m.deletes.Inc() }
 
 // Handler serves the registry in the text format, then d's own metrics
-// if it is a Writer (the kube driver's warm pool).
+// if it is a Writer (either driver's warm pool).
 func (m *Metrics) Handler(d any) http.Handler {
 	var g prometheus.Gatherer = m.reg
 	if mw, ok := d.(Writer); ok {
@@ -140,8 +140,8 @@ func (g driverGatherer) Gather() ([]*dto.MetricFamily, error) {
 	return out, nil
 }
 
-// Writer is implemented by drivers with metrics of their own (the kube
-// driver's warm pool); /metrics appends them.
+// Writer is implemented by drivers with metrics of their own (the local
+// and the kube driver's warm pools); /metrics appends them.
 type Writer interface {
 	WriteMetrics(w io.Writer)
 }
