@@ -50,7 +50,9 @@ func TestUploadStallTimesOut(t *testing.T) {
 
 // TestChunkedUploadStallTimesOut: an upload of unknown length (chunked)
 // that stops moving while the server reads it ahead to size it for the
-// sidecar is answered 408 request_timeout, like one of known length.
+// sidecar is answered 408 request_timeout, like one of known length, and
+// the sidecar never sees it: it is called only once the body ended or
+// outgrew the read-ahead.
 func TestChunkedUploadStallTimesOut(t *testing.T) {
 	e := newEnv(t, server.Config{BodyTimeouts: apihttp.BodyTimeouts{Idle: 200 * time.Millisecond}})
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
