@@ -64,9 +64,10 @@ func (h *Handler) watchCommand(ctx context.Context, r running) waited {
 // added level-triggered, so one read of a pipe a round leaves the rest
 // for the next, and stdout, stderr and the exit are served in turn.
 type execPoller struct {
-	fd int
-	f  *os.File // fd, non-blocking, in the netpoller; kept for the next exec
-	rc syscall.RawConn
+	fd     int
+	f      *os.File // fd, non-blocking, in the netpoller; kept for the next exec
+	rc     syscall.RawConn
+	broken bool // it failed: closed, not kept
 }
 
 // pollerPool keeps the execPollers of finished execs: one is made only
@@ -105,6 +106,10 @@ func (pp *pollerPool) get() (*execPoller, error) {
 
 // put keeps p, which watches no descriptor any more.
 func (pp *pollerPool) put(p *execPoller) {
+	if p.broken {
+		p.f.Close()
+		return
+	}
 	_ = p.f.SetReadDeadline(time.Time{})
 	pp.mu.Lock()
 	pp.free = append(pp.free, p)
@@ -176,11 +181,16 @@ func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int
 		p.drop(pidfd)
 	}
 	var events [3]unix.EpollEvent
+	var pollErr error
 	// round serves what is ready; false (wait for more) when nothing is.
 	round := func(uintptr) bool {
 		n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(p.fd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+		if e != 0 && e != unix.EINTR {
+			pollErr = e // an epoll instance that fails fails for good
+			return true
+		}
 		if e != 0 || n == 0 {
-			return e != 0 && e != unix.EINTR // an epoll instance that fails fails for good
+			return false
 		}
 		for _, ev := range events[:n] {
 			switch fd := int(ev.Fd); {
@@ -219,6 +229,9 @@ func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int
 			continue
 		}
 		err := p.rc.Read(round)
+		if err == nil {
+			err = pollErr
+		}
 		if exited && exitAt.IsZero() {
 			exitAt = time.Now()
 		}
@@ -228,6 +241,7 @@ func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int
 			// The instance failed (never seen): kill, reap, and end as a
 			// drain would.
 			h.log.ErrorContext(ctx, "exec: wait for command", slog.Any("err", err))
+			p.broken = true
 			r.kill()
 			if !exited {
 				exited = true
