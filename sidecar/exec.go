@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -168,8 +167,8 @@ func outputLimit(req api.ExecRequest, spec *execSpec) error {
 	return nil
 }
 
-// run starts spec and hands its output to emit, from one goroutine per
-// stream, until the command and its output are done. emit must not keep p.
+// run starts spec and hands its output to emit, from one goroutine at a
+// time, until the command and its output are done. emit must not keep p.
 // Output past spec.maxOutput is counted, not emitted, and the command runs
 // on, unless spec.stopAtLimit. That, the timeout and ctx's end each kill
 // the command's whole process group.
@@ -183,8 +182,9 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 		h.log.WarnContext(ctx, "exec did not start", slog.Any("err", err))
 		return outcome{exitCode: 1, spawnErr: err, duration: time.Since(start)}
 	}
-	h.oomFirst(cmd.Process.Pid)
-	pgid := cmd.Process.Pid // Setpgid makes the command its group's leader
+	pid := cmd.Process.Pid
+	h.oomFirst(pid)
+	pgid := pid // Setpgid makes the command its group's leader
 	var killed atomic.Bool
 	kill := func() { killed.Store(true); _ = syscall.Kill(-pgid, syscall.SIGKILL) }
 
@@ -193,62 +193,18 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 	if spec.stopAtLimit {
 		atLimit = func() { stopped.Store(true); kill() }
 	}
-	var wg sync.WaitGroup
-	var stdoutN, stderrN int64
+	w := h.watchCommand(ctx, running{cmd: cmd, pipes: p, spec: spec, emit: emit, kill: kill, killed: killed.Load, atLimit: atLimit})
+	p.stopStdin()
+	stdoutN, stderrN := w.stdoutN, w.stderrN
 	emitStderr := func(b []byte) { emit(api.EventStderr, b) }
-	wg.Go(func() {
-		stdoutN = h.readCapped(p.stdout, spec.maxOutput, func(b []byte) { emit(api.EventStdout, b) }, atLimit)
-	})
-	wg.Go(func() {
-		stderrN = h.readCapped(p.stderr, spec.maxOutput, emitStderr, atLimit)
-	})
-	readDone := make(chan struct{})
-	go func() { wg.Wait(); close(readDone) }()
-	waitDone := make(chan struct{})
-	go func() { _ = waitCmd(cmd); close(waitDone) }() // a non-zero exit is a result; ProcessState has it
-
-	out := outcome{}
-	select {
-	case <-waitDone:
-	case <-ctx.Done():
-		kill()
-		<-waitDone
-		out.timedOut = context.Cause(ctx) == errTimedOut
-	}
+	out := outcome{timedOut: w.timedOut}
 	// dash, had it run the command, would have outlived it unless killed
 	// with its group, and noted a death by signal on stderr.
-	shellNote := direct && !killed.Load()
-	p.stopStdin()
-
-	// Background children may still hold the pipes. Give them pipeGrace,
-	// then kill the group and keep reading until the pipes drain: output
-	// already written must not be lost. Only a child that left the group can
-	// keep a pipe open past that; pipeDrain bounds the wait for it.
-	grace := time.NewTimer(pipeGrace)
-	defer grace.Stop()
-	select {
-	case <-readDone:
-	case <-grace.C:
-	case <-ctx.Done():
-	}
-	select {
-	case <-readDone:
-	default:
-		kill()
-		drain := time.NewTimer(pipeDrain)
-		defer drain.Stop()
-		select {
-		case <-readDone:
-		case <-drain.C:
-			p.stopReading()
-		}
-	}
-	<-readDone
-	if note := signalNote(cmd.ProcessState); shellNote && note != "" {
+	if note := signalNote(w.status); direct && !w.killedBeforeExit && note != "" {
 		stderrN = emitCapped(stderrN, spec.maxOutput, []byte(note), emitStderr, atLimit)
 	}
 
-	out.exitCode = exitCode(cmd.ProcessState)
+	out.exitCode = statusCode(w.status)
 	if out.timedOut {
 		out.exitCode = api.ExitCodeTimeout
 	}
@@ -264,12 +220,31 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 	return out
 }
 
+// running is a started command as run hands it to watchCommand, which
+// reads its output and waits for it (execwait*.go).
+type running struct {
+	cmd     *exec.Cmd
+	pipes   *piped
+	spec    execSpec
+	emit    func(stream string, p []byte)
+	kill    func()      // kills the command's group
+	killed  func() bool // whether kill ran
+	atLimit func()      // called when a stream first goes past spec.maxOutput
+}
+
+// waited is what watchCommand learned.
+type waited struct {
+	status           syscall.WaitStatus
+	killedBeforeExit bool // the group was killed before the command exited
+	timedOut         bool
+	stdoutN, stderrN int64 // output bytes, kept or not
+}
+
 // signalNote is what dash writes to stderr when its command dies by a
 // signal (sprint_status): glibc's strsignal, " (core dumped)" if so, and
 // nothing for SIGINT and SIGPIPE.
-func signalNote(ps *os.ProcessState) string {
-	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() || ws.Signal() == syscall.SIGINT || ws.Signal() == syscall.SIGPIPE {
+func signalNote(ws syscall.WaitStatus) string {
+	if !ws.Signaled() || ws.Signal() == syscall.SIGINT || ws.Signal() == syscall.SIGPIPE {
 		return ""
 	}
 	note := strsignal(ws.Signal())
@@ -281,32 +256,18 @@ func signalNote(ps *os.ProcessState) string {
 
 // exitCode is the shell's convention: 128+n for a command killed by signal n.
 func exitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+		return statusCode(ws)
 	}
 	return ps.ExitCode()
 }
 
-// readCapped reads r to EOF and returns how many bytes it yielded. It
-// passes the first limit bytes to emit and only counts the rest, so a
-// command that writes more is not blocked on a full pipe; atLimit is
-// called once, when the output first goes past limit. Output of exactly
-// limit bytes is complete, not cut.
-func (h *Handler) readCapped(r io.ReadCloser, limit int64, emit func([]byte), atLimit func()) int64 {
-	defer r.Close()
-	bp := h.readBufs.Get().(*[]byte)
-	defer h.readBufs.Put(bp)
-	buf := *bp
-	var n int64
-	for {
-		k, err := r.Read(buf)
-		if k > 0 {
-			n = emitCapped(n, limit, buf[:k], emit, atLimit)
-		}
-		if err != nil {
-			return n
-		}
+// statusCode is exitCode of a wait status.
+func statusCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
 	}
+	return ws.ExitStatus()
 }
 
 // emitCapped passes on what of p fits below limit after n bytes, calls
@@ -348,7 +309,7 @@ func (h *Handler) start(spec execSpec) (cmd *exec.Cmd, p *piped, direct bool, er
 // piped holds our ends of a started command's stdin, stdout and stderr.
 type piped struct {
 	stdin          *os.File // nil when the request had no stdin (the command reads /dev/null)
-	stdout, stderr *os.File
+	stdout, stderr int      // non-blocking, in no poller: watch reads them
 }
 
 // startPiped starts cmd with fresh pipes. The command gets the pipes' file
@@ -357,36 +318,40 @@ type piped struct {
 // Without stdin the command reads devNull when there is one (shared by
 // every exec: os/exec would open and close /dev/null for each).
 func startPiped(cmd *exec.Cmd, stdin string, devNull *os.File) (*piped, error) {
-	var ours, theirs []*os.File
-	pipe := func(read bool) (*os.File, *os.File, error) {
-		o, t, err := commandPipe(read)
-		if err != nil {
-			closeAll(ours)
-			closeAll(theirs)
-			return nil, nil, err
-		}
-		ours, theirs = append(ours, o), append(theirs, t)
-		return o, t, nil
+	var ours []int
+	var theirs []*os.File
+	fail := func(err error) (*piped, error) {
+		closeFDs(ours)
+		closeAll(theirs)
+		return nil, err
 	}
 	p := &piped{}
-	var err error
-	if p.stdout, cmd.Stdout, err = pipe(true); err != nil {
-		return nil, err
-	}
-	if p.stderr, cmd.Stderr, err = pipe(true); err != nil {
-		return nil, err
-	}
-	if stdin != "" {
-		if p.stdin, cmd.Stdin, err = pipe(false); err != nil {
-			return nil, err
+	for _, out := range []*int{&p.stdout, &p.stderr} {
+		o, t, err := outputPipe()
+		if err != nil {
+			return fail(err)
 		}
+		ours, theirs = append(ours, o), append(theirs, t)
+		*out = o
+	}
+	cmd.Stdout, cmd.Stderr = theirs[0], theirs[1]
+	if stdin != "" {
+		o, t, err := commandPipe(false)
+		if err != nil {
+			return fail(err)
+		}
+		theirs = append(theirs, t)
+		p.stdin, cmd.Stdin = o, t
 	} else if devNull != nil {
 		cmd.Stdin = devNull
 	}
-	err = cmd.Start()
+	err := cmd.Start()
 	closeAll(theirs) // the child has its own copies now, or never will
 	if err != nil {
-		closeAll(ours)
+		if p.stdin != nil {
+			p.stdin.Close()
+		}
+		closeFDs(ours)
 		return nil, err
 	}
 	if p.stdin != nil {
@@ -405,18 +370,16 @@ func closeAll(files []*os.File) {
 	}
 }
 
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		_ = syscall.Close(fd)
+	}
+}
+
 // stopStdin unblocks the stdin writer when the shell exited without reading
 // everything; the writer goroutine closes the pipe itself.
 func (p *piped) stopStdin() {
 	if p.stdin != nil {
 		_ = p.stdin.SetWriteDeadline(time.Now())
 	}
-}
-
-// stopReading makes pending reads return; it is for output pipes held by
-// processes that left the command's (already killed) process group.
-func (p *piped) stopReading() {
-	now := time.Now()
-	_ = p.stdout.SetReadDeadline(now)
-	_ = p.stderr.SetReadDeadline(now)
 }

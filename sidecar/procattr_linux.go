@@ -79,6 +79,22 @@ func commandPipe(read bool) (ours, theirs *os.File, err error) {
 	return os.NewFile(uintptr(o), "|ours"), os.NewFile(uintptr(t), "|theirs"), nil
 }
 
+// outputPipe returns a pipe for a command's stdout or stderr: ours, the
+// read end, non-blocking and in no poller (watch reads it through an epoll
+// instance of its own), and theirs, the command's, blocking.
+func outputPipe() (ours int, theirs *os.File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return -1, nil, fmt.Errorf("create pipe: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(p[1]), unix.F_SETFL, 0); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return -1, nil, fmt.Errorf("create pipe: %w", err)
+	}
+	return p[0], os.NewFile(uintptr(p[1]), "|theirs"), nil
+}
+
 // physicalDir is the path getcwd gives in dir, which dash exports as PWD
 // when its environment has none: the kernel's name of the directory, with
 // symlinks resolved, as the sidecar's /proc reads it (the jail's, where

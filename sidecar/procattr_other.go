@@ -42,3 +42,25 @@ func commandPipe(read bool) (ours, theirs *os.File, err error) {
 	}
 	return w, r, nil
 }
+
+// outputPipe returns a pipe for a command's stdout or stderr: ours, the
+// read end, non-blocking, and theirs, the command's.
+func outputPipe() (ours int, theirs *os.File, err error) {
+	var p [2]int
+	syscall.ForkLock.RLock()
+	err = syscall.Pipe(p[:])
+	if err == nil {
+		syscall.CloseOnExec(p[0])
+		syscall.CloseOnExec(p[1])
+	}
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return -1, nil, fmt.Errorf("create pipe: %w", err)
+	}
+	if err := syscall.SetNonblock(p[0], true); err != nil {
+		syscall.Close(p[0])
+		syscall.Close(p[1])
+		return -1, nil, fmt.Errorf("create pipe: %w", err)
+	}
+	return p[0], os.NewFile(uintptr(p[1]), "|theirs"), nil
+}

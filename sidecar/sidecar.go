@@ -90,6 +90,7 @@ type Handler struct {
 	// (*[]byte), two an exec: made afresh they were 64 KiB of garbage an
 	// exec, zeroed each time, and a collection every few dozen execs.
 	readBufs sync.Pool
+	pollers  pollerPool // epoll instances of finished execs (execloop_linux.go)
 }
 
 // New returns a Handler for opts. It does no I/O.

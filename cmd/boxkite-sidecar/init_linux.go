@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,30 +239,52 @@ func (t *threadTrimmer) run() {
 	}
 }
 
-// freeHeapAbove is the heap, in use and free but not yet released, above
-// which an idle sidecar that never collected returns it. The first
-// collection costs ~400 KiB of the runtime's own (mark bits, work
-// buffers) for good, and leaves ~0.7 MiB of heap: a sidecar fresh from
-// its start and one exec holds a ~0.9 MiB heap, 1.2 MiB anonymous memory
-// in all, and held 1.6 MiB after a collection.
-const freeHeapAbove = 3 << 19 // 1.5 MiB
+// freeAnonAbove is the anonymous memory above which an idle sidecar that
+// never collected returns its heap: a 1.5 MiB heap and the ~0.3 MiB the
+// runtime holds besides. The first collection costs ~400 KiB of the
+// runtime's own (mark bits, work buffers) for good, and leaves ~0.7 MiB
+// of heap: a sidecar fresh from its start and one exec holds a ~0.9 MiB
+// heap, ~1.2 MiB anonymous memory in all, and held 1.6 MiB after a
+// collection.
+const freeAnonAbove = 1800 << 10
 
 // heapWorthFreeing reports whether returning the heap gains more than it
-// costs: a collection has run already (its cost is paid), or the heap
-// outgrew freeHeapAbove.
+// costs: a collection has run already (its cost is paid), or the
+// process's anonymous memory outgrew freeAnonAbove. It reads neither
+// runtime/metrics, whose init builds its table of descriptions (~15 KiB
+// of strings, ~8 page faults) in every start of this binary (issue 27),
+// nor runtime.ReadMemStats, which flushes every cache of the allocator:
+// a sidecar that read it once after one exec idled with ~0.5 MiB more.
 func heapWorthFreeing() bool {
-	s := []metrics.Sample{
-		{Name: "/gc/cycles/total:gc-cycles"},
-		{Name: "/memory/classes/heap/objects:bytes"},
-		{Name: "/memory/classes/heap/unused:bytes"},
-		{Name: "/memory/classes/heap/free:bytes"},
+	var gc debug.GCStats
+	debug.ReadGCStats(&gc)
+	if gc.NumGC > 0 {
+		return true
 	}
-	metrics.Read(s)
-	heap := uint64(0)
-	for _, x := range s[1:] {
-		heap += x.Value.Uint64()
+	anon, err := anonymousMemory()
+	return err == nil && anon > freeAnonAbove
+}
+
+// anonymousMemory is the process's resident anonymous memory in bytes
+// (/proc/self/statm: resident less file-backed and shared pages).
+func anonymousMemory() (int, error) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, err
 	}
-	return s[0].Value.Uint64() > 0 || heap > freeHeapAbove
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return 0, fmt.Errorf("read statm: %q", b)
+	}
+	resident, err := strconv.Atoi(f[1])
+	if err != nil {
+		return 0, fmt.Errorf("read statm: %w", err)
+	}
+	shared, err := strconv.Atoi(f[2])
+	if err != nil {
+		return 0, fmt.Errorf("read statm: %w", err)
+	}
+	return (resident - shared) * os.Getpagesize(), nil
 }
 
 // after makes the next trim happen after d.

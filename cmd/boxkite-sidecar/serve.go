@@ -115,7 +115,7 @@ func startServing(f serveFlags, token string, connState func(net.Conn, http.Conn
 			return nil, nil, err
 		}
 	} else {
-		ln = apihttp.Listener(ln)
+		ln = apihttp.Listener(rawListener{ln}) // a jail's unix socket: raw reads and writes (rawconn_linux.go)
 	}
 	env, err := startEgress(log, f.workspace, f.egress, f.egressSocket)
 	if err != nil {

@@ -20,7 +20,10 @@ import (
 // /health, and the first exec. Besides the times it reports the load-
 // independent counts of the jail's one process (its init and sidecar):
 // the page faults and CPU ticks it took until /health answered, and
-// those the first exec added (from /proc/PID/stat), and the page faults
+// those the first exec added (from /proc/PID/stat; the fault counts
+// include the pages a madvise(MADV_POPULATE_*) maps, which take no trap),
+// its CPU time in ns to the same two points (cpu-us-*: the schedstat of
+// its threads, finer than the ticks), and the page faults
 // and CPU time of the driver's own process during the start (a jail
 // cloned by the driver itself is a full fork of it: a new user namespace
 // rules out CLONE_VM, so the driver's page tables are copied and its
@@ -60,6 +63,7 @@ func BenchmarkColdPhases(b *testing.B) {
 type phaseCounts struct {
 	take, start, health, first                       time.Duration
 	healthFaults, execFaults, healthTicks, execTicks int64
+	healthCPU, execCPU                               time.Duration
 	driverFaults, helperFaults, helperTicks          int64
 	driverCPU                                        time.Duration
 }
@@ -122,6 +126,7 @@ func benchColdPhases(b *testing.B, d *Driver) {
 			b.Fatal(err)
 		}
 		f0, c0 := procFaults(b, st.PID)
+		r0 := procRuntime(b, st.PID)
 		b.StartTimer()
 		d.track(id)
 		if res := run(b, ep, "true"); res.ExitCode != 0 {
@@ -130,6 +135,8 @@ func benchColdPhases(b *testing.B, d *Driver) {
 		t4 := time.Now()
 		b.StopTimer()
 		f1, c1 := procFaults(b, st.PID)
+		r1 := procRuntime(b, st.PID)
+		c.healthCPU, c.execCPU = c.healthCPU+r0, c.execCPU+r1-r0
 		c.start, c.health, c.first = c.start+t2.Sub(t1), c.health+t3.Sub(t2), c.first+t4.Sub(t3)
 		c.healthFaults, c.execFaults, c.driverFaults = c.healthFaults+f0, c.execFaults+f1-f0, c.driverFaults+df1-df0
 		c.healthTicks, c.execTicks, c.driverCPU = c.healthTicks+c0, c.execTicks+c1-c0, c.driverCPU+cpu1-cpu0
@@ -155,6 +162,8 @@ func (c phaseCounts) report(b *testing.B, n float64) {
 	b.ReportMetric(float64(c.helperFaults)/n, "spawner-faults-start/op")
 	b.ReportMetric(float64(c.helperTicks)/n, "spawner-ticks-start/op")
 	b.ReportMetric(float64(c.healthTicks)/n, "ticks-to-health/op")
+	b.ReportMetric(float64(c.healthCPU.Microseconds())/n, "cpu-us-to-health/op")
+	b.ReportMetric(float64(c.execCPU.Microseconds())/n, "cpu-us-first-exec/op")
 	b.ReportMetric(float64(c.execTicks)/n, "ticks-first-exec/op")
 }
 
@@ -167,6 +176,32 @@ func selfCPU(tb testing.TB) time.Duration {
 		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procRuntime is the CPU time pid's live threads have run so far
+// (/proc/PID/task/*/schedstat, in ns: finer than the clock ticks of
+// procFaults; a thread that ended is not counted).
+func procRuntime(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		raw, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		f := strings.Fields(string(raw))
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum
 }
 
 // procFaults returns the minor+major page faults and the user+system
