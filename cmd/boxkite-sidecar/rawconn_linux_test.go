@@ -23,7 +23,10 @@ func TestRawConnServes(t *testing.T) {
 	}
 	big := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
 	gone := make(chan struct{})
-	var conns []net.Conn
+	// ConnState runs on the server's goroutine; a socket's bytes are no
+	// happens-before edge for the race detector, so the test reads the
+	// connections through a channel.
+	conns := make(chan net.Conn, 4)
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
@@ -39,7 +42,7 @@ func TestRawConnServes(t *testing.T) {
 		}),
 		ConnState: func(c net.Conn, s http.ConnState) {
 			if s == http.StateNew {
-				conns = append(conns, c)
+				conns <- c
 			}
 		},
 	}
@@ -81,11 +84,12 @@ func TestRawConnServes(t *testing.T) {
 	if got := do("POST", "/echo", "again"); got != "again" {
 		t.Errorf("echo on the kept-alive connection: %q, want again", got)
 	}
-	if len(conns) != 1 {
-		t.Fatalf("%d connections, want 1", len(conns))
+	if n := len(conns); n != 1 {
+		t.Fatalf("%d connections, want 1", n)
 	}
-	if _, ok := conns[0].(*rawConn); !ok {
-		t.Fatalf("served a %T, want a *rawConn", conns[0])
+	first := <-conns
+	if _, ok := first.(*rawConn); !ok {
+		t.Fatalf("served a %T, want a *rawConn", first)
 	}
 
 	req, _ := http.NewRequest("POST", "http://sidecar/wait", strings.NewReader("x"))
