@@ -106,6 +106,11 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 				return err
 			}
 		}
+		if up != nil && c.Length < 0 {
+			if err := s.readSmallUpload(r, c, up); err != nil {
+				return err
+			}
+		}
 		// Audited: the end of the answer waits for the entry (server/internal/hold).
 		// Reads too (a download, a view, a grep), though they change
 		// nothing: docs/audit.md gives every operation on a sandbox that

@@ -58,6 +58,9 @@ type Service struct {
 	d Deps
 	// copyBufs recycles the copy buffers (forward.go).
 	copyBufs sync.Pool
+	// aheadBufs recycles the read-ahead buffers of small uploads
+	// (readSmallUpload).
+	aheadBufs sync.Pool
 }
 
 // New returns the service; every field of d is required.

@@ -66,6 +66,11 @@ type leanTransport struct {
 // of 256 KiB.
 const leanMaxBody = 64 << 10
 
+// LeanMaxBody is leanMaxBody for callers that size a body to fit it: a
+// body of known length up to it goes through leanTransport, one of unknown
+// length (chunked) never does.
+const LeanMaxBody = leanMaxBody
+
 // leanMaxIdle bounds the idle connections kept per sandbox, as the
 // Transport's MaxIdleConnsPerHost does.
 const leanMaxIdle = 16
