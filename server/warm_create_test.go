@@ -2,7 +2,11 @@ package server_test
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -23,15 +27,37 @@ type warmDriver struct {
 	claims []string
 }
 
-func (d *warmDriver) ClaimWarm(_ context.Context, spec model.Spec) (model.Endpoint, bool, error) {
+// ClaimWarm hands out a member; with via, it talks to the member's
+// sidecar (GET /health, where the local driver sends its claim) with
+// via's client for the sandbox.
+func (d *warmDriver) ClaimWarm(ctx context.Context, spec model.Spec, via model.SidecarClients) (model.Endpoint, bool, error) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.ready == 0 {
+		d.mu.Unlock()
 		return model.Endpoint{}, false, nil
 	}
 	d.ready--
 	d.claims = append(d.claims, spec.ID)
-	return d.ep(), true, nil
+	d.mu.Unlock()
+	ep := d.ep()
+	if via == nil {
+		return ep, true, nil
+	}
+	c, err := via.Client(spec.ID, ep)
+	if err != nil {
+		return model.Endpoint{}, true, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://sidecar/health", nil)
+	if err != nil {
+		return model.Endpoint{}, true, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return model.Endpoint{}, true, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return ep, true, nil
 }
 
 // writeCountingStore records the sandbox writes of each create: the
@@ -150,5 +176,53 @@ func TestWarmCreateOneWrite(t *testing.T) {
 	}
 	if _, err := e.Store.Sandbox(ctx, e.AcctA.ID, cold.ID); err != nil {
 		t.Errorf("cold sandbox: %v", err)
+	}
+}
+
+// TestWarmCreateClaimConnection: the driver claims a warm sandbox with the
+// server's own client for it (ClaimWarm's via), so the connection the
+// claim opened serves the first exec: the sidecar accepts one connection
+// for both.
+func TestWarmCreateClaimConnection(t *testing.T) {
+	var wd *warmDriver
+	e := newEnvWithDriver(t, server.Config{}, openStore(t, t.TempDir()), func(f *fakeDriver) model.Driver {
+		wd = &warmDriver{fakeDriver: f, ready: 1}
+		return wd
+	})
+	dir, err := os.MkdirTemp("", "bxk-") // a socket path must stay short
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "sidecar.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	accepted := 0
+	hs := &http.Server{Handler: e.Sidecar.Server.Config.Handler, ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			accepted++
+			mu.Unlock()
+		}
+	}}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { hs.Close() })
+	conns := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return accepted
+	}
+	wd.ep = func() model.Endpoint { return model.Endpoint{Network: "unix", Address: sock, Token: e.Sidecar.Token} }
+
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	if n := conns(); n != 1 {
+		t.Fatalf("the sidecar accepted %d connections by the create's answer; want 1, the claim's", n)
+	}
+	e.exec(e.KeyA, sb.ID, "true")
+	if n := conns(); n != 1 {
+		t.Errorf("the sidecar accepted %d connections after the first exec; want 1, the claim's serving it", n)
 	}
 }

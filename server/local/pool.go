@@ -290,8 +290,9 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 }
 
 // ClaimWarm implements model.WarmClaimer: spec's sandbox from the warm
-// pool, if a member fits and is ready.
-func (d *Driver) ClaimWarm(ctx context.Context, spec model.Spec) (model.Endpoint, bool, error) {
+// pool, if a member fits and is ready. The claim goes over via's client
+// for spec.ID when via is given (see adopt).
+func (d *Driver) ClaimWarm(ctx context.Context, spec model.Spec, via model.SidecarClients) (model.Endpoint, bool, error) {
 	if !validID.MatchString(spec.ID) {
 		return model.Endpoint{}, false, nil // Create refuses it
 	}
@@ -303,13 +304,13 @@ func (d *Driver) ClaimWarm(ctx context.Context, spec model.Spec) (model.Endpoint
 	if spec.Egress != nil {
 		return model.Endpoint{}, false, nil
 	}
-	return d.claimWarm(ctx, spec)
+	return d.claimWarm(ctx, spec, via)
 }
 
 // claimWarm makes spec's sandbox out of a pool member if one fits and is
 // ready. handled false means the caller must start the sandbox cold; a
 // member that fails to be claimed is deleted and does not fail the create.
-func (d *Driver) claimWarm(ctx context.Context, spec model.Spec) (ep model.Endpoint, handled bool, err error) {
+func (d *Driver) claimWarm(ctx context.Context, spec model.Spec, via model.SidecarClients) (ep model.Endpoint, handled bool, err error) {
 	if d.pool == nil || !d.fits(spec) {
 		return ep, false, nil
 	}
@@ -335,7 +336,7 @@ func (d *Driver) claimWarm(ctx context.Context, spec model.Spec) (ep model.Endpo
 	d.mu.Unlock()
 	// From here the member is the sandbox and goes by its id.
 	disks := d.moveDisks(name, spec.ID, dst)
-	ep, err = d.adopt(ctx, spec, dst)
+	ep, err = d.adopt(ctx, spec, dst, via)
 	if err == nil {
 		d.trackClaimed(spec.ID, disks)
 		d.log.Debug("sandbox created from the warm pool", "id", spec.ID, "member", name)
@@ -350,7 +351,14 @@ func (d *Driver) claimWarm(ctx context.Context, spec model.Spec) (ep model.Endpo
 
 // adopt turns the member now at dir into spec's sandbox: its size's
 // limits, a fresh token, and its state file.
-func (d *Driver) adopt(ctx context.Context, spec model.Spec, dir string) (model.Endpoint, error) {
+//
+// With via, the claim is sent with the control plane's own client for
+// the sandbox, which keeps the connection for the sandbox's first
+// request: the first exec then needs no dial, and the sidecar accepts
+// one connection instead of two (a connection, its goroutine and its
+// buffers; bench/issue27/session8-claim8.md). Without (Create's own
+// claims, tests), a client of its own that closes the connection.
+func (d *Driver) adopt(ctx context.Context, spec model.Spec, dir string, via model.SidecarClients) (model.Endpoint, error) {
 	st, err := readState(dir)
 	if err != nil {
 		return model.Endpoint{}, err
@@ -366,6 +374,13 @@ func (d *Driver) adopt(ctx context.Context, spec model.Spec, dir string) (model.
 		return model.Endpoint{}, err
 	}
 	socket := filepath.Join(dir, sidecarSocket)
+	ep := model.Endpoint{Network: "unix", Address: socket, Token: token}
+	client := unixClient(socket)
+	if via != nil {
+		if client, err = via.Client(spec.ID, ep); err != nil {
+			return model.Endpoint{}, err
+		}
+	}
 	poolToken := st.Token
 	st.Socket, st.Token, st.Limits = socket, token, lim
 	// The state file and the claim do not depend on each other, so they
@@ -373,15 +388,16 @@ func (d *Driver) adopt(ctx context.Context, spec model.Spec, dir string) (model.
 	// caller deletes the sandbox whatever the file says.
 	written := make(chan error, 1)
 	go func() { written <- writeState(dir, st) }()
-	err = claimSidecar(ctx, socket, poolToken, token)
+	err = claimSidecar(ctx, client, poolToken, token)
 	if err := errors.Join(err, <-written); err != nil {
 		return model.Endpoint{}, err
 	}
-	return model.Endpoint{Network: "unix", Address: socket, Token: token}, nil
+	return ep, nil
 }
 
-// claimSidecar asks a member's sidecar to swap the pool token for token.
-func claimSidecar(ctx context.Context, socket, poolToken, token string) error {
+// claimSidecar asks a member's sidecar, through client, to swap the pool
+// token for token.
+func claimSidecar(ctx context.Context, client *http.Client, poolToken, token string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	body, err := json.Marshal(map[string]string{"token": token})
@@ -394,7 +410,7 @@ func claimSidecar(ctx context.Context, socket, poolToken, token string) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Sidecar-Auth-Token", poolToken)
-	resp, err := unixClient(socket).Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("claim sidecar: %w", err)
 	}

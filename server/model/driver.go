@@ -242,8 +242,20 @@ type PauseDriver interface {
 // write (its row, already active with the endpoint): a crash between the
 // claim and the write leaves a sandbox no row claims, which Reconcile
 // deletes, as it does a crash mid-Create's.
+//
+// via, when not nil, is how the control plane reaches sidecars: a driver
+// that talks to the claimed sandbox's sidecar to claim it does so with
+// via's client for spec.ID, so the connection it opens is kept for the
+// sandbox's first request (its first exec needs no dial).
 type WarmClaimer interface {
-	ClaimWarm(ctx context.Context, spec Spec) (ep Endpoint, ok bool, err error)
+	ClaimWarm(ctx context.Context, spec Spec, via SidecarClients) (ep Endpoint, ok bool, err error)
+}
+
+// SidecarClients gives the HTTP client the control plane reaches a
+// sandbox's sidecar with (the server's sidecar.Clients): one per sandbox,
+// keeping its connections alive between requests.
+type SidecarClients interface {
+	Client(id string, ep Endpoint) (*http.Client, error)
 }
 
 // An EndpointDriver reports how a sandbox's sidecar is reached now. The

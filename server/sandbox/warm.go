@@ -39,7 +39,12 @@ func (s *Service) startWarm(ctx context.Context, acct *model.Account, p createPa
 		return nil, true, err
 	}
 	sb := s.newSandboxRecord(acct, p)
-	ep, claimed, err := w.ClaimWarm(ctx, model.Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime})
+	// The claim goes over the sandbox's own client, whose connection then
+	// serves the first exec.
+	ep, claimed, err := w.ClaimWarm(ctx, model.Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime}, s.sidecars)
+	if !claimed || err != nil {
+		s.sidecars.Forget(sb.ID) // a claim that failed may have left a client
+	}
 	if !claimed {
 		return nil, false, nil
 	}

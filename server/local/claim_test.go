@@ -1,0 +1,75 @@
+package local
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/server/internal/unixsock"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// dialCountingClients is a model.SidecarClients whose one client keeps
+// its connections alive and counts its dials.
+type dialCountingClients struct {
+	mu     sync.Mutex
+	asked  []model.Endpoint // by Client, token left out
+	client *http.Client
+	dials  atomic.Int32
+}
+
+func (c *dialCountingClients) Client(id string, ep model.Endpoint) (*http.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked = append(c.asked, model.Endpoint{Network: ep.Network, Address: ep.Address})
+	if c.client == nil {
+		c.client = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			c.dials.Add(1)
+			return unixsock.Dial(ctx, &net.Dialer{}, ep.Address)
+		}}}
+	}
+	return c.client, nil
+}
+
+// TestWarmClaimVia: given the control plane's clients (ClaimWarm's via),
+// the claim is sent with the sandbox's own client, whose connection then
+// serves the first exec: one dial for both. The pool token no longer
+// works; the sandbox's does.
+func TestWarmClaimVia(t *testing.T) {
+	t.Parallel()
+	d := newPoolDriver(t, t.TempDir(), 1)
+	member := waitPool(t, d, 1)[0]
+	st, err := readState(d.poolDir() + "/" + member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poolToken := st.Token
+
+	via := &dialCountingClients{}
+	ep, ok, err := d.ClaimWarm(t.Context(), model.Spec{ID: "via"}, via)
+	if !ok || err != nil {
+		t.Fatalf("ClaimWarm: ok %v, err %v; want a claim", ok, err)
+	}
+	t.Cleanup(func() { _ = d.Delete(context.Background(), "via") })
+	want := []model.Endpoint{{Network: "unix", Address: ep.Address}}
+	if diff := cmp.Diff(want, via.asked); diff != "" {
+		t.Errorf("clients asked for (-want +got):\n%s", diff)
+	}
+	if n := via.dials.Load(); n != 1 || via.client == nil {
+		t.Fatalf("dials by the claim: %d, want 1", n)
+	}
+	if res := runWith(t, via.client, ep, "true"); res.ExitCode != 0 {
+		t.Fatalf("first exec: %+v", res)
+	}
+	if n := via.dials.Load(); n != 1 {
+		t.Errorf("dials after the first exec: %d, want 1 (the claim's connection serves it)", n)
+	}
+	if got := statusWith(t, ep.Address, poolToken); got != http.StatusUnauthorized {
+		t.Errorf("the pool token after the claim: status %d, want %d", got, http.StatusUnauthorized)
+	}
+}
