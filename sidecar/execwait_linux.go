@@ -31,14 +31,19 @@ import (
 // from the command's exit to the next request sysmon sleeps
 // (bench/issue27/session8-serve8.md).
 
-// watchCommand reads r's output and waits for it: through an execPoller,
-// or with goroutines (watchGoroutines) when the kernel gives no pidfd or
-// epoll instance. It closes our ends of the output pipes and reaps the
+// watchCommand reads r's output and waits for it: through an execPoller
+// and the pidfd spawn gave (or one it opens when os/exec started the
+// command), or with goroutines (watchGoroutines) when the kernel gives no
+// pidfd or epoll instance. It closes our ends of the output pipes and reaps the
 // command.
 func (h *Handler) watchCommand(ctx context.Context, r running) waited {
-	pidfd, err := unix.PidfdOpen(r.cmd.Process.Pid, 0)
-	if err != nil {
-		return h.watchGoroutines(ctx, r)
+	pidfd := r.pipes.pidfd
+	if pidfd < 0 {
+		fd, err := unix.PidfdOpen(r.pipes.pid, 0)
+		if err != nil {
+			return h.watchGoroutines(ctx, r)
+		}
+		pidfd = fd
 	}
 	p, err := h.pollers.get()
 	if err == nil {
@@ -49,11 +54,14 @@ func (h *Handler) watchCommand(ctx context.Context, r running) waited {
 	}
 	if err != nil {
 		_ = syscall.Close(pidfd)
+		r.pipes.pidfd = -1
 		return h.watchGoroutines(ctx, r)
 	}
-	// Waited for through our pidfd: os's handle goes now, while the
-	// syscalls need not be raw yet.
-	_ = r.cmd.Process.Release()
+	if r.cmd.Process != nil {
+		// Waited for through our pidfd: os's handle goes now, while the
+		// syscalls need not be raw yet.
+		_ = r.cmd.Process.Release()
+	}
 	w := h.await(ctx, r, p, pidfd)
 	h.pollers.put(p)
 	return w
@@ -259,7 +267,7 @@ func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int
 			if !exited {
 				exited = true
 				w.killedBeforeExit = true
-				_, _ = syscall.Wait4(r.cmd.Process.Pid, &w.status, 0, nil)
+				_, _ = syscall.Wait4(r.pipes.pid, &w.status, 0, nil)
 				p.drop(pidfd)
 			}
 			dropAll()
