@@ -645,11 +645,12 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 	d.egress.Close(id)
 	// Unmounted whatever the state says: a crash may have come between the
 	// mount and the state file.
+	loop := loopdisk.LoopDevice(filepath.Join(dir, diskMount))
 	if err := loopdisk.Unmount(filepath.Join(dir, diskMount)); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
 	if d.images != nil {
-		if err := d.images.Discard(filepath.Join(dir, diskImage)); err != nil {
+		if err := d.images.Discard(filepath.Join(dir, diskImage), loop); err != nil {
 			return fmt.Errorf("delete sandbox %s: %w", id, err)
 		}
 	}
