@@ -294,7 +294,7 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 		return "", err
 	}
 	ep := model.Endpoint{Network: "unix", Address: filepath.Join(dir, sidecarSocket), Token: token}
-	if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
+	if err := waitHealthy(ctx, nil, ep, d.cfg.HealthTimeout, done); err != nil {
 		return "", fmt.Errorf("%w%s", err, logTail(dir))
 	}
 	// Opened now rather than at the claim, which hands them over

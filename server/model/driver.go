@@ -44,6 +44,12 @@ type Spec struct {
 	// FromSnapshot, when set, is the key of a snapshot (SnapshotDriver)
 	// whose filesystem the new sandbox starts from instead of an empty one.
 	FromSnapshot string
+	// Via, when set, gives the control plane's own client for the
+	// sandbox (as WarmClaimer's via): a driver that waits for the new
+	// sidecar to answer may ask with via's client for ID, whose kept-alive
+	// connection then serves the sandbox's first request (its first exec
+	// needs no dial, and the sidecar accepts one connection, not two).
+	Via SidecarClients
 }
 
 // Endpoint is how the control plane reaches a sandbox's sidecar.
