@@ -264,6 +264,14 @@ type SidecarClients interface {
 	Client(id string, ep Endpoint) (*http.Client, error)
 }
 
+// A CallWatcher is a Driver whose background work (the local driver's
+// warm pool refills) waits for the sandboxes' calls to pause: the control
+// plane gives it, once, a function reporting how long no call to a
+// sidecar has been in flight (0 while one is).
+type CallWatcher interface {
+	WatchCalls(idle func() time.Duration)
+}
+
 // An EndpointDriver reports how a sandbox's sidecar is reached now. The
 // control plane asks after a resume, which may have moved it (the kube
 // driver starts a filesystem-paused sandbox's pod again, at a new address).
