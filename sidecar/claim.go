@@ -1,11 +1,15 @@
 package sidecar
 
 import (
+	"context"
 	"crypto/sha256"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -63,5 +67,50 @@ func (h *Handler) claim(w http.ResponseWriter, r *http.Request) error {
 	h.auth.set(req.Token)
 	h.auth.claimed = true
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// warmCommand is what Warm runs: a program every image has, which does
+// nothing, by the same path as a plain exec of it (direct.go).
+const warmCommand = "true"
+
+// warmTimeout bounds Warm's command.
+const warmTimeout = 10 * time.Second
+
+// Warm runs warmCommand once as an exec runs a command, outside any
+// request: no route, budget, metric or claim sees it. A warm pool's
+// sidecar calls it before it serves, so that what a process pays once,
+// at its first exec, is paid while it waits in the pool and not on a
+// create's path (issue 27, bench/issue27/session9-warm9.md): Go's
+// one-time pidfd probe (a pidfd of itself, a waitid, a signal and a
+// child cloned with CLONE_PIDFD), the look at /bin/sh (direct.go),
+// /dev/null opened, an epoll instance for the exec pollers, the read
+// buffers, and the exec path's code faulted in. The command runs as the
+// sandbox user in the workspace and leaves nothing behind; it is not a
+// use of the sidecar, so the claim that follows is allowed.
+func (h *Handler) Warm(ctx context.Context) error {
+	env, err := commandEnv(h.env, nil)
+	if err != nil {
+		return fmt.Errorf("warm exec: %w", err)
+	}
+	spec := execSpec{command: warmCommand, dir: h.workspace, env: env, timeout: warmTimeout, maxOutput: 1}
+	ctx, cancel := context.WithTimeoutCause(ctx, warmTimeout, errTimedOut)
+	defer cancel()
+	cmd, p, _, err := h.start(spec)
+	if err != nil {
+		return fmt.Errorf("warm exec: %w", err)
+	}
+	pgid := cmd.Process.Pid
+	h.oomFirst(pgid)
+	var killed atomic.Bool
+	w := h.watchCommand(ctx, running{
+		cmd: cmd, pipes: p, spec: spec, emit: func(string, []byte) {},
+		kill:   func() { killed.Store(true); _ = syscall.Kill(-pgid, syscall.SIGKILL) },
+		killed: killed.Load, atLimit: func() {},
+	})
+	p.stopStdin()
+	if code := statusCode(w.status); w.timedOut || code != 0 {
+		return fmt.Errorf("warm exec: %s: exit status %d (timed out: %t)", warmCommand, code, w.timedOut)
+	}
 	return nil
 }

@@ -127,6 +127,13 @@ func startServing(f serveFlags, token string, connState func(net.Conn, http.Conn
 		Claimable:   f.claimable,
 		SelfCommand: selfCommand,
 	})
+	if f.claimable {
+		// A warm pool's member: what the first exec pays once is paid now,
+		// before the driver sees it ready, not after its claim.
+		if err := h.Warm(context.Background()); err != nil {
+			log.Warn("warm-up exec failed; the first exec pays its start", "err", err)
+		}
+	}
 	srv := apihttp.NewServer(h, log)
 	srv.ConnState = connState
 	errc := make(chan error, 1)

@@ -91,11 +91,12 @@ func (d *Driver) DeleteVolume(_ context.Context, id string) error {
 
 func (d *Driver) deleteVolume(id string) error {
 	dir := d.volumeDir(id)
+	loop := loopdisk.LoopDevice(filepath.Join(dir, volumeMount))
 	if err := loopdisk.Unmount(filepath.Join(dir, volumeMount)); err != nil {
 		return err
 	}
 	if d.images != nil {
-		if err := d.images.Discard(filepath.Join(dir, volumeImage)); err != nil {
+		if err := d.images.Discard(filepath.Join(dir, volumeImage), loop); err != nil {
 			return err
 		}
 	}

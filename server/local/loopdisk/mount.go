@@ -207,6 +207,17 @@ func Unmount(target string) error {
 	return fmt.Errorf("unmount disk: %w", err)
 }
 
+// LoopDevice returns the device number of the filesystem mounted at
+// target (a disk's loop device, for Images.Discard), or 0 when target is
+// not a mount point.
+func LoopDevice(target string) uint64 {
+	var st, parent unix.Stat_t
+	if unix.Stat(target, &st) != nil || unix.Stat(filepath.Dir(target), &parent) != nil || st.Dev == parent.Dev {
+		return 0
+	}
+	return st.Dev
+}
+
 // IsMountPoint reports whether p is on another device than its parent.
 func IsMountPoint(p string) (bool, error) {
 	var st, parent unix.Stat_t
