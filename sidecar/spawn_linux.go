@@ -68,8 +68,8 @@ type spawnArgs struct {
 
 // spawn starts cmd as cmd.Start would (but for RLIMIT_NOFILE: see
 // startPiped, which calls it only in a jail), for what exec.go's commands
-// use: Path, Args, Env (not nil), Dir, stdio *os.File, and SysProcAttr with at
-// most Setpgid and a Credential with no groups. It returns the pid and a
+// use: Path, Args, Env (not nil), Dir, stdio *os.File, and SysProcAttr with
+// Setpgid and at most a Credential with no groups. It returns the pid and a
 // pidfd of it (-1 if the kernel gives none); cmd.Process stays nil.
 // errNoSpawn: cmd asks for more, or the clone failed; nothing was
 // started.
@@ -140,9 +140,13 @@ func spawn(cmd *exec.Cmd) (pid, pidfd int, err error) {
 	return int(p), int(a.pidfd), nil
 }
 
-// plainAttr says sys asks for nothing but what spawn does.
+// plainAttr says sys asks for what spawn does and nothing more: its own
+// process group (the child always calls setpgid), and ids at most.
 func plainAttr(sys *syscall.SysProcAttr) bool {
-	plain := syscall.SysProcAttr{Setpgid: sys.Setpgid, Credential: sys.Credential}
+	if !sys.Setpgid {
+		return false
+	}
+	plain := syscall.SysProcAttr{Setpgid: true, Credential: sys.Credential}
 	if c := sys.Credential; c != nil && (len(c.Groups) > 0 || c.NoSetGroups) {
 		return false
 	}

@@ -152,6 +152,7 @@ func TestSpawnDeclines(t *testing.T) {
 	}{
 		{"no env", exec.Cmd{SysProcAttr: &syscall.SysProcAttr{}}},
 		{"no attr", exec.Cmd{Env: []string{}}},
+		{"no setpgid", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{}}},
 		{"user namespace", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}}},
 		{"setsid", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}},
 		{"groups", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{Credential: &syscall.Credential{Groups: []uint32{1}}}}},
