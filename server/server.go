@@ -441,6 +441,9 @@ func (s *Server) subsystems() error {
 	if err := s.newSandboxes(); err != nil {
 		return err
 	}
+	if w, ok := s.baseDriver().(model.CallWatcher); ok {
+		w.WatchCalls(s.calls.Idle) // the warm pool refills when calls pause
+	}
 	s.snap = s.newSnapshots()
 	if err := s.newE2BPort(); err != nil {
 		return err

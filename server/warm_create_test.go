@@ -226,3 +226,74 @@ func TestWarmCreateClaimConnection(t *testing.T) {
 		t.Errorf("the sidecar accepted %d connections after the first exec; want 1, the claim's serving it", n)
 	}
 }
+
+// TestColdCreateHealthConnection: a cold create gives the driver the
+// server's own clients (Spec.Via), so the driver's check that the new
+// sidecar answers goes over the sandbox's client and its connection then
+// serves the first exec: the sidecar accepts one connection for both. The
+// fake driver asks as the local driver does: with via's client when it has
+// one, else with a client of its own that closes its connection.
+func TestColdCreateHealthConnection(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	dir, err := os.MkdirTemp("", "bxk-") // a socket path must stay short
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "sidecar.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	accepted := 0
+	hs := &http.Server{Handler: e.Sidecar.Server.Config.Handler, ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			accepted++
+			mu.Unlock()
+		}
+	}}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { hs.Close() })
+	conns := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return accepted
+	}
+	ep := model.Endpoint{Network: "unix", Address: sock, Token: e.Sidecar.Token}
+	e.Driver.CreateFunc = func(ctx context.Context, spec model.Spec) (model.Endpoint, error) {
+		c := &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+			},
+			DisableKeepAlives: true,
+		}}
+		if spec.Via != nil {
+			var err error
+			if c, err = spec.Via.Client(spec.ID, ep); err != nil {
+				return model.Endpoint{}, err
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://sidecar/health", nil)
+		if err != nil {
+			return model.Endpoint{}, err
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return model.Endpoint{}, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return ep, nil
+	}
+
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	if n := conns(); n != 1 {
+		t.Fatalf("the sidecar accepted %d connections by the create's answer; want 1, the health check's", n)
+	}
+	e.exec(e.KeyA, sb.ID, "true")
+	if n := conns(); n != 1 {
+		t.Errorf("the sidecar accepted %d connections after the first exec; want 1, the health check's serving it", n)
+	}
+}

@@ -182,7 +182,7 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 		h.log.WarnContext(ctx, "exec did not start", slog.Any("err", err))
 		return outcome{exitCode: 1, spawnErr: err, duration: time.Since(start)}
 	}
-	pid := cmd.Process.Pid
+	pid := p.pid
 	h.oomFirst(pid)
 	pgid := pid // Setpgid makes the command its group's leader
 	var killed atomic.Bool
@@ -291,7 +291,7 @@ func (h *Handler) start(spec execSpec) (cmd *exec.Cmd, p *piped, direct bool, er
 		if cmd.SysProcAttr, err = h.sysProcAttr(); err != nil {
 			return nil, nil, false, err
 		}
-		if p, err = startPiped(cmd, spec.stdin, h.devNull()); err == nil {
+		if p, err = startPiped(cmd, spec.stdin, h.devNull(), h.opts.RunAs != nil); err == nil {
 			return cmd, p, true, nil
 		}
 		// The program did not start, and nothing of it ran: dash says why in
@@ -302,14 +302,17 @@ func (h *Handler) start(spec execSpec) (cmd *exec.Cmd, p *piped, direct bool, er
 	if cmd.SysProcAttr, err = h.sysProcAttr(); err != nil {
 		return nil, nil, false, err
 	}
-	p, err = startPiped(cmd, spec.stdin, h.devNull())
+	p, err = startPiped(cmd, spec.stdin, h.devNull(), h.opts.RunAs != nil)
 	return cmd, p, false, err
 }
 
-// piped holds our ends of a started command's stdin, stdout and stderr.
+// piped holds our ends of a started command's stdin, stdout and stderr,
+// and the command's pid.
 type piped struct {
 	stdin          *os.File // nil when the request had no stdin (the command reads /dev/null)
 	stdout, stderr int      // non-blocking, in no poller: watch reads them
+	pid            int
+	pidfd          int // from spawn, ours to close; -1 when os/exec started the command (cmd.Process)
 }
 
 // startPiped starts cmd with fresh pipes. The command gets the pipes' file
@@ -317,7 +320,14 @@ type piped struct {
 // background children still hold them; run decides how long to keep reading.
 // Without stdin the command reads devNull when there is one (shared by
 // every exec: os/exec would open and close /dev/null for each).
-func startPiped(cmd *exec.Cmd, stdin string, devNull *os.File) (*piped, error) {
+//
+// jailed starts the command with spawn (spawn_linux.go) when it can. Not
+// outside a jail: a child of os/exec gets back the soft RLIMIT_NOFILE
+// the runtime raised at start, which only syscall knows; in a jail,
+// jail.Lockdown has set both limits since, and that restore fails
+// (it would raise the hard limit) unless the server itself started with
+// a hard limit at most Lockdown's and a lower soft one.
+func startPiped(cmd *exec.Cmd, stdin string, devNull *os.File, jailed bool) (*piped, error) {
 	var ours []int
 	var theirs []*os.File
 	fail := func(err error) (*piped, error) {
@@ -345,7 +355,16 @@ func startPiped(cmd *exec.Cmd, stdin string, devNull *os.File) (*piped, error) {
 	} else if devNull != nil {
 		cmd.Stdin = devNull
 	}
-	err := cmd.Start()
+	err := errNoSpawn
+	p.pidfd = -1
+	if jailed {
+		p.pid, p.pidfd, err = spawn(cmd)
+	}
+	if err == errNoSpawn {
+		if err = cmd.Start(); err == nil {
+			p.pid = cmd.Process.Pid
+		}
+	}
 	closeAll(theirs) // the child has its own copies now, or never will
 	if err != nil {
 		if p.stdin != nil {

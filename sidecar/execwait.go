@@ -32,7 +32,20 @@ func (h *Handler) watchGoroutines(ctx context.Context, r running) waited {
 	readDone := make(chan struct{})
 	go func() { wg.Wait(); close(readDone) }()
 	waitDone := make(chan struct{})
-	go func() { _ = waitCmd(r.cmd); close(waitDone) }() // a non-zero exit is a result; ProcessState has it
+	var status syscall.WaitStatus
+	go func() {
+		defer close(waitDone)
+		if r.cmd.Process == nil {
+			// spawn started it (pid only): wait for it here.
+			for {
+				if _, err := syscall.Wait4(r.pipes.pid, &status, 0, nil); err != syscall.EINTR {
+					return
+				}
+			}
+		}
+		_ = waitCmd(r.cmd) // a non-zero exit is a result; ProcessState has it
+		status, _ = r.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	}()
 
 	select {
 	case <-waitDone:
@@ -42,9 +55,7 @@ func (h *Handler) watchGoroutines(ctx context.Context, r running) waited {
 		w.timedOut = context.Cause(ctx) == errTimedOut
 	}
 	w.killedBeforeExit = r.killed()
-	if ws, ok := r.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-		w.status = ws
-	}
+	w.status = status
 
 	// Background children may still hold the pipes. Give them pipeGrace,
 	// then kill the group and keep reading until the pipes drain: output

@@ -31,14 +31,19 @@ import (
 // from the command's exit to the next request sysmon sleeps
 // (bench/issue27/session8-serve8.md).
 
-// watchCommand reads r's output and waits for it: through an execPoller,
-// or with goroutines (watchGoroutines) when the kernel gives no pidfd or
-// epoll instance. It closes our ends of the output pipes and reaps the
+// watchCommand reads r's output and waits for it: through an execPoller
+// and the pidfd spawn gave (or one it opens when os/exec started the
+// command), or with goroutines (watchGoroutines) when the kernel gives no
+// pidfd or epoll instance. It closes our ends of the output pipes and reaps the
 // command.
 func (h *Handler) watchCommand(ctx context.Context, r running) waited {
-	pidfd, err := unix.PidfdOpen(r.cmd.Process.Pid, 0)
-	if err != nil {
-		return h.watchGoroutines(ctx, r)
+	pidfd := r.pipes.pidfd
+	if pidfd < 0 {
+		fd, err := unix.PidfdOpen(r.pipes.pid, 0)
+		if err != nil {
+			return h.watchGoroutines(ctx, r)
+		}
+		pidfd = fd
 	}
 	p, err := h.pollers.get()
 	if err == nil {
@@ -49,11 +54,14 @@ func (h *Handler) watchCommand(ctx context.Context, r running) waited {
 	}
 	if err != nil {
 		_ = syscall.Close(pidfd)
+		r.pipes.pidfd = -1
 		return h.watchGoroutines(ctx, r)
 	}
-	// Waited for through our pidfd: os's handle goes now, while the
-	// syscalls need not be raw yet.
-	_ = r.cmd.Process.Release()
+	if r.cmd.Process != nil {
+		// Waited for through our pidfd: os's handle goes now, while the
+		// syscalls need not be raw yet.
+		_ = r.cmd.Process.Release()
+	}
 	w := h.await(ctx, r, p, pidfd)
 	h.pollers.put(p)
 	return w
@@ -146,23 +154,34 @@ func (p *execPoller) drop(fd int) {
 // pipeDrain (only a process that left the group can hold them so long).
 func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int) waited {
 	var w waited
-	streams := map[int]string{r.pipes.stdout: api.EventStdout, r.pipes.stderr: api.EventStderr}
+	// The open output pipes: stdout, stderr; -1 once one reached its end.
+	streams := [2]int{r.pipes.stdout, r.pipes.stderr}
+	open := func() bool { return streams[0] >= 0 || streams[1] >= 0 }
+	dropAll := func() {
+		for i, fd := range streams {
+			if fd >= 0 {
+				p.drop(fd)
+				streams[i] = -1
+			}
+		}
+	}
 	bp := h.readBufs.Get().(*[]byte)
 	defer h.readBufs.Put(bp)
 	buf := *bp
 	emit := func(stream string, n *int64, b []byte) {
 		*n = emitCapped(*n, r.spec.maxOutput, b, func(b []byte) { r.emit(stream, b) }, r.atLimit)
 	}
-	read := func(fd int) {
+	read := func(i int) {
+		fd := streams[i]
 		n, _, e := syscall.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 		switch {
 		case e == unix.EAGAIN || e == unix.EINTR:
-		case e == 0 && n > 0 && streams[fd] == api.EventStdout:
+		case e == 0 && n > 0 && i == 0:
 			emit(api.EventStdout, &w.stdoutN, buf[:n])
 		case e == 0 && n > 0:
 			emit(api.EventStderr, &w.stderrN, buf[:n])
 		default: // EOF, or an error no retry mends
-			delete(streams, fd)
+			streams[i] = -1
 			p.drop(fd)
 		}
 	}
@@ -196,8 +215,10 @@ func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int
 			switch fd := int(ev.Fd); {
 			case fd == pidfd && !exited:
 				reap()
-			case streams[fd] != "":
-				read(fd)
+			case fd == streams[0]:
+				read(0)
+			case fd == streams[1]:
+				read(1)
 			}
 		}
 		return true
@@ -207,7 +228,7 @@ func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int
 	defer stop()
 	var ctxDone bool
 	var exitAt, killAt time.Time
-	for !exited || len(streams) > 0 {
+	for !exited || open() {
 		// The deadline first, then ctx: a cancel after the check sets a
 		// past deadline after this one.
 		switch {
@@ -246,23 +267,17 @@ func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int
 			if !exited {
 				exited = true
 				w.killedBeforeExit = true
-				_, _ = syscall.Wait4(r.cmd.Process.Pid, &w.status, 0, nil)
+				_, _ = syscall.Wait4(r.pipes.pid, &w.status, 0, nil)
 				p.drop(pidfd)
 			}
-			for fd := range streams {
-				p.drop(fd)
-			}
-			clear(streams)
+			dropAll()
 		case !exited:
 			// ctx ended: the next round kills and waits on.
 		case killAt.IsZero() && !time.Now().Before(exitAt.Add(pipeGrace)):
 			r.kill()
 			killAt = time.Now()
 		case !killAt.IsZero() && !time.Now().Before(killAt.Add(pipeDrain)):
-			for fd := range streams {
-				p.drop(fd)
-			}
-			clear(streams)
+			dropAll()
 		}
 	}
 	return w

@@ -1,20 +1,3 @@
 #!/bin/bash
-# boxkite bench, exec and 4 KiB write+read, base (session 6 end) vs new, alternated, pool off
-set -u
-d=/work/ab7
-for i in ${ROUNDS:-1 2 3}; do for v in base new; do
-  export HOME=$d/home-$v; mkdir -p $HOME
-  bk=$d/bin$v/boxkite
-  echo "== $v $i $(date +%T) load $(cut -d' ' -f1-3 /proc/loadavg)"
-  BOXKITE_SERVER_WARM_POOL=0 $bk up --port 18672 --bastion-port 12672 > $d/up-$v-$i.txt 2>&1 || { tail -5 $d/up-$v-$i.txt; continue; }
-  $bk bench --sandboxes 2 --execs 200 --concurrency 1 --json > $d/bench-$v-$i.json 2> $d/bench-$v-$i.err
-  $bk down --yes > /dev/null 2>&1
-  python3 - $d/bench-$v-$i.json <<'PY'
-import json,sys
-r=json.load(open(sys.argv[1]))
-F=r['floors']['spawn']['p50_ms']
-for k in ['exec','file_write_read_4kib']:
-    v=r.get(k) or {}
-    print(' ',k,'p50',v.get('p50_ms'),'ms',v.get('p50_vs_spawn'),'F; p99',v.get('p99_vs_spawn'),'F; F',F,'load',r['host'].get('load_average_start'))
-PY
-done; done
+# Session 7's head-to-head: session 6's end (c42ad74) against session 7's acceptance run (9edc512).
+exec "$(dirname "$0")/lead-ab.sh" /work/ab7 c42ad74 9edc512

@@ -165,9 +165,17 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 		os.Exit(1)
 	}()
 	// Each reaper wake leaves a spare thread behind (see threadTrimmer).
-	jail.ReapOrphans(func() { trim.after(trimAfterWake) }) // on the locked main thread, for good
+	jail.ReapOrphans(reapWake, func() { trim.after(trimAfterWake) }) // on the locked main thread, for good
 	return nil
 }
+
+// reapWake bounds how long an orphan can stay a zombie when its SIGCHLD
+// lands in the instant between the reaper's last wait and its sleep
+// (jail.ReapOrphans); every other orphan is reaped as it exits. Each
+// wake costs an idle sidecar a thread start and end: ~2 ms of CPU on this
+// guest under load, which at 5 s had 2,000 idle sandboxes saturate two
+// cores (issue 27 item 4, BENCHMARKS.md session 9).
+const reapWake = 10 * time.Minute
 
 // jailThreads is the threads an idle jail's sidecar keeps (issue 27: at
 // most four per idle sandbox): its main thread reaping orphans, sysmon,
@@ -198,7 +206,7 @@ const trimAfterWake = 100 * time.Millisecond
 // minimum goal and keeps the pages under that goal, so a used sidecar
 // idled with its garbage and spare pages resident. The next request
 // faults a few more pages in (12-20 faults, 8-15 before). The reaper's wakes
-// (every 5 s) do not free: they allocate nothing, and a collection each
+// (reapWake) do not free: they allocate nothing, and a collection each
 // wake in every idle sandbox would be CPU for nothing.
 type threadTrimmer struct {
 	mu    sync.Mutex

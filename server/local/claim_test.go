@@ -73,3 +73,38 @@ func TestWarmClaimVia(t *testing.T) {
 		t.Errorf("the pool token after the claim: status %d, want %d", got, http.StatusUnauthorized)
 	}
 }
+
+// TestCreateHealthVia: given the control plane's clients (Spec.Via), a
+// cold create asks whether the new sidecar answers with the sandbox's own
+// client, whose connection then serves the first exec: one dial for both,
+// where the driver's own health check used to dial a connection of its
+// own and close it. Without Via, Create asks as before and never calls a
+// client.
+func TestCreateHealthVia(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t)
+	via := &dialCountingClients{}
+	ep, err := d.Create(t.Context(), model.Spec{ID: "via", Via: via})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	want := []model.Endpoint{{Network: "unix", Address: ep.Address}}
+	if diff := cmp.Diff(want, via.asked); diff != "" {
+		t.Errorf("clients asked for (-want +got):\n%s", diff)
+	}
+	if n := via.dials.Load(); n != 1 || via.client == nil {
+		t.Fatalf("dials by the create: %d, want 1 (its health check)", n)
+	}
+	if res := runWith(t, via.client, ep, "true"); res.ExitCode != 0 {
+		t.Fatalf("first exec: %+v", res)
+	}
+	if n := via.dials.Load(); n != 1 {
+		t.Errorf("dials after the first exec: %d, want 1 (the health check's connection serves it)", n)
+	}
+	if _, err := d.Create(t.Context(), model.Spec{ID: "novia"}); err != nil {
+		t.Fatalf("Create without Via: %v", err)
+	}
+	if n := len(via.asked); n != 1 {
+		t.Errorf("clients asked %d times after a create without Via; want 1", n)
+	}
+}

@@ -15,8 +15,9 @@ import (
 )
 
 // TestIdleSidecarSleeps: an idle jail's sidecar (its init too, issue 27)
-// sleeps, also after its orphan reaper's first timed wake
-// (jail.ReapOrphans sleeps 5 s at a time). Takes about 7 s.
+// sleeps, also after its orphan reaper woke: a signal to the main thread
+// wakes it as an orphan's SIGCHLD does (jail.ReapOrphans), and it must
+// sleep again. Takes about 2 s.
 func TestIdleSidecarSleeps(t *testing.T) {
 	t.Parallel()
 	d := newDriver(t)
@@ -26,7 +27,8 @@ func TestIdleSidecarSleeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(6 * time.Second) // past the reaper's first wake
+	wakeReaper(t, st.PID)
+	time.Sleep(500 * time.Millisecond) // past the trim after the wake
 	before := switches(t, st.PID)
 	time.Sleep(time.Second)
 	// The main thread sleeps in the reaper: a loop that does not sleep
@@ -36,6 +38,73 @@ func TestIdleSidecarSleeps(t *testing.T) {
 	if used > 5 {
 		t.Errorf("the idle sidecar's main thread switched %d times in 1 s; it should sleep", used)
 	}
+}
+
+// wakeReaper ends the orphan reaper's sleep in the sidecar whose host pid
+// is pid: a SIGCHLD to its main thread, which is what an orphan's exit
+// sends (the Go runtime catches it, so it reaches a namespace's init).
+func wakeReaper(t *testing.T, pid int) {
+	t.Helper()
+	if err := unix.Tgkill(pid, pid, unix.SIGCHLD); err != nil {
+		t.Fatalf("wake the orphan reaper: %v", err)
+	}
+}
+
+// TestOrphanReapedAtExit: a process orphaned into the jail is reaped as
+// it exits, not at the reaper's next timed wake (minutes away, so that
+// idle sandboxes cost the host no CPU; issue 27): its SIGCHLD wakes the
+// reaper. The orphan is `sleep` left behind by a shell that exited.
+func TestOrphanReapedAtExit(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t)
+	ep := create(t, d, "orphan")
+	st, err := readState(d.sandboxDir("orphan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, ep, "sleep 1 </dev/null >/dev/null 2>&1 & echo $!")
+	var seen bool
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		kids := childrenOf(t, st.PID)
+		if len(kids) > 0 {
+			seen = true
+			continue
+		}
+		if seen {
+			return
+		}
+	}
+	if !seen {
+		t.Fatal("the orphaned sleep never showed as the sidecar's child")
+	}
+	t.Errorf("the orphan is still the sidecar's child a minute on: %v (a zombie is \"Z\")", childrenOf(t, st.PID))
+}
+
+// childrenOf is the host pid and state of every process whose parent is
+// pid, from /proc (this kernel has no /proc/PID/task/TID/children).
+func childrenOf(t *testing.T, pid int) map[int]string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kids := map[int]string{}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		_, rest, ok := strings.Cut(string(b), ") ")
+		if f := strings.Fields(rest); ok && len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			kids[child] = f[0]
+		}
+	}
+	return kids
 }
 
 // switches is the context switches of a process's main thread.
@@ -61,7 +130,7 @@ func switches(t *testing.T, pid int) int {
 // TestIdleSidecarThreads: an idle jail's sidecar holds at most four
 // threads (issue 27), also after concurrent execs made it start more:
 // a second after its last request it ends the idle ones
-// (jail.TrimThreads), and after its orphan reaper's wake. Takes about 8 s.
+// (jail.TrimThreads), and after its orphan reaper's wake. Takes about 3 s.
 func TestIdleSidecarThreads(t *testing.T) {
 	t.Parallel()
 	d := newDriver(t)
@@ -86,11 +155,11 @@ func TestIdleSidecarThreads(t *testing.T) {
 	if idle > 4 {
 		t.Errorf("an idle sidecar holds %d threads, want at most 4", idle)
 	}
-	// Each wake of the orphan reaper (every 5 s) makes a spare thread,
-	// which the sidecar ends from 100 ms later (again every 100 ms while
-	// a trim gains nothing). Waited for until just before the next wake:
-	// on a loaded host the trims run late.
-	time.Sleep(5500 * time.Millisecond)
+	// Each wake of the orphan reaper makes a spare thread, which the
+	// sidecar ends from 100 ms later (again every 100 ms while a trim
+	// gains nothing; on a loaded host the trims run late).
+	wakeReaper(t, st.PID)
+	time.Sleep(300 * time.Millisecond)
 	later := taskCount(t, st.PID)
 	for deadline := time.Now().Add(4 * time.Second); later > 4 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		later = taskCount(t, st.PID)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -356,11 +357,19 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
 	ep = model.Endpoint{Network: "unix", Address: filepath.Join(dir, sidecarSocket), Token: token}
+	// The control plane's own client asks, when it gives one (spec.Via),
+	// so the connection it opens serves the first exec.
+	var client *http.Client
+	if spec.Via != nil {
+		if client, err = spec.Via.Client(spec.ID, ep); err != nil {
+			return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		}
+	}
 	done, err := d.start(p, token, dir)
 	if err != nil {
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
-	if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
+	if err := waitHealthy(ctx, client, ep, d.cfg.HealthTimeout, done); err != nil {
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w%s", spec.ID, err, logTail(dir))
 	}
 	d.log.Debug("sandbox created", "id", spec.ID)

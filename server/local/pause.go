@@ -230,7 +230,7 @@ func (d *Driver) restartJail(ctx context.Context, id, dir string, st state, egre
 	if err != nil {
 		return err
 	}
-	if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
+	if err := waitHealthy(ctx, nil, ep, d.cfg.HealthTimeout, done); err != nil {
 		return fmt.Errorf("%w%s", err, logTail(dir))
 	}
 	d.watchSandbox(id)

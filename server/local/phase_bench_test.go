@@ -116,7 +116,7 @@ func benchColdPhases(b *testing.B, d *Driver) {
 			b.Fatal(err)
 		}
 		t2 := time.Now()
-		if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
+		if err := waitHealthy(ctx, nil, ep, d.cfg.HealthTimeout, done); err != nil {
 			b.Fatal(err)
 		}
 		t3 := time.Now()

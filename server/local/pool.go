@@ -43,7 +43,8 @@ import (
 // it and cannot be raised). Others, and creates that find the pool empty,
 // start cold. A failed claim deletes the member and falls back to a cold
 // start. One goroutine refills the pool, one member at a time, once
-// claims have paused for refillDelay.
+// claims have paused for refillDelay and, while the pool holds its
+// reserve, calls to sandboxes have paused too (hold.go).
 //
 // Members are not sandboxes: List does not report them. Shutdown deletes
 // them, and New deletes those a previous driver left behind (a member's
@@ -57,7 +58,8 @@ const poolPrefix = "warm-"
 // refillDelay is how long the pool waits after a claim before starting a
 // member: a member's start takes about two cores' worth of 50 ms, which
 // would otherwise compete with the first commands of the sandbox just
-// handed out (and with the next claims of a burst).
+// handed out (and with the next claims of a burst). Then it waits for
+// calls to pause (holdFor).
 const refillDelay = 250 * time.Millisecond
 
 func (d *Driver) poolDir() string { return filepath.Join(d.data, "pool") }
@@ -68,6 +70,7 @@ type pool struct {
 	size           int
 	filler[string]           // member names
 	lastTake       time.Time // of the latest claim (refillDelay); under mu
+	callWatch                // refills wait for calls to pause (hold.go)
 }
 
 // startPool deletes the members a previous driver left and starts
@@ -78,6 +81,7 @@ func (d *Driver) startPool() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pool{d: d, size: max(0, d.cfg.WarmPool), filler: newFiller[string](cancel)}
+	p.hold = refillHold
 	d.pool = p
 	if p.size == 0 {
 		close(p.done)
@@ -116,6 +120,7 @@ func (d *Driver) removeMember(ctx context.Context, name string) error {
 func (p *pool) fill(ctx context.Context) {
 	defer close(p.done)
 	pause := minRetry
+	var held time.Time // since when the next member waits for calls to pause
 	for {
 		for p.short() {
 			if wait := p.quietFor(); wait > 0 {
@@ -124,6 +129,16 @@ func (p *pool) fill(ctx context.Context) {
 				}
 				continue
 			}
+			if held.IsZero() {
+				held = time.Now()
+			}
+			if wait := p.holdFor(time.Since(held)); wait > 0 {
+				if !sleep(ctx, wait) {
+					return
+				}
+				continue
+			}
+			held = time.Time{}
 			name, err := p.d.startMember(ctx)
 			if ctx.Err() != nil {
 				if err == nil {
@@ -279,7 +294,7 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 		return "", err
 	}
 	ep := model.Endpoint{Network: "unix", Address: filepath.Join(dir, sidecarSocket), Token: token}
-	if err := waitHealthy(ctx, ep, d.cfg.HealthTimeout, done); err != nil {
+	if err := waitHealthy(ctx, nil, ep, d.cfg.HealthTimeout, done); err != nil {
 		return "", fmt.Errorf("%w%s", err, logTail(dir))
 	}
 	// Opened now rather than at the claim, which hands them over

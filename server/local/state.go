@@ -223,11 +223,14 @@ func unixClient(socket string) *http.Client {
 }
 
 // waitHealthy polls GET /health with a short backoff until it answers 200,
-// the jail exits (done closes) or timeout or ctx runs out.
-func waitHealthy(ctx context.Context, ep model.Endpoint, timeout time.Duration, done <-chan struct{}) error {
+// the jail exits (done closes) or timeout or ctx runs out. It asks with c,
+// or with a client of its own that closes its connection when c is nil.
+func waitHealthy(ctx context.Context, c *http.Client, ep model.Endpoint, timeout time.Duration, done <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c := unixClient(ep.Address)
+	if c == nil {
+		c = unixClient(ep.Address)
+	}
 	var last error
 	// A refused connect costs microseconds; polling often keeps Create fast.
 	for wait := time.Millisecond; ; wait = min(2*wait, 5*time.Millisecond) {

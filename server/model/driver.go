@@ -44,6 +44,12 @@ type Spec struct {
 	// FromSnapshot, when set, is the key of a snapshot (SnapshotDriver)
 	// whose filesystem the new sandbox starts from instead of an empty one.
 	FromSnapshot string
+	// Via, when set, gives the control plane's own client for the
+	// sandbox (as WarmClaimer's via): a driver that waits for the new
+	// sidecar to answer may ask with via's client for ID, whose kept-alive
+	// connection then serves the sandbox's first request (its first exec
+	// needs no dial, and the sidecar accepts one connection, not two).
+	Via SidecarClients
 }
 
 // Endpoint is how the control plane reaches a sandbox's sidecar.
@@ -256,6 +262,14 @@ type WarmClaimer interface {
 // keeping its connections alive between requests.
 type SidecarClients interface {
 	Client(id string, ep Endpoint) (*http.Client, error)
+}
+
+// A CallWatcher is a Driver whose background work (the local driver's
+// warm pool refills) waits for the sandboxes' calls to pause: the control
+// plane gives it, once, a function reporting how long no call to a
+// sidecar has been in flight (0 while one is).
+type CallWatcher interface {
+	WatchCalls(idle func() time.Duration)
 }
 
 // An EndpointDriver reports how a sandbox's sidecar is reached now. The

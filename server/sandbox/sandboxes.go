@@ -209,6 +209,7 @@ func (s *Service) startSandbox(ctx context.Context, sb *model.Sandbox, p createP
 		ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot,
 		FromSnapshot: p.fromSnapshot,
 		Egress:       s.egressServer(sb, p.egress),
+		Via:          s.sidecars, // the health check's connection serves the first exec
 	})
 	if err != nil {
 		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)

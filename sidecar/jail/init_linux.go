@@ -71,10 +71,6 @@ func reap(pid int) (code int, done bool) {
 	}
 }
 
-// reapWake bounds how long an orphan can stay a zombie when its SIGCHLD
-// lands in the instant between ReapOrphans' last wait and its sleep.
-const reapWake = 5 * time.Second
-
 // ReapOrphans is PID 1's duty in a jail whose init is the sidecar itself
 // (no second process): it reaps the processes orphaned into the jail, and
 // nothing else, for good. Call it from the main goroutine with the main
@@ -86,9 +82,16 @@ const reapWake = 5 * time.Second
 // waits only for the calling thread's children, which on the locked main
 // thread are the orphans alone (a command is a child of the thread that
 // forked it, and no goroutine but this one runs on the main thread;
-// wait4 takes __WNOTHREAD as waitid does). An
-// orphan's SIGCHLD goes to its parent thread first, so it interrupts the
-// sleep below; reapWake covers the one instant it could be missed.
+// wait4 takes __WNOTHREAD as waitid does).
+//
+// An orphan's SIGCHLD goes to its parent thread first, so it ends the
+// sleep below, and the reaper waits for it at once. The sleep is bounded
+// by every only for the one instant a SIGCHLD could be missed: handled
+// between the last wait and the sleep. A miss costs one zombie until the
+// next wake (the next orphan's exit, or every); the wake itself is not
+// free in an idle sandbox: the runtime hands the sleeping main thread's P
+// to a new thread each time, which the sidecar then ends (issue 27: with
+// a 5 s bound, 2,000 idle sandboxes kept most of two cores busy).
 //
 // The exception: a command whose forking thread exits (a goroutine locked
 // to a thread ends without unlocking it) is reparented to another thread
@@ -97,7 +100,7 @@ const reapWake = 5 * time.Second
 //
 // woke, when set, is called on the main thread after every wake, before
 // the reaper sleeps again; it must not block.
-func ReapOrphans(woke func()) {
+func ReapOrphans(every time.Duration, woke func()) {
 	for {
 		for {
 			var ws unix.WaitStatus
@@ -112,7 +115,7 @@ func ReapOrphans(woke func()) {
 		// Any signal handled on this thread ends the sleep: an orphan's
 		// SIGCHLD, sent to its parent thread, does.
 		// Afresh each time: the kernel writes the time left back into it.
-		timeout := unix.NsecToTimespec(int64(reapWake))
+		timeout := unix.NsecToTimespec(int64(every))
 		_, _ = unix.Ppoll(nil, &timeout, nil)
 		if woke != nil {
 			woke()

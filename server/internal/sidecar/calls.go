@@ -2,7 +2,9 @@ package sidecar
 
 import (
 	"context"
+	"math"
 	"sync"
+	"time"
 )
 
 // sandboxCalls are the calls in flight to each sandbox's sidecar, so they
@@ -14,6 +16,10 @@ type Calls struct {
 	// ends holds the sandboxes this server is destroying, with the
 	// answer their calls get meanwhile (see end).
 	ends map[string]error
+	// n is how many calls are in flight; ended is when the latest ended
+	// (Idle).
+	n     int
+	ended time.Time
 }
 
 // Track returns ctx, cancellable through cancel(id, …), and the function
@@ -35,9 +41,15 @@ func (c *Calls) Track(ctx context.Context, id string) (context.Context, func()) 
 	c.next++
 	key := c.next
 	c.m[id][key] = cancel
+	c.n++
 	c.mu.Unlock()
 	return ctx, func() {
+		now := time.Now()
 		c.mu.Lock()
+		if _, ok := c.m[id][key]; ok {
+			c.n--
+			c.ended = now
+		}
 		delete(c.m[id], key)
 		if len(c.m[id]) == 0 {
 			delete(c.m, id)
@@ -45,6 +57,21 @@ func (c *Calls) Track(ctx context.Context, id string) (context.Context, func()) 
 		c.mu.Unlock()
 		cancel(nil)
 	}
+}
+
+// Idle reports how long no call has been in flight: 0 while one is, and
+// the longest duration if none has been yet (model.CallWatcher).
+func (c *Calls) Idle() time.Duration {
+	c.mu.Lock()
+	n, ended := c.n, c.ended
+	c.mu.Unlock()
+	switch {
+	case n > 0:
+		return 0
+	case ended.IsZero():
+		return math.MaxInt64
+	}
+	return max(time.Since(ended), 1) // 0 means busy
 }
 
 // Cancel ends every call in flight to sandbox id with cause.
