@@ -100,7 +100,7 @@ func (h *Handler) Warm(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("warm exec: %w", err)
 	}
-	pgid := cmd.Process.Pid
+	pgid := p.pid // Setpgid makes the command its group's leader; cmd.Process is nil when spawn started it
 	h.oomFirst(pgid)
 	var killed atomic.Bool
 	w := h.watchCommand(ctx, running{
