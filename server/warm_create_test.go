@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,32 +190,7 @@ func TestWarmCreateClaimConnection(t *testing.T) {
 		wd = &warmDriver{fakeDriver: f, ready: 1}
 		return wd
 	})
-	dir, err := os.MkdirTemp("", "bxk-") // a socket path must stay short
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "sidecar.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	accepted := 0
-	hs := &http.Server{Handler: e.Sidecar.Server.Config.Handler, ConnState: func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			mu.Lock()
-			accepted++
-			mu.Unlock()
-		}
-	}}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { hs.Close() })
-	conns := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return accepted
-	}
+	sock, conns := countingSidecar(t, e)
 	wd.ep = func() model.Endpoint { return model.Endpoint{Network: "unix", Address: sock, Token: e.Sidecar.Token} }
 
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
@@ -227,6 +203,31 @@ func TestWarmCreateClaimConnection(t *testing.T) {
 	}
 }
 
+// countingSidecar serves the test sidecar's handler on a unix socket of
+// its own and counts the connections it accepts.
+func countingSidecar(t *testing.T, e *env) (sock string, conns func() int) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "bxk-") // a socket path must stay short
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock = filepath.Join(dir, "sidecar.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int64
+	hs := &http.Server{Handler: e.Sidecar.Server.Config.Handler, ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			accepted.Add(1)
+		}
+	}}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { hs.Close() })
+	return sock, func() int { return int(accepted.Load()) }
+}
+
 // TestColdCreateHealthConnection: a cold create gives the driver the
 // server's own clients (Spec.Via), so the driver's check that the new
 // sidecar answers goes over the sandbox's client and its connection then
@@ -235,32 +236,7 @@ func TestWarmCreateClaimConnection(t *testing.T) {
 // one, else with a client of its own that closes its connection.
 func TestColdCreateHealthConnection(t *testing.T) {
 	e := newEnv(t, server.Config{})
-	dir, err := os.MkdirTemp("", "bxk-") // a socket path must stay short
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "sidecar.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	accepted := 0
-	hs := &http.Server{Handler: e.Sidecar.Server.Config.Handler, ConnState: func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			mu.Lock()
-			accepted++
-			mu.Unlock()
-		}
-	}}
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { hs.Close() })
-	conns := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return accepted
-	}
+	sock, conns := countingSidecar(t, e)
 	ep := model.Endpoint{Network: "unix", Address: sock, Token: e.Sidecar.Token}
 	e.Driver.CreateFunc = func(ctx context.Context, spec model.Spec) (model.Endpoint, error) {
 		c := &http.Client{Transport: &http.Transport{

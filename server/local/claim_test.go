@@ -56,21 +56,28 @@ func TestWarmClaimVia(t *testing.T) {
 		t.Fatalf("ClaimWarm: ok %v, err %v; want a claim", ok, err)
 	}
 	t.Cleanup(func() { _ = d.Delete(context.Background(), "via") })
+	oneDialServes(t, via, ep, "the claim")
+	if got := statusWith(t, ep.Address, poolToken); got != http.StatusUnauthorized {
+		t.Errorf("the pool token after the claim: status %d, want %d", got, http.StatusUnauthorized)
+	}
+}
+
+// oneDialServes checks that via was asked for ep's client alone and
+// dialled once, by what, and that this connection serves the first exec.
+func oneDialServes(t *testing.T, via *dialCountingClients, ep model.Endpoint, what string) {
+	t.Helper()
 	want := []model.Endpoint{{Network: "unix", Address: ep.Address}}
 	if diff := cmp.Diff(want, via.asked); diff != "" {
 		t.Errorf("clients asked for (-want +got):\n%s", diff)
 	}
 	if n := via.dials.Load(); n != 1 || via.client == nil {
-		t.Fatalf("dials by the claim: %d, want 1", n)
+		t.Fatalf("dials by %s: %d, want 1", what, n)
 	}
 	if res := runWith(t, via.client, ep, "true"); res.ExitCode != 0 {
 		t.Fatalf("first exec: %+v", res)
 	}
 	if n := via.dials.Load(); n != 1 {
-		t.Errorf("dials after the first exec: %d, want 1 (the claim's connection serves it)", n)
-	}
-	if got := statusWith(t, ep.Address, poolToken); got != http.StatusUnauthorized {
-		t.Errorf("the pool token after the claim: status %d, want %d", got, http.StatusUnauthorized)
+		t.Errorf("dials after the first exec: %d, want 1 (%s's connection serves it)", n, what)
 	}
 }
 
@@ -88,19 +95,7 @@ func TestCreateHealthVia(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
-	want := []model.Endpoint{{Network: "unix", Address: ep.Address}}
-	if diff := cmp.Diff(want, via.asked); diff != "" {
-		t.Errorf("clients asked for (-want +got):\n%s", diff)
-	}
-	if n := via.dials.Load(); n != 1 || via.client == nil {
-		t.Fatalf("dials by the create: %d, want 1 (its health check)", n)
-	}
-	if res := runWith(t, via.client, ep, "true"); res.ExitCode != 0 {
-		t.Fatalf("first exec: %+v", res)
-	}
-	if n := via.dials.Load(); n != 1 {
-		t.Errorf("dials after the first exec: %d, want 1 (the health check's connection serves it)", n)
-	}
+	oneDialServes(t, via, ep, "the health check")
 	if _, err := d.Create(t.Context(), model.Spec{ID: "novia"}); err != nil {
 		t.Fatalf("Create without Via: %v", err)
 	}
