@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -94,23 +93,12 @@ func (h *Handler) Warm(ctx context.Context) error {
 		return fmt.Errorf("warm exec: %w", err)
 	}
 	spec := execSpec{command: warmCommand, dir: h.workspace, env: env, timeout: warmTimeout, maxOutput: 1}
-	ctx, cancel := context.WithTimeoutCause(ctx, warmTimeout, errTimedOut)
-	defer cancel()
-	cmd, p, _, err := h.start(spec)
-	if err != nil {
-		return fmt.Errorf("warm exec: %w", err)
-	}
-	pgid := p.pid // Setpgid makes the command its group's leader; cmd.Process is nil when spawn started it
-	h.oomFirst(pgid)
-	var killed atomic.Bool
-	w := h.watchCommand(ctx, running{
-		cmd: cmd, pipes: p, spec: spec, emit: func(string, []byte) {},
-		kill:   func() { killed.Store(true); _ = syscall.Kill(-pgid, syscall.SIGKILL) },
-		killed: killed.Load, atLimit: func() {},
-	})
-	p.stopStdin()
-	if code := statusCode(w.status); w.timedOut || code != 0 {
-		return fmt.Errorf("warm exec: %s: exit status %d (timed out: %t)", warmCommand, code, w.timedOut)
+	out := h.runCommand(ctx, spec, func(string, []byte) {})
+	switch {
+	case out.spawnErr != nil:
+		return fmt.Errorf("warm exec: %w", out.spawnErr)
+	case out.timedOut || out.exitCode != 0:
+		return fmt.Errorf("warm exec: %s: exit status %d (timed out: %t)", warmCommand, out.exitCode, out.timedOut)
 	}
 	return nil
 }

@@ -173,6 +173,14 @@ func outputLimit(req api.ExecRequest, spec *execSpec) error {
 // on, unless spec.stopAtLimit. That, the timeout and ctx's end each kill
 // the command's whole process group.
 func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream string, p []byte)) outcome {
+	out := h.runCommand(ctx, spec, emit)
+	h.sess.metrics.exec(out.exitCode)
+	return out
+}
+
+// runCommand is run without the exec metric: Warm's command is not an
+// exec anyone asked for.
+func (h *Handler) runCommand(ctx context.Context, spec execSpec, emit func(stream string, p []byte)) outcome {
 	start := time.Now()
 	ctx, cancel := context.WithTimeoutCause(ctx, spec.timeout, errTimedOut)
 	defer cancel()
@@ -216,7 +224,6 @@ func (h *Handler) run(ctx context.Context, spec execSpec, emit func(stream strin
 		out.output.StopReason = api.StopReasonOutputLimit
 	}
 	out.duration = time.Since(start)
-	h.sess.metrics.exec(out.exitCode)
 	return out
 }
 
