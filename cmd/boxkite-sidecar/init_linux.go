@@ -221,8 +221,13 @@ type threadTrimmer struct {
 // the only other one is blocked in the netpoller rather than idle, the
 // runtime starts a new one in its place and TrimThreads gains nothing
 // (jail.TrimThreads stops on that). A while later the netpoller's thread
-// has run the timer and the other one idles, so a later trim gains.
-const trimTries = 5
+// has run the timer and the other one idles, so a later trim gains. The
+// retries back off from trimAfterWake, doubling (100 ms ... 12.8 s, 25 s
+// in all): on a loaded host five retries 100 ms apart all fell in a
+// stretch where no thread idled, and the spare thread stayed until the
+// next request (CI, stop 39), while a few more tries spread over seconds
+// cost an idle sidecar nothing it would notice.
+const trimTries = 8
 
 func newThreadTrimmer(max int) *threadTrimmer {
 	t := &threadTrimmer{max: max}
@@ -238,8 +243,8 @@ func (t *threadTrimmer) run() {
 	free := !t.freed
 	t.freed = true
 	if err == nil && n > t.max && t.tries < trimTries {
+		t.trim.Reset(trimAfterWake << t.tries)
 		t.tries++
-		t.trim.Reset(trimAfterWake)
 	}
 	t.mu.Unlock()
 	if free && heapWorthFreeing() {
