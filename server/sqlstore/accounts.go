@@ -79,7 +79,7 @@ func (s *Store) apiKeyByHash(ctx context.Context, hash string) (*model.APIKey, *
 
 // CreateAccount implements model.AccountStore.
 func (s *Store) CreateAccount(ctx context.Context, a *model.Account) error {
-	return s.createAccount(ctx, s.db, a)
+	return s.createAccount(ctx, s.pool(), a)
 }
 
 // execer is what *sql.DB and *sql.Tx share.
@@ -100,7 +100,7 @@ func (s *Store) createAccount(ctx context.Context, ex execer, a *model.Account) 
 
 // AccountByEmail implements model.AccountStore.
 func (s *Store) AccountByEmail(ctx context.Context, email string) (*model.Account, error) {
-	return s.accountByEmail(ctx, s.db, email)
+	return s.accountByEmail(ctx, s.pool(), email)
 }
 
 func (s *Store) accountByEmail(ctx context.Context, ex execer, email string) (*model.Account, error) {
@@ -118,7 +118,7 @@ func (s *Store) accountByEmail(ctx context.Context, ex execer, email string) (*m
 
 // CreateAPIKey implements model.AccountStore.
 func (s *Store) CreateAPIKey(ctx context.Context, k *model.APIKey) error {
-	return s.createKey(ctx, s.db, k)
+	return s.createKey(ctx, s.pool(), k)
 }
 
 func (s *Store) createKey(ctx context.Context, ex execer, k *model.APIKey) error {
@@ -186,7 +186,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, accountID, keyID string, t tim
 
 // TouchAPIKey implements model.AccountStore.
 func (s *Store) TouchAPIKey(ctx context.Context, keyID string, t time.Time) error {
-	if _, err := s.db.ExecContext(ctx, s.q(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`), micros(t), keyID); err != nil {
+	if _, err := s.exec(ctx, s.q(`UPDATE api_keys SET last_used_at = ? WHERE id = ?`), micros(t), keyID); err != nil {
 		return fmt.Errorf("touch api key: %w", err)
 	}
 	return nil

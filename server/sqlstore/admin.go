@@ -66,7 +66,7 @@ func (s *Store) AdminAuditLog(ctx context.Context, accountID string, limit, offs
 
 // AppendAdminAccess implements admin.Store.
 func (s *Store) AppendAdminAccess(ctx context.Context, a *admin.Access) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO admin_access_log (id, account_id, email, key_id, method, path, query, status, at)
+	_, err := s.exec(ctx, s.q(`INSERT INTO admin_access_log (id, account_id, email, key_id, method, path, query, status, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), a.ID, a.AccountID, a.Email, a.KeyID, a.Method, a.Path, a.Query, a.Status, micros(a.At))
 	if err != nil {
 		return fmt.Errorf("insert admin access: %w", s.mapErr(err))

@@ -54,7 +54,7 @@ func (s *Store) allowedCommands(ctx context.Context, accountID string) ([]api.Co
 // SetAllowedCommands implements model.AllowlistStore.
 func (s *Store) SetAllowedCommands(ctx context.Context, accountID string, rules []api.CommandRule, t time.Time) error {
 	if len(rules) == 0 {
-		if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM allowed_commands WHERE account_id = ?`), accountID); err != nil {
+		if _, err := s.exec(ctx, s.q(`DELETE FROM allowed_commands WHERE account_id = ?`), accountID); err != nil {
 			return fmt.Errorf("clear allowed commands: %w", err)
 		}
 		return nil
@@ -63,7 +63,7 @@ func (s *Store) SetAllowedCommands(ctx context.Context, accountID string, rules 
 	if err != nil {
 		return fmt.Errorf("encode allowed commands: %w", err)
 	}
-	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO allowed_commands (account_id, rules, updated_at) VALUES (?, ?, ?)
+	_, err = s.exec(ctx, s.q(`INSERT INTO allowed_commands (account_id, rules, updated_at) VALUES (?, ?, ?)
 		ON CONFLICT (account_id) DO UPDATE SET rules = excluded.rules, updated_at = excluded.updated_at`),
 		accountID, string(raw), micros(t))
 	if err != nil {

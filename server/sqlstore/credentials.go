@@ -70,7 +70,7 @@ func (s *Store) SetKeepOutputSecrets(ctx context.Context, accountID string, keep
 	if keep {
 		v = 1
 	}
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE accounts SET keep_output_secrets = ? WHERE id = ?`), v, accountID)
+	res, err := s.exec(ctx, s.q(`UPDATE accounts SET keep_output_secrets = ? WHERE id = ?`), v, accountID)
 	if err != nil {
 		return fmt.Errorf("update account: %w", s.mapErr(err))
 	}
@@ -82,7 +82,7 @@ func (s *Store) SetKeepOutputSecrets(ctx context.Context, accountID string, keep
 
 // CreateAccountWithPassword implements model.CredentialStore.
 func (s *Store) CreateAccountWithPassword(ctx context.Context, a *model.Account, passwordHash string) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO accounts (id, email, created_at, password_hash) VALUES (?, ?, ?, ?)`),
+	_, err := s.exec(ctx, s.q(`INSERT INTO accounts (id, email, created_at, password_hash) VALUES (?, ?, ?, ?)`),
 		a.ID, a.Email, micros(a.CreatedAt), passwordHash)
 	if err != nil {
 		return fmt.Errorf("insert account: %w", s.mapErr(err))
@@ -129,7 +129,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, accountID string) ([]*model.API
 
 // EnsureSetting implements model.CredentialStore.
 func (s *Store) EnsureSetting(ctx context.Context, name, value string) (string, error) {
-	if _, err := s.db.ExecContext(ctx, s.q(`INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`),
+	if _, err := s.exec(ctx, s.q(`INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`),
 		name, value); err != nil {
 		return "", fmt.Errorf("store setting %s: %w", name, err)
 	}
@@ -146,7 +146,7 @@ const sshKeyColumns = `id, account_id, name, public_key, fingerprint, created_at
 
 // CreateSSHKey implements model.SSHKeyStore.
 func (s *Store) CreateSSHKey(ctx context.Context, k *model.SSHKey) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO ssh_keys (`+sshKeyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+	_, err := s.exec(ctx, s.q(`INSERT INTO ssh_keys (`+sshKeyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`),
 		k.ID, k.AccountID, k.Name, k.PublicKey, k.Fingerprint, micros(k.CreatedAt), k.MemberID)
 	if err != nil {
 		return fmt.Errorf("insert ssh key: %w", s.mapErr(err))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -57,7 +58,7 @@ type dialect struct {
 var sqliteDialect = dialect{
 	name:       "sqlite",
 	driverName: "sqlite",
-	dsn:        sqliteDSN,
+	dsn:        func(path string) (string, error) { return sqliteDSN(path, sqliteBusyTimeout) },
 	rebind:     func(q string) string { return q },
 	isUnique: func(err error) bool {
 		var se *sqlite.Error
@@ -93,7 +94,7 @@ var sqliteDialect = dialect{
 // transactions, so a read-then-write
 // transaction takes the write lock up front instead of failing with
 // SQLITE_BUSY when it upgrades (busy_timeout cannot retry an upgrade).
-func sqliteDSN(path string) (string, error) {
+func sqliteDSN(path string, busy time.Duration) (string, error) {
 	if path == "" {
 		return "", errors.New("empty sqlite path")
 	}
@@ -114,12 +115,17 @@ func sqliteDSN(path string) (string, error) {
 	}
 	q := url.Values{}
 	q.Set("_txlock", "immediate")
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	return path + "?" + q.Encode(), nil
 }
+
+// sqliteBusyTimeout is how long a SQLite connection waits for a lock that
+// another process holds: the store's own writers queue in its write slot
+// (writeslot.go) and find the lock free.
+const sqliteBusyTimeout = 10 * time.Second
 
 // parseDSN splits a store DSN into its dialect and the rest: "sqlite:PATH"
 // or a bare path mean SQLite; postgres:// and postgresql:// URLs, Postgres

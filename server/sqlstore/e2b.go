@@ -42,7 +42,7 @@ func (s *Store) PutE2BSandbox(ctx context.Context, rec e2b.Record) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO e2b_sandboxes (`+e2bColumns+`) VALUES (?, ?, ?, ?, ?, ?)
+	_, err = s.exec(ctx, s.q(`INSERT INTO e2b_sandboxes (`+e2bColumns+`) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sandbox_id) DO UPDATE SET template_id = excluded.template_id, metadata = excluded.metadata, env_vars = excluded.env_vars`),
 		rec.SandboxID, rec.AccountID, rec.TemplateID, string(md), string(env), micros(rec.CreatedAt))
 	if err != nil {

@@ -87,7 +87,7 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec *model.Idempoten
 		model.IdempotencyCompleted, rec.Status, rec.ContentType,
 		base64.StdEncoding.EncodeToString(rec.Body), micros(rec.ExpiresAt),
 	}, idemScopeArgs(rec)...)
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE idempotency_keys
+	res, err := s.exec(ctx, s.q(`UPDATE idempotency_keys
 		SET state = ?, status = ?, content_type = ?, body = ?, expires_at = ? WHERE `+idemScope), args...)
 	if err != nil {
 		return fmt.Errorf("complete idempotency key: %w", err)
@@ -101,7 +101,7 @@ func (s *Store) CompleteIdempotencyKey(ctx context.Context, rec *model.Idempoten
 // ReleaseIdempotencyKey implements model.IdempotencyStore.
 func (s *Store) ReleaseIdempotencyKey(ctx context.Context, rec *model.IdempotencyRecord) error {
 	args := append(idemScopeArgs(rec), model.IdempotencyInProgress)
-	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM idempotency_keys WHERE `+idemScope+` AND state = ?`), args...); err != nil {
+	if _, err := s.exec(ctx, s.q(`DELETE FROM idempotency_keys WHERE `+idemScope+` AND state = ?`), args...); err != nil {
 		return fmt.Errorf("release idempotency key: %w", err)
 	}
 	return nil
@@ -109,7 +109,7 @@ func (s *Store) ReleaseIdempotencyKey(ctx context.Context, rec *model.Idempotenc
 
 // PurgeIdempotencyKeys implements model.IdempotencyStore.
 func (s *Store) PurgeIdempotencyKeys(ctx context.Context, t time.Time) error {
-	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM idempotency_keys WHERE expires_at <= ?`), micros(t)); err != nil {
+	if _, err := s.exec(ctx, s.q(`DELETE FROM idempotency_keys WHERE expires_at <= ?`), micros(t)); err != nil {
 		return fmt.Errorf("purge idempotency keys: %w", err)
 	}
 	return nil

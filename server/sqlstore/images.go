@@ -56,7 +56,7 @@ func (s *Store) InsertImage(ctx context.Context, accountID string, img api.Image
 		}
 		spec = string(b)
 	}
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO images (`+imageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+	_, err := s.exec(ctx, s.q(`INSERT INTO images (`+imageColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		img.ID, accountID, img.Label, img.Source, img.Status, spec, img.FailureReason, img.FailureCode, img.FailureHint, img.SizeBytes,
 		micros(img.CreatedAt), completedMicros(img))
 	if err != nil {
@@ -67,7 +67,7 @@ func (s *Store) InsertImage(ctx context.Context, accountID string, img api.Image
 
 // UpdateImage implements images.Records.
 func (s *Store) UpdateImage(ctx context.Context, img api.Image) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE images SET status = ?, failure_reason = ?, failure_code = ?, failure_hint = ?, size_bytes = ?, completed_at = ? WHERE id = ?`),
+	res, err := s.exec(ctx, s.q(`UPDATE images SET status = ?, failure_reason = ?, failure_code = ?, failure_hint = ?, size_bytes = ?, completed_at = ? WHERE id = ?`),
 		img.Status, img.FailureReason, img.FailureCode, img.FailureHint, img.SizeBytes, completedMicros(img), img.ID)
 	if err != nil {
 		return fmt.Errorf("update image: %w", s.mapErr(err))
@@ -127,7 +127,7 @@ func (s *Store) RemoveImage(ctx context.Context, id string) error {
 
 // UseImage implements images.Records.
 func (s *Store) UseImage(ctx context.Context, imageID, sandboxID string) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO sandbox_images (sandbox_id, image_id) VALUES (?, ?)`), sandboxID, imageID)
+	_, err := s.exec(ctx, s.q(`INSERT INTO sandbox_images (sandbox_id, image_id) VALUES (?, ?)`), sandboxID, imageID)
 	if err != nil {
 		return fmt.Errorf("record image use: %w", s.mapErr(err))
 	}
@@ -154,7 +154,7 @@ func (s *Store) ImageUsers(ctx context.Context, imageID string) ([]string, error
 
 // SetSandboxEgress implements model.EgressStore.
 func (s *Store) SetSandboxEgress(ctx context.Context, sandboxID string, grants []string) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO sandbox_egress (sandbox_id, grants) VALUES (?, ?)
+	_, err := s.exec(ctx, s.q(`INSERT INTO sandbox_egress (sandbox_id, grants) VALUES (?, ?)
 		ON CONFLICT (sandbox_id) DO UPDATE SET grants = excluded.grants`), sandboxID, strings.Join(grants, "\n"))
 	if err != nil {
 		return fmt.Errorf("record egress grants: %w", s.mapErr(err))

@@ -23,7 +23,7 @@ func scanMCP(r rowScanner) (*model.MCPConnection, error) {
 
 // CreateMCPConnection implements model.MCPConnectionStore.
 func (s *Store) CreateMCPConnection(ctx context.Context, c *model.MCPConnection) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO mcp_connections (`+mcpColumns+`) VALUES (?, ?, ?, ?, ?, ?)`),
+	_, err := s.exec(ctx, s.q(`INSERT INTO mcp_connections (`+mcpColumns+`) VALUES (?, ?, ?, ?, ?, ?)`),
 		c.ID, c.AccountID, c.Label, c.CatalogID, c.Host, micros(c.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("insert mcp connection: %w", s.mapErr(err))
@@ -38,7 +38,7 @@ func (s *Store) MCPConnections(ctx context.Context, accountID string) ([]*model.
 
 // DeleteMCPConnection implements model.MCPConnectionStore.
 func (s *Store) DeleteMCPConnection(ctx context.Context, accountID, id string) error {
-	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM mcp_connections WHERE id = ? AND account_id = ?`), id, accountID)
+	res, err := s.exec(ctx, s.q(`DELETE FROM mcp_connections WHERE id = ? AND account_id = ?`), id, accountID)
 	if err != nil {
 		return fmt.Errorf("delete mcp connection: %w", err)
 	}

@@ -19,7 +19,7 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c *oauth.Client) error {
 	if err != nil {
 		return fmt.Errorf("encode redirect uris: %w", err)
 	}
-	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO oauth_clients (id, name, redirect_uris, registration_hash, created_at) VALUES (?, ?, ?, ?, ?)`),
+	_, err = s.exec(ctx, s.q(`INSERT INTO oauth_clients (id, name, redirect_uris, registration_hash, created_at) VALUES (?, ?, ?, ?, ?)`),
 		c.ID, c.Name, string(uris), c.RegistrationHash, micros(c.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("insert oauth client: %w", s.mapErr(err))
@@ -47,7 +47,7 @@ func (s *Store) OAuthClient(ctx context.Context, id string) (*oauth.Client, erro
 // DeleteOAuthClient implements oauth.Store; the codes, grants and
 // refresh tokens go with it (ON DELETE CASCADE).
 func (s *Store) DeleteOAuthClient(ctx context.Context, id string) error {
-	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM oauth_clients WHERE id = ?`), id)
+	res, err := s.exec(ctx, s.q(`DELETE FROM oauth_clients WHERE id = ?`), id)
 	if err != nil {
 		return fmt.Errorf("delete oauth client: %w", err)
 	}
@@ -59,7 +59,7 @@ func (s *Store) DeleteOAuthClient(ctx context.Context, id string) error {
 
 // CreateOAuthCode implements oauth.Store.
 func (s *Store) CreateOAuthCode(ctx context.Context, c *oauth.Code) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO oauth_authorization_codes (hash, client_id, account_id, redirect_uri, code_challenge, resource, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
+	_, err := s.exec(ctx, s.q(`INSERT INTO oauth_authorization_codes (hash, client_id, account_id, redirect_uri, code_challenge, resource, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
 		c.Hash, c.ClientID, c.AccountID, c.RedirectURI, c.Challenge, c.Resource, micros(c.CreatedAt), micros(c.ExpiresAt))
 	if err != nil {
 		return fmt.Errorf("insert authorization code: %w", s.mapErr(err))
@@ -69,7 +69,7 @@ func (s *Store) CreateOAuthCode(ctx context.Context, c *oauth.Code) error {
 
 // OAuthCode implements oauth.Store.
 func (s *Store) OAuthCode(ctx context.Context, hash string) (*oauth.Code, error) {
-	return s.oauthCode(ctx, s.db, hash)
+	return s.oauthCode(ctx, s.pool(), hash)
 }
 
 // oauthCode reads the code stored under hash through q (the database or
@@ -151,7 +151,7 @@ func (s *Store) OAuthGrant(ctx context.Context, id string) (*oauth.Grant, error)
 
 // RevokeOAuthGrant implements oauth.Store.
 func (s *Store) RevokeOAuthGrant(ctx context.Context, id string, now time.Time) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE oauth_grants SET revoked_at = ? WHERE id = ? AND revoked_at = 0`), micros(now), id)
+	res, err := s.exec(ctx, s.q(`UPDATE oauth_grants SET revoked_at = ? WHERE id = ? AND revoked_at = 0`), micros(now), id)
 	if err != nil {
 		return fmt.Errorf("revoke grant: %w", err)
 	}

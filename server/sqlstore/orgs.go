@@ -90,7 +90,7 @@ func (s *Store) OrgMembership(ctx context.Context, orgID, accountID string) (*or
 
 // UpdateOrg implements orgs.Store.
 func (s *Store) UpdateOrg(ctx context.Context, o *orgs.Org) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE organizations SET name = ?, max_concurrent_sandboxes = ?, monthly_sandbox_hours = ? WHERE id = ?`),
+	res, err := s.exec(ctx, s.q(`UPDATE organizations SET name = ?, max_concurrent_sandboxes = ?, monthly_sandbox_hours = ? WHERE id = ?`),
 		o.Name, o.Quota.MaxConcurrentSandboxes, o.Quota.MonthlySandboxHours, o.ID)
 	if err != nil {
 		return fmt.Errorf("update organization: %w", s.mapErr(err))
@@ -283,7 +283,7 @@ func scanInvite(r rowScanner) (*orgs.Invite, error) {
 
 // CreateOrgInvite implements orgs.Store.
 func (s *Store) CreateOrgInvite(ctx context.Context, inv *orgs.Invite) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO organization_invites (`+inviteColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+	_, err := s.exec(ctx, s.q(`INSERT INTO organization_invites (`+inviteColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		inv.ID, inv.OrgID, inv.Email, inv.Role, inv.TokenHash, inv.InvitedBy, micros(inv.CreatedAt), micros(inv.ExpiresAt), nullMicros(inv.AcceptedAt), inv.AcceptedBy)
 	if err != nil {
 		return fmt.Errorf("insert invite: %w", s.mapErr(err))
@@ -315,7 +315,7 @@ func (s *Store) OrgInvites(ctx context.Context, orgID string) ([]*orgs.Invite, e
 
 // DeleteOrgInvite implements orgs.Store.
 func (s *Store) DeleteOrgInvite(ctx context.Context, orgID, id string) error {
-	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM organization_invites WHERE org_id = ? AND id = ? AND accepted_at IS NULL`), orgID, id)
+	res, err := s.exec(ctx, s.q(`DELETE FROM organization_invites WHERE org_id = ? AND id = ? AND accepted_at IS NULL`), orgID, id)
 	if err != nil {
 		return fmt.Errorf("delete invite: %w", err)
 	}

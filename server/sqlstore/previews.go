@@ -29,7 +29,7 @@ func scanPreview(r rowScanner) (*preview.Record, error) {
 
 // CreatePreview implements preview.Store.
 func (s *Store) CreatePreview(ctx context.Context, r *preview.Record) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO previews (`+previewColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0)`),
+	_, err := s.exec(ctx, s.q(`INSERT INTO previews (`+previewColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, 0)`),
 		r.ID, r.AccountID, r.SandboxID, r.Port, r.TokenHash, micros(r.CreatedAt), micros(r.ExpiresAt))
 	if err != nil {
 		return fmt.Errorf("insert preview: %w", s.mapErr(err))
@@ -68,7 +68,7 @@ func (s *Store) queryPreviews(ctx context.Context, ex execer, query string, args
 
 // Previews implements preview.Store.
 func (s *Store) Previews(ctx context.Context, accountID, sandboxID string) ([]*preview.Record, error) {
-	return s.queryPreviews(ctx, s.db, `SELECT `+previewColumns+` FROM previews WHERE account_id = ? AND sandbox_id = ? ORDER BY created_at DESC, id`, accountID, sandboxID)
+	return s.queryPreviews(ctx, s.pool(), `SELECT `+previewColumns+` FROM previews WHERE account_id = ? AND sandbox_id = ? ORDER BY created_at DESC, id`, accountID, sandboxID)
 }
 
 // RevokePreviews implements preview.Store.

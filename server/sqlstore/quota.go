@@ -47,7 +47,7 @@ func (s *Store) ReserveSandboxes(ctx context.Context, accountID string, since, n
 
 // Usage implements model.QuotaStore.
 func (s *Store) Usage(ctx context.Context, accountID string, since, now time.Time) (model.Usage, error) {
-	return s.usage(ctx, s.db, accountID, since, now)
+	return s.usage(ctx, s.pool(), accountID, since, now)
 }
 
 // usage counts sandboxes being created or active (both hold a slot; a

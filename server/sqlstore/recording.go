@@ -14,7 +14,7 @@ var _ model.RecordingStore = (*Store)(nil)
 // SaveRecording implements model.RecordingStore. The asciicast is JSON
 // lines, so it is kept as text.
 func (s *Store) SaveRecording(ctx context.Context, r *model.Recording) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO takeover_recordings (id, sandbox_id, account_id, data, truncated, created_at)
+	_, err := s.exec(ctx, s.q(`INSERT INTO takeover_recordings (id, sandbox_id, account_id, data, truncated, created_at)
 		VALUES (?, ?, ?, ?, ?, ?)`), r.ID, r.SandboxID, r.AccountID, string(r.Data), r.Truncated, micros(r.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("insert takeover recording: %w", s.mapErr(err))

@@ -87,7 +87,7 @@ func (s *Store) querySandboxes(ctx context.Context, query string, args ...any) (
 
 // CreateSandbox implements model.SandboxStore.
 func (s *Store) CreateSandbox(ctx context.Context, sb *model.Sandbox) error {
-	return s.insertSandbox(ctx, s.db, sb)
+	return s.insertSandbox(ctx, s.pool(), sb)
 }
 
 func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *model.Sandbox) error {
@@ -209,7 +209,7 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*model.San
 
 // DeleteSandbox implements model.SandboxStore.
 func (s *Store) DeleteSandbox(ctx context.Context, id string) error {
-	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM sandboxes WHERE id = ?`), id)
+	res, err := s.exec(ctx, s.q(`DELETE FROM sandboxes WHERE id = ?`), id)
 	if err != nil {
 		return fmt.Errorf("delete sandbox: %w", err)
 	}

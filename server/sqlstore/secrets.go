@@ -85,7 +85,7 @@ func (s *Store) AllSecrets(ctx context.Context) ([]*secrets.Record, error) {
 
 // UpdateSecret implements secrets.Store.
 func (s *Store) UpdateSecret(ctx context.Context, r *secrets.Record) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE secrets SET allowed_hosts = ?, key_id = ?, wrapped_key = ?, ciphertext = ?, updated_at = ?
+	res, err := s.exec(ctx, s.q(`UPDATE secrets SET allowed_hosts = ?, key_id = ?, wrapped_key = ?, ciphertext = ?, updated_at = ?
 		WHERE id = ? AND account_id = ?`),
 		strings.Join(r.AllowedHosts, " "), r.KeyID, b64.EncodeToString(r.WrappedKey), b64.EncodeToString(r.Ciphertext), micros(r.UpdatedAt),
 		r.ID, r.AccountID)
@@ -94,13 +94,13 @@ func (s *Store) UpdateSecret(ctx context.Context, r *secrets.Record) error {
 
 // DeleteSecret implements secrets.Store.
 func (s *Store) DeleteSecret(ctx context.Context, accountID, id string) error {
-	res, err := s.db.ExecContext(ctx, s.q(`DELETE FROM secrets WHERE id = ? AND account_id = ?`), id, accountID)
+	res, err := s.exec(ctx, s.q(`DELETE FROM secrets WHERE id = ? AND account_id = ?`), id, accountID)
 	return affected(res, err, "delete secret", secrets.ErrNotFound)
 }
 
 // RewrapSecret implements secrets.Store.
 func (s *Store) RewrapSecret(ctx context.Context, id, oldKeyID, keyID string, wrapped []byte) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE secrets SET key_id = ?, wrapped_key = ? WHERE id = ? AND key_id = ?`),
+	res, err := s.exec(ctx, s.q(`UPDATE secrets SET key_id = ?, wrapped_key = ? WHERE id = ? AND key_id = ?`),
 		keyID, b64.EncodeToString(wrapped), id, oldKeyID)
 	return affected(res, err, "rewrap secret", secrets.ErrChanged)
 }
@@ -108,7 +108,7 @@ func (s *Store) RewrapSecret(ctx context.Context, id, oldKeyID, keyID string, wr
 // TouchSecrets implements secrets.Store.
 func (s *Store) TouchSecrets(ctx context.Context, accountID string, names []string, t time.Time) error {
 	for _, n := range names {
-		if _, err := s.db.ExecContext(ctx, s.q(`UPDATE secrets SET last_used_at = ? WHERE account_id = ? AND name = ?`),
+		if _, err := s.exec(ctx, s.q(`UPDATE secrets SET last_used_at = ? WHERE account_id = ? AND name = ?`),
 			micros(t), accountID, n); err != nil {
 			return fmt.Errorf("touch secret: %w", err)
 		}

@@ -31,6 +31,10 @@ type Store struct {
 	cache *lookups
 
 	owner *os.File // SQLite: the owner lock (owner_unix.go); nil on Postgres
+
+	// slot queues the writes on SQLite (writeslot.go); nil on Postgres,
+	// whose row locks let writers run together.
+	slot *writeSlot
 }
 
 var _ model.Store = (*Store)(nil)
@@ -39,11 +43,21 @@ var _ model.Store = (*Store)(nil)
 // SQLite, creating it if needed; or a postgres:// URL) and applies pending
 // migrations.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return open(ctx, dsn, sqliteBusyTimeout)
+}
+
+// open is Open with SQLite's busy timeout given (tests cut it short).
+func open(ctx context.Context, dsn string, busy time.Duration) (*Store, error) {
 	d, rest, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	driverDSN, err := d.dsn(rest)
+	var driverDSN string
+	if d.name == sqliteDialect.name {
+		driverDSN, err = sqliteDSN(rest, busy)
+	} else {
+		driverDSN, err = d.dsn(rest)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +97,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	s := &Store{db: db, d: d, dsn: driverDSN, stmts: map[string]*sql.Stmt{}, gen: gen, owner: owner}
 	if gen != nil {
 		s.cache = newLookups(gen)
+		s.slot = &writeSlot{}
 	}
 	s.audit = newCommitter(s.appendBatch, s.appendOne)
 	return s, nil
@@ -177,7 +192,15 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return err
 }
 
+// tx runs fn in a transaction, on SQLite once it is the write slot's
+// turn: fn must not call a method of s that writes (writeslot.go).
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if s.slot != nil {
+		if err := s.slot.acquire(ctx); err != nil {
+			return fmt.Errorf("begin transaction: %w", err)
+		}
+		defer s.slot.release() // after the rollback below
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
@@ -190,6 +213,37 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return fmt.Errorf("commit transaction: %w", err)
 	}
 	return nil
+}
+
+// exec runs a statement that writes outside a transaction; on SQLite once
+// it is the write slot's turn.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if s.slot != nil {
+		if err := s.slot.acquire(ctx); err != nil {
+			return nil, err
+		}
+		defer s.slot.release()
+	}
+	return s.db.ExecContext(ctx, query, args...)
+}
+
+// pool returns the pool as an execer for a method that runs in a
+// transaction or outside one (createAccount, insertSandbox…): each write
+// through it is a lone one (exec), which waits for the write slot.
+func (s *Store) pool() execer { return poolExecer{s} }
+
+type poolExecer struct{ s *Store }
+
+func (p poolExecer) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return p.s.exec(ctx, query, args...)
+}
+
+func (p poolExecer) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return p.s.db.QueryRowContext(ctx, query, args...)
+}
+
+func (p poolExecer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return p.s.db.QueryContext(ctx, query, args...)
 }
 
 // Times are stored as microseconds since the epoch, UTC: portable across

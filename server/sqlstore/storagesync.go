@@ -36,7 +36,7 @@ func scanSync(r rowScanner, extra ...any) (*storagesync.State, error) {
 
 // StartSync implements storagesync.Store.
 func (s *Store) StartSync(ctx context.Context, st *storagesync.State) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO storage_sync (`+syncColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sandbox_id) DO NOTHING`),
+	_, err := s.exec(ctx, s.q(`INSERT INTO storage_sync (`+syncColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (sandbox_id) DO NOTHING`),
 		st.SandboxID, st.AccountID, st.State, microsOrZero(st.LastFlushAt), st.LastError, microsOrZero(st.LastErrorAt), st.Attempts,
 		microsOrZero(st.NextAttemptAt), microsOrZero(st.RetainUntil), boolInt(st.FinalDone), micros(st.CreatedAt))
 	if err != nil {
@@ -82,7 +82,7 @@ func (s *Store) SyncStates(ctx context.Context, state string) ([]*storagesync.St
 
 // UpdateSyncState implements storagesync.Store.
 func (s *Store) UpdateSyncState(ctx context.Context, st *storagesync.State) error {
-	res, err := s.db.ExecContext(ctx, s.q(`UPDATE storage_sync SET state = ?, last_flush_at = ?, last_error = ?, last_error_at = ?, attempts = ?, next_attempt_at = ?, retain_until = ?, final_done = ? WHERE sandbox_id = ?`),
+	res, err := s.exec(ctx, s.q(`UPDATE storage_sync SET state = ?, last_flush_at = ?, last_error = ?, last_error_at = ?, attempts = ?, next_attempt_at = ?, retain_until = ?, final_done = ? WHERE sandbox_id = ?`),
 		st.State, microsOrZero(st.LastFlushAt), st.LastError, microsOrZero(st.LastErrorAt), st.Attempts, microsOrZero(st.NextAttemptAt),
 		microsOrZero(st.RetainUntil), boolInt(st.FinalDone), st.SandboxID)
 	if err != nil {
@@ -96,7 +96,7 @@ func (s *Store) UpdateSyncState(ctx context.Context, st *storagesync.State) erro
 
 // EnqueueSync implements storagesync.Store.
 func (s *Store) EnqueueSync(ctx context.Context, sandboxID, path string, at time.Time) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO storage_queue (sandbox_id, path, queued_at) VALUES (?, ?, ?)
+	_, err := s.exec(ctx, s.q(`INSERT INTO storage_queue (sandbox_id, path, queued_at) VALUES (?, ?, ?)
 		ON CONFLICT (sandbox_id, path) DO UPDATE SET queued_at = excluded.queued_at`), sandboxID, path, micros(at))
 	if err != nil {
 		return fmt.Errorf("queue storage sync: %w", s.mapErr(err))
@@ -124,7 +124,7 @@ func (s *Store) QueuedSync(ctx context.Context, sandboxID string) ([]string, err
 
 // DequeueSync implements storagesync.Store.
 func (s *Store) DequeueSync(ctx context.Context, sandboxID string, upTo time.Time) error {
-	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM storage_queue WHERE sandbox_id = ? AND queued_at <= ?`), sandboxID, micros(upTo)); err != nil {
+	if _, err := s.exec(ctx, s.q(`DELETE FROM storage_queue WHERE sandbox_id = ? AND queued_at <= ?`), sandboxID, micros(upTo)); err != nil {
 		return fmt.Errorf("dequeue storage sync: %w", s.mapErr(err))
 	}
 	return nil
@@ -173,7 +173,7 @@ func (s *Store) PutSynced(ctx context.Context, sandboxID string, files []storage
 
 // DeleteSynced implements storagesync.Store.
 func (s *Store) DeleteSynced(ctx context.Context, sandboxID, path string) error {
-	if _, err := s.db.ExecContext(ctx, s.q(`DELETE FROM storage_files WHERE sandbox_id = ? AND path = ?`), sandboxID, path); err != nil {
+	if _, err := s.exec(ctx, s.q(`DELETE FROM storage_files WHERE sandbox_id = ? AND path = ?`), sandboxID, path); err != nil {
 		return fmt.Errorf("forget stored file: %w", s.mapErr(err))
 	}
 	return nil

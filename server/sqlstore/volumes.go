@@ -26,7 +26,7 @@ func scanVolume(r rowScanner) (*model.Volume, error) {
 
 // CreateVolume implements model.VolumeStore.
 func (s *Store) CreateVolume(ctx context.Context, v *model.Volume) error {
-	_, err := s.db.ExecContext(ctx, s.q(`INSERT INTO volumes (`+volumeColumns+`) VALUES (?, ?, ?, ?, ?, ?)`),
+	_, err := s.exec(ctx, s.q(`INSERT INTO volumes (`+volumeColumns+`) VALUES (?, ?, ?, ?, ?, ?)`),
 		v.ID, v.AccountID, v.Label, v.SizeGB, v.Status, micros(v.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("insert volume: %w", s.mapErr(err))

@@ -44,7 +44,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w *webhooks.Subscription) err
 	if w.Active {
 		active = 1
 	}
-	_, err = s.db.ExecContext(ctx, s.q(`INSERT INTO webhook_subscriptions (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+	_, err = s.exec(ctx, s.q(`INSERT INTO webhook_subscriptions (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		w.ID, w.AccountID, w.URL, string(types), w.Description, w.PayloadFormat, w.HECToken, w.Secret, active, micros(w.CreatedAt), microsOrZero(w.LastTriggeredAt))
 	if err != nil {
 		return fmt.Errorf("insert webhook: %w", s.mapErr(err))

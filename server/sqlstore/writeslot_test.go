@@ -1,0 +1,175 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// waitSlotQueue waits until n writers wait for the slot. Its bound is not a
+// timing assertion: a writer that never queues fails the test.
+func waitSlotQueue(t *testing.T, w *writeSlot, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); w.waiting() != n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writers wait for the slot; want %d", w.waiting(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestWriteSlotOrder: waiters take the slot in the order they asked for
+// it, a newcomer does not overtake them, and one whose context ends leaves
+// the queue without taking the slot.
+func TestWriteSlotOrder(t *testing.T) {
+	w := &writeSlot{}
+	if err := w.acquire(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(t.Context())
+	gaveUp := make(chan error, 1)
+	for i := range 8 {
+		if i == 3 {
+			go func() { gaveUp <- w.acquire(ctx) }()
+		} else {
+			wg.Go(func() {
+				if err := w.acquire(t.Context()); err != nil {
+					t.Errorf("waiter %d: %v", i, err)
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				w.release()
+			})
+		}
+		waitSlotQueue(t, w, i+1)
+	}
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Errorf("the cancelled waiter got %v; want context.Canceled", err)
+	}
+	waitSlotQueue(t, w, 7)
+	w.release()
+	wg.Wait()
+	if diff := cmp.Diff([]int{0, 1, 2, 4, 5, 6, 7}, order); diff != "" {
+		t.Errorf("order of the waiters (-want +got):\n%s", diff)
+	}
+	// Free again: a caller whose context has ended is refused, not queued.
+	if err := w.acquire(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("acquire with a cancelled context: %v; want context.Canceled", err)
+	}
+	if err := w.acquire(t.Context()); err != nil {
+		t.Errorf("acquire of the free slot: %v", err)
+	}
+}
+
+// TestSlowWriterQueuesWriters: while a write transaction is held open
+// for longer than SQLite's busy timeout, writers of every kind (a
+// transaction, a lone statement, an audit append) queue behind it instead
+// of failing with SQLITE_BUSY, then commit in the order they came; one
+// whose context ends meanwhile gives up with its context's error and
+// writes nothing. SQLite's busy timeout is cut to 20 ms for the test, so
+// a writer that went past the slot would fail.
+func TestSlowWriterQueuesWriters(t *testing.T) {
+	ctx := t.Context()
+	s, err := open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "slot.db"), 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	holding, release := make(chan struct{}), make(chan struct{})
+	slow := make(chan error, 1)
+	go func() {
+		slow <- s.inTx(ctx, func(tx *sql.Tx) error {
+			if err := s.createAccount(ctx, tx, &model.Account{ID: model.NewID(), Email: "slow@example.com", CreatedAt: time.Now()}); err != nil {
+				return err
+			}
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+
+	var wg sync.WaitGroup
+	errs := make([]error, 10)
+	cancelCtx, cancel := context.WithCancel(ctx)
+	for i := range errs {
+		a := &model.Account{ID: model.NewID(), Email: fmt.Sprintf("w%d@example.com", i), CreatedAt: time.Now()}
+		wg.Go(func() {
+			switch {
+			case i == 4: // gives up while queued
+				errs[i] = s.CreateAccount(cancelCtx, a)
+			case i == 7:
+				errs[i] = s.AppendExecLog(ctx, &model.ExecLogEntry{
+					ID: model.NewID(), SandboxID: "sb", AccountID: a.ID, Source: api.LogSourceAgent,
+					Operation: "exec", StartedAt: time.Now(),
+				})
+			case i%2 == 0: // a lone INSERT
+				errs[i] = s.CreateAccount(ctx, a)
+			default: // a transaction
+				_, _, errs[i] = s.EnsureAccountKey(ctx, a, &model.APIKey{ID: model.NewID(), Hash: a.ID, Prefix: "bxk_live_x", Role: model.RoleAdmin, CreatedAt: time.Now()})
+			}
+		})
+		waitSlotQueue(t, s.slot, i+1)
+	}
+	time.Sleep(100 * time.Millisecond) // five busy timeouts
+	cancel()
+	waitSlotQueue(t, s.slot, len(errs)-1)
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatalf("the slow writer: %v", err)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i == 4 {
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("the writer that gave up got %v; want context.Canceled", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("writer %d: %v", i, err)
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT email FROM accounts ORDER BY rowid`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var e string
+		if err := rows.Scan(&e); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e)
+	}
+	want := []string{
+		"slow@example.com", "w0@example.com", "w1@example.com", "w2@example.com", "w3@example.com",
+		"w5@example.com", "w6@example.com", "w8@example.com", "w9@example.com",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("accounts in commit order (-want +got):\n%s", diff)
+	}
+	if _, n := s.GroupCommitStats(); n != 1 {
+		t.Errorf("audit entries committed: %d; want 1", n)
+	}
+}
