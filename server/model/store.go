@@ -92,6 +92,8 @@ type SandboxStore interface {
 	ExpiredSandboxes(ctx context.Context, t time.Time) ([]*Sandbox, error)
 	// UpdateSandbox loads the sandbox, calls fn on it and writes the result,
 	// all in one transaction; fn's error aborts the update and is returned.
+	// fn must not write to the store: on SQLite its write would wait for
+	// the turn this transaction holds.
 	UpdateSandbox(ctx context.Context, id string, fn func(*Sandbox) error) (*Sandbox, error)
 	// DeleteSandbox removes the row, for a create that failed; ErrNotFound if none.
 	DeleteSandbox(ctx context.Context, id string) error
@@ -377,7 +379,8 @@ type SnapshotStore interface {
 	// sandbox, or all when sandboxID is "".
 	ListSnapshots(ctx context.Context, accountID, sandboxID string) ([]*Snapshot, error)
 	// UpdateSnapshot loads the snapshot, calls fn and writes the result
-	// in one transaction; fn's error aborts and is returned.
+	// in one transaction; fn's error aborts and is returned. fn must not
+	// write to the store (see UpdateSandbox).
 	UpdateSnapshot(ctx context.Context, id string, fn func(*Snapshot) error) (*Snapshot, error)
 	// SnapshotsWithStatus returns every account's snapshots in one
 	// status, for reconciliation at start-up.

@@ -86,8 +86,9 @@ var sqliteDialect = dialect{
 
 // sqliteDSN prepares the database file and returns the modernc DSN for it.
 //
-// Every connection gets: a busy timeout so concurrent writers wait instead
-// of failing; WAL so readers never block the writer; synchronous=FULL, so
+// Every connection gets: a busy timeout (busy), so that a writer waits
+// for a lock another process holds instead of failing (the store's own
+// writers queue in its write slot, writeslot.go); WAL so readers never block the writer; synchronous=FULL, so
 // a commit returns only once the WAL is fsynced and what the server
 // acknowledged survives an OS crash or power loss too, not just a crash of
 // the process (NORMAL's promise); foreign keys; and BEGIN IMMEDIATE for
