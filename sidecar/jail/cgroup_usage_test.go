@@ -125,7 +125,7 @@ func TestCgroupPids(t *testing.T) {
 func TestReadSmallFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	for _, size := range []int{0, 1, 1023, 1024, 1025, 2048, 70000} {
+	for _, size := range []int{0, 1, 1024, 2047, 2048, 2049, 4096, 70000} {
 		want := make([]byte, size)
 		for i := range want {
 			want[i] = byte('a' + i%26)

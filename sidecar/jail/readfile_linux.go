@@ -25,7 +25,7 @@ func ReadSmallFile(path string) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	b := make([]byte, 0, 1024)
+	b := make([]byte, 0, 2048) // a state file (about 1 KiB), /proc/meminfo, in one read
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]
