@@ -42,6 +42,7 @@ type fsView struct {
 	tops []top
 	fds  []int // per top; -1 until opened
 	user fsUser
+	bufs *sync.Pool // readChunk buffers (*[]byte) that writeFile copies through (Handler.readBufs)
 }
 
 // openView returns a view of h's roots. Close it when the request is done.
@@ -64,7 +65,7 @@ func (h *Handler) openView() (*fsView, error) {
 			fr.tops = tops
 		}
 	}
-	v := &fsView{tops: tops, fds: make([]int, len(tops)), user: fr.user}
+	v := &fsView{tops: tops, fds: make([]int, len(tops)), user: fr.user, bufs: &h.readBufs}
 	for i := range v.fds {
 		v.fds[i] = -1
 	}

@@ -191,7 +191,9 @@ func (h *Handler) runCommand(ctx context.Context, spec execSpec, emit func(strea
 		return outcome{exitCode: 1, spawnErr: err, duration: time.Since(start)}
 	}
 	pid := p.pid
-	h.oomFirst(pid)
+	if !p.oomSet {
+		h.oomFirst(pid)
+	}
 	pgid := pid // Setpgid makes the command its group's leader
 	var killed atomic.Bool
 	kill := func() { killed.Store(true); _ = syscall.Kill(-pgid, syscall.SIGKILL) }
@@ -317,9 +319,10 @@ func (h *Handler) start(spec execSpec) (cmd *exec.Cmd, p *piped, direct bool, er
 // and the command's pid.
 type piped struct {
 	stdin          *os.File // nil when the request had no stdin (the command reads /dev/null)
-	stdout, stderr int      // non-blocking, in no poller: watch reads them
+	stdout, stderr int      // blocking, in no poller: watch reads them when ready
 	pid            int
-	pidfd          int // from spawn, ours to close; -1 when os/exec started the command (cmd.Process)
+	pidfd          int  // from spawn, ours to close; -1 when os/exec started the command (cmd.Process)
+	oomSet         bool // spawn's child set its own OOM score (oomFirst need not)
 }
 
 // startPiped starts cmd with fresh pipes. The command gets the pipes' file
@@ -328,58 +331,65 @@ type piped struct {
 // Without stdin the command reads devNull when there is one (shared by
 // every exec: os/exec would open and close /dev/null for each).
 //
-// jailed starts the command with spawn (spawn_linux.go) when it can. Not
+// jailed starts the command with spawn (spawn_linux.go) when it can, and
+// spawn's child makes itself the OOM killer's first pick (oomFirst). Not
 // outside a jail: a child of os/exec gets back the soft RLIMIT_NOFILE
 // the runtime raised at start, which only syscall knows; in a jail,
 // jail.Lockdown has set both limits since, and that restore fails
 // (it would raise the hard limit) unless the server itself started with
-// a hard limit at most Lockdown's and a lower soft one.
+// a hard limit at most Lockdown's and a lower soft one. The output pipes'
+// command ends become *os.Files only for os/exec: spawn takes descriptors.
 func startPiped(cmd *exec.Cmd, stdin string, devNull *os.File, jailed bool) (*piped, error) {
-	var ours []int
-	var theirs []*os.File
+	p := &piped{stdout: -1, stderr: -1, pidfd: -1}
+	stdio := [3]int{-1, -1, -1} // the command's: stdin, stdout, stderr
+	var stdinTheirs *os.File
+	done := func() { // the child has its own copies now, or never will
+		closeFDs(stdio[1:])
+		if stdinTheirs != nil {
+			stdinTheirs.Close()
+		}
+	}
 	fail := func(err error) (*piped, error) {
-		closeFDs(ours)
-		closeAll(theirs)
+		done()
+		closeFDs([]int{p.stdout, p.stderr})
+		if p.stdin != nil {
+			p.stdin.Close()
+		}
 		return nil, err
 	}
-	p := &piped{}
-	for _, out := range []*int{&p.stdout, &p.stderr} {
+	for i, out := range []*int{&p.stdout, &p.stderr} {
 		o, t, err := outputPipe()
 		if err != nil {
 			return fail(err)
 		}
-		ours, theirs = append(ours, o), append(theirs, t)
-		*out = o
+		*out, stdio[1+i] = o, t
 	}
-	cmd.Stdout, cmd.Stderr = theirs[0], theirs[1]
 	if stdin != "" {
 		o, t, err := commandPipe(false)
 		if err != nil {
 			return fail(err)
 		}
-		theirs = append(theirs, t)
-		p.stdin, cmd.Stdin = o, t
+		p.stdin, stdinTheirs, cmd.Stdin = o, t, t
+		stdio[0] = int(t.Fd()) // blocking already: Fd changes nothing
 	} else if devNull != nil {
 		cmd.Stdin = devNull
+		stdio[0] = int(devNull.Fd())
 	}
 	err := errNoSpawn
-	p.pidfd = -1
-	if jailed {
-		p.pid, p.pidfd, err = spawn(cmd)
+	if jailed && stdio[0] >= 0 {
+		p.pid, p.pidfd, err = spawn(cmd, stdio, true)
+		p.oomSet = err == nil
 	}
 	if err == errNoSpawn {
-		if err = cmd.Start(); err == nil {
+		err = startOSExec(cmd, &stdio)
+		if err == nil {
 			p.pid = cmd.Process.Pid
 		}
 	}
-	closeAll(theirs) // the child has its own copies now, or never will
 	if err != nil {
-		if p.stdin != nil {
-			p.stdin.Close()
-		}
-		closeFDs(ours)
-		return nil, err
+		return fail(err)
 	}
+	done()
 	if p.stdin != nil {
 		go func() {
 			// A command that exits without reading gives EPIPE: not an error.
@@ -390,15 +400,32 @@ func startPiped(cmd *exec.Cmd, stdin string, devNull *os.File, jailed bool) (*pi
 	return p, nil
 }
 
+// startOSExec starts cmd with os/exec, its stdout and stderr stdio's
+// descriptors, which it closes (and sets to -1): once wrapped in an
+// *os.File, a descriptor is the File's to close.
+func startOSExec(cmd *exec.Cmd, stdio *[3]int) error {
+	stdout, stderr := os.NewFile(uintptr(stdio[1]), "|theirs"), os.NewFile(uintptr(stdio[2]), "|theirs")
+	stdio[1], stdio[2] = -1, -1
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Start()
+	stdout.Close()
+	stderr.Close()
+	return err
+}
+
 func closeAll(files []*os.File) {
 	for _, f := range files {
 		f.Close()
 	}
 }
 
+// closeFDs closes each descriptor but -1. Raw: no close of a pipe's end
+// or a pidfd can block (issue 27: a syscall.Syscall wakes sysmon).
 func closeFDs(fds []int) {
 	for _, fd := range fds {
-		_ = syscall.Close(fd)
+		if fd >= 0 {
+			_, _, _ = syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(fd), 0, 0)
+		}
 	}
 }
 

@@ -17,8 +17,11 @@ import (
 // Output past r.spec.maxOutput is counted, not emitted; the timeout and
 // ctx's end kill the command's group.
 func (h *Handler) watchGoroutines(ctx context.Context, r running) waited {
+	// Non-blocking, so that NewFile polls them and a deadline ends a read.
+	_ = syscall.SetNonblock(r.pipes.stdout, true)
+	_ = syscall.SetNonblock(r.pipes.stderr, true)
 	outs := [2]*os.File{
-		os.NewFile(uintptr(r.pipes.stdout), "|ours"), // non-blocking: NewFile polls it
+		os.NewFile(uintptr(r.pipes.stdout), "|ours"),
 		os.NewFile(uintptr(r.pipes.stderr), "|ours"),
 	}
 	var w waited

@@ -20,7 +20,7 @@ import (
 // exit, through an epoll instance of the exec's own that sits in the
 // runtime's netpoller: no goroutine per pipe, none for the wait, none to
 // join them. And once the command runs, every syscall of the wait is raw
-// and cannot block: reads of O_NONBLOCK pipes, waitid with WNOHANG on a
+// and cannot block: reads of pipes epoll found ready, waitid with WNOHANG on a
 // pidfd, epoll_wait with no timeout, epoll_ctl and close. Through
 // syscall.Syscall, the first syscall after the process idled wakes the
 // runtime's sysmon thread from its deep sleep, and an awake sysmon then
@@ -153,88 +153,24 @@ func (p *execPoller) drop(fd int) {
 // group is killed and the pipes read until they drain, for at most
 // pipeDrain (only a process that left the group can hold them so long).
 func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int) waited {
-	var w waited
-	// The open output pipes: stdout, stderr; -1 once one reached its end.
-	streams := [2]int{r.pipes.stdout, r.pipes.stderr}
-	open := func() bool { return streams[0] >= 0 || streams[1] >= 0 }
-	dropAll := func() {
-		for i, fd := range streams {
-			if fd >= 0 {
-				p.drop(fd)
-				streams[i] = -1
-			}
-		}
-	}
 	bp := h.readBufs.Get().(*[]byte)
 	defer h.readBufs.Put(bp)
-	buf := *bp
-	emit := func(stream string, n *int64, b []byte) {
-		*n = emitCapped(*n, r.spec.maxOutput, b, func(b []byte) { r.emit(stream, b) }, r.atLimit)
-	}
-	read := func(i int) {
-		fd := streams[i]
-		n, _, e := syscall.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
-		switch {
-		case e == unix.EAGAIN || e == unix.EINTR:
-		case e == 0 && n > 0 && i == 0:
-			emit(api.EventStdout, &w.stdoutN, buf[:n])
-		case e == 0 && n > 0:
-			emit(api.EventStderr, &w.stderrN, buf[:n])
-		default: // EOF, or an error no retry mends
-			streams[i] = -1
-			p.drop(fd)
-		}
-	}
-	exited := false
-	reap := func() {
-		var info unix.Siginfo
-		_, _, e := syscall.RawSyscall6(unix.SYS_WAITID, unix.P_PIDFD, uintptr(pidfd), uintptr(unsafe.Pointer(&info)), unix.WEXITED|unix.WNOHANG, 0, 0)
-		if e == unix.EINTR || e == 0 && siginfoPid(&info) == 0 {
-			return // still running
-		}
-		exited = true
-		w.killedBeforeExit = r.killed()
-		if e == 0 {
-			w.status = waitStatus(&info)
-		}
-		p.drop(pidfd)
-	}
-	var events [3]unix.EpollEvent
-	var pollErr error
-	// round serves what is ready; false (wait for more) when nothing is.
-	round := func(uintptr) bool {
-		n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(p.fd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
-		if e != 0 && e != unix.EINTR {
-			pollErr = e // an epoll instance that fails fails for good
-			return true
-		}
-		if e != 0 || n == 0 {
-			return false
-		}
-		for _, ev := range events[:n] {
-			switch fd := int(ev.Fd); {
-			case fd == pidfd && !exited:
-				reap()
-			case fd == streams[0]:
-				read(0)
-			case fd == streams[1]:
-				read(1)
-			}
-		}
-		return true
-	}
+	// One object for the wait's state: closures over locals would move
+	// each local they share to the heap (issue 27: ~11 objects an exec).
+	a := &awaiting{r: r, p: p, pidfd: pidfd, buf: *bp, streams: [2]int{r.pipes.stdout, r.pipes.stderr}}
+	round := a.round
 	// A past deadline wakes the wait when ctx ends.
 	stop := context.AfterFunc(ctx, func() { _ = p.f.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	var ctxDone bool
 	var exitAt, killAt time.Time
-	for !exited || open() {
+	for !a.exited || a.open() {
 		// The deadline first, then ctx: a cancel after the check sets a
 		// past deadline after this one.
 		switch {
 		case !killAt.IsZero():
 			_ = p.f.SetReadDeadline(killAt.Add(pipeDrain))
-		case exited:
+		case a.exited:
 			_ = p.f.SetReadDeadline(exitAt.Add(pipeGrace))
 		default:
 			_ = p.f.SetReadDeadline(time.Time{})
@@ -242,18 +178,18 @@ func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int
 		if !ctxDone && ctx.Err() != nil {
 			ctxDone = true
 			r.kill()
-			w.timedOut = !exited && context.Cause(ctx) == errTimedOut
+			a.w.timedOut = !a.exited && context.Cause(ctx) == errTimedOut
 		}
-		if exited && ctxDone && killAt.IsZero() {
+		if a.exited && ctxDone && killAt.IsZero() {
 			r.kill() // no grace once ctx ended
 			killAt = time.Now()
 			continue
 		}
 		err := p.rc.Read(round)
 		if err == nil {
-			err = pollErr
+			err = a.pollErr
 		}
-		if exited && exitAt.IsZero() {
+		if a.exited && exitAt.IsZero() {
 			exitAt = time.Now()
 		}
 		switch {
@@ -264,23 +200,114 @@ func (h *Handler) await(ctx context.Context, r running, p *execPoller, pidfd int
 			h.log.ErrorContext(ctx, "exec: wait for command", slog.Any("err", err))
 			p.broken = true
 			r.kill()
-			if !exited {
-				exited = true
-				w.killedBeforeExit = true
-				_, _ = syscall.Wait4(r.pipes.pid, &w.status, 0, nil)
+			if !a.exited {
+				a.exited = true
+				a.w.killedBeforeExit = true
+				_, _ = syscall.Wait4(r.pipes.pid, &a.w.status, 0, nil)
 				p.drop(pidfd)
 			}
-			dropAll()
-		case !exited:
+			a.dropAll()
+		case !a.exited:
 			// ctx ended: the next round kills and waits on.
 		case killAt.IsZero() && !time.Now().Before(exitAt.Add(pipeGrace)):
 			r.kill()
 			killAt = time.Now()
 		case !killAt.IsZero() && !time.Now().Before(killAt.Add(pipeDrain)):
-			dropAll()
+			a.dropAll()
 		}
 	}
-	return w
+	return a.w
+}
+
+// awaiting is an await's state between rounds.
+type awaiting struct {
+	r       running
+	p       *execPoller
+	pidfd   int
+	buf     []byte
+	w       waited
+	streams [2]int // the open output pipes: stdout, stderr; -1 once one reached its end
+	exited  bool   // reaped
+	events  [3]unix.EpollEvent
+	pollErr error // an epoll instance that fails fails for good
+}
+
+func (a *awaiting) open() bool { return a.streams[0] >= 0 || a.streams[1] >= 0 }
+
+func (a *awaiting) dropAll() {
+	for i, fd := range a.streams {
+		if fd >= 0 {
+			a.p.drop(fd)
+			a.streams[i] = -1
+		}
+	}
+}
+
+// round serves what is ready; false (wait for more) when nothing is.
+func (a *awaiting) round(uintptr) bool {
+	n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(a.p.fd), uintptr(unsafe.Pointer(&a.events[0])), uintptr(len(a.events)), 0, 0, 0)
+	if e != 0 && e != unix.EINTR {
+		a.pollErr = e
+		return true
+	}
+	if e != 0 || n == 0 {
+		return false
+	}
+	for _, ev := range a.events[:n] {
+		switch fd := int(ev.Fd); {
+		case fd == a.pidfd && !a.exited:
+			a.reap()
+		case fd == a.streams[0]:
+			a.read(0)
+		case fd == a.streams[1]:
+			a.read(1)
+		}
+	}
+	return true
+}
+
+// read serves one read of output pipe i, which epoll said is ready: it
+// does not block, though the pipe may be a blocking one (outputPipe).
+func (a *awaiting) read(i int) {
+	fd := a.streams[i]
+	n, _, e := syscall.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&a.buf[0])), uintptr(len(a.buf)))
+	switch {
+	case e == unix.EAGAIN || e == unix.EINTR:
+	case e == 0 && n > 0:
+		b := a.buf[:n]
+		limit := a.r.spec.maxOutput
+		stream, count := api.EventStdout, &a.w.stdoutN
+		if i == 1 {
+			stream, count = api.EventStderr, &a.w.stderrN
+		}
+		// emitCapped's rule, without a closure an exec.
+		k := int64(len(b))
+		if keep := min(k, limit-*count); keep > 0 {
+			a.r.emit(stream, b[:keep])
+		}
+		if *count <= limit && *count+k > limit {
+			a.r.atLimit()
+		}
+		*count += k
+	default: // EOF, or an error no retry mends
+		a.streams[i] = -1
+		a.p.drop(fd)
+	}
+}
+
+// reap takes the command's exit when it came.
+func (a *awaiting) reap() {
+	var info unix.Siginfo
+	_, _, e := syscall.RawSyscall6(unix.SYS_WAITID, unix.P_PIDFD, uintptr(a.pidfd), uintptr(unsafe.Pointer(&info)), unix.WEXITED|unix.WNOHANG, 0, 0)
+	if e == unix.EINTR || e == 0 && siginfoPid(&info) == 0 {
+		return // still running
+	}
+	a.exited = true
+	a.w.killedBeforeExit = a.r.killed()
+	if e == 0 {
+		a.w.status = waitStatus(&info)
+	}
+	a.p.drop(a.pidfd)
 }
 
 // siginfoFields is where the fields of a child's state change start in

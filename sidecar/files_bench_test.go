@@ -3,10 +3,12 @@
 package sidecar
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,10 +20,11 @@ import (
 // image loop-mounted as a sandbox's disk is (where an fsync costs what it
 // costs there), a tmpfs (where it costs nothing, which leaves the rest of
 // the route), and that tmpfs served as the sandbox user, as in a jail
-// (file work switches to its ids); else a temp dir.
+// (file work switches to its ids); else a temp dir. Every typed root is
+// there, as in a jail (jailRoots).
 func onDisks(b *testing.B, fn func(b *testing.B, opts Options)) {
 	opts := func(ws string) Options {
-		return Options{Token: testToken, Workspace: ws, Log: slog.New(slog.DiscardHandler)}
+		return Options{Token: testToken, Workspace: ws, Roots: jailRoots(b, b.TempDir(), ws), Log: slog.New(slog.DiscardHandler)}
 	}
 	if os.Geteuid() != 0 {
 		b.Run("tempdir", func(b *testing.B) { fn(b, opts(b.TempDir())) })
@@ -125,4 +128,57 @@ func benchCall(b *testing.B, method, url, body string) {
 	if resp.StatusCode != http.StatusOK {
 		b.Fatalf("%s %s = %d", method, url, resp.StatusCode)
 	}
+}
+
+// jailRoots lays the typed roots out under base as in a jail, every one
+// present, with the workspace ws: a Handler on them finds its roots once,
+// as a jail's sidecar does, where one with a root missing looks for them
+// again on every request.
+func jailRoots(tb testing.TB, base, ws string) Roots {
+	tb.Helper()
+	r := Roots{
+		Workspace: ws,
+		Tmp:       filepath.Join(base, "tmp"),
+		Outputs:   filepath.Join(base, "mnt/user-data/outputs"),
+		Uploads:   filepath.Join(base, "mnt/user-data/uploads"),
+		Skills:    filepath.Join(base, "mnt/skills"),
+	}
+	for _, d := range []string{r.Tmp, r.Outputs, r.Uploads, r.Skills} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return r
+}
+
+// BenchmarkRawHandler is PUT then GET /files/raw of a 4 KiB file served by
+// the Handler alone (no connection, no client), with every root present
+// as in a jail: what the sidecar's own code costs per request, allocations
+// included.
+func BenchmarkRawHandler(b *testing.B) {
+	onDisks(b, func(b *testing.B, opts Options) {
+		h := New(opts)
+		data := bytes.Repeat([]byte("x"), 4<<10)
+		const url = "/files/raw?path=a/b/c/file.bin"
+		do := func(method string, body []byte) {
+			req := httptest.NewRequest(method, url, bytes.NewReader(body))
+			req.Header.Set(TokenHeader, testToken)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				b.Fatalf("%s = %d %s", method, rec.Code, rec.Body)
+			}
+		}
+		do(http.MethodPut, data)
+		b.Run("put", func(b *testing.B) {
+			for b.Loop() {
+				do(http.MethodPut, data)
+			}
+		})
+		b.Run("get", func(b *testing.B) {
+			for b.Loop() {
+				do(http.MethodGet, nil)
+			}
+		})
+	})
 }

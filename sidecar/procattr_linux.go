@@ -80,19 +80,17 @@ func commandPipe(read bool) (ours, theirs *os.File, err error) {
 }
 
 // outputPipe returns a pipe for a command's stdout or stderr: ours, the
-// read end, non-blocking and in no poller (watch reads it through an epoll
-// instance of its own), and theirs, the command's, blocking.
-func outputPipe() (ours int, theirs *os.File, err error) {
+// read end, and theirs, the command's, both blocking. Ours sits in no
+// poller: watchCommand reads it only when its epoll instance says it is
+// ready (a read of a ready pipe does not block), and watchGoroutines makes
+// it non-blocking first. Blocking both spares an F_SETFL a pipe, and no
+// *os.File of theirs spares F_GETFL (os.NewFile) on every exec (issue 27).
+func outputPipe() (ours, theirs int, err error) {
 	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		return -1, nil, fmt.Errorf("create pipe: %w", err)
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return -1, -1, fmt.Errorf("create pipe: %w", err)
 	}
-	if _, err := unix.FcntlInt(uintptr(p[1]), unix.F_SETFL, 0); err != nil {
-		unix.Close(p[0])
-		unix.Close(p[1])
-		return -1, nil, fmt.Errorf("create pipe: %w", err)
-	}
-	return p[0], os.NewFile(uintptr(p[1]), "|theirs"), nil
+	return p[0], p[1], nil
 }
 
 // physicalDir is the path getcwd gives in dir, which dash exports as PWD

@@ -44,8 +44,9 @@ func commandPipe(read bool) (ours, theirs *os.File, err error) {
 }
 
 // outputPipe returns a pipe for a command's stdout or stderr: ours, the
-// read end, non-blocking, and theirs, the command's.
-func outputPipe() (ours int, theirs *os.File, err error) {
+// read end, and theirs, the command's, both blocking (watchGoroutines
+// makes ours non-blocking).
+func outputPipe() (ours, theirs int, err error) {
 	var p [2]int
 	syscall.ForkLock.RLock()
 	err = syscall.Pipe(p[:])
@@ -55,12 +56,7 @@ func outputPipe() (ours int, theirs *os.File, err error) {
 	}
 	syscall.ForkLock.RUnlock()
 	if err != nil {
-		return -1, nil, fmt.Errorf("create pipe: %w", err)
+		return -1, -1, fmt.Errorf("create pipe: %w", err)
 	}
-	if err := syscall.SetNonblock(p[0], true); err != nil {
-		syscall.Close(p[0])
-		syscall.Close(p[1])
-		return -1, nil, fmt.Errorf("create pipe: %w", err)
-	}
-	return p[0], os.NewFile(uintptr(p[1]), "|theirs"), nil
+	return p[0], p[1], nil
 }

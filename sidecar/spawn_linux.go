@@ -61,33 +61,44 @@ type spawnArgs struct {
 	fds        [3]int
 	cred       bool
 	uid, gid   uintptr
-	nextFD     int // above every fd in fds
+	oom        bool // set the child's oom_score_adj (oomFirst)
+	nextFD     int  // above every fd in fds
 	errno      syscall.Errno
 	pidfd      int32 // clone's CLONE_PIDFD stores an int
 }
 
+// The child's own OOM score file and oomFirst's score, NUL-terminated
+// constants: the child only reads them.
+const (
+	oomScoreFile = "/proc/self/oom_score_adj\x00"
+	oomScore     = "1000"
+)
+
+// atFDCWD is AT_FDCWD (-100) as a syscall argument.
+const atFDCWD = ^uintptr(99)
+
 // spawn starts cmd as cmd.Start would (but for RLIMIT_NOFILE: see
 // startPiped, which calls it only in a jail), for what exec.go's commands
-// use: Path, Args, Env (not nil), Dir, stdio *os.File, and SysProcAttr with
-// Setpgid and at most a Credential with no groups. It returns the pid and a
-// pidfd of it (-1 if the kernel gives none); cmd.Process stays nil.
-// errNoSpawn: cmd asks for more, or the clone failed; nothing was
-// started.
-func spawn(cmd *exec.Cmd) (pid, pidfd int, err error) {
+// use: Path, Args, Env (not nil), Dir, and SysProcAttr with Setpgid and at
+// most a Credential with no groups; stdio are the command's stdin, stdout
+// and stderr (cmd's own are not read). oomFirst makes the child set its
+// own oom_score_adj as Handler.oomFirst would, before it drops its ids:
+// after the command's execve the sidecar may no longer open the file
+// (bench/issue27/session10-exec10.md). It returns the pid and a pidfd of
+// it (-1 if the kernel gives none); cmd.Process stays nil. errNoSpawn:
+// cmd asks for more, or the clone failed; nothing was started.
+func spawn(cmd *exec.Cmd, stdio [3]int, oomFirst bool) (pid, pidfd int, err error) {
 	sys := cmd.SysProcAttr
 	if sys == nil || cmd.Env == nil || len(cmd.ExtraFiles) > 0 || !plainAttr(sys) {
 		return 0, -1, errNoSpawn
 	}
-	var a spawnArgs
-	for i, s := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
-		f, ok := s.(*os.File)
-		if !ok || f == nil {
+	a := spawnArgs{fds: stdio, oom: oomFirst, nextFD: 3}
+	for _, fd := range stdio {
+		if fd < 0 {
 			return 0, -1, errNoSpawn
 		}
-		a.fds[i] = int(f.Fd())
-		a.nextFD = max(a.nextFD, a.fds[i]+1)
+		a.nextFD = max(a.nextFD, fd+1)
 	}
-	a.nextFD = max(a.nextFD, 3)
 	if a.path, err = syscall.BytePtrFromString(cmd.Path); err != nil {
 		return 0, -1, err
 	}
@@ -176,6 +187,7 @@ func spawnChild(a *spawnArgs) (pid uintptr, err syscall.Errno) {
 	var (
 		r   uintptr
 		e   syscall.Errno
+		oe  syscall.Errno // the OOM score's, ignored
 		i   int
 		fd  uintptr
 		nfd int
@@ -190,6 +202,17 @@ func spawnChild(a *spawnArgs) (pid uintptr, err syscall.Errno) {
 	// The child.
 	if _, _, e = syscall.RawSyscall(unix.SYS_SETPGID, 0, 0, 0); e != 0 {
 		goto fail
+	}
+	if a.oom {
+		// Best effort, as oomFirst, and while the child has the sidecar's
+		// ids, which own the file: after setuid the mm the child shares
+		// with the sidecar is no longer dumpable, and the file is root's.
+		// A vfork child's score is its own: the kernel does not pass it to
+		// the processes that share its mm, as it does for CLONE_VM alone.
+		if fd, _, oe = syscall.RawSyscall6(unix.SYS_OPENAT, atFDCWD, uintptr(unsafe.Pointer(unsafe.StringData(oomScoreFile))), unix.O_WRONLY|unix.O_CLOEXEC, 0, 0, 0); oe == 0 {
+			_, _, _ = syscall.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.StringData(oomScore))), uintptr(len(oomScore)))
+			_, _, _ = syscall.RawSyscall(unix.SYS_CLOSE, fd, 0, 0)
+		}
 	}
 	// Default handlers, then the thread's mask from before the fork.
 	runtimeAfterForkInChild()

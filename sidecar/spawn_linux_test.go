@@ -18,7 +18,8 @@ import (
 
 // startWith runs cmd through spawn, or os/exec when viaSpawn is false, with
 // stdout in a file, and returns what it wrote, its pid and exit status.
-func startWith(t *testing.T, cmd *exec.Cmd, viaSpawn bool) (out string, pid int, ws syscall.WaitStatus) {
+// oomFirst is spawn's.
+func startWith(t *testing.T, cmd *exec.Cmd, viaSpawn, oomFirst bool) (out string, pid int, ws syscall.WaitStatus) {
 	t.Helper()
 	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
 	if err != nil {
@@ -33,7 +34,7 @@ func startWith(t *testing.T, cmd *exec.Cmd, viaSpawn bool) (out string, pid int,
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devNull, f, f
 	if viaSpawn {
 		var pidfd int
-		pid, pidfd, err = spawn(cmd)
+		pid, pidfd, err = spawn(cmd, [3]int{int(devNull.Fd()), int(f.Fd()), int(f.Fd())}, oomFirst)
 		if err != nil {
 			t.Fatalf("spawn: %v", err)
 		}
@@ -90,16 +91,16 @@ func TestSpawnAsOSExec(t *testing.T) {
 		}
 		return kept
 	}
-	want, _, _ := startWith(t, proc(), false)
-	got, _, _ := startWith(t, proc(), true)
+	want, _, _ := startWith(t, proc(), false, false)
+	got, _, _ := startWith(t, proc(), true, false)
 	if diff := cmp.Diff(keep(want), keep(got)); diff != "" || len(keep(got)) < 10 {
 		t.Errorf("spawn's command saw otherwise than os/exec's (-os/exec +spawn):\n%s", diff)
 	}
 
 	script := `pwd; echo "$A $B $1"; cut -d' ' -f5 /proc/self/stat; exit 7`
 	sh := func() *exec.Cmd { return command("/bin/sh", "sh", "-c", script, "sh", "arg") }
-	want, wantPid, wantWS := startWith(t, sh(), false)
-	got, pid, ws := startWith(t, sh(), true)
+	want, wantPid, wantWS := startWith(t, sh(), false, false)
+	got, pid, ws := startWith(t, sh(), true, false)
 	// The last line is cut's process group: the command's pid.
 	for _, r := range []struct {
 		out string
@@ -111,6 +112,35 @@ func TestSpawnAsOSExec(t *testing.T) {
 	}
 	if ws != wantWS || ws.ExitStatus() != 7 {
 		t.Errorf("status %v, os/exec's %v", ws, wantWS)
+	}
+}
+
+// TestSpawnOOMFirst: asked to, spawn's child sets its own oom_score_adj
+// to oomFirst's 1000 before it drops its ids, and the caller's, which
+// shares the child's memory until execve, stays as it was; not asked, the
+// child inherits the caller's.
+func TestSpawnOOMFirst(t *testing.T) {
+	own, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		oomFirst bool
+		want     string
+	}{{true, "1000\n"}, {false, string(own)}} {
+		cmd := &exec.Cmd{
+			Path: "/bin/cat", Args: []string{"cat", "/proc/self/oom_score_adj"}, Env: []string{},
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		}
+		if os.Getuid() == 0 {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 1001, Gid: 1002}
+		}
+		if got, _, _ := startWith(t, cmd, true, tt.oomFirst); got != tt.want {
+			t.Errorf("oomFirst %v: the command's oom_score_adj = %q, want %q", tt.oomFirst, got, tt.want)
+		}
+	}
+	if after, err := os.ReadFile("/proc/self/oom_score_adj"); err != nil || string(after) != string(own) {
+		t.Errorf("the caller's oom_score_adj = %q (%v), was %q", after, err, own)
 	}
 }
 
@@ -130,8 +160,7 @@ func TestSpawnErrors(t *testing.T) {
 			cmd := tt.cmd
 			cmd.Env = []string{}
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stderr, os.Stderr
-			_, _, err := spawn(&cmd)
+			_, _, err := spawn(&cmd, [3]int{0, 2, 2}, false)
 			var pe *os.PathError
 			if !errors.As(err, &pe) || pe.Op != "fork/exec" || pe.Path != cmd.Path || !errors.Is(err, tt.want) {
 				t.Errorf("spawn: %v, want fork/exec %s: %v", err, cmd.Path, tt.want)
@@ -147,25 +176,23 @@ func TestSpawnErrors(t *testing.T) {
 // TestSpawnDeclines: what spawn does not do goes to os/exec.
 func TestSpawnDeclines(t *testing.T) {
 	for _, tt := range []struct {
-		name string
-		cmd  exec.Cmd
+		name  string
+		cmd   exec.Cmd
+		stdio [3]int
 	}{
-		{"no env", exec.Cmd{SysProcAttr: &syscall.SysProcAttr{}}},
-		{"no attr", exec.Cmd{Env: []string{}}},
-		{"no setpgid", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{}}},
-		{"user namespace", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}}},
-		{"setsid", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}},
-		{"groups", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{Credential: &syscall.Credential{Groups: []uint32{1}}}}},
-		{"extra files", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{}, ExtraFiles: []*os.File{os.Stdin}}},
-		{"stdout not a file", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{}, Stdin: os.Stdin, Stdout: new(strings.Builder), Stderr: os.Stderr}},
+		{"no env", exec.Cmd{SysProcAttr: &syscall.SysProcAttr{}}, [3]int{}},
+		{"no attr", exec.Cmd{Env: []string{}}, [3]int{}},
+		{"no setpgid", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{}}, [3]int{}},
+		{"user namespace", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER}}, [3]int{}},
+		{"setsid", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}, [3]int{}},
+		{"groups", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{Credential: &syscall.Credential{Groups: []uint32{1}}}}, [3]int{}},
+		{"extra files", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{}, ExtraFiles: []*os.File{os.Stdin}}, [3]int{}},
+		{"no stdin", exec.Cmd{Env: []string{}, SysProcAttr: &syscall.SysProcAttr{Setpgid: true}}, [3]int{-1, 2, 2}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := tt.cmd
 			cmd.Path, cmd.Args = "/bin/true", []string{"true"}
-			if cmd.Stdin == nil {
-				cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stderr, os.Stderr
-			}
-			if _, _, err := spawn(&cmd); err != errNoSpawn {
+			if _, _, err := spawn(&cmd, tt.stdio, false); err != errNoSpawn {
 				t.Errorf("spawn: %v, want errNoSpawn", err)
 			}
 		})

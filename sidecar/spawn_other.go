@@ -11,4 +11,4 @@ import (
 var errNoSpawn = errors.New("spawn: not supported")
 
 // spawn is Linux's on amd64 and arm64 (spawn_linux.go).
-func spawn(*exec.Cmd) (pid, pidfd int, err error) { return 0, -1, errNoSpawn }
+func spawn(*exec.Cmd, [3]int, bool) (pid, pidfd int, err error) { return 0, -1, errNoSpawn }

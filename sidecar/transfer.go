@@ -91,7 +91,15 @@ func (h *Handler) getRaw(w http.ResponseWriter, r *http.Request) error {
 	// Copy exactly the size announced: a file growing meanwhile must not
 	// overrun Content-Length, and one shrinking ends the response short,
 	// which the client sees as an error rather than a silently short file.
-	if _, err := io.CopyN(w, f, fi.Size()); err != nil {
+	// The buffer is a recycled one: io.CopyN made one per download (the
+	// file's size up to 32 KiB; issue 27).
+	bp := h.readBufs.Get().(*[]byte)
+	defer h.readBufs.Put(bp)
+	n, err := io.CopyBuffer(w, io.LimitReader(f, fi.Size()), *bp)
+	if err == nil && n < fi.Size() {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
 		h.abortStream(r, "raw download", err)
 	}
 	return nil

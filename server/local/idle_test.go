@@ -244,3 +244,37 @@ func TestReaperOnLeader(t *testing.T) {
 		}
 	}
 }
+
+// TestExecOOMScore: every exec's command is the OOM killer's first pick
+// (oom_score_adj 1000) and the sidecar stays at 0, whether the command
+// runs directly or through /bin/sh. The score was written by the sidecar
+// after the start, which the kernel refused (EACCES) for some of the
+// execs once the command's execve had made /proc/PID/ the sandbox user's
+// (bench/issue27/session10-exec10.md); the spawned child now sets its
+// own before it drops its ids.
+func TestExecOOMScore(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t)
+	ep := create(t, d, "oom")
+	st, err := readState(d.sandboxDir("oom"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := unixClient(ep.Address)
+	for i := range 40 {
+		command := "cat /proc/self/oom_score_adj" // direct: cat is spawned
+		if i%2 == 1 {
+			command += "; true" // through /bin/sh, which cat inherits from
+		}
+		if res := runWith(t, c, ep, command); res.Stdout != "1000\n" || res.ExitCode != 0 {
+			t.Fatalf("exec %d %q: exit %d, stdout %q, stderr %q; want 1000", i, command, res.ExitCode, res.Stdout, res.Stderr)
+		}
+	}
+	own, err := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", st.PID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(own) != "0\n" {
+		t.Errorf("the sidecar's oom_score_adj = %q, want 0", own)
+	}
+}

@@ -126,7 +126,7 @@ func (s *Service) createSandbox(w http.ResponseWriter, r *http.Request) error {
 // sandboxes at once (limits.go), then creates them in parallel. It is all
 // or nothing: if one fails, the others are torn down and removed.
 func (s *Service) startSandboxes(ctx context.Context, acct *model.Account, p createParams) ([]*model.Sandbox, error) {
-	if sb, ok, err := s.startWarm(ctx, acct, p); ok {
+	if sb, ok, err := s.startPlain(ctx, acct, p); ok {
 		if err != nil {
 			return nil, err
 		}
@@ -205,32 +205,49 @@ func (s *Service) startSandbox(ctx context.Context, sb *model.Sandbox, p createP
 		}
 		return nil, sandboxFailed("create")
 	}
-	ep, err := s.driver.Create(ctx, model.Spec{
+	ep, err := s.driver.Create(ctx, s.driverSpec(sb, p))
+	if err != nil {
+		return nil, s.createFailed(ctx, sb.ID, err)
+	}
+	return s.activate(ctx, sb.ID, ep)
+}
+
+// driverSpec is what the driver is asked to create for sb.
+func (s *Service) driverSpec(sb *model.Sandbox, p createParams) model.Spec {
+	return model.Spec{
 		ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot,
 		FromSnapshot: p.fromSnapshot,
 		Egress:       s.egressServer(sb, p.egress),
 		Via:          s.sidecars, // the health check's connection serves the first exec
-	})
-	if err != nil {
-		s.log.ErrorContext(ctx, "driver create failed", "sandbox", sb.ID, "err", err)
-		s.Discard(ctx, sb.ID)
-		if model.IsStorageFault(err) {
-			return nil, model.StorageFailed("create the sandbox")
-		}
-		if he, ok := errors.AsType[*model.HostLimitError](err); ok {
-			return nil, he.APIError("create")
-		}
-		return nil, sandboxFailed("create")
 	}
+}
+
+// createFailed tears down sandbox id, whose driver create failed with
+// err, and returns the answer to give.
+func (s *Service) createFailed(ctx context.Context, id string, err error) error {
+	s.log.ErrorContext(ctx, "driver create failed", "sandbox", id, "err", err)
+	s.Discard(ctx, id)
+	if model.IsStorageFault(err) {
+		return model.StorageFailed("create the sandbox")
+	}
+	if he, ok := errors.AsType[*model.HostLimitError](err); ok {
+		return he.APIError("create")
+	}
+	return sandboxFailed("create")
+}
+
+// activate marks sandbox id, which the driver started at ep, active:
+// the create's last write before its answer.
+func (s *Service) activate(ctx context.Context, id string, ep model.Endpoint) (*model.Sandbox, error) {
 	// The sandbox exists now; record it even if the client has gone away,
 	// since the caller tears it down on error anyway.
-	active, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), sb.ID, func(sb *model.Sandbox) error {
+	active, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
 		sb.Status = api.StatusActive
 		sb.Endpoint = ep
 		return nil
 	})
 	if err != nil {
-		s.Discard(ctx, sb.ID)
+		s.Discard(ctx, id)
 		return nil, fmt.Errorf("record sandbox endpoint: %w", err)
 	}
 	if s.d.Hooks != nil {

@@ -5,40 +5,24 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
 )
 
-// startWarm creates a plain sandbox (one, no image, volume, secret, egress
-// or snapshot) from the driver's warm pool when it has a member ready
-// (model.WarmClaimer), and records it in one write: its row, active with
-// the endpoint, inserted by the same reservation that checks the limits.
-// A cold create writes twice, a "creating" row before the driver acts and
-// the endpoint after, because a jail's start is long and a crash during
-// it must leave a trace; a claim takes a few milliseconds and leaves a
-// sandbox under its id, so a crash between the claim and the write leaves
-// a sandbox no row claims, which Reconcile deletes (what a crash between
-// today's two writes left, a "creating" row, ended the same way).
+// startWarm creates the plain sandbox sb (startPlain) from the driver's
+// warm pool when it has a member ready (model.WarmClaimer), and records
+// it in one write: its row, active with the endpoint, inserted by the
+// same reservation that checks the limits. A claim takes a few
+// milliseconds and leaves a sandbox under its id, so a crash between the
+// claim and the write leaves a sandbox no row claims, which Reconcile
+// deletes.
 //
-// ok false means nothing was done and the caller creates the sandbox as
-// usual.
-func (s *Service) startWarm(ctx context.Context, acct *model.Account, p createParams) (_ *model.Sandbox, ok bool, _ error) {
+// claimed false means nothing was done and the caller creates the
+// sandbox cold.
+func (s *Service) startWarm(ctx context.Context, acct *model.Account, p createParams, sb *model.Sandbox) (_ *model.Sandbox, claimed bool, _ error) {
 	w, isClaimer := s.driver.(model.WarmClaimer)
-	if !isClaimer || p.count != 1 || p.imageID != "" || p.imageRoot != "" || p.fromSnapshot != "" ||
-		len(p.volumes) > 0 || len(p.egress) > 0 || len(p.secrets) > 0 {
+	if !isClaimer {
 		return nil, false, nil
 	}
-	// The limits first, from a read, so that a create they refuse does not
-	// take a member; the reservation checks them again, atomically.
-	now := s.now()
-	u, err := s.store.Usage(ctx, acct.ID, limits.MonthStart(now), now)
-	if err != nil {
-		return nil, false, nil // the usual path reports the store's failure
-	}
-	if err := s.checkLimits(acct, p, u); err != nil {
-		return nil, true, err
-	}
-	sb := s.newSandboxRecord(acct, p)
 	// The claim goes over the sandbox's own client, whose connection then
 	// serves the first exec.
 	ep, claimed, err := w.ClaimWarm(ctx, model.Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime}, s.sidecars)

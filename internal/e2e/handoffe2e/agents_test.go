@@ -160,6 +160,11 @@ func TestHandoffAgents(t *testing.T) {
 	}
 }
 
+// agentStartWait bounds the waits for an agent CLI to start in its
+// sandbox and draw its resumed session. A quiet host needs 5-40 s; at
+// load ~27 (CI beside other work) opencode took 96 s and then over 2 min.
+const agentStartWait = 5 * time.Minute
+
 // builder is the agent whose handoff builds its image, and shows it.
 const builder = "gemini"
 
@@ -175,11 +180,11 @@ func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc ag
 	}
 	m := term.match("the new sandbox", 15*time.Minute, regexp.MustCompile(`created sandbox (\S+) \(no egress\)`))
 	id := m[1]
-	term.expect("the agent's --version", 2*time.Minute, agent.CLI+" in the sandbox: "+tc.version)
+	term.expect("the agent's --version", agentStartWait, agent.CLI+" in the sandbox: "+tc.version)
 	if tc.tool != builder && strings.Contains(term.all(), "building the") {
 		t.Errorf("the %s handoff built an image instead of reusing the one its recipe made", tc.tool)
 	}
-	term.expect("the resumed session", 2*time.Minute, tc.marker)
+	term.expect("the resumed session", agentStartWait, tc.marker)
 	checkPlaced(t, c, id, fx, tc, opencodeExport)
 	checkTree(t, c, id, fx)
 
@@ -201,8 +206,8 @@ func retryAgent(t *testing.T, tc agentCase, id string) {
 	agent := handoff.Agents()[tc.tool]
 	term := newVterm(t)
 	done := term.run("handoff", "--retry", id)
-	term.expect("the agent's --version", 2*time.Minute, agent.CLI+" in the sandbox: "+tc.version)
-	term.expect("the resumed session", 2*time.Minute, tc.marker)
+	term.expect("the agent's --version", agentStartWait, agent.CLI+" in the sandbox: "+tc.version)
+	term.expect("the resumed session", agentStartWait, tc.marker)
 	time.Sleep(2 * time.Second)
 	endAgent(t, term, tc, id)
 	term.send("\x1d")

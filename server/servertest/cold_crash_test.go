@@ -1,0 +1,82 @@
+package servertest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/local"
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/servertest"
+)
+
+// TestColdCreateCrash: a plain cold create writes its reservation while
+// the driver starts the jail (server/sandbox/plain.go), so a control plane
+// killed between the two can leave a jail that no row names. With the
+// warm pool off, on SQLite and on Postgres:
+//
+//   - killed after the driver's start, before the reservation's commit:
+//     the restart's reconciliation deletes the jail (no directory, nothing
+//     the driver lists, no row);
+//   - killed after the answer: the row is active with the endpoint, and
+//     the restart adopts the sandbox, which answers.
+func TestColdCreateCrash(t *testing.T) {
+	needRoot(t)
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			opts := []servertest.Option{servertest.WithDriverConfig(func(c *local.Config) { c.WarmPool = 0 })}
+			if name == "postgres" {
+				dsn := servertest.PostgresDSN(t)
+				if dsn == "" {
+					t.Skipf("%s is not set", servertest.PostgresEnv)
+				}
+				opts = append(opts, servertest.WithDSN(dsn))
+			}
+			testColdCreateCrash(t, servertest.New(t, opts...))
+		})
+	}
+}
+
+func testColdCreateCrash(t *testing.T, s *servertest.Server) {
+	ctx := context.Background()
+	// Killed after the driver's start, before the reservation's commit:
+	// what the create handler has done by then is the driver's create.
+	started := model.NewID()
+	if _, err := s.Driver.Create(ctx, model.Spec{ID: started}); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := client.New(s.BaseURL, s.APIKey).CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s.Restart(t)
+
+	if _, err := os.Stat(filepath.Join(s.StateDir, "sandboxes", started)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sandbox started without a row is still on disk after the restart (%v)", err)
+	}
+	observed, err := s.Driver.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range observed {
+		if o.ID == started {
+			t.Errorf("the driver still has the sandbox started without a row: %+v", o)
+		}
+	}
+	if _, err := s.Store.Sandbox(ctx, s.Account.ID, started); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("row of the sandbox started without a reservation: %v, want none", err)
+	}
+	row, err := s.Store.Sandbox(ctx, s.Account.ID, sb.ID)
+	if err != nil || row.Status != api.StatusActive || row.Endpoint.Address == "" {
+		t.Fatalf("row of the created sandbox after the restart: %+v, %v; want active with its endpoint", row, err)
+	}
+	res, err := client.New(s.BaseURL, s.APIKey).Exec(ctx, sb.ID, api.ExecRequest{Command: "echo adopted"})
+	if err != nil || res.ExitCode != 0 || res.Stdout != "adopted\n" {
+		t.Errorf("exec in the adopted sandbox: %+v, %v", res, err)
+	}
+}
