@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/local/loopdisk"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 // Host capacity (issue 19). Sandbox disks are sparse images and limits
@@ -207,6 +207,13 @@ func (d *Driver) takeReading(ctx context.Context) (*hostReading, error) {
 	if err := d.readCheap(r); err != nil {
 		return nil, err
 	}
+	var err error
+	if r.maxThreads, err = readTaskLimit(d.procRoot()); err != nil {
+		return nil, err
+	}
+	if d.cfg.Host.MaxThreads > 0 {
+		r.maxThreads = min(r.maxThreads, d.cfg.Host.MaxThreads)
+	}
 	r.loops, r.maxLoops = readLoops(d.procRoot())
 	if d.cgroups != nil {
 		r.sandboxThreads, r.sandboxes = d.sandboxTasks(ctx)
@@ -214,19 +221,19 @@ func (d *Driver) takeReading(ctx context.Context) (*hostReading, error) {
 	return r, nil
 }
 
-// readCheap fills in the parts of a reading that cost a few system
-// calls: free disk, host tasks and memory.
+// readCheap fills in the uses of the host that change from one create
+// to the next and cost a few system calls: free disk (a statfs), host
+// tasks and memory (two small /proc files). The task limit (two sysctl
+// files, which an administrator changes, not a create) is read with the
+// rest of the reading.
 func (d *Driver) readCheap(r *hostReading) error {
 	if err := d.statDisk(r); err != nil {
 		return err
 	}
 	root := d.procRoot()
 	var err error
-	if r.threads, r.maxThreads, err = readThreads(root); err != nil {
+	if r.threads, err = readTasks(root); err != nil {
 		return err
-	}
-	if d.cfg.Host.MaxThreads > 0 {
-		r.maxThreads = min(r.maxThreads, d.cfg.Host.MaxThreads)
 	}
 	if r.memTotal, r.memAvail, err = readMemory(root); err != nil {
 		return err
@@ -252,8 +259,10 @@ func (d *Driver) sandboxTasks(ctx context.Context) (tasks, sandboxes int64) {
 		if err != nil || len(st.Cgroup.Dirs) == 0 {
 			continue
 		}
-		if u, err := st.Cgroup.Usage(); err == nil {
-			tasks += u.Pids
+		// Pids, not Usage: the tasks alone, one file, where Usage also
+		// probes and reads every hierarchy's memory files.
+		if n, err := st.Cgroup.Pids(); err == nil {
+			tasks += n
 			sandboxes++
 		}
 	}
@@ -418,40 +427,45 @@ func (d *Driver) sandboxDisk(id string) (api.SandboxDisk, bool) {
 	}, true
 }
 
-// readThreads reads the host's tasks (the total of /proc/loadavg's fourth
-// field) and its limit, the smaller of pid_max and threads-max.
-func readThreads(root string) (used, limit int64, err error) {
-	b, err := os.ReadFile(filepath.Join(root, "proc/loadavg"))
+// readTasks reads the host's tasks: the total of /proc/loadavg's fourth
+// field.
+func readTasks(root string) (int64, error) {
+	b, err := jail.ReadSmallFile(filepath.Join(root, "proc/loadavg"))
 	if err != nil {
-		return 0, 0, fmt.Errorf("read host tasks: %w", err)
+		return 0, fmt.Errorf("read host tasks: %w", err)
 	}
 	f := strings.Fields(string(b))
 	if len(f) < 4 {
-		return 0, 0, fmt.Errorf("read host tasks: /proc/loadavg is %q", b)
+		return 0, fmt.Errorf("read host tasks: /proc/loadavg is %q", b)
 	}
 	_, total, ok := strings.Cut(f[3], "/")
-	if used, err = strconv.ParseInt(total, 10, 64); !ok || err != nil {
-		return 0, 0, fmt.Errorf("read host tasks: /proc/loadavg is %q", b)
+	used, err := strconv.ParseInt(total, 10, 64)
+	if !ok || err != nil {
+		return 0, fmt.Errorf("read host tasks: /proc/loadavg is %q", b)
 	}
+	return used, nil
+}
+
+// readTaskLimit reads the host's task limit, the smaller of pid_max and
+// threads-max.
+func readTaskLimit(root string) (int64, error) {
 	pidMax, err1 := readInt(root, "proc/sys/kernel/pid_max")
 	threadsMax, err2 := readInt(root, "proc/sys/kernel/threads-max")
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, 0, fmt.Errorf("read host task limits: %w", err)
+		return 0, fmt.Errorf("read host task limits: %w", err)
 	}
-	return used, min(pidMax, threadsMax), nil
+	return min(pidMax, threadsMax), nil
 }
 
 // readMemory reads MemTotal and MemAvailable, in bytes.
 func readMemory(root string) (total, avail int64, err error) {
-	f, err := os.Open(filepath.Join(root, "proc/meminfo"))
+	b, err := jail.ReadSmallFile(filepath.Join(root, "proc/meminfo"))
 	if err != nil {
 		return 0, 0, fmt.Errorf("read host memory: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
+	for line := range strings.Lines(string(b)) {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || (name != "MemTotal" && name != "MemAvailable") {
 			continue
 		}
 		fields := strings.Fields(rest)
@@ -462,10 +476,9 @@ func readMemory(root string) (total, avail int64, err error) {
 		if err != nil {
 			continue
 		}
-		switch name {
-		case "MemTotal":
+		if name == "MemTotal" {
 			total = kib << 10
-		case "MemAvailable":
+		} else {
 			avail = kib << 10
 		}
 	}
@@ -501,15 +514,13 @@ func readLoops(root string) (used, limit int64) {
 // countLoops counts the whole loop devices (loopN, not their partitions
 // loopNpM) in /proc/partitions.
 func countLoops(root string) int64 {
-	f, err := os.Open(filepath.Join(root, "proc/partitions"))
+	b, err := jail.ReadSmallFile(filepath.Join(root, "proc/partitions"))
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
 	var n int64
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text()) // major minor #blocks name
+	for line := range strings.Lines(string(b)) {
+		fields := strings.Fields(line) // major minor #blocks name
 		if len(fields) != 4 {
 			continue
 		}
@@ -521,7 +532,7 @@ func countLoops(root string) int64 {
 }
 
 func readInt(root, p string) (int64, error) {
-	b, err := os.ReadFile(filepath.Join(root, p))
+	b, err := jail.ReadSmallFile(filepath.Join(root, p))
 	if err != nil {
 		return 0, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 // fakeHost writes the /proc and /sys files the capacity accounting reads
@@ -291,6 +292,80 @@ func TestReadHostInBackground(t *testing.T) {
 	}
 }
 
+// TestSandboxTasks: the sandboxes' and pool members' tasks are summed
+// from pids.current alone: a sandbox whose memory accounting cannot be
+// read (here memory.stat is a directory) still counts, one without a
+// cgroup or a state file does not.
+func TestSandboxTasks(t *testing.T) {
+	t.Parallel()
+	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Host: HostLimits{ProcRoot: roomy.write(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cgroups := t.TempDir()
+	mkdir := func(p string) string {
+		t.Helper()
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sandbox := func(dir string, pids string) {
+		t.Helper()
+		var st state
+		if pids != "" {
+			name := filepath.Base(dir)
+			mem, pid := mkdir(filepath.Join(cgroups, "memory", name)), mkdir(filepath.Join(cgroups, "pids", name))
+			mkdir(filepath.Join(mem, "memory.stat"))
+			for p, content := range map[string]string{filepath.Join(mem, "memory.usage_in_bytes"): "4096\n", filepath.Join(pid, "pids.current"): pids + "\n"} {
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st.Cgroup.Dirs = []string{mem, pid}
+		}
+		if err := writeState(mkdir(dir), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sandbox(filepath.Join(d.sandboxesDir(), "a"), "5")
+	sandbox(filepath.Join(d.sandboxesDir(), "b"), "")
+	sandbox(filepath.Join(d.poolDir(), "warm-c"), "3")
+	mkdir(filepath.Join(d.poolDir(), "prep-d")) // no state file yet
+	if tasks, sandboxes := d.sandboxTasks(context.Background()); tasks != 8 || sandboxes != 2 {
+		t.Errorf("sandboxTasks = %d tasks in %d sandboxes, want 8 in 2", tasks, sandboxes)
+	}
+}
+
+// TestReadCheapSkipsLimits: the part of a reading taken afresh for each
+// create past capacityTTL reads the host's uses (free disk, tasks,
+// memory), not its task limit, which the whole reading holds: on a host
+// whose pid_max and threads-max cannot be read, it still succeeds, and
+// the whole reading fails.
+func TestReadCheapSkipsLimits(t *testing.T) {
+	t.Parallel()
+	root := roomy.write(t)
+	for _, f := range []string{"proc/sys/kernel/pid_max", "proc/sys/kernel/threads-max"} {
+		if err := os.Remove(filepath.Join(root, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: sidecarBin, Host: HostLimits{ProcRoot: root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := hostReading{maxThreads: 32768}
+	if err := d.readCheap(&r); err != nil {
+		t.Fatalf("readCheap without the task limit's files: %v", err)
+	}
+	if r.threads != roomy.threads || r.memAvail != roomy.memAvailKiB<<10 || r.maxThreads != 32768 {
+		t.Errorf("readCheap = %d tasks, %d available, limit %d; want %d, %d, the reading's 32768", r.threads, r.memAvail, r.maxThreads, roomy.threads, roomy.memAvailKiB<<10)
+	}
+	if _, err := d.takeReading(context.Background()); err == nil {
+		t.Error("a whole reading without the task limit's files succeeded")
+	}
+}
+
 // BenchmarkReadLoops is the loop count of one host reading on this host
 // (as many loop devices as it has made: one per sandbox disk and volume it
 // ever held at once).
@@ -302,4 +377,58 @@ func BenchmarkReadLoops(b *testing.B) {
 	}
 	b.ReportMetric(float64(used), "in-use")
 	b.ReportMetric(float64(len(devs)), "devices")
+}
+
+// BenchmarkTakeReading is one whole host reading with a pool of 40
+// members whose cgroups have a hybrid host's five hierarchies (memory,
+// pids, cpu, freezer and the controller-less cgroup2 one), made of plain
+// files under a temporary directory. Its system calls per reading are
+// counted with strace -c -f -benchtime Nx
+// (bench/issue27/session10-warm10.md).
+func BenchmarkTakeReading(b *testing.B) {
+	d, err := New(Config{StateDir: b.TempDir(), SidecarPath: sidecarBin})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d.cgroups = &jail.Cgroups{}
+	cgroups := b.TempDir()
+	files := map[string]map[string]string{
+		"memory":  {"memory.usage_in_bytes": "1048576\n", "memory.stat": "cache 0\nrss 1048576\n"},
+		"pids":    {"pids.current": "4\n"},
+		"cpu":     {"cpu.cfs_quota_us": "-1\n"},
+		"freezer": {"freezer.state": "THAWED\n"},
+		"unified": {"cgroup.procs": ""},
+	}
+	for i := range 40 {
+		name := fmt.Sprintf("warm-%016x", i)
+		var st state
+		for _, h := range []string{"memory", "pids", "cpu", "freezer", "unified"} {
+			dir := filepath.Join(cgroups, h, name)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			for f, content := range files[h] {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			st.Cgroup.Dirs = append(st.Cgroup.Dirs, dir)
+		}
+		dir := filepath.Join(d.poolDir(), name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		if err := writeState(dir, st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var r *hostReading
+	for b.Loop() {
+		if r, err = d.takeReading(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if r.sandboxes != 40 || r.sandboxThreads != 160 {
+		b.Fatalf("reading counts %d tasks in %d sandboxes, want 160 in 40", r.sandboxThreads, r.sandboxes)
+	}
 }

@@ -71,7 +71,9 @@ func writeState(dir string, st state) error {
 
 func readState(dir string) (state, error) {
 	var st state
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	// Plain system calls, not os.ReadFile's poller round: every host
+	// capacity reading reads each sandbox's and pool member's state file.
+	b, err := jail.ReadSmallFile(filepath.Join(dir, stateFile))
 	if err != nil {
 		return st, err
 	}

@@ -166,8 +166,24 @@ func (cg Cgroup) Usage() (Usage, error) {
 	return u, nil
 }
 
+// Pids reads the cgroup's task count alone: pids.current of the first of
+// its directories that has one (one hierarchy carries the pids
+// controller). It is what the server's host capacity reading needs of
+// each sandbox, one file read where Usage probes every directory for
+// its memory files too (bench/issue27/session10-warm10.md).
+func (cg Cgroup) Pids() (int64, error) {
+	for _, dir := range cg.Dirs {
+		n, err := readCgroupInt(dir, "pids.current")
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		return n, err
+	}
+	return 0, errors.New("read cgroup pids: no pids accounting")
+}
+
 func readCgroupInt(dir, name string) (int64, error) {
-	b, err := os.ReadFile(filepath.Join(dir, name))
+	b, err := ReadSmallFile(filepath.Join(dir, name))
 	if err != nil {
 		return 0, fmt.Errorf("read cgroup %s: %w", name, err)
 	}

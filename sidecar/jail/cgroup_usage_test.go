@@ -1,10 +1,14 @@
 package jail
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +71,84 @@ func TestCgroupSetLimitsAndUsage(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("Usage() = %+v, want some memory and 1 task (sleep)", u)
 		}
+	}
+	if n, err := cg.Pids(); err != nil || n != 1 {
+		t.Errorf("Pids() = %d, %v; want 1 task (sleep)", n, err)
+	}
+}
+
+// TestCgroupPids: Pids reads pids.current of the first directory that has
+// one and nothing else, so a cgroup whose memory files cannot be read
+// (here memory.stat is a directory) still reports its tasks; one without
+// pids accounting is an error.
+func TestCgroupPids(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	write := func(p, content string) {
+		t.Helper()
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("memory/sb/memory.usage_in_bytes", "4096\n")
+	if err := os.MkdirAll(filepath.Join(root, "memory/sb/memory.stat"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("pids/sb/pids.current", "7\n")
+	write("unified/sb/cgroup.procs", "")
+	dirs := func(names ...string) Cgroup {
+		var cg Cgroup
+		for _, n := range names {
+			cg.Dirs = append(cg.Dirs, filepath.Join(root, n, "sb"))
+		}
+		return cg
+	}
+	if n, err := dirs("memory", "pids", "unified").Pids(); err != nil || n != 7 {
+		t.Errorf("Pids() = %d, %v; want 7", n, err)
+	}
+	if n, err := dirs("memory", "unified").Pids(); err == nil {
+		t.Errorf("Pids() without pids accounting = %d, want an error", n)
+	}
+	write("pids/sb/pids.current", "seven\n")
+	if _, err := dirs("pids").Pids(); err == nil {
+		t.Error("Pids() of an unreadable pids.current: no error")
+	}
+}
+
+// TestReadSmallFile: whole files of every size around its first buffer,
+// /proc files (which report no size), and a missing file as
+// fs.ErrNotExist.
+func TestReadSmallFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, size := range []int{0, 1, 1024, 2047, 2048, 2049, 4096, 70000} {
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte('a' + i%26)
+		}
+		p := filepath.Join(dir, strconv.Itoa(size))
+		if err := os.WriteFile(p, want, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadSmallFile(p)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("ReadSmallFile of %d bytes = %d bytes, %v", size, len(got), err)
+		}
+	}
+	want, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadSmallFile("/proc/self/mountinfo")
+	if err != nil || len(got) != len(want) {
+		t.Errorf("ReadSmallFile(/proc/self/mountinfo) = %d bytes, %v; os.ReadFile read %d", len(got), err, len(want))
+	}
+	if _, err := ReadSmallFile(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadSmallFile of a missing file: %v, want fs.ErrNotExist", err)
 	}
 }
 
