@@ -2,9 +2,6 @@ package servertest_test
 
 import (
 	"context"
-	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/boxkite/boxkite/client"
@@ -54,29 +51,5 @@ func testColdCreateCrash(t *testing.T, s *servertest.Server) {
 		t.Fatal(err)
 	}
 
-	s.Restart(t)
-
-	if _, err := os.Stat(filepath.Join(s.StateDir, "sandboxes", started)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the sandbox started without a row is still on disk after the restart (%v)", err)
-	}
-	observed, err := s.Driver.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range observed {
-		if o.ID == started {
-			t.Errorf("the driver still has the sandbox started without a row: %+v", o)
-		}
-	}
-	if _, err := s.Store.Sandbox(ctx, s.Account.ID, started); !errors.Is(err, model.ErrNotFound) {
-		t.Errorf("row of the sandbox started without a reservation: %v, want none", err)
-	}
-	row, err := s.Store.Sandbox(ctx, s.Account.ID, sb.ID)
-	if err != nil || row.Status != api.StatusActive || row.Endpoint.Address == "" {
-		t.Fatalf("row of the created sandbox after the restart: %+v, %v; want active with its endpoint", row, err)
-	}
-	res, err := client.New(s.BaseURL, s.APIKey).Exec(ctx, sb.ID, api.ExecRequest{Command: "echo adopted"})
-	if err != nil || res.ExitCode != 0 || res.Stdout != "adopted\n" {
-		t.Errorf("exec in the adopted sandbox: %+v, %v", res, err)
-	}
+	checkCrashRestart(t, s, started, sb.ID)
 }

@@ -71,31 +71,7 @@ func testWarmCreateCrash(t *testing.T, s *servertest.Server) {
 		t.Fatalf("sandbox runs as pid %d, the pool's member was %d: not served from the pool", pid, member)
 	}
 
-	s.Restart(t)
-
-	if _, err := os.Stat(filepath.Join(s.StateDir, "sandboxes", claimed)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the sandbox claimed without a row is still on disk after the restart (%v)", err)
-	}
-	observed, err := s.Driver.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range observed {
-		if o.ID == claimed {
-			t.Errorf("the driver still has the sandbox claimed without a row: %+v", o)
-		}
-	}
-	if _, err := s.Store.Sandbox(ctx, s.Account.ID, claimed); !errors.Is(err, model.ErrNotFound) {
-		t.Errorf("row of the sandbox claimed without a write: %v, want none", err)
-	}
-	row, err := s.Store.Sandbox(ctx, s.Account.ID, sb.ID)
-	if err != nil || row.Status != api.StatusActive || row.Endpoint.Address == "" {
-		t.Fatalf("row of the created sandbox after the restart: %+v, %v; want active with its endpoint", row, err)
-	}
-	res, err := client.New(s.BaseURL, s.APIKey).Exec(ctx, sb.ID, api.ExecRequest{Command: "echo adopted"})
-	if err != nil || res.ExitCode != 0 || res.Stdout != "adopted\n" {
-		t.Errorf("exec in the adopted sandbox: %+v, %v", res, err)
-	}
+	checkCrashRestart(t, s, claimed, sb.ID)
 }
 
 // waitWarm waits for the pool's one member to be ready.
@@ -126,4 +102,40 @@ func poolPID(t *testing.T, s *servertest.Server) int {
 		t.Fatal(err)
 	}
 	return st.PID
+}
+
+// checkCrashRestart restarts s, as after a crash, and checks what the
+// restart's reconciliation did: the sandbox orphan, started (or claimed)
+// without a row, is deleted (no directory, nothing the driver lists, no
+// row), and created, answered before the crash, is adopted: its row is
+// active with its endpoint and it answers an exec.
+func checkCrashRestart(t *testing.T, s *servertest.Server, orphan, created string) {
+	t.Helper()
+	ctx := context.Background()
+
+	s.Restart(t)
+
+	if _, err := os.Stat(filepath.Join(s.StateDir, "sandboxes", orphan)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the sandbox started without a row is still on disk after the restart (%v)", err)
+	}
+	observed, err := s.Driver.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range observed {
+		if o.ID == orphan {
+			t.Errorf("the driver still has the sandbox started without a row: %+v", o)
+		}
+	}
+	if _, err := s.Store.Sandbox(ctx, s.Account.ID, orphan); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("row of the sandbox started without a row: %v, want none", err)
+	}
+	row, err := s.Store.Sandbox(ctx, s.Account.ID, created)
+	if err != nil || row.Status != api.StatusActive || row.Endpoint.Address == "" {
+		t.Fatalf("row of the created sandbox after the restart: %+v, %v; want active with its endpoint", row, err)
+	}
+	res, err := client.New(s.BaseURL, s.APIKey).Exec(ctx, created, api.ExecRequest{Command: "echo adopted"})
+	if err != nil || res.ExitCode != 0 || res.Stdout != "adopted\n" {
+		t.Errorf("exec in the adopted sandbox: %+v, %v", res, err)
+	}
 }
