@@ -154,7 +154,7 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	if err := fs.Parse(jailServeArgs(l, &claimable)); err != nil {
 		return err
 	}
-	trim := newThreadTrimmer(jailThreads)
+	trim := newThreadTrimmer(jailThreads, wakeReaper)
 	_, errc, err := startServing(f, l.Token, trim.connState)
 	if err != nil {
 		return err
@@ -169,12 +169,12 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	return nil
 }
 
-// reapWake bounds how long an orphan can stay a zombie when its SIGCHLD
-// lands in the instant between the reaper's last wait and its sleep
-// (jail.ReapOrphans); every other orphan is reaped as it exits. Each
-// wake costs an idle sidecar a thread start and end: ~2 ms of CPU on this
-// guest under load, which at 5 s had 2,000 idle sandboxes saturate two
-// cores (issue 27 item 4, BENCHMARKS.md session 9).
+// reapWake bounds how long an orphan can stay a zombie when the reaper,
+// asleep with no child, missed its exit (jail.ReapOrphans) and no request
+// came since; a reaper with a child waits for it in wait4 and misses
+// nothing. Each wake costs an idle sidecar a thread start and end: ~2 ms
+// of CPU on this guest under load, which at 5 s had 2,000 idle sandboxes
+// saturate two cores (issue 27 item 4, BENCHMARKS.md session 9).
 const reapWake = 10 * time.Minute
 
 // jailThreads is the threads an idle jail's sidecar keeps (issue 27: at
@@ -208,9 +208,16 @@ const trimAfterWake = 100 * time.Millisecond
 // faults a few more pages in (12-20 faults, 8-15 before). The reaper's wakes
 // (reapWake) do not free: they allocate nothing, and a collection each
 // wake in every idle sandbox would be CPU for nothing.
+//
+// That trim also wakes the orphan reaper (wakeReaper), once per burst of
+// requests: an exec's orphans are reparented to it as the exec's shell
+// exits, which wakes nothing, and a reaper asleep with no child relies on
+// each orphan's SIGCHLD to learn of its exit, which can be missed
+// (jail.ReapOrphans). Woken, it finds them and waits for them in wait4.
 type threadTrimmer struct {
 	mu    sync.Mutex
 	max   int
+	wake  func() // wakes the orphan reaper
 	trim  *time.Timer
 	freed bool // no request ended since the heap was last returned
 	tries int  // trims since the last request or wake that left threads over max
@@ -229,14 +236,14 @@ type threadTrimmer struct {
 // cost an idle sidecar nothing it would notice.
 const trimTries = 8
 
-func newThreadTrimmer(max int) *threadTrimmer {
-	t := &threadTrimmer{max: max}
+func newThreadTrimmer(max int, wakeReaper func()) *threadTrimmer {
+	t := &threadTrimmer{max: max, wake: wakeReaper}
 	t.trim = time.AfterFunc(trimDelay, t.run)
 	return t
 }
 
 // run trims the threads and, if a request ended (or the sidecar started)
-// since it last did, returns the heap's free pages.
+// since it last did, returns the heap's free pages and wakes the reaper.
 func (t *threadTrimmer) run() {
 	n, err := jail.TrimThreads(t.max)
 	t.mu.Lock()
@@ -247,9 +254,21 @@ func (t *threadTrimmer) run() {
 		t.tries++
 	}
 	t.mu.Unlock()
-	if free && heapWorthFreeing() {
+	if !free {
+		return
+	}
+	if heapWorthFreeing() {
 		debug.FreeOSMemory()
 	}
+	t.wake()
+}
+
+// wakeReaper ends the orphan reaper's sleep on this process's main
+// thread with a SIGCHLD, as an orphan's exit would (a thread-directed
+// signal reaches that thread alone). In a wait4 the signal does nothing.
+func wakeReaper() {
+	pid := os.Getpid()
+	_ = unix.Tgkill(pid, pid, unix.SIGCHLD)
 }
 
 // freeAnonAbove is the anonymous memory above which an idle sidecar that

@@ -80,8 +80,52 @@ func TestOrphanReapedAtExit(t *testing.T) {
 	t.Errorf("the orphan is still the sidecar's child a minute on: %v (a zombie is \"Z\")", childrenOf(t, st.PID))
 }
 
+// TestReaperWaitsForExecOrphans: an orphan an exec leaves behind is
+// reparented to the jail's reaper without waking it; the sidecar wakes the
+// reaper after its requests, and the reaper, which then has a child,
+// waits for it in wait4 (no signal needed to reap its exit) instead of
+// sleeping in ppoll until a SIGCHLD (jail.ReapOrphans). Read from the
+// main thread's /proc syscall file.
+func TestReaperWaitsForExecOrphans(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t)
+	ep := create(t, d, "orphanwait")
+	st, err := readState(d.sandboxDir("orphanwait"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, ep, "sleep 600 </dev/null >/dev/null 2>&1 &")
+	var nr int
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if nr = mainThreadSyscall(t, st.PID); nr == unix.SYS_WAIT4 {
+			return
+		}
+	}
+	t.Errorf("the reaper is in system call %d 30 s after an exec left an orphan, want wait4 (%d); ppoll is %d",
+		nr, unix.SYS_WAIT4, unix.SYS_PPOLL)
+}
+
+// mainThreadSyscall is the system call the main thread of process pid is
+// in (-1: running).
+func mainThreadSyscall(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", pid, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 || f[0] == "running" {
+		return -1
+	}
+	nr, err := strconv.Atoi(f[0])
+	if err != nil {
+		t.Fatalf("read %d's system call: %q", pid, b)
+	}
+	return nr
+}
+
 // childrenOf is the host pid and state of every process whose parent is
-// pid, from /proc (this kernel has no /proc/PID/task/TID/children).
+// pid, from /proc (a thread's children file lists only its own).
 func childrenOf(t *testing.T, pid int) map[int]string {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")

@@ -84,14 +84,21 @@ func reap(pid int) (code int, done bool) {
 // forked it, and no goroutine but this one runs on the main thread;
 // wait4 takes __WNOTHREAD as waitid does).
 //
-// An orphan's SIGCHLD goes to its parent thread first, so it ends the
-// sleep below, and the reaper waits for it at once. The sleep is bounded
-// by every only for the one instant a SIGCHLD could be missed: handled
-// between the last wait and the sleep. A miss costs one zombie until the
-// next wake (the next orphan's exit, or every); the wake itself is not
-// free in an idle sandbox: the runtime hands the sleeping main thread's P
-// to a new thread each time, which the sidecar then ends (issue 27: with
-// a 5 s bound, 2,000 idle sandboxes kept most of two cores busy).
+// While the thread has a child (an orphan still running), the reaper
+// blocks in wait4 for it: the kernel ends that wait as any child of the
+// thread exits, with no signal involved, and an orphan reparented meanwhile
+// is waited for too. Only with no child left does it sleep, until a
+// signal handled on this thread or every: an orphan's SIGCHLD goes to its
+// new parent thread first and ends that sleep. That sleep can miss an
+// orphan: one reparented and gone before it, or one whose SIGCHLD another
+// thread took (a jail under load kept such a zombie for a minute, the
+// test's whole wait, in about one run in fifteen); the sidecar wakes the
+// reaper after its requests (cmd/boxkite-sidecar's threadTrimmer), which
+// is when an exec's orphans appear, and then it waits for them in wait4. A
+// wake is not free in an idle sandbox: the runtime hands the sleeping main
+// thread's P to a new thread each time, which the sidecar then ends
+// (issue 27: with a 5 s bound, 2,000 idle sandboxes kept most of two cores
+// busy).
 //
 // The exception: a command whose forking thread exits (a goroutine locked
 // to a thread ends without unlocking it) is reparented to another thread
@@ -99,24 +106,18 @@ func reap(pid int) (code int, done bool) {
 // thread's credentials could not be restored, which leaves it unusable.
 //
 // woke, when set, is called on the main thread after every wake, before
-// the reaper sleeps again; it must not block.
+// the reaper waits or sleeps again; it must not block.
 func ReapOrphans(every time.Duration, woke func()) {
 	for {
-		for {
-			var ws unix.WaitStatus
-			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL|unix.WNOTHREAD, nil)
-			if err == unix.EINTR {
-				continue
-			}
-			if err != nil || pid <= 0 {
-				break
-			}
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, unix.WALL|unix.WNOTHREAD, nil)
+		if err != nil && err != unix.EINTR {
+			// ECHILD: no orphan to wait for. Any signal handled on this
+			// thread ends the sleep; afresh each time: the kernel writes
+			// the time left back into it.
+			timeout := unix.NsecToTimespec(int64(every))
+			_, _ = unix.Ppoll(nil, &timeout, nil)
 		}
-		// Any signal handled on this thread ends the sleep: an orphan's
-		// SIGCHLD, sent to its parent thread, does.
-		// Afresh each time: the kernel writes the time left back into it.
-		timeout := unix.NsecToTimespec(int64(every))
-		_, _ = unix.Ppoll(nil, &timeout, nil)
 		if woke != nil {
 			woke()
 		}

@@ -2,13 +2,18 @@ package jail
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestReapOrphansWakes: the orphan reaper wakes every interval, and
@@ -54,5 +59,63 @@ func TestReapOrphansWakes(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if n := wakes.Load() - before; n > 100 {
 		t.Errorf("the reaper woke %d times in 200 ms with a 20 ms interval: it does not sleep", n)
+	}
+}
+
+// TestReapOrphansWaitsForChild: while the reaper's thread has a child, it
+// reaps the child's exit without any signal reaching it (wait4, not a
+// sleep that a SIGCHLD must end). The reaper runs in a child process of
+// this test binary, on a thread that blocks SIGCHLD, so the exit's signal
+// goes to another thread, as it can under load in a jail; the child's
+// child is `sleep`, started from that thread, and the reaper's interval
+// is an hour.
+func TestReapOrphansWaitsForChild(t *testing.T) {
+	if os.Getenv("BOXKITE_TEST_REAPER") == "child" {
+		runtime.LockOSThread()
+		var chld unix.Sigset_t
+		chld.Val[(unix.SIGCHLD-1)/64] |= 1 << ((unix.SIGCHLD - 1) % 64)
+		if err := unix.PthreadSigmask(unix.SIG_BLOCK, &chld, nil); err != nil {
+			fmt.Println("block SIGCHLD:", err)
+			return
+		}
+		cmd := exec.Command("sleep", "0.3")
+		if err := cmd.Start(); err != nil { // forked by this thread: its child
+			fmt.Println("start sleep:", err)
+			return
+		}
+		fmt.Println(cmd.Process.Pid)
+		ReapOrphans(time.Hour, nil)
+		return
+	}
+	t.Parallel()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReapOrphansWaitsForChild$")
+	cmd.Env = append(os.Environ(), "BOXKITE_TEST_REAPER=child")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatalf("the reaper's process wrote no pid: %v", sc.Err())
+	}
+	pid, err := strconv.Atoi(sc.Text())
+	if err != nil {
+		t.Fatalf("the reaper's process: %s", sc.Text())
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, fs.ErrNotExist) {
+			return // reaped
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			t.Fatalf("the reaper's child is not reaped 30 s after its 0.3 s sleep: %s", b)
+		}
 	}
 }
