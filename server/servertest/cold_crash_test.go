@@ -6,7 +6,6 @@ import (
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server/local"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/servertest"
 )
@@ -23,19 +22,7 @@ import (
 //     the restart adopts the sandbox, which answers.
 func TestColdCreateCrash(t *testing.T) {
 	needRoot(t)
-	for _, name := range []string{"sqlite", "postgres"} {
-		t.Run(name, func(t *testing.T) {
-			opts := []servertest.Option{servertest.WithDriverConfig(func(c *local.Config) { c.WarmPool = 0 })}
-			if name == "postgres" {
-				dsn := servertest.PostgresDSN(t)
-				if dsn == "" {
-					t.Skipf("%s is not set", servertest.PostgresEnv)
-				}
-				opts = append(opts, servertest.WithDSN(dsn))
-			}
-			testColdCreateCrash(t, servertest.New(t, opts...))
-		})
-	}
+	onEachStore(t, 0, testColdCreateCrash)
 }
 
 func testColdCreateCrash(t *testing.T, s *servertest.Server) {

@@ -29,26 +29,7 @@ import (
 //     the endpoint, and the restart adopts the sandbox, which answers.
 func TestWarmCreateCrash(t *testing.T) {
 	needRoot(t)
-	stores := []struct {
-		name string
-		dsn  func(t *testing.T) string
-	}{
-		{"sqlite", func(*testing.T) string { return "" }},
-		{"postgres", func(t *testing.T) string { return servertest.PostgresDSN(t) }},
-	}
-	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			opts := []servertest.Option{servertest.WithDriverConfig(func(c *local.Config) { c.WarmPool = 1 })}
-			if st.name != "sqlite" {
-				dsn := st.dsn(t)
-				if dsn == "" {
-					t.Skipf("%s is not set", servertest.PostgresEnv)
-				}
-				opts = append(opts, servertest.WithDSN(dsn))
-			}
-			testWarmCreateCrash(t, servertest.New(t, opts...))
-		})
-	}
+	onEachStore(t, 1, testWarmCreateCrash)
 }
 
 func testWarmCreateCrash(t *testing.T, s *servertest.Server) {
@@ -137,5 +118,24 @@ func checkCrashRestart(t *testing.T, s *servertest.Server, orphan, created strin
 	res, err := client.New(s.BaseURL, s.APIKey).Exec(ctx, created, api.ExecRequest{Command: "echo adopted"})
 	if err != nil || res.ExitCode != 0 || res.Stdout != "adopted\n" {
 		t.Errorf("exec in the adopted sandbox: %+v, %v", res, err)
+	}
+}
+
+// onEachStore runs test on a server with a warm pool of warmPool, once on
+// SQLite and once on Postgres (skipped when servertest.PostgresEnv is not
+// set, as CI sets it).
+func onEachStore(t *testing.T, warmPool int, test func(*testing.T, *servertest.Server)) {
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			opts := []servertest.Option{servertest.WithDriverConfig(func(c *local.Config) { c.WarmPool = warmPool })}
+			if name == "postgres" {
+				dsn := servertest.PostgresDSN(t)
+				if dsn == "" {
+					t.Skipf("%s is not set", servertest.PostgresEnv)
+				}
+				opts = append(opts, servertest.WithDSN(dsn))
+			}
+			test(t, servertest.New(t, opts...))
+		})
 	}
 }

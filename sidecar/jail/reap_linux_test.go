@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -29,19 +30,7 @@ func TestReapOrphansWakes(t *testing.T) {
 		return
 	}
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReapOrphansWakes$")
-	cmd.Env = append(os.Environ(), "BOXKITE_TEST_REAPER=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	out := startReaperProcess(t, "TestReapOrphansWakes", "1")
 	var wakes atomic.Int64
 	go func() {
 		for sc := bufio.NewScanner(out); sc.Scan(); {
@@ -88,19 +77,7 @@ func TestReapOrphansWaitsForChild(t *testing.T) {
 		return
 	}
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReapOrphansWaitsForChild$")
-	cmd.Env = append(os.Environ(), "BOXKITE_TEST_REAPER=child")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	out := startReaperProcess(t, "TestReapOrphansWaitsForChild", "child")
 	sc := bufio.NewScanner(out)
 	if !sc.Scan() {
 		t.Fatalf("the reaper's process wrote no pid: %v", sc.Err())
@@ -118,4 +95,25 @@ func TestReapOrphansWaitsForChild(t *testing.T) {
 			t.Fatalf("the reaper's child is not reaped 30 s after its 0.3 s sleep: %s", b)
 		}
 	}
+}
+
+// startReaperProcess runs test in a child process of this test binary with
+// BOXKITE_TEST_REAPER=mode (there, the test runs a reaper for good), and
+// returns its stdout; the process is killed when t ends.
+func startReaperProcess(t *testing.T, test, mode string) io.Reader {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), "BOXKITE_TEST_REAPER="+mode)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return out
 }
