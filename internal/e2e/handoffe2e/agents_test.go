@@ -142,7 +142,7 @@ func TestHandoffAgents(t *testing.T) {
 					}
 					t.Logf("the %s image is built: %s in", tc.tool, since())
 				}
-				id := handOffAgent(t, c, fx, tc, opencodeExport)
+				id := handOffAgent(t, c, fx, tc, opencodeExport, &serverLog)
 				retryAgent(t, tc, id)
 				checkAudit(t, c, id, secrets)
 				t.Logf("done: %s in", since())
@@ -170,9 +170,12 @@ const builder = "gemini"
 
 // handOffAgent runs `boxkite handoff TOOL --no-egress` on a terminal and
 // checks what it did; it returns the sandbox.
-func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc agentCase, opencodeExport []byte) string {
+func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc agentCase, opencodeExport []byte, serverLog *syncBuffer) string {
 	agent := handoff.Agents()[tc.tool]
 	term := newVterm(t)
+	// Until the sandbox exists, the terminal holds only boxkite's output:
+	// an error there ends the test at once, with the server's account.
+	term.failFast(cliError, func(line string) string { return serverAccount(serverLog.String(), line) })
 	done := term.run("handoff", tc.tool, "--session", tc.session, "--no-egress")
 	if tc.tool == builder {
 		term.expect("the image build", time.Minute, "building the "+builder+" image")
@@ -180,6 +183,7 @@ func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc ag
 	}
 	m := term.match("the new sandbox", 15*time.Minute, regexp.MustCompile(`created sandbox (\S+) \(no egress\)`))
 	id := m[1]
+	term.failFast(nil, nil) // from here on the agent draws the terminal
 	term.expect("the agent's --version", agentStartWait, agent.CLI+" in the sandbox: "+tc.version)
 	if tc.tool != builder && strings.Contains(term.all(), "building the") {
 		t.Errorf("the %s handoff built an image instead of reusing the one its recipe made", tc.tool)
@@ -198,6 +202,25 @@ func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc ag
 	term.send("\x1d") // detach
 	waitExit(t, done, "boxkite handoff")
 	return id
+}
+
+// cliError is an error line of boxkite's CLI.
+var cliError = regexp.MustCompile(`(?m)^error: .*$`)
+
+// serverAccount is what log holds about the request named in errLine
+// (its "request id …"), or, without one, the log's last error lines.
+func serverAccount(log, errLine string) string {
+	want := "level=ERROR"
+	if m := regexp.MustCompile(`request id ([0-9a-f]+)`).FindStringSubmatch(errLine); m != nil {
+		want = "request_id=" + m[1]
+	}
+	var lines []string
+	for l := range strings.Lines(log) {
+		if strings.Contains(l, want) {
+			lines = append(lines, l)
+		}
+	}
+	return "the server logged (" + want + "):\n" + tail(strings.Join(lines, ""), 8000)
 }
 
 // retryAgent runs `boxkite handoff --retry SANDBOX` and checks the agent

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -31,6 +32,33 @@ type vterm struct {
 	mark        int // expect searches the text printed after this (raw offset)
 	closed      chan struct{}
 	start       time.Time // for the log of how long each step took
+
+	// failOn, when set, ends a wait as soon as the text after the mark
+	// matches it, and explain adds what the server logged about it: a
+	// failed handoff fails the test at once rather than at the timeout.
+	failOn  *regexp.Regexp
+	explain func(line string) string
+}
+
+// failFast makes the waits fail as soon as re is printed (nil: never),
+// with explain's account of the printed line.
+func (v *vterm) failFast(re *regexp.Regexp, explain func(line string) string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.failOn, v.explain = re, explain
+}
+
+// failed is the error for a line that matches failOn in text, or nil;
+// v.mu held.
+func (v *vterm) failed(text string) error {
+	if v.failOn == nil {
+		return nil
+	}
+	line := v.failOn.FindString(text)
+	if line == "" {
+		return nil
+	}
+	return fmt.Errorf("the command failed: %q\n%s", line, v.explain(line))
 }
 
 // terminalAnswers are a terminal's replies to the queries coding agents
@@ -176,6 +204,10 @@ func (v *vterm) await(timeout time.Duration, wants ...string) (string, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		v.mu.Lock()
+		if err := v.failed(escapes.ReplaceAllString(string(v.raw[v.mark:]), "")); err != nil {
+			v.mu.Unlock()
+			return "", err
+		}
 		text := squash(string(v.raw[v.mark:]))
 		for _, w := range wants {
 			if i := strings.Index(text, squash(w)); i >= 0 {
@@ -221,7 +253,11 @@ func (v *vterm) match(what string, timeout time.Duration, re *regexp.Regexp) []s
 	for time.Now().Before(deadline) {
 		v.mu.Lock()
 		text := escapes.ReplaceAllString(string(v.raw[v.mark:]), "")
+		err := v.failed(text)
 		v.mu.Unlock()
+		if err != nil {
+			v.t.Fatalf("waiting for %s (%s): %v\nthe terminal shows:\n%s", what, re, err, tail(v.all(), 3000))
+		}
 		if m := re.FindStringSubmatch(text); m != nil {
 			v.t.Logf("%s: %q, %s in", what, m[0], time.Since(v.start).Round(100*time.Millisecond))
 			return m
@@ -237,4 +273,24 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// TestVtermFailsFast: a wait ends at the CLI's first error line, with the
+// server's account of its request, rather than at its timeout.
+func TestVtermFailsFast(t *testing.T) {
+	term := newVterm(t)
+	log := "level=INFO msg=other request_id=aa\nlevel=ERROR msg=\"driver create failed\" request_id=f00d\n"
+	term.failFast(cliError, func(line string) string { return serverAccount(log, line) })
+	done := term.run("no-such-command")
+	_, err := term.await(time.Minute, "never printed")
+	if err == nil || !strings.Contains(err.Error(), "the command failed") {
+		t.Fatalf("await = %v, want the CLI's error", err)
+	}
+	if code := <-done; code == 0 {
+		t.Errorf("boxkite no-such-command exited 0")
+	}
+	got := serverAccount(log, "error: could not create the sandbox [sandbox_operation_failed] (request id f00d)")
+	if !strings.Contains(got, `msg="driver create failed"`) || strings.Contains(got, "msg=other") {
+		t.Errorf("serverAccount picked the wrong lines:\n%s", got)
+	}
 }
