@@ -162,6 +162,7 @@ var _ model.Driver = (*Driver)(nil)
 // New returns a Driver for cfg. It creates StateDir/sandboxes if missing.
 func New(cfg Config) (*Driver, error) {
 	d := &Driver{cfg: cfg, log: cfg.Log, root: os.Geteuid() == 0, children: map[string]<-chan struct{}{}, loss: newLossWatch()}
+	d.capacity.keepFor, d.capacity.keepEvery, d.capacity.stop = capacityKeepFor, capacityKeepEvery, make(chan struct{})
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -368,6 +369,11 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 	done, err := d.start(p, token, dir)
 	if err != nil {
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+	}
+	if spec.Started != nil {
+		// The listener exists and takes connections: a request sent now
+		// waits in its backlog until the sidecar serves.
+		spec.Started(ep)
 	}
 	if err := waitHealthy(ctx, client, ep, d.cfg.HealthTimeout, done); err != nil {
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w%s", spec.ID, err, logTail(dir))
@@ -712,6 +718,7 @@ func (d *Driver) List(ctx context.Context) ([]model.Observed, error) {
 // whether or not this Driver started it, and the warm pool, and unmounts
 // the volumes (their data stays). `boxkite down` calls it on SIGTERM.
 func (d *Driver) Shutdown(ctx context.Context) error {
+	d.stopKeeping()
 	perr := errors.Join(d.pool.stop(ctx), d.prepared.stop(ctx))
 	obs, err := d.List(ctx)
 	if err != nil {

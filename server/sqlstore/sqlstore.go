@@ -97,7 +97,9 @@ func open(ctx context.Context, dsn string, busy time.Duration) (*Store, error) {
 	s := &Store{db: db, d: d, dsn: driverDSN, stmts: map[string]*sql.Stmt{}, gen: gen, owner: owner}
 	if gen != nil {
 		s.cache = newLookups(gen)
-		s.slot = &writeSlot{}
+		s.slot = &writeSlot{db: db, storeWide: func(err error) bool {
+			return d.storeFault(err) != nil || errors.Is(err, context.DeadlineExceeded)
+		}}
 	}
 	s.audit = newCommitter(s.appendBatch, s.appendOne)
 	return s, nil
@@ -193,36 +195,20 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // tx runs fn in a transaction, on SQLite once it is the write slot's
-// turn: fn must not call a method of s that writes (writeslot.go).
+// turn: fn must not call a method of s that writes, and may run more than
+// once (writeslot.go).
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if s.slot != nil {
-		if err := s.slot.acquire(ctx); err != nil {
-			return fmt.Errorf("begin transaction: %w", err)
-		}
-		defer s.slot.release() // after the rollback below
+		return s.slot.tx(ctx, fn)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	defer tx.Rollback() // a no-op after Commit
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit transaction: %w", err)
-	}
-	return nil
+	return runTx(ctx, s.db, fn)
 }
 
 // exec runs a statement that writes outside a transaction; on SQLite once
-// it is the write slot's turn.
+// it is the write slot's turn (which may commit it with other writes).
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if s.slot != nil {
-		if err := s.slot.acquire(ctx); err != nil {
-			return nil, err
-		}
-		defer s.slot.release()
+		return s.slot.exec(ctx, query, args...)
 	}
 	return s.db.ExecContext(ctx, query, args...)
 }
