@@ -70,6 +70,7 @@ func open(ctx context.Context, dsn string, busy time.Duration) (*Store, error) {
 			return nil, err
 		}
 		gen = &generation{}
+		commitWithFdatasync()
 		db, err = openSQLite(driverDSN, gen)
 	case d.open != nil:
 		db, err = d.open(driverDSN)
