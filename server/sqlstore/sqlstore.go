@@ -186,7 +186,12 @@ func (s *Store) mapErr(err error) error {
 // error that says the database takes no writes at all (read-only, full)
 // also wraps model.ErrStoreReadOnly, ErrStoreFull or ErrStoreIO.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	err := s.tx(ctx, fn)
+	return s.inTxOn(ctx, ctx, fn)
+}
+
+// inTxOn is inTx on txOn.
+func (s *Store) inTxOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error {
+	err := s.txOn(ctx, txCtx, fn)
 	if fault := s.d.storeFault(err); fault != nil {
 		return fmt.Errorf("%w: %w", fault, err)
 	}
@@ -196,13 +201,19 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // tx runs fn in a transaction, on SQLite once it is the write slot's
 // turn: fn must not call a method of s that writes (writeslot.go).
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.txOn(ctx, ctx, fn)
+}
+
+// txOn is tx whose wait for the write slot ends with ctx, and whose
+// transaction (its BEGIN and COMMIT) runs on txCtx.
+func (s *Store) txOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error {
 	if s.slot != nil {
 		if err := s.slot.acquire(ctx); err != nil {
 			return fmt.Errorf("begin transaction: %w", err)
 		}
 		defer s.slot.release() // after the rollback below
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(txCtx, nil)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
