@@ -50,6 +50,16 @@ const (
 	// new one is taken; an older one is taken again while the caller
 	// waits.
 	capacityMaxAge = 5 * time.Second
+	// capacityKeepFor is how long after a create's admission the reading
+	// is kept fresh in the background (keepFresh), so that the creates of
+	// a session with pauses between them find one to serve instead of
+	// taking it on their path; a host without creates for that long reads
+	// nothing.
+	capacityKeepFor = time.Minute
+	// capacityKeepEvery is how often a kept reading is taken again: well
+	// within capacityMaxAge, so that it still serves when a reading takes
+	// a second or two on a loaded host.
+	capacityKeepEvery = 2 * time.Second
 )
 
 // HostLimits bound what this driver's sandboxes may take of the host.
@@ -97,6 +107,15 @@ type capacity struct {
 	reading    *hostReading
 	created    int64 // sandboxes created since the reading
 	refreshing bool  // a reading is being taken in the background
+
+	// keepFor and keepEvery are capacityKeepFor and capacityKeepEvery
+	// (tests shorten them; keepFor 0 keeps nothing). Set before the
+	// driver's first admission.
+	keepFor, keepEvery time.Duration
+	keepUntil          time.Time     // the kept reading is kept until then
+	keeping            bool          // keepFresh runs
+	stop               chan struct{} // closed by Shutdown: keepFresh ends
+	stopOnce           sync.Once
 }
 
 // procRoot is where host files are read from.
@@ -115,11 +134,13 @@ func cmpOr(a, b string) string {
 // with its cheap parts (free disk, host tasks, memory: a statfs and two
 // small /proc files) read afresh for the caller; an older one, or none,
 // is taken while the caller waits. The rest (the loop devices, and every
-// sandbox's and warm member's state file and cgroup files: a dozen file
-// operations each, tens of milliseconds with a warm pool of 40 on a
-// loaded host, more with thousands of sandboxes) is what a create should
-// not wait for; in between, the creates counted since stand in for what
-// they took.
+// sandbox's and warm member's state file and cgroup files: a few file
+// operations each, milliseconds with a warm pool of 40 on a loaded host,
+// more with thousands of sandboxes) is what a create should not wait
+// for; in between, the creates counted since stand in for what they
+// took. For capacityKeepFor after a create's admission, keepFresh takes
+// it every capacityKeepEvery instead, so a create in that time neither
+// waits for it nor starts one beside itself and its first exec.
 func (d *Driver) readHost(ctx context.Context) (*hostReading, int64, error) {
 	c := &d.capacity
 	c.mu.Lock()
@@ -133,7 +154,7 @@ func (d *Driver) readHost(ctx context.Context) (*hostReading, int64, error) {
 			if err := d.readCheap(&r); err != nil {
 				return nil, 0, err
 			}
-			if !c.refreshing {
+			if !c.refreshing && !c.keeping {
 				c.refreshing = true
 				go d.refreshReading(c.created)
 			}
@@ -164,6 +185,67 @@ func (d *Driver) refreshReading(created int64) {
 		return // one taken while the caller waited is newer
 	}
 	c.reading, c.created = r, c.created-created
+}
+
+// keepReading keeps the reading fresh for c.keepFor from now, starting
+// keepFresh unless it runs.
+func (d *Driver) keepReading() {
+	c := &d.capacity
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keepFor <= 0 {
+		return
+	}
+	c.keepUntil = time.Now().Add(c.keepFor)
+	if !c.keeping {
+		c.keeping = true
+		go d.keepFresh(c.keepEvery)
+	}
+}
+
+// keepFresh takes the reading every keepEvery (in the background, as
+// refreshReading does: the creates counted since it started stay
+// counted) until keepUntil has passed or the driver shuts down. What
+// admits stays as it was: the costly parts of a reading serve up to
+// capacityMaxAge old, with the creates since counted against them, and
+// the cheap parts are read afresh past capacityTTL; if a reading here
+// fails or lags, the next create past capacityMaxAge takes one itself.
+func (d *Driver) keepFresh(every time.Duration) {
+	c := &d.capacity
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			c.mu.Lock()
+			c.keeping = false
+			c.mu.Unlock()
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		if time.Now().After(c.keepUntil) {
+			c.keeping = false
+			c.mu.Unlock()
+			return
+		}
+		if c.refreshing {
+			c.mu.Unlock()
+			continue
+		}
+		c.refreshing = true
+		created := c.created
+		c.mu.Unlock()
+		d.refreshReading(created)
+	}
+}
+
+// stopKeeping ends keepFresh (Shutdown). A driver New did not make
+// (cleanup's) has no stop channel and never keeps a reading.
+func (d *Driver) stopKeeping() {
+	if c := &d.capacity; c.stop != nil {
+		c.stopOnce.Do(func() { close(c.stop) })
+	}
 }
 
 // noteCreated counts a sandbox created since the reading.
@@ -303,6 +385,7 @@ func (r *hostReading) tasksPerSandbox() int64 {
 // AdmitCreate implements model.CapacityDriver.
 func (d *Driver) AdmitCreate(ctx context.Context, n int) error {
 	r, since, err := d.readHost(ctx)
+	d.keepReading() // refused or not: more creates are likely to follow
 	if err != nil {
 		return err
 	}

@@ -162,6 +162,7 @@ var _ model.Driver = (*Driver)(nil)
 // New returns a Driver for cfg. It creates StateDir/sandboxes if missing.
 func New(cfg Config) (*Driver, error) {
 	d := &Driver{cfg: cfg, log: cfg.Log, root: os.Geteuid() == 0, children: map[string]<-chan struct{}{}, loss: newLossWatch()}
+	d.capacity.keepFor, d.capacity.keepEvery, d.capacity.stop = capacityKeepFor, capacityKeepEvery, make(chan struct{})
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -712,6 +713,7 @@ func (d *Driver) List(ctx context.Context) ([]model.Observed, error) {
 // whether or not this Driver started it, and the warm pool, and unmounts
 // the volumes (their data stays). `boxkite down` calls it on SIGTERM.
 func (d *Driver) Shutdown(ctx context.Context) error {
+	d.stopKeeping()
 	perr := errors.Join(d.pool.stop(ctx), d.prepared.stop(ctx))
 	obs, err := d.List(ctx)
 	if err != nil {

@@ -93,7 +93,9 @@ type SandboxStore interface {
 	// UpdateSandbox loads the sandbox, calls fn on it and writes the result,
 	// all in one transaction; fn's error aborts the update and is returned.
 	// fn must not write to the store: on SQLite its write would wait for
-	// the turn this transaction holds.
+	// the turn this transaction holds. fn may run more than once (each time
+	// on a fresh load): on SQLite a batch of writes whose commit failed
+	// for one write's reason runs the others again.
 	UpdateSandbox(ctx context.Context, id string, fn func(*Sandbox) error) (*Sandbox, error)
 	// DeleteSandbox removes the row, for a create that failed; ErrNotFound if none.
 	DeleteSandbox(ctx context.Context, id string) error

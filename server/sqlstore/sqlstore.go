@@ -98,7 +98,9 @@ func open(ctx context.Context, dsn string, busy time.Duration) (*Store, error) {
 	s := &Store{db: db, d: d, dsn: driverDSN, stmts: map[string]*sql.Stmt{}, gen: gen, owner: owner}
 	if gen != nil {
 		s.cache = newLookups(gen)
-		s.slot = &writeSlot{}
+		s.slot = &writeSlot{db: db, storeWide: func(err error) bool {
+			return d.storeFault(err) != nil || errors.Is(err, context.DeadlineExceeded)
+		}}
 	}
 	s.audit = newCommitter(s.appendBatch, s.appendOne)
 	return s, nil
@@ -198,43 +200,27 @@ func (s *Store) inTxOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error
 	return err
 }
 
-// tx runs fn in a transaction, on SQLite once it is the write slot's
-// turn: fn must not call a method of s that writes (writeslot.go).
+// tx is txOn with one context for both.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return s.txOn(ctx, ctx, fn)
 }
 
-// txOn is tx whose wait for the write slot ends with ctx, and whose
-// transaction (its BEGIN and COMMIT) runs on txCtx.
+// txOn runs fn in a transaction, on SQLite once it is the write slot's
+// turn: fn must not call a method of s that writes, and may run more than
+// once (writeslot.go). The wait for the slot ends with ctx; a transaction
+// of fn's own (alone in the slot, or on Postgres) runs on txCtx.
 func (s *Store) txOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error {
 	if s.slot != nil {
-		if err := s.slot.acquire(ctx); err != nil {
-			return fmt.Errorf("begin transaction: %w", err)
-		}
-		defer s.slot.release() // after the rollback below
+		return s.slot.txOn(ctx, txCtx, fn)
 	}
-	tx, err := s.db.BeginTx(txCtx, nil)
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	defer tx.Rollback() // a no-op after Commit
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit transaction: %w", err)
-	}
-	return nil
+	return runTx(txCtx, s.db, fn)
 }
 
 // exec runs a statement that writes outside a transaction; on SQLite once
-// it is the write slot's turn.
+// it is the write slot's turn (which may commit it with other writes).
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if s.slot != nil {
-		if err := s.slot.acquire(ctx); err != nil {
-			return nil, err
-		}
-		defer s.slot.release()
+		return s.slot.exec(ctx, query, args...)
 	}
 	return s.db.ExecContext(ctx, query, args...)
 }

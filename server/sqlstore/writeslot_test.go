@@ -28,55 +28,84 @@ func waitSlotQueue(t *testing.T, w *writeSlot, n int) {
 	}
 }
 
-// TestWriteSlotOrder: waiters take the slot in the order they asked for
-// it, a newcomer does not overtake them, and one whose context ends leaves
-// the queue without taking the slot.
-func TestWriteSlotOrder(t *testing.T) {
-	w := &writeSlot{}
-	if err := w.acquire(t.Context()); err != nil {
-		t.Fatal(err)
+// holdSlot runs a write that holds s's write slot until the returned
+// function is called, which waits for that write's commit.
+func holdSlot(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	holding, released := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.tx(t.Context(), func(*sql.Tx) error {
+			close(holding)
+			<-released
+			return nil
+		})
+	}()
+	<-holding
+	return func() {
+		close(released)
+		if err := <-done; err != nil {
+			t.Errorf("the write that held the slot: %v", err)
+		}
 	}
+}
+
+// TestWriteSlotOrder: waiters run in the order they asked for the slot,
+// together in one transaction once it comes free; one whose context ends
+// leaves the queue without running.
+func TestWriteSlotOrder(t *testing.T) {
+	s := openSlotStore(t)
+	release := holdSlot(t, s)
 	var (
-		mu    sync.Mutex
-		order []int
+		order []int // appended by the batch's leader, one write at a time
 		wg    sync.WaitGroup
 	)
 	ctx, cancel := context.WithCancel(t.Context())
 	gaveUp := make(chan error, 1)
 	for i := range 8 {
 		if i == 3 {
-			go func() { gaveUp <- w.acquire(ctx) }()
+			go func() {
+				gaveUp <- s.tx(ctx, func(*sql.Tx) error { order = append(order, i); return nil })
+			}()
 		} else {
 			wg.Go(func() {
-				if err := w.acquire(t.Context()); err != nil {
+				if err := s.tx(t.Context(), func(*sql.Tx) error { order = append(order, i); return nil }); err != nil {
 					t.Errorf("waiter %d: %v", i, err)
-					return
 				}
-				mu.Lock()
-				order = append(order, i)
-				mu.Unlock()
-				w.release()
 			})
 		}
-		waitSlotQueue(t, w, i+1)
+		waitSlotQueue(t, s.slot, i+1)
 	}
 	cancel()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Errorf("the cancelled waiter got %v; want context.Canceled", err)
 	}
-	waitSlotQueue(t, w, 7)
-	w.release()
+	waitSlotQueue(t, s.slot, 7)
+	release()
 	wg.Wait()
 	if diff := cmp.Diff([]int{0, 1, 2, 4, 5, 6, 7}, order); diff != "" {
 		t.Errorf("order of the waiters (-want +got):\n%s", diff)
 	}
+	if b, n := s.WriteStats(); b != 1 || n != 7 {
+		t.Errorf("WriteStats: %d batches of %d writes; want the 7 waiters in 1", b, n)
+	}
 	// Free again: a caller whose context has ended is refused, not queued.
-	if err := w.acquire(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("acquire with a cancelled context: %v; want context.Canceled", err)
+	if err := s.tx(ctx, func(*sql.Tx) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("a write with a cancelled context: %v; want context.Canceled", err)
 	}
-	if err := w.acquire(t.Context()); err != nil {
-		t.Errorf("acquire of the free slot: %v", err)
+	if err := s.tx(t.Context(), func(*sql.Tx) error { return nil }); err != nil {
+		t.Errorf("a write on the free slot: %v", err)
 	}
+}
+
+func openSlotStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "slot.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // TestSlowWriterQueuesWriters: while a write transaction is held open

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -155,9 +157,8 @@ func attachLoop(img *os.File) (*os.File, error) {
 		return nil, err
 	}
 	defer ctl.Close()
-	// Another process may take the device LOOP_CTL_GET_FREE names before
-	// we configure it; then ask again.
-	for range 16 {
+	deadline := time.Now().Add(attachBudget)
+	return claimLoop(func() (*os.File, error) {
 		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
 		if err != nil {
 			return nil, fmt.Errorf("find free loop device: %w", err)
@@ -174,15 +175,62 @@ func attachLoop(img *os.File) (*os.File, error) {
 		if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTTY) {
 			err = configureOldLoop(dev, img) // before Linux 5.8
 		}
+		if err != nil {
+			dev.Close()
+			return nil, fmt.Errorf("configure %s: %w", dev.Name(), err)
+		}
+		return dev, nil
+	}, func(attempt int) bool {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(attachBackoff(attempt))
+		return true
+	})
+}
+
+// attachBudget bounds attachLoop's retries. LOOP_CTL_GET_FREE names the
+// lowest free device to every process that asks, so concurrent attaches
+// (creates at once, the prepared pool's refills, other servers and
+// losetup on the host) all race to configure the same device: one wins
+// and the rest get EBUSY and ask again, where they meet the next ones.
+// Sixteen immediate tries were not enough: 48 attaches at once on two
+// cores lost 9 to 22 of them ("every free device was taken first"), and a
+// create that loses is a sandbox_operation_failed. Each EBUSY means
+// another attach succeeded, so the host as a whole progresses; a time
+// bound, as util-linux's losetup has (64 tries 200 ms apart), keeps a
+// loser trying while it does.
+const attachBudget = 30 * time.Second
+
+// attachBackoff is the wait before attach retry attempt (0 is the
+// first): none for the first, which usually finds the next device free,
+// then a random one up to a doubling bound of at most 20 ms, so that the
+// losers of one round do not all meet again on the next device.
+func attachBackoff(attempt int) time.Duration {
+	if attempt == 0 {
+		return 0
+	}
+	bound := min(20*time.Millisecond, time.Millisecond<<min(attempt, 10))
+	return rand.N(bound) + 1
+}
+
+// claimLoop calls try until it returns a device or an error other than
+// EBUSY (a device another attach configured first); before each retry it
+// calls wait with the retry's number, which returns false once no more
+// retries are allowed.
+func claimLoop(try func() (*os.File, error), wait func(attempt int) bool) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		dev, err := try()
 		if err == nil {
 			return dev, nil
 		}
-		dev.Close()
 		if !errors.Is(err, unix.EBUSY) {
-			return nil, fmt.Errorf("configure %s: %w", dev.Name(), err)
+			return nil, err
+		}
+		if !wait(attempt) {
+			return nil, fmt.Errorf("configure loop device: every free device was taken first, %d times: %w", attempt+1, err)
 		}
 	}
-	return nil, errors.New("configure loop device: every free device was taken first")
 }
 
 func configureOldLoop(dev, img *os.File) error {
