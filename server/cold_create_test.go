@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -143,4 +144,128 @@ func TestColdCreateCrashBeforeReservation(t *testing.T) {
 	close(crashed)
 	close(g.started)
 	<-done
+}
+
+// startedEnv is an env whose driver says the sandbox started
+// (model.Spec.Started), then waits, at most rendezvous, until the store
+// holds the sandbox's row active, and returns fail when set. activeErr,
+// when set, is the store's answer to marking a row.
+func startedEnv(t *testing.T, fail, activeErr error) (*env, chan bool) {
+	t.Helper()
+	st := &updateGate{Store: openStore(t, t.TempDir()), fail: activeErr}
+	e := newEnvWithStore(t, server.Config{}, st)
+	sawActive := make(chan bool, 1)
+	e.Driver.CreateFunc = func(ctx context.Context, spec model.Spec) (model.Endpoint, error) {
+		if spec.Started == nil {
+			sawActive <- false
+			return model.Endpoint{}, fmt.Errorf("a plain cold create gave no Started")
+		}
+		ep := e.Sidecar.Endpoint()
+		spec.Started(ep)
+		sawActive <- st.waitActive(spec.ID)
+		if fail != nil {
+			return model.Endpoint{}, fail
+		}
+		return ep, nil
+	}
+	return e, sawActive
+}
+
+// updateGate is a store that reports each row it marks active, and
+// refuses to mark any with fail when set.
+type updateGate struct {
+	model.Store
+	fail   error
+	mu     sync.Mutex
+	active map[string]bool // id: marked active (true) or refused (false)
+}
+
+func (g *updateGate) UpdateSandbox(ctx context.Context, id string, fn func(*model.Sandbox) error) (*model.Sandbox, error) {
+	var sb *model.Sandbox
+	err := g.fail
+	if err == nil {
+		sb, err = g.Store.UpdateSandbox(ctx, id, fn)
+	}
+	if err != nil || sb.Status == api.StatusActive {
+		g.mu.Lock()
+		if g.active == nil {
+			g.active = map[string]bool{}
+		}
+		g.active[id] = err == nil
+		g.mu.Unlock()
+	}
+	return sb, err
+}
+
+// waitActive reports whether row id was marked active within rendezvous;
+// false at once when marking it was refused.
+func (g *updateGate) waitActive(id string) bool {
+	for deadline := time.Now().Add(rendezvous); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		ok, tried := g.active[id]
+		g.mu.Unlock()
+		if tried {
+			return ok
+		}
+	}
+	return false
+}
+
+// TestColdCreateActivatesWhileStarting: once the driver says a plain cold
+// sandbox started, its row is committed active while the driver still
+// waits for the sidecar to answer (here the driver returns only after
+// seeing it), and the create answers with the row active.
+func TestColdCreateActivatesWhileStarting(t *testing.T) {
+	e, sawActive := startedEnv(t, nil, nil)
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	if !<-sawActive {
+		t.Fatalf("the row was not active within %v of the driver's Started", rendezvous)
+	}
+	got, err := e.Store.Sandbox(context.Background(), e.AcctA.ID, sb.ID)
+	if err != nil || got.Status != api.StatusActive || got.Endpoint.Address != e.Sidecar.Endpoint().Address {
+		t.Fatalf("row after the answer: %+v %v; want active at %v", got, err, e.Sidecar.Endpoint())
+	}
+	e.exec(e.KeyA, sb.ID, "true")
+}
+
+// TestColdCreateFailsAfterActive: a driver whose sandbox never answers
+// after the row went active (Started, then an error) gets it torn down,
+// and the row removed: no create was answered, none is left.
+func TestColdCreateFailsAfterActive(t *testing.T) {
+	e, sawActive := startedEnv(t, errors.New("sidecar did not answer"), nil)
+	resp, body := e.do("POST", "/v1/sandboxes", e.KeyA, api.CreateSandboxRequest{})
+	if resp.StatusCode == http.StatusCreated {
+		t.Fatalf("create = %d %s; want a failure", resp.StatusCode, body)
+	}
+	if !<-sawActive {
+		t.Fatalf("the row was not active within %v of the driver's Started", rendezvous)
+	}
+	created := e.Driver.Created()
+	if len(created) != 1 || !contains(e.Driver.Deleted(), created[0].ID) {
+		t.Errorf("driver created %v, deleted %v; want the one created deleted", created, e.Driver.Deleted())
+	}
+	if sbs, err := e.Store.ListSandboxes(context.Background(), e.AcctA.ID, false); err != nil || len(sbs) != 0 {
+		t.Errorf("rows after the failed create: %v %v; want none", sbs, err)
+	}
+}
+
+// TestColdCreateActiveCommitFails: when the store refuses the early
+// "active" commit, the create fails though the sidecar answered, the
+// sandbox is torn down and no row is left.
+func TestColdCreateActiveCommitFails(t *testing.T) {
+	e, sawActive := startedEnv(t, nil, fmt.Errorf("update: %w", model.ErrStoreReadOnly))
+	resp, body := e.do("POST", "/v1/sandboxes", e.KeyA, api.CreateSandboxRequest{})
+	if resp.StatusCode == http.StatusCreated {
+		t.Fatalf("create = %d %s; want a failure", resp.StatusCode, body)
+	}
+	if <-sawActive {
+		t.Fatal("a refused commit marked the row active")
+	}
+	created := e.Driver.Created()
+	if len(created) != 1 || !contains(e.Driver.Deleted(), created[0].ID) {
+		t.Errorf("driver created %v, deleted %v; want the one created deleted", created, e.Driver.Deleted())
+	}
+	if sbs, err := e.Store.ListSandboxes(context.Background(), e.AcctA.ID, false); err != nil || len(sbs) != 0 {
+		t.Errorf("rows after the failed create: %v %v; want none", sbs, err)
+	}
 }

@@ -370,6 +370,11 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 	if err != nil {
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}
+	if spec.Started != nil {
+		// The listener exists and takes connections: a request sent now
+		// waits in its backlog until the sidecar serves.
+		spec.Started(ep)
+	}
 	if err := waitHealthy(ctx, client, ep, d.cfg.HealthTimeout, done); err != nil {
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w%s", spec.ID, err, logTail(dir))
 	}

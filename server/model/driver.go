@@ -50,6 +50,18 @@ type Spec struct {
 	// connection then serves the sandbox's first request (its first exec
 	// needs no dial, and the sidecar accepts one connection, not two).
 	Via SidecarClients
+	// Started, when set, is called by a driver that can (the local one)
+	// once the sandbox's process is running and its endpoint is fixed,
+	// before the driver waits for the sidecar to answer: with the
+	// endpoint Create will return if the sidecar answers. The control
+	// plane commits the sandbox's row active meanwhile, so that commit is
+	// off the create's path (issue 27), and a request may reach the
+	// endpoint from then on: it must accept connections already (the
+	// local driver's listener exists before the jail starts, and holds a
+	// request in its backlog until the sidecar serves), not refuse them,
+	// which the proxy would read as a lost sandbox. A driver calls it at
+	// most once and before Create returns, or never; it must not block.
+	Started func(Endpoint)
 }
 
 // Endpoint is how the control plane reaches a sandbox's sidecar.

@@ -239,6 +239,17 @@ func (s *Service) createFailed(ctx context.Context, id string, err error) error 
 // activate marks sandbox id, which the driver started at ep, active:
 // the create's last write before its answer.
 func (s *Service) activate(ctx context.Context, id string, ep model.Endpoint) (*model.Sandbox, error) {
+	active, err := s.recordActive(ctx, id, ep)
+	if err != nil {
+		s.Discard(ctx, id)
+		return nil, err
+	}
+	s.created(ctx, active)
+	return active, nil
+}
+
+// recordActive commits sandbox id's row active with its endpoint.
+func (s *Service) recordActive(ctx context.Context, id string, ep model.Endpoint) (*model.Sandbox, error) {
 	// The sandbox exists now; record it even if the client has gone away,
 	// since the caller tears it down on error anyway.
 	active, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
@@ -247,13 +258,16 @@ func (s *Service) activate(ctx context.Context, id string, ep model.Endpoint) (*
 		return nil
 	})
 	if err != nil {
-		s.Discard(ctx, id)
 		return nil, fmt.Errorf("record sandbox endpoint: %w", err)
 	}
-	if s.d.Hooks != nil {
-		s.d.Hooks.Created(ctx, active) // the storage sync starts
-	}
 	return active, nil
+}
+
+// created tells the hooks that sandbox sb answers and is active.
+func (s *Service) created(ctx context.Context, sb *model.Sandbox) {
+	if s.d.Hooks != nil {
+		s.d.Hooks.Created(ctx, sb) // the storage sync starts
+	}
 }
 
 // Discard tears a sandbox down and removes its row, as if it never

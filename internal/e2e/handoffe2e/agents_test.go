@@ -193,8 +193,13 @@ func handOffAgent(t *testing.T, c *client.Client, fx *handofftest.Fixture, tc ag
 	checkTree(t, c, id, fx)
 
 	// Asked something, the agent finds its API out of reach and says so.
+	// Enter goes once the agent has drawn the message: sent a second
+	// after it but before the agent read it (a loaded host), the two come
+	// in one read, which an agent may take for a paste, keeping the Enter
+	// as a new line (Gemini CLI showed "> hello" for its whole wait).
 	time.Sleep(2 * time.Second) // its prompt takes keys once drawn
 	term.send("hello")
+	term.expect("the message typed", agentStartWait, "hello")
 	time.Sleep(time.Second)
 	term.send("\r")
 	term.expect("the agent's own error", tc.errWait, tc.errors...)
