@@ -3,9 +3,11 @@ package sqlstore
 import (
 	"database/sql"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"modernc.org/sqlite"
 )
 
 func TestDollarPlaceholders(t *testing.T) {
@@ -64,14 +66,24 @@ func TestParseDSN(t *testing.T) {
 }
 
 // TestSQLiteDurability checks the pragmas every SQLite connection gets:
-// WAL, and synchronous=FULL (2), so a commit is fsynced before the server
-// acknowledges what it recorded.
+// WAL, and synchronous=FULL (2), so a commit is synced before the server
+// acknowledges what it recorded; and that on Linux the sync is fdatasync
+// (commitWithFdatasync), whatever the driver's switch said before.
 func TestSQLiteDurability(t *testing.T) {
+	fdatasync := runtime.GOOS == "linux"
+	if fdatasync {
+		if _, err := sqlite.Fdatasync(false); err != nil {
+			t.Fatal(err)
+		}
+	}
 	st, err := Open(t.Context(), "sqlite:"+filepath.Join(t.TempDir(), "boxkite.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	if got := sqlite.FdatasyncEnabled(); got != fdatasync {
+		t.Errorf("the driver commits with fdatasync: %v, want %v", got, fdatasync)
+	}
 	// More connections than one, since pragmas are per connection.
 	conns := make([]*sql.Conn, 3)
 	for i := range conns {

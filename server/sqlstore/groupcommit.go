@@ -182,19 +182,23 @@ func isStoreWide(err error) bool {
 // appendBatch appends entries in order in one transaction, retried while
 // it loses a race for a chain's place (databases with row-level locking).
 func (s *Store) appendBatch(ctx context.Context, entries []*model.ExecLogEntry) error {
-	// On SQLite the transaction's BEGIN IMMEDIATE takes the write lock, so
-	// no statement inside it waits for another connection, and SQLite
-	// checks an interrupt only between steps, never during the I/O those
-	// statements do: a context that can end would only have the driver
-	// start a watcher goroutine per statement (three per entry). The BEGIN
-	// and the COMMIT still end with ctx (the batch's timeout).
+	// On SQLite the wait for the write slot (the store's other writers)
+	// ends with ctx, the batch's timeout; once it is the batch's turn the
+	// transaction's BEGIN IMMEDIATE finds SQLite's write lock free (only
+	// another process could hold it, and then busy_timeout, as long as the
+	// batch's timeout, bounds the wait), no statement inside it waits for
+	// another connection, and SQLite checks an interrupt only between
+	// steps, never during the I/O of the statements and the COMMIT: a
+	// context that can end would only have the driver start a watcher
+	// goroutine for each (the BEGIN, the three statements, the COMMIT),
+	// each one more thread woken on a lone exec's path.
 	sctx := ctx
 	if s.d.name == sqliteDialect.name {
 		sctx = context.WithoutCancel(ctx)
 	}
 	var err error
 	for range appendRetries {
-		err = s.inTx(ctx, func(tx *sql.Tx) error {
+		err = s.inTxOn(ctx, sctx, func(tx *sql.Tx) error {
 			if err := s.lockChains(sctx, tx, entries); err != nil {
 				return err
 			}
@@ -208,6 +212,12 @@ func (s *Store) appendBatch(ctx context.Context, entries []*model.ExecLogEntry) 
 		if !errors.Is(err, model.ErrConflict) {
 			break
 		}
+	}
+	if d, ok := ctx.Deadline(); ok && err != nil && !errors.Is(err, context.DeadlineExceeded) && !time.Now().Before(d) {
+		// Out of time, though the transaction did not run on ctx (a BEGIN
+		// that waited busy_timeout for another process's lock, say): the
+		// store does not answer, for every entry alike (isStoreWide).
+		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 	}
 	return err
 }

@@ -70,6 +70,7 @@ func open(ctx context.Context, dsn string, busy time.Duration) (*Store, error) {
 			return nil, err
 		}
 		gen = &generation{}
+		commitWithFdatasync()
 		db, err = openSQLite(driverDSN, gen)
 	case d.open != nil:
 		db, err = d.open(driverDSN)
@@ -187,21 +188,32 @@ func (s *Store) mapErr(err error) error {
 // error that says the database takes no writes at all (read-only, full)
 // also wraps model.ErrStoreReadOnly, ErrStoreFull or ErrStoreIO.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	err := s.tx(ctx, fn)
+	return s.inTxOn(ctx, ctx, fn)
+}
+
+// inTxOn is inTx on txOn.
+func (s *Store) inTxOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error {
+	err := s.txOn(ctx, txCtx, fn)
 	if fault := s.d.storeFault(err); fault != nil {
 		return fmt.Errorf("%w: %w", fault, err)
 	}
 	return err
 }
 
-// tx runs fn in a transaction, on SQLite once it is the write slot's
-// turn: fn must not call a method of s that writes, and may run more than
-// once (writeslot.go).
+// tx is txOn with one context for both.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return s.txOn(ctx, ctx, fn)
+}
+
+// txOn runs fn in a transaction, on SQLite once it is the write slot's
+// turn: fn must not call a method of s that writes, and may run more than
+// once (writeslot.go). The wait for the slot ends with ctx; a transaction
+// of fn's own (alone in the slot, or on Postgres) runs on txCtx.
+func (s *Store) txOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error {
 	if s.slot != nil {
-		return s.slot.tx(ctx, fn)
+		return s.slot.txOn(ctx, txCtx, fn)
 	}
-	return runTx(ctx, s.db, fn)
+	return runTx(txCtx, s.db, fn)
 }
 
 // exec runs a statement that writes outside a transaction; on SQLite once

@@ -78,6 +78,7 @@ type writeSlot struct {
 // statement (query, args) when fn is nil.
 type write struct {
 	ctx   context.Context
+	txCtx context.Context // what fn's transaction runs on when it runs alone
 	fn    func(*sql.Tx) error
 	query string
 	args  []any
@@ -98,9 +99,11 @@ type panicked struct {
 
 func (p *panicked) Error() string { return fmt.Sprintf("write panicked: %v\n%s", p.v, p.stack) }
 
-// tx runs fn in a transaction once it is its turn.
-func (w *writeSlot) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	return w.run(&write{ctx: ctx, fn: fn})
+// txOn runs fn in a transaction once it is its turn, which it waits for
+// as long as ctx allows; alone in its batch, the transaction runs on
+// txCtx.
+func (w *writeSlot) txOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error {
+	return w.run(&write{ctx: ctx, txCtx: txCtx, fn: fn})
 }
 
 // exec runs a lone statement once it is its turn.
@@ -267,7 +270,7 @@ func (w *writeSlot) alone(r *write) {
 		r.done <- err
 		return
 	}
-	r.done <- catch(func() error { return runTx(r.ctx, w.db, r.fn) })
+	r.done <- catch(func() error { return runTx(r.txCtx, w.db, r.fn) })
 }
 
 // inTx runs r's write in tx.
