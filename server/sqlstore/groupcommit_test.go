@@ -68,13 +68,19 @@ func TestExecLogGroupCommitKill(t *testing.T) {
 		groupCommitChild(t, dsn)
 		return
 	}
-	dsns := map[string]string{"sqlite": "sqlite:" + filepath.Join(t.TempDir(), "crash.db")}
+	for name, dsn := range killTestDSNs(t, "crash.db") {
+		t.Run(name, func(t *testing.T) { killAppender(t, dsn) })
+	}
+}
+
+// killTestDSNs names the stores a kill test runs on: a new SQLite file,
+// and Postgres when servertest.PostgresEnv names a server.
+func killTestDSNs(t *testing.T, file string) map[string]string {
+	dsns := map[string]string{"sqlite": "sqlite:" + filepath.Join(t.TempDir(), file)}
 	if pg := servertest.PostgresDSN(t); pg != "" {
 		dsns["postgres"] = pg
 	}
-	for name, dsn := range dsns {
-		t.Run(name, func(t *testing.T) { killAppender(t, dsn) })
-	}
+	return dsns
 }
 
 func killAppender(t *testing.T, dsn string) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
-	"github.com/boxkite/boxkite/server/servertest"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
 
@@ -34,11 +32,7 @@ func TestConcurrentCreatesKill(t *testing.T) {
 		createsChild(t, dsn)
 		return
 	}
-	dsns := map[string]string{"sqlite": "sqlite:" + filepath.Join(t.TempDir(), "creates.db")}
-	if pg := servertest.PostgresDSN(t); pg != "" {
-		dsns["postgres"] = pg
-	}
-	for name, dsn := range dsns {
+	for name, dsn := range killTestDSNs(t, "creates.db") {
 		t.Run(name, func(t *testing.T) { killCreator(t, name, dsn) })
 	}
 }

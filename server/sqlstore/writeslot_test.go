@@ -178,19 +178,7 @@ func TestSlowWriterQueuesWriters(t *testing.T) {
 			t.Errorf("writer %d: %v", i, err)
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT email FROM accounts ORDER BY rowid`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var got []string
-	for rows.Next() {
-		var e string
-		if err := rows.Scan(&e); err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, e)
-	}
+	got := accountEmails(t, s)
 	want := []string{
 		"slow@example.com", "w0@example.com", "w1@example.com", "w2@example.com", "w3@example.com",
 		"w5@example.com", "w6@example.com", "w8@example.com", "w9@example.com",
