@@ -27,8 +27,10 @@ type dialect struct {
 	driverName string // for sql.Open
 	// open, when set, opens the pool instead of sql.Open(driverName, dsn).
 	open func(dsn string) (*sql.DB, error)
-	// dsn turns the part of the store DSN after the scheme into a driver DSN.
-	dsn func(rest string) (string, error)
+	// dsn turns the part of the store DSN after the scheme into a driver
+	// DSN; busy is how long a connection waits for a lock another process
+	// holds, where the database has such a setting (SQLite).
+	dsn func(rest string, busy time.Duration) (string, error)
 	// rebind rewrites ? placeholders into the dialect's form.
 	rebind func(query string) string
 	// isUnique reports whether err is a unique or primary-key violation.
@@ -58,7 +60,7 @@ type dialect struct {
 var sqliteDialect = dialect{
 	name:       "sqlite",
 	driverName: "sqlite",
-	dsn:        func(path string) (string, error) { return sqliteDSN(path, sqliteBusyTimeout) },
+	dsn:        sqliteDSN,
 	rebind:     func(q string) string { return q },
 	isUnique: func(err error) bool {
 		var se *sqlite.Error
@@ -88,14 +90,14 @@ var sqliteDialect = dialect{
 //
 // Every connection gets: a busy timeout (busy), so that a writer waits
 // for a lock another process holds instead of failing (the store's own
-// writers queue in its write slot, writeslot.go); WAL so readers never block the writer; synchronous=FULL, so
-// a commit returns only once the WAL is synced (fdatasync on Linux:
-// commitWithFdatasync) and what the server
-// acknowledged survives an OS crash or power loss too, not just a crash of
-// the process (NORMAL's promise); foreign keys; and BEGIN IMMEDIATE for
-// transactions, so a read-then-write
-// transaction takes the write lock up front instead of failing with
-// SQLITE_BUSY when it upgrades (busy_timeout cannot retry an upgrade).
+// writers queue in its write slot, writeslot.go); WAL so readers never
+// block the writer; synchronous=FULL, so a commit returns only once the
+// WAL is synced (fdatasync on Linux: commitWithFdatasync) and what the
+// server acknowledged survives an OS crash or power loss too, not just a
+// crash of the process (NORMAL's promise); foreign keys; and BEGIN
+// IMMEDIATE for transactions, so a read-then-write transaction takes the
+// write lock up front instead of failing with SQLITE_BUSY when it
+// upgrades (busy_timeout cannot retry an upgrade).
 func sqliteDSN(path string, busy time.Duration) (string, error) {
 	if path == "" {
 		return "", errors.New("empty sqlite path")

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -41,7 +42,7 @@ var postgresDialect = dialect{
 	name:       "postgres",
 	driverName: "pgx",
 	open:       openPostgres,
-	dsn:        func(rest string) (string, error) { return rest, nil },
+	dsn:        func(rest string, _ time.Duration) (string, error) { return rest, nil },
 	rebind:     dollarPlaceholders,
 	isUnique: func(err error) bool {
 		var pe *pgconn.PgError

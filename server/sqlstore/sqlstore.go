@@ -52,12 +52,7 @@ func open(ctx context.Context, dsn string, busy time.Duration) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	var driverDSN string
-	if d.name == sqliteDialect.name {
-		driverDSN, err = sqliteDSN(rest, busy)
-	} else {
-		driverDSN, err = d.dsn(rest)
-	}
+	driverDSN, err := d.dsn(rest, busy)
 	if err != nil {
 		return nil, err
 	}
