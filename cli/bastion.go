@@ -71,8 +71,9 @@ type bastionWish struct {
 
 // chooseBastionPort is the requested port, which must be free; else the
 // port of the previous run when it is free (so known_hosts and ssh configs
-// keep working), else 2222, else any free one.
-func chooseBastionPort(wish bastionWish) (int, error) {
+// keep working), else 2222, else any free one. Ports in lost were free when
+// looked at but another process bound them first: they are not offered again.
+func chooseBastionPort(wish bastionWish, lost []int) (int, error) {
 	if wish.requested != 0 {
 		if !portFree(wish.requested) {
 			return 0, &hintError{
@@ -90,7 +91,7 @@ func chooseBastionPort(wish bastionWish) (int, error) {
 	}
 	candidates = append(candidates, defaultLocalBastionPort)
 	for _, p := range candidates {
-		if portFree(p) {
+		if !slices.Contains(lost, p) && portFree(p) {
 			return p, nil
 		}
 	}
@@ -128,6 +129,14 @@ func bastionEnv() []string {
 	return env
 }
 
+// bastionPortTries bounds how often up picks another port for the bastion
+// after losing the one it chose: two ups at once (two BOXKITE_HOMEs, or
+// tests in parallel) both find 2222 free, and only one bastion binds it.
+const bastionPortTries = 3
+
+// errBastionExited is the bastion ending before it answered.
+var errBastionExited = errors.New("boxkite-bastion exited before it was ready")
+
 // startLocalBastion starts boxkite-bastion for the local server, waits
 // until it answers, writes its known_hosts lines and returns its address.
 func startLocalBastion(ctx context.Context, p localPaths, serverURL string, wish bastionWish) (string, error) {
@@ -138,10 +147,33 @@ func startLocalBastion(ctx context.Context, p localPaths, serverURL string, wish
 	if err := ensureBastionKey(p.bastionKey); err != nil {
 		return "", err
 	}
-	port, err := chooseBastionPort(wish)
-	if err != nil {
-		return "", err
+	return onBastionPort(wish, func(port int) (string, error) {
+		return launchBastion(ctx, bin, p, port, serverURL)
+	})
+}
+
+// onBastionPort runs launch on the port chooseBastionPort picks. When the
+// bastion exits before it is ready and its port is now taken, another
+// process bound the port between the look and the bind: unless the port
+// was asked for, launch runs again on another one.
+func onBastionPort(wish bastionWish, launch func(port int) (string, error)) (string, error) {
+	var lost []int
+	for {
+		port, err := chooseBastionPort(wish, lost)
+		if err != nil {
+			return "", err
+		}
+		addr, err := launch(port)
+		if err == nil || wish.requested != 0 || !errors.Is(err, errBastionExited) ||
+			portFree(port) || len(lost)+1 >= bastionPortTries {
+			return addr, err
+		}
+		lost = append(lost, port)
 	}
+}
+
+// launchBastion starts the bastion on port and waits until it answers.
+func launchBastion(ctx context.Context, bin string, p localPaths, port int, serverURL string) (string, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	logStart := fileSize(p.bastionLog)
 	cmd, exited, err := startDetached(bin, bastionArgs(p, port, serverURL), bastionEnv(), p.bastionLog)
@@ -174,7 +206,7 @@ func waitBastion(ctx context.Context, addr string, exited <-chan error, timeout 
 		}
 		select {
 		case err := <-exited:
-			return fmt.Errorf("boxkite-bastion exited before it was ready: %v", err)
+			return fmt.Errorf("%w: %v", errBastionExited, err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(pollInterval):
