@@ -45,12 +45,12 @@ func (d countingDriver) Delete(ctx context.Context, id string) error {
 
 // ClaimWarm counts a sandbox the driver hands out from its warm pool
 // (model.WarmClaimer) as started.
-func (d countingDriver) ClaimWarm(ctx context.Context, spec model.Spec, via model.SidecarClients) (model.Endpoint, bool, error) {
+func (d countingDriver) ClaimWarm(ctx context.Context, spec model.Spec, via model.SidecarClients, record func(model.Endpoint) error) (model.Endpoint, bool, error) {
 	w, ok := d.Driver.(model.WarmClaimer)
 	if !ok {
 		return model.Endpoint{}, false, nil
 	}
-	ep, ok, err := w.ClaimWarm(ctx, spec, via)
+	ep, ok, err := w.ClaimWarm(ctx, spec, via, record)
 	if ok && err == nil {
 		d.m.SandboxCreated()
 	}

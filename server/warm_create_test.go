@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -26,12 +27,18 @@ type warmDriver struct {
 	mu     sync.Mutex
 	ready  int
 	claims []string
+	// afterRecord, when set, is the claim's outcome after the record:
+	// a claim that fails once its row is written answers ok false, as
+	// the local driver's does (it has deleted the sandbox).
+	afterRecord func() (ok bool, err error)
+	noRecord    bool // a driver that leaves the write to the caller
 }
 
 // ClaimWarm hands out a member; with via, it talks to the member's
 // sidecar (GET /health, where the local driver sends its claim) with
-// via's client for the sandbox.
-func (d *warmDriver) ClaimWarm(ctx context.Context, spec model.Spec, via model.SidecarClients) (model.Endpoint, bool, error) {
+// via's client for the sandbox; with record, it records the sandbox
+// before it returns, as the local driver does while its sidecar answers.
+func (d *warmDriver) ClaimWarm(ctx context.Context, spec model.Spec, via model.SidecarClients, record func(model.Endpoint) error) (model.Endpoint, bool, error) {
 	d.mu.Lock()
 	if d.ready == 0 {
 		d.mu.Unlock()
@@ -41,6 +48,14 @@ func (d *warmDriver) ClaimWarm(ctx context.Context, spec model.Spec, via model.S
 	d.claims = append(d.claims, spec.ID)
 	d.mu.Unlock()
 	ep := d.ep()
+	if record != nil && !d.noRecord {
+		_ = record(ep) // its error is the caller's
+		if d.afterRecord != nil {
+			if ok, err := d.afterRecord(); !ok || err != nil {
+				return model.Endpoint{}, ok, err
+			}
+		}
+	}
 	if via == nil {
 		return ep, true, nil
 	}
@@ -271,5 +286,61 @@ func TestColdCreateHealthConnection(t *testing.T) {
 	e.exec(e.KeyA, sb.ID, "true")
 	if n := conns(); n != 1 {
 		t.Errorf("the sidecar accepted %d connections after the first exec; want 1, the health check's serving it", n)
+	}
+}
+
+// TestWarmCreateClaimFailsAfterRecord: the driver writes the row while the
+// claim is answered (ClaimWarm's record). A claim that fails after that
+// write leaves no row of its own: one that falls back (ok false) is
+// created cold under the same id, the warm row removed first (else the
+// cold create's row would collide with it); one that fails outright
+// answers an error and leaves no row. A driver that never calls record
+// still gets its sandbox recorded.
+func TestWarmCreateClaimFailsAfterRecord(t *testing.T) {
+	st := &writeCountingStore{Store: openStore(t, t.TempDir())}
+	var wd *warmDriver
+	e := newEnvWithDriver(t, server.Config{}, st, func(f *fakeDriver) model.Driver {
+		wd = &warmDriver{fakeDriver: f}
+		return wd
+	})
+	wd.ep = e.Sidecar.Endpoint
+	ctx := context.Background()
+	setup := func(afterRecord func() (bool, error), noRecord bool) {
+		wd.mu.Lock()
+		wd.ready, wd.afterRecord, wd.noRecord = 1, afterRecord, noRecord
+		wd.mu.Unlock()
+		st.take()
+	}
+
+	setup(func() (bool, error) { return false, nil }, false)
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	reserved, _ := st.take()
+	if !slices.Equal(reserved, []string{api.StatusActive, model.StatusCreating}) {
+		t.Errorf("fallen back create wrote rows %v; want the warm row, then the cold create's", reserved)
+	}
+	if created := e.Driver.Created(); len(created) != 1 || created[0].ID != sb.ID {
+		t.Errorf("cold creates %v; want %s created cold", created, sb.ID)
+	}
+	if row, err := e.Store.Sandbox(ctx, e.AcctA.ID, sb.ID); err != nil || row.Status != api.StatusActive {
+		t.Errorf("row of the sandbox created cold: %+v, %v", row, err)
+	}
+
+	setup(func() (bool, error) { return true, errors.New("claim failed") }, false)
+	resp, body := e.do("POST", "/v1/sandboxes", e.KeyA, api.CreateSandboxRequest{})
+	if resp.StatusCode < 500 {
+		t.Fatalf("create whose claim failed: %d %s, want a 5xx", resp.StatusCode, body)
+	}
+	failed := wd.claims[len(wd.claims)-1]
+	if _, err := e.Store.Sandbox(ctx, e.AcctA.ID, failed); !errors.Is(err, model.ErrNotFound) {
+		t.Errorf("row of the sandbox whose claim failed: %v, want none", err)
+	}
+
+	setup(nil, true)
+	sb = e.create(e.KeyA, api.CreateSandboxRequest{})
+	if reserved, _ := st.take(); !slices.Equal(reserved, []string{api.StatusActive}) {
+		t.Errorf("create from a driver without record wrote rows %v; want one active row", reserved)
+	}
+	if row, err := e.Store.Sandbox(ctx, e.AcctA.ID, sb.ID); err != nil || row.Status != api.StatusActive {
+		t.Errorf("row of the sandbox claimed without record: %+v, %v", row, err)
 	}
 }

@@ -1,8 +1,12 @@
 package sidecar
 
 import (
+	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -79,5 +83,45 @@ func TestClaim(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClaimServedAfterClientGone: a claim whose client closed its
+// connection as soon as the request was written (the control plane dying
+// right after it) is still served. The warm create commits the
+// sandbox's row, with the claimed token, once the claim is written to
+// the socket and before its answer (server/local adopt), so the row is
+// good only if the sidecar takes a claim nobody waits for.
+func TestClaimServedAfterClientGone(t *testing.T) {
+	t.Parallel()
+	const pool, fresh = "pool-token", "fresh-token"
+	srv, _ := newServer(t, Options{Token: pool, Claimable: true})
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"token":"` + fresh + `"}`
+	req := "POST /claim HTTP/1.1\r\nHost: sidecar\r\n" + TokenHeader + ": " + pool + "\r\n" +
+		"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Close(); err != nil { // before the sidecar can have answered
+		t.Fatal(err)
+	}
+	// Served in the background, at the server's pace: wait for the new
+	// token to work (a request with the wrong token is no use of the
+	// sidecar, so the waiting cannot refuse the claim).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		status, _ := call(t, "GET", srv.URL+"/metrics", http.Header{TokenHeader: {fresh}}, "")
+		if status == http.StatusOK {
+			break
+		}
+		if status != http.StatusUnauthorized || time.Now().After(deadline) {
+			t.Fatalf("GET /metrics with the claimed token: %d; want 200 once the claim is served", status)
+		}
+	}
+	if status, _ := call(t, "GET", srv.URL+"/metrics", http.Header{TokenHeader: {pool}}, ""); status != http.StatusUnauthorized {
+		t.Errorf("GET /metrics with the pool token after the claim: %d, want 401", status)
 	}
 }

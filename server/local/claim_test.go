@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/internal/unixsock"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -51,7 +53,7 @@ func TestWarmClaimVia(t *testing.T) {
 	poolToken := st.Token
 
 	via := &dialCountingClients{}
-	ep, ok, err := d.ClaimWarm(t.Context(), model.Spec{ID: "via"}, via)
+	ep, ok, err := d.ClaimWarm(t.Context(), model.Spec{ID: "via"}, via, nil)
 	if !ok || err != nil {
 		t.Fatalf("ClaimWarm: ok %v, err %v; want a claim", ok, err)
 	}
@@ -101,5 +103,47 @@ func TestCreateHealthVia(t *testing.T) {
 	}
 	if n := len(via.asked); n != 1 {
 		t.Errorf("clients asked %d times after a create without Via; want 1", n)
+	}
+}
+
+// TestWarmClaimRecord: with a record, ClaimWarm calls it once, after the
+// sandbox's state file holds its endpoint, with the control plane's own
+// clients (whose transport reports the claim written, so the record runs
+// before the answer) and with a client that does not (after it): the
+// record's endpoint is the claim's, which the sidecar then honours. A
+// record that fails does not fail the claim (its error is the caller's).
+func TestWarmClaimRecord(t *testing.T) {
+	t.Parallel()
+	d := newPoolDriver(t, t.TempDir(), 2)
+	for _, tt := range []struct {
+		id  string
+		via model.SidecarClients
+		err error
+	}{
+		{id: "signalled", via: sidecar.NewClients()},
+		{id: "answered", via: &dialCountingClients{}},
+		{id: "refused", via: sidecar.NewClients(), err: errors.New("limits taken meanwhile")},
+	} {
+		waitPool(t, d, 1)
+		var got []model.Endpoint
+		record := func(ep model.Endpoint) error {
+			st, err := readState(d.sandboxDir(tt.id))
+			if err != nil || st.Token != ep.Token {
+				t.Errorf("%s: state file at the record: token matches %t, err %v; want the endpoint's token", tt.id, st.Token == ep.Token, err)
+			}
+			got = append(got, ep)
+			return tt.err
+		}
+		ep, ok, err := d.ClaimWarm(t.Context(), model.Spec{ID: tt.id}, tt.via, record)
+		if !ok || err != nil {
+			t.Fatalf("%s: ClaimWarm: ok %v, err %v; want a claim", tt.id, ok, err)
+		}
+		t.Cleanup(func() { _ = d.Delete(context.Background(), tt.id) })
+		if diff := cmp.Diff([]model.Endpoint{ep}, got); diff != "" {
+			t.Errorf("%s: records (-want +got):\n%s", tt.id, diff)
+		}
+		if status := statusWith(t, ep.Address, ep.Token); status != http.StatusOK {
+			t.Errorf("%s: the recorded token after the claim: status %d, want 200", tt.id, status)
+		}
 	}
 }

@@ -326,7 +326,7 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 	if !ok {
 		return model.Endpoint{}, fmt.Errorf("create sandbox: unknown size %q", spec.Size)
 	}
-	if ep, handled, err := d.ClaimWarm(ctx, spec, nil); handled {
+	if ep, handled, err := d.ClaimWarm(ctx, spec, nil, nil); handled {
 		return ep, err // tracked by claimWarm
 	}
 	dir := d.sandboxDir(spec.ID)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/server/model"
@@ -307,7 +308,7 @@ func (d *Driver) startMember(ctx context.Context) (_ string, err error) {
 // ClaimWarm implements model.WarmClaimer: spec's sandbox from the warm
 // pool, if a member fits and is ready. The claim goes over via's client
 // for spec.ID when via is given (see adopt).
-func (d *Driver) ClaimWarm(ctx context.Context, spec model.Spec, via model.SidecarClients) (model.Endpoint, bool, error) {
+func (d *Driver) ClaimWarm(ctx context.Context, spec model.Spec, via model.SidecarClients, record func(model.Endpoint) error) (model.Endpoint, bool, error) {
 	if !validID.MatchString(spec.ID) {
 		return model.Endpoint{}, false, nil // Create refuses it
 	}
@@ -319,13 +320,13 @@ func (d *Driver) ClaimWarm(ctx context.Context, spec model.Spec, via model.Sidec
 	if spec.Egress != nil {
 		return model.Endpoint{}, false, nil
 	}
-	return d.claimWarm(ctx, spec, via)
+	return d.claimWarm(ctx, spec, via, record)
 }
 
 // claimWarm makes spec's sandbox out of a pool member if one fits and is
 // ready. handled false means the caller must start the sandbox cold; a
 // member that fails to be claimed is deleted and does not fail the create.
-func (d *Driver) claimWarm(ctx context.Context, spec model.Spec, via model.SidecarClients) (ep model.Endpoint, handled bool, err error) {
+func (d *Driver) claimWarm(ctx context.Context, spec model.Spec, via model.SidecarClients, record func(model.Endpoint) error) (ep model.Endpoint, handled bool, err error) {
 	if d.pool == nil || !d.fits(spec) {
 		return ep, false, nil
 	}
@@ -351,7 +352,7 @@ func (d *Driver) claimWarm(ctx context.Context, spec model.Spec, via model.Sidec
 	d.mu.Unlock()
 	// From here the member is the sandbox and goes by its id.
 	disks := d.moveDisks(name, spec.ID, dst)
-	ep, err = d.adopt(ctx, spec, dst, via)
+	ep, err = d.adopt(ctx, spec, dst, via, record)
 	if err == nil {
 		d.trackClaimed(spec.ID, disks)
 		d.log.Debug("sandbox created from the warm pool", "id", spec.ID, "member", name)
@@ -373,7 +374,17 @@ func (d *Driver) claimWarm(ctx context.Context, spec model.Spec, via model.Sidec
 // one connection instead of two (a connection, its goroutine and its
 // buffers; bench/issue27/session8-claim8.md). Without (Create's own
 // claims, tests), a client of its own that closes the connection.
-func (d *Driver) adopt(ctx context.Context, spec model.Spec, dir string, via model.SidecarClients) (model.Endpoint, error) {
+//
+// With record (model.WarmClaimer), record runs once the state file
+// holds the new endpoint and the claim's request is in the sidecar's
+// socket: when via's transport reports the request written
+// (model.WithRequestWritten), before the sidecar's answer is read, so the
+// record's commit overlaps the claim's round trip (bench/issue27/
+// session12-warm12.md); else after the answer. Either way a record that
+// committed names a sidecar that takes the claim, even if this process
+// dies the next instant: a request whose client has gone is still served
+// (sidecar TestClaimServedAfterClientGone).
+func (d *Driver) adopt(ctx context.Context, spec model.Spec, dir string, via model.SidecarClients, record func(model.Endpoint) error) (model.Endpoint, error) {
 	st, err := readState(dir)
 	if err != nil {
 		return model.Endpoint{}, err
@@ -403,11 +414,51 @@ func (d *Driver) adopt(ctx context.Context, spec model.Spec, dir string, via mod
 	// caller deletes the sandbox whatever the file says.
 	written := make(chan error, 1)
 	go func() { written <- writeState(dir, st) }()
-	err = claimSidecar(ctx, client, poolToken, token)
-	if err := errors.Join(err, <-written); err != nil {
-		return model.Endpoint{}, err
+	if record == nil {
+		err = claimSidecar(ctx, client, poolToken, token)
+		if err := errors.Join(err, <-written); err != nil {
+			return model.Endpoint{}, err
+		}
+		return ep, nil
+	}
+	if err := claimRecorded(ctx, client, poolToken, token, written, func() { _ = record(ep) }); err != nil {
+		return model.Endpoint{}, err // record's error is the caller's
 	}
 	return ep, nil
+}
+
+// claimRecorded sends the claim as claimSidecar does and runs record
+// once the state file is written (stateWritten answers) and the claim's
+// request is in the sidecar's socket: at the transport's signal that it
+// wrote the request, or, from a transport that gives none, after the
+// sidecar's answer. A claim that fails before either runs no record; one
+// that fails after returns its error once record has run.
+func claimRecorded(ctx context.Context, client *http.Client, poolToken, token string, stateWritten <-chan error, record func()) error {
+	sent, claimed := make(chan struct{}), make(chan error, 1)
+	var once sync.Once
+	ctx = model.WithRequestWritten(ctx, func() { once.Do(func() { close(sent) }) })
+	go func() { claimed <- claimSidecar(ctx, client, poolToken, token) }()
+	var claimErr error
+	answered := false
+	select {
+	case <-sent:
+	case claimErr = <-claimed:
+		answered = true
+	}
+	if err := <-stateWritten; err != nil {
+		if !answered {
+			claimErr = <-claimed
+		}
+		return errors.Join(err, claimErr)
+	}
+	if claimErr != nil {
+		return claimErr // failed with no record made
+	}
+	record()
+	if !answered {
+		claimErr = <-claimed
+	}
+	return claimErr
 }
 
 // claimSidecar asks a member's sidecar, through client, to swap the pool

@@ -315,7 +315,7 @@ func TestReleaseStopsPools(t *testing.T) {
 		t.Fatal(err)
 	}
 	members := waitPool(t, old, 1)
-	if _, ok, err := old.ClaimWarm(t.Context(), model.Spec{ID: "taken"}, nil); !ok || err != nil {
+	if _, ok, err := old.ClaimWarm(t.Context(), model.Spec{ID: "taken"}, nil, nil); !ok || err != nil {
 		t.Fatalf("ClaimWarm = %v, %v", ok, err)
 	}
 	old.Release() // the pool is refilling now

@@ -256,17 +256,50 @@ type PauseDriver interface {
 // was (nothing happened, and the caller creates the sandbox with Create).
 // ok true with an error means the claim failed and left nothing behind.
 //
-// The control plane records a claimed sandbox after the claim, in one
-// write (its row, already active with the endpoint): a crash between the
-// claim and the write leaves a sandbox no row claims, which Reconcile
-// deletes, as it does a crash mid-Create's.
+// The control plane records a claimed sandbox in one write (its row,
+// already active with the endpoint). With record not nil, the driver
+// calls it at most once, on the caller's goroutine, when the sandbox's
+// endpoint is settled (the driver's own state of it written) and the
+// claim's request is in the sidecar's socket: either a transport of
+// via's client reported it written (WithRequestWritten), so the write's
+// commit overlaps the sidecar's answer, or the sidecar answered it. So a
+// row record commits always names a sandbox whose sidecar will take the
+// claim, even if this process dies the next instant. ClaimWarm returns
+// once both are done, whatever record returned (the caller keeps
+// record's error). A crash before record's commit leaves a sandbox no
+// row claims, which Reconcile deletes, as it does a crash mid-Create's.
+// A claim that fails after record ran answers ok false like any failed
+// claim, and the caller removes what record wrote. Without record the
+// caller writes after the claim.
 //
 // via, when not nil, is how the control plane reaches sidecars: a driver
 // that talks to the claimed sandbox's sidecar to claim it does so with
 // via's client for spec.ID, so the connection it opens is kept for the
 // sandbox's first request (its first exec needs no dial).
 type WarmClaimer interface {
-	ClaimWarm(ctx context.Context, spec Spec, via SidecarClients) (ep Endpoint, ok bool, err error)
+	ClaimWarm(ctx context.Context, spec Spec, via SidecarClients, record func(Endpoint) error) (ep Endpoint, ok bool, err error)
+}
+
+// requestWrittenKey is the context key of WithRequestWritten.
+type requestWrittenKey struct{}
+
+// WithRequestWritten returns ctx carrying written, which a transport of
+// the control plane's sidecar clients calls, at most once, when a request
+// made with the returned context has been written whole to its
+// connection: the last write to the socket returned, so the sidecar reads
+// the request even if this process dies next (on a unix socket the bytes
+// are in the sidecar's receive queue). A transport that cannot tell (one
+// that buffers the request on another goroutine, net/http's Transport)
+// never calls it. httptrace's WroteRequest is not this: it fires with the
+// request still in the writer's buffer.
+func WithRequestWritten(ctx context.Context, written func()) context.Context {
+	return context.WithValue(ctx, requestWrittenKey{}, written)
+}
+
+// RequestWritten is the function WithRequestWritten put in ctx, or nil.
+func RequestWritten(ctx context.Context) func() {
+	f, _ := ctx.Value(requestWrittenKey{}).(func())
+	return f
 }
 
 // SidecarClients gives the HTTP client the control plane reaches a

@@ -38,7 +38,7 @@ func testWarmCreateCrash(t *testing.T, s *servertest.Server) {
 	// has done by then is the claim alone.
 	waitWarm(t, s)
 	claimed := model.NewID()
-	if _, ok, err := s.Driver.ClaimWarm(ctx, model.Spec{ID: claimed}, nil); !ok || err != nil {
+	if _, ok, err := s.Driver.ClaimWarm(ctx, model.Spec{ID: claimed}, nil, nil); !ok || err != nil {
 		t.Fatalf("ClaimWarm = %v, %v; want a member claimed", ok, err)
 	}
 	// Killed after the write: a create served from the pool, answered.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // leanTransport carries the requests to a local sidecar (its unix socket;
@@ -136,6 +138,12 @@ func (t *leanTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err := lc.bw.Flush(); err != nil {
 		return fail(err)
+	}
+	// The request is in the sidecar's socket now, not in a buffer of ours
+	// (net/http's WroteRequest comes before this flush): the warm claim's
+	// record waits for this (model.WithRequestWritten).
+	if written := model.RequestWritten(ctx); written != nil {
+		written()
 	}
 	resp, err := http.ReadResponse(lc.br, req)
 	// 1xx answers (100 Continue, 103 Early Hints) come before the real one.
