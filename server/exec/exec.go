@@ -171,11 +171,14 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 func (s *Service) storeAndAudit(r *http.Request, syncCtx context.Context, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
 	started time.Time,
 ) error {
-	synced := make(chan error, 1)
-	go func() { synced <- s.d.SyncDisk(syncCtx, sb, "exec") }()
+	// The flush starts first, on this goroutine: the entry's own work
+	// (building it, the commit's writes) then runs on another while this
+	// one waits in the kernel.
 	id := model.NewID()
-	err := s.auditExec(r, sb, req, out, started, nil, id)
-	syncErr := <-synced
+	audited := make(chan error, 1)
+	go func() { audited <- s.auditExec(r, sb, req, out, started, nil, id) }()
+	syncErr := s.d.SyncDisk(syncCtx, sb, "exec")
+	err := <-audited
 	if syncErr == nil {
 		return err
 	}
