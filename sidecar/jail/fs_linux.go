@@ -34,9 +34,10 @@ func (b *builder) placeEtc() error {
 	if err := os.Mkdir(scratch, 0o755); err != nil {
 		return fmt.Errorf("create scratch dir: %w", err)
 	}
-	for name, content := range b.etcFiles() {
+	files := b.etcFiles()
+	for name, content := range files {
 		src := filepath.Join(scratch, name)
-		if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
+		if err := writeFile(src, []byte(content), 0o644); err != nil {
 			return fmt.Errorf("write /etc/%s: %w", name, err)
 		}
 		dst := filepath.Join(etc, name)
@@ -54,7 +55,13 @@ func (b *builder) placeEtc() error {
 		}
 	}
 	// The binds keep the inodes alive; the names need not stay visible.
-	if err := os.RemoveAll(scratch); err != nil {
+	// One unlink a name (os.RemoveAll opens and lists the directory).
+	for name := range files {
+		if err := unix.Unlink(filepath.Join(scratch, name)); err != nil {
+			return fmt.Errorf("remove scratch file: %w", err)
+		}
+	}
+	if err := unix.Rmdir(scratch); err != nil {
 		return fmt.Errorf("remove scratch dir: %w", err)
 	}
 	return nil
