@@ -230,7 +230,8 @@ func (b *builder) maskProcDirs(proc string) error {
 // A nsLimit is one of the jail's user namespace limits (/proc/sys/user),
 // opened by openNamespaceLimits and written by limitNamespaces.
 type nsLimit struct {
-	f     *os.File
+	name  string
+	fd    int // open for writing; see writeFile on why not an os.File
 	value int64
 }
 
@@ -276,21 +277,21 @@ func openNamespaceLimits(proc string, nested bool) ([]nsLimit, error) {
 	}
 	var limits []nsLimit
 	for name, v := range values {
-		f, err := os.OpenFile(filepath.Join(proc, "sys/user", name), os.O_WRONLY, 0)
+		fd, err := openFile(filepath.Join(proc, "sys/user", name), unix.O_WRONLY, 0)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // older kernel
 		}
 		if err != nil {
 			return limits, fmt.Errorf("open limit %s: %w", name, err)
 		}
-		limits = append(limits, nsLimit{f: f, value: v})
+		limits = append(limits, nsLimit{name: name, fd: fd, value: v})
 	}
 	return limits, nil
 }
 
 // readSysctl reads a number from a /proc/sys file.
 func readSysctl(path string) (int64, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
 		return 0, err
 	}
@@ -306,10 +307,10 @@ func readSysctl(path string) (int64, error) {
 func limitNamespaces(limits []nsLimit) error {
 	var errs []error
 	for _, l := range limits {
-		if _, err := l.f.WriteString(strconv.FormatInt(l.value, 10) + "\n"); err != nil {
-			errs = append(errs, fmt.Errorf("limit namespaces (%s): %w", filepath.Base(l.f.Name()), err))
+		if err := writeFD(l.fd, []byte(strconv.FormatInt(l.value, 10)+"\n")); err != nil {
+			errs = append(errs, fmt.Errorf("limit namespaces (%s): %w", l.name, err))
 		}
-		_ = l.f.Close()
+		_ = unix.Close(l.fd)
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,9 @@
 package jail
 
 import (
+	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,5 +66,28 @@ func TestWriteAndCreateFile(t *testing.T) {
 	}
 	if err := createFile(missing, 0o644); err == nil {
 		t.Error("createFile into a missing directory succeeded")
+	}
+}
+
+// TestReadFile: readFile reads as os.ReadFile does, a /proc/sys file and
+// one longer than its buffer, and a missing file is fs.ErrNotExist
+// (openNamespaceLimits skips the limits a kernel lacks on it).
+func TestReadFile(t *testing.T) {
+	long := filepath.Join(t.TempDir(), "long")
+	if err := os.WriteFile(long, bytes.Repeat([]byte("0123456789"), 300), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/proc/sys/fs/inotify/max_user_watches", long} {
+		want, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readFile(p)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("readFile(%s) = %q, %v; want %q", p, got, err, want)
+		}
+	}
+	if _, err := readFile(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("readFile of a missing file: %v, want fs.ErrNotExist", err)
 	}
 }

@@ -114,7 +114,7 @@ func (b *builder) closeAll() {
 		_ = unix.Close(b.devNull)
 	}
 	for _, l := range b.nsLimits {
-		_ = l.f.Close()
+		_ = unix.Close(l.fd)
 	}
 }
 
