@@ -119,6 +119,11 @@ func LoadConfig(flags *pflag.FlagSet) (*Config, error) {
 		cfg.Sources[keyContext] = source
 	case hosted.BaseURL != "" && hosted.APIKey != "":
 		cfg.File, cfg.Bastion = hostedPath, hosted.Bastion
+		if cfg.Bastion == "" && local.BaseURL != "" && strings.TrimRight(hosted.BaseURL, "/") == strings.TrimRight(local.BaseURL, "/") {
+			// Signed up on the local server: its bastion is up's, wherever
+			// up found a port for it.
+			cfg.Bastion = local.Bastion
+		}
 	case local.BaseURL != "":
 		cfg.File, cfg.Bastion = localPath, local.Bastion
 	case hosted != (fileConfig{}):

@@ -52,6 +52,20 @@ func TestConfigPrecedence(t *testing.T) {
 			want:   Config{Context: "hosted", BaseURL: "https://hosted.example", APIKey: "bxk_live_hosted", Sources: map[string]string{keyBaseURL: "file config.toml", keyAPIKey: "file config.toml"}},
 		},
 		{
+			name:   "signed up on the local server: config.toml wins, the local bastion stays",
+			hosted: "base_url = \"http://127.0.0.1:9001/\"\napi_key = \"bxk_live_signup\"\n",
+			local:  localTOML + "bastion = \"127.0.0.1:2299\"\n",
+			file:   hostedFile,
+			want:   Config{Context: "hosted", BaseURL: "http://127.0.0.1:9001", APIKey: "bxk_live_signup", Bastion: "127.0.0.1:2299", Local: true, Sources: map[string]string{keyBaseURL: "file config.toml", keyAPIKey: "file config.toml"}},
+		},
+		{
+			name:   "another server's config.toml does not take the local bastion",
+			hosted: hostedTOML,
+			local:  localTOML + "bastion = \"127.0.0.1:2299\"\n",
+			file:   hostedFile,
+			want:   Config{Context: "hosted", BaseURL: "https://hosted.example", APIKey: "bxk_live_hosted", Sources: map[string]string{keyBaseURL: "file config.toml", keyAPIKey: "file config.toml"}},
+		},
+		{
 			name:   "half a hosted config does not shadow local",
 			hosted: "base_url = \"https://hosted.example\"\n",
 			local:  localTOML,

@@ -2,9 +2,12 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -89,4 +92,126 @@ func TestDiskSyncOnlyWhereTheSidecarDidNot(t *testing.T) {
 			t.Errorf("%s (%s): status and disk syncs (-want +got):\n%s", c.name, body, diff)
 		}
 	}
+}
+
+// flushingDriver is the fake driver whose disk flush is flush, once armed.
+type flushingDriver struct {
+	*fakeDriver
+	armed atomic.Bool
+	flush func(id string) error
+}
+
+var _ model.DiskSyncer = (*flushingDriver)(nil)
+
+func (d *flushingDriver) SyncDisk(_ context.Context, id string) error {
+	if !d.armed.Load() {
+		return nil
+	}
+	return d.flush(id)
+}
+
+// TestExecFlushBesideItsEntry: an exec's disk flush and the commit of its
+// audit entry run side by side (two device flushes that used to add up,
+// issue 27), and the answer waits for both: the flush here finds the
+// entry committed while it runs, and the client has no answer until the
+// flush returns.
+func TestExecFlushBesideItsEntry(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, t.TempDir())
+	var d *flushingDriver
+	e := newEnvWithDriver(t, server.Config{}, st, func(f *fakeDriver) model.Driver {
+		d = &flushingDriver{fakeDriver: f}
+		return d
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	sawEntry := make(chan bool, 1)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the server closes
+	d.flush = func(id string) error {
+		// Sequential (flush, then commit), the entry never comes: give up.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) && !hasEntry(st, id, "exec") {
+			time.Sleep(5 * time.Millisecond)
+		}
+		sawEntry <- hasEntry(st, id, "exec")
+		<-release
+		return nil
+	}
+	d.armed.Store(true)
+
+	done := make(chan int, 1)
+	go func() {
+		resp, _ := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "echo x > f"})
+		done <- resp.StatusCode
+	}()
+	if !<-sawEntry {
+		t.Fatal("the exec's entry was not committed while its disk flush ran: one waits for the other")
+	}
+	select {
+	case code := <-done:
+		t.Fatalf("the client had the answer (%d) while the disk flush still ran", code)
+	case <-time.After(100 * time.Millisecond):
+	}
+	once.Do(func() { close(release) })
+	if code := <-done; code != http.StatusOK {
+		t.Errorf("exec = %d, want 200", code)
+	}
+}
+
+// TestExecFlushFailsAfterItsEntry: when the flush beside an exec's entry
+// fails (the host's storage is full), the answer is the 507 with what the
+// command returned, and a system entry naming the exec's says that what
+// it wrote was not stored.
+func TestExecFlushFailsAfterItsEntry(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, t.TempDir())
+	var d *flushingDriver
+	e := newEnvWithDriver(t, server.Config{}, st, func(f *fakeDriver) model.Driver {
+		d = &flushingDriver{fakeDriver: f, flush: func(string) error {
+			return fmt.Errorf("%w: flush /x: no space left on device", model.ErrInsufficientStorage)
+		}}
+		return d
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	d.armed.Store(true)
+	resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "echo x > f"})
+	ae := wantError(t, resp, body, http.StatusInsufficientStorage, api.CodeInsufficientStorage)
+	if det, _ := ae.Details.(map[string]any); det["performed"] != true || det["exit_code"] != 0.0 {
+		t.Errorf("507 details = %v, want performed and the exit code", ae.Details)
+	}
+	entries, _, err := st.ExecLog(context.Background(), sb.ID, 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct{ Source, Operation, Detail string }
+	var got []entry
+	var execID string
+	for _, en := range entries {
+		got = append(got, entry{en.Source, en.Operation, string(en.Detail)})
+		if en.Operation == "exec" {
+			execID = en.ID
+		}
+	}
+	want := []entry{
+		{api.LogSourceAgent, "exec", `{"command":"echo x > f","timeout":30}`},
+		{api.LogSourceSystem, "not_stored", `{"entry":"` + execID + `","operation":"exec","stored":false}`},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log of an exec whose flush failed (-want +got):\n%s", diff)
+	}
+}
+
+// hasEntry reports whether sandbox id's log has an entry of operation op.
+func hasEntry(st model.Store, id, op string) bool {
+	entries, _, err := st.ExecLog(context.Background(), id, 100, 0)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if e.Operation == op {
+			return true
+		}
+	}
+	return false
 }

@@ -58,8 +58,16 @@ func runInit(args []string) (int, error) {
 	if err := jail.Setup(l); err != nil {
 		return 0, err
 	}
-	if l.Spec.Build == nil && jail.AllThreadsReachable() {
-		return 0, serveAsInit(l, *claimable)
+	if l.Spec.Build == nil {
+		// The first all-thread call is the probe: it fails, changing
+		// nothing, only in a binary linked with cgo.
+		err := jail.ShareCgroupNamespace()
+		if err == nil {
+			return 0, serveAsInit(l, *claimable)
+		}
+		if !errors.Is(err, jail.ErrThreadsUnreachable) {
+			return 0, err
+		}
 	}
 	if err := jail.Lockdown(l.Spec); err != nil {
 		return 0, err
@@ -117,7 +125,8 @@ func jailServeArgs(l jail.Launch, claimable *bool) []string {
 
 // serveAsInit is the jail's one process: init and sidecar at once, with no
 // second start of this binary (the second start was two thirds of a cold
-// create; issue 27). It locks every thread down (jail.LockdownProcess),
+// create; issue 27). Call it once jail.ShareCgroupNamespace has succeeded
+// (every thread is reachable). It locks every thread down (jail.LockdownProcess),
 // serves on the driver's listener from the other goroutines and reaps
 // orphans on the main thread (jail.ReapOrphans), which it never leaves.
 // Only a binary without cgo can lock every thread down; runInit keeps the
@@ -129,9 +138,7 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	if tid, pid := unix.Gettid(), unix.Getpid(); tid != pid {
 		return fmt.Errorf("reap orphans: on thread %d, not the leader %d (see init)", tid, pid)
 	}
-	if err := jail.ShareCgroupNamespace(); err != nil {
-		return err
-	}
+	// runInit has moved every thread into the jail's cgroup namespace.
 	if err := jail.LockdownProcess(l.Spec); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -45,6 +46,10 @@ type localServer struct {
 	env     []string // BOXKITE_HOME, PATH with the companions, the bastion key, and no stray config
 }
 
+// commandTimeout bounds one boxkite command of a localServer; up on a
+// loaded CI machine takes seconds, never minutes.
+const commandTimeout = 3 * time.Minute
+
 func startLocal(t *testing.T) *localServer {
 	t.Helper()
 	bin := companionBinaries(t)
@@ -71,7 +76,16 @@ func startLocal(t *testing.T) *localServer {
 		stopLeftoverServer(filepath.Join(home, "server.pid"))
 		os.RemoveAll(home)
 	})
-	s.mustRun(t, "up", "--port", strconv.Itoa(port))
+	// A bastion port of its own, not 2222: TestBastionLifecycle stops the
+	// bastion and expects its port to stay quiet, and another package's
+	// `boxkite up` takes 2222 the moment it is free.
+	bastionPort := port
+	for bastionPort == port {
+		if bastionPort, err = freePort(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mustRun(t, "up", "--port", strconv.Itoa(port), "--bastion-port", strconv.Itoa(bastionPort))
 	s.mustRun(t, "session", "create", "--label", "real")
 	return s
 }
@@ -80,9 +94,16 @@ func startLocal(t *testing.T) *localServer {
 func (s *localServer) run(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(s.cli, args...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = s.env, &stdout, &stderr
+	// Bounded: one command that hangs (an ssh that reached another
+	// process's bastion did) fails its test, not the package's timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.cli, args...)
+	cmd.Env, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = s.env, &stdout, &stderr, 5*time.Second
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("boxkite %s: no answer within %s: %w", strings.Join(args, " "), commandTimeout, err)
+	}
 	return stdout.String(), stderr.String(), err
 }
 

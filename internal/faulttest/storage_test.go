@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -162,6 +163,13 @@ func fillHostStore(t *testing.T, watermark int64) {
 			t.Errorf("%s was never stopped: the host did not fill", w.name)
 		}
 	}
+	// An exec answered 507 after it ran is in its sandbox's log, followed
+	// by the system entry that says what it wrote was not stored.
+	for _, w := range []struct{ name, id string }{{"exec", ex}, {"volume", vw}} {
+		if strings.Contains(stopped[w.name], "was performed") && !notStoredAfterExec(t, c, w.id) {
+			t.Errorf("%s: an exec was answered 507 after it ran, but no not_stored entry names its entry", w.name)
+		}
+	}
 	if watermark > 0 && !strings.HasPrefix(stopped["upload"], "507") {
 		t.Errorf("uploads were stopped by %q, want 507 insufficient_storage", stopped["upload"])
 	}
@@ -235,4 +243,23 @@ func execWriter(c *client.Client, id, prefix string) func(ctx context.Context, i
 		got, _, _ := strings.Cut(res.Stdout, " ")
 		return []stored{{"exec", id, path, got}}, nil
 	}
+}
+
+// notStoredAfterExec reports whether sandbox id's log has a not_stored
+// system entry naming an exec's entry before it.
+func notStoredAfterExec(t *testing.T, c *client.Client, id string) bool {
+	entries, _ := wholeLog(t, c, id)
+	execs := map[string]bool{}
+	for _, e := range entries {
+		var d struct{ Entry, Operation string }
+		switch {
+		case e.Operation == "exec":
+			execs[e.ID] = true
+		case e.Source == api.LogSourceSystem && e.Operation == "not_stored" && json.Unmarshal(e.Detail, &d) == nil:
+			if d.Operation == "exec" && execs[d.Entry] {
+				return true
+			}
+		}
+	}
+	return false
 }

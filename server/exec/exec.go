@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,11 +139,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	if revoked {
 		syncCtx = context.WithoutCancel(syncCtx)
 	}
-	syncErr := s.d.SyncDisk(syncCtx, sb, "exec")
-	err = s.auditExec(r, sb, req, &out, started, nil, syncErr != nil)
-	if err == nil {
-		err = syncErr
-	}
+	err = s.storeAndAudit(r, syncCtx, sb, req, &out, started)
 	if revoked {
 		return hw.Fail(authz.ErrStreamRevoked)
 	}
@@ -163,6 +160,40 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// storeAndAudit flushes what the command wrote to the host's storage and
+// commits the exec's audit entry, side by side, and returns once both are
+// done: the answer waits for both (an acknowledged exec's writes and its
+// entry survive a crash), not for one after the other — they are two
+// device flushes, the disk's and the database's (issue 27). So the entry
+// is written before the flush's result is known; when the flush fails, a
+// system entry naming it (NotStored) follows before the answer, which is
+// the flush's error, or the audit log's if an entry could not be committed.
+func (s *Service) storeAndAudit(r *http.Request, syncCtx context.Context, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
+	started time.Time,
+) error {
+	// The flush starts first, on this goroutine: the entry's own work
+	// (building it, the commit's writes) then runs on another while this
+	// one waits in the kernel.
+	id := model.NewID()
+	audited := make(chan error, 1)
+	go func() { audited <- s.auditExec(r, sb, req, out, started, nil, id) }()
+	syncErr := s.d.SyncDisk(syncCtx, sb, "exec")
+	err := <-audited
+	if syncErr == nil {
+		return err
+	}
+	nerr := s.d.Audit.Append(r.Context(), audit.Record{
+		Sandbox: sb, Source: api.LogSourceSystem, Operation: NotStored,
+		Detail:  map[string]any{"entry": id, "operation": "exec", "stored": false},
+		Started: s.d.Now(),
+	})
+	return cmp.Or(err, nerr, syncErr)
+}
+
+// NotStored is the operation of the system entry that follows an exec's
+// when the host could not store what the command wrote.
+const NotStored = "not_stored"
+
 // execHandedOver returns what runs when a streamed exec's credential was
 // revoked and the rest of its stream was read in the background: the
 // audit entry, as for any exec (cut, when the stream from the sidecar
@@ -176,7 +207,7 @@ func (s *Service) execHandedOver(r *http.Request, sb *model.Sandbox, req api.Exe
 		if err != nil || out.exitCode == nil {
 			cut = &api.Error{Code: api.CodeSandboxFailed, Message: "the stream from the sandbox broke off"}
 		}
-		if aerr := s.auditExec(r, sb, req, out, started, cut, false); aerr != nil {
+		if aerr := s.auditExec(r, sb, req, out, started, cut, ""); aerr != nil {
 			s.d.Log.ErrorContext(r.Context(), "audit an exec whose credential was revoked", "sandbox", sb.ID, "err", aerr)
 		}
 	}
@@ -184,9 +215,9 @@ func (s *Service) execHandedOver(r *http.Request, sb *model.Sandbox, req api.Exe
 
 // auditExec writes an exec's audit entry: the command, its timeout, the
 // exit code and, when output was cut, the counts; cut is the error a
-// stream that broke off ended with, if it did; unstored says the host
-// could not store what it wrote.
-func (s *Service) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, unstored bool) error {
+// stream that broke off ended with, if it did; id is the entry's, when
+// the caller names it in another (else a new one).
+func (s *Service) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, cut *api.Error, id string) error {
 	command := audit.LoggedText(req.Command)
 	detail := map[string]any{"command": command, "timeout": req.Timeout}
 	if len(command) < len(req.Command) {
@@ -202,9 +233,6 @@ func (s *Service) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequ
 	if cut != nil {
 		detail["error"] = cut.Code
 	}
-	if unstored {
-		detail["stored"] = false // ran, but the host could not store what it wrote
-	}
 	if out.outputRedacted {
 		detail["output_redacted"] = true
 	}
@@ -218,7 +246,7 @@ func (s *Service) auditExec(r *http.Request, sb *model.Sandbox, req api.ExecRequ
 		maps.Copy(detail, g.Detail())
 	}
 	return s.d.Audit.Append(r.Context(), audit.Record{
-		Sandbox: sb, Source: source, Operation: "exec", Detail: detail,
+		ID: id, Sandbox: sb, Source: source, Operation: "exec", Detail: detail,
 		ExitCode: out.exitCode, OutputTruncated: out.output.Truncated,
 		Started: started, Duration: s.d.Now().Sub(started),
 	})
@@ -273,7 +301,7 @@ func (s *Service) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox
 		}
 	}
 	e.RequestID = httpx.RequestID(ctx)
-	if err := s.auditExec(r, sb, req, out, started, e, false); err != nil {
+	if err := s.auditExec(r, sb, req, out, started, e, ""); err != nil {
 		return eh.Fail(err)
 	}
 	return eh.Fail(e)

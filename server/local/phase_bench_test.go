@@ -64,6 +64,7 @@ type phaseCounts struct {
 	take, start, health, first                       time.Duration
 	healthFaults, execFaults, healthTicks, execTicks int64
 	healthCPU, execCPU                               time.Duration
+	healthSwitches, healthThreads                    int64
 	driverFaults, helperFaults, helperTicks          int64
 	driverCPU                                        time.Duration
 }
@@ -127,6 +128,8 @@ func benchColdPhases(b *testing.B, d *Driver) {
 		}
 		f0, c0 := procFaults(b, st.PID)
 		r0 := procRuntime(b, st.PID)
+		sw, th := procSwitches(b, st.PID)
+		c.healthSwitches, c.healthThreads = c.healthSwitches+sw, c.healthThreads+th
 		b.StartTimer()
 		d.track(id)
 		if res := run(b, ep, "true"); res.ExitCode != 0 {
@@ -165,6 +168,8 @@ func (c phaseCounts) report(b *testing.B, n float64) {
 	b.ReportMetric(float64(c.healthCPU.Microseconds())/n, "cpu-us-to-health/op")
 	b.ReportMetric(float64(c.execCPU.Microseconds())/n, "cpu-us-first-exec/op")
 	b.ReportMetric(float64(c.execTicks)/n, "ticks-first-exec/op")
+	b.ReportMetric(float64(c.healthSwitches)/n, "switches-to-health/op")
+	b.ReportMetric(float64(c.healthThreads)/n, "threads-at-health/op")
 }
 
 // selfCPU is the user+system CPU time of this process so far (all its
@@ -202,6 +207,36 @@ func procRuntime(tb testing.TB, pid int) time.Duration {
 		sum += time.Duration(ns)
 	}
 	return sum
+}
+
+// procSwitches returns the context switches (voluntary and not) of pid's
+// threads so far, and how many threads it has: the jail's start hands its
+// P between threads, and each all-thread call of its lockdown signals
+// every thread (issue 27).
+func procSwitches(tb testing.TB, pid int) (switches, threads int64) {
+	tb.Helper()
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, t := range tasks {
+		raw, err := os.ReadFile(dir + "/" + t.Name() + "/status")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		threads++
+		for line := range strings.Lines(string(raw)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				switches += n
+			}
+		}
+	}
+	return switches, threads
 }
 
 // procFaults returns the minor+major page faults and the user+system

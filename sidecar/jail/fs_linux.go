@@ -34,9 +34,10 @@ func (b *builder) placeEtc() error {
 	if err := os.Mkdir(scratch, 0o755); err != nil {
 		return fmt.Errorf("create scratch dir: %w", err)
 	}
-	for name, content := range b.etcFiles() {
+	files := b.etcFiles()
+	for name, content := range files {
 		src := filepath.Join(scratch, name)
-		if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
+		if err := writeFile(src, []byte(content), 0o644); err != nil {
 			return fmt.Errorf("write /etc/%s: %w", name, err)
 		}
 		dst := filepath.Join(etc, name)
@@ -54,7 +55,13 @@ func (b *builder) placeEtc() error {
 		}
 	}
 	// The binds keep the inodes alive; the names need not stay visible.
-	if err := os.RemoveAll(scratch); err != nil {
+	// One unlink a name (os.RemoveAll opens and lists the directory).
+	for name := range files {
+		if err := unix.Unlink(filepath.Join(scratch, name)); err != nil {
+			return fmt.Errorf("remove scratch file: %w", err)
+		}
+	}
+	if err := unix.Rmdir(scratch); err != nil {
 		return fmt.Errorf("remove scratch dir: %w", err)
 	}
 	return nil
@@ -223,7 +230,8 @@ func (b *builder) maskProcDirs(proc string) error {
 // A nsLimit is one of the jail's user namespace limits (/proc/sys/user),
 // opened by openNamespaceLimits and written by limitNamespaces.
 type nsLimit struct {
-	f     *os.File
+	name  string
+	fd    int // open for writing; see writeFile on why not an os.File
 	value int64
 }
 
@@ -269,21 +277,21 @@ func openNamespaceLimits(proc string, nested bool) ([]nsLimit, error) {
 	}
 	var limits []nsLimit
 	for name, v := range values {
-		f, err := os.OpenFile(filepath.Join(proc, "sys/user", name), os.O_WRONLY, 0)
+		fd, err := openFile(filepath.Join(proc, "sys/user", name), unix.O_WRONLY, 0)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // older kernel
 		}
 		if err != nil {
 			return limits, fmt.Errorf("open limit %s: %w", name, err)
 		}
-		limits = append(limits, nsLimit{f: f, value: v})
+		limits = append(limits, nsLimit{name: name, fd: fd, value: v})
 	}
 	return limits, nil
 }
 
 // readSysctl reads a number from a /proc/sys file.
 func readSysctl(path string) (int64, error) {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
 		return 0, err
 	}
@@ -299,10 +307,10 @@ func readSysctl(path string) (int64, error) {
 func limitNamespaces(limits []nsLimit) error {
 	var errs []error
 	for _, l := range limits {
-		if _, err := l.f.WriteString(strconv.FormatInt(l.value, 10) + "\n"); err != nil {
-			errs = append(errs, fmt.Errorf("limit namespaces (%s): %w", filepath.Base(l.f.Name()), err))
+		if err := writeFD(l.fd, []byte(strconv.FormatInt(l.value, 10)+"\n")); err != nil {
+			errs = append(errs, fmt.Errorf("limit namespaces (%s): %w", l.name, err))
 		}
-		_ = l.f.Close()
+		_ = unix.Close(l.fd)
 	}
 	return errors.Join(errs...)
 }

@@ -65,16 +65,17 @@ func Lockdown(spec Spec) error { return lockdown(spec, threadCalls{}) }
 // no_new_privs and the capability sets are changed on each thread, and
 // threads made later inherit them from one that was. It needs the runtime
 // to reach every thread (syscall.AllThreadsSyscall), which a binary linked
-// with cgo cannot: then it changes nothing and returns ErrThreadsUnreachable,
-// and the caller falls back to Lockdown and a re-exec from the locked thread.
+// with cgo cannot: call it once ShareCgroupNamespace has succeeded, which
+// proves they are reachable. It does not ask again (each all-thread call
+// stops the world and signals every thread: issue 27); in a cgo binary its
+// first all-thread call fails with ErrThreadsUnreachable, after the
+// rlimits and the dumpable flag, which belong to the process, were set.
 func LockdownProcess(spec Spec) error {
-	if !AllThreadsReachable() {
-		return ErrThreadsUnreachable
-	}
-	return lockdown(spec, allThreads{})
+	return lockdown(spec, allThreads{syscall.AllThreadsSyscall})
 }
 
-// ErrThreadsUnreachable is LockdownProcess's refusal in a cgo binary.
+// ErrThreadsUnreachable is ShareCgroupNamespace's and LockdownProcess's
+// refusal in a cgo binary.
 var ErrThreadsUnreachable = errors.New("lock down every thread: the binary is linked with cgo (build it with CGO_ENABLED=0)")
 
 // AllThreadsReachable reports whether syscall.AllThreadsSyscall works in
@@ -88,17 +89,35 @@ func AllThreadsReachable() bool {
 // thread's cgroup namespace. Setup enters a fresh one on the calling thread
 // only (namespaces belong to threads); a process that serves from all of
 // its threads must have them all there, or commands forked from another
-// thread would see the host's cgroup paths. Needs AllThreadsReachable.
+// thread would see the host's cgroup paths. It is the process's first
+// all-thread call, and so its probe: in a binary linked with cgo it
+// changes nothing and returns ErrThreadsUnreachable.
 func ShareCgroupNamespace() error {
+	return shareCgroupNamespace(syscall.AllThreadsSyscall)
+}
+
+// allThreadsSyscall is syscall.AllThreadsSyscall's signature.
+type allThreadsSyscall func(trap, a1, a2, a3 uintptr) (r1, r2 uintptr, err syscall.Errno)
+
+func shareCgroupNamespace(call allThreadsSyscall) error {
 	fd, err := unix.Open("/proc/thread-self/ns/cgroup", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("share cgroup namespace: %w", err)
 	}
 	defer unix.Close(fd)
-	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_SETNS, uintptr(fd), unix.CLONE_NEWCGROUP, 0); errno != 0 {
-		return fmt.Errorf("share cgroup namespace: %w", errno)
+	if _, _, errno := call(unix.SYS_SETNS, uintptr(fd), unix.CLONE_NEWCGROUP, 0); errno != 0 {
+		return fmt.Errorf("share cgroup namespace: %w", allThreadsErr(errno))
 	}
 	return nil
+}
+
+// allThreadsErr is an all-thread call's error: ErrThreadsUnreachable
+// where the runtime refuses it (cgo), else errno.
+func allThreadsErr(errno syscall.Errno) error {
+	if errno == unix.ENOTSUP {
+		return ErrThreadsUnreachable
+	}
+	return errno
 }
 
 // calls are the per-thread system calls of Lockdown: on the calling thread
@@ -118,19 +137,19 @@ func (threadCalls) capset(hdr *unix.CapUserHeader, data *unix.CapUserData) error
 	return unix.Capset(hdr, data)
 }
 
-type allThreads struct{}
+type allThreads struct{ call allThreadsSyscall }
 
-func (allThreads) prctl(option, arg2, arg3 uintptr) error {
-	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_PRCTL, option, arg2, arg3); errno != 0 {
-		return errno
+func (a allThreads) prctl(option, arg2, arg3 uintptr) error {
+	if _, _, errno := a.call(unix.SYS_PRCTL, option, arg2, arg3); errno != 0 {
+		return allThreadsErr(errno)
 	}
 	return nil
 }
 
-func (allThreads) capset(hdr *unix.CapUserHeader, data *unix.CapUserData) error {
-	_, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(hdr)), uintptr(unsafe.Pointer(data)), 0)
+func (a allThreads) capset(hdr *unix.CapUserHeader, data *unix.CapUserData) error {
+	_, _, errno := a.call(unix.SYS_CAPSET, uintptr(unsafe.Pointer(hdr)), uintptr(unsafe.Pointer(data)), 0)
 	if errno != 0 {
-		return errno
+		return allThreadsErr(errno)
 	}
 	return nil
 }

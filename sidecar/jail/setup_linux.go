@@ -114,7 +114,7 @@ func (b *builder) closeAll() {
 		_ = unix.Close(b.devNull)
 	}
 	for _, l := range b.nsLimits {
-		_ = l.f.Close()
+		_ = unix.Close(l.fd)
 	}
 }
 
@@ -230,11 +230,10 @@ func makeMountPoint(dst string, file bool) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("create mount point: %w", err)
 	}
-	f, err := os.OpenFile(dst, os.O_CREATE|os.O_RDONLY, 0o644)
-	if err != nil {
+	if err := createFile(dst, 0o644); err != nil {
 		return fmt.Errorf("create mount point: %w", err)
 	}
-	return f.Close()
+	return nil
 }
 
 func (b *builder) mountTmpfs(dst string, flags uintptr, data string) error {

@@ -25,6 +25,9 @@ const Timeout = 10 * time.Second
 
 // auditRecord is what a handler knows about an operation that succeeded.
 type Record struct {
+	// ID is the entry's id when the caller names it elsewhere, else empty
+	// for a new one.
+	ID              string
 	Sandbox         *model.Sandbox
 	Source          string
 	Operation       string
@@ -107,12 +110,16 @@ func newEntry(rec Record) (*model.ExecLogEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	id := rec.ID
+	if id == "" {
+		id = model.NewID()
+	}
 	source := rec.Source
 	if source == "" {
 		source = api.LogSourceAgent
 	}
 	return &model.ExecLogEntry{
-		ID:              model.NewID(),
+		ID:              id,
 		SandboxID:       rec.Sandbox.ID,
 		AccountID:       rec.Sandbox.AccountID,
 		Source:          source,

@@ -86,7 +86,7 @@ func Mount(image, target string) error { return mountImage(image, target, false)
 func MountNew(image, target string) error { return mountImage(image, target, true) }
 
 func mountImage(image, target string, fresh bool) error {
-	img, err := os.OpenFile(image, os.O_RDWR, 0)
+	img, err := openImage(image)
 	if err != nil {
 		return fmt.Errorf("mount disk: %w", err)
 	}
