@@ -71,10 +71,15 @@ func (d *Driver) chooseClones() error {
 		d.log.Info("sandbox disks are copied, not cloned: snapshots and forks copy their data", "why", why)
 		return nil
 	}
-	mnt := filepath.Join(d.cfg.StateDir, cowMount)
-	if err := loopdisk.MountClonePool(filepath.Join(d.cfg.StateDir, cowImage), mnt); err != nil {
+	mnt, img := filepath.Join(d.cfg.StateDir, cowMount), filepath.Join(d.cfg.StateDir, cowImage)
+	hadPool := exists(img)
+	if err := loopdisk.MountClonePool(img, mnt); err != nil {
 		if d.cfg.Clones == ClonesXFS {
 			return err
+		}
+		if hadPool {
+			d.log.Error("the clone pool did not mount: sandbox disks are copied, and the snapshots and paused sandboxes in the pool are out of reach until a restart mounts it", "err", err)
+			return nil
 		}
 		d.log.Warn("sandbox disks are copied, not cloned", "err", err)
 		return nil

@@ -281,8 +281,13 @@ func IsMountPoint(p string) (bool, error) {
 // MountClonePool mounts the clone pool's image img (StateDir/cow.img) at
 // mnt (StateDir/cow), making the image first if there is none, the size
 // of the host filesystem it is on. A pool a previous driver mounted is
-// used as it is.
+// used as it is; one a previous driver unmounted is mounted once its
+// filesystem has gone (poolReleaseWait).
 func MountClonePool(img, mnt string) error {
+	return mountClonePool(img, mnt, poolReleaseWait)
+}
+
+func mountClonePool(img, mnt string, releaseWait time.Duration) error {
 	if ok, _ := IsMountPoint(mnt); ok {
 		return nil
 	}
@@ -290,6 +295,8 @@ func MountClonePool(img, mnt string) error {
 		if err := formatClonePool(filepath.Dir(img), img); err != nil {
 			return err
 		}
+	} else if err := waitImageReleased(img, releaseWait); err != nil {
+		return fmt.Errorf("mount clone pool: %w", err)
 	}
 	f, err := os.OpenFile(img, os.O_RDWR, 0)
 	if err != nil {
