@@ -18,12 +18,7 @@ import (
 // flush of the device is not an XFS log force for the timestamps (issue
 // 27). Opened by name, the image's times move with the first write.
 func TestPoolImageKeepsItsTimes(t *testing.T) {
-	if why := LoopAvailable(os.Geteuid() == 0); why != "" {
-		t.Skip(why)
-	}
-	if MkfsXFSPath() == "" {
-		t.Skip("mkfs.xfs not found (install xfsprogs)")
-	}
+	requireClonePool(t)
 	dir := t.TempDir()
 	pool := filepath.Join(dir, "cow")
 	if err := MountClonePool(filepath.Join(dir, "cow.img"), pool); err != nil {

@@ -108,9 +108,7 @@ func TestLoopReleased(t *testing.T) {
 // names the loop device sysfs says is backed by it, and that the wait on
 // that device ends once the disk is unmounted (autoclear).
 func TestLoopDeviceOfMountedImage(t *testing.T) {
-	if why := LoopAvailable(os.Geteuid() == 0); why != "" {
-		t.Skip(why)
-	}
+	requireLoop(t)
 	dir := t.TempDir()
 	im := NewImages(filepath.Join(dir, "images"), nil)
 	img, mnt := filepath.Join(dir, "disk.img"), filepath.Join(dir, "disk")

@@ -17,9 +17,7 @@ import (
 // LOOP_CTL_GET_FREE named first (with sixteen immediate tries, 9 to 22
 // of 48 failed on a two-core host).
 func TestConcurrentAttaches(t *testing.T) {
-	if why := LoopAvailable(os.Geteuid() == 0); why != "" {
-		t.Skip(why)
-	}
+	requireLoop(t)
 	const n = 48
 	dir := t.TempDir()
 	im := NewImages(filepath.Join(dir, "images"), nil)

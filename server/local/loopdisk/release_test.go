@@ -15,12 +15,7 @@ import (
 // UUID (which made the next server copy disks outside the pool and miss
 // the pool's snapshots), and gives up with errImageBound after its wait.
 func TestMountWaitsForPreviousPool(t *testing.T) {
-	if why := LoopAvailable(os.Geteuid() == 0); why != "" {
-		t.Skip(why)
-	}
-	if MkfsXFSPath() == "" {
-		t.Skip("mkfs.xfs not found (install xfsprogs)")
-	}
+	requireClonePool(t)
 	dir := t.TempDir()
 	img, pool := filepath.Join(dir, "cow.img"), filepath.Join(dir, "cow")
 	if err := MountClonePool(img, pool); err != nil {
