@@ -78,13 +78,6 @@ func LockdownProcess(spec Spec) error {
 // refusal in a cgo binary.
 var ErrThreadsUnreachable = errors.New("lock down every thread: the binary is linked with cgo (build it with CGO_ENABLED=0)")
 
-// AllThreadsReachable reports whether syscall.AllThreadsSyscall works in
-// this binary (it does not when cgo is linked).
-func AllThreadsReachable() bool {
-	_, _, errno := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_GET_DUMPABLE, 0, 0)
-	return errno != unix.ENOTSUP
-}
-
 // ShareCgroupNamespace moves every thread of the process into the calling
 // thread's cgroup namespace. Setup enters a fresh one on the calling thread
 // only (namespaces belong to threads); a process that serves from all of

@@ -7,11 +7,11 @@ import (
 )
 
 // writeFile is os.WriteFile, createFile an os.OpenFile with O_CREATE
-// closed at once, and readFile os.ReadFile, without an os.File: for a regular file os makes the
-// descriptor non-blocking, offers it to the poller (which refuses it) and
-// makes it blocking again, five system calls around the two or three that
-// do the work. A jail's Setup writes, creates or reads ~30 files on
-// every cold start (issue 27).
+// closed at once, and readFile os.ReadFile, without an os.File: for a
+// regular file os makes the descriptor non-blocking, offers it to the
+// poller (which refuses it) and makes it blocking again, five system calls
+// around the two or three that do the work. A jail's Setup writes, creates
+// or reads ~30 files on every cold start (issue 27).
 func writeFile(path string, data []byte, perm uint32) error {
 	fd, err := openFile(path, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, perm)
 	if err != nil {

@@ -4,11 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // poolReleaseWait bounds how long MountClonePool waits for the previous
@@ -38,29 +34,17 @@ func waitImageReleased(img string, wait time.Duration) error {
 	}
 }
 
-// imageBound returns the loop device whose backing file is img, or "".
-// Devices are matched by the backing file's device and inode, which
-// LOOP_GET_STATUS64 reports whatever path the image was attached by.
+// imageBound returns the loop device img is attached to, or "".
 func imageBound(img string) (string, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(img, &st); err != nil {
-		return "", fmt.Errorf("stat %s: %w", img, err)
-	}
-	devs, err := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	f, err := os.Open(img)
 	if err != nil {
+		return "", fmt.Errorf("open %s: %w", img, err)
+	}
+	defer f.Close()
+	dev, err := attachedLoop(f)
+	if err != nil || dev == nil {
 		return "", err
 	}
-	for _, p := range devs {
-		name := strings.Split(strings.TrimPrefix(p, "/sys/block/"), "/")[0]
-		dev, err := os.OpenFile("/dev/"+name, os.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			continue // gone meanwhile, or no node for it here
-		}
-		info, err := unix.IoctlLoopGetStatus64(int(dev.Fd()))
-		dev.Close()
-		if err == nil && info.Device == st.Dev && info.Inode == st.Ino {
-			return "/dev/" + name, nil
-		}
-	}
-	return "", nil
+	defer dev.Close()
+	return dev.Name(), nil
 }
