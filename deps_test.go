@@ -221,7 +221,9 @@ var rules = map[string]depRule{
 		"server/kube":     "storage sync reads workspaces through its Files interface, whatever the driver",
 	}},
 	// Object stores on loopback for tests (SeaweedFS, Azurite, fake-gcs-server).
-	"internal/objtest": {ours: []string{"server/storagesync"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
+	"internal/objtest": {ours: []string{"server/storagesync", "internal/testport"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
+	// Ports for tests that restart a server on the same port.
+	"internal/testport": {stdOnly: true},
 	"server/oauth": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/authn"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":           "the control plane imports the authorization server, never the reverse",
 		"server/sqlstore":  "the authorization server keeps its records through its Store interface",
@@ -257,7 +259,7 @@ var rules = map[string]depRule{
 		"github.com/spf13/cobra": "the sidecar is small: stdlib, pty, websocket, seccomp",
 		"database/sql":           "the sidecar keeps no database",
 	})},
-	"sidecar/jail":        {forbidden: merge(clientGo, sqlDriver)},
+	"sidecar/jail":        {ours: []string{"sidecar/internal/forkhook"}, forbidden: merge(clientGo, sqlDriver)},
 	"cmd/boxkite":         {anyOurs: true, forbidden: merge(clientGo, sqlDriver, map[string]string{"server": "the CLI starts boxkite-server as a process; it never links it", "sidecar": "the CLI never links the sidecar"})},
 	"cmd/boxkite-sidecar": {ours: []string{"sidecar", "sidecar/jail", "client/api", "internal/apihttp"}, forbidden: merge(clientGo, sqlDriver, map[string]string{"github.com/spf13/cobra": "the sidecar binary stays small"})},
 	"cmd/boxkite-server":  {anyOurs: true, forbidden: map[string]string{"cli": "the server never links the CLI", "tui": "the server never links the TUI"}},
@@ -266,6 +268,9 @@ var rules = map[string]depRule{
 	// The SDKs' conformance suite: its matcher is stdlib only, so any
 	// runner could link it; its test starts the servers and runs the SDKs.
 	"sdk/conformance": {stdOnly: true},
+	// The runtime's fork hooks, declared once for the sidecar's and the
+	// jail's clones.
+	"sidecar/internal/forkhook": {stdOnly: true},
 }
 
 func isStd(path string) bool {

@@ -6,6 +6,8 @@ import (
 	"net"
 	"strconv"
 	"testing"
+
+	"github.com/boxkite/boxkite/internal/testport"
 )
 
 // TestOnBastionPort: a bastion that exits because another process bound
@@ -85,13 +87,14 @@ func TestOnBastionPort(t *testing.T) {
 
 var errTestTimeout = errors.New("boxkite-bastion did not answer")
 
-// freeTestPort is a port nothing listens on right now.
+// freeTestPort is a port nothing listens on right now, below the kernel's
+// ephemeral range: the tests bind it later (up, or "the other process"),
+// and a port from a listen on port 0 may be any other process's by then.
 func freeTestPort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }

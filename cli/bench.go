@@ -59,7 +59,14 @@ throughput); write and read a 1 MiB file in each, and --execs times a
 Every latency is also shown as a multiple of two floors measured in the same
 run on this machine, at its start and at its end: F, a bare spawn of
 /bin/true from this process, and B, one bubblewrap sandbox (bwrap
---unshare-all ... true) when bwrap is installed. The exec throughput is
+--unshare-all ... true) when bwrap is installed. As the load of a shared
+machine drifts within a run, floors are also taken inside every phase:
+one spawn after each exec or file round trip and a bwrap after every
+tenth, and a round just before and just after the creates, the burst and
+the deletes (not during: a floor right after a create meets its tail,
+one during a burst the burst); the IN PHASE
+columns divide by those, each p50 ratio with its 95% bootstrap interval,
+and --json lists the floors of every phase (floors.phases). The exec throughput is
 compared with /bin/true spawned from as many workers. Run bench on the
 server's host for the floors to mean anything. When the server reports a
 warm pool in /metrics, bench waits (up to 3 minutes) for it to fill before
@@ -136,6 +143,11 @@ type benchReport struct {
 		Spawn            *latency `json:"spawn"` // F
 		Bwrap            *latency `json:"bwrap"` // B; null without bwrap
 		HostSpawnsPerSec float64  `json:"host_spawns_per_sec"`
+		// Phases are the floors taken inside each measured phase, which
+		// a measure's vs_phase_floors divide by; Ratios says how each
+		// ratio of the report was formed.
+		Phases []phaseFloors `json:"phases"`
+		Ratios string        `json:"ratios"`
 	} `json:"floors"`
 	WarmPool               *warmPool `json:"warm_pool"` // null when the server reports no warm pool
 	CLIStart               *latency  `json:"cli_start"` // this binary's `version`
@@ -185,11 +197,14 @@ type bench struct {
 	opts  benchOptions
 	label string // the run's: each sandbox is labelled label-N (labels are unique)
 	prog  *benchProgress
-	seq   atomic.Int64 // the N of the next sandbox's label
+	seq   atomic.Int64  // the N of the next sandbox's label
+	floor *floorSampler // takes the floor samples inside the phases
+	self  string        // this binary, for the CLI start; "" skips it
 
 	mu       sync.Mutex
 	live     []string // sandboxes created and not yet deleted
 	failures []string
+	phases   []*phaseFloor // in the order measured
 }
 
 func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) error {
@@ -206,6 +221,12 @@ func runBench(ctx context.Context, app *App, opts benchOptions, asJSON bool) err
 		opts:  opts,
 		label: "boxkite-bench-" + randomHex(4),
 		prog:  &benchProgress{},
+		floor: newFloorSampler(),
+	}
+	// As invoked, not os.Executable: a multi-call binary (a test's) picks
+	// its command by the name it was run as.
+	if self, err := exec.LookPath(os.Args[0]); err == nil {
+		b.self = self
 	}
 	if app.IO.ErrTTY {
 		b.prog.w = app.IO.ErrOut
@@ -253,7 +274,7 @@ func (b *bench) run(ctx context.Context, rep *benchReport) error {
 	}
 	b.prog.phase("floors", 0)
 	var fl floors
-	if err := b.measureFloors(ctx, &fl); err != nil {
+	if err := b.measureFloors(ctx, &fl, b.phase("start", floorsRound, 0)); err != nil {
 		return err
 	}
 	f, bw := fl.p50s()
@@ -262,43 +283,9 @@ func (b *bench) run(ctx context.Context, rep *benchReport) error {
 		return fmt.Errorf("measure host spawns: %w", err)
 	}
 	rep.Floors.HostSpawnsPerSec = round3(rate)
-	// As invoked, not os.Executable: a multi-call binary (a test's) picks
-	// its command by the name it was run as.
-	if self, err := exec.LookPath(os.Args[0]); err == nil {
-		d, err := spawnFloor(ctx, 20, self, "version")
-		if err != nil {
-			b.fail("cli start: %v", err)
-		}
-		rep.CLIStart = summarize(d, f, bw)
-	}
+	rep.CLIStart = b.measureCLIStart(ctx, f, bw)
 
-	// Serial creates, each followed by its first exec.
-	var create, first samples
-	var ids []string
-	b.prog.phase("create", o.sandboxes)
-	for range o.sandboxes {
-		if id, ok := b.createAndExec(ctx, &create, &first); ok {
-			ids = append(ids, id)
-		}
-		b.prog.step()
-	}
-	rep.Create, rep.CreateToFirstExec = summarize(create.all(), f, bw), summarize(first.all(), f, bw)
-
-	// Burst: concurrency creates at once.
-	var bcreate, bfirst samples
-	burst := make([]string, o.concurrency)
-	b.prog.phase("burst create", o.concurrency)
-	_ = parallel(ctx, o.concurrency, o.concurrency, func(ctx context.Context, i int) error {
-		burst[i], _ = b.createAndExec(ctx, &bcreate, &bfirst)
-		b.prog.step()
-		return nil
-	})
-	for _, id := range burst {
-		if id != "" {
-			ids = append(ids, id)
-		}
-	}
-	rep.BurstCreate, rep.BurstCreateToFirstExec = summarize(bcreate.all(), f, bw), summarize(bfirst.all(), f, bw)
+	ids := b.measureCreates(ctx, rep, f, bw)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -320,19 +307,7 @@ func (b *bench) run(ctx context.Context, rep *benchReport) error {
 		rep.Snapshots = b.measureSnapshots(ctx, o.snapshots, f, bw)
 	}
 
-	var del samples
-	b.prog.phase("delete", len(ids))
-	_ = parallel(ctx, o.concurrency, len(ids), func(ctx context.Context, i int) error {
-		start := time.Now()
-		if err := b.delete(ctx, ids[i]); err != nil {
-			b.fail("delete %s: %v", ids[i], err)
-		} else {
-			del.add(time.Since(start))
-		}
-		b.prog.step()
-		return nil
-	})
-	rep.Delete = summarize(del.all(), f, bw)
+	rep.Delete = b.measureDeletes(ctx, ids, f, bw)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -340,7 +315,7 @@ func (b *bench) run(ctx context.Context, rep *benchReport) error {
 		rep.WarmPool.ReadyEnd, rep.WarmPool.WaitedEndMS = ready, waited.Milliseconds()
 	}
 	b.prog.phase("floors", 0)
-	if err := b.measureFloors(ctx, &fl); err != nil {
+	if err := b.measureFloors(ctx, &fl, b.phase("end", floorsRound, 0)); err != nil {
 		return err
 	}
 	rate2, err := spawnRate(ctx, o.concurrency, o.concurrency*o.execs)
@@ -349,88 +324,13 @@ func (b *bench) run(ctx context.Context, rep *benchReport) error {
 	}
 	rep.Floors.HostSpawnsPerSec = round3((rate + rate2) / 2)
 	rep.Floors.Spawn, rep.Floors.Bwrap = fl.summaries()
-	rep.rescale()
+	b.mu.Lock()
+	for _, p := range b.phases {
+		rep.Floors.Phases = append(rep.Floors.Phases, p.report(!fl.noBwrap))
+	}
+	b.mu.Unlock()
+	rep.rescale(&fl)
 	return nil
-}
-
-// floors holds the spawn and bwrap samples of a run.
-type floors struct {
-	spawn, bwrap []time.Duration
-	noBwrap      bool
-}
-
-// measureFloors adds a round of floor samples: 25 spawns of /bin/true and
-// 10 of bwrap, when installed.
-func (b *bench) measureFloors(ctx context.Context, fl *floors) error {
-	d, err := spawnFloor(ctx, 25, "/bin/true")
-	if err != nil {
-		return fmt.Errorf("measure the spawn floor: %w", err)
-	}
-	fl.spawn = append(fl.spawn, d...)
-	path, err := exec.LookPath("bwrap")
-	if err != nil || fl.noBwrap {
-		fl.noBwrap = true
-		return nil
-	}
-	// bwrap binds the host's whole mount tree; a mount that disappears while
-	// it copies the tree (a warm pool member's disk being unmounted) makes
-	// one spawn fail, so a round is tried again before it counts as failed.
-	for range 3 {
-		if d, err = spawnFloor(ctx, 10, path, bwrapArgs...); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		b.fail("bwrap floor: %v", err)
-		fl.noBwrap = true
-		return nil
-	}
-	fl.bwrap = append(fl.bwrap, d...)
-	return nil
-}
-
-func (fl *floors) summaries() (spawn, bwrap *latency) {
-	spawn = summarize(fl.spawn, 0, 0)
-	if !fl.noBwrap {
-		bwrap = summarize(fl.bwrap, 0, 0)
-	}
-	return spawn, bwrap
-}
-
-// p50s are F and B in ms (B 0 without bwrap).
-func (fl *floors) p50s() (f, bw float64) {
-	spawn, bwrap := fl.summaries()
-	if bwrap != nil {
-		bw = bwrap.P50MS
-	}
-	return spawn.P50MS, bw
-}
-
-// rescale recomputes every ratio from the floors as finally measured.
-func (r *benchReport) rescale() {
-	f, bw := r.Floors.Spawn.P50MS, 0.0
-	if r.Floors.Bwrap != nil {
-		bw = r.Floors.Bwrap.P50MS
-	}
-	ls := []*latency{
-		r.Floors.Spawn, r.Floors.Bwrap, r.CLIStart, r.Create, r.CreateToFirstExec, r.BurstCreate,
-		r.BurstCreateToFirstExec, r.Exec, r.FileWrite, r.FileRead, r.FileWriteRead4KiB, r.Delete,
-	}
-	if r.Idle != nil {
-		ls = append(ls, r.Idle.Create, r.Idle.Exec)
-	}
-	if sn := r.Snapshots; sn != nil {
-		ls = append(ls, sn.Resume, sn.Snapshot, sn.Fork1, sn.Fork8)
-	}
-	for _, l := range ls {
-		l.setRatios(f, bw)
-	}
-	t := &r.ExecThroughput
-	t.HostSpawnsPerSec = r.Floors.HostSpawnsPerSec
-	if t.HostSpawnsPerSec > 0 {
-		t.VsHost = round3(t.PerSec / t.HostSpawnsPerSec)
-	}
-	r.Floors.Bwrap.setRatios(f, 0) // B's own row: only its multiple of F
 }
 
 // createAndExec creates one sandbox and runs its first exec, timing both

@@ -22,6 +22,7 @@ func (b *bench) measureExecs(ctx context.Context, rep *benchReport, ids []string
 	o := b.opts
 	var rtt samples
 	b.prog.phase("exec", len(ids)*o.execs)
+	p := b.phase("exec", floorsInterleaved, 10)
 	for _, id := range ids {
 		for range o.execs {
 			if ctx.Err() != nil {
@@ -33,10 +34,11 @@ func (b *bench) measureExecs(ctx context.Context, rep *benchReport, ids []string
 			} else {
 				rtt.add(time.Since(start))
 			}
+			b.after(ctx, p)
 			b.prog.step()
 		}
 	}
-	rep.Exec = summarize(rtt.all(), f, bw)
+	rep.Exec = summarize(rtt.all(), f, bw).in(p)
 
 	workers := min(o.concurrency, len(ids))
 	total := workers * o.execs
@@ -77,6 +79,7 @@ func (b *bench) measureFiles(ctx context.Context, rep *benchReport, ids []string
 	_, _ = rand.Read(small)
 	var write, read, smallRoundTrip samples
 	b.prog.phase("files", len(ids)*(1+b.opts.execs))
+	p := b.phase("files", floorsInterleaved, 10)
 	for _, id := range ids {
 		if ctx.Err() != nil {
 			return
@@ -85,6 +88,7 @@ func (b *bench) measureFiles(ctx context.Context, rep *benchReport, ids []string
 			write.add(w)
 			read.add(r)
 		}
+		b.after(ctx, p)
 		b.prog.step()
 		for range b.opts.execs {
 			if ctx.Err() != nil {
@@ -93,11 +97,12 @@ func (b *bench) measureFiles(ctx context.Context, rep *benchReport, ids []string
 			if w, r, ok := b.fileRoundTrip(ctx, id, "/workspace/boxkite-bench-4k.bin", small); ok {
 				smallRoundTrip.add(w + r)
 			}
+			b.after(ctx, p)
 			b.prog.step()
 		}
 	}
-	rep.FileWrite, rep.FileRead = summarize(write.all(), f, bw), summarize(read.all(), f, bw)
-	rep.FileWriteRead4KiB = summarize(smallRoundTrip.all(), f, bw)
+	rep.FileWrite, rep.FileRead = summarize(write.all(), f, bw).in(p), summarize(read.all(), f, bw).in(p)
+	rep.FileWriteRead4KiB = summarize(smallRoundTrip.all(), f, bw).in(p)
 }
 
 // fileRoundTrip writes data to path in sandbox id and reads it back,
@@ -170,6 +175,8 @@ func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
 	ids := make([]string, n)
 	var create samples
 	b.prog.phase("idle: create", n)
+	p := b.phase("idle_create", floorsBracketed, 0)
+	b.bracket(ctx, p)
 	_ = parallel(ctx, c, n, func(ctx context.Context, i int) error {
 		start := time.Now()
 		sb, err := b.c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: b.nextLabel(), LifetimeMinutes: 60})
@@ -183,11 +190,14 @@ func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
 		ids[i] = sb.ID
 		return nil
 	})
+	b.bracket(ctx, p)
 	ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
-	res.Created, res.Create = len(ids), summarize(create.all(), f, bw)
+	res.Created, res.Create = len(ids), summarize(create.all(), f, bw).in(p)
 
 	var execs samples
 	b.prog.phase("idle: exec", len(ids))
+	p = b.phase("idle_exec", floorsBracketed, 0)
+	b.bracket(ctx, p)
 	_ = parallel(ctx, c, len(ids), func(ctx context.Context, i int) error {
 		start := time.Now()
 		if err := b.exec(ctx, ids[i]); err != nil {
@@ -198,7 +208,8 @@ func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
 		b.prog.step()
 		return nil
 	})
-	res.Exec = summarize(execs.all(), f, bw)
+	b.bracket(ctx, p)
+	res.Exec = summarize(execs.all(), f, bw).in(p)
 	res.Answered = len(execs.all())
 	b.settle(ctx)
 	if after := memAvailable(); before > 0 && after > 0 && len(ids) > 0 && b.serverIsLocal() {
@@ -219,4 +230,90 @@ func (b *bench) measureIdle(ctx context.Context, f, bw float64) *idleBench {
 		return nil
 	})
 	return res
+}
+
+// measureCLIStart times `boxkite version`, the CLI's own start, when bench
+// knows its own binary; nil otherwise.
+func (b *bench) measureCLIStart(ctx context.Context, f, bw float64) *latency {
+	self := b.self
+	if self == "" {
+		return nil
+	}
+	p := b.phase("cli_start", floorsInterleaved, 4)
+	var d []time.Duration
+	for range 20 {
+		s, err := spawnOnce(ctx, self, "version")
+		if err != nil {
+			b.fail("cli start: %v", err)
+			break
+		}
+		d = append(d, s)
+		b.after(ctx, p)
+	}
+	return summarize(d, f, bw).in(p)
+}
+
+// measureCreates creates sandboxes one at a time, then concurrency at once,
+// each followed by its first exec, and returns the ids of those created.
+func (b *bench) measureCreates(ctx context.Context, rep *benchReport, f, bw float64) []string {
+	o := b.opts
+	// Serial creates, each followed by its first exec.
+	var create, first samples
+	var ids []string
+	b.prog.phase("create", o.sandboxes)
+	// Bracketed, not interleaved: a spawn right after a create meets the
+	// create's own tail (its server and jail work outlast the first exec),
+	// and a floor inflated by it would hide that cost (session 13: create
+	// phase F up to 11x the next phase's under load).
+	p := b.phase("create", floorsBracketed, 0)
+	b.bracket(ctx, p)
+	for range o.sandboxes {
+		if id, ok := b.createAndExec(ctx, &create, &first); ok {
+			ids = append(ids, id)
+		}
+		b.prog.step()
+	}
+	b.bracket(ctx, p)
+	rep.Create, rep.CreateToFirstExec = summarize(create.all(), f, bw).in(p), summarize(first.all(), f, bw).in(p)
+
+	// Burst: concurrency creates at once.
+	var bcreate, bfirst samples
+	burst := make([]string, o.concurrency)
+	b.prog.phase("burst create", o.concurrency)
+	p = b.phase("burst_create", floorsBracketed, 0)
+	b.bracket(ctx, p)
+	_ = parallel(ctx, o.concurrency, o.concurrency, func(ctx context.Context, i int) error {
+		burst[i], _ = b.createAndExec(ctx, &bcreate, &bfirst)
+		b.prog.step()
+		return nil
+	})
+	b.bracket(ctx, p)
+	for _, id := range burst {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	rep.BurstCreate, rep.BurstCreateToFirstExec = summarize(bcreate.all(), f, bw).in(p), summarize(bfirst.all(), f, bw).in(p)
+	return ids
+}
+
+// measureDeletes deletes ids, concurrency at once.
+func (b *bench) measureDeletes(ctx context.Context, ids []string, f, bw float64) *latency {
+	o := b.opts
+	var del samples
+	b.prog.phase("delete", len(ids))
+	p := b.phase("delete", floorsBracketed, 0)
+	b.bracket(ctx, p)
+	_ = parallel(ctx, o.concurrency, len(ids), func(ctx context.Context, i int) error {
+		start := time.Now()
+		if err := b.delete(ctx, ids[i]); err != nil {
+			b.fail("delete %s: %v", ids[i], err)
+		} else {
+			del.add(time.Since(start))
+		}
+		b.prog.step()
+		return nil
+	})
+	b.bracket(ctx, p)
+	return summarize(del.all(), f, bw).in(p)
 }

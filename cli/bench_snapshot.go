@@ -39,6 +39,10 @@ func (b *bench) measureSnapshots(ctx context.Context, rounds int, f, bw float64)
 	}
 	out := &snapshotBench{WorkspaceMiB: benchWorkspaceMiB}
 	var resume, snap, fork1, fork8 samples
+	// Bracketed like the creates: a resume, a snapshot or a fork leaves
+	// work behind it that a floor right after would meet.
+	p := b.phase("snapshots", floorsBracketed, 0)
+	b.bracket(ctx, p)
 	for range rounds {
 		b.roundResume(ctx, sb.ID, &resume)
 		b.prog.step()
@@ -54,8 +58,9 @@ func (b *bench) measureSnapshots(ctx context.Context, rounds int, f, bw float64)
 			break
 		}
 	}
-	out.Resume, out.Snapshot = summarize(resume.all(), f, bw), summarize(snap.all(), f, bw)
-	out.Fork1, out.Fork8 = summarize(fork1.all(), f, bw), summarize(fork8.all(), f, bw)
+	b.bracket(ctx, p)
+	out.Resume, out.Snapshot = summarize(resume.all(), f, bw).in(p), summarize(snap.all(), f, bw).in(p)
+	out.Fork1, out.Fork8 = summarize(fork1.all(), f, bw).in(p), summarize(fork8.all(), f, bw).in(p)
 	return out
 }
 

@@ -34,6 +34,24 @@ type latency struct {
 	P50VsBwrap *float64 `json:"p50_vs_bwrap"`
 	P95VsBwrap *float64 `json:"p95_vs_bwrap"`
 	P99VsBwrap *float64 `json:"p99_vs_bwrap"`
+	// 95% bootstrap intervals of P50VsSpawn and P50VsBwrap: how sure
+	// this run is of them (ratioCI).
+	P50VsSpawnCI *[2]float64 `json:"p50_vs_spawn_ci95,omitempty"`
+	P50VsBwrapCI *[2]float64 `json:"p50_vs_bwrap_ci95,omitempty"`
+	// VsPhase is the same ratios to the floors taken in this measure's
+	// own phase (floors.phases), under the load its operations met.
+	VsPhase *phaseRatios `json:"vs_phase_floors,omitempty"`
+
+	samples []time.Duration // sorted; for the intervals
+	phase   *phaseFloor     // the phase whose floors VsPhase divides by
+}
+
+// in ties l to the floors of the phase it was measured in; nil-safe.
+func (l *latency) in(p *phaseFloor) *latency {
+	if l != nil {
+		l.phase = p
+	}
+	return l
 }
 
 // summarize computes a latency from samples (nil when there are none);
@@ -51,6 +69,7 @@ func summarize(samples []time.Duration, spawn, bwrap float64) *latency {
 	l := &latency{
 		N: len(s), MinMS: ms(s[0]), MaxMS: ms(s[len(s)-1]), MeanMS: round3(ms(sum) / float64(len(s))),
 		P50MS: ms(percentile(s, 0.50)), P95MS: ms(percentile(s, 0.95)), P99MS: ms(percentile(s, 0.99)),
+		samples: s,
 	}
 	l.setRatios(spawn, bwrap)
 	return l

@@ -98,84 +98,11 @@ func LoadConfig(flags *pflag.FlagSet) (*Config, error) {
 	}
 
 	hostedPath, localPath := filepath.Join(cfg.Home, hostedFile), filepath.Join(cfg.Home, localFile)
-	hosted, err := readFileConfig(hostedPath)
-	if err != nil {
+	if err := chooseConfigFile(cfg, flags, hostedPath, localPath); err != nil {
 		return nil, err
 	}
-	local, err := readFileConfig(localPath)
-	if err != nil {
+	if err := resolveURLAndKey(cfg, flags); err != nil {
 		return nil, err
-	}
-	name, source, err := chosenContext(cfg.Home, flags)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case name != "":
-		// A chosen context: its file alone, never another's key.
-		if err := useContext(cfg, name, local); err != nil {
-			return nil, err
-		}
-		cfg.Sources[keyContext] = source
-	case hosted.BaseURL != "" && hosted.APIKey != "":
-		cfg.File, cfg.Bastion = hostedPath, hosted.Bastion
-		if cfg.Bastion == "" && local.BaseURL != "" && strings.TrimRight(hosted.BaseURL, "/") == strings.TrimRight(local.BaseURL, "/") {
-			// Signed up on the local server: its bastion is up's, wherever
-			// up found a port for it.
-			cfg.Bastion = local.Bastion
-		}
-	case local.BaseURL != "":
-		cfg.File, cfg.Bastion = localPath, local.Bastion
-	case hosted != (fileConfig{}):
-		cfg.File, cfg.Bastion = hostedPath, hosted.Bastion // half-configured: still better than ignoring it
-	}
-	if name == "" {
-		cfg.Context, cfg.Sources[keyContext] = contextLocal, "derived"
-		if cfg.File == hostedPath {
-			cfg.Context = contextHosted
-		}
-	}
-
-	// One viper per invocation, never the global, and only ever read from.
-	v := viper.New()
-	v.SetDefault(keyBaseURL, DefaultURL)
-	v.SetDefault(keyAPIKey, "")
-	if err := v.BindEnv(keyBaseURL, envURL); err != nil {
-		return nil, fmt.Errorf("bind %s: %w", envURL, err)
-	}
-	if err := v.BindEnv(keyAPIKey, envAPIKey); err != nil {
-		return nil, fmt.Errorf("bind %s: %w", envAPIKey, err)
-	}
-	flagFor := map[string]string{keyBaseURL: "url", keyAPIKey: "api-key"}
-	for key, name := range flagFor {
-		if f := lookupFlag(flags, name); f != nil {
-			if err := v.BindPFlag(key, f); err != nil {
-				return nil, fmt.Errorf("bind --%s: %w", name, err)
-			}
-		}
-	}
-	if cfg.File != "" {
-		v.SetConfigFile(cfg.File)
-		v.SetConfigType("toml")
-		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("read %s: %w", cfg.File, err)
-		}
-	}
-
-	cfg.BaseURL = strings.TrimRight(v.GetString(keyBaseURL), "/")
-	cfg.APIKey = v.GetString(keyAPIKey)
-	envFor := map[string]string{keyBaseURL: envURL, keyAPIKey: envAPIKey}
-	for _, key := range []string{keyBaseURL, keyAPIKey} {
-		switch f := lookupFlag(flags, flagFor[key]); {
-		case f != nil && f.Changed:
-			cfg.Sources[key] = "flag --" + flagFor[key]
-		case os.Getenv(envFor[key]) != "":
-			cfg.Sources[key] = "env " + envFor[key]
-		case cfg.File != "" && v.InConfig(key):
-			cfg.Sources[key] = "file " + cfg.File
-		default:
-			cfg.Sources[key] = "default"
-		}
 	}
 	if err := checkBaseURL(cfg.BaseURL); err != nil {
 		return nil, &hintError{
@@ -196,6 +123,97 @@ func LoadConfig(flags *pflag.FlagSet) (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// chooseConfigFile picks the one file the settings come from (cfg.File,
+// with its bastion and context name): the chosen context's, else
+// config.toml when complete, else local.toml.
+func chooseConfigFile(cfg *Config, flags *pflag.FlagSet, hostedPath, localPath string) error {
+	hosted, err := readFileConfig(hostedPath)
+	if err != nil {
+		return err
+	}
+	local, err := readFileConfig(localPath)
+	if err != nil {
+		return err
+	}
+	name, source, err := chosenContext(cfg.Home, flags)
+	if err != nil {
+		return err
+	}
+	switch {
+	case name != "":
+		// A chosen context: its file alone, never another's key.
+		if err := useContext(cfg, name, local); err != nil {
+			return err
+		}
+		cfg.Sources[keyContext] = source
+	case hosted.BaseURL != "" && hosted.APIKey != "":
+		cfg.File, cfg.Bastion = hostedPath, hosted.Bastion
+		if cfg.Bastion == "" && local.BaseURL != "" && strings.TrimRight(hosted.BaseURL, "/") == strings.TrimRight(local.BaseURL, "/") {
+			// Signed up on the local server: its bastion is up's, wherever
+			// up found a port for it.
+			cfg.Bastion = local.Bastion
+		}
+	case local.BaseURL != "":
+		cfg.File, cfg.Bastion = localPath, local.Bastion
+	case hosted != (fileConfig{}):
+		cfg.File, cfg.Bastion = hostedPath, hosted.Bastion // half-configured: still better than ignoring it
+	}
+	if name == "" {
+		cfg.Context, cfg.Sources[keyContext] = contextLocal, "derived"
+		if cfg.File == hostedPath {
+			cfg.Context = contextHosted
+		}
+	}
+	return nil
+}
+
+// resolveURLAndKey sets the base URL and API key from flag, environment,
+// cfg.File or default, in that order, and where each came from.
+func resolveURLAndKey(cfg *Config, flags *pflag.FlagSet) error {
+	// One viper per invocation, never the global, and only ever read from.
+	v := viper.New()
+	v.SetDefault(keyBaseURL, DefaultURL)
+	v.SetDefault(keyAPIKey, "")
+	if err := v.BindEnv(keyBaseURL, envURL); err != nil {
+		return fmt.Errorf("bind %s: %w", envURL, err)
+	}
+	if err := v.BindEnv(keyAPIKey, envAPIKey); err != nil {
+		return fmt.Errorf("bind %s: %w", envAPIKey, err)
+	}
+	flagFor := map[string]string{keyBaseURL: "url", keyAPIKey: "api-key"}
+	for key, name := range flagFor {
+		if f := lookupFlag(flags, name); f != nil {
+			if err := v.BindPFlag(key, f); err != nil {
+				return fmt.Errorf("bind --%s: %w", name, err)
+			}
+		}
+	}
+	if cfg.File != "" {
+		v.SetConfigFile(cfg.File)
+		v.SetConfigType("toml")
+		if err := v.ReadInConfig(); err != nil {
+			return fmt.Errorf("read %s: %w", cfg.File, err)
+		}
+	}
+
+	cfg.BaseURL = strings.TrimRight(v.GetString(keyBaseURL), "/")
+	cfg.APIKey = v.GetString(keyAPIKey)
+	envFor := map[string]string{keyBaseURL: envURL, keyAPIKey: envAPIKey}
+	for _, key := range []string{keyBaseURL, keyAPIKey} {
+		switch f := lookupFlag(flags, flagFor[key]); {
+		case f != nil && f.Changed:
+			cfg.Sources[key] = "flag --" + flagFor[key]
+		case os.Getenv(envFor[key]) != "":
+			cfg.Sources[key] = "env " + envFor[key]
+		case cfg.File != "" && v.InConfig(key):
+			cfg.Sources[key] = "file " + cfg.File
+		default:
+			cfg.Sources[key] = "default"
+		}
+	}
+	return nil
 }
 
 // useContext points cfg at the context name's file; local is there even

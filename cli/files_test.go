@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -33,6 +34,40 @@ func TestParseCpArg(t *testing.T) {
 	for _, tt := range tests {
 		if got := parseCpArg(tt.in); got != tt.want {
 			t.Errorf("parseCpArg(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestCheckGlob(t *testing.T) {
+	t.Parallel()
+	// ok: what the sidecar's compileGlob accepts; the rest it answers
+	// with no matches whatever the files hold.
+	tests := map[string]bool{
+		"*.py":      true,
+		"**/*.py":   true,
+		"/src/*.go": true,
+		"a//b":      true,
+		"./a":       true,
+		"ü*":        true,
+		"**/*":      true,
+		"":          false,
+		"/":         false,
+		".":         false,
+		"**":        false,
+		"src/**":    false,
+		"**/**":     false,
+		"[":         false,
+		"src/[a-/x": false,
+		"a\\":       false,
+		"a\x00b":    false,
+	}
+	for pattern, ok := range tests {
+		err := checkGlob(pattern)
+		if (err == nil) != ok {
+			t.Errorf("checkGlob(%q) = %v, want ok %v", pattern, err, ok)
+		}
+		if _, usage := errors.AsType[*usageError](err); err != nil && !usage {
+			t.Errorf("checkGlob(%q) = %T, want a usage error", pattern, err)
 		}
 	}
 }

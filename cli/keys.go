@@ -83,8 +83,8 @@ not manage keys or take over a terminal.`,
 			if strings.TrimSpace(req.Name) == "" {
 				return usageErrorf(helpHint(cmd), "--name is required")
 			}
-			if req.Role != api.RoleAdmin && req.Role != api.RoleMember {
-				return usageErrorf(helpHint(cmd), "unknown --role %q (want admin or member)", req.Role)
+			if err := roleArg(cmd, "--role", req.Role, api.RoleAdmin, api.RoleMember); err != nil {
+				return err
 			}
 			c, err := app.Client()
 			if err != nil {

@@ -88,11 +88,17 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 			return err
 		}
 	}
-	port, err := choosePort(opts.port, local.BaseURL)
+	ln, err := listenPort(opts.port, local.BaseURL)
 	if err != nil {
 		return err
 	}
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	defer ln.Close() // after the start, the server's copy is the one that counts
+	lnFile, err := ln.File()
+	if err != nil {
+		return fmt.Errorf("hand the listening socket to the server: %w", err)
+	}
+	defer lnFile.Close()
+	url := fmt.Sprintf("http://127.0.0.1:%d", ln.Addr().(*net.TCPAddr).Port)
 	if err := updateFileConfig(p.config, func(fc *fileConfig) { fc.BaseURL, fc.APIKey = url, key }); err != nil {
 		return err
 	}
@@ -109,20 +115,42 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 		return err
 	}
 	defer keyPipe.Close() // the server has its own copy
-	args, env := serverArgs(p, port, sidecar), serverEnv(p)
+	args, env := serverArgs(p, sidecar), serverEnv(p)
+	// Descriptors 3 and 4 (serverArgs). Ours are closed once the server
+	// has its copies, so a server that dies leaves no one listening and
+	// waitReady's probes are refused instead of queueing.
+	inherit := []*os.File{keyPipe, lnFile}
+	closeOurs := func() { ln.Close(); lnFile.Close() }
 	if opts.foreground {
-		return runForeground(ctx, app, p, c, server, args, env, keyPipe, bastionWish{local.Bastion, opts.bastionPort})
+		return runForeground(ctx, app, p, c, server, args, env, inherit, closeOurs, bastionWish{local.Bastion, opts.bastionPort})
 	}
 
-	logStart := fileSize(p.log)
-	cmd, exited, err := startDetached(server, args, env, p.log, keyPipe)
+	pid, err := startBackground(ctx, app, p, c, server, args, env, inherit, closeOurs)
 	if err != nil {
 		return err
 	}
+	fmt.Fprintf(app.IO.ErrOut, "boxkite server ready at %s (pid %d)\n", url, pid)
+	upBastion(ctx, app, p, url, bastionWish{local.Bastion, opts.bastionPort})
+	printE2BEnv(app, url)
+	printConsoleURL(app, url)
+	fmt.Fprintln(app.IO.Out, url)
+	return nil
+}
+
+// startBackground starts the server detached, logging to p.log, records
+// its pid and waits until it answers; a server that fails to start is
+// stopped, with a hint of its log's new lines.
+func startBackground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string, inherit []*os.File, closeOurs func()) (int, error) {
+	logStart := fileSize(p.log)
+	cmd, exited, err := startDetached(bin, args, env, p.log, inherit...)
+	if err != nil {
+		return 0, err
+	}
+	closeOurs()
 	pid := cmd.Process.Pid
 	if err := writePID(p.pid, pid); err != nil {
 		syscall.Kill(-pid, syscall.SIGKILL)
-		return err
+		return 0, err
 	}
 	progress := newProgress(app, "starting boxkite-server")
 	err = waitReady(ctx, c, exited, readyTimeout, progress.tick)
@@ -131,14 +159,9 @@ func runUp(ctx context.Context, app *App, opts upOptions) error {
 		// Don't leave a half-started server behind; its log says why it failed.
 		stopProcess(context.WithoutCancel(ctx), pid, 2*time.Second)
 		os.Remove(p.pid)
-		return &hintError{err: err, hint: logHint(p.log, logStart)}
+		return 0, &hintError{err: err, hint: logHint(p.log, logStart)}
 	}
-	fmt.Fprintf(app.IO.ErrOut, "boxkite server ready at %s (pid %d)\n", url, pid)
-	upBastion(ctx, app, p, url, bastionWish{local.Bastion, opts.bastionPort})
-	printE2BEnv(app, url)
-	printConsoleURL(app, url)
-	fmt.Fprintln(app.IO.Out, url)
-	return nil
+	return pid, nil
 }
 
 // printE2BEnv tells how to point E2B's SDKs at the server (docs/e2b.md):
@@ -221,16 +244,19 @@ func logHint(path string, offset int64) string {
 
 // runForeground runs the server attached to this terminal until it exits or
 // ctx is cancelled (Ctrl-C), which stops it with SIGTERM.
-func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string, keyPipe *os.File, bastion bastionWish) error {
+// inherit are its descriptors 3, 4, … (serverArgs); closeOurs runs once it
+// has them.
+func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client, bin string, args, env []string, inherit []*os.File, closeOurs func(), bastion bastionWish) error {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
-	cmd.ExtraFiles = []*os.File{keyPipe}                  // descriptor 3: serverArgs
+	cmd.ExtraFiles = inherit
 	cmd.Stdout, cmd.Stderr = app.IO.ErrOut, app.IO.ErrOut // server logs are chatter
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopTimeout
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
 	}
+	closeOurs()
 	if err := writePID(p.pid, cmd.Process.Pid); err != nil {
 		return err
 	}
@@ -351,155 +377,6 @@ func stopLocalServer(ctx context.Context, app *App, p localPaths) error {
 		return fmt.Errorf("remove pid file: %w", err)
 	}
 	fmt.Fprintf(app.IO.ErrOut, "boxkite server stopped (pid %d)\n", pid)
-	return nil
-}
-
-// serverStatus is the JSON shape of `boxkite status`.
-type serverStatus struct {
-	Context         string `json:"context"` // the context in use: local, hosted or an added one
-	Mode            string `json:"mode"`    // local (a server on this machine) or hosted
-	URL             string `json:"url"`
-	PID             int    `json:"pid,omitempty"` // local mode, when running
-	Running         bool   `json:"running"`       // local: the process exists; hosted: the server answered
-	Ready           bool   `json:"ready"`
-	Error           string `json:"error,omitempty"` // why it is not ready
-	ActiveSandboxes *int   `json:"active_sandboxes,omitempty"`
-	// Bastion is boxkite-bastion's "host:port" when one is running (local)
-	// or configured (hosted); BastionPID is the local one's process.
-	Bastion    string `json:"bastion,omitempty"`
-	BastionPID int    `json:"bastion_pid,omitempty"`
-	// Host is GET /v1/host: disk against the watermark, host limits, the
-	// audit log's state, the active sandboxes' disks (admin keys).
-	Host *api.HostStatus `json:"host,omitempty"`
-}
-
-func newStatusCmd(app *App) *cobra.Command {
-	var out outputFlags
-	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show the server and bastion, whether they are ready, and how many sandboxes are active",
-		Long: `Show the context in use ('boxkite context ls'), its server (the URL, and for
-the local stack its process), the bastion's address for ssh, whether the
-server is ready and how many sandboxes are active. Exits 1 when the server is
-not ready, so scripts can ask it.`,
-		GroupID: groupLocal,
-		Args:    usageArgs(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := out.wantJSON(cmd)
-			if err != nil {
-				return err
-			}
-			st, err := collectStatus(cmd.Context(), app)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				err = out.write(app.IO, st)
-			} else {
-				err = writeStatus(app, st)
-			}
-			if err == nil && !st.Ready {
-				// Scripts ask `boxkite status` whether the server is up.
-				return &exitStatus{code: exitError}
-			}
-			return err
-		},
-	}
-	out.register(cmd, serverStatus{})
-	return cmd
-}
-
-func collectStatus(ctx context.Context, app *App) (serverStatus, error) {
-	cfg, err := app.Config()
-	if err != nil {
-		return serverStatus{}, err
-	}
-	c, err := app.Client()
-	if err != nil {
-		return serverStatus{}, err
-	}
-	st := serverStatus{Context: cfg.Context, Mode: "hosted", URL: cfg.BaseURL}
-	if cfg.Local {
-		st.Mode = "local"
-	}
-	if cfg.Local && cfg.Context == contextLocal {
-		// The stack up starts: its processes are this machine's to show.
-		p := pathsFor(cfg.Home)
-		pid, err := runningServer(p)
-		if err != nil {
-			return st, err
-		}
-		st.PID, st.Running = pid, pid != 0
-		if bpid, err := runningBastion(p); err == nil && bpid != 0 && cfg.Bastion != "" {
-			st.Bastion, st.BastionPID = cfg.Bastion, bpid
-		}
-	} else {
-		st.Bastion = cfg.Bastion
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	// The host's disk and limits, and why the server is not ready if
-	// its audit log is the reason, also when it is not.
-	addHostStatus(ctx, c, &st)
-	if err := c.Ready(ctx); err != nil {
-		st.Error = message(err)
-		return st, nil
-	}
-	st.Running, st.Ready = true, true
-	sbs, err := c.ListSandboxes(ctx, true)
-	if err != nil {
-		st.Error = "list sandboxes: " + message(err)
-		return st, nil
-	}
-	n := len(sbs)
-	st.ActiveSandboxes = &n
-	return st, nil
-}
-
-func writeStatus(app *App, st serverStatus) error {
-	tw := newTable(app.IO.Out)
-	fmt.Fprintf(tw, "context:\t%s\n", st.Context)
-	fmt.Fprintf(tw, "mode:\t%s\n", st.Mode)
-	fmt.Fprintf(tw, "url:\t%s\n", st.URL)
-	if st.Mode == "local" && st.Context == contextLocal {
-		server := "not running"
-		if st.PID != 0 {
-			server = fmt.Sprintf("running (pid %d)", st.PID)
-		}
-		fmt.Fprintf(tw, "server:\t%s\n", server)
-		bastion := "not running"
-		if st.BastionPID != 0 {
-			bastion = fmt.Sprintf("%s (pid %d)", st.Bastion, st.BastionPID)
-		}
-		fmt.Fprintf(tw, "bastion:\t%s\n", bastion)
-	} else if st.Bastion != "" {
-		fmt.Fprintf(tw, "bastion:\t%s\n", st.Bastion)
-	}
-	ready := "yes"
-	if !st.Ready {
-		ready = "no"
-		if st.Error != "" {
-			ready += " (" + st.Error + ")"
-		}
-	}
-	fmt.Fprintf(tw, "ready:\t%s\n", ready)
-	if st.ActiveSandboxes != nil {
-		fmt.Fprintf(tw, "sandboxes:\t%d active\n", *st.ActiveSandboxes)
-	}
-	if st.Host != nil {
-		writeHostStatus(tw, st.Host)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if st.Host != nil {
-		if err := writeSandboxDisks(app.IO.Out, st.Host); err != nil {
-			return err
-		}
-	}
-	if st.Mode == "local" && st.Context == contextLocal && !st.Ready && st.PID == 0 {
-		fmt.Fprintln(app.IO.ErrOut, "hint: run 'boxkite up' to start the local server")
-	}
 	return nil
 }
 

@@ -225,24 +225,27 @@ func portFree(port int) bool {
 	return true
 }
 
-// choosePort picks the port for up: the one asked for (which must be free),
-// else the port of the previous run (so the URL stays the same), else 8090,
-// else any free loopback port.
-func choosePort(requested int, previousURL string) (int, error) {
+// listenPort binds up's port and returns the socket, which up hands to the
+// server (serverArgs): binding is the look, so no other process can take
+// the port between up's choice and the server's start. The port is the one
+// asked for (never another), else the previous run's (so the URL stays the
+// same), else 8090, else any free loopback port.
+func listenPort(requested int, previousURL string) (*net.TCPListener, error) {
 	if requested != 0 {
 		if fetchBlocksPort(requested) {
-			return 0, &hintError{
+			return nil, &hintError{
 				err:  fmt.Errorf("port %d is one that browsers' and Node's fetch refuse to connect to, so the E2B SDKs could not reach it", requested),
 				hint: "pick another with --port, or leave --port out and boxkite picks one",
 			}
 		}
-		if !portFree(requested) {
-			return 0, &hintError{
+		ln, err := listenLoopback(requested)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, &hintError{
 				err:  fmt.Errorf("port %d on 127.0.0.1 is already in use", requested),
 				hint: "pick another with --port, or leave --port out and boxkite picks a free one",
 			}
 		}
-		return requested, nil
+		return ln, err
 	}
 	candidates := []int{}
 	if u, err := url.Parse(previousURL); err == nil && isLoopbackURL(previousURL) {
@@ -252,16 +255,27 @@ func choosePort(requested int, previousURL string) (int, error) {
 	}
 	candidates = append(candidates, 8090)
 	for _, p := range candidates {
-		if !fetchBlocksPort(p) && portFree(p) {
-			return p, nil
+		if fetchBlocksPort(p) {
+			continue
+		}
+		if ln, err := listenLoopback(p); err == nil {
+			return ln, nil
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listenLoopback(0)
 	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+		return nil, fmt.Errorf("find a free port: %w", err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ln, nil
+}
+
+// listenLoopback binds 127.0.0.1:port (0: any free port).
+func listenLoopback(port int) (*net.TCPListener, error) {
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+	if err != nil {
+		return nil, fmt.Errorf("listen on 127.0.0.1:%d: %w", port, err)
+	}
+	return ln, nil
 }
 
 // fetchBlockedPorts are the ports the WHATWG fetch standard forbids, which
@@ -288,10 +302,11 @@ func fetchBlocksPort(p int) bool { return fetchBlockedPorts[p] }
 // readable in /proc/<pid>/environ as long as it runs: the bastion key from
 // its 0600 file, the bootstrap key (which makes the server create,
 // idempotently, the local admin account holding it) down a pipe on
-// descriptor 3 (secretPipe), so no second copy of it lands on disk.
-func serverArgs(p localPaths, port int, sidecar string) []string {
+// descriptor 3 (secretPipe), so no second copy of it lands on disk. It
+// serves on the socket up bound (listenPort), inherited as descriptor 4.
+func serverArgs(p localPaths, sidecar string) []string {
 	return []string{
-		"--listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		"--listen", "fd:4",
 		"--driver", "local",
 		"--state-dir", p.state,
 		"--sidecar", sidecar,

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-func TestChoosePort(t *testing.T) {
+func TestListenPort(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -18,28 +18,57 @@ func TestChoosePort(t *testing.T) {
 	defer ln.Close()
 	taken := ln.Addr().(*net.TCPAddr).Port
 
-	if _, err := choosePort(taken, ""); err == nil {
-		t.Errorf("choosePort(%d) with the port taken succeeded, want an error", taken)
+	if got, err := listenPort(taken, ""); err == nil || !strings.Contains(err.Error(), "already in use") {
+		if got != nil {
+			got.Close()
+		}
+		t.Errorf("listenPort(%d) with the port taken = %v, want already in use", taken, err)
 	}
 	// The previous run's port is taken: fall through to 8090 or a free port.
-	got, err := choosePort(0, "http://127.0.0.1:"+strconv.Itoa(taken))
-	if err != nil || got == taken || got == 0 {
-		t.Errorf("choosePort(0, taken previous) = %d, %v; want another free port", got, err)
+	got, err := listenPort(0, "http://127.0.0.1:"+strconv.Itoa(taken))
+	if err != nil {
+		t.Fatalf("listenPort(0, taken previous) = %v; want another free port", err)
+	}
+	defer got.Close()
+	port := got.Addr().(*net.TCPAddr).Port
+	if port == taken || port == 0 {
+		t.Errorf("listenPort(0, taken previous) is on %d; want another port", port)
+	}
+	// The port is up's until the server has it: nobody else binds it.
+	if other, err := net.Listen("tcp", got.Addr().String()); err == nil {
+		other.Close()
+		t.Errorf("another process could bind %s, the port listenPort returned", got.Addr())
+	}
+	// A free port asked for is the one bound.
+	free := freeTestPort(t)
+	if got, err := listenPort(free, ""); err != nil || got.Addr().(*net.TCPAddr).Port != free {
+		t.Errorf("listenPort(%d) = %v, %v; want that port", free, got, err)
+	} else {
+		got.Close()
 	}
 }
 
-// TestChoosePortAvoidsFetchBlockedPorts: the E2B SDKs use Node's fetch,
+// TestListenPortAvoidsFetchBlockedPorts: the E2B SDKs use Node's fetch,
 // which refuses the fetch standard's bad ports (6000, 6667, ...), so up
 // neither takes one when asked nor reuses one from a previous run.
-func TestChoosePortAvoidsFetchBlockedPorts(t *testing.T) {
+func TestListenPortAvoidsFetchBlockedPorts(t *testing.T) {
 	t.Parallel()
 	for _, p := range []int{6000, 6667, 10080} {
-		if _, err := choosePort(p, ""); err == nil || !strings.Contains(err.Error(), "fetch") {
-			t.Errorf("choosePort(%d) = %v, want a refusal naming fetch", p, err)
+		if ln, err := listenPort(p, ""); err == nil || !strings.Contains(err.Error(), "fetch") {
+			if ln != nil {
+				ln.Close()
+			}
+			t.Errorf("listenPort(%d) = %v, want a refusal naming fetch", p, err)
 		}
-		if got, err := choosePort(0, "http://127.0.0.1:"+strconv.Itoa(p)); err != nil || got == p {
-			t.Errorf("choosePort(0, previous port %d) = %d, %v; want another port", p, got, err)
+		ln, err := listenPort(0, "http://127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			t.Errorf("listenPort(0, previous port %d) = %v; want another port", p, err)
+			continue
 		}
+		if got := ln.Addr().(*net.TCPAddr).Port; got == p {
+			t.Errorf("listenPort(0, previous port %d) bound it; want another port", p)
+		}
+		ln.Close()
 	}
 	if fetchBlocksPort(8090) {
 		t.Error("8090, up's default, is on the blocked list")

@@ -64,20 +64,10 @@ ago. --offset pages from the oldest instead, --limit entries at a time.`,
 			if err != nil {
 				return err
 			}
-			var page *api.LogPage
-			if paging {
-				page, err = c.Log(ctx, sb.ID, limit, offset)
-			} else {
-				n := limit
-				if cmd.Flags().Changed("tail") {
-					n = tail
-				}
-				var from time.Time
-				if since > 0 {
-					from = time.Now().Add(-since)
-				}
-				page, err = newestLog(ctx, c, sb.ID, n, cmd.Flags().Changed("tail") || since == 0, from)
-			}
+			page, err := readLog(ctx, c, sb.ID, logWindow{
+				paging: paging, limit: limit, offset: offset,
+				tail: tail, tailSet: cmd.Flags().Changed("tail"), since: since,
+			})
 			if err != nil {
 				return fmt.Errorf("read the log of sandbox %s: %w", sb.ID, err)
 			}
@@ -87,25 +77,7 @@ ago. --offset pages from the oldest instead, --limit entries at a time.`,
 				}
 				return out.write(app.IO, page)
 			}
-			if len(page.Entries) == 0 {
-				note := fmt.Sprintf("no log entries for sandbox %s; run a command with 'boxkite exec -s %s -- COMMAND'", sb.ID, sb.ID)
-				if page.Total > 0 {
-					note = fmt.Sprintf("no log entries here; sandbox %s has %d in all", sb.ID, page.Total)
-				}
-				fmt.Fprintln(app.IO.ErrOut, note)
-				return nil
-			}
-			if err := writeLogTable(app.IO.Out, page.Entries, app.IO.Color); err != nil {
-				return err
-			}
-			switch end := page.Offset + len(page.Entries); {
-			case paging && end < page.Total:
-				fmt.Fprintf(app.IO.ErrOut, "entries %d-%d of %d; next: --offset %d\n", page.Offset+1, end, page.Total, end)
-			case !paging && page.Offset > 0 && len(page.Entries) > 0:
-				fmt.Fprintf(app.IO.ErrOut, "the newest %d of %d entries; earlier ones: --tail %d, or --offset 0 to page from the oldest\n",
-					len(page.Entries), page.Total, min(page.Total, 2*len(page.Entries)))
-			}
-			return nil
+			return printLog(app.IO, page, sb, paging)
 		},
 	}
 	sandboxFlag(cmd, app, &ref)
@@ -116,6 +88,62 @@ ago. --offset pages from the oldest instead, --limit entries at a time.`,
 	out.register(cmd, api.LogPage{})
 	pageable(cmd)
 	return cmd
+}
+
+// logWindow is which entries of a log to read: a page from the oldest
+// (paging), or the newest tail (or limit) entries, or those since ago.
+type logWindow struct {
+	paging        bool
+	limit, offset int
+	tail          int
+	tailSet       bool
+	since         time.Duration
+}
+
+// readLog reads the entries of sandbox id's log that w names.
+func readLog(ctx context.Context, c *client.Client, id string, w logWindow) (*api.LogPage, error) {
+	if w.paging {
+		return c.Log(ctx, id, w.limit, w.offset)
+	}
+	n := w.limit
+	if w.tailSet {
+		n = w.tail
+	}
+	var from time.Time
+	if w.since > 0 {
+		from = time.Now().Add(-w.since)
+	}
+	return newestLog(ctx, c, id, n, w.tailSet || w.since == 0, from)
+}
+
+// printLog writes a page of the log as a table, with a note on stderr of
+// where more entries are.
+func printLog(ios IO, page *api.LogPage, sb api.Sandbox, paging bool) error {
+	if len(page.Entries) == 0 {
+		var note string
+		switch {
+		case page.Total > 0:
+			note = fmt.Sprintf("no log entries here; sandbox %s has %d in all", sb.ID, page.Total)
+		case sb.Status == api.StatusDestroyed:
+			// Nothing can run in it any more: no exec to suggest.
+			note = fmt.Sprintf("no log entries for sandbox %s; it was destroyed before anything ran in it", sb.ID)
+		default:
+			note = fmt.Sprintf("no log entries for sandbox %s; run a command with 'boxkite exec -s %s -- COMMAND'", sb.ID, sb.ID)
+		}
+		fmt.Fprintln(ios.ErrOut, note)
+		return nil
+	}
+	if err := writeLogTable(ios.Out, page.Entries, ios.Color); err != nil {
+		return err
+	}
+	switch end := page.Offset + len(page.Entries); {
+	case paging && end < page.Total:
+		fmt.Fprintf(ios.ErrOut, "entries %d-%d of %d; next: --offset %d\n", page.Offset+1, end, page.Total, end)
+	case !paging && page.Offset > 0 && len(page.Entries) > 0:
+		fmt.Fprintf(ios.ErrOut, "the newest %d of %d entries; earlier ones: --tail %d, or --offset 0 to page from the oldest\n",
+			len(page.Entries), page.Total, min(page.Total, 2*len(page.Entries)))
+	}
+	return nil
 }
 
 // maxDetailColumn is how much of an entry's detail the log table shows.

@@ -93,20 +93,9 @@ entry is replaced. Restart the client afterwards.
 			if err != nil {
 				return fmt.Errorf("find home directory: %w", err)
 			}
-			path := c.path(home, runtime.GOOS, os.Getenv)
-			if real, err := filepath.EvalSymlinks(path); err == nil {
-				path = real // keep a symlinked config (dotfiles repos) a symlink
-			}
-			data, err := os.ReadFile(path)
-			perm := fs.FileMode(0o600) // it may hold an API key
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-			case err != nil:
-				return fmt.Errorf("read %s: %w", path, err)
-			default:
-				if fi, err := os.Stat(path); err == nil {
-					perm = fi.Mode().Perm()
-				}
+			path, data, perm, err := readClientConfig(c.path(home, runtime.GOOS, os.Getenv))
+			if err != nil {
+				return err
 			}
 			merged, change, err := c.merge(data, entry)
 			if err != nil {
@@ -136,6 +125,28 @@ entry is replaced. Restart the client afterwards.
 	opts.register(cmd)
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the new config file instead of writing it")
 	return cmd
+}
+
+// readClientConfig reads an MCP client's config file, through a symlink so
+// that the link stays one (dotfiles repos), and the mode to write it back
+// with: its own, or 0600 for a new file since it may hold an API key. A
+// missing file reads as empty.
+func readClientConfig(path string) (string, []byte, fs.FileMode, error) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	data, err := os.ReadFile(path)
+	perm := fs.FileMode(0o600)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", nil, 0, fmt.Errorf("read %s: %w", path, err)
+	default:
+		if fi, err := os.Stat(path); err == nil {
+			perm = fi.Mode().Perm()
+		}
+	}
+	return path, data, perm, nil
 }
 
 func newMCPConfigCmd(app *App) *cobra.Command {

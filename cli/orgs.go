@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -197,6 +198,29 @@ func firstArg(args []string) string {
 	return args[0]
 }
 
+// roleArg refuses a role that is none of allowed before any request, as a
+// usage error naming them: the API's refusal is a 422 whose hint points at
+// the OpenAPI document, not at the names. what names the flag or argument.
+func roleArg(cmd *cobra.Command, what, role string, allowed ...string) error {
+	if slices.Contains(allowed, role) {
+		return nil
+	}
+	return usageErrorf(helpHint(cmd), "unknown %s %q (want %s)", what, role, orList(allowed))
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// orgRoleArg is roleArg with an organization's roles.
+func orgRoleArg(cmd *cobra.Command, what, role string) error {
+	return roleArg(cmd, what, role, api.OrgRoleOwner, api.OrgRoleAdmin, api.OrgRoleMember)
+}
+
 func newOrgInviteCmd(app *App) *cobra.Command {
 	var (
 		out  outputFlags
@@ -212,6 +236,11 @@ admins invite; only owners invite owners.`,
 		Example: "  boxkite org invite acme ada@example.com --role admin",
 		Args:    usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if role != "" {
+				if err := orgRoleArg(cmd, "--role", role); err != nil {
+					return err
+				}
+			}
 			asJSON, c, cfg, err := personalJSONClient(cmd, app, &out)
 			if err != nil {
 				return err
@@ -336,6 +365,11 @@ organization. --personal goes back to your own account.`,
 		Example: "  boxkite org switch acme\n  boxkite org switch --personal",
 		Args:    usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if role != "" {
+				if err := roleArg(cmd, "--role", role, api.RoleAdmin, api.RoleMember); err != nil {
+					return err
+				}
+			}
 			c, cfg, err := personalClient(app)
 			if err != nil {
 				return err
@@ -380,6 +414,9 @@ func newOrgSetRoleCmd(app *App) *cobra.Command {
 		Example: "  boxkite org set-role acme 6f1c…-account-id owner",
 		Args:    usageArgs(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := orgRoleArg(cmd, "ROLE", args[2]); err != nil {
+				return err
+			}
 			asJSON, c, cfg, err := personalJSONClient(cmd, app, &out)
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -58,7 +59,12 @@ that cannot resolve *.localhost. See docs/previews.md.`,
 			}
 			if revoke {
 				if err := c.RevokePreviews(cmd.Context(), sb.ID, port); err != nil {
-					return fmt.Errorf("revoke previews: %w", err)
+					err = fmt.Errorf("revoke previews: %w", err)
+					if e, ok := errors.AsType[*api.Error](err); ok && e.Code == api.CodeNotFound {
+						// The API's hint names its route; the CLI has a command for it.
+						return &hintError{err: err, hint: fmt.Sprintf("list the live ones with 'boxkite preview --list -s %s'", sb.ID)}
+					}
+					return err
 				}
 				fmt.Fprintf(app.IO.ErrOut, "revoked the previews of port %d\n", port)
 				return nil

@@ -104,6 +104,10 @@ func newSessionCreateCmd(app *App) *cobra.Command {
 	return cmd
 }
 
+// maxCreateCount is the API's bound on the sandboxes one create or fork
+// makes.
+const maxCreateCount = 10
+
 // completeCreateRequest validates create's flags and folds them into req.
 func completeCreateRequest(cmd *cobra.Command, req *api.CreateSandboxRequest, lifetime time.Duration, volumes []string) error {
 	hint := helpHint(cmd)
@@ -112,8 +116,8 @@ func completeCreateRequest(cmd *cobra.Command, req *api.CreateSandboxRequest, li
 	default:
 		return usageErrorf(hint, "unknown --size %q (want small, medium or large)", req.Size)
 	}
-	if req.Count < 1 || req.Count > 10 {
-		return usageErrorf(hint, "--count must be between 1 and 10, got %d", req.Count)
+	if req.Count < 1 || req.Count > maxCreateCount {
+		return usageErrorf(hint, "--count must be between 1 and %d, got %d", maxCreateCount, req.Count)
 	}
 	if req.StorageGB < 0 {
 		return usageErrorf(hint, "--storage-gb must be positive")

@@ -32,6 +32,11 @@ Modes:
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeSandboxes(app, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch mode {
+			case api.PauseFreeze, api.PauseFilesystem, api.PauseCheckpoint:
+			default:
+				return usageErrorf(helpHint(cmd), "unknown --mode %q (want freeze, filesystem or checkpoint)", mode)
+			}
 			asJSON, c, sb, err := sandboxArg(cmd, app, &out, args[0], false)
 			if err != nil {
 				return err

@@ -134,6 +134,11 @@ in one child are seen by no other, nor by the parent.`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeSandboxes(app, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The API reads a count of 0 as its default, 1: checked here,
+			// --count 0 would make a child the user did not ask for.
+			if count < 1 || count > maxCreateCount {
+				return usageErrorf(helpHint(cmd), "--count must be between 1 and %d, got %d", maxCreateCount, count)
+			}
 			asJSON, c, sb, err := sandboxArg(cmd, app, &out, args[0], false)
 			if err != nil {
 				return err

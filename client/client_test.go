@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/testport"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -116,12 +118,13 @@ func TestErrors(t *testing.T) {
 
 func TestConnectionRefused(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Free now and below the ephemeral range, where no listen on port 0
+	// of another test can take it before the dial.
+	port, err := testport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens here any more
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 
 	c := client.New("http://"+addr, "bxk_live_x")
 	_, err = c.ListSandboxes(context.Background(), true)

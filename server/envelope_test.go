@@ -88,7 +88,7 @@ func (a *twoAPIs) exchange(t *testing.T, toSidecar bool, req rawRequest) (*http.
 	}
 	addr, path, auth := a.serverAddr, "/v1/sandboxes/"+a.sandboxID+route, "Authorization: Bearer "+a.e.KeyA
 	if toSidecar {
-		addr, path, auth = a.sidecarAddr, sidecarRoute, sidecar.TokenHeader+": envelope-sidecar-token"
+		addr, path, auth = a.sidecarAddr, sidecarRoute, api.HeaderSidecarToken+": envelope-sidecar-token"
 	}
 	wire := req.raw
 	if wire == nil {

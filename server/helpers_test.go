@@ -102,7 +102,7 @@ func newFakeSidecar(t testing.TB) *fakeSidecar {
 		io.WriteString(w, `{"status":"healthy"}`)
 	})
 	mux.HandleFunc("POST /exec", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Sidecar-Auth-Token") != sc.Token {
+		if r.Header.Get(api.HeaderSidecarToken) != sc.Token {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
 			io.WriteString(w, `{"error":{"code":"sidecar_auth","message":"bad token"}}`)

@@ -65,7 +65,7 @@ func TestPreviewURLs(t *testing.T) {
 	e := newEnv(t, server.Config{})
 	var seen []*http.Request
 	e.Sidecar.Route("/preview/{port}/{path...}", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Sidecar-Auth-Token") != e.Sidecar.Token {
+		if r.Header.Get(api.HeaderSidecarToken) != e.Sidecar.Token {
 			http.Error(w, "bad token", http.StatusUnauthorized)
 			return
 		}

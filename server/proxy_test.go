@@ -320,8 +320,8 @@ func TestProxyRoutes(t *testing.T) {
 			if got != c.sidecar || hit.Body != c.body {
 				t.Errorf("sidecar got %s %q, want %s %q", got, hit.Body, c.sidecar, c.body)
 			}
-			if hit.Header.Get("X-Sidecar-Auth-Token") != e.Sidecar.Token || hit.Header.Get("Authorization") != "" {
-				t.Errorf("sidecar headers: token %q, Authorization %q", hit.Header.Get("X-Sidecar-Auth-Token"), hit.Header.Get("Authorization"))
+			if hit.Header.Get(api.HeaderSidecarToken) != e.Sidecar.Token || hit.Header.Get("Authorization") != "" {
+				t.Errorf("sidecar headers: token %q, Authorization %q", hit.Header.Get(api.HeaderSidecarToken), hit.Header.Get("Authorization"))
 			}
 			if c.op == "" {
 				return

@@ -34,7 +34,7 @@ func (s *Server) dialSidecarWS(r *http.Request, sb *model.Sandbox, path string, 
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	hdr := http.Header{"X-Sidecar-Auth-Token": {sb.Endpoint.Token}}
+	hdr := http.Header{api.HeaderSidecarToken: {sb.Endpoint.Token}}
 	if id := httpx.RequestID(r.Context()); id != "" {
 		hdr.Set("X-Request-ID", id)
 	}

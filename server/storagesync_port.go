@@ -112,7 +112,7 @@ func (f syncFiles) do(ctx context.Context, sandboxID, method, path string, q url
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
+	req.Header.Set(api.HeaderSidecarToken, sb.Endpoint.Token)
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar %s: %w", path, err)

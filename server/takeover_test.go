@@ -21,7 +21,7 @@ import (
 func fakePTY(t *testing.T, e *env) (attached chan string) {
 	attached = make(chan string, 10)
 	e.Sidecar.Route("GET /pty", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Sidecar-Auth-Token") != e.Sidecar.Token {
+		if r.Header.Get(api.HeaderSidecarToken) != e.Sidecar.Token {
 			http.Error(w, "bad token", http.StatusUnauthorized)
 			return
 		}

@@ -3,8 +3,10 @@ package sidecar
 import (
 	"archive/tar"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 
@@ -58,10 +60,15 @@ func writeTar(w io.Writer, v *fsView, cur *cursor, zipped bool) error {
 		zw = gzip.NewWriter(w)
 		w = zw
 	}
-	tw := tar.NewWriter(w)
-	err := tarDir(tw, v, cur.sub(), "")
+	a := tarWriter{tw: tar.NewWriter(w), v: v, buf: make([]byte, readChunk)}
+	if v.bufs != nil {
+		bp := v.bufs.Get().(*[]byte)
+		defer v.bufs.Put(bp)
+		a.buf = *bp
+	}
+	err := a.dir(cur.sub(), "")
 	if err == nil {
-		err = tw.Close()
+		err = a.tw.Close()
 	}
 	if err == nil && zw != nil {
 		err = zw.Close()
@@ -69,73 +76,147 @@ func writeTar(w io.Writer, v *fsView, cur *cursor, zipped bool) error {
 	return err
 }
 
-// tarDir adds the entries of the directory at cur, named below prefix, and
+// tarWriter adds a tree to an archive through one read buffer.
+type tarWriter struct {
+	tw  *tar.Writer
+	v   *fsView
+	buf []byte
+}
+
+// dir adds the entries of the directory at cur, named below prefix, and
 // everything under them. It closes cur.
-func tarDir(tw *tar.Writer, v *fsView, cur *cursor, prefix string) error {
+func (a *tarWriter) dir(cur *cursor, prefix string) error {
 	defer cur.close()
-	var des []dirEntry
-	if err := v.user.do(func() (err error) { des, err = readDir(cur.dir()); return err }); err != nil {
+	des, err := a.list(cur)
+	if err != nil {
 		return err
 	}
+	return a.entries(cur, prefix, des)
+}
+
+// list reads the entries of the directory at cur.
+func (a *tarWriter) list(cur *cursor) ([]dirEntry, error) {
+	var des []dirEntry
+	err := a.v.user.do(func() (err error) { des, err = readDir(cur.dir()); return err })
+	return des, err
+}
+
+// entries adds des, the entries of the directory at cur, named below
+// prefix, and everything under them.
+func (a *tarWriter) entries(cur *cursor, prefix string, des []dirEntry) error {
 	for _, de := range des {
-		if err := addTarEntry(tw, v, cur, prefix+de.name, de); err != nil {
+		if err := a.entry(cur, prefix+de.name, de); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func addTarEntry(tw *tar.Writer, v *fsView, cur *cursor, rel string, de dirEntry) error {
-	var link string
+// goneMeanwhile reports whether err says an entry listed a moment ago is
+// no longer what the listing saw: removed (ENOENT), swapped for a link
+// (ELOOP, as O_NOFOLLOW opens it), a directory swapped for a file
+// (ENOTDIR), a link for something else (EINVAL from readlink). The
+// archive leaves it out, as tar does a file removed before it was read,
+// rather than cutting the download short.
+func goneMeanwhile(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) ||
+		errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.EINVAL)
+}
+
+// entry adds the entry de of the directory at cur as rel. Each entry is
+// opened (a directory listed) before its header is written, and a file's
+// header is made from its open descriptor, so the header describes the
+// file whose bytes follow: one removed, or renamed over (an editor's
+// atomic save), after the listing left the archive broken mid-stream.
+func (a *tarWriter) entry(cur *cursor, rel string, de dirEntry) error {
 	switch de.kind() {
 	case unix.S_IFLNK:
-		if err := v.user.do(func() (err error) { link, err = readlinkat(cur.dir(), de.name); return err }); err != nil {
+		var link string
+		err := a.v.user.do(func() (err error) { link, err = readlinkat(cur.dir(), de.name); return err })
+		if goneMeanwhile(err) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
-	case unix.S_IFDIR, unix.S_IFREG:
-	default:
-		return nil
-	}
-	hdr, err := tar.FileInfoHeader(de.info(), link)
-	if err != nil {
-		return err
-	}
-	hdr.Name, hdr.Uid, hdr.Gid = rel, int(de.st.Uid), int(de.st.Gid)
-	if de.kind() == unix.S_IFDIR {
-		hdr.Name += "/"
-	}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return err
-	}
-	switch de.kind() {
+		return a.header(de.info(), link, rel)
 	case unix.S_IFDIR:
 		sub := cur.sub()
-		err := v.user.do(func() error {
+		err := a.v.user.do(func() error {
 			fd, err := unix.Openat(cur.dir(), de.name, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err == nil {
 				sub.push(fd, de.name)
 			}
 			return err
 		})
+		defer sub.close()
+		var des []dirEntry
+		if err == nil {
+			// Listed before its header: a directory removed after
+			// its open reads as ENOENT, and is left out too.
+			des, err = a.list(sub)
+		}
+		if goneMeanwhile(err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		return tarDir(tw, v, sub, hdr.Name)
+		if err := a.header(de.info(), "", rel+"/"); err != nil {
+			return err
+		}
+		return a.entries(sub, rel+"/", des)
 	case unix.S_IFREG:
-		var fd int
-		if err := v.user.do(func() (err error) {
-			fd, err = unix.Openat(cur.dir(), de.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-			return err
-		}); err != nil {
-			return err
-		}
-		f := os.NewFile(uintptr(fd), rel)
-		defer f.Close()
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s changed while archived", rel)
-		}
-		_, err = io.CopyN(tw, f, hdr.Size) // exactly what the header announced
+		return a.file(cur, rel, de.name)
+	}
+	return nil // FIFOs, sockets and devices are left out
+}
+
+// file adds the regular file name of the directory at cur as rel: a
+// small one as one read saw it, a larger one with the size it has after
+// its first read (headRead).
+func (a *tarWriter) file(cur *cursor, rel, name string) error {
+	var fd int
+	err := a.v.user.do(func() (err error) {
+		fd, err = unix.Openat(cur.dir(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if goneMeanwhile(err) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	return nil
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", rel, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil // swapped for a FIFO or a device meanwhile: left out
+	}
+	n, size, err := headRead(f, a.buf)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", rel, err)
+	}
+	st.Size = size
+	if err := a.header(statInfo{name, st}, "", rel); err != nil {
+		return err
+	}
+	return sendSized(a.tw, f, a.buf, n, size)
+}
+
+// header writes the header of the entry fi as rel.
+func (a *tarWriter) header(fi fs.FileInfo, link, rel string) error {
+	hdr, err := tar.FileInfoHeader(fi, link)
+	if err != nil {
+		return err
+	}
+	var uid, gid int
+	if st, ok := fi.Sys().(*unix.Stat_t); ok {
+		uid, gid = int(st.Uid), int(st.Gid)
+	}
+	hdr.Name, hdr.Uid, hdr.Gid = rel, uid, gid
+	return a.tw.WriteHeader(hdr)
 }

@@ -128,7 +128,7 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(TokenHeader, testToken)
+	req.Header.Set(api.HeaderSidecarToken, testToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

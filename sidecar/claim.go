@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"strings"
@@ -33,6 +34,14 @@ type auth struct {
 func (a *auth) set(token string) {
 	a.configured = token != ""
 	a.hash = sha256.Sum256([]byte(token))
+}
+
+// accepts reports whether token is the sidecar's, without marking it used.
+func (a *auth) accepts(token string) bool {
+	got := sha256.Sum256([]byte(token))
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.configured && subtle.ConstantTimeCompare(got[:], a.hash[:]) == 1
 }
 
 // claimRequest is the body of POST /claim.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // TestWarm: a pool member's warm-up exec leaves the exec state a first
@@ -32,7 +34,7 @@ func TestWarm(t *testing.T) {
 		{"POST", "/exec", fresh, `{"command":"true"}`, http.StatusForbidden, ""}, // the budget of one is the user's
 	}
 	for i, s := range steps {
-		status, body := call(t, s.method, srv.URL+s.path, http.Header{TokenHeader: {s.token}}, s.body)
+		status, body := call(t, s.method, srv.URL+s.path, http.Header{api.HeaderSidecarToken: {s.token}}, s.body)
 		if status != s.want {
 			t.Fatalf("step %d: %s %s = %d %s, want %d", i, s.method, s.path, status, body, s.want)
 		}
@@ -40,7 +42,7 @@ func TestWarm(t *testing.T) {
 	if n := len(h.pollers.free); n != 1 {
 		t.Fatalf("%d idle exec pollers after the first exec, want the warm-up's 1", n)
 	}
-	_, body := call(t, "GET", srv.URL+"/metrics", http.Header{TokenHeader: {fresh}}, "")
+	_, body := call(t, "GET", srv.URL+"/metrics", http.Header{api.HeaderSidecarToken: {fresh}}, "")
 	if !strings.Contains(string(body), "\nboxkite_sidecar_exec_total 1\n") {
 		t.Fatalf("metrics do not count exactly the one exec:\n%s", body)
 	}

@@ -27,6 +27,12 @@ func TestClaim(t *testing.T) {
 	claim := func(token, newToken string, want int, code string) claimStep {
 		return claimStep{"POST", "/claim", token, `{"token":"` + newToken + `"}`, want, code}
 	}
+	// A health check that presents a token says whether it is the
+	// sidecar's (a restart tells a claimed sidecar from one that refused
+	// its claim) and is no use of it.
+	health := func(token string, want int, code string) claimStep {
+		return claimStep{"GET", "/health", token, "", want, code}
+	}
 	tests := []struct {
 		name      string
 		claimable bool
@@ -46,6 +52,17 @@ func TestClaim(t *testing.T) {
 			claim(pool, fresh, 409, api.CodeConflict),
 			exec(pool, 200, ""),
 			exec(fresh, 401, api.CodeUnauthorized),
+			health(fresh, 401, api.CodeUnauthorized),
+			health(pool, 200, ""),
+		}},
+		{"health tells whose token", true, []claimStep{
+			health(pool, 200, ""),
+			health(fresh, 401, api.CodeUnauthorized),
+			health("", 200, ""),
+			claim(pool, fresh, 204, ""), // the health checks did not use it
+			health(fresh, 200, ""),
+			health(pool, 401, api.CodeUnauthorized),
+			health("", 200, ""),
 		}},
 		{"needs the pool token", true, []claimStep{
 			claim("", fresh, 401, api.CodeUnauthorized),
@@ -70,7 +87,7 @@ func TestClaim(t *testing.T) {
 			for i, s := range tt.steps {
 				h := http.Header{}
 				if s.token != "" {
-					h.Set(TokenHeader, s.token)
+					h.Set(api.HeaderSidecarToken, s.token)
 				}
 				status, body := call(t, s.method, srv.URL+s.path, h, s.body)
 				if status != s.want {
@@ -101,7 +118,7 @@ func TestClaimServedAfterClientGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := `{"token":"` + fresh + `"}`
-	req := "POST /claim HTTP/1.1\r\nHost: sidecar\r\n" + TokenHeader + ": " + pool + "\r\n" +
+	req := "POST /claim HTTP/1.1\r\nHost: sidecar\r\n" + api.HeaderSidecarToken + ": " + pool + "\r\n" +
 		"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 	if _, err := io.WriteString(conn, req); err != nil {
 		t.Fatal(err)
@@ -113,7 +130,7 @@ func TestClaimServedAfterClientGone(t *testing.T) {
 	// token to work (a request with the wrong token is no use of the
 	// sidecar, so the waiting cannot refuse the claim).
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		status, _ := call(t, "GET", srv.URL+"/metrics", http.Header{TokenHeader: {fresh}}, "")
+		status, _ := call(t, "GET", srv.URL+"/metrics", http.Header{api.HeaderSidecarToken: {fresh}}, "")
 		if status == http.StatusOK {
 			break
 		}
@@ -121,7 +138,7 @@ func TestClaimServedAfterClientGone(t *testing.T) {
 			t.Fatalf("GET /metrics with the claimed token: %d; want 200 once the claim is served", status)
 		}
 	}
-	if status, _ := call(t, "GET", srv.URL+"/metrics", http.Header{TokenHeader: {pool}}, ""); status != http.StatusUnauthorized {
+	if status, _ := call(t, "GET", srv.URL+"/metrics", http.Header{api.HeaderSidecarToken: {pool}}, ""); status != http.StatusUnauthorized {
 		t.Errorf("GET /metrics with the pool token after the claim: %d, want 401", status)
 	}
 }

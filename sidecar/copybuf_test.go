@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"testing/iotest"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // countingWriter records the size of every Write.
@@ -110,7 +112,7 @@ func TestPutCutShortKeepsOldContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(conn, "PUT /files/raw?path=keep.txt HTTP/1.1\r\nHost: sidecar\r\n%s: %s\r\nContent-Length: 8192\r\n\r\n%s",
-		TokenHeader, testToken, strings.Repeat("n", 4096))
+		api.HeaderSidecarToken, testToken, strings.Repeat("n", 4096))
 	conn.(*net.TCPConn).CloseWrite() // the client goes, half its body sent
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err == nil {
@@ -199,7 +201,7 @@ func TestDownloadRecyclesItsBuffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(TokenHeader, testToken)
+	req.Header.Set(api.HeaderSidecarToken, testToken)
 	get := func() {
 		w := &discardWriter{h: http.Header{}}
 		h.ServeHTTP(w, req)

@@ -214,7 +214,11 @@ func (t *target) host() string { return joinPath(t.topRoot().real, t.rel()) }
 // writable refuses writes to the read-only roots; verb is "write to" or "edit".
 func (t *target) writable(verb, p string) error {
 	if t.topRoot().readOnly {
-		return api.Errorf(http.StatusForbidden, api.CodeForbidden, "Cannot %s read-only path: %s", verb, p)
+		// permission_denied, as for a file the sandbox user may not
+		// write: the caller's credentials are fine (forbidden would read
+		// as an auth failure, and the CLI would exit 4 "check the API key").
+		return api.Errorf(http.StatusForbidden, api.CodePermissionDenied, "Cannot %s read-only path: %s", verb, p).
+			WithHint("uploads and skills are read-only through the API; write under /workspace, /mnt/user-data/outputs or /tmp")
 	}
 	return nil
 }

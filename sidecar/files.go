@@ -51,7 +51,9 @@ func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, api.FileCreateResult{Path: t.virt(), Size: n, Created: true})
+	// Created says whether the name was new when it was resolved; an
+	// overwrite answers false.
+	return writeJSON(w, http.StatusOK, api.FileCreateResult{Path: t.virt(), Size: n, Created: !t.exists})
 }
 
 func (h *Handler) view(w http.ResponseWriter, r *http.Request) error {
@@ -88,11 +90,16 @@ func (h *Handler) view(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer f.Close()
-	if max := h.limits().ViewMaxFile; fi.Size() > max {
-		return tooLarge("File is too large to view: %s is %d bytes, the limit is %d", req.Path, fi.Size(), max).
+	limit := h.limits().ViewMaxFile
+	if fi.Size() > limit {
+		return tooLarge("File is too large to view: %s is %d bytes, the limit is %d", req.Path, fi.Size(), limit).
 			WithHint("read parts of it with exec, e.g. head, tail or sed -n")
 	}
-	b, err := io.ReadAll(f)
+	b, err := readAtMost(f, limit)
+	if errors.Is(err, errGrew) {
+		return tooLarge("File is too large to view: %s grew past the limit of %d bytes while it was read", req.Path, limit).
+			WithHint("read parts of it with exec, e.g. head, tail or sed -n")
+	}
 	if err != nil {
 		return fmt.Errorf("read file: %w", err)
 	}
@@ -102,6 +109,25 @@ func (h *Handler) view(w http.ResponseWriter, r *http.Request) error {
 	}
 	content, lines := viewRange(string(b), req.ViewRange)
 	return writeJSON(w, http.StatusOK, api.ViewResult{Content: truncateView(content), Lines: lines})
+}
+
+// errGrew is readAtMost's answer to a file longer than its limit.
+var errGrew = errors.New("the file grew past the limit while it was read")
+
+// readAtMost reads r to its end, refusing more than limit bytes. The size
+// checked against the limit is the stat's, before the read: a file a
+// sandbox process appends to meanwhile was read whole, however large (a
+// log written in a loop), and an edit of a truncated read would have lost
+// the rest.
+func readAtMost(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, errGrew
+	}
+	return b, nil
 }
 
 // viewRange returns the lines [start, end] of content (1-indexed, inclusive,
@@ -171,8 +197,11 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 		f.Close()
 		return tooLarge("File is too large to edit: %s is %d bytes, the limit is %d MiB", req.Path, fi.Size(), api.MaxFileContent>>20)
 	}
-	b, err := io.ReadAll(f)
+	b, err := readAtMost(f, api.MaxFileContent)
 	f.Close()
+	if errors.Is(err, errGrew) {
+		return tooLarge("File is too large to edit: %s grew past the limit of %d MiB while it was read", req.Path, api.MaxFileContent>>20)
+	}
 	if err != nil {
 		return fmt.Errorf("read file: %w", err)
 	}

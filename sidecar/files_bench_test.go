@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // onDisks runs fn once per kind of filesystem a workspace can be on, with
@@ -118,7 +120,7 @@ func benchCall(b *testing.B, method, url, body string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req.Header.Set(TokenHeader, testToken)
+	req.Header.Set(api.HeaderSidecarToken, testToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		b.Fatal(err)
@@ -162,7 +164,7 @@ func BenchmarkRawHandler(b *testing.B) {
 		const url = "/files/raw?path=a/b/c/file.bin"
 		do := func(method string, body []byte) {
 			req := httptest.NewRequest(method, url, bytes.NewReader(body))
-			req.Header.Set(TokenHeader, testToken)
+			req.Header.Set(api.HeaderSidecarToken, testToken)
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			if rec.Code != http.StatusOK {

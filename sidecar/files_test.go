@@ -32,7 +32,7 @@ func newFileServer(t *testing.T, opts Options) fileServer {
 	return fileServer{tree: tr, url: srv.URL}
 }
 
-var authHeader = http.Header{TokenHeader: {testToken}}
+var authHeader = http.Header{api.HeaderSidecarToken: {testToken}}
 
 // post sends req as JSON to route.
 func (fs fileServer) post(t *testing.T, route string, req any) (int, []byte) {
@@ -96,18 +96,19 @@ func TestFileCreate(t *testing.T) {
 	t.Parallel()
 	fs := newFileServer(t, Options{})
 	tests := []struct {
-		path     string
-		wantVirt string
-		wantHost string
+		path      string
+		wantVirt  string
+		wantHost  string
+		overwrite bool // the name exists: created is false
 	}{
-		{"a.txt", "/workspace/a.txt", fs.ws + "/a.txt"},
-		{"/workspace/new/dirs/b.txt", "/workspace/new/dirs/b.txt", fs.ws + "/new/dirs/b.txt"},
-		{"/", "", ""}, // the workspace itself: a directory
-		{"sub\\win.txt", "/workspace/sub/win.txt", fs.ws + "/sub/win.txt"},
-		{"/tmp/t.txt", "/tmp/t.txt", fs.tmp + "/t.txt"},
-		{"/outputs/o.txt", "/mnt/user-data/outputs/o.txt", fs.outputs + "/o.txt"},
-		{"totmp/via-link.txt", "/tmp/via-link.txt", fs.tmp + "/via-link.txt"},
-		{"sub/fileref", "/workspace/file", fs.ws + "/file"},
+		{"a.txt", "/workspace/a.txt", fs.ws + "/a.txt", false},
+		{"/workspace/new/dirs/b.txt", "/workspace/new/dirs/b.txt", fs.ws + "/new/dirs/b.txt", false},
+		{"/", "", "", false}, // the workspace itself: a directory
+		{"sub\\win.txt", "/workspace/sub/win.txt", fs.ws + "/sub/win.txt", false},
+		{"/tmp/t.txt", "/tmp/t.txt", fs.tmp + "/t.txt", false},
+		{"/outputs/o.txt", "/mnt/user-data/outputs/o.txt", fs.outputs + "/o.txt", false},
+		{"totmp/via-link.txt", "/tmp/via-link.txt", fs.tmp + "/via-link.txt", false},
+		{"sub/fileref", "/workspace/file", fs.ws + "/file", true},
 	}
 	for _, tt := range tests {
 		content := "héllo " + tt.path
@@ -117,7 +118,7 @@ func TestFileCreate(t *testing.T) {
 			continue
 		}
 		got := postOK[api.FileCreateResult](t, fs, "/file-create", api.FileCreateRequest{Path: tt.path, Content: content})
-		want := api.FileCreateResult{Path: tt.wantVirt, Size: int64(len(content)), Created: true}
+		want := api.FileCreateResult{Path: tt.wantVirt, Size: int64(len(content)), Created: !tt.overwrite}
 		if got != want {
 			t.Errorf("file-create %q = %+v, want %+v", tt.path, got, want)
 		}
@@ -127,7 +128,9 @@ func TestFileCreate(t *testing.T) {
 	}
 	t.Run("overwrite keeps the mode", func(t *testing.T) {
 		writeFile(t, fs.ws+"/run.sh", "old", 0o750)
-		postOK[api.FileCreateResult](t, fs, "/file-create", api.FileCreateRequest{Path: "run.sh", Content: "new"})
+		if got := postOK[api.FileCreateResult](t, fs, "/file-create", api.FileCreateRequest{Path: "run.sh", Content: "new"}); got.Created {
+			t.Errorf("overwrite of run.sh = %+v, want created false", got)
+		}
 		if fi, err := os.Stat(fs.ws + "/run.sh"); err != nil || fi.Mode().Perm() != 0o750 || readFile(t, fs.ws+"/run.sh") != "new" {
 			t.Errorf("overwritten run.sh: %v %v, want mode 0750 and content new", fi.Mode(), err)
 		}
@@ -211,6 +214,10 @@ func TestReadOnlyRoots(t *testing.T) {
 	for _, p := range []string{"/uploads/in.txt", "/mnt/user-data/uploads/new.txt", "/skills/s/SKILL.md", "toskills/s/x"} {
 		st, b := fs.post(t, "/file-create", api.FileCreateRequest{Path: p, Content: "x"})
 		wantError(t, "file-create "+p, st, b, 403, "Cannot write to read-only path: "+p)
+		// Not an auth failure: the CLI exits 4 "check the API key" on forbidden.
+		if e := decodeError(t, b); e.Code != api.CodePermissionDenied || e.Hint == "" {
+			t.Errorf("file-create %s: code %q hint %q, want %q with a hint", p, e.Code, e.Hint, api.CodePermissionDenied)
+		}
 		st, b = fs.post(t, "/str-replace", api.StrReplaceRequest{Path: p, OldStr: "u", NewStr: "x"})
 		wantError(t, "str-replace "+p, st, b, 403, "Cannot edit read-only path: "+p)
 		st, b = call(t, http.MethodPut, fs.url+"/files/raw?path="+url.QueryEscape(p), authHeader, "x")

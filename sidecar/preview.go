@@ -60,7 +60,7 @@ func (h *Handler) preview(w http.ResponseWriter, r *http.Request) error {
 			pr.Out.URL = u
 			// Dev servers accept localhost; X-Forwarded-Host has the public name.
 			pr.Out.Host = "localhost:" + ps
-			pr.Out.Header.Del(TokenHeader)
+			pr.Out.Header.Del(api.HeaderSidecarToken)
 			for _, k := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
 				if v := pr.In.Header.Values(k); len(v) > 0 {
 					pr.Out.Header[k] = v

@@ -6,10 +6,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/testport"
 )
 
 // TestPreviewProxy: /preview/{port}/ reaches an app on 127.0.0.1:port,
@@ -29,7 +33,7 @@ func TestPreviewProxy(t *testing.T) {
 			}
 			return
 		}
-		fmt.Fprintf(w, "path=%s query=%s host=%s token=%q fwd=%s", r.URL.EscapedPath(), r.URL.RawQuery, r.Host, r.Header.Get(TokenHeader), r.Header.Get("X-Forwarded-Host"))
+		fmt.Fprintf(w, "path=%s query=%s host=%s token=%q fwd=%s", r.URL.EscapedPath(), r.URL.RawQuery, r.Host, r.Header.Get(api.HeaderSidecarToken), r.Header.Get("X-Forwarded-Host"))
 	}))
 	defer app.Close()
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(app.URL, "http://"))
@@ -37,7 +41,7 @@ func TestPreviewProxy(t *testing.T) {
 
 	get := func(path string) (int, string) {
 		req, _ := http.NewRequest("GET", base+path, nil)
-		req.Header.Set(TokenHeader, testToken)
+		req.Header.Set(api.HeaderSidecarToken, testToken)
 		req.Header.Set("X-Forwarded-Host", "8080-sb.localhost:8090")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -56,7 +60,7 @@ func TestPreviewProxy(t *testing.T) {
 	}
 
 	c, _, err := websocket.Dial(t.Context(), strings.Replace(base, "http", "ws", 1)+"/preview/"+port+"/ws",
-		&websocket.DialOptions{HTTPHeader: http.Header{TokenHeader: {testToken}}})
+		&websocket.DialOptions{HTTPHeader: http.Header{api.HeaderSidecarToken: {testToken}}})
 	if err != nil {
 		t.Fatalf("websocket through the preview: %v", err)
 	}
@@ -68,9 +72,13 @@ func TestPreviewProxy(t *testing.T) {
 		t.Errorf("websocket answer %q, %v", b, err)
 	}
 
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	_, closed, _ := net.SplitHostPort(l.Addr().String())
-	l.Close()
+	// Nothing listens there: below the ephemeral range, where no listen on
+	// port 0 of another test takes it meanwhile.
+	closedPort, err := testport.Pick()
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := strconv.Itoa(closedPort)
 	for path, want := range map[string]int{
 		"/preview/" + closed + "/": http.StatusBadGateway,
 		"/preview/3128/":           http.StatusForbidden,

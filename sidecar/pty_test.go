@@ -139,7 +139,7 @@ func TestPTYAuthBeforeUpgrade(t *testing.T) {
 		wantStatus int
 	}{
 		{"no token", url, nil, http.StatusUnauthorized},
-		{"wrong token", url, http.Header{TokenHeader: {"nope"}}, http.StatusUnauthorized},
+		{"wrong token", url, http.Header{api.HeaderSidecarToken: {"nope"}}, http.StatusUnauthorized},
 		{"sidecar without a token", unconfigured.URL, authed, http.StatusServiceUnavailable},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // TestRoutesBuiltLazily checks that a new sidecar answers /health and POST
@@ -23,7 +25,7 @@ func TestRoutesBuiltLazily(t *testing.T) {
 		t.Helper()
 		r := httptest.NewRequestWithContext(t.Context(), method, path, strings.NewReader(body))
 		if token {
-			r.Header.Set(TokenHeader, testToken)
+			r.Header.Set(api.HeaderSidecarToken, testToken)
 		}
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r) // on this goroutine: builds is not shared

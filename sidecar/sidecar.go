@@ -18,9 +18,6 @@ import (
 	"github.com/boxkite/boxkite/internal/apihttp"
 )
 
-// TokenHeader carries the per-sandbox token on every request but /health.
-const TokenHeader = "X-Sidecar-Auth-Token"
-
 // defaultWorkspace is the workspace when Options.Workspace is empty.
 const defaultWorkspace = "/workspace"
 
@@ -181,7 +178,19 @@ func streamedUpload(r *http.Request) bool {
 	return strings.HasPrefix(r.URL.Path, "/preview/") // an app's uploads and streams
 }
 
-func (h *Handler) health(w http.ResponseWriter, _ *http.Request) {
+// health answers that the sidecar is up. It needs no token, but a caller
+// that presents one learns whether it is this sidecar's: a wrong token is
+// refused with 401, as on every other route, and a right one is not a
+// use (a pool member stays claimable). The control plane's restart asks
+// so of every sandbox it would adopt: a warm create commits its row while
+// the claim is under way, and a sidecar that refused that claim keeps the
+// pool's token and would refuse every call with the row's
+// (bench/issue27/session13-warm13.md).
+func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
+	if token := r.Header.Get(api.HeaderSidecarToken); token != "" && !h.auth.accepts(token) {
+		h.writeError(w, r, api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "missing or invalid sidecar auth token"))
+		return
+	}
 	_ = writeJSON(w, http.StatusOK, api.Health{Status: "healthy", Version: h.opts.Version})
 }
 
@@ -221,8 +230,8 @@ func (h *Handler) authorize(r *http.Request) error {
 		return api.Errorf(http.StatusServiceUnavailable, api.CodeSidecarNotReady, "sidecar auth is not configured").
 			WithHint("start the sidecar with a per-sandbox token")
 	}
-	got := sha256.Sum256([]byte(r.Header.Get(TokenHeader)))
-	if r.Header.Get(TokenHeader) == "" || subtle.ConstantTimeCompare(got[:], h.auth.hash[:]) != 1 {
+	got := sha256.Sum256([]byte(r.Header.Get(api.HeaderSidecarToken)))
+	if r.Header.Get(api.HeaderSidecarToken) == "" || subtle.ConstantTimeCompare(got[:], h.auth.hash[:]) != 1 {
 		return api.Errorf(http.StatusUnauthorized, api.CodeUnauthorized, "missing or invalid sidecar auth token")
 	}
 	if r.Pattern != claimPattern {

@@ -101,14 +101,19 @@ func TestAuth(t *testing.T) {
 		{"right token", configured, "POST", "/exec", testToken, 200, ""},
 		{"unknown route without token", configured, "GET", "/nope", "", 401, api.CodeUnauthorized},
 		{"unknown route", configured, "GET", "/nope", testToken, 404, api.CodeNotFound},
-		{"health with wrong token", configured, "GET", "/health", "wrong", 200, ""},
+		// /health needs no token, but one presented must be the
+		// sidecar's (a restart checks a row's token so; claim.go).
+		{"health without token", configured, "GET", "/health", "", 200, ""},
+		{"health with right token", configured, "GET", "/health", testToken, 200, ""},
+		{"health with wrong token", configured, "GET", "/health", "wrong", 401, api.CodeUnauthorized},
+		{"health, no token configured", unconfigured, "GET", "/health", "", 200, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := http.Header{"X-Request-Id": {"req-1"}}
 			if tt.token != "" {
-				h.Set(TokenHeader, tt.token)
+				h.Set(api.HeaderSidecarToken, tt.token)
 			}
 			status, body := call(t, tt.method, tt.srv.URL+tt.path, h, `{"command":"true"}`)
 			if status != tt.wantStatus {

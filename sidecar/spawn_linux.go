@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/boxkite/boxkite/sidecar/internal/forkhook"
 )
 
 // A command's start without os/exec's fork (issue 27, item 2). Go's
@@ -33,19 +35,10 @@ import (
 // runtime_AfterForkInChild (a Go handler must not run in a child sharing
 // the parent's memory), and the clone goes through vforkSyscall, which
 // keeps its return address out of the stack the child writes. The three
-// runtime hooks are reached by linkname as other programs do
-// (go.dev/issue/67401 keeps their signatures for that). clone3's
-// CLONE_CLEAR_SIGHAND would spare the child its ~65 rt_sigactions, but
-// the jail's seccomp filter refuses clone3 (it cannot read its flags).
-
-//go:linkname runtimeBeforeFork syscall.runtime_BeforeFork
-func runtimeBeforeFork()
-
-//go:linkname runtimeAfterFork syscall.runtime_AfterFork
-func runtimeAfterFork()
-
-//go:linkname runtimeAfterForkInChild syscall.runtime_AfterForkInChild
-func runtimeAfterForkInChild()
+// runtime hooks are package forkhook's (linknamed, shared with the
+// jail's forkJail). clone3's CLONE_CLEAR_SIGHAND would spare the child
+// its ~65 rt_sigactions, but the jail's seccomp filter refuses clone3 (it
+// cannot read its flags).
 
 // vforkSyscall is syscall's rawVforkSyscall (spawn_linux_*.s).
 func vforkSyscall(trap, a1, a2, a3 uintptr) (r1, err uintptr)
@@ -125,7 +118,7 @@ func spawn(cmd *exec.Cmd, stdio [3]int, oomFirst bool) (pid, pidfd int, err erro
 	// meanwhile leaks into the child.
 	syscall.ForkLock.Lock()
 	p, e := spawnChild(&a)
-	runtimeAfterFork()
+	forkhook.AfterFork()
 	syscall.ForkLock.Unlock()
 	runtime.KeepAlive(cmd)
 	switch {
@@ -177,7 +170,7 @@ func sameAttr(a, b syscall.SysProcAttr) bool {
 // errno in a.errno and exits. In the parent it returns at once: the
 // child wrote into this frame, which the parent no longer reads.
 //
-// After runtimeBeforeFork: no allocation, no call but raw syscalls and
+// After forkhook.BeforeFork: no allocation, no call but raw syscalls and
 // the runtime's nosplit hooks.
 //
 //go:noinline
@@ -192,11 +185,11 @@ func spawnChild(a *spawnArgs) (pid uintptr, err syscall.Errno) {
 		fd  uintptr
 		nfd int
 	)
-	runtimeBeforeFork()
+	forkhook.BeforeFork()
 	pid, r = vforkSyscall(unix.SYS_CLONE, unix.CLONE_VM|unix.CLONE_VFORK|unix.CLONE_PIDFD|uintptr(syscall.SIGCHLD), 0, uintptr(unsafe.Pointer(&a.pidfd)))
 	if r != 0 || pid != 0 {
 		// The parent, which returns at once: the child wrote this frame.
-		// The caller calls runtimeAfterFork.
+		// The caller calls forkhook.AfterFork.
 		return pid, syscall.Errno(r)
 	}
 	// The child.
@@ -215,7 +208,7 @@ func spawnChild(a *spawnArgs) (pid uintptr, err syscall.Errno) {
 		}
 	}
 	// Default handlers, then the thread's mask from before the fork.
-	runtimeAfterForkInChild()
+	forkhook.AfterForkInChild()
 	if a.cred {
 		if _, _, e = syscall.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
 			goto fail

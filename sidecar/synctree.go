@@ -3,7 +3,6 @@ package sidecar
 import (
 	"archive/tar"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path"
@@ -126,7 +125,8 @@ func walkTree(v *fsView, cur *cursor, prefix string, skip []string, out *api.Tre
 
 // bundle answers a tar of the regular files the request names under its
 // root. A file that is missing, is no longer regular or sits behind a link
-// is left out; one that changes size while it is read cuts the stream.
+// is left out; a small one is given as one read saw it, and a larger one
+// that shrinks below its size at its first read cuts the stream.
 func (h *Handler) bundle(w http.ResponseWriter, r *http.Request) error {
 	var req api.BundleRequest
 	if err := decodeJSON(w, r, &req); err != nil {
@@ -153,8 +153,10 @@ func (h *Handler) bundle(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/x-tar")
 	w.WriteHeader(http.StatusOK)
 	tw := tar.NewWriter(w)
+	bp := h.readBufs.Get().(*[]byte)
+	defer h.readBufs.Put(bp)
 	for _, p := range req.Paths {
-		if err := bundleFile(tw, v, t.cur, p); err != nil {
+		if err := bundleFile(tw, v, t.cur, p, *bp); err != nil {
 			h.abortStream(r, "bundle", err)
 		}
 	}
@@ -179,8 +181,9 @@ func validRel(p string) bool {
 }
 
 // bundleFile adds the regular file at rel below root, reached one
-// O_NOFOLLOW component at a time; anything else is left out.
-func bundleFile(tw *tar.Writer, v *fsView, root *cursor, rel string) error {
+// O_NOFOLLOW component at a time; anything else is left out. buf is the
+// read buffer (readChunk bytes).
+func bundleFile(tw *tar.Writer, v *fsView, root *cursor, rel string, buf []byte) error {
 	comps := strings.Split(rel, "/")
 	var f *os.File
 	err := v.user.do(func() error {
@@ -218,15 +221,24 @@ func bundleFile(tw *tar.Writer, v *fsView, root *cursor, rel string) error {
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return nil
 	}
+	// The size is what headRead gives: a small file rewritten meanwhile
+	// (`echo $i > n`) is stored as one read saw it, where announcing the
+	// stat's size and reading fewer bytes cut the bundle and failed the
+	// whole flush. The modification time is the one from before the read,
+	// so a file rewritten after it is newer in the next tree and is
+	// stored again.
+	n, size, err := headRead(f, buf)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", rel, err)
+	}
 	// PAX keeps the modification time to the nanosecond, as the tree
 	// reports it, so the control plane can tell which version it stored.
 	hdr := &tar.Header{
-		Typeflag: tar.TypeReg, Name: rel, Size: fi.Size(), Mode: int64(fi.Mode().Perm()),
+		Typeflag: tar.TypeReg, Name: rel, Size: size, Mode: int64(fi.Mode().Perm()),
 		ModTime: time.Unix(0, st.Mtim.Nano()), Format: tar.FormatPAX,
 	}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
-	_, err = io.CopyN(tw, f, fi.Size()) // exactly what the header announced
-	return err
+	return sendSized(tw, f, buf, n, size) // exactly what the header announced
 }

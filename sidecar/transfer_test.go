@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -140,6 +141,51 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestRawDownloadRewritten reads a small file that another process keeps
+// rewriting (truncate, then write: `echo $i > n`), as TestE2BPause reads its
+// counter. Every read must answer 200 with the file as one read saw it,
+// empty or whole, never a connection dropped because the file held less at
+// the read than at the open (which the control plane reports as a sidecar
+// it cannot reach).
+func TestRawDownloadRewritten(t *testing.T) {
+	t.Parallel()
+	fs := newFileServer(t, Options{})
+	path := fs.tmp + "/counter"
+	if err := os.WriteFile(path, []byte("000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			_ = os.WriteFile(path, fmt.Appendf(nil, "%06d\n", i%1000000), 0o644)
+		}
+	}()
+	defer func() { close(done); <-stopped }()
+	for i := range 2000 {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, fs.url+"/files/raw?path=/tmp/counter", nil)
+		req.Header = authHeader.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("read %d: GET /files/raw: %v", i, err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("read %d: GET /files/raw = %d %q, %v; want 200", i, resp.StatusCode, got, err)
+		}
+		if resp.ContentLength != int64(len(got)) || (len(got) != 0 && len(got) != 7) {
+			t.Fatalf("read %d: GET /files/raw = %q (length %d); want the file empty or whole", i, got, resp.ContentLength)
+		}
+	}
 }
 
 func TestArchiveRoundTrip(t *testing.T) {

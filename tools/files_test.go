@@ -33,7 +33,7 @@ func TestFileCreate(t *testing.T) {
 			name: "read-only",
 			args: `{"path":"/mnt/skills/x","content":"y"}`,
 			fake: fake{writeFile: func(api.FileCreateRequest) (*api.FileCreateResult, error) {
-				return nil, apiErr(http.StatusForbidden, api.CodeForbidden, "Cannot write to read-only path: /mnt/skills/x", "")
+				return nil, apiErr(http.StatusForbidden, api.CodePermissionDenied, "Cannot write to read-only path: /mnt/skills/x", "")
 			}},
 			want:  "Error: Cannot write to read-only path: /mnt/skills/x",
 			calls: []call{{"WriteFile", api.FileCreateRequest{Path: "/mnt/skills/x", Content: "y"}}},

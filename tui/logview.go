@@ -352,9 +352,10 @@ func (m *Model) entryDetailLines(e api.LogEntry, width int) []string {
 	return out
 }
 
-func (m *Model) logView() string {
+// logInfoLine is the log screen's first line: following or paused, how
+// many entries and matches, a lost stream; or the search input.
+func (m *Model) logInfoLine() string {
 	l := &m.log
-	var b strings.Builder
 	var info []string
 	if l.follow {
 		info = append(info, "following")
@@ -378,7 +379,13 @@ func (m *Model) logView() string {
 	if l.searching {
 		infoLine = l.search.View()
 	}
-	b.WriteString(infoLine + "\n")
+	return infoLine
+}
+
+func (m *Model) logView() string {
+	l := &m.log
+	var b strings.Builder
+	b.WriteString(m.logInfoLine() + "\n")
 	header := "  " + fit("TIME", logColumns[0]) + " " + fit("SOURCE", logColumns[1]) + " " + fit("OPERATION", logColumns[2]) + " " +
 		fit("EXIT", logColumns[3]) + " " + fit("TOOK", logColumns[4]) + " DETAIL"
 	b.WriteString(m.st.header.Render(header) + "\n")

@@ -22,7 +22,10 @@ r=json.load(open(sys.argv[1]))
 def l(k,x=None):
     v=r.get(k) if x is None else (r.get(k) or {}).get(x)
     if not v: return '-'
-    return f"p50 {v['p50_ms']}ms ({v.get('p50_vs_spawn')}F, {v.get('p50_vs_bwrap')}B) p95 {v['p95_ms']}ms ({v.get('p95_vs_spawn')}F, {v.get('p95_vs_bwrap')}B) p99 {v.get('p99_vs_spawn')}F"
+    s=f"p50 {v['p50_ms']}ms ({v.get('p50_vs_spawn')}F, {v.get('p50_vs_bwrap')}B) p95 {v['p95_ms']}ms ({v.get('p95_vs_spawn')}F, {v.get('p95_vs_bwrap')}B) p99 {v.get('p99_vs_spawn')}F"
+    ph=v.get('vs_phase_floors')
+    if ph: s+=f" | in phase {ph.get('phase')}: p50 {ph.get('p50_vs_spawn')}F {ph.get('p50_vs_spawn_ci95')} {ph.get('p50_vs_bwrap')}B {ph.get('p50_vs_bwrap_ci95')}, p99 {ph.get('p99_vs_spawn')}F"
+    return s
 print(' F', r['floors']['spawn']['p50_ms'], 'B', (r['floors']['bwrap'] or {}).get('p50_ms'), 'load', r['host'].get('load_average_start'), r['host'].get('load_average_end'))
 for k in ['create_to_first_exec','burst_create','burst_create_to_first_exec','exec','file_write_read_4kib']:
     print(' ',k,l(k))

@@ -11,6 +11,12 @@ import (
 	"time"
 )
 
+// HeaderSidecarToken carries a sandbox's sidecar token on every request
+// the control plane makes to that sandbox's sidecar but GET /health; the
+// sidecar refuses a wrong one (401 sidecar_auth). The control plane never
+// passes a client's on, nor the sidecar's back (a preview's answer).
+const HeaderSidecarToken = "X-Sidecar-Auth-Token"
+
 // Health is the body of GET /health on the control plane and on a sidecar.
 type Health struct {
 	Status  string `json:"status"`            // "healthy" or "ready"

@@ -29,7 +29,8 @@ type FileCreateRequest struct {
 }
 
 // FileCreateResult answers /file-create. Path is the virtual path
-// (/workspace/…); Size counts UTF-8 bytes.
+// (/workspace/…); Size counts UTF-8 bytes; Created is false when the
+// write replaced a file that was there.
 type FileCreateResult struct {
 	Path    string `json:"path"`
 	Size    int64  `json:"size"`

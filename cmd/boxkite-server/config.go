@@ -91,6 +91,7 @@ type options struct {
 	warmPool        int
 	preparedPool    int
 	clones          string // local.Config.Clones
+	sidecarCopies   string // local.Config.SidecarCopies
 	snapshotLimit   int
 	maxPausedAge    time.Duration
 	pausedLimit     int
@@ -156,7 +157,7 @@ func defaultStateDir(getenv func(string) string) string {
 func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("boxkite-server", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&o.listen, "listen", server.DefaultListen, "`address` to serve the API on")
+	fs.StringVar(&o.listen, "listen", server.DefaultListen, "`address` to serve the API on, or fd:N: the listening socket inherited as descriptor N (boxkite up binds the port and hands it over)")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "serve Go profiling (net/http/pprof) on this loopback `address`, e.g. 127.0.0.1:6060 (default off)")
 	fs.StringVar(&o.db, "db", "", "database: sqlite:PATH or postgres://user:pass@host/db (`dsn`; default sqlite:<state-dir>/boxkite.db)")
 	fs.StringVar(&o.dbFile, "db-file", "", "`file` (mode 0600) holding the --db DSN, for a DSN with a password")
@@ -200,6 +201,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.IntVar(&o.warmPool, "warm-pool", defaultWarmPool, "sandboxes of the default size kept started ahead of need, so creates are fast (0: none)")
 	fs.IntVar(&o.preparedPool, "prepared-pool", defaultPreparedPool, "cold creates' disks, mounts and cgroups made ahead of need (local driver; 0: none)")
 	fs.StringVar(&o.clones, "disk-clones", local.ClonesAuto, "local driver: how sandbox disks are copied for snapshots and forks: auto (copy-on-write clones on a loop-mounted XFS when root with xfsprogs, else copies), xfs (clones or fail), off (copies)")
+	fs.StringVar(&o.sidecarCopies, "sidecar-copies", "", "local driver, as root: the `directory` of the host-wide tmpfs (huge pages) the sidecar binary is run from, a copy per binary, so jails start with fewer page faults; off: run the binary where it is (default "+local.DefaultSidecarCopies+")")
 	fs.DurationVar(&o.maxPausedAge, "max-paused-age", server.DefaultMaxPausedAge, "how long a sandbox may stay paused before it is destroyed (-1s: forever)")
 	fs.IntVar(&o.pausedLimit, "paused-limit", 0, "paused sandboxes one account may keep (0: 10; -1: no limit)")
 	fs.IntVar(&o.snapshotLimit, "snapshot-limit", 0, "snapshots one account may keep (0: 10; -1: no limit)")
@@ -273,6 +275,27 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 			return nil, err
 		}
 	}
+	if err := applyEnvAndFile(fs, set, file, o.configFile, getenv); err != nil {
+		return nil, err
+	}
+	if err := checkOldSecretEnv(getenv); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.db != "" && o.dbFile != "":
+		return nil, usageErrorf("--db and --db-file both name the database; keep one")
+	case o.db == "" && o.dbFile == "":
+		o.db = "sqlite:" + filepath.Join(o.stateDir, "boxkite.db")
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// applyEnvAndFile sets each flag the command line left unset from its
+// environment variable, else from the config file's key.
+func applyEnvAndFile(fs *flag.FlagSet, set map[string]bool, file map[string]string, configFile string, getenv func(string) string) error {
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
 		if set[f.Name] || f.Name == "config" || f.Name == "version" {
@@ -286,63 +309,65 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 		}
 		if v, ok := file[f.Name]; ok {
 			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, usageErrorf("%s: %s = %q: %v", o.configFile, f.Name, v, err))
+				errs = append(errs, usageErrorf("%s: %s = %q: %v", configFile, f.Name, v, err))
 			}
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
+	return errors.Join(errs...)
+}
+
+// checkOldSecretEnv refuses the environment variables secrets were once
+// read from, so a secret left there is not silently ignored.
+func checkOldSecretEnv(getenv func(string) string) error {
 	for _, sf := range secretFiles {
 		if getenv(sf.oldEnv) != "" {
-			return nil, &usageError{
+			return &usageError{
 				msg: fmt.Sprintf("%s is set: boxkite-server no longer reads secrets from its environment, which stays readable in /proc/<pid>/environ", sf.oldEnv),
 				hint: fmt.Sprintf("unset it, write the value to a file only you can read (umask 077; printf '%%s' \"$%s\" > FILE) and pass --%s FILE",
 					sf.oldEnv, sf.flag),
 			}
 		}
 	}
-	switch {
-	case o.db != "" && o.dbFile != "":
-		return nil, usageErrorf("--db and --db-file both name the database; keep one")
-	case o.db == "" && o.dbFile == "":
-		o.db = "sqlite:" + filepath.Join(o.stateDir, "boxkite.db")
-	}
+	return nil
+}
+
+// validate checks the resolved settings' values and their combinations.
+func (o *options) validate() error {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return nil, usageErrorf("log level %q: want debug, info, warn or error", o.logLevel)
+		return usageErrorf("log level %q: want debug, info, warn or error", o.logLevel)
 	}
 	switch o.maxSize {
 	case "", "small", "medium", "large":
 	default:
-		return nil, usageErrorf("max size %q: want small, medium or large", o.maxSize)
+		return usageErrorf("max size %q: want small, medium or large", o.maxSize)
 	}
 	switch o.driver {
 	case "local", "kube":
 	default:
-		return nil, usageErrorf("driver %q: want local or kube", o.driver)
+		return usageErrorf("driver %q: want local or kube", o.driver)
 	}
 	if o.minFreeDiskMiB < -1 || o.maxHostThreads < 0 || o.maxSandboxThreads < 0 || o.minFreeMemoryMiB < 0 {
-		return nil, usageErrorf("host limits must not be negative (0 means the default; --min-free-disk-mib -1 turns the watermark off)")
+		return usageErrorf("host limits must not be negative (0 means the default; --min-free-disk-mib -1 turns the watermark off)")
 	}
 	if o.warmPool < 0 || o.preparedPool < 0 {
-		return nil, usageErrorf("warm pool %d, prepared pool %d: must not be negative (0 means none)", o.warmPool, o.preparedPool)
+		return usageErrorf("warm pool %d, prepared pool %d: must not be negative (0 means none)", o.warmPool, o.preparedPool)
 	}
 	if o.idRangeFirst < 0 || o.idRangeCount < 0 {
-		return nil, usageErrorf("id ranges: first %d and count %d must not be negative (0 means the default)", o.idRangeFirst, o.idRangeCount)
+		return usageErrorf("id ranges: first %d and count %d must not be negative (0 means the default)", o.idRangeFirst, o.idRangeCount)
 	}
 	if o.maxConcurrent < 0 || o.maxConcurrentPerAccount < 0 || o.monthlySandboxHours < 0 {
-		return nil, usageErrorf("fair-use limits must not be negative (0 means no limit)")
+		return usageErrorf("fair-use limits must not be negative (0 means no limit)")
 	}
 	if o.adminListen != "" {
 		if err := checkLoopback(o.adminListen); err != nil {
-			return nil, &usageError{
+			return &usageError{
 				msg:  fmt.Sprintf("--admin-listen %s: %v", o.adminListen, err),
 				hint: "profiles expose the server's memory; serve them on loopback (127.0.0.1:6060) and reach them over SSH",
 			}
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // readConfigFile reads a TOML file of flag settings. Keys are flag names,

@@ -104,26 +104,14 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	}
 	// Find what the driver needs before binding, so a missing sidecar or
 	// kubeconfig is the error reported.
-	var sidecar string
-	var rc *rest.Config
-	var err error
-	if opts.driver == "kube" {
-		if rc, err = kube.RestConfig(opts.kubeconfig); err != nil {
-			return &hintedError{err, "pass --kubeconfig FILE, or run boxkite-server in the cluster with a service account"}
-		}
-	} else if sidecar, err = findSidecar(opts.sidecar); err != nil {
+	sidecar, rc, err := driverNeeds(opts)
+	if err != nil {
 		return err
 	}
 	// Bind first: a taken port should fail fast, before any state is touched.
-	ln, err := net.Listen("tcp", opts.listen)
+	ln, err := listen(opts.listen)
 	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return &hintedError{
-				fmt.Errorf("listen on %s: address already in use", opts.listen),
-				"another boxkite-server may be running (see `boxkite status`); pick another address with --listen",
-			}
-		}
-		return fmt.Errorf("listen on %s: %w", opts.listen, err)
+		return err
 	}
 	defer ln.Close()
 	var adminLn net.Listener
@@ -152,8 +140,89 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cfg := serverConfig(opts, ln.Addr().String(), sb, catalog)
+	if cfg.Storage, err = opts.storage.config(ctx); err != nil {
+		return err
+	}
+	if cfg.Secrets, err = openSecrets(ctx, opts.secretsKey, store, log); err != nil {
+		return err
+	}
+	srv, err := server.New(cfg, store, sb.driver, log)
+	if err != nil {
+		return err
+	}
+	// The E2B-compatible API (docs/e2b.md) on the same listener.
+	srv.MountE2B(e2b.New(srv.E2B(), store, log), e2b.Matches)
+	if opts.console {
+		ui, err := console.New(console.Config{API: srv, Log: log, LinkKey: srv.ConsoleLinkKey})
+		if err != nil {
+			return err
+		}
+		srv.MountConsole(ui)
+	}
+	if err := srv.Init(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "boxkite-server %s listening on http://%s (driver %s, db %s)\n",
+		buildVersion(), ln.Addr(), opts.driver, redactDSN(opts.db))
+
+	if opts.console {
+		fmt.Fprintf(stderr, "web console at http://%s/ui/ (docs/console.md)\n", ln.Addr())
+	}
+	if adminLn != nil {
+		fmt.Fprintf(stderr, "profiling (net/http/pprof) on http://%s/debug/pprof/\n", adminLn.Addr())
+		go serveAdmin(ctx, adminLn, log)
+	}
+	return serveUntilStopped(ctx, srv, ln, sb, log)
+}
+
+// serveUntilStopped serves the API on ln, with the substrate's background
+// work beside it, until ctx ends; then it takes the sandboxes down.
+func serveUntilStopped(ctx context.Context, srv *server.Server, ln net.Listener, sb *substrate, log *slog.Logger) error {
+	runCtx, stopRun := context.WithCancel(ctx)
+	runDone := make(chan struct{})
+	go func() {
+		defer close(runDone)
+		sb.run(runCtx)
+	}()
+	serveErr := srv.Serve(ctx, ln)
+	stopRun()
+	<-runDone
+
+	// Stopping (SIGTERM/SIGINT, e.g. `boxkite down`) takes the sandboxes
+	// down with the server so no boxkite process is left behind. Their rows
+	// stay active and become "lost" at the next start. A SIGKILL skips
+	// this: the detached jails survive and the next start re-adopts them.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := sb.shutdown(sctx); err != nil {
+		log.Error("stop sandboxes", "err", err)
+	}
+	if serveErr != nil {
+		return fmt.Errorf("serve: %w", serveErr)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// driverNeeds finds what --driver needs from the host: the sidecar binary
+// for the local driver, the cluster's rest.Config for kube.
+func driverNeeds(opts *options) (sidecar string, rc *rest.Config, err error) {
+	if opts.driver == "kube" {
+		if rc, err = kube.RestConfig(opts.kubeconfig); err != nil {
+			return "", nil, &hintedError{err, "pass --kubeconfig FILE, or run boxkite-server in the cluster with a service account"}
+		}
+		return "", rc, nil
+	}
+	sidecar, err = findSidecar(opts.sidecar)
+	return sidecar, nil, err
+}
+
+// serverConfig maps the flags onto server.Config; listen is the bound
+// address, which the flag may not name (fd:N).
+func serverConfig(opts *options, listen string, sb *substrate, catalog map[string]string) server.Config {
 	cfg := server.Config{
-		Listen:          opts.listen,
+		Listen:          listen, // fd:N names no address
 		Version:         buildVersion(),
 		DriverName:      opts.driver,
 		DefaultLifetime: opts.defaultLifetime,
@@ -191,62 +260,7 @@ func serve(ctx context.Context, opts *options, stderr io.Writer) error {
 	if sb.images == nil {
 		cfg.Images = nil // a nil *images.Manager in the interface would look set
 	}
-	if cfg.Storage, err = opts.storage.config(ctx); err != nil {
-		return err
-	}
-	if cfg.Secrets, err = openSecrets(ctx, opts.secretsKey, store, log); err != nil {
-		return err
-	}
-	srv, err := server.New(cfg, store, sb.driver, log)
-	if err != nil {
-		return err
-	}
-	// The E2B-compatible API (docs/e2b.md) on the same listener.
-	srv.MountE2B(e2b.New(srv.E2B(), store, log), e2b.Matches)
-	if opts.console {
-		ui, err := console.New(console.Config{API: srv, Log: log, LinkKey: srv.ConsoleLinkKey})
-		if err != nil {
-			return err
-		}
-		srv.MountConsole(ui)
-	}
-	if err := srv.Init(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "boxkite-server %s listening on http://%s (driver %s, db %s)\n",
-		buildVersion(), ln.Addr(), opts.driver, redactDSN(opts.db))
-
-	if opts.console {
-		fmt.Fprintf(stderr, "web console at http://%s/ui/ (docs/console.md)\n", ln.Addr())
-	}
-	if adminLn != nil {
-		fmt.Fprintf(stderr, "profiling (net/http/pprof) on http://%s/debug/pprof/\n", adminLn.Addr())
-		go serveAdmin(ctx, adminLn, log)
-	}
-	runCtx, stopRun := context.WithCancel(ctx)
-	runDone := make(chan struct{})
-	go func() {
-		defer close(runDone)
-		sb.run(runCtx)
-	}()
-	serveErr := srv.Serve(ctx, ln)
-	stopRun()
-	<-runDone
-
-	// Stopping (SIGTERM/SIGINT, e.g. `boxkite down`) takes the sandboxes
-	// down with the server so no boxkite process is left behind. Their rows
-	// stay active and become "lost" at the next start. A SIGKILL skips
-	// this: the detached jails survive and the next start re-adopts them.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := sb.shutdown(sctx); err != nil {
-		log.Error("stop sandboxes", "err", err)
-	}
-	if serveErr != nil {
-		return fmt.Errorf("serve: %w", serveErr)
-	}
-	log.Info("stopped")
-	return nil
+	return cfg
 }
 
 // substrate is the driver of --driver and what comes with it.
@@ -285,11 +299,12 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 	}
 	driver, err := local.New(local.Config{
 		StateDir: opts.stateDir, SidecarPath: sidecar, Log: log.With("driver", "local"),
-		WarmPool:   opts.warmPool,
-		Prepared:   opts.preparedPool,
-		Clones:     opts.clones,
-		Host:       hostLimits(opts),
-		IDRangeDir: opts.idRangeDir, IDRangeFirst: opts.idRangeFirst, IDRangeCount: opts.idRangeCount,
+		WarmPool:      opts.warmPool,
+		Prepared:      opts.preparedPool,
+		Clones:        opts.clones,
+		SidecarCopies: opts.sidecarCopies,
+		Host:          hostLimits(opts),
+		IDRangeDir:    opts.idRangeDir, IDRangeFirst: opts.idRangeFirst, IDRangeCount: opts.idRangeCount,
 	})
 	if err != nil {
 		return nil, err

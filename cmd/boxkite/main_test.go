@@ -4,16 +4,19 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boxkite/boxkite/internal/testport"
 
 	"github.com/boxkite/boxkite/cli"
 	"github.com/google/go-cmp/cmp"
@@ -23,7 +26,19 @@ import (
 func TestMain(m *testing.M) {
 	// When the test binary runs as `boxkite` inside a script, this calls
 	// main; otherwise it runs the tests.
-	testscript.Main(m, map[string]func(){"boxkite": main})
+	testscript.Main(removingCompanions{m}, map[string]func(){"boxkite": main})
+}
+
+// removingCompanions runs the tests, then removes the companion binaries
+// they built (companionBinaries).
+type removingCompanions struct{ m *testing.M }
+
+func (r removingCompanions) Run() int {
+	code := r.m.Run()
+	if companions.dir != "" { // every test has ended: nothing builds now
+		os.RemoveAll(companions.dir)
+	}
+	return code
 }
 
 // TestScripts runs every testdata/script/*.txtar against the real
@@ -62,14 +77,14 @@ func TestScripts(t *testing.T) {
 			// (never a stale go-installed one from further down PATH).
 			sep := string(filepath.ListSeparator)
 			env.Setenv("PATH", filepath.Dir(cliPath)+sep+bin+sep+env.Getenv("PATH"))
-			port, err := freePort()
+			port, err := testport.Pick()
 			if err != nil {
 				return err
 			}
 			env.Setenv("PORT", strconv.Itoa(port))
 			port2 := port
 			for port2 == port {
-				if port2, err = freePort(); err != nil {
+				if port2, err = testport.Pick(); err != nil {
 					return err
 				}
 			}
@@ -79,7 +94,7 @@ func TestScripts(t *testing.T) {
 			// another script's bastion on it.
 			bastionPort := port
 			for bastionPort == port || bastionPort == port2 {
-				if bastionPort, err = freePort(); err != nil {
+				if bastionPort, err = testport.Pick(); err != nil {
 					return err
 				}
 			}
@@ -111,30 +126,51 @@ func TestScripts(t *testing.T) {
 	})
 }
 
-// companionBinaries builds boxkite-server and boxkite-sidecar into a temp
-// dir, or uses BOXKITE_TEST_BINDIR when set (CI may build them once).
+// companionBinaries builds boxkite-server, boxkite-sidecar and
+// boxkite-bastion into a temp dir, once for every test of the package, or
+// uses BOXKITE_TEST_BINDIR when set (CI may build them once). A build per
+// test linked the three binaries three times over, minutes of the
+// package's 20 under a loaded CI machine, which then timed out.
 func companionBinaries(t *testing.T) string {
 	t.Helper()
 	if dir := os.Getenv("BOXKITE_TEST_BINDIR"); dir != "" {
 		return dir
 	}
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/boxkite-server", "./cmd/boxkite-sidecar", "./cmd/boxkite-bastion")
-	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as released
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build the server, sidecar and bastion: %v\n%s", err, out)
+	dir, err := companions.get()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+// companionBuild is the one build of companionBinaries; its directory is
+// removed after the tests (removingCompanions).
+type companionBuild struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+var companions companionBuild
+
+func (b *companionBuild) get() (string, error) {
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "boxkite-companions")
+		if err != nil {
+			b.err = err
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/boxkite-server", "./cmd/boxkite-sidecar", "./cmd/boxkite-bastion")
+		cmd.Dir = filepath.Join("..", "..")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as released
+		if out, err := cmd.CombinedOutput(); err != nil {
+			os.RemoveAll(dir)
+			b.err = fmt.Errorf("go build the server, sidecar and bastion: %w\n%s", err, out)
+			return
+		}
+		b.dir = dir
+	})
+	return b.dir, b.err
 }
 
 // cmdExitcode runs a command and checks its exact exit code, which the

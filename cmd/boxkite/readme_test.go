@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -136,11 +137,17 @@ func goEnv(t *testing.T, key string) string {
 // mount of the host, and a daemon started in one (boxkite up) would keep
 // the copies, and with them the loop devices of other tests' filesystems,
 // busy until it ends.
+//
+// The sh dies with the test (Pdeathsig; the caller keeps its thread, which
+// is what the kernel watches): a test that timed out in the quick start's
+// go install left its sh to go on to `boxkite up`, whose server and pool
+// disks then outlived the test, its cleanup and its TMPDIR.
 func lineCmd(t *testing.T, dir string, env []string, line string) *exec.Cmd {
 	t.Helper()
 	if os.Geteuid() != 0 || strings.Contains(line, "boxkite up") {
 		cmd := exec.Command("/bin/sh", "-c", line)
 		cmd.Dir, cmd.Env = dir, env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		return cmd
 	}
 	u, err := user.Current()
@@ -152,12 +159,14 @@ func lineCmd(t *testing.T, dir string, env []string, line string) *exec.Cmd {
 		"sh", u.HomeDir, dir, line)
 	cmd.Env = env
 	// Go makes the new namespace's mounts private before the command runs.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
 // runLine runs one README line and returns its exit code and output.
 func runLine(t *testing.T, dir string, env []string, line string) (int, string) {
+	runtime.LockOSThread() // Pdeathsig follows the thread that started the sh
+	defer runtime.UnlockOSThread()
 	cmd := lineCmd(t, dir, env, line)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -175,6 +184,8 @@ func runLine(t *testing.T, dir string, env []string, line string) (int, string) 
 // drew its list (or its "can't reach the server" screen), and quits it.
 func runTUILine(t *testing.T, dir string, env []string, line string) (int, string) {
 	t.Helper()
+	runtime.LockOSThread() // Pdeathsig follows the thread that started the sh
+	defer runtime.UnlockOSThread()
 	cmd := lineCmd(t, dir, env, line)
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 80})
 	if err != nil {

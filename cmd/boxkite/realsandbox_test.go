@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxkite/boxkite/internal/testport"
+
 	"github.com/creack/pty"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -62,7 +64,7 @@ func startLocal(t *testing.T) *localServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := testport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +83,7 @@ func startLocal(t *testing.T) *localServer {
 	// `boxkite up` takes 2222 the moment it is free.
 	bastionPort := port
 	for bastionPort == port {
-		if bastionPort, err = freePort(); err != nil {
+		if bastionPort, err = testport.Pick(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -64,13 +64,13 @@ var Checks = []string{
 	"create", "domain", "run.stdout", "run.stderr", "run.exitCode", "run.CommandExitError", "run.timeoutMs",
 	"background.pid", "commands.list", "commands.connect", "commands.kill", "kill.ends", "kill.unknown",
 	"disconnect.keeps-running", "stdin",
-	"files.write-read-text", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
+	"files.write-read-text", "files.write-nested", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
 	"files.makeDir", "files.list-depth", "files.remove", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
 	"files.signedUrl-forged", "files.watchDir",
 	"pty.echo", "pty.resize", "list.metadata", "list.metadata-none", "getInfo",
 	"connect.new-process",
 	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",
-	"setTimeout.expires", "list.pages", "runCode.state", "runCode.stdout", "runCode.error", "runCode.contexts",
+	"setTimeout.expires", "list.pages", "runCode.state", "runCode.stdout", "runCode.error", "runCode.envs", "runCode.contexts",
 	"kill", "kill.NotFoundError", "kill.commands-fail",
 }
 

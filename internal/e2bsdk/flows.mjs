@@ -26,7 +26,8 @@ check('run.stdout', fg.stdout === 'out-from-create-from-run\n/tmp\n', fg)
 check('run.stderr', fg.stderr === 'err\n', fg)
 check('run.exitCode', fg.exitCode === 0, fg)
 const exitErr = await rejects(() => sbx.commands.run('echo partial; exit 7'))
-check('run.CommandExitError', exitErr instanceof CommandExitError && exitErr.exitCode === 7 && exitErr.stdout === 'partial\n', String(exitErr))
+check('run.CommandExitError', exitErr instanceof CommandExitError && exitErr.exitCode === 7 && exitErr.stdout === 'partial\n' &&
+  exitErr.message === 'exit status 7', String(exitErr))
 const timeoutErr = await rejects(() => sbx.commands.run('sleep 30', { timeoutMs: 1500 }))
 check('run.timeoutMs', timeoutErr !== null && /timeout|timed out|deadline/i.test(String(timeoutErr)), String(timeoutErr))
 
@@ -41,7 +42,7 @@ await until('output on the attached stream', () => attached.includes('tick'))
 check('commands.connect', attached.includes('tick'), attached)
 check('commands.kill', (await sbx.commands.kill(bg.pid)) === true)
 const waited = await rejects(() => again.wait())
-check('kill.ends', waited instanceof CommandExitError && waited.exitCode === -1, String(waited))
+check('kill.ends', waited instanceof CommandExitError && waited.exitCode === -1 && waited.message === 'signal: killed', String(waited))
 check('kill.unknown', (await sbx.commands.kill(bg.pid)) === false)
 
 // a client that disconnects leaves the process running
@@ -60,6 +61,10 @@ check('stdin', catRes.stdout === 'via stdin\n', catRes)
 // files
 await sbx.files.write('/workspace/hello.txt', 'hello, e2b\n')
 check('files.write-read-text', (await sbx.files.read('/workspace/hello.txt')) === 'hello, e2b\n')
+// a destination in a directory: write([...]) names it only by the part's filename
+const nested = await sbx.files.write([{ path: 'in/a dir/one.txt', data: 'one' }, { path: '/tmp/in/two.txt', data: 'two' }])
+check('files.write-nested', nested.map((e) => e.path).join() === '/workspace/in/a dir/one.txt,/tmp/in/two.txt' &&
+  (await sbx.files.read('in/a dir/one.txt')) === 'one' && (await sbx.files.read('/tmp/in/two.txt')) === 'two', nested)
 const big = new Uint8Array(5 * 1024 * 1024)
 for (let i = 0; i < big.length; i++) big[i] = (i * 7919 + (i >> 13)) & 0xff
 await sbx.files.write('/workspace/big.bin', big.buffer)
@@ -134,7 +139,7 @@ await until('the sandbox to expire', async () => !(await short.isRunning()), 600
 check('setTimeout.expires', (await rejects(() => Sandbox.getInfo(short.sandboxId))) instanceof NotFoundError)
 
 // the code interpreter
-const ci = await CodeSandbox.create({ metadata: { run: process.env.RUN_ID, role: 'ci' } })
+const ci = await CodeSandbox.create({ metadata: { run: process.env.RUN_ID, role: 'ci' }, envs: { CI_A: 'create', CI_B: 'create' } })
 results.codeSandboxId = ci.sandboxId
 // two running sandboxes of this run now (the short one expired): pages of one, oldest first
 const pager = Sandbox.list({ query: { metadata: { run: process.env.RUN_ID } }, limit: 1, order: 'asc' })
@@ -150,9 +155,15 @@ const printed = await ci.runCode('print("printed")')
 check('runCode.stdout', printed.logs.stdout.join('') === 'printed\n', printed.logs)
 const raised = await ci.runCode('raise ValueError("boom")')
 check('runCode.error', raised.error && raised.error.name === 'ValueError' && raised.error.value === 'boom' && raised.error.traceback.includes('ValueError'), raised.error)
+const envs = await ci.runCode('import os; (os.environ.get("CI_A"), os.environ.get("CI_B"))', { envs: { CI_B: 'run' } })
+check('runCode.envs', envs.text === "('create', 'run')", envs)
 const cctx = await ci.createCodeContext()
 await ci.runCode('x = 1', { context: cctx })
 check('runCode.contexts', (await ci.runCode('x', { context: cctx })).text === '1' && (await ci.runCode('x')).text === '41')
+// timeoutMs counts from the answer's headers, which come while the cell runs
+// (held until its result, a 20 s cell ended normally and timeoutMs did nothing)
+const cut = await rejects(() => ci.runCode('import time; time.sleep(20)', { timeoutMs: 2000 }))
+check('runCode.timeoutMs', cut !== null && cut.name === 'TimeoutError', cut && { name: cut.name, message: cut.message })
 await ci.kill()
 
 // kill, then the sandbox is not found

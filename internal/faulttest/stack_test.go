@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/internal/testport"
 )
 
 // stackBuild is the one build of the binaries of this test process: `go
@@ -86,12 +86,13 @@ func newStack(t *testing.T, extraEnv ...string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Below the ephemeral range: a stack's server is killed and started
+	// again on this port (killServer, then up), and remains() reads any
+	// listener on it as the stack's.
+	port, err := testport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	s := &stack{t: t, bin: bin, home: home, port: port}
 	s.env = append(os.Environ(),
 		"BOXKITE_HOME="+home, "BOXKITE_URL=", "BOXKITE_API_KEY=", "NO_COLOR=1",

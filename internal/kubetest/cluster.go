@@ -31,6 +31,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxkite/boxkite/internal/testport"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -143,7 +145,7 @@ func Start(ctx context.Context, assets string) (c *Cluster, err error) {
 	if err != nil {
 		return c, err
 	}
-	port, err := freePort()
+	port, err := testport.Pick()
 	if err != nil {
 		return c, err
 	}
@@ -189,11 +191,11 @@ func Start(ctx context.Context, assets string) (c *Cluster, err error) {
 }
 
 func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
-	client, err := freePort()
+	client, err := testport.Pick()
 	if err != nil {
 		return "", err
 	}
-	peer, err := freePort()
+	peer, err := testport.Pick()
 	if err != nil {
 		return "", err
 	}
@@ -330,16 +332,6 @@ func (c *Cluster) Namespace(t testing.TB) string {
 		t.Fatalf("kubetest: create service account: %v", err)
 	}
 	return name
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 type credentials struct {

@@ -7,13 +7,13 @@ package objtest
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/boxkite/boxkite/internal/testport"
 	"github.com/boxkite/boxkite/server/storagesync"
 )
 
@@ -122,27 +122,15 @@ func tool(t testing.TB, env, path, what string) string {
 	return ""
 }
 
-// freePort returns a port free on 127.0.0.1 now, below 55535 so that
-// SeaweedFS's gRPC port (port + 10000) is valid.
+// freePort returns a port free on 127.0.0.1 now, outside the kernel's
+// ephemeral range: a store is stopped and restarted on the same ports.
 func freePort(t testing.TB) int {
 	t.Helper()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("objtest: listen: %v", err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if p >= 55535 {
-			continue
-		}
-		if l2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+10000)); err == nil {
-			l2.Close()
-			return p
-		}
+	port, err := testport.Pick()
+	if err != nil {
+		t.Fatalf("objtest: %v", err)
 	}
-	t.Fatal("objtest: no free port pair")
-	return 0
+	return port
 }
 
 // Wait looks at ok every quarter second until it holds, and fails t when

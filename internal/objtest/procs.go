@@ -75,14 +75,25 @@ func startSeaweed(t testing.TB) *Server {
 	if err := os.WriteFile(conf, []byte(`{"identities":[{"name":"objtest","credentials":[{"accessKey":"`+key+`","secretKey":"`+secret+`"}],"actions":["Admin","Read","Write","List","Tagging"]}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	master, volume, filer, s3 := freePort(t), freePort(t), freePort(t), freePort(t)
-	p := startProc(t, &proc{name: weed, log: filepath.Join(dir, "weed.log"), args: []string{
+	s3 := freePort(t)
+	args := []string{
 		"server", "-dir=" + dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
-		fmt.Sprintf("-master.port=%d", master), fmt.Sprintf("-volume.port=%d", volume),
 		"-master.volumeSizeLimitMB=128", "-volume.max=20",
-		"-filer", fmt.Sprintf("-filer.port=%d", filer),
-		"-s3", fmt.Sprintf("-s3.port=%d", s3), "-s3.config=" + conf,
-	}})
+		"-filer", "-s3", fmt.Sprintf("-s3.port=%d", s3), "-s3.config=" + conf,
+		// Off: the S3 server's Iceberg and Lance servers (fixed ports 8181
+		// and 9101, which two packages' stores would share), and the
+		// master's telemetry (a report to a host that is not loopback).
+		"-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false",
+	}
+	// Every port the kernel's pick: weed's default gRPC port, its HTTP
+	// port + 10000, is one picked by hand.
+	for _, name := range []string{"master", "volume", "filer"} {
+		args = append(args, fmt.Sprintf("-%s.port=%d", name, freePort(t)))
+	}
+	for _, name := range []string{"master", "volume", "filer", "s3"} {
+		args = append(args, fmt.Sprintf("-%s.port.grpc=%d", name, freePort(t)))
+	}
+	p := startProc(t, &proc{name: weed, log: filepath.Join(dir, "weed.log"), args: args})
 	return &Server{
 		Config: storagesync.Config{
 			Kind: "s3", Endpoint: fmt.Sprintf("http://127.0.0.1:%d", s3), Region: "us-east-1",

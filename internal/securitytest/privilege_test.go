@@ -3,6 +3,8 @@ package securitytest
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -187,6 +189,54 @@ func TestPrivilegedToolsRefused(t *testing.T) {
 		})
 	}
 	watch.check(t)
+}
+
+// TestBoundingSet: the jail's init, each of its threads, and every
+// process in the jail hold the sidecar's bounding set (0xef) and no
+// more, and init's threads no_new_privs and no ambient capability. The jail's clone drops the rest before init's execve (issue 27:
+// no all-thread drop in the sidecar's start), and the sidecar refuses to
+// serve with more; either alone keeps this test green, neither fails it.
+func TestBoundingSet(t *testing.T) {
+	x := newSuite(t)
+	a := x.sandbox(api.CreateSandboxRequest{})
+	const want = "00000000000000ef"
+	pid := x.host(a).PID
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("threads of init %d: %v %v", pid, tasks, err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := statusField(string(b), "CapBnd"); got != want {
+			t.Errorf("%s: CapBnd %s, want %s", task, got, want)
+		}
+		if got := statusField(string(b), "NoNewPrivs"); got != "1" {
+			t.Errorf("%s: NoNewPrivs %s, want 1", task, got)
+		}
+		if got := statusField(string(b), "CapAmb"); got != "0000000000000000" {
+			t.Errorf("%s: CapAmb %s, want none", task, got)
+		}
+	}
+	// Inside: every process's every thread, a background one included;
+	// the count shows init's threads were read too.
+	res := x.run(a, `sleep 30 & cat /proc/[0-9]*/task/*/status | grep ^CapBnd: | cut -f2 | sort -u; ls /proc/1/task | wc -l; kill $!`)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	if len(lines) != 2 || lines[0] != want || lines[1] == "0" {
+		t.Errorf("bounding sets in the jail = %+v, want only %s and init's threads counted", res, want)
+	}
+}
+
+// statusField is the value of a /proc/PID/status field.
+func statusField(status, name string) string {
+	for _, line := range strings.Split(status, "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // TestSetuidIgnored runs a setuid-root binary from the read-only /usr and

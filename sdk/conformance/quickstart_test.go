@@ -2,7 +2,6 @@ package conformance_test
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/internal/testport"
 )
 
 // quickStart returns the first code block tagged lang in docs/sdks.md:
@@ -122,12 +122,12 @@ func boxkiteUp(t *testing.T) string {
 			t.Fatalf("go build %s: %v\n%s", strings.Join(names, " "), err, out)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// A port the kernel picked would be free only until the listen's
+	// close: boxkite up binds it later, from another process.
+	port, err := testport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	home := t.TempDir()
 	env := append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "BOXKITE_") }),
 		"BOXKITE_HOME="+home, "PATH="+bin+string(filepath.ListSeparator)+os.Getenv("PATH"))

@@ -2,13 +2,9 @@ package e2b
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,21 +63,6 @@ type sandboxJSON struct {
 	EnvdAccessToken    string  `json:"envdAccessToken"`
 	TrafficAccessToken string  `json:"trafficAccessToken"`
 	Domain             *string `json:"domain"`
-}
-
-// listedJSON is E2B's ListedSandbox.
-type listedJSON struct {
-	SandboxID   string            `json:"sandboxID"`
-	TemplateID  string            `json:"templateID"`
-	ClientID    string            `json:"clientID"`
-	CPUCount    int               `json:"cpuCount"`
-	MemoryMB    int               `json:"memoryMB"`
-	DiskSizeMB  int               `json:"diskSizeMB"`
-	EnvdVersion string            `json:"envdVersion"`
-	StartedAt   time.Time         `json:"startedAt"`
-	EndAt       time.Time         `json:"endAt"`
-	State       string            `json:"state"`
-	Metadata    map[string]string `json:"metadata"`
 }
 
 // detailJSON is E2B's SandboxDetail.
@@ -225,19 +206,6 @@ func sandboxDomain(host string) *string {
 	return &d
 }
 
-func listed(sb Sandbox, rec Record) listedJSON {
-	size := sizes[sb.Size]
-	md := rec.Metadata
-	if md == nil {
-		md = map[string]string{}
-	}
-	return listedJSON{
-		SandboxID: sb.ID, TemplateID: rec.TemplateID, ClientID: clientID, CPUCount: size[0], MemoryMB: size[1],
-		DiskSizeMB: int(sb.StorageGB * 1024), EnvdVersion: envd.Version, StartedAt: sb.CreatedAt.UTC(),
-		EndAt: sb.ExpiresAt.UTC(), State: state(sb), Metadata: md,
-	}
-}
-
 // state is E2B's name for the sandbox's state.
 func state(sb Sandbox) string {
 	if sb.Paused {
@@ -279,138 +247,6 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, c Caller) error {
 		listedJSON: listed(sb, rec), EnvdAccessToken: access, Domain: sandboxDomain(r.Host), Lifecycle: lifecycle{OnTimeout: onTimeout},
 	})
 	return nil
-}
-
-// list serves GET /v2/sandboxes: the account's running and paused
-// sandboxes (state= picks one), filtered by metadata, template and start
-// time, newest first unless order=asc, a page of limit at a time.
-func (h *Handler) list(w http.ResponseWriter, r *http.Request, c Caller) error {
-	q := r.URL.Query()
-	f, err := parseListFilter(q)
-	if err != nil {
-		return err
-	}
-	sbs, err := h.cp.Sandboxes(r.Context(), c)
-	if err != nil {
-		return err
-	}
-	recs, err := h.store.E2BSandboxes(r.Context(), c.AccountID())
-	if err != nil {
-		return err
-	}
-	byID := map[string]Record{}
-	for _, rec := range recs {
-		byID[rec.SandboxID] = rec
-	}
-	var out []listedJSON
-	for _, sb := range sbs {
-		rec, ok := byID[sb.ID]
-		if !ok {
-			rec = Record{SandboxID: sb.ID, TemplateID: defaultTemplate}
-		}
-		if f.match(sb, rec) {
-			out = append(out, listed(sb, rec))
-		}
-	}
-	slices.SortFunc(out, func(a, b listedJSON) int {
-		if d := a.StartedAt.Compare(b.StartedAt); d != 0 {
-			return d
-		}
-		return strings.Compare(a.SandboxID, b.SandboxID)
-	})
-	if !f.asc {
-		slices.Reverse(out)
-	}
-	if f.after != "" {
-		i := slices.IndexFunc(out, func(l listedJSON) bool { return l.SandboxID == f.after })
-		out = out[i+1:] // -1 (a token of a sandbox gone since) starts over
-	}
-	if len(out) > f.limit {
-		out = out[:f.limit]
-		w.Header().Set("X-Next-Token", base64.RawURLEncoding.EncodeToString([]byte(out[len(out)-1].SandboxID)))
-	}
-	if out == nil {
-		out = []listedJSON{}
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-// listFilter is the query of a list.
-type listFilter struct {
-	metadata     map[string]string
-	running      bool
-	paused       bool
-	template     string
-	startedAfter time.Time
-	asc          bool
-	limit        int
-	after        string // the sandbox id the page starts after
-}
-
-func parseListFilter(q url.Values) (listFilter, error) {
-	f := listFilter{metadata: map[string]string{}, running: true, paused: true, template: q.Get("template"), limit: defaultPageLimit}
-	if v := q.Get("metadata"); v != "" {
-		// The SDK encodes each key and value, joins them as a query
-		// string, and sends that, encoded again, as one parameter.
-		pairs, err := url.ParseQuery(v)
-		if err != nil {
-			return f, api.Invalid("metadata", "metadata is not a query string of key=value pairs", "")
-		}
-		for k, vs := range pairs {
-			key, err1 := url.QueryUnescape(k)
-			val, err2 := url.QueryUnescape(vs[0])
-			if err1 != nil || err2 != nil {
-				return f, api.Invalid("metadata", "metadata is not percent-encoded correctly", "")
-			}
-			f.metadata[key] = val
-		}
-	}
-	if v := q.Get("state"); v != "" {
-		states := strings.Split(v, ",")
-		f.running, f.paused = slices.Contains(states, "running"), slices.Contains(states, "paused")
-	}
-	if v := q.Get("startedAfter"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil {
-			return f, api.Invalid("startedAfter", "startedAfter is not an RFC 3339 time", "")
-		}
-		f.startedAfter = t
-	}
-	switch q.Get("order") {
-	case "", "desc":
-	case "asc":
-		f.asc = true
-	default:
-		return f, api.Invalid("order", "order must be asc or desc", "")
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return f, api.Invalid("limit", "limit must be a positive integer", "")
-		}
-		f.limit = min(n, maxPageLimit)
-	}
-	if v := q.Get("nextToken"); v != "" {
-		b, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil {
-			return f, api.Invalid("nextToken", "nextToken is not one this server gave", "")
-		}
-		f.after = string(b)
-	}
-	return f, nil
-}
-
-func (f listFilter) match(sb Sandbox, rec Record) bool {
-	if sb.Paused && !f.paused || !sb.Paused && !f.running || f.template != "" && f.template != rec.TemplateID || sb.CreatedAt.Before(f.startedAfter) {
-		return false
-	}
-	for k, v := range f.metadata {
-		if got, ok := rec.Metadata[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 func (h *Handler) kill(w http.ResponseWriter, r *http.Request, c Caller) error {

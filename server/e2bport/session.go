@@ -173,7 +173,7 @@ func (e *session) Sidecar(ctx context.Context, method, path string, q url.Values
 	for k, v := range hdr {
 		req.Header[k] = v
 	}
-	req.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
+	req.Header.Set(api.HeaderSidecarToken, sb.Endpoint.Token)
 	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

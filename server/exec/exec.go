@@ -17,6 +17,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -39,23 +40,8 @@ const Grace = 30 * time.Second
 // sidecar's /exec. With Accept: application/x-ndjson the sidecar streams
 // events and they are passed on as they arrive.
 func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
-	var body execBody
-	if err := httpx.DecodeJSON(w, r, &body, httpx.MaxExecBody); err != nil {
-		return err
-	}
-	req := body.ExecRequest
-	if strings.TrimSpace(req.Command) == "" {
-		return httpx.Invalid("command", "command must not be empty", "")
-	}
-	req.Timeout = api.DefaultExecTimeout
-	if body.Timeout != nil {
-		req.Timeout = *body.Timeout
-		if req.Timeout < 1 || req.Timeout > api.MaxExecTimeout {
-			return httpx.Invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, req.Timeout),
-				fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultExecTimeout))
-		}
-	}
-	if err := s.checkOutputLimit(&req); err != nil {
+	req, err := s.decodeExec(w, r)
+	if err != nil {
 		return err
 	}
 	sb, err := s.d.LoadActive(r)
@@ -130,6 +116,37 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.d.ObserveExec(s.d.Now().Sub(started))
 	out.result(c)
+	return s.acknowledge(r, hw, sc, c, sb, req, &out, started)
+}
+
+// decodeExec reads and checks an exec request, its timeout defaulted.
+func (s *Service) decodeExec(w http.ResponseWriter, r *http.Request) (api.ExecRequest, error) {
+	var body execBody
+	if err := httpx.DecodeJSON(w, r, &body, httpx.MaxExecBody); err != nil {
+		return api.ExecRequest{}, err
+	}
+	req := body.ExecRequest
+	if strings.TrimSpace(req.Command) == "" {
+		return api.ExecRequest{}, httpx.Invalid("command", "command must not be empty", "")
+	}
+	req.Timeout = api.DefaultExecTimeout
+	if body.Timeout != nil {
+		req.Timeout = *body.Timeout
+		if req.Timeout < 1 || req.Timeout > api.MaxExecTimeout {
+			return api.ExecRequest{}, httpx.Invalid("timeout", fmt.Sprintf("timeout must be between 1 and %d seconds, got %d", api.MaxExecTimeout, req.Timeout),
+				fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultExecTimeout))
+		}
+	}
+	if err := s.checkOutputLimit(&req); err != nil {
+		return api.ExecRequest{}, err
+	}
+	return req, nil
+}
+
+// acknowledge stores and audits a finished command, then releases the held
+// answer, or fails it: with the command's outcome attached when storing or
+// auditing failed, or as revoked when the credential was.
+func (s *Service) acknowledge(r *http.Request, hw hold.Writer, sc *scrub.Exec, c *sidecar.Call, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time) error {
 	// What the command wrote is on the host's storage before it is
 	// acknowledged, or the answer says it is not.
 	// A revoked credential loses the result, not the command: that is
@@ -139,7 +156,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	if revoked {
 		syncCtx = context.WithoutCancel(syncCtx)
 	}
-	err = s.storeAndAudit(r, syncCtx, sb, req, &out, started)
+	err := s.storeAndAudit(r, syncCtx, sb, req, out, started)
 	if revoked {
 		return hw.Fail(authz.ErrStreamRevoked)
 	}

@@ -329,7 +329,7 @@ func sidecarCall(ctx context.Context, ep model.Endpoint, method, path, token str
 		return nil, fmt.Errorf("sidecar %s: %w", path, err)
 	}
 	if token != "" {
-		req.Header.Set("X-Sidecar-Auth-Token", token)
+		req.Header.Set(api.HeaderSidecarToken, token)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

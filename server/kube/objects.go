@@ -141,12 +141,6 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown size %q", p.size)
 	}
-	storage := p.storageGB
-	if storage <= 0 {
-		storage = d.cfg.StorageGB
-	}
-	workspaceLimit := *resource.NewQuantity(int64(storage*(1<<30)), resource.BinarySI)
-	tmpLimit := resource.MustParse(d.cfg.TmpSize)
 	args := []string{
 		"serve", "--listen", "tcp:0.0.0.0:" + strconv.Itoa(int(d.cfg.SidecarPort)),
 		"--tls-cert", tlsDir + "/tls.crt", "--tls-key", tlsDir + "/tls.key",
@@ -163,25 +157,7 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 	deadline := int64(p.deadline / time.Second)
 	no, yes := false, true
 	uid := int64(sandboxUID)
-	mounts := []corev1.VolumeMount{
-		{Name: "workspace", MountPath: "/workspace"},
-		{Name: "tmp", MountPath: "/tmp"},
-		{Name: "sidecar", MountPath: tlsDir, ReadOnly: true},
-	}
-	volumes := []corev1.Volume{
-		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &workspaceLimit}}},
-		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &tmpLimit}}},
-		{Name: "sidecar", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: secretName(p.name), DefaultMode: ptr(int32(0o400)),
-		}}},
-	}
-	for i, v := range p.volumes {
-		name := "vol-" + strconv.Itoa(i)
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: volumeClaimName(v.ID)},
-		}})
-		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: v.Path})
-	}
+	volumes, mounts := d.podVolumes(p)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.name, Namespace: d.cfg.Namespace, Labels: d.labels(p),
@@ -233,6 +209,38 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 		pod.Spec.RuntimeClassName = ptr(d.cfg.RuntimeClassName)
 	}
 	return pod, nil
+}
+
+// podVolumes are a sandbox pod's volumes and their mounts: the workspace
+// and /tmp emptyDirs, capped in size, the sidecar's secret, and a claim per
+// boxkite volume.
+func (d *Driver) podVolumes(p podPlan) ([]corev1.Volume, []corev1.VolumeMount) {
+	storage := p.storageGB
+	if storage <= 0 {
+		storage = d.cfg.StorageGB
+	}
+	workspaceLimit := *resource.NewQuantity(int64(storage*(1<<30)), resource.BinarySI)
+	tmpLimit := resource.MustParse(d.cfg.TmpSize)
+	mounts := []corev1.VolumeMount{
+		{Name: "workspace", MountPath: "/workspace"},
+		{Name: "tmp", MountPath: "/tmp"},
+		{Name: "sidecar", MountPath: tlsDir, ReadOnly: true},
+	}
+	volumes := []corev1.Volume{
+		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &workspaceLimit}}},
+		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &tmpLimit}}},
+		{Name: "sidecar", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secretName(p.name), DefaultMode: ptr(int32(0o400)),
+		}}},
+	}
+	for i, v := range p.volumes {
+		name := "vol-" + strconv.Itoa(i)
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: volumeClaimName(v.ID)},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: v.Path})
+	}
+	return volumes, mounts
 }
 
 // volumeClaimName is the PersistentVolumeClaim holding a boxkite volume.

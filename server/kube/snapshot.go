@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -143,7 +144,7 @@ func (d *Driver) archiveCall(ctx context.Context, ep model.Endpoint, method stri
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("X-Sidecar-Auth-Token", ep.Token)
+	req.Header.Set(api.HeaderSidecarToken, ep.Token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/x-tar")
 	}

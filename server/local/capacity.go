@@ -116,6 +116,8 @@ type capacity struct {
 	keeping            bool          // keepFresh runs
 	stop               chan struct{} // closed by Shutdown: keepFresh ends
 	stopOnce           sync.Once
+
+	pids pidsFiles // sandboxTasks' cache of the sandboxes' pids.current
 }
 
 // procRoot is where host files are read from.
@@ -324,31 +326,117 @@ func (d *Driver) readCheap(r *hostReading) error {
 }
 
 // sandboxTasks sums the tasks in this driver's sandboxes' cgroups, warm
-// pool members included.
+// pool members included: those whose state file names a cgroup with
+// pids accounting. Each one's pids.current is found once, from its state
+// file, and then read alone at every reading (pidsFiles): a reading
+// during a burst of creates, or with thousands of idle sandboxes, is one
+// small read per sandbox, not a state file's decode and a failed open of
+// the memory hierarchy's pids.current besides (bench/issue27/
+// session14-cap14.md). A cached file that can no longer be read (the
+// cgroup was removed: the sandbox ended, was paused with filesystem, or
+// is being restarted) sends the reading back to the state file.
 func (d *Driver) sandboxTasks(ctx context.Context) (tasks, sandboxes int64) {
-	var dirs []string
-	for _, parent := range []string{d.sandboxesDir(), d.poolDir()} {
-		entries, _ := os.ReadDir(parent)
-		for _, e := range entries {
-			dirs = append(dirs, filepath.Join(parent, e.Name()))
+	p := &d.capacity.pids
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.files == nil {
+		p.files = map[pidsKey]pidsFile{}
+	}
+	p.gen++
+	for i, parent := range []string{d.sandboxesDir(), d.poolDir()} {
+		var err error
+		if p.names, p.buf, err = readDirNames(parent, p.names[:0], p.buf); err != nil {
+			continue // no sandboxes (or pool) yet
+		}
+		for _, name := range p.names {
+			if ctx.Err() != nil {
+				return tasks, sandboxes // a partial reading keeps every cached file
+			}
+			if n, ok := p.read(pidsKey{pool: i == 1, name: name}, parent); ok {
+				tasks += n
+				sandboxes++
+			}
 		}
 	}
-	for _, dir := range dirs {
-		if ctx.Err() != nil {
-			break
-		}
-		st, err := readState(dir)
-		if err != nil || len(st.Cgroup.Dirs) == 0 {
-			continue
-		}
-		// Pids, not Usage: the tasks alone, one file, where Usage also
-		// probes and reads every hierarchy's memory files.
-		if n, err := st.Cgroup.Pids(); err == nil {
-			tasks += n
-			sandboxes++
+	for k, f := range p.files {
+		if f.seen != p.gen {
+			delete(p.files, k) // its directory is gone: removed, or a claimed member renamed
 		}
 	}
 	return tasks, sandboxes
+}
+
+// pidsFiles caches each sandbox's and pool member's pids.current for
+// sandboxTasks, by its directory.
+type pidsFiles struct {
+	mu    sync.Mutex // held by one sandboxTasks at a time
+	files map[pidsKey]pidsFile
+	gen   uint64   // sandboxTasks' readings; an entry not seen in the latest is dropped
+	names []string // readDirNames' result and buffer, reused
+	buf   []byte
+}
+
+// pidsKey is a sandbox's directory: its name under the sandboxes or the
+// pool directory.
+type pidsKey struct {
+	pool bool
+	name string
+}
+
+type pidsFile struct {
+	path string // the cgroup's pids.current
+	seen uint64 // the reading that last read it
+}
+
+// read returns the tasks of the sandbox or pool member k (under parent)
+// and whether it counts.
+func (p *pidsFiles) read(k pidsKey, parent string) (int64, bool) {
+	if f, ok := p.files[k]; ok {
+		if n, err := jail.ReadPids(f.path); err == nil {
+			f.seen = p.gen
+			p.files[k] = f
+			return n, true
+		}
+		delete(p.files, k)
+	}
+	st, err := readState(filepath.Join(parent, k.name))
+	if err != nil || len(st.Cgroup.Dirs) == 0 {
+		return 0, false // not started yet, paused with filesystem, or without cgroups
+	}
+	// PidsFile, not Usage: the tasks alone, one file, where Usage also
+	// probes and reads every hierarchy's memory files.
+	path, n, err := st.Cgroup.PidsFile()
+	if err != nil {
+		return 0, false
+	}
+	p.files[k] = pidsFile{path: path, seen: p.gen}
+	return n, true
+}
+
+// readDirNames appends the names in dir to names with plain system calls
+// (open, getdents until the end, close: no poller round and no sort, as
+// os.ReadDir has), buf being getdents' buffer, both returned for reuse.
+func readDirNames(dir string, names []string, buf []byte) ([]string, []byte, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return names, buf, fmt.Errorf("read directory: %w", &os.PathError{Op: "open", Path: dir, Err: err})
+	}
+	defer unix.Close(fd)
+	if len(buf) == 0 {
+		buf = make([]byte, 16<<10) // ~400 entries a call
+	}
+	for {
+		n, err := unix.Getdents(fd, buf)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return names, buf, fmt.Errorf("read directory: %w", &os.PathError{Op: "getdents", Path: dir, Err: err})
+		case n <= 0:
+			return names, buf, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
 }
 
 // watermark is the free-space watermark for a filesystem of total bytes.

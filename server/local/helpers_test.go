@@ -192,7 +192,7 @@ func runWith(t testing.TB, c *http.Client, ep model.Endpoint, command string) ap
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Sidecar-Auth-Token", ep.Token)
+	req.Header.Set(api.HeaderSidecarToken, ep.Token)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("exec %q: %v", command, err)

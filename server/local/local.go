@@ -57,6 +57,14 @@ type Config struct {
 	SidecarPath string       // the boxkite-sidecar binary; "" means next to this executable, else $PATH
 	Log         *slog.Logger // nil means slog.Default()
 
+	// SidecarCopies is where a root driver runs the sidecar binary from: a
+	// byte-identical copy on a tmpfs whose files take huge pages, mounted
+	// there by the first server that needs it and shared by every server
+	// of the host (sidecarcopy.go); "" means DefaultSidecarCopies,
+	// SidecarCopiesOff the binary where it is. Without root, huge pages
+	// or room there, the binary runs where it is.
+	SidecarCopies string
+
 	// IDRangeDir, IDRangeFirst and IDRangeCount lay out the host uid and
 	// gid ranges a root driver leases to its sandboxes, one each
 	// (server/local/idrange): IDRangeCount ranges of jail.IDRange ids from
@@ -125,7 +133,8 @@ type Config struct {
 type Driver struct {
 	cfg     Config
 	log     *slog.Logger
-	sidecar string
+	sidecar string          // the binary jails and the spawner execute: SidecarPath's, or its copy
+	copy    *sidecarCopy    // the copy d.sidecar names, held; nil when none
 	root    bool            // the driver runs as root and maps a uid range per sandbox
 	ids     *idrange.Ranges // root only
 
@@ -189,8 +198,9 @@ func New(cfg Config) (*Driver, error) {
 	}
 	d.sidecar = path
 	d.checkSidecarStatic()
+	d.useSidecarCopy()
 	if d.root {
-		d.spawner = jail.NewSpawner(path)
+		d.spawner = jail.NewSpawner(d.sidecar)
 	}
 	if d.cfg.Sizes == nil {
 		d.cfg.Sizes = DefaultSizes()
@@ -242,6 +252,22 @@ func (d *Driver) prepareSpawner() {
 	if err := d.spawner.Prepare(); err != nil {
 		d.log.Warn("start the jail spawner", "err", err)
 	}
+}
+
+// useSidecarCopy points d.sidecar at its copy on the huge-page tmpfs
+// (Config.SidecarCopies) when a root driver can make one; else it stays,
+// and the log says why.
+func (d *Driver) useSidecarCopy() {
+	if !d.root || d.cfg.SidecarCopies == SidecarCopiesOff {
+		return
+	}
+	c, err := copySidecar(cmp.Or(d.cfg.SidecarCopies, DefaultSidecarCopies), d.sidecar)
+	if err != nil {
+		d.log.Info("the sidecar runs from its own file, not a huge-page copy: each jail start maps it in 4 KiB pages", "sidecar", d.sidecar, "err", err)
+		return
+	}
+	d.log.Debug("the sidecar runs from its huge-page copy", "sidecar", d.sidecar, "copy", c.path)
+	d.sidecar, d.copy = c.path, c
 }
 
 // chooseIsolation settles the cgroup and storage quota mechanisms, saying
@@ -468,7 +494,7 @@ func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepar
 		if spec.FromSnapshot != "" {
 			err = d.restoreDisk(filepath.Join(dir, diskImage), spec.FromSnapshot)
 		} else {
-			err = d.images.Create(filepath.Join(dir, diskImage), quota)
+			err = d.images.CreateWith(filepath.Join(dir, diskImage), quota, d.diskLayout(js.UID))
 		}
 		if err != nil {
 			return p, err
@@ -478,9 +504,11 @@ func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepar
 		}
 		js.Workspace, js.Outputs = filepath.Join(mnt, "workspace"), filepath.Join(mnt, "outputs")
 		for _, data := range []string{js.Workspace, js.Outputs} {
-			if spec.FromSnapshot != "" && exists(data) {
-				continue // restored with the disk
+			if exists(data) {
+				continue // the template's, or restored with the disk
 			}
+			// A snapshot of a disk without them, or a template mkfs.ext4
+			// could not populate.
 			if err := d.makeDir(data, 0o755, js.UID); err != nil {
 				return p, err
 			}
@@ -508,6 +536,17 @@ func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepar
 	st.Jail, st.Limits = &jsCopy, lim
 	p.js, p.st = js, st
 	return p, writeState(dir, st)
+}
+
+// diskLayout is what a new sandbox disk holds: the workspace and outputs
+// directories, owned by the sandbox user's canonical id hostID as makeDir
+// would make them.
+func (d *Driver) diskLayout(hostID int) loopdisk.Layout {
+	l := loopdisk.Layout{Dirs: []string{"workspace", "outputs"}, UID: hostID, GID: hostID}
+	if !d.root {
+		l.UID, l.GID = os.Getuid(), os.Getgid()
+	}
+	return l
 }
 
 // makeDir makes a host directory owned by uid and gid hostID when the
@@ -731,6 +770,6 @@ func (d *Driver) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	// Volumes and snapshots outlive the server, their mounts do not.
-	errs = append(errs, d.unmountVolumes(), d.unmountClonePool(), d.spawner.Close())
+	errs = append(errs, d.unmountVolumes(), d.unmountClonePool(), d.spawner.Close(), d.copy.Close())
 	return errors.Join(append(errs, perr)...)
 }

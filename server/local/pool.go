@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
 	"golang.org/x/sys/unix"
 )
@@ -475,7 +476,7 @@ func claimSidecar(ctx context.Context, client *http.Client, poolToken, token str
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Sidecar-Auth-Token", poolToken)
+	req.Header.Set(api.HeaderSidecarToken, poolToken)
 	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("claim sidecar: %w", err)

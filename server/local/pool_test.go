@@ -76,7 +76,7 @@ func statusWith(t *testing.T, socket, token string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("X-Sidecar-Auth-Token", token)
+	req.Header.Set(api.HeaderSidecarToken, token)
 	resp, err := unixClient(socket).Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -54,7 +54,7 @@ func execOnce(ep model.Endpoint, command string) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Sidecar-Auth-Token", ep.Token)
+	req.Header.Set(api.HeaderSidecarToken, ep.Token)
 	resp, err := unixClient(ep.Address).Do(req)
 	if err != nil {
 		return err

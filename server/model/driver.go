@@ -68,7 +68,7 @@ type Spec struct {
 type Endpoint struct {
 	Network string // "unix" or "tcp"
 	Address string // socket path or host:port
-	Token   string // presented as X-Sidecar-Auth-Token on every request
+	Token   string // presented as api.HeaderSidecarToken on every request
 	CertPEM []byte // for tcp: the sidecar's self-signed certificate, pinned
 }
 

@@ -203,7 +203,7 @@ func (s *Service) proxy(rt http.RoundTripper, t target, q url.Values) *httputil.
 			pr.Out.Header.Set("X-Forwarded-Host", pr.In.Host)
 		},
 		ModifyResponse: func(resp *http.Response) error {
-			resp.Header.Del("X-Sidecar-Auth-Token")
+			resp.Header.Del(api.HeaderSidecarToken)
 			// The sidecar's own headers, which the server has set already:
 			// the app's answer gets them once.
 			if id := resp.Header.Get("X-Request-Id"); id != "" && id == resp.Request.Header.Get("X-Request-ID") {

@@ -58,29 +58,9 @@ func (s *Service) Forward(w http.ResponseWriter, r *http.Request, sb *model.Sand
 		s.d.Log.ErrorContext(ctx, "sidecar client", "sandbox", sb.ID, "err", err)
 		return model.SandboxFailed("reach")
 	}
-	u := "http://sidecar" + c.Path
-	if len(c.Query) > 0 {
-		u += "?" + c.Query.Encode()
-	}
-	body := c.Body
-	if body != nil && c.Length == 0 {
-		body = http.NoBody // a zero length with a body would be read as "unknown"
-	}
-	up, err := http.NewRequestWithContext(ctx, c.Method, u, body)
+	up, err := sidecarRequest(ctx, r, sb, c)
 	if err != nil {
-		return fmt.Errorf("build sidecar request: %w", err)
-	}
-	if body != nil && body != http.NoBody {
-		up.ContentLength = c.Length
-	}
-	for _, h := range sidecar.PassRequestHeaders {
-		if v := r.Header.Get(h); v != "" {
-			up.Header.Set(h, v)
-		}
-	}
-	up.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
-	if id := httpx.RequestID(ctx); id != "" {
-		up.Header.Set("X-Request-ID", id)
+		return err
 	}
 	resp, err := client.Do(up)
 	if err != nil {
@@ -111,6 +91,36 @@ func (s *Service) Forward(w http.ResponseWriter, r *http.Request, sb *model.Sand
 	}
 	resp.Body.Close()
 	return err
+}
+
+// sidecarRequest builds the request of c to sb's sidecar, with the
+// client's headers that pass and sb's token.
+func sidecarRequest(ctx context.Context, r *http.Request, sb *model.Sandbox, c *sidecar.Call) (*http.Request, error) {
+	u := "http://sidecar" + c.Path
+	if len(c.Query) > 0 {
+		u += "?" + c.Query.Encode()
+	}
+	body := c.Body
+	if body != nil && c.Length == 0 {
+		body = http.NoBody // a zero length with a body would be read as "unknown"
+	}
+	up, err := http.NewRequestWithContext(ctx, c.Method, u, body)
+	if err != nil {
+		return nil, fmt.Errorf("build sidecar request: %w", err)
+	}
+	if body != nil && body != http.NoBody {
+		up.ContentLength = c.Length
+	}
+	for _, h := range sidecar.PassRequestHeaders {
+		if v := r.Header.Get(h); v != "" {
+			up.Header.Set(h, v)
+		}
+	}
+	up.Header.Set(api.HeaderSidecarToken, sb.Endpoint.Token)
+	if id := httpx.RequestID(ctx); id != "" {
+		up.Header.Set("X-Request-ID", id)
+	}
+	return up, nil
 }
 
 func (s *Service) copyResponse(w http.ResponseWriter, resp *http.Response, c *sidecar.Call) error {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
@@ -16,6 +17,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/iocount"
 	"github.com/boxkite/boxkite/server/internal/scrub"
 	"github.com/boxkite/boxkite/server/internal/sidecar"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // idPattern is what a process or LSP id in a path may look like. Checking
@@ -58,33 +60,10 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 		if err != nil {
 			return err
 		}
-		query := r.URL.Query()
-		query.Del("api_key")
-		if rt.flags&needPath != 0 && query.Get("path") == "" {
-			return apihttp.PathRequired()
-		}
 		x := &exchange{r: r}
-		c := &sidecar.Call{Method: rt.method, Path: path, Query: query, Length: -1, Timeout: rt.timeout}
-		var up *iocount.Reader
-		switch rt.body {
-		case bodyJSON:
-			if x.reqBody, err = apihttp.ReadJSON(w, r, httpx.MaxExecBody); err != nil {
-				return err
-			}
-			if rt.flags&(checkCommand|checkCode|checkNodeCode) != 0 {
-				program := "python3"
-				if rt.flags&checkNodeCode != 0 {
-					program = "node"
-				}
-				if err := s.d.CheckBodyCommand(r, x.reqBody, rt.flags&(checkCode|checkNodeCode) != 0, program); err != nil {
-					return err
-				}
-			}
-			c.Body, c.Length = bytes.NewReader(x.reqBody), int64(len(x.reqBody))
-		case bodyStream:
-			apihttp.Streaming(r) // an upload of any size: only stalls time out
-			up = &iocount.Reader{R: r.Body}
-			c.Body, c.Length = up, r.ContentLength
+		c, up, err := s.newCall(rt, w, r, path, x)
+		if err != nil {
+			return err
 		}
 		started := s.d.Now()
 		// Command output is scrubbed on its way out (scrubber); finish
@@ -141,28 +120,7 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 		if up != nil {
 			x.upBytes = up.N
 		}
-		var syncErr error
-		if rt.flags&writes != 0 && rt.flags&flushed == 0 {
-			syncErr = s.d.SyncDisk(r.Context(), sb, strings.ReplaceAll(rt.op, "_", " "))
-		}
-		var detail map[string]any
-		if rt.detail != nil {
-			detail = rt.detail(x)
-		}
-		if syncErr != nil {
-			if detail == nil {
-				detail = map[string]any{}
-			}
-			detail["stored"] = false // performed, but the host could not store it
-		}
-		err = s.d.Audit.Append(r.Context(), audit.Record{
-			Sandbox: sb, Operation: rt.op, Detail: detail,
-			ExitCode: x.exitCode, OutputTruncated: x.outputTruncated,
-			Started: started, Duration: s.d.Now().Sub(started),
-		})
-		if err == nil {
-			err = syncErr
-		}
+		err = s.record(r, rt, sb, x, started)
 		if err != nil {
 			return hw.Fail(audit.WithOutcome(err, map[string]any{"status": c.Status}))
 		}
@@ -170,6 +128,70 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 		finish()
 		return nil
 	}
+}
+
+// newCall builds the sidecar call of a request to rt: the query passed on
+// (without api_key) and the body, a JSON one read whole (and its command
+// checked against the allowlist) or an upload streamed through up.
+func (s *Service) newCall(rt proxyRoute, w http.ResponseWriter, r *http.Request, path string, x *exchange) (*sidecar.Call, *iocount.Reader, error) {
+	query := r.URL.Query()
+	query.Del("api_key")
+	if rt.flags&needPath != 0 && query.Get("path") == "" {
+		return nil, nil, apihttp.PathRequired()
+	}
+	c := &sidecar.Call{Method: rt.method, Path: path, Query: query, Length: -1, Timeout: rt.timeout}
+	var up *iocount.Reader
+	switch rt.body {
+	case bodyJSON:
+		var err error
+		if x.reqBody, err = apihttp.ReadJSON(w, r, httpx.MaxExecBody); err != nil {
+			return nil, nil, err
+		}
+		if rt.flags&(checkCommand|checkCode|checkNodeCode) != 0 {
+			program := "python3"
+			if rt.flags&checkNodeCode != 0 {
+				program = "node"
+			}
+			if err := s.d.CheckBodyCommand(r, x.reqBody, rt.flags&(checkCode|checkNodeCode) != 0, program); err != nil {
+				return nil, nil, err
+			}
+		}
+		c.Body, c.Length = bytes.NewReader(x.reqBody), int64(len(x.reqBody))
+	case bodyStream:
+		apihttp.Streaming(r) // an upload of any size: only stalls time out
+		up = &iocount.Reader{R: r.Body}
+		c.Body, c.Length = up, r.ContentLength
+	}
+	return c, up, nil
+}
+
+// record flushes what a writing operation changed to the host's storage
+// and appends its audit entry; a flush that failed is reported after the
+// entry, which then says the change was not stored.
+func (s *Service) record(r *http.Request, rt proxyRoute, sb *model.Sandbox, x *exchange, started time.Time) error {
+	var syncErr error
+	if rt.flags&writes != 0 && rt.flags&flushed == 0 {
+		syncErr = s.d.SyncDisk(r.Context(), sb, strings.ReplaceAll(rt.op, "_", " "))
+	}
+	var detail map[string]any
+	if rt.detail != nil {
+		detail = rt.detail(x)
+	}
+	if syncErr != nil {
+		if detail == nil {
+			detail = map[string]any{}
+		}
+		detail["stored"] = false // performed, but the host could not store it
+	}
+	err := s.d.Audit.Append(r.Context(), audit.Record{
+		Sandbox: sb, Operation: rt.op, Detail: detail,
+		ExitCode: x.exitCode, OutputTruncated: x.outputTruncated,
+		Started: started, Duration: s.d.Now().Sub(started),
+	})
+	if err == nil {
+		err = syncErr
+	}
+	return err
 }
 
 // expandSidecarPath fills the {name} wildcards of a sidecar path template

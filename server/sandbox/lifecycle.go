@@ -95,11 +95,13 @@ func (s *Service) each(sbs []*model.Sandbox, fn func(*model.Sandbox)) {
 //
 //   - rows still "creating" were interrupted mid-create: whatever the
 //     driver started is deleted and the row removed;
-//   - active rows whose sidecar answers /health (all checked in parallel,
-//     within healthTimeout in total), or that the driver froze while the
-//     host's disk is full (frozen.go), are adopted as they are;
-//   - active rows whose sidecar does not answer are marked lost, and the
-//     driver is told to clean up after them;
+//   - active rows whose sidecar answers /health and takes the row's token
+//     (all checked in parallel, within healthTimeout in total), or that the
+//     driver froze while the host's disk is full (frozen.go), are adopted
+//     as they are;
+//   - active rows whose sidecar does not answer, or refuses the row's
+//     token, are marked lost, and the driver is told to clean up after
+//     them;
 //   - paused rows are paused again, in case a crash came between the row
 //     and the driver (pause.go), and kept;
 //   - sandboxes the driver has that no active or paused row claims are
@@ -140,22 +142,8 @@ func (s *Service) Reconcile(ctx context.Context) error {
 			continue
 		}
 		lost++
-		s.log.WarnContext(ctx, "sandbox lost: its sidecar does not answer", "sandbox", sb.ID, "account", sb.AccountID)
-		const why = "its sidecar did not answer when the server started"
-		err := s.Destroy(ctx, sb.ID, api.StatusLost, model.ReasonLost)
-		if err == nil {
-			s.recordLost(ctx, sb, why)
-		}
-		if err != nil && !errors.Is(err, ErrNotActive) {
-			// The driver could not clean up; still record what we know.
-			if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
-				now := s.now()
-				sb.Status, sb.DestroyReason, sb.DestroyedAt = api.StatusLost, model.ReasonLost, &now
-				return nil
-			}); uerr != nil {
-				return fmt.Errorf("mark sandbox %s lost: %w", sb.ID, uerr)
-			}
-			s.recordLost(ctx, sb, why)
+		if err := s.reconcileLost(ctx, sb); err != nil {
+			return err
 		}
 	}
 
@@ -186,7 +174,37 @@ func (s *Service) Reconcile(ctx context.Context) error {
 	return nil
 }
 
-// SidecarHealthy reports whether the sandbox's sidecar answers GET /health.
+// reconcileLost destroys an active sandbox whose sidecar did not answer at
+// start as lost, and records it lost even if the driver could not clean
+// up after it.
+func (s *Service) reconcileLost(ctx context.Context, sb *model.Sandbox) error {
+	s.log.WarnContext(ctx, "sandbox lost: its sidecar does not answer", "sandbox", sb.ID, "account", sb.AccountID)
+	const why = "its sidecar did not answer when the server started"
+	err := s.Destroy(ctx, sb.ID, api.StatusLost, model.ReasonLost)
+	if err == nil {
+		s.recordLost(ctx, sb, why)
+	}
+	if err != nil && !errors.Is(err, ErrNotActive) {
+		// The driver could not clean up; still record what we know.
+		if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
+			now := s.now()
+			sb.Status, sb.DestroyReason, sb.DestroyedAt = api.StatusLost, model.ReasonLost, &now
+			return nil
+		}); uerr != nil {
+			return fmt.Errorf("mark sandbox %s lost: %w", sb.ID, uerr)
+		}
+		s.recordLost(ctx, sb, why)
+	}
+	return nil
+}
+
+// SidecarHealthy reports whether the sandbox's sidecar answers GET /health
+// and takes the row's token. The token matters after a crash: a warm
+// create commits its row, with the claimed token, while the pool member's
+// sidecar answers the claim, and a sidecar that refused the claim keeps
+// the pool's token; adopting it would leave an active sandbox that
+// refuses every call (bench/issue27/session13-warm13.md). A sidecar too
+// old to check a token on /health answers 200 as before.
 func (s *Service) SidecarHealthy(ctx context.Context, sb *model.Sandbox) bool {
 	client, err := s.sidecars.Client(sb.ID, sb.Endpoint)
 	if err != nil {
@@ -195,6 +213,9 @@ func (s *Service) SidecarHealthy(ctx context.Context, sb *model.Sandbox) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://sidecar/health", nil)
 	if err != nil {
 		return false
+	}
+	if sb.Endpoint.Token != "" {
+		req.Header.Set(api.HeaderSidecarToken, sb.Endpoint.Token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -77,13 +77,9 @@ func (s *Service) Pause(ctx context.Context, sb *model.Sandbox, mode string) (*m
 	if !sb.Active() {
 		return nil, NotActive(sb)
 	}
-	p, ok := driverAs[model.PauseDriver](s)
-	if !ok {
-		return nil, httpx.NotSupported("mode", "this server's driver cannot pause sandboxes")
-	}
-	if why := p.PauseModes()[mode]; why != "" {
-		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "pause mode %s does not work on this server: %s", mode, why).
-			WithHint("pause with mode freeze or filesystem instead; `boxkite doctor` on the server's host says what each mode needs")
+	p, err := s.pauseDriver(mode)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.checkPausedLimit(ctx, sb.AccountID); err != nil {
 		return nil, err
@@ -118,15 +114,7 @@ func (s *Service) Pause(ctx context.Context, sb *model.Sandbox, mode string) (*m
 	}
 	if err := p.Pause(ctx, sb.ID, mode); err != nil {
 		s.log.ErrorContext(ctx, "driver pause failed", "sandbox", sb.ID, "mode", mode, "err", err)
-		if _, uerr := s.store.UpdateSandbox(ctx, sb.ID, func(sb *model.Sandbox) error {
-			if sb.Status != api.StatusPaused {
-				return ErrNotActive
-			}
-			sb.Status, sb.PausedWith, sb.PausedAt = api.StatusActive, "", nil
-			return nil
-		}); uerr != nil && !errors.Is(uerr, ErrNotActive) {
-			s.log.ErrorContext(ctx, "record failed pause", "sandbox", sb.ID, "err", uerr)
-		}
+		s.undoPause(ctx, sb.ID)
 		return nil, sandboxFailed("pause")
 	}
 	s.emit(ctx, paused.AccountID, api.EventSandboxPaused, sandboxEvent(paused))
@@ -139,6 +127,34 @@ func (s *Service) Pause(ctx context.Context, sb *model.Sandbox, mode string) (*m
 		Detail: detail, Started: now,
 	})
 	return paused, nil
+}
+
+// pauseDriver returns the driver as a PauseDriver, or why it cannot pause
+// in mode.
+func (s *Service) pauseDriver(mode string) (model.PauseDriver, error) {
+	p, ok := driverAs[model.PauseDriver](s)
+	if !ok {
+		return nil, httpx.NotSupported("mode", "this server's driver cannot pause sandboxes")
+	}
+	if why := p.PauseModes()[mode]; why != "" {
+		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "pause mode %s does not work on this server: %s", mode, why).
+			WithHint("pause with mode freeze or filesystem instead; `boxkite doctor` on the server's host says what each mode needs")
+	}
+	return p, nil
+}
+
+// undoPause records sandbox id active again after the driver failed to
+// pause it, unless it has ended meanwhile.
+func (s *Service) undoPause(ctx context.Context, id string) {
+	if _, uerr := s.store.UpdateSandbox(ctx, id, func(sb *model.Sandbox) error {
+		if sb.Status != api.StatusPaused {
+			return ErrNotActive
+		}
+		sb.Status, sb.PausedWith, sb.PausedAt = api.StatusActive, "", nil
+		return nil
+	}); uerr != nil && !errors.Is(uerr, ErrNotActive) {
+		s.log.ErrorContext(ctx, "record failed pause", "sandbox", id, "err", uerr)
+	}
 }
 
 // runningProcesses asks the sandbox's sidecar for its background
@@ -198,7 +214,7 @@ func (s *Service) sidecarJSON(ctx context.Context, sb *model.Sandbox, method, pa
 	if err != nil {
 		return err
 	}
-	req.Header.Set("X-Sidecar-Auth-Token", sb.Endpoint.Token)
+	req.Header.Set(api.HeaderSidecarToken, sb.Endpoint.Token)
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -89,6 +89,6 @@ type sidecarAuth struct {
 
 func (a sidecarAuth) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("X-Sidecar-Auth-Token", a.token)
+	r.Header.Set(api.HeaderSidecarToken, a.token)
 	return a.rt.RoundTrip(r)
 }

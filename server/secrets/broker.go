@@ -118,12 +118,27 @@ func (s *Service) Do(ctx context.Context, accountID, sandboxID string, req api.H
 	}
 	defer resp.Body.Close()
 	use.Status = resp.StatusCode
+	out, err := readAnswer(resp, red, names, use.Host)
+	if err != nil {
+		return nil, use, err
+	}
+	if len(names) > 0 {
+		if err := s.store.TouchSecrets(context.WithoutCancel(ctx), accountID, names, s.now()); err != nil {
+			s.log.WarnContext(ctx, "record secret use", "err", err)
+		}
+	}
+	return out, use, nil
+}
+
+// readAnswer reads the upstream's answer, its body bounded and its body
+// and headers with every echo of a used value redacted.
+func readAnswer(resp *http.Response, red Redactor, names []string, host string) (*api.HTTPResponse, error) {
 	// Read past the limit by the longest form a value is redacted in, and
 	// redact before cutting: a value that straddles the limit is replaced
 	// whole, not cut into a prefix the redactor no longer recognises.
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(api.MaxHTTPResponseBody+red.longest+1)))
 	if err != nil && len(body) == 0 {
-		return nil, use, upstreamFailed(use.Host, "its answer broke off")
+		return nil, upstreamFailed(host, "its answer broke off")
 	}
 	out := &api.HTTPResponse{StatusCode: resp.StatusCode, Headers: map[string]string{}, SecretsUsed: append([]string{}, names...)}
 	over := len(body) > api.MaxHTTPResponseBody
@@ -134,12 +149,7 @@ func (s *Service) Do(ctx context.Context, accountID, sandboxID string, req api.H
 	for k, vs := range resp.Header {
 		out.Headers[k] = red.apply(strings.Join(vs, ", "))
 	}
-	if len(names) > 0 {
-		if err := s.store.TouchSecrets(context.WithoutCancel(ctx), accountID, names, s.now()); err != nil {
-			s.log.WarnContext(ctx, "record secret use", "err", err)
-		}
-	}
-	return out, use, nil
+	return out, nil
 }
 
 // cutUTF8 returns s cut to at most n bytes, not inside a character.

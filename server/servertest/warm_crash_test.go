@@ -65,8 +65,16 @@ func waitWarm(t *testing.T, s *servertest.Server) {
 	}
 }
 
-// poolPID is the jail pid of the pool's one ready member.
-func poolPID(t *testing.T, s *servertest.Server) int {
+// poolMember is what the pool's one ready member's state file holds of
+// interest here.
+type poolMember struct {
+	PID    int    `json:"pid"`
+	Socket string `json:"socket"` // its sidecar's
+	Token  string `json:"token"`  // the pool's, which its sidecar accepts until claimed
+}
+
+// readPoolMember reads the state file of the pool's one ready member.
+func readPoolMember(t *testing.T, s *servertest.Server) poolMember {
 	t.Helper()
 	states, err := filepath.Glob(filepath.Join(s.StateDir, "pool", "*", "state.json"))
 	if err != nil || len(states) != 1 {
@@ -76,13 +84,35 @@ func poolPID(t *testing.T, s *servertest.Server) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st struct {
-		PID int `json:"pid"`
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
+	var m poolMember
+	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	return st.PID
+	return m
+}
+
+// poolPID is the jail pid of the pool's one ready member.
+func poolPID(t *testing.T, s *servertest.Server) int {
+	t.Helper()
+	return readPoolMember(t, s).PID
+}
+
+// checkDeleted checks that the driver deleted the sandbox id, which
+// names: nothing of it on disk, nothing the driver lists.
+func checkDeleted(t *testing.T, s *servertest.Server, id, name string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(s.StateDir, "sandboxes", id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s is still on disk after the restart (%v)", name, err)
+	}
+	observed, err := s.Driver.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range observed {
+		if o.ID == id {
+			t.Errorf("the driver still has %s: %+v", name, o)
+		}
+	}
 }
 
 // checkCrashRestart restarts s, as after a crash, and checks what the
@@ -96,18 +126,7 @@ func checkCrashRestart(t *testing.T, s *servertest.Server, orphan, created strin
 
 	s.Restart(t)
 
-	if _, err := os.Stat(filepath.Join(s.StateDir, "sandboxes", orphan)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the sandbox started without a row is still on disk after the restart (%v)", err)
-	}
-	observed, err := s.Driver.List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range observed {
-		if o.ID == orphan {
-			t.Errorf("the driver still has the sandbox started without a row: %+v", o)
-		}
-	}
+	checkDeleted(t, s, orphan, "the sandbox started without a row")
 	if _, err := s.Store.Sandbox(ctx, s.Account.ID, orphan); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("row of the sandbox started without a row: %v, want none", err)
 	}

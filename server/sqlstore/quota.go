@@ -45,9 +45,52 @@ func (s *Store) ReserveSandboxes(ctx context.Context, accountID string, since, n
 	})
 }
 
-// Usage implements model.QuotaStore.
+// Usage implements model.QuotaStore. On SQLite at most usageReaders run
+// at once: every create reads its usage first, so a burst of creates asks
+// all at once, and each read past the pool's idle connections opened a
+// connection of its own (the file, the pragmas, the schema parsed again;
+// half of the read's CPU in a burst of 100, issue 27) only to close it
+// again. The read is short and CPU-bound: waiting for one of a few turns
+// costs a burst nothing.
 func (s *Store) Usage(ctx context.Context, accountID string, since, now time.Time) (model.Usage, error) {
+	if s.usageTurns != nil {
+		select {
+		case s.usageTurns <- struct{}{}:
+			defer func() { <-s.usageTurns }()
+		case <-ctx.Done():
+			return model.Usage{}, fmt.Errorf("count usage: %w", ctx.Err())
+		}
+	}
 	return s.usage(ctx, s.pool(), accountID, since, now)
+}
+
+// usageReaders bounds the SQLite usage reads running at once (Usage): as
+// many as the CPUs would do, well below the pool's idle connections (8).
+const usageReaders = 4
+
+// The usage queries, prepared once (Store.cached) rather than parsed on
+// every create, twice (Usage and the reservation's check).
+const (
+	usageCountsQuery = `SELECT
+		(SELECT COUNT(*) FROM sandboxes WHERE status IN (?, ?) AND paused_with = ''),
+		(SELECT COUNT(*) FROM sandboxes WHERE account_id = ? AND status IN (?, ?) AND paused_with = ''),
+		(SELECT CAST(COALESCE(SUM(COALESCE(destroyed_at, paused_at, ?) - created_at - paused_micros), 0) AS BIGINT)
+			FROM sandboxes WHERE account_id = ? AND created_at >= ?)`
+	usageLabelsQuery = `SELECT DISTINCT label FROM sandboxes
+		WHERE account_id = ? AND status IN (?, ?) AND label <> ''`
+)
+
+// usageStmt is the cached statement for query, bound to ex when ex is a
+// transaction.
+func (s *Store) usageStmt(ctx context.Context, ex execer, query string) (*sql.Stmt, error) {
+	st, err := s.cached(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if tx, ok := ex.(*sql.Tx); ok {
+		return tx.StmtContext(ctx, st), nil
+	}
+	return st, nil
 }
 
 // usage counts sandboxes being created or active (both hold a slot; a
@@ -57,11 +100,11 @@ func (s *Store) Usage(ctx context.Context, accountID string, since, now time.Tim
 func (s *Store) usage(ctx context.Context, ex execer, accountID string, since, now time.Time) (model.Usage, error) {
 	var u model.Usage
 	var usedMicros int64
-	err := ex.QueryRowContext(ctx, s.q(`SELECT
-		(SELECT COUNT(*) FROM sandboxes WHERE status IN (?, ?) AND paused_with = ''),
-		(SELECT COUNT(*) FROM sandboxes WHERE account_id = ? AND status IN (?, ?) AND paused_with = ''),
-		(SELECT CAST(COALESCE(SUM(COALESCE(destroyed_at, paused_at, ?) - created_at - paused_micros), 0) AS BIGINT)
-			FROM sandboxes WHERE account_id = ? AND created_at >= ?)`),
+	counts, err := s.usageStmt(ctx, ex, usageCountsQuery)
+	if err != nil {
+		return u, fmt.Errorf("count usage: %w", err)
+	}
+	err = counts.QueryRowContext(ctx,
 		model.StatusCreating, api.StatusActive,
 		accountID, model.StatusCreating, api.StatusActive,
 		micros(now), accountID, micros(since)).
@@ -70,8 +113,11 @@ func (s *Store) usage(ctx context.Context, ex execer, accountID string, since, n
 		return u, fmt.Errorf("count usage: %w", err)
 	}
 	u.MonthlyHours = float64(max(usedMicros, 0)) / float64(time.Hour/time.Microsecond)
-	rows, err := ex.QueryContext(ctx, s.q(`SELECT DISTINCT label FROM sandboxes
-		WHERE account_id = ? AND status IN (?, ?) AND label <> ''`), accountID, model.StatusCreating, api.StatusActive)
+	labels, err := s.usageStmt(ctx, ex, usageLabelsQuery)
+	if err != nil {
+		return u, fmt.Errorf("list active labels: %w", err)
+	}
+	rows, err := labels.QueryContext(ctx, accountID, model.StatusCreating, api.StatusActive)
 	if err != nil {
 		return u, fmt.Errorf("list active labels: %w", err)
 	}

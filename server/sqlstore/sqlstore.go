@@ -35,6 +35,10 @@ type Store struct {
 	// slot queues the writes on SQLite (writeslot.go); nil on Postgres,
 	// whose row locks let writers run together.
 	slot *writeSlot
+
+	// usageTurns bounds the usage reads running at once on SQLite
+	// (Usage); nil on Postgres, whose connections are the server's.
+	usageTurns chan struct{}
 }
 
 var _ model.Store = (*Store)(nil)
@@ -96,6 +100,7 @@ func open(ctx context.Context, dsn string, busy time.Duration) (*Store, error) {
 		s.slot = &writeSlot{db: db, storeWide: func(err error) bool {
 			return d.storeFault(err) != nil || errors.Is(err, context.DeadlineExceeded)
 		}}
+		s.usageTurns = make(chan struct{}, usageReaders)
 	}
 	s.audit = newCommitter(s.appendBatch, s.appendOne)
 	return s, nil

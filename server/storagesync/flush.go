@@ -70,43 +70,11 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 			}
 		}
 	}
-	known, err := s.d.Store.SyncedFiles(ctx, st.SandboxID)
+	plan, err := s.planFlush(ctx, st.SandboxID, entries, final, started, &res)
 	if err != nil {
-		return res, fmt.Errorf("load the stored files: %w", err)
+		return res, err
 	}
-	queued, err := s.d.Store.QueuedSync(ctx, st.SandboxID)
-	if err != nil {
-		return res, fmt.Errorf("load the queued writes: %w", err)
-	}
-	written := make(map[string]bool, len(queued))
-	for _, p := range queued {
-		written[p] = true
-	}
-	seen := make(map[string]bool, len(entries))
-	changing := map[string]api.TreeEntry{}
-	var todo []api.TreeEntry
-	for _, e := range entries {
-		if _, ok := StoredPath(e.Path); e.Kind != "file" || !ok {
-			res.Skipped++ // links are never followed, and not stored
-			continue
-		}
-		seen[e.Path] = true
-		if k, ok := known[e.Path]; ok && k.Size == e.Size && k.MtimeNS == e.ModifiedNS {
-			continue
-		}
-		// A write the API acknowledged is whole; a file a command writes
-		// is uploaded once it has stopped changing.
-		settled := time.Unix(0, e.ModifiedNS).Add(s.stable)
-		if !final && !written[e.Path] && started.Before(settled) {
-			res.Deferred++
-			changing[e.Path] = e
-			if res.Settled.IsZero() || settled.Before(res.Settled) {
-				res.Settled = settled
-			}
-			continue
-		}
-		todo = append(todo, e)
-	}
+	known, seen, changing, todo := plan.known, plan.seen, plan.changing, plan.todo
 	up := s.newUploader(ctx, st, &res)
 	// Large files stream each in its own bundle beside the small ones, so
 	// a 50 MiB file does not hold back a thousand small ones.
@@ -144,6 +112,61 @@ func (s *Service) flush(ctx context.Context, st *State, final bool) (Result, err
 		}
 	}
 	return res, nil
+}
+
+// flushPlan is what a flush found in the workspace: the files stored
+// before, the paths seen now, the files still changing (deferred) and
+// those to upload.
+type flushPlan struct {
+	known    map[string]Synced
+	seen     map[string]bool
+	changing map[string]api.TreeEntry
+	todo     []api.TreeEntry
+}
+
+// planFlush sorts the workspace's entries against what is stored: links
+// are skipped, unchanged files left, files a command is still writing
+// deferred (unless final or written through the API), the rest to upload.
+func (s *Service) planFlush(ctx context.Context, sandboxID string, entries []api.TreeEntry, final bool, started time.Time, res *Result) (flushPlan, error) {
+	var p flushPlan
+	var err error
+	p.known, err = s.d.Store.SyncedFiles(ctx, sandboxID)
+	if err != nil {
+		return flushPlan{}, fmt.Errorf("load the stored files: %w", err)
+	}
+	queued, err := s.d.Store.QueuedSync(ctx, sandboxID)
+	if err != nil {
+		return flushPlan{}, fmt.Errorf("load the queued writes: %w", err)
+	}
+	written := make(map[string]bool, len(queued))
+	for _, q := range queued {
+		written[q] = true
+	}
+	p.seen = make(map[string]bool, len(entries))
+	p.changing = map[string]api.TreeEntry{}
+	for _, e := range entries {
+		if _, ok := StoredPath(e.Path); e.Kind != "file" || !ok {
+			res.Skipped++ // links are never followed, and not stored
+			continue
+		}
+		p.seen[e.Path] = true
+		if k, ok := p.known[e.Path]; ok && k.Size == e.Size && k.MtimeNS == e.ModifiedNS {
+			continue
+		}
+		// A write the API acknowledged is whole; a file a command writes
+		// is uploaded once it has stopped changing.
+		settled := time.Unix(0, e.ModifiedNS).Add(s.stable)
+		if !final && !written[e.Path] && started.Before(settled) {
+			res.Deferred++
+			p.changing[e.Path] = e
+			if res.Settled.IsZero() || settled.Before(res.Settled) {
+				res.Settled = settled
+			}
+			continue
+		}
+		p.todo = append(p.todo, e)
+	}
+	return p, nil
 }
 
 // uploader runs one flush's puts and deletes, putConcurrency at a time

@@ -242,17 +242,13 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 		}
 	})
 	defer stopWatching()
-	type ended struct {
-		fromClient bool
-		err        error
-	}
-	ends := make(chan ended, 2)
+	ends := make(chan relayEnd, 2)
 	var typed int64
 	go func() {
 		for {
 			typ, data, err := down.Read(ctx)
 			if err != nil {
-				ends <- ended{true, err}
+				ends <- relayEnd{true, err}
 				return
 			}
 			if readOnly {
@@ -268,7 +264,7 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 				hooks.control(data)
 			}
 			if err := up.Write(ctx, typ, data); err != nil {
-				ends <- ended{false, err}
+				ends <- relayEnd{false, err}
 				return
 			}
 		}
@@ -282,18 +278,39 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 			if err == nil {
 				err = down.Write(ctx, typ, data)
 				if err != nil {
-					ends <- ended{true, err}
+					ends <- relayEnd{true, err}
 					return
 				}
 				continue
 			}
-			ends <- ended{false, err}
+			ends <- relayEnd{false, err}
 			return
 		}
 	}()
 	first := <-ends
 	// Pass the closing side's status on to the other side, so `boxkite
 	// attach` learns why its shell went away.
+	code, reason := closeStatus(request, first)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = down.Close(code, reason) })
+	wg.Go(func() { _ = up.Close(code, reason) })
+	wg.Wait()
+	cancel()
+	<-ends
+	return typed
+}
+
+// relayEnd is how one direction of a relay ended: the error, and whether
+// the client's side was the one that failed.
+type relayEnd struct {
+	fromClient bool
+	err        error
+}
+
+// closeStatus is the close status both sides get once first ended the
+// relay: the closing side's own, going away for a terminal that went, or
+// policy violation when request's credential was revoked.
+func closeStatus(request context.Context, first relayEnd) (websocket.StatusCode, string) {
 	code, reason := websocket.StatusNormalClosure, ""
 	var ce websocket.CloseError
 	if errors.As(first.err, &ce) {
@@ -310,11 +327,5 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 		// The terminal itself stays: only this credential's view of it ends.
 		code, reason = websocket.StatusPolicyViolation, "the credential of this session was revoked"
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() { _ = down.Close(code, reason) })
-	wg.Go(func() { _ = up.Close(code, reason) })
-	wg.Wait()
-	cancel()
-	<-ends
-	return typed
+	return code, reason
 }

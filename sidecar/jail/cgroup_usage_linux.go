@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // SetLimits replaces the limits of a cgroup made by Create, e.g. when a
@@ -172,14 +174,52 @@ func (cg Cgroup) Usage() (Usage, error) {
 // each sandbox, one file read where Usage probes every directory for
 // its memory files too (bench/issue27/session10-warm10.md).
 func (cg Cgroup) Pids() (int64, error) {
+	_, n, err := cg.PidsFile()
+	return n, err
+}
+
+// PidsFile is Pids that also returns the path of the pids.current it
+// read, for a caller that reads it again with ReadPids: the directories
+// without one (on cgroup v1, the memory hierarchy's comes first) are
+// tried once, not at every reading.
+func (cg Cgroup) PidsFile() (path string, n int64, err error) {
 	for _, dir := range cg.Dirs {
 		n, err := readCgroupInt(dir, "pids.current")
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		return n, err
+		return filepath.Join(dir, "pids.current"), n, err
 	}
-	return 0, errors.New("read cgroup pids: no pids accounting")
+	return "", 0, errors.New("read cgroup pids: no pids accounting")
+}
+
+// ReadPids reads a pids.current that PidsFile found: open, one read,
+// close, where ReadSmallFile reads again for the end of the file. A
+// cgroup file gives its whole value in one read of a buffer larger than
+// it (the kernel formats it whole); so does the plain file of a test.
+// A removed cgroup's file is an error with fs.ErrNotExist.
+func ReadPids(path string) (int64, error) {
+	fd, err := openRetry(path)
+	if err != nil {
+		return 0, fmt.Errorf("read cgroup pids: %w", &fs.PathError{Op: "open", Path: path, Err: err})
+	}
+	defer unix.Close(fd)
+	var buf [32]byte // a task count, "max" or a newline: at most 20 bytes
+	n, err := unix.Read(fd, buf[:])
+	for errors.Is(err, unix.EINTR) {
+		n, err = unix.Read(fd, buf[:])
+	}
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("read cgroup pids: %w", &fs.PathError{Op: "read", Path: path, Err: err})
+	case n == len(buf):
+		return 0, fmt.Errorf("read cgroup pids: %s: longer than a count", path)
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(buf[:n])), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("read cgroup pids: %w", err)
+	}
+	return v, nil
 }
 
 func readCgroupInt(dir, name string) (int64, error) {

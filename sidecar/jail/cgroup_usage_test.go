@@ -75,6 +75,12 @@ func TestCgroupSetLimitsAndUsage(t *testing.T) {
 	if n, err := cg.Pids(); err != nil || n != 1 {
 		t.Errorf("Pids() = %d, %v; want 1 task (sleep)", n, err)
 	}
+	// The kernel's own file gives its whole count in ReadPids' one read.
+	if p, _, err := cg.PidsFile(); err != nil {
+		t.Errorf("PidsFile(): %v", err)
+	} else if n, err := ReadPids(p); err != nil || n != 1 {
+		t.Errorf("ReadPids(%s) = %d, %v; want 1 task (sleep)", p, n, err)
+	}
 }
 
 // TestCgroupPids: Pids reads pids.current of the first directory that has
@@ -113,9 +119,31 @@ func TestCgroupPids(t *testing.T) {
 	if n, err := dirs("memory", "unified").Pids(); err == nil {
 		t.Errorf("Pids() without pids accounting = %d, want an error", n)
 	}
+	// PidsFile names the file it read, past the memory directory.
+	want := filepath.Join(root, "pids/sb/pids.current")
+	if p, n, err := dirs("memory", "pids", "unified").PidsFile(); err != nil || p != want || n != 7 {
+		t.Errorf("PidsFile() = %s, %d, %v; want %s, 7", p, n, err, want)
+	}
+	write("pids/sb/pids.current", "12\n")
+	if n, err := ReadPids(want); err != nil || n != 12 {
+		t.Errorf("ReadPids() = %d, %v; want 12", n, err)
+	}
+	write("pids/sb/pids.current", strings.Repeat("1", 32))
+	if n, err := ReadPids(want); err == nil {
+		t.Errorf("ReadPids() of a file longer than a count = %d, want an error", n)
+	}
 	write("pids/sb/pids.current", "seven\n")
 	if _, err := dirs("pids").Pids(); err == nil {
 		t.Error("Pids() of an unreadable pids.current: no error")
+	}
+	if _, err := ReadPids(want); err == nil {
+		t.Error("ReadPids() of an unreadable pids.current: no error")
+	}
+	if err := os.Remove(want); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPids(want); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadPids() of a removed cgroup's file: %v, want fs.ErrNotExist", err)
 	}
 }
 

@@ -63,7 +63,11 @@ func Lockdown(spec Spec) error { return lockdown(spec, threadCalls{}) }
 // LockdownProcess is Lockdown for every thread of the process at once, so
 // the process itself can go on to serve (one process per jail, no re-exec):
 // no_new_privs and the capability sets are changed on each thread, and
-// threads made later inherit them from one that was. It needs the runtime
+// threads made later inherit them from one that was. The bounding set
+// and no_new_privs it only checks (checkBoundingSet, checkNoNewPrivs): a
+// jail started by Start or a Spawner (forkJail) starts with both final,
+// and one that does not is refused (ErrBoundingSet, ErrNoNewPrivs) rather
+// than given 35 more all-thread calls. It needs the runtime
 // to reach every thread (syscall.AllThreadsSyscall), which a binary linked
 // with cgo cannot: call it once ShareCgroupNamespace has succeeded, which
 // proves they are reachable. It does not ask again (each all-thread call
@@ -118,9 +122,44 @@ func allThreadsErr(errno syscall.Errno) error {
 type calls interface {
 	prctl(option, arg2, arg3 uintptr) error
 	capset(hdr *unix.CapUserHeader, data *unix.CapUserData) error
+	// boundingSet leaves at most keep in the bounding set.
+	boundingSet(keep []int) error
+	// noNewPrivs leaves no_new_privs set.
+	noNewPrivs() error
+	// clearAmbient empties the ambient set, or leaves it to the capset.
+	clearAmbient() error
+}
+
+func (threadCalls) clearAmbient() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	return nil
+}
+
+func (threadCalls) noNewPrivs() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set no_new_privs: %w", err)
+	}
+	return nil
 }
 
 type threadCalls struct{}
+
+// boundingSet drops from this thread's bounding set what keep does not
+// hold: a build's init (os/exec's clone) and the cgo fallback's.
+func (threadCalls) boundingSet(keep []int) error {
+	drops, err := boundingDrops(keep)
+	if err != nil {
+		return err
+	}
+	for _, c := range drops {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil {
+			return fmt.Errorf("drop capability %d from bounding set: %w", c, err)
+		}
+	}
+	return nil
+}
 
 func (threadCalls) prctl(option, arg2, arg3 uintptr) error {
 	return unix.Prctl(int(option), arg2, arg3, 0, 0)
@@ -131,6 +170,66 @@ func (threadCalls) capset(hdr *unix.CapUserHeader, data *unix.CapUserData) error
 }
 
 type allThreads struct{ call allThreadsSyscall }
+
+// boundingSet only checks it: the jail's clone (forkJail) dropped the
+// rest before init's execve, and every thread inherited the result.
+func (allThreads) boundingSet(keep []int) error { return checkBoundingSet(keep) }
+
+// noNewPrivs only checks it, on the main thread (see checkBoundingSet):
+// the jail's clone set it before init's execve.
+func (allThreads) noNewPrivs() error { return checkNoNewPrivs() }
+
+// clearAmbient makes no call: the all-thread capset that follows
+// (dropCaps) empties the ambient set of every thread, as the kernel keeps
+// in it only what stays both permitted and inheritable, and the
+// inheritable set becomes empty; a jail's clone starts it empty anyway
+// (a new user namespace does, and nothing raises it). One all-thread call
+// less (issue 27).
+func (allThreads) clearAmbient() error { return nil }
+
+// ErrNoNewPrivs is LockdownProcess's refusal to serve from a process
+// without no_new_privs: it was not started by forkJail.
+var ErrNoNewPrivs = errors.New("no_new_privs is not set (start the jail with jail.Start or a Spawner)")
+
+func checkNoNewPrivs() error {
+	on, _, errno := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("read no_new_privs: %w", errno)
+	}
+	if on != 1 {
+		return fmt.Errorf("check no_new_privs: %w", ErrNoNewPrivs)
+	}
+	return nil
+}
+
+// ErrBoundingSet is LockdownProcess's refusal to serve from a process
+// whose bounding set holds more than the sidecar keeps: it was not
+// started by forkJail (a Spawner or Start), so dropping the rest would
+// take an all-thread call per capability.
+var ErrBoundingSet = errors.New("the bounding set holds capabilities the sidecar does not keep (start the jail with jail.Start or a Spawner)")
+
+// checkBoundingSet fails with ErrBoundingSet if the calling thread's
+// bounding set holds a capability keep does not. Called on the main
+// thread (serveAsInit checks it is the leader): the one the execve ran
+// on, whose set every other thread was cloned with, and a bounding set
+// only ever shrinks, so no thread's holds more.
+func checkBoundingSet(keep []int) error {
+	mask := capMask(keep)
+	for c := range 64 {
+		// Raw: ~41 reads that never block, in the jail's start.
+		in, _, errno := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0, 0)
+		if errno == unix.EINVAL {
+			return nil // past the kernel's last capability
+		}
+		if errno != 0 {
+			return fmt.Errorf("read bounding set: %w", errno)
+		}
+		if in == 1 && mask[c/32]&(1<<(c%32)) == 0 {
+			return fmt.Errorf("check bounding set: capability %d: %w", c, ErrBoundingSet)
+		}
+	}
+	return fmt.Errorf("check bounding set: %w", unix.EINVAL) // no kernel has 64
+}
 
 func (a allThreads) prctl(option, arg2, arg3 uintptr) error {
 	if _, _, errno := a.call(unix.SYS_PRCTL, option, arg2, arg3); errno != 0 {
@@ -165,8 +264,8 @@ func lockdown(spec Spec, on calls) error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return fmt.Errorf("clear dumpable: %w", err)
 	}
-	if err := on.prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
-		return fmt.Errorf("set no_new_privs: %w", err)
+	if err := on.noNewPrivs(); err != nil {
+		return err
 	}
 	caps := SidecarCaps(s.Nested())
 	if s.Build != nil {
@@ -181,25 +280,12 @@ func lockdown(spec Spec, on calls) error {
 // dropCaps keeps only keep in the bounding, permitted and effective sets
 // and clears the ambient and inheritable ones.
 func dropCaps(keep []int, on calls) error {
-	var mask [2]uint32
-	for _, c := range keep {
-		mask[c/32] |= 1 << (c % 32)
+	mask := capMask(keep)
+	if err := on.boundingSet(keep); err != nil {
+		return err
 	}
-	for c := range 64 {
-		if mask[c/32]&(1<<(c%32)) != 0 {
-			continue
-		}
-		// Read first, on this thread: past the kernel's last capability
-		// it fails, and a failing call must not reach every thread.
-		if _, err := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); errors.Is(err, unix.EINVAL) {
-			break
-		}
-		if err := on.prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0); err != nil {
-			return fmt.Errorf("drop capability %d from bounding set: %w", c, err)
-		}
-	}
-	if err := on.prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); err != nil {
-		return fmt.Errorf("clear ambient capabilities: %w", err)
+	if err := on.clearAmbient(); err != nil {
+		return err
 	}
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData

@@ -30,14 +30,53 @@ import (
 // them before the child goes on), which needs CAP_SETUID, CAP_SETGID and
 // CAP_SETFCAP in the host's namespace, so its effective capabilities are
 // raised back after the euid change cleared them. No process is added.
+//
+// A jail that is not a build starts with forkJail (startForked), so its
+// init starts with its final bounding set; a build's keeps os/exec's
+// clone (its parent-death signal), and its init drops its own (Lockdown).
 func startOwned(cmd *exec.Cmd, spec Spec) error {
-	if spec.Nested() {
-		return cmd.Start()
+	start := func() error { return startForked(cmd, spec) }
+	if spec.Build != nil {
+		start = cmd.Start
 	}
-	return asOwner(spec, cmd.Start, func() {
+	if spec.Nested() {
+		return start()
+	}
+	return asOwner(spec, start, func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
+}
+
+// startForked starts cmd (a jail's init, not a build's) with forkJail and
+// sets cmd.Process, as a Spawner's launch does; cmd's standard streams
+// must be files or nil.
+func startForked(cmd *exec.Cmd, spec Spec) error {
+	devNull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("start jail: %w", err)
+	}
+	defer devNull.Close()
+	fds, err := cmdFDs(nil, devNull, cmd)
+	if err != nil {
+		return err
+	}
+	pid, err := forkJail(cmd.Path, cmd.Args, cmd.Env, cmd.Dir, fds, cmd.SysProcAttr, SidecarCaps(spec.Nested()))
+	runtime.KeepAlive(cmd)
+	if err != nil {
+		return err
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		// Never in practice (a pidfd_open of our own child); without a
+		// Process the caller could neither kill nor reap it.
+		_ = unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
+		return fmt.Errorf("find jail %d: %w", pid, err)
+	}
+	cmd.Process = p
+	return nil
 }
 
 // asOwner runs start, which clones the jail, on a locked thread whose

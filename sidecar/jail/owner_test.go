@@ -27,19 +27,29 @@ func TestStartOwned(t *testing.T) {
 		t.Skip("mapping a host id range needs root")
 	}
 	spec := Spec{HostIDBase: testBase}
-	var out bytes.Buffer
 	cmd := exec.Command("/bin/sh", "-c", "read x; cat /proc/self/uid_map /proc/self/gid_map; id -u; id -g")
-	cmd.Stdout, cmd.Stderr = &out, &out
-	stdin, err := cmd.StdinPipe()
+	// Files, as Start asks: a jail's clone (forkJail) takes descriptors.
+	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, outW, outW
 	cmd.SysProcAttr = sysProcAttr(spec)
-	if err := startOwned(cmd, spec); err != nil {
+	err = startOwned(cmd, spec)
+	stdinR.Close()
+	outW.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
 	owner, err := nsOwner(cmd.Process.Pid)
 	stdin.Close()
+	var out bytes.Buffer
+	_, _ = out.ReadFrom(outR)
+	outR.Close()
 	if werr := cmd.Wait(); werr != nil {
 		t.Fatalf("%v: %s", werr, out.String())
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -204,7 +203,16 @@ func (s *Spawner) send(req []byte, reply *os.File, cmd *exec.Cmd) (*os.File, err
 // child's standard ones (nil ones /dev/null, as os/exec does) and extras.
 // Like os/exec, it takes each file's descriptor with Fd.
 func childFDs(reply, devNull *os.File, cmd *exec.Cmd) ([]int, error) {
-	fds := []int{int(reply.Fd())}
+	fds, err := cmdFDs([]int{int(reply.Fd())}, devNull, cmd)
+	if err == nil && len(fds) > maxSpawnFDs {
+		err = fmt.Errorf("spawn jail: %d descriptors, more than %d", len(fds), maxSpawnFDs)
+	}
+	return fds, err
+}
+
+// cmdFDs appends cmd's descriptors to fds: its standard ones (nil ones
+// devNull, as os/exec does), then its extras.
+func cmdFDs(fds []int, devNull *os.File, cmd *exec.Cmd) ([]int, error) {
 	for _, std := range []any{cmd.Stdin, cmd.Stdout, cmd.Stderr} {
 		switch f := std.(type) {
 		case nil:
@@ -220,9 +228,6 @@ func childFDs(reply, devNull *os.File, cmd *exec.Cmd) ([]int, error) {
 			return nil, errors.New("spawn jail: a nil extra file")
 		}
 		fds = append(fds, int(f.Fd()))
-	}
-	if len(fds) > maxSpawnFDs {
-		return nil, fmt.Errorf("spawn jail: %d descriptors, more than %d", len(fds), maxSpawnFDs)
 	}
 	return fds, nil
 }
@@ -380,13 +385,9 @@ func spawnJail(req spawnRequest, fds []int) (int, error) {
 	attr := sysProcAttr(spec)
 	// The caller's child, not ours (see Spawner).
 	attr.Cloneflags |= unix.CLONE_PARENT
-	files := make([]uintptr, len(fds))
-	for i, fd := range fds {
-		files[i] = uintptr(fd)
-	}
 	var pid int
 	err := asOwner(spec, func() (err error) {
-		pid, err = syscall.ForkExec(req.Path, req.Args, &syscall.ProcAttr{Dir: req.Dir, Env: req.Env, Files: files, Sys: attr})
+		pid, err = forkJail(req.Path, req.Args, req.Env, req.Dir, fds, attr, SidecarCaps(false))
 		return err
 	}, func() { _ = unix.Kill(pid, unix.SIGKILL) })
 	return pid, err

@@ -43,8 +43,10 @@ var minimalEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 // nothing of the control plane's channel is a path the jail could touch.
 // cmd.Path is
 // the boxkite-sidecar binary and cmd.Args its arguments (e.g. "init"); Start
-// sets SysProcAttr, Dir and, when nil, Env. Point cmd.Stdout and cmd.Stderr
-// at files: the jail outlives the caller, so pipes would break. Files the
+// sets SysProcAttr, Dir and, when nil, Env. cmd.Stdin, cmd.Stdout and
+// cmd.Stderr must be files or nil (a build's may be any writer): the jail
+// is cloned from descriptors (forkJail), and it outlives the caller, so
+// pipes to the caller would break. Files the
 // caller puts in cmd.ExtraFiles are held by the jail's init, open, until it
 // exits, and never reach the sidecar: a lock the driver takes on a file
 // lasts as long as the jail (the local driver's uid range lease).

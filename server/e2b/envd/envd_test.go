@@ -1,13 +1,21 @@
 package envd
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
+	"net/textproto"
 	"net/url"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -357,20 +365,23 @@ func TestConnectCode(t *testing.T) {
 func TestEndEvent(t *testing.T) {
 	t.Parallel()
 	code := func(n int) *int { return &n }
+	str := func(s string) *string { return &s }
 	tests := []struct {
 		name   string
 		killed bool
 		exit   *api.InteractiveControl
 		want   *process.ProcessEvent_EndEvent
 	}{
-		{"exited", false, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(3)}, &process.ProcessEvent_EndEvent{ExitCode: 3, Exited: true, Status: "exit status 3"}},
-		{"killed", true, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(137)}, &process.ProcessEvent_EndEvent{ExitCode: -1, Status: "signal: killed"}},
-		{"no exit frame", false, nil, &process.ProcessEvent_EndEvent{ExitCode: -1, Status: "signal: killed"}},
+		{"exited 0", false, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(0)}, &process.ProcessEvent_EndEvent{ExitCode: 0, Exited: true, Status: "exit status 0"}},
+		{"exited", false, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(3)}, &process.ProcessEvent_EndEvent{ExitCode: 3, Exited: true, Status: "exit status 3", Error: str("exit status 3")}},
+		{"killed", true, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(137)}, &process.ProcessEvent_EndEvent{ExitCode: -1, Status: "signal: killed", Error: str("signal: killed")}},
+		{"no exit frame", false, nil, &process.ProcessEvent_EndEvent{ExitCode: -1, Status: "signal: killed", Error: str("signal: killed")}},
 	}
 	for _, tt := range tests {
 		p := &proc{killed: tt.killed}
 		got := p.endEvent(tt.exit)
-		if got.GetExitCode() != tt.want.GetExitCode() || got.GetExited() != tt.want.GetExited() || got.GetStatus() != tt.want.GetStatus() {
+		if got.GetExitCode() != tt.want.GetExitCode() || got.GetExited() != tt.want.GetExited() || got.GetStatus() != tt.want.GetStatus() ||
+			(got.Error == nil) != (tt.want.Error == nil) || got.GetError() != tt.want.GetError() {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -383,5 +394,183 @@ func TestKeepAlive(t *testing.T) {
 		if got := h.keepAlive(http.Header{"Keepalive-Ping-Interval": {hdr}}); got != want {
 			t.Errorf("keepAlive(%q) = %v, want %v", hdr, got, want)
 		}
+	}
+}
+
+// TestListScriptVanishing lists a tree while another process creates and
+// removes files and directories in it (a build's temporary files). Every
+// listing must succeed: find failed on an entry removed between its
+// listing and its stat, or a directory removed before find went into it,
+// and ListDir answered an internal error.
+func TestListScriptVanishing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kept"), []byte("k"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			d := filepath.Join(dir, "d"+strconv.Itoa(i%3))
+			_ = os.MkdirAll(filepath.Join(d, "e"), 0o755)
+			_ = os.WriteFile(filepath.Join(d, "e", "f"), nil, 0o644)
+			_ = os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i%5)), nil, 0o644)
+			_ = os.RemoveAll(d)
+			_ = os.Remove(filepath.Join(dir, "f"+strconv.Itoa(i%5)))
+		}
+	}()
+	defer func() { close(done); <-stopped }()
+	for i := range 100 {
+		cmd := exec.Command("/bin/sh", "-c", "set -- "+shellQuote(dir)+" 3\n"+listScript)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("list %d: %v: %s", i, err, stderr.String())
+		}
+		entries, err := parseEntries(string(out))
+		if err != nil {
+			t.Fatalf("list %d: %v", i, err)
+		}
+		if !slices.ContainsFunc(entries, func(e *filesystem.EntryInfo) bool { return e.GetName() == "kept" }) {
+			t.Fatalf("list %d: %v, want kept among them", i, entries)
+		}
+	}
+}
+
+// TestStatScriptVanishing stats a file another process keeps creating and
+// removing: each stat must find it (exit 0) or not (exitNotFound, which
+// E2B's files.exists answers false), never fail otherwise (find exited 1
+// when the file went between the script's check and its stat).
+func TestStatScriptVanishing(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "f")
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			_ = os.WriteFile(p, nil, 0o644)
+			_ = os.Remove(p)
+		}
+	}()
+	defer func() { close(done); <-stopped }()
+	for i := range 300 {
+		cmd := exec.Command("/bin/sh", "-c", "set -- "+shellQuote(p)+"\n"+statScript)
+		out, err := cmd.Output()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			if _, err := oneEntry(string(out)); err != nil {
+				t.Fatalf("stat %d: %v", i, err)
+			}
+		case errors.As(err, &exit) && exit.ExitCode() == exitNotFound:
+		case exit != nil:
+			t.Fatalf("stat %d: %v: %s", i, err, exit.Stderr)
+		default:
+			t.Fatalf("stat %d: %v", i, err)
+		}
+	}
+}
+
+// TestMoveScriptDestinationRemoved: the move script through /bin/sh. A
+// plain move answers the destination's entry; a destination removed by
+// another process right after the move (here by an mv that removes what it
+// moved) is exitGoneAfter, which Move answers as not_found naming both
+// paths, not an internal error from find.
+func TestMoveScriptDestinationRemoved(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	removing := "#!/bin/sh\nfor last; do :; done\n/bin/mv \"$@\" && rm -rf -- \"$last\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "mv"), []byte(removing), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	move := func(path string) (string, int, string) {
+		src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "sub", "dst")
+		if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("/bin/sh", "-c", "set -- "+shellQuote(src)+" "+shellQuote(dst)+"\n"+moveScript)
+		cmd.Env = append(os.Environ(), "PATH="+path)
+		out, err := cmd.Output()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return string(out), 0, ""
+		case errors.As(err, &exit):
+			return string(out), exit.ExitCode(), string(exit.Stderr)
+		}
+		t.Fatal(err)
+		return "", 0, ""
+	}
+	out, code, stderr := move(os.Getenv("PATH"))
+	if code != 0 {
+		t.Fatalf("plain move: exit %d: %s", code, stderr)
+	}
+	if e, err := oneEntry(out); err != nil || e.GetName() != "dst" {
+		t.Fatalf("plain move: entry %v, %v; want dst", e, err)
+	}
+	if _, code, stderr = move(bin + string(filepath.ListSeparator) + os.Getenv("PATH")); code != exitGoneAfter {
+		t.Fatalf("move whose destination is removed at once: exit %d, want %d (exitGoneAfter); stderr %q", code, exitGoneAfter, stderr)
+	}
+}
+
+// TestUploadPartPath checks the destination of each part of a multipart
+// upload: ?path= when given, else the whole filename the SDK's
+// write([...]) sends (not only its last element).
+func TestUploadPartPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, query string
+		filenames   []string
+		want        []string
+	}{
+		{"single write", "/workspace/a/b.txt", []string{"/workspace/a/b.txt"}, []string{"/workspace/a/b.txt"}},
+		{"many, nested", "", []string{"in/a dir/one.txt", "/tmp/in/two.txt"}, []string{"in/a dir/one.txt", "/tmp/in/two.txt"}},
+		{"no filename", "/tmp/x", []string{""}, []string{"/tmp/x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var body bytes.Buffer
+			mw := multipart.NewWriter(&body)
+			for _, name := range tt.filenames {
+				h := textproto.MIMEHeader{}
+				h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="file"; filename=%q`, name))
+				w, err := mw.CreatePart(h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.WriteString(w, "x")
+			}
+			mw.Close()
+			r := httptest.NewRequest(http.MethodPost, "/files", &body)
+			r.Header.Set("Content-Type", mw.FormDataContentType())
+			var got []string
+			err := (&Handler{}).uploadParts(r, tt.query, func(dest string, _ io.Reader) error {
+				got = append(got, dest)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("destinations (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/url"
 	"path"
@@ -56,7 +57,7 @@ type writtenEntry struct {
 }
 
 // upload serves POST /files: a multipart body with one part per file, each
-// named by its filename (the ?path= of a single-file write names it too),
+// named by ?path= (a single-file write) or else by its whole filename,
 // or a raw body for ?path= (gzip when Content-Encoding says so). Each file
 // is streamed to the sidecar's /files/raw, which creates parent
 // directories and replaces files atomically.
@@ -102,9 +103,9 @@ func (h *Handler) uploadParts(r *http.Request, query string, write func(string, 
 		if err != nil {
 			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read multipart body: %v", err)
 		}
-		dest := part.FileName()
+		dest := query
 		if dest == "" {
-			dest = query
+			dest = partPath(part)
 		}
 		if dest == "" {
 			part.Close()
@@ -116,6 +117,18 @@ func (h *Handler) uploadParts(r *http.Request, query string, write func(string, 
 			return err
 		}
 	}
+}
+
+// partPath is the destination a part names: its filename parameter as sent.
+// Not part.FileName, which keeps only the last element (a browser's file
+// name must not pick a directory), while the SDK's write([...]) sends the
+// whole destination path there and no ?path=.
+func partPath(part *multipart.Part) string {
+	_, params, err := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+	if err != nil {
+		return ""
+	}
+	return params["filename"]
 }
 
 func (h *Handler) uploadRaw(r *http.Request, query string, write func(string, io.Reader) error) error {

@@ -31,11 +31,18 @@ type filesystemService struct {
 
 var _ filesystemconnect.FilesystemHandler = filesystemService{}
 
+// errGoneAfter is exitGoneAfter's error, for the operation to name what
+// was gone.
+var errGoneAfter = errors.New("gone right after the operation")
+
 // Exit codes of the file scripts that mean more than "failed".
 const (
 	exitNotFound = 2
-	exitExists   = 17
-	exitNotDir   = 20
+	// exitGoneAfter: the operation was done, but its result was gone
+	// before the script could describe it (errGoneAfter).
+	exitGoneAfter = 3
+	exitExists    = 17
+	exitNotDir    = 20
 )
 
 // entryFormat is find's -printf format of one entry: entryFields fields
@@ -78,6 +85,8 @@ func (s filesystemService) fileOp(ctx context.Context, op, what, script string, 
 		return res.Stdout, nil
 	case exitNotFound:
 		return "", connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' does not exist", what))
+	case exitGoneAfter:
+		return "", connect.NewError(connect.CodeNotFound, fmt.Errorf("%w: %s", errGoneAfter, msg))
 	case exitExists:
 		return "", connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("path '%s' already exists", what))
 	case exitNotDir:
@@ -122,16 +131,45 @@ const (
 )
 
 // The scripts. "exists" is true of a dangling symlink too, as lstat is.
+// A path removed between the check and find's stat is not found too
+// (statScript reads find's error): E2B's files.exists polling a file
+// another process removes got an internal error, not false.
 const (
 	existsCheck = `[ -e "$1" ] || [ -L "$1" ] || { echo "no such file or directory: $1" >&2; exit 2; }` + "\n"
-	statScript  = existsCheck + `find -P "$1" -maxdepth 0 -printf '` + entryFormat + `'`
-	listScript  = existsCheck + `[ -d "$1" ] || { echo "not a directory: $1" >&2; exit 20; }` + "\n" +
-		`find -H "$1" -mindepth 1 -maxdepth "$2" -printf '` + entryFormat + `'`
+	statScript  = existsCheck + `{ e=$(LC_ALL=C find -P "$1" -maxdepth 0 -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
+		`[ "$s" -eq 0 ] && exit 0` + "\n" +
+		`printf '%s\n' "$e" >&2` + "\n" +
+		`case $e in *': No such file or directory') exit 2 ;; esac` + "\n" +
+		`exit "$s"`
+	listScript = existsCheck + `[ -d "$1" ] || { echo "not a directory: $1" >&2; exit 20; }` + "\n" +
+		`{ e=$(LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
+		listVanished
 	mkdirScript = `if [ -e "$1" ] || [ -L "$1" ]; then echo "exists: $1" >&2; exit 17; fi` + "\n" +
 		`mkdir -p -- "$1" && find -P "$1" -maxdepth 0 -printf '` + entryFormat + `'`
-	moveScript = existsCheck + `mkdir -p -- "$(dirname -- "$2")" && mv -T -- "$1" "$2" && find -P "$2" -maxdepth 0 -printf '` + entryFormat + `'`
-	rmScript   = existsCheck + `rm -rf -- "$1"`
+	moveScript = existsCheck + `mkdir -p -- "$(dirname -- "$2")" && mv -T -- "$1" "$2" || exit` + "\n" +
+		`{ e=$(LC_ALL=C find -P "$2" -maxdepth 0 -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
+		`[ "$s" -eq 0 ] && exit 0` + "\n" +
+		movedAway
+	rmScript = existsCheck + `rm -rf -- "$1"`
 )
+
+// movedAway ends the move script when find could not describe the
+// destination: removed (or moved on) by another process right after the
+// move, which was an internal error. The move itself was done; the answer
+// is not_found about the destination, with what happened.
+const movedAway = `printf '%s\n' "$e" >&2` + "\n" +
+	`case $e in *': No such file or directory') exit 3 ;; esac` + "\n" +
+	`exit "$s"`
+
+// listVanished ends the list script: find fails when an entry it listed
+// is gone before it stats it or a directory before it descends into it (a
+// build's temporary files, a `rm -rf` under way), which made ListDir an
+// internal error. Such an entry is left out, as a listing gives what one
+// read of the directory saw (find's -ignore_readdir_race is GNU's and
+// covers files only); any other error of find still fails.
+const listVanished = `[ "$s" -eq 0 ] && exit 0` + "\n" +
+	`printf '%s\n' "$e" | grep -qv ': No such file or directory$' || exit 0` + "\n" +
+	`printf '%s\n' "$e" >&2; exit "$s"`
 
 // Stat describes one path.
 func (s filesystemService) Stat(ctx context.Context, req *connect.Request[filesystem.StatRequest]) (*connect.Response[filesystem.StatResponse], error) {
@@ -186,6 +224,9 @@ func (s filesystemService) MakeDir(ctx context.Context, req *connect.Request[fil
 func (s filesystemService) Move(ctx context.Context, req *connect.Request[filesystem.MoveRequest]) (*connect.Response[filesystem.MoveResponse], error) {
 	src, dst := absPath(req.Msg.GetSource()), absPath(req.Msg.GetDestination())
 	out, err := s.fileOp(ctx, "move", src, moveScript, map[string]any{"path": src, "destination": dst, "interface": "e2b"}, src, dst)
+	if errors.Is(err, errGoneAfter) {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' was moved to '%s', which was removed before it could be read", src, dst))
+	}
 	if err != nil {
 		return nil, err
 	}

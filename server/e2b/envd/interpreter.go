@@ -2,9 +2,11 @@ package envd
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -98,20 +100,31 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 		h.restError(w, r, err)
 		return
 	}
-	code := wrapCode(cc, req.Code, req.EnvVars)
+	// The sandbox's environment (envs at create) is the code's too, as for
+	// a command; the request's env_vars overlay it.
+	env := maps.Clone(sess.Env())
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, req.EnvVars)
+	code := wrapCode(cc, req.Code, env)
 	body, _ := json.Marshal(api.InterpreterExecRequest{Code: code, Timeout: api.MaxInterpreterTimeout})
 	started := time.Now()
-	resp, err := sidecarOK(ctx, sess, http.MethodPost, "/interpreter/exec", nil, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
-	if err != nil {
-		h.restError(w, r, err)
+	run := make(chan interpreterAnswer, 1)
+	go func() { run <- runInterpreter(ctx, sess, body) }()
+	ans, streaming := awaitInterpreter(w, run)
+	fail := func(err error) {
+		if streaming {
+			h.streamError(w, r, err)
+		} else {
+			h.restError(w, r, err)
+		}
+	}
+	if ans.err != nil {
+		fail(ans.err)
 		return
 	}
-	defer resp.Body.Close()
-	var res api.InterpreterExecResult
-	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
-		h.restError(w, r, fmt.Errorf("decode interpreter result: %w", err))
-		return
-	}
+	res := ans.res
 	exit := 0
 	if res.Error != nil {
 		exit = 1
@@ -120,18 +133,86 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 		Operation: "interpreter_exec", Detail: map[string]any{"code": req.Code, "context": id, "interface": "e2b"},
 		ExitCode: &exit, Started: started, Duration: time.Since(started),
 	}); err != nil {
-		h.restError(w, r, err)
+		fail(err)
 		return
 	}
 	if sess.ScrubOutput() {
 		res = scrubResult(res)
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
+	if !streaming {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+	}
 	for _, line := range executionLines(res, h.contexts.count(sess.SandboxID(), id)) {
 		b, _ := json.Marshal(line)
 		_, _ = w.Write(append(b, '\n'))
 	}
+}
+
+// awaitInterpreter waits for the cell's answer; past headerGrace it sends
+// the answer's headers first and reports true (streaming).
+func awaitInterpreter(w http.ResponseWriter, run <-chan interpreterAnswer) (interpreterAnswer, bool) {
+	select {
+	case ans := <-run:
+		return ans, false
+	case <-time.After(headerGrace):
+		// The SDK's clocks: requestTimeoutMs (60 s) runs until the
+		// answer's headers arrive, timeoutMs from then on. Headers held
+		// until the result made every cell longer than 60 s a
+		// TimeoutError and left timeoutMs without effect, so a cell still
+		// running after the grace gets them now; what fails later comes
+		// as an error line. A refusal (rate limit, lost sandbox) comes
+		// within the grace, with its status, as before.
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+		_ = http.NewResponseController(w).Flush()
+		return <-run, true
+	}
+}
+
+// headerGrace is how long /execute holds its answer's headers for the
+// result: a quick cell or a refusal answers as one response with its
+// status; a longer cell's headers go first (see execute).
+const headerGrace = 300 * time.Millisecond
+
+// interpreterAnswer is what the sidecar's interpreter answered.
+type interpreterAnswer struct {
+	res api.InterpreterExecResult
+	err error
+}
+
+// runInterpreter runs a wrapped cell in the sandbox's interpreter. The
+// request ends with ctx (the SDK's dropped connection), which ends the
+// cell.
+func runInterpreter(ctx context.Context, sess Session, body []byte) interpreterAnswer {
+	resp, err := sidecarOK(ctx, sess, http.MethodPost, "/interpreter/exec", nil, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		return interpreterAnswer{err: err}
+	}
+	defer resp.Body.Close()
+	var res api.InterpreterExecResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		return interpreterAnswer{err: fmt.Errorf("decode interpreter result: %w", err)}
+	}
+	return interpreterAnswer{res: res}
+}
+
+// streamError ends an /execute answer whose headers are out with an error
+// line, which the SDK reads as execution.error: the status is sent.
+func (h *Handler) streamError(w http.ResponseWriter, r *http.Request, err error) {
+	value := "internal error"
+	if e, ok := errors.AsType[*api.Error](err); ok {
+		value = e.Message
+		if e.Hint != "" {
+			value += " (" + e.Hint + ")"
+		}
+	} else if errors.Is(err, ErrGone) {
+		value = "the sandbox is gone"
+	} else if r.Context().Err() == nil {
+		h.log.ErrorContext(r.Context(), "envd execute failed", "err", err)
+	}
+	b, _ := json.Marshal(map[string]any{"type": "error", "name": "SandboxError", "value": value, "traceback": value})
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // executionLines is the outcome in the runCode protocol's lines: stdout

@@ -318,20 +318,27 @@ type frame struct {
 }
 
 // endEvent is how the command ended, in envd's words: killed by a signal
-// is exit code -1, not exited, "signal: killed".
+// is exit code -1, not exited, "signal: killed". Unless it exited 0, the
+// error says so too, as envd's (Go's exec error): the SDK makes it the
+// message of CommandExitError.
 func (p *proc) endEvent(exit *api.InteractiveControl) *process.ProcessEvent_EndEvent {
 	p.mu.Lock()
 	killed := p.killed
 	p.mu.Unlock()
 	switch {
 	case killed || exit == nil || exit.ExitCode == nil:
-		return &process.ProcessEvent_EndEvent{ExitCode: -1, Exited: false, Status: "signal: killed"}
+		status := "signal: killed"
+		return &process.ProcessEvent_EndEvent{ExitCode: -1, Exited: false, Status: status, Error: &status}
 	case exit.Message != "":
 		msg := exit.Message
 		return &process.ProcessEvent_EndEvent{ExitCode: int32(*exit.ExitCode), Exited: false, Status: "failed to start", Error: &msg}
 	}
 	code := *exit.ExitCode
-	return &process.ProcessEvent_EndEvent{ExitCode: int32(code), Exited: true, Status: "exit status " + strconv.Itoa(code)}
+	end := &process.ProcessEvent_EndEvent{ExitCode: int32(code), Exited: true, Status: "exit status " + strconv.Itoa(code)}
+	if code != 0 {
+		end.Error = &end.Status
+	}
+	return end
 }
 
 func dataEvent(stream byte, b []byte) *process.ProcessEvent {

@@ -72,49 +72,7 @@ func OpenAPI(docs []RouteDoc) map[string]any {
 			continue
 		}
 		path = wildcardName.ReplaceAllString(path, "{$1}")
-		var params []any
-		for _, m := range wildcardName.FindAllStringSubmatch(d.Pattern, -1) {
-			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
-		}
-		for _, q := range d.Query {
-			params = append(params, map[string]any{"name": q, "in": "query", "schema": map[string]any{"type": "string"}})
-		}
-		responses := errorResponses(d, errResp)
-		responses[statusKey(d.Status)] = g.response(d)
-		if d.AlsoStatus != 0 {
-			responses[statusKey(d.AlsoStatus)] = g.response(d)
-		}
-		if idempotent(method, d) {
-			params = append(params, map[string]any{
-				"name": api.HeaderIdempotencyKey, "in": "header",
-				"description": "done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true",
-				"schema":      map[string]any{"type": "string", "maxLength": MaxIdempotencyKeyLen},
-			})
-		}
-		op := map[string]any{
-			"summary":     d.Summary,
-			"operationId": operationID(method, path),
-			"responses":   responses,
-		}
-		if len(params) > 0 {
-			op["parameters"] = params
-		}
-		switch d.Auth {
-		case AuthNone:
-			op["security"] = []any{}
-		case AuthKeyQuery:
-			op["security"] = []any{map[string]any{"apiKey": []any{}}, map[string]any{"apiKeyQuery": []any{}}}
-		case AuthToken:
-			op["security"] = []any{map[string]any{"accessToken": []any{}}}
-		case AuthTokenOrAdmin:
-			op["security"] = []any{map[string]any{"accessToken": []any{}}, map[string]any{"apiKey": []any{}}}
-		}
-		if d.Request != nil {
-			op["requestBody"] = map[string]any{
-				"required": true,
-				"content":  map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(d.Request))}},
-			}
-		}
+		op := g.operation(method, path, d, errResp)
 		if paths[path] == nil {
 			paths[path] = map[string]any{}
 		}
@@ -140,6 +98,55 @@ func OpenAPI(docs []RouteDoc) map[string]any {
 		},
 		"security": []any{map[string]any{"apiKey": []any{}}},
 	}
+}
+
+// operation is the OpenAPI operation of route d, served as method path:
+// its parameters, answers, security and request body.
+func (g *schemaGen) operation(method, path string, d RouteDoc, errResp map[string]any) map[string]any {
+	var params []any
+	for _, m := range wildcardName.FindAllStringSubmatch(d.Pattern, -1) {
+		params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+	}
+	for _, q := range d.Query {
+		params = append(params, map[string]any{"name": q, "in": "query", "schema": map[string]any{"type": "string"}})
+	}
+	responses := errorResponses(d, errResp)
+	responses[statusKey(d.Status)] = g.response(d)
+	if d.AlsoStatus != 0 {
+		responses[statusKey(d.AlsoStatus)] = g.response(d)
+	}
+	if idempotent(method, d) {
+		params = append(params, map[string]any{
+			"name": api.HeaderIdempotencyKey, "in": "header",
+			"description": "done at most once per credential, path and key for 24 h; a repeat gets the first answer again with Idempotent-Replayed: true",
+			"schema":      map[string]any{"type": "string", "maxLength": MaxIdempotencyKeyLen},
+		})
+	}
+	op := map[string]any{
+		"summary":     d.Summary,
+		"operationId": operationID(method, path),
+		"responses":   responses,
+	}
+	if len(params) > 0 {
+		op["parameters"] = params
+	}
+	switch d.Auth {
+	case AuthNone:
+		op["security"] = []any{}
+	case AuthKeyQuery:
+		op["security"] = []any{map[string]any{"apiKey": []any{}}, map[string]any{"apiKeyQuery": []any{}}}
+	case AuthToken:
+		op["security"] = []any{map[string]any{"accessToken": []any{}}}
+	case AuthTokenOrAdmin:
+		op["security"] = []any{map[string]any{"accessToken": []any{}}, map[string]any{"apiKey": []any{}}}
+	}
+	if d.Request != nil {
+		op["requestBody"] = map[string]any{
+			"required": true,
+			"content":  map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(d.Request))}},
+		}
+	}
+	return op
 }
 
 // errorCodes are the codes an error envelope may carry: every api.Code*

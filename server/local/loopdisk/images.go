@@ -140,9 +140,12 @@ func (im *Images) loopReleased(path string, loop uint64, budget time.Duration) b
 	}
 }
 
-// templatePrefix names the formatted templates in images/, by size.
-// Templates of earlier versions ("ext4-<size>.img") had no journal; they
-// are thrown away (EmptyTrash).
+// templatePrefix names the formatted templates in images/, by size and
+// layout: "ext4j-<size>.img" is empty (volumes; sandbox disks before
+// session 14, whose templates are left to volumes),
+// "ext4j-<size>-<dirs>.<uid>.<gid>.img" holds a Layout. Templates of
+// earlier versions ("ext4-<size>.img") had no journal; they are thrown
+// away (EmptyTrash).
 const templatePrefix = "ext4j-"
 
 // EmptyTrash unlinks, in the background, images a previous driver
@@ -163,9 +166,52 @@ func (im *Images) EmptyTrash() {
 	}()
 }
 
-// Create writes a new sparse ext4 image of size bytes at dst.
+// Create writes a new sparse ext4 image of size bytes at dst, empty but
+// for lost+found.
 func (im *Images) Create(dst string, size int64) error {
-	tmpl, err := im.template(size)
+	return im.CreateWith(dst, size, Layout{})
+}
+
+// A Layout is what a template holds besides an empty filesystem: empty
+// directories at its root, mode 0755 and owned by UID:GID. A sandbox's
+// disk has its workspace and outputs there, the same for every sandbox
+// (the canonical ids), so each clone has them without an mkdir and chown
+// in its fresh filesystem: their inodes and blocks were written once, in
+// the template (issue 27, session 14). The directories' times are the
+// template's, as the filesystem's root and lost+found always were.
+type Layout struct {
+	Dirs     []string
+	UID, GID int
+}
+
+// key names the layout in its template's file name: templates of other
+// layouts (or of none: volumes, and sandbox disks before session 14) are
+// other files.
+func (l Layout) key() string {
+	if len(l.Dirs) == 0 {
+		return ""
+	}
+	return "-" + strings.Join(l.Dirs, "+") + "." + strconv.Itoa(l.UID) + "." + strconv.Itoa(l.GID)
+}
+
+func (l Layout) valid() bool {
+	for _, d := range l.Dirs {
+		if d == "" || d == "." || d == ".." || d == "lost+found" || strings.ContainsAny(d, "/+") {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateWith writes a new sparse ext4 image of size bytes at dst holding
+// layout. A template whose mkfs.ext4 cannot populate a filesystem (-d,
+// e2fsprogs before 1.43) is made empty instead: callers check for the
+// directories and make those missing.
+func (im *Images) CreateWith(dst string, size int64, layout Layout) error {
+	if !layout.valid() {
+		return fmt.Errorf("create disk image: invalid layout %q", layout.Dirs)
+	}
+	tmpl, err := im.template(size, layout)
 	if err != nil {
 		return err
 	}
@@ -175,12 +221,12 @@ func (im *Images) Create(dst string, size int64) error {
 	return nil
 }
 
-// template returns the path of the formatted image of size bytes, making
-// it on first use.
-func (im *Images) template(size int64) (string, error) {
+// template returns the path of the formatted image of size bytes holding
+// layout, making it on first use.
+func (im *Images) template(size int64, layout Layout) (string, error) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
-	path := filepath.Join(im.dir, templatePrefix+strconv.FormatInt(size, 10)+".img")
+	path := filepath.Join(im.dir, templatePrefix+strconv.FormatInt(size, 10)+layout.key()+".img")
 	if exists(path) {
 		return path, nil
 	}
@@ -188,7 +234,7 @@ func (im *Images) template(size int64) (string, error) {
 		return "", fmt.Errorf("create disk template: %w", err)
 	}
 	tmp := path + ".tmp"
-	if err := formatImage(tmp, size); err != nil {
+	if err := formatImage(tmp, size, layout); err != nil {
 		_ = os.Remove(tmp)
 		return "", err
 	}
@@ -198,13 +244,49 @@ func (im *Images) template(size int64) (string, error) {
 	return path, nil
 }
 
-func formatImage(path string, size int64) error {
+// layoutSource makes, at src, the directory tree mkfs.ext4 -d copies into
+// a new filesystem: its root as the filesystem's root always is (root's,
+// 0755, should an mkfs.ext4 copy it), the layout's directories below. The
+// modes are set past the umask, which would otherwise decide them.
+func layoutSource(src string, layout Layout) error {
+	_ = os.RemoveAll(src) // left by a crash
+	if err := os.Mkdir(src, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(src, 0o755); err != nil {
+		return err
+	}
+	for _, name := range layout.Dirs {
+		p := filepath.Join(src, name)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return err
+		}
+		if err := os.Chown(p, layout.UID, layout.GID); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func formatImage(path string, size int64, layout Layout) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err == nil {
 		err = errors.Join(f.Truncate(size), f.Close())
 	}
 	if err != nil {
 		return fmt.Errorf("create disk template: %w", err)
+	}
+	populates := [][]string{nil}
+	if len(layout.Dirs) > 0 {
+		src := path + ".src"
+		defer os.RemoveAll(src)
+		if err := layoutSource(src, layout); err != nil {
+			return fmt.Errorf("create disk template: %w", err)
+		}
+		populates = [][]string{{"-d", src}, nil}
 	}
 	// A journal, so that a write the host could not store (its filesystem
 	// filled under the sparse image) aborts the journal and leaves the
@@ -218,14 +300,16 @@ func formatImage(path string, size int64) error {
 		journal = []string{"-J", "size=" + strconv.Itoa(journalMiB)}
 	}
 	var out []byte
-	for _, ext := range []string{
-		"nodiscard,lazy_itable_init=1,lazy_journal_init=1,assume_storage_prezeroed=1",
-		"nodiscard,lazy_itable_init=1,lazy_journal_init=1",
-	} {
-		args := append([]string{"-q", "-F", "-m", "0", "-O", "has_journal", "-E", ext}, journal...)
-		args = append(args, path)
-		if out, err = exec.Command(MkfsPath(), args...).CombinedOutput(); err == nil {
-			return nil
+	for _, populate := range populates {
+		for _, ext := range []string{
+			"nodiscard,lazy_itable_init=1,lazy_journal_init=1,assume_storage_prezeroed=1",
+			"nodiscard,lazy_itable_init=1,lazy_journal_init=1",
+		} {
+			args := append([]string{"-q", "-F", "-m", "0", "-O", "has_journal", "-E", ext}, journal...)
+			args = append(append(args, populate...), path)
+			if out, err = exec.Command(MkfsPath(), args...).CombinedOutput(); err == nil {
+				return nil
+			}
 		}
 	}
 	return fmt.Errorf("format disk template: %w: %s", err, out)

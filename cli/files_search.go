@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/spf13/cobra"
+)
+
+func newFilesGlobCmd(app *App) *cobra.Command {
+	var (
+		ref string
+		req api.GlobRequest
+		out outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "glob PATTERN",
+		Short: "Find files of the sandbox by name pattern",
+		Long: `Find files under --path (default: the workspace) whose path matches PATTERN; "**" spans directories.
+A pattern that can match no file (empty, malformed such as '[', or ending in
+"**") is a usage error.`,
+		Example: "  boxkite files glob '**/*.py'\n  boxkite files glob '*.log' --path /tmp",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			req.Pattern = args[0]
+			if err := checkGlob(req.Pattern); err != nil {
+				return err
+			}
+			c, sb, err := target(cmd.Context(), app, ref, false)
+			if err != nil {
+				return err
+			}
+			res, err := c.Glob(cmd.Context(), sb.ID, req)
+			if err != nil {
+				return fmt.Errorf("glob %s: %w", req.Pattern, err)
+			}
+			if asJSON {
+				return out.write(app.IO, res)
+			}
+			for _, m := range res.Matches {
+				fmt.Fprintln(app.IO.Out, m.Path)
+			}
+			if res.Truncated {
+				fmt.Fprintf(app.IO.ErrOut, "(only the first %d matches are shown)\n", len(res.Matches))
+			}
+			return nil
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	cmd.Flags().StringVar(&req.Path, "path", "", "directory to search (default: the workspace)")
+	out.register(cmd, api.GlobResult{})
+	pageable(cmd)
+	return cmd
+}
+
+// checkGlob refuses the patterns /glob answers with no matches whatever
+// the files (an empty or malformed pattern, or one ending in "**", which
+// would list directories): the API keeps the reference's empty answer, so
+// only here can the user learn the pattern, not the files, was the cause.
+// The rules are the sidecar's compileGlob.
+func checkGlob(pattern string) error {
+	const hint = "write a pattern such as '*.py' or '**/*.py' (\"**\" spans directories)"
+	p := strings.TrimLeft(pattern, "/")
+	if p == "" || strings.IndexByte(p, 0) >= 0 {
+		return usageErrorf(hint, "empty glob pattern %q", pattern)
+	}
+	last := ""
+	for s := range strings.SplitSeq(p, "/") {
+		if s == "" || s == "." {
+			continue
+		}
+		if _, err := path.Match(s, ""); err != nil {
+			return usageErrorf(hint, "malformed glob pattern %q: %q is not a valid name pattern", pattern, s)
+		}
+		last = s
+	}
+	if last == "" || last == "**" {
+		return usageErrorf("end it with a name pattern: '**/*' lists every file", "glob pattern %q matches only directories, and glob lists files", pattern)
+	}
+	return nil
+}
+
+func newFilesGrepCmd(app *App) *cobra.Command {
+	var (
+		ref string
+		req api.GrepRequest
+		out outputFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "grep PATTERN",
+		Short: "Search file contents in the sandbox",
+		Long: `Search the files under --path (default: the workspace) for lines matching the
+regular expression PATTERN (RE2 syntax) and print them as path:line:text.
+As grep(1): exits 0 when a line matched, 1 when none did, 2 or more on an
+error.`,
+		Example: "  boxkite files grep 'TODO|FIXME'\n  boxkite files grep 'def \\w+' --glob '*.py' --max-matches 50",
+		Args:    usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asJSON, err := out.wantJSON(cmd)
+			if err != nil {
+				return err
+			}
+			if req.MaxMatches < 1 || req.MaxMatches > api.MaxGrepMatches {
+				return usageErrorf(helpHint(cmd), "--max-matches must be between 1 and %d", api.MaxGrepMatches)
+			}
+			req.Pattern = args[0]
+			c, sb, err := target(cmd.Context(), app, ref, false)
+			if err != nil {
+				return err
+			}
+			res, err := c.Grep(cmd.Context(), sb.ID, req)
+			if err != nil {
+				if e, ok := errors.AsType[*api.Error](err); ok && e.Status < 500 && apiExitCode(e) == exitError {
+					// grep(1) exits 2 on an error; 1 means no match.
+					return &exitStatus{code: exitUsage, msg: fmt.Sprintf("grep %s: %s", req.Pattern, message(err))}
+				}
+				return fmt.Errorf("grep %s: %w", req.Pattern, err)
+			}
+			if asJSON {
+				if err := out.write(app.IO, res); err != nil {
+					return err
+				}
+			} else {
+				for _, m := range res.Matches {
+					fmt.Fprintf(app.IO.Out, "%s:%d:%s\n", m.Path, m.Line, m.Text)
+				}
+			}
+			if res.Error != "" {
+				return &exitStatus{code: exitUsage, msg: res.Error} // grep's "an error occurred"
+			}
+			if res.Truncated {
+				fmt.Fprintf(app.IO.ErrOut, "(stopped after %d matches; raise --max-matches or narrow --path/--glob)\n", len(res.Matches))
+			}
+			if len(res.Matches) == 0 {
+				return &exitStatus{code: exitError} // grep's "no line matched"
+			}
+			return nil
+		},
+	}
+	sandboxFlag(cmd, app, &ref)
+	cmd.Flags().StringVar(&req.Path, "path", "", "directory to search (default: the workspace)")
+	cmd.Flags().StringVar(&req.Glob, "glob", "", "only files whose name or path matches this `pattern`")
+	cmd.Flags().IntVar(&req.MaxMatches, "max-matches", api.DefaultGrepMatches, fmt.Sprintf("stop after `N` matches (at most %d)", api.MaxGrepMatches))
+	out.register(cmd, api.GrepResult{})
+	pageable(cmd)
+	return cmd
+}

@@ -1,0 +1,59 @@
+// Package testport picks loopback ports for tests that start a server,
+// stop it and start it again on the same port.
+//
+// A port the kernel picks (a listen on port 0) lies in its ephemeral range,
+// and while the server is down any port in that range can be taken: by
+// another test's listen on port 0, or by the local end of any outgoing
+// connection. CI saw this happen (SeaweedFS's master could not bind its
+// gRPC port again after an outage test). Pick chooses below the range,
+// where only a port chosen by hand can collide, and chooses at random.
+package testport
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// floor is the lowest port Pick chooses: above the well-known and most
+// registered service ports.
+const floor = 10000
+
+// Pick returns a port free on 127.0.0.1 now, in [10000, the first port of
+// the kernel's ephemeral range).
+func Pick() (int, error) {
+	low := ephemeralLow()
+	for range 200 {
+		port := floor + rand.IntN(low-floor)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("pick a port: none free in [%d, %d) after 200 tries", floor, low)
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range): 32768 when it cannot be read or leaves
+// too little room below it.
+func ephemeralLow() int {
+	const fallback = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return fallback
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return fallback
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low < floor+2000 {
+		return fallback
+	}
+	return low
+}

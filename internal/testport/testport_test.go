@@ -1,0 +1,58 @@
+package testport
+
+import (
+	"fmt"
+	"net"
+	"testing"
+)
+
+// TestPickBelowEphemeral: picks lie outside the range the kernel hands to
+// listens on port 0 and to outgoing connections, are free, and are random.
+func TestPickBelowEphemeral(t *testing.T) {
+	low := ephemeralLow()
+	seen := map[int]bool{}
+	for range 20 {
+		port, err := Pick()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < floor || port >= low {
+			t.Fatalf("Pick = %d, want in [%d, %d)", port, floor, low)
+		}
+		seen[port] = true
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatalf("port %d is not free: %v", port, err)
+		}
+		l.Close()
+	}
+	if len(seen) < 10 {
+		t.Errorf("20 picks gave %d distinct ports; want random picks", len(seen))
+	}
+}
+
+// TestPickSkipsTaken: a port in use is never handed out.
+func TestPickSkipsTaken(t *testing.T) {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	taken := map[int]bool{}
+	for range 50 {
+		port, err := Pick()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if taken[port] {
+			t.Fatalf("Pick handed out %d, which is held", port)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatalf("listen on picked port %d: %v", port, err)
+		}
+		held = append(held, l)
+		taken[port] = true
+	}
+}

@@ -1,0 +1,121 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/audit"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// deleteSandbox serves DELETE /v1/sandboxes/{id}. Deleting a sandbox that
+// is already destroyed or lost is 404, as in the reference.
+func (s *Service) deleteSandbox(w http.ResponseWriter, r *http.Request) error {
+	sb, err := s.LoadSandbox(r)
+	if err != nil {
+		return err
+	}
+	if !sb.Live() {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already %s", sb.ID, sb.Status)
+	}
+	// Finish the teardown even if the client hangs up half way.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), CleanupTimeout)
+	defer cancel()
+	if err := s.Destroy(ctx, sb.ID, api.StatusDestroyed, model.ReasonDeleted); err != nil {
+		if errors.Is(err, ErrNotActive) {
+			return api.Errorf(http.StatusNotFound, api.CodeNotFound, "sandbox %s is already destroyed", sb.ID)
+		}
+		if e := unrecordedDestroy(sb.ID, err); e != nil {
+			s.log.ErrorContext(ctx, "record destroyed sandbox", "sandbox", sb.ID, "err", err)
+			return e
+		}
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// unrecordedDestroy is the answer to a removal the driver carried out but
+// the database could not record (it is full, read-only or failing: the
+// usual state of a host that ran out of disk, where removing sandboxes is
+// how space is freed), else nil. The row stays live until a retry.
+func unrecordedDestroy(id string, err error) *api.Error {
+	status, code := http.StatusServiceUnavailable, api.CodeServiceUnavailable
+	switch {
+	case model.IsStorageFault(err):
+		status, code = http.StatusInsufficientStorage, api.CodeInsufficientStorage
+	case errors.Is(err, model.ErrStoreReadOnly), errors.Is(err, model.ErrStoreIO):
+	default:
+		return nil
+	}
+	return api.Errorf(status, code, "sandbox %s was torn down and its storage released, but the removal could not be recorded: %s", id, audit.Reason(err)).
+		WithHint("retry the removal once the database takes writes again (the server log has the cause); until then the sandbox is listed as it was")
+}
+
+// endedAnswer is the answer to a call to a sandbox that this server
+// destroys, recording it as status, while the call runs.
+func endedAnswer(id, status string) *api.Error {
+	if status == api.StatusLost {
+		return LostAnswer(id)
+	}
+	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s was %s while the call ran", id, status).
+		WithHint("create a new sandbox with `boxkite session create`")
+}
+
+// ErrNotActive aborts a state change on a sandbox that stopped being active
+// (or paused) since it was read (a DELETE racing the reaper, say).
+var ErrNotActive = errors.New("sandbox is not active")
+
+// Destroy tears the sandbox down and records it as status/reason. The
+// driver goes first: if it fails, the row stays active and the caller (or
+// the reaper, next tick) can retry. Returns ErrNotActive if the row was no
+// longer active.
+func (s *Service) Destroy(ctx context.Context, id, status, reason string) error {
+	_, err := s.destroySandbox(ctx, id, status, reason)
+	return err
+}
+
+// destroySandbox is destroy returning the sandbox as recorded.
+// Calls in flight to the sandbox, and those that start meanwhile, are
+// ended first, so none reads the sidecar's death as a loss.
+func (s *Service) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
+	defer s.lifecycleLocks.lock(id)() // after a pause or resume under way
+	return s.destroyLocked(ctx, id, status, reason)
+}
+
+// destroyLocked is destroySandbox for a caller holding id's lifecycle lock.
+func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
+	s.destroying(ctx, id, status) // the storage sync's final flush, bounded and audited
+	defer s.calls.End(id, endedAnswer(id, status))()
+	s.sidecars.Forget(id)
+	if err := s.driver.Delete(ctx, id); err != nil {
+		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
+		return nil, sandboxFailed("delete")
+	}
+	sb, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
+		if !sb.Live() {
+			return ErrNotActive
+		}
+		now := s.now()
+		if sb.PausedAt != nil { // paused time is not counted
+			sb.PausedTotal += max(0, now.Sub(*sb.PausedAt))
+			sb.PausedAt = nil
+		}
+		sb.Status, sb.DestroyReason, sb.DestroyedAt = status, reason, &now
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotActive) {
+		return nil, fmt.Errorf("record destroyed sandbox: %w", err)
+	}
+	if err == nil {
+		event := api.EventSandboxDestroyed
+		if status == api.StatusLost {
+			event = api.EventSandboxLost
+		}
+		s.emit(ctx, sb.AccountID, event, sandboxEvent(sb))
+	}
+	return sb, err
+}
