@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/boxkite/boxkite/internal/testport"
 )
 
 func TestListenPort(t *testing.T) {
@@ -72,6 +74,18 @@ func TestListenPortAvoidsFetchBlockedPorts(t *testing.T) {
 	}
 	if fetchBlocksPort(8090) {
 		t.Error("8090, up's default, is on the blocked list")
+	}
+}
+
+// TestTestPortsNotFetchBlocked: the ports tests pick and hand to
+// `boxkite up --port` lie above every port up refuses as fetch-blocked,
+// so such a test can never fail on the pick (CI once drew 10080).
+func TestTestPortsNotFetchBlocked(t *testing.T) {
+	t.Parallel()
+	for p := range fetchBlockedPorts {
+		if p >= testport.Floor {
+			t.Errorf("fetch-blocked port %d is at or above testport.Floor %d; raise the floor", p, testport.Floor)
+		}
 	}
 }
 

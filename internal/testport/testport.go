@@ -18,16 +18,19 @@ import (
 	"strings"
 )
 
-// floor is the lowest port Pick chooses: above the well-known and most
-// registered service ports.
-const floor = 10000
+// Floor is the lowest port Pick chooses: above the well-known and most
+// registered service ports, and above every port the WHATWG fetch standard
+// blocks (the highest is 10080). Tests hand picks to `boxkite up --port`,
+// which refuses a fetch-blocked port because the E2B SDKs could not reach
+// it; CI once picked 10080 and failed that way.
+const Floor = 10100
 
-// Pick returns a port free on 127.0.0.1 now, in [10000, the first port of
+// Pick returns a port free on 127.0.0.1 now, in [Floor, the first port of
 // the kernel's ephemeral range).
 func Pick() (int, error) {
 	low := ephemeralLow()
 	for range 200 {
-		port := floor + rand.IntN(low-floor)
+		port := Floor + rand.IntN(low-Floor)
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
 			continue
@@ -35,7 +38,7 @@ func Pick() (int, error) {
 		l.Close()
 		return port, nil
 	}
-	return 0, fmt.Errorf("pick a port: none free in [%d, %d) after 200 tries", floor, low)
+	return 0, fmt.Errorf("pick a port: none free in [%d, %d) after 200 tries", Floor, low)
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range
@@ -52,7 +55,7 @@ func ephemeralLow() int {
 		return fallback
 	}
 	low, err := strconv.Atoi(f[0])
-	if err != nil || low < floor+2000 {
+	if err != nil || low < Floor+2000 {
 		return fallback
 	}
 	return low

@@ -16,8 +16,8 @@ func TestPickBelowEphemeral(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if port < floor || port >= low {
-			t.Fatalf("Pick = %d, want in [%d, %d)", port, floor, low)
+		if port < Floor || port >= low {
+			t.Fatalf("Pick = %d, want in [%d, %d)", port, Floor, low)
 		}
 		seen[port] = true
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
