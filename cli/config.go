@@ -262,21 +262,6 @@ func lookupFlag(flags *pflag.FlagSet, name string) *pflag.Flag {
 	return flags.Lookup(name)
 }
 
-// checkBaseURL accepts absolute http(s) URLs with a host.
-func checkBaseURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return errors.New("the scheme must be http or https")
-	}
-	if u.Host == "" {
-		return errors.New("the URL has no host")
-	}
-	return nil
-}
-
 // isLoopbackURL reports whether s points at this machine.
 func isLoopbackURL(s string) bool {
 	u, err := url.Parse(s)
