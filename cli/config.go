@@ -67,6 +67,13 @@ type Config struct {
 	PersonalKey  string
 }
 
+// localStack reports whether the base URL is the one of the stack 'boxkite
+// up' runs: local.toml's or the default, not another loopback server.
+func (cfg *Config) localStack() bool {
+	src := cfg.Sources[keyBaseURL]
+	return src == "default" || src == "file "+filepath.Join(cfg.Home, localFile)
+}
+
 // fileConfig is the shape of config.toml and local.toml.
 type fileConfig struct {
 	Version int    `toml:"version,omitempty"`
