@@ -256,6 +256,20 @@ func (s *Server) Kill() {
 	s.Driver.Release() // what the process dying would close
 }
 
+// Down stops the control plane as `boxkite down` does: serving stops and
+// the driver ends every sandbox (Shutdown), paused ones included. Start
+// serves again, as the next `boxkite up`.
+func (s *Server) Down(t testing.TB) {
+	t.Helper()
+	s.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Driver.Shutdown(ctx); err != nil {
+		t.Fatalf("servertest: down: %v", err)
+	}
+	s.Driver.Release()
+}
+
 // Start starts a new server with a new local driver on the database and
 // state directory of one that Kill stopped; see Restart.
 func (s *Server) Start(t testing.TB) {
