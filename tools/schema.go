@@ -180,8 +180,7 @@ func checkValue(p propSchema, v json.RawMessage) string {
 	case "boolean":
 		ok = string(v) == "true" || string(v) == "false"
 	case "object":
-		var m map[string]json.RawMessage
-		ok = json.Unmarshal(v, &m) == nil && m != nil
+		ok = objectValue(v) != nil
 	case "array":
 		var items []json.RawMessage
 		ok = json.Unmarshal(v, &items) == nil && items != nil
@@ -202,6 +201,50 @@ func checkValue(p propSchema, v json.RawMessage) string {
 }
 
 func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
+
+// objectValue returns v as a JSON object, or nil when it is not one. A
+// string holding a JSON object counts: Gemini's export gives free-form
+// objects as such strings (geminiProperty).
+func objectValue(v json.RawMessage) json.RawMessage {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		v = json.RawMessage(s)
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(v, &m) != nil || m == nil {
+		return nil
+	}
+	return bytes.TrimSpace(v)
+}
+
+// unquoteObjects returns args (already checked by checkArgs) with every
+// object parameter given as JSON text replaced by the object itself, so
+// handlers decode one shape.
+func unquoteObjects(schema, args json.RawMessage) json.RawMessage {
+	var s objectSchema
+	var got map[string]json.RawMessage
+	if json.Unmarshal(schema, &s) != nil || json.Unmarshal(args, &got) != nil {
+		return args
+	}
+	changed := false
+	for n, p := range s.Properties {
+		v, ok := got[n]
+		if !ok || p.Type != "object" || !bytes.HasPrefix(bytes.TrimSpace(v), []byte(`"`)) {
+			continue
+		}
+		if o := objectValue(v); o != nil {
+			got[n], changed = o, true
+		}
+	}
+	if !changed {
+		return args
+	}
+	b, err := json.Marshal(got)
+	if err != nil {
+		return args
+	}
+	return b
+}
 
 func article(typ string) string {
 	switch typ {
