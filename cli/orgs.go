@@ -116,7 +116,7 @@ func newOrgCreateCmd(app *App) *cobra.Command {
 			if asJSON {
 				return out.write(app.IO, o)
 			}
-			fmt.Fprintf(app.IO.Out, "%s\ncreated organization %s; act for it with 'boxkite org switch %s'\n", o.ID, o.Name, o.Name)
+			fmt.Fprintf(app.IO.Out, "%s\ncreated organization %s; act for it with 'boxkite org switch %s'\n", o.ID, o.Name, orgRef(o))
 			return nil
 		},
 	}
@@ -189,6 +189,17 @@ func newOrgMembersCmd(app *App) *cobra.Command {
 	}
 	out.register(cmd, api.OrganizationMember{})
 	return cmd
+}
+
+// orgRef is how a printed command names an organization: by its name
+// when a shell passes that through as one argument unchanged, else by its
+// id. Quoting the name inside the quoted command would nest quotes and
+// be no easier to copy; a name that starts with '-' would read as a flag.
+func orgRef(o *api.Organization) string {
+	if shellSafe.MatchString(o.Name) && !strings.HasPrefix(o.Name, "-") {
+		return o.Name
+	}
+	return o.ID
 }
 
 func firstArg(args []string) string {
@@ -289,7 +300,7 @@ func newOrgAcceptCmd(app *App) *cobra.Command {
 			if asJSON {
 				return out.write(app.IO, o)
 			}
-			fmt.Fprintf(app.IO.Out, "joined %s (%s) as %s; act for it with 'boxkite org switch %s'\n", o.Name, o.ID, o.Role, o.Name)
+			fmt.Fprintf(app.IO.Out, "joined %s (%s) as %s; act for it with 'boxkite org switch %s'\n", o.Name, o.ID, o.Role, orgRef(o))
 			return nil
 		},
 	}
