@@ -110,6 +110,29 @@ func TestExportShapes(t *testing.T) {
 			t.Errorf("gemini list_processes has parameters %v; a tool without any must leave them out", d["parameters"])
 		}
 	}
+	// Gemini refuses an OBJECT without properties at any depth: a
+	// free-form map goes as a STRING of JSON, which the tool accepts.
+	opt, err := Enabled([]string{"http_request"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Export(opt, FormatGemini)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hr []struct {
+		Decls []struct {
+			Parameters struct {
+				Properties map[string]map[string]any `json:"properties"`
+			} `json:"parameters"`
+		} `json:"function_declarations"`
+	}
+	if err := json.Unmarshal(out, &hr); err != nil || len(hr) != 1 || len(hr[0].Decls) != 1 {
+		t.Fatalf("gemini http_request: %v %s", err, out)
+	}
+	if h := hr[0].Decls[0].Parameters.Properties["headers"]; h["type"] != "STRING" || !strings.Contains(h["description"].(string), "JSON object") {
+		t.Errorf("gemini http_request headers = %v, want a STRING that asks for a JSON object", h)
+	}
 
 	if _, err := Export(ts, "langchain"); err == nil || !strings.Contains(err.Error(), `unknown format "langchain"`) {
 		t.Errorf("Export(langchain) error = %v, want unknown format", err)
