@@ -109,6 +109,19 @@ func TestBashTool(t *testing.T) {
 			calls: execCall("make", 120),
 		},
 		{
+			// JSON Schema's integer: clients that keep numbers as doubles send 5.0.
+			name:  "integer sent as 5.0",
+			args:  `{"command":"x","timeout":5.0}`,
+			fake:  fake{exec: execReturns("ok", "", 0)},
+			want:  "ok",
+			calls: execCall("x", 5),
+		},
+		{
+			name: "fractional timeout",
+			args: `{"command":"x","timeout":5.5}`,
+			want: `Error: parameter "timeout" of bash_tool must be an integer`,
+		},
+		{
 			name:  "timeout clamped high",
 			args:  `{"command":"x","timeout":9999}`,
 			fake:  fake{exec: execReturns("ok", "", 0)},

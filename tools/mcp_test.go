@@ -99,6 +99,14 @@ func TestMCPTools(t *testing.T) {
 			calls: []call{{"View", api.ViewRequest{Path: "a.txt", ViewRange: []int{2, 3}}}},
 		},
 		{
+			name: "view range of doubles", tool: "view", args: `{"session_id":"sb-1","path":"a.txt","view_range":[2.0,3e0]}`,
+			fake: fake{view: func(api.ViewRequest) (*api.ViewResult, error) {
+				return &api.ViewResult{Content: "b\nc", Lines: 4}, nil
+			}},
+			want:  "File: a.txt (lines 2-3 of 4)\n     2\tb\n     3\tc",
+			calls: []call{{"View", api.ViewRequest{Path: "a.txt", ViewRange: []int{2, 3}}}},
+		},
+		{
 			name: "view bad range", tool: "view", args: `{"session_id":"sb-1","path":"a.txt","view_range":[2]}`,
 			want: "Error: view_range must be two integers, [start_line, end_line]",
 		},

@@ -115,7 +115,7 @@ func (t Tool) Call(ctx context.Context, sb Sandbox, args json.RawMessage) (out s
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	out, err := t.Handler(ctx, sb, unquoteObjects(t.Schema, args))
+	out, err := t.Handler(ctx, sb, normalizeArgs(t.Schema, args))
 	if err != nil {
 		return transportText(err)
 	}
