@@ -36,6 +36,7 @@ type fakeDriver struct {
 	// long a resume takes (pause_fake_test.go).
 	calls       []string
 	ResumeDelay time.Duration
+	ResumeErr   error // what Resume returns (pause_fake_test.go)
 }
 
 var _ model.Driver = (*fakeDriver)(nil)
