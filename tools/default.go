@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,18 +41,45 @@ const (
 	watchMaxSeconds    = api.MaxWatchSeconds
 )
 
+// How bash_tool tells the agent to run long commands: with start_process
+// when the agent has it, else with the shell (MCP's exec, the SDKs' four
+// tools).
+const (
+	bashLongWithProcess = "Commands are killed at the timeout; use start_process for servers and long jobs."
+	bashLongWithShell   = "Commands are killed at the timeout; start servers and long jobs in the background " +
+		"(nohup CMD > out.log 2>&1 &) and read their log later."
+	hintWithProcess = "run it in the background with start_process"
+	hintWithShell   = "start it in the background with nohup CMD > out.log 2>&1 & and read out.log later"
+)
+
 func bashTool() Tool {
 	return Tool{
 		Name: "bash_tool",
 		Description: "Run a shell command in the sandbox (/bin/sh -c, working directory /workspace) and return its output: " +
-			"stdout, then stderr. A non-zero exit is reported as \"Error (exit code N):\" followed by the output. " +
-			"Commands are killed at the timeout; use start_process for servers and long jobs.",
+			"stdout, then stderr. A non-zero exit is reported as \"Error (exit code N):\" followed by the output. " + bashLongWithProcess,
 		Schema: object(
 			strParam("command", "The shell command to run.").req(),
 			intParam("timeout", "Seconds before the command is killed (default 120, max 600).", bashDefaultTimeout, 1, bashMaxTimeout),
 		),
-		Handler: bashHandler("bash_tool", "run it in the background with start_process"),
+		Handler: bashHandler("bash_tool", hintWithProcess),
 	}
+}
+
+// fitSet returns ts with bash_tool speaking of the tools beside it: a set
+// without start_process (the SDKs' four tools, --tools default without it)
+// must not send the agent to a tool it does not have.
+func fitSet(ts []Tool) []Tool {
+	if _, ok := Lookup(ts, "start_process"); ok {
+		return ts
+	}
+	i := slices.IndexFunc(ts, func(t Tool) bool { return t.Name == "bash_tool" })
+	if i < 0 {
+		return ts
+	}
+	ts = slices.Clone(ts)
+	ts[i].Description = strings.Replace(ts[i].Description, bashLongWithProcess, bashLongWithShell, 1)
+	ts[i].Handler = bashHandler("bash_tool", hintWithShell)
+	return ts
 }
 
 // bashHandler runs a command for the tool name; background is how the

@@ -26,6 +26,7 @@ func Export(ts []Tool, format string) ([]byte, error) {
 			return nil, fmt.Errorf("export %s: tool %s has an invalid schema", format, t.Name)
 		}
 	}
+	ts = fitSet(ts)
 	var v any
 	switch format {
 	case FormatOpenAI:

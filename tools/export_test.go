@@ -292,3 +292,39 @@ func paramSummary(t *testing.T, schema json.RawMessage) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// TestExportFitsBashToTheSet checks that bash_tool names start_process only
+// in a set that has it: the SDKs export bash_tool with three file tools.
+func TestExportFitsBashToTheSet(t *testing.T) {
+	bashDesc := func(ts []Tool) string {
+		out, err := Export(ts, FormatAnthropic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []struct{ Name, Description string }
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range got {
+			if g.Name == "bash_tool" {
+				return g.Description
+			}
+		}
+		t.Fatalf("no bash_tool in %s", out)
+		return ""
+	}
+	if d := bashDesc(Default()); !strings.Contains(d, "use start_process") {
+		t.Errorf("default set: bash_tool = %q, want it to name start_process", d)
+	}
+	var four []Tool
+	for _, n := range []string{"bash_tool", "file_create", "view", "str_replace"} {
+		tl, _ := Lookup(Default(), n)
+		four = append(four, tl)
+	}
+	if d := bashDesc(four); strings.Contains(d, "start_process") || !strings.Contains(d, "nohup") {
+		t.Errorf("set without start_process: bash_tool = %q, want the shell's background instead", d)
+	}
+	if d := bashDesc(Default()); !strings.Contains(d, "use start_process") {
+		t.Errorf("fitting a subset changed the default set: %q", d)
+	}
+}
