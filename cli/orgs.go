@@ -105,6 +105,9 @@ func newOrgCreateCmd(app *App) *cobra.Command {
 		Example: "  boxkite org create acme\n  boxkite org switch acme",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkNameArg("NAME", args[0], api.MaxOrgNameLen); err != nil {
+				return err
+			}
 			asJSON, c, _, err := personalJSONClient(cmd, app, &out)
 			if err != nil {
 				return err
