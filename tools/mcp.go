@@ -227,6 +227,10 @@ func (m mcpTools) view() Tool {
 		if msg := checkID("session_id", in.Session); msg != "" {
 			return msg, nil
 		}
+		if isImage(in.Path) {
+			// viewTool's text names bash_tool and present_files, which MCP does not have.
+			return fmt.Sprintf("Error: %s is an image; view shows text. Use exec (e.g. `file`, `identify`) to inspect it.", in.Path), nil
+		}
 		rest := map[string]any{"path": in.Path}
 		switch len(in.ViewRange) {
 		case 0:

@@ -107,6 +107,10 @@ func TestMCPTools(t *testing.T) {
 			calls: []call{{"View", api.ViewRequest{Path: "a.txt", ViewRange: []int{2, 3}}}},
 		},
 		{
+			name: "view an image", tool: "view", args: `{"session_id":"sb-1","path":"shot.png"}`,
+			want: "Error: shot.png is an image; view shows text. Use exec (e.g. `file`, `identify`) to inspect it.",
+		},
+		{
 			name: "view bad range", tool: "view", args: `{"session_id":"sb-1","path":"a.txt","view_range":[2]}`,
 			want: "Error: view_range must be two integers, [start_line, end_line]",
 		},
