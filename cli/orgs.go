@@ -119,7 +119,7 @@ func newOrgCreateCmd(app *App) *cobra.Command {
 			if asJSON {
 				return out.write(app.IO, o)
 			}
-			fmt.Fprintf(app.IO.Out, "%s\ncreated organization %s; act for it with 'boxkite org switch %s'\n", o.ID, o.Name, orgRef(o))
+			fmt.Fprintf(app.IO.Out, "%s\ncreated organization %s; act for it with 'boxkite org switch %s'\n", o.ID, o.Name, switchRef(cmd.Context(), c, o))
 			return nil
 		},
 	}
@@ -303,7 +303,7 @@ func newOrgAcceptCmd(app *App) *cobra.Command {
 			if asJSON {
 				return out.write(app.IO, o)
 			}
-			fmt.Fprintf(app.IO.Out, "joined %s (%s) as %s; act for it with 'boxkite org switch %s'\n", o.Name, o.ID, o.Role, orgRef(o))
+			fmt.Fprintf(app.IO.Out, "joined %s (%s) as %s; act for it with 'boxkite org switch %s'\n", o.Name, o.ID, o.Role, switchRef(cmd.Context(), c, o))
 			return nil
 		},
 	}
@@ -423,9 +423,9 @@ organization. --personal goes back to your own account.`,
 func newOrgSetRoleCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:     "set-role ORG ACCOUNT ROLE",
+		Use:     "set-role ORG ACCOUNT|EMAIL ROLE",
 		Short:   "Change a member's role: owner, admin or member (owners and admins; owners for owners)",
-		Example: "  boxkite org set-role acme 6f1c…-account-id owner",
+		Example: "  boxkite org set-role acme ada@example.com owner\n  boxkite org set-role acme 6f1c…-account-id member",
 		Args:    usageArgs(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := orgRoleArg(cmd, "ROLE", args[2]); err != nil {
@@ -439,7 +439,11 @@ func newOrgSetRoleCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := c.SetMemberRole(cmd.Context(), o.ID, args[1], args[2])
+			account, err := memberRef(cmd.Context(), c, o, args[1])
+			if err != nil {
+				return err
+			}
+			m, err := c.SetMemberRole(cmd.Context(), o.ID, account, args[2])
 			if err != nil {
 				return fmt.Errorf("set role: %w", err)
 			}
@@ -457,7 +461,7 @@ func newOrgSetRoleCmd(app *App) *cobra.Command {
 func newOrgRemoveCmd(app *App) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "remove ORG ACCOUNT",
+		Use:   "remove ORG ACCOUNT|EMAIL",
 		Short: "Remove a member; their keys of the organization stop at once",
 		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -472,7 +476,11 @@ func newOrgRemoveCmd(app *App) *cobra.Command {
 			if !yes {
 				return usageErrorf("pass --yes to remove them", "removing %s from %s revokes their keys of it", args[1], o.Name)
 			}
-			if err := c.RemoveMember(cmd.Context(), o.ID, args[1]); err != nil {
+			account, err := memberRef(cmd.Context(), c, o, args[1])
+			if err != nil {
+				return err
+			}
+			if err := c.RemoveMember(cmd.Context(), o.ID, account); err != nil {
 				return fmt.Errorf("remove member: %w", err)
 			}
 			fmt.Fprintf(app.IO.ErrOut, "removed %s from %s\n", args[1], o.Name)

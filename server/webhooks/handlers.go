@@ -44,9 +44,13 @@ func (s *Service) validate(req *api.CreateWebhookRequest) ([]string, error) {
 		return nil, httpx.Invalid("description", fmt.Sprintf("description must be at most %d characters", maxDescription), "")
 	}
 	switch req.PayloadFormat {
-	case "":
+	case "", api.PayloadBoxkiteV1:
 		req.PayloadFormat = api.PayloadBoxkiteV1
-	case api.PayloadBoxkiteV1:
+		if req.HECToken != "" {
+			// It would be stored and never sent: a mistyped format.
+			return nil, httpx.Invalid("hec_token", "hec_token is only sent with payload_format splunk_hec",
+				`set payload_format to "splunk_hec", or omit hec_token`)
+		}
 	case api.PayloadSplunkHEC:
 		if req.HECToken == "" {
 			return nil, httpx.Invalid("hec_token", "splunk_hec needs hec_token", "pass the HTTP Event Collector token")
