@@ -1,22 +1,34 @@
 # The persistent Python interpreter's driver, embedded in the sidecar
 # (interpreter.go). Protocol: one JSON request per line on the original
-# stdin ({"code": "..."}), one JSON reply per line on the original stdout
-# ({"stdout", "result", "error", "truncated"}); the first line written is
-# {"ready": true}. Globals persist between requests.
+# stdin ({"code": "..."}); on the original stdout, while the code runs, one
+# line per piece of output ({"fd": 1 or 2, "text": "..."}), then one reply
+# line ({"result", "error"}); the first line written is {"ready": true}.
+# Globals persist between requests.
 #
-# File descriptors 1 and 2 are pointed at one pipe that a thread drains, so
-# output of print, of C extensions and of child processes is all captured,
-# in order. After each request a marker is written through the same pipe:
-# once the thread has read it, everything written before has been read.
+# sys.stdout and sys.stderr write their lines straight to the protocol, so
+# Python's own output keeps its order across the two. File descriptors 1
+# and 2 (C extensions, child processes) are pipes of their own, drained by
+# a thread and again before each of Python's writes and at the end of the
+# request, so what they got before a print comes out before it.
+#
+# SIGINT raises KeyboardInterrupt in the user's code only (the sidecar
+# sends it when its client went away): between requests, or while a line
+# is being written, the driver carries on.
 import ast
+import codecs
+import fcntl
+import io
 import json
 import os
+import select
+import signal
 import sys
 import threading
 import traceback
 
 CAP = int(sys.argv[1]) if len(sys.argv) > 1 else 256 * 1024
 MEMORY = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+PIECE = 32 * 1024  # characters of output per protocol line, at most
 
 if MEMORY > 0:
     try:
@@ -27,76 +39,162 @@ if MEMORY > 0:
         pass
 
 proto_in = os.fdopen(os.dup(0), "rb")
-proto_out = os.fdopen(os.dup(1), "wb")
+proto_fd = os.dup(1)
 null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(null, 0)  # user code must never read the protocol
 os.close(null)
-pipe_r, pipe_w = os.pipe()
-os.dup2(pipe_w, 1)
-os.dup2(pipe_w, 2)
-os.close(pipe_w)
-sys.stdin = open(os.devnull, "r")
-sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)
-sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)
+pipes = {}  # read end → fd it drains
+for fd in (1, 2):
+    r, w = os.pipe()
+    os.dup2(w, fd)
+    os.close(w)
+    fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_NONBLOCK)
+    pipes[r] = fd
 
 
-class Capture:
-    """Collects what arrives on the pipe, up to CAP bytes per request."""
+class Output:
+    """Writes output lines to the protocol while a request runs."""
 
     def __init__(self):
-        self.cond = threading.Condition()
-        self.out = bytearray()
-        self.truncated = False
-        self.pending = b""  # unread tail that may hold the start of a marker
-        self.marker = None
-        self.seen = False
+        self.lock = threading.RLock()
+        self.active = False
+        self.decoders = {}
+        self.writing = False  # the main thread is writing a line
+        self.interrupted = False  # SIGINT came while it was
 
-    def take(self, data):
-        room = CAP - len(self.out)
-        if len(data) > room:
-            self.truncated = True
-            data = data[: max(room, 0)]
-        self.out += data
+    def write_line(self, obj):
+        data = json.dumps(obj).encode() + b"\n"
+        while data:
+            data = data[os.write(proto_fd, data):]
+
+    def emit(self, fd, text):
+        """Sends text (of fd) as lines, if a request runs; the caller holds lock."""
+        if self.active and text:
+            for i in range(0, len(text), PIECE):
+                self.write_line({"fd": fd, "text": text[i : i + PIECE]})
+
+    def guarded(self, fn):
+        """Runs fn with an interrupt held off until it is done (main thread)."""
+        if threading.current_thread() is not threading.main_thread():
+            return fn()
+        self.writing = True
+        try:
+            return fn()
+        finally:
+            self.writing = False
+            if self.interrupted:
+                self.interrupted = False
+                raise KeyboardInterrupt
+
+    def drain(self, final=False):
+        """Reads what the descriptors' pipes hold; the caller holds lock."""
+        for r, fd in pipes.items():
+            dec = self.decoders.setdefault(fd, codecs.getincrementaldecoder("utf-8")("replace"))
+            while True:
+                try:
+                    data = os.read(r, 65536)
+                except BlockingIOError:
+                    break
+                if not data:
+                    break
+                self.emit(fd, dec.decode(data))
+            if final:
+                self.emit(fd, dec.decode(b"", True))
 
     def run(self):
         while True:
-            data = os.read(pipe_r, 65536)
-            if not data:
-                return
-            with self.cond:
-                buf = self.pending + data
-                if self.marker is not None:
-                    i = buf.find(self.marker)
-                    if i >= 0:
-                        self.take(buf[:i])
-                        self.pending = buf[i + len(self.marker):]
-                        self.marker = None
-                        self.seen = True
-                        self.cond.notify_all()
-                        continue
-                    keep = len(self.marker)
-                else:
-                    keep = 0
-                cut = max(len(buf) - keep, 0)
-                self.take(buf[:cut])
-                self.pending = buf[cut:]
+            ready, _, _ = select.select(list(pipes), [], [])
+            if ready:
+                with self.lock:
+                    self.drain()
 
-    def begin(self):
-        with self.cond:
-            self.out = bytearray(self.pending)
-            self.pending = b""
-            self.truncated = False
 
-    def end(self, marker):
-        with self.cond:
-            self.marker, self.seen = marker, False
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.write(1, marker)
-        with self.cond:
-            self.cond.wait_for(lambda: self.seen, timeout=5)
-            self.marker = None
-            return bytes(self.out).decode("utf-8", "replace"), self.truncated
+class Bytes(io.RawIOBase):
+    """sys.stdout.buffer: bytes written are decoded (UTF-8) onto the stream."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.dec = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self.stream.fd
+
+    def write(self, b):
+        self.stream.write(self.dec.decode(bytes(b)))
+        return len(b)
+
+    def flush(self):
+        self.stream.flush()
+
+
+class Stream(io.TextIOBase):
+    """sys.stdout or sys.stderr: line-buffered, written to the protocol."""
+
+    def __init__(self, out, fd):
+        self.out, self.fd, self.buf = out, fd, ""
+        self.name = "<stdout>" if fd == 1 else "<stderr>"
+        self.buffer = Bytes(self)
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    @property
+    def errors(self):
+        return "replace"
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return self.fd
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        with self.out.lock:
+            self.buf += s
+            if "\n" in s or "\r" in s or len(self.buf) >= PIECE:
+                self._send()
+        return len(s)
+
+    def flush(self):
+        with self.out.lock:
+            self._send()
+
+    def _send(self):
+        def send():
+            text, self.buf = self.buf, ""
+            self.out.drain()
+            self.out.emit(self.fd, text)
+
+        self.out.guarded(send)
+
+
+out = Output()
+sys.stdin = open(os.devnull, "r")
+streams = (Stream(out, 1), Stream(out, 2))
+sys.stdout, sys.stderr = streams
+
+
+def on_interrupt(signum, frame):
+    if out.writing:
+        out.interrupted = True
+        return
+    f = frame
+    while f is not None:
+        if f.f_code.co_filename == "<input>":
+            raise KeyboardInterrupt
+        f = f.f_back
+
+
+signal.signal(signal.SIGINT, on_interrupt)
 
 
 def run(code, scope):
@@ -116,17 +214,28 @@ def run(code, scope):
     return text
 
 
+def finish():
+    """Sends what is left of the request's output and stops sending."""
+    with out.lock:
+        for s in (sys.__stdout__, sys.__stderr__, sys.stdout, sys.stderr, *streams):
+            try:
+                s.flush()
+            except Exception:
+                pass
+        out.drain(final=True)
+        out.active = False
+
+
 def main():
-    capture = Capture()
-    threading.Thread(target=capture.run, daemon=True).start()
+    threading.Thread(target=out.run, daemon=True).start()
     scope = {"__name__": "__main__", "__builtins__": __builtins__}
-    seq = 0
-    proto_out.write(b'{"ready": true}\n')
-    proto_out.flush()
+    with out.lock:
+        out.write_line({"ready": True})
     for line in proto_in:
-        seq += 1
         result = error = None
-        capture.begin()
+        with out.lock:
+            out.drain()  # what came between requests is nobody's
+            out.active = True
         try:
             code = json.loads(line)["code"]
             result = run(code, scope)
@@ -135,11 +244,16 @@ def main():
             # Leave out this driver's own frames: the user's code starts at <input>.
             while tb is not None and tb.tb_frame.f_code.co_filename != "<input>":
                 tb = tb.tb_next
+            # An interrupt is raised in on_interrupt: leave its frame out too.
+            t = tb
+            while t is not None and t.tb_next is not None:
+                if t.tb_next.tb_frame.f_code is on_interrupt.__code__:
+                    t.tb_next = None
+                t = t.tb_next
             error = "".join(traceback.format_exception(type(e), e, tb))
-        stdout, truncated = capture.end(b"\x00\x01boxkite-end-%d\x01\x00" % seq)
-        reply = {"stdout": stdout, "result": result, "error": error, "truncated": truncated}
-        proto_out.write(json.dumps(reply).encode() + b"\n")
-        proto_out.flush()
+        finish()
+        with out.lock:
+            out.write_line({"result": result, "error": error})
 
 
 main()
