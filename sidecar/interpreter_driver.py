@@ -5,11 +5,14 @@
 # line ({"result", "error"}); the first line written is {"ready": true}.
 # Globals persist between requests.
 #
-# sys.stdout and sys.stderr write their lines straight to the protocol, so
-# Python's own output keeps its order across the two. File descriptors 1
-# and 2 (C extensions, child processes) are pipes of their own, drained by
-# a thread and again before each of Python's writes and at the end of the
-# request, so what they got before a print comes out before it.
+# sys.stdout and sys.stderr are line-buffered and queue their lines on the
+# protocol, so Python's own output keeps its order across the two. File
+# descriptors 1 and 2 (C extensions, child processes) are pipes of their
+# own, drained by a thread and again before each of Python's lines and at
+# the end of the request, so what they got before a print comes before it.
+# A line goes out at once, unless one went less than GATHER ago: then it
+# waits for GATHER to pass with what follows it, so a loop that prints
+# fast sends few protocol lines.
 #
 # SIGINT raises KeyboardInterrupt in the user's code only (the sidecar
 # sends it when its client went away): between requests, or while a line
@@ -24,11 +27,13 @@ import select
 import signal
 import sys
 import threading
+import time
 import traceback
 
 CAP = int(sys.argv[1]) if len(sys.argv) > 1 else 256 * 1024
 MEMORY = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 PIECE = 32 * 1024  # characters of output per protocol line, at most
+GATHER = 0.01  # seconds: output within this of the last sent is sent with what follows
 
 if MEMORY > 0:
     try:
@@ -52,26 +57,54 @@ for fd in (1, 2):
     pipes[r] = fd
 
 
+waiting = select.poll()  # has either pipe something to read?
+for r in pipes:
+    waiting.register(r, select.POLLIN)
+
+
 class Output:
-    """Writes output lines to the protocol while a request runs."""
+    """Sends output to the protocol while a request runs, in order: pieces
+    written within GATHER of the last line sent go out together."""
 
     def __init__(self):
         self.lock = threading.RLock()
+        self.wake = threading.Condition(self.lock)
         self.active = False
         self.decoders = {}
-        self.writing = False  # the main thread is writing a line
+        self.pending = []  # [fd, [text, ...]] not sent yet, in the order written
+        self.size = 0  # characters in pending
+        self.sent = 0.0  # when pending was last sent (time.monotonic)
+        self.writing = False  # the main thread is writing output
         self.interrupted = False  # SIGINT came while it was
 
     def write_line(self, obj):
         data = json.dumps(obj).encode() + b"\n"
         while data:
-            data = data[os.write(proto_fd, data):]
+            data = data[os.write(proto_fd, data) :]
 
-    def emit(self, fd, text):
-        """Sends text (of fd) as lines, if a request runs; the caller holds lock."""
-        if self.active and text:
+    def add(self, fd, text):
+        """Queues text of fd, if a request runs; the caller holds lock."""
+        if not self.active or not text:
+            return
+        waiting = bool(self.pending)
+        if waiting and self.pending[-1][0] == fd:
+            self.pending[-1][1].append(text)
+        else:
+            self.pending.append([fd, [text]])
+        self.size += len(text)
+        if self.size >= PIECE or time.monotonic() - self.sent >= GATHER:
+            self.send()
+        elif not waiting:
+            self.wake.notify()
+
+    def send(self):
+        """Sends what is queued; the caller holds lock."""
+        pending, self.pending, self.size = self.pending, [], 0
+        for fd, parts in pending:
+            text = "".join(parts)
             for i in range(0, len(text), PIECE):
                 self.write_line({"fd": fd, "text": text[i : i + PIECE]})
+        self.sent = time.monotonic()
 
     def guarded(self, fn):
         """Runs fn with an interrupt held off until it is done (main thread)."""
@@ -87,7 +120,9 @@ class Output:
                 raise KeyboardInterrupt
 
     def drain(self, final=False):
-        """Reads what the descriptors' pipes hold; the caller holds lock."""
+        """Queues what the descriptors' pipes hold; the caller holds lock."""
+        if not final and not waiting.poll(0):
+            return
         for r, fd in pipes.items():
             dec = self.decoders.setdefault(fd, codecs.getincrementaldecoder("utf-8")("replace"))
             while True:
@@ -97,16 +132,29 @@ class Output:
                     break
                 if not data:
                     break
-                self.emit(fd, dec.decode(data))
+                self.add(fd, dec.decode(data))
             if final:
-                self.emit(fd, dec.decode(b"", True))
+                self.add(fd, dec.decode(b"", True))
 
-    def run(self):
+    def read_pipes(self):
+        """The reader thread: what fds 1 and 2 get is queued as it comes."""
         while True:
             ready, _, _ = select.select(list(pipes), [], [])
             if ready:
                 with self.lock:
                     self.drain()
+
+    def flush_late(self):
+        """The sender thread: what add held back goes GATHER after the last send."""
+        with self.lock:
+            while True:
+                self.wake.wait_for(lambda: self.pending)
+                while self.pending:
+                    left = self.sent + GATHER - time.monotonic()
+                    if left <= 0:
+                        self.send()
+                        break
+                    self.wake.wait(left)
 
 
 class Bytes(io.RawIOBase):
@@ -131,7 +179,7 @@ class Bytes(io.RawIOBase):
 
 
 class Stream(io.TextIOBase):
-    """sys.stdout or sys.stderr: line-buffered, written to the protocol."""
+    """sys.stdout or sys.stderr: line-buffered, queued on the protocol."""
 
     def __init__(self, out, fd):
         self.out, self.fd, self.buf = out, fd, ""
@@ -158,23 +206,34 @@ class Stream(io.TextIOBase):
     def write(self, s):
         if not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
-        with self.out.lock:
-            self.buf += s
-            if "\n" in s or "\r" in s or len(self.buf) >= PIECE:
-                self._send()
+        if "\n" in s or "\r" in s or len(self.buf) + len(s) >= PIECE:
+            self.out.guarded(lambda: self._write(s))
+        elif s:
+            with self.out.lock:
+                self.buf += s  # no line yet: nothing to send
         return len(s)
 
-    def flush(self):
+    def _write(self, s):
         with self.out.lock:
-            self._send()
+            self.buf += s
+            cut = max(self.buf.rfind("\n"), self.buf.rfind("\r")) + 1
+            if len(self.buf) >= PIECE:
+                cut = len(self.buf)
+            if cut:
+                text, self.buf = self.buf[:cut], self.buf[cut:]
+                self.out.drain()  # what fds 1 and 2 got before this goes first
+                self.out.add(self.fd, text)
 
-    def _send(self):
-        def send():
+    def flush(self):
+        self.out.guarded(self._flush)
+
+    def _flush(self):
+        with self.out.lock:
             text, self.buf = self.buf, ""
             self.out.drain()
-            self.out.emit(self.fd, text)
-
-        self.out.guarded(send)
+            self.out.add(self.fd, text)
+            if self.out.pending:
+                self.out.send()
 
 
 out = Output()
@@ -184,17 +243,19 @@ sys.stdout, sys.stderr = streams
 
 
 def on_interrupt(signum, frame):
-    if out.writing:
-        out.interrupted = True
-        return
     f = frame
-    while f is not None:
-        if f.f_code.co_filename == "<input>":
-            raise KeyboardInterrupt
+    while f is not None and f.f_code.co_filename != "<input>":
         f = f.f_back
+    if f is None:
+        return  # not in the user's code: between requests, or the driver's own work
+    if out.writing:
+        out.interrupted = True  # raised once the output is written
+        return
+    raise KeyboardInterrupt
 
 
 signal.signal(signal.SIGINT, on_interrupt)
+DRIVER = on_interrupt.__code__.co_filename  # this file's frames in a traceback
 
 
 def run(code, scope):
@@ -223,11 +284,13 @@ def finish():
             except Exception:
                 pass
         out.drain(final=True)
+        out.send()
         out.active = False
 
 
 def main():
-    threading.Thread(target=out.run, daemon=True).start()
+    threading.Thread(target=out.read_pipes, daemon=True).start()
+    threading.Thread(target=out.flush_late, daemon=True).start()
     scope = {"__name__": "__main__", "__builtins__": __builtins__}
     with out.lock:
         out.write_line({"ready": True})
@@ -244,10 +307,11 @@ def main():
             # Leave out this driver's own frames: the user's code starts at <input>.
             while tb is not None and tb.tb_frame.f_code.co_filename != "<input>":
                 tb = tb.tb_next
-            # An interrupt is raised in on_interrupt: leave its frame out too.
+            # An interrupt is raised in the driver (on_interrupt, or
+            # Stream.write the code called): leave those frames out too.
             t = tb
             while t is not None and t.tb_next is not None:
-                if t.tb_next.tb_frame.f_code is on_interrupt.__code__:
+                if t.tb_next.tb_frame.f_code.co_filename == DRIVER:
                     t.tb_next = None
                 t = t.tb_next
             error = "".join(traceback.format_exception(type(e), e, tb))
