@@ -133,20 +133,7 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 		Operation: "interpreter_exec", Detail: map[string]any{"code": req.Code, "context": id, "interface": "e2b"},
 		Started: started, Duration: time.Since(started),
 	}
-	if err != nil {
-		if ctx.Err() != nil { // the client went away: the cell was interrupted
-			entry.Detail["interrupted"] = true
-			_ = sess.Audit(context.WithoutCancel(ctx), entry)
-		}
-		h.streamError(w, r, err)
-		return
-	}
-	exit := 0
-	if res.Error != nil {
-		exit = 1
-	}
-	entry.ExitCode = &exit
-	if err := sess.Audit(ctx, entry); err != nil {
+	if err := auditCell(ctx, sess, entry, res, err); err != nil {
 		h.streamError(w, r, err)
 		return
 	}
@@ -156,6 +143,25 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 	for _, line := range executionLines(res, h.contexts.count(sess.SandboxID(), id)) {
 		out.line(line)
 	}
+}
+
+// auditCell records a cell's entry: with its exit code (1 for an error),
+// or, when the client went away mid-cell (which interrupted it), as
+// interrupted. It returns the cell's error, else the audit's.
+func auditCell(ctx context.Context, sess Session, entry AuditEntry, res api.InterpreterExecResult, err error) error {
+	if err != nil {
+		if ctx.Err() != nil {
+			entry.Detail["interrupted"] = true
+			_ = sess.Audit(context.WithoutCancel(ctx), entry)
+		}
+		return err
+	}
+	exit := 0
+	if res.Error != nil {
+		exit = 1
+	}
+	entry.ExitCode = &exit
+	return sess.Audit(ctx, entry)
 }
 
 // awaitInterpreter waits for the sidecar to take the cell; past
