@@ -162,10 +162,12 @@ await ci.runCode('x = 1', { context: cctx })
 check('runCode.contexts', (await ci.runCode('x', { context: cctx })).text === '1' && (await ci.runCode('x')).text === '41')
 // onStdout fires while the cell runs: the cell waits for a file that the
 // first callback writes, so it ends only if its first line came before its
-// end (once at the end, it would wait until timeoutMs)
+// end (once at the end, it would wait until timeoutMs); the cell looks in
+// its working directory, the workspace (/workspace on the local driver,
+// the sidecar's directory under the kube tests' fake kubelet)
 const seen = []
 const streamed = await ci.runCode(
-  "import os, time\nprint('first', flush=True)\nwhile not os.path.exists('/workspace/stream-go-on'): time.sleep(0.05)\nprint('second')\n'done'",
+  "import os, time\nprint('first', flush=True)\nwhile not os.path.exists('stream-go-on'): time.sleep(0.05)\nprint('second')\n'done'",
   {
     timeoutMs: 120000,
     onStdout: async (m) => {
