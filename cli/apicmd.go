@@ -252,7 +252,9 @@ func readInput(app *App, name string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(name)
 	if err != nil {
-		return nil, &hintError{err: fmt.Errorf("read %s: %w", name, err), hint: "give an existing file, or - for stdin"}
+		// The user named this file on the command line (@FILE, --input):
+		// one that is missing or unreadable is a usage mistake, exit 2.
+		return nil, &usageError{err: fmt.Errorf("read %s: %w", name, err), hint: "give an existing file, or - for stdin"}
 	}
 	return b, nil
 }

@@ -69,6 +69,7 @@ func TestAPICommand(t *testing.T) {
 	if err := os.WriteFile(input, []byte(`{"label":"from-file"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	missing := filepath.Join(home, "missing.txt")
 	note := filepath.Join(home, "note.txt")
 	if err := os.WriteFile(note, []byte("hello\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -135,6 +136,11 @@ func TestAPICommand(t *testing.T) {
 		{name: "a bad field", args: []string{"/v1/sandboxes", "-f", "novalue"}, wantCode: exitUsage, wantErr: `invalid field "novalue"`},
 		{name: "a bad header", args: []string{"/v1/sandboxes", "-H", "nocolon"}, wantCode: exitUsage, wantErr: "invalid --header"},
 		{name: "fields and --input", args: []string{"/v1/sandboxes", "-f", "a=b", "--input", input}, wantCode: exitUsage, wantErr: "do not go together"},
+		// A file the user names that is not there is a mistake on the
+		// command line: exit 2 with a hint, and nothing sent.
+		{name: "a missing @FILE", args: []string{"/v1/sandboxes", "-F", "note=@" + missing}, wantCode: exitUsage, wantErr: "no such file or directory\nhint: give an existing file"},
+		{name: "a missing --input", args: []string{"POST", "/v1/sandboxes", "--input", missing}, wantCode: exitUsage, wantErr: "no such file or directory\nhint: give an existing file"},
+		{name: "a directory as @FILE", args: []string{"/v1/sandboxes", "-F", "note=@" + home}, wantCode: exitUsage, wantErr: "is a directory\nhint: give an existing file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

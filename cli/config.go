@@ -67,6 +67,13 @@ type Config struct {
 	PersonalKey  string
 }
 
+// localStack reports whether the base URL is the one of the stack 'boxkite
+// up' runs: local.toml's or the default, not another loopback server.
+func (cfg *Config) localStack() bool {
+	src := cfg.Sources[keyBaseURL]
+	return src == "default" || src == "file "+filepath.Join(cfg.Home, localFile)
+}
+
 // fileConfig is the shape of config.toml and local.toml.
 type fileConfig struct {
 	Version int    `toml:"version,omitempty"`
@@ -260,21 +267,6 @@ func lookupFlag(flags *pflag.FlagSet, name string) *pflag.Flag {
 		return nil
 	}
 	return flags.Lookup(name)
-}
-
-// checkBaseURL accepts absolute http(s) URLs with a host.
-func checkBaseURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return errors.New("the scheme must be http or https")
-	}
-	if u.Host == "" {
-		return errors.New("the URL has no host")
-	}
-	return nil
 }
 
 // isLoopbackURL reports whether s points at this machine.

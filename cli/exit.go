@@ -11,6 +11,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/handoff"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes; see design/CLI.md. exec also passes the remote exit code through.
@@ -95,7 +96,7 @@ func Execute(ctx context.Context, root *cobra.Command, args []string) int {
 		return code // the user pressed Ctrl-C; they know
 	}
 	fmt.Fprintf(stderr, "error: %s\n", message(err))
-	if hint := hintOf(err); hint != "" {
+	if hint := hintOf(err, root.PersistentFlags()); hint != "" {
 		fmt.Fprintf(stderr, "hint: %s\n", hint)
 	}
 	return code
@@ -163,8 +164,10 @@ func apiExitCode(e *api.Error) int {
 	return exitError
 }
 
-// hintOf lists the error types that carry hints; explicit beats a clever interface.
-func hintOf(err error) string {
+// hintOf lists the error types that carry hints; explicit beats a clever
+// interface. flags are the root's, for the configuration a connection
+// failure's hint depends on (nil: decide by the URL alone).
+func hintOf(err error, flags *pflag.FlagSet) string {
 	if e, ok := errors.AsType[*usageError](err); ok {
 		return e.hint
 	}
@@ -178,10 +181,7 @@ func hintOf(err error) string {
 		return e.Hint
 	}
 	if e, ok := errors.AsType[*client.ConnError](err); ok {
-		if isLoopbackURL(e.URL) {
-			return "run 'boxkite up' to start the local server"
-		}
-		return "check the server URL ('boxkite config show') and your network"
+		return connHint(e, flags)
 	}
 	if e, ok := errors.AsType[*api.Error](err); ok {
 		if e.Hint != "" {
@@ -255,4 +255,25 @@ func unknownSubcommand(c *cobra.Command, args []string) error {
 		hint = "did you mean " + strings.Join(s, " or ") + "?"
 	}
 	return &usageError{err: fmt.Errorf("unknown command %q for %q", args[0], c.CommandPath()), hint: hint}
+}
+
+// connHint is what to do when nothing answers at the server's URL. 'boxkite
+// up' only helps when that URL is the local stack's (local.toml's, or the
+// default); a loopback URL from another context, a flag or the environment
+// is some other server, tunnel or port-forward, which up does not start.
+func connHint(e *client.ConnError, flags *pflag.FlagSet) string {
+	if !isLoopbackURL(e.URL) {
+		return "check the server URL ('boxkite config show') and your network"
+	}
+	cfg, err := LoadConfig(flags)
+	if err != nil || cfg.BaseURL != e.URL || cfg.localStack() {
+		return "run 'boxkite up' to start the local server"
+	}
+	hint := fmt.Sprintf("nothing listens at %s (the base URL from %s), which is not the server 'boxkite up' starts: "+
+		"start the server there, or the tunnel or port-forward to it", e.URL, cfg.Sources[keyBaseURL])
+	switch cfg.Context {
+	case contextLocal, contextHosted:
+		return hint + "; 'boxkite config show' tells which values are in use"
+	}
+	return hint + fmt.Sprintf("; or point the context elsewhere with 'boxkite --context %s config set-url URL'", cfg.Context)
 }

@@ -72,11 +72,18 @@ func newFilesLsCmd(app *App) *cobra.Command {
 			} else {
 				res, err = c.Ls(cmd.Context(), sb.ID, req)
 			}
+			if storedRefusal(err) {
+				return err // says the path itself
+			}
 			if err != nil {
 				return fmt.Errorf("list %s: %w", orWorkspace(req.Path), err)
 			}
 			if asJSON {
 				return out.write(app.IO, res)
+			}
+			if len(res.Entries) == 0 && fromStorage {
+				fmt.Fprintf(app.IO.ErrOut, "no files of sandbox %s are in object storage yet\n", sb.ID)
+				return nil
 			}
 			if len(res.Entries) == 0 {
 				fmt.Fprintf(app.IO.ErrOut, "%s is empty; create a file with 'boxkite files create PATH'\n", orWorkspace(req.Path))
@@ -93,13 +100,18 @@ func newFilesLsCmd(app *App) *cobra.Command {
 }
 
 // storedLs lists the sandbox's files in object storage under dir (a
-// workspace path; "" for all) as ls entries.
+// workspace path; "" for all) as ls entries. A dir outside the workspace
+// is a usage error (only /workspace is synced), and one that holds no
+// stored file is not found, as files cp --from-storage says.
 func storedLs(ctx context.Context, c *client.Client, id, dir string) (*api.LsResult, error) {
+	prefix, ok := storedRel(dir)
+	if !ok {
+		return nil, usageErrorf("only /workspace is synced to object storage (docs/storage.md)", "%s is not in /workspace", sandboxPath(dir))
+	}
 	files, err := c.StoredFiles(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	prefix := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(dir, rootWorkspace), "/"), "/")
 	out := &api.LsResult{Entries: []api.LsEntry{}}
 	for _, f := range files.Files {
 		if prefix != "" && f.Path != prefix && !strings.HasPrefix(f.Path, prefix+"/") {
@@ -107,7 +119,17 @@ func storedLs(ctx context.Context, c *client.Client, id, dir string) (*api.LsRes
 		}
 		out.Entries = append(out.Entries, api.LsEntry{Path: rootWorkspace + "/" + f.Path, Size: f.Size, ModifiedAt: f.ModifiedAt})
 	}
+	if prefix != "" && len(out.Entries) == 0 {
+		return nil, &notFoundError{err: fmt.Errorf("%s is not in the object storage of sandbox %s", sandboxPath(dir), id), hint: storedHint}
+	}
 	return out, nil
+}
+
+// storedRefusal reports whether err is storedLs's own refusal of its path.
+func storedRefusal(err error) bool {
+	_, nf := errors.AsType[*notFoundError](err)
+	_, usage := errors.AsType[*usageError](err)
+	return nf || usage
 }
 
 func orWorkspace(p string) string {

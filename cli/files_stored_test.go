@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 func TestStoredPaths(t *testing.T) {
@@ -64,4 +67,34 @@ func FuzzStoredTarget(f *testing.F) {
 			t.Fatalf("storedTarget(%q, %q, %q) = %q, outside %s", dir, rel, p, got, dir)
 		}
 	})
+}
+
+// TestFilesLsFromStorage: ls --from-storage of a directory that holds no
+// stored file exits 3, and of a path outside /workspace exits 2; both
+// said "… is empty; create a file with 'boxkite files create PATH'" and
+// exited 0, and /etc listed the stored /workspace/etc.
+func TestFilesLsFromStorage(t *testing.T) {
+	f := &fakeSandbox{}
+	f.serve(t, map[string]http.HandlerFunc{
+		"GET /storage/files": replyJSON(200, api.StoredFiles{Files: []api.StoredFile{{Path: "res/a.txt", Size: 3}, {Path: "etc/b.txt", Size: 1}}}),
+	})
+	tests := []struct {
+		path     string
+		wantCode int
+		wantOut  string
+	}{
+		{"/workspace/res", 0, "/workspace/res/a.txt"},
+		{"res", 0, "/workspace/res/a.txt"},
+		{"/workspace/nope", exitNotFound, ""},
+		{"/etc", exitUsage, ""},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, "", "files", "ls", "--from-storage", tt.path)
+		if r.code != tt.wantCode || !strings.Contains(r.stdout, tt.wantOut) || (tt.wantCode != 0 && !strings.Contains(r.stderr, "hint: ")) {
+			t.Errorf("files ls --from-storage %s: %+v, want exit %d", tt.path, r, tt.wantCode)
+		}
+		if strings.Contains(r.stdout, "etc/b.txt") {
+			t.Errorf("files ls --from-storage %s listed /workspace/etc: %q", tt.path, r.stdout)
+		}
+	}
 }

@@ -275,15 +275,17 @@ func handoffSandbox(ctx context.Context, app *App, c *client.Client, agent hando
 // runHandoffRetry starts the agent of the handoff recorded in a sandbox
 // again: its CLI checked, the credentials read here and sent again.
 func runHandoffRetry(ctx context.Context, app *App, f handoffFlags, asJSON bool) error {
+	// The sandbox first: a wrong or destroyed one is the mistake to
+	// report, whatever the terminal; nothing is sent before both pass.
+	c, sb, err := target(ctx, app, f.retry, false)
+	if err != nil {
+		return err
+	}
 	attach := !f.noAttach && !asJSON
 	if attach && !app.IO.InTTY {
 		return errNoTerminal
 	}
 	env, err := handoff.OSEnv()
-	if err != nil {
-		return err
-	}
-	c, sb, err := target(ctx, app, f.retry, false)
 	if err != nil {
 		return err
 	}

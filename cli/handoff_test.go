@@ -3,12 +3,14 @@ package cli
 import (
 	"encoding/json"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/handoff/handofftest"
 )
 
@@ -118,12 +120,41 @@ func TestHandoffUsage(t *testing.T) {
 		{[]string{"handoff", "--retry", "sb", "cursor"}, 2, "--retry takes a sandbox"},
 		// Without a terminal to attach, nothing is prepared or sent.
 		{[]string{"handoff", "claude-code"}, 1, "standard input is not a terminal"},
-		{[]string{"handoff", "--retry", "sb"}, 1, "standard input is not a terminal"},
 	}
 	for _, tt := range tests {
 		r := runCLI(t, "", tt.args...)
 		if r.code != tt.code || !strings.Contains(r.stderr, tt.msg) || (tt.code != 2 && !strings.Contains(r.stderr, "\nhint: ")) {
 			t.Errorf("boxkite %v: exit %d, stderr %q; want exit %d and %q", tt.args, r.code, r.stderr, tt.code, tt.msg)
+		}
+	}
+}
+
+// TestHandoffRetryChecksSandboxFirst: --retry names a sandbox; one that
+// does not exist is reported as such (exit 3) even without a terminal, and
+// only an existing one gets as far as the terminal check.
+func TestHandoffRetryChecksSandboxFirst(t *testing.T) {
+	handoffEnv(t)
+	srv := fakeAPI(t, map[string]http.HandlerFunc{
+		"GET /v1/sandboxes": replyJSON(200, []api.Sandbox{
+			{ID: "sb_0123abcd", Status: api.StatusActive},
+			{ID: "sb_99990000", Status: api.StatusDestroyed},
+		}),
+	})
+	t.Setenv(envURL, srv.URL)
+	t.Setenv(envAPIKey, "bxk_live_test")
+	tests := []struct {
+		ref  string
+		code int
+		msg  string
+	}{
+		{"sb_missing", 3, "sb_missing"},
+		{"sb_9999", 1, "is destroyed"},
+		{"sb_0123", 1, "standard input is not a terminal"},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, "", "handoff", "--retry", tt.ref)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.msg) || !strings.Contains(r.stderr, "\nhint: ") {
+			t.Errorf("boxkite handoff --retry %s: exit %d, stderr %q; want exit %d and %q", tt.ref, r.code, r.stderr, tt.code, tt.msg)
 		}
 	}
 }

@@ -152,7 +152,7 @@ const importHint = "import takes an OCI image layout tar or a 'docker save' arch
 
 // withHint gives err hint unless it has one of its own (the server's).
 func withHint(err error, hint string) error {
-	if hintOf(err) != "" {
+	if hintOf(err, nil) != "" {
 		return err
 	}
 	return &hintError{err: err, hint: hint}

@@ -83,6 +83,9 @@ not manage keys or take over a terminal.`,
 			if strings.TrimSpace(req.Name) == "" {
 				return usageErrorf(helpHint(cmd), "--name is required")
 			}
+			if err := checkNameArg("--name", req.Name, api.MaxKeyNameLen); err != nil {
+				return err
+			}
 			if err := roleArg(cmd, "--role", req.Role, api.RoleAdmin, api.RoleMember); err != nil {
 				return err
 			}

@@ -105,6 +105,9 @@ func newOrgCreateCmd(app *App) *cobra.Command {
 		Example: "  boxkite org create acme\n  boxkite org switch acme",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkNameArg("NAME", args[0], api.MaxOrgNameLen); err != nil {
+				return err
+			}
 			asJSON, c, _, err := personalJSONClient(cmd, app, &out)
 			if err != nil {
 				return err
@@ -116,7 +119,7 @@ func newOrgCreateCmd(app *App) *cobra.Command {
 			if asJSON {
 				return out.write(app.IO, o)
 			}
-			fmt.Fprintf(app.IO.Out, "%s\ncreated organization %s; act for it with 'boxkite org switch %s'\n", o.ID, o.Name, o.Name)
+			fmt.Fprintf(app.IO.Out, "%s\ncreated organization %s; act for it with 'boxkite org switch %s'\n", o.ID, o.Name, switchRef(cmd.Context(), c, o))
 			return nil
 		},
 	}
@@ -189,6 +192,17 @@ func newOrgMembersCmd(app *App) *cobra.Command {
 	}
 	out.register(cmd, api.OrganizationMember{})
 	return cmd
+}
+
+// orgRef is how a printed command names an organization: by its name
+// when a shell passes that through as one argument unchanged, else by its
+// id. Quoting the name inside the quoted command would nest quotes and
+// be no easier to copy; a name that starts with '-' would read as a flag.
+func orgRef(o *api.Organization) string {
+	if shellSafe.MatchString(o.Name) && !strings.HasPrefix(o.Name, "-") {
+		return o.Name
+	}
+	return o.ID
 }
 
 func firstArg(args []string) string {
@@ -289,7 +303,7 @@ func newOrgAcceptCmd(app *App) *cobra.Command {
 			if asJSON {
 				return out.write(app.IO, o)
 			}
-			fmt.Fprintf(app.IO.Out, "joined %s (%s) as %s; act for it with 'boxkite org switch %s'\n", o.Name, o.ID, o.Role, o.Name)
+			fmt.Fprintf(app.IO.Out, "joined %s (%s) as %s; act for it with 'boxkite org switch %s'\n", o.Name, o.ID, o.Role, switchRef(cmd.Context(), c, o))
 			return nil
 		},
 	}
@@ -409,9 +423,9 @@ organization. --personal goes back to your own account.`,
 func newOrgSetRoleCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:     "set-role ORG ACCOUNT ROLE",
+		Use:     "set-role ORG ACCOUNT|EMAIL ROLE",
 		Short:   "Change a member's role: owner, admin or member (owners and admins; owners for owners)",
-		Example: "  boxkite org set-role acme 6f1c…-account-id owner",
+		Example: "  boxkite org set-role acme ada@example.com owner\n  boxkite org set-role acme 6f1c…-account-id member",
 		Args:    usageArgs(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := orgRoleArg(cmd, "ROLE", args[2]); err != nil {
@@ -425,7 +439,11 @@ func newOrgSetRoleCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := c.SetMemberRole(cmd.Context(), o.ID, args[1], args[2])
+			account, err := memberRef(cmd.Context(), c, o, args[1])
+			if err != nil {
+				return err
+			}
+			m, err := c.SetMemberRole(cmd.Context(), o.ID, account, args[2])
 			if err != nil {
 				return fmt.Errorf("set role: %w", err)
 			}
@@ -443,7 +461,7 @@ func newOrgSetRoleCmd(app *App) *cobra.Command {
 func newOrgRemoveCmd(app *App) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "remove ORG ACCOUNT",
+		Use:   "remove ORG ACCOUNT|EMAIL",
 		Short: "Remove a member; their keys of the organization stop at once",
 		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -458,7 +476,11 @@ func newOrgRemoveCmd(app *App) *cobra.Command {
 			if !yes {
 				return usageErrorf("pass --yes to remove them", "removing %s from %s revokes their keys of it", args[1], o.Name)
 			}
-			if err := c.RemoveMember(cmd.Context(), o.ID, args[1]); err != nil {
+			account, err := memberRef(cmd.Context(), c, o, args[1])
+			if err != nil {
+				return err
+			}
+			if err := c.RemoveMember(cmd.Context(), o.ID, account); err != nil {
 				return fmt.Errorf("remove member: %w", err)
 			}
 			fmt.Fprintf(app.IO.ErrOut, "removed %s from %s\n", args[1], o.Name)

@@ -137,9 +137,20 @@ func completeCreateRequest(cmd *cobra.Command, req *api.CreateSandboxRequest, li
 		if req.VolumeMounts == nil {
 			req.VolumeMounts = map[string]string{}
 		}
+		if prev, dup := req.VolumeMounts[id]; dup {
+			return volumeTwice(id, prev, path)
+		}
 		req.VolumeMounts[id] = path
 	}
 	return nil
+}
+
+// volumeTwice refuses a create that names one volume twice: a sandbox
+// mounts a volume at one path (the API's volume_mounts maps each volume
+// to its path), and the second --volume used to replace the first.
+func volumeTwice(ref, first, second string) error {
+	return usageErrorf("mount each volume once: --volume "+ref+"=/workspace/…",
+		"volume %s is given twice (at %s and %s)", ref, first, second)
 }
 
 // resolveCreateRefs turns the image and volumes a create names by label
@@ -160,6 +171,9 @@ func resolveCreateRefs(ctx context.Context, c *client.Client, req *api.CreateSan
 		id, err := volumeID(ctx, c, ref)
 		if err != nil {
 			return err
+		}
+		if prev, dup := mounts[id]; dup {
+			return volumeTwice(id, prev, path)
 		}
 		mounts[id] = path
 	}

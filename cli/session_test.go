@@ -94,6 +94,17 @@ func TestSessionCommands(t *testing.T) {
 	if diff := cmp.Diff(wantCreated, created); diff != "" {
 		t.Errorf("create requests (-want +got):\n%s", diff)
 	}
+	// One volume named twice, by the same reference or by its label and
+	// an id prefix, is refused: the second used to replace the first.
+	for _, second := range []string{"data=/workspace/b", "f00d=/workspace/b"} {
+		r := runCLI(t, "", "session", "create", "--volume", "data=/workspace/a", "--volume", second)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "given twice") || !strings.Contains(r.stderr, "hint: ") {
+			t.Errorf("create --volume data=… --volume %s: %+v, want exit %d saying it is given twice", second, r, exitUsage)
+		}
+	}
+	if len(created) != len(wantCreated) {
+		t.Errorf("a create naming a volume twice reached the server: %+v", created[len(wantCreated):])
+	}
 
 	r := runCLI(t, "", "session", "ls")
 	if got := fields(r.stdout); len(got) != 3 || got[0][0] != "ID" || got[1][0] != "aaa111" || got[2][2] != "-" {

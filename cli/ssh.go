@@ -79,7 +79,7 @@ func runSSH(ctx context.Context, app *App, o sshOptions, command []string) error
 	}
 	local := o.bastion == "" && os.Getenv(envBastion) == "" && cfg.Local && cfg.Bastion != ""
 	if !o.print {
-		if err := checkBastion(net.JoinHostPort(host, port), cfg.Local); err != nil {
+		if err := checkBastion(net.JoinHostPort(host, port), o.bastion == "" && os.Getenv(envBastion) == "" && cfg.localStack()); err != nil {
 			return err
 		}
 	}

@@ -106,7 +106,7 @@ func runSSHProxy(ctx context.Context, app *App, host string) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return checkBastion(addr, cfg.Local)
+		return checkBastion(addr, os.Getenv(envBastion) == "" && cfg.localStack())
 	}
 	defer conn.Close()
 	if _, err := io.WriteString(conn, sandboxPreamble+sb.ID+"\r\n"); err != nil {

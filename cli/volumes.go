@@ -39,6 +39,10 @@ func newVolumesCreateCmd(app *App) *cobra.Command {
 		Example: "  vol=$(boxkite volumes create --size-gb 2 --label data)\n  boxkite session create --volume $vol=/workspace/data",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if req.SizeGB <= 0 {
+				// 0 would reach the server as no size at all, and make 1 GiB.
+				return usageErrorf("give a size such as --size-gb 1, or omit it for 1 GiB", "--size-gb must be more than 0, got %g", req.SizeGB)
+			}
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err

@@ -71,6 +71,12 @@ func TestVolumeAndMCPCommands(t *testing.T) {
 	if r := runCLI(t, "", "volumes", "create"); r.code != 0 {
 		t.Errorf("volumes create (defaults): %+v", r)
 	}
+	// --size-gb 0 used to reach the server as no size and make 1 GiB.
+	for _, size := range []string{"0", "-1"} {
+		if r := runCLI(t, "", "volumes", "create", "--size-gb", size); r.code != exitUsage || !strings.Contains(r.stderr, "hint: ") {
+			t.Errorf("volumes create --size-gb %s: %+v, want exit %d with a hint", size, r, exitUsage)
+		}
+	}
 	if diff := cmp.Diff([]api.CreateVolumeRequest{{Label: "data", SizeGB: 2}, {SizeGB: 1}}, vols); diff != "" {
 		t.Errorf("create requests (-want +got):\n%s", diff)
 	}

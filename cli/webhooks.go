@@ -54,6 +54,9 @@ func newWebhooksAddCmd(app *App) *cobra.Command {
 			if len(events) == 0 {
 				return usageErrorf("pass --event TYPE, once per event type to send", "a webhook needs at least one --event")
 			}
+			if hecToken != "" && format != api.PayloadSplunkHEC {
+				return usageErrorf("add --format splunk_hec, or drop --hec-token", "--hec-token is only sent with --format splunk_hec")
+			}
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err

@@ -63,6 +63,12 @@ func (e *ConnError) Error() string {
 
 func (e *ConnError) Unwrap() error { return e.Err }
 
+// Hint says what to do: what an agent reads below the error (the MCP
+// tools); the CLI words its own, naming the flag or file the URL came from.
+func (e *ConnError) Hint() string {
+	return "is the boxkite server running? Start a local one with `boxkite up`, or check the URL (BOXKITE_BASE_URL, or the CLI's config)"
+}
+
 type quietLogger struct{}
 
 func (quietLogger) Errorf(string, ...any) {}

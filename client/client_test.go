@@ -138,6 +138,10 @@ func TestConnectionRefused(t *testing.T) {
 	if ce.URL != "http://"+addr {
 		t.Errorf("ConnError.URL = %q, want %q", ce.URL, "http://"+addr)
 	}
+	// The MCP tools print it below the error (tools.withHint).
+	if h := ce.Hint(); !strings.Contains(h, "boxkite up") {
+		t.Errorf("ConnError.Hint() = %q, want it to name boxkite up", h)
+	}
 	if _, err := c.ExecStream(context.Background(), "x", api.ExecRequest{Command: "true"}, nil); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("ExecStream() error = %v, want ECONNREFUSED", err)
 	}

@@ -176,6 +176,7 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		e.join(e.KeyA, b.token, orgA.ID, b.email, api.OrgRoleAdmin)
 		b.key = e.orgKey(b.token, orgA.ID, api.RoleAdmin).Key
 	}
+	bSSH := registerSSHKey(t, e, b.key) // what the bastion presents for B
 	// B's own preview, whose token must not open A's sandbox.
 	sbB := e.create(b.key, api.CreateSandboxRequest{Label: "b-preview-box"})
 	resp, body = e.do("POST", sandboxPath(sbB.ID, "/preview/8080"), b.key, api.CreatePreviewRequest{})
@@ -235,10 +236,10 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 		"GET /v1/sandboxes/{id}/takeover-recordings/{recording_id}": {
 			cred: "key", path: "/v1/sandboxes/{sb}/takeover-recordings/r1", want: 404,
 		},
-		// The bastion asking for A's sandbox with a key that is not A's.
+		// The bastion asking for A's sandbox with B's registered SSH key.
 		"POST /v1/bastion/takeover-token": {
 			cred: "bastion", path: "/v1/bastion/takeover-token", want: 404,
-			body: api.BastionTokenRequest{SandboxID: sb.ID, PublicKey: mustAuthorizedKey(t)},
+			body: api.BastionTokenRequest{SandboxID: sb.ID, PublicKey: bSSH},
 		},
 		"GET /v1/sandboxes/{id}/log":   {cred: "key", path: "/v1/sandboxes/{sb}/log", want: 404},
 		"GET /v1/sandboxes/{id}/stats": {cred: "key", path: "/v1/sandboxes/{sb}/stats", want: 404},
@@ -455,6 +456,8 @@ func crossTenantMatrix(t *testing.T, c matrixCase) {
 			t.Errorf("the matrix has a row for %q, which is not registered", pattern)
 		}
 	}
+
+	bastionTenancy(t, e, aKey, bSSH)
 
 	// B's MCP OAuth token (of B's personal account) reaches A's sandbox
 	// exactly as one that does not exist, and lists none of A's.

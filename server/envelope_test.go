@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,5 +230,31 @@ func TestBodyDeadlineSparesLongStreams(t *testing.T) {
 	}
 	if !bytes.Contains(out, []byte(`"data":"done\n"`)) || !bytes.Contains(out, []byte(`{"type":"exit","exit_code":0`)) {
 		t.Errorf("stream = %s, want the output and a zero exit", out)
+	}
+}
+
+// TestQueryParamErrors: a query parameter out of range is 422
+// validation_error with a hint and its loc under "query" (the webhook
+// deliveries' said "body", the audit log's had no hint).
+func TestQueryParamErrors(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, webhookConfig())
+	hook := subscribe(t, e, e.KeyA, "http://127.0.0.1:9/hook", api.EventSandboxCreated)
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	for _, tc := range []struct{ path, param string }{
+		{"/v1/webhooks/" + hook.ID + "/deliveries?limit=0", "limit"},
+		{"/v1/webhooks/" + hook.ID + "/deliveries?limit=abc", "limit"},
+		{"/v1/webhooks/" + hook.ID + "/deliveries?offset=-1", "offset"},
+		{sandboxPath(sb.ID, "/log") + "?limit=0", "limit"},
+		{sandboxPath(sb.ID, "/log") + "?offset=x", "offset"},
+	} {
+		resp, body := e.do("GET", tc.path, e.KeyA, nil)
+		ae := wantError(t, resp, body, http.StatusUnprocessableEntity, api.CodeValidation)
+		var details []api.FieldError
+		b, _ := json.Marshal(ae.Details)
+		mustUnmarshal(t, b, &details)
+		if ae.Hint == "" || len(details) != 1 || !slices.Equal(details[0].Loc, []string{"query", tc.param}) {
+			t.Errorf("GET %s: hint %q, details %s; want a hint and loc [query %s]", tc.path, ae.Hint, b, tc.param)
+		}
 	}
 }

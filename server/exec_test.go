@@ -144,7 +144,7 @@ func TestExecStreaming(t *testing.T) {
 		w.(http.Flusher).Flush()
 		select {
 		case <-clientSaw:
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			enc.Encode(api.ExecEvent{Type: api.EventStderr, Data: "client never saw the first event\n"})
 		}
 		enc.Encode(api.ExecEvent{Type: api.EventExit, ExitCode: 3, DurationMS: 7})

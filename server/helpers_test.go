@@ -36,6 +36,7 @@ type fakeDriver struct {
 	// long a resume takes (pause_fake_test.go).
 	calls       []string
 	ResumeDelay time.Duration
+	ResumeErr   error // what Resume returns (pause_fake_test.go)
 }
 
 var _ model.Driver = (*fakeDriver)(nil)
@@ -351,7 +352,7 @@ func wantError(t testing.TB, resp *http.Response, body []byte, status int, code 
 
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -2,14 +2,17 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // The fake driver pauses by recording: enough for the control plane's
@@ -32,7 +35,7 @@ func (d *fakeDriver) Resume(_ context.Context, id string, _ func(net.Listener)) 
 	defer d.mu.Unlock()
 	d.pauses = append(d.pauses, "resume "+id)
 	d.calls = append(d.calls, "resume "+id)
-	return nil
+	return d.ResumeErr
 }
 
 func (d *fakeDriver) Calls() []string {
@@ -207,5 +210,26 @@ func TestPausedLimit(t *testing.T) {
 	e.Server.Reap(context.Background())
 	if st := e.get(t, third.ID).Status; st != api.StatusDestroyed {
 		t.Errorf("auto-pause past the limit: %s, want destroyed", st)
+	}
+}
+
+// TestResumeGone: a paused sandbox the driver holds nothing of any more
+// is answered 410 sandbox_lost and recorded lost, not 502 "retry".
+func TestResumeGone(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	if resp, body := e.do("POST", sandboxPath(sb.ID)+"/pause", e.KeyA, api.PauseSandboxRequest{}); resp.StatusCode != 200 {
+		t.Fatalf("pause: %d %s", resp.StatusCode, body)
+	}
+	e.Driver.mu.Lock()
+	e.Driver.ResumeErr = fmt.Errorf("resume sandbox %s: %w", sb.ID, model.ErrSandboxGone)
+	e.Driver.mu.Unlock()
+	resp, body := e.do("POST", sandboxPath(sb.ID)+"/resume", e.KeyA, nil)
+	if resp.StatusCode != 410 || !strings.Contains(string(body), api.CodeSandboxLost) {
+		t.Errorf("resume of a sandbox the driver lost: %d %s, want 410 %s", resp.StatusCode, body, api.CodeSandboxLost)
+	}
+	if got := e.get(t, sb.ID); got.Status != api.StatusLost {
+		t.Errorf("after that resume: %s, want lost", got.Status)
 	}
 }

@@ -511,7 +511,7 @@ func TestProcessStreamPassesThrough(t *testing.T) {
 		w.(http.Flusher).Flush()
 		select {
 		case <-clientSaw:
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			io.WriteString(w, ": client never saw the first event\n\n")
 		}
 		io.WriteString(w, "event: exit\ndata: {\"type\":\"exit\",\"status\":\"exited\",\"exit_code\":0}\n\n")

@@ -395,7 +395,7 @@ func TestRealTransfer50MiB(t *testing.T) {
 	// Entries of non-exec routes are written once the response is out, so
 	// the last one may land just after the client has read its body.
 	entries := re.entries()
-	for deadline := time.Now().Add(5 * time.Second); len(entries) < len(want2) && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(30 * time.Second); len(entries) < len(want2) && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 		entries = re.entries()
 	}

@@ -124,11 +124,12 @@ func TestOptInToolsInSandbox(t *testing.T) {
 		t.Fatalf("start the web server: %d %s", resp.StatusCode, body)
 	}
 	var nav string
-	for range 50 { // until the server listens
+	// Until the server listens: python3's start takes seconds on a loaded
+	// machine.
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if nav = call("browser_navigate", map[string]any{"url": "http://127.0.0.1:8000/"}); strings.HasPrefix(nav, "Loaded") {
 			break
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 	if nav != "Loaded http://127.0.0.1:8000/ (status 200)\nTitle: inside" {
 		t.Fatalf("browser_navigate: %q", nav)

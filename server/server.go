@@ -84,6 +84,8 @@ type Server struct {
 	lastPurge     time.Time // of idempotency records; only Run touches it
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
 	healthTimeout time.Duration
+	// shutdownTimeout is how long Serve waits for requests in flight.
+	shutdownTimeout time.Duration
 	// e2b serves what e2bMatch selects: the E2B facade (e2b_port.go).
 	e2b      http.Handler
 	e2bMatch func(*http.Request) bool
@@ -144,21 +146,22 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		cfg: cfg,
 		// Every data access goes through the authorization layer: the
 		// server keeps no other handle on the store.
-		store:          authz.Wrap(store),
-		driver:         driver,
-		log:            slog.New(httpx.LogHandler{Handler: log.Handler()}),
-		mux:            http.NewServeMux(),
-		now:            time.Now,
-		sidecars:       sidecar.NewClients(),
-		touches:        newKeyToucher(),
-		allowlists:     allowlist.NewCache(),
-		watchKeepAlive: auditlog.DefaultKeepAlive,
-		scrubIdle:      scrub.DefaultIdleFlush,
-		revocations:    newRevocations(),
-		hasher:         authn.NewHasher(),
-		limiter:        limits.NewRateLimiter(),
-		streamingPOST:  map[string]bool{}, // filled by mount
-		healthTimeout:  2 * time.Second,
+		store:           authz.Wrap(store),
+		driver:          driver,
+		log:             slog.New(httpx.LogHandler{Handler: log.Handler()}),
+		mux:             http.NewServeMux(),
+		now:             time.Now,
+		sidecars:        sidecar.NewClients(),
+		touches:         newKeyToucher(),
+		allowlists:      allowlist.NewCache(),
+		watchKeepAlive:  auditlog.DefaultKeepAlive,
+		scrubIdle:       scrub.DefaultIdleFlush,
+		revocations:     newRevocations(),
+		hasher:          authn.NewHasher(),
+		limiter:         limits.NewRateLimiter(),
+		streamingPOST:   map[string]bool{}, // filled by mount
+		healthTimeout:   2 * time.Second,
+		shutdownTimeout: defaultShutdownTimeout,
 	}
 	s.metrics = metrics.New(func() (float64, error) {
 		n, err := s.store.CountActiveSandboxes(context.Background(), "")
@@ -392,7 +395,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	select {
 	case err = <-serveErr:
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), defaultShutdownTimeout)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdownTimeout)
 		if serr := hs.Shutdown(sctx); serr != nil {
 			// Long exec streams outlive the grace period; cut them.
 			_ = hs.Close()

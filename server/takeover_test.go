@@ -51,7 +51,7 @@ func fakePTY(t *testing.T, e *env) (attached chan string) {
 
 func dialTakeover(t *testing.T, e *env, id, key, query string) (*websocket.Conn, *http.Response, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	u := "ws" + strings.TrimPrefix(e.URL, "http") + sandboxPath(id, "/takeover"+query)
 	hdr := http.Header{}
@@ -63,7 +63,9 @@ func dialTakeover(t *testing.T, e *env, id, key, query string) (*websocket.Conn,
 
 func TestTakeoverRelay(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, server.Config{})
+	// A flush interval no test outlasts: an entered line that reaches the
+	// log at all was written when entered, not flushed by the clock.
+	e := newEnv(t, server.Config{TakeoverFlushInterval: time.Hour})
 	attached := fakePTY(t, e)
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	conn, _, err := dialTakeover(t, e, sb.ID, e.KeyA, "")
@@ -74,7 +76,7 @@ func TestTakeoverRelay(t *testing.T) {
 	if q := <-attached; q != "" {
 		t.Errorf("sidecar query = %q, want none", q)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	frames := []struct {
 		typ  websocket.MessageType
@@ -87,12 +89,9 @@ func TestTakeoverRelay(t *testing.T) {
 	for i, f := range frames {
 		if i == 1 {
 			// An entered line is on the record at once, long before the
-			// flush interval (10 s): live watchers see the command as it runs.
-			entered := time.Now()
+			// flush interval (an hour here): live watchers see the command
+			// as it runs.
 			logEntries(t, e, sb.ID, 2)
-			if d := time.Since(entered); d > time.Second {
-				t.Errorf("the entered line took %v to reach the log", d)
-			}
 		}
 		if err := conn.Write(ctx, f.typ, []byte(f.data)); err != nil {
 			t.Fatal(err)
@@ -150,7 +149,7 @@ func TestTakeoverReadOnly(t *testing.T) {
 	if q := <-attached; q != "read_only=1" {
 		t.Errorf("sidecar query = %q, want read_only=1", q)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn.Write(ctx, websocket.MessageBinary, []byte("rm -rf /\r"))
 	// Nothing comes back: the input never reached the (echoing) sidecar.

@@ -85,6 +85,14 @@ func TestTakeoverToken(t *testing.T) {
 	if _, resp, err := dialTakeover(t, e, sb.ID, "", "?token=eyJ.x.y"); err == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("garbled token: %v %v, want 401", resp, err)
 	}
+	// A mistyped API key on exec (which takes takeover tokens too) is a bad
+	// API key, not a bad takeover token.
+	for _, key := range []string{"bxk_live_wrong", "not-a-key"} {
+		resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), key, api.ExecRequest{Command: "true"})
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), `"code":"invalid_api_key"`) {
+			t.Errorf("exec with key %q = %d %s, want 401 invalid_api_key", key, resp.StatusCode, body)
+		}
+	}
 }
 
 func TestBastionToken(t *testing.T) {

@@ -344,7 +344,7 @@ func TestWatchKeepAlive(t *testing.T) {
 		if ev.comment != "keep-alive" {
 			t.Errorf("first event = %+v, want a keep-alive comment", ev)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no keep-alive")
 	}
 }
@@ -409,9 +409,13 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 }
 
 // TestWatchEndsOnShutdown: open watch streams do not hold up a server's
-// shutdown for its whole grace period.
+// shutdown for its whole grace period. The grace is ten minutes here, so a
+// Serve that returns before the hang guard did not wait it out, however
+// loaded the machine (a wall-clock bound of 2 s against the default 5 s
+// grace could fail under CI's load).
 func TestWatchEndsOnShutdown(t *testing.T) {
 	e := newEnv(t, server.Config{})
+	e.Server.SetShutdownTimeout(10 * time.Minute)
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -421,18 +425,14 @@ func TestWatchEndsOnShutdown(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- e.Server.Serve(ctx, ln) }()
 	ws := openWatch(t, "http://"+ln.Addr().String(), sb.ID, e.KeyA, "")
-	start := time.Now()
 	cancel()
 	select {
 	case err := <-served:
 		if err != nil {
 			t.Errorf("Serve = %v", err)
 		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("shutdown took %v with a watch stream open", d)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return")
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Serve did not return: the watch stream held up shutdown")
 	}
 	for range ws.events { // the stream ends
 	}

@@ -328,6 +328,15 @@ func TestWebhookURLChecks(t *testing.T) {
 	}
 	resp, body := strict.do("POST", "/v1/webhooks", strict.KeyA, api.CreateWebhookRequest{URL: "https://hooks.example.com/x", EventTypes: []string{"sandbox.exploded"}})
 	wantError(t, resp, body, 422, api.CodeValidation)
+	// A hec_token without splunk_hec was stored and never sent.
+	for _, format := range []string{"", api.PayloadBoxkiteV1} {
+		resp, body = strict.do("POST", "/v1/webhooks", strict.KeyA, api.CreateWebhookRequest{
+			URL: "https://hooks.example.com/x", EventTypes: []string{api.EventAuditLogEntry}, PayloadFormat: format, HECToken: "T",
+		})
+		if e := wantError(t, resp, body, 422, api.CodeValidation); e.Hint == "" {
+			t.Errorf("hec_token with format %q: no hint in %s", format, body)
+		}
+	}
 }
 
 // TestWebhookReplicas: two servers on one Postgres database send each of

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,57 +41,100 @@ const (
 	watchMaxSeconds    = api.MaxWatchSeconds
 )
 
+// How bash_tool tells the agent to run long commands: with start_process
+// when the agent has it, else with the shell (MCP's exec, the SDKs' four
+// tools).
+const (
+	bashLongWithProcess = "Commands are killed at the timeout; use start_process for servers and long jobs."
+	bashLongWithShell   = "Commands are killed at the timeout; start servers and long jobs in the background " +
+		"(nohup CMD > out.log 2>&1 &) and read their log later."
+	hintWithProcess = "run it in the background with start_process"
+	hintWithShell   = "start it in the background with nohup CMD > out.log 2>&1 & and read out.log later"
+)
+
 func bashTool() Tool {
 	return Tool{
 		Name: "bash_tool",
 		Description: "Run a shell command in the sandbox (/bin/sh -c, working directory /workspace) and return its output: " +
-			"stdout, then stderr. A non-zero exit is reported as \"Error (exit code N):\" followed by the output. " +
-			"Commands are killed at the timeout; use start_process for servers and long jobs.",
+			"stdout, then stderr. A non-zero exit is reported as \"Error (exit code N):\" followed by the output. " + bashLongWithProcess,
 		Schema: object(
 			strParam("command", "The shell command to run.").req(),
 			intParam("timeout", "Seconds before the command is killed (default 120, max 600).", bashDefaultTimeout, 1, bashMaxTimeout),
 		),
-		Handler: runBash,
+		Handler: bashHandler("bash_tool", hintWithProcess),
 	}
 }
 
-func runBash(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
-	in := struct {
-		Command string `json:"command"`
-		Timeout int    `json:"timeout"`
-	}{Timeout: bashDefaultTimeout}
-	if msg := decode("bash_tool", args, &in); msg != "" {
-		return msg, nil
+// fitSet returns ts with bash_tool speaking of the tools beside it: a set
+// without start_process (the SDKs' four tools, --tools default without it)
+// must not send the agent to a tool it does not have.
+func fitSet(ts []Tool) []Tool {
+	if _, ok := Lookup(ts, "start_process"); ok {
+		return ts
 	}
-	if strings.TrimSpace(in.Command) == "" {
-		return "Error: command must not be empty", nil
+	i := slices.IndexFunc(ts, func(t Tool) bool { return t.Name == "bash_tool" })
+	if i < 0 {
+		return ts
 	}
-	in.Timeout = clamp(in.Timeout, 1, bashMaxTimeout)
-	res, err := sb.Exec(ctx, api.ExecRequest{Command: in.Command, Timeout: in.Timeout})
-	if text, done, err := result(err); done {
-		return text, err
+	ts = slices.Clone(ts)
+	ts[i].Description = strings.Replace(ts[i].Description, bashLongWithProcess, bashLongWithShell, 1)
+	ts[i].Handler = bashHandler("bash_tool", hintWithShell)
+	return ts
+}
+
+// bashHandler runs a command for the tool name; background is how the
+// timeout hint tells the agent to run a long command, in the terms of the
+// tools it has (MCP's exec has no start_process beside it).
+func bashHandler(name, background string) Handler {
+	return func(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
+		in := struct {
+			Command string `json:"command"`
+			Timeout int    `json:"timeout"`
+		}{Timeout: bashDefaultTimeout}
+		if msg := decode(name, args, &in); msg != "" {
+			return msg, nil
+		}
+		if strings.TrimSpace(in.Command) == "" {
+			return "Error: command must not be empty", nil
+		}
+		in.Timeout = clamp(in.Timeout, 1, bashMaxTimeout)
+		res, err := sb.Exec(ctx, api.ExecRequest{Command: in.Command, Timeout: in.Timeout})
+		if text, done, err := result(err); done {
+			return text, err
+		}
+		return execText(res, in.Timeout, background), nil
 	}
-	return execText(res, in.Timeout), nil
 }
 
 // execText renders a command's result as bash_tool does: the output
-// (redacted), an error header for a non-zero exit, hints for common failures.
-func execText(res *api.ExecResult, timeout int) string {
+// (redacted), a note when the server dropped some of it, an error header
+// for a non-zero exit, hints for common failures.
+func execText(res *api.ExecResult, timeout int, background string) string {
 	out := Redact(combine(res.Stdout, res.Stderr))
 	if res.ExitCode == 0 {
-		if out == "" {
+		if out == "" && !res.Truncated {
 			return "(command completed with no output)"
 		}
-		return out
+		return out + truncatedNote(res.ExecOutputInfo)
 	}
 	if out == "" {
 		out = "(no output)"
 	}
-	text := fmt.Sprintf("Error (exit code %d):\n%s", res.ExitCode, out)
-	for _, h := range execHints(res.ExitCode, out, timeout) {
+	text := fmt.Sprintf("Error (exit code %d):\n%s", res.ExitCode, out) + truncatedNote(res.ExecOutputInfo)
+	for _, h := range execHints(res.ExitCode, out, timeout, background) {
 		text += "\n\nHint: " + h
 	}
 	return text
+}
+
+// truncatedNote tells the agent that the output above is not all of it:
+// without it, a cut at the server's cap reads like the command's end.
+func truncatedNote(info api.ExecOutputInfo) string {
+	if !info.Truncated {
+		return ""
+	}
+	return fmt.Sprintf("\n\n(output truncated: the command wrote %d bytes to stdout and %d to stderr; only the first %d bytes of each are shown. "+
+		"Redirect the output to a file and read it with view or grep.)", info.StdoutBytes, info.StderrBytes, info.OutputLimitBytes)
 }
 
 // combine joins stdout and stderr, one line apart, without trailing newlines.
@@ -108,7 +152,7 @@ func combine(stdout, stderr string) string {
 var noModuleRE = regexp.MustCompile(`No module named '([A-Za-z0-9_.]+)'`)
 
 // execHints are the reference's hints for failures an agent can fix itself.
-func execHints(code int, out string, timeout int) []string {
+func execHints(code int, out string, timeout int, background string) []string {
 	var hints []string
 	if m := noModuleRE.FindStringSubmatch(out); m != nil {
 		pkg, _, _ := strings.Cut(m[1], ".")
@@ -121,7 +165,7 @@ func execHints(code int, out string, timeout int) []string {
 		hints = append(hints, "the command is not installed in this sandbox or not on PATH; check its name, or look for an alternative with `ls /usr/bin /usr/local/bin`.")
 	}
 	if code == api.ExitCodeTimeout && strings.Contains(out, "timed out") {
-		hints = append(hints, fmt.Sprintf("the command hit its timeout of %ds; pass a larger timeout (max %d) or run it in the background with start_process.", timeout, bashMaxTimeout))
+		hints = append(hints, fmt.Sprintf("the command hit its timeout of %ds; pass a larger timeout (max %d) or %s.", timeout, bashMaxTimeout, background))
 	}
 	return hints
 }

@@ -85,6 +85,43 @@ func TestBashTool(t *testing.T) {
 			calls: execCall("sleep 100", 5),
 		},
 		{
+			name: "output truncated by the server",
+			args: `{"command":"seq 1 9999999"}`,
+			fake: fake{exec: func(api.ExecRequest) (*api.ExecResult, error) {
+				return &api.ExecResult{Stdout: "1\n2\n3", ExecOutputInfo: api.ExecOutputInfo{
+					Truncated: true, StdoutBytes: 78888888, StderrBytes: 0, OutputLimitBytes: 5,
+				}}, nil
+			}},
+			want: "1\n2\n3\n\n(output truncated: the command wrote 78888888 bytes to stdout and 0 to stderr; only the first 5 bytes of each are shown. " +
+				"Redirect the output to a file and read it with view or grep.)",
+			calls: execCall("seq 1 9999999", 120),
+		},
+		{
+			name: "output truncated on failure",
+			args: `{"command":"make"}`,
+			fake: fake{exec: func(api.ExecRequest) (*api.ExecResult, error) {
+				return &api.ExecResult{Stderr: "err", ExitCode: 2, ExecOutputInfo: api.ExecOutputInfo{
+					Truncated: true, StderrBytes: 9000, OutputLimitBytes: 3,
+				}}, nil
+			}},
+			want: "Error (exit code 2):\nerr\n\n(output truncated: the command wrote 0 bytes to stdout and 9000 to stderr; only the first 3 bytes of each are shown. " +
+				"Redirect the output to a file and read it with view or grep.)",
+			calls: execCall("make", 120),
+		},
+		{
+			// JSON Schema's integer: clients that keep numbers as doubles send 5.0.
+			name:  "integer sent as 5.0",
+			args:  `{"command":"x","timeout":5.0}`,
+			fake:  fake{exec: execReturns("ok", "", 0)},
+			want:  "ok",
+			calls: execCall("x", 5),
+		},
+		{
+			name: "fractional timeout",
+			args: `{"command":"x","timeout":5.5}`,
+			want: `Error: parameter "timeout" of bash_tool must be an integer`,
+		},
+		{
 			name:  "timeout clamped high",
 			args:  `{"command":"x","timeout":9999}`,
 			fake:  fake{exec: execReturns("ok", "", 0)},

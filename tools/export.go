@@ -26,6 +26,7 @@ func Export(ts []Tool, format string) ([]byte, error) {
 			return nil, fmt.Errorf("export %s: tool %s has an invalid schema", format, t.Name)
 		}
 	}
+	ts = fitSet(ts)
 	var v any
 	switch format {
 	case FormatOpenAI:
@@ -140,13 +141,29 @@ func geminiSchema(v any) any {
 		case "properties":
 			props := make(map[string]any, len(asMap(val)))
 			for name, p := range asMap(val) {
-				props[name] = geminiSchema(p)
+				props[name] = geminiProperty(p)
 			}
 			val = props
 		}
 		out[k] = val
 	}
 	return out
+}
+
+// geminiProperty converts one parameter. Gemini refuses an OBJECT without
+// properties anywhere in a declaration ("should be non-empty for OBJECT
+// type"), so a free-form map (http_request's headers) becomes a STRING
+// holding its JSON, which Tool.Call accepts for an object parameter.
+func geminiProperty(v any) any {
+	m := asMap(v)
+	if m == nil || m["type"] != "object" || len(asMap(m["properties"])) > 0 {
+		return geminiSchema(v)
+	}
+	desc, _ := m["description"].(string)
+	return map[string]any{
+		"type":        "STRING",
+		"description": strings.TrimSpace(desc + ` Give it as a JSON object, e.g. {"name": "value"}.`),
+	}
 }
 
 func asMap(v any) map[string]any {

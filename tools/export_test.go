@@ -110,6 +110,29 @@ func TestExportShapes(t *testing.T) {
 			t.Errorf("gemini list_processes has parameters %v; a tool without any must leave them out", d["parameters"])
 		}
 	}
+	// Gemini refuses an OBJECT without properties at any depth: a
+	// free-form map goes as a STRING of JSON, which the tool accepts.
+	opt, err := Enabled([]string{"http_request"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Export(opt, FormatGemini)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hr []struct {
+		Decls []struct {
+			Parameters struct {
+				Properties map[string]map[string]any `json:"properties"`
+			} `json:"parameters"`
+		} `json:"function_declarations"`
+	}
+	if err := json.Unmarshal(out, &hr); err != nil || len(hr) != 1 || len(hr[0].Decls) != 1 {
+		t.Fatalf("gemini http_request: %v %s", err, out)
+	}
+	if h := hr[0].Decls[0].Parameters.Properties["headers"]; h["type"] != "STRING" || !strings.Contains(h["description"].(string), "JSON object") {
+		t.Errorf("gemini http_request headers = %v, want a STRING that asks for a JSON object", h)
+	}
 
 	if _, err := Export(ts, "langchain"); err == nil || !strings.Contains(err.Error(), `unknown format "langchain"`) {
 		t.Errorf("Export(langchain) error = %v, want unknown format", err)
@@ -268,4 +291,40 @@ func paramSummary(t *testing.T, schema json.RawMessage) string {
 		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// TestExportFitsBashToTheSet checks that bash_tool names start_process only
+// in a set that has it: the SDKs export bash_tool with three file tools.
+func TestExportFitsBashToTheSet(t *testing.T) {
+	bashDesc := func(ts []Tool) string {
+		out, err := Export(ts, FormatAnthropic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []struct{ Name, Description string }
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range got {
+			if g.Name == "bash_tool" {
+				return g.Description
+			}
+		}
+		t.Fatalf("no bash_tool in %s", out)
+		return ""
+	}
+	if d := bashDesc(Default()); !strings.Contains(d, "use start_process") {
+		t.Errorf("default set: bash_tool = %q, want it to name start_process", d)
+	}
+	var four []Tool
+	for _, n := range []string{"bash_tool", "file_create", "view", "str_replace"} {
+		tl, _ := Lookup(Default(), n)
+		four = append(four, tl)
+	}
+	if d := bashDesc(four); strings.Contains(d, "start_process") || !strings.Contains(d, "nohup") {
+		t.Errorf("set without start_process: bash_tool = %q, want the shell's background instead", d)
+	}
+	if d := bashDesc(Default()); !strings.Contains(d, "use start_process") {
+		t.Errorf("fitting a subset changed the default set: %q", d)
+	}
 }

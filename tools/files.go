@@ -221,9 +221,10 @@ func runStrReplace(ctx context.Context, sb Sandbox, args json.RawMessage) (strin
 		return "Error: old_str is longer than 100 KiB; replace smaller pieces, or rewrite the file with file_create", nil
 	}
 	res, err := sb.StrReplace(ctx, api.StrReplaceRequest{Path: in.Path, OldStr: in.OldStr, NewStr: in.NewStr})
-	if e, ok := asAPIError(err); ok && e.Code == api.CodeBadRequest {
-		// The one 400 of str-replace: old_str matched more than once. The
-		// sidecar's hint mentions replace_all, which this tool does not offer.
+	if e, ok := asAPIError(err); ok && e.Code == api.CodeBadRequest && strings.HasPrefix(e.Message, "old_str appears ") {
+		// old_str matched more than once. The sidecar's hint mentions
+		// replace_all, which this tool does not offer. Its other 400s (a
+		// directory, a path outside the roots) keep their own hints.
 		return "Error: " + e.Message + "\nHint: include more surrounding lines in old_str so it matches exactly once.", nil
 	}
 	if text, done, err := result(err); done {

@@ -212,6 +212,25 @@ func TestStrReplace(t *testing.T) {
 			calls: srCall("a.py", "i", "j"),
 		},
 		{
+			// Another 400 than many occurrences keeps its own hint.
+			name: "path outside the roots",
+			args: `{"path":"/etc/passwd","old_str":"i","new_str":"j"}`,
+			fake: fake{strReplace: func(api.StrReplaceRequest) (*api.StrReplaceResult, error) {
+				return nil, apiErr(http.StatusBadRequest, api.CodeBadRequest, "Invalid path outside allowed roots: /etc/passwd", "use a path under /workspace")
+			}},
+			want:  "Error: Invalid path outside allowed roots: /etc/passwd\nHint: use a path under /workspace",
+			calls: srCall("/etc/passwd", "i", "j"),
+		},
+		{
+			name: "a directory",
+			args: `{"path":"dd","old_str":"i","new_str":"j"}`,
+			fake: fake{strReplace: func(api.StrReplaceRequest) (*api.StrReplaceResult, error) {
+				return nil, apiErr(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: dd", "")
+			}},
+			want:  "Error: Path is a directory: dd",
+			calls: srCall("dd", "i", "j"),
+		},
+		{
 			name: "file not found",
 			args: `{"path":"b.py","old_str":"i","new_str":"j"}`,
 			fake: fake{strReplace: func(api.StrReplaceRequest) (*api.StrReplaceResult, error) {

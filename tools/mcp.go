@@ -162,6 +162,7 @@ func (m mcpTools) exec() Tool {
 	t.Name = "exec"
 	t.Description = "Run a shell command in a sandbox (/bin/sh -c, working directory /workspace) and return its output: " +
 		"stdout, then stderr. A non-zero exit is a tool error starting \"Error (exit code N):\" followed by the output."
+	t.Handler = bashHandler("exec", hintWithShell)
 	return m.session(t)
 }
 
@@ -225,6 +226,10 @@ func (m mcpTools) view() Tool {
 		}
 		if msg := checkID("session_id", in.Session); msg != "" {
 			return msg, nil
+		}
+		if isImage(in.Path) {
+			// viewTool's text names bash_tool and present_files, which MCP does not have.
+			return fmt.Sprintf("Error: %s is an image; view shows text. Use exec (e.g. `file`, `identify`) to inspect it.", in.Path), nil
 		}
 		rest := map[string]any{"path": in.Path}
 		switch len(in.ViewRange) {

@@ -29,7 +29,7 @@ func accountTool[In any](name, desc string, schema json.RawMessage, fn func(ctx 
 					// Not a refusal and not our caller giving up: the
 					// control plane did not answer (client.ConnError says
 					// so and where), or answered nonsense.
-					return "Error: " + err.Error(), nil
+					return withHint("Error: "+err.Error(), err), nil
 				}
 				return text, err
 			}

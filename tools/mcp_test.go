@@ -83,12 +83,32 @@ func TestMCPTools(t *testing.T) {
 			calls: []call{{"Exec", api.ExecRequest{Command: "echo hi", Timeout: 120}}},
 		},
 		{
+			// MCP has no start_process: the hint names what exec can do.
+			name: "exec timeout hint", tool: "exec", args: `{"session_id":"sb-1","command":"sleep 100","timeout":5}`,
+			fake: fake{exec: execReturns("", "Command timed out after 5s", api.ExitCodeTimeout)},
+			want: "Error (exit code 124):\nCommand timed out after 5s\n\n" +
+				"Hint: the command hit its timeout of 5s; pass a larger timeout (max 600) or start it in the background with nohup CMD > out.log 2>&1 & and read out.log later.",
+			calls: []call{{"Exec", api.ExecRequest{Command: "sleep 100", Timeout: 5}}},
+		},
+		{
 			name: "view range", tool: "view", args: `{"session_id":"sb-1","path":"a.txt","view_range":[2,3]}`,
 			fake: fake{view: func(api.ViewRequest) (*api.ViewResult, error) {
 				return &api.ViewResult{Content: "b\nc", Lines: 4}, nil
 			}},
 			want:  "File: a.txt (lines 2-3 of 4)\n     2\tb\n     3\tc",
 			calls: []call{{"View", api.ViewRequest{Path: "a.txt", ViewRange: []int{2, 3}}}},
+		},
+		{
+			name: "view range of doubles", tool: "view", args: `{"session_id":"sb-1","path":"a.txt","view_range":[2.0,3e0]}`,
+			fake: fake{view: func(api.ViewRequest) (*api.ViewResult, error) {
+				return &api.ViewResult{Content: "b\nc", Lines: 4}, nil
+			}},
+			want:  "File: a.txt (lines 2-3 of 4)\n     2\tb\n     3\tc",
+			calls: []call{{"View", api.ViewRequest{Path: "a.txt", ViewRange: []int{2, 3}}}},
+		},
+		{
+			name: "view an image", tool: "view", args: `{"session_id":"sb-1","path":"shot.png"}`,
+			want: "Error: shot.png is an image; view shows text. Use exec (e.g. `file`, `identify`) to inspect it.",
 		},
 		{
 			name: "view bad range", tool: "view", args: `{"session_id":"sb-1","path":"a.txt","view_range":[2]}`,

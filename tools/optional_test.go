@@ -71,6 +71,17 @@ func TestHTTPRequestTool(t *testing.T) {
 			},
 			want: "Error: b.example.com is not an allowed host\nHint: add it",
 		},
+		{
+			// Gemini's export gives headers as a string of JSON (geminiProperty).
+			name: "headers as JSON text",
+			args: `{"method":"GET","url":"https://api.example.com/x","headers":"{\"Authorization\":\"Bearer {{secret:T}}\"}"}`,
+			ans: func(api.HTTPRequest) (*api.HTTPResponse, error) {
+				return &api.HTTPResponse{StatusCode: 200, Body: "ok"}, nil
+			},
+			want: "HTTP 200\n\nok",
+			req:  &api.HTTPRequest{Method: "GET", URL: "https://api.example.com/x", Headers: map[string]string{"Authorization": "Bearer {{secret:T}}"}, Timeout: 15},
+		},
+		{name: "headers text not an object", args: `{"method":"GET","url":"https://a.example.com/","headers":"Authorization: x"}`, want: `Error: parameter "headers" of http_request must be an object`},
 		{name: "no url", args: `{"method":"GET"}`, want: "Error: "},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -172,16 +173,14 @@ func checkValue(p propSchema, v json.RawMessage) string {
 			return "must be one of " + strings.Join(p.Enum, ", ")
 		}
 	case "integer":
-		_, err := strconv.ParseInt(string(v), 10, 64)
-		ok = err == nil
+		_, ok = integerValue(v)
 	case "number":
 		var f float64
 		ok = len(v) > 0 && v[0] != '"' && json.Unmarshal(v, &f) == nil
 	case "boolean":
 		ok = string(v) == "true" || string(v) == "false"
 	case "object":
-		var m map[string]json.RawMessage
-		ok = json.Unmarshal(v, &m) == nil && m != nil
+		ok = objectValue(v) != nil
 	case "array":
 		var items []json.RawMessage
 		ok = json.Unmarshal(v, &items) == nil && items != nil
@@ -202,6 +201,98 @@ func checkValue(p propSchema, v json.RawMessage) string {
 }
 
 func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
+
+// objectValue returns v as a JSON object, or nil when it is not one. A
+// string holding a JSON object counts: Gemini's export gives free-form
+// objects as such strings (geminiProperty).
+func objectValue(v json.RawMessage) json.RawMessage {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		v = json.RawMessage(s)
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(v, &m) != nil || m == nil {
+		return nil
+	}
+	return bytes.TrimSpace(v)
+}
+
+// integerValue returns v as an integer: a JSON number with no fraction,
+// 5 or 5.0 alike (JSON Schema's integer; clients that keep every number
+// as a double, Gemini's among them, send 5.0).
+func integerValue(v json.RawMessage) (int64, bool) {
+	if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+		return n, true
+	}
+	if len(v) == 0 || v[0] == '"' {
+		return 0, false
+	}
+	var f float64
+	if json.Unmarshal(v, &f) != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// normalizeArgs returns args (already checked by checkArgs) in the one
+// shape handlers decode: an integer given as 5.0 becomes 5 (also inside
+// arrays of integers), and an object given as JSON text becomes the
+// object (Gemini's export asks for free-form objects so: geminiProperty).
+func normalizeArgs(schema, args json.RawMessage) json.RawMessage {
+	var s objectSchema
+	var got map[string]json.RawMessage
+	if json.Unmarshal(schema, &s) != nil || json.Unmarshal(args, &got) != nil {
+		return args
+	}
+	changed := false
+	for n, p := range s.Properties {
+		v, ok := got[n]
+		if !ok || isNull(v) {
+			continue
+		}
+		if nv := normalizeValue(p, bytes.TrimSpace(v)); nv != nil {
+			got[n], changed = nv, true
+		}
+	}
+	if !changed {
+		return args
+	}
+	b, err := json.Marshal(got)
+	if err != nil {
+		return args
+	}
+	return b
+}
+
+// normalizeValue returns v in its plain shape for p, or nil when it has it.
+func normalizeValue(p propSchema, v json.RawMessage) json.RawMessage {
+	switch p.Type {
+	case "integer":
+		if n, ok := integerValue(v); ok && string(v) != strconv.FormatInt(n, 10) {
+			return json.RawMessage(strconv.FormatInt(n, 10))
+		}
+	case "object":
+		if bytes.HasPrefix(v, []byte(`"`)) {
+			return objectValue(v)
+		}
+	case "array":
+		var items []json.RawMessage
+		if p.Items == nil || json.Unmarshal(v, &items) != nil {
+			return nil
+		}
+		changed := false
+		for i, it := range items {
+			if nv := normalizeValue(*p.Items, bytes.TrimSpace(it)); nv != nil {
+				items[i], changed = nv, true
+			}
+		}
+		if changed {
+			b, _ := json.Marshal(items) // raw messages that parsed
+			return b
+		}
+	}
+	return nil
+}
 
 func article(typ string) string {
 	switch typ {

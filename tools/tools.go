@@ -115,7 +115,7 @@ func (t Tool) Call(ctx context.Context, sb Sandbox, args json.RawMessage) (out s
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	out, err := t.Handler(ctx, sb, args)
+	out, err := t.Handler(ctx, sb, normalizeArgs(t.Schema, args))
 	if err != nil {
 		return transportText(err)
 	}
@@ -133,7 +133,22 @@ func transportText(err error) string {
 	if e, ok := errors.AsType[*api.Error](err); ok {
 		return apiErrorText(e)
 	}
-	return fmt.Sprintf("Error: could not reach the sandbox (%v)", err)
+	return withHint(fmt.Sprintf("Error: could not reach the sandbox (%v)", err), err)
+}
+
+// hinter is an error that says what to do about it (client.ConnError: the
+// control plane did not answer at all).
+type hinter interface {
+	error
+	Hint() string
+}
+
+// withHint adds err's hint, if it has one, to text as a Hint: line.
+func withHint(text string, err error) string {
+	if h, ok := errors.AsType[hinter](err); ok && h.Hint() != "" {
+		return text + "\nHint: " + h.Hint()
+	}
+	return text
 }
 
 // apiErrorText renders an API refusal the way the agent should read it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -300,6 +301,7 @@ func TestErrorTexts(t *testing.T) {
 		{"wrapped api error", errors.Join(errors.New("proxy"), apiErr(404, api.CodeNotFound, "sandbox not found", "")), "Error: sandbox not found"},
 		{"transport", errors.New("dial unix /run/boxkite.sock: connection refused"), "Error: could not reach the sandbox (dial unix /run/boxkite.sock: connection refused)"},
 		{"deadline", context.DeadlineExceeded, "Error: the call timed out before the sandbox answered"},
+		{"transport with a hint", fmt.Errorf("exec: %w", hintedErr{}), "Error: could not reach the sandbox (exec: connection refused)\nHint: start the server"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,3 +313,9 @@ func TestErrorTexts(t *testing.T) {
 		})
 	}
 }
+
+// hintedErr is a transport failure that says what to do, as client.ConnError does.
+type hintedErr struct{}
+
+func (hintedErr) Error() string { return "connection refused" }
+func (hintedErr) Hint() string  { return "start the server" }

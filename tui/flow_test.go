@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"os"
+	"regexp"
 	"testing"
 	"time"
 
@@ -11,6 +12,10 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/charmbracelet/x/exp/teatest"
 )
+
+// pausedRow is the list's row of a sandbox 3 minutes old that is paused:
+// its age, then "paused" where the expiry goes.
+var pausedRow = regexp.MustCompile(`3m +paused`)
 
 // waitFor waits (up to a generous deadline) until the program has drawn want.
 func waitFor(t *testing.T, tm *teatest.TestModel, want string) {
@@ -79,8 +84,12 @@ func TestPauseResumeKey(t *testing.T) {
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(100, 24))
 	waitFor(t, tm, "scratch")
 	tm.Type("p")
-	waitFor(t, tm, "paused 7f3a9d21")
-	time.Sleep(200 * time.Millisecond) // the list reloads and shows it paused
+	// The note, and the list reloaded with the row paused (its expiry
+	// column says so): a p before the reload would pause it again. A sleep
+	// here raced the reload under load.
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		return bytes.Contains(b, []byte("paused 7f3a9d21")) && pausedRow.Match(b)
+	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
 	tm.Type("p")
 	waitFor(t, tm, "resumed 7f3a9d21")
 	tm.Type("q")

@@ -26,6 +26,10 @@ const (
 	CodeEmailMismatch = "email_mismatch"
 )
 
+// MaxOrgNameLen bounds an organization's name, in characters (runes),
+// after trimming; control characters are refused.
+const MaxOrgNameLen = 100
+
 // InviteTTL is how long an invite may be accepted.
 const InviteTTL = 7 * 24 * time.Hour
 

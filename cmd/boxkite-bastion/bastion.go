@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -246,6 +247,10 @@ func refusalText(sandbox string, key ssh.PublicKey, err error) (string, string) 
 		return "the control plane did not answer", "check that boxkite-server is running: `boxkite status`"
 	case e.Status == 401 && e.Code == api.CodeUnauthorized:
 		return "the bastion's key does not match the server's", "restart both with the same key (`boxkite down && boxkite up` locally)"
+	case (e.Status == 409 || e.Status == 410) && e.Message != "":
+		// The server says so only once the key is of the sandbox's
+		// account: paused (resume it), destroyed, lost, each with its hint.
+		return e.Message, cmp.Or(e.Hint, "create one with `boxkite session create`")
 	case e.Status == 409:
 		return fmt.Sprintf("sandbox %s is not active", sandbox), "create one with `boxkite session create`"
 	}

@@ -334,6 +334,7 @@ func TestBastion(t *testing.T) {
 			t.Errorf("unregistered key at the default log level: exit %d, %q; want 255 and a hint", code, stderr)
 		}
 	})
+	t.Run("other tenants and ended sandboxes", func(t *testing.T) { f.testTenancy(t) })
 	t.Run("a command on a pty", func(t *testing.T) {
 		s := f.interactive(t, f.sshArgs(f.goodKey, nil, "stty size; tty"), "")
 		s.expect("24 80")

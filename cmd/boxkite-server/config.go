@@ -85,6 +85,7 @@ type options struct {
 	operators       []string
 	publicURL       string
 	recordTakeovers bool
+	takeoverFlush   time.Duration
 	console         bool // serve the web console at /ui/
 	maxCount        int
 	reaperInterval  time.Duration
@@ -189,6 +190,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.StringVar(&o.previewBaseURL, "preview-base-url", "", "`URL` (scheme://domain) under which host-based preview URLs are served, as <port>-<sandbox id>.domain; empty: *.localhost on the request's port (docs/previews.md)")
 	fs.StringVar(&o.mcpCatalog, "mcp-catalog", "", "MCP connection catalog as comma-separated `id=host[:port]` entries, replacing the default (github, slack, notion, linear)")
 	fs.BoolVar(&o.recordTakeovers, "takeover-recording", false, "keep an asciicast recording of every terminal takeover, readable after the sandbox is gone")
+	fs.DurationVar(&o.takeoverFlush, "takeover-flush-interval", server.DefaultTakeoverFlush, "how often a terminal takeover's typed bytes reach the audit log while no line is entered (each entered line is written at once)")
 	fs.BoolVar(&o.console, "console", true, "serve the web console at /ui/ (docs/console.md)")
 	fs.DurationVar(&o.reaperInterval, "reaper-interval", server.DefaultReaperInterval, "how often expired sandboxes are destroyed")
 	fs.IntVar(&o.maxConcurrent, "max-concurrent", 0, "most sandboxes running at once, all accounts together (0: no limit)")

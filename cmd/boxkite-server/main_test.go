@@ -63,7 +63,7 @@ host-users = true
 				logLevel: "info", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour, maxStorageGB: 20, maxVolumeGB: 100, maxCount: 10,
 				reaperInterval: time.Second, warmPool: defaultWarmPool, preparedPool: defaultPreparedPool,
 				namespace: kube.DefaultNamespace, image: kube.DefaultImage, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
-				storage: defaultStorage,
+				storage: defaultStorage, takeoverFlush: server.DefaultTakeoverFlush,
 			},
 		},
 		{
@@ -80,7 +80,7 @@ host-users = true
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 4, reaperInterval: 5 * time.Second, preparedPool: defaultPreparedPool,
 				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
-				storage: defaultStorage,
+				storage: defaultStorage, takeoverFlush: server.DefaultTakeoverFlush,
 			},
 		},
 		{
@@ -91,7 +91,7 @@ host-users = true
 				configFile: cfgFile, logLevel: "debug", defaultLifetime: 30 * time.Minute, maxLifetime: 24 * time.Hour,
 				maxStorageGB: 7.5, maxVolumeGB: 100, maxCount: 3, reaperInterval: 5 * time.Second, warmPool: defaultWarmPool, preparedPool: defaultPreparedPool,
 				namespace: kube.DefaultNamespace, image: kube.DefaultImage, hostUsers: true, console: true, clones: local.ClonesAuto, maxPausedAge: server.DefaultMaxPausedAge,
-				storage: defaultStorage,
+				storage: defaultStorage, takeoverFlush: server.DefaultTakeoverFlush,
 			},
 		},
 	}

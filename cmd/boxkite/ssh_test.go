@@ -194,7 +194,7 @@ func TestBastionLifecycle(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); dialable("127.0.0.1:" + u.port); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); dialable("127.0.0.1:" + u.port); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the bastion still listens after SIGTERM")
 		}

@@ -100,7 +100,7 @@ func TestHostLimitRefusals(t *testing.T) {
 	// The driver reads the host at most every 250 ms, so a reading taken
 	// before the last creates may answer at first.
 	var limits []api.HostLimit
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	for deadline := time.Now().Add(30 * time.Second); ; {
 		host, err := c.Host(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -222,11 +222,15 @@ func (s *stack) wantNothingLeft() {
 func (s *stack) unexcused() []string {
 	s.t.Helper()
 	var left []string
-	for range 50 {
+	// Up to 30 s: a loaded machine takes seconds to release loop devices
+	// and mounts (5 s was the bound before).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if left = s.remains(); len(left) == 0 {
 			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
+		if time.Now().After(deadline) {
+			break
+		}
 	}
 	loops := loopDevicesUnder(s.home)
 	devs := map[string]bool{}
@@ -283,11 +287,10 @@ func (s *stack) killServer() {
 	if err := p.Kill(); err != nil {
 		s.t.Fatal(err)
 	}
-	for range 100 {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

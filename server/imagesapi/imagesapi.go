@@ -57,7 +57,7 @@ func (s *Service) importImage(w http.ResponseWriter, r *http.Request) error {
 	}
 	label := r.URL.Query().Get("label")
 	if len(label) > model.MaxLabelLen {
-		return httpx.Invalid("label", "label is too long", "")
+		return httpx.InvalidQuery("label", "label is too long", "")
 	}
 	img, err := st.Import(r.Context(), authz.Account(r.Context()).ID, label, http.MaxBytesReader(w, r.Body, maxImageArchive))
 	if err != nil {

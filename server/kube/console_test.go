@@ -189,6 +189,9 @@ func (s *screen) waitLine(t *testing.T, want string) []string {
 // cmd/boxkite-server's TestConsoleInBrowser on the local driver.
 func TestConsole(t *testing.T) {
 	e := newEnv(t, kube.Config{})
+	// No flush of typed bytes while the test runs: the command reaches the
+	// live log because Enter wrote it, whatever the machine's load.
+	e.srvCfg.TakeoverFlushInterval = time.Hour
 	e.console = true
 	e.start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -258,11 +261,8 @@ func TestConsole(t *testing.T) {
 	select {
 	case at := <-logged:
 		t.Logf("the command reached the live audit log %v after Enter", at.Sub(entered).Round(time.Millisecond))
-		if at.Sub(entered) > 5*time.Second { // 1 s in the browser test; this machine is shared
-			t.Errorf("the command reached the live audit log %v after Enter", at.Sub(entered))
-		}
-	case <-time.After(15 * time.Second):
-		t.Error("the command never reached the live audit log")
+	case <-time.After(time.Minute):
+		t.Error("the command never reached the live audit log: Enter did not write it")
 	}
 
 	// The read-only viewer sees the terminal but what it types is dropped.

@@ -45,7 +45,7 @@ func TestIdleSidecarMemory(t *testing.T) {
 			// the count.
 			time.Sleep(2 * time.Second)
 			roll := smapsRollup(t, st.PID)
-			for deadline := time.Now().Add(3 * time.Second); roll["Anonymous"] > tt.maxKiB && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(30 * time.Second); roll["Anonymous"] > tt.maxKiB && time.Now().Before(deadline); {
 				time.Sleep(250 * time.Millisecond)
 				roll = smapsRollup(t, st.PID)
 			}

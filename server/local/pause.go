@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -53,7 +54,7 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 		return fmt.Errorf("pause sandbox %s: mode %s: %s", id, mode, why)
 	}
 	dir := d.sandboxDir(id)
-	st, err := readState(dir)
+	st, err := readPausable(dir)
 	if err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
 	}
@@ -85,7 +86,7 @@ func (d *Driver) Resume(ctx context.Context, id string, egress func(net.Listener
 		return fmt.Errorf("resume sandbox: invalid id %q", id)
 	}
 	dir := d.sandboxDir(id)
-	st, err := readState(dir)
+	st, err := readPausable(dir)
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
 	}
@@ -108,6 +109,16 @@ func (d *Driver) Resume(ctx context.Context, id string, egress func(net.Listener
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
 	}
 	return nil
+}
+
+// readPausable reads a sandbox's state for pause or resume; a sandbox
+// without one (removed by a shutdown) is model.ErrSandboxGone.
+func readPausable(dir string) (state, error) {
+	st, err := readState(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, fmt.Errorf("%w: %w", model.ErrSandboxGone, err)
+	}
+	return st, err
 }
 
 // criuCheck runs `criu check` once and remembers why checkpoint/restore

@@ -79,7 +79,7 @@ func TestVolumeHeldByAnotherMountNamespace(t *testing.T) {
 	// The device detaches itself once the other namespace is gone.
 	_ = holder.Process.Kill()
 	_ = holder.Wait()
-	for deadline := time.Now().Add(10 * time.Second); len(loopsBackedUnder(dir)) > 0; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); len(loopsBackedUnder(dir)) > 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("with the other namespace gone, still attached: %+v", loopsBackedUnder(dir))
 		}

@@ -251,6 +251,11 @@ type PauseDriver interface {
 	PauseModes() map[string]string
 }
 
+// ErrSandboxGone is wrapped by a PauseDriver's errors when the driver holds
+// nothing of the sandbox any more (its state was removed, as `boxkite down`
+// removes every sandbox's): no retry can pause or resume it.
+var ErrSandboxGone = errors.New("the driver holds nothing of the sandbox")
+
 // A WarmClaimer hands out a sandbox from sandboxes it started ahead of
 // need (a warm pool), when one fits spec and is ready; ok false means none
 // was (nothing happened, and the caller creates the sandbox with Create).

@@ -20,7 +20,7 @@ import (
 )
 
 const (
-	maxNameLen = 100
+	maxNameLen = api.MaxOrgNameLen
 	// InvitePrefix starts every invite token.
 	InvitePrefix = "bxk_inv_"
 )

@@ -55,9 +55,15 @@ func notFound(orgID string) error {
 		WithHint("`boxkite org ls` lists the organizations you are a member of")
 }
 
+// needRole refuses a member whose role is below need; the hint names who
+// may do it: owners only when need is owner.
 func needRole(need, have string) error {
+	who := "an owner or admin"
+	if need == model.RoleOwner {
+		who = "an owner"
+	}
 	return api.Errorf(http.StatusForbidden, api.CodeForbidden, "this needs the %s role in the organization; yours is %s", need, have).
-		WithHint("ask an owner or admin of the organization (`boxkite org members` lists them)")
+		WithHint("ask " + who + " of the organization (`boxkite org members` lists them)")
 }
 
 // access authorizes the caller for orgID: the person behind the

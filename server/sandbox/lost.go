@@ -93,6 +93,32 @@ func (s *Service) loseSandbox(ctx context.Context, id, why string) {
 	}
 }
 
+// goneWhy is the reason recorded for a paused sandbox the driver holds
+// nothing of.
+const goneWhy = "nothing of it was left on the host while it was paused (`boxkite down` ends paused sandboxes too)"
+
+// loseGonePaused records a paused sandbox the driver holds nothing of as
+// lost, at start-up.
+func (s *Service) loseGonePaused(ctx context.Context, sb *model.Sandbox) {
+	defer s.lifecycleLocks.lock(sb.ID)()
+	_ = s.loseGoneLocked(ctx, sb)
+}
+
+// loseGoneLocked records paused sb lost, under its lifecycle lock, and
+// returns the answer to a call that needed it: 410 sandbox_lost.
+func (s *Service) loseGoneLocked(ctx context.Context, sb *model.Sandbox) *api.Error {
+	s.log.WarnContext(ctx, "sandbox lost: "+goneWhy, "sandbox", sb.ID, "account", sb.AccountID)
+	switch lost, err := s.destroyLocked(ctx, sb.ID, api.StatusLost, model.ReasonLost); {
+	case err == nil:
+		s.recordLost(ctx, lost, goneWhy)
+	case errors.Is(err, ErrNotActive):
+	default:
+		s.log.ErrorContext(ctx, "mark sandbox lost", "sandbox", sb.ID, "err", err)
+	}
+	return api.Errorf(http.StatusGone, api.CodeSandboxLost, "sandbox %s is lost: %s", sb.ID, goneWhy).
+		WithHint("its processes and files are gone; restore a snapshot of it (`boxkite snapshots ls -s " + sb.ID + "`) or create a new sandbox")
+}
+
 // recordLost appends the sandbox_lost entry of a sandbox just marked lost.
 func (s *Service) recordLost(ctx context.Context, sb *model.Sandbox, why string) {
 	// A failure leaves the entry waiting in the audit gate.

@@ -277,6 +277,9 @@ func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.San
 	}
 	if err := p.Resume(ctx, sb.ID, egress); err != nil {
 		s.log.ErrorContext(ctx, "driver resume failed", "sandbox", sb.ID, "mode", sb.PausedWith, "err", err)
+		if errors.Is(err, model.ErrSandboxGone) {
+			return nil, nil, s.loseGoneLocked(ctx, sb)
+		}
 		return nil, nil, sandboxFailed("resume")
 	}
 	ep, err := s.resumedEndpoint(ctx, sb)
@@ -429,7 +432,12 @@ func (s *Service) reconcilePaused(ctx context.Context) ([]string, error) {
 		}
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		if err := p.Pause(pctx, sb.ID, sb.PausedWith); err != nil {
+		err := p.Pause(pctx, sb.ID, sb.PausedWith)
+		if errors.Is(err, model.ErrSandboxGone) {
+			s.loseGonePaused(ctx, sb)
+			return
+		}
+		if err != nil {
 			s.log.ErrorContext(ctx, "pause sandbox again", "sandbox", sb.ID, "mode", sb.PausedWith, "err", err)
 		}
 	})

@@ -117,7 +117,7 @@ func New(t testing.TB, opts ...Option) *Server {
 		opt(&o)
 	}
 	if o.log == nil {
-		o.log = slog.New(slog.NewTextHandler(tLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		o.log = slog.New(slog.NewTextHandler(newTLogWriter(t), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	// A short path: unix socket paths under it must stay below 108 bytes,
 	// which a t.TempDir() named after a long test may not.
@@ -256,6 +256,20 @@ func (s *Server) Kill() {
 	s.Driver.Release() // what the process dying would close
 }
 
+// Down stops the control plane as `boxkite down` does: serving stops and
+// the driver ends every sandbox (Shutdown), paused ones included. Start
+// serves again, as the next `boxkite up`.
+func (s *Server) Down(t testing.TB) {
+	t.Helper()
+	s.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.Driver.Shutdown(ctx); err != nil {
+		t.Fatalf("servertest: down: %v", err)
+	}
+	s.Driver.Release()
+}
+
 // Start starts a new server with a new local driver on the database and
 // state directory of one that Kill stopped; see Restart.
 func (s *Server) Start(t testing.TB) {
@@ -276,11 +290,37 @@ func (s *Server) newDriver(t testing.TB) (*local.Driver, error) {
 	return local.New(cfg)
 }
 
-// tLogWriter sends log lines to t.Log, so they show only for failing tests.
-type tLogWriter struct{ t testing.TB }
+// tLogWriter sends log lines to t.Log, so they show only for failing
+// tests, until the test's cleanups end. A driver's goroutine may still log
+// after that (the clone pool's trim after a removal: "trim …: no such file
+// or directory" once the state directory is gone), and t.Log after a
+// test completed panics, failing the whole package; those lines are
+// dropped. The mutex keeps a line from reaching t.Log once the last
+// cleanup has run.
+type tLogWriter struct {
+	t    testing.TB
+	mu   sync.Mutex
+	done bool
+}
 
-func (w tLogWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p[:len(p)-min(len(p), 1)])) // drop the newline t.Log adds back
+// newTLogWriter registers its cleanup first, so it runs after every
+// cleanup registered later (the server's and the driver's stops).
+func newTLogWriter(t testing.TB) *tLogWriter {
+	w := &tLogWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return w
+}
+
+func (w *tLogWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(string(p[:len(p)-min(len(p), 1)])) // drop the newline t.Log adds back
+	}
 	return len(p), nil
 }
 

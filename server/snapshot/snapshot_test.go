@@ -188,7 +188,7 @@ func TestTakeLimitsAndSharing(t *testing.T) {
 	if err != nil || len(children) != 3 {
 		t.Fatalf("Fork = %v, %v", children, err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		d.mu.Lock()
 		done := slices.Contains(d.deleted, "tmp-1")

@@ -117,7 +117,7 @@ func TestCommitterBatches(t *testing.T) {
 				add(id, ctx)
 				// A cancelled context may lose the race to enter the queue;
 				// either way its entry is not written.
-				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 					mu.Lock()
 					_, answered := errs[id]
 					mu.Unlock()
@@ -172,7 +172,7 @@ func TestCommitterClosed(t *testing.T) {
 // waitQueued waits until the committer's first batch is being written.
 func waitQueued(t *testing.T, _ *committer, f *fakeCommits, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		f.mu.Lock()
 		got := len(f.batches)
 		f.mu.Unlock()

@@ -110,7 +110,7 @@ func (h *routes) download(w http.ResponseWriter, r *http.Request) error {
 	}
 	rel, ok := StoredPath(r.URL.Query().Get("path"))
 	if !ok {
-		return httpx.Invalid("path", "path must name a file under /workspace", "give the path as `ls --from-storage` lists it, e.g. src/main.py")
+		return httpx.InvalidQuery("path", "path must name a file under /workspace", "give the path as `ls --from-storage` lists it, e.g. src/main.py")
 	}
 	rc, err := h.s.Open(r.Context(), sb, rel)
 	if errors.Is(err, ErrNotFound) {

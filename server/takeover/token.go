@@ -111,7 +111,10 @@ func (s *Service) AuthenticateTakeover(r *http.Request) error {
 		}
 		token = t
 	}
-	if model.ValidAPIKey(token) {
+	// Only a JWT (header.claims.signature) can be a takeover token; anything
+	// else, a mistyped key above all, is refused as the API key it is meant
+	// to be, not as a bad takeover token.
+	if model.ValidAPIKey(token) || strings.Count(token, ".") != 2 {
 		return s.d.AuthenticateKey(r, token)
 	}
 	ctx := r.Context()

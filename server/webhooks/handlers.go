@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/authz"
@@ -45,9 +44,13 @@ func (s *Service) validate(req *api.CreateWebhookRequest) ([]string, error) {
 		return nil, httpx.Invalid("description", fmt.Sprintf("description must be at most %d characters", maxDescription), "")
 	}
 	switch req.PayloadFormat {
-	case "":
+	case "", api.PayloadBoxkiteV1:
 		req.PayloadFormat = api.PayloadBoxkiteV1
-	case api.PayloadBoxkiteV1:
+		if req.HECToken != "" {
+			// It would be stored and never sent: a mistyped format.
+			return nil, httpx.Invalid("hec_token", "hec_token is only sent with payload_format splunk_hec",
+				`set payload_format to "splunk_hec", or omit hec_token`)
+		}
 	case api.PayloadSplunkHEC:
 		if req.HECToken == "" {
 			return nil, httpx.Invalid("hec_token", "splunk_hec needs hec_token", "pass the HTTP Event Collector token")
@@ -161,11 +164,11 @@ func (s *Service) deliveries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(r, "limit", 20, 1, 100)
+	limit, err := httpx.QueryInt(r, "limit", 20, 1, 100)
 	if err != nil {
 		return err
 	}
-	offset, err := queryInt(r, "offset", 0, 0, 1<<31-1)
+	offset, err := httpx.QueryInt(r, "offset", 0, 0, 1<<31-1)
 	if err != nil {
 		return err
 	}
@@ -234,18 +237,6 @@ func (s *Service) redeliver(w http.ResponseWriter, r *http.Request) error {
 	s.Wake()
 	httpx.WriteJSON(w, http.StatusAccepted, again.ToAPI())
 	return nil
-}
-
-func queryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		return 0, httpx.Invalid(name, fmt.Sprintf("%s must be an integer from %d to %d", name, lo, hi), "")
-	}
-	return n, nil
 }
 
 func notFound(id string) *api.Error {

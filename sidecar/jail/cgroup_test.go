@@ -324,7 +324,7 @@ func testFreeze(t *testing.T, cg, fc Cgroup) {
 	if fc.Frozen() {
 		t.Error("Frozen() = true after Freeze(false)")
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for cpuTicks(t, cmd.Process.Pid) == before && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -61,7 +61,7 @@ func TestCgroupSetLimitsAndUsage(t *testing.T) {
 		checkLimits(t, cg, lim)
 	}
 	var u Usage
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if u, err = cg.Usage(); err != nil {
 			t.Fatal(err)
 		}

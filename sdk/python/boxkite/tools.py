@@ -61,12 +61,24 @@ def _combine(stdout: str, stderr: str) -> str:
     return out
 
 
+def _truncated_note(res: Dict[str, Any]) -> str:
+    # Without it, output cut at the server's cap reads like the command's end.
+    if not res.get("truncated"):
+        return ""
+    return (
+        f"\n\n(output truncated: the command wrote {res.get('stdout_bytes', 0)} bytes to stdout and {res.get('stderr_bytes', 0)} to stderr; "
+        f"only the first {res.get('output_limit_bytes', 0)} bytes of each are shown. Redirect the output to a file and read it with view or grep.)"
+    )
+
+
 def _exec_text(res: Dict[str, Any]) -> str:
     out = _combine(res.get("stdout", ""), res.get("stderr", ""))
     code = res.get("exit_code", 0)
     if code == 0:
-        return out or "(command completed with no output)"
-    return f"Error (exit code {code}):\n{out or '(no output)'}"
+        if not out and not res.get("truncated"):
+            return "(command completed with no output)"
+        return out + _truncated_note(res)
+    return f"Error (exit code {code}):\n{out or '(no output)'}" + _truncated_note(res)
 
 
 def _view_text(sb: Any, path: str, start: int, end: Optional[int]) -> str:

@@ -83,6 +83,26 @@ class ToolShapeTest(unittest.TestCase):
             boxkite.to_openai_tools(["nope"])
 
 
+class RunToolTest(unittest.TestCase):
+    def test_run_tool_says_when_output_was_cut(self):
+        class Fake:
+            def __init__(self, res):
+                self.res = res
+
+            def exec(self, command, timeout=None):
+                return self.res
+
+        cut = {"exit_code": 0, "stdout": "1\n2\n", "stderr": "", "truncated": True, "stdout_bytes": 9000, "stderr_bytes": 0, "output_limit_bytes": 4}
+        note = (
+            "\n\n(output truncated: the command wrote 9000 bytes to stdout and 0 to stderr; only the first 4 bytes of each are shown. "
+            "Redirect the output to a file and read it with view or grep.)"
+        )
+        self.assertEqual(boxkite.run_tool(Fake(cut), "bash_tool", {"command": "seq 1 9999"}), "1\n2" + note)
+        self.assertEqual(boxkite.run_tool(Fake(dict(cut, exit_code=3)), "bash_tool", {"command": "x"}), "Error (exit code 3):\n1\n2" + note)
+        whole = {"exit_code": 0, "stdout": "ok\n", "stderr": "", "truncated": False}
+        self.assertEqual(boxkite.run_tool(Fake(whole), "bash_tool", {"command": "x"}), "ok")
+
+
 class RetryTest(unittest.TestCase):
     def test_retryable(self):
         def err(status, code, details=None, retry_after=None):

@@ -3,7 +3,7 @@
 
 export const TOOL_DEFINITIONS = [
   {
-    "description": "Run a shell command in the sandbox (/bin/sh -c, working directory /workspace) and return its output: stdout, then stderr. A non-zero exit is reported as \"Error (exit code N):\" followed by the output. Commands are killed at the timeout; use start_process for servers and long jobs.",
+    "description": "Run a shell command in the sandbox (/bin/sh -c, working directory /workspace) and return its output: stdout, then stderr. A non-zero exit is reported as \"Error (exit code N):\" followed by the output. Commands are killed at the timeout; start servers and long jobs in the background (nohup CMD \u003e out.log 2\u003e\u00261 \u0026) and read their log later.",
     "name": "bash_tool",
     "parameters": {
       "additionalProperties": false,

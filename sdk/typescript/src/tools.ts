@@ -60,10 +60,22 @@ function combine(stdout = "", stderr = ""): string {
   return err ? (out ? `${out}\n${err}` : err) : out;
 }
 
+// Without it, output cut at the server's cap reads like the command's end.
+function truncatedNote(res: ExecResult): string {
+  if (!res.truncated) return "";
+  return (
+    `\n\n(output truncated: the command wrote ${res.stdout_bytes ?? 0} bytes to stdout and ${res.stderr_bytes ?? 0} to stderr; ` +
+    `only the first ${res.output_limit_bytes ?? 0} bytes of each are shown. Redirect the output to a file and read it with view or grep.)`
+  );
+}
+
 function execText(res: ExecResult): string {
   const out = combine(res.stdout, res.stderr);
-  if (!res.exit_code) return out || "(command completed with no output)";
-  return `Error (exit code ${res.exit_code}):\n${out || "(no output)"}`;
+  if (!res.exit_code) {
+    if (!out && !res.truncated) return "(command completed with no output)";
+    return out + truncatedNote(res);
+  }
+  return `Error (exit code ${res.exit_code}):\n${out || "(no output)"}` + truncatedNote(res);
 }
 
 async function viewText(sb: Sandbox, path: string, startArg: unknown, endArg: unknown): Promise<string> {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { BoxkiteError, TOOL_DEFINITIONS, toAnthropicTools, toOpenAITools } from "../dist/index.js";
+import { BoxkiteError, TOOL_DEFINITIONS, runTool, toAnthropicTools, toOpenAITools } from "../dist/index.js";
 import { parseRetryAfter, retryable } from "../dist/http.js";
 import { tooOld, versionTuple } from "../dist/version.js";
 
@@ -70,4 +70,15 @@ test("tool shapes", () => {
   );
   assert.throws(() => toOpenAITools(["nope"]));
   assert.equal(TOOL_DEFINITIONS.length, toOpenAITools().length);
+});
+
+test("runTool: bash_tool says when the server cut the output", async () => {
+  const fake = (res) => ({ exec: async () => res });
+  const cut = { exit_code: 0, stdout: "1\n2\n", stderr: "", truncated: true, stdout_bytes: 9000, stderr_bytes: 0, output_limit_bytes: 4 };
+  const note =
+    "\n\n(output truncated: the command wrote 9000 bytes to stdout and 0 to stderr; only the first 4 bytes of each are shown. " +
+    "Redirect the output to a file and read it with view or grep.)";
+  assert.equal(await runTool(fake(cut), "bash_tool", { command: "seq 1 9999" }), "1\n2" + note);
+  assert.equal(await runTool(fake({ ...cut, exit_code: 3 }), "bash_tool", { command: "x" }), "Error (exit code 3):\n1\n2" + note);
+  assert.equal(await runTool(fake({ exit_code: 0, stdout: "ok\n", stderr: "", truncated: false }), "bash_tool", { command: "x" }), "ok");
 });

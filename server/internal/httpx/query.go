@@ -16,13 +16,18 @@ func QueryInt(r *http.Request, name string, def, lo, hi int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
-		msg := fmt.Sprintf("%s must be an integer between %d and %d", name, lo, hi)
-		return 0, &api.Error{
-			Status: http.StatusUnprocessableEntity, Code: api.CodeValidation, Message: msg,
-			Details: []FieldError{{Loc: []string{"query", name}, Msg: msg, Type: "value_error"}},
-		}
+		return 0, InvalidQuery(name, fmt.Sprintf("%s must be an integer between %d and %d", name, lo, hi),
+			fmt.Sprintf("omit %s for the default of %d", name, def))
 	}
 	return n, nil
+}
+
+// InvalidQuery is Invalid for a query parameter: the field's loc is
+// ["query", name], not the body's.
+func InvalidQuery(name, msg, hint string) *api.Error {
+	e := api.Invalid(name, msg, hint)
+	e.Details = []FieldError{{Loc: []string{"query", name}, Msg: msg, Type: "value_error"}}
+	return e
 }
 
 // LogPage reads the page of an audit log a request asks for: ?limit=
