@@ -282,8 +282,8 @@ func TestConsole(t *testing.T) {
 	s.mustJSON("DELETE", "/ui/session", nil, http.StatusNoContent, nil)
 	select {
 	case <-ws.ended:
-	case <-time.After(10 * time.Second):
-		t.Error("the terminal is still open 10 s after signing out")
+	case <-time.After(time.Minute):
+		t.Error("the terminal is still open a minute after signing out")
 	}
 	if code, _ := s.do("GET", "/ui/api/v1/sandboxes", nil); code != http.StatusUnauthorized {
 		t.Errorf("the signed-out cookie: %d, want 401", code)
