@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -174,7 +175,26 @@ func findKey(ctx context.Context, c *client.Client, ref string) (api.APIKey, err
 			active = append(active, k)
 		}
 	}
-	return resolveRef(active, ref, refKind[api.APIKey]{
+	k, err := resolveKeyRef(active, ref)
+	if _, notFound := errors.AsType[*notFoundError](err); notFound {
+		// Say so when ref names a key that was revoked already, rather
+		// than that it does not exist ('keys ls --all' shows it).
+		for _, r := range keys {
+			if r.RevokedAt != nil && (r.ID == ref || r.Name == ref) {
+				return api.APIKey{}, &notFoundError{
+					err:  fmt.Errorf("api key %s (%s) was revoked already, at %s", r.ID, r.Name, r.RevokedAt.UTC().Format(time.RFC3339)),
+					hint: "'boxkite keys ls' lists the active keys ('--all' the revoked ones too)",
+				}
+			}
+		}
+	}
+	return k, err
+}
+
+// resolveKeyRef resolves ref among keys: an id, a unique id prefix or a
+// unique name.
+func resolveKeyRef(keys []api.APIKey, ref string) (api.APIKey, error) {
+	return resolveRef(keys, ref, refKind[api.APIKey]{
 		noun: "api key", plural: "keys", listCmd: "boxkite keys ls",
 		id: func(k api.APIKey) string { return k.ID },
 		match: func(k api.APIKey, ref string) refMatch {

@@ -53,6 +53,9 @@ that cannot resolve *.localhost. See docs/previews.md.`,
 			if err != nil || port < 1 || port > 65535 {
 				return usageErrorf("give the port the app listens on inside the sandbox, e.g. 8080", "PORT must be 1 to 65535, not %q", args[0])
 			}
+			if revoke && cmd.Flags().Changed("ttl") {
+				return usageErrorf("--revoke ends every preview of PORT; leave out --ttl", "--revoke takes no --ttl")
+			}
 			if d := ttl; d < api.MinPreviewTTL*time.Second || d > api.MaxPreviewTTL*time.Second {
 				return usageErrorf("give --ttl from 30s to 24h, e.g. --ttl 2h", "--ttl %s is out of range", compactDuration(d))
 			}

@@ -102,6 +102,21 @@ func imageKind() refKind[api.Image] {
 	}
 }
 
+func snapshotKind() refKind[api.Snapshot] {
+	return refKind[api.Snapshot]{
+		noun: "snapshot", plural: "snapshots", listCmd: "boxkite snapshots ls",
+		match: func(v api.Snapshot, ref string) refMatch { return labelOrPrefix(v.ID, v.Label, ref) },
+		id:    func(v api.Snapshot) string { return v.ID },
+	}
+}
+
+// snapshotID resolves a snapshot's id, label or id prefix, as the
+// restore's example (`boxkite session restore 7c1e`) promises.
+func snapshotID(ctx context.Context, c *client.Client, ref string) (string, error) {
+	list := func(ctx context.Context) ([]api.Snapshot, error) { return c.Snapshots(ctx, "") }
+	return idRef(ctx, list, ref, snapshotKind())
+}
+
 // volumeID and imageID resolve a volume's or an image's id, label or id
 // prefix.
 func volumeID(ctx context.Context, c *client.Client, ref string) (string, error) {

@@ -24,8 +24,8 @@ account keeps at most 10 by default.`,
 		GroupID: groupSandboxes,
 	})
 	cmd.AddCommand(newSnapshotsLsCmd(app),
-		newGetCmd(app, "snapshot", (*client.Client).Snapshot),
-		newRmCmd(app, "snapshot", "Remove a snapshot (sandboxes restored from it keep their files)", true, (*client.Client).DeleteSnapshot))
+		newGetCmd(app, "snapshot", byRef(snapshotID, (*client.Client).Snapshot)),
+		newRmCmd(app, "snapshot", "Remove a snapshot (sandboxes restored from it keep their files)", true, rmByRef(snapshotID, (*client.Client).DeleteSnapshot)))
 	return cmd
 }
 
@@ -103,7 +103,11 @@ func newSessionRestoreCmd(app *App) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sb, err := c.RestoreSnapshot(cmd.Context(), args[0], label)
+			id, err := snapshotID(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			sb, err := c.RestoreSnapshot(cmd.Context(), id, label)
 			if err != nil {
 				return listHint(cmd, fmt.Errorf("restore snapshot %s: %w", args[0], err))
 			}

@@ -34,10 +34,14 @@ type interpRuntime struct {
 	binary  string
 	args    func() []string
 	replyFD bool
+	// interrupt: SIGINT interrupts the running code and leaves the
+	// driver ready for the next (Python's driver); without it a request
+	// whose client went away kills the driver (Node's).
+	interrupt bool
 }
 
 var (
-	pythonRuntime = interpRuntime{name: "python3", binary: "python3", args: func() []string {
+	pythonRuntime = interpRuntime{name: "python3", binary: "python3", interrupt: true, args: func() []string {
 		return []string{"-u", "-c", interpreterDriver, strconv.Itoa(interpreterOutputCap), strconv.Itoa(interpreterMemory)}
 	}}
 	// Node's heap is bounded by --max-old-space-size (MiB), as the
@@ -49,7 +53,7 @@ var (
 )
 
 const (
-	interpreterOutputCap = 256 << 10 // stdout and stderr of one request, together
+	interpreterOutputCap = 256 << 10 // stdout and stderr of one request, together, in a JSON answer
 	interpreterMemory    = 1 << 30   // address space of the interpreter, as the reference's ulimit -v
 	interpreterStartup   = 15 * time.Second
 )
@@ -86,9 +90,13 @@ func newInterpreter(h *Handler, idle time.Duration, rt interpRuntime) *interpret
 	return &interpreter{h: h, idle: idle, rt: rt}
 }
 
-// interpreterReply is a reply line of the driver.
+// interpreterReply is a line of the driver: a piece of output (FD 1 or
+// 2) while the code runs, else the reply (Node's carries its output, in
+// Stdout; Python's sent it before).
 type interpreterReply struct {
-	Ready bool `json:"ready"`
+	Ready bool   `json:"ready"`
+	FD    int    `json:"fd"`
+	Text  string `json:"text"`
 	api.InterpreterExecResult
 }
 
@@ -96,9 +104,18 @@ type interpreterReply struct {
 // the route answers with 502.
 var errInterpreter = errors.New("interpreter failed")
 
-// exec runs code, starting the interpreter if needed. On a timeout, a crash
-// or ctx's end the interpreter is killed and its state is lost.
-func (in *interpreter) exec(ctx context.Context, code string, timeout time.Duration) (api.InterpreterExecResult, error) {
+// cellOutput receives a request's output as the code writes it; running
+// is called once the code has been handed to the interpreter.
+type cellOutput interface {
+	running()
+	output(fd int, text string)
+}
+
+// exec runs code, starting the interpreter if needed. On a timeout or a
+// crash the interpreter is killed and its state is lost; when ctx ends
+// (the client went away) the code is interrupted (see interrupt) and the
+// interpreter kept.
+func (in *interpreter) exec(ctx context.Context, code string, timeout time.Duration, out cellOutput) (api.InterpreterExecResult, error) {
 	in.run.Lock()
 	defer in.run.Unlock()
 	in.mu.Lock()
@@ -125,12 +142,67 @@ func (in *interpreter) exec(ctx context.Context, code string, timeout time.Durat
 		in.kill(p)
 		return api.InterpreterExecResult{}, fmt.Errorf("%w: write request: %v", errInterpreter, err)
 	}
-	reply, err := p.read(ctx, timeout)
+	out.running()
+	reply, err := in.await(ctx, p, timeout, out)
 	if err != nil {
 		in.kill(p) // a late reply would answer the next request
 		return api.InterpreterExecResult{}, err
 	}
 	return reply.InterpreterExecResult, nil
+}
+
+// await passes p's output to out until its reply. When ctx ends first, a
+// driver that can be interrupted is, and await waits on for the reply
+// (the output goes nowhere); any other is an error, as is the timeout.
+func (in *interpreter) await(ctx context.Context, p *pyProc, timeout time.Duration, out cellOutput) (interpreterReply, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	gone, interrupted := ctx.Done(), false
+	var again <-chan time.Time
+	for {
+		select {
+		case line, ok := <-p.replies:
+			if !ok {
+				return interpreterReply{}, fmt.Errorf("%w: the interpreter exited", errInterpreter)
+			}
+			var r interpreterReply
+			if err := json.Unmarshal(line, &r); err != nil {
+				return r, fmt.Errorf("%w: bad reply: %v", errInterpreter, err)
+			}
+			if r.FD == 0 {
+				return r, nil
+			}
+			if !interrupted {
+				out.output(r.FD, r.Text)
+			}
+		case <-deadline.C:
+			return interpreterReply{}, fmt.Errorf("%w: timed out after %s", errInterpreter, timeout)
+		case <-gone:
+			if !in.rt.interrupt {
+				return interpreterReply{}, fmt.Errorf("%w: %v", errInterpreter, context.Cause(ctx))
+			}
+			gone, interrupted = nil, true
+			p.interrupt()
+			t := time.NewTicker(interruptAgain)
+			defer t.Stop()
+			again = t.C
+		case <-again:
+			// A signal that came before the driver started the code was
+			// ignored; the code may also have caught the first.
+			p.interrupt()
+		}
+	}
+}
+
+// interruptAgain is how often an interrupted cell that is still running
+// is interrupted again, until it ends or its timeout kills it.
+const interruptAgain = time.Second
+
+// interrupt sends SIGINT to the driver alone (not its process group): it
+// raises KeyboardInterrupt in the running code, as Jupyter's interrupt
+// does, and leaves its children to the code.
+func (p *pyProc) interrupt() {
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGINT)
 }
 
 // done marks the end of a request and arms the idle reaper.
@@ -309,6 +381,8 @@ func (h *Handler) nodeStatus(w http.ResponseWriter, _ *http.Request) error {
 	return writeJSON(w, http.StatusOK, h.sess.node.status())
 }
 
+// runInterpreter serves an exec: one JSON answer, or, to a request that
+// accepts application/x-ndjson, the output as it comes (interpreter_stream.go).
 func (h *Handler) runInterpreter(w http.ResponseWriter, r *http.Request, in *interpreter) error {
 	var req api.InterpreterExecRequest
 	if err := decodeJSON(w, r, &req); err != nil {
@@ -322,15 +396,28 @@ func (h *Handler) runInterpreter(w http.ResponseWriter, r *http.Request, in *int
 		timeout = api.DefaultInterpreterTimeout
 	}
 	timeout = min(max(timeout, 1), api.MaxInterpreterTimeout)
-	res, err := in.exec(r.Context(), req.Code, time.Duration(timeout)*time.Second)
+	if r.Header.Get("Accept") == ndjson {
+		return streamInterpreter(w, r, in, req.Code, time.Duration(timeout)*time.Second)
+	}
+	var out collected
+	res, err := in.exec(r.Context(), req.Code, time.Duration(timeout)*time.Second, &out)
+	if err != nil {
+		return interpreterError(err)
+	}
+	if out.b.Len() > 0 || out.truncated { // Node's driver sends its output with the reply
+		res.Stdout, res.Truncated = out.b.String(), out.truncated
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+// interpreterError is the answer to a failed exec: the interpreter's own
+// failures are a 502.
+func interpreterError(err error) error {
 	if errors.Is(err, errInterpreter) {
 		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "%v", err).
 			WithHint("the interpreter was restarted; its variables are gone")
 	}
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusOK, res)
+	return err
 }
 
 func (h *Handler) interpreterReset(w http.ResponseWriter, _ *http.Request) error {

@@ -1,22 +1,39 @@
 # The persistent Python interpreter's driver, embedded in the sidecar
 # (interpreter.go). Protocol: one JSON request per line on the original
-# stdin ({"code": "..."}), one JSON reply per line on the original stdout
-# ({"stdout", "result", "error", "truncated"}); the first line written is
-# {"ready": true}. Globals persist between requests.
+# stdin ({"code": "..."}); on the original stdout, while the code runs, one
+# line per piece of output ({"fd": 1 or 2, "text": "..."}), then one reply
+# line ({"result", "error"}); the first line written is {"ready": true}.
+# Globals persist between requests.
 #
-# File descriptors 1 and 2 are pointed at one pipe that a thread drains, so
-# output of print, of C extensions and of child processes is all captured,
-# in order. After each request a marker is written through the same pipe:
-# once the thread has read it, everything written before has been read.
+# sys.stdout and sys.stderr are line-buffered and queue their lines on the
+# protocol, so Python's own output keeps its order across the two. File
+# descriptors 1 and 2 (C extensions, child processes) are pipes of their
+# own, drained by a thread and again before each of Python's lines and at
+# the end of the request, so what they got before a print comes before it.
+# A line goes out at once, unless one went less than GATHER ago: then it
+# waits for GATHER to pass with what follows it, so a loop that prints
+# fast sends few protocol lines.
+#
+# SIGINT raises KeyboardInterrupt in the user's code only (the sidecar
+# sends it when its client went away): between requests, or while a line
+# is being written, the driver carries on.
 import ast
+import codecs
+import fcntl
+import io
 import json
 import os
+import select
+import signal
 import sys
 import threading
+import time
 import traceback
 
 CAP = int(sys.argv[1]) if len(sys.argv) > 1 else 256 * 1024
 MEMORY = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+PIECE = 32 * 1024  # characters of output per protocol line, at most
+GATHER = 0.01  # seconds: output within this of the last sent is sent with what follows
 
 if MEMORY > 0:
     try:
@@ -27,76 +44,218 @@ if MEMORY > 0:
         pass
 
 proto_in = os.fdopen(os.dup(0), "rb")
-proto_out = os.fdopen(os.dup(1), "wb")
+proto_fd = os.dup(1)
 null = os.open(os.devnull, os.O_RDONLY)
 os.dup2(null, 0)  # user code must never read the protocol
 os.close(null)
-pipe_r, pipe_w = os.pipe()
-os.dup2(pipe_w, 1)
-os.dup2(pipe_w, 2)
-os.close(pipe_w)
-sys.stdin = open(os.devnull, "r")
-sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)
-sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False, buffering=1)
+pipes = {}  # read end → fd it drains
+for fd in (1, 2):
+    r, w = os.pipe()
+    os.dup2(w, fd)
+    os.close(w)
+    fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_NONBLOCK)
+    pipes[r] = fd
 
 
-class Capture:
-    """Collects what arrives on the pipe, up to CAP bytes per request."""
+waiting = select.poll()  # has either pipe something to read?
+for r in pipes:
+    waiting.register(r, select.POLLIN)
+
+
+class Output:
+    """Sends output to the protocol while a request runs, in order: pieces
+    written within GATHER of the last line sent go out together."""
 
     def __init__(self):
-        self.cond = threading.Condition()
-        self.out = bytearray()
-        self.truncated = False
-        self.pending = b""  # unread tail that may hold the start of a marker
-        self.marker = None
-        self.seen = False
+        self.lock = threading.RLock()
+        self.wake = threading.Condition(self.lock)
+        self.active = False
+        self.decoders = {}
+        self.pending = []  # [fd, [text, ...]] not sent yet, in the order written
+        self.size = 0  # characters in pending
+        self.sent = 0.0  # when pending was last sent (time.monotonic)
+        self.writing = False  # the main thread is writing output
+        self.interrupted = False  # SIGINT came while it was
 
-    def take(self, data):
-        room = CAP - len(self.out)
-        if len(data) > room:
-            self.truncated = True
-            data = data[: max(room, 0)]
-        self.out += data
+    def write_line(self, obj):
+        data = json.dumps(obj).encode() + b"\n"
+        while data:
+            data = data[os.write(proto_fd, data) :]
 
-    def run(self):
+    def add(self, fd, text):
+        """Queues text of fd, if a request runs; the caller holds lock."""
+        if not self.active or not text:
+            return
+        waiting = bool(self.pending)
+        if waiting and self.pending[-1][0] == fd:
+            self.pending[-1][1].append(text)
+        else:
+            self.pending.append([fd, [text]])
+        self.size += len(text)
+        if self.size >= PIECE or time.monotonic() - self.sent >= GATHER:
+            self.send()
+        elif not waiting:
+            self.wake.notify()
+
+    def send(self):
+        """Sends what is queued; the caller holds lock."""
+        pending, self.pending, self.size = self.pending, [], 0
+        for fd, parts in pending:
+            text = "".join(parts)
+            for i in range(0, len(text), PIECE):
+                self.write_line({"fd": fd, "text": text[i : i + PIECE]})
+        self.sent = time.monotonic()
+
+    def guarded(self, fn):
+        """Runs fn with an interrupt held off until it is done (main thread)."""
+        if threading.current_thread() is not threading.main_thread():
+            return fn()
+        self.writing = True
+        try:
+            return fn()
+        finally:
+            self.writing = False
+            if self.interrupted:
+                self.interrupted = False
+                raise KeyboardInterrupt
+
+    def drain(self, final=False):
+        """Queues what the descriptors' pipes hold; the caller holds lock."""
+        if not final and not waiting.poll(0):
+            return
+        for r, fd in pipes.items():
+            dec = self.decoders.setdefault(fd, codecs.getincrementaldecoder("utf-8")("replace"))
+            while True:
+                try:
+                    data = os.read(r, 65536)
+                except BlockingIOError:
+                    break
+                if not data:
+                    break
+                self.add(fd, dec.decode(data))
+            if final:
+                self.add(fd, dec.decode(b"", True))
+
+    def read_pipes(self):
+        """The reader thread: what fds 1 and 2 get is queued as it comes."""
         while True:
-            data = os.read(pipe_r, 65536)
-            if not data:
-                return
-            with self.cond:
-                buf = self.pending + data
-                if self.marker is not None:
-                    i = buf.find(self.marker)
-                    if i >= 0:
-                        self.take(buf[:i])
-                        self.pending = buf[i + len(self.marker):]
-                        self.marker = None
-                        self.seen = True
-                        self.cond.notify_all()
-                        continue
-                    keep = len(self.marker)
-                else:
-                    keep = 0
-                cut = max(len(buf) - keep, 0)
-                self.take(buf[:cut])
-                self.pending = buf[cut:]
+            ready, _, _ = select.select(list(pipes), [], [])
+            if ready:
+                with self.lock:
+                    self.drain()
 
-    def begin(self):
-        with self.cond:
-            self.out = bytearray(self.pending)
-            self.pending = b""
-            self.truncated = False
+    def flush_late(self):
+        """The sender thread: what add held back goes GATHER after the last send."""
+        with self.lock:
+            while True:
+                self.wake.wait_for(lambda: self.pending)
+                while self.pending:
+                    left = self.sent + GATHER - time.monotonic()
+                    if left <= 0:
+                        self.send()
+                        break
+                    self.wake.wait(left)
 
-    def end(self, marker):
-        with self.cond:
-            self.marker, self.seen = marker, False
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.write(1, marker)
-        with self.cond:
-            self.cond.wait_for(lambda: self.seen, timeout=5)
-            self.marker = None
-            return bytes(self.out).decode("utf-8", "replace"), self.truncated
+
+class Bytes(io.RawIOBase):
+    """sys.stdout.buffer: bytes written are decoded (UTF-8) onto the stream."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.dec = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def writable(self):
+        return True
+
+    def fileno(self):
+        return self.stream.fd
+
+    def write(self, b):
+        self.stream.write(self.dec.decode(bytes(b)))
+        return len(b)
+
+    def flush(self):
+        self.stream.flush()
+
+
+class Stream(io.TextIOBase):
+    """sys.stdout or sys.stderr: line-buffered, queued on the protocol."""
+
+    def __init__(self, out, fd):
+        self.out, self.fd, self.buf = out, fd, ""
+        self.name = "<stdout>" if fd == 1 else "<stderr>"
+        self.buffer = Bytes(self)
+
+    @property
+    def encoding(self):
+        return "utf-8"
+
+    @property
+    def errors(self):
+        return "replace"
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return False
+
+    def fileno(self):
+        return self.fd
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        if "\n" in s or "\r" in s or len(self.buf) + len(s) >= PIECE:
+            self.out.guarded(lambda: self._write(s))
+        elif s:
+            with self.out.lock:
+                self.buf += s  # no line yet: nothing to send
+        return len(s)
+
+    def _write(self, s):
+        with self.out.lock:
+            self.buf += s
+            cut = max(self.buf.rfind("\n"), self.buf.rfind("\r")) + 1
+            if len(self.buf) >= PIECE:
+                cut = len(self.buf)
+            if cut:
+                text, self.buf = self.buf[:cut], self.buf[cut:]
+                self.out.drain()  # what fds 1 and 2 got before this goes first
+                self.out.add(self.fd, text)
+
+    def flush(self):
+        self.out.guarded(self._flush)
+
+    def _flush(self):
+        with self.out.lock:
+            text, self.buf = self.buf, ""
+            self.out.drain()
+            self.out.add(self.fd, text)
+            if self.out.pending:
+                self.out.send()
+
+
+out = Output()
+sys.stdin = open(os.devnull, "r")
+streams = (Stream(out, 1), Stream(out, 2))
+sys.stdout, sys.stderr = streams
+
+
+def on_interrupt(signum, frame):
+    f = frame
+    while f is not None and f.f_code.co_filename != "<input>":
+        f = f.f_back
+    if f is None:
+        return  # not in the user's code: between requests, or the driver's own work
+    if out.writing:
+        out.interrupted = True  # raised once the output is written
+        return
+    raise KeyboardInterrupt
+
+
+signal.signal(signal.SIGINT, on_interrupt)
+DRIVER = on_interrupt.__code__.co_filename  # this file's frames in a traceback
 
 
 def run(code, scope):
@@ -116,17 +275,30 @@ def run(code, scope):
     return text
 
 
+def finish():
+    """Sends what is left of the request's output and stops sending."""
+    with out.lock:
+        for s in (sys.__stdout__, sys.__stderr__, sys.stdout, sys.stderr, *streams):
+            try:
+                s.flush()
+            except Exception:
+                pass
+        out.drain(final=True)
+        out.send()
+        out.active = False
+
+
 def main():
-    capture = Capture()
-    threading.Thread(target=capture.run, daemon=True).start()
+    threading.Thread(target=out.read_pipes, daemon=True).start()
+    threading.Thread(target=out.flush_late, daemon=True).start()
     scope = {"__name__": "__main__", "__builtins__": __builtins__}
-    seq = 0
-    proto_out.write(b'{"ready": true}\n')
-    proto_out.flush()
+    with out.lock:
+        out.write_line({"ready": True})
     for line in proto_in:
-        seq += 1
         result = error = None
-        capture.begin()
+        with out.lock:
+            out.drain()  # what came between requests is nobody's
+            out.active = True
         try:
             code = json.loads(line)["code"]
             result = run(code, scope)
@@ -135,11 +307,17 @@ def main():
             # Leave out this driver's own frames: the user's code starts at <input>.
             while tb is not None and tb.tb_frame.f_code.co_filename != "<input>":
                 tb = tb.tb_next
+            # An interrupt is raised in the driver (on_interrupt, or
+            # Stream.write the code called): leave those frames out too.
+            t = tb
+            while t is not None and t.tb_next is not None:
+                if t.tb_next.tb_frame.f_code.co_filename == DRIVER:
+                    t.tb_next = None
+                t = t.tb_next
             error = "".join(traceback.format_exception(type(e), e, tb))
-        stdout, truncated = capture.end(b"\x00\x01boxkite-end-%d\x01\x00" % seq)
-        reply = {"stdout": stdout, "result": result, "error": error, "truncated": truncated}
-        proto_out.write(json.dumps(reply).encode() + b"\n")
-        proto_out.flush()
+        finish()
+        with out.lock:
+            out.write_line({"result": result, "error": error})
 
 
 main()

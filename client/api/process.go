@@ -138,10 +138,21 @@ type InterpreterExecRequest struct {
 
 // InterpreterExecResult is the answer to POST /interpreter/exec.
 type InterpreterExecResult struct {
-	Stdout    string  `json:"stdout"`    // stdout and stderr together, capped
+	Stdout    string  `json:"stdout"`    // stdout and stderr together, in order, capped at 256 KiB
 	Result    *string `json:"result"`    // repr of the last expression; null when none or None
 	Error     *string `json:"error"`     // the traceback; null on success
 	Truncated bool    `json:"truncated"` // Stdout hit its cap
+}
+
+// InterpreterEvent is one line of the sidecar's POST /interpreter/exec
+// answer to a request that accepts application/x-ndjson (the E2B
+// interface's runCode): the output as the code writes it, then one last
+// line with the outcome.
+type InterpreterEvent struct {
+	Stream string                 `json:"stream,omitempty"` // "stdout" or "stderr": a piece of output, in Text
+	Text   string                 `json:"text,omitempty"`
+	End    *InterpreterExecResult `json:"end,omitempty"`    // the outcome; its Stdout is empty (the output came before)
+	Failed *Error                 `json:"failed,omitempty"` // instead of End: the interpreter failed (timed out, crashed, reset)
 }
 
 // InterpreterReset is the answer to POST /interpreter/reset.

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/tools"
 	"github.com/boxkite/boxkite/tools/mcpserver"
 )
@@ -77,8 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	bind := func(id string) tools.Sandbox { return c.Bind(id) }
 	s := mcpserver.New(buildVersion(), mcpserver.Static(c, bind), optional...)
 	fmt.Fprintf(stderr, "boxkite-mcp %s: serving %s (key from %s)\n", buildVersion(), cfg.BaseURL, cfg.KeySource)
-	t := &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
-	if err := s.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+	if err := s.Run(ctx, stdioTransport(stdin, stdout)); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("serve mcp: %w", err)
 	}
 	return nil
@@ -94,6 +94,17 @@ config (BOXKITE_HOME, default ~/.boxkite: config.toml, else local.toml).
                     pty_exec, node_interpreter, run_tests, browser_navigate,
                     browser_exec, browser_screenshot, browser_close
 `
+
+// maxFrame bounds one inbound JSON-RPC line. The SDK's default (16 MiB)
+// is less than a file_create within its 10 MiB limit can take once JSON
+// escapes it (a newline is 2 bytes, a control character 6), and a line
+// past the bound ends the server, taking every tool from the agent.
+const maxFrame = 6*api.MaxFileContent + 1<<20
+
+// stdioTransport is the MCP transport over the client's pipes.
+func stdioTransport(stdin io.Reader, stdout io.Writer) *mcp.IOTransport {
+	return &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: maxFrame}
+}
 
 type nopWriteCloser struct{ io.Writer }
 

@@ -71,6 +71,7 @@ var Checks = []string{
 	"connect.new-process",
 	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",
 	"setTimeout.expires", "list.pages", "runCode.state", "runCode.stdout", "runCode.error", "runCode.envs", "runCode.contexts",
+	"runCode.onStdout-streams", "runCode.timeoutMs", "runCode.interrupt-keeps-state",
 	"kill", "kill.NotFoundError", "kill.commands-fail",
 }
 

@@ -160,10 +160,32 @@ check('runCode.envs', envs.text === "('create', 'run')", envs)
 const cctx = await ci.createCodeContext()
 await ci.runCode('x = 1', { context: cctx })
 check('runCode.contexts', (await ci.runCode('x', { context: cctx })).text === '1' && (await ci.runCode('x')).text === '41')
-// timeoutMs counts from the answer's headers, which come while the cell runs
-// (held until its result, a 20 s cell ended normally and timeoutMs did nothing)
-const cut = await rejects(() => ci.runCode('import time; time.sleep(20)', { timeoutMs: 2000 }))
+// onStdout fires while the cell runs: the cell waits for a file that the
+// first callback writes, so it ends only if its first line came before its
+// end (once at the end, it would wait until timeoutMs); the cell looks in
+// its working directory, the workspace (/workspace on the local driver,
+// the sidecar's directory under the kube tests' fake kubelet)
+const seen = []
+const streamed = await ci.runCode(
+  "import os, time\nprint('first', flush=True)\nwhile not os.path.exists('stream-go-on'): time.sleep(0.05)\nprint('second')\n'done'",
+  {
+    timeoutMs: 120000,
+    onStdout: async (m) => {
+      seen.push(m.line)
+      if (seen.length === 1) await ci.files.write('/workspace/stream-go-on', '')
+    },
+    onResult: (r) => { seen.push(`result:${r.text}`) },
+  })
+check('runCode.onStdout-streams', seen.length >= 3 && seen[0] === 'first\n' && seen.at(-1) === "result:'done'" &&
+  seen.slice(1, -1).join('') === 'second\n' && streamed.logs.stdout.join('') === 'first\nsecond\n', { seen, logs: streamed.logs })
+// timeoutMs counts from the answer's headers, which come while the cell
+// runs; the abort interrupts the cell (KeyboardInterrupt) and the
+// interpreter keeps its variables, as E2B's kernel does
+const cut = await rejects(() => ci.runCode(
+  'import time\ntry:\n    time.sleep(600)\nexcept KeyboardInterrupt:\n    interrupted = True\n    raise', { timeoutMs: 2000 }))
 check('runCode.timeoutMs', cut !== null && cut.name === 'TimeoutError', cut && { name: cut.name, message: cut.message })
+const kept = await ci.runCode('(x, interrupted)', { timeoutMs: 120000 })
+check('runCode.interrupt-keeps-state', kept.text === '(41, True)', { text: kept.text, error: kept.error })
 await ci.kill()
 
 // kill, then the sandbox is not found

@@ -110,91 +110,99 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 	code := wrapCode(cc, req.Code, env)
 	body, _ := json.Marshal(api.InterpreterExecRequest{Code: code, Timeout: api.MaxInterpreterTimeout})
 	started := time.Now()
-	run := make(chan interpreterAnswer, 1)
-	go func() { run <- runInterpreter(ctx, sess, body) }()
-	ans, streaming := awaitInterpreter(w, run)
-	fail := func(err error) {
-		if streaming {
-			h.streamError(w, r, err)
-		} else {
-			h.restError(w, r, err)
-		}
-	}
+	opened := make(chan interpreterAnswer, 1)
+	go func() { opened <- openInterpreter(ctx, sess, body) }()
+	ans, early := awaitInterpreter(w, opened)
 	if ans.err != nil {
-		fail(ans.err)
+		if early {
+			h.streamError(w, r, ans.err)
+		} else {
+			h.restError(w, r, ans.err)
+		}
 		return
 	}
-	res := ans.res
-	exit := 0
-	if res.Error != nil {
-		exit = 1
+	defer ans.resp.Body.Close()
+	if !early {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
 	}
-	if err := sess.Audit(ctx, AuditEntry{
+	out := newLineWriter(w, sess.ScrubOutput())
+	res, err := relayInterpreter(ans.resp, out)
+	out.flush()
+	entry := AuditEntry{
 		Operation: "interpreter_exec", Detail: map[string]any{"code": req.Code, "context": id, "interface": "e2b"},
-		ExitCode: &exit, Started: started, Duration: time.Since(started),
-	}); err != nil {
-		fail(err)
+		Started: started, Duration: time.Since(started),
+	}
+	if err := auditCell(ctx, sess, entry, res, err); err != nil {
+		h.streamError(w, r, err)
 		return
 	}
 	if sess.ScrubOutput() {
 		res = scrubResult(res)
 	}
-	if !streaming {
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.WriteHeader(http.StatusOK)
-	}
 	for _, line := range executionLines(res, h.contexts.count(sess.SandboxID(), id)) {
-		b, _ := json.Marshal(line)
-		_, _ = w.Write(append(b, '\n'))
+		out.line(line)
 	}
 }
 
-// awaitInterpreter waits for the cell's answer; past headerGrace it sends
-// the answer's headers first and reports true (streaming).
-func awaitInterpreter(w http.ResponseWriter, run <-chan interpreterAnswer) (interpreterAnswer, bool) {
+// auditCell records a cell's entry: with its exit code (1 for an error),
+// or, when the client went away mid-cell (which interrupted it), as
+// interrupted. It returns the cell's error, else the audit's.
+func auditCell(ctx context.Context, sess Session, entry AuditEntry, res api.InterpreterExecResult, err error) error {
+	if err != nil {
+		if ctx.Err() != nil {
+			entry.Detail["interrupted"] = true
+			_ = sess.Audit(context.WithoutCancel(ctx), entry)
+		}
+		return err
+	}
+	exit := 0
+	if res.Error != nil {
+		exit = 1
+	}
+	entry.ExitCode = &exit
+	return sess.Audit(ctx, entry)
+}
+
+// awaitInterpreter waits for the sidecar to take the cell; past
+// headerGrace it sends the answer's headers first and reports true.
+func awaitInterpreter(w http.ResponseWriter, opened <-chan interpreterAnswer) (interpreterAnswer, bool) {
 	select {
-	case ans := <-run:
+	case ans := <-opened:
 		return ans, false
 	case <-time.After(headerGrace):
 		// The SDK's clocks: requestTimeoutMs (60 s) runs until the
 		// answer's headers arrive, timeoutMs from then on. Headers held
-		// until the result made every cell longer than 60 s a
-		// TimeoutError and left timeoutMs without effect, so a cell still
-		// running after the grace gets them now; what fails later comes
-		// as an error line. A refusal (rate limit, lost sandbox) comes
-		// within the grace, with its status, as before.
+		// until the cell ran made a cell that waits its turn (or an
+		// interpreter slow to start) a TimeoutError and left timeoutMs
+		// without effect, so they go now; what fails later comes as an
+		// error line. A refusal (rate limit, lost sandbox) comes within
+		// the grace, with its status, as before.
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(http.StatusOK)
 		_ = http.NewResponseController(w).Flush()
-		return <-run, true
+		return <-opened, true
 	}
 }
 
 // headerGrace is how long /execute holds its answer's headers for the
-// result: a quick cell or a refusal answers as one response with its
-// status; a longer cell's headers go first (see execute).
+// sidecar to take the cell: a refusal answers with its status; past it
+// the headers go first (see execute).
 const headerGrace = 300 * time.Millisecond
 
-// interpreterAnswer is what the sidecar's interpreter answered.
+// interpreterAnswer is the sidecar's answer to a cell, the code running.
 type interpreterAnswer struct {
-	res api.InterpreterExecResult
-	err error
+	resp *http.Response
+	err  error
 }
 
-// runInterpreter runs a wrapped cell in the sandbox's interpreter. The
-// request ends with ctx (the SDK's dropped connection), which ends the
-// cell.
-func runInterpreter(ctx context.Context, sess Session, body []byte) interpreterAnswer {
-	resp, err := sidecarOK(ctx, sess, http.MethodPost, "/interpreter/exec", nil, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
-	if err != nil {
-		return interpreterAnswer{err: err}
-	}
-	defer resp.Body.Close()
-	var res api.InterpreterExecResult
-	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
-		return interpreterAnswer{err: fmt.Errorf("decode interpreter result: %w", err)}
-	}
-	return interpreterAnswer{res: res}
+// openInterpreter hands a wrapped cell to the sandbox's interpreter,
+// asking for its output as it comes. The request ends with ctx (the SDK's
+// dropped connection), which interrupts the cell.
+func openInterpreter(ctx context.Context, sess Session, body []byte) interpreterAnswer {
+	hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {ndjson}}
+	resp, err := sidecarOK(ctx, sess, http.MethodPost, "/interpreter/exec", nil, bytes.NewReader(body), hdr)
+	return interpreterAnswer{resp: resp, err: err}
 }
 
 // streamError ends an /execute answer whose headers are out with an error
@@ -215,15 +223,11 @@ func (h *Handler) streamError(w http.ResponseWriter, r *http.Request, err error)
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// executionLines is the outcome in the runCode protocol's lines: stdout
-// (the interpreter merges stderr into it), the value of the last
-// expression as the main result, the error, and the execution count.
+// executionLines is the outcome in the runCode protocol's lines, after
+// the output (relayed as it came): the value of the last expression as
+// the main result, the error, and the execution count.
 func executionLines(res api.InterpreterExecResult, count int) []map[string]any {
-	now := time.Now().UTC().Format(time.RFC3339Nano)
 	var lines []map[string]any
-	if res.Stdout != "" {
-		lines = append(lines, map[string]any{"type": "stdout", "text": res.Stdout, "timestamp": now})
-	}
 	if res.Result != nil {
 		lines = append(lines, map[string]any{"type": "result", "text": *res.Result, "is_main_result": true})
 	}

@@ -22,12 +22,13 @@ type interpSession struct {
 	Session
 	release chan struct{}
 	answer  func() (*http.Response, error)
+	scrub   bool
 }
 
 func (s *interpSession) SandboxID() string                       { return "sb" }
 func (s *interpSession) Env() map[string]string                  { return nil }
 func (s *interpSession) CheckCode(context.Context, string) error { return nil }
-func (s *interpSession) ScrubOutput() bool                       { return false }
+func (s *interpSession) ScrubOutput() bool                       { return s.scrub }
 func (s *interpSession) Audit(context.Context, AuditEntry) error { return nil }
 
 func (s *interpSession) Sidecar(ctx context.Context, _, _ string, _ url.Values, _ io.Reader, _ http.Header) (*http.Response, error) {
