@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -200,5 +199,6 @@ func (d *Driver) sandboxSecret(ctx context.Context, id string) (*corev1.Secret, 
 			return &list.Items[i], nil
 		}
 	}
-	return nil, errors.New("no secret of the sandbox")
+	// Pause and resume need it: without it the sandbox is gone.
+	return nil, fmt.Errorf("no secret of the sandbox: %w", model.ErrSandboxGone)
 }

@@ -190,3 +190,39 @@ func codeOf(err error) string {
 	}
 	return ""
 }
+
+// TestPausedSecretGone: a paused sandbox whose Secret is gone (removed by
+// hand, or with its namespace's contents) has nothing to resume from: a
+// resume is 410 sandbox_lost and a starting control plane records it
+// lost, instead of 502 "retry" for ever.
+func TestPausedSecretGone(t *testing.T) {
+	e := newEnv(t, kube.Config{SnapshotDir: t.TempDir()})
+	e.start(t)
+	c := e.client()
+	ctx := context.Background()
+	var ids []string
+	for range 2 {
+		sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PauseSandbox(ctx, sb.ID, api.PauseFilesystem); err != nil {
+			t.Fatalf("pause: %v", err)
+		}
+		sel := metav1.ListOptions{LabelSelector: kube.LabelSandbox + "=" + sb.ID}
+		if err := e.cluster.Client.CoreV1().Secrets(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sb.ID)
+	}
+	if _, err := c.ResumeSandbox(ctx, ids[0]); codeOf(err) != api.CodeSandboxLost {
+		t.Errorf("resume without its Secret: %v, want %s", err, api.CodeSandboxLost)
+	}
+	e.restart(t)
+	c = e.client()
+	for _, id := range ids {
+		if got, err := c.Sandbox(ctx, id); err != nil || got.Status != api.StatusLost {
+			t.Errorf("paused sandbox without its Secret after a restart: %+v, %v; want lost", got, err)
+		}
+	}
+}
