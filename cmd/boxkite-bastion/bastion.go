@@ -254,10 +254,18 @@ func refusalText(sandbox string, key ssh.PublicKey, err error) (string, string) 
 	case e.Status == 409:
 		return fmt.Sprintf("sandbox %s is not active", sandbox), "create one with `boxkite session create`"
 	}
-	return fmt.Sprintf("key %s is not registered to the account of sandbox %q, or there is no such sandbox", gossh.FingerprintSHA256(key), sandbox),
-		"register it with `boxkite ssh-keys add ~/.ssh/id_ed25519.pub`, check the id with `boxkite session ls`, " +
-			"or run `boxkite ssh -s ID`, which needs no key"
+	what := fmt.Sprintf("key %s is not registered to the account of sandbox %q, or there is no such sandbox", gossh.FingerprintSHA256(key), sandbox)
+	if !fullIDPattern.MatchString(sandbox) {
+		// A label or an id prefix: only the proxy of ssh-config resolves those.
+		return what, "the user name must be the sandbox's full id (`boxkite session ls`); " +
+			"a label or an id prefix works through `boxkite ssh-config` (ssh LABEL.boxkite) or `boxkite ssh -s LABEL`"
+	}
+	return what, "register it with `boxkite ssh-keys add ~/.ssh/id_ed25519.pub`, check the id with `boxkite session ls`, " +
+		"or run `boxkite ssh -s ID`, which needs no key"
 }
+
+// fullIDPattern is a sandbox id as the control plane makes them (a UUID).
+var fullIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 type bannerSentKey struct{}
 

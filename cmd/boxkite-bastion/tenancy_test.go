@@ -111,7 +111,7 @@ func TestRefusalText(t *testing.T) {
 		what, hint string
 	}{
 		{errors.New("dial tcp: refused"), "the control plane did not answer", "boxkite status"},
-		{&api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound}, "is not registered to the account of sandbox \"sb1\", or there is no such sandbox", "boxkite ssh-keys add"},
+		{&api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound}, "is not registered to the account of sandbox \"sb1\", or there is no such sandbox", "works through `boxkite ssh-config`"},
 		{
 			&api.Error{Status: http.StatusConflict, Code: api.CodeSandboxPaused, Message: "sandbox sb1 is paused (freeze)", Hint: "resume it first: `boxkite session resume sb1`"},
 			"sandbox sb1 is paused (freeze)", "resume it first: `boxkite session resume sb1`",
@@ -122,6 +122,11 @@ func TestRefusalText(t *testing.T) {
 		},
 		{&api.Error{Status: http.StatusGone, Code: api.CodeSandboxLost, Message: "sandbox sb1 is lost: x", Hint: "its processes and files are gone"}, "sandbox sb1 is lost", "files are gone"},
 		{&api.Error{Status: http.StatusConflict}, "sandbox sb1 is not active", "boxkite session create"},
+	}
+	const full = "0b9e0a5e-0000-4000-8000-000000000000"
+	what, hint := refusalText(full, key, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound})
+	if !strings.Contains(what, "is not registered") || !strings.HasPrefix(hint, "register it with `boxkite ssh-keys add") {
+		t.Errorf("refusalText(a full id, 404) = %q, %q; want the unregistered key's hint", what, hint)
 	}
 	for _, tt := range tests {
 		what, hint := refusalText("sb1", key, tt.err)

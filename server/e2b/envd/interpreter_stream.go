@@ -18,8 +18,9 @@ const ndjson = "application/x-ndjson"
 
 // relayInterpreter passes the sidecar's streamed answer on to out as
 // stdout and stderr lines while the cell runs, and returns its outcome.
-// A sidecar that answered in one piece (JSON) has its output relayed at
-// the end.
+// What out holds back (scrubbing) goes out after idleFlush without more
+// output. A sidecar that answered in one piece (JSON) has its output
+// relayed at the end.
 func relayInterpreter(resp *http.Response, out *lineWriter) (api.InterpreterExecResult, error) {
 	if resp.Header.Get("Content-Type") != ndjson {
 		var res api.InterpreterExecResult
@@ -30,29 +31,75 @@ func relayInterpreter(resp *http.Response, out *lineWriter) (api.InterpreterExec
 		res.Stdout = ""
 		return res, nil
 	}
+	events := make(chan eventRead)
+	done := make(chan struct{})
+	defer close(done)
+	go readEvents(resp, events, done)
+	idle := time.NewTimer(idleFlush)
+	defer idle.Stop()
+	for {
+		select {
+		case <-idle.C:
+			out.flush()
+			continue
+		case e := <-events:
+			ev := e.ev
+			switch {
+			case e.err != nil:
+				return api.InterpreterExecResult{}, e.err
+			case ev.Failed != nil:
+				ev.Failed.Status = http.StatusBadGateway
+				return api.InterpreterExecResult{}, ev.Failed
+			case ev.End != nil:
+				out.output("stdout", ev.End.Stdout) // Node's sends its output with the outcome
+				ev.End.Stdout = ""
+				return *ev.End, nil
+			}
+			out.output(ev.Stream, ev.Text)
+			idle.Reset(idleFlush)
+		}
+	}
+}
+
+// idleFlush is how long output the scrubber holds back waits for more.
+const idleFlush = 200 * time.Millisecond
+
+// eventRead is one line of the streamed answer, or why there is none.
+type eventRead struct {
+	ev  api.InterpreterEvent
+	err error
+}
+
+// readEvents decodes resp's lines onto events until the answer ends or
+// done is closed.
+func readEvents(resp *http.Response, events chan<- eventRead, done <-chan struct{}) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), maxEventLine)
+	send := func(e eventRead) bool {
+		select {
+		case events <- e:
+			return true
+		case <-done:
+			return false
+		}
+	}
 	for sc.Scan() {
-		var ev api.InterpreterEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			return api.InterpreterExecResult{}, fmt.Errorf("decode interpreter event: %w", err)
+		var e eventRead
+		if err := json.Unmarshal(sc.Bytes(), &e.ev); err != nil {
+			send(eventRead{err: fmt.Errorf("decode interpreter event: %w", err)})
+			return
 		}
-		switch {
-		case ev.Failed != nil:
-			ev.Failed.Status = http.StatusBadGateway
-			return api.InterpreterExecResult{}, ev.Failed
-		case ev.End != nil:
-			out.output("stdout", ev.End.Stdout) // Node's sends its output with the outcome
-			ev.End.Stdout = ""
-			return *ev.End, nil
-		default:
-			out.output(ev.Stream, ev.Text)
+		if !send(e) {
+			return
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return api.InterpreterExecResult{}, fmt.Errorf("read interpreter events: %w", err)
+	err := sc.Err()
+	if err == nil {
+		err = errors.New("read interpreter events: the answer ended without an outcome")
+	} else {
+		err = fmt.Errorf("read interpreter events: %w", err)
 	}
-	return api.InterpreterExecResult{}, errors.New("read interpreter events: the answer ended without an outcome")
+	send(eventRead{err: err})
 }
 
 // maxEventLine bounds one line of the sidecar's streamed answer (its

@@ -2,11 +2,13 @@ package envd
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -104,5 +106,40 @@ func TestExecuteStreamFailed(t *testing.T) {
 	ls := lines(t, resp.Body)
 	if len(ls) != 2 || ls[0]["text"] != "a\n" || ls[1]["type"] != "error" || !strings.Contains(ls[1]["value"].(string), "timed out") {
 		t.Errorf("lines %v, want the output, then an error line with the failure", ls)
+	}
+}
+
+// TestExecuteIdleFlush: scrubbed output whose end the redactor holds back
+// (a word that could begin a secret: "loading") goes out once no more
+// comes, while the cell still runs: the outcome is sent only after the
+// client has it.
+func TestExecuteIdleFlush(t *testing.T) {
+	t.Parallel()
+	pr, pw := io.Pipe()
+	sess := &interpSession{scrub: true, answer: func() (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ndjson}}, Body: pr}, nil
+	}}
+	srv := executeServer(t, sess)
+	go func() {
+		b, _ := json.Marshal(api.InterpreterEvent{Stream: "stdout", Text: "loading"})
+		_, _ = pw.Write(append(b, '\n'))
+	}()
+	// A hang guard only: without the flush the line never comes.
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, strings.NewReader(`{"code":"cell()"}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	defer pw.Close()
+	line, err := bufio.NewReader(resp.Body).ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(line, &m); err != nil || m["type"] != "stdout" || m["text"] != "loading" {
+		t.Errorf("first line %s (%v), want the held-back word once the output paused", line, err)
 	}
 }
