@@ -86,7 +86,10 @@ func (o *storageOpts) config(ctx context.Context) (server.StorageConfig, error) 
 	}
 	b, err := storagesync.Open(ctx, c)
 	if err != nil {
-		return server.StorageConfig{}, fmt.Errorf("%w (%s)", err, c)
+		return server.StorageConfig{}, &hintedError{
+			err:  fmt.Errorf("%w (%s)", err, c),
+			hint: "the server checks the bucket at start: check --storage-endpoint, --storage-bucket and the credentials in --storage-secret-file",
+		}
 	}
 	var ignore []string
 	for _, n := range strings.Split(o.ignore, ",") {

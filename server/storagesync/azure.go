@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
@@ -50,13 +51,13 @@ func openAzure(ctx context.Context, c Config) (Backend, error) {
 	}
 	if _, err := cl.GetProperties(ctx, nil); err != nil {
 		if !bloberror.HasCode(err, bloberror.ContainerNotFound) {
-			return nil, fmt.Errorf("check container %s: %w", c.Bucket, err)
+			return nil, fmt.Errorf("check container %s: %w", c.Bucket, terseAzure(err))
 		}
 		if !c.CreateBucket {
 			return nil, fmt.Errorf("container %s does not exist", c.Bucket)
 		}
 		if _, err := cl.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-			return nil, fmt.Errorf("create container %s: %w", c.Bucket, err)
+			return nil, fmt.Errorf("create container %s: %w", c.Bucket, terseAzure(err))
 		}
 	}
 	return &azureBackend{cl: cl}, nil
@@ -82,7 +83,7 @@ func (b *azureBackend) Put(ctx context.Context, key string, r io.Reader, size in
 		_, err = bb.UploadStream(ctx, r, &azblob.UploadStreamOptions{BlockSize: 8 << 20, Concurrency: 2})
 	}
 	if err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
+		return fmt.Errorf("put %s: %w", key, terseAzure(err))
 	}
 	return nil
 }
@@ -93,7 +94,7 @@ func (b *azureBackend) Get(ctx context.Context, key string) (io.ReadCloser, erro
 		if bloberror.HasCode(err, bloberror.BlobNotFound) {
 			return nil, ErrNotFound
 		}
-		return nil, fmt.Errorf("get %s: %w", key, err)
+		return nil, fmt.Errorf("get %s: %w", key, terseAzure(err))
 	}
 	return resp.Body, nil
 }
@@ -101,7 +102,7 @@ func (b *azureBackend) Get(ctx context.Context, key string) (io.ReadCloser, erro
 func (b *azureBackend) Delete(ctx context.Context, key string) error {
 	_, err := b.cl.NewBlobClient(key).Delete(ctx, nil)
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return fmt.Errorf("delete %s: %w", key, err)
+		return fmt.Errorf("delete %s: %w", key, terseAzure(err))
 	}
 	return nil
 }
@@ -111,7 +112,7 @@ func (b *azureBackend) List(ctx context.Context, prefix string, fn func(Object) 
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("list %s: %w", prefix, err)
+			return fmt.Errorf("list %s: %w", prefix, terseAzure(err))
 		}
 		for _, it := range page.Segment.BlobItems {
 			o := Object{Key: *it.Name}
@@ -129,4 +130,24 @@ func (b *azureBackend) List(ctx context.Context, prefix string, fn func(Object) 
 		}
 	}
 	return nil
+}
+
+// terseError is an SDK error told by a short message: Azure's
+// ResponseError prints the whole response, a ruled block with the XML
+// body, which `boxkite up` showed as the reason the server did not start
+// and GET …/sync as last_error.
+type terseError struct {
+	msg string
+	err error
+}
+
+func (e *terseError) Error() string { return e.msg }
+func (e *terseError) Unwrap() error { return e.err }
+
+// terseAzure tells an answer of the store by its status and error code.
+func terseAzure(err error) error {
+	if re, ok := errors.AsType[*azcore.ResponseError](err); ok {
+		return &terseError{msg: fmt.Sprintf("the store answered %d %s", re.StatusCode, re.ErrorCode), err: err}
+	}
+	return err
 }
