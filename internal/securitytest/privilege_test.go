@@ -94,6 +94,13 @@ func refusedCalls() []call {
 		eperm("acct", "acct", "0"),
 		eperm("syslog", "syslog", "10", "0", "0"),
 		eperm("personality no-randomize", "personality", "0x40000"),
+		// AF_VSOCK is not network-namespaced: it reaches the hypervisor
+		// and the host's vsock listeners past the jail's lo-only network.
+		// The kernel reads the family's low 32 bits, so high bits set
+		// must not slip it past the filter. An inet socket is the control.
+		{name: "socket inet", syscall: "socket", args: []string{"2", "1", "0"}, errno: 0},
+		eperm("socket vsock", "socket", "40", "1", "0"),
+		eperm("socket vsock high bits", "socket", "0x100000028", "1", "0"),
 	}
 }
 
