@@ -11,9 +11,12 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -239,4 +242,53 @@ func TestProxyAdmit(t *testing.T) {
 		t.Errorf("a refused request was reported: %+v", d)
 	default:
 	}
+}
+
+// emfileOnce is a listener whose first Accept fails as one does when the
+// process is out of descriptors.
+type emfileOnce struct {
+	net.Listener
+	failed bool
+}
+
+func (l *emfileOnce) Accept() (net.Conn, error) {
+	if !l.failed {
+		l.failed = true
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestProxySurvivesEMFILE: the server's descriptors are shared by every
+// sandbox's proxy, and Serve returned on the first failed accept, so one
+// tenant running the server out of them ended the egress of whichever
+// sandboxes' accepts failed meanwhile, until a restart.
+func TestProxySurvivesEMFILE(t *testing.T) {
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Resolver: mapResolver{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Serve(&emfileOnce{Listener: tl}, nil, func(Decision) {})
+	}()
+	c, err := net.Dial("tcp", tl.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a hang guard only
+	fmt.Fprint(c, "GET http://other.example/ HTTP/1.1\r\nHost: other.example\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("after a failed accept: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("after a failed accept: %d, want 403 (not granted)", resp.StatusCode)
+	}
+	tl.Close()
+	<-done
 }

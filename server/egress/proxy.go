@@ -52,15 +52,30 @@ type Proxy struct {
 const maxHeader = 64 << 10
 
 // Serve accepts connections on l until it is closed, letting through
-// what allow grants and calling report with every decision.
+// what allow grants and calling report with every decision. A failed
+// accept (out of descriptors) is retried, never the end.
 func (p *Proxy) Serve(l net.Listener, allow Allowlist, report func(Decision)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var delay time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			return
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors (EMFILE: the server's are shared by every
+			// sandbox) or another passing failure. Returning would end this
+			// sandbox's egress until a restart; wait and go on, as
+			// net/http's server does.
+			if delay == 0 && p.Log != nil {
+				p.Log.Warn("accept egress connection", "err", err)
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
+			continue
 		}
+		delay = 0
 		wg.Go(func() {
 			defer c.Close()
 			p.handle(c, allow, report)
