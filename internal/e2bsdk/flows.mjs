@@ -157,6 +157,12 @@ const raised = await ci.runCode('raise ValueError("boom")')
 check('runCode.error', raised.error && raised.error.name === 'ValueError' && raised.error.value === 'boom' && raised.error.traceback.includes('ValueError'), raised.error)
 const envs = await ci.runCode('import os; (os.environ.get("CI_A"), os.environ.get("CI_B"))', { envs: { CI_B: 'run' } })
 check('runCode.envs', envs.text === "('create', 'run')", envs)
+// a call's envs are that call's (they stayed set for every later call), and
+// set no line of the cell: its traceback's line numbers are its own
+const after = await ci.runCode('import os\nos.environ.get("CI_B")')
+const lined = await ci.runCode('x0 = 1\n1/0', { envs: { CI_C: 'c' } })
+check('runCode.envs-scoped', after.text === "'create'" && lined.error && lined.error.traceback.includes('line 2,'),
+  { after: after.text, traceback: lined.error && lined.error.traceback })
 const cctx = await ci.createCodeContext()
 await ci.runCode('x = 1', { context: cctx })
 check('runCode.contexts', (await ci.runCode('x', { context: cctx })).text === '1' && (await ci.runCode('x')).text === '41')

@@ -27,6 +27,14 @@ import (
 // interpreter uses it; every other context is a namespace of its own in
 // the same interpreter.
 
+// cellRequest is the body of the sidecar's /interpreter/exec with the
+// environment of the one cell, which the sidecar sets for the cell and
+// puts back after it.
+type cellRequest struct {
+	api.InterpreterExecRequest
+	Env map[string]string `json:"env,omitempty"`
+}
+
 // executeRequest is the body of POST /execute.
 type executeRequest struct {
 	Code      string            `json:"code"`
@@ -101,14 +109,18 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The sandbox's environment (envs at create) is the code's too, as for
-	// a command; the request's env_vars overlay it.
+	// a command; the request's env_vars overlay it. The sidecar sets them
+	// for this cell only (not as a line of the code, which put its
+	// traceback's line numbers one off), as E2B's envs are the call's.
 	env := maps.Clone(sess.Env())
 	if env == nil {
 		env = map[string]string{}
 	}
 	maps.Copy(env, req.EnvVars)
-	code := wrapCode(cc, req.Code, env)
-	body, _ := json.Marshal(api.InterpreterExecRequest{Code: code, Timeout: api.MaxInterpreterTimeout})
+	body, _ := json.Marshal(cellRequest{
+		InterpreterExecRequest: api.InterpreterExecRequest{Code: wrapCode(cc, req.Code), Timeout: api.MaxInterpreterTimeout},
+		Env:                    env,
+	})
 	started := time.Now()
 	opened := make(chan interpreterAnswer, 1)
 	go func() { opened <- openInterpreter(ctx, sess, body) }()
@@ -267,14 +279,9 @@ func isPython(lang string) bool {
 // wrapCode returns what the interpreter runs for code in context cc: the
 // code itself in the default context; in another, a call that runs it in
 // that context's namespace and returns the value of its last expression,
-// which the interpreter then reports as the result. Environment variables
-// are set for the process first (they stay set, as in a notebook).
-func wrapCode(cc codeContext, code string, env map[string]string) string {
+// which the interpreter then reports as the result.
+func wrapCode(cc codeContext, code string) string {
 	var b strings.Builder
-	if len(env) > 0 {
-		pairs, _ := json.Marshal(env)
-		fmt.Fprintf(&b, "__import__('os').environ.update(__import__('json').loads(%s))\n", pyString(string(pairs)))
-	}
 	if cc.ID == defaultContext {
 		b.WriteString(code)
 		return b.String()
