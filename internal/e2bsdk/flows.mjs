@@ -4,7 +4,7 @@
 // is another account's key. Each check prints "ok <name>"; the first
 // failure throws and exits non-zero. The last line is a JSON summary.
 import { spawnSync } from 'node:child_process'
-import { Sandbox, CommandExitError, NotFoundError } from 'e2b'
+import { Sandbox, CommandExitError, InvalidArgumentError, NotFoundError } from 'e2b'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { check, rejects, sleep, until } from './check.mjs'
 
@@ -78,6 +78,9 @@ check('files.getInfo', info.type === 'file' && info.size === 11 && info.path ===
 const moved = await sbx.files.rename('/workspace/hello.txt', '/workspace/sub/renamed.txt')
 check('files.rename', moved.path === '/workspace/sub/renamed.txt' && (await sbx.files.read('/workspace/sub/renamed.txt')) === 'hello, e2b\n' && !(await sbx.files.exists('/workspace/hello.txt')), moved)
 check('files.makeDir', (await sbx.files.makeDir('/workspace/made/deep')) === true && (await sbx.files.makeDir('/workspace/made/deep')) === false)
+// a file where the directory should be is not "already there" (false)
+const onFile = await rejects(() => sbx.files.makeDir('/workspace/big.bin'))
+check('files.makeDir-on-file', onFile instanceof InvalidArgumentError, String(onFile))
 const deep = await sbx.files.list('/workspace', { depth: 3 })
 check('files.list-depth', deep.some((e) => e.path === '/workspace/made/deep' && e.type === 'dir'), deep.map((e) => e.path))
 await sbx.files.remove('/workspace/made')

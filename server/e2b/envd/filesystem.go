@@ -144,7 +144,8 @@ const (
 	listScript = existsCheck + `[ -d "$1" ] || { echo "not a directory: $1" >&2; exit 20; }` + "\n" +
 		`{ e=$(LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
 		listVanished
-	mkdirScript = `if [ -e "$1" ] || [ -L "$1" ]; then echo "exists: $1" >&2; exit 17; fi` + "\n" +
+	mkdirScript = `if [ -d "$1" ]; then echo "exists: $1" >&2; exit 17; fi` + "\n" +
+		`if [ -e "$1" ] || [ -L "$1" ]; then echo "exists and is not a directory: $1" >&2; exit 20; fi` + "\n" +
 		`mkdir -p -- "$1" && find -P "$1" -maxdepth 0 -printf '` + entryFormat + `'`
 	moveScript = existsCheck + `mkdir -p -- "$(dirname -- "$2")" && mv -T -- "$1" "$2" || exit` + "\n" +
 		`{ e=$(LC_ALL=C find -P "$2" -maxdepth 0 -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
@@ -204,8 +205,10 @@ func (s filesystemService) ListDir(ctx context.Context, req *connect.Request[fil
 // maxListDepth bounds ListDir's depth.
 const maxListDepth = 64
 
-// MakeDir creates a directory and its parents; already_exists if the path
-// exists (the SDK then returns false).
+// MakeDir creates a directory and its parents; already_exists if the
+// directory exists (the SDK then returns false), invalid_argument if the
+// path is something else, as E2B answers (it was already_exists, so
+// makeDir of a file's path returned false, as if the directory were there).
 func (s filesystemService) MakeDir(ctx context.Context, req *connect.Request[filesystem.MakeDirRequest]) (*connect.Response[filesystem.MakeDirResponse], error) {
 	p := absPath(req.Msg.GetPath())
 	out, err := s.fileOp(ctx, "make_dir", p, mkdirScript, map[string]any{"path": p, "interface": "e2b"}, p)
