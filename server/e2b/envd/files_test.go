@@ -1,10 +1,15 @@
 package envd
 
 import (
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -53,6 +58,35 @@ func TestMkdirScript(t *testing.T) {
 			if e, err := oneEntry(string(out)); err != nil || e.GetName() != "deep" {
 				t.Errorf("make_dir %s: entry %v, %v; want deep", tt.path, e, err)
 			}
+		}
+	}
+}
+
+// TestBackslashPathRefused: a read or a write of a path with a backslash
+// is refused with 400 (the SDK's InvalidArgumentError) before the sidecar
+// is asked: its file routes take a backslash for a slash, so the file was
+// written elsewhere than the answer said, and a read read another file.
+func TestBackslashPathRefused(t *testing.T) {
+	t.Parallel()
+	h := &Handler{}
+	for _, tt := range []struct {
+		method string
+		serve  http.HandlerFunc
+	}{
+		{http.MethodGet, h.download},
+		{http.MethodPost, h.upload},
+	} {
+		r := httptest.NewRequest(tt.method, "/files?path="+url.QueryEscape(`dir\sub/a.txt`), strings.NewReader("x"))
+		r.Header.Set("Content-Type", "application/octet-stream")
+		w := httptest.NewRecorder()
+		tt.serve(w, r)
+		var body struct {
+			Code    int
+			Message string
+		}
+		_ = json.Unmarshal(w.Body.Bytes(), &body)
+		if w.Code != http.StatusBadRequest || body.Code != http.StatusBadRequest || !strings.Contains(body.Message, `'/workspace/dir\sub/a.txt' has a backslash`) {
+			t.Errorf("%s of a path with a backslash: %d %s, want 400 naming the path", tt.method, w.Code, w.Body)
 		}
 	}
 }
