@@ -172,6 +172,12 @@ check('runCode.envs-scoped', after.text === "'create'" && lined.error && lined.e
 const cctx = await ci.createCodeContext()
 await ci.runCode('x = 1', { context: cctx })
 check('runCode.contexts', (await ci.runCode('x', { context: cctx })).text === '1' && (await ci.runCode('x')).text === '41')
+// a context's cwd is its own: it was left as the default context's
+const homeDir = (await ci.runCode('import os; os.getcwd()')).text
+const tmpCtx = await ci.createCodeContext({ cwd: '/tmp' })
+const inTmp = (await ci.runCode('import os; os.getcwd()', { context: tmpCtx })).text
+const homeAfter = (await ci.runCode('import os; os.getcwd()')).text
+check('runCode.context-cwd', inTmp === "'/tmp'" && homeAfter === homeDir && homeDir !== "'/tmp'", { homeDir, inTmp, homeAfter })
 // onStdout fires while the cell runs: the cell waits for a file that the
 // first callback writes, so it ends only if its first line came before its
 // end (once at the end, it would wait until timeoutMs); the cell looks in

@@ -287,26 +287,35 @@ func wrapCode(cc codeContext, code string) string {
 		return b.String()
 	}
 	b.WriteString(contextRunner)
-	fmt.Fprintf(&b, "__boxkite_run(%s, %s, %s)\n", pyString(cc.ID), pyString(cc.chdir), pyString(code))
+	fmt.Fprintf(&b, "__boxkite_ctx_run(%s, %s, %s)\n", pyString(cc.ID), pyString(cc.chdir), pyString(code))
 	return b.String()
 }
 
 // contextRunner defines, once per interpreter, the function that runs
-// code in a named context's namespace (and its working directory).
-const contextRunner = `if '__boxkite_run' not in globals():
-    def __boxkite_run(ctx, cwd, code):
+// code in a named context's namespace and working directory. Each context
+// keeps its own working directory (where its code's os.chdir left it;
+// first the cwd it was created with, else the interpreter's), and the
+// interpreter's is put back after each run: a context's cwd was left as
+// the working directory of the default context and of every other one.
+const contextRunner = `if '__boxkite_ctx_run' not in globals():
+    def __boxkite_ctx_run(ctx, cwd, code):
         import ast, os
         spaces = globals().setdefault('__boxkite_contexts', {})
         scope = spaces.setdefault(ctx, {'__name__': '__main__', '__builtins__': __builtins__})
-        if cwd:
-            os.chdir(cwd)
-        tree = ast.parse(code, '<input>', 'exec')
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
-        exec(compile(tree, '<input>', 'exec'), scope)
-        if last is not None:
-            return eval(compile(last, '<input>', 'eval'), scope)
+        cwds = globals().setdefault('__boxkite_cwds', {})
+        outer = os.getcwd()
+        os.chdir(cwds.setdefault(ctx, cwd or outer))
+        try:
+            tree = ast.parse(code, '<input>', 'exec')
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            exec(compile(tree, '<input>', 'exec'), scope)
+            if last is not None:
+                return eval(compile(last, '<input>', 'eval'), scope)
+        finally:
+            cwds[ctx] = os.getcwd()
+            os.chdir(outer)
 `
 
 // pyString is s as a Python string literal (JSON's escapes are Python's).
