@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"connectrpc.com/connect"
 )
 
 // TestMkdirScript: the make_dir script through /bin/sh. An existing
@@ -88,5 +90,50 @@ func TestBackslashPathRefused(t *testing.T) {
 		if w.Code != http.StatusBadRequest || body.Code != http.StatusBadRequest || !strings.Contains(body.Message, `'/workspace/dir\sub/a.txt' has a backslash`) {
 			t.Errorf("%s of a path with a backslash: %d %s, want 400 naming the path", tt.method, w.Code, w.Body)
 		}
+	}
+}
+
+// TestScriptErrorThroughAFile runs the make_dir and move scripts on paths
+// through a file and the list script on a file: each is
+// invalid_argument, which was internal for make_dir and move. A
+// read-only filesystem is permission_denied (its message as rm writes it:
+// the tests run as root, whom no mode stops).
+func TestScriptErrorThroughAFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file, src := filepath.Join(dir, "file"), filepath.Join(dir, "src")
+	for _, p := range []string{file, src} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name, script string
+		args         []string
+	}{
+		{"make_dir", mkdirScript, []string{filepath.Join(file, "sub")}},
+		{"move", moveScript, []string{src, filepath.Join(file, "sub", "dst")}},
+		{"ls", listScript, []string{file, "1"}},
+	} {
+		words := []string{"set", "--"}
+		for _, a := range tt.args {
+			words = append(words, shellQuote(a))
+		}
+		cmd := exec.Command("/bin/sh", "-c", strings.Join(words, " ")+"\n"+tt.script)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		exit := new(exec.ExitError)
+		if !errors.As(err, &exit) {
+			t.Fatalf("%s: %v, want a failure", tt.name, err)
+		}
+		got := scriptError(tt.name, tt.args[0], exit.ExitCode(), strings.TrimSpace(stderr.String()))
+		if connect.CodeOf(got) != connect.CodeInvalidArgument {
+			t.Errorf("%s through a file: %v, want invalid_argument", tt.name, got)
+		}
+	}
+	readOnly := scriptError("remove", "/etc/hostname", 1, "rm: cannot remove '/etc/hostname': Read-only file system")
+	if connect.CodeOf(readOnly) != connect.CodePermissionDenied {
+		t.Errorf("read-only filesystem: %v, want permission_denied", readOnly)
 	}
 }

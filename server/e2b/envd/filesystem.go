@@ -76,26 +76,38 @@ func (s filesystemService) fileOp(ctx context.Context, op, what, script string, 
 	if err := sess.Audit(ctx, AuditEntry{Operation: op, Detail: detail, ExitCode: &code, Started: started, Duration: time.Since(started)}); err != nil {
 		return "", s.h.rpcError(ctx, err)
 	}
-	msg := strings.TrimSpace(res.Stderr)
-	switch res.ExitCode {
-	case 0:
+	if res.ExitCode == 0 {
 		if res.Truncated {
 			return "", connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("the listing of %s is larger than %d MiB", what, maxListOutput>>20))
 		}
 		return res.Stdout, nil
+	}
+	return "", scriptError(op, what, res.ExitCode, strings.TrimSpace(res.Stderr))
+}
+
+// scriptError is the Connect error of a file script that exited with
+// code, having written msg. A path through a file ("Not a directory", or
+// mkdir -p's "File exists" for a parent that is a file) is
+// invalid_argument, and a read-only filesystem permission_denied, as a
+// permission error is: both were internal errors.
+func scriptError(op, what string, code int, msg string) error {
+	switch code {
 	case exitNotFound:
-		return "", connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' does not exist", what))
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' does not exist", what))
 	case exitGoneAfter:
-		return "", connect.NewError(connect.CodeNotFound, fmt.Errorf("%w: %s", errGoneAfter, msg))
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("%w: %s", errGoneAfter, msg))
 	case exitExists:
-		return "", connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("path '%s' already exists", what))
+		return connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("path '%s' already exists", what))
 	case exitNotDir:
-		return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path '%s' is not a directory", what))
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path '%s' is not a directory", what))
 	}
-	if strings.Contains(msg, "Permission denied") {
-		return "", connect.NewError(connect.CodePermissionDenied, errors.New(msg))
+	switch {
+	case strings.Contains(msg, "Permission denied"), strings.Contains(msg, "Read-only file system"):
+		return connect.NewError(connect.CodePermissionDenied, errors.New(msg))
+	case strings.Contains(msg, "Not a directory"), strings.Contains(msg, "File exists"):
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s %s: %s", op, what, msg))
 	}
-	return "", connect.NewError(connect.CodeInternal, fmt.Errorf("%s %s: %s", op, what, msg))
+	return connect.NewError(connect.CodeInternal, fmt.Errorf("%s %s: %s", op, what, msg))
 }
 
 // inWorkspace writes a path under Home relative to the command's working
