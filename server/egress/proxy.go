@@ -42,6 +42,11 @@ type Proxy struct {
 	// DialTimeout bounds resolving and connecting; 0 means 10 s.
 	DialTimeout time.Duration
 	Log         *slog.Logger
+	// MaxConns bounds the connections one Serve (one sandbox's listener)
+	// holds at once; 0 means DefaultMaxConns. The server's descriptors
+	// are shared by every sandbox, so past it a connection is answered
+	// 503 and closed at once.
+	MaxConns int
 	// Admit, when set, is asked before each request is looked at; an
 	// error refuses it (503) with its text. The control plane refuses
 	// egress while its audit log, where decisions are recorded, cannot be
@@ -51,17 +56,50 @@ type Proxy struct {
 
 const maxHeader = 64 << 10
 
+// DefaultMaxConns is a sandbox's open egress connections when
+// Proxy.MaxConns is 0: far more than package managers and browsers open
+// (npm's maxsockets is 15), far fewer than the descriptors of a server
+// with a few dozen sandboxes.
+const DefaultMaxConns = 256
+
 // Serve accepts connections on l until it is closed, letting through
-// what allow grants and calling report with every decision.
+// what allow grants and calling report with every decision. A failed
+// accept (out of descriptors) is retried, never the end.
 func (p *Proxy) Serve(l net.Listener, allow Allowlist, report func(Decision)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	limit := p.MaxConns
+	if limit <= 0 {
+		limit = DefaultMaxConns
+	}
+	slots := make(chan struct{}, limit)
+	var delay time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			return
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors (EMFILE: the server's are shared by every
+			// sandbox) or another passing failure. Returning would end this
+			// sandbox's egress until a restart; wait and go on, as
+			// net/http's server does.
+			if delay == 0 && p.Log != nil {
+				p.Log.Warn("accept egress connection", "err", err)
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		select {
+		case slots <- struct{}{}:
+		default:
+			wg.Go(func() { refuseBusy(c, limit) })
+			continue
 		}
 		wg.Go(func() {
+			defer func() { <-slots }()
 			defer c.Close()
 			p.handle(c, allow, report)
 		})
@@ -183,6 +221,20 @@ func (p *Proxy) dial(host string, port int, allow Allowlist, d *Decision) (net.C
 	}
 	d.Reason = "connect failed"
 	return nil, lastErr
+}
+
+// refuseBusy answers a connection past the limit 503 and closes it,
+// after reading what the client sent meanwhile (for a second at most),
+// so that closing does not reset the connection before it read the answer.
+func refuseBusy(c net.Conn, limit int) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	writeStatus(c, http.StatusServiceUnavailable,
+		"egress refused: this sandbox has "+strconv.Itoa(limit)+" egress connections open, the most it may")
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, maxHeader))
 }
 
 func writeStatus(w io.Writer, code int, msg string) {

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -350,33 +351,24 @@ func sidecarCall(ctx context.Context, ep model.Endpoint, method, path, token str
 // that is gone is not an error.
 func (d *Driver) Delete(ctx context.Context, id string) error {
 	d.egress.Close(id)
-	sel := labels.Set{LabelManagedBy: ManagedBy, LabelSandbox: id}.String()
-	pods, err := d.client.CoreV1().Pods(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return fmt.Errorf("delete sandbox %s: list pods: %w", id, err)
-	}
-	names := map[string]bool{podName(id): true}
-	for _, p := range pods.Items {
-		names[p.Name] = true
-	}
 	// A paused sandbox has no pod: its Secret names it, and the copy of
 	// its workspace goes too.
-	secs, err := d.client.CoreV1().Secrets(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return fmt.Errorf("delete sandbox %s: list secrets: %w", id, err)
+	sec, names, err := d.sandboxSecret(ctx, id)
+	if err != nil && !errors.Is(err, model.ErrSandboxGone) {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
-	for _, s := range secs.Items {
-		if name := s.Labels[LabelPod]; name != "" {
-			names[name] = true
+	if sec != nil {
+		if name := sec.Labels[LabelPod]; name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
 		}
-		if key := s.Annotations[annotationPausedSnapshot]; key != "" {
+		if key := sec.Annotations[annotationPausedSnapshot]; key != "" {
 			if err := d.DeleteSnapshot(ctx, key); err != nil {
 				d.log.Warn("delete a paused sandbox's workspace copy", "sandbox", id, "err", err)
 			}
 		}
 	}
 	var errs []error
-	for name := range names {
+	for _, name := range names {
 		errs = append(errs, d.deletePod(ctx, name))
 	}
 	if err := errors.Join(errs...); err != nil {
