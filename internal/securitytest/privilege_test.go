@@ -72,6 +72,9 @@ func refusedCalls() []call {
 		eperm("chroot", "chroot", "0"),
 		eperm("fsopen", "fsopen", "0", "0"),
 		eperm("open_tree", "open_tree", "-100", "0", "0"),
+		// open_tree with mount_setattr's attributes in one call (Linux
+		// 6.15): a mount call like the two it joins.
+		eperm("open_tree_attr", "open_tree_attr", "-100", "0", "0", "0", "0"),
 		eperm("move_mount", "move_mount", "-1", "0", "-1", "0", "0"),
 		eperm("ptrace traceme", "ptrace", "0", "0", "0", "0"),
 		eperm("ptrace attach sidecar", "ptrace", "16", "SIDECAR", "0", "0"),

@@ -27,7 +27,7 @@ import (
 var deniedSyscalls = []string{
 	// Mounts and the root: the jail's mounts are final once Setup is done.
 	"mount", "umount", "umount2", "pivot_root", "chroot",
-	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "open_tree_attr", "mount_setattr",
 	// Joining namespaces (new ones are filtered by flag below).
 	"setns",
 	// Other processes' memory and handles.
