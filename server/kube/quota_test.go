@@ -16,12 +16,13 @@ import (
 // TestQuotaRefusal: a create the API server refuses for the sandbox
 // namespace's ResourceQuota (the chart's sandboxes.resourceQuota) is
 // 503 host_capacity naming the quota and its resource, not 502
-// sandbox_failed asking to retry, and leaves nothing behind.
+// sandbox_failed asking to retry, and leaves nothing behind; a volume's
+// claim likewise.
 func TestQuotaRefusal(t *testing.T) {
 	e := newEnv(t, kube.Config{})
 	ctx := context.Background()
 	quotas := e.cluster.Client.CoreV1().ResourceQuotas(e.ns)
-	hard := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
+	hard := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1"), corev1.ResourcePersistentVolumeClaims: resource.MustParse("0")}
 	q, err := quotas.Create(ctx, &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: "sandboxes"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
@@ -30,7 +31,9 @@ func TestQuotaRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No controller-manager here computes its status; admission needs it.
-	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}
+	q.Status = corev1.ResourceQuotaStatus{Hard: hard, Used: corev1.ResourceList{
+		corev1.ResourcePods: resource.MustParse("0"), corev1.ResourcePersistentVolumeClaims: resource.MustParse("0"),
+	}}
 	if _, err := quotas.UpdateStatus(ctx, q, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +53,10 @@ func TestQuotaRefusal(t *testing.T) {
 	}
 	if !strings.Contains(ae.Hint, "ResourceQuota sandboxes") {
 		t.Errorf("hint %q does not name the quota", ae.Hint)
+	}
+	_, err = c.CreateVolume(ctx, api.CreateVolumeRequest{})
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Code != api.CodeHostCapacity || !strings.Contains(ae.Message, "quota/persistentvolumeclaims") {
+		t.Errorf("volume create over the quota: %v, want 503 host_capacity for quota/persistentvolumeclaims", err)
 	}
 	sbs, err := c.ListSandboxes(ctx, true)
 	if err != nil || len(sbs) != 1 {
