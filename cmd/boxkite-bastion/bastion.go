@@ -372,6 +372,9 @@ func fail(s ssh.Session, err error) {
 			msg += "\r\nhint: " + e.Hint
 		}
 	}
+	if _, ok := errors.AsType[*client.SandboxEndedError](err); ok {
+		msg += "\r\nhint: create a new one with `boxkite session create`"
+	}
 	fmt.Fprint(s.Stderr(), msg+"\r\n")
 	_ = s.Exit(1)
 }
