@@ -647,3 +647,23 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestDestroyedSandboxTellsSessions destroys the sandbox under an ssh
+// session on its terminal: the session reads why it ends and exits 1,
+// where it closed as if the shell had exited (status 0, no word).
+func TestDestroyedSandboxTellsSessions(t *testing.T) {
+	f := newFixture(t, nil)
+	s := f.interactive(t, f.sshArgs(f.goodKey, nil), "")
+	s.typeText("echo ready-$((6*7))\r")
+	s.expect("ready-42")
+	if err := f.admin.DeleteSandbox(t.Context(), f.sandbox); err != nil {
+		t.Fatal(err)
+	}
+	s.expect("sandbox " + f.sandbox + " was destroyed")
+	s.expect("hint: create a new one")
+	err := s.cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("ssh after the sandbox was destroyed: %v, want exit 1; screen:\n%q", err, s.text())
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -365,4 +366,62 @@ func TestProxyConnectionLimit(t *testing.T) {
 	}
 	l.Close()
 	<-done
+}
+
+// TestProxyRefusesHostsOwnAddress: a granted name that resolves to one of
+// the host's own addresses (a public one, which Forbidden lets through)
+// would reach the host's services bound to every address from inside,
+// past firewalls that filter only traffic from outside. The address is
+// a public one the test claims as the host's; the dialler is the test's,
+// so nothing leaves the machine.
+func TestProxyRefusesHostsOwnAddress(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, other := netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("93.184.216.35")
+	var mu sync.Mutex
+	var dialled []string
+	p := &Proxy{
+		Resolver:   mapResolver{"self.example": self.String(), "ipv6self.example": "::ffff:" + self.String(), "other.example": other.String()},
+		LocalAddrs: func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("10.0.0.2"), self}, nil },
+		dialContext: func(_ context.Context, _, address string) (net.Conn, error) {
+			mu.Lock()
+			dialled = append(dialled, address)
+			mu.Unlock()
+			return nil, errors.New("the test dials nothing")
+		},
+	}
+	ds := make(chan Decision, 3)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Serve(l, Allowlist{{Host: "self.example", Port: 443}, {Host: "ipv6self.example", Port: 443}, {Host: "other.example", Port: 443}}, func(d Decision) { ds <- d })
+	}()
+	for _, host := range []string{"self.example", "ipv6self.example", "other.example"} {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a hang guard only
+		fmt.Fprintf(c, "CONNECT %s:443 HTTP/1.1\r\nHost: %[1]s:443\r\n\r\n", host)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := <-ds
+		wantReason := "resolves to an address of this host"
+		if host == "other.example" {
+			wantReason = "connect failed" // the test's dialler refuses
+		}
+		if resp.StatusCode != http.StatusForbidden || d.Allowed || d.Reason != wantReason {
+			t.Errorf("%s: %d, decision %+v, want 403 %q", host, resp.StatusCode, d, wantReason)
+		}
+	}
+	l.Close()
+	<-done
+	if want := []string{"93.184.216.35:443"}; !slices.Equal(dialled, want) {
+		t.Errorf("dialled %q, want only %q", dialled, want)
+	}
 }

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -39,6 +41,14 @@ type Proxy struct {
 	// must never let loopback or link-local (metadata) through, or the
 	// proxy reaches the host.
 	Permit func(netip.Addr) bool
+	// LocalAddrs lists this host's own addresses, which no sandbox may
+	// reach whatever they are: a name resolving to the host's public
+	// address would reach every service the host binds to all its
+	// addresses, from inside, past firewalls that only filter traffic
+	// from outside. nil means the addresses of the host's interfaces.
+	LocalAddrs func() ([]netip.Addr, error)
+	// dialContext connects; nil means a net.Dialer's. Tests replace it.
+	dialContext func(ctx context.Context, network, address string) (net.Conn, error)
 	// DialTimeout bounds resolving and connecting; 0 means 10 s.
 	DialTimeout time.Duration
 	Log         *slog.Logger
@@ -203,16 +213,24 @@ func (p *Proxy) dial(host string, port int, allow Allowlist, d *Decision) (net.C
 	}
 	// Every address must pass: a name that resolves to one public and one
 	// private address is refused outright rather than half used.
+	local, err := p.localAddrs()
+	if err != nil {
+		d.Reason = "cannot list this host's addresses"
+		return nil, errors.New(d.Reason)
+	}
 	for _, a := range addrs {
-		if why := Forbidden(a); why != "" && (p.Permit == nil || !p.Permit(a)) {
-			d.Addr, d.Reason = a.Unmap(), "resolves to a "+why
+		if why := refusal(a, local); why != "" && (p.Permit == nil || !p.Permit(a)) {
+			d.Addr, d.Reason = a.Unmap(), why
 			return nil, errors.New(d.Reason)
 		}
 	}
-	var dl net.Dialer
+	dial := p.dialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
 	var lastErr error
 	for _, a := range addrs {
-		c, err := dl.DialContext(ctx, "tcp", netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
+		c, err := dial(ctx, "tcp", netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
 		if err == nil {
 			d.Allowed, d.Addr, d.Reason = true, a.Unmap(), "granted"
 			return c, nil
@@ -235,6 +253,47 @@ func refuseBusy(c net.Conn, limit int) {
 		_ = cw.CloseWrite()
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(c, maxHeader))
+}
+
+// refusal says why a sandbox may not connect to a, an address a granted
+// name resolved to, or "" if it may.
+func refusal(a netip.Addr, local []netip.Addr) string {
+	if why := Forbidden(a); why != "" {
+		return "resolves to a " + why
+	}
+	if slices.Contains(local, a.Unmap()) {
+		return "resolves to an address of this host"
+	}
+	return ""
+}
+
+// localAddrs returns this host's own addresses, unmapped.
+func (p *Proxy) localAddrs() ([]netip.Addr, error) {
+	if p.LocalAddrs != nil {
+		return p.LocalAddrs()
+	}
+	return InterfaceAddrs()
+}
+
+// InterfaceAddrs returns the addresses of this host's interfaces,
+// unmapped: addresses nothing a sandbox asks for may reach (the proxy,
+// the secrets broker), since from the host itself even its public ones
+// reach what it binds to every address, past firewalls of outside
+// traffic.
+func InterfaceAddrs() ([]netip.Addr, error) {
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("list host addresses: %w", err)
+	}
+	var out []netip.Addr
+	for _, ia := range ifaddrs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if a, ok := netip.AddrFromSlice(n.IP); ok {
+				out = append(out, a.Unmap())
+			}
+		}
+	}
+	return out, nil
 }
 
 func writeStatus(w io.Writer, code int, msg string) {

@@ -44,9 +44,12 @@ const (
 
 // Config configures the kube driver.
 type Config struct {
-	Namespace        string // where sandboxes run; DefaultNamespace when ""
-	Image            string // the sandbox image, with boxkite-sidecar on its PATH
-	ImagePullPolicy  corev1.PullPolicy
+	Namespace       string // where sandboxes run; DefaultNamespace when ""
+	Image           string // the sandbox image, with boxkite-sidecar on its PATH
+	ImagePullPolicy corev1.PullPolicy
+	// ImagePullSecrets name Secrets in Namespace the kubelet pulls Image
+	// with (a private registry); the server never reads them.
+	ImagePullSecrets []string
 	RuntimeClassName string // e.g. "gvisor" or "kata"; "" means the cluster default
 	SidecarPort      int32  // the sidecar's TLS port in the pod
 	StorageGB        float64
