@@ -272,6 +272,15 @@ func (p *Proxy) localAddrs() ([]netip.Addr, error) {
 	if p.LocalAddrs != nil {
 		return p.LocalAddrs()
 	}
+	return InterfaceAddrs()
+}
+
+// InterfaceAddrs returns the addresses of this host's interfaces,
+// unmapped: addresses nothing a sandbox asks for may reach (the proxy,
+// the secrets broker), since from the host itself even its public ones
+// reach what it binds to every address, past firewalls of outside
+// traffic.
+func InterfaceAddrs() ([]netip.Addr, error) {
 	ifaddrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil, fmt.Errorf("list host addresses: %w", err)
