@@ -145,6 +145,7 @@ func TestChartRejects(t *testing.T) {
 		{"object storage without a bucket", []string{"objectStorage.kind=s3"}, "objectStorage.bucket"},
 		{"unknown object storage", []string{"objectStorage.kind=ftp", "objectStorage.bucket=b"}, "kind"},
 		{"storage kind in server config", []string{"server.config.storage-kind=s3"}, "'storage-kind'"},
+		{"bad state claim", []string{"server.stateVolume.existingClaim=Boxkite_State"}, "existingClaim"},
 		{"host users in server config", []string{"server.config.host-users=true"}, "'host-users'"},
 		{"pull secrets in server config", []string{"server.config.image-pull-secrets=x"}, "'image-pull-secrets'"},
 	}

@@ -230,14 +230,14 @@ func (d *Driver) start(ctx context.Context, p podPlan, token string) (model.Endp
 	}
 	ns := d.cfg.Namespace
 	if _, err := d.client.CoreV1().Secrets(ns).Create(ctx, d.secret(p, token, cert), metav1.CreateOptions{}); err != nil {
-		return model.Endpoint{}, fmt.Errorf("create secret: %w", err)
+		return model.Endpoint{}, fmt.Errorf("create secret: %w", quotaRefusal(err))
 	}
 	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
-		return model.Endpoint{}, fmt.Errorf("create network policy: %w", err)
+		return model.Endpoint{}, fmt.Errorf("create network policy: %w", quotaRefusal(err))
 	}
 	created, err := d.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		return model.Endpoint{}, fmt.Errorf("create pod: %w", err)
+		return model.Endpoint{}, fmt.Errorf("create pod: %w", quotaRefusal(err))
 	}
 	d.adopt(ctx, created)
 	return d.waitReady(ctx, p.name, token, cert.certPEM)
