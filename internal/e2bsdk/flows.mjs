@@ -57,6 +57,13 @@ await sbx.commands.sendStdin(cat.pid, 'via stdin\n')
 await sbx.commands.closeStdin(cat.pid)
 const catRes = await cat.wait()
 check('stdin', catRes.stdout === 'via stdin\n', catRes)
+// 2 MiB in one sendStdin: sent whole, past the sidecar's frame limit, it
+// killed the command
+const wc = await sbx.commands.run('wc -c', { background: true, stdin: true })
+await sbx.commands.sendStdin(wc.pid, 'y'.repeat(2 << 20))
+await sbx.commands.closeStdin(wc.pid)
+const wcRes = await wc.wait()
+check('stdin.large', wcRes.stdout.trim() === String(2 << 20), wcRes)
 
 // files
 await sbx.files.write('/workspace/hello.txt', 'hello, e2b\n')

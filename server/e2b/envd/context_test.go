@@ -19,7 +19,7 @@ func TestContextWorkingDirectories(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python3: %v", err) // the sidecar's interpreter tests need it too
 	}
-	start, dirA := t.TempDir(), t.TempDir()
+	start, dirA := realDir(t), realDir(t)
 	if err := os.Mkdir(filepath.Join(dirA, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -55,4 +55,15 @@ func pyList(cells []string) string {
 		quoted[i] = pyString(c)
 	}
 	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// realDir is a new temporary directory as os.getcwd() names it (no
+// symlink in its path).
+func realDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
