@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -257,16 +256,11 @@ func bastionBanner(pub string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read the bastion's host key: %w", err)
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
+	fp, ok := authorizedKeyFingerprint(b)
+	if !ok {
 		return "", fmt.Errorf("read the bastion's host key: %s is not a public key", pub)
 	}
-	blob, err := base64.StdEncoding.DecodeString(f[1])
-	if err != nil {
-		return "", fmt.Errorf("read the bastion's host key %s: %w", pub, err)
-	}
-	sum := sha256.Sum256(blob)
-	return "SSH-2.0-boxkite-bastion SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:]), nil
+	return "SSH-2.0-boxkite-bastion " + fp, nil
 }
 
 // writeKnownHosts writes BOXKITE_HOME/known_hosts for the local bastion:

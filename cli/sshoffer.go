@@ -4,6 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -11,9 +16,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/agent"
 )
 
 // offeredFingerprints is the set of SHA256 fingerprints of the public keys
@@ -121,11 +123,36 @@ func pubFileFingerprint(path string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	pub, _, _, _, err := ssh.ParseAuthorizedKey(data)
-	if err != nil {
-		return "", false
+	return authorizedKeyFingerprint(data)
+}
+
+// authorizedKeyFingerprint is the SHA256 fingerprint, as ssh-keygen -l
+// writes it, of the first key in data (authorized_keys form: options,
+// the key type, the base64 key, a comment). The CLI links no SSH library
+// (ssh belongs to the bastion, deps_test.go): a key is found as the
+// base64 field whose wire form starts with the type named before it.
+func authorizedKeyFingerprint(data []byte) (string, bool) {
+	for line := range strings.SplitSeq(string(data), "\n") {
+		f := strings.Fields(line)
+		for i := 1; i < len(f); i++ {
+			blob, err := base64.StdEncoding.DecodeString(f[i])
+			if err == nil && bytes.HasPrefix(blob, sshString(f[i-1])) {
+				return fingerprintSHA256(blob), true
+			}
+		}
 	}
-	return ssh.FingerprintSHA256(pub), true
+	return "", false
+}
+
+// sshString is s in the SSH wire form: its length, then its bytes.
+func sshString(s string) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(s))), s...)
+}
+
+// fingerprintSHA256 is ssh.FingerprintSHA256 of a key's wire form.
+func fingerprintSHA256(blob []byte) string {
+	sum := sha256.Sum256(blob)
+	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:])
 }
 
 // agentFingerprints lists the keys of the agent at sock; none when there
@@ -140,13 +167,67 @@ func agentFingerprints(sock string) []string {
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-	keys, err := agent.NewClient(conn).List()
+	keys, err := agentKeys(conn)
 	if err != nil {
 		return nil
 	}
 	fps := make([]string, 0, len(keys))
 	for _, k := range keys {
-		fps = append(fps, ssh.FingerprintSHA256(k))
+		fps = append(fps, fingerprintSHA256(k))
 	}
 	return fps
+}
+
+// Messages of the SSH agent protocol (draft-miller-ssh-agent §5.1).
+const (
+	agentRequestIdentities = 11
+	agentIdentitiesAnswer  = 12
+	maxAgentAnswer         = 256 << 10
+)
+
+// agentKeys asks the agent on conn for its keys' wire forms.
+func agentKeys(conn io.ReadWriter) ([][]byte, error) {
+	if _, err := conn.Write([]byte{0, 0, 0, 1, agentRequestIdentities}); err != nil {
+		return nil, err
+	}
+	var n uint32
+	if err := binary.Read(conn, binary.BigEndian, &n); err != nil {
+		return nil, err
+	}
+	if n == 0 || n > maxAgentAnswer {
+		return nil, errors.New("agent answer of a bad length")
+	}
+	msg := make([]byte, n)
+	if _, err := io.ReadFull(conn, msg); err != nil {
+		return nil, err
+	}
+	if msg[0] != agentIdentitiesAnswer || len(msg) < 5 {
+		return nil, errors.New("the agent did not list its keys")
+	}
+	count, rest := binary.BigEndian.Uint32(msg[1:5]), msg[5:]
+	var keys [][]byte
+	for range count {
+		var blob []byte
+		var ok bool
+		if blob, rest, ok = cutSSHString(rest); !ok {
+			return nil, errors.New("agent answer cut short")
+		}
+		if _, rest, ok = cutSSHString(rest); !ok { // the comment
+			return nil, errors.New("agent answer cut short")
+		}
+		keys = append(keys, blob)
+	}
+	return keys, nil
+}
+
+// cutSSHString splits an SSH wire string off the front of b.
+func cutSSHString(b []byte) (s, rest []byte, ok bool) {
+	if len(b) < 4 {
+		return nil, nil, false
+	}
+	n := binary.BigEndian.Uint32(b)
+	if uint64(n) > uint64(len(b)-4) {
+		return nil, nil, false
+	}
+	return b[4 : 4+n], b[4+n:], true
 }

@@ -208,7 +208,7 @@ func (d *Driver) createAgain(ctx context.Context, pod *corev1.Pod) (*corev1.Pod,
 		created, err := d.client.CoreV1().Pods(d.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
-				return nil, fmt.Errorf("create pod: %w", err)
+				return nil, fmt.Errorf("create pod: %w", quotaRefusal(err))
 			}
 			return created, nil
 		}

@@ -67,6 +67,9 @@ func (s *Service) createVolume(w http.ResponseWriter, r *http.Request) error {
 		if model.IsStorageFault(err) {
 			return model.StorageFailed("create the volume")
 		}
+		if he, ok := errors.AsType[*model.HostLimitError](err); ok {
+			return he.APIError("volume create") // a Kubernetes ResourceQuota
+		}
 		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not create the volume").
 			WithHint("retry; if it keeps failing, the server log has the cause under this request id")
 	}
