@@ -208,7 +208,7 @@ var rules = map[string]depRule{
 		"server":          "the control plane imports previews, never the reverse",
 		"server/sqlstore": "previews keep their records through their Store interface",
 	}},
-	"server/webhooks": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/webhooks": {ours: []string{"client/api", "server/model", "server/egress", "server/internal/httpx", "server/internal/authz"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server":          "the control plane imports webhooks, never the reverse",
 		"server/sqlstore": "webhooks keep their subscriptions and queue through their Store interface",
 	}},

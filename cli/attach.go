@@ -112,6 +112,9 @@ func attachSession(ctx context.Context, c *client.Client, id string, readOnly bo
 		fmt.Fprintln(stdio.ErrOut, "the shell exited")
 		return nil
 	}
+	if e, ok := errors.AsType[*client.SandboxEndedError](err); ok {
+		return &hintError{err: e, hint: "create a new one with 'boxkite session create'"}
+	}
 	return err
 }
 

@@ -185,7 +185,7 @@ func launchBastion(ctx context.Context, bin string, p localPaths, port int, serv
 		stopProcess(context.WithoutCancel(ctx), pid, time.Second)
 		return "", err
 	}
-	if err := waitBastion(ctx, addr, exited, bastionReadyTimeout); err != nil {
+	if err := waitBastion(ctx, addr, p.bastionHostKey+".pub", exited, bastionReadyTimeout); err != nil {
 		stopProcess(context.WithoutCancel(ctx), pid, 2*time.Second)
 		os.Remove(p.bastionPID)
 		return "", &hintError{err: err, hint: logHint(p.bastionLog, logStart)}
@@ -196,12 +196,13 @@ func launchBastion(ctx context.Context, bin string, p localPaths, port int, serv
 	return addr, nil
 }
 
-// waitBastion polls addr until it sends boxkite-bastion's SSH banner, the
-// process exits or timeout passes.
-func waitBastion(ctx context.Context, addr string, exited <-chan error, timeout time.Duration) error {
+// waitBastion polls addr until it sends the SSH banner of the bastion
+// whose host key's public half is in hostKeyPub, the process exits or
+// timeout passes.
+func waitBastion(ctx context.Context, addr, hostKeyPub string, exited <-chan error, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		if err := probeBastion(addr, time.Second); err == nil {
+		if err := probeBastion(addr, hostKeyPub, time.Second); err == nil {
 			return nil
 		}
 		select {
@@ -218,9 +219,11 @@ func waitBastion(ctx context.Context, addr string, exited <-chan error, timeout 
 }
 
 // probeBastion connects to addr and reads the SSH banner, which must be
-// boxkite-bastion's; it sends nothing, so the bastion only logs a
-// handshake that never started.
-func probeBastion(addr string, timeout time.Duration) error {
+// that of the boxkite-bastion with the host key in hostKeyPub: a bastion
+// of another BOXKITE_HOME (another up that bound the port first) has
+// another key, so it is not taken for this one. It sends nothing, so the
+// bastion only logs a handshake that never started.
+func probeBastion(addr, hostKeyPub string, timeout time.Duration) error {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return err
@@ -231,10 +234,33 @@ func probeBastion(addr string, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("read the SSH banner of %s: %w", addr, err)
 	}
+	line = strings.TrimRight(line, "\r\n")
 	if !strings.HasPrefix(line, "SSH-2.0-boxkite-bastion") {
-		return fmt.Errorf("%s is not boxkite-bastion (it says %q)", addr, strings.TrimSpace(line))
+		return fmt.Errorf("%s is not boxkite-bastion (it says %q)", addr, line)
+	}
+	want, err := bastionBanner(hostKeyPub)
+	if err != nil {
+		return err
+	}
+	if line != want {
+		return fmt.Errorf("%s is another boxkite-bastion (it says %q, this one's host key makes %q)", addr, line, want)
 	}
 	return nil
+}
+
+// bastionBanner is the SSH banner of the bastion whose host public key
+// (authorized_keys form) is in the file pub: its name, then its key's
+// SHA256 fingerprint as ssh-keygen -l writes it.
+func bastionBanner(pub string) (string, error) {
+	b, err := os.ReadFile(pub)
+	if err != nil {
+		return "", fmt.Errorf("read the bastion's host key: %w", err)
+	}
+	fp, ok := authorizedKeyFingerprint(b)
+	if !ok {
+		return "", fmt.Errorf("read the bastion's host key: %s is not a public key", pub)
+	}
+	return "SSH-2.0-boxkite-bastion " + fp, nil
 }
 
 // writeKnownHosts writes BOXKITE_HOME/known_hosts for the local bastion:
@@ -291,7 +317,7 @@ func ensureLocalBastion(ctx context.Context, p localPaths, serverURL string, wis
 	}
 	if pid, err := runningBastion(p); err != nil {
 		return "", err
-	} else if pid != 0 && recorded != "" && probeBastion(recorded, time.Second) == nil {
+	} else if pid != 0 && recorded != "" && probeBastion(recorded, p.bastionHostKey+".pub", time.Second) == nil {
 		return recorded, nil
 	} else if pid != 0 {
 		// Running but not where local.toml says: start over.

@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/internal/testport"
 )
@@ -97,4 +103,53 @@ func freeTestPort(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return port
+}
+
+// TestWaitBastionOtherHome: two ups at once (two BOXKITE_HOMEs) both find
+// the port free; the other's bastion binds it and this one exits. Its
+// banner, with another host key's fingerprint, is not taken for this
+// bastion's: up reports the exit (and onBastionPort moves on) instead of
+// recording an address where another server's bastion answers.
+func TestWaitBastionOtherHome(t *testing.T) {
+	dir := t.TempDir()
+	pub := filepath.Join(dir, "bastion_host_key.pub")
+	blob := []byte("\x00\x00\x00\x0bssh-ed25519\x00\x00\x00\x20this home's key, 32 bytes long!!")
+	if err := os.WriteFile(pub, []byte("ssh-ed25519 "+base64.StdEncoding.EncodeToString(blob)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ours, err := bastionBanner(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(blob)
+	if want := "SSH-2.0-boxkite-bastion SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:]); ours != want {
+		t.Fatalf("banner %q, want %q", ours, want)
+	}
+	serve := func(banner string) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_, _ = c.Write([]byte(banner + "\r\n"))
+				c.Close()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	exited := make(chan error, 1)
+	exited <- errors.New("exit status 1")
+	other := serve("SSH-2.0-boxkite-bastion SHA256:" + base64.RawStdEncoding.EncodeToString(make([]byte, 32)))
+	if err := waitBastion(context.Background(), other, pub, exited, time.Minute); !errors.Is(err, errBastionExited) {
+		t.Errorf("another home's bastion on the port: %v, want %v", err, errBastionExited)
+	}
+	if err := waitBastion(context.Background(), serve(ours), pub, make(chan error), time.Minute); err != nil {
+		t.Errorf("this home's bastion: %v", err)
+	}
 }

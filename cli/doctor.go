@@ -408,7 +408,7 @@ func doctorBastion(p localPaths, addr string) doctorCheck {
 		c.Status, c.Detail = checkFail, "not running, so ssh to sandboxes is off"
 		c.Fix = "run 'boxkite up' again to start it; its log is " + p.bastionLog
 	default:
-		if err := probeBastion(addr, 2*time.Second); err != nil {
+		if err := probeBastion(addr, p.bastionHostKey+".pub", 2*time.Second); err != nil {
 			c.Status, c.Detail = checkFail, fmt.Sprintf("pid %d does not answer at %s: %v", pid, addr, err)
 			c.Fix = "run 'boxkite down' and then 'boxkite up'; its log is " + p.bastionLog
 			break

@@ -268,11 +268,15 @@ copy binary or larger files with files cp.`,
 			if err != nil {
 				return err
 			}
+			req := api.FileCreateRequest{Path: args[0], Content: text}
+			if err := api.FileBodyFits(req); err != nil {
+				return &hintError{err: err, hint: "copy large files with 'boxkite files cp', which streams them"}
+			}
 			c, sb, err := target(cmd.Context(), app, ref, true)
 			if err != nil {
 				return err
 			}
-			res, err := c.WriteFile(cmd.Context(), sb.ID, api.FileCreateRequest{Path: args[0], Content: text})
+			res, err := c.WriteFile(cmd.Context(), sb.ID, req)
 			if err != nil {
 				return fmt.Errorf("create %s: %w", args[0], err)
 			}

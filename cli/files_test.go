@@ -283,3 +283,16 @@ func TestFilesErrors(t *testing.T) {
 		}
 	}
 }
+
+// 9 MiB of newlines is under the 10 MiB of content but 18 MiB as JSON:
+// files create says so, and how to copy it, before sending anything.
+func TestFilesCreateTooLargeAsJSON(t *testing.T) {
+	f := &fakeSandbox{}
+	f.serve(t, map[string]http.HandlerFunc{}) // any request fails the test
+	got := runCLI(t, strings.Repeat("\n", 9<<20), "files", "create", "big.txt")
+	want := "error: content is 9437184 bytes, but 18874416 as JSON"
+	if got.code != exitError || !strings.HasPrefix(got.stderr, want) || !strings.Contains(got.stderr, "16 MiB") ||
+		!strings.Contains(got.stderr, "hint: copy large files with 'boxkite files cp'") {
+		t.Errorf("files create of 9 MiB of newlines: exit %d, stderr %q", got.code, got.stderr)
+	}
+}

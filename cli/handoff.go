@@ -222,7 +222,11 @@ func startAgent(ctx context.Context, app *App, c *client.Client, sb api.Sandbox,
 	}
 	// A leading space keeps the line out of an interactive shell's history
 	// where HISTCONTROL allows; it names a path only either way.
-	if err := attachSession(ctx, c, sb.ID, false, app.IO, " "+source+"\r"); err != nil {
+	err := attachSession(ctx, c, sb.ID, false, app.IO, " "+source+"\r")
+	if _, ok := errors.AsType[*client.SandboxEndedError](err); ok {
+		return err // nothing waits there any more
+	}
+	if err != nil {
 		// Everything is in the sandbox already: say how to carry on.
 		return &hintError{err: err, hint: fmt.Sprintf("the session waits in sandbox %s; run 'boxkite handoff --retry %s' (needs an admin API key)", sb.ID, sb.ID)}
 	}

@@ -292,3 +292,28 @@ func TestLogCommand(t *testing.T) {
 		t.Errorf("log --limit 0: exit %d, want %d", got.code, exitUsage)
 	}
 }
+
+// TestAttachSandboxDestroyed: a sandbox destroyed under an attached
+// terminal closes the attachment with api.CloseSandboxEnded; attach says
+// so, with a hint, and exits 1, where it said "the shell exited" (exit 0).
+func TestAttachSandboxDestroyed(t *testing.T) {
+	f := &fakeSandbox{}
+	f.serve(t, map[string]http.HandlerFunc{
+		"GET /takeover": func(w http.ResponseWriter, r *http.Request) {
+			conn, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer conn.CloseNow()
+			conn.Close(api.CloseSandboxEnded, "sandbox sb-1 was destroyed while the call ran")
+		},
+	})
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	var out, errOut strings.Builder
+	code := Execute(context.Background(), NewRoot(NewApp(IO{In: pr, InTTY: true, Out: &out, ErrOut: &errOut}, "test")), []string{"attach"})
+	if code != exitError || !strings.Contains(errOut.String(), "error: sandbox sb-1 was destroyed while the call ran\nhint: create a new one") ||
+		strings.Contains(errOut.String(), "the shell exited") {
+		t.Errorf("attach to a sandbox destroyed meanwhile: exit %d, stderr %q", code, errOut.String())
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/spf13/cobra"
 )
@@ -38,9 +39,11 @@ func newSSHCmd(app *App) *cobra.Command {
 		Use:   "ssh [-s ID] [--bastion HOST[:PORT]] [--print] [--token] [-- COMMAND]",
 		Short: "Open the sandbox's terminal over SSH through boxkite-bastion",
 		Long: `Run (or, with --print, print) the ssh command that reaches the sandbox
-through boxkite-bastion. When the account has an SSH key registered (boxkite
-ssh-keys add), ssh uses it; otherwise, or with --token, a single-use takeover
-token valid 30 s is minted (admin keys only) and given to ssh as the password.
+through boxkite-bastion. When ssh here would offer one of the account's
+registered SSH keys (boxkite ssh-keys add; from its identity files and the
+agent), ssh uses it; otherwise (no key registered, or only other machines'
+keys), or with --token, a single-use takeover token valid 30 s is minted
+(admin keys only) and given to ssh as the password.
 With a COMMAND, ssh runs it in the sandbox and exits with its status.
 
 The bastion is --bastion, else $BOXKITE_BASTION, else the bastion in the
@@ -83,14 +86,6 @@ func runSSH(ctx context.Context, app *App, o sshOptions, command []string) error
 			return err
 		}
 	}
-	useToken := o.token || o.readOnly
-	if !useToken {
-		keys, err := c.SSHKeys(ctx)
-		if err != nil {
-			return fmt.Errorf("list ssh keys: %w", err)
-		}
-		useToken = len(keys) == 0
-	}
 	args := append([]string{}, o.sshArgs...)
 	if local {
 		// up wrote the bastion's host key there: no prompt, and no entry
@@ -105,9 +100,22 @@ func runSSH(ctx context.Context, app *App, o sshOptions, command []string) error
 	if len(command) > 0 {
 		args = append(args, commandString(command)) // as exec quotes it
 	}
+	useToken, noKeyOffered, err := chooseSSHAuth(ctx, c, o, args)
+	if err != nil {
+		return err
+	}
+	if noKeyOffered {
+		fmt.Fprintln(app.IO.ErrOut, "note: ssh here offers none of the account's registered SSH keys; using a single-use takeover token instead")
+	}
 	token := ""
 	if useToken {
 		tok, err := c.TakeoverToken(ctx, sb.ID, o.readOnly)
+		if err != nil && noKeyOffered {
+			return &hintError{
+				err:  fmt.Errorf("ssh here offers none of the account's registered SSH keys, and a takeover token could not be minted: %w", err),
+				hint: "register this machine's key with 'boxkite ssh-keys add ~/.ssh/id_ed25519.pub', or name a registered key's private file with --ssh-arg=-i --ssh-arg=PATH",
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("mint a takeover token: %w", err)
 		}
@@ -124,6 +132,37 @@ func runSSH(ctx context.Context, app *App, o sshOptions, command []string) error
 		return nil
 	}
 	return execSSH(ctx, app, args, token)
+}
+
+// chooseSSHAuth tells whether ssh should log in with a takeover token:
+// when asked (--token, --read-only), when the account has no SSH key, or
+// when ssh, run with args, would offer none of the registered ones (a key
+// registered from another machine); noKeyOffered reports the last case.
+func chooseSSHAuth(ctx context.Context, c *client.Client, o sshOptions, args []string) (useToken, noKeyOffered bool, err error) {
+	if o.token || o.readOnly {
+		return true, false, nil
+	}
+	keys, err := c.SSHKeys(ctx)
+	if err != nil {
+		return false, false, fmt.Errorf("list ssh keys: %w", err)
+	}
+	if len(keys) == 0 {
+		return true, false, nil
+	}
+	bin, err := exec.LookPath("ssh")
+	if err != nil {
+		return false, false, nil // execSSH reports it
+	}
+	offered, known := offeredFingerprints(ctx, bin, args)
+	if !known {
+		return false, false, nil
+	}
+	for _, k := range keys {
+		if offered[k.Fingerprint] {
+			return false, false, nil
+		}
+	}
+	return true, true, nil
 }
 
 // execSSH runs ssh on this terminal; a token is handed to it through

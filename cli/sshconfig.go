@@ -57,9 +57,15 @@ ssh-keys add', as for 'ssh <sandbox-id>@HOST'.`,
 // sshConfigStanza is the Host block for *.boxkite. home is BOXKITE_HOME
 // when set, carried into the proxy command so it finds the same config.
 func sshConfigStanza(exe, home, knownHosts string) string {
-	proxy := shellQuote(exe) + " ssh-proxy %n"
+	proxy := sshPercent(shellQuote(exe)) + " ssh-proxy %n"
 	if home != "" {
-		proxy = "env " + envHome + "=" + shellQuote(home) + " " + proxy
+		proxy = "env " + envHome + "=" + sshPercent(shellQuote(home)) + " " + proxy
+	}
+	knownHosts = sshPercent(knownHosts)
+	if strings.ContainsAny(knownHosts, " \t") {
+		// ssh_config splits arguments at whitespace: a home with a space
+		// would name two files and fail the host key check.
+		knownHosts = `"` + knownHosts + `"`
 	}
 	return fmt.Sprintf(`# boxkite: ssh <sandbox>%[1]s reaches a sandbox through boxkite-bastion
 Host *%[1]s
@@ -69,6 +75,9 @@ Host *%[1]s
     StrictHostKeyChecking yes
 `, sshHostSuffix, proxy, bastionHostKeyAlias, knownHosts)
 }
+
+// sshPercent escapes ssh_config's % tokens (%n, %h, …) in a literal.
+func sshPercent(s string) string { return strings.ReplaceAll(s, "%", "%%") }
 
 func newSSHProxyCmd(app *App) *cobra.Command {
 	return &cobra.Command{

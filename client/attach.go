@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,6 +141,13 @@ func (t *Terminal) Read(p []byte) (int, error) {
 	}
 }
 
+// SandboxEndedError ends an attachment whose sandbox was destroyed,
+// expired or lost under it (close status api.CloseSandboxEnded); Reason
+// is the server's account of it.
+type SandboxEndedError struct{ Reason string }
+
+func (e *SandboxEndedError) Error() string { return e.Reason }
+
 // closeErr turns a normal close into io.EOF and says why otherwise.
 func closeErr(err error) error {
 	switch websocket.CloseStatus(err) {
@@ -150,6 +158,9 @@ func closeErr(err error) error {
 	}
 	var ce websocket.CloseError
 	errors.As(err, &ce)
+	if ce.Code == api.CloseSandboxEnded {
+		return &SandboxEndedError{Reason: cmp.Or(ce.Reason, "the sandbox ended")}
+	}
 	if ce.Reason != "" {
 		return fmt.Errorf("terminal closed: %s", ce.Reason)
 	}

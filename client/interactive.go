@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,6 +84,10 @@ func (x *Interactive) Run(ctx context.Context, stdin io.Reader, stdout, stderr i
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, fmt.Errorf("interactive exec: %w", ctx.Err())
+			}
+			var ce websocket.CloseError
+			if errors.As(err, &ce) && ce.Code == api.CloseSandboxEnded {
+				return 0, &SandboxEndedError{Reason: cmp.Or(ce.Reason, "the sandbox ended")}
 			}
 			return 0, fmt.Errorf("interactive exec: the connection ended before the command did: %w", err)
 		}

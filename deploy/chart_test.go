@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pelletier/go-toml/v2"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -144,6 +145,9 @@ func TestChartRejects(t *testing.T) {
 		{"object storage without a bucket", []string{"objectStorage.kind=s3"}, "objectStorage.bucket"},
 		{"unknown object storage", []string{"objectStorage.kind=ftp", "objectStorage.bucket=b"}, "kind"},
 		{"storage kind in server config", []string{"server.config.storage-kind=s3"}, "'storage-kind'"},
+		{"bad state claim", []string{"server.stateVolume.existingClaim=Boxkite_State"}, "existingClaim"},
+		{"host users in server config", []string{"server.config.host-users=true"}, "'host-users'"},
+		{"pull secrets in server config", []string{"server.config.image-pull-secrets=x"}, "'image-pull-secrets'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -486,6 +490,41 @@ func TestChartMatchesDriver(t *testing.T) {
 		if labels["app.kubernetes.io/component"] == "server" && labels["app.kubernetes.io/name"] != "boxkite-server" {
 			t.Errorf("server pods are named %v, the driver admits boxkite-server", labels["app.kubernetes.io/name"])
 		}
+	}
+}
+
+// TestChartSandboxPull checks that sandbox pods pull their image as the
+// server's pods do: with the same pull policy and Secrets of the same
+// names (the server's settings image-pull-policy, image-pull-secrets).
+func TestChartSandboxPull(t *testing.T) {
+	for _, r := range allRenderings(t) {
+		t.Run(r.name, func(t *testing.T) {
+			var settings map[string]any
+			for _, cm := range find(r.objs, "ConfigMap") {
+				if data, ok := dict(cm["data"])["server.toml"]; ok {
+					if err := toml.Unmarshal([]byte(str(data)), &settings); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for _, d := range find(r.objs, "Deployment") {
+				if d.get("spec", "template", "metadata", "labels", "app.kubernetes.io/component") != "server" {
+					continue
+				}
+				spec := dict(d.get("spec", "template", "spec"))
+				var names []string
+				for _, s := range list(spec["imagePullSecrets"]) {
+					names = append(names, str(dict(s)["name"]))
+				}
+				if got, want := settings["image-pull-secrets"], strings.Join(names, ","); (got == nil && want != "") || (got != nil && got != want) {
+					t.Errorf("sandbox pods pull with Secrets %v, the server's pods with %q", got, want)
+				}
+				policy := dict(list(spec["containers"])[0])["imagePullPolicy"]
+				if settings["image-pull-policy"] != policy {
+					t.Errorf("sandbox pods pull %v, the server's pods %v", settings["image-pull-policy"], policy)
+				}
+			}
+		})
 	}
 }
 

@@ -162,12 +162,36 @@ func (p *Plan) writeArchive(w io.Writer, merged map[string][]byte) error {
 		}
 	}
 	now := time.Now()
+	if err := p.writeWorkdir(tw, now); err != nil {
+		return err
+	}
 	for _, f := range p.Files {
 		if err := writeStaged(tw, f, merged[f.Target], now); err != nil {
 			return err
 		}
 	}
 	return tw.Close()
+}
+
+// writeWorkdir writes a directory entry for the working directory when no
+// tree entry lies in it: a directory git does not list (empty, or holding
+// ignored files only) or one removed since the session was recorded. The
+// run script changes to it before it starts the tool, and Claude Code
+// finds a session by it.
+func (p *Plan) writeWorkdir(tw *tar.Writer, now time.Time) error {
+	rel, ok := strings.CutPrefix(p.Workdir, SandboxHome+"/"+p.Tree.Name+"/")
+	if !ok {
+		return nil // the tree's top, or outside it
+	}
+	for _, e := range p.Tree.Entries {
+		if e == rel || strings.HasPrefix(e, rel+"/") {
+			return nil
+		}
+	}
+	return tw.WriteHeader(&tar.Header{
+		Typeflag: tar.TypeDir, Name: p.Tree.Name + "/" + rel + "/",
+		Mode: 0o755, ModTime: now, Format: tar.FormatPAX,
+	})
 }
 
 // writeStaged writes one session file: its staged copy, or body when a

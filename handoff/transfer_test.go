@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -240,4 +241,35 @@ func FuzzLinkInside(f *testing.F) {
 			t.Fatalf("linkInside(%q, %q) = %v, want %v", rel, target, got, want)
 		}
 	})
+}
+
+// TestTransferCreatesWorkdir: the directory the session resumes in may
+// hold nothing the tree sends (a new, still empty package git does not
+// list, or one removed since); the archive creates it, else the run
+// script's cd fails and the tool never starts. A working directory the
+// tree already fills gets no entry of its own (its mode and time stay).
+func TestTransferCreatesWorkdir(t *testing.T) {
+	fx := handofftest.Install(t)
+	p := prepare(t, fx, "claude-code", "")
+	covered := p.Workdir
+	p.Workdir = SandboxHome + "/" + p.Tree.Name + "/new pkg/ü"
+	var rec recorder
+	if _, err := Transfer(context.Background(), p, &rec, "sbx1", nil); err != nil {
+		t.Fatal(err)
+	}
+	e, ok := rec.archives[0][p.Tree.Name+"/new pkg/ü/"]
+	if !ok || e.hdr.Typeflag != tar.TypeDir || e.hdr.Mode != 0o755 {
+		t.Fatalf("the archive does not create the working directory %s: %+v", p.Workdir, e.hdr)
+	}
+
+	p.Workdir = covered
+	rec = recorder{}
+	if _, err := Transfer(context.Background(), p, &rec, "sbx1", nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, e := range rec.archives[0] {
+		if e.hdr.Typeflag == tar.TypeDir && !slices.Contains(p.Tree.Entries, strings.TrimSuffix(strings.TrimPrefix(name, p.Tree.Name+"/"), "/")) {
+			t.Errorf("the archive has a directory entry %s the tree does not list", name)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
@@ -74,10 +75,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, h func(http.
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpx.MaxExecBody))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return &api.Error{
-				Status: http.StatusRequestEntityTooLarge, Code: api.CodeBadRequest,
-				Message: fmt.Sprintf("request body is larger than %d bytes", httpx.MaxExecBody),
-			}
+			return apihttp.TooLarge(httpx.MaxExecBody)
 		}
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "read request body: %v", err)
 	}

@@ -169,3 +169,19 @@ func TestIdempotencyDurable(t *testing.T) {
 		t.Errorf("driver.Create called %d times, want 2", n)
 	}
 }
+
+// A body over the limit is the same 413 payload_too_large, with its hint,
+// with an Idempotency-Key as without one (it was 413 bad_request, no hint).
+func TestIdempotencyBodyTooLarge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	big := api.FileCreateRequest{Path: "a.txt", Content: strings.Repeat("\n", 9<<20)} // 18 MiB as JSON
+	for _, hdr := range [][]string{nil, {api.HeaderIdempotencyKey, "big-1"}} {
+		resp, body := e.do("POST", sandboxPath(sb.ID, "/files"), e.KeyA, big, hdr...)
+		ae := wantError(t, resp, body, http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge)
+		if ae.Message != "request body is larger than 16 MiB" || !strings.Contains(ae.Hint, "a newline is 2 bytes") || !strings.Contains(ae.Hint, "files/raw") {
+			t.Errorf("headers %v: %s", hdr, body)
+		}
+	}
+}

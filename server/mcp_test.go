@@ -77,6 +77,11 @@ func TestMCPEndpoint(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("POST /mcp/ with a bad key: %d %s", resp.StatusCode, body)
 	}
+	// A body that is not JSON is JSON-RPC's parse error, in JSON.
+	resp, body = e.do("POST", "/mcp/", e.KeyA, "not json", "Content-Type", "application/json", "Accept", "application/json, text/event-stream")
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"code":-32700`) || !strings.Contains(string(body), `"id":null`) {
+		t.Errorf("POST /mcp/ of a non-JSON body: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
 	if resp, body := e.do("GET", "/mcp/", e.KeyA, nil); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET /mcp/: %d %s; want 405 (stateless)", resp.StatusCode, body)
 	}

@@ -331,6 +331,14 @@ func TestMCPOAuthServer(t *testing.T) {
 			}
 		}
 		f.verifier = good
+		// A refused exchange (here a wrong verifier) does not spend the
+		// code: the request did not prove it holds the verifier, and
+		// spending it would let whoever intercepted the code (the attack
+		// PKCE is for) cancel the client's sign-in. The right verifier
+		// still exchanges it.
+		if st, r := f.token(url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {bad}, "redirect_uri": {oauthRedirect}}); st != 400 || r.Error != "invalid_grant" {
+			t.Errorf("wrong verifier for the code: %d %+v", st, r)
+		}
 		first := f.exchange(code)
 		st, rotated := f.refresh(first.RefreshToken)
 		if st != 200 {

@@ -34,6 +34,10 @@ func (f fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 	return []netip.Addr{netip.MustParseAddr("93.184.216.34")}, nil
 }
 
+// testHostAddr is the public address the tests' secrets service takes
+// for its host's own.
+const testHostAddr = "93.184.216.99"
+
 // testSecrets is a secrets service over st with a fresh key, a fake
 // resolver and loopback permitted (the test's own HTTP servers).
 func testSecrets(t testing.TB, st model.Store) *secrets.Service {
@@ -44,7 +48,13 @@ func testSecrets(t testing.TB, st model.Store) *secrets.Service {
 	}
 	return secrets.New(st.(secrets.Store), secrets.Config{
 		Keyring: kr, PermitForTests: server.EgressPermitLoopbackForTests,
-		Resolver: fakeResolver{"private.example.com": {netip.MustParseAddr("10.1.2.3")}, "nowhere.example.com": nil},
+		Resolver: fakeResolver{
+			"private.example.com": {netip.MustParseAddr("10.1.2.3")}, "nowhere.example.com": nil,
+			"self.example.com": {netip.MustParseAddr(testHostAddr)},
+		},
+		LocalAddrs: func() ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr(testHostAddr)}, nil
+		},
 	})
 }
 
@@ -91,6 +101,10 @@ func TestSecretsAPI(t *testing.T) {
 		{"unresolvable", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"nowhere.example.com"}}, 422, api.CodeInvalidAllowedHost},
 		{"private", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"private.example.com"}}, 422, api.CodeUnsafeAllowedHost},
 		{"metadata", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"169.254.169.254"}}, 422, api.CodeUnsafeAllowedHost},
+		// The server's host by its public address, or a name resolving to
+		// it: from the host, it reaches what the host binds to every address.
+		{"this host", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{testHostAddr}}, 422, api.CodeUnsafeAllowedHost},
+		{"this host by name", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"self.example.com"}}, 422, api.CodeUnsafeAllowedHost},
 		{"mainnet", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"a.example.com"}, TrustTier: "mainnet"}, 422, api.CodeUnsupportedTrustTier},
 	}
 	for _, tt := range tests {

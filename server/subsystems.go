@@ -185,6 +185,7 @@ func (s *Server) newTakeover() (err error) {
 		LoadActive:      s.sandboxes.LoadActive,
 		NotActive:       sandbox.NotActive,
 		DialSidecarWS:   s.dialSidecarWS,
+		Ending:          s.calls.Ending,
 		AuthenticateKey: s.authenticateKey,
 		CredentialValid: s.credentialValid,
 		JWTKey:          s.jwtKey,

@@ -2,10 +2,12 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 )
 
 // EgressProxyAddr is where commands of a sandbox with granted egress find
@@ -28,16 +30,31 @@ func EgressEnvFor(addr string) []string {
 
 // ForwardEgress accepts connections on l and joins each to a new
 // connection to the unix socket at socket (the host's egress proxy, which
-// the jail's root can reach and commands cannot), until l is closed.
+// the jail's root can reach and commands cannot), until l is closed. A
+// failed accept (out of descriptors) is retried, never the end.
 func ForwardEgress(l net.Listener, socket string, log *slog.Logger) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var d net.Dialer
+	var delay time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			return
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors (EMFILE: an agent holding connections
+			// to the port does that) or another passing failure. Returning
+			// would end the sandbox's egress for good; wait and go on, as
+			// net/http's server does.
+			if delay == 0 {
+				log.Warn("accept egress connection", "err", err)
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
+			continue
 		}
+		delay = 0
 		wg.Go(func() {
 			defer c.Close()
 			up, err := d.DialContext(context.Background(), "unix", socket)

@@ -245,7 +245,7 @@ func (a *awaiting) dropAll() {
 
 // round serves what is ready; false (wait for more) when nothing is.
 func (a *awaiting) round(uintptr) bool {
-	n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_WAIT, uintptr(a.p.fd), uintptr(unsafe.Pointer(&a.events[0])), uintptr(len(a.events)), 0, 0, 0)
+	n, _, e := syscall.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(a.p.fd), uintptr(unsafe.Pointer(&a.events[0])), uintptr(len(a.events)), 0, 0, 0)
 	if e != 0 && e != unix.EINTR {
 		a.pollErr = e
 		return true

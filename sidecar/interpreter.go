@@ -111,11 +111,21 @@ type cellOutput interface {
 	output(fd int, text string)
 }
 
+// cellRequest is the body of POST /interpreter/exec: /v1's, and Env,
+// which only the E2B facade sends (runCode's envs): variables set in the
+// Python interpreter's os.environ for this one request, and put back as
+// they were after it (a variable the code itself changed is left as the
+// code left it). The Node.js driver does not read it.
+type cellRequest struct {
+	api.InterpreterExecRequest
+	Env map[string]string `json:"env,omitempty"`
+}
+
 // exec runs code, starting the interpreter if needed. On a timeout or a
 // crash the interpreter is killed and its state is lost; when ctx ends
 // (the client went away) the code is interrupted (see interrupt) and the
 // interpreter kept.
-func (in *interpreter) exec(ctx context.Context, code string, timeout time.Duration, out cellOutput) (api.InterpreterExecResult, error) {
+func (in *interpreter) exec(ctx context.Context, req cellRequest, timeout time.Duration, out cellOutput) (api.InterpreterExecResult, error) {
 	in.run.Lock()
 	defer in.run.Unlock()
 	in.mu.Lock()
@@ -133,8 +143,9 @@ func (in *interpreter) exec(ctx context.Context, code string, timeout time.Durat
 		in.mu.Unlock()
 	}
 	line, err := json.Marshal(struct {
-		Code string `json:"code"`
-	}{code})
+		Code string            `json:"code"`
+		Env  map[string]string `json:"env,omitempty"`
+	}{req.Code, req.Env})
 	if err != nil {
 		return api.InterpreterExecResult{}, fmt.Errorf("encode request: %w", err)
 	}
@@ -384,7 +395,7 @@ func (h *Handler) nodeStatus(w http.ResponseWriter, _ *http.Request) error {
 // runInterpreter serves an exec: one JSON answer, or, to a request that
 // accepts application/x-ndjson, the output as it comes (interpreter_stream.go).
 func (h *Handler) runInterpreter(w http.ResponseWriter, r *http.Request, in *interpreter) error {
-	var req api.InterpreterExecRequest
+	var req cellRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
@@ -397,10 +408,10 @@ func (h *Handler) runInterpreter(w http.ResponseWriter, r *http.Request, in *int
 	}
 	timeout = min(max(timeout, 1), api.MaxInterpreterTimeout)
 	if r.Header.Get("Accept") == ndjson {
-		return streamInterpreter(w, r, in, req.Code, time.Duration(timeout)*time.Second)
+		return streamInterpreter(w, r, in, req, time.Duration(timeout)*time.Second)
 	}
 	var out collected
-	res, err := in.exec(r.Context(), req.Code, time.Duration(timeout)*time.Second, &out)
+	res, err := in.exec(r.Context(), req, time.Duration(timeout)*time.Second, &out)
 	if err != nil {
 		return interpreterError(err)
 	}

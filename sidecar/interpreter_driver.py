@@ -1,6 +1,7 @@
 # The persistent Python interpreter's driver, embedded in the sidecar
 # (interpreter.go). Protocol: one JSON request per line on the original
-# stdin ({"code": "..."}); on the original stdout, while the code runs, one
+# stdin ({"code": "...", "env": {...}}, env optional: set in os.environ for
+# this request only, see with_env); on the original stdout, while the code runs, one
 # line per piece of output ({"fd": 1 or 2, "text": "..."}), then one reply
 # line ({"result", "error"}); the first line written is {"ready": true}.
 # Globals persist between requests.
@@ -275,6 +276,24 @@ def run(code, scope):
     return text
 
 
+def with_env(env, code, scope):
+    """Runs code with env set in os.environ, then puts each variable back as
+    it was, unless the code itself changed it. In the request rather than
+    in the code, so the code's line numbers are its own."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return run(code, scope)
+    finally:
+        for k, v in saved.items():
+            if os.environ.get(k) != env[k]:
+                continue
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def finish():
     """Sends what is left of the request's output and stops sending."""
     with out.lock:
@@ -300,8 +319,8 @@ def main():
             out.drain()  # what came between requests is nobody's
             out.active = True
         try:
-            code = json.loads(line)["code"]
-            result = run(code, scope)
+            req = json.loads(line)
+            result = with_env(req.get("env") or {}, req["code"], scope)
         except BaseException as e:  # SystemExit and KeyboardInterrupt are the user's too
             tb = e.__traceback__
             # Leave out this driver's own frames: the user's code starts at <input>.

@@ -68,9 +68,9 @@ func (s *streamed) send(ev api.InterpreterEvent) {
 // streamInterpreter serves a streamed exec: a failure before the code
 // runs is an error answer; once it runs, the headers are out and the
 // outcome, or the failure, is the last line.
-func streamInterpreter(w http.ResponseWriter, r *http.Request, in *interpreter, code string, timeout time.Duration) error {
+func streamInterpreter(w http.ResponseWriter, r *http.Request, in *interpreter, req cellRequest, timeout time.Duration) error {
 	s := &streamed{w: w, rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
-	res, err := in.exec(r.Context(), code, timeout, s)
+	res, err := in.exec(r.Context(), req, timeout, s)
 	switch {
 	case err != nil && !s.started:
 		return interpreterError(err)

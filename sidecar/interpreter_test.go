@@ -179,3 +179,36 @@ func TestInterpreterIdleReap(t *testing.T) {
 		t.Errorf("after the idle reap: %v, want a fresh interpreter", got.Result)
 	}
 }
+
+// TestInterpreterRequestEnv: a request's env (the E2B facade's runCode
+// envs) holds for that request only, and sets no line of the code, whose
+// traceback line numbers stay its own. The envs of a call stayed set for
+// every later call, and a line set them, so tracebacks were one line off.
+func TestInterpreterRequestEnv(t *testing.T) {
+	t.Parallel()
+	url, _ := newToolServer(t, Options{})
+	exec := func(code string, env map[string]string) api.InterpreterExecResult {
+		t.Helper()
+		var res api.InterpreterExecResult
+		doJSON(t, http.MethodPost, url+"/interpreter/exec", map[string]any{"code": code, "env": env}, http.StatusOK, &res)
+		return res
+	}
+	exec("import os\nos.environ['B'] = 'before'", nil)
+	got := exec("seen = (os.environ.get('A'), os.environ.get('B'))\nos.environ['MINE'] = 'm'\nos.environ['C'] = 'changed'\n1/0",
+		map[string]string{"A": "a", "B": "call", "C": "c"})
+	if got.Error == nil || !strings.Contains(*got.Error, `File "<input>", line 4`) {
+		t.Errorf("error = %v, want the ZeroDivisionError at <input> line 4", got.Error)
+	}
+	want := "(('a', 'call'), None, 'before', 'changed', 'm')"
+	got = exec("(seen, os.environ.get('A'), os.environ.get('B'), os.environ.get('C'), os.environ.get('MINE'))", nil)
+	if got.Result == nil || *got.Result != want {
+		t.Errorf("after the call with env: %v (error %v), want %s (its env put back, what the code set kept)", deref(got.Result), deref(got.Error), want)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}

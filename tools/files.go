@@ -39,10 +39,11 @@ func runFileCreate(ctx context.Context, sb Sandbox, args json.RawMessage) (strin
 	if strings.TrimSpace(in.Path) == "" {
 		return "Error: path must not be empty", nil
 	}
-	if len(in.Content) > api.MaxFileContent {
-		return fmt.Sprintf("Error: content is %d bytes; the limit is %d MiB", len(in.Content), api.MaxFileContent>>20), nil
+	req := api.FileCreateRequest{Path: in.Path, Content: in.Content}
+	if err := api.FileBodyFits(req); err != nil {
+		return "Error: " + err.Error() + "\nHint: write the file in parts: file_create with the first part, then append the rest in smaller pieces with bash_tool (cat >> FILE)", nil
 	}
-	res, err := sb.WriteFile(ctx, api.FileCreateRequest{Path: in.Path, Content: in.Content})
+	res, err := sb.WriteFile(ctx, req)
 	if text, done, err := result(err); done {
 		return text, err
 	}

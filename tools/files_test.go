@@ -40,6 +40,14 @@ func TestFileCreate(t *testing.T) {
 		},
 		{name: "no path", args: `{"path":" ","content":"y"}`, want: "Error: path must not be empty"},
 		{name: "missing content", args: `{"path":"a"}`, want: `Error: file_create needs the parameter "content"`},
+		{
+			// Under the 10 MiB of content, but 18 MiB as JSON: refused
+			// before the call, saying why, instead of the server's 413.
+			name: "9 MiB of newlines",
+			args: fmt.Sprintf(`{"path":"a","content":%q}`, strings.Repeat("\n", 9<<20)),
+			want: fmt.Sprintf("Error: content is %d bytes, but %d as JSON (newlines, quotes, backslashes and tabs take 2 bytes there, other control characters and <, >, & 6), over the 16 MiB limit of a request body\n"+
+				"Hint: write the file in parts: file_create with the first part, then append the rest in smaller pieces with bash_tool (cat >> FILE)", 9<<20, 2*(9<<20)+2+3+len(`{"path":,"content":,"description":}`)+2),
+		},
 	})
 }
 

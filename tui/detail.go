@@ -108,6 +108,9 @@ func (m *Model) detailKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Pause) && m.detail.sb != nil:
 		return m.togglePause(*m.detail.sb)
 	case !active:
+		if m.detail.sb != nil && (key.Matches(msg, k.Exec) || key.Matches(msg, k.Attach) || key.Matches(msg, k.Destroy)) {
+			m.notUsable(*m.detail.sb)
+		}
 	case key.Matches(msg, k.Exec):
 		return m.openExec(id)
 	case key.Matches(msg, k.Attach):

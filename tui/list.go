@@ -113,6 +113,25 @@ func (l *listState) move(d int) {
 	l.syncSelected()
 }
 
+// usable passes id on, or, when the sandbox under the cursor cannot be
+// used (it is paused or ended), says why in the status line: a key that
+// does nothing without a word looks broken.
+func (m *Model) usable(id string) string {
+	if l := &m.list; id == "" && len(l.rows) > 0 {
+		m.notUsable(l.rows[l.cursor])
+	}
+	return id
+}
+
+// notUsable says why sb takes no exec, attach or destroy.
+func (m *Model) notUsable(sb api.Sandbox) {
+	if sb.Status == api.StatusPaused {
+		m.setNote("sandbox "+shortID(sb.ID)+" is paused: p resumes it", true)
+		return
+	}
+	m.setNote("sandbox "+shortID(sb.ID)+" is "+oneLine(sb.Status), true)
+}
+
 // selectedActive is the id under the cursor when that sandbox can still
 // be used, else "".
 func (l *listState) selectedActive() string {
@@ -187,11 +206,11 @@ func (m *Model) listKey(msg tea.KeyMsg) tea.Cmd {
 			return m.openLog(l.selected)
 		}
 	case key.Matches(msg, k.Exec):
-		return m.openExec(l.selectedActive())
+		return m.openExec(m.usable(l.selectedActive()))
 	case key.Matches(msg, k.Attach):
-		return m.attach(l.selectedActive())
+		return m.attach(m.usable(l.selectedActive()))
 	case key.Matches(msg, k.Destroy):
-		m.askDestroy(l.selectedActive())
+		m.askDestroy(m.usable(l.selectedActive()))
 	case key.Matches(msg, k.Pause):
 		if len(l.rows) > 0 {
 			return m.togglePause(l.rows[l.cursor])

@@ -499,3 +499,37 @@ func TestTitleShowsOrganization(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysOnUnusableSandbox: exec, attach and destroy on a paused or
+// destroyed sandbox (in the list and in its detail) say why nothing
+// happens, where they did nothing without a word.
+func TestKeysOnUnusableSandbox(t *testing.T) {
+	src := newFakeSource()
+	src.sandboxes[1].Status = api.StatusPaused
+	m := newTestModel(t, src, 80, 24)
+	load(m)
+	for i := 0; m.list.selected != src.sandboxes[1].ID && i < 3; i++ {
+		keys(m, "j")
+	}
+	for _, k := range []string{"e", "a", "d"} {
+		m.setNote("", false)
+		if cmd := keys(m, k); cmd != nil || m.confirm != "" || m.current() != screenList {
+			t.Errorf("%s on a paused sandbox did something", k)
+		}
+		if !strings.Contains(m.View(), "sandbox 7f3a9d21 is paused: p resumes it") {
+			t.Errorf("%s on a paused sandbox said nothing:\n%s", k, m.View())
+		}
+	}
+	keys(m, "G")
+	m.setNote("", false)
+	keys(m, "d")
+	if m.confirm != "" || !strings.Contains(m.View(), "sandbox c41d0e88 is destroyed") {
+		t.Errorf("d on a destroyed sandbox:\n%s", m.View())
+	}
+	m.Update(m.openDetail(src.sandboxes[2].ID)())
+	m.setNote("", false)
+	keys(m, "e")
+	if m.current() != screenDetail || !strings.Contains(m.View(), "sandbox c41d0e88 is destroyed") {
+		t.Errorf("e in a destroyed sandbox's detail:\n%s", m.View())
+	}
+}

@@ -6,6 +6,11 @@ import "time"
 // reference. A token opens one takeover (or one bastion exec), once.
 const TakeoverTokenTTL = 30 * time.Second
 
+// CloseSandboxEnded is the WebSocket close status of a takeover or an
+// interactive exec whose sandbox was destroyed, expired or lost under it;
+// the close reason says which. A shell that exits closes normally.
+const CloseSandboxEnded = 4410
+
 // TakeoverTokenRequest is the optional body of
 // POST /v1/sandboxes/{id}/takeover-token.
 type TakeoverTokenRequest struct {

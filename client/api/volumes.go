@@ -17,7 +17,7 @@ const CodeMCPConnectionNotFound = "mcp_connection_not_found"
 // CreateVolumeRequest is the body of POST /v1/volumes.
 type CreateVolumeRequest struct {
 	Label  string  `json:"label,omitempty"`
-	SizeGB float64 `json:"size_gb,omitempty"` // 0 means 1
+	SizeGB float64 `json:"size_gb,omitempty"` // 0 (left out) means 1; the server refuses an explicit 0
 }
 
 // Volume is persistent storage that outlives the sandboxes mounting it

@@ -62,9 +62,12 @@ var errDenied = errors.New("permission denied")
 // sshServer is the SSH server of b with host key signer.
 func (b *bastion) sshServer(signer ssh.Signer) *ssh.Server {
 	return &ssh.Server{
-		Handler:         b.session,
-		HostSigners:     []ssh.Signer{signer},
-		Version:         "boxkite-bastion",
+		Handler:     b.session,
+		HostSigners: []ssh.Signer{signer},
+		// The fingerprint tells boxkite up that the bastion answering is
+		// the one it started (the host key is its BOXKITE_HOME's), not
+		// another up's that bound the port first.
+		Version:         "boxkite-bastion " + gossh.FingerprintSHA256(signer.PublicKey()),
 		PasswordHandler: b.password,
 		// OpenSSH tries keyboard-interactive after its keys: the prompt
 		// tells someone without a registered key what to do.
@@ -368,6 +371,9 @@ func fail(s ssh.Session, err error) {
 		if e.Hint != "" {
 			msg += "\r\nhint: " + e.Hint
 		}
+	}
+	if _, ok := errors.AsType[*client.SandboxEndedError](err); ok {
+		msg += "\r\nhint: create a new one with `boxkite session create`"
 	}
 	fmt.Fprint(s.Stderr(), msg+"\r\n")
 	_ = s.Exit(1)

@@ -647,3 +647,40 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestDestroyedSandboxTellsSessions destroys the sandbox under an ssh
+// session on its terminal and under a command: each reads why it ends
+// and exits 1, where the terminal closed as if the shell had exited
+// (status 0, no word) and the command printed a WebSocket error.
+func TestDestroyedSandboxTellsSessions(t *testing.T) {
+	f := newFixture(t, nil)
+	s := f.interactive(t, f.sshArgs(f.goodKey, nil), "")
+	s.typeText("echo ready-$((6*7))\r")
+	s.expect("ready-42")
+	cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, "echo started; sleep 60"), "")
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), "started"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+	}
+	if err := f.admin.DeleteSandbox(t.Context(), f.sandbox); err != nil {
+		t.Fatal(err)
+	}
+	var ce *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ce) || ce.ExitCode() != 1 ||
+		!strings.Contains(stderr.String(), "boxkite-bastion: error: sandbox "+f.sandbox+" was destroyed") || !strings.Contains(stderr.String(), "hint: create a new one") {
+		t.Errorf("ssh 'cmd' after the sandbox was destroyed: %v, stderr %q; want exit 1 and why", err, stderr.String())
+	}
+	s.expect("sandbox " + f.sandbox + " was destroyed")
+	s.expect("hint: create a new one")
+	err := s.cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("ssh after the sandbox was destroyed: %v, want exit 1; screen:\n%q", err, s.text())
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/boxkite/boxkite/internal/secretfile"
 	"github.com/boxkite/boxkite/server"
@@ -118,6 +120,8 @@ type options struct {
 	runtimeClass string
 	hostUsers    bool
 	egressHost   string
+	pullSecrets  string // comma-separated; see imagePullSecrets
+	pullPolicy   string
 
 	// Fair use and rate limits (server.Limits, server.RateLimits).
 	maxConcurrent           int
@@ -169,6 +173,8 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.StringVar(&o.runtimeClass, "runtime-class", "", "kube driver: runtimeClassName of sandbox pods, e.g. gvisor (`name`; default the cluster's)")
 	fs.BoolVar(&o.hostUsers, "host-users", false, "kube driver: run sandbox pods in their node's user namespace (hostUsers: true); by default each pod gets one of its own, which needs Linux 6.3+ nodes with a runtime that supports it")
 	fs.StringVar(&o.egressHost, "egress-host", "", "kube driver: `address` sandbox pods reach this server on for granted egress, e.g. the pod IP (default: egress grants refused)")
+	fs.StringVar(&o.pullSecrets, "image-pull-secrets", "", "kube driver: comma-separated `names` of Secrets in the sandbox namespace the kubelet pulls the sandbox image with (a private registry)")
+	fs.StringVar(&o.pullPolicy, "image-pull-policy", string(corev1.PullIfNotPresent), "kube driver: imagePullPolicy of sandbox pods: `policy` Always, IfNotPresent or Never")
 	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(getenv), "`directory` for the database and sandbox state")
 	fs.StringVar(&o.configFile, "config", "", "TOML `file` with any of these settings (keys as the flag names)")
 	fs.StringVar(&o.sidecar, "sidecar", "", "boxkite-sidecar `binary` (default: next to boxkite-server, then $PATH)")
@@ -361,6 +367,14 @@ func (o *options) validate() error {
 	if o.maxConcurrent < 0 || o.maxConcurrentPerAccount < 0 || o.monthlySandboxHours < 0 {
 		return usageErrorf("fair-use limits must not be negative (0 means no limit)")
 	}
+	if _, err := o.imagePullSecrets(); err != nil {
+		return err
+	}
+	switch corev1.PullPolicy(o.pullPolicy) {
+	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		return usageErrorf("image pull policy %q: want Always, IfNotPresent or Never", o.pullPolicy)
+	}
 	if o.adminListen != "" {
 		if err := checkLoopback(o.adminListen); err != nil {
 			return &usageError{
@@ -370,6 +384,26 @@ func (o *options) validate() error {
 		}
 	}
 	return nil
+}
+
+// imagePullSecrets are the names --image-pull-secrets gives, each a
+// Secret's name (a DNS subdomain).
+func (o *options) imagePullSecrets() ([]string, error) {
+	var names []string
+	for n := range strings.SplitSeq(o.pullSecrets, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
+			return nil, &usageError{
+				msg:  fmt.Sprintf("--image-pull-secrets: %q is not a Secret name: %s", n, strings.Join(errs, "; ")),
+				hint: "give the names of Secrets in the sandbox namespace, comma-separated: --image-pull-secrets regcred,other",
+			}
+		}
+		names = append(names, n)
+	}
+	return names, nil
 }
 
 // readConfigFile reads a TOML file of flag settings. Keys are flag names,

@@ -32,6 +32,7 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/secrets"
 	"github.com/boxkite/boxkite/server/sqlstore"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -278,7 +279,12 @@ type substrate struct {
 // client configuration.
 func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstore.Store, log *slog.Logger) (*substrate, error) {
 	if opts.driver == "kube" {
+		pullSecrets, err := opts.imagePullSecrets()
+		if err != nil {
+			return nil, err
+		}
 		d, err := kube.NewForConfig(rc, kube.Config{
+			ImagePullSecrets: pullSecrets, ImagePullPolicy: corev1.PullPolicy(opts.pullPolicy),
 			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass, HostUsers: opts.hostUsers,
 			MaxLifetime: opts.maxLifetime, PoolSize: opts.warmPool, EgressHost: opts.egressHost,
 			ControlPlaneNamespace: controlPlaneNamespace(opts.kubeconfig),

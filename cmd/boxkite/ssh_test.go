@@ -115,6 +115,26 @@ func testSSH(t *testing.T, s *localServer) {
 	if code, out, stderr := u.run(t, nil, "ssh", u.args(u.good, nil, "echo ok; exit 7")...); code != 7 || out != "ok\n" {
 		t.Errorf("ssh 'echo ok; exit 7' = %d, %q, %q; want 7 and ok", code, out, stderr)
 	}
+	// boxkite ssh: the key path when ssh offers the registered key, a token
+	// when it offers only another (a key registered from another machine),
+	// rather than a login that fails on a key the bastion does not know.
+	offering := func(key string) []string {
+		return []string{
+			"ssh", "-s", "real", "--ssh-arg=-F", "--ssh-arg=/dev/null", "--ssh-arg=-o",
+			"--ssh-arg=IdentitiesOnly=yes", "--ssh-arg=-i", "--ssh-arg=" + key,
+		}
+	}
+	if out := s.mustRun(t, append(offering(u.good), "--print")...); strings.Contains(out, "PreferredAuthentications=password") {
+		t.Errorf("boxkite ssh offering the registered key chose a token: %q", out)
+	}
+	if out := s.mustRun(t, append(offering(u.good), "--", "echo", "via-key")...); out != "via-key\n" {
+		t.Errorf("boxkite ssh offering the registered key printed %q", out)
+	}
+	out, errOut, err := s.run(t, append(offering(u.bad), "--", "echo", "via-token")...)
+	if err != nil || out != "via-token\n" || !strings.Contains(errOut, "using a single-use takeover token") {
+		t.Errorf("boxkite ssh offering only an unregistered key = %v, %q, %q; want via-token and a note", err, out, errOut)
+	}
+
 	code, _, stderr := u.run(t, nil, "ssh", u.args(u.bad, []string{"-o", "LogLevel=INFO"}, "true")...)
 	if code != 255 || !strings.Contains(stderr, "hint: register it with `boxkite ssh-keys add") {
 		t.Errorf("an unregistered key: exit %d, %q; want 255 and a hint", code, stderr)

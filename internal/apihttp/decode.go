@@ -36,7 +36,7 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) erro
 // surrogate (encoding/json would silently turn both into U+FFFD).
 func ReadJSON(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
-		return nil, tooLarge(limit)
+		return nil, TooLarge(limit)
 	}
 	if r.ContentLength != 0 {
 		if err := checkJSONType(r); err != nil {
@@ -46,7 +46,7 @@ func ReadJSON(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, tooLarge(limit)
+			return nil, TooLarge(limit)
 		}
 		if ae, ok := errors.AsType[*api.Error](err); ok { // the body's deadline (BodyTimeouts)
 			return nil, ae
@@ -88,10 +88,12 @@ func badJSON(err error) *api.Error {
 		WithHint("send one JSON object with Content-Type: application/json")
 }
 
-func tooLarge(limit int64) *api.Error {
+// TooLarge is the 413 of a body over limit bytes. Text in a JSON body
+// counts as JSON writes it (a newline is 2 bytes), so the hint says so.
+func TooLarge(limit int64) *api.Error {
 	return api.Errorf(http.StatusRequestEntityTooLarge, api.CodePayloadTooLarge,
 		"request body is larger than %s", sizeText(limit)).
-		WithHint("send less; move large files with PUT …/files/raw, which streams")
+		WithHint("send less (text in JSON counts escaped: a newline is 2 bytes); move large files with PUT …/files/raw or `boxkite files cp`, which stream")
 }
 
 // sizeText writes a byte count the way limits are documented.

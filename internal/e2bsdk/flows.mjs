@@ -4,7 +4,7 @@
 // is another account's key. Each check prints "ok <name>"; the first
 // failure throws and exits non-zero. The last line is a JSON summary.
 import { spawnSync } from 'node:child_process'
-import { Sandbox, CommandExitError, NotFoundError } from 'e2b'
+import { Sandbox, CommandExitError, InvalidArgumentError, NotFoundError } from 'e2b'
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter'
 import { check, rejects, sleep, until } from './check.mjs'
 
@@ -57,6 +57,13 @@ await sbx.commands.sendStdin(cat.pid, 'via stdin\n')
 await sbx.commands.closeStdin(cat.pid)
 const catRes = await cat.wait()
 check('stdin', catRes.stdout === 'via stdin\n', catRes)
+// 2 MiB in one sendStdin: sent whole, past the sidecar's frame limit, it
+// killed the command
+const wc = await sbx.commands.run('wc -c', { background: true, stdin: true })
+await sbx.commands.sendStdin(wc.pid, 'y'.repeat(2 << 20))
+await sbx.commands.closeStdin(wc.pid)
+const wcRes = await wc.wait()
+check('stdin.large', wcRes.stdout.trim() === String(2 << 20), wcRes)
 
 // files
 await sbx.files.write('/workspace/hello.txt', 'hello, e2b\n')
@@ -78,6 +85,12 @@ check('files.getInfo', info.type === 'file' && info.size === 11 && info.path ===
 const moved = await sbx.files.rename('/workspace/hello.txt', '/workspace/sub/renamed.txt')
 check('files.rename', moved.path === '/workspace/sub/renamed.txt' && (await sbx.files.read('/workspace/sub/renamed.txt')) === 'hello, e2b\n' && !(await sbx.files.exists('/workspace/hello.txt')), moved)
 check('files.makeDir', (await sbx.files.makeDir('/workspace/made/deep')) === true && (await sbx.files.makeDir('/workspace/made/deep')) === false)
+// a file where the directory should be is not "already there" (false)
+const onFile = await rejects(() => sbx.files.makeDir('/workspace/big.bin'))
+check('files.makeDir-on-file', onFile instanceof InvalidArgumentError, String(onFile))
+// a backslash is refused, not taken for a slash (written to another path)
+const slashed = await rejects(() => sbx.files.write('back\\slash.txt', 'x'))
+check('files.backslash-refused', slashed instanceof InvalidArgumentError && !(await sbx.files.exists('back/slash.txt')), String(slashed))
 const deep = await sbx.files.list('/workspace', { depth: 3 })
 check('files.list-depth', deep.some((e) => e.path === '/workspace/made/deep' && e.type === 'dir'), deep.map((e) => e.path))
 await sbx.files.remove('/workspace/made')
@@ -157,9 +170,21 @@ const raised = await ci.runCode('raise ValueError("boom")')
 check('runCode.error', raised.error && raised.error.name === 'ValueError' && raised.error.value === 'boom' && raised.error.traceback.includes('ValueError'), raised.error)
 const envs = await ci.runCode('import os; (os.environ.get("CI_A"), os.environ.get("CI_B"))', { envs: { CI_B: 'run' } })
 check('runCode.envs', envs.text === "('create', 'run')", envs)
+// a call's envs are that call's (they stayed set for every later call), and
+// set no line of the cell: its traceback's line numbers are its own
+const after = await ci.runCode('import os\nos.environ.get("CI_B")')
+const lined = await ci.runCode('x0 = 1\n1/0', { envs: { CI_C: 'c' } })
+check('runCode.envs-scoped', after.text === "'create'" && lined.error && lined.error.traceback.includes('line 2,'),
+  { after: after.text, traceback: lined.error && lined.error.traceback })
 const cctx = await ci.createCodeContext()
 await ci.runCode('x = 1', { context: cctx })
 check('runCode.contexts', (await ci.runCode('x', { context: cctx })).text === '1' && (await ci.runCode('x')).text === '41')
+// a context's cwd is its own: it was left as the default context's
+const homeDir = (await ci.runCode('import os; os.getcwd()')).text
+const tmpCtx = await ci.createCodeContext({ cwd: '/tmp' })
+const inTmp = (await ci.runCode('import os; os.getcwd()', { context: tmpCtx })).text
+const homeAfter = (await ci.runCode('import os; os.getcwd()')).text
+check('runCode.context-cwd', inTmp === "'/tmp'" && homeAfter === homeDir && homeDir !== "'/tmp'", { homeDir, inTmp, homeAfter })
 // onStdout fires while the cell runs: the cell waits for a file that the
 // first callback writes, so it ends only if its first line came before its
 // end (once at the end, it would wait until timeoutMs); the cell looks in

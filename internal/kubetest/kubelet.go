@@ -29,8 +29,8 @@ import (
 // container — boxkite-sidecar — as a local process, then reports the pod
 // Running and Ready.
 //
-// Each pod gets its own loopback address (127.1.x.y, unique in the test
-// binary) as its podIP, so the container's port is used unchanged and the
+// Each pod gets its own loopback address (127.x.y.z, from the process id
+// and a counter, and free when the pod starts) as its podIP, so the container's port is used unchanged and the
 // driver dials podIP:port as it would in a cluster. The container's volume
 // mounts become temporary directories: emptyDirs empty, Secrets with their
 // keys as files; arguments and environment values under a mount path are
@@ -67,6 +67,27 @@ func podKey(pod *corev1.Pod) string { return pod.Name + "/" + string(pod.UID) }
 
 // nextIP numbers pod addresses across every Kubelet of the test binary.
 var nextIP atomic.Uint32
+
+// podIP returns a loopback address for a new pod whose container listens
+// on port, free there now. Test binaries run side by side (go test runs
+// packages in parallel, and deploy and server/kube both run kubelets), so
+// the addresses start from the process id: two binaries counting from the
+// same start would hand two pods one address and port, and the second
+// sidecar would fail to listen.
+func podIP(port int32) (string, error) {
+	base := uint32(os.Getpid()%12000) * 1024
+	for range 100 {
+		n := base + nextIP.Add(1)%1024
+		ip := fmt.Sprintf("127.%d.%d.%d", 2+n/(250*256), n/250%256, n%250+1)
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(port))))
+		if err != nil {
+			continue // another binary's pod has it
+		}
+		l.Close()
+		return ip, nil
+	}
+	return "", fmt.Errorf("no free pod address for port %d after 100 tries", port)
+}
 
 // StartKubelet runs a Kubelet for namespace ns until t ends. sidecar is the
 // boxkite-sidecar binary to run (servertest.SidecarBinary).
@@ -212,8 +233,10 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 		return nil, fmt.Errorf("want one container with a port")
 	}
 	ctr := pod.Spec.Containers[0]
-	n := nextIP.Add(1)
-	ip := fmt.Sprintf("127.1.%d.%d", n/250, n%250+1)
+	ip, err := podIP(ctr.Ports[0].ContainerPort)
+	if err != nil {
+		return nil, err
+	}
 	// By UID, as a real kubelet keeps it: a pod made again under the same
 	// name (a resumed sandbox's) must not share the old one's files,
 	// which its kill removes.

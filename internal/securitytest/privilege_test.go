@@ -72,6 +72,9 @@ func refusedCalls() []call {
 		eperm("chroot", "chroot", "0"),
 		eperm("fsopen", "fsopen", "0", "0"),
 		eperm("open_tree", "open_tree", "-100", "0", "0"),
+		// open_tree with mount_setattr's attributes in one call (Linux
+		// 6.15): a mount call like the two it joins.
+		eperm("open_tree_attr", "open_tree_attr", "-100", "0", "0", "0", "0"),
 		eperm("move_mount", "move_mount", "-1", "0", "-1", "0", "0"),
 		eperm("ptrace traceme", "ptrace", "0", "0", "0", "0"),
 		eperm("ptrace attach sidecar", "ptrace", "16", "SIDECAR", "0", "0"),
@@ -94,6 +97,13 @@ func refusedCalls() []call {
 		eperm("acct", "acct", "0"),
 		eperm("syslog", "syslog", "10", "0", "0"),
 		eperm("personality no-randomize", "personality", "0x40000"),
+		// AF_VSOCK is not network-namespaced: it reaches the hypervisor
+		// and the host's vsock listeners past the jail's lo-only network.
+		// The kernel reads the family's low 32 bits, so high bits set
+		// must not slip it past the filter. An inet socket is the control.
+		{name: "socket inet", syscall: "socket", args: []string{"2", "1", "0"}, errno: 0},
+		eperm("socket vsock", "socket", "40", "1", "0"),
+		eperm("socket vsock high bits", "socket", "0x100000028", "1", "0"),
 	}
 }
 

@@ -45,8 +45,7 @@ func listed(sb Sandbox, rec Record) listedJSON {
 // sandboxes (state= picks one), filtered by metadata, template and start
 // time, newest first unless order=asc, a page of limit at a time.
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, c Caller) error {
-	q := r.URL.Query()
-	f, err := parseListFilter(q)
+	f, err := parseListQuery(r.URL.RawQuery)
 	if err != nil {
 		return err
 	}
@@ -108,6 +107,17 @@ type listFilter struct {
 	after        string // the sandbox id the page starts after
 }
 
+// parseListQuery parses the list's query string. A query string that is
+// not percent-encoded correctly is refused: r.URL.Query() drops such a
+// parameter, so metadata=%zz listed every sandbox, unfiltered.
+func parseListQuery(raw string) (listFilter, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return listFilter{}, api.Invalid("query", "the query string is not percent-encoded correctly", "")
+	}
+	return parseListFilter(q)
+}
+
 func parseListFilter(q url.Values) (listFilter, error) {
 	f := listFilter{metadata: map[string]string{}, running: true, paused: true, template: q.Get("template"), limit: defaultPageLimit}
 	if v := q.Get("metadata"); v != "" {
@@ -128,6 +138,11 @@ func parseListFilter(q url.Values) (listFilter, error) {
 	}
 	if v := q.Get("state"); v != "" {
 		states := strings.Split(v, ",")
+		for _, st := range states {
+			if st != "running" && st != "paused" {
+				return f, api.Invalid("state", "state must be running, paused or both (running,paused)", "")
+			}
+		}
 		f.running, f.paused = slices.Contains(states, "running"), slices.Contains(states, "paused")
 	}
 	if v := q.Get("startedAfter"); v != "" {

@@ -40,6 +40,21 @@ func TestListFilterMetadata(t *testing.T) {
 	}
 }
 
+// TestListQueryRefused: a list query the filter cannot read is refused,
+// not read as no filter (metadata=%zz listed every sandbox; an unknown
+// state listed none).
+func TestListQueryRefused(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{"metadata=%zz", "metadata=k%3Dv&x=%g1", "state=weird", "state=running,weird"} {
+		if _, err := parseListQuery(raw); err == nil {
+			t.Errorf("%s: no error, want it refused", raw)
+		}
+	}
+	if f, err := parseListQuery("metadata=k%3Dv&state=paused"); err != nil || f.metadata["k"] != "v" || f.running || !f.paused {
+		t.Errorf("a good query: %+v, %v", f, err)
+	}
+}
+
 func TestListFilter(t *testing.T) {
 	t.Parallel()
 	now := time.Now()

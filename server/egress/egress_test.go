@@ -11,9 +11,13 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -238,5 +242,186 @@ func TestProxyAdmit(t *testing.T) {
 	case d := <-reported:
 		t.Errorf("a refused request was reported: %+v", d)
 	default:
+	}
+}
+
+// emfileOnce is a listener whose first Accept fails as one does when the
+// process is out of descriptors.
+type emfileOnce struct {
+	net.Listener
+	failed bool
+}
+
+func (l *emfileOnce) Accept() (net.Conn, error) {
+	if !l.failed {
+		l.failed = true
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestProxySurvivesEMFILE: the server's descriptors are shared by every
+// sandbox's proxy, and Serve returned on the first failed accept, so one
+// tenant running the server out of them ended the egress of whichever
+// sandboxes' accepts failed meanwhile, until a restart.
+func TestProxySurvivesEMFILE(t *testing.T) {
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Resolver: mapResolver{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Serve(&emfileOnce{Listener: tl}, nil, func(Decision) {})
+	}()
+	c, err := net.Dial("tcp", tl.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a hang guard only
+	fmt.Fprint(c, "GET http://other.example/ HTTP/1.1\r\nHost: other.example\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("after a failed accept: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("after a failed accept: %d, want 403 (not granted)", resp.StatusCode)
+	}
+	tl.Close()
+	<-done
+}
+
+// TestProxyConnectionLimit: a sandbox's connections were unbounded, each
+// a descriptor of the server, so one tenant holding thousands ran the
+// control plane out of them (its API, database and every other sandbox's
+// egress). Past MaxConns a connection is answered 503 at once; closing
+// one frees its slot.
+func TestProxyConnectionLimit(t *testing.T) {
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "hello from origin")
+	}))
+	defer origin.Close()
+	_, port, _ := net.SplitHostPort(origin.Listener.Addr().String())
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{
+		Resolver: mapResolver{"test.example": "127.0.0.1"},
+		Permit:   func(a netip.Addr) bool { return a.IsLoopback() },
+		MaxConns: 2,
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Serve(l, Allowlist{{Host: "test.example", Port: atoi(t, port)}}, func(Decision) {})
+	}()
+	deadline := time.Now().Add(30 * time.Second) // a hang guard only
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(deadline)
+		return c
+	}
+	get := func(c net.Conn) (int, string) {
+		fmt.Fprintf(c, "GET http://test.example:%s/ HTTP/1.1\r\nHost: test.example\r\n\r\n", port)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	// Two idle connections take both slots (Serve accepts in order, so
+	// both are counted before the third is looked at).
+	c1, c2 := dial(), dial()
+	c3 := dial()
+	all, _ := io.ReadAll(c3)
+	c3.Close()
+	if !strings.HasPrefix(string(all), "HTTP/1.1 503") || !strings.Contains(string(all), "2 egress connections open") {
+		t.Errorf("third connection: %q, want a 503 naming the limit", all)
+	}
+	if code, body := get(c2); code != http.StatusOK || body != "hello from origin" {
+		t.Errorf("a connection within the limit: %d %q", code, body)
+	}
+	c2.Close()
+	c1.Close()
+	// Once the proxy has seen them go, their slots serve again.
+	for {
+		c := dial()
+		code, body := get(c)
+		c.Close()
+		if code == http.StatusOK {
+			break
+		}
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("after closing: %d %q", code, body)
+		}
+	}
+	l.Close()
+	<-done
+}
+
+// TestProxyRefusesHostsOwnAddress: a granted name that resolves to one of
+// the host's own addresses (a public one, which Forbidden lets through)
+// would reach the host's services bound to every address from inside,
+// past firewalls that filter only traffic from outside. The address is
+// a public one the test claims as the host's; the dialler is the test's,
+// so nothing leaves the machine.
+func TestProxyRefusesHostsOwnAddress(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, other := netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("93.184.216.35")
+	var mu sync.Mutex
+	var dialled []string
+	p := &Proxy{
+		Resolver:   mapResolver{"self.example": self.String(), "ipv6self.example": "::ffff:" + self.String(), "other.example": other.String()},
+		LocalAddrs: func() ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr("10.0.0.2"), self}, nil },
+		dialContext: func(_ context.Context, _, address string) (net.Conn, error) {
+			mu.Lock()
+			dialled = append(dialled, address)
+			mu.Unlock()
+			return nil, errors.New("the test dials nothing")
+		},
+	}
+	ds := make(chan Decision, 3)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Serve(l, Allowlist{{Host: "self.example", Port: 443}, {Host: "ipv6self.example", Port: 443}, {Host: "other.example", Port: 443}}, func(d Decision) { ds <- d })
+	}()
+	for _, host := range []string{"self.example", "ipv6self.example", "other.example"} {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second)) // a hang guard only
+		fmt.Fprintf(c, "CONNECT %s:443 HTTP/1.1\r\nHost: %[1]s:443\r\n\r\n", host)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := <-ds
+		wantReason := "resolves to an address of this host"
+		if host == "other.example" {
+			wantReason = "connect failed" // the test's dialler refuses
+		}
+		if resp.StatusCode != http.StatusForbidden || d.Allowed || d.Reason != wantReason {
+			t.Errorf("%s: %d, decision %+v, want 403 %q", host, resp.StatusCode, d, wantReason)
+		}
+	}
+	l.Close()
+	<-done
+	if want := []string{"93.184.216.35:443"}; !slices.Equal(dialled, want) {
+		t.Errorf("dialled %q, want only %q", dialled, want)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -39,9 +41,22 @@ type Proxy struct {
 	// must never let loopback or link-local (metadata) through, or the
 	// proxy reaches the host.
 	Permit func(netip.Addr) bool
+	// LocalAddrs lists this host's own addresses, which no sandbox may
+	// reach whatever they are: a name resolving to the host's public
+	// address would reach every service the host binds to all its
+	// addresses, from inside, past firewalls that only filter traffic
+	// from outside. nil means the addresses of the host's interfaces.
+	LocalAddrs func() ([]netip.Addr, error)
+	// dialContext connects; nil means a net.Dialer's. Tests replace it.
+	dialContext func(ctx context.Context, network, address string) (net.Conn, error)
 	// DialTimeout bounds resolving and connecting; 0 means 10 s.
 	DialTimeout time.Duration
 	Log         *slog.Logger
+	// MaxConns bounds the connections one Serve (one sandbox's listener)
+	// holds at once; 0 means DefaultMaxConns. The server's descriptors
+	// are shared by every sandbox, so past it a connection is answered
+	// 503 and closed at once.
+	MaxConns int
 	// Admit, when set, is asked before each request is looked at; an
 	// error refuses it (503) with its text. The control plane refuses
 	// egress while its audit log, where decisions are recorded, cannot be
@@ -51,17 +66,50 @@ type Proxy struct {
 
 const maxHeader = 64 << 10
 
+// DefaultMaxConns is a sandbox's open egress connections when
+// Proxy.MaxConns is 0: far more than package managers and browsers open
+// (npm's maxsockets is 15), far fewer than the descriptors of a server
+// with a few dozen sandboxes.
+const DefaultMaxConns = 256
+
 // Serve accepts connections on l until it is closed, letting through
-// what allow grants and calling report with every decision.
+// what allow grants and calling report with every decision. A failed
+// accept (out of descriptors) is retried, never the end.
 func (p *Proxy) Serve(l net.Listener, allow Allowlist, report func(Decision)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	limit := p.MaxConns
+	if limit <= 0 {
+		limit = DefaultMaxConns
+	}
+	slots := make(chan struct{}, limit)
+	var delay time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			return
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of descriptors (EMFILE: the server's are shared by every
+			// sandbox) or another passing failure. Returning would end this
+			// sandbox's egress until a restart; wait and go on, as
+			// net/http's server does.
+			if delay == 0 && p.Log != nil {
+				p.Log.Warn("accept egress connection", "err", err)
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		select {
+		case slots <- struct{}{}:
+		default:
+			wg.Go(func() { refuseBusy(c, limit) })
+			continue
 		}
 		wg.Go(func() {
+			defer func() { <-slots }()
 			defer c.Close()
 			p.handle(c, allow, report)
 		})
@@ -165,16 +213,24 @@ func (p *Proxy) dial(host string, port int, allow Allowlist, d *Decision) (net.C
 	}
 	// Every address must pass: a name that resolves to one public and one
 	// private address is refused outright rather than half used.
+	local, err := p.localAddrs()
+	if err != nil {
+		d.Reason = "cannot list this host's addresses"
+		return nil, errors.New(d.Reason)
+	}
 	for _, a := range addrs {
-		if why := Forbidden(a); why != "" && (p.Permit == nil || !p.Permit(a)) {
-			d.Addr, d.Reason = a.Unmap(), "resolves to a "+why
+		if why := refusal(a, local); why != "" && (p.Permit == nil || !p.Permit(a)) {
+			d.Addr, d.Reason = a.Unmap(), why
 			return nil, errors.New(d.Reason)
 		}
 	}
-	var dl net.Dialer
+	dial := p.dialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
 	var lastErr error
 	for _, a := range addrs {
-		c, err := dl.DialContext(ctx, "tcp", netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
+		c, err := dial(ctx, "tcp", netip.AddrPortFrom(a.Unmap(), uint16(port)).String())
 		if err == nil {
 			d.Allowed, d.Addr, d.Reason = true, a.Unmap(), "granted"
 			return c, nil
@@ -183,6 +239,61 @@ func (p *Proxy) dial(host string, port int, allow Allowlist, d *Decision) (net.C
 	}
 	d.Reason = "connect failed"
 	return nil, lastErr
+}
+
+// refuseBusy answers a connection past the limit 503 and closes it,
+// after reading what the client sent meanwhile (for a second at most),
+// so that closing does not reset the connection before it read the answer.
+func refuseBusy(c net.Conn, limit int) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	writeStatus(c, http.StatusServiceUnavailable,
+		"egress refused: this sandbox has "+strconv.Itoa(limit)+" egress connections open, the most it may")
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, maxHeader))
+}
+
+// refusal says why a sandbox may not connect to a, an address a granted
+// name resolved to, or "" if it may.
+func refusal(a netip.Addr, local []netip.Addr) string {
+	if why := Forbidden(a); why != "" {
+		return "resolves to a " + why
+	}
+	if slices.Contains(local, a.Unmap()) {
+		return "resolves to an address of this host"
+	}
+	return ""
+}
+
+// localAddrs returns this host's own addresses, unmapped.
+func (p *Proxy) localAddrs() ([]netip.Addr, error) {
+	if p.LocalAddrs != nil {
+		return p.LocalAddrs()
+	}
+	return InterfaceAddrs()
+}
+
+// InterfaceAddrs returns the addresses of this host's interfaces,
+// unmapped: addresses nothing a sandbox asks for may reach (the proxy,
+// the secrets broker), since from the host itself even its public ones
+// reach what it binds to every address, past firewalls of outside
+// traffic.
+func InterfaceAddrs() ([]netip.Addr, error) {
+	ifaddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("list host addresses: %w", err)
+	}
+	var out []netip.Addr
+	for _, ia := range ifaddrs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if a, ok := netip.AddrFromSlice(n.IP); ok {
+				out = append(out, a.Unmap())
+			}
+		}
+	}
+	return out, nil
 }
 
 func writeStatus(w io.Writer, code int, msg string) {

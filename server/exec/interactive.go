@@ -3,10 +3,12 @@ package exec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // interactiveFrame bounds one frame either way: a chunk of stdin or of
@@ -84,7 +87,25 @@ func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
 		Sandbox: sb, Source: source, Operation: "exec", Detail: detail, ExitCode: res.exit.ExitCode,
 		Started: started, Duration: s.d.Now().Sub(started),
 	})
+	if res.raw == nil {
+		res.ended = s.sandboxEnded(r, sb)
+	}
 	res.finish(r.Context(), down)
+	return nil
+}
+
+// sandboxEnded is why a command that ended without an exit status did,
+// when its sandbox went with it: the answer its destroy gives calls while
+// it runs, else the refusal a call to it gets now; nil while it is active.
+func (s *Service) sandboxEnded(r *http.Request, sb *model.Sandbox) *api.Error {
+	if e, ok := s.d.Calls.Ending(sb.ID).(*api.Error); ok {
+		return e
+	}
+	if _, err := s.d.LoadActive(r); err != nil {
+		if e, ok := errors.AsType[*api.Error](err); ok && e.Status != http.StatusNotFound {
+			return e
+		}
+	}
 	return nil
 }
 
@@ -95,10 +116,17 @@ type interactiveResult struct {
 	out  [3]atomic.Int64 // by stream
 	exit api.InteractiveControl
 	raw  []byte // the exit frame as the sidecar sent it
+	// ended is why the sandbox ended under a command that sent no exit
+	// frame (destroyed, expired, lost), or nil.
+	ended *api.Error
 }
 
 // finish sends the held exit frame and closes the client's side.
 func (res *interactiveResult) finish(ctx context.Context, down *websocket.Conn) {
+	if res.raw == nil && res.ended != nil {
+		_ = down.Close(api.CloseSandboxEnded, closeReason(res.ended.Message))
+		return
+	}
 	if res.raw == nil {
 		_ = down.Close(websocket.StatusGoingAway, "the sandbox ended the command without an exit status")
 		return
@@ -154,4 +182,13 @@ func relayInteractive(ctx context.Context, down, up *websocket.Conn) (res *inter
 	_ = up.Close(websocket.StatusNormalClosure, "")
 	cancelUp()
 	return res, wg.Wait
+}
+
+// closeReason fits s into a close frame's 123 bytes, on a rune boundary.
+func closeReason(s string) string {
+	for len(s) > 123 {
+		_, n := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-n]
+	}
+	return s
 }

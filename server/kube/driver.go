@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -43,9 +44,12 @@ const (
 
 // Config configures the kube driver.
 type Config struct {
-	Namespace        string // where sandboxes run; DefaultNamespace when ""
-	Image            string // the sandbox image, with boxkite-sidecar on its PATH
-	ImagePullPolicy  corev1.PullPolicy
+	Namespace       string // where sandboxes run; DefaultNamespace when ""
+	Image           string // the sandbox image, with boxkite-sidecar on its PATH
+	ImagePullPolicy corev1.PullPolicy
+	// ImagePullSecrets name Secrets in Namespace the kubelet pulls Image
+	// with (a private registry); the server never reads them.
+	ImagePullSecrets []string
 	RuntimeClassName string // e.g. "gvisor" or "kata"; "" means the cluster default
 	SidecarPort      int32  // the sidecar's TLS port in the pod
 	StorageGB        float64
@@ -226,14 +230,14 @@ func (d *Driver) start(ctx context.Context, p podPlan, token string) (model.Endp
 	}
 	ns := d.cfg.Namespace
 	if _, err := d.client.CoreV1().Secrets(ns).Create(ctx, d.secret(p, token, cert), metav1.CreateOptions{}); err != nil {
-		return model.Endpoint{}, fmt.Errorf("create secret: %w", err)
+		return model.Endpoint{}, fmt.Errorf("create secret: %w", quotaRefusal(err))
 	}
 	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
-		return model.Endpoint{}, fmt.Errorf("create network policy: %w", err)
+		return model.Endpoint{}, fmt.Errorf("create network policy: %w", quotaRefusal(err))
 	}
 	created, err := d.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		return model.Endpoint{}, fmt.Errorf("create pod: %w", err)
+		return model.Endpoint{}, fmt.Errorf("create pod: %w", quotaRefusal(err))
 	}
 	d.adopt(ctx, created)
 	return d.waitReady(ctx, p.name, token, cert.certPEM)
@@ -350,33 +354,24 @@ func sidecarCall(ctx context.Context, ep model.Endpoint, method, path, token str
 // that is gone is not an error.
 func (d *Driver) Delete(ctx context.Context, id string) error {
 	d.egress.Close(id)
-	sel := labels.Set{LabelManagedBy: ManagedBy, LabelSandbox: id}.String()
-	pods, err := d.client.CoreV1().Pods(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return fmt.Errorf("delete sandbox %s: list pods: %w", id, err)
-	}
-	names := map[string]bool{podName(id): true}
-	for _, p := range pods.Items {
-		names[p.Name] = true
-	}
 	// A paused sandbox has no pod: its Secret names it, and the copy of
 	// its workspace goes too.
-	secs, err := d.client.CoreV1().Secrets(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return fmt.Errorf("delete sandbox %s: list secrets: %w", id, err)
+	sec, names, err := d.sandboxSecret(ctx, id)
+	if err != nil && !errors.Is(err, model.ErrSandboxGone) {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
-	for _, s := range secs.Items {
-		if name := s.Labels[LabelPod]; name != "" {
-			names[name] = true
+	if sec != nil {
+		if name := sec.Labels[LabelPod]; name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
 		}
-		if key := s.Annotations[annotationPausedSnapshot]; key != "" {
+		if key := sec.Annotations[annotationPausedSnapshot]; key != "" {
 			if err := d.DeleteSnapshot(ctx, key); err != nil {
 				d.log.Warn("delete a paused sandbox's workspace copy", "sandbox", id, "err", err)
 			}
 		}
 	}
 	var errs []error
-	for name := range names {
+	for _, name := range names {
 		errs = append(errs, d.deletePod(ctx, name))
 	}
 	if err := errors.Join(errs...); err != nil {

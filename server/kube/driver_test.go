@@ -200,7 +200,7 @@ func TestClaimCAS(t *testing.T) {
 
 // TestPodSpec checks the security-relevant parts of a sandbox pod.
 func TestPodSpec(t *testing.T) {
-	d, _ := newFakeDriver(t, Config{RuntimeClassName: "gvisor"})
+	d, _ := newFakeDriver(t, Config{RuntimeClassName: "gvisor", ImagePullSecrets: []string{"regcred", "other"}})
 	pod, err := d.pod(podPlan{
 		name: "sbx-a", sandbox: "a", size: "medium", storageGB: 3, deadline: 2 * time.Hour,
 		volumes: []model.VolumeMount{{ID: "v1", Path: "/workspace/data"}},
@@ -214,6 +214,9 @@ func TestPodSpec(t *testing.T) {
 	}
 	if pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName != "gvisor" {
 		t.Errorf("runtimeClassName = %v, want gvisor", pod.Spec.RuntimeClassName)
+	}
+	if got, want := pod.Spec.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "regcred"}, {Name: "other"}}; !cmp.Equal(got, want) {
+		t.Errorf("imagePullSecrets = %v, want %v", got, want)
 	}
 	c := pod.Spec.Containers[0]
 	if got := c.Resources.Limits.Memory().String(); got != "2Gi" {

@@ -87,6 +87,15 @@ func (d *Driver) secret(p podPlan, token string, c *certPair) *corev1.Secret {
 
 func secretName(pod string) string { return pod + "-sidecar" }
 
+// pullSecrets refers a pod to the Secrets names; nil for none.
+func pullSecrets(names []string) []corev1.LocalObjectReference {
+	var refs []corev1.LocalObjectReference
+	for _, n := range names {
+		refs = append(refs, corev1.LocalObjectReference{Name: n})
+	}
+	return refs
+}
+
 // networkPolicy denies the pod all egress (a sandbox has no network unless
 // granted) and admits only the control plane, on the sidecar port. A pod
 // granted egress may reach the control plane on its proxy's port only:
@@ -171,6 +180,7 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 			TerminationGracePeriodSeconds: ptr(int64(10)),
 			DNSPolicy:                     corev1.DNSDefault,
 			HostUsers:                     ptr(d.cfg.HostUsers), // false: a user namespace of the pod's own
+			ImagePullSecrets:              pullSecrets(d.cfg.ImagePullSecrets),
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -60,17 +59,13 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 	if why := d.PauseModes()[mode]; why != "" || mode != api.PauseFilesystem {
 		return fmt.Errorf("pause sandbox %s: mode %s: %s", id, mode, why)
 	}
-	sec, err := d.sandboxSecret(ctx, id)
+	sec, names, err := d.sandboxSecret(ctx, id)
 	if err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
 	}
-	now := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
 	if sec.Annotations[annotationPausedPod] != "" {
 		// Paused already; a crash may have come before the pod went.
-		if err := d.client.CoreV1().Pods(d.cfg.Namespace).Delete(ctx, sec.Labels[LabelPod], now); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("pause sandbox %s: delete pod: %w", id, err)
-		}
-		return nil
+		return d.deleteLeftPods(ctx, id, sec.Labels[LabelPod], names)
 	}
 	pod, err := d.client.CoreV1().Pods(d.cfg.Namespace).Get(ctx, sec.Labels[LabelPod], metav1.GetOptions{})
 	if err != nil {
@@ -83,6 +78,25 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 	if err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
 	}
+	if err := d.keepPaused(ctx, id, pod, sec, ref.Key); err != nil {
+		_ = d.DeleteSnapshot(ctx, ref.Key)
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	del := d.deletePod // a moved warm pod's Secret and policy go with it
+	if pod.Name == podName(id) {
+		del = d.deletePodOnly
+	}
+	if err := del(ctx, pod.Name); err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", id, err)
+	}
+	return nil
+}
+
+// keepPaused keeps pod's Secret and NetworkPolicy past it under the
+// sandbox's own pod name (no owner, so the garbage collector leaves
+// them), the Secret saying what to start again and where the workspace's
+// copy is.
+func (d *Driver) keepPaused(ctx context.Context, id string, pod *corev1.Pod, sec *corev1.Secret, key string) error {
 	spec := *pod.Spec.DeepCopy()
 	spec.NodeName = "" // let the scheduler place it again
 	for i := range spec.Containers {
@@ -90,30 +104,55 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 		// with the token its Secret now holds.
 		spec.Containers[i].Args = slices.DeleteFunc(spec.Containers[i].Args, func(a string) bool { return a == "--claimable" })
 	}
-	saved, err := json.Marshal(pausedPod{Name: pod.Name, Labels: pod.Labels, Annotations: pod.Annotations, Spec: spec})
+	saved := pausedPod{Name: pod.Name, Labels: pod.Labels, Annotations: pod.Annotations, Spec: spec}
+	own := podName(id)
+	if pod.Name != own {
+		saved = renamed(saved, own)
+	}
+	raw, err := json.Marshal(saved)
 	if err != nil {
 		return err
 	}
-	// Keep the Secret and NetworkPolicy past the pod: no owner, and the
-	// Secret says what to start again.
-	keep, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"ownerReferences": nil,
-		"annotations":     map[string]string{annotationPausedPod: string(saved), annotationPausedSnapshot: ref.Key},
-	}})
+	annotations := map[string]string{annotationPausedPod: string(raw), annotationPausedSnapshot: key}
+	if pod.Name != own {
+		return d.keepUnderOwnName(ctx, pod, sec, own, annotations)
+	}
+	keep, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": nil, "annotations": annotations}})
 	if err != nil {
 		return err
 	}
 	ns := d.cfg.Namespace
 	if _, err := d.client.CoreV1().Secrets(ns).Patch(ctx, sec.Name, types.MergePatchType, keep, metav1.PatchOptions{}); err != nil {
-		_ = d.DeleteSnapshot(ctx, ref.Key)
-		return fmt.Errorf("pause sandbox %s: keep its secret: %w", id, err)
+		return fmt.Errorf("keep its secret: %w", err)
 	}
 	orphan := []byte(`{"metadata":{"ownerReferences":null}}`)
 	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Patch(ctx, pod.Name, types.MergePatchType, orphan, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("pause sandbox %s: keep its network policy: %w", id, err)
+		return fmt.Errorf("keep its network policy: %w", err)
 	}
-	if err := d.client.CoreV1().Pods(ns).Delete(ctx, pod.Name, now); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("pause sandbox %s: delete pod: %w", id, err)
+	return nil
+}
+
+// deleteLeftPods deletes the pods a paused sandbox still has: the one of
+// its own name alone (its Secret and policy are the paused sandbox's), a
+// moved warm pod with its Secret and policy.
+func (d *Driver) deleteLeftPods(ctx context.Context, id, own string, names []string) error {
+	for _, name := range names {
+		del := d.deletePod
+		if name == own {
+			del = d.deletePodOnly
+		}
+		if err := del(ctx, name); err != nil {
+			return fmt.Errorf("pause sandbox %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// deletePodOnly deletes pod name, now; an absent one is not an error.
+func (d *Driver) deletePodOnly(ctx context.Context, name string) error {
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}
+	if err := d.client.CoreV1().Pods(d.cfg.Namespace).Delete(ctx, name, now); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete pod %s: %w", name, err)
 	}
 	return nil
 }
@@ -122,7 +161,7 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 // back. A running sandbox is left as it is. egress is not used: a sandbox
 // granted egress is not paused on this driver.
 func (d *Driver) Resume(ctx context.Context, id string, _ func(net.Listener)) error {
-	sec, err := d.sandboxSecret(ctx, id)
+	sec, _, err := d.sandboxSecret(ctx, id)
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
 	}
@@ -169,7 +208,7 @@ func (d *Driver) createAgain(ctx context.Context, pod *corev1.Pod) (*corev1.Pod,
 		created, err := d.client.CoreV1().Pods(d.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
-				return nil, fmt.Errorf("create pod: %w", err)
+				return nil, fmt.Errorf("create pod: %w", quotaRefusal(err))
 			}
 			return created, nil
 		}
@@ -185,20 +224,4 @@ func (d *Driver) createAgain(ctx context.Context, pod *corev1.Pod) (*corev1.Pod,
 // new address (model.EndpointDriver).
 func (d *Driver) Endpoint(ctx context.Context, id string) (model.Endpoint, error) {
 	return d.sandboxEndpoint(ctx, id)
-}
-
-// sandboxSecret is the Secret of sandbox id's pod (running or paused).
-func (d *Driver) sandboxSecret(ctx context.Context, id string) (*corev1.Secret, error) {
-	sel := labels.Set{LabelManagedBy: ManagedBy, LabelSandbox: id}.String()
-	list, err := d.client.CoreV1().Secrets(d.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("list secrets: %w", err)
-	}
-	for i := range list.Items {
-		if list.Items[i].DeletionTimestamp == nil {
-			return &list.Items[i], nil
-		}
-	}
-	// Pause and resume need it: without it the sandbox is gone.
-	return nil, fmt.Errorf("no secret of the sandbox: %w", model.ErrSandboxGone)
 }

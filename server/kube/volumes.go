@@ -29,7 +29,7 @@ func (d *Driver) CreateVolume(ctx context.Context, id string, sizeBytes int64) e
 		pvc.Spec.StorageClassName = ptr(d.cfg.StorageClass)
 	}
 	if _, err := d.client.CoreV1().PersistentVolumeClaims(d.cfg.Namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create volume %s: %w", id, err)
+		return fmt.Errorf("create volume %s: %w", id, quotaRefusal(err))
 	}
 	return nil
 }

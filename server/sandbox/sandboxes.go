@@ -75,9 +75,19 @@ func (s *Service) validateCreate(req api.CreateSandboxRequest) (createParams, er
 
 // createSandbox serves POST /v1/sandboxes. With count > 1 the answer is an array.
 func (s *Service) createSandbox(w http.ResponseWriter, r *http.Request) error {
-	var req api.CreateSandboxRequest
-	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
+	var body struct {
+		api.CreateSandboxRequest
+		Count *int `json:"count"` // absent: 1; an explicit 0 is refused
+	}
+	if err := httpx.DecodeJSON(w, r, &body, httpx.MaxSmallBody); err != nil {
 		return err
+	}
+	req := body.CreateSandboxRequest
+	if body.Count != nil {
+		if *body.Count < 1 || *body.Count > s.cfg.MaxCount {
+			return httpx.Invalid("count", fmt.Sprintf("count must be between 1 and %d, got %d", s.cfg.MaxCount, *body.Count), "omit count for one sandbox")
+		}
+		req.Count = *body.Count
 	}
 	p, err := s.validateCreate(req)
 	if err != nil {

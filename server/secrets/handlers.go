@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -61,8 +62,22 @@ func (s *Service) ServeDelete(w http.ResponseWriter, r *http.Request, accountID 
 }
 
 // DecodeHTTPRequest reads the body of POST /v1/sandboxes/{id}/http-request.
+// An absent timeout is the default; an explicit 0 is refused.
 func DecodeHTTPRequest(w http.ResponseWriter, r *http.Request) (api.HTTPRequest, error) {
-	var req api.HTTPRequest
-	err := httpx.DecodeJSON(w, r, &req, api.MaxHTTPRequestBody+maxBody)
-	return req, err
+	var body struct {
+		api.HTTPRequest
+		Timeout *int `json:"timeout"`
+	}
+	if err := httpx.DecodeJSON(w, r, &body, api.MaxHTTPRequestBody+maxBody); err != nil {
+		return api.HTTPRequest{}, err
+	}
+	req := body.HTTPRequest
+	if body.Timeout != nil {
+		if *body.Timeout < 1 || *body.Timeout > api.MaxHTTPRequestTimeout {
+			return api.HTTPRequest{}, api.Invalid("timeout", fmt.Sprintf("timeout must be 1 to %d seconds, got %d", api.MaxHTTPRequestTimeout, *body.Timeout),
+				fmt.Sprintf("omit timeout for the default of %d seconds", api.DefaultHTTPRequestTimeout))
+		}
+		req.Timeout = *body.Timeout
+	}
+	return req, nil
 }

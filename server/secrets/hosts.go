@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -79,10 +80,18 @@ func (s *Service) resolve(ctx context.Context, host string) ([]netip.Addr, strin
 		}
 		addrs = as
 	}
+	local, err := s.local()
+	if err != nil {
+		return nil, "", err
+	}
 	for i, a := range addrs {
 		a = a.Unmap()
 		addrs[i] = a
-		if why := egress.Forbidden(a); why != "" && (s.permit == nil || !s.permit(a)) {
+		why := egress.Forbidden(a)
+		if why == "" && slices.Contains(local, a) {
+			why = "local address (one of this host's own)"
+		}
+		if why != "" && (s.permit == nil || !s.permit(a)) {
 			return nil, why, nil
 		}
 	}
@@ -115,7 +124,7 @@ func (s *Service) checkHosts(ctx context.Context, hosts []string) ([]string, err
 		}
 		if why != "" {
 			return nil, hostError(api.CodeUnsafeAllowedHost, fmt.Sprintf("allowed host %q resolves to a %s", h, why),
-				"the broker never sends secrets to private, loopback, link-local or metadata addresses")
+				"the broker never sends secrets to private, loopback, link-local or metadata addresses, nor to the server's host")
 		}
 		if !seen[n] {
 			seen[n] = true

@@ -32,6 +32,10 @@ type Config struct {
 	// from the forbidden ranges, so tests can reach a server on 127.0.0.1.
 	// Never set it outside tests.
 	PermitForTests func(netip.Addr) bool
+	// LocalAddrs lists this host's own addresses, which the broker never
+	// sends to (a public one reaches, from the host, what it binds to
+	// every address); nil means egress.InterfaceAddrs.
+	LocalAddrs func() ([]netip.Addr, error)
 	// Limit is how many secrets an account may hold; 0 means
 	// api.MaxSecretsPerAccount.
 	Limit int
@@ -47,6 +51,7 @@ type Service struct {
 	keys     *Keyring
 	resolver egress.Resolver
 	permit   func(netip.Addr) bool
+	local    func() ([]netip.Addr, error)
 	limit    int
 	log      *slog.Logger
 	now      func() time.Time
@@ -75,6 +80,9 @@ func New(store Store, cfg Config) *Service {
 	}
 	if s.resolver == nil {
 		s.resolver = net.DefaultResolver
+	}
+	if s.local = cfg.LocalAddrs; s.local == nil {
+		s.local = egress.InterfaceAddrs
 	}
 	if s.limit == 0 {
 		s.limit = api.MaxSecretsPerAccount

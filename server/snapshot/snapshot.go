@@ -333,15 +333,19 @@ func (s *Service) Restore(ctx context.Context, acct *model.Account, sn *model.Sn
 }
 
 func (s *Service) fork(w http.ResponseWriter, r *http.Request) error {
-	var req api.ForkSandboxRequest
+	var req struct {
+		Count *int `json:"count"` // absent: 1; an explicit 0 is refused
+	}
 	if err := httpx.DecodeJSON(w, r, &req, maxBody); err != nil {
 		return err
 	}
-	if req.Count == 0 {
-		req.Count = 1
+	count := 1
+	if req.Count != nil {
+		count = *req.Count
 	}
-	if req.Count < 1 || req.Count > s.cfg.MaxFork {
-		return httpx.Invalid("count", fmt.Sprintf("count must be between 1 and %d", s.cfg.MaxFork), "")
+	if count < 1 || count > s.cfg.MaxFork {
+		return httpx.Invalid("count", fmt.Sprintf("count must be between 1 and %d, got %d", s.cfg.MaxFork, count),
+			"omit count for one fork")
 	}
 	acct := s.cfg.Control.Account(r)
 	sb, err := s.live(r, acct)
@@ -351,7 +355,7 @@ func (s *Service) fork(w http.ResponseWriter, r *http.Request) error {
 	if err := s.noDriver(); err != nil {
 		return err
 	}
-	children, err := s.Fork(r.Context(), acct, sb, req.Count)
+	children, err := s.Fork(r.Context(), acct, sb, count)
 	if err != nil {
 		return err
 	}

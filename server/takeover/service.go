@@ -30,6 +30,9 @@ type Deps struct {
 	// DialSidecarWS opens a WebSocket route of the sandbox's sidecar; a
 	// refusal is the *api.Error to answer.
 	DialSidecarWS func(r *http.Request, sb *model.Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error)
+	// Ending is the answer to calls to sandbox id while this server
+	// destroys it, else nil (optional).
+	Ending func(id string) error
 	// AuthenticateKey authenticates the request by API key (the guard's).
 	AuthenticateKey func(r *http.Request, token string) error
 	// CredentialValid reports whether a credential id (API key or SSH key)

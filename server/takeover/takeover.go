@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -110,6 +111,7 @@ func (s *Service) takeover(w http.ResponseWriter, r *http.Request) error {
 		rec = newRecorder(s.d.Now)
 		hooks.output, hooks.control = rec.output, rec.control
 	}
+	hooks.ended = func() *api.Error { return s.sandboxEnded(r.Context(), sb) }
 	typed := s.relayPTY(relayCtx, down, up, grant.ReadOnly, hooks)
 	stopFlushing()
 	<-flushed
@@ -227,6 +229,31 @@ func (s *Service) dialPTY(r *http.Request, sb *model.Sandbox, readOnly bool) (*w
 // and the control frames of a client that may type. Nil hooks are skipped.
 type relayHooks struct {
 	typed, output, control func([]byte)
+	// ended, asked when the terminal's side ended first, is why its
+	// sandbox ended (destroyed, expired, lost), or nil.
+	ended func() *api.Error
+}
+
+// sandboxEnded is why sb's terminal went, when the sandbox went
+// with it: the answer its destroy gives calls while it runs, else the
+// status recorded once it finished. The destroy marks the sandbox before
+// the driver stops the sidecar and records it after, so a terminal that
+// ended because of it always finds one of the two.
+func (s *Service) sandboxEnded(ctx context.Context, sb *model.Sandbox) *api.Error {
+	if s.d.Ending != nil {
+		if e, ok := s.d.Ending(sb.ID).(*api.Error); ok {
+			return e
+		}
+	}
+	now, err := s.d.Store.Sandbox(context.WithoutCancel(ctx), sb.AccountID, sb.ID)
+	if err != nil || now.Live() {
+		return nil
+	}
+	status := now.Status
+	if now.DestroyReason != "" && now.DestroyReason != now.Status {
+		status += " (" + now.DestroyReason + ")"
+	}
+	return api.Errorf(http.StatusGone, api.CodeNotFound, "sandbox %s is %s", sb.ID, status)
 }
 
 func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks) int64 {
@@ -291,6 +318,11 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 	// Pass the closing side's status on to the other side, so `boxkite
 	// attach` learns why its shell went away.
 	code, reason := closeStatus(request, first)
+	if !first.fromClient && hooks.ended != nil {
+		if e := hooks.ended(); e != nil {
+			code, reason = api.CloseSandboxEnded, closeReason(e.Message)
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = down.Close(code, reason) })
 	wg.Go(func() { _ = up.Close(code, reason) })
@@ -305,6 +337,15 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 type relayEnd struct {
 	fromClient bool
 	err        error
+}
+
+// closeReason fits s into a close frame's 123 bytes, on a rune boundary.
+func closeReason(s string) string {
+	for len(s) > 123 {
+		_, n := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-n]
+	}
+	return s
 }
 
 // closeStatus is the close status both sides get once first ended the

@@ -32,18 +32,24 @@ func (s *Service) volumeDriver() (model.VolumeDriver, error) {
 
 // createVolume serves POST /v1/volumes.
 func (s *Service) createVolume(w http.ResponseWriter, r *http.Request) error {
-	var req api.CreateVolumeRequest
-	if err := httpx.DecodeJSON(w, r, &req, httpx.MaxSmallBody); err != nil {
+	var body struct {
+		api.CreateVolumeRequest
+		SizeGB *float64 `json:"size_gb"` // absent: 1; an explicit 0 is refused
+	}
+	if err := httpx.DecodeJSON(w, r, &body, httpx.MaxSmallBody); err != nil {
 		return err
 	}
+	req := body.CreateVolumeRequest
 	if len(req.Label) > model.MaxLabelLen {
 		return httpx.Invalid("label", fmt.Sprintf("label is longer than %d characters", model.MaxLabelLen), "")
 	}
-	if req.SizeGB == 0 {
-		req.SizeGB = 1
+	req.SizeGB = 1
+	if body.SizeGB != nil {
+		req.SizeGB = *body.SizeGB
 	}
-	if maxGB := s.d.MaxGB; req.SizeGB < 0 || req.SizeGB > maxGB || math.IsNaN(req.SizeGB) {
-		return httpx.Invalid("size_gb", fmt.Sprintf("size_gb must be more than 0 and at most %g", maxGB), "")
+	if maxGB := s.d.MaxGB; req.SizeGB <= 0 || req.SizeGB > maxGB || math.IsNaN(req.SizeGB) {
+		return httpx.Invalid("size_gb", fmt.Sprintf("size_gb must be more than 0 and at most %g, got %g", maxGB, req.SizeGB),
+			"omit size_gb for the default of 1 GB")
 	}
 	vd, err := s.volumeDriver()
 	if err != nil {
@@ -60,6 +66,9 @@ func (s *Service) createVolume(w http.ResponseWriter, r *http.Request) error {
 		s.d.Log.ErrorContext(r.Context(), "create volume", "volume", v.ID, "err", err)
 		if model.IsStorageFault(err) {
 			return model.StorageFailed("create the volume")
+		}
+		if he, ok := errors.AsType[*model.HostLimitError](err); ok {
+			return he.APIError("volume create") // a Kubernetes ResourceQuota
 		}
 		return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not create the volume").
 			WithHint("retry; if it keeps failing, the server log has the cause under this request id")

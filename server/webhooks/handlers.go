@@ -24,9 +24,13 @@ const maxDescription = 500
 
 // validate checks a create's body and returns its event types deduplicated.
 func (s *Service) validate(req *api.CreateWebhookRequest) ([]string, error) {
-	if err := checkURL(req.URL, s.d.AllowLoopback); err != nil {
+	local, err := s.d.LocalAddrs()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkURL(req.URL, s.d.AllowLoopback, local); err != nil {
 		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeUnsafeWebhookURL, "url: %v", err).
-			WithHint("use a public http(s) URL; loopback, private and link-local addresses are refused")
+			WithHint("use a public http(s) URL; loopback, private and link-local addresses and the server's own host are refused")
 	}
 	if len(req.EventTypes) == 0 {
 		return nil, httpx.Invalid("event_types", "event_types needs at least one event type", fmt.Sprintf("use some of %v", eventTypes))

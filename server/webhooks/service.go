@@ -4,8 +4,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
+	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -29,6 +31,9 @@ type Deps struct {
 	// AllowLoopback lets subscriptions and deliveries reach 127.0.0.1:
 	// the operator's setting for tests, never a tenant's.
 	AllowLoopback bool
+	// LocalAddrs lists this host's own addresses, which subscriptions and
+	// deliveries never reach; nil means egress.InterfaceAddrs.
+	LocalAddrs func() ([]netip.Addr, error)
 	// BackoffBase is the first retry's delay (30 s when zero); the n-th
 	// retry waits BackoffBase × 2^(n-1), at most an hour.
 	BackoffBase time.Duration
@@ -75,9 +80,12 @@ func New(d Deps) (*Service, error) {
 	if d.Owner == "" {
 		d.Owner = model.NewID()
 	}
+	if d.LocalAddrs == nil {
+		d.LocalAddrs = egress.InterfaceAddrs
+	}
 	s := &Service{
 		d: d, store: authorized{d.Store},
-		client: safeClient(AttemptTimeout, d.AllowLoopback),
+		client: safeClient(AttemptTimeout, d.AllowLoopback, d.LocalAddrs),
 		wake:   make(chan struct{}, 1),
 	}
 	if d.SoleServer {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -17,12 +18,13 @@ import (
 const MaxURLLen = 2048
 
 // errUnsafeTarget refuses a delivery to an address the SSRF check rules out.
-var errUnsafeTarget = errors.New("webhook target is a loopback, private or link-local address")
+var errUnsafeTarget = errors.New("webhook target is a loopback, private or link-local address, or the server's host")
 
 // checkURL checks a subscription URL's form and, when its host is an IP
-// literal, the address; a name is checked when it is resolved, at every
-// delivery (safeDialer), since what it resolves to may change.
-func checkURL(raw string, allowLoopback bool) error {
+// literal, the address (local lists the host's own addresses); a name is
+// checked when it is resolved, at every delivery (safeDialer), since what
+// it resolves to may change.
+func checkURL(raw string, allowLoopback bool, local []netip.Addr) error {
 	if raw == "" || len(raw) > MaxURLLen {
 		return fmt.Errorf("the URL must be 1 to %d bytes", MaxURLLen)
 	}
@@ -46,22 +48,24 @@ func checkURL(raw string, allowLoopback bool) error {
 		}
 		return nil
 	}
-	if ip, err := netip.ParseAddr(host); err == nil && !allowedAddr(ip, allowLoopback) {
+	if ip, err := netip.ParseAddr(host); err == nil && !allowedAddr(ip, allowLoopback, local) {
 		return errUnsafeTarget
 	}
 	return nil
 }
 
 // allowedAddr reports whether a delivery may go to ip: a public unicast
-// address, or 127.0.0.1 when the operator allowed loopback (tests).
-func allowedAddr(ip netip.Addr, allowLoopback bool) bool {
+// address but the host's own (local: from the host, even a public one
+// reaches what it binds to every address, past firewalls of outside
+// traffic), or 127.0.0.1 when the operator allowed loopback (tests).
+func allowedAddr(ip netip.Addr, allowLoopback bool, local []netip.Addr) bool {
 	ip = ip.Unmap()
 	if allowLoopback && ip == netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
 		return true
 	}
 	switch {
 	case !ip.IsValid(), ip.IsUnspecified(), ip.IsLoopback(), ip.IsPrivate(), ip.IsLinkLocalUnicast(),
-		ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast(), ip.IsMulticast():
+		ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast(), ip.IsMulticast(), slices.Contains(local, ip):
 		return false
 	}
 	for _, p := range blocked {
@@ -88,12 +92,19 @@ var blocked = []netip.Prefix{
 // connection dials is checked after resolution (so a name that resolves to
 // a private address, now or after a rebinding, is refused), no proxy from
 // the environment, no redirects, timeout per attempt.
-func safeClient(timeout time.Duration, allowLoopback bool) *http.Client {
+func safeClient(timeout time.Duration, allowLoopback bool, localAddrs func() ([]netip.Addr, error)) *http.Client {
 	d := &net.Dialer{
 		Timeout: timeout,
 		Control: func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
-			if err != nil || !allowedAddr(ap.Addr(), allowLoopback) {
+			if err != nil {
+				return errUnsafeTarget
+			}
+			local, err := localAddrs()
+			if err != nil {
+				return err
+			}
+			if !allowedAddr(ap.Addr(), allowLoopback, local) {
 				return errUnsafeTarget
 			}
 			return nil

@@ -161,8 +161,13 @@ func TestCheckURL(t *testing.T) {
 		{"https://user:pw@hooks.example.com/", false, false},
 		{"https:///nohost", false, false},
 		{"", false, false},
+		// The server's host by its public address (local below): from the
+		// host it reaches what the host binds to every address.
+		{"http://93.184.216.99/in", false, false},
+		{"http://[::ffff:93.184.216.99]/in", false, false},
 	} {
-		if err := checkURL(tc.url, tc.loopback); (err == nil) != tc.ok {
+		local := []netip.Addr{netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("93.184.216.99")}
+		if err := checkURL(tc.url, tc.loopback, local); (err == nil) != tc.ok {
 			t.Errorf("checkURL(%q, loopback %v) = %v, want ok %v", tc.url, tc.loopback, err, tc.ok)
 		}
 	}
@@ -172,11 +177,11 @@ func FuzzCheckURL(f *testing.F) {
 	f.Add("http://127.0.0.1/")
 	f.Add("https://[::1]:80/x")
 	f.Fuzz(func(t *testing.T, raw string) {
-		if checkURL(raw, false) != nil {
+		if checkURL(raw, false, nil) != nil {
 			return
 		}
 		// Accepted: a literal address in it is public.
-		if ip, err := netip.ParseAddr(hostOf(raw)); err == nil && !allowedAddr(ip, false) {
+		if ip, err := netip.ParseAddr(hostOf(raw)); err == nil && !allowedAddr(ip, false, nil) {
 			t.Errorf("checkURL accepted %q with a private address", raw)
 		}
 	})

@@ -1,8 +1,12 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -75,7 +79,7 @@ func HTTPHandler(s *mcp.Server) http.Handler {
 // HTTPHandlerFor is HTTPHandler with the server picked per request (the
 // control plane picks by the opt-in tools a request enables).
 func HTTPHandlerFor(pick func(*http.Request) *mcp.Server) http.Handler {
-	return mcp.NewStreamableHTTPHandler(pick, &mcp.StreamableHTTPOptions{
+	return parseErrors(mcp.NewStreamableHTTPHandler(pick, &mcp.StreamableHTTPOptions{
 		Stateless:    true,
 		JSONResponse: true,
 		// The SDK refuses a non-loopback Host on a loopback listener to stop
@@ -84,6 +88,60 @@ func HTTPHandlerFor(pick func(*http.Request) *mcp.Server) http.Handler {
 		// host the Host header is the public name: the check would refuse
 		// every legitimate call.
 		DisableLocalhostProtection: true,
-		MaxRequestBodyBytes:        16 << 20,
+		MaxRequestBodyBytes:        maxBody,
+	}))
+}
+
+// maxBody is the largest JSON-RPC message a POST may carry.
+const maxBody = 16 << 20
+
+// parseErrors answers a JSON POST whose body is not JSON (or is empty)
+// with JSON-RPC's parse error (-32700, id null) and status 400, as the
+// MCP transport says a server should, instead of the SDK's plain-text
+// "malformed payload". Any other request goes on to next untouched: the
+// SDK still answers a wrong method (405) or Content-Type (415), and a
+// body over the limit (413).
+func parseErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if r.Method != http.MethodPost || mt != "application/json" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err == nil && len(body) <= maxBody && !json.Valid(body) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			msg := "Parse error: the body is not JSON"
+			if len(bytes.TrimSpace(body)) == 0 {
+				msg = "Parse error: the body is empty"
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{
+				"jsonrpc": "2.0", "id": nil,
+				"error": map[string]any{"code": -32700, "message": msg},
+			})
+			return
+		}
+		// Hand the bytes read on, followed by the rest (and any read error).
+		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), errReader{err}, r.Body), r.Body}
+		next.ServeHTTP(w, r)
 	})
+}
+
+// readCloser reads from one reader and closes another.
+type readCloser struct {
+	io.Reader
+	c io.Closer
+}
+
+func (rc readCloser) Close() error { return rc.c.Close() }
+
+// errReader returns err once read, or EOF when err is nil.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return 0, io.EOF
 }

@@ -195,3 +195,54 @@ func textOf(t *testing.T, res *mcp.CallToolResult) string {
 	}
 	return tc.Text
 }
+
+// A POST whose body is not JSON gets JSON-RPC's parse error (-32700, id
+// null) as JSON, not the SDK's plain-text "malformed payload"; a wrong
+// Content-Type is still the SDK's 415.
+func TestHTTPHandlerParseError(t *testing.T) {
+	srv := httptest.NewServer(mcpserver.HTTPHandler(newServer()))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct{ name, body, ctype string }{
+		{"not JSON", "hello {", "application/json"},
+		{"truncated", `{"jsonrpc":"2.0","id":1,"method":"tools/list"`, "application/json; charset=utf-8"},
+		{"empty", "", "application/json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", tc.ctype)
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var got struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+				t.Fatalf("answer is not JSON (%s): %v", resp.Header.Get("Content-Type"), err)
+			}
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" ||
+				got.JSONRPC != "2.0" || string(got.ID) != "null" || got.Error.Code != -32700 ||
+				!strings.HasPrefix(got.Error.Message, "Parse error") {
+				t.Errorf("answer = %d %s %+v", resp.StatusCode, resp.Header.Get("Content-Type"), got)
+			}
+		})
+	}
+	resp, err := http.Post(srv.URL, "text/plain", strings.NewReader("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Errorf("text/plain POST = %d, want 415", resp.StatusCode)
+	}
+}

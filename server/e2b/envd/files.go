@@ -21,8 +21,12 @@ import (
 // sidecar's /files/raw.
 func (h *Handler) download(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	sess := sessionFrom(ctx)
 	p := absPath(r.URL.Query().Get("path"))
+	if err := rawPath(p); err != nil {
+		h.restError(w, r, err)
+		return
+	}
+	sess := sessionFrom(ctx)
 	started := time.Now()
 	resp, err := sidecarOK(ctx, sess, http.MethodGet, "/files/raw", url.Values{"path": {p}}, nil, nil)
 	if err != nil {
@@ -49,6 +53,21 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// rawPath refuses a path with a backslash in it. Reads and writes go
+// through the sidecar's file routes, which take a backslash for a slash,
+// as /v1 does: write('a\b.txt') wrote a/b.txt while its answer named
+// a\b.txt, and read('a\b.txt') read a/b.txt. E2B, as Linux, takes a
+// backslash as a character of the name, and so do the other file calls
+// here (list, getInfo, rename, remove), which run commands.
+func rawPath(p string) error {
+	if strings.ContainsRune(p, '\\') {
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest,
+			"path '%s' has a backslash, which boxkite's file reads and writes take for a slash", p).
+			WithHint("name the file without a backslash, or read and write it with commands.run")
+	}
+	return nil
+}
+
 // writtenEntry is one element of the upload's answer.
 type writtenEntry struct {
 	Name string `json:"name"`
@@ -66,6 +85,9 @@ func (h *Handler) upload(w http.ResponseWriter, r *http.Request) {
 	var written []writtenEntry
 	write := func(dest string, body io.Reader) error {
 		p := absPath(dest)
+		if err := rawPath(p); err != nil {
+			return err
+		}
 		if err := h.putFile(r.Context(), p, body); err != nil {
 			return err
 		}

@@ -76,26 +76,38 @@ func (s filesystemService) fileOp(ctx context.Context, op, what, script string, 
 	if err := sess.Audit(ctx, AuditEntry{Operation: op, Detail: detail, ExitCode: &code, Started: started, Duration: time.Since(started)}); err != nil {
 		return "", s.h.rpcError(ctx, err)
 	}
-	msg := strings.TrimSpace(res.Stderr)
-	switch res.ExitCode {
-	case 0:
+	if res.ExitCode == 0 {
 		if res.Truncated {
 			return "", connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("the listing of %s is larger than %d MiB", what, maxListOutput>>20))
 		}
 		return res.Stdout, nil
+	}
+	return "", scriptError(op, what, res.ExitCode, strings.TrimSpace(res.Stderr))
+}
+
+// scriptError is the Connect error of a file script that exited with
+// code, having written msg. A path through a file ("Not a directory", or
+// mkdir -p's "File exists" for a parent that is a file) is
+// invalid_argument, and a read-only filesystem permission_denied, as a
+// permission error is: both were internal errors.
+func scriptError(op, what string, code int, msg string) error {
+	switch code {
 	case exitNotFound:
-		return "", connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' does not exist", what))
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' does not exist", what))
 	case exitGoneAfter:
-		return "", connect.NewError(connect.CodeNotFound, fmt.Errorf("%w: %s", errGoneAfter, msg))
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("%w: %s", errGoneAfter, msg))
 	case exitExists:
-		return "", connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("path '%s' already exists", what))
+		return connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("path '%s' already exists", what))
 	case exitNotDir:
-		return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path '%s' is not a directory", what))
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path '%s' is not a directory", what))
 	}
-	if strings.Contains(msg, "Permission denied") {
-		return "", connect.NewError(connect.CodePermissionDenied, errors.New(msg))
+	switch {
+	case strings.Contains(msg, "Permission denied"), strings.Contains(msg, "Read-only file system"):
+		return connect.NewError(connect.CodePermissionDenied, errors.New(msg))
+	case strings.Contains(msg, "Not a directory"), strings.Contains(msg, "File exists"):
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s %s: %s", op, what, msg))
 	}
-	return "", connect.NewError(connect.CodeInternal, fmt.Errorf("%s %s: %s", op, what, msg))
+	return connect.NewError(connect.CodeInternal, fmt.Errorf("%s %s: %s", op, what, msg))
 }
 
 // inWorkspace writes a path under Home relative to the command's working
@@ -144,7 +156,8 @@ const (
 	listScript = existsCheck + `[ -d "$1" ] || { echo "not a directory: $1" >&2; exit 20; }` + "\n" +
 		`{ e=$(LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
 		listVanished
-	mkdirScript = `if [ -e "$1" ] || [ -L "$1" ]; then echo "exists: $1" >&2; exit 17; fi` + "\n" +
+	mkdirScript = `if [ -d "$1" ]; then echo "exists: $1" >&2; exit 17; fi` + "\n" +
+		`if [ -e "$1" ] || [ -L "$1" ]; then echo "exists and is not a directory: $1" >&2; exit 20; fi` + "\n" +
 		`mkdir -p -- "$1" && find -P "$1" -maxdepth 0 -printf '` + entryFormat + `'`
 	moveScript = existsCheck + `mkdir -p -- "$(dirname -- "$2")" && mv -T -- "$1" "$2" || exit` + "\n" +
 		`{ e=$(LC_ALL=C find -P "$2" -maxdepth 0 -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
@@ -204,8 +217,10 @@ func (s filesystemService) ListDir(ctx context.Context, req *connect.Request[fil
 // maxListDepth bounds ListDir's depth.
 const maxListDepth = 64
 
-// MakeDir creates a directory and its parents; already_exists if the path
-// exists (the SDK then returns false).
+// MakeDir creates a directory and its parents; already_exists if the
+// directory exists (the SDK then returns false), invalid_argument if the
+// path is something else, as E2B answers (it was already_exists, so
+// makeDir of a file's path returned false, as if the directory were there).
 func (s filesystemService) MakeDir(ctx context.Context, req *connect.Request[filesystem.MakeDirRequest]) (*connect.Response[filesystem.MakeDirResponse], error) {
 	p := absPath(req.Msg.GetPath())
 	out, err := s.fileOp(ctx, "make_dir", p, mkdirScript, map[string]any{"path": p, "interface": "e2b"}, p)

@@ -27,6 +27,14 @@ import (
 // interpreter uses it; every other context is a namespace of its own in
 // the same interpreter.
 
+// cellRequest is the body of the sidecar's /interpreter/exec with the
+// environment of the one cell, which the sidecar sets for the cell and
+// puts back after it.
+type cellRequest struct {
+	api.InterpreterExecRequest
+	Env map[string]string `json:"env,omitempty"`
+}
+
 // executeRequest is the body of POST /execute.
 type executeRequest struct {
 	Code      string            `json:"code"`
@@ -101,14 +109,18 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The sandbox's environment (envs at create) is the code's too, as for
-	// a command; the request's env_vars overlay it.
+	// a command; the request's env_vars overlay it. The sidecar sets them
+	// for this cell only (not as a line of the code, which put its
+	// traceback's line numbers one off), as E2B's envs are the call's.
 	env := maps.Clone(sess.Env())
 	if env == nil {
 		env = map[string]string{}
 	}
 	maps.Copy(env, req.EnvVars)
-	code := wrapCode(cc, req.Code, env)
-	body, _ := json.Marshal(api.InterpreterExecRequest{Code: code, Timeout: api.MaxInterpreterTimeout})
+	body, _ := json.Marshal(cellRequest{
+		InterpreterExecRequest: api.InterpreterExecRequest{Code: wrapCode(cc, req.Code), Timeout: api.MaxInterpreterTimeout},
+		Env:                    env,
+	})
 	started := time.Now()
 	opened := make(chan interpreterAnswer, 1)
 	go func() { opened <- openInterpreter(ctx, sess, body) }()
@@ -267,39 +279,43 @@ func isPython(lang string) bool {
 // wrapCode returns what the interpreter runs for code in context cc: the
 // code itself in the default context; in another, a call that runs it in
 // that context's namespace and returns the value of its last expression,
-// which the interpreter then reports as the result. Environment variables
-// are set for the process first (they stay set, as in a notebook).
-func wrapCode(cc codeContext, code string, env map[string]string) string {
+// which the interpreter then reports as the result.
+func wrapCode(cc codeContext, code string) string {
 	var b strings.Builder
-	if len(env) > 0 {
-		pairs, _ := json.Marshal(env)
-		fmt.Fprintf(&b, "__import__('os').environ.update(__import__('json').loads(%s))\n", pyString(string(pairs)))
-	}
 	if cc.ID == defaultContext {
 		b.WriteString(code)
 		return b.String()
 	}
 	b.WriteString(contextRunner)
-	fmt.Fprintf(&b, "__boxkite_run(%s, %s, %s)\n", pyString(cc.ID), pyString(cc.chdir), pyString(code))
+	fmt.Fprintf(&b, "__boxkite_ctx_run(%s, %s, %s)\n", pyString(cc.ID), pyString(cc.chdir), pyString(code))
 	return b.String()
 }
 
 // contextRunner defines, once per interpreter, the function that runs
-// code in a named context's namespace (and its working directory).
-const contextRunner = `if '__boxkite_run' not in globals():
-    def __boxkite_run(ctx, cwd, code):
+// code in a named context's namespace and working directory. Each context
+// keeps its own working directory (where its code's os.chdir left it;
+// first the cwd it was created with, else the interpreter's), and the
+// interpreter's is put back after each run: a context's cwd was left as
+// the working directory of the default context and of every other one.
+const contextRunner = `if '__boxkite_ctx_run' not in globals():
+    def __boxkite_ctx_run(ctx, cwd, code):
         import ast, os
         spaces = globals().setdefault('__boxkite_contexts', {})
         scope = spaces.setdefault(ctx, {'__name__': '__main__', '__builtins__': __builtins__})
-        if cwd:
-            os.chdir(cwd)
-        tree = ast.parse(code, '<input>', 'exec')
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
-        exec(compile(tree, '<input>', 'exec'), scope)
-        if last is not None:
-            return eval(compile(last, '<input>', 'eval'), scope)
+        cwds = globals().setdefault('__boxkite_cwds', {})
+        outer = os.getcwd()
+        os.chdir(cwds.setdefault(ctx, cwd or outer))
+        try:
+            tree = ast.parse(code, '<input>', 'exec')
+            last = None
+            if tree.body and isinstance(tree.body[-1], ast.Expr):
+                last = ast.Expression(tree.body.pop().value)
+            exec(compile(tree, '<input>', 'exec'), scope)
+            if last is not None:
+                return eval(compile(last, '<input>', 'eval'), scope)
+        finally:
+            cwds[ctx] = os.getcwd()
+            os.chdir(outer)
 `
 
 // pyString is s as a Python string literal (JSON's escapes are Python's).

@@ -232,11 +232,20 @@ func (p *proc) input(ctx context.Context, in *process.ProcessInput) error {
 		return nil
 	}
 	p.stdinLen.Add(int64(len(data)))
-	if err := p.send(ctx, websocket.MessageBinary, append([]byte{api.StreamStdin}, data...)); err != nil {
-		return connect.NewError(connect.CodeNotFound, fmt.Errorf("process %d has ended", p.pid))
+	for len(data) > 0 {
+		n := min(len(data), inputChunk)
+		if err := p.send(ctx, websocket.MessageBinary, append([]byte{api.StreamStdin}, data[:n]...)); err != nil {
+			return connect.NewError(connect.CodeNotFound, fmt.Errorf("process %d has ended", p.pid))
+		}
+		data = data[n:]
 	}
 	return nil
 }
+
+// inputChunk bounds the input of one frame to the sidecar, which takes
+// frames of at most 1 MiB: a sendStdin of 1 MiB or more was sent whole,
+// the sidecar closed the connection, and that killed the command.
+const inputChunk = 64 << 10
 
 // relay reads the sidecar's frames until the command is done, publishing
 // output (scrubbed of secrets unless the account keeps them, and never on

@@ -60,8 +60,8 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 
 // Request body limits.
 const (
-	MaxSmallBody = 1 << 20  // create, extend
-	MaxExecBody  = 16 << 20 // exec carries stdin
+	MaxSmallBody = 1 << 20         // create, extend
+	MaxExecBody  = api.MaxFileBody // exec carries stdin
 )
 
 // DecodeJSON reads a JSON body into v by the rules both APIs share

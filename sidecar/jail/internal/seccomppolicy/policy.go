@@ -27,7 +27,7 @@ import (
 var deniedSyscalls = []string{
 	// Mounts and the root: the jail's mounts are final once Setup is done.
 	"mount", "umount", "umount2", "pivot_root", "chroot",
-	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+	"fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "open_tree_attr", "mount_setattr",
 	// Joining namespaces (new ones are filtered by flag below).
 	"setns",
 	// Other processes' memory and handles.
@@ -50,6 +50,12 @@ var deniedSyscalls = []string{
 // nsFlags are the clone and unshare flags that make namespaces.
 const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER |
 	unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP
+
+// afVsock is AF_VSOCK. Its sockets are not network-namespaced: they
+// reach the hypervisor's services (CID 2), the host's own listeners
+// (CID 1, with vsock_loopback) and share one port space with the host
+// and every other sandbox, so a jail with only lo could still talk out.
+const afVsock = 40
 
 // allowedPersonalities are the personality(2) arguments Docker allows: the
 // default, 32-bit uname, and the query 0xffffffff.
@@ -97,6 +103,11 @@ func Policy(nested bool) (seccomp.Policy, error) {
 					{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: cloneArg, Operation: seccomp.BitsSet, Value: cloneFlags}}},
 					{Name: "unshare", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: nsFlags | unix.CLONE_NEWTIME}}},
 					{Name: "personality", Conditions: notAllowed},
+					// socket's family is an int: the kernel reads the low 32
+					// bits, the filter all 64, so a family with high bits set
+					// is refused too, or AF_VSOCK|1<<32 would pass as another.
+					{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: afVsock}}},
+					{Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.GreaterThan, Value: 0xffffffff}}},
 				},
 				Action: seccomp.ActionErrno, // EPERM
 			},

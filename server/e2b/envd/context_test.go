@@ -1,0 +1,69 @@
+package envd
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestContextWorkingDirectories runs wrapped cells, as the interpreter
+// does (one namespace, compiled as <input>), with python3: a context
+// keeps its own working directory (where its os.chdir left it), and the
+// default context and a context created without a cwd keep the
+// interpreter's. A context's cwd was left as everyone's.
+func TestContextWorkingDirectories(t *testing.T) {
+	t.Parallel()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3: %v", err) // the sidecar's interpreter tests need it too
+	}
+	start, dirA := realDir(t), realDir(t)
+	if err := os.Mkdir(filepath.Join(dirA, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := codeContext{ID: "a", chdir: dirA}
+	b := codeContext{ID: "b"}
+	def := codeContext{ID: defaultContext}
+	cells := []string{
+		"import builtins, os\nbuiltins.seen = []",
+		wrapCode(a, "import os\nos.chdir('sub')"),
+		wrapCode(def, "seen.append(os.getcwd())"),
+		wrapCode(b, "import os\nseen.append(os.getcwd())"),
+		wrapCode(a, "import os\nseen.append(os.getcwd())"),
+		"print('\\n'.join(seen))",
+	}
+	var prog strings.Builder
+	prog.WriteString("import json, sys\ng = {'__name__': '__main__'}\nfor cell in json.load(sys.stdin):\n    exec(compile(cell, '<input>', 'exec'), g)\n")
+	cmd := exec.Command(python, "-c", prog.String())
+	cmd.Dir = start
+	cmd.Stdin = strings.NewReader(pyList(cells))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	want := strings.Join([]string{start, start, filepath.Join(dirA, "sub")}, "\n") + "\n"
+	if string(out) != want {
+		t.Errorf("working directories (default, b, a):\n%s\nwant\n%s", out, want)
+	}
+}
+
+func pyList(cells []string) string {
+	quoted := make([]string, len(cells))
+	for i, c := range cells {
+		quoted[i] = pyString(c)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// realDir is a new temporary directory as os.getcwd() names it (no
+// symlink in its path).
+func realDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -1,0 +1,139 @@
+package envd
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+)
+
+// TestMkdirScript: the make_dir script through /bin/sh. An existing
+// directory (or a symlink to one) is exitExists, which MakeDir answers
+// already_exists (the SDK's false); a file or another non-directory at
+// the path is exitNotDir (invalid_argument): it was exitExists, so the
+// SDK's makeDir of a file's path returned false, as if the directory were
+// there.
+func TestMkdirScript(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, make := range map[string]func(string) error{
+		"dir":      func(p string) error { return os.Mkdir(p, 0o755) },
+		"file":     func(p string) error { return os.WriteFile(p, nil, 0o644) },
+		"dirlink":  func(p string) error { return os.Symlink(dir, p) },
+		"dangling": func(p string) error { return os.Symlink(filepath.Join(dir, "nowhere"), p) },
+	} {
+		if err := make(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		path string
+		want int
+	}{
+		{"new/deep", 0},
+		{"dir", exitExists},
+		{"dirlink", exitExists},
+		{"file", exitNotDir},
+		{"dangling", exitNotDir},
+	}
+	for _, tt := range tests {
+		cmd := exec.Command("/bin/sh", "-c", "set -- "+shellQuote(filepath.Join(dir, tt.path))+"\n"+mkdirScript)
+		out, err := cmd.Output()
+		code := 0
+		if exit := new(exec.ExitError); errors.As(err, &exit) {
+			code = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tt.want {
+			t.Errorf("make_dir %s: exit %d, want %d", tt.path, code, tt.want)
+		}
+		if code == 0 {
+			if e, err := oneEntry(string(out)); err != nil || e.GetName() != "deep" {
+				t.Errorf("make_dir %s: entry %v, %v; want deep", tt.path, e, err)
+			}
+		}
+	}
+}
+
+// TestBackslashPathRefused: a read or a write of a path with a backslash
+// is refused with 400 (the SDK's InvalidArgumentError) before the sidecar
+// is asked: its file routes take a backslash for a slash, so the file was
+// written elsewhere than the answer said, and a read read another file.
+func TestBackslashPathRefused(t *testing.T) {
+	t.Parallel()
+	h := &Handler{}
+	for _, tt := range []struct {
+		method string
+		serve  http.HandlerFunc
+	}{
+		{http.MethodGet, h.download},
+		{http.MethodPost, h.upload},
+	} {
+		r := httptest.NewRequest(tt.method, "/files?path="+url.QueryEscape(`dir\sub/a.txt`), strings.NewReader("x"))
+		r.Header.Set("Content-Type", "application/octet-stream")
+		w := httptest.NewRecorder()
+		tt.serve(w, r)
+		var body struct {
+			Code    int
+			Message string
+		}
+		_ = json.Unmarshal(w.Body.Bytes(), &body)
+		if w.Code != http.StatusBadRequest || body.Code != http.StatusBadRequest || !strings.Contains(body.Message, `'/workspace/dir\sub/a.txt' has a backslash`) {
+			t.Errorf("%s of a path with a backslash: %d %s, want 400 naming the path", tt.method, w.Code, w.Body)
+		}
+	}
+}
+
+// TestScriptErrorThroughAFile runs the make_dir and move scripts on paths
+// through a file and the list script on a file: each is
+// invalid_argument, which was internal for make_dir and move. A
+// read-only filesystem is permission_denied (its message as rm writes it:
+// the tests run as root, whom no mode stops).
+func TestScriptErrorThroughAFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file, src := filepath.Join(dir, "file"), filepath.Join(dir, "src")
+	for _, p := range []string{file, src} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		name, script string
+		args         []string
+	}{
+		{"make_dir", mkdirScript, []string{filepath.Join(file, "sub")}},
+		{"move", moveScript, []string{src, filepath.Join(file, "sub", "dst")}},
+		{"ls", listScript, []string{file, "1"}},
+	} {
+		words := []string{"set", "--"}
+		for _, a := range tt.args {
+			words = append(words, shellQuote(a))
+		}
+		cmd := exec.Command("/bin/sh", "-c", strings.Join(words, " ")+"\n"+tt.script)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		exit := new(exec.ExitError)
+		if !errors.As(err, &exit) {
+			t.Fatalf("%s: %v, want a failure", tt.name, err)
+		}
+		got := scriptError(tt.name, tt.args[0], exit.ExitCode(), strings.TrimSpace(stderr.String()))
+		if connect.CodeOf(got) != connect.CodeInvalidArgument {
+			t.Errorf("%s through a file: %v, want invalid_argument", tt.name, got)
+		}
+	}
+	readOnly := scriptError("remove", "/etc/hostname", 1, "rm: cannot remove '/etc/hostname': Read-only file system")
+	if connect.CodeOf(readOnly) != connect.CodePermissionDenied {
+		t.Errorf("read-only filesystem: %v, want permission_denied", readOnly)
+	}
+}
