@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/pelletier/go-toml/v2"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -522,6 +523,50 @@ func TestChartSandboxPull(t *testing.T) {
 				policy := dict(list(spec["containers"])[0])["imagePullPolicy"]
 				if settings["image-pull-policy"] != policy {
 					t.Errorf("sandbox pods pull %v, the server's pods %v", settings["image-pull-policy"], policy)
+				}
+			}
+		})
+	}
+}
+
+// TestChartControlPlaneLabels: the server is told its own pods' labels
+// (control-plane-labels), which the kube driver's per-sandbox policies
+// admit on the sidecar port and let sandboxes granted egress reach; with
+// a nameOverride too, where they are not the driver's default.
+func TestChartControlPlaneLabels(t *testing.T) {
+	data, err := render(t, "--set", "nameOverride=agents")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(allRenderings(t), &rendering{name: "nameOverride", objs: objs}) {
+		t.Run(r.name, func(t *testing.T) {
+			var setting string
+			for _, cm := range find(r.objs, "ConfigMap") {
+				if data, ok := dict(cm["data"])["server.toml"]; ok {
+					var settings map[string]any
+					if err := toml.Unmarshal([]byte(str(data)), &settings); err != nil {
+						t.Fatal(err)
+					}
+					setting = str(settings["control-plane-labels"])
+				}
+			}
+			want, err := labels.ConvertSelectorToLabelsMap(setting)
+			if err != nil || len(want) == 0 {
+				t.Fatalf("control-plane-labels %q: %v", setting, err)
+			}
+			for _, d := range find(r.objs, "Deployment") {
+				got := dict(d.get("spec", "template", "metadata", "labels"))
+				if got["app.kubernetes.io/component"] != "server" {
+					continue
+				}
+				for k, v := range want {
+					if got[k] != v {
+						t.Errorf("control-plane-labels %q: the server pods have %s=%v", setting, k, got[k])
+					}
 				}
 			}
 		})

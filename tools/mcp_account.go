@@ -220,6 +220,13 @@ func volumeText(v api.Volume) string {
 	return fmt.Sprintf("%s (status: %s, label: %s, size_gb: %g)", v.ID, v.Status, v.Label, v.SizeGB)
 }
 
+// volumeArgs are create_sandbox_volume's arguments; SizeGB is nil when
+// left out.
+type volumeArgs struct {
+	Label  string   `json:"label"`
+	SizeGB *float64 `json:"size_gb"`
+}
+
 func (m mcpTools) createVolume() Tool {
 	return accountTool("create_sandbox_volume",
 		"Create a persistent volume; mount it into sandboxes with create_sandbox's volume_mounts. It outlives the sandboxes.",
@@ -227,8 +234,16 @@ func (m mcpTools) createVolume() Tool {
 			strParam("label", "A name for the volume."),
 			numParam("size_gb", "Size in GB (default 1).", 1, 0, 0).noMax(),
 		),
-		func(ctx context.Context, in *api.CreateVolumeRequest) (string, error) {
-			v, err := m.p.CreateVolume(ctx, *in)
+		func(ctx context.Context, in *volumeArgs) (string, error) {
+			req := api.CreateVolumeRequest{Label: in.Label} // size_gb left out: the server's default
+			if in.SizeGB != nil {
+				// An explicit 0 is refused, as by the API: it would be
+				// left out of the request and make a 1 GB volume.
+				if req.SizeGB = *in.SizeGB; req.SizeGB <= 0 {
+					return "", api.Invalid("size_gb", fmt.Sprintf("size_gb must be more than 0, got %g", req.SizeGB), "omit size_gb for the default of 1 GB")
+				}
+			}
+			v, err := m.p.CreateVolume(ctx, req)
 			if err != nil {
 				return "", err
 			}

@@ -189,3 +189,28 @@ func TestMCPTools(t *testing.T) {
 		})
 	}
 }
+
+// create_sandbox_volume with size_gb 0 is refused as the API refuses it;
+// before, the 0 was left out of the request and made a 1 GB volume.
+func TestCreateVolumeZeroSize(t *testing.T) {
+	p := &volumeProvider{}
+	got := Call(context.Background(), MCP(p, nil), nil, "create_sandbox_volume", json.RawMessage(`{"label":"v","size_gb":0}`))
+	if want := "Error: size_gb must be more than 0, got 0\nHint: omit size_gb for the default of 1 GB"; got != want || len(p.reqs) != 0 {
+		t.Errorf("size_gb 0: %q (requests %v), want %q and none", got, p.reqs, want)
+	}
+	Call(context.Background(), MCP(p, nil), nil, "create_sandbox_volume", json.RawMessage(`{"label":"v"}`))
+	Call(context.Background(), MCP(p, nil), nil, "create_sandbox_volume", json.RawMessage(`{"size_gb":2.5}`))
+	if want := []api.CreateVolumeRequest{{Label: "v"}, {SizeGB: 2.5}}; !slices.Equal(p.reqs, want) {
+		t.Errorf("requests %v, want %v", p.reqs, want)
+	}
+}
+
+type volumeProvider struct {
+	fakeProvider
+	reqs []api.CreateVolumeRequest
+}
+
+func (p *volumeProvider) CreateVolume(_ context.Context, req api.CreateVolumeRequest) (*api.Volume, error) {
+	p.reqs = append(p.reqs, req)
+	return &api.Volume{ID: "vol-1", SizeGB: req.SizeGB}, nil
+}

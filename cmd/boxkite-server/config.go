@@ -13,6 +13,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/boxkite/boxkite/internal/secretfile"
@@ -122,6 +123,7 @@ type options struct {
 	egressHost   string
 	pullSecrets  string // comma-separated; see imagePullSecrets
 	pullPolicy   string
+	cpLabels     string // control plane pod labels, k=v,k=v; see controlPlaneLabels
 
 	// Fair use and rate limits (server.Limits, server.RateLimits).
 	maxConcurrent           int
@@ -175,6 +177,7 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.StringVar(&o.egressHost, "egress-host", "", "kube driver: `address` sandbox pods reach this server on for granted egress, e.g. the pod IP (default: egress grants refused)")
 	fs.StringVar(&o.pullSecrets, "image-pull-secrets", "", "kube driver: comma-separated `names` of Secrets in the sandbox namespace the kubelet pulls the sandbox image with (a private registry)")
 	fs.StringVar(&o.pullPolicy, "image-pull-policy", string(corev1.PullIfNotPresent), "kube driver: imagePullPolicy of sandbox pods: `policy` Always, IfNotPresent or Never")
+	fs.StringVar(&o.cpLabels, "control-plane-labels", "", "kube driver: `labels` (k=v,k=v) of this server's pods, which sandbox pods admit on the sidecar port and reach for granted egress (default app.kubernetes.io/name=boxkite-server)")
 	fs.StringVar(&o.stateDir, "state-dir", defaultStateDir(getenv), "`directory` for the database and sandbox state")
 	fs.StringVar(&o.configFile, "config", "", "TOML `file` with any of these settings (keys as the flag names)")
 	fs.StringVar(&o.sidecar, "sidecar", "", "boxkite-sidecar `binary` (default: next to boxkite-server, then $PATH)")
@@ -370,6 +373,9 @@ func (o *options) validate() error {
 	if _, err := o.imagePullSecrets(); err != nil {
 		return err
 	}
+	if _, err := o.controlPlaneLabels(); err != nil {
+		return err
+	}
 	switch corev1.PullPolicy(o.pullPolicy) {
 	case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
 	default:
@@ -404,6 +410,22 @@ func (o *options) imagePullSecrets() ([]string, error) {
 		names = append(names, n)
 	}
 	return names, nil
+}
+
+// controlPlaneLabels are the labels --control-plane-labels gives; nil
+// for the driver's default.
+func (o *options) controlPlaneLabels() (map[string]string, error) {
+	if strings.TrimSpace(o.cpLabels) == "" {
+		return nil, nil
+	}
+	m, err := labels.ConvertSelectorToLabelsMap(o.cpLabels)
+	if err != nil {
+		return nil, &usageError{
+			msg:  fmt.Sprintf("--control-plane-labels %q: %v", o.cpLabels, err),
+			hint: "give the server pods' labels as k=v,k=v, e.g. app.kubernetes.io/name=boxkite-server",
+		}
+	}
+	return m, nil
 }
 
 // readConfigFile reads a TOML file of flag settings. Keys are flag names,

@@ -283,11 +283,15 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 		if err != nil {
 			return nil, err
 		}
+		cpLabels, err := opts.controlPlaneLabels()
+		if err != nil {
+			return nil, err
+		}
 		d, err := kube.NewForConfig(rc, kube.Config{
 			ImagePullSecrets: pullSecrets, ImagePullPolicy: corev1.PullPolicy(opts.pullPolicy),
 			Namespace: opts.namespace, Image: opts.image, RuntimeClassName: opts.runtimeClass, HostUsers: opts.hostUsers,
 			MaxLifetime: opts.maxLifetime, PoolSize: opts.warmPool, EgressHost: opts.egressHost,
-			ControlPlaneNamespace: controlPlaneNamespace(opts.kubeconfig),
+			ControlPlaneNamespace: controlPlaneNamespace(opts.kubeconfig), ControlPlaneLabels: cpLabels,
 			// Replicas must share it (a ReadWriteMany volume at the state
 			// directory) to restore each other's snapshots.
 			SnapshotDir: filepath.Join(opts.stateDir, "snapshots"),

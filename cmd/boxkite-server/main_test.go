@@ -176,6 +176,7 @@ func TestRunErrors(t *testing.T) {
 		{"kube bad kubeconfig", []string{"--driver", "kube", "--kubeconfig", "/nonexistent/kubeconfig"}, 1, []string{"load kubeconfig", "hint: pass --kubeconfig"}},
 		{"bad image pull secret", []string{"--driver", "kube", "--image-pull-secrets", "regcred, Reg_Cred"}, 2, []string{`"Reg_Cred" is not a Secret name`, "hint: give the names"}},
 		{"bad image pull policy", []string{"--driver", "kube", "--image-pull-policy", "always"}, 2, []string{`image pull policy "always": want Always, IfNotPresent or Never`}},
+		{"bad control plane labels", []string{"--driver", "kube", "--control-plane-labels", "app=boxkite,=x"}, 2, []string{"--control-plane-labels", "hint: give the server pods' labels"}},
 		{"unknown driver", []string{"--driver", "docker"}, 2, []string{`driver "docker": want local or kube`}},
 		{"missing sidecar", []string{"--sidecar", "/nonexistent/boxkite-sidecar"}, 1, []string{"sidecar", "hint: install it"}},
 		{"port taken", []string{"--listen", taken.Addr().String(), "--sidecar", "/bin/true"}, 1, []string{"address already in use", "hint:"}},

@@ -281,7 +281,11 @@ func (d *Driver) waitReady(ctx context.Context, name, token string, certPEM []by
 		case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded:
 			return model.Endpoint{}, fmt.Errorf("pod %s ended while starting: %s %s", name, pod.Status.Phase, pod.Status.Message)
 		case pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "":
-			lastErr = fmt.Errorf("pod %s is %s", name, cmp.Or(string(pod.Status.Phase), "pending"))
+			why, never := waitingFor(pod)
+			if never {
+				return model.Endpoint{}, fmt.Errorf("pod %s cannot start: %s", name, why)
+			}
+			lastErr = fmt.Errorf("pod %s is %s%s", name, cmp.Or(string(pod.Status.Phase), "pending"), why)
 		default:
 			ep := d.endpoint(pod, token, certPEM)
 			if err := health(ctx, ep); err != nil {
@@ -297,6 +301,28 @@ func (d *Driver) waitReady(ctx context.Context, name, token string, certPEM []by
 		}
 		delay = min(delay*2, time.Second)
 	}
+}
+
+// waitingFor says what a pod that does not run yet waits for (", " and
+// the reason, or "" when nothing is reported), and whether it never will
+// run: an image name the runtime refuses, or one the policy Never finds
+// absent. Pulls that fail, and pods no node takes, may come right (a
+// registry back, a node added), so the wait goes on for those.
+func waitingFor(pod *corev1.Pod) (string, bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "" {
+			return fmt.Sprintf(", %s: %s", c.Reason, c.Message), false
+		}
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		w := cs.State.Waiting
+		if w == nil || w.Reason == "" || w.Reason == "ContainerCreating" {
+			continue
+		}
+		why := fmt.Sprintf(", %s: %s", w.Reason, w.Message)
+		return why, w.Reason == "InvalidImageName" || w.Reason == "ErrImageNeverPull"
+	}
+	return "", false
 }
 
 func (d *Driver) endpoint(pod *corev1.Pod, token string, certPEM []byte) model.Endpoint {

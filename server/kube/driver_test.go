@@ -128,6 +128,41 @@ func TestCreatePodFails(t *testing.T) {
 	}
 }
 
+// TestCreatePodWaits: a pod that never runs is reported with what it
+// waits for, at once for an image it can never have, at the ready timeout
+// for a pull that fails (the registry may come back), and cleaned up.
+func TestCreatePodWaits(t *testing.T) {
+	tests := []struct {
+		reason string
+		never  bool
+	}{{"InvalidImageName", true}, {"ErrImageNeverPull", true}, {"ImagePullBackOff", false}}
+	for _, tt := range tests {
+		t.Run(tt.reason, func(t *testing.T) {
+			d, cs := newFakeDriver(t, Config{})
+			cs.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				name := a.(k8stesting.GetAction).GetName()
+				return true, &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"},
+					Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+						Name:  "sidecar",
+						State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: tt.reason, Message: "registry.example.com/boxkite-sidecar:0.1"}},
+					}}},
+				}, nil
+			})
+			_, err := d.Create(context.Background(), model.Spec{ID: "x", Lifetime: time.Hour})
+			if err == nil || !strings.Contains(err.Error(), tt.reason+": registry.example.com/boxkite-sidecar:0.1") {
+				t.Fatalf("Create error = %v, want the pod's waiting reason", err)
+			}
+			if got := strings.Contains(err.Error(), "cannot start"); got != tt.never {
+				t.Errorf("Create error = %v; given up before the ready timeout: %v, want %v", err, got, tt.never)
+			}
+			if got := leftovers(t, cs); len(got) != 0 {
+				t.Errorf("left behind: %v", got)
+			}
+		})
+	}
+}
+
 // TestUnavailable: with the API server down, Delete and List fail with
 // its error, and a create with a warm pool starts cold after the pool's
 // list fails (and then fails itself).
