@@ -7,9 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -54,7 +51,7 @@ func offeredFingerprints(ctx context.Context, sshBin string, args []string) (fps
 	if sock == "" {
 		sock = os.Getenv("SSH_AUTH_SOCK")
 	}
-	for _, fp := range agentFingerprints(sock) {
+	for _, fp := range agentFingerprints(ctx, sock) {
 		fps[fp] = true
 	}
 	return fps, true
@@ -155,79 +152,30 @@ func fingerprintSHA256(blob []byte) string {
 	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:])
 }
 
-// agentFingerprints lists the keys of the agent at sock; none when there
-// is no agent or it does not answer.
-func agentFingerprints(sock string) []string {
+// agentFingerprints lists the keys of the agent at sock, as OpenSSH's
+// own ssh-add -L prints them; none when there is no agent, it does not
+// answer, or ssh-add is missing.
+func agentFingerprints(ctx context.Context, sock string) []string {
 	if sock == "" {
 		return nil
 	}
-	conn, err := net.DialTimeout("unix", sock, 2*time.Second)
+	bin, err := exec.LookPath("ssh-add")
 	if err != nil {
 		return nil
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-	keys, err := agentKeys(conn)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-L")
+	cmd.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	out, err := cmd.Output()
 	if err != nil {
-		return nil
+		return nil // exit 1: the agent has no keys; 2: no agent
 	}
-	fps := make([]string, 0, len(keys))
-	for _, k := range keys {
-		fps = append(fps, fingerprintSHA256(k))
+	var fps []string
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if fp, ok := authorizedKeyFingerprint([]byte(line)); ok {
+			fps = append(fps, fp)
+		}
 	}
 	return fps
-}
-
-// Messages of the SSH agent protocol (draft-miller-ssh-agent §5.1).
-const (
-	agentRequestIdentities = 11
-	agentIdentitiesAnswer  = 12
-	maxAgentAnswer         = 256 << 10
-)
-
-// agentKeys asks the agent on conn for its keys' wire forms.
-func agentKeys(conn io.ReadWriter) ([][]byte, error) {
-	if _, err := conn.Write([]byte{0, 0, 0, 1, agentRequestIdentities}); err != nil {
-		return nil, err
-	}
-	var n uint32
-	if err := binary.Read(conn, binary.BigEndian, &n); err != nil {
-		return nil, err
-	}
-	if n == 0 || n > maxAgentAnswer {
-		return nil, errors.New("agent answer of a bad length")
-	}
-	msg := make([]byte, n)
-	if _, err := io.ReadFull(conn, msg); err != nil {
-		return nil, err
-	}
-	if msg[0] != agentIdentitiesAnswer || len(msg) < 5 {
-		return nil, errors.New("the agent did not list its keys")
-	}
-	count, rest := binary.BigEndian.Uint32(msg[1:5]), msg[5:]
-	var keys [][]byte
-	for range count {
-		var blob []byte
-		var ok bool
-		if blob, rest, ok = cutSSHString(rest); !ok {
-			return nil, errors.New("agent answer cut short")
-		}
-		if _, rest, ok = cutSSHString(rest); !ok { // the comment
-			return nil, errors.New("agent answer cut short")
-		}
-		keys = append(keys, blob)
-	}
-	return keys, nil
-}
-
-// cutSSHString splits an SSH wire string off the front of b.
-func cutSSHString(b []byte) (s, rest []byte, ok bool) {
-	if len(b) < 4 {
-		return nil, nil, false
-	}
-	n := binary.BigEndian.Uint32(b)
-	if uint64(n) > uint64(len(b)-4) {
-		return nil, nil, false
-	}
-	return b[4 : 4+n], b[4+n:], true
 }

@@ -145,3 +145,38 @@ func TestOfferedFingerprints(t *testing.T) {
 		})
 	}
 }
+
+// FuzzAuthorizedKeyFingerprint checks the CLI's own reading of an
+// authorized_keys line against x/crypto/ssh's (the bastion's library,
+// which the CLI does not link): where ssh parses a key, the fingerprints
+// agree; on anything it never panics.
+func FuzzAuthorizedKeyFingerprint(f *testing.F) {
+	_, fp := newKeyForFuzz(f)
+	f.Add([]byte(fp))
+	f.Add([]byte("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl comment"))
+	f.Add([]byte(`command="x" ssh-rsa AAAA with options`))
+	f.Add([]byte("# a comment\n\nssh-ed25519 !!!"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, ok := authorizedKeyFingerprint(data)
+		pub, _, _, _, err := ssh.ParseAuthorizedKey(data)
+		if err != nil {
+			return
+		}
+		if want := ssh.FingerprintSHA256(pub); !ok || got != want {
+			t.Errorf("authorizedKeyFingerprint(%q) = %q, %v; x/crypto/ssh reads %q", data, got, ok, want)
+		}
+	})
+}
+
+// newKeyForFuzz is an authorized_keys line of a fresh key, as a seed.
+func newKeyForFuzz(f *testing.F) (ed25519.PrivateKey, string) {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		f.Fatal(err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return priv, string(ssh.MarshalAuthorizedKey(signer.PublicKey()))
+}

@@ -257,6 +257,7 @@ def on_interrupt(signum, frame):
 
 signal.signal(signal.SIGINT, on_interrupt)
 DRIVER = on_interrupt.__code__.co_filename  # this file's frames in a traceback
+FACADE = "<boxkite>"  # the file name of code a cell runs the user's code through
 
 
 def run(code, scope):
@@ -326,6 +327,14 @@ def main():
             # Leave out this driver's own frames: the user's code starts at <input>.
             while tb is not None and tb.tb_frame.f_code.co_filename != "<input>":
                 tb = tb.tb_next
+            # A cell that calls into code compiled as <boxkite> (the E2B
+            # facade's runner of a code context, which compiles the user's
+            # code as <input> in turn): leave out the call's line and the
+            # runner's frames too.
+            if tb is not None and tb.tb_next is not None and tb.tb_next.tb_frame.f_code.co_filename == FACADE:
+                tb = tb.tb_next
+                while tb is not None and tb.tb_frame.f_code.co_filename != "<input>":
+                    tb = tb.tb_next
             # An interrupt is raised in the driver (on_interrupt, or
             # Stream.write the code called): leave those frames out too.
             t = tb

@@ -212,3 +212,22 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// TestInterpreterFacadeFrames: a cell that runs the user's code through a
+// function compiled as <boxkite> (the E2B facade's runner of a code
+// context) gets a traceback of the user's code only: not the cell's call
+// line (line 2 of the cell) nor the runner's frames, which came first.
+func TestInterpreterFacadeFrames(t *testing.T) {
+	t.Parallel()
+	url, _ := newToolServer(t, Options{})
+	runner := "exec(compile(\"def run(code):\\n    exec(compile(code, '<input>', 'exec'), {})\\n\", '<boxkite>', 'exec'), globals())\n"
+	for code, want := range map[string]string{
+		`run("x = 1\n1/0")`: "Traceback (most recent call last):\n  File \"<input>\", line 2, in <module>\nZeroDivisionError",
+		`run("def (")`:      "  File \"<input>\", line 1\n",
+	} {
+		got := interpExec(t, url, runner+code, 0, http.StatusOK)
+		if got.Error == nil || !strings.HasPrefix(*got.Error, want) || strings.Count(*got.Error, "File ") != 1 || strings.Contains(*got.Error, "boxkite") {
+			t.Errorf("%s: traceback\n%s\nwant it to start %q, with no other frame", code, deref(got.Error), want)
+		}
+	}
+}

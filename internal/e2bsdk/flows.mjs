@@ -185,6 +185,10 @@ const tmpCtx = await ci.createCodeContext({ cwd: '/tmp' })
 const inTmp = (await ci.runCode('import os; os.getcwd()', { context: tmpCtx })).text
 const homeAfter = (await ci.runCode('import os; os.getcwd()')).text
 check('runCode.context-cwd', inTmp === "'/tmp'" && homeAfter === homeDir && homeDir !== "'/tmp'", { homeDir, inTmp, homeAfter })
+// a context's traceback is the user's code only, not the runner's frames
+const ctxErr = await ci.runCode('x1 = 1\n1/0', { context: tmpCtx })
+check('runCode.context-traceback', ctxErr.error && ctxErr.error.name === 'ZeroDivisionError' && !ctxErr.error.traceback.includes('boxkite') &&
+  (ctxErr.error.traceback.match(/File /g) || []).length === 1 && ctxErr.error.traceback.includes('line 2,'), ctxErr.error)
 // onStdout fires while the cell runs: the cell waits for a file that the
 // first callback writes, so it ends only if its first line came before its
 // end (once at the end, it would wait until timeoutMs); the cell looks in

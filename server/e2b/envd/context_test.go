@@ -12,7 +12,8 @@ import (
 // does (one namespace, compiled as <input>), with python3: a context
 // keeps its own working directory (where its os.chdir left it), and the
 // default context and a context created without a cwd keep the
-// interpreter's. A context's cwd was left as everyone's.
+// interpreter's; a restarted context starts in its cwd again. A
+// context's cwd was left as everyone's.
 func TestContextWorkingDirectories(t *testing.T) {
 	t.Parallel()
 	python, err := exec.LookPath("python3")
@@ -32,6 +33,8 @@ func TestContextWorkingDirectories(t *testing.T) {
 		wrapCode(def, "seen.append(os.getcwd())"),
 		wrapCode(b, "import os\nseen.append(os.getcwd())"),
 		wrapCode(a, "import os\nseen.append(os.getcwd())"),
+		dropCode("a"), // restartCodeContext: back to its cwd
+		wrapCode(a, "import os\nseen.append(os.getcwd())"),
 		"print('\\n'.join(seen))",
 	}
 	var prog strings.Builder
@@ -43,9 +46,9 @@ func TestContextWorkingDirectories(t *testing.T) {
 	if err != nil {
 		t.Fatalf("python3: %v\n%s", err, out)
 	}
-	want := strings.Join([]string{start, start, filepath.Join(dirA, "sub")}, "\n") + "\n"
+	want := strings.Join([]string{start, start, filepath.Join(dirA, "sub"), dirA}, "\n") + "\n"
 	if string(out) != want {
-		t.Errorf("working directories (default, b, a):\n%s\nwant\n%s", out, want)
+		t.Errorf("working directories (default, b, a, a restarted):\n%s\nwant\n%s", out, want)
 	}
 }
 

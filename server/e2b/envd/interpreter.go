@@ -297,25 +297,29 @@ func wrapCode(cc codeContext, code string) string {
 // first the cwd it was created with, else the interpreter's), and the
 // interpreter's is put back after each run: a context's cwd was left as
 // the working directory of the default context and of every other one.
-const contextRunner = `if '__boxkite_ctx_run' not in globals():
-    def __boxkite_ctx_run(ctx, cwd, code):
-        import ast, os
-        spaces = globals().setdefault('__boxkite_contexts', {})
-        scope = spaces.setdefault(ctx, {'__name__': '__main__', '__builtins__': __builtins__})
-        cwds = globals().setdefault('__boxkite_cwds', {})
-        outer = os.getcwd()
-        os.chdir(cwds.setdefault(ctx, cwd or outer))
-        try:
-            tree = ast.parse(code, '<input>', 'exec')
-            last = None
-            if tree.body and isinstance(tree.body[-1], ast.Expr):
-                last = ast.Expression(tree.body.pop().value)
-            exec(compile(tree, '<input>', 'exec'), scope)
-            if last is not None:
-                return eval(compile(last, '<input>', 'eval'), scope)
-        finally:
-            cwds[ctx] = os.getcwd()
-            os.chdir(outer)
+// It is compiled as <boxkite>: the sidecar leaves its frames, and the
+// line calling it, out of a traceback, which starts at the user's code.
+var contextRunner = "if '__boxkite_ctx_run' not in globals():\n" +
+	"    exec(compile(" + pyString(contextRunnerSource) + ", '<boxkite>', 'exec'), globals())\n"
+
+const contextRunnerSource = `def __boxkite_ctx_run(ctx, cwd, code):
+    import ast, os
+    spaces = globals().setdefault('__boxkite_contexts', {})
+    scope = spaces.setdefault(ctx, {'__name__': '__main__', '__builtins__': __builtins__})
+    cwds = globals().setdefault('__boxkite_cwds', {})
+    outer = os.getcwd()
+    os.chdir(cwds.setdefault(ctx, cwd or outer))
+    try:
+        tree = ast.parse(code, '<input>', 'exec')
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, '<input>', 'exec'), scope)
+        if last is not None:
+            return eval(compile(last, '<input>', 'eval'), scope)
+    finally:
+        cwds[ctx] = os.getcwd()
+        os.chdir(outer)
 `
 
 // pyString is s as a Python string literal (JSON's escapes are Python's).
@@ -418,14 +422,21 @@ func (h *Handler) restartContext(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// dropNamespace forgets a context's variables in the interpreter.
+// dropNamespace forgets a context's variables and working directory in
+// the interpreter (dropCode).
 func (h *Handler) dropNamespace(r *http.Request, sess Session, id string) {
-	code := fmt.Sprintf("globals().get('__boxkite_contexts', {}).pop(%s, None)\nNone", pyString(id))
-	body, _ := json.Marshal(api.InterpreterExecRequest{Code: code})
+	body, _ := json.Marshal(api.InterpreterExecRequest{Code: dropCode(id)})
 	resp, err := sess.Sidecar(r.Context(), http.MethodPost, "/interpreter/exec", nil, bytes.NewReader(body), http.Header{"Content-Type": {"application/json"}})
 	if err != nil {
 		h.log.WarnContext(r.Context(), "drop interpreter context", "sandbox", sess.SandboxID(), "err", err)
 		return
 	}
 	resp.Body.Close()
+}
+
+// dropCode forgets context id's variables and its working directory, so
+// a restarted context starts again in its cwd.
+func dropCode(id string) string {
+	return fmt.Sprintf("globals().get('__boxkite_contexts', {}).pop(%[1]s, None)\n"+
+		"globals().get('__boxkite_cwds', {}).pop(%[1]s, None)\nNone", pyString(id))
 }
