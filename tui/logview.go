@@ -2,7 +2,9 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -352,6 +354,28 @@ func (m *Model) entryDetailLines(e api.LogEntry, width int) []string {
 	return out
 }
 
+// logGone says why the log's sandbox will write no more entries (it was
+// destroyed or lost, by the last list read, or the server no longer
+// knows it), or "" while it may: a stream that stays open on an ended
+// sandbox must not look like one still waiting.
+func (m *Model) logGone() string {
+	id := m.log.id
+	if e, ok := errors.AsType[*api.Error](m.log.lost); ok && (e.Status == http.StatusNotFound || e.Code == api.CodeNotFound) {
+		return "sandbox " + shortID(id) + " is gone"
+	}
+	for _, sb := range m.list.all {
+		if sb.ID != id || sb.Status == api.StatusActive || sb.Status == api.StatusPaused {
+			continue
+		}
+		gone := "sandbox " + shortID(id) + " is " + oneLine(sb.Status)
+		if sb.DestroyReason != "" && sb.DestroyReason != sb.Status {
+			gone += " (" + oneLine(sb.DestroyReason) + ")"
+		}
+		return gone
+	}
+	return ""
+}
+
 // logInfoLine is the log screen's first line: following or paused, how
 // many entries and matches, a lost stream; or the search input.
 func (m *Model) logInfoLine() string {
@@ -373,7 +397,9 @@ func (m *Model) logInfoLine() string {
 		info = append(info, fmt.Sprintf("%q: %d matches", l.query, n))
 	}
 	infoLine := m.st.dim.Render(strings.Join(info, " · "))
-	if l.lost != nil {
+	if gone := m.logGone(); gone != "" {
+		infoLine += "  " + m.st.warn.Render(gone+": no new entries")
+	} else if l.lost != nil {
 		infoLine += "  " + m.st.warn.Render("stream lost, reconnecting: "+oneLine(errText(l.lost)))
 	}
 	if l.searching {
@@ -390,7 +416,11 @@ func (m *Model) logView() string {
 		fit("EXIT", logColumns[3]) + " " + fit("TOOK", logColumns[4]) + " DETAIL"
 	b.WriteString(m.st.header.Render(header) + "\n")
 	if len(l.entries) == 0 {
-		b.WriteString("  waiting for entries…\n")
+		if gone := m.logGone(); gone != "" {
+			b.WriteString("  no entries: " + gone + "\n")
+		} else {
+			b.WriteString("  waiting for entries…\n")
+		}
 		return b.String()
 	}
 	// Only the entries in the window are drawn: the log may hold

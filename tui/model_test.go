@@ -533,3 +533,41 @@ func TestKeysOnUnusableSandbox(t *testing.T) {
 		t.Errorf("e in a destroyed sandbox's detail:\n%s", m.View())
 	}
 }
+
+// TestLogOfGoneSandbox: the log of a sandbox that was destroyed before it
+// was opened, or while it is open, or that the server no longer knows,
+// says so (keeping the entries it has) where it said "waiting for
+// entries…" for ever: the watch of an ended sandbox stays open.
+func TestLogOfGoneSandbox(t *testing.T) {
+	src := newFakeSource()
+	m := newTestModel(t, src, 100, 24)
+	load(m)
+	gone := src.sandboxes[2].ID
+	m.openLog(gone)
+	m.log.stop() // the test feeds the messages itself
+	v := m.View()
+	if strings.Contains(v, "waiting for entries") || !strings.Contains(v, "no entries: sandbox c41d0e88 is destroyed (expired)") {
+		t.Errorf("log of a destroyed sandbox:\n%s", v)
+	}
+
+	m.back()
+	m = newTestModel(t, src, 100, 24)
+	openTestLog(t, src, m)
+	if v := m.View(); strings.Contains(v, "no new entries") {
+		t.Errorf("an active sandbox's log says it has ended:\n%s", v)
+	}
+	src.sandboxes[0].Status, src.sandboxes[0].DestroyReason = api.StatusDestroyed, "deleted"
+	load(m)
+	v = m.View()
+	if !strings.Contains(v, "sandbox 0b8c2f6e is destroyed (deleted): no new entries") || !strings.Contains(v, "go test ./... 2>&1") {
+		t.Errorf("log of a sandbox destroyed while open:\n%s", v)
+	}
+
+	m.back()
+	m.openLog("9e9e9e9e-4444-4a5b-9c0d-000000000009")
+	m.log.stop()
+	m.Update(watchEndMsg{gen: m.log.gen, err: &api.Error{Status: 404, Code: api.CodeNotFound, Message: "sandbox not found"}})
+	if v := m.View(); !strings.Contains(v, "no entries: sandbox 9e9e9e9e is gone") {
+		t.Errorf("log of a sandbox the server does not know:\n%s", v)
+	}
+}

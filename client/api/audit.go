@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -94,41 +95,55 @@ func (e LogEntry) Hash(prev string) (string, error) {
 	if err := dec.Decode(&d); err != nil {
 		return "", fmt.Errorf("decode detail of log entry %s: %w", e.ID, err)
 	}
-	var exit any
-	if e.ExitCode != nil {
-		exit = json.Number(fmt.Sprint(*e.ExitCode))
-	}
-	fields := map[string]any{
-		"id":               e.ID,
-		"session_id":       e.SessionID,
-		"account_id":       e.AccountID,
-		"source":           e.Source,
-		"operation":        e.Operation,
-		"detail":           d,
-		"exit_code":        exit,
-		"output_truncated": e.OutputTruncated,
-		"started_at":       isoNaiveUTC(e.StartedAt),
-		"duration_ms":      json.Number(fmt.Sprint(e.DurationMS)),
-	}
+	// The entry's own keys are fixed: written in their sorted order
+	// (canonical JSON's), with no map to build and sort for each entry.
 	var b bytes.Buffer
+	b.Grow(len(prev) + len(detail) + 320)
 	b.WriteString(prev)
-	b.WriteByte('|')
-	if err := writeCanonical(&b, fields); err != nil {
+	b.WriteString(`|{"account_id":`)
+	writeASCIIString(&b, e.AccountID)
+	b.WriteString(`,"detail":`)
+	if err := writeCanonical(&b, d); err != nil {
 		return "", fmt.Errorf("canonical form of log entry %s: %w", e.ID, err)
 	}
+	b.WriteString(`,"duration_ms":`)
+	b.WriteString(strconv.FormatInt(e.DurationMS, 10))
+	b.WriteString(`,"exit_code":`)
+	if e.ExitCode != nil {
+		b.WriteString(strconv.Itoa(*e.ExitCode))
+	} else {
+		b.WriteString("null")
+	}
+	b.WriteString(`,"id":`)
+	writeASCIIString(&b, e.ID)
+	b.WriteString(`,"operation":`)
+	writeASCIIString(&b, e.Operation)
+	b.WriteString(`,"output_truncated":`)
+	b.WriteString(strconv.FormatBool(e.OutputTruncated))
+	b.WriteString(`,"session_id":`)
+	writeASCIIString(&b, e.SessionID)
+	b.WriteString(`,"source":`)
+	writeASCIIString(&b, e.Source)
+	b.WriteString(`,"started_at":"`)
+	var at [48]byte
+	b.Write(appendISONaiveUTC(at[:0], e.StartedAt)) // digits and -T:. only: nothing to escape
+	b.WriteString(`"}`)
 	sum := sha256.Sum256(b.Bytes())
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// isoNaiveUTC formats t like Python's naive datetime.isoformat(): no zone,
-// microseconds only when non-zero.
-func isoNaiveUTC(t time.Time) string {
+// appendISONaiveUTC appends t as Python's naive datetime.isoformat()
+// writes it: no zone, microseconds only when non-zero.
+func appendISONaiveUTC(dst []byte, t time.Time) []byte {
 	t = t.UTC()
-	s := t.Format("2006-01-02T15:04:05")
+	dst = t.AppendFormat(dst, "2006-01-02T15:04:05")
 	if us := t.Nanosecond() / 1000; us != 0 {
-		s += fmt.Sprintf(".%06d", us)
+		dst = append(dst, '.')
+		for d := 100000; d > 0; d /= 10 {
+			dst = append(dst, byte('0'+us/d%10))
+		}
 	}
-	return s
+	return dst
 }
 
 // ErrChainBroken is wrapped by the errors of VerifyLogChain and VerifyLog.
