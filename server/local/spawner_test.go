@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server/model"
+	"golang.org/x/sys/unix"
+
 	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
@@ -88,6 +90,52 @@ func TestSpawner(t *testing.T) {
 	}
 	if again := d.spawner.PID(); again == 0 || again == helper {
 		t.Errorf("helper %d died; now %d runs", helper, again)
+	}
+}
+
+// TestSpawnerPassesNoStrayDescriptor: a descriptor the server inherited
+// without close-on-exec (a pipe left open by whatever started it) went to
+// the spawner's helper and from it into every jail's init, a host file in
+// the hands of the sandbox's root. Not parallel: the stray descriptor
+// would reach other tests' children too.
+func TestSpawnerPassesNoStrayDescriptor(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the spawner needs root, as CI has")
+		}
+		t.Skip("the spawner needs root")
+	}
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	r, w := os.NewFile(uintptr(p[0]), "stray-r"), os.NewFile(uintptr(p[1]), "stray-w")
+	defer r.Close()
+	defer w.Close()
+	// Its copy without close-on-exec, numbered high as a stray usually is
+	// (past the descriptors a jail's clone places from 0 up).
+	fd, err := unix.FcntlInt(w.Fd(), unix.F_DUPFD, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	stray, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(t) // its helper starts at the first create, inheriting w
+	st := create(t, d, "stray")
+	if res := run(t, st, "true"); res.ExitCode != 0 {
+		t.Fatalf("exec: %+v", res)
+	}
+	state, err := readState(d.sandboxDir("stray"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range fdTargets(t, state.PID) {
+		if target == stray {
+			t.Errorf("the jail's init holds the server's stray descriptor %s", stray)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"sync"
@@ -308,6 +309,12 @@ func (s *Spawner) PID() int {
 func ServeSpawner() error {
 	if _, err := unix.FcntlInt(spawnerConnFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return fmt.Errorf("serve spawner: fd %d: %w", spawnerConnFD, err)
+	}
+	// Descriptors the server inherited without close-on-exec (from
+	// whatever started it) reach this process past fd 3; marked so, they
+	// never reach a jail's init, which gets exactly what a request sends.
+	if err := unix.CloseRange(spawnerConnFD+1, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("serve spawner: mark inherited descriptors close-on-exec: %w", err)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
