@@ -55,3 +55,49 @@ func TestReleaseTargetsBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseArchivesBinaryCount: an archive whose builds are not all
+// released for the same platforms (the server and sidecar are Linux only)
+// holds fewer binaries on some, which goreleaser refuses at release time
+// ("archive has different count of binaries for each platform") unless
+// the archive sets allow_different_binary_count; `goreleaser check` does
+// not notice.
+func TestReleaseArchivesBinaryCount(t *testing.T) {
+	data, err := os.ReadFile("goreleaser.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Builds []struct {
+			ID   string   `yaml:"id"`
+			Goos []string `yaml:"goos"`
+		} `yaml:"builds"`
+		Archives []struct {
+			ID           string   `yaml:"id"`
+			IDs          []string `yaml:"ids"`
+			AllowCounted bool     `yaml:"allow_different_binary_count"`
+		} `yaml:"archives"`
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatalf("parse goreleaser.yaml: %v", err)
+	}
+	goos := map[string][]string{}
+	for _, b := range cfg.Builds {
+		goos[b.ID] = b.Goos
+	}
+	for _, a := range cfg.Archives {
+		perOS := map[string]int{}
+		for _, id := range a.IDs {
+			for _, o := range goos[id] {
+				perOS[o]++
+			}
+		}
+		counts := map[int]bool{}
+		for _, n := range perOS {
+			counts[n] = true
+		}
+		if len(counts) > 1 && !a.AllowCounted {
+			t.Errorf("archive %s: binaries per OS %v differ, and allow_different_binary_count is not set", a.ID, perOS)
+		}
+	}
+}

@@ -39,11 +39,13 @@ func newSSHCmd(app *App) *cobra.Command {
 		Use:   "ssh [-s ID] [--bastion HOST[:PORT]] [--print] [--token] [-- COMMAND]",
 		Short: "Open the sandbox's terminal over SSH through boxkite-bastion",
 		Long: `Run (or, with --print, print) the ssh command that reaches the sandbox
-through boxkite-bastion. When ssh here would offer one of the account's
-registered SSH keys (boxkite ssh-keys add; from its identity files and the
-agent), ssh uses it; otherwise (no key registered, or only other machines'
-keys), or with --token, a single-use takeover token valid 30 s is minted
-(admin keys only) and given to ssh as the password.
+through boxkite-bastion. When the account has an SSH key registered
+(boxkite ssh-keys add) and ssh here would offer one of them (from its
+identity files and the agent), ssh uses it; otherwise (no key registered,
+or, when it runs ssh, only other machines' keys), or with --token, a
+single-use takeover token valid 30 s is minted (admin keys only) and given
+to ssh as the password. --print with a key registered prints the plain
+command, for the key you name.
 With a COMMAND, ssh runs it in the sandbox and exits with its status.
 
 The bastion is --bastion, else $BOXKITE_BASTION, else the bastion in the
@@ -135,9 +137,10 @@ func runSSH(ctx context.Context, app *App, o sshOptions, command []string) error
 }
 
 // chooseSSHAuth tells whether ssh should log in with a takeover token:
-// when asked (--token, --read-only), when the account has no SSH key, or
-// when ssh, run with args, would offer none of the registered ones (a key
-// registered from another machine); noKeyOffered reports the last case.
+// when asked (--token, --read-only), when the account has no SSH key, or,
+// when it runs ssh (not --print), when ssh with args would offer none of
+// the registered ones (a key registered from another machine);
+// noKeyOffered reports the last case.
 func chooseSSHAuth(ctx context.Context, c *client.Client, o sshOptions, args []string) (useToken, noKeyOffered bool, err error) {
 	if o.token || o.readOnly {
 		return true, false, nil
@@ -148,6 +151,11 @@ func chooseSSHAuth(ctx context.Context, c *client.Client, o sshOptions, args []s
 	}
 	if len(keys) == 0 {
 		return true, false, nil
+	}
+	if o.print {
+		// The command may be run elsewhere or with the user's own -i:
+		// what this machine's ssh offers says nothing about it.
+		return false, false, nil
 	}
 	bin, err := exec.LookPath("ssh")
 	if err != nil {

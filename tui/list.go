@@ -233,7 +233,14 @@ func (m *Model) listView() string {
 	case l.filter.Value() != "":
 		info = fmt.Sprintf("filter: %s  %s", l.filter.Value(), info)
 	}
-	b.WriteString(m.st.dim.Render(info) + "\n")
+	// At a tiny terminal a row comes first: below three lines of body the
+	// column header goes (the info line too, unless it is the filter
+	// input), so at least one row shows.
+	tiny := m.bodyHeight() < 3
+	showInfo := !tiny || l.filtering
+	if showInfo {
+		b.WriteString(m.st.dim.Render(info) + "\n")
+	}
 	fixed := 2 + 6 // marker and the gaps between columns
 	for _, w := range listColumns {
 		fixed += w
@@ -241,7 +248,9 @@ func (m *Model) listView() string {
 	labelW := max(m.width-fixed, 5)
 	header := "  " + fit("ID", listColumns[0]) + " " + fit("STATUS", listColumns[1]) + " " + fit("LABEL", labelW) + " " +
 		fit("SIZE", listColumns[2]) + " " + fit("AGE", listColumns[3]) + " " + fit("EXPIRES", listColumns[4])
-	b.WriteString(m.st.header.Render(strings.TrimRight(header, " ")) + "\n")
+	if !tiny || (!showInfo && m.bodyHeight() == 2) {
+		b.WriteString(m.st.header.Render(strings.TrimRight(header, " ")) + "\n")
+	}
 	switch {
 	case !l.loaded && m.offline != nil:
 		b.WriteString("  cannot reach the server yet\n")
@@ -257,6 +266,9 @@ func (m *Model) listView() string {
 		return b.String()
 	}
 	h := max(m.bodyHeight()-2, 1)
+	if tiny {
+		h = 1
+	}
 	l.top = scrollTop(l.top, l.cursor, h, len(l.rows))
 	now := m.now()
 	for i := l.top; i < min(l.top+h, len(l.rows)); i++ {

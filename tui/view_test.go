@@ -31,6 +31,7 @@ func TestViewGolden(t *testing.T) {
 			load(m)
 		}},
 		{"list_narrow_50x12", 50, 12, func(t *testing.T, src *fakeSource, m *Model) { load(m) }},
+		{"list_tiny_20x5", 20, 5, func(t *testing.T, src *fakeSource, m *Model) { load(m) }},
 		{"list_context_80x24", 80, 24, func(t *testing.T, src *fakeSource, m *Model) {
 			m.context = "staging" // Options.Context: the title names the CLI's context
 			load(m)
@@ -140,5 +141,22 @@ func TestResize(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestListTinyTerminal: at a terminal of a few lines the list shows the
+// selected row, where it showed the info line and the header and no row.
+func TestListTinyTerminal(t *testing.T) {
+	for _, sz := range [][2]int{{20, 5}, {40, 4}, {80, 5}} {
+		m := newTestModel(t, newFakeSource(), sz[0], sz[1])
+		load(m)
+		keys(m, "j")
+		if v := m.View(); !strings.Contains(v, "› "+shortID(m.list.selected)) {
+			t.Errorf("%dx%d: the selected row is not shown:\n%s", sz[0], sz[1], v)
+		}
+		keys(m, "/")
+		if v := m.View(); !strings.Contains(v, "/") {
+			t.Errorf("%dx%d: the filter input is not shown:\n%s", sz[0], sz[1], v)
+		}
 	}
 }
