@@ -188,29 +188,46 @@ func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags
 	}
 	// A sandbox made for this handoff and holding nothing yet is removed
 	// when the agent cannot run there or the upload fails half way.
-	discard := func() {
+	discard := func(err error) error {
+		removed := false
 		if created {
-			if derr := c.DeleteSandbox(context.WithoutCancel(ctx), sb.ID); derr == nil {
-				fmt.Fprintf(app.IO.ErrOut, "removed sandbox %s\n", sb.ID)
-			}
+			removed = c.DeleteSandbox(context.WithoutCancel(ctx), sb.ID) == nil
 		}
+		if ctx.Err() != nil {
+			return interrupted(sb.ID, created, removed)
+		}
+		if removed {
+			fmt.Fprintf(app.IO.ErrOut, "removed sandbox %s\n", sb.ID)
+		}
+		return err
 	}
 	version, err := checkAgent(ctx, c, sb.ID, agent)
 	if err != nil {
-		discard()
-		return err
+		return discard(err)
 	}
 	fmt.Fprintf(app.IO.ErrOut, "%s in the sandbox: %s\n", agent.CLI, version)
 	progress := newTransferProgress(app.IO, "uploading", plan.Size())
 	res, err := handoff.Transfer(ctx, plan, handoffTarget{c, sb.ID}, sb.ID, progress.reader)
 	progress.done()
 	if err != nil {
-		discard()
-		return fmt.Errorf("hand off to sandbox %s: %w", sb.ID, err)
+		return discard(fmt.Errorf("hand off to sandbox %s: %w", sb.ID, err))
 	}
 	fmt.Fprintf(app.IO.ErrOut, "sent %d files (%s) to sandbox %s; the session resumes in %s\n",
 		res.Files, humanBytes(res.Bytes), sb.ID, plan.Workdir)
 	return startAgent(ctx, app, c, sb, res.Source, attach, jsonOut(asJSON, &f.out), plan.Workdir)
+}
+
+// interrupted is the error of a handoff stopped by Ctrl-C once its
+// sandbox was chosen (exit 130): it says what became of the sandbox.
+func interrupted(id string, created, removed bool) error {
+	msg := "interrupted; sandbox " + id + " may hold part of the upload"
+	switch {
+	case removed:
+		msg = "interrupted; removed sandbox " + id + ", made for this handoff"
+	case created:
+		msg = "interrupted; could not remove sandbox " + id + ", made for this handoff: run 'boxkite session rm " + id + "'"
+	}
+	return &exitStatus{code: exitInterrupted, msg: msg}
 }
 
 // prepareError is a failed Prepare; no session to hand off (none recorded
