@@ -138,6 +138,10 @@ var errNoTerminal = &hintError{
 }
 
 func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags, asJSON bool) error {
+	if f.session != "" && !handoff.ValidIdent(f.session) {
+		return usageErrorf("session ids are letters, digits, '.', '_' and '-'; copy it from the tool's session list",
+			"--session %q is not a session id", f.session)
+	}
 	attach := !f.dryRun && !f.noAttach && !asJSON
 	if attach && !app.IO.InTTY {
 		return errNoTerminal
@@ -159,7 +163,7 @@ func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("prepare the %s handoff: %w", a.Name(), err)
+		return prepareError(a, err)
 	}
 	agent := handoff.Agents()[a.Name()]
 	egress := handoffEgress(plan.Egress, f)
@@ -207,6 +211,20 @@ func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags
 	fmt.Fprintf(app.IO.ErrOut, "sent %d files (%s) to sandbox %s; the session resumes in %s\n",
 		res.Files, humanBytes(res.Bytes), sb.ID, plan.Workdir)
 	return startAgent(ctx, app, c, sb, res.Source, attach, jsonOut(asJSON, &f.out), plan.Workdir)
+}
+
+// prepareError is a failed Prepare; no session to hand off (none recorded
+// here, or none with --session's id) is not found: exit 3.
+func prepareError(a handoff.Adapter, err error) error {
+	err = fmt.Errorf("prepare the %s handoff: %w", a.Name(), err)
+	if !errors.Is(err, handoff.ErrNoSession) {
+		return err
+	}
+	hint := ""
+	if e, ok := errors.AsType[*handoff.Error](err); ok {
+		hint = e.Hint
+	}
+	return &notFoundError{err: err, hint: hint}
 }
 
 // startAgent attaches this terminal to the sandbox and types the line

@@ -112,8 +112,13 @@ func TestHandoffUsage(t *testing.T) {
 	}{
 		{[]string{"handoff"}, 2, "name one tool: claude-code, codex, gemini, opencode"},
 		{[]string{"handoff", "cursor"}, 2, `unknown tool "cursor"`},
-		{[]string{"handoff", "claude-code", "--session", "../x", "--dry-run"}, 1, "not a valid identifier"},
-		{[]string{"handoff", "codex", "--session", "ffffffff-0000-4000-8000-000000000009", "--dry-run"}, 1, "no Codex rollout"},
+		// A --session that cannot be an id is usage (before the terminal
+		// check); one that names no session is not found.
+		{[]string{"handoff", "claude-code", "--session", "../x", "--dry-run"}, 2, `--session "../x" is not a session id`},
+		{[]string{"handoff", "claude-code", "--session", "x/../y"}, 2, `--session "x/../y" is not a session id`},
+		{[]string{"handoff", "gemini", "--session", "séance", "--dry-run"}, 2, "is not a session id"},
+		{[]string{"handoff", "codex", "--session", "ffffffff-0000-4000-8000-000000000009", "--dry-run"}, 3, "no Codex rollout"},
+		{[]string{"handoff", "claude-code", "--session", "ffffffff-0000-4000-8000-000000000009", "--dry-run"}, 3, "ffffffff-0000-4000-8000-000000000009"},
 		{[]string{"handoff", "codex", "--no-egress", "--allow-host", "x.example"}, 2, "contradict"},
 		{[]string{"handoff", "codex", "--agent-version", "-1"}, 2, "not a version"},
 		{[]string{"handoff", "codex", "-s", "sb", "--image", "img"}, 2, "leave out --image"},
@@ -123,7 +128,7 @@ func TestHandoffUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r := runCLI(t, "", tt.args...)
-		if r.code != tt.code || !strings.Contains(r.stderr, tt.msg) || (tt.code != 2 && !strings.Contains(r.stderr, "\nhint: ")) {
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.msg) || !strings.Contains(r.stderr, "\nhint: ") {
 			t.Errorf("boxkite %v: exit %d, stderr %q; want exit %d and %q", tt.args, r.code, r.stderr, tt.code, tt.msg)
 		}
 	}
