@@ -53,6 +53,9 @@ const (
 	// CodeSnapshotLimitReached (429): the account holds its most
 	// snapshots; delete one first. Details: {limit, count}.
 	CodeSnapshotLimitReached = "snapshot_limit_reached"
+	// CodeVolumeLimitReached (429): the account holds its most volumes
+	// (DefaultVolumeLimit); delete one first. Details: {limit, count}.
+	CodeVolumeLimitReached = "volume_limit_reached"
 
 	// Why an image build failed (Image.FailureCode, never an HTTP answer):
 	// a step failed (CodeImageBuildFailed), or the build's jail refused
@@ -137,7 +140,7 @@ func StatusOf(code string) int {
 		return http.StatusNotFound
 	case CodeConflict, CodeSandboxPaused:
 		return http.StatusConflict
-	case CodeLimitExceeded, CodeRateLimited, CodeSnapshotLimitReached:
+	case CodeLimitExceeded, CodeRateLimited, CodeSnapshotLimitReached, CodeVolumeLimitReached:
 		return http.StatusTooManyRequests
 	case CodeSandboxFailed:
 		return http.StatusBadGateway

@@ -14,6 +14,11 @@ const CodeVolumeInUse = "volume_in_use"
 // CodeMCPConnectionNotFound answers a create naming an unknown MCP connection.
 const CodeMCPConnectionNotFound = "mcp_connection_not_found"
 
+// DefaultVolumeLimit is how many volumes an account may keep (the
+// reference's): each holds a loop device and a mount on the host, which
+// every tenant's creates need too.
+const DefaultVolumeLimit = 10
+
 // CreateVolumeRequest is the body of POST /v1/volumes.
 type CreateVolumeRequest struct {
 	Label  string  `json:"label,omitempty"`

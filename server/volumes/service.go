@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -26,16 +28,28 @@ type Deps struct {
 	Discard func(ctx context.Context, id string)
 	// CleanupTimeout bounds compensating work that outlives a request.
 	CleanupTimeout time.Duration
+	// Limit is how many volumes an account may keep: 0 for
+	// api.DefaultVolumeLimit, negative for no limit.
+	Limit int
 }
 
 // Service serves volumes.
-type Service struct{ d Deps }
+type Service struct {
+	d Deps
+	// creating serializes this server's volume creates, so two at once
+	// cannot both pass the account's limit (servers sharing Postgres can
+	// still overshoot it by one each).
+	creating sync.Mutex
+}
 
 // New returns the service; every field of d is required.
 func New(d Deps) (*Service, error) {
 	if d.Store == nil || d.Driver == nil || d.Log == nil || d.Now == nil || d.MaxGB <= 0 ||
 		d.AdmitWrite == nil || d.Discard == nil || d.CleanupTimeout <= 0 {
 		return nil, errors.New("volumes: a dependency is missing")
+	}
+	if d.Limit == 0 {
+		d.Limit = api.DefaultVolumeLimit
 	}
 	return &Service{d: d}, nil
 }

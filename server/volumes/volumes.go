@@ -59,6 +59,11 @@ func (s *Service) createVolume(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	acct := authz.Account(r.Context())
+	s.creating.Lock()
+	defer s.creating.Unlock()
+	if err := s.checkLimit(r.Context(), acct.ID); err != nil {
+		return err
+	}
 	v := &model.Volume{ID: model.NewID(), AccountID: acct.ID, Label: req.Label, SizeGB: req.SizeGB, Status: api.VolumeReady, CreatedAt: s.d.Now()}
 	const mib = 1 << 20
 	size := max(16*mib, int64(req.SizeGB*(1<<30))/mib*mib)
@@ -79,6 +84,27 @@ func (s *Service) createVolume(w http.ResponseWriter, r *http.Request) error {
 	}
 	httpx.WriteJSON(w, http.StatusCreated, v.ToAPI())
 	return nil
+}
+
+// checkLimit refuses an account's volume beyond the limit: each holds a
+// host loop device and mount from create to delete.
+func (s *Service) checkLimit(ctx context.Context, account string) error {
+	if s.d.Limit < 0 {
+		return nil
+	}
+	vs, err := s.d.Store.ListVolumes(ctx, account)
+	if err != nil {
+		return fmt.Errorf("count volumes: %w", err)
+	}
+	if len(vs) < s.d.Limit {
+		return nil
+	}
+	return &api.Error{
+		Status: http.StatusTooManyRequests, Code: api.CodeVolumeLimitReached,
+		Message: fmt.Sprintf("the account holds %d volumes, the most it may keep", len(vs)),
+		Hint:    "delete one with `boxkite volumes rm ID` (`boxkite volumes ls` lists them)",
+		Details: map[string]any{"limit": s.d.Limit, "count": len(vs)},
+	}
 }
 
 func (s *Service) listVolumes(w http.ResponseWriter, r *http.Request) error {

@@ -160,7 +160,7 @@ func errorCodes() []string {
 		api.CodeInternal, api.CodeServiceUnavailable, api.CodeNotSupported, api.CodeMethodNotAllowed,
 		api.CodeRequestTimeout, api.CodePayloadTooLarge, api.CodeUnsupportedMediaType, api.CodeHeadersTooLarge,
 		api.CodeInsufficientStorage, api.CodeSandboxLost, api.CodeHostCapacity, api.CodeAuditUnavailable,
-		api.CodeSandboxPaused, api.CodeSnapshotLimitReached,
+		api.CodeSandboxPaused, api.CodeSnapshotLimitReached, api.CodeVolumeLimitReached,
 		api.CodeWrongCredentialType, api.CodeInvalidToken, api.CodeInvalidCredentials, api.CodeEmailTaken,
 		api.CodeSSHKeyExists, api.CodeIdempotencyKeyReuse, api.CodeIdempotencyKeyInProgress,
 		api.CodeGlobalCapacityReached, api.CodeConcurrentSandboxLimit, api.CodeMonthlyUsageLimit,
