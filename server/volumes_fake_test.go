@@ -54,7 +54,7 @@ func TestVolumeLimit(t *testing.T) {
 		t.Errorf("another account's create: %d %s", resp.StatusCode, body)
 	}
 	var vs []api.Volume
-	resp, body = e.do("GET", "/v1/volumes", e.KeyA, nil)
+	_, body = e.do("GET", "/v1/volumes", e.KeyA, nil)
 	mustUnmarshal(t, body, &vs)
 	if resp, body := e.do("DELETE", "/v1/volumes/"+vs[0].ID, e.KeyA, nil); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("delete: %d %s", resp.StatusCode, body)
