@@ -112,27 +112,9 @@ func (m *Manager) Build(ctx context.Context, account, label string, spec api.Ima
 	if err != nil {
 		return api.Image{}, false, err
 	}
-	hash := specHash(spec)
-	imgs, err := m.recs.ListImages(ctx, account)
-	if err != nil {
-		return api.Image{}, false, err
-	}
-	for _, img := range imgs {
-		if img.Spec != nil && specHash(*img.Spec) == hash && img.Status != api.ImageFailed {
-			return img, false, nil
-		}
-	}
-	if err := m.checkLimit(ctx, account); err != nil {
-		return api.Image{}, false, err
-	}
-	r := record{AccountID: account, Image: api.Image{
-		ID: newID(), Label: label, Status: api.ImageQueued, Source: api.ImageSourceBuild, Spec: &spec, CreatedAt: m.now().UTC(),
-	}}
-	if err := os.Mkdir(filepath.Join(m.dir, r.ID), 0o700); err != nil {
-		return api.Image{}, false, fmt.Errorf("create image: %w", err)
-	}
-	if err := m.insert(r); err != nil {
-		return api.Image{}, false, err
+	r, created, err := m.admitBuild(ctx, account, label, spec)
+	if err != nil || !created {
+		return r.Image, false, err
 	}
 	if audit == nil {
 		audit = func(string, string, map[string]any) {}
