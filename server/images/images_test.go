@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -269,4 +270,48 @@ func (j holdJailer) RunBuild(ctx context.Context, _ string, _ func(int) (jail.Sp
 	case <-ctx.Done():
 	}
 	return errors.New("held build released")
+}
+
+// TestBuildLogBounded: a build whose steps print without end leaves a
+// build log of at most 16 MiB that still ends with the build's outcome.
+// Before, the log took every byte until the build timeout, on the host's
+// disk.
+func TestBuildLogBounded(t *testing.T) {
+	m, err := images.New(t.TempDir(), slog.New(slog.DiscardHandler), images.WithJailer(chattyJailer{20 << 20}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _, err := m.Build(context.Background(), "acct", "", api.ImageSpec{AptPackages: []string{"jq"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Wait()
+	var log bytes.Buffer
+	if err := m.Logs(t.Context(), "acct", img.ID, &log, false, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 16<<20 + 4096
+	if log.Len() > limit {
+		t.Errorf("build log is %d bytes, want at most %d", log.Len(), limit)
+	}
+	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "build failed: ") {
+		t.Errorf("build log ends %q, want the build's outcome", last)
+	}
+	if !strings.Contains(log.String(), "[build log truncated") {
+		t.Error("build log does not say it was truncated")
+	}
+}
+
+// chattyJailer's build prints n bytes of output, then fails.
+type chattyJailer struct{ n int }
+
+func (j chattyJailer) RunBuild(_ context.Context, _ string, _ func(int) (jail.Spec, error), out io.Writer) error {
+	line := []byte(strings.Repeat("y", 1023) + "\n")
+	for range j.n / len(line) {
+		if _, err := out.Write(line); err != nil {
+			return err
+		}
+	}
+	return errors.New("chatty build done")
 }
