@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -219,8 +218,8 @@ func (p *Proxy) dial(host string, port int, allow Allowlist, d *Decision) (net.C
 		return nil, errors.New(d.Reason)
 	}
 	for _, a := range addrs {
-		if why := refusal(a, local); why != "" && (p.Permit == nil || !p.Permit(a)) {
-			d.Addr, d.Reason = a.Unmap(), why
+		if why := Refusal(a, local); why != "" && (p.Permit == nil || !p.Permit(a)) {
+			d.Addr, d.Reason = a.Unmap(), "resolves to "+why
 			return nil, errors.New(d.Reason)
 		}
 	}
@@ -253,18 +252,6 @@ func refuseBusy(c net.Conn, limit int) {
 		_ = cw.CloseWrite()
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(c, maxHeader))
-}
-
-// refusal says why a sandbox may not connect to a, an address a granted
-// name resolved to, or "" if it may.
-func refusal(a netip.Addr, local []netip.Addr) string {
-	if why := Forbidden(a); why != "" {
-		return "resolves to a " + why
-	}
-	if slices.Contains(local, a.Unmap()) {
-		return "resolves to an address of this host"
-	}
-	return ""
 }
 
 // localAddrs returns this host's own addresses, unmapped.
