@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/boxkite/boxkite/internal/acceptloop"
 )
 
 // Decision is one connection the proxy let through or refused.
@@ -82,36 +84,27 @@ func (p *Proxy) Serve(l net.Listener, allow Allowlist, report func(Decision)) {
 		limit = DefaultMaxConns
 	}
 	slots := make(chan struct{}, limit)
-	var delay time.Duration
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of descriptors (EMFILE: the server's are shared by every
-			// sandbox) or another passing failure. Returning would end this
-			// sandbox's egress until a restart; wait and go on, as
-			// net/http's server does.
-			if delay == 0 && p.Log != nil {
-				p.Log.Warn("accept egress connection", "err", err)
-			}
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
+	// Out of descriptors (EMFILE: the server's are shared by every
+	// sandbox), a failed accept is retried: returning would end this
+	// sandbox's egress until a restart.
+	acceptloop.Serve(l, p.warnAccept, func(c net.Conn) {
 		select {
 		case slots <- struct{}{}:
 		default:
 			wg.Go(func() { refuseBusy(c, limit) })
-			continue
+			return
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
 			defer c.Close()
 			p.handle(c, allow, report)
 		})
+	})
+}
+
+func (p *Proxy) warnAccept(err error) {
+	if p.Log != nil {
+		p.Log.Warn("accept egress connection", "err", err)
 	}
 }
 
