@@ -123,6 +123,11 @@ await sbx.pty.resize(term.pid, { cols: 100, rows: 30 })
 await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size\n'))
 await until('the resized terminal size', () => screen.includes('30 100'))
 check('pty.resize', screen.includes('30 100'), screen)
+// 0x0 is refused alike by create (it was given 80x24) and by resize.
+const zeroCreate = await rejects(() => sbx.pty.create({ cols: 0, rows: 0, onData: () => {}, timeoutMs: 0 }))
+const zeroResize = await rejects(() => sbx.pty.resize(term.pid, { cols: 0, rows: 0 }))
+check('pty.size-refused', zeroCreate instanceof InvalidArgumentError && zeroResize instanceof InvalidArgumentError,
+  `${zeroCreate} / ${zeroResize}`)
 await sbx.pty.kill(term.pid)
 
 // the control plane
