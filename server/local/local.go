@@ -677,6 +677,8 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 		if st.Cgroup.Frozen() {
 			_ = st.Cgroup.Freeze(false)
 		}
+		// Nor can a writer blocked on a filesystem a snapshot froze.
+		d.thawDisk(dir)
 		if err := d.kill(ctx, id, st); err != nil {
 			return fmt.Errorf("delete sandbox %s: %w", id, err)
 		}

@@ -135,6 +135,44 @@ func (d *Driver) copyFrozen(id string) (string, bool, error) {
 	return part, cloned, nil
 }
 
+// thawDisk thaws the filesystem of the sandbox or pool member in dir if a
+// snapshot left it frozen, and reports whether it was. A freeze outlives
+// the process that asked for it: a server killed between FIFREEZE and
+// FITHAW leaves the disk frozen, every writer blocked in the kernel where
+// no signal reaches it, until something thaws it.
+func (d *Driver) thawDisk(dir string) bool {
+	// Only a disk of its own: the directory's parent filesystem is the
+	// host's.
+	if ok, err := loopdisk.IsMountPoint(filepath.Join(dir, diskMount)); err != nil || !ok {
+		return false
+	}
+	mnt, err := os.OpenFile(filepath.Join(dir, diskMount), os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer mnt.Close()
+	// EINVAL: not frozen, the usual case.
+	return unix.IoctlSetInt(int(mnt.Fd()), fiThaw, 0) == nil
+}
+
+// thawInterruptedSnapshot undoes what a snapshot a crash interrupted left
+// of sandbox id (New calls it for the sandboxes it adopts): its frozen
+// filesystem, and its frozen cgroup unless the sandbox is paused. A
+// cgroup frozen without a frozen filesystem is left to adoptFrozen: the
+// storage watch's freeze looks the same.
+func (d *Driver) thawInterruptedSnapshot(id string) {
+	dir := d.sandboxDir(id)
+	if !d.thawDisk(dir) {
+		return
+	}
+	d.log.Warn("thawed the disk of a snapshot a restart interrupted", "id", id)
+	if st, err := readState(dir); err == nil && st.Paused == "" && st.Cgroup.Frozen() {
+		if err := st.Cgroup.Freeze(false); err != nil {
+			d.log.Warn("thaw sandbox of an interrupted snapshot", "id", id, "err", err)
+		}
+	}
+}
+
 // seal makes part durable and fills ref's key and size: the content
 // address of its data, or a random key when transient.
 func seal(part string, transient bool, ref *model.SnapshotRef) error {
