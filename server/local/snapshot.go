@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -98,6 +99,10 @@ func (d *Driver) Snapshot(_ context.Context, id string, transient bool) (model.S
 // snapshot store, its processes and filesystem frozen for the copy, and
 // returns the part file and whether the copy is a clone.
 func (d *Driver) copyFrozen(id string) (string, bool, error) {
+	// One at a time per sandbox: a second FIFREEZE of a frozen
+	// filesystem fails (EBUSY), and the first one's thaw would end the
+	// second one's freeze in the middle of its copy.
+	defer d.snapLocks.lock(id)()
 	dir := d.sandboxDir(id)
 	st, err := readState(dir)
 	if err != nil {
@@ -170,6 +175,41 @@ func (d *Driver) thawInterruptedSnapshot(id string) {
 		if err := st.Cgroup.Freeze(false); err != nil {
 			d.log.Warn("thaw sandbox of an interrupted snapshot", "id", id, "err", err)
 		}
+	}
+}
+
+// idLocks is a mutex per id, held while in use.
+type idLocks struct {
+	mu sync.Mutex
+	m  map[string]*idLock
+}
+
+type idLock struct {
+	sync.Mutex
+	users int
+}
+
+// lock locks id's mutex and returns its unlock.
+func (l *idLocks) lock(id string) func() {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*idLock{}
+	}
+	k := l.m[id]
+	if k == nil {
+		k = &idLock{}
+		l.m[id] = k
+	}
+	k.users++
+	l.mu.Unlock()
+	k.Lock()
+	return func() {
+		k.Unlock()
+		l.mu.Lock()
+		if k.users--; k.users == 0 {
+			delete(l.m, id)
+		}
+		l.mu.Unlock()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,4 +147,42 @@ func blockedWriter(marker string) bool {
 		}
 	}
 	return false
+}
+
+// TestConcurrentSnapshots: snapshots of one sandbox asked for at once
+// (two clients, a snapshot beside a fork) all succeed and all hold the
+// sandbox's files; the second FIFREEZE of a frozen filesystem failed
+// with EBUSY (a 500 sandbox_operation_failed) before they were taken one
+// at a time.
+func TestConcurrentSnapshots(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
+		t.Skip("loop-mounted disks need root")
+	}
+	d := newDriver(t)
+	ep := create(t, d, "snapmany")
+	if res := run(t, ep, "head -c 8M /dev/urandom > /workspace/data && echo kept > /workspace/kept"); res.ExitCode != 0 {
+		t.Fatalf("write: %+v", res)
+	}
+	const n = 8
+	refs := make([]model.SnapshotRef, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { refs[i], errs[i] = d.Snapshot(context.Background(), "snapmany", i%2 == 1) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("snapshot %d of %d at once: %v", i+1, n, err)
+		}
+	}
+	if errs[0] == nil {
+		restored := createFrom(t, d, "snaprestored", refs[0].Key)
+		if res := run(t, restored, "cat /workspace/kept"); res.Stdout != "kept\n" {
+			t.Errorf("restored: %+v", res)
+		}
+	}
+	if res := run(t, ep, "echo still > /workspace/after && cat /workspace/after"); res.Stdout != "still\n" {
+		t.Errorf("the sandbox after the snapshots: %+v", res)
+	}
 }
