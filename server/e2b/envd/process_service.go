@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
@@ -342,10 +343,11 @@ type frame struct {
 	data []byte
 }
 
-// endEvent is how the command ended, in envd's words: killed by a signal
-// is exit code -1, not exited, "signal: killed". Unless it exited 0, the
-// error says so too, as envd's (Go's exec error): the SDK makes it the
-// message of CommandExitError.
+// endEvent is how the command ended, in envd's words (Go's
+// os.ProcessState): killed by a signal is exit code -1, not exited,
+// "signal: killed" (or the signal's name: "signal: segmentation fault").
+// Unless it exited 0, the error says so too, as envd's (Go's exec error):
+// the SDK makes it the message of CommandExitError.
 func (p *proc) endEvent(exit *api.InteractiveControl) *process.ProcessEvent_EndEvent {
 	p.mu.Lock()
 	killed := p.killed
@@ -353,6 +355,9 @@ func (p *proc) endEvent(exit *api.InteractiveControl) *process.ProcessEvent_EndE
 	switch {
 	case killed || exit == nil || exit.ExitCode == nil:
 		status := "signal: killed"
+		return &process.ProcessEvent_EndEvent{ExitCode: -1, Exited: false, Status: status, Error: &status}
+	case exit.Signal > 0:
+		status := "signal: " + syscall.Signal(exit.Signal).String()
 		return &process.ProcessEvent_EndEvent{ExitCode: -1, Exited: false, Status: status, Error: &status}
 	case exit.Message != "":
 		msg := exit.Message
