@@ -98,3 +98,33 @@ func (o *outputWatch) check() {
 		o.seen.stepFailed = line
 	}
 }
+
+// maxBuildLog bounds what an image's build.log keeps of the steps' output
+// and the proxy's lines: a step that prints without end would otherwise
+// fill the host's disk before the build timeout stops it.
+const maxBuildLog = 16 << 20
+
+// cappedLog writes the first left bytes to w, then one line saying the
+// rest was dropped; it reports every write as whole, so the build goes on.
+type cappedLog struct {
+	w    io.Writer
+	left int
+	cut  bool
+}
+
+func (c *cappedLog) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) > c.left {
+		p = p[:c.left]
+	}
+	c.left -= len(p)
+	if _, err := c.w.Write(p); err != nil {
+		return n, err
+	}
+	if c.left == 0 && !c.cut && len(p) < n {
+		c.cut = true
+		_, err := fmt.Fprintf(c.w, "\n[build log truncated: it keeps the first %d MiB of the build's output]\n", maxBuildLog>>20)
+		return n, err
+	}
+	return n, nil
+}

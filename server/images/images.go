@@ -61,7 +61,11 @@ type Manager struct {
 	log          *slog.Logger
 	now          func() time.Time
 
-	recs  Records
+	recs Records
+	// admit makes checking an account's images (the limit, an identical
+	// build) and inserting the new one a single step, so concurrent
+	// requests cannot each see room for one more.
+	admit sync.Mutex
 	wg    sync.WaitGroup
 	slots chan struct{} // builds and extractions running at once; the rest stay queued
 }
@@ -256,7 +260,8 @@ func (m *Manager) Import(ctx context.Context, account, label string, body io.Rea
 		_ = os.RemoveAll(filepath.Join(m.dir, r.ID))
 		return api.Image{}, err
 	}
-	if err := m.insert(r); err != nil {
+	// Checked again: other images may have been admitted during the upload.
+	if err := m.admitImport(ctx, r); err != nil {
 		_ = os.RemoveAll(filepath.Join(m.dir, r.ID))
 		return api.Image{}, err
 	}
@@ -264,6 +269,48 @@ func (m *Manager) Import(ctx context.Context, account, label string, body io.Rea
 		m.finish(context.WithoutCancel(ctx), r, func() error { return m.extractArchive(r.ID, archive) })
 	})
 	return r.Image, nil
+}
+
+// admitImport inserts the import r unless its account is at the limit.
+func (m *Manager) admitImport(ctx context.Context, r record) error {
+	m.admit.Lock()
+	defer m.admit.Unlock()
+	if err := m.checkLimit(ctx, r.AccountID); err != nil {
+		return err
+	}
+	return m.insert(r)
+}
+
+// admitBuild returns the account's image of an identical spec (created
+// false), else records a new queued build of spec unless the account is at
+// the limit. The image's directory exists when it returns.
+func (m *Manager) admitBuild(ctx context.Context, account, label string, spec api.ImageSpec) (record, bool, error) {
+	m.admit.Lock()
+	defer m.admit.Unlock()
+	hash := specHash(spec)
+	imgs, err := m.recs.ListImages(ctx, account)
+	if err != nil {
+		return record{}, false, err
+	}
+	for _, img := range imgs {
+		if img.Spec != nil && specHash(*img.Spec) == hash && img.Status != api.ImageFailed {
+			return record{Image: img, AccountID: account}, false, nil
+		}
+	}
+	if err := m.checkLimit(ctx, account); err != nil {
+		return record{}, false, err
+	}
+	r := record{AccountID: account, Image: api.Image{
+		ID: newID(), Label: label, Status: api.ImageQueued, Source: api.ImageSourceBuild, Spec: &spec, CreatedAt: m.now().UTC(),
+	}}
+	if err := os.Mkdir(filepath.Join(m.dir, r.ID), 0o700); err != nil {
+		return record{}, false, fmt.Errorf("create image: %w", err)
+	}
+	if err := m.insert(r); err != nil {
+		_ = os.RemoveAll(filepath.Join(m.dir, r.ID))
+		return record{}, false, err
+	}
+	return r, true, nil
 }
 
 // finish runs work as the image's build and records the outcome.
