@@ -10,6 +10,9 @@ export async function signinPage(main, _params, ctx) {
   const password = h('input', { type: 'password', name: 'password', autocomplete: 'current-password', required: true });
   const msg = h('p', { class: 'form-error', role: 'alert', 'aria-live': 'assertive' });
   if (q.get('link') === 'expired') msg.textContent = 'That sign-in link was used already or has expired. Run `boxkite ui` for a new one.';
+  if (q.get('link') === 'elsewhere') {
+    msg.textContent = 'That sign-in link was opened from another site, so it was not used: paste it into the address bar instead, or run `boxkite ui`.';
+  }
   const submit = h('button', { type: 'submit' }, 'Sign in');
   const form = h('form', { class: 'signin', onsubmit: async (e) => {
     e.preventDefault();
