@@ -337,6 +337,19 @@ try {
   const status = await page.evaluate(async (id) => (await (await fetch('/ui/api/v1/sandboxes/' + id)).json()).status, id);
   check('destroy', status === 'destroyed', status);
   await screenshot(page, 'sandboxes-after-destroy');
+
+  // The list fetches destroyed sandboxes only when asked to show them.
+  const lists = [];
+  const onList = (r) => { if (new URL(r.url()).pathname === '/ui/api/v1/sandboxes') lists.push(new URL(r.url()).search); };
+  page.on('request', onList);
+  await page.reload();
+  await page.waitForSelector('[data-page=sandboxes]');
+  await page.check('#show-gone');
+  const gone = page.locator('tr[data-id="' + id + '"]');
+  await gone.waitFor({ timeout: 30000 });
+  page.off('request', onList);
+  check('list.active-only', lists[0] === '?active_only=true' && lists.includes(''), JSON.stringify(lists));
+  check('list.show-destroyed', (await gone.textContent()).includes('destroyed'), await gone.textContent());
   await collectCSP(page);
   await collectCSP(logPage);
 
