@@ -48,5 +48,11 @@ export async function raw(method, url, body, opts = {}) {
   return data;
 }
 
+// errText is what a status line says of a failed call: the error's
+// message and, when the API gave one, its hint (what to do about it).
+export function errText(e) {
+  return (e && e.message ? e.message : String(e)) + (e && e.hint ? ' — ' + e.hint : '');
+}
+
 // apiURL is the console's address of an API path, for links and sockets.
 export function apiURL(path) { return '/ui/api' + path; }

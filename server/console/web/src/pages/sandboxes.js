@@ -1,5 +1,5 @@
 import { h, replace, field, fmtRel, fmtTime, confirmDialog } from '../dom.js';
-import { call } from '../api.js';
+import { call, errText } from '../api.js';
 
 const sizes = ['small', 'medium', 'large'];
 
@@ -68,7 +68,7 @@ export async function sandboxesPage(main, _params, ctx) {
       await call('POST', '/v1/sandboxes/' + s.id + '/extend', { lifetime_minutes: 30 });
       status.textContent = 'Extended ' + s.id.slice(0, 8) + ' by 30 minutes.';
       await refresh();
-    } catch (e) { status.textContent = e.message; }
+    } catch (e) { status.textContent = errText(e); }
   }
 
   async function resume(s) {
@@ -77,7 +77,7 @@ export async function sandboxesPage(main, _params, ctx) {
       await call('POST', '/v1/sandboxes/' + s.id + '/resume');
       status.textContent = 'Resumed ' + s.id.slice(0, 8) + '.';
       await refresh();
-    } catch (e) { status.textContent = e.message + (e.hint ? ' — ' + e.hint : ''); }
+    } catch (e) { status.textContent = errText(e); }
   }
 
   async function destroy(s) {
@@ -86,7 +86,7 @@ export async function sandboxesPage(main, _params, ctx) {
       await call('DELETE', '/v1/sandboxes/' + s.id);
       status.textContent = 'Destroyed ' + s.id.slice(0, 8) + '.';
       await refresh();
-    } catch (e) { status.textContent = e.message; }
+    } catch (e) { status.textContent = errText(e); }
   }
 
   const label = h('input', { type: 'text', name: 'label', maxlength: 200, placeholder: 'optional' });
@@ -105,7 +105,7 @@ export async function sandboxesPage(main, _params, ctx) {
       label.value = '';
       await refresh();
     } catch (err) {
-      status.textContent = err.message + (err.hint ? ' — ' + err.hint : '');
+      status.textContent = errText(err);
     } finally { createBtn.disabled = false; }
   } }, field('Label', label), field('Size', size), field('Lifetime (min)', lifetime), createBtn);
 
@@ -115,7 +115,7 @@ export async function sandboxesPage(main, _params, ctx) {
     history.replaceState(null, '', u);
     draw();
   });
-  showGone.addEventListener('change', () => { refresh().catch((e) => { status.textContent = e.message; }); });
+  showGone.addEventListener('change', () => { refresh().catch((e) => { status.textContent = errText(e); }); });
   sortBy.addEventListener('change', draw);
   draw();
   replace(main, h('section', { 'data-page': 'sandboxes' },

@@ -1,5 +1,5 @@
 import { h, replace, field } from '../dom.js';
-import { raw } from '../api.js';
+import { raw, errText } from '../api.js';
 
 // signinPage: email and password, checked by the API's login.
 export async function signinPage(main, _params, ctx) {
@@ -22,7 +22,7 @@ export async function signinPage(main, _params, ctx) {
       ctx.setSession(await raw('POST', '/ui/session', { email: email.value, password: password.value }, { onSignedOut: false }));
       ctx.navigate(next, true);
     } catch (err) {
-      msg.textContent = err.message + (err.hint ? ' — ' + err.hint : '');
+      msg.textContent = errText(err);
       submit.disabled = false;
       password.focus();
     }
