@@ -1,5 +1,5 @@
 import { h, replace, field, fmtRel, fmtTime, fmtBytes, confirmDialog } from '../dom.js';
-import { call, apiURL, errText } from '../api.js';
+import { call, apiURL, errText, extend } from '../api.js';
 
 // sandboxPage shows one sandbox: its state and resources, its processes,
 // the preview URLs of its ports, and its files, with download and upload; it extends, snapshots, forks,
@@ -140,7 +140,7 @@ export async function sandboxPage(main, [id], ctx) {
     h('a', { href: '/ui/sandboxes/' + id + '/terminal', 'data-link': true, class: 'button' }, 'Terminal'),
     logLink,
     act('Extend 30 min', 'secondary', async () => {
-      await call('POST', base + '/extend', { lifetime_minutes: 30 });
+      await extend(sb, 30);
       status.textContent = 'Extended by 30 minutes.';
       ctx.navigate(location.pathname, true);
     }),

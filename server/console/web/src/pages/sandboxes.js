@@ -1,5 +1,5 @@
 import { h, replace, field, fmtRel, fmtTime, confirmDialog } from '../dom.js';
-import { call, errText } from '../api.js';
+import { call, errText, extend as extendBy } from '../api.js';
 
 const sizes = ['small', 'medium', 'large'];
 
@@ -65,7 +65,7 @@ export async function sandboxesPage(main, _params, ctx) {
 
   async function extend(s) {
     try {
-      await call('POST', '/v1/sandboxes/' + s.id + '/extend', { lifetime_minutes: 30 });
+      await extendBy(s, 30);
       status.textContent = 'Extended ' + s.id.slice(0, 8) + ' by 30 minutes.';
       await refresh();
     } catch (e) { status.textContent = errText(e); }
