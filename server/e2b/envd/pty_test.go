@@ -101,18 +101,24 @@ func TestInputToTheOtherStream(t *testing.T) {
 	}
 	for name, call := range map[string]func() error{
 		"sendStdin to a pty": func() error {
-			_, err := s.SendInput(ctx, connect.NewRequest(&process.SendInputRequest{Process: sel(term),
-				Input: &process.ProcessInput{Input: &process.ProcessInput_Stdin{Stdin: []byte("x")}}}))
+			_, err := s.SendInput(ctx, connect.NewRequest(&process.SendInputRequest{
+				Process: sel(term),
+				Input:   &process.ProcessInput{Input: &process.ProcessInput_Stdin{Stdin: []byte("x")}},
+			}))
 			return err
 		},
 		"empty sendStdin to a pty": func() error {
-			_, err := s.SendInput(ctx, connect.NewRequest(&process.SendInputRequest{Process: sel(term),
-				Input: &process.ProcessInput{Input: &process.ProcessInput_Stdin{}}}))
+			_, err := s.SendInput(ctx, connect.NewRequest(&process.SendInputRequest{
+				Process: sel(term),
+				Input:   &process.ProcessInput{Input: &process.ProcessInput_Stdin{}},
+			}))
 			return err
 		},
 		"pty input to a command": func() error {
-			_, err := s.SendInput(ctx, connect.NewRequest(&process.SendInputRequest{Process: sel(cmd),
-				Input: &process.ProcessInput{Input: &process.ProcessInput_Pty{Pty: []byte("x")}}}))
+			_, err := s.SendInput(ctx, connect.NewRequest(&process.SendInputRequest{
+				Process: sel(cmd),
+				Input:   &process.ProcessInput{Input: &process.ProcessInput_Pty{Pty: []byte("x")}},
+			}))
 			return err
 		},
 		"closeStdin of a pty": func() error {
