@@ -134,6 +134,9 @@ const zeroCreate = await rejects(() => sbx.pty.create({ cols: 0, rows: 0, onData
 const zeroResize = await rejects(() => sbx.pty.resize(term.pid, { cols: 0, rows: 0 }))
 check('pty.size-refused', zeroCreate instanceof InvalidArgumentError && zeroResize instanceof InvalidArgumentError,
   `${zeroCreate} / ${zeroResize}`)
+// A terminal's input is the pty's, as envd has it: stdin to it is refused.
+const ptyStdin = await rejects(() => sbx.commands.sendStdin(term.pid, 'typed\n'))
+check('pty.stdin-refused', ptyStdin !== null && /failed_precondition/.test(String(ptyStdin)), String(ptyStdin))
 await sbx.pty.kill(term.pid)
 
 // the control plane

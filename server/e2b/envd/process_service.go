@@ -173,6 +173,10 @@ func (s processService) CloseStdin(ctx context.Context, req *connect.Request[pro
 	if err != nil {
 		return nil, err
 	}
+	if p.tty { // the sidecar would ignore it: a terminal's input is its output too
+		return nil, connect.NewError(connect.CodeFailedPrecondition,
+			fmt.Errorf("process %d has a terminal, whose stdin cannot be closed: send Ctrl-D (0x04) to it instead", p.pid))
+	}
 	if err := p.control(ctx, api.InteractiveControl{Type: api.InteractiveEOF}); err != nil {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process %d has ended", p.pid))
 	}
@@ -236,13 +240,23 @@ func ptySize(size *process.PTY_Size) (cols, rows int, err error) {
 // output per frame).
 const maxFrame = 1 << 20
 
-// input sends data to the process's stdin or terminal.
+// input sends data to the process's stdin or terminal. Input for the
+// other one (commands.sendStdin to a pty's pid, pty.sendInput to a
+// command's) is refused failed_precondition, as envd refuses it.
 func (p *proc) input(ctx context.Context, in *process.ProcessInput) error {
 	var data []byte
 	switch v := in.GetInput().(type) {
 	case *process.ProcessInput_Stdin:
+		if p.tty {
+			return connect.NewError(connect.CodeFailedPrecondition,
+				fmt.Errorf("process %d has a terminal: write its input to the pty (pty.sendInput), not to stdin", p.pid))
+		}
 		data = v.Stdin
 	case *process.ProcessInput_Pty:
+		if !p.tty {
+			return connect.NewError(connect.CodeFailedPrecondition,
+				fmt.Errorf("process %d has no terminal: write its input to stdin (commands.sendStdin), not to a pty", p.pid))
+		}
 		data = v.Pty
 	}
 	if len(data) == 0 {

@@ -83,3 +83,54 @@ func TestPTYCreateSizeRefused(t *testing.T) {
 		t.Errorf("pty.create without a size started %+v, want one 80x24 terminal", sess.started)
 	}
 }
+
+// TestInputToTheOtherStream: commands.sendStdin to a pty's pid was
+// accepted (and its bytes typed on the terminal), and pty.sendInput to a
+// command's pid went to its stdin; closeStdin of a pty did nothing. envd
+// refuses each failed_precondition, and so does the facade now, before
+// anything reaches the sidecar.
+func TestInputToTheOtherStream(t *testing.T) {
+	h := &Handler{procs: newProcTable(), log: slog.New(slog.DiscardHandler)}
+	s := processService{h: h}
+	term, cmd := &proc{tty: true, done: make(chan struct{})}, &proc{done: make(chan struct{})}
+	h.procs.add("sb", term)
+	h.procs.add("sb", cmd)
+	ctx := context.WithValue(context.Background(), sessionKey{}, Session(&ptySession{}))
+	sel := func(p *proc) *process.ProcessSelector {
+		return &process.ProcessSelector{Selector: &process.ProcessSelector_Pid{Pid: p.pid}}
+	}
+	for name, call := range map[string]func() error{
+		"sendStdin to a pty": func() error {
+			_, err := s.SendInput(ctx, connect.NewRequest(&process.SendInputRequest{
+				Process: sel(term),
+				Input:   &process.ProcessInput{Input: &process.ProcessInput_Stdin{Stdin: []byte("x")}},
+			}))
+			return err
+		},
+		"empty sendStdin to a pty": func() error {
+			_, err := s.SendInput(ctx, connect.NewRequest(&process.SendInputRequest{
+				Process: sel(term),
+				Input:   &process.ProcessInput{Input: &process.ProcessInput_Stdin{}},
+			}))
+			return err
+		},
+		"pty input to a command": func() error {
+			_, err := s.SendInput(ctx, connect.NewRequest(&process.SendInputRequest{
+				Process: sel(cmd),
+				Input:   &process.ProcessInput{Input: &process.ProcessInput_Pty{Pty: []byte("x")}},
+			}))
+			return err
+		},
+		"closeStdin of a pty": func() error {
+			_, err := s.CloseStdin(ctx, connect.NewRequest(&process.CloseStdinRequest{Process: sel(term)}))
+			return err
+		},
+	} {
+		if err := call(); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+			t.Errorf("%s: %v, want failed_precondition", name, err)
+		}
+	}
+	if n := term.stdinLen.Load() + cmd.stdinLen.Load(); n != 0 {
+		t.Errorf("%d bytes of input counted, want none sent", n)
+	}
+}
