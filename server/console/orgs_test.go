@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/console"
 	"github.com/boxkite/boxkite/server/servertest"
@@ -103,5 +105,30 @@ func TestSignOutAfterDemotion(t *testing.T) {
 	}
 	if resp, body := apiCall(t, srv.BaseURL, orgKey, "GET", "/v1/account", nil); resp.StatusCode != http.StatusOK {
 		t.Errorf("the member's other key after the sign-out: %d %s, want it untouched", resp.StatusCode, body)
+	}
+}
+
+// TestOrganizationSession: a session opened with a key of an organization
+// says which organization it acts for (its account's email is only
+// "org:<id>"), and one of a person's own account names no organization.
+func TestOrganizationSession(t *testing.T) {
+	srv := servertest.New(t)
+	org, memberID, orgKey := orgMember(t, srv, "Acme <b>", "lin@example.com", "correct horse")
+	b := openLink(t, srv.BaseURL, orgKey)
+	_, body := b.do("GET", "/ui/session", nil)
+	var info console.SessionInfo
+	mustJSON(t, body, &info)
+	want := &api.AccountOrganization{ID: org.ID, Name: "Acme <b>", Role: api.OrgRoleAdmin, MemberID: memberID}
+	if info.AccountID != org.ID || !cmp.Equal(info.Organization, want) {
+		t.Errorf("organization session = %s, want organization %+v", body, want)
+	}
+
+	personal := newBrowser(t, srv.BaseURL)
+	personal.signIn("lin@example.com", "correct horse")
+	_, body = personal.do("GET", "/ui/session", nil)
+	info = console.SessionInfo{}
+	mustJSON(t, body, &info)
+	if info.AccountID != memberID || info.Email != "lin@example.com" || info.Organization != nil {
+		t.Errorf("personal session = %s, want lin's own account", body)
 	}
 }

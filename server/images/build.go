@@ -159,6 +159,9 @@ func (e errBuildTimeout) Error() string {
 	return fmt.Sprintf("the build ran longer than %v and was stopped", e.after)
 }
 
+// errStopped fails a build the server's shutdown (Close) killed.
+var errStopped = errors.New("interrupted by a server shutdown")
+
 // errNoJailer fails a build on a Manager without a Jailer.
 var errNoJailer = errors.New("image builds need the local driver running as root")
 
@@ -244,12 +247,15 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 		proxyURL := "http://" + buildProxyAddr
 		// A build that never ends (a script waiting forever) would hold
 		// one of the MaxRunning slots every account's builds share.
-		ctx, cancel := context.WithTimeout(context.Background(), m.buildTimeout)
+		ctx, cancel := context.WithTimeout(m.stop, m.buildTimeout)
 		err = m.jailer.RunBuild(ctx, "build-"+id, func(hostID int) (jail.Spec, error) {
 			root, err := m.assembleRoot(id, hostID)
 			return jail.Spec{Image: root, Build: &jail.Build{Steps: m.steps(spec, proxyURL), Env: buildEnv(proxyURL)}}, err
 		}, out)
-		if ctx.Err() != nil {
+		switch {
+		case m.stop.Err() != nil:
+			err = fmt.Errorf("%w: %w", errStopped, err)
+		case ctx.Err() != nil:
 			err = fmt.Errorf("%w: %w", errBuildTimeout{m.buildTimeout}, err)
 		}
 		cancel()

@@ -20,11 +20,14 @@ type buildFailure struct {
 func (f *buildFailure) Error() string { return f.msg }
 func (f *buildFailure) Unwrap() error { return f.err }
 
-// failure explains a failed build: a refused connection is the likeliest
-// cause (a package that downloads from elsewhere fails when it cannot),
-// then a refused write, else the failing step.
+// failure explains a failed build: the server stopping it, else a refused
+// connection, the likeliest cause (a package that downloads from
+// elsewhere fails when it cannot), then a refused write, else the failing
+// step.
 func failure(id string, err error, refused []string, out outputSeen) *buildFailure {
 	switch {
+	case errors.Is(err, errStopped):
+		return &buildFailure{code: api.CodeImageBuildFailed, err: err, msg: errStopped.Error(), hint: "run the same build again: a failed image is never reused"}
 	case len(refused) > 0:
 		return &buildFailure{
 			code: api.CodeImageBuildEgressRefused, err: err,

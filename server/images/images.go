@@ -68,6 +68,9 @@ type Manager struct {
 	admit sync.Mutex
 	wg    sync.WaitGroup
 	slots chan struct{} // builds and extractions running at once; the rest stay queued
+
+	stop       context.Context // ends at Close: running builds are killed, queued work is not started
+	cancelStop context.CancelFunc
 }
 
 // record is an image and its account.
@@ -77,7 +80,8 @@ type record struct {
 }
 
 // New opens dir, creating it. Images left queued or building by a previous
-// process are marked failed: their work died with it.
+// process are marked failed, and their partial files removed: their work
+// died with it.
 func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create images dir: %w", err)
@@ -86,6 +90,7 @@ func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 		dir: dir, sources: Sources{AptDir: "/etc/apt"}, proxy: &egress.Proxy{Log: log, Permit: MirrorAddr}, log: log, now: time.Now,
 		recs: &fileRecords{dir: dir}, slots: make(chan struct{}, MaxRunning), buildTimeout: DefaultBuildTimeout,
 	}
+	m.stop, m.cancelStop = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o(m)
 	}
@@ -99,8 +104,8 @@ func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 	for _, img := range imgs {
 		switch {
 		case img.Status == api.ImageQueued || img.Status == api.ImageBuilding:
-			img.Status, img.FailureReason = api.ImageFailed, "interrupted by a server restart"
-			if err := m.save(record{Image: img}); err != nil {
+			m.removeWork(img.ID)
+			if err := m.save(m.interrupted(record{Image: img}, "interrupted by a server restart")); err != nil {
 				return nil, err
 			}
 		case img.Status == api.ImageCompleted && img.Source == api.ImageSourceBuild:
@@ -115,9 +120,12 @@ func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 // Wait blocks until background work started so far has finished.
 func (m *Manager) Wait() { m.wg.Wait() }
 
-// Close waits for background work and unmounts the roots of built images.
-// They stay on disk; New mounts them again.
+// Close stops background work, failing the builds still running or
+// queued (a build may run for half an hour: a server stopping does not
+// wait for it), and unmounts the roots of built images. They stay on
+// disk; New mounts them again.
 func (m *Manager) Close() error {
+	m.cancelStop()
 	m.wg.Wait()
 	imgs, err := m.recs.ListImages(context.Background(), "")
 	for _, r := range imgs {
@@ -315,8 +323,18 @@ func (m *Manager) admitBuild(ctx context.Context, account, label string, spec ap
 
 // finish runs work as the image's build and records the outcome.
 func (m *Manager) finish(ctx context.Context, r record, work func() error) {
-	m.slots <- struct{}{}
-	defer func() { <-m.slots }()
+	select {
+	case m.slots <- struct{}{}:
+		defer func() { <-m.slots }()
+	case <-m.stop.Done():
+	}
+	if m.stop.Err() != nil { // also when a slot freed as the server stopped
+		m.removeWork(r.ID)
+		if err := m.save(m.interrupted(r, "interrupted by a server shutdown before it started")); err != nil {
+			m.log.ErrorContext(ctx, "image status", "image", r.ID, "err", err)
+		}
+		return
+	}
 	r.Status = api.ImageBuilding
 	if err := m.save(r); err != nil {
 		m.log.ErrorContext(ctx, "image status", "image", r.ID, "err", err)
@@ -330,13 +348,32 @@ func (m *Manager) finish(ctx context.Context, r record, work func() error) {
 		if f, ok := errors.AsType[*buildFailure](err); ok {
 			r.FailureCode, r.FailureHint = f.code, f.hint
 		}
-		_ = os.RemoveAll(m.path(r.ID, "rootfs"))
+		m.removeWork(r.ID)
 	} else {
 		r.Status = api.ImageCompleted
 		r.SizeBytes = m.imageSize(r.ID)
 	}
 	if err := m.save(r); err != nil {
 		m.log.ErrorContext(ctx, "image status", "image", r.ID, "err", err)
+	}
+}
+
+// interrupted is r failed because the server stopped while it was queued
+// or being made.
+func (m *Manager) interrupted(r record, why string) record {
+	now := m.now().UTC()
+	r.Status, r.FailureReason, r.CompletedAt = api.ImageFailed, why, &now
+	if r.Source == api.ImageSourceBuild {
+		r.FailureCode, r.FailureHint = api.CodeImageBuildFailed, "run the same build again: a failed image is never reused"
+	}
+	return r
+}
+
+// removeWork frees what a failed image's work left: its root and a
+// build's layers and scratch. The record and build log stay.
+func (m *Manager) removeWork(id string) {
+	for _, name := range []string{"rootfs", "upper", "build", "archive.tar", "layout"} {
+		_ = os.RemoveAll(m.path(id, name))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -314,4 +315,86 @@ func (j chattyJailer) RunBuild(_ context.Context, _ string, _ func(int) (jail.Sp
 		}
 	}
 	return errors.New("chatty build done")
+}
+
+// TestCloseStopsBuilds: Close does not wait for builds (a build may run for
+// half an hour): the running ones are killed and the queued ones never
+// start, each failed with image_build_failed and its partial files gone,
+// and they stay failed in the next Manager. Before, Close waited for every
+// build, so a server with one in flight did not stop.
+func TestCloseStopsBuilds(t *testing.T) {
+	dir := t.TempDir()
+	m, err := images.New(dir, slog.New(slog.DiscardHandler), images.WithJailer(holdJailer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range images.MaxRunning + 1 { // one stays queued
+		img, _, err := m.Build(context.Background(), "acct", "", api.ImageSpec{AptPackages: []string{fmt.Sprintf("pkg%d", i)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, img.ID)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatal("Close is still waiting for the builds after a minute")
+	}
+	m2, err := images.New(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		img, err := m2.Get(t.Context(), "acct", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if img.Status != api.ImageFailed || img.FailureCode != api.CodeImageBuildFailed || !strings.Contains(img.FailureReason, "shutdown") || img.CompletedAt == nil {
+			t.Errorf("image %s after Close = %+v, want failed (image_build_failed) by the shutdown", id, img)
+		}
+		for _, name := range []string{"upper", "build", "rootfs"} {
+			if _, err := os.Stat(filepath.Join(dir, id, name)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("image %s keeps %s after it failed (%v)", id, name, err)
+			}
+		}
+	}
+}
+
+// TestRestartFailsInterrupted: an image a previous process left building
+// (it was killed) is failed by the next New with a failure code, a
+// completion time, and its partial layers removed.
+func TestRestartFailsInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	const id = "img_0123456789abcdef01234567"
+	upper := filepath.Join(dir, id, "upper", "usr")
+	if err := os.MkdirAll(upper, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(upper, "partial"), make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := `{"id":"` + id + `","status":"building","source":"build","spec":{"base":"boxkite-default","apt_packages":["jq"]},"created_at":"2026-01-02T03:04:05Z","account_id":"acct"}`
+	if err := os.WriteFile(filepath.Join(dir, id, "image.json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := images.New(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := m.Get(t.Context(), "acct", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Status != api.ImageFailed || img.FailureCode != api.CodeImageBuildFailed || img.FailureHint == "" || img.CompletedAt == nil {
+		t.Errorf("interrupted image after restart = %+v, want failed with a code, hint and completion time", img)
+	}
+	if _, err := os.Stat(filepath.Join(dir, id, "upper")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the interrupted build's layers are still on disk (%v)", err)
+	}
 }
