@@ -27,6 +27,10 @@ var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 // preview.
 var e2bPorts = map[int]bool{49983: true, 49999: true}
 
+// egressPort is the port of the sandbox's egress proxy
+// (sidecar.EgressProxyAddr), which the sidecar never proxies a preview to.
+const egressPort = 3128
+
 // PathPrefix starts every path-form preview URL.
 const PathPrefix = "/preview/"
 
