@@ -195,7 +195,9 @@ var rules = map[string]depRule{
 		"server/model": "the console sees the API's wire types, never the control plane's records",
 	}},
 	"internal/protogen": {forbidden: map[string]string{"github.com/spf13/cobra": "a go:generate helper: flags from the standard library"}},
-	"server/egress":     {forbidden: merge(clientGo, sqlDriver, imageLib)},
+	"server/egress":     {ours: []string{"internal/acceptloop"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
+	// The accept loop the egress proxy and the sidecar's forwarder share.
+	"internal/acceptloop": {stdOnly: true},
 	// The secrets broker: its records through its own Store, which
 	// server/sqlstore implements; its egress checks are server/egress's.
 	"server/secrets": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/audit", "server/internal/scrub", "server/egress"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
@@ -255,7 +257,7 @@ var rules = map[string]depRule{
 	"server/servertest": {anyOurs: true, forbidden: map[string]string{
 		"cli": "servertest serves the API; the CLI is tested through it, not inside it",
 	}},
-	"sidecar": {ours: []string{"client/api", "internal/apihttp"}, forbidden: merge(clientGo, sqlDriver, map[string]string{
+	"sidecar": {ours: []string{"client/api", "internal/apihttp", "internal/acceptloop"}, forbidden: merge(clientGo, sqlDriver, map[string]string{
 		"github.com/spf13/cobra": "the sidecar is small: stdlib, pty, websocket, seccomp",
 		"database/sql":           "the sidecar keeps no database",
 	})},

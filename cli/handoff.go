@@ -163,7 +163,7 @@ func runHandoff(ctx context.Context, app *App, a handoff.Adapter, f handoffFlags
 		}
 	}
 	if err != nil {
-		return prepareError(a, err)
+		return stopped(ctx, prepareError(a, err), "while reading the session; nothing was sent")
 	}
 	agent := handoff.Agents()[a.Name()]
 	egress := handoffEgress(plan.Egress, f)
@@ -230,6 +230,16 @@ func interrupted(id string, created, removed bool) error {
 	return &exitStatus{code: exitInterrupted, msg: msg}
 }
 
+// stopped is err, or when Ctrl-C caused it (ctx cancelled) the interrupt
+// (exit 130) with "interrupted " and what, which says what became of the
+// handoff: an interrupt exits without a word otherwise.
+func stopped(ctx context.Context, err error, what string) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	return &exitStatus{code: exitInterrupted, msg: "interrupted " + what}
+}
+
 // prepareError is a failed Prepare; no session to hand off (none recorded
 // here, or none with --session's id) is not found: exit 3.
 func prepareError(a handoff.Adapter, err error) error {
@@ -285,6 +295,7 @@ func handoffEgress(planned []string, f handoffFlags) []string {
 func handoffSandbox(ctx context.Context, app *App, c *client.Client, agent handoff.Agent, f handoffFlags, egress []string) (api.Sandbox, bool, error) {
 	if f.sandbox != "" {
 		_, sb, err := target(ctx, app, f.sandbox, false)
+		err = stopped(ctx, err, "before anything was sent")
 		if err == nil && len(egress) > 0 {
 			fmt.Fprintf(app.IO.ErrOut, "warning: sandbox %s keeps the egress it was created with; %s must be among it for %s to reach its API\n",
 				sb.ID, strings.Join(egress, ", "), agent.CLI)
@@ -293,15 +304,18 @@ func handoffSandbox(ctx context.Context, app *App, c *client.Client, agent hando
 	}
 	image, err := agentImage(ctx, app.IO, c, agent, f.agentVersion, f.image)
 	if err != nil {
-		return api.Sandbox{}, false, err
+		return api.Sandbox{}, false, stopped(ctx, err, "while building the "+agent.Tool+
+			" image; nothing was sent (a build the server started goes on, and the next handoff reuses it)")
 	}
 	// A suffix of its own: labels are unique among active sandboxes, and a
 	// second handoff of the same tool must not collide with the first.
+	label := "handoff-" + agent.Tool + "-" + randomHex(3)
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{
-		Label: "handoff-" + agent.Tool + "-" + randomHex(3), LifetimeMinutes: int(f.lifetime.Minutes()), ImageID: image, EgressHosts: egress,
+		Label: label, LifetimeMinutes: int(f.lifetime.Minutes()), ImageID: image, EgressHosts: egress,
 	})
 	if err != nil {
-		return api.Sandbox{}, false, fmt.Errorf("create a sandbox: %w", err)
+		return api.Sandbox{}, false, stopped(ctx, fmt.Errorf("create a sandbox: %w", err), "while creating sandbox "+label+
+			"; nothing was sent (if the server made it, remove it with 'boxkite session rm "+label+" --yes')")
 	}
 	grants := "no egress"
 	if len(egress) > 0 {
@@ -318,7 +332,7 @@ func runHandoffRetry(ctx context.Context, app *App, f handoffFlags, asJSON bool)
 	// report, whatever the terminal; nothing is sent before both pass.
 	c, sb, err := target(ctx, app, f.retry, false)
 	if err != nil {
-		return err
+		return stopped(ctx, err, "before anything was sent")
 	}
 	attach := !f.noAttach && !asJSON
 	if attach && !app.IO.InTTY {
@@ -329,14 +343,15 @@ func runHandoffRetry(ctx context.Context, app *App, f handoffFlags, asJSON bool)
 		return err
 	}
 	sbx := handoffTarget{c, sb.ID}
+	notStarted := "before the agent started in sandbox " + sb.ID + ": 'boxkite handoff --retry " + sb.ID + "' tries again"
 	rec, err := handoff.ReadRecord(ctx, sbx)
 	if err != nil {
-		return fmt.Errorf("retry the handoff in sandbox %s: %w", sb.ID, err)
+		return stopped(ctx, fmt.Errorf("retry the handoff in sandbox %s: %w", sb.ID, err), notStarted)
 	}
 	agent := handoff.Agents()[rec.Tool]
 	version, err := checkAgent(ctx, c, sb.ID, agent)
 	if err != nil {
-		return err
+		return stopped(ctx, err, notStarted)
 	}
 	fmt.Fprintf(app.IO.ErrOut, "%s in the sandbox: %s\n", agent.CLI, version)
 	l := handoff.LaunchFor(rec.Tool, env, rec.Provider)
@@ -344,7 +359,7 @@ func runHandoffRetry(ctx context.Context, app *App, f handoffFlags, asJSON bool)
 		fmt.Fprintf(app.IO.ErrOut, "warning: %s\n", w)
 	}
 	if err := handoff.Rearm(ctx, sbx, l.Credentials, l.Settings); err != nil {
-		return fmt.Errorf("retry the handoff in sandbox %s: %w", sb.ID, err)
+		return stopped(ctx, fmt.Errorf("retry the handoff in sandbox %s: %w", sb.ID, err), notStarted)
 	}
 	return startAgent(ctx, app, c, sb, handoff.Source, attach, jsonOut(asJSON, &f.out), rec.Workdir)
 }

@@ -55,6 +55,7 @@ func buildAgentImage(ctx context.Context, stdio IO, c *client.Client, agent hand
 		progress = line
 		stop := line.tick()
 		defer stop()
+		defer line.end() // an interrupt's error starts a line of its own
 	}
 	if err := c.ImageLogs(ctx, img.ID, true, progress); err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("build %s: %w", what, ctx.Err())

@@ -66,14 +66,23 @@ func ambiguous(ref string, sbs []api.Sandbox) error {
 		"%q matches %d sandboxes: %s", ref, len(sbs), describeSandboxes(sbs))
 }
 
-// describeSandboxes lists sandboxes as "id (label), id" for messages.
+// describedSandboxes is how many sandboxes a message names: with hundreds
+// active, naming them all made one line of kilobytes that buried the hint.
+const describedSandboxes = 5
+
+// describeSandboxes lists sandboxes as "id (label), id" for messages, the
+// first describedSandboxes of them and how many more there are.
 func describeSandboxes(sbs []api.Sandbox) string {
-	parts := make([]string, len(sbs))
-	for i, sb := range sbs {
+	n := min(len(sbs), describedSandboxes)
+	parts := make([]string, n, n+1)
+	for i, sb := range sbs[:n] {
 		parts[i] = sb.ID
 		if sb.Label != "" {
 			parts[i] += " (" + sb.Label + ")"
 		}
+	}
+	if more := len(sbs) - n; more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -178,7 +187,7 @@ func pickSandbox(ctx context.Context, p sandboxPicker, ref string, local bool, s
 	case len(active) == 1:
 		return active[0], nil
 	case len(active) > 1:
-		return api.Sandbox{}, usageErrorf("pass --sandbox ID (a unique prefix of the id, or the label, is enough)",
+		return api.Sandbox{}, usageErrorf("pass --sandbox ID (a unique prefix of the id, or the label, is enough); 'boxkite session ls' lists them",
 			"%d sandboxes are active: %s", len(active), describeSandboxes(active))
 	case !local:
 		return api.Sandbox{}, &notFoundError{

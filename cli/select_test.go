@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -124,5 +125,29 @@ func TestSeveralActiveListsThem(t *testing.T) {
 	var ue *usageError
 	if !errors.As(err, &ue) || !strings.Contains(ue.Error(), "a1 (x), b2") || !strings.Contains(ue.hint, "--sandbox") {
 		t.Errorf("pickSandbox with two active = %v, want a usage error listing a1 (x), b2 with a --sandbox hint", err)
+	}
+}
+
+// TestSeveralActiveNamesAFew: with hundreds of sandboxes active, the error
+// names a few and counts the rest, where it listed every id in one line of
+// kilobytes; the hint says where the whole list is.
+func TestSeveralActiveNamesAFew(t *testing.T) {
+	t.Parallel()
+	f := &fakeSandboxes{}
+	for i := range 300 {
+		f.list = append(f.list, api.Sandbox{ID: fmt.Sprintf("sb%03d", i), Status: api.StatusActive})
+	}
+	_, err := pickSandbox(context.Background(), f, "", true, nil)
+	ue, ok := errors.AsType[*usageError](err)
+	if !ok {
+		t.Fatalf("pickSandbox with 300 active = %v, want a usage error", err)
+	}
+	want := "300 sandboxes are active: sb000, sb001, sb002, sb003, sb004, and 295 more"
+	if ue.Error() != want || !strings.Contains(ue.hint, "boxkite session ls") {
+		t.Errorf("error %q, hint %q; want %q and a hint naming 'boxkite session ls'", ue.Error(), ue.hint, want)
+	}
+	_, err = resolveSandbox(context.Background(), f, "sb", false)
+	if want := `"sb" matches 300 sandboxes: sb000, sb001, sb002, sb003, sb004, and 295 more`; err == nil || err.Error() != want {
+		t.Errorf("resolveSandbox(sb) = %v, want %q", err, want)
 	}
 }

@@ -89,12 +89,20 @@ func (s *Server) authenticateAs(r *http.Request, cred httpx.Cred) error {
 		if err := s.authenticateKey(r, token); err != nil {
 			return err
 		}
-		if authz.From(r.Context()).Key.Role != model.RoleAdmin {
+		if k := authz.From(r.Context()).Key; k.Role != model.RoleAdmin && !revokesItself(r, k.ID) {
 			return errMemberKeyManagement
 		}
 		return nil
 	}
 	return s.authenticateToken(r, token)
+}
+
+// revokesItself reports whether r revokes the very key it is sent with,
+// which any key may do, a member key too: signing out (the console's
+// sign-out, `boxkite logout`) must end a session whose key an
+// organization's demotion made a member key (docs/accounts.md).
+func revokesItself(r *http.Request, keyID string) bool {
+	return r.Method == http.MethodDelete && r.Pattern == "DELETE /v1/api-keys/{key_id}" && r.PathValue("key_id") == keyID
 }
 
 var (

@@ -69,8 +69,8 @@ func TestOrgMemberSeesButDoesNotManage(t *testing.T) {
 	if org.Role != api.OrgRoleOwner {
 		t.Fatalf("creator's role = %q", org.Role)
 	}
-	ownerKey := e.orgKey(e.KeyA, org.ID, "").Key
-	sb := e.create(ownerKey, api.CreateSandboxRequest{Label: "org-box"})
+	owner := e.orgKey(e.KeyA, org.ID, "")
+	sb := e.create(owner.Key, api.CreateSandboxRequest{Label: "org-box"})
 	e.join(e.KeyA, e.KeyB, org.ID, "b@example.com", api.OrgRoleMember)
 
 	// B may ask for a member key only.
@@ -101,7 +101,7 @@ func TestOrgMemberSeesButDoesNotManage(t *testing.T) {
 	forbidden := []struct{ method, path, key string }{
 		{"POST", "/v1/api-keys", bk.Key},
 		{"GET", "/v1/api-keys", bk.Key},
-		{"DELETE", "/v1/api-keys/" + bk.ID, bk.Key},
+		{"DELETE", "/v1/api-keys/" + owner.ID, bk.Key},
 		{"POST", "/v1/organizations/" + org.ID + "/invites", bk.Key},
 		{"POST", "/v1/organizations/" + org.ID + "/invites", e.KeyB},
 		{"GET", "/v1/organizations/" + org.ID + "/invites", e.KeyB},
@@ -121,6 +121,13 @@ func TestOrgMemberSeesButDoesNotManage(t *testing.T) {
 	resp, body = e.do("GET", "/v1/organizations/"+org.ID+"/members", bk.Key, nil)
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "a@example.com") {
 		t.Errorf("members: %d %s", resp.StatusCode, body)
+	}
+	// A member key may revoke itself (signing out), and is refused after.
+	if resp, body := e.do("DELETE", "/v1/api-keys/"+bk.ID, bk.Key, nil); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("member key revoking itself: %d %s, want 204", resp.StatusCode, body)
+	}
+	if resp, body := e.do("GET", "/v1/sandboxes", bk.Key, nil); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("member key after revoking itself: %d %s, want 401", resp.StatusCode, body)
 	}
 }
 

@@ -2,12 +2,12 @@ package sidecar
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"sync"
-	"time"
+
+	"github.com/boxkite/boxkite/internal/acceptloop"
 )
 
 // EgressProxyAddr is where commands of a sandbox with granted egress find
@@ -36,25 +36,10 @@ func ForwardEgress(l net.Listener, socket string, log *slog.Logger) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var d net.Dialer
-	var delay time.Duration
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of descriptors (EMFILE: an agent holding connections
-			// to the port does that) or another passing failure. Returning
-			// would end the sandbox's egress for good; wait and go on, as
-			// net/http's server does.
-			if delay == 0 {
-				log.Warn("accept egress connection", "err", err)
-			}
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
+	// Out of descriptors (EMFILE: an agent holding connections to the
+	// port does that), a failed accept is retried: returning would end
+	// the sandbox's egress for good.
+	acceptloop.Serve(l, func(err error) { log.Warn("accept egress connection", "err", err) }, func(c net.Conn) {
 		wg.Go(func() {
 			defer c.Close()
 			up, err := d.DialContext(context.Background(), "unix", socket)
@@ -75,5 +60,5 @@ func ForwardEgress(l net.Listener, socket string, log *slog.Logger) {
 			}
 			<-done
 		})
-	}
+	})
 }

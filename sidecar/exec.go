@@ -271,6 +271,15 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
+// exitSignal is the number of the signal that ended the command, or 0
+// when it exited.
+func exitSignal(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return int(ws.Signal())
+	}
+	return 0
+}
+
 // statusCode is exitCode of a wait status.
 func statusCode(ws syscall.WaitStatus) int {
 	if ws.Signaled() {

@@ -133,12 +133,13 @@ func (h *Handler) execInteractive(w http.ResponseWriter, r *http.Request) error 
 		<-drained
 	}
 	p.closeOutputs()
-	code := 1
+	exit := api.InteractiveControl{Type: api.InteractiveExit, ExitCode: new(1)}
 	if cmd.ProcessState != nil {
-		code = exitCode(cmd.ProcessState)
+		*exit.ExitCode = exitCode(cmd.ProcessState)
+		exit.Signal = exitSignal(cmd.ProcessState)
 	}
 	writeMu.Lock()
-	err = writeControl(ctx, conn, api.InteractiveControl{Type: api.InteractiveExit, ExitCode: &code})
+	err = writeControl(ctx, conn, exit)
 	writeMu.Unlock()
 	if err == nil {
 		_ = conn.Close(websocket.StatusNormalClosure, "")

@@ -411,10 +411,19 @@ func (m *Model) logInfoLine() string {
 func (m *Model) logView() string {
 	l := &m.log
 	var b strings.Builder
-	b.WriteString(m.logInfoLine() + "\n")
-	header := "  " + fit("TIME", logColumns[0]) + " " + fit("SOURCE", logColumns[1]) + " " + fit("OPERATION", logColumns[2]) + " " +
-		fit("EXIT", logColumns[3]) + " " + fit("TOOK", logColumns[4]) + " DETAIL"
-	b.WriteString(m.st.header.Render(header) + "\n")
+	// At a tiny terminal an entry comes first: below three lines of body
+	// the column header goes, and at one line the info line too (unless
+	// it is the search input), so at least one entry shows.
+	bh := m.bodyHeight()
+	showInfo, showHeader := bh >= 2 || l.searching, bh >= 3
+	if showInfo {
+		b.WriteString(m.logInfoLine() + "\n")
+	}
+	if showHeader {
+		header := "  " + fit("TIME", logColumns[0]) + " " + fit("SOURCE", logColumns[1]) + " " + fit("OPERATION", logColumns[2]) + " " +
+			fit("EXIT", logColumns[3]) + " " + fit("TOOK", logColumns[4]) + " DETAIL"
+		b.WriteString(m.st.header.Render(header) + "\n")
+	}
 	if len(l.entries) == 0 {
 		if gone := m.logGone(); gone != "" {
 			b.WriteString("  no entries: " + gone + "\n")
@@ -441,7 +450,13 @@ func (m *Model) logView() string {
 			last = total - 1
 		}
 	}
-	h := max(m.bodyHeight()-2, 1)
+	h := bh
+	for _, shown := range []bool{showInfo, showHeader} {
+		if shown {
+			h--
+		}
+	}
+	h = max(h, 1)
 	if l.follow {
 		l.top = total - h
 	}

@@ -65,6 +65,7 @@ func TestViewGolden(t *testing.T) {
 			openTestLog(t, src, m)
 			keys(m, "enter")
 		}},
+		{"log_tiny_20x5", 20, 5, func(t *testing.T, src *fakeSource, m *Model) { openTestLog(t, src, m) }},
 		{"log_search_120x40", 120, 40, func(t *testing.T, src *fakeSource, m *Model) {
 			openTestLog(t, src, m)
 			keys(m, "/")
@@ -157,6 +158,29 @@ func TestListTinyTerminal(t *testing.T) {
 		keys(m, "/")
 		if v := m.View(); !strings.Contains(v, "/") {
 			t.Errorf("%dx%d: the filter input is not shown:\n%s", sz[0], sz[1], v)
+		}
+	}
+}
+
+// TestLogTinyTerminal: at a terminal of a few lines the log shows the
+// selected entry, where it showed the info line and the header and no
+// entry; the search input shows while it is typed in.
+func TestLogTinyTerminal(t *testing.T) {
+	for _, sz := range [][2]int{{20, 5}, {40, 4}, {80, 5}} {
+		src := newFakeSource()
+		m := newTestModel(t, src, sz[0], sz[1])
+		openTestLog(t, src, m)
+		keys(m, "k")
+		if v := m.View(); !strings.Contains(v, "› "+m.log.entries[m.log.cursor].StartedAt.In(m.loc).Format("15:04:05")) {
+			t.Errorf("%dx%d: the selected entry is not shown:\n%s", sz[0], sz[1], v)
+		}
+		keys(m, "enter") // expanded, its line still shows
+		if v := m.View(); !strings.Contains(v, "› ") {
+			t.Errorf("%dx%d: the expanded entry is not shown:\n%s", sz[0], sz[1], v)
+		}
+		keys(m, "/")
+		if v := m.View(); !strings.Contains(v, "search:") {
+			t.Errorf("%dx%d: the search input is not shown:\n%s", sz[0], sz[1], v)
 		}
 	}
 }

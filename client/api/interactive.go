@@ -46,6 +46,10 @@ type InteractiveControl struct {
 	Rows     int    `json:"rows,omitempty"`      // resize: 1..1000
 	ExitCode *int   `json:"exit_code,omitempty"` // exit
 	Message  string `json:"message,omitempty"`   // exit: why, when the command could not start
+	// Signal is, on exit, the number of the signal that ended the command
+	// (then ExitCode is 128+Signal, as a shell reports it); 0 when it
+	// exited. It tells `exit 137` from a SIGKILL.
+	Signal int `json:"signal,omitempty"`
 }
 
 // InteractiveRequest is what an interactive exec runs.

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gliderlabs/ssh"
@@ -98,7 +99,34 @@ func (b *bastion) sshServer(signer ssh.Signer) *ssh.Server {
 		// sftp, scp in its default (sftp) mode and editors' remote-SSH
 		// modes ask for the sftp subsystem; any other is refused.
 		SubsystemHandlers: map[string]ssh.SubsystemHandler{"sftp": b.sftp},
+		// Sessions only (forwarding channels are refused), a few at once.
+		ChannelHandlers: map[string]ssh.ChannelHandler{"session": sessionChannel},
 	}
+}
+
+// maxSessions bounds the session channels open at once on one connection,
+// as OpenSSH's sshd does (MaxSessions, 10 by default): each costs the
+// bastion memory whether or not it ever runs anything, and nothing else
+// bounds how many a client opens (20000 idle ones held 120 MB).
+const maxSessions = 10
+
+type openSessionsKey struct{}
+
+// sessionChannel serves a session channel, or refuses it past maxSessions
+// on its connection.
+func sessionChannel(srv *ssh.Server, conn *gossh.ServerConn, ch gossh.NewChannel, ctx ssh.Context) {
+	n, _ := ctx.Value(openSessionsKey{}).(*atomic.Int32)
+	if n == nil {
+		ch.Reject(gossh.ResourceShortage, "no session count") // conn sets one up
+		return
+	}
+	if n.Add(1) > maxSessions {
+		n.Add(-1)
+		ch.Reject(gossh.ResourceShortage, fmt.Sprintf("at most %d sessions at once on one connection", maxSessions))
+		return
+	}
+	defer n.Add(-1)
+	ssh.DefaultSessionHandler(srv, conn, ch, ctx)
 }
 
 // conn admits a connection: at most maxPerSource at once from one IP, and
@@ -116,6 +144,7 @@ func (b *bastion) conn(ctx ssh.Context, c net.Conn) net.Conn {
 	}
 	b.perSource[host]++
 	b.mu.Unlock()
+	ctx.SetValue(openSessionsKey{}, new(atomic.Int32))
 	c = &preambleConn{Conn: c, found: func(id string) { ctx.SetValue(sandboxKey{}, id) }}
 	// ContextKeyConn is set once the handshake, authentication included,
 	// has succeeded.

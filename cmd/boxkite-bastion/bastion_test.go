@@ -356,6 +356,7 @@ func TestBastion(t *testing.T) {
 		}
 	})
 	t.Run("scp sftp and rsync", func(t *testing.T) { f.testTransfers(t) })
+	t.Run("sessions per connection", func(t *testing.T) { f.testSessionsPerConnection(t) })
 
 	t.Run("member key cannot mint a token", func(t *testing.T) {
 		k, err := f.admin.CreateAPIKey(t.Context(), api.CreateAPIKeyRequest{Name: "bot", Role: api.RoleMember})

@@ -16,6 +16,19 @@ func selfCommand(args ...string) (string, []string) {
 	return jail.ServeCommand(append([]string{"boxkite-sidecar"}, args...))
 }
 
+// lockDownServe readies a serving sidecar: non-dumpable (noDump), and
+// refusing AF_VSOCK sockets for itself and every command it starts
+// (jail.RefuseVsock). In a jail the jail's filter refuses them already; in
+// a pod nothing else does reliably: the runtime's default profile lets
+// AF_VSOCK|1<<32 through (containerd's), and vsock reaches past the pod's
+// network namespace and NetworkPolicy to the node and its hypervisor.
+func lockDownServe() error {
+	if err := noDump(); err != nil {
+		return err
+	}
+	return jail.RefuseVsock()
+}
+
 // noDump makes the process non-dumpable. Exec resets the flag, so the serve
 // process sets it itself even though init already did.
 func noDump() error {

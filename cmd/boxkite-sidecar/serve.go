@@ -54,7 +54,7 @@ func runServe(args []string) error {
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
-	if err := noDump(); err != nil {
+	if err := lockDownServe(); err != nil {
 		return err
 	}
 	token, err := readToken(f.tokenFD)

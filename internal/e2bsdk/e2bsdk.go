@@ -63,11 +63,11 @@ func Dir(t testing.TB) string {
 var Checks = []string{
 	"create", "domain", "run.stdout", "run.stderr", "run.exitCode", "run.CommandExitError", "run.timeoutMs",
 	"background.pid", "commands.list", "commands.connect", "commands.kill", "kill.ends", "kill.unknown",
-	"disconnect.keeps-running", "stdin", "stdin.large",
+	"disconnect.keeps-running", "stdin", "stdin.large", "stdin.without-refused",
 	"files.write-read-text", "files.write-nested", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
 	"files.makeDir", "files.makeDir-on-file", "files.backslash-refused", "files.list-depth", "files.remove", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
 	"files.signedUrl-forged", "files.watchDir",
-	"pty.echo", "pty.resize", "list.metadata", "list.metadata-none", "getInfo",
+	"pty.echo", "pty.resize", "pty.size-refused", "pty.stdin-refused", "list.metadata", "list.metadata-none", "getInfo",
 	"connect.new-process",
 	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",
 	"setTimeout.expires", "list.pages", "runCode.state", "runCode.stdout", "runCode.error", "runCode.envs", "runCode.envs-scoped", "runCode.contexts", "runCode.context-cwd", "runCode.context-traceback",

@@ -44,6 +44,12 @@ check('commands.kill', (await sbx.commands.kill(bg.pid)) === true)
 const waited = await rejects(() => again.wait())
 check('kill.ends', waited instanceof CommandExitError && waited.exitCode === -1 && waited.message === 'signal: killed', String(waited))
 check('kill.unknown', (await sbx.commands.kill(bg.pid)) === false)
+// a command that dies of a signal not sent by kill() ends as in envd: -1 and the signal's name,
+// while one that exits 137 is exit code 137
+const selfKilled = await rejects(() => sbx.commands.run('kill -TERM $$'))
+check('signal.ends', selfKilled instanceof CommandExitError && selfKilled.exitCode === -1 && selfKilled.message === 'signal: terminated', String(selfKilled))
+const exited137 = await rejects(() => sbx.commands.run('exit 137'))
+check('signal.exit137', exited137 instanceof CommandExitError && exited137.exitCode === 137 && exited137.message === 'exit status 137', String(exited137))
 
 // a client that disconnects leaves the process running
 const detached = await sbx.commands.run('sleep 2; echo survived > /tmp/survived', { background: true, timeoutMs: 0 })
@@ -64,6 +70,12 @@ await sbx.commands.sendStdin(wc.pid, 'y'.repeat(2 << 20))
 await sbx.commands.closeStdin(wc.pid)
 const wcRes = await wc.wait()
 check('stdin.large', wcRes.stdout.trim() === String(2 << 20), wcRes)
+// stdin to a command started without stdin: true was dropped in silence;
+// envd refuses it, and so does boxkite
+const noIn = await sbx.commands.run('sleep 60', { background: true, timeoutMs: 0 })
+const noInErr = await rejects(() => sbx.commands.sendStdin(noIn.pid, 'lost\n'))
+check('stdin.without-refused', noInErr !== null && /failed_precondition/.test(String(noInErr)), String(noInErr))
+await sbx.commands.kill(noIn.pid)
 
 // files
 await sbx.files.write('/workspace/hello.txt', 'hello, e2b\n')
@@ -123,6 +135,14 @@ await sbx.pty.resize(term.pid, { cols: 100, rows: 30 })
 await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size\n'))
 await until('the resized terminal size', () => screen.includes('30 100'))
 check('pty.resize', screen.includes('30 100'), screen)
+// 0x0 is refused alike by create (it was given 80x24) and by resize.
+const zeroCreate = await rejects(() => sbx.pty.create({ cols: 0, rows: 0, onData: () => {}, timeoutMs: 0 }))
+const zeroResize = await rejects(() => sbx.pty.resize(term.pid, { cols: 0, rows: 0 }))
+check('pty.size-refused', zeroCreate instanceof InvalidArgumentError && zeroResize instanceof InvalidArgumentError,
+  `${zeroCreate} / ${zeroResize}`)
+// A terminal's input is the pty's, as envd has it: stdin to it is refused.
+const ptyStdin = await rejects(() => sbx.commands.sendStdin(term.pid, 'typed\n'))
+check('pty.stdin-refused', ptyStdin !== null && /failed_precondition/.test(String(ptyStdin)), String(ptyStdin))
 await sbx.pty.kill(term.pid)
 
 // the control plane

@@ -113,6 +113,10 @@ type SessionInfo struct {
 	Email     string `json:"email"`
 	KeyID     string `json:"key_id"`
 	CSRFToken string `json:"csrf_token"`
+	// Organization is the organization the session acts for (one opened
+	// with a link minted by a key of the organization), whose account's
+	// Email is only "org:<id>"; absent for a person's own account.
+	Organization *api.AccountOrganization `json:"organization,omitempty"`
 }
 
 // getSession serves GET /ui/session: the session's account, checked with
@@ -139,7 +143,7 @@ func (c *Console) sessionInfo(ctx context.Context, r *http.Request, s session) (
 	if err := c.call(ctx, r, http.MethodGet, "/v1/account", s.auth(), nil, &acct); err != nil {
 		return SessionInfo{}, err
 	}
-	return SessionInfo{AccountID: acct.ID, Email: acct.Email, KeyID: s.keyID, CSRFToken: s.csrf()}, nil
+	return SessionInfo{AccountID: acct.ID, Email: acct.Email, KeyID: s.keyID, CSRFToken: s.csrf(), Organization: acct.Organization}, nil
 }
 
 // signIn serves POST /ui/session: email and password are checked by the

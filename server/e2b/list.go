@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/e2b/envd"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // listedJSON is E2B's ListedSandbox.
@@ -167,13 +168,30 @@ func parseListFilter(q url.Values) (listFilter, error) {
 		f.limit = min(n, maxPageLimit)
 	}
 	if v := q.Get("nextToken"); v != "" {
-		b, err := base64.RawURLEncoding.DecodeString(v)
+		after, err := pageAfter(v)
 		if err != nil {
-			return f, api.Invalid("nextToken", "nextToken is not one this server gave", "")
+			return f, err
 		}
-		f.after = string(b)
+		f.after = after
 	}
 	return f, nil
+}
+
+// pageAfter returns the id a nextToken names: X-Next-Token is base64url of
+// the last sandbox's (or snapshot's) id of the page before. A token that
+// is not one of those is refused 400: "garbage" is valid base64url, and
+// read as an id no page has, it started the list over from the first page.
+func pageAfter(token string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || !model.ValidID(string(b)) {
+		msg := "nextToken is not one this server gave"
+		return "", &api.Error{
+			Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: msg,
+			Hint:    "send the X-Next-Token header of the previous page as it came, or no nextToken for the first page",
+			Details: []api.FieldError{{Loc: []string{"query", "nextToken"}, Msg: msg, Type: "value_error"}},
+		}
+	}
+	return string(b), nil
 }
 
 func (f listFilter) match(sb Sandbox, rec Record) bool {

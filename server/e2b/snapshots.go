@@ -68,11 +68,10 @@ func (h *Handler) listSnapshots(w http.ResponseWriter, r *http.Request, c Caller
 	}
 	after := ""
 	if v := q.Get("nextToken"); v != "" {
-		b, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil {
-			return api.Invalid("nextToken", "nextToken is not one this server gave", "")
+		var err error
+		if after, err = pageAfter(v); err != nil {
+			return err
 		}
-		after = string(b)
 	}
 	sns, err := h.cp.Snapshots(r.Context(), c, q.Get("sandboxID"))
 	if errors.Is(err, ErrNotFound) { // another account's sandbox, or none: no snapshots

@@ -1,6 +1,10 @@
 package egress
 
-import "net/netip"
+import (
+	"net/netip"
+	"slices"
+	"strings"
+)
 
 // forbiddenPrefixes are ranges a sandbox may never reach beyond what
 // netip's predicates already cover.
@@ -44,7 +48,7 @@ func Forbidden(a netip.Addr) string {
 				return "embedded " + why
 			}
 		case nat64Loc.Contains(a):
-			return "local-use NAT64"
+			return "local-use NAT64 address"
 		}
 	}
 	switch {
@@ -65,6 +69,26 @@ func Forbidden(a netip.Addr) string {
 		if p.Contains(a) {
 			return "reserved address"
 		}
+	}
+	return ""
+}
+
+// Refusal says why nothing a sandbox asks for may reach a (the egress
+// proxy, the secrets broker, webhook deliveries), or "" if it may: a
+// Forbidden address, or one of local, this host's own addresses (from the
+// host itself even its public ones reach what it binds to every address,
+// past firewalls of outside traffic). The reason is a noun phrase with its
+// article ("a private address"), for the callers' own sentences.
+func Refusal(a netip.Addr, local []netip.Addr) string {
+	a = a.Unmap()
+	if why := Forbidden(a); why != "" {
+		if strings.ContainsRune("aeiou", rune(why[0])) {
+			return "an " + why
+		}
+		return "a " + why
+	}
+	if slices.Contains(local, a) {
+		return "one of this host's own addresses"
 	}
 	return ""
 }

@@ -59,6 +59,43 @@ func TestForbidden(t *testing.T) {
 	}
 }
 
+// TestRefusal: the one reason the egress proxy, the secrets broker and
+// webhook deliveries give for an address nothing may reach.
+func TestRefusal(t *testing.T) {
+	local := []netip.Addr{netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("93.184.216.99"), netip.MustParseAddr("2606:4700::99")}
+	for _, tc := range []struct{ addr, want string }{
+		{"127.0.0.1", "a loopback address"},
+		{"::1", "a loopback address"},
+		{"10.1.2.3", "a private address"},
+		{"10.0.0.2", "a private address"}, // the host's too, private first
+		{"fd00:ec2::254", "a private address"},
+		{"169.254.169.254", "a link-local address"},
+		{"fe80::1", "a link-local address"},
+		{"::ffff:127.0.0.1", "a loopback address"},
+		{"::ffff:169.254.169.254", "a link-local address"},
+		{"64:ff9b::a9fe:a9fe", "an embedded link-local address"},
+		{"93.184.216.99", "one of this host's own addresses"},
+		{"::ffff:93.184.216.99", "one of this host's own addresses"},
+		{"2606:4700::99", "one of this host's own addresses"},
+		{"100.64.0.1", "a reserved address"},
+		{"224.0.0.1", "a multicast address"},
+		{"ff02::1", "a multicast address"},
+		{"0.0.0.0", "an unspecified address"},
+		{"::", "an unspecified address"},
+		{"64:ff9b:1::1", "a local-use NAT64 address"},
+		{"93.184.216.34", ""},
+		{"2606:4700::1111", ""},
+		{"::ffff:93.184.216.34", ""},
+	} {
+		if got := Refusal(netip.MustParseAddr(tc.addr), local); got != tc.want {
+			t.Errorf("Refusal(%s) = %q, want %q", tc.addr, got, tc.want)
+		}
+	}
+	if got := Refusal(netip.MustParseAddr("93.184.216.99"), nil); got != "" {
+		t.Errorf("Refusal of a public address, no local list = %q, want allowed", got)
+	}
+}
+
 func TestAllowlist(t *testing.T) {
 	var l Allowlist
 	for _, s := range []string{"api.example.com", "*.svc.example.org:8443"} {
@@ -411,7 +448,7 @@ func TestProxyRefusesHostsOwnAddress(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := <-ds
-		wantReason := "resolves to an address of this host"
+		wantReason := "resolves to one of this host's own addresses"
 		if host == "other.example" {
 			wantReason = "connect failed" // the test's dialler refuses
 		}

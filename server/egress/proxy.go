@@ -10,10 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/boxkite/boxkite/internal/acceptloop"
 )
 
 // Decision is one connection the proxy let through or refused.
@@ -83,36 +84,27 @@ func (p *Proxy) Serve(l net.Listener, allow Allowlist, report func(Decision)) {
 		limit = DefaultMaxConns
 	}
 	slots := make(chan struct{}, limit)
-	var delay time.Duration
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// Out of descriptors (EMFILE: the server's are shared by every
-			// sandbox) or another passing failure. Returning would end this
-			// sandbox's egress until a restart; wait and go on, as
-			// net/http's server does.
-			if delay == 0 && p.Log != nil {
-				p.Log.Warn("accept egress connection", "err", err)
-			}
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
+	// Out of descriptors (EMFILE: the server's are shared by every
+	// sandbox), a failed accept is retried: returning would end this
+	// sandbox's egress until a restart.
+	acceptloop.Serve(l, p.warnAccept, func(c net.Conn) {
 		select {
 		case slots <- struct{}{}:
 		default:
 			wg.Go(func() { refuseBusy(c, limit) })
-			continue
+			return
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
 			defer c.Close()
 			p.handle(c, allow, report)
 		})
+	})
+}
+
+func (p *Proxy) warnAccept(err error) {
+	if p.Log != nil {
+		p.Log.Warn("accept egress connection", "err", err)
 	}
 }
 
@@ -219,8 +211,8 @@ func (p *Proxy) dial(host string, port int, allow Allowlist, d *Decision) (net.C
 		return nil, errors.New(d.Reason)
 	}
 	for _, a := range addrs {
-		if why := refusal(a, local); why != "" && (p.Permit == nil || !p.Permit(a)) {
-			d.Addr, d.Reason = a.Unmap(), why
+		if why := Refusal(a, local); why != "" && (p.Permit == nil || !p.Permit(a)) {
+			d.Addr, d.Reason = a.Unmap(), "resolves to "+why
 			return nil, errors.New(d.Reason)
 		}
 	}
@@ -253,18 +245,6 @@ func refuseBusy(c net.Conn, limit int) {
 		_ = cw.CloseWrite()
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(c, maxHeader))
-}
-
-// refusal says why a sandbox may not connect to a, an address a granted
-// name resolved to, or "" if it may.
-func refusal(a netip.Addr, local []netip.Addr) string {
-	if why := Forbidden(a); why != "" {
-		return "resolves to a " + why
-	}
-	if slices.Contains(local, a.Unmap()) {
-		return "resolves to an address of this host"
-	}
-	return ""
 }
 
 // localAddrs returns this host's own addresses, unmapped.

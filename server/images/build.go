@@ -112,27 +112,9 @@ func (m *Manager) Build(ctx context.Context, account, label string, spec api.Ima
 	if err != nil {
 		return api.Image{}, false, err
 	}
-	hash := specHash(spec)
-	imgs, err := m.recs.ListImages(ctx, account)
-	if err != nil {
-		return api.Image{}, false, err
-	}
-	for _, img := range imgs {
-		if img.Spec != nil && specHash(*img.Spec) == hash && img.Status != api.ImageFailed {
-			return img, false, nil
-		}
-	}
-	if err := m.checkLimit(ctx, account); err != nil {
-		return api.Image{}, false, err
-	}
-	r := record{AccountID: account, Image: api.Image{
-		ID: newID(), Label: label, Status: api.ImageQueued, Source: api.ImageSourceBuild, Spec: &spec, CreatedAt: m.now().UTC(),
-	}}
-	if err := os.Mkdir(filepath.Join(m.dir, r.ID), 0o700); err != nil {
-		return api.Image{}, false, fmt.Errorf("create image: %w", err)
-	}
-	if err := m.insert(r); err != nil {
-		return api.Image{}, false, err
+	r, created, err := m.admitBuild(ctx, account, label, spec)
+	if err != nil || !created {
+		return r.Image, false, err
 	}
 	if audit == nil {
 		audit = func(string, string, map[string]any) {}
@@ -177,6 +159,9 @@ func (e errBuildTimeout) Error() string {
 	return fmt.Sprintf("the build ran longer than %v and was stopped", e.after)
 }
 
+// errStopped fails a build the server's shutdown (Close) killed.
+var errStopped = errors.New("interrupted by a server shutdown")
+
 // errNoJailer fails a build on a Manager without a Jailer.
 var errNoJailer = errors.New("image builds need the local driver running as root")
 
@@ -199,13 +184,20 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 	}
 	defer logf.Close()
 	var logMu sync.Mutex
+	capped := &cappedLog{w: logf, left: maxBuildLog}
 	logLine := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		fmt.Fprintf(capped, format, args...)
+	}
+	// endLine writes the outcome past the cap: it is what a reader needs.
+	endLine := func(format string, args ...any) {
 		logMu.Lock()
 		defer logMu.Unlock()
 		fmt.Fprintf(logf, format, args...)
 	}
 	if m.jailer == nil {
-		logLine("build failed: %v\n", errNoJailer)
+		endLine("build failed: %v\n", errNoJailer)
 		return failure(id, errNoJailer, nil, outputSeen{})
 	}
 
@@ -235,7 +227,7 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 		}
 		audit(id, op, detail)
 	}
-	out := &outputWatch{w: &lockedWriter{mu: &logMu, w: logf}}
+	out := &outputWatch{w: &lockedWriter{mu: &logMu, w: capped}}
 
 	errc := make(chan error, 1)
 	go func() {
@@ -255,12 +247,15 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 		proxyURL := "http://" + buildProxyAddr
 		// A build that never ends (a script waiting forever) would hold
 		// one of the MaxRunning slots every account's builds share.
-		ctx, cancel := context.WithTimeout(context.Background(), m.buildTimeout)
+		ctx, cancel := context.WithTimeout(m.stop, m.buildTimeout)
 		err = m.jailer.RunBuild(ctx, "build-"+id, func(hostID int) (jail.Spec, error) {
 			root, err := m.assembleRoot(id, hostID)
 			return jail.Spec{Image: root, Build: &jail.Build{Steps: m.steps(spec, proxyURL), Env: buildEnv(proxyURL)}}, err
 		}, out)
-		if ctx.Err() != nil {
+		switch {
+		case m.stop.Err() != nil:
+			err = fmt.Errorf("%w: %w", errStopped, err)
+		case ctx.Err() != nil:
 			err = fmt.Errorf("%w: %w", errBuildTimeout{m.buildTimeout}, err)
 		}
 		cancel()
@@ -273,17 +268,17 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 		err = fmt.Errorf("remove build dir: %w", rerr)
 	}
 	if err != nil {
-		logLine("build failed: %v\n", err)
+		endLine("build failed: %v\n", err)
 		logMu.Lock()
 		f := failure(id, err, refused, out.seen)
 		logMu.Unlock()
 		return f
 	}
 	if err := m.mountBuilt(id); err != nil {
-		logLine("mount image: %v\n", err)
+		endLine("mount image: %v\n", err)
 		return err
 	}
-	logLine("build completed\n")
+	endLine("build completed\n")
 	return nil
 }
 

@@ -20,11 +20,14 @@ type buildFailure struct {
 func (f *buildFailure) Error() string { return f.msg }
 func (f *buildFailure) Unwrap() error { return f.err }
 
-// failure explains a failed build: a refused connection is the likeliest
-// cause (a package that downloads from elsewhere fails when it cannot),
-// then a refused write, else the failing step.
+// failure explains a failed build: the server stopping it, else a refused
+// connection, the likeliest cause (a package that downloads from
+// elsewhere fails when it cannot), then a refused write, else the failing
+// step.
 func failure(id string, err error, refused []string, out outputSeen) *buildFailure {
 	switch {
+	case errors.Is(err, errStopped):
+		return &buildFailure{code: api.CodeImageBuildFailed, err: err, msg: errStopped.Error(), hint: "run the same build again: a failed image is never reused"}
 	case len(refused) > 0:
 		return &buildFailure{
 			code: api.CodeImageBuildEgressRefused, err: err,
@@ -97,4 +100,34 @@ func (o *outputWatch) check() {
 	case strings.HasPrefix(line, jail.StepFailedPrefix):
 		o.seen.stepFailed = line
 	}
+}
+
+// maxBuildLog bounds what an image's build.log keeps of the steps' output
+// and the proxy's lines: a step that prints without end would otherwise
+// fill the host's disk before the build timeout stops it.
+const maxBuildLog = 16 << 20
+
+// cappedLog writes the first left bytes to w, then one line saying the
+// rest was dropped; it reports every write as whole, so the build goes on.
+type cappedLog struct {
+	w    io.Writer
+	left int
+	cut  bool
+}
+
+func (c *cappedLog) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) > c.left {
+		p = p[:c.left]
+	}
+	c.left -= len(p)
+	if _, err := c.w.Write(p); err != nil {
+		return n, err
+	}
+	if c.left == 0 && !c.cut && len(p) < n {
+		c.cut = true
+		_, err := fmt.Fprintf(c.w, "\n[build log truncated: it keeps the first %d MiB of the build's output]\n", maxBuildLog>>20)
+		return n, err
+	}
+	return n, nil
 }

@@ -61,9 +61,16 @@ type Manager struct {
 	log          *slog.Logger
 	now          func() time.Time
 
-	recs  Records
+	recs Records
+	// admit makes checking an account's images (the limit, an identical
+	// build) and inserting the new one a single step, so concurrent
+	// requests cannot each see room for one more.
+	admit sync.Mutex
 	wg    sync.WaitGroup
 	slots chan struct{} // builds and extractions running at once; the rest stay queued
+
+	stop       context.Context // ends at Close: running builds are killed, queued work is not started
+	cancelStop context.CancelFunc
 }
 
 // record is an image and its account.
@@ -73,7 +80,8 @@ type record struct {
 }
 
 // New opens dir, creating it. Images left queued or building by a previous
-// process are marked failed: their work died with it.
+// process are marked failed, and their partial files removed: their work
+// died with it.
 func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create images dir: %w", err)
@@ -82,6 +90,7 @@ func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 		dir: dir, sources: Sources{AptDir: "/etc/apt"}, proxy: &egress.Proxy{Log: log, Permit: MirrorAddr}, log: log, now: time.Now,
 		recs: &fileRecords{dir: dir}, slots: make(chan struct{}, MaxRunning), buildTimeout: DefaultBuildTimeout,
 	}
+	m.stop, m.cancelStop = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o(m)
 	}
@@ -95,8 +104,8 @@ func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 	for _, img := range imgs {
 		switch {
 		case img.Status == api.ImageQueued || img.Status == api.ImageBuilding:
-			img.Status, img.FailureReason = api.ImageFailed, "interrupted by a server restart"
-			if err := m.save(record{Image: img}); err != nil {
+			m.removeWork(img.ID)
+			if err := m.save(m.interrupted(record{Image: img}, "interrupted by a server restart")); err != nil {
 				return nil, err
 			}
 		case img.Status == api.ImageCompleted && img.Source == api.ImageSourceBuild:
@@ -111,9 +120,12 @@ func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 // Wait blocks until background work started so far has finished.
 func (m *Manager) Wait() { m.wg.Wait() }
 
-// Close waits for background work and unmounts the roots of built images.
-// They stay on disk; New mounts them again.
+// Close stops background work, failing the builds still running or
+// queued (a build may run for half an hour: a server stopping does not
+// wait for it), and unmounts the roots of built images. They stay on
+// disk; New mounts them again.
 func (m *Manager) Close() error {
+	m.cancelStop()
 	m.wg.Wait()
 	imgs, err := m.recs.ListImages(context.Background(), "")
 	for _, r := range imgs {
@@ -256,7 +268,8 @@ func (m *Manager) Import(ctx context.Context, account, label string, body io.Rea
 		_ = os.RemoveAll(filepath.Join(m.dir, r.ID))
 		return api.Image{}, err
 	}
-	if err := m.insert(r); err != nil {
+	// Checked again: other images may have been admitted during the upload.
+	if err := m.admitImport(ctx, r); err != nil {
 		_ = os.RemoveAll(filepath.Join(m.dir, r.ID))
 		return api.Image{}, err
 	}
@@ -266,10 +279,62 @@ func (m *Manager) Import(ctx context.Context, account, label string, body io.Rea
 	return r.Image, nil
 }
 
+// admitImport inserts the import r unless its account is at the limit.
+func (m *Manager) admitImport(ctx context.Context, r record) error {
+	m.admit.Lock()
+	defer m.admit.Unlock()
+	if err := m.checkLimit(ctx, r.AccountID); err != nil {
+		return err
+	}
+	return m.insert(r)
+}
+
+// admitBuild returns the account's image of an identical spec (created
+// false), else records a new queued build of spec unless the account is at
+// the limit. The image's directory exists when it returns.
+func (m *Manager) admitBuild(ctx context.Context, account, label string, spec api.ImageSpec) (record, bool, error) {
+	m.admit.Lock()
+	defer m.admit.Unlock()
+	hash := specHash(spec)
+	imgs, err := m.recs.ListImages(ctx, account)
+	if err != nil {
+		return record{}, false, err
+	}
+	for _, img := range imgs {
+		if img.Spec != nil && specHash(*img.Spec) == hash && img.Status != api.ImageFailed {
+			return record{Image: img, AccountID: account}, false, nil
+		}
+	}
+	if err := m.checkLimit(ctx, account); err != nil {
+		return record{}, false, err
+	}
+	r := record{AccountID: account, Image: api.Image{
+		ID: newID(), Label: label, Status: api.ImageQueued, Source: api.ImageSourceBuild, Spec: &spec, CreatedAt: m.now().UTC(),
+	}}
+	if err := os.Mkdir(filepath.Join(m.dir, r.ID), 0o700); err != nil {
+		return record{}, false, fmt.Errorf("create image: %w", err)
+	}
+	if err := m.insert(r); err != nil {
+		_ = os.RemoveAll(filepath.Join(m.dir, r.ID))
+		return record{}, false, err
+	}
+	return r, true, nil
+}
+
 // finish runs work as the image's build and records the outcome.
 func (m *Manager) finish(ctx context.Context, r record, work func() error) {
-	m.slots <- struct{}{}
-	defer func() { <-m.slots }()
+	select {
+	case m.slots <- struct{}{}:
+		defer func() { <-m.slots }()
+	case <-m.stop.Done():
+	}
+	if m.stop.Err() != nil { // also when a slot freed as the server stopped
+		m.removeWork(r.ID)
+		if err := m.save(m.interrupted(r, "interrupted by a server shutdown before it started")); err != nil {
+			m.log.ErrorContext(ctx, "image status", "image", r.ID, "err", err)
+		}
+		return
+	}
 	r.Status = api.ImageBuilding
 	if err := m.save(r); err != nil {
 		m.log.ErrorContext(ctx, "image status", "image", r.ID, "err", err)
@@ -283,13 +348,32 @@ func (m *Manager) finish(ctx context.Context, r record, work func() error) {
 		if f, ok := errors.AsType[*buildFailure](err); ok {
 			r.FailureCode, r.FailureHint = f.code, f.hint
 		}
-		_ = os.RemoveAll(m.path(r.ID, "rootfs"))
+		m.removeWork(r.ID)
 	} else {
 		r.Status = api.ImageCompleted
 		r.SizeBytes = m.imageSize(r.ID)
 	}
 	if err := m.save(r); err != nil {
 		m.log.ErrorContext(ctx, "image status", "image", r.ID, "err", err)
+	}
+}
+
+// interrupted is r failed because the server stopped while it was queued
+// or being made.
+func (m *Manager) interrupted(r record, why string) record {
+	now := m.now().UTC()
+	r.Status, r.FailureReason, r.CompletedAt = api.ImageFailed, why, &now
+	if r.Source == api.ImageSourceBuild {
+		r.FailureCode, r.FailureHint = api.CodeImageBuildFailed, "run the same build again: a failed image is never reused"
+	}
+	return r
+}
+
+// removeWork frees what a failed image's work left: its root and a
+// build's layers and scratch. The record and build log stay.
+func (m *Manager) removeWork(id string) {
+	for _, name := range []string{"rootfs", "upper", "build", "archive.tar", "layout"} {
+		_ = os.RemoveAll(m.path(id, name))
 	}
 }
 

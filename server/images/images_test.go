@@ -4,11 +4,16 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -19,6 +24,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/images"
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 // testImage has one layer with a marker, a setuid file, a symlink, a
@@ -189,4 +195,206 @@ func TestImageLimit(t *testing.T) {
 		t.Errorf("another account's import = %v", err)
 	}
 	m.Wait()
+}
+
+// TestImageLimitConcurrent: requests racing for an account's last image
+// slots (imports and builds at once) leave it with MaxPerAccount images,
+// and racing identical builds make one image. Before the check and the
+// insert were one step, each request saw room and the account kept more.
+func TestImageLimitConcurrent(t *testing.T) {
+	release := make(chan struct{})
+	m, err := images.New(t.TempDir(), slog.New(slog.DiscardHandler), images.WithJailer(holdJailer{release}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Wait()
+	defer close(release)
+	const racers = 3 * images.MaxPerAccount
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ids := map[string]bool{}
+	for i := range racers {
+		wg.Go(func() {
+			var img api.Image
+			var err error
+			if i%2 == 0 {
+				img, err = m.Import(context.Background(), "acct", "", bytes.NewReader(nil))
+			} else {
+				spec := api.ImageSpec{AptPackages: []string{fmt.Sprintf("pkg%d", i)}}
+				img, _, err = m.Build(context.Background(), "acct", "", spec, nil)
+			}
+			if err != nil && err != images.ErrLimit {
+				t.Errorf("racer %d: %v", i, err)
+			}
+			if err == nil {
+				mu.Lock()
+				ids[img.ID] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	list, err := m.List(t.Context(), "acct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != images.MaxPerAccount || len(ids) != images.MaxPerAccount {
+		t.Errorf("after %d racing requests: %d images, %d admitted; want %d", racers, len(list), len(ids), images.MaxPerAccount)
+	}
+
+	ids = map[string]bool{}
+	for range racers {
+		wg.Go(func() {
+			img, _, err := m.Build(context.Background(), "same", "", api.ImageSpec{AptPackages: []string{"jq"}}, nil)
+			if err != nil {
+				t.Errorf("identical build: %v", err)
+				return
+			}
+			mu.Lock()
+			ids[img.ID] = true
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(ids) != 1 {
+		t.Errorf("%d racing identical builds made %d images, want 1", racers, len(ids))
+	}
+}
+
+// holdJailer holds every build until release is closed, then fails it:
+// builds stay queued or building while a test races requests.
+type holdJailer struct{ release chan struct{} }
+
+func (j holdJailer) RunBuild(ctx context.Context, _ string, _ func(int) (jail.Spec, error), _ io.Writer) error {
+	select {
+	case <-j.release:
+	case <-ctx.Done():
+	}
+	return errors.New("held build released")
+}
+
+// TestBuildLogBounded: a build whose steps print without end leaves a
+// build log of at most 16 MiB that still ends with the build's outcome.
+// Before, the log took every byte until the build timeout, on the host's
+// disk.
+func TestBuildLogBounded(t *testing.T) {
+	m, err := images.New(t.TempDir(), slog.New(slog.DiscardHandler), images.WithJailer(chattyJailer{20 << 20}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _, err := m.Build(context.Background(), "acct", "", api.ImageSpec{AptPackages: []string{"jq"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Wait()
+	var log bytes.Buffer
+	if err := m.Logs(t.Context(), "acct", img.ID, &log, false, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	const limit = 16<<20 + 4096
+	if log.Len() > limit {
+		t.Errorf("build log is %d bytes, want at most %d", log.Len(), limit)
+	}
+	lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, "build failed: ") {
+		t.Errorf("build log ends %q, want the build's outcome", last)
+	}
+	if !strings.Contains(log.String(), "[build log truncated") {
+		t.Error("build log does not say it was truncated")
+	}
+}
+
+// chattyJailer's build prints n bytes of output, then fails.
+type chattyJailer struct{ n int }
+
+func (j chattyJailer) RunBuild(_ context.Context, _ string, _ func(int) (jail.Spec, error), out io.Writer) error {
+	line := []byte(strings.Repeat("y", 1023) + "\n")
+	for range j.n / len(line) {
+		if _, err := out.Write(line); err != nil {
+			return err
+		}
+	}
+	return errors.New("chatty build done")
+}
+
+// TestCloseStopsBuilds: Close does not wait for builds (a build may run for
+// half an hour): the running ones are killed and the queued ones never
+// start, each failed with image_build_failed and its partial files gone,
+// and they stay failed in the next Manager. Before, Close waited for every
+// build, so a server with one in flight did not stop.
+func TestCloseStopsBuilds(t *testing.T) {
+	dir := t.TempDir()
+	m, err := images.New(dir, slog.New(slog.DiscardHandler), images.WithJailer(holdJailer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range images.MaxRunning + 1 { // one stays queued
+		img, _, err := m.Build(context.Background(), "acct", "", api.ImageSpec{AptPackages: []string{fmt.Sprintf("pkg%d", i)}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, img.ID)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatal("Close is still waiting for the builds after a minute")
+	}
+	m2, err := images.New(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		img, err := m2.Get(t.Context(), "acct", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if img.Status != api.ImageFailed || img.FailureCode != api.CodeImageBuildFailed || !strings.Contains(img.FailureReason, "shutdown") || img.CompletedAt == nil {
+			t.Errorf("image %s after Close = %+v, want failed (image_build_failed) by the shutdown", id, img)
+		}
+		for _, name := range []string{"upper", "build", "rootfs"} {
+			if _, err := os.Stat(filepath.Join(dir, id, name)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("image %s keeps %s after it failed (%v)", id, name, err)
+			}
+		}
+	}
+}
+
+// TestRestartFailsInterrupted: an image a previous process left building
+// (it was killed) is failed by the next New with a failure code, a
+// completion time, and its partial layers removed.
+func TestRestartFailsInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	const id = "img_0123456789abcdef01234567"
+	upper := filepath.Join(dir, id, "upper", "usr")
+	if err := os.MkdirAll(upper, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(upper, "partial"), make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec := `{"id":"` + id + `","status":"building","source":"build","spec":{"base":"boxkite-default","apt_packages":["jq"]},"created_at":"2026-01-02T03:04:05Z","account_id":"acct"}`
+	if err := os.WriteFile(filepath.Join(dir, id, "image.json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := images.New(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := m.Get(t.Context(), "acct", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Status != api.ImageFailed || img.FailureCode != api.CodeImageBuildFailed || img.FailureHint == "" || img.CompletedAt == nil {
+		t.Errorf("interrupted image after restart = %+v, want failed with a code, hint and completion time", img)
+	}
+	if _, err := os.Stat(filepath.Join(dir, id, "upper")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the interrupted build's layers are still on disk (%v)", err)
+	}
 }

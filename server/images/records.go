@@ -84,7 +84,8 @@ func (f *fileRecords) UpdateImage(ctx context.Context, img api.Image) error {
 	if err != nil || !found {
 		return errors.Join(err, fmt.Errorf("update image %s: %w", img.ID, fs.ErrNotExist))
 	}
-	old.Status, old.FailureReason, old.SizeBytes, old.CompletedAt = img.Status, img.FailureReason, img.SizeBytes, img.CompletedAt
+	old.Status, old.SizeBytes, old.CompletedAt = img.Status, img.SizeBytes, img.CompletedAt
+	old.FailureReason, old.FailureCode, old.FailureHint = img.FailureReason, img.FailureCode, img.FailureHint
 	return f.write(acct, old)
 }
 

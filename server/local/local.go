@@ -159,11 +159,12 @@ type Driver struct {
 	// created (egress.go); a restarted driver has none.
 	egress egress.Listeners
 
-	loss     *lossWatch  // sandboxes whose sidecars are watched (watch.go)
-	capacity capacity    // the host's use of its limits (capacity.go)
-	disks    diskHandles // sandbox disks kept open to flush them (storage.go)
-	frozen   frozenSet   // sandboxes frozen while the host's disk is full (storage.go)
-	criu     criuCheck   // whether pause mode checkpoint could work (pause.go)
+	loss      *lossWatch  // sandboxes whose sidecars are watched (watch.go)
+	capacity  capacity    // the host's use of its limits (capacity.go)
+	disks     diskHandles // sandbox disks kept open to flush them (storage.go)
+	frozen    frozenSet   // sandboxes frozen while the host's disk is full (storage.go)
+	snapLocks idLocks     // one snapshot at a time per sandbox (snapshot.go)
+	criu      criuCheck   // whether pause mode checkpoint could work (pause.go)
 }
 
 var _ model.Driver = (*Driver)(nil)
@@ -677,6 +678,8 @@ func (d *Driver) remove(ctx context.Context, id, dir string) error {
 		if st.Cgroup.Frozen() {
 			_ = st.Cgroup.Freeze(false)
 		}
+		// Nor can a writer blocked on a filesystem a snapshot froze.
+		d.thawDisk(dir)
 		if err := d.kill(ctx, id, st); err != nil {
 			return fmt.Errorf("delete sandbox %s: %w", id, err)
 		}

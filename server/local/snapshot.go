@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -98,6 +99,10 @@ func (d *Driver) Snapshot(_ context.Context, id string, transient bool) (model.S
 // snapshot store, its processes and filesystem frozen for the copy, and
 // returns the part file and whether the copy is a clone.
 func (d *Driver) copyFrozen(id string) (string, bool, error) {
+	// One at a time per sandbox: a second FIFREEZE of a frozen
+	// filesystem fails (EBUSY), and the first one's thaw would end the
+	// second one's freeze in the middle of its copy.
+	defer d.snapLocks.lock(id)()
 	dir := d.sandboxDir(id)
 	st, err := readState(dir)
 	if err != nil {
@@ -133,6 +138,79 @@ func (d *Driver) copyFrozen(id string) (string, bool, error) {
 		return "", false, err
 	}
 	return part, cloned, nil
+}
+
+// thawDisk thaws the filesystem of the sandbox or pool member in dir if a
+// snapshot left it frozen, and reports whether it was. A freeze outlives
+// the process that asked for it: a server killed between FIFREEZE and
+// FITHAW leaves the disk frozen, every writer blocked in the kernel where
+// no signal reaches it, until something thaws it.
+func (d *Driver) thawDisk(dir string) bool {
+	// Only a disk of its own: the directory's parent filesystem is the
+	// host's.
+	if ok, err := loopdisk.IsMountPoint(filepath.Join(dir, diskMount)); err != nil || !ok {
+		return false
+	}
+	mnt, err := os.OpenFile(filepath.Join(dir, diskMount), os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer mnt.Close()
+	// EINVAL: not frozen, the usual case.
+	return unix.IoctlSetInt(int(mnt.Fd()), fiThaw, 0) == nil
+}
+
+// thawInterruptedSnapshot undoes what a snapshot a crash interrupted left
+// of sandbox id (New calls it for the sandboxes it adopts): its frozen
+// filesystem, and its frozen cgroup unless the sandbox is paused. A
+// cgroup frozen without a frozen filesystem is left to adoptFrozen: the
+// storage watch's freeze looks the same.
+func (d *Driver) thawInterruptedSnapshot(id string) {
+	dir := d.sandboxDir(id)
+	if !d.thawDisk(dir) {
+		return
+	}
+	d.log.Warn("thawed the disk of a snapshot a restart interrupted", "id", id)
+	if st, err := readState(dir); err == nil && st.Paused == "" && st.Cgroup.Frozen() {
+		if err := st.Cgroup.Freeze(false); err != nil {
+			d.log.Warn("thaw sandbox of an interrupted snapshot", "id", id, "err", err)
+		}
+	}
+}
+
+// idLocks is a mutex per id, held while in use.
+type idLocks struct {
+	mu sync.Mutex
+	m  map[string]*idLock
+}
+
+type idLock struct {
+	sync.Mutex
+	users int
+}
+
+// lock locks id's mutex and returns its unlock.
+func (l *idLocks) lock(id string) func() {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*idLock{}
+	}
+	k := l.m[id]
+	if k == nil {
+		k = &idLock{}
+		l.m[id] = k
+	}
+	k.users++
+	l.mu.Unlock()
+	k.Lock()
+	return func() {
+		k.Unlock()
+		l.mu.Lock()
+		if k.users--; k.users == 0 {
+			delete(l.m, id)
+		}
+		l.mu.Unlock()
+	}
 }
 
 // seal makes part durable and fills ref's key and size: the content

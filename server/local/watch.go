@@ -262,6 +262,7 @@ func (d *Driver) watchExisting() {
 		if o.Alive {
 			d.watchSandbox(o.ID)
 			d.openDisks(o.ID)
+			d.thawInterruptedSnapshot(o.ID)
 			d.adoptFrozen(o.ID)
 		}
 	}

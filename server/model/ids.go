@@ -46,6 +46,13 @@ func NewID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
+// idPattern is the shape of NewID's ids.
+var idPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// ValidID reports whether id has the shape of NewID's ids (a lower-case
+// UUID), as every account, key, sandbox and snapshot id has.
+func ValidID(id string) bool { return idPattern.MatchString(id) }
+
 // randBytes returns n bytes from crypto/rand, which never fails on Linux
 // (Go 1.24+ crashes the program rather than returning short reads).
 func randBytes(n int) []byte {

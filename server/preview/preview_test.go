@@ -232,3 +232,21 @@ func TestHold(t *testing.T) {
 		t.Error("a request in flight outlived its preview's expiry")
 	}
 }
+
+// TestCreateRefusesReservedPorts: a preview of a port no app can serve on
+// (E2B's, the egress proxy's) is refused at create with the port named,
+// instead of a URL whose every request fails (3128: 403 from the sidecar).
+func TestCreateRefusesReservedPorts(t *testing.T) {
+	s, err := New(&holdStore{}, holdCP{}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, port := range []string{"49983", "49999", "3128"} {
+		r := httptest.NewRequest("POST", "/v1/sandboxes/sb/preview/"+port, strings.NewReader("{}"))
+		r.SetPathValue("port", port)
+		err := s.ServeCreate(httptest.NewRecorder(), r, "a", "sb")
+		if err == nil || !strings.Contains(err.Error(), "port "+port) {
+			t.Errorf("create a preview of port %s: %v, want refused naming the port", port, err)
+		}
+	}
+}

@@ -27,6 +27,10 @@ var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 // preview.
 var e2bPorts = map[int]bool{49983: true, 49999: true}
 
+// egressPort is the port of the sandbox's egress proxy
+// (sidecar.EgressProxyAddr), which the sidecar never proxies a preview to.
+const egressPort = 3128
+
 // PathPrefix starts every path-form preview URL.
 const PathPrefix = "/preview/"
 
@@ -204,6 +208,7 @@ func (s *Service) proxy(rt http.RoundTripper, t target, q url.Values) *httputil.
 		},
 		ModifyResponse: func(resp *http.Response) error {
 			resp.Header.Del(api.HeaderSidecarToken)
+			scopeSetCookies(resp.Header, t.cookiePath)
 			// The sidecar's own headers, which the server has set already:
 			// the app's answer gets them once.
 			if id := resp.Header.Get("X-Request-Id"); id != "" && id == resp.Request.Header.Get("X-Request-ID") {

@@ -137,6 +137,9 @@ func (s *Service) ServeCreate(w http.ResponseWriter, r *http.Request, accountID,
 	if e2bPorts[port] {
 		return httpx.Invalid("port", fmt.Sprintf("port %d is the E2B facade's (envd), not an app's", port), "serve the app on another port")
 	}
+	if port == egressPort {
+		return httpx.Invalid("port", fmt.Sprintf("port %d is the sandbox's egress proxy, which a preview never reaches", port), "serve the app on another port")
+	}
 	var req api.CreatePreviewRequest
 	if err := httpx.DecodeJSON(w, r, &req, 1<<10); err != nil {
 		return err

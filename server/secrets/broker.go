@@ -86,7 +86,7 @@ func (s *Service) Do(ctx context.Context, accountID, sandboxID string, req api.H
 		return nil, use, upstreamFailed(use.Host, "its name does not resolve")
 	}
 	if why != "" {
-		return nil, use, notAllowed(fmt.Sprintf("%s resolves to a %s", use.Host, why),
+		return nil, use, notAllowed(fmt.Sprintf("%s resolves to %s", use.Host, why),
 			"the broker never connects to private, loopback, link-local or metadata addresses")
 	}
 	values := map[string]string{}

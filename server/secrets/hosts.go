@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -87,11 +86,7 @@ func (s *Service) resolve(ctx context.Context, host string) ([]netip.Addr, strin
 	for i, a := range addrs {
 		a = a.Unmap()
 		addrs[i] = a
-		why := egress.Forbidden(a)
-		if why == "" && slices.Contains(local, a) {
-			why = "local address (one of this host's own)"
-		}
-		if why != "" && (s.permit == nil || !s.permit(a)) {
+		if why := egress.Refusal(a, local); why != "" && (s.permit == nil || !s.permit(a)) {
 			return nil, why, nil
 		}
 	}
@@ -123,7 +118,7 @@ func (s *Service) checkHosts(ctx context.Context, hosts []string) ([]string, err
 				"check the name; the server must be able to look it up when the secret is saved")
 		}
 		if why != "" {
-			return nil, hostError(api.CodeUnsafeAllowedHost, fmt.Sprintf("allowed host %q resolves to a %s", h, why),
+			return nil, hostError(api.CodeUnsafeAllowedHost, fmt.Sprintf("allowed host %q resolves to %s", h, why),
 				"the broker never sends secrets to private, loopback, link-local or metadata addresses, nor to the server's host")
 		}
 		if !seen[n] {

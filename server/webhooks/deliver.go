@@ -215,8 +215,8 @@ func (s *Service) send(ctx context.Context, c *Claim) (int, error) {
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		if errors.Is(err, errUnsafeTarget) {
-			return 0, errUnsafeTarget
+		if ue := (*unsafeTargetError)(nil); errors.As(err, &ue) {
+			return 0, ue
 		}
 		return 0, fmt.Errorf("post: %w", err)
 	}

@@ -8,17 +8,24 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/boxkite/boxkite/server/egress"
 )
 
 // MaxURLLen is the longest subscription URL.
 const MaxURLLen = 2048
 
-// errUnsafeTarget refuses a delivery to an address the SSRF check rules out.
-var errUnsafeTarget = errors.New("webhook target is a loopback, private or link-local address, or the server's host")
+// unsafeTargetError refuses a delivery to an address the SSRF check rules
+// out, saying why: a noun phrase such as egress.Refusal's ("a private
+// address").
+type unsafeTargetError struct{ why string }
+
+func (e *unsafeTargetError) Error() string { return "webhook target is " + e.why }
+
+func unsafeTarget(why string) error { return &unsafeTargetError{why} }
 
 // checkURL checks a subscription URL's form and, when its host is an IP
 // literal, the address (local lists the host's own addresses); a name is
@@ -44,48 +51,26 @@ func checkURL(raw string, allowLoopback bool, local []netip.Addr) error {
 	}
 	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
 		if !allowLoopback {
-			return errUnsafeTarget
+			return unsafeTarget("localhost, a loopback name")
 		}
 		return nil
 	}
-	if ip, err := netip.ParseAddr(host); err == nil && !allowedAddr(ip, allowLoopback, local) {
-		return errUnsafeTarget
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if why := refusal(ip, allowLoopback, local); why != "" {
+			return unsafeTarget(why)
+		}
 	}
 	return nil
 }
 
-// allowedAddr reports whether a delivery may go to ip: a public unicast
-// address but the host's own (local: from the host, even a public one
-// reaches what it binds to every address, past firewalls of outside
-// traffic), or 127.0.0.1 when the operator allowed loopback (tests).
-func allowedAddr(ip netip.Addr, allowLoopback bool, local []netip.Addr) bool {
-	ip = ip.Unmap()
-	if allowLoopback && ip == netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
-		return true
+// refusal says why a delivery may not go to ip, or "" if it may: it is
+// egress.Refusal's (a forbidden address or one of the host's own, local),
+// but 127.0.0.1 when the operator allowed loopback (tests).
+func refusal(ip netip.Addr, allowLoopback bool, local []netip.Addr) string {
+	if allowLoopback && ip.Unmap() == netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
+		return ""
 	}
-	switch {
-	case !ip.IsValid(), ip.IsUnspecified(), ip.IsLoopback(), ip.IsPrivate(), ip.IsLinkLocalUnicast(),
-		ip.IsLinkLocalMulticast(), ip.IsInterfaceLocalMulticast(), ip.IsMulticast(), slices.Contains(local, ip):
-		return false
-	}
-	for _, p := range blocked {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
-}
-
-// blocked are ranges beyond the standard library's predicates: carrier-grade
-// NAT, the benchmarking and documentation nets, 0/8, the 6to4 relay, NAT64.
-var blocked = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"),
-	netip.MustParsePrefix("2002::/16"),
+	return egress.Refusal(ip, local)
 }
 
 // safeClient is the HTTP client deliveries go through: the address each
@@ -98,14 +83,14 @@ func safeClient(timeout time.Duration, allowLoopback bool, localAddrs func() ([]
 		Control: func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return errUnsafeTarget
+				return unsafeTarget("not an address (" + address + ")")
 			}
 			local, err := localAddrs()
 			if err != nil {
 				return err
 			}
-			if !allowedAddr(ap.Addr(), allowLoopback, local) {
-				return errUnsafeTarget
+			if why := refusal(ap.Addr(), allowLoopback, local); why != "" {
+				return unsafeTarget(why)
 			}
 			return nil
 		},

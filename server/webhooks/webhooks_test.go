@@ -165,10 +165,30 @@ func TestCheckURL(t *testing.T) {
 		// host it reaches what the host binds to every address.
 		{"http://93.184.216.99/in", false, false},
 		{"http://[::ffff:93.184.216.99]/in", false, false},
+		// What egress.Refusal refuses beyond the old list of its own.
+		{"http://[::10.0.0.1]/in", false, false},         // IPv4-compatible
+		{"http://[64:ff9b::a9fe:a9fe]/in", false, false}, // NAT64 of the metadata address
+		{"http://192.0.2.7/in", false, false},            // documentation
+		{"http://[64:ff9b::5db8:d822]/in", false, true},  // NAT64 of a public address
 	} {
 		local := []netip.Addr{netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("93.184.216.99")}
 		if err := checkURL(tc.url, tc.loopback, local); (err == nil) != tc.ok {
 			t.Errorf("checkURL(%q, loopback %v) = %v, want ok %v", tc.url, tc.loopback, err, tc.ok)
+		}
+	}
+}
+
+// TestCheckURLReason: a refused address says why, in egress.Refusal's words.
+func TestCheckURLReason(t *testing.T) {
+	local := []netip.Addr{netip.MustParseAddr("93.184.216.99")}
+	for raw, want := range map[string]string{
+		"http://10.1.2.3/":         "webhook target is a private address",
+		"http://93.184.216.99/":    "webhook target is one of this host's own addresses",
+		"http://[::ffff:0:0]/":     "webhook target is an unspecified address",
+		"http://localhost:8080/in": "webhook target is localhost, a loopback name",
+	} {
+		if err := checkURL(raw, false, local); err == nil || err.Error() != want {
+			t.Errorf("checkURL(%q) = %v, want %q", raw, err, want)
 		}
 	}
 }
@@ -181,7 +201,7 @@ func FuzzCheckURL(f *testing.F) {
 			return
 		}
 		// Accepted: a literal address in it is public.
-		if ip, err := netip.ParseAddr(hostOf(raw)); err == nil && !allowedAddr(ip, false, nil) {
+		if ip, err := netip.ParseAddr(hostOf(raw)); err == nil && refusal(ip, false, nil) != "" {
 			t.Errorf("checkURL accepted %q with a private address", raw)
 		}
 	})

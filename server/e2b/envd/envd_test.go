@@ -375,6 +375,9 @@ func TestEndEvent(t *testing.T) {
 		{"exited 0", false, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(0)}, &process.ProcessEvent_EndEvent{ExitCode: 0, Exited: true, Status: "exit status 0"}},
 		{"exited", false, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(3)}, &process.ProcessEvent_EndEvent{ExitCode: 3, Exited: true, Status: "exit status 3", Error: str("exit status 3")}},
 		{"killed", true, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(137)}, &process.ProcessEvent_EndEvent{ExitCode: -1, Status: "signal: killed", Error: str("signal: killed")}},
+		{"signal", false, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(143), Signal: 15}, &process.ProcessEvent_EndEvent{ExitCode: -1, Status: "signal: terminated", Error: str("signal: terminated")}},
+		{"segfault", false, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(139), Signal: 11}, &process.ProcessEvent_EndEvent{ExitCode: -1, Status: "signal: segmentation fault", Error: str("signal: segmentation fault")}},
+		{"exited 137", false, &api.InteractiveControl{Type: api.InteractiveExit, ExitCode: code(137)}, &process.ProcessEvent_EndEvent{ExitCode: 137, Exited: true, Status: "exit status 137", Error: str("exit status 137")}},
 		{"no exit frame", false, nil, &process.ProcessEvent_EndEvent{ExitCode: -1, Status: "signal: killed", Error: str("signal: killed")}},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
 
 	"connectrpc.com/connect"
@@ -39,6 +40,13 @@ func (s processService) Start(ctx context.Context, req *connect.Request[process.
 	if cfg == nil {
 		return connect.NewError(connect.CodeInvalidArgument, errors.New("process is required"))
 	}
+	cols, rows := 80, 24 // a terminal without a size
+	if size := msg.GetPty().GetSize(); size != nil {
+		var err error
+		if cols, rows, err = ptySize(size); err != nil {
+			return err
+		}
+	}
 	env := maps.Clone(sess.Env())
 	if env == nil {
 		env = map[string]string{}
@@ -54,10 +62,7 @@ func (s processService) Start(ctx context.Context, req *connect.Request[process.
 	ireq := api.InteractiveRequest{Command: command, Cwd: cwdOf(cfg)}
 	if pty := msg.GetPty(); pty != nil {
 		ireq.TTY, ireq.Term = true, env["TERM"]
-		ireq.Cols, ireq.Rows = int(pty.GetSize().GetCols()), int(pty.GetSize().GetRows())
-		if ireq.Cols < 1 || ireq.Rows < 1 || ireq.Cols > maxPTYSize || ireq.Rows > maxPTYSize {
-			ireq.Cols, ireq.Rows = 80, 24
-		}
+		ireq.Cols, ireq.Rows = cols, rows
 	}
 	relayCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	conn, err := sess.Interactive(relayCtx, ireq)
@@ -74,6 +79,7 @@ func (s processService) Start(ctx context.Context, req *connect.Request[process.
 	ch, _ := p.subscribe()
 	defer p.unsubscribe(ch)
 	if !ireq.TTY && !msg.GetStdin() {
+		p.noStdin.Store(true)
 		_ = p.control(relayCtx, api.InteractiveControl{Type: api.InteractiveEOF}) // no stdin pipe: EOF at once
 	}
 	var lifetime *time.Timer
@@ -168,6 +174,11 @@ func (s processService) CloseStdin(ctx context.Context, req *connect.Request[pro
 	if err != nil {
 		return nil, err
 	}
+	if p.tty { // the sidecar would ignore it: a terminal's input is its output too
+		return nil, connect.NewError(connect.CodeFailedPrecondition,
+			fmt.Errorf("process %d has a terminal, whose stdin cannot be closed: send Ctrl-D (0x04) to it instead", p.pid))
+	}
+	p.noStdin.Store(true)
 	if err := p.control(ctx, api.InteractiveControl{Type: api.InteractiveEOF}); err != nil {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process %d has ended", p.pid))
 	}
@@ -201,9 +212,9 @@ func (s processService) Update(ctx context.Context, req *connect.Request[process
 		return nil, err
 	}
 	if size := req.Msg.GetPty().GetSize(); size != nil && p.tty {
-		cols, rows := int(size.GetCols()), int(size.GetRows())
-		if cols < 1 || rows < 1 || cols > maxPTYSize || rows > maxPTYSize {
-			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("terminal size %dx%d is out of range", cols, rows))
+		cols, rows, err := ptySize(size)
+		if err != nil {
+			return nil, err
 		}
 		if err := p.control(ctx, api.InteractiveControl{Type: api.InteractiveResize, Cols: cols, Rows: rows}); err != nil {
 			return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process %d has ended", p.pid))
@@ -215,17 +226,43 @@ func (s processService) Update(ctx context.Context, req *connect.Request[process
 // maxPTYSize is the sidecar's bound on a terminal's columns and rows.
 const maxPTYSize = 1000
 
+// ptySize returns a terminal size of pty.create or pty.resize, refused
+// (invalid_argument, the SDK's InvalidArgumentError) outside 1 to
+// maxPTYSize columns and rows: both refuse 0x0 alike.
+func ptySize(size *process.PTY_Size) (cols, rows int, err error) {
+	c, r := size.GetCols(), size.GetRows()
+	if c < 1 || r < 1 || c > maxPTYSize || r > maxPTYSize {
+		return 0, 0, connect.NewError(connect.CodeInvalidArgument,
+			fmt.Errorf("terminal size %dx%d is out of range: give 1 to %d columns and rows", c, r, maxPTYSize))
+	}
+	return int(c), int(r), nil
+}
+
 // maxFrame bounds a frame from the sidecar (it sends at most 32 KiB of
 // output per frame).
 const maxFrame = 1 << 20
 
-// input sends data to the process's stdin or terminal.
+// input sends data to the process's stdin or terminal. Input for the
+// other one (commands.sendStdin to a pty's pid, pty.sendInput to a
+// command's) is refused failed_precondition, as envd refuses it.
 func (p *proc) input(ctx context.Context, in *process.ProcessInput) error {
 	var data []byte
 	switch v := in.GetInput().(type) {
 	case *process.ProcessInput_Stdin:
+		if p.tty {
+			return connect.NewError(connect.CodeFailedPrecondition,
+				fmt.Errorf("process %d has a terminal: write its input to the pty (pty.sendInput), not to stdin", p.pid))
+		}
+		if p.noStdin.Load() {
+			return connect.NewError(connect.CodeFailedPrecondition,
+				fmt.Errorf("process %d has no stdin: start it with stdin: true, and send its input before closeStdin", p.pid))
+		}
 		data = v.Stdin
 	case *process.ProcessInput_Pty:
+		if !p.tty {
+			return connect.NewError(connect.CodeFailedPrecondition,
+				fmt.Errorf("process %d has no terminal: write its input to stdin (commands.sendStdin), not to a pty", p.pid))
+		}
 		data = v.Pty
 	}
 	if len(data) == 0 {
@@ -326,10 +363,11 @@ type frame struct {
 	data []byte
 }
 
-// endEvent is how the command ended, in envd's words: killed by a signal
-// is exit code -1, not exited, "signal: killed". Unless it exited 0, the
-// error says so too, as envd's (Go's exec error): the SDK makes it the
-// message of CommandExitError.
+// endEvent is how the command ended, in envd's words (Go's
+// os.ProcessState): killed by a signal is exit code -1, not exited,
+// "signal: killed" (or the signal's name: "signal: segmentation fault").
+// Unless it exited 0, the error says so too, as envd's (Go's exec error):
+// the SDK makes it the message of CommandExitError.
 func (p *proc) endEvent(exit *api.InteractiveControl) *process.ProcessEvent_EndEvent {
 	p.mu.Lock()
 	killed := p.killed
@@ -337,6 +375,9 @@ func (p *proc) endEvent(exit *api.InteractiveControl) *process.ProcessEvent_EndE
 	switch {
 	case killed || exit == nil || exit.ExitCode == nil:
 		status := "signal: killed"
+		return &process.ProcessEvent_EndEvent{ExitCode: -1, Exited: false, Status: status, Error: &status}
+	case exit.Signal > 0:
+		status := "signal: " + syscall.Signal(exit.Signal).String()
 		return &process.ProcessEvent_EndEvent{ExitCode: -1, Exited: false, Status: status, Error: &status}
 	case exit.Message != "":
 		msg := exit.Message

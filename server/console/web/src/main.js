@@ -71,7 +71,12 @@ function nav() {
       link('/ui/', 'Sandboxes'), link('/ui/snapshots', 'Snapshots'), link('/ui/images', 'Images'),
       link('/ui/volumes', 'Volumes'), link('/ui/secrets', 'Secrets'), link('/ui/keys', 'API keys'), link('/ui/ssh-keys', 'SSH keys')) : null,
     s ? h('div', { class: 'who' },
-      h('span', { class: 'email', title: 'Signed in' }, s.email),
+      // A session of an organization's key acts for the organization,
+      // whose account's email is only "org:<id>": name the organization.
+      s.organization
+        ? h('span', { class: 'email', title: 'Acting for the organization ' + s.organization.id + ' as ' + s.organization.role },
+          s.organization.name, ' ', h('span', { class: 'badge' }, 'organization'))
+        : h('span', { class: 'email', title: 'Signed in' }, s.email),
       h('button', { type: 'button', class: 'secondary', id: 'signout', onclick: signOut }, 'Sign out')) : null);
   markCurrent();
 }
