@@ -235,7 +235,7 @@ func newAllowlistGetCmd(app *App) *cobra.Command {
 			tw := newTable(app.IO.Out)
 			tw.Header(app.IO.Color, "COMMAND\tARGS ALLOW\tARGS DENY")
 			for _, r := range rules {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Command, orDash(strings.Join(r.ArgsAllow, "  ")), orDash(strings.Join(r.ArgsDeny, "  ")))
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", cell(r.Command), cell(orDash(strings.Join(r.ArgsAllow, "  "))), cell(orDash(strings.Join(r.ArgsDeny, "  "))))
 			}
 			return tw.Flush()
 		},

@@ -151,7 +151,7 @@ func writeLsTable(w io.Writer, entries []api.LsEntry, color bool) error {
 		if !e.IsDir {
 			size = humanBytes(e.Size)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", size, e.ModifiedAt.Local().Format("2006-01-02 15:04"), e.Path)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", size, e.ModifiedAt.Local().Format("2006-01-02 15:04"), cell(e.Path))
 	}
 	return tw.Flush()
 }

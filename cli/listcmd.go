@@ -79,7 +79,11 @@ func writeRows[T any](w io.Writer, color bool, header string, items []T, row fun
 	tw := newTable(w)
 	tw.Header(color, header)
 	for _, it := range items {
-		fmt.Fprintln(tw, strings.Join(row(it, now), "\t"))
+		cells := row(it, now)
+		for i, c := range cells {
+			cells[i] = cell(c) // labels, names, URLs: the server's data
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
 }

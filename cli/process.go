@@ -65,7 +65,7 @@ func writeProcessTable(w io.Writer, ps []api.ProcessInfo, now time.Time, color b
 		if p.ExitCode != nil {
 			exit = fmt.Sprint(*p.ExitCode)
 		}
-		command := truncate(strings.Join(strings.Fields(p.Command), " "), maxCommandColumn)
+		command := truncate(cell(strings.Join(strings.Fields(p.Command), " ")), maxCommandColumn)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.ProcessID, p.Status, exit, tui.Age(p.StartedAt, now), command)
 	}
 	return tw.Flush()

@@ -233,7 +233,7 @@ func writeSandboxTable(w io.Writer, sbs []api.Sandbox, now time.Time, color bool
 		if label == "" {
 			label = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sb.ID, sb.Status, label, sb.Size, tui.Age(sb.CreatedAt, now), tui.Expiry(sb, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sb.ID, sb.Status, cell(label), sb.Size, tui.Age(sb.CreatedAt, now), tui.Expiry(sb, now))
 	}
 	return tw.Flush()
 }

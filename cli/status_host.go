@@ -60,7 +60,7 @@ func writeSandboxDisks(w io.Writer, h *api.HostStatus) error {
 		if sb.Frozen {
 			disk += " (frozen: the host is out of disk)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", sb.ID, orDash(sb.Label), disk)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", sb.ID, cell(orDash(sb.Label)), disk)
 	}
 	return tw.Flush()
 }

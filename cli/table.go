@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
 	"golang.org/x/term"
@@ -133,6 +136,28 @@ func layoutRow(row []string, widths []int) string {
 		}
 	}
 	return strings.TrimRight(b.String(), " ")
+}
+
+// cell makes text from the server or a sandbox (a label, a file name, a
+// command line) safe for one table cell: its control characters, which
+// would drive the terminal (an escape sequence setting the clipboard or
+// the title) or break the row (a tab, a newline), are shown escaped as Go
+// writes them (\x1b, \n), and bytes that are not UTF-8 as U+FFFD. The
+// TUI flattens them likewise (tui's oneLine).
+func cell(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // terminalWidth is the width of the terminal w writes to, 0 when w is not

@@ -116,7 +116,8 @@ func buildWithoutNode(t *testing.T) string {
 // TestConsoleInBrowser (issue 29, acceptance 1 to 3) builds boxkite-server
 // with no node on PATH, runs it in local mode, and drives its console in
 // Debian's chromium with Playwright (server/console/web/e2e/flow.mjs):
-// sign in, create a sandbox, type `echo hi-from-ui` into its terminal and
+// sign in, create a sandbox, extend it by 30 minutes (and past the longest
+// lifetime, refused with the API's hint), type `echo hi-from-ui` into its terminal and
 // see the output, see the command in the live audit log as Enter is pressed,
 // resize the terminal, upload and download a file byte-exact, preview a
 // web server of the sandbox, fork, pause and resume, a read-only viewer
@@ -211,13 +212,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("flow.mjs: %v (done %v)\nstderr:\n%s\nserver:\n%s", runErr, done, stderr.String(), srv.out.String())
 	}
 	want := []string{
-		"signin.redirect", "signin.keyboard", "signin.cookie", "signin.cookie-hidden", "create",
+		"signin.redirect", "signin.keyboard", "signin.cookie", "signin.cookie-hidden", "create", "extend.adds", "extend.hint",
 		"terminal.output", "log.live-on-enter", "log.expand", "terminal.resize", "readonly.checkbox", "readonly.sees-others",
 		"readonly.cannot-type", "terminal.keyboard-leaves", "files.byte-exact", "log.recording", "processes.listed", "preview.open", "preview.revoke", "fork", "fork.destroy", "pause", "pause.no-terminal", "resume", "page.snapshots", "page.secrets", "page.keys", "page.ssh-keys",
 		"page.images", "page.volumes", "notfound.other-account/", "notfound.other-account/log",
 		"notfound.other-account/terminal", "phone.sandboxes.no-overflow", "phone.sandbox.no-overflow",
 		"phone.terminal.no-overflow", "color-scheme", "signout.ends-terminal", "signout.cookie-dead",
-		"destroy.confirm-focus", "destroy", "no-third-party-origins", "no-csp-violations", "no-script-errors",
+		"destroy.confirm-focus", "destroy", "list.active-only", "list.show-destroyed", "no-third-party-origins", "no-csp-violations", "no-script-errors",
 	}
 	for _, c := range want {
 		if _, ok := checks[c]; !ok {

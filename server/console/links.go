@@ -139,6 +139,11 @@ func (c *Console) createLink(w http.ResponseWriter, r *http.Request) error {
 // one to the sign-in page.
 func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
+	if fromOtherSite(r) {
+		// Left unused: its owner can still paste it into the address bar.
+		http.Redirect(w, r, Prefix+"signin?link=elsewhere", http.StatusSeeOther)
+		return
+	}
 	s, ok := c.takeLink(r)
 	if !ok {
 		http.Redirect(w, r, Prefix+"signin?link=expired", http.StatusSeeOther)
@@ -146,6 +151,21 @@ func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
 	}
 	c.setCookie(w, r, s)
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
+}
+
+// fromOtherSite reports whether the browser followed r from another
+// site's page (Sec-Fetch-Site). A link opens from the address bar, the
+// browser `boxkite ui` starts or the console's own pages only: one that
+// someone minted for their own account and planted in a page (or a
+// redirect) would otherwise sign the visitor into that account, where
+// what they then upload or type is the planter's (login CSRF). A client
+// that sends no Sec-Fetch-Site (curl, an old browser) is let through.
+func fromOtherSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		return true
+	}
+	return false
 }
 
 // takeLink turns r's link into a session, once.

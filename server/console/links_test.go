@@ -167,3 +167,38 @@ func TestLinkAcrossReplicas(t *testing.T) {
 		t.Error("the link opened again on the replica that minted it")
 	}
 }
+
+// TestLinkFromOtherSite: a link followed from another site's page (one
+// someone minted for their own account and planted there) signs nobody
+// in and is left unused, so opened from the address bar it still works;
+// the browser's own session is untouched.
+func TestLinkFromOtherSite(t *testing.T) {
+	srv := servertest.New(t)
+	signup(t, srv.BaseURL, "vic@example.com", "correct horse")
+	b := newBrowser(t, srv.BaseURL)
+	mine := b.signIn("vic@example.com", "correct horse")
+
+	resp, body := apiCall(t, srv.BaseURL, srv.APIKey, "POST", "/ui/links", nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /ui/links: %d %s", resp.StatusCode, body)
+	}
+	var link console.LinkResponse
+	mustJSON(t, body, &link)
+	for _, site := range []string{"cross-site", "same-site"} {
+		resp, _ = b.do("GET", link.Path, nil, "Origin", "", "Sec-Fetch-Site", site)
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/signin?link=elsewhere" {
+			t.Errorf("link from a %s page: %d to %q, want 303 to the sign-in page", site, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		_, body = b.do("GET", "/ui/session", nil)
+		var info console.SessionInfo
+		mustJSON(t, body, &info)
+		if info.Email != "vic@example.com" || info.KeyID != mine.KeyID {
+			t.Errorf("session after a link from a %s page: %s, want vic's own", site, body)
+		}
+	}
+	owner := newBrowser(t, srv.BaseURL)
+	resp, _ = owner.do("GET", link.Path, nil, "Origin", "", "Sec-Fetch-Site", "none")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/" || owner.cookie == nil {
+		t.Errorf("the same link from the address bar: %d to %q, cookie %v", resp.StatusCode, resp.Header.Get("Location"), owner.cookie)
+	}
+}

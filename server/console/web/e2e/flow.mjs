@@ -80,12 +80,26 @@ try {
 
   // Create a sandbox.
   await page.fill('input[name=label]', 'ui-e2e');
+  await page.fill('input[name=lifetime]', '1400'); // 40 minutes short of the test server's longest
   await page.click('button:text("Create sandbox")');
   const row = page.locator('tr', { hasText: 'ui-e2e' });
   await row.waitFor({ timeout: 60000 });
   const id = await row.getAttribute('data-id');
   check('create', /^[0-9a-f-]{36}$/.test(id || ''), id);
   await screenshot(page, 'sandboxes');
+
+  // Extend adds 30 minutes to what is left; past the server's longest
+  // lifetime it says so, with the API's hint.
+  const expiry = () => page.evaluate(async (i) => Date.parse((await (await fetch('/ui/api/v1/sandboxes/' + i)).json()).expires_at), id);
+  const listStatus = page.locator('[data-page=sandboxes] p.status');
+  const before = await expiry();
+  await row.locator('button:text("Extend")').click();
+  await listStatus.filter({ hasText: 'Extended' }).waitFor({ timeout: 30000 });
+  const after = await expiry();
+  check('extend.adds', after - before >= 29 * 60e3, (after - before) / 60e3 + ' min later');
+  await row.locator('button:text("Extend")').click();
+  await listStatus.filter({ hasText: 'maximum lifetime' }).waitFor({ timeout: 30000 });
+  check('extend.hint', (await expiry()) === after, await listStatus.textContent());
 
   // The live audit log, in a second tab, before anything is typed.
   const logPage = await ctx.newPage();
@@ -337,6 +351,19 @@ try {
   const status = await page.evaluate(async (id) => (await (await fetch('/ui/api/v1/sandboxes/' + id)).json()).status, id);
   check('destroy', status === 'destroyed', status);
   await screenshot(page, 'sandboxes-after-destroy');
+
+  // The list fetches destroyed sandboxes only when asked to show them.
+  const lists = [];
+  const onList = (r) => { if (new URL(r.url()).pathname === '/ui/api/v1/sandboxes') lists.push(new URL(r.url()).search); };
+  page.on('request', onList);
+  await page.reload();
+  await page.waitForSelector('[data-page=sandboxes]');
+  await page.check('#show-gone');
+  const gone = page.locator('tr[data-id="' + id + '"]');
+  await gone.waitFor({ timeout: 30000 });
+  page.off('request', onList);
+  check('list.active-only', lists[0] === '?active_only=true' && lists.includes(''), JSON.stringify(lists));
+  check('list.show-destroyed', (await gone.textContent()).includes('destroyed'), await gone.textContent());
   await collectCSP(page);
   await collectCSP(logPage);
 

@@ -1,5 +1,5 @@
 import { h, replace, field, fmtTime, fmtRel, confirmDialog } from '../dom.js';
-import { call } from '../api.js';
+import { call, errText } from '../api.js';
 
 // keysPage lists the account's API keys, creates (showing the key once)
 // and revokes them.
@@ -16,7 +16,7 @@ export async function keysPage(main, _params, ctx) {
       h('td', {}, k.revoked_at ? 'revoked ' + fmtRel(k.revoked_at) : k.last_used_at ? 'used ' + fmtRel(k.last_used_at) : 'never used'),
       h('td', { class: 'actions' }, !k.revoked_at && k.id !== ctx.session.key_id ? h('button', { type: 'button', class: 'danger', onclick: async () => {
         if (!await confirmDialog('Revoke key ' + k.name + '? Whatever uses it stops at once.', 'Revoke')) return;
-        try { await call('DELETE', '/v1/api-keys/' + k.id); status.textContent = 'Revoked ' + k.name + '.'; await load(); } catch (e) { status.textContent = e.message; }
+        try { await call('DELETE', '/v1/api-keys/' + k.id); status.textContent = 'Revoked ' + k.name + '.'; await load(); } catch (e) { status.textContent = errText(e); }
       } }, 'Revoke') : null))));
   }
   const name = h('input', { type: 'text', required: true, maxlength: 200 });
@@ -29,7 +29,7 @@ export async function keysPage(main, _params, ctx) {
       shown.hidden = false;
       name.value = '';
       await load();
-    } catch (err) { status.textContent = err.message; }
+    } catch (err) { status.textContent = errText(err); }
   } }, field('Name', name), field('Role', role, 'member keys cannot take over terminals or manage keys'), h('button', { type: 'submit' }, 'Create key'));
   await load();
   replace(main, h('section', { 'data-page': 'keys' }, h('h1', {}, 'API keys'), form, shown, status,
@@ -47,7 +47,7 @@ export async function sshKeysPage(main) {
       h('td', {}, k.name), h('td', { class: 'mono' }, k.fingerprint), h('td', { title: fmtTime(k.created_at) }, fmtRel(k.created_at)),
       h('td', { class: 'actions' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
         if (!await confirmDialog('Remove SSH key ' + k.name + '? Its terminals end.', 'Remove')) return;
-        try { await call('DELETE', '/v1/account/ssh-keys/' + k.id); await load(); } catch (e) { status.textContent = e.message; }
+        try { await call('DELETE', '/v1/account/ssh-keys/' + k.id); await load(); } catch (e) { status.textContent = errText(e); }
       } }, 'Remove')))) : h('tr', {}, h('td', { colspan: 4, class: 'empty' }, 'No SSH keys.')));
   }
   const pub = h('textarea', { rows: 3, required: true, class: 'mono', placeholder: 'ssh-ed25519 AAAA… you@host' });
@@ -59,7 +59,7 @@ export async function sshKeysPage(main) {
       pub.value = ''; name.value = '';
       status.textContent = 'Added.';
       await load();
-    } catch (err) { status.textContent = err.message + (err.hint ? ' — ' + err.hint : ''); }
+    } catch (err) { status.textContent = errText(err); }
   } }, field('Public key', pub, 'the contents of ~/.ssh/id_ed25519.pub'), field('Name', name), h('button', { type: 'submit' }, 'Add key'));
   await load();
   replace(main, h('section', { 'data-page': 'ssh-keys' }, h('h1', {}, 'SSH keys'), form, status,

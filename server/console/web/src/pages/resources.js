@@ -1,5 +1,5 @@
 import { h, replace, field, fmtTime, fmtRel, fmtBytes, confirmDialog } from '../dom.js';
-import { call } from '../api.js';
+import { call, errText } from '../api.js';
 
 // imagesPage lists the account's sandbox images (building one is the
 // CLI's: `boxkite images build`).
@@ -18,7 +18,7 @@ export async function imagesPage(main) {
     h('td', {}, im.source), h('td', {}, fmtBytes(im.size_bytes)), h('td', { title: fmtTime(im.created_at) }, fmtRel(im.created_at)),
     h('td', { class: 'actions' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
       if (!await confirmDialog('Delete image ' + (im.label || im.id.slice(0, 8)) + '?', 'Delete')) return;
-      try { await call('DELETE', '/v1/images/' + im.id); status.textContent = 'Deleted.'; } catch (e) { status.textContent = e.message; }
+      try { await call('DELETE', '/v1/images/' + im.id); status.textContent = 'Deleted.'; } catch (e) { status.textContent = errText(e); }
     } }, 'Delete')))) : h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'No images. `boxkite images build` makes one.')));
   replace(main, h('section', { 'data-page': 'images' }, h('h1', {}, 'Images'), status,
     h('div', { class: 'table-wrap' }, h('table', { class: 'list' },
@@ -36,7 +36,7 @@ export async function volumesPage(main) {
       h('td', {}, v.status), h('td', { title: fmtTime(v.created_at) }, fmtRel(v.created_at)),
       h('td', { class: 'actions' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
         if (!await confirmDialog('Delete volume ' + (v.label || v.id.slice(0, 8)) + '? Its data is lost.', 'Delete')) return;
-        try { await call('DELETE', '/v1/volumes/' + v.id); await load(); } catch (e) { status.textContent = e.message; }
+        try { await call('DELETE', '/v1/volumes/' + v.id); await load(); } catch (e) { status.textContent = errText(e); }
       } }, 'Delete')))) : h('tr', {}, h('td', { colspan: 6, class: 'empty' }, 'No volumes.')));
   }
   const label = h('input', { type: 'text', maxlength: 200, placeholder: 'optional' });
@@ -48,7 +48,7 @@ export async function volumesPage(main) {
       label.value = '';
       status.textContent = 'Created.';
       await load();
-    } catch (err) { status.textContent = err.message + (err.hint ? ' — ' + err.hint : ''); }
+    } catch (err) { status.textContent = errText(err); }
   } }, field('Label', label), field('Size (GB)', size), h('button', { type: 'submit' }, 'Create volume'));
   await load();
   replace(main, h('section', { 'data-page': 'volumes' }, h('h1', {}, 'Volumes'), form, status,
@@ -79,11 +79,11 @@ export async function snapshotsPage(main, _params, ctx) {
         try {
           const sb = await call('POST', '/v1/snapshots/' + s.id + '/restore', { label: s.label || undefined });
           ctx.navigate('/ui/sandboxes/' + sb.id);
-        } catch (e) { status.textContent = e.message + (e.hint ? ' — ' + e.hint : ''); }
+        } catch (e) { status.textContent = errText(e); }
       } }, 'Restore'),
       h('button', { type: 'button', class: 'danger', onclick: async () => {
         if (!await confirmDialog('Delete snapshot ' + (s.label || s.id.slice(0, 8)) + '?', 'Delete')) return;
-        try { await call('DELETE', '/v1/snapshots/' + s.id); ctx.navigate(location.pathname, true); } catch (e) { status.textContent = e.message; }
+        try { await call('DELETE', '/v1/snapshots/' + s.id); ctx.navigate(location.pathname, true); } catch (e) { status.textContent = errText(e); }
       } }, 'Delete'))))
     : h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'No snapshots. A sandbox\'s page takes one.')));
   replace(main, h('section', { 'data-page': 'snapshots' }, h('h1', {}, 'Snapshots'), status,
@@ -104,7 +104,7 @@ export async function secretsPage(main) {
       h('td', {}, s.last_used_at ? fmtRel(s.last_used_at) : 'never'),
       h('td', { class: 'actions' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
         if (!await confirmDialog('Delete secret ' + s.name + '?', 'Delete')) return;
-        try { await call('DELETE', '/v1/secrets/' + encodeURIComponent(s.id)); await load(); } catch (e) { status.textContent = e.message; }
+        try { await call('DELETE', '/v1/secrets/' + encodeURIComponent(s.id)); await load(); } catch (e) { status.textContent = errText(e); }
       } }, 'Delete')))) : h('tr', {}, h('td', { colspan: 5, class: 'empty' }, 'No secrets.')));
   }
   const name = h('input', { type: 'text', required: true, maxlength: 200, class: 'mono', autocomplete: 'off' });
@@ -117,12 +117,12 @@ export async function secretsPage(main) {
       await call('POST', '/v1/secrets', body);
       status.textContent = 'Created ' + body.name + '.';
     } catch (err) {
-      if (err.status !== 409) { status.textContent = err.message + (err.hint ? ' — ' + err.hint : ''); return; }
+      if (err.status !== 409) { status.textContent = errText(err); return; }
       if (!await confirmDialog('A secret named ' + body.name + ' exists. Replace its value?', 'Replace')) return;
       try {
         await call('PUT', '/v1/secrets/' + encodeURIComponent(body.name), { value: body.value, allowed_hosts: body.allowed_hosts });
         status.textContent = 'Replaced ' + body.name + '.';
-      } catch (err2) { status.textContent = err2.message; return; }
+      } catch (err2) { status.textContent = errText(err2); return; }
     }
     name.value = ''; value.value = ''; hosts.value = '';
     await load();

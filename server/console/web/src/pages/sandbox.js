@@ -1,5 +1,5 @@
 import { h, replace, field, fmtRel, fmtTime, fmtBytes, confirmDialog } from '../dom.js';
-import { call, apiURL } from '../api.js';
+import { call, apiURL, errText, extend } from '../api.js';
 
 // sandboxPage shows one sandbox: its state and resources, its processes,
 // the preview URLs of its ports, and its files, with download and upload; it extends, snapshots, forks,
@@ -31,7 +31,7 @@ export async function sandboxPage(main, [id], ctx) {
       facts(resources, [['Memory', fmtBytes(st.memory_bytes)], ['Tasks', String(st.pids)],
         ['Disk', st.disk_quota_bytes ? fmtBytes(st.disk_used_bytes) + ' of ' + fmtBytes(st.disk_quota_bytes) : ''],
         ['Frozen', st.frozen ? 'yes (the host is out of disk)' : '']]);
-    } catch (e) { replace(resources, h('p', { class: 'hint' }, e.message)); }
+    } catch (e) { replace(resources, h('p', { class: 'hint' }, errText(e))); }
   }
 
   async function loadProcesses() {
@@ -44,7 +44,7 @@ export async function sandboxPage(main, [id], ctx) {
           h('td', { class: 'mono', title: p.process_id }, p.process_id.replace(/^(proc_.{8}).+$/, '$1…')), h('td', { class: 'mono' }, p.command), h('td', {}, p.status),
           h('td', { title: fmtTime(p.started_at) }, fmtRel(p.started_at)), h('td', {}, p.exit_code ?? '—')))))
         : h('p', { class: 'empty' }, 'No background processes.'));
-    } catch (e) { replace(processes, h('p', { class: 'hint' }, e.message)); }
+    } catch (e) { replace(processes, h('p', { class: 'hint' }, errText(e))); }
   }
 
   // Preview URLs of the sandbox's ports (docs/previews.md): a new one's
@@ -60,11 +60,11 @@ export async function sandboxPage(main, [id], ctx) {
         h('tbody', {}, ps.map((p) => h('tr', { dataset: { port: p.port } }, h('td', { class: 'mono' }, String(p.port)),
           h('td', { title: fmtTime(p.created_at) }, fmtRel(p.created_at)), h('td', { title: fmtTime(p.expires_at) }, fmtRel(p.expires_at)),
           h('td', { class: 'actions' }, h('button', { type: 'button', class: 'danger', 'aria-label': 'Revoke the previews of port ' + p.port, onclick: async () => {
-            try { await call('DELETE', base + '/preview/' + p.port); previewNew.textContent = 'Revoked the previews of port ' + p.port + '.'; } catch (e) { previewNew.textContent = e.message; }
+            try { await call('DELETE', base + '/preview/' + p.port); previewNew.textContent = 'Revoked the previews of port ' + p.port + '.'; } catch (e) { previewNew.textContent = errText(e); }
             loadPreviews();
           } }, 'Revoke'))))))
         : h('p', { class: 'empty' }, 'No previews.'));
-    } catch (e) { replace(previewList, h('p', { class: 'hint' }, e.message)); }
+    } catch (e) { replace(previewList, h('p', { class: 'hint' }, errText(e))); }
   }
   const previewForm = h('form', { class: 'inline', 'aria-label': 'Preview a port', onsubmit: async (ev) => {
     ev.preventDefault();
@@ -74,7 +74,7 @@ export async function sandboxPage(main, [id], ctx) {
       replace(previewNew, 'Preview of port ' + p.port + ': ',
         h('a', { href: url, target: '_blank', rel: 'noopener noreferrer', class: 'preview-link' }, 'open it'),
         ' (the link carries its token and is shown this once; it expires ' + fmtRel(p.expires_at) + ').');
-    } catch (e) { previewNew.textContent = e.message + (e.hint ? ' — ' + e.hint : ''); }
+    } catch (e) { previewNew.textContent = errText(e); }
     loadPreviews();
   } }, field('Port', portInput), h('button', { type: 'submit', class: 'secondary' }, 'Preview'));
 
@@ -92,7 +92,7 @@ export async function sandboxPage(main, [id], ctx) {
         h('tbody', {},
           dir !== '/workspace' && dir !== '/' ? h('tr', {}, h('td', { colspan: 4 }, h('button', { type: 'button', class: 'link', onclick: () => { pathInput.value = up; loadFiles(); } }, '.. (up)'))) : null,
           entries.length ? entries.map(fileRow) : h('tr', {}, h('td', { colspan: 4, class: 'empty' }, 'Empty directory.')))));
-    } catch (e) { replace(listing, h('p', { class: 'hint' }, e.message + (e.hint ? ' — ' + e.hint : ''))); }
+    } catch (e) { replace(listing, h('p', { class: 'hint' }, errText(e))); }
   }
   function fileRow(e) {
     const name = e.path.replace(/\/$/, '').split('/').pop();
@@ -112,7 +112,7 @@ export async function sandboxPage(main, [id], ctx) {
         const path = dir.replace(/\/$/, '') + '/' + f.name;
         await call('PUT', base + '/files/raw?path=' + encodeURIComponent(path), f);
         status.textContent = 'Uploaded ' + f.name + ' (' + fmtBytes(f.size) + ').';
-      } catch (e) { status.textContent = 'Upload of ' + f.name + ' failed: ' + e.message; }
+      } catch (e) { status.textContent = 'Upload of ' + f.name + ' failed: ' + errText(e); }
     }
     upload.value = '';
     loadFiles();
@@ -128,7 +128,7 @@ export async function sandboxPage(main, [id], ctx) {
   const running = sb.status === 'active';
   const paused = sb.status === 'paused';
   const act = (label, cls, fn) => h('button', { type: 'button', class: cls, onclick: async () => {
-    try { await fn(); } catch (e) { status.textContent = e.message + (e.hint ? ' — ' + e.hint : ''); }
+    try { await fn(); } catch (e) { status.textContent = errText(e); }
   } }, label);
   const logLink = h('a', { href: '/ui/sandboxes/' + id + '/log', 'data-link': true, class: 'button secondary' }, 'Audit log');
   const destroy = act('Destroy', 'danger', async () => {
@@ -140,7 +140,7 @@ export async function sandboxPage(main, [id], ctx) {
     h('a', { href: '/ui/sandboxes/' + id + '/terminal', 'data-link': true, class: 'button' }, 'Terminal'),
     logLink,
     act('Extend 30 min', 'secondary', async () => {
-      await call('POST', base + '/extend', { lifetime_minutes: 30 });
+      await extend(sb, 30);
       status.textContent = 'Extended by 30 minutes.';
       ctx.navigate(location.pathname, true);
     }),

@@ -1,23 +1,31 @@
 import { h, replace, field, fmtRel, fmtTime, confirmDialog } from '../dom.js';
-import { call } from '../api.js';
+import { call, errText, extend as extendBy } from '../api.js';
 
 const sizes = ['small', 'medium', 'large'];
 
 // sandboxesPage lists the account's sandboxes (filter, sort), and creates,
 // extends, resumes and destroys them.
 export async function sandboxesPage(main, _params, ctx) {
-  let all = await call('GET', '/v1/sandboxes');
+  const showGone = h('input', { type: 'checkbox', id: 'show-gone' });
+  // Destroyed sandboxes are fetched only when shown: an account keeps
+  // every one it ever had, and the list is fetched again every 10 s.
+  const list = () => call('GET', showGone.checked ? '/v1/sandboxes' : '/v1/sandboxes?active_only=true');
+  let all = await list();
   const q = new URLSearchParams(location.search);
   const filter = h('input', { type: 'search', placeholder: 'id, label or status', value: q.get('q') || '', 'aria-label': 'Filter sandboxes' });
-  const showGone = h('input', { type: 'checkbox', id: 'show-gone' });
   const sortBy = h('select', { 'aria-label': 'Sort by' },
     h('option', { value: 'created' }, 'Newest first'), h('option', { value: 'expires' }, 'Expiring first'),
     h('option', { value: 'label' }, 'Label'), h('option', { value: 'status' }, 'Status'));
   const tbody = h('tbody');
   const status = h('p', { class: 'status', role: 'status', 'aria-live': 'polite' });
 
+  // Only the newest fetch is drawn: the 10 s refresh may cross a toggle.
+  let fetches = 0;
   async function refresh() {
-    all = await call('GET', '/v1/sandboxes');
+    const n = ++fetches;
+    const got = await list();
+    if (n !== fetches) return;
+    all = got;
     draw();
   }
 
@@ -33,7 +41,7 @@ export async function sandboxesPage(main, _params, ctx) {
     }[sortBy.value];
     rows.sort(cmp);
     replace(tbody, rows.length ? rows.map(row) : h('tr', {}, h('td', { colspan: 6, class: 'empty' },
-      all.length ? 'No sandbox matches.' : 'No sandboxes yet. Create one above.')));
+      all.length ? 'No sandbox matches.' : showGone.checked ? 'No sandboxes yet. Create one above.' : 'No active sandboxes. Create one above.')));
   }
 
   function row(s) {
@@ -57,10 +65,10 @@ export async function sandboxesPage(main, _params, ctx) {
 
   async function extend(s) {
     try {
-      await call('POST', '/v1/sandboxes/' + s.id + '/extend', { lifetime_minutes: 30 });
+      await extendBy(s, 30);
       status.textContent = 'Extended ' + s.id.slice(0, 8) + ' by 30 minutes.';
       await refresh();
-    } catch (e) { status.textContent = e.message; }
+    } catch (e) { status.textContent = errText(e); }
   }
 
   async function resume(s) {
@@ -69,7 +77,7 @@ export async function sandboxesPage(main, _params, ctx) {
       await call('POST', '/v1/sandboxes/' + s.id + '/resume');
       status.textContent = 'Resumed ' + s.id.slice(0, 8) + '.';
       await refresh();
-    } catch (e) { status.textContent = e.message + (e.hint ? ' — ' + e.hint : ''); }
+    } catch (e) { status.textContent = errText(e); }
   }
 
   async function destroy(s) {
@@ -78,7 +86,7 @@ export async function sandboxesPage(main, _params, ctx) {
       await call('DELETE', '/v1/sandboxes/' + s.id);
       status.textContent = 'Destroyed ' + s.id.slice(0, 8) + '.';
       await refresh();
-    } catch (e) { status.textContent = e.message; }
+    } catch (e) { status.textContent = errText(e); }
   }
 
   const label = h('input', { type: 'text', name: 'label', maxlength: 200, placeholder: 'optional' });
@@ -97,7 +105,7 @@ export async function sandboxesPage(main, _params, ctx) {
       label.value = '';
       await refresh();
     } catch (err) {
-      status.textContent = err.message + (err.hint ? ' — ' + err.hint : '');
+      status.textContent = errText(err);
     } finally { createBtn.disabled = false; }
   } }, field('Label', label), field('Size', size), field('Lifetime (min)', lifetime), createBtn);
 
@@ -107,7 +115,7 @@ export async function sandboxesPage(main, _params, ctx) {
     history.replaceState(null, '', u);
     draw();
   });
-  showGone.addEventListener('change', draw);
+  showGone.addEventListener('change', () => { refresh().catch((e) => { status.textContent = errText(e); }); });
   sortBy.addEventListener('change', draw);
   draw();
   replace(main, h('section', { 'data-page': 'sandboxes' },

@@ -1,5 +1,5 @@
 import { h, replace, field } from '../dom.js';
-import { raw } from '../api.js';
+import { raw, errText } from '../api.js';
 
 // signinPage: email and password, checked by the API's login.
 export async function signinPage(main, _params, ctx) {
@@ -10,6 +10,9 @@ export async function signinPage(main, _params, ctx) {
   const password = h('input', { type: 'password', name: 'password', autocomplete: 'current-password', required: true });
   const msg = h('p', { class: 'form-error', role: 'alert', 'aria-live': 'assertive' });
   if (q.get('link') === 'expired') msg.textContent = 'That sign-in link was used already or has expired. Run `boxkite ui` for a new one.';
+  if (q.get('link') === 'elsewhere') {
+    msg.textContent = 'That sign-in link was opened from another site, so it was not used: paste it into the address bar instead, or run `boxkite ui`.';
+  }
   const submit = h('button', { type: 'submit' }, 'Sign in');
   const form = h('form', { class: 'signin', onsubmit: async (e) => {
     e.preventDefault();
@@ -19,7 +22,7 @@ export async function signinPage(main, _params, ctx) {
       ctx.setSession(await raw('POST', '/ui/session', { email: email.value, password: password.value }, { onSignedOut: false }));
       ctx.navigate(next, true);
     } catch (err) {
-      msg.textContent = err.message + (err.hint ? ' — ' + err.hint : '');
+      msg.textContent = errText(err);
       submit.disabled = false;
       password.focus();
     }
