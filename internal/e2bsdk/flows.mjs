@@ -150,6 +150,10 @@ const page = await Sandbox.list({ query: { metadata: { suite: 'flows', run: proc
 check('list.metadata', page.length === 1 && page[0].sandboxId === sbx.sandboxId && page[0].metadata.suite === 'flows', page)
 const none = await Sandbox.list({ query: { metadata: { suite: 'no-such-suite' } } }).nextItems()
 check('list.metadata-none', none.length === 0, none)
+// a query E2B's API spec refuses (here a limit above 100) is its request
+// validator's 400 there, not a 422
+const badLimit = await rejects(() => Sandbox.list({ limit: 101 }).nextItems())
+check('list.bad-query-400', badLimit !== null && badLimit.statusCode === 400, String(badLimit))
 const got = await sbx.getInfo()
 check('getInfo', got.sandboxId === sbx.sandboxId && got.metadata.run === process.env.RUN_ID && got.endAt > got.startedAt, got)
 
