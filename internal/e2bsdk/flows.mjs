@@ -107,6 +107,8 @@ const deep = await sbx.files.list('/workspace', { depth: 3 })
 check('files.list-depth', deep.some((e) => e.path === '/workspace/made/deep' && e.type === 'dir'), deep.map((e) => e.path))
 await sbx.files.remove('/workspace/made')
 check('files.remove', (await sbx.files.exists('/workspace/made')) === false)
+// as envd's os.RemoveAll, a path that is not there is removed already
+check('files.remove-missing', (await rejects(() => sbx.files.remove('/workspace/made'))) === null)
 const missing = await rejects(() => sbx.files.read('/workspace/absent.txt'))
 check('files.read-missing', missing instanceof NotFoundError, String(missing))
 const upUrl = await sbx.uploadUrl('/workspace/signed.txt', { useSignatureExpiration: 60 })
