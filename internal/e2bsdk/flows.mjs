@@ -211,6 +211,11 @@ const tmpCtx = await ci.createCodeContext({ cwd: '/tmp' })
 const inTmp = (await ci.runCode('import os; os.getcwd()', { context: tmpCtx })).text
 const homeAfter = (await ci.runCode('import os; os.getcwd()')).text
 check('runCode.context-cwd', inTmp === "'/tmp'" && homeAfter === homeDir && homeDir !== "'/tmp'", { homeDir, inTmp, homeAfter })
+// a cwd that is not there: E2B sets it with IPython's %cd, which prints
+// the error and stays, so the context runs where the interpreter is
+const lostCtx = await ci.createCodeContext({ cwd: '/nonexistent' })
+const inLost = await ci.runCode('import os; os.getcwd()', { context: lostCtx })
+check('runCode.context-missing-cwd', !inLost.error && inLost.text === homeDir, { homeDir, text: inLost.text, error: inLost.error })
 // a context's traceback is the user's code only, not the runner's frames
 const ctxErr = await ci.runCode('x1 = 1\n1/0', { context: tmpCtx })
 check('runCode.context-traceback', ctxErr.error && ctxErr.error.name === 'ZeroDivisionError' && !ctxErr.error.traceback.includes('boxkite') &&
