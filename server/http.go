@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -83,9 +84,48 @@ func (s *Server) handlePublic(pattern string, h func(http.ResponseWriter, *http.
 	s.register(pattern, httpx.CredNone, h)
 }
 
-// writeError sends err as the error envelope (httpx.WriteError).
+// writeError sends err as the error envelope (httpx.WriteError). A
+// database that takes no writes, or a host out of space, is said so (507
+// or 503 with the reason), not a bare 500: the client's retry is right
+// once there is room again.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if ae := storageAnswer(err); ae != nil {
+		s.log.ErrorContext(r.Context(), "storage refused", "method", r.Method, "path", r.URL.Path, "err", err)
+		err = ae
+	}
 	httpx.WriteError(s.log, w, r, err)
+}
+
+// storageAnswer is the answer to err when it is not an API error and says
+// the database or the host could not store what the request changed, else
+// nil.
+func storageAnswer(err error) *api.Error {
+	if _, ok := errors.AsType[*api.Error](err); ok {
+		return nil
+	}
+	switch {
+	case model.IsStorageFault(err):
+		return &api.Error{
+			Status: http.StatusInsufficientStorage, Code: api.CodeInsufficientStorage,
+			Message: "could not save the change: " + storageReason(err),
+			Hint:    "free space on the host (remove sandboxes, snapshots and volumes you no longer need), then retry",
+			Details: map[string]any{"resource": api.HostDiskResource},
+		}
+	case errors.Is(err, model.ErrStoreReadOnly), errors.Is(err, model.ErrStoreIO):
+		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable, "could not save the change: %s", storageReason(err)).
+			WithHint("retry once the database takes writes again; the server log has the cause under this request id")
+	}
+	return nil
+}
+
+// storageReason says which store refused, without the error's internals.
+func storageReason(err error) string {
+	for _, known := range []error{model.ErrStoreFull, model.ErrStoreReadOnly, model.ErrStoreIO} {
+		if errors.Is(err, known) {
+			return known.Error()
+		}
+	}
+	return "the host's disk is full"
 }
 
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) error {

@@ -186,3 +186,39 @@ func TestConcurrentSnapshots(t *testing.T) {
 		t.Errorf("the sandbox after the snapshots: %+v", res)
 	}
 }
+
+// TestAdoptedFrozenCgroupThawed: a crash between a snapshot's cgroup
+// freeze and its filesystem freeze leaves only the cgroup frozen, which
+// looks like the storage watch's freeze. With the host above its
+// watermark the restarted driver thaws it when it adopts it rather than
+// report it frozen for a full disk (507 until the watch's first look).
+func TestAdoptedFrozenCgroupThawed(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
+		t.Skip("cgroups need root")
+	}
+	d := newDriver(t)
+	ep := create(t, d, "cgfrozen")
+	st, err := readState(d.sandboxDir("cgfrozen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Cgroup.CanFreeze() {
+		t.Fatal("no freezer")
+	}
+	if err := st.Cgroup.Freeze(true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Cgroup.Freeze(false) })
+	// A watermark of one byte: the host is above it, whatever its disk.
+	d2, err := New(Config{StateDir: d.cfg.StateDir, SidecarPath: sidecarBin, Host: HostLimits{MinFreeDisk: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d2.releaseHandles)
+	if d2.frozen.has("cgfrozen") || st.Cgroup.Frozen() {
+		t.Fatalf("adopted frozen (recorded %v, cgroup %v) on a host with space", d2.frozen.has("cgfrozen"), st.Cgroup.Frozen())
+	}
+	if res := run(t, ep, "echo thawed"); res.Stdout != "thawed\n" {
+		t.Errorf("exec after the restart: %+v", res)
+	}
+}

@@ -331,10 +331,35 @@ func (d *Driver) freeze(id string, frozen bool) error {
 
 // adoptFrozen records sandbox id as frozen when a previous driver left its
 // cgroup frozen, so the watch thaws it in time.
+// A frozen cgroup does not say who froze it: a snapshot a crash
+// interrupted before it froze the filesystem leaves the same. With the
+// host above the watermark, where the watch's first look would thaw it,
+// it is thawed at once: not answered 507 "the host ran out of disk
+// space" meanwhile, nor logged as frozen and thawed for a full disk
+// there never was.
 func (d *Driver) adoptFrozen(id string) {
-	if st, err := readState(d.sandboxDir(id)); err == nil && st.Paused == "" && st.Cgroup.Frozen() {
-		d.frozen.set(id, true)
+	st, err := readState(d.sandboxDir(id))
+	if err != nil || st.Paused != "" || !st.Cgroup.Frozen() {
+		return
 	}
+	if d.diskAboveWatermark() {
+		if err := st.Cgroup.Freeze(false); err == nil {
+			d.log.Info("thawed an adopted sandbox: the host has space", "id", id)
+			return
+		}
+	}
+	d.frozen.set(id, true)
+}
+
+// diskAboveWatermark reports whether the state directory's filesystem has
+// at least the watermark free, where the storage watch thaws.
+func (d *Driver) diskAboveWatermark() bool {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(d.cfg.StateDir, &fs); err != nil {
+		return false
+	}
+	total, free := int64(fs.Blocks)*fs.Bsize, int64(fs.Bavail)*fs.Bsize
+	return free >= d.watermark(total)
 }
 
 // releaseHandles closes what the driver holds open on its sandboxes'

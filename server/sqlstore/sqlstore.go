@@ -193,8 +193,14 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // inTxOn is inTx on txOn.
 func (s *Store) inTxOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error {
-	err := s.txOn(ctx, txCtx, fn)
-	if fault := s.d.storeFault(err); fault != nil {
+	return s.withFault(s.txOn(ctx, txCtx, fn))
+}
+
+// withFault wraps err in model.ErrStoreReadOnly, ErrStoreFull or
+// ErrStoreIO when it says the database takes no writes at all, so the
+// server answers 507 or 503 with the reason rather than a bare 500.
+func (s *Store) withFault(err error) error {
+	if fault := s.d.storeFault(err); fault != nil && !errors.Is(err, fault) {
 		return fmt.Errorf("%w: %w", fault, err)
 	}
 	return err
@@ -202,7 +208,7 @@ func (s *Store) inTxOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error
 
 // tx is txOn with one context for both.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	return s.txOn(ctx, ctx, fn)
+	return s.withFault(s.txOn(ctx, ctx, fn))
 }
 
 // txOn runs fn in a transaction, on SQLite once it is the write slot's
@@ -219,10 +225,14 @@ func (s *Store) txOn(ctx, txCtx context.Context, fn func(*sql.Tx) error) error {
 // exec runs a statement that writes outside a transaction; on SQLite once
 // it is the write slot's turn (which may commit it with other writes).
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	var err error
 	if s.slot != nil {
-		return s.slot.exec(ctx, query, args...)
+		res, err = s.slot.exec(ctx, query, args...)
+	} else {
+		res, err = s.db.ExecContext(ctx, query, args...)
 	}
-	return s.db.ExecContext(ctx, query, args...)
+	return res, s.withFault(err)
 }
 
 // pool returns the pool as an execer for a method that runs in a
