@@ -148,6 +148,8 @@ func apiExitCode(e *api.Error) int {
 		return exitAuth
 	case api.CodeLimitExceeded, api.CodeRateLimited, api.CodeInsufficientStorage, api.CodeHostCapacity:
 		return exitLimit
+	case api.CodeSessionBudgetExceeded:
+		return exitLimit // a sandbox's spent exec budget is a limit, though the sidecar answers 403
 	case api.CodeSidecarAuth, api.CodeSidecarNotReady:
 		return exitError // between the server and a sandbox, not the user's credentials
 	case api.CodePermissionDenied:

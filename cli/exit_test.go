@@ -43,6 +43,10 @@ func TestExecuteExitCodes(t *testing.T) {
 		{"forbidden", &api.Error{Status: 403, Code: api.CodeForbidden, Message: "no", Hint: "ask an admin"}, 4, "error: no [forbidden]\nhint: ask an admin\n"},
 		{"file permission is not auth", &api.Error{Status: 403, Code: api.CodePermissionDenied, Message: "the sandbox user may not write to f"}, 1, "error: the sandbox user may not write to f [permission_denied]\n"},
 		{"limit", &api.Error{Status: 429, Code: api.CodeLimitExceeded, Message: "too many sandboxes", Hint: "remove one"}, 5, "error: too many sandboxes [limit_exceeded]\nhint: remove one\n"},
+		{
+			"exec budget spent is a limit, not auth", &api.Error{Status: 403, Code: api.CodeSessionBudgetExceeded, Message: "session exec budget exceeded: 500 of 500 calls used", Hint: "create a new sandbox to go on"},
+			5, "error: session exec budget exceeded: 500 of 500 calls used [session_budget_exceeded]\nhint: create a new sandbox to go on\n",
+		},
 		{"rate limited by status", &api.Error{Status: 429, Message: "slow down"}, 5, "error: slow down\nhint: wait a moment, or free capacity with 'boxkite session rm'\n"},
 		{"host full", &api.Error{Status: 507, Code: api.CodeInsufficientStorage, Message: "the host is low on disk", Hint: "free space", RequestID: "r1"}, 5, "error: the host is low on disk [insufficient_storage] (request id r1)\nhint: free space\n"},
 		{"host at capacity", &api.Error{Status: 503, Code: api.CodeHostCapacity, Message: "the host is near its thread limit"}, 5, "error: the host is near its thread limit [host_capacity]\nhint: wait a moment, or free capacity with 'boxkite session rm'\n"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -149,5 +150,33 @@ func TestSeveralActiveNamesAFew(t *testing.T) {
 	_, err = resolveSandbox(context.Background(), f, "sb", false)
 	if want := `"sb" matches 300 sandboxes: sb000, sb001, sb002, sb003, sb004, and 295 more`; err == nil || err.Error() != want {
 		t.Errorf("resolveSandbox(sb) = %v, want %q", err, want)
+	}
+}
+
+// TestCompleteSandboxLabels: completing a sandbox reference offers the
+// ids that start with what is typed and the labels that do, where only
+// ids were offered (so -s bu<TAB> gave nothing for a sandbox labelled
+// build); a label with a space, which the shell would split, is not.
+func TestCompleteSandboxLabels(t *testing.T) {
+	isolate(t)
+	srv := fakeAPI(t, map[string]http.HandlerFunc{"GET /v1/sandboxes": replyJSON(200, []api.Sandbox{
+		{ID: "3f2a9c01", Status: api.StatusActive, Label: "build"},
+		{ID: "bu110000", Status: api.StatusActive},
+		{ID: "9c000000", Status: api.StatusActive, Label: "build two"},
+		{ID: "cc550000", Status: api.StatusActive, Label: "test"},
+	})})
+	t.Setenv(envURL, srv.URL)
+	t.Setenv(envAPIKey, "bxk_live_test")
+	for _, tt := range []struct{ args, want []string }{
+		{[]string{"exec", "-s", "bu"}, []string{"bu110000", "build\t3f2a9c01"}},
+		{[]string{"session", "get", "3f"}, []string{"3f2a9c01\tbuild"}},
+		{[]string{"session", "rm", ""}, []string{"3f2a9c01\tbuild", "bu110000", "9c000000\tbuild two", "cc550000\ttest"}},
+	} {
+		r := runCLI(t, "", append([]string{"__complete"}, tt.args...)...)
+		got := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		got = got[:len(got)-1] // the directive
+		if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+			t.Errorf("complete %q = %q, want %q", tt.args, got, tt.want)
+		}
 	}
 }

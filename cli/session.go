@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
@@ -435,7 +436,7 @@ func newSessionExtendCmd(app *App) *cobra.Command {
 // completeSandboxes offers sandbox ids (with labels as descriptions) for
 // shell completion; failures just offer nothing.
 func completeSandboxes(app *App, activeOnly bool) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		c, err := app.Client()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -446,12 +447,31 @@ func completeSandboxes(app *App, activeOnly bool) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var out []cobra.Completion
-		for _, sb := range sbs {
+		return sandboxCompletions(sbs, toComplete), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// sandboxCompletions are the ids that start with toComplete, described by
+// their labels, and once something is typed the labels that start with it,
+// described by their ids: a reference may be either, and `-s bu<TAB>`
+// offered nothing for a sandbox labelled build. A label with white space
+// is left out: the shell would split it.
+func sandboxCompletions(sbs []api.Sandbox, toComplete string) []cobra.Completion {
+	var out []cobra.Completion
+	for _, sb := range sbs {
+		if strings.HasPrefix(sb.ID, toComplete) {
 			out = append(out, cobra.CompletionWithDesc(sb.ID, sb.Label))
 		}
-		return out, cobra.ShellCompDirectiveNoFileComp
 	}
+	offered := map[string]bool{} // a label a destroyed sandbox had too
+	for _, sb := range sbs {
+		l := sb.Label
+		if toComplete != "" && strings.HasPrefix(l, toComplete) && !offered[l] && !strings.ContainsFunc(l, unicode.IsSpace) {
+			offered[l] = true
+			out = append(out, cobra.CompletionWithDesc(l, sb.ID))
+		}
+	}
+	return out
 }
 
 // lifetimeMinutes converts --lifetime to the API's whole minutes: less than

@@ -402,5 +402,11 @@ func socketExists(path string) bool {
 	return err == nil && fi.Mode().Type() == os.ModeSocket
 }
 
-// runSpawner clones jails for the local driver (jail.Spawner).
-func runSpawner() error { return jail.ServeSpawner() }
+// runSpawner clones jails for the local driver (jail.Spawner); args is
+// the binary those jails execute, when given.
+func runSpawner(args []string) error {
+	if len(args) > 1 {
+		return errors.New("usage: boxkite-sidecar spawner [PATH]")
+	}
+	return jail.ServeSpawner(strings.Join(args, ""))
+}

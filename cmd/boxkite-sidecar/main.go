@@ -53,7 +53,7 @@ func run(args []string) int {
 		}
 		err = sidecar.ServeSFTPStdio(args[1])
 	case "spawner":
-		err = runSpawner()
+		err = runSpawner(args[1:])
 	case "version":
 		fmt.Println(buildVersion())
 		return 0

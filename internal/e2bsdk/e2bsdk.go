@@ -63,7 +63,7 @@ func Dir(t testing.TB) string {
 var Checks = []string{
 	"create", "domain", "run.stdout", "run.stderr", "run.exitCode", "run.CommandExitError", "run.timeoutMs",
 	"background.pid", "commands.list", "commands.connect", "commands.kill", "kill.ends", "kill.unknown",
-	"disconnect.keeps-running", "stdin", "stdin.large",
+	"disconnect.keeps-running", "stdin", "stdin.large", "stdin.without-refused",
 	"files.write-read-text", "files.write-nested", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
 	"files.makeDir", "files.makeDir-on-file", "files.backslash-refused", "files.list-depth", "files.remove", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
 	"files.signedUrl-forged", "files.watchDir",

@@ -70,6 +70,12 @@ await sbx.commands.sendStdin(wc.pid, 'y'.repeat(2 << 20))
 await sbx.commands.closeStdin(wc.pid)
 const wcRes = await wc.wait()
 check('stdin.large', wcRes.stdout.trim() === String(2 << 20), wcRes)
+// stdin to a command started without stdin: true was dropped in silence;
+// envd refuses it, and so does boxkite
+const noIn = await sbx.commands.run('sleep 60', { background: true, timeoutMs: 0 })
+const noInErr = await rejects(() => sbx.commands.sendStdin(noIn.pid, 'lost\n'))
+check('stdin.without-refused', noInErr !== null && /failed_precondition/.test(String(noInErr)), String(noInErr))
+await sbx.commands.kill(noIn.pid)
 
 // files
 await sbx.files.write('/workspace/hello.txt', 'hello, e2b\n')

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,6 +213,78 @@ func fdTargets(t *testing.T, pid int) []string {
 	for _, e := range entries {
 		if target, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil {
 			out = append(out, target)
+		}
+	}
+	return out
+}
+
+// TestSpawnerMountNamespace: the spawner's helper clones jails from a
+// private mount namespace trimmed to what they reach by path (issue 27:
+// a jail's clone copies its parent's every mount, and its pivot_root
+// detaches them again). Neither a mount of the host made before the helper
+// started (another sandbox's disk) nor one made after reaches it, and it
+// keeps /proc, /dev and the way to its binary, so jails still start.
+func TestSpawnerMountNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the spawner needs root, as CI has")
+		}
+		t.Skip("the spawner needs root")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	before, after := filepath.Join(dir, "before"), filepath.Join(dir, "after")
+	mountTmpfs(t, before)
+	d := newDriver(t)
+	for deadline := time.Now().Add(time.Minute); d.spawner.PID() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the driver's spawner helper never started")
+		}
+	}
+	mountTmpfs(t, after)
+	ep := create(t, d, "trimmed")
+	if res := run(t, ep, "true"); res.ExitCode != 0 {
+		t.Fatalf("exec in a jail the helper cloned: %+v", res)
+	}
+	points := mountPointsOf(t, d.spawner.PID())
+	for _, p := range []string{before, after} {
+		if slices.Contains(points, p) {
+			t.Errorf("the spawner's helper holds the host's mount %s; its mounts: %q", p, points)
+		}
+	}
+	host := mountPointsOf(t, os.Getpid())
+	for _, p := range []string{"/", "/proc", "/dev"} {
+		if slices.Contains(host, p) && !slices.Contains(points, p) {
+			t.Errorf("the spawner's helper lost %s; its mounts: %q", p, points)
+		}
+	}
+	if len(points) >= len(host) {
+		t.Errorf("the spawner's helper has %d mounts, the host %d", len(points), len(host))
+	}
+}
+
+func mountTmpfs(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+}
+
+// mountPointsOf lists the mount points of pid's mount namespace.
+func mountPointsOf(t *testing.T, pid int) []string {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for line := range strings.Lines(string(raw)) {
+		if f := strings.Fields(line); len(f) > 4 {
+			out = append(out, unescapeMount(f[4]))
 		}
 	}
 	return out

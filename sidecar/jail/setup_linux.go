@@ -38,6 +38,10 @@ var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // namespace) while it still has every capability of its user namespace.
 func Setup(l Launch) error {
 	s := l.Spec.withDefaults()
+	// The usual 022, whatever the umask of the server that started us: a
+	// hardened host's 077 made /dev 0700, closed to the sandbox's user,
+	// and its commands' files private.
+	unix.Umask(0o022)
 	// The driver has placed init in the sandbox's cgroups by now; a fresh
 	// cgroup namespace rooted there hides the host's cgroup paths.
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -256,10 +257,13 @@ func (s *Spawner) helper() (conn, devNull *os.File, err error) {
 		return nil, nil, fmt.Errorf("start spawner: %w", err)
 	}
 	proc := &exec.Cmd{
-		Path: s.path, Args: []string{"boxkite-sidecar", "spawner"},
+		Path: s.path, Args: []string{"boxkite-sidecar", "spawner", s.path},
 		Env: minimalEnv, Dir: "/",
 		Stderr:     os.Stderr,
 		ExtraFiles: []*os.File{theirs}, // fd 3, spawnerConnFD
+		// A mount namespace of its own, private (os/exec marks / so),
+		// which ServeSpawner trims (mountns_linux.go).
+		SysProcAttr: &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS},
 	}
 	if err := proc.Start(); err != nil {
 		_ = ours.Close()
@@ -303,12 +307,20 @@ func (s *Spawner) PID() int {
 	return s.pid
 }
 
-// ServeSpawner is the helper's side (`boxkite-sidecar spawner`): it reads
-// requests from the socket on fd 3, each served on its own goroutine, until
-// the caller closes its end, then waits for those in flight.
-func ServeSpawner() error {
+// ServeSpawner is the helper's side (`boxkite-sidecar spawner [PATH]`): it
+// first trims its own mount namespace to what jails reach by path (self:
+// PATH, the binary the caller's jails execute; see mountns_linux.go), then
+// reads requests from the socket on fd 3, each served on its own
+// goroutine, until the caller closes its end, then waits for those in
+// flight.
+func ServeSpawner(self string) error {
 	if _, err := unix.FcntlInt(spawnerConnFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		return fmt.Errorf("serve spawner: fd %d: %w", spawnerConnFD, err)
+	}
+	if err := trimMounts(spawnerKeepTrees(), spawnerPaths(self)); err != nil {
+		// Held mounts would pin what they hold (a loop device stays
+		// attached until unmounted everywhere): no jail from here.
+		return fmt.Errorf("serve spawner: %w", err)
 	}
 	// Descriptors the server inherited without close-on-exec (from
 	// whatever started it) reach this process past fd 3; marked so, they

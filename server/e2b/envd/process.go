@@ -42,7 +42,10 @@ type proc struct {
 	killed   bool // SendSignal or the Start deadline ended it
 	done     chan struct{}
 	stdinLen atomic.Int64
-	outLen   [3]atomic.Int64 // by api.Stream*
+	// noStdin: started without stdin (stdin: false) or closeStdin closed
+	// it; stdin sent after is refused, as envd refuses it, not dropped.
+	noStdin atomic.Bool
+	outLen  [3]atomic.Int64 // by api.Stream*
 }
 
 // procTable holds the running processes of every sandbox this server

@@ -3,12 +3,14 @@ package envd
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/coder/websocket"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -64,5 +66,67 @@ func TestInputInFrames(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the sidecar stand-in did not end")
+	}
+}
+
+// TestStdinClosedRefused: stdin sent to a command started without stdin
+// (stdin: false, the SDK's default) or after closeStdin was accepted and
+// dropped by the sidecar, whose pipe was closed; envd refuses it
+// failed_precondition, and so does the facade now.
+func TestStdinClosedRefused(t *testing.T) {
+	t.Parallel()
+	frames := make(chan []byte, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.CloseNow()
+		for {
+			_, b, err := conn.Read(r.Context())
+			if err != nil {
+				return
+			}
+			frames <- b
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard only
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	h := &Handler{procs: newProcTable(), log: slog.New(slog.DiscardHandler)}
+	s := processService{h: h}
+	open, without := &proc{conn: conn, done: make(chan struct{})}, &proc{done: make(chan struct{})}
+	without.noStdin.Store(true) // as Start leaves a command without stdin
+	h.procs.add("sb", open)
+	h.procs.add("sb", without)
+	sctx := context.WithValue(ctx, sessionKey{}, Session(&ptySession{}))
+	send := func(p *proc) error {
+		_, err := s.SendInput(sctx, connect.NewRequest(&process.SendInputRequest{
+			Process: &process.ProcessSelector{Selector: &process.ProcessSelector_Pid{Pid: p.pid}},
+			Input:   &process.ProcessInput{Input: &process.ProcessInput_Stdin{Stdin: []byte("x\n")}},
+		}))
+		return err
+	}
+	if err := send(without); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Errorf("stdin to a command without stdin: %v, want failed_precondition", err)
+	}
+	if err := send(open); err != nil {
+		t.Fatalf("stdin to a command with stdin: %v", err)
+	}
+	if _, err := s.CloseStdin(sctx, connect.NewRequest(&process.CloseStdinRequest{
+		Process: &process.ProcessSelector{Selector: &process.ProcessSelector_Pid{Pid: open.pid}},
+	})); err != nil {
+		t.Fatalf("closeStdin: %v", err)
+	}
+	if err := send(open); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Errorf("stdin after closeStdin: %v, want failed_precondition", err)
+	}
+	if got := open.stdinLen.Load(); got != 2 {
+		t.Errorf("%d bytes of stdin sent, want the 2 before closeStdin", got)
 	}
 }

@@ -79,6 +79,7 @@ func (s processService) Start(ctx context.Context, req *connect.Request[process.
 	ch, _ := p.subscribe()
 	defer p.unsubscribe(ch)
 	if !ireq.TTY && !msg.GetStdin() {
+		p.noStdin.Store(true)
 		_ = p.control(relayCtx, api.InteractiveControl{Type: api.InteractiveEOF}) // no stdin pipe: EOF at once
 	}
 	var lifetime *time.Timer
@@ -177,6 +178,7 @@ func (s processService) CloseStdin(ctx context.Context, req *connect.Request[pro
 		return nil, connect.NewError(connect.CodeFailedPrecondition,
 			fmt.Errorf("process %d has a terminal, whose stdin cannot be closed: send Ctrl-D (0x04) to it instead", p.pid))
 	}
+	p.noStdin.Store(true)
 	if err := p.control(ctx, api.InteractiveControl{Type: api.InteractiveEOF}); err != nil {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process %d has ended", p.pid))
 	}
@@ -250,6 +252,10 @@ func (p *proc) input(ctx context.Context, in *process.ProcessInput) error {
 		if p.tty {
 			return connect.NewError(connect.CodeFailedPrecondition,
 				fmt.Errorf("process %d has a terminal: write its input to the pty (pty.sendInput), not to stdin", p.pid))
+		}
+		if p.noStdin.Load() {
+			return connect.NewError(connect.CodeFailedPrecondition,
+				fmt.Errorf("process %d has no stdin: start it with stdin: true, and send its input before closeStdin", p.pid))
 		}
 		data = v.Stdin
 	case *process.ProcessInput_Pty:
