@@ -75,8 +75,8 @@ function nav() {
       // whose account's email is only "org:<id>": name the organization.
       s.organization
         ? h('span', { class: 'email', title: 'Acting for the organization ' + s.organization.id + ' as ' + s.organization.role },
-          s.organization.name, ' ', h('span', { class: 'badge' }, 'organization'))
-        : h('span', { class: 'email', title: 'Signed in' }, s.email),
+          h('bdi', {}, s.organization.name), ' ', h('span', { class: 'badge' }, 'organization'))
+        : h('span', { class: 'email', title: 'Signed in' }, h('bdi', {}, s.email)),
       h('button', { type: 'button', class: 'secondary', id: 'signout', onclick: signOut }, 'Sign out')) : null);
   markCurrent();
 }
