@@ -369,9 +369,11 @@ func (m *Manager) interrupted(r record, why string) record {
 	return r
 }
 
-// removeWork frees what a failed image's work left: its root and a
-// build's layers and scratch. The record and build log stay.
+// removeWork frees what a failed image's work left: its root (unmounted
+// first, if a build got as far as mounting it) and a build's layers and
+// scratch. The record and build log stay.
 func (m *Manager) removeWork(id string) {
+	m.unmountBuilt(id)
 	for _, name := range []string{"rootfs", "upper", "build", "archive.tar", "layout"} {
 		_ = os.RemoveAll(m.path(id, name))
 	}
