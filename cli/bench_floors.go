@@ -82,6 +82,19 @@ func newFloorSampler() *floorSampler {
 	return s
 }
 
+// sampleFloor takes n samples with sample.
+func sampleFloor(ctx context.Context, n int, sample func(context.Context) (time.Duration, error)) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for range n {
+		d, err := sample(ctx)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
 func spawnOnce(ctx context.Context, path string, args ...string) (time.Duration, error) {
 	d, err := spawnFloor(ctx, 1, path, args...)
 	if err != nil {
@@ -268,9 +281,10 @@ type floors struct {
 }
 
 // measureFloors adds a round of floor samples to fl and to the phase p:
-// 25 spawns of /bin/true and 10 of bwrap, when installed.
+// 25 spawns of /bin/true and 10 of bwrap, when installed, through the
+// sampler (so a test's fake stands in for them too).
 func (b *bench) measureFloors(ctx context.Context, fl *floors, p *phaseFloor) error {
-	d, err := spawnFloor(ctx, 25, "/bin/true")
+	d, err := sampleFloor(ctx, 25, b.floor.spawn)
 	if err != nil {
 		return fmt.Errorf("measure the spawn floor: %w", err)
 	}
@@ -278,8 +292,7 @@ func (b *bench) measureFloors(ctx context.Context, fl *floors, p *phaseFloor) er
 	p.mu.Lock()
 	p.spawn = append(p.spawn, d...)
 	p.mu.Unlock()
-	path, err := exec.LookPath("bwrap")
-	if err != nil || fl.noBwrap {
+	if b.floor.bwrap == nil || fl.noBwrap {
 		fl.noBwrap = true
 		return nil
 	}
@@ -287,7 +300,7 @@ func (b *bench) measureFloors(ctx context.Context, fl *floors, p *phaseFloor) er
 	// it copies the tree (a warm pool member's disk being unmounted) makes
 	// one spawn fail, so a round is tried again before it counts as failed.
 	for range 3 {
-		if d, err = spawnFloor(ctx, 10, path, bwrapArgs...); err == nil {
+		if d, err = sampleFloor(ctx, 10, b.floor.bwrap); err == nil {
 			break
 		}
 	}
