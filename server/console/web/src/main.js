@@ -54,11 +54,19 @@ async function loadSession() {
 
 async function signOut() {
   try {
-    await raw('DELETE', '/ui/session');
-  } finally {
-    ctx.setSession(null);
-    navigate('/ui/signin');
+    await raw('DELETE', '/ui/session', undefined, { onSignedOut: false });
+  } catch (e) {
+    if (!(e instanceof APIError) || e.status !== 401) {
+      // The session's key is still valid: say so, and stay signed in.
+      const err = new Error('Signing out failed: ' + e.message);
+      err.hint = (e.hint ? e.hint + '. ' : '') + 'You are still signed in; sign out again.';
+      err.requestID = e.requestID;
+      showError(document.getElementById('main'), err);
+      return;
+    }
   }
+  ctx.setSession(null);
+  navigate('/ui/signin');
 }
 
 function nav() {
