@@ -65,7 +65,7 @@ func newImagesBuildCmd(app *App) *cobra.Command {
 	f.StringArrayVar(&req.AptPackages, "apt-package", nil, "apt `package` to install, optionally pinned name=version (repeatable)")
 	f.StringArrayVar(&req.PythonPackages, "python-package", nil, "pip `package`, pinned as name==version (repeatable; from the index pip is configured with; wheels only)")
 	f.StringArrayVar(&req.NPMPackages, "npm-package", nil, "npm `package`, pinned as name==version or @scope/name==version (repeatable; install scripts run, in the build's jail)")
-	f.BoolVar(&wait, "wait", false, "wait until the image is completed or failed")
+	f.BoolVar(&wait, "wait", false, "wait until the image is completed or failed (exit 1 if it failed, --json too)")
 	out.register(cmd, api.Image{})
 	return cmd
 }
@@ -105,13 +105,13 @@ func newImagesImportCmd(app *App) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&label, "label", "", "a `label` for the image")
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the image is completed or failed")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the image is completed or failed (exit 1 if it failed, --json too)")
 	out.register(cmd, api.Image{})
 	return cmd
 }
 
 // finishImage optionally waits for img to settle, then prints it: its id
-// on stdout (for scripts), or JSON.
+// on stdout (for scripts), or JSON; a failed image is an error (exit 1).
 func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image, wait bool, out *outputFlags) error {
 	if wait && app.IO.ErrTTY && img.Source == api.ImageSourceBuild {
 		// Progress for a person: the build's own log, as it happens.
@@ -125,10 +125,14 @@ func finishImage(ctx context.Context, app *App, c *client.Client, img *api.Image
 			return err
 		}
 	}
+	// A failed image exits 1 whatever the output: --json prints it first.
 	if out != nil {
-		return out.write(app.IO, img)
+		if err := out.write(app.IO, img); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(app.IO.Out, img.ID)
 	}
-	fmt.Fprintln(app.IO.Out, img.ID)
 	if img.Status == api.ImageFailed {
 		hint := img.FailureHint
 		switch {

@@ -98,4 +98,11 @@ func TestImagesBuild(t *testing.T) {
 		!strings.Contains(r.stderr, "hint: every connection it tried is in `boxkite images audit img_bad`") {
 		t.Errorf("a refused build: %+v", r)
 	}
+	// The same with --json: the image on stdout, and still exit 1 (it was 0).
+	r = runCLI(t, "", "images", "build", "--npm-package", "phones-home==1.0.0", "--wait", "--json")
+	var img api.Image
+	if err := json.Unmarshal([]byte(r.stdout), &img); err != nil || img.Status != api.ImageFailed || r.code != exitError ||
+		!strings.Contains(r.stderr, "error: image img_bad failed (image_build_egress_refused)") {
+		t.Errorf("a refused build with --json: %+v (%v)", r, err)
+	}
 }

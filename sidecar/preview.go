@@ -35,6 +35,14 @@ var previewTransport = &http.Transport{
 	MaxIdleConnsPerHost:   8,
 }
 
+// previewPort is the port of a request for previewPattern; ServeHTTP
+// routes those itself.
+func previewPort(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, "/preview/")
+	port, _, _ := strings.Cut(rest, "/")
+	return port, ok && port != ""
+}
+
 func (h *Handler) preview(w http.ResponseWriter, r *http.Request) error {
 	ps := r.PathValue("port")
 	port, err := strconv.Atoi(ps)

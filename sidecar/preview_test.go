@@ -58,6 +58,21 @@ func TestPreviewProxy(t *testing.T) {
 	if code, body := get("/preview/" + port); code != 200 || !strings.HasPrefix(body, "path=/ ") {
 		t.Errorf("no trailing slash: %d %q", code, body)
 	}
+	// The app's path as sent, never cleaned into a redirect to a path of
+	// the sidecar's (which the browser would follow on the preview's host).
+	for _, p := range []string{"//cdn/x.js", "/a/../b", "/./", "/a//b/"} {
+		req, _ := http.NewRequest("GET", base+"/preview/"+port+p, nil)
+		req.Header.Set(api.HeaderSidecarToken, testToken)
+		resp, err := http.DefaultTransport.RoundTrip(req) // redirects not followed
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(string(b), "path="+p+" ") {
+			t.Errorf("%s: %d %q (Location %q), want the app's answer for %s", p, resp.StatusCode, b, resp.Header.Get("Location"), p)
+		}
+	}
 
 	c, _, err := websocket.Dial(t.Context(), strings.Replace(base, "http", "ws", 1)+"/preview/"+port+"/ws",
 		&websocket.DialOptions{HTTPHeader: http.Header{api.HeaderSidecarToken: {testToken}}})

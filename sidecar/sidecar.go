@@ -157,7 +157,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if streamedUpload(r) {
 		apihttp.Streaming(r)
 	}
-	h.mux.ServeHTTP(sw, r)
+	if port, ok := previewPort(r.URL.Path); ok {
+		// Not through a mux, which would clean the app's path ("//a",
+		// "/a/../b") and redirect the browser to a path of the sidecar's
+		// on the preview's origin: the app gets the path as sent.
+		r.Pattern = previewPattern
+		r.SetPathValue("port", port)
+		h.handler(h.preview)(sw, r)
+	} else {
+		h.mux.ServeHTTP(sw, r)
+	}
 	h.sess.metrics.request(r.Pattern, sw.status()) // the mux set r.Pattern
 	h.log.LogAttrs(r.Context(), slog.LevelDebug, "request",
 		slog.String("method", r.Method),

@@ -218,7 +218,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		"page.images", "page.volumes", "notfound.other-account/", "notfound.other-account/log",
 		"notfound.other-account/terminal", "phone.sandboxes.no-overflow", "phone.sandbox.no-overflow",
 		"phone.terminal.no-overflow", "color-scheme", "signout.ends-terminal", "signout.cookie-dead",
-		"destroy.confirm-focus", "destroy", "list.active-only", "list.show-destroyed", "no-third-party-origins", "no-csp-violations", "no-script-errors",
+		"destroy.confirm-focus", "destroy.confirm-isolated", "destroy", "list.active-only", "list.show-destroyed", "no-third-party-origins", "no-csp-violations", "no-script-errors",
 	}
 	for _, c := range want {
 		if _, ok := checks[c]; !ok {

@@ -170,3 +170,41 @@ func TestAcceptsGzip(t *testing.T) {
 		}
 	}
 }
+
+// TestSignOutFailure: when the API cannot revoke the session's key (here
+// 503), sign-out says so and keeps the cookie, so the page can sign out
+// again; a key revoked already (401) is a sign-out like any other.
+func TestSignOutFailure(t *testing.T) {
+	s := session{keyID: "k1", key: "bxk_live_secret"}
+	for _, tc := range []struct {
+		api, want int
+		cleared   bool
+	}{
+		{http.StatusServiceUnavailable, http.StatusServiceUnavailable, false},
+		{http.StatusUnauthorized, http.StatusNoContent, true},
+		{http.StatusNoContent, http.StatusNoContent, true},
+	} {
+		c, err := New(Config{API: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodDelete || r.URL.Path != "/v1/api-keys/k1" {
+				t.Errorf("unexpected API call %s %s", r.Method, r.URL.Path)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(tc.api)
+			if tc.api >= 300 {
+				_, _ = w.Write([]byte(`{"error":{"code":"unavailable","message":"the store is unavailable"}}`))
+			}
+		})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("DELETE", "/ui/session", nil)
+		req.AddCookie(&http.Cookie{Name: CookieName, Value: s.cookieValue()})
+		req.Header.Set(CSRFHeader, s.csrf())
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, req)
+		cleared := strings.Contains(rec.Header().Get("Set-Cookie"), CookieName+"=;")
+		if rec.Code != tc.want || cleared != tc.cleared {
+			t.Errorf("API %d: sign-out %d %s, cookie cleared %v; want %d, cleared %v", tc.api, rec.Code, rec.Body, cleared, tc.want, tc.cleared)
+		}
+	}
+}

@@ -228,10 +228,12 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	err := c.call(r.Context(), r, http.MethodDelete, "/v1/api-keys/"+s.keyID, s.auth(), nil, nil)
-	clearCookie(w, r)
 	if ae, ok := errors.AsType[*api.Error](err); err != nil && (!ok || ae.Status != http.StatusUnauthorized) {
-		return err // the key is still valid: say so, the page offers to retry
+		// The key is still valid: the cookie stays, so that the page can
+		// say so and sign out again, rather than forget a live key.
+		return err
 	}
+	clearCookie(w, r)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

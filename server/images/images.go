@@ -57,9 +57,10 @@ type Manager struct {
 	proxy   *egress.Proxy // builds' only way out
 	jailer  Jailer        // runs builds; nil: builds fail
 
-	buildTimeout time.Duration // WithBuildTimeout
-	log          *slog.Logger
-	now          func() time.Time
+	buildTimeout   time.Duration // WithBuildTimeout
+	buildDiskLimit int64         // WithBuildDiskLimit
+	log            *slog.Logger
+	now            func() time.Time
 
 	recs Records
 	// admit makes checking an account's images (the limit, an identical
@@ -89,6 +90,7 @@ func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 	m := &Manager{
 		dir: dir, sources: Sources{AptDir: "/etc/apt"}, proxy: &egress.Proxy{Log: log, Permit: MirrorAddr}, log: log, now: time.Now,
 		recs: &fileRecords{dir: dir}, slots: make(chan struct{}, MaxRunning), buildTimeout: DefaultBuildTimeout,
+		buildDiskLimit: DefaultBuildDiskLimit,
 	}
 	m.stop, m.cancelStop = context.WithCancel(context.Background())
 	for _, o := range opts {
@@ -369,9 +371,11 @@ func (m *Manager) interrupted(r record, why string) record {
 	return r
 }
 
-// removeWork frees what a failed image's work left: its root and a
-// build's layers and scratch. The record and build log stay.
+// removeWork frees what a failed image's work left: its root (unmounted
+// first, if a build got as far as mounting it) and a build's layers and
+// scratch. The record and build log stay.
 func (m *Manager) removeWork(id string) {
+	m.unmountBuilt(id)
 	for _, name := range []string{"rootfs", "upper", "build", "archive.tar", "layout"} {
 		_ = os.RemoveAll(m.path(id, name))
 	}

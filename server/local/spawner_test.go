@@ -252,12 +252,13 @@ func TestSpawnerMountNamespace(t *testing.T) {
 			t.Errorf("the spawner's helper holds the host's mount %s; its mounts: %q", p, points)
 		}
 	}
+	host := mountPointsOf(t, os.Getpid())
 	for _, p := range []string{"/", "/proc", "/dev"} {
-		if !slices.Contains(points, p) {
+		if slices.Contains(host, p) && !slices.Contains(points, p) {
 			t.Errorf("the spawner's helper lost %s; its mounts: %q", p, points)
 		}
 	}
-	if host := mountPointsOf(t, os.Getpid()); len(points) >= len(host) {
+	if len(points) >= len(host) {
 		t.Errorf("the spawner's helper has %d mounts, the host %d", len(points), len(host))
 	}
 }

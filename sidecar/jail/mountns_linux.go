@@ -39,9 +39,10 @@ import (
 // started, which its copy would otherwise hold (a loop device is freed
 // only once its filesystem is unmounted in every namespace).
 
-// spawnerKeepTrees are the trees whose mounts the helper keeps whole.
+// spawnerKeepTrees are the trees whose mounts the helper keeps whole,
+// each also where it resolves to (a system directory may be a link).
 func spawnerKeepTrees() []string {
-	return append(DefaultSystemBinds(), "/proc", "/dev", "/sys")
+	return withResolved(append(DefaultSystemBinds(), "/proc", "/dev", "/sys"))
 }
 
 // trimMounts detaches, in the calling process's mount namespace, every
@@ -115,20 +116,28 @@ func mountPoints(mountinfo string) ([]string, error) {
 }
 
 // spawnerPaths are the paths whose mounts the helper keeps the way to:
-// its own binary (what the caller's jails execute, Spawner.path), where it
-// resolves to, and the stage Setup builds the root on.
+// its own binary (what the caller's jails execute, Spawner.path), its
+// running one, and the stage Setup builds the root on, each also where it
+// resolves to.
 func spawnerPaths(self string) []string {
-	paths := []string{stage}
-	for _, p := range []string{self, "/proc/self/exe"} {
-		if p == "" {
-			continue
-		}
+	paths := []string{stage, "/proc/self/exe"}
+	if self != "" {
+		paths = append(paths, self)
+	}
+	return withResolved(paths)
+}
+
+// withResolved returns paths, made absolute, and after them where each
+// resolves to, when that differs.
+func withResolved(paths []string) []string {
+	out := make([]string, 0, 2*len(paths))
+	for _, p := range paths {
 		if abs, err := filepath.Abs(p); err == nil {
-			paths = append(paths, abs)
+			out = append(out, abs)
 		}
-		if resolved, err := filepath.EvalSymlinks(p); err == nil {
-			paths = append(paths, resolved)
+		if resolved, err := filepath.EvalSymlinks(p); err == nil && !slices.Contains(out, resolved) {
+			out = append(out, resolved)
 		}
 	}
-	return paths
+	return out
 }

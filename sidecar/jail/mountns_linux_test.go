@@ -60,3 +60,20 @@ short line
 		t.Errorf("mountPoints (-want +got):\n%s", diff)
 	}
 }
+
+func TestWithResolved(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink("real", link); err != nil {
+		t.Fatal(err)
+	}
+	got := withResolved([]string{link, real, filepath.Join(dir, "missing")})
+	want := []string{link, real, real, filepath.Join(dir, "missing")}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("withResolved (-want +got):\n%s", diff)
+	}
+}

@@ -1,6 +1,7 @@
 package loopdisk
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -227,7 +228,7 @@ func (im *Images) template(size int64, layout Layout) (string, error) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	path := filepath.Join(im.dir, templatePrefix+strconv.FormatInt(size, 10)+layout.key()+".img")
-	if exists(path) {
+	if exists(path) && blockSize(path) == templateBlockSize {
 		return path, nil
 	}
 	if err := os.MkdirAll(im.dir, 0o700); err != nil {
@@ -271,6 +272,30 @@ func layoutSource(src string, layout Layout) error {
 	return nil
 }
 
+// templateBlockSize is every image's block size. mkfs.ext4 picks 1 KiB
+// below 512 MiB, which a loop device with direct I/O over a filesystem
+// of 4 KiB sectors (the XFS clone pool) cannot mount ("bad block size
+// 1024": a sandbox asking for storage_gb 0.3 failed to create).
+const templateBlockSize = 4096
+
+// blockSize is the block size of the ext4 image at path, from its
+// superblock (s_log_block_size, 1024 bytes in), or 0.
+func blockSize(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var b [4]byte
+	if _, err := f.ReadAt(b[:], 1024+24); err != nil {
+		return 0
+	}
+	if log := binary.LittleEndian.Uint32(b[:]); log <= 6 {
+		return 1024 << log
+	}
+	return 0
+}
+
 func formatImage(path string, size int64, layout Layout) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err == nil {
@@ -305,7 +330,7 @@ func formatImage(path string, size int64, layout Layout) error {
 			"nodiscard,lazy_itable_init=1,lazy_journal_init=1,assume_storage_prezeroed=1",
 			"nodiscard,lazy_itable_init=1,lazy_journal_init=1",
 		} {
-			args := append([]string{"-q", "-F", "-m", "0", "-O", "has_journal", "-E", ext}, journal...)
+			args := append([]string{"-q", "-F", "-m", "0", "-b", strconv.Itoa(templateBlockSize), "-O", "has_journal", "-E", ext}, journal...)
 			args = append(append(args, populate...), path)
 			if out, err = exec.Command(MkfsPath(), args...).CombinedOutput(); err == nil {
 				return nil

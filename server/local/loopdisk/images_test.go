@@ -32,7 +32,7 @@ func TestDiskImagesHaveJournal(t *testing.T) {
 		size        int64
 		wantJournal string // "Total journal size" line
 	}{
-		{"minimum quota", 16 << 20, "1024k"},
+		{"minimum quota", 16 << 20, "4096k"}, // 1,024 blocks, the least mkfs.ext4 makes, of 4 KiB (templateBlockSize)
 		{"a volume", 1 << 30, "16M"},
 		{"the default quota", 5 << 30, "16M"}, // server/local.DefaultStorageGB
 	}

@@ -193,7 +193,7 @@ try {
   const data = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(300 * 1024)]);
   const sha = (b) => createHash('sha256').update(b).digest('hex');
   await page.setInputFiles('#upload', { name: 'ui-e2e.bin', mimeType: 'application/octet-stream', buffer: data });
-  await page.waitForFunction(() => /Uploaded ui-e2e\.bin/.test(document.querySelector('[data-page=sandbox] .status').textContent), null, { timeout: 30000 });
+  await page.waitForFunction(() => /Uploaded \u2068ui-e2e\.bin\u2069/.test(document.querySelector('[data-page=sandbox] .status').textContent), null, { timeout: 30000 });
   const dl = page.locator('a[aria-label="Download ui-e2e.bin"]');
   await dl.waitFor();
   await screenshot(page, 'sandbox');
@@ -345,6 +345,10 @@ try {
   await row2.locator('button:text("Destroy")').click();
   await page.waitForSelector('dialog.confirm[open]');
   check('destroy.confirm-focus', await page.evaluate(() => document.activeElement.textContent === 'Cancel'));
+  // The label is isolated from the question around it (a right-to-left
+  // override in it would turn the rest of the question backwards).
+  const question = await page.locator('dialog.confirm p').textContent();
+  check('destroy.confirm-isolated', question.includes('\u2068ui-e2e\u2069?'), JSON.stringify(question));
   await screenshot(page, 'destroy-confirm');
   await page.click('dialog.confirm button.danger');
   await row2.waitFor({ state: 'detached', timeout: 30000 });

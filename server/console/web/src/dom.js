@@ -47,6 +47,14 @@ export function allowStyles(nonce) {
   };
 }
 
+// iso isolates a string from the data (a label, a name) in the text
+// around it (FSI … PDI): a right-to-left override in a sandbox's label
+// otherwise turns the rest of the sentence around it backwards, e.g. a
+// confirmation's "? Its files are lost.". An element that shows data
+// alone is a <bdi>, which isolates it without adding characters to what
+// is copied from the page.
+export function iso(s) { return '\u2068' + s + '\u2069'; }
+
 export function fmtTime(s) {
   if (!s) return '';
   const d = new Date(s);

@@ -54,11 +54,19 @@ async function loadSession() {
 
 async function signOut() {
   try {
-    await raw('DELETE', '/ui/session');
-  } finally {
-    ctx.setSession(null);
-    navigate('/ui/signin');
+    await raw('DELETE', '/ui/session', undefined, { onSignedOut: false });
+  } catch (e) {
+    if (!(e instanceof APIError) || e.status !== 401) {
+      // The session's key is still valid: say so, and stay signed in.
+      const err = new Error('Signing out failed: ' + e.message);
+      err.hint = (e.hint ? e.hint + '. ' : '') + 'You are still signed in; sign out again.';
+      err.requestID = e.requestID;
+      showError(document.getElementById('main'), err);
+      return;
+    }
   }
+  ctx.setSession(null);
+  navigate('/ui/signin');
 }
 
 function nav() {
@@ -75,8 +83,8 @@ function nav() {
       // whose account's email is only "org:<id>": name the organization.
       s.organization
         ? h('span', { class: 'email', title: 'Acting for the organization ' + s.organization.id + ' as ' + s.organization.role },
-          s.organization.name, ' ', h('span', { class: 'badge' }, 'organization'))
-        : h('span', { class: 'email', title: 'Signed in' }, s.email),
+          h('bdi', {}, s.organization.name), ' ', h('span', { class: 'badge' }, 'organization'))
+        : h('span', { class: 'email', title: 'Signed in' }, h('bdi', {}, s.email)),
       h('button', { type: 'button', class: 'secondary', id: 'signout', onclick: signOut }, 'Sign out')) : null);
   markCurrent();
 }

@@ -1,4 +1,4 @@
-import { h, replace, field, fmtTime, fmtRel, confirmDialog } from '../dom.js';
+import { h, replace, field, fmtTime, fmtRel, confirmDialog, iso } from '../dom.js';
 import { call, errText } from '../api.js';
 
 // keysPage lists the account's API keys, creates (showing the key once)
@@ -15,8 +15,8 @@ export async function keysPage(main, _params, ctx) {
       h('td', { title: fmtTime(k.created_at) }, fmtRel(k.created_at)),
       h('td', {}, k.revoked_at ? 'revoked ' + fmtRel(k.revoked_at) : k.last_used_at ? 'used ' + fmtRel(k.last_used_at) : 'never used'),
       h('td', { class: 'actions' }, !k.revoked_at && k.id !== ctx.session.key_id ? h('button', { type: 'button', class: 'danger', onclick: async () => {
-        if (!await confirmDialog('Revoke key ' + k.name + '? Whatever uses it stops at once.', 'Revoke')) return;
-        try { await call('DELETE', '/v1/api-keys/' + k.id); status.textContent = 'Revoked ' + k.name + '.'; await load(); } catch (e) { status.textContent = errText(e); }
+        if (!await confirmDialog('Revoke key ' + iso(k.name) + '? Whatever uses it stops at once.', 'Revoke')) return;
+        try { await call('DELETE', '/v1/api-keys/' + k.id); status.textContent = 'Revoked ' + iso(k.name) + '.'; await load(); } catch (e) { status.textContent = errText(e); }
       } }, 'Revoke') : null))));
   }
   const name = h('input', { type: 'text', required: true, maxlength: 200 });
@@ -46,7 +46,7 @@ export async function sshKeysPage(main) {
     replace(tbody, keys.length ? keys.map((k) => h('tr', {},
       h('td', {}, k.name), h('td', { class: 'mono' }, k.fingerprint), h('td', { title: fmtTime(k.created_at) }, fmtRel(k.created_at)),
       h('td', { class: 'actions' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
-        if (!await confirmDialog('Remove SSH key ' + k.name + '? Its terminals end.', 'Remove')) return;
+        if (!await confirmDialog('Remove SSH key ' + iso(k.name) + '? Its terminals end.', 'Remove')) return;
         try { await call('DELETE', '/v1/account/ssh-keys/' + k.id); await load(); } catch (e) { status.textContent = errText(e); }
       } }, 'Remove')))) : h('tr', {}, h('td', { colspan: 4, class: 'empty' }, 'No SSH keys.')));
   }

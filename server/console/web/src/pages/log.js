@@ -65,7 +65,7 @@ export async function logPage(main, [id]) {
 
   replace(main, h('section', { 'data-page': 'log' },
     h('p', { class: 'crumbs' }, h('a', { href: '/ui/', 'data-link': true }, 'Sandboxes'), ' / ',
-      h('a', { href: '/ui/sandboxes/' + id, 'data-link': true }, sb.label || sb.id.slice(0, 8)), ' / audit log'),
+      h('a', { href: '/ui/sandboxes/' + id, 'data-link': true }, h('bdi', {}, sb.label || sb.id.slice(0, 8))), ' / audit log'),
     h('h1', {}, 'Audit log'), state, h('div', { class: 'toolbar' }, filter), list));
   return () => { es.close(); window.removeEventListener('scroll', onScroll); };
 }

@@ -1,4 +1,4 @@
-import { h, replace, field, fmtTime, fmtRel, fmtBytes, confirmDialog } from '../dom.js';
+import { h, replace, field, fmtTime, fmtRel, fmtBytes, confirmDialog, iso } from '../dom.js';
 import { call, errText } from '../api.js';
 
 // imagesPage lists the account's sandbox images (building one is the
@@ -17,7 +17,7 @@ export async function imagesPage(main) {
     h('td', { class: 'mono' }, im.id.slice(0, 8)), h('td', {}, im.label || '—'), h('td', {}, h('span', { class: 'badge ' + im.status }, im.status)),
     h('td', {}, im.source), h('td', {}, fmtBytes(im.size_bytes)), h('td', { title: fmtTime(im.created_at) }, fmtRel(im.created_at)),
     h('td', { class: 'actions' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
-      if (!await confirmDialog('Delete image ' + (im.label || im.id.slice(0, 8)) + '?', 'Delete')) return;
+      if (!await confirmDialog('Delete image ' + iso(im.label || im.id.slice(0, 8)) + '?', 'Delete')) return;
       try { await call('DELETE', '/v1/images/' + im.id); status.textContent = 'Deleted.'; } catch (e) { status.textContent = errText(e); }
     } }, 'Delete')))) : h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'No images. `boxkite images build` makes one.')));
   replace(main, h('section', { 'data-page': 'images' }, h('h1', {}, 'Images'), status,
@@ -35,7 +35,7 @@ export async function volumesPage(main) {
       h('td', { class: 'mono' }, v.id.slice(0, 8)), h('td', {}, v.label || '—'), h('td', {}, v.size_gb + ' GB'),
       h('td', {}, v.status), h('td', { title: fmtTime(v.created_at) }, fmtRel(v.created_at)),
       h('td', { class: 'actions' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
-        if (!await confirmDialog('Delete volume ' + (v.label || v.id.slice(0, 8)) + '? Its data is lost.', 'Delete')) return;
+        if (!await confirmDialog('Delete volume ' + iso(v.label || v.id.slice(0, 8)) + '? Its data is lost.', 'Delete')) return;
         try { await call('DELETE', '/v1/volumes/' + v.id); await load(); } catch (e) { status.textContent = errText(e); }
       } }, 'Delete')))) : h('tr', {}, h('td', { colspan: 6, class: 'empty' }, 'No volumes.')));
   }
@@ -82,7 +82,7 @@ export async function snapshotsPage(main, _params, ctx) {
         } catch (e) { status.textContent = errText(e); }
       } }, 'Restore'),
       h('button', { type: 'button', class: 'danger', onclick: async () => {
-        if (!await confirmDialog('Delete snapshot ' + (s.label || s.id.slice(0, 8)) + '?', 'Delete')) return;
+        if (!await confirmDialog('Delete snapshot ' + iso(s.label || s.id.slice(0, 8)) + '?', 'Delete')) return;
         try { await call('DELETE', '/v1/snapshots/' + s.id); ctx.navigate(location.pathname, true); } catch (e) { status.textContent = errText(e); }
       } }, 'Delete'))))
     : h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'No snapshots. A sandbox\'s page takes one.')));
@@ -103,7 +103,7 @@ export async function secretsPage(main) {
       h('td', { title: fmtTime(s.updated_at) }, fmtRel(s.updated_at)),
       h('td', {}, s.last_used_at ? fmtRel(s.last_used_at) : 'never'),
       h('td', { class: 'actions' }, h('button', { type: 'button', class: 'danger', onclick: async () => {
-        if (!await confirmDialog('Delete secret ' + s.name + '?', 'Delete')) return;
+        if (!await confirmDialog('Delete secret ' + iso(s.name) + '?', 'Delete')) return;
         try { await call('DELETE', '/v1/secrets/' + encodeURIComponent(s.id)); await load(); } catch (e) { status.textContent = errText(e); }
       } }, 'Delete')))) : h('tr', {}, h('td', { colspan: 5, class: 'empty' }, 'No secrets.')));
   }
@@ -115,13 +115,13 @@ export async function secretsPage(main) {
     const body = { name: name.value.trim(), value: value.value, allowed_hosts: hosts.value.split(/[\s,]+/).filter(Boolean) };
     try {
       await call('POST', '/v1/secrets', body);
-      status.textContent = 'Created ' + body.name + '.';
+      status.textContent = 'Created ' + iso(body.name) + '.';
     } catch (err) {
       if (err.status !== 409) { status.textContent = errText(err); return; }
-      if (!await confirmDialog('A secret named ' + body.name + ' exists. Replace its value?', 'Replace')) return;
+      if (!await confirmDialog('A secret named ' + iso(body.name) + ' exists. Replace its value?', 'Replace')) return;
       try {
         await call('PUT', '/v1/secrets/' + encodeURIComponent(body.name), { value: body.value, allowed_hosts: body.allowed_hosts });
-        status.textContent = 'Replaced ' + body.name + '.';
+        status.textContent = 'Replaced ' + iso(body.name) + '.';
       } catch (err2) { status.textContent = errText(err2); return; }
     }
     name.value = ''; value.value = ''; hosts.value = '';

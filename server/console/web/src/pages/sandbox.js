@@ -1,4 +1,4 @@
-import { h, replace, field, fmtRel, fmtTime, fmtBytes, confirmDialog } from '../dom.js';
+import { h, replace, field, fmtRel, fmtTime, fmtBytes, confirmDialog, iso } from '../dom.js';
 import { call, apiURL, errText, extend } from '../api.js';
 
 // sandboxPage shows one sandbox: its state and resources, its processes,
@@ -107,12 +107,12 @@ export async function sandboxPage(main, [id], ctx) {
   }
   upload.addEventListener('change', async () => {
     for (const f of upload.files) {
-      status.textContent = 'Uploading ' + f.name + '…';
+      status.textContent = 'Uploading ' + iso(f.name) + '…';
       try {
         const path = dir.replace(/\/$/, '') + '/' + f.name;
         await call('PUT', base + '/files/raw?path=' + encodeURIComponent(path), f);
-        status.textContent = 'Uploaded ' + f.name + ' (' + fmtBytes(f.size) + ').';
-      } catch (e) { status.textContent = 'Upload of ' + f.name + ' failed: ' + errText(e); }
+        status.textContent = 'Uploaded ' + iso(f.name) + ' (' + fmtBytes(f.size) + ').';
+      } catch (e) { status.textContent = 'Upload of ' + iso(f.name) + ' failed: ' + errText(e); }
     }
     upload.value = '';
     loadFiles();
@@ -170,8 +170,8 @@ export async function sandboxPage(main, [id], ctx) {
   ] : logLink);
 
   replace(main, h('section', { 'data-page': 'sandbox' },
-    h('p', { class: 'crumbs' }, h('a', { href: '/ui/', 'data-link': true }, 'Sandboxes'), ' / ', sb.label || sb.id.slice(0, 8)),
-    h('h1', {}, 'Sandbox ', h('span', { class: 'mono' }, sb.label || sb.id.slice(0, 8))),
+    h('p', { class: 'crumbs' }, h('a', { href: '/ui/', 'data-link': true }, 'Sandboxes'), ' / ', h('bdi', {}, sb.label || sb.id.slice(0, 8))),
+    h('h1', {}, 'Sandbox ', h('bdi', { class: 'mono' }, sb.label || sb.id.slice(0, 8))),
     actions, status, info,
     running ? [h('h2', {}, 'Resources'), resources, h('h2', {}, 'Processes'), processes,
       h('h2', {}, 'Previews'), previewForm, previewNew, previewList, h('h2', {}, 'Files'), files] : null));

@@ -1,4 +1,4 @@
-import { h, replace, field, fmtRel, fmtTime, confirmDialog } from '../dom.js';
+import { h, replace, field, fmtRel, fmtTime, confirmDialog, iso } from '../dom.js';
 import { call, errText, extend as extendBy } from '../api.js';
 
 const sizes = ['small', 'medium', 'large'];
@@ -48,7 +48,7 @@ export async function sandboxesPage(main, _params, ctx) {
     const active = !s.destroyed_at;
     return h('tr', { dataset: { id: s.id } },
       h('td', {}, h('a', { href: '/ui/sandboxes/' + s.id, 'data-link': true, class: 'mono' }, s.id.slice(0, 8)),
-        s.label ? h('span', { class: 'label' }, ' ', s.label) : null),
+        s.label ? h('span', { class: 'label' }, ' ', h('bdi', {}, s.label)) : null),
       h('td', {}, h('span', { class: 'badge ' + s.status }, s.status)),
       h('td', { class: 'wide-only' }, s.size),
       h('td', { class: 'wide-only', title: fmtTime(s.created_at) }, fmtRel(s.created_at)),
@@ -81,7 +81,7 @@ export async function sandboxesPage(main, _params, ctx) {
   }
 
   async function destroy(s) {
-    if (!await confirmDialog('Destroy sandbox ' + (s.label || s.id.slice(0, 8)) + '? Its files are lost.', 'Destroy')) return;
+    if (!await confirmDialog('Destroy sandbox ' + iso(s.label || s.id.slice(0, 8)) + '? Its files are lost.', 'Destroy')) return;
     try {
       await call('DELETE', '/v1/sandboxes/' + s.id);
       status.textContent = 'Destroyed ' + s.id.slice(0, 8) + '.';

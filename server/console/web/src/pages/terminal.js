@@ -10,7 +10,7 @@ import { call, raw, apiURL } from '../api.js';
 export async function terminalPage(main, [id]) {
   const sb = await call('GET', '/v1/sandboxes/' + id); // 404 → not found page
   const crumbs = h('p', { class: 'crumbs' }, h('a', { href: '/ui/', 'data-link': true }, 'Sandboxes'), ' / ',
-    h('a', { href: '/ui/sandboxes/' + id, 'data-link': true }, sb.label || sb.id.slice(0, 8)), ' / terminal');
+    h('a', { href: '/ui/sandboxes/' + id, 'data-link': true }, h('bdi', {}, sb.label || sb.id.slice(0, 8))), ' / terminal');
   if (sb.status !== 'active') { // nothing runs to attach to
     replace(main, h('section', { 'data-page': 'terminal', class: 'wide' }, crumbs, h('h1', {}, 'Terminal'),
       h('p', { class: 'status', role: 'status' }, 'This sandbox is ' + sb.status + ', so it has no terminal. ',
