@@ -51,3 +51,24 @@ func scopedPath(p, prefix string) string {
 		return strings.TrimSuffix(prefix, "/") + p
 	}
 }
+
+// originWide are response headers that set a policy for the whole origin
+// (or, for Clear-Site-Data's cookies, the whole registrable domain) the
+// browser reached, beyond the page that carried them. A path-form preview
+// shares its origin with the API and the console, and a host-form one
+// sits under the preview domain: an app may set none of them. Clear-Site-Data
+// would sign visitors out of the console; NEL with Report-To would have
+// the browser report every later request to the origin, URLs with their
+// preview tokens included, to the app's collector; Strict-Transport-Security
+// and Alt-Svc would pin or redirect the origin's transport.
+var originWide = []string{
+	"Clear-Site-Data", "Nel", "Report-To", "Reporting-Endpoints", "Strict-Transport-Security", "Alt-Svc",
+	"Public-Key-Pins", "Public-Key-Pins-Report-Only", "Expect-Ct", "Service-Worker-Allowed", "Set-Login",
+}
+
+// dropOriginWide removes the originWide headers from an app's answer.
+func dropOriginWide(h http.Header) {
+	for _, k := range originWide {
+		h.Del(k)
+	}
+}

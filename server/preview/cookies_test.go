@@ -113,3 +113,70 @@ func TestAppCookiesStayInPreview(t *testing.T) {
 		"plain": "", "rel": "sub", "app": "/app",
 	})
 }
+
+// headerCP is a control plane whose every sandbox runs one app answering
+// with the given headers.
+type headerCP struct{ h http.Header }
+
+func (a headerCP) Sidecar(context.Context, string, string) (http.RoundTripper, error) {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: a.h.Clone(), Body: io.NopCloser(strings.NewReader("app")), Request: r}, nil
+	}), nil
+}
+
+func (headerCP) Audit(context.Context, string, string, string, map[string]any) error { return nil }
+
+// TestAppOriginWideHeadersDropped: an app's answer keeps its own headers
+// but none that sets a policy for the whole origin it is served on (the
+// API's and the console's, on the path form): Clear-Site-Data could sign
+// a visitor out of the console, NEL and Report-To could have the browser
+// report later requests to that origin (preview tokens in the URLs) to the
+// app's collector, HSTS and Alt-Svc pin or move the origin's transport.
+func TestAppOriginWideHeadersDropped(t *testing.T) {
+	app := http.Header{
+		"Clear-Site-Data":           {`"cookies", "storage"`},
+		"Nel":                       {`{"report_to":"a","max_age":31536000,"success_fraction":1.0,"include_subdomains":true}`},
+		"Report-To":                 {`{"group":"a","max_age":31536000,"endpoints":[{"url":"https://collector.example/r"}]}`},
+		"Reporting-Endpoints":       {`a="https://collector.example/r"`},
+		"Strict-Transport-Security": {"max-age=63072000; includeSubDomains"},
+		"Alt-Svc":                   {`h2="collector.example:443"`},
+		"Service-Worker-Allowed":    {"/"},
+		"Content-Type":              {"text/html"},
+		"Cache-Control":             {"no-store"},
+		"X-App":                     {"kept"},
+	}
+	st := &holdStore{rec: Record{ID: "p1", AccountID: "a", SandboxID: "sb", Port: 8080, TokenHash: hashToken("tok"), ExpiresAt: time.Now().Add(time.Hour)}}
+	s, err := New(st, headerCP{app}, Config{BaseURL: "https://preview.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		form, url string
+		serve     func(http.ResponseWriter, *http.Request)
+	}{
+		{"path form", "https://api.example.com/preview/sb/8080/", func(w http.ResponseWriter, r *http.Request) {
+			if err := s.ServePath(w, r); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"host form", "https://8080-sb.preview.example.com/", s.ServeHTTP},
+	} {
+		r := httptest.NewRequest("GET", tc.url, nil)
+		r.AddCookie(&http.Cookie{Name: "boxkite_preview", Value: "tok"})
+		w := httptest.NewRecorder()
+		tc.serve(w, r)
+		if w.Code != 200 {
+			t.Fatalf("%s: %d %s", tc.form, w.Code, w.Body)
+		}
+		for _, k := range originWide {
+			if v := w.Header().Values(k); len(v) > 0 {
+				t.Errorf("%s: the app's %s: %q reached the browser", tc.form, k, v)
+			}
+		}
+		for _, k := range []string{"Content-Type", "Cache-Control", "X-App"} {
+			if w.Header().Get(k) != app.Get(k) {
+				t.Errorf("%s: %s = %q, want the app's %q", tc.form, k, w.Header().Get(k), app.Get(k))
+			}
+		}
+	}
+}

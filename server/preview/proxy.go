@@ -209,6 +209,7 @@ func (s *Service) proxy(rt http.RoundTripper, t target, q url.Values) *httputil.
 		ModifyResponse: func(resp *http.Response) error {
 			resp.Header.Del(api.HeaderSidecarToken)
 			scopeSetCookies(resp.Header, t.cookiePath)
+			dropOriginWide(resp.Header)
 			// The sidecar's own headers, which the server has set already:
 			// the app's answer gets them once.
 			if id := resp.Header.Get("X-Request-Id"); id != "" && id == resp.Request.Header.Get("X-Request-ID") {
