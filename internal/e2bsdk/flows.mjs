@@ -107,6 +107,8 @@ const deep = await sbx.files.list('/workspace', { depth: 3 })
 check('files.list-depth', deep.some((e) => e.path === '/workspace/made/deep' && e.type === 'dir'), deep.map((e) => e.path))
 await sbx.files.remove('/workspace/made')
 check('files.remove', (await sbx.files.exists('/workspace/made')) === false)
+// as envd's os.RemoveAll, a path that is not there is removed already
+check('files.remove-missing', (await rejects(() => sbx.files.remove('/workspace/made'))) === null)
 const missing = await rejects(() => sbx.files.read('/workspace/absent.txt'))
 check('files.read-missing', missing instanceof NotFoundError, String(missing))
 const upUrl = await sbx.uploadUrl('/workspace/signed.txt', { useSignatureExpiration: 60 })
@@ -150,6 +152,10 @@ const page = await Sandbox.list({ query: { metadata: { suite: 'flows', run: proc
 check('list.metadata', page.length === 1 && page[0].sandboxId === sbx.sandboxId && page[0].metadata.suite === 'flows', page)
 const none = await Sandbox.list({ query: { metadata: { suite: 'no-such-suite' } } }).nextItems()
 check('list.metadata-none', none.length === 0, none)
+// a query E2B's API spec refuses (here a limit above 100) is its request
+// validator's 400 there, not a 422
+const badLimit = await rejects(() => Sandbox.list({ limit: 101 }).nextItems())
+check('list.bad-query-400', badLimit !== null && badLimit.statusCode === 400, String(badLimit))
 const got = await sbx.getInfo()
 check('getInfo', got.sandboxId === sbx.sandboxId && got.metadata.run === process.env.RUN_ID && got.endAt > got.startedAt, got)
 
@@ -205,6 +211,11 @@ const tmpCtx = await ci.createCodeContext({ cwd: '/tmp' })
 const inTmp = (await ci.runCode('import os; os.getcwd()', { context: tmpCtx })).text
 const homeAfter = (await ci.runCode('import os; os.getcwd()')).text
 check('runCode.context-cwd', inTmp === "'/tmp'" && homeAfter === homeDir && homeDir !== "'/tmp'", { homeDir, inTmp, homeAfter })
+// a cwd that is not there: E2B sets it with IPython's %cd, which prints
+// the error and stays, so the context runs where the interpreter is
+const lostCtx = await ci.createCodeContext({ cwd: '/nonexistent' })
+const inLost = await ci.runCode('import os; os.getcwd()', { context: lostCtx })
+check('runCode.context-missing-cwd', !inLost.error && inLost.text === homeDir, { homeDir, text: inLost.text, error: inLost.error })
 // a context's traceback is the user's code only, not the runner's frames
 const ctxErr = await ci.runCode('x1 = 1\n1/0', { context: tmpCtx })
 check('runCode.context-traceback', ctxErr.error && ctxErr.error.name === 'ZeroDivisionError' && !ctxErr.error.traceback.includes('boxkite') &&
