@@ -373,8 +373,16 @@ func removeSandboxes(ctx context.Context, c sandboxRemover, refs []string, all b
 			return errors.Join(append(errs, err)...)
 		}
 	}
-	for _, sb := range sbs {
-		if err := c.DeleteSandbox(ctx, sb.ID); err != nil {
+	for i, sb := range sbs {
+		err := c.DeleteSandbox(ctx, sb.ID)
+		if e, ok := errors.AsType[*api.Error](err); ok && e.Code == api.CodeRateLimited {
+			// Every later delete would be refused alike (an error line
+			// each, hundreds with --all past the server's rate): stop, and
+			// say how many are left. The server's hint says how long to wait.
+			return errors.Join(append(errs, fmt.Errorf("removed %d of %d sandboxes; the other %d are still active: remove sandbox %s: %w",
+				i, len(sbs), len(sbs)-i, sb.ID, err))...)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("remove sandbox %s: %w", sb.ID, err))
 			continue
 		}
