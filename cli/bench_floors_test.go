@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -205,8 +206,13 @@ func TestBenchFloorsInEveryPhase(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("floor samples by phase (-want +got):\n%s", diff)
 	}
-	if n := int(spawns.Load()); n != ids*opts.execs+ids*(1+opts.execs)+6*bracketSpawns {
-		t.Errorf("%d spawns through the sampler; want one per serial operation and the brackets", n)
+	// The start and end rounds go through the sampler too: they ran the
+	// host's bwrap, which fails while another process's mounts come and go.
+	if n := int(spawns.Load()); n != 2*25+ids*opts.execs+ids*(1+opts.execs)+6*bracketSpawns {
+		t.Errorf("%d spawns through the sampler; want the start and end rounds, one per serial operation and the brackets", n)
+	}
+	if n := bwraps.Load(); n < 2*10 {
+		t.Errorf("%d bwraps through the sampler; want at least the start and end rounds' 20", n)
 	}
 	measures := map[string]*latency{
 		"create": rep.Create, "create_to_first_exec": rep.CreateToFirstExec,
@@ -248,5 +254,39 @@ func TestPrintBenchPhaseRatios(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestBenchFloorRoundSurvivesBwrapFailures: a bwrap spawn that fails (a
+// mount vanishing under its bind of the host's tree while other sandboxes
+// come and go) is counted in the start and end rounds as in every phase,
+// where one failure in each of three rounds of 10 failed the whole bench
+// (bench.txtar failed so while another server churned sandboxes).
+func TestBenchFloorRoundSurvivesBwrapFailures(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	b := &bench{floor: &floorSampler{
+		spawn: func(context.Context) (time.Duration, error) { return 2 * time.Millisecond, nil },
+		bwrap: func(context.Context) (time.Duration, error) {
+			if calls.Add(1)%2 == 0 {
+				return 0, errors.New("bwrap: Can't bind mount /oldroot/ on /newroot/: No such file or directory")
+			}
+			return 10 * time.Millisecond, nil
+		},
+	}}
+	var fl floors
+	p := b.phase("start", floorsRound, 0)
+	if err := b.measureFloors(context.Background(), &fl, p); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.failures) > 0 || fl.noBwrap || len(fl.bwrap) != 10 || p.bwrapErrors != 9 {
+		t.Errorf("failures %q, no bwrap %v, %d bwrap samples, %d errors; want none, false, 10 and 9 counted",
+			b.failures, fl.noBwrap, len(fl.bwrap), p.bwrapErrors)
+	}
+	// A bwrap that never works is a failure, once.
+	b.floor.bwrap = func(context.Context) (time.Duration, error) { return 0, errors.New("no namespaces") }
+	fl = floors{}
+	if err := b.measureFloors(context.Background(), &fl, b.phase("end", floorsRound, 0)); err != nil || len(b.failures) != 1 || !fl.noBwrap {
+		t.Errorf("err %v, failures %q, no bwrap %v; want one failure and no bwrap", err, b.failures, fl.noBwrap)
 	}
 }

@@ -126,7 +126,7 @@ func TestContextErrors(t *testing.T) {
 		{"add built-in", []string{"context", "add", "local", "http://127.0.0.1:1"}, exitUsage, "local is a built-in context"},
 		{"add bad name", []string{"context", "add", "a/b", "https://x.example"}, exitUsage, "invalid context name"},
 		{"add plain http far away", []string{"context", "add", "far", "http://x.example"}, exitUsage, "refusing plain http"},
-		{"add no URL", []string{"context", "add", "far"}, exitUsage, "accepts 2 arg(s)"},
+		{"add no URL", []string{"context", "add", "far"}, exitUsage, "takes 2 arguments (got 1)"},
 		{"add URL with a space", []string{"context", "add", "far", "https://x.example/a b"}, exitUsage, "space or control character at byte 20\nhint: use a URL such as"},
 		{"add URL with a query", []string{"context", "add", "far", "https://x.example?k=v"}, exitUsage, "has a query"},
 		{"add URL without a host name", []string{"context", "add", "far", "https://:8443"}, exitUsage, "has no host"},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -212,14 +214,50 @@ func helpHint(cmd *cobra.Command) string {
 }
 
 // usageArgs wraps a cobra positional-argument validator so that its errors
-// are usage errors (exit 2).
+// are usage errors (exit 2). cobra's count errors are put in words, with
+// the command's use line as the hint.
 func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if err := v(cmd, args); err != nil {
-			return &usageError{err: err, hint: helpHint(cmd)}
+		err := v(cmd, args)
+		if err == nil {
+			return nil
 		}
+		if counted := argCountError(cmd, err, args); counted != nil {
+			return &usageError{err: counted, hint: "usage: " + cmd.UseLine() + "; '" + cmd.CommandPath() + " --help' has more"}
+		}
+		return &usageError{err: err, hint: helpHint(cmd)}
+	}
+}
+
+// argCountError says what cobra's "accepts 1 arg(s), received 0" and, for
+// a command without subcommands, NoArgs' "unknown command" mean, naming
+// the command; nil for other errors.
+func argCountError(cmd *cobra.Command, err error, args []string) error {
+	if strings.HasPrefix(err.Error(), "unknown command ") && !cmd.HasSubCommands() && len(args) > 0 {
+		return fmt.Errorf("%s takes no arguments (got %q)", cmd.CommandPath(), args[0])
+	}
+	m := regexp.MustCompile(`^(accepts|requires) (at least |at most |between )?(\d+)( and \d+)? arg\(s\), (?:only )?received (\d+)$`).
+		FindStringSubmatch(err.Error())
+	if m == nil {
 		return nil
 	}
+	want, last := m[2]+m[3]+m[4], m[3]
+	if m[4] != "" {
+		last = strings.TrimPrefix(m[4], " and ")
+	}
+	lo, _ := strconv.Atoi(m[3])
+	hi, _ := strconv.Atoi(last)
+	switch {
+	case m[2] == "between " && lo == 0:
+		want = "at most " + last
+	case m[2] == "between " && hi == lo+1:
+		want = m[3] + " or " + last
+	}
+	noun := "arguments"
+	if last == "1" {
+		noun = "argument"
+	}
+	return fmt.Errorf("%s takes %s %s (got %s)", cmd.CommandPath(), want, noun, m[5])
 }
 
 // idsOrAll takes ids as arguments or the --all flag (*all, read when the

@@ -180,3 +180,42 @@ func TestCompleteSandboxLabels(t *testing.T) {
 		}
 	}
 }
+
+// fakeRemover is fakeSandboxes whose deletes the server's rate limit
+// refuses after the first allowed ones.
+type fakeRemover struct {
+	fakeSandboxes
+	allowed, calls int
+}
+
+func (f *fakeRemover) DeleteSandbox(_ context.Context, _ string) error {
+	f.calls++
+	if f.calls > f.allowed {
+		return &api.Error{Status: 429, Code: api.CodeRateLimited, Message: "too many requests: at most 1000 per minute (sandbox_lifecycle)", Hint: "wait 22 s and try again"}
+	}
+	return nil
+}
+
+// TestRemoveAllStopsAtTheRateLimit: session rm --all past the server's
+// rate limit stops at the first refusal and says how many are left (exit
+// 5, the server's hint), where it asked for every other sandbox and
+// printed an error line for each: 188 of them removing 1187 sandboxes.
+func TestRemoveAllStopsAtTheRateLimit(t *testing.T) {
+	t.Parallel()
+	f := &fakeRemover{allowed: 3}
+	for i := range 10 {
+		f.list = append(f.list, api.Sandbox{ID: fmt.Sprintf("sb%02d", i), Status: api.StatusActive})
+	}
+	var stderr strings.Builder
+	err := removeSandboxes(context.Background(), f, nil, true, &stderr, func([]api.Sandbox) error { return nil })
+	want := "removed 3 of 10 sandboxes; the other 7 are still active: remove sandbox sb03: too many requests: at most 1000 per minute (sandbox_lifecycle) [rate_limited]"
+	if err == nil || err.Error() != want {
+		t.Fatalf("removeSandboxes = %v, want %q", err, want)
+	}
+	if f.calls != 4 || exitCode(err) != exitLimit || hintOf(err, nil) != "wait 22 s and try again" {
+		t.Errorf("%d deletes, exit %d, hint %q; want 4 (stopping at the refusal), %d and the server's hint", f.calls, exitCode(err), hintOf(err, nil), exitLimit)
+	}
+	if n := strings.Count(stderr.String(), "removed sandbox "); n != 3 {
+		t.Errorf("stderr says %d removed, want 3:\n%s", n, stderr.String())
+	}
+}

@@ -180,8 +180,6 @@ func (m *Model) created(msg createdMsg) tea.Cmd {
 
 func (m *Model) createView() string {
 	c := &m.create
-	var b strings.Builder
-	b.WriteString(m.st.header.Render("Create a sandbox") + "\n\n")
 	label := func(f int, name string) string {
 		marker := "  "
 		if c.focus == f {
@@ -197,17 +195,35 @@ func (m *Model) createView() string {
 			sz = append(sz, " "+s+" ")
 		}
 	}
-	b.WriteString(label(fieldSize, "size") + strings.Join(sz, " ") + "\n")
-	b.WriteString(label(fieldLifetime, "lifetime") + c.lifetime.View() + "\n")
-	b.WriteString(label(fieldLabel, "label") + c.label.View() + "\n")
-	b.WriteString(label(fieldImage, "image") + c.image.View() + "\n\n")
+	fields := []string{
+		label(fieldSize, "size") + strings.Join(sz, " "),
+		label(fieldLifetime, "lifetime") + c.lifetime.View(),
+		label(fieldLabel, "label") + c.label.View(),
+		label(fieldImage, "image") + c.image.View(),
+	}
+	var status string
 	switch {
 	case c.submitting:
-		b.WriteString(m.st.dim.Render("creating…") + "\n")
+		status = m.st.dim.Render("creating…")
 	case c.err != "":
-		b.WriteString(m.st.err.Render("error: "+oneLine(c.err)) + "\n")
+		status = m.st.err.Render("error: " + oneLine(c.err))
 	default:
-		b.WriteString(m.st.dim.Render("enter creates the sandbox; esc cancels") + "\n")
+		status = m.st.dim.Render("enter creates the sandbox; esc cancels")
 	}
-	return b.String()
+	if m.bodyHeight() < 3+len(fields)+1 {
+		// A terminal too short for the form: what is being typed in
+		// first, and a failure above it, so at least that field shows.
+		var lines []string
+		if c.submitting || c.err != "" {
+			lines = append(lines, status)
+		}
+		lines = append(lines, fields[c.focus])
+		for i, f := range fields {
+			if i != c.focus {
+				lines = append(lines, f)
+			}
+		}
+		return strings.Join(lines, "\n") + "\n"
+	}
+	return m.st.header.Render("Create a sandbox") + "\n\n" + strings.Join(fields, "\n") + "\n\n" + status + "\n"
 }

@@ -184,3 +184,25 @@ func TestLogTinyTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateTinyTerminal: at a terminal too short for the create form
+// the field being typed in shows (a failure above it), where 20x5 showed
+// only the form's title.
+func TestCreateTinyTerminal(t *testing.T) {
+	for _, sz := range [][2]int{{20, 5}, {40, 4}, {80, 8}} {
+		m := newTestModel(t, newFakeSource(), sz[0], sz[1])
+		load(m)
+		keys(m, "c")
+		if v := m.View(); !strings.Contains(v, "› size") {
+			t.Errorf("%dx%d: the size field is not shown:\n%s", sz[0], sz[1], v)
+		}
+		keys(m, "tab", "tab")
+		if v := m.View(); !strings.Contains(v, "› label") {
+			t.Errorf("%dx%d: the label field is not shown after two tabs:\n%s", sz[0], sz[1], v)
+		}
+		m.create.err = "label taken" // first; the field too when there is a line for it
+		if v := m.View(); !strings.Contains(v, "error: label") || (m.bodyHeight() > 1 && !strings.Contains(v, "› label")) {
+			t.Errorf("%dx%d: the error and the field are not shown:\n%s", sz[0], sz[1], v)
+		}
+	}
+}

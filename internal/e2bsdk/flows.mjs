@@ -107,6 +107,8 @@ const deep = await sbx.files.list('/workspace', { depth: 3 })
 check('files.list-depth', deep.some((e) => e.path === '/workspace/made/deep' && e.type === 'dir'), deep.map((e) => e.path))
 await sbx.files.remove('/workspace/made')
 check('files.remove', (await sbx.files.exists('/workspace/made')) === false)
+// as envd's os.RemoveAll, a path that is not there is removed already
+check('files.remove-missing', (await rejects(() => sbx.files.remove('/workspace/made'))) === null)
 const missing = await rejects(() => sbx.files.read('/workspace/absent.txt'))
 check('files.read-missing', missing instanceof NotFoundError, String(missing))
 const upUrl = await sbx.uploadUrl('/workspace/signed.txt', { useSignatureExpiration: 60 })
@@ -150,6 +152,10 @@ const page = await Sandbox.list({ query: { metadata: { suite: 'flows', run: proc
 check('list.metadata', page.length === 1 && page[0].sandboxId === sbx.sandboxId && page[0].metadata.suite === 'flows', page)
 const none = await Sandbox.list({ query: { metadata: { suite: 'no-such-suite' } } }).nextItems()
 check('list.metadata-none', none.length === 0, none)
+// a query E2B's API spec refuses (here a limit above 100) is its request
+// validator's 400 there, not a 422
+const badLimit = await rejects(() => Sandbox.list({ limit: 101 }).nextItems())
+check('list.bad-query-400', badLimit !== null && badLimit.statusCode === 400, String(badLimit))
 const got = await sbx.getInfo()
 check('getInfo', got.sandboxId === sbx.sandboxId && got.metadata.run === process.env.RUN_ID && got.endAt > got.startedAt, got)
 
@@ -184,6 +190,9 @@ check('list.pages', page1.length === 1 && page1[0].sandboxId === sbx.sandboxId &
 await ci.runCode('x = 41')
 const sum = await ci.runCode('x + 1')
 check('runCode.state', sum.text === '42', sum)
+// a language is read as E2B's server reads it: trimmed, in any case
+const spaced = await ci.runCode('x + 2', { language: ' Python ' })
+check('runCode.language-trimmed', spaced.text === '43' && !spaced.error, { text: spaced.text, error: spaced.error })
 const printed = await ci.runCode('print("printed")')
 check('runCode.stdout', printed.logs.stdout.join('') === 'printed\n', printed.logs)
 const raised = await ci.runCode('raise ValueError("boom")')
@@ -205,6 +214,11 @@ const tmpCtx = await ci.createCodeContext({ cwd: '/tmp' })
 const inTmp = (await ci.runCode('import os; os.getcwd()', { context: tmpCtx })).text
 const homeAfter = (await ci.runCode('import os; os.getcwd()')).text
 check('runCode.context-cwd', inTmp === "'/tmp'" && homeAfter === homeDir && homeDir !== "'/tmp'", { homeDir, inTmp, homeAfter })
+// a cwd that is not there: E2B sets it with IPython's %cd, which prints
+// the error and stays, so the context runs where the interpreter is
+const lostCtx = await ci.createCodeContext({ cwd: '/nonexistent' })
+const inLost = await ci.runCode('import os; os.getcwd()', { context: lostCtx })
+check('runCode.context-missing-cwd', !inLost.error && inLost.text === homeDir, { homeDir, text: inLost.text, error: inLost.error })
 // a context's traceback is the user's code only, not the runner's frames
 const ctxErr = await ci.runCode('x1 = 1\n1/0', { context: tmpCtx })
 check('runCode.context-traceback', ctxErr.error && ctxErr.error.name === 'ZeroDivisionError' && !ctxErr.error.traceback.includes('boxkite') &&

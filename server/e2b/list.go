@@ -114,7 +114,7 @@ type listFilter struct {
 func parseListQuery(raw string) (listFilter, error) {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
-		return listFilter{}, api.Invalid("query", "the query string is not percent-encoded correctly", "")
+		return listFilter{}, badQuery("query", "the query string is not percent-encoded correctly", "")
 	}
 	return parseListFilter(q)
 }
@@ -126,13 +126,13 @@ func parseListFilter(q url.Values) (listFilter, error) {
 		// string, and sends that, encoded again, as one parameter.
 		pairs, err := url.ParseQuery(v)
 		if err != nil {
-			return f, api.Invalid("metadata", "metadata is not a query string of key=value pairs", "")
+			return f, badQuery("metadata", "metadata is not a query string of key=value pairs", "")
 		}
 		for k, vs := range pairs {
 			key, err1 := url.QueryUnescape(k)
 			val, err2 := url.QueryUnescape(vs[0])
 			if err1 != nil || err2 != nil {
-				return f, api.Invalid("metadata", "metadata is not percent-encoded correctly", "")
+				return f, badQuery("metadata", "metadata is not percent-encoded correctly", "")
 			}
 			f.metadata[key] = val
 		}
@@ -141,7 +141,7 @@ func parseListFilter(q url.Values) (listFilter, error) {
 		states := strings.Split(v, ",")
 		for _, st := range states {
 			if st != "running" && st != "paused" {
-				return f, api.Invalid("state", "state must be running, paused or both (running,paused)", "")
+				return f, badQuery("state", "state must be running, paused or both (running,paused)", "")
 			}
 		}
 		f.running, f.paused = slices.Contains(states, "running"), slices.Contains(states, "paused")
@@ -149,7 +149,7 @@ func parseListFilter(q url.Values) (listFilter, error) {
 	if v := q.Get("startedAfter"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
 		if err != nil {
-			return f, api.Invalid("startedAfter", "startedAfter is not an RFC 3339 time", "")
+			return f, badQuery("startedAfter", "startedAfter is not an RFC 3339 time", "")
 		}
 		f.startedAfter = t
 	}
@@ -158,15 +158,13 @@ func parseListFilter(q url.Values) (listFilter, error) {
 	case "asc":
 		f.asc = true
 	default:
-		return f, api.Invalid("order", "order must be asc or desc", "")
+		return f, badQuery("order", "order must be asc or desc", "")
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return f, api.Invalid("limit", "limit must be a positive integer", "")
-		}
-		f.limit = min(n, maxPageLimit)
+	limit, err := pageLimit(q.Get("limit"))
+	if err != nil {
+		return f, err
 	}
+	f.limit = limit
 	if v := q.Get("nextToken"); v != "" {
 		after, err := pageAfter(v)
 		if err != nil {
@@ -184,14 +182,34 @@ func parseListFilter(q url.Values) (listFilter, error) {
 func pageAfter(token string) (string, error) {
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil || !model.ValidID(string(b)) {
-		msg := "nextToken is not one this server gave"
-		return "", &api.Error{
-			Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: msg,
-			Hint:    "send the X-Next-Token header of the previous page as it came, or no nextToken for the first page",
-			Details: []api.FieldError{{Loc: []string{"query", "nextToken"}, Msg: msg, Type: "value_error"}},
-		}
+		return "", badQuery("nextToken", "nextToken is not one this server gave",
+			"send the X-Next-Token header of the previous page as it came, or no nextToken for the first page")
 	}
 	return string(b), nil
+}
+
+// pageLimit reads a list's limit: 1 to 100, 100 when absent. E2B's
+// OpenAPI spec (paginationLimit) has minimum 1 and maximum 100, and its
+// request validator refuses any other value with a 400.
+func pageLimit(v string) (int, error) {
+	if v == "" {
+		return defaultPageLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxPageLimit {
+		return 0, badQuery("limit", "limit must be an integer from 1 to 100", "")
+	}
+	return n, nil
+}
+
+// badQuery refuses a list's query parameter with a 400, as E2B's API does
+// (its OpenAPI request validator answers 400 for a value out of the spec,
+// and its handler 400 for metadata it cannot parse), not the 422 of /v1.
+func badQuery(field, msg, hint string) *api.Error {
+	return &api.Error{
+		Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: msg, Hint: hint,
+		Details: []api.FieldError{{Loc: []string{"query", field}, Msg: msg, Type: "value_error"}},
+	}
 }
 
 func (f listFilter) match(sb Sandbox, rec Record) bool {

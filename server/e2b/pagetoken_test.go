@@ -100,3 +100,40 @@ func TestNextTokenRefused(t *testing.T) {
 		t.Errorf("GET /snapshots with a well-formed token: %d %s, want 200", w.Code, w.Body)
 	}
 }
+
+// TestListQueryRefused400: E2B's API answers a list query its OpenAPI
+// spec refuses (limit outside 1-100, an order or state not in the enum)
+// and metadata it cannot parse with 400 {code: 400, message}; the facade
+// answered 422 and clamped limit=1000 to 1000.
+func TestListQueryRefused400(t *testing.T) {
+	t.Parallel()
+	var reached int
+	h := New(listPlane{reached: &reached}, ownedStore{reached: new(bool)}, nil)
+	sandboxes := []string{
+		"limit=0", "limit=x", "limit=101", "limit=-1", "order=up", "state=stopped", "state=running,x",
+		"metadata=%25zz", "metadata=%zz", "startedAfter=yesterday",
+	}
+	for path, queries := range map[string][]string{
+		"/sandboxes": sandboxes, "/v2/sandboxes": sandboxes, "/snapshots": {"limit=0", "limit=x", "limit=101"},
+	} {
+		for _, query := range queries {
+			w := httptest.NewRecorder()
+			h.mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path+"?"+query, nil))
+			var body errorBody
+			_ = json.Unmarshal(w.Body.Bytes(), &body)
+			if w.Code != http.StatusBadRequest || body.Code != http.StatusBadRequest || body.Message == "" {
+				t.Errorf("GET %s?%s: %d %s, want 400 with a message", path, query, w.Code, w.Body)
+			}
+		}
+	}
+	if reached != 0 {
+		t.Errorf("%d lists were read for a refused query", reached)
+	}
+	for _, path := range []string{"/v2/sandboxes?limit=100&order=asc&state=paused", "/snapshots?limit=1"} {
+		w := httptest.NewRecorder()
+		h.mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, path, nil))
+		if w.Code != http.StatusOK {
+			t.Errorf("GET %s: %d %s, want 200", path, w.Code, w.Body)
+		}
+	}
+}

@@ -20,7 +20,7 @@ const (
 	clientID         = "boxkite"
 	maxBody          = 1 << 20
 	defaultPageLimit = 100
-	maxPageLimit     = 1000
+	maxPageLimit     = 100
 	maxMetadataKeys  = 64
 	maxMetadataLen   = 1024
 )

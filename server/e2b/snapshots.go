@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -58,17 +57,12 @@ func (h *Handler) createSnapshot(w http.ResponseWriter, r *http.Request, c Calle
 // newest first, a page of limit at a time (X-Next-Token).
 func (h *Handler) listSnapshots(w http.ResponseWriter, r *http.Request, c Caller) error {
 	q := r.URL.Query()
-	limit := defaultPageLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return api.Invalid("limit", "limit must be a positive integer", "")
-		}
-		limit = min(n, maxPageLimit)
+	limit, err := pageLimit(q.Get("limit"))
+	if err != nil {
+		return err
 	}
 	after := ""
 	if v := q.Get("nextToken"); v != "" {
-		var err error
 		if after, err = pageAfter(v); err != nil {
 			return err
 		}

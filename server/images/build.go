@@ -248,6 +248,7 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 		// A build that never ends (a script waiting forever) would hold
 		// one of the MaxRunning slots every account's builds share.
 		ctx, cancel := context.WithTimeout(m.stop, m.buildTimeout)
+		overDisk := m.watchDisk(ctx, id, cancel)
 		err = m.jailer.RunBuild(ctx, "build-"+id, func(hostID int) (jail.Spec, error) {
 			root, err := m.assembleRoot(id, hostID)
 			return jail.Spec{Image: root, Build: &jail.Build{Steps: m.steps(spec, proxyURL), Env: buildEnv(proxyURL)}}, err
@@ -255,6 +256,8 @@ func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, opera
 		switch {
 		case m.stop.Err() != nil:
 			err = fmt.Errorf("%w: %w", errStopped, err)
+		case overDisk():
+			err = fmt.Errorf("%w: %w", errBuildDisk{m.buildDiskLimit}, err)
 		case ctx.Err() != nil:
 			err = fmt.Errorf("%w: %w", errBuildTimeout{m.buildTimeout}, err)
 		}

@@ -25,6 +25,7 @@ func (f *buildFailure) Unwrap() error { return f.err }
 // elsewhere fails when it cannot), then a refused write, else the failing
 // step.
 func failure(id string, err error, refused []string, out outputSeen) *buildFailure {
+	var disk errBuildDisk
 	switch {
 	case errors.Is(err, errStopped):
 		return &buildFailure{code: api.CodeImageBuildFailed, err: err, msg: errStopped.Error(), hint: "run the same build again: a failed image is never reused"}
@@ -41,6 +42,11 @@ func failure(id string, err error, refused []string, out outputSeen) *buildFailu
 			msg: "a package tried to write outside the image's directories: " + out.readOnly,
 			hint: "install scripts may write under /usr, /etc, /bin, /sbin, /lib* and the scratch directories /tmp, /var/tmp, /var/log and /run; " +
 				"a package that installs elsewhere (/opt, /home, /root) cannot be built here",
+		}
+	case errors.As(err, &disk):
+		return &buildFailure{
+			code: api.CodeImageBuildFailed, err: err, msg: err.Error(),
+			hint: "an image may hold at most " + sizeText(disk.limit) + " of packages: build fewer or smaller ones; `boxkite images logs " + id + "` shows what it installed",
 		}
 	case errors.As(err, new(errBuildTimeout)):
 		return &buildFailure{

@@ -57,9 +57,10 @@ type Manager struct {
 	proxy   *egress.Proxy // builds' only way out
 	jailer  Jailer        // runs builds; nil: builds fail
 
-	buildTimeout time.Duration // WithBuildTimeout
-	log          *slog.Logger
-	now          func() time.Time
+	buildTimeout   time.Duration // WithBuildTimeout
+	buildDiskLimit int64         // WithBuildDiskLimit
+	log            *slog.Logger
+	now            func() time.Time
 
 	recs Records
 	// admit makes checking an account's images (the limit, an identical
@@ -89,6 +90,7 @@ func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 	m := &Manager{
 		dir: dir, sources: Sources{AptDir: "/etc/apt"}, proxy: &egress.Proxy{Log: log, Permit: MirrorAddr}, log: log, now: time.Now,
 		recs: &fileRecords{dir: dir}, slots: make(chan struct{}, MaxRunning), buildTimeout: DefaultBuildTimeout,
+		buildDiskLimit: DefaultBuildDiskLimit,
 	}
 	m.stop, m.cancelStop = context.WithCancel(context.Background())
 	for _, o := range opts {

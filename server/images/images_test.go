@@ -398,3 +398,50 @@ func TestRestartFailsInterrupted(t *testing.T) {
 		t.Errorf("the interrupted build's layers are still on disk (%v)", err)
 	}
 }
+
+// TestBuildDiskBounded: a build whose install scripts keep writing into the
+// image is stopped once its layers pass the limit, and fails saying so.
+// Before, nothing bounded them but the host's disk.
+func TestBuildDiskBounded(t *testing.T) {
+	dir := t.TempDir()
+	m, err := images.New(dir, slog.New(slog.DiscardHandler), images.WithJailer(fillJailer{dir}),
+		images.WithBuildDiskLimit(1<<20), images.WithBuildTimeout(2*time.Minute)) // the timeout: a hang guard only
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, _, err := m.Build(context.Background(), "acct", "", api.ImageSpec{AptPackages: []string{"jq"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Wait()
+	got, err := m.Get(t.Context(), "acct", img.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != api.ImageFailed || got.FailureCode != api.CodeImageBuildFailed || !strings.Contains(got.FailureReason, "wrote more than 1 MiB") {
+		t.Errorf("a build filling its image = %+v, want failed for writing more than 1 MiB", got)
+	}
+}
+
+// fillJailer's build writes 64 KiB files into its image's /usr layer, one
+// every 10 ms, until it is stopped (or has written 64 MiB).
+type fillJailer struct{ dir string }
+
+func (j fillJailer) RunBuild(ctx context.Context, id string, _ func(int) (jail.Spec, error), _ io.Writer) error {
+	usr := filepath.Join(j.dir, strings.TrimPrefix(id, "build-"), "upper", "usr")
+	if err := os.MkdirAll(usr, 0o700); err != nil {
+		return err
+	}
+	for i := range 1024 {
+		if err := os.WriteFile(filepath.Join(usr, fmt.Sprint(i)), make([]byte, 64<<10), 0o600); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}

@@ -360,3 +360,31 @@ func cpuTicks(t *testing.T, pid int) int64 {
 	s, _ := strconv.ParseInt(f[12], 10, 64)
 	return u + s
 }
+
+// BenchmarkCgroupRemoveEmpty is the removal of a sandbox's cgroup after
+// its jail is gone, as the local driver's Delete does it (issue 27): the
+// cgroup is made (untimed) and removed empty in this host's hierarchies.
+func BenchmarkCgroupRemoveEmpty(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("cgroups need root")
+	}
+	c, err := DetectCgroups("/")
+	if err == nil {
+		err = c.Prepare()
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		cg, err := c.Create("jailbench."+strconv.Itoa(os.Getpid()), Limits{Memory: 64 << 20, Pids: 8})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := cg.Remove(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

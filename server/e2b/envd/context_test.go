@@ -70,3 +70,58 @@ func realDir(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestContextMissingCwd: a context created with a cwd that is not there
+// (or is a file) runs its code in the interpreter's working directory, as
+// E2B's does (its server sets the cwd with IPython's %cd, which prints the
+// error and leaves the kernel where it started); every runCode in it was
+// FileNotFoundError. Where the context's code then goes with os.chdir, it
+// stays.
+func TestContextMissingCwd(t *testing.T) {
+	t.Parallel()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+	start, other := realDir(t), realDir(t)
+	file := filepath.Join(start, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := codeContext{ID: "m", chdir: filepath.Join(start, "nonexistent")}
+	onFile := codeContext{ID: "f", chdir: file}
+	cells := []string{
+		"import builtins, os\nbuiltins.seen = []",
+		wrapCode(missing, "import os\nseen.append(os.getcwd())\nos.chdir("+pyString(other)+")"),
+		wrapCode(missing, "import os\nseen.append(os.getcwd())"),
+		wrapCode(onFile, "import os\nseen.append(os.getcwd())"),
+		"print('\\n'.join(seen))",
+	}
+	var prog strings.Builder
+	prog.WriteString("import json, sys\ng = {'__name__': '__main__'}\nfor cell in json.load(sys.stdin):\n    exec(compile(cell, '<input>', 'exec'), g)\n")
+	cmd := exec.Command(python, "-c", prog.String())
+	cmd.Dir = start
+	cmd.Stdin = strings.NewReader(pyList(cells))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	want := strings.Join([]string{start, other, start}, "\n") + "\n"
+	if string(out) != want {
+		t.Errorf("working directories (missing cwd, after its chdir, a file as cwd):\n%s\nwant\n%s", out, want)
+	}
+}
+
+// TestIsPython: a language is read as E2B's server reads it, trimmed and
+// in any case; " python" was refused 400 where E2B runs it.
+func TestIsPython(t *testing.T) {
+	t.Parallel()
+	for lang, want := range map[string]bool{
+		"python": true, "Python": true, "PYTHON3": true, " python ": true, "python\n": true,
+		"": false, " ": false, "py": false, "javascript": false, "python 3": false, "pythonx": false,
+	} {
+		if got := isPython(lang); got != want {
+			t.Errorf("isPython(%q) = %v, want %v", lang, got, want)
+		}
+	}
+}

@@ -577,3 +577,41 @@ func TestUploadPartPath(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveScriptMissing: the remove script through /bin/sh. envd's
+// Remove is os.RemoveAll, which succeeds for a path that is not there;
+// the facade answered not_found (exit 2). A file and a directory with
+// everything in it are removed; an unremovable path still fails.
+func TestRemoveScriptMissing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tree", "deep"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tree", "deep", "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	remove := func(path string) (int, string) {
+		cmd := exec.Command("/bin/sh", "-c", "set -- "+shellQuote(path)+"\n"+rmScript)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return exit.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	for _, p := range []string{filepath.Join(dir, "missing"), filepath.Join(dir, "no", "such", "dir"), filepath.Join(dir, "tree")} {
+		if code, out := remove(p); code != 0 {
+			t.Errorf("remove %s: exit %d %s, want success", p, code, out)
+		}
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there: %v", p, err)
+		}
+	}
+	if code, _ := remove("/proc/self/status"); code == 0 {
+		t.Error("remove of /proc/self/status succeeded")
+	}
+}

@@ -163,7 +163,9 @@ const (
 		`{ e=$(LC_ALL=C find -P "$2" -maxdepth 0 -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
 		`[ "$s" -eq 0 ] && exit 0` + "\n" +
 		movedAway
-	rmScript = existsCheck + `rm -rf -- "$1"`
+	// rmScript removes as envd's os.RemoveAll does: a path that is not
+	// there is already removed, so remove succeeds (rm -f), as E2B's does.
+	rmScript = `rm -rf -- "$1"`
 )
 
 // movedAway ends the move script when find could not describe the
@@ -252,7 +254,8 @@ func (s filesystemService) Move(ctx context.Context, req *connect.Request[filesy
 	return connect.NewResponse(&filesystem.MoveResponse{Entry: entry}), nil
 }
 
-// Remove deletes a path, a directory with everything in it.
+// Remove deletes a path, a directory with everything in it; a path that
+// is not there is success, as in envd (filesystem/remove.go: os.RemoveAll).
 func (s filesystemService) Remove(ctx context.Context, req *connect.Request[filesystem.RemoveRequest]) (*connect.Response[filesystem.RemoveResponse], error) {
 	p := absPath(req.Msg.GetPath())
 	if _, err := s.fileOp(ctx, "remove", p, rmScript, map[string]any{"path": p, "interface": "e2b"}, p); err != nil {

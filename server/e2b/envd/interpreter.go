@@ -272,7 +272,11 @@ func scrubResult(res api.InterpreterExecResult) api.InterpreterExecResult {
 	return res
 }
 
+// isPython reports whether lang names Python, read as E2B's server reads
+// a language (template/server/contexts.py normalize_language): trimmed,
+// in any case.
 func isPython(lang string) bool {
+	lang = strings.TrimSpace(lang)
 	return strings.EqualFold(lang, "python") || strings.EqualFold(lang, "python3")
 }
 
@@ -294,7 +298,10 @@ func wrapCode(cc codeContext, code string) string {
 // contextRunner defines, once per interpreter, the function that runs
 // code in a named context's namespace and working directory. Each context
 // keeps its own working directory (where its code's os.chdir left it;
-// first the cwd it was created with, else the interpreter's), and the
+// first the cwd it was created with, else the interpreter's, as for a cwd
+// that is no directory it can enter: E2B sets a context's cwd with
+// IPython's %cd, which prints the error and stays where the kernel
+// started, so runCode runs there rather than failing), and the
 // interpreter's is put back after each run: a context's cwd was left as
 // the working directory of the default context and of every other one.
 // It is compiled as <boxkite>: the sidecar leaves its frames, and the
@@ -308,7 +315,15 @@ const contextRunnerSource = `def __boxkite_ctx_run(ctx, cwd, code):
     scope = spaces.setdefault(ctx, {'__name__': '__main__', '__builtins__': __builtins__})
     cwds = globals().setdefault('__boxkite_cwds', {})
     outer = os.getcwd()
-    os.chdir(cwds.setdefault(ctx, cwd or outer))
+    if ctx not in cwds:
+        cwds[ctx] = outer
+        if cwd:
+            try:
+                os.chdir(cwd)
+                cwds[ctx] = os.getcwd()
+            except OSError:
+                pass
+    os.chdir(cwds[ctx])
     try:
         tree = ast.parse(code, '<input>', 'exec')
         last = None
