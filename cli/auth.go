@@ -263,8 +263,10 @@ type whoami struct {
 func newWhoamiCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:     "whoami",
-		Short:   "Show the account, the API key in use and this month's usage",
+		Use:   "whoami",
+		Short: "Show the account, the API key in use and this month's usage",
+		Example: `  boxkite whoami
+  boxkite whoami --json usage`,
 		GroupID: groupSettings,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -33,6 +33,9 @@ func newStatusCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the server and bastion, whether they are ready, and how many sandboxes are active",
+		Example: `  boxkite status
+  boxkite status --json --jq .ready
+  boxkite --context staging status`,
 		Long: `Show the context in use ('boxkite context ls'), its server (the URL, and for
 the local stack its process), the bastion's address for ssh, whether the
 server is ready and how many sandboxes are active. Exits 1 when the server is

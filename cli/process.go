@@ -24,6 +24,8 @@ func newPsCmd(app *App) *cobra.Command {
 		Aliases: []string{"processes"},
 		Short:   "List the background processes of a sandbox",
 		Long:    "List the background processes of a sandbox (started with 'boxkite exec -b'), running and ended.",
+		Example: `  boxkite ps -s build
+  boxkite ps --jq '.processes[] | select(.status == "running") | .process_id'`,
 		GroupID: groupSandboxes,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

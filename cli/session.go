@@ -191,7 +191,10 @@ func newSessionLsCmd(app *App) *cobra.Command {
 		Use:     "ls [flags]",
 		Aliases: []string{"list"},
 		Short:   "List active sandboxes (--all includes destroyed ones)",
-		Args:    usageArgs(cobra.NoArgs),
+		Example: `  boxkite session ls
+  boxkite session ls --all --json id,status,destroy_reason
+  boxkite session ls --jq '.[] | select(.label == "build") | .id'`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
@@ -241,9 +244,11 @@ func writeSandboxTable(w io.Writer, sbs []api.Sandbox, now time.Time, color bool
 func newSessionGetCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:               "get ID",
-		Aliases:           []string{"show"},
-		Short:             "Show one sandbox (an id prefix or the label is enough)",
+		Use:     "get ID",
+		Aliases: []string{"show"},
+		Short:   "Show one sandbox (an id prefix or the label is enough)",
+		Example: `  boxkite session get build
+  boxkite session get 3f2a --json expires_at --jq .expires_at`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeSandboxes(app, false),
 		RunE: func(cmd *cobra.Command, args []string) error {

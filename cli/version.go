@@ -85,6 +85,9 @@ func newVersionCmd(app *App) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of boxkite and of the server it talks to",
+		Example: `  boxkite version
+  boxkite version --client
+  boxkite version --json --jq .server.version`,
 		Long: `Print the version of boxkite, and the version the current context's server
 reports (GET /health), or why it did not answer; that does not fail the
 command. --client prints the CLI's alone, as --version does.`,

@@ -23,7 +23,10 @@ func accountFrom(ctx context.Context) *model.Account { return authz.Account(ctx)
 // ServeHTTP assigns the request id, sets the common headers, starts the
 // body's deadline, recovers from panics and logs one line per request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.console != nil && (r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, "/ui/")) {
+	// Never on a preview's host: that origin is the app's, whose scripts
+	// would read a console opened there, and its sign-in (preview.Matches).
+	if s.console != nil && (r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, "/ui/")) &&
+		(s.preview == nil || !s.preview.Matches(r)) {
 		s.console.ServeHTTP(w, r)
 		return
 	}

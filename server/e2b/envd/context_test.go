@@ -111,3 +111,17 @@ func TestContextMissingCwd(t *testing.T) {
 		t.Errorf("working directories (missing cwd, after its chdir, a file as cwd):\n%s\nwant\n%s", out, want)
 	}
 }
+
+// TestIsPython: a language is read as E2B's server reads it, trimmed and
+// in any case; " python" was refused 400 where E2B runs it.
+func TestIsPython(t *testing.T) {
+	t.Parallel()
+	for lang, want := range map[string]bool{
+		"python": true, "Python": true, "PYTHON3": true, " python ": true, "python\n": true,
+		"": false, " ": false, "py": false, "javascript": false, "python 3": false, "pythonx": false,
+	} {
+		if got := isPython(lang); got != want {
+			t.Errorf("isPython(%q) = %v, want %v", lang, got, want)
+		}
+	}
+}

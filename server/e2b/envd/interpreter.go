@@ -272,7 +272,11 @@ func scrubResult(res api.InterpreterExecResult) api.InterpreterExecResult {
 	return res
 }
 
+// isPython reports whether lang names Python, read as E2B's server reads
+// a language (template/server/contexts.py normalize_language): trimmed,
+// in any case.
 func isPython(lang string) bool {
+	lang = strings.TrimSpace(lang)
 	return strings.EqualFold(lang, "python") || strings.EqualFold(lang, "python3")
 }
 
