@@ -40,7 +40,8 @@ log, the terminal in the browser) signed in as your API key's account.
 ui asks the server for a one-time sign-in link (POST /ui/links, with an admin
 API key; it works once, within two minutes) and opens it in your browser:
 $BROWSER if set, else xdg-open (open on macOS). When standard output is not a
-terminal, with --no-browser, or with --json, it only prints the link.
+terminal, with --no-browser, or with --json, it only prints the link: paste
+it into a browser's address bar (one followed from a web page is refused).
 Signing out of the console revokes the key the link minted for the browser.
 See docs/console.md.`,
 		Example: `  boxkite ui

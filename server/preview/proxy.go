@@ -41,6 +41,7 @@ type target struct {
 	port       int
 	rest       string // escaped, starting with "/"
 	cookiePath string
+	host       string // the request's Host (the path form's)
 }
 
 // Matches reports whether r is for a host-based preview: its Host is
@@ -89,7 +90,7 @@ func pathTarget(r *http.Request) (target, error) {
 	if !found {
 		return target{}, errRedirectSlash
 	}
-	return target{sandboxID: id, port: port, rest: "/" + rest, cookiePath: PathPrefix + id + "/" + portS + "/"}, nil
+	return target{sandboxID: id, port: port, rest: "/" + rest, cookiePath: PathPrefix + id + "/" + portS + "/", host: r.Host}, nil
 }
 
 var errRedirectSlash = fmt.Errorf("redirect to the trailing slash")
@@ -210,6 +211,9 @@ func (s *Service) proxy(rt http.RoundTripper, t target, q url.Values) *httputil.
 			resp.Header.Del(api.HeaderSidecarToken)
 			scopeSetCookies(resp.Header, t.cookiePath)
 			dropOriginWide(resp.Header)
+			if t.cookiePath != "/" { // the path form, on the API's origin
+				scopeLocation(resp.Header, t.cookiePath, t.cookiePath+strings.TrimPrefix(t.rest, "/"), t.host)
+			}
 			// The sidecar's own headers, which the server has set already:
 			// the app's answer gets them once.
 			if id := resp.Header.Get("X-Request-Id"); id != "" && id == resp.Request.Header.Get("X-Request-ID") {
