@@ -25,7 +25,7 @@ import (
 var (
 	ErrNotFound = api.Errorf(404, api.CodeNotFound, "image not found")
 	ErrNotReady = api.Errorf(404, api.CodeNotFound, "image not ready").WithHint("wait until its status is completed")
-	ErrInUse    = api.Errorf(409, api.CodeConflict, "image is in use or still being made").WithHint("delete the sandboxes booted from it first")
+	ErrInUse    = api.Errorf(409, api.CodeImageInUse, "image is in use or still being made").WithHint("delete the sandboxes booted from it first")
 )
 
 // Limits of a Manager (reference §3.7: 10 images per account).
