@@ -31,7 +31,8 @@ func newKeysCmd(app *App) *cobra.Command {
 
 func newKeysLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.APIKey]{
-		short: "List the account's API keys (--all includes revoked ones)", noun: "api keys",
+		example: "  boxkite keys ls\n  boxkite keys ls --jq 'map(select(.role == \"admin\")) | length'",
+		short:   "List the account's API keys (--all includes revoked ones)", noun: "api keys",
 		header: "ID\tNAME\tROLE\tPREFIX\tSTATUS\tAGE\tUSED",
 		empty:  "no API keys; create one with 'boxkite keys create --name NAME'",
 		fetch:  (*client.Client).APIKeys,

@@ -20,12 +20,13 @@ import (
 // prints the items as the API returned them, a table otherwise, and when
 // there are none, a note on stderr saying how to make the first one.
 type listing[T any] struct {
-	short  string                                             // the command's help line
-	noun   string                                             // plural, for the error: "images"
-	header string                                             // tab-separated column names
-	empty  string                                             // the note when there are none: "no images; build one with …"
-	fetch  func(*client.Client, context.Context) ([]T, error) // a method expression: (*client.Client).ListImages
-	row    func(item T, now time.Time) []string
+	short   string                                             // the command's help line
+	example string                                             // its --help examples, if any
+	noun    string                                             // plural, for the error: "images"
+	header  string                                             // tab-separated column names
+	empty   string                                             // the note when there are none: "no images; build one with …"
+	fetch   func(*client.Client, context.Context) ([]T, error) // a method expression: (*client.Client).ListImages
+	row     func(item T, now time.Time) []string
 	// flags, when set, adds the command's own flags and returns a filter
 	// applied before printing (keys ls --all).
 	flags func(cmd *cobra.Command) func([]T) []T
@@ -40,6 +41,7 @@ func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   l.short,
+		Example: l.example,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, c, err := jsonClient(cmd, app, &out)

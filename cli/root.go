@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 )
 
@@ -33,10 +35,11 @@ command; 'boxkite context use' switches. BOXKITE_HOME moves ~/.boxkite.
 Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 auth, 5 quota or limit,
 124 the command timed out in the sandbox; exec otherwise exits with the
 command's own exit code.`,
-		Args:          unknownSubcommand,
-		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-		SilenceErrors: true,
-		SilenceUsage:  true,
+		Args:              unknownSubcommand,
+		PersistentPreRunE: refuseEmptySandbox,
+		RunE:              func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		SilenceErrors:     true,
+		SilenceUsage:      true,
 		// unknownSubcommand suggests commands within this edit distance.
 		SuggestionsMinimumDistance: 2,
 		// Man pages must not change with the day they are generated.
@@ -115,4 +118,17 @@ command's own exit code.`,
 	)
 	pageMarked(app, root)
 	return root
+}
+
+// refuseEmptySandbox refuses -s/--sandbox given as "": left as is, it
+// would mean "not given", and `boxkite exec -s "$SB" …` with SB unset
+// would run in whichever sandbox is the only active one (or, locally, a
+// new one).
+func refuseEmptySandbox(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags().Lookup("sandbox")
+	if f == nil || !f.Changed || strings.TrimSpace(f.Value.String()) != "" {
+		return nil
+	}
+	return usageErrorf("name a sandbox by id, unique id prefix or label ('boxkite session ls'), or leave out -s to use the only active one",
+		"-s/--sandbox is empty")
 }

@@ -66,7 +66,8 @@ func newVolumesCreateCmd(app *App) *cobra.Command {
 
 func newVolumesLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.Volume]{
-		short: "List the account's volumes", noun: "volumes",
+		example: "  boxkite volumes ls\n  boxkite volumes ls --json id,label,size_gb",
+		short:   "List the account's volumes", noun: "volumes",
 		header: "ID\tLABEL\tSIZE\tSTATUS\tAGE",
 		empty:  "no volumes; create one with 'boxkite volumes create --label NAME'",
 		fetch:  (*client.Client).ListVolumes,

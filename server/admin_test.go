@@ -36,6 +36,16 @@ func TestAdminOperator(t *testing.T) {
 		resp, body := e.do("GET", path, "", nil)
 		wantError(t, resp, body, http.StatusUnauthorized, api.CodeUnauthorized)
 	}
+	// Unauthenticated attempts (401) are logged too, without the secret
+	// presented: a bad key, an access token, a key sent as ?api_key=.
+	badKey := model.NewAPIKey()
+	resp, _ := e.do("GET", "/v1/admin/metrics", badKey, nil)
+	tok := e.signup("eve@example.com", "correct horse")
+	resp2, _ := e.do("GET", "/v1/admin/audit-log", tok.AccessToken, nil)
+	resp3, _ := e.do("GET", "/v1/admin/access-log?api_key="+e.KeyA, "", nil)
+	if resp.StatusCode != 401 || resp2.StatusCode != 401 || resp3.StatusCode != 401 {
+		t.Fatalf("bad key %d, access token %d, ?api_key %d: want 401s", resp.StatusCode, resp2.StatusCode, resp3.StatusCode)
+	}
 
 	// The operator.
 	var m api.AdminMetrics
@@ -44,7 +54,8 @@ func TestAdminOperator(t *testing.T) {
 		t.Fatalf("metrics: %d %s", resp.StatusCode, body)
 	}
 	mustUnmarshal(t, body, &m)
-	if m.TotalAccounts != 3 || m.GlobalConcurrentSandboxes != 1 || len(m.Accounts) != 3 ||
+	// Four accounts: eve signed up above.
+	if m.TotalAccounts != 4 || m.GlobalConcurrentSandboxes != 1 || len(m.Accounts) != 4 ||
 		m.Accounts[0].AccountID != e.AcctA.ID || m.Accounts[0].ConcurrentSandboxes != 1 || m.Accounts[0].Email != "a@example.com" {
 		t.Errorf("metrics = %+v", m)
 	}
@@ -78,10 +89,18 @@ func TestAdminOperator(t *testing.T) {
 		"op@example.com /v1/admin/audit-log Unprocessable Entity": 1,
 		"a@example.com /v1/admin/metrics Forbidden":               1,
 		"b@example.com /v1/admin/access-log Forbidden":            1,
+		" /v1/admin/metrics Unauthorized":                         2,
+		" /v1/admin/audit-log Unauthorized":                       2,
+		" /v1/admin/access-log Unauthorized":                      2,
 	}
 	for k, n := range want {
 		if count[k] != n {
 			t.Errorf("access log has %d of %q, want %d: %v", count[k], k, n, count)
+		}
+	}
+	for _, a := range access {
+		if a.Status == 401 && (a.AccountID != "" || a.KeyID != "" || strings.Contains(a.Query, e.KeyA)) {
+			t.Errorf("an unauthenticated row names a caller or keeps the key: %+v", a)
 		}
 	}
 	if len(access) == 0 || access[0].Path != "/v1/admin/audit-log" || access[0].Query != "limit=501" {

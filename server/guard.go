@@ -17,15 +17,30 @@ import (
 // credential check, the rate limit of its bucket (bucketOf) and, for
 // POSTs, Idempotency-Key handling. Every route goes through here, so
 // Routes lists them all.
-func (s *Server) register(pattern string, cred httpx.Cred, h func(http.ResponseWriter, *http.Request) error) {
-	s.registered = append(s.registered, httpx.Route{RouteDoc: httpx.RouteDoc{Pattern: pattern}, Cred: cred, Handler: h})
+func (s *Server) register(rt httpx.Route) {
+	s.registered = append(s.registered, httpx.Route{RouteDoc: httpx.RouteDoc{Pattern: rt.Pattern}, Cred: rt.Cred, Handler: rt.Handler})
+	pattern, cred, h := rt.Pattern, rt.Cred, rt.Handler
 	bucket := bucketOf(pattern)
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		if err := s.guard(w, r, pattern, cred, bucket, h); err != nil {
+		err := s.guard(w, r, pattern, cred, bucket, h)
+		var refused *authRefusal
+		if errors.As(err, &refused) {
+			err = refused.err
+			if rt.Refused != nil {
+				rt.Refused(r, err)
+			}
+		}
+		if err != nil {
 			s.writeError(w, r, err)
 		}
 	})
 }
+
+// authRefusal marks guard's error as the credential check's.
+type authRefusal struct{ err error }
+
+func (e *authRefusal) Error() string { return e.err.Error() }
+func (e *authRefusal) Unwrap() error { return e.err }
 
 func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, cred httpx.Cred, bucket string,
 	h func(http.ResponseWriter, *http.Request) error,
@@ -39,7 +54,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 		if cred == httpx.CredMCP && s.oauth != nil {
 			w.Header().Set("WWW-Authenticate", s.oauth.Challenge(r)) // oauth_port.go
 		}
-		return err
+		return &authRefusal{err: err}
 	}
 	// From here the request ends when its credential is revoked (revoke.go).
 	r, stop := s.withRevocation(r)

@@ -84,7 +84,7 @@ func (s *Server) MountConsole(h http.Handler) { s.console = h }
 
 // handlePublic registers an error-returning handler that needs no credentials.
 func (s *Server) handlePublic(pattern string, h func(http.ResponseWriter, *http.Request) error) {
-	s.register(pattern, httpx.CredNone, h)
+	s.register(httpx.Route{RouteDoc: httpx.RouteDoc{Pattern: pattern}, Cred: httpx.CredNone, Handler: h})
 }
 
 // writeError sends err as the error envelope (httpx.WriteError). A

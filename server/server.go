@@ -232,7 +232,7 @@ func (s *Server) mountIf(served bool, routes []httpx.Route) {
 			if rt.Streaming {
 				s.streamingPOST[rt.Pattern] = true
 			}
-			s.register(rt.Pattern, rt.Cred, rt.Handler)
+			s.register(rt)
 		}
 		if rt.Auth == httpx.AuthKey {
 			rt.Auth = rt.Cred.DocAuth()

@@ -45,3 +45,8 @@ type Image struct {
 	CreatedAt     time.Time  `json:"created_at"`
 	CompletedAt   *time.Time `json:"completed_at,omitempty"`
 }
+
+// CodeImageInUse (409) answers a DELETE of an image a live or paused
+// sandbox boots from, a snapshot needs for its restore, or that is still
+// being built.
+const CodeImageInUse = "image_in_use"

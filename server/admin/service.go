@@ -19,7 +19,10 @@ type Deps struct {
 }
 
 // Service serves /v1/admin/*.
-type Service struct{ d Deps }
+type Service struct {
+	d       Deps
+	refusal refusalWindow
+}
 
 // New returns the service; every field of d but GlobalLimit is required.
 func New(d Deps) (*Service, error) {

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -65,6 +66,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("encode exec request: %w", err)
 	}
 	var out execOutcome
+	var sent atomic.Bool // the JSON exec's request reached the sidecar
 	c := &sidecar.Call{
 		Method: http.MethodPost, Path: "/exec",
 		Body: bytes.NewReader(payload), Length: int64(len(payload)),
@@ -89,6 +91,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 			fw, finishSecrets = wrapResult(fw)
 		}
 		c.Survive = true // a revoked credential loses the result, not the command
+		c.Written = func() { sent.Store(true) }
 	}
 	started := s.d.Now()
 	err = s.d.Forward(fw, r, sb, c)
@@ -106,6 +109,9 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 		case streamCut(r, c, &out, err):
 			return s.endCutStream(r, eh, sb, req, &out, started, err)
 		}
+	}
+	if jsonCut(r, c, sent.Load(), err) {
+		err = s.auditCutExec(r, sb, req, &out, started, err)
 	}
 	if errors.Is(err, sidecar.ErrStreamBroken) {
 		s.d.AbortResponse(r, err)
@@ -278,17 +284,39 @@ func streamCut(r *http.Request, c *sidecar.Call, out *execOutcome, err error) bo
 	return errors.Is(err, sidecar.ErrCut) || err == nil && out.exitCode == nil
 }
 
+// jsonCut reports whether a JSON exec whose request reached the sidecar
+// was cut short from the sandbox's side (an answer of the server's, such as
+// a freeze's or a destroy's, or the sidecar's answer broken off) while the
+// client was still there.
+func jsonCut(r *http.Request, c *sidecar.Call, sent bool, err error) bool {
+	if !sent || c.HandOver != nil || err == nil || r.Context().Err() != nil || c.Status != 0 && c.Status/100 != 2 {
+		return false
+	}
+	_, answered := errors.AsType[*api.Error](err)
+	return answered || errors.Is(err, sidecar.ErrCut)
+}
+
 // endCutStream ends an exec stream the sidecar broke off with an error
 // event, so the client learns why the output stops instead of seeing a
-// cut connection (issue 19 finding 7): the answer that ended it when the
-// server did (the sandbox froze, or is being destroyed), 410 sandbox_lost
-// when the sidecar no longer answers, else 502 sandbox_operation_failed.
-// The exec is audited without an exit code.
+// cut connection (issue 19 finding 7), the answer of cutAnswer. The exec
+// is audited without an exit code.
 func (s *Service) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
 	started time.Time, cause error,
 ) error {
+	s.d.Log.WarnContext(r.Context(), "exec stream broke off", "sandbox", sb.ID, "err", cause)
+	e := s.cutAnswer(r, sb)
+	if err := s.auditExec(r, sb, req, out, started, e, ""); err != nil {
+		return eh.Fail(err)
+	}
+	return eh.Fail(e)
+}
+
+// cutAnswer is the answer to an exec the sidecar's side cut short: the
+// answer that ended it when the server did (the sandbox froze, or is being
+// destroyed), 410 sandbox_lost when the sidecar no longer answers, else
+// 502 sandbox_operation_failed.
+func (s *Service) cutAnswer(r *http.Request, sb *model.Sandbox) *api.Error {
 	ctx := r.Context()
-	s.d.Log.WarnContext(ctx, "exec stream broke off", "sandbox", sb.ID, "err", cause)
 	e := &api.Error{
 		Status: http.StatusBadGateway, Code: api.CodeSandboxFailed,
 		Message: "the connection to the sandbox broke during the exec; its output ends here",
@@ -318,10 +346,25 @@ func (s *Service) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox
 		}
 	}
 	e.RequestID = httpx.RequestID(ctx)
-	if err := s.auditExec(r, sb, req, out, started, e, ""); err != nil {
-		return eh.Fail(err)
+	return e
+}
+
+// auditCutExec writes the entry of a JSON exec that the sidecar's side
+// cut short after its request reached the sidecar (a freeze, a destroy,
+// the sidecar's death, its answer broken off), as a cut stream's is:
+// without an exit code, with the error the client got. The command ran,
+// for all anyone knows, so the log shows it. It returns the answer: err,
+// or the audit log's error when the entry could not be committed.
+func (s *Service) auditCutExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, err error) error {
+	cut, ok := errors.AsType[*api.Error](err)
+	if !ok {
+		cut = s.cutAnswer(r, sb)
 	}
-	return eh.Fail(e)
+	s.d.Log.WarnContext(r.Context(), "exec cut short", "sandbox", sb.ID, "err", err)
+	if aerr := s.auditExec(r, sb, req, out, started, cut, ""); aerr != nil {
+		return aerr
+	}
+	return err
 }
 
 // cutHealthTimeout bounds the health check that tells a dead sidecar

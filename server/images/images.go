@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,7 @@ import (
 var (
 	ErrNotFound = api.Errorf(404, api.CodeNotFound, "image not found")
 	ErrNotReady = api.Errorf(404, api.CodeNotFound, "image not ready").WithHint("wait until its status is completed")
-	ErrInUse    = api.Errorf(409, api.CodeConflict, "image is in use or still being made").WithHint("delete the sandboxes booted from it first")
+	ErrInUse    = api.Errorf(409, api.CodeImageInUse, "image is in use or still being made").WithHint("delete the sandboxes booted from it first")
 )
 
 // Limits of a Manager (reference §3.7: 10 images per account).
@@ -304,7 +305,8 @@ func (m *Manager) admitBuild(ctx context.Context, account, label string, spec ap
 	}
 	for _, img := range imgs {
 		if img.Spec != nil && specHash(*img.Spec) == hash && img.Status != api.ImageFailed {
-			return record{Image: img, AccountID: account}, false, nil
+			img, err := m.labelExisting(ctx, img, label)
+			return record{Image: img, AccountID: account}, false, err
 		}
 	}
 	if err := m.checkLimit(ctx, account); err != nil {
@@ -321,6 +323,25 @@ func (m *Manager) admitBuild(ctx context.Context, account, label string, spec ap
 		return record{}, false, err
 	}
 	return r, true, nil
+}
+
+// labelExisting gives the existing image of an identical build the
+// request's label when it has none; a different label is refused (one
+// image, one label: silently keeping either would lose the other).
+func (m *Manager) labelExisting(ctx context.Context, img api.Image, label string) (api.Image, error) {
+	if label == "" || label == img.Label {
+		return img, nil
+	}
+	if img.Label != "" {
+		return api.Image{}, api.Errorf(http.StatusConflict, api.CodeConflict,
+			"an identical image %s exists with the label %q", img.ID, img.Label).
+			WithHint(fmt.Sprintf("use it by its id or label %q; an image has one label", img.Label))
+	}
+	if err := m.recs.LabelImage(ctx, img.ID, label); err != nil {
+		return api.Image{}, fmt.Errorf("label image: %w", err)
+	}
+	img.Label = label
+	return img, nil
 }
 
 // finish runs work as the image's build and records the outcome.

@@ -86,7 +86,7 @@ func TestStoreAuthorized(t *testing.T) {
 	authztest.Rules(t, reflect.TypeFor[Store](), storeRules)
 	var reached bool
 	s, err := New(Deps{
-		Images: reachedStore{&reached}, Store: struct{ model.SandboxStore }{}, Audit: &audit.Log{}, Now: time.Now,
+		Images: reachedStore{&reached}, Store: struct{ model.SandboxStore }{}, Snapshots: struct{ model.SnapshotStore }{}, Audit: &audit.Log{}, Now: time.Now,
 		WriteLogPage: func(http.ResponseWriter, *http.Request, string, int, int) error { return nil },
 	})
 	if err != nil {

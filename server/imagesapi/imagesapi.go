@@ -3,8 +3,10 @@ package imagesapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
@@ -154,15 +156,50 @@ func (s *Service) deleteImage(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	acct := authz.Account(ctx).ID
+	img, err := st.Get(ctx, acct, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if err := s.snapshotsNeed(ctx, acct, img.ID); err != nil {
+		return err
+	}
 	inUse := func(id string) bool {
 		sb, err := s.d.Store.Sandbox(ctx, acct, id)
 		return err == nil && sb.Status != api.StatusDestroyed
 	}
-	if err := st.Delete(ctx, acct, r.PathValue("id"), inUse); err != nil {
+	if err := st.Delete(ctx, acct, img.ID, inUse); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// snapshotsNeed refuses deleting image id while a snapshot (pending or
+// completed, not deleted) restores onto it: the restore would fail.
+func (s *Service) snapshotsNeed(ctx context.Context, acct, id string) error {
+	sns, err := s.d.Snapshots.ListSnapshots(ctx, acct, "")
+	if err != nil {
+		return fmt.Errorf("list snapshots: %w", err)
+	}
+	var ids []string
+	for _, sn := range sns {
+		if sn.ImageID == id && sn.Status != api.SnapshotFailed {
+			ids = append(ids, sn.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	shown := ids
+	if len(shown) > 5 {
+		shown = shown[:5]
+	}
+	more := ""
+	if len(ids) > len(shown) {
+		more = fmt.Sprintf(" and %d more (`boxkite snapshots ls`)", len(ids)-len(shown))
+	}
+	return api.Errorf(http.StatusConflict, api.CodeImageInUse, "image %s is needed by %d snapshot(s) to restore", id, len(ids)).
+		WithHint(fmt.Sprintf("remove them first with `boxkite snapshots rm ID`: %s%s", strings.Join(shown, ", "), more))
 }
 
 // RootFS resolves a create's image_id to the root filesystem the

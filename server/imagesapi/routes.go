@@ -17,7 +17,7 @@ func (s *Service) Routes() []httpx.Route {
 		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images/{id}/log", Summary: "A page of the build's audit log (its egress decisions and outcome), oldest first", Response: api.LogPage{}, Query: []string{"limit", "offset"}}, Cred: httpx.CredAPIKey, Handler: s.imageAuditLog},
 		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images", Summary: "List the account's images", Response: []api.Image{}}, Cred: httpx.CredAPIKey, Handler: s.listImages},
 		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images/{id}", Summary: "Get one image", Response: api.Image{}}, Cred: httpx.CredAPIKey, Handler: s.getImage},
-		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/images/{id}", Summary: "Delete an image; 409 conflict while a sandbox boots from it", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: s.deleteImage},
+		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/images/{id}", Summary: "Delete an image; 409 image_in_use while a sandbox boots from it or a snapshot needs it", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: s.deleteImage},
 	}
 }
 

@@ -1,6 +1,7 @@
 package imagesapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -16,8 +17,13 @@ type Deps struct {
 	// keeps it behind the authorization layer (authz.go).
 	Images Store
 	Store  model.SandboxStore
-	Audit  *audit.Log
-	Now    func() time.Time
+	// Snapshots lists an account's snapshots: an image a snapshot needs
+	// for its restore is not deleted.
+	Snapshots interface {
+		ListSnapshots(ctx context.Context, accountID, sandboxID string) ([]*model.Snapshot, error)
+	}
+	Audit *audit.Log
+	Now   func() time.Time
 	// WriteLogPage answers with a page of the audit chain of id.
 	WriteLogPage func(w http.ResponseWriter, r *http.Request, id string, limit, offset int) error
 }
@@ -27,7 +33,7 @@ type Service struct{ d Deps }
 
 // New returns the service; every field of d but Images is required.
 func New(d Deps) (*Service, error) {
-	if d.Store == nil || d.Audit == nil || d.Now == nil || d.WriteLogPage == nil {
+	if d.Store == nil || d.Snapshots == nil || d.Audit == nil || d.Now == nil || d.WriteLogPage == nil {
 		return nil, errors.New("imagesapi: a dependency is missing")
 	}
 	if d.Images != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -45,6 +46,9 @@ func (s *Service) Forward(w http.ResponseWriter, r *http.Request, sb *model.Sand
 		return err
 	}
 	ctx, untrack := s.d.Calls.Track(ctx, sb.ID) // a freeze, pause or destroy ends it
+	if c.Written != nil {
+		ctx = withWritten(ctx, c.Written)
+	}
 	cancelRest := cancel
 	cancel = func() { untrack(); cancelRest() }
 	handedOver := false // then the background reader owns ctx and the body
@@ -91,6 +95,27 @@ func (s *Service) Forward(w http.ResponseWriter, r *http.Request, sb *model.Sand
 	}
 	resp.Body.Close()
 	return err
+}
+
+// withWritten returns ctx whose sidecar request calls written once it is
+// written: the lean transport says so through model.RequestWritten once
+// it is in the sidecar's socket, net/http's Transport through its client
+// trace (with the request perhaps still in its buffer, so written can
+// come for a request the sidecar never read: a cut call is taken for one
+// that may have run).
+func withWritten(ctx context.Context, written func()) context.Context {
+	socket := written
+	if prev := model.RequestWritten(ctx); prev != nil {
+		socket = func() { prev(); written() }
+	}
+	ctx = model.WithRequestWritten(ctx, socket)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				written()
+			}
+		},
+	})
 }
 
 // sidecarRequest builds the request of c to sb's sidecar, with the

@@ -176,13 +176,37 @@ func TestImportedImageBoots(t *testing.T) {
 		t.Errorf("image after a restart: %s", body)
 	}
 	resp, body = do(t, s, "DELETE", "/v1/images/"+img.ID, nil, "")
-	if resp.StatusCode != http.StatusConflict {
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), api.CodeImageInUse) {
 		t.Errorf("delete an image in use: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, s, "DELETE", "/v1/sandboxes/"+sb.ID, nil, ""); resp.StatusCode != http.StatusNoContent {
+	deleteWithSnapshot(t, s, img.ID, sb.ID)
+}
+
+// deleteWithSnapshot: a snapshot of a sandbox booted from image keeps the
+// image from deletion (its restore boots from it) after the sandbox is
+// gone: 409 image_in_use naming the snapshot; once the snapshot is
+// deleted, the image is.
+func deleteWithSnapshot(t *testing.T, s *servertest.Server, image, sandbox string) {
+	t.Helper()
+	resp, body := do(t, s, "POST", "/v1/sandboxes/"+sandbox+"/snapshots", api.CreateSnapshotRequest{}, "")
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("snapshot: %d %s", resp.StatusCode, body)
+	}
+	var snap api.Snapshot
+	mustJSON(t, body, &snap)
+	if resp, body := do(t, s, "DELETE", "/v1/sandboxes/"+sandbox, nil, ""); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("delete sandbox: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, s, "DELETE", "/v1/images/"+img.ID, nil, ""); resp.StatusCode != http.StatusNoContent {
+	resp, body = do(t, s, "DELETE", "/v1/images/"+image, nil, "")
+	var env struct{ Error api.Error }
+	mustJSON(t, body, &env)
+	if ae := env.Error; resp.StatusCode != http.StatusConflict || ae.Code != api.CodeImageInUse || !strings.Contains(ae.Hint, snap.ID) {
+		t.Errorf("delete an image a snapshot needs: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, s, "DELETE", "/v1/snapshots/"+snap.ID, nil, ""); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete snapshot: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, s, "DELETE", "/v1/images/"+image, nil, ""); resp.StatusCode != http.StatusNoContent {
 		t.Errorf("delete image: %d %s", resp.StatusCode, body)
 	}
 }

@@ -75,4 +75,7 @@ type Route struct {
 	// Streaming: the route's POST bodies or answers are streamed, not
 	// buffered, so Idempotency-Key does not apply to it.
 	Streaming bool
+	// Refused, if set, is told of each request the credential check
+	// refused (the 401s that never reach Handler), with the refusal.
+	Refused func(r *http.Request, err error)
 }

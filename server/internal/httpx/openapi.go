@@ -170,7 +170,7 @@ func errorCodes() []string {
 		api.CodeUnsafeWebhookURL, api.CodeWebhookLimitReached,
 		api.CodeStorageUnavailable, api.CodeStorageFailed,
 		api.CodeAlreadyMember, api.CodeLastOwner, api.CodeInviteUsed, api.CodeInviteExpired, api.CodeEmailMismatch,
-		api.CodeSessionBudgetExceeded, api.CodeVolumeInUse, api.CodeMCPConnectionNotFound,
+		api.CodeSessionBudgetExceeded, api.CodeVolumeInUse, api.CodeImageInUse, api.CodeMCPConnectionNotFound,
 		api.CodeSecretNameTaken, api.CodeInvalidAllowedHost, api.CodeUnsafeAllowedHost, api.CodeUnsupportedTrustTier,
 		api.CodeSecretLimitReached, api.CodeSecretNotFound, api.CodeSecretNotReferenced, api.CodeDestinationNotAllowed,
 		api.CodeSecretsUnavailable, api.CodeUpstreamTimeout, api.CodeUpstreamFailed,

@@ -34,6 +34,10 @@ type Call struct {
 	// credential is revoked, only when the client goes away (an exec's
 	// command runs on; set with handOver, and for a JSON exec).
 	Survive bool
+	// Written, when set, is called once the request has been handed to
+	// the sidecar's connection whole (it may be called more than once): a
+	// call that fails after it may have run its command all the same.
+	Written func()
 
 	Status   int
 	BytesOut int64  // response body bytes sent to the client
