@@ -44,7 +44,7 @@ func (s *Server) authenticateKey(r *http.Request, token string) error {
 		return httpx.ErrInvalidKey
 	}
 	ctx := r.Context()
-	key, acct, err := authz.AuthenticateKey(ctx, s.store, token)
+	key, acct, err := authz.AuthenticateKey(ctx, s.store, token, s.now())
 	if err != nil {
 		return err
 	}

@@ -293,6 +293,42 @@ func TestHTTPRequestBroker(t *testing.T) {
 	}
 }
 
+// TestSecretRecreatedNotRegranted: a secret deleted and created again
+// under its name is a new secret: the sandboxes made with the old one
+// cannot use it (404 as after the delete), those made after can.
+func TestSecretRecreatedNotRegranted(t *testing.T) {
+	t.Parallel()
+	e, _ := newSecretsEnv(t)
+	up := newEchoServer(t)
+	s := createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "S1", Value: "old-value-0123456789", AllowedHosts: []string{"127.0.0.1"}})
+	old := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"S1"}})
+	use := func(id string) (*http.Response, []byte) {
+		return e.do("POST", sandboxPath(id, "/http-request"), e.KeyA, api.HTTPRequest{URL: up.URL + "/?k={{secret:S1}}"})
+	}
+	if resp, body := use(old.ID); resp.StatusCode != 200 {
+		t.Fatalf("before the delete: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := e.do("DELETE", "/v1/secrets/"+s.ID, e.KeyA, nil); resp.StatusCode != 204 {
+		t.Fatalf("delete: %d %s", resp.StatusCode, body)
+	}
+	resp, body := use(old.ID)
+	wantError(t, resp, body, 404, api.CodeSecretNotReferenced)
+	const value = "new-value-9876543210"
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "S1", Value: value, AllowedHosts: []string{"127.0.0.1"}})
+	resp, body = use(old.ID)
+	wantError(t, resp, body, 404, api.CodeSecretNotReferenced)
+	if n := len(up.requests()); n != 1 {
+		t.Errorf("the old sandbox's requests reached the destination: %d requests, want 1", n)
+	}
+	fresh := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"S1"}})
+	if resp, body := use(fresh.ID); resp.StatusCode != 200 {
+		t.Fatalf("a sandbox made after: %d %s", resp.StatusCode, body)
+	}
+	if reqs := up.requests(); len(reqs) != 2 || reqs[1].URL.Query().Get("k") != value {
+		t.Errorf("a sandbox made after did not send the new value: %+v", reqs)
+	}
+}
+
 // TestMCPHTTPRequest: the hosted /mcp/ offers http_request only when
 // ?enable= names it, and the tool uses the broker as the caller.
 func TestMCPHTTPRequest(t *testing.T) {

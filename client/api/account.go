@@ -52,6 +52,12 @@ const (
 	MaxKeyNameLen  = 200
 )
 
+// Bounds of CreateAPIKeyRequest.ExpiresInSeconds: a minute to a year.
+const (
+	MinKeyExpiresInSeconds = 60
+	MaxKeyExpiresInSeconds = 365 * 24 * 60 * 60
+)
+
 // API key roles, in CreateAPIKeyRequest.Role and APIKey.Role.
 const (
 	RoleAdmin  = "admin"  // everything, including key management and takeover
@@ -125,12 +131,17 @@ type APIKey struct {
 	// MemberID is the member who holds a key of an organization; absent
 	// for a personal account's key.
 	MemberID string `json:"member_id,omitempty"`
+	// ExpiresAt is when the key stops working; null: never.
+	ExpiresAt *time.Time `json:"expires_at"`
 }
 
 // CreateAPIKeyRequest is the body of POST /v1/api-keys.
 type CreateAPIKeyRequest struct {
 	Name string `json:"name"`           // 1..200 characters
 	Role string `json:"role,omitempty"` // admin (default) or member
+	// ExpiresInSeconds makes the key stop working that long after it is
+	// made (MinKeyExpiresInSeconds..MaxKeyExpiresInSeconds); absent: never.
+	ExpiresInSeconds *int64 `json:"expires_in_seconds,omitempty"`
 }
 
 // APIKeyCreated answers POST /v1/api-keys; Key is shown this once.

@@ -215,6 +215,10 @@ func (s *Service) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if n := utf8.RuneCountInString(name); n < 1 || n > api.MaxKeyNameLen || strings.IndexFunc(name, unicode.IsControl) >= 0 {
 		return httpx.Invalid("name", fmt.Sprintf("name must be 1 to %d printable characters", api.MaxKeyNameLen), `e.g. {"name": "ci"}`)
 	}
+	expires, err := httpx.KeyExpiry(s.d.Now(), req.ExpiresInSeconds)
+	if err != nil {
+		return err
+	}
 	role := req.Role
 	switch role {
 	case "":
@@ -227,6 +231,7 @@ func (s *Service) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	k := &model.APIKey{
 		ID: model.NewID(), AccountID: authz.Account(r.Context()).ID, Name: name,
 		Hash: model.HashAPIKey(secret), Prefix: model.DisplayPrefix(secret), Role: role, CreatedAt: s.d.Now(),
+		ExpiresAt: expires,
 	}
 	if ck := authz.From(r.Context()).Key; ck != nil && ck.MemberID != "" {
 		// An organization's admin key makes keys of the organization held

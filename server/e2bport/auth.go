@@ -27,7 +27,7 @@ func (a *Auth) Authenticate(ctx context.Context, key string) (e2b.Caller, error)
 	if !model.ValidAPIKey(key) {
 		return nil, httpx.ErrInvalidKey
 	}
-	k, acct, err := authz.AuthenticateKey(ctx, a.d.Store, key)
+	k, acct, err := authz.AuthenticateKey(ctx, a.d.Store, key, a.d.Now())
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,8 @@ func (s keyStore) APIKeyByHash(_ context.Context, hash string) (*model.APIKey, *
 func TestAuthenticateOrgKeyEffectiveRole(t *testing.T) {
 	token := model.NewAPIKey()
 	revoked := time.Unix(1, 0)
+	now := time.Unix(1000, 0)
+	later := now.Add(time.Second)
 	for _, tt := range []struct {
 		name     string
 		key      model.APIKey
@@ -70,11 +72,13 @@ func TestAuthenticateOrgKeyEffectiveRole(t *testing.T) {
 		{name: "org admin key, member demoted to member", key: model.APIKey{Role: model.RoleAdmin, MemberID: "m", MemberRole: model.RoleMember}, wantRole: model.RoleMember},
 		{name: "org admin key, member removed", key: model.APIKey{Role: model.RoleAdmin, MemberID: "m"}, wantErr: httpx.ErrInvalidKey},
 		{name: "revoked", key: model.APIKey{Role: model.RoleAdmin, RevokedAt: &revoked}, wantErr: httpx.ErrInvalidKey},
+		{name: "expired", key: model.APIKey{Role: model.RoleAdmin, ExpiresAt: &now}, wantErr: httpx.ErrExpiredKey},
+		{name: "not yet expired", key: model.APIKey{Role: model.RoleAdmin, ExpiresAt: &later}, wantRole: model.RoleAdmin},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			k := tt.key
 			k.ID, k.Hash = "key-1", model.HashAPIKey(token)
-			a := &Auth{d: Deps{Store: keyStore{key: &k}, Touch: func(*model.APIKey) {}}}
+			a := &Auth{d: Deps{Store: keyStore{key: &k}, Touch: func(*model.APIKey) {}, Now: func() time.Time { return now }}}
 			ctx := httpx.WithInfo(context.Background(), &httpx.Info{})
 			c, err := a.Authenticate(ctx, token)
 			if !errors.Is(err, tt.wantErr) {
@@ -91,7 +95,7 @@ func TestAuthenticateOrgKeyEffectiveRole(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (&Auth{d: Deps{Store: keyStore{}, Touch: func(*model.APIKey) {}}}).Authenticate(context.Background(), token); !errors.Is(err, httpx.ErrInvalidKey) {
+	if _, err := (&Auth{d: Deps{Store: keyStore{}, Touch: func(*model.APIKey) {}, Now: time.Now}}).Authenticate(context.Background(), token); !errors.Is(err, httpx.ErrInvalidKey) {
 		t.Errorf("an unknown key: %v, want %v", err, httpx.ErrInvalidKey)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -159,8 +160,19 @@ func (m *Manager) RootFS(_ context.Context, account, id string) (string, error) 
 }
 
 // Use records that sandbox boots from image id, so Delete refuses it
-// while the sandbox lives.
+// while the sandbox lives. It is one step with Delete's check (m.admit):
+// a create resolves the image's root before it calls Use, so an image
+// deleted in between is ErrNotFound here, never a root gone at boot.
 func (m *Manager) Use(ctx context.Context, id, sandbox string) error {
+	m.admit.Lock()
+	defer m.admit.Unlock()
+	_, img, found, err := m.recs.ImageByID(ctx, id)
+	if err != nil {
+		return fmt.Errorf("record image use: %w", err)
+	}
+	if !found || img.Status != api.ImageCompleted {
+		return ErrNotFound
+	}
 	if err := m.recs.UseImage(ctx, id, sandbox); err != nil {
 		return fmt.Errorf("record image use: %w", err)
 	}
@@ -190,6 +202,8 @@ func (m *Manager) Delete(ctx context.Context, account, id string, inUse func(san
 	if err != nil {
 		return err
 	}
+	m.admit.Lock() // the check and the removal are one step with Use
+	defer m.admit.Unlock()
 	users, err := m.recs.ImageUsers(ctx, id)
 	if err != nil {
 		return fmt.Errorf("delete image: %w", err)
@@ -304,7 +318,8 @@ func (m *Manager) admitBuild(ctx context.Context, account, label string, spec ap
 	}
 	for _, img := range imgs {
 		if img.Spec != nil && specHash(*img.Spec) == hash && img.Status != api.ImageFailed {
-			return record{Image: img, AccountID: account}, false, nil
+			img, err := m.labelExisting(ctx, img, label)
+			return record{Image: img, AccountID: account}, false, err
 		}
 	}
 	if err := m.checkLimit(ctx, account); err != nil {
@@ -321,6 +336,25 @@ func (m *Manager) admitBuild(ctx context.Context, account, label string, spec ap
 		return record{}, false, err
 	}
 	return r, true, nil
+}
+
+// labelExisting gives the existing image of an identical build the
+// request's label when it has none; a different label is refused (one
+// image, one label: silently keeping either would lose the other).
+func (m *Manager) labelExisting(ctx context.Context, img api.Image, label string) (api.Image, error) {
+	if label == "" || label == img.Label {
+		return img, nil
+	}
+	if img.Label != "" {
+		return api.Image{}, api.Errorf(http.StatusConflict, api.CodeConflict,
+			"an identical image %s exists with the label %q", img.ID, img.Label).
+			WithHint(fmt.Sprintf("use it by its id or label %q; an image has one label", img.Label))
+	}
+	if err := m.recs.LabelImage(ctx, img.ID, label); err != nil {
+		return api.Image{}, fmt.Errorf("label image: %w", err)
+	}
+	img.Label = label
+	return img, nil
 }
 
 // finish runs work as the image's build and records the outcome.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,6 +158,12 @@ func TestImport(t *testing.T) {
 			}
 			if list, err := m.List(t.Context(), "acct"); err != nil || len(list) != 0 {
 				t.Errorf("List after delete = %v, %v", list, err)
+			}
+			// A create that resolved the root before the delete records
+			// its use after it: refused, so it never boots a removed root
+			// (before, Use recorded it and the boot failed).
+			if err := m.Use(context.Background(), got.ID, "sb2"); err != images.ErrNotFound {
+				t.Errorf("Use after Delete = %v, want ErrNotFound", err)
 			}
 		})
 	}
@@ -444,4 +451,41 @@ func (j fillJailer) RunBuild(ctx context.Context, id string, _ func(int) (jail.S
 	}
 	<-ctx.Done()
 	return ctx.Err()
+}
+
+// TestIdenticalBuildLabel: an identical build with a label gives the
+// existing unlabelled image that label (before, the label was dropped and
+// the image could not be found by it); with another label it is refused,
+// naming the image's label; without one, or with the same, it returns the
+// image as it is.
+func TestIdenticalBuildLabel(t *testing.T) {
+	release := make(chan struct{})
+	m, err := images.New(t.TempDir(), slog.New(slog.DiscardHandler), images.WithJailer(holdJailer{release}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Wait()
+	defer close(release)
+	spec := api.ImageSpec{AptPackages: []string{"jq"}}
+	first, _, err := m.Build(t.Context(), "acct", "", spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, created, err := m.Build(t.Context(), "acct", "tools", spec, nil)
+	if err != nil || created || again.ID != first.ID || again.Label != "tools" {
+		t.Fatalf("identical build labelled tools: %+v, created %v, %v", again, created, err)
+	}
+	if got, err := m.Get(t.Context(), "acct", first.ID); err != nil || got.Label != "tools" {
+		t.Errorf("the image after: %+v, %v; want the label tools", got, err)
+	}
+	for _, label := range []string{"", "tools"} {
+		if img, _, err := m.Build(t.Context(), "acct", label, spec, nil); err != nil || img.ID != first.ID || img.Label != "tools" {
+			t.Errorf("identical build labelled %q: %+v, %v", label, img, err)
+		}
+	}
+	_, _, err = m.Build(t.Context(), "acct", "other", spec, nil)
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusConflict || !strings.Contains(ae.Message, `"tools"`) {
+		t.Errorf("identical build labelled other: %v, want 409 naming the label tools", err)
+	}
 }

@@ -29,6 +29,9 @@ type Records interface {
 	ImageByID(ctx context.Context, id string) (accountID string, img api.Image, found bool, err error)
 	// ListImages returns the account's images, or every image for "".
 	ListImages(ctx context.Context, accountID string) ([]api.Image, error)
+	// LabelImage sets image id's label, nothing else (a build may be
+	// updating its status meanwhile).
+	LabelImage(ctx context.Context, id, label string) error
 	// RemoveImage forgets image id and its users.
 	RemoveImage(ctx context.Context, id string) error
 	// UseImage records that sandbox boots from image id.
@@ -80,12 +83,25 @@ func (f *fileRecords) InsertImage(_ context.Context, accountID string, img api.I
 }
 
 func (f *fileRecords) UpdateImage(ctx context.Context, img api.Image) error {
+	f.mu.Lock() // read-modify-write, as LabelImage's
+	defer f.mu.Unlock()
 	acct, old, found, err := f.ImageByID(ctx, img.ID)
 	if err != nil || !found {
 		return errors.Join(err, fmt.Errorf("update image %s: %w", img.ID, fs.ErrNotExist))
 	}
 	old.Status, old.SizeBytes, old.CompletedAt = img.Status, img.SizeBytes, img.CompletedAt
 	old.FailureReason, old.FailureCode, old.FailureHint = img.FailureReason, img.FailureCode, img.FailureHint
+	return f.write(acct, old)
+}
+
+func (f *fileRecords) LabelImage(ctx context.Context, id, label string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	acct, old, found, err := f.ImageByID(ctx, id)
+	if err != nil || !found {
+		return errors.Join(err, fmt.Errorf("label image %s: %w", id, fs.ErrNotExist))
+	}
+	old.Label = label
 	return f.write(acct, old)
 }
 

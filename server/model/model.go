@@ -93,6 +93,13 @@ type APIKey struct {
 	CreatedAt  time.Time
 	RevokedAt  *time.Time
 	LastUsedAt *time.Time
+	// ExpiresAt is when the key stops working; nil: never.
+	ExpiresAt *time.Time
+}
+
+// Expired reports whether the key has expired at now.
+func (k *APIKey) Expired(now time.Time) bool {
+	return k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)
 }
 
 // ToAPI is the key's wire form; the secret is not part of it.
@@ -105,6 +112,10 @@ func (k *APIKey) ToAPI() api.APIKey {
 	if k.LastUsedAt != nil {
 		t := k.LastUsedAt.UTC()
 		out.LastUsedAt = &t
+	}
+	if k.ExpiresAt != nil {
+		t := k.ExpiresAt.UTC()
+		out.ExpiresAt = &t
 	}
 	return out
 }

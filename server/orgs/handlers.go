@@ -419,6 +419,10 @@ func (s *Service) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	expires, err := httpx.KeyExpiry(s.d.Now(), req.ExpiresInSeconds)
+	if err != nil {
+		return err
+	}
 	p, err := person(r.Context())
 	if err != nil {
 		return err
@@ -444,6 +448,7 @@ func (s *Service) createKey(w http.ResponseWriter, r *http.Request) error {
 	k := &model.APIKey{
 		ID: model.NewID(), AccountID: m.Org.ID, MemberID: p.ID, Name: name,
 		Hash: model.HashAPIKey(secret), Prefix: model.DisplayPrefix(secret), Role: role, CreatedAt: s.d.Now(),
+		ExpiresAt: expires,
 	}
 	if err := s.d.Store.CreateOrgAPIKey(r.Context(), k); err != nil {
 		if errors.Is(err, model.ErrNotFound) {

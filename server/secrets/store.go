@@ -76,9 +76,11 @@ type Store interface {
 	RewrapSecret(ctx context.Context, id, oldKeyID, keyID string, wrapped []byte) error
 	// TouchSecrets records a use at t of the account's secrets named.
 	TouchSecrets(ctx context.Context, accountID string, names []string, t time.Time) error
-	// GrantSecrets records that the sandbox may use the secrets named
-	// (the account's, resolved by name at each use).
+	// GrantSecrets records that the sandbox may use the secrets its
+	// account holds under the names given, as they are now: a secret
+	// deleted and created again under its name is not granted by it.
 	GrantSecrets(ctx context.Context, sandboxID string, names []string) error
-	// SandboxSecretNames returns the names granted to the sandbox.
+	// SandboxSecretNames returns the names of the secrets granted to the
+	// sandbox that still exist.
 	SandboxSecretNames(ctx context.Context, sandboxID string) ([]string, error)
 }

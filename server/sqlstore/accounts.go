@@ -10,21 +10,22 @@ import (
 	"github.com/boxkite/boxkite/server/model"
 )
 
-const keyColumns = `k.id, k.account_id, k.name, k.key_hash, k.prefix, k.role, k.created_at, k.revoked_at, k.last_used_at, k.member_id`
+const keyColumns = `k.id, k.account_id, k.name, k.key_hash, k.prefix, k.role, k.created_at, k.revoked_at, k.last_used_at, k.member_id, k.expires_at`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanKey(r rowScanner, extra ...any) (*model.APIKey, error) {
 	var k model.APIKey
 	var created int64
-	var revoked, used sql.NullInt64
-	dest := append([]any{&k.ID, &k.AccountID, &k.Name, &k.Hash, &k.Prefix, &k.Role, &created, &revoked, &used, &k.MemberID}, extra...)
+	var revoked, used, expires sql.NullInt64
+	dest := append([]any{&k.ID, &k.AccountID, &k.Name, &k.Hash, &k.Prefix, &k.Role, &created, &revoked, &used, &k.MemberID, &expires}, extra...)
 	if err := r.Scan(dest...); err != nil {
 		return nil, err
 	}
 	k.CreatedAt = fromMicros(created)
 	k.RevokedAt = fromNullMicros(revoked)
 	k.LastUsedAt = fromNullMicros(used)
+	k.ExpiresAt = fromNullMicros(expires)
 	return &k, nil
 }
 
@@ -123,9 +124,10 @@ func (s *Store) CreateAPIKey(ctx context.Context, k *model.APIKey) error {
 
 func (s *Store) createKey(ctx context.Context, ex execer, k *model.APIKey) error {
 	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO api_keys
-		(id, account_id, name, key_hash, prefix, role, created_at, revoked_at, last_used_at, member_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		k.ID, k.AccountID, k.Name, k.Hash, k.Prefix, k.Role, micros(k.CreatedAt), nullMicros(k.RevokedAt), nullMicros(k.LastUsedAt), k.MemberID)
+		(id, account_id, name, key_hash, prefix, role, created_at, revoked_at, last_used_at, member_id, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		k.ID, k.AccountID, k.Name, k.Hash, k.Prefix, k.Role, micros(k.CreatedAt), nullMicros(k.RevokedAt), nullMicros(k.LastUsedAt), k.MemberID,
+		nullMicros(k.ExpiresAt))
 	if err != nil {
 		return fmt.Errorf("insert api key: %w", s.mapErr(err))
 	}

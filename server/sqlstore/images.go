@@ -112,6 +112,14 @@ func (s *Store) ListImages(ctx context.Context, accountID string) ([]api.Image, 
 	return out, rows.Err()
 }
 
+// LabelImage implements images.Records.
+func (s *Store) LabelImage(ctx context.Context, id, label string) error {
+	if _, err := s.exec(ctx, s.q(`UPDATE images SET label = ? WHERE id = ?`), label, id); err != nil {
+		return fmt.Errorf("label image: %w", s.mapErr(err))
+	}
+	return nil
+}
+
 // RemoveImage implements images.Records.
 func (s *Store) RemoveImage(ctx context.Context, id string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {

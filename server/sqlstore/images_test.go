@@ -17,6 +17,7 @@ type imageRecords interface {
 	ImageByID(ctx context.Context, id string) (string, api.Image, bool, error)
 	ListImages(ctx context.Context, accountID string) ([]api.Image, error)
 	RemoveImage(ctx context.Context, id string) error
+	LabelImage(ctx context.Context, id, label string) error
 	UseImage(ctx context.Context, imageID, sandboxID string) error
 	ImageUsers(ctx context.Context, imageID string) ([]string, error)
 }
@@ -96,6 +97,12 @@ func testImages(t *testing.T, newStore storeFactory) {
 	}
 	if g, err := st.SandboxEgress(ctx, "other"); err != nil || g != nil {
 		t.Errorf("SandboxEgress(none) = %v, %v", g, err)
+	}
+	if err := recs.LabelImage(ctx, built.ID, "tools"); err != nil {
+		t.Fatal(err)
+	}
+	if _, img, _, err := recs.ImageByID(ctx, built.ID); err != nil || img.Label != "tools" {
+		t.Errorf("after LabelImage: %+v, %v", img, err)
 	}
 	if err := recs.RemoveImage(ctx, built.ID); err != nil {
 		t.Fatal(err)

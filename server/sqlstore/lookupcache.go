@@ -88,7 +88,7 @@ func newLookups(g *generation) *lookups {
 
 func cloneKeyAccount(ka keyAccount) keyAccount {
 	k, a := *ka.key, *ka.acct
-	k.RevokedAt, k.LastUsedAt = cloneTime(k.RevokedAt), cloneTime(k.LastUsedAt)
+	k.RevokedAt, k.LastUsedAt, k.ExpiresAt = cloneTime(k.RevokedAt), cloneTime(k.LastUsedAt), cloneTime(k.ExpiresAt)
 	if a.Org != nil {
 		o := *a.Org
 		a.Org = &o

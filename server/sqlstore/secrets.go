@@ -116,11 +116,16 @@ func (s *Store) TouchSecrets(ctx context.Context, accountID string, names []stri
 	return nil
 }
 
-// GrantSecrets implements secrets.Store.
+// GrantSecrets implements secrets.Store. Each grant names the secret
+// the sandbox's account holds under that name now (by id), so that one
+// deleted and created again is not granted again; a name the account
+// holds no secret of is not granted.
 func (s *Store) GrantSecrets(ctx context.Context, sandboxID string, names []string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, n := range names {
-			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sandbox_secrets (sandbox_id, name) VALUES (?, ?) ON CONFLICT DO NOTHING`),
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sandbox_secrets (sandbox_id, name, secret_id)
+				SELECT b.id, s.name, s.id FROM sandboxes b JOIN secrets s ON s.account_id = b.account_id
+				WHERE b.id = ? AND s.name = ? ON CONFLICT DO NOTHING`),
 				sandboxID, n); err != nil {
 				return fmt.Errorf("grant secret: %w", err)
 			}
@@ -129,9 +134,12 @@ func (s *Store) GrantSecrets(ctx context.Context, sandboxID string, names []stri
 	})
 }
 
-// SandboxSecretNames implements secrets.Store.
+// SandboxSecretNames implements secrets.Store: the names of the secrets
+// granted that still exist (a grant outlives its secret, not matching
+// any other).
 func (s *Store) SandboxSecretNames(ctx context.Context, sandboxID string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT name FROM sandbox_secrets WHERE sandbox_id = ? ORDER BY name`), sandboxID)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT g.name FROM sandbox_secrets g JOIN secrets s ON s.id = g.secret_id
+		WHERE g.sandbox_id = ? ORDER BY g.name`), sandboxID)
 	if err != nil {
 		return nil, fmt.Errorf("query sandbox secrets: %w", err)
 	}

@@ -1,7 +1,10 @@
 package sqlstore_test
 
 import (
+	"database/sql"
 	"errors"
+	"io"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -9,6 +12,7 @@ import (
 
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/secrets"
+	"github.com/boxkite/boxkite/server/sqlstore"
 )
 
 // testSecrets: secrets round-trip, are scoped by account, keep their
@@ -96,7 +100,8 @@ func testSecrets(t *testing.T, newStore storeFactory) {
 	if err := st.GrantSecrets(ctx, sb.ID, []string{"TOKEN", "X", "TOKEN"}); err != nil {
 		t.Fatalf("GrantSecrets: %v", err)
 	}
-	if names, err := st.SandboxSecretNames(ctx, sb.ID); err != nil || !cmp.Equal(names, []string{"TOKEN", "X"}) {
+	// X is no secret of A's: not granted.
+	if names, err := st.SandboxSecretNames(ctx, sb.ID); err != nil || !cmp.Equal(names, []string{"TOKEN"}) {
 		t.Errorf("SandboxSecretNames = %v, %v", names, err)
 	}
 	if err := st.DeleteSecret(ctx, a.ID, r.ID); err != nil {
@@ -104,5 +109,90 @@ func testSecrets(t *testing.T, newStore storeFactory) {
 	}
 	if all, _ := st.AllSecrets(ctx); len(all) != 3 {
 		t.Errorf("AllSecrets after delete: %d", len(all))
+	}
+	// A's TOKEN deleted (B's TOKEN remains): the grant is gone, and stays
+	// gone when A makes a TOKEN again; a sandbox made after gets it.
+	if names, err := st.SandboxSecretNames(ctx, sb.ID); err != nil || len(names) != 0 {
+		t.Errorf("SandboxSecretNames after delete = %v, %v", names, err)
+	}
+	rest, _ := st.Secrets(ctx, a.ID)
+	for _, c := range rest { // make room under the limit of 3
+		if err := st.DeleteSecret(ctx, a.ID, c.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.CreateSecret(ctx, rec(a.ID, "TOKEN"), 3); err != nil {
+		t.Fatalf("CreateSecret again: %v", err)
+	}
+	if names, err := st.SandboxSecretNames(ctx, sb.ID); err != nil || len(names) != 0 {
+		t.Errorf("SandboxSecretNames after TOKEN is made again = %v, %v (re-granted by name)", names, err)
+	}
+	sb2 := &model.Sandbox{ID: model.NewID(), AccountID: a.ID, Size: "small", Status: model.StatusCreating, CreatedAt: base, ExpiresAt: base.Add(1e12)}
+	if err := st.(model.Store).CreateSandbox(ctx, sb2); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.GrantSecrets(ctx, sb2.ID, []string{"TOKEN"}); err != nil {
+		t.Fatalf("GrantSecrets: %v", err)
+	}
+	if names, err := st.SandboxSecretNames(ctx, sb2.ID); err != nil || !cmp.Equal(names, []string{"TOKEN"}) {
+		t.Errorf("SandboxSecretNames of a sandbox made after = %v, %v", names, err)
+	}
+}
+
+// TestSandboxSecretIDsBackfill: grants made before migration 0266 are
+// tied to the account's secret of that name then (not another account's),
+// and a grant whose secret was gone stays dead when one of that name is
+// made again.
+func TestSandboxSecretIDsBackfill(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "boxkite.db")
+	open := func() secrets.Store {
+		st, err := sqlstore.Open(ctx, "sqlite:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	st := open()
+	a := mustAccount(t, st.(model.Store), "a@example.com")
+	b := mustAccount(t, st.(model.Store), "b@example.com")
+	rec := func(acct, name string) *secrets.Record {
+		return &secrets.Record{ID: model.NewID(), AccountID: acct, Name: name, AllowedHosts: []string{"api.example.com"}, CreatedAt: base, UpdatedAt: base}
+	}
+	tokA := rec(a.ID, "TOKEN")
+	for _, r := range []*secrets.Record{tokA, rec(b.ID, "TOKEN"), rec(b.ID, "GONE")} {
+		if err := st.CreateSecret(ctx, r, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb := &model.Sandbox{ID: model.NewID(), AccountID: a.ID, Size: "small", Status: model.StatusCreating, CreatedAt: base, ExpiresAt: base.Add(1e12)}
+	if err := st.(model.Store).CreateSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	st.(io.Closer).Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Back to the schema before the migration, with grants by name only.
+	if _, err := db.ExecContext(ctx, `ALTER TABLE sandbox_secrets DROP COLUMN secret_id;
+		DELETE FROM schema_migrations WHERE name = '0266_sandbox_secret_ids';
+		INSERT INTO sandbox_secrets (sandbox_id, name) VALUES (?, 'TOKEN'), (?, 'GONE')`, sb.ID, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	st = open()
+	if names, err := st.SandboxSecretNames(ctx, sb.ID); err != nil || !cmp.Equal(names, []string{"TOKEN"}) {
+		t.Errorf("SandboxSecretNames after the migration = %v, %v, want [TOKEN]", names, err)
+	}
+	if err := st.CreateSecret(ctx, rec(a.ID, "GONE"), 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteSecret(ctx, a.ID, tokA.ID); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := st.SandboxSecretNames(ctx, sb.ID); err != nil || len(names) != 0 {
+		t.Errorf("SandboxSecretNames after A's TOKEN is deleted and A makes GONE = %v, %v, want none", names, err)
 	}
 }

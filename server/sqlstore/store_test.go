@@ -71,6 +71,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Accounts", testAccounts},
 		{"EnsureAccountKey", testEnsureAccountKey},
 		{"RevokeAndTouch", testRevokeAndTouch},
+		{"KeyExpiry", testKeyExpiry},
 		{"SandboxRoundTrip", testSandboxRoundTrip},
 		{"SandboxScoping", testSandboxScoping},
 		{"SandboxLists", testSandboxLists},

@@ -2016,6 +2016,8 @@ export interface components {
         APIKey: {
             /** Format: date-time */
             created_at: string;
+            /** Format: date-time */
+            expires_at?: string;
             id: string;
             /** Format: date-time */
             last_used_at?: string;
@@ -2029,6 +2031,8 @@ export interface components {
         APIKeyCreated: {
             /** Format: date-time */
             created_at: string;
+            /** Format: date-time */
+            expires_at?: string;
             id: string;
             key: string;
             /** Format: date-time */
@@ -2084,6 +2088,7 @@ export interface components {
             command: string;
         };
         CreateAPIKeyRequest: {
+            expires_in_seconds?: number;
             name?: string;
             role?: string;
         };

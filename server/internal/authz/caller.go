@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
@@ -98,9 +99,9 @@ type KeyStore interface {
 // AuthenticateKey resolves a well-formed API key (model.ValidAPIKey) to
 // the key as it may act (OrgKey) and its account: httpx.ErrInvalidKey for
 // an unknown or revoked key, or the key of a member no longer in its
-// organization. The REST guard and the E2B API both authenticate keys
+// organization; httpx.ErrExpiredKey for a key past its expiry at now. The REST guard and the E2B API both authenticate keys
 // with it, so an organization key has the same effective role on both.
-func AuthenticateKey(ctx context.Context, st KeyStore, token string) (*model.APIKey, *model.Account, error) {
+func AuthenticateKey(ctx context.Context, st KeyStore, token string, now time.Time) (*model.APIKey, *model.Account, error) {
 	key, acct, err := st.APIKeyByHash(ctx, model.HashAPIKey(token))
 	if errors.Is(err, model.ErrNotFound) {
 		return nil, nil, httpx.ErrInvalidKey
@@ -110,6 +111,9 @@ func AuthenticateKey(ctx context.Context, st KeyStore, token string) (*model.API
 	}
 	if key.RevokedAt != nil {
 		return nil, nil, httpx.ErrInvalidKey
+	}
+	if key.Expired(now) {
+		return nil, nil, httpx.ErrExpiredKey
 	}
 	if key, err = OrgKey(key); err != nil {
 		return nil, nil, httpx.ErrInvalidKey

@@ -1,0 +1,84 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+// TestAPIKeyExpiry: a key made with expires_in_seconds works until then
+// and from then on is refused 401 invalid_api_key with a hint to make a
+// new one, on the server's clock; a key made without one has expires_at
+// null and keeps working.
+func TestAPIKeyExpiry(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	hour := int64(3600)
+	resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "ci", ExpiresInSeconds: &hour})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	var k api.APIKeyCreated
+	if err := json.Unmarshal(body, &k); err != nil {
+		t.Fatal(err)
+	}
+	want := e.clock.Now().Add(time.Hour)
+	if k.ExpiresAt == nil || !k.ExpiresAt.Equal(want) {
+		t.Fatalf("expires_at = %v, want %v", k.ExpiresAt, want)
+	}
+	forever := e.newKey(e.KeyA, "forever", api.RoleAdmin)
+	if forever.ExpiresAt != nil {
+		t.Errorf("a key made without expires_in_seconds: expires_at = %v, want null", forever.ExpiresAt)
+	}
+	if resp, body := e.do("GET", "/v1/account", k.Key, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("before expiry: %d %s", resp.StatusCode, body)
+	}
+	e.clock.Advance(time.Hour - time.Second)
+	if resp, body := e.do("GET", "/v1/account", k.Key, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("a second before expiry: %d %s", resp.StatusCode, body)
+	}
+	e.clock.Advance(time.Second)
+	resp, body = e.do("GET", "/v1/account", k.Key, nil)
+	if ae := wantError(t, resp, body, http.StatusUnauthorized, api.CodeInvalidAPIKey); ae != nil && !strings.Contains(ae.Hint, "keys create") {
+		t.Errorf("hint %q does not say how to make a new key", ae.Hint)
+	}
+	e.clock.Advance(100 * 365 * 24 * time.Hour)
+	if resp, body := e.do("GET", "/v1/account", forever.Key, nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("a key without expiry, a century on: %d %s", resp.StatusCode, body)
+	}
+	resp, body = e.do("GET", "/v1/api-keys", forever.Key, nil)
+	var keys []api.APIKey
+	if err := json.Unmarshal(body, &keys); resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("list: %d %s", resp.StatusCode, body)
+	}
+	for _, lk := range keys {
+		if lk.ID == k.ID && (lk.ExpiresAt == nil || !lk.ExpiresAt.Equal(want)) {
+			t.Errorf("listed expires_at = %v, want %v", lk.ExpiresAt, want)
+		}
+	}
+}
+
+// TestAPIKeyExpiryBounds: expires_in_seconds outside a minute .. a year
+// is refused 422 naming the field.
+func TestAPIKeyExpiryBounds(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	for _, s := range []int64{-1, 0, api.MinKeyExpiresInSeconds - 1, api.MaxKeyExpiresInSeconds + 1, 1 << 62} {
+		resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "x", ExpiresInSeconds: &s})
+		if ae := wantError(t, resp, body, http.StatusUnprocessableEntity, api.CodeValidation); ae != nil && ae.Hint == "" {
+			t.Errorf("expires_in_seconds %d: no hint", s)
+		}
+		if !strings.Contains(string(body), "expires_in_seconds") {
+			t.Errorf("expires_in_seconds %d: %s does not name the field", s, body)
+		}
+	}
+	for _, s := range []int64{api.MinKeyExpiresInSeconds, api.MaxKeyExpiresInSeconds} {
+		resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "x", ExpiresInSeconds: &s})
+		if resp.StatusCode != http.StatusCreated {
+			t.Errorf("expires_in_seconds %d: %d %s", s, resp.StatusCode, body)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package sqlstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// testKeyExpiry: a key's expiry round-trips through the key lookup (twice,
+// so that SQLite's lookup cache answers the second) and the list, and a
+// key without one never expires.
+func testKeyExpiry(t *testing.T, newStore storeFactory) {
+	st := newStore(t)(t)
+	ctx := t.Context()
+	a := mustAccount(t, st, "a@example.com")
+	forever, _ := mustKey(t, st, a)
+	secret := model.NewAPIKey()
+	expires := base.Add(time.Hour)
+	k := &model.APIKey{
+		ID: model.NewID(), AccountID: a.ID, Name: "expiring", Hash: model.HashAPIKey(secret),
+		Prefix: secret[:17], Role: model.RoleAdmin, CreatedAt: base, ExpiresAt: &expires,
+	}
+	if err := st.CreateAPIKey(ctx, k); err != nil {
+		t.Fatalf("CreateAPIKey: %v", err)
+	}
+	for i := range 2 {
+		got, _, err := st.APIKeyByHash(ctx, model.HashAPIKey(secret))
+		if err != nil {
+			t.Fatalf("APIKeyByHash #%d: %v", i, err)
+		}
+		if got.ExpiresAt == nil || !got.ExpiresAt.Equal(expires) {
+			t.Fatalf("APIKeyByHash #%d: ExpiresAt = %v, want %v", i, got.ExpiresAt, expires)
+		}
+		if got.Expired(expires.Add(-time.Microsecond)) || !got.Expired(expires) || !got.Expired(expires.Add(time.Hour)) {
+			t.Errorf("APIKeyByHash #%d: Expired wrong around %v", i, expires)
+		}
+		got.ExpiresAt = nil // a caller's change must not reach the cache
+		never, _, err := st.APIKeyByHash(ctx, model.HashAPIKey(forever))
+		if err != nil {
+			t.Fatalf("APIKeyByHash(no expiry) #%d: %v", i, err)
+		}
+		if never.ExpiresAt != nil || never.Expired(base.AddDate(100, 0, 0)) {
+			t.Errorf("key without expiry: ExpiresAt = %v", never.ExpiresAt)
+		}
+	}
+	keys, err := st.ListAPIKeys(ctx, a.ID)
+	if err != nil {
+		t.Fatalf("ListAPIKeys: %v", err)
+	}
+	n := 0
+	for _, lk := range keys {
+		if lk.ID == k.ID {
+			n++
+			if lk.ExpiresAt == nil || !lk.ExpiresAt.Equal(expires) {
+				t.Errorf("ListAPIKeys: ExpiresAt = %v, want %v", lk.ExpiresAt, expires)
+			}
+		} else if lk.ExpiresAt != nil {
+			t.Errorf("ListAPIKeys: key %s ExpiresAt = %v, want none", lk.Name, lk.ExpiresAt)
+		}
+	}
+	if n != 1 {
+		t.Errorf("ListAPIKeys: the expiring key listed %d times", n)
+	}
+}
