@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 
@@ -21,7 +22,8 @@ func newFilesGlobCmd(app *App) *cobra.Command {
 		Short: "Find files of the sandbox by name pattern",
 		Long: `Find files under --path (default: the workspace) whose path matches PATTERN; "**" spans directories.
 A pattern that can match no file (empty, malformed such as '[', or ending in
-"**") is a usage error.`,
+"**") is a usage error. On a terminal a path's control characters are shown
+escaped (\x1b); piped, or with --json, the bytes are as they are.`,
 		Example: "  boxkite files glob '**/*.py'\n  boxkite files glob '*.log' --path /tmp",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -44,9 +46,7 @@ A pattern that can match no file (empty, malformed such as '[', or ending in
 			if asJSON {
 				return out.write(app.IO, res)
 			}
-			for _, m := range res.Matches {
-				fmt.Fprintln(app.IO.Out, m.Path)
-			}
+			writeGlobMatches(app.IO.Out, res.Matches, app.IO.OutTTY)
 			if res.Truncated {
 				fmt.Fprintf(app.IO.ErrOut, "(only the first %d matches are shown)\n", len(res.Matches))
 			}
@@ -99,7 +99,8 @@ func newFilesGrepCmd(app *App) *cobra.Command {
 		Long: `Search the files under --path (default: the workspace) for lines matching the
 regular expression PATTERN (RE2 syntax) and print them as path:line:text.
 As grep(1): exits 0 when a line matched, 1 when none did, 2 or more on an
-error.`,
+error. On a terminal control characters (but tabs) in paths and lines are
+shown escaped (\x1b); piped, or with --json, the bytes are as they are.`,
 		Example: "  boxkite files grep 'TODO|FIXME'\n  boxkite files grep 'def \\w+' --glob '*.py' --max-matches 50",
 		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -128,9 +129,7 @@ error.`,
 					return err
 				}
 			} else {
-				for _, m := range res.Matches {
-					fmt.Fprintf(app.IO.Out, "%s:%d:%s\n", m.Path, m.Line, m.Text)
-				}
+				writeGrepMatches(app.IO.Out, res.Matches, app.IO.OutTTY)
 			}
 			if res.Error != "" {
 				return &exitStatus{code: exitUsage, msg: res.Error} // grep's "an error occurred"
@@ -151,4 +150,34 @@ error.`,
 	out.register(cmd, api.GrepResult{})
 	pageable(cmd)
 	return cmd
+}
+
+// onTerminal is s as a terminal may show it: on a terminal (tty), its
+// control characters but the tab escaped as in a table's cells (cell), so
+// a file name or line a sandbox wrote cannot drive the reader's terminal
+// (a tab cannot, and source lines are full of them); elsewhere the bytes
+// as they are, as find(1) and grep(1) give them to scripts.
+func onTerminal(s string, tty bool) string {
+	if !tty {
+		return s
+	}
+	parts := strings.Split(s, "\t")
+	for i, p := range parts {
+		parts[i] = cell(p)
+	}
+	return strings.Join(parts, "\t")
+}
+
+// writeGlobMatches prints one path a line.
+func writeGlobMatches(w io.Writer, ms []api.GlobMatch, tty bool) {
+	for _, m := range ms {
+		fmt.Fprintln(w, onTerminal(m.Path, tty))
+	}
+}
+
+// writeGrepMatches prints path:line:text a line, as grep -n does.
+func writeGrepMatches(w io.Writer, ms []api.GrepMatch, tty bool) {
+	for _, m := range ms {
+		fmt.Fprintf(w, "%s:%d:%s\n", onTerminal(m.Path, tty), m.Line, onTerminal(m.Text, tty))
+	}
 }

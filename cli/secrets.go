@@ -47,7 +47,12 @@ func newSecretsSetCmd(app *App) *cobra.Command {
 		Long: `Create the secret NAME, or replace its value (and, with --allowed-host,
 its hosts). The value is read without echo on a terminal, else from stdin
 (one trailing newline dropped); never from a flag, which would leave it in
-shell history and the process list. Admin keys only.`,
+shell history and the process list. Admin keys only.
+
+A new value reaches the sandboxes granted the secret at their next request.
+To cut them off instead (the value leaked from one), rm the secret and set
+it again: a secret set again under a removed one's name is a new secret,
+granted only to sandboxes created with it after.`,
 		Example: "  boxkite secrets set GITHUB_TOKEN --allowed-host api.github.com\n" +
 			"  printf %s \"$TOKEN\" | boxkite secrets set GITHUB_TOKEN --allowed-host api.github.com\n" +
 			"  boxkite session create --secret GITHUB_TOKEN",

@@ -56,3 +56,27 @@ func TestTableCellsEscaped(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchOutputEscaped: `files glob` and `files grep` on a terminal
+// show a path's or a line's control characters escaped (tabs kept), so a
+// file a sandbox named cannot drive the reader's terminal; piped, they
+// print the bytes as they are, as find and grep do. Before, the escape
+// sequence reached the terminal.
+func TestSearchOutputEscaped(t *testing.T) {
+	t.Parallel()
+	const osc52 = "a\x1b]52;c;cHduZWQ=\x07b"
+	globs := []api.GlobMatch{{Path: "/workspace/" + osc52}}
+	greps := []api.GrepMatch{{Path: "/workspace/" + osc52, Line: 3, Text: "\tx := \"\x1b[2J\""}}
+	var tty, raw strings.Builder
+	writeGlobMatches(&tty, globs, true)
+	writeGrepMatches(&tty, greps, true)
+	writeGlobMatches(&raw, globs, false)
+	writeGrepMatches(&raw, greps, false)
+	want := `/workspace/a\x1b]52;c;cHduZWQ=\ab` + "\n" + `/workspace/a\x1b]52;c;cHduZWQ=\ab:3:` + "\tx := \"\\x1b[2J\"\n"
+	if tty.String() != want {
+		t.Errorf("on a terminal:\n%q\nwant\n%q", tty.String(), want)
+	}
+	if want := "/workspace/" + osc52 + "\n/workspace/" + osc52 + ":3:\tx := \"\x1b[2J\"\n"; raw.String() != want {
+		t.Errorf("piped:\n%q\nwant\n%q", raw.String(), want)
+	}
+}

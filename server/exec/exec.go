@@ -91,8 +91,8 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 			fw, finishSecrets = wrapResult(fw)
 		}
 		c.Survive = true // a revoked credential loses the result, not the command
-		c.Written = func() { sent.Store(true) }
 	}
+	c.Written = func() { sent.Store(true) }
 	started := s.d.Now()
 	err = s.d.Forward(fw, r, sb, c)
 	if errors.Is(err, sidecar.ErrHandedOver) {
@@ -102,6 +102,9 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	finishSecrets()
 	sc.Done()
 	out.outputRedacted = sc.OutputRedacted()
+	if clientGone(r, sent.Load()) {
+		return s.auditGoneExec(r, c, sb, req, &out, started, err)
+	}
 	if eh, ok := hw.(*hold.Exit); ok {
 		switch {
 		case out.exitCode != nil && errors.Is(err, sidecar.ErrCut):
@@ -282,6 +285,35 @@ func streamCut(r *http.Request, c *sidecar.Call, out *execOutcome, err error) bo
 		return false
 	}
 	return errors.Is(err, sidecar.ErrCut) || err == nil && out.exitCode == nil
+}
+
+// clientGone reports whether the client went away (not a revoked
+// credential's end, which the hand-over and acknowledge paths audit) after
+// the exec's request reached the sidecar.
+func clientGone(r *http.Request, sent bool) bool {
+	return sent && r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), authz.ErrCredentialRevoked)
+}
+
+// ErrorClientGone is the detail's error of the entry of an exec whose
+// client went away before its answer.
+const ErrorClientGone = "client_gone"
+
+// auditGoneExec writes the entry of an exec whose client went away after
+// its request reached the sidecar: the command ran, partly or whole, so
+// the log shows it (a client that hangs up must not run commands the log
+// never sees), with the exit code when it came and the error client_gone.
+// Nothing is acknowledged, so the disk is not flushed for it.
+func (s *Service) auditGoneExec(r *http.Request, c *sidecar.Call, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, err error) error {
+	r = r.WithContext(context.WithoutCancel(r.Context()))
+	if out.exitCode == nil && err == nil && c.Status/100 == 2 {
+		out.result(c)
+	}
+	s.d.Log.InfoContext(r.Context(), "exec client gone", "sandbox", sb.ID, "err", err)
+	gone := &api.Error{Code: ErrorClientGone, Message: "the client went away before the answer"}
+	if aerr := s.auditExec(r, sb, req, out, started, gone, ""); aerr != nil {
+		return aerr
+	}
+	return cmp.Or(err, error(gone))
 }
 
 // jsonCut reports whether a JSON exec whose request reached the sidecar

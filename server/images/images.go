@@ -160,8 +160,19 @@ func (m *Manager) RootFS(_ context.Context, account, id string) (string, error) 
 }
 
 // Use records that sandbox boots from image id, so Delete refuses it
-// while the sandbox lives.
+// while the sandbox lives. It is one step with Delete's check (m.admit):
+// a create resolves the image's root before it calls Use, so an image
+// deleted in between is ErrNotFound here, never a root gone at boot.
 func (m *Manager) Use(ctx context.Context, id, sandbox string) error {
+	m.admit.Lock()
+	defer m.admit.Unlock()
+	_, img, found, err := m.recs.ImageByID(ctx, id)
+	if err != nil {
+		return fmt.Errorf("record image use: %w", err)
+	}
+	if !found || img.Status != api.ImageCompleted {
+		return ErrNotFound
+	}
 	if err := m.recs.UseImage(ctx, id, sandbox); err != nil {
 		return fmt.Errorf("record image use: %w", err)
 	}
@@ -191,6 +202,8 @@ func (m *Manager) Delete(ctx context.Context, account, id string, inUse func(san
 	if err != nil {
 		return err
 	}
+	m.admit.Lock() // the check and the removal are one step with Use
+	defer m.admit.Unlock()
 	users, err := m.recs.ImageUsers(ctx, id)
 	if err != nil {
 		return fmt.Errorf("delete image: %w", err)

@@ -159,6 +159,12 @@ func TestImport(t *testing.T) {
 			if list, err := m.List(t.Context(), "acct"); err != nil || len(list) != 0 {
 				t.Errorf("List after delete = %v, %v", list, err)
 			}
+			// A create that resolved the root before the delete records
+			// its use after it: refused, so it never boots a removed root
+			// (before, Use recorded it and the boot failed).
+			if err := m.Use(context.Background(), got.ID, "sb2"); err != images.ErrNotFound {
+				t.Errorf("Use after Delete = %v, want ErrNotFound", err)
+			}
 		})
 	}
 }

@@ -225,7 +225,12 @@ func (s *Service) Use(ctx context.Context, id, sandbox string) error {
 	if s.d.Images == nil {
 		return httpx.NotSupported("image_id", "omit image_id; this server keeps no images")
 	}
-	return s.d.Images.Use(ctx, id, sandbox)
+	err := s.d.Images.Use(ctx, id, sandbox)
+	if _, ok := errors.AsType[*api.Error](err); ok {
+		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "Sandbox image not found or not ready").
+			WithHint("it was deleted while the sandbox was being created; list images with `boxkite images ls`")
+	}
+	return err
 }
 
 // imageAuditLog serves GET /v1/images/{id}/log?limit=&offset=: the audit

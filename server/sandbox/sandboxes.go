@@ -212,6 +212,9 @@ func (s *Service) startSandbox(ctx context.Context, sb *model.Sandbox, p createP
 		if model.IsStorageFault(err) {
 			return nil, model.StorageFailed("create the sandbox")
 		}
+		if ae, ok := errors.AsType[*api.Error](err); ok {
+			return nil, ae // the image was deleted since the create resolved it
+		}
 		return nil, sandboxFailed("create")
 	}
 	ep, err := s.driver.Create(ctx, s.driverSpec(sb, p))
