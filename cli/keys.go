@@ -33,7 +33,7 @@ func newKeysLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.APIKey]{
 		example: "  boxkite keys ls\n  boxkite keys ls --jq 'map(select(.role == \"admin\")) | length'",
 		short:   "List the account's API keys (--all includes revoked ones)", noun: "api keys",
-		header: "ID\tNAME\tROLE\tPREFIX\tSTATUS\tAGE\tUSED",
+		header: "ID\tNAME\tROLE\tPREFIX\tSTATUS\tAGE\tUSED\tEXPIRES",
 		empty:  "no API keys; create one with 'boxkite keys create --name NAME'",
 		fetch:  (*client.Client).APIKeys,
 		row:    keyRow,
@@ -53,7 +53,14 @@ func newKeysLsCmd(app *App) *cobra.Command {
 }
 
 func keyRow(k api.APIKey, now time.Time) []string {
-	status := "active"
+	status, expires := "active", "never"
+	if k.ExpiresAt != nil {
+		if now.Before(*k.ExpiresAt) {
+			expires = "in " + tui.ShortDuration(k.ExpiresAt.Sub(now))
+		} else {
+			status, expires = "expired", tui.ShortDuration(now.Sub(*k.ExpiresAt))+" ago"
+		}
+	}
 	if k.RevokedAt != nil {
 		status = "revoked"
 	}
@@ -61,21 +68,24 @@ func keyRow(k api.APIKey, now time.Time) []string {
 	if k.LastUsedAt != nil {
 		used = tui.ShortDuration(now.Sub(*k.LastUsedAt)) + " ago"
 	}
-	return []string{k.ID, k.Name, k.Role, k.Prefix + "…", status, tui.ShortDuration(now.Sub(k.CreatedAt)), used}
+	return []string{k.ID, k.Name, k.Role, k.Prefix + "…", status, tui.ShortDuration(now.Sub(k.CreatedAt)), used, expires}
 }
 
 func newKeysCreateCmd(app *App) *cobra.Command {
 	var (
-		req api.CreateAPIKeyRequest
-		out outputFlags
+		req     api.CreateAPIKeyRequest
+		out     outputFlags
+		expires time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "create --name NAME [--role admin|member]",
+		Use:   "create --name NAME [--role admin|member] [--expires DURATION]",
 		Short: "Create an API key and print it (it is shown this once)",
 		Long: `Create an API key and print it on stdout. The server keeps only its hash:
 store it now. Admin keys may do everything; member keys may use sandboxes but
-not manage keys or take over a terminal.`,
-		Example: "  boxkite keys create --name ci --role member\n  key=$(boxkite keys create --name laptop)",
+not manage keys or take over a terminal. With --expires the key stops working
+that long after it is made (a minute to a year, e.g. 12h, 30d); without, it
+works until it is revoked.`,
+		Example: "  boxkite keys create --name ci --role member\n  key=$(boxkite keys create --name laptop)\n  boxkite keys create --name pr-42 --expires 12h",
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			asJSON, err := out.wantJSON(cmd)
@@ -91,6 +101,9 @@ not manage keys or take over a terminal.`,
 			if err := roleArg(cmd, "--role", req.Role, api.RoleAdmin, api.RoleMember); err != nil {
 				return err
 			}
+			if req.ExpiresInSeconds, err = expiresArg(cmd, expires); err != nil {
+				return err
+			}
 			c, err := app.Client()
 			if err != nil {
 				return err
@@ -102,7 +115,12 @@ not manage keys or take over a terminal.`,
 			if asJSON {
 				return out.write(app.IO, k)
 			}
-			fmt.Fprintf(app.IO.ErrOut, "created %s key %s (%s); it is not shown again\n", k.Role, k.Name, k.ID)
+			if k.ExpiresAt != nil {
+				fmt.Fprintf(app.IO.ErrOut, "created %s key %s (%s), expiring at %s; it is not shown again\n",
+					k.Role, k.Name, k.ID, k.ExpiresAt.UTC().Format(time.RFC3339))
+			} else {
+				fmt.Fprintf(app.IO.ErrOut, "created %s key %s (%s); it is not shown again\n", k.Role, k.Name, k.ID)
+			}
 			fmt.Fprintln(app.IO.Out, k.Key)
 			return nil
 		},
@@ -110,9 +128,23 @@ not manage keys or take over a terminal.`,
 	f := cmd.Flags()
 	f.StringVar(&req.Name, "name", "", "a `name` for the key, e.g. where it is used")
 	f.StringVar(&req.Role, "role", api.RoleAdmin, "`role`: admin or member")
+	f.Var(newDurationValue(&expires, 0, time.Second), "expires", "make the key stop working after this `duration` (1m to 365d, e.g. 12h); default never")
 	out.register(cmd, api.APIKeyCreated{})
 	cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{api.RoleAdmin, api.RoleMember}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// expiresArg is --expires as expires_in_seconds: nil when not given, a
+// usage error outside what the server allows.
+func expiresArg(cmd *cobra.Command, d time.Duration) (*int64, error) {
+	if !cmd.Flags().Changed("expires") {
+		return nil, nil
+	}
+	secs := int64(wholeUnits(d, time.Second))
+	if secs < api.MinKeyExpiresInSeconds || secs > api.MaxKeyExpiresInSeconds {
+		return nil, usageErrorf("use a duration from 1m to 365d, e.g. --expires 12h", "--expires %s is not between a minute and a year", compactDuration(d))
+	}
+	return &secs, nil
 }
 
 func newKeysRmCmd(app *App) *cobra.Command {

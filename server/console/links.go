@@ -120,7 +120,7 @@ func (c *Console) createLink(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("load the link key: %w", err)
 	}
 	var created api.APIKeyCreated
-	if err := c.call(ctx, r, http.MethodPost, "/v1/api-keys", auth, api.CreateAPIKeyRequest{Name: LinkKeyName, Role: "admin"}, &created); err != nil {
+	if err := c.call(ctx, r, http.MethodPost, "/v1/api-keys", auth, api.CreateAPIKeyRequest{Name: LinkKeyName, Role: "admin", ExpiresInSeconds: keyExpiry(c.cfg.LinkTTL)}, &created); err != nil {
 		return err
 	}
 	l := link{key: session{keyID: created.ID, key: created.Key}, exp: c.cfg.Now().Add(c.cfg.LinkTTL).Truncate(time.Second)}

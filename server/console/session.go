@@ -176,13 +176,24 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) error {
 // SessionTTL.
 func (c *Console) mintSession(ctx context.Context, r *http.Request, auth string) (session, error) {
 	var created api.APIKeyCreated
-	req := api.CreateAPIKeyRequest{Name: SessionKeyName, Role: "admin"}
+	req := api.CreateAPIKeyRequest{Name: SessionKeyName, Role: "admin", ExpiresInSeconds: keyExpiry(c.cfg.SessionTTL)}
 	if err := c.call(ctx, r, http.MethodPost, "/v1/api-keys", auth, req, &created); err != nil {
 		return session{}, err
 	}
 	s := session{keyID: created.ID, key: created.Key}
 	c.revokeStale(ctx, r, s)
 	return s, nil
+}
+
+// keyExpiry is expires_in_seconds for a key that should last d: whole
+// seconds, rounded up, within what the API allows. The console's keys
+// expire with their cookie or link, on the server, so that a copied
+// cookie or a link never opened stops working even if nobody signs in
+// again to revoke it.
+func keyExpiry(d time.Duration) *int64 {
+	secs := int64((d + time.Second - 1) / time.Second)
+	secs = min(max(secs, api.MinKeyExpiresInSeconds), api.MaxKeyExpiresInSeconds)
+	return &secs
 }
 
 // revokeStale revokes the account's session keys older than SessionTTL,
