@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -80,5 +81,49 @@ func TestAPIKeyExpiryBounds(t *testing.T) {
 		if resp.StatusCode != http.StatusCreated {
 			t.Errorf("expires_in_seconds %d: %d %s", s, resp.StatusCode, body)
 		}
+	}
+}
+
+// TestKeyExpiryEndsLongPoll: a call still waiting on the sidecar when its
+// key expires ends then, as at a revocation, with 401 invalid_api_key.
+func TestKeyExpiryEndsLongPoll(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	waiting := make(chan struct{}, 1)
+	e.Sidecar.Route("POST /watch", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	minute := int64(api.MinKeyExpiresInSeconds)
+	resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "brief", ExpiresInSeconds: &minute})
+	var k api.APIKeyCreated
+	if err := json.Unmarshal(body, &k); resp.StatusCode != http.StatusCreated || err != nil {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	// A second of the key's life left, on the server's clock.
+	e.clock.Advance(time.Duration(minute-1) * time.Second)
+	type answer struct {
+		resp *http.Response
+		body []byte
+	}
+	done := make(chan answer, 1)
+	go func() {
+		resp, body := e.do("POST", sandboxPath(sb.ID, "/files/watch"), k.Key, api.WatchRequest{Path: "/workspace", TimeoutSeconds: 600})
+		done <- answer{resp, body}
+	}()
+	select {
+	case <-waiting:
+	case a := <-done:
+		t.Fatalf("the long poll ended before it reached the sidecar: %d %s", a.resp.StatusCode, a.body)
+	}
+	select {
+	case a := <-done:
+		wantError(t, a.resp, a.body, http.StatusUnauthorized, api.CodeInvalidAPIKey)
+	case <-time.After(streamEnd):
+		t.Fatal("the long poll did not end when its key expired")
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -121,11 +122,22 @@ func (s *Server) withRevocation(r *http.Request) (*http.Request, func()) {
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	stop := s.revocations.watch(id, cancel, s.now())
+	expire := func() bool { return true }
+	if k := authz.From(r.Context()).Key; k != nil && k.ExpiresAt != nil {
+		// A key's expiry ends what it holds as its revocation would.
+		t := time.AfterFunc(k.ExpiresAt.Sub(s.now()), func() { cancel(errCredentialExpired) })
+		expire = t.Stop
+	}
 	return r.WithContext(ctx), func() {
+		expire()
 		stop()
 		cancel(nil)
 	}
 }
+
+// errCredentialExpired ends the requests of a key that expires while they
+// run; it is a revocation to everything that handles one.
+var errCredentialExpired = fmt.Errorf("the request's API key expired: %w", authz.ErrCredentialRevoked)
 
 // listenRevocations runs the store's RevocationListener, if it has one,
 // until ctx is done, reconnecting after failures. Each time it is
