@@ -63,15 +63,17 @@ func (a *Auth) accountKey(ctx context.Context, accountID, keyID string) (bool, e
 	return a.d.CredentialValid(ctx, keyID)
 }
 
-// validKeys lists the ids of the account's keys that are not revoked.
+// validKeys lists the ids of the account's keys that are neither revoked
+// nor expired: an envd token issued to a key works as long as the key.
 func (a *Auth) validKeys(ctx context.Context, accountID string) ([]string, error) {
 	keys, err := a.d.Store.ListAPIKeys(ctx, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
+	now := a.d.Now()
 	var ids []string
 	for _, k := range keys {
-		if k.RevokedAt == nil {
+		if k.RevokedAt == nil && !k.Expired(now) {
 			ids = append(ids, k.ID)
 		}
 	}

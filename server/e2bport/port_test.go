@@ -3,6 +3,7 @@ package e2bport
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,6 +43,43 @@ func TestAuthenticateRefusesBeforeTheStore(t *testing.T) {
 type keyStore struct {
 	Store
 	key *model.APIKey
+}
+
+func (s keyStore) ListAPIKeys(context.Context, string) ([]*model.APIKey, error) {
+	if s.key == nil {
+		return nil, nil
+	}
+	k := *s.key
+	return []*model.APIKey{&k}, nil
+}
+
+// TestValidKeysLeaveOutExpired: an envd token issued to a key stops
+// working when the key expires, as when it is revoked (Session and Running
+// go by validKeys): a token outlived its key's expiry.
+func TestValidKeysLeaveOutExpired(t *testing.T) {
+	now := time.Unix(1000, 0)
+	before, after := now.Add(-time.Second), now.Add(time.Second)
+	for _, tt := range []struct {
+		name string
+		key  model.APIKey
+		want bool
+	}{
+		{"no expiry", model.APIKey{ID: "k"}, true},
+		{"expires later", model.APIKey{ID: "k", ExpiresAt: &after}, true},
+		{"expires now", model.APIKey{ID: "k", ExpiresAt: &now}, false},
+		{"expired", model.APIKey{ID: "k", ExpiresAt: &before}, false},
+		{"revoked", model.APIKey{ID: "k", RevokedAt: &before}, false},
+	} {
+		k := tt.key
+		a := &Auth{d: Deps{Store: keyStore{key: &k}, Now: func() time.Time { return now }}}
+		ids, err := a.validKeys(context.Background(), "acct")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Contains(ids, "k"); got != tt.want {
+			t.Errorf("%s: valid = %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }
 
 func (s keyStore) APIKeyByHash(_ context.Context, hash string) (*model.APIKey, *model.Account, error) {
