@@ -323,10 +323,11 @@ func (x *copier) downloadTree(ctx context.Context, src, dst string) error {
 	return nil
 }
 
-// localErr makes a missing local file exit 3, like a missing remote one.
+// localErr makes a missing local file exit 3, like a missing remote one,
+// with a hint: a sandbox path left without its ':' reads as a local one.
 func localErr(err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return &notFoundError{err: err}
+		return &notFoundError{err: err, hint: "local paths are relative to the current directory; a sandbox path starts with ':' (e.g. :/workspace/a.txt)"}
 	}
 	return err
 }
