@@ -42,8 +42,7 @@ func truncateStyled(s string, w int) string {
 
 func (m *Model) body() string {
 	if m.showHelp {
-		_, full := m.keys.forScreen(m.current())
-		return m.st.header.Render("Keys") + "\n\n" + m.help.FullHelpView(full)
+		return m.helpView()
 	}
 	switch m.current() {
 	case screenDetail:
@@ -56,6 +55,26 @@ func (m *Model) body() string {
 		return m.createView()
 	}
 	return m.listView()
+}
+
+// helpView is the full help: its columns under a title, or, when the
+// terminal is too short for them, one key a line without the title, so a
+// terminal of a few lines still shows keys (at 20x5 it showed the title).
+func (m *Model) helpView() string {
+	_, full := m.keys.forScreen(m.current())
+	columns := m.help.FullHelpView(full)
+	if h := m.bodyHeight(); strings.Count(columns, "\n")+3 > h {
+		var lines []string
+		for _, group := range full {
+			for _, b := range group {
+				if b.Enabled() {
+					lines = append(lines, b.Help().Key+" "+b.Help().Desc)
+				}
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	return m.st.header.Render("Keys") + "\n\n" + columns
 }
 
 func (m *Model) titleLine() string {

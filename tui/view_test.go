@@ -206,3 +206,23 @@ func TestCreateTinyTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpTinyTerminal: at a terminal of a few lines the help shows keys,
+// one a line, where 20x5 showed only its title; a tall one keeps the
+// columns under their title.
+func TestHelpTinyTerminal(t *testing.T) {
+	for _, sz := range [][2]int{{20, 5}, {40, 4}, {80, 6}} {
+		m := newTestModel(t, newFakeSource(), sz[0], sz[1])
+		load(m)
+		keys(m, "?")
+		if v := m.View(); !strings.Contains(v, m.keys.Up.Help().Key+" "+m.keys.Up.Help().Desc) {
+			t.Errorf("%dx%d: no key is shown:\n%s", sz[0], sz[1], v)
+		}
+	}
+	m := newTestModel(t, newFakeSource(), 80, 24)
+	load(m)
+	keys(m, "?")
+	if v := m.View(); !strings.Contains(v, "Keys") {
+		t.Errorf("80x24: the help's title is not shown:\n%s", v)
+	}
+}
