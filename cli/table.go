@@ -143,14 +143,16 @@ func layoutRow(row []string, widths []int) string {
 // would drive the terminal (an escape sequence setting the clipboard or
 // the title) or break the row (a tab, a newline), are shown escaped as Go
 // writes them (\x1b, \n), and bytes that are not UTF-8 as U+FFFD. The
-// TUI flattens them likewise (tui's oneLine).
+// TUI flattens them likewise (tui's oneLine). Bidirectional controls
+// (U+202E RIGHT-TO-LEFT OVERRIDE and its kin) are escaped too: they would
+// show a label or file name backwards and reorder the row around it.
 func cell(s string) string {
-	if utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, unsafeInCell) {
 		return s
 	}
 	var b strings.Builder
 	for _, r := range s {
-		if unicode.IsControl(r) {
+		if unsafeInCell(r) {
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 			continue
@@ -158,6 +160,12 @@ func cell(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// unsafeInCell reports whether r would drive the terminal or reorder the
+// text around it: a control character or a bidirectional control.
+func unsafeInCell(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // terminalWidth is the width of the terminal w writes to, 0 when w is not

@@ -28,6 +28,9 @@ func TestTableCellsEscaped(t *testing.T) {
 		"session ls": {func(b *strings.Builder) error {
 			return writeSandboxTable(b, []api.Sandbox{{ID: "3f2a", Label: "evil\x1b[31mRED\u009b", CreatedAt: now, ExpiresAt: now}}, now, false)
 		}, 1, `evil\x1b[31mRED\u009b`},
+		"session ls, bidi": {func(b *strings.Builder) error {
+			return writeSandboxTable(b, []api.Sandbox{{ID: "3f2a", Label: "\u202egpj.exe\u2066x\u2069", CreatedAt: now, ExpiresAt: now}}, now, false)
+		}, 1, `\u202egpj.exe\u2066x\u2069`},
 		"images ls": {func(b *strings.Builder) error {
 			return writeRows(b, false, "ID\tLABEL", []api.Image{{ID: "img_1", Label: osc52 + "\n\xff"}},
 				func(im api.Image, _ time.Time) []string { return []string{im.ID, im.Label} }, now)
@@ -44,7 +47,7 @@ func TestTableCellsEscaped(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := b.String()
-			if strings.ContainsAny(out, "\x1b\x07\t\u009b") {
+			if strings.ContainsAny(out, "\x1b\x07\t\u009b\u202e\u2066\u2069") {
 				t.Errorf("the table passes control characters through:\n%q", out)
 			}
 			if n := strings.Count(out, "\n"); n != tc.rows+1 {

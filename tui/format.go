@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -80,10 +81,11 @@ func fit(s string, width int) string {
 }
 
 // oneLine flattens control characters so a command stays on its row and
-// cannot drive the terminal.
+// cannot drive the terminal, and bidirectional controls (U+202E and its
+// kin) so a label cannot show backwards and reorder its row.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 0x20 || (r >= 0x7f && r < 0xa0) {
+		if r < 0x20 || (r >= 0x7f && r < 0xa0) || unicode.Is(unicode.Bidi_Control, r) {
 			return ' '
 		}
 		return r

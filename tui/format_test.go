@@ -71,3 +71,20 @@ func abs(n int) int {
 	}
 	return n
 }
+
+// TestOneLineFlattens: control characters and bidirectional controls
+// become spaces, so a label stays on its row, drives no terminal and does
+// not show backwards.
+func TestOneLineFlattens(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain ✓":               "plain ✓",
+		"a\nb\tc\x1b[31m":       "a b c [31m",
+		"\u202egpj.exe":         " gpj.exe",
+		"x\u2066y\u2069z\u200f": "x y z ",
+		"c1\u009bx":             "c1 x",
+	} {
+		if got := oneLine(in); got != want {
+			t.Errorf("oneLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
