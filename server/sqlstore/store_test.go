@@ -75,6 +75,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"SandboxRoundTrip", testSandboxRoundTrip},
 		{"SandboxScoping", testSandboxScoping},
 		{"SandboxLists", testSandboxLists},
+		{"SandboxPages", testSandboxPages},
 		{"UpdateSandbox", testUpdateSandbox},
 		{"RestartDurability", testRestartDurability},
 		{"ConcurrentWriters", testConcurrentWriters},

@@ -237,6 +237,14 @@ func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly 
 	return s.inner.ListSandboxes(ctx, accountID, activeOnly)
 }
 
+// ListSandboxPage: account (the account id argument must be the caller's).
+func (s *Store) ListSandboxPage(ctx context.Context, accountID string, p model.SandboxPage) ([]*model.Sandbox, error) {
+	if err := s.account(ctx, accountID); err != nil {
+		return nil, err
+	}
+	return s.inner.ListSandboxPage(ctx, accountID, p)
+}
+
 // ListSnapshots: account (the account id argument must be the caller's).
 func (s *Store) ListSnapshots(ctx context.Context, accountID string, sandboxID string) ([]*model.Snapshot, error) {
 	if err := s.account(ctx, accountID); err != nil {
