@@ -96,6 +96,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Snapshots", testSnapshots},
 		{"Secrets", testSecrets},
 		{"Webhooks", testWebhooks},
+		{"WebhookFairClaim", testWebhookFairClaim},
 		{"StorageSync", testStorageSync},
 		{"OAuth", testOAuth},
 		{"Admin", testAdmin},

@@ -142,29 +142,39 @@ func (s *Store) EnqueueWebhookDeliveries(ctx context.Context, ds []*webhooks.Del
 	})
 }
 
+// webhookFairShare (migration 0279 indexes the count) is how many deliveries one account may hold leased
+// (across every server) before its due rows wait behind other accounts'
+// due rows: half of a server's 8 senders, so that one account's slow
+// receiver and backlog cannot hold every sender and starve the others.
+// Alone, an account still gets every sender (the claim is work-conserving).
+const webhookFairShare = 4
+
 // ClaimWebhookDeliveries implements webhooks.Store. One UPDATE takes the
 // lease: on Postgres a concurrent claim of the same row waits for this
 // one and then, re-checking lease_until, skips it; SQLite has one writer.
+// It first takes the oldest due rows of accounts holding fewer than
+// webhookFairShare leases, then, if senders are left, any due rows.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now, until time.Time, limit int) ([]*webhooks.Claim, error) {
 	var ids []string
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, s.q(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
+		fair, err := claimDeliveries(ctx, tx, s.q(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
+			WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND lease_until <= ?
+				AND account_id NOT IN (SELECT account_id FROM webhook_deliveries WHERE status = 'pending' AND lease_until > ?
+					GROUP BY account_id HAVING COUNT(*) >= ?)
+				ORDER BY next_attempt_at LIMIT ?)
+			AND status = 'pending' AND lease_until <= ? RETURNING id`),
+			owner, micros(until), micros(now), micros(now), micros(now), webhookFairShare, limit, micros(now))
+		if err != nil || len(fair) == limit {
+			ids = fair
+			return err
+		}
+		rest, err := claimDeliveries(ctx, tx, s.q(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
 			WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND lease_until <= ?
 				ORDER BY next_attempt_at LIMIT ?)
 			AND status = 'pending' AND lease_until <= ? RETURNING id`),
-			owner, micros(until), micros(now), micros(now), limit, micros(now))
-		if err != nil {
-			return fmt.Errorf("claim webhook deliveries: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return fmt.Errorf("scan claimed delivery: %w", err)
-			}
-			ids = append(ids, id)
-		}
-		return rows.Err()
+			owner, micros(until), micros(now), micros(now), limit-len(fair), micros(now))
+		ids = append(fair, rest...)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -185,6 +195,24 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now, u
 		out = append(out, &c)
 	}
 	return out, nil
+}
+
+// claimDeliveries runs one claiming UPDATE … RETURNING id.
+func claimDeliveries(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("scan claimed delivery: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // FinishWebhookAttempt implements webhooks.Store.
