@@ -97,6 +97,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Secrets", testSecrets},
 		{"Webhooks", testWebhooks},
 		{"WebhookFairClaim", testWebhookFairClaim},
+		{"WebhookLimit", testWebhookLimit},
 		{"StorageSync", testStorageSync},
 		{"OAuth", testOAuth},
 		{"Admin", testAdmin},

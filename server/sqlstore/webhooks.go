@@ -35,7 +35,9 @@ func scanWebhook(r rowScanner) (*webhooks.Subscription, error) {
 }
 
 // CreateWebhook implements webhooks.Store.
-func (s *Store) CreateWebhook(ctx context.Context, w *webhooks.Subscription) error {
+// The account's row is locked (on Postgres; SQLite serialises writers)
+// so two creates cannot both pass the count.
+func (s *Store) CreateWebhook(ctx context.Context, w *webhooks.Subscription, limit int) error {
 	types, err := json.Marshal(w.EventTypes)
 	if err != nil {
 		return fmt.Errorf("encode event types: %w", err)
@@ -44,12 +46,25 @@ func (s *Store) CreateWebhook(ctx context.Context, w *webhooks.Subscription) err
 	if w.Active {
 		active = 1
 	}
-	_, err = s.exec(ctx, s.q(`INSERT INTO webhook_subscriptions (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		w.ID, w.AccountID, w.URL, string(types), w.Description, w.PayloadFormat, w.HECToken, w.Secret, active, micros(w.CreatedAt), microsOrZero(w.LastTriggeredAt))
-	if err != nil {
-		return fmt.Errorf("insert webhook: %w", s.mapErr(err))
-	}
-	return nil
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var id string
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT id FROM accounts WHERE id = ?`+s.d.forUpdate), w.AccountID).Scan(&id); err != nil {
+			return fmt.Errorf("lock account: %w", s.mapErr(err))
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM webhook_subscriptions WHERE account_id = ?`), w.AccountID).Scan(&n); err != nil {
+			return fmt.Errorf("count webhooks: %w", err)
+		}
+		if n >= limit {
+			return webhooks.ErrLimit
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO webhook_subscriptions (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			w.ID, w.AccountID, w.URL, string(types), w.Description, w.PayloadFormat, w.HECToken, w.Secret, active, micros(w.CreatedAt), microsOrZero(w.LastTriggeredAt))
+		if err != nil {
+			return fmt.Errorf("insert webhook: %w", s.mapErr(err))
+		}
+		return nil
+	})
 }
 
 // Webhooks implements webhooks.Store.

@@ -26,7 +26,7 @@ func testWebhooks(t *testing.T, newStore storeFactory) {
 		ID: model.NewID(), AccountID: a.ID, URL: "https://hook.example.com/in", EventTypes: []string{"sandbox.created", "audit_log.entry"},
 		Description: "d", PayloadFormat: "boxkite_v1", Secret: "whsec_x", Active: true, CreatedAt: base,
 	}
-	if err := st.CreateWebhook(ctx, sub); err != nil {
+	if err := st.CreateWebhook(ctx, sub, 20); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.Webhooks(ctx, a.ID)
@@ -150,7 +150,7 @@ func testWebhookFairClaim(t *testing.T, newStore storeFactory) {
 			ID: model.NewID(), AccountID: acct.ID, URL: "https://hook.example.com/" + email, EventTypes: []string{"audit_log.entry"},
 			PayloadFormat: "boxkite_v1", Secret: "whsec_x", Active: true, CreatedAt: base,
 		}
-		if err := st.CreateWebhook(ctx, sub); err != nil {
+		if err := st.CreateWebhook(ctx, sub, 20); err != nil {
 			t.Fatal(err)
 		}
 		ds := make([]*webhooks.Delivery, n)
@@ -191,5 +191,37 @@ func testWebhookFairClaim(t *testing.T, newStore storeFactory) {
 	// Nothing else is due: busy gets the free senders (work-conserving).
 	if got := claim("s3", 3); got[busy] != 3 {
 		t.Errorf("claim of 3 with only busy's deliveries due: %v, want 3 of busy's", got)
+	}
+}
+
+// testWebhookLimit: concurrent creates of one account stop at the limit
+// (ErrLimit for the rest), whatever their interleaving.
+func testWebhookLimit(t *testing.T, newStore storeFactory) {
+	st := newStore(t)(t).(webhooks.Store)
+	ctx := t.Context()
+	acct := mustAccount(t, st.(model.Store), "limit@example.com")
+	const n, limit = 12, 5
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = st.CreateWebhook(ctx, &webhooks.Subscription{
+				ID: model.NewID(), AccountID: acct.ID, URL: fmt.Sprint("https://hook.example.com/", i), EventTypes: []string{"sandbox.created"},
+				PayloadFormat: "boxkite_v1", Secret: "whsec_x", Active: true, CreatedAt: base,
+			}, limit)
+		})
+	}
+	wg.Wait()
+	created := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case !errors.Is(err, webhooks.ErrLimit):
+			t.Errorf("create: %v, want nil or ErrLimit", err)
+		}
+	}
+	if got, err := st.Webhooks(ctx, acct.ID); created != limit || err != nil || len(got) != limit {
+		t.Errorf("%d creates succeeded, %d stored (%v); want %d", created, len(got), err, limit)
 	}
 }
