@@ -56,10 +56,53 @@ func TestAPIKeyExpiry(t *testing.T) {
 	if err := json.Unmarshal(body, &keys); resp.StatusCode != http.StatusOK || err != nil {
 		t.Fatalf("list: %d %s", resp.StatusCode, body)
 	}
+	listed := map[string]api.APIKey{}
 	for _, lk := range keys {
-		if lk.ID == k.ID && (lk.ExpiresAt == nil || !lk.ExpiresAt.Equal(want)) {
-			t.Errorf("listed expires_at = %v, want %v", lk.ExpiresAt, want)
+		listed[lk.ID] = lk
+	}
+	if lk, ok := listed[k.ID]; !ok || lk.ExpiresAt == nil || !lk.ExpiresAt.Equal(want) || !lk.Expired {
+		t.Errorf("the expired key is listed as %+v (listed: %v), want expires_at %v and expired", lk, ok, want)
+	}
+	if lk := listed[forever.ID]; lk.Expired {
+		t.Errorf("a key without expiry is listed expired: %+v", lk)
+	}
+}
+
+// TestAPIKeyListExpired: the list says, by the server's clock, which
+// keys have expired: not a key a second before its expiry, a key at it.
+func TestAPIKeyListExpired(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	minute := int64(api.MinKeyExpiresInSeconds)
+	resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "brief", ExpiresInSeconds: &minute})
+	var k api.APIKeyCreated
+	if err := json.Unmarshal(body, &k); resp.StatusCode != http.StatusCreated || err != nil {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	if k.Expired {
+		t.Errorf("a key just made is expired: %s", body)
+	}
+	expired := func() bool {
+		t.Helper()
+		resp, body := e.do("GET", "/v1/api-keys", e.KeyA, nil)
+		var keys []api.APIKey
+		if err := json.Unmarshal(body, &keys); resp.StatusCode != http.StatusOK || err != nil {
+			t.Fatalf("list: %d %s", resp.StatusCode, body)
 		}
+		for _, lk := range keys {
+			if lk.ID == k.ID {
+				return lk.Expired
+			}
+		}
+		t.Fatalf("key %s not listed: %s", k.ID, body)
+		return false
+	}
+	e.clock.Advance(time.Duration(minute-1) * time.Second)
+	if expired() {
+		t.Error("listed expired a second before its expiry")
+	}
+	e.clock.Advance(time.Second)
+	if !expired() {
+		t.Error("not listed expired at its expiry")
 	}
 }
 

@@ -87,7 +87,7 @@ func startBastionCtx(t *testing.T, ctx context.Context, serverURL string, edit f
 	t.Helper()
 	o := &options{
 		server: serverURL, bastionKey: testBastionKey, hostKey: filepath.Join(t.TempDir(), "host_key"),
-		maxPerSource: defaultMaxPerSource, loginTimeout: defaultLoginTimeout,
+		maxPerSource: defaultMaxPerSource, maxStartups: defaultMaxStartups, loginTimeout: defaultLoginTimeout,
 	}
 	if edit != nil {
 		edit(o)
@@ -358,6 +358,7 @@ func TestBastion(t *testing.T) {
 	})
 	t.Run("scp sftp and rsync", func(t *testing.T) { f.testTransfers(t) })
 	t.Run("sessions per connection", func(t *testing.T) { f.testSessionsPerConnection(t) })
+	t.Run("unauthenticated connections at once", func(t *testing.T) { f.testStartups(t) })
 
 	t.Run("member key cannot mint a token", func(t *testing.T) {
 		k, err := f.admin.CreateAPIKey(t.Context(), api.CreateAPIKeyRequest{Name: "bot", Role: api.RoleMember})

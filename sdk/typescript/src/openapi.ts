@@ -2016,6 +2016,7 @@ export interface components {
         APIKey: {
             /** Format: date-time */
             created_at: string;
+            expired: boolean;
             /** Format: date-time */
             expires_at?: string;
             id: string;
@@ -2031,6 +2032,7 @@ export interface components {
         APIKeyCreated: {
             /** Format: date-time */
             created_at: string;
+            expired: boolean;
             /** Format: date-time */
             expires_at?: string;
             id: string;
