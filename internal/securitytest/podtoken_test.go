@@ -35,7 +35,7 @@ const podUID = 1001
 
 // TestPodTokenUnreachable runs boxkite-sidecar as a kube sandbox pod runs
 // it, and attacks it from a command as an agent would (docs/security.md,
-// finding 25). The pod's container and every command it runs share one
+// finding 26). The pod's container and every command it runs share one
 // uid: the restricted Pod Security Standard lets a container neither keep
 // CAP_SETUID nor run as root, so a second uid is out of reach, and the
 // command can read every file the pod mounts (a kubelet leaves a Secret's

@@ -98,7 +98,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	err = s.d.Forward(fw, r, sb, c)
 	if errors.Is(err, sidecar.ErrHandedOver) {
 		// The credential was revoked: the stream ends, the command runs on.
-		return hw.Fail(authz.ErrStreamRevoked)
+		return hw.Fail(authz.StreamEnded(r.Context()))
 	}
 	finishSecrets()
 	sc.Done()
@@ -168,7 +168,7 @@ func (s *Service) acknowledge(r *http.Request, hw hold.Writer, sc *scrub.Exec, c
 	}
 	err := s.storeAndAudit(r, syncCtx, sb, req, out, started)
 	if revoked {
-		return hw.Fail(authz.ErrStreamRevoked)
+		return hw.Fail(authz.StreamEnded(r.Context()))
 	}
 	if err != nil {
 		// The command ran; the answer says so instead of passing for a

@@ -804,7 +804,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the account's sandboxes, newest first; active_only=true lists those active or paused */
+        /** List the account's sandboxes, newest first; active_only=true lists those active or paused; limit=N (1..1000) answers one page and a Link rel="next" header to the next (cursor=) */
         get: operations["get_sandboxes"];
         put?: never;
         /** Create one sandbox, or count of them (then the answer is an array) */
@@ -6777,6 +6777,8 @@ export interface operations {
         parameters: {
             query?: {
                 active_only?: string;
+                cursor?: string;
+                limit?: string;
             };
             header?: never;
             path?: never;
@@ -6784,7 +6786,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description List the account's sandboxes, newest first; active_only=true lists those active or paused */
+            /** @description List the account's sandboxes, newest first; active_only=true lists those active or paused; limit=N (1..1000) answers one page and a Link rel="next" header to the next (cursor=) */
             200: {
                 headers: {
                     [name: string]: unknown;
