@@ -87,6 +87,9 @@ func (s *Service) Forward(w http.ResponseWriter, r *http.Request, sb *model.Sand
 		return s.d.Unreachable(r.Context(), sb)
 	}
 	c.Status = resp.StatusCode
+	if c.Answered != nil && resp.StatusCode/100 == 2 {
+		c.Answered()
+	}
 	err = s.copyResponse(w, resp, c)
 	if h, ok := errors.AsType[*sidecar.Handover](err); ok {
 		handedOver = true
