@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -92,13 +93,16 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 			fw, finishSecrets = wrapResult(fw)
 		}
 		c.Survive = true // a revoked credential loses the result, not the command
+		// The sidecar answers a JSON exec once the command has ended: its
+		// disk flush starts then, while the answer is read and scrubbed.
+		c.Answered = func() { out.flushed = s.startFlush(r, sb) }
 	}
 	c.Written = func() { sent.Store(true) }
 	started := s.d.Now()
 	err = s.d.Forward(fw, r, sb, c)
 	if errors.Is(err, sidecar.ErrHandedOver) {
 		// The credential was revoked: the stream ends, the command runs on.
-		return hw.Fail(authz.ErrStreamRevoked)
+		return hw.Fail(authz.StreamEnded(r.Context()))
 	}
 	finishSecrets()
 	sc.Done()
@@ -168,7 +172,7 @@ func (s *Service) acknowledge(r *http.Request, hw hold.Writer, sc *scrub.Exec, c
 	}
 	err := s.storeAndAudit(r, syncCtx, sb, req, out, started)
 	if revoked {
-		return hw.Fail(authz.ErrStreamRevoked)
+		return hw.Fail(authz.StreamEnded(r.Context()))
 	}
 	if err != nil {
 		// The command ran; the answer says so instead of passing for a
@@ -198,14 +202,22 @@ func (s *Service) acknowledge(r *http.Request, hw hold.Writer, sc *scrub.Exec, c
 func (s *Service) storeAndAudit(r *http.Request, syncCtx context.Context, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
 	started time.Time,
 ) error {
-	// The flush starts first, on this goroutine: the entry's own work
-	// (building it, the commit's writes) then runs on another while this
-	// one waits in the kernel.
 	id := model.NewID()
-	audited := make(chan error, 1)
-	go func() { audited <- s.auditExec(r, sb, req, out, started, nil, id) }()
-	syncErr := s.d.SyncDisk(syncCtx, sb, "exec")
-	err := <-audited
+	var err, syncErr error
+	if out.flushed != nil {
+		// A JSON exec's flush started when the sidecar's answer began: the
+		// entry is built and committed here meanwhile.
+		err = s.auditExec(r, sb, req, out, started, nil, id)
+		syncErr = <-out.flushed
+	} else {
+		// The flush starts first, on this goroutine: the entry's own work
+		// (building it, the commit's writes) then runs on another while
+		// this one waits in the kernel.
+		audited := make(chan error, 1)
+		go func() { audited <- s.auditExec(r, sb, req, out, started, nil, id) }()
+		syncErr = s.d.SyncDisk(syncCtx, sb, "exec")
+		err = <-audited
+	}
 	if syncErr == nil {
 		return err
 	}
@@ -215,6 +227,18 @@ func (s *Service) storeAndAudit(r *http.Request, syncCtx context.Context, sb *mo
 		Started: s.d.Now(),
 	})
 	return cmp.Or(err, nerr, syncErr)
+}
+
+// startFlush starts flushing sb's disk for an exec whose command has
+// ended and returns where its result will be. It runs to its end even if
+// nobody waits for it (the exec failed otherwise), whatever the request's
+// context does: a revoked credential loses the result, not the flush.
+func (s *Service) startFlush(r *http.Request, sb *model.Sandbox) <-chan error {
+	flushed := make(chan error, 1)
+	ctx := context.WithoutCancel(r.Context())
+	go func() { flushed <- s.d.SyncDisk(ctx, sb, "exec") }()
+	runtime.Gosched() // the flush's goroutine first: it only waits in the kernel
+	return flushed
 }
 
 // NotStored is the operation of the system entry that follows an exec's
@@ -441,6 +465,9 @@ type execOutcome struct {
 	exitCode       *int
 	output         api.ExecOutputInfo
 	outputRedacted bool // the scrubber replaced something in the output
+	// flushed has the result of the disk flush a JSON exec starts when
+	// the sidecar's answer begins (nil before, and for a stream).
+	flushed <-chan error
 }
 
 // event takes one NDJSON line of a streamed exec.

@@ -141,9 +141,9 @@ type CredentialStore interface {
 	// AccountByID returns the account, or ErrNotFound.
 	AccountByID(ctx context.Context, id string) (*Account, error)
 	// RevokedCredentials returns those of ids (API key or SSH key ids)
-	// that are not valid credentials: revoked or unknown API keys, deleted
-	// SSH keys.
-	RevokedCredentials(ctx context.Context, ids []string) ([]string, error)
+	// that are not valid credentials at now: revoked, expired (at or past
+	// their ExpiresAt) or unknown API keys, deleted SSH keys.
+	RevokedCredentials(ctx context.Context, ids []string, now time.Time) ([]string, error)
 	// SetKeepOutputSecrets sets the account's Account.KeepOutputSecrets;
 	// ErrNotFound if there is no such account.
 	SetKeepOutputSecrets(ctx context.Context, accountID string, keep bool) error

@@ -72,6 +72,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"EnsureAccountKey", testEnsureAccountKey},
 		{"RevokeAndTouch", testRevokeAndTouch},
 		{"KeyExpiry", testKeyExpiry},
+		{"KeyExpiryCredentials", testKeyExpiryCredentials},
 		{"SandboxRoundTrip", testSandboxRoundTrip},
 		{"SandboxScoping", testSandboxScoping},
 		{"SandboxLists", testSandboxLists},

@@ -253,7 +253,7 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 	defer cancel()
 	stopWatching := context.AfterFunc(request, func() {
 		if errors.Is(context.Cause(request), authz.ErrCredentialRevoked) {
-			_ = down.Close(websocket.StatusPolicyViolation, "the credential of this session was revoked")
+			_ = down.Close(websocket.StatusPolicyViolation, authz.SessionEndReason(request))
 		}
 	})
 	defer stopWatching()
@@ -354,7 +354,7 @@ func closeStatus(request context.Context, first relayEnd) (websocket.StatusCode,
 	}
 	if errors.Is(context.Cause(request), authz.ErrCredentialRevoked) {
 		// The terminal itself stays: only this credential's view of it ends.
-		code, reason = websocket.StatusPolicyViolation, "the credential of this session was revoked"
+		code, reason = websocket.StatusPolicyViolation, authz.SessionEndReason(request)
 	}
 	return code, reason
 }

@@ -325,8 +325,8 @@ func (s *Store) RevokeAPIKey(ctx context.Context, accountID string, keyID string
 }
 
 // RevokedCredentials: open (needs no caller: authentication, signup and login run before there is one, or it holds no account's data).
-func (s *Store) RevokedCredentials(ctx context.Context, ids []string) ([]string, error) {
-	return s.inner.RevokedCredentials(ctx, ids)
+func (s *Store) RevokedCredentials(ctx context.Context, ids []string, now time.Time) ([]string, error) {
+	return s.inner.RevokedCredentials(ctx, ids, now)
 }
 
 // SSHKeyByFingerprint: system (every account's records: the server's own work only).
