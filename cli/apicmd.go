@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // apiOptions are the flags of `boxkite api`.
@@ -49,14 +50,16 @@ value (true, false, null and numbers as JSON; @FILE a file's content, @- stdin).
 
 An error answer prints error: and hint: from the API's envelope and exits
 with the CLI's codes (3 not found, 4 auth, 5 limit, 1 otherwise).
---paginate follows the pages of a paged route (an object with offset, total
-and a list, such as /v1/sandboxes/ID/log): it asks for the next offset until
-the list is empty or total is reached, and prints each page.`,
+--paginate follows the pages of a paged route: the rel="next" link of a
+route that gives one (/v1/sandboxes with limit), or, for an object with
+offset, total and a list (such as /v1/sandboxes/ID/log), the next offset
+until the list is empty or total is reached; it prints each page.`,
 		Example: `  boxkite api /v1/sandboxes
   boxkite api /v1/sandboxes --jq '.[] | select(.status == "active") | .id'
   boxkite api POST /v1/sandboxes -f label=scratch -F lifetime_minutes=30
   boxkite api -X DELETE /v1/sandboxes/3f2a
   boxkite api /v1/sandboxes/3f2a/log -f limit=100 --paginate --jq '.entries[].operation'
+  boxkite api /v1/sandboxes -f limit=100 --paginate --jq '.[].id'
   boxkite api PATCH /v1/account --input settings.json`,
 		GroupID: groupSettings,
 		Args: usageArgs(func(cmd *cobra.Command, args []string) error {
@@ -280,15 +283,38 @@ func runAPI(ctx context.Context, app *App, c rawDoer, o *apiOptions, req apiRequ
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", req.method, req.path, err)
 		}
+		link := api.NextLink(resp.Header)
 		next, err := printAPIResponse(app, o, resp)
 		if err != nil {
 			return err
 		}
-		if !o.paginate || req.method != http.MethodGet || next < 0 {
+		if !o.paginate || req.method != http.MethodGet {
+			return nil
+		}
+		if q, ok := nextLinkQuery(link, req.query); ok {
+			req.query = q // a cursor route (GET /v1/sandboxes?limit=N)
+			continue
+		}
+		if next < 0 {
 			return nil
 		}
 		req.query.Set("offset", strconv.Itoa(next))
 	}
+}
+
+// nextLinkQuery returns the query of a Link rel="next" target, when there
+// is one that moves on from the query asked (a link back to the same
+// page would loop). Only the query is taken: the path stays the one
+// asked, relative to the context's URL, so the key goes nowhere else.
+func nextLinkQuery(link string, asked url.Values) (url.Values, bool) {
+	if link == "" {
+		return nil, false
+	}
+	u, err := url.Parse(link)
+	if err != nil || u.RawQuery == "" || u.Query().Encode() == asked.Encode() {
+		return nil, false
+	}
+	return u.Query(), true
 }
 
 // printAPIResponse prints one answer and returns the offset of the next

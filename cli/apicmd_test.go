@@ -38,7 +38,15 @@ func TestAPICommand(t *testing.T) {
 		"GET /v1/sandboxes": func(w http.ResponseWriter, r *http.Request) {
 			remember(r)
 			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `[{"id":"aaa111","label":"one"},{"id":"bbb222"}]`+"\n")
+			switch {
+			case r.URL.Query().Get("limit") == "1" && r.URL.Query().Get("cursor") == "":
+				w.Header().Set("Link", `</v1/sandboxes?cursor=c1&limit=1>; rel="next"`)
+				io.WriteString(w, `[{"id":"aaa111","label":"one"}]`+"\n")
+			case r.URL.Query().Get("cursor") == "c1":
+				io.WriteString(w, `[{"id":"bbb222"}]`+"\n")
+			default:
+				io.WriteString(w, `[{"id":"aaa111","label":"one"},{"id":"bbb222"}]`+"\n")
+			}
 		},
 		"POST /v1/sandboxes": func(w http.ResponseWriter, r *http.Request) {
 			remember(r)
@@ -130,6 +138,14 @@ func TestAPICommand(t *testing.T) {
 			name: "--paginate on a plain list is one page", args: []string{"/v1/sandboxes?active_only=true", "--paginate", "-q", "length"},
 			wantOut:  "2\n",
 			wantReqs: []seen{{method: "GET", path: "/v1/sandboxes", query: "active_only=true", auth: "Bearer bxk_live_secret"}},
+		},
+		{
+			name: "--paginate follows the Link rel=next of a cursor route", args: []string{"/v1/sandboxes", "-f", "limit=1", "--paginate", "--jq", ".[].id"},
+			wantOut: "aaa111\nbbb222\n",
+			wantReqs: []seen{
+				{method: "GET", path: "/v1/sandboxes", query: "limit=1", auth: "Bearer bxk_live_secret"},
+				{method: "GET", path: "/v1/sandboxes", query: "cursor=c1&limit=1", auth: "Bearer bxk_live_secret"},
+			},
 		},
 		{name: "a full URL is refused", args: []string{"https://elsewhere.example/v1/sandboxes"}, wantCode: exitUsage, wantErr: "is a URL, not a path"},
 		{name: "two methods", args: []string{"GET", "/v1/sandboxes", "-X", "POST"}, wantCode: exitUsage, wantErr: "two methods given"},

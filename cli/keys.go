@@ -32,7 +32,7 @@ func newKeysCmd(app *App) *cobra.Command {
 func newKeysLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.APIKey]{
 		example: "  boxkite keys ls\n  boxkite keys ls --jq 'map(select(.role == \"admin\")) | length'",
-		short:   "List the account's API keys (--all includes revoked ones)", noun: "api keys",
+		short:   "List the account's API keys, expired ones marked so (--all includes revoked ones)", noun: "api keys",
 		header: "ID\tNAME\tROLE\tPREFIX\tSTATUS\tAGE\tUSED\tEXPIRES",
 		empty:  "no API keys; create one with 'boxkite keys create --name NAME'",
 		fetch:  (*client.Client).APIKeys,
@@ -52,13 +52,17 @@ func newKeysLsCmd(app *App) *cobra.Command {
 	})
 }
 
+// keyRow is a key's line in keys ls. Whether it has expired is the
+// server's word (expired) when it says so, for a client whose clock is
+// behind; the times are by the client's clock.
 func keyRow(k api.APIKey, now time.Time) []string {
 	status, expires := "active", "never"
 	if k.ExpiresAt != nil {
-		if now.Before(*k.ExpiresAt) {
-			expires = "in " + tui.ShortDuration(k.ExpiresAt.Sub(now))
-		} else {
-			status, expires = "expired", tui.ShortDuration(now.Sub(*k.ExpiresAt))+" ago"
+		switch left := k.ExpiresAt.Sub(now); {
+		case left > 0 && !k.Expired:
+			expires = "in " + tui.ShortDuration(left)
+		default:
+			status, expires = "expired", tui.ShortDuration(max(-left, 0))+" ago"
 		}
 	}
 	if k.RevokedAt != nil {

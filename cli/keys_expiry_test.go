@@ -8,7 +8,8 @@ import (
 )
 
 // TestKeyRowExpiry: keys ls shows when a key expires, and a key past it as
-// expired (a revoked one stays revoked).
+// expired, by the server's word when the client's clock is behind (a
+// revoked one stays revoked).
 func TestKeyRowExpiry(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	soon, past := now.Add(3*time.Hour), now.Add(-2*time.Hour)
@@ -21,6 +22,8 @@ func TestKeyRowExpiry(t *testing.T) {
 		{"soon", api.APIKey{ExpiresAt: &soon}, "active", "in 3h"},
 		{"past", api.APIKey{ExpiresAt: &past}, "expired", "2h ago"},
 		{"revoked", api.APIKey{ExpiresAt: &past, RevokedAt: &past}, "revoked", "2h ago"},
+		// The server's clock says expired, this client's is behind.
+		{"server says expired", api.APIKey{ExpiresAt: &soon, Expired: true}, "expired", "0s ago"},
 	} {
 		row := keyRow(tt.key, now)
 		if got := row[4]; got != tt.status {

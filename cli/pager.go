@@ -64,6 +64,9 @@ func runPaged(app *App, run func() error) error {
 	if werr := p.wait(); werr != nil && err == nil {
 		err = werr
 	}
+	for _, n := range p.notes {
+		fmt.Fprintln(p.errOut, n)
+	}
 	if err != nil && p.closed && errors.Is(err, syscall.EPIPE) {
 		return nil // the reader quit the pager early: not a failure
 	}
@@ -99,6 +102,19 @@ type pagerOut struct {
 	started bool
 	closed  bool  // the pager went away before all was written
 	err     error // starting it failed: write to the terminal instead
+	notes   []string
+}
+
+// noteAfterOutput prints a line to stderr after the command's output:
+// once the pager has quit when the output is paged (stderr written while
+// the pager shows the screen would land in the middle of it), at once
+// otherwise.
+func noteAfterOutput(app *App, note string) {
+	if p, ok := app.IO.Out.(*pagerOut); ok && p.started && p.err == nil {
+		p.notes = append(p.notes, note)
+		return
+	}
+	fmt.Fprintln(app.IO.ErrOut, note)
 }
 
 func (p *pagerOut) TerminalWidth() int { return p.width }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -184,30 +185,42 @@ func resolveCreateRefs(ctx context.Context, c *client.Client, req *api.CreateSan
 
 func newSessionLsCmd(app *App) *cobra.Command {
 	var (
-		all bool
-		out outputFlags
+		all   bool
+		limit int
+		out   outputFlags
 	)
 	cmd := &cobra.Command{
 		Use:     "ls [flags]",
 		Aliases: []string{"list"},
 		Short:   "List active sandboxes (--all includes destroyed ones)",
+		Long: `List the account's sandboxes, newest first: the active and paused ones, or
+with --all also those destroyed or lost.
+
+On a terminal the table shows the newest ` + strconv.Itoa(defaultListLimit) + ` and says on stderr how to see
+more when there are more; --limit N shows N, --limit 0 all of them. Piped,
+redirected or with --json, the list is complete unless --limit is given, so
+scripts never miss a sandbox.`,
 		Example: `  boxkite session ls
+  boxkite session ls --all --limit 100
   boxkite session ls --all --json id,status,destroy_reason
   boxkite session ls --jq '.[] | select(.label == "build") | .id'`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usageErrorf("pass --limit 1 or more, or --limit 0 for every sandbox", "--limit %d is out of range", limit)
+			}
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
-			sbs, err := c.ListSandboxes(cmd.Context(), !all)
+			if !cmd.Flags().Changed("limit") && app.IO.OutTTY && !asJSON {
+				limit = defaultListLimit
+			}
+			sbs, more, err := listSandboxes(cmd.Context(), c, !all, limit)
 			if err != nil {
 				return fmt.Errorf("list sandboxes: %w", err)
 			}
 			if asJSON {
-				if sbs == nil {
-					sbs = []api.Sandbox{} // [] rather than null for jq users
-				}
 				return out.write(app.IO, sbs)
 			}
 			if len(sbs) == 0 {
@@ -218,13 +231,65 @@ func newSessionLsCmd(app *App) *cobra.Command {
 				fmt.Fprintln(app.IO.ErrOut, note)
 				return nil
 			}
-			return writeSandboxTable(app.IO.Out, sbs, time.Now(), app.IO.Color)
+			if err := writeSandboxTable(app.IO.Out, sbs, time.Now(), app.IO.Color); err != nil {
+				return err
+			}
+			if more {
+				noteAfterOutput(app, moreSandboxesNote(len(sbs), all))
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "include destroyed and lost sandboxes")
+	cmd.Flags().IntVarP(&limit, "limit", "L", 0, "list at most `N` sandboxes, newest first; 0 lists all (default "+strconv.Itoa(defaultListLimit)+" on a terminal, all otherwise)")
 	out.register(cmd, api.Sandbox{})
 	pageable(cmd)
 	return cmd
+}
+
+// defaultListLimit is how many sandboxes session ls shows on a terminal
+// without --limit, as gh's lists show 30.
+const defaultListLimit = 30
+
+// moreSandboxesNote says how to see the sandboxes a limited listing left out.
+func moreSandboxesNote(shown int, all bool) string {
+	cmd := "boxkite session ls"
+	if all {
+		cmd += " --all"
+	}
+	return fmt.Sprintf("showing the newest %d; there are more: '%s --limit %d' shows more, '%s --limit 0' all", shown, cmd, 2*shown, cmd)
+}
+
+// listSandboxes reads the account's sandboxes, newest first: all of them
+// when limit is 0, else the newest limit, in pages of at most the API's
+// largest, and whether there are more. A server from before paging answers
+// them all at once; the list is then cut here.
+func listSandboxes(ctx context.Context, c *client.Client, activeOnly bool, limit int) ([]api.Sandbox, bool, error) {
+	if limit == 0 {
+		sbs, err := c.ListSandboxes(ctx, activeOnly)
+		if sbs == nil {
+			sbs = []api.Sandbox{} // [] rather than null for jq users
+		}
+		return sbs, false, err
+	}
+	out := []api.Sandbox{}
+	o := client.SandboxListOptions{ActiveOnly: activeOnly}
+	for {
+		// One more than wanted says whether there are more.
+		o.Limit = min(limit+1-len(out), api.MaxSandboxListLimit)
+		p, err := c.ListSandboxPage(ctx, o)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, p.Sandboxes...)
+		if len(out) > limit {
+			return out[:limit], true, nil
+		}
+		if p.Next == "" {
+			return out, false, nil
+		}
+		o.Cursor = p.Next
+	}
 }
 
 // writeSandboxTable prints sandboxes as aligned columns, times relative to now.

@@ -127,6 +127,12 @@ func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, 
 // do sends the request and decodes a 2xx JSON body into out (when non-nil).
 // Transport failures become *ConnError or a wrapped error, non-2xx become *api.Error.
 func (c *Client) do(ctx context.Context, method, path string, body, out any, configure func(*resty.Request)) error {
+	_, err := c.doHeader(ctx, method, path, body, out, configure)
+	return err
+}
+
+// doHeader is do that also returns the headers of the answer it decoded.
+func (c *Client) doHeader(ctx context.Context, method, path string, body, out any, configure func(*resty.Request)) (http.Header, error) {
 	ctx, cancel := withDefaultTimeout(ctx, requestTimeout)
 	defer cancel()
 	r := c.request(ctx)
@@ -144,26 +150,26 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any, con
 		var err error
 		resp, err = r.Execute(method, path)
 		if err != nil {
-			return c.transportError(ctx, method, path, err)
+			return nil, c.transportError(ctx, method, path, err)
 		}
 		err = errorFrom(resp.StatusCode(), resp.Header(), resp.Body())
 		if err == nil {
 			break
 		}
 		if e, ok := err.(*api.Error); !ok || attempt >= c.MaxRetries || !retryable(e, resp.Header()) || !replayable(r) {
-			return err
+			return nil, err
 		}
 		if serr := sleepCtx(ctx, c.retryWait(attempt, resp.Header())); serr != nil {
-			return err
+			return nil, err
 		}
 	}
 	if out == nil || len(resp.Body()) == 0 {
-		return nil
+		return resp.Header(), nil
 	}
 	if err := json.Unmarshal(resp.Body(), out); err != nil {
-		return fmt.Errorf("decode %s %s response: %w", method, path, err)
+		return nil, fmt.Errorf("decode %s %s response: %w", method, path, err)
 	}
-	return nil
+	return resp.Header(), nil
 }
 
 // transportError classifies an error from the HTTP round trip.

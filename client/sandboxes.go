@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"strconv"
 
@@ -66,16 +67,83 @@ func (c *Client) CreateSandboxes(ctx context.Context, req api.CreateSandboxReque
 }
 
 // ListSandboxes lists the account's sandboxes, only the active ones when
-// activeOnly is set.
+// activeOnly is set: every one, in one answer. Sandboxes pages through
+// them instead.
 func (c *Client) ListSandboxes(ctx context.Context, activeOnly bool) ([]api.Sandbox, error) {
-	var sbs []api.Sandbox
-	err := c.do(ctx, http.MethodGet, "/v1/sandboxes", nil, &sbs, func(r *resty.Request) {
-		r.SetQueryParam("active_only", strconv.FormatBool(activeOnly))
+	p, err := c.ListSandboxPage(ctx, SandboxListOptions{ActiveOnly: activeOnly})
+	if err != nil {
+		return nil, err
+	}
+	return p.Sandboxes, nil
+}
+
+// SandboxListOptions asks ListSandboxPage for one page of sandboxes.
+type SandboxListOptions struct {
+	// ActiveOnly lists only the live sandboxes (active or paused).
+	ActiveOnly bool
+	// Limit is the most sandboxes the page holds (1 to
+	// api.MaxSandboxListLimit); 0 asks for all of them at once.
+	Limit int
+	// Cursor is the Next of the page before; empty for the first page.
+	Cursor string
+}
+
+// SandboxPage is one page of the account's sandboxes, newest first.
+type SandboxPage struct {
+	Sandboxes []api.Sandbox
+	// Next is the cursor of the next page, empty on the last one.
+	Next string
+}
+
+// ListSandboxPage returns one page of the account's sandboxes. A server
+// from before paging answers every sandbox, as one last page.
+func (c *Client) ListSandboxPage(ctx context.Context, o SandboxListOptions) (*SandboxPage, error) {
+	var p SandboxPage
+	h, err := c.doHeader(ctx, http.MethodGet, "/v1/sandboxes", nil, &p.Sandboxes, func(r *resty.Request) {
+		r.SetQueryParam("active_only", strconv.FormatBool(o.ActiveOnly))
+		if o.Limit > 0 {
+			r.SetQueryParam("limit", strconv.Itoa(o.Limit))
+		}
+		if o.Cursor != "" {
+			r.SetQueryParam("cursor", o.Cursor)
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	return sbs, nil
+	if o.Limit > 0 {
+		p.Next = api.NextCursor(h)
+	}
+	return &p, nil
+}
+
+// Sandboxes iterates over the account's sandboxes, newest first, reading
+// pageSize of them at a time (0: 100). A sandbox created while it runs is
+// not seen, and none is seen twice. It stops at the first error, which
+// it yields.
+func (c *Client) Sandboxes(ctx context.Context, activeOnly bool, pageSize int) iter.Seq2[api.Sandbox, error] {
+	if pageSize <= 0 {
+		pageSize = 100
+	}
+	return func(yield func(api.Sandbox, error) bool) {
+		o := SandboxListOptions{ActiveOnly: activeOnly, Limit: pageSize}
+		for {
+			p, err := c.ListSandboxPage(ctx, o)
+			if err != nil {
+				yield(api.Sandbox{}, err)
+				return
+			}
+			for _, sb := range p.Sandboxes {
+				if !yield(sb, nil) {
+					return
+				}
+			}
+			if p.Next == "" {
+				return
+			}
+			o.Cursor = p.Next
+		}
+	}
 }
 
 // Sandbox returns one sandbox, destroyed ones included.

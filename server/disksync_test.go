@@ -215,3 +215,43 @@ func hasEntry(st model.Store, id, op string) bool {
 	}
 	return false
 }
+
+// TestExecFlushStartsWithTheAnswer: a JSON exec's disk flush starts as
+// soon as the sidecar's answer begins (the command has ended by then),
+// not once its body has been read and scrubbed (issue 27): the fake
+// sidecar sends the first half of its answer and waits for the flush
+// before it sends the rest.
+func TestExecFlushStartsWithTheAnswer(t *testing.T) {
+	t.Parallel()
+	var d *flushingDriver
+	flushing := make(chan struct{})
+	var once sync.Once
+	e := newEnvWithDriver(t, server.Config{}, openStore(t, t.TempDir()), func(f *fakeDriver) model.Driver {
+		d = &flushingDriver{fakeDriver: f, flush: func(string) error {
+			once.Do(func() { close(flushing) })
+			return nil
+		}}
+		return d
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	d.armed.Store(true)
+	var flushedFirst atomic.Bool
+	e.Sidecar.ExecFunc = func(w http.ResponseWriter, _ *http.Request, _ api.ExecRequest) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"exit_code":0,"stdout":"first half, `))
+		w.(http.Flusher).Flush()
+		select {
+		case <-flushing:
+			flushedFirst.Store(true)
+		case <-time.After(20 * time.Second): // a hang guard: the flush waits for the whole body
+		}
+		w.Write([]byte(`second half","stderr":""}`))
+	}
+	resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "true"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("exec = %d %s", resp.StatusCode, body)
+	}
+	if !flushedFirst.Load() {
+		t.Error("the disk flush started only after the sidecar's whole answer was read")
+	}
+}

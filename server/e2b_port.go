@@ -33,7 +33,7 @@ func (s *Server) newE2BPort() (err error) {
 		Sandboxes:       s.sandboxes, Snapshots: s.snap, Driver: s.baseDriver(), MaxLifetime: s.cfg.MaxLifetime,
 		Allowlists: s.allowlists, Sidecars: s.sidecars, Audit: s.alog, DialSidecarWS: s.dialSidecarWS,
 		WatchRevocation: func(keyID string, cancel context.CancelCauseFunc) func() {
-			return s.revocations.watch(keyID, cancel, s.now())
+			return s.revocations.watch(keyID, cancel, nil, s.now())
 		},
 	})
 	return err

@@ -1,12 +1,16 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
@@ -56,10 +60,53 @@ func TestAPIKeyExpiry(t *testing.T) {
 	if err := json.Unmarshal(body, &keys); resp.StatusCode != http.StatusOK || err != nil {
 		t.Fatalf("list: %d %s", resp.StatusCode, body)
 	}
+	listed := map[string]api.APIKey{}
 	for _, lk := range keys {
-		if lk.ID == k.ID && (lk.ExpiresAt == nil || !lk.ExpiresAt.Equal(want)) {
-			t.Errorf("listed expires_at = %v, want %v", lk.ExpiresAt, want)
+		listed[lk.ID] = lk
+	}
+	if lk, ok := listed[k.ID]; !ok || lk.ExpiresAt == nil || !lk.ExpiresAt.Equal(want) || !lk.Expired {
+		t.Errorf("the expired key is listed as %+v (listed: %v), want expires_at %v and expired", lk, ok, want)
+	}
+	if lk := listed[forever.ID]; lk.Expired {
+		t.Errorf("a key without expiry is listed expired: %+v", lk)
+	}
+}
+
+// TestAPIKeyListExpired: the list says, by the server's clock, which
+// keys have expired: not a key a second before its expiry, a key at it.
+func TestAPIKeyListExpired(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	minute := int64(api.MinKeyExpiresInSeconds)
+	resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "brief", ExpiresInSeconds: &minute})
+	var k api.APIKeyCreated
+	if err := json.Unmarshal(body, &k); resp.StatusCode != http.StatusCreated || err != nil {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	if k.Expired {
+		t.Errorf("a key just made is expired: %s", body)
+	}
+	expired := func() bool {
+		t.Helper()
+		resp, body := e.do("GET", "/v1/api-keys", e.KeyA, nil)
+		var keys []api.APIKey
+		if err := json.Unmarshal(body, &keys); resp.StatusCode != http.StatusOK || err != nil {
+			t.Fatalf("list: %d %s", resp.StatusCode, body)
 		}
+		for _, lk := range keys {
+			if lk.ID == k.ID {
+				return lk.Expired
+			}
+		}
+		t.Fatalf("key %s not listed: %s", k.ID, body)
+		return false
+	}
+	e.clock.Advance(time.Duration(minute-1) * time.Second)
+	if expired() {
+		t.Error("listed expired a second before its expiry")
+	}
+	e.clock.Advance(time.Second)
+	if !expired() {
+		t.Error("not listed expired at its expiry")
 	}
 }
 
@@ -85,7 +132,8 @@ func TestAPIKeyExpiryBounds(t *testing.T) {
 }
 
 // TestKeyExpiryEndsLongPoll: a call still waiting on the sidecar when its
-// key expires ends then, as at a revocation, with 401 invalid_api_key.
+// key expires ends then, as at a revocation, with 401 invalid_api_key,
+// saying the key expired (not that it was revoked).
 func TestKeyExpiryEndsLongPoll(t *testing.T) {
 	e := newEnv(t, server.Config{})
 	waiting := make(chan struct{}, 1)
@@ -122,8 +170,76 @@ func TestKeyExpiryEndsLongPoll(t *testing.T) {
 	}
 	select {
 	case a := <-done:
-		wantError(t, a.resp, a.body, http.StatusUnauthorized, api.CodeInvalidAPIKey)
+		if ae := wantError(t, a.resp, a.body, http.StatusUnauthorized, api.CodeInvalidAPIKey); ae != nil &&
+			(!strings.Contains(ae.Message, "expired") || !strings.Contains(ae.Hint, "keys create")) {
+			t.Errorf("the long poll ended with %q (hint %q); want it to say the key expired and how to make one", ae.Message, ae.Hint)
+		}
 	case <-time.After(streamEnd):
 		t.Fatal("the long poll did not end when its key expired")
+	}
+}
+
+// TestKeyExpiryOnRecheck: a server that checks the credentials of its
+// streams against the store (as when its revocation listener reconnects)
+// ends those of a key past its expiry by the server's clock: its watch,
+// its streamed exec (told the key expired, not that it was revoked) and a
+// terminal opened through a takeover token it minted; a token it minted
+// is refused once it has expired. The key's own timer (an hour of real
+// time) is not what ends them.
+func TestKeyExpiryOnRecheck(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	fakePTY(t, e)
+	execRunning := make(chan struct{}, 1)
+	e.Sidecar.ExecFunc = func(w http.ResponseWriter, r *http.Request, _ api.ExecRequest) {
+		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+		w.Write([]byte(`{"type":"stdout","data":"started\n"}` + "\n"))
+		w.(http.Flusher).Flush()
+		execRunning <- struct{}{}
+		<-r.Context().Done()
+	}
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	hour := int64(3600)
+	resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "brief", ExpiresInSeconds: &hour})
+	var k api.APIKeyCreated
+	if err := json.Unmarshal(body, &k); resp.StatusCode != http.StatusCreated || err != nil {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	watch := openWatch(t, e.URL, sb.ID, k.Key, "")
+	execStream := openStream(t, e, "POST", sandboxPath(sb.ID, "/exec"), k.Key, `{"command":"./long-job"}`, "Accept", api.ContentTypeNDJSON)
+	<-execRunning
+	e.clock.Advance(time.Hour - 15*time.Second) // tokens live 30 s
+	mint := func() api.TakeoverToken {
+		resp, body := e.do("POST", sandboxPath(sb.ID, "/takeover-token"), k.Key, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("mint token: %d %s", resp.StatusCode, body)
+		}
+		var tok api.TakeoverToken
+		mustUnmarshal(t, body, &tok)
+		return tok
+	}
+	used, spare := mint(), mint()
+	term, _, err := dialTakeover(t, e, sb.ID, "", "?token="+used.Token)
+	if err != nil {
+		t.Fatalf("takeover: %v", err)
+	}
+	defer term.CloseNow()
+
+	e.clock.Advance(15 * time.Second)
+	e.Server.RecheckCredentials(context.Background())
+	waitEnded(t, watch.events)
+	out := readAllWithin(t, execStream.Body)
+	if !strings.Contains(out, `"type":"error"`) || !strings.Contains(out, api.CodeInvalidAPIKey) || !strings.Contains(out, "expired") {
+		t.Errorf("exec stream after its key expired: %q; want an error event saying the key expired", out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), streamEnd)
+	defer cancel()
+	_, _, err = term.Read(ctx)
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation {
+		t.Errorf("takeover read after its key expired: %v; want a policy-violation close", err)
+	}
+	if conn, _, err := dialTakeover(t, e, sb.ID, "", "?token="+spare.Token); err == nil {
+		conn.CloseNow()
+		t.Error("a takeover token of the expired key still opened the terminal")
 	}
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -33,35 +32,52 @@ const recentRevocations = time.Minute
 // key id) and cancels them when it is revoked.
 type revocations struct {
 	mu     sync.Mutex
-	subs   map[string]map[*context.CancelCauseFunc]struct{}
+	subs   map[string]map[*watcher]struct{}
 	recent map[string]time.Time // id → when it was revoked
 }
 
-func newRevocations() *revocations {
-	return &revocations{subs: map[string]map[*context.CancelCauseFunc]struct{}{}, recent: map[string]time.Time{}}
+// watcher is one request's watch: how to end it, and when its API key
+// expires (nil: never, or not an API key), so that a revocation found
+// past that tells the client its key expired (authz.ErrCredentialExpired).
+type watcher struct {
+	cancel  context.CancelCauseFunc
+	expires *time.Time
 }
 
-// watch cancels ctx's request (cancel) when credential id is revoked, or
-// at once if it was a moment ago. stop ends the watch.
-func (rv *revocations) watch(id string, cancel context.CancelCauseFunc, now time.Time) (stop func()) {
+// cause is why w's request ends when its credential is found revoked at now.
+func (w *watcher) cause(now time.Time) error {
+	if w.expires != nil && !now.Before(*w.expires) {
+		return authz.ErrCredentialExpired
+	}
+	return authz.ErrCredentialRevoked
+}
+
+func newRevocations() *revocations {
+	return &revocations{subs: map[string]map[*watcher]struct{}{}, recent: map[string]time.Time{}}
+}
+
+// watch cancels ctx's request (cancel) when credential id, an API key
+// expiring at expires (nil: never), is revoked, or at once if it was a
+// moment ago. stop ends the watch.
+func (rv *revocations) watch(id string, cancel context.CancelCauseFunc, expires *time.Time, now time.Time) (stop func()) {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
+	w := &watcher{cancel: cancel, expires: expires}
 	if at, ok := rv.recent[id]; ok && now.Sub(at) < recentRevocations {
-		cancel(authz.ErrCredentialRevoked)
+		cancel(w.cause(now))
 		return func() {}
 	}
 	m := rv.subs[id]
 	if m == nil {
-		m = map[*context.CancelCauseFunc]struct{}{}
+		m = map[*watcher]struct{}{}
 		rv.subs[id] = m
 	}
-	key := &cancel
-	m[key] = struct{}{}
+	m[w] = struct{}{}
 	return func() {
 		rv.mu.Lock()
 		defer rv.mu.Unlock()
 		if m := rv.subs[id]; m != nil {
-			delete(m, key)
+			delete(m, w)
 			if len(m) == 0 {
 				delete(rv.subs, id)
 			}
@@ -73,9 +89,9 @@ func (rv *revocations) watch(id string, cancel context.CancelCauseFunc, now time
 // while. It may be called more than once for one credential.
 func (rv *revocations) revoke(id string, now time.Time) {
 	rv.mu.Lock()
-	var cancels []context.CancelCauseFunc
-	for c := range rv.subs[id] {
-		cancels = append(cancels, *c)
+	var ends []*watcher
+	for w := range rv.subs[id] {
+		ends = append(ends, w)
 	}
 	delete(rv.subs, id)
 	for old, at := range rv.recent {
@@ -85,8 +101,8 @@ func (rv *revocations) revoke(id string, now time.Time) {
 	}
 	rv.recent[id] = now
 	rv.mu.Unlock()
-	for _, cancel := range cancels {
-		cancel(authz.ErrCredentialRevoked)
+	for _, w := range ends {
+		w.cancel(w.cause(now))
 	}
 }
 
@@ -121,11 +137,15 @@ func (s *Server) withRevocation(r *http.Request) (*http.Request, func()) {
 		return r, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
-	stop := s.revocations.watch(id, cancel, s.now())
+	var expires *time.Time
+	if k := authz.From(r.Context()).Key; k != nil {
+		expires = k.ExpiresAt
+	}
+	stop := s.revocations.watch(id, cancel, expires, s.now())
 	expire := func() bool { return true }
-	if k := authz.From(r.Context()).Key; k != nil && k.ExpiresAt != nil {
+	if expires != nil {
 		// A key's expiry ends what it holds as its revocation would.
-		t := time.AfterFunc(k.ExpiresAt.Sub(s.now()), func() { cancel(errCredentialExpired) })
+		t := time.AfterFunc(expires.Sub(s.now()), func() { cancel(authz.ErrCredentialExpired) })
 		expire = t.Stop
 	}
 	return r.WithContext(ctx), func() {
@@ -134,10 +154,6 @@ func (s *Server) withRevocation(r *http.Request) (*http.Request, func()) {
 		cancel(nil)
 	}
 }
-
-// errCredentialExpired ends the requests of a key that expires while they
-// run; it is a revocation to everything that handles one.
-var errCredentialExpired = fmt.Errorf("the request's API key expired: %w", authz.ErrCredentialRevoked)
 
 // listenRevocations runs the store's RevocationListener, if it has one,
 // until ctx is done, reconnecting after failures. Each time it is
@@ -156,13 +172,14 @@ func (s *Server) listenRevocations(ctx context.Context) {
 }
 
 // recheckCredentials ends the requests of credentials in flight that the
-// store no longer knows as valid.
+// store no longer knows as valid at the server's clock: revoked, deleted,
+// or API keys past their expiry (whose requests are told so).
 func (s *Server) recheckCredentials(ctx context.Context) {
 	ids := s.revocations.watched()
 	if len(ids) == 0 {
 		return
 	}
-	gone, err := s.store.RevokedCredentials(ctx, ids)
+	gone, err := s.store.RevokedCredentials(ctx, ids, s.now())
 	if err != nil {
 		s.log.WarnContext(ctx, "check credentials in flight", "err", err)
 		return
@@ -173,12 +190,12 @@ func (s *Server) recheckCredentials(ctx context.Context) {
 }
 
 // credentialValid reports whether the API key or SSH key id is still
-// valid: not revoked, not deleted, not revoked a moment ago elsewhere.
+// valid: not revoked, not expired, not deleted.
 func (s *Server) credentialValid(ctx context.Context, id string) (bool, error) {
 	if id == "" {
 		return false, nil
 	}
-	gone, err := s.store.RevokedCredentials(ctx, []string{id})
+	gone, err := s.store.RevokedCredentials(ctx, []string{id}, s.now())
 	if err != nil {
 		return false, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -85,6 +86,41 @@ func (h storageHooks) Created(ctx context.Context, sb *model.Sandbox) {
 func (h storageHooks) Destroying(ctx context.Context, sb *model.Sandbox, readable bool) {
 	if h.s.storageSync != nil {
 		h.s.storageSync.Final(ctx, sb, readable)
+	}
+}
+
+// FinalFlush runs the final storage flush (docs/storage.md) of each
+// active sandbox among ids, four at once, as a destroy would: the server's
+// caller is about to stop them with the server (the local driver at
+// SIGTERM, `boxkite down`), after which their files can no longer be read
+// and what commands wrote since the last flush would be lost. It returns
+// when all are done or when ctx ends; nothing without object storage.
+func (s *Server) FinalFlush(ctx context.Context, ids []string) {
+	if s.storageSync == nil || len(ids) == 0 {
+		return
+	}
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			sb, err := s.store.SandboxByID(ctx, id)
+			if err != nil || !sb.Active() {
+				return
+			}
+			s.storageSync.Final(ctx, sb, true)
+		})
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.log.Warn("final storage flush at shutdown cut short", "err", ctx.Err())
 	}
 }
 

@@ -133,6 +133,10 @@ type APIKey struct {
 	MemberID string `json:"member_id,omitempty"`
 	// ExpiresAt is when the key stops working; null: never.
 	ExpiresAt *time.Time `json:"expires_at"`
+	// Expired is whether ExpiresAt has passed, by the server's clock when
+	// it answered: an expired key is refused as a revoked one is, and
+	// stays listed (marked so) until revoked.
+	Expired bool `json:"expired"`
 }
 
 // CreateAPIKeyRequest is the body of POST /v1/api-keys.

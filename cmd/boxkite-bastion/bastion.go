@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"regexp"
 	"strings"
 	"sync"
@@ -34,10 +35,14 @@ type bastion struct {
 	cp           *client.Client // authenticated with the bastion key
 	log          *slog.Logger
 	maxPerSource int
+	maxStartups  int
 	loginTimeout time.Duration
 
-	mu        sync.Mutex
-	perSource map[string]int // open connections by source IP
+	mu         sync.Mutex
+	perSource  map[string]int // open connections by source (sourceKey)
+	startups   int            // connections not authenticated yet
+	throttling bool           // refusing connections past maxStartups
+	refused    int            // connections refused since throttling began
 
 	sessions *sessionSet // open sessions, told when the bastion stops
 }
@@ -48,6 +53,7 @@ func newBastion(o *options, log *slog.Logger) *bastion {
 		cp:           client.New(o.server, o.bastionKey),
 		log:          log,
 		maxPerSource: o.maxPerSource,
+		maxStartups:  o.maxStartups,
 		loginTimeout: o.loginTimeout,
 		perSource:    map[string]int{},
 		sessions:     newSessionSet(),
@@ -87,6 +93,12 @@ func (b *bastion) sshServer(signer ssh.Signer) *ssh.Server {
 		ServerConfigCallback: func(ctx ssh.Context) *gossh.ServerConfig {
 			return &gossh.ServerConfig{
 				MaxAuthTries: maxAuthTries,
+				// The connection is no longer a startup once authenticated.
+				AuthLogCallback: func(_ gossh.ConnMetadata, _ string, err error) {
+					if once, _ := ctx.Value(startupKey{}).(*sync.Once); err == nil {
+						b.endStartup(once)
+					}
+				},
 				PublicKeyCallback: func(meta gossh.ConnMetadata, key gossh.PublicKey) (*gossh.Permissions, error) {
 					line, err := b.publicKey(ctx, meta, key)
 					if err != nil {
@@ -129,41 +141,102 @@ func sessionChannel(srv *ssh.Server, conn *gossh.ServerConn, ch gossh.NewChannel
 	ssh.DefaultSessionHandler(srv, conn, ch, ctx)
 }
 
-// conn admits a connection: at most maxPerSource at once from one IP, and
-// closed unless authenticated within loginTimeout.
+// conn admits a connection: at most maxPerSource at once from one source
+// (an address, an IPv6 /64), at most maxStartups unauthenticated at once
+// in all, and closed unless authenticated within loginTimeout. A refused
+// connection is closed before the SSH handshake.
 func (b *bastion) conn(ctx ssh.Context, c net.Conn) net.Conn {
-	host := c.RemoteAddr().String()
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	b.mu.Lock()
-	if b.perSource[host] >= b.maxPerSource {
-		b.mu.Unlock()
-		b.log.Warn("too many connections from one source", "source", host, "limit", b.maxPerSource)
+	src := sourceKey(c.RemoteAddr())
+	if !b.admit(src) {
 		return nil
 	}
-	b.perSource[host]++
-	b.mu.Unlock()
 	ctx.SetValue(openSessionsKey{}, new(atomic.Int32))
+	startup := new(sync.Once)
+	ctx.SetValue(startupKey{}, startup)
 	c = &preambleConn{Conn: c, found: func(id string) { ctx.SetValue(sandboxKey{}, id) }}
 	// ContextKeyConn is set once the handshake, authentication included,
 	// has succeeded.
 	timer := time.AfterFunc(b.loginTimeout, func() {
 		if ctx.Value(ssh.ContextKeyConn) == nil {
-			b.log.Info("login timed out", "source", host)
+			b.log.Info("login timed out", "source", src)
 			c.Close()
 		}
 	})
 	go func() {
 		<-ctx.Done() // the connection closed
 		timer.Stop()
+		b.endStartup(startup)
 		b.mu.Lock()
 		defer b.mu.Unlock()
-		if b.perSource[host]--; b.perSource[host] <= 0 {
-			delete(b.perSource, host)
+		if b.perSource[src]--; b.perSource[src] <= 0 {
+			delete(b.perSource, src)
 		}
 	}()
 	return c
+}
+
+// admit counts a new connection from src, or reports false (logged) when
+// its source or the bastion's unauthenticated connections are at their
+// limit.
+func (b *bastion) admit(src string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.startups >= b.maxStartups {
+		b.refused++
+		if !b.throttling {
+			b.throttling = true
+			b.log.Warn("too many unauthenticated connections: refusing new ones until some authenticate or close",
+				"limit", b.maxStartups, "source", src)
+		}
+		return false
+	}
+	if b.perSource[src] >= b.maxPerSource {
+		b.log.Warn("too many connections from one source", "source", src, "limit", b.maxPerSource)
+		return false
+	}
+	b.perSource[src]++
+	b.startups++
+	return true
+}
+
+type startupKey struct{}
+
+// endStartup counts a connection (its once) off the unauthenticated ones,
+// once: when it authenticates or closes, whichever comes first.
+func (b *bastion) endStartup(once *sync.Once) {
+	if once == nil {
+		return
+	}
+	once.Do(func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.startups--
+		if b.throttling {
+			b.throttling = false
+			b.log.Info("accepting connections again", "unauthenticated", b.startups, "refused", b.refused)
+			b.refused = 0
+		}
+	})
+}
+
+// sourceKey is what a connection's limits count it against: its address,
+// or the /64 of an IPv6 address (a host is usually given a whole /64, so
+// its addresses are one source, as OpenSSH's PerSourceNetBlockSize 32:64).
+func sourceKey(addr net.Addr) string {
+	host := addr.String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }
 
 // tokenStash carries the takeover token won at authentication to the

@@ -28,6 +28,7 @@ const minBastionKeyLen = 32
 const (
 	defaultListen       = ":2222"
 	defaultMaxPerSource = 10
+	defaultMaxStartups  = 100 // sshd refuses every connection past its MaxStartups' 100
 	defaultLoginTimeout = 30 * time.Second
 	maxAuthTries        = 5 // failed attempts per connection
 )
@@ -38,6 +39,7 @@ type options struct {
 	server       string // the control plane's base URL
 	hostKey      string // file; "" means an ephemeral key
 	maxPerSource int
+	maxStartups  int
 	loginTimeout time.Duration
 	logLevel     string
 	keyFile      string // the bastion key's file; "" means bastionKeyEnv
@@ -63,7 +65,8 @@ func parseOptions(args []string, getenv func(string) string, out io.Writer) (*op
 	fs.StringVar(&o.listen, "listen", defaultListen, "address to accept SSH connections on")
 	fs.StringVar(&o.server, "server", "", "the control plane's URL, e.g. http://127.0.0.1:8090 (required)")
 	fs.StringVar(&o.hostKey, "host-key", "", "host key file, created (ed25519) when missing; unset means a new key every start")
-	fs.IntVar(&o.maxPerSource, "max-per-source", defaultMaxPerSource, "concurrent connections allowed from one IP address")
+	fs.IntVar(&o.maxPerSource, "max-per-source", defaultMaxPerSource, "concurrent connections allowed from one source: an IPv4 address, or an IPv6 /64")
+	fs.IntVar(&o.maxStartups, "max-startups", defaultMaxStartups, "unauthenticated connections allowed at once in all; past it new connections are closed at once (sshd's MaxStartups)")
 	fs.DurationVar(&o.loginTimeout, "login-timeout", defaultLoginTimeout, "time a connection has to authenticate")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.keyFile, "key-file", "", "file holding the bastion key shared with the server; readable by its owner only (mode 0600), or /dev/fd/N (required)")
@@ -116,6 +119,8 @@ Flags:
 		return nil, &usageError{fmt.Errorf("--server (or %s) is required", envName("server"))}
 	case o.maxPerSource < 1:
 		return nil, &usageError{errors.New("--max-per-source must be at least 1")}
+	case o.maxStartups < 1:
+		return nil, &usageError{errors.New("--max-startups must be at least 1")}
 	case o.loginTimeout <= 0:
 		return nil, &usageError{errors.New("--login-timeout must be positive")}
 	}

@@ -23,13 +23,13 @@ func TestParseOptions(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", []string{"--server", "http://cp:8090/"}, nil, func(o *options) bool {
-			return o.listen == ":2222" && o.server == "http://cp:8090" && o.maxPerSource == 10 && o.loginTimeout == 30*time.Second && o.hostKey == ""
+			return o.listen == ":2222" && o.server == "http://cp:8090" && o.maxPerSource == 10 && o.maxStartups == 100 && o.loginTimeout == 30*time.Second && o.hostKey == ""
 		}, ""},
 		{"env", nil, map[string]string{
 			"BOXKITE_BASTION_SERVER": "https://cp", "BOXKITE_BASTION_LISTEN": "127.0.0.1:22", "BOXKITE_BASTION_HOST_KEY": "/k",
-			"BOXKITE_BASTION_MAX_PER_SOURCE": "3", "BOXKITE_BASTION_LOGIN_TIMEOUT": "5s",
+			"BOXKITE_BASTION_MAX_PER_SOURCE": "3", "BOXKITE_BASTION_LOGIN_TIMEOUT": "5s", "BOXKITE_BASTION_MAX_STARTUPS": "7",
 		}, func(o *options) bool {
-			return o.server == "https://cp" && o.listen == "127.0.0.1:22" && o.hostKey == "/k" && o.maxPerSource == 3 && o.loginTimeout == 5*time.Second
+			return o.server == "https://cp" && o.listen == "127.0.0.1:22" && o.hostKey == "/k" && o.maxPerSource == 3 && o.maxStartups == 7 && o.loginTimeout == 5*time.Second
 		}, ""},
 		{"flag beats env", []string{"--server", "http://a"}, map[string]string{"BOXKITE_BASTION_SERVER": "http://b"}, func(o *options) bool {
 			return o.server == "http://a"
@@ -38,6 +38,7 @@ func TestParseOptions(t *testing.T) {
 		{"not http", []string{"--server", "ftp://x"}, nil, nil, "is not an http(s) URL"},
 		{"bad env", []string{"--server", "http://x"}, map[string]string{"BOXKITE_BASTION_MAX_PER_SOURCE": "many"}, nil, "BOXKITE_BASTION_MAX_PER_SOURCE"},
 		{"zero per source", []string{"--server", "http://x", "--max-per-source", "0"}, nil, nil, "at least 1"},
+		{"zero startups", []string{"--server", "http://x", "--max-startups", "0"}, nil, nil, "--max-startups must be at least 1"},
 		{"argument", []string{"--server", "http://x", "extra"}, nil, nil, `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {

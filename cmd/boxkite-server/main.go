@@ -196,6 +196,19 @@ func serveUntilStopped(ctx context.Context, srv *server.Server, ln net.Listener,
 	// this: the detached jails survive and the next start re-adopts them.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	if sb.stopsSandboxes {
+		// What commands wrote since the last flush is still only in the
+		// workspaces: store it before they go, as a destroy does.
+		if obs, err := sb.driver.List(sctx); err != nil {
+			log.Error("list sandboxes for the final storage flush", "err", err)
+		} else {
+			ids := make([]string, len(obs))
+			for i, o := range obs {
+				ids[i] = o.ID
+			}
+			srv.FinalFlush(sctx, ids)
+		}
+	}
 	if err := sb.shutdown(sctx); err != nil {
 		log.Error("stop sandboxes", "err", err)
 	}
@@ -272,6 +285,9 @@ type substrate struct {
 	run      func(ctx context.Context)       // background work (the kube warm pool)
 	shutdown func(ctx context.Context) error // at SIGTERM
 	close    func()
+	// stopsSandboxes: shutdown takes the sandboxes down (the local
+	// driver), so their workspaces get the final storage flush first.
+	stopsSandboxes bool
 }
 
 // newSubstrate builds the driver opts.driver names.
@@ -328,9 +344,10 @@ func newSubstrate(opts *options, sidecar string, rc *rest.Config, store *sqlstor
 	}
 	return &substrate{
 		driver: driver, images: imgs,
-		run:      func(context.Context) {},
-		shutdown: driver.Shutdown,
-		close:    func() { imgs.Close() }, // unmounts built images' roots; the next start mounts them again
+		run:            func(context.Context) {},
+		shutdown:       driver.Shutdown,
+		close:          func() { imgs.Close() }, // unmounts built images' roots; the next start mounts them again
+		stopsSandboxes: true,
 	}, nil
 }
 

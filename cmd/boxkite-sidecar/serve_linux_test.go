@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/boxkite/boxkite/internal/sockprobe"
 )
 
 // TestServeRefusesVsock: `boxkite-sidecar serve` (what a sandbox pod runs,
@@ -23,14 +23,14 @@ func TestServeRefusesVsock(t *testing.T) {
 	case "serve":
 		err := runServe([]string{"--listen", "tcp:127.0.0.1:0", "--workspace", os.TempDir()})
 		fmt.Printf("serve: %v\n", err)
-		fmt.Print(socketProbe())
+		fmt.Print(sockprobe.Probe())
 		cmd := exec.Command(os.Args[0], "-test.run=^TestServeRefusesVsock$")
 		cmd.Env = append(os.Environ(), "BOXKITE_TEST_SERVE_VSOCK=probe")
 		out, err := cmd.Output()
 		fmt.Printf("%s%v\n", out, err)
 		return
 	case "probe":
-		fmt.Print(socketProbe())
+		fmt.Print(sockprobe.Probe())
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeRefusesVsock$")
@@ -56,21 +56,4 @@ func TestServeRefusesVsock(t *testing.T) {
 			t.Errorf("%s in %d of 2 places (serve, a command):\n%s", want.where, n, got)
 		}
 	}
-}
-
-// socketProbe tries socket() with AF_VSOCK, AF_VSOCK|1<<32 and AF_INET,
-// a line each: the family and the errno's name, or "ok".
-func socketProbe() string {
-	var b strings.Builder
-	for _, fam := range []uint64{unix.AF_VSOCK, unix.AF_VSOCK | 1<<32, unix.AF_INET} {
-		fd, _, errno := unix.RawSyscall(unix.SYS_SOCKET, uintptr(fam), unix.SOCK_STREAM, 0)
-		res := "ok"
-		if errno != 0 {
-			res = unix.ErrnoName(errno)
-		} else {
-			unix.Close(int(fd))
-		}
-		fmt.Fprintf(&b, "%#x %s\n", fam, res)
-	}
-	return b.String()
 }

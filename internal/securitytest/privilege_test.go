@@ -183,6 +183,11 @@ func TestPrivilegedToolsRefused(t *testing.T) {
 		{"keys masked", "cat /proc/keys | wc -c", "0\n"},
 		{"timer_list masked", "cat /proc/timer_list | wc -c", "0\n"},
 		{"acpi and scsi empty", "ls -A /proc/acpi /proc/scsi 2>/dev/null | grep -v -e '^/proc' -e '^$' | wc -l", "0\n"},
+		// The host's pressure stall information: other tenants' load.
+		// Commands go before the sidecar when the sandbox runs out of
+		// memory (though they can lower it to the sidecar's 0: docs/security.md).
+		{"commands start at oom_score_adj 1000", "cat /proc/self/oom_score_adj", "1000\n"},
+		{"pressure empty", "ls -A /proc/pressure | wc -l; cat /proc/pressure/cpu /proc/pressure/memory /proc/pressure/io 2>/dev/null | wc -c", "0\n0\n"},
 		{"hostname unchanged", "hostname", "sandbox\n"},
 		{"every mount nosuid", `awk '$6 !~ /nosuid/ {print $5}' /proc/self/mountinfo`, ""},
 		// Device nodes and ptys need dev; nothing else has it.

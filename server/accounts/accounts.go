@@ -157,14 +157,14 @@ func accountToAPI(a *model.Account) api.Account {
 	return api.Account{ID: a.ID, Email: a.Email, CreatedAt: a.CreatedAt.UTC(), ScrubOutput: !a.KeepOutputSecrets}
 }
 
-func keyToAPI(k *model.APIKey) api.APIKey { return k.ToAPI() }
+func (s *Service) keyToAPI(k *model.APIKey) api.APIKey { return k.ToAPI(s.d.Now()) }
 
 // getAccount serves GET /v1/account (API key): the account and the key
 // the request was made with.
 func (s *Service) getAccount(w http.ResponseWriter, r *http.Request) error {
 	ri := authz.From(r.Context())
 	out := accountToAPI(ri.Account)
-	k := keyToAPI(ri.Key)
+	k := s.keyToAPI(ri.Key)
 	out.APIKey = &k
 	if org := ri.Org(); org != nil {
 		out.Organization = &api.AccountOrganization{ID: ri.Account.ID, Name: org.Name, Role: ri.Key.MemberRole, MemberID: ri.Key.MemberID}
@@ -191,7 +191,7 @@ func (s *Service) updateAccount(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := accountToAPI(&acct)
 	if ri.Key != nil {
-		k := keyToAPI(ri.Key)
+		k := s.keyToAPI(ri.Key)
 		out.APIKey = &k
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
@@ -242,7 +242,7 @@ func (s *Service) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("create api key: %w", err)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	httpx.WriteJSON(w, http.StatusCreated, api.APIKeyCreated{APIKey: keyToAPI(k), Key: secret})
+	httpx.WriteJSON(w, http.StatusCreated, api.APIKeyCreated{APIKey: s.keyToAPI(k), Key: secret})
 	return nil
 }
 
@@ -254,7 +254,7 @@ func (s *Service) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]api.APIKey, len(keys))
 	for i, k := range keys {
-		out[i] = keyToAPI(k)
+		out[i] = s.keyToAPI(k)
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil

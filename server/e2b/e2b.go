@@ -270,4 +270,6 @@ func (s sessions) Open(ctx context.Context, id, keyID string) (envd.Session, err
 	return s.cp.Session(ctx, rec.AccountID, id, keyID, rec.EnvVars)
 }
 
-func (s sessions) Running(ctx context.Context) ([]envd.Running, error) { return s.cp.Running(ctx) }
+func (s sessions) Running(ctx context.Context, sandboxID string) ([]envd.Running, error) {
+	return s.cp.Running(ctx, sandboxID)
+}

@@ -110,8 +110,8 @@ type Sessions interface {
 	// the key is not the account's or no longer valid.
 	Session(ctx context.Context, accountID, sandboxID, keyID string, env map[string]string) (envd.Session, error)
 	// Running lists every account's running sandboxes with the account's
-	// valid keys.
-	Running(ctx context.Context) ([]envd.Running, error)
+	// valid keys, or only sandboxID (if it runs) when it is not "".
+	Running(ctx context.Context, sandboxID string) ([]envd.Running, error)
 }
 
 // SnapshotInfo is a snapshot as the facade shows it.

@@ -27,6 +27,7 @@ type Store interface {
 	ListAPIKeys(ctx context.Context, accountID string) ([]*model.APIKey, error)
 	AccountByID(ctx context.Context, id string) (*model.Account, error)
 	Sandbox(ctx context.Context, accountID, id string) (*model.Sandbox, error)
+	SandboxByID(ctx context.Context, id string) (*model.Sandbox, error)
 	ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*model.Sandbox, error)
 	SandboxesWithStatus(ctx context.Context, status string) ([]*model.Sandbox, error)
 	UpdateSandbox(ctx context.Context, id string, fn func(*model.Sandbox) error) (*model.Sandbox, error)

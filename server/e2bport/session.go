@@ -59,8 +59,14 @@ func (ss *Sessions) Session(ctx context.Context, accountID, sandboxID, keyID str
 	return &session{d: ss.d, acct: acct, sb: sb, keyID: keyID, env: env}, nil
 }
 
-func (ss *Sessions) Running(ctx context.Context) ([]envd.Running, error) {
-	sbs, err := ss.d.Store.SandboxesWithStatus(ctx, api.StatusActive)
+func (ss *Sessions) Running(ctx context.Context, sandboxID string) ([]envd.Running, error) {
+	var sbs []*model.Sandbox
+	var err error
+	if sandboxID == "" {
+		sbs, err = ss.d.Store.SandboxesWithStatus(ctx, api.StatusActive)
+	} else {
+		sbs, err = ss.one(ctx, sandboxID)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list running sandboxes: %w", err)
 	}
@@ -77,6 +83,18 @@ func (ss *Sessions) Running(ctx context.Context) ([]envd.Running, error) {
 		out = append(out, envd.Running{SandboxID: sb.ID, KeyIDs: ids})
 	}
 	return out, nil
+}
+
+// one is the sandbox id as a list, empty when it is not running.
+func (ss *Sessions) one(ctx context.Context, id string) ([]*model.Sandbox, error) {
+	sb, err := ss.d.Store.SandboxByID(ctx, id)
+	if errors.Is(err, model.ErrNotFound) || err == nil && sb.Status != api.StatusActive {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []*model.Sandbox{sb}, nil
 }
 
 // session is envd.Session: one running sandbox, acted on for its account.

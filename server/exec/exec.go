@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -91,19 +93,22 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 			fw, finishSecrets = wrapResult(fw)
 		}
 		c.Survive = true // a revoked credential loses the result, not the command
+		// The sidecar answers a JSON exec once the command has ended: its
+		// disk flush starts then, while the answer is read and scrubbed.
+		c.Answered = func() { out.flushed = s.startFlush(r, sb) }
 	}
 	c.Written = func() { sent.Store(true) }
 	started := s.d.Now()
 	err = s.d.Forward(fw, r, sb, c)
 	if errors.Is(err, sidecar.ErrHandedOver) {
 		// The credential was revoked: the stream ends, the command runs on.
-		return hw.Fail(authz.ErrStreamRevoked)
+		return hw.Fail(authz.StreamEnded(r.Context()))
 	}
 	finishSecrets()
 	sc.Done()
 	out.outputRedacted = sc.OutputRedacted()
 	if clientGone(r, sent.Load()) {
-		return s.auditGoneExec(r, c, sb, req, &out, started, err)
+		return s.auditUnanswered(r, c, sb, req, &out, started, clientGoneError(), err)
 	}
 	if eh, ok := hw.(*hold.Exit); ok {
 		switch {
@@ -114,7 +119,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if jsonCut(r, c, sent.Load(), err) {
-		err = s.auditCutExec(r, sb, req, &out, started, err)
+		err = s.auditUnanswered(r, c, sb, req, &out, started, s.cutError(r, sb, err), err)
 	}
 	if errors.Is(err, sidecar.ErrStreamBroken) {
 		s.d.AbortResponse(r, err)
@@ -167,7 +172,7 @@ func (s *Service) acknowledge(r *http.Request, hw hold.Writer, sc *scrub.Exec, c
 	}
 	err := s.storeAndAudit(r, syncCtx, sb, req, out, started)
 	if revoked {
-		return hw.Fail(authz.ErrStreamRevoked)
+		return hw.Fail(authz.StreamEnded(r.Context()))
 	}
 	if err != nil {
 		// The command ran; the answer says so instead of passing for a
@@ -197,14 +202,22 @@ func (s *Service) acknowledge(r *http.Request, hw hold.Writer, sc *scrub.Exec, c
 func (s *Service) storeAndAudit(r *http.Request, syncCtx context.Context, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
 	started time.Time,
 ) error {
-	// The flush starts first, on this goroutine: the entry's own work
-	// (building it, the commit's writes) then runs on another while this
-	// one waits in the kernel.
 	id := model.NewID()
-	audited := make(chan error, 1)
-	go func() { audited <- s.auditExec(r, sb, req, out, started, nil, id) }()
-	syncErr := s.d.SyncDisk(syncCtx, sb, "exec")
-	err := <-audited
+	var err, syncErr error
+	if out.flushed != nil {
+		// A JSON exec's flush started when the sidecar's answer began: the
+		// entry is built and committed here meanwhile.
+		err = s.auditExec(r, sb, req, out, started, nil, id)
+		syncErr = <-out.flushed
+	} else {
+		// The flush starts first, on this goroutine: the entry's own work
+		// (building it, the commit's writes) then runs on another while
+		// this one waits in the kernel.
+		audited := make(chan error, 1)
+		go func() { audited <- s.auditExec(r, sb, req, out, started, nil, id) }()
+		syncErr = s.d.SyncDisk(syncCtx, sb, "exec")
+		err = <-audited
+	}
 	if syncErr == nil {
 		return err
 	}
@@ -214,6 +227,18 @@ func (s *Service) storeAndAudit(r *http.Request, syncCtx context.Context, sb *mo
 		Started: s.d.Now(),
 	})
 	return cmp.Or(err, nerr, syncErr)
+}
+
+// startFlush starts flushing sb's disk for an exec whose command has
+// ended and returns where its result will be. It runs to its end even if
+// nobody waits for it (the exec failed otherwise), whatever the request's
+// context does: a revoked credential loses the result, not the flush.
+func (s *Service) startFlush(r *http.Request, sb *model.Sandbox) <-chan error {
+	flushed := make(chan error, 1)
+	ctx := context.WithoutCancel(r.Context())
+	go func() { flushed <- s.d.SyncDisk(ctx, sb, "exec") }()
+	runtime.Gosched() // the flush's goroutine first: it only waits in the kernel
+	return flushed
 }
 
 // NotStored is the operation of the system entry that follows an exec's
@@ -298,22 +323,12 @@ func clientGone(r *http.Request, sent bool) bool {
 // client went away before its answer.
 const ErrorClientGone = "client_gone"
 
-// auditGoneExec writes the entry of an exec whose client went away after
-// its request reached the sidecar: the command ran, partly or whole, so
-// the log shows it (a client that hangs up must not run commands the log
-// never sees), with the exit code when it came and the error client_gone.
-// Nothing is acknowledged, so the disk is not flushed for it.
-func (s *Service) auditGoneExec(r *http.Request, c *sidecar.Call, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, err error) error {
-	r = r.WithContext(context.WithoutCancel(r.Context()))
-	if out.exitCode == nil && err == nil && c.Status/100 == 2 {
-		out.result(c)
-	}
-	s.d.Log.InfoContext(r.Context(), "exec client gone", "sandbox", sb.ID, "err", err)
-	gone := &api.Error{Code: ErrorClientGone, Message: "the client went away before the answer"}
-	if aerr := s.auditExec(r, sb, req, out, started, gone, ""); aerr != nil {
-		return aerr
-	}
-	return cmp.Or(err, error(gone))
+// clientGoneError is the detail's error of the entry of an exec whose
+// client went away after its request reached the sidecar: the command
+// ran, partly or whole, so the log shows it (a client that hangs up must
+// not run commands the log never sees).
+func clientGoneError() *api.Error {
+	return &api.Error{Code: ErrorClientGone, Message: "the client went away before the answer"}
 }
 
 // jsonCut reports whether a JSON exec whose request reached the sidecar
@@ -381,22 +396,40 @@ func (s *Service) cutAnswer(r *http.Request, sb *model.Sandbox) *api.Error {
 	return e
 }
 
-// auditCutExec writes the entry of a JSON exec that the sidecar's side
-// cut short after its request reached the sidecar (a freeze, a destroy,
-// the sidecar's death, its answer broken off), as a cut stream's is:
-// without an exit code, with the error the client got. The command ran,
-// for all anyone knows, so the log shows it. It returns the answer: err,
-// or the audit log's error when the entry could not be committed.
-func (s *Service) auditCutExec(r *http.Request, sb *model.Sandbox, req api.ExecRequest, out *execOutcome, started time.Time, err error) error {
-	cut, ok := errors.AsType[*api.Error](err)
-	if !ok {
-		cut = s.cutAnswer(r, sb)
+// cutError is the error the client of a JSON exec that the sidecar's
+// side cut short gets: the answer err carries, else cutAnswer's.
+func (s *Service) cutError(r *http.Request, sb *model.Sandbox, err error) *api.Error {
+	if cut, ok := errors.AsType[*api.Error](err); ok {
+		return cut
 	}
-	s.d.Log.WarnContext(r.Context(), "exec cut short", "sandbox", sb.ID, "err", err)
-	if aerr := s.auditExec(r, sb, req, out, started, cut, ""); aerr != nil {
+	return s.cutAnswer(r, sb)
+}
+
+// auditUnanswered writes the entry of an exec whose request reached the
+// sidecar but whose answer did not reach the client: its client went away
+// (why is clientGoneError) or the sidecar's side cut a JSON exec short (a
+// freeze, a destroy, the sidecar's death, its answer broken off; why is
+// cutError). The command ran, for all anyone knows, so the log shows it,
+// with the exit code when it came and why's code as the detail's error.
+// Nothing is acknowledged, so the disk is not flushed for it. It returns
+// the answer: err (why when err is nil), or the audit log's error when the
+// entry could not be committed.
+func (s *Service) auditUnanswered(r *http.Request, c *sidecar.Call, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
+	started time.Time, why *api.Error, err error,
+) error {
+	r = r.WithContext(context.WithoutCancel(r.Context())) // the client may be gone
+	if out.exitCode == nil && err == nil && c.Status/100 == 2 {
+		out.result(c) // the answer came whole, only the client left
+	}
+	level := slog.LevelWarn
+	if why.Code == ErrorClientGone {
+		level = slog.LevelInfo // the client's doing, not the server's
+	}
+	s.d.Log.Log(r.Context(), level, "exec unanswered", "sandbox", sb.ID, "error", why.Code, "err", err)
+	if aerr := s.auditExec(r, sb, req, out, started, why, ""); aerr != nil {
 		return aerr
 	}
-	return err
+	return cmp.Or(err, error(why))
 }
 
 // cutHealthTimeout bounds the health check that tells a dead sidecar
@@ -432,6 +465,9 @@ type execOutcome struct {
 	exitCode       *int
 	output         api.ExecOutputInfo
 	outputRedacted bool // the scrubber replaced something in the output
+	// flushed has the result of the disk flush a JSON exec starts when
+	// the sidecar's answer begins (nil before, and for a stream).
+	flushed <-chan error
 }
 
 // event takes one NDJSON line of a streamed exec.

@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
 	"net/http"
 	"sync"
@@ -16,7 +15,6 @@ import (
 	"github.com/boxkite/boxkite/server/internal/audit"
 	"github.com/boxkite/boxkite/server/internal/authz"
 	"github.com/boxkite/boxkite/server/internal/httpx"
-	"github.com/boxkite/boxkite/server/model"
 )
 
 // interactiveFrame bounds one frame either way: a chunk of stdin or of
@@ -88,24 +86,9 @@ func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
 		Started: started, Duration: s.d.Now().Sub(started),
 	})
 	if res.raw == nil {
-		res.ended = s.sandboxEnded(r, sb)
+		res.ended = s.d.EndedAnswer(r.Context(), sb)
 	}
 	res.finish(r.Context(), down)
-	return nil
-}
-
-// sandboxEnded is why a command that ended without an exit status did,
-// when its sandbox went with it: the answer its destroy gives calls while
-// it runs, else the refusal a call to it gets now; nil while it is active.
-func (s *Service) sandboxEnded(r *http.Request, sb *model.Sandbox) *api.Error {
-	if e, ok := s.d.Calls.Ending(sb.ID).(*api.Error); ok {
-		return e
-	}
-	if _, err := s.d.LoadActive(r); err != nil {
-		if e, ok := errors.AsType[*api.Error](err); ok && e.Status != http.StatusNotFound {
-			return e
-		}
-	}
 	return nil
 }
 

@@ -39,6 +39,10 @@ type Deps struct {
 	Healthy func(ctx context.Context, sb *model.Sandbox) bool
 	// FrozenAnswer is the answer while the sandbox is frozen, else nil.
 	FrozenAnswer func(id string) error
+	// EndedAnswer is why a command that ended without an exit status did,
+	// when its sandbox went with it (destroyed, expired, lost; worded the
+	// same while the destroy runs and after), or nil.
+	EndedAnswer func(ctx context.Context, sb *model.Sandbox) *api.Error
 	// Calls are the calls in flight per sandbox.
 	Calls *sidecar.Calls
 	// CheckCommand enforces the caller's command allowlist.
@@ -64,7 +68,7 @@ type Service struct{ d Deps }
 func New(d Deps) (*Service, error) {
 	if d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadActive == nil ||
 		d.Forward == nil || d.DialSidecarWS == nil || d.AbortResponse == nil || d.SyncDisk == nil ||
-		d.Healthy == nil || d.FrozenAnswer == nil || d.Calls == nil || d.CheckCommand == nil ||
+		d.Healthy == nil || d.FrozenAnswer == nil || d.EndedAnswer == nil || d.Calls == nil || d.CheckCommand == nil ||
 		d.NewScrub == nil || d.ObserveExec == nil || d.SecretEnv == nil || d.MaxOutputBytes <= 0 {
 		return nil, errors.New("exec: a dependency is missing")
 	}

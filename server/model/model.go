@@ -102,9 +102,13 @@ func (k *APIKey) Expired(now time.Time) bool {
 	return k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)
 }
 
-// ToAPI is the key's wire form; the secret is not part of it.
-func (k *APIKey) ToAPI() api.APIKey {
-	out := api.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Role: k.Role, CreatedAt: k.CreatedAt.UTC(), MemberID: k.MemberID}
+// ToAPI is the key's wire form at now (whether it has expired); the
+// secret is not part of it.
+func (k *APIKey) ToAPI(now time.Time) api.APIKey {
+	out := api.APIKey{
+		ID: k.ID, Name: k.Name, Prefix: k.Prefix, Role: k.Role, CreatedAt: k.CreatedAt.UTC(), MemberID: k.MemberID,
+		Expired: k.Expired(now),
+	}
 	if k.RevokedAt != nil {
 		t := k.RevokedAt.UTC()
 		out.RevokedAt = &t

@@ -85,6 +85,11 @@ type SandboxStore interface {
 	// only the live ones (active or paused). Rows still being created are
 	// left out.
 	ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*Sandbox, error)
+	// ListSandboxPage returns one page of ListSandboxes's list, in the
+	// same order (created_at, then id, both descending): the rows after
+	// p's cursor, at most p.Limit of them. A row created while a client
+	// pages is newer than its cursor, so pages neither skip nor repeat.
+	ListSandboxPage(ctx context.Context, accountID string, p SandboxPage) ([]*Sandbox, error)
 	// SandboxesWithStatus returns every account's sandboxes in one status,
 	// for reconciliation at start-up.
 	SandboxesWithStatus(ctx context.Context, status string) ([]*Sandbox, error)
@@ -136,9 +141,9 @@ type CredentialStore interface {
 	// AccountByID returns the account, or ErrNotFound.
 	AccountByID(ctx context.Context, id string) (*Account, error)
 	// RevokedCredentials returns those of ids (API key or SSH key ids)
-	// that are not valid credentials: revoked or unknown API keys, deleted
-	// SSH keys.
-	RevokedCredentials(ctx context.Context, ids []string) ([]string, error)
+	// that are not valid credentials at now: revoked, expired (at or past
+	// their ExpiresAt) or unknown API keys, deleted SSH keys.
+	RevokedCredentials(ctx context.Context, ids []string, now time.Time) ([]string, error)
 	// SetKeepOutputSecrets sets the account's Account.KeepOutputSecrets;
 	// ErrNotFound if there is no such account.
 	SetKeepOutputSecrets(ctx context.Context, accountID string, keep bool) error

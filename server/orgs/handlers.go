@@ -457,6 +457,6 @@ func (s *Service) createKey(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("create api key: %w", err)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	httpx.WriteJSON(w, http.StatusCreated, api.APIKeyCreated{APIKey: k.ToAPI(), Key: secret})
+	httpx.WriteJSON(w, http.StatusCreated, api.APIKeyCreated{APIKey: k.ToAPI(s.d.Now()), Key: secret})
 	return nil
 }

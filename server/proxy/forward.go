@@ -78,7 +78,7 @@ func (s *Service) Forward(w http.ResponseWriter, r *http.Request, sb *model.Sand
 			return ae // reading the client's body failed otherwise
 		}
 		if errors.Is(context.Cause(r.Context()), authz.ErrCredentialRevoked) {
-			return authz.ErrStreamRevoked // a long poll (files/watch) of a revoked key
+			return authz.StreamEnded(r.Context()) // a long poll (files/watch) of a revoked or expired key
 		}
 		if r.Context().Err() != nil {
 			return fmt.Errorf("client went away: %w", r.Context().Err())
@@ -87,6 +87,9 @@ func (s *Service) Forward(w http.ResponseWriter, r *http.Request, sb *model.Sand
 		return s.d.Unreachable(r.Context(), sb)
 	}
 	c.Status = resp.StatusCode
+	if c.Answered != nil && resp.StatusCode/100 == 2 {
+		c.Answered()
+	}
 	err = s.copyResponse(w, resp, c)
 	if h, ok := errors.AsType[*sidecar.Handover](err); ok {
 		handedOver = true

@@ -66,6 +66,27 @@ func endedAnswer(id, status string) *api.Error {
 		WithHint("create a new sandbox with `boxkite session create`")
 }
 
+// EndedAnswer is why a call to sandbox sb that its sidecar's end cut
+// short ended, when the sandbox went with it, worded the same whether its
+// destroy still runs or has finished: the answer the destroy gives calls,
+// from its mark while it runs (Calls.End) and from the status it recorded
+// after (the mark goes once the row says so, and which of the two a
+// caller sees is a race); for a paused sandbox the refusal a call gets
+// now; nil while it is active, or when it cannot be read.
+func (s *Service) EndedAnswer(ctx context.Context, sb *model.Sandbox) *api.Error {
+	if e, ok := s.calls.Ending(sb.ID).(*api.Error); ok {
+		return e
+	}
+	now, err := s.store.Sandbox(context.WithoutCancel(ctx), sb.AccountID, sb.ID)
+	switch {
+	case err != nil || now.Active() || now.Status == model.StatusCreating:
+		return nil
+	case now.Status == api.StatusPaused:
+		return NotActive(now)
+	}
+	return endedAnswer(now.ID, now.Status)
+}
+
 // ErrNotActive aborts a state change on a sandbox that stopped being active
 // (or paused) since it was read (a DELETE racing the reaper, say).
 var ErrNotActive = errors.New("sandbox is not active")

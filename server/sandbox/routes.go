@@ -11,7 +11,7 @@ import (
 func (s *Service) Routes() []httpx.Route {
 	return []httpx.Route{
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/sandboxes", Summary: "Create one sandbox, or count of them (then the answer is an array)", Request: api.CreateSandboxRequest{}, Response: api.Sandbox{}, Status: http.StatusCreated}, Cred: httpx.CredAPIKey, Handler: s.createSandbox},
-		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/sandboxes", Summary: "List the account's sandboxes, newest first; active_only=true lists those active or paused", Response: []api.Sandbox{}, Query: []string{"active_only"}}, Cred: httpx.CredAPIKey, Handler: s.listSandboxes},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/sandboxes", Summary: "List the account's sandboxes, newest first; active_only=true lists those active or paused; limit=N (1..1000) answers one page and a Link rel=\"next\" header to the next (cursor=)", Response: []api.Sandbox{}, Query: []string{"active_only", "limit", "cursor"}}, Cred: httpx.CredAPIKey, Handler: s.listSandboxes},
 		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/sandboxes/{id}", Summary: "Get one sandbox", Response: api.Sandbox{}}, Cred: httpx.CredAPIKey, Handler: s.getSandbox},
 		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/sandboxes/{id}", Summary: "Destroy a sandbox", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: s.deleteSandbox},
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/sandboxes/{id}/extend", Summary: "Push a sandbox's expiry out, within the server's ceiling", Request: api.ExtendSandboxRequest{}, Response: api.Sandbox{}}, Cred: httpx.CredAPIKey, Handler: s.extendSandbox},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -300,31 +299,6 @@ func (s *Service) Discard(ctx context.Context, id string) {
 // sandboxFailed is the safe answer when the driver or a sidecar failed
 // (model.SandboxFailed).
 func sandboxFailed(op string) *api.Error { return model.SandboxFailed(op) }
-
-func (s *Service) listSandboxes(w http.ResponseWriter, r *http.Request) error {
-	activeOnly := false
-	if v := r.URL.Query().Get("active_only"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return &api.Error{
-				Status: http.StatusUnprocessableEntity, Code: api.CodeValidation,
-				Message: fmt.Sprintf("active_only %q is not a boolean", v), Hint: "use active_only=true or active_only=false",
-				Details: []httpx.FieldError{{Loc: []string{"query", "active_only"}, Msg: "not a boolean", Type: "value_error"}},
-			}
-		}
-		activeOnly = b
-	}
-	sbs, err := s.store.ListSandboxes(r.Context(), authz.Account(r.Context()).ID, activeOnly)
-	if err != nil {
-		return fmt.Errorf("list sandboxes: %w", err)
-	}
-	out := make([]api.Sandbox, len(sbs))
-	for i, sb := range sbs {
-		out[i] = sb.ToAPI()
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
-}
 
 // LoadSandbox returns the caller's sandbox named in the path; another
 // account's is not found, never forbidden.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -27,18 +28,20 @@ func (s *Store) AccountByID(ctx context.Context, id string) (*model.Account, err
 }
 
 // RevokedCredentials implements model.CredentialStore.
-func (s *Store) RevokedCredentials(ctx context.Context, ids []string) ([]string, error) {
+func (s *Store) RevokedCredentials(ctx context.Context, ids []string, now time.Time) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	args := make([]any, 0, 2*len(ids))
+	args := make([]any, 0, 2*len(ids)+1)
+	args = append(args, micros(now))
 	for range 2 {
 		for _, id := range ids {
 			args = append(args, id)
 		}
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id FROM api_keys WHERE revoked_at IS NULL AND id IN (`+in+`)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id FROM api_keys
+		WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?) AND id IN (`+in+`)
 		UNION SELECT id FROM ssh_keys WHERE id IN (`+in+`)`), args...)
 	if err != nil {
 		return nil, fmt.Errorf("query credentials: %w", err)

@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -15,15 +16,8 @@ func testKeyExpiry(t *testing.T, newStore storeFactory) {
 	ctx := t.Context()
 	a := mustAccount(t, st, "a@example.com")
 	forever, _ := mustKey(t, st, a)
-	secret := model.NewAPIKey()
 	expires := base.Add(time.Hour)
-	k := &model.APIKey{
-		ID: model.NewID(), AccountID: a.ID, Name: "expiring", Hash: model.HashAPIKey(secret),
-		Prefix: secret[:17], Role: model.RoleAdmin, CreatedAt: base, ExpiresAt: &expires,
-	}
-	if err := st.CreateAPIKey(ctx, k); err != nil {
-		t.Fatalf("CreateAPIKey: %v", err)
-	}
+	secret, k := mustExpiringKey(t, st, a, expires)
 	for i := range 2 {
 		got, _, err := st.APIKeyByHash(ctx, model.HashAPIKey(secret))
 		if err != nil {
@@ -62,4 +56,47 @@ func testKeyExpiry(t *testing.T, newStore storeFactory) {
 	if n != 1 {
 		t.Errorf("ListAPIKeys: the expiring key listed %d times", n)
 	}
+}
+
+// testKeyExpiryCredentials: RevokedCredentials, which a server's
+// reconnect recheck and takeover tokens ask, counts a key at or past its
+// expiry as no longer valid, and a key without one as valid.
+func testKeyExpiryCredentials(t *testing.T, newStore storeFactory) {
+	st := newStore(t)(t)
+	ctx := t.Context()
+	a := mustAccount(t, st, "a@example.com")
+	_, forever := mustKey(t, st, a)
+	expires := base.Add(time.Hour)
+	_, k := mustExpiringKey(t, st, a, expires)
+	for _, tt := range []struct {
+		at   time.Time
+		gone []string
+	}{
+		{expires.Add(-time.Microsecond), nil},
+		{expires, []string{k.ID}},
+		{expires.AddDate(100, 0, 0), []string{k.ID}},
+	} {
+		gone, err := st.RevokedCredentials(ctx, []string{forever.ID, k.ID}, tt.at)
+		if err != nil {
+			t.Fatalf("RevokedCredentials: %v", err)
+		}
+		if !slices.Equal(gone, tt.gone) {
+			t.Errorf("RevokedCredentials at expiry%+v: %v, want %v", tt.at.Sub(expires), gone, tt.gone)
+		}
+	}
+}
+
+// mustExpiringKey is mustKey for a key named "expiring" that expires at
+// expires.
+func mustExpiringKey(t *testing.T, st model.Store, a *model.Account, expires time.Time) (string, *model.APIKey) {
+	t.Helper()
+	secret := model.NewAPIKey()
+	k := &model.APIKey{
+		ID: model.NewID(), AccountID: a.ID, Name: "expiring", Hash: model.HashAPIKey(secret),
+		Prefix: secret[:17], Role: model.RoleAdmin, CreatedAt: base, ExpiresAt: &expires,
+	}
+	if err := st.CreateAPIKey(t.Context(), k); err != nil {
+		t.Fatalf("CreateAPIKey: %v", err)
+	}
+	return secret, k
 }

@@ -153,12 +153,34 @@ func (s *Store) SandboxByID(ctx context.Context, id string) (*model.Sandbox, err
 
 // ListSandboxes implements model.SandboxStore.
 func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly bool) ([]*model.Sandbox, error) {
-	if activeOnly {
-		return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-			WHERE account_id = ? AND status = ? ORDER BY created_at DESC, id DESC`, accountID, api.StatusActive)
+	return s.ListSandboxPage(ctx, accountID, model.SandboxPage{ActiveOnly: activeOnly})
+}
+
+// ListSandboxPage implements model.SandboxStore. The cursor is a keyset
+// (created_at, id), not an offset: rows created or destroyed between two
+// pages move no other row across the page boundary. The index
+// sandboxes_account_created_id (migration 0277) serves the order.
+func (s *Store) ListSandboxPage(ctx context.Context, accountID string, p model.SandboxPage) ([]*model.Sandbox, error) {
+	query := `SELECT ` + sandboxColumns + ` FROM sandboxes WHERE account_id = ? AND status `
+	args := []any{accountID}
+	if p.ActiveOnly {
+		query += `= ?`
+		args = append(args, api.StatusActive)
+	} else {
+		query += `<> ?`
+		args = append(args, model.StatusCreating)
 	}
-	return s.querySandboxes(ctx, `SELECT `+sandboxColumns+` FROM sandboxes
-		WHERE account_id = ? AND status <> ? ORDER BY created_at DESC, id DESC`, accountID, model.StatusCreating)
+	if p.AfterID != "" {
+		at := micros(p.AfterCreated)
+		query += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
+		args = append(args, at, at, p.AfterID)
+	}
+	query += ` ORDER BY created_at DESC, id DESC`
+	if p.Limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, p.Limit)
+	}
+	return s.querySandboxes(ctx, query, args...)
 }
 
 // SandboxesWithStatus implements model.SandboxStore.

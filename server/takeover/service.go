@@ -30,9 +30,10 @@ type Deps struct {
 	// DialSidecarWS opens a WebSocket route of the sandbox's sidecar; a
 	// refusal is the *api.Error to answer.
 	DialSidecarWS func(r *http.Request, sb *model.Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error)
-	// Ending is the answer to calls to sandbox id while this server
-	// destroys it, else nil (optional).
-	Ending func(id string) error
+	// EndedAnswer is why a call to sb ended when the sandbox went with it
+	// (destroyed, expired, lost; worded the same while the destroy runs
+	// and after; paused), or nil while it is active.
+	EndedAnswer func(ctx context.Context, sb *model.Sandbox) *api.Error
 	// AuthenticateKey authenticates the request by API key (the guard's).
 	AuthenticateKey func(r *http.Request, token string) error
 	// CredentialValid reports whether a credential id (API key or SSH key)
@@ -55,7 +56,7 @@ type Service struct{ d Deps }
 // Recording is required.
 func New(d Deps) (*Service, error) {
 	if d.Store == nil || d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadSandbox == nil || d.LoadActive == nil || d.NotActive == nil ||
-		d.DialSidecarWS == nil || d.AuthenticateKey == nil || d.CredentialValid == nil || d.JWTKey == nil || d.FlushInterval <= 0 {
+		d.DialSidecarWS == nil || d.EndedAnswer == nil || d.AuthenticateKey == nil || d.CredentialValid == nil || d.JWTKey == nil || d.FlushInterval <= 0 {
 		return nil, errors.New("takeover: a dependency is missing")
 	}
 	return &Service{d: d}, nil

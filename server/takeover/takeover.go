@@ -234,26 +234,14 @@ type relayHooks struct {
 	ended func() *api.Error
 }
 
-// sandboxEnded is why sb's terminal went, when the sandbox went
-// with it: the answer its destroy gives calls while it runs, else the
-// status recorded once it finished. The destroy marks the sandbox before
-// the driver stops the sidecar and records it after, so a terminal that
-// ended because of it always finds one of the two.
+// sandboxEnded is why sb's terminal went, when the sandbox went with it
+// (destroyed, expired, lost): EndedAnswer's, one wording whether the
+// destroy still runs or has finished; nil while it is active or paused.
 func (s *Service) sandboxEnded(ctx context.Context, sb *model.Sandbox) *api.Error {
-	if s.d.Ending != nil {
-		if e, ok := s.d.Ending(sb.ID).(*api.Error); ok {
-			return e
-		}
+	if e := s.d.EndedAnswer(ctx, sb); e != nil && e.Code != api.CodeSandboxPaused {
+		return e
 	}
-	now, err := s.d.Store.Sandbox(context.WithoutCancel(ctx), sb.AccountID, sb.ID)
-	if err != nil || now.Live() {
-		return nil
-	}
-	status := now.Status
-	if now.DestroyReason != "" && now.DestroyReason != now.Status {
-		status += " (" + now.DestroyReason + ")"
-	}
-	return api.Errorf(http.StatusGone, api.CodeNotFound, "sandbox %s is %s", sb.ID, status)
+	return nil
 }
 
 func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks) int64 {
@@ -265,7 +253,7 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 	defer cancel()
 	stopWatching := context.AfterFunc(request, func() {
 		if errors.Is(context.Cause(request), authz.ErrCredentialRevoked) {
-			_ = down.Close(websocket.StatusPolicyViolation, "the credential of this session was revoked")
+			_ = down.Close(websocket.StatusPolicyViolation, authz.SessionEndReason(request))
 		}
 	})
 	defer stopWatching()
@@ -366,7 +354,7 @@ func closeStatus(request context.Context, first relayEnd) (websocket.StatusCode,
 	}
 	if errors.Is(context.Cause(request), authz.ErrCredentialRevoked) {
 		// The terminal itself stays: only this credential's view of it ends.
-		code, reason = websocket.StatusPolicyViolation, "the credential of this session was revoked"
+		code, reason = websocket.StatusPolicyViolation, authz.SessionEndReason(request)
 	}
 	return code, reason
 }

@@ -8,25 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/boxkite/boxkite/internal/sockprobe"
 )
-
-// vsockProbe tries socket() with each family and prints one line per try:
-// the family and the errno's name, or "ok".
-func vsockProbe() string {
-	var b strings.Builder
-	for _, fam := range []uint64{unix.AF_VSOCK, unix.AF_VSOCK | 1<<32, unix.AF_INET} {
-		fd, _, errno := unix.RawSyscall(unix.SYS_SOCKET, uintptr(fam), unix.SOCK_STREAM, 0)
-		res := "ok"
-		if errno != 0 {
-			res = unix.ErrnoName(errno)
-		} else {
-			unix.Close(int(fd))
-		}
-		fmt.Fprintf(&b, "%#x %s\n", fam, res)
-	}
-	return b.String()
-}
 
 // TestRefuseVsock: a sidecar outside a jail (a pod) refuses AF_VSOCK
 // sockets, with the family's high bits set too, in every thread and in the
@@ -46,7 +29,7 @@ func TestRefuseVsock(t *testing.T) {
 		done := make(chan string)
 		go func() {
 			runtime.LockOSThread()
-			done <- vsockProbe()
+			done <- sockprobe.Probe()
 		}()
 		fmt.Print(<-done)
 		// A process it starts.
@@ -56,7 +39,7 @@ func TestRefuseVsock(t *testing.T) {
 		fmt.Printf("child: %s%v\n", out, err)
 		return
 	case "probe":
-		fmt.Print(vsockProbe())
+		fmt.Print(sockprobe.Probe())
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRefuseVsock$", "-test.v=false")

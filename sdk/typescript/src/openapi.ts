@@ -804,7 +804,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the account's sandboxes, newest first; active_only=true lists those active or paused */
+        /** List the account's sandboxes, newest first; active_only=true lists those active or paused; limit=N (1..1000) answers one page and a Link rel="next" header to the next (cursor=) */
         get: operations["get_sandboxes"];
         put?: never;
         /** Create one sandbox, or count of them (then the answer is an array) */
@@ -2016,6 +2016,7 @@ export interface components {
         APIKey: {
             /** Format: date-time */
             created_at: string;
+            expired: boolean;
             /** Format: date-time */
             expires_at?: string;
             id: string;
@@ -2031,6 +2032,7 @@ export interface components {
         APIKeyCreated: {
             /** Format: date-time */
             created_at: string;
+            expired: boolean;
             /** Format: date-time */
             expires_at?: string;
             id: string;
@@ -6775,6 +6777,8 @@ export interface operations {
         parameters: {
             query?: {
                 active_only?: string;
+                cursor?: string;
+                limit?: string;
             };
             header?: never;
             path?: never;
@@ -6782,7 +6786,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description List the account's sandboxes, newest first; active_only=true lists those active or paused */
+            /** @description List the account's sandboxes, newest first; active_only=true lists those active or paused; limit=N (1..1000) answers one page and a Link rel="next" header to the next (cursor=) */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -12,6 +12,7 @@
 package envd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,6 +69,11 @@ type Options struct {
 	// quiet stream, whatever the client's Keepalive-Ping-Interval says;
 	// 0 means 30 s.
 	KeepAliveMax time.Duration
+	// SignedURLFailures is how many signed /files URLs one source (an
+	// IPv4 address, an IPv6 /64) may present a minute that no running
+	// sandbox signed, before the next are answered 429 unchecked; 0
+	// means DefaultSignedURLFailures.
+	SignedURLFailures int
 }
 
 // Handler serves envd for every sandbox. Build it with New.
@@ -82,6 +88,7 @@ type Handler struct {
 	envd         *http.ServeMux // port 49983
 	interp       *http.ServeMux // port 49999
 	now          func() time.Time
+	signFails    *failLimiter
 }
 
 // New returns a Handler; it does no I/O.
@@ -90,6 +97,7 @@ func New(opts Options) *Handler {
 		sandboxes: opts.Sandboxes, tokens: opts.Tokens, log: opts.Log, keepAliveMax: opts.KeepAliveMax,
 		procs: newProcTable(), watchers: newWatcherTable(), contexts: newContextTable(),
 		envd: http.NewServeMux(), interp: http.NewServeMux(), now: time.Now,
+		signFails: newFailLimiter(cmp.Or(opts.SignedURLFailures, DefaultSignedURLFailures)),
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -205,8 +213,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ok bool
 	var err error
 	if id == "" && signedFiles(r) {
-		id, keyID, err = h.signer(r)
-		ok = id != ""
+		if id, keyID, ok = h.signedURL(w, r); !ok {
+			return
+		}
 		r.Header.Set(HeaderSandboxID, id)
 	} else {
 		keyID, ok, err = h.authorized(r, id, port)
@@ -259,45 +268,6 @@ func (h *Handler) authorized(r *http.Request, id, port string) (keyID string, ok
 		return h.tokens.verify(ctx, purposeTraffic, id, tok)
 	}
 	return "", false, nil
-}
-
-// signedBy returns the key, of keyIDs, whose access token for sandbox id
-// signed r's URL.
-func (h *Handler) signedBy(r *http.Request, id string, keyIDs []string) (string, bool, error) {
-	op := "read"
-	if r.Method == http.MethodPost {
-		op = "write"
-	}
-	for _, keyID := range keyIDs {
-		access, err := h.tokens.Access(r.Context(), id, keyID)
-		if err != nil {
-			return "", false, err
-		}
-		if signedURLValid(r.URL.Query(), op, access, h.now()) {
-			return keyID, true, nil
-		}
-	}
-	return "", false, nil
-}
-
-// signer finds the running sandbox whose access token signed r's URL,
-// with the key the token was issued to, or "" when none did. The URL names
-// no sandbox (the SDK builds it on the shared E2B_SANDBOX_URL) and the
-// signature hides the token, so every running sandbox's token for each of
-// its account's keys is tried; tokens are derived, not stored, so that is
-// a hash each.
-func (h *Handler) signer(r *http.Request) (id, keyID string, err error) {
-	running, err := h.sandboxes.Running(r.Context())
-	if err != nil {
-		return "", "", err
-	}
-	for _, sb := range running {
-		keyID, ok, err := h.signedBy(r, sb.SandboxID, sb.KeyIDs)
-		if err != nil || ok {
-			return sb.SandboxID, keyID, err
-		}
-	}
-	return "", "", nil
 }
 
 // writeGone answers traffic for a sandbox that is not running as E2B's

@@ -28,10 +28,12 @@ var ErrGone = errors.New("sandbox is not running")
 // as long as that key is valid.
 type Sandboxes interface {
 	Open(ctx context.Context, sandboxID, keyID string) (Session, error)
-	// Running lists every running sandbox, whoever owns it, with the valid
-	// keys of its account: a signed /files URL names no sandbox, only its
-	// signature tells.
-	Running(ctx context.Context) ([]Running, error)
+	// Running lists the running sandboxes, whoever owns them, with the
+	// valid keys of their accounts: only sandboxID (if it runs) when it is
+	// not "" (a signed URL on the sandbox's own host), else every one (a
+	// signed /files URL on the shared E2B_SANDBOX_URL names no sandbox,
+	// only its signature tells).
+	Running(ctx context.Context, sandboxID string) ([]Running, error)
 }
 
 // Running is a running sandbox and the ids of the API keys that may hold

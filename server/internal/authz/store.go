@@ -237,6 +237,14 @@ func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly 
 	return s.inner.ListSandboxes(ctx, accountID, activeOnly)
 }
 
+// ListSandboxPage: account (the account id argument must be the caller's).
+func (s *Store) ListSandboxPage(ctx context.Context, accountID string, p model.SandboxPage) ([]*model.Sandbox, error) {
+	if err := s.account(ctx, accountID); err != nil {
+		return nil, err
+	}
+	return s.inner.ListSandboxPage(ctx, accountID, p)
+}
+
 // ListSnapshots: account (the account id argument must be the caller's).
 func (s *Store) ListSnapshots(ctx context.Context, accountID string, sandboxID string) ([]*model.Snapshot, error) {
 	if err := s.account(ctx, accountID); err != nil {
@@ -317,8 +325,8 @@ func (s *Store) RevokeAPIKey(ctx context.Context, accountID string, keyID string
 }
 
 // RevokedCredentials: open (needs no caller: authentication, signup and login run before there is one, or it holds no account's data).
-func (s *Store) RevokedCredentials(ctx context.Context, ids []string) ([]string, error) {
-	return s.inner.RevokedCredentials(ctx, ids)
+func (s *Store) RevokedCredentials(ctx context.Context, ids []string, now time.Time) ([]string, error) {
+	return s.inner.RevokedCredentials(ctx, ids, now)
 }
 
 // SSHKeyByFingerprint: system (every account's records: the server's own work only).

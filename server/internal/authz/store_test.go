@@ -22,7 +22,7 @@ import (
 var rules = map[string]string{
 	"AccountByID": "account", "AllowedCommands": "account", "SetAllowedCommands": "account",
 	"SetKeepOutputSecrets": "account", "ListAPIKeys": "account", "RevokeAPIKey": "account",
-	"ListSSHKeys": "account", "DeleteSSHKey": "account", "ListSandboxes": "account",
+	"ListSSHKeys": "account", "DeleteSSHKey": "account", "ListSandboxes": "account", "ListSandboxPage": "account",
 	"ListVolumes": "account", "Volume": "account", "DeleteVolume": "account",
 	"MCPConnections": "account", "DeleteMCPConnection": "account", "Recording": "account",
 	"Sandbox": "account", "Usage": "account", "ReserveSandboxes": "account",

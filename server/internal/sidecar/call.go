@@ -38,6 +38,11 @@ type Call struct {
 	// the sidecar's connection whole (it may be called more than once): a
 	// call that fails after it may have run its command all the same.
 	Written func()
+	// Answered, when set, is called once the sidecar's answer has begun
+	// with a 2xx status, before its body is copied (on the caller's
+	// goroutine): a JSON exec's command has ended by then, so its disk
+	// flush can start while the body is read.
+	Answered func()
 
 	Status   int
 	BytesOut int64  // response body bytes sent to the client

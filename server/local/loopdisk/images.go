@@ -25,6 +25,28 @@ type Images struct {
 	trim *PoolTrim // the clone pool's, nil without one
 	sys  string    // where sysfs is: "/sys" but in tests
 	mu   sync.Mutex
+	// checked holds, by path, the template files whose block size was
+	// read and right (templateBlockSize): a Create stats its template
+	// instead of opening it and reading its superblock again. A template
+	// replaced (made again, or by hand) is another file, read afresh.
+	checked map[string]fileID
+}
+
+// fileID tells one file at a path from another put there since: its
+// device and inode, and its change time and size should it be rewritten
+// in place.
+type fileID struct {
+	dev, ino, size uint64
+	ctime          unix.Timespec
+}
+
+// statID returns the fileID of the file at path.
+func statID(path string) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileID{}, err
+	}
+	return fileID{dev: st.Dev, ino: st.Ino, size: uint64(st.Size), ctime: st.Ctim}, nil
 }
 
 // NewImages keeps its templates in dir (images/ of the driver's data
@@ -223,13 +245,21 @@ func (im *Images) CreateWith(dst string, size int64, layout Layout) error {
 }
 
 // template returns the path of the formatted image of size bytes holding
-// layout, making it on first use.
+// layout, making it on first use, or again when the file there is not of
+// templateBlockSize. Its block size is read once per template file
+// (checked); later calls stat it.
 func (im *Images) template(size int64, layout Layout) (string, error) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	path := filepath.Join(im.dir, templatePrefix+strconv.FormatInt(size, 10)+layout.key()+".img")
-	if exists(path) && blockSize(path) == templateBlockSize {
-		return path, nil
+	if id, err := statID(path); err == nil {
+		if checked, ok := im.checked[path]; ok && checked == id {
+			return path, nil
+		}
+		if blockSize(path) == templateBlockSize {
+			im.check(path, id)
+			return path, nil
+		}
 	}
 	if err := os.MkdirAll(im.dir, 0o700); err != nil {
 		return "", fmt.Errorf("create disk template: %w", err)
@@ -242,7 +272,19 @@ func (im *Images) template(size int64, layout Layout) (string, error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return "", fmt.Errorf("create disk template: %w", err)
 	}
+	if id, err := statID(path); err == nil && blockSize(path) == templateBlockSize {
+		im.check(path, id)
+	}
 	return path, nil
+}
+
+// check records that the template file id at path has the right block
+// size; im.mu is held.
+func (im *Images) check(path string, id fileID) {
+	if im.checked == nil {
+		im.checked = map[string]fileID{}
+	}
+	im.checked[path] = id
 }
 
 // layoutSource makes, at src, the directory tree mkfs.ext4 -d copies into
