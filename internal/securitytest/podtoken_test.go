@@ -50,6 +50,10 @@ func TestPodTokenUnreachable(t *testing.T) {
 	p.call(t, http.MethodPost, "/claim", p.boot, map[string]string{"token": own}, http.StatusNoContent)
 
 	pid := strconv.Itoa(p.cmd.Process.Pid)
+	_, port, err := net.SplitHostPort(p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	script := strings.Join([]string{
 		"id -u; id -G",
 		"cat " + p.bootFile + "; echo",
@@ -58,6 +62,11 @@ func TestPodTokenUnreachable(t *testing.T) {
 		"(exec 3</proc/" + pid + "/mem) && echo READ mem",
 		"ls /proc/" + pid + "/fd >/dev/null && echo READ fd",
 		"grep -l " + own + " /proc/" + pid + "/cmdline /proc/" + pid + "/environ 2>/dev/null",
+		// Nor its port: a listener of the same uid could share it with
+		// SO_REUSEPORT had the sidecar set that, and take half its
+		// connections, the control plane's token with them.
+		"python3 -c 'import socket; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); " +
+			"s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1); s.bind((\"127.0.0.1\", " + port + ")); s.listen(); print(\"READ port\")'",
 		"exit 0",
 	}, "\n")
 	var res api.ExecResult

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net"
@@ -90,12 +91,12 @@ func (d *Driver) labels(p podPlan) map[string]string {
 // the driver claims it with the sandbox's token before any command runs;
 // from then on that token lives in the sidecar's memory (non-dumpable:
 // closed to the agent's ptrace and /proc) and in this Secret, which the
-// agent cannot reach. token is "" for a warm pod until its claim.
+// agent cannot reach. token is "" for a warm pod until its bind, which
+// writes the sandbox's there: until then that key holds the boot token,
+// where an older server (a rolling upgrade) looks for a warm pod's pool
+// token to claim it with.
 func (d *Driver) secret(p podPlan, token, boot string, c *certPair) *corev1.Secret {
-	data := map[string][]byte{bootTokenKey: []byte(boot), "tls.crt": c.certPEM, "tls.key": c.keyPEM}
-	if token != "" {
-		data[tokenKey] = []byte(token)
-	}
+	data := map[string][]byte{bootTokenKey: []byte(boot), tokenKey: []byte(cmp.Or(token, boot)), "tls.crt": c.certPEM, "tls.key": c.keyPEM}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: secretName(p.name), Namespace: d.cfg.Namespace, Labels: d.labels(p)},
 		Type:       corev1.SecretTypeOpaque,

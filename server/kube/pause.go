@@ -185,6 +185,10 @@ func (d *Driver) Resume(ctx context.Context, id string, _ func(net.Listener)) er
 		ObjectMeta: metav1.ObjectMeta{Name: saved.Name, Namespace: ns, Labels: saved.Labels, Annotations: saved.Annotations},
 		Spec:       saved.Spec,
 	}
+	if boot != "" {
+		// An older server's Pause took --claimable away.
+		pod.Spec = claimable(pod.Spec)
+	}
 	created, err := d.createAgain(ctx, pod)
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
@@ -210,6 +214,17 @@ func (d *Driver) Resume(ctx context.Context, id string, _ func(net.Listener)) er
 		d.log.Warn("delete a resumed sandbox's workspace copy", "sandbox", id, "err", err)
 	}
 	return nil
+}
+
+// claimable is spec with every container's sidecar started --claimable.
+func claimable(spec corev1.PodSpec) corev1.PodSpec {
+	spec.Containers = slices.Clone(spec.Containers)
+	for i, c := range spec.Containers {
+		if !slices.Contains(c.Args, "--claimable") {
+			spec.Containers[i].Args = append(slices.Clip(c.Args), "--claimable")
+		}
+	}
+	return spec
 }
 
 // newBootToken gives a paused sandbox's Secret a fresh boot token for the

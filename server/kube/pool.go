@@ -182,8 +182,8 @@ func (p *pool) bind(ctx context.Context, pod corev1.Pod, id string) (model.Endpo
 		return model.Endpoint{}, fmt.Errorf("label network policy: %w", err)
 	}
 	ep := p.d.endpoint(&pod, newToken(), sec.Data["tls.crt"])
-	// A warm pod started by an older server mounts its pool token as
-	// "token" and has no boot token.
+	// A warm pod started by an older server has no boot token: it mounts
+	// its pool token as "token".
 	boot := cmp.Or(string(sec.Data[bootTokenKey]), string(sec.Data[tokenKey]))
 	if err := claim(ctx, ep, boot); err != nil {
 		return model.Endpoint{}, err
