@@ -23,19 +23,35 @@ type IO struct {
 	InTTY  bool // In is a terminal: don't read it as piped input
 	OutTTY bool // Out is a terminal: tables may use colour
 	ErrTTY bool // ErrOut is a terminal: progress may be shown
-	Color  bool // colour is allowed on Out (a terminal, and NO_COLOR unset)
+	Color  bool // colour is allowed on Out (colorAllowed)
 }
 
 // Stdio returns the process's standard streams with terminal detection.
-// Colour follows https://no-color.org: any non-empty NO_COLOR turns it off.
 func Stdio() IO {
 	isTTY := func(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 	s := IO{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
 		InTTY: isTTY(os.Stdin), OutTTY: isTTY(os.Stdout), ErrTTY: isTTY(os.Stderr),
 	}
-	s.Color = s.OutTTY && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+	s.Color = colorAllowed(s.OutTTY, os.Getenv)
 	return s
+}
+
+// colorAllowed says whether output may be coloured, as gh decides it:
+// https://no-color.org first (any non-empty NO_COLOR: never), then
+// CLICOLOR_FORCE set to anything but 0 (always, also piped: for a pager
+// or a CI log that shows colour), then CLICOLOR=0 (never), then only on a
+// terminal that is not TERM=dumb.
+func colorAllowed(outTTY bool, getenv func(string) string) bool {
+	switch {
+	case getenv("NO_COLOR") != "":
+		return false
+	case getenv("CLICOLOR_FORCE") != "" && getenv("CLICOLOR_FORCE") != "0":
+		return true
+	case getenv("CLICOLOR") == "0":
+		return false
+	}
+	return outTTY && getenv("TERM") != "dumb"
 }
 
 // App is what every command needs. Costly or fallible members are funcs, so a

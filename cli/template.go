@@ -184,7 +184,8 @@ Template helpers, as in gh:
   tablerender          print the rows collected so far
   timeago TIME         "5m ago" from an RFC 3339 time
   timefmt LAYOUT TIME  a time in Go's layout, e.g. "2006-01-02"
-  color STYLE TEXT     colour (red, green+b, …) on a terminal without NO_COLOR
+  color STYLE TEXT     colour (red, green+b, …) when colour is on: a terminal
+                       without NO_COLOR or CLICOLOR=0, or CLICOLOR_FORCE=1
   autocolor STYLE TEXT the same
   pluck FIELD LIST     a field of each object of a list
   join SEP LIST        join a list with a separator

@@ -18,7 +18,9 @@ import (
 
 func newTUICmd(app *App) *cobra.Command {
 	return &cobra.Command{
-		Use:   "tui",
+		Use: "tui",
+		Example: `  boxkite tui
+  boxkite --context staging tui`,
 		Short: "Browse sandboxes and follow their logs interactively",
 		Long: `Open the interactive sandbox browser: the list of sandboxes (filter with /,
 sort with s), a sandbox's detail (resources, processes, recent audit), its
@@ -26,7 +28,7 @@ live audit log (follow, search, expand exec entries), an exec prompt, a create
 form, destroy with confirmation and attach (Ctrl-] comes back). Press ? for
 every key, q to quit. It works against the local server (boxkite up) and a
 hosted one alike, and keeps retrying while the server is unreachable.
-NO_COLOR turns colour off. See docs/tui.md.`,
+NO_COLOR or CLICOLOR=0 turns colour off. See docs/tui.md.`,
 		GroupID: groupSandboxes,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -117,6 +117,21 @@ func (c *Client) ListSandboxPage(ctx context.Context, o SandboxListOptions) (*Sa
 	return &p, nil
 }
 
+// NewestSandboxes returns the account's newest limit sandboxes (1 to
+// api.MaxSandboxListLimit), ended ones included, and whether there are
+// more: the first page of ListSandboxPage, cut to limit when a server
+// from before paging answers all of them.
+func (c *Client) NewestSandboxes(ctx context.Context, limit int) ([]api.Sandbox, bool, error) {
+	p, err := c.ListSandboxPage(ctx, SandboxListOptions{Limit: limit})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(p.Sandboxes) > limit {
+		return p.Sandboxes[:limit], true, nil
+	}
+	return p.Sandboxes, p.Next != "", nil
+}
+
 // Sandboxes iterates over the account's sandboxes, newest first, reading
 // pageSize of them at a time (0: 100). A sandbox created while it runs is
 // not seen, and none is seen twice. It stops at the first error, which

@@ -135,6 +135,7 @@ func TestChartRejects(t *testing.T) {
 		{"unknown database", []string{"database.driver=mysql"}, "driver"},
 		{"bad namespace", []string{"sandboxes.namespace=Sandboxes"}, "namespace"},
 		{"negative warm pool", []string{"sandboxes.warmPool=-1"}, "warmPool"},
+		{"no unauthenticated connections", []string{"bastion.maxStartups=0"}, "maxStartups"},
 		{"bad login timeout", []string{"bastion.loginTimeout=soon"}, "loginTimeout"},
 		{"bad service type", []string{"server.service.type=ExternalName"}, "type"},
 		{"bad dsn", []string{"database.postgres.dsn=mysql://x"}, "dsn"},

@@ -22,8 +22,10 @@ import (
 // After, they said "is destroyed" ("is destroyed (deleted)"), and which
 // came first was a race (the bastion's TestDestroyedSandboxTellsSessions
 // saw both). Each order is forced here: the fake sidecar drops the
-// connection while the driver's delete waits, or once the DELETE has
-// answered.
+// connection (dies, without a close frame) while the driver's delete
+// waits, or once the DELETE has answered. Before 4410, such a takeover
+// closed as if the shell had exited, and `boxkite attach` and the bastion
+// took it for one (TestTakeoverSandboxDestroyed, folded in here).
 func TestDestroyedUnderWording(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

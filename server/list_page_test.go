@@ -97,7 +97,7 @@ func TestListSandboxPages(t *testing.T) {
 		}
 	}
 	// Another account's cursor reads nothing of this account's.
-	resp, body = e.do("GET", "/v1/sandboxes?limit=1", e.KeyA, nil)
+	resp, _ = e.do("GET", "/v1/sandboxes?limit=1", e.KeyA, nil)
 	resp, body = e.do("GET", api.NextLink(resp.Header), e.KeyB, nil)
 	if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "[]" {
 		t.Errorf("account B with A's cursor: %d %s, want 200 []", resp.StatusCode, body)

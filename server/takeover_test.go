@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -203,47 +202,5 @@ func TestTakeoverRefusals(t *testing.T) {
 	}
 	if page := getLog(t, e, sb.ID, ""); page.Total != 0 {
 		t.Errorf("refused takeovers wrote %d audit entries", page.Total)
-	}
-}
-
-// TestTakeoverSandboxDestroyed: a sandbox destroyed under an attached
-// terminal (its sidecar dies with it, without a close frame) closes the
-// attachment with api.CloseSandboxEnded and the reason, where it was an
-// ordinary close that `boxkite attach` and the bastion took for a shell
-// that exited.
-func TestTakeoverSandboxDestroyed(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, server.Config{TakeoverFlushInterval: time.Hour})
-	killed := make(chan struct{})
-	attached := make(chan struct{}, 1)
-	e.Sidecar.Route("GET /pty", func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		attached <- struct{}{}
-		<-killed
-		c.CloseNow() // the sidecar dies: no close frame
-	})
-	e.Driver.DeleteFunc = func(context.Context, string) error {
-		close(killed)
-		return nil
-	}
-	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
-	conn, _, err := dialTakeover(t, e, sb.ID, e.KeyA, "")
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	defer conn.CloseNow()
-	<-attached
-	if resp, body := e.do(http.MethodDelete, sandboxPath(sb.ID, ""), e.KeyA, nil); resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("delete: %d %s", resp.StatusCode, body)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, _, err = conn.Read(ctx)
-	var ce websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != api.CloseSandboxEnded || !strings.Contains(ce.Reason, "sandbox "+sb.ID+" ") || !strings.Contains(ce.Reason, "destroyed") {
-		t.Errorf("the attachment ended with %v, want close status %d naming the destroyed sandbox", err, api.CloseSandboxEnded)
 	}
 }

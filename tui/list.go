@@ -31,6 +31,7 @@ func (k sortKey) String() string {
 
 type listState struct {
 	all      []api.Sandbox
+	more     bool // older ended sandboxes are not in all (readSandboxes)
 	loaded   bool
 	rows     []api.Sandbox // all, filtered and sorted
 	cursor   int
@@ -52,6 +53,21 @@ func newTextInput(prompt string) textinput.Model {
 
 func newListState() listState {
 	return listState{filter: newTextInput("/")}
+}
+
+// keepSelected returns sbs with the selected sandbox added back when it
+// is not there because newer ones pushed it off the page (more): only an
+// ended sandbox can fall off (the live ones are all read), and an ended
+// sandbox does not change, so the copy the list has is still right.
+func (l *listState) keepSelected(sbs []api.Sandbox, more bool) []api.Sandbox {
+	if !more || l.selected == "" || slices.ContainsFunc(sbs, func(sb api.Sandbox) bool { return sb.ID == l.selected }) {
+		return sbs
+	}
+	i := slices.IndexFunc(l.all, func(sb api.Sandbox) bool { return sb.ID == l.selected })
+	if i < 0 || statusRank(l.all[i].Status) < 2 {
+		return sbs
+	}
+	return append(sbs, l.all[i])
 }
 
 func (l *listState) set(sbs []api.Sandbox) {

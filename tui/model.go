@@ -134,6 +134,7 @@ type (
 	tickMsg      struct{}
 	sandboxesMsg struct {
 		sbs  []api.Sandbox
+		more bool // older ended sandboxes were left out
 		err  error
 		host *api.HostStatus // nil when the server does not say (a member key)
 	}
@@ -175,13 +176,58 @@ func (m *Model) loadSandboxes() tea.Cmd {
 	m.loadingList = true
 	src := m.src
 	return func() tea.Msg {
-		sbs, err := call(func(ctx context.Context) ([]api.Sandbox, error) { return src.ListSandboxes(ctx, false) })
-		msg := sandboxesMsg{sbs: sbs, err: err}
-		if err == nil {
+		msg := readSandboxes(src)
+		if msg.err == nil {
 			msg.host, _ = call(src.Host)
 		}
 		return msg
 	}
+}
+
+// listPage is how many sandboxes a refresh reads beyond the live ones.
+const listPage = 200
+
+// readSandboxes reads what the list shows: every live sandbox (active or
+// paused: few, the account's quota bounds them) and the newest listPage
+// of all, so that a refresh every 2 s costs the same for an account with
+// ten thousand ended sandboxes as for one with ten. A live sandbox older
+// than the newest listPage is still listed; the ended ones older than
+// them are not (more), and the title says so.
+func readSandboxes(src Source) sandboxesMsg {
+	live, err := call(func(ctx context.Context) ([]api.Sandbox, error) { return src.ListSandboxes(ctx, true) })
+	if err != nil {
+		return sandboxesMsg{err: err}
+	}
+	var msg sandboxesMsg
+	var newest []api.Sandbox
+	err = callErr(func(ctx context.Context) error {
+		var err error
+		newest, msg.more, err = src.NewestSandboxes(ctx, listPage)
+		return err
+	})
+	if err != nil {
+		return sandboxesMsg{err: err}
+	}
+	// The page was read after the live list: where both hold a sandbox,
+	// the page's copy is the newer (it may have ended meanwhile).
+	seen := make(map[string]bool, len(newest))
+	msg.sbs = make([]api.Sandbox, 0, len(newest)+len(live))
+	for _, sb := range newest {
+		seen[sb.ID] = true
+		msg.sbs = append(msg.sbs, sb)
+	}
+	for _, sb := range live {
+		if !seen[sb.ID] {
+			msg.sbs = append(msg.sbs, sb)
+		}
+	}
+	return msg
+}
+
+// callErr is call for a request that answers several values.
+func callErr(fn func(ctx context.Context) error) error {
+	_, err := call(func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
+	return err
 }
 
 func (m *Model) current() screen { return m.stack[len(m.stack)-1] }
@@ -221,7 +267,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.loadingList = false
 		m.offline = msg.err
 		if msg.err == nil {
-			m.list.set(msg.sbs)
+			m.list.set(m.list.keepSelected(msg.sbs, msg.more))
+			m.list.more = msg.more
 			m.host = msg.host
 		}
 		return m, nil

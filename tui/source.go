@@ -13,6 +13,10 @@ import (
 // terminal over and so belongs with the CLI's terminal handling.
 type Source interface {
 	ListSandboxes(ctx context.Context, activeOnly bool) ([]api.Sandbox, error)
+	// NewestSandboxes returns the account's newest limit sandboxes, ended
+	// ones included (GET /v1/sandboxes?limit=), and whether there are
+	// more: one page, however many the account has had.
+	NewestSandboxes(ctx context.Context, limit int) (sbs []api.Sandbox, more bool, err error)
 	Sandbox(ctx context.Context, id string) (*api.Sandbox, error)
 	CreateSandbox(ctx context.Context, req api.CreateSandboxRequest) (*api.Sandbox, error)
 	DeleteSandbox(ctx context.Context, id string) error

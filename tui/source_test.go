@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +34,7 @@ type fakeSource struct {
 	attached  []string
 	host      api.HostStatus
 	sync      map[string]*api.SyncStatus // none: no object storage
+	listed    []string                   // the list reads: "active_only=true", "limit=200"
 }
 
 var errDown = errors.New("cannot reach the boxkite server at http://127.0.0.1:8090: connection refused")
@@ -104,7 +106,35 @@ func (f *fakeSource) ListSandboxes(_ context.Context, activeOnly bool) ([]api.Sa
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	return append([]api.Sandbox(nil), f.sandboxes...), nil
+	f.listed = append(f.listed, fmt.Sprintf("active_only=%v", activeOnly))
+	var out []api.Sandbox
+	for _, sb := range f.sandboxes {
+		if !activeOnly || sb.Status == api.StatusActive || sb.Status == api.StatusPaused {
+			out = append(out, sb)
+		}
+	}
+	return out, nil
+}
+
+// NewestSandboxes answers as GET /v1/sandboxes?limit= does: newest first.
+func (f *fakeSource) NewestSandboxes(_ context.Context, limit int) ([]api.Sandbox, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.check(); err != nil {
+		return nil, false, err
+	}
+	f.listed = append(f.listed, fmt.Sprintf("limit=%d", limit))
+	all := slices.Clone(f.sandboxes)
+	slices.SortFunc(all, func(a, b api.Sandbox) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	if len(all) > limit {
+		return all[:limit], true, nil
+	}
+	return all, false, nil
 }
 
 func (f *fakeSource) find(id string) (*api.Sandbox, error) {

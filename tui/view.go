@@ -82,6 +82,10 @@ func (m *Model) titleLine() string {
 	switch m.current() {
 	case screenList:
 		where = fmt.Sprintf("sandboxes (%d)", len(m.list.all))
+		if m.list.more {
+			// The live ones and the newest ended: older ones are left out.
+			where = fmt.Sprintf("sandboxes (%d+)", len(m.list.all))
+		}
 	case screenDetail:
 		where = "sandbox " + m.detail.id
 	case screenLog:

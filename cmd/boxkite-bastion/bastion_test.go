@@ -473,21 +473,11 @@ func TestLimits(t *testing.T) {
 	t.Run("per-source connections", func(t *testing.T) {
 		addr := startBastion(t, srv.BaseURL, func(o *options) { o.maxPerSource = 2 })
 		for range 2 {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			if !strings.HasPrefix(readBanner(t, c), "SSH-2.0-boxkite-bastion") {
+			if _, banner := dialBanner(t, addr); !strings.HasPrefix(banner, "SSH-2.0-boxkite-bastion") {
 				t.Fatal("no SSH banner within the limit")
 			}
 		}
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if got := readBanner(t, c); got != "" {
+		if _, got := dialBanner(t, addr); got != "" {
 			t.Errorf("third connection got %q, want it closed", got)
 		}
 	})
@@ -508,6 +498,18 @@ func TestLimits(t *testing.T) {
 
 // readBanner reads what the server sends first: its version line, or
 // nothing when it closes at once.
+// dialBanner connects to the bastion at addr (closed when the test ends)
+// and reads its banner, "" when the bastion closed the connection.
+func dialBanner(t *testing.T, addr string) (net.Conn, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, readBanner(t, c)
+}
+
 func readBanner(t *testing.T, c net.Conn) string {
 	t.Helper()
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))

@@ -93,22 +93,13 @@ func (f *fixture) testStartups(t *testing.T) {
 	addr := startBastion(t, f.srv.BaseURL, func(o *options) { o.maxStartups = 2 })
 	var raw []net.Conn
 	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if !strings.HasPrefix(readBanner(t, c), "SSH-2.0-boxkite-bastion") {
+		c, banner := dialBanner(t, addr)
+		if !strings.HasPrefix(banner, "SSH-2.0-boxkite-bastion") {
 			t.Fatal("no SSH banner within --max-startups")
 		}
 		raw = append(raw, c)
 	}
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if got := readBanner(t, c); got != "" {
+	if _, got := dialBanner(t, addr); got != "" {
 		t.Fatalf("a third unauthenticated connection got %q, want it closed", got)
 	}
 	raw[0].Close()
@@ -137,12 +128,7 @@ func (f *fixture) testStartups(t *testing.T) {
 	defer authed.Close()
 	// One unauthenticated connection (raw[1]) and one authenticated:
 	// there is room for a second unauthenticated one.
-	c2, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	if !strings.HasPrefix(readBanner(t, c2), "SSH-2.0-boxkite-bastion") {
+	if _, banner := dialBanner(t, addr); !strings.HasPrefix(banner, "SSH-2.0-boxkite-bastion") {
 		t.Error("an authenticated connection still counts against --max-startups")
 	}
 }

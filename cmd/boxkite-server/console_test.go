@@ -120,7 +120,8 @@ func buildWithoutNode(t *testing.T) string {
 // lifetime, refused with the API's hint), type `echo hi-from-ui` into its terminal and
 // see the output, see the command in the live audit log as Enter is pressed,
 // resize the terminal, upload and download a file byte-exact, preview a
-// web server of the sandbox, fork, pause and resume, a read-only viewer
+// web server of the sandbox, fork, pause and resume, API keys with an
+// expiry (an expired one marked so), a read-only viewer
 // who cannot type, another account's sandbox as the not-found page, phone
 // width and the dark scheme, sign-out ending the terminal, destroy; with
 // no request to another origin, no CSP violation and no script error.
@@ -215,7 +216,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		"signin.redirect", "signin.keyboard", "signin.cookie", "signin.cookie-hidden", "create", "extend.adds", "extend.hint",
 		"terminal.output", "log.live-on-enter", "log.expand", "terminal.resize", "readonly.checkbox", "readonly.sees-others",
 		"readonly.cannot-type", "terminal.keyboard-leaves", "files.byte-exact", "log.recording", "processes.listed", "preview.open", "preview.revoke", "fork", "fork.destroy", "pause", "pause.no-terminal", "resume", "page.snapshots", "page.secrets", "page.keys", "page.ssh-keys",
-		"page.images", "page.volumes", "notfound.other-account/", "notfound.other-account/log",
+		"page.images", "page.volumes", "keys.default-expiry", "keys.create-expiry", "keys.expired-marked", "notfound.other-account/", "notfound.other-account/log",
 		"notfound.other-account/terminal", "phone.sandboxes.no-overflow", "phone.sandbox.no-overflow",
 		"phone.terminal.no-overflow", "color-scheme", "signout.ends-terminal", "signout.cookie-dead",
 		"destroy.confirm-focus", "destroy.confirm-isolated", "destroy", "list.active-only", "list.show-destroyed", "no-third-party-origins", "no-csp-violations", "no-script-errors",

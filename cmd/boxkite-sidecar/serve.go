@@ -87,7 +87,7 @@ func bindServeFlags(fs *flag.FlagSet, f *serveFlags) {
 	fs.BoolVar(&f.nested, "nested-userns", false, "reach --run-as through a nested user namespace (single-id jails)")
 	fs.IntVar(&f.budget[0], "max-exec-count", 0, "exec budget: budgeted calls of the sandbox (0: 500, negative: no limit)")
 	fs.IntVar(&f.budget[1], "max-exec-seconds", 0, "exec budget: seconds budgeted calls may run in all (0: 3600, negative: no limit)")
-	fs.BoolVar(&f.claimable, "claimable", false, "serve POST /claim, which replaces the token once (a warm pool's sidecar)")
+	fs.BoolVar(&f.claimable, "claimable", false, "serve POST /claim, which replaces the token once (every kube pod's sidecar: its mounted token only claims)")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate `file` (PEM); needs --tls-key")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key `file` (PEM) of --tls-cert")
 	fs.StringVar(&f.egress, "egress-proxy", "", "point commands at the egress proxy at `host:port` (a pod granted egress)")

@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -35,7 +36,11 @@ import (
 // mounts become temporary directories: emptyDirs empty, Secrets with their
 // keys as files; arguments and environment values under a mount path are
 // rewritten to the directory, and a listen address of 0.0.0.0 to the podIP.
-// As root, the process runs as the pod's runAsUser/runAsGroup.
+// As root, the process runs as the pod's runAsUser/runAsGroup with its
+// fsGroup as a supplementary group, and a Secret's files are as a real
+// kubelet leaves them: only the keys its items name (all without items),
+// owned by root, in the mode of the item or of defaultMode, with the
+// fsGroup as their group and group read added for it.
 //
 // A pod deleted from the API has its process killed; a process that exits
 // marks its pod Failed. activeDeadlineSeconds and probes are not enforced.
@@ -144,6 +149,19 @@ func (k *Kubelet) Running() []string {
 	return out
 }
 
+// VolumeDir is the directory standing in for volume vol of the running
+// pod named pod, "" when this kubelet runs no such pod.
+func (k *Kubelet) VolumeDir(pod, vol string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range k.pods {
+		if p != nil && p.name == pod {
+			return filepath.Join(p.dir, vol)
+		}
+	}
+	return ""
+}
+
 func (k *Kubelet) run(ctx context.Context) {
 	defer close(k.done)
 	for ctx.Err() == nil {
@@ -241,18 +259,11 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 	// name (a resumed sandbox's) must not share the old one's files,
 	// which its kill removes.
 	dir := filepath.Join(k.dir, pod.Name+"-"+string(pod.UID))
-	uid, gid := -1, -1
-	if os.Geteuid() == 0 && ctr.SecurityContext != nil && ctr.SecurityContext.RunAsUser != nil {
-		uid = int(*ctr.SecurityContext.RunAsUser)
-		gid = uid
-		if ctr.SecurityContext.RunAsGroup != nil {
-			gid = int(*ctr.SecurityContext.RunAsGroup)
-		}
-	}
+	ids := podIDs(pod)
 	mounts := map[string]string{} // mount path → host dir
 	for _, m := range ctr.VolumeMounts {
 		host := filepath.Join(dir, m.Name)
-		if err := k.volume(pod, m.Name, host, uid, gid); err != nil {
+		if err := k.volume(pod, m.Name, host, ids); err != nil {
 			return nil, err
 		}
 		mounts[m.MountPath] = host
@@ -281,8 +292,12 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 	cmd.Env, cmd.Dir = env, dir
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if uid >= 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	if ids.uid >= 0 {
+		cred := &syscall.Credential{Uid: uint32(ids.uid), Gid: uint32(ids.gid)}
+		if ids.fsGroup >= 0 {
+			cred.Groups = []uint32{uint32(ids.fsGroup)}
+		}
+		cmd.SysProcAttr.Credential = cred
 	}
 	if err := cmd.Start(); err != nil {
 		log.Close()
@@ -297,16 +312,46 @@ func (k *Kubelet) launch(pod *corev1.Pod) (*podProc, error) {
 	return p, nil
 }
 
+// procIDs are who a pod's container runs as: -1 for the test's own ids
+// (not root: it cannot switch) and, for fsGroup, for none.
+type procIDs struct{ uid, gid, fsGroup int }
+
+// podIDs reads the container's runAsUser and runAsGroup (the pod's when
+// the container sets none) and the pod's fsGroup.
+func podIDs(pod *corev1.Pod) procIDs {
+	ids := procIDs{-1, -1, -1}
+	if os.Geteuid() != 0 {
+		return ids
+	}
+	psc, sc := pod.Spec.SecurityContext, pod.Spec.Containers[0].SecurityContext
+	if psc == nil {
+		psc = &corev1.PodSecurityContext{}
+	}
+	if sc == nil {
+		sc = &corev1.SecurityContext{}
+	}
+	if u := cmp.Or(sc.RunAsUser, psc.RunAsUser); u != nil {
+		ids.uid, ids.gid = int(*u), int(*u)
+		if g := cmp.Or(sc.RunAsGroup, psc.RunAsGroup); g != nil {
+			ids.gid = int(*g)
+		}
+		if psc.FSGroup != nil {
+			ids.fsGroup = int(*psc.FSGroup)
+		}
+	}
+	return ids
+}
+
 // volume makes the host directory of the pod volume name.
-func (k *Kubelet) volume(pod *corev1.Pod, name, host string, uid, gid int) error {
+func (k *Kubelet) volume(pod *corev1.Pod, name, host string, ids procIDs) error {
 	if err := os.MkdirAll(host, 0o700); err != nil {
 		return err
 	}
 	chown := func(path string) error {
-		if uid < 0 {
+		if ids.uid < 0 {
 			return nil
 		}
-		return os.Chown(path, uid, gid)
+		return os.Chown(path, ids.uid, ids.gid)
 	}
 	if err := chown(filepath.Dir(host)); err != nil {
 		return err
@@ -315,21 +360,57 @@ func (k *Kubelet) volume(pod *corev1.Pod, name, host string, uid, gid int) error
 		if v.Name != name || v.Secret == nil {
 			continue
 		}
-		sec, err := k.client.CoreV1().Secrets(k.ns).Get(context.Background(), v.Secret.SecretName, metav1.GetOptions{})
-		if err != nil {
+		if err := k.secretFiles(v.Secret, host, ids); err != nil {
 			return fmt.Errorf("volume %s: %w", name, err)
 		}
-		for key, data := range sec.Data {
-			f := filepath.Join(host, key)
-			if err := os.WriteFile(f, data, 0o400); err != nil {
+	}
+	return chown(host)
+}
+
+// secretFiles writes the files of a Secret volume into dir as a kubelet
+// does (Kubelet).
+func (k *Kubelet) secretFiles(vs *corev1.SecretVolumeSource, dir string, ids procIDs) error {
+	sec, err := k.client.CoreV1().Secrets(k.ns).Get(context.Background(), vs.SecretName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	mode := int32(0o644)
+	if vs.DefaultMode != nil {
+		mode = *vs.DefaultMode
+	}
+	items := vs.Items
+	if len(items) == 0 {
+		for key := range sec.Data {
+			items = append(items, corev1.KeyToPath{Key: key, Path: key})
+		}
+	}
+	for _, it := range items {
+		data, ok := sec.Data[it.Key]
+		if !ok {
+			return fmt.Errorf("secret %s has no key %s", vs.SecretName, it.Key)
+		}
+		m := cmp.Or(it.Mode, &mode)
+		f := filepath.Join(dir, it.Path)
+		if err := os.WriteFile(f, data, os.FileMode(*m)); err != nil {
+			return err
+		}
+		switch {
+		case ids.uid < 0: // not root: the test's own files
+		case ids.fsGroup >= 0:
+			// A read-only volume's files get group read, and the fsGroup.
+			if err := os.Chown(f, 0, ids.fsGroup); err != nil {
 				return err
 			}
-			if err := chown(f); err != nil {
+			if err := os.Chmod(f, os.FileMode(*m|0o440)); err != nil {
+				return err
+			}
+		default:
+			if err := os.Chown(f, 0, 0); err != nil {
 				return err
 			}
 		}
 	}
-	return chown(host)
+	return nil
 }
 
 // setStatus reports the pod's phase (and IP) to the API server.

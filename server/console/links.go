@@ -149,7 +149,7 @@ func (c *Console) openLink(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"signin?link=expired", http.StatusSeeOther)
 		return
 	}
-	c.setCookie(w, r, s)
+	c.replaceSession(w, r, s)
 	http.Redirect(w, r, Prefix, http.StatusSeeOther)
 }
 

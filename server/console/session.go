@@ -166,9 +166,23 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c.setCookie(w, r, s)
+	c.replaceSession(w, r, s)
 	writeJSON(w, http.StatusOK, SessionInfo{AccountID: tok.Account.ID, Email: tok.Account.Email, KeyID: s.keyID, CSRFToken: s.csrf()})
 	return nil
+}
+
+// replaceSession sets s's cookie and revokes the key of the session the
+// browser's cookie held until then, if any, as signing out would: a
+// sign-in (or a link) over a session leaves no key behind that nothing
+// holds any longer but a copy of the old cookie. The browser's other tabs
+// go on with the new cookie; what the old one held open (a terminal, a
+// watch) ends. A failure (the old key was revoked or expired already) is
+// only logged.
+func (c *Console) replaceSession(w http.ResponseWriter, r *http.Request, s session) {
+	c.setCookie(w, r, s)
+	if old, ok := sessionFrom(r); ok && old.keyID != s.keyID {
+		c.revokeOwn(r, old)
+	}
 }
 
 // mintSession creates a session's API key with auth (an access token or

@@ -213,8 +213,9 @@ func (d *Driver) fill(ctx context.Context, spec model.Spec, ep model.Endpoint) (
 // podName is a cold sandbox's pod; ids are lower-case hex, safe in a DNS label.
 func podName(id string) string { return "sbx-" + id }
 
-// start creates the Secret, NetworkPolicy and Pod of p and waits until its
-// sidecar answers /health with token.
+// start creates the Secret, NetworkPolicy and Pod of p, waits until its
+// sidecar answers /health, and claims it with token, the sandbox's. A warm
+// pod (token "") is claimed by its bind.
 func (d *Driver) start(ctx context.Context, p podPlan, token string) (model.Endpoint, error) {
 	cert, err := newCert(p.name, d.now())
 	if err != nil {
@@ -229,7 +230,8 @@ func (d *Driver) start(ctx context.Context, p podPlan, token string) (model.Endp
 		return model.Endpoint{}, err
 	}
 	ns := d.cfg.Namespace
-	if _, err := d.client.CoreV1().Secrets(ns).Create(ctx, d.secret(p, token, cert), metav1.CreateOptions{}); err != nil {
+	boot := newToken()
+	if _, err := d.client.CoreV1().Secrets(ns).Create(ctx, d.secret(p, token, boot, cert), metav1.CreateOptions{}); err != nil {
 		return model.Endpoint{}, fmt.Errorf("create secret: %w", quotaRefusal(err))
 	}
 	if _, err := d.client.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
@@ -240,7 +242,21 @@ func (d *Driver) start(ctx context.Context, p podPlan, token string) (model.Endp
 		return model.Endpoint{}, fmt.Errorf("create pod: %w", quotaRefusal(err))
 	}
 	d.adopt(ctx, created)
-	return d.waitReady(ctx, p.name, token, cert.certPEM)
+	ep, err := d.waitReady(ctx, p.name, token, cert.certPEM)
+	if err != nil || token == "" {
+		return ep, err
+	}
+	return ep, claim(ctx, ep, boot)
+}
+
+// claim gives the sidecar at ep its sandbox's token, ep.Token, over POST
+// /claim authorized by boot, the token its pod mounts, which stops
+// working at once (secret).
+func claim(ctx context.Context, ep model.Endpoint, boot string) error {
+	if _, err := sidecarCall(ctx, ep, http.MethodPost, "/claim", boot, map[string]string{"token": ep.Token}); err != nil {
+		return fmt.Errorf("claim the sidecar: %w", err)
+	}
+	return nil
 }
 
 // adopt makes the pod the owner of its Secret and NetworkPolicy, so the

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net"
@@ -32,6 +33,12 @@ const (
 	containerName = "sidecar"
 	tlsDir        = "/etc/boxkite/sidecar"
 	sandboxUID    = 1001
+
+	// Keys of a sidecar's Secret. tokenKey is the sandbox's token, the
+	// driver's alone: the pod does not mount it. bootTokenKey is the one
+	// the pod mounts, which only a claim accepts (see secret).
+	tokenKey     = "token"
+	bootTokenKey = "boot-token"
 )
 
 // Size is a preset's resources for the sidecar container, which runs every
@@ -76,12 +83,24 @@ func (d *Driver) labels(p podPlan) map[string]string {
 	return l
 }
 
-// secret holds the sidecar's token and TLS pair, mounted into the pod.
-func (d *Driver) secret(p podPlan, token string, c *certPair) *corev1.Secret {
+// secret holds the sidecar's tokens and TLS pair. The pod mounts the boot
+// token and the pair, not the sandbox's token: agent commands run as the
+// sidecar's own uid (a restricted pod can neither switch uids nor keep a
+// file from a process of the same uid), so whatever the pod mounts they
+// can read. The sidecar serves only POST /claim with the boot token, and
+// the driver claims it with the sandbox's token before any command runs;
+// from then on that token lives in the sidecar's memory (non-dumpable:
+// closed to the agent's ptrace and /proc) and in this Secret, which the
+// agent cannot reach. token is "" for a warm pod until its bind, which
+// writes the sandbox's there: until then that key holds the boot token,
+// where an older server (a rolling upgrade) looks for a warm pod's pool
+// token to claim it with.
+func (d *Driver) secret(p podPlan, token, boot string, c *certPair) *corev1.Secret {
+	data := map[string][]byte{bootTokenKey: []byte(boot), tokenKey: []byte(cmp.Or(token, boot)), "tls.crt": c.certPEM, "tls.key": c.keyPEM}
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: secretName(p.name), Namespace: d.cfg.Namespace, Labels: d.labels(p)},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{"token": []byte(token), "tls.crt": c.certPEM, "tls.key": c.keyPEM},
+		Data:       data,
 	}
 }
 
@@ -154,9 +173,7 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 		"serve", "--listen", "tcp:0.0.0.0:" + strconv.Itoa(int(d.cfg.SidecarPort)),
 		"--tls-cert", tlsDir + "/tls.crt", "--tls-key", tlsDir + "/tls.key",
 		"--workspace", "/workspace",
-	}
-	if p.sandbox == "" {
-		args = append(args, "--claimable")
+		"--claimable", // every pod: its mounted token only claims (secret)
 	}
 	annotations := map[string]string{"cluster-autoscaler.kubernetes.io/safe-to-evict": strconv.FormatBool(p.sandbox == "")}
 	if p.egress != "" {
@@ -190,7 +207,7 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 				Command: []string{"boxkite-sidecar"},
 				Args:    args,
 				Env: []corev1.EnvVar{
-					{Name: "BOXKITE_SIDECAR_TOKEN_FILE", Value: tlsDir + "/token"},
+					{Name: "BOXKITE_SIDECAR_TOKEN_FILE", Value: tlsDir + "/" + bootTokenKey},
 					{Name: "HOME", Value: "/workspace"},
 					{Name: "TMPDIR", Value: "/tmp"},
 				},
@@ -241,6 +258,8 @@ func (d *Driver) podVolumes(p podPlan) ([]corev1.Volume, []corev1.VolumeMount) {
 		{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &tmpLimit}}},
 		{Name: "sidecar", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 			SecretName: secretName(p.name), DefaultMode: ptr(int32(0o400)),
+			// Never the sandbox's token (secret).
+			Items: []corev1.KeyToPath{{Key: bootTokenKey, Path: bootTokenKey}, {Key: "tls.crt", Path: "tls.crt"}, {Key: "tls.key", Path: "tls.key"}},
 		}}},
 	}
 	for i, v := range p.volumes {

@@ -99,10 +99,13 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 func (d *Driver) keepPaused(ctx context.Context, id string, pod *corev1.Pod, sec *corev1.Secret, key string) error {
 	spec := *pod.Spec.DeepCopy()
 	spec.NodeName = "" // let the scheduler place it again
+	// Resume claims the pod again, as start does; but an older server's
+	// claimed warm pod mounts "token" and has no boot token: its sidecar
+	// starts again as the sandbox's, with the token its Secret now holds.
 	for i := range spec.Containers {
-		// A claimed warm pod's sidecar starts again as the sandbox's,
-		// with the token its Secret now holds.
-		spec.Containers[i].Args = slices.DeleteFunc(spec.Containers[i].Args, func(a string) bool { return a == "--claimable" })
+		if len(sec.Data[bootTokenKey]) == 0 {
+			spec.Containers[i].Args = slices.DeleteFunc(spec.Containers[i].Args, func(a string) bool { return a == "--claimable" })
+		}
 	}
 	saved := pausedPod{Name: pod.Name, Labels: pod.Labels, Annotations: pod.Annotations, Spec: spec}
 	own := podName(id)
@@ -174,18 +177,31 @@ func (d *Driver) Resume(ctx context.Context, id string, _ func(net.Listener)) er
 		return fmt.Errorf("resume sandbox %s: the paused pod: %w", id, err)
 	}
 	ns := d.cfg.Namespace
+	boot, err := d.newBootToken(ctx, sec)
+	if err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: saved.Name, Namespace: ns, Labels: saved.Labels, Annotations: saved.Annotations},
 		Spec:       saved.Spec,
+	}
+	if boot != "" {
+		// An older server's Pause took --claimable away.
+		pod.Spec = claimable(pod.Spec)
 	}
 	created, err := d.createAgain(ctx, pod)
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
 	}
 	d.adopt(ctx, created)
-	ep, err := d.waitReady(ctx, saved.Name, string(sec.Data["token"]), sec.Data["tls.crt"])
+	ep, err := d.waitReady(ctx, saved.Name, string(sec.Data[tokenKey]), sec.Data["tls.crt"])
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
+	}
+	if boot != "" {
+		if err := claim(ctx, ep, boot); err != nil {
+			return fmt.Errorf("resume sandbox %s: %w", id, err)
+		}
 	}
 	if err := d.restore(ctx, ep, key); err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)
@@ -198,6 +214,36 @@ func (d *Driver) Resume(ctx context.Context, id string, _ func(net.Listener)) er
 		d.log.Warn("delete a resumed sandbox's workspace copy", "sandbox", id, "err", err)
 	}
 	return nil
+}
+
+// claimable is spec with every container's sidecar started --claimable.
+func claimable(spec corev1.PodSpec) corev1.PodSpec {
+	spec.Containers = slices.Clone(spec.Containers)
+	for i, c := range spec.Containers {
+		if !slices.Contains(c.Args, "--claimable") {
+			spec.Containers[i].Args = append(slices.Clip(c.Args), "--claimable")
+		}
+	}
+	return spec
+}
+
+// newBootToken gives a paused sandbox's Secret a fresh boot token for the
+// pod Resume starts, so the one its last pod mounted (which its commands
+// could read) claims nothing. It returns "" for a Secret without one (an
+// older server's pod, which mounts the sandbox's token and is not claimed).
+func (d *Driver) newBootToken(ctx context.Context, sec *corev1.Secret) (string, error) {
+	if len(sec.Data[bootTokenKey]) == 0 {
+		return "", nil
+	}
+	boot := newToken()
+	patch, err := json.Marshal(map[string]any{"data": map[string][]byte{bootTokenKey: []byte(boot)}})
+	if err != nil {
+		return "", err
+	}
+	if _, err := d.client.CoreV1().Secrets(d.cfg.Namespace).Patch(ctx, sec.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return "", fmt.Errorf("renew the boot token: %w", err)
+	}
+	return boot, nil
 }
 
 // createAgain creates pod, waiting out the deletion of its namesake.

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -181,14 +182,16 @@ func (p *pool) bind(ctx context.Context, pod corev1.Pod, id string) (model.Endpo
 		return model.Endpoint{}, fmt.Errorf("label network policy: %w", err)
 	}
 	ep := p.d.endpoint(&pod, newToken(), sec.Data["tls.crt"])
-	poolEP := ep
-	poolEP.Token = string(sec.Data["token"])
-	if _, err := sidecarCall(ctx, poolEP, "POST", "/claim", poolEP.Token, map[string]string{"token": ep.Token}); err != nil {
+	// A warm pod started by an older server has no boot token: it mounts
+	// its pool token as "token".
+	boot := cmp.Or(string(sec.Data[bootTokenKey]), string(sec.Data[tokenKey]))
+	if err := claim(ctx, ep, boot); err != nil {
 		return model.Endpoint{}, err
 	}
 	// The Secret holds the sandbox's token from now on, as a cold pod's
-	// does: the driver reaches the sidecar with it (snapshot.go).
-	tok, err := json.Marshal(map[string]any{"data": map[string][]byte{"token": []byte(ep.Token)}})
+	// does: the driver reaches the sidecar with it (snapshot.go). The pod
+	// does not mount that key.
+	tok, err := json.Marshal(map[string]any{"data": map[string][]byte{tokenKey: []byte(ep.Token)}})
 	if err != nil {
 		return model.Endpoint{}, err
 	}
@@ -274,7 +277,7 @@ func (p *pool) startWarm(ctx context.Context) error {
 		name: "sbx-warm-" + randomSuffix(), size: api.SizeSmall,
 		deadline: p.d.cfg.PoolMaxAge + p.d.cfg.MaxLifetime,
 	}
-	if _, err := p.d.start(ctx, plan, newToken()); err != nil {
+	if _, err := p.d.start(ctx, plan, ""); err != nil {
 		p.d.cleanup(plan.name)
 		return err
 	}

@@ -190,7 +190,7 @@ func (d *Driver) sandboxEndpoint(ctx context.Context, id string) (model.Endpoint
 		if err != nil {
 			return model.Endpoint{}, fmt.Errorf("get secret: %w", err)
 		}
-		return d.endpoint(&p, string(sec.Data["token"]), sec.Data["tls.crt"]), nil
+		return d.endpoint(&p, string(sec.Data[tokenKey]), sec.Data["tls.crt"]), nil
 	}
 	return model.Endpoint{}, fmt.Errorf("no running pod of sandbox %s", id)
 }

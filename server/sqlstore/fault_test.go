@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -56,7 +57,7 @@ func TestFullDatabaseSaysSo(t *testing.T) {
 		return s.CreateWebhook(ctx, &webhooks.Subscription{
 			ID: model.NewID(), AccountID: acct.ID, URL: "https://hooks.example.com/x",
 			EventTypes: []string{"sandbox.created"}, Secret: "s", Active: true, CreatedAt: t0,
-		})
+		}, math.MaxInt)
 	})
 	if !errors.Is(err, model.ErrStoreFull) {
 		t.Errorf("CreateWebhook on a full database: %v, want model.ErrStoreFull", err)

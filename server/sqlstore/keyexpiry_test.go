@@ -16,15 +16,8 @@ func testKeyExpiry(t *testing.T, newStore storeFactory) {
 	ctx := t.Context()
 	a := mustAccount(t, st, "a@example.com")
 	forever, _ := mustKey(t, st, a)
-	secret := model.NewAPIKey()
 	expires := base.Add(time.Hour)
-	k := &model.APIKey{
-		ID: model.NewID(), AccountID: a.ID, Name: "expiring", Hash: model.HashAPIKey(secret),
-		Prefix: secret[:17], Role: model.RoleAdmin, CreatedAt: base, ExpiresAt: &expires,
-	}
-	if err := st.CreateAPIKey(ctx, k); err != nil {
-		t.Fatalf("CreateAPIKey: %v", err)
-	}
+	secret, k := mustExpiringKey(t, st, a, expires)
 	for i := range 2 {
 		got, _, err := st.APIKeyByHash(ctx, model.HashAPIKey(secret))
 		if err != nil {
@@ -73,15 +66,8 @@ func testKeyExpiryCredentials(t *testing.T, newStore storeFactory) {
 	ctx := t.Context()
 	a := mustAccount(t, st, "a@example.com")
 	_, forever := mustKey(t, st, a)
-	secret := model.NewAPIKey()
 	expires := base.Add(time.Hour)
-	k := &model.APIKey{
-		ID: model.NewID(), AccountID: a.ID, Name: "expiring", Hash: model.HashAPIKey(secret),
-		Prefix: secret[:17], Role: model.RoleAdmin, CreatedAt: base, ExpiresAt: &expires,
-	}
-	if err := st.CreateAPIKey(ctx, k); err != nil {
-		t.Fatalf("CreateAPIKey: %v", err)
-	}
+	_, k := mustExpiringKey(t, st, a, expires)
 	for _, tt := range []struct {
 		at   time.Time
 		gone []string
@@ -98,4 +84,19 @@ func testKeyExpiryCredentials(t *testing.T, newStore storeFactory) {
 			t.Errorf("RevokedCredentials at expiry%+v: %v, want %v", tt.at.Sub(expires), gone, tt.gone)
 		}
 	}
+}
+
+// mustExpiringKey is mustKey for a key named "expiring" that expires at
+// expires.
+func mustExpiringKey(t *testing.T, st model.Store, a *model.Account, expires time.Time) (string, *model.APIKey) {
+	t.Helper()
+	secret := model.NewAPIKey()
+	k := &model.APIKey{
+		ID: model.NewID(), AccountID: a.ID, Name: "expiring", Hash: model.HashAPIKey(secret),
+		Prefix: secret[:17], Role: model.RoleAdmin, CreatedAt: base, ExpiresAt: &expires,
+	}
+	if err := st.CreateAPIKey(t.Context(), k); err != nil {
+		t.Fatalf("CreateAPIKey: %v", err)
+	}
+	return secret, k
 }

@@ -97,6 +97,8 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Snapshots", testSnapshots},
 		{"Secrets", testSecrets},
 		{"Webhooks", testWebhooks},
+		{"WebhookFairClaim", testWebhookFairClaim},
+		{"WebhookLimit", testWebhookLimit},
 		{"StorageSync", testStorageSync},
 		{"OAuth", testOAuth},
 		{"Admin", testAdmin},

@@ -35,7 +35,9 @@ func scanWebhook(r rowScanner) (*webhooks.Subscription, error) {
 }
 
 // CreateWebhook implements webhooks.Store.
-func (s *Store) CreateWebhook(ctx context.Context, w *webhooks.Subscription) error {
+// The account's row is locked (on Postgres; SQLite serialises writers)
+// so two creates cannot both pass the count.
+func (s *Store) CreateWebhook(ctx context.Context, w *webhooks.Subscription, limit int) error {
 	types, err := json.Marshal(w.EventTypes)
 	if err != nil {
 		return fmt.Errorf("encode event types: %w", err)
@@ -44,12 +46,25 @@ func (s *Store) CreateWebhook(ctx context.Context, w *webhooks.Subscription) err
 	if w.Active {
 		active = 1
 	}
-	_, err = s.exec(ctx, s.q(`INSERT INTO webhook_subscriptions (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		w.ID, w.AccountID, w.URL, string(types), w.Description, w.PayloadFormat, w.HECToken, w.Secret, active, micros(w.CreatedAt), microsOrZero(w.LastTriggeredAt))
-	if err != nil {
-		return fmt.Errorf("insert webhook: %w", s.mapErr(err))
-	}
-	return nil
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var id string
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT id FROM accounts WHERE id = ?`+s.d.forUpdate), w.AccountID).Scan(&id); err != nil {
+			return fmt.Errorf("lock account: %w", s.mapErr(err))
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM webhook_subscriptions WHERE account_id = ?`), w.AccountID).Scan(&n); err != nil {
+			return fmt.Errorf("count webhooks: %w", err)
+		}
+		if n >= limit {
+			return webhooks.ErrLimit
+		}
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO webhook_subscriptions (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			w.ID, w.AccountID, w.URL, string(types), w.Description, w.PayloadFormat, w.HECToken, w.Secret, active, micros(w.CreatedAt), microsOrZero(w.LastTriggeredAt))
+		if err != nil {
+			return fmt.Errorf("insert webhook: %w", s.mapErr(err))
+		}
+		return nil
+	})
 }
 
 // Webhooks implements webhooks.Store.
@@ -142,29 +157,39 @@ func (s *Store) EnqueueWebhookDeliveries(ctx context.Context, ds []*webhooks.Del
 	})
 }
 
+// webhookFairShare (migration 0279 indexes the count) is how many deliveries one account may hold leased
+// (across every server) before its due rows wait behind other accounts'
+// due rows: half of a server's 8 senders, so that one account's slow
+// receiver and backlog cannot hold every sender and starve the others.
+// Alone, an account still gets every sender (the claim is work-conserving).
+const webhookFairShare = 4
+
 // ClaimWebhookDeliveries implements webhooks.Store. One UPDATE takes the
 // lease: on Postgres a concurrent claim of the same row waits for this
 // one and then, re-checking lease_until, skips it; SQLite has one writer.
+// It first takes the oldest due rows of accounts holding fewer than
+// webhookFairShare leases, then, if senders are left, any due rows.
 func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now, until time.Time, limit int) ([]*webhooks.Claim, error) {
 	var ids []string
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, s.q(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
+		fair, err := claimDeliveries(ctx, tx, s.q(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
+			WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND lease_until <= ?
+				AND account_id NOT IN (SELECT account_id FROM webhook_deliveries WHERE status = 'pending' AND lease_until > ?
+					GROUP BY account_id HAVING COUNT(*) >= ?)
+				ORDER BY next_attempt_at LIMIT ?)
+			AND status = 'pending' AND lease_until <= ? RETURNING id`),
+			owner, micros(until), micros(now), micros(now), micros(now), webhookFairShare, limit, micros(now))
+		if err != nil || len(fair) == limit {
+			ids = fair
+			return err
+		}
+		rest, err := claimDeliveries(ctx, tx, s.q(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
 			WHERE id IN (SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND lease_until <= ?
 				ORDER BY next_attempt_at LIMIT ?)
 			AND status = 'pending' AND lease_until <= ? RETURNING id`),
-			owner, micros(until), micros(now), micros(now), limit, micros(now))
-		if err != nil {
-			return fmt.Errorf("claim webhook deliveries: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return fmt.Errorf("scan claimed delivery: %w", err)
-			}
-			ids = append(ids, id)
-		}
-		return rows.Err()
+			owner, micros(until), micros(now), micros(now), limit-len(fair), micros(now))
+		ids = append(fair, rest...)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -185,6 +210,24 @@ func (s *Store) ClaimWebhookDeliveries(ctx context.Context, owner string, now, u
 		out = append(out, &c)
 	}
 	return out, nil
+}
+
+// claimDeliveries runs one claiming UPDATE … RETURNING id.
+func claimDeliveries(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("scan claimed delivery: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // FinishWebhookAttempt implements webhooks.Store.

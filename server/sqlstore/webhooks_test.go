@@ -26,7 +26,7 @@ func testWebhooks(t *testing.T, newStore storeFactory) {
 		ID: model.NewID(), AccountID: a.ID, URL: "https://hook.example.com/in", EventTypes: []string{"sandbox.created", "audit_log.entry"},
 		Description: "d", PayloadFormat: "boxkite_v1", Secret: "whsec_x", Active: true, CreatedAt: base,
 	}
-	if err := st.CreateWebhook(ctx, sub); err != nil {
+	if err := st.CreateWebhook(ctx, sub, 20); err != nil {
 		t.Fatal(err)
 	}
 	got, err := st.Webhooks(ctx, a.ID)
@@ -132,5 +132,96 @@ func testWebhooks(t *testing.T, newStore storeFactory) {
 	}
 	if page, _ := st.WebhookDeliveries(ctx, a.ID, sub.ID, 100, 0); len(page) != 0 {
 		t.Errorf("deliveries outlive their webhook: %d", len(page))
+	}
+}
+
+// testWebhookFairClaim: an account holding its fair share of leases (a
+// slow receiver, a backlog) does not get the next free sender while
+// another account has a due delivery, even an older one of its own being
+// due first; alone, it gets every sender.
+func testWebhookFairClaim(t *testing.T, newStore storeFactory) {
+	st := newStore(t)(t).(webhooks.Store)
+	ctx := t.Context()
+	ms := st.(model.Store)
+	enqueue := func(email string, n int, due time.Time) string {
+		t.Helper()
+		acct := mustAccount(t, ms, email)
+		sub := &webhooks.Subscription{
+			ID: model.NewID(), AccountID: acct.ID, URL: "https://hook.example.com/" + email, EventTypes: []string{"audit_log.entry"},
+			PayloadFormat: "boxkite_v1", Secret: "whsec_x", Active: true, CreatedAt: base,
+		}
+		if err := st.CreateWebhook(ctx, sub, 20); err != nil {
+			t.Fatal(err)
+		}
+		ds := make([]*webhooks.Delivery, n)
+		for i := range ds {
+			ds[i] = &webhooks.Delivery{
+				ID: model.NewID(), WebhookID: sub.ID, AccountID: acct.ID, EventID: fmt.Sprint(email, i), EventType: "audit_log.entry",
+				Payload: []byte(`{}`), Status: webhooks.StatusPending, NextAttemptAt: due.Add(time.Duration(i) * time.Millisecond), CreatedAt: base,
+			}
+		}
+		if err := st.EnqueueWebhookDeliveries(ctx, ds); err != nil {
+			t.Fatal(err)
+		}
+		return acct.ID
+	}
+	busy := enqueue("busy@example.com", 12, base)
+	other := enqueue("other@example.com", 1, base.Add(time.Second)) // due after all of busy's
+	now, until := base.Add(time.Minute), base.Add(2*time.Minute)
+	claim := func(owner string, limit int) map[string]int {
+		t.Helper()
+		cs, err := st.ClaimWebhookDeliveries(ctx, owner, now, until, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, c := range cs {
+			got[c.AccountID]++
+		}
+		return got
+	}
+	if got := claim("s1", 4); got[busy] != 4 {
+		t.Fatalf("first claim of 4: %v, want 4 of the account whose deliveries are due first", got)
+	}
+	// busy holds 4 leases now, its fair share; a freed sender goes to the
+	// other account's later delivery.
+	if got := claim("s2", 1); got[other] != 1 {
+		t.Errorf("claim of 1 with busy holding 4 leases: %v, want the other account's delivery", got)
+	}
+	// Nothing else is due: busy gets the free senders (work-conserving).
+	if got := claim("s3", 3); got[busy] != 3 {
+		t.Errorf("claim of 3 with only busy's deliveries due: %v, want 3 of busy's", got)
+	}
+}
+
+// testWebhookLimit: concurrent creates of one account stop at the limit
+// (ErrLimit for the rest), whatever their interleaving.
+func testWebhookLimit(t *testing.T, newStore storeFactory) {
+	st := newStore(t)(t).(webhooks.Store)
+	ctx := t.Context()
+	acct := mustAccount(t, st.(model.Store), "limit@example.com")
+	const n, limit = 12, 5
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = st.CreateWebhook(ctx, &webhooks.Subscription{
+				ID: model.NewID(), AccountID: acct.ID, URL: fmt.Sprint("https://hook.example.com/", i), EventTypes: []string{"sandbox.created"},
+				PayloadFormat: "boxkite_v1", Secret: "whsec_x", Active: true, CreatedAt: base,
+			}, limit)
+		})
+	}
+	wg.Wait()
+	created := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case !errors.Is(err, webhooks.ErrLimit):
+			t.Errorf("create: %v, want nil or ErrLimit", err)
+		}
+	}
+	if got, err := st.Webhooks(ctx, acct.ID); created != limit || err != nil || len(got) != limit {
+		t.Errorf("%d creates succeeded, %d stored (%v); want %d", created, len(got), err, limit)
 	}
 }

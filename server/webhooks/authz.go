@@ -27,11 +27,11 @@ type authorized struct{ inner Store }
 var _ Store = authorized{}
 
 // CreateWebhook: record.
-func (s authorized) CreateWebhook(ctx context.Context, w *Subscription) error {
+func (s authorized) CreateWebhook(ctx context.Context, w *Subscription, limit int) error {
 	if !authz.ActsFor(ctx, w.AccountID) {
 		return ErrNotFound
 	}
-	return s.inner.CreateWebhook(ctx, w)
+	return s.inner.CreateWebhook(ctx, w, limit)
 }
 
 // Webhooks: account.

@@ -76,14 +76,6 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	acct := authz.Account(r.Context())
-	have, err := s.store.Webhooks(r.Context(), acct.ID)
-	if err != nil {
-		return fmt.Errorf("list webhooks: %w", err)
-	}
-	if len(have) >= maxPerAccount {
-		return api.Errorf(http.StatusTooManyRequests, api.CodeWebhookLimitReached, "the account has %d webhook subscriptions, the most it may have", maxPerAccount).
-			WithHint("delete one with `boxkite webhooks rm ID`")
-	}
 	sub := &Subscription{
 		ID: model.NewID(), AccountID: acct.ID, URL: req.URL, EventTypes: types, Description: req.Description,
 		PayloadFormat: req.PayloadFormat, HECToken: req.HECToken, Secret: newSecret(), Active: true, CreatedAt: s.d.Now(),
@@ -92,9 +84,13 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	err = s.store.CreateWebhook(r.Context(), stored)
+	err = s.store.CreateWebhook(r.Context(), stored, maxPerAccount)
 	if s.quiet != nil {
 		s.quiet.forget(acct.ID) // committed or not: read the store again
+	}
+	if errors.Is(err, ErrLimit) {
+		return api.Errorf(http.StatusTooManyRequests, api.CodeWebhookLimitReached, "the account has %d webhook subscriptions, the most it may have", maxPerAccount).
+			WithHint("delete one with `boxkite webhooks rm ID`")
 	}
 	if err != nil {
 		return fmt.Errorf("create webhook: %w", err)

@@ -90,10 +90,16 @@ type Claim struct {
 // ErrNotFound is a Store's answer for no such subscription.
 var ErrNotFound = errors.New("webhook not found")
 
+// ErrLimit is CreateWebhook's answer when the account holds as many
+// subscriptions as it may.
+var ErrLimit = errors.New("webhook limit reached")
+
 // Store keeps subscriptions and the queue of deliveries.
 type Store interface {
-	// CreateWebhook inserts w.
-	CreateWebhook(ctx context.Context, w *Subscription) error
+	// CreateWebhook inserts w unless its account holds limit
+	// subscriptions already (ErrLimit), atomically: two concurrent
+	// creates cannot both pass the count.
+	CreateWebhook(ctx context.Context, w *Subscription, limit int) error
 	// Webhooks returns the account's subscriptions, newest first.
 	Webhooks(ctx context.Context, accountID string) ([]*Subscription, error)
 	// DeleteWebhook removes the account's subscription and its

@@ -27,7 +27,7 @@ var storeRules = map[string]string{
 
 type reachedStore struct{ reached *bool }
 
-func (s reachedStore) CreateWebhook(context.Context, *Subscription) error {
+func (s reachedStore) CreateWebhook(context.Context, *Subscription, int) error {
 	*s.reached = true
 	return nil
 }

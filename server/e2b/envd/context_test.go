@@ -16,10 +16,6 @@ import (
 // context's cwd was left as everyone's.
 func TestContextWorkingDirectories(t *testing.T) {
 	t.Parallel()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatalf("python3: %v", err) // the sidecar's interpreter tests need it too
-	}
 	start, dirA := realDir(t), realDir(t)
 	if err := os.Mkdir(filepath.Join(dirA, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -37,19 +33,29 @@ func TestContextWorkingDirectories(t *testing.T) {
 		wrapCode(a, "import os\nseen.append(os.getcwd())"),
 		"print('\\n'.join(seen))",
 	}
-	var prog strings.Builder
-	prog.WriteString("import json, sys\ng = {'__name__': '__main__'}\nfor cell in json.load(sys.stdin):\n    exec(compile(cell, '<input>', 'exec'), g)\n")
-	cmd := exec.Command(python, "-c", prog.String())
-	cmd.Dir = start
+	out := runCells(t, start, cells)
+	want := strings.Join([]string{start, start, filepath.Join(dirA, "sub"), dirA}, "\n") + "\n"
+	if out != want {
+		t.Errorf("working directories (default, b, a, a restarted):\n%s\nwant\n%s", out, want)
+	}
+}
+
+// runCells runs cells with python3 in dir, as the interpreter does (one
+// namespace, each compiled as <input>), and returns what they printed.
+func runCells(t *testing.T, dir string, cells []string) string {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3: %v", err) // the sidecar's interpreter tests need it too
+	}
+	cmd := exec.Command(python, "-c", "import json, sys\ng = {'__name__': '__main__'}\nfor cell in json.load(sys.stdin):\n    exec(compile(cell, '<input>', 'exec'), g)\n")
+	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(pyList(cells))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("python3: %v\n%s", err, out)
 	}
-	want := strings.Join([]string{start, start, filepath.Join(dirA, "sub"), dirA}, "\n") + "\n"
-	if string(out) != want {
-		t.Errorf("working directories (default, b, a, a restarted):\n%s\nwant\n%s", out, want)
-	}
+	return string(out)
 }
 
 func pyList(cells []string) string {
@@ -79,10 +85,6 @@ func realDir(t *testing.T) string {
 // stays.
 func TestContextMissingCwd(t *testing.T) {
 	t.Parallel()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Fatalf("python3: %v", err)
-	}
 	start, other := realDir(t), realDir(t)
 	file := filepath.Join(start, "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
@@ -97,17 +99,9 @@ func TestContextMissingCwd(t *testing.T) {
 		wrapCode(onFile, "import os\nseen.append(os.getcwd())"),
 		"print('\\n'.join(seen))",
 	}
-	var prog strings.Builder
-	prog.WriteString("import json, sys\ng = {'__name__': '__main__'}\nfor cell in json.load(sys.stdin):\n    exec(compile(cell, '<input>', 'exec'), g)\n")
-	cmd := exec.Command(python, "-c", prog.String())
-	cmd.Dir = start
-	cmd.Stdin = strings.NewReader(pyList(cells))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("python3: %v\n%s", err, out)
-	}
+	out := runCells(t, start, cells)
 	want := strings.Join([]string{start, other, start}, "\n") + "\n"
-	if string(out) != want {
+	if out != want {
 		t.Errorf("working directories (missing cwd, after its chdir, a file as cwd):\n%s\nwant\n%s", out, want)
 	}
 }

@@ -295,6 +295,41 @@ try {
     await screenshot(page, name);
   }
 
+  // The API keys page: a new key's expiry is chosen from a select (30
+  // days unless changed, as GitHub's token page), and shown in the list;
+  // a key the server says expired is marked so.
+  await page.goto(base + '/ui/keys');
+  await page.waitForSelector('[data-page=keys] select[name=expires]');
+  const lifetime = await page.locator('[data-page=keys] select[name=expires]').inputValue();
+  check('keys.default-expiry', lifetime === String(30 * 86400), lifetime);
+  await page.fill('[data-page=keys] form input[type=text]', 'e2e-week');
+  await page.selectOption('[data-page=keys] select[name=expires]', String(7 * 86400));
+  await page.click('[data-page=keys] form button[type=submit]');
+  await page.waitForSelector('[data-page=keys] .secret:not([hidden]) code');
+  const week = await page.evaluate(async () => (await (await fetch('/ui/api/v1/api-keys')).json()).find((k) => k.name === 'e2e-week'));
+  const weekRow = page.locator('[data-page=keys] tr[data-key="' + week.id + '"]');
+  await weekRow.waitFor();
+  const weekLeft = week.expires_at ? new Date(week.expires_at).getTime() - Date.now() : 0;
+  check('keys.create-expiry', !week.expired && Math.abs(weekLeft - 7 * 86400e3) < 3600e3 && /in (6\.9|7\.0) d/.test(await weekRow.textContent()),
+    JSON.stringify(week) + ' ' + await weekRow.textContent());
+  await screenshot(page, 'keys-created');
+  await page.route('**/ui/api/v1/api-keys', async (route) => {
+    if (route.request().method() !== 'GET') return route.continue();
+    const resp = await route.fetch();
+    const keys = await resp.json();
+    const past = new Date(Date.now() - 2 * 3600e3).toISOString();
+    keys.push({ id: 'e2e-expired', name: 'e2e-expired', prefix: 'bxk_live_e2eexpir', role: 'member', created_at: past,
+      revoked_at: null, last_used_at: null, expires_at: past, expired: true });
+    await route.fulfill({ response: resp, json: keys });
+  });
+  await page.goto(base + '/ui/keys');
+  const expiredRow = page.locator('[data-page=keys] tr[data-key=e2e-expired]');
+  await expiredRow.waitFor();
+  check('keys.expired-marked', (await expiredRow.getAttribute('class')) === 'expired' &&
+    /expired\s*2\.0 h ago/.test(await expiredRow.textContent()), await expiredRow.textContent());
+  await screenshot(page, 'keys-expired');
+  await page.unroute('**/ui/api/v1/api-keys');
+
   // Another account's sandbox is the not-found page, on every page of it.
   for (const suffix of ['', '/log', '/terminal']) {
     await page.goto(base + '/ui/sandboxes/' + cfg.otherSandbox + suffix);
