@@ -59,6 +59,10 @@ type Config struct {
 	// from the proxy's forbidden ranges: tests only (loopback servers).
 	EgressResolver       egress.Resolver
 	EgressPermitForTests func(netip.Addr) bool
+	// AfterTeardownForTests, when set, runs after the driver tore a
+	// sandbox down and before its removal is recorded: tests only (the
+	// fault suite breaks the database there, as a crash would cut it).
+	AfterTeardownForTests func(id string)
 	// BastionKey is the shared secret boxkite-bastion presents to mint
 	// takeover tokens for registered SSH keys (POST /v1/bastion/…);
 	// "" closes those routes. See docs/bastion.md.

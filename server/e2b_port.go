@@ -32,8 +32,8 @@ func (s *Server) newE2BPort() (err error) {
 		CredentialValid: s.credentialValid,
 		Sandboxes:       s.sandboxes, Snapshots: s.snap, Driver: s.baseDriver(), MaxLifetime: s.cfg.MaxLifetime,
 		Allowlists: s.allowlists, Sidecars: s.sidecars, Audit: s.alog, DialSidecarWS: s.dialSidecarWS,
-		WatchRevocation: func(keyID string, cancel context.CancelCauseFunc) func() {
-			return s.revocations.watch(keyID, cancel, nil, s.now())
+		WatchRevocation: func(keyID string, expires *time.Time, cancel context.CancelCauseFunc) func() {
+			return s.watchCredential(keyID, expires, cancel)
 		},
 	})
 	return err

@@ -22,15 +22,7 @@ import (
 // null and keeps working.
 func TestAPIKeyExpiry(t *testing.T) {
 	e := newEnv(t, server.Config{})
-	hour := int64(3600)
-	resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "ci", ExpiresInSeconds: &hour})
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d %s", resp.StatusCode, body)
-	}
-	var k api.APIKeyCreated
-	if err := json.Unmarshal(body, &k); err != nil {
-		t.Fatal(err)
-	}
+	k := e.newExpiringKey("ci", 3600)
 	want := e.clock.Now().Add(time.Hour)
 	if k.ExpiresAt == nil || !k.ExpiresAt.Equal(want) {
 		t.Fatalf("expires_at = %v, want %v", k.ExpiresAt, want)
@@ -47,7 +39,7 @@ func TestAPIKeyExpiry(t *testing.T) {
 		t.Fatalf("a second before expiry: %d %s", resp.StatusCode, body)
 	}
 	e.clock.Advance(time.Second)
-	resp, body = e.do("GET", "/v1/account", k.Key, nil)
+	resp, body := e.do("GET", "/v1/account", k.Key, nil)
 	if ae := wantError(t, resp, body, http.StatusUnauthorized, api.CodeInvalidAPIKey); ae != nil && !strings.Contains(ae.Hint, "keys create") {
 		t.Errorf("hint %q does not say how to make a new key", ae.Hint)
 	}
@@ -77,13 +69,9 @@ func TestAPIKeyExpiry(t *testing.T) {
 func TestAPIKeyListExpired(t *testing.T) {
 	e := newEnv(t, server.Config{})
 	minute := int64(api.MinKeyExpiresInSeconds)
-	resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "brief", ExpiresInSeconds: &minute})
-	var k api.APIKeyCreated
-	if err := json.Unmarshal(body, &k); resp.StatusCode != http.StatusCreated || err != nil {
-		t.Fatalf("create: %d %s", resp.StatusCode, body)
-	}
+	k := e.newExpiringKey("brief", minute)
 	if k.Expired {
-		t.Errorf("a key just made is expired: %s", body)
+		t.Errorf("a key just made is expired: %+v", k)
 	}
 	expired := func() bool {
 		t.Helper()
@@ -147,11 +135,7 @@ func TestKeyExpiryEndsLongPoll(t *testing.T) {
 	})
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	minute := int64(api.MinKeyExpiresInSeconds)
-	resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "brief", ExpiresInSeconds: &minute})
-	var k api.APIKeyCreated
-	if err := json.Unmarshal(body, &k); resp.StatusCode != http.StatusCreated || err != nil {
-		t.Fatalf("create: %d %s", resp.StatusCode, body)
-	}
+	k := e.newExpiringKey("brief", minute)
 	// A second of the key's life left, on the server's clock.
 	e.clock.Advance(time.Duration(minute-1) * time.Second)
 	type answer struct {
@@ -198,12 +182,7 @@ func TestKeyExpiryOnRecheck(t *testing.T) {
 		<-r.Context().Done()
 	}
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
-	hour := int64(3600)
-	resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "brief", ExpiresInSeconds: &hour})
-	var k api.APIKeyCreated
-	if err := json.Unmarshal(body, &k); resp.StatusCode != http.StatusCreated || err != nil {
-		t.Fatalf("create: %d %s", resp.StatusCode, body)
-	}
+	k := e.newExpiringKey("brief", 3600)
 	watch := openWatch(t, e.URL, sb.ID, k.Key, "")
 	execStream := openStream(t, e, "POST", sandboxPath(sb.ID, "/exec"), k.Key, `{"command":"./long-job"}`, "Accept", api.ContentTypeNDJSON)
 	<-execRunning
@@ -242,4 +221,17 @@ func TestKeyExpiryOnRecheck(t *testing.T) {
 		conn.CloseNow()
 		t.Error("a takeover token of the expired key still opened the terminal")
 	}
+}
+
+// newExpiringKey makes an admin key of account A named name that expires
+// in seconds.
+func (e *env) newExpiringKey(name string, seconds int64) api.APIKeyCreated {
+	e.t.Helper()
+	resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: name, ExpiresInSeconds: &seconds})
+	if resp.StatusCode != http.StatusCreated {
+		e.t.Fatalf("create key %s: %d %s", name, resp.StatusCode, body)
+	}
+	var k api.APIKeyCreated
+	mustUnmarshal(e.t, body, &k)
+	return k
 }

@@ -141,17 +141,26 @@ func (s *Server) withRevocation(r *http.Request) (*http.Request, func()) {
 	if k := authz.From(r.Context()).Key; k != nil {
 		expires = k.ExpiresAt
 	}
-	stop := s.revocations.watch(id, cancel, expires, s.now())
-	expire := func() bool { return true }
-	if expires != nil {
-		// A key's expiry ends what it holds as its revocation would.
-		t := time.AfterFunc(expires.Sub(s.now()), func() { cancel(authz.ErrCredentialExpired) })
-		expire = t.Stop
-	}
+	stop := s.watchCredential(id, expires, cancel)
 	return r.WithContext(ctx), func() {
-		expire()
 		stop()
 		cancel(nil)
+	}
+}
+
+// watchCredential calls cancel when credential id is revoked, or, for an
+// API key expiring at expires (nil: never), then, by the server's clock:
+// a key's expiry ends what it holds as its revocation would. stop ends
+// the watch.
+func (s *Server) watchCredential(id string, expires *time.Time, cancel context.CancelCauseFunc) (stop func()) {
+	unwatch := s.revocations.watch(id, cancel, expires, s.now())
+	if expires == nil {
+		return unwatch
+	}
+	t := time.AfterFunc(expires.Sub(s.now()), func() { cancel(authz.ErrCredentialExpired) })
+	return func() {
+		t.Stop()
+		unwatch()
 	}
 }
 

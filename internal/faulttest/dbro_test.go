@@ -149,7 +149,7 @@ func immutable(t *testing.T, files []string, on bool) {
 			t.Fatalf("chattr %s: %v", p, err)
 		}
 		if on {
-			t.Cleanup(func() { immutable(t, []string{p}, false) })
+			t.Cleanup(func() { immutable(t, present([]string{p}), false) })
 		}
 	}
 }

@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/internal/testport"
 	"github.com/boxkite/boxkite/server/servertest"
 )
 
@@ -50,6 +49,10 @@ func TestPodTokenUnreachable(t *testing.T) {
 	p.call(t, http.MethodPost, "/claim", p.boot, map[string]string{"token": own}, http.StatusNoContent)
 
 	pid := strconv.Itoa(p.cmd.Process.Pid)
+	_, port, err := net.SplitHostPort(p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	script := strings.Join([]string{
 		"id -u; id -G",
 		"cat " + p.bootFile + "; echo",
@@ -58,6 +61,11 @@ func TestPodTokenUnreachable(t *testing.T) {
 		"(exec 3</proc/" + pid + "/mem) && echo READ mem",
 		"ls /proc/" + pid + "/fd >/dev/null && echo READ fd",
 		"grep -l " + own + " /proc/" + pid + "/cmdline /proc/" + pid + "/environ 2>/dev/null",
+		// Nor its port: a listener of the same uid could share it with
+		// SO_REUSEPORT had the sidecar set that, and take half its
+		// connections, the control plane's token with them.
+		"python3 -c 'import socket; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); " +
+			"s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1); s.bind((\"127.0.0.1\", " + port + ")); s.listen(); print(\"READ port\")'",
 		"exit 0",
 	}, "\n")
 	var res api.ExecResult
@@ -132,16 +140,24 @@ func startPodSidecar(t *testing.T) *podSidecar {
 			t.Fatal(err)
 		}
 	}
-	port, err := testport.Pick()
+	// The pod's listener, made here and inherited (fd 3), as net.Listen
+	// makes it in the sidecar (--listen tcp:…): no port to race for.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	p.cmd = exec.Command(bin, "serve", "--listen", "tcp:"+p.addr,
+	lf, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	ln.Close() // lf keeps the socket listening
+	defer lf.Close()
+	p.cmd = exec.Command(bin, "serve", "--listen", "fd:3",
 		"--tls-cert", filepath.Join(secret, "tls.crt"), "--tls-key", filepath.Join(secret, "tls.key"),
 		"--workspace", ws, "--claimable")
 	p.cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "TMPDIR=" + tmp, "BOXKITE_SIDECAR_TOKEN_FILE=" + p.bootFile}
-	p.cmd.Dir = ws
+	p.cmd.Dir, p.cmd.ExtraFiles = ws, []*os.File{lf}
 	var log bytes.Buffer
 	p.cmd.Stdout, p.cmd.Stderr = &log, &log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{

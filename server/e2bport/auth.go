@@ -53,14 +53,22 @@ func (a *Auth) TokenKey(ctx context.Context) ([]byte, error) {
 	return m.Sum(nil), nil
 }
 
-// accountKey reports whether keyID is a valid key of the account: not
-// revoked, here or (a moment ago) on another server.
-func (a *Auth) accountKey(ctx context.Context, accountID, keyID string) (bool, error) {
-	keys, err := a.validKeys(ctx, accountID)
-	if err != nil || !slices.Contains(keys, keyID) {
-		return false, err
+// accountKey returns keyID if it is a valid key of the account: not
+// revoked, not expired, and not revoked a moment ago on another server;
+// nil if it is not.
+func (a *Auth) accountKey(ctx context.Context, accountID, keyID string) (*model.APIKey, error) {
+	keys, err := a.d.Store.ListAPIKeys(ctx, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
 	}
-	return a.d.CredentialValid(ctx, keyID)
+	i := slices.IndexFunc(keys, func(k *model.APIKey) bool { return k.ID == keyID })
+	if i < 0 || keys[i].RevokedAt != nil || keys[i].Expired(a.d.Now()) {
+		return nil, nil
+	}
+	if ok, err := a.d.CredentialValid(ctx, keyID); err != nil || !ok {
+		return nil, err
+	}
+	return keys[i], nil
 }
 
 // validKeys lists the ids of the account's keys that are neither revoked

@@ -76,8 +76,9 @@ type Deps struct {
 	Audit      *audit.Log
 	// DialSidecarWS opens a WebSocket route of a sandbox's sidecar.
 	DialSidecarWS func(r *http.Request, sb *model.Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error)
-	// WatchRevocation calls cancel when the key is revoked; stop ends it.
-	WatchRevocation func(keyID string, cancel context.CancelCauseFunc) (stop func())
+	// WatchRevocation calls cancel when the key is revoked, or when it
+	// expires at expires (nil: never); stop ends it.
+	WatchRevocation func(keyID string, expires *time.Time, cancel context.CancelCauseFunc) (stop func())
 }
 
 // Port is e2b.ControlPlane, its three parts side by side.

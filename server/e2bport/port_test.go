@@ -137,3 +137,37 @@ func TestAuthenticateOrgKeyEffectiveRole(t *testing.T) {
 		t.Errorf("an unknown key: %v, want %v", err, httpx.ErrInvalidKey)
 	}
 }
+
+// TestSessionWatchesKeyExpiry: an envd session's requests end at their
+// key's expiry as at its revocation: accountKey answers the key with its
+// expiry (and no key once it has passed), and Revocable hands that expiry
+// to WatchRevocation, whose timer the server's REST requests share
+// (TestKeyExpiryEndsLongPoll).
+func TestSessionWatchesKeyExpiry(t *testing.T) {
+	now := time.Unix(1000, 0)
+	exp := now.Add(time.Hour)
+	k := model.APIKey{ID: "k", ExpiresAt: &exp}
+	clock := now
+	a := &Auth{d: Deps{
+		Store: keyStore{key: &k}, Now: func() time.Time { return clock },
+		CredentialValid: func(context.Context, string) (bool, error) { return true, nil },
+	}}
+	key, err := a.accountKey(context.Background(), "acct", "k")
+	if err != nil || key == nil || key.ExpiresAt == nil || !key.ExpiresAt.Equal(exp) {
+		t.Fatalf("accountKey = %+v, %v; want the key expiring at %v", key, err, exp)
+	}
+	var watched *time.Time
+	s := &session{d: Deps{WatchRevocation: func(_ string, expires *time.Time, _ context.CancelCauseFunc) func() {
+		watched = expires
+		return func() {}
+	}}, keyID: "k", expires: key.ExpiresAt}
+	_, stop := s.Revocable(context.Background())
+	stop()
+	if watched == nil || !watched.Equal(exp) {
+		t.Errorf("Revocable watched expiry %v, want %v", watched, exp)
+	}
+	clock = exp
+	if key, err := a.accountKey(context.Background(), "acct", "k"); err != nil || key != nil {
+		t.Errorf("accountKey at expiry = %+v, %v; want none", key, err)
+	}
+}

@@ -42,7 +42,8 @@ func (ss *Sessions) Session(ctx context.Context, accountID, sandboxID, keyID str
 	if err != nil {
 		return nil, fmt.Errorf("load account: %w", err)
 	}
-	if ok, err := ss.auth.accountKey(ctx, acct.ID, keyID); err != nil || !ok {
+	key, err := ss.auth.accountKey(ctx, acct.ID, keyID)
+	if err != nil || key == nil {
 		return nil, cmp.Or(err, envd.ErrRevoked)
 	}
 	// envd traffic acts for the account its access token was issued to.
@@ -56,7 +57,7 @@ func (ss *Sessions) Session(ctx context.Context, accountID, sandboxID, keyID str
 	if err != nil {
 		return nil, err
 	}
-	return &session{d: ss.d, acct: acct, sb: sb, keyID: keyID, env: env}, nil
+	return &session{d: ss.d, acct: acct, sb: sb, keyID: keyID, expires: key.ExpiresAt, env: env}, nil
 }
 
 func (ss *Sessions) Running(ctx context.Context, sandboxID string) ([]envd.Running, error) {
@@ -103,13 +104,17 @@ type session struct {
 	acct  *model.Account
 	sb    *model.Sandbox
 	keyID string // the API key the envd token was issued to
-	env   map[string]string
+	// expires is when that key expires (nil: never), which ends the
+	// session's requests as its revocation would.
+	expires *time.Time
+	env     map[string]string
 }
 
-// Revocable ends ctx when the session's key is revoked (the server's revocations).
+// Revocable ends ctx when the session's key is revoked (the server's
+// revocations) or expires.
 func (e *session) Revocable(ctx context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := e.d.WatchRevocation(e.keyID, cancel)
+	stop := e.d.WatchRevocation(e.keyID, e.expires, cancel)
 	return ctx, func() {
 		stop()
 		cancel(nil)

@@ -4,7 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestDuSizeSwappedForSymlink: a directory of the build's upper dir that
@@ -72,4 +75,74 @@ func BenchmarkDuSize(b *testing.B) {
 			b.Fatal("wrong size")
 		}
 	}
+}
+
+// TestDuSizeDeep: files in directories nested deeper than PATH_MAX below
+// the upper dir count too (by path, the walk did not reach them and a
+// build could write past its limit there), and no descriptor of the walk
+// stays open.
+func TestDuSizeDeep(t *testing.T) {
+	upper := t.TempDir()
+	fd, err := unix.Open(upper, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("d", 200)
+	want := int64(0)
+	for depth := range 40 { // 8 KiB of path
+		if err := unix.Mkdirat(fd, name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if depth%10 == 9 { // a sibling tree, so bases are shared
+			if err := unix.Mkdirat(fd, "side", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			want += writeAt(t, fd, "side/f", 7)
+		}
+		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	want += writeAt(t, fd, "bottom", 1000)
+	unix.Close(fd)
+	if got := duSize(upper); got != want {
+		t.Errorf("duSize of a tree deeper than PATH_MAX = %d, want %d", got, want)
+	}
+	if open := openBelow(t, upper); len(open) > 0 {
+		t.Errorf("descriptors left open below the upper dir: %q", open)
+	}
+}
+
+// writeAt writes n bytes to a new file rel beneath dirfd and returns n.
+func writeAt(t *testing.T, dirfd int, rel string, n int) int64 {
+	t.Helper()
+	f, err := unix.Openat(dirfd, rel, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(f)
+	if _, err := unix.Write(f, make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+	return int64(n)
+}
+
+// openBelow lists this process's open descriptors of files below dir.
+func openBelow(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open []string
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err == nil && strings.HasPrefix(target, dir+"/") {
+			open = append(open, e.Name())
+		}
+	}
+	return open
 }

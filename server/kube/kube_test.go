@@ -50,6 +50,7 @@ type env struct {
 	console bool          // serve the web console at /ui/, as boxkite-server does
 
 	driver *kube.Driver
+	st     *sqlstore.Store // the running server's
 	url    string
 	stop   func()
 }
@@ -116,7 +117,7 @@ func (e *env) start(t *testing.T) {
 		})
 	}
 	t.Cleanup(e.stop)
-	e.driver, e.url = d, hs.URL
+	e.driver, e.st, e.url = d, st, hs.URL
 }
 
 // restart stops the control plane (leaving the pods) and starts a new one.

@@ -165,6 +165,13 @@ type Sandbox struct {
 	// AutoPause pauses the sandbox at ExpiresAt instead of destroying it
 	// (api.CreateSandboxRequest.AutoPause).
 	AutoPause bool
+	// Destroying is the reason (ReasonDeleted, ReasonExpired) of a removal
+	// under way: recorded before the driver tears the sandbox down, so a
+	// start after a crash in between finishes it as destroyed rather than
+	// lost, and calls to it are refused as to a destroyed one. Internal:
+	// the wire status stays active or paused until the removal is
+	// recorded.
+	Destroying string
 }
 
 // Active reports whether operations on the sandbox are accepted.

@@ -349,7 +349,7 @@ func (s *Service) revokeInvite(w http.ResponseWriter, r *http.Request) error {
 	err = s.d.Store.DeleteOrgInvite(r.Context(), orgID, id)
 	if errors.Is(err, model.ErrNotFound) {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "invite %s not found", id).
-			WithHint("`boxkite org invites` lists the invites not yet accepted")
+			WithHint(fmt.Sprintf("`boxkite api /v1/organizations/%s/invites` lists the invites not yet accepted", orgID))
 	}
 	if err != nil {
 		return fmt.Errorf("revoke invite: %w", err)

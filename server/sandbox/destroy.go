@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
@@ -92,8 +93,10 @@ var ErrNotActive = errors.New("sandbox is not active")
 
 // Destroy tears the sandbox down and records it as status/reason. The
 // driver goes first: if it fails, the row stays active and the caller (or
-// the reaper, next tick) can retry. Returns ErrNotActive if the row was no
-// longer active.
+// the reaper, next tick) can retry. A removal (status destroyed) records
+// its intent before the driver starts (markDestroying), so a crash before
+// the row is written ends it as destroyed at the next start, not lost.
+// Returns ErrNotActive if the row was no longer active.
 func (s *Service) Destroy(ctx context.Context, id, status, reason string) error {
 	_, err := s.destroySandbox(ctx, id, status, reason)
 	return err
@@ -110,12 +113,23 @@ func (s *Service) destroySandbox(ctx context.Context, id, status, reason string)
 // destroyLocked is destroySandbox for a caller holding id's lifecycle lock.
 func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
 	s.destroying(ctx, id, status) // the storage sync's final flush, bounded and audited
+	if status == api.StatusDestroyed {
+		if err := s.markDestroying(ctx, id, reason); err != nil {
+			return nil, err
+		}
+	}
 	defer s.calls.End(id, endedAnswer(id, status))()
 	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
 		return nil, sandboxFailed("delete")
 	}
+	if s.cfg.AfterTeardownForTests != nil {
+		s.cfg.AfterTeardownForTests(id)
+	}
+	// Nothing is left to thaw: calls are answered from the row (and the
+	// removals torn down but not recorded), no longer "frozen".
+	s.frozen.set(id, false, time.Time{})
 	sb, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
 		if !sb.Live() {
 			return ErrNotActive
@@ -129,8 +143,10 @@ func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) 
 		return nil
 	})
 	if err != nil && !errors.Is(err, ErrNotActive) {
+		s.removals.set(id, reason)
 		return nil, fmt.Errorf("record destroyed sandbox: %w", err)
 	}
+	s.removals.set(id, "")
 	if err == nil {
 		event := api.EventSandboxDestroyed
 		if status == api.StatusLost {
@@ -139,4 +155,52 @@ func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) 
 		s.emit(ctx, sb.AccountID, event, sandboxEvent(sb))
 	}
 	return sb, err
+}
+
+// markDestroying records the intent to remove sandbox id (for reason)
+// before the driver tears it down. When the database cannot take the
+// write (full, read-only, failing: a host out of disk, where removing
+// sandboxes is how space is freed) the removal goes on without it; this
+// server still answers calls to it as to a removed sandbox and records
+// the removal once it can (FinishRemovals), but a crash meanwhile leaves
+// it to be found lost at the next start.
+func (s *Service) markDestroying(ctx context.Context, id, reason string) error {
+	_, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
+		if !sb.Live() {
+			return ErrNotActive
+		}
+		if sb.Destroying == "" {
+			sb.Destroying = reason
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotActive), errors.Is(err, model.ErrNotFound):
+		return err
+	case unrecordedDestroy(id, err) != nil:
+		s.log.WarnContext(ctx, "record the removal under way; removing the sandbox without it", "sandbox", id, "err", err)
+		return nil
+	}
+	return fmt.Errorf("record the removal of sandbox %s: %w", id, err)
+}
+
+// removing is the reason of a removal of sb under way or torn down but
+// not recorded, "" if none: calls to such a sandbox are refused
+// (DestroyingAnswer), and a loss of its sidecar finishes the removal.
+func (s *Service) removing(sb *model.Sandbox) string {
+	if !sb.Live() {
+		return ""
+	}
+	if sb.Destroying != "" {
+		return sb.Destroying
+	}
+	return s.removals.get(sb.ID)
+}
+
+// DestroyingAnswer is the answer to a call to a sandbox being removed.
+func DestroyingAnswer(id string) *api.Error {
+	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is being destroyed", id).
+		WithHint("create a new sandbox with `boxkite session create`; if its removal failed, retry `boxkite session rm " + id + "`")
 }

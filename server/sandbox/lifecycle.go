@@ -95,6 +95,9 @@ func (s *Service) each(sbs []*model.Sandbox, fn func(*model.Sandbox)) {
 //
 //   - rows still "creating" were interrupted mid-create: whatever the
 //     driver started is deleted and the row removed;
+//   - active and paused rows with a removal under way (Destroying) are
+//     torn down, whatever of them is left, and recorded destroyed
+//     (removals.go);
 //   - active rows whose sidecar answers /health and takes the row's token
 //     (all checked in parallel, within healthTimeout in total), or that the
 //     driver froze while the host's disk is full (frozen.go), are adopted
@@ -120,6 +123,7 @@ func (s *Service) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list active sandboxes: %w", err)
 	}
+	active = s.finishRemovalsAtStart(ctx, active)
 	alive := make([]bool, len(active))
 	hctx, cancel := context.WithTimeout(ctx, s.d.HealthTimeout())
 	var wg sync.WaitGroup

@@ -79,7 +79,16 @@ func (s *Service) loseSandbox(ctx context.Context, id, why string) {
 	// filesystem pause ends it; the kube driver deletes its pod), and a
 	// resumed one may answer elsewhere now.
 	defer s.lifecycleLocks.lock(id)()
-	if cur, err := s.store.SandboxByID(ctx, id); err != nil || !cur.Active() || s.probeAlive(ctx, id) {
+	cur, err := s.store.SandboxByID(ctx, id)
+	if err != nil || !cur.Active() || s.probeAlive(ctx, id) {
+		return
+	}
+	if reason := s.removing(cur); reason != "" {
+		// Torn down on purpose, its removal not recorded yet (a crash,
+		// or a database that could not take it): finish it.
+		if _, err := s.destroyLocked(ctx, id, api.StatusDestroyed, reason); err != nil && !errors.Is(err, ErrNotActive) {
+			s.log.ErrorContext(ctx, "finish the removal under way", "sandbox", id, "err", err)
+		}
 		return
 	}
 	switch sb, err := s.destroyLocked(ctx, id, api.StatusLost, model.ReasonLost); {

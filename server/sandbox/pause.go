@@ -68,6 +68,9 @@ func (s *Service) Pause(ctx context.Context, sb *model.Sandbox, mode string) (*m
 	if err != nil {
 		return nil, err
 	}
+	if s.removing(sb) != "" {
+		return nil, DestroyingAnswer(sb.ID)
+	}
 	if sb.Status == api.StatusPaused {
 		if sb.PausedWith == mode {
 			return sb, nil
@@ -256,6 +259,9 @@ func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.San
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.removing(sb) != "" {
+		return nil, nil, DestroyingAnswer(sb.ID)
+	}
 	if sb.Active() {
 		return sb, nil, nil
 	}
@@ -424,6 +430,7 @@ func (s *Service) reconcilePaused(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list paused sandboxes: %w", err)
 	}
+	paused = s.finishRemovalsAtStart(ctx, paused)
 	p, ok := driverAs[model.PauseDriver](s)
 	ids := make([]string, len(paused))
 	s.each(paused, func(sb *model.Sandbox) {

@@ -329,6 +329,9 @@ func (s *Service) LoadActive(r *http.Request) (*model.Sandbox, error) {
 	if !sb.Active() {
 		return nil, NotActive(sb)
 	}
+	if s.removing(sb) != "" {
+		return nil, DestroyingAnswer(sb.ID)
+	}
 	return sb, nil
 }
 
@@ -337,6 +340,9 @@ func (s *Service) LoadActive(r *http.Request) (*model.Sandbox, error) {
 func (s *Service) ActiveAudited(sb *model.Sandbox) error {
 	if !sb.Active() {
 		return NotActive(sb)
+	}
+	if s.removing(sb) != "" {
+		return DestroyingAnswer(sb.ID)
 	}
 	return s.auditOpen()
 }

@@ -34,6 +34,10 @@ type Config struct {
 	// forbidden ranges (tests only).
 	EgressResolver       egress.Resolver
 	EgressPermitForTests func(netip.Addr) bool
+	// AfterTeardownForTests, when set, runs after the driver tore a
+	// sandbox down and before its removal is recorded (tests only: the
+	// fault suite breaks the database there).
+	AfterTeardownForTests func(id string)
 }
 
 // Store is what the lifecycle reads and writes: sandbox rows, the
@@ -110,7 +114,10 @@ func (s *Service) destroying(ctx context.Context, id, status string) {
 		return
 	}
 	_, frozen := s.frozen.since(id)
-	s.d.Hooks.Destroying(ctx, sb, sb.Active() && status != api.StatusLost && !frozen)
+	// A removal begun before (a retry, or one a start finishes) may have
+	// torn the sandbox down already.
+	begun := s.removing(sb) != ""
+	s.d.Hooks.Destroying(ctx, sb, sb.Active() && status != api.StatusLost && !frozen && !begun)
 }
 
 // Service is the sandbox lifecycle.
@@ -123,6 +130,7 @@ type Service struct {
 	sidecars *sidecar.Clients
 	calls    *sidecar.Calls
 	frozen   frozenSandboxes
+	removals removals // torn down, not recorded (removals.go)
 	// lifecycleLocks serialise pause, resume and destroy of one sandbox
 	// (sandboxlock.go).
 	lifecycleLocks  sandboxLocks
@@ -172,6 +180,7 @@ func (s *Service) emit(ctx context.Context, accountID, event string, data any) {
 // auto-paused), and, at most once a pausedSweepInterval, sandboxes paused
 // longer than MaxPausedAge.
 func (s *Service) Tick(ctx context.Context) {
+	s.FinishRemovals(ctx)
 	s.Reap(ctx)
 	now := s.now()
 	if now.Sub(s.lastPausedSweep) >= pausedSweepInterval {

@@ -14,7 +14,7 @@ import (
 const sandboxColumns = `id, account_id, label, size, storage_gb, lifetime_minutes, status, destroy_reason,
 	created_at, expires_at, destroyed_at, driver,
 	endpoint_network, endpoint_address, endpoint_token, endpoint_cert,
-	paused_with, paused_at, paused_micros, paused_processes, auto_pause`
+	paused_with, paused_at, paused_micros, paused_processes, auto_pause, destroying`
 
 // A paused sandbox is stored as status 'active' with paused_with set: the
 // status column's CHECK constraint predates pausing, and SQLite cannot
@@ -46,6 +46,15 @@ func pausedProcesses(sb *model.Sandbox) string {
 	return string(b)
 }
 
+// dbDestroying is the destroying column's value for sb: empty once it is
+// no longer live (the removal it announced is recorded).
+func dbDestroying(sb *model.Sandbox) string {
+	if !sb.Live() {
+		return ""
+	}
+	return sb.Destroying
+}
+
 func scanSandbox(r rowScanner) (*model.Sandbox, error) {
 	var sb model.Sandbox
 	var created, expires int64
@@ -57,7 +66,7 @@ func scanSandbox(r rowScanner) (*model.Sandbox, error) {
 	err := r.Scan(&sb.ID, &sb.AccountID, &sb.Label, &sb.Size, &sb.StorageGB, &sb.LifetimeMinutes, &sb.Status, &sb.DestroyReason,
 		&created, &expires, &destroyed, &sb.Driver,
 		&sb.Endpoint.Network, &sb.Endpoint.Address, &sb.Endpoint.Token, &cert,
-		&sb.PausedWith, &pausedAt, &pausedMicros, &pausedProcs, &autoPause)
+		&sb.PausedWith, &pausedAt, &pausedMicros, &pausedProcs, &autoPause, &sb.Destroying)
 	if err != nil {
 		return nil, err
 	}
@@ -92,11 +101,11 @@ func (s *Store) CreateSandbox(ctx context.Context, sb *model.Sandbox) error {
 
 func (s *Store) insertSandbox(ctx context.Context, ex execer, sb *model.Sandbox) error {
 	_, err := ex.ExecContext(ctx, s.q(`INSERT INTO sandboxes (`+sandboxColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		sb.ID, sb.AccountID, sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, dbStatus(sb), sb.DestroyReason,
 		micros(sb.CreatedAt), micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,
 		sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM),
-		dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds(), pausedProcesses(sb), boolInt(sb.AutoPause))
+		dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds(), pausedProcesses(sb), boolInt(sb.AutoPause), dbDestroying(sb))
 	if err != nil {
 		return fmt.Errorf("insert sandbox: %w", s.mapErr(err))
 	}
@@ -150,7 +159,7 @@ func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly 
 // ListSandboxPage implements model.SandboxStore. The cursor is a keyset
 // (created_at, id), not an offset: rows created or destroyed between two
 // pages move no other row across the page boundary. The index
-// sandboxes_account_created_id (migration 0277) serves the order.
+// sandboxes_account_created_id (migrations 0277 and 0281) serves the order.
 func (s *Store) ListSandboxPage(ctx context.Context, accountID string, p model.SandboxPage) ([]*model.Sandbox, error) {
 	query := `SELECT ` + sandboxColumns + ` FROM sandboxes WHERE account_id = ? AND status `
 	args := []any{accountID}
@@ -211,12 +220,12 @@ func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*model.San
 			label = ?, size = ?, storage_gb = ?, lifetime_minutes = ?, status = ?, destroy_reason = ?,
 			expires_at = ?, destroyed_at = ?, driver = ?,
 			endpoint_network = ?, endpoint_address = ?, endpoint_token = ?, endpoint_cert = ?,
-			paused_with = ?, paused_at = ?, paused_micros = ?, paused_processes = ?
+			paused_with = ?, paused_at = ?, paused_micros = ?, paused_processes = ?, destroying = ?
 			WHERE id = ?`),
 			sb.Label, sb.Size, sb.StorageGB, sb.LifetimeMinutes, dbStatus(sb), sb.DestroyReason,
 			micros(sb.ExpiresAt), nullMicros(sb.DestroyedAt), sb.Driver,
 			sb.Endpoint.Network, sb.Endpoint.Address, sb.Endpoint.Token, string(sb.Endpoint.CertPEM),
-			dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds(), pausedProcesses(sb),
+			dbPausedWith(sb), nullMicros(sb.PausedAt), sb.PausedTotal.Microseconds(), pausedProcesses(sb), dbDestroying(sb),
 			id)
 		if err != nil {
 			return fmt.Errorf("update sandbox: %w", err)
