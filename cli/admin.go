@@ -28,7 +28,9 @@ admin access log (boxkite admin access-log). docs/admin.md.`,
 func newAdminMetricsCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:   "metrics",
+		Use: "metrics",
+		Example: `  boxkite admin metrics
+  boxkite admin metrics --json`,
 		Short: "Every account's concurrent sandboxes and sandbox hours this month",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -125,7 +127,9 @@ func newAdminAccessLogCmd(app *App) *cobra.Command {
 		page pageFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "access-log",
+		Use: "access-log",
+		Example: `  boxkite admin access-log --limit 20
+  boxkite admin access-log --json --jq '.[] | select(.status >= 400) | .path'`,
 		Short: "The admin access log: every call to /v1/admin/*, allowed or refused, newest first",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

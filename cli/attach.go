@@ -25,7 +25,9 @@ func newAttachCmd(app *App) *cobra.Command {
 		readOnly bool
 	)
 	cmd := &cobra.Command{
-		Use:   "attach [-s ID] [--read-only]",
+		Use: "attach [-s ID] [--read-only]",
+		Example: `  boxkite attach -s build
+  boxkite attach -s build --read-only`,
 		Short: "Use the sandbox's terminal from this one (Ctrl-] detaches)",
 		Long: `Attach this terminal to the sandbox's shared terminal: what you type goes to
 its shell, what it prints appears here, and resizing this window resizes it.

@@ -314,10 +314,11 @@ func readRules(stdin io.Reader, name string) ([]api.CommandRule, error) {
 func newAllowlistClearCmd(app *App) *cobra.Command {
 	var conf confirmation
 	cmd := &cobra.Command{
-		Use:   "clear",
-		Short: "Remove the command allowlist: every command is allowed again",
-		Long:  "Remove the command allowlist: every command is allowed again. On a terminal it\nasks first; elsewhere it needs --yes.",
-		Args:  usageArgs(cobra.NoArgs),
+		Use:     "clear",
+		Example: "  boxkite allowlist clear\n  boxkite allowlist clear --yes",
+		Short:   "Remove the command allowlist: every command is allowed again",
+		Long:    "Remove the command allowlist: every command is allowed again. On a terminal it\nasks first; elsewhere it needs --yes.",
+		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := conf.client(app, args)
 			if err != nil {

@@ -193,7 +193,9 @@ func readPassword(app *App, in *bufio.Reader, value string, confirm bool) (strin
 func newLogoutCmd(app *App) *cobra.Command {
 	var keep bool
 	cmd := &cobra.Command{
-		Use:   "logout",
+		Use: "logout",
+		Example: `  boxkite logout
+  boxkite logout --keep-key`,
 		Short: "Remove the API key from config.toml and revoke it on the server",
 		Long: `Remove the API key from config.toml and revoke it on the server, so a copy of
 it stops working too (--keep-key only removes it here). The URL stays, for the

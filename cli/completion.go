@@ -34,7 +34,10 @@ func newCompletionCmd() *cobra.Command {
 		shells = append(shells, s.name)
 	}
 	return &cobra.Command{
-		Use:   "completion bash|zsh|fish|powershell",
+		Use: "completion bash|zsh|fish|powershell",
+		Example: `  boxkite completion bash > ~/.local/share/bash-completion/completions/boxkite
+  boxkite completion zsh > "${fpath[1]}/_boxkite"
+  boxkite completion fish > ~/.config/fish/completions/boxkite.fish`,
 		Short: "Print a shell completion script",
 		Long: `Print the completion script for a shell. Packages install these already;
 to load them by hand:

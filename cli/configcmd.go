@@ -43,7 +43,9 @@ func settings(cfg *Config) []setting {
 func newConfigShowCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:   "show",
+		Use: "show",
+		Example: `  boxkite config show
+  boxkite config show --json --jq '.[] | select(.key == "base_url") | .source'`,
 		Short: "Print every setting with where it comes from (API keys masked)",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -85,7 +85,9 @@ func contextInUse(app *App, home string) (string, error) {
 func newContextLsCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:     "ls",
+		Use: "ls",
+		Example: `  boxkite context ls
+  boxkite context ls --json name,base_url`,
 		Aliases: []string{"list"},
 		Short:   "List the contexts; * marks the one in use",
 		Args:    usageArgs(cobra.NoArgs),
@@ -266,7 +268,9 @@ func checkRemoteURL(u, given string) error {
 func newContextRmCmd(app *App) *cobra.Command {
 	var conf confirmation
 	cmd := &cobra.Command{
-		Use:   "rm NAME",
+		Use: "rm NAME",
+		Example: `  boxkite context rm staging
+  boxkite context rm staging --yes`,
 		Short: "Remove a context and the API key stored with it",
 		Long: `Remove a context and the API key stored with it. The key stays valid on the
 server: revoke it first with 'boxkite --context NAME logout' if it should

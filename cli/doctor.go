@@ -42,8 +42,9 @@ func newDoctorCmd(app *App) *cobra.Command {
 	var out outputFlags
 	var root string
 	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check that this machine can run local sandboxes, and say what to fix",
+		Use:     "doctor",
+		Example: `  boxkite doctor`,
+		Short:   "Check that this machine can run local sandboxes, and say what to fix",
 		Long: `Check what the local server's sandboxes need from this machine: the kernel,
 user namespaces, cgroups, seccomp, filesystems, loop devices for storage
 quotas, the boxkite-server, boxkite-sidecar and boxkite-bastion binaries,

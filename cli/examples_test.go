@@ -38,6 +38,19 @@ func TestHelpExamplesParse(t *testing.T) {
 	}
 }
 
+// TestLeafCommandsHaveExamples: every command that does something (not
+// a group of subcommands, not hidden) shows at least one example in its
+// --help, as gh's do; TestHelpExamplesParse checks that they parse.
+func TestLeafCommandsHaveExamples(t *testing.T) {
+	t.Parallel()
+	root := NewRoot(NewApp(IO{In: strings.NewReader(""), Out: &strings.Builder{}, ErrOut: &strings.Builder{}}, "test"))
+	walkCommands(root, func(c *cobra.Command) {
+		if c.Runnable() && !c.Hidden && !c.HasAvailableSubCommands() && strings.TrimSpace(c.Example) == "" && c.Name() != "help" {
+			t.Errorf("%s has no examples in its --help", c.CommandPath())
+		}
+	})
+}
+
 func walkCommands(c *cobra.Command, f func(*cobra.Command)) {
 	f(c)
 	for _, sub := range c.Commands() {

@@ -44,7 +44,10 @@ func newFilesLsCmd(app *App) *cobra.Command {
 		fromStorage bool
 	)
 	cmd := &cobra.Command{
-		Use:   "ls [PATH]",
+		Use: "ls [PATH]",
+		Example: `  boxkite files ls -s build
+  boxkite files ls -s build src --json
+  boxkite files ls -s build --from-storage`,
 		Short: "List a directory of the sandbox (default: the workspace)",
 		Args:  usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -29,9 +29,11 @@ an image's id, a unique prefix of it, or its label.`,
 	})
 	ids := completeImages(app)
 	cmd.AddCommand(newImagesBuildCmd(app), newImagesImportCmd(app), newImagesLsCmd(app),
-		withArgs(newGetCmd(app, "image", byRef(imageID, (*client.Client).GetImage)), ids),
+		withArgs(withExample(newGetCmd(app, "image", byRef(imageID, (*client.Client).GetImage)),
+			"  boxkite images get data\n  boxkite images get data --jq .status"), ids),
 		withArgs(newImagesLogsCmd(app), ids), withArgs(newImagesAuditCmd(app), ids),
-		withArgs(newRmCmd(app, "image", "Remove an image no sandbox boots from", true, rmByRef(imageID, (*client.Client).DeleteImage)), ids))
+		withArgs(withExample(newRmCmd(app, "image", "Remove an image no sandbox boots from", true, rmByRef(imageID, (*client.Client).DeleteImage)),
+			"  boxkite images rm data\n  boxkite images rm data --yes"), ids))
 	return cmd
 }
 
@@ -207,7 +209,9 @@ func newImagesLsCmd(app *App) *cobra.Command {
 func newImagesLogsCmd(app *App) *cobra.Command {
 	var follow bool
 	cmd := &cobra.Command{
-		Use:   "logs ID",
+		Use: "logs ID",
+		Example: `  boxkite images logs data
+  boxkite images logs data --follow`,
 		Short: "Print an image's build log (--follow until the build ends)",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -156,6 +156,7 @@ func newKeysRmCmd(app *App) *cobra.Command {
 	cmd := newRemovalCmd(app, removal[api.APIKey]{
 		use:     "rm ID|NAME",
 		aliases: []string{"revoke"},
+		example: "  boxkite keys rm ci\n  boxkite keys rm ci --yes",
 		short:   "Revoke an API key; it stops working at once",
 		long: `Revoke an API key; it stops working at once. The key this CLI itself uses
 (in local mode, the one boxkite up keeps in local.toml) is refused without

@@ -90,6 +90,12 @@ func writeRows[T any](w io.Writer, color bool, header string, items []T, row fun
 	return tw.Flush()
 }
 
+// withExample gives cmd its --help examples.
+func withExample(cmd *cobra.Command, example string) *cobra.Command {
+	cmd.Example = example
+	return cmd
+}
+
 // newGetCmd is a noun's `get ID`: the item as JSON (--json and -o json
 // are accepted, as on every command that prints data).
 func newGetCmd[T any](app *App, noun string, get func(*client.Client, context.Context, string) (T, error)) *cobra.Command {
@@ -156,6 +162,7 @@ func newRmCmd(app *App, noun, short string, announce bool, rm func(*client.Clien
 // unique prefix, a name), so its prompt and its report can name it.
 type removal[T any] struct {
 	use, short, long string
+	example          string // its --help examples, if any
 	aliases          []string
 	find             func(context.Context, *client.Client, string) (T, error)
 	check            func(T) error // refuses before the prompt; nil for none
@@ -172,6 +179,7 @@ func newRemovalCmd[T any](app *App, rm removal[T]) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     rm.use,
 		Aliases: rm.aliases,
+		Example: rm.example,
 		Short:   rm.short,
 		Long:    rm.long,
 		Args:    usageArgs(cobra.ExactArgs(1)),

@@ -286,7 +286,9 @@ func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client
 func newDownCmd(app *App) *cobra.Command {
 	var conf confirmation
 	cmd := &cobra.Command{
-		Use:   "down",
+		Use: "down",
+		Example: `  boxkite down
+  boxkite down --yes`,
 		Short: "Stop the local boxkite server, its bastion and its sandboxes",
 		Long: `Stop the local bastion and server; the server deletes its sandboxes as it
 stops. Then, whatever state the server stopped in (cleanly, crashed, killed,

@@ -20,7 +20,10 @@ what the server's catalog holds). A sandbox created with
 server's egress proxy; every other destination stays unreachable.`,
 		GroupID: groupSandboxes,
 	})
-	cmd.AddCommand(newMCPCreateCmd(app), newMCPLsCmd(app), withArgs(newGetCmd(app, "MCP connection", (*client.Client).GetMCPConnection), completeMCPConnections(app, false)), newRmCmd(app, "mcp connection", "Remove an MCP connection (running sandboxes keep their grant)", false, (*client.Client).DeleteMCPConnection))
+	cmd.AddCommand(newMCPCreateCmd(app), newMCPLsCmd(app), withArgs(withExample(newGetCmd(app, "MCP connection", (*client.Client).GetMCPConnection),
+		"  id=$(boxkite mcp-connections ls --jq '.[] | select(.label == \"gh\") | .id')\n  boxkite mcp-connections get $id --jq .host"), completeMCPConnections(app, false)),
+		withExample(newRmCmd(app, "mcp connection", "Remove an MCP connection (running sandboxes keep their grant)", false, (*client.Client).DeleteMCPConnection),
+			"  id=$(boxkite mcp-connections ls --jq '.[] | select(.label == \"gh\") | .id')\n  boxkite mcp-connections rm $id --yes"))
 	return cmd
 }
 
@@ -54,9 +57,10 @@ func newMCPCreateCmd(app *App) *cobra.Command {
 func newMCPLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.MCPConnection]{
 		short: "List the account's MCP connections", noun: "mcp connections",
-		header: "ID\tLABEL\tCATALOG\tHOST",
-		empty:  "no MCP connections; create one with 'boxkite mcp-connections create LABEL CATALOG_ID'",
-		fetch:  (*client.Client).ListMCPConnections,
+		example: "  boxkite mcp-connections ls\n  boxkite mcp-connections ls --json label,catalog_id",
+		header:  "ID\tLABEL\tCATALOG\tHOST",
+		empty:   "no MCP connections; create one with 'boxkite mcp-connections create LABEL CATALOG_ID'",
+		fetch:   (*client.Client).ListMCPConnections,
 		row: func(m api.MCPConnection, _ time.Time) []string {
 			return []string{m.ID, m.Label, m.CatalogID, m.Host}
 		},

@@ -130,7 +130,9 @@ func newOrgCreateCmd(app *App) *cobra.Command {
 func newOrgLsCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:     "ls",
+		Use: "ls",
+		Example: `  boxkite org ls
+  boxkite org ls --json name,role`,
 		Aliases: []string{"list"},
 		Short:   "List your organizations and your role in each; * marks the current one",
 		Args:    usageArgs(cobra.NoArgs),
@@ -166,7 +168,9 @@ func newOrgLsCmd(app *App) *cobra.Command {
 func newOrgMembersCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:   "members [ORG]",
+		Use: "members [ORG]",
+		Example: `  boxkite org members acme
+  boxkite org members acme --json`,
 		Short: "List an organization's members (default: the current one)",
 		Args:  usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -288,9 +292,10 @@ admins invite; only owners invite owners.`,
 func newOrgAcceptCmd(app *App) *cobra.Command {
 	var out outputFlags
 	cmd := &cobra.Command{
-		Use:   "accept TOKEN",
-		Short: "Accept an invite with its token, as the invited email",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Use:     "accept TOKEN",
+		Example: `  boxkite org accept "$INVITE_TOKEN"`,
+		Short:   "Accept an invite with its token, as the invited email",
+		Args:    usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, c, _, err := personalJSONClient(cmd, app, &out)
 			if err != nil {
@@ -314,7 +319,9 @@ func newOrgAcceptCmd(app *App) *cobra.Command {
 func newOrgLeaveCmd(app *App) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "leave [ORG]",
+		Use: "leave [ORG]",
+		Example: `  boxkite org leave acme
+  boxkite org leave acme --yes`,
 		Short: "Leave an organization (default: the current one); your keys of it stop at once",
 		Args:  usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -461,7 +468,9 @@ func newOrgSetRoleCmd(app *App) *cobra.Command {
 func newOrgRemoveCmd(app *App) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "remove ORG ACCOUNT|EMAIL",
+		Use: "remove ORG ACCOUNT|EMAIL",
+		Example: `  boxkite org remove acme ada@example.com
+  boxkite org remove acme ada@example.com --yes`,
 		Short: "Remove a member; their keys of the organization stop at once",
 		Args:  usageArgs(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -31,7 +31,8 @@ See docs/secrets.md.`,
 		GroupID: groupSandboxes,
 	})
 	cmd.AddCommand(newSecretsSetCmd(app), newSecretsLsCmd(app),
-		newRmCmd(app, "secret", "Remove a secret (by name or id); sandboxes granted it can no longer use it", true, (*client.Client).DeleteSecret))
+		withExample(newRmCmd(app, "secret", "Remove a secret (by name or id); sandboxes granted it can no longer use it", true, (*client.Client).DeleteSecret),
+			"  boxkite secrets rm GITHUB_TOKEN\n  boxkite secrets rm GITHUB_TOKEN --yes"))
 	return cmd
 }
 
@@ -140,9 +141,10 @@ func readSecretValue(app *App) (string, error) {
 func newSecretsLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.Secret]{
 		short: "List the account's secrets (never their values)", noun: "secrets",
-		header: "NAME\tALLOWED HOSTS\tLAST USED\tID",
-		empty:  "no secrets; set one with 'boxkite secrets set NAME --allowed-host HOST'",
-		fetch:  (*client.Client).ListSecrets,
+		example: "  boxkite secrets ls\n  boxkite secrets ls --json name,allowed_hosts,last_used_at",
+		header:  "NAME\tALLOWED HOSTS\tLAST USED\tID",
+		empty:   "no secrets; set one with 'boxkite secrets set NAME --allowed-host HOST'",
+		fetch:   (*client.Client).ListSecrets,
 		row: func(s api.Secret, now time.Time) []string {
 			used := "never"
 			if s.LastUsedAt != nil {

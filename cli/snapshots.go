@@ -24,8 +24,10 @@ account keeps at most 10 by default.`,
 		GroupID: groupSandboxes,
 	})
 	cmd.AddCommand(newSnapshotsLsCmd(app),
-		newGetCmd(app, "snapshot", byRef(snapshotID, (*client.Client).Snapshot)),
-		newRmCmd(app, "snapshot", "Remove a snapshot (sandboxes restored from it keep their files)", true, rmByRef(snapshotID, (*client.Client).DeleteSnapshot)))
+		withExample(newGetCmd(app, "snapshot", byRef(snapshotID, (*client.Client).Snapshot)),
+			"  boxkite snapshots get before-upgrade\n  boxkite snapshots get before-upgrade --jq .status"),
+		withExample(newRmCmd(app, "snapshot", "Remove a snapshot (sandboxes restored from it keep their files)", true, rmByRef(snapshotID, (*client.Client).DeleteSnapshot)),
+			"  boxkite snapshots rm before-upgrade\n  boxkite snapshots rm before-upgrade --yes"))
 	return cmd
 }
 
@@ -33,8 +35,9 @@ func newSnapshotsLsCmd(app *App) *cobra.Command {
 	var sandbox string
 	cmd := newListCmd(app, listing[api.Snapshot]{
 		short: "List the account's snapshots, newest first", noun: "snapshots",
-		header: "ID\tSANDBOX\tLABEL\tSTATUS\tSIZE\tAGE",
-		empty:  "no snapshots; take one with 'boxkite session snapshot ID'",
+		example: "  boxkite snapshots ls\n  boxkite snapshots ls -s build --json id,label,size_bytes",
+		header:  "ID\tSANDBOX\tLABEL\tSTATUS\tSIZE\tAGE",
+		empty:   "no snapshots; take one with 'boxkite session snapshot ID'",
 		fetch: func(c *client.Client, ctx context.Context) ([]api.Snapshot, error) {
 			if sandbox == "" {
 				return c.Snapshots(ctx, "")

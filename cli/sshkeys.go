@@ -31,9 +31,10 @@ func newSSHKeysCmd(app *App) *cobra.Command {
 func newSSHKeysLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.SSHKey]{
 		short: "List the account's SSH public keys", noun: "ssh keys",
-		header: "ID\tNAME\tFINGERPRINT\tAGE",
-		empty:  "no SSH keys; add one with 'boxkite ssh-keys add ~/.ssh/id_ed25519.pub'",
-		fetch:  (*client.Client).SSHKeys,
+		example: "  boxkite ssh-keys ls\n  boxkite ssh-keys ls --json name,fingerprint",
+		header:  "ID\tNAME\tFINGERPRINT\tAGE",
+		empty:   "no SSH keys; add one with 'boxkite ssh-keys add ~/.ssh/id_ed25519.pub'",
+		fetch:   (*client.Client).SSHKeys,
 		row: func(k api.SSHKey, now time.Time) []string {
 			return []string{k.ID, k.Name, k.Fingerprint, tui.ShortDuration(now.Sub(k.CreatedAt))}
 		},
@@ -111,6 +112,7 @@ func newSSHKeysRmCmd(app *App) *cobra.Command {
 	return newRemovalCmd(app, removal[api.SSHKey]{
 		use:     "rm ID|NAME|FINGERPRINT",
 		aliases: []string{"remove"},
+		example: "  boxkite ssh-keys rm agent\n  boxkite ssh-keys rm agent --yes",
 		short:   "Remove an SSH public key",
 		long:    "Remove an SSH public key. On a terminal it asks first; elsewhere it needs --yes.",
 		find:    findSSHKey,

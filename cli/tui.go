@@ -18,7 +18,9 @@ import (
 
 func newTUICmd(app *App) *cobra.Command {
 	return &cobra.Command{
-		Use:   "tui",
+		Use: "tui",
+		Example: `  boxkite tui
+  boxkite --context staging tui`,
 		Short: "Browse sandboxes and follow their logs interactively",
 		Long: `Open the interactive sandbox browser: the list of sandboxes (filter with /,
 sort with s), a sandbox's detail (resources, processes, recent audit), its

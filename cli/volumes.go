@@ -23,8 +23,10 @@ Commands take a volume's id, a unique prefix of it, or its label.`,
 	})
 	ids := completeVolumes(app, "")
 	cmd.AddCommand(newVolumesCreateCmd(app), newVolumesLsCmd(app),
-		withArgs(newGetCmd(app, "volume", byRef(volumeID, (*client.Client).GetVolume)), ids),
-		withArgs(newRmCmd(app, "volume", "Remove a volume and its data (refused while a sandbox mounts it)", false, rmByRef(volumeID, (*client.Client).DeleteVolume)), ids))
+		withArgs(withExample(newGetCmd(app, "volume", byRef(volumeID, (*client.Client).GetVolume)),
+			"  boxkite volumes get data\n  boxkite volumes get data --jq .size_gb"), ids),
+		withArgs(withExample(newRmCmd(app, "volume", "Remove a volume and its data (refused while a sandbox mounts it)", false, rmByRef(volumeID, (*client.Client).DeleteVolume)),
+			"  boxkite volumes rm data\n  boxkite volumes rm data --yes"), ids))
 	return cmd
 }
 

@@ -28,7 +28,8 @@ Deliveries are retried with backoff for about an hour (docs/webhooks.md).`,
 	cmd.AddCommand(
 		newWebhooksAddCmd(app),
 		newWebhooksLsCmd(app),
-		withArgs(newRmCmd(app, "webhook", "Remove a webhook subscription and its pending deliveries", false, (*client.Client).DeleteWebhook), completeWebhooks(app)),
+		withArgs(withExample(newRmCmd(app, "webhook", "Remove a webhook subscription and its pending deliveries", false, (*client.Client).DeleteWebhook),
+			"  hook=$(boxkite webhooks ls --jq '.[0].id')\n  boxkite webhooks rm $hook --yes"), completeWebhooks(app)),
 		newWebhooksDeliveriesCmd(app),
 		newWebhooksTestCmd(app),
 		newWebhooksRedeliverCmd(app),
@@ -89,9 +90,10 @@ func newWebhooksAddCmd(app *App) *cobra.Command {
 func newWebhooksLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.Webhook]{
 		short: "List the account's webhook subscriptions", noun: "webhooks",
-		header: "ID\tURL\tEVENTS\tLAST SENT",
-		empty:  "no webhooks; add one with 'boxkite webhooks add URL --event TYPE'",
-		fetch:  (*client.Client).ListWebhooks,
+		example: "  boxkite webhooks ls\n  boxkite webhooks ls --json id,url,event_types",
+		header:  "ID\tURL\tEVENTS\tLAST SENT",
+		empty:   "no webhooks; add one with 'boxkite webhooks add URL --event TYPE'",
+		fetch:   (*client.Client).ListWebhooks,
 		row: func(w api.Webhook, _ time.Time) []string {
 			last := "never"
 			if w.LastTriggeredAt != nil {
@@ -108,7 +110,10 @@ func newWebhooksDeliveriesCmd(app *App) *cobra.Command {
 		limit, offset int
 	)
 	cmd := &cobra.Command{
-		Use:   "deliveries ID",
+		Use: "deliveries ID",
+		Example: `  hook=$(boxkite webhooks ls --jq '.[0].id')
+  boxkite webhooks deliveries $hook
+  boxkite webhooks deliveries $hook --limit 100 --json`,
 		Short: "List a subscription's deliveries, newest first",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -144,10 +149,10 @@ func newWebhooksDeliveriesCmd(app *App) *cobra.Command {
 }
 
 func newWebhooksTestCmd(app *App) *cobra.Command {
-	return newWebhooksQueueCmd(app, "test ID", "Queue a webhook.test event for one subscription and print the delivery's id", "test webhook", cobra.ExactArgs(1),
+	return withExample(newWebhooksQueueCmd(app, "test ID", "Queue a webhook.test event for one subscription and print the delivery's id", "test webhook", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, c *client.Client, args []string) (*api.WebhookDelivery, error) {
 			return c.TestWebhook(cmd.Context(), args[0])
-		})
+		}), "  hook=$(boxkite webhooks ls --jq '.[0].id')\n  boxkite webhooks test $hook\n  boxkite webhooks deliveries $hook --limit 1")
 }
 
 func newWebhooksRedeliverCmd(app *App) *cobra.Command {
