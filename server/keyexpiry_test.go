@@ -174,12 +174,21 @@ func TestKeyExpiryOnRecheck(t *testing.T) {
 	e := newEnv(t, server.Config{})
 	fakePTY(t, e)
 	execRunning := make(chan struct{}, 1)
+	// The command runs on after its stream ends (a credential's end loses
+	// the output, not the command): the fake sidecar ends it when the test
+	// does, before the env's cleanup waits for it (a minute, the call's
+	// timeout, otherwise).
+	testDone := make(chan struct{})
+	t.Cleanup(func() { close(testDone) })
 	e.Sidecar.ExecFunc = func(w http.ResponseWriter, r *http.Request, _ api.ExecRequest) {
 		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 		w.Write([]byte(`{"type":"stdout","data":"started\n"}` + "\n"))
 		w.(http.Flusher).Flush()
 		execRunning <- struct{}{}
-		<-r.Context().Done()
+		select {
+		case <-r.Context().Done():
+		case <-testDone:
+		}
 	}
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	k := e.newExpiringKey("brief", 3600)

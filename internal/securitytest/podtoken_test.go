@@ -25,7 +25,6 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/internal/testport"
 	"github.com/boxkite/boxkite/server/servertest"
 )
 
@@ -141,16 +140,24 @@ func startPodSidecar(t *testing.T) *podSidecar {
 			t.Fatal(err)
 		}
 	}
-	port, err := testport.Pick()
+	// The pod's listener, made here and inherited (fd 3), as net.Listen
+	// makes it in the sidecar (--listen tcp:…): no port to race for.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	p.cmd = exec.Command(bin, "serve", "--listen", "tcp:"+p.addr,
+	lf, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = ln.Addr().String()
+	ln.Close() // lf keeps the socket listening
+	defer lf.Close()
+	p.cmd = exec.Command(bin, "serve", "--listen", "fd:3",
 		"--tls-cert", filepath.Join(secret, "tls.crt"), "--tls-key", filepath.Join(secret, "tls.key"),
 		"--workspace", ws, "--claimable")
 	p.cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + ws, "TMPDIR=" + tmp, "BOXKITE_SIDECAR_TOKEN_FILE=" + p.bootFile}
-	p.cmd.Dir = ws
+	p.cmd.Dir, p.cmd.ExtraFiles = ws, []*os.File{lf}
 	var log bytes.Buffer
 	p.cmd.Stdout, p.cmd.Stderr = &log, &log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{
