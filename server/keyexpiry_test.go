@@ -174,17 +174,20 @@ func TestKeyExpiryOnRecheck(t *testing.T) {
 	e := newEnv(t, server.Config{})
 	fakePTY(t, e)
 	execRunning := make(chan struct{}, 1)
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) }) // before the server closes: the command runs on past the stream
+	// The command runs on after its stream ends (a credential's end loses
+	// the output, not the command): the fake sidecar ends it when the test
+	// does, before the env's cleanup waits for it (a minute, the call's
+	// timeout, otherwise).
+	testDone := make(chan struct{})
+	t.Cleanup(func() { close(testDone) })
 	e.Sidecar.ExecFunc = func(w http.ResponseWriter, r *http.Request, _ api.ExecRequest) {
 		w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 		w.Write([]byte(`{"type":"stdout","data":"started\n"}` + "\n"))
 		w.(http.Flusher).Flush()
 		execRunning <- struct{}{}
 		select {
-		case <-release:
-			w.Write([]byte(`{"type":"exit","exit_code":0,"duration_ms":5}` + "\n"))
 		case <-r.Context().Done():
+		case <-testDone:
 		}
 	}
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
@@ -250,14 +253,10 @@ func TestKeyExpiryEndsTokenTakeover(t *testing.T) {
 	fakePTY(t, e)
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	minute := int64(api.MinKeyExpiresInSeconds)
-	resp, body := e.do("POST", "/v1/api-keys", e.KeyA, api.CreateAPIKeyRequest{Name: "brief", ExpiresInSeconds: &minute})
-	var k api.APIKeyCreated
-	if err := json.Unmarshal(body, &k); resp.StatusCode != http.StatusCreated || err != nil {
-		t.Fatalf("create: %d %s", resp.StatusCode, body)
-	}
+	k := e.newExpiringKey("brief", minute)
 	// A second of the key's life left, on the server's clock.
 	e.clock.Advance(time.Duration(minute-1) * time.Second)
-	resp, body = e.do("POST", sandboxPath(sb.ID, "/takeover-token"), k.Key, nil)
+	resp, body := e.do("POST", sandboxPath(sb.ID, "/takeover-token"), k.Key, nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("mint token: %d %s", resp.StatusCode, body)
 	}
@@ -271,8 +270,7 @@ func TestKeyExpiryEndsTokenTakeover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), streamEnd)
 	defer cancel()
 	for {
-		_, _, err = term.Read(ctx)
-		if err != nil {
+		if _, _, err = term.Read(ctx); err != nil {
 			break
 		}
 	}

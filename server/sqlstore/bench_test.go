@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/sqlstore"
 )
@@ -119,4 +120,57 @@ func BenchmarkAppendExecLogParallel(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// BenchmarkUsageMonth is the usage read every create makes (twice, once
+// in the write slot), for an account that created N sandboxes this month,
+// all destroyed since: its cost grows with N.
+func BenchmarkUsageMonth(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			st, err := sqlstore.Open(b.Context(), "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			a := &model.Account{ID: model.NewID(), Email: "bench@example.com", CreatedAt: base}
+			if err := st.CreateAccount(b.Context(), a); err != nil {
+				b.Fatal(err)
+			}
+			var sbs []*model.Sandbox
+			for i := range n {
+				sb := newSandbox(a, base.Add(time.Duration(i)*time.Second))
+				destroyed := sb.CreatedAt.Add(time.Minute)
+				sb.Status, sb.DestroyedAt = api.StatusDestroyed, &destroyed
+				sbs = append(sbs, sb)
+			}
+			for chunk := range slices.Chunk(sbs, 500) { // one commit each
+				if err := st.ReserveSandboxes(b.Context(), a.ID, base, base, func(model.Usage) error { return nil }, chunk); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				if _, err := st.Usage(b.Context(), a.ID, base, base.Add(24*time.Hour)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkUpdateSandboxDestroying is the write a removal adds before the
+// driver's teardown (the intent, server/sandbox/removals.go).
+func BenchmarkUpdateSandboxDestroying(b *testing.B) {
+	st, sb := benchStore(b)
+	reasons := []string{model.ReasonDeleted, model.ReasonExpired}
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := st.UpdateSandbox(b.Context(), sb.ID, func(sb *model.Sandbox) error {
+			sb.Destroying = reasons[i%2]
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
