@@ -39,9 +39,13 @@ func archiveName(name string) (string, error) {
 	return c, nil
 }
 
+// archiveHint is the hint of a body that is not a readable tar or tar.gz.
+const archiveHint = "send a tar or tar.gz stream (Content-Type application/x-tar or application/gzip), e.g. tar -cz DIR"
+
 // badEntry is the 400 that stops an extraction at entry name.
 func badEntry(name, format string, args ...any) error {
-	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "archive entry %q %s", name, fmt.Sprintf(format, args...))
+	return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "archive entry %q %s", name, fmt.Sprintf(format, args...)).
+		WithHint("entries extracted before this one stay; fix the archive (relative names without .., links that stay inside the destination) and upload it again")
 }
 
 // putArchive extracts a tar or tar.gz request body under the directory
@@ -66,7 +70,7 @@ func (h *Handler) putArchive(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if dest.exists && !dest.isDir() {
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", p)
+		return errNotDirectory(p)
 	}
 	if !dest.exists {
 		dest.missing, dest.name, dest.exists = append(dest.missing, dest.name), "", true
@@ -81,7 +85,8 @@ func (h *Handler) putArchive(w http.ResponseWriter, r *http.Request) error {
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid archive: %v", err)
+			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid archive: %v", err).
+				WithHint(archiveHint)
 		}
 		defer zr.Close()
 		src = zr
@@ -93,7 +98,8 @@ func (h *Handler) putArchive(w http.ResponseWriter, r *http.Request) error {
 			break
 		}
 		if err != nil {
-			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid archive: %v", err)
+			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid archive: %v", err).
+				WithHint(archiveHint)
 		}
 		if err := x.entry(hdr, archiveReader{tr}); err != nil {
 			return err
@@ -112,7 +118,8 @@ type archiveReader struct{ r io.Reader }
 func (a archiveReader) Read(p []byte) (int, error) {
 	n, err := a.r.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {
-		err = api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid archive: %v", err)
+		err = api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid archive: %v", err).
+			WithHint(archiveHint)
 	}
 	return n, err
 }

@@ -35,7 +35,7 @@ func (h *Handler) getArchive(w http.ResponseWriter, r *http.Request) error {
 	defer t.close()
 	switch {
 	case !t.exists:
-		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "Directory not found: %s", p)
+		return errDirNotFound(p)
 	case !t.isDir():
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", p).
 			WithHint("download a file with GET /files/raw")

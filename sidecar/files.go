@@ -23,7 +23,8 @@ import (
 const truncatedMark = "\n... (truncated)"
 
 func tooLarge(format string, args ...any) *api.Error {
-	return api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation, format, args...)
+	return api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation, format, args...).
+		WithHint("move large files with PUT /files/raw and GET /files/raw (boxkite files cp), or edit them with exec")
 }
 
 func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
@@ -72,7 +73,7 @@ func (h *Handler) view(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer t.close()
 	if !t.exists {
-		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "File not found: %s", req.Path)
+		return errFileNotFound(req.Path)
 	}
 	if t.isDir() {
 		var des []dirEntry
@@ -171,7 +172,8 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.OldStr == "" {
-		return api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation, "old_str must not be empty")
+		return api.Errorf(http.StatusUnprocessableEntity, api.CodeValidation, "old_str must not be empty").
+			WithHint("pass the exact text to replace; to write a whole file use file-create")
 	}
 	if len(req.OldStr) > api.MaxFileContent || len(req.NewStr) > api.MaxFileContent {
 		return tooLarge("old_str and new_str are limited to %d MiB each", api.MaxFileContent>>20)

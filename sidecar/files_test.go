@@ -65,8 +65,12 @@ func wantError(t *testing.T, what string, status int, body []byte, wantStatus in
 		t.Errorf("%s = %d %s, want %d", what, status, body, wantStatus)
 		return
 	}
-	if e := decodeError(t, body); !strings.Contains(e.Message, wantMsg) {
+	e := decodeError(t, body)
+	if !strings.Contains(e.Message, wantMsg) {
 		t.Errorf("%s: message %q, want it to contain %q", what, e.Message, wantMsg)
+	}
+	if e.Hint == "" {
+		t.Errorf("%s: %q has no hint", what, e.Message)
 	}
 }
 

@@ -83,11 +83,11 @@ type fileMeta struct {
 func metaOf(t *target, p string) (fileMeta, error) {
 	switch {
 	case t.isDir():
-		return fileMeta{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p)
+		return fileMeta{}, errIsDirWrite(p)
 	case !t.exists:
 		return fileMeta{mode: 0o644}, nil
 	case t.mode != unix.S_IFREG:
-		return fileMeta{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a regular file: %s", p)
+		return fileMeta{}, errNotRegular(p)
 	}
 	var st unix.Stat_t
 	err := unix.Fstatat(t.cur.dir(), t.name, &st, unix.AT_SYMLINK_NOFOLLOW)
@@ -100,7 +100,7 @@ func metaOf(t *target, p string) (fileMeta, error) {
 	case err != nil:
 		return fileMeta{}, err
 	case uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG:
-		return fileMeta{}, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a regular file: %s", p)
+		return fileMeta{}, errNotRegular(p)
 	}
 	return fileMeta{mode: uint32(st.Mode) & 0o7777, uid: int(st.Uid), gid: int(st.Gid), exists: true}, nil
 }
@@ -117,7 +117,7 @@ func (v *fsView) makeDirs(t *target) error {
 		fd, err := unix.Openat(t.cur.dir(), name, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		switch {
 		case errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
-			return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", path.Join(t.cur.virt(), name))
+			return errNotDirectory(path.Join(t.cur.virt(), name))
 		case err != nil:
 			return fmt.Errorf("open directory %s: %w", name, err)
 		}
@@ -337,9 +337,9 @@ func settle(f *os.File, meta fileMeta) error {
 func (v *fsView) openFile(t *target, p string) (*os.File, fs.FileInfo, error) {
 	switch {
 	case !t.exists:
-		return nil, nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "File not found: %s", p)
+		return nil, nil, errFileNotFound(p)
 	case t.isDir():
-		return nil, nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p)
+		return nil, nil, errIsDir(p)
 	}
 	var fd int
 	err := v.user.do(func() (err error) {
@@ -349,7 +349,7 @@ func (v *fsView) openFile(t *target, p string) (*os.File, fs.FileInfo, error) {
 	})
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		return nil, nil, api.Errorf(http.StatusNotFound, api.CodeNotFound, "File not found: %s", p)
+		return nil, nil, errFileNotFound(p)
 	case errors.Is(err, unix.ELOOP):
 		return nil, nil, resolveError(errChanged, p)
 	case err != nil:
@@ -363,11 +363,11 @@ func (v *fsView) openFile(t *target, p string) (*os.File, fs.FileInfo, error) {
 	}
 	if fi.IsDir() {
 		f.Close()
-		return nil, nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p)
+		return nil, nil, errIsDir(p)
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a regular file: %s", p)
+		return nil, nil, errNotRegular(p)
 	}
 	return f, fi, nil
 }

@@ -96,7 +96,8 @@ func resolveError(err error, p string) error {
 			WithHint("something in the sandbox is renaming the path's directories; retry when it stops")
 	case errors.Is(err, errDangling), errors.Is(err, errNotDir), errors.Is(err, errLoop),
 		errors.Is(err, unix.ENAMETOOLONG):
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid path %s: %v", p, err)
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid path %s: %v", p, err).
+			WithHint("a component of the path is a dangling or looping symlink, or a file where a directory must be; check it with exec (ls -l)")
 	}
 	return fileError(err, "reach", p)
 }

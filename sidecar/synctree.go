@@ -57,7 +57,7 @@ func (h *Handler) tree(w http.ResponseWriter, r *http.Request) error {
 		return writeJSON(w, http.StatusOK, out)
 	}
 	if !t.isDir() {
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", p)
+		return errNotDirectory(p)
 	}
 	// since and max_dirs, like skip, are the host's own: GET /files/tree
 	// is not proxied to the public API.
@@ -148,7 +148,7 @@ func (h *Handler) bundle(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer t.close()
 	if !t.exists || !t.isDir() {
-		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "Directory not found: %s", req.Root)
+		return errDirNotFound(req.Root)
 	}
 	w.Header().Set("Content-Type", "application/x-tar")
 	w.WriteHeader(http.StatusOK)

@@ -28,9 +28,9 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request) error {
 	defer t.close()
 	switch {
 	case !t.exists:
-		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "Directory not found: %s", req.Path)
+		return errDirNotFound(req.Path)
 	case !t.isDir():
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", req.Path)
+		return errNotDirectory(req.Path)
 	}
 	changes, err := watchDir(r.Context(), v, t.cur, req.Recursive, watchTimeout(req.TimeoutSeconds), h.limits().WatchMaxDirs)
 	if err != nil {

@@ -34,9 +34,9 @@ func (h *Handler) watchStream(w http.ResponseWriter, r *http.Request) error {
 	defer t.close()
 	switch {
 	case !t.exists:
-		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "Directory not found: %s", req.Path)
+		return errDirNotFound(req.Path)
 	case !t.isDir():
-		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Not a directory: %s", req.Path)
+		return errNotDirectory(req.Path)
 	}
 	in, err := openWatch(v, t.cur, req.Recursive, h.limits().WatchMaxDirs)
 	if err != nil {

@@ -72,6 +72,12 @@ type Manager struct {
 
 	stop       context.Context // ends at Close: running builds are killed, queued work is not started
 	cancelStop context.CancelFunc
+
+	// Tests only (WithDeleteHooksForTests): beforeDelete runs as Delete
+	// starts, before the admission lock; beforeRemove before the
+	// renamed tree is removed, after it.
+	beforeDelete func(id string)
+	beforeRemove func(trash string)
 }
 
 // record is an image and its account.
@@ -99,6 +105,7 @@ func New(dir string, log *slog.Logger, opts ...Option) (*Manager, error) {
 	if err := m.adoptFileRecords(); err != nil {
 		return nil, err
 	}
+	m.sweepTrash()
 	imgs, err := m.recs.ListImages(context.Background(), "")
 	if err != nil {
 		return nil, err
@@ -194,37 +201,95 @@ func (m *Manager) List(ctx context.Context, account string) ([]api.Image, error)
 	return out, nil
 }
 
-// Delete removes the account's image id unless a sandbox uses it (inUse
-// reports whether a recorded user is still alive) or it is still being made.
-func (m *Manager) Delete(ctx context.Context, account, id string, inUse func(sandbox string) bool) error {
+// Delete removes the account's image id unless a user recorded with Use
+// (a sandbox booted from it, a snapshot restoring onto it) is still alive
+// (inUse, asked under the admission lock) or it is still being made. The
+// check, the record's removal and the rename of its tree to a .trash-
+// directory are one step with Use; the tree itself is removed after,
+// outside the lock, so builds, imports and creates need not wait for a
+// large image's removal (a tree left by a crash or a failed removal is
+// swept at the next start).
+func (m *Manager) Delete(ctx context.Context, account, id string, inUse func(user string) bool) error {
 	r, err := m.load(account, id)
 	if err != nil {
 		return err
 	}
-	m.admit.Lock() // the check and the removal are one step with Use
+	if m.beforeDelete != nil {
+		m.beforeDelete(id)
+	}
+	trash, err := m.unlink(ctx, r, inUse)
+	if err != nil {
+		return err
+	}
+	if m.beforeRemove != nil {
+		m.beforeRemove(trash)
+	}
+	if err := os.RemoveAll(trash); err != nil {
+		m.log.Warn("remove a deleted image's files; the next start sweeps them", "image", id, "dir", trash, "err", err)
+	}
+	return nil
+}
+
+// unlink is Delete's step under the admission lock: the users' check,
+// the rename of the image's tree and the removal of its record. It
+// returns the renamed tree.
+func (m *Manager) unlink(ctx context.Context, r record, inUse func(user string) bool) (string, error) {
+	m.admit.Lock()
 	defer m.admit.Unlock()
+	id := r.ID
+	if _, _, found, err := m.recs.ImageByID(ctx, id); err != nil {
+		return "", fmt.Errorf("delete image: %w", err)
+	} else if !found {
+		return "", ErrNotFound // removed meanwhile
+	}
 	users, err := m.recs.ImageUsers(ctx, id)
 	if err != nil {
-		return fmt.Errorf("delete image: %w", err)
+		return "", fmt.Errorf("delete image: %w", err)
 	}
-	for _, sb := range users {
-		if inUse(sb) {
-			return ErrInUse
+	for _, u := range users {
+		if inUse(u) {
+			return "", ErrInUse
 		}
 	}
 	if r.Status == api.ImageQueued || r.Status == api.ImageBuilding {
-		return ErrInUse
+		return "", ErrInUse
 	}
 	m.unmountBuilt(id)
 	// Renamed first so a half-removed tree is never mistaken for an image.
-	trash := filepath.Join(m.dir, ".trash-"+id)
+	trash := filepath.Join(m.dir, trashPrefix+id)
 	if err := os.Rename(filepath.Join(m.dir, id), trash); err != nil {
-		return fmt.Errorf("delete image: %w", err)
+		return "", fmt.Errorf("delete image: %w", err)
 	}
-	if err := os.RemoveAll(trash); err != nil {
-		return fmt.Errorf("delete image: %w", err)
+	if err := m.recs.RemoveImage(context.WithoutCancel(ctx), id); err != nil {
+		if rerr := os.Rename(trash, filepath.Join(m.dir, id)); rerr != nil {
+			m.log.Error("put back the files of an image whose record could not be removed", "image", id, "err", rerr)
+		} else if r.Source == api.ImageSourceBuild && r.Status == api.ImageCompleted {
+			_ = m.mountBuilt(id)
+		}
+		return "", fmt.Errorf("delete image: %w", err)
 	}
-	return m.recs.RemoveImage(context.Background(), id)
+	return trash, nil
+}
+
+// trashPrefix names the trees of deleted images not removed yet.
+const trashPrefix = ".trash-"
+
+// sweepTrash removes the trees of images deleted before a crash or whose
+// removal failed.
+func (m *Manager) sweepTrash() {
+	entries, err := os.ReadDir(m.dir)
+	if err != nil {
+		m.log.Warn("list deleted images' files", "err", err)
+		return
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), trashPrefix) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(m.dir, e.Name())); err != nil {
+			m.log.Warn("remove a deleted image's files", "dir", e.Name(), "err", err)
+		}
+	}
 }
 
 func (m *Manager) load(account, id string) (record, error) {

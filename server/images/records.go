@@ -46,6 +46,13 @@ type Option func(*Manager)
 // WithRecords keeps the Manager's records in r.
 func WithRecords(r Records) Option { return func(m *Manager) { m.recs = r } }
 
+// WithDeleteHooksForTests sets what Delete runs as it starts, before the
+// admission lock (beforeDelete), and before it removes the renamed tree of
+// the image, after the lock (beforeRemove): tests only.
+func WithDeleteHooksForTests(beforeDelete func(id string), beforeRemove func(trash string)) Option {
+	return func(m *Manager) { m.beforeDelete, m.beforeRemove = beforeDelete, beforeRemove }
+}
+
 // fileRecords is the default Records: image.json in each image's
 // directory, users in memory.
 type fileRecords struct {

@@ -163,15 +163,43 @@ func (s *Service) deleteImage(w http.ResponseWriter, r *http.Request) error {
 	if err := s.snapshotsNeed(ctx, acct, img.ID); err != nil {
 		return err
 	}
-	inUse := func(id string) bool {
-		sb, err := s.d.Store.Sandbox(ctx, acct, id)
-		return err == nil && sb.Status != api.StatusDestroyed
-	}
-	if err := st.Delete(ctx, acct, img.ID, inUse); err != nil {
+	if err := st.Delete(ctx, acct, img.ID, s.usersAlive(ctx, acct)); err != nil {
+		if e, ok := errors.AsType[*api.Error](err); ok && e.Code == api.CodeImageInUse {
+			if need := s.snapshotsNeed(ctx, acct, img.ID); need != nil {
+				return need // a snapshot taken since the check above
+			}
+		}
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// usersAlive reports whether a user of an image (Store.Use: a sandbox
+// booted from it, a snapshot taken of one) is still alive: a sandbox not
+// destroyed, a snapshot neither failed nor deleted. Store.Delete asks it
+// under its admission lock, which a snapshot's Use takes too, so a
+// snapshot taken while an image is deleted is either seen here or finds
+// the image gone.
+func (s *Service) usersAlive(ctx context.Context, acct string) func(id string) bool {
+	var snapshots map[string]bool // listed once, on the first user no sandbox is
+	return func(id string) bool {
+		sb, err := s.d.Store.Sandbox(ctx, acct, id)
+		if err == nil {
+			return sb.Status != api.StatusDestroyed
+		}
+		if snapshots == nil {
+			sns, err := s.d.Snapshots.ListSnapshots(ctx, acct, "")
+			if err != nil {
+				return true // cannot tell: keep the image
+			}
+			snapshots = map[string]bool{}
+			for _, sn := range sns {
+				snapshots[sn.ID] = sn.Status != api.SnapshotFailed
+			}
+		}
+		return snapshots[id]
+	}
 }
 
 // snapshotsNeed refuses deleting image id while a snapshot (pending or

@@ -59,6 +59,11 @@ type Config struct {
 	// data (model.SnapshotPorter) use it.
 	Remote       Remote
 	RemotePrefix string
+	// UseImage records a snapshot as a user of the image its sandbox
+	// booted from (server/imagesapi's Use), under the image store's
+	// admission lock, so an image deleted meanwhile is either kept for it
+	// or found gone; nil: the server keeps no images.
+	UseImage func(ctx context.Context, imageID, user string) error
 }
 
 // Service is the snapshot subsystem.
@@ -155,6 +160,9 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 		}
 		return nil, fmt.Errorf("record snapshot: %w", err)
 	}
+	if err := s.useImage(ctx, sn); err != nil {
+		return nil, err
+	}
 	// The copy finishes even if the client hangs up: the row must end up
 	// telling the truth.
 	timeout := 5 * time.Minute
@@ -199,6 +207,29 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	s.cfg.Control.Audit(ctx, sb, "snapshot_created", detail)
 	return done, nil
+}
+
+// useImage records pending snapshot sn as a user of its image; one whose
+// image was deleted meanwhile is recorded failed.
+func (s *Service) useImage(ctx context.Context, sn *model.Snapshot) error {
+	if sn.ImageID == "" || s.cfg.UseImage == nil {
+		return nil
+	}
+	err := s.cfg.UseImage(ctx, sn.ImageID, sn.ID)
+	if err == nil {
+		return nil
+	}
+	if _, uerr := s.cfg.Store.UpdateSnapshot(context.WithoutCancel(ctx), sn.ID, func(sn *model.Snapshot) error {
+		sn.Status = api.SnapshotFailed
+		return nil
+	}); uerr != nil {
+		s.cfg.Log.ErrorContext(ctx, "record a snapshot failed", "snapshot", sn.ID, "err", uerr)
+	}
+	if _, ok := errors.AsType[*api.Error](err); ok {
+		return api.Errorf(http.StatusConflict, api.CodeConflict, "the image %s the sandbox booted from was deleted while the snapshot was taken", sn.ImageID).
+			WithHint("a snapshot restores onto its sandbox's image; this one could not be kept")
+	}
+	return fmt.Errorf("record the snapshot's image: %w", err)
 }
 
 func (s *Service) listOfSandbox(w http.ResponseWriter, r *http.Request) error {

@@ -163,3 +163,20 @@ func BenchmarkUsageMonth(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkUpdateSandboxDestroying is the write a removal adds before the
+// driver's teardown (the intent, server/sandbox/removals.go).
+func BenchmarkUpdateSandboxDestroying(b *testing.B) {
+	st, sb := benchStore(b)
+	reasons := []string{model.ReasonDeleted, model.ReasonExpired}
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := st.UpdateSandbox(b.Context(), sb.ID, func(sb *model.Sandbox) error {
+			sb.Destroying = reasons[i%2]
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
