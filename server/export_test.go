@@ -23,6 +23,10 @@ func (s *Server) SetHealthTimeout(d time.Duration) { s.healthTimeout = d }
 // Reap runs one reaper pass.
 func (s *Server) Reap(ctx context.Context) { s.sandboxes.Reap(ctx) }
 
+// FinishRemovals retries the removals torn down or begun but not finished,
+// as each reaper tick does.
+func (s *Server) FinishRemovals(ctx context.Context) { s.sandboxes.FinishRemovals(ctx) }
+
 // ReapPaused runs one sweep of paused sandboxes past their retention.
 func (s *Server) ReapPaused(ctx context.Context) { s.sandboxes.ReapPaused(ctx) }
 

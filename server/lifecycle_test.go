@@ -59,6 +59,33 @@ func TestReaper(t *testing.T) {
 	}
 }
 
+// TestFailedDeleteRetried: a delete whose teardown the driver failed
+// answers 5xx; calls to the sandbox are refused as to one being
+// destroyed, and the reaper's next tick retries the teardown and records
+// it destroyed (deleted), with no second DELETE. Before, the sandbox
+// stayed active until the client retried.
+func TestFailedDeleteRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	e.Driver.DeleteFunc = func(context.Context, string) error { return errors.New("busy") }
+	if resp, body := e.do("DELETE", sandboxPath(sb.ID), e.KeyA, nil); resp.StatusCode < 500 {
+		t.Fatalf("delete the driver failed = %d %s, want 5xx", resp.StatusCode, body)
+	}
+	if resp, body := e.do("POST", sandboxPath(sb.ID)+"/exec", e.KeyA, api.ExecRequest{Command: "true"}); resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), "being destroyed") {
+		t.Errorf("exec in a sandbox being destroyed = %d %s, want 409 being destroyed", resp.StatusCode, body)
+	}
+	e.Driver.DeleteFunc = nil
+	e.Server.FinishRemovals(context.Background())
+	got, err := e.Store.Sandbox(context.Background(), e.AcctA.ID, sb.ID)
+	if err != nil || got.Status != api.StatusDestroyed || got.DestroyReason != model.ReasonDeleted {
+		t.Fatalf("after the tick = %+v, %v; want destroyed (deleted)", got, err)
+	}
+	if n := len(e.Driver.Deleted()); n != 2 {
+		t.Errorf("driver deletes = %d, want 2 (the failed one and the retry)", n)
+	}
+}
+
 // TestRunReaps drives the real Run loop with a short interval.
 func TestRunReaps(t *testing.T) {
 	t.Parallel()

@@ -122,6 +122,9 @@ func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) 
 	s.sidecars.Forget(id)
 	if err := s.driver.Delete(ctx, id); err != nil {
 		s.log.ErrorContext(ctx, "driver delete failed", "sandbox", id, "err", err)
+		if status == api.StatusDestroyed {
+			s.removals.set(id, reason) // the reaper's next tick retries it
+		}
 		return nil, sandboxFailed("delete")
 	}
 	if s.cfg.AfterTeardownForTests != nil {

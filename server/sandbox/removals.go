@@ -16,10 +16,12 @@ import (
 // finishes (Reconcile); a database that could not take the second write
 // (full, read-only) leaves the sandbox in removals, whose calls are
 // refused as being destroyed and which the reaper's next tick records
-// once the database takes writes again.
+// once the database takes writes again. A teardown the driver failed is
+// retried on each tick the same way.
 
-// removals are sandboxes torn down whose removal could not be recorded:
-// id → reason.
+// removals are sandboxes whose removal began but did not end: the
+// driver's teardown failed, or the database could not record it; id →
+// reason.
 type removals struct {
 	mu  sync.Mutex
 	ids map[string]string
@@ -51,8 +53,9 @@ func (r *removals) all() map[string]string {
 	return maps.Clone(r.ids)
 }
 
-// FinishRemovals records the removals this server tore down but could
-// not record (the reaper's tick calls it).
+// FinishRemovals retries the removals this server began but could not
+// finish: the driver's teardown failed, or its record (the reaper's tick
+// calls it).
 func (s *Service) FinishRemovals(ctx context.Context) {
 	for id, reason := range s.removals.all() {
 		s.finishRemoval(ctx, id, reason)
