@@ -136,8 +136,10 @@ func TestKeyExpiryEndsLongPoll(t *testing.T) {
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	minute := int64(api.MinKeyExpiresInSeconds)
 	k := e.newExpiringKey("brief", minute)
-	// A second of the key's life left, on the server's clock.
-	e.clock.Advance(time.Duration(minute-1) * time.Second)
+	// Ten seconds of the key's life left, on the server's clock: the
+	// expiry timer runs on real time from the request's start, and the
+	// call must reach the sidecar before it fires, on a loaded machine too.
+	e.clock.Advance(time.Duration(minute-10) * time.Second)
 	type answer struct {
 		resp *http.Response
 		body []byte
@@ -254,8 +256,11 @@ func TestKeyExpiryEndsTokenTakeover(t *testing.T) {
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	minute := int64(api.MinKeyExpiresInSeconds)
 	k := e.newExpiringKey("brief", minute)
-	// A second of the key's life left, on the server's clock.
-	e.clock.Advance(time.Duration(minute-1) * time.Second)
+	// Ten seconds of the key's life left, on the server's clock: the
+	// expiry timer runs on real time from the terminal's request, and the
+	// terminal must be open before it fires (a loaded machine's dial is
+	// far quicker than that); the read below then waits for the close.
+	e.clock.Advance(time.Duration(minute-10) * time.Second)
 	resp, body := e.do("POST", sandboxPath(sb.ID, "/takeover-token"), k.Key, nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("mint token: %d %s", resp.StatusCode, body)
