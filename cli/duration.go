@@ -51,6 +51,7 @@ func wholeUnits(d, unit time.Duration) int {
 type durationValue struct {
 	d        *time.Duration
 	bareUnit time.Duration
+	typed    string // as given, for messages: "366d", not "8784h"
 }
 
 func newDurationValue(p *time.Duration, def, bareUnit time.Duration) *durationValue {
@@ -64,6 +65,7 @@ func (v *durationValue) Set(s string) error {
 		return err
 	}
 	*v.d = d
+	v.typed = s
 	return nil
 }
 

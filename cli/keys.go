@@ -146,7 +146,11 @@ func expiresArg(cmd *cobra.Command, d time.Duration) (*int64, error) {
 	}
 	secs := int64(wholeUnits(d, time.Second))
 	if secs < api.MinKeyExpiresInSeconds || secs > api.MaxKeyExpiresInSeconds {
-		return nil, usageErrorf("use a duration from 1m to 365d, e.g. --expires 12h", "--expires %s is not between a minute and a year", compactDuration(d))
+		typed := compactDuration(d)
+		if v, ok := cmd.Flags().Lookup("expires").Value.(*durationValue); ok && v.typed != "" {
+			typed = v.typed
+		}
+		return nil, usageErrorf("use a duration from 1m to 365d, e.g. --expires 12h", "--expires %s is not between a minute and a year", typed)
 	}
 	return &secs, nil
 }

@@ -66,7 +66,7 @@ command's own exit code.`,
 		&cobra.Group{ID: groupLocal, Title: "Local server:"},
 		&cobra.Group{ID: groupSettings, Title: "Settings and tools:"},
 	)
-	root.SetHelpCommandGroupID(groupSettings)
+	root.SetHelpCommand(newHelpCmd())
 	root.AddCommand(
 		newExecCmd(app),
 		newFilesCmd(app),

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,15 +26,25 @@ func TestSessionLsLimit(t *testing.T) {
 	for i := range sbs {
 		sbs[i] = api.Sandbox{ID: fmt.Sprintf("sb%03d", i), Status: api.StatusActive, Size: api.SizeSmall, CreatedAt: now.Add(-time.Duration(i) * time.Minute)}
 	}
-	paging := true
-	var limits []string
+	// The handler runs on the server's goroutines: what it shares with
+	// the test is behind mu.
+	var (
+		mu     sync.Mutex
+		paging = true
+		limits []string
+	)
+	setPaging := func(on bool) { mu.Lock(); paging = on; mu.Unlock() }
+	asked := func() string { mu.Lock(); defer mu.Unlock(); return strings.Join(limits, ",") }
 	srv := fakeAPI(t, map[string]http.HandlerFunc{
 		"GET /v1/sandboxes": func(w http.ResponseWriter, r *http.Request) {
 			q := r.URL.Query()
+			mu.Lock()
 			limits = append(limits, q.Get("limit"))
+			pages := paging
+			mu.Unlock()
 			from, _ := strconv.Atoi(q.Get("cursor"))
 			page := sbs[from:]
-			if n, _ := strconv.Atoi(q.Get("limit")); paging && n > 0 {
+			if n, _ := strconv.Atoi(q.Get("limit")); pages && n > 0 {
 				n = min(n, 20) // the server's pages may be smaller than asked
 				if n < len(page) {
 					page = page[:n]
@@ -68,7 +79,7 @@ func TestSessionLsLimit(t *testing.T) {
 		{name: "piped, --limit 40", args: []string{"--limit", "40"}, rows: 40, note: "'boxkite session ls --limit 80'"},
 		{name: "terminal, old server: cut here", tty: true, old: true, rows: 30, note: "showing the newest 30"},
 	} {
-		paging = !tt.old
+		setPaging(!tt.old)
 		r := run(tt.tty, tt.args...)
 		if r.code != 0 || rows(r) != tt.rows {
 			t.Errorf("%s: exit %d, %d rows, want 0, %d\nstdout:\n%s\nstderr:\n%s", tt.name, r.code, rows(r), tt.rows, r.stdout, r.stderr)
@@ -77,7 +88,7 @@ func TestSessionLsLimit(t *testing.T) {
 			t.Errorf("%s: stderr %q, want %q", tt.name, r.stderr, tt.note)
 		}
 	}
-	paging = true
+	setPaging(true)
 
 	// JSON is complete on a terminal too, and the same shape with --limit.
 	for _, tt := range []struct {
@@ -90,9 +101,11 @@ func TestSessionLsLimit(t *testing.T) {
 			t.Errorf("%v: %d items, %v, stderr %q; want %d, no note", tt.args, len(got), err, r.stderr, tt.n)
 		}
 	}
+	mu.Lock()
 	limits = nil
-	if r := run(false, "--json", "--limit", "45"); r.code != 0 || strings.Join(limits, ",") != "46,26,6" {
-		t.Errorf("--limit 45 asked limit=%v, want 46,26,6 (one more than left, across pages of 20)", limits)
+	mu.Unlock()
+	if r := run(false, "--json", "--limit", "45"); r.code != 0 || asked() != "46,26,6" {
+		t.Errorf("--limit 45 asked limit=%v, want 46,26,6 (one more than left, across pages of 20)", asked())
 	}
 	if r := run(false, "--limit", "-1"); r.code != exitUsage || !strings.Contains(r.stderr, "hint: pass --limit 1 or more") {
 		t.Errorf("--limit -1: exit %d, stderr %q; want 2 and a hint", r.code, r.stderr)

@@ -499,3 +499,58 @@ func mustAuthorizedKey(t *testing.T) string {
 	line, _ := authorizedKey(t, "")
 	return line
 }
+
+// TestCrossTenantOrgWebhooks: within an organization, a member-role key
+// deletes only the webhooks its holder created (403 with a hint for
+// another's), an admin key any of the organization's, and removing a
+// member deletes the webhooks they created, so the organization's events
+// stop reaching their receiver.
+func TestCrossTenantOrgWebhooks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	org := e.newOrg(e.KeyA, "acme")
+	admin := e.orgKey(e.KeyA, org.ID, "").Key
+	e.join(e.KeyA, e.KeyB, org.ID, "b@example.com", api.OrgRoleMember)
+	member := e.orgKey(e.KeyB, org.ID, "").Key
+	_, keyC := e.addAccount("c@example.com", model.RoleAdmin)
+	e.join(e.KeyA, keyC, org.ID, "c@example.com", api.OrgRoleMember)
+	other := e.orgKey(keyC, org.ID, "").Key
+	hook := func(key, name string) api.Webhook {
+		t.Helper()
+		resp, body := e.do("POST", "/v1/webhooks", key, api.CreateWebhookRequest{URL: "https://" + name + ".example.com/in", EventTypes: []string{api.EventAuditLogEntry}})
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("%s's webhook: %d %s", name, resp.StatusCode, body)
+		}
+		var h api.Webhook
+		mustUnmarshal(t, body, &h)
+		return h
+	}
+	hookA, hookB, hookB2, hookC := hook(admin, "a"), hook(member, "b"), hook(member, "b2"), hook(other, "c")
+
+	for _, c := range []struct {
+		name, key, id string
+	}{{"member deletes the admin's", member, hookA.ID}, {"member deletes another member's", other, hookB.ID}} {
+		resp, body := e.do("DELETE", "/v1/webhooks/"+c.id, c.key, nil)
+		wantError(t, resp, body, http.StatusForbidden, api.CodeForbidden)
+		if !strings.Contains(string(body), "admin key") {
+			t.Errorf("%s: the hint names no one who can: %s", c.name, body)
+		}
+	}
+	if resp, body := e.do("DELETE", "/v1/webhooks/"+hookB2.ID, member, nil); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("member deleting their own webhook: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := e.do("DELETE", "/v1/webhooks/"+hookC.ID, admin, nil); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("admin deleting a member's webhook: %d %s", resp.StatusCode, body)
+	}
+
+	bID := accountID(t, e, e.KeyB)
+	if resp, body := e.do("DELETE", "/v1/organizations/"+org.ID+"/members/"+bID, e.KeyA, nil); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("remove B: %d %s", resp.StatusCode, body)
+	}
+	_, body := e.do("GET", "/v1/webhooks", admin, nil)
+	var left []api.Webhook
+	mustUnmarshal(t, body, &left)
+	if len(left) != 1 || left[0].ID != hookA.ID {
+		t.Errorf("the organization's webhooks after removing B: %s, want A's only", body)
+	}
+}

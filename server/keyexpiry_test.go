@@ -136,8 +136,10 @@ func TestKeyExpiryEndsLongPoll(t *testing.T) {
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	minute := int64(api.MinKeyExpiresInSeconds)
 	k := e.newExpiringKey("brief", minute)
-	// A second of the key's life left, on the server's clock.
-	e.clock.Advance(time.Duration(minute-1) * time.Second)
+	// Ten seconds of the key's life left, on the server's clock: the
+	// expiry timer runs on real time from the request's start, and the
+	// call must reach the sidecar before it fires, on a loaded machine too.
+	e.clock.Advance(time.Duration(minute-10) * time.Second)
 	type answer struct {
 		resp *http.Response
 		body []byte
@@ -223,8 +225,8 @@ func TestKeyExpiryOnRecheck(t *testing.T) {
 	defer cancel()
 	_, _, err = term.Read(ctx)
 	var ce websocket.CloseError
-	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation {
-		t.Errorf("takeover read after its key expired: %v; want a policy-violation close", err)
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || !strings.Contains(ce.Reason, "expired") {
+		t.Errorf("takeover read after its key expired: %v; want a policy-violation close saying the key expired", err)
 	}
 	if conn, _, err := dialTakeover(t, e, sb.ID, "", "?token="+spare.Token); err == nil {
 		conn.CloseNow()
@@ -243,4 +245,42 @@ func (e *env) newExpiringKey(name string, seconds int64) api.APIKeyCreated {
 	var k api.APIKeyCreated
 	mustUnmarshal(e.t, body, &k)
 	return k
+}
+
+// TestKeyExpiryEndsTokenTakeover: a terminal opened with a takeover token
+// ends when the key that minted the token expires, closed 1008 saying so,
+// as one opened with the key itself would.
+func TestKeyExpiryEndsTokenTakeover(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	fakePTY(t, e)
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	minute := int64(api.MinKeyExpiresInSeconds)
+	k := e.newExpiringKey("brief", minute)
+	// Ten seconds of the key's life left, on the server's clock: the
+	// expiry timer runs on real time from the terminal's request, and the
+	// terminal must be open before it fires (a loaded machine's dial is
+	// far quicker than that); the read below then waits for the close.
+	e.clock.Advance(time.Duration(minute-10) * time.Second)
+	resp, body := e.do("POST", sandboxPath(sb.ID, "/takeover-token"), k.Key, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("mint token: %d %s", resp.StatusCode, body)
+	}
+	var tok api.TakeoverToken
+	mustUnmarshal(t, body, &tok)
+	term, _, err := dialTakeover(t, e, sb.ID, "", "?token="+tok.Token)
+	if err != nil {
+		t.Fatalf("takeover: %v", err)
+	}
+	defer term.CloseNow()
+	ctx, cancel := context.WithTimeout(context.Background(), streamEnd)
+	defer cancel()
+	for {
+		if _, _, err = term.Read(ctx); err != nil {
+			break
+		}
+	}
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusPolicyViolation || !strings.Contains(ce.Reason, "expired") {
+		t.Errorf("token takeover at its key's expiry: %v; want a policy-violation close saying the key expired", err)
+	}
 }

@@ -138,8 +138,11 @@ func (s *Server) withRevocation(r *http.Request) (*http.Request, func()) {
 	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	var expires *time.Time
-	if k := authz.From(r.Context()).Key; k != nil {
-		expires = k.ExpiresAt
+	switch ri := authz.From(r.Context()); {
+	case ri.Key != nil:
+		expires = ri.Key.ExpiresAt
+	case ri.Grant != nil:
+		expires = ri.Grant.KeyExpiresAt // a takeover token's minting key
 	}
 	stop := s.watchCredential(id, expires, cancel)
 	return r.WithContext(ctx), func() {

@@ -496,8 +496,6 @@ func TestLimits(t *testing.T) {
 	})
 }
 
-// readBanner reads what the server sends first: its version line, or
-// nothing when it closes at once.
 // dialBanner connects to the bastion at addr (closed when the test ends)
 // and reads its banner, "" when the bastion closed the connection.
 func dialBanner(t *testing.T, addr string) (net.Conn, string) {
@@ -510,6 +508,8 @@ func dialBanner(t *testing.T, addr string) (net.Conn, string) {
 	return c, readBanner(t, c)
 }
 
+// readBanner reads what the server sends first: its version line, or
+// nothing when it closes at once.
 func readBanner(t *testing.T, c net.Conn) string {
 	t.Helper()
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))

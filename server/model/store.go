@@ -202,7 +202,8 @@ type Usage struct {
 // QuotaStore checks limits and records new sandboxes atomically.
 type QuotaStore interface {
 	// ReserveSandboxes computes the account's Usage (monthly hours counted
-	// from since up to now), calls check with it and, if check returns
+	// from since up to now; none, MonthlyHours 0, when since is zero: the
+	// sum reads every sandbox created since), calls check with it and, if check returns
 	// nil, inserts sbs (status StatusCreating), all in one critical
 	// section: no other ReserveSandboxes on the same database (from this
 	// process or another) runs between the count and the insert. check's

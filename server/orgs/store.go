@@ -76,7 +76,8 @@ type Store interface {
 	SetOrgMemberRole(ctx context.Context, orgID, accountID, role string) error
 	// RemoveOrgMember removes a member, revokes at t the API keys of the
 	// organization they hold and deletes the SSH keys they registered in
-	// it, returning those credentials' ids (the other servers are told, as
+	// it and the webhook subscriptions (with their deliveries) they
+	// created in it, returning those credentials' ids (the other servers are told, as
 	// for any revocation); ErrLastOwner when they are its last owner.
 	RemoveOrgMember(ctx context.Context, orgID, accountID string, t time.Time) ([]string, error)
 	// CreateOrgInvite inserts inv.

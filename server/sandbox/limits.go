@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
@@ -95,7 +96,7 @@ func (s *Service) checkLimits(acct *model.Account, p createParams, u model.Usage
 // creates cannot both pass a check only one of them fits under.
 func (s *Service) reserveSandboxes(ctx context.Context, acct *model.Account, p createParams, sbs []*model.Sandbox) error {
 	now := s.now()
-	err := s.store.ReserveSandboxes(ctx, acct.ID, limits.MonthStart(now), now, func(u model.Usage) error { return s.checkLimits(acct, p, u) }, sbs)
+	err := s.store.ReserveSandboxes(ctx, acct.ID, s.hoursSince(acct, now), now, func(u model.Usage) error { return s.checkLimits(acct, p, u) }, sbs)
 	if _, ok := errors.AsType[*api.Error](err); ok {
 		return err
 	}
@@ -110,6 +111,18 @@ func (s *Service) reserveSandboxes(ctx context.Context, acct *model.Account, p c
 		return fmt.Errorf("record sandbox: %w", err)
 	}
 	return nil
+}
+
+// hoursSince is where the sandbox-hours checkLimits compares with acct's
+// monthly limit start counting: the month's start, or zero when no
+// monthly limit applies, so that the store does not sum them (model.
+// QuotaStore: the sum reads every sandbox the account created this month,
+// twice per create).
+func (s *Service) hoursSince(acct *model.Account, now time.Time) time.Time {
+	if tenantLimits(s.cfg.Limits, acct).MonthlySandboxHours > 0 {
+		return limits.MonthStart(now)
+	}
+	return time.Time{}
 }
 
 // tenantLimits are the limits of acct's sandboxes: the server's, lowered

@@ -390,7 +390,7 @@ func (s *Service) checkPausedLimit(ctx context.Context, accountID string) error 
 // the last slot may both pass.
 func (s *Service) admitResume(ctx context.Context, acct *model.Account) error {
 	now := s.now()
-	u, err := s.store.Usage(ctx, acct.ID, limits.MonthStart(now), now)
+	u, err := s.store.Usage(ctx, acct.ID, s.hoursSince(acct, now), now)
 	if err != nil {
 		return fmt.Errorf("read usage: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/boxkite/boxkite/server/internal/limits"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -30,7 +29,7 @@ func (s *Service) startPlain(ctx context.Context, acct *model.Account, p createP
 		return nil, false, nil
 	}
 	now := s.now()
-	u, err := s.store.Usage(ctx, acct.ID, limits.MonthStart(now), now)
+	u, err := s.store.Usage(ctx, acct.ID, s.hoursSince(acct, now), now)
 	if err != nil {
 		return nil, false, nil // the usual path reports the store's failure
 	}

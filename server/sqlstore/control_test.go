@@ -176,6 +176,16 @@ func testUsage(t *testing.T, newStore storeFactory) {
 	if diff := cmp.Diff(want, u); diff != "" {
 		t.Errorf("Usage (-want +got):\n%s", diff)
 	}
+	// A zero since asks for no hours (no monthly limit applies): the
+	// rest is counted as before.
+	u, err = st.Usage(ctx, a.ID, time.Time{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.MonthlyHours = 0
+	if diff := cmp.Diff(want, u); diff != "" {
+		t.Errorf("Usage without hours (-want +got):\n%s", diff)
+	}
 }
 
 // testReserveSandboxes: check sees the usage, refusal inserts nothing,

@@ -236,6 +236,9 @@ func (s *Store) RemoveOrgMember(ctx context.Context, orgID, accountID string, t 
 			return fmt.Errorf("delete member's ssh keys: %w", err)
 		}
 		revoked = append(revoked, sshIDs...)
+		if err := s.deleteMemberWebhooks(ctx, tx, orgID, accountID); err != nil {
+			return err
+		}
 		for _, id := range revoked {
 			if err := s.notifyRevoked(ctx, tx, id); err != nil {
 				return err

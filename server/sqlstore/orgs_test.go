@@ -8,6 +8,7 @@ import (
 
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/orgs"
+	"github.com/boxkite/boxkite/server/webhooks"
 )
 
 // testOrgs: an organization is an account row with an owner; a key it
@@ -62,9 +63,31 @@ func testOrgs(t *testing.T, newStore storeFactory) {
 	if err := ms.CreateSSHKey(ctx, ssh); err != nil {
 		t.Fatal(err)
 	}
+	// B's webhook of the organization (with a pending delivery) goes with
+	// B; A's stays.
+	ws := ms.(webhooks.Store)
+	hookB := &webhooks.Subscription{ID: model.NewID(), AccountID: o.ID, MemberID: b.ID, URL: "https://b.example.com/in", EventTypes: []string{"audit_log.entry"}, Secret: "s", Active: true, CreatedAt: base}
+	hookA := &webhooks.Subscription{ID: model.NewID(), AccountID: o.ID, MemberID: a.ID, URL: "https://a.example.com/in", EventTypes: []string{"audit_log.entry"}, Secret: "s", Active: true, CreatedAt: base}
+	for _, h := range []*webhooks.Subscription{hookB, hookA} {
+		if err := ws.CreateWebhook(ctx, h, 20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ws.EnqueueWebhookDeliveries(ctx, []*webhooks.Delivery{{
+		ID: model.NewID(), WebhookID: hookB.ID, AccountID: o.ID, EventID: "ev", EventType: "audit_log.entry",
+		Payload: []byte(`{}`), Status: webhooks.StatusPending, NextAttemptAt: base, CreatedAt: base,
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	revoked, err := st.RemoveOrgMember(ctx, o.ID, b.ID, base)
 	if err != nil || len(revoked) != 2 || revoked[0] != k.ID || revoked[1] != ssh.ID {
 		t.Fatalf("RemoveOrgMember = %v, %v", revoked, err)
+	}
+	if hooks, err := ws.Webhooks(ctx, o.ID); err != nil || len(hooks) != 1 || hooks[0].ID != hookA.ID || hooks[0].MemberID != a.ID {
+		t.Errorf("the organization's webhooks after removing B: %+v, %v (want A's only)", hooks, err)
+	}
+	if claims, err := ws.ClaimWebhookDeliveries(ctx, "x", base.Add(time.Minute), base.Add(2*time.Minute), 10); err != nil || len(claims) != 0 {
+		t.Errorf("deliveries of B's webhook after removing B: %+v, %v", claims, err)
 	}
 	if got, _, _ := ms.APIKeyByHash(ctx, k.Hash); got.MemberRole != "" || got.RevokedAt == nil {
 		t.Errorf("removed member's key: %+v", got)

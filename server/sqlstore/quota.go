@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -100,6 +101,12 @@ func (s *Store) usageStmt(ctx context.Context, ex execer, query string) (*sql.St
 func (s *Store) usage(ctx context.Context, ex execer, accountID string, since, now time.Time) (model.Usage, error) {
 	var u model.Usage
 	var usedMicros int64
+	sinceMicros := micros(since)
+	if since.IsZero() {
+		// No hours asked (no monthly limit applies): an empty range of the
+		// index instead of every sandbox created this month.
+		sinceMicros = math.MaxInt64
+	}
 	counts, err := s.usageStmt(ctx, ex, usageCountsQuery)
 	if err != nil {
 		return u, fmt.Errorf("count usage: %w", err)
@@ -107,7 +114,7 @@ func (s *Store) usage(ctx context.Context, ex execer, accountID string, since, n
 	err = counts.QueryRowContext(ctx,
 		model.StatusCreating, api.StatusActive,
 		accountID, model.StatusCreating, api.StatusActive,
-		micros(now), accountID, micros(since)).
+		micros(now), accountID, sinceMicros).
 		Scan(&u.GlobalActive, &u.AccountActive, &usedMicros)
 	if err != nil {
 		return u, fmt.Errorf("count usage: %w", err)

@@ -159,7 +159,8 @@ func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly 
 // ListSandboxPage implements model.SandboxStore. The cursor is a keyset
 // (created_at, id), not an offset: rows created or destroyed between two
 // pages move no other row across the page boundary. The index
-// sandboxes_account_created_id (migrations 0277 and 0281) serves the order.
+// sandboxes_account_created_id (migrations 0277 and 0281) serves the
+// order, and sandboxes_account_status_created (0278) that of the live ones.
 func (s *Store) ListSandboxPage(ctx context.Context, accountID string, p model.SandboxPage) ([]*model.Sandbox, error) {
 	query := `SELECT ` + sandboxColumns + ` FROM sandboxes WHERE account_id = ? AND status `
 	args := []any{accountID}

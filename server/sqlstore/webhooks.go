@@ -13,14 +13,14 @@ import (
 
 var _ webhooks.Store = (*Store)(nil)
 
-const webhookColumns = `id, account_id, url, event_types, description, payload_format, hec_token, secret, active, created_at, last_triggered_at`
+const webhookColumns = `id, account_id, url, event_types, description, payload_format, hec_token, secret, active, created_at, last_triggered_at, member_id`
 
 func scanWebhook(r rowScanner) (*webhooks.Subscription, error) {
 	var w webhooks.Subscription
 	var types string
 	var active int
 	var created, last int64
-	if err := r.Scan(&w.ID, &w.AccountID, &w.URL, &types, &w.Description, &w.PayloadFormat, &w.HECToken, &w.Secret, &active, &created, &last); err != nil {
+	if err := r.Scan(&w.ID, &w.AccountID, &w.URL, &types, &w.Description, &w.PayloadFormat, &w.HECToken, &w.Secret, &active, &created, &last, &w.MemberID); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal([]byte(types), &w.EventTypes); err != nil {
@@ -58,8 +58,8 @@ func (s *Store) CreateWebhook(ctx context.Context, w *webhooks.Subscription, lim
 		if n >= limit {
 			return webhooks.ErrLimit
 		}
-		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO webhook_subscriptions (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-			w.ID, w.AccountID, w.URL, string(types), w.Description, w.PayloadFormat, w.HECToken, w.Secret, active, micros(w.CreatedAt), microsOrZero(w.LastTriggeredAt))
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO webhook_subscriptions (`+webhookColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			w.ID, w.AccountID, w.URL, string(types), w.Description, w.PayloadFormat, w.HECToken, w.Secret, active, micros(w.CreatedAt), microsOrZero(w.LastTriggeredAt), w.MemberID)
 		if err != nil {
 			return fmt.Errorf("insert webhook: %w", s.mapErr(err))
 		}
@@ -87,6 +87,19 @@ func (s *Store) DeleteWebhook(ctx context.Context, accountID, id string) error {
 		}
 		return nil
 	})
+}
+
+// deleteMemberWebhooks deletes, in tx, the webhook subscriptions
+// accountID created in the organization orgID and their deliveries.
+func (s *Store) deleteMemberWebhooks(ctx context.Context, tx *sql.Tx, orgID, accountID string) error {
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM webhook_deliveries WHERE webhook_id IN
+		(SELECT id FROM webhook_subscriptions WHERE account_id = ? AND member_id = ?)`), orgID, accountID); err != nil {
+		return fmt.Errorf("delete member's webhook deliveries: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM webhook_subscriptions WHERE account_id = ? AND member_id = ?`), orgID, accountID); err != nil {
+		return fmt.Errorf("delete member's webhooks: %w", err)
+	}
+	return nil
 }
 
 const deliveryColumns = `d.id, d.webhook_id, d.account_id, d.event_id, d.event_type, d.payload, d.status, d.attempts, d.next_attempt_at,

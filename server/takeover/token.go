@@ -33,7 +33,10 @@ type takeoverClaims struct {
 	KeyID    string `json:"kid"`   // the API key or SSH key that minted it
 	KeyName  string `json:"kname"` // its name, for the audit log
 	Via      string `json:"via"`   // viaAPIKey or viaSSHKey
-	Jti      string `json:"jti"`
+	// KeyExp is when the API key that minted it expires, in Unix
+	// microseconds; 0: never.
+	KeyExp int64  `json:"kexp,omitempty"`
+	Jti    string `json:"jti"`
 	authn.Times
 }
 
@@ -55,13 +58,31 @@ func (s *Service) mintTakeoverToken(ctx context.Context, accountID, sandboxID st
 	exp := now.Add(api.TakeoverTokenTTL)
 	tok, err := authn.SignToken(key, takeoverClaims{
 		Type: tokenTypeTakeover, Sub: accountID, Sandbox: sandboxID, ReadOnly: g.ReadOnly,
-		KeyID: g.KeyID, KeyName: g.KeyName, Via: g.Via, Jti: model.NewID(),
+		KeyID: g.KeyID, KeyName: g.KeyName, Via: g.Via, KeyExp: keyExp(g.KeyExpiresAt), Jti: model.NewID(),
 		Times: authn.Times{Iat: now.Unix(), Exp: exp.Unix()},
 	})
 	if err != nil {
 		return api.TakeoverToken{}, err
 	}
 	return api.TakeoverToken{Token: tok, ExpiresAt: time.Unix(exp.Unix(), 0).UTC(), ReadOnly: g.ReadOnly}, nil
+}
+
+// keyExp is a key's expiry as the claim kexp: Unix microseconds, 0 for none.
+func keyExp(t *time.Time) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+// grant is what c grants.
+func (c takeoverClaims) grant() authz.Grant {
+	g := authz.Grant{KeyID: c.KeyID, KeyName: c.KeyName, Via: c.Via, ReadOnly: c.ReadOnly}
+	if c.KeyExp != 0 {
+		t := time.UnixMicro(c.KeyExp).UTC()
+		g.KeyExpiresAt = &t
+	}
+	return g
 }
 
 // parseTakeoverToken verifies token for the sandbox sandboxID and spends it.
@@ -134,7 +155,9 @@ func (s *Service) AuthenticateTakeover(r *http.Request) error {
 	}
 	ri := authz.From(ctx)
 	ri.Account = acct
-	ri.Grant = &authz.Grant{KeyID: c.KeyID, KeyName: c.KeyName, Via: c.Via, ReadOnly: c.ReadOnly, Token: true}
+	g := c.grant()
+	g.Token = true
+	ri.Grant = &g
 	return nil
 }
 
@@ -155,7 +178,7 @@ func (s *Service) createTakeoverToken(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	g := authz.Grant{KeyID: key.ID, KeyName: key.Name, Via: authz.ViaAPIKey, ReadOnly: req.ReadOnly}
+	g := authz.Grant{KeyID: key.ID, KeyName: key.Name, KeyExpiresAt: key.ExpiresAt, Via: authz.ViaAPIKey, ReadOnly: req.ReadOnly}
 	tok, err := s.mintTakeoverToken(r.Context(), sb.AccountID, sb.ID, g)
 	if err != nil {
 		return err
@@ -216,7 +239,7 @@ func (s *Service) bastionTakeoverToken(w http.ResponseWriter, r *http.Request) e
 			return err
 		}
 		accountID = c.Sub
-		g = authz.Grant{KeyID: c.KeyID, KeyName: c.KeyName, Via: c.Via, ReadOnly: c.ReadOnly}
+		g = c.grant()
 	default:
 		pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(req.PublicKey)))
 		if err != nil {

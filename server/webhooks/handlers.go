@@ -79,6 +79,7 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 	sub := &Subscription{
 		ID: model.NewID(), AccountID: acct.ID, URL: req.URL, EventTypes: types, Description: req.Description,
 		PayloadFormat: req.PayloadFormat, HECToken: req.HECToken, Secret: newSecret(), Active: true, CreatedAt: s.d.Now(),
+		MemberID: memberOf(r),
 	}
 	stored, err := s.sealed(sub)
 	if err != nil {
@@ -145,9 +146,37 @@ func (s *Service) get(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// memberOf is the organization's member behind the request's key, ""
+// for a personal account's.
+func memberOf(r *http.Request) string {
+	if k := authz.From(r.Context()).Key; k != nil {
+		return k.MemberID
+	}
+	return ""
+}
+
+// mayManage refuses a member-role key of an organization a subscription
+// another member (or no member) created; an admin key manages any of the
+// organization's, a personal account's key its own.
+func mayManage(r *http.Request, sub *Subscription) error {
+	k := authz.From(r.Context()).Key
+	if k == nil || k.MemberID == "" || k.Role != model.RoleMember || sub.MemberID == k.MemberID {
+		return nil
+	}
+	return api.Errorf(http.StatusForbidden, api.CodeForbidden, "webhook %s was not created by you, and a member key may change only the webhooks its holder created", sub.ID).
+		WithHint("ask an owner or admin of the organization to do it with an admin key of the organization")
+}
+
 func (s *Service) delete(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	err := s.store.DeleteWebhook(r.Context(), authz.Account(r.Context()).ID, id)
+	sub, err := s.load(r)
+	if err != nil {
+		return err
+	}
+	if err := mayManage(r, sub); err != nil {
+		return err
+	}
+	err = s.store.DeleteWebhook(r.Context(), authz.Account(r.Context()).ID, id)
 	if errors.Is(err, ErrNotFound) {
 		return notFound(id)
 	}

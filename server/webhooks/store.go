@@ -10,15 +10,18 @@ import (
 
 // Subscription is a stored webhook subscription.
 type Subscription struct {
-	ID              string
-	AccountID       string
-	URL             string
-	EventTypes      []string
-	Description     string
-	PayloadFormat   string
-	HECToken        string
-	Secret          string
-	Active          bool
+	ID            string
+	AccountID     string
+	URL           string
+	EventTypes    []string
+	Description   string
+	PayloadFormat string
+	HECToken      string
+	Secret        string
+	Active        bool
+	// MemberID is the organization's member who created it with a key of
+	// the organization: removed with them; "" for a personal account's.
+	MemberID        string
 	CreatedAt       time.Time
 	LastTriggeredAt time.Time // zero: never
 }

@@ -2,6 +2,7 @@ package authz
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -11,9 +12,13 @@ import (
 // by an admin key or, through the SSH bastion, for a registered SSH key.
 type Grant struct {
 	KeyID, KeyName string
-	Via            string // ViaAPIKey or ViaSSHKey
-	ReadOnly       bool
-	Token          bool // presented as a takeover token
+	// KeyExpiresAt is when the API key behind the grant expires, which
+	// ends what the grant holds as its revocation would; nil: never, or
+	// an SSH key.
+	KeyExpiresAt *time.Time
+	Via          string // ViaAPIKey or ViaSSHKey
+	ReadOnly     bool
+	Token        bool // presented as a takeover token
 }
 
 // Detail is the grant as the audit log shows it.
