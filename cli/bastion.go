@@ -182,11 +182,11 @@ func launchBastion(ctx context.Context, bin string, p localPaths, port int, serv
 	}
 	pid := cmd.Process.Pid
 	if err := writePID(p.bastionPID, pid); err != nil {
-		stopProcess(context.WithoutCancel(ctx), pid, time.Second)
+		stopProcess(context.WithoutCancel(ctx), pid, time.Second, nil)
 		return "", err
 	}
 	if err := waitBastion(ctx, addr, p.bastionHostKey+".pub", exited, bastionReadyTimeout); err != nil {
-		stopProcess(context.WithoutCancel(ctx), pid, 2*time.Second)
+		stopProcess(context.WithoutCancel(ctx), pid, 2*time.Second, nil)
 		os.Remove(p.bastionPID)
 		return "", &hintError{err: err, hint: logHint(p.bastionLog, logStart)}
 	}
@@ -297,7 +297,7 @@ func stopLocalBastion(ctx context.Context, p localPaths) (int, error) {
 		return 0, err
 	}
 	if pid != 0 {
-		if err := stopProcess(ctx, pid, stopTimeout); err != nil {
+		if err := stopProcess(ctx, pid, stopTimeout, nil); err != nil {
 			return 0, err
 		}
 	}

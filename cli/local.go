@@ -157,7 +157,7 @@ func startBackground(ctx context.Context, app *App, p localPaths, c *client.Clie
 	progress.done()
 	if err != nil {
 		// Don't leave a half-started server behind; its log says why it failed.
-		stopProcess(context.WithoutCancel(ctx), pid, 2*time.Second)
+		stopProcess(context.WithoutCancel(ctx), pid, 2*time.Second, nil)
 		os.Remove(p.pid)
 		return 0, &hintError{err: err, hint: logHint(p.log, logStart)}
 	}
@@ -252,7 +252,7 @@ func runForeground(ctx context.Context, app *App, p localPaths, c *client.Client
 	cmd.ExtraFiles = inherit
 	cmd.Stdout, cmd.Stderr = app.IO.ErrOut, app.IO.ErrOut // server logs are chatter
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = stopTimeout
+	cmd.WaitDelay = serverStopTimeout
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
 	}
@@ -372,7 +372,10 @@ func stopLocalServer(ctx context.Context, app *App, p localPaths) error {
 		fmt.Fprintln(app.IO.ErrOut, "boxkite server is not running (removed a stale pid file)")
 		return nil
 	}
-	if err := stopProcess(ctx, pid, stopTimeout); err != nil {
+	prog := newProgress(app, "stopping the boxkite server (it stores what sandboxes wrote first)")
+	err = stopProcess(ctx, pid, serverStopTimeout, prog.tick)
+	prog.done()
+	if err != nil {
 		return err
 	}
 	if err := os.Remove(p.pid); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // The local server's companion binaries, found next to boxkite or on PATH.
@@ -33,8 +34,13 @@ const (
 // Timing of up and down.
 const (
 	readyTimeout = 15 * time.Second // up: how long the server may take to become ready
-	stopTimeout  = 10 * time.Second // down: how long SIGTERM gets before SIGKILL
-	pollInterval = 100 * time.Millisecond
+	stopTimeout  = 10 * time.Second // down: how long SIGTERM gets before SIGKILL (the bastion)
+	// serverStopTimeout is how long down gives the server after SIGTERM
+	// before SIGKILL: its drain of requests in flight (5 s), then up to
+	// api.ServerStopBound for its sandboxes' final flush and stop, and a
+	// margin; a SIGKILL before then would cut the final flush.
+	serverStopTimeout = api.ServerStopBound + 15*time.Second
+	pollInterval      = 100 * time.Millisecond
 )
 
 // localPaths are the files of the local server under BOXKITE_HOME.
@@ -185,14 +191,15 @@ func runningServer(p localPaths) (int, error) {
 
 // stopProcess sends SIGTERM, waits up to grace for pid to exit, then kills
 // its whole process group (up started it as a session leader).
-func stopProcess(ctx context.Context, pid int, grace time.Duration) error {
+// tick, if not nil, is called with the time waited so far while pid runs.
+func stopProcess(ctx context.Context, pid int, grace time.Duration, tick func(time.Duration)) error {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
 			return nil
 		}
 		return fmt.Errorf("stop pid %d: %w", pid, err)
 	}
-	if waitExit(ctx, pid, grace) {
+	if waitExitTick(ctx, pid, grace, tick) {
 		return nil
 	}
 	syscall.Kill(-pid, syscall.SIGKILL)
@@ -205,10 +212,20 @@ func stopProcess(ctx context.Context, pid int, grace time.Duration) error {
 
 // waitExit polls until pid is gone or d has passed; it reports whether pid is gone.
 func waitExit(ctx context.Context, pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
+	return waitExitTick(ctx, pid, d, nil)
+}
+
+// waitExitTick is waitExit calling tick (if not nil) with the time waited
+// so far at each poll.
+func waitExitTick(ctx context.Context, pid int, d time.Duration, tick func(time.Duration)) bool {
+	start := time.Now()
+	deadline := start.Add(d)
 	for processAlive(pid) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return false
+		}
+		if tick != nil {
+			tick(time.Since(start))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

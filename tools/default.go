@@ -61,7 +61,7 @@ func bashTool() Tool {
 			strParam("command", "The shell command to run.").req(),
 			intParam("timeout", "Seconds before the command is killed (default 120, max 600).", bashDefaultTimeout, 1, bashMaxTimeout),
 		),
-		Handler: bashHandler("bash_tool", hintWithProcess),
+		Handler: bashHandler("bash_tool", hintWithProcess, false),
 	}
 }
 
@@ -78,14 +78,16 @@ func fitSet(ts []Tool) []Tool {
 	}
 	ts = slices.Clone(ts)
 	ts[i].Description = strings.Replace(ts[i].Description, bashLongWithProcess, bashLongWithShell, 1)
-	ts[i].Handler = bashHandler("bash_tool", hintWithShell)
+	ts[i].Handler = bashHandler("bash_tool", hintWithShell, false)
 	return ts
 }
 
 // bashHandler runs a command for the tool name; background is how the
 // timeout hint tells the agent to run a long command, in the terms of the
-// tools it has (MCP's exec has no start_process beside it).
-func bashHandler(name, background string) Handler {
+// tools it has (MCP's exec has no start_process beside it). strict
+// refuses a timeout out of [1, 600], as the REST API does (MCP's exec);
+// otherwise it is clamped into that range (bash_tool).
+func bashHandler(name, background string, strict bool) Handler {
 	return func(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
 		in := struct {
 			Command string `json:"command"`
@@ -96,6 +98,10 @@ func bashHandler(name, background string) Handler {
 		}
 		if strings.TrimSpace(in.Command) == "" {
 			return "Error: command must not be empty", nil
+		}
+		if strict && (in.Timeout < 1 || in.Timeout > bashMaxTimeout) {
+			return fmt.Sprintf("Error: timeout must be between 1 and %d seconds, got %d\nHint: omit timeout for the default of %d seconds.",
+				bashMaxTimeout, in.Timeout, bashDefaultTimeout), nil
 		}
 		in.Timeout = clamp(in.Timeout, 1, bashMaxTimeout)
 		res, err := sb.Exec(ctx, api.ExecRequest{Command: in.Command, Timeout: in.Timeout})

@@ -21,8 +21,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"time"
 
+	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/console"
 	"github.com/boxkite/boxkite/server/e2b"
@@ -194,7 +194,7 @@ func serveUntilStopped(ctx context.Context, srv *server.Server, ln net.Listener,
 	// down with the server so no boxkite process is left behind. Their rows
 	// stay active and become "lost" at the next start. A SIGKILL skips
 	// this: the detached jails survive and the next start re-adopts them.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), api.ServerStopBound)
 	defer cancel()
 	if sb.stopsSandboxes {
 		// What commands wrote since the last flush is still only in the

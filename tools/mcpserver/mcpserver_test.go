@@ -105,6 +105,10 @@ func TestInMemory(t *testing.T) {
 		{"api refusal", "destroy_sandbox", map[string]any{"session_id": "nope"}, "Error: sandbox nope not found", true},
 		{"transport failure", "exec", map[string]any{"session_id": "sb-1", "command": "down"}, "Error: could not reach the sandbox (connection refused)", true},
 		{"bad arguments", "exec", map[string]any{"session_id": "sb-1"}, `Error: exec needs the parameter "command"`, true},
+		{"timeout below range", "exec", map[string]any{"session_id": "sb-1", "command": "ls", "timeout": -5}, "Error: timeout must be between 1 and 600 seconds, got -5", true},
+		{"timeout above range", "exec", map[string]any{"session_id": "sb-1", "command": "ls", "timeout": 1e12}, "Error: timeout must be between 1 and 600 seconds, got 1000000000000", true},
+		{"timeout zero", "exec", map[string]any{"session_id": "sb-1", "command": "ls", "timeout": 0}, "Error: timeout must be between 1 and 600 seconds, got 0", true},
+		{"timeout at the bounds", "exec", map[string]any{"session_id": "sb-1", "command": "ls", "timeout": 600}, "ran ls", false},
 		{"wrong type", "view", map[string]any{"session_id": "sb-1", "path": 3}, `Error: parameter "path" of view must be a string`, true},
 		{"handler panic", "get_sandbox", map[string]any{"session_id": "sb-1"}, "Error: internal error in get_sandbox", true},
 	}
