@@ -17,6 +17,12 @@ import (
 // SetNow replaces the server's clock.
 func (s *Server) SetNow(now func() time.Time) { s.now = now }
 
+// SetAfterFunc replaces the timers the server keeps by its clock (a key's
+// expiry), for a clock SetNow moved.
+func (s *Server) SetAfterFunc(after func(d time.Duration, f func()) (stop func() bool)) {
+	s.afterFunc = after
+}
+
 // SetHealthTimeout changes how long Init waits for sidecars to answer.
 func (s *Server) SetHealthTimeout(d time.Duration) { s.healthTimeout = d }
 

@@ -157,10 +157,48 @@ type env struct {
 }
 
 // clock is a settable time source; it starts at the real time so that
-// what the server writes looks plausible.
+// what the server writes looks plausible. Its timers (the server's by its
+// clock: a key's expiry) are real ones until holdTimers; then they fire
+// when Advance reaches their time.
 type clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu     sync.Mutex
+	now    time.Time
+	held   bool
+	timers map[*clockTimer]struct{}
+}
+
+type clockTimer struct {
+	at time.Time
+	f  func()
+}
+
+// holdTimers makes the timers set from now on fire in Advance, by the
+// clock, instead of after real time.
+func (c *clock) holdTimers() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = true
+}
+
+// AfterFunc is the server's timer (Server.SetAfterFunc).
+func (c *clock) AfterFunc(d time.Duration, f func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.held || d <= 0 {
+		return time.AfterFunc(d, f).Stop
+	}
+	if c.timers == nil {
+		c.timers = map[*clockTimer]struct{}{}
+	}
+	t := &clockTimer{at: c.now.Add(d), f: f}
+	c.timers[t] = struct{}{}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, pending := c.timers[t]
+		delete(c.timers, t)
+		return pending
+	}
 }
 
 func (c *clock) Now() time.Time {
@@ -169,10 +207,21 @@ func (c *clock) Now() time.Time {
 	return c.now
 }
 
+// Advance moves the clock by d and fires the held timers it reaches.
 func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
+	var due []*clockTimer
+	for t := range c.timers {
+		if !t.at.After(c.now) {
+			due = append(due, t)
+			delete(c.timers, t)
+		}
+	}
 	c.mu.Unlock()
+	for _, t := range due {
+		t.f()
+	}
 }
 
 // syncBuffer collects log output from concurrent handlers.
@@ -236,6 +285,7 @@ func newEnvWithDriver(t testing.TB, cfg server.Config, st model.Store, wrap func
 		t.Fatalf("server.New: %v", err)
 	}
 	srv.SetNow(e.clock.Now)
+	srv.SetAfterFunc(e.clock.AfterFunc)
 	e.Server = srv
 	e.AcctA, e.KeyA = e.addAccount("a@example.com", model.RoleAdmin)
 	_, e.KeyB = e.addAccount("b@example.com", model.RoleAdmin)

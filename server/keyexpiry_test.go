@@ -136,10 +136,11 @@ func TestKeyExpiryEndsLongPoll(t *testing.T) {
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	minute := int64(api.MinKeyExpiresInSeconds)
 	k := e.newExpiringKey("brief", minute)
-	// Ten seconds of the key's life left, on the server's clock: the
-	// expiry timer runs on real time from the request's start, and the
-	// call must reach the sidecar before it fires, on a loaded machine too.
-	e.clock.Advance(time.Duration(minute-10) * time.Second)
+	// A second of the key's life left, on the server's clock, whose
+	// timers fire only when the test moves it: after the call reached the
+	// sidecar, however loaded the machine.
+	e.clock.holdTimers()
+	e.clock.Advance(time.Duration(minute-1) * time.Second)
 	type answer struct {
 		resp *http.Response
 		body []byte
@@ -154,6 +155,7 @@ func TestKeyExpiryEndsLongPoll(t *testing.T) {
 	case a := <-done:
 		t.Fatalf("the long poll ended before it reached the sidecar: %d %s", a.resp.StatusCode, a.body)
 	}
+	e.clock.Advance(time.Second)
 	select {
 	case a := <-done:
 		if ae := wantError(t, a.resp, a.body, http.StatusUnauthorized, api.CodeInvalidAPIKey); ae != nil &&
@@ -256,11 +258,11 @@ func TestKeyExpiryEndsTokenTakeover(t *testing.T) {
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	minute := int64(api.MinKeyExpiresInSeconds)
 	k := e.newExpiringKey("brief", minute)
-	// Ten seconds of the key's life left, on the server's clock: the
-	// expiry timer runs on real time from the terminal's request, and the
-	// terminal must be open before it fires (a loaded machine's dial is
-	// far quicker than that); the read below then waits for the close.
-	e.clock.Advance(time.Duration(minute-10) * time.Second)
+	// A second of the key's life left, on the server's clock, whose
+	// timers fire only when the test moves it: once the terminal is open,
+	// however loaded the machine; the read below then waits for the close.
+	e.clock.holdTimers()
+	e.clock.Advance(time.Duration(minute-1) * time.Second)
 	resp, body := e.do("POST", sandboxPath(sb.ID, "/takeover-token"), k.Key, nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("mint token: %d %s", resp.StatusCode, body)
@@ -272,6 +274,7 @@ func TestKeyExpiryEndsTokenTakeover(t *testing.T) {
 		t.Fatalf("takeover: %v", err)
 	}
 	defer term.CloseNow()
+	e.clock.Advance(time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), streamEnd)
 	defer cancel()
 	for {

@@ -160,9 +160,9 @@ func (s *Server) watchCredential(id string, expires *time.Time, cancel context.C
 	if expires == nil {
 		return unwatch
 	}
-	t := time.AfterFunc(expires.Sub(s.now()), func() { cancel(authz.ErrCredentialExpired) })
+	stopTimer := s.afterFunc(expires.Sub(s.now()), func() { cancel(authz.ErrCredentialExpired) })
 	return func() {
-		t.Stop()
+		stopTimer()
 		unwatch()
 	}
 }

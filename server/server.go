@@ -53,14 +53,17 @@ import (
 // Server is the control plane. It is an http.Handler; Init prepares the
 // store, Run does the background work, Serve combines them with a listener.
 type Server struct {
-	cfg      Config
-	store    model.Store
-	driver   model.Driver
-	log      *slog.Logger
-	mux      *http.ServeMux
-	now      func() time.Time
-	sidecars *sidecar.Clients
-	touches  *keyToucher
+	cfg    Config
+	store  model.Store
+	driver model.Driver
+	log    *slog.Logger
+	mux    *http.ServeMux
+	now    func() time.Time
+	// afterFunc runs f after d; it returns f's stop (time.AfterFunc,
+	// but for tests that move the server's clock).
+	afterFunc func(d time.Duration, f func()) (stop func() bool)
+	sidecars  *sidecar.Clients
+	touches   *keyToucher
 	// alog writes the audit log and pushes new entries to watchers;
 	// allowlists caches compiled command allowlists; metrics backs /metrics.
 	alog           *audit.Log
@@ -151,6 +154,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		log:             slog.New(httpx.LogHandler{Handler: log.Handler()}),
 		mux:             http.NewServeMux(),
 		now:             time.Now,
+		afterFunc:       func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop },
 		sidecars:        sidecar.NewClients(),
 		touches:         newKeyToucher(),
 		allowlists:      allowlist.NewCache(),
