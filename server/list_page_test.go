@@ -103,3 +103,34 @@ func TestListSandboxPages(t *testing.T) {
 		t.Errorf("account B with A's cursor: %d %s, want 200 []", resp.StatusCode, body)
 	}
 }
+
+// TestListLinkUnderPublicURL: with a public URL configured (a proxy that
+// adds a path prefix), the next link starts with it, so a client that
+// follows it as given keeps the prefix; the Go client, which takes only
+// the link's query, pages through the same.
+func TestListLinkUnderPublicURL(t *testing.T) {
+	e := newEnv(t, server.Config{PublicURL: "https://bk.example.test/boxkite/"})
+	for _, label := range []string{"one", "two"} {
+		if resp, body := e.do("POST", "/v1/sandboxes", e.KeyA, api.CreateSandboxRequest{Label: label}); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", label, resp.StatusCode, body)
+		}
+	}
+	resp, body := e.do("GET", "/v1/sandboxes?limit=1", e.KeyA, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("page: %d %s", resp.StatusCode, body)
+	}
+	next := api.NextLink(resp.Header)
+	if !strings.HasPrefix(next, "https://bk.example.test/boxkite/v1/sandboxes?") || !strings.Contains(next, "cursor=") {
+		t.Errorf("next link %q, want it under the public URL https://bk.example.test/boxkite/", next)
+	}
+	var n int
+	for _, err := range client.New(e.URL, e.KeyA).Sandboxes(t.Context(), false, 1) {
+		if err != nil {
+			t.Fatalf("Sandboxes: %v", err)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Errorf("iterator gave %d sandboxes, want 2", n)
+	}
+}

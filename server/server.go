@@ -203,7 +203,7 @@ func (s *Server) newSandboxes() error {
 			MaxStorageGB: s.cfg.MaxStorageGB, MaxCount: s.cfg.MaxCount, MaxPausedAge: s.cfg.MaxPausedAge,
 			PausedLimit: s.cfg.PausedLimit, Limits: s.cfg.Limits,
 			EgressResolver: s.cfg.EgressResolver, EgressPermitForTests: s.cfg.EgressPermitForTests,
-			AfterTeardownForTests: s.cfg.AfterTeardownForTests,
+			AfterTeardownForTests: s.cfg.AfterTeardownForTests, PublicURL: s.cfg.PublicURL,
 		},
 		Store:         s.store,
 		Driver:        s.driver,

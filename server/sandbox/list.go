@@ -22,7 +22,8 @@ const MaxListLimit = 1000
 // everything at once, unless the client asks for pages with limit. Then
 // the answer holds at most limit sandboxes and, when there may be more,
 // a Link header (RFC 8288, as GitHub's API and the registry API do) whose
-// rel="next" target is this request with the cursor of the next page:
+// rel="next" target is this request with the cursor of the next page
+// (under the server's public URL when one is configured, else a path):
 // the body keeps the reference's shape either way.
 func (s *Service) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
@@ -42,7 +43,11 @@ func (s *Service) listSandboxes(w http.ResponseWriter, r *http.Request) error {
 		sbs = sbs[:p.Limit]
 		last := sbs[len(sbs)-1]
 		q.Set("cursor", EncodeCursor(last.CreatedAt, last.ID))
-		w.Header().Set("Link", fmt.Sprintf("<%s?%s>; rel=\"next\"", r.URL.EscapedPath(), q.Encode()))
+		target := r.URL.EscapedPath()
+		if s.cfg.PublicURL != "" {
+			target = strings.TrimRight(s.cfg.PublicURL, "/") + target
+		}
+		w.Header().Set("Link", fmt.Sprintf("<%s?%s>; rel=\"next\"", target, q.Encode()))
 	}
 	out := make([]api.Sandbox, len(sbs))
 	for i, sb := range sbs {

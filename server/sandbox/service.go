@@ -38,6 +38,10 @@ type Config struct {
 	// sandbox down and before its removal is recorded (tests only: the
 	// fault suite breaks the database there).
 	AfterTeardownForTests func(id string)
+	// PublicURL is the server's public base URL ("" when unset): the
+	// list's Link rel="next" target starts with it, so a client behind a
+	// proxy that adds a path prefix follows the link to the right place.
+	PublicURL string
 }
 
 // Store is what the lifecycle reads and writes: sandbox rows, the
