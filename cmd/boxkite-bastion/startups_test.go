@@ -90,7 +90,9 @@ func TestAdmit(t *testing.T) {
 // --max-startups, a refused one is closed before the handshake, one that
 // authenticated no longer counts, and a closed one makes room.
 func (f *fixture) testStartups(t *testing.T) {
-	addr := startBastion(t, f.srv.BaseURL, func(o *options) { o.maxStartups = 2 })
+	// The login timeout outlasts the test: a connection it closed would
+	// make room the test does not expect, however slow the machine.
+	addr := startBastion(t, f.srv.BaseURL, func(o *options) { o.maxStartups, o.loginTimeout = 2, 10*time.Minute })
 	var raw []net.Conn
 	for range 2 {
 		c, banner := dialBanner(t, addr)
