@@ -184,7 +184,7 @@ var rules = map[string]depRule{
 		"server/local":    "the port reaches sandboxes through the lifecycle hub, whatever the driver",
 		"server/sqlstore": "the port reads through its Store interface, behind the authorization layer",
 	}},
-	"server/e2b/envd": {ours: []string{"client/api", "internal/apihttp", "tools", "server/e2b/envdpb/process", "server/e2b/envdpb/process/processconnect", "server/e2b/envdpb/filesystem", "server/e2b/envdpb/filesystem/filesystemconnect", "server/internal/iocount"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
+	"server/e2b/envd": {ours: []string{"client/api", "internal/apihttp", "tools", "server/e2b/envdpb/process", "server/e2b/envdpb/process/processconnect", "server/e2b/envdpb/filesystem", "server/e2b/envdpb/filesystem/filesystemconnect", "server/internal/iocount", "server/internal/limits"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"server/local": "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
 		"server/kube":  "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
 	})},

@@ -34,6 +34,7 @@ import (
 	"github.com/boxkite/boxkite/server/e2b/envdpb/filesystem/filesystemconnect"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/process"
 	"github.com/boxkite/boxkite/server/e2b/envdpb/process/processconnect"
+	"github.com/boxkite/boxkite/server/internal/limits"
 )
 
 // Headers the E2B SDK routes and authenticates sandbox traffic with.
@@ -78,17 +79,18 @@ type Options struct {
 
 // Handler serves envd for every sandbox. Build it with New.
 type Handler struct {
-	sandboxes    Sandboxes
-	tokens       *Tokens
-	log          *slog.Logger
-	keepAliveMax time.Duration
-	procs        *procTable
-	watchers     *watcherTable
-	contexts     *contextTable
-	envd         *http.ServeMux // port 49983
-	interp       *http.ServeMux // port 49999
-	now          func() time.Time
-	signFails    *failLimiter
+	sandboxes     Sandboxes
+	tokens        *Tokens
+	log           *slog.Logger
+	keepAliveMax  time.Duration
+	procs         *procTable
+	watchers      *watcherTable
+	contexts      *contextTable
+	envd          *http.ServeMux // port 49983
+	interp        *http.ServeMux // port 49999
+	now           func() time.Time
+	signFails     *limits.RateLimiter // failed signed-URL checks by source
+	signFailLimit int
 }
 
 // New returns a Handler; it does no I/O.
@@ -97,7 +99,7 @@ func New(opts Options) *Handler {
 		sandboxes: opts.Sandboxes, tokens: opts.Tokens, log: opts.Log, keepAliveMax: opts.KeepAliveMax,
 		procs: newProcTable(), watchers: newWatcherTable(), contexts: newContextTable(),
 		envd: http.NewServeMux(), interp: http.NewServeMux(), now: time.Now,
-		signFails: newFailLimiter(cmp.Or(opts.SignedURLFailures, DefaultSignedURLFailures)),
+		signFails: limits.NewRateLimiter(), signFailLimit: cmp.Or(opts.SignedURLFailures, DefaultSignedURLFailures),
 	}
 	if h.log == nil {
 		h.log = slog.Default()

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -25,8 +24,11 @@ const DefaultSignedURLFailures = 60
 // its account's keys is tried, a hash each; a URL on the sandbox's own
 // host (49983-<id>.<domain>, the SDK's form without E2B_SANDBOX_URL) is
 // checked against that sandbox's only. Each source's failed checks are
-// counted, and past the limit its signed URLs are refused before any is
-// looked up, so the unauthenticated cost of guessing is bounded.
+// counted (limits.RateLimiter's one-minute windows, in memory per server:
+// each check takes a unit before it runs and a success refunds it, so
+// checks at once cannot pass the limit together), and past the limit its
+// signed URLs are refused before any is looked up, so the unauthenticated
+// cost of guessing is bounded.
 func (h *Handler) signedURL(w http.ResponseWriter, r *http.Request) (id, keyID string, ok bool) {
 	ctx := r.Context()
 	now := h.now()
@@ -37,7 +39,7 @@ func (h *Handler) signedURL(w http.ResponseWriter, r *http.Request) (id, keyID s
 		return "", "", false
 	}
 	src := sourceKey(r)
-	retry, allowed := h.signFails.take(src, now)
+	allowed, _, retry := h.signFails.Allow(src, h.signFailLimit, now)
 	if !allowed {
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
 		writeHint(w, http.StatusTooManyRequests, "rate_limited",
@@ -57,7 +59,7 @@ func (h *Handler) signedURL(w http.ResponseWriter, r *http.Request) (id, keyID s
 			"sign it with the SDK (sandbox.uploadUrl() or downloadUrl()) of a running sandbox; a URL ends with its sandbox, and with the API key its token was issued for")
 		return "", "", false
 	}
-	h.signFails.refund(src, now)
+	h.signFails.Refund(src, now)
 	return id, keyID, true
 }
 
@@ -137,62 +139,6 @@ func sourceKey(r *http.Request) string {
 		return p.String()
 	}
 	return a.String()
-}
-
-// failLimiter counts, per source, signed URLs no sandbox signed in fixed
-// one-minute windows (in memory, per server). A check takes a unit before
-// it runs and a success gives it back, so checks running at once cannot
-// pass the limit together.
-type failLimiter struct {
-	limit     int
-	mu        sync.Mutex
-	windows   map[string]*failWindow
-	lastSweep time.Time
-}
-
-type failWindow struct {
-	start time.Time
-	count int
-}
-
-const failWindowLen = time.Minute
-
-func newFailLimiter(limit int) *failLimiter {
-	return &failLimiter{limit: limit, windows: map[string]*failWindow{}}
-}
-
-// take counts a check for src; when the window is full it reports false
-// and how long until it ends.
-func (l *failLimiter) take(src string, now time.Time) (retry time.Duration, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.lastSweep) >= failWindowLen {
-		for k, w := range l.windows {
-			if now.Sub(w.start) >= failWindowLen || now.Before(w.start) {
-				delete(l.windows, k)
-			}
-		}
-		l.lastSweep = now
-	}
-	w := l.windows[src]
-	if w == nil || now.Sub(w.start) >= failWindowLen || now.Before(w.start) {
-		w = &failWindow{start: now}
-		l.windows[src] = w
-	}
-	if w.count >= l.limit {
-		return w.start.Add(failWindowLen).Sub(now), false
-	}
-	w.count++
-	return 0, true
-}
-
-// refund gives back the unit a successful check took.
-func (l *failLimiter) refund(src string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if w := l.windows[src]; w != nil && w.count > 0 && now.Sub(w.start) < failWindowLen {
-		w.count--
-	}
 }
 
 // signatureExpired reports whether the URL's signature_expiration (Unix

@@ -60,6 +60,18 @@ func (l *RateLimiter) Allow(key string, limit int, now time.Time) (ok bool, rema
 	return true, limit - w.count, reset
 }
 
+// Refund gives back a request Allow counted for key in the window still
+// open: a limit on failures counts each attempt before it runs (so
+// attempts at once cannot pass it together) and refunds those that
+// succeed.
+func (l *RateLimiter) Refund(key string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w := l.windows[key]; w != nil && w.count > 0 && now.Sub(w.start) < rateWindow && !now.Before(w.start) {
+		w.count--
+	}
+}
+
 // ClientIP is the address the request came from. X-Forwarded-For is not
 // trusted: behind a proxy, every client shares the proxy's budget, which
 // is safe, where trusting the header would let anyone pick their own.
