@@ -46,9 +46,10 @@ func merge(ms ...map[string]string) map[string]string {
 
 // rules is design/ARCHITECTURE.md's import table.
 var rules = map[string]depRule{
-	"client/api":       {stdOnly: true},
-	"internal/criu":    {stdOnly: true},
-	"internal/apihttp": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{"github.com/spf13/cobra": "HTTP plumbing of the two APIs; the sidecar binary links it and stays small"})},
+	"client/api":         {stdOnly: true},
+	"internal/criu":      {stdOnly: true},
+	"internal/netsource": {stdOnly: true},
+	"internal/apihttp":   {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{"github.com/spf13/cobra": "HTTP plumbing of the two APIs; the sidecar binary links it and stays small"})},
 	"client": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"github.com/spf13/cobra":             "the client is a library; the CLI wraps it",
 		"github.com/charmbracelet/bubbletea": "the client is a library; the TUI wraps it",
@@ -184,7 +185,7 @@ var rules = map[string]depRule{
 		"server/local":    "the port reaches sandboxes through the lifecycle hub, whatever the driver",
 		"server/sqlstore": "the port reads through its Store interface, behind the authorization layer",
 	}},
-	"server/e2b/envd": {ours: []string{"client/api", "internal/apihttp", "tools", "server/e2b/envdpb/process", "server/e2b/envdpb/process/processconnect", "server/e2b/envdpb/filesystem", "server/e2b/envdpb/filesystem/filesystemconnect", "server/internal/iocount", "server/internal/limits"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
+	"server/e2b/envd": {ours: []string{"client/api", "internal/apihttp", "tools", "server/e2b/envdpb/process", "server/e2b/envdpb/process/processconnect", "server/e2b/envdpb/filesystem", "server/e2b/envdpb/filesystem/filesystemconnect", "server/internal/iocount", "server/internal/limits", "internal/netsource"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"server/local": "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
 		"server/kube":  "envd reaches sandboxes only through its Sandboxes and Session interfaces, whatever the driver",
 	})},

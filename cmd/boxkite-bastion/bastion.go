@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/netip"
 	"regexp"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/netsource"
 )
 
 // authTimeout bounds one call to the control plane during authentication.
@@ -219,25 +219,9 @@ func (b *bastion) endStartup(once *sync.Once) {
 	})
 }
 
-// sourceKey is what a connection's limits count it against: its address,
-// or the /64 of an IPv6 address (a host is usually given a whole /64, so
-// its addresses are one source, as OpenSSH's PerSourceNetBlockSize 32:64).
-func sourceKey(addr net.Addr) string {
-	host := addr.String()
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	a = a.Unmap().WithZone("")
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.String()
-}
+// sourceKey is what a connection's limits count it against
+// (netsource.Key: its address, or the /64 of an IPv6 one).
+func sourceKey(addr net.Addr) string { return netsource.Key(addr.String()) }
 
 // tokenStash carries the takeover token won at authentication to the
 // first session of the connection.

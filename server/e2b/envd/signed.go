@@ -3,11 +3,12 @@ package envd
 import (
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/boxkite/boxkite/internal/netsource"
 )
 
 // DefaultSignedURLFailures is how many signed /files URLs a source may
@@ -122,24 +123,9 @@ func hostSandbox(host string) string {
 	return id
 }
 
-// sourceKey is who a request counts against: its address, or the /64 of
-// an IPv6 one (a host is usually given a whole /64).
-func sourceKey(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	a = a.Unmap()
-	if a.Is6() {
-		p, _ := a.WithZone("").Prefix(64)
-		return p.String()
-	}
-	return a.String()
-}
+// sourceKey is who a request counts against (netsource.Key: its
+// address, or the /64 of an IPv6 one).
+func sourceKey(r *http.Request) string { return netsource.Key(r.RemoteAddr) }
 
 // signatureExpired reports whether the URL's signature_expiration (Unix
 // seconds) has passed, with that time; a malformed one is left to the
