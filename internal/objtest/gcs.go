@@ -12,9 +12,13 @@ import (
 
 // startFakeGCS runs fake-gcs-server in this process, keeping its objects
 // in a directory so that a restart finds them.
-func startFakeGCS(t testing.TB) *Server {
+func startFakeGCS(t testing.TB, pick portPicker) (*Server, error) {
 	t.Helper()
-	port := freePort(t)
+	ports, err := pick(1)
+	if err != nil {
+		return nil, err
+	}
+	port := ports[0]
 	opts := fakestorage.Options{Host: "127.0.0.1", Port: uint16(port), Scheme: "http", PublicHost: fmt.Sprintf("127.0.0.1:%d", port), StorageRoot: dataDir(t), Writer: io.Discard}
 	var (
 		mu  sync.Mutex
@@ -39,10 +43,12 @@ func startFakeGCS(t testing.TB) *Server {
 		}
 	}
 	if err := start(); err != nil {
-		t.Fatalf("objtest: %v", err)
+		return nil, err
 	}
 	return &Server{
 		Config: storagesync.Config{Kind: "gcs", Endpoint: fmt.Sprintf("http://127.0.0.1:%d/storage/v1/", port)},
 		stop:   stop, start: start,
-	}
+		// In this process: a port taken makes start fail, it never exits.
+		exited: func() <-chan struct{} { return nil },
+	}, nil
 }

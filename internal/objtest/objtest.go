@@ -6,10 +6,13 @@ package objtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,54 +36,112 @@ type Server struct {
 	Config storagesync.Config
 	stop   func()
 	start  func() error
+	// exited is closed when the store's process has exited (nil for a
+	// store in this process).
+	exited func() <-chan struct{}
 }
+
+// errExited is waitReady's answer when the store's process exits first:
+// a port of its own taken between the pick and the bind, since ports are
+// picked by hand (internal/testport) and another test may hold one.
+var errExited = errors.New("the store's process exited before it answered")
+
+// startAttempts bounds how often a store whose process exits at start is
+// started again: on fresh ports the first time, on the same ports (which
+// the system under test already knows) after a Stop.
+const startAttempts = 5
 
 // Stop stops the store, keeping its data; Start starts it again on the
 // same address.
 func (s *Server) Stop() { s.stop() }
 
-// Start restarts a stopped store and waits until it answers.
+// Start restarts a stopped store and waits until it answers. A port of
+// the store's taken while it was down (by another test's server, for a
+// moment or for longer) makes its process exit: it is started again, on
+// the same ports, a few times a second apart.
 func (s *Server) Start(t testing.TB) {
 	t.Helper()
-	if err := s.start(); err != nil {
-		t.Fatalf("objtest: restart %s: %v", s.Config.Kind, err)
+	for attempt := 1; ; attempt++ {
+		err := s.start()
+		if err == nil {
+			err = waitReady(s.Config, s.exited())
+		}
+		if err == nil {
+			return
+		}
+		s.stop()
+		if attempt == startAttempts {
+			t.Fatalf("objtest: restart %s: %v (%d attempts)", s.Config.Kind, err, attempt)
+		}
+		t.Logf("objtest: restart %s: %v; trying again", s.Config.Kind, err)
+		time.Sleep(time.Second)
 	}
-	waitReady(t, s.Config)
 }
 
 // Start starts a store of kind ("s3", "azure" or "gcs") for t, stopped at
-// its end.
+// its end. A store whose process exits before it answers (a port taken
+// between the pick and the bind) is started again on other ports.
 func Start(t testing.TB, kind string) *Server {
 	t.Helper()
-	var s *Server
-	switch kind {
-	case "s3":
-		s = startSeaweed(t)
-	case "azure":
-		s = startAzurite(t)
-	case "gcs":
-		s = startFakeGCS(t)
-	default:
-		t.Fatalf("objtest: kind %q", kind)
-	}
-	t.Cleanup(s.stop)
-	s.Config.Bucket = "bk-" + strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(s.Config.Bucket) > 50 {
-		s.Config.Bucket = s.Config.Bucket[:50]
-	}
-	s.Config.Bucket = strings.TrimRight(s.Config.Bucket, "-")
-	s.Config.CreateBucket = true
-	waitReady(t, s.Config)
-	s.Config.CreateBucket = false
-	return s
+	return start(t, kind, freePorts)
 }
 
-// waitReady opens the store (creating its bucket) and stores an object
-// until both work: SeaweedFS takes writes only once a volume server has
-// joined its master.
-func waitReady(t testing.TB, c storagesync.Config) {
+// portPicker returns n distinct ports for a store to listen on.
+type portPicker func(n int) ([]int, error)
+
+func start(t testing.TB, kind string, pick portPicker) *Server {
 	t.Helper()
-	c.CreateBucket = true
+	// A bucket name holds lower-case letters, digits and '-' only.
+	bucket := "bk-" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name()))
+	if len(bucket) > 50 {
+		bucket = bucket[:50]
+	}
+	bucket = strings.TrimRight(bucket, "-")
+	for attempt := 1; ; attempt++ {
+		s, err := startKind(t, kind, pick)
+		if err == nil {
+			t.Cleanup(s.stop)
+			s.Config.Bucket = bucket
+			s.Config.CreateBucket = true
+			err = waitReady(s.Config, s.exited())
+			s.Config.CreateBucket = false
+			if err == nil {
+				return s
+			}
+			s.stop()
+		}
+		if attempt == startAttempts || !errors.Is(err, errExited) && !isAddrInUse(err) {
+			t.Fatalf("objtest: start %s: %v", kind, err)
+		}
+		t.Logf("objtest: start %s: %v; starting again on other ports", kind, err)
+	}
+}
+
+func startKind(t testing.TB, kind string, pick portPicker) (*Server, error) {
+	t.Helper()
+	switch kind {
+	case "s3":
+		return startSeaweed(t, pick)
+	case "azure":
+		return startAzurite(t, pick)
+	case "gcs":
+		return startFakeGCS(t, pick)
+	}
+	t.Fatalf("objtest: kind %q", kind)
+	return nil, nil
+}
+
+func isAddrInUse(err error) bool { return errors.Is(err, syscall.EADDRINUSE) }
+
+// waitReady opens the store (creating its bucket when c says so) and
+// stores an object until both work: SeaweedFS takes writes only once a
+// volume server has joined its master. It gives up when exited closes.
+func waitReady(c storagesync.Config, exited <-chan struct{}) error {
 	deadline := time.Now().Add(90 * time.Second)
 	var last error
 	for time.Now().Before(deadline) {
@@ -94,12 +155,16 @@ func waitReady(t testing.TB, c storagesync.Config) {
 		}
 		cancel()
 		if err == nil {
-			return
+			return nil
 		}
 		last = err
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-exited:
+			return fmt.Errorf("%w (last try: %v)", errExited, last)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	t.Fatalf("objtest: %s store not ready: %v", c.Kind, last)
+	return fmt.Errorf("not ready after 90s: %w", last)
 }
 
 // tool finds a tool: the environment variable env, else path under
@@ -122,15 +187,21 @@ func tool(t testing.TB, env, path, what string) string {
 	return ""
 }
 
-// freePort returns a port free on 127.0.0.1 now, outside the kernel's
-// ephemeral range: a store is stopped and restarted on the same ports.
-func freePort(t testing.TB) int {
-	t.Helper()
-	port, err := testport.Pick()
-	if err != nil {
-		t.Fatalf("objtest: %v", err)
+// freePorts returns n distinct ports free on 127.0.0.1 now, outside the
+// kernel's ephemeral range: a store is stopped and restarted on the same
+// ports.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		port, err := testport.Pick()
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(ports, port) {
+			ports = append(ports, port)
+		}
 	}
-	return port
+	return ports, nil
 }
 
 // Wait looks at ok every quarter second until it holds, and fails t when

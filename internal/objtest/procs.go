@@ -21,6 +21,8 @@ type proc struct {
 	args []string
 	log  string
 	cmd  *exec.Cmd
+	// done is closed when the running command has exited.
+	done chan struct{}
 }
 
 func (p *proc) start() error {
@@ -35,7 +37,9 @@ func (p *proc) start() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", filepath.Base(p.name), err)
 	}
-	p.cmd = cmd
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	p.cmd, p.done = cmd, done
 	return nil
 }
 
@@ -44,14 +48,17 @@ func (p *proc) stop() {
 		return
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	_ = p.cmd.Wait()
+	<-p.done
 	p.cmd = nil
 }
 
-func startProc(t testing.TB, p *proc) *proc {
+// exited is closed when the running command exits (nil when none runs).
+func (p *proc) exited() <-chan struct{} { return p.done }
+
+func startProc(t testing.TB, p *proc) (*proc, error) {
 	t.Helper()
 	if err := p.start(); err != nil {
-		t.Fatalf("objtest: %v", err)
+		return nil, err
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -63,19 +70,23 @@ func startProc(t testing.TB, p *proc) *proc {
 			}
 		}
 	})
-	return p
+	return p, nil
 }
 
-func startSeaweed(t testing.TB) *Server {
+func startSeaweed(t testing.TB, pick portPicker) (*Server, error) {
 	t.Helper()
 	weed := tool(t, "BOXKITE_WEED", filepath.Join("seaweedfs-"+SeaweedFSVersion, "weed"), "SeaweedFS's weed")
 	dir := dataDir(t)
 	const key, secret = "objtest-access", "objtest-secret"
 	conf := filepath.Join(dir, "s3.json")
 	if err := os.WriteFile(conf, []byte(`{"identities":[{"name":"objtest","credentials":[{"accessKey":"`+key+`","secretKey":"`+secret+`"}],"actions":["Admin","Read","Write","List","Tagging"]}]}`), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	s3 := freePort(t)
+	ports, err := pick(8)
+	if err != nil {
+		return nil, err
+	}
+	s3 := ports[0]
 	args := []string{
 		"server", "-dir=" + dir, "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.volumeSizeLimitMB=128", "-volume.max=20",
@@ -85,41 +96,51 @@ func startSeaweed(t testing.TB) *Server {
 		// master's telemetry (a report to a host that is not loopback).
 		"-s3.port.iceberg=0", "-s3.port.lance=0", "-master.telemetry=false",
 	}
-	// Every port the kernel's pick: weed's default gRPC port, its HTTP
-	// port + 10000, is one picked by hand.
-	for _, name := range []string{"master", "volume", "filer"} {
-		args = append(args, fmt.Sprintf("-%s.port=%d", name, freePort(t)))
+	// Every port picked here: weed's default gRPC port, its HTTP port +
+	// 10000, could be one another test picked.
+	for i, name := range []string{"master", "volume", "filer"} {
+		args = append(args, fmt.Sprintf("-%s.port=%d", name, ports[1+i]))
 	}
-	for _, name := range []string{"master", "volume", "filer", "s3"} {
-		args = append(args, fmt.Sprintf("-%s.port.grpc=%d", name, freePort(t)))
+	for i, name := range []string{"master", "volume", "filer", "s3"} {
+		args = append(args, fmt.Sprintf("-%s.port.grpc=%d", name, ports[4+i]))
 	}
-	p := startProc(t, &proc{name: weed, log: filepath.Join(dir, "weed.log"), args: args})
+	p, err := startProc(t, &proc{name: weed, log: filepath.Join(dir, "weed.log"), args: args})
+	if err != nil {
+		return nil, err
+	}
 	return &Server{
 		Config: storagesync.Config{
 			Kind: "s3", Endpoint: fmt.Sprintf("http://127.0.0.1:%d", s3), Region: "us-east-1",
 			PathStyle: true, AccessKey: key, SecretKey: secret,
 		},
-		stop: p.stop, start: p.start,
-	}
+		stop: p.stop, start: p.start, exited: p.exited,
+	}, nil
 }
 
-func startAzurite(t testing.TB) *Server {
+func startAzurite(t testing.TB, pick portPicker) (*Server, error) {
 	t.Helper()
 	az := tool(t, "BOXKITE_AZURITE", filepath.Join("azurite-"+AzuriteVersion, "node_modules", ".bin", "azurite-blob"), "Azurite")
 	dir := dataDir(t)
-	port := freePort(t)
-	p := startProc(t, &proc{name: az, log: filepath.Join(dir, "azurite.log"), args: []string{
+	ports, err := pick(1)
+	if err != nil {
+		return nil, err
+	}
+	port := ports[0]
+	p, err := startProc(t, &proc{name: az, log: filepath.Join(dir, "azurite.log"), args: []string{
 		"--blobHost", "127.0.0.1", "--blobPort", fmt.Sprint(port), "--location", dir,
 		"--skipApiVersionCheck", "--loose", "--silent",
 	}})
+	if err != nil {
+		return nil, err
+	}
 	return &Server{
 		Config: storagesync.Config{
 			Kind: "azure",
 			ConnectionString: fmt.Sprintf("DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=%s;BlobEndpoint=http://127.0.0.1:%d/devstoreaccount1;",
 				AzuriteKey, port),
 		},
-		stop: p.stop, start: p.start,
-	}
+		stop: p.stop, start: p.start, exited: p.exited,
+	}, nil
 }
 
 // dataDir is a fresh directory for a store's data, removed when t ends: in

@@ -1,0 +1,70 @@
+package objtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/boxkite/boxkite/server/storagesync"
+)
+
+// TestStartPortTaken: a port of the store's taken between the pick and
+// the bind (another test's server holding it) does not fail the test that
+// wanted the store: the store starts again on other ports. CI once lost a
+// run to this (SeaweedFS's volume server could not bind its port, exited,
+// and the test waited 90 s for an S3 endpoint that never came up).
+func TestStartPortTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name, kind string
+		taken      int // which of the store's ports is the held one
+	}{
+		{"s3 volume", "s3", 2}, // the volume server's HTTP port, as in CI
+		{"s3 endpoint", "s3", 0},
+		{"azure", "azure", 0},
+		{"gcs", "gcs", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			// As a server of another test's would: it answers, not the store.
+			go func() {
+				for {
+					c, err := held.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+			heldPort := held.Addr().(*net.TCPAddr).Port
+			picks := 0
+			pick := func(n int) ([]int, error) {
+				picks++
+				ports, err := freePorts(n)
+				if err == nil && picks == 1 {
+					ports[tc.taken] = heldPort
+				}
+				return ports, err
+			}
+			s := start(t, tc.kind, pick)
+			if picks < 2 {
+				t.Fatalf("the store started on a held port (%d picks)", picks)
+			}
+			if strings.Contains(s.Config.Endpoint+s.Config.ConnectionString, fmt.Sprintf(":%d/", heldPort)) {
+				t.Fatalf("the store's address names the held port %d: %s%s", heldPort, s.Config.Endpoint, s.Config.ConnectionString)
+			}
+			b, err := storagesync.Open(context.Background(), s.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Put(context.Background(), "k", strings.NewReader("v"), 1); err != nil {
+				t.Fatalf("put into the restarted store: %v", err)
+			}
+		})
+	}
+}
