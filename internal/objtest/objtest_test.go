@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/boxkite/boxkite/internal/testport"
 	"github.com/boxkite/boxkite/server/storagesync"
 )
 
@@ -45,7 +46,7 @@ func TestStartPortTaken(t *testing.T) {
 			picks := 0
 			pick := func(n int) ([]int, error) {
 				picks++
-				ports, err := freePorts(n)
+				ports, err := testport.PickN(n)
 				if err == nil && picks == 1 {
 					ports[tc.taken] = heldPort
 				}
