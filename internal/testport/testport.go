@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -39,6 +40,25 @@ func Pick() (int, error) {
 		return port, nil
 	}
 	return 0, fmt.Errorf("pick a port: none free in [%d, %d) after 200 tries", Floor, low)
+}
+
+// PickN returns n distinct ports, each as Pick's. Two Pick calls can
+// return the same port (both free when looked at), and a process handed
+// the same port twice for two listeners cannot start.
+func PickN(n int) ([]int, error) { return pickN(n, Pick) }
+
+func pickN(n int, pick func() (int, error)) ([]int, error) {
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		port, err := pick()
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(ports, port) {
+			ports = append(ports, port)
+		}
+	}
+	return ports, nil
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range

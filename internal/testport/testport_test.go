@@ -56,3 +56,22 @@ func TestPickSkipsTaken(t *testing.T) {
 		taken[port] = true
 	}
 }
+
+// TestPickNDistinct: the n ports of one PickN differ, though picks one
+// after the other may repeat (each is only free when looked at).
+func TestPickNDistinct(t *testing.T) {
+	seq := []int{20001, 20001, 20002, 20001, 20003}
+	i := 0
+	pick := func() (int, error) { i++; return seq[i-1], nil }
+	ports, err := pickN(3, pick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(ports) != "[20001 20002 20003]" {
+		t.Fatalf("pickN(3) = %v, want [20001 20002 20003]", ports)
+	}
+	ports, err = PickN(8)
+	if err != nil || len(ports) != 8 {
+		t.Fatalf("PickN(8) = %v, %v", ports, err)
+	}
+}
