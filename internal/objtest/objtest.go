@@ -139,10 +139,14 @@ func startKind(t testing.TB, kind string, pick portPicker) (*Server, error) {
 
 func isAddrInUse(err error) bool { return errors.Is(err, syscall.EADDRINUSE) }
 
-// waitReady opens the store (creating its bucket when c says so) and
+// waitReady opens the store (creating its bucket) and
 // stores an object until both work: SeaweedFS takes writes only once a
 // volume server has joined its master. It gives up when exited closes.
 func waitReady(c storagesync.Config, exited <-chan struct{}) error {
+	// Also after a restart: Azurite keeps its containers' metadata in
+	// memory and writes it out now and then, so a container made just
+	// before a stop can be gone after it.
+	c.CreateBucket = true
 	deadline := time.Now().Add(90 * time.Second)
 	var last error
 	for time.Now().Before(deadline) {
