@@ -139,12 +139,13 @@ func TestErrors(t *testing.T) {
 
 func TestConnectionRefused(t *testing.T) {
 	t.Parallel()
-	// Free now and below the ephemeral range, where no listen on port 0
-	// of another test can take it before the dial.
-	port, err := testport.Pick()
+	// Held by a socket that never listens: no other test's listener can
+	// take it before the dial.
+	port, held, err := testport.Refused()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer held.Close()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 
 	c := client.New("http://"+addr, "bxk_live_x")

@@ -89,6 +89,11 @@ func (x *Interactive) Run(ctx context.Context, stdin io.Reader, stdout, stderr i
 			if errors.As(err, &ce) && ce.Code == api.CloseSandboxEnded {
 				return 0, &SandboxEndedError{Reason: cmp.Or(ce.Reason, "the sandbox ended")}
 			}
+			if errors.As(err, &ce) && ce.Reason != "" {
+				// The server says why: a revoked credential, a sandbox
+				// that ended the command without an exit status.
+				return 0, fmt.Errorf("interactive exec: the connection closed before the command ended: %s", ce.Reason)
+			}
 			return 0, fmt.Errorf("interactive exec: the connection ended before the command did: %w", err)
 		}
 		if typ == websocket.MessageText {

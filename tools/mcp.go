@@ -162,7 +162,7 @@ func (m mcpTools) exec() Tool {
 	t.Name = "exec"
 	t.Description = "Run a shell command in a sandbox (/bin/sh -c, working directory /workspace) and return its output: " +
 		"stdout, then stderr. A non-zero exit is a tool error starting \"Error (exit code N):\" followed by the output."
-	t.Handler = bashHandler("exec", hintWithShell, true)
+	t.Handler = bashHandler("exec", hintWithShell)
 	return m.session(t)
 }
 
