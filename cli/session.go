@@ -432,6 +432,9 @@ func removeSandboxes(ctx context.Context, c sandboxRemover, refs []string, all b
 	}
 	for _, ref := range refs {
 		sb, err := resolveSandbox(ctx, c, ref, true)
+		if err != nil && sb.Status == api.StatusPaused {
+			err = nil // a paused sandbox is removed as it is (docs/snapshots.md)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
