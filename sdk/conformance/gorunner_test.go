@@ -514,6 +514,7 @@ func runGo(t *testing.T, suite *conformance.Suite, srv *servers) [][]byte {
 		"main":  client.New(srv.rec.URL, srv.main.APIKey),
 		"old":   client.New(srv.old.BaseURL, srv.old.APIKey),
 		"flaky": client.New(srv.flakyURL, srv.main.APIKey),
+		"html":  client.New(srv.htmlURL, srv.main.APIKey),
 	}
 	for _, c := range clients {
 		c.MaxRetries = 3 // as the SDKs do by default; the Go client's default is none

@@ -21,8 +21,8 @@ from ._version import MIN_SERVER_VERSION, __version__
 
 # The 503 codes retried: the server cannot take the request now but will.
 # Others (secrets_unavailable: the server has no secrets key) would get the
-# same answer again.
-RETRY_503_CODES = frozenset(("service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured"))
+# same answer again. bad_response: a proxy's 503 page, its backend away for now.
+RETRY_503_CODES = frozenset(("service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured", "bad_response"))
 
 
 def retryable(err: errors.BoxkiteError) -> bool:
@@ -68,8 +68,19 @@ def parse_retry_after(value: Optional[str]) -> Optional[float]:
     return max(0.0, when.timestamp() - time.time())
 
 
-def error_from(status: int, headers: Any, body: bytes) -> errors.BoxkiteError:
-    """The BoxkiteError for a non-2xx answer."""
+BAD_RESPONSE_HINT = "check the base URL (BOXKITE_BASE_URL / base_url) and any proxy in between"
+
+
+def _media_type(headers: Any) -> str:
+    """The Content-Type without its parameters, lower case."""
+    value = (headers.get("Content-Type") if headers else None) or ""
+    return value.split(";", 1)[0].strip().lower()
+
+
+def error_from(status: int, headers: Any, body: bytes, base_url: str = "") -> errors.BoxkiteError:
+    """The BoxkiteError for a non-2xx answer. A body that is neither the
+    envelope nor JSON (a proxy's HTML page, another web server) is
+    bad_response: the server at base_url is not boxkite."""
     env: Dict[str, Any] = {}
     try:
         doc = jsonlib.loads(body.decode("utf-8")) if body else None
@@ -77,6 +88,16 @@ def error_from(status: int, headers: Any, body: bytes) -> errors.BoxkiteError:
             env = doc["error"]
     except (UnicodeDecodeError, ValueError):
         pass
+    media = _media_type(headers)
+    if not env and body.strip() and media != "application/json" and not media.endswith("+json"):
+        return errors.error_class(status)(
+            code=errors.CODE_BAD_RESPONSE,
+            message=f"the server at {base_url} answered {status} {media or 'without a Content-Type'}, not boxkite's JSON",
+            hint=BAD_RESPONSE_HINT,
+            status=status,
+            request_id=(headers.get("X-Request-ID") if headers else "") or "",
+            retry_after=parse_retry_after(headers.get("Retry-After")) if headers else None,
+        )
     code = env.get("code") or _status_code(status)
     message = env.get("message") or (body.decode("utf-8", "replace").strip()[:500] if body else "") or f"HTTP {status}"
     cls = errors.error_class(status)
@@ -303,7 +324,7 @@ class Transport:
                 data = b""
             finally:
                 conn.close()
-            err = error_from(resp.status, resp.headers, data)
+            err = error_from(resp.status, resp.headers, data, self.base_url)
             check_server_version(resp.headers.get("Boxkite-Version"))
             if retryable(err) and attempt < self.max_retries and replayable:
                 self._sleep(self._backoff(attempt, err.retry_after))

@@ -4,7 +4,7 @@ sdk/conformance starts the servers, runs this and compares.
 
 Usage: python3 conformance_runner.py CASES.json (servers from
 BOXKITE_BASE_URL, BOXKITE_API_KEY, BOXKITE_CONFORMANCE_OLD_URL,
-BOXKITE_CONFORMANCE_FLAKY_URL).
+BOXKITE_CONFORMANCE_FLAKY_URL, BOXKITE_CONFORMANCE_HTML_URL).
 """
 
 import base64
@@ -182,6 +182,7 @@ def main():
         "main": calls(boxkite.Boxkite(os.environ["BOXKITE_BASE_URL"], key)),
         "old": calls(boxkite.Boxkite(os.environ.get("BOXKITE_CONFORMANCE_OLD_URL", "http://127.0.0.1:1"), key)),
         "flaky": calls(boxkite.Boxkite(os.environ.get("BOXKITE_CONFORMANCE_FLAKY_URL", "http://127.0.0.1:1"), key)),
+        "html": calls(boxkite.Boxkite(os.environ.get("BOXKITE_CONFORMANCE_HTML_URL", "http://127.0.0.1:1"), key)),
     }
     saved = {}
     for case in cases:

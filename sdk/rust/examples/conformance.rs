@@ -4,7 +4,7 @@
 //!
 //! Usage: cargo run --example conformance -- CASES.json (servers from
 //! BOXKITE_BASE_URL, BOXKITE_API_KEY, BOXKITE_CONFORMANCE_OLD_URL,
-//! BOXKITE_CONFORMANCE_FLAKY_URL).
+//! BOXKITE_CONFORMANCE_FLAKY_URL, BOXKITE_CONFORMANCE_HTML_URL).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -261,6 +261,7 @@ fn main() {
         ("main", Client::new(&url("BOXKITE_BASE_URL"), &key)),
         ("old", Client::new(&url("BOXKITE_CONFORMANCE_OLD_URL"), &key)),
         ("flaky", Client::new(&url("BOXKITE_CONFORMANCE_FLAKY_URL"), &key)),
+        ("html", Client::new(&url("BOXKITE_CONFORMANCE_HTML_URL"), &key)),
     ]
     .into_iter()
     .collect();

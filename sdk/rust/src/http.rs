@@ -48,8 +48,9 @@ fn parse_retry_after(v: Option<&str>) -> Option<f64> {
 
 /// The 503 codes retried: the server cannot take the request now but
 /// will. Others (secrets_unavailable: the server has no secrets key) would
-/// get the same answer again.
-const RETRY_503_CODES: [&str; 4] = ["service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured"];
+/// get the same answer again. bad_response: a proxy's 503 page, its
+/// backend away for now.
+const RETRY_503_CODES: [&str; 5] = ["service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured", "bad_response"];
 
 /// Whether a refusal is worth sending again: a 429 rate_limited (not a
 /// fair-use limit such as concurrent_sandbox_limit_reached), a 503 of
@@ -210,9 +211,10 @@ impl Transport {
                 return Ok(resp);
             }
             let rid = resp.header("X-Request-ID").map(|s| s.to_string());
+            let ctype = resp.header("Content-Type").map(|s| s.to_string());
             let retry = parse_retry_after(resp.header("Retry-After"));
             let body = resp.into_string().unwrap_or_default();
-            let err = Error::from_answer(status, &body, rid.as_deref(), retry);
+            let err = Error::from_answer(&self.base_url, status, ctype.as_deref(), &body, rid.as_deref(), retry);
             if retryable(&err) && replayable && attempt < self.max_retries {
                 sleep(self.backoff(attempt, err.retry_after));
                 attempt += 1;
@@ -292,10 +294,27 @@ mod tests {
             (err(503, "secrets_unavailable", Value::Null, None), false),
             (err(503, "secrets_unavailable", Value::Null, Some(2.0)), true),
             (err(409, "conflict", Value::Null, Some(1.0)), false),
+            (err(503, "bad_response", Value::Null, None), true),
+            (err(502, "bad_response", Value::Null, None), false),
         ];
         for (e, want) in cases.iter() {
             assert_eq!(retryable(e), *want, "{} {}", e.status, e.code);
         }
+    }
+
+    #[test]
+    fn not_boxkite() {
+        let e = Error::from_answer("http://proxy.example", 502, Some("text/html; charset=utf-8"), "<html><body>Bad Gateway</body></html>", Some("r1"), None);
+        assert_eq!(e.code, "bad_response");
+        assert_eq!(e.status, 502);
+        assert_eq!(e.message, "the server at http://proxy.example answered 502 text/html, not boxkite's JSON");
+        assert!(e.hint.contains("any proxy in between"));
+        assert!(!e.to_string().contains("<html>"));
+        assert_eq!(e.request_id, "r1");
+        let e = Error::from_answer("http://x", 503, None, "", None, None);
+        assert_eq!(e.code, "service_unavailable");
+        let e = Error::from_answer("http://x", 404, Some("application/json"), r#"{"error":{"code":"not_found","message":"no"}}"#, None, None);
+        assert_eq!(e.code, "not_found");
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-pub use error::{Error, Result, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT};
+pub use error::{Error, Result, BAD_RESPONSE_HINT, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT};
 pub use http::{version_tuple, Body, MIN_SERVER_VERSION, VERSION};
 pub use sandbox::{Browser, ExecOptions, ExecStream, Files, Follow, Log, ProcessOptions, Processes, Sandbox, Storage};
 pub use stream::{Event, Ndjson, Sse};

@@ -9,9 +9,10 @@ import { MIN_SERVER_VERSION, VERSION, tooOld } from "./version.js";
 /**
  * The 503 codes retried: the server cannot take the request now but will.
  * Others (secrets_unavailable: the server has no secrets key) would get
- * the same answer again.
+ * the same answer again. bad_response: a proxy's 503 page, its backend
+ * away for now.
  */
-const RETRY_503_CODES = new Set(["service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured"]);
+const RETRY_503_CODES = new Set(["service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured", "bad_response"]);
 
 /**
  * Whether a refusal is worth sending again: a 429 rate_limited (not a
@@ -64,8 +65,15 @@ export function parseRetryAfter(value: string | null): number | undefined {
   return Number.isNaN(when) ? undefined : Math.max(0, when - Date.now());
 }
 
-/** The BoxkiteError of a non-2xx answer. */
-export async function errorFrom(resp: Response): Promise<BoxkiteError> {
+/** The hint of a bad_response error: the answer was not boxkite's. */
+export const BAD_RESPONSE_HINT = "check the base URL (BOXKITE_BASE_URL / baseUrl) and any proxy in between";
+
+/**
+ * The BoxkiteError of a non-2xx answer. A body that is neither the
+ * envelope nor JSON (a proxy's HTML page, another web server) is
+ * bad_response: the server at baseUrl is not boxkite.
+ */
+export async function errorFrom(resp: Response, baseUrl = ""): Promise<BoxkiteError> {
   const text = await resp.text().catch(() => "");
   let env: Record<string, unknown> = {};
   try {
@@ -76,6 +84,17 @@ export async function errorFrom(resp: Response): Promise<BoxkiteError> {
   }
   const str = (v: unknown) => (typeof v === "string" ? v : "");
   const retry = parseRetryAfter(resp.headers.get("Retry-After"));
+  const media = (resp.headers.get("Content-Type") ?? "").split(";")[0].trim().toLowerCase();
+  if (Object.keys(env).length === 0 && text.trim() && media !== "application/json" && !media.endsWith("+json")) {
+    return new BoxkiteError({
+      code: CODE_BAD_RESPONSE,
+      message: `the server at ${baseUrl} answered ${resp.status} ${media || "without a Content-Type"}, not boxkite's JSON`,
+      hint: BAD_RESPONSE_HINT,
+      request_id: resp.headers.get("X-Request-ID") ?? "",
+      status: resp.status,
+      retryAfter: retry === undefined ? undefined : retry / 1000,
+    });
+  }
   return new BoxkiteError({
     code: str(env.code) || codeForStatus(resp.status),
     message: str(env.message) || text.trim().slice(0, 500) || `HTTP ${resp.status}`,
@@ -201,7 +220,7 @@ export class Transport {
         throw versionError(version!);
       }
       if (resp.ok) return resp;
-      const err = await errorFrom(resp);
+      const err = await errorFrom(resp, this.baseUrl);
       if (retryable(err) && !streamed && attempt < this.maxRetries) {
         await sleep(this.backoff(attempt, err.retryAfter === undefined ? undefined : err.retryAfter * 1000));
         continue;

@@ -175,6 +175,7 @@ const clients = {
   main: calls(new Boxkite({ baseUrl: process.env.BOXKITE_BASE_URL, apiKey: key })),
   old: calls(new Boxkite({ baseUrl: process.env.BOXKITE_CONFORMANCE_OLD_URL ?? "http://127.0.0.1:1", apiKey: key })),
   flaky: calls(new Boxkite({ baseUrl: process.env.BOXKITE_CONFORMANCE_FLAKY_URL ?? "http://127.0.0.1:1", apiKey: key })),
+  html: calls(new Boxkite({ baseUrl: process.env.BOXKITE_CONFORMANCE_HTML_URL ?? "http://127.0.0.1:1", apiKey: key })),
 };
 const saved = {};
 for (const c of cases) {
