@@ -257,7 +257,7 @@ func moreSandboxesNote(shown int, all bool) string {
 	if all {
 		cmd += " --all"
 	}
-	return fmt.Sprintf("showing the newest %d; there are more: '%s --limit %d' shows more, '%s --limit 0' all", shown, cmd, 2*shown, cmd)
+	return moreNote(cmd, shown)
 }
 
 // listSandboxes reads the account's sandboxes, newest first: all of them

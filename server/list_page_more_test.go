@@ -12,6 +12,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
 )
@@ -108,6 +109,16 @@ func TestListWebhookPages(t *testing.T) {
 		}
 	}
 	wantBadPages(t, e, e.KeyA, "/v1/webhooks")
+	var iterated []string
+	for h, err := range client.New(e.URL, e.KeyA).Webhooks(t.Context(), 2) {
+		if err != nil {
+			t.Fatalf("Webhooks: %v", err)
+		}
+		iterated = append(iterated, h.ID)
+	}
+	if diff := gocmp.Diff(all, iterated); diff != "" {
+		t.Errorf("the Go client's iterator (-unpaged +iterated):\n%s", diff)
+	}
 	resp, _ = e.do("GET", "/v1/webhooks?limit=1", e.KeyA, nil)
 	if resp, body := e.do("GET", api.NextLink(resp.Header), e.KeyB, nil); resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "[]" {
 		t.Errorf("account B with A's cursor: %d %s, want 200 []", resp.StatusCode, body)
@@ -150,4 +161,14 @@ func TestListImagePages(t *testing.T) {
 		}
 	}
 	wantBadPages(t, e, e.KeyA, "/v1/images")
+	var iterated []string
+	for img, err := range client.New(e.URL, e.KeyA).Images(t.Context(), 4) {
+		if err != nil {
+			t.Fatalf("Images: %v", err)
+		}
+		iterated = append(iterated, img.ID)
+	}
+	if diff := gocmp.Diff(all, iterated); diff != "" {
+		t.Errorf("the Go client's iterator (-unpaged +iterated):\n%s", diff)
+	}
 }
