@@ -69,7 +69,7 @@ func (c *Client) attach(ctx context.Context, id string, q url.Values, key string
 			if resp.Body != nil {
 				b, _ = io.ReadAll(resp.Body)
 			}
-			if e := errorFrom(resp.StatusCode, resp.Header, b); e != nil {
+			if e := c.errorFrom(resp.StatusCode, resp.Header, b); e != nil {
 				return nil, e
 			}
 		}

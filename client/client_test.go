@@ -73,8 +73,23 @@ func TestErrors(t *testing.T) {
 		{
 			name:   "html from a proxy",
 			status: 502,
-			body:   `<html><body>Bad Gateway</body></html>`,
-			want:   &api.Error{Status: 502, Code: api.CodeInternal, Message: "unexpected response from the server: 502 Bad Gateway"},
+			header: map[string]string{"Content-Type": "text/html; charset=utf-8", "X-Request-ID": "proxy-1"},
+			body:   "<html><body><h1>502 Bad Gateway</h1></body></html>",
+			want: &api.Error{
+				Status: 502, Code: client.CodeBadResponse, RequestID: "proxy-1",
+				Message: "the server at BASE answered 502 text/html, not boxkite's JSON",
+				Hint:    client.BadResponseHint,
+			},
+		},
+		{
+			name:   "plain text, type sniffed",
+			status: 404,
+			body:   "404 page not found\n",
+			want: &api.Error{
+				Status: 404, Code: client.CodeBadResponse,
+				Message: "the server at BASE answered 404 text/plain, not boxkite's JSON",
+				Hint:    client.BadResponseHint,
+			},
 		},
 		{
 			name:   "empty 404",
@@ -90,6 +105,7 @@ func TestErrors(t *testing.T) {
 		{
 			name:   "json that is not an envelope",
 			status: 403,
+			header: map[string]string{"Content-Type": "application/json"},
 			body:   `{"message":"nope"}`,
 			want:   &api.Error{Status: 403, Code: api.CodeForbidden, Message: "unexpected response from the server: 403 Forbidden"},
 		},
@@ -109,6 +125,11 @@ func TestErrors(t *testing.T) {
 			if !ok {
 				t.Fatalf("Sandbox() error = %v (%T), want *api.Error", err, err)
 			}
+			if want := tt.want; strings.Contains(want.Message, "BASE") {
+				cp := *want
+				cp.Message = strings.Replace(want.Message, "BASE", c.BaseURL, 1)
+				tt.want = &cp
+			}
 			if diff := cmp.Diff(tt.want, apiErr); diff != "" {
 				t.Errorf("error mismatch (-want +got):\n%s", diff)
 			}
@@ -118,12 +139,13 @@ func TestErrors(t *testing.T) {
 
 func TestConnectionRefused(t *testing.T) {
 	t.Parallel()
-	// Free now and below the ephemeral range, where no listen on port 0
-	// of another test can take it before the dial.
-	port, err := testport.Pick()
+	// Held by a socket that never listens: no other test's listener can
+	// take it before the dial.
+	port, held, err := testport.Refused()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer held.Close()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 
 	c := client.New("http://"+addr, "bxk_live_x")

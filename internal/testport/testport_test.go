@@ -1,8 +1,10 @@
 package testport
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"testing"
 )
 
@@ -73,5 +75,26 @@ func TestPickNDistinct(t *testing.T) {
 	ports, err = PickN(8)
 	if err != nil || len(ports) != 8 {
 		t.Fatalf("PickN(8) = %v, %v", ports, err)
+	}
+}
+
+// TestRefused: a dial to the port is refused, and no listener, with
+// SO_REUSEADDR as Go's or without, can take the port while it is held.
+func TestRefused(t *testing.T) {
+	port, closer, err := Refused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if c, err := net.Dial("tcp", addr); !errors.Is(err, syscall.ECONNREFUSED) {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("dial %s = %v, want ECONNREFUSED", addr, err)
+	}
+	if l, err := net.Listen("tcp", addr); err == nil {
+		l.Close()
+		t.Errorf("listen on the held port %d succeeded", port)
 	}
 }

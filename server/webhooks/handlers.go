@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/authz"
@@ -109,16 +110,31 @@ func newSecret() string {
 	return "whsec_" + hex.EncodeToString(b)
 }
 
+// list serves GET /v1/webhooks: the subscriptions the caller sees
+// (sees), newest first; all of them (an account has at most 20), or with
+// limit and cursor one page and a Link rel="next" header, as
+// GET /v1/sandboxes.
 func (s *Service) list(w http.ResponseWriter, r *http.Request) error {
+	p, err := httpx.ParsePage(r.URL.Query(), "webhook", 0, api.MaxListLimit)
+	if err != nil {
+		return err
+	}
 	subs, err := s.store.Webhooks(r.Context(), authz.Account(r.Context()).ID)
 	if err != nil {
 		return fmt.Errorf("list webhooks: %w", err)
 	}
-	out := make([]api.Webhook, 0, len(subs))
+	seen := make([]*Subscription, 0, len(subs))
 	for _, sub := range subs {
 		if sees(r, sub) {
-			out = append(out, sub.ToAPI())
+			seen = append(seen, sub)
 		}
+	}
+	key := func(sub *Subscription) (time.Time, string) { return sub.CreatedAt, sub.ID }
+	slices.SortFunc(seen, httpx.SortNewestFirst(key))
+	page := httpx.CutPage(w, r, s.d.PublicURL, p, seen, key)
+	out := make([]api.Webhook, len(page))
+	for i, sub := range page {
+		out[i] = sub.ToAPI()
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil

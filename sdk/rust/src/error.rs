@@ -8,6 +8,9 @@ pub const CODE_TIMEOUT: &str = "timeout";
 pub const CODE_SERVER_TOO_OLD: &str = "server_too_old";
 pub const CODE_BAD_RESPONSE: &str = "bad_response";
 
+/// The hint of a bad_response error: the answer was not boxkite's.
+pub const BAD_RESPONSE_HINT: &str = "check the base URL (BOXKITE_BASE_URL / Client::new's url) and any proxy in between";
+
 /// An error answer of the boxkite API (`{"error": {code, message, hint,
 /// details, request_id}}`), or one the client makes itself (status 0).
 /// `code` is stable: match on it, never on `message`. Display prints the
@@ -39,13 +42,24 @@ impl Error {
         }
     }
 
-    /// The error of a non-2xx answer, from its body and headers.
-    pub(crate) fn from_answer(status: u16, body: &str, request_id: Option<&str>, retry_after: Option<f64>) -> Self {
+    /// The error of a non-2xx answer, from its body and headers. A body
+    /// that is neither the envelope nor JSON (a proxy's HTML page, another
+    /// web server) is bad_response: the server at base_url is not boxkite.
+    pub(crate) fn from_answer(base_url: &str, status: u16, content_type: Option<&str>, body: &str, request_id: Option<&str>, retry_after: Option<f64>) -> Self {
         let env = serde_json::from_str::<serde_json::Value>(body)
             .ok()
             .and_then(|v| v.get("error").cloned())
             .filter(|v| v.is_object())
             .unwrap_or(serde_json::Value::Null);
+        let media = content_type.unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        if env.is_null() && !body.trim().is_empty() && media != "application/json" && !media.ends_with("+json") {
+            let shown = if media.is_empty() { "without a Content-Type" } else { media.as_str() };
+            let mut e = Error::new(CODE_BAD_RESPONSE, format!("the server at {} answered {} {}, not boxkite's JSON", base_url, status, shown), BAD_RESPONSE_HINT);
+            e.status = status;
+            e.request_id = request_id.unwrap_or("").to_string();
+            e.retry_after = retry_after;
+            return e;
+        }
         let s = |k: &str| env.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
         let mut message = s("message");
         if message.is_empty() {
