@@ -238,9 +238,11 @@ class Transport:
         stream: bool = False,
         idempotency_key: Optional[str] = None,
         auth: Optional[str] = None,
+        want_headers: bool = False,
     ) -> Any:
         """Send a request; return the decoded JSON answer (None when empty),
-        or with stream=True a Response to read and close."""
+        with want_headers=True the pair (answer, headers), or with
+        stream=True a Response to read and close."""
         q = {k: ("true" if v is True else "false" if v is False else v) for k, v in (query or {}).items() if v is not None}
         url = self._prefix + path + ("?" + urllib.parse.urlencode(q) if q else "")
         hdrs = {"User-Agent": self.user_agent, "Accept": "application/json"}
@@ -306,12 +308,13 @@ class Transport:
                 finally:
                     conn.close()
                 if not data:
-                    return None
+                    return (None, resp.headers) if want_headers else None
                 ctype = resp.headers.get("Content-Type", "")
                 if "json" not in ctype:
-                    return data
+                    return (data, resp.headers) if want_headers else data
                 try:
-                    return jsonlib.loads(data.decode("utf-8"))
+                    value = jsonlib.loads(data.decode("utf-8"))
+                    return (value, resp.headers) if want_headers else value
                 except ValueError as e:
                     raise errors.BoxkiteError(
                         code=errors.CODE_BAD_RESPONSE,
@@ -331,6 +334,22 @@ class Transport:
                 attempt += 1
                 continue
             raise err
+
+
+_LINK = re.compile(r'<([^>]*)>\s*((?:;\s*[^;,]*)*)')
+
+
+def next_cursor(headers: Any) -> Optional[str]:
+    """The cursor query parameter of the rel="next" Link (RFC 8288) of a
+    list's answer; None on the last page."""
+    for value in (headers.get_all("Link") or []) if hasattr(headers, "get_all") else [headers.get("Link") or ""]:
+        for target, params in _LINK.findall(value):
+            for p in params.split(";"):
+                name, _, val = p.strip().partition("=")
+                if name.strip().lower() == "rel" and "next" in val.strip().strip('"').lower().split():
+                    cursor = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query).get("cursor")
+                    return cursor[0] if cursor else None
+    return None
 
 
 def new_idempotency_key() -> str:

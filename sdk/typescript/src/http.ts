@@ -231,11 +231,16 @@ export class Transport {
 
   /** Sends a request and decodes its JSON answer (undefined when empty). */
   async json<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
+    return (await this.jsonWithHeaders<T>(method, path, o)).data;
+  }
+
+  /** json, with the answer's headers (a list's Link). */
+  async jsonWithHeaders<T>(method: string, path: string, o: RequestOptions = {}): Promise<{ data: T; headers: Headers }> {
     const resp = await this.raw(method, path, o);
     const text = await resp.text();
-    if (!text) return undefined as T;
+    if (!text) return { data: undefined as T, headers: resp.headers };
     try {
-      return JSON.parse(text) as T;
+      return { data: JSON.parse(text) as T, headers: resp.headers };
     } catch (e) {
       throw new BoxkiteError({
         code: CODE_BAD_RESPONSE,
@@ -244,6 +249,22 @@ export class Transport {
       });
     }
   }
+}
+
+/**
+ * The cursor query parameter of the rel="next" Link (RFC 8288) of a list's
+ * answer; undefined on the last page.
+ */
+export function nextCursor(headers: Headers): string | undefined {
+  const link = headers.get("Link") ?? "";
+  for (const m of link.matchAll(/<([^>]*)>\s*((?:;[^;,]*)*)/g)) {
+    const next = m[2].split(";").some((p) => {
+      const [name, val = ""] = p.trim().split("=", 2);
+      return name.trim().toLowerCase() === "rel" && val.trim().replace(/^"|"$/g, "").toLowerCase().split(/\s+/).includes("next");
+    });
+    if (next) return new URL(m[1], "http://x").searchParams.get("cursor") ?? undefined;
+  }
+  return undefined;
 }
 
 /** A fresh Idempotency-Key: a create retried after a lost answer runs once. */
