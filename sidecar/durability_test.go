@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -277,8 +278,19 @@ func crash(t *testing.T, dir string) {
 	if errno != 0 {
 		t.Fatalf("shut %s down: %v", dir, errno)
 	}
-	if err := unix.Unmount(dir, 0); err != nil {
-		t.Fatalf("unmount %s after the shutdown: %v", dir, err)
+	// A descriptor the sidecar's last request still closes keeps the
+	// filesystem busy for a moment; a lazy unmount would leave its
+	// superblock, shut down, to the next mount of the device.
+	deadline := time.Now().Add(30 * time.Second) // a hang guard only
+	for {
+		err := unix.Unmount(dir, 0)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			t.Fatalf("unmount %s after the shutdown: %v", dir, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

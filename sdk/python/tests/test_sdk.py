@@ -65,6 +65,28 @@ class ErrorTest(unittest.TestCase):
         self.assertTrue(3 < _http.parse_retry_after(when) <= 5)
 
 
+class LinkTest(unittest.TestCase):
+    def test_next_cursor(self):
+        import email.message
+
+        h = email.message.Message()
+        h["Link"] = '</v1/sandboxes?active_only=false&limit=2&cursor=a%2Bb_c>; rel="next"'
+        self.assertEqual(_http.next_cursor(h), "a+b_c")
+        h = email.message.Message()
+        h["Link"] = '</x?cursor=p>; rel="prev", </x?cursor=n>; rel="next"'
+        self.assertEqual(_http.next_cursor(h), "n")
+        self.assertIsNone(_http.next_cursor(email.message.Message()))
+        h = email.message.Message()
+        h["Link"] = '</x?cursor=p>; rel="prev"'
+        self.assertIsNone(_http.next_cursor(h))
+
+    def test_page_is_a_list(self):
+        page = boxkite.SandboxPage([1, 2])
+        page.next_cursor = "c"
+        self.assertEqual((list(page), page.next_cursor), ([1, 2], "c"))
+        self.assertIsNone(boxkite.SandboxPage().next_cursor)
+
+
 class ToolShapeTest(unittest.TestCase):
     """The shapes the APIs document for function tools."""
 

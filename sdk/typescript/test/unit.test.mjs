@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { BoxkiteError, TOOL_DEFINITIONS, runTool, toAnthropicTools, toOpenAITools } from "../dist/index.js";
-import { errorFrom, parseRetryAfter, retryable } from "../dist/http.js";
+import { errorFrom, nextCursor, parseRetryAfter, retryable } from "../dist/http.js";
 import { tooOld, versionTuple } from "../dist/version.js";
 
 test("versions: releases are compared, dev builds and pseudo-versions are not", () => {
@@ -61,6 +61,14 @@ test("errors: an answer that is not boxkite's JSON is bad_response, without its 
   assert.equal(empty.code, "not_found");
   const env = await errorFrom(new Response('{"error":{"code":"not_found","message":"no x"}}', { status: 404, headers: { "Content-Type": "application/json" } }), "http://x");
   assert.equal(env.code, "not_found");
+});
+
+test("nextCursor: the cursor of the rel=next Link, none on the last page", () => {
+  const h = (link) => new Headers(link ? { Link: link } : {});
+  assert.equal(nextCursor(h('</v1/sandboxes?active_only=false&limit=2&cursor=a%2Bb_c>; rel="next"')), "a+b_c");
+  assert.equal(nextCursor(h('</x?cursor=p>; rel="prev", </x?cursor=n>; rel="next"')), "n");
+  assert.equal(nextCursor(h('</x?cursor=p>; rel="prev"')), undefined);
+  assert.equal(nextCursor(h("")), undefined);
 });
 
 // The shapes OpenAI (Chat Completions, Responses) and Anthropic (Messages)
