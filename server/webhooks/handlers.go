@@ -236,13 +236,16 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// deliveries serves GET /v1/webhooks/{id}/deliveries?limit&offset.
+// deliveries serves GET /v1/webhooks/{id}/deliveries?limit&offset&cursor:
+// a page of the subscription's deliveries, newest first (limit 1 to 100,
+// 20 by default), and a Link rel="next" header (with the cursor of the
+// page's last delivery, offset left out) when more follow.
 func (s *Service) deliveries(w http.ResponseWriter, r *http.Request) error {
 	sub, err := s.load(r)
 	if err != nil {
 		return err
 	}
-	limit, err := httpx.QueryInt(r, "limit", 20, 1, 100)
+	pg, err := httpx.ParsePage(r.URL.Query(), "delivery", 20, 100)
 	if err != nil {
 		return err
 	}
@@ -250,9 +253,15 @@ func (s *Service) deliveries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ds, err := s.store.WebhookDeliveries(r.Context(), sub.AccountID, sub.ID, limit, offset)
+	p := DeliveryPage{Limit: pg.Limit + 1, Offset: offset, AfterCreated: pg.AfterCreated, AfterID: pg.AfterID}
+	ds, err := s.store.WebhookDeliveries(r.Context(), sub.AccountID, sub.ID, p)
 	if err != nil {
 		return fmt.Errorf("list webhook deliveries: %w", err)
+	}
+	if len(ds) > pg.Limit { // one more than asked: another page follows
+		ds = ds[:pg.Limit]
+		last := ds[len(ds)-1]
+		httpx.SetNextLink(w, r, s.d.PublicURL, last.CreatedAt, last.ID, "offset")
 	}
 	out := make([]api.WebhookDelivery, len(ds))
 	for i, d := range ds {
