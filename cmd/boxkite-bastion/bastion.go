@@ -427,8 +427,13 @@ func fail(s ssh.Session, err error) {
 			msg += "\r\nhint: " + e.Hint
 		}
 	}
-	if _, ok := errors.AsType[*client.SandboxEndedError](err); ok {
-		msg += "\r\nhint: create a new one with `boxkite session create`"
+	if e, ok := errors.AsType[*client.SandboxEndedError](err); ok {
+		if e.Paused() {
+			id := sandboxOf(s.Context(), s.User())
+			msg += "\r\nhint: resume it with `boxkite session resume " + id + "`, then run the command again"
+		} else {
+			msg += "\r\nhint: create a new one with `boxkite session create`"
+		}
 	}
 	fmt.Fprint(s.Stderr(), msg+"\r\n")
 	_ = s.Exit(1)

@@ -77,6 +77,24 @@ def _media_type(headers: Any) -> str:
     return value.split(";", 1)[0].strip().lower()
 
 
+# Web pages: what a proxy, a login page or a static site answers, never boxkite.
+HTML_TYPES = frozenset(("text/html", "application/xhtml+xml"))
+
+
+def bad_response(base_url: str, status: int, headers: Any) -> errors.BoxkiteError:
+    """The error of an answer that is not boxkite's: its status and content
+    type, never its body (a proxy's page says nothing useful)."""
+    media = _media_type(headers)
+    return errors.error_class(status)(
+        code=errors.CODE_BAD_RESPONSE,
+        message=f"the server at {base_url} answered {status} {media or 'without a Content-Type'}, not boxkite's JSON",
+        hint=BAD_RESPONSE_HINT,
+        status=status,
+        request_id=(headers.get("X-Request-ID") if headers else "") or "",
+        retry_after=parse_retry_after(headers.get("Retry-After")) if headers else None,
+    )
+
+
 def error_from(status: int, headers: Any, body: bytes, base_url: str = "") -> errors.BoxkiteError:
     """The BoxkiteError for a non-2xx answer. A body that is neither the
     envelope nor JSON (a proxy's HTML page, another web server) is
@@ -90,14 +108,7 @@ def error_from(status: int, headers: Any, body: bytes, base_url: str = "") -> er
         pass
     media = _media_type(headers)
     if not env and body.strip() and media != "application/json" and not media.endswith("+json"):
-        return errors.error_class(status)(
-            code=errors.CODE_BAD_RESPONSE,
-            message=f"the server at {base_url} answered {status} {media or 'without a Content-Type'}, not boxkite's JSON",
-            hint=BAD_RESPONSE_HINT,
-            status=status,
-            request_id=(headers.get("X-Request-ID") if headers else "") or "",
-            retry_after=parse_retry_after(headers.get("Retry-After")) if headers else None,
-        )
+        return bad_response(base_url, status, headers)
     code = env.get("code") or _status_code(status)
     message = env.get("message") or (body.decode("utf-8", "replace").strip()[:500] if body else "") or f"HTTP {status}"
     cls = errors.error_class(status)
@@ -297,6 +308,10 @@ class Transport:
             if 200 <= resp.status < 300:
                 try:
                     check_server_version(resp.headers.get("Boxkite-Version"))
+                    if _media_type(resp.headers) in HTML_TYPES:
+                        # A web page (a static site at the base URL answers
+                        # 200 to every path): no route of boxkite answers one.
+                        raise bad_response(self.base_url, resp.status, resp.headers)
                 except errors.BoxkiteError:
                     resp.close()
                     conn.close()

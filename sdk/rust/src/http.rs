@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::error::{Error, Result, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT};
+use crate::error::{media_type, Error, Result, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT, HTML_TYPES};
 
 /// This crate's version, and the oldest boxkite-server release it covers.
 /// Servers send their version in Boxkite-Version; "dev" builds and Go
@@ -235,11 +235,23 @@ impl Transport {
         let resp = self.send(req)?;
         let next = resp.all("Link").into_iter().find_map(next_cursor);
         let status = resp.status();
+        let ctype = resp.header("Content-Type").map(|s| s.to_string());
+        let rid = resp.header("X-Request-ID").map(|s| s.to_string());
+        let media = media_type(ctype.as_deref());
+        let not_boxkite = || Error::bad_response(&self.base_url, status, ctype.as_deref(), rid.as_deref(), None);
+        if HTML_TYPES.contains(&media.as_str()) {
+            // A web page (a static site at the base URL answers 200 to
+            // every path): no route of boxkite answers one.
+            return Err(not_boxkite());
+        }
         let text = resp.into_string().map_err(|e| Error::new(CODE_CONNECTION, format!("{} {}: read the answer: {}", method, path, e), ""))?;
         if text.is_empty() {
             return Ok((Value::Null, next));
         }
         let v = serde_json::from_str(&text).map_err(|e| {
+            if media != "application/json" && !media.ends_with("+json") {
+                return not_boxkite();
+            }
             let mut err = Error::new(CODE_BAD_RESPONSE, format!("{} {}: the answer is not JSON: {}", method, path, e), "");
             err.status = status;
             err
