@@ -273,8 +273,10 @@ class Sandboxes:
 
     def all(self, active_only: bool = False, page_size: int = 100) -> Iterator[Sandbox]:
         """Every sandbox of the account, newest first, read page_size at a
-        time (the list's Link: rel="next"): a sandbox created meanwhile is
-        not seen, and none is seen twice."""
+        time (the list's Link: rel="next"; 0 or less: 100, as the Go
+        client): a sandbox created meanwhile is not seen, and none is seen
+        twice."""
+        page_size = page_size if page_size > 0 else 100
         cursor: Optional[str] = None
         while True:
             page = self.list(active_only=active_only, limit=page_size, cursor=cursor)

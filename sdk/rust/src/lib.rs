@@ -410,9 +410,10 @@ impl Sandboxes {
     }
 
     /// Every sandbox of the account, newest first, read page_size at a
-    /// time. A sandbox created meanwhile is not seen, and none is seen
-    /// twice. The first error ends the iteration.
+    /// time (0: 100, as the Go client). A sandbox created meanwhile is not
+    /// seen, and none is seen twice. The first error ends the iteration.
     pub fn all(&self, active_only: bool, page_size: u32) -> impl Iterator<Item = Result<Sandbox>> + '_ {
+        let page_size = if page_size == 0 { 100 } else { page_size };
         let mut buf: std::collections::VecDeque<Sandbox> = Default::default();
         let mut cursor: Option<String> = None;
         let mut done = false;

@@ -206,14 +206,16 @@ export class Sandboxes {
   }
 
   /**
-   * Every sandbox of the account, newest first, read pageSize (default
-   * 100) at a time: `for await (const sb of bk.sandboxes.all())`. A
-   * sandbox created meanwhile is not seen, and none is seen twice.
+   * Every sandbox of the account, newest first, read pageSize (default,
+   * and for 0 or less, 100, as the Go client) at a time:
+   * `for await (const sb of bk.sandboxes.all())`. A sandbox created
+   * meanwhile is not seen, and none is seen twice.
    */
   async *all(o: { activeOnly?: boolean; pageSize?: number } = {}): AsyncGenerator<Sandbox> {
+    const limit = o.pageSize && o.pageSize > 0 ? o.pageSize : 100;
     let cursor: string | undefined;
     do {
-      const p = await this.page({ activeOnly: o.activeOnly, limit: o.pageSize ?? 100, cursor });
+      const p = await this.page({ activeOnly: o.activeOnly, limit, cursor });
       yield* p.sandboxes;
       cursor = p.nextCursor;
     } while (cursor);
