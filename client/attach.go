@@ -142,11 +142,19 @@ func (t *Terminal) Read(p []byte) (int, error) {
 }
 
 // SandboxEndedError ends an attachment whose sandbox was destroyed,
-// expired or lost under it (close status api.CloseSandboxEnded); Reason
-// is the server's account of it.
+// expired or lost under it, or an interactive exec whose sandbox was
+// also paused under it (close status api.CloseSandboxEnded); Reason is
+// the server's account of it.
 type SandboxEndedError struct{ Reason string }
 
 func (e *SandboxEndedError) Error() string { return e.Reason }
+
+// Paused reports whether the sandbox was paused, not ended (the close
+// reason "sandbox <id> was paused while the command ran"): it can be
+// resumed, and the command run again.
+func (e *SandboxEndedError) Paused() bool {
+	return strings.HasPrefix(e.Reason, "sandbox ") && strings.HasSuffix(e.Reason, " was paused while the command ran")
+}
 
 // closeErr turns a normal close into io.EOF and says why otherwise.
 func closeErr(err error) error {
@@ -178,6 +186,21 @@ func (t *Terminal) Write(p []byte) (int, error) {
 // Resize sets the terminal's size in character cells; the shell gets SIGWINCH.
 func (t *Terminal) Resize(cols, rows int) error {
 	b, err := json.Marshal(api.PTYControl{Type: api.PTYControlResize, Cols: cols, Rows: rows})
+	if err != nil {
+		return err
+	}
+	if err := t.conn.Write(t.ctx, websocket.MessageText, b); err != nil {
+		return closeErr(err)
+	}
+	return nil
+}
+
+// Detach asks the server to end the attachment after what was written
+// before: Read then returns the output the server had already relayed,
+// and io.EOF. The shell keeps running. Unlike Close, no output in flight
+// is dropped.
+func (t *Terminal) Detach() error {
+	b, err := json.Marshal(api.PTYControl{Type: api.PTYControlDetach})
 	if err != nil {
 		return err
 	}

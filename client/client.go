@@ -165,13 +165,28 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 			return nil, err
 		}
 	}
+	if htmlPage(resp.Header()) {
+		// A web page where JSON belongs (a static site or a login page
+		// at the base URL answers 200 to everything): not boxkite.
+		return nil, badResponse(c.BaseURL, resp.StatusCode(), resp.Header())
+	}
 	if out == nil || len(resp.Body()) == 0 {
 		return resp.Header(), nil
 	}
 	if err := json.Unmarshal(resp.Body(), out); err != nil {
+		if notBoxkite(resp.Header(), resp.Body()) {
+			return nil, badResponse(c.BaseURL, resp.StatusCode(), resp.Header())
+		}
 		return nil, fmt.Errorf("decode %s %s response: %w", method, path, err)
 	}
 	return resp.Header(), nil
+}
+
+// htmlPage reports whether an answer is a web page, which no JSON route
+// of boxkite answers.
+func htmlPage(header http.Header) bool {
+	media, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	return media == "text/html" || media == "application/xhtml+xml"
 }
 
 // transportError classifies an error from the HTTP round trip.
@@ -262,7 +277,9 @@ func badResponse(baseURL string, status int, header http.Header) *api.Error {
 
 // CodeBadResponse is the code of the error a call returns when the answer
 // is not boxkite's: a non-2xx answer whose body is not JSON (a proxy's
-// HTML error page, another web server at the base URL). The client's own,
+// HTML error page, another web server at the base URL), or a 2xx web page
+// or other non-JSON body where JSON belongs (a static site answering 200
+// to every path). The client's own,
 // never the server's; the error keeps the HTTP status.
 const CodeBadResponse = "bad_response"
 

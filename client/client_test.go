@@ -137,6 +137,41 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestWebPageIsNotBoxkite: a 2xx web page where JSON belongs (a static
+// site or a single-page app at the base URL answers 200 index.html to
+// every path) is CodeBadResponse, for a call that decodes the answer and
+// one that does not: a delete must not report success.
+func TestWebPageIsNotBoxkite(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, ctype, body string }{
+		{"html", "text/html; charset=utf-8", "<!doctype html><html><body><div id=app></div></body></html>"},
+		{"plain text", "text/plain", "OK"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tt.ctype)
+				io.WriteString(w, tt.body)
+			})
+			_, err := c.ListSandboxes(context.Background(), false)
+			e, ok := errors.AsType[*api.Error](err)
+			if !ok || e.Code != client.CodeBadResponse || e.Status != 200 || e.Hint != client.BadResponseHint {
+				t.Fatalf("ListSandboxes() error = %#v, want bad_response with status 200 and the hint", err)
+			}
+			want := "the server at " + c.BaseURL + " answered 200 " + strings.Split(tt.ctype, ";")[0] + ", not boxkite's JSON"
+			if e.Message != want {
+				t.Errorf("message = %q, want %q", e.Message, want)
+			}
+			err = c.DeleteSandbox(context.Background(), "abc")
+			if tt.name == "html" {
+				if e, ok := errors.AsType[*api.Error](err); !ok || e.Code != client.CodeBadResponse {
+					t.Errorf("DeleteSandbox() error = %v, want bad_response: a web page is no deletion", err)
+				}
+			}
+		})
+	}
+}
+
 func TestConnectionRefused(t *testing.T) {
 	t.Parallel()
 	// Held by a socket that never listens: no other test's listener can

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/go-resty/resty/v2"
@@ -43,9 +44,7 @@ func listPage[T any](ctx context.Context, c *Client, path string, o ListOptions)
 	if err != nil {
 		return nil, err
 	}
-	if o.Limit > 0 {
-		p.Next = api.NextCursor(h)
-	}
+	p.Next = api.NextCursor(h) // none without a limit, but on the deliveries' default page
 	return &p, nil
 }
 
@@ -100,4 +99,23 @@ func (c *Client) ListWebhookPage(ctx context.Context, o ListOptions) (*Page[api.
 // reading pageSize of them at a time (0: 100).
 func (c *Client) Webhooks(ctx context.Context, pageSize int) iter.Seq2[api.Webhook, error] {
 	return pages(ctx, pageSize, c.ListWebhookPage)
+}
+
+// ListWebhookDeliveryPage returns one page of the subscription's
+// deliveries, newest first: o.Limit of them (1 to 100; 0 for the
+// server's default of 20).
+func (c *Client) ListWebhookDeliveryPage(ctx context.Context, id string, o ListOptions) (*Page[api.WebhookDelivery], error) {
+	return listPage[api.WebhookDelivery](ctx, c, "/v1/webhooks/"+url.PathEscape(id)+"/deliveries", o)
+}
+
+// WebhookDeliveryPages iterates over the subscription's deliveries,
+// newest first, reading pageSize of them at a time (0 or more than 100:
+// 100). A delivery queued while it runs is not seen, and none twice.
+func (c *Client) WebhookDeliveryPages(ctx context.Context, id string, pageSize int) iter.Seq2[api.WebhookDelivery, error] {
+	if pageSize <= 0 || pageSize > 100 {
+		pageSize = 100
+	}
+	return pages(ctx, pageSize, func(ctx context.Context, o ListOptions) (*Page[api.WebhookDelivery], error) {
+		return c.ListWebhookDeliveryPage(ctx, id, o)
+	})
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/webhooks"
 )
 
 // listedImages is an image store whose List answers imgs, for any
@@ -170,5 +172,78 @@ func TestListImagePages(t *testing.T) {
 	}
 	if diff := gocmp.Diff(all, iterated); diff != "" {
 		t.Errorf("the Go client's iterator (-unpaged +iterated):\n%s", diff)
+	}
+}
+
+// TestListWebhookDeliveryPages: a webhook's deliveries keep their default
+// page of 20 and their offset, and now say with a Link rel="next" header
+// (the cursor of the page's last delivery, offset left out) where the
+// next page is; following it lists every delivery once.
+func TestListWebhookDeliveryPages(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	resp, body := e.do("POST", "/v1/webhooks", e.KeyA, api.CreateWebhookRequest{URL: "https://h.example.com/in", EventTypes: []string{api.EventAuditLogEntry}})
+	if resp.StatusCode != 201 {
+		t.Fatalf("create webhook: %d %s", resp.StatusCode, body)
+	}
+	var hook api.Webhook
+	mustUnmarshal(t, body, &hook)
+	at := e.clock.Now()
+	var ds []*webhooks.Delivery
+	for i := range 25 {
+		ds = append(ds, &webhooks.Delivery{
+			ID: model.NewID(), WebhookID: hook.ID, AccountID: e.AcctA.ID, EventID: model.NewID(), EventType: api.EventAuditLogEntry,
+			Payload: []byte(`{}`), Status: webhooks.StatusFailed, NextAttemptAt: at, CreatedAt: at.Add(time.Duration(i/4) * time.Second),
+		})
+	}
+	if err := e.Store.(webhooks.Store).EnqueueWebhookDeliveries(t.Context(), ds); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(body []byte) []string {
+		var ds []api.WebhookDelivery
+		mustUnmarshal(t, body, &ds)
+		out := make([]string, len(ds))
+		for i, d := range ds {
+			out[i] = d.ID
+		}
+		return out
+	}
+	base := "/v1/webhooks/" + hook.ID + "/deliveries"
+	resp, body = e.do("GET", base+"?limit=100", e.KeyA, nil)
+	all := ids(body)
+	if resp.StatusCode != 200 || len(all) != 25 || resp.Header.Get("Link") != "" {
+		t.Fatalf("one page of 100: %d, %d deliveries, Link %q; want 200, 25, none", resp.StatusCode, len(all), resp.Header.Get("Link"))
+	}
+	resp, body = e.do("GET", base, e.KeyA, nil)
+	next := api.NextLink(resp.Header)
+	if got := ids(body); len(got) != 20 || next == "" || strings.Contains(next, "limit=") {
+		t.Fatalf("default page: %d deliveries, Link %q; want 20 and a next link", len(got), next)
+	}
+	if diff := gocmp.Diff(all, pagesOf(t, e, e.KeyA, base+"?limit=3", 3, ids)); diff != "" {
+		t.Errorf("limit 3: paged ids (-unpaged +paged):\n%s", diff)
+	}
+	// An offset pages as before; the next link carries the cursor instead.
+	resp, body = e.do("GET", base+"?limit=5&offset=5", e.KeyA, nil)
+	next = api.NextLink(resp.Header)
+	if diff := gocmp.Diff(all[5:10], ids(body)); diff != "" || strings.Contains(next, "offset") || !strings.Contains(next, "cursor=") {
+		t.Errorf("offset 5: Link %q (want a cursor, no offset); ids (-want +got):\n%s", next, diff)
+	}
+	if _, body := e.do("GET", next, e.KeyA, nil); !slices.Equal(ids(body), all[10:15]) {
+		t.Errorf("the page after offset 5: %v, want %v", ids(body), all[10:15])
+	}
+	var iterated []string
+	for d, err := range client.New(e.URL, e.KeyA).WebhookDeliveryPages(t.Context(), hook.ID, 7) {
+		if err != nil {
+			t.Fatalf("WebhookDeliveryPages: %v", err)
+		}
+		iterated = append(iterated, d.ID)
+	}
+	if diff := gocmp.Diff(all, iterated); diff != "" {
+		t.Errorf("the Go client's iterator (-unpaged +iterated):\n%s", diff)
+	}
+	for _, q := range []string{"limit=0", "limit=101", "cursor=bm9wZQ"} {
+		resp, body := e.do("GET", base+"?"+q, e.KeyA, nil)
+		if apiErr := wantError(t, resp, body, 422, api.CodeValidation); apiErr != nil && apiErr.Hint == "" {
+			t.Errorf("%s: no hint", q)
+		}
 	}
 }

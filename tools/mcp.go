@@ -16,7 +16,10 @@ import (
 type Sandboxes interface {
 	CreateSandboxes(ctx context.Context, req api.CreateSandboxRequest) ([]api.Sandbox, error)
 	Sandbox(ctx context.Context, id string) (*api.Sandbox, error)
-	ListSandboxes(ctx context.Context, activeOnly bool) ([]api.Sandbox, error)
+	// ListSandboxesPage returns at most limit of the account's sandboxes,
+	// newest first, from cursor (the next of the page before; "" for the
+	// first), and the cursor of the page after ("" on the last).
+	ListSandboxesPage(ctx context.Context, activeOnly bool, limit int, cursor string) ([]api.Sandbox, string, error)
 	DeleteSandbox(ctx context.Context, id string) error
 }
 

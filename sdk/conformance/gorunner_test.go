@@ -73,6 +73,27 @@ var goCalls = map[string]goCall{
 	"sandboxes.list": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.ListSandboxes(ctx, a.b("active_only"))
 	},
+	"sandboxes.page": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		p, err := c.ListSandboxPage(ctx, client.SandboxListOptions{ActiveOnly: a.b("active_only"), Limit: a.i("limit"), Cursor: a.s("cursor")})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{"sandboxes": p.Sandboxes, "next_cursor": nil}
+		if p.Next != "" {
+			out["next_cursor"] = p.Next
+		}
+		return out, nil
+	},
+	"sandboxes.all": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		ids := []string{}
+		for sb, err := range c.Sandboxes(ctx, a.b("active_only"), a.i("page_size")) {
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, sb.ID)
+		}
+		return map[string]any{"ids": ids}, nil
+	},
 	"sandboxes.extend": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.ExtendSandbox(ctx, a.s("id"), a.i("lifetime_minutes"))
 	},

@@ -38,7 +38,7 @@ type servers struct {
 	main, old *servertest.Server
 	rec       *recorder // in front of main: what runners call
 	flakyURL  string
-	htmlURL   string // not boxkite: a proxy's 502 page to everything (case not_boxkite)
+	htmlURL   string // not boxkite: a proxy's 502 page (case not_boxkite), a static site's 200 page at /v1/volumes (not_boxkite_200)
 	mu        sync.Mutex
 	flakySeen map[string]int // requests the flaky proxy got, by "METHOD path"
 	// The flaky proxy cuts the first watch stream after its first event
@@ -131,6 +131,11 @@ func startServers(t *testing.T) *servers {
 	s.flakyURL = flaky.URL
 	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/v1/volumes" {
+			// A static site's page, 200 to any path (case not_boxkite_200).
+			_, _ = io.WriteString(w, "<!doctype html><html><body><div id=\"app\"></div></body></html>\n")
+			return
+		}
 		w.WriteHeader(http.StatusBadGateway)
 		_, _ = io.WriteString(w, "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1><hr>nginx</body></html>\n")
 	}))

@@ -91,6 +91,11 @@ func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
 	})
 	if res.raw == nil {
 		res.ended = s.d.EndedAnswer(r.Context(), sb)
+		if res.ended != nil && res.ended.Code == api.CodeSandboxPaused {
+			// Its refusal says "is paused" and how to resume; the close
+			// reason has room for the one line (api.CloseSandboxEnded).
+			res.ended = api.Errorf(res.ended.Status, res.ended.Code, "sandbox %s was paused while the command ran", sb.ID)
+		}
 	}
 	res.finish(r.Context(), down)
 	return nil

@@ -91,8 +91,7 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 		s.quiet.forget(acct.ID) // committed or not: read the store again
 	}
 	if errors.Is(err, ErrLimit) {
-		return api.Errorf(http.StatusTooManyRequests, api.CodeWebhookLimitReached, "the account has %d webhook subscriptions, the most it may have", maxPerAccount).
-			WithHint("delete one with `boxkite webhooks rm ID`")
+		return limitReached(r)
 	}
 	if err != nil {
 		return fmt.Errorf("create webhook: %w", err)
@@ -101,6 +100,18 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 	out.Secret = sub.Secret
 	httpx.WriteJSON(w, http.StatusCreated, out)
 	return nil
+}
+
+// limitReached refuses a create past the account's subscriptions. A
+// member-role key of an organization lists only its holder's, so its
+// hint says that the others count too.
+func limitReached(r *http.Request) error {
+	e := api.Errorf(http.StatusTooManyRequests, api.CodeWebhookLimitReached, "the account has %d webhook subscriptions, the most it may have", maxPerAccount)
+	if k := authz.From(r.Context()).Key; k != nil && k.MemberID != "" && k.Role == model.RoleMember {
+		return e.WithHint("the organization's subscriptions count, also those other members and admins created, which a member key does not list; " +
+			"delete one of yours with `boxkite webhooks rm ID`, or ask an owner or admin of the organization to delete others with an admin key")
+	}
+	return e.WithHint("delete one with `boxkite webhooks rm ID`")
 }
 
 // newSecret is a subscription's signing secret: "whsec_" and 32 random bytes in hex.
@@ -236,13 +247,16 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// deliveries serves GET /v1/webhooks/{id}/deliveries?limit&offset.
+// deliveries serves GET /v1/webhooks/{id}/deliveries?limit&offset&cursor:
+// a page of the subscription's deliveries, newest first (limit 1 to 100,
+// 20 by default), and a Link rel="next" header (with the cursor of the
+// page's last delivery, offset left out) when more follow.
 func (s *Service) deliveries(w http.ResponseWriter, r *http.Request) error {
 	sub, err := s.load(r)
 	if err != nil {
 		return err
 	}
-	limit, err := httpx.QueryInt(r, "limit", 20, 1, 100)
+	pg, err := httpx.ParsePage(r.URL.Query(), "delivery", 20, 100)
 	if err != nil {
 		return err
 	}
@@ -250,9 +264,15 @@ func (s *Service) deliveries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ds, err := s.store.WebhookDeliveries(r.Context(), sub.AccountID, sub.ID, limit, offset)
+	p := DeliveryPage{Limit: pg.Limit + 1, Offset: offset, AfterCreated: pg.AfterCreated, AfterID: pg.AfterID}
+	ds, err := s.store.WebhookDeliveries(r.Context(), sub.AccountID, sub.ID, p)
 	if err != nil {
 		return fmt.Errorf("list webhook deliveries: %w", err)
+	}
+	if len(ds) > pg.Limit { // one more than asked: another page follows
+		ds = ds[:pg.Limit]
+		last := ds[len(ds)-1]
+		httpx.SetNextLink(w, r, s.d.PublicURL, last.CreatedAt, last.ID, "offset")
 	}
 	out := make([]api.WebhookDelivery, len(ds))
 	for i, d := range ds {

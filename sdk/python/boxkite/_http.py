@@ -77,6 +77,24 @@ def _media_type(headers: Any) -> str:
     return value.split(";", 1)[0].strip().lower()
 
 
+# Web pages: what a proxy, a login page or a static site answers, never boxkite.
+HTML_TYPES = frozenset(("text/html", "application/xhtml+xml"))
+
+
+def bad_response(base_url: str, status: int, headers: Any) -> errors.BoxkiteError:
+    """The error of an answer that is not boxkite's: its status and content
+    type, never its body (a proxy's page says nothing useful)."""
+    media = _media_type(headers)
+    return errors.error_class(status)(
+        code=errors.CODE_BAD_RESPONSE,
+        message=f"the server at {base_url} answered {status} {media or 'without a Content-Type'}, not boxkite's JSON",
+        hint=BAD_RESPONSE_HINT,
+        status=status,
+        request_id=(headers.get("X-Request-ID") if headers else "") or "",
+        retry_after=parse_retry_after(headers.get("Retry-After")) if headers else None,
+    )
+
+
 def error_from(status: int, headers: Any, body: bytes, base_url: str = "") -> errors.BoxkiteError:
     """The BoxkiteError for a non-2xx answer. A body that is neither the
     envelope nor JSON (a proxy's HTML page, another web server) is
@@ -90,14 +108,7 @@ def error_from(status: int, headers: Any, body: bytes, base_url: str = "") -> er
         pass
     media = _media_type(headers)
     if not env and body.strip() and media != "application/json" and not media.endswith("+json"):
-        return errors.error_class(status)(
-            code=errors.CODE_BAD_RESPONSE,
-            message=f"the server at {base_url} answered {status} {media or 'without a Content-Type'}, not boxkite's JSON",
-            hint=BAD_RESPONSE_HINT,
-            status=status,
-            request_id=(headers.get("X-Request-ID") if headers else "") or "",
-            retry_after=parse_retry_after(headers.get("Retry-After")) if headers else None,
-        )
+        return bad_response(base_url, status, headers)
     code = env.get("code") or _status_code(status)
     message = env.get("message") or (body.decode("utf-8", "replace").strip()[:500] if body else "") or f"HTTP {status}"
     cls = errors.error_class(status)
@@ -238,9 +249,11 @@ class Transport:
         stream: bool = False,
         idempotency_key: Optional[str] = None,
         auth: Optional[str] = None,
+        want_headers: bool = False,
     ) -> Any:
         """Send a request; return the decoded JSON answer (None when empty),
-        or with stream=True a Response to read and close."""
+        with want_headers=True the pair (answer, headers), or with
+        stream=True a Response to read and close."""
         q = {k: ("true" if v is True else "false" if v is False else v) for k, v in (query or {}).items() if v is not None}
         url = self._prefix + path + ("?" + urllib.parse.urlencode(q) if q else "")
         hdrs = {"User-Agent": self.user_agent, "Accept": "application/json"}
@@ -295,6 +308,10 @@ class Transport:
             if 200 <= resp.status < 300:
                 try:
                     check_server_version(resp.headers.get("Boxkite-Version"))
+                    if _media_type(resp.headers) in HTML_TYPES:
+                        # A web page (a static site at the base URL answers
+                        # 200 to every path): no route of boxkite answers one.
+                        raise bad_response(self.base_url, resp.status, resp.headers)
                 except errors.BoxkiteError:
                     resp.close()
                     conn.close()
@@ -306,12 +323,13 @@ class Transport:
                 finally:
                     conn.close()
                 if not data:
-                    return None
+                    return (None, resp.headers) if want_headers else None
                 ctype = resp.headers.get("Content-Type", "")
                 if "json" not in ctype:
-                    return data
+                    return (data, resp.headers) if want_headers else data
                 try:
-                    return jsonlib.loads(data.decode("utf-8"))
+                    value = jsonlib.loads(data.decode("utf-8"))
+                    return (value, resp.headers) if want_headers else value
                 except ValueError as e:
                     raise errors.BoxkiteError(
                         code=errors.CODE_BAD_RESPONSE,
@@ -331,6 +349,22 @@ class Transport:
                 attempt += 1
                 continue
             raise err
+
+
+_LINK = re.compile(r'<([^>]*)>\s*((?:;\s*[^;,]*)*)')
+
+
+def next_cursor(headers: Any) -> Optional[str]:
+    """The cursor query parameter of the rel="next" Link (RFC 8288) of a
+    list's answer; None on the last page."""
+    for value in (headers.get_all("Link") or []) if hasattr(headers, "get_all") else [headers.get("Link") or ""]:
+        for target, params in _LINK.findall(value):
+            for p in params.split(";"):
+                name, _, val = p.strip().partition("=")
+                if name.strip().lower() == "rel" and "next" in val.strip().strip('"').lower().split():
+                    cursor = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query).get("cursor")
+                    return cursor[0] if cursor else None
+    return None
 
 
 def new_idempotency_key() -> str:

@@ -109,6 +109,10 @@ def calls(bk):
         ).data,
         "sandboxes.get": lambda a: bk.sandboxes.get(a["id"]).data,
         "sandboxes.list": lambda a: [s.data for s in bk.sandboxes.list(active_only=a.get("active_only", False))],
+        "sandboxes.page": lambda a: (lambda p: {"sandboxes": [s.data for s in p], "next_cursor": p.next_cursor})(
+            bk.sandboxes.list(active_only=a.get("active_only", False), limit=a["limit"], cursor=a.get("cursor"))
+        ),
+        "sandboxes.all": lambda a: {"ids": [s.id for s in bk.sandboxes.all(active_only=a.get("active_only", False), page_size=a["page_size"])]},
         "sandboxes.extend": lambda a: sb(a).extend(a["lifetime_minutes"]).data,
         "sandboxes.pause": lambda a: sb(a).pause(a.get("mode")).data,
         "sandboxes.resume": lambda a: sb(a).resume().data,

@@ -65,6 +65,28 @@ class ErrorTest(unittest.TestCase):
         self.assertTrue(3 < _http.parse_retry_after(when) <= 5)
 
 
+class LinkTest(unittest.TestCase):
+    def test_next_cursor(self):
+        import email.message
+
+        h = email.message.Message()
+        h["Link"] = '</v1/sandboxes?active_only=false&limit=2&cursor=a%2Bb_c>; rel="next"'
+        self.assertEqual(_http.next_cursor(h), "a+b_c")
+        h = email.message.Message()
+        h["Link"] = '</x?cursor=p>; rel="prev", </x?cursor=n>; rel="next"'
+        self.assertEqual(_http.next_cursor(h), "n")
+        self.assertIsNone(_http.next_cursor(email.message.Message()))
+        h = email.message.Message()
+        h["Link"] = '</x?cursor=p>; rel="prev"'
+        self.assertIsNone(_http.next_cursor(h))
+
+    def test_page_is_a_list(self):
+        page = boxkite.SandboxPage([1, 2])
+        page.next_cursor = "c"
+        self.assertEqual((list(page), page.next_cursor), ([1, 2], "c"))
+        self.assertIsNone(boxkite.SandboxPage().next_cursor)
+
+
 class ToolShapeTest(unittest.TestCase):
     """The shapes the APIs document for function tools."""
 
@@ -114,6 +136,25 @@ class RunToolTest(unittest.TestCase):
         self.assertEqual(boxkite.run_tool(Fake(dict(cut, exit_code=3)), "bash_tool", {"command": "x"}), "Error (exit code 3):\n1\n2" + note)
         whole = {"exit_code": 0, "stdout": "ok\n", "stderr": "", "truncated": False}
         self.assertEqual(boxkite.run_tool(Fake(whole), "bash_tool", {"command": "x"}), "ok")
+
+    def test_run_tool_refuses_timeout_out_of_range(self):
+        ran = []
+
+        class Fake:
+            def exec(self, command, timeout=None):
+                ran.append(timeout)
+                return {"exit_code": 0, "stdout": "ok\n", "stderr": "", "truncated": False}
+
+        for t in (0, -3, 601, 9999, 5.5, "60", True):
+            self.assertEqual(
+                boxkite.run_tool(Fake(), "bash_tool", {"command": "x", "timeout": t}),
+                f"Error: timeout must be between 1 and 600 seconds, got {t}\nHint: omit timeout for the default of 120 seconds.",
+            )
+        self.assertEqual(ran, [])
+        self.assertEqual(boxkite.run_tool(Fake(), "bash_tool", {"command": "x", "timeout": 600}), "ok")
+        self.assertEqual(boxkite.run_tool(Fake(), "bash_tool", {"command": "x", "timeout": 5.0}), "ok")
+        self.assertEqual(boxkite.run_tool(Fake(), "bash_tool", {"command": "x"}), "ok")
+        self.assertEqual(ran, [600, 5, 120])
 
 
 class RetryTest(unittest.TestCase):

@@ -1906,7 +1906,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A page of a subscription's deliveries, newest first (limit ≤ 100, offset) */
+        /** A page of a subscription's deliveries, newest first (limit 1..100, 20 by default; offset; cursor= from the Link rel="next" header) */
         get: operations["get_webhooks_id_deliveries"];
         put?: never;
         post?: never;
@@ -13381,6 +13381,7 @@ export interface operations {
     get_webhooks_id_deliveries: {
         parameters: {
             query?: {
+                cursor?: string;
                 limit?: string;
                 offset?: string;
             };
@@ -13392,7 +13393,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of a subscription's deliveries, newest first (limit ≤ 100, offset) */
+            /** @description A page of a subscription's deliveries, newest first (limit 1..100, 20 by default; offset; cursor= from the Link rel="next" header) */
             200: {
                 headers: {
                     [name: string]: unknown;

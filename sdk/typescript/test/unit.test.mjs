@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { BoxkiteError, TOOL_DEFINITIONS, runTool, toAnthropicTools, toOpenAITools } from "../dist/index.js";
-import { errorFrom, parseRetryAfter, retryable } from "../dist/http.js";
+import { errorFrom, nextCursor, parseRetryAfter, retryable } from "../dist/http.js";
 import { tooOld, versionTuple } from "../dist/version.js";
 
 test("versions: releases are compared, dev builds and pseudo-versions are not", () => {
@@ -63,6 +63,14 @@ test("errors: an answer that is not boxkite's JSON is bad_response, without its 
   assert.equal(env.code, "not_found");
 });
 
+test("nextCursor: the cursor of the rel=next Link, none on the last page", () => {
+  const h = (link) => new Headers(link ? { Link: link } : {});
+  assert.equal(nextCursor(h('</v1/sandboxes?active_only=false&limit=2&cursor=a%2Bb_c>; rel="next"')), "a+b_c");
+  assert.equal(nextCursor(h('</x?cursor=p>; rel="prev", </x?cursor=n>; rel="next"')), "n");
+  assert.equal(nextCursor(h('</x?cursor=p>; rel="prev"')), undefined);
+  assert.equal(nextCursor(h("")), undefined);
+});
+
 // The shapes OpenAI (Chat Completions, Responses) and Anthropic (Messages)
 // document for function tools.
 test("tool shapes", () => {
@@ -98,4 +106,20 @@ test("runTool: bash_tool says when the server cut the output", async () => {
   assert.equal(await runTool(fake(cut), "bash_tool", { command: "seq 1 9999" }), "1\n2" + note);
   assert.equal(await runTool(fake({ ...cut, exit_code: 3 }), "bash_tool", { command: "x" }), "Error (exit code 3):\n1\n2" + note);
   assert.equal(await runTool(fake({ exit_code: 0, stdout: "ok\n", stderr: "", truncated: false }), "bash_tool", { command: "x" }), "ok");
+});
+
+test("runTool: bash_tool refuses a timeout out of range, as the API does", async () => {
+  let ran = 0;
+  const fake = { exec: async (_cmd, opts) => { ran = opts.timeout; return { exit_code: 0, stdout: "ok\n", stderr: "", truncated: false }; } };
+  for (const t of [0, -3, 601, 9999, 5.5, "60"]) {
+    assert.equal(
+      await runTool(fake, "bash_tool", { command: "x", timeout: t }),
+      `Error: timeout must be between 1 and 600 seconds, got ${JSON.stringify(t)}\nHint: omit timeout for the default of 120 seconds.`,
+    );
+  }
+  assert.equal(ran, 0);
+  assert.equal(await runTool(fake, "bash_tool", { command: "x", timeout: 600 }), "ok");
+  assert.equal(ran, 600);
+  assert.equal(await runTool(fake, "bash_tool", { command: "x" }), "ok");
+  assert.equal(ran, 120);
 });

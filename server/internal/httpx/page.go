@@ -113,9 +113,13 @@ func cursorID(id string) bool {
 // SetNextLink sets w's Link header (RFC 8288, as GitHub's API and the
 // registry API do) to the page after the item created at at with id id:
 // r's own URL with that cursor, under publicURL when it is set, else a
-// path.
-func SetNextLink(w http.ResponseWriter, r *http.Request, publicURL string, at time.Time, id string) {
+// path. The query parameters named in drop are left out of it (offset,
+// which the cursor replaces).
+func SetNextLink(w http.ResponseWriter, r *http.Request, publicURL string, at time.Time, id string, drop ...string) {
 	q := r.URL.Query()
+	for _, name := range drop {
+		q.Del(name)
+	}
 	q.Set("cursor", EncodeCursor(at, id))
 	target := r.URL.EscapedPath()
 	if publicURL != "" {
