@@ -157,7 +157,7 @@ var rules = map[string]depRule{
 	"server/internal/hold": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server/model": "holding an answer's end is HTTP plumbing; the audit entry it waits for is its caller's",
 	}},
-	"server/internal/limits": {ours: []string{"client/api", "server/model", "server/internal/httpx"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
+	"server/internal/limits": {ours: []string{"client/api", "server/model", "server/internal/httpx", "internal/netsource"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
 		"server": "rate limits, idempotency and quotas are mechanics under the server, which configures them",
 	}},
 	"server/internal/pintls":  {stdOnly: true},

@@ -210,19 +210,26 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 		return exitFor(res.ExitCode, opts.timeout)
 	}
 	stderr := &lineEnd{w: app.IO.ErrOut, atStart: true}
+	errOut := &noteHold{w: stderr, note: timeoutNote(req.Timeout)}
 	res, err := c.ExecStreamResult(ctx, sb.ID, req, func(ev api.ExecEvent) error {
 		var w io.Writer = app.IO.Out
 		if ev.Type == api.EventStderr {
-			w = stderr
+			w = errOut
 		}
 		_, err := io.WriteString(w, ev.Data)
 		return err
 	})
 	if err != nil {
+		_ = errOut.end(false)
 		// Our "error: …" line must not be glued to the command's last,
 		// unterminated line of stderr.
 		stderr.finishLine()
 		return fmt.Errorf("exec in sandbox %s: %w", sb.ID, err)
+	}
+	// A timed-out command's "error: the command timed out …" says what
+	// the sandbox's note says: once is enough.
+	if err := errOut.end(res.ExitCode == api.ExitCodeTimeout); err != nil {
+		return err
 	}
 	if res.Truncated {
 		stderr.finishLine()

@@ -156,6 +156,8 @@ func apiExitCode(e *api.Error) int {
 		return exitError // between the server and a sandbox, not the user's credentials
 	case api.CodePermissionDenied:
 		return exitError // a file the sandbox user may not touch, not the caller's credentials
+	case client.CodeBadResponse:
+		return exitError // not boxkite answered: its 404 or 401 says nothing of boxkite's sandboxes or keys
 	}
 	switch e.Status {
 	case 404:
@@ -167,6 +169,10 @@ func apiExitCode(e *api.Error) int {
 	}
 	return exitError
 }
+
+// badResponseHint is the CLI's hint for an answer that is not boxkite's
+// (client.CodeBadResponse), naming where the CLI's base URL comes from.
+const badResponseHint = "check the base URL (--url, BOXKITE_URL or base_url: 'boxkite config show' says which is used) and any proxy in between"
 
 // hintOf lists the error types that carry hints; explicit beats a clever
 // interface. flags are the root's, for the configuration a connection
@@ -188,6 +194,9 @@ func hintOf(err error, flags *pflag.FlagSet) string {
 		return connHint(e, flags)
 	}
 	if e, ok := errors.AsType[*api.Error](err); ok {
+		if e.Code == client.CodeBadResponse {
+			return badResponseHint
+		}
 		if e.Hint != "" {
 			return e.Hint
 		}

@@ -57,6 +57,10 @@ func TestExecuteExitCodes(t *testing.T) {
 			"server error with request id", fmt.Errorf("create sandbox: %w", &api.Error{Status: 502, Code: api.CodeSandboxFailed, Message: "could not create the sandbox", Hint: "see the log", RequestID: "r42"}),
 			1, "error: create sandbox: could not create the sandbox [sandbox_operation_failed] (request id r42)\nhint: see the log\n",
 		},
+		{
+			"not boxkite: its 404 is no not-found", fmt.Errorf("list sandboxes: %w", &api.Error{Status: 404, Code: client.CodeBadResponse, Message: "the server at http://x.example answered 404 text/html, not boxkite's JSON", Hint: client.BadResponseHint}),
+			1, "error: list sandboxes: the server at http://x.example answered 404 text/html, not boxkite's JSON [bad_response]\nhint: " + badResponseHint + "\n",
+		},
 		{"remote exit code", &exitStatus{code: 7}, 7, ""},
 		{"remote timeout", &exitStatus{code: 124, msg: "the command timed out after 1s (exit code 124)"}, 124, "error: the command timed out after 1s (exit code 124)\n"},
 		{

@@ -191,11 +191,12 @@ func waitImage(ctx context.Context, progress io.Writer, c *client.Client, img *a
 
 func newImagesLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.Image]{
-		example: "  boxkite images ls\n  boxkite images ls --jq '.[] | select(.status == \"failed\") | .id'",
+		example: "  boxkite images ls\n  boxkite images ls --limit 100\n  boxkite images ls --jq '.[] | select(.status == \"failed\") | .id'",
 		short:   "List the account's images", noun: "images",
 		header: "ID\tLABEL\tSOURCE\tSTATUS\tSIZE\tAGE",
 		empty:  "no images; build one with 'boxkite images build --apt-package NAME' or import one with 'boxkite images import FILE.tar'",
 		fetch:  (*client.Client).ListImages,
+		page:   (*client.Client).ListImagePage,
 		row: func(im api.Image, now time.Time) []string {
 			size := "-"
 			if im.SizeBytes > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,12 +31,18 @@ type listing[T any] struct {
 	// flags, when set, adds the command's own flags and returns a filter
 	// applied before printing (keys ls --all).
 	flags func(cmd *cobra.Command) func([]T) []T
+	// page, when set, reads the list page by page (a method expression:
+	// (*client.Client).ListImagePage) and gives the command session ls's
+	// --limit: the newest 30 on a terminal, every item when piped or as
+	// JSON, unless --limit is given.
+	page func(*client.Client, context.Context, client.ListOptions) (*client.Page[T], error)
 }
 
 func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
 	var (
 		out    outputFlags
 		filter func([]T) []T
+		limit  int
 	)
 	cmd := &cobra.Command{
 		Use:     "ls",
@@ -44,11 +51,17 @@ func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
 		Example: l.example,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usageErrorf("pass --limit 1 or more, or --limit 0 for all "+l.noun, "--limit %d is out of range", limit)
+			}
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
-			items, err := l.fetch(c, cmd.Context())
+			if l.page != nil && !cmd.Flags().Changed("limit") && app.IO.OutTTY && !asJSON {
+				limit = defaultListLimit
+			}
+			items, more, err := l.read(cmd.Context(), c, limit)
 			if err != nil {
 				return fmt.Errorf("list %s: %w", l.noun, err)
 			}
@@ -62,15 +75,65 @@ func newListCmd[T any](app *App, l listing[T]) *cobra.Command {
 				fmt.Fprintln(app.IO.ErrOut, l.empty)
 				return nil
 			}
-			return writeRows(app.IO.Out, app.IO.Color, l.header, items, l.row, time.Now())
+			if err := writeRows(app.IO.Out, app.IO.Color, l.header, items, l.row, time.Now()); err != nil {
+				return err
+			}
+			if more {
+				noteAfterOutput(app, moreNote(cmd.CommandPath(), len(items)))
+			}
+			return nil
 		},
 	}
 	if l.flags != nil {
 		filter = l.flags(cmd)
 	}
+	if l.page != nil {
+		cmd.Flags().IntVarP(&limit, "limit", "L", 0, "list at most `N` "+l.noun+", newest first; 0 lists all (default "+strconv.Itoa(defaultListLimit)+" on a terminal, all otherwise)")
+		cmd.Long = l.short + ", newest first.\n\nOn a terminal the table shows the newest " + strconv.Itoa(defaultListLimit) +
+			" and says on stderr how to see\nmore when there are more; --limit N shows N, --limit 0 all of them. Piped,\n" +
+			"redirected or with --json, the list is complete unless --limit is given, so\nscripts never miss one."
+	}
 	out.register(cmd, *new(T))
 	pageable(cmd)
 	return cmd
+}
+
+// read reads the list: every item when limit is 0 (or the noun does not
+// page), else the newest limit, in pages of at most the API's largest,
+// and whether there are more. A server from before paging answers them
+// all at once; the list is then cut here.
+func (l *listing[T]) read(ctx context.Context, c *client.Client, limit int) ([]T, bool, error) {
+	if l.page == nil || limit == 0 {
+		items, err := l.fetch(c, ctx)
+		if items == nil && err == nil {
+			items = []T{} // [] rather than null for jq users
+		}
+		return items, false, err
+	}
+	out := []T{}
+	var o client.ListOptions
+	for {
+		// One more than wanted says whether there are more.
+		o.Limit = min(limit+1-len(out), api.MaxListLimit)
+		p, err := l.page(c, ctx, o)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, p.Items...)
+		if len(out) > limit {
+			return out[:limit], true, nil
+		}
+		if p.Next == "" {
+			return out, false, nil
+		}
+		o.Cursor = p.Next
+	}
+}
+
+// moreNote says how to see the items a limited listing by cmd (its
+// command path and flags) left out.
+func moreNote(cmd string, shown int) string {
+	return fmt.Sprintf("showing the newest %d; there are more: '%s --limit %d' shows more, '%s --limit 0' all", shown, cmd, 2*shown, cmd)
 }
 
 // writeRows prints items as a table under header; nothing when empty.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -234,7 +235,7 @@ func followProcess(ctx context.Context, app *App, c *client.Client, id, pid stri
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("follow output of %s: %w", pid, err)
+		return followEnded(ctx, c, id, pid, err)
 	}
 	if app.IO.ErrTTY {
 		code := ""
@@ -244,4 +245,21 @@ func followProcess(ctx context.Context, app *App, c *client.Client, id, pid stri
 		fmt.Fprintf(app.IO.ErrOut, "process %s %s%s\n", pid, exit.Status, code)
 	}
 	return nil
+}
+
+// followEnded is the error of a follow whose stream ended without the
+// process's exit: a pause of the sandbox ends it so (the server cuts the
+// calls in flight to a paused sandbox), which it says, with how to go on,
+// rather than the cut stream's "unexpected EOF".
+func followEnded(ctx context.Context, c *client.Client, id, pid string, err error) error {
+	if _, answered := errors.AsType[*api.Error](err); answered || ctx.Err() != nil {
+		return fmt.Errorf("follow output of %s: %w", pid, err)
+	}
+	if sb, serr := c.Sandbox(ctx, id); serr == nil && sb.Status == api.StatusPaused {
+		return &hintError{
+			err:  fmt.Errorf("follow output of %s: sandbox %s was paused (%s); its output ends here", pid, id, sb.PausedWith),
+			hint: fmt.Sprintf("resume it with 'boxkite session resume %s', then 'boxkite logs -f %s -s %s'", id, pid, id),
+		}
+	}
+	return fmt.Errorf("follow output of %s: %w", pid, err)
 }

@@ -317,3 +317,39 @@ func TestAttachSandboxDestroyed(t *testing.T) {
 		t.Errorf("attach to a sandbox destroyed meanwhile: exit %d, stderr %q", code, errOut.String())
 	}
 }
+
+// TestLogsFollowPaused: 'logs -f' whose stream the server cuts because
+// the sandbox was paused says so, with how to go on, instead of "read
+// process stream: unexpected EOF" (session 20, state20); a stream cut
+// otherwise keeps the transport's error.
+func TestLogsFollowPaused(t *testing.T) {
+	for _, status := range []string{api.StatusPaused, api.StatusActive} {
+		t.Run(status, func(t *testing.T) {
+			f := &fakeSandbox{}
+			sb := api.Sandbox{ID: "sb-1", Status: status}
+			if status == api.StatusPaused {
+				sb.PausedWith = api.PauseFreeze
+			}
+			f.serve(t, map[string]http.HandlerFunc{
+				"GET ": replyJSON(200, sb),
+				"GET /processes/{pid}/stream": func(w http.ResponseWriter, _ *http.Request) {
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.Header().Set("Content-Length", "1000") // promised, not sent: a cut stream
+					fmt.Fprint(w, "event: output\ndata: {\"type\":\"output\",\"stdout_chunk\":\"a\\n\",\"next_offset\":2}\n\n")
+				},
+			})
+			got := runCLI(t, "", "logs", "-f", pidA)
+			if got.code != exitError || got.stdout != "a\n" {
+				t.Fatalf("logs -f = %+v, want the output so far and exit %d", got, exitError)
+			}
+			want := "error: follow output of " + pidA + ": read process stream: unexpected EOF\n"
+			if status == api.StatusPaused {
+				want = "error: follow output of " + pidA + ": sandbox sb-1 was paused (freeze); its output ends here\n" +
+					"hint: resume it with 'boxkite session resume sb-1', then 'boxkite logs -f " + pidA + " -s sb-1'\n"
+			}
+			if got.stderr != want {
+				t.Errorf("stderr %q, want %q", got.stderr, want)
+			}
+		})
+	}
+}

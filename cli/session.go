@@ -257,7 +257,7 @@ func moreSandboxesNote(shown int, all bool) string {
 	if all {
 		cmd += " --all"
 	}
-	return fmt.Sprintf("showing the newest %d; there are more: '%s --limit %d' shows more, '%s --limit 0' all", shown, cmd, 2*shown, cmd)
+	return moreNote(cmd, shown)
 }
 
 // listSandboxes reads the account's sandboxes, newest first: all of them
@@ -432,6 +432,9 @@ func removeSandboxes(ctx context.Context, c sandboxRemover, refs []string, all b
 	}
 	for _, ref := range refs {
 		sb, err := resolveSandbox(ctx, c, ref, true)
+		if err != nil && sb.Status == api.StatusPaused {
+			err = nil // a paused sandbox is removed as it is (docs/snapshots.md)
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue

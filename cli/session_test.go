@@ -137,3 +137,38 @@ func TestSessionCommands(t *testing.T) {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
 }
+
+// TestSessionRmPaused: 'session rm' removes a paused sandbox, as the API
+// does (docs/snapshots.md: "Delete works"), rather than telling the user
+// to resume it first; a destroyed one is still refused before any
+// request (session 20, state20).
+func TestSessionRmPaused(t *testing.T) {
+	home := isolate(t)
+	var (
+		mu      sync.Mutex
+		deleted []string
+	)
+	list := []api.Sandbox{
+		{ID: "ppp111", Status: api.StatusPaused, PausedWith: api.PauseFilesystem, Label: "held"},
+		{ID: "ddd222", Status: api.StatusDestroyed},
+	}
+	srv := fakeAPI(t, map[string]http.HandlerFunc{
+		"GET /v1/sandboxes": replyJSON(200, list),
+		"DELETE /v1/sandboxes/{id}": func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			deleted = append(deleted, r.PathValue("id"))
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		},
+	})
+	writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
+	if r := runCLI(t, "", "session", "rm", "held", "--yes"); r.code != 0 || r.stderr != "removed sandbox ppp111\n" {
+		t.Errorf("session rm of a paused sandbox: %+v, want it removed", r)
+	}
+	if r := runCLI(t, "", "session", "rm", "ddd", "--yes"); r.code != exitError || !strings.Contains(r.stderr, "sandbox ddd222 is destroyed") {
+		t.Errorf("session rm of a destroyed sandbox: %+v, want it refused", r)
+	}
+	if diff := cmp.Diff([]string{"ppp111"}, deleted); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+}

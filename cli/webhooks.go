@@ -94,6 +94,7 @@ func newWebhooksLsCmd(app *App) *cobra.Command {
 		header:  "ID\tURL\tEVENTS\tLAST SENT",
 		empty:   "no webhooks; add one with 'boxkite webhooks add URL --event TYPE'",
 		fetch:   (*client.Client).ListWebhooks,
+		page:    (*client.Client).ListWebhookPage,
 		row: func(w api.Webhook, _ time.Time) []string {
 			last := "never"
 			if w.LastTriggeredAt != nil {

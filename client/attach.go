@@ -69,7 +69,7 @@ func (c *Client) attach(ctx context.Context, id string, q url.Values, key string
 			if resp.Body != nil {
 				b, _ = io.ReadAll(resp.Body)
 			}
-			if e := errorFrom(resp.StatusCode, resp.Header, b); e != nil {
+			if e := c.errorFrom(resp.StatusCode, resp.Header, b); e != nil {
 				return nil, e
 			}
 		}
@@ -142,11 +142,19 @@ func (t *Terminal) Read(p []byte) (int, error) {
 }
 
 // SandboxEndedError ends an attachment whose sandbox was destroyed,
-// expired or lost under it (close status api.CloseSandboxEnded); Reason
-// is the server's account of it.
+// expired or lost under it, or an interactive exec whose sandbox was
+// also paused under it (close status api.CloseSandboxEnded); Reason is
+// the server's account of it.
 type SandboxEndedError struct{ Reason string }
 
 func (e *SandboxEndedError) Error() string { return e.Reason }
+
+// Paused reports whether the sandbox was paused, not ended (the close
+// reason "sandbox <id> was paused while the command ran"): it can be
+// resumed, and the command run again.
+func (e *SandboxEndedError) Paused() bool {
+	return strings.HasPrefix(e.Reason, "sandbox ") && strings.HasSuffix(e.Reason, " was paused while the command ran")
+}
 
 // closeErr turns a normal close into io.EOF and says why otherwise.
 func closeErr(err error) error {

@@ -1,10 +1,12 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -152,7 +154,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 		if err != nil {
 			return nil, c.transportError(ctx, method, path, err)
 		}
-		err = errorFrom(resp.StatusCode(), resp.Header(), resp.Body())
+		err = c.errorFrom(resp.StatusCode(), resp.Header(), resp.Body())
 		if err == nil {
 			break
 		}
@@ -163,13 +165,28 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 			return nil, err
 		}
 	}
+	if htmlPage(resp.Header()) {
+		// A web page where JSON belongs (a static site or a login page
+		// at the base URL answers 200 to everything): not boxkite.
+		return nil, badResponse(c.BaseURL, resp.StatusCode(), resp.Header())
+	}
 	if out == nil || len(resp.Body()) == 0 {
 		return resp.Header(), nil
 	}
 	if err := json.Unmarshal(resp.Body(), out); err != nil {
+		if notBoxkite(resp.Header(), resp.Body()) {
+			return nil, badResponse(c.BaseURL, resp.StatusCode(), resp.Header())
+		}
 		return nil, fmt.Errorf("decode %s %s response: %w", method, path, err)
 	}
 	return resp.Header(), nil
+}
+
+// htmlPage reports whether an answer is a web page, which no JSON route
+// of boxkite answers.
+func htmlPage(header http.Header) bool {
+	media, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	return media == "text/html" || media == "application/xhtml+xml"
 }
 
 // transportError classifies an error from the HTTP round trip.
@@ -205,13 +222,19 @@ func isDialError(err error) bool {
 
 // errorFrom returns nil for a 2xx status and an *api.Error otherwise: the
 // server's envelope when the body is one, a synthesized error when it is not
-// (a proxy's HTML page, an empty body), so callers never see a raw body.
-func errorFrom(status int, header http.Header, body []byte) error {
+// (an empty body), so callers never see a raw body. A body that is neither
+// the envelope nor JSON (a proxy's HTML page, another web server) is
+// CodeBadResponse: the server at BaseURL is not boxkite.
+func (c *Client) errorFrom(status int, header http.Header, body []byte) error {
 	if status >= 200 && status < 300 {
 		return nil
 	}
 	e := parseEnvelope(body)
-	if e == nil {
+	switch {
+	case e != nil:
+	case notBoxkite(header, body):
+		e = badResponse(c.BaseURL, status, header)
+	default:
 		e = &api.Error{
 			Code:    codeForStatus(status),
 			Message: fmt.Sprintf("unexpected response from the server: %d %s", status, http.StatusText(status)),
@@ -223,6 +246,45 @@ func errorFrom(status int, header http.Header, body []byte) error {
 	}
 	return e
 }
+
+// notBoxkite reports whether an answer's body is something other than
+// JSON: not boxkite, whose every answer with a body is JSON.
+func notBoxkite(header http.Header, body []byte) bool {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return false
+	}
+	media, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	return media != "application/json" && !strings.HasSuffix(media, "+json")
+}
+
+// badResponse is the error of an answer that is not boxkite's: its status
+// and content type, never its body (a proxy's page says nothing useful
+// and may be long).
+func badResponse(baseURL string, status int, header http.Header) *api.Error {
+	ctype := "without a Content-Type"
+	if media, _, err := mime.ParseMediaType(header.Get("Content-Type")); err == nil {
+		ctype = media
+	} else if v := header.Get("Content-Type"); v != "" {
+		ctype = v
+	}
+	return &api.Error{
+		Status:  status,
+		Code:    CodeBadResponse,
+		Message: fmt.Sprintf("the server at %s answered %d %s, not boxkite's JSON", baseURL, status, ctype),
+		Hint:    BadResponseHint,
+	}
+}
+
+// CodeBadResponse is the code of the error a call returns when the answer
+// is not boxkite's: a non-2xx answer whose body is not JSON (a proxy's
+// HTML error page, another web server at the base URL), or a 2xx web page
+// or other non-JSON body where JSON belongs (a static site answering 200
+// to every path). The client's own,
+// never the server's; the error keeps the HTTP status.
+const CodeBadResponse = "bad_response"
+
+// BadResponseHint is the hint of a CodeBadResponse error.
+const BadResponseHint = "check the base URL (BOXKITE_BASE_URL / Client.BaseURL) and any proxy in between"
 
 func parseEnvelope(body []byte) *api.Error {
 	var env api.ErrorEnvelope

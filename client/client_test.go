@@ -73,8 +73,23 @@ func TestErrors(t *testing.T) {
 		{
 			name:   "html from a proxy",
 			status: 502,
-			body:   `<html><body>Bad Gateway</body></html>`,
-			want:   &api.Error{Status: 502, Code: api.CodeInternal, Message: "unexpected response from the server: 502 Bad Gateway"},
+			header: map[string]string{"Content-Type": "text/html; charset=utf-8", "X-Request-ID": "proxy-1"},
+			body:   "<html><body><h1>502 Bad Gateway</h1></body></html>",
+			want: &api.Error{
+				Status: 502, Code: client.CodeBadResponse, RequestID: "proxy-1",
+				Message: "the server at BASE answered 502 text/html, not boxkite's JSON",
+				Hint:    client.BadResponseHint,
+			},
+		},
+		{
+			name:   "plain text, type sniffed",
+			status: 404,
+			body:   "404 page not found\n",
+			want: &api.Error{
+				Status: 404, Code: client.CodeBadResponse,
+				Message: "the server at BASE answered 404 text/plain, not boxkite's JSON",
+				Hint:    client.BadResponseHint,
+			},
 		},
 		{
 			name:   "empty 404",
@@ -90,6 +105,7 @@ func TestErrors(t *testing.T) {
 		{
 			name:   "json that is not an envelope",
 			status: 403,
+			header: map[string]string{"Content-Type": "application/json"},
 			body:   `{"message":"nope"}`,
 			want:   &api.Error{Status: 403, Code: api.CodeForbidden, Message: "unexpected response from the server: 403 Forbidden"},
 		},
@@ -109,6 +125,11 @@ func TestErrors(t *testing.T) {
 			if !ok {
 				t.Fatalf("Sandbox() error = %v (%T), want *api.Error", err, err)
 			}
+			if want := tt.want; strings.Contains(want.Message, "BASE") {
+				cp := *want
+				cp.Message = strings.Replace(want.Message, "BASE", c.BaseURL, 1)
+				tt.want = &cp
+			}
 			if diff := cmp.Diff(tt.want, apiErr); diff != "" {
 				t.Errorf("error mismatch (-want +got):\n%s", diff)
 			}
@@ -116,14 +137,50 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestWebPageIsNotBoxkite: a 2xx web page where JSON belongs (a static
+// site or a single-page app at the base URL answers 200 index.html to
+// every path) is CodeBadResponse, for a call that decodes the answer and
+// one that does not: a delete must not report success.
+func TestWebPageIsNotBoxkite(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, ctype, body string }{
+		{"html", "text/html; charset=utf-8", "<!doctype html><html><body><div id=app></div></body></html>"},
+		{"plain text", "text/plain", "OK"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tt.ctype)
+				io.WriteString(w, tt.body)
+			})
+			_, err := c.ListSandboxes(context.Background(), false)
+			e, ok := errors.AsType[*api.Error](err)
+			if !ok || e.Code != client.CodeBadResponse || e.Status != 200 || e.Hint != client.BadResponseHint {
+				t.Fatalf("ListSandboxes() error = %#v, want bad_response with status 200 and the hint", err)
+			}
+			want := "the server at " + c.BaseURL + " answered 200 " + strings.Split(tt.ctype, ";")[0] + ", not boxkite's JSON"
+			if e.Message != want {
+				t.Errorf("message = %q, want %q", e.Message, want)
+			}
+			err = c.DeleteSandbox(context.Background(), "abc")
+			if tt.name == "html" {
+				if e, ok := errors.AsType[*api.Error](err); !ok || e.Code != client.CodeBadResponse {
+					t.Errorf("DeleteSandbox() error = %v, want bad_response: a web page is no deletion", err)
+				}
+			}
+		})
+	}
+}
+
 func TestConnectionRefused(t *testing.T) {
 	t.Parallel()
-	// Free now and below the ephemeral range, where no listen on port 0
-	// of another test can take it before the dial.
-	port, err := testport.Pick()
+	// Held by a socket that never listens: no other test's listener can
+	// take it before the dial.
+	port, held, err := testport.Refused()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer held.Close()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 
 	c := client.New("http://"+addr, "bxk_live_x")

@@ -73,7 +73,7 @@ func (c *Client) ExecStreamResult(ctx context.Context, id string, req api.ExecRe
 	defer body.Close()
 	if status := resp.StatusCode(); status < 200 || status >= 300 {
 		b, _ := io.ReadAll(io.LimitReader(body, 1<<20))
-		return nil, errorFrom(status, resp.Header(), b)
+		return nil, c.errorFrom(status, resp.Header(), b)
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header().Get("Content-Type"))
 	if mt == "application/json" {

@@ -45,7 +45,7 @@ func (c *Client) StartInteractive(ctx context.Context, id string, req api.Intera
 			if resp.Body != nil {
 				b, _ = io.ReadAll(resp.Body)
 			}
-			if e := errorFrom(resp.StatusCode, resp.Header, b); e != nil {
+			if e := c.errorFrom(resp.StatusCode, resp.Header, b); e != nil {
 				return nil, e
 			}
 		}
@@ -88,6 +88,11 @@ func (x *Interactive) Run(ctx context.Context, stdin io.Reader, stdout, stderr i
 			var ce websocket.CloseError
 			if errors.As(err, &ce) && ce.Code == api.CloseSandboxEnded {
 				return 0, &SandboxEndedError{Reason: cmp.Or(ce.Reason, "the sandbox ended")}
+			}
+			if errors.As(err, &ce) && ce.Reason != "" {
+				// The server says why: a revoked credential, a sandbox
+				// that ended the command without an exit status.
+				return 0, fmt.Errorf("interactive exec: the connection closed before the command ended: %s", ce.Reason)
 			}
 			return 0, fmt.Errorf("interactive exec: the connection ended before the command did: %w", err)
 		}

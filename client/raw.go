@@ -56,7 +56,7 @@ func (c *Client) Do(ctx context.Context, method, pathAndQuery string, header htt
 	if err != nil {
 		return nil, c.transportError(ctx, method, u.Path, err)
 	}
-	if err := checkStatus(resp); err != nil {
+	if err := c.checkStatus(resp); err != nil {
 		resp.Body.Close()
 		return nil, err
 	}

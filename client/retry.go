@@ -42,8 +42,9 @@ func WithIdempotencyKey(ctx context.Context, key string) context.Context {
 // rate_limited (not a fair-use limit such as
 // concurrent_sandbox_limit_reached), a 503 the server will get over
 // (service_unavailable, host_capacity, audit_unavailable,
-// sidecar_not_configured; not secrets_unavailable, which a server without
-// a secrets key answers every time), or either with Retry-After; never
+// sidecar_not_configured, a proxy's bad_response page; not
+// secrets_unavailable, which a server without a secrets key answers
+// every time), or either with Retry-After; never
 // one whose details say performed: true (done, only its audit entry is
 // pending).
 func retryable(e *api.Error, header http.Header) bool {
@@ -57,7 +58,8 @@ func retryable(e *api.Error, header http.Header) bool {
 		return e.Code == api.CodeRateLimited || hasRetryAfter
 	case http.StatusServiceUnavailable:
 		switch e.Code {
-		case api.CodeServiceUnavailable, api.CodeHostCapacity, api.CodeAuditUnavailable, api.CodeSidecarNotReady:
+		case api.CodeServiceUnavailable, api.CodeHostCapacity, api.CodeAuditUnavailable, api.CodeSidecarNotReady,
+			CodeBadResponse: // a proxy's 503 page: its backend is away for now
 			return true
 		}
 		return hasRetryAfter

@@ -117,6 +117,17 @@ func (c *Client) ListSandboxPage(ctx context.Context, o SandboxListOptions) (*Sa
 	return &p, nil
 }
 
+// ListSandboxesPage is ListSandboxPage in the terms of tools.Sandboxes
+// (MCP's list_sandboxes): at most limit sandboxes from cursor, and the
+// cursor of the page after ("" on the last).
+func (c *Client) ListSandboxesPage(ctx context.Context, activeOnly bool, limit int, cursor string) ([]api.Sandbox, string, error) {
+	p, err := c.ListSandboxPage(ctx, SandboxListOptions{ActiveOnly: activeOnly, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return nil, "", err
+	}
+	return p.Sandboxes, p.Next, nil
+}
+
 // NewestSandboxes returns the account's newest limit sandboxes (1 to
 // api.MaxSandboxListLimit), ended ones included, and whether there are
 // more: the first page of ListSandboxPage, cut to limit when a server

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
 )
@@ -30,7 +31,7 @@ func (c *Client) ListSecrets(ctx context.Context) ([]api.Secret, error) {
 // UpdateSecret calls PUT /v1/secrets/{id}; id may be the secret's name.
 func (c *Client) UpdateSecret(ctx context.Context, id string, req api.UpdateSecretRequest) (*api.Secret, error) {
 	var s api.Secret
-	if err := c.do(ctx, http.MethodPut, "/v1/secrets/"+url.PathEscape(id), req, &s, nil); err != nil {
+	if err := c.do(ctx, http.MethodPut, "/v1/secrets/"+pathSegment(id), req, &s, nil); err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -38,7 +39,7 @@ func (c *Client) UpdateSecret(ctx context.Context, id string, req api.UpdateSecr
 
 // DeleteSecret calls DELETE /v1/secrets/{id}; id may be the secret's name.
 func (c *Client) DeleteSecret(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/secrets/"+url.PathEscape(id), nil, nil, nil)
+	return c.do(ctx, http.MethodDelete, "/v1/secrets/"+pathSegment(id), nil, nil, nil)
 }
 
 // HTTPRequest calls POST /v1/sandboxes/{id}/http-request: the control plane
@@ -79,4 +80,16 @@ func (c *Client) ListPreviews(ctx context.Context, id string) ([]api.Preview, er
 // live preview of the port answers 401 from then on.
 func (c *Client) RevokePreviews(ctx context.Context, id string, port int) error {
 	return c.do(ctx, http.MethodDelete, "/v1/sandboxes/{id}/preview/"+strconv.Itoa(port), nil, nil, withID(id))
+}
+
+// pathSegment is s escaped as one segment of a path. A name may be "." or
+// ".." (a secret's may: letters, digits, '_', '-' and '.'), which
+// url.PathEscape leaves as is and a URL's path takes as "this" and "up"
+// (the server's router cleans /v1/secrets/.. to /v1/): their dots are
+// escaped, which the server's {id} decodes back.
+func pathSegment(s string) string {
+	if s == "." || s == ".." {
+		return strings.Repeat("%2E", len(s))
+	}
+	return url.PathEscape(s)
 }

@@ -78,7 +78,7 @@ func (c *Client) upload(ctx context.Context, method, route, id, path string, r i
 		return c.transportError(ctx, method, route, err)
 	}
 	defer resp.Body.Close()
-	if err := checkStatus(resp); err != nil {
+	if err := c.checkStatus(resp); err != nil {
 		return err
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out); err != nil {
@@ -97,7 +97,7 @@ func (c *Client) download(ctx context.Context, route, id string, query url.Value
 	if err != nil {
 		return nil, c.transportError(ctx, http.MethodGet, route, err)
 	}
-	if err := checkStatus(resp); err != nil {
+	if err := c.checkStatus(resp); err != nil {
 		resp.Body.Close()
 		return nil, err
 	}
@@ -124,10 +124,10 @@ func (c *Client) rawRequest(ctx context.Context, method, route, id string, query
 
 // checkStatus turns a non-2xx response into an *api.Error, reading at most
 // 1 MiB of its body.
-func checkStatus(resp *http.Response) error {
+func (c *Client) checkStatus(resp *http.Response) error {
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return errorFrom(resp.StatusCode, resp.Header, b)
+	return c.errorFrom(resp.StatusCode, resp.Header, b)
 }

@@ -25,6 +25,11 @@ type Tree struct {
 	Files   int
 	Bytes   int64
 	Skipped []string // warnings about entries left out
+
+	// src and data are where entries that do not lie at Root/<entry> are
+	// read from: a linked worktree's repository (addLinkedGitDir).
+	src  map[string]string // entry -> local path
+	data map[string][]byte // entry -> contents, instead of its file's
 }
 
 // ProjectRoot is the directory whose tree a handoff from dir sends: the
@@ -89,6 +94,9 @@ func ListTree(ctx context.Context, root string, all bool) (*Tree, error) {
 		if err := t.add(n, seen); err != nil {
 			return nil, err
 		}
+	}
+	if err := t.addLinkedGitDir(ctx); err != nil {
+		return nil, err
 	}
 	slices.Sort(t.Entries)
 	return t, nil
@@ -155,7 +163,7 @@ func linkInside(rel, target string) bool {
 // mode and modification time; a file is written exactly as large as
 // listed, so one that changes meanwhile is an error, not a torn archive.
 func (t *Tree) writeEntry(tw *tar.Writer, prefix, rel string) error {
-	p := filepath.Join(t.Root, filepath.FromSlash(rel))
+	p := t.local(rel)
 	fi, err := os.Lstat(p)
 	if err != nil {
 		return err
@@ -173,6 +181,14 @@ func (t *Tree) writeEntry(tw *tar.Writer, prefix, rel string) error {
 	hdr.Name, hdr.Uname, hdr.Gname, hdr.Uid, hdr.Gid = path.Join(prefix, rel), "", "", 0, 0
 	if fi.IsDir() {
 		hdr.Name += "/"
+	}
+	if b, ok := t.data[rel]; ok {
+		hdr.Size = int64(len(b))
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		_, err := tw.Write(b)
+		return err
 	}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err

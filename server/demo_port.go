@@ -40,7 +40,7 @@ func (s *Server) newDemo() error {
 			return key, keyErr
 		},
 		Rate: func(w http.ResponseWriter, r *http.Request) error {
-			return s.limitRate(w, bucketDemo, limits.ClientIP(r))
+			return s.limitRate(w, bucketDemo, limits.ClientSource(r))
 		},
 	})
 	if err != nil {

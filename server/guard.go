@@ -46,7 +46,7 @@ func (s *Server) guard(w http.ResponseWriter, r *http.Request, pattern string, c
 	h func(http.ResponseWriter, *http.Request) error,
 ) error {
 	if bucket == bucketAuth {
-		if err := s.limitRate(w, bucket, limits.ClientIP(r)); err != nil {
+		if err := s.limitRate(w, bucket, limits.ClientSource(r)); err != nil {
 			return err
 		}
 	}

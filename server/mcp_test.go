@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,5 +85,37 @@ func TestMCPEndpoint(t *testing.T) {
 	}
 	if resp, body := e.do("GET", "/mcp/", e.KeyA, nil); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET /mcp/: %d %s; want 405 (stateless)", resp.StatusCode, body)
+	}
+}
+
+// TestMCPListSandboxesPages: the hosted /mcp/'s list_sandboxes pages
+// through the account's sandboxes with the REST list's cursor, which it
+// reads from the in-process answer's Link header.
+func TestMCPListSandboxesPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	var ids []string
+	for range 3 {
+		ids = append(ids, e.create(e.KeyA, api.CreateSandboxRequest{}).ID)
+	}
+	text, isErr := mcpCall(t, e, e.KeyA, "list_sandboxes", map[string]any{"limit": 2})
+	const more = "\n(more: call list_sandboxes with cursor "
+	i := strings.Index(text, more)
+	if isErr || i < 0 || strings.Count(text[:i], "- ") != 2 {
+		t.Fatalf("first page of 2 = %q (isError %v), want 2 sandboxes and a cursor", text, isErr)
+	}
+	first := text[:i]
+	cursor, err := strconv.Unquote(strings.TrimSuffix(text[i+len(more):], " for the next page)"))
+	if err != nil {
+		t.Fatalf("cursor in %q: %v", text, err)
+	}
+	text, isErr = mcpCall(t, e, e.KeyA, "list_sandboxes", map[string]any{"limit": 2, "cursor": cursor})
+	if isErr || strings.Contains(text, "\n") {
+		t.Errorf("second page = %q (isError %v), want one sandbox and no cursor", text, isErr)
+	}
+	for _, id := range ids {
+		if strings.Count(first+text, id) != 1 {
+			t.Errorf("sandbox %s is not listed once in the two pages: %q, %q", id, first, text)
+		}
 	}
 }

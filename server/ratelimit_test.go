@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -122,6 +123,33 @@ func TestAuthRateLimits(t *testing.T) {
 	// Another email from a fresh IP is unaffected.
 	if rec := from("10.0.0.4", "/v1/auth/login", api.Credentials{Email: "other@example.com", Password: "guess-guess"}); rec.Code != 401 {
 		t.Errorf("another email = %d %s, want 401", rec.Code, rec.Body)
+	}
+}
+
+// TestAuthRateLimitIPv6Prefix: the auth limit counts an IPv6 /64 as one
+// client, so a host rotating through the addresses of its /64 shares one
+// budget; another /64 has its own.
+func TestAuthRateLimitIPv6Prefix(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{RateLimits: server.RateLimits{Auth: 2}})
+	signup := func(addr, email string) *httptest.ResponseRecorder {
+		b, _ := json.Marshal(api.Credentials{Email: email, Password: "a long password"})
+		req := httptest.NewRequest("POST", "/v1/auth/signup", bytes.NewReader(b))
+		req.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		e.Server.ServeHTTP(rec, req)
+		return rec
+	}
+	for i, addr := range []string{"[2001:db8:5:6::1]:40000", "[2001:db8:5:6:ffff:1:2:3]:40001"} {
+		if rec := signup(addr, fmt.Sprintf("v6-%d@example.com", i)); rec.Code != 201 {
+			t.Fatalf("signup %d from %s: %d %s", i, addr, rec.Code, rec.Body)
+		}
+	}
+	if rec := signup("[2001:db8:5:6:aaaa::9]:40002", "v6-2@example.com"); rec.Code != 429 {
+		t.Errorf("third address of the /64 = %d %s, want 429 (the /64's budget is spent)", rec.Code, rec.Body)
+	}
+	if rec := signup("[2001:db8:5:7::1]:40000", "v6-3@example.com"); rec.Code != 201 {
+		t.Errorf("another /64 = %d %s, want 201", rec.Code, rec.Body)
 	}
 }
 

@@ -417,6 +417,29 @@ func TestSecretEnv(t *testing.T) {
 	wantError(t, resp, body, 422, api.CodeNotSupported)
 }
 
+// TestSecretEnvNUL: a secret whose value holds a NUL byte (values are
+// any UTF-8 text) is refused for secret_env by the server, naming the
+// secret with a hint, before the exec reaches the sandbox, whose sidecar
+// said only "env variable X contains a NUL byte" (session 20, state20).
+func TestSecretEnvNUL(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	e := newEnvWithStore(t, server.Config{Secrets: testSecrets(t, st), SecretEnv: true}, st)
+	createSecret(t, e, e.KeyA, api.CreateSecretRequest{Name: "NULLY", Value: "a\x00b", AllowedHosts: []string{"a.example.com"}})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{SecretNames: []string{"NULLY"}})
+	resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "true", SecretEnv: map[string]string{"X": "NULLY"}})
+	wantError(t, resp, body, 422, api.CodeValidation)
+	var env api.ErrorEnvelope
+	mustUnmarshal(t, body, &env)
+	if !strings.Contains(env.Error.Message, "NULLY") || env.Error.Hint == "" {
+		t.Errorf("refusal %+v, want it to name the secret, with a hint", env.Error)
+	}
+	if reqs, _ := e.Sidecar.Requests(); len(reqs) != 0 {
+		t.Errorf("the exec reached the sidecar: %+v", reqs)
+	}
+}
+
 // TestHTTPRequestEchoes: echoes the redactor must still see — a
 // compressed answer to a request that asked for compression itself, and
 // a value straddling the answer's size limit — come back redacted, and a

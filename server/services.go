@@ -75,6 +75,7 @@ func (s *Server) newWebhooks() error {
 	d := webhooks.Deps{
 		Store: ws, Log: s.log, Now: func() time.Time { return s.now() },
 		AllowLoopback: s.cfg.Webhooks.AllowLoopback, BackoffBase: s.cfg.Webhooks.BackoffBase, Poll: s.cfg.Webhooks.Poll,
+		PublicURL: s.cfg.PublicURL,
 	}
 	if sh, ok := st.(interface{ Shared() bool }); ok && !sh.Shared() {
 		d.SoleServer = true // no other server adds subscriptions behind this one's back

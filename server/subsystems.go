@@ -94,6 +94,7 @@ func (s *Server) newAuditLog() (err error) {
 func (s *Server) newImages() (err error) {
 	s.images, err = imagesapi.New(imagesapi.Deps{
 		Images: s.cfg.Images, Store: s.store, Snapshots: s.store, Audit: s.alog, Now: func() time.Time { return s.now() }, WriteLogPage: s.auditlog.WritePage,
+		PublicURL: s.cfg.PublicURL,
 	})
 	return err
 }

@@ -39,6 +39,14 @@ func mountOnFullHost(t testing.TB, hostSize string) string {
 // returns the mount point.
 func mountExt4(t testing.TB, host string) string {
 	t.Helper()
+	dir, _ := mountExt4With(t, host, "errors=continue")
+	return dir
+}
+
+// mountExt4With is mountExt4 with the mount options opts; it also returns
+// the loop device (/dev/loopN).
+func mountExt4With(t testing.TB, host, opts string) (dir, dev string) {
+	t.Helper()
 	for _, tool := range []string{"mkfs.ext4", "losetup"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is needed (e2fsprogs, util-linux): %v", tool, err)
@@ -60,12 +68,12 @@ func mountExt4(t testing.TB, host string) string {
 		return strings.TrimSpace(string(out))
 	}
 	run("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1", img)
-	dev := run("losetup", "--find", "--show", img)
+	dev = run("losetup", "--find", "--show", img)
 	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
-	dir := t.TempDir()
-	if err := unix.Mount(dev, dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, "errors=continue"); err != nil {
+	dir = t.TempDir()
+	if err := unix.Mount(dev, dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		t.Fatalf("mount %s: %v", dev, err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
-	return dir
+	return dir, dev
 }

@@ -172,8 +172,16 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 type durability int
 
 const (
-	// syncNow fsyncs the file, then, after the rename, every directory the
-	// write changed.
+	// syncNow writes the file's data out (writeOut) before the rename and
+	// fsyncs the file after it, then every directory the write changed. A
+	// crash therefore finds the name on the old file or on the whole new
+	// one, never on a file whose data did not reach the disk; and on a
+	// journalling filesystem (a sandbox's ext4 disk) the file's fsync
+	// commits its data, its metadata and the rename in one transaction,
+	// after which the directories' fsyncs find nothing left to commit.
+	// Fsyncing the file before the rename, as before issue 27's step 62,
+	// took one journal commit for the file and one more for the directory,
+	// each a flush of the loop device and of the host's disk.
 	syncNow durability = iota
 	// syncLater leaves flushing to the caller, which syncs each filesystem
 	// it wrote to once (an archive's extraction: one syncfs instead of an
@@ -194,8 +202,8 @@ const (
 // rename. The data streams in between, holding no thread.
 func (v *fsView) writeFile(t *target, p string, src io.Reader, meta *fileMeta, dur durability) (int64, error) {
 	var (
-		f   *os.File
-		tmp string
+		f, r *os.File // r: f read-only, to fsync it by after the rename (syncNow)
+		tmp  string
 	)
 	changed := len(t.cur.fds) - 1 // the first directory that gets a new entry
 	err := v.user.do(func() (err error) {
@@ -209,33 +217,24 @@ func (v *fsView) writeFile(t *target, p string, src io.Reader, meta *fileMeta, d
 		if err := v.makeDirs(t); err != nil {
 			return err
 		}
-		f, tmp, err = createTemp(t.cur.dir())
+		if f, tmp, err = createTemp(t.cur.dir()); err != nil || dur != syncNow {
+			return err
+		}
+		if r, err = reopenRead(t.cur.dir(), tmp, f); err != nil {
+			f.Close()
+			_ = unix.Unlinkat(t.cur.dir(), tmp, 0)
+		}
 		return err
 	})
 	if err != nil {
 		return 0, fileError(err, "write to", p)
 	}
-	dir := t.cur.dir()
+	if r != nil {
+		defer r.Close()
+	}
 	body := &bodyReader{r: src}
 	n, err := v.copyInto(f, body)
-	err = v.user.do(func() error {
-		if err == nil {
-			err = settle(f, *meta)
-		}
-		if err == nil && dur == syncNow {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("close: %w", cerr)
-		}
-		if err == nil {
-			err = unix.Renameat(dir, tmp, dir, t.name)
-		}
-		if err != nil {
-			_ = unix.Unlinkat(dir, tmp, 0)
-		}
-		return err
-	})
+	err = v.user.do(func() error { return replace(f, r, t.cur.dir(), tmp, t.name, *meta, err) })
 	if err == nil && dur == syncNow {
 		err = syncDirs(t.cur.fds[changed:])
 	}
@@ -246,6 +245,53 @@ func (v *fsView) writeFile(t *target, p string, src io.Reader, meta *fileMeta, d
 		return 0, fileError(err, "write to", p)
 	}
 	return n, nil
+}
+
+// replace ends writeFile's temp file f, named tmp in dir: unless copyErr
+// says its data did not arrive, it is given meta, its data written out
+// (with r, its read-only descriptor: syncNow), closed and renamed over
+// name, and then fsynced through r. The fsync comes after the rename so
+// that one journal commit takes both (durability), and through r so that
+// the write descriptor is closed before: closing it after the rename
+// would tell watchers (IN_CLOSE_WRITE) the target was modified after it
+// was moved in. On a failure before the rename the temp file is removed.
+func replace(f, r *os.File, dir int, tmp, name string, meta fileMeta, copyErr error) error {
+	err := copyErr
+	if err == nil {
+		err = settle(f, meta)
+	}
+	if err == nil && r != nil {
+		err = writeOut(f)
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", cerr)
+	}
+	if err == nil {
+		err = unix.Renameat(dir, tmp, dir, name)
+	}
+	if err != nil {
+		_ = unix.Unlinkat(dir, tmp, 0)
+		return err
+	}
+	if r != nil {
+		return r.Sync()
+	}
+	return nil
+}
+
+// reopenRead opens the file f, just created as name in dir, once more
+// for reading, checking that the name still leads to f's file.
+func reopenRead(dir int, name string, f *os.File) (*os.File, error) {
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open temp file to sync: %w", err)
+	}
+	var a, b unix.Stat_t
+	if err := errors.Join(unix.Fstat(int(f.Fd()), &a), unix.Fstat(fd, &b)); err != nil || a.Dev != b.Dev || a.Ino != b.Ino {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open temp file to sync: replaced meanwhile (%v)", err)
+	}
+	return os.NewFile(uintptr(fd), name), nil
 }
 
 // copyInto copies src to the file f through a recycled buffer, filling

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -62,3 +63,16 @@ func openBeneath(dir int, comps []string, flags int) (int, error) {
 // journal, and since Linux 5.8 it reports write-back errors met since fd
 // was opened.
 func syncFS(fd int) error { return unix.Syncfs(fd) }
+
+// writeOut writes f's data to its disk and waits for it, without
+// committing its metadata (sync_file_range): what writeFile does before
+// the rename, so the rename, which a journal commits with the file's
+// blocks, never names a file whose data is not on the disk. A write-back
+// error (a full or failing disk) is reported here, before the rename.
+func writeOut(f *os.File) error {
+	const all = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
+	if err := unix.SyncFileRange(int(f.Fd()), 0, 0, all); err != nil {
+		return fmt.Errorf("write out: %w", err)
+	}
+	return nil
+}

@@ -87,12 +87,13 @@ func TestPreviewProxy(t *testing.T) {
 		t.Errorf("websocket answer %q, %v", b, err)
 	}
 
-	// Nothing listens there: below the ephemeral range, where no listen on
-	// port 0 of another test takes it meanwhile.
-	closedPort, err := testport.Pick()
+	// Nothing listens there, and no other test's listener can take it
+	// meanwhile: a socket that never listens holds it.
+	closedPort, held, err := testport.Refused()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer held.Close()
 	closed := strconv.Itoa(closedPort)
 	for path, want := range map[string]int{
 		"/preview/" + closed + "/": http.StatusBadGateway,

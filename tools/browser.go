@@ -55,7 +55,7 @@ func browserTools() []Tool {
 			),
 			Handler: browserCall("navigate", func(args json.RawMessage) (any, string) {
 				var in api.BrowserNavigateRequest
-				return &in, decode("browser_navigate", args, &in)
+				return &in, decodeBrowser("browser_navigate", args, &in, api.DefaultBrowserNavigateTimeout)
 			}, func() any { return &api.BrowserNavigateResult{} }, func(out any) string {
 				r := out.(*api.BrowserNavigateResult)
 				if r.Error != nil {
@@ -73,7 +73,7 @@ func browserTools() []Tool {
 			),
 			Handler: browserCall("exec", func(args json.RawMessage) (any, string) {
 				var in api.BrowserExecRequest
-				return &in, decode("browser_exec", args, &in)
+				return &in, decodeBrowser("browser_exec", args, &in, api.DefaultBrowserExecTimeout)
 			}, func() any { return &api.BrowserExecResult{} }, func(out any) string {
 				r := out.(*api.BrowserExecResult)
 				if r.Error != nil {
@@ -111,6 +111,22 @@ func browserTools() []Tool {
 				}),
 		},
 	}
+}
+
+// decodeBrowser decodes a browser tool's arguments into v and refuses a
+// timeout_seconds given out of [1, MaxBrowserTimeout] (dflt is the
+// tool's default, for the hint).
+func decodeBrowser(name string, args json.RawMessage, v any, dflt int) string {
+	if msg := decode(name, args, v); msg != "" {
+		return msg
+	}
+	var in struct {
+		Timeout *int `json:"timeout_seconds"`
+	}
+	if decode(name, args, &in) != "" || in.Timeout == nil {
+		return ""
+	}
+	return checkSeconds("timeout_seconds", float64(*in.Timeout), 1, api.MaxBrowserTimeout, float64(dflt))
 }
 
 // browserCall is the handler of one browser tool: decode the arguments,

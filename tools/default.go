@@ -61,7 +61,7 @@ func bashTool() Tool {
 			strParam("command", "The shell command to run.").req(),
 			intParam("timeout", "Seconds before the command is killed (default 120, max 600).", bashDefaultTimeout, 1, bashMaxTimeout),
 		),
-		Handler: bashHandler("bash_tool", hintWithProcess, false),
+		Handler: bashHandler("bash_tool", hintWithProcess),
 	}
 }
 
@@ -78,16 +78,15 @@ func fitSet(ts []Tool) []Tool {
 	}
 	ts = slices.Clone(ts)
 	ts[i].Description = strings.Replace(ts[i].Description, bashLongWithProcess, bashLongWithShell, 1)
-	ts[i].Handler = bashHandler("bash_tool", hintWithShell, false)
+	ts[i].Handler = bashHandler("bash_tool", hintWithShell)
 	return ts
 }
 
 // bashHandler runs a command for the tool name; background is how the
 // timeout hint tells the agent to run a long command, in the terms of the
-// tools it has (MCP's exec has no start_process beside it). strict
-// refuses a timeout out of [1, 600], as the REST API does (MCP's exec);
-// otherwise it is clamped into that range (bash_tool).
-func bashHandler(name, background string, strict bool) Handler {
+// tools it has (MCP's exec has no start_process beside it). A timeout out
+// of [1, 600] is refused, as the REST API does.
+func bashHandler(name, background string) Handler {
 	return func(ctx context.Context, sb Sandbox, args json.RawMessage) (string, error) {
 		in := struct {
 			Command string `json:"command"`
@@ -99,11 +98,9 @@ func bashHandler(name, background string, strict bool) Handler {
 		if strings.TrimSpace(in.Command) == "" {
 			return "Error: command must not be empty", nil
 		}
-		if strict && (in.Timeout < 1 || in.Timeout > bashMaxTimeout) {
-			return fmt.Sprintf("Error: timeout must be between 1 and %d seconds, got %d\nHint: omit timeout for the default of %d seconds.",
-				bashMaxTimeout, in.Timeout, bashDefaultTimeout), nil
+		if msg := checkSeconds("timeout", float64(in.Timeout), 1, bashMaxTimeout, bashDefaultTimeout); msg != "" {
+			return msg, nil
 		}
-		in.Timeout = clamp(in.Timeout, 1, bashMaxTimeout)
 		res, err := sb.Exec(ctx, api.ExecRequest{Command: in.Command, Timeout: in.Timeout})
 		if text, done, err := result(err); done {
 			return text, err
@@ -213,11 +210,14 @@ func interpreterHandler(name, what string, find func(Sandbox) (interpreterRun, b
 		if strings.TrimSpace(in.Code) == "" {
 			return "Error: code must not be empty", nil
 		}
+		if msg := checkSeconds("timeout", float64(in.Timeout), 1, pythonMaxTimeout, api.DefaultInterpreterTimeout); msg != "" {
+			return msg, nil
+		}
 		run, ok := find(sb)
 		if !ok {
 			return unsupported(what), nil
 		}
-		res, err := run(ctx, api.InterpreterExecRequest{Code: in.Code, Timeout: clamp(in.Timeout, 1, pythonMaxTimeout)})
+		res, err := run(ctx, api.InterpreterExecRequest{Code: in.Code, Timeout: in.Timeout})
 		if text, done, err := result(err); done {
 			return text, err
 		}
@@ -249,7 +249,9 @@ func runWatch(ctx context.Context, sb Sandbox, args json.RawMessage) (string, er
 	if in.Path == "" {
 		in.Path = "/"
 	}
-	in.Timeout = max(api.MinWatchSeconds, min(in.Timeout, watchMaxSeconds))
+	if msg := checkSeconds("timeout_seconds", in.Timeout, api.MinWatchSeconds, watchMaxSeconds, api.DefaultWatchSeconds); msg != "" {
+		return msg, nil
+	}
 	res, err := sb.Watch(ctx, api.WatchRequest{Path: in.Path, TimeoutSeconds: in.Timeout})
 	if text, done, err := result(err); done {
 		return text, err

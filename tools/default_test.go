@@ -122,18 +122,21 @@ func TestBashTool(t *testing.T) {
 			want: `Error: parameter "timeout" of bash_tool must be an integer`,
 		},
 		{
-			name:  "timeout clamped high",
-			args:  `{"command":"x","timeout":9999}`,
+			name:  "timeout at the maximum",
+			args:  `{"command":"x","timeout":600}`,
 			fake:  fake{exec: execReturns("ok", "", 0)},
 			want:  "ok",
 			calls: execCall("x", 600),
 		},
 		{
-			name:  "timeout clamped low",
-			args:  `{"command":"x","timeout":-3}`,
-			fake:  fake{exec: execReturns("ok", "", 0)},
-			want:  "ok",
-			calls: execCall("x", 1),
+			name: "timeout above the maximum",
+			args: `{"command":"x","timeout":9999}`,
+			want: "Error: timeout must be between 1 and 600 seconds, got 9999\nHint: omit timeout for the default of 120 seconds.",
+		},
+		{
+			name: "timeout below the minimum",
+			args: `{"command":"x","timeout":-3}`,
+			want: "Error: timeout must be between 1 and 600 seconds, got -3\nHint: omit timeout for the default of 120 seconds.",
 		},
 		{
 			name:  "secrets redacted",
@@ -183,7 +186,7 @@ func TestPythonInterpreter(t *testing.T) {
 		},
 		{
 			name:  "result only",
-			args:  `{"code":"x","timeout":500}`,
+			args:  `{"code":"x","timeout":300}`,
 			fake:  fake{interpreter: ret(api.InterpreterExecResult{Result: strp("'abc'")})},
 			want:  "'abc'",
 			calls: ipCall("x", 300),
@@ -261,11 +264,16 @@ func TestWatchDirectory(t *testing.T) {
 			calls: []call{{"Watch", api.WatchRequest{Path: "/", TimeoutSeconds: 0.5}}},
 		},
 		{
-			name:  "timeout clamped",
-			args:  `{"timeout_seconds":600,"path":""}`,
+			name:  "timeout at the maximum",
+			args:  `{"timeout_seconds":60,"path":""}`,
 			fake:  fake{watch: ret(api.WatchResult{TimedOut: true})},
 			want:  "No changes under / within 60s.",
 			calls: []call{{"Watch", api.WatchRequest{Path: "/", TimeoutSeconds: 60}}},
+		},
+		{
+			name: "timeout above the maximum",
+			args: `{"timeout_seconds":600,"path":""}`,
+			want: "Error: timeout_seconds must be between 0.1 and 60 seconds, got 600\nHint: omit timeout_seconds for the default of 10 seconds.",
 		},
 		{
 			name: "not a directory",

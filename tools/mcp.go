@@ -16,7 +16,10 @@ import (
 type Sandboxes interface {
 	CreateSandboxes(ctx context.Context, req api.CreateSandboxRequest) ([]api.Sandbox, error)
 	Sandbox(ctx context.Context, id string) (*api.Sandbox, error)
-	ListSandboxes(ctx context.Context, activeOnly bool) ([]api.Sandbox, error)
+	// ListSandboxesPage returns at most limit of the account's sandboxes,
+	// newest first, from cursor (the next of the page before; "" for the
+	// first), and the cursor of the page after ("" on the last).
+	ListSandboxesPage(ctx context.Context, activeOnly bool, limit int, cursor string) ([]api.Sandbox, string, error)
 	DeleteSandbox(ctx context.Context, id string) error
 }
 
@@ -162,7 +165,7 @@ func (m mcpTools) exec() Tool {
 	t.Name = "exec"
 	t.Description = "Run a shell command in a sandbox (/bin/sh -c, working directory /workspace) and return its output: " +
 		"stdout, then stderr. A non-zero exit is a tool error starting \"Error (exit code N):\" followed by the output."
-	t.Handler = bashHandler("exec", hintWithShell, true)
+	t.Handler = bashHandler("exec", hintWithShell)
 	return m.session(t)
 }
 

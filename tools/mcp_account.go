@@ -127,18 +127,46 @@ func (m mcpTools) getSandbox() Tool {
 		})
 }
 
+// The page of list_sandboxes: its history of ended sandboxes grows with
+// every sandbox an account ever made, so one answer holds at most
+// listSandboxesMax of them.
+const (
+	listSandboxesDefault = 50
+	listSandboxesMax     = 200
+)
+
 func (m mcpTools) listSandboxes() Tool {
-	return accountTool("list_sandboxes", "List the account's sandboxes, newest first.",
-		object(boolParam("active_only", "Only sandboxes that are running (default false).", false)),
+	return accountTool("list_sandboxes", fmt.Sprintf("List the account's sandboxes, newest first, %d at a time by default; "+
+		"when there are more, the answer ends with the cursor of the next page.", listSandboxesDefault),
+		object(
+			boolParam("active_only", "Only sandboxes that are running (default false).", false),
+			intParam("limit", fmt.Sprintf("The most sandboxes to list (default %d, max %d).", listSandboxesDefault, listSandboxesMax),
+				listSandboxesDefault, 1, listSandboxesMax),
+			strParam("cursor", "The cursor a previous answer ended with, for the page after it."),
+		),
 		func(ctx context.Context, in *struct {
-			ActiveOnly bool `json:"active_only"`
+			ActiveOnly bool   `json:"active_only"`
+			Limit      *int   `json:"limit"`
+			Cursor     string `json:"cursor"`
 		},
 		) (string, error) {
-			sbs, err := m.p.ListSandboxes(ctx, in.ActiveOnly)
+			limit := listSandboxesDefault
+			if in.Limit != nil {
+				limit = *in.Limit
+			}
+			if limit < 1 || limit > listSandboxesMax {
+				return fmt.Sprintf("Error: limit must be between 1 and %d, got %d\nHint: omit limit for the default of %d.",
+					listSandboxesMax, limit, listSandboxesDefault), nil
+			}
+			sbs, next, err := m.p.ListSandboxesPage(ctx, in.ActiveOnly, limit, in.Cursor)
 			if err != nil {
 				return "", err
 			}
-			return listText(sbs, "No sandboxes found.", sandboxText), nil
+			text := listText(sbs, "No sandboxes found.", sandboxText)
+			if next != "" {
+				text += fmt.Sprintf("\n(more: call list_sandboxes with cursor %q for the next page)", next)
+			}
+			return text, nil
 		})
 }
 

@@ -85,13 +85,16 @@ func runHTTPRequest(ctx context.Context, sb Sandbox, args json.RawMessage) (stri
 	if msg := decode("http_request", args, &in); msg != "" {
 		return msg, nil
 	}
+	if msg := checkSeconds("timeout", float64(in.Timeout), 1, httpRequestMaxTimeout, api.DefaultHTTPRequestTimeout); msg != "" {
+		return msg, nil
+	}
 	hr, ok := sb.(HTTPRequester)
 	if !ok {
 		return unsupported("HTTP requests through the secrets broker"), nil
 	}
 	res, err := hr.HTTPRequest(ctx, api.HTTPRequest{
 		Method: in.Method, URL: in.URL, Headers: in.Headers, Body: in.Body,
-		Timeout: clamp(in.Timeout, 1, httpRequestMaxTimeout),
+		Timeout: in.Timeout,
 	})
 	if text, done, err := result(err); done {
 		return text, err
@@ -203,13 +206,16 @@ func runPTYExec(ctx context.Context, sb Sandbox, args json.RawMessage) (string, 
 	if strings.TrimSpace(in.Command) == "" {
 		return "Error: command must not be empty", nil
 	}
+	if msg := checkSeconds("timeout_seconds", in.Timeout, api.MinPTYTimeout, api.MaxPTYTimeout, api.DefaultPTYTimeout); msg != "" {
+		return msg, nil
+	}
 	pe, ok := sb.(PTYExecer)
 	if !ok {
 		return unsupported("commands on a terminal"), nil
 	}
 	res, err := pe.PTYExec(ctx, api.PTYExecRequest{
 		Command: in.Command, InputBytes: base64.StdEncoding.EncodeToString([]byte(in.Input)),
-		TimeoutSeconds: max(api.MinPTYTimeout, min(in.Timeout, api.MaxPTYTimeout)),
+		TimeoutSeconds: in.Timeout,
 	})
 	if text, done, err := result(err); done {
 		return text, err

@@ -56,7 +56,7 @@ func TestHTTPRequestTool(t *testing.T) {
 	}{
 		{
 			name: "answer",
-			args: `{"method":"POST","url":"https://api.example.com/x","headers":{"Authorization":"Bearer {{secret:T}}"},"body":"b","timeout":99}`,
+			args: `{"method":"POST","url":"https://api.example.com/x","headers":{"Authorization":"Bearer {{secret:T}}"},"body":"b","timeout":60}`,
 			ans: func(api.HTTPRequest) (*api.HTTPResponse, error) {
 				return &api.HTTPResponse{StatusCode: 201, Headers: map[string]string{"X-B": "2", "A": "[REDACTED_SECRET:T]"}, Body: "ok", Truncated: true, SecretsUsed: []string{"T"}}, nil
 			},
@@ -150,7 +150,7 @@ func TestNodeAndPTYTools(t *testing.T) {
 		{nodeInterpreterTool(), `{"code":" "}`, "Error: code must not be empty"},
 		{ptyExecTool(), `{"command":"ask","input_text":"ada\n"}`, "Name? ada\nhello ada"},
 		{ptyExecTool(), `{"command":"fails"}`, "Error (exit code 2):\nnope"},
-		{ptyExecTool(), `{"command":"slow","timeout_seconds":500}`, "Error: timed out after 500s\npartial"},
+		{ptyExecTool(), `{"command":"slow","timeout_seconds":120}`, "Error: timed out after 120s\npartial"},
 	}
 	for _, tt := range tests {
 		if got := tt.tool.Call(t.Context(), f, json.RawMessage(tt.args)); got != tt.want {
@@ -158,7 +158,7 @@ func TestNodeAndPTYTools(t *testing.T) {
 		}
 	}
 	if gotPTY.TimeoutSeconds != api.MaxPTYTimeout {
-		t.Errorf("timeout not clamped: %v", gotPTY.TimeoutSeconds)
+		t.Errorf("timeout sent: %v", gotPTY.TimeoutSeconds)
 	}
 	for tool, args := range map[string]string{"node_interpreter": `{"code":"x"}`, "pty_exec": `{"command":"x"}`} {
 		tl, _ := Lookup(Optional(), tool)

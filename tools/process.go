@@ -50,6 +50,9 @@ func runStartProcess(ctx context.Context, sb Sandbox, args json.RawMessage) (str
 	if strings.TrimSpace(in.Command) == "" {
 		return "Error: command must not be empty", nil
 	}
+	if msg := checkSeconds("max_runtime_seconds", float64(in.MaxRuntime), 1, api.MaxProcessRuntime, processDefaultRuntime); msg != "" {
+		return msg, nil
+	}
 	ps, ok := sb.(Processes)
 	if !ok {
 		return unsupported("background processes"), nil
@@ -57,7 +60,7 @@ func runStartProcess(ctx context.Context, sb Sandbox, args json.RawMessage) (str
 	res, err := ps.StartProcess(ctx, api.ProcessStartRequest{
 		Command:           in.Command,
 		Description:       in.Description,
-		MaxRuntimeSeconds: clamp(in.MaxRuntime, 1, api.MaxProcessRuntime),
+		MaxRuntimeSeconds: in.MaxRuntime,
 	})
 	if text, done, err := result(err); done {
 		return text, err

@@ -23,11 +23,16 @@ func TestStartProcess(t *testing.T) {
 			calls: []call{{"StartProcess", api.ProcessStartRequest{Command: "python3 -m http.server 8000", Description: "docs server", MaxRuntimeSeconds: 3600}}},
 		},
 		{
-			name:  "runtime clamped",
-			args:  `{"command":"x","max_runtime_seconds":99999}`,
+			name:  "runtime at the maximum",
+			args:  `{"command":"x","max_runtime_seconds":14400}`,
 			fake:  fake{startProcess: started},
 			want:  "Started process " + pid + " (status: running)\nRead its output with get_process_output(process_id=\"" + pid + "\"); stop it with stop_process.",
 			calls: []call{{"StartProcess", api.ProcessStartRequest{Command: "x", MaxRuntimeSeconds: api.MaxProcessRuntime}}},
+		},
+		{
+			name: "runtime above the maximum",
+			args: `{"command":"x","max_runtime_seconds":99999}`,
+			want: "Error: max_runtime_seconds must be between 1 and 14400 seconds, got 99999\nHint: omit max_runtime_seconds for the default of 3600 seconds.",
 		},
 		{
 			name: "too many",

@@ -71,11 +71,14 @@ func runRunTests(ctx context.Context, sb Sandbox, args json.RawMessage) (string,
 	if strings.TrimSpace(in.Command) == "" {
 		return "Error: command must not be empty", nil
 	}
+	if msg := checkSeconds("timeout", float64(in.Timeout), 1, runTestsMaxTimeout, runTestsDefaultTimeout); msg != "" {
+		return msg, nil
+	}
 	fw := in.Framework
 	if fw == "" || fw == "auto" {
 		fw = detectFramework(in.Command, "")
 	}
-	timeout := clamp(in.Timeout, 1, runTestsMaxTimeout)
+	timeout := in.Timeout
 	res, err := sb.Exec(ctx, api.ExecRequest{Command: goTestFlags(in.Command, fw, "-json", "-fullpath"), Timeout: timeout})
 	if err == nil && fw == "go" && strings.Contains(res.Stderr+res.Stdout, "flag provided but not defined: -fullpath") {
 		// A Go older than 1.21: file names without their directories.

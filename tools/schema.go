@@ -108,8 +108,9 @@ type objectSchema struct {
 // checkArgs checks args against a tool's schema and returns the text telling
 // the agent what is wrong, or "" when they fit: an object, no unknown
 // parameters, every required one present and not null, every value of its
-// type and enum. Numbers out of range are not refused: handlers clamp them,
-// as the reference does.
+// type and enum. Numbers out of range are left to the handlers: a timeout
+// is refused with its range and default (checkSeconds), a count such as
+// grep's max_matches is clamped, as the reference does.
 func checkArgs(tool string, schema, args json.RawMessage) string {
 	var s objectSchema
 	if err := json.Unmarshal(schema, &s); err != nil {

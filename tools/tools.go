@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -204,6 +205,20 @@ func decode(name string, args json.RawMessage, v any) string {
 // unsupported is the text for a tool whose capability the sandbox lacks.
 func unsupported(what string) string {
 	return "Error: this sandbox does not support " + what
+}
+
+// checkSeconds is the text refusing a number of seconds outside [lo, hi]
+// for the parameter name, in the REST API's words (and MCP's exec), with
+// a hint naming the default; "" when v is in range. The agent tools refuse
+// such a value rather than clamp it: a caller asking for 9999 seconds
+// learns it gets at most hi instead of being cut off silently.
+func checkSeconds(name string, v, lo, hi, dflt float64) string {
+	if v >= lo && v <= hi {
+		return ""
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+	return fmt.Sprintf("Error: %s must be between %s and %s seconds, got %s\nHint: omit %s for the default of %s seconds.",
+		name, f(lo), f(hi), f(v), name, f(dflt))
 }
 
 // clamp limits v to [lo, hi].

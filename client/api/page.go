@@ -6,8 +6,12 @@ import (
 	"strings"
 )
 
+// MaxListLimit is the largest limit the paged lists take
+// (GET /v1/sandboxes, /v1/images, /v1/webhooks).
+const MaxListLimit = 1000
+
 // MaxSandboxListLimit is the largest limit GET /v1/sandboxes takes.
-const MaxSandboxListLimit = 1000
+const MaxSandboxListLimit = MaxListLimit
 
 // NextLink returns the target of the rel="next" link in h's Link headers
 // (RFC 8288), as the list routes that page give it ("" when there is

@@ -7,8 +7,10 @@ import "time"
 const TakeoverTokenTTL = 30 * time.Second
 
 // CloseSandboxEnded is the WebSocket close status of a takeover or an
-// interactive exec whose sandbox was destroyed, expired or lost under it;
-// the close reason says which. A shell that exits closes normally.
+// interactive exec whose sandbox was destroyed, expired or lost under it,
+// or of an interactive exec whose sandbox was paused under it ("sandbox
+// <id> was paused while the command ran"); the close reason says which.
+// A shell that exits closes normally.
 const CloseSandboxEnded = 4410
 
 // TakeoverTokenRequest is the optional body of

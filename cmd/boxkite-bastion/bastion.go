@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -326,36 +325,6 @@ func (b *bastion) publicKey(ctx ssh.Context, meta gossh.ConnMetadata, key ssh.Pu
 	return line, nil
 }
 
-// refusalText says why a key was refused and what to do, as far as the
-// bastion may tell someone who has not authenticated: an unregistered key
-// and a sandbox that is not the key's account's look the same.
-func refusalText(sandbox string, key ssh.PublicKey, err error) (string, string) {
-	e, ok := errors.AsType[*api.Error](err)
-	switch {
-	case !ok || e.Status >= 500:
-		return "the control plane did not answer", "check that boxkite-server is running: `boxkite status`"
-	case e.Status == 401 && e.Code == api.CodeUnauthorized:
-		return "the bastion's key does not match the server's", "restart both with the same key (`boxkite down && boxkite up` locally)"
-	case (e.Status == 409 || e.Status == 410) && e.Message != "":
-		// The server says so only once the key is of the sandbox's
-		// account: paused (resume it), destroyed, lost, each with its hint.
-		return e.Message, cmp.Or(e.Hint, "create one with `boxkite session create`")
-	case e.Status == 409:
-		return fmt.Sprintf("sandbox %s is not active", sandbox), "create one with `boxkite session create`"
-	}
-	what := fmt.Sprintf("key %s is not registered to the account of sandbox %q, or there is no such sandbox", gossh.FingerprintSHA256(key), sandbox)
-	if !fullIDPattern.MatchString(sandbox) {
-		// A label or an id prefix: only the proxy of ssh-config resolves those.
-		return what, "the user name must be the sandbox's full id (`boxkite session ls`); " +
-			"a label or an id prefix works through `boxkite ssh-config` (ssh LABEL.boxkite) or `boxkite ssh -s LABEL`"
-	}
-	return what, "register it with `boxkite ssh-keys add ~/.ssh/id_ed25519.pub`, check the id with `boxkite session ls`, " +
-		"or run `boxkite ssh -s ID`, which needs no key"
-}
-
-// fullIDPattern is a sandbox id as the control plane makes them (a UUID).
-var fullIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
 type bannerSentKey struct{}
 
 // refusal is a denied authentication attempt that shows the person why,
@@ -458,8 +427,13 @@ func fail(s ssh.Session, err error) {
 			msg += "\r\nhint: " + e.Hint
 		}
 	}
-	if _, ok := errors.AsType[*client.SandboxEndedError](err); ok {
-		msg += "\r\nhint: create a new one with `boxkite session create`"
+	if e, ok := errors.AsType[*client.SandboxEndedError](err); ok {
+		if e.Paused() {
+			id := sandboxOf(s.Context(), s.User())
+			msg += "\r\nhint: resume it with `boxkite session resume " + id + "`, then run the command again"
+		} else {
+			msg += "\r\nhint: create a new one with `boxkite session create`"
+		}
 	}
 	fmt.Fprint(s.Stderr(), msg+"\r\n")
 	_ = s.Exit(1)

@@ -688,3 +688,30 @@ func TestDestroyedSandboxTellsSessions(t *testing.T) {
 		t.Errorf("ssh after the sandbox was destroyed: %v, want exit 1; screen:\n%q", err, s.text())
 	}
 }
+
+// TestPausedSandboxTellsCommand pauses the sandbox under an ssh command:
+// it exits 1 saying the sandbox was paused, with a hint to resume it, not
+// to create a new one as for a destroyed sandbox.
+func TestPausedSandboxTellsCommand(t *testing.T) {
+	f := newFixture(t, nil)
+	cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, "echo started; sleep 60"), "")
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), "started"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+	}
+	if _, err := f.admin.PauseSandbox(t.Context(), f.sandbox, api.PauseFilesystem); err != nil {
+		t.Fatal(err)
+	}
+	var ce *exec.ExitError
+	want := "boxkite-bastion: error: sandbox " + f.sandbox + " was paused while the command ran\r\n" +
+		"hint: resume it with `boxkite session resume " + f.sandbox + "`, then run the command again\r\n"
+	if err := cmd.Wait(); !errors.As(err, &ce) || ce.ExitCode() != 1 || stderr.String() != want {
+		t.Errorf("ssh 'cmd' after the sandbox was paused: %v, stderr %q; want exit 1 and %q", err, stderr.String(), want)
+	}
+}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
 	"errors"
 	"net/http"
 	"os"
@@ -127,6 +130,18 @@ func TestRefusalText(t *testing.T) {
 	what, hint := refusalText(full, key, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound})
 	if !strings.Contains(what, "is not registered") || !strings.HasPrefix(hint, "register it with `boxkite ssh-keys add") {
 		t.Errorf("refusalText(a full id, 404) = %q, %q; want the unregistered key's hint", what, hint)
+	}
+	// The hint names the file of the key ssh offered, not always ed25519's.
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec, err := gossh.NewPublicKey(&ecKey.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, hint := refusalText(full, ec, &api.Error{Status: http.StatusNotFound, Code: api.CodeNotFound}); !strings.HasPrefix(hint, "register it with `boxkite ssh-keys add ~/.ssh/id_ecdsa.pub`") {
+		t.Errorf("refusalText(an ECDSA key, 404) hint %q; want it to name ~/.ssh/id_ecdsa.pub", hint)
 	}
 	for _, tt := range tests {
 		what, hint := refusalText("sb1", key, tt.err)

@@ -46,7 +46,9 @@ func (r removingCompanions) Run() int {
 // script gets its own BOXKITE_HOME, a free port in $PORT, and $CLIBIN, the
 // directory holding only boxkite; for a second server (contexts),
 // $BOXKITE_HOME2 and $PORT2 are another home and port; $BASTIONPORT is a
-// free port for up --bastion-port.
+// free port for up --bastion-port. Scripts start a server with boxkiteup,
+// which moves to a fresh port (and updates the variable) when another
+// test has bound the picked one meanwhile.
 func TestScripts(t *testing.T) {
 	bin := companionBinaries(t)
 	testscript.Run(t, testscript.Params{
@@ -122,6 +124,9 @@ func TestScripts(t *testing.T) {
 			"nosecret": cmdNoSecret,
 			"tui":      cmdTUI,
 			"fakegcs":  cmdFakeGCS,
+			// boxkite up, moving to another port when one is taken
+			"boxkiteup": cmdBoxkiteUp,
+			"holdport":  cmdHoldPort,
 		},
 	})
 }

@@ -87,9 +87,37 @@ func startLocal(t *testing.T) *localServer {
 			t.Fatal(err)
 		}
 	}
-	s.mustRun(t, "up", "--port", strconv.Itoa(port), "--bastion-port", strconv.Itoa(bastionPort))
+	s.up(t, port, bastionPort)
 	s.mustRun(t, "session", "create", "--label", "real")
 	return s
+}
+
+// up runs `boxkite up` on port, its bastion on bastionPort. A port taken
+// by another test between the pick and up (see takenPort) moves the
+// server, or the bastion, to another one.
+func (s *localServer) up(t *testing.T, port, bastionPort int) {
+	t.Helper()
+	ports := []int{port, bastionPort}
+	for attempt := 1; ; attempt++ {
+		_, stderr, err := s.run(t, "up", "--port", strconv.Itoa(ports[0]), "--bastion-port", strconv.Itoa(ports[1]))
+		i := takenPort(stderr, ports, 1)
+		if i < 0 || attempt == upAttempts {
+			if err != nil {
+				t.Fatalf("boxkite up: %v\n%s", err, stderr)
+			}
+			break
+		}
+		if err == nil { // up, without its bastion
+			s.mustRun(t, "down", "--yes")
+		}
+		p, err := otherPort(ports)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("boxkite up: port %d is taken (another test's); moving to %d", ports[i], p)
+		ports[i] = p
+	}
+	s.baseURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
 }
 
 // run runs boxkite and returns its stdout, stderr and error.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -24,6 +25,9 @@ type InProcessCall struct {
 	// MaxAnswer bounds the answer's body (0: no bound); the handler's
 	// write past it fails with ErrAnswerTooLarge.
 	MaxAnswer int
+	// Header, when not nil, receives the answer's headers (a list's Link
+	// to its next page).
+	Header http.Header
 }
 
 // ErrAnswerTooLarge is a handler's write past InProcessCall.MaxAnswer.
@@ -55,6 +59,9 @@ func ServeInProcess(ctx context.Context, h http.Handler, c InProcessCall) (int, 
 	h.ServeHTTP(rec, req)
 	if rec.status == 0 {
 		rec.status = http.StatusOK
+	}
+	if c.Header != nil {
+		maps.Copy(c.Header, rec.header)
 	}
 	return rec.status, rec.body.Bytes(), nil
 }

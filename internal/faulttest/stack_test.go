@@ -124,9 +124,32 @@ func (s *stack) mustRun(args ...string) string {
 	return strings.TrimSpace(stdout)
 }
 
+// upAttempts bounds how often up moves the stack to another port.
+const upAttempts = 5
+
+// up runs `boxkite up` on the stack's port. Ports are picked by hand
+// (internal/testport), so another test may bind the stack's port between
+// the pick and up, or between a killServer and the restart: up then
+// refuses it (already in use), and the stack moves to another port rather
+// than fail the test.
 func (s *stack) up() {
 	s.t.Helper()
-	s.mustRun("up", "--port", strconv.Itoa(s.port))
+	for attempt := 1; ; attempt++ {
+		_, stderr, err := s.run("up", "--port", strconv.Itoa(s.port))
+		if err == nil {
+			return
+		}
+		if attempt == upAttempts || !strings.Contains(stderr, fmt.Sprintf("port %d on 127.0.0.1 is already in use", s.port)) {
+			s.t.Fatalf("boxkite up --port %d: %v\n%s", s.port, err, stderr)
+		}
+		old := s.port
+		for s.port == old {
+			if s.port, err = testport.Pick(); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+		s.t.Logf("boxkite up: port %d is taken (another test's); the stack moves to %d", old, s.port)
+	}
 }
 
 // client talks to the stack's server with the key `boxkite up` wrote.

@@ -18,6 +18,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -122,9 +123,27 @@ func Main(m *testing.M) int {
 	return code
 }
 
+// errExited is a start's answer when etcd or kube-apiserver exits before
+// it is ready: a port of its own taken between the pick and the bind, since
+// ports are picked by hand (internal/testport) and another test may hold one.
+var errExited = errors.New("exited before it was ready")
+
+// startAttempts bounds how often etcd and kube-apiserver are started
+// again, on fresh ports, after one of them exited at start.
+const startAttempts = 5
+
+// portPicker returns n distinct ports to listen on.
+type portPicker func(n int) ([]int, error)
+
 // Start starts etcd and kube-apiserver from assets on free loopback ports
-// and returns once the API server is ready. Stop ends both.
+// and returns once the API server is ready. Stop ends both. A process that
+// exits before it is ready (a port taken between the pick and the bind)
+// is started again, with its partner, on other ports.
 func Start(ctx context.Context, assets string) (c *Cluster, err error) {
+	return start(ctx, assets, testport.PickN)
+}
+
+func start(ctx context.Context, assets string, pick portPicker) (c *Cluster, err error) {
 	dir, err := os.MkdirTemp("", "kubetest-")
 	if err != nil {
 		return nil, fmt.Errorf("start cluster: %w", err)
@@ -141,19 +160,45 @@ func Start(ctx context.Context, assets string) (c *Cluster, err error) {
 	if err != nil {
 		return c, err
 	}
-	etcdURL, err := c.startEtcd(ctx)
-	if err != nil {
-		return c, err
+	for attempt := 1; ; attempt++ {
+		ports, err := pick(3)
+		if err != nil {
+			return c, err
+		}
+		err = c.startProcs(ctx, creds, ports, attempt)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errExited) || attempt == startAttempts {
+			return c, fmt.Errorf("%w (attempt %d)", err, attempt)
+		}
+		c.stopProcs()
 	}
-	port, err := testport.Pick()
+	c.Client, err = kubernetes.NewForConfig(c.Config)
 	if err != nil {
-		return c, err
+		return c, fmt.Errorf("build client: %w", err)
 	}
-	host := "https://127.0.0.1:" + strconv.Itoa(port)
+	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(c.Kubeconfig, kubeconfig(c.Config.Host, creds), 0o600); err != nil {
+		return c, fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return c, nil
+}
+
+// startProcs starts etcd on ports[0] (clients) and ports[1] (peers), its
+// data in a directory of this attempt's, and kube-apiserver on ports[2],
+// and waits until the API server is ready.
+func (c *Cluster) startProcs(ctx context.Context, creds credentials, ports []int, attempt int) error {
+	etcdURL, err := c.startEtcd(ctx, ports[0], ports[1], filepath.Join(c.dir, "etcd-"+strconv.Itoa(attempt)))
+	if err != nil {
+		return err
+	}
+	host := "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	dir := c.dir
 	if err := c.spawn("kube-apiserver",
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
+		"--secure-port="+strconv.Itoa(ports[2]),
 		"--tls-cert-file="+filepath.Join(dir, "serving.crt"),
 		"--tls-private-key-file="+filepath.Join(dir, "serving.key"),
 		"--token-auth-file="+filepath.Join(dir, "tokens.csv"),
@@ -168,7 +213,7 @@ func Start(ctx context.Context, assets string) (c *Cluster, err error) {
 		"--endpoint-reconciler-type=none",
 		"--cert-dir="+filepath.Join(dir, "certs"),
 	); err != nil {
-		return c, err
+		return err
 	}
 	c.Config = &rest.Config{
 		Host:            host,
@@ -176,33 +221,14 @@ func Start(ctx context.Context, assets string) (c *Cluster, err error) {
 		TLSClientConfig: rest.TLSClientConfig{CAData: creds.caPEM},
 		QPS:             1000, Burst: 2000, // tests create pods in bursts
 	}
-	if err := c.waitReady(ctx, creds); err != nil {
-		return c, err
-	}
-	c.Client, err = kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return c, fmt.Errorf("build client: %w", err)
-	}
-	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(c.Kubeconfig, kubeconfig(host, creds), 0o600); err != nil {
-		return c, fmt.Errorf("write kubeconfig: %w", err)
-	}
-	return c, nil
+	return c.waitReady(ctx, creds)
 }
 
-func (c *Cluster) startEtcd(ctx context.Context) (string, error) {
-	client, err := testport.Pick()
-	if err != nil {
-		return "", err
-	}
-	peer, err := testport.Pick()
-	if err != nil {
-		return "", err
-	}
+func (c *Cluster) startEtcd(ctx context.Context, client, peer int, dataDir string) (string, error) {
 	clientURL := "http://127.0.0.1:" + strconv.Itoa(client)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peer)
 	if err := c.spawn("etcd",
-		"--data-dir="+filepath.Join(c.dir, "etcd"),
+		"--data-dir="+dataDir,
 		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=default="+peerURL,
@@ -251,7 +277,7 @@ func poll(ctx context.Context, what string, ready func() bool, p *proc) error {
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited: %v", what, p.cmd.ProcessState)
+			return fmt.Errorf("%s %w: %v", what, errExited, p.cmd.ProcessState)
 		default:
 		}
 		select {
@@ -301,15 +327,22 @@ func (c *Cluster) tail() string {
 
 // Stop kills the API server and etcd and removes their files.
 func (c *Cluster) Stop() {
+	c.stopProcs()
+	os.RemoveAll(c.dir)
+}
+
+// stopProcs kills the API server and etcd and closes their logs, for
+// Stop or for another start.
+func (c *Cluster) stopProcs() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}
+	c.procs = nil
 	for _, f := range c.logs {
 		f.Close()
 	}
-	os.RemoveAll(c.dir)
 }
 
 // Namespace creates a fresh namespace for t, with the default

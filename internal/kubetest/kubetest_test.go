@@ -2,10 +2,14 @@ package kubetest
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/internal/testport"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -30,5 +34,51 @@ func TestCluster(t *testing.T) {
 	}
 	if got, want := strings.TrimSpace(string(out)), "namespace/"+ns; got != want {
 		t.Errorf("kubectl get namespace = %q, want %q", got, want)
+	}
+}
+
+// TestStartPortTaken: a port of etcd's or kube-apiserver's taken between
+// the pick and the bind (another test's server holding it) does not fail
+// the start, and with it every test of the binary: both start again on
+// other ports.
+func TestStartPortTaken(t *testing.T) {
+	assets := Assets(t)
+	for _, tc := range []struct {
+		name  string
+		taken int // which of the three ports is the held one
+	}{
+		{"etcd peers", 1},
+		{"apiserver", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			held, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			heldPort := held.Addr().(*net.TCPAddr).Port
+			picks := 0
+			pick := func(n int) ([]int, error) {
+				picks++
+				ports, err := testport.PickN(n)
+				if err == nil && picks == 1 {
+					ports[tc.taken] = heldPort
+				}
+				return ports, err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			c, err := start(ctx, assets, pick)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Stop()
+			if picks < 2 {
+				t.Fatalf("the cluster started with a held port (%d picks)", picks)
+			}
+			if _, err := c.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
+				t.Fatalf("list namespaces on the restarted cluster: %v", err)
+			}
+		})
 	}
 }

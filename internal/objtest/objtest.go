@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,7 +82,9 @@ func (s *Server) Start(t testing.TB) {
 // between the pick and the bind) is started again on other ports.
 func Start(t testing.TB, kind string) *Server {
 	t.Helper()
-	return start(t, kind, freePorts)
+	// Distinct and outside the kernel's ephemeral range: a store is
+	// stopped and restarted on the same ports.
+	return start(t, kind, testport.PickN)
 }
 
 // portPicker returns n distinct ports for a store to listen on.
@@ -138,10 +139,14 @@ func startKind(t testing.TB, kind string, pick portPicker) (*Server, error) {
 
 func isAddrInUse(err error) bool { return errors.Is(err, syscall.EADDRINUSE) }
 
-// waitReady opens the store (creating its bucket when c says so) and
+// waitReady opens the store (creating its bucket) and
 // stores an object until both work: SeaweedFS takes writes only once a
 // volume server has joined its master. It gives up when exited closes.
 func waitReady(c storagesync.Config, exited <-chan struct{}) error {
+	// Also after a restart: Azurite keeps its containers' metadata in
+	// memory and writes it out now and then, so a container made just
+	// before a stop can be gone after it.
+	c.CreateBucket = true
 	deadline := time.Now().Add(90 * time.Second)
 	var last error
 	for time.Now().Before(deadline) {
@@ -185,23 +190,6 @@ func tool(t testing.TB, env, path, what string) string {
 	}
 	t.Skip(msg)
 	return ""
-}
-
-// freePorts returns n distinct ports free on 127.0.0.1 now, outside the
-// kernel's ephemeral range: a store is stopped and restarted on the same
-// ports.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for len(ports) < n {
-		port, err := testport.Pick()
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(ports, port) {
-			ports = append(ports, port)
-		}
-	}
-	return ports, nil
 }
 
 // Wait looks at ok every quarter second until it holds, and fails t when

@@ -11,11 +11,14 @@ package testport
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Floor is the lowest port Pick chooses: above the well-known and most
@@ -39,6 +42,48 @@ func Pick() (int, error) {
 		return port, nil
 	}
 	return 0, fmt.Errorf("pick a port: none free in [%d, %d) after 200 tries", Floor, low)
+}
+
+// PickN returns n distinct ports, each as Pick's. Two Pick calls can
+// return the same port (both free when looked at), and a process handed
+// the same port twice for two listeners cannot start.
+func PickN(n int) ([]int, error) { return pickN(n, Pick) }
+
+func pickN(n int, pick func() (int, error)) ([]int, error) {
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		port, err := pick()
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(ports, port) {
+			ports = append(ports, port)
+		}
+	}
+	return ports, nil
+}
+
+// Refused returns a port of 127.0.0.1 where connections are refused for
+// as long as closer is open: a socket bound to it that never listens, so
+// no other test can bind it. A port merely free when looked at can be
+// bound by another test before the dial that expects a refusal.
+func Refused() (port int, closer io.Closer, err error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, nil, fmt.Errorf("hold a refused port: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "refused-port")
+	// No SO_REUSEADDR: a listener that sets it still cannot share the port.
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		f.Close()
+		return 0, nil, fmt.Errorf("hold a refused port: %w", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		f.Close()
+		return 0, nil, fmt.Errorf("hold a refused port: %w", err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port, f, nil
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range

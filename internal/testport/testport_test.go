@@ -1,8 +1,10 @@
 package testport
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"testing"
 )
 
@@ -54,5 +56,45 @@ func TestPickSkipsTaken(t *testing.T) {
 		}
 		held = append(held, l)
 		taken[port] = true
+	}
+}
+
+// TestPickNDistinct: the n ports of one PickN differ, though picks one
+// after the other may repeat (each is only free when looked at).
+func TestPickNDistinct(t *testing.T) {
+	seq := []int{20001, 20001, 20002, 20001, 20003}
+	i := 0
+	pick := func() (int, error) { i++; return seq[i-1], nil }
+	ports, err := pickN(3, pick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(ports) != "[20001 20002 20003]" {
+		t.Fatalf("pickN(3) = %v, want [20001 20002 20003]", ports)
+	}
+	ports, err = PickN(8)
+	if err != nil || len(ports) != 8 {
+		t.Fatalf("PickN(8) = %v, %v", ports, err)
+	}
+}
+
+// TestRefused: a dial to the port is refused, and no listener, with
+// SO_REUSEADDR as Go's or without, can take the port while it is held.
+func TestRefused(t *testing.T) {
+	port, closer, err := Refused()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if c, err := net.Dial("tcp", addr); !errors.Is(err, syscall.ECONNREFUSED) {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("dial %s = %v, want ECONNREFUSED", addr, err)
+	}
+	if l, err := net.Listen("tcp", addr); err == nil {
+		l.Close()
+		t.Errorf("listen on the held port %d succeeded", port)
 	}
 }

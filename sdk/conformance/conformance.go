@@ -29,7 +29,7 @@ import (
 type Case struct {
 	Name   string         `json:"name"`
 	Call   string         `json:"call"`
-	Server string         `json:"server,omitempty"` // "" or "main"; "old" (too old a version), "flaky" (429 first)
+	Server string         `json:"server,omitempty"` // "" or "main"; "old" (too old a version), "flaky" (429 first), "html" (not boxkite)
 	Args   map[string]any `json:"args,omitempty"`
 	// Expect is a pattern of the result; a case without ExpectError
 	// expects a result (null for calls that answer nothing).

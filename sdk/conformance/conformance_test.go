@@ -138,6 +138,13 @@ func check(t *testing.T, sdk string, suite *conformance.Suite, lines [][]byte, s
 			t.Errorf("log_follow_reconnect: the stream was cut after event %q; the SDK reconnected with Last-Event-ID %q, want it once with that id", cut, resumed)
 		}
 	}
+	// list_paged walked at least 3 sandboxes 2 at a time, so it asked for
+	// at least one page by cursor, besides page_next's.
+	if _, ok := got["list_paged"]; ok {
+		if n := srv.rec.cursorCalls("GET /v1/sandboxes"); n < 2 {
+			t.Errorf("list_paged: GET /v1/sandboxes was called with a cursor %d times, want at least 2: does sandboxes.all read page by page?", n)
+		}
+	}
 	// The flaky proxy saw each retried call twice (the refusal, then the
 	// retry), and the call whose work was done once.
 	for name, want := range map[string]struct {

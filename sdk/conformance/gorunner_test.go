@@ -73,6 +73,27 @@ var goCalls = map[string]goCall{
 	"sandboxes.list": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.ListSandboxes(ctx, a.b("active_only"))
 	},
+	"sandboxes.page": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		p, err := c.ListSandboxPage(ctx, client.SandboxListOptions{ActiveOnly: a.b("active_only"), Limit: a.i("limit"), Cursor: a.s("cursor")})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{"sandboxes": p.Sandboxes, "next_cursor": nil}
+		if p.Next != "" {
+			out["next_cursor"] = p.Next
+		}
+		return out, nil
+	},
+	"sandboxes.all": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		ids := []string{}
+		for sb, err := range c.Sandboxes(ctx, a.b("active_only"), a.i("page_size")) {
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, sb.ID)
+		}
+		return map[string]any{"ids": ids}, nil
+	},
 	"sandboxes.extend": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.ExtendSandbox(ctx, a.s("id"), a.i("lifetime_minutes"))
 	},
@@ -514,6 +535,7 @@ func runGo(t *testing.T, suite *conformance.Suite, srv *servers) [][]byte {
 		"main":  client.New(srv.rec.URL, srv.main.APIKey),
 		"old":   client.New(srv.old.BaseURL, srv.old.APIKey),
 		"flaky": client.New(srv.flakyURL, srv.main.APIKey),
+		"html":  client.New(srv.htmlURL, srv.main.APIKey),
 	}
 	for _, c := range clients {
 		c.MaxRetries = 3 // as the SDKs do by default; the Go client's default is none

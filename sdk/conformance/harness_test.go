@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -30,12 +31,14 @@ import (
 // servers is what one runner talks to: a real control plane with the
 // local driver (main), one that reports an old release (old), and a
 // loopback proxy to main that refuses some requests first (flaky: see
-// flakyRefusals). Runners reach main through a recorder, which checks
+// flakyRefusals), and a web server that is not boxkite (html: a proxy's
+// 502 page). Runners reach main through a recorder, which checks
 // their traffic against /openapi.json.
 type servers struct {
 	main, old *servertest.Server
 	rec       *recorder // in front of main: what runners call
 	flakyURL  string
+	htmlURL   string // not boxkite: a proxy's 502 page (case not_boxkite), a static site's 200 page at /v1/volumes (not_boxkite_200)
 	mu        sync.Mutex
 	flakySeen map[string]int // requests the flaky proxy got, by "METHOD path"
 	// The flaky proxy cuts the first watch stream after its first event
@@ -126,6 +129,18 @@ func startServers(t *testing.T) *servers {
 	}))
 	t.Cleanup(flaky.Close)
 	s.flakyURL = flaky.URL
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/v1/volumes" {
+			// A static site's page, 200 to any path (case not_boxkite_200).
+			_, _ = io.WriteString(w, "<!doctype html><html><body><div id=\"app\"></div></body></html>\n")
+			return
+		}
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = io.WriteString(w, "<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1><hr>nginx</body></html>\n")
+	}))
+	t.Cleanup(html.Close)
+	s.htmlURL = html.URL
 	return s
 }
 
@@ -202,6 +217,7 @@ func (s *servers) env() []string {
 		"BOXKITE_API_KEY=" + s.main.APIKey,
 		"BOXKITE_CONFORMANCE_OLD_URL=" + s.old.BaseURL,
 		"BOXKITE_CONFORMANCE_FLAKY_URL=" + s.flakyURL,
+		"BOXKITE_CONFORMANCE_HTML_URL=" + s.htmlURL,
 		// No runner may read a developer's ~/.boxkite.
 		"BOXKITE_HOME=" + filepath.Join(os.TempDir(), "boxkite-conformance-none"),
 	}

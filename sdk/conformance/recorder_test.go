@@ -94,12 +94,15 @@ func (o *operation) key() string { return o.method + " " + o.template }
 // recorder is a loopback proxy to one server that checks traffic against
 // its /openapi.json.
 type recorder struct {
-	URL  string
-	doc  map[string]any
-	ops  []*operation
-	mu   sync.Mutex
-	hit  map[string]int // calls by operation
-	errs []string
+	URL string
+	doc map[string]any
+	ops []*operation
+	mu  sync.Mutex
+	hit map[string]int // calls by operation
+	// cursors counts the calls by operation that carried a cursor
+	// query parameter (a page after the first).
+	cursors map[string]int
+	errs    []string
 }
 
 func newRecorder(t *testing.T, target string) *recorder {
@@ -191,6 +194,12 @@ func (r *recorder) fail(format string, args ...any) {
 func (r *recorder) checkRequest(op *operation, req *http.Request) {
 	r.mu.Lock()
 	r.hit[op.key()]++
+	if req.URL.Query().Has("cursor") {
+		if r.cursors == nil {
+			r.cursors = map[string]int{}
+		}
+		r.cursors[op.key()]++
+	}
 	r.mu.Unlock()
 	documented := map[string]bool{"api_key": true}
 	params, _ := op.op["parameters"].([]any)
@@ -328,6 +337,14 @@ func (r *recorder) calls(key string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.hit[key]
+}
+
+// cursorCalls is how many calls of an operation ("GET /v1/sandboxes")
+// asked for a page after the first.
+func (r *recorder) cursorCalls(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cursors[key]
 }
 
 // capture keeps the first maxCapture bytes read through it and hands them

@@ -2,6 +2,8 @@ package console
 
 import (
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -26,6 +28,12 @@ func (c *Console) proxyAPI(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return api.Errorf(http.StatusNotFound, api.CodeNotFound, "no such console route").
 			WithHint("the console passes /ui/api/v1/… on to the API's /v1/…")
+	}
+	if to, ok := cleanRedirect(r.URL); ok {
+		// The API's mux would redirect to the clean /v1/… path, out of
+		// the console (where the cookie is not sent); stay in it.
+		http.Redirect(w, r, to, http.StatusTemporaryRedirect)
+		return nil
 	}
 	s, ok := sessionFrom(r)
 	if !ok {
@@ -93,3 +101,25 @@ func (d *dataWriter) Write(p []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection (flushes of
 // event streams, the WebSocket hijack).
 func (d *dataWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
+// cleanRedirect is where a console API path that is not clean (an empty
+// element, "." or "..", as the escaped path spells it: what the API's mux
+// looks at) goes instead: its clean form, still under /ui/api/, with the
+// query. ok is false for a clean path.
+func cleanRedirect(u *url.URL) (string, bool) {
+	p := u.EscapedPath()
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	if clean == p {
+		return "", false
+	}
+	if !strings.HasPrefix(clean, "/ui/api/") {
+		clean = "/ui/api/"
+	}
+	if u.RawQuery != "" {
+		clean += "?" + u.RawQuery
+	}
+	return clean, true
+}

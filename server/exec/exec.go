@@ -115,7 +115,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 		case out.exitCode != nil && errors.Is(err, sidecar.ErrCut):
 			err = nil // the exit event came whole; only the stream's end was lost
 		case streamCut(r, c, &out, err):
-			return s.endCutStream(r, eh, sb, req, &out, started, err)
+			return s.endCutStream(r, eh, c, sb, req, &out, started, err)
 		}
 	}
 	if jsonCut(r, c, sent.Load(), err) {
@@ -347,11 +347,11 @@ func jsonCut(r *http.Request, c *sidecar.Call, sent bool, err error) bool {
 // event, so the client learns why the output stops instead of seeing a
 // cut connection (issue 19 finding 7), the answer of cutAnswer. The exec
 // is audited without an exit code.
-func (s *Service) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
-	started time.Time, cause error,
+func (s *Service) endCutStream(r *http.Request, eh *hold.Exit, c *sidecar.Call, sb *model.Sandbox, req api.ExecRequest,
+	out *execOutcome, started time.Time, cause error,
 ) error {
 	s.d.Log.WarnContext(r.Context(), "exec stream broke off", "sandbox", sb.ID, "err", cause)
-	e := s.cutAnswer(r, sb)
+	e := s.cutAnswer(r, sb, c.Ended)
 	if err := s.auditExec(r, sb, req, out, started, e, ""); err != nil {
 		return eh.Fail(err)
 	}
@@ -359,31 +359,36 @@ func (s *Service) endCutStream(r *http.Request, eh *hold.Exit, sb *model.Sandbox
 }
 
 // cutAnswer is the answer to an exec the sidecar's side cut short: the
-// answer that ended it when the server did (the sandbox froze, or is being
-// destroyed), 410 sandbox_lost when the sidecar no longer answers, else
-// 502 sandbox_operation_failed.
-func (s *Service) cutAnswer(r *http.Request, sb *model.Sandbox) *api.Error {
+// answer that ended it when the server did (ended, the call's
+// sidecar.Call.Ended: the sandbox paused, froze, or is being destroyed),
+// 410 sandbox_lost when the sidecar no longer answers, else 502
+// sandbox_operation_failed.
+func (s *Service) cutAnswer(r *http.Request, sb *model.Sandbox, ended error) *api.Error {
 	ctx := r.Context()
 	e := &api.Error{
 		Status: http.StatusBadGateway, Code: api.CodeSandboxFailed,
 		Message: "the connection to the sandbox broke during the exec; its output ends here",
 		Hint:    "the command may have run on; check its effects before running it again",
 	}
-	// Ended on purpose (the sandbox is being destroyed, or froze): that
-	// is the answer, not the sidecar's health.
-	ended, _ := s.d.Calls.Ending(sb.ID).(*api.Error)
-	if ended == nil {
-		ended, _ = s.d.FrozenAnswer(sb.ID).(*api.Error)
+	// Ended on purpose (the sandbox paused, is being destroyed, or froze):
+	// that is the answer, not the sidecar's health (a paused sandbox's
+	// does not answer).
+	endedBy, _ := ended.(*api.Error)
+	if endedBy == nil {
+		endedBy, _ = s.d.Calls.Ending(sb.ID).(*api.Error)
+	}
+	if endedBy == nil {
+		endedBy, _ = s.d.FrozenAnswer(sb.ID).(*api.Error)
 	}
 	var healthy bool
-	if ended == nil {
+	if endedBy == nil {
 		hctx, cancel := context.WithTimeout(ctx, cutHealthTimeout)
 		healthy = s.d.Healthy(hctx, sb)
 		cancel()
 	}
 	switch {
-	case ended != nil:
-		copied := *ended // shared by every call it ended
+	case endedBy != nil:
+		copied := *endedBy // shared by every call it ended
 		e = &copied
 	case !healthy:
 		e = &api.Error{
@@ -402,7 +407,7 @@ func (s *Service) cutError(r *http.Request, sb *model.Sandbox, err error) *api.E
 	if cut, ok := errors.AsType[*api.Error](err); ok {
 		return cut
 	}
-	return s.cutAnswer(r, sb)
+	return s.cutAnswer(r, sb, nil)
 }
 
 // auditUnanswered writes the entry of an exec whose request reached the

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"sync"
@@ -67,6 +68,9 @@ func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
 	started := s.d.Now()
 	res, wait := relayInteractive(r.Context(), down, up)
 	defer wait()
+	if errors.Is(context.Cause(r.Context()), authz.ErrCredentialRevoked) {
+		res.revoked = authz.SessionEndReason(r.Context())
+	}
 	detail := map[string]any{
 		"command": audit.LoggedText(command), "interactive": true, "tty": req.TTY,
 		"stdin_bytes": res.in.Load(), "stdout_bytes": res.out[api.StreamStdout].Load(), "stderr_bytes": res.out[api.StreamStderr].Load(),
@@ -87,6 +91,11 @@ func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
 	})
 	if res.raw == nil {
 		res.ended = s.d.EndedAnswer(r.Context(), sb)
+		if res.ended != nil && res.ended.Code == api.CodeSandboxPaused {
+			// Its refusal says "is paused" and how to resume; the close
+			// reason has room for the one line (api.CloseSandboxEnded).
+			res.ended = api.Errorf(res.ended.Status, res.ended.Code, "sandbox %s was paused while the command ran", sb.ID)
+		}
 	}
 	res.finish(r.Context(), down)
 	return nil
@@ -102,10 +111,16 @@ type interactiveResult struct {
 	// ended is why the sandbox ended under a command that sent no exit
 	// frame (destroyed, expired, lost), or nil.
 	ended *api.Error
+	// revoked is why the client's side was closed when the request's
+	// credential was revoked under the command, or "".
+	revoked string
 }
 
 // finish sends the held exit frame and closes the client's side.
 func (res *interactiveResult) finish(ctx context.Context, down *websocket.Conn) {
+	if res.revoked != "" {
+		return // relayInteractive closed it, saying why
+	}
 	if res.raw == nil && res.ended != nil {
 		_ = down.Close(api.CloseSandboxEnded, closeReason(res.ended.Message))
 		return
@@ -124,8 +139,19 @@ func (res *interactiveResult) finish(ctx context.Context, down *websocket.Conn) 
 // bytes and holding back the sidecar's exit frame. The client's side stays
 // open for finish; wait returns once its reader has stopped, after finish
 // closed it. (A cancelled context closes a coder/websocket connection, so
-// the client's side is only ever read with ctx, never with upCtx.)
-func relayInteractive(ctx context.Context, down, up *websocket.Conn) (res *interactiveResult, wait func()) {
+// the client's side is only ever read with ctx, never with upCtx.) When
+// request's credential is revoked, the client's side is closed with a
+// policy-violation status naming that (as a takeover's is), which ends
+// the command as the client's leaving does; the reads and writes run on a
+// context the revocation leaves alone, or the connection would be dropped
+// without a word.
+func relayInteractive(request context.Context, down, up *websocket.Conn) (res *interactiveResult, wait func()) {
+	ctx, cancel := authz.SurvivingContext(request)
+	stopWatching := context.AfterFunc(request, func() {
+		if errors.Is(context.Cause(request), authz.ErrCredentialRevoked) {
+			_ = down.Close(websocket.StatusPolicyViolation, authz.SessionEndReason(request))
+		}
+	})
 	upCtx, cancelUp := context.WithCancel(ctx)
 	res = &interactiveResult{}
 	var wg sync.WaitGroup
@@ -164,7 +190,11 @@ func relayInteractive(ctx context.Context, down, up *websocket.Conn) (res *inter
 	}
 	_ = up.Close(websocket.StatusNormalClosure, "")
 	cancelUp()
-	return res, wg.Wait
+	return res, func() {
+		wg.Wait()
+		stopWatching()
+		cancel()
+	}
 }
 
 // closeReason fits s into a close frame's 123 bytes, on a rune boundary.

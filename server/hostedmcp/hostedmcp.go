@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -109,9 +110,15 @@ type inProcess struct {
 // do makes one API call: body (if not nil) as JSON, the answer decoded into
 // out (if not nil); an error status comes back as its *api.Error.
 func (p *inProcess) do(ctx context.Context, method, path string, body, out any) error {
+	return p.doHeader(ctx, method, path, body, out, nil)
+}
+
+// doHeader is do, copying the answer's headers into header when not nil.
+func (p *inProcess) doHeader(ctx context.Context, method, path string, body, out any, header http.Header) error {
 	status, answer, err := apihttp.ServeInProcess(context.WithValue(ctx, inProcessKey{}, true), p.serve, apihttp.InProcessCall{
 		Method: method, Path: path, Body: body, Auth: p.auth,
 		RemoteAddr: "127.0.0.1:0", // in-process: no client address of its own
+		Header:     header,
 	})
 	if err != nil {
 		return err
@@ -177,8 +184,17 @@ func (p *inProcess) Sandbox(ctx context.Context, id string) (*api.Sandbox, error
 	return get[api.Sandbox](ctx, p, "/v1/sandboxes/"+url.PathEscape(id))
 }
 
-func (p *inProcess) ListSandboxes(ctx context.Context, activeOnly bool) ([]api.Sandbox, error) {
-	return deref(get[[]api.Sandbox](ctx, p, fmt.Sprintf("/v1/sandboxes?active_only=%t", activeOnly)))
+func (p *inProcess) ListSandboxesPage(ctx context.Context, activeOnly bool, limit int, cursor string) ([]api.Sandbox, string, error) {
+	q := url.Values{"active_only": {strconv.FormatBool(activeOnly)}, "limit": {strconv.Itoa(limit)}}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var sbs []api.Sandbox
+	h := http.Header{}
+	if err := p.doHeader(ctx, http.MethodGet, "/v1/sandboxes?"+q.Encode(), nil, &sbs, h); err != nil {
+		return nil, "", err
+	}
+	return sbs, api.NextCursor(h), nil
 }
 
 func (p *inProcess) DeleteSandbox(ctx context.Context, id string) error {

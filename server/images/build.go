@@ -71,14 +71,16 @@ func Validate(spec api.ImageSpec) (api.ImageSpec, error) {
 		{"python_packages", &spec.PythonPackages, pipPackage, "name==version, pinned"},
 		{"npm_packages", &spec.NPMPackages, npmPackage, "name==version or @scope/name==version, pinned"},
 	}
+	const packageHint = "give one package per entry: jq or jq=1.6-2.1 (apt), pandas==2.2.3 (pip), semver==7.6.3 or @types/node==20.1.0 (npm)"
 	total := 0
 	for _, l := range lists {
 		if len(*l.pkgs) > maxPackages {
-			return spec, fieldError(l.field, fmt.Sprintf("%s has more than %d packages", l.field, maxPackages), "")
+			return spec, fieldError(l.field, fmt.Sprintf("%s has more than %d packages", l.field, maxPackages),
+				fmt.Sprintf("an image takes at most %d packages of each kind", maxPackages))
 		}
 		for _, p := range *l.pkgs {
 			if len(p) > 200 || !l.re.MatchString(p) {
-				return spec, fieldError(l.field, fmt.Sprintf("%q is not a valid package (%s)", p, l.form), "")
+				return spec, fieldError(l.field, fmt.Sprintf("%q is not a valid package (%s)", p, l.form), packageHint)
 			}
 		}
 		slices.Sort(*l.pkgs)
@@ -86,7 +88,8 @@ func Validate(spec api.ImageSpec) (api.ImageSpec, error) {
 		total += len(*l.pkgs)
 	}
 	if total == 0 {
-		return spec, fieldError("apt_packages", "an image needs at least one package", "")
+		return spec, fieldError("apt_packages", "an image needs at least one package",
+			"name what to install in apt_packages, python_packages or npm_packages ('boxkite images build --apt-package jq')")
 	}
 	return spec, nil
 }

@@ -48,6 +48,9 @@ func TestValidate(t *testing.T) {
 				if !ok || ae.Code != tt.code {
 					t.Fatalf("Validate = %v, want code %s", err, tt.code)
 				}
+				if ae.Hint == "" {
+					t.Errorf("Validate = %v, without a hint", err)
+				}
 				return
 			}
 			if err != nil {

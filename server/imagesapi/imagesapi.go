@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/audit"
@@ -123,16 +125,25 @@ func (s *Service) imageLogs(w http.ResponseWriter, r *http.Request) error {
 	return st.Logs(r.Context(), authz.Account(r.Context()).ID, r.PathValue("id"), w, follow == "1" || follow == "true", flush)
 }
 
+// listImages serves GET /v1/images: the account's images, newest first;
+// all of them, or with limit and cursor one page and a Link rel="next"
+// header, as GET /v1/sandboxes.
 func (s *Service) listImages(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.imageStore()
 	if err != nil {
 		return err
 	}
-	out, err := st.List(r.Context(), authz.Account(r.Context()).ID)
+	p, err := httpx.ParsePage(r.URL.Query(), "image", 0, api.MaxListLimit)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+	all, err := st.List(r.Context(), authz.Account(r.Context()).ID)
+	if err != nil {
+		return err
+	}
+	key := func(img api.Image) (time.Time, string) { return img.CreatedAt, img.ID }
+	slices.SortFunc(all, httpx.SortNewestFirst(key))
+	httpx.WriteJSON(w, http.StatusOK, httpx.CutPage(w, r, s.d.PublicURL, p, all, key))
 	return nil
 }
 

@@ -15,7 +15,7 @@ func (s *Service) Routes() []httpx.Route {
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/images/import", Summary: "Import an OCI image layout tar or a docker save archive (the body, streamed); label names it", Response: api.Image{}, Status: http.StatusAccepted, Query: []string{"label"}, Upload: true}, Cred: httpx.CredAPIKey, Handler: s.importImage},
 		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images/{id}/logs", Summary: "The build's log as text; follow=1 streams it until the build ends", Produces: "text/plain", Query: []string{"follow"}}, Cred: httpx.CredAPIKey, Handler: s.imageLogs},
 		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images/{id}/log", Summary: "A page of the build's audit log (its egress decisions and outcome), oldest first", Response: api.LogPage{}, Query: []string{"limit", "offset"}}, Cred: httpx.CredAPIKey, Handler: s.imageAuditLog},
-		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images", Summary: "List the account's images", Response: []api.Image{}}, Cred: httpx.CredAPIKey, Handler: s.listImages},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images", Summary: "List the account's images, newest first; limit=N (1..1000) answers one page and a Link rel=\"next\" header to the next (cursor=)", Response: []api.Image{}, Query: []string{"limit", "cursor"}}, Cred: httpx.CredAPIKey, Handler: s.listImages},
 		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/images/{id}", Summary: "Get one image", Response: api.Image{}}, Cred: httpx.CredAPIKey, Handler: s.getImage},
 		{RouteDoc: httpx.RouteDoc{Pattern: "DELETE /v1/images/{id}", Summary: "Delete an image; 409 image_in_use while a sandbox boots from it or a snapshot needs it", Status: http.StatusNoContent}, Cred: httpx.CredAPIKey, Handler: s.deleteImage},
 	}

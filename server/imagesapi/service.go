@@ -26,6 +26,9 @@ type Deps struct {
 	Now   func() time.Time
 	// WriteLogPage answers with a page of the audit chain of id.
 	WriteLogPage func(w http.ResponseWriter, r *http.Request, id string, limit, offset int) error
+	// PublicURL is the server's public base URL ("" when unset): the
+	// Link header of a paged list points under it.
+	PublicURL string
 }
 
 // Service serves the images API.

@@ -97,6 +97,9 @@ func (s *Service) Forward(w http.ResponseWriter, r *http.Request, sb *model.Sand
 		return sidecar.ErrHandedOver
 	}
 	resp.Body.Close()
+	if ae, ok := context.Cause(ctx).(*api.Error); ok {
+		c.Ended = ae // the sandbox paused, froze or is being destroyed under the copy
+	}
 	return err
 }
 

@@ -43,6 +43,13 @@ func (s *Service) execEnv(allowed bool, r *http.Request, sb *model.Sandbox, req 
 		if _, dup := req.Env[k]; dup {
 			return nil, httpx.Invalid("secret_env", fmt.Sprintf("%s is in both env and secret_env", k), "")
 		}
+		if strings.ContainsRune(v, 0) {
+			// The sidecar would refuse it as "env variable … contains a
+			// NUL byte", after the exec reached the sandbox.
+			name := req.SecretEnv[k]
+			return nil, httpx.Invalid("secret_env", fmt.Sprintf("the value of secret %s holds a NUL byte, which an environment variable cannot", name),
+				fmt.Sprintf("use it through http_request ({{secret:%s}}), or give it a value without one ('boxkite secrets set %s')", name, name))
+		}
 		req.Env[k] = v
 	}
 	red := NewRedactor(values)

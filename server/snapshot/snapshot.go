@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -67,7 +68,18 @@ type Config struct {
 }
 
 // Service is the snapshot subsystem.
-type Service struct{ cfg Config }
+type Service struct {
+	cfg Config
+	// keys orders recording a key against dropping one: a snapshot
+	// holds it for reading from its copy until its row names its key,
+	// and dropData for writing, so the data of a key that a snapshot
+	// being taken found stored already (an identical state: keys are
+	// content addresses) is not deleted, by the delete of the last
+	// other snapshot holding it, before the new row holds it too. Per
+	// server process: replicas sharing a snapshot directory are not
+	// ordered against each other.
+	keys sync.RWMutex
+}
 
 // New returns the service for cfg.
 func New(cfg Config) *Service {
@@ -171,21 +183,7 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, false)
-	var stored error
-	if p := s.porter(); err == nil && p != nil {
-		if stored = s.upload(ctx, p, sn, ref.Key); stored != nil {
-			err = stored
-		}
-	}
-	done, uerr := s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error {
-		if err != nil {
-			sn.Status = api.SnapshotFailed
-			return nil
-		}
-		sn.Status, sn.Key, sn.SizeBytes, sn.Method = api.SnapshotCompleted, ref.Key, ref.SizeBytes, ref.Method
-		return nil
-	})
+	ref, done, err, stored, uerr := s.copyAndRecord(ctx, sb, sn)
 	if stored != nil {
 		s.cfg.Log.ErrorContext(ctx, "snapshot not stored in object storage: failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", stored)
 		if uerr == nil {
@@ -207,6 +205,32 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	s.cfg.Control.Audit(ctx, sb, "snapshot_created", detail)
 	return done, nil
+}
+
+// copyAndRecord copies sb's state into the driver's store (and the
+// bucket) for pending snapshot sn and records the outcome: err is the
+// copy's failure, stored the bucket's, uerr the record's. The key is
+// held from the copy until the row names it (Service.keys).
+func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *model.Snapshot) (
+	ref model.SnapshotRef, done *model.Snapshot, err, stored, uerr error,
+) {
+	s.keys.RLock()
+	defer s.keys.RUnlock()
+	ref, err = s.cfg.Driver.Snapshot(ctx, sb.ID, false)
+	if p := s.porter(); err == nil && p != nil {
+		if stored = s.upload(ctx, p, sn, ref.Key); stored != nil {
+			err = stored
+		}
+	}
+	done, uerr = s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error {
+		if err != nil {
+			sn.Status = api.SnapshotFailed
+			return nil
+		}
+		sn.Status, sn.Key, sn.SizeBytes, sn.Method = api.SnapshotCompleted, ref.Key, ref.SizeBytes, ref.Method
+		return nil
+	})
+	return ref, done, err, stored, uerr
 }
 
 // useImage records pending snapshot sn as a user of its image; one whose
@@ -316,6 +340,8 @@ func (s *Service) dropData(ctx context.Context, key string) {
 	if key == "" || s.cfg.Driver == nil {
 		return
 	}
+	s.keys.Lock() // no snapshot is between finding key stored and recording it
+	defer s.keys.Unlock()
 	inUse, err := s.cfg.Store.SnapshotKeyInUse(ctx, key)
 	if err == nil && !inUse {
 		err = s.cfg.Driver.DeleteSnapshot(ctx, key)

@@ -97,6 +97,9 @@ type fakeDriver struct {
 	mu      sync.Mutex
 	fail    bool
 	deleted []string
+	// copied, when set, runs in a snapshot's copy once it found its key
+	// stored already.
+	copied func()
 }
 
 func (d *fakeDriver) Snapshot(_ context.Context, _ string, transient bool) (model.SnapshotRef, error) {
@@ -105,6 +108,9 @@ func (d *fakeDriver) Snapshot(_ context.Context, _ string, transient bool) (mode
 	}
 	if transient {
 		return model.SnapshotRef{Key: "tmp-1", Method: "reflink"}, nil
+	}
+	if d.copied != nil {
+		d.copied()
 	}
 	return model.SnapshotRef{Key: "sha256-same", SizeBytes: 7, Method: "reflink"}, nil
 }
@@ -215,5 +221,53 @@ func TestTakeLimitsAndSharing(t *testing.T) {
 	}
 	if got, _ := st.Snapshot(ctx, "b", "p"); got.Status != api.SnapshotFailed {
 		t.Errorf("pending after Reconcile: %s, want failed", got.Status)
+	}
+}
+
+// TestDeleteDuringIdenticalSnapshot: the delete of the last snapshot
+// holding a key, while a snapshot of the same state (the same key: the
+// driver found it stored and kept the stored data) is being taken, leaves
+// the data for the new snapshot, whose row names the key only once its
+// copy is done (session 20, state20: the new snapshot was recorded
+// completed on data deleted under it, and could never be restored).
+func TestDeleteDuringIdenticalSnapshot(t *testing.T) {
+	ctx := context.Background()
+	st := &memStore{rows: map[string]*model.Snapshot{}}
+	d := &fakeDriver{}
+	s := New(Config{Store: st, Driver: d, Control: &fakeControl{}, Now: func() time.Time { return time.Unix(0, 0) }})
+	acct := &model.Account{ID: "a"}
+	sb := &model.Sandbox{ID: "sb", AccountID: "a", Status: api.StatusActive}
+	old, err := s.Take(ctx, acct, sb, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	d.copied = func() {
+		d.copied = nil
+		go func() { deleted <- s.Delete(ctx, old) }()
+		// Give the delete its chance to drop the data now; it may as
+		// well wait for this snapshot to be recorded, which is the point.
+		deadline := time.Now().Add(time.Second)
+		for time.Now().Before(deadline) {
+			d.mu.Lock()
+			gone := len(d.deleted) > 0
+			d.mu.Unlock()
+			if gone {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	sn, err := s.Take(ctx, acct, sb, "new")
+	if err != nil || sn.Key != "sha256-same" {
+		t.Fatalf("Take = %+v, %v", sn, err)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.deleted) != 0 {
+		t.Errorf("the driver deleted %v, which the new snapshot holds", d.deleted)
 	}
 }

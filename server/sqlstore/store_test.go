@@ -99,6 +99,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Webhooks", testWebhooks},
 		{"WebhookFairClaim", testWebhookFairClaim},
 		{"WebhookLimit", testWebhookLimit},
+		{"WebhookDeliveryPages", testWebhookDeliveryPages},
 		{"StorageSync", testStorageSync},
 		{"OAuth", testOAuth},
 		{"Admin", testAdmin},

@@ -123,9 +123,19 @@ func scanDelivery(r rowScanner, extra ...any) (*webhooks.Delivery, error) {
 }
 
 // WebhookDeliveries implements webhooks.Store.
-func (s *Store) WebhookDeliveries(ctx context.Context, accountID, webhookID string, limit, offset int) ([]*webhooks.Delivery, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+deliveryColumns+` FROM webhook_deliveries d
-		WHERE d.account_id = ? AND d.webhook_id = ? ORDER BY d.created_at DESC, d.id LIMIT ? OFFSET ?`), accountID, webhookID, limit, offset)
+// The cursor is a keyset (created_at, id), as ListSandboxPage's: a
+// delivery queued between two pages moves no other across the boundary.
+func (s *Store) WebhookDeliveries(ctx context.Context, accountID, webhookID string, p webhooks.DeliveryPage) ([]*webhooks.Delivery, error) {
+	query := `SELECT ` + deliveryColumns + ` FROM webhook_deliveries d WHERE d.account_id = ? AND d.webhook_id = ?`
+	args := []any{accountID, webhookID}
+	if p.AfterID != "" {
+		at := micros(p.AfterCreated)
+		query += ` AND (d.created_at < ? OR (d.created_at = ? AND d.id < ?))`
+		args = append(args, at, at, p.AfterID)
+	}
+	query += ` ORDER BY d.created_at DESC, d.id DESC LIMIT ? OFFSET ?`
+	args = append(args, p.Limit, p.Offset)
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("query webhook deliveries: %w", err)
 	}

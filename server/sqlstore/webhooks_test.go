@@ -116,11 +116,11 @@ func testWebhooks(t *testing.T, newStore storeFactory) {
 	if err := st.FinishWebhookAttempt(ctx, "owner1", &d); err != nil {
 		t.Fatal(err)
 	}
-	page, err := st.WebhookDeliveries(ctx, a.ID, sub.ID, 100, 0)
+	page, err := st.WebhookDeliveries(ctx, a.ID, sub.ID, webhooks.DeliveryPage{Limit: 100})
 	if err != nil || len(page) != n || page[0].EventID != fmt.Sprint("ev", n-1) {
 		t.Fatalf("WebhookDeliveries: %d, %v", len(page), err)
 	}
-	if page, _ := st.WebhookDeliveries(ctx, b.ID, sub.ID, 100, 0); len(page) != 0 {
+	if page, _ := st.WebhookDeliveries(ctx, b.ID, sub.ID, webhooks.DeliveryPage{Limit: 100}); len(page) != 0 {
 		t.Errorf("B reads A's deliveries: %d", len(page))
 	}
 	got, _ = st.Webhooks(ctx, a.ID)
@@ -130,7 +130,7 @@ func testWebhooks(t *testing.T, newStore storeFactory) {
 	if err := st.DeleteWebhook(ctx, a.ID, sub.ID); err != nil {
 		t.Fatal(err)
 	}
-	if page, _ := st.WebhookDeliveries(ctx, a.ID, sub.ID, 100, 0); len(page) != 0 {
+	if page, _ := st.WebhookDeliveries(ctx, a.ID, sub.ID, webhooks.DeliveryPage{Limit: 100}); len(page) != 0 {
 		t.Errorf("deliveries outlive their webhook: %d", len(page))
 	}
 }
@@ -223,5 +223,73 @@ func testWebhookLimit(t *testing.T, newStore storeFactory) {
 	}
 	if got, err := st.Webhooks(ctx, acct.ID); created != limit || err != nil || len(got) != limit {
 		t.Errorf("%d creates succeeded, %d stored (%v); want %d", created, len(got), err, limit)
+	}
+}
+
+// testWebhookDeliveryPages: a subscription's deliveries read with a
+// cursor (the last delivery of the page before) are every delivery once,
+// in the order of one read (created_at, then id, both descending), also
+// where deliveries share their created_at, and with one queued between
+// two pages (newer than every cursor).
+func testWebhookDeliveryPages(t *testing.T, newStore storeFactory) {
+	st := newStore(t)(t).(webhooks.Store)
+	ctx := t.Context()
+	a := mustAccount(t, st.(model.Store), "pages@example.com")
+	sub := &webhooks.Subscription{
+		ID: model.NewID(), AccountID: a.ID, URL: "https://hook.example.com/in", EventTypes: []string{"sandbox.created"},
+		PayloadFormat: "boxkite_v1", Secret: "whsec_x", Active: true, CreatedAt: base,
+	}
+	if err := st.CreateWebhook(ctx, sub, 20); err != nil {
+		t.Fatal(err)
+	}
+	delivery := func(at time.Time) *webhooks.Delivery {
+		return &webhooks.Delivery{
+			ID: model.NewID(), WebhookID: sub.ID, AccountID: a.ID, EventID: model.NewID(), EventType: "sandbox.created",
+			Payload: []byte(`{}`), Status: webhooks.StatusPending, NextAttemptAt: base, CreatedAt: at,
+		}
+	}
+	var ds []*webhooks.Delivery
+	for i := range 11 {
+		ds = append(ds, delivery(base.Add(time.Duration(i/3)*time.Millisecond)))
+	}
+	if err := st.EnqueueWebhookDeliveries(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	all, err := st.WebhookDeliveries(ctx, a.ID, sub.ID, webhooks.DeliveryPage{Limit: 100})
+	if err != nil || len(all) != 11 {
+		t.Fatalf("one read: %d, %v", len(all), err)
+	}
+	for i := 1; i < len(all); i++ {
+		p, q := all[i-1], all[i]
+		if p.CreatedAt.Before(q.CreatedAt) || p.CreatedAt.Equal(q.CreatedAt) && p.ID < q.ID {
+			t.Fatalf("one read is not newest first, then id descending, at %d", i)
+		}
+	}
+	var got []string
+	p := webhooks.DeliveryPage{Limit: 3}
+	for page := 0; ; page++ {
+		ds, err := st.WebhookDeliveries(ctx, a.ID, sub.ID, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			got = append(got, d.ID)
+		}
+		if len(ds) < p.Limit {
+			break
+		}
+		if page == 0 { // queued between pages: newer than the cursor
+			if err := st.EnqueueWebhookDeliveries(ctx, []*webhooks.Delivery{delivery(base.Add(time.Hour))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.AfterCreated, p.AfterID = ds[len(ds)-1].CreatedAt, ds[len(ds)-1].ID
+	}
+	var want []string
+	for _, d := range all {
+		want = append(want, d.ID)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("paged ids (-one read +paged):\n%s", diff)
 	}
 }

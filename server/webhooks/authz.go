@@ -51,11 +51,11 @@ func (s authorized) DeleteWebhook(ctx context.Context, accountID, id string) err
 }
 
 // WebhookDeliveries: account.
-func (s authorized) WebhookDeliveries(ctx context.Context, accountID, webhookID string, limit, offset int) ([]*Delivery, error) {
+func (s authorized) WebhookDeliveries(ctx context.Context, accountID, webhookID string, p DeliveryPage) ([]*Delivery, error) {
 	if !authz.ActsFor(ctx, accountID) {
 		return nil, ErrNotFound
 	}
-	return s.inner.WebhookDeliveries(ctx, accountID, webhookID, limit, offset)
+	return s.inner.WebhookDeliveries(ctx, accountID, webhookID, p)
 }
 
 // WebhookDelivery: account.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/internal/authz"
@@ -90,8 +91,7 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 		s.quiet.forget(acct.ID) // committed or not: read the store again
 	}
 	if errors.Is(err, ErrLimit) {
-		return api.Errorf(http.StatusTooManyRequests, api.CodeWebhookLimitReached, "the account has %d webhook subscriptions, the most it may have", maxPerAccount).
-			WithHint("delete one with `boxkite webhooks rm ID`")
+		return limitReached(r)
 	}
 	if err != nil {
 		return fmt.Errorf("create webhook: %w", err)
@@ -102,6 +102,18 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// limitReached refuses a create past the account's subscriptions. A
+// member-role key of an organization lists only its holder's, so its
+// hint says that the others count too.
+func limitReached(r *http.Request) error {
+	e := api.Errorf(http.StatusTooManyRequests, api.CodeWebhookLimitReached, "the account has %d webhook subscriptions, the most it may have", maxPerAccount)
+	if k := authz.From(r.Context()).Key; k != nil && k.MemberID != "" && k.Role == model.RoleMember {
+		return e.WithHint("the organization's subscriptions count, also those other members and admins created, which a member key does not list; " +
+			"delete one of yours with `boxkite webhooks rm ID`, or ask an owner or admin of the organization to delete others with an admin key")
+	}
+	return e.WithHint("delete one with `boxkite webhooks rm ID`")
+}
+
 // newSecret is a subscription's signing secret: "whsec_" and 32 random bytes in hex.
 func newSecret() string {
 	b := make([]byte, 32)
@@ -109,21 +121,39 @@ func newSecret() string {
 	return "whsec_" + hex.EncodeToString(b)
 }
 
+// list serves GET /v1/webhooks: the subscriptions the caller sees
+// (sees), newest first; all of them (an account has at most 20), or with
+// limit and cursor one page and a Link rel="next" header, as
+// GET /v1/sandboxes.
 func (s *Service) list(w http.ResponseWriter, r *http.Request) error {
+	p, err := httpx.ParsePage(r.URL.Query(), "webhook", 0, api.MaxListLimit)
+	if err != nil {
+		return err
+	}
 	subs, err := s.store.Webhooks(r.Context(), authz.Account(r.Context()).ID)
 	if err != nil {
 		return fmt.Errorf("list webhooks: %w", err)
 	}
-	out := make([]api.Webhook, len(subs))
-	for i, sub := range subs {
+	seen := make([]*Subscription, 0, len(subs))
+	for _, sub := range subs {
+		if sees(r, sub) {
+			seen = append(seen, sub)
+		}
+	}
+	key := func(sub *Subscription) (time.Time, string) { return sub.CreatedAt, sub.ID }
+	slices.SortFunc(seen, httpx.SortNewestFirst(key))
+	page := httpx.CutPage(w, r, s.d.PublicURL, p, seen, key)
+	out := make([]api.Webhook, len(page))
+	for i, sub := range page {
 		out[i] = sub.ToAPI()
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// load returns the caller's subscription named in the path.
-func (s *Service) load(r *http.Request) (*Subscription, error) {
+// find returns the account's subscription named in the path, whoever
+// created it.
+func (s *Service) find(r *http.Request) (*Subscription, error) {
 	id := r.PathValue("id")
 	subs, err := s.store.Webhooks(r.Context(), authz.Account(r.Context()).ID)
 	if err != nil {
@@ -135,6 +165,33 @@ func (s *Service) load(r *http.Request) (*Subscription, error) {
 		}
 	}
 	return nil, notFound(id)
+}
+
+// load returns the subscription named in the path if the caller sees it
+// (sees): one it does not see is 404, as one that does not exist.
+func (s *Service) load(r *http.Request) (*Subscription, error) {
+	sub, err := s.find(r)
+	if err != nil {
+		return nil, err
+	}
+	if !sees(r, sub) {
+		return nil, notFound(sub.ID)
+	}
+	return sub, nil
+}
+
+// loadToManage returns the subscription named in the path for an action
+// on it (test, redeliver, delete): one the caller may not manage is 403
+// with a hint (mayManage), as session 19 made delete.
+func (s *Service) loadToManage(r *http.Request) (*Subscription, error) {
+	sub, err := s.find(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := mayManage(r, sub); err != nil {
+		return nil, err
+	}
+	return sub, nil
 }
 
 func (s *Service) get(w http.ResponseWriter, r *http.Request) error {
@@ -155,28 +212,31 @@ func memberOf(r *http.Request) string {
 	return ""
 }
 
-// mayManage refuses a member-role key of an organization a subscription
-// another member (or no member) created; an admin key manages any of the
-// organization's, a personal account's key its own.
-func mayManage(r *http.Request, sub *Subscription) error {
+// sees reports whether the request's key sees and manages sub: a
+// member-role key of an organization only the subscriptions its holder
+// created (not those from before migration 0297, which name no member);
+// an admin key any of the organization's, a personal account's key its own.
+func sees(r *http.Request, sub *Subscription) bool {
 	k := authz.From(r.Context()).Key
-	if k == nil || k.MemberID == "" || k.Role != model.RoleMember || sub.MemberID == k.MemberID {
+	return k == nil || k.MemberID == "" || k.Role != model.RoleMember || sub.MemberID == k.MemberID
+}
+
+// mayManage refuses a member-role key of an organization a subscription
+// another member (or no member) created (sees).
+func mayManage(r *http.Request, sub *Subscription) error {
+	if sees(r, sub) {
 		return nil
 	}
-	return api.Errorf(http.StatusForbidden, api.CodeForbidden, "webhook %s was not created by you, and a member key may change only the webhooks its holder created", sub.ID).
+	return api.Errorf(http.StatusForbidden, api.CodeForbidden, "webhook %s was not created by you, and a member key may test, redeliver or delete only the webhooks its holder created", sub.ID).
 		WithHint("ask an owner or admin of the organization to do it with an admin key of the organization")
 }
 
 func (s *Service) delete(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	sub, err := s.load(r)
-	if err != nil {
+	if _, err := s.loadToManage(r); err != nil {
 		return err
 	}
-	if err := mayManage(r, sub); err != nil {
-		return err
-	}
-	err = s.store.DeleteWebhook(r.Context(), authz.Account(r.Context()).ID, id)
+	err := s.store.DeleteWebhook(r.Context(), authz.Account(r.Context()).ID, id)
 	if errors.Is(err, ErrNotFound) {
 		return notFound(id)
 	}
@@ -187,13 +247,16 @@ func (s *Service) delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// deliveries serves GET /v1/webhooks/{id}/deliveries?limit&offset.
+// deliveries serves GET /v1/webhooks/{id}/deliveries?limit&offset&cursor:
+// a page of the subscription's deliveries, newest first (limit 1 to 100,
+// 20 by default), and a Link rel="next" header (with the cursor of the
+// page's last delivery, offset left out) when more follow.
 func (s *Service) deliveries(w http.ResponseWriter, r *http.Request) error {
 	sub, err := s.load(r)
 	if err != nil {
 		return err
 	}
-	limit, err := httpx.QueryInt(r, "limit", 20, 1, 100)
+	pg, err := httpx.ParsePage(r.URL.Query(), "delivery", 20, 100)
 	if err != nil {
 		return err
 	}
@@ -201,9 +264,15 @@ func (s *Service) deliveries(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ds, err := s.store.WebhookDeliveries(r.Context(), sub.AccountID, sub.ID, limit, offset)
+	p := DeliveryPage{Limit: pg.Limit + 1, Offset: offset, AfterCreated: pg.AfterCreated, AfterID: pg.AfterID}
+	ds, err := s.store.WebhookDeliveries(r.Context(), sub.AccountID, sub.ID, p)
 	if err != nil {
 		return fmt.Errorf("list webhook deliveries: %w", err)
+	}
+	if len(ds) > pg.Limit { // one more than asked: another page follows
+		ds = ds[:pg.Limit]
+		last := ds[len(ds)-1]
+		httpx.SetNextLink(w, r, s.d.PublicURL, last.CreatedAt, last.ID, "offset")
 	}
 	out := make([]api.WebhookDelivery, len(ds))
 	for i, d := range ds {
@@ -216,7 +285,7 @@ func (s *Service) deliveries(w http.ResponseWriter, r *http.Request) error {
 // test serves POST /v1/webhooks/{id}/test: a webhook.test event queued
 // for this subscription only.
 func (s *Service) test(w http.ResponseWriter, r *http.Request) error {
-	sub, err := s.load(r)
+	sub, err := s.loadToManage(r)
 	if err != nil {
 		return err
 	}
@@ -238,7 +307,7 @@ func (s *Service) test(w http.ResponseWriter, r *http.Request) error {
 // on event_id drops it; one that lost it gets it). A delivery still
 // pending is refused: it is sent anyway.
 func (s *Service) redeliver(w http.ResponseWriter, r *http.Request) error {
-	sub, err := s.load(r)
+	sub, err := s.loadToManage(r)
 	if err != nil {
 		return err
 	}

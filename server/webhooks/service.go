@@ -48,6 +48,9 @@ type Deps struct {
 	// SQLite store): Emit then remembers the accounts that have none
 	// instead of reading them for every event (quiet.go).
 	SoleServer bool
+	// PublicURL is the server's public base URL ("" when unset): the
+	// Link header of a paged list points under it.
+	PublicURL string
 }
 
 // Sealer encrypts values at rest, bound to associated data

@@ -81,6 +81,15 @@ func (d *Delivery) ToAPI() api.WebhookDelivery {
 	return out
 }
 
+// DeliveryPage is the page of a subscription's deliveries to read: at
+// most Limit of them, after the cursor (AfterCreated, AfterID; none when
+// AfterID is ""), skipping Offset more.
+type DeliveryPage struct {
+	Limit, Offset int
+	AfterCreated  time.Time
+	AfterID       string
+}
+
 // Claim is a delivery leased to one sender, with what it needs to send it.
 type Claim struct {
 	Delivery
@@ -109,8 +118,8 @@ type Store interface {
 	// deliveries, or returns ErrNotFound.
 	DeleteWebhook(ctx context.Context, accountID, id string) error
 	// WebhookDeliveries returns a page of the subscription's deliveries,
-	// newest first.
-	WebhookDeliveries(ctx context.Context, accountID, webhookID string, limit, offset int) ([]*Delivery, error)
+	// newest first (created_at, then id, both descending).
+	WebhookDeliveries(ctx context.Context, accountID, webhookID string, p DeliveryPage) ([]*Delivery, error)
 	// WebhookDelivery returns one delivery of the account's subscription,
 	// or ErrNotFound.
 	WebhookDelivery(ctx context.Context, accountID, webhookID, id string) (*Delivery, error)

@@ -42,7 +42,7 @@ func (s reachedStore) DeleteWebhook(context.Context, string, string) error {
 	return nil
 }
 
-func (s reachedStore) WebhookDeliveries(context.Context, string, string, int, int) ([]*Delivery, error) {
+func (s reachedStore) WebhookDeliveries(context.Context, string, string, DeliveryPage) ([]*Delivery, error) {
 	*s.reached = true
 	return nil, nil
 }

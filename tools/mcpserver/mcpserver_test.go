@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -248,5 +250,64 @@ func TestHTTPHandlerParseError(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnsupportedMediaType {
 		t.Errorf("text/plain POST = %d, want 415", resp.StatusCode)
+	}
+}
+
+// pages is a provider whose account has sandboxes sb-1 … sb-5 (newest
+// first); a cursor is the index to go on from.
+type pages struct {
+	provider
+	calls *[]string
+}
+
+func (p pages) ListSandboxesPage(_ context.Context, activeOnly bool, limit int, cursor string) ([]api.Sandbox, string, error) {
+	*p.calls = append(*p.calls, fmt.Sprintf("active_only=%t limit=%d cursor=%q", activeOnly, limit, cursor))
+	from, _ := strconv.Atoi(cursor)
+	var sbs []api.Sandbox
+	for i := from; i < 5 && len(sbs) < limit; i++ {
+		sbs = append(sbs, api.Sandbox{ID: fmt.Sprintf("sb-%d", i+1), Status: api.StatusDestroyed, Size: "small"})
+	}
+	next := ""
+	if from+len(sbs) < 5 {
+		next = strconv.Itoa(from + len(sbs))
+	}
+	return sbs, next, nil
+}
+
+// TestListSandboxesPages: list_sandboxes asks for 50 by default, takes a
+// limit up to 200 and a cursor, ends a page that has more after it with
+// the next cursor, and refuses a limit out of range without a call.
+func TestListSandboxesPages(t *testing.T) {
+	var calls []string
+	cs := connect(t, mcpserver.New("test", mcpserver.Static(pages{calls: &calls}, func(string) tools.Sandbox { return sandbox{} })))
+	call := func(args map[string]any) (string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_sandboxes", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return textOf(t, res), res.IsError
+	}
+	if text, isErr := call(map[string]any{}); isErr || strings.Count(text, "\n- ")+1 != 5 || strings.Contains(text, "cursor") {
+		t.Errorf("default page = %q (isError %v), want the 5 sandboxes and no cursor", text, isErr)
+	}
+	text, _ := call(map[string]any{"limit": 2})
+	if !strings.HasPrefix(text, "- sb-1 ") || !strings.Contains(text, "\n- sb-2 ") || !strings.HasSuffix(text, "\n(more: call list_sandboxes with cursor \"2\" for the next page)") {
+		t.Errorf("first page of 2 = %q, want sb-1, sb-2 and the cursor 2", text)
+	}
+	text, _ = call(map[string]any{"limit": 2, "cursor": "4", "active_only": false})
+	if !strings.HasPrefix(text, "- sb-5 ") || strings.Contains(text, "\n") {
+		t.Errorf("last page = %q, want sb-5 alone, no cursor", text)
+	}
+	for _, limit := range []any{0, 201, -1} {
+		text, isErr := call(map[string]any{"limit": limit})
+		want := fmt.Sprintf("Error: limit must be between 1 and 200, got %v\nHint: omit limit for the default of 50.", limit)
+		if text != want || !isErr {
+			t.Errorf("limit %v = %q (isError %v), want %q", limit, text, isErr, want)
+		}
+	}
+	want := []string{`active_only=false limit=50 cursor=""`, `active_only=false limit=2 cursor=""`, `active_only=false limit=2 cursor="4"`}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("pages asked for (-want +got):\n%s", diff)
 	}
 }

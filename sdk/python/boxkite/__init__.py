@@ -12,7 +12,7 @@ See docs/sdks.md in the boxkite repository.
 
 from ._version import MIN_SERVER_VERSION, __version__
 from .aio import AsyncBoxkite
-from .client import Boxkite
+from .client import Boxkite, SandboxPage
 from .errors import (
     AuthenticationError,
     BoxkiteError,
@@ -43,6 +43,7 @@ __all__ = [
     "PermissionDeniedError",
     "RateLimitError",
     "Sandbox",
+    "SandboxPage",
     "ServerError",
     "ServerVersionError",
     "ServiceUnavailableError",

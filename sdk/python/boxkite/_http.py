@@ -21,8 +21,8 @@ from ._version import MIN_SERVER_VERSION, __version__
 
 # The 503 codes retried: the server cannot take the request now but will.
 # Others (secrets_unavailable: the server has no secrets key) would get the
-# same answer again.
-RETRY_503_CODES = frozenset(("service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured"))
+# same answer again. bad_response: a proxy's 503 page, its backend away for now.
+RETRY_503_CODES = frozenset(("service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured", "bad_response"))
 
 
 def retryable(err: errors.BoxkiteError) -> bool:
@@ -68,8 +68,37 @@ def parse_retry_after(value: Optional[str]) -> Optional[float]:
     return max(0.0, when.timestamp() - time.time())
 
 
-def error_from(status: int, headers: Any, body: bytes) -> errors.BoxkiteError:
-    """The BoxkiteError for a non-2xx answer."""
+BAD_RESPONSE_HINT = "check the base URL (BOXKITE_BASE_URL / base_url) and any proxy in between"
+
+
+def _media_type(headers: Any) -> str:
+    """The Content-Type without its parameters, lower case."""
+    value = (headers.get("Content-Type") if headers else None) or ""
+    return value.split(";", 1)[0].strip().lower()
+
+
+# Web pages: what a proxy, a login page or a static site answers, never boxkite.
+HTML_TYPES = frozenset(("text/html", "application/xhtml+xml"))
+
+
+def bad_response(base_url: str, status: int, headers: Any) -> errors.BoxkiteError:
+    """The error of an answer that is not boxkite's: its status and content
+    type, never its body (a proxy's page says nothing useful)."""
+    media = _media_type(headers)
+    return errors.error_class(status)(
+        code=errors.CODE_BAD_RESPONSE,
+        message=f"the server at {base_url} answered {status} {media or 'without a Content-Type'}, not boxkite's JSON",
+        hint=BAD_RESPONSE_HINT,
+        status=status,
+        request_id=(headers.get("X-Request-ID") if headers else "") or "",
+        retry_after=parse_retry_after(headers.get("Retry-After")) if headers else None,
+    )
+
+
+def error_from(status: int, headers: Any, body: bytes, base_url: str = "") -> errors.BoxkiteError:
+    """The BoxkiteError for a non-2xx answer. A body that is neither the
+    envelope nor JSON (a proxy's HTML page, another web server) is
+    bad_response: the server at base_url is not boxkite."""
     env: Dict[str, Any] = {}
     try:
         doc = jsonlib.loads(body.decode("utf-8")) if body else None
@@ -77,6 +106,9 @@ def error_from(status: int, headers: Any, body: bytes) -> errors.BoxkiteError:
             env = doc["error"]
     except (UnicodeDecodeError, ValueError):
         pass
+    media = _media_type(headers)
+    if not env and body.strip() and media != "application/json" and not media.endswith("+json"):
+        return bad_response(base_url, status, headers)
     code = env.get("code") or _status_code(status)
     message = env.get("message") or (body.decode("utf-8", "replace").strip()[:500] if body else "") or f"HTTP {status}"
     cls = errors.error_class(status)
@@ -217,9 +249,11 @@ class Transport:
         stream: bool = False,
         idempotency_key: Optional[str] = None,
         auth: Optional[str] = None,
+        want_headers: bool = False,
     ) -> Any:
         """Send a request; return the decoded JSON answer (None when empty),
-        or with stream=True a Response to read and close."""
+        with want_headers=True the pair (answer, headers), or with
+        stream=True a Response to read and close."""
         q = {k: ("true" if v is True else "false" if v is False else v) for k, v in (query or {}).items() if v is not None}
         url = self._prefix + path + ("?" + urllib.parse.urlencode(q) if q else "")
         hdrs = {"User-Agent": self.user_agent, "Accept": "application/json"}
@@ -274,6 +308,10 @@ class Transport:
             if 200 <= resp.status < 300:
                 try:
                     check_server_version(resp.headers.get("Boxkite-Version"))
+                    if _media_type(resp.headers) in HTML_TYPES:
+                        # A web page (a static site at the base URL answers
+                        # 200 to every path): no route of boxkite answers one.
+                        raise bad_response(self.base_url, resp.status, resp.headers)
                 except errors.BoxkiteError:
                     resp.close()
                     conn.close()
@@ -285,12 +323,13 @@ class Transport:
                 finally:
                     conn.close()
                 if not data:
-                    return None
+                    return (None, resp.headers) if want_headers else None
                 ctype = resp.headers.get("Content-Type", "")
                 if "json" not in ctype:
-                    return data
+                    return (data, resp.headers) if want_headers else data
                 try:
-                    return jsonlib.loads(data.decode("utf-8"))
+                    value = jsonlib.loads(data.decode("utf-8"))
+                    return (value, resp.headers) if want_headers else value
                 except ValueError as e:
                     raise errors.BoxkiteError(
                         code=errors.CODE_BAD_RESPONSE,
@@ -303,13 +342,29 @@ class Transport:
                 data = b""
             finally:
                 conn.close()
-            err = error_from(resp.status, resp.headers, data)
+            err = error_from(resp.status, resp.headers, data, self.base_url)
             check_server_version(resp.headers.get("Boxkite-Version"))
             if retryable(err) and attempt < self.max_retries and replayable:
                 self._sleep(self._backoff(attempt, err.retry_after))
                 attempt += 1
                 continue
             raise err
+
+
+_LINK = re.compile(r'<([^>]*)>\s*((?:;\s*[^;,]*)*)')
+
+
+def next_cursor(headers: Any) -> Optional[str]:
+    """The cursor query parameter of the rel="next" Link (RFC 8288) of a
+    list's answer; None on the last page."""
+    for value in (headers.get_all("Link") or []) if hasattr(headers, "get_all") else [headers.get("Link") or ""]:
+        for target, params in _LINK.findall(value):
+            for p in params.split(";"):
+                name, _, val = p.strip().partition("=")
+                if name.strip().lower() == "rel" and "next" in val.strip().strip('"').lower().split():
+                    cursor = urllib.parse.parse_qs(urllib.parse.urlsplit(target).query).get("cursor")
+                    return cursor[0] if cursor else None
+    return None
 
 
 def new_idempotency_key() -> str:

@@ -41,7 +41,7 @@ class AsyncStream:
         item = await asyncio.to_thread(_next, self._it)
         if item is _END:
             raise StopAsyncIteration
-        return item
+        return _wrap(item)  # a Sandbox of sandboxes.all() becomes async too
 
     async def aclose(self) -> None:
         """Stop the stream and close its connection."""
@@ -60,7 +60,12 @@ class AsyncStream:
 def _wrap(value: Any) -> Any:
     if isinstance(value, _PLAIN):
         if isinstance(value, list) and value and not isinstance(value[0], _PLAIN):
-            return [_wrap(v) for v in value]
+            out = [_wrap(v) for v in value]
+            if type(value) is list:
+                return out
+            page = type(value)(out)  # a SandboxPage keeps its next_cursor
+            page.__dict__.update(value.__dict__)
+            return page
         return value
     if hasattr(value, "__iter__") or hasattr(value, "__next__"):
         return AsyncStream(value)

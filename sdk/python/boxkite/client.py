@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Union
 
 from . import _config
-from ._http import Transport, new_idempotency_key, quote
+from ._http import Transport, new_idempotency_key, next_cursor, quote
 from .sandbox import Sandbox
 
 
@@ -207,6 +207,13 @@ class Images(Collection):
         return self._t.request("GET", f"{self.path}/{quote(id)}/log", query={"limit": limit, "offset": offset})
 
 
+class SandboxPage(List[Sandbox]):
+    """A page of :meth:`Sandboxes.list`: a list of sandboxes, with
+    ``next_cursor``, the cursor of the next page (None on the last one)."""
+
+    next_cursor: Optional[str] = None
+
+
 class Sandboxes:
     """The account's sandboxes; each one is handled through a :class:`Sandbox`."""
 
@@ -253,10 +260,30 @@ class Sandboxes:
         items = data if isinstance(data, list) else [data]
         return [Sandbox(self._t, d) for d in items]
 
-    def list(self, active_only: bool = False) -> List[Sandbox]:
-        """The account's sandboxes, newest first."""
-        data = self._t.request("GET", "/v1/sandboxes", query={"active_only": True if active_only else None}) or []
-        return [Sandbox(self._t, d) for d in data]
+    def list(self, active_only: bool = False, limit: Optional[int] = None, cursor: Optional[str] = None) -> "SandboxPage":
+        """The account's sandboxes, newest first: all of them, or with limit
+        (1..1000) one page of at most limit, continued by passing the
+        page's ``next_cursor`` as cursor (None on the last page)."""
+        query = {"active_only": True if active_only else None, "limit": limit, "cursor": cursor}
+        data, headers = self._t.request("GET", "/v1/sandboxes", query=query, want_headers=True)
+        page = SandboxPage(Sandbox(self._t, d) for d in data or [])
+        if limit:
+            page.next_cursor = next_cursor(headers)
+        return page
+
+    def all(self, active_only: bool = False, page_size: int = 100) -> Iterator[Sandbox]:
+        """Every sandbox of the account, newest first, read page_size at a
+        time (the list's Link: rel="next"; 0 or less: 100, as the Go
+        client): a sandbox created meanwhile is not seen, and none is seen
+        twice."""
+        page_size = page_size if page_size > 0 else 100
+        cursor: Optional[str] = None
+        while True:
+            page = self.list(active_only=active_only, limit=page_size, cursor=cursor)
+            yield from page
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
 
     def get(self, id: str) -> Sandbox:
         return Sandbox(self._t, self._t.request("GET", f"/v1/sandboxes/{quote(id)}"))

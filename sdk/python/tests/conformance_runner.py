@@ -4,7 +4,7 @@ sdk/conformance starts the servers, runs this and compares.
 
 Usage: python3 conformance_runner.py CASES.json (servers from
 BOXKITE_BASE_URL, BOXKITE_API_KEY, BOXKITE_CONFORMANCE_OLD_URL,
-BOXKITE_CONFORMANCE_FLAKY_URL).
+BOXKITE_CONFORMANCE_FLAKY_URL, BOXKITE_CONFORMANCE_HTML_URL).
 """
 
 import base64
@@ -109,6 +109,10 @@ def calls(bk):
         ).data,
         "sandboxes.get": lambda a: bk.sandboxes.get(a["id"]).data,
         "sandboxes.list": lambda a: [s.data for s in bk.sandboxes.list(active_only=a.get("active_only", False))],
+        "sandboxes.page": lambda a: (lambda p: {"sandboxes": [s.data for s in p], "next_cursor": p.next_cursor})(
+            bk.sandboxes.list(active_only=a.get("active_only", False), limit=a["limit"], cursor=a.get("cursor"))
+        ),
+        "sandboxes.all": lambda a: {"ids": [s.id for s in bk.sandboxes.all(active_only=a.get("active_only", False), page_size=a["page_size"])]},
         "sandboxes.extend": lambda a: sb(a).extend(a["lifetime_minutes"]).data,
         "sandboxes.pause": lambda a: sb(a).pause(a.get("mode")).data,
         "sandboxes.resume": lambda a: sb(a).resume().data,
@@ -182,6 +186,7 @@ def main():
         "main": calls(boxkite.Boxkite(os.environ["BOXKITE_BASE_URL"], key)),
         "old": calls(boxkite.Boxkite(os.environ.get("BOXKITE_CONFORMANCE_OLD_URL", "http://127.0.0.1:1"), key)),
         "flaky": calls(boxkite.Boxkite(os.environ.get("BOXKITE_CONFORMANCE_FLAKY_URL", "http://127.0.0.1:1"), key)),
+        "html": calls(boxkite.Boxkite(os.environ.get("BOXKITE_CONFORMANCE_HTML_URL", "http://127.0.0.1:1"), key)),
     }
     saved = {}
     for case in cases:

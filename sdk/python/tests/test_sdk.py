@@ -42,14 +42,49 @@ class ErrorTest(unittest.TestCase):
         self.assertEqual((e.code, e.hint, e.status, e.request_id), ("not_found", "list them", 404, "r1"))
         self.assertEqual(str(e), "no sandbox x [not_found]\nhint: list them")
 
-    def test_not_an_envelope(self):
-        e = _http.error_from(503, {"Retry-After": "7"}, b"upstream down")
+    def test_not_boxkite(self):
+        e = _http.error_from(503, {"Retry-After": "7"}, b"upstream down", "http://proxy.example")
         self.assertIsInstance(e, boxkite.ServiceUnavailableError)
-        self.assertEqual((e.code, e.message, e.retry_after), ("service_unavailable", "upstream down", 7.0))
+        self.assertEqual((e.code, e.status, e.retry_after), ("bad_response", 503, 7.0))
+        self.assertEqual(e.message, "the server at http://proxy.example answered 503 without a Content-Type, not boxkite's JSON")
+        self.assertTrue(_http.retryable(e))
+        html = {"Content-Type": "text/html; charset=utf-8", "Retry-After": None}
+        e = _http.error_from(404, html, b"<html><body>nope</body></html>", "http://x.example/prefix")
+        self.assertIsInstance(e, boxkite.NotFoundError)
+        self.assertEqual(e.message, "the server at http://x.example/prefix answered 404 text/html, not boxkite's JSON")
+        self.assertIn("any proxy in between", e.hint)
+        self.assertNotIn("<html>", str(e))
+
+    def test_empty_answer(self):
+        e = _http.error_from(503, {"Retry-After": None}, b"")
+        self.assertIsInstance(e, boxkite.ServiceUnavailableError)
+        self.assertEqual((e.code, e.message), ("service_unavailable", "HTTP 503"))
 
     def test_retry_after_date(self):
         when = email.utils.formatdate(time.time() + 5, usegmt=True)
         self.assertTrue(3 < _http.parse_retry_after(when) <= 5)
+
+
+class LinkTest(unittest.TestCase):
+    def test_next_cursor(self):
+        import email.message
+
+        h = email.message.Message()
+        h["Link"] = '</v1/sandboxes?active_only=false&limit=2&cursor=a%2Bb_c>; rel="next"'
+        self.assertEqual(_http.next_cursor(h), "a+b_c")
+        h = email.message.Message()
+        h["Link"] = '</x?cursor=p>; rel="prev", </x?cursor=n>; rel="next"'
+        self.assertEqual(_http.next_cursor(h), "n")
+        self.assertIsNone(_http.next_cursor(email.message.Message()))
+        h = email.message.Message()
+        h["Link"] = '</x?cursor=p>; rel="prev"'
+        self.assertIsNone(_http.next_cursor(h))
+
+    def test_page_is_a_list(self):
+        page = boxkite.SandboxPage([1, 2])
+        page.next_cursor = "c"
+        self.assertEqual((list(page), page.next_cursor), ([1, 2], "c"))
+        self.assertIsNone(boxkite.SandboxPage().next_cursor)
 
 
 class ToolShapeTest(unittest.TestCase):

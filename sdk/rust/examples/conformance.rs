@@ -4,7 +4,7 @@
 //!
 //! Usage: cargo run --example conformance -- CASES.json (servers from
 //! BOXKITE_BASE_URL, BOXKITE_API_KEY, BOXKITE_CONFORMANCE_OLD_URL,
-//! BOXKITE_CONFORMANCE_FLAKY_URL).
+//! BOXKITE_CONFORMANCE_FLAKY_URL, BOXKITE_CONFORMANCE_HTML_URL).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -144,6 +144,14 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
             to_value(bk.sandboxes().create(&req)?.info)
         }
         "sandboxes.get" => to_value(bk.sandboxes().get(&s(a, "id"))?.info),
+        "sandboxes.page" => {
+            let p = bk.sandboxes().page(a["active_only"].as_bool().unwrap_or(false), a["limit"].as_u64().unwrap_or(0) as u32, a["cursor"].as_str())?;
+            json!({ "sandboxes": p.sandboxes.into_iter().map(|s| s.info).collect::<Vec<_>>(), "next_cursor": p.next_cursor })
+        }
+        "sandboxes.all" => {
+            let ids = bk.sandboxes().all(a["active_only"].as_bool().unwrap_or(false), a["page_size"].as_u64().unwrap_or(100) as u32).map(|s| s.map(|s| s.id().to_string())).collect::<Result<Vec<_>, _>>()?;
+            json!({ "ids": ids })
+        }
         "sandboxes.list" => to_value(bk.sandboxes().list(a["active_only"].as_bool().unwrap_or(false))?.into_iter().map(|s| s.info).collect::<Vec<_>>()),
         "sandboxes.extend" => to_value(sb().extend(a["lifetime_minutes"].as_i64().unwrap_or(0))?.clone()),
         "sandboxes.pause" => to_value(sb().pause(a["mode"].as_str())?),
@@ -261,6 +269,7 @@ fn main() {
         ("main", Client::new(&url("BOXKITE_BASE_URL"), &key)),
         ("old", Client::new(&url("BOXKITE_CONFORMANCE_OLD_URL"), &key)),
         ("flaky", Client::new(&url("BOXKITE_CONFORMANCE_FLAKY_URL"), &key)),
+        ("html", Client::new(&url("BOXKITE_CONFORMANCE_HTML_URL"), &key)),
     ]
     .into_iter()
     .collect();

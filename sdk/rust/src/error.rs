@@ -8,6 +8,9 @@ pub const CODE_TIMEOUT: &str = "timeout";
 pub const CODE_SERVER_TOO_OLD: &str = "server_too_old";
 pub const CODE_BAD_RESPONSE: &str = "bad_response";
 
+/// The hint of a bad_response error: the answer was not boxkite's.
+pub const BAD_RESPONSE_HINT: &str = "check the base URL (BOXKITE_BASE_URL / Client::new's url) and any proxy in between";
+
 /// An error answer of the boxkite API (`{"error": {code, message, hint,
 /// details, request_id}}`), or one the client makes itself (status 0).
 /// `code` is stable: match on it, never on `message`. Display prints the
@@ -39,13 +42,31 @@ impl Error {
         }
     }
 
-    /// The error of a non-2xx answer, from its body and headers.
-    pub(crate) fn from_answer(status: u16, body: &str, request_id: Option<&str>, retry_after: Option<f64>) -> Self {
+    /// The error of an answer that is not boxkite's: its status and
+    /// content type, never its body (a proxy's page says nothing useful).
+    pub(crate) fn bad_response(base_url: &str, status: u16, content_type: Option<&str>, request_id: Option<&str>, retry_after: Option<f64>) -> Self {
+        let media = media_type(content_type);
+        let shown = if media.is_empty() { "without a Content-Type" } else { media.as_str() };
+        let mut e = Error::new(CODE_BAD_RESPONSE, format!("the server at {} answered {} {}, not boxkite's JSON", base_url, status, shown), BAD_RESPONSE_HINT);
+        e.status = status;
+        e.request_id = request_id.unwrap_or("").to_string();
+        e.retry_after = retry_after;
+        e
+    }
+
+    /// The error of a non-2xx answer, from its body and headers. A body
+    /// that is neither the envelope nor JSON (a proxy's HTML page, another
+    /// web server) is bad_response: the server at base_url is not boxkite.
+    pub(crate) fn from_answer(base_url: &str, status: u16, content_type: Option<&str>, body: &str, request_id: Option<&str>, retry_after: Option<f64>) -> Self {
         let env = serde_json::from_str::<serde_json::Value>(body)
             .ok()
             .and_then(|v| v.get("error").cloned())
             .filter(|v| v.is_object())
             .unwrap_or(serde_json::Value::Null);
+        let media = media_type(content_type);
+        if env.is_null() && !body.trim().is_empty() && media != "application/json" && !media.ends_with("+json") {
+            return Error::bad_response(base_url, status, content_type, request_id, retry_after);
+        }
         let s = |k: &str| env.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
         let mut message = s("message");
         if message.is_empty() {
@@ -72,6 +93,14 @@ impl Error {
             retry_after,
         }
     }
+}
+
+/// Web pages: what a proxy, a login page or a static site answers, never boxkite.
+pub(crate) const HTML_TYPES: [&str; 2] = ["text/html", "application/xhtml+xml"];
+
+/// A Content-Type without its parameters, lower case.
+pub(crate) fn media_type(content_type: Option<&str>) -> String {
+    content_type.unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase()
 }
 
 /// The code a status implies when the body carried no envelope.

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::error::{Error, Result, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT};
+use crate::error::{media_type, Error, Result, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT, HTML_TYPES};
 
 /// This crate's version, and the oldest boxkite-server release it covers.
 /// Servers send their version in Boxkite-Version; "dev" builds and Go
@@ -48,8 +48,9 @@ fn parse_retry_after(v: Option<&str>) -> Option<f64> {
 
 /// The 503 codes retried: the server cannot take the request now but
 /// will. Others (secrets_unavailable: the server has no secrets key) would
-/// get the same answer again.
-const RETRY_503_CODES: [&str; 4] = ["service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured"];
+/// get the same answer again. bad_response: a proxy's 503 page, its
+/// backend away for now.
+const RETRY_503_CODES: [&str; 5] = ["service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured", "bad_response"];
 
 /// Whether a refusal is worth sending again: a 429 rate_limited (not a
 /// fair-use limit such as concurrent_sandbox_limit_reached), a 503 of
@@ -210,9 +211,10 @@ impl Transport {
                 return Ok(resp);
             }
             let rid = resp.header("X-Request-ID").map(|s| s.to_string());
+            let ctype = resp.header("Content-Type").map(|s| s.to_string());
             let retry = parse_retry_after(resp.header("Retry-After"));
             let body = resp.into_string().unwrap_or_default();
-            let err = Error::from_answer(status, &body, rid.as_deref(), retry);
+            let err = Error::from_answer(&self.base_url, status, ctype.as_deref(), &body, rid.as_deref(), retry);
             if retryable(&err) && replayable && attempt < self.max_retries {
                 sleep(self.backoff(attempt, err.retry_after));
                 attempt += 1;
@@ -224,18 +226,37 @@ impl Transport {
 
     /// Sends req and decodes its JSON answer (Null when empty).
     pub fn json(&self, req: Req) -> Result<Value> {
+        self.json_with_link(req).map(|(v, _)| v)
+    }
+
+    /// json, with the cursor of the answer's rel="next" Link (a list's next page).
+    pub fn json_with_link(&self, req: Req) -> Result<(Value, Option<String>)> {
         let (method, path) = (req.method.to_string(), req.path.clone());
         let resp = self.send(req)?;
+        let next = resp.all("Link").into_iter().find_map(next_cursor);
         let status = resp.status();
+        let ctype = resp.header("Content-Type").map(|s| s.to_string());
+        let rid = resp.header("X-Request-ID").map(|s| s.to_string());
+        let media = media_type(ctype.as_deref());
+        let not_boxkite = || Error::bad_response(&self.base_url, status, ctype.as_deref(), rid.as_deref(), None);
+        if HTML_TYPES.contains(&media.as_str()) {
+            // A web page (a static site at the base URL answers 200 to
+            // every path): no route of boxkite answers one.
+            return Err(not_boxkite());
+        }
         let text = resp.into_string().map_err(|e| Error::new(CODE_CONNECTION, format!("{} {}: read the answer: {}", method, path, e), ""))?;
         if text.is_empty() {
-            return Ok(Value::Null);
+            return Ok((Value::Null, next));
         }
-        serde_json::from_str(&text).map_err(|e| {
+        let v = serde_json::from_str(&text).map_err(|e| {
+            if media != "application/json" && !media.ends_with("+json") {
+                return not_boxkite();
+            }
             let mut err = Error::new(CODE_BAD_RESPONSE, format!("{} {}: the answer is not JSON: {}", method, path, e), "");
             err.status = status;
             err
-        })
+        })?;
+        Ok((v, next))
     }
 
     /// Sends req and decodes its JSON answer into T.
@@ -243,6 +264,49 @@ impl Transport {
         let v = self.json(req)?;
         serde_json::from_value(v).map_err(|e| Error::new(CODE_BAD_RESPONSE, format!("decode the answer: {}", e), ""))
     }
+}
+
+/// The cursor query parameter of a Link header value's rel="next" target
+/// (RFC 8288), percent-decoded.
+pub(crate) fn next_cursor(link: &str) -> Option<String> {
+    for part in link.split(',') {
+        let mut pieces = part.split(';');
+        let target = pieces.next()?.trim();
+        let target = target.strip_prefix('<').and_then(|t| t.strip_suffix('>'));
+        let is_next = pieces.any(|p| {
+            let (name, val) = p.split_once('=').unwrap_or((p, ""));
+            name.trim().eq_ignore_ascii_case("rel") && val.trim().trim_matches('"').split_whitespace().any(|r| r.eq_ignore_ascii_case("next"))
+        });
+        if let (Some(target), true) = (target, is_next) {
+            let query = target.split_once('?').map(|(_, q)| q).unwrap_or("");
+            return query.split('&').find_map(|kv| kv.strip_prefix("cursor=")).map(percent_decode);
+        }
+    }
+    None
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (b[i], b.get(i + 1).copied().and_then(hex), b.get(i + 2).copied().and_then(hex)) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// One path segment, escaped.
@@ -292,10 +356,35 @@ mod tests {
             (err(503, "secrets_unavailable", Value::Null, None), false),
             (err(503, "secrets_unavailable", Value::Null, Some(2.0)), true),
             (err(409, "conflict", Value::Null, Some(1.0)), false),
+            (err(503, "bad_response", Value::Null, None), true),
+            (err(502, "bad_response", Value::Null, None), false),
         ];
         for (e, want) in cases.iter() {
             assert_eq!(retryable(e), *want, "{} {}", e.status, e.code);
         }
+    }
+
+    #[test]
+    fn not_boxkite() {
+        let e = Error::from_answer("http://proxy.example", 502, Some("text/html; charset=utf-8"), "<html><body>Bad Gateway</body></html>", Some("r1"), None);
+        assert_eq!(e.code, "bad_response");
+        assert_eq!(e.status, 502);
+        assert_eq!(e.message, "the server at http://proxy.example answered 502 text/html, not boxkite's JSON");
+        assert!(e.hint.contains("any proxy in between"));
+        assert!(!e.to_string().contains("<html>"));
+        assert_eq!(e.request_id, "r1");
+        let e = Error::from_answer("http://x", 503, None, "", None, None);
+        assert_eq!(e.code, "service_unavailable");
+        let e = Error::from_answer("http://x", 404, Some("application/json"), r#"{"error":{"code":"not_found","message":"no"}}"#, None, None);
+        assert_eq!(e.code, "not_found");
+    }
+
+    #[test]
+    fn links() {
+        assert_eq!(next_cursor(r#"</v1/sandboxes?active_only=false&limit=2&cursor=a%2Bb_c>; rel="next""#), Some("a+b_c".to_string()));
+        assert_eq!(next_cursor(r#"</x?cursor=p>; rel="prev", </x?cursor=n>; rel="next""#), Some("n".to_string()));
+        assert_eq!(next_cursor(r#"</x?cursor=p>; rel="prev""#), None);
+        assert_eq!(next_cursor(""), None);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-pub use error::{Error, Result, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT};
+pub use error::{Error, Result, BAD_RESPONSE_HINT, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT};
 pub use http::{version_tuple, Body, MIN_SERVER_VERSION, VERSION};
 pub use sandbox::{Browser, ExecOptions, ExecStream, Files, Follow, Log, ProcessOptions, Processes, Sandbox, Storage};
 pub use stream::{Event, Ndjson, Sse};
@@ -360,6 +360,14 @@ impl Client {
     }
 }
 
+/// One page of Sandboxes::page.
+#[derive(Debug)]
+pub struct SandboxPage {
+    pub sandboxes: Vec<Sandbox>,
+    /// The cursor of the next page; None on the last one.
+    pub next_cursor: Option<String>,
+}
+
 /// The account's sandboxes.
 pub struct Sandboxes {
     t: Arc<Transport>,
@@ -383,6 +391,51 @@ impl Sandboxes {
         }
         let infos: Vec<SandboxInfo> = self.t.decode(r)?;
         Ok(infos.into_iter().map(|i| Sandbox::new(self.t.clone(), i)).collect())
+    }
+
+    /// One page of the account's sandboxes, newest first: at most limit
+    /// (1..1000), after the page whose next_cursor is cursor. next_cursor
+    /// is None on the last page.
+    pub fn page(&self, active_only: bool, limit: u32, cursor: Option<&str>) -> Result<SandboxPage> {
+        let mut r = Req::new("GET", "/v1/sandboxes").query("limit", limit);
+        if active_only {
+            r = r.query("active_only", "true");
+        }
+        if let Some(c) = cursor {
+            r = r.query("cursor", c);
+        }
+        let (v, next_cursor) = self.t.json_with_link(r)?;
+        let infos: Vec<SandboxInfo> = serde_json::from_value(v).map_err(|e| Error::new(CODE_BAD_RESPONSE, format!("decode the answer: {}", e), ""))?;
+        Ok(SandboxPage { sandboxes: infos.into_iter().map(|i| Sandbox::new(self.t.clone(), i)).collect(), next_cursor })
+    }
+
+    /// Every sandbox of the account, newest first, read page_size at a
+    /// time (0: 100, as the Go client). A sandbox created meanwhile is not
+    /// seen, and none is seen twice. The first error ends the iteration.
+    pub fn all(&self, active_only: bool, page_size: u32) -> impl Iterator<Item = Result<Sandbox>> + '_ {
+        let page_size = if page_size == 0 { 100 } else { page_size };
+        let mut buf: std::collections::VecDeque<Sandbox> = Default::default();
+        let mut cursor: Option<String> = None;
+        let mut done = false;
+        std::iter::from_fn(move || loop {
+            if let Some(sb) = buf.pop_front() {
+                return Some(Ok(sb));
+            }
+            if done {
+                return None;
+            }
+            match self.page(active_only, page_size, cursor.as_deref()) {
+                Err(e) => {
+                    done = true;
+                    return Some(Err(e));
+                }
+                Ok(p) => {
+                    done = p.next_cursor.is_none();
+                    cursor = p.next_cursor;
+                    buf.extend(p.sandboxes);
+                }
+            }
+        })
     }
 
     pub fn get(&self, id: &str) -> Result<Sandbox> {

@@ -2,7 +2,7 @@
 
 import { resolveConfig } from "./config.js";
 import { BoxkiteError } from "./errors.js";
-import { type Body, Transport, newIdempotencyKey, seg } from "./http.js";
+import { type Body, Transport, newIdempotencyKey, nextCursor, seg } from "./http.js";
 import { Sandbox } from "./sandbox.js";
 import { lines } from "./streams.js";
 import type {
@@ -158,6 +158,13 @@ export class Images extends Collection<Image, CreateImageRequest> {
   }
 }
 
+/** A page of {@link Sandboxes.page}: its sandboxes, and the cursor of the next page. */
+export interface SandboxPage {
+  sandboxes: Sandbox[];
+  /** Pass as cursor for the next page; undefined on the last one. */
+  nextCursor?: string;
+}
+
 /** The account's sandboxes; each one is handled through a {@link Sandbox}. */
 export class Sandboxes {
   constructor(private readonly t: Transport) {}
@@ -180,10 +187,38 @@ export class Sandboxes {
     return (Array.isArray(data) ? data : [data]).map((d) => new Sandbox(this.t, d));
   }
 
-  /** The account's sandboxes, newest first. */
+  /** The account's sandboxes, newest first (all of them: see page and all for large accounts). */
   async list(o: { activeOnly?: boolean } = {}): Promise<Sandbox[]> {
     const data = await this.t.json<SandboxRecord[]>("GET", "/v1/sandboxes", { query: { active_only: o.activeOnly ? "true" : undefined } });
     return (data ?? []).map((d) => new Sandbox(this.t, d));
+  }
+
+  /**
+   * One page of the account's sandboxes, newest first: at most limit
+   * (1..1000), after the page whose nextCursor is cursor. nextCursor is
+   * undefined on the last page.
+   */
+  async page(o: { activeOnly?: boolean; limit: number; cursor?: string }): Promise<SandboxPage> {
+    const { data, headers } = await this.t.jsonWithHeaders<SandboxRecord[]>("GET", "/v1/sandboxes", {
+      query: { active_only: o.activeOnly ? "true" : undefined, limit: o.limit, cursor: o.cursor },
+    });
+    return { sandboxes: (data ?? []).map((d) => new Sandbox(this.t, d)), nextCursor: nextCursor(headers) };
+  }
+
+  /**
+   * Every sandbox of the account, newest first, read pageSize (default,
+   * and for 0 or less, 100, as the Go client) at a time:
+   * `for await (const sb of bk.sandboxes.all())`. A sandbox created
+   * meanwhile is not seen, and none is seen twice.
+   */
+  async *all(o: { activeOnly?: boolean; pageSize?: number } = {}): AsyncGenerator<Sandbox> {
+    const limit = o.pageSize && o.pageSize > 0 ? o.pageSize : 100;
+    let cursor: string | undefined;
+    do {
+      const p = await this.page({ activeOnly: o.activeOnly, limit, cursor });
+      yield* p.sandboxes;
+      cursor = p.nextCursor;
+    } while (cursor);
   }
 
   async get(id: string): Promise<Sandbox> {

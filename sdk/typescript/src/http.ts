@@ -9,9 +9,10 @@ import { MIN_SERVER_VERSION, VERSION, tooOld } from "./version.js";
 /**
  * The 503 codes retried: the server cannot take the request now but will.
  * Others (secrets_unavailable: the server has no secrets key) would get
- * the same answer again.
+ * the same answer again. bad_response: a proxy's 503 page, its backend
+ * away for now.
  */
-const RETRY_503_CODES = new Set(["service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured"]);
+const RETRY_503_CODES = new Set(["service_unavailable", "host_capacity", "audit_unavailable", "sidecar_not_configured", "bad_response"]);
 
 /**
  * Whether a refusal is worth sending again: a 429 rate_limited (not a
@@ -64,8 +65,39 @@ export function parseRetryAfter(value: string | null): number | undefined {
   return Number.isNaN(when) ? undefined : Math.max(0, when - Date.now());
 }
 
-/** The BoxkiteError of a non-2xx answer. */
-export async function errorFrom(resp: Response): Promise<BoxkiteError> {
+/** The hint of a bad_response error: the answer was not boxkite's. */
+export const BAD_RESPONSE_HINT = "check the base URL (BOXKITE_BASE_URL / baseUrl) and any proxy in between";
+
+/** Web pages: what a proxy, a login page or a static site answers, never boxkite. */
+const HTML_TYPES = new Set(["text/html", "application/xhtml+xml"]);
+
+/** The Content-Type without its parameters, lower case. */
+function mediaType(headers: Headers): string {
+  return (headers.get("Content-Type") ?? "").split(";")[0].trim().toLowerCase();
+}
+
+/**
+ * The error of an answer that is not boxkite's: its status and content
+ * type, never its body (a proxy's page says nothing useful).
+ */
+function badResponse(baseUrl: string, resp: Response): BoxkiteError {
+  const retry = parseRetryAfter(resp.headers.get("Retry-After"));
+  return new BoxkiteError({
+    code: CODE_BAD_RESPONSE,
+    message: `the server at ${baseUrl} answered ${resp.status} ${mediaType(resp.headers) || "without a Content-Type"}, not boxkite's JSON`,
+    hint: BAD_RESPONSE_HINT,
+    request_id: resp.headers.get("X-Request-ID") ?? "",
+    status: resp.status,
+    retryAfter: retry === undefined ? undefined : retry / 1000,
+  });
+}
+
+/**
+ * The BoxkiteError of a non-2xx answer. A body that is neither the
+ * envelope nor JSON (a proxy's HTML page, another web server) is
+ * bad_response: the server at baseUrl is not boxkite.
+ */
+export async function errorFrom(resp: Response, baseUrl = ""): Promise<BoxkiteError> {
   const text = await resp.text().catch(() => "");
   let env: Record<string, unknown> = {};
   try {
@@ -76,6 +108,10 @@ export async function errorFrom(resp: Response): Promise<BoxkiteError> {
   }
   const str = (v: unknown) => (typeof v === "string" ? v : "");
   const retry = parseRetryAfter(resp.headers.get("Retry-After"));
+  const media = mediaType(resp.headers);
+  if (Object.keys(env).length === 0 && text.trim() && media !== "application/json" && !media.endsWith("+json")) {
+    return badResponse(baseUrl, resp);
+  }
   return new BoxkiteError({
     code: str(env.code) || codeForStatus(resp.status),
     message: str(env.message) || text.trim().slice(0, 500) || `HTTP ${resp.status}`,
@@ -201,7 +237,7 @@ export class Transport {
         throw versionError(version!);
       }
       if (resp.ok) return resp;
-      const err = await errorFrom(resp);
+      const err = await errorFrom(resp, this.baseUrl);
       if (retryable(err) && !streamed && attempt < this.maxRetries) {
         await sleep(this.backoff(attempt, err.retryAfter === undefined ? undefined : err.retryAfter * 1000));
         continue;
@@ -212,12 +248,22 @@ export class Transport {
 
   /** Sends a request and decodes its JSON answer (undefined when empty). */
   async json<T>(method: string, path: string, o: RequestOptions = {}): Promise<T> {
+    return (await this.jsonWithHeaders<T>(method, path, o)).data;
+  }
+
+  /** json, with the answer's headers (a list's Link). */
+  async jsonWithHeaders<T>(method: string, path: string, o: RequestOptions = {}): Promise<{ data: T; headers: Headers }> {
     const resp = await this.raw(method, path, o);
     const text = await resp.text();
-    if (!text) return undefined as T;
+    const media = mediaType(resp.headers);
+    // A web page (a static site at the base URL answers 200 to every
+    // path): no route of boxkite answers one.
+    if (HTML_TYPES.has(media)) throw badResponse(this.baseUrl, resp);
+    if (!text) return { data: undefined as T, headers: resp.headers };
     try {
-      return JSON.parse(text) as T;
+      return { data: JSON.parse(text) as T, headers: resp.headers };
     } catch (e) {
+      if (media !== "application/json" && !media.endsWith("+json")) throw badResponse(this.baseUrl, resp);
       throw new BoxkiteError({
         code: CODE_BAD_RESPONSE,
         message: `${method} ${path}: the answer is not JSON: ${(e as Error).message}`,
@@ -225,6 +271,22 @@ export class Transport {
       });
     }
   }
+}
+
+/**
+ * The cursor query parameter of the rel="next" Link (RFC 8288) of a list's
+ * answer; undefined on the last page.
+ */
+export function nextCursor(headers: Headers): string | undefined {
+  const link = headers.get("Link") ?? "";
+  for (const m of link.matchAll(/<([^>]*)>\s*((?:;[^;,]*)*)/g)) {
+    const next = m[2].split(";").some((p) => {
+      const [name, val = ""] = p.trim().split("=", 2);
+      return name.trim().toLowerCase() === "rel" && val.trim().replace(/^"|"$/g, "").toLowerCase().split(/\s+/).includes("next");
+    });
+    if (next) return new URL(m[1], "http://x").searchParams.get("cursor") ?? undefined;
+  }
+  return undefined;
 }
 
 /** A fresh Idempotency-Key: a create retried after a lost answer runs once. */

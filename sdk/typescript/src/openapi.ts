@@ -541,7 +541,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the account's images */
+        /** List the account's images, newest first; limit=N (1..1000) answers one page and a Link rel="next" header to the next (cursor=) */
         get: operations["get_images"];
         put?: never;
         /** Build an image from a spec (queued: 202); an identical spec of the account answers its existing image (200). Servers that keep no images do not serve /v1/images */
@@ -1870,7 +1870,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the account's webhook subscriptions, newest first */
+        /** List the account's webhook subscriptions (a member key: those its holder created), newest first; limit=N (1..1000) answers one page and a Link rel="next" header to the next (cursor=) */
         get: operations["get_webhooks"];
         put?: never;
         /** Subscribe a URL to events; the answer carries the signing secret, shown once */
@@ -1906,7 +1906,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A page of a subscription's deliveries, newest first (limit ≤ 100, offset) */
+        /** A page of a subscription's deliveries, newest first (limit 1..100, 20 by default; offset; cursor= from the Link rel="next" header) */
         get: operations["get_webhooks_id_deliveries"];
         put?: never;
         post?: never;
@@ -5099,14 +5099,17 @@ export interface operations {
     };
     get_images: {
         parameters: {
-            query?: never;
+            query?: {
+                cursor?: string;
+                limit?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description List the account's images */
+            /** @description List the account's images, newest first; limit=N (1..1000) answers one page and a Link rel="next" header to the next (cursor=) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -13105,14 +13108,17 @@ export interface operations {
     };
     get_webhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                cursor?: string;
+                limit?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description List the account's webhook subscriptions, newest first */
+            /** @description List the account's webhook subscriptions (a member key: those its holder created), newest first; limit=N (1..1000) answers one page and a Link rel="next" header to the next (cursor=) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -13375,6 +13381,7 @@ export interface operations {
     get_webhooks_id_deliveries: {
         parameters: {
             query?: {
+                cursor?: string;
                 limit?: string;
                 offset?: string;
             };
@@ -13386,7 +13393,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of a subscription's deliveries, newest first (limit ≤ 100, offset) */
+            /** @description A page of a subscription's deliveries, newest first (limit 1..100, 20 by default; offset; cursor= from the Link rel="next" header) */
             200: {
                 headers: {
                     [name: string]: unknown;

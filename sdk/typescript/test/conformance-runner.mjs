@@ -88,6 +88,15 @@ function calls(bk) {
       (await bk.sandboxes.create({ label: a.label, lifetime_minutes: a.lifetime_minutes }, { idempotencyKey: a.idempotency_key })).data,
     "sandboxes.get": async (a) => (await bk.sandboxes.get(a.id)).data,
     "sandboxes.list": async (a) => (await bk.sandboxes.list({ activeOnly: a.active_only })).map((s) => s.data),
+    "sandboxes.page": async (a) => {
+      const p = await bk.sandboxes.page({ activeOnly: a.active_only, limit: a.limit, cursor: a.cursor });
+      return { sandboxes: p.sandboxes.map((s) => s.data), next_cursor: p.nextCursor ?? null };
+    },
+    "sandboxes.all": async (a) => {
+      const ids = [];
+      for await (const s of bk.sandboxes.all({ activeOnly: a.active_only, pageSize: a.page_size })) ids.push(s.id);
+      return { ids };
+    },
     "sandboxes.extend": async (a) => (await sb(a).extend(a.lifetime_minutes)).data,
     "sandboxes.pause": async (a) => (await sb(a).pause(a.mode)).data,
     "sandboxes.resume": async (a) => (await sb(a).resume()).data,
@@ -175,6 +184,7 @@ const clients = {
   main: calls(new Boxkite({ baseUrl: process.env.BOXKITE_BASE_URL, apiKey: key })),
   old: calls(new Boxkite({ baseUrl: process.env.BOXKITE_CONFORMANCE_OLD_URL ?? "http://127.0.0.1:1", apiKey: key })),
   flaky: calls(new Boxkite({ baseUrl: process.env.BOXKITE_CONFORMANCE_FLAKY_URL ?? "http://127.0.0.1:1", apiKey: key })),
+  html: calls(new Boxkite({ baseUrl: process.env.BOXKITE_CONFORMANCE_HTML_URL ?? "http://127.0.0.1:1", apiKey: key })),
 };
 const saved = {};
 for (const c of cases) {

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { BoxkiteError, TOOL_DEFINITIONS, runTool, toAnthropicTools, toOpenAITools } from "../dist/index.js";
-import { parseRetryAfter, retryable } from "../dist/http.js";
+import { errorFrom, nextCursor, parseRetryAfter, retryable } from "../dist/http.js";
 import { tooOld, versionTuple } from "../dist/version.js";
 
 test("versions: releases are compared, dev builds and pseudo-versions are not", () => {
@@ -44,6 +44,31 @@ test("errors print their code and hint", () => {
   assert.equal(String(e), "BoxkiteError: no sandbox x [not_found]\nhint: list them");
   assert.equal(e.apiMessage, "no sandbox x");
   assert.deepEqual(e.toJSON().code, "not_found");
+});
+
+test("errors: an answer that is not boxkite's JSON is bad_response, without its body", async () => {
+  const html = new Response("<html><body><h1>502 Bad Gateway</h1></body></html>", { status: 502, headers: { "Content-Type": "text/html; charset=utf-8" } });
+  const e = await errorFrom(html, "http://proxy.example");
+  assert.equal(e.code, "bad_response");
+  assert.equal(e.status, 502);
+  assert.equal(e.apiMessage, "the server at http://proxy.example answered 502 text/html, not boxkite's JSON");
+  assert.match(e.hint, /any proxy in between/);
+  assert.doesNotMatch(String(e), /<html>/);
+  const down = await errorFrom(new Response("upstream down", { status: 503, headers: { "Content-Type": "text/plain", "Retry-After": "2" } }), "http://x");
+  assert.equal(down.code, "bad_response");
+  assert.ok(retryable(down), "a proxy's 503 is retried");
+  const empty = await errorFrom(new Response(null, { status: 404 }), "http://x");
+  assert.equal(empty.code, "not_found");
+  const env = await errorFrom(new Response('{"error":{"code":"not_found","message":"no x"}}', { status: 404, headers: { "Content-Type": "application/json" } }), "http://x");
+  assert.equal(env.code, "not_found");
+});
+
+test("nextCursor: the cursor of the rel=next Link, none on the last page", () => {
+  const h = (link) => new Headers(link ? { Link: link } : {});
+  assert.equal(nextCursor(h('</v1/sandboxes?active_only=false&limit=2&cursor=a%2Bb_c>; rel="next"')), "a+b_c");
+  assert.equal(nextCursor(h('</x?cursor=p>; rel="prev", </x?cursor=n>; rel="next"')), "n");
+  assert.equal(nextCursor(h('</x?cursor=p>; rel="prev"')), undefined);
+  assert.equal(nextCursor(h("")), undefined);
 });
 
 // The shapes OpenAI (Chat Completions, Responses) and Anthropic (Messages)

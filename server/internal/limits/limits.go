@@ -3,12 +3,12 @@ package limits
 import (
 	"bytes"
 	"math"
-	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/netsource"
 	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -72,15 +72,14 @@ func (l *RateLimiter) Refund(key string, now time.Time) {
 	}
 }
 
-// ClientIP is the address the request came from. X-Forwarded-For is not
+// ClientSource is the source the request came from, as the rate limits
+// count it: the connection's IPv4 address, or the /64 of its IPv6 one
+// (netsource.Key), since one host is usually given a whole /64 and could
+// otherwise take a fresh budget with each address. X-Forwarded-For is not
 // trusted: behind a proxy, every client shares the proxy's budget, which
 // is safe, where trusting the header would let anyone pick their own.
-func ClientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+func ClientSource(r *http.Request) string {
+	return netsource.Key(r.RemoteAddr)
 }
 
 // maxReplayBody bounds a kept answer; a longer one is not kept and the

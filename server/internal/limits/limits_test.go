@@ -1,6 +1,8 @@
 package limits
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -30,5 +32,35 @@ func TestRateLimiterRefund(t *testing.T) {
 	l.Refund("src", t0.Add(time.Minute)) // the window has ended
 	if ok, remaining, _ := l.Allow("src", 2, t0.Add(time.Minute)); !ok || remaining != 1 {
 		t.Errorf("new window: ok %v, remaining %d; want allowed, 1", ok, remaining)
+	}
+}
+
+// TestClientSourceIPv6Prefix: two addresses of one IPv6 /64 are one
+// source and share one budget, so a host rotating through its /64 cannot
+// take a fresh budget with each address; another /64, and an IPv4
+// address, have their own.
+func TestClientSourceIPv6Prefix(t *testing.T) {
+	req := func(addr string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/v1/auth/login", nil)
+		r.RemoteAddr = addr
+		return r
+	}
+	l := NewRateLimiter()
+	t0 := time.Unix(1_800_000_000, 0)
+	for i, addr := range []string{"[2001:db8:1:2::1]:40000", "[2001:db8:1:2:ffff:1:2:3]:40001"} {
+		if ok, _, _ := l.Allow(ClientSource(req(addr)), 2, t0); !ok {
+			t.Fatalf("request %d (%s) refused under the limit", i, addr)
+		}
+	}
+	if ok, _, _ := l.Allow(ClientSource(req("[2001:db8:1:2:aaaa::9]:40002")), 2, t0); ok {
+		t.Errorf("a third address of the same /64 got a budget of its own")
+	}
+	for _, addr := range []string{"[2001:db8:1:3::1]:40000", "192.0.2.7:40000", "[::ffff:192.0.2.8]:1"} {
+		if ok, _, _ := l.Allow(ClientSource(req(addr)), 2, t0); !ok {
+			t.Errorf("%s refused: it is another source", addr)
+		}
+	}
+	if got := ClientSource(req("192.0.2.7:5")); got != "192.0.2.7" {
+		t.Errorf("ClientSource of an IPv4 address = %q, want 192.0.2.7", got)
 	}
 }

@@ -48,6 +48,10 @@ type Call struct {
 	BytesOut int64  // response body bytes sent to the client
 	Captured []byte // an application/json response body, for the audit detail
 	Overflow bool   // the JSON body was larger than maxCapture and captured is empty
+	// Ended is the answer the server ended the call with while its
+	// response was being copied (a pause's, a freeze's, a destroy's:
+	// Calls.Cancel's cause), or nil: a stream it cut is answered with it.
+	Ended error
 }
 
 // MaxCapture bounds how much of a JSON response is kept to derive an audit

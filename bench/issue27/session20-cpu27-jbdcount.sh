@@ -1,0 +1,17 @@
+#!/bin/bash
+# jbdcount.sh: journal commits of a sandbox's ext4 disk per 4 KiB write+read, before and after (real server, pool off)
+export HOME=/tmp/cpu27/home
+for v in before after; do
+  bin=/tmp/cpu27/bin-$v
+  BOXKITE_SERVER_WARM_POOL=0 $bin/boxkite up --port 20200 --bastion-port 20201 > /tmp/cpu27/jbd-up.log 2>&1 || { cat /tmp/cpu27/jbd-up.log; exit 1; }
+  export BK_KEY=$(sed -n "s/api_key = '\(.*\)'/\1/p" $HOME/.boxkite/local.toml)
+  /tmp/cpu27/filesloop/filesloop -n 200 -pause 5s -after 3s > /tmp/cpu27/jbd-$v.loop &
+  sleep 3.5
+  dev=$(losetup -a | grep "/tmp/cpu27/home/.*/sandboxes/.*disk.img" | cut -d: -f1)
+  a=$(head -1 /proc/fs/jbd2/$(basename $dev)-*/info | cut -d' ' -f1)
+  while [ ! -s /tmp/cpu27/jbd-$v.loop ]; do sleep 0.2; done
+  b=$(head -1 /proc/fs/jbd2/$(basename $dev)-*/info | cut -d' ' -f1)
+  wait
+  echo "$v: $dev journal commits over 200 writes+reads (and the periodic ones): $((b-a)); $(cat /tmp/cpu27/jbd-$v.loop)"
+  $bin/boxkite down --yes >/dev/null 2>&1
+done

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/gliderlabs/ssh"
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/boxkite/boxkite/client/api"
+)
+
+// refusalText says why a key was refused and what to do, as far as the
+// bastion may tell someone who has not authenticated: an unregistered key
+// and a sandbox that is not the key's account's look the same.
+func refusalText(sandbox string, key ssh.PublicKey, err error) (string, string) {
+	e, ok := errors.AsType[*api.Error](err)
+	switch {
+	case !ok || e.Status >= 500:
+		return "the control plane did not answer", "check that boxkite-server is running: `boxkite status`"
+	case e.Status == 401 && e.Code == api.CodeUnauthorized:
+		return "the bastion's key does not match the server's", "restart both with the same key (`boxkite down && boxkite up` locally)"
+	case (e.Status == 409 || e.Status == 410) && e.Message != "":
+		// The server says so only once the key is of the sandbox's
+		// account: paused (resume it), destroyed, lost, each with its hint.
+		return e.Message, cmp.Or(e.Hint, "create one with `boxkite session create`")
+	case e.Status == 409:
+		return fmt.Sprintf("sandbox %s is not active", sandbox), "create one with `boxkite session create`"
+	}
+	what := fmt.Sprintf("key %s is not registered to the account of sandbox %q, or there is no such sandbox", gossh.FingerprintSHA256(key), sandbox)
+	if !fullIDPattern.MatchString(sandbox) {
+		// A label or an id prefix: only the proxy of ssh-config resolves those.
+		return what, "the user name must be the sandbox's full id (`boxkite session ls`); " +
+			"a label or an id prefix works through `boxkite ssh-config` (ssh LABEL.boxkite) or `boxkite ssh -s LABEL`"
+	}
+	return what, "register it with `boxkite ssh-keys add " + defaultPubFile(key.Type()) + "`, check the id with `boxkite session ls`, " +
+		"or run `boxkite ssh -s ID`, which needs no key"
+}
+
+// defaultPubFile is where ssh-keygen puts the public half of a key of
+// type typ by default: the file to register for the key ssh offered.
+func defaultPubFile(typ string) string {
+	switch {
+	case typ == gossh.KeyAlgoRSA:
+		return "~/.ssh/id_rsa.pub"
+	case typ == gossh.KeyAlgoSKECDSA256:
+		return "~/.ssh/id_ecdsa_sk.pub"
+	case typ == gossh.KeyAlgoSKED25519:
+		return "~/.ssh/id_ed25519_sk.pub"
+	case strings.HasPrefix(typ, "ecdsa-"):
+		return "~/.ssh/id_ecdsa.pub"
+	}
+	return "~/.ssh/id_ed25519.pub"
+}
+
+// fullIDPattern is a sandbox id as the control plane makes them (a UUID).
+var fullIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

@@ -1,0 +1,147 @@
+package handoff
+
+import (
+	"archive/tar"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// git runs git in dir with a configuration of the test's own.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always"}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// sendTree lists the tree at root as a handoff does, writes it as the
+// archive would and unpacks it into a new directory, returned: what the
+// sandbox would have.
+func sendTree(t *testing.T, root string) string {
+	t.Helper()
+	tree, err := ListTree(context.Background(), root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "tree.tar")
+	f, err := os.Create(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := tar.NewWriter(f)
+	for _, rel := range tree.Entries {
+		if err := tree.writeEntry(tw, tree.Name, rel); err != nil {
+			t.Fatalf("write %s: %v", rel, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	dst := t.TempDir()
+	if out, err := exec.Command("tar", "-C", dst, "-xf", archive).CombinedOutput(); err != nil {
+		t.Fatalf("unpack: %v\n%s", err, out)
+	}
+	return filepath.Join(dst, tree.Name)
+}
+
+// TestLinkedWorktreeGitDir: a tree whose .git is a file naming a
+// repository outside it (a linked worktree, of a plain or a bare
+// repository, or a submodule's checkout) arrives with a .git directory
+// that is a repository of its own: the worktree's branch, history, staged
+// change and untracked file as git shows them here. Before, the .git file
+// went as it was and git in the sandbox failed ("not a git repository:
+// /…/.git/worktrees/…").
+func TestLinkedWorktreeGitDir(t *testing.T) {
+	if _, err := exec.LookPath("tar"); err != nil {
+		t.Fatal("tar is needed to unpack the archive")
+	}
+	base := t.TempDir()
+	main := filepath.Join(base, "main")
+	git(t, base, "init", "-q", main)
+	os.WriteFile(filepath.Join(main, "a.txt"), []byte("one\n"), 0o644)
+	git(t, main, "add", "a.txt")
+	git(t, main, "commit", "-qm", "first")
+	bare := filepath.Join(base, "bare.git")
+	git(t, base, "clone", "-q", "--bare", main, bare)
+
+	for _, tc := range []struct{ name, repo, dir, branch string }{
+		{"worktree", main, filepath.Join(base, "wt ü"), "feat"},
+		{"worktree of a bare repository", bare, filepath.Join(base, "wt-bare"), "feat-bare"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			git(t, tc.repo, "worktree", "add", "-q", "-b", tc.branch, tc.dir)
+			os.WriteFile(filepath.Join(tc.dir, "a.txt"), []byte("two\n"), 0o644)
+			git(t, tc.dir, "commit", "-qam", "second")
+			os.WriteFile(filepath.Join(tc.dir, "b.txt"), []byte("staged\n"), 0o644)
+			git(t, tc.dir, "add", "b.txt")
+			os.WriteFile(filepath.Join(tc.dir, "c.txt"), []byte("untracked\n"), 0o644)
+			want := gitState(t, tc.dir)
+			// The repository moves away: the copy must not lean on it.
+			got := sendTree(t, tc.dir)
+			if fi, err := os.Lstat(filepath.Join(got, ".git")); err != nil || !fi.IsDir() {
+				t.Fatalf(".git in the sandbox is not a directory: %v", err)
+			}
+			os.Rename(tc.repo, tc.repo+".gone")
+			defer os.Rename(tc.repo+".gone", tc.repo)
+			if s := gitState(t, got); s != want {
+				t.Errorf("git in the sandbox:\n%s\nwant, as here:\n%s", s, want)
+			}
+		})
+	}
+
+	t.Run("submodule", func(t *testing.T) {
+		super := filepath.Join(base, "super")
+		git(t, base, "init", "-q", super)
+		git(t, super, "submodule", "add", "-q", main, "sub")
+		git(t, super, "commit", "-qm", "sub")
+		sub := filepath.Join(super, "sub")
+		os.WriteFile(filepath.Join(sub, "d.txt"), []byte("untracked\n"), 0o644)
+		want := gitState(t, sub)
+		got := sendTree(t, sub)
+		os.Rename(super, super+".gone")
+		defer os.Rename(super+".gone", super)
+		if s := gitState(t, got); s != want {
+			t.Errorf("git in the sandbox:\n%s\nwant, as here:\n%s", s, want)
+		}
+	})
+}
+
+// gitState is what git says of the work tree at dir: branch, history and
+// status.
+func gitState(t *testing.T, dir string) string {
+	t.Helper()
+	return strings.Join([]string{
+		git(t, dir, "rev-parse", "--abbrev-ref", "HEAD"),
+		git(t, dir, "log", "--format=%s"),
+		git(t, dir, "status", "--porcelain"),
+	}, "\n")
+}
+
+// TestBrokenGitFileWithAll: with --all, a .git file naming a repository
+// that is gone goes as it is, with a warning, rather than failing the
+// handoff --all is the way out of.
+func TestBrokenGitFileWithAll(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, ".git"), []byte("gitdir: /nonexistent/.git/worktrees/x\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("a\n"), 0o644)
+	tree, err := ListTree(context.Background(), root, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(tree.Entries, ".git") || tree.Files != 2 {
+		t.Errorf("entries %v (%d files), want .git and a.txt", tree.Entries, tree.Files)
+	}
+	if len(tree.Skipped) != 1 || !strings.HasPrefix(tree.Skipped[0], ".git: names a repository git cannot open here") {
+		t.Errorf("warnings %q, want one about .git", tree.Skipped)
+	}
+}
