@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -192,5 +193,25 @@ func orgHooksManaged(t *testing.T, o *orgHooks) {
 	}
 	if got, want := o.listed(t, o.admin), sortedIDs(o.hookA, o.hookO); !slices.Equal(got, want) {
 		t.Errorf("the organization's webhooks after removing B = %v, want %v", got, want)
+	}
+}
+
+// TestOrgWebhookLimitHint: a member key that meets the organization's
+// limit of 20 subscriptions, while its list shows only its holder's, is
+// told that the others count too and who can delete them.
+func TestOrgWebhookLimitHint(t *testing.T) {
+	t.Parallel()
+	o := newOrgHooks(t) // 4 of the organization's subscriptions
+	for i := range 16 {
+		o.hook(t, o.admin, fmt.Sprintf("more%d", i))
+	}
+	resp, body := o.e.do("POST", "/v1/webhooks", o.member, api.CreateWebhookRequest{URL: "https://late.example.com/in", EventTypes: []string{api.EventAuditLogEntry}})
+	ae := wantError(t, resp, body, http.StatusTooManyRequests, api.CodeWebhookLimitReached)
+	if ae != nil && (!strings.Contains(ae.Hint, "other members") || !strings.Contains(ae.Hint, "admin key")) {
+		t.Errorf("the member's hint says nothing of the webhooks it cannot list: %q", ae.Hint)
+	}
+	resp, body = o.e.do("POST", "/v1/webhooks", o.admin, api.CreateWebhookRequest{URL: "https://late.example.com/in", EventTypes: []string{api.EventAuditLogEntry}})
+	if ae := wantError(t, resp, body, http.StatusTooManyRequests, api.CodeWebhookLimitReached); ae != nil && ae.Hint != "delete one with `boxkite webhooks rm ID`" {
+		t.Errorf("the admin's hint changed: %q", ae.Hint)
 	}
 }

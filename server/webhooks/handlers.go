@@ -91,8 +91,7 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 		s.quiet.forget(acct.ID) // committed or not: read the store again
 	}
 	if errors.Is(err, ErrLimit) {
-		return api.Errorf(http.StatusTooManyRequests, api.CodeWebhookLimitReached, "the account has %d webhook subscriptions, the most it may have", maxPerAccount).
-			WithHint("delete one with `boxkite webhooks rm ID`")
+		return limitReached(r)
 	}
 	if err != nil {
 		return fmt.Errorf("create webhook: %w", err)
@@ -101,6 +100,18 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 	out.Secret = sub.Secret
 	httpx.WriteJSON(w, http.StatusCreated, out)
 	return nil
+}
+
+// limitReached refuses a create past the account's subscriptions. A
+// member-role key of an organization lists only its holder's, so its
+// hint says that the others count too.
+func limitReached(r *http.Request) error {
+	e := api.Errorf(http.StatusTooManyRequests, api.CodeWebhookLimitReached, "the account has %d webhook subscriptions, the most it may have", maxPerAccount)
+	if k := authz.From(r.Context()).Key; k != nil && k.MemberID != "" && k.Role == model.RoleMember {
+		return e.WithHint("the organization's subscriptions count, also those other members and admins created, which a member key does not list; " +
+			"delete one of yours with `boxkite webhooks rm ID`, or ask an owner or admin of the organization to delete others with an admin key")
+	}
+	return e.WithHint("delete one with `boxkite webhooks rm ID`")
 }
 
 // newSecret is a subscription's signing secret: "whsec_" and 32 random bytes in hex.
