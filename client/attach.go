@@ -195,6 +195,21 @@ func (t *Terminal) Resize(cols, rows int) error {
 	return nil
 }
 
+// Detach asks the server to end the attachment after what was written
+// before: Read then returns the output the server had already relayed,
+// and io.EOF. The shell keeps running. Unlike Close, no output in flight
+// is dropped.
+func (t *Terminal) Detach() error {
+	b, err := json.Marshal(api.PTYControl{Type: api.PTYControlDetach})
+	if err != nil {
+		return err
+	}
+	if err := t.conn.Write(t.ctx, websocket.MessageText, b); err != nil {
+		return closeErr(err)
+	}
+	return nil
+}
+
 // Close detaches from the terminal; the shell keeps running for the next attacher.
 func (t *Terminal) Close() error {
 	return t.conn.Close(websocket.StatusNormalClosure, "detached")

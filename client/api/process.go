@@ -210,12 +210,20 @@ type LSPStatus struct {
 	Status string `json:"status"`
 }
 
-// PTYControlResize is the Type of the one control message of a PTY WebSocket.
+// PTYControlResize is the Type of a PTY WebSocket's control message that
+// resizes the terminal.
 const PTYControlResize = "resize"
+
+// PTYControlDetach is the Type of a takeover WebSocket's control message
+// that ends the attachment once what came before it was typed: the server
+// closes normally (reason "detached") after the output it already relayed,
+// and the shell keeps running. An end of input, for a client that has no
+// other way to say so (an SSH session with no PTY and no command).
+const PTYControlDetach = "detach"
 
 // PTYControl is a text frame on a PTY WebSocket; binary frames are terminal bytes.
 type PTYControl struct {
-	Type string `json:"type"` // PTYControlResize
+	Type string `json:"type"` // PTYControlResize or PTYControlDetach
 	Cols int    `json:"cols"` // 1..1000
 	Rows int    `json:"rows"` // 1..1000
 }

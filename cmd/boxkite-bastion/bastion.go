@@ -476,7 +476,10 @@ func (b *bastion) exec(s ssh.Session, c *client.Client, req api.InteractiveReque
 }
 
 // shell attaches the session to the sandbox's shared terminal until the
-// shell exits or the person disconnects (which only detaches).
+// shell exits or the person disconnects (which only detaches). A session
+// without a PTY (a script: `ssh id@host < file`) also detaches at the end
+// of its input, once what it typed was delivered and the output already
+// relayed was passed on, and exits 0, as sshd's shell ends at EOF.
 func (b *bastion) shell(s ssh.Session, c *client.Client) {
 	ctx, cancel := context.WithCancel(s.Context())
 	defer cancel()
@@ -486,7 +489,8 @@ func (b *bastion) shell(s ssh.Session, c *client.Client) {
 		return
 	}
 	defer t.Close()
-	if pty, winch, ok := s.Pty(); ok {
+	pty, winch, tty := s.Pty()
+	if tty {
 		if err := t.Resize(pty.Window.Width, pty.Window.Height); err != nil {
 			fail(s, err)
 			return
@@ -500,9 +504,12 @@ func (b *bastion) shell(s ssh.Session, c *client.Client) {
 		}()
 	}
 	go func() {
-		// Keystrokes go as they come; at the end of input the person
-		// keeps watching until they disconnect or the shell exits.
+		// Keystrokes go as they come; at the end of input a person on a
+		// PTY keeps watching until they disconnect or the shell exits.
 		_, _ = io.Copy(t, s)
+		if !tty {
+			_ = t.Detach()
+		}
 	}()
 	done := make(chan error, 1)
 	go func() {

@@ -3,6 +3,7 @@ package takeover
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -263,7 +264,12 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 		for {
 			typ, data, err := down.Read(ctx)
 			if err != nil {
-				ends <- relayEnd{true, err}
+				ends <- relayEnd{fromClient: true, err: err}
+				return
+			}
+			if typ == websocket.MessageText && isDetach(data) {
+				// Everything before it was relayed; end as a close would.
+				ends <- relayEnd{fromClient: true, err: websocket.CloseError{Code: websocket.StatusNormalClosure, Reason: "detached"}, detached: true}
 				return
 			}
 			if readOnly {
@@ -279,7 +285,7 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 				hooks.control(data)
 			}
 			if err := up.Write(ctx, typ, data); err != nil {
-				ends <- relayEnd{false, err}
+				ends <- relayEnd{fromClient: false, err: err}
 				return
 			}
 		}
@@ -293,12 +299,12 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 			if err == nil {
 				err = down.Write(ctx, typ, data)
 				if err != nil {
-					ends <- relayEnd{true, err}
+					ends <- relayEnd{fromClient: true, err: err}
 					return
 				}
 				continue
 			}
-			ends <- relayEnd{false, err}
+			ends <- relayEnd{fromClient: false, err: err}
 			return
 		}
 	}()
@@ -312,6 +318,11 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 		}
 	}
 	var wg sync.WaitGroup
+	if first.detached {
+		// The terminal's side has the input once it answered the close:
+		// only then does the client learn that it ended.
+		_ = up.Close(code, reason)
+	}
 	wg.Go(func() { _ = down.Close(code, reason) })
 	wg.Go(func() { _ = up.Close(code, reason) })
 	wg.Wait()
@@ -320,11 +331,18 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 	return typed
 }
 
+// isDetach reports whether a client's text frame is a detach control.
+func isDetach(b []byte) bool {
+	var c api.PTYControl
+	return json.Unmarshal(b, &c) == nil && c.Type == api.PTYControlDetach
+}
+
 // relayEnd is how one direction of a relay ended: the error, and whether
 // the client's side was the one that failed.
 type relayEnd struct {
 	fromClient bool
 	err        error
+	detached   bool // the client sent a detach control
 }
 
 // closeReason fits s into a close frame's 123 bytes, on a rune boundary.

@@ -137,6 +137,25 @@ class RunToolTest(unittest.TestCase):
         whole = {"exit_code": 0, "stdout": "ok\n", "stderr": "", "truncated": False}
         self.assertEqual(boxkite.run_tool(Fake(whole), "bash_tool", {"command": "x"}), "ok")
 
+    def test_run_tool_refuses_timeout_out_of_range(self):
+        ran = []
+
+        class Fake:
+            def exec(self, command, timeout=None):
+                ran.append(timeout)
+                return {"exit_code": 0, "stdout": "ok\n", "stderr": "", "truncated": False}
+
+        for t in (0, -3, 601, 9999, 5.5, "60", True):
+            self.assertEqual(
+                boxkite.run_tool(Fake(), "bash_tool", {"command": "x", "timeout": t}),
+                f"Error: timeout must be between 1 and 600 seconds, got {t}\nHint: omit timeout for the default of 120 seconds.",
+            )
+        self.assertEqual(ran, [])
+        self.assertEqual(boxkite.run_tool(Fake(), "bash_tool", {"command": "x", "timeout": 600}), "ok")
+        self.assertEqual(boxkite.run_tool(Fake(), "bash_tool", {"command": "x", "timeout": 5.0}), "ok")
+        self.assertEqual(boxkite.run_tool(Fake(), "bash_tool", {"command": "x"}), "ok")
+        self.assertEqual(ran, [600, 5, 120])
+
 
 class RetryTest(unittest.TestCase):
     def test_retryable(self):
