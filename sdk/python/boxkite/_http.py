@@ -379,5 +379,13 @@ def new_idempotency_key() -> str:
 
 
 def quote(segment: str) -> str:
-    """One path segment, escaped."""
-    return urllib.parse.quote(str(segment), safe="")
+    """One path segment, escaped.
+
+    A name may be "." or ".." (a secret's may), which urllib leaves as is and
+    a URL's path takes as "this" and "up": their dots are escaped, which the
+    server decodes back.
+    """
+    s = str(segment)
+    if s in (".", ".."):
+        return "%2E" * len(s)
+    return urllib.parse.quote(s, safe="")

@@ -87,6 +87,16 @@ class LinkTest(unittest.TestCase):
         self.assertIsNone(boxkite.SandboxPage().next_cursor)
 
 
+class SegmentTest(unittest.TestCase):
+    def test_dot_names(self):
+        # A secret may be named "." or ".."; a path keeping those dots is
+        # cleaned by the server's router ("/v1/secrets/.." is "/v1/").
+        self.assertEqual(_http.quote("."), "%2E")
+        self.assertEqual(_http.quote(".."), "%2E%2E")
+        self.assertEqual(_http.quote("..."), "...")
+        self.assertEqual(_http.quote("a b/c"), "a%20b%2Fc")
+
+
 class ToolShapeTest(unittest.TestCase):
     """The shapes the APIs document for function tools."""
 
