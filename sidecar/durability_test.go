@@ -148,8 +148,9 @@ func TestStorageErrors(t *testing.T) {
 // periodic commit within the test (commit=600) or the background zeroing
 // of inode tables (noinit_itable); a sync(2) of another process can still
 // commit a write's transaction midway (two commits then), so a write is
-// tried up to three times and must once commit exactly once, which the
-// two fsyncs never do.
+// tried up to ten times (three lost to a `sync` every 0.2 s beside the
+// test) and must once commit exactly once, which the two fsyncs never do:
+// a foreign commit only adds to a try's count.
 func TestWriteIsOneJournalCommit(t *testing.T) {
 	t.Parallel()
 	needRoot(t, "mounting an ext4 image")
@@ -172,7 +173,9 @@ func TestWriteIsOneJournalCommit(t *testing.T) {
 	upload := func(p, body string) (int, []byte) {
 		return call(t, http.MethodPut, srv.URL+"/files/raw?path="+p, authHeader, body)
 	}
-	if status, body := upload("edit.txt", "0123"); status != http.StatusOK {
+	const tries = 10
+	digits := "0123456789" // str-replace replaces another one at each try
+	if status, body := upload("edit.txt", digits); status != http.StatusOK {
 		t.Fatalf("upload edit.txt = %d %s", status, body)
 	}
 	for _, w := range []struct {
@@ -182,7 +185,7 @@ func TestWriteIsOneJournalCommit(t *testing.T) {
 		{"raw upload to a new name", func(try int) (int, []byte) {
 			return upload(fmt.Sprintf("a%d/b/new.bin", try), strings.Repeat("x", 4<<10))
 		}},
-		{"raw upload over a file", func(int) (int, []byte) { return upload("edit.txt", "0123") }},
+		{"raw upload over a file", func(int) (int, []byte) { return upload("edit.txt", digits) }},
 		{"file create", func(try int) (int, []byte) {
 			return fsrv.post(t, "/file-create", api.FileCreateRequest{Path: fmt.Sprintf("c%d/created.txt", try), Content: "abc"})
 		}},
@@ -191,7 +194,7 @@ func TestWriteIsOneJournalCommit(t *testing.T) {
 		}},
 	} {
 		var got []int
-		for try := range 3 {
+		for try := range tries {
 			before := commits()
 			if status, body := w.call(try); status != http.StatusOK {
 				t.Fatalf("%s = %d %s", w.name, status, body)

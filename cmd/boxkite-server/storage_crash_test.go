@@ -36,21 +36,9 @@ func TestStorageSyncKillNine(t *testing.T) {
 }
 
 func testStorageSyncKillNine(t *testing.T, kind string) {
-	obj := objtest.Start(t, kind)
-	// Unix socket paths under the state directory must stay short.
-	stateDir, err := os.MkdirTemp("", "bxk-sync-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
-	flags := objectStoreFlags(t, obj.Config)
-	key := model.NewAPIKey()
-	srv := startServer(t, stateDir, key, flags...)
+	r := startStorageRun(t, kind)
+	obj, stateDir, key, flags, srv, sb := r.obj, r.stateDir, r.key, r.flags, r.srv, r.sb
 	ctx := context.Background()
-	var sb api.Sandbox
-	if _, err := call(ctx, srv.base, key, "POST", "/v1/sandboxes", api.CreateSandboxRequest{}, &sb); err != nil {
-		t.Fatalf("create sandbox: %v\n%s", err, srv.out.String())
-	}
 
 	obj.Stop() // nothing the API acknowledges from now on can be uploaded
 	const workers, killAfter = 4, 30
@@ -133,6 +121,36 @@ func testStorageSyncKillNine(t *testing.T, kind string) {
 		t.Fatal(err)
 	}
 	t.Logf("%s: %d files acknowledged before the kill, all stored after the restart; sync %+v", kind, len(acked), st)
+}
+
+// storageRun is boxkite-server syncing to a fresh store of one kind (the
+// flush interval an hour), on a state directory of its own, with one
+// sandbox created.
+type storageRun struct {
+	obj      *objtest.Server
+	stateDir string
+	key      string
+	flags    []string // the store's flags, to start the server again
+	srv      *serverProcess
+	sb       api.Sandbox
+}
+
+func startStorageRun(t *testing.T, kind string) *storageRun {
+	t.Helper()
+	r := &storageRun{obj: objtest.Start(t, kind), key: model.NewAPIKey()}
+	// Unix socket paths under the state directory must stay short.
+	dir, err := os.MkdirTemp("", "bxk-sync-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	r.stateDir = dir
+	r.flags = objectStoreFlags(t, r.obj.Config)
+	r.srv = startServer(t, r.stateDir, r.key, r.flags...)
+	if _, err := call(context.Background(), r.srv.base, r.key, "POST", "/v1/sandboxes", api.CreateSandboxRequest{}, &r.sb); err != nil {
+		t.Fatalf("create sandbox: %v\n%s", err, r.srv.out.String())
+	}
+	return r
 }
 
 // objectStoreFlags are boxkite-server's flags reaching the store c

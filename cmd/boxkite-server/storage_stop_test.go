@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"io"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/internal/objtest"
-	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/storagesync"
 )
 
@@ -25,21 +22,9 @@ func TestStorageSyncStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real sandboxes")
 	}
-	obj := objtest.Start(t, "gcs")
-	// Unix socket paths under the state directory must stay short.
-	stateDir, err := os.MkdirTemp("", "bxk-stop-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
-	flags := objectStoreFlags(t, obj.Config)
-	key := model.NewAPIKey()
-	srv := startServer(t, stateDir, key, flags...)
+	r := startStorageRun(t, "gcs")
+	obj, stateDir, key, flags, srv, sb := r.obj, r.stateDir, r.key, r.flags, r.srv, r.sb
 	ctx := context.Background()
-	var sb api.Sandbox
-	if _, err := call(ctx, srv.base, key, "POST", "/v1/sandboxes", api.CreateSandboxRequest{}, &sb); err != nil {
-		t.Fatalf("create sandbox: %v\n%s", err, srv.out.String())
-	}
 	const content = "written by a command just before the stop\n"
 	var res api.ExecResult
 	if _, err := call(ctx, srv.base, key, "POST", "/v1/sandboxes/"+sb.ID+"/exec",

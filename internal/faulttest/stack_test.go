@@ -199,7 +199,8 @@ func (s *stack) remains() []string {
 		b, _ := os.ReadFile(f)
 		for _, line := range strings.Split(string(b), "\n")[1:] {
 			fields := strings.Fields(line)
-			if len(fields) > 3 && fields[3] == "0A" && strings.HasSuffix(strings.ToUpper(fields[1]), fmt.Sprintf(":%04X", s.port)) {
+			if len(fields) > 9 && fields[3] == "0A" && strings.HasSuffix(strings.ToUpper(fields[1]), fmt.Sprintf(":%04X", s.port)) &&
+				!s.othersOnly(fields[9]) {
 				out = append(out, "listener on port "+strconv.Itoa(s.port))
 			}
 		}
@@ -212,6 +213,27 @@ func (s *stack) remains() []string {
 		}
 	}
 	return out
+}
+
+// othersOnly reports whether the socket with inode is held only by
+// processes outside the stack: another test's server that picked the
+// stack's port once the stack let it go. A socket no process is found
+// holding counts as the stack's.
+func (s *stack) othersOnly(inode string) bool {
+	link := "socket:[" + inode + "]"
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	holders := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err != nil || target != link {
+			continue
+		}
+		holders++
+		pid, err := strconv.Atoi(strings.Split(fd, "/")[2])
+		if err != nil || s.ours(pid) {
+			return false
+		}
+	}
+	return holders > 0
 }
 
 // down runs `boxkite down`, which fails when something of the stack is

@@ -3,6 +3,7 @@ package faulttest
 import (
 	"context"
 	"net"
+	"strconv"
 	"testing"
 )
 
@@ -29,4 +30,20 @@ func TestUpPortTaken(t *testing.T) {
 	}
 	s.down()
 	s.wantNothingLeft()
+}
+
+// TestRemainsNotOthersListener: a listener on the stack's port that only
+// another process holds (another test's server that picked the port once
+// the stack let it go) is not read as the stack's leftover; the stack's
+// own is (TestDownLeavesNothing checks that while the stack runs).
+func TestRemainsNotOthersListener(t *testing.T) {
+	s := newStack(t)
+	held, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if left := s.remains(); len(left) > 0 {
+		t.Errorf("another process's listener on the stack's port read as the stack's: %q", left)
+	}
 }

@@ -131,6 +131,12 @@ func startServers(t *testing.T) *servers {
 	s.flakyURL = flaky.URL
 	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/v1/images" {
+			// Another web server's plain 200 (case not_boxkite_200_text).
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, "OK\n")
+			return
+		}
 		if r.URL.Path == "/v1/volumes" {
 			// A static site's page, 200 to any path (case not_boxkite_200).
 			_, _ = io.WriteString(w, "<!doctype html><html><body><div id=\"app\"></div></body></html>\n")

@@ -113,8 +113,11 @@ func (s *Service) destroySandbox(ctx context.Context, id, status, reason string)
 // destroyLocked is destroySandbox for a caller holding id's lifecycle lock.
 func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
 	s.destroying(ctx, id, status) // the storage sync's final flush, bounded and audited
+	// ours: this call wrote the removal's intent.
+	ours := false
 	if status == api.StatusDestroyed {
-		if err := s.markDestroying(ctx, id, reason); err != nil {
+		var err error
+		if ours, err = s.markDestroying(ctx, id, reason); err != nil {
 			return nil, err
 		}
 	}
@@ -150,6 +153,11 @@ func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) 
 		return nil, fmt.Errorf("record destroyed sandbox: %w", err)
 	}
 	s.removals.set(id, "")
+	if err != nil && ours {
+		if done := s.finishedElsewhere(ctx, id, reason); done != nil {
+			return done, nil // its event was the finisher's to send
+		}
+	}
 	if err == nil {
 		event := api.EventSandboxDestroyed
 		if status == api.StatusLost {
@@ -161,32 +169,50 @@ func (s *Service) destroyLocked(ctx context.Context, id, status, reason string) 
 }
 
 // markDestroying records the intent to remove sandbox id (for reason)
-// before the driver tears it down. When the database cannot take the
-// write (full, read-only, failing: a host out of disk, where removing
-// sandboxes is how space is freed) the removal goes on without it; this
-// server still answers calls to it as to a removed sandbox and records
-// the removal once it can (FinishRemovals), but a crash meanwhile leaves
-// it to be found lost at the next start.
-func (s *Service) markDestroying(ctx context.Context, id, reason string) error {
+// before the driver tears it down, and reports whether this call wrote it
+// (false when a removal already under way had). When the database cannot
+// take the write (full, read-only, failing: a host out of disk, where
+// removing sandboxes is how space is freed) the removal goes on without
+// it; this server still answers calls to it as to a removed sandbox and
+// records the removal once it can (FinishRemovals), but a crash meanwhile
+// leaves it to be found lost at the next start.
+func (s *Service) markDestroying(ctx context.Context, id, reason string) (bool, error) {
+	wrote := false
 	_, err := s.store.UpdateSandbox(context.WithoutCancel(ctx), id, func(sb *model.Sandbox) error {
 		if !sb.Live() {
 			return ErrNotActive
 		}
-		if sb.Destroying == "" {
+		wrote = sb.Destroying == ""
+		if wrote {
 			sb.Destroying = reason
 		}
 		return nil
 	})
 	switch {
 	case err == nil:
-		return nil
+		return wrote, nil
 	case errors.Is(err, ErrNotActive), errors.Is(err, model.ErrNotFound):
-		return err
+		return false, err
 	case unrecordedDestroy(id, err) != nil:
 		s.log.WarnContext(ctx, "record the removal under way; removing the sandbox without it", "sandbox", id, "err", err)
+		return false, nil
+	}
+	return false, fmt.Errorf("record the removal of sandbox %s: %w", id, err)
+}
+
+// finishedElsewhere returns sandbox id when the removal this server began
+// (its intent written by this server, for reason) was recorded by another
+// server meanwhile: one that started while it ran finishes the removals
+// under way (finishRemovalsAtStart), this one among them. Its caller
+// answers as if it had recorded it itself (a DELETE answers 204, not 404
+// "already destroyed"). Nil when the row ended otherwise, or cannot be read.
+func (s *Service) finishedElsewhere(ctx context.Context, id, reason string) *model.Sandbox {
+	sb, err := s.store.SandboxByID(context.WithoutCancel(ctx), id)
+	if err != nil || sb.Status != api.StatusDestroyed || sb.DestroyReason != reason {
 		return nil
 	}
-	return fmt.Errorf("record the removal of sandbox %s: %w", id, err)
+	s.log.InfoContext(ctx, "removal recorded by another server", "sandbox", id, "reason", reason)
+	return sb
 }
 
 // removing is the reason of a removal of sb under way or torn down but

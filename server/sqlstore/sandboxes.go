@@ -162,6 +162,12 @@ func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly 
 // sandboxes_account_created_id (migrations 0277 and 0281) serves the
 // order, and sandboxes_account_status_created (0278) that of the live ones.
 func (s *Store) ListSandboxPage(ctx context.Context, accountID string, p model.SandboxPage) ([]*model.Sandbox, error) {
+	query, args := sandboxPageQuery(accountID, p)
+	return s.querySandboxes(ctx, query, args...)
+}
+
+// sandboxPageQuery is ListSandboxPage's query and its arguments.
+func sandboxPageQuery(accountID string, p model.SandboxPage) (string, []any) {
 	query := `SELECT ` + sandboxColumns + ` FROM sandboxes WHERE account_id = ? AND status `
 	args := []any{accountID}
 	if p.ActiveOnly {
@@ -172,16 +178,18 @@ func (s *Store) ListSandboxPage(ctx context.Context, accountID string, p model.S
 		args = append(args, model.StatusCreating)
 	}
 	if p.AfterID != "" {
-		at := micros(p.AfterCreated)
-		query += ` AND (created_at < ? OR (created_at = ? AND id < ?))`
-		args = append(args, at, at, p.AfterID)
+		// A row value: both databases seek the index to the cursor, where
+		// the equivalent OR read the account's rows from the newest and
+		// filtered out every one before it (Postgres: O(depth) per page).
+		query += ` AND (created_at, id) < (?, ?)`
+		args = append(args, micros(p.AfterCreated), p.AfterID)
 	}
 	query += ` ORDER BY created_at DESC, id DESC`
 	if p.Limit > 0 {
 		query += ` LIMIT ?`
 		args = append(args, p.Limit)
 	}
-	return s.querySandboxes(ctx, query, args...)
+	return query, args
 }
 
 // SandboxesWithStatus implements model.SandboxStore.

@@ -172,11 +172,29 @@ func (s *Store) PutSynced(ctx context.Context, sandboxID string, files []storage
 }
 
 // DeleteSynced implements storagesync.Store.
-func (s *Store) DeleteSynced(ctx context.Context, sandboxID, path string) error {
-	if _, err := s.exec(ctx, s.q(`DELETE FROM storage_files WHERE sandbox_id = ? AND path = ?`), sandboxID, path); err != nil {
-		return fmt.Errorf("forget stored file: %w", s.mapErr(err))
+func (s *Store) DeleteSynced(ctx context.Context, sandboxID string, paths ...string) error {
+	switch len(paths) {
+	case 0:
+		return nil
+	case 1:
+		if _, err := s.exec(ctx, s.q(`DELETE FROM storage_files WHERE sandbox_id = ? AND path = ?`), sandboxID, paths[0]); err != nil {
+			return fmt.Errorf("forget stored file: %w", s.mapErr(err))
+		}
+		return nil
 	}
-	return nil
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, s.q(`DELETE FROM storage_files WHERE sandbox_id = ? AND path = ?`))
+		if err != nil {
+			return fmt.Errorf("forget stored files: %w", s.mapErr(err))
+		}
+		defer stmt.Close()
+		for _, p := range paths {
+			if _, err := stmt.ExecContext(ctx, sandboxID, p); err != nil {
+				return fmt.Errorf("forget stored file: %w", s.mapErr(err))
+			}
+		}
+		return nil
+	})
 }
 
 // ClearSynced implements storagesync.Store.

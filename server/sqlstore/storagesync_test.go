@@ -92,6 +92,19 @@ func testStorageSync(t *testing.T, newStore storeFactory) {
 	if files, _ := st.SyncedFiles(ctx, "sb-1"); len(files) != 1 {
 		t.Errorf("after delete: %v", files)
 	}
+	// Several at once (a refill's check), one of them not recorded.
+	if err := st.PutSynced(ctx, "sb-1", []storagesync.Synced{f1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteSynced(ctx, "sb-1", "a.txt", "d/ü.bin", "never.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := st.SyncedFiles(ctx, "sb-1"); len(files) != 0 {
+		t.Errorf("after deleting both: %v", files)
+	}
+	if err := st.PutSynced(ctx, "sb-1", []storagesync.Synced{f2}); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.ClearSynced(ctx, "sb-1"); err != nil {
 		t.Fatal(err)
 	}

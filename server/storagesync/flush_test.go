@@ -162,10 +162,12 @@ func (s *memStore) PutSynced(_ context.Context, _ string, files []Synced) error 
 	return nil
 }
 
-func (s *memStore) DeleteSynced(_ context.Context, _, p string) error {
+func (s *memStore) DeleteSynced(_ context.Context, _ string, paths ...string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.synced, p)
+	for _, p := range paths {
+		delete(s.synced, p)
+	}
 	return nil
 }
 func (s *memStore) ClearSynced(context.Context, string) error { return nil }

@@ -11,6 +11,9 @@ import (
 	"google.golang.org/api/option"
 )
 
+// gcsAttempts bounds the attempts of one GCS call.
+const gcsAttempts = 4
+
 // gcsBackend is a Google Cloud Storage bucket, through the official client.
 type gcsBackend struct {
 	bkt *storage.BucketHandle
@@ -32,7 +35,12 @@ func openGCS(ctx context.Context, c Config) (Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new client: %w", err)
 	}
-	bkt := cl.Bucket(c.Bucket)
+	// The client retries an idempotent call (a listing, a read) until its
+	// context ends, 10 minutes for a flush: against a store that is down,
+	// a forced flush or a listing would hang. A few attempts (at most
+	// about 7 s of backoff, as minio-go's and Azure's defaults) and the
+	// sync's own retries with backoff do the rest.
+	bkt := cl.Bucket(c.Bucket).Retryer(storage.WithMaxAttempts(gcsAttempts))
 	if _, err := bkt.Attrs(ctx); err != nil {
 		if !errors.Is(err, storage.ErrBucketNotExist) {
 			return nil, fmt.Errorf("check bucket %s: %w", c.Bucket, err)

@@ -126,6 +126,7 @@ type Service struct {
 	busy      map[string]bool        // flushes under way in the worker
 	settles   map[string]time.Time   // when a file found changing will have settled
 	tracks    map[string]*tracked    // each sandbox's journal token and counters (journal.go)
+	verified  map[string]bool        // sandboxes whose index this server checked against the bucket (verify.go)
 	fullEvery time.Duration          // FullWalkEvery
 }
 
@@ -163,7 +164,7 @@ func New(d Deps) (*Service, error) {
 	return &Service{
 		d: d, scan: max(d.Interval/4, tick), stable: min(d.StableFor, d.Interval/4), limit: rate.NewLimiter(rate.Limit(d.Bandwidth), burst), redact: redactor(d.Secrets),
 		wake: make(chan struct{}, 1), locks: map[string]*sync.Mutex{}, scanned: map[string]time.Time{}, busy: map[string]bool{}, settles: map[string]time.Time{},
-		tracks: map[string]*tracked{}, fullEvery: max(d.FullWalkEvery, d.Interval),
+		tracks: map[string]*tracked{}, verified: map[string]bool{}, fullEvery: max(d.FullWalkEvery, d.Interval),
 	}, nil
 }
 
@@ -202,7 +203,9 @@ func (s *Service) Created(ctx context.Context, sb *model.Sandbox) {
 	now := s.d.Now()
 	if err := s.d.Store.StartSync(ctx, &State{SandboxID: sb.ID, AccountID: sb.AccountID, State: StateSyncing, CreatedAt: now, NextAttemptAt: now}); err != nil {
 		s.d.Log.ErrorContext(ctx, "start storage sync", "sandbox", sb.ID, "err", err)
+		return
 	}
+	s.markVerified(sb.ID) // nothing stored yet: no index to check
 }
 
 // Committed is told of each audit entry once committed, before its

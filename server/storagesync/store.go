@@ -65,9 +65,9 @@ type Store interface {
 	// SyncedFiles returns the sandbox's index of stored files by path.
 	SyncedFiles(ctx context.Context, sandboxID string) (map[string]Synced, error)
 	// PutSynced records stored files, in one transaction; DeleteSynced
-	// forgets one.
+	// forgets the files at paths, in one transaction.
 	PutSynced(ctx context.Context, sandboxID string, files []Synced) error
-	DeleteSynced(ctx context.Context, sandboxID, path string) error
+	DeleteSynced(ctx context.Context, sandboxID string, paths ...string) error
 	// ClearSynced forgets the sandbox's index and queue.
 	ClearSynced(ctx context.Context, sandboxID string) error
 }

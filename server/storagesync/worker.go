@@ -93,6 +93,16 @@ func (s *Service) runOne(ctx context.Context, st *State) {
 	}
 	fctx, cancel := context.WithTimeout(ctx, flushTimeout)
 	defer cancel()
+	if s.needsVerify(cur.SandboxID) {
+		// This server's first flush of the sandbox: check the index
+		// against the bucket (verify.go).
+		if _, err := s.verify(fctx, cur); err != nil {
+			if ctx.Err() == nil {
+				s.record(ctx, cur, err)
+			}
+			return
+		}
+	}
 	started := s.d.Now()
 	res, err := s.flush(fctx, cur, false)
 	s.d.Log.DebugContext(ctx, "storage flush", "sandbox", st.SandboxID, "uploaded", res.Uploaded, "bytes", res.Bytes,
@@ -115,7 +125,9 @@ func (s *Service) runOne(ctx context.Context, st *State) {
 }
 
 // Flush forces a flush of a running sandbox now (POST …/sync/flush),
-// without waiting for files to be stable.
+// without waiting for files to be stable. It first checks the index of
+// stored files against the bucket, so files whose object is gone are
+// uploaded again (verify.go).
 func (s *Service) Flush(ctx context.Context, sb *model.Sandbox) (*State, Result, error) {
 	defer s.lock(sb.ID)()
 	st, err := s.d.Store.SyncState(ctx, sb.ID)
@@ -125,7 +137,11 @@ func (s *Service) Flush(ctx context.Context, sb *model.Sandbox) (*State, Result,
 	if st.State != StateSyncing {
 		return st, Result{}, nil
 	}
-	res, ferr := s.flush(ctx, st, true)
+	var res Result
+	_, ferr := s.verify(ctx, st)
+	if ferr == nil {
+		res, ferr = s.flush(ctx, st, true)
+	}
 	s.mu.Lock()
 	s.scanned[sb.ID] = s.d.Now()
 	s.mu.Unlock()
@@ -153,6 +169,13 @@ func (s *Service) Final(ctx context.Context, sb *model.Sandbox, readable bool) {
 	ferr := errors.New("the sandbox's files could not be read")
 	if readable {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.d.FinalTimeout)
+		if s.needsVerify(sb.ID) {
+			// Not flushed by this server yet: check the index first; a
+			// failure here is the flush's to report.
+			if _, verr := s.verify(fctx, st); verr != nil {
+				s.d.Log.WarnContext(ctx, "check stored files before the final flush", "sandbox", sb.ID, "err", s.redact(verr.Error()))
+			}
+		}
 		res, ferr = s.flush(fctx, st, true)
 		if ferr == nil && fctx.Err() != nil {
 			ferr = fctx.Err()
@@ -165,6 +188,7 @@ func (s *Service) Final(ctx context.Context, sb *model.Sandbox, readable bool) {
 	s.record(ctx, st, ferr)
 	s.mu.Lock()
 	delete(s.tracks, sb.ID)
+	delete(s.verified, sb.ID)
 	s.mu.Unlock()
 	st.State, st.FinalDone = StateFinal, ferr == nil && res.Complete
 	if s.d.Retention > 0 {

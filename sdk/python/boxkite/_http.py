@@ -250,10 +250,12 @@ class Transport:
         idempotency_key: Optional[str] = None,
         auth: Optional[str] = None,
         want_headers: bool = False,
+        raw: bool = False,
     ) -> Any:
         """Send a request; return the decoded JSON answer (None when empty),
-        with want_headers=True the pair (answer, headers), or with
-        stream=True a Response to read and close."""
+        with raw=True the bytes of an answer that is not JSON (else that is
+        a bad_response), with want_headers=True the pair (answer, headers),
+        or with stream=True a Response to read and close."""
         q = {k: ("true" if v is True else "false" if v is False else v) for k, v in (query or {}).items() if v is not None}
         url = self._prefix + path + ("?" + urllib.parse.urlencode(q) if q else "")
         hdrs = {"User-Agent": self.user_agent, "Accept": "application/json"}
@@ -326,6 +328,10 @@ class Transport:
                     return (None, resp.headers) if want_headers else None
                 ctype = resp.headers.get("Content-Type", "")
                 if "json" not in ctype:
+                    if not raw:
+                        # JSON was due (a server answering 200 "OK" to
+                        # every path is not boxkite).
+                        raise bad_response(self.base_url, resp.status, resp.headers)
                     return (data, resp.headers) if want_headers else data
                 try:
                     value = jsonlib.loads(data.decode("utf-8"))
@@ -373,5 +379,13 @@ def new_idempotency_key() -> str:
 
 
 def quote(segment: str) -> str:
-    """One path segment, escaped."""
-    return urllib.parse.quote(str(segment), safe="")
+    """One path segment, escaped.
+
+    A name may be "." or ".." (a secret's may), which urllib leaves as is and
+    a URL's path takes as "this" and "up": their dots are escaped, which the
+    server decodes back.
+    """
+    s = str(segment)
+    if s in (".", ".."):
+        return "%2E" * len(s)
+    return urllib.parse.quote(s, safe="")

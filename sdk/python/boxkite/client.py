@@ -192,7 +192,7 @@ class Images(Collection):
 
     def logs(self, id: str) -> str:
         """The build's log as text."""
-        out = self._t.request("GET", f"{self.path}/{quote(id)}/logs")
+        out = self._t.request("GET", f"{self.path}/{quote(id)}/logs", raw=True)
         return out.decode("utf-8", "replace") if isinstance(out, bytes) else (out or "")
 
     def follow_logs(self, id: str) -> Iterator[str]:

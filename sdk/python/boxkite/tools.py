@@ -117,8 +117,12 @@ def run_tool(sandbox: Any, name: str, arguments: Union[str, Dict[str, Any], None
             command = str(args.get("command") or "")
             if not command.strip():
                 return "Error: command must not be empty"
-            timeout = min(max(int(args.get("timeout") or 120), 1), 600)
-            return _exec_text(sandbox.exec(command, timeout=timeout))
+            timeout = args.get("timeout")
+            timeout = 120 if timeout is None else timeout
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 1 <= timeout <= 600 or timeout != int(timeout):
+                # As the REST API and boxkite's Go tools: refused, not clamped.
+                return f"Error: timeout must be between 1 and 600 seconds, got {timeout}\nHint: omit timeout for the default of 120 seconds."
+            return _exec_text(sandbox.exec(command, timeout=int(timeout)))
         if name == "file_create":
             path = str(args.get("path") or "")
             if not path.strip():

@@ -87,6 +87,16 @@ class LinkTest(unittest.TestCase):
         self.assertIsNone(boxkite.SandboxPage().next_cursor)
 
 
+class SegmentTest(unittest.TestCase):
+    def test_dot_names(self):
+        # A secret may be named "." or ".."; a path keeping those dots is
+        # cleaned by the server's router ("/v1/secrets/.." is "/v1/").
+        self.assertEqual(_http.quote("."), "%2E")
+        self.assertEqual(_http.quote(".."), "%2E%2E")
+        self.assertEqual(_http.quote("..."), "...")
+        self.assertEqual(_http.quote("a b/c"), "a%20b%2Fc")
+
+
 class ToolShapeTest(unittest.TestCase):
     """The shapes the APIs document for function tools."""
 
@@ -136,6 +146,25 @@ class RunToolTest(unittest.TestCase):
         self.assertEqual(boxkite.run_tool(Fake(dict(cut, exit_code=3)), "bash_tool", {"command": "x"}), "Error (exit code 3):\n1\n2" + note)
         whole = {"exit_code": 0, "stdout": "ok\n", "stderr": "", "truncated": False}
         self.assertEqual(boxkite.run_tool(Fake(whole), "bash_tool", {"command": "x"}), "ok")
+
+    def test_run_tool_refuses_timeout_out_of_range(self):
+        ran = []
+
+        class Fake:
+            def exec(self, command, timeout=None):
+                ran.append(timeout)
+                return {"exit_code": 0, "stdout": "ok\n", "stderr": "", "truncated": False}
+
+        for t in (0, -3, 601, 9999, 5.5, "60", True):
+            self.assertEqual(
+                boxkite.run_tool(Fake(), "bash_tool", {"command": "x", "timeout": t}),
+                f"Error: timeout must be between 1 and 600 seconds, got {t}\nHint: omit timeout for the default of 120 seconds.",
+            )
+        self.assertEqual(ran, [])
+        self.assertEqual(boxkite.run_tool(Fake(), "bash_tool", {"command": "x", "timeout": 600}), "ok")
+        self.assertEqual(boxkite.run_tool(Fake(), "bash_tool", {"command": "x", "timeout": 5.0}), "ok")
+        self.assertEqual(boxkite.run_tool(Fake(), "bash_tool", {"command": "x"}), "ok")
+        self.assertEqual(ran, [600, 5, 120])
 
 
 class RetryTest(unittest.TestCase):

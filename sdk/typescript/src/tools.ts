@@ -111,7 +111,11 @@ export async function runTool(sb: Sandbox, name: string, args: unknown): Promise
       case "bash_tool": {
         const command = str("command");
         if (!command.trim()) return "Error: command must not be empty";
-        const timeout = Math.min(Math.max(Number(a.timeout ?? 120) || 120, 1), 600);
+        const timeout = a.timeout ?? 120;
+        if (typeof timeout !== "number" || !Number.isInteger(timeout) || timeout < 1 || timeout > 600) {
+          // As the REST API and boxkite's Go tools: refused, not clamped.
+          return `Error: timeout must be between 1 and 600 seconds, got ${JSON.stringify(timeout)}\nHint: omit timeout for the default of 120 seconds.`;
+        }
         return execText(await sb.exec(command, { timeout }));
       }
       case "file_create": {

@@ -107,3 +107,19 @@ test("runTool: bash_tool says when the server cut the output", async () => {
   assert.equal(await runTool(fake({ ...cut, exit_code: 3 }), "bash_tool", { command: "x" }), "Error (exit code 3):\n1\n2" + note);
   assert.equal(await runTool(fake({ exit_code: 0, stdout: "ok\n", stderr: "", truncated: false }), "bash_tool", { command: "x" }), "ok");
 });
+
+test("runTool: bash_tool refuses a timeout out of range, as the API does", async () => {
+  let ran = 0;
+  const fake = { exec: async (_cmd, opts) => { ran = opts.timeout; return { exit_code: 0, stdout: "ok\n", stderr: "", truncated: false }; } };
+  for (const t of [0, -3, 601, 9999, 5.5, "60"]) {
+    assert.equal(
+      await runTool(fake, "bash_tool", { command: "x", timeout: t }),
+      `Error: timeout must be between 1 and 600 seconds, got ${JSON.stringify(t)}\nHint: omit timeout for the default of 120 seconds.`,
+    );
+  }
+  assert.equal(ran, 0);
+  assert.equal(await runTool(fake, "bash_tool", { command: "x", timeout: 600 }), "ok");
+  assert.equal(ran, 600);
+  assert.equal(await runTool(fake, "bash_tool", { command: "x" }), "ok");
+  assert.equal(ran, 120);
+});
