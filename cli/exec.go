@@ -207,7 +207,7 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 			return err
 		}
 		truncationNote(app.IO.ErrOut, res.ExecOutputInfo)
-		return exitFor(res.ExitCode, opts.timeout)
+		return exitFor(res.ExitCode, res.StopReason, opts.timeout)
 	}
 	stderr := &lineEnd{w: app.IO.ErrOut, atStart: true}
 	errOut := &noteHold{w: stderr, note: timeoutNote(req.Timeout)}
@@ -228,14 +228,14 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 	}
 	// A timed-out command's "error: the command timed out …" says what
 	// the sandbox's note says: once is enough.
-	if err := errOut.end(res.ExitCode == api.ExitCodeTimeout); err != nil {
+	if err := errOut.end(res.StopReason == api.StopReasonTimeout); err != nil {
 		return err
 	}
 	if res.Truncated {
 		stderr.finishLine()
 		truncationNote(app.IO.ErrOut, res.ExecOutputInfo)
 	}
-	err = exitFor(res.ExitCode, opts.timeout)
+	err = exitFor(res.ExitCode, res.StopReason, opts.timeout)
 	if es, ok := errors.AsType[*exitStatus](err); ok && es.msg != "" {
 		stderr.finishLine()
 	}
@@ -286,12 +286,14 @@ func (l *lineEnd) finishLine() {
 	}
 }
 
-// exitFor turns the remote exit code into this process's exit status.
-func exitFor(code int, timeout time.Duration) error {
-	switch code {
-	case 0:
+// exitFor turns the remote exit code into this process's exit status,
+// saying the command timed out only when the sandbox says it killed it
+// then: a command's own exit 124 is just an exit code.
+func exitFor(code int, stopReason string, timeout time.Duration) error {
+	switch {
+	case code == 0:
 		return nil
-	case api.ExitCodeTimeout:
+	case stopReason == api.StopReasonTimeout:
 		return &exitStatus{code: code, msg: fmt.Sprintf("the command timed out after %s (exit code %d)", compactDuration(timeout), code)}
 	}
 	return &exitStatus{code: code}

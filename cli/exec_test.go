@@ -103,7 +103,7 @@ func TestParseHumanDuration(t *testing.T) {
 func TestExec(t *testing.T) {
 	home := isolate(t)
 	var got []api.ExecRequest
-	exitCode := 0
+	exitCode, stopReason := 0, ""
 	srv := fakeAPI(t, map[string]http.HandlerFunc{
 		"GET /v1/sandboxes": replyJSON(200, []api.Sandbox{{ID: "sb-1", Status: api.StatusActive}}),
 		"POST /v1/sandboxes/sb-1/exec": func(w http.ResponseWriter, r *http.Request) {
@@ -114,10 +114,10 @@ func TestExec(t *testing.T) {
 			enc := json.NewEncoder(w)
 			enc.Encode(api.ExecEvent{Type: api.EventStdout, Data: "out\n"})
 			enc.Encode(api.ExecEvent{Type: api.EventStderr, Data: "err\n"})
-			if exitCode == api.ExitCodeTimeout {
+			if stopReason == api.StopReasonTimeout {
 				enc.Encode(api.ExecEvent{Type: api.EventStderr, Data: timeoutNote(req.Timeout)})
 			}
-			enc.Encode(api.ExecEvent{Type: api.EventExit, ExitCode: exitCode})
+			enc.Encode(api.ExecEvent{Type: api.EventExit, ExitCode: exitCode, ExecOutputInfo: api.ExecOutputInfo{StopReason: stopReason}})
 		},
 	})
 	writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
@@ -139,6 +139,11 @@ func TestExec(t *testing.T) {
 		t.Errorf("exec with remote exit 7: code %d stderr %q, want 7 and only the command's stderr", r.code, r.stderr)
 	}
 	exitCode = 124
+	// A command's own exit 124 is not a timeout.
+	if r := runCLI(t, "", "exec", "exit 124"); r.code != 124 || r.stderr != "err\n" {
+		t.Errorf("exec exiting 124 by itself: code %d stderr %q, want 124 and only the command's stderr", r.code, r.stderr)
+	}
+	stopReason = api.StopReasonTimeout
 	// The sandbox's note and the CLI's error say the same: only the error.
 	if r := runCLI(t, "", "exec", "--timeout", "1s", "sleep 5"); r.code != 124 || r.stderr != "err\nerror: the command timed out after 1s (exit code 124)\n" {
 		t.Errorf("exec timing out: code %d stderr %q, want 124 and the timeout said once", r.code, r.stderr)

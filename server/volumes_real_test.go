@@ -77,7 +77,14 @@ func TestVolumeOutlivesSandbox(t *testing.T) {
 		t.Fatalf("writing past the quota: %+v", res)
 	}
 	v.exec(first, "rm -f /workspace/data/big")
-	v.call("DELETE", "/v1/volumes/"+vol.ID, "", http.StatusConflict, nil)
+	// Refused while a paused sandbox mounts it, and the hint names that
+	// sandbox (session 20: it said only "the sandboxes that mount it").
+	v.call("POST", sandboxPath(first.ID, "/pause"), "", http.StatusOK, nil)
+	var refusal api.ErrorEnvelope
+	v.call("DELETE", "/v1/volumes/"+vol.ID, "", http.StatusConflict, &refusal)
+	if refusal.Error == nil || refusal.Error.Code != api.CodeVolumeInUse || !strings.Contains(refusal.Error.Hint, first.ID) {
+		t.Fatalf("the refusal %+v does not name the sandbox %s", refusal.Error, first.ID)
+	}
 
 	v.call("DELETE", sandboxPath(first.ID), "", http.StatusNoContent, nil)
 	second := v.sandbox(map[string]string{vol.ID: "/workspace/again"})

@@ -222,7 +222,10 @@ func (h *Handler) runCommand(ctx context.Context, spec execSpec, emit func(strea
 		Truncated:   stdoutN > spec.maxOutput || stderrN > spec.maxOutput,
 		StdoutBytes: stdoutN, StderrBytes: stderrN, OutputLimitBytes: spec.maxOutput,
 	}
-	if stopped.Load() {
+	switch {
+	case out.timedOut:
+		out.output.StopReason = api.StopReasonTimeout
+	case stopped.Load():
 		out.output.StopReason = api.StopReasonOutputLimit
 	}
 	out.duration = time.Since(start)

@@ -169,7 +169,7 @@ func TestExecTimeout(t *testing.T) {
 	start := time.Now()
 	got := postExec(t, srv.URL, `{"command":"echo early; sleep 30","timeout":1}`)
 	elapsed := time.Since(start)
-	want := api.ExecResult{ExitCode: api.ExitCodeTimeout, Stderr: "Command timed out after 1s"}
+	want := api.ExecResult{ExitCode: api.ExitCodeTimeout, Stderr: "Command timed out after 1s", ExecOutputInfo: api.ExecOutputInfo{StopReason: api.StopReasonTimeout}}
 	if diff := cmp.Diff(want, got, ignoreTimingAndCounts); diff != "" {
 		t.Errorf("exec past its timeout (-want +got):\n%s", diff)
 	}
@@ -448,7 +448,7 @@ func TestExecStream(t *testing.T) {
 		{
 			"timeout",
 			`{"command":"echo early; sleep 5","timeout":1}`,
-			[]api.ExecEvent{{Type: "stdout", Data: "early\n"}, {Type: "stderr", Data: "Command timed out after 1s"}, {Type: "exit", ExitCode: 124, ExecOutputInfo: counts(6, 0, api.DefaultExecOutput)}},
+			[]api.ExecEvent{{Type: "stdout", Data: "early\n"}, {Type: "stderr", Data: "Command timed out after 1s"}, {Type: "exit", ExitCode: 124, ExecOutputInfo: stopped(counts(6, 0, api.DefaultExecOutput), api.StopReasonTimeout)}},
 		},
 		{
 			"a rune split across writes stays whole",
@@ -588,4 +588,10 @@ func TestExecSpawnError(t *testing.T) {
 	if len(events) != 2 || events[0].Type != api.EventStderr || events[1].Type != api.EventExit || events[1].ExitCode != 1 {
 		t.Errorf("streamed exec that cannot start = %+v, want a stderr event and exit 1", events)
 	}
+}
+
+// stopped is o with its stop reason set.
+func stopped(o api.ExecOutputInfo, reason string) api.ExecOutputInfo {
+	o.StopReason = reason
+	return o
 }

@@ -138,6 +138,7 @@ const (
 	OutputLimitTruncate   = "truncate"     // drop output past the cap, let the command run on (the default)
 	OutputLimitStop       = "stop"         // kill the command when a stream passes the cap
 	StopReasonOutputLimit = "output_limit" // the command was killed because OnOutputLimit was "stop"
+	StopReasonTimeout     = "timeout"      // the command was killed at its timeout (exit code ExitCodeTimeout)
 )
 
 // ExitCodeTimeout is the exit code reported when a command exceeds its timeout.
@@ -184,8 +185,10 @@ type ExecOutputInfo struct {
 	StderrBytes int64 `json:"stderr_bytes"`
 	// OutputLimitBytes is the cap that applied to each stream.
 	OutputLimitBytes int64 `json:"output_limit_bytes"`
-	// StopReason is StopReasonOutputLimit when the command was killed at
-	// the cap because the request asked for that; "" otherwise.
+	// StopReason says why the sandbox killed the command: StopReasonTimeout
+	// at its timeout, StopReasonOutputLimit at the cap because the request
+	// asked for that; "" when it ended by itself (a command may exit 124
+	// on its own: only StopReasonTimeout says it timed out).
 	StopReason string `json:"stop_reason,omitempty"`
 }
 

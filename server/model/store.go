@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -15,6 +16,19 @@ var ErrNotFound = errors.New("not found")
 
 // ErrConflict is returned when a record with the same unique value exists.
 var ErrConflict = errors.New("conflict")
+
+// VolumeInUseError is DeleteVolume's refusal: the sandboxes (ids) that
+// mount the volume. It is ErrConflict to errors.Is.
+type VolumeInUseError struct {
+	SandboxIDs []string
+}
+
+func (e *VolumeInUseError) Error() string {
+	return "volume mounted by sandboxes " + strings.Join(e.SandboxIDs, ", ")
+}
+
+// Is makes the error ErrConflict.
+func (e *VolumeInUseError) Is(target error) bool { return target == ErrConflict }
 
 // Errors a store wraps when it cannot commit a write because of the
 // database itself, not the request: the server then fails closed on
@@ -285,7 +299,8 @@ type VolumeStore interface {
 	// ListVolumes returns the account's volumes, newest first.
 	ListVolumes(ctx context.Context, accountID string) ([]*Volume, error)
 	// DeleteVolume removes the account's volume unless a sandbox that is
-	// creating or active mounts it (ErrConflict), in one transaction;
+	// creating or active mounts it (a *VolumeInUseError, which is
+	// ErrConflict, naming them), in one transaction;
 	// ErrNotFound if it is not the account's.
 	DeleteVolume(ctx context.Context, accountID, id string) error
 	// AttachVolumes records that the sandbox mounts the volumes.

@@ -54,11 +54,22 @@ func (s *Store) ListVolumes(ctx context.Context, accountID string) ([]*model.Vol
 // so a create racing a delete either sees the volume gone or blocks it.
 func (s *Store) DeleteVolume(ctx context.Context, accountID, id string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		var n int
-		err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM sandbox_volumes sv JOIN sandboxes sb ON sb.id = sv.sandbox_id
-			WHERE sv.volume_id = ? AND sb.status IN (?, ?)`), id, model.StatusCreating, api.StatusActive).Scan(&n)
+		rows, err := tx.QueryContext(ctx, s.q(`SELECT sb.id FROM sandbox_volumes sv JOIN sandboxes sb ON sb.id = sv.sandbox_id
+			WHERE sv.volume_id = ? AND sb.status IN (?, ?) ORDER BY sb.created_at, sb.id`), id, model.StatusCreating, api.StatusActive)
 		if err != nil {
-			return fmt.Errorf("count volume mounts: %w", err)
+			return fmt.Errorf("list volume mounts: %w", err)
+		}
+		var mounters []string
+		for rows.Next() {
+			var sb string
+			if err := rows.Scan(&sb); err != nil {
+				rows.Close()
+				return fmt.Errorf("read volume mount: %w", err)
+			}
+			mounters = append(mounters, sb)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("list volume mounts: %w", err)
 		}
 		res, err := tx.ExecContext(ctx, s.q(`DELETE FROM volumes WHERE id = ? AND account_id = ?`), id, accountID)
 		if err != nil {
@@ -67,8 +78,8 @@ func (s *Store) DeleteVolume(ctx context.Context, accountID, id string) error {
 		if k, err := res.RowsAffected(); err != nil || k == 0 {
 			return errors.Join(model.ErrNotFound, err)
 		}
-		if n > 0 {
-			return model.ErrConflict // rolls the delete back
+		if len(mounters) > 0 {
+			return &model.VolumeInUseError{SandboxIDs: mounters} // rolls the delete back
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM sandbox_volumes WHERE volume_id = ?`), id); err != nil {
 			return fmt.Errorf("delete volume mounts: %w", err)

@@ -147,8 +147,7 @@ func (s *Service) deleteVolume(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, model.ErrNotFound):
 		return volumeNotFound(id)
 	case errors.Is(err, model.ErrConflict):
-		return api.Errorf(http.StatusConflict, api.CodeVolumeInUse, "volume %s is mounted by an active sandbox", id).
-			WithHint("delete the sandboxes that mount it first")
+		return volumeInUse(id, err)
 	case err != nil:
 		return fmt.Errorf("delete volume: %w", err)
 	}
@@ -162,6 +161,24 @@ func (s *Service) deleteVolume(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// volumeInUse is the refusal to delete a mounted volume; its hint names
+// the sandboxes that mount it (a paused one is not in the active list).
+func volumeInUse(id string, err error) *api.Error {
+	hint := "delete the sandboxes that mount it first"
+	var inUse *model.VolumeInUseError
+	if errors.As(err, &inUse) && len(inUse.SandboxIDs) > 0 {
+		ids := inUse.SandboxIDs
+		const most = 5
+		more := ""
+		if len(ids) > most {
+			more = fmt.Sprintf(" and %d more", len(ids)-most)
+			ids = ids[:most]
+		}
+		hint = fmt.Sprintf("delete the sandboxes that mount it first: %s%s", strings.Join(ids, ", "), more)
+	}
+	return api.Errorf(http.StatusConflict, api.CodeVolumeInUse, "volume %s is mounted by an active sandbox", id).WithHint(hint)
 }
 
 // ValidateMounts checks a create's volume_mounts: each path strictly
