@@ -94,6 +94,8 @@ func TestSecretsAPI(t *testing.T) {
 	}{
 		{"taken", api.CreateSecretRequest{Name: "GH_TOKEN", Value: "x", AllowedHosts: []string{"a.example.com"}}, 409, api.CodeSecretNameTaken},
 		{"bad name", api.CreateSecretRequest{Name: "a b", Value: "x", AllowedHosts: []string{"a.example.com"}}, 422, api.CodeValidation},
+		{"name .", api.CreateSecretRequest{Name: ".", Value: "x", AllowedHosts: []string{"a.example.com"}}, 422, api.CodeValidation},
+		{"name ..", api.CreateSecretRequest{Name: "..", Value: "x", AllowedHosts: []string{"a.example.com"}}, 422, api.CodeValidation},
 		{"no value", api.CreateSecretRequest{Name: "n", AllowedHosts: []string{"a.example.com"}}, 422, api.CodeValidation},
 		{"no hosts", api.CreateSecretRequest{Name: "n", Value: "x"}, 422, api.CodeInvalidAllowedHost},
 		{"url host", api.CreateSecretRequest{Name: "n", Value: "x", AllowedHosts: []string{"https://a.example.com/"}}, 422, api.CodeInvalidAllowedHost},

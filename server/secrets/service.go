@@ -121,9 +121,11 @@ func newID() string {
 }
 
 // validName reports whether name may name a secret: what {{secret:NAME}}
-// can spell.
+// can spell, but "." and "..", which no URL path can carry as a segment
+// (browsers, Node's fetch and Rust's url crate resolve them, %2E too), so
+// no SDK could read, update or remove such a secret by name.
 func validName(name string) bool {
-	if name == "" || len(name) > api.MaxSecretNameLen {
+	if name == "" || len(name) > api.MaxSecretNameLen || name == "." || name == ".." {
 		return false
 	}
 	for _, c := range name {
@@ -150,7 +152,7 @@ func (s *Service) Create(ctx context.Context, accountID string, req api.CreateSe
 		return api.Secret{}, err
 	}
 	if !validName(req.Name) {
-		return api.Secret{}, api.Invalid("name", fmt.Sprintf("name must be 1 to %d letters, digits, '_', '-' or '.'", api.MaxSecretNameLen),
+		return api.Secret{}, api.Invalid("name", fmt.Sprintf("name must be 1 to %d letters, digits, '_', '-' or '.', and not . or ..", api.MaxSecretNameLen),
 			"pick a name such as GITHUB_TOKEN; requests refer to it as {{secret:GITHUB_TOKEN}}")
 	}
 	if err := checkValue(req.Value); err != nil {

@@ -117,6 +117,7 @@ func TestHandoffAgents(t *testing.T) {
 	}
 	t.Chdir(fx.Src)
 	cases, opencodeExport := layOutSessions(t, fx, filepath.Join(dir, npmtest.PackFile("opencode-linux-x64@1.18.33")))
+	wt := layOutWorktree(t, fx)
 	before := hashTree(t, fx.Home)
 	t.Logf("the sessions are laid out: %s in", since())
 
@@ -137,7 +138,7 @@ func TestHandoffAgents(t *testing.T) {
 			t.Run(tc.tool, func(t *testing.T) {
 				t.Parallel()
 				if tc.tool != builder {
-					if err := <-prebuilt[tc.tool]; err != nil {
+					if err := prebuilt[tc.tool](); err != nil {
 						t.Fatal(err)
 					}
 					t.Logf("the %s image is built: %s in", tc.tool, since())
@@ -148,6 +149,12 @@ func TestHandoffAgents(t *testing.T) {
 				t.Logf("done: %s in", since())
 			})
 		}
+	})
+	t.Run("worktree", func(t *testing.T) {
+		if err := prebuilt["claude-code"](); err != nil {
+			t.Fatal(err)
+		}
+		handOffWorktree(t, c, wt, cases[0], &serverLog)
 	})
 	scan.stop(t)
 	if diff := diffHashes(before, hashTree(t, fx.Home)); diff != "" {
@@ -276,12 +283,13 @@ func waitExit(t *testing.T, done <-chan int, what string) {
 }
 
 // prebuildImages starts the builds of the agents' images through the API
-// with the recipes handoff uses, and reports each build's end.
-func prebuildImages(t *testing.T, c *client.Client, tools []string) map[string]chan error {
-	out := map[string]chan error{}
+// with the recipes handoff uses; each tool's function waits for its
+// build's end (any number of times).
+func prebuildImages(t *testing.T, c *client.Client, tools []string) map[string]func() error {
+	out := map[string]func() error{}
 	for _, tool := range tools {
 		ch := make(chan error, 1)
-		out[tool] = ch
+		out[tool] = sync.OnceValue(func() error { return <-ch })
 		a := handoff.Agents()[tool]
 		go func() {
 			ctx := context.Background()
