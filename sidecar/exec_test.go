@@ -447,8 +447,10 @@ func TestExecStream(t *testing.T) {
 		},
 		{
 			"timeout",
-			`{"command":"echo early; sleep 5","timeout":1}`,
-			[]api.ExecEvent{{Type: "stdout", Data: "early\n"}, {Type: "stderr", Data: "Command timed out after 1s"}, {Type: "exit", ExitCode: 124, ExecOutputInfo: stopped(counts(6, 0, api.DefaultExecOutput), api.StopReasonTimeout)}},
+			// 3 s: the timer starts before the spawn, and "early" must
+			// come out before it ends on a loaded machine.
+			`{"command":"echo early; sleep 30","timeout":3}`,
+			[]api.ExecEvent{{Type: "stdout", Data: "early\n"}, {Type: "stderr", Data: "Command timed out after 3s"}, {Type: "exit", ExitCode: 124, ExecOutputInfo: stopped(counts(6, 0, api.DefaultExecOutput), api.StopReasonTimeout)}},
 		},
 		{
 			"a rune split across writes stays whole",
