@@ -148,28 +148,13 @@ func (c *Client) NewestSandboxes(ctx context.Context, limit int) ([]api.Sandbox,
 // not seen, and none is seen twice. It stops at the first error, which
 // it yields.
 func (c *Client) Sandboxes(ctx context.Context, activeOnly bool, pageSize int) iter.Seq2[api.Sandbox, error] {
-	if pageSize <= 0 {
-		pageSize = 100
-	}
-	return func(yield func(api.Sandbox, error) bool) {
-		o := SandboxListOptions{ActiveOnly: activeOnly, Limit: pageSize}
-		for {
-			p, err := c.ListSandboxPage(ctx, o)
-			if err != nil {
-				yield(api.Sandbox{}, err)
-				return
-			}
-			for _, sb := range p.Sandboxes {
-				if !yield(sb, nil) {
-					return
-				}
-			}
-			if p.Next == "" {
-				return
-			}
-			o.Cursor = p.Next
+	return pages(ctx, pageSize, func(ctx context.Context, o ListOptions) (*Page[api.Sandbox], error) {
+		p, err := c.ListSandboxPage(ctx, SandboxListOptions{ActiveOnly: activeOnly, Limit: o.Limit, Cursor: o.Cursor})
+		if err != nil {
+			return nil, err
 		}
-	}
+		return &Page[api.Sandbox]{Items: p.Sandboxes, Next: p.Next}, nil
+	})
 }
 
 // Sandbox returns one sandbox, destroyed ones included.
