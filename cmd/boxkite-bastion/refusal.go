@@ -30,7 +30,10 @@ func refusalText(sandbox string, key ssh.PublicKey, err error) (string, string) 
 	case e.Status == 409:
 		return fmt.Sprintf("sandbox %s is not active", sandbox), "create one with `boxkite session create`"
 	}
-	what := fmt.Sprintf("key %s is not registered to the account of sandbox %q, or there is no such sandbox", gossh.FingerprintSHA256(key), sandbox)
+	// ssh offers its keys one by one and the bastion cannot tell which is
+	// the last: a later one may log in, and this banner is then moot.
+	what := fmt.Sprintf("key %s is not registered to the account of sandbox %q, or there is no such sandbox "+
+		"(if ssh logs in with another key, ignore this)", gossh.FingerprintSHA256(key), sandbox)
 	if !fullIDPattern.MatchString(sandbox) {
 		// A label or an id prefix: only the proxy of ssh-config resolves those.
 		return what, "the user name must be the sandbox's full id (`boxkite session ls`); " +
