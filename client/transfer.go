@@ -147,5 +147,5 @@ func (c *Client) checkStream(resp *http.Response, media ...string) error {
 	if slices.Contains(media, got) {
 		return nil
 	}
-	return badResponse(c.BaseURL, resp.StatusCode, resp.Header)
+	return c.badResponse(resp.StatusCode, resp.Header)
 }
