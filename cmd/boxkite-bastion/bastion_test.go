@@ -728,4 +728,13 @@ func TestPausedSandboxTellsCommand(t *testing.T) {
 	if err := cmd.Wait(); !errors.As(err, &ce) || ce.ExitCode() != 1 || stderr.String() != want {
 		t.Errorf("ssh 'cmd' after the sandbox was paused: %v, stderr %q; want exit 1 and %q", err, stderr.String(), want)
 	}
+	// An unregistered key offered first does not hide why the registered
+	// one cannot log in: the sandbox is paused.
+	args := f.sshArgs(f.badKey, []string{"-i", f.goodKey}, "true")
+	args[slices.Index(args, "LogLevel=ERROR")] = "LogLevel=INFO"
+	code, _, errs := f.run(t, args, "")
+	if code != 255 || !strings.Contains(errs, "is not registered") ||
+		!strings.Contains(errs, "boxkite-bastion: sandbox "+f.sandbox+" is paused (filesystem)\r\nhint: resume it") {
+		t.Errorf("two keys, the first unregistered, to a paused sandbox: exit %d, %q; want 255 and that it is paused", code, errs)
+	}
 }
