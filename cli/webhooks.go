@@ -28,6 +28,8 @@ Deliveries are retried with backoff for about an hour (docs/webhooks.md).`,
 	cmd.AddCommand(
 		newWebhooksAddCmd(app),
 		newWebhooksLsCmd(app),
+		withArgs(withExample(newGetCmd(app, "webhook", (*client.Client).GetWebhook),
+			"  hook=$(boxkite webhooks ls --jq '.[0].id')\n  boxkite webhooks get $hook --jq .created_by"), completeWebhooks(app)),
 		withArgs(withExample(newRmCmd(app, "webhook", "Remove a webhook subscription and its pending deliveries", false, (*client.Client).DeleteWebhook),
 			"  hook=$(boxkite webhooks ls --jq '.[0].id')\n  boxkite webhooks rm $hook --yes"), completeWebhooks(app)),
 		newWebhooksDeliveriesCmd(app),
@@ -91,7 +93,7 @@ func newWebhooksLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.Webhook]{
 		short: "List the account's webhook subscriptions", noun: "webhooks",
 		example: "  boxkite webhooks ls\n  boxkite webhooks ls --json id,url,event_types",
-		header:  "ID\tURL\tEVENTS\tLAST SENT",
+		header:  "ID\tURL\tEVENTS\tLAST SENT\tCREATED BY",
 		empty:   "no webhooks; add one with 'boxkite webhooks add URL --event TYPE'",
 		fetch:   (*client.Client).ListWebhooks,
 		page:    (*client.Client).ListWebhookPage,
@@ -100,7 +102,11 @@ func newWebhooksLsCmd(app *App) *cobra.Command {
 			if w.LastTriggeredAt != nil {
 				last = w.LastTriggeredAt.Format(time.RFC3339)
 			}
-			return []string{w.ID, w.URL, strings.Join(w.EventTypes, ","), last}
+			by := w.CreatedBy // an organization's member; "" for a personal account's
+			if by == "" {
+				by = "-"
+			}
+			return []string{w.ID, w.URL, strings.Join(w.EventTypes, ","), last, by}
 		},
 	})
 }

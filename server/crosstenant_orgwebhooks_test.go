@@ -209,3 +209,51 @@ func TestOrgWebhookLimitHint(t *testing.T) {
 		t.Errorf("the admin's hint changed: %q", ae.Hint)
 	}
 }
+
+// TestOrgWebhookCreatedBy: a webhook says which member created it
+// (created_by: their account_id in the organization's members list), in
+// the list, the get and the create's answer; one from before migration
+// 0297 and a personal account's say no one.
+func TestOrgWebhookCreatedBy(t *testing.T) {
+	t.Parallel()
+	o := newOrgHooks(t)
+	e := o.e
+	resp, body := e.do("GET", "/v1/organizations/"+o.org.ID+"/members", o.admin, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("members: %d %s", resp.StatusCode, body)
+	}
+	var members []api.OrganizationMember
+	mustUnmarshal(t, body, &members)
+	byEmail := map[string]string{}
+	for _, m := range members {
+		byEmail[m.Email] = m.AccountID
+	}
+	want := map[string]string{
+		o.hookA.ID: accountID(t, e, e.KeyA), o.hookB.ID: byEmail["b@example.com"],
+		o.hookC.ID: byEmail["c@example.com"], o.hookO.ID: "",
+	}
+	if want[o.hookB.ID] == "" || want[o.hookC.ID] == "" || want[o.hookA.ID] == want[o.hookB.ID] {
+		t.Fatalf("members %+v do not name the test's three people", members)
+	}
+	if o.hookB.CreatedBy != want[o.hookB.ID] {
+		t.Errorf("the create's answer: created_by = %q, want %q", o.hookB.CreatedBy, want[o.hookB.ID])
+	}
+	_, body = e.do("GET", "/v1/webhooks", o.admin, nil)
+	var hs []api.Webhook
+	mustUnmarshal(t, body, &hs)
+	for _, h := range hs {
+		if h.CreatedBy != want[h.ID] {
+			t.Errorf("listed %s: created_by = %q, want %q", h.URL, h.CreatedBy, want[h.ID])
+		}
+		_, body := e.do("GET", "/v1/webhooks/"+h.ID, o.admin, nil)
+		var got api.Webhook
+		mustUnmarshal(t, body, &got)
+		if got.CreatedBy != want[h.ID] {
+			t.Errorf("get %s: created_by = %q, want %q", h.URL, got.CreatedBy, want[h.ID])
+		}
+	}
+	personal := o.hook(t, e.KeyA, "personal")
+	if personal.CreatedBy != "" {
+		t.Errorf("a personal account's webhook: created_by = %q, want none", personal.CreatedBy)
+	}
+}
