@@ -37,6 +37,19 @@ func (c SnapshotControl) Start(ctx context.Context, acct *model.Account, from *m
 	})
 }
 
+// Hold takes sandbox id's lifecycle lock (pause, resume and destroy take
+// it too), reads the account's sandbox again under it and returns it with
+// the lock's release.
+func (c SnapshotControl) Hold(ctx context.Context, accountID, id string) (*model.Sandbox, func(), error) {
+	release := c.s.lifecycleLocks.lock(id)
+	sb, err := c.s.Find(ctx, accountID, id)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return sb, release, nil
+}
+
 // Audit records operation on sb's audit log, from the system; a failure
 // waits in the audit gate.
 func (c SnapshotControl) Audit(ctx context.Context, sb *model.Sandbox, operation string, detail map[string]any) {
