@@ -38,8 +38,14 @@ func (d *snapFake) DeleteSnapshot(context.Context, string) error { return nil }
 // newSnapEnv is newEnv on the fake driver with snapshots.
 func newSnapEnv(t *testing.T, cfg server.Config) (*env, *snapFake) {
 	t.Helper()
+	return newSnapEnvWithStore(t, cfg, openStore(t, t.TempDir()))
+}
+
+// newSnapEnvWithStore is newSnapEnv on st.
+func newSnapEnvWithStore(t *testing.T, cfg server.Config, st model.Store) (*env, *snapFake) {
+	t.Helper()
 	var sd *snapFake
-	e := newEnvWithDriver(t, cfg, openStore(t, t.TempDir()), func(d *fakeDriver) model.Driver {
+	e := newEnvWithDriver(t, cfg, st, func(d *fakeDriver) model.Driver {
 		sd = &snapFake{fakeDriver: d}
 		return sd
 	})

@@ -68,6 +68,10 @@ type Volumes interface {
 type Secrets interface {
 	CheckNames(ctx context.Context, accountID string, names []string) error
 	Grant(ctx context.Context, sandboxID string, names []string) error
+	// Granted and Inherit carry a sandbox's grants (by secret id) to its
+	// forks and restores.
+	Granted(ctx context.Context, sandboxID string) ([]model.SecretGrant, error)
+	Inherit(ctx context.Context, sandboxID string, grants []model.SecretGrant) error
 }
 
 // Deps is what the lifecycle needs of the rest of the control plane.

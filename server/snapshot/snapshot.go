@@ -44,6 +44,9 @@ type Control interface {
 	// again and returns it with the turn's release: a delete that comes
 	// meanwhile waits for the release.
 	Hold(ctx context.Context, accountID, id string) (*model.Sandbox, func(), error)
+	// Grants returns what sb was granted (secrets by id, egress): a
+	// fork's children and a snapshot's restores inherit them.
+	Grants(ctx context.Context, sb *model.Sandbox) (model.Grants, error)
 }
 
 // Config configures a Service.
@@ -201,9 +204,14 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	if err != nil {
 		return nil, err
 	}
+	grants, err := s.cfg.Control.Grants(ctx, sb)
+	if err != nil {
+		return nil, err
+	}
 	sn := &model.Snapshot{
 		ID: model.NewID(), AccountID: acct.ID, SandboxID: sb.ID, Label: label, Status: api.SnapshotPending,
-		Driver: s.cfg.DriverName, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID, CreatedAt: s.cfg.Now(),
+		Driver: s.cfg.DriverName, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID, Grants: grants,
+		CreatedAt: s.cfg.Now(),
 	}
 	if err := s.cfg.Store.ReserveSnapshot(ctx, sn, max(s.cfg.Limit, 0)); err != nil {
 		if le, ok := errors.AsType[*model.SnapshotLimitError](err); ok {
@@ -479,6 +487,10 @@ func (s *Service) Fork(ctx context.Context, acct *model.Account, sb *model.Sandb
 	if err != nil {
 		return nil, err
 	}
+	grants, err := s.cfg.Control.Grants(ctx, sb)
+	if err != nil {
+		return nil, err
+	}
 	ref, err := s.forkCopy(ctx, acct, sb)
 	if err != nil {
 		return nil, err
@@ -492,7 +504,7 @@ func (s *Service) Fork(ctx context.Context, acct *model.Account, sb *model.Sandb
 			}
 		}(context.WithoutCancel(ctx))
 	}()
-	from := &model.Snapshot{Key: ref.Key, SandboxID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID}
+	from := &model.Snapshot{Key: ref.Key, SandboxID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID, Grants: grants}
 	children, err := s.cfg.Control.Start(ctx, acct, from, "", count)
 	if err != nil {
 		return nil, err

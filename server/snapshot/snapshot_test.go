@@ -141,6 +141,10 @@ func (c *fakeControl) Hold(_ context.Context, accountID, id string) (*model.Sand
 	return &model.Sandbox{ID: id, AccountID: accountID, Status: api.StatusActive}, func() {}, nil
 }
 
+func (c *fakeControl) Grants(context.Context, *model.Sandbox) (model.Grants, error) {
+	return model.Grants{}, nil
+}
+
 func (c *fakeControl) Audit(_ context.Context, _ *model.Sandbox, op string, _ map[string]any) {
 	c.audits = append(c.audits, op)
 }
