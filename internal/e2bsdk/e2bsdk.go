@@ -70,7 +70,7 @@ var Checks = []string{
 	"pty.echo", "pty.resize", "pty.size-refused", "pty.stdin-refused", "list.metadata", "list.metadata-none", "list.bad-query-400", "getInfo",
 	"connect.new-process",
 	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",
-	"setTimeout.expires", "list.pages", "runCode.state", "runCode.language-trimmed", "runCode.stdout", "runCode.error", "runCode.envs", "runCode.envs-scoped", "runCode.contexts", "runCode.context-cwd", "runCode.context-missing-cwd", "runCode.context-traceback",
+	"setTimeout.expires", "list.pages", "runCode.state", "runCode.empty", "runCode.language-trimmed", "runCode.stdout", "runCode.error", "runCode.envs", "runCode.envs-scoped", "runCode.contexts", "runCode.context-cwd", "runCode.context-missing-cwd", "runCode.context-traceback",
 	"runCode.onStdout-streams", "runCode.timeoutMs", "runCode.interrupt-keeps-state",
 	"kill", "kill.NotFoundError", "kill.commands-fail",
 }

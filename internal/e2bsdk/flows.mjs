@@ -190,6 +190,8 @@ check('list.pages', page1.length === 1 && page1[0].sandboxId === sbx.sandboxId &
 await ci.runCode('x = 41')
 const sum = await ci.runCode('x + 1')
 check('runCode.state', sum.text === '42', sum)
+const blank = await ci.runCode('')
+check('runCode.empty', !blank.error && blank.results.length === 0, blank)
 // a language is read as E2B's server reads it: trimmed, in any case
 const spaced = await ci.runCode('x + 2', { language: ' Python ' })
 check('runCode.language-trimmed', spaced.text === '43' && !spaced.error, { text: spaced.text, error: spaced.error })
