@@ -65,7 +65,7 @@ var Checks = []string{
 	"background.pid", "commands.list", "commands.connect", "commands.kill", "kill.ends", "kill.unknown",
 	"disconnect.keeps-running", "stdin", "stdin.large", "stdin.without-refused",
 	"files.write-read-text", "files.write-nested", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
-	"files.makeDir", "files.makeDir-on-file", "files.backslash-refused", "files.list-depth", "files.remove", "files.remove-missing", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
+	"files.makeDir", "files.makeDir-on-file", "files.backslash-refused", "files.list-depth", "files.list-order-mode", "files.remove", "files.remove-missing", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
 	"files.signedUrl-forged", "files.watchDir",
 	"pty.echo", "pty.resize", "pty.size-refused", "pty.stdin-refused", "list.metadata", "list.metadata-none", "list.bad-query-400", "getInfo",
 	"connect.new-process",

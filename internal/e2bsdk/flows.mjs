@@ -105,6 +105,16 @@ const slashed = await rejects(() => sbx.files.write('back\\slash.txt', 'x'))
 check('files.backslash-refused', slashed instanceof InvalidArgumentError && !(await sbx.files.exists('back/slash.txt')), String(slashed))
 const deep = await sbx.files.list('/workspace', { depth: 3 })
 check('files.list-depth', deep.some((e) => e.path === '/workspace/made/deep' && e.type === 'dir'), deep.map((e) => e.path))
+// as envd's WalkDir: by name, a directory's contents after it; mode the permission bits
+const walked = deep.map((e) => e.path)
+const made = deep.find((e) => e.path === '/workspace/made')
+const byParts = (a, b) => {
+  const [x, y] = [a.split('/'), b.split('/')]
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1
+  return x.length - y.length
+}
+check('files.list-order-mode', walked.join('\n') === walked.toSorted(byParts).join('\n') &&
+  made.mode === 0o755 && made.permissions === 'drwxr-xr-x', { walked, mode: made.mode })
 await sbx.files.remove('/workspace/made')
 check('files.remove', (await sbx.files.exists('/workspace/made')) === false)
 // as envd's os.RemoveAll, a path that is not there is removed already
