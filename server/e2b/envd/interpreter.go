@@ -135,8 +135,13 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 	}
 	defer ans.resp.Body.Close()
 	if !early {
+		// The sidecar took the cell and streams its output: the headers
+		// go now, not with the first output line, so the SDK's timeoutMs
+		// runs while a silent cell does (it was requestTimeoutMs, 60 s,
+		// for any cell that printed nothing before it ended).
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(http.StatusOK)
+		_ = http.NewResponseController(w).Flush()
 	}
 	out := newLineWriter(w, sess.ScrubOutput())
 	res, err := relayInterpreter(ans.resp, out)
