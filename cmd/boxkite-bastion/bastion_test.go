@@ -703,30 +703,48 @@ func TestDestroyedSandboxTellsSessions(t *testing.T) {
 	}
 }
 
-// TestPausedSandboxTellsCommand pauses the sandbox under an ssh command:
-// it exits 1 saying the sandbox was paused, with a hint to resume it, not
-// to create a new one as for a destroyed sandbox.
+// TestPausedSandboxTellsCommand pauses the sandbox under an ssh command,
+// in each mode (a freeze would otherwise hold it without a word until the
+// resume): it exits 1 saying the sandbox was paused, with a hint to resume
+// it, not to create a new one as for a destroyed sandbox.
 func TestPausedSandboxTellsCommand(t *testing.T) {
 	f := newFixture(t, nil)
-	cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, "echo started; sleep 60"), "")
-	var stdout, stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), "started"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the command never started")
+	for _, mode := range []string{api.PauseFreeze, api.PauseFilesystem} {
+		cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, "echo started; sleep 60"), "")
+		var stdout, stderr lockedBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, err := f.admin.PauseSandbox(t.Context(), f.sandbox, api.PauseFilesystem); err != nil {
-		t.Fatal(err)
-	}
-	var ce *exec.ExitError
-	want := "boxkite-bastion: error: sandbox " + f.sandbox + " was paused while the command ran\r\n" +
-		"hint: resume it with `boxkite session resume " + f.sandbox + "`, then run the command again\r\n"
-	if err := cmd.Wait(); !errors.As(err, &ce) || ce.ExitCode() != 1 || stderr.String() != want {
-		t.Errorf("ssh 'cmd' after the sandbox was paused: %v, stderr %q; want exit 1 and %q", err, stderr.String(), want)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), "started"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the command never started", mode)
+			}
+		}
+		if _, err := f.admin.PauseSandbox(t.Context(), f.sandbox, mode); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(60 * time.Second): // a hang guard only
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("%s: ssh 'cmd' did not end within 60 s of the pause; stderr %q", mode, stderr.String())
+		}
+		var ce *exec.ExitError
+		want := "boxkite-bastion: error: sandbox " + f.sandbox + " was paused while the command ran\r\n" +
+			"hint: resume it with `boxkite session resume " + f.sandbox + "`, then run the command again\r\n"
+		if !errors.As(err, &ce) || ce.ExitCode() != 1 || stderr.String() != want {
+			t.Errorf("%s: ssh 'cmd' after the sandbox was paused: %v, stderr %q; want exit 1 and %q", mode, err, stderr.String(), want)
+		}
+		if mode == api.PauseFreeze {
+			if _, err := f.admin.ResumeSandbox(t.Context(), f.sandbox); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	// An unregistered key offered first does not hide why the registered
 	// one cannot log in: the sandbox is paused.
