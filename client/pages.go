@@ -108,6 +108,15 @@ func (c *Client) ListWebhookDeliveryPage(ctx context.Context, id string, o ListO
 	return listPage[api.WebhookDelivery](ctx, c, "/v1/webhooks/"+url.PathEscape(id)+"/deliveries", o)
 }
 
+// WebhookDeliveriesAt returns the limit deliveries of the subscription
+// after its newest offset (GET …/deliveries?limit&offset), newest first,
+// and in Next the cursor of those that follow ("" when none do, or from a
+// server from before the deliveries' Link).
+func (c *Client) WebhookDeliveriesAt(ctx context.Context, id string, limit, offset int) (*Page[api.WebhookDelivery], error) {
+	path := "/v1/webhooks/" + url.PathEscape(id) + "/deliveries?offset=" + strconv.Itoa(offset)
+	return listPage[api.WebhookDelivery](ctx, c, path, ListOptions{Limit: limit})
+}
+
 // WebhookDeliveryPages iterates over the subscription's deliveries,
 // newest first, reading pageSize of them at a time (0 or more than 100:
 // 100). A delivery queued while it runs is not seen, and none twice.
