@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -49,7 +50,9 @@ value (true, false, null and numbers as JSON; @FILE a file's content, @- stdin).
 --input FILE sends a file as the body (- for stdin).
 
 An error answer prints error: and hint: from the API's envelope and exits
-with the CLI's codes (3 not found, 4 auth, 5 limit, 1 otherwise).
+with the CLI's codes (3 not found, 4 auth, 5 limit, 1 otherwise). An
+answer that is not boxkite's (a proxy's error page, another web server at
+the URL) is printed as it came, its error: and hint: on stderr, exit 1.
 --paginate follows the pages of a paged route: the rel="next" link of a
 route that gives one (/v1/sandboxes with limit), or, for an object with
 offset, total and a list (such as /v1/sandboxes/ID/log), the next offset
@@ -281,6 +284,7 @@ func runAPI(ctx context.Context, app *App, c rawDoer, o *apiOptions, req apiRequ
 		}
 		resp, err := c.Do(ctx, req.method, target, req.header, body)
 		if err != nil {
+			printRawError(app, o, err)
 			return fmt.Errorf("%s %s: %w", req.method, req.path, err)
 		}
 		link := api.NextLink(resp.Header)
@@ -317,18 +321,46 @@ func nextLinkQuery(link string, asked url.Values) (url.Values, bool) {
 	return u.Query(), true
 }
 
+// printRawError prints, as gh api does, the body (and with -i the status
+// and headers) of a failed answer that is not boxkite's: a proxy's error
+// page, another web server's 404. The error and its hint still go to
+// stderr; boxkite's own error envelope is not printed, its error: and
+// hint: say it all.
+func printRawError(app *App, o *apiOptions, err error) {
+	re, ok := errors.AsType[*client.RawError](err)
+	if !ok {
+		return
+	}
+	if o.include {
+		printStatusHeaders(app, re.Err.Status, re.Header)
+	}
+	if len(re.Body) == 0 {
+		return
+	}
+	app.IO.Out.Write(re.Body)
+	if !bytes.HasSuffix(re.Body, []byte("\n")) {
+		fmt.Fprintln(app.IO.Out)
+	}
+}
+
+// printStatusHeaders prints an answer's status line and headers, then a
+// blank line (-i).
+func printStatusHeaders(app *App, status int, header http.Header) {
+	fmt.Fprintf(app.IO.Out, "HTTP %d %s\n", status, http.StatusText(status))
+	for _, k := range slices.Sorted(maps.Keys(header)) {
+		for _, v := range header[k] {
+			fmt.Fprintf(app.IO.Out, "%s: %s\n", k, v)
+		}
+	}
+	fmt.Fprintln(app.IO.Out)
+}
+
 // printAPIResponse prints one answer and returns the offset of the next
 // page, or -1 when there is none (or the answer is not paged).
 func printAPIResponse(app *App, o *apiOptions, resp *client.RawResponse) (int, error) {
 	defer resp.Body.Close()
 	if o.include {
-		fmt.Fprintf(app.IO.Out, "HTTP %d %s\n", resp.Status, http.StatusText(resp.Status))
-		for _, k := range slices.Sorted(maps.Keys(resp.Header)) {
-			for _, v := range resp.Header[k] {
-				fmt.Fprintf(app.IO.Out, "%s: %s\n", k, v)
-			}
-		}
-		fmt.Fprintln(app.IO.Out)
+		printStatusHeaders(app, resp.Status, resp.Header)
 	}
 	if !strings.Contains(resp.Header.Get("Content-Type"), "json") {
 		// Event streams, archives, text: as they come.

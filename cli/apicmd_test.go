@@ -60,6 +60,12 @@ func TestAPICommand(t *testing.T) {
 			remember(r)
 			replyJSON(404, map[string]any{"error": map[string]any{"code": "not_found", "message": "sandbox nope not found", "hint": "list them with GET /v1/sandboxes"}})(w, r)
 		},
+		"GET /v1/behind-proxy": func(w http.ResponseWriter, r *http.Request) {
+			remember(r)
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
+		},
 		"GET /v1/sandboxes/{id}/log": func(w http.ResponseWriter, r *http.Request) {
 			remember(r)
 			limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
@@ -124,6 +130,13 @@ func TestAPICommand(t *testing.T) {
 			name: "the error envelope becomes error:, hint: and exit 3", args: []string{"/v1/sandboxes/nope"}, wantCode: exitNotFound,
 			wantErr:  "error: GET /v1/sandboxes/nope: sandbox nope not found [not_found]\nhint: list them with GET /v1/sandboxes\n",
 			wantReqs: []seen{{method: "GET", path: "/v1/sandboxes/nope", auth: "Bearer bxk_live_secret"}},
+		},
+		{
+			// As gh api: the page on stdout, the error and hint on stderr.
+			name: "an answer that is not boxkite's is printed, error: and hint: on stderr, exit 1", args: []string{"/v1/behind-proxy"}, wantCode: exitError,
+			wantOut:  "<html><body><h1>502 Bad Gateway</h1></body></html>\n",
+			wantErr:  "answered 502 text/html, not boxkite's JSON [bad_response]\nhint: check the base URL",
+			wantReqs: []seen{{method: "GET", path: "/v1/behind-proxy", auth: "Bearer bxk_live_secret"}},
 		},
 		{
 			name: "--paginate follows offset until total", args: []string{"/v1/sandboxes/x/log", "-f", "limit=2", "--paginate", "--jq", ".entries[].operation"},

@@ -28,6 +28,8 @@ Deliveries are retried with backoff for about an hour (docs/webhooks.md).`,
 	cmd.AddCommand(
 		newWebhooksAddCmd(app),
 		newWebhooksLsCmd(app),
+		withArgs(withExample(newGetCmd(app, "webhook", (*client.Client).GetWebhook),
+			"  hook=$(boxkite webhooks ls --jq '.[0].id')\n  boxkite webhooks get $hook --jq .created_by"), completeWebhooks(app)),
 		withArgs(withExample(newRmCmd(app, "webhook", "Remove a webhook subscription and its pending deliveries", false, (*client.Client).DeleteWebhook),
 			"  hook=$(boxkite webhooks ls --jq '.[0].id')\n  boxkite webhooks rm $hook --yes"), completeWebhooks(app)),
 		newWebhooksDeliveriesCmd(app),
@@ -91,7 +93,7 @@ func newWebhooksLsCmd(app *App) *cobra.Command {
 	return newListCmd(app, listing[api.Webhook]{
 		short: "List the account's webhook subscriptions", noun: "webhooks",
 		example: "  boxkite webhooks ls\n  boxkite webhooks ls --json id,url,event_types",
-		header:  "ID\tURL\tEVENTS\tLAST SENT",
+		header:  "ID\tURL\tEVENTS\tLAST SENT\tCREATED BY",
 		empty:   "no webhooks; add one with 'boxkite webhooks add URL --event TYPE'",
 		fetch:   (*client.Client).ListWebhooks,
 		page:    (*client.Client).ListWebhookPage,
@@ -100,7 +102,11 @@ func newWebhooksLsCmd(app *App) *cobra.Command {
 			if w.LastTriggeredAt != nil {
 				last = w.LastTriggeredAt.Format(time.RFC3339)
 			}
-			return []string{w.ID, w.URL, strings.Join(w.EventTypes, ","), last}
+			by := w.CreatedBy // an organization's member; "" for a personal account's
+			if by == "" {
+				by = "-"
+			}
+			return []string{w.ID, w.URL, strings.Join(w.EventTypes, ","), last, by}
 		},
 	})
 }
@@ -116,30 +122,37 @@ func newWebhooksDeliveriesCmd(app *App) *cobra.Command {
   boxkite webhooks deliveries $hook
   boxkite webhooks deliveries $hook --limit 100 --json`,
 		Short: "List a subscription's deliveries, newest first",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Long: `List a subscription's deliveries, newest first: the newest 20, or --limit N
+(at most 100) after the newest --offset. When more follow, the table
+says on stderr how to see them; --json prints the deliveries alone.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err
 			}
-			ds, err := c.WebhookDeliveries(cmd.Context(), args[0], limit, offset)
+			p, err := c.WebhookDeliveriesAt(cmd.Context(), args[0], limit, offset)
 			if err != nil {
 				return fmt.Errorf("list webhook deliveries: %w", err)
 			}
+			ds := p.Items
 			if asJSON {
+				if ds == nil {
+					ds = []api.WebhookDelivery{}
+				}
 				return out.write(app.IO, ds)
 			}
 			if len(ds) == 0 {
 				fmt.Fprintln(app.IO.ErrOut, "no deliveries yet; queue one with 'boxkite webhooks test ID'")
 				return nil
 			}
-			return writeRows(app.IO.Out, app.IO.Color, "ID\tEVENT\tSTATUS\tATTEMPTS\tANSWER\tCREATED", ds, func(d api.WebhookDelivery, _ time.Time) []string {
-				code := "-"
-				if d.ResponseStatusCode != nil {
-					code = strconv.Itoa(*d.ResponseStatusCode)
-				}
-				return []string{d.ID, d.EventType, d.Status, strconv.Itoa(d.AttemptCount), code, d.CreatedAt.Format(time.RFC3339)}
-			}, time.Now())
+			if err := writeDeliveries(app, ds); err != nil {
+				return err
+			}
+			if p.Next != "" {
+				noteAfterOutput(app, moreDeliveriesNote(args[0], len(ds), offset))
+			}
+			return nil
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 20, "how many deliveries to show (at most 100)")
@@ -147,6 +160,32 @@ func newWebhooksDeliveriesCmd(app *App) *cobra.Command {
 	out.register(cmd, []api.WebhookDelivery{})
 	cmd.ValidArgsFunction = completeWebhooks(app)
 	return cmd
+}
+
+func writeDeliveries(app *App, ds []api.WebhookDelivery) error {
+	return writeRows(app.IO.Out, app.IO.Color, "ID\tEVENT\tSTATUS\tATTEMPTS\tANSWER\tCREATED", ds, func(d api.WebhookDelivery, _ time.Time) []string {
+		code := "-"
+		if d.ResponseStatusCode != nil {
+			code = strconv.Itoa(*d.ResponseStatusCode)
+		}
+		return []string{d.ID, d.EventType, d.Status, strconv.Itoa(d.AttemptCount), code, d.CreatedAt.Format(time.RFC3339)}
+	}, time.Now())
+}
+
+// moreDeliveriesNote says, as session ls's note does, how to see the
+// deliveries a page of shown (after the newest offset) left out: a
+// larger --limit (up to the API's 100) and the next --offset.
+func moreDeliveriesNote(id string, shown, offset int) string {
+	cmd := "boxkite webhooks deliveries " + id
+	what := fmt.Sprintf("showing the newest %d", shown)
+	if offset > 0 {
+		what = fmt.Sprintf("showing %d after the newest %d", shown, offset)
+	}
+	how := fmt.Sprintf("'%s --offset %d' shows the next ones", cmd, offset+shown)
+	if offset == 0 && shown < 100 {
+		how = fmt.Sprintf("'%s --limit %d' shows more, %s", cmd, min(2*shown, 100), how)
+	}
+	return what + "; there are more: " + how
 }
 
 func newWebhooksTestCmd(app *App) *cobra.Command {

@@ -41,6 +41,11 @@ type Client struct {
 	MaxRetries int
 	// MaxRetryWait caps one wait before a retry; 0 means 60 s.
 	MaxRetryWait time.Duration
+	// BadResponseHint is the hint of a CodeBadResponse error, for a
+	// program that names its own setting of the base URL (a flag, an
+	// environment variable); empty means the package's BadResponseHint,
+	// which names BaseURL.
+	BadResponseHint string
 
 	once sync.Once
 	rc   *resty.Client
@@ -168,14 +173,14 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 	if htmlPage(resp.Header()) {
 		// A web page where JSON belongs (a static site or a login page
 		// at the base URL answers 200 to everything): not boxkite.
-		return nil, badResponse(c.BaseURL, resp.StatusCode(), resp.Header())
+		return nil, c.badResponse(resp.StatusCode(), resp.Header())
 	}
 	if out == nil || len(resp.Body()) == 0 {
 		return resp.Header(), nil
 	}
 	if err := json.Unmarshal(resp.Body(), out); err != nil {
 		if notBoxkite(resp.Header(), resp.Body()) {
-			return nil, badResponse(c.BaseURL, resp.StatusCode(), resp.Header())
+			return nil, c.badResponse(resp.StatusCode(), resp.Header())
 		}
 		return nil, fmt.Errorf("decode %s %s response: %w", method, path, err)
 	}
@@ -233,7 +238,7 @@ func (c *Client) errorFrom(status int, header http.Header, body []byte) error {
 	switch {
 	case e != nil:
 	case notBoxkite(header, body):
-		e = badResponse(c.BaseURL, status, header)
+		e = c.badResponse(status, header)
 	default:
 		e = &api.Error{
 			Code:    codeForStatus(status),
@@ -260,18 +265,22 @@ func notBoxkite(header http.Header, body []byte) bool {
 // badResponse is the error of an answer that is not boxkite's: its status
 // and content type, never its body (a proxy's page says nothing useful
 // and may be long).
-func badResponse(baseURL string, status int, header http.Header) *api.Error {
+func (c *Client) badResponse(status int, header http.Header) *api.Error {
 	ctype := "without a Content-Type"
 	if media, _, err := mime.ParseMediaType(header.Get("Content-Type")); err == nil {
 		ctype = media
 	} else if v := header.Get("Content-Type"); v != "" {
 		ctype = v
 	}
+	hint := c.BadResponseHint
+	if hint == "" {
+		hint = BadResponseHint
+	}
 	return &api.Error{
 		Status:  status,
 		Code:    CodeBadResponse,
-		Message: fmt.Sprintf("the server at %s answered %d %s, not boxkite's JSON", baseURL, status, ctype),
-		Hint:    BadResponseHint,
+		Message: fmt.Sprintf("the server at %s answered %d %s, not boxkite's JSON", c.BaseURL, status, ctype),
+		Hint:    hint,
 	}
 }
 

@@ -311,3 +311,55 @@ func TestSandboxRoutes(t *testing.T) {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 }
+
+// TestStreamWebPageIsNotBoxkite: a streaming call answered by a web page
+// or another server's "200 OK" text is bad_response, as a unary call is,
+// not the stream reader's decode error (exec said "invalid character '<'",
+// the process stream and the image log took the page as their output).
+func TestStreamWebPageIsNotBoxkite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	calls := map[string]func(c *client.Client) error{
+		"ExecStream": func(c *client.Client) error {
+			_, err := c.ExecStream(ctx, "sb", api.ExecRequest{Command: "true"}, func(api.ExecEvent) error { return nil })
+			return err
+		},
+		"StreamProcess": func(c *client.Client) error {
+			_, err := c.StreamProcess(ctx, "sb", "p1", 0, func(api.ProcessEvent) error { return nil })
+			return err
+		},
+		"WatchLog": func(c *client.Client) error {
+			return c.WatchLog(ctx, "sb", "", func(api.LogEntry) error { return nil })
+		},
+		"ImageLogs": func(c *client.Client) error {
+			return c.ImageLogs(ctx, "img", true, io.Discard)
+		},
+	}
+	pages := []struct{ name, ctype, body string }{
+		{"html", "text/html; charset=utf-8", "<!doctype html><html><body><div id=app></div></body></html>"},
+		{"json", "application/json", `{"ok":true}`},
+		{"no type", "", "OK\n"},
+	}
+	for name, call := range calls {
+		for _, p := range pages {
+			if name == "ExecStream" && p.ctype == "application/json" {
+				continue // a server that does not stream answers the plain result
+			}
+			t.Run(name+"/"+p.name, func(t *testing.T) {
+				t.Parallel()
+				c := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+					w.Header()["Content-Type"] = []string{p.ctype}
+					io.WriteString(w, p.body)
+				})
+				err := call(c)
+				e, ok := errors.AsType[*api.Error](err)
+				if !ok || e.Code != client.CodeBadResponse || e.Status != 200 || e.Hint != client.BadResponseHint {
+					t.Fatalf("%s error = %#v, want bad_response with status 200 and the hint", name, err)
+				}
+				if !strings.Contains(e.Message, "the server at "+c.BaseURL+" answered 200 ") {
+					t.Errorf("message = %q, want it to name the base URL and the status", e.Message)
+				}
+			})
+		}
+	}
+}

@@ -71,9 +71,8 @@ func (c *Client) ExecStreamResult(ctx context.Context, id string, req api.ExecRe
 	}
 	body := resp.RawBody()
 	defer body.Close()
-	if status := resp.StatusCode(); status < 200 || status >= 300 {
-		b, _ := io.ReadAll(io.LimitReader(body, 1<<20))
-		return nil, c.errorFrom(status, resp.Header(), b)
+	if err := c.checkStream(resp.RawResponse, api.ContentTypeNDJSON, "application/json"); err != nil {
+		return nil, err
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header().Get("Content-Type"))
 	if mt == "application/json" {

@@ -77,7 +77,7 @@ func (c *Client) ImageLogs(ctx context.Context, id string, follow bool, w io.Wri
 	}
 	body := resp.RawBody()
 	defer body.Close()
-	if err := c.checkStatus(resp.RawResponse); err != nil {
+	if err := c.checkStream(resp.RawResponse, "text/plain"); err != nil {
 		return err
 	}
 	if _, err := io.Copy(w, body); err != nil {

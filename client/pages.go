@@ -82,6 +82,17 @@ func (c *Client) ListImagePage(ctx context.Context, o ListOptions) (*Page[api.Im
 	return listPage[api.Image](ctx, c, "/v1/images", o)
 }
 
+// ListImagesPage is ListImagePage in the terms of tools.Images (MCP's
+// list_sandbox_images): at most limit images from cursor, and the cursor
+// of the page after ("" on the last).
+func (c *Client) ListImagesPage(ctx context.Context, limit int, cursor string) ([]api.Image, string, error) {
+	p, err := c.ListImagePage(ctx, ListOptions{Limit: limit, Cursor: cursor})
+	if err != nil {
+		return nil, "", err
+	}
+	return p.Items, p.Next, nil
+}
+
 // Images iterates over the account's images, newest first, reading
 // pageSize of them at a time (0: 100). An image made while it runs is
 // not seen, and none is seen twice.
@@ -106,6 +117,15 @@ func (c *Client) Webhooks(ctx context.Context, pageSize int) iter.Seq2[api.Webho
 // server's default of 20).
 func (c *Client) ListWebhookDeliveryPage(ctx context.Context, id string, o ListOptions) (*Page[api.WebhookDelivery], error) {
 	return listPage[api.WebhookDelivery](ctx, c, "/v1/webhooks/"+url.PathEscape(id)+"/deliveries", o)
+}
+
+// WebhookDeliveriesAt returns the limit deliveries of the subscription
+// after its newest offset (GET …/deliveries?limit&offset), newest first,
+// and in Next the cursor of those that follow ("" when none do, or from a
+// server from before the deliveries' Link).
+func (c *Client) WebhookDeliveriesAt(ctx context.Context, id string, limit, offset int) (*Page[api.WebhookDelivery], error) {
+	path := "/v1/webhooks/" + url.PathEscape(id) + "/deliveries?offset=" + strconv.Itoa(offset)
+	return listPage[api.WebhookDelivery](ctx, c, path, ListOptions{Limit: limit})
 }
 
 // WebhookDeliveryPages iterates over the subscription's deliveries,

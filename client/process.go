@@ -68,7 +68,7 @@ func (c *Client) StreamProcess(ctx context.Context, id, pid string, since int64,
 	}
 	body := resp.RawBody()
 	defer body.Close()
-	if err := c.checkStatus(resp.RawResponse); err != nil {
+	if err := c.checkStream(resp.RawResponse, "text/event-stream"); err != nil {
 		return nil, err
 	}
 	exit, err := readProcessEvents(body, fn)

@@ -89,6 +89,7 @@ func TestStreamProcess(t *testing.T) {
 func TestStreamProcessCallbackError(t *testing.T) {
 	t.Parallel()
 	c := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "event: output\ndata: {\"type\":\"output\",\"stdout_chunk\":\"a\"}\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()

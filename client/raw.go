@@ -2,11 +2,14 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // RawResponse is a 2xx answer to Do. The caller closes Body.
@@ -21,8 +24,9 @@ type RawResponse struct {
 // credentials, and returns the answer unread: it is what `boxkite api`
 // is built on, for routes this package does not wrap yet. header adds to
 // (or replaces) the client's headers; body may be nil. As with every
-// other method, a non-2xx answer is an *api.Error and an unreachable
-// server a *ConnError.
+// other method, a non-2xx answer is an *api.Error (for one that is not
+// boxkite's, a *RawError holding it) and an unreachable server a
+// *ConnError.
 //
 // pathAndQuery must be a path: a full URL is refused, so the API key is
 // never sent anywhere but BaseURL.
@@ -56,9 +60,28 @@ func (c *Client) Do(ctx context.Context, method, pathAndQuery string, header htt
 	if err != nil {
 		return nil, c.transportError(ctx, method, u.Path, err)
 	}
-	if err := c.checkStatus(resp); err != nil {
-		resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		err := c.errorFrom(resp.StatusCode, resp.Header, b)
+		if e, ok := errors.AsType[*api.Error](err); ok && e.Code == CodeBadResponse {
+			return nil, &RawError{Err: e, Header: resp.Header, Body: b}
+		}
 		return nil, err
 	}
 	return &RawResponse{Status: resp.StatusCode, Header: resp.Header, Body: resp.Body}, nil
 }
+
+// RawError is Do's error for a non-2xx answer that is not boxkite's
+// (CodeBadResponse: a proxy's error page, another web server): the
+// *api.Error it unwraps to, and the answer's headers and body (at most
+// 1 MiB), which Do's caller may show as they are (`boxkite api` prints
+// them, as gh api does).
+type RawError struct {
+	Err    *api.Error
+	Header http.Header
+	Body   []byte
+}
+
+func (e *RawError) Error() string { return e.Err.Error() }
+func (e *RawError) Unwrap() error { return e.Err }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 )
 
@@ -64,5 +65,27 @@ func TestDo(t *testing.T) {
 		if _, err := c.Do(ctx, "GET", bad, nil, nil); err == nil || got != nil {
 			t.Errorf("Do(%q) = %v, sent %v; want refused before sending", bad, err, got != nil)
 		}
+	}
+}
+
+// TestDoNotBoxkite: a failed answer that is not boxkite's comes back as
+// a *RawError holding its body and headers, for `boxkite api` to print;
+// it is still the *api.Error bad_response for everyone else.
+func TestDoNotBoxkite(t *testing.T) {
+	t.Parallel()
+	const page = "<html><body><h1>502 Bad Gateway</h1></body></html>"
+	c := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("X-Proxy", "nginx")
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, page)
+	})
+	_, err := c.Do(context.Background(), http.MethodGet, "/v1/sandboxes", nil, nil)
+	re, ok := errors.AsType[*client.RawError](err)
+	if !ok || string(re.Body) != page || re.Header.Get("X-Proxy") != "nginx" {
+		t.Fatalf("Do() error = %#v, want a *RawError with the page and its headers", err)
+	}
+	if e, ok := errors.AsType[*api.Error](err); !ok || e.Code != client.CodeBadResponse || e.Status != http.StatusBadGateway {
+		t.Errorf("Do() error = %v, want it to unwrap to bad_response 502", err)
 	}
 }

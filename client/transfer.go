@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -130,4 +132,20 @@ func (c *Client) checkStatus(resp *http.Response) error {
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return c.errorFrom(resp.StatusCode, resp.Header, b)
+}
+
+// checkStream is checkStatus for a streaming call: a 2xx answer must also
+// be one of the media types the stream comes as. Anything else in its
+// place (a static site or login page at the base URL answering 200 to
+// every path, a proxy's "200 OK" text) is CodeBadResponse, not a decode
+// error from the stream's reader.
+func (c *Client) checkStream(resp *http.Response, media ...string) error {
+	if err := c.checkStatus(resp); err != nil {
+		return err
+	}
+	got, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if slices.Contains(media, got) {
+		return nil
+	}
+	return c.badResponse(resp.StatusCode, resp.Header)
 }

@@ -73,7 +73,7 @@ func (c *Client) watchOnce(ctx context.Context, id, lastEventID string, fn func(
 	}
 	body := resp.RawBody()
 	defer body.Close()
-	if err := c.checkStatus(resp.RawResponse); err != nil {
+	if err := c.checkStream(resp.RawResponse, "text/event-stream"); err != nil {
 		return lastEventID, false, err
 	}
 	delivered := false

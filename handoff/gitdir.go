@@ -64,12 +64,19 @@ func (t *Tree) addLinkedGitDir(ctx context.Context) error {
 		t.Skipped = append(t.Skipped, fmt.Sprintf(".git: names a repository git cannot open here, sent as it is (%v)", err))
 		return nil
 	}
+	linked := filepath.Clean(common) != filepath.Clean(gitDir)
+	if why := t.notOurs(ctx, gitDir, linked); why != "" {
+		// Not a worktree or submodule of this tree: a .git file the tree
+		// came with (an archive, files copied out of a sandbox) must not
+		// send a repository of this machine it names.
+		t.Skipped = append(t.Skipped, fmt.Sprintf(".git: names a repository that is not this tree's (%s), sent as it is", why))
+		return nil
+	}
 	t.dropEntry(".git")
 	if t.src == nil {
 		t.src, t.data = map[string]string{}, map[string][]byte{}
 	}
 	t.addGitEntry(".git", gitDir)
-	linked := filepath.Clean(common) != filepath.Clean(gitDir)
 	if err := t.addGitFiles(gitDir, func(rel string, _ bool) bool { return linked && worktreeOnly[rel] }); err != nil {
 		return err
 	}
@@ -86,6 +93,48 @@ func (t *Tree) addLinkedGitDir(ctx context.Context) error {
 		}
 	}
 	return t.standaloneConfig()
+}
+
+// notOurs says why the git directory gitDir, which the tree's .git file
+// names, does not belong to this tree, or "" when it does: a linked
+// worktree's directory names this tree's .git file in its gitdir file,
+// and a submodule's names this tree as its core.worktree. Git keeps both
+// links itself; a repository's own directory has neither (nor has one
+// made by git init --separate-git-dir, which therefore goes as a file).
+func (t *Tree) notOurs(ctx context.Context, gitDir string, linked bool) string {
+	if linked {
+		b, err := os.ReadFile(filepath.Join(gitDir, "gitdir"))
+		if err != nil {
+			return "a worktree's directory without its gitdir file"
+		}
+		if !samePath(gitDir, strings.TrimSpace(string(b)), filepath.Join(t.Root, ".git")) {
+			return "another worktree's directory"
+		}
+		return ""
+	}
+	out, err := exec.CommandContext(ctx, "git", "config", "--file", filepath.Join(gitDir, "config"), "--get", "core.worktree").Output()
+	wt := strings.TrimSpace(string(out))
+	if err != nil || wt == "" {
+		return "a repository's own directory, not a worktree's or a submodule's"
+	}
+	if !samePath(gitDir, wt, t.Root) {
+		return "another submodule's directory"
+	}
+	return ""
+}
+
+// samePath reports whether p (relative to dir unless absolute) and want
+// are one file.
+func samePath(dir, p, want string) bool {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	a, err := os.Stat(p)
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(want)
+	return err == nil && os.SameFile(a, b)
 }
 
 // gitRevParse runs git rev-parse args in dir and returns its one line.

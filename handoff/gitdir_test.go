@@ -145,3 +145,60 @@ func TestBrokenGitFileWithAll(t *testing.T) {
 		t.Errorf("warnings %q, want one about .git", tree.Skipped)
 	}
 }
+
+// TestForeignGitDirNotSent: a .git file naming a repository that is not
+// this tree's (one the tree came with: an archive, or files copied back
+// out of a sandbox) does not bring that repository along. A repository's
+// own directory, another worktree's directory and another submodule's
+// directory each go as the file they are, with a warning; before, each
+// was copied into the sandbox whole, objects and all, from wherever on
+// this machine the file pointed.
+func TestForeignGitDirNotSent(t *testing.T) {
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim")
+	git(t, base, "init", "-q", victim)
+	os.WriteFile(filepath.Join(victim, "private.txt"), []byte("private\n"), 0o644)
+	git(t, victim, "add", "private.txt")
+	git(t, victim, "commit", "-qm", "private history")
+	git(t, victim, "worktree", "add", "-q", "-b", "other", filepath.Join(base, "other-wt"))
+	super := filepath.Join(base, "super")
+	git(t, base, "init", "-q", super)
+	git(t, super, "submodule", "add", "-q", victim, "sub")
+
+	for _, tc := range []struct{ name, gitdir string }{
+		{"a repository", filepath.Join(victim, ".git")},
+		{"a relative path to a repository", "../victim/.git"},
+		{"another worktree's directory", filepath.Join(victim, ".git", "worktrees", "other-wt")},
+		{"another submodule's directory", filepath.Join(super, ".git", "modules", "sub")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "project")
+			os.MkdirAll(root, 0o755)
+			if rel, ok := strings.CutPrefix(tc.gitdir, "../"); ok {
+				// A relative gitdir is read from the tree's own directory.
+				root = filepath.Join(base, "project-"+strings.ReplaceAll(tc.name, " ", "-"))
+				os.MkdirAll(root, 0o755)
+				tc.gitdir = "../" + rel
+			}
+			os.WriteFile(filepath.Join(root, ".git"), []byte("gitdir: "+tc.gitdir+"\n"), 0o644)
+			os.WriteFile(filepath.Join(root, "a.txt"), []byte("a\n"), 0o644)
+			for _, all := range []bool{false, true} {
+				tree, err := ListTree(context.Background(), root, all)
+				if err != nil {
+					t.Fatalf("all=%v: %v", all, err)
+				}
+				for _, e := range tree.Entries {
+					if strings.HasPrefix(e, ".git/") {
+						t.Fatalf("all=%v: the tree sends %s, from %s", all, e, tree.local(e))
+					}
+				}
+				if !slices.Contains(tree.Entries, ".git") || tree.local(".git") != filepath.Join(root, ".git") {
+					t.Errorf("all=%v: entries %v; want the .git file as it is", all, tree.Entries)
+				}
+				if !slices.ContainsFunc(tree.Skipped, func(s string) bool { return strings.HasPrefix(s, ".git: names a repository that is not this tree's") }) {
+					t.Errorf("all=%v: warnings %q, want one about .git", all, tree.Skipped)
+				}
+			}
+		})
+	}
+}

@@ -86,9 +86,10 @@ func sortedIDs(hs ...api.Webhook) []string {
 }
 
 // orgHookRows is how a member-role key of the organization is answered
-// for each webhook route naming a webhook it did not create: reads are
-// 404 exactly as for no webhook, actions 403 with a hint naming an admin
-// key. A webhook route without a row fails TestCrossTenantOrgWebhooks.
+// for each webhook route naming a webhook it did not create: 404 exactly
+// as for no webhook, reads and actions alike (an id it may not see does
+// not exist for it). A webhook route without a row fails
+// TestCrossTenantOrgWebhooks.
 var orgHookRows = map[string]struct {
 	method, path string // path with {id}
 	want         int
@@ -97,15 +98,15 @@ var orgHookRows = map[string]struct {
 	"GET /v1/webhooks":                                          {},
 	"GET /v1/webhooks/{id}":                                     {"GET", "/v1/webhooks/{id}", http.StatusNotFound},
 	"GET /v1/webhooks/{id}/deliveries":                          {"GET", "/v1/webhooks/{id}/deliveries", http.StatusNotFound},
-	"POST /v1/webhooks/{id}/test":                               {"POST", "/v1/webhooks/{id}/test", http.StatusForbidden},
-	"POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": {"POST", "/v1/webhooks/{id}/deliveries/d1/redeliver", http.StatusForbidden},
-	"DELETE /v1/webhooks/{id}":                                  {"DELETE", "/v1/webhooks/{id}", http.StatusForbidden},
+	"POST /v1/webhooks/{id}/test":                               {"POST", "/v1/webhooks/{id}/test", http.StatusNotFound},
+	"POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": {"POST", "/v1/webhooks/{id}/deliveries/d1/redeliver", http.StatusNotFound},
+	"DELETE /v1/webhooks/{id}":                                  {"DELETE", "/v1/webhooks/{id}", http.StatusNotFound},
 }
 
 // TestCrossTenantOrgWebhooks: within an organization, a member-role key
 // sees and manages only the webhooks its holder created (list, get,
-// deliveries, test, redeliver, delete); another's is 404 for reads, as
-// for none, and 403 with a hint for actions. An admin key sees and
+// deliveries, test, redeliver, delete); another's is 404 on every route,
+// as for none, and is left as it was. An admin key sees and
 // manages all of the organization's, those from before migration 0297
 // (no creator) too, which a member key never sees. Removing a member
 // deletes the webhooks they created, so the organization's events stop
@@ -137,19 +138,12 @@ func TestCrossTenantOrgWebhooks(t *testing.T) {
 			hook      api.Webhook
 		}{{"member, admin's", o.member, o.hookA}, {"member, other member's", o.member, o.hookC}, {"member, before 0297", o.other, o.hookO}} {
 			resp, body := e.do(row.method, strings.ReplaceAll(row.path, "{id}", c.hook.ID), c.key, nil)
-			if row.want == http.StatusNotFound {
-				ae := wantError(t, resp, body, http.StatusNotFound, api.CodeNotFound)
-				none := model.NewID()
-				_, body2 := e.do(row.method, strings.ReplaceAll(row.path, "{id}", none), c.key, nil)
-				ae2 := apiError(t, body2)
-				if strings.ReplaceAll(ae.Message, c.hook.ID, "ID") != strings.ReplaceAll(ae2.Message, none, "ID") || ae.Hint != ae2.Hint {
-					t.Errorf("%s %s: 404 differs from one for no webhook:\n%+v\n%+v", pattern, c.name, ae, ae2)
-				}
-			} else {
-				wantError(t, resp, body, http.StatusForbidden, api.CodeForbidden)
-				if !strings.Contains(string(body), "admin key") {
-					t.Errorf("%s %s: the hint names no one who can: %s", pattern, c.name, body)
-				}
+			ae := wantError(t, resp, body, row.want, api.CodeNotFound)
+			none := model.NewID()
+			_, body2 := e.do(row.method, strings.ReplaceAll(row.path, "{id}", none), c.key, nil)
+			ae2 := apiError(t, body2)
+			if ae == nil || ae2 == nil || strings.ReplaceAll(ae.Message, c.hook.ID, "ID") != strings.ReplaceAll(ae2.Message, none, "ID") || ae.Hint != ae2.Hint {
+				t.Errorf("%s %s: 404 differs from one for no webhook:\n%+v\n%+v", pattern, c.name, ae, ae2)
 			}
 			if strings.Contains(string(body), c.hook.URL) {
 				t.Errorf("%s %s: the answer shows the webhook's URL: %s", pattern, c.name, body)
@@ -213,5 +207,53 @@ func TestOrgWebhookLimitHint(t *testing.T) {
 	resp, body = o.e.do("POST", "/v1/webhooks", o.admin, api.CreateWebhookRequest{URL: "https://late.example.com/in", EventTypes: []string{api.EventAuditLogEntry}})
 	if ae := wantError(t, resp, body, http.StatusTooManyRequests, api.CodeWebhookLimitReached); ae != nil && ae.Hint != "delete one with `boxkite webhooks rm ID`" {
 		t.Errorf("the admin's hint changed: %q", ae.Hint)
+	}
+}
+
+// TestOrgWebhookCreatedBy: a webhook says which member created it
+// (created_by: their account_id in the organization's members list), in
+// the list, the get and the create's answer; one from before migration
+// 0297 and a personal account's say no one.
+func TestOrgWebhookCreatedBy(t *testing.T) {
+	t.Parallel()
+	o := newOrgHooks(t)
+	e := o.e
+	resp, body := e.do("GET", "/v1/organizations/"+o.org.ID+"/members", o.admin, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("members: %d %s", resp.StatusCode, body)
+	}
+	var members []api.OrganizationMember
+	mustUnmarshal(t, body, &members)
+	byEmail := map[string]string{}
+	for _, m := range members {
+		byEmail[m.Email] = m.AccountID
+	}
+	want := map[string]string{
+		o.hookA.ID: accountID(t, e, e.KeyA), o.hookB.ID: byEmail["b@example.com"],
+		o.hookC.ID: byEmail["c@example.com"], o.hookO.ID: "",
+	}
+	if want[o.hookB.ID] == "" || want[o.hookC.ID] == "" || want[o.hookA.ID] == want[o.hookB.ID] {
+		t.Fatalf("members %+v do not name the test's three people", members)
+	}
+	if o.hookB.CreatedBy != want[o.hookB.ID] {
+		t.Errorf("the create's answer: created_by = %q, want %q", o.hookB.CreatedBy, want[o.hookB.ID])
+	}
+	_, body = e.do("GET", "/v1/webhooks", o.admin, nil)
+	var hs []api.Webhook
+	mustUnmarshal(t, body, &hs)
+	for _, h := range hs {
+		if h.CreatedBy != want[h.ID] {
+			t.Errorf("listed %s: created_by = %q, want %q", h.URL, h.CreatedBy, want[h.ID])
+		}
+		_, body := e.do("GET", "/v1/webhooks/"+h.ID, o.admin, nil)
+		var got api.Webhook
+		mustUnmarshal(t, body, &got)
+		if got.CreatedBy != want[h.ID] {
+			t.Errorf("get %s: created_by = %q, want %q", h.URL, got.CreatedBy, want[h.ID])
+		}
+	}
+	personal := o.hook(t, e.KeyA, "personal")
+	if personal.CreatedBy != "" {
+		t.Errorf("a personal account's webhook: created_by = %q, want none", personal.CreatedBy)
 	}
 }

@@ -219,11 +219,21 @@ func (b *browser) use(ctx context.Context, fn func(p *cdp) error) error {
 	return err
 }
 
-func clampSeconds(v, def int) time.Duration {
-	if v <= 0 {
+// browserTimeout is a browser route's timeout_seconds: 0 (omitted) is
+// def, one outside 1..MaxBrowserTimeout is refused with 422, as exec's
+// timeout and the browser_* tools refuse it. The reference gives these
+// routes defaults but no range to clamp to (boxkite-reference.md, the
+// browser routes), unlike the interpreter, /watch and /pty-exec, whose
+// reference clamps are kept.
+func browserTimeout(v, def int) (time.Duration, error) {
+	if v == 0 {
 		v = def
+	} else if v < 1 || v > api.MaxBrowserTimeout {
+		return 0, api.Invalid("timeout_seconds",
+			fmt.Sprintf("timeout_seconds must be between 1 and %d seconds, got %d", api.MaxBrowserTimeout, v),
+			fmt.Sprintf("omit timeout_seconds for the default of %d seconds", def))
 	}
-	return time.Duration(min(v, api.MaxBrowserTimeout)) * time.Second
+	return time.Duration(v) * time.Second, nil
 }
 
 func errText(err error) *string {
@@ -244,10 +254,14 @@ func (h *Handler) browserNavigate(w http.ResponseWriter, r *http.Request) error 
 	default:
 		return api.Invalid("wait_until", "wait_until must be load, domcontentloaded, networkidle or commit", "")
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), clampSeconds(req.TimeoutSeconds, api.DefaultBrowserNavigateTimeout))
+	timeout, err := browserTimeout(req.TimeoutSeconds, api.DefaultBrowserNavigateTimeout)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	var res api.BrowserNavigateResult
-	err := h.sess.browser.use(ctx, func(p *cdp) error {
+	err = h.sess.browser.use(ctx, func(p *cdp) error {
 		var err error
 		res, err = p.navigate(ctx, req.URL, req.WaitUntil)
 		return err
@@ -266,10 +280,14 @@ func (h *Handler) browserExec(w http.ResponseWriter, r *http.Request) error {
 	if strings.TrimSpace(req.Script) == "" {
 		return api.Invalid("script", "script must not be empty", "")
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), clampSeconds(req.TimeoutSeconds, api.DefaultBrowserExecTimeout))
+	timeout, err := browserTimeout(req.TimeoutSeconds, api.DefaultBrowserExecTimeout)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	var res api.BrowserExecResult
-	err := h.sess.browser.use(ctx, func(p *cdp) error {
+	err = h.sess.browser.use(ctx, func(p *cdp) error {
 		v, err := p.evaluate(ctx, req.Script)
 		res.Result = v
 		return err

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -81,5 +82,33 @@ func TestBrowser(t *testing.T) {
 	doJSON(t, "POST", base+"/browser/close", nil, http.StatusOK, &closed)
 	if closed.Status != "not_running" {
 		t.Errorf("close again: %+v", closed)
+	}
+}
+
+// TestBrowserTimeoutRefused: a timeout_seconds outside 1..120 is refused
+// with 422 and a hint, as exec's timeout and the browser_* tools are; it
+// was clamped (9999 ran with 120, -5 with the default). Refused before
+// any browser starts, so this needs no Chromium.
+func TestBrowserTimeoutRefused(t *testing.T) {
+	base, _ := newToolServer(t, Options{})
+	for _, tt := range []struct {
+		route string
+		body  any
+		def   int
+	}{
+		{"navigate", api.BrowserNavigateRequest{URL: "http://127.0.0.1:1/", TimeoutSeconds: 9999}, api.DefaultBrowserNavigateTimeout},
+		{"navigate", api.BrowserNavigateRequest{URL: "http://127.0.0.1:1/", TimeoutSeconds: -5}, api.DefaultBrowserNavigateTimeout},
+		{"navigate", api.BrowserNavigateRequest{URL: "http://127.0.0.1:1/", TimeoutSeconds: api.MaxBrowserTimeout + 1}, api.DefaultBrowserNavigateTimeout},
+		{"exec", api.BrowserExecRequest{Script: "1", TimeoutSeconds: 9999}, api.DefaultBrowserExecTimeout},
+		{"exec", api.BrowserExecRequest{Script: "1", TimeoutSeconds: -1}, api.DefaultBrowserExecTimeout},
+	} {
+		var env api.ErrorEnvelope
+		doJSON(t, "POST", base+"/browser/"+tt.route, tt.body, http.StatusUnprocessableEntity, &env)
+		got := fmt.Sprint(tt.body)
+		if env.Error == nil || env.Error.Code != api.CodeValidation ||
+			!strings.HasPrefix(env.Error.Message, "timeout_seconds must be between 1 and 120 seconds, got ") ||
+			env.Error.Hint != fmt.Sprintf("omit timeout_seconds for the default of %d seconds", tt.def) {
+			t.Errorf("%s %s: %+v, want validation_error naming the range and the default", tt.route, got, env.Error)
+		}
 	}
 }

@@ -406,6 +406,8 @@ func (h *Handler) runInterpreter(w http.ResponseWriter, r *http.Request, in *int
 	if timeout == 0 {
 		timeout = api.DefaultInterpreterTimeout
 	}
+	// Clamped, not refused: the reference clamps it to 1..300
+	// (boxkite-reference.md, POST /interpreter/exec); the tools refuse.
 	timeout = min(max(timeout, 1), api.MaxInterpreterTimeout)
 	if r.Header.Get("Accept") == ndjson {
 		return streamInterpreter(w, r, in, req, time.Duration(timeout)*time.Second)

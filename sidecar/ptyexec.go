@@ -37,6 +37,8 @@ func (h *Handler) ptyExec(w http.ResponseWriter, r *http.Request) error {
 	if timeout == 0 {
 		timeout = api.DefaultPTYTimeout
 	}
+	// Clamped, not refused: the reference clamps it to 0.1..120
+	// (boxkite-reference.md, POST /pty-exec); the pty_exec tool refuses.
 	timeout = min(max(timeout, api.MinPTYTimeout), api.MaxPTYTimeout)
 	path, err := lookPath(h.env, argv[0])
 	if err != nil {

@@ -39,7 +39,9 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, api.WatchResult{Changes: changes, TimedOut: len(changes) == 0})
 }
 
-// watchTimeout applies the default and the reference's 0.1..60 s clamp.
+// watchTimeout applies the default and the reference's 0.1..60 s clamp
+// (boxkite-reference.md, POST /watch): clamped, not refused, though the
+// watch_directory tool refuses.
 func watchTimeout(s float64) time.Duration {
 	if s == 0 {
 		s = api.DefaultWatchSeconds

@@ -43,7 +43,7 @@ const (
 type BrowserNavigateRequest struct {
 	URL            string `json:"url"`
 	WaitUntil      string `json:"wait_until,omitempty"`      // load (default), domcontentloaded, networkidle or commit
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty"` // default 30, at most 120
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty"` // default 30; 1..MaxBrowserTimeout, others refused (422)
 }
 
 // BrowserNavigateResult is its answer.
@@ -58,7 +58,7 @@ type BrowserNavigateResult struct {
 // the page; a promise is awaited.
 type BrowserExecRequest struct {
 	Script         string `json:"script"`
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty"` // default 10, at most 120
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty"` // default 10; 1..MaxBrowserTimeout, others refused (422)
 }
 
 // BrowserExecResult is its answer: the value as JSON.

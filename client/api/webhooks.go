@@ -47,7 +47,12 @@ type Webhook struct {
 	PayloadFormat   string     `json:"payload_format"`
 	CreatedAt       time.Time  `json:"created_at"`
 	LastTriggeredAt *time.Time `json:"last_triggered_at"`
-	Secret          string     `json:"secret,omitempty"`
+	// CreatedBy is, in an organization, the member whose key created the
+	// subscription: their account id, as the organization's members list
+	// shows it (account_id). Absent for a personal account's and for an
+	// organization's created before migration 0297.
+	CreatedBy string `json:"created_by,omitempty"`
+	Secret    string `json:"secret,omitempty"`
 }
 
 // WebhookDelivery is one event's delivery to one subscription.

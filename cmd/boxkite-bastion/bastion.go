@@ -311,7 +311,7 @@ func (b *bastion) keyboardInteractive(ctx ssh.Context, ask gossh.KeyboardInterac
 func (b *bastion) publicKey(ctx ssh.Context, meta gossh.ConnMetadata, key ssh.PublicKey) (string, error) {
 	sandbox := sandboxOf(ctx, meta.User())
 	if !sandboxIDPattern.MatchString(sandbox) {
-		return "", refusal(ctx, fmt.Sprintf("%q is not a sandbox id", sandbox),
+		return "", refusal(ctx, "", fmt.Sprintf("%q is not a sandbox id", sandbox),
 			"connect as ssh -p PORT <sandbox-id>@HOST; `boxkite session ls` lists the ids")
 	}
 	line := authorizedKey(key)
@@ -319,23 +319,16 @@ func (b *bastion) publicKey(ctx ssh.Context, meta gossh.ConnMetadata, key ssh.Pu
 	if err != nil {
 		b.authFailed(ctx, "publickey", sandbox, meta.RemoteAddr(), err)
 		what, hint := refusalText(sandbox, key, err)
-		return "", refusal(ctx, what, hint)
+		kind := ""
+		if e, ok := errors.AsType[*api.Error](err); ok && (e.Status == 409 || e.Status == 410) {
+			// The key is the sandbox's account's: its state is news even
+			// after an unregistered key's banner.
+			kind = what
+		}
+		return "", refusal(ctx, kind, what, hint)
 	}
 	stashOf(ctx).put(tok, line)
 	return line, nil
-}
-
-type bannerSentKey struct{}
-
-// refusal is a denied authentication attempt that shows the person why,
-// in a banner (ssh prints it at its default log level), the first time on
-// a connection: ssh may offer several keys, and one message is enough.
-func refusal(ctx ssh.Context, what, hint string) error {
-	if ctx.Value(bannerSentKey{}) != nil {
-		return errDenied
-	}
-	ctx.SetValue(bannerSentKey{}, true)
-	return &gossh.BannerError{Err: errDenied, Message: "boxkite-bastion: " + what + "\r\nhint: " + hint + "\r\n"}
 }
 
 func authorizedKey(k ssh.PublicKey) string {
@@ -428,10 +421,12 @@ func fail(s ssh.Session, err error) {
 		}
 	}
 	if e, ok := errors.AsType[*client.SandboxEndedError](err); ok {
-		if e.Paused() {
-			id := sandboxOf(s.Context(), s.User())
+		switch id := sandboxOf(s.Context(), s.User()); {
+		case e.Paused() && s.RawCommand() == "" && s.Subsystem() == "":
+			msg += "\r\nhint: resume it with `boxkite session resume " + id + "`, then connect again"
+		case e.Paused():
 			msg += "\r\nhint: resume it with `boxkite session resume " + id + "`, then run the command again"
-		} else {
+		default:
 			msg += "\r\nhint: create a new one with `boxkite session create`"
 		}
 	}

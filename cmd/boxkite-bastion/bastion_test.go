@@ -334,6 +334,20 @@ func TestBastion(t *testing.T) {
 			t.Errorf("unregistered key at the default log level: exit %d, %q; want 255 and a hint", code, stderr)
 		}
 	})
+	t.Run("an unregistered key offered before a registered one", func(t *testing.T) {
+		// ssh offers its keys in turn: the first one's banner must not
+		// contradict the login the second one makes.
+		args := f.sshArgs(f.badKey, []string{"-i", f.goodKey}, "echo in-$((6*7))")
+		args[slices.Index(args, "LogLevel=ERROR")] = "LogLevel=INFO"
+		code, stdout, stderr := f.run(t, args, "")
+		if code != 0 || stdout != "in-42\n" {
+			t.Fatalf("two keys, the second registered: exit %d, %q, %q; want 0 and the command's output", code, stdout, stderr)
+		}
+		want := "key " + fingerprint(t, f.badKey) + " is not registered to the account of sandbox"
+		if !strings.Contains(stderr, want) || !strings.Contains(stderr, "if ssh logs in with another key, ignore this") {
+			t.Errorf("two keys: stderr %q; want the first key's banner (%q) saying to ignore it when another key logs in", stderr, want)
+		}
+	})
 	t.Run("other tenants and ended sandboxes", func(t *testing.T) { f.testTenancy(t) })
 	t.Run("a command on a pty", func(t *testing.T) {
 		s := f.interactive(t, f.sshArgs(f.goodKey, nil, "stty size; tty"), "")
@@ -689,29 +703,83 @@ func TestDestroyedSandboxTellsSessions(t *testing.T) {
 	}
 }
 
-// TestPausedSandboxTellsCommand pauses the sandbox under an ssh command:
-// it exits 1 saying the sandbox was paused, with a hint to resume it, not
-// to create a new one as for a destroyed sandbox.
+// TestPausedSandboxTellsCommand pauses the sandbox under an ssh command,
+// in each mode (a freeze would otherwise hold it without a word until the
+// resume): it exits 1 saying the sandbox was paused, with a hint to resume
+// it, not to create a new one as for a destroyed sandbox.
 func TestPausedSandboxTellsCommand(t *testing.T) {
 	f := newFixture(t, nil)
-	cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, "echo started; sleep 60"), "")
-	var stdout, stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), "started"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the command never started")
+	for _, mode := range []string{api.PauseFreeze, api.PauseFilesystem} {
+		cmd := f.sshCmd(t, f.sshArgs(f.goodKey, nil, "echo started; sleep 60"), "")
+		var stdout, stderr lockedBuffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), "started"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the command never started", mode)
+			}
+		}
+		if _, err := f.admin.PauseSandbox(t.Context(), f.sandbox, mode); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(60 * time.Second): // a hang guard only
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("%s: ssh 'cmd' did not end within 60 s of the pause; stderr %q", mode, stderr.String())
+		}
+		var ce *exec.ExitError
+		want := "boxkite-bastion: error: sandbox " + f.sandbox + " was paused while the command ran\r\n" +
+			"hint: resume it with `boxkite session resume " + f.sandbox + "`, then run the command again\r\n"
+		if !errors.As(err, &ce) || ce.ExitCode() != 1 || stderr.String() != want {
+			t.Errorf("%s: ssh 'cmd' after the sandbox was paused: %v, stderr %q; want exit 1 and %q", mode, err, stderr.String(), want)
+		}
+		if mode == api.PauseFreeze {
+			if _, err := f.admin.ResumeSandbox(t.Context(), f.sandbox); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if _, err := f.admin.PauseSandbox(t.Context(), f.sandbox, api.PauseFilesystem); err != nil {
+	// An unregistered key offered first does not hide why the registered
+	// one cannot log in: the sandbox is paused.
+	args := f.sshArgs(f.badKey, []string{"-i", f.goodKey}, "true")
+	args[slices.Index(args, "LogLevel=ERROR")] = "LogLevel=INFO"
+	code, _, errs := f.run(t, args, "")
+	if code != 255 || !strings.Contains(errs, "is not registered") ||
+		!strings.Contains(errs, "boxkite-bastion: sandbox "+f.sandbox+" is paused (filesystem)\r\nhint: resume it") {
+		t.Errorf("two keys, the first unregistered, to a paused sandbox: exit %d, %q; want 255 and that it is paused", code, errs)
+	}
+}
+
+// TestPausedSandboxTellsTerminal freezes the sandbox under an ssh
+// session on its terminal: the session says the sandbox was paused and
+// how to go on, and exits 1 (before, it hung without a word until the
+// resume); after the resume the same shell answers a new session.
+func TestPausedSandboxTellsTerminal(t *testing.T) {
+	f := newFixture(t, nil)
+	s := f.interactive(t, f.sshArgs(f.goodKey, nil), "")
+	s.typeText("mark=$((6*7)); echo marked-$mark\r")
+	s.expect("marked-42")
+	if _, err := f.admin.PauseSandbox(t.Context(), f.sandbox, api.PauseFreeze); err != nil {
 		t.Fatal(err)
 	}
-	var ce *exec.ExitError
-	want := "boxkite-bastion: error: sandbox " + f.sandbox + " was paused while the command ran\r\n" +
-		"hint: resume it with `boxkite session resume " + f.sandbox + "`, then run the command again\r\n"
-	if err := cmd.Wait(); !errors.As(err, &ce) || ce.ExitCode() != 1 || stderr.String() != want {
-		t.Errorf("ssh 'cmd' after the sandbox was paused: %v, stderr %q; want exit 1 and %q", err, stderr.String(), want)
+	s.expect("boxkite-bastion: error: sandbox " + f.sandbox + " was paused\r\n" +
+		"hint: resume it with `boxkite session resume " + f.sandbox + "`, then connect again")
+	<-s.done // ssh exited: the pty closed
+	var ee *exec.ExitError
+	if err := s.cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("ssh after the pause: %v, want exit 1; screen:\n%q", err, s.text())
 	}
+	if _, err := f.admin.ResumeSandbox(t.Context(), f.sandbox); err != nil {
+		t.Fatal(err)
+	}
+	again := f.interactive(t, f.sshArgs(f.goodKey, nil), "")
+	again.typeText("echo still-$mark\r")
+	again.expect("still-42")
 }

@@ -30,7 +30,10 @@ func refusalText(sandbox string, key ssh.PublicKey, err error) (string, string) 
 	case e.Status == 409:
 		return fmt.Sprintf("sandbox %s is not active", sandbox), "create one with `boxkite session create`"
 	}
-	what := fmt.Sprintf("key %s is not registered to the account of sandbox %q, or there is no such sandbox", gossh.FingerprintSHA256(key), sandbox)
+	// ssh offers its keys one by one and the bastion cannot tell which is
+	// the last: a later one may log in, and this banner is then moot.
+	what := fmt.Sprintf("key %s is not registered to the account of sandbox %q, or there is no such sandbox "+
+		"(if ssh logs in with another key, ignore this)", gossh.FingerprintSHA256(key), sandbox)
 	if !fullIDPattern.MatchString(sandbox) {
 		// A label or an id prefix: only the proxy of ssh-config resolves those.
 		return what, "the user name must be the sandbox's full id (`boxkite session ls`); " +
@@ -58,3 +61,21 @@ func defaultPubFile(typ string) string {
 
 // fullIDPattern is a sandbox id as the control plane makes them (a UUID).
 var fullIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// bannerSentKey marks a connection that was sent a banner of its kind
+// ("" for any: the keyboard-interactive instruction is left out then).
+type bannerSentKey struct{ kind string }
+
+// refusal is a denied authentication attempt that shows the person why,
+// in a banner (ssh prints it at its default log level), the first time on
+// a connection for its kind: ssh may offer several keys, and one
+// unregistered key's message is enough, but a registered key's own
+// sandbox's state (kind: the message) is shown even after it.
+func refusal(ctx ssh.Context, kind, what, hint string) error {
+	if ctx.Value(bannerSentKey{kind}) != nil {
+		return errDenied
+	}
+	ctx.SetValue(bannerSentKey{kind}, true)
+	ctx.SetValue(bannerSentKey{}, true)
+	return &gossh.BannerError{Err: errDenied, Message: "boxkite-bastion: " + what + "\r\nhint: " + hint + "\r\n"}
+}

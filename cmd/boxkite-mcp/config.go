@@ -19,6 +19,7 @@ type config struct {
 	BaseURL   string
 	APIKey    string
 	KeySource string // "env BOXKITE_API_KEY" or the file it came from
+	URLSource string // "env BOXKITE_BASE_URL", "env BOXKITE_URL" or the file
 }
 
 // hintError is a startup error with a line saying how to fix it.
@@ -75,7 +76,7 @@ func loadConfig(getenv func(string) string) (*config, error) {
 	if v := getenv("BOXKITE_API_KEY"); v != "" {
 		cfg.APIKey, cfg.KeySource = v, "env BOXKITE_API_KEY"
 	}
-	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	cfg.BaseURL, cfg.URLSource = strings.TrimRight(cfg.BaseURL, "/"), urlFrom
 	switch {
 	case cfg.BaseURL == "" && cfg.APIKey == "":
 		return nil, &hintError{

@@ -24,28 +24,28 @@ func TestLoadConfig(t *testing.T) {
 		{
 			name: "env",
 			env:  map[string]string{"BOXKITE_BASE_URL": "https://b.example.com/", "BOXKITE_API_KEY": "bxk_live_env"},
-			want: &config{BaseURL: "https://b.example.com", APIKey: "bxk_live_env", KeySource: "env BOXKITE_API_KEY"},
+			want: &config{BaseURL: "https://b.example.com", APIKey: "bxk_live_env", KeySource: "env BOXKITE_API_KEY", URLSource: "env BOXKITE_BASE_URL"},
 		},
 		{
 			name:  "hosted file wins over local",
 			files: map[string]string{"config.toml": hosted, "local.toml": local},
-			want:  &config{BaseURL: "https://boxkite.example.com", APIKey: "bxk_live_hosted", KeySource: "file config.toml"},
+			want:  &config{BaseURL: "https://boxkite.example.com", APIKey: "bxk_live_hosted", KeySource: "file config.toml", URLSource: "file config.toml"},
 		},
 		{
 			name:  "local file",
 			files: map[string]string{"local.toml": local},
-			want:  &config{BaseURL: "http://127.0.0.1:8090", APIKey: "bxk_live_local", KeySource: "file local.toml"},
+			want:  &config{BaseURL: "http://127.0.0.1:8090", APIKey: "bxk_live_local", KeySource: "file local.toml", URLSource: "file local.toml"},
 		},
 		{
 			name:  "half hosted file falls back to local",
 			files: map[string]string{"config.toml": "base_url = \"https://x.example.com\"\n", "local.toml": local},
-			want:  &config{BaseURL: "http://127.0.0.1:8090", APIKey: "bxk_live_local", KeySource: "file local.toml"},
+			want:  &config{BaseURL: "http://127.0.0.1:8090", APIKey: "bxk_live_local", KeySource: "file local.toml", URLSource: "file local.toml"},
 		},
 		{
 			name:  "env key over file",
 			files: map[string]string{"local.toml": local},
 			env:   map[string]string{"BOXKITE_API_KEY": "bxk_live_env"},
-			want:  &config{BaseURL: "http://127.0.0.1:8090", APIKey: "bxk_live_env", KeySource: "env BOXKITE_API_KEY"},
+			want:  &config{BaseURL: "http://127.0.0.1:8090", APIKey: "bxk_live_env", KeySource: "env BOXKITE_API_KEY", URLSource: "file local.toml"},
 		},
 		{
 			name:    "nothing",
@@ -96,6 +96,7 @@ func TestLoadConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			got.KeySource = strings.ReplaceAll(got.KeySource, home+string(filepath.Separator), "")
+			got.URLSource = strings.ReplaceAll(got.URLSource, home+string(filepath.Separator), "")
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("config (-want +got):\n%s", diff)
 			}

@@ -75,6 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	c := client.New(cfg.BaseURL, cfg.APIKey)
 	c.UserAgent = "boxkite-mcp/" + buildVersion()
+	c.BadResponseHint = badResponseHint(cfg.URLSource)
 	bind := func(id string) tools.Sandbox { return c.Bind(id) }
 	s := mcpserver.New(buildVersion(), mcpserver.Static(c, bind), optional...)
 	fmt.Fprintf(stderr, "boxkite-mcp %s: serving %s (key from %s)\n", buildVersion(), cfg.BaseURL, cfg.KeySource)
@@ -104,6 +105,15 @@ const maxFrame = 6*api.MaxFileContent + 1<<20
 // stdioTransport is the MCP transport over the client's pipes.
 func stdioTransport(stdin io.Reader, stdout io.Writer) *mcp.IOTransport {
 	return &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}, MaxLineLength: maxFrame}
+}
+
+// badResponseHint is the hint the tools show when the server URL answers
+// with something that is not boxkite (client.CodeBadResponse): what the
+// user set, in the MCP client's config or the CLI's, not the Go client's
+// field.
+func badResponseHint(urlSource string) string {
+	return "check the server URL boxkite-mcp uses (from " + urlSource + "; it reads BOXKITE_BASE_URL, else BOXKITE_URL, " +
+		"else base_url of the boxkite CLI's config, see `boxkite config show`) and any proxy in between"
 }
 
 type nopWriteCloser struct{ io.Writer }

@@ -105,6 +105,16 @@ const slashed = await rejects(() => sbx.files.write('back\\slash.txt', 'x'))
 check('files.backslash-refused', slashed instanceof InvalidArgumentError && !(await sbx.files.exists('back/slash.txt')), String(slashed))
 const deep = await sbx.files.list('/workspace', { depth: 3 })
 check('files.list-depth', deep.some((e) => e.path === '/workspace/made/deep' && e.type === 'dir'), deep.map((e) => e.path))
+// as envd's WalkDir: by name, a directory's contents after it; mode the permission bits
+const walked = deep.map((e) => e.path)
+const made = deep.find((e) => e.path === '/workspace/made')
+const byParts = (a, b) => {
+  const [x, y] = [a.split('/'), b.split('/')]
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1
+  return x.length - y.length
+}
+check('files.list-order-mode', walked.join('\n') === walked.toSorted(byParts).join('\n') &&
+  made.mode === 0o755 && made.permissions === 'drwxr-xr-x', { walked, mode: made.mode })
 await sbx.files.remove('/workspace/made')
 check('files.remove', (await sbx.files.exists('/workspace/made')) === false)
 // as envd's os.RemoveAll, a path that is not there is removed already
@@ -190,6 +200,8 @@ check('list.pages', page1.length === 1 && page1[0].sandboxId === sbx.sandboxId &
 await ci.runCode('x = 41')
 const sum = await ci.runCode('x + 1')
 check('runCode.state', sum.text === '42', sum)
+const blank = await ci.runCode('')
+check('runCode.empty', !blank.error && blank.results.length === 0, blank)
 // a language is read as E2B's server reads it: trimmed, in any case
 const spaced = await ci.runCode('x + 2', { language: ' Python ' })
 check('runCode.language-trimmed', spaced.text === '43' && !spaced.error, { text: spaced.text, error: spaced.error })
@@ -246,7 +258,8 @@ check('runCode.onStdout-streams', seen.length >= 3 && seen[0] === 'first\n' && s
 // interpreter keeps its variables, as E2B's kernel does
 const cut = await rejects(() => ci.runCode(
   'import time\ntry:\n    time.sleep(600)\nexcept KeyboardInterrupt:\n    interrupted = True\n    raise', { timeoutMs: 2000 }))
-check('runCode.timeoutMs', cut !== null && cut.name === 'TimeoutError', cut && { name: cut.name, message: cut.message })
+// (the SDK's words for timeoutMs, not for requestTimeoutMs: the headers came while the cell was silent)
+check('runCode.timeoutMs', cut !== null && cut.name === 'TimeoutError' && cut.message.includes("the 'timeoutMs' option"), cut && { name: cut.name, message: cut.message })
 const kept = await ci.runCode('(x, interrupted)', { timeoutMs: 120000 })
 check('runCode.interrupt-keeps-state', kept.text === '(41, True)', { text: kept.text, error: kept.error })
 await ci.kill()

@@ -77,6 +77,14 @@ def inflight_fds():
             return sent, name(e.errno)
         sent += len(fds)
 
+def ptys():
+    fds = []
+    while True:
+        try:
+            fds.append(os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY))
+        except OSError as e:
+            return len(fds), name(e.errno)
+
 state = globals()[os.environ["ATTACK"]]()
 print("held", *state, flush=True)
 if sys.argv[1:] != ["once"]:

@@ -65,6 +65,15 @@ func (s *Service) interactive(w http.ResponseWriter, r *http.Request) error {
 	defer down.CloseNow()
 	up.SetReadLimit(interactiveFrame)
 
+	// A pause ends the command's relay as it ends every call in flight,
+	// a freeze included (which would otherwise hold it without a word
+	// until the resume): the client learns the sandbox was paused.
+	stopWatching := s.d.Calls.Watch(sb.ID, func(cause error) {
+		if e, ok := cause.(*api.Error); ok && e.Code == api.CodeSandboxPaused {
+			_ = up.CloseNow()
+		}
+	})
+	defer stopWatching()
 	started := s.d.Now()
 	res, wait := relayInteractive(r.Context(), down, up)
 	defer wait()

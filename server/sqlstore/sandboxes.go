@@ -161,9 +161,19 @@ func (s *Store) ListSandboxes(ctx context.Context, accountID string, activeOnly 
 // pages move no other row across the page boundary. The index
 // sandboxes_account_created_id (migrations 0277 and 0281) serves the
 // order, and sandboxes_account_status_created (0278) that of the live ones.
+// On Postgres a page (a limit) is read in the index's order whatever the
+// planner's statistics say (queryIndexOrdered).
 func (s *Store) ListSandboxPage(ctx context.Context, accountID string, p model.SandboxPage) ([]*model.Sandbox, error) {
 	query, args := sandboxPageQuery(accountID, p)
-	return s.querySandboxes(ctx, query, args...)
+	return queryPage(ctx, s, p, "sandboxes", scanSandbox, query, args...)
+}
+
+// queryPage runs a query of ListSandboxPage's.
+func queryPage[T any](ctx context.Context, s *Store, p model.SandboxPage, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	if p.Limit > 0 && s.d.name == postgresDialect.name {
+		return queryIndexOrdered(ctx, s, what, scan, query, args...)
+	}
+	return queryAll(ctx, s, what, scan, query, args...)
 }
 
 // sandboxPageQuery is ListSandboxPage's query and its arguments.

@@ -17,7 +17,9 @@ import (
 
 // azureBackend is an Azure Blob Storage container, through the official SDK.
 type azureBackend struct {
-	cl *container.Client
+	cl     *container.Client
+	name   string // the container
+	create bool   // Config.CreateBucket
 }
 
 func openAzure(ctx context.Context, c Config) (Backend, error) {
@@ -49,18 +51,39 @@ func openAzure(ctx context.Context, c Config) (Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new client: %w", err)
 	}
-	if _, err := cl.GetProperties(ctx, nil); err != nil {
-		if !bloberror.HasCode(err, bloberror.ContainerNotFound) {
-			return nil, fmt.Errorf("check container %s: %w", c.Bucket, terseAzure(err))
-		}
-		if !c.CreateBucket {
-			return nil, fmt.Errorf("container %s does not exist", c.Bucket)
-		}
-		if _, err := cl.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-			return nil, fmt.Errorf("create container %s: %w", c.Bucket, terseAzure(err))
-		}
+	b := &azureBackend{cl: cl, name: c.Bucket, create: c.CreateBucket}
+	if _, err := b.ensureBucket(ctx); err != nil {
+		return nil, err
 	}
-	return &azureBackend{cl: cl}, nil
+	return b, nil
+}
+
+// ensureBucket checks the container and makes it when it is missing and
+// b.create is set; it reports whether it made it.
+func (b *azureBackend) ensureBucket(ctx context.Context) (bool, error) {
+	_, err := b.cl.GetProperties(ctx, nil)
+	if err == nil {
+		return false, nil
+	}
+	if !bloberror.HasCode(err, bloberror.ContainerNotFound) {
+		return false, fmt.Errorf("check container %s: %w", b.name, terseAzure(err))
+	}
+	if !b.create {
+		return false, fmt.Errorf("container %s does not exist", b.name)
+	}
+	if _, err := b.cl.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+		return false, fmt.Errorf("create container %s: %w", b.name, terseAzure(err))
+	}
+	return true, nil
+}
+
+// terse is terseAzure(err), or when err says the container is missing a
+// noBucketError.
+func (b *azureBackend) terse(err error) error {
+	if bloberror.HasCode(err, bloberror.ContainerNotFound) {
+		return &noBucketError{bucket: b.name, err: terseAzure(err)}
+	}
+	return terseAzure(err)
 }
 
 // containerURL is the container's URL under the account's blob endpoint.
@@ -83,7 +106,7 @@ func (b *azureBackend) Put(ctx context.Context, key string, r io.Reader, size in
 		_, err = bb.UploadStream(ctx, r, &azblob.UploadStreamOptions{BlockSize: 8 << 20, Concurrency: 2})
 	}
 	if err != nil {
-		return fmt.Errorf("put %s: %w", key, terseAzure(err))
+		return fmt.Errorf("put %s: %w", key, b.terse(err))
 	}
 	return nil
 }
@@ -94,7 +117,7 @@ func (b *azureBackend) Get(ctx context.Context, key string) (io.ReadCloser, erro
 		if bloberror.HasCode(err, bloberror.BlobNotFound) {
 			return nil, ErrNotFound
 		}
-		return nil, fmt.Errorf("get %s: %w", key, terseAzure(err))
+		return nil, fmt.Errorf("get %s: %w", key, b.terse(err))
 	}
 	return resp.Body, nil
 }
@@ -102,7 +125,7 @@ func (b *azureBackend) Get(ctx context.Context, key string) (io.ReadCloser, erro
 func (b *azureBackend) Delete(ctx context.Context, key string) error {
 	_, err := b.cl.NewBlobClient(key).Delete(ctx, nil)
 	if err != nil && !bloberror.HasCode(err, bloberror.BlobNotFound) {
-		return fmt.Errorf("delete %s: %w", key, terseAzure(err))
+		return fmt.Errorf("delete %s: %w", key, b.terse(err))
 	}
 	return nil
 }
@@ -112,7 +135,7 @@ func (b *azureBackend) List(ctx context.Context, prefix string, fn func(Object) 
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return fmt.Errorf("list %s: %w", prefix, terseAzure(err))
+			return fmt.Errorf("list %s: %w", prefix, b.terse(err))
 		}
 		for _, it := range page.Segment.BlobItems {
 			o := Object{Key: *it.Name}

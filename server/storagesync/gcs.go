@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
 	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 )
@@ -16,7 +18,10 @@ const gcsAttempts = 4
 
 // gcsBackend is a Google Cloud Storage bucket, through the official client.
 type gcsBackend struct {
-	bkt *storage.BucketHandle
+	bkt    *storage.BucketHandle
+	name   string // the bucket
+	region string
+	create bool // Config.CreateBucket
 }
 
 func openGCS(ctx context.Context, c Config) (Backend, error) {
@@ -41,18 +46,42 @@ func openGCS(ctx context.Context, c Config) (Backend, error) {
 	// about 7 s of backoff, as minio-go's and Azure's defaults) and the
 	// sync's own retries with backoff do the rest.
 	bkt := cl.Bucket(c.Bucket).Retryer(storage.WithMaxAttempts(gcsAttempts))
-	if _, err := bkt.Attrs(ctx); err != nil {
-		if !errors.Is(err, storage.ErrBucketNotExist) {
-			return nil, fmt.Errorf("check bucket %s: %w", c.Bucket, err)
-		}
-		if !c.CreateBucket {
-			return nil, fmt.Errorf("bucket %s does not exist", c.Bucket)
-		}
-		if err := bkt.Create(ctx, c.Region, nil); err != nil {
-			return nil, fmt.Errorf("create bucket %s: %w", c.Bucket, err)
-		}
+	b := &gcsBackend{bkt: bkt, name: c.Bucket, region: c.Region, create: c.CreateBucket}
+	if _, err := b.ensureBucket(ctx); err != nil {
+		return nil, err
 	}
-	return &gcsBackend{bkt: bkt}, nil
+	return b, nil
+}
+
+// ensureBucket checks the bucket and makes it when it is missing and
+// b.create is set; it reports whether it made it.
+func (b *gcsBackend) ensureBucket(ctx context.Context) (bool, error) {
+	_, err := b.bkt.Attrs(ctx)
+	if err == nil {
+		return false, nil
+	}
+	if !errors.Is(err, storage.ErrBucketNotExist) {
+		return false, fmt.Errorf("check bucket %s: %w", b.name, err)
+	}
+	if !b.create {
+		return false, fmt.Errorf("bucket %s does not exist", b.name)
+	}
+	if err := b.bkt.Create(ctx, b.region, nil); err != nil {
+		return false, fmt.Errorf("create bucket %s: %w", b.name, err)
+	}
+	return true, nil
+}
+
+// noBucket is err, or when it says the bucket is missing a noBucketError.
+// A write of an object answers a plain 404 for a missing bucket (the
+// client maps only the bucket's own calls to ErrBucketNotExist): an
+// object write has no other reason to.
+func (b *gcsBackend) noBucket(err error, write bool) error {
+	var ge *googleapi.Error
+	if errors.Is(err, storage.ErrBucketNotExist) || write && errors.As(err, &ge) && ge.Code == http.StatusNotFound {
+		return &noBucketError{bucket: b.name, err: err}
+	}
+	return err
 }
 
 func (b *gcsBackend) Kind() string { return "gcs" }
@@ -67,10 +96,10 @@ func (b *gcsBackend) Put(ctx context.Context, key string, r io.Reader, size int6
 	}
 	w.ContentType = "application/octet-stream"
 	if _, err := io.Copy(w, r); err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
+		return fmt.Errorf("put %s: %w", key, b.noBucket(err, true))
 	}
 	if err := w.Close(); err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
+		return fmt.Errorf("put %s: %w", key, b.noBucket(err, true))
 	}
 	return nil
 }
@@ -102,7 +131,7 @@ func (b *gcsBackend) List(ctx context.Context, prefix string, fn func(Object) er
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("list %s: %w", prefix, err)
+			return fmt.Errorf("list %s: %w", prefix, b.noBucket(err, false))
 		}
 		if err := fn(Object{Key: a.Name, Size: a.Size, Modified: a.Updated}); err != nil {
 			return err

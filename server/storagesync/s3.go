@@ -15,6 +15,8 @@ import (
 type s3Backend struct {
 	cl     *minio.Client
 	bucket string
+	region string
+	create bool // Config.CreateBucket
 	sse    encrypt.ServerSide
 }
 
@@ -43,7 +45,7 @@ func openS3(ctx context.Context, c Config) (Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new client: %w", err)
 	}
-	b := &s3Backend{cl: cl, bucket: c.Bucket}
+	b := &s3Backend{cl: cl, bucket: c.Bucket, region: c.Region, create: c.CreateBucket}
 	switch c.SSE {
 	case "":
 	case "AES256":
@@ -55,19 +57,37 @@ func openS3(ctx context.Context, c Config) (Backend, error) {
 	default:
 		return nil, fmt.Errorf("sse %q: want AES256 or aws:kms", c.SSE)
 	}
-	ok, err := cl.BucketExists(ctx, c.Bucket)
-	if err != nil {
-		return nil, fmt.Errorf("check bucket %s: %w", c.Bucket, err)
-	}
-	if !ok {
-		if !c.CreateBucket {
-			return nil, fmt.Errorf("bucket %s does not exist", c.Bucket)
-		}
-		if err := cl.MakeBucket(ctx, c.Bucket, minio.MakeBucketOptions{Region: c.Region}); err != nil {
-			return nil, fmt.Errorf("create bucket %s: %w", c.Bucket, err)
-		}
+	if _, err := b.ensureBucket(ctx); err != nil {
+		return nil, err
 	}
 	return b, nil
+}
+
+// ensureBucket checks the bucket and makes it when it is missing and
+// b.create is set; it reports whether it made it.
+func (b *s3Backend) ensureBucket(ctx context.Context) (bool, error) {
+	ok, err := b.cl.BucketExists(ctx, b.bucket)
+	if err != nil {
+		return false, fmt.Errorf("check bucket %s: %w", b.bucket, err)
+	}
+	if ok {
+		return false, nil
+	}
+	if !b.create {
+		return false, fmt.Errorf("bucket %s does not exist", b.bucket)
+	}
+	if err := b.cl.MakeBucket(ctx, b.bucket, minio.MakeBucketOptions{Region: b.region}); err != nil {
+		return false, fmt.Errorf("create bucket %s: %w", b.bucket, err)
+	}
+	return true, nil
+}
+
+// noBucket is err, or when it says the bucket is missing a noBucketError.
+func (b *s3Backend) noBucket(err error) error {
+	if minio.ToErrorResponse(err).Code == "NoSuchBucket" {
+		return &noBucketError{bucket: b.bucket, err: err}
+	}
+	return err
 }
 
 func (b *s3Backend) Kind() string { return "s3" }
@@ -78,7 +98,7 @@ func (b *s3Backend) Put(ctx context.Context, key string, r io.Reader, size int64
 		PartSize: 16 << 20,
 	})
 	if err != nil {
-		return fmt.Errorf("put %s: %w", key, err)
+		return fmt.Errorf("put %s: %w", key, b.noBucket(err))
 	}
 	return nil
 }
@@ -111,7 +131,7 @@ func (b *s3Backend) List(parent context.Context, prefix string, fn func(Object) 
 	defer cancel()
 	for o := range b.cl.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if o.Err != nil {
-			return fmt.Errorf("list %s: %w", prefix, o.Err)
+			return fmt.Errorf("list %s: %w", prefix, b.noBucket(o.Err))
 		}
 		if err := fn(Object{Key: o.Key, Size: o.Size, Modified: o.LastModified}); err != nil {
 			return err

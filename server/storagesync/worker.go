@@ -98,6 +98,7 @@ func (s *Service) runOne(ctx context.Context, st *State) {
 		// against the bucket (verify.go).
 		if _, err := s.verify(fctx, cur); err != nil {
 			if ctx.Err() == nil {
+				s.bucketGone(fctx, err) // made again: the retry refills it
 				s.record(ctx, cur, err)
 			}
 			return
@@ -105,6 +106,9 @@ func (s *Service) runOne(ctx context.Context, st *State) {
 	}
 	started := s.d.Now()
 	res, err := s.flush(fctx, cur, false)
+	if err != nil && ctx.Err() == nil {
+		s.bucketGone(fctx, err)
+	}
 	s.d.Log.DebugContext(ctx, "storage flush", "sandbox", st.SandboxID, "uploaded", res.Uploaded, "bytes", res.Bytes,
 		"deleted", res.Deleted, "deferred", res.Deferred, "skipped", res.Skipped, "took", s.d.Now().Sub(started), "failed", err != nil)
 	if ctx.Err() != nil {
@@ -137,16 +141,24 @@ func (s *Service) Flush(ctx context.Context, sb *model.Sandbox) (*State, Result,
 	if st.State != StateSyncing {
 		return st, Result{}, nil
 	}
-	var res Result
-	_, ferr := s.verify(ctx, st)
-	if ferr == nil {
-		res, ferr = s.flush(ctx, st, true)
+	res, ferr := s.checkAndFlush(ctx, st)
+	if s.bucketGone(ctx, ferr) {
+		res, ferr = s.checkAndFlush(ctx, st) // into the bucket just made
 	}
 	s.mu.Lock()
 	s.scanned[sb.ID] = s.d.Now()
 	s.mu.Unlock()
 	s.record(ctx, st, ferr)
 	return st, res, ferr
+}
+
+// checkAndFlush checks the sandbox's index against the bucket and
+// flushes it in full (a forced flush).
+func (s *Service) checkAndFlush(ctx context.Context, st *State) (Result, error) {
+	if _, err := s.verify(ctx, st); err != nil {
+		return Result{}, err
+	}
+	return s.flush(ctx, st, true)
 }
 
 // Final flushes a sandbox about to be destroyed, bounded by FinalTimeout,
@@ -177,6 +189,9 @@ func (s *Service) Final(ctx context.Context, sb *model.Sandbox, readable bool) {
 			}
 		}
 		res, ferr = s.flush(fctx, st, true)
+		if s.bucketGone(fctx, ferr) {
+			res, ferr = s.checkAndFlush(fctx, st)
+		}
 		if ferr == nil && fctx.Err() != nil {
 			ferr = fctx.Err()
 		}

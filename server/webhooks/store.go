@@ -31,6 +31,7 @@ func (s *Subscription) ToAPI() api.Webhook {
 	out := api.Webhook{
 		ID: s.ID, URL: s.URL, EventTypes: s.EventTypes, Description: s.Description,
 		IsActive: s.Active, PayloadFormat: s.PayloadFormat, CreatedAt: s.CreatedAt.UTC(),
+		CreatedBy: s.MemberID,
 	}
 	out.LastTriggeredAt = timePtr(s.LastTriggeredAt)
 	return out

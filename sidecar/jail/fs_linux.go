@@ -118,8 +118,10 @@ func (b *builder) placeDev() error {
 	if err := os.Mkdir(pts, 0o755); err != nil {
 		return fmt.Errorf("create /dev/pts: %w", err)
 	}
-	// No gid= option: gid 5 is not mapped in a single-id jail.
-	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+	// No gid= option: gid 5 is not mapped in a single-id jail. max=: the
+	// host's pseudo-terminals are one pool (kernel.pty.max), see MaxPTYs.
+	opts := "newinstance,ptmxmode=0666,mode=0620,max=" + strconv.Itoa(MaxPTYs)
+	if err := unix.Mount("devpts", pts, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, opts); err != nil {
 		return fmt.Errorf("mount devpts: %w", err)
 	}
 	size := strconv.FormatInt(b.spec.TmpSize, 10)

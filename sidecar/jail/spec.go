@@ -21,6 +21,13 @@ const (
 	// 4294967295 ((uid_t)-1) is no id.
 	MaxHostIDBase   = 1<<32 - 1 - IDRange
 	DefaultMaxProcs = 448 // RLIMIT_NPROC: below a 512 pids cgroup, so the sidecar can still fork
+
+	// MaxPTYs is how many pseudo-terminals a jail's devpts hands out at
+	// once (its max= option). The kernel's own limit, kernel.pty.max
+	// (4096, less the 1024 reserved for the host's devpts), is one for
+	// the whole host: without this, one sandbox could take them all, and
+	// every other sandbox's terminals would fail.
+	MaxPTYs = 64
 )
 
 // DefaultSystemBinds are the host paths bound read-only into every jail when

@@ -2807,6 +2807,7 @@ export interface components {
         Webhook: {
             /** Format: date-time */
             created_at: string;
+            created_by?: string;
             description: string;
             event_types?: string[];
             id: string;

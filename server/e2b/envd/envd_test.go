@@ -133,47 +133,69 @@ func TestAllowlistCommand(t *testing.T) {
 }
 
 // TestParseEntries lists a real directory with the scripts' find format
-// and checks every field against lstat.
+// and checks every field against lstat, as envd reports them: Mode the
+// permission bits only (it was a whole Go FileMode, 2147484141 for a
+// directory), Permissions Go's FileMode.String (find's for a symlink,
+// setuid or sticky bits), the entries in WalkDir's order (by name, a
+// directory's contents after it; find's were in directory order).
 func TestParseEntries(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "file with\nnewline"), []byte("12345"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+	for _, d := range []string{"sub", "sub/z", "sub/a", "sticky", "B"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "sticky"), 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "suid"), nil, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "suid"), 0o700|os.ModeSetuid); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink("sub", filepath.Join(dir, "link")); err != nil {
 		t.Fatal(err)
 	}
-	out := runShell(t, "set -- "+shellQuote(dir)+" 1\n"+listScript)
+	out := runShell(t, "set -- "+shellQuote(dir)+" 2\n"+listScript)
 	entries, err := parseEntries(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]*filesystem.EntryInfo{}
+	sortEntries(entries)
+	var order []string
 	for _, e := range entries {
-		got[e.GetName()] = e
+		order = append(order, strings.TrimPrefix(e.GetPath(), dir+"/"))
+	}
+	if want := []string{"B", "file with\nnewline", "link", "sticky", "sub", "sub/a", "sub/z", "suid"}; !slices.Equal(order, want) {
+		t.Errorf("order %q, want %q", order, want)
 	}
 	want := map[string]struct {
 		typ  filesystem.FileType
-		mode os.FileMode
+		mode uint32
 	}{
 		"file with\nnewline": {filesystem.FileType_FILE_TYPE_FILE, 0o640},
-		"sub":                {filesystem.FileType_FILE_TYPE_DIRECTORY, os.ModeDir | 0o755},
-		"link":               {filesystem.FileType_FILE_TYPE_SYMLINK, os.ModeSymlink | 0o777},
+		"sub":                {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o755},
+		"sticky":             {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o777},
+		"suid":               {filesystem.FileType_FILE_TYPE_FILE, 0o700},
+		"link":               {filesystem.FileType_FILE_TYPE_SYMLINK, 0o777},
 	}
-	if len(got) != len(want) {
-		t.Fatalf("entries %v, want %d", got, len(want))
-	}
-	for name, w := range want {
-		e := got[name]
+	for _, e := range entries {
+		name := strings.TrimPrefix(e.GetPath(), dir+"/")
+		w, ok := want[name]
+		if !ok {
+			continue
+		}
 		fi, err := os.Lstat(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e == nil || e.GetType() != w.typ || os.FileMode(e.GetMode()) != w.mode || e.GetPath() != filepath.Join(dir, name) ||
-			e.GetPermissions() != fi.Mode().String() && name != "link" || !e.GetModifiedTime().AsTime().Equal(fi.ModTime()) {
+		if e.GetType() != w.typ || e.GetMode() != w.mode || e.GetName() != name ||
+			e.GetPermissions() != fi.Mode().String() || !e.GetModifiedTime().AsTime().Equal(fi.ModTime()) {
 			t.Errorf("entry %q = %v; lstat mode %v mtime %v", name, e, fi.Mode(), fi.ModTime())
 		}
 		if name == "file with\nnewline" && e.GetSize() != 5 {
@@ -186,8 +208,8 @@ func TestParseEntries(t *testing.T) {
 }
 
 func FuzzParseEntries(f *testing.F) {
-	f.Add("f\x005\x00644\x00-rw-r--r--\x00u\x00g\x001.5\x00\x00/a\x00")
-	f.Add("d\x000\x00755\x00drwxr-xr-x\x00u\x00g\x00x\x00\x00/a\x00")
+	f.Add("f\x005\x00644\x00u\x00g\x001.5\x00\x00/a\x00")
+	f.Add("d\x000\x001777\x00u\x00g\x00x\x00\x00/a\x00")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, out string) {
 		entries, err := parseEntries(out)

@@ -46,11 +46,11 @@ const (
 )
 
 // entryFormat is find's -printf format of one entry: entryFields fields
-// (type, size, mode in octal, symbolic permissions, owner, group, mtime,
-// link target, path), each ended by NUL, the one byte no path holds.
-const entryFormat = `%y\0%s\0%m\0%M\0%u\0%g\0%T@\0%l\0%p\0`
+// (type, size, mode in octal, owner, group, mtime, link target, path),
+// each ended by NUL, the one byte no path holds.
+const entryFormat = `%y\0%s\0%m\0%u\0%g\0%T@\0%l\0%p\0`
 
-const entryFields = 9
+const entryFields = 8
 
 // fileOp runs script (with $1… set to args) as the sandbox user and
 // returns its stdout; exit codes exitNotFound and exitExists become
@@ -213,7 +213,18 @@ func (s filesystemService) ListDir(ctx context.Context, req *connect.Request[fil
 	if err != nil {
 		return nil, err
 	}
+	sortEntries(entries)
 	return connect.NewResponse(&filesystem.ListDirResponse{Entries: entries}), nil
+}
+
+// sortEntries puts a listing in envd's order: it walks the directory with
+// filepath.WalkDir, so each directory's entries come by name (bytewise)
+// and a directory's contents right after it. find gives them in the
+// order the directory happens to hold them.
+func sortEntries(entries []*filesystem.EntryInfo) {
+	slices.SortFunc(entries, func(a, b *filesystem.EntryInfo) int {
+		return slices.Compare(strings.Split(a.GetPath(), "/"), strings.Split(b.GetPath(), "/"))
+	})
 }
 
 // maxListDepth bounds ListDir's depth.
@@ -293,41 +304,71 @@ func parseEntries(out string) ([]*filesystem.EntryInfo, error) {
 	return entries, nil
 }
 
-// entryOf builds an EntryInfo from find's fields. Mode is a Go
-// fs.FileMode, as envd (written in Go) reports it.
+// entryOf builds an EntryInfo from find's fields as envd reports one
+// (shared/pkg/filesystem GetEntryInfo): Mode is the permission bits only
+// (fs.FileMode.Perm, 0o755 for a directory) and Permissions the Go
+// FileMode's String ("drwxr-xr-x", "dtrwxrwxrwx" for /tmp, "Lrwxrwxrwx").
+// Mode was a whole Go FileMode, type bits and all (2147484141 for a
+// directory), and Permissions find's ("drwxrwxrwt").
 func entryOf(f []string) (*filesystem.EntryInfo, error) {
 	size, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil {
 		return nil, fmt.Errorf("size %q: %w", f[1], err)
 	}
-	perm, err := strconv.ParseUint(f[2], 8, 32)
+	bits, err := strconv.ParseUint(f[2], 8, 32)
 	if err != nil {
 		return nil, fmt.Errorf("mode %q: %w", f[2], err)
 	}
-	mtime, err := parseEpoch(f[6])
+	mtime, err := parseEpoch(f[5])
 	if err != nil {
 		return nil, err
 	}
-	mode := fs.FileMode(perm) & (fs.ModePerm | 0o7000)
+	mode := goMode(f[0], bits)
 	typ := filesystem.FileType_FILE_TYPE_UNSPECIFIED
 	switch f[0] {
 	case "f":
 		typ = filesystem.FileType_FILE_TYPE_FILE
 	case "d":
-		typ, mode = filesystem.FileType_FILE_TYPE_DIRECTORY, mode|fs.ModeDir
+		typ = filesystem.FileType_FILE_TYPE_DIRECTORY
 	case "l":
-		typ, mode = filesystem.FileType_FILE_TYPE_SYMLINK, mode|fs.ModeSymlink
+		typ = filesystem.FileType_FILE_TYPE_SYMLINK
 	}
-	p := fromWorkspace(f[8])
+	p := fromWorkspace(f[7])
 	e := &filesystem.EntryInfo{
-		Name: path.Base(p), Type: typ, Path: p, Size: size, Mode: uint32(mode), Permissions: f[3],
-		Owner: f[4], Group: f[5], ModifiedTime: timestamppb.New(mtime),
+		Name: path.Base(p), Type: typ, Path: p, Size: size, Mode: uint32(mode.Perm()), Permissions: mode.String(),
+		Owner: f[3], Group: f[4], ModifiedTime: timestamppb.New(mtime),
 	}
 	if f[0] == "l" {
-		target := f[7]
+		target := f[6]
 		e.SymlinkTarget = &target
 	}
 	return e, nil
+}
+
+// goMode is the Go FileMode of find's type letter (%y) and octal mode
+// bits (%m).
+func goMode(typ string, bits uint64) fs.FileMode {
+	mode := fs.FileMode(bits) & fs.ModePerm
+	for bit, m := range map[uint64]fs.FileMode{0o4000: fs.ModeSetuid, 0o2000: fs.ModeSetgid, 0o1000: fs.ModeSticky} {
+		if bits&bit != 0 {
+			mode |= m
+		}
+	}
+	switch typ {
+	case "d":
+		mode |= fs.ModeDir
+	case "l":
+		mode |= fs.ModeSymlink
+	case "p":
+		mode |= fs.ModeNamedPipe
+	case "s":
+		mode |= fs.ModeSocket
+	case "c":
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case "b":
+		mode |= fs.ModeDevice
+	}
+	return mode
 }
 
 // parseEpoch reads find's %T@, seconds since the epoch with a fraction of

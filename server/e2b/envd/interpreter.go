@@ -135,8 +135,13 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 	}
 	defer ans.resp.Body.Close()
 	if !early {
+		// The sidecar took the cell and streams its output: the headers
+		// go now, not with the first output line, so the SDK's timeoutMs
+		// runs while a silent cell does (it was requestTimeoutMs, 60 s,
+		// for any cell that printed nothing before it ended).
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.WriteHeader(http.StatusOK)
+		_ = http.NewResponseController(w).Flush()
 	}
 	out := newLineWriter(w, sess.ScrubOutput())
 	res, err := relayInterpreter(ans.resp, out)
@@ -283,10 +288,16 @@ func isPython(lang string) bool {
 // wrapCode returns what the interpreter runs for code in context cc: the
 // code itself in the default context; in another, a call that runs it in
 // that context's namespace and returns the value of its last expression,
-// which the interpreter then reports as the result.
+// which the interpreter then reports as the result. An empty cell (blank
+// or whitespace) runs as `pass`: Jupyter runs one as nothing, so E2B's
+// runCode with empty code is an empty execution, while the sidecar refuses empty code
+// (400, the SDK's bare "SandboxError: 400 Bad Request").
 func wrapCode(cc codeContext, code string) string {
 	var b strings.Builder
 	if cc.ID == defaultContext {
+		if strings.TrimSpace(code) == "" {
+			return "pass"
+		}
 		b.WriteString(code)
 		return b.String()
 	}

@@ -143,3 +143,46 @@ func TestExecuteIdleFlush(t *testing.T) {
 		t.Errorf("first line %s (%v), want the held-back word once the output paused", line, err)
 	}
 }
+
+// TestExecuteHeadersWhileSilent: when the sidecar takes the cell at once
+// and streams its answer, the headers go out before the cell prints
+// anything. They waited for the first output line, so a silent cell
+// (time.sleep) kept the SDK on requestTimeoutMs: runCode's timeoutMs did
+// nothing, and a cell longer than 60 s was a TimeoutError.
+func TestExecuteHeadersWhileSilent(t *testing.T) {
+	t.Parallel()
+	pr, pw := io.Pipe()
+	sess := &interpSession{answer: func() (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {ndjson}}, Body: pr}, nil
+	}}
+	srv := executeServer(t, sess)
+	type got struct {
+		resp *http.Response
+		err  error
+	}
+	headers := make(chan got, 1)
+	go func() {
+		resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"code":"import time; time.sleep(600)"}`))
+		headers <- got{resp, err}
+	}()
+	end := func() {
+		b, _ := json.Marshal(api.InterpreterEvent{End: &api.InterpreterExecResult{}})
+		_, _ = pw.Write(append(b, '\n'))
+		pw.Close()
+	}
+	var g got
+	select {
+	case g = <-headers:
+	case <-time.After(20 * time.Second):
+		end()
+		t.Fatal("no headers while the cell runs silent: they wait for its first output")
+	}
+	end()
+	if g.err != nil {
+		t.Fatal(g.err)
+	}
+	defer g.resp.Body.Close()
+	if g.resp.StatusCode != 200 || g.resp.Header.Get("Content-Type") != ndjson {
+		t.Errorf("status %d, type %q; want 200 NDJSON", g.resp.StatusCode, g.resp.Header.Get("Content-Type"))
+	}
+}

@@ -23,6 +23,7 @@ type interpSession struct {
 	release chan struct{}
 	answer  func() (*http.Response, error)
 	scrub   bool
+	body    []byte // the last request's body
 }
 
 func (s *interpSession) SandboxID() string                       { return "sb" }
@@ -31,7 +32,10 @@ func (s *interpSession) CheckCode(context.Context, string) error { return nil }
 func (s *interpSession) ScrubOutput() bool                       { return s.scrub }
 func (s *interpSession) Audit(context.Context, AuditEntry) error { return nil }
 
-func (s *interpSession) Sidecar(ctx context.Context, _, _ string, _ url.Values, _ io.Reader, _ http.Header) (*http.Response, error) {
+func (s *interpSession) Sidecar(ctx context.Context, _, _ string, _ url.Values, body io.Reader, _ http.Header) (*http.Response, error) {
+	if body != nil {
+		s.body, _ = io.ReadAll(body)
+	}
 	if s.release != nil {
 		select {
 		case <-s.release:
@@ -151,4 +155,32 @@ func TestExecuteErrors(t *testing.T) {
 			t.Errorf("status %d, lines %v; want 200 and one error line with the refusal", resp.StatusCode, ls)
 		}
 	})
+}
+
+// TestExecuteEmptyCell: runCode of empty code (or a blank cell) is an empty
+// execution, as Jupyter runs an empty cell on E2B; the sidecar refuses
+// empty code, which the SDK showed as "SandboxError: 400 Bad Request".
+func TestExecuteEmptyCell(t *testing.T) {
+	t.Parallel()
+	for _, code := range []string{"", "  \n\t\n"} {
+		sess := &interpSession{}
+		sess.answer = func() (*http.Response, error) { // the sidecar's check
+			var req api.InterpreterExecRequest
+			if err := json.Unmarshal(sess.body, &req); err != nil || strings.TrimSpace(req.Code) == "" {
+				return jsonResponse(http.StatusBadRequest, api.ErrorEnvelope{Error: &api.Error{Code: api.CodeValidation, Message: "code must not be empty"}})()
+			}
+			return jsonResponse(200, api.InterpreterExecResult{})()
+		}
+		srv := executeServer(t, sess)
+		body, _ := json.Marshal(map[string]string{"code": code})
+		resp, err := http.Post(srv.URL, "application/json", strings.NewReader(string(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls := lines(t, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(ls) != 1 || ls[0]["type"] != "number_of_executions" {
+			t.Errorf("code %q: status %d, lines %v; want 200 and an empty execution", code, resp.StatusCode, ls)
+		}
+	}
 }

@@ -16,6 +16,8 @@ type Calls struct {
 	// ends holds the sandboxes this server is destroying, with the
 	// answer their calls get meanwhile (see end).
 	ends map[string]error
+	// watchers are told why calls to a sandbox end (Watch).
+	watchers map[string]map[uint64]func(error)
 	// n is how many calls are in flight; ended is when the latest ended
 	// (Idle).
 	n     int
@@ -74,16 +76,51 @@ func (c *Calls) Idle() time.Duration {
 	return max(time.Since(ended), 1) // 0 means busy
 }
 
-// Cancel ends every call in flight to sandbox id with cause.
+// Cancel ends every call in flight to sandbox id with cause, and tells
+// its watchers.
 func (c *Calls) Cancel(id string, cause error) {
 	c.mu.Lock()
 	calls := make([]context.CancelCauseFunc, 0, len(c.m[id]))
 	for _, cancel := range c.m[id] {
 		calls = append(calls, cancel)
 	}
+	watchers := make([]func(error), 0, len(c.watchers[id]))
+	for _, fn := range c.watchers[id] {
+		watchers = append(watchers, fn)
+	}
 	c.mu.Unlock()
 	for _, cancel := range calls {
 		cancel(cause)
+	}
+	for _, fn := range watchers {
+		fn(cause)
+	}
+}
+
+// Watch calls fn with the cause each time the calls to sandbox id are
+// ended (a pause, a freeze, a destroy), until stop is called. Unlike
+// Track it is no call in flight (Idle ignores it): a WebSocket relay that
+// may last hours watches for its sandbox being paused under it. fn must
+// not block.
+func (c *Calls) Watch(id string, fn func(cause error)) (stop func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watchers == nil {
+		c.watchers = map[string]map[uint64]func(error){}
+	}
+	if c.watchers[id] == nil {
+		c.watchers[id] = map[uint64]func(error){}
+	}
+	c.next++
+	key := c.next
+	c.watchers[id][key] = fn
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.watchers[id], key)
+		if len(c.watchers[id]) == 0 {
+			delete(c.watchers, id)
+		}
 	}
 }
 

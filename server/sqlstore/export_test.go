@@ -1,0 +1,18 @@
+package sqlstore
+
+import (
+	"context"
+
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// SandboxPagePlanForTests is the plan (EXPLAIN) of ListSandboxPage's query,
+// run the way ListSandboxPage runs it.
+func (s *Store) SandboxPagePlanForTests(ctx context.Context, accountID string, p model.SandboxPage) ([]string, error) {
+	query, args := sandboxPageQuery(accountID, p)
+	return queryPage(ctx, s, p, "plan", func(r rowScanner) (string, error) {
+		var line string
+		err := r.Scan(&line)
+		return line, err
+	}, "EXPLAIN "+query, args...)
+}
