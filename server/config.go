@@ -63,6 +63,10 @@ type Config struct {
 	// sandbox down and before its removal is recorded: tests only (the
 	// fault suite breaks the database there, as a crash would cut it).
 	AfterTeardownForTests func(id string)
+	// LockWaitForTests, when set, runs when a lifecycle change of sandbox
+	// id (pause, resume, delete, a snapshot's copy) is about to wait for
+	// another under way: tests only.
+	LockWaitForTests func(id string)
 	// BastionKey is the shared secret boxkite-bastion presents to mint
 	// takeover tokens for registered SSH keys (POST /v1/bastion/…);
 	// "" closes those routes. See docs/bastion.md.

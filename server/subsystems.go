@@ -188,6 +188,7 @@ func (s *Server) newTakeover() (err error) {
 		NotActive:       sandbox.NotActive,
 		DialSidecarWS:   s.dialSidecarWS,
 		EndedAnswer:     s.sandboxes.EndedAnswer,
+		WatchCalls:      s.calls.Watch,
 		AuthenticateKey: s.authenticateKey,
 		CredentialValid: s.credentialValid,
 		JWTKey:          s.jwtKey,

@@ -137,6 +137,19 @@ func startServers(t *testing.T) *servers {
 			_, _ = io.WriteString(w, "OK\n")
 			return
 		}
+		if strings.HasSuffix(r.URL.Path, "/exec") || strings.HasSuffix(r.URL.Path, "/watch") {
+			// Another server's plain 200 where a stream belongs (cases
+			// not_boxkite_exec_stream, not_boxkite_log_follow).
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, "OK\n")
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/stream") {
+			// A static site's page where a process's events belong (case
+			// not_boxkite_process_stream).
+			_, _ = io.WriteString(w, "<!doctype html><html><body><div id=\"app\"></div></body></html>\n")
+			return
+		}
 		if r.URL.Path == "/v1/volumes" {
 			// A static site's page, 200 to any path (case not_boxkite_200).
 			_, _ = io.WriteString(w, "<!doctype html><html><body><div id=\"app\"></div></body></html>\n")

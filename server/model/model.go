@@ -223,8 +223,28 @@ type Snapshot struct {
 	Size      string
 	StorageGB float64
 	ImageID   string
+	// Grants are the sandbox's grants when the snapshot was taken, which
+	// a restore inherits; none for a snapshot taken before they were
+	// recorded.
+	Grants    Grants
 	CreatedAt time.Time
 	DeletedAt *time.Time
+}
+
+// Grants are what a sandbox was granted beyond its files, which its forks
+// and restores inherit (docs/snapshots.md): secrets, each by the id of the
+// secret its name meant when it was granted (a secret deleted and created
+// again under the name is another, not granted by it), and egress
+// ("host:port" each).
+type Grants struct {
+	Secrets []SecretGrant `json:"secrets,omitempty"`
+	Egress  []string      `json:"egress,omitempty"`
+}
+
+// SecretGrant is one secret granted to a sandbox.
+type SecretGrant struct {
+	Name     string `json:"name"`
+	SecretID string `json:"secret_id"`
 }
 
 // ToAPI converts the record to its wire form.

@@ -19,6 +19,9 @@ func (s *Service) recordCreate(ctx context.Context, sb *model.Sandbox, p createP
 	if err := s.d.Secrets.Grant(ctx, sb.ID, p.secrets); err != nil {
 		return fmt.Errorf("record secret grants: %w", err)
 	}
+	if err := s.d.Secrets.Inherit(ctx, sb.ID, p.inherited); err != nil {
+		return fmt.Errorf("record inherited secret grants: %w", err)
+	}
 	if len(p.egress) == 0 {
 		return nil
 	}

@@ -33,8 +33,35 @@ func (c SnapshotControl) Sandbox(ctx context.Context, accountID, id string) (*mo
 func (c SnapshotControl) Start(ctx context.Context, acct *model.Account, from *model.Snapshot, label string, count int) ([]*model.Sandbox, error) {
 	return c.s.Start(ctx, acct, StartSpec{
 		Request: api.CreateSandboxRequest{Label: label, Size: from.Size, StorageGB: from.StorageGB, Count: count},
-		ImageID: from.ImageID, FromSnapshot: from.Key,
+		ImageID: from.ImageID, FromSnapshot: from.Key, Grants: from.Grants,
 	})
+}
+
+// Grants returns what sandbox sb was granted (secrets that still exist,
+// by id; egress), which its forks and snapshots keep.
+func (c SnapshotControl) Grants(ctx context.Context, sb *model.Sandbox) (model.Grants, error) {
+	secrets, err := c.s.d.Secrets.Granted(ctx, sb.ID)
+	if err != nil {
+		return model.Grants{}, err
+	}
+	egress, err := c.s.store.SandboxEgress(ctx, sb.ID)
+	if err != nil {
+		return model.Grants{}, fmt.Errorf("read egress grants: %w", err)
+	}
+	return model.Grants{Secrets: secrets, Egress: egress}, nil
+}
+
+// Hold takes sandbox id's lifecycle lock (pause, resume and destroy take
+// it too), reads the account's sandbox again under it and returns it with
+// the lock's release.
+func (c SnapshotControl) Hold(ctx context.Context, accountID, id string) (*model.Sandbox, func(), error) {
+	release := c.s.lifecycleLocks.lock(id)
+	sb, err := c.s.Find(ctx, accountID, id)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return sb, release, nil
 }
 
 // Audit records operation on sb's audit log, from the system; a failure

@@ -33,6 +33,7 @@ type createParams struct {
 	volumes      []model.VolumeMount // validated volume_mounts (volumes.go)
 	egress       egress.Allowlist    // granted by mcp_connection_names (mcpconn.go) and egress_hosts
 	secrets      []string            // secret_names, checked (server/secrets)
+	inherited    []model.SecretGrant // secrets a fork or restore inherits (start.go)
 	autoPause    bool                // paused at expires_at, not destroyed (pause.go)
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	// sandbox down and before its removal is recorded (tests only: the
 	// fault suite breaks the database there).
 	AfterTeardownForTests func(id string)
+	// LockWaitForTests, when set, runs when a lifecycle change of sandbox
+	// id is about to wait for another's (sandboxlock.go): tests only.
+	LockWaitForTests func(id string)
 	// PublicURL is the server's public base URL ("" when unset): the
 	// list's Link rel="next" target starts with it, so a client behind a
 	// proxy that adds a path prefix follows the link to the right place.
@@ -65,6 +68,10 @@ type Volumes interface {
 type Secrets interface {
 	CheckNames(ctx context.Context, accountID string, names []string) error
 	Grant(ctx context.Context, sandboxID string, names []string) error
+	// Granted and Inherit carry a sandbox's grants (by secret id) to its
+	// forks and restores.
+	Granted(ctx context.Context, sandboxID string) ([]model.SecretGrant, error)
+	Inherit(ctx context.Context, sandboxID string, grants []model.SecretGrant) error
 }
 
 // Deps is what the lifecycle needs of the rest of the control plane.
@@ -151,6 +158,7 @@ func New(d Deps) (*Service, error) {
 	}
 	return &Service{
 		d: d, cfg: d.Config, store: d.Store, driver: d.Driver, log: d.Log, sidecars: d.Sidecars, calls: d.Calls,
+		lifecycleLocks: sandboxLocks{waiting: d.Config.LockWaitForTests},
 	}, nil
 }
 

@@ -20,6 +20,9 @@ type StartSpec struct {
 	ImageID      string // resolved with Deps.ImageRoot
 	FromSnapshot string // the driver's key of the snapshot the sandboxes start from
 	AutoPause    bool
+	// Grants are inherited from the sandbox a fork or restore comes from:
+	// its secrets (by id) and egress.
+	Grants model.Grants
 }
 
 // Start creates sandboxes for acct as spec says, all or none, within the
@@ -34,6 +37,10 @@ func (s *Service) Start(ctx context.Context, acct *model.Account, spec StartSpec
 		p.lifetime = spec.Lifetime
 	}
 	p.imageID, p.fromSnapshot, p.autoPause = spec.ImageID, spec.FromSnapshot, spec.AutoPause || p.autoPause
+	if p.egress, err = parseGrants(spec.Grants.Egress); err != nil {
+		return nil, err
+	}
+	p.inherited = spec.Grants.Secrets
 	if p.imageRoot, err = s.d.ImageRoot(ctx, acct.ID, spec.ImageID); err != nil {
 		return nil, err
 	}

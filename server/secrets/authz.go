@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/server/internal/authz"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // authorized is the Store a Service keeps (New wraps every store in it):
@@ -86,6 +87,17 @@ func (s authorized) TouchSecrets(ctx context.Context, accountID string, names []
 // GrantSecrets: scoped.
 func (s authorized) GrantSecrets(ctx context.Context, sandboxID string, names []string) error {
 	return s.inner.GrantSecrets(ctx, sandboxID, names)
+}
+
+// SandboxSecretGrants: scoped.
+func (s authorized) SandboxSecretGrants(ctx context.Context, sandboxID string) ([]model.SecretGrant, error) {
+	return s.inner.SandboxSecretGrants(ctx, sandboxID)
+}
+
+// InheritSecrets: scoped (and the store grants only secrets of the
+// sandbox's own account).
+func (s authorized) InheritSecrets(ctx context.Context, sandboxID string, grants []model.SecretGrant) error {
+	return s.inner.InheritSecrets(ctx, sandboxID, grants)
 }
 
 // SandboxSecretNames: scoped.

@@ -17,6 +17,7 @@ var storeRules = map[string]string{
 	"CreateSecret": "record", "UpdateSecret": "record",
 	"AllSecrets": "system", "RewrapSecret": "system",
 	"GrantSecrets": "scoped", "SandboxSecretNames": "scoped",
+	"SandboxSecretGrants": "scoped", "InheritSecrets": "scoped",
 }
 
 // panicStore panics for every method: a call that reached it.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/boxkite/boxkite/server/model"
 )
 
 func mustKeyring(t *testing.T, lines ...string) *Keyring {
@@ -171,6 +173,11 @@ func (m *memStore) RewrapSecret(_ context.Context, id, oldKeyID, keyID string, w
 func (m *memStore) TouchSecrets(context.Context, string, []string, time.Time) error { return nil }
 func (m *memStore) GrantSecrets(context.Context, string, []string) error            { return nil }
 func (m *memStore) SandboxSecretNames(context.Context, string) ([]string, error)    { return nil, nil }
+
+func (m *memStore) SandboxSecretGrants(context.Context, string) ([]model.SecretGrant, error) {
+	return nil, nil
+}
+func (m *memStore) InheritSecrets(context.Context, string, []model.SecretGrant) error { return nil }
 
 // TestRotate: a new primary key rewraps every data key; the old key may
 // then go, and the values still open. A record under a key the file

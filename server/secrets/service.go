@@ -18,6 +18,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Config configures a Service.
@@ -310,6 +311,29 @@ func (s *Service) Grant(ctx context.Context, sandboxID string, names []string) e
 		return err
 	}
 	return s.store.GrantSecrets(ctx, sandboxID, dedupe(names))
+}
+
+// Granted returns the secrets granted to a sandbox that still exist, each
+// by the id of the secret granted (what its forks and snapshots keep).
+func (s *Service) Granted(ctx context.Context, sandboxID string) ([]model.SecretGrant, error) {
+	if s == nil {
+		return nil, nil // no secrets service: none was granted
+	}
+	gs, err := s.store.SandboxSecretGrants(ctx, sandboxID)
+	if err != nil {
+		return nil, fmt.Errorf("read secret grants: %w", err)
+	}
+	return gs, nil
+}
+
+// Inherit grants a fork or a restore the secrets its parent held (Granted):
+// the same secrets by id, so one deleted since is not granted, nor one
+// created again under its name, nor one of another account.
+func (s *Service) Inherit(ctx context.Context, sandboxID string, grants []model.SecretGrant) error {
+	if s == nil || len(grants) == 0 {
+		return nil // without a secrets service none is resolvable anyway
+	}
+	return s.store.InheritSecrets(ctx, sandboxID, grants)
 }
 
 func dedupe(names []string) []string {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // Record is a stored secret. Its value exists only as Ciphertext, under a
@@ -83,4 +84,11 @@ type Store interface {
 	// SandboxSecretNames returns the names of the secrets granted to the
 	// sandbox that still exist.
 	SandboxSecretNames(ctx context.Context, sandboxID string) ([]string, error)
+	// SandboxSecretGrants returns the sandbox's grants whose secrets
+	// still exist, by name, each with its secret's id.
+	SandboxSecretGrants(ctx context.Context, sandboxID string) ([]model.SecretGrant, error)
+	// InheritSecrets grants the sandbox the secrets of grants (by id, as
+	// another sandbox of its account was granted them): a grant whose
+	// secret is gone, or is not of the sandbox's account, is not made.
+	InheritSecrets(ctx context.Context, sandboxID string, grants []model.SecretGrant) error
 }

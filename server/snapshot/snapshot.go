@@ -39,6 +39,14 @@ type Control interface {
 	Start(ctx context.Context, acct *model.Account, from *model.Snapshot, label string, count int) ([]*model.Sandbox, error)
 	// Audit records operation on sb's audit log (source system).
 	Audit(ctx context.Context, sb *model.Sandbox, operation string, detail map[string]any)
+	// Hold takes the account's sandbox id's lifecycle turn (the one
+	// pause, resume and delete take, in this process), reads the sandbox
+	// again and returns it with the turn's release: a delete that comes
+	// meanwhile waits for the release.
+	Hold(ctx context.Context, accountID, id string) (*model.Sandbox, func(), error)
+	// Grants returns what sb was granted (secrets by id, egress): a
+	// fork's children and a snapshot's restores inherit them.
+	Grants(ctx context.Context, sb *model.Sandbox) (model.Grants, error)
 }
 
 // Config configures a Service.
@@ -117,10 +125,41 @@ func (s *Service) live(r *http.Request, acct *model.Account) (*model.Sandbox, er
 		return nil, err
 	}
 	if !sb.Live() {
-		return nil, api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is %s: it has no filesystem left", sb.ID, sb.Status).
-			WithHint("snapshot a sandbox that is active or paused")
+		return nil, notLive(sb)
 	}
 	return sb, nil
+}
+
+// hold takes sb's lifecycle turn for a copy of its filesystem (Control.Hold)
+// and returns it as read under the turn, or why it has nothing to copy.
+func (s *Service) hold(ctx context.Context, acct *model.Account, id string) (*model.Sandbox, func(), error) {
+	sb, release, err := s.cfg.Control.Hold(ctx, acct.ID, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !sb.Live() {
+		release()
+		return nil, nil, notLive(sb)
+	}
+	return sb, release, nil
+}
+
+// notLive is the answer to a copy of sb, which has no filesystem left.
+func notLive(sb *model.Sandbox) error {
+	return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s is %s: it has no filesystem left", sb.ID, sb.Status).
+		WithHint("snapshot a sandbox that is active or paused")
+}
+
+// copyFailed is the answer to a driver copy of sb that failed: 409 when
+// the sandbox is gone since (removed by another server sharing the
+// database, which the turn does not order), else 502.
+func (s *Service) copyFailed(ctx context.Context, sb *model.Sandbox, what string) error {
+	if now, err := s.cfg.Control.Sandbox(context.WithoutCancel(ctx), sb.AccountID, sb.ID); err == nil && !now.Live() {
+		return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s was %s while %s", sb.ID, now.Status, what).
+			WithHint("a deleted sandbox's files are gone; take snapshots before deleting the sandbox")
+	}
+	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not %s", what).
+		WithHint("retry; if it keeps failing, the server log has the cause under this request id")
 }
 
 func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
@@ -148,18 +187,31 @@ func (s *Service) create(w http.ResponseWriter, r *http.Request) error {
 }
 
 // Take snapshots sb for acct: recorded pending, copied by the driver with
-// the sandbox's calls held out, then recorded completed (or failed).
+// the sandbox's calls held out, then recorded completed (or failed). It
+// holds the sandbox's lifecycle turn until the driver's copy is done, so
+// a delete (or a pause, a resume) that comes meanwhile waits for it.
 func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandbox, label string) (*model.Snapshot, error) {
 	if err := s.noDriver(); err != nil {
 		return nil, err
 	}
+	sb, held, err := s.hold(ctx, acct, sb.ID)
+	if err != nil {
+		return nil, err
+	}
+	release := sync.OnceFunc(held)
+	defer release()
 	imageID, err := s.cfg.Store.SandboxImageID(ctx, sb.ID)
+	if err != nil {
+		return nil, err
+	}
+	grants, err := s.cfg.Control.Grants(ctx, sb)
 	if err != nil {
 		return nil, err
 	}
 	sn := &model.Snapshot{
 		ID: model.NewID(), AccountID: acct.ID, SandboxID: sb.ID, Label: label, Status: api.SnapshotPending,
-		Driver: s.cfg.DriverName, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID, CreatedAt: s.cfg.Now(),
+		Driver: s.cfg.DriverName, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID, Grants: grants,
+		CreatedAt: s.cfg.Now(),
 	}
 	if err := s.cfg.Store.ReserveSnapshot(ctx, sn, max(s.cfg.Limit, 0)); err != nil {
 		if le, ok := errors.AsType[*model.SnapshotLimitError](err); ok {
@@ -183,7 +235,7 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
-	ref, done, err, stored, uerr := s.copyAndRecord(ctx, sb, sn)
+	ref, done, err, stored, uerr := s.copyAndRecord(ctx, sb, sn, release)
 	if stored != nil {
 		s.cfg.Log.ErrorContext(ctx, "snapshot not stored in object storage: failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", stored)
 		if uerr == nil {
@@ -193,8 +245,7 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	if err != nil {
 		s.cfg.Log.ErrorContext(ctx, "driver snapshot failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", err)
-		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not snapshot the sandbox").
-			WithHint("retry; if it keeps failing, the server log has the cause under this request id")
+		return nil, s.copyFailed(ctx, sb, "the snapshot was taken")
 	}
 	if uerr != nil {
 		return nil, fmt.Errorf("record snapshot: %w", uerr)
@@ -210,13 +261,15 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 // copyAndRecord copies sb's state into the driver's store (and the
 // bucket) for pending snapshot sn and records the outcome: err is the
 // copy's failure, stored the bucket's, uerr the record's. The key is
-// held from the copy until the row names it (Service.keys).
-func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *model.Snapshot) (
+// held from the copy until the row names it (Service.keys); copied runs
+// once the driver is done with the sandbox.
+func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *model.Snapshot, copied func()) (
 	ref model.SnapshotRef, done *model.Snapshot, err, stored, uerr error,
 ) {
 	s.keys.RLock()
 	defer s.keys.RUnlock()
 	ref, err = s.cfg.Driver.Snapshot(ctx, sb.ID, false)
+	copied()
 	if p := s.porter(); err == nil && p != nil {
 		if stored = s.upload(ctx, p, sn, ref.Key); stored != nil {
 			err = stored
@@ -434,11 +487,13 @@ func (s *Service) Fork(ctx context.Context, acct *model.Account, sb *model.Sandb
 	if err != nil {
 		return nil, err
 	}
-	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, true)
+	grants, err := s.cfg.Control.Grants(ctx, sb)
 	if err != nil {
-		s.cfg.Log.ErrorContext(ctx, "driver snapshot for a fork failed", "sandbox", sb.ID, "err", err)
-		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not copy the sandbox's filesystem").
-			WithHint("retry; if it keeps failing, the server log has the cause under this request id")
+		return nil, err
+	}
+	ref, err := s.forkCopy(ctx, acct, sb)
+	if err != nil {
+		return nil, err
 	}
 	// Deleted once the children started, off the answer's path (a
 	// reflinked image's unlink walks its extents).
@@ -449,7 +504,7 @@ func (s *Service) Fork(ctx context.Context, acct *model.Account, sb *model.Sandb
 			}
 		}(context.WithoutCancel(ctx))
 	}()
-	from := &model.Snapshot{Key: ref.Key, SandboxID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID}
+	from := &model.Snapshot{Key: ref.Key, SandboxID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID, Grants: grants}
 	children, err := s.cfg.Control.Start(ctx, acct, from, "", count)
 	if err != nil {
 		return nil, err
@@ -460,6 +515,22 @@ func (s *Service) Fork(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	s.cfg.Control.Audit(ctx, sb, "sandbox_forked", map[string]any{"children": ids, "method": ref.Method})
 	return children, nil
+}
+
+// forkCopy copies sb's filesystem for a fork into a transient snapshot,
+// under the sandbox's lifecycle turn (a delete waits for the copy).
+func (s *Service) forkCopy(ctx context.Context, acct *model.Account, sb *model.Sandbox) (model.SnapshotRef, error) {
+	sb, release, err := s.hold(ctx, acct, sb.ID)
+	if err != nil {
+		return model.SnapshotRef{}, err
+	}
+	defer release()
+	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, true)
+	if err != nil {
+		s.cfg.Log.ErrorContext(ctx, "driver snapshot for a fork failed", "sandbox", sb.ID, "err", err)
+		return model.SnapshotRef{}, s.copyFailed(ctx, sb, "the fork copied the sandbox's filesystem")
+	}
+	return ref, nil
 }
 
 // Reconcile marks the snapshots a crash left pending failed (start-up).

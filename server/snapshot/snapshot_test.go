@@ -137,6 +137,14 @@ func (c *fakeControl) Start(_ context.Context, _ *model.Account, from *model.Sna
 	return out, nil
 }
 
+func (c *fakeControl) Hold(_ context.Context, accountID, id string) (*model.Sandbox, func(), error) {
+	return &model.Sandbox{ID: id, AccountID: accountID, Status: api.StatusActive}, func() {}, nil
+}
+
+func (c *fakeControl) Grants(context.Context, *model.Sandbox) (model.Grants, error) {
+	return model.Grants{}, nil
+}
+
 func (c *fakeControl) Audit(_ context.Context, _ *model.Sandbox, op string, _ map[string]any) {
 	c.audits = append(c.audits, op)
 }

@@ -134,6 +134,43 @@ func (s *Store) GrantSecrets(ctx context.Context, sandboxID string, names []stri
 	})
 }
 
+// SandboxSecretGrants implements secrets.Store.
+func (s *Store) SandboxSecretGrants(ctx context.Context, sandboxID string) ([]model.SecretGrant, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT g.name, g.secret_id FROM sandbox_secrets g JOIN secrets s ON s.id = g.secret_id
+		WHERE g.sandbox_id = ? ORDER BY g.name`), sandboxID)
+	if err != nil {
+		return nil, fmt.Errorf("query sandbox secrets: %w", err)
+	}
+	defer rows.Close()
+	var out []model.SecretGrant
+	for rows.Next() {
+		var g model.SecretGrant
+		if err := rows.Scan(&g.Name, &g.SecretID); err != nil {
+			return nil, fmt.Errorf("scan sandbox secret: %w", err)
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// InheritSecrets implements secrets.Store: each grant is made only when
+// its secret exists under the grant's name and is of the sandbox's own
+// account (the join), so a fork or restore never holds another account's
+// secret.
+func (s *Store) InheritSecrets(ctx context.Context, sandboxID string, grants []model.SecretGrant) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, g := range grants {
+			if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sandbox_secrets (sandbox_id, name, secret_id)
+				SELECT b.id, s.name, s.id FROM sandboxes b JOIN secrets s ON s.account_id = b.account_id
+				WHERE b.id = ? AND s.id = ? AND s.name = ? ON CONFLICT DO NOTHING`),
+				sandboxID, g.SecretID, g.Name); err != nil {
+				return fmt.Errorf("inherit secret grant: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
 // SandboxSecretNames implements secrets.Store: the names of the secrets
 // granted that still exist (a grant outlives its secret, not matching
 // any other).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -136,6 +137,69 @@ func testSecrets(t *testing.T, newStore storeFactory) {
 	}
 	if names, err := st.SandboxSecretNames(ctx, sb2.ID); err != nil || !cmp.Equal(names, []string{"TOKEN"}) {
 		t.Errorf("SandboxSecretNames of a sandbox made after = %v, %v", names, err)
+	}
+}
+
+// testSecretInherit: a sandbox's grants are read with their secrets' ids,
+// and inherited by another sandbox of the account by id: a secret
+// deleted since, one created again under the name, and another account's
+// secret (even named as the grant says) are not granted.
+func testSecretInherit(t *testing.T, newStore storeFactory) {
+	st := newStore(t)(t).(secrets.Store)
+	ctx := t.Context()
+	a := mustAccount(t, st.(model.Store), "a@example.com")
+	b := mustAccount(t, st.(model.Store), "b@example.com")
+	secret := func(acct, name string) *secrets.Record {
+		r := &secrets.Record{ID: model.NewID(), AccountID: acct, Name: name, KeyID: "k1", CreatedAt: base, UpdatedAt: base}
+		if err := st.CreateSecret(ctx, r, 10); err != nil {
+			t.Fatalf("CreateSecret: %v", err)
+		}
+		return r
+	}
+	sandbox := func(acct string) string {
+		sb := &model.Sandbox{ID: model.NewID(), AccountID: acct, Size: "small", Status: model.StatusCreating, CreatedAt: base, ExpiresAt: base.Add(1e12)}
+		if err := st.(model.Store).CreateSandbox(ctx, sb); err != nil {
+			t.Fatal(err)
+		}
+		return sb.ID
+	}
+	token, gone, again := secret(a.ID, "TOKEN"), secret(a.ID, "GONE"), secret(a.ID, "AGAIN")
+	bTok := secret(b.ID, "BTOK")
+	parent := sandbox(a.ID)
+	if err := st.GrantSecrets(ctx, parent, []string{"TOKEN", "GONE", "AGAIN"}); err != nil {
+		t.Fatal(err)
+	}
+	grants, err := st.SandboxSecretGrants(ctx, parent)
+	want := []model.SecretGrant{{Name: "AGAIN", SecretID: again.ID}, {Name: "GONE", SecretID: gone.ID}, {Name: "TOKEN", SecretID: token.ID}}
+	if err != nil || !cmp.Equal(grants, want) {
+		t.Fatalf("SandboxSecretGrants = %v, %v; want %v", grants, err, want)
+	}
+	if err := st.DeleteSecret(ctx, a.ID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteSecret(ctx, a.ID, again.ID); err != nil {
+		t.Fatal(err)
+	}
+	secret(a.ID, "AGAIN") // a new secret under the name: not the one granted
+	// B's secret, under its own name and under one of A's: never granted
+	// to A's sandbox.
+	aGrants := slices.Clone(grants)
+	grants = append(grants, model.SecretGrant{Name: "BTOK", SecretID: bTok.ID}, model.SecretGrant{Name: "TOKEN", SecretID: bTok.ID},
+		model.SecretGrant{Name: "OTHER", SecretID: token.ID}) // and a grant whose name is not its secret's
+	child := sandbox(a.ID)
+	if err := st.InheritSecrets(ctx, child, grants); err != nil {
+		t.Fatalf("InheritSecrets: %v", err)
+	}
+	if names, err := st.SandboxSecretNames(ctx, child); err != nil || !cmp.Equal(names, []string{"TOKEN"}) {
+		t.Errorf("the child's secrets = %v, %v; want TOKEN only", names, err)
+	}
+	// Nor does B's sandbox inherit A's grants.
+	other := sandbox(b.ID)
+	if err := st.InheritSecrets(ctx, other, aGrants); err != nil {
+		t.Fatalf("InheritSecrets: %v", err)
+	}
+	if names, err := st.SandboxSecretNames(ctx, other); err != nil || len(names) != 0 {
+		t.Errorf("B's sandbox inherited A's grants: %v, %v", names, err)
 	}
 }
 

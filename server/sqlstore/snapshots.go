@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -17,23 +18,45 @@ var _ model.SnapshotStore = (*Store)(nil)
 const snapshotLockID = 0x62786b736e61706c
 
 const snapshotColumns = `id, account_id, sandbox_id, label, status, snap_key, size_bytes, method, driver,
-	size, storage_gb, image_id, created_at, deleted_at`
+	size, storage_gb, image_id, grants, created_at, deleted_at`
 
 func scanSnapshot(r rowScanner) (*model.Snapshot, error) {
 	var sn model.Snapshot
 	var created int64
 	var deleted sql.NullInt64
+	var grants string
 	err := r.Scan(&sn.ID, &sn.AccountID, &sn.SandboxID, &sn.Label, &sn.Status, &sn.Key, &sn.SizeBytes, &sn.Method, &sn.Driver,
-		&sn.Size, &sn.StorageGB, &sn.ImageID, &created, &deleted)
+		&sn.Size, &sn.StorageGB, &sn.ImageID, &grants, &created, &deleted)
 	if err != nil {
 		return nil, err
+	}
+	if grants != "" { // '': taken before grants were recorded, none
+		if err := json.Unmarshal([]byte(grants), &sn.Grants); err != nil {
+			return nil, fmt.Errorf("read snapshot %s grants: %w", sn.ID, err)
+		}
 	}
 	sn.CreatedAt, sn.DeletedAt = fromMicros(created), fromNullMicros(deleted)
 	return &sn, nil
 }
 
+// snapshotGrants is sn's grants as stored: JSON, ” for none.
+func snapshotGrants(sn *model.Snapshot) (string, error) {
+	if len(sn.Grants.Secrets) == 0 && len(sn.Grants.Egress) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(sn.Grants)
+	if err != nil {
+		return "", fmt.Errorf("encode snapshot grants: %w", err)
+	}
+	return string(b), nil
+}
+
 // ReserveSnapshot implements model.SnapshotStore.
 func (s *Store) ReserveSnapshot(ctx context.Context, sn *model.Snapshot, limit int) error {
+	grants, err := snapshotGrants(sn)
+	if err != nil {
+		return err
+	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		if s.d.name == "postgres" {
 			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(snapshotLockID)); err != nil {
@@ -52,9 +75,9 @@ func (s *Store) ReserveSnapshot(ctx context.Context, sn *model.Snapshot, limit i
 			}
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO snapshots (`+snapshotColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			sn.ID, sn.AccountID, sn.SandboxID, sn.Label, sn.Status, sn.Key, sn.SizeBytes, sn.Method, sn.Driver,
-			sn.Size, sn.StorageGB, sn.ImageID, micros(sn.CreatedAt), nullMicros(sn.DeletedAt))
+			sn.Size, sn.StorageGB, sn.ImageID, grants, micros(sn.CreatedAt), nullMicros(sn.DeletedAt))
 		if err != nil {
 			return fmt.Errorf("insert snapshot: %w", s.mapErr(err))
 		}

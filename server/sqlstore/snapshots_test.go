@@ -12,7 +12,7 @@ import (
 )
 
 // testSnapshots: the limit counts pending and completed snapshots of the
-// account only, a deleted snapshot is found by nothing, another
+// account only, grants round-trip, a deleted snapshot is found by nothing, another
 // account's is not found, keys shared by snapshots stay in use until the
 // last is deleted, and a paused sandbox round-trips with its processes.
 func testSnapshots(t *testing.T, newStore storeFactory) {
@@ -26,6 +26,10 @@ func testSnapshots(t *testing.T, newStore storeFactory) {
 		}
 	}
 	s1, s2 := snap(a, "k1", base), snap(a, "k1", base.Add(time.Second))
+	s1.Grants = model.Grants{ // s2's none round-trip too ('')
+		Secrets: []model.SecretGrant{{Name: "TOKEN", SecretID: "sec-1"}, {Name: "ü", SecretID: "sec-2"}},
+		Egress:  []string{"api.example.com:443"},
+	}
 	for _, sn := range []*model.Snapshot{s1, s2} {
 		if err := st.ReserveSnapshot(ctx, sn, 2); err != nil {
 			t.Fatalf("ReserveSnapshot: %v", err)

@@ -96,6 +96,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Images", testImages},
 		{"Snapshots", testSnapshots},
 		{"Secrets", testSecrets},
+		{"SecretInherit", testSecretInherit},
 		{"Webhooks", testWebhooks},
 		{"WebhookFairClaim", testWebhookFairClaim},
 		{"WebhookLimit", testWebhookLimit},
