@@ -231,3 +231,20 @@ func allocatedUnder(t *testing.T, dir string) int64 {
 	}
 	return total
 }
+
+// TestInterpreterOOMFirst: the Python interpreter's process is an agent
+// command like an exec's, so the OOM killer picks it before the sidecar
+// (oom_score_adj 1000). It ran at the sidecar's 0: memory it made the
+// kernel hold (socket or pipe buffers, which no process's size shows)
+// could get the sidecar killed instead, ending the sandbox.
+func TestInterpreterOOMFirst(t *testing.T) {
+	x := newSuite(t)
+	a := x.sandbox(api.CreateSandboxRequest{Label: "interpreter"})
+	res, err := x.c.InterpreterExec(context.Background(), a, api.InterpreterExecRequest{Code: `print(open("/proc/self/oom_score_adj").read().strip())`})
+	if err != nil {
+		t.Fatalf("interpreter exec: %v", err)
+	}
+	if res.Stdout != "1000\n" {
+		t.Errorf("the interpreter's oom_score_adj: %+v, want 1000", res)
+	}
+}
