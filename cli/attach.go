@@ -114,6 +114,9 @@ func attachSession(ctx context.Context, c *client.Client, id string, readOnly bo
 		fmt.Fprintln(stdio.ErrOut, "the shell exited")
 		return nil
 	}
+	if e, ok := errors.AsType[*client.SandboxEndedError](err); ok && e.Paused() {
+		return &hintError{err: e, hint: fmt.Sprintf("resume it with 'boxkite session resume %s', then attach again", id)}
+	}
 	if e, ok := errors.AsType[*client.SandboxEndedError](err); ok {
 		return &hintError{err: e, hint: "create a new one with 'boxkite session create'"}
 	}

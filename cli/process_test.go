@@ -296,25 +296,32 @@ func TestLogCommand(t *testing.T) {
 // TestAttachSandboxDestroyed: a sandbox destroyed under an attached
 // terminal closes the attachment with api.CloseSandboxEnded; attach says
 // so, with a hint, and exits 1, where it said "the shell exited" (exit 0).
+// A sandbox paused under it (reason "sandbox <id> was paused") is told to
+// be resumed, not replaced.
 func TestAttachSandboxDestroyed(t *testing.T) {
-	f := &fakeSandbox{}
-	f.serve(t, map[string]http.HandlerFunc{
-		"GET /takeover": func(w http.ResponseWriter, r *http.Request) {
-			conn, err := websocket.Accept(w, r, nil)
-			if err != nil {
-				return
-			}
-			defer conn.CloseNow()
-			conn.Close(api.CloseSandboxEnded, "sandbox sb-1 was destroyed while the call ran")
-		},
-	})
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	var out, errOut strings.Builder
-	code := Execute(context.Background(), NewRoot(NewApp(IO{In: pr, InTTY: true, Out: &out, ErrOut: &errOut}, "test")), []string{"attach"})
-	if code != exitError || !strings.Contains(errOut.String(), "error: sandbox sb-1 was destroyed while the call ran\nhint: create a new one") ||
-		strings.Contains(errOut.String(), "the shell exited") {
-		t.Errorf("attach to a sandbox destroyed meanwhile: exit %d, stderr %q", code, errOut.String())
+	cases := []struct{ reason, want string }{
+		{"sandbox sb-1 was destroyed while the call ran", "error: sandbox sb-1 was destroyed while the call ran\nhint: create a new one"},
+		{"sandbox sb-1 was paused", "error: sandbox sb-1 was paused\nhint: resume it with 'boxkite session resume sb-1', then attach again"},
+	}
+	for _, c := range cases {
+		f := &fakeSandbox{}
+		f.serve(t, map[string]http.HandlerFunc{
+			"GET /takeover": func(w http.ResponseWriter, r *http.Request) {
+				conn, err := websocket.Accept(w, r, nil)
+				if err != nil {
+					return
+				}
+				defer conn.CloseNow()
+				conn.Close(api.CloseSandboxEnded, c.reason)
+			},
+		})
+		pr, pw := io.Pipe()
+		var out, errOut strings.Builder
+		code := Execute(context.Background(), NewRoot(NewApp(IO{In: pr, InTTY: true, Out: &out, ErrOut: &errOut}, "test")), []string{"attach"})
+		pw.Close()
+		if code != exitError || !strings.Contains(errOut.String(), c.want) || strings.Contains(errOut.String(), "the shell exited") {
+			t.Errorf("attach, closed with %q: exit %d, stderr %q; want %d and %q", c.reason, code, errOut.String(), exitError, c.want)
+		}
 	}
 }
 

@@ -150,10 +150,12 @@ type SandboxEndedError struct{ Reason string }
 func (e *SandboxEndedError) Error() string { return e.Reason }
 
 // Paused reports whether the sandbox was paused, not ended (the close
-// reason "sandbox <id> was paused while the command ran"): it can be
-// resumed, and the command run again.
+// reason "sandbox <id> was paused while the command ran", or "sandbox
+// <id> was paused" for a terminal): it can be resumed, and the command
+// run again or the terminal attached again.
 func (e *SandboxEndedError) Paused() bool {
-	return strings.HasPrefix(e.Reason, "sandbox ") && strings.HasSuffix(e.Reason, " was paused while the command ran")
+	return strings.HasPrefix(e.Reason, "sandbox ") &&
+		(strings.HasSuffix(e.Reason, " was paused while the command ran") || strings.HasSuffix(e.Reason, " was paused"))
 }
 
 // closeErr turns a normal close into io.EOF and says why otherwise.

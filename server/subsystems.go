@@ -128,6 +128,7 @@ func (s *Server) newProxy() (err error) {
 		AdmitWrite:       s.sandboxes.AdmitWrite,
 		BrokenDisk:       s.sandboxes.BrokenDisk,
 		SyncDisk:         s.sandboxes.SyncDisk,
+		FlushesFiles:     s.sandboxes.FlushesFiles,
 		ScrubsOutput:     scrubsOutput,
 		ScrubIdle:        func() time.Duration { return s.scrubIdle },
 	})
@@ -188,6 +189,7 @@ func (s *Server) newTakeover() (err error) {
 		NotActive:       sandbox.NotActive,
 		DialSidecarWS:   s.dialSidecarWS,
 		EndedAnswer:     s.sandboxes.EndedAnswer,
+		WatchCalls:      s.calls.Watch,
 		AuthenticateKey: s.authenticateKey,
 		CredentialValid: s.credentialValid,
 		JWTKey:          s.jwtKey,

@@ -421,10 +421,12 @@ func fail(s ssh.Session, err error) {
 		}
 	}
 	if e, ok := errors.AsType[*client.SandboxEndedError](err); ok {
-		if e.Paused() {
-			id := sandboxOf(s.Context(), s.User())
+		switch id := sandboxOf(s.Context(), s.User()); {
+		case e.Paused() && s.RawCommand() == "" && s.Subsystem() == "":
+			msg += "\r\nhint: resume it with `boxkite session resume " + id + "`, then connect again"
+		case e.Paused():
 			msg += "\r\nhint: resume it with `boxkite session resume " + id + "`, then run the command again"
-		} else {
+		default:
 			msg += "\r\nhint: create a new one with `boxkite session create`"
 		}
 	}

@@ -756,3 +756,30 @@ func TestPausedSandboxTellsCommand(t *testing.T) {
 		t.Errorf("two keys, the first unregistered, to a paused sandbox: exit %d, %q; want 255 and that it is paused", code, errs)
 	}
 }
+
+// TestPausedSandboxTellsTerminal freezes the sandbox under an ssh
+// session on its terminal: the session says the sandbox was paused and
+// how to go on, and exits 1 (before, it hung without a word until the
+// resume); after the resume the same shell answers a new session.
+func TestPausedSandboxTellsTerminal(t *testing.T) {
+	f := newFixture(t, nil)
+	s := f.interactive(t, f.sshArgs(f.goodKey, nil), "")
+	s.typeText("mark=$((6*7)); echo marked-$mark\r")
+	s.expect("marked-42")
+	if _, err := f.admin.PauseSandbox(t.Context(), f.sandbox, api.PauseFreeze); err != nil {
+		t.Fatal(err)
+	}
+	s.expect("boxkite-bastion: error: sandbox " + f.sandbox + " was paused\r\n" +
+		"hint: resume it with `boxkite session resume " + f.sandbox + "`, then connect again")
+	<-s.done // ssh exited: the pty closed
+	var ee *exec.ExitError
+	if err := s.cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("ssh after the pause: %v, want exit 1; screen:\n%q", err, s.text())
+	}
+	if _, err := f.admin.ResumeSandbox(t.Context(), f.sandbox); err != nil {
+		t.Fatal(err)
+	}
+	again := f.interactive(t, f.sshArgs(f.goodKey, nil), "")
+	again.typeText("echo still-$mark\r")
+	again.expect("still-42")
+}

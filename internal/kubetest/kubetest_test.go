@@ -2,7 +2,6 @@ package kubetest
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -51,30 +50,16 @@ func TestStartPortTaken(t *testing.T) {
 		{"apiserver", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			held, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer held.Close()
-			heldPort := held.Addr().(*net.TCPAddr).Port
-			picks := 0
-			pick := func(n int) ([]int, error) {
-				picks++
-				ports, err := testport.PickN(n)
-				if err == nil && picks == 1 {
-					ports[tc.taken] = heldPort
-				}
-				return ports, err
-			}
+			held := testport.Hold(t, tc.taken)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			c, err := start(ctx, assets, pick)
+			c, err := start(ctx, assets, held.PickN)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Stop()
-			if picks < 2 {
-				t.Fatalf("the cluster started with a held port (%d picks)", picks)
+			if held.Picks() < 2 {
+				t.Fatalf("the cluster started with a held port (%d picks)", held.Picks())
 			}
 			if _, err := c.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
 				t.Fatalf("list namespaces on the restarted cluster: %v", err)

@@ -3,7 +3,6 @@ package objtest
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 
@@ -27,37 +26,13 @@ func TestStartPortTaken(t *testing.T) {
 		{"gcs", "gcs", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			held, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
+			held := testport.Hold(t, tc.taken)
+			s := start(t, tc.kind, held.PickN)
+			if held.Picks() < 2 {
+				t.Fatalf("the store started on a held port (%d picks)", held.Picks())
 			}
-			defer held.Close()
-			// As a server of another test's would: it answers, not the store.
-			go func() {
-				for {
-					c, err := held.Accept()
-					if err != nil {
-						return
-					}
-					c.Close()
-				}
-			}()
-			heldPort := held.Addr().(*net.TCPAddr).Port
-			picks := 0
-			pick := func(n int) ([]int, error) {
-				picks++
-				ports, err := testport.PickN(n)
-				if err == nil && picks == 1 {
-					ports[tc.taken] = heldPort
-				}
-				return ports, err
-			}
-			s := start(t, tc.kind, pick)
-			if picks < 2 {
-				t.Fatalf("the store started on a held port (%d picks)", picks)
-			}
-			if strings.Contains(s.Config.Endpoint+s.Config.ConnectionString, fmt.Sprintf(":%d/", heldPort)) {
-				t.Fatalf("the store's address names the held port %d: %s%s", heldPort, s.Config.Endpoint, s.Config.ConnectionString)
+			if strings.Contains(s.Config.Endpoint+s.Config.ConnectionString, fmt.Sprintf(":%d/", held.Port())) {
+				t.Fatalf("the store's address names the held port %d: %s%s", held.Port(), s.Config.Endpoint, s.Config.ConnectionString)
 			}
 			b, err := storagesync.Open(context.Background(), s.Config)
 			if err != nil {

@@ -1,11 +1,13 @@
 package securitytest
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,6 +96,58 @@ func TestMemoryHog(t *testing.T) {
 	watch.check(t)
 }
 
+// tcpFill opens up to 1500 loopback TCP connections in the sandbox and
+// writes to each until its buffers are full, reading nothing: the kernel
+// memory it makes the sandbox hold. It prints the bytes queued.
+const tcpFill = `import socket
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(4096)
+held, total, buf = [], 0, b"x" * 65536
+for i in range(1500):
+    c = socket.socket()
+    c.connect(srv.getsockname())
+    s, _ = srv.accept()
+    c.setblocking(False)
+    held.append((c, s))
+    while True:
+        try:
+            total += c.send(buf)
+        except BlockingIOError:
+            break
+print(total)
+`
+
+// TestTCPBuffersCharged: what a sandbox queues in TCP connections it
+// never reads (loopback, inside its own network namespace) is kernel
+// memory its cgroup is charged for, bounded as its memory is. Before, on
+// a cgroup v1 host (which does not count socket buffers as memory unless
+// asked), a sandbox of 256 MiB held 2.3 GB of the host's memory that way,
+// up to the host-wide tcp_mem limit, past which the kernel says "TCP: out
+// of memory" and starts dropping every process's TCP data.
+func TestTCPBuffersCharged(t *testing.T) {
+	x := newSuite(t)
+	a := x.sandbox(api.CreateSandboxRequest{Label: "tcp"})
+	if _, err := x.c.WriteFile(context.Background(), a, api.FileCreateRequest{Path: "/workspace/fill.py", Content: tcpFill}); err != nil {
+		t.Fatalf("write the attack: %v", err)
+	}
+	res, err := x.exec(a, api.ExecRequest{Command: "python3 /workspace/fill.py", Timeout: 300})
+	if err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	queued, perr := strconv.ParseInt(strings.TrimSpace(res.Stdout), 10, 64)
+	if res.ExitCode != 0 || perr != nil {
+		t.Fatalf("the attack = %+v", res)
+	}
+	t.Logf("the sandbox queued %d MiB in TCP buffers", queued>>20)
+	if queued > 2*testMemory {
+		t.Errorf("a sandbox of %d MiB queued %d MiB in TCP buffers, want at most %d", testMemory>>20, queued>>20, 2*testMemory>>20)
+	}
+	if res := x.run(a, "echo alive"); res.Stdout != "alive\n" {
+		t.Errorf("the sandbox after the attack: %+v", res)
+	}
+}
+
 // TestDiskFiller: filling /workspace (or outputs, or /tmp) stops at the
 // sandbox's quota with ENOSPC; the host's disk and another sandbox's quota
 // are untouched.
@@ -176,4 +230,21 @@ func allocatedUnder(t *testing.T, dir string) int64 {
 		t.Fatal(err)
 	}
 	return total
+}
+
+// TestInterpreterOOMFirst: the Python interpreter's process is an agent
+// command like an exec's, so the OOM killer picks it before the sidecar
+// (oom_score_adj 1000). It ran at the sidecar's 0: memory it made the
+// kernel hold (socket or pipe buffers, which no process's size shows)
+// could get the sidecar killed instead, ending the sandbox.
+func TestInterpreterOOMFirst(t *testing.T) {
+	x := newSuite(t)
+	a := x.sandbox(api.CreateSandboxRequest{Label: "interpreter"})
+	res, err := x.c.InterpreterExec(context.Background(), a, api.InterpreterExecRequest{Code: `print(open("/proc/self/oom_score_adj").read().strip())`})
+	if err != nil {
+		t.Fatalf("interpreter exec: %v", err)
+	}
+	if res.Stdout != "1000\n" {
+		t.Errorf("the interpreter's oom_score_adj: %+v, want 1000", res)
+	}
 }

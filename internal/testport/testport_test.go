@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 )
@@ -96,5 +98,27 @@ func TestRefused(t *testing.T) {
 	if l, err := net.Listen("tcp", addr); err == nil {
 		l.Close()
 		t.Errorf("listen on the held port %d succeeded", port)
+	}
+}
+
+// TestHold: the held port answers as a server, cannot be bound, and comes
+// first at its index, then never again.
+func TestHold(t *testing.T) {
+	held := Hold(t, 1)
+	if _, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(held.Port()))); err == nil {
+		t.Fatal("the held port could be bound")
+	}
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(held.Port())))
+	if err != nil {
+		t.Fatalf("dial the held port: %v", err)
+	}
+	c.Close()
+	first, err := held.PickN(3)
+	if err != nil || first[1] != held.Port() {
+		t.Fatalf("first PickN = %v, %v; want the held port %d at 1", first, err, held.Port())
+	}
+	second, err := held.PickN(3)
+	if err != nil || slices.Contains(second, held.Port()) || held.Picks() != 2 {
+		t.Fatalf("second PickN = %v, %v (%d picks); want no held port, 2 picks", second, err, held.Picks())
 	}
 }

@@ -153,6 +153,18 @@ type DiskSyncer interface {
 	SyncDisk(ctx context.Context, id string) error
 }
 
+// A FileFlusher is a DiskSyncer whose SyncDisk flushes every filesystem a
+// file write of sandbox id can reach that keeps data (its disk and its
+// volumes) when FlushesFiles(id) says so: the server then has the sidecar
+// write a file's data out and rename it without fsyncing
+// (api.HeaderSidecarHostFlush), and flushes the disk beside the write's
+// audit entry, as for an exec. Otherwise the sidecar makes the write
+// durable itself.
+type FileFlusher interface {
+	DiskSyncer
+	FlushesFiles(id string) bool
+}
+
 // ErrInsufficientStorage is wrapped by driver errors that mean the host
 // could not store something: its filesystem is full (ENOSPC, EDQUOT), or
 // a sandbox disk saw I/O errors because its image could not grow.

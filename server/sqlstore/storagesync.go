@@ -171,15 +171,10 @@ func (s *Store) PutSynced(ctx context.Context, sandboxID string, files []storage
 	})
 }
 
-// DeleteSynced implements storagesync.Store.
+// DeleteSynced implements storagesync.Store: one path or several, in one
+// transaction.
 func (s *Store) DeleteSynced(ctx context.Context, sandboxID string, paths ...string) error {
-	switch len(paths) {
-	case 0:
-		return nil
-	case 1:
-		if _, err := s.exec(ctx, s.q(`DELETE FROM storage_files WHERE sandbox_id = ? AND path = ?`), sandboxID, paths[0]); err != nil {
-			return fmt.Errorf("forget stored file: %w", s.mapErr(err))
-		}
+	if len(paths) == 0 {
 		return nil
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {

@@ -34,6 +34,9 @@ type Deps struct {
 	// (destroyed, expired, lost; worded the same while the destroy runs
 	// and after; paused), or nil while it is active.
 	EndedAnswer func(ctx context.Context, sb *model.Sandbox) *api.Error
+	// WatchCalls calls fn with the cause each time the calls to sandbox
+	// id are ended (sidecar.Calls.Watch): a pause, under a terminal.
+	WatchCalls func(id string, fn func(cause error)) (stop func())
 	// AuthenticateKey authenticates the request by API key (the guard's).
 	AuthenticateKey func(r *http.Request, token string) error
 	// CredentialValid reports whether a credential id (API key or SSH key)
@@ -56,7 +59,7 @@ type Service struct{ d Deps }
 // Recording is required.
 func New(d Deps) (*Service, error) {
 	if d.Store == nil || d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadSandbox == nil || d.LoadActive == nil || d.NotActive == nil ||
-		d.DialSidecarWS == nil || d.EndedAnswer == nil || d.AuthenticateKey == nil || d.CredentialValid == nil || d.JWTKey == nil || d.FlushInterval <= 0 {
+		d.DialSidecarWS == nil || d.EndedAnswer == nil || d.WatchCalls == nil || d.AuthenticateKey == nil || d.CredentialValid == nil || d.JWTKey == nil || d.FlushInterval <= 0 {
 		return nil, errors.New("takeover: a dependency is missing")
 	}
 	return &Service{d: d}, nil

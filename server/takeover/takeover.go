@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -112,7 +113,14 @@ func (s *Service) takeover(w http.ResponseWriter, r *http.Request) error {
 		rec = newRecorder(s.d.Now)
 		hooks.output, hooks.control = rec.output, rec.control
 	}
-	hooks.ended = func() *api.Error { return s.sandboxEnded(r.Context(), sb) }
+	stopWatching, paused := s.watchPause(sb, up)
+	defer stopWatching()
+	hooks.ended = func() *api.Error {
+		if paused() {
+			return api.Errorf(http.StatusConflict, api.CodeSandboxPaused, "sandbox %s was paused", sb.ID)
+		}
+		return s.sandboxEnded(r.Context(), sb)
+	}
 	typed := s.relayPTY(relayCtx, down, up, grant.ReadOnly, hooks)
 	stopFlushing()
 	<-flushed
@@ -243,6 +251,20 @@ func (s *Service) sandboxEnded(ctx context.Context, sb *model.Sandbox) *api.Erro
 		return e
 	}
 	return nil
+}
+
+// watchPause ends the terminal's side of a takeover (up) when sandbox sb
+// is paused, in any mode: a freeze would otherwise hold the person's
+// terminal without a word until the resume. paused reports whether it did.
+func (s *Service) watchPause(sb *model.Sandbox, up *websocket.Conn) (stop func(), paused func() bool) {
+	var p atomic.Bool
+	stop = s.d.WatchCalls(sb.ID, func(cause error) {
+		if e, ok := cause.(*api.Error); ok && e.Code == api.CodeSandboxPaused {
+			p.Store(true)
+			_ = up.CloseNow()
+		}
+	})
+	return stop, p.Load
 }
 
 func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks) int64 {

@@ -287,6 +287,16 @@ func applyV1(ctl, dir string, lim Limits) error {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
+		// v1 counts socket buffers as memory only once given a limit of
+		// their own: without it, what a sandbox queues in TCP connections
+		// it never reads is host memory beyond its limit, up to the
+		// host-wide tcp_mem, where every process's TCP starts losing
+		// data (v2 charges it to memory.max). Set before any task joins:
+		// sockets made before are not counted.
+		err = writeCgroupFile(dir, "memory.kmem.tcp.limit_in_bytes", v)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	case ctl == "pids" && lim.Pids > 0:
 		return writeCgroupFile(dir, "pids.max", strconv.FormatInt(lim.Pids, 10))
 	case ctl == "cpu" && lim.CPUs > 0:
