@@ -634,7 +634,7 @@ impl Images {
 
     /// The build's log as text, so far.
     pub fn logs(&self, id: &str) -> Result<String> {
-        let resp = self.c.t.send(Req::new("GET", format!("/v1/images/{}/logs", seg(id))))?;
+        let resp = self.c.t.send(Req::new("GET", format!("/v1/images/{}/logs", seg(id))).stream_types(TEXT_TYPES))?;
         resp.into_string().map_err(|e| Error::new(CODE_CONNECTION, format!("read the log of image {}: {}", id, e), ""))
     }
 

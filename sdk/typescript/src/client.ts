@@ -143,7 +143,7 @@ export class Images extends Collection<Image, CreateImageRequest> {
 
   /** The build's log as text. */
   async logs(id: string): Promise<string> {
-    return (await this.t.raw("GET", `${this.path}/${seg(id)}/logs`)).text();
+    return (await this.t.raw("GET", `${this.path}/${seg(id)}/logs`, { streamTypes: TEXT_TYPES })).text();
   }
 
   /** The build's log lines as they are written, until the build ends. */
