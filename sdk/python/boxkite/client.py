@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Union
 
 from . import _config
-from ._http import Transport, new_idempotency_key, next_cursor, quote
+from ._http import TEXT_TYPES, Transport, new_idempotency_key, next_cursor, quote
 from .sandbox import Sandbox
 
 
@@ -253,7 +253,7 @@ class Images(Paged):
 
     def follow_logs(self, id: str) -> Iterator[str]:
         """The build's log lines as they are written, until the build ends."""
-        resp = self._t.request("GET", f"{self.path}/{quote(id)}/logs", query={"follow": "1"}, stream=True, timeout=None)
+        resp = self._t.request("GET", f"{self.path}/{quote(id)}/logs", query={"follow": "1"}, stream=True, stream_types=TEXT_TYPES, timeout=None)
         with resp:
             for line in resp.iter_lines():
                 yield line.decode("utf-8", "replace")

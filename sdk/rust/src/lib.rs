@@ -30,7 +30,7 @@ pub use http::{version_tuple, Body, MIN_SERVER_VERSION, VERSION};
 pub use sandbox::{Browser, ExecOptions, ExecStream, Files, Follow, Log, ProcessOptions, Processes, Sandbox, Storage};
 pub use stream::{Event, Ndjson, Sse};
 
-use http::{seg, Req, Transport};
+use http::{seg, Req, Transport, TEXT_TYPES};
 
 /// A sandbox's record (GET /v1/sandboxes/{id}).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -733,13 +733,13 @@ impl Images {
 
     /// The build's log as text, so far.
     pub fn logs(&self, id: &str) -> Result<String> {
-        let resp = self.c.t.send(Req::new("GET", format!("/v1/images/{}/logs", seg(id))))?;
+        let resp = self.c.t.send(Req::new("GET", format!("/v1/images/{}/logs", seg(id))).stream_types(TEXT_TYPES))?;
         resp.into_string().map_err(|e| Error::new(CODE_CONNECTION, format!("read the log of image {}: {}", id, e), ""))
     }
 
     /// The build's log as it is written, until the build ends.
     pub fn follow_logs(&self, id: &str) -> Result<Box<dyn std::io::Read + Send + Sync>> {
-        let resp = self.c.t.send(Req::new("GET", format!("/v1/images/{}/logs", seg(id))).query("follow", "1").timeout(None))?;
+        let resp = self.c.t.send(Req::new("GET", format!("/v1/images/{}/logs", seg(id))).query("follow", "1").stream_types(TEXT_TYPES).timeout(None))?;
         Ok(Box::new(resp.into_reader()))
     }
 

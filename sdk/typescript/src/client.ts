@@ -2,7 +2,7 @@
 
 import { resolveConfig } from "./config.js";
 import { BoxkiteError } from "./errors.js";
-import { type Body, Transport, newIdempotencyKey, nextCursor, seg } from "./http.js";
+import { type Body, TEXT_TYPES, Transport, newIdempotencyKey, nextCursor, seg } from "./http.js";
 import { Sandbox } from "./sandbox.js";
 import { lines } from "./streams.js";
 import type {
@@ -200,12 +200,12 @@ export class Images extends PagedCollection<Image, CreateImageRequest> {
 
   /** The build's log as text. */
   async logs(id: string): Promise<string> {
-    return (await this.t.raw("GET", `${this.path}/${seg(id)}/logs`)).text();
+    return (await this.t.raw("GET", `${this.path}/${seg(id)}/logs`, { streamTypes: TEXT_TYPES })).text();
   }
 
   /** The build's log lines as they are written, until the build ends. */
   async *followLogs(id: string): AsyncGenerator<string> {
-    const resp = await this.t.raw("GET", `${this.path}/${seg(id)}/logs`, { query: { follow: 1 }, timeoutMs: 0 });
+    const resp = await this.t.raw("GET", `${this.path}/${seg(id)}/logs`, { query: { follow: 1 }, timeoutMs: 0, streamTypes: TEXT_TYPES });
     yield* lines(resp.body);
   }
 
