@@ -144,9 +144,10 @@ func startServers(t *testing.T) *servers {
 			_, _ = io.WriteString(w, "OK\n")
 			return
 		}
-		if strings.HasSuffix(r.URL.Path, "/stream") {
-			// A static site's page where a process's events belong (case
-			// not_boxkite_process_stream).
+		if strings.HasSuffix(r.URL.Path, "/stream") || strings.HasSuffix(r.URL.Path, "/logs") {
+			// A static site's page where a process's events or an image's
+			// build log belong (cases not_boxkite_process_stream,
+			// not_boxkite_image_logs).
 			_, _ = io.WriteString(w, "<!doctype html><html><body><div id=\"app\"></div></body></html>\n")
 			return
 		}
