@@ -82,6 +82,17 @@ func (c *Client) ListImagePage(ctx context.Context, o ListOptions) (*Page[api.Im
 	return listPage[api.Image](ctx, c, "/v1/images", o)
 }
 
+// ListImagesPage is ListImagePage in the terms of tools.Images (MCP's
+// list_sandbox_images): at most limit images from cursor, and the cursor
+// of the page after ("" on the last).
+func (c *Client) ListImagesPage(ctx context.Context, limit int, cursor string) ([]api.Image, string, error) {
+	p, err := c.ListImagePage(ctx, ListOptions{Limit: limit, Cursor: cursor})
+	if err != nil {
+		return nil, "", err
+	}
+	return p.Items, p.Next, nil
+}
+
 // Images iterates over the account's images, newest first, reading
 // pageSize of them at a time (0: 100). An image made while it runs is
 // not seen, and none is seen twice.

@@ -180,26 +180,33 @@ func TestExecFlushFailsAfterItsEntry(t *testing.T) {
 	if det, _ := ae.Details.(map[string]any); det["performed"] != true || det["exit_code"] != 0.0 {
 		t.Errorf("507 details = %v, want performed and the exit code", ae.Details)
 	}
-	entries, _, err := st.ExecLog(context.Background(), sb.ID, 100, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type entry struct{ Source, Operation, Detail string }
-	var got []entry
-	var execID string
-	for _, en := range entries {
-		got = append(got, entry{en.Source, en.Operation, string(en.Detail)})
-		if en.Operation == "exec" {
-			execID = en.ID
-		}
-	}
-	want := []entry{
+	got, execID := logOf(t, st, sb.ID, "exec")
+	want := []logLine{
 		{api.LogSourceAgent, "exec", `{"command":"echo x > f","timeout":30}`},
 		{api.LogSourceSystem, "not_stored", `{"entry":"` + execID + `","operation":"exec","stored":false}`},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("log of an exec whose flush failed (-want +got):\n%s", diff)
 	}
+}
+
+// logLine is an audit entry as the flush tests compare it.
+type logLine struct{ Source, Operation, Detail string }
+
+// logOf is sandbox id's audit log, and the id of its entry of op.
+func logOf(t *testing.T, st model.Store, id, op string) (lines []logLine, opID string) {
+	t.Helper()
+	entries, _, err := st.ExecLog(context.Background(), id, 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range entries {
+		lines = append(lines, logLine{en.Source, en.Operation, string(en.Detail)})
+		if en.Operation == op {
+			opID = en.ID
+		}
+	}
+	return lines, opID
 }
 
 // hasEntry reports whether sandbox id's log has an entry of operation op.

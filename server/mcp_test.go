@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
@@ -116,6 +117,39 @@ func TestMCPListSandboxesPages(t *testing.T) {
 	for _, id := range ids {
 		if strings.Count(first+text, id) != 1 {
 			t.Errorf("sandbox %s is not listed once in the two pages: %q, %q", id, first, text)
+		}
+	}
+}
+
+// TestMCPListImagesPages: the hosted /mcp/'s list_sandbox_images pages
+// through the account's images with the REST list's cursor, as
+// list_sandboxes does.
+func TestMCPListImagesPages(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var imgs []api.Image
+	for i := range 3 {
+		imgs = append(imgs, api.Image{ID: fmt.Sprintf("img_%024d", i), Status: "ready", CreatedAt: at.Add(time.Duration(i) * time.Second)})
+	}
+	e := newEnv(t, server.Config{Images: listedImages{imgs: imgs}})
+	text, isErr := mcpCall(t, e, e.KeyA, "list_sandbox_images", map[string]any{"limit": 2})
+	const more = "\n(more: call list_sandbox_images with cursor "
+	i := strings.Index(text, more)
+	if isErr || i < 0 || strings.Count(text[:i], "- ") != 2 {
+		t.Fatalf("first page of 2 = %q (isError %v), want 2 images and a cursor", text, isErr)
+	}
+	first := text[:i]
+	cursor, err := strconv.Unquote(strings.TrimSuffix(text[i+len(more):], " for the next page)"))
+	if err != nil {
+		t.Fatalf("cursor in %q: %v", text, err)
+	}
+	text, isErr = mcpCall(t, e, e.KeyA, "list_sandbox_images", map[string]any{"limit": 2, "cursor": cursor})
+	if isErr || strings.Contains(text, "\n") {
+		t.Errorf("second page = %q (isError %v), want one image and no cursor", text, isErr)
+	}
+	for _, img := range imgs {
+		if strings.Count(first+text, img.ID) != 1 {
+			t.Errorf("image %s is not listed once in the two pages: %q, %q", img.ID, first, text)
 		}
 	}
 }

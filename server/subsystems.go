@@ -128,6 +128,7 @@ func (s *Server) newProxy() (err error) {
 		AdmitWrite:       s.sandboxes.AdmitWrite,
 		BrokenDisk:       s.sandboxes.BrokenDisk,
 		SyncDisk:         s.sandboxes.SyncDisk,
+		FlushesFiles:     s.sandboxes.FlushesFiles,
 		ScrubsOutput:     scrubsOutput,
 		ScrubIdle:        func() time.Duration { return s.scrubIdle },
 	})

@@ -156,19 +156,7 @@ func TestWriteIsOneJournalCommit(t *testing.T) {
 	needRoot(t, "mounting an ext4 image")
 	ws, dev := mountExt4With(t, t.TempDir(), "errors=continue,commit=600,noinit_itable")
 	srv, _ := newServer(t, Options{Token: testToken, Workspace: ws})
-	info := "/proc/fs/jbd2/" + filepath.Base(dev) + "-8/info" // 8: the journal's inode
-	commits := func() int {
-		t.Helper()
-		b, err := os.ReadFile(info)
-		if err != nil {
-			t.Fatalf("read the journal's statistics: %v", err)
-		}
-		var n int
-		if _, err := fmt.Sscanf(string(b), "%d transactions", &n); err != nil {
-			t.Fatalf("parse %s: %q: %v", info, b, err)
-		}
-		return n
-	}
+	commits := journalCommits(t, dev)
 	fsrv := fileServer{url: srv.URL}
 	upload := func(p, body string) (int, []byte) {
 		return call(t, http.MethodPut, srv.URL+"/files/raw?path="+p, authHeader, body)
@@ -209,58 +197,6 @@ func TestWriteIsOneJournalCommit(t *testing.T) {
 	}
 }
 
-// TestAcknowledgedWriteSurvivesACrash writes files onto an ext4 disk,
-// then stops the filesystem as a crash would (EXT4_IOC_SHUTDOWN without
-// flushing the journal) and mounts it again: every write that was
-// answered 200 is there whole, with its directories, and no temp file is
-// left; what writeFile committed (step 62: one journal commit after the
-// rename) is what a crash keeps.
-func TestAcknowledgedWriteSurvivesACrash(t *testing.T) {
-	t.Parallel()
-	needRoot(t, "mounting an ext4 image")
-	const opts = "errors=continue,commit=600,noinit_itable" // no commit but the writes' own
-	ws, dev := mountExt4With(t, t.TempDir(), opts)
-	srv, _ := newServer(t, Options{Token: testToken, Workspace: ws})
-	want := map[string]string{
-		"a/b/new.bin":   strings.Repeat("n", 5000),
-		"over.bin":      strings.Repeat("2", 4<<10),
-		"c/created.txt": "aBc",
-	}
-	writeFile(t, ws+"/over.bin", "old", 0o644)
-	if err := syncDir(ws); err != nil { // the old version is on the disk before the test's writes
-		t.Fatal(err)
-	}
-	for _, p := range []string{"a/b/new.bin", "over.bin"} {
-		if status, body := call(t, http.MethodPut, srv.URL+"/files/raw?path="+p, authHeader, want[p]); status != http.StatusOK {
-			t.Fatalf("upload %s = %d %s", p, status, body)
-		}
-	}
-	fsrv := fileServer{url: srv.URL}
-	if status, body := fsrv.post(t, "/file-create", api.FileCreateRequest{Path: "c/created.txt", Content: "abc"}); status != http.StatusOK {
-		t.Fatalf("file create = %d %s", status, body)
-	}
-	if status, body := fsrv.post(t, "/str-replace", api.StrReplaceRequest{Path: "c/created.txt", OldStr: "b", NewStr: "B"}); status != http.StatusOK {
-		t.Fatalf("str-replace = %d %s", status, body)
-	}
-	crash(t, ws)
-	again := t.TempDir()
-	if err := unix.Mount(dev, again, "ext4", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		t.Fatalf("mount %s again: %v", dev, err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(again, unix.MNT_DETACH) })
-	for p, content := range want {
-		got, err := os.ReadFile(filepath.Join(again, p))
-		if err != nil || string(got) != content {
-			t.Errorf("after the crash %s = %d bytes (%v), want the %d acknowledged", p, len(got), err, len(content))
-		}
-	}
-	for _, dir := range []string{".", "a/b", "c"} {
-		if tmps, _ := filepath.Glob(filepath.Join(again, dir, tempPattern)); len(tmps) > 0 {
-			t.Errorf("temp files after the crash: %v", tmps)
-		}
-	}
-}
-
 // crash stops the ext4 filesystem mounted at dir as a power cut would:
 // nothing more reaches its disk, the journal's running transaction
 // included (EXT4_IOC_SHUTDOWN, EXT4_GOING_FLAGS_NOLOGFLUSH); then it is
@@ -294,6 +230,24 @@ func crash(t *testing.T, dir string) {
 			t.Fatalf("unmount %s after the shutdown: %v", dir, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// journalCommits returns what counts the journal commits of the ext4
+// filesystem on dev so far.
+func journalCommits(t *testing.T, dev string) func() int {
+	info := "/proc/fs/jbd2/" + filepath.Base(dev) + "-8/info" // 8: the journal's inode
+	return func() int {
+		t.Helper()
+		b, err := os.ReadFile(info)
+		if err != nil {
+			t.Fatalf("read the journal's statistics: %v", err)
+		}
+		var n int
+		if _, err := fmt.Sscanf(string(b), "%d transactions", &n); err != nil {
+			t.Fatalf("parse %s: %q: %v", info, b, err)
+		}
+		return n
 	}
 }
 

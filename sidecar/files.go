@@ -48,7 +48,7 @@ func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
 	if err := t.writable("write to", req.Path); err != nil {
 		return err
 	}
-	n, err := v.writeFile(t, req.Path, strings.NewReader(req.Content), nil, syncNow)
+	n, err := v.writeFile(t, req.Path, strings.NewReader(req.Content), nil, durabilityOf(r))
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 			WithHint("add surrounding context to old_str, or set replace_all")
 	}
 	out := bytes.ReplaceAll(b, old, []byte(req.NewStr))
-	if _, err := v.writeFile(t, req.Path, bytes.NewReader(out), nil, syncNow); err != nil {
+	if _, err := v.writeFile(t, req.Path, bytes.NewReader(out), nil, durabilityOf(r)); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, api.StrReplaceResult{Path: t.virt(), Replaced: true, Occurrences: n})

@@ -187,7 +187,28 @@ const (
 	// it wrote to once (an archive's extraction: one syncfs instead of an
 	// fsync per entry).
 	syncLater
+	// syncHost writes the file's data out (writeOut) before the rename and
+	// leaves the rest to the host, which flushes the sandbox's disk
+	// (syncfs) beside the write's audit entry before the client has the
+	// answer (api.HeaderSidecarHostFlush, issue 27's step 63): the journal
+	// commit that makes the rename durable is the host's, shared with
+	// whatever else the disk's running transaction holds. A crash before
+	// it finds the old file or the whole new one under the name, as with
+	// syncNow (ordered journalling: the rename commits no earlier than the
+	// allocation of the data that is on the disk already); a write-back
+	// error is still met before the rename.
+	syncHost
 )
+
+// durabilityOf is how a write for r is made durable: by the host when the
+// control plane says it flushes the disk (api.HeaderSidecarHostFlush),
+// else here.
+func durabilityOf(r *http.Request) durability {
+	if r.Header.Get(api.HeaderSidecarHostFlush) == "1" {
+		return syncHost
+	}
+	return syncNow
+}
 
 // writeFile replaces the target's file with what src yields, atomically: a
 // temp file in the same directory is written, given meta's mode and owner
@@ -234,7 +255,7 @@ func (v *fsView) writeFile(t *target, p string, src io.Reader, meta *fileMeta, d
 	}
 	body := &bodyReader{r: src}
 	n, err := v.copyInto(f, body)
-	err = v.user.do(func() error { return replace(f, r, t.cur.dir(), tmp, t.name, *meta, err) })
+	err = v.user.do(func() error { return replace(f, r, t.cur.dir(), tmp, t.name, *meta, dur, err) })
 	if err == nil && dur == syncNow {
 		err = syncDirs(t.cur.fds[changed:])
 	}
@@ -249,18 +270,18 @@ func (v *fsView) writeFile(t *target, p string, src io.Reader, meta *fileMeta, d
 
 // replace ends writeFile's temp file f, named tmp in dir: unless copyErr
 // says its data did not arrive, it is given meta, its data written out
-// (with r, its read-only descriptor: syncNow), closed and renamed over
-// name, and then fsynced through r. The fsync comes after the rename so
+// (unless dur is syncLater), closed and renamed over name, and then, with
+// r (its read-only descriptor: syncNow), fsynced through r. The fsync comes after the rename so
 // that one journal commit takes both (durability), and through r so that
 // the write descriptor is closed before: closing it after the rename
 // would tell watchers (IN_CLOSE_WRITE) the target was modified after it
 // was moved in. On a failure before the rename the temp file is removed.
-func replace(f, r *os.File, dir int, tmp, name string, meta fileMeta, copyErr error) error {
+func replace(f, r *os.File, dir int, tmp, name string, meta fileMeta, dur durability, copyErr error) error {
 	err := copyErr
 	if err == nil {
 		err = settle(f, meta)
 	}
-	if err == nil && r != nil {
+	if err == nil && dur != syncLater {
 		err = writeOut(f)
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {

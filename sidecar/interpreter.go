@@ -266,6 +266,7 @@ func (in *interpreter) start(ctx context.Context) (*pyProc, error) {
 		stdout.Close()
 		return nil, fmt.Errorf("%w: start: %v", errInterpreter, err)
 	}
+	h.oomFirst(cmd.Process.Pid) // an agent's command, as an exec's
 	p := &pyProc{cmd: cmd, pgid: cmd.Process.Pid, stdin: stdin, replies: make(chan []byte, 1), startedAt: time.Now().UTC()}
 	go func() {
 		defer close(p.replies)

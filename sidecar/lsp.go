@@ -135,6 +135,7 @@ func (t *lspTable) launch(ctx context.Context, language, bin string, args []stri
 	if err := cmd.Start(); err != nil {
 		return nil, api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "start %s: %v", bin, err)
 	}
+	h.oomFirst(cmd.Process.Pid) // it runs the agent's project code, as a command would
 	s.rpc = newRPCConn(stdout, stdin)
 	go func() {
 		_ = waitCmd(cmd)

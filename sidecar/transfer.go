@@ -55,7 +55,7 @@ func (h *Handler) putRaw(w http.ResponseWriter, r *http.Request) error {
 	if err := t.writable("write to", p); err != nil {
 		return err
 	}
-	n, err := v.writeFile(t, p, r.Body, nil, syncNow)
+	n, err := v.writeFile(t, p, r.Body, nil, durabilityOf(r))
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,9 @@ type inotify struct {
 	recursive bool
 	changes   []api.WatchChange
 	seen      map[api.WatchChange]bool
+	// written is the cookie of the last rename of one of writeFile's
+	// temp files (0: none): the rename that ends a write.
+	written uint32
 }
 
 // watchDir waits up to timeout for changes under the directory at root and
@@ -168,6 +171,7 @@ func (in *inotify) parse(buf []byte) {
 	for len(buf) >= unix.SizeofInotifyEvent {
 		wd := int(int32(binary.NativeEndian.Uint32(buf[0:])))
 		mask := binary.NativeEndian.Uint32(buf[4:])
+		cookie := binary.NativeEndian.Uint32(buf[8:])
 		n := int(binary.NativeEndian.Uint32(buf[12:]))
 		end := min(unix.SizeofInotifyEvent+n, len(buf))
 		name := strings.TrimRight(string(buf[unix.SizeofInotifyEvent:end]), "\x00")
@@ -188,9 +192,19 @@ func (in *inotify) parse(buf []byte) {
 			continue // a subdirectory's removal is reported by its parent
 		}
 		if isTemp(name) {
+			if mask&unix.IN_MOVED_FROM != 0 {
+				in.written = cookie
+			}
 			continue // the rename that ends the write is reported as moved_to
 		}
 		in.record(rel, eventName(mask))
+		if mask&unix.IN_MOVED_TO != 0 && cookie != 0 && cookie == in.written {
+			// A write of the sidecar's (its temp file renamed over the
+			// target): modified too, as a write in place shows, so
+			// E2B's watchDir sees files.write as a write event.
+			in.written = 0
+			in.record(rel, api.WatchModified)
+		}
 		if in.recursive && mask&unix.IN_ISDIR != 0 && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
 			in.catchUp(rel)
 		}

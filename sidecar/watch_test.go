@@ -99,7 +99,14 @@ func TestWatch(t *testing.T) {
 		},
 		{"written by the sidecar", api.WatchRequest{TimeoutSeconds: 5}, "", func() {
 			postOK[api.FileCreateResult](t, fs, "/file-create", api.FileCreateRequest{Path: "created.txt", Content: "x"})
-		}, []api.WatchChange{ch("created.txt", api.WatchMovedTo)}},
+		}, []api.WatchChange{ch("created.txt", api.WatchMovedTo), ch("created.txt", api.WatchModified)}},
+		// A file moved in by a command is not a write: moved_to alone.
+		{"moved in", api.WatchRequest{TimeoutSeconds: 5}, "", func() {
+			writeFile(t, fs.base+"/stage/in.txt", "x", 0o644)
+			if err := os.Rename(fs.base+"/stage/in.txt", fs.ws+"/in.txt"); err != nil {
+				t.Error(err)
+			}
+		}, []api.WatchChange{ch("in.txt", api.WatchMovedTo)}},
 		{"not recursive", api.WatchRequest{TimeoutSeconds: 0.5}, "", func() { writeFile(t, fs.ws+"/sub/deep/inner.txt", "y", 0o644) }, nil},
 		{
 			"recursive",

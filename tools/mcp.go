@@ -27,7 +27,9 @@ type Sandboxes interface {
 type Images interface {
 	CreateImage(ctx context.Context, req api.CreateImageRequest) (*api.Image, error)
 	GetImage(ctx context.Context, id string) (*api.Image, error)
-	ListImages(ctx context.Context) ([]api.Image, error)
+	// ListImagesPage returns at most limit of the account's images,
+	// newest first, from cursor (as ListSandboxesPage).
+	ListImagesPage(ctx context.Context, limit int, cursor string) ([]api.Image, string, error)
 	DeleteImage(ctx context.Context, id string) error
 }
 

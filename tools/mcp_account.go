@@ -127,46 +127,69 @@ func (m mcpTools) getSandbox() Tool {
 		})
 }
 
-// The page of list_sandboxes: its history of ended sandboxes grows with
-// every sandbox an account ever made, so one answer holds at most
-// listSandboxesMax of them.
+// The page of list_sandboxes and list_sandbox_images: an account's
+// history of ended sandboxes grows with every sandbox it ever made, its
+// images with every build, so one answer holds at most listMax of them.
 const (
-	listSandboxesDefault = 50
-	listSandboxesMax     = 200
+	listDefault = 50
+	listMax     = 200
 )
+
+// pageParams are a paged list tool's limit and cursor parameters; noun
+// is what it lists ("sandboxes").
+func pageParams(noun string) []param {
+	return []param{
+		intParam("limit", fmt.Sprintf("The most %s to list (default %d, max %d).", noun, listDefault, listMax), listDefault, 1, listMax),
+		strParam("cursor", "The cursor a previous answer ended with, for the page after it."),
+	}
+}
+
+// pageArgs are a paged list tool's limit and cursor.
+type pageArgs struct {
+	Limit  *int   `json:"limit"`
+	Cursor string `json:"cursor"`
+}
+
+// limit is the page's size, or the answer that refuses it.
+func (a pageArgs) limit() (int, string) {
+	limit := listDefault
+	if a.Limit != nil {
+		limit = *a.Limit
+	}
+	if limit < 1 || limit > listMax {
+		return 0, fmt.Sprintf("Error: limit must be between 1 and %d, got %d\nHint: omit limit for the default of %d.", listMax, limit, listDefault)
+	}
+	return limit, ""
+}
+
+// pageText is a page of items as listText, ending with the cursor of the
+// next page when there is one.
+func pageText[T any](tool string, items []T, next, none string, text func(T) string) string {
+	out := listText(items, none, text)
+	if next != "" {
+		out += fmt.Sprintf("\n(more: call %s with cursor %q for the next page)", tool, next)
+	}
+	return out
+}
 
 func (m mcpTools) listSandboxes() Tool {
 	return accountTool("list_sandboxes", fmt.Sprintf("List the account's sandboxes, newest first, %d at a time by default; "+
-		"when there are more, the answer ends with the cursor of the next page.", listSandboxesDefault),
-		object(
-			boolParam("active_only", "Only sandboxes that are running (default false).", false),
-			intParam("limit", fmt.Sprintf("The most sandboxes to list (default %d, max %d).", listSandboxesDefault, listSandboxesMax),
-				listSandboxesDefault, 1, listSandboxesMax),
-			strParam("cursor", "The cursor a previous answer ended with, for the page after it."),
-		),
+		"when there are more, the answer ends with the cursor of the next page.", listDefault),
+		object(append([]param{boolParam("active_only", "Only sandboxes that are running (default false).", false)}, pageParams("sandboxes")...)...),
 		func(ctx context.Context, in *struct {
-			ActiveOnly bool   `json:"active_only"`
-			Limit      *int   `json:"limit"`
-			Cursor     string `json:"cursor"`
+			ActiveOnly bool `json:"active_only"`
+			pageArgs
 		},
 		) (string, error) {
-			limit := listSandboxesDefault
-			if in.Limit != nil {
-				limit = *in.Limit
-			}
-			if limit < 1 || limit > listSandboxesMax {
-				return fmt.Sprintf("Error: limit must be between 1 and %d, got %d\nHint: omit limit for the default of %d.",
-					listSandboxesMax, limit, listSandboxesDefault), nil
+			limit, refused := in.limit()
+			if refused != "" {
+				return refused, nil
 			}
 			sbs, next, err := m.p.ListSandboxesPage(ctx, in.ActiveOnly, limit, in.Cursor)
 			if err != nil {
 				return "", err
 			}
-			text := listText(sbs, "No sandboxes found.", sandboxText)
-			if next != "" {
-				text += fmt.Sprintf("\n(more: call list_sandboxes with cursor %q for the next page)", next)
-			}
-			return text, nil
+			return pageText("list_sandboxes", sbs, next, "No sandboxes found.", sandboxText), nil
 		})
 }
 
@@ -224,13 +247,19 @@ func (m mcpTools) getImage() Tool {
 }
 
 func (m mcpTools) listImages() Tool {
-	return accountTool("list_sandbox_images", "List the account's sandbox images.", object(),
-		func(ctx context.Context, _ *struct{}) (string, error) {
-			imgs, err := m.p.ListImages(ctx)
+	return accountTool("list_sandbox_images", fmt.Sprintf("List the account's sandbox images, newest first, %d at a time by default; "+
+		"when there are more, the answer ends with the cursor of the next page.", listDefault),
+		object(pageParams("images")...),
+		func(ctx context.Context, in *pageArgs) (string, error) {
+			limit, refused := in.limit()
+			if refused != "" {
+				return refused, nil
+			}
+			imgs, next, err := m.p.ListImagesPage(ctx, limit, in.Cursor)
 			if err != nil {
 				return "", err
 			}
-			return listText(imgs, "No images found.", imageText), nil
+			return pageText("list_sandbox_images", imgs, next, "No images found.", imageText), nil
 		})
 }
 

@@ -37,8 +37,8 @@ func (p *fakeProvider) DeleteSandbox(_ context.Context, id string) error {
 
 func (p *fakeProvider) ListVolumes(context.Context) ([]api.Volume, error) { return nil, nil }
 
-func (p *fakeProvider) ListImages(context.Context) ([]api.Image, error) {
-	return nil, errors.New("cannot reach the boxkite server at http://127.0.0.1:1: connection refused")
+func (p *fakeProvider) ListImagesPage(context.Context, int, string) ([]api.Image, string, error) {
+	return nil, "", errors.New("cannot reach the boxkite server at http://127.0.0.1:1: connection refused")
 }
 
 func TestMCPToolSet(t *testing.T) {

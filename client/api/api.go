@@ -17,6 +17,14 @@ import (
 // passes a client's on, nor the sidecar's back (a preview's answer).
 const HeaderSidecarToken = "X-Sidecar-Auth-Token"
 
+// HeaderSidecarHostFlush, set to "1" by the control plane on a file write
+// (PUT /files/raw, POST /file-create, /str-replace, /files/archive), says
+// that the host flushes the sandbox's disk beside the write's audit entry
+// before the answer reaches the client: the sidecar then writes the data
+// out and renames, without fsyncing (docs/files.md, "Durability and full
+// disks"). Without it the sidecar makes the write durable itself.
+const HeaderSidecarHostFlush = "X-Sidecar-Host-Flush"
+
 // Health is the body of GET /health on the control plane and on a sidecar.
 type Health struct {
 	Status  string `json:"status"`            // "healthy" or "ready"

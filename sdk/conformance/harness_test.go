@@ -137,6 +137,20 @@ func startServers(t *testing.T) *servers {
 			_, _ = io.WriteString(w, "OK\n")
 			return
 		}
+		if strings.HasSuffix(r.URL.Path, "/exec") || strings.HasSuffix(r.URL.Path, "/watch") {
+			// Another server's plain 200 where a stream belongs (cases
+			// not_boxkite_exec_stream, not_boxkite_log_follow).
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, "OK\n")
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/stream") || strings.HasSuffix(r.URL.Path, "/logs") {
+			// A static site's page where a process's events or an image's
+			// build log belong (cases not_boxkite_process_stream,
+			// not_boxkite_image_logs).
+			_, _ = io.WriteString(w, "<!doctype html><html><body><div id=\"app\"></div></body></html>\n")
+			return
+		}
 		if r.URL.Path == "/v1/volumes" {
 			// A static site's page, 200 to any path (case not_boxkite_200).
 			_, _ = io.WriteString(w, "<!doctype html><html><body><div id=\"app\"></div></body></html>\n")

@@ -97,8 +97,8 @@ type Lifecycle interface {
 	// SetExpiry moves the sandbox's end to at (capped by the server's
 	// maximum lifetime, counted from creation as on /v1).
 	SetExpiry(ctx context.Context, c Caller, id string, at time.Time) (Sandbox, error)
-	// Usage reports the sandbox's memory use now; ok is false when the
-	// driver does not account for it.
+	// Usage reports the sandbox's memory and disk use now; ok is false
+	// when the driver does not account for it.
 	Usage(ctx context.Context, c Caller, id string) (u Usage, ok bool, err error)
 }
 
@@ -124,6 +124,9 @@ type SnapshotInfo struct {
 // Usage is a sandbox's resource use.
 type Usage struct {
 	MemoryBytes int64
+	// DiskUsedBytes and DiskTotalBytes are its own disk's use and size, 0
+	// when it has none of its own (the kube driver's).
+	DiskUsedBytes, DiskTotalBytes int64
 }
 
 // Record is what the facade keeps about a sandbox created through it,

@@ -1,6 +1,7 @@
 package e2b
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -374,8 +375,10 @@ type metricJSON struct {
 	DiskTotal     int64     `json:"diskTotal"`
 }
 
-// metrics answers one sample, now: memory from the driver's accounting
-// (0 when it has none) and the size preset's CPUs and memory.
+// metrics answers one sample, now: memory and disk use from the driver's
+// accounting (0 when it has none), the size preset's CPUs and memory, and
+// the sandbox's disk size (the driver's, else its storage). Disk use was
+// always 0, and the size 0 but for a create that asked for storage.
 func (h *Handler) metrics(w http.ResponseWriter, r *http.Request, c Caller) error {
 	id := r.PathValue("id")
 	sb, err := h.cp.Sandbox(r.Context(), c, id)
@@ -390,7 +393,8 @@ func (h *Handler) metrics(w http.ResponseWriter, r *http.Request, c Caller) erro
 	now := h.now().UTC()
 	writeJSON(w, http.StatusOK, []metricJSON{{
 		Timestamp: now, TimestampUnix: now.Unix(), CPUCount: size[0], MemUsed: u.MemoryBytes,
-		MemTotal: int64(size[1]) << 20, DiskTotal: int64(sb.StorageGB * (1 << 30)),
+		MemTotal: int64(size[1]) << 20, DiskUsed: u.DiskUsedBytes,
+		DiskTotal: cmp.Or(u.DiskTotalBytes, int64(sb.StorageGB*(1<<30))),
 	}})
 	return nil
 }

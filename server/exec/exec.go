@@ -192,41 +192,17 @@ func (s *Service) acknowledge(r *http.Request, hw hold.Writer, sc *scrub.Exec, c
 }
 
 // storeAndAudit flushes what the command wrote to the host's storage and
-// commits the exec's audit entry, side by side, and returns once both are
-// done: the answer waits for both (an acknowledged exec's writes and its
-// entry survive a crash), not for one after the other — they are two
-// device flushes, the disk's and the database's (issue 27). So the entry
-// is written before the flush's result is known; when the flush fails, a
-// system entry naming it (NotStored) follows before the answer, which is
-// the flush's error, or the audit log's if an entry could not be committed.
+// commits the exec's audit entry, side by side (audit.AppendStored): the
+// answer waits for both. A JSON exec's flush started when the sidecar's
+// answer began (out.flushed); the entry is built and committed meanwhile.
 func (s *Service) storeAndAudit(r *http.Request, syncCtx context.Context, sb *model.Sandbox, req api.ExecRequest, out *execOutcome,
 	started time.Time,
 ) error {
 	id := model.NewID()
-	var err, syncErr error
-	if out.flushed != nil {
-		// A JSON exec's flush started when the sidecar's answer began: the
-		// entry is built and committed here meanwhile.
-		err = s.auditExec(r, sb, req, out, started, nil, id)
-		syncErr = <-out.flushed
-	} else {
-		// The flush starts first, on this goroutine: the entry's own work
-		// (building it, the commit's writes) then runs on another while
-		// this one waits in the kernel.
-		audited := make(chan error, 1)
-		go func() { audited <- s.auditExec(r, sb, req, out, started, nil, id) }()
-		syncErr = s.d.SyncDisk(syncCtx, sb, "exec")
-		err = <-audited
-	}
-	if syncErr == nil {
-		return err
-	}
-	nerr := s.d.Audit.Append(r.Context(), audit.Record{
-		Sandbox: sb, Source: api.LogSourceSystem, Operation: NotStored,
-		Detail:  map[string]any{"entry": id, "operation": "exec", "stored": false},
-		Started: s.d.Now(),
-	})
-	return cmp.Or(err, nerr, syncErr)
+	flush := audit.Flush{Started: out.flushed, Run: func() error { return s.d.SyncDisk(syncCtx, sb, "exec") }}
+	return s.d.Audit.AppendStored(r.Context(), sb, "exec", id, func() error {
+		return s.auditExec(r, sb, req, out, started, nil, id)
+	}, flush)
 }
 
 // startFlush starts flushing sb's disk for an exec whose command has
@@ -240,10 +216,6 @@ func (s *Service) startFlush(r *http.Request, sb *model.Sandbox) <-chan error {
 	runtime.Gosched() // the flush's goroutine first: it only waits in the kernel
 	return flushed
 }
-
-// NotStored is the operation of the system entry that follows an exec's
-// when the host could not store what the command wrote.
-const NotStored = "not_stored"
 
 // execHandedOver returns what runs when a streamed exec's credential was
 // revoked and the rest of its stream was read in the background: the

@@ -209,8 +209,17 @@ func (p *inProcess) GetImage(ctx context.Context, id string) (*api.Image, error)
 	return get[api.Image](ctx, p, "/v1/images/"+url.PathEscape(id))
 }
 
-func (p *inProcess) ListImages(ctx context.Context) ([]api.Image, error) {
-	return deref(get[[]api.Image](ctx, p, "/v1/images"))
+func (p *inProcess) ListImagesPage(ctx context.Context, limit int, cursor string) ([]api.Image, string, error) {
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	var imgs []api.Image
+	h := http.Header{}
+	if err := p.doHeader(ctx, http.MethodGet, "/v1/images?"+q.Encode(), nil, &imgs, h); err != nil {
+		return nil, "", err
+	}
+	return imgs, api.NextCursor(h), nil
 }
 
 func (p *inProcess) DeleteImage(ctx context.Context, id string) error {

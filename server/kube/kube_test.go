@@ -44,6 +44,7 @@ type env struct {
 	ns      string
 	kubelet *kubetest.Kubelet
 	dbPath  string
+	dsn     string // the database when not the SQLite file at dbPath
 	key     string
 	cfg     kube.Config
 	srvCfg  server.Config // the server's, but for the key and driver name
@@ -76,11 +77,34 @@ func newEnvOn(t *testing.T, c *kubetest.Cluster, ns string, cfg kube.Config) *en
 // start serves a control plane on a new kube driver.
 func (e *env) start(t *testing.T) {
 	t.Helper()
+	cp := e.open(t)
+	if err := cp.srv.Init(context.Background()); err != nil {
+		t.Fatalf("init: %v", err)
+	}
+	e.serve(t, cp)
+}
+
+// controlPlane is a server on its own kube driver and store, not serving yet.
+type controlPlane struct {
+	srv *server.Server
+	d   *kube.Driver
+	st  *sqlstore.Store
+}
+
+// open makes a control plane on a new kube driver over the env's database
+// (its SQLite file, or dsn when set), without starting it (Init) or
+// serving it.
+func (e *env) open(t *testing.T) controlPlane {
+	t.Helper()
 	d, err := kube.New(e.cluster.Client, e.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlstore.Open(context.Background(), "sqlite:"+e.dbPath)
+	dsn := e.dsn
+	if dsn == "" {
+		dsn = "sqlite:" + e.dbPath
+	}
+	st, err := sqlstore.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,13 +122,16 @@ func (e *env) start(t *testing.T) {
 		}
 		srv.MountConsole(ui)
 	}
-	if err := srv.Init(context.Background()); err != nil {
-		t.Fatalf("init: %v", err)
-	}
-	hs := httptest.NewServer(srv)
+	return controlPlane{srv: srv, d: d, st: st}
+}
+
+// serve serves cp, started, until the test ends or e.stop.
+func (e *env) serve(t *testing.T, cp controlPlane) {
+	t.Helper()
+	hs := httptest.NewServer(cp.srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = srv.Run(ctx) })
+	wg.Go(func() { _ = cp.srv.Run(ctx) })
 	var once sync.Once
 	e.stop = func() {
 		once.Do(func() {
@@ -112,12 +139,12 @@ func (e *env) start(t *testing.T) {
 			hs.Close()
 			cancel()
 			wg.Wait()
-			d.Release() // what the process dying would close
-			st.Close()
+			cp.d.Release() // what the process dying would close
+			cp.st.Close()
 		})
 	}
 	t.Cleanup(e.stop)
-	e.driver, e.st, e.url = d, st, hs.URL
+	e.driver, e.st, e.url = cp.d, cp.st, hs.URL
 }
 
 // restart stops the control plane (leaving the pods) and starts a new one.

@@ -22,15 +22,20 @@ import (
 //
 //   - before an operation that wrote is acknowledged, the server asks
 //     SyncDisk, which flushes the sandbox's filesystems (syncfs) and
-//     reports a write-back error as ErrInsufficientStorage (507); the
-//     file routes whose sidecar fsynced what they wrote before answering
-//     are not flushed again (server/proxy, flushed), and a failed one is
-//     flushed to tell a full host from another failure;
+//     reports a write-back error as ErrInsufficientStorage (507); a file
+//     write's sidecar leaves its flush to it (FlushesFiles: it runs
+//     beside the write's audit entry, as an exec's), an archive's sidecar
+//     syncs what it wrote and is not flushed again (server/proxy,
+//     flushed), and a failed write is flushed to tell a full host from
+//     another failure;
 //   - the storage watch freezes running sandboxes while the host's free
 //     space is below half the watermark, so they stop writing into a
 //     disk that cannot take it, and thaws them once it is back above.
 
-var _ model.StorageWatcher = (*Driver)(nil)
+var (
+	_ model.StorageWatcher = (*Driver)(nil)
+	_ model.FileFlusher    = (*Driver)(nil)
+)
 
 // storageInterval is how often the storage watch reads the host's free space.
 const storageInterval = 100 * time.Millisecond
@@ -44,6 +49,9 @@ type diskHandles struct {
 	// broken holds the sandboxes whose disks failed to store a write:
 	// more writes to them are refused (AdmitWrite).
 	broken map[string]bool
+	// partial holds the sandboxes with a filesystem that could not be
+	// opened: SyncDisk does not flush it (FlushesFiles).
+	partial map[string]bool
 }
 
 func (h *diskHandles) failed(id string) bool {
@@ -58,6 +66,19 @@ func (h *diskHandles) markBroken(id string) {
 		h.broken = map[string]bool{}
 	}
 	h.broken[id] = true
+}
+
+// setPartial records whether id has a filesystem that could not be
+// opened; h.mu held.
+func (h *diskHandles) setPartial(id string, partial bool) {
+	if !partial {
+		delete(h.partial, id)
+		return
+	}
+	if h.partial == nil {
+		h.partial = map[string]bool{}
+	}
+	h.partial[id] = true
 }
 
 // readOnly reports whether the filesystem of f is mounted read-only, as
@@ -87,11 +108,12 @@ func (d *Driver) openDisksIn(id, dir string) {
 		}
 	}
 	var files []*os.File
-	broken := false
+	broken, partial := false, false
 	for _, m := range mounts {
 		f, err := os.OpenFile(m, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			d.log.Warn("open sandbox disk to flush it", "id", id, "mount", m, "err", err)
+			partial = true
 			continue
 		}
 		// A write-back error nobody saw yet (from before a restart) would
@@ -111,6 +133,7 @@ func (d *Driver) openDisksIn(id, dir string) {
 	if broken {
 		d.disks.markBroken(id)
 	}
+	d.disks.setPartial(id, partial)
 	d.disks.mu.Unlock()
 	for _, f := range old {
 		f.Close()
@@ -130,6 +153,7 @@ func (d *Driver) moveDisks(from, to, dir string) bool {
 	broken := d.disks.broken[from]
 	delete(d.disks.files, from)
 	delete(d.disks.broken, from)
+	delete(d.disks.partial, from)
 	d.disks.mu.Unlock()
 	if !ok || len(files) != 1 { // a member has its disk, and no volumes
 		for _, f := range files {
@@ -152,6 +176,7 @@ func (d *Driver) moveDisks(from, to, dir string) bool {
 	if broken {
 		d.disks.markBroken(to)
 	}
+	d.disks.setPartial(to, false)
 	d.disks.mu.Unlock()
 	for _, f := range old {
 		f.Close()
@@ -165,10 +190,22 @@ func (d *Driver) closeDisks(id string) {
 	files := d.disks.files[id]
 	delete(d.disks.files, id)
 	delete(d.disks.broken, id)
+	delete(d.disks.partial, id)
 	d.disks.mu.Unlock()
 	for _, f := range files {
 		f.Close()
 	}
+}
+
+// FlushesFiles implements model.FileFlusher: SyncDisk flushes every
+// filesystem of sandbox id that keeps data (its disk and volumes, each
+// opened when it was made), so the sidecar leaves a file write's flush to
+// it. Not with tmpfs storage, whose volumes are host directories nothing
+// here flushes.
+func (d *Driver) FlushesFiles(id string) bool {
+	d.disks.mu.Lock()
+	defer d.disks.mu.Unlock()
+	return len(d.disks.files[id]) > 0 && !d.disks.partial[id]
 }
 
 // SyncDisk implements model.DiskSyncer: it flushes the sandbox's disk

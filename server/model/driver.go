@@ -44,6 +44,11 @@ type Spec struct {
 	// FromSnapshot, when set, is the key of a snapshot (SnapshotDriver)
 	// whose filesystem the new sandbox starts from instead of an empty one.
 	FromSnapshot string
+	// MountPoints are where the sandbox FromSnapshot was taken of had
+	// volumes mounted (SnapshotRef.MountPoints): the new sandbox mounts
+	// none there, so the driver removes the empty directories its jail
+	// made for them, as a fresh sandbox has none.
+	MountPoints []string
 	// Via, when set, gives the control plane's own client for the
 	// sandbox (as WarmClaimer's via): a driver that waits for the new
 	// sidecar to answer may ask with via's client for ID, whose kept-alive
@@ -146,6 +151,18 @@ type CapacityDriver interface {
 // ErrInsufficientStorage means what was written is not stored.
 type DiskSyncer interface {
 	SyncDisk(ctx context.Context, id string) error
+}
+
+// A FileFlusher is a DiskSyncer whose SyncDisk flushes every filesystem a
+// file write of sandbox id can reach that keeps data (its disk and its
+// volumes) when FlushesFiles(id) says so: the server then has the sidecar
+// write a file's data out and rename it without fsyncing
+// (api.HeaderSidecarHostFlush), and flushes the disk beside the write's
+// audit entry, as for an exec. Otherwise the sidecar makes the write
+// durable itself.
+type FileFlusher interface {
+	DiskSyncer
+	FlushesFiles(id string) bool
 }
 
 // ErrInsufficientStorage is wrapped by driver errors that mean the host
@@ -366,4 +383,7 @@ type SnapshotRef struct {
 	// Method is how it was copied: "reflink" (copy-on-write clone),
 	// "copy", "volume-snapshot" or "sidecar-copy".
 	Method string
+	// MountPoints are the sandbox paths where volumes were mounted: the
+	// copy holds their mount points, not their data (Spec.MountPoints).
+	MountPoints []string
 }

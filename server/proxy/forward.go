@@ -148,6 +148,9 @@ func sidecarRequest(ctx context.Context, r *http.Request, sb *model.Sandbox, c *
 		}
 	}
 	up.Header.Set(api.HeaderSidecarToken, sb.Endpoint.Token)
+	if c.HostFlush {
+		up.Header.Set(api.HeaderSidecarHostFlush, "1")
+	}
 	if id := httpx.RequestID(ctx); id != "" {
 		up.Header.Set("X-Request-ID", id)
 	}

@@ -65,6 +65,7 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 		if err != nil {
 			return err
 		}
+		c.HostFlush = rt.flags&hostFlush != 0 && s.d.FlushesFiles(sb)
 		started := s.d.Now()
 		// Command output is scrubbed on its way out (scrubber); finish
 		// sends what the scrubber still holds.
@@ -166,13 +167,33 @@ func (s *Service) newCall(rt proxyRoute, w http.ResponseWriter, r *http.Request,
 }
 
 // record flushes what a writing operation changed to the host's storage
-// and appends its audit entry; a flush that failed is reported after the
-// entry, which then says the change was not stored.
+// and appends its audit entry. A file write the sidecar left to the host
+// to flush (hostFlush) is flushed beside the entry's commit, and a flush
+// that failed is a system entry (audit.NotStored) after it, as for an
+// exec; another write is flushed first, and a flush that failed is
+// reported after the entry, which then says the change was not stored.
 func (s *Service) record(r *http.Request, rt proxyRoute, sb *model.Sandbox, x *exchange, started time.Time) error {
+	op := strings.ReplaceAll(rt.op, "_", " ")
+	if x.call.HostFlush {
+		id := model.NewID()
+		return s.d.Audit.AppendStored(r.Context(), sb, rt.op, id, func() error {
+			return s.appendEntry(r, rt, sb, x, started, id, nil)
+		}, audit.Flush{Run: func() error { return s.d.SyncDisk(r.Context(), sb, op) }})
+	}
 	var syncErr error
 	if rt.flags&writes != 0 && rt.flags&flushed == 0 {
-		syncErr = s.d.SyncDisk(r.Context(), sb, strings.ReplaceAll(rt.op, "_", " "))
+		syncErr = s.d.SyncDisk(r.Context(), sb, op)
 	}
+	err := s.appendEntry(r, rt, sb, x, started, "", syncErr)
+	if err == nil {
+		err = syncErr
+	}
+	return err
+}
+
+// appendEntry appends the audit entry of an operation (with id, "" for a
+// new one), which says the change was not stored when syncErr is set.
+func (s *Service) appendEntry(r *http.Request, rt proxyRoute, sb *model.Sandbox, x *exchange, started time.Time, id string, syncErr error) error {
 	var detail map[string]any
 	if rt.detail != nil {
 		detail = rt.detail(x)
@@ -183,15 +204,11 @@ func (s *Service) record(r *http.Request, rt proxyRoute, sb *model.Sandbox, x *e
 		}
 		detail["stored"] = false // performed, but the host could not store it
 	}
-	err := s.d.Audit.Append(r.Context(), audit.Record{
-		Sandbox: sb, Operation: rt.op, Detail: detail,
+	return s.d.Audit.Append(r.Context(), audit.Record{
+		ID: id, Sandbox: sb, Operation: rt.op, Detail: detail,
 		ExitCode: x.exitCode, OutputTruncated: x.outputTruncated,
 		Started: started, Duration: s.d.Now().Sub(started),
 	})
-	if err == nil {
-		err = syncErr
-	}
-	return err
 }
 
 // expandSidecarPath fills the {name} wildcards of a sidecar path template

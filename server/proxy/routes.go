@@ -81,6 +81,14 @@ const (
 	// upload, bench/issue27/session7-files7.md). A failed write (5xx)
 	// still goes through BrokenDisk, which flushes to tell a full host.
 	flushed
+	// hostFlush: with a driver whose disk flush reaches every filesystem
+	// the sandbox keeps data on (model.FileFlusher), the sidecar writes
+	// the file out and renames it without fsyncing
+	// (api.HeaderSidecarHostFlush), and the server flushes the disk beside
+	// the audit entry's commit, as for an exec (audit.AppendStored): one
+	// journal commit of the sandbox's disk that overlaps the entry's,
+	// where the sidecar's fsync came before it (issue 27's step 63).
+	hostFlush
 	// upload: writes data the caller sends, refused (507) while the host
 	// is below its free-space watermark.
 	upload
@@ -105,15 +113,15 @@ const (
 // method, public path, sidecar path, audit operation, body, timeout, flags, detail.
 func proxyRoutes() []proxyRoute {
 	return []proxyRoute{
-		{"POST", "/files", "/file-create", "file_create", bodyJSON, opTimeout, upload | writes | flushed, fileCreateDetail},
+		{"POST", "/files", "/file-create", "file_create", bodyJSON, opTimeout, upload | writes | flushed | hostFlush, fileCreateDetail},
 		{"POST", "/files/view", "/view", "view", bodyJSON, opTimeout, 0, viewDetail},
-		{"POST", "/files/str-replace", "/str-replace", "str_replace", bodyJSON, opTimeout, writes | flushed, strReplaceDetail},
+		{"POST", "/files/str-replace", "/str-replace", "str_replace", bodyJSON, opTimeout, writes | flushed | hostFlush, strReplaceDetail},
 		{"POST", "/files/ls", "/ls", "ls", bodyJSON, opTimeout, 0, lsDetail},
 		{"POST", "/files/glob", "/glob", "glob", bodyJSON, opTimeout, 0, globDetail},
 		{"POST", "/files/grep", "/grep", "grep", bodyJSON, opTimeout, 0, grepDetail},
 		{"POST", "/files/watch", "/watch", "watch", bodyJSON, watchTimeout, 0, watchDetail},
 		{"POST", "/files/present", "/present-files", "present_files", bodyJSON, opTimeout, 0, presentDetail},
-		{"PUT", "/files/raw", "/files/raw", "file_upload", bodyStream, 0, needPath | upload | writes | flushed, transferDetail},
+		{"PUT", "/files/raw", "/files/raw", "file_upload", bodyStream, 0, needPath | upload | writes | flushed | hostFlush, transferDetail},
 		{"GET", "/files/raw", "/files/raw", "file_download", bodyNone, 0, needPath, transferDetail},
 		{"POST", "/files/archive", "/files/archive", "archive_upload", bodyStream, 0, needPath | upload | writes | flushed, transferDetail},
 		{"GET", "/files/archive", "/files/archive", "archive_download", bodyNone, 0, needPath, transferDetail},

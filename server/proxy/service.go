@@ -46,6 +46,10 @@ type Deps struct {
 	// SyncDisk flushes what an operation wrote to the host's storage; the
 	// error is the answer to give instead of the result.
 	SyncDisk func(ctx context.Context, sb *model.Sandbox, op string) error
+	// FlushesFiles reports whether SyncDisk makes sb's file writes
+	// durable, so that its sidecar need not fsync them
+	// (model.FileFlusher).
+	FlushesFiles func(sb *model.Sandbox) bool
 	// ScrubsOutput reports whether command output returned to the caller
 	// is scrubbed of secrets; ScrubIdle is how long a scrubbed stream
 	// holds back its end.
@@ -68,7 +72,7 @@ func New(d Deps) (*Service, error) {
 	if d.Audit == nil || d.Log == nil || d.Now == nil || d.Sidecars == nil || d.Calls == nil ||
 		d.LoadActive == nil || d.FrozenAnswer == nil || d.Unreachable == nil ||
 		d.CheckBodyCommand == nil || d.AdmitWrite == nil || d.BrokenDisk == nil || d.SyncDisk == nil ||
-		d.ScrubsOutput == nil || d.ScrubIdle == nil {
+		d.FlushesFiles == nil || d.ScrubsOutput == nil || d.ScrubIdle == nil {
 		return nil, errors.New("proxy: a dependency is missing")
 	}
 	return &Service{d: d}, nil

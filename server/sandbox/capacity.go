@@ -106,6 +106,13 @@ func (s *Service) SyncDisk(ctx context.Context, sb *model.Sandbox, op string) er
 	return e
 }
 
+// FlushesFiles reports whether the driver's SyncDisk makes sb's file
+// writes durable (model.FileFlusher), so the sidecar need not fsync them.
+func (s *Service) FlushesFiles(sb *model.Sandbox) bool {
+	ff, ok := driverAs[model.FileFlusher](s)
+	return ok && ff.FlushesFiles(sb.ID)
+}
+
 // BrokenDisk is the 507 for a write the sidecar failed because the
 // sandbox's disk cannot store more (the host ran out of space under it:
 // a flush fails, or failed before and left it read-only), else nil.

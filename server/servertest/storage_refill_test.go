@@ -2,10 +2,8 @@ package servertest_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
-	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/objtest"
 	"github.com/boxkite/boxkite/server/storagesync"
@@ -23,20 +21,9 @@ func TestStorageSyncRefill(t *testing.T) {
 }
 
 func testStorageSyncRefill(t *testing.T, kind string) {
-	logs := &lockedBuffer{}
-	s, _, b := storageServer(t, kind, logs, nil)
-	defer func() {
-		if t.Failed() || os.Getenv("BOXKITE_TEST_SERVER_LOG") != "" {
-			t.Logf("server log (tail):\n%s", tail(logs.String(), 6000))
-		}
-	}()
+	r := startStorageRun(t, kind, nil)
+	s, b, c, sb, prefix := r.s, r.b, r.c, r.sb, r.prefix
 	ctx := context.Background()
-	c := client.New(s.BaseURL, s.APIKey)
-	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := "boxkite/" + s.Account.ID + "/" + sb.ID + "/"
 	if _, err := c.WriteFile(ctx, sb.ID, api.FileCreateRequest{Path: "api.txt", Content: "written by the API\n"}); err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,38 @@ func storageServer(t *testing.T, kind string, logs io.Writer, edit func(*server.
 	return s, obj, b
 }
 
+// storageRun is a control plane syncing to a fresh bucket of kind, with
+// a sandbox to sync and its client: the set-up the storage tests share.
+// The tail of the server's log is shown when the test fails (or always
+// with BOXKITE_TEST_SERVER_LOG set).
+type storageRun struct {
+	s      *servertest.Server
+	obj    *objtest.Server
+	b      storagesync.Backend
+	logs   *lockedBuffer
+	c      *client.Client
+	sb     *api.Sandbox
+	prefix string // the sandbox's keys in the bucket
+}
+
+func startStorageRun(t *testing.T, kind string, edit func(*server.StorageConfig)) *storageRun {
+	t.Helper()
+	r := &storageRun{logs: &lockedBuffer{}}
+	r.s, r.obj, r.b = storageServer(t, kind, r.logs, edit)
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("BOXKITE_TEST_SERVER_LOG") != "" {
+			t.Logf("server log (tail):\n%s", tail(r.logs.String(), 6000))
+		}
+	})
+	r.c = client.New(r.s.BaseURL, r.s.APIKey)
+	sb, err := r.c.CreateSandbox(context.Background(), api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sb, r.prefix = sb, "boxkite/"+r.s.Account.ID+"/"+sb.ID+"/"
+	return r
+}
+
 // bucketWatch records when each object first showed in a bucket.
 type bucketWatch struct {
 	mu   sync.Mutex
@@ -133,25 +165,16 @@ func TestStorageSync(t *testing.T) {
 }
 
 func testStorageSync(t *testing.T, kind string) {
-	logs := &lockedBuffer{}
-	s, obj, b := storageServer(t, kind, logs, nil)
+	r := startStorageRun(t, kind, nil)
+	s, obj, b, logs, c, sb, prefix := r.s, r.obj, r.b, r.logs, r.c, r.sb, r.prefix
 	defer func() {
 		for _, secret := range credentials(obj) {
 			if strings.Contains(logs.String(), secret) {
 				t.Errorf("the server's log carries a credential")
 			}
 		}
-		if t.Failed() || os.Getenv("BOXKITE_TEST_SERVER_LOG") != "" {
-			t.Logf("server log (tail):\n%s", tail(logs.String(), 6000))
-		}
 	}()
 	ctx := context.Background()
-	c := client.New(s.BaseURL, s.APIKey)
-	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := "boxkite/" + s.Account.ID + "/" + sb.ID + "/"
 
 	// A host file, outside every sandbox, that a planted link points at.
 	host := filepath.Join(os.TempDir(), "bxk-host-secret-"+sb.ID)
@@ -402,20 +425,9 @@ func TestStorageSyncOutage(t *testing.T) {
 }
 
 func testStorageSyncOutage(t *testing.T, kind string) {
-	logs := &lockedBuffer{}
-	s, obj, b := storageServer(t, kind, logs, nil)
-	defer func() {
-		if t.Failed() || os.Getenv("BOXKITE_TEST_SERVER_LOG") != "" {
-			t.Logf("server log (tail):\n%s", tail(logs.String(), 6000))
-		}
-	}()
+	r := startStorageRun(t, kind, nil)
+	s, obj, b, c, sb, prefix := r.s, r.obj, r.b, r.c, r.sb, r.prefix
 	ctx := context.Background()
-	c := client.New(s.BaseURL, s.APIKey)
-	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := "boxkite/" + s.Account.ID + "/" + sb.ID + "/"
 	has := func(p string) func() bool {
 		return func() bool { _, ok := objtest.List(t, b, prefix)[p]; return ok }
 	}
@@ -428,7 +440,7 @@ func testStorageSyncOutage(t *testing.T, kind string) {
 	if _, err := c.WriteFile(ctx, sb.ID, api.FileCreateRequest{Path: "b.txt", Content: "written while the store is down"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.FlushSync(ctx, sb.ID)
+	_, err := c.FlushSync(ctx, sb.ID)
 	if code := apiCode(err); code != api.CodeStorageFailed {
 		t.Errorf("flush with the store down: %v, want %s", err, api.CodeStorageFailed)
 	}

@@ -311,3 +311,58 @@ func TestListSandboxesPages(t *testing.T) {
 		t.Errorf("pages asked for (-want +got):\n%s", diff)
 	}
 }
+
+// ListImagesPage: the account's images img-1 … img-5, newest first; a
+// cursor is the index to go on from.
+func (p pages) ListImagesPage(_ context.Context, limit int, cursor string) ([]api.Image, string, error) {
+	*p.calls = append(*p.calls, fmt.Sprintf("limit=%d cursor=%q", limit, cursor))
+	from, _ := strconv.Atoi(cursor)
+	var imgs []api.Image
+	for i := from; i < 5 && len(imgs) < limit; i++ {
+		imgs = append(imgs, api.Image{ID: fmt.Sprintf("img-%d", i+1), Status: "ready"})
+	}
+	next := ""
+	if from+len(imgs) < 5 {
+		next = strconv.Itoa(from + len(imgs))
+	}
+	return imgs, next, nil
+}
+
+// TestListImagesPages: list_sandbox_images pages as list_sandboxes does:
+// 50 by default, a limit up to 200 and a cursor, the next cursor at the
+// end of a page with more after it, a limit out of range refused without
+// a call.
+func TestListImagesPages(t *testing.T) {
+	var calls []string
+	cs := connect(t, mcpserver.New("test", mcpserver.Static(pages{calls: &calls}, func(string) tools.Sandbox { return sandbox{} })))
+	call := func(args map[string]any) (string, bool) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_sandbox_images", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return textOf(t, res), res.IsError
+	}
+	if text, isErr := call(map[string]any{}); isErr || strings.Count(text, "\n- ")+1 != 5 || strings.Contains(text, "cursor") {
+		t.Errorf("default page = %q (isError %v), want the 5 images and no cursor", text, isErr)
+	}
+	text, _ := call(map[string]any{"limit": 2})
+	if !strings.HasPrefix(text, "- img-1 ") || !strings.Contains(text, "\n- img-2 ") || !strings.HasSuffix(text, "\n(more: call list_sandbox_images with cursor \"2\" for the next page)") {
+		t.Errorf("first page of 2 = %q, want img-1, img-2 and the cursor 2", text)
+	}
+	text, _ = call(map[string]any{"limit": 2, "cursor": "4"})
+	if !strings.HasPrefix(text, "- img-5 ") || strings.Contains(text, "\n") {
+		t.Errorf("last page = %q, want img-5 alone, no cursor", text)
+	}
+	for _, limit := range []any{0, 201} {
+		text, isErr := call(map[string]any{"limit": limit})
+		want := fmt.Sprintf("Error: limit must be between 1 and 200, got %v\nHint: omit limit for the default of 50.", limit)
+		if text != want || !isErr {
+			t.Errorf("limit %v = %q (isError %v), want %q", limit, text, isErr, want)
+		}
+	}
+	want := []string{`limit=50 cursor=""`, `limit=2 cursor=""`, `limit=2 cursor="4"`}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("pages asked for (-want +got):\n%s", diff)
+	}
+}

@@ -14,7 +14,7 @@ import ssl
 import time
 import urllib.parse
 import uuid
-from typing import Any, BinaryIO, Callable, Dict, Iterator, Optional, Union
+from typing import Any, BinaryIO, Callable, Dict, Iterator, Optional, Tuple, Union
 
 from . import errors
 from ._version import MIN_SERVER_VERSION, __version__
@@ -79,6 +79,11 @@ def _media_type(headers: Any) -> str:
 
 # Web pages: what a proxy, a login page or a static site answers, never boxkite.
 HTML_TYPES = frozenset(("text/html", "application/xhtml+xml"))
+
+# The media types of the API's streams, for request(stream_types=).
+NDJSON_TYPES = ("application/x-ndjson", "application/json")  # a streamed exec; a server that does not stream answers JSON
+SSE_TYPES = ("text/event-stream",)
+TEXT_TYPES = ("text/plain",)  # an image's build log
 
 
 def bad_response(base_url: str, status: int, headers: Any) -> errors.BoxkiteError:
@@ -247,6 +252,7 @@ class Transport:
         headers: Optional[Dict[str, str]] = None,
         timeout: Optional[float] = None,
         stream: bool = False,
+        stream_types: Optional[Tuple[str, ...]] = None,
         idempotency_key: Optional[str] = None,
         auth: Optional[str] = None,
         want_headers: bool = False,
@@ -255,7 +261,9 @@ class Transport:
         """Send a request; return the decoded JSON answer (None when empty),
         with raw=True the bytes of an answer that is not JSON (else that is
         a bad_response), with want_headers=True the pair (answer, headers),
-        or with stream=True a Response to read and close."""
+        or with stream=True a Response to read and close; stream_types names
+        the media types the stream comes as (a 2xx answer of another type,
+        such as another server's "200 OK" text, is a bad_response)."""
         q = {k: ("true" if v is True else "false" if v is False else v) for k, v in (query or {}).items() if v is not None}
         url = self._prefix + path + ("?" + urllib.parse.urlencode(q) if q else "")
         hdrs = {"User-Agent": self.user_agent, "Accept": "application/json"}
@@ -310,7 +318,8 @@ class Transport:
             if 200 <= resp.status < 300:
                 try:
                     check_server_version(resp.headers.get("Boxkite-Version"))
-                    if _media_type(resp.headers) in HTML_TYPES:
+                    media = _media_type(resp.headers)
+                    if media in HTML_TYPES or (stream and stream_types and media not in stream_types):
                         # A web page (a static site at the base URL answers
                         # 200 to every path): no route of boxkite answers one.
                         raise bad_response(self.base_url, resp.status, resp.headers)

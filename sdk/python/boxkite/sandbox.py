@@ -8,7 +8,7 @@ import time
 from typing import Any, BinaryIO, Dict, Iterator, List, Optional, Union
 
 from . import errors
-from ._http import Transport, new_idempotency_key, quote
+from ._http import NDJSON_TYPES, SSE_TYPES, Transport, new_idempotency_key, quote
 from ._streams import ndjson, raise_event_error, sse
 
 # execMargin: an exec call waits for the command's own timeout plus this
@@ -180,6 +180,7 @@ class Processes:
                 query={"since_offset": offset},
                 headers={"Accept": "text/event-stream"},
                 stream=True,
+                stream_types=SSE_TYPES,
             )
             try:
                 for _, data in sse(resp):
@@ -327,7 +328,7 @@ class Log:
             if last_event_id:
                 headers["Last-Event-ID"] = last_event_id
             try:
-                resp = self._sb._t.request("GET", self._sb._path("/watch"), headers=headers, stream=True)
+                resp = self._sb._t.request("GET", self._sb._path("/watch"), headers=headers, stream=True, stream_types=SSE_TYPES)
                 for ev_id, data in sse(resp):
                     entry = json.loads(data)
                     if ev_id:
@@ -540,6 +541,6 @@ class Sandbox:
         )
         resp = self._t.request(
             "POST", self._path("/exec"), json=body, headers={"Accept": "application/x-ndjson"},
-            stream=True, timeout=(timeout or DEFAULT_EXEC_TIMEOUT) + EXEC_MARGIN,
+            stream=True, stream_types=NDJSON_TYPES, timeout=(timeout or DEFAULT_EXEC_TIMEOUT) + EXEC_MARGIN,
         )
         return ExecStream(ndjson(resp))

@@ -85,11 +85,20 @@ pub(crate) struct Req<'a> {
     pub timeout: Option<Duration>,
     pub idempotency_key: Option<String>,
     pub auth: bool,
+    /// The media types a streamed answer comes as: a 2xx answer of another
+    /// type (a static site's page, another server's "200 OK" text) is
+    /// bad_response, not a stream reader's parse error. None: any.
+    pub stream_types: Option<&'static [&'static str]>,
 }
+
+/// The media types of the API's streams, for Req::stream_types.
+pub(crate) const NDJSON_TYPES: &[&str] = &["application/x-ndjson", "application/json"]; // a server that does not stream answers JSON
+pub(crate) const SSE_TYPES: &[&str] = &["text/event-stream"];
+pub(crate) const TEXT_TYPES: &[&str] = &["text/plain"]; // an image's build log
 
 impl<'a> Req<'a> {
     pub fn new(method: &'a str, path: impl Into<String>) -> Self {
-        Req { method, path: path.into(), query: vec![], headers: vec![], body: Body::None, timeout: Some(Duration::ZERO), idempotency_key: None, auth: true }
+        Req { method, path: path.into(), query: vec![], headers: vec![], body: Body::None, timeout: Some(Duration::ZERO), idempotency_key: None, auth: true, stream_types: None }
     }
     pub fn json(mut self, v: Value) -> Self {
         self.body = Body::Json(v);
@@ -105,6 +114,10 @@ impl<'a> Req<'a> {
     }
     pub fn timeout(mut self, t: Option<Duration>) -> Self {
         self.timeout = t;
+        self
+    }
+    pub fn stream_types(mut self, types: &'static [&'static str]) -> Self {
+        self.stream_types = Some(types);
         self
     }
 }
@@ -208,6 +221,12 @@ impl Transport {
                 }
             }
             if (200..300).contains(&status) {
+                if let Some(types) = req.stream_types {
+                    let ctype = resp.header("Content-Type");
+                    if !types.contains(&media_type(ctype).as_str()) {
+                        return Err(Error::bad_response(&self.base_url, status, ctype, resp.header("X-Request-ID"), None));
+                    }
+                }
                 return Ok(resp);
             }
             let rid = resp.header("X-Request-ID").map(|s| s.to_string());

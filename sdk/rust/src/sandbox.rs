@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result, CODE_CONNECTION};
-use crate::http::{seg, Body, Req, Transport};
+use crate::http::{seg, Body, Req, Transport, NDJSON_TYPES, SSE_TYPES};
 use crate::stream::{Ndjson, Sse};
 use crate::{ExecEvent, ExecResult, LogEntry, LogPage, SandboxInfo};
 
@@ -217,7 +217,7 @@ impl Sandbox {
     }
 
     pub fn exec_stream_with(&self, command: &str, o: &ExecOptions) -> Result<ExecStream> {
-        let resp = self.t.send(Req::new("POST", self.path("/exec")).json(o.body(command)).header("Accept", "application/x-ndjson").timeout(Some(o.wait())))?;
+        let resp = self.t.send(Req::new("POST", self.path("/exec")).json(o.body(command)).header("Accept", "application/x-ndjson").stream_types(NDJSON_TYPES).timeout(Some(o.wait())))?;
         Ok(ExecStream { events: Ndjson::new(Box::new(resp.into_reader())), result: None, stdout: String::new(), stderr: String::new() })
     }
 
@@ -584,7 +584,7 @@ impl Processes<'_> {
     /// The process's output events, then its exit event, until it ends.
     pub fn stream(&self, pid: &str, since_offset: i64) -> Result<impl Iterator<Item = Result<Value>>> {
         let resp = self.sb.t.send(
-            Req::new("GET", self.sb.path(&format!("/processes/{}/stream", seg(pid)))).query("since_offset", since_offset).header("Accept", "text/event-stream").timeout(None),
+            Req::new("GET", self.sb.path(&format!("/processes/{}/stream", seg(pid)))).query("since_offset", since_offset).header("Accept", "text/event-stream").stream_types(SSE_TYPES).timeout(None),
         )?;
         let mut done = false;
         Ok(Sse::new(Box::new(resp.into_reader())).map_while(move |ev| {
@@ -688,7 +688,7 @@ impl Iterator for Follow {
                 }
                 sleep(STREAM_PAUSE * self.failures);
             }
-            let mut r = Req::new("GET", self.sb.path("/watch")).header("Accept", "text/event-stream").timeout(None);
+            let mut r = Req::new("GET", self.sb.path("/watch")).header("Accept", "text/event-stream").stream_types(SSE_TYPES).timeout(None);
             if let Some(id) = &self.last {
                 r = r.header("Last-Event-ID", id.clone());
             }

@@ -44,7 +44,18 @@ export interface RequestOptions {
   /** A credential other than the client's; "" sends none. */
   auth?: string;
   signal?: AbortSignal;
+  /**
+   * The media types a streamed answer comes as: a 2xx answer of another
+   * type (a static site's page, another server's "200 OK" text) is
+   * bad_response, not a stream reader's parse error.
+   */
+  streamTypes?: readonly string[];
 }
+
+/** The media types of the API's streams, for RequestOptions.streamTypes. */
+export const NDJSON_TYPES = ["application/x-ndjson", "application/json"] as const; // a server that does not stream answers JSON
+export const SSE_TYPES = ["text/event-stream"] as const;
+export const TEXT_TYPES = ["text/plain"] as const; // an image's build log
 
 export interface TransportOptions {
   baseUrl: string;
@@ -236,7 +247,13 @@ export class Transport {
         await resp.body?.cancel().catch(() => undefined);
         throw versionError(version!);
       }
-      if (resp.ok) return resp;
+      if (resp.ok) {
+        if (o.streamTypes && !o.streamTypes.includes(mediaType(resp.headers))) {
+          await resp.body?.cancel().catch(() => undefined);
+          throw badResponse(this.baseUrl, resp);
+        }
+        return resp;
+      }
       const err = await errorFrom(resp, this.baseUrl);
       if (retryable(err) && !streamed && attempt < this.maxRetries) {
         await sleep(this.backoff(attempt, err.retryAfter === undefined ? undefined : err.retryAfter * 1000));

@@ -1,7 +1,7 @@
 /** The {@link Sandbox} handle: exec, files, processes, audit log. */
 
 import { BoxkiteError, CODE_CONNECTION } from "./errors.js";
-import { type Body, type Transport, newIdempotencyKey, seg } from "./http.js";
+import { type Body, type Transport, NDJSON_TYPES, SSE_TYPES, newIdempotencyKey, seg } from "./http.js";
 import { eventError, ndjson, sse } from "./streams.js";
 import type {
   ArchiveResult,
@@ -224,6 +224,7 @@ export class Processes {
           query: { since_offset: offset },
           headers: { Accept: "text/event-stream" },
           timeoutMs: 0,
+          streamTypes: SSE_TYPES,
         });
         for await (const ev of sse(resp.body)) {
           const e = JSON.parse(ev.data) as ProcessEvent;
@@ -419,6 +420,7 @@ export class Log {
       try {
         const resp = await this.sb.t.raw("GET", this.sb.path("/watch"), {
           headers: { Accept: "text/event-stream", ...(last ? { "Last-Event-ID": last } : {}) },
+          streamTypes: SSE_TYPES,
           signal: o.signal,
         });
         for await (const ev of sse(resp.body)) {
@@ -583,6 +585,7 @@ export class Sandbox {
     const resp = await this.t.raw("POST", this.path("/exec"), {
       json: execBody(command, o),
       headers: { Accept: "application/x-ndjson" },
+      streamTypes: NDJSON_TYPES,
       timeoutMs: (o.timeout ?? DEFAULT_EXEC_TIMEOUT_S) * 1000 + EXEC_MARGIN_MS,
       signal: o.signal,
     });

@@ -43,6 +43,10 @@ type Call struct {
 	// goroutine): a JSON exec's command has ended by then, so its disk
 	// flush can start while the body is read.
 	Answered func()
+	// HostFlush tells the sidecar that the host flushes the sandbox's disk
+	// before the answer reaches the client, so a file write need not be
+	// fsynced there (api.HeaderSidecarHostFlush).
+	HostFlush bool
 
 	Status   int
 	BytesOut int64  // response body bytes sent to the client

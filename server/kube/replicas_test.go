@@ -1,0 +1,86 @@
+package kube_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/boxkite/boxkite/client"
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/kube"
+	"github.com/boxkite/boxkite/server/servertest"
+)
+
+// TestDeleteFinishedByStartingReplica is server's test of the same name on
+// the kube driver: two control planes on one Postgres database and one
+// namespace; the second starts while the first deletes a sandbox (after
+// the pod's teardown, before the row is written) and finishes that removal
+// itself. The first's DELETE still answers 204, the pod is gone, and a
+// second DELETE on either control plane is the reference's 404.
+func TestDeleteFinishedByStartingReplica(t *testing.T) {
+	dsn := servertest.PostgresDSN(t)
+	if dsn == "" {
+		t.Skip(servertest.PostgresEnv + " is not set")
+	}
+	var (
+		fired   atomic.Bool
+		starter atomic.Pointer[server.Server]
+		initErr = make(chan error, 1)
+	)
+	a := newEnv(t, kube.Config{})
+	a.dsn = dsn
+	b := &env{cluster: a.cluster, ns: a.ns, kubelet: a.kubelet, dsn: dsn, key: a.key, cfg: a.cfg}
+	a.srvCfg.AfterTeardownForTests = func(string) {
+		// The first teardown (the DELETE's, on the first control plane):
+		// the second starts at this instant, before the row is written.
+		if srv := starter.Load(); srv != nil && fired.CompareAndSwap(false, true) {
+			initErr <- srv.Init(context.Background())
+		}
+	}
+	a.start(t)
+	ctx := context.Background()
+	sb, err := a.client().CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := b.open(t)
+	t.Cleanup(func() {
+		if b.stop == nil { // not served: the test ended before
+			cp.d.Release()
+			cp.st.Close()
+		}
+	})
+	starter.Store(cp.srv)
+
+	err = a.client().DeleteSandbox(ctx, sb.ID)
+	if !fired.Load() {
+		t.Fatal("the second control plane did not start during the delete")
+	}
+	if ierr := <-initErr; ierr != nil {
+		t.Fatalf("the second control plane's start: %v", ierr)
+	}
+	if err != nil {
+		t.Errorf("DELETE while another control plane finished it: %v, want 204", err)
+	}
+	got, err := a.st.SandboxByID(ctx, sb.ID)
+	if err != nil || got.Status != api.StatusDestroyed || got.DestroyReason != "deleted" {
+		t.Fatalf("after the delete: %+v, %v; want destroyed (deleted)", got, err)
+	}
+	pods, err := a.cluster.Client.CoreV1().Pods(a.ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelSandbox + "=" + sb.ID})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods of the deleted sandbox: %d, %v; want none", len(pods.Items), err)
+	}
+
+	// A second delete, on either control plane, is the reference's 404.
+	b.serve(t, cp)
+	for name, c := range map[string]*client.Client{"first": a.client(), "second": b.client()} {
+		var ae *api.Error
+		if err := c.DeleteSandbox(ctx, sb.ID); !errors.As(err, &ae) || ae.Status != 404 {
+			t.Errorf("second DELETE on the %s control plane: %v, want 404", name, err)
+		}
+	}
+}
