@@ -127,3 +127,43 @@ func TestVolumeMountValidation(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreWithoutVolumeMountPoints: a restore or fork child of a
+// sandbox that mounted volumes (which are not part of the copy) has no
+// directory where they were mounted, as a fresh sandbox has none: it had
+// the empty root-owned mount points, which the sandbox user could neither
+// write nor remove (session 20, state20 item 4). The sandbox's own
+// directories stay, an empty one too.
+func TestRestoreWithoutVolumeMountPoints(t *testing.T) {
+	s := servertest.New(t)
+	v := volEnv{re: &realEnv{t: t, s: s}}
+	var vol, vol2 api.Volume
+	v.call("POST", "/v1/volumes", `{"size_gb":0.03}`, http.StatusCreated, &vol)
+	v.call("POST", "/v1/volumes", `{"size_gb":0.03}`, http.StatusCreated, &vol2)
+	parent := v.sandbox(map[string]string{vol.ID: "/workspace/shared", vol2.ID: "/workspace/nest/ed"})
+	if res := v.exec(parent, "echo in-volume > /workspace/shared/f && echo own > /workspace/own && mkdir /workspace/keep"); res.ExitCode != 0 {
+		t.Fatalf("parent: %+v", res)
+	}
+	const want = "keep\nown\n"
+	ls := func(what string, sb api.Sandbox) {
+		t.Helper()
+		if res := v.exec(sb, "ls -A /workspace"); res.ExitCode != 0 || res.Stdout != want {
+			t.Errorf("%s: /workspace holds %q (%+v), want %q", what, res.Stdout, res, want)
+		}
+		if res := v.exec(sb, "mkdir /workspace/shared && echo mine > /workspace/shared/f && cat /workspace/shared/f"); res.ExitCode != 0 || res.Stdout != "mine\n" {
+			t.Errorf("%s: the sandbox user cannot make /workspace/shared its own: %+v", what, res)
+		}
+	}
+	var sn api.Snapshot
+	v.call("POST", sandboxPath(parent.ID, "/snapshots"), `{}`, http.StatusCreated, &sn)
+	var restored api.Sandbox
+	v.call("POST", "/v1/snapshots/"+sn.ID+"/restore", `{}`, http.StatusCreated, &restored)
+	ls("restore", restored)
+	var kids []api.Sandbox
+	v.call("POST", sandboxPath(parent.ID, "/fork"), `{}`, http.StatusCreated, &kids)
+	ls("fork child", kids[0])
+	// The parent keeps its volumes.
+	if res := v.exec(parent, "cat /workspace/shared/f && ls /workspace/nest"); res.Stdout != "in-volume\ned\n" {
+		t.Errorf("parent after: %+v", res)
+	}
+}

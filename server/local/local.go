@@ -504,6 +504,9 @@ func (d *Driver) prepare(spec model.Spec, dir string, lim jail.Limits) (p prepar
 			return p, err
 		}
 		js.Workspace, js.Outputs = filepath.Join(mnt, "workspace"), filepath.Join(mnt, "outputs")
+		if err := clearMountPoints(js.Workspace, spec.MountPoints); err != nil {
+			return p, err
+		}
 		for _, data := range []string{js.Workspace, js.Outputs} {
 			if exists(data) {
 				continue // the template's, or restored with the disk

@@ -70,11 +70,11 @@ func (d *Driver) Snapshot(_ context.Context, id string, transient bool) (model.S
 	if err := os.MkdirAll(d.snapshotsDir(), 0o700); err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
-	part, cloned, err := d.copyFrozen(id)
+	part, cloned, mounts, err := d.copyFrozen(id)
 	if err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
-	ref := model.SnapshotRef{Method: "copy"}
+	ref := model.SnapshotRef{Method: "copy", MountPoints: mounts}
 	if cloned {
 		ref.Method = "reflink"
 	}
@@ -97,8 +97,9 @@ func (d *Driver) Snapshot(_ context.Context, id string, transient bool) (model.S
 
 // copyFrozen copies sandbox id's disk image to a new part file in the
 // snapshot store, its processes and filesystem frozen for the copy, and
-// returns the part file and whether the copy is a clone.
-func (d *Driver) copyFrozen(id string) (string, bool, error) {
+// returns the part file, whether the copy is a clone, and where the
+// sandbox mounts volumes (mountPoints).
+func (d *Driver) copyFrozen(id string) (part string, cloned bool, mounts []string, err error) {
 	// One at a time per sandbox: a second FIFREEZE of a frozen
 	// filesystem fails (EBUSY), and the first one's thaw would end the
 	// second one's freeze in the middle of its copy.
@@ -106,13 +107,13 @@ func (d *Driver) copyFrozen(id string) (string, bool, error) {
 	dir := d.sandboxDir(id)
 	st, err := readState(dir)
 	if err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
 	// Processes first: frozen, they are stopped between two system calls
 	// and the filesystem holds whatever they wrote as of one instant.
 	if st.Paused == "" && !st.Cgroup.Frozen() && st.Cgroup.CanFreeze() {
 		if err := st.Cgroup.Freeze(true); err != nil {
-			return "", false, err
+			return "", false, nil, err
 		}
 		defer func() {
 			if !d.frozen.has(id) {
@@ -122,22 +123,22 @@ func (d *Driver) copyFrozen(id string) (string, bool, error) {
 	}
 	mnt, err := os.OpenFile(filepath.Join(dir, diskMount), os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", false, err
+		return "", false, nil, err
 	}
 	defer mnt.Close()
 	// FIFREEZE writes the journal back and blocks new writes: the image
 	// is a clean filesystem until FITHAW.
 	if err := unix.IoctlSetInt(int(mnt.Fd()), fiFreeze, 0); err != nil {
-		return "", false, fmt.Errorf("freeze filesystem: %w", err)
+		return "", false, nil, fmt.Errorf("freeze filesystem: %w", err)
 	}
 	defer func() { _ = unix.IoctlSetInt(int(mnt.Fd()), fiThaw, 0) }()
-	part := filepath.Join(d.snapshotsDir(), ".part-"+randHex(16)+".img")
-	cloned, err := loopdisk.CloneFile(part, filepath.Join(dir, diskImage))
+	part = filepath.Join(d.snapshotsDir(), ".part-"+randHex(16)+".img")
+	cloned, err = loopdisk.CloneFile(part, filepath.Join(dir, diskImage))
 	if err != nil {
 		_ = os.Remove(part)
-		return "", false, err
+		return "", false, nil, err
 	}
-	return part, cloned, nil
+	return part, cloned, mountPoints(&st), nil
 }
 
 // thawDisk thaws the filesystem of the sandbox or pool member in dir if a

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/boxkite/boxkite/server/local/loopdisk"
 	"github.com/boxkite/boxkite/server/model"
@@ -176,4 +177,61 @@ func (d *Driver) unmountVolumes() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// mountPoints returns the sandbox paths where st's jail binds volumes,
+// which a snapshot of it records (model.SnapshotRef.MountPoints).
+func mountPoints(st *state) []string {
+	if st == nil || st.Jail == nil {
+		return nil
+	}
+	var out []string
+	for _, b := range st.Jail.Binds {
+		out = append(out, b.Target)
+	}
+	return out
+}
+
+// clearMountPoints removes from workspace, a disk's /workspace restored
+// from a snapshot, the mount points the snapshot's sandbox had for its
+// volumes (model.Spec.MountPoints): directories its jail's root made,
+// empty in the copy (a volume's data is not part of it), and the parents
+// below /workspace the same root made that hold nothing else. The new
+// sandbox mounts no volume there, and a fresh sandbox has no such
+// directory, which the sandbox user could neither write nor remove. A
+// directory that holds anything, or is not root's, stays; paths resolve
+// beneath workspace only (os.Root), whatever links the copy holds.
+func clearMountPoints(workspace string, paths []string) error {
+	return clearDirsOf(workspace, paths, 0)
+}
+
+// clearDirsOf is clearMountPoints for directories owned by uid.
+func clearDirsOf(workspace string, paths []string, uid uint32) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	root, err := os.OpenRoot(workspace)
+	if err != nil {
+		return fmt.Errorf("clear mount points: %w", err)
+	}
+	defer root.Close()
+	for _, p := range paths {
+		rel, err := filepath.Rel(jail.WorkspaceDir, filepath.Clean(p))
+		if err != nil || !filepath.IsLocal(rel) {
+			continue
+		}
+		for ; rel != "."; rel = filepath.Dir(rel) {
+			fi, err := root.Lstat(rel)
+			if err != nil || !fi.IsDir() {
+				break
+			}
+			if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
+				break
+			}
+			if root.Remove(rel) != nil {
+				break // not empty
+			}
+		}
+	}
+	return nil
 }

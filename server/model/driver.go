@@ -44,6 +44,11 @@ type Spec struct {
 	// FromSnapshot, when set, is the key of a snapshot (SnapshotDriver)
 	// whose filesystem the new sandbox starts from instead of an empty one.
 	FromSnapshot string
+	// MountPoints are where the sandbox FromSnapshot was taken of had
+	// volumes mounted (SnapshotRef.MountPoints): the new sandbox mounts
+	// none there, so the driver removes the empty directories its jail
+	// made for them, as a fresh sandbox has none.
+	MountPoints []string
 	// Via, when set, gives the control plane's own client for the
 	// sandbox (as WarmClaimer's via): a driver that waits for the new
 	// sidecar to answer may ask with via's client for ID, whose kept-alive
@@ -378,4 +383,7 @@ type SnapshotRef struct {
 	// Method is how it was copied: "reflink" (copy-on-write clone),
 	// "copy", "volume-snapshot" or "sidecar-copy".
 	Method string
+	// MountPoints are the sandbox paths where volumes were mounted: the
+	// copy holds their mount points, not their data (Spec.MountPoints).
+	MountPoints []string
 }

@@ -226,9 +226,11 @@ type Snapshot struct {
 	// Grants are the sandbox's grants when the snapshot was taken, which
 	// a restore inherits; none for a snapshot taken before they were
 	// recorded.
-	Grants    Grants
-	CreatedAt time.Time
-	DeletedAt *time.Time
+	Grants Grants
+	// MountPoints are SnapshotRef.MountPoints, for a restore.
+	MountPoints []string
+	CreatedAt   time.Time
+	DeletedAt   *time.Time
 }
 
 // Grants are what a sandbox was granted beyond its files, which its forks

@@ -33,7 +33,7 @@ func (c SnapshotControl) Sandbox(ctx context.Context, accountID, id string) (*mo
 func (c SnapshotControl) Start(ctx context.Context, acct *model.Account, from *model.Snapshot, label string, count int) ([]*model.Sandbox, error) {
 	return c.s.Start(ctx, acct, StartSpec{
 		Request: api.CreateSandboxRequest{Label: label, Size: from.Size, StorageGB: from.StorageGB, Count: count},
-		ImageID: from.ImageID, FromSnapshot: from.Key, Grants: from.Grants,
+		ImageID: from.ImageID, FromSnapshot: from.Key, Grants: from.Grants, MountPoints: from.MountPoints,
 	})
 }
 

@@ -34,6 +34,7 @@ type createParams struct {
 	egress       egress.Allowlist    // granted by mcp_connection_names (mcpconn.go) and egress_hosts
 	secrets      []string            // secret_names, checked (server/secrets)
 	inherited    []model.SecretGrant // secrets a fork or restore inherits (start.go)
+	mountPoints  []string            // of the sandbox a fork or restore comes from (model.Spec)
 	autoPause    bool                // paused at expires_at, not destroyed (pause.go)
 }
 
@@ -228,9 +229,9 @@ func (s *Service) startSandbox(ctx context.Context, sb *model.Sandbox, p createP
 func (s *Service) driverSpec(sb *model.Sandbox, p createParams) model.Spec {
 	return model.Spec{
 		ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot,
-		FromSnapshot: p.fromSnapshot,
-		Egress:       s.egressServer(sb, p.egress),
-		Via:          s.sidecars, // the health check's connection serves the first exec
+		FromSnapshot: p.fromSnapshot, MountPoints: p.mountPoints,
+		Egress: s.egressServer(sb, p.egress),
+		Via:    s.sidecars, // the health check's connection serves the first exec
 	}
 }
 

@@ -23,6 +23,8 @@ type StartSpec struct {
 	// Grants are inherited from the sandbox a fork or restore comes from:
 	// its secrets (by id) and egress.
 	Grants model.Grants
+	// MountPoints are model.Spec.MountPoints.
+	MountPoints []string
 }
 
 // Start creates sandboxes for acct as spec says, all or none, within the
@@ -40,7 +42,7 @@ func (s *Service) Start(ctx context.Context, acct *model.Account, spec StartSpec
 	if p.egress, err = parseGrants(spec.Grants.Egress); err != nil {
 		return nil, err
 	}
-	p.inherited = spec.Grants.Secrets
+	p.inherited, p.mountPoints = spec.Grants.Secrets, spec.MountPoints
 	if p.imageRoot, err = s.d.ImageRoot(ctx, acct.ID, spec.ImageID); err != nil {
 		return nil, err
 	}

@@ -281,6 +281,7 @@ func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *mode
 			return nil
 		}
 		sn.Status, sn.Key, sn.SizeBytes, sn.Method = api.SnapshotCompleted, ref.Key, ref.SizeBytes, ref.Method
+		sn.MountPoints = ref.MountPoints
 		return nil
 	})
 	return ref, done, err, stored, uerr
@@ -504,7 +505,10 @@ func (s *Service) Fork(ctx context.Context, acct *model.Account, sb *model.Sandb
 			}
 		}(context.WithoutCancel(ctx))
 	}()
-	from := &model.Snapshot{Key: ref.Key, SandboxID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID, Grants: grants}
+	from := &model.Snapshot{
+		Key: ref.Key, SandboxID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID, Grants: grants,
+		MountPoints: ref.MountPoints,
+	}
 	children, err := s.cfg.Control.Start(ctx, acct, from, "", count)
 	if err != nil {
 		return nil, err

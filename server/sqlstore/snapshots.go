@@ -18,17 +18,22 @@ var _ model.SnapshotStore = (*Store)(nil)
 const snapshotLockID = 0x62786b736e61706c
 
 const snapshotColumns = `id, account_id, sandbox_id, label, status, snap_key, size_bytes, method, driver,
-	size, storage_gb, image_id, grants, created_at, deleted_at`
+	size, storage_gb, image_id, grants, mount_points, created_at, deleted_at`
 
 func scanSnapshot(r rowScanner) (*model.Snapshot, error) {
 	var sn model.Snapshot
 	var created int64
 	var deleted sql.NullInt64
-	var grants string
+	var grants, mounts string
 	err := r.Scan(&sn.ID, &sn.AccountID, &sn.SandboxID, &sn.Label, &sn.Status, &sn.Key, &sn.SizeBytes, &sn.Method, &sn.Driver,
-		&sn.Size, &sn.StorageGB, &sn.ImageID, &grants, &created, &deleted)
+		&sn.Size, &sn.StorageGB, &sn.ImageID, &grants, &mounts, &created, &deleted)
 	if err != nil {
 		return nil, err
+	}
+	if mounts != "" {
+		if err := json.Unmarshal([]byte(mounts), &sn.MountPoints); err != nil {
+			return nil, fmt.Errorf("read snapshot %s mount points: %w", sn.ID, err)
+		}
 	}
 	if grants != "" { // '': taken before grants were recorded, none
 		if err := json.Unmarshal([]byte(grants), &sn.Grants); err != nil {
@@ -37,6 +42,18 @@ func scanSnapshot(r rowScanner) (*model.Snapshot, error) {
 	}
 	sn.CreatedAt, sn.DeletedAt = fromMicros(created), fromNullMicros(deleted)
 	return &sn, nil
+}
+
+// snapshotMounts is sn's mount points as stored: JSON, ” for none.
+func snapshotMounts(sn *model.Snapshot) (string, error) {
+	if len(sn.MountPoints) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal(sn.MountPoints)
+	if err != nil {
+		return "", fmt.Errorf("encode snapshot mount points: %w", err)
+	}
+	return string(b), nil
 }
 
 // snapshotGrants is sn's grants as stored: JSON, ” for none.
@@ -54,6 +71,10 @@ func snapshotGrants(sn *model.Snapshot) (string, error) {
 // ReserveSnapshot implements model.SnapshotStore.
 func (s *Store) ReserveSnapshot(ctx context.Context, sn *model.Snapshot, limit int) error {
 	grants, err := snapshotGrants(sn)
+	if err != nil {
+		return err
+	}
+	mounts, err := snapshotMounts(sn)
 	if err != nil {
 		return err
 	}
@@ -75,9 +96,9 @@ func (s *Store) ReserveSnapshot(ctx context.Context, sn *model.Snapshot, limit i
 			}
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO snapshots (`+snapshotColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			sn.ID, sn.AccountID, sn.SandboxID, sn.Label, sn.Status, sn.Key, sn.SizeBytes, sn.Method, sn.Driver,
-			sn.Size, sn.StorageGB, sn.ImageID, grants, micros(sn.CreatedAt), nullMicros(sn.DeletedAt))
+			sn.Size, sn.StorageGB, sn.ImageID, grants, mounts, micros(sn.CreatedAt), nullMicros(sn.DeletedAt))
 		if err != nil {
 			return fmt.Errorf("insert snapshot: %w", s.mapErr(err))
 		}
@@ -115,8 +136,8 @@ func (s *Store) SnapshotsWithStatus(ctx context.Context, status string) ([]*mode
 		WHERE status = ? AND deleted_at IS NULL ORDER BY created_at, id`, status)
 }
 
-// UpdateSnapshot implements model.SnapshotStore. The id, account, sandbox
-// and creation time are immutable.
+// UpdateSnapshot implements model.SnapshotStore. The id, account, sandbox,
+// grants and creation time are immutable.
 func (s *Store) UpdateSnapshot(ctx context.Context, id string, fn func(*model.Snapshot) error) (*model.Snapshot, error) {
 	var sn *model.Snapshot
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -128,9 +149,13 @@ func (s *Store) UpdateSnapshot(ctx context.Context, id string, fn func(*model.Sn
 		if err := fn(sn); err != nil {
 			return err
 		}
+		mounts, err := snapshotMounts(sn)
+		if err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, s.q(`UPDATE snapshots SET label = ?, status = ?, snap_key = ?, size_bytes = ?, method = ?,
-			deleted_at = ? WHERE id = ?`),
-			sn.Label, sn.Status, sn.Key, sn.SizeBytes, sn.Method, nullMicros(sn.DeletedAt), id)
+			mount_points = ?, deleted_at = ? WHERE id = ?`),
+			sn.Label, sn.Status, sn.Key, sn.SizeBytes, sn.Method, mounts, nullMicros(sn.DeletedAt), id)
 		if err != nil {
 			return fmt.Errorf("update snapshot: %w", err)
 		}

@@ -30,6 +30,7 @@ func testSnapshots(t *testing.T, newStore storeFactory) {
 		Secrets: []model.SecretGrant{{Name: "TOKEN", SecretID: "sec-1"}, {Name: "ü", SecretID: "sec-2"}},
 		Egress:  []string{"api.example.com:443"},
 	}
+	s1.MountPoints = []string{"/workspace/shared", "/workspace/ü/x"}
 	for _, sn := range []*model.Snapshot{s1, s2} {
 		if err := st.ReserveSnapshot(ctx, sn, 2); err != nil {
 			t.Fatalf("ReserveSnapshot: %v", err)
@@ -48,6 +49,16 @@ func testSnapshots(t *testing.T, newStore storeFactory) {
 	}
 	if diff := cmp.Diff(s1, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	// Mount points are recorded once the copy is done (UpdateSnapshot).
+	if _, err := st.UpdateSnapshot(ctx, s2.ID, func(sn *model.Snapshot) error {
+		sn.MountPoints = []string{"/workspace/v"}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Snapshot(ctx, a.ID, s2.ID); err != nil || !cmp.Equal(got.MountPoints, []string{"/workspace/v"}) {
+		t.Errorf("mount points after UpdateSnapshot: %v, %v", got, err)
 	}
 	if _, err := st.Snapshot(ctx, b.ID, s1.ID); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("B reading A's snapshot: %v, want ErrNotFound", err)
