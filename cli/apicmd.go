@@ -50,9 +50,10 @@ value (true, false, null and numbers as JSON; @FILE a file's content, @- stdin).
 --input FILE sends a file as the body (- for stdin).
 
 An error answer prints error: and hint: from the API's envelope and exits
-with the CLI's codes (3 not found, 4 auth, 5 limit, 1 otherwise). An
-answer that is not boxkite's (a proxy's error page, another web server at
-the URL) is printed as it came, its error: and hint: on stderr, exit 1.
+with the CLI's codes (3 not found, 4 auth, 5 limit, 1 otherwise). A
+failed answer that is not boxkite's (a proxy's error page, another web
+server at the URL, a gateway's JSON) is printed as it came, with error:
+and hint: on stderr.
 --paginate follows the pages of a paged route: the rel="next" link of a
 route that gives one (/v1/sandboxes with limit), or, for an object with
 offset, total and a list (such as /v1/sandboxes/ID/log), the next offset
@@ -322,10 +323,10 @@ func nextLinkQuery(link string, asked url.Values) (url.Values, bool) {
 }
 
 // printRawError prints, as gh api does, the body (and with -i the status
-// and headers) of a failed answer that is not boxkite's: a proxy's error
-// page, another web server's 404. The error and its hint still go to
-// stderr; boxkite's own error envelope is not printed, its error: and
-// hint: say it all.
+// and headers) of a failed answer that is not boxkite's envelope: a
+// proxy's error page, another web server's 404, a gateway's JSON. The
+// error and its hint still go to stderr; boxkite's own error envelope is
+// not printed, its error: and hint: say it all.
 func printRawError(app *App, o *apiOptions, err error) {
 	re, ok := errors.AsType[*client.RawError](err)
 	if !ok {

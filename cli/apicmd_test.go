@@ -66,6 +66,10 @@ func TestAPICommand(t *testing.T) {
 			w.WriteHeader(http.StatusBadGateway)
 			io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1></body></html>")
 		},
+		"GET /v1/behind-gateway": func(w http.ResponseWriter, r *http.Request) {
+			remember(r)
+			replyJSON(403, map[string]string{"message": "Forbidden"})(w, r)
+		},
 		"GET /v1/sandboxes/{id}/log": func(w http.ResponseWriter, r *http.Request) {
 			remember(r)
 			limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
@@ -137,6 +141,13 @@ func TestAPICommand(t *testing.T) {
 			wantOut:  "<html><body><h1>502 Bad Gateway</h1></body></html>\n",
 			wantErr:  "answered 502 text/html, not boxkite's JSON [bad_response]\nhint: check the base URL",
 			wantReqs: []seen{{method: "GET", path: "/v1/behind-proxy", auth: "Bearer bxk_live_secret"}},
+		},
+		{
+			// An API gateway's own JSON, not the envelope: printed too.
+			name: "JSON that is not the envelope is printed, exit by its status", args: []string{"/v1/behind-gateway"}, wantCode: exitAuth,
+			wantOut:  `{"message":"Forbidden"}` + "\n",
+			wantErr:  "error: GET /v1/behind-gateway: unexpected response from the server: 403 Forbidden [forbidden]\n",
+			wantReqs: []seen{{method: "GET", path: "/v1/behind-gateway", auth: "Bearer bxk_live_secret"}},
 		},
 		{
 			name: "--paginate follows offset until total", args: []string{"/v1/sandboxes/x/log", "-f", "limit=2", "--paginate", "--jq", ".entries[].operation"},

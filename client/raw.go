@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,8 +25,8 @@ type RawResponse struct {
 // credentials, and returns the answer unread: it is what `boxkite api`
 // is built on, for routes this package does not wrap yet. header adds to
 // (or replaces) the client's headers; body may be nil. As with every
-// other method, a non-2xx answer is an *api.Error (for one that is not
-// boxkite's, a *RawError holding it) and an unreachable server a
+// other method, a non-2xx answer is an *api.Error (for one whose body is
+// not boxkite's envelope, a *RawError holding it) and an unreachable server a
 // *ConnError.
 //
 // pathAndQuery must be a path: a full URL is refused, so the API key is
@@ -64,7 +65,7 @@ func (c *Client) Do(ctx context.Context, method, pathAndQuery string, header htt
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		err := c.errorFrom(resp.StatusCode, resp.Header, b)
-		if e, ok := errors.AsType[*api.Error](err); ok && e.Code == CodeBadResponse {
+		if e, ok := errors.AsType[*api.Error](err); ok && parseEnvelope(b) == nil && len(bytes.TrimSpace(b)) > 0 {
 			return nil, &RawError{Err: e, Header: resp.Header, Body: b}
 		}
 		return nil, err
@@ -72,8 +73,10 @@ func (c *Client) Do(ctx context.Context, method, pathAndQuery string, header htt
 	return &RawResponse{Status: resp.StatusCode, Header: resp.Header, Body: resp.Body}, nil
 }
 
-// RawError is Do's error for a non-2xx answer that is not boxkite's
-// (CodeBadResponse: a proxy's error page, another web server): the
+// RawError is Do's error for a non-2xx answer whose body is not
+// boxkite's error envelope (CodeBadResponse: a proxy's error page,
+// another web server; or JSON of another API, such as a gateway's
+// {"message":"Forbidden"}): the
 // *api.Error it unwraps to, and the answer's headers and body (at most
 // 1 MiB), which Do's caller may show as they are (`boxkite api` prints
 // them, as gh api does).

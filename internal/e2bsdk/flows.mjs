@@ -167,6 +167,11 @@ check('list.metadata-none', none.length === 0, none)
 // validator's 400 there, not a 422
 const badLimit = await rejects(() => Sandbox.list({ limit: 101 }).nextItems())
 check('list.bad-query-400', badLimit !== null && badLimit.statusCode === 400, String(badLimit))
+// so is a create or setTimeout E2B refuses (a timeout past the maximum): 400, not /v1's 422
+const badCreate = await rejects(() => Sandbox.create({ timeoutMs: 10 ** 11 }))
+const badTimeout = await rejects(() => sbx.setTimeout(10 ** 11))
+check('create.bad-timeout-400', badCreate !== null && badCreate.statusCode === 400 && badTimeout !== null && badTimeout.statusCode === 400,
+  { create: String(badCreate), setTimeout: String(badTimeout) })
 const got = await sbx.getInfo()
 check('getInfo', got.sandboxId === sbx.sandboxId && got.metadata.run === process.env.RUN_ID && got.endAt > got.startedAt, got)
 

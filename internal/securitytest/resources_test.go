@@ -118,6 +118,28 @@ for i in range(1500):
 print(total)
 `
 
+// udpFill binds up to 3000 loopback UDP sockets in the sandbox, each
+// with the largest receive buffer it may ask for, and sends each 40
+// datagrams (2.4 MB), reading nothing. It prints the bytes
+// the sockets hold (SO_MEMINFO's receive allocation).
+const udpFill = `import socket, struct
+tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+tx.setblocking(False)
+held, total, buf = [], 0, b"x" * 60000
+for i in range(3000):
+    r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    r.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 30)
+    r.bind(("127.0.0.1", 0))
+    held.append(r)
+    for k in range(40):
+        try:
+            tx.sendto(buf, r.getsockname())
+        except BlockingIOError:
+            break
+    total += struct.unpack("9I", r.getsockopt(socket.SOL_SOCKET, 55, 36))[0]  # SO_MEMINFO: rmem_alloc
+print(total)
+`
+
 // TestTCPBuffersCharged: what a sandbox queues in TCP connections it
 // never reads (loopback, inside its own network namespace) is kernel
 // memory its cgroup is charged for, bounded as its memory is. Before, on
@@ -145,6 +167,28 @@ func TestTCPBuffersCharged(t *testing.T) {
 	}
 	if res := x.run(a, "echo alive"); res.Stdout != "alive\n" {
 		t.Errorf("the sandbox after the attack: %+v", res)
+	}
+}
+
+// TestUDPBuffersCharged: the same for UDP datagrams a sandbox sends its
+// own sockets and never reads.
+func TestUDPBuffersCharged(t *testing.T) {
+	x := newSuite(t)
+	a := x.sandbox(api.CreateSandboxRequest{Label: "udp"})
+	if _, err := x.c.WriteFile(context.Background(), a, api.FileCreateRequest{Path: "/workspace/fill.py", Content: udpFill}); err != nil {
+		t.Fatalf("write the attack: %v", err)
+	}
+	res, err := x.exec(a, api.ExecRequest{Command: "python3 /workspace/fill.py", Timeout: 300})
+	if err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	held, perr := strconv.ParseInt(strings.TrimSpace(res.Stdout), 10, 64)
+	if res.ExitCode != 0 || perr != nil {
+		t.Fatalf("the attack = %+v", res)
+	}
+	t.Logf("the sandbox held %d MiB in UDP buffers", held>>20)
+	if held > 2*testMemory {
+		t.Errorf("a sandbox of %d MiB held %d MiB in UDP buffers, want at most %d", testMemory>>20, held>>20, 2*testMemory>>20)
 	}
 }
 

@@ -145,6 +145,20 @@ func check(t *testing.T, sdk string, suite *conformance.Suite, lines [][]byte, s
 			t.Errorf("list_paged: GET /v1/sandboxes was called with a cursor %d times, want at least 2: does sandboxes.all read page by page?", n)
 		}
 	}
+	// image_all_paged, webhook_all_paged and webhook_deliveries_all_paged
+	// walked their lists a page at a time: besides *_page_next's call,
+	// at least one by cursor.
+	for name, route := range map[string]string{
+		"image_all_paged":              "GET /v1/images",
+		"webhook_all_paged":            "GET /v1/webhooks",
+		"webhook_deliveries_all_paged": "GET /v1/webhooks/{id}/deliveries",
+	} {
+		if _, ok := got[name]; ok {
+			if n := srv.rec.cursorCalls(route); n < 2 {
+				t.Errorf("%s: %s was called with a cursor %d times, want at least 2: does its all() read page by page?", name, route, n)
+			}
+		}
+	}
 	// The flaky proxy saw each retried call twice (the refusal, then the
 	// retry), and the call whose work was done once.
 	for name, want := range map[string]struct {

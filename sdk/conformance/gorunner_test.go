@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"net/url"
 	"strings"
@@ -330,6 +331,18 @@ var goCalls = map[string]goCall{
 		}
 		return c.WebhookDeliveries(ctx, a.s("id"), limit, 0)
 	},
+	"webhooks.page": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return goPage[api.Webhook]("webhooks")(c.ListWebhookPage(ctx, client.ListOptions{Limit: a.i("limit"), Cursor: a.s("cursor")}))
+	},
+	"webhooks.all": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return goIDs(c.Webhooks(ctx, a.i("page_size")), func(w api.Webhook) string { return w.ID })
+	},
+	"webhooks.deliveries_page": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return goPage[api.WebhookDelivery]("deliveries")(c.ListWebhookDeliveryPage(ctx, a.s("id"), client.ListOptions{Limit: a.i("limit"), Cursor: a.s("cursor")}))
+	},
+	"webhooks.deliveries_all": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return goIDs(c.WebhookDeliveryPages(ctx, a.s("id"), a.i("page_size")), func(d api.WebhookDelivery) string { return d.ID })
+	},
 	"webhooks.test": func(ctx context.Context, c *client.Client, a args) (any, error) { return c.TestWebhook(ctx, a.s("id")) },
 	"webhooks.redeliver": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.RedeliverWebhook(ctx, a.s("id"), a.s("delivery_id"))
@@ -353,6 +366,12 @@ var goCalls = map[string]goCall{
 	},
 	"images.list": func(ctx context.Context, c *client.Client, _ args) (any, error) { return c.ListImages(ctx) },
 	"images.get":  func(ctx context.Context, c *client.Client, a args) (any, error) { return c.GetImage(ctx, a.s("id")) },
+	"images.page": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return goPage[api.Image]("images")(c.ListImagePage(ctx, client.ListOptions{Limit: a.i("limit"), Cursor: a.s("cursor")}))
+	},
+	"images.all": func(ctx context.Context, c *client.Client, a args) (any, error) {
+		return goIDs(c.Images(ctx, a.i("page_size")), func(img api.Image) string { return img.ID })
+	},
 	"images.create": func(ctx context.Context, c *client.Client, a args) (any, error) {
 		return c.CreateImage(ctx, api.CreateImageRequest{Label: a.s("label"), ImageSpec: api.ImageSpec{Base: a.s("base")}})
 	},
@@ -597,4 +616,32 @@ func goOutcome(t *testing.T, res any, err error) (any, map[string]any) {
 		t.Fatal(err)
 	}
 	return v, nil
+}
+
+// goPage is a page as the suite's page calls answer it: the items under
+// key, and next_cursor (null on the last page).
+func goPage[T any](key string) func(*client.Page[T], error) (any, error) {
+	return func(p *client.Page[T], err error) (any, error) {
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{key: p.Items, "next_cursor": nil}
+		if p.Next != "" {
+			out["next_cursor"] = p.Next
+		}
+		return out, nil
+	}
+}
+
+// goIDs is the ids of every item of an iterator, as the suite's all calls
+// answer them.
+func goIDs[T any](items iter.Seq2[T, error], id func(T) string) (any, error) {
+	ids := []string{}
+	for it, err := range items {
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id(it))
+	}
+	return map[string]any{"ids": ids}, nil
 }

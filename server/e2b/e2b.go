@@ -169,8 +169,11 @@ type errorBody struct {
 }
 
 // writeError answers err in E2B's shape: an *api.Error keeps its status and
-// message (with its hint); ErrNotFound is 404; anything else is logged and
-// becomes a bare 500.
+// message (with its hint), but for /v1's 422, which is 400 as E2B answers
+// a request its API refuses (its OpenAPI validator and handlers never
+// answer 422: a timeout, metadata or envVars it refuses at create,
+// setTimeout, connect or fork are 400); ErrNotFound is 404; anything else
+// is logged and becomes a bare 500.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg := http.StatusInternalServerError, "internal server error"
 	if errors.Is(err, ErrNotFound) {
@@ -188,6 +191,9 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		}
 		if e.Code == api.CodeSandboxLost {
 			status = http.StatusNotFound
+		}
+		if status == http.StatusUnprocessableEntity {
+			status = http.StatusBadRequest
 		}
 		if retry := w.Header().Get("Retry-After"); status == http.StatusTooManyRequests && retry == "" {
 			if d, ok := e.Details.(map[string]any); ok {

@@ -288,10 +288,11 @@ func applyV1(ctl, dir string, lim Limits) error {
 			return err
 		}
 		// v1 counts socket buffers as memory only once given a limit of
-		// their own: without it, what a sandbox queues in TCP connections
-		// it never reads is host memory beyond its limit, up to the
-		// host-wide tcp_mem, where every process's TCP starts losing
-		// data (v2 charges it to memory.max). Set before any task joins:
+		// their own (TCP's, which then holds UDP's too): without it, what
+		// a sandbox queues in sockets it never reads is host memory
+		// beyond its limit, up to the host-wide tcp_mem and udp_mem, where
+		// every process's TCP and UDP start losing data (v2 charges it to
+		// memory.max). Set before any task joins:
 		// sockets made before are not counted.
 		err = writeCgroupFile(dir, "memory.kmem.tcp.limit_in_bytes", v)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {

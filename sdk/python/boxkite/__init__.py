@@ -12,7 +12,7 @@ See docs/sdks.md in the boxkite repository.
 
 from ._version import MIN_SERVER_VERSION, __version__
 from .aio import AsyncBoxkite
-from .client import Boxkite, SandboxPage
+from .client import Boxkite, Page, SandboxPage
 from .errors import (
     AuthenticationError,
     BoxkiteError,
@@ -40,6 +40,7 @@ __all__ = [
     "ExecStream",
     "MIN_SERVER_VERSION",
     "NotFoundError",
+    "Page",
     "PermissionDeniedError",
     "RateLimitError",
     "Sandbox",

@@ -42,6 +42,51 @@ class Collection:
         self._t.request("DELETE", f"{self.path}/{quote(id)}")
 
 
+class Page(List[dict]):
+    """A page of a paged list (:meth:`Paged.page`, :meth:`Webhooks.deliveries`):
+    a list of items, with ``next_cursor``, the cursor of the next page
+    (None on the last one)."""
+
+    next_cursor: Optional[str] = None
+
+
+def _page(t: Transport, path: str, query: Dict[str, Any]) -> Page:
+    """One page of the list at path, its next cursor from the answer's
+    Link: rel="next"."""
+    data, headers = t.request("GET", path, query=query, want_headers=True)
+    page = Page(data or [])
+    page.next_cursor = next_cursor(headers)
+    return page
+
+
+def _pages(read: Any, page_size: int) -> Iterator[dict]:
+    """Every item of the pages read(limit, cursor) gives, page_size (0 or
+    less: 100, as the Go client) at a time."""
+    limit = page_size if page_size and page_size > 0 else 100
+    cursor: Optional[str] = None
+    while True:
+        page = read(limit, cursor)
+        yield from page
+        if not page.next_cursor:
+            return
+        cursor = page.next_cursor
+
+
+class Paged(Collection):
+    """A collection whose list pages as the sandboxes' does (limit, cursor
+    and Link: rel="next"): images and webhooks."""
+
+    def page(self, limit: int, cursor: Optional[str] = None) -> Page:
+        """One page of the account's items, newest first: at most limit
+        (1..1000), after the page whose ``next_cursor`` is cursor."""
+        return _page(self._t, self.path, {"limit": limit, "cursor": cursor})
+
+    def all(self, page_size: int = 100) -> Iterator[dict]:
+        """Every item of the account, newest first, read page_size at a
+        time: one made meanwhile is not seen, and none is seen twice."""
+        return _pages(self.page, page_size)
+
+
 class Volumes(Collection):
     """Persistent volumes, mounted into sandboxes by id."""
 
@@ -98,7 +143,7 @@ class SSHKeys(Collection):
         raise NotFoundError(code="not_found", message=f"no SSH key {id}", hint="list keys with ssh_keys.list()", status=404)
 
 
-class Webhooks(Collection):
+class Webhooks(Paged):
     """Webhook subscriptions: the account's events sent, signed, to a URL
     (docs/webhooks.md); a subscription's deliveries log; test and redelivery."""
 
@@ -118,9 +163,20 @@ class Webhooks(Collection):
         body = {"url": url, "event_types": event_types, "description": description, "payload_format": payload_format, "hec_token": hec_token}
         return self._create(body, idempotency_key)
 
-    def deliveries(self, id: str, limit: Optional[int] = None, offset: Optional[int] = None) -> List[dict]:
-        """A page of the subscription's deliveries, newest first."""
-        return self._t.request("GET", f"{self.path}/{quote(id)}/deliveries", query={"limit": limit, "offset": offset}) or []
+    def deliveries(
+        self, id: str, limit: Optional[int] = None, offset: Optional[int] = None, cursor: Optional[str] = None
+    ) -> Page:
+        """A page of the subscription's deliveries, newest first: limit
+        (1..100; None: 20) after the newest offset, or after the page whose
+        ``next_cursor`` is cursor (None on the last page)."""
+        query = {"limit": limit, "offset": offset, "cursor": cursor}
+        return _page(self._t, f"{self.path}/{quote(id)}/deliveries", query)
+
+    def all_deliveries(self, id: str, page_size: int = 100) -> Iterator[dict]:
+        """Every delivery of the subscription, newest first, read page_size
+        (at most 100) at a time: one queued meanwhile is not seen, and none
+        is seen twice."""
+        return _pages(lambda limit, cursor: self.deliveries(id, limit=min(limit, 100), cursor=cursor), page_size)
 
     def test(self, id: str) -> dict:
         """Queue a webhook.test event for this subscription; returns the delivery."""
@@ -163,7 +219,7 @@ class Secrets(Collection):
         raise NotFoundError(code="not_found", message=f"no secret {id}", hint="list secrets with secrets.list()", status=404)
 
 
-class Images(Collection):
+class Images(Paged):
     """Sandbox images: built from a spec, or imported from an OCI layout."""
 
     path = "/v1/images"

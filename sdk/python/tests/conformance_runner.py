@@ -156,6 +156,12 @@ def calls(bk):
         "webhooks.create": lambda a: bk.webhooks.create(a["url"], a["event_types"], description=a.get("description")),
         "webhooks.get": lambda a: bk.webhooks.get(a["id"]),
         "webhooks.list": lambda a: bk.webhooks.list(),
+        "webhooks.page": lambda a: (lambda p: {"webhooks": list(p), "next_cursor": p.next_cursor})(bk.webhooks.page(a["limit"], a.get("cursor"))),
+        "webhooks.all": lambda a: {"ids": [w["id"] for w in bk.webhooks.all(page_size=a["page_size"])]},
+        "webhooks.deliveries_page": lambda a: (lambda p: {"deliveries": list(p), "next_cursor": p.next_cursor})(
+            bk.webhooks.deliveries(a["id"], limit=a["limit"], cursor=a.get("cursor"))
+        ),
+        "webhooks.deliveries_all": lambda a: {"ids": [d["id"] for d in bk.webhooks.all_deliveries(a["id"], page_size=a["page_size"])]},
         "webhooks.delete": lambda a: bk.webhooks.delete(a["id"]),
         "webhooks.deliveries": lambda a: bk.webhooks.deliveries(a["id"], limit=a.get("limit")),
         "webhooks.test": lambda a: bk.webhooks.test(a["id"]),
@@ -168,6 +174,8 @@ def calls(bk):
         "api_keys.list": lambda a: bk.api_keys.list(),
         "api_keys.revoke": lambda a: bk.api_keys.revoke(a["id"]),
         "images.list": lambda a: bk.images.list(),
+        "images.page": lambda a: (lambda p: {"images": list(p), "next_cursor": p.next_cursor})(bk.images.page(a["limit"], a.get("cursor"))),
+        "images.all": lambda a: {"ids": [i["id"] for i in bk.images.all(page_size=a["page_size"])]},
         "images.get": lambda a: bk.images.get(a["id"]),
         "allowed_commands.get": lambda a: bk.account.allowed_commands(),
         "allowed_commands.set": lambda a: bk.account.set_allowed_commands(a["rules"]),

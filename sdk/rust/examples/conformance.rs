@@ -240,6 +240,24 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
         "webhooks.create" => bk.webhooks().create(json!({ "url": a["url"], "event_types": a["event_types"], "description": a["description"] }))?,
         "webhooks.get" => bk.webhooks().get(&s(a, "id"))?,
         "webhooks.list" => to_value(bk.webhooks().list()?),
+        "webhooks.page" => {
+            let p = bk.webhooks().page(a["limit"].as_u64().unwrap_or(0) as u32, a["cursor"].as_str())?;
+            json!({ "webhooks": p.items, "next_cursor": p.next_cursor })
+        }
+        "webhooks.all" => {
+            let ids = bk.webhooks().all(a["page_size"].as_u64().unwrap_or(100) as u32).map(|w| w.map(|w| w["id"].clone())).collect::<Result<Vec<_>, _>>()?;
+            json!({ "ids": ids })
+        }
+        "webhooks.deliveries_page" => {
+            let p = bk.webhooks().deliveries_page(&s(a, "id"), a["limit"].as_u64().map(|l| l as u32), a["cursor"].as_str())?;
+            json!({ "deliveries": p.items, "next_cursor": p.next_cursor })
+        }
+        "webhooks.deliveries_all" => {
+            let id = s(a, "id");
+            let hooks = bk.webhooks();
+            let ids = hooks.all_deliveries(&id, a["page_size"].as_u64().unwrap_or(100) as u32).map(|d| d.map(|d| d["id"].clone())).collect::<Result<Vec<_>, _>>()?;
+            json!({ "ids": ids })
+        }
         "webhooks.delete" => to_value(bk.webhooks().delete(&s(a, "id"))?),
         "webhooks.deliveries" => to_value(bk.webhooks().deliveries(&s(a, "id"), a["limit"].as_u64().map(|l| l as u32), None)?),
         "webhooks.test" => bk.webhooks().test(&s(a, "id"))?,
@@ -252,6 +270,14 @@ fn call(bk: &Client, name: &str, a: &Value) -> Result<Value, Error> {
         "api_keys.list" => to_value(bk.api_keys().list()?),
         "api_keys.revoke" => to_value(bk.api_keys().delete(&s(a, "id"))?),
         "images.list" => to_value(bk.images().list()?),
+        "images.page" => {
+            let p = bk.images().page(a["limit"].as_u64().unwrap_or(0) as u32, a["cursor"].as_str())?;
+            json!({ "images": p.items, "next_cursor": p.next_cursor })
+        }
+        "images.all" => {
+            let ids = bk.images().all(a["page_size"].as_u64().unwrap_or(100) as u32).map(|i| i.map(|i| i["id"].clone())).collect::<Result<Vec<_>, _>>()?;
+            json!({ "ids": ids })
+        }
         "images.get" => bk.images().get(&s(a, "id"))?,
         "allowed_commands.get" => bk.allowed_commands()?,
         "allowed_commands.set" => bk.set_allowed_commands(a["rules"].clone())?,

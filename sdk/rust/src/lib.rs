@@ -495,6 +495,70 @@ pub(crate) fn json_array(v: Value, what: &str) -> Result<Vec<Value>> {
     }
 }
 
+/// One page of a paged list of JSON records (Images::page, Webhooks::page,
+/// Webhooks::deliveries_page).
+#[derive(Debug)]
+pub struct Page {
+    pub items: Vec<Value>,
+    /// The cursor of the next page; None on the last one.
+    pub next_cursor: Option<String>,
+}
+
+/// Every item of the pages read(cursor) gives, in order. The first error
+/// ends the iteration.
+fn pages<'a>(mut read: impl FnMut(Option<&str>) -> Result<Page> + 'a) -> impl Iterator<Item = Result<Value>> + 'a {
+    let mut buf: std::collections::VecDeque<Value> = Default::default();
+    let mut cursor: Option<String> = None;
+    let mut done = false;
+    std::iter::from_fn(move || loop {
+        if let Some(v) = buf.pop_front() {
+            return Some(Ok(v));
+        }
+        if done {
+            return None;
+        }
+        match read(cursor.as_deref()) {
+            Err(e) => {
+                done = true;
+                return Some(Err(e));
+            }
+            Ok(p) => {
+                done = p.next_cursor.is_none();
+                cursor = p.next_cursor;
+                buf.extend(p.items);
+            }
+        }
+    })
+}
+
+impl Collection {
+    /// One page of a list at path: limit, cursor and the query given, the
+    /// answer's rel="next" Link as next_cursor.
+    fn page_at(&self, mut r: Req<'_>, what: &str, limit: Option<u32>, cursor: Option<&str>) -> Result<Page> {
+        if let Some(l) = limit {
+            r = r.query("limit", l);
+        }
+        if let Some(c) = cursor {
+            r = r.query("cursor", c);
+        }
+        let (v, next_cursor) = self.t.json_with_link(r)?;
+        Ok(Page { items: json_array(v, what)?, next_cursor })
+    }
+
+    /// One page of the account's items (images, webhooks), newest first:
+    /// at most limit (1..1000), after the page whose next_cursor is cursor.
+    fn list_page(&self, limit: u32, cursor: Option<&str>) -> Result<Page> {
+        self.page_at(Req::new("GET", self.path), self.path, Some(limit), cursor)
+    }
+
+    /// Every item of the account, newest first, page_size (0: 100, as the
+    /// Go client) at a time: one made meanwhile is not seen, none twice.
+    fn list_all(&self, page_size: u32) -> impl Iterator<Item = Result<Value>> + '_ {
+        let page_size = if page_size == 0 { 100 } else { page_size };
+        pages(move |cursor| self.list_page(page_size, cursor))
+    }
+}
+
 /// A REST collection under one path (volumes, images, MCP connections, API
 /// keys, SSH keys): create, list, get, delete. A new resource is one more
 /// constructor on Client naming its path.
@@ -573,17 +637,41 @@ impl std::ops::Deref for Webhooks {
 }
 
 impl Webhooks {
+    /// One page of the subscriptions the key sees, newest first: at most
+    /// limit (1..1000), after the page whose next_cursor is cursor.
+    pub fn page(&self, limit: u32, cursor: Option<&str>) -> Result<Page> {
+        self.c.list_page(limit, cursor)
+    }
+
+    /// Every subscription the key sees, newest first, page_size (0: 100) at a time.
+    pub fn all(&self, page_size: u32) -> impl Iterator<Item = Result<Value>> + '_ {
+        self.c.list_all(page_size)
+    }
+
     /// A page of the subscription's deliveries, newest first (limit 1..100; None: the server's 20).
     pub fn deliveries(&self, id: &str, limit: Option<u32>, offset: Option<u32>) -> Result<Vec<Value>> {
         let path = format!("{}/{}/deliveries", self.c.path, seg(id));
         let mut r = Req::new("GET", path.clone());
-        if let Some(l) = limit {
-            r = r.query("limit", l);
-        }
         if let Some(o) = offset {
             r = r.query("offset", o);
         }
-        json_array(self.c.t.json(r)?, &path)
+        self.c.page_at(r, &path, limit, None).map(|p| p.items)
+    }
+
+    /// A page of the subscription's deliveries, newest first: limit
+    /// (1..100; None: the server's 20) after the page whose next_cursor is
+    /// cursor (None: the newest).
+    pub fn deliveries_page(&self, id: &str, limit: Option<u32>, cursor: Option<&str>) -> Result<Page> {
+        let path = format!("{}/{}/deliveries", self.c.path, seg(id));
+        self.c.page_at(Req::new("GET", path.clone()), &path, limit, cursor)
+    }
+
+    /// Every delivery of the subscription, newest first, page_size (0 or
+    /// more than 100: 100) at a time: one queued meanwhile is not seen,
+    /// none twice.
+    pub fn all_deliveries<'a>(&'a self, id: &'a str, page_size: u32) -> impl Iterator<Item = Result<Value>> + 'a {
+        let page_size = if page_size == 0 || page_size > 100 { 100 } else { page_size };
+        pages(move |cursor| self.deliveries_page(id, Some(page_size), cursor))
     }
 
     /// Queues a webhook.test event for this subscription; returns the delivery.
@@ -612,6 +700,17 @@ impl std::ops::Deref for Images {
 }
 
 impl Images {
+    /// One page of the account's images, newest first: at most limit
+    /// (1..1000), after the page whose next_cursor is cursor.
+    pub fn page(&self, limit: u32, cursor: Option<&str>) -> Result<Page> {
+        self.c.list_page(limit, cursor)
+    }
+
+    /// Every image of the account, newest first, page_size (0: 100) at a time.
+    pub fn all(&self, page_size: u32) -> impl Iterator<Item = Result<Value>> + '_ {
+        self.c.list_all(page_size)
+    }
+
     /// Imports an OCI image layout tar or a docker save archive; the image
     /// comes back queued (poll get until it is completed or failed).
     pub fn import(&self, archive: &[u8], label: Option<&str>) -> Result<Value> {

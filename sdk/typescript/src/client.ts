@@ -66,6 +66,45 @@ export class Collection<T, C extends object> {
   }
 }
 
+/** A page of a paged list ({@link PagedCollection.page}, {@link Webhooks.deliveriesPage}). */
+export interface Page<T> {
+  items: T[];
+  /** Pass as cursor for the next page; undefined on the last one. */
+  nextCursor?: string;
+}
+
+/** Reads the pages read(limit, cursor) gives, pageSize (0 or less: 100, as the Go client) at a time. */
+async function* pages<T>(pageSize: number | undefined, read: (limit: number, cursor?: string) => Promise<Page<T>>): AsyncGenerator<T> {
+  const limit = pageSize && pageSize > 0 ? pageSize : 100;
+  let cursor: string | undefined;
+  do {
+    const p = await read(limit, cursor);
+    yield* p.items;
+    cursor = p.nextCursor;
+  } while (cursor);
+}
+
+/** A collection whose list pages as the sandboxes' does (limit, cursor, Link: rel="next"): images, webhooks. */
+export class PagedCollection<T, C extends object> extends Collection<T, C> {
+  /**
+   * One page of the account's items, newest first: at most limit
+   * (1..1000), after the page whose nextCursor is cursor.
+   */
+  async page(o: { limit: number; cursor?: string }): Promise<Page<T>> {
+    const { data, headers } = await this.t.jsonWithHeaders<T[]>("GET", this.path, { query: { limit: o.limit, cursor: o.cursor } });
+    return { items: data ?? [], nextCursor: nextCursor(headers) };
+  }
+
+  /**
+   * Every item of the account, newest first, read pageSize (default 100)
+   * at a time: `for await (const img of bk.images.all())`. One made
+   * meanwhile is not seen, and none is seen twice.
+   */
+  all(o: { pageSize?: number } = {}): AsyncGenerator<T> {
+    return pages(o.pageSize, (limit, cursor) => this.page({ limit, cursor }));
+  }
+}
+
 /** A collection whose API has no GET of one item: get() searches the list. */
 class ListedCollection<T extends { id?: string }, C extends object> extends Collection<T, C> {
   override async get(id: string): Promise<T> {
@@ -117,10 +156,28 @@ export class Secrets extends ListedCollection<Secret, CreateSecretRequest> {
  * Webhook subscriptions: the account's events sent, signed, to a URL
  * (docs/webhooks.md). A created subscription's `secret` is shown this once.
  */
-export class Webhooks extends Collection<Webhook, CreateWebhookRequest> {
-  /** A page of the subscription's deliveries, newest first. */
+export class Webhooks extends PagedCollection<Webhook, CreateWebhookRequest> {
+  /** A page of the subscription's deliveries, newest first (limit 1..100, 20 by default). */
   async deliveries(id: string, o: { limit?: number; offset?: number } = {}): Promise<WebhookDelivery[]> {
-    return (await this.t.json<WebhookDelivery[] | undefined>("GET", `${this.path}/${seg(id)}/deliveries`, { query: o })) ?? [];
+    return (await this.deliveriesPage(id, o)).items;
+  }
+
+  /**
+   * A page of the subscription's deliveries, newest first: limit (1..100,
+   * 20 by default) after the newest offset, or after the page whose
+   * nextCursor is cursor.
+   */
+  async deliveriesPage(id: string, o: { limit?: number; offset?: number; cursor?: string } = {}): Promise<Page<WebhookDelivery>> {
+    const { data, headers } = await this.t.jsonWithHeaders<WebhookDelivery[]>("GET", `${this.path}/${seg(id)}/deliveries`, { query: o });
+    return { items: data ?? [], nextCursor: nextCursor(headers) };
+  }
+
+  /**
+   * Every delivery of the subscription, newest first, read pageSize (at
+   * most 100) at a time. One queued meanwhile is not seen, and none twice.
+   */
+  allDeliveries(id: string, o: { pageSize?: number } = {}): AsyncGenerator<WebhookDelivery> {
+    return pages(o.pageSize, (limit, cursor) => this.deliveriesPage(id, { limit: Math.min(limit, 100), cursor }));
   }
 
   /** Queues a webhook.test event for this subscription. */
@@ -135,7 +192,7 @@ export class Webhooks extends Collection<Webhook, CreateWebhookRequest> {
 }
 
 /** Sandbox images: built from a spec, or imported from an OCI layout. */
-export class Images extends Collection<Image, CreateImageRequest> {
+export class Images extends PagedCollection<Image, CreateImageRequest> {
   /** Imports an OCI image layout tar (the body may be a stream). */
   importArchive(archive: Body, label?: string): Promise<Image> {
     return this.t.json("POST", `${this.path}/import`, { body: archive, query: { label }, headers: { "Content-Type": "application/x-tar" } });

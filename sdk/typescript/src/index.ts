@@ -13,7 +13,7 @@
  * Adapters for agent frameworks: `boxkite/ai` (Vercel AI SDK),
  * `boxkite/langchain` (LangChain.js), `boxkite/openai-agents` (OpenAI Agents SDK).
  */
-export { Boxkite, type BoxkiteOptions, Collection, type CreateOptions, type SandboxPage, Sandboxes, Volumes, Images, MCPConnections, APIKeys, SSHKeys, Secrets, Snapshots, Account } from "./client.js";
+export { Boxkite, type BoxkiteOptions, Collection, type CreateOptions, type Page, PagedCollection, type SandboxPage, Sandboxes, Volumes, Images, MCPConnections, APIKeys, SSHKeys, Secrets, Snapshots, Account } from "./client.js";
 export { BoxkiteError, CODE_BAD_RESPONSE, CODE_CONNECTION, CODE_SERVER_TOO_OLD, CODE_TIMEOUT } from "./errors.js";
 export { type Body, Transport } from "./http.js";
 export { Browser, ExecStream, type ExecOptions, Files, Interpreter, Log, LSP, Previews, Processes, Sandbox, type SandboxData, Storage } from "./sandbox.js";

@@ -156,6 +156,24 @@ function calls(bk) {
     "webhooks.create": (a) => bk.webhooks.create({ url: a.url, event_types: a.event_types, description: a.description }),
     "webhooks.get": (a) => bk.webhooks.get(a.id),
     "webhooks.list": () => bk.webhooks.list(),
+    "webhooks.page": async (a) => {
+      const p = await bk.webhooks.page({ limit: a.limit, cursor: a.cursor });
+      return { webhooks: p.items, next_cursor: p.nextCursor ?? null };
+    },
+    "webhooks.all": async (a) => {
+      const ids = [];
+      for await (const w of bk.webhooks.all({ pageSize: a.page_size })) ids.push(w.id);
+      return { ids };
+    },
+    "webhooks.deliveries_page": async (a) => {
+      const p = await bk.webhooks.deliveriesPage(a.id, { limit: a.limit, cursor: a.cursor });
+      return { deliveries: p.items, next_cursor: p.nextCursor ?? null };
+    },
+    "webhooks.deliveries_all": async (a) => {
+      const ids = [];
+      for await (const d of bk.webhooks.allDeliveries(a.id, { pageSize: a.page_size })) ids.push(d.id);
+      return { ids };
+    },
     "webhooks.delete": (a) => bk.webhooks.delete(a.id),
     "webhooks.deliveries": (a) => bk.webhooks.deliveries(a.id, { limit: a.limit }),
     "webhooks.test": (a) => bk.webhooks.test(a.id),
@@ -168,6 +186,15 @@ function calls(bk) {
     "api_keys.list": () => bk.apiKeys.list(),
     "api_keys.revoke": (a) => bk.apiKeys.revoke(a.id),
     "images.list": () => bk.images.list(),
+    "images.page": async (a) => {
+      const p = await bk.images.page({ limit: a.limit, cursor: a.cursor });
+      return { images: p.items, next_cursor: p.nextCursor ?? null };
+    },
+    "images.all": async (a) => {
+      const ids = [];
+      for await (const i of bk.images.all({ pageSize: a.page_size })) ids.push(i.id);
+      return { ids };
+    },
     "images.get": (a) => bk.images.get(a.id),
     "allowed_commands.get": () => bk.account.allowedCommands(),
     "allowed_commands.set": (a) => bk.account.setAllowedCommands(a.rules),

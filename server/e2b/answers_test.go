@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +52,21 @@ func TestMetricsDisk(t *testing.T) {
 		if m := got[0]; m.DiskUsed != tt.wantUsed || m.DiskTotal != tt.total || m.MemUsed != 1<<20 || m.CPUCount != 1 {
 			t.Errorf("%s: %+v, want disk %d of %d", tt.name, m, tt.wantUsed, tt.total)
 		}
+	}
+}
+
+// TestWriteErrorValidation400: a request the facade refuses as /v1 does
+// (422 there) is 400 with code 400, as E2B answers one (SandboxError with
+// statusCode 400); it was 422.
+func TestWriteErrorValidation400(t *testing.T) {
+	t.Parallel()
+	h := &Handler{}
+	zero := 0
+	w := httptest.NewRecorder()
+	h.writeError(w, httptest.NewRequest(http.MethodPost, "/sandboxes", nil), validateCreate(newSandbox{Timeout: &zero}))
+	var body errorBody
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != http.StatusBadRequest || body.Code != http.StatusBadRequest ||
+		!strings.Contains(body.Message, "timeout must be at least 1 second") {
+		t.Errorf("answer %d %q, want 400 {code: 400} with the message", w.Code, w.Body)
 	}
 }
