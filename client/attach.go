@@ -212,6 +212,21 @@ func (t *Terminal) Detach() error {
 	return nil
 }
 
+// DetachWhenIdle is Detach once the shell has run what was written before
+// (it waits for input again with none unread): Read then returns all the
+// output until then, and io.EOF. A script's end of input, as sshd's shell
+// reads it; the shell keeps running.
+func (t *Terminal) DetachWhenIdle() error {
+	b, err := json.Marshal(api.PTYControl{Type: api.PTYControlDetach, UntilIdle: true})
+	if err != nil {
+		return err
+	}
+	if err := t.conn.Write(t.ctx, websocket.MessageText, b); err != nil {
+		return closeErr(err)
+	}
+	return nil
+}
+
 // Close detaches from the terminal; the shell keeps running for the next attacher.
 func (t *Terminal) Close() error {
 	return t.conn.Close(websocket.StatusNormalClosure, "detached")

@@ -26,6 +26,9 @@ const (
 	ptyClientQueue = 256      // output chunks a client may lag behind before it is dropped
 	ptyMaxFrame    = 1 << 20  // largest frame a client may send (a big paste)
 	ptyMaxSize     = 1000     // largest cols or rows a resize may ask for
+	// settlePoll is how often a detaching client's shell is looked at
+	// until it is idle (settle).
+	settlePoll = 20 * time.Millisecond
 )
 
 // ptyHub owns the one shared terminal of a sandbox. The shell starts with
@@ -47,13 +50,15 @@ type ptyShell struct {
 	clients map[*ptyClient]struct{}
 	scroll  *ring
 	ended   bool
+	flushes []chan struct{} // closed once pump passed on what it had read (flush)
 }
 
 // ptyClient is one attached WebSocket. Its queue is closed when it leaves,
 // is dropped for lagging, or the shell ends.
 type ptyClient struct {
-	out    chan []byte
-	lagged bool // set under the shell's mu before out is closed
+	out      chan []byte
+	lagged   bool // set under the shell's mu before out is closed
+	detached bool // it asked to detach, and had all the output (settle)
 }
 
 // attach registers a new client with the current shell, starting one if
@@ -89,13 +94,18 @@ func (hub *ptyHub) start() (*ptyShell, error) {
 	cmd.Env = append(slices.Clip(h.env), "TERM=xterm-256color")
 	attr, err := h.sysProcAttr()
 	if err != nil {
-		return nil, fmt.Errorf("start shell: %w", err)
+		return nil, ptyStartError(err, "start shell")
 	}
 	// A session of its own with the PTY as controlling terminal, so job
 	// control and ^C work; setsid makes it a group leader already.
 	attr.Setpgid, attr.Setsid, attr.Setctty, attr.Ctty = false, true, true, 0
 	f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: 80, Rows: 24}, attr)
 	if err != nil {
+		return nil, fmt.Errorf("start shell: %w", err)
+	}
+	if f, err = pollable(f); err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = waitCmd(cmd)
 		return nil, fmt.Errorf("start shell: %w", err)
 	}
 	s := &ptyShell{f: f, cmd: cmd, done: make(chan struct{}), clients: map[*ptyClient]struct{}{}, scroll: newRing(ptyScrollback)}
@@ -125,6 +135,8 @@ func (hub *ptyHub) start() (*ptyShell, error) {
 }
 
 // pump copies the terminal's output to the scrollback and every client.
+// A read deadline is a flush's mark (flush): what was read before it has
+// been passed on.
 func (s *ptyShell) pump(done chan<- struct{}) {
 	defer close(done)
 	buf := make([]byte, readChunk)
@@ -133,10 +145,61 @@ func (s *ptyShell) pump(done chan<- struct{}) {
 		if n > 0 {
 			s.broadcast(slices.Clone(buf[:n]))
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.mu.Lock()
+			_ = s.f.SetReadDeadline(time.Time{})
+			for _, ack := range s.flushes {
+				close(ack)
+			}
+			s.flushes = nil
+			s.mu.Unlock()
+			continue
+		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// settle waits until the shell has run everything typed into it (it waits
+// for input with none unread, shellIdle) and the output it wrote until then
+// is in c's queue, or ctx ends or the shell exits. A client that ends its
+// input so (a script) gets its commands' whole output.
+func (s *ptyShell) settle(ctx context.Context, c *ptyClient) {
+	tick := time.NewTicker(settlePoll)
+	defer tick.Stop()
+	for {
+		if s.hasEnded() {
+			return
+		}
+		// A kernel that cannot tell (no /proc children, no TIOCGPTPEER)
+		// gets what was relayed so far, as before.
+		idle, err := shellIdle(s.f, s.cmd.Process.Pid)
+		if n, perr := pendingOutput(s.f); err != nil || perr != nil || idle && n == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	ack := make(chan struct{})
+	s.mu.Lock()
+	s.flushes = append(s.flushes, ack)
+	_ = s.f.SetReadDeadline(time.Now())
+	s.mu.Unlock()
+	select {
+	case <-ack:
+	case <-ctx.Done():
+		return
+	case <-s.done:
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.detached = true
+	s.removeLocked(c)
 }
 
 func (s *ptyShell) broadcast(b []byte) {
@@ -218,32 +281,54 @@ func (h *Handler) ptyAttach(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { s.feed(ctx, conn, c, replay) })
-	for {
-		typ, data, err := conn.Read(ctx)
-		if err != nil {
-			break
-		}
-		if readOnly {
-			continue
-		}
-		switch typ {
-		case websocket.MessageBinary:
-			if _, err := s.f.Write(data); err != nil {
-				h.log.DebugContext(ctx, "pty write", slog.Any("err", err))
+	if h.relayInput(ctx, conn, s, readOnly) {
+		// The client ends its input: answer once the shell ran it.
+		go func() {
+			for { // notice the client leaving meanwhile
+				if _, _, err := conn.Read(ctx); err != nil {
+					cancel()
+					return
+				}
 			}
-		case websocket.MessageText:
-			ctl, err := parsePTYControl(data)
-			if err != nil {
-				h.log.DebugContext(ctx, "pty control frame ignored", slog.Any("err", err))
-				continue
-			}
-			_ = pty.Setsize(s.f, &pty.Winsize{Cols: uint16(ctl.Cols), Rows: uint16(ctl.Rows)})
-		}
+		}()
+		s.settle(ctx, c)
+		s.detach(c)
+		wg.Wait() // feed sends what is left and closes, before ctx ends
 	}
 	s.detach(c)
 	cancel()
 	wg.Wait()
 	return nil
+}
+
+// relayInput types the client's frames into the terminal and applies
+// its resizes until it leaves, or until it asks to detach once idle
+// (api.PTYControl.UntilIdle), which it reports.
+func (h *Handler) relayInput(ctx context.Context, conn *websocket.Conn, s *ptyShell, readOnly bool) (detach bool) {
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return false
+		}
+		if typ == websocket.MessageText {
+			ctl, err := parsePTYControl(data)
+			switch {
+			case err != nil:
+				h.log.DebugContext(ctx, "pty control frame ignored", slog.Any("err", err))
+			case ctl.Type == api.PTYControlDetach:
+				return true
+			case !readOnly:
+				_ = setWinsize(s.f, uint16(ctl.Cols), uint16(ctl.Rows))
+			}
+			continue
+		}
+		if readOnly {
+			continue
+		}
+		if _, err := s.f.Write(data); err != nil {
+			h.log.DebugContext(ctx, "pty write", slog.Any("err", err))
+		}
+	}
 }
 
 // feed sends the replay and then the client's queue to conn, and closes
@@ -260,9 +345,11 @@ func (s *ptyShell) feed(ctx context.Context, conn *websocket.Conn, c *ptyClient,
 		}
 	}
 	s.mu.Lock()
-	lagged := c.lagged
+	lagged, detached := c.lagged, c.detached
 	s.mu.Unlock()
 	switch {
+	case detached:
+		_ = conn.Close(websocket.StatusNormalClosure, "detached")
 	case s.hasEnded():
 		_ = conn.Close(websocket.StatusNormalClosure, "shell exited")
 	case lagged:
@@ -272,12 +359,16 @@ func (s *ptyShell) feed(ctx context.Context, conn *websocket.Conn, c *ptyClient,
 	}
 }
 
-// parsePTYControl decodes a text frame. The only control is a resize with
-// cols and rows in 1..ptyMaxSize.
+// parsePTYControl decodes a text frame: a resize with cols and rows in
+// 1..ptyMaxSize, or a detach (the control plane passes on only those that
+// wait until the shell is idle).
 func parsePTYControl(b []byte) (api.PTYControl, error) {
 	var c api.PTYControl
 	if err := json.Unmarshal(b, &c); err != nil {
 		return c, fmt.Errorf("decode control frame: %w", err)
+	}
+	if c.Type == api.PTYControlDetach {
+		return c, nil
 	}
 	if c.Type != api.PTYControlResize {
 		return c, fmt.Errorf("unknown control frame type %q", c.Type)

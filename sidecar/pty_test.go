@@ -3,6 +3,7 @@ package sidecar
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -200,4 +201,36 @@ func FuzzPTYFrame(f *testing.F) {
 			t.Fatalf("parsePTYControl(%q) accepted %+v", b, c)
 		}
 	})
+}
+
+// TestPTYDetachUntilIdle: a client that detaches once idle gets the
+// output of what it typed, including what its commands print after the
+// detach (a sleep, a command substitution), and a normal close "detached";
+// the shell goes on for another client.
+func TestPTYDetachUntilIdle(t *testing.T) {
+	t.Parallel()
+	url, _ := newToolServer(t, Options{})
+	a := dialPTY(t, url, "")
+	a.send("echo x; sleep 0.3; echo after-$((6*7))\ny=$(sleep 0.3; echo sub-$((6*7))); echo \"got $y\"\n")
+	a.control(`{"type":"detach","until_idle":true}`)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a hang guard only
+	defer cancel()
+	var err error
+	for {
+		var b []byte
+		if _, b, err = a.conn.Read(ctx); err != nil {
+			break
+		}
+		a.buf.Write(b)
+	}
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusNormalClosure || ce.Reason != "detached" {
+		t.Fatalf("detach until idle ended with %v; want a normal close, reason detached; output %q", err, a.buf.String())
+	}
+	if out := a.buf.String(); !strings.Contains(out, "after-42") || !strings.Contains(out, "got sub-42") {
+		t.Errorf("detach until idle: output %q; want every command's output", out)
+	}
+	b := dialPTY(t, url, "")
+	b.send("echo still-$y\n")
+	b.expect("still-sub-42")
 }

@@ -226,6 +226,11 @@ type PTYControl struct {
 	Type string `json:"type"` // PTYControlResize or PTYControlDetach
 	Cols int    `json:"cols"` // 1..1000
 	Rows int    `json:"rows"` // 1..1000
+	// UntilIdle, on a detach, waits until the shell has run what was typed
+	// (it waits for input again, with none unread, and no job in the
+	// foreground) and sends all the output until then before the close: a
+	// script's commands' whole output, as sshd's shell gives at EOF.
+	UntilIdle bool `json:"until_idle,omitempty"`
 }
 
 // CodeSessionBudgetExceeded is the error code, with HTTP 403, of a budgeted

@@ -503,7 +503,7 @@ func (b *bastion) shell(s ssh.Session, c *client.Client) {
 		// PTY keeps watching until they disconnect or the shell exits.
 		_, _ = io.Copy(t, s)
 		if !tty {
-			_ = t.Detach()
+			_ = t.DetachWhenIdle()
 		}
 	}()
 	done := make(chan error, 1)

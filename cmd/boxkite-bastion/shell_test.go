@@ -10,8 +10,11 @@ import (
 
 // TestShellWithoutPTYEndsAtEOF runs the scripts' ways of reaching the
 // terminal with no PTY and no command: each session types its input into
-// the shared terminal, ends at the end of that input with status 0, and
-// the terminal goes on for the person watching it on a PTY.
+// the shared terminal, ends at the end of that input with status 0 once
+// the shell ran it, with all its output (the screen replayed first, and
+// what the commands print after the input ended: a sleep, a command
+// substitution), and the terminal goes on for the person watching it on a
+// PTY.
 func TestShellWithoutPTYEndsAtEOF(t *testing.T) {
 	f := newFixture(t, nil)
 	watcher := f.interactive(t, f.sshArgs(f.goodKey, nil), "")
@@ -22,9 +25,15 @@ func TestShellWithoutPTYEndsAtEOF(t *testing.T) {
 		flags []string
 		cmd   []string
 		stdin string
+		want  string // in its output
 	}{
-		{name: "stdin at EOF"},
-		{name: "a line typed", stdin: "echo typed-$((6*7))-a\n"},
+		{name: "stdin at EOF", want: "ready-42"},
+		{name: "a line typed", stdin: "echo typed-$((6*7))-a\n", want: "typed-42-a"},
+		{
+			name:  "output after the end of input",
+			stdin: "echo x; sleep 0.3; echo after-$((6*7))\ny=$(sleep 0.3; echo sub-$((6*7))); echo \"got $y\"\n",
+			want:  "got sub-42",
+		},
 		{name: "-T and an empty command", flags: []string{"-T"}, cmd: []string{""}, stdin: "echo typed-$((6*7))-b\n"},
 		{name: "two lines, the last unterminated", stdin: "true\necho typed-$((6*7))-c"},
 	}
@@ -36,6 +45,9 @@ func TestShellWithoutPTYEndsAtEOF(t *testing.T) {
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := waitGuarded(t, cmd); err != nil {
 				t.Fatalf("ssh without a PTY: %v, stderr %q; want exit 0", err, stderr.String())
+			}
+			if !strings.Contains(stdout.String(), c.want) || (strings.Contains(c.stdin, "after-") && !strings.Contains(stdout.String(), "after-42")) {
+				t.Errorf("ssh without a PTY: stdout %q; want it to hold %q and the output of every command", stdout.String(), c.want)
 			}
 		})
 	}

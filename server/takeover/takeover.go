@@ -289,7 +289,16 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 				ends <- relayEnd{fromClient: true, err: err}
 				return
 			}
-			if typ == websocket.MessageText && isDetach(data) {
+			if d, ok := detachOf(typ, data); ok && d.UntilIdle {
+				// The terminal's side answers once its shell ran what
+				// came before, after the output until then, with a
+				// normal close the other goroutine passes on.
+				if err := up.Write(ctx, typ, data); err != nil {
+					ends <- relayEnd{fromClient: false, err: err}
+					return
+				}
+				continue
+			} else if ok {
 				// Everything before it was relayed; end as a close would.
 				ends <- relayEnd{fromClient: true, err: websocket.CloseError{Code: websocket.StatusNormalClosure, Reason: "detached"}, detached: true}
 				return
@@ -353,10 +362,11 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 	return typed
 }
 
-// isDetach reports whether a client's text frame is a detach control.
-func isDetach(b []byte) bool {
+// detachOf is a client's frame as a detach control, if it is one.
+func detachOf(typ websocket.MessageType, b []byte) (api.PTYControl, bool) {
 	var c api.PTYControl
-	return json.Unmarshal(b, &c) == nil && c.Type == api.PTYControlDetach
+	ok := typ == websocket.MessageText && json.Unmarshal(b, &c) == nil && c.Type == api.PTYControlDetach
+	return c, ok
 }
 
 // relayEnd is how one direction of a relay ended: the error, and whether
