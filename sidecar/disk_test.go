@@ -60,20 +60,27 @@ func mountExt4With(t testing.TB, host, opts string) (dir, dev string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(name string, args ...string) string {
-		out, err := exec.Command(name, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
-		}
-		return strings.TrimSpace(string(out))
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4 %s: %v\n%s", img, err, out)
 	}
-	run("mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1", img)
-	dev = run("losetup", "--find", "--show", img)
-	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
+	dev = attachLoop(t, img)
 	dir = t.TempDir()
 	if err := unix.Mount(dev, dir, "ext4", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		t.Fatalf("mount %s: %v", dev, err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
 	return dir, dev
+}
+
+// attachLoop attaches the image img to a free loop device until t ends
+// and returns the device (/dev/loopN).
+func attachLoop(t testing.TB, img string) string {
+	t.Helper()
+	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup --find --show %s: %v\n%s", img, err, out)
+	}
+	dev := strings.TrimSpace(string(out))
+	t.Cleanup(func() { _ = exec.Command("losetup", "-d", dev).Run() })
+	return dev
 }

@@ -112,9 +112,16 @@ func TestUnacknowledgedWriteIsWholeOrAbsent(t *testing.T) {
 // ack with a descriptor of the disk opened before them, crashes the disk
 // (crash), mounts it again and checks each file with check (a missing
 // file reads ""), and that no temp file is left.
+//
+// The disk is mounted again through another loop device: a mount
+// namespace another process copied meanwhile (a jail of a parallel test,
+// a sandbox) still holds the first mount, and with it the superblock
+// the crash shut down, which a mount of the same device would get back,
+// every read failing with EIO.
 func crashTest(t *testing.T, h http.Header, ack func(t *testing.T, disk int), check func(t *testing.T, p, got, want string)) {
 	const opts = "errors=continue,commit=600,noinit_itable" // no commit but the writes' own
-	ws, dev := mountExt4With(t, t.TempDir(), opts)
+	host := t.TempDir()
+	ws, dev := mountExt4With(t, host, opts)
 	srv, _ := newServer(t, Options{Token: testToken, Workspace: ws})
 	writeFile(t, ws+"/over.bin", "old", 0o644)
 	if err := syncDir(ws); err != nil { // the old version is on the disk before the test's writes
@@ -128,9 +135,9 @@ func crashTest(t *testing.T, h http.Header, ack func(t *testing.T, disk int), ch
 	ack(t, disk)
 	unix.Close(disk)
 	crash(t, ws)
-	again := t.TempDir()
-	if err := unix.Mount(dev, again, "ext4", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
-		t.Fatalf("mount %s again: %v", dev, err)
+	again, dev2 := t.TempDir(), attachLoop(t, filepath.Join(host, "disk.img"))
+	if err := unix.Mount(dev2, again, "ext4", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		t.Fatalf("mount %s's disk again on %s: %v", dev, dev2, err)
 	}
 	t.Cleanup(func() { _ = unix.Unmount(again, unix.MNT_DETACH) })
 	for _, p := range slices.Sorted(maps.Keys(want)) {
