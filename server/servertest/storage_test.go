@@ -33,7 +33,7 @@ import (
 const syncInterval = 30 * time.Second
 
 // storageServer starts a control plane syncing to a fresh bucket of kind.
-func storageServer(t *testing.T, kind string, logs io.Writer, edit func(*server.StorageConfig)) (*servertest.Server, *objtest.Server, storagesync.Backend) {
+func storageServer(t *testing.T, kind string, logs io.Writer, edit func(*server.StorageConfig, *objtest.Server)) (*servertest.Server, *objtest.Server, storagesync.Backend) {
 	t.Helper()
 	needRoot(t)
 	obj := objtest.Start(t, kind)
@@ -43,7 +43,7 @@ func storageServer(t *testing.T, kind string, logs io.Writer, edit func(*server.
 	}
 	cfg := server.StorageConfig{Backend: b, Prefix: "boxkite", Interval: syncInterval, Secrets: credentials(obj)}
 	if edit != nil {
-		edit(&cfg)
+		edit(&cfg, obj)
 	}
 	s := servertest.New(t, servertest.WithConfig(server.Config{Storage: cfg}),
 		servertest.WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
@@ -64,7 +64,7 @@ type storageRun struct {
 	prefix string // the sandbox's keys in the bucket
 }
 
-func startStorageRun(t *testing.T, kind string, edit func(*server.StorageConfig)) *storageRun {
+func startStorageRun(t *testing.T, kind string, edit func(*server.StorageConfig, *objtest.Server)) *storageRun {
 	t.Helper()
 	r := &storageRun{logs: &lockedBuffer{}}
 	r.s, r.obj, r.b = storageServer(t, kind, r.logs, edit)
