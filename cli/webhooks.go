@@ -127,6 +127,9 @@ func newWebhooksDeliveriesCmd(app *App) *cobra.Command {
 says on stderr how to see them; --json prints the deliveries alone.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 || limit > 100 || offset < 0 {
+				return usageErrorf("pass --limit 1 to 100, and --offset 0 or more", "--limit %d --offset %d is out of range", limit, offset)
+			}
 			asJSON, c, err := jsonClient(cmd, app, &out)
 			if err != nil {
 				return err

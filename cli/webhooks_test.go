@@ -79,4 +79,11 @@ func TestWebhookDeliveriesMoreNote(t *testing.T) {
 			t.Errorf("deliveries %v: exit %d, %d rows, stderr %q; want 0, %d, %q", tt.args, r.code, rows, r.stderr, tt.rows, tt.note)
 		}
 	}
+	// A limit the API refuses is a usage error here, not the default 20.
+	for _, args := range [][]string{{"--limit", "0"}, {"--limit", "101"}, {"--offset", "-1"}} {
+		r := runCLI(t, "", append([]string{"webhooks", "deliveries", "wh1"}, args...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "hint: pass --limit 1 to 100") {
+			t.Errorf("deliveries %v: exit %d, stderr %q; want %d and a hint", args, r.code, r.stderr, exitUsage)
+		}
+	}
 }

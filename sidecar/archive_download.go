@@ -42,25 +42,68 @@ func (h *Handler) getArchive(w http.ResponseWriter, r *http.Request) error {
 	}
 	gz := r.URL.Query().Get("gzip")
 	zipped := gz == "1" || gz == "true"
+	one, err := oneFileSystem(r)
+	if err != nil {
+		return err
+	}
 	w.Header().Set("Content-Type", "application/x-tar")
 	if zipped {
 		w.Header().Set("Content-Type", "application/gzip")
 	}
 	w.WriteHeader(http.StatusOK)
-	if err := writeTar(w, v, t.cur, zipped); err != nil {
+	if err := writeTar(w, v, t.cur, zipped, one); err != nil {
 		h.abortStream(r, "archive download", err)
 	}
 	return nil
 }
 
-// writeTar writes the tree under the directory at cur to w.
-func writeTar(w io.Writer, v *fsView, cur *cursor, zipped bool) error {
+// oneFileSystem reads ?one_file_system=: true leaves out the directories
+// another filesystem is mounted on (as tar's --one-file-system), which
+// the kube driver's snapshots and pauses ask for, so that a volume
+// mounted below /workspace is neither copied into them nor, at a resume,
+// written back over what other sandboxes wrote to it meanwhile.
+func oneFileSystem(r *http.Request) (bool, error) {
+	switch v := r.URL.Query().Get("one_file_system"); v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	default:
+		return false, api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "one_file_system=%q is not true or false", v).
+			WithHint("omit it to archive every directory below path, mounts too")
+	}
+}
+
+// mountOf says which mount fd's file is on: the mount's id where the
+// kernel tells it (statx STATX_MNT_ID, Linux 5.8), else its device
+// (which misses a bind mount of the same filesystem).
+func mountOf(fd int) (string, error) {
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx); err != nil {
+		return "", fmt.Errorf("statx: %w", err)
+	}
+	if stx.Mask&unix.STATX_MNT_ID != 0 {
+		return fmt.Sprintf("mnt %d", stx.Mnt_id), nil
+	}
+	return fmt.Sprintf("dev %d:%d", stx.Dev_major, stx.Dev_minor), nil
+}
+
+// writeTar writes the tree under the directory at cur to w; with one,
+// the directories of other mounts below it are left out.
+func writeTar(w io.Writer, v *fsView, cur *cursor, zipped, one bool) error {
 	var zw *gzip.Writer
 	if zipped {
 		zw = gzip.NewWriter(w)
 		w = zw
 	}
 	a := tarWriter{tw: tar.NewWriter(w), v: v, buf: make([]byte, readChunk)}
+	if one {
+		m, err := mountOf(cur.dir())
+		if err != nil {
+			return fmt.Errorf("archive one filesystem: %w", err)
+		}
+		a.mnt = m
+	}
 	if v.bufs != nil {
 		bp := v.bufs.Get().(*[]byte)
 		defer v.bufs.Put(bp)
@@ -81,6 +124,7 @@ type tarWriter struct {
 	tw  *tar.Writer
 	v   *fsView
 	buf []byte
+	mnt string // set: the mount the archive keeps to (one_file_system, mountOf)
 }
 
 // dir adds the entries of the directory at cur, named below prefix, and
@@ -150,6 +194,12 @@ func (a *tarWriter) entry(cur *cursor, rel string, de dirEntry) error {
 			return err
 		})
 		defer sub.close()
+		if err == nil && a.mnt != "" {
+			var m string
+			if m, err = mountOf(sub.dir()); err == nil && m != a.mnt {
+				return nil // another filesystem's mount point: left out
+			}
+		}
 		var des []dirEntry
 		if err == nil {
 			// Listed before its header: a directory removed after

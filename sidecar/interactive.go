@@ -190,7 +190,7 @@ func startInteractive(cmd *exec.Cmd, attr *syscall.SysProcAttr, req api.Interact
 		attr.Setpgid, attr.Setsid, attr.Setctty, attr.Ctty = false, true, true, 0
 		f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(req.Cols), Rows: uint16(req.Rows)}, attr)
 		if err != nil {
-			return nil, fmt.Errorf("start on a pty: %w", err)
+			return nil, ptyStartError(err, "start on a pty")
 		}
 		return &interactiveProc{tty: f, stdin: f, outputs: map[byte]*os.File{api.StreamStdout: f}}, nil
 	}

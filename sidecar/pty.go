@@ -94,7 +94,7 @@ func (hub *ptyHub) start() (*ptyShell, error) {
 	cmd.Env = append(slices.Clip(h.env), "TERM=xterm-256color")
 	attr, err := h.sysProcAttr()
 	if err != nil {
-		return nil, fmt.Errorf("start shell: %w", err)
+		return nil, ptyStartError(err, "start shell")
 	}
 	// A session of its own with the PTY as controlling terminal, so job
 	// control and ^C work; setsid makes it a group leader already.

@@ -17,6 +17,18 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
+// ptyStartError is err of starting a command on a new pseudo-terminal,
+// as what says. ENOSPC is the jail's devpts out of them (64, jail.MaxPTYs):
+// the sandbox's own processes hold them all, which is its user's to fix.
+func ptyStartError(err error, what string) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return api.Errorf(http.StatusTooManyRequests, api.CodeLimitExceeded,
+			"no pseudo-terminal left in the sandbox: its processes hold all it may open").
+			WithHint("stop a process that holds one (`boxkite ps`, `boxkite kill`), or close a terminal of the sandbox")
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // ptyExec serves POST /pty-exec: one command on a terminal of its own
 // (programs that insist on a TTY: prompts, progress bars, curses), with
 // input typed into it, run without a shell.
@@ -56,7 +68,7 @@ func (h *Handler) ptyExec(w http.ResponseWriter, r *http.Request) error {
 	attr.Setpgid, attr.Setsid, attr.Setctty, attr.Ctty = false, true, true, 0
 	f, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: 120, Rows: 40}, attr)
 	if err != nil {
-		return fmt.Errorf("start on a pty: %w", err)
+		return ptyStartError(err, "start on a pty")
 	}
 	defer f.Close()
 	h.oomFirst(cmd.Process.Pid)

@@ -1,6 +1,9 @@
 package securitytest
 
 import (
+	"context"
+	"errors"
+	"net/http"
 	"testing"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -24,6 +27,12 @@ func TestPTYsPerSandbox(t *testing.T) {
 		t.Fatalf("the attacker held %d pseudo-terminals and stopped on %s; want its own allowance, %d, and ENOSPC", n, why, jail.MaxPTYs)
 	}
 	atk.exhausted(a, 0, "ENOSPC")
+	// The attacker's own terminals are refused with the reason, not a 500.
+	_, err := x.c.PTYExec(context.Background(), a, api.PTYExecRequest{Command: "true"})
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests || ae.Code != api.CodeLimitExceeded || ae.Hint == "" {
+		t.Errorf("pty-exec in the attacking sandbox = %v; want 429 %s with a hint", err, api.CodeLimitExceeded)
+	}
 	if got, why := atk.once(b); got != n || why != "ENOSPC" {
 		t.Errorf("the bystander could open %d pseudo-terminals during the attack (%s), want the same %d", got, why, n)
 	}

@@ -130,6 +130,18 @@ func (d *Driver) restore(ctx context.Context, ep model.Endpoint, key string) err
 	return resp.Body.Close()
 }
 
+// archiveQuery is the query of archiveCall: the workspace, and for a
+// copy out of it, not the volumes mounted below it (their data is shared
+// and not the sandbox's: a snapshot holds none of it, and a resume does
+// not write a paused copy back over what other sandboxes wrote since).
+func archiveQuery(method string) url.Values {
+	q := url.Values{"path": {workspace}}
+	if method == http.MethodGet {
+		q.Set("one_file_system", "true")
+	}
+	return q
+}
+
 // archiveCall is GET or POST /files/archive?path=/workspace on the
 // sidecar at ep, with no timeout of its own (the copy takes as long as
 // the data); a status other than 200 is an error.
@@ -139,7 +151,7 @@ func (d *Driver) archiveCall(ctx context.Context, ep model.Endpoint, method stri
 		return nil, err
 	}
 	hc.Timeout = 0 // ctx bounds it
-	u := "https://" + ep.Address + "/files/archive?" + url.Values{"path": {workspace}}.Encode()
+	u := "https://" + ep.Address + "/files/archive?" + archiveQuery(method).Encode()
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,5 +37,18 @@ func TestSnapshotPath(t *testing.T) {
 	}
 	if _, err := (&Driver{}).snapshotPath("sha256-" + strings.Repeat("a", 64)); err == nil {
 		t.Error("no snapshot directory: want an error")
+	}
+}
+
+// TestArchiveQuery: the copy out of a pod's workspace (snapshot, pause)
+// keeps to the workspace's own filesystem, so a volume mounted below it
+// is not copied, nor written back over at a resume; the copy in names
+// the workspace only.
+func TestArchiveQuery(t *testing.T) {
+	if got := archiveQuery(http.MethodGet).Encode(); got != "one_file_system=true&path=%2Fworkspace" {
+		t.Errorf("GET query %q", got)
+	}
+	if got := archiveQuery(http.MethodPost).Encode(); got != "path=%2Fworkspace" {
+		t.Errorf("POST query %q", got)
 	}
 }

@@ -167,7 +167,7 @@ var docs = map[string]httpx.RouteDoc{
 	"PUT /files/raw":                {Summary: "Upload a file's bytes (streamed), on disk before the answer; 403 permission_denied when the sandbox user may not write it, 507 insufficient_storage when the disk is full", Response: api.FileWriteResult{}},
 	"GET /files/raw":                {Summary: "Download a file's bytes (streamed)", Produces: "application/octet-stream"},
 	"POST /files/archive":           {Summary: "Extract a tar(.gz) stream under a path, on disk before the answer; 403 permission_denied when the sandbox user may not write there, 507 insufficient_storage when the disk is full", Response: api.ArchiveResult{}},
-	"GET /files/archive":            {Summary: "Download a directory as a tar; gzip=1 compresses it", Produces: "application/x-tar, application/gzip", Query: []string{"gzip"}},
+	"GET /files/archive":            {Summary: "Download a directory as a tar; gzip=1 compresses it, one_file_system=true leaves out other mounts (volumes)", Produces: "application/x-tar, application/gzip", Query: []string{"gzip", "one_file_system"}},
 	"POST /processes":               {Summary: "Start a background process", Request: api.ProcessStartRequest{}, Response: api.ProcessStarted{}, Status: http.StatusCreated},
 	"GET /processes":                {Summary: "List background processes", Response: api.ProcessList{}},
 	"POST /processes/kill-all":      {Summary: "Stop every background process", Response: api.KillAllResult{}},

@@ -976,7 +976,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Download a directory as a tar; gzip=1 compresses it */
+        /** Download a directory as a tar; gzip=1 compresses it, one_file_system=true leaves out other mounts (volumes) */
         get: operations["get_sandboxes_id_files_archive"];
         put?: never;
         /** Extract a tar(.gz) stream under a path, on disk before the answer; 403 permission_denied when the sandbox user may not write there, 507 insufficient_storage when the disk is full */
@@ -7886,6 +7886,7 @@ export interface operations {
         parameters: {
             query?: {
                 gzip?: string;
+                one_file_system?: string;
                 path?: string;
             };
             header?: never;
@@ -7896,7 +7897,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Download a directory as a tar; gzip=1 compresses it */
+            /** @description Download a directory as a tar; gzip=1 compresses it, one_file_system=true leaves out other mounts (volumes) */
             200: {
                 headers: {
                     [name: string]: unknown;
