@@ -609,3 +609,16 @@ func TestNoDescriptorLeak(t *testing.T) {
 		t.Errorf("%d descriptors open after 5 rounds of every route, %d before", after, before)
 	}
 }
+
+// TestNameTooLong: a name longer than the filesystem takes is refused
+// with a hint about its length; it had the hint about dangling symlinks
+// and files in the way, which sent the user looking for those.
+func TestNameTooLong(t *testing.T) {
+	t.Parallel()
+	fs := newFileServer(t, Options{})
+	status, body := fs.post(t, "/file-create", api.FileCreateRequest{Path: strings.Repeat("a", 300), Content: "x"})
+	wantError(t, "file-create of a 300-byte name", status, body, 400, "file name too long")
+	if e := decodeError(t, body); !strings.Contains(e.Hint, "255 bytes") {
+		t.Errorf("hint %q, want one about the name's length", e.Hint)
+	}
+}

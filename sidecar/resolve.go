@@ -94,8 +94,12 @@ func resolveError(err error, p string) error {
 	case errors.Is(err, errChanged):
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path changed while in use: %s", p).
 			WithHint("something in the sandbox is renaming the path's directories; retry when it stops")
-	case errors.Is(err, errDangling), errors.Is(err, errNotDir), errors.Is(err, errLoop),
-		errors.Is(err, unix.ENAMETOOLONG):
+	case errors.Is(err, unix.ENAMETOOLONG):
+		// It had the hint about symlinks and files below, which does
+		// not fit a name too long.
+		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid path %s: %v", p, err).
+			WithHint("each name in a path is at most 255 bytes; use a shorter one")
+	case errors.Is(err, errDangling), errors.Is(err, errNotDir), errors.Is(err, errLoop):
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "invalid path %s: %v", p, err).
 			WithHint("a component of the path is a dangling or looping symlink, or a file where a directory must be; check it with exec (ls -l)")
 	}

@@ -85,4 +85,23 @@ func TestInteractiveExec(t *testing.T) {
 	if err != nil || res.Stdout != "hello over sftp" {
 		t.Errorf("the file sftp wrote: %+v, %v", res, err)
 	}
+
+	// The terminal of a pod's sidecar, detached once idle (an ssh session
+	// with no PTY at the end of its input): the output of what was typed,
+	// printed after the detach too, comes before the end.
+	term, err := c.Attach(ctx, sb.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	if _, err := io.WriteString(term, "echo x; sleep 0.3; echo after-$((6*7))\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := term.DetachWhenIdle(); err != nil {
+		t.Fatal(err)
+	}
+	screen, err := io.ReadAll(term)
+	if err != nil || !strings.Contains(string(screen), "after-42") {
+		t.Errorf("detach when idle: %v, screen %q; want io.EOF after the command's output", err, screen)
+	}
 }
