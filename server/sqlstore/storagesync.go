@@ -171,10 +171,15 @@ func (s *Store) PutSynced(ctx context.Context, sandboxID string, files []storage
 	})
 }
 
-// DeleteSynced implements storagesync.Store: one path or several, in one
-// transaction.
+// DeleteSynced implements storagesync.Store.
 func (s *Store) DeleteSynced(ctx context.Context, sandboxID string, paths ...string) error {
-	if len(paths) == 0 {
+	switch len(paths) {
+	case 0:
+		return nil
+	case 1:
+		if _, err := s.exec(ctx, s.q(`DELETE FROM storage_files WHERE sandbox_id = ? AND path = ?`), sandboxID, paths[0]); err != nil {
+			return fmt.Errorf("forget stored file: %w", s.mapErr(err))
+		}
 		return nil
 	}
 	return s.inTx(ctx, func(tx *sql.Tx) error {
