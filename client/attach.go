@@ -69,9 +69,7 @@ func (c *Client) attach(ctx context.Context, id string, q url.Values, key string
 			if resp.Body != nil {
 				b, _ = io.ReadAll(resp.Body)
 			}
-			if e := c.errorFrom(resp.StatusCode, resp.Header, b); e != nil {
-				return nil, e
-			}
+			return nil, c.dialRefused(resp.StatusCode, resp.Header, b)
 		}
 		return nil, c.transportError(ctx, "GET", "/v1/sandboxes/{id}/takeover", err)
 	}
@@ -230,4 +228,15 @@ func (t *Terminal) DetachWhenIdle() error {
 // Close detaches from the terminal; the shell keeps running for the next attacher.
 func (t *Terminal) Close() error {
 	return t.conn.Close(websocket.StatusNormalClosure, "detached")
+}
+
+// dialRefused is the error of a WebSocket dial answered without the
+// upgrade: the server's refusal, or, for a 2xx answer (a static site's
+// page, a proxy that does not pass WebSockets on to a server answering
+// 200), CodeBadResponse, since boxkite answers no dial with a 2xx.
+func (c *Client) dialRefused(status int, header http.Header, body []byte) error {
+	if err := c.errorFrom(status, header, body); err != nil {
+		return err
+	}
+	return c.badResponse(status, header)
 }

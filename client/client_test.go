@@ -363,3 +363,42 @@ func TestStreamWebPageIsNotBoxkite(t *testing.T) {
 		}
 	}
 }
+
+// TestDownloadWebPageIsNotBoxkite: a download answered by a static site's
+// 200 page is bad_response, not the page's bytes handed over as the file
+// (boxkite sends files as application/octet-stream, whatever their name).
+func TestDownloadWebPageIsNotBoxkite(t *testing.T) {
+	t.Parallel()
+	c := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, "<!doctype html><html><body><div id=app></div></body></html>")
+	})
+	d, err := c.DownloadFile(context.Background(), "sb", "index.html")
+	if d != nil {
+		d.Close()
+	}
+	if e, ok := errors.AsType[*api.Error](err); !ok || e.Code != client.CodeBadResponse || e.Status != 200 {
+		t.Fatalf("DownloadFile() error = %#v, want bad_response with status 200", err)
+	}
+}
+
+// TestDialWebPageIsNotBoxkite: a terminal or interactive exec whose
+// WebSocket dial a static site answers 200 with its page is bad_response,
+// not the dialer's "expected handshake response status code 101 but got
+// 200" as a connection error.
+func TestDialWebPageIsNotBoxkite(t *testing.T) {
+	t.Parallel()
+	c := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, "<!doctype html><html><body><div id=app></div></body></html>")
+	})
+	ctx := context.Background()
+	_, err := c.Attach(ctx, "sb", false)
+	if e, ok := errors.AsType[*api.Error](err); !ok || e.Code != client.CodeBadResponse || e.Status != 200 {
+		t.Errorf("Attach() error = %#v, want bad_response with status 200", err)
+	}
+	_, err = c.StartInteractive(ctx, "sb", api.InteractiveRequest{Command: "sh"})
+	if e, ok := errors.AsType[*api.Error](err); !ok || e.Code != client.CodeBadResponse || e.Status != 200 {
+		t.Errorf("StartInteractive() error = %#v, want bad_response with status 200", err)
+	}
+}

@@ -45,9 +45,7 @@ func (c *Client) StartInteractive(ctx context.Context, id string, req api.Intera
 			if resp.Body != nil {
 				b, _ = io.ReadAll(resp.Body)
 			}
-			if e := c.errorFrom(resp.StatusCode, resp.Header, b); e != nil {
-				return nil, e
-			}
+			return nil, c.dialRefused(resp.StatusCode, resp.Header, b)
 		}
 		return nil, c.transportError(ctx, http.MethodGet, route, err)
 	}

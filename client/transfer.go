@@ -83,6 +83,9 @@ func (c *Client) upload(ctx context.Context, method, route, id, path string, r i
 	if err := c.checkStatus(resp); err != nil {
 		return err
 	}
+	if htmlPage(resp.Header) {
+		return c.badResponse(resp.StatusCode, resp.Header)
+	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out); err != nil {
 		return fmt.Errorf("decode %s %s response: %w", method, route, err)
 	}
@@ -102,6 +105,12 @@ func (c *Client) download(ctx context.Context, route, id string, query url.Value
 	if err := c.checkStatus(resp); err != nil {
 		resp.Body.Close()
 		return nil, err
+	}
+	if htmlPage(resp.Header) {
+		// A static site's page, not the file: boxkite sends files as
+		// application/octet-stream, whatever their name.
+		resp.Body.Close()
+		return nil, c.badResponse(resp.StatusCode, resp.Header)
 	}
 	return &Download{ReadCloser: resp.Body, Size: resp.ContentLength}, nil
 }

@@ -71,14 +71,21 @@ func deleteS3Bucket(ctx context.Context, c storagesync.Config) error {
 }
 
 // MakeBucket makes the store's bucket again after DeleteBucket, empty, as
-// an operator would.
+// an operator would: trying again for a while, as a store may refuse the
+// name of a bucket it is still deleting (Azure answers 409
+// ContainerBeingDeleted).
 func (s *Server) MakeBucket(t testing.TB) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	c := s.Config
 	c.CreateBucket = true
-	if _, err := storagesync.Open(ctx, c); err != nil {
-		t.Fatalf("objtest: make %s bucket %s: %v", c.Kind, c.Bucket, err)
+	var err error
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err = storagesync.Open(ctx, c)
+		cancel()
+		if err == nil {
+			return
+		}
 	}
+	t.Fatalf("objtest: make %s bucket %s: %v", c.Kind, c.Bucket, err)
 }

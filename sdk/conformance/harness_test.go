@@ -144,10 +144,10 @@ func startServers(t *testing.T) *servers {
 			_, _ = io.WriteString(w, "OK\n")
 			return
 		}
-		if strings.HasSuffix(r.URL.Path, "/stream") || strings.HasSuffix(r.URL.Path, "/logs") {
-			// A static site's page where a process's events or an image's
-			// build log belong (cases not_boxkite_process_stream,
-			// not_boxkite_image_logs).
+		if strings.HasSuffix(r.URL.Path, "/stream") || strings.HasSuffix(r.URL.Path, "/logs") || strings.HasSuffix(r.URL.Path, "/files/raw") {
+			// A static site's page where a process's events, an image's
+			// build log or a file belong (cases not_boxkite_process_stream,
+			// not_boxkite_image_logs, not_boxkite_download).
 			_, _ = io.WriteString(w, "<!doctype html><html><body><div id=\"app\"></div></body></html>\n")
 			return
 		}

@@ -2,6 +2,7 @@ package servertest_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,12 @@ for i in $(seq 1 10); do echo "small $i" > f$i.txt; done`)
 		st, err := c.SyncStatus(ctx, sb.ID)
 		return err == nil && strings.Contains(st.LastError, "does not exist")
 	})
+	// A forced flush says the bucket is missing, not that the store could
+	// not be reached (retrying alone would not help).
+	_, err := c.FlushSync(ctx, sb.ID)
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Code != api.CodeStorageFailed || !strings.Contains(ae.Message, "bucket does not exist") || !strings.Contains(ae.Hint, "operator") {
+		t.Errorf("forced flush into the deleted bucket: %v, want storage_failed saying the bucket does not exist, with a hint", err)
+	}
 	r.obj.MakeBucket(t)
 	objtest.Wait(t, "every file back in the bucket made again", 2*storagesync.MaxBackoff, back)
 }

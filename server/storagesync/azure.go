@@ -58,6 +58,8 @@ func openAzure(ctx context.Context, c Config) (Backend, error) {
 	return b, nil
 }
 
+func (b *azureBackend) createsBucket() bool { return b.create }
+
 // ensureBucket checks the container and makes it when it is missing and
 // b.create is set; it reports whether it made it.
 func (b *azureBackend) ensureBucket(ctx context.Context) (bool, error) {

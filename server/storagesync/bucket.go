@@ -27,6 +27,8 @@ func (e *noBucketError) Unwrap() []error { return []error{ErrNoBucket, e.err} }
 // bucketMaker is a Backend that can check its bucket and make it when it
 // is missing and its Config said CreateBucket: what Open does at start.
 type bucketMaker interface {
+	// createsBucket reports whether Config.CreateBucket was set.
+	createsBucket() bool
 	// ensureBucket reports whether it made the bucket.
 	ensureBucket(ctx context.Context) (bool, error)
 }
@@ -47,7 +49,7 @@ func (s *Service) bucketGone(ctx context.Context, err error) bool {
 	clear(s.verified)
 	s.mu.Unlock()
 	m, ok := s.d.Backend.(bucketMaker)
-	if !ok {
+	if !ok || !m.createsBucket() {
 		return false
 	}
 	made, merr := m.ensureBucket(ctx)

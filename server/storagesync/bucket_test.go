@@ -56,6 +56,8 @@ func (b *goneBackend) List(ctx context.Context, prefix string, fn func(Object) e
 	return b.memBackend.List(ctx, prefix, fn)
 }
 
+func (b *goneBackend) createsBucket() bool { return b.create }
+
 func (b *goneBackend) ensureBucket(context.Context) (bool, error) {
 	if b.missing() == nil {
 		return false, nil

@@ -53,6 +53,8 @@ func openGCS(ctx context.Context, c Config) (Backend, error) {
 	return b, nil
 }
 
+func (b *gcsBackend) createsBucket() bool { return b.create }
+
 // ensureBucket checks the bucket and makes it when it is missing and
 // b.create is set; it reports whether it made it.
 func (b *gcsBackend) ensureBucket(ctx context.Context) (bool, error) {

@@ -39,6 +39,11 @@ func (h *routes) load(r *http.Request) (*model.Sandbox, error) {
 // logged, redacted, never answered.
 func (h *routes) storageFailed(r *http.Request, sb *model.Sandbox, err error) error {
 	h.s.d.Log.WarnContext(r.Context(), "object storage failed", "sandbox", sb.ID, "err", h.s.redact(err.Error()))
+	if errors.Is(err, ErrNoBucket) {
+		// Reached, but the bucket is gone: retrying alone will not help.
+		return api.Errorf(http.StatusBadGateway, api.CodeStorageFailed, "the object storage's bucket does not exist").
+			WithHint("the server's operator must create it again; the sync then stores every file again (GET /v1/sandboxes/{id}/sync shows the sync's last error)")
+	}
 	return api.Errorf(http.StatusBadGateway, api.CodeStorageFailed, "the object storage could not be reached").
 		WithHint("retry later; GET /v1/sandboxes/{id}/sync shows the sync's last error")
 }

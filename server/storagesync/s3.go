@@ -63,6 +63,8 @@ func openS3(ctx context.Context, c Config) (Backend, error) {
 	return b, nil
 }
 
+func (b *s3Backend) createsBucket() bool { return b.create }
+
 // ensureBucket checks the bucket and makes it when it is missing and
 // b.create is set; it reports whether it made it.
 func (b *s3Backend) ensureBucket(ctx context.Context) (bool, error) {

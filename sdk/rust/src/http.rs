@@ -221,11 +221,13 @@ impl Transport {
                 }
             }
             if (200..300).contains(&status) {
-                if let Some(types) = req.stream_types {
-                    let ctype = resp.header("Content-Type");
-                    if !types.contains(&media_type(ctype).as_str()) {
-                        return Err(Error::bad_response(&self.base_url, status, ctype, resp.header("X-Request-ID"), None));
-                    }
+                // A web page (a static site answers 200 to every path) is no
+                // file or stream of boxkite's, which sends files as
+                // octet-stream; a stream must be its own media type.
+                let ctype = resp.header("Content-Type");
+                let media = media_type(ctype);
+                if HTML_TYPES.contains(&media.as_str()) || req.stream_types.is_some_and(|types| !types.contains(&media.as_str())) {
+                    return Err(Error::bad_response(&self.base_url, status, ctype, resp.header("X-Request-ID"), None));
                 }
                 return Ok(resp);
             }

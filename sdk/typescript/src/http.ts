@@ -248,7 +248,10 @@ export class Transport {
         throw versionError(version!);
       }
       if (resp.ok) {
-        if (o.streamTypes && !o.streamTypes.includes(mediaType(resp.headers))) {
+        const media = mediaType(resp.headers);
+        // A web page (a static site answers 200 to every path) is no file
+        // or stream of boxkite's, which sends files as octet-stream.
+        if (HTML_TYPES.has(media) || (o.streamTypes && !o.streamTypes.includes(media))) {
           await resp.body?.cancel().catch(() => undefined);
           throw badResponse(this.baseUrl, resp);
         }
