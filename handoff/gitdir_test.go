@@ -203,6 +203,57 @@ func TestForeignGitDirNotSent(t *testing.T) {
 	}
 }
 
+// TestPlantedWorktreeDirNotSent: a tree that came with a .git file and,
+// beside it, a directory dressed as a linked worktree's (an archive of
+// two folders, one handed off) does not send the repository that
+// directory's commondir names. The planted directory names the tree back
+// (its gitdir file, relative, needs no absolute path), which is all the
+// back-link check asked; git's own worktree directories lie in
+// <common>/worktrees/, where nobody but the repository's owner writes.
+// Before, the victim repository's objects and refs were copied into the
+// sandbox.
+func TestPlantedWorktreeDirNotSent(t *testing.T) {
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim")
+	git(t, base, "init", "-q", victim)
+	os.WriteFile(filepath.Join(victim, "private.txt"), []byte("private\n"), 0o644)
+	git(t, victim, "add", "private.txt")
+	git(t, victim, "commit", "-qm", "private history")
+
+	unpacked := filepath.Join(base, "download")
+	root, planted := filepath.Join(unpacked, "project"), filepath.Join(unpacked, "meta")
+	for _, d := range []string{root, planted} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range map[string]string{
+		filepath.Join(root, ".git"):         "gitdir: ../meta\n",
+		filepath.Join(root, "a.txt"):        "a\n",
+		filepath.Join(planted, "commondir"): "../../victim/.git\n",
+		filepath.Join(planted, "gitdir"):    "../project/.git\n",
+		filepath.Join(planted, "HEAD"):      "ref: refs/heads/main\n",
+	} {
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, all := range []bool{false, true} {
+		tree, err := ListTree(context.Background(), root, all)
+		if err != nil {
+			t.Fatalf("all=%v: %v", all, err)
+		}
+		for _, e := range tree.Entries {
+			if l := tree.local(e); strings.HasPrefix(l, victim+string(filepath.Separator)) {
+				t.Fatalf("all=%v: the tree sends %s, from the victim repository's %s", all, e, l)
+			}
+		}
+		if !slices.ContainsFunc(tree.Skipped, func(s string) bool { return strings.HasPrefix(s, ".git: names a repository that is not this tree's") }) {
+			t.Errorf("all=%v: warnings %q, want one about .git", all, tree.Skipped)
+		}
+	}
+}
+
 // TestNestedRepoIgnores: a repository inside the tree (a clone made
 // there, a submodule's checkout) goes with what its own git lists and its
 // .git, and what its .gitignore leaves out stays behind as at the top.
