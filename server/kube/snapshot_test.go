@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,8 +113,12 @@ func TestPause(t *testing.T) {
 	if _, err := c.StartProcess(ctx, sb.ID, api.ProcessStartRequest{Command: "sleep 601"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.PauseSandbox(ctx, sb.ID, api.PauseFreeze); codeOf(err) != api.CodeNotSupported {
-		t.Errorf("freeze on kube: %v, want not_supported", err)
+	// freeze, the default, is refused, and the hint names the mode
+	// that works here, not the one just refused.
+	_, err = c.PauseSandbox(ctx, sb.ID, api.PauseFreeze)
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Code != api.CodeNotSupported ||
+		!strings.Contains(ae.Hint, "mode filesystem instead") || strings.Contains(ae.Hint, "freeze") {
+		t.Errorf("freeze on kube: %#v, want not_supported with a hint to pause with mode filesystem", err)
 	}
 	paused, err := c.PauseSandbox(ctx, sb.ID, api.PauseFilesystem)
 	if err != nil || paused.Status != api.StatusPaused {
