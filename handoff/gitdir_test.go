@@ -253,3 +253,52 @@ func TestPlantedWorktreeDirNotSent(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedRepoIgnores: a repository inside the tree (a clone made
+// there, a submodule's checkout) goes with what its own git lists and its
+// .git, and what its .gitignore leaves out stays behind as at the top.
+// Before, git listed it as one entry and the whole directory went: build
+// output and node_modules of every nested clone too.
+func TestNestedRepoIgnores(t *testing.T) {
+	base := t.TempDir()
+	lib := filepath.Join(base, "lib")
+	git(t, base, "init", "-q", lib)
+	os.WriteFile(filepath.Join(lib, ".gitignore"), []byte("dist/\n"), 0o644)
+	os.WriteFile(filepath.Join(lib, "lib.go"), []byte("package lib\n"), 0o644)
+	git(t, lib, "add", "-A")
+	git(t, lib, "commit", "-qm", "lib")
+	root := filepath.Join(base, "app")
+	git(t, base, "init", "-q", root)
+	os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n"), 0o644)
+	git(t, root, "add", "-A")
+	git(t, root, "commit", "-qm", "app")
+	git(t, root, "submodule", "add", "-q", lib, "sub")
+	git(t, root, "clone", "-q", lib, "vendor/clone")
+	for _, dir := range []string{"sub", "vendor/clone"} {
+		d := filepath.Join(root, filepath.FromSlash(dir))
+		os.MkdirAll(filepath.Join(d, "dist"), 0o755)
+		os.WriteFile(filepath.Join(d, "dist", "big.out"), []byte("ignored by the nested .gitignore\n"), 0o644)
+		os.WriteFile(filepath.Join(d, "new.txt"), []byte("untracked\n"), 0o644)
+		os.WriteFile(filepath.Join(d, "lib.go"), []byte("package lib // edited\n"), 0o644)
+	}
+	tree, err := ListTree(context.Background(), root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"main.go", "sub/.git", "sub/lib.go", "sub/new.txt", "sub/.gitignore", "vendor/clone/.git", "vendor/clone/.git/HEAD", "vendor/clone/lib.go", "vendor/clone/new.txt"} {
+		if !slices.Contains(tree.Entries, want) {
+			t.Errorf("the tree does not send %s", want)
+		}
+	}
+	for _, e := range tree.Entries {
+		if strings.Contains(e, "dist") {
+			t.Errorf("the tree sends %s, which the nested repository's .gitignore leaves out", e)
+		}
+	}
+	got := sendTree(t, root)
+	for _, dir := range []string{".", "sub", "vendor/clone"} {
+		if a, b := gitState(t, filepath.Join(root, dir)), gitState(t, filepath.Join(got, dir)); a != b {
+			t.Errorf("git in %s of the sandbox's copy:\n%s\nwant, as here:\n%s", dir, b, a)
+		}
+	}
+}
