@@ -67,7 +67,7 @@ var Checks = []string{
 	"files.write-read-text", "files.write-nested", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
 	"files.makeDir", "files.makeDir-on-file", "files.backslash-refused", "files.list-depth", "files.list-order-mode", "files.remove", "files.remove-missing", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
 	"files.signedUrl-forged", "files.watchDir",
-	"pty.echo", "pty.resize", "pty.size-refused", "pty.stdin-refused", "list.metadata", "list.metadata-none", "list.bad-query-400", "create.bad-timeout-400", "getInfo",
+	"pty.echo", "pty.resize", "pty.size-refused", "pty.stdin-refused", "list.metadata", "list.metadata-none", "list.bad-query-400", "timeout.cut-to-maximum", "create.bad-timeout-400", "getInfo",
 	"connect.new-process",
 	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",
 	"setTimeout.expires", "list.pages", "runCode.state", "runCode.empty", "runCode.language-trimmed", "runCode.stdout", "runCode.error", "runCode.envs", "runCode.envs-scoped", "runCode.contexts", "runCode.context-cwd", "runCode.context-missing-cwd", "runCode.context-traceback",

@@ -167,11 +167,20 @@ check('list.metadata-none', none.length === 0, none)
 // validator's 400 there, not a 422
 const badLimit = await rejects(() => Sandbox.list({ limit: 101 }).nextItems())
 check('list.bad-query-400', badLimit !== null && badLimit.statusCode === 400, String(badLimit))
-// so is a create or setTimeout E2B refuses (a timeout past the maximum): 400, not /v1's 422
-const badCreate = await rejects(() => Sandbox.create({ timeoutMs: 10 ** 11 }))
-const badTimeout = await rejects(() => sbx.setTimeout(10 ** 11))
-check('create.bad-timeout-400', badCreate !== null && badCreate.statusCode === 400 && badTimeout !== null && badTimeout.statusCode === 400,
-  { create: String(badCreate), setTimeout: String(badTimeout) })
+// a timeout past the server's maximum lifetime is cut to it, as E2B's
+// KeepAliveFor cuts one (it was refused)
+const long = await Sandbox.create({ timeoutMs: 10 ** 11, metadata: { run: process.env.RUN_ID, role: 'long' } })
+const longInfo = await long.getInfo()
+await long.kill()
+await sbx.setTimeout(10 ** 11)
+const capped = await sbx.getInfo()
+const twoDays = 48 * 3600 * 1000
+check('timeout.cut-to-maximum', longInfo.endAt - Date.now() < twoDays && capped.endAt - Date.now() < twoDays && capped.endAt - Date.now() > 600000,
+  { create: longInfo.endAt, setTimeout: capped.endAt })
+await sbx.setTimeout(600000)
+// a create E2B refuses (a timeout below 1 s): 400, not /v1's 422
+const badCreate = await rejects(() => Sandbox.create({ timeoutMs: -5000 }))
+check('create.bad-timeout-400', badCreate !== null && badCreate.statusCode === 400, String(badCreate))
 const got = await sbx.getInfo()
 check('getInfo', got.sandboxId === sbx.sandboxId && got.metadata.run === process.env.RUN_ID && got.endAt > got.startedAt, got)
 
