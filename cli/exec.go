@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/spf13/cobra"
@@ -37,8 +38,10 @@ func newExecCmd(app *App) *cobra.Command {
 		GroupID: groupSandboxes,
 		Long: `Run a command in a sandbox with /bin/sh -c and stream its output live:
 its stdout to stdout, its stderr to stderr. Stdin that is not a terminal is read
-to the end and forwarded (redirect it from /dev/null to send none). boxkite
-exits with the command's exit code, or 124 when it ran out of time.
+to the end and forwarded (redirect it from /dev/null to send none); it must be
+UTF-8 text, and binary data (a tar stream, an image) is refused: send it with
+'boxkite files cp - :PATH', which copies bytes as they are. boxkite exits with
+the command's exit code, or 124 when it ran out of time.
 
 Words after -- are quoted for the shell and joined, so they arrive exactly as
 typed; a single argument is used as the shell command as it is.
@@ -179,6 +182,28 @@ func (o *execOptions) request(cmd *cobra.Command, args []string) (api.ExecReques
 	return req, nil
 }
 
+// textStdin refuses stdin that is not UTF-8 text: it travels as a JSON
+// string, which would carry each byte that is not UTF-8 as U+FFFD, so the
+// command would read other bytes than were piped (a tar stream arrives
+// altered and unpacks without a word).
+func textStdin(b []byte) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	at := 0
+	for at < len(b) {
+		r, n := utf8.DecodeRune(b[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	return &hintError{
+		err:  fmt.Errorf("stdin is not UTF-8 text (byte %d is 0x%02x): exec forwards text only", at, b[at]),
+		hint: "send binary data as a file, byte for byte: '... | boxkite files cp - :/workspace/FILE', then exec a command that reads it",
+	}
+}
+
 func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecRequest, asJSON bool) error {
 	if !app.IO.InTTY && app.IO.In != nil {
 		b, err := io.ReadAll(io.LimitReader(app.IO.In, maxStdin+1))
@@ -187,6 +212,9 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 		}
 		if len(b) > maxStdin {
 			return &hintError{err: fmt.Errorf("stdin is larger than %d MiB", maxStdin>>20), hint: "copy large inputs into the sandbox as files"}
+		}
+		if err := textStdin(b); err != nil {
+			return err
 		}
 		req.Stdin = string(b)
 	}

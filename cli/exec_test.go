@@ -152,3 +152,21 @@ func TestExec(t *testing.T) {
 		t.Errorf("quoted form sent %q, want %q", c, "sleep 5")
 	}
 }
+
+// TestExecBinaryStdin: stdin that is not UTF-8 is refused before anything
+// is sent, with a hint naming files cp. It travels as a JSON string, which
+// carries such bytes as U+FFFD: before, `tar c . | boxkite exec -- tar x`
+// unpacked altered files and exited 0.
+func TestExecBinaryStdin(t *testing.T) {
+	home := isolate(t)
+	srv := fakeAPI(t, map[string]http.HandlerFunc{}) // any request fails the test
+	writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
+	for _, args := range [][]string{{"exec", "--", "tar", "x"}, {"exec", "--json", "cat"}} {
+		r := runCLI(t, "ustar\x00héllo\xe9\x01", args...)
+		want := "error: stdin is not UTF-8 text (byte 12 is 0xe9): exec forwards text only\n" +
+			"hint: send binary data as a file, byte for byte: '... | boxkite files cp - :/workspace/FILE', then exec a command that reads it\n"
+		if r.code != 1 || r.stdout != "" || r.stderr != want {
+			t.Errorf("%v with binary stdin: code %d stdout %q stderr %q; want 1 and\n%s", args, r.code, r.stdout, r.stderr, want)
+		}
+	}
+}
