@@ -39,7 +39,7 @@ func (d *Driver) PauseModes() map[string]string {
 		fs = "the kube driver has no snapshot directory to keep the workspace in"
 	}
 	return map[string]string{
-		api.PauseFreeze:     "a pod's processes cannot be frozen from the control plane (no freezer on the node through the Kubernetes API); pause with mode filesystem",
+		api.PauseFreeze:     "a pod's processes cannot be frozen from the control plane (no freezer on the node through the Kubernetes API)",
 		api.PauseFilesystem: fs,
 		api.PauseCheckpoint: "CRIU checkpoints are not reachable through the Kubernetes API",
 	}

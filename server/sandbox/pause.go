@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -139,11 +140,27 @@ func (s *Service) pauseDriver(mode string) (model.PauseDriver, error) {
 	if !ok {
 		return nil, httpx.NotSupported("mode", "this server's driver cannot pause sandboxes")
 	}
-	if why := p.PauseModes()[mode]; why != "" {
+	modes := p.PauseModes()
+	if why := modes[mode]; why != "" {
 		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "pause mode %s does not work on this server: %s", mode, why).
-			WithHint("pause with mode freeze or filesystem instead; `boxkite doctor` on the server's host says what each mode needs")
+			WithHint(pauseModeHint(modes))
 	}
 	return p, nil
+}
+
+// pauseModeHint names the pause modes that work on a server whose driver
+// reports modes, for the answer to a mode that does not.
+func pauseModeHint(modes map[string]string) string {
+	var work []string
+	for _, m := range []string{api.PauseFreeze, api.PauseFilesystem, api.PauseCheckpoint} {
+		if why, ok := modes[m]; ok && why == "" {
+			work = append(work, m)
+		}
+	}
+	if len(work) == 0 {
+		return "this server cannot pause sandboxes in any mode; the operator can run `boxkite doctor` on the server's host to see what each mode needs"
+	}
+	return "pause with mode " + strings.Join(work, " or ") + " instead (the CLI: `--mode " + work[0] + "`)"
 }
 
 // undoPause records sandbox id active again after the driver failed to

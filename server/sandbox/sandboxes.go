@@ -246,6 +246,9 @@ func (s *Service) createFailed(ctx context.Context, id string, err error) error 
 	if he, ok := errors.AsType[*model.HostLimitError](err); ok {
 		return he.APIError("create")
 	}
+	if ae, ok := errors.AsType[*api.Error](err); ok {
+		return ae // the driver's own refusal, such as egress it cannot give
+	}
 	return sandboxFailed("create")
 }
 
