@@ -75,7 +75,7 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 	if pod.Annotations[AnnotationEgress] != "" {
 		return fmt.Errorf("pause sandbox %s: a sandbox granted egress cannot be paused on the kube driver yet", id)
 	}
-	ref, err := d.Snapshot(ctx, id, true)
+	ref, err := d.Snapshot(ctx, id, true, nil)
 	if err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
 	}

@@ -162,7 +162,7 @@ func TestParseEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := runShell(t, "set -- "+shellQuote(dir)+" 2\n"+listScript)
-	entries, err := parseEntries(out)
+	entries, err := parseEntries(Home, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func FuzzParseEntries(f *testing.F) {
 	f.Add("d\x000\x001777\x00u\x00g\x00x\x00\x00/a\x00")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, out string) {
-		entries, err := parseEntries(out)
+		entries, err := parseEntries(Home, out)
 		if err == nil {
 			for _, e := range entries {
 				if e == nil {
@@ -226,12 +226,46 @@ func FuzzParseEntries(f *testing.F) {
 func TestAbsPath(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"": Home, "~": Home, "~/x": Home + "/x", "notes.txt": Home + "/notes.txt", "a/../b": Home + "/b",
-		"/tmp/x": "/tmp/x", "/a/../../etc": "/etc", "//x//y/": "/x/y", "../up": "/up",
+		"": UserHome, "~": UserHome, "~/x": UserHome + "/x", "notes.txt": UserHome + "/notes.txt", "a/../b": UserHome + "/b",
+		"/tmp/x": "/tmp/x", "/a/../../etc": "/etc", "//x//y/": "/x/y", "../up": "/home/up",
 	} {
 		if got := absPath(in); got != want {
 			t.Errorf("absPath(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestUserHome: /home/user, E2B's home, is the workspace in every file
+// call and cwd (inSandbox), and answers name what was asked the way it
+// was asked (asAsked): a list of /home/user gives /home/user/… paths.
+// /home/user was outside the file roots, and its lookalikes stay apart.
+func TestUserHome(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"/home/user": Home, "/home/user/a.txt": Home + "/a.txt", "/home/user/d/e": Home + "/d/e",
+		"/home/users": "/home/users", "/home/user2/x": "/home/user2/x", "/home": "/home", "/workspace/x": "/workspace/x", "/tmp/x": "/tmp/x",
+	} {
+		if got := inSandbox(in); got != want {
+			t.Errorf("inSandbox(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, tt := range []struct{ asked, p, want string }{
+		{"/home/user", Home + "/a.txt", "/home/user/a.txt"},
+		{"/home/user/d", Home + "/d", "/home/user/d"},
+		{"/home/user", Home, "/home/user"},
+		{"/home/user", "/tmp/x", "/tmp/x"},
+		{"/home/user", "/workspaces/x", "/workspaces/x"},
+		{"/workspace", Home + "/a.txt", "/workspace/a.txt"},
+		{"/tmp", Home + "/a.txt", "/workspace/a.txt"},
+	} {
+		if got := asAsked(tt.asked, tt.p); got != tt.want {
+			t.Errorf("asAsked(%q, %q) = %q, want %q", tt.asked, tt.p, got, tt.want)
+		}
+	}
+	out := "d\x004096\x00755\x00sandbox\x00sandbox\x001.5\x00\x00./sub\x00"
+	entries, err := parseEntries("/home/user", out)
+	if err != nil || len(entries) != 1 || entries[0].GetPath() != "/home/user/sub" || entries[0].GetName() != "sub" {
+		t.Errorf("parseEntries of ./sub asked as /home/user = %v, %v; want /home/user/sub", entries, err)
 	}
 }
 
@@ -459,7 +493,7 @@ func TestListScriptVanishing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("list %d: %v: %s", i, err, stderr.String())
 		}
-		entries, err := parseEntries(string(out))
+		entries, err := parseEntries(Home, string(out))
 		if err != nil {
 			t.Fatalf("list %d: %v", i, err)
 		}
@@ -496,7 +530,7 @@ func TestStatScriptVanishing(t *testing.T) {
 		var exit *exec.ExitError
 		switch {
 		case err == nil:
-			if _, err := oneEntry(string(out)); err != nil {
+			if _, err := oneEntry(Home, string(out)); err != nil {
 				t.Fatalf("stat %d: %v", i, err)
 			}
 		case errors.As(err, &exit) && exit.ExitCode() == exitNotFound:
@@ -546,7 +580,7 @@ func TestMoveScriptDestinationRemoved(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("plain move: exit %d: %s", code, stderr)
 	}
-	if e, err := oneEntry(out); err != nil || e.GetName() != "dst" {
+	if e, err := oneEntry(Home, out); err != nil || e.GetName() != "dst" {
 		t.Fatalf("plain move: entry %v, %v; want dst", e, err)
 	}
 	if _, code, stderr = move(bin + string(filepath.ListSeparator) + os.Getenv("PATH")); code != exitGoneAfter {

@@ -62,7 +62,7 @@ func (s filesystemService) fileOp(ctx context.Context, op, what, script string, 
 		if strings.ContainsRune(a, 0) {
 			return "", connect.NewError(connect.CodeInvalidArgument, errors.New("a path contains a NUL byte"))
 		}
-		words = append(words, shellQuote(inWorkspace(a)))
+		words = append(words, shellQuote(inWorkspace(inSandbox(a))))
 	}
 	started := time.Now()
 	res, err := sess.Exec(ctx, api.ExecRequest{
@@ -193,7 +193,7 @@ func (s filesystemService) Stat(ctx context.Context, req *connect.Request[filesy
 	if err != nil {
 		return nil, err
 	}
-	entry, err := oneEntry(out)
+	entry, err := oneEntry(p, out)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func (s filesystemService) ListDir(ctx context.Context, req *connect.Request[fil
 	if err != nil {
 		return nil, err
 	}
-	entries, err := parseEntries(out)
+	entries, err := parseEntries(p, out)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (s filesystemService) MakeDir(ctx context.Context, req *connect.Request[fil
 	if err != nil {
 		return nil, err
 	}
-	entry, err := oneEntry(out)
+	entry, err := oneEntry(p, out)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func (s filesystemService) Move(ctx context.Context, req *connect.Request[filesy
 	if err != nil {
 		return nil, err
 	}
-	entry, err := oneEntry(out)
+	entry, err := oneEntry(dst, out)
 	if err != nil {
 		return nil, err
 	}
@@ -275,8 +275,8 @@ func (s filesystemService) Remove(ctx context.Context, req *connect.Request[file
 	return connect.NewResponse(&filesystem.RemoveResponse{}), nil
 }
 
-func oneEntry(out string) (*filesystem.EntryInfo, error) {
-	entries, err := parseEntries(out)
+func oneEntry(asked, out string) (*filesystem.EntryInfo, error) {
+	entries, err := parseEntries(asked, out)
 	if err != nil {
 		return nil, err
 	}
@@ -286,8 +286,9 @@ func oneEntry(out string) (*filesystem.EntryInfo, error) {
 	return entries[0], nil
 }
 
-// parseEntries reads find's output in entryFormat.
-func parseEntries(out string) ([]*filesystem.EntryInfo, error) {
+// parseEntries reads find's output in entryFormat, about the path asked
+// (whose form, /home/user or /workspace, its paths take).
+func parseEntries(asked, out string) ([]*filesystem.EntryInfo, error) {
 	fields := strings.Split(out, "\x00")
 	fields = fields[:len(fields)-1] // what follows the last NUL: nothing
 	if len(fields)%entryFields != 0 {
@@ -295,7 +296,7 @@ func parseEntries(out string) ([]*filesystem.EntryInfo, error) {
 	}
 	var entries []*filesystem.EntryInfo
 	for f := range slices.Chunk(fields, entryFields) {
-		e, err := entryOf(f)
+		e, err := entryOf(asked, f)
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInternal, err)
 		}
@@ -310,7 +311,7 @@ func parseEntries(out string) ([]*filesystem.EntryInfo, error) {
 // FileMode's String ("drwxr-xr-x", "dtrwxrwxrwx" for /tmp, "Lrwxrwxrwx").
 // Mode was a whole Go FileMode, type bits and all (2147484141 for a
 // directory), and Permissions find's ("drwxrwxrwt").
-func entryOf(f []string) (*filesystem.EntryInfo, error) {
+func entryOf(asked string, f []string) (*filesystem.EntryInfo, error) {
 	size, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil {
 		return nil, fmt.Errorf("size %q: %w", f[1], err)
@@ -333,7 +334,7 @@ func entryOf(f []string) (*filesystem.EntryInfo, error) {
 	case "l":
 		typ = filesystem.FileType_FILE_TYPE_SYMLINK
 	}
-	p := fromWorkspace(f[7])
+	p := asAsked(asked, fromWorkspace(f[7]))
 	e := &filesystem.EntryInfo{
 		Name: path.Base(p), Type: typ, Path: p, Size: size, Mode: uint32(mode.Perm()), Permissions: mode.String(),
 		Owner: f[3], Group: f[4], ModifiedTime: timestamppb.New(mtime),
