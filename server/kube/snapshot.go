@@ -58,7 +58,7 @@ func (d *Driver) snapshotPath(key string) (string, error) {
 }
 
 // Snapshot copies sandbox id's workspace into the snapshot directory.
-func (d *Driver) Snapshot(ctx context.Context, id string, transient bool) (model.SnapshotRef, error) {
+func (d *Driver) Snapshot(ctx context.Context, id string, transient bool, claim func(string) error) (model.SnapshotRef, error) {
 	if d.cfg.SnapshotDir == "" {
 		return model.SnapshotRef{}, errNoSnapshots
 	}
@@ -88,6 +88,13 @@ func (d *Driver) Snapshot(ctx context.Context, id string, transient bool) (model
 	path, err := d.snapshotPath(key)
 	if err != nil {
 		return model.SnapshotRef{}, err
+	}
+	if claim != nil && !transient {
+		// From here until the row is deleted, no drop (of any replica
+		// sharing the directory) deletes path.
+		if err := claim(key); err != nil {
+			return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: claim its key: %w", id, err)
+		}
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)

@@ -73,20 +73,15 @@ type Config struct {
 	// admission lock, so an image deleted meanwhile is either kept for it
 	// or found gone; nil: the server keeps no images.
 	UseImage func(ctx context.Context, imageID, user string) error
+
+	// claimWaits, in tests, runs each time a snapshot found its key
+	// being dropped, before it waits to ask again.
+	claimWaits func()
 }
 
 // Service is the snapshot subsystem.
 type Service struct {
 	cfg Config
-	// keys orders recording a key against dropping one: a snapshot
-	// holds it for reading from its copy until its row names its key,
-	// and dropData for writing, so the data of a key that a snapshot
-	// being taken found stored already (an identical state: keys are
-	// content addresses) is not deleted, by the delete of the last
-	// other snapshot holding it, before the new row holds it too. Per
-	// server process: replicas sharing a snapshot directory are not
-	// ordered against each other.
-	keys sync.RWMutex
 }
 
 // New returns the service for cfg.
@@ -260,35 +255,6 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	return done, nil
 }
 
-// copyAndRecord copies sb's state into the driver's store (and the
-// bucket) for pending snapshot sn and records the outcome: err is the
-// copy's failure, stored the bucket's, uerr the record's. The key is
-// held from the copy until the row names it (Service.keys); copied runs
-// once the driver is done with the sandbox.
-func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *model.Snapshot, copied func()) (
-	ref model.SnapshotRef, done *model.Snapshot, err, stored, uerr error,
-) {
-	s.keys.RLock()
-	defer s.keys.RUnlock()
-	ref, err = s.cfg.Driver.Snapshot(ctx, sb.ID, false)
-	copied()
-	if p := s.porter(); err == nil && p != nil {
-		if stored = s.upload(ctx, p, sn, ref.Key); stored != nil {
-			err = stored
-		}
-	}
-	done, uerr = s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error {
-		if err != nil {
-			sn.Status = api.SnapshotFailed
-			return nil
-		}
-		sn.Status, sn.Key, sn.SizeBytes, sn.Method = api.SnapshotCompleted, ref.Key, ref.SizeBytes, ref.Method
-		sn.MountPoints = ref.MountPoints
-		return nil
-	})
-	return ref, done, err, stored, uerr
-}
-
 // useImage records pending snapshot sn as a user of its image; one whose
 // image was deleted meanwhile is recorded failed.
 func (s *Service) useImage(ctx context.Context, sn *model.Snapshot) error {
@@ -388,23 +354,6 @@ func (s *Service) Delete(ctx context.Context, sn *model.Snapshot) error {
 	s.dropData(ctx, sn.Key)
 	s.dropRemote(ctx, sn)
 	return nil
-}
-
-// dropData deletes the driver's data under key unless another snapshot
-// still holds it. A failure leaves the data behind, logged.
-func (s *Service) dropData(ctx context.Context, key string) {
-	if key == "" || s.cfg.Driver == nil {
-		return
-	}
-	s.keys.Lock() // no snapshot is between finding key stored and recording it
-	defer s.keys.Unlock()
-	inUse, err := s.cfg.Store.SnapshotKeyInUse(ctx, key)
-	if err == nil && !inUse {
-		err = s.cfg.Driver.DeleteSnapshot(ctx, key)
-	}
-	if err != nil {
-		s.cfg.Log.ErrorContext(ctx, "delete snapshot data", "key", key, "err", err)
-	}
 }
 
 func (s *Service) restore(w http.ResponseWriter, r *http.Request) error {
@@ -531,7 +480,7 @@ func (s *Service) forkCopy(ctx context.Context, acct *model.Account, sb *model.S
 		return model.SnapshotRef{}, err
 	}
 	defer release()
-	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, true)
+	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, true, nil)
 	if err != nil {
 		s.cfg.Log.ErrorContext(ctx, "driver snapshot for a fork failed", "sandbox", sb.ID, "err", err)
 		return model.SnapshotRef{}, s.copyFailed(ctx, sb, "copy the sandbox's filesystem for the fork", "the fork copied the sandbox's filesystem")
