@@ -273,6 +273,12 @@ type PauseDriver interface {
 // removes every sandbox's): no retry can pause or resume it.
 var ErrSandboxGone = errors.New("the driver holds nothing of the sandbox")
 
+// ErrCopyElsewhere is wrapped by a driver's errors when the copy it needs
+// (a paused sandbox's workspace, a snapshot's data) is not in this
+// server's state directory: another server sharing the database made it
+// and keeps it in its own (kube replicas without a shared state claim).
+var ErrCopyElsewhere = errors.New("the copy is not in this server's state directory")
+
 // A WarmClaimer hands out a sandbox from sandboxes it started ahead of
 // need (a warm pool), when one fits spec and is ready; ok false means none
 // was (nothing happened, and the caller creates the sandbox with Create).
