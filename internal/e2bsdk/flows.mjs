@@ -161,6 +161,15 @@ if (process.env.FLOWS_UNJAILED !== '1') {
 } else {
   check('home.in-sandbox', true)
 }
+// a symlink is what it points to, as envd lists one: the target's type
+// and mode and its resolved path; a dangling one is left out
+await sbx.files.makeDir('/home/user/lk/sub')
+await sbx.commands.run('chmod 700 lk/sub && ln -s sub lk/lnk && ln -s nowhere lk/dead', { cwd: '/home/user' })
+const lk = await sbx.files.list('/home/user/lk')
+const lnk = lk.find((e) => e.name === 'lnk')
+const lnkInfo = await sbx.files.getInfo('/home/user/lk/lnk')
+check('files.symlink', lnk && lnk.type === 'dir' && lnk.mode === 0o700 && lnk.symlinkTarget === '/home/user/lk/sub' &&
+  lnkInfo.type === 'dir' && lnkInfo.symlinkTarget === '/home/user/lk/sub' && !lk.some((e) => e.name === 'dead'), { lk, lnkInfo })
 await until('a write event under /home/user', () => homeWatch.some((e) => e.name === 'home.txt' && e.type === 'write'))
 await hw.stop()
 check('home.watchDir', true)
