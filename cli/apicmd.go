@@ -53,7 +53,7 @@ An error answer prints error: and hint: from the API's envelope and exits
 with the CLI's codes (3 not found, 4 auth, 5 limit, 1 otherwise). A
 failed answer that is not boxkite's (a proxy's error page, another web
 server at the URL, a gateway's JSON) is printed as it came, with error:
-and hint: on stderr.
+and hint: on stderr, and exits by its status the same way.
 --paginate follows the pages of a paged route: the rel="next" link of a
 route that gives one (/v1/sandboxes with limit), or, for an object with
 offset, total and a list (such as /v1/sandboxes/ID/log), the next offset
@@ -285,8 +285,12 @@ func runAPI(ctx context.Context, app *App, c rawDoer, o *apiOptions, req apiRequ
 		}
 		resp, err := c.Do(ctx, req.method, target, req.header, body)
 		if err != nil {
-			printRawError(app, o, err)
-			return fmt.Errorf("%s %s: %w", req.method, req.path, err)
+			err = fmt.Errorf("%s %s: %w", req.method, req.path, err)
+			if re, ok := errors.AsType[*client.RawError](err); ok {
+				printRawError(app, o, re)
+				return &rawAnswerError{err: err, status: re.Err.Status}
+			}
+			return err
 		}
 		link := api.NextLink(resp.Header)
 		next, err := printAPIResponse(app, o, resp)
@@ -327,11 +331,7 @@ func nextLinkQuery(link string, asked url.Values) (url.Values, bool) {
 // proxy's error page, another web server's 404, a gateway's JSON. The
 // error and its hint still go to stderr; boxkite's own error envelope is
 // not printed, its error: and hint: say it all.
-func printRawError(app *App, o *apiOptions, err error) {
-	re, ok := errors.AsType[*client.RawError](err)
-	if !ok {
-		return
-	}
+func printRawError(app *App, o *apiOptions, re *client.RawError) {
 	if o.include {
 		printStatusHeaders(app, re.Err.Status, re.Header)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/spf13/cobra"
@@ -39,6 +40,11 @@ func newExecCmd(app *App) *cobra.Command {
 its stdout to stdout, its stderr to stderr. Stdin that is not a terminal is read
 to the end and forwarded (redirect it from /dev/null to send none). boxkite
 exits with the command's exit code, or 124 when it ran out of time.
+
+Stdin and output travel as text: stdin that is not UTF-8 (a tar stream, an
+image) is refused, and output bytes that are not UTF-8 are shown as U+FFFD,
+with a note on stderr. Binary data goes byte for byte with 'boxkite files cp':
+'... | boxkite files cp - :PATH' in, 'boxkite files cp :PATH -' out.
 
 Words after -- are quoted for the shell and joined, so they arrive exactly as
 typed; a single argument is used as the shell command as it is.
@@ -179,16 +185,68 @@ func (o *execOptions) request(cmd *cobra.Command, args []string) (api.ExecReques
 	return req, nil
 }
 
+// readStdin reads the piped stdin that exec forwards: at most maxStdin
+// bytes of UTF-8 text.
+func readStdin(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxStdin+1))
+	if err != nil {
+		return "", fmt.Errorf("read stdin: %w", err)
+	}
+	if len(b) > maxStdin {
+		return "", &hintError{err: fmt.Errorf("stdin is larger than %d MiB", maxStdin>>20), hint: "copy large inputs into the sandbox as files"}
+	}
+	if err := textStdin(b); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// binaryAltered reports whether stdout was not all UTF-8 text: output
+// travels as JSON strings, which carry each byte that is not UTF-8 as
+// U+FFFD (3 bytes), so what was shown differs from what the command
+// wrote. shown is the length of the stdout shown, replaced whether it
+// holds a U+FFFD; both are needed, as a redacted secret changes the length
+// too. Truncated output is not compared.
+func binaryAltered(shown int64, replaced bool, o api.ExecOutputInfo) bool {
+	return !o.Truncated && replaced && shown != o.StdoutBytes
+}
+
+// binaryNote says, on stderr, that stdout arrived altered and how to copy
+// it as it is.
+func binaryNote(w io.Writer) {
+	fmt.Fprintln(w, "note: stdout was not all UTF-8 text: each byte that is not was shown as U+FFFD, so binary output arrived altered")
+	fmt.Fprintln(w, "note: copy binary output byte for byte: have the command write a file, then 'boxkite files cp :PATH -'")
+}
+
+// textStdin refuses stdin that is not UTF-8 text: it travels as a JSON
+// string, which would carry each byte that is not UTF-8 as U+FFFD, so the
+// command would read other bytes than were piped (a tar stream arrives
+// altered and unpacks without a word).
+func textStdin(b []byte) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	at := 0
+	for at < len(b) {
+		r, n := utf8.DecodeRune(b[at:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		at += n
+	}
+	return &hintError{
+		err:  fmt.Errorf("stdin is not UTF-8 text (byte %d is 0x%02x): exec forwards text only", at, b[at]),
+		hint: "send binary data as a file, byte for byte: '... | boxkite files cp - :/workspace/FILE', then exec a command that reads it",
+	}
+}
+
 func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecRequest, asJSON bool) error {
 	if !app.IO.InTTY && app.IO.In != nil {
-		b, err := io.ReadAll(io.LimitReader(app.IO.In, maxStdin+1))
+		in, err := readStdin(app.IO.In)
 		if err != nil {
-			return fmt.Errorf("read stdin: %w", err)
+			return err
 		}
-		if len(b) > maxStdin {
-			return &hintError{err: fmt.Errorf("stdin is larger than %d MiB", maxStdin>>20), hint: "copy large inputs into the sandbox as files"}
-		}
-		req.Stdin = string(b)
+		req.Stdin = in
 	}
 	cfg, c, err := app.configClient()
 	if err != nil {
@@ -207,14 +265,22 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 			return err
 		}
 		truncationNote(app.IO.ErrOut, res.ExecOutputInfo)
+		if binaryAltered(int64(len(res.Stdout)), strings.Contains(res.Stdout, "\uFFFD"), res.ExecOutputInfo) {
+			binaryNote(app.IO.ErrOut)
+		}
 		return exitFor(res.ExitCode, res.StopReason, opts.timeout)
 	}
 	stderr := &lineEnd{w: app.IO.ErrOut, atStart: true}
 	errOut := &noteHold{w: stderr, note: timeoutNote(req.Timeout)}
+	var shown int64 // stdout bytes shown
+	replaced := false
 	res, err := c.ExecStreamResult(ctx, sb.ID, req, func(ev api.ExecEvent) error {
 		var w io.Writer = app.IO.Out
 		if ev.Type == api.EventStderr {
 			w = errOut
+		} else {
+			shown += int64(len(ev.Data))
+			replaced = replaced || strings.Contains(ev.Data, "\uFFFD")
 		}
 		_, err := io.WriteString(w, ev.Data)
 		return err
@@ -234,6 +300,10 @@ func runExec(ctx context.Context, app *App, opts execOptions, req api.ExecReques
 	if res.Truncated {
 		stderr.finishLine()
 		truncationNote(app.IO.ErrOut, res.ExecOutputInfo)
+	}
+	if binaryAltered(shown, replaced, res.ExecOutputInfo) {
+		stderr.finishLine()
+		binaryNote(app.IO.ErrOut)
 	}
 	err = exitFor(res.ExitCode, res.StopReason, opts.timeout)
 	if es, ok := errors.AsType[*exitStatus](err); ok && es.msg != "" {

@@ -152,3 +152,71 @@ func TestExec(t *testing.T) {
 		t.Errorf("quoted form sent %q, want %q", c, "sleep 5")
 	}
 }
+
+// TestExecBinaryStdin: stdin that is not UTF-8 is refused before anything
+// is sent, with a hint naming files cp. It travels as a JSON string, which
+// carries such bytes as U+FFFD: before, `tar c . | boxkite exec -- tar x`
+// unpacked altered files and exited 0.
+func TestExecBinaryStdin(t *testing.T) {
+	home := isolate(t)
+	srv := fakeAPI(t, map[string]http.HandlerFunc{}) // any request fails the test
+	writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
+	for _, args := range [][]string{{"exec", "--", "tar", "x"}, {"exec", "--json", "cat"}} {
+		r := runCLI(t, "ustar\x00héllo\xe9\x01", args...)
+		want := "error: stdin is not UTF-8 text (byte 12 is 0xe9): exec forwards text only\n" +
+			"hint: send binary data as a file, byte for byte: '... | boxkite files cp - :/workspace/FILE', then exec a command that reads it\n"
+		if r.code != 1 || r.stdout != "" || r.stderr != want {
+			t.Errorf("%v with binary stdin: code %d stdout %q stderr %q; want 1 and\n%s", args, r.code, r.stdout, r.stderr, want)
+		}
+	}
+}
+
+// TestExecBinaryStdout: stdout that was not UTF-8 arrives with U+FFFD for
+// each such byte (output travels as JSON strings); exec says so on stderr
+// and how to copy it as it is, with --json too. Before, `boxkite exec --
+// cat image.png > image.png` wrote an altered file without a word. Output
+// that merely holds a U+FFFD, or changed length by a redaction, gets no
+// note.
+func TestExecBinaryStdout(t *testing.T) {
+	home := isolate(t)
+	var data string
+	var wrote int64
+	srv := fakeAPI(t, map[string]http.HandlerFunc{
+		"GET /v1/sandboxes": replyJSON(200, []api.Sandbox{{ID: "sb-1", Status: api.StatusActive}}),
+		"POST /v1/sandboxes/sb-1/exec": func(w http.ResponseWriter, r *http.Request) {
+			info := api.ExecOutputInfo{StdoutBytes: wrote, OutputLimitBytes: 1 << 20}
+			if r.Header.Get("Accept") != api.ContentTypeNDJSON {
+				replyJSON(200, api.ExecResult{Stdout: data, ExecOutputInfo: info})(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+			enc := json.NewEncoder(w)
+			enc.Encode(api.ExecEvent{Type: api.EventStdout, Data: data})
+			enc.Encode(api.ExecEvent{Type: api.EventExit, ExecOutputInfo: info})
+		},
+	})
+	writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
+	note := "note: stdout was not all UTF-8 text: each byte that is not was shown as U+FFFD, so binary output arrived altered\n" +
+		"note: copy binary output byte for byte: have the command write a file, then 'boxkite files cp :PATH -'\n"
+	for _, tc := range []struct {
+		name, data string
+		wrote      int64
+		note       bool
+	}{
+		{"bytes that are not UTF-8", "PNG\uFFFD\uFFFD\n", 6, true},
+		{"a U+FFFD the command wrote", "ok \uFFFD\n", 7, false},
+		{"a redaction", "key [REDACTED_AWS_KEY]\n", 25, false},
+	} {
+		data, wrote = tc.data, tc.wrote
+		want := ""
+		if tc.note {
+			want = note
+		}
+		if r := runCLI(t, "", "exec", "cat", "x.png"); r.code != 0 || r.stdout != tc.data || r.stderr != want {
+			t.Errorf("%s: code %d stdout %q stderr %q; want 0, the output and %q", tc.name, r.code, r.stdout, r.stderr, want)
+		}
+		if r := runCLI(t, "", "exec", "--json", "cat", "x.png"); r.code != 0 || r.stderr != want {
+			t.Errorf("%s, --json: code %d stderr %q; want 0 and %q", tc.name, r.code, r.stderr, want)
+		}
+	}
+}

@@ -129,6 +129,9 @@ func exitCode(err error) int {
 	if _, ok := errors.AsType[*notFoundError](err); ok {
 		return exitNotFound
 	}
+	if e, ok := errors.AsType[*rawAnswerError](err); ok {
+		return statusExitCode(e.status)
+	}
 	if e, ok := errors.AsType[*api.Error](err); ok {
 		return apiExitCode(e)
 	}
@@ -159,7 +162,12 @@ func apiExitCode(e *api.Error) int {
 	case client.CodeBadResponse:
 		return exitError // not boxkite answered: its 404 or 401 says nothing of boxkite's sandboxes or keys
 	}
-	switch e.Status {
+	return statusExitCode(e.Status)
+}
+
+// statusExitCode is the exit code of an error answer's HTTP status.
+func statusExitCode(status int) int {
+	switch status {
 	case 404:
 		return exitNotFound
 	case 401, 403:
@@ -169,6 +177,17 @@ func apiExitCode(e *api.Error) int {
 	}
 	return exitError
 }
+
+// rawAnswerError is a failed answer `boxkite api` printed as it came (not
+// boxkite's envelope): it exits by its HTTP status, a page's too, since
+// the caller asked for that path and reads the status, as with gh api.
+type rawAnswerError struct {
+	err    error
+	status int
+}
+
+func (e *rawAnswerError) Error() string { return e.err.Error() }
+func (e *rawAnswerError) Unwrap() error { return e.err }
 
 // badResponseHint is the CLI's hint for an answer that is not boxkite's
 // (client.CodeBadResponse), naming where the CLI's base URL comes from.

@@ -65,7 +65,7 @@ func (t *Tree) addLinkedGitDir(ctx context.Context) error {
 		return nil
 	}
 	linked := filepath.Clean(common) != filepath.Clean(gitDir)
-	if why := t.notOurs(ctx, gitDir, linked); why != "" {
+	if why := t.notOurs(ctx, gitDir, common, linked); why != "" {
 		// Not a worktree or submodule of this tree: a .git file the tree
 		// came with (an archive, files copied out of a sandbox) must not
 		// send a repository of this machine it names.
@@ -101,8 +101,14 @@ func (t *Tree) addLinkedGitDir(ctx context.Context) error {
 // and a submodule's names this tree as its core.worktree. Git keeps both
 // links itself; a repository's own directory has neither (nor has one
 // made by git init --separate-git-dir, which therefore goes as a file).
-func (t *Tree) notOurs(ctx context.Context, gitDir string, linked bool) string {
+// A linked worktree's directory must also be where git makes them,
+// common/worktrees/<name>: a directory elsewhere naming the tree back
+// could have come with the tree, and its commondir names any repository.
+func (t *Tree) notOurs(ctx context.Context, gitDir, common string, linked bool) string {
 	if linked {
+		if !samePath(gitDir, "..", filepath.Join(common, "worktrees")) {
+			return "a worktree's directory outside its repository's worktrees directory"
+		}
 		b, err := os.ReadFile(filepath.Join(gitDir, "gitdir"))
 		if err != nil {
 			return "a worktree's directory without its gitdir file"

@@ -202,3 +202,103 @@ func TestForeignGitDirNotSent(t *testing.T) {
 		})
 	}
 }
+
+// TestPlantedWorktreeDirNotSent: a tree that came with a .git file and,
+// beside it, a directory dressed as a linked worktree's (an archive of
+// two folders, one handed off) does not send the repository that
+// directory's commondir names. The planted directory names the tree back
+// (its gitdir file, relative, needs no absolute path), which is all the
+// back-link check asked; git's own worktree directories lie in
+// <common>/worktrees/, where nobody but the repository's owner writes.
+// Before, the victim repository's objects and refs were copied into the
+// sandbox.
+func TestPlantedWorktreeDirNotSent(t *testing.T) {
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim")
+	git(t, base, "init", "-q", victim)
+	os.WriteFile(filepath.Join(victim, "private.txt"), []byte("private\n"), 0o644)
+	git(t, victim, "add", "private.txt")
+	git(t, victim, "commit", "-qm", "private history")
+
+	unpacked := filepath.Join(base, "download")
+	root, planted := filepath.Join(unpacked, "project"), filepath.Join(unpacked, "meta")
+	for _, d := range []string{root, planted} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, body := range map[string]string{
+		filepath.Join(root, ".git"):         "gitdir: ../meta\n",
+		filepath.Join(root, "a.txt"):        "a\n",
+		filepath.Join(planted, "commondir"): "../../victim/.git\n",
+		filepath.Join(planted, "gitdir"):    "../project/.git\n",
+		filepath.Join(planted, "HEAD"):      "ref: refs/heads/main\n",
+	} {
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, all := range []bool{false, true} {
+		tree, err := ListTree(context.Background(), root, all)
+		if err != nil {
+			t.Fatalf("all=%v: %v", all, err)
+		}
+		for _, e := range tree.Entries {
+			if l := tree.local(e); strings.HasPrefix(l, victim+string(filepath.Separator)) {
+				t.Fatalf("all=%v: the tree sends %s, from the victim repository's %s", all, e, l)
+			}
+		}
+		if !slices.ContainsFunc(tree.Skipped, func(s string) bool { return strings.HasPrefix(s, ".git: names a repository that is not this tree's") }) {
+			t.Errorf("all=%v: warnings %q, want one about .git", all, tree.Skipped)
+		}
+	}
+}
+
+// TestNestedRepoIgnores: a repository inside the tree (a clone made
+// there, a submodule's checkout) goes with what its own git lists and its
+// .git, and what its .gitignore leaves out stays behind as at the top.
+// Before, git listed it as one entry and the whole directory went: build
+// output and node_modules of every nested clone too.
+func TestNestedRepoIgnores(t *testing.T) {
+	base := t.TempDir()
+	lib := filepath.Join(base, "lib")
+	git(t, base, "init", "-q", lib)
+	os.WriteFile(filepath.Join(lib, ".gitignore"), []byte("dist/\n"), 0o644)
+	os.WriteFile(filepath.Join(lib, "lib.go"), []byte("package lib\n"), 0o644)
+	git(t, lib, "add", "-A")
+	git(t, lib, "commit", "-qm", "lib")
+	root := filepath.Join(base, "app")
+	git(t, base, "init", "-q", root)
+	os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n"), 0o644)
+	git(t, root, "add", "-A")
+	git(t, root, "commit", "-qm", "app")
+	git(t, root, "submodule", "add", "-q", lib, "sub")
+	git(t, root, "clone", "-q", lib, "vendor/clone")
+	for _, dir := range []string{"sub", "vendor/clone"} {
+		d := filepath.Join(root, filepath.FromSlash(dir))
+		os.MkdirAll(filepath.Join(d, "dist"), 0o755)
+		os.WriteFile(filepath.Join(d, "dist", "big.out"), []byte("ignored by the nested .gitignore\n"), 0o644)
+		os.WriteFile(filepath.Join(d, "new.txt"), []byte("untracked\n"), 0o644)
+		os.WriteFile(filepath.Join(d, "lib.go"), []byte("package lib // edited\n"), 0o644)
+	}
+	tree, err := ListTree(context.Background(), root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"main.go", "sub/.git", "sub/lib.go", "sub/new.txt", "sub/.gitignore", "vendor/clone/.git", "vendor/clone/.git/HEAD", "vendor/clone/lib.go", "vendor/clone/new.txt"} {
+		if !slices.Contains(tree.Entries, want) {
+			t.Errorf("the tree does not send %s", want)
+		}
+	}
+	for _, e := range tree.Entries {
+		if strings.Contains(e, "dist") {
+			t.Errorf("the tree sends %s, which the nested repository's .gitignore leaves out", e)
+		}
+	}
+	got := sendTree(t, root)
+	for _, dir := range []string{".", "sub", "vendor/clone"} {
+		if a, b := gitState(t, filepath.Join(root, dir)), gitState(t, filepath.Join(got, dir)); a != b {
+			t.Errorf("git in %s of the sandbox's copy:\n%s\nwant, as here:\n%s", dir, b, a)
+		}
+	}
+}

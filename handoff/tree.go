@@ -73,16 +73,10 @@ func ListTree(ctx context.Context, root string, all bool) (*Tree, error) {
 	gitListed := false
 	if !all {
 		if _, err := os.Lstat(filepath.Join(root, ".git")); err == nil {
-			out, err := exec.CommandContext(ctx, "git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
-			if err != nil {
-				return nil, fmt.Errorf("list the files git keeps in %s: %w", root, err)
+			var err error
+			if names, err = gitFiles(ctx, root, ""); err != nil {
+				return nil, err
 			}
-			for _, n := range bytes.Split(out, []byte{0}) {
-				if len(n) > 0 {
-					names = append(names, string(n))
-				}
-			}
-			names = append(names, ".git")
 			gitListed = true
 		}
 	}
@@ -100,6 +94,46 @@ func ListTree(ctx context.Context, root string, all bool) (*Tree, error) {
 	}
 	slices.Sort(t.Entries)
 	return t, nil
+}
+
+// gitFiles lists what git keeps in the repository at root/dir (dir is
+// slash-separated, "" for root itself), relative to root, and its .git. A
+// repository nested in it (a clone inside the tree, a submodule's
+// checkout) is one entry for git, which does not look inside; it is
+// listed the same way, by its own git, so what its .gitignore leaves out
+// (build output, node_modules) stays behind as it does at the top.
+func gitFiles(ctx context.Context, root, dir string) ([]string, error) {
+	abs := filepath.Join(root, filepath.FromSlash(dir))
+	out, err := exec.CommandContext(ctx, "git", "-C", abs, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
+	if err != nil {
+		return nil, fmt.Errorf("list the files git keeps in %s: %w", abs, err)
+	}
+	names := []string{path.Join(dir, ".git")}
+	for _, n := range bytes.Split(out, []byte{0}) {
+		name := path.Join(dir, strings.TrimSuffix(string(n), "/"))
+		if len(n) == 0 {
+			continue
+		}
+		if isNestedRepo(filepath.Join(root, filepath.FromSlash(name))) {
+			if nested, err := gitFiles(ctx, root, name); err == nil {
+				names = append(names, nested...)
+				continue
+			}
+			// git cannot list it (a broken repository): it goes whole.
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// isNestedRepo reports whether p is a directory with a .git of its own.
+func isNestedRepo(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	_, err = os.Lstat(filepath.Join(p, ".git"))
+	return err == nil
 }
 
 // add adds name and, for a directory, everything below it.

@@ -110,6 +110,94 @@ func (d *flushingDriver) SyncDisk(_ context.Context, id string) error {
 	return d.flush(id)
 }
 
+// newFlushEnv is an env whose driver is a flushingDriver with flush
+// (a fileFlushingDriver with files: its flush reaches every filesystem),
+// and its sandbox; the flush is armed once the sandbox exists.
+func newFlushEnv(t *testing.T, st model.Store, files bool, flush func(id string) error) (*env, api.Sandbox) {
+	t.Helper()
+	var d *flushingDriver
+	e := newEnvWithDriver(t, server.Config{}, st, func(f *fakeDriver) model.Driver {
+		d = &flushingDriver{fakeDriver: f, flush: flush}
+		if files {
+			return &fileFlushingDriver{d}
+		}
+		return d
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	d.armed.Store(true)
+	return e, sb
+}
+
+// heldFlush is the disk flush of the "beside its entry" tests: the first
+// one waits for the sandbox's entry of op to be committed, says whether
+// it was, and returns only when released; the others return at once.
+type heldFlush struct {
+	st      model.Store
+	op      string
+	saw     chan bool
+	release chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	n       int
+}
+
+func holdFlush(st model.Store, op string) *heldFlush {
+	return &heldFlush{st: st, op: op, saw: make(chan bool, 1), release: make(chan struct{})}
+}
+
+func (h *heldFlush) flush(id string) error {
+	h.mu.Lock()
+	h.n++
+	first := h.n == 1
+	h.mu.Unlock()
+	if !first {
+		return nil
+	}
+	// Sequential (flush, then commit), the entry never comes: give up.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !hasEntry(h.st, id, h.op) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.saw <- hasEntry(h.st, id, h.op)
+	<-h.release
+	return nil
+}
+
+// count is how many flushes there were.
+func (h *heldFlush) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+// check makes the request call (which answers its status) and fails t
+// unless the held flush found the entry committed while it ran, the
+// client had no answer until it returned, and the answer is 200.
+func (h *heldFlush) check(t *testing.T, call func() int) {
+	t.Helper()
+	let := func() { h.once.Do(func() { close(h.release) }) }
+	t.Cleanup(let) // before the server closes
+	done := make(chan int, 1)
+	go func() { done <- call() }()
+	select {
+	case saw := <-h.saw:
+		if !saw {
+			t.Fatalf("the %s entry was not committed while its disk flush ran: one waits for the other", h.op)
+		}
+	case code := <-done:
+		t.Fatalf("the %s was answered (%d) without a disk flush", h.op, code)
+	}
+	select {
+	case code := <-done:
+		t.Fatalf("the client had the answer (%d) while the disk flush still ran", code)
+	case <-time.After(100 * time.Millisecond):
+	}
+	let()
+	if code := <-done; code != http.StatusOK {
+		t.Fatalf("%s = %d, want 200", h.op, code)
+	}
+}
+
 // TestExecFlushBesideItsEntry: an exec's disk flush and the commit of its
 // audit entry run side by side (two device flushes that used to add up,
 // issue 27), and the answer waits for both: the flush here finds the
@@ -118,45 +206,41 @@ func (d *flushingDriver) SyncDisk(_ context.Context, id string) error {
 func TestExecFlushBesideItsEntry(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, t.TempDir())
-	var d *flushingDriver
-	e := newEnvWithDriver(t, server.Config{}, st, func(f *fakeDriver) model.Driver {
-		d = &flushingDriver{fakeDriver: f}
-		return d
-	})
-	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
-	sawEntry := make(chan bool, 1)
-	release := make(chan struct{})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the server closes
-	d.flush = func(id string) error {
-		// Sequential (flush, then commit), the entry never comes: give up.
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) && !hasEntry(st, id, "exec") {
-			time.Sleep(5 * time.Millisecond)
-		}
-		sawEntry <- hasEntry(st, id, "exec")
-		<-release
-		return nil
-	}
-	d.armed.Store(true)
-
-	done := make(chan int, 1)
-	go func() {
+	h := holdFlush(st, "exec")
+	e, sb := newFlushEnv(t, st, false, h.flush)
+	h.check(t, func() int {
 		resp, _ := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "echo x > f"})
-		done <- resp.StatusCode
-	}()
-	if !<-sawEntry {
-		t.Fatal("the exec's entry was not committed while its disk flush ran: one waits for the other")
+		return resp.StatusCode
+	})
+}
+
+// wantNotStored checks the answer of a call whose flush beside its entry
+// failed: a 507 saying the call was performed, with a hint, and the log
+// (-want +got) of the call's entry (op, detail) and a system entry naming
+// it that says what it wrote was not stored. It returns the 507.
+func wantNotStored(t *testing.T, st model.Store, id string, resp *http.Response, body []byte, op, detail string) *api.Error {
+	t.Helper()
+	ae := wantError(t, resp, body, http.StatusInsufficientStorage, api.CodeInsufficientStorage)
+	if det, _ := ae.Details.(map[string]any); det["performed"] != true {
+		t.Errorf("507 details = %v, want performed", ae.Details)
 	}
-	select {
-	case code := <-done:
-		t.Fatalf("the client had the answer (%d) while the disk flush still ran", code)
-	case <-time.After(100 * time.Millisecond):
+	if ae.Hint == "" {
+		t.Error("the 507 has no hint")
 	}
-	once.Do(func() { close(release) })
-	if code := <-done; code != http.StatusOK {
-		t.Errorf("exec = %d, want 200", code)
+	got, opID := logOf(t, st, id, op)
+	want := []logLine{
+		{api.LogSourceAgent, op, detail},
+		{api.LogSourceSystem, "not_stored", `{"entry":"` + opID + `","operation":"` + op + `","stored":false}`},
 	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log of a %s whose flush failed (-want +got):\n%s", op, diff)
+	}
+	return ae
+}
+
+// noSpace is the flush of a host whose storage is full.
+func noSpace(string) error {
+	return fmt.Errorf("%w: flush /x: no space left on device", model.ErrInsufficientStorage)
 }
 
 // TestExecFlushFailsAfterItsEntry: when the flush beside an exec's entry
@@ -166,27 +250,11 @@ func TestExecFlushBesideItsEntry(t *testing.T) {
 func TestExecFlushFailsAfterItsEntry(t *testing.T) {
 	t.Parallel()
 	st := openStore(t, t.TempDir())
-	var d *flushingDriver
-	e := newEnvWithDriver(t, server.Config{}, st, func(f *fakeDriver) model.Driver {
-		d = &flushingDriver{fakeDriver: f, flush: func(string) error {
-			return fmt.Errorf("%w: flush /x: no space left on device", model.ErrInsufficientStorage)
-		}}
-		return d
-	})
-	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
-	d.armed.Store(true)
+	e, sb := newFlushEnv(t, st, false, noSpace)
 	resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "echo x > f"})
-	ae := wantError(t, resp, body, http.StatusInsufficientStorage, api.CodeInsufficientStorage)
-	if det, _ := ae.Details.(map[string]any); det["performed"] != true || det["exit_code"] != 0.0 {
-		t.Errorf("507 details = %v, want performed and the exit code", ae.Details)
-	}
-	got, execID := logOf(t, st, sb.ID, "exec")
-	want := []logLine{
-		{api.LogSourceAgent, "exec", `{"command":"echo x > f","timeout":30}`},
-		{api.LogSourceSystem, "not_stored", `{"entry":"` + execID + `","operation":"exec","stored":false}`},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("log of an exec whose flush failed (-want +got):\n%s", diff)
+	ae := wantNotStored(t, st, sb.ID, resp, body, "exec", `{"command":"echo x > f","timeout":30}`)
+	if det, _ := ae.Details.(map[string]any); det["exit_code"] != 0.0 {
+		t.Errorf("507 details = %v, want the exit code", ae.Details)
 	}
 }
 
@@ -230,18 +298,12 @@ func hasEntry(st model.Store, id, op string) bool {
 // before it sends the rest.
 func TestExecFlushStartsWithTheAnswer(t *testing.T) {
 	t.Parallel()
-	var d *flushingDriver
 	flushing := make(chan struct{})
 	var once sync.Once
-	e := newEnvWithDriver(t, server.Config{}, openStore(t, t.TempDir()), func(f *fakeDriver) model.Driver {
-		d = &flushingDriver{fakeDriver: f, flush: func(string) error {
-			once.Do(func() { close(flushing) })
-			return nil
-		}}
-		return d
+	e, sb := newFlushEnv(t, openStore(t, t.TempDir()), false, func(string) error {
+		once.Do(func() { close(flushing) })
+		return nil
 	})
-	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
-	d.armed.Store(true)
 	var flushedFirst atomic.Bool
 	e.Sidecar.ExecFunc = func(w http.ResponseWriter, _ *http.Request, _ api.ExecRequest) {
 		w.Header().Set("Content-Type", "application/json")

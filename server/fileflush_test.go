@@ -1,16 +1,13 @@
 package server_test
 
 import (
-	"fmt"
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/boxkite/boxkite/client/api"
-	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -23,22 +20,17 @@ var _ model.FileFlusher = (*fileFlushingDriver)(nil)
 
 func (d *fileFlushingDriver) FlushesFiles(string) bool { return true }
 
-// newFileFlushEnv is an env whose driver is a fileFlushingDriver with
-// flush (armed), its sandbox, and a fake sidecar whose file writes
-// answer 200 and record whether the host-flush header came with them.
-func newFileFlushEnv(t *testing.T, flush func(id string) error) (*env, api.Sandbox, model.Store, func() []string) {
+// newFileFlushEnv is newFlushEnv's env with a fileFlushingDriver, whose
+// fake sidecar's file writes answer 200 and record whether the
+// host-flush header came with them (headers says, in order).
+func newFileFlushEnv(t *testing.T, st model.Store, flush func(id string) error) (e *env, sb api.Sandbox, headers func() []string) {
 	t.Helper()
-	st := openStore(t, t.TempDir())
-	var d *fileFlushingDriver
-	e := newEnvWithDriver(t, server.Config{}, st, func(f *fakeDriver) model.Driver {
-		d = &fileFlushingDriver{&flushingDriver{fakeDriver: f, flush: flush}}
-		return d
-	})
+	e, sb = newFlushEnv(t, st, true, flush)
 	var mu sync.Mutex
-	var headers []string
+	var got []string
 	write := func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		headers = append(headers, r.URL.Path+" "+r.Header.Get(api.HeaderSidecarHostFlush))
+		got = append(got, r.URL.Path+" "+r.Header.Get(api.HeaderSidecarHostFlush))
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{}`))
@@ -46,12 +38,10 @@ func newFileFlushEnv(t *testing.T, flush func(id string) error) (*env, api.Sandb
 	for _, route := range []string{"PUT /files/raw", "POST /file-create", "POST /str-replace", "POST /files/archive"} {
 		e.Sidecar.Route(route, write)
 	}
-	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
-	d.armed.Store(true)
-	return e, sb, st, func() []string {
+	return e, sb, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]string(nil), headers...)
+		return append([]string(nil), got...)
 	}
 }
 
@@ -63,53 +53,13 @@ func newFileFlushEnv(t *testing.T, flush func(id string) error) (*env, api.Sandb
 // runs, and the client has no answer until it returns.
 func TestFileWriteFlushBesideItsEntry(t *testing.T) {
 	t.Parallel()
-	var st model.Store
-	sawEntry := make(chan bool, 1)
-	release := make(chan struct{})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the server closes
-	var flushes sync.Mutex
-	n := 0
-	e, sb, st, headers := newFileFlushEnv(t, func(id string) error {
-		flushes.Lock()
-		n++
-		first := n == 1
-		flushes.Unlock()
-		if !first {
-			return nil
-		}
-		// Sequential (flush, then commit), the entry never comes: give up.
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) && !hasEntry(st, id, "file_upload") {
-			time.Sleep(5 * time.Millisecond)
-		}
-		sawEntry <- hasEntry(st, id, "file_upload")
-		<-release
-		return nil
-	})
-
-	done := make(chan int, 1)
-	go func() {
+	st := openStore(t, t.TempDir())
+	h := holdFlush(st, "file_upload")
+	e, sb, headers := newFileFlushEnv(t, st, h.flush)
+	h.check(t, func() int {
 		resp, _ := e.do("PUT", sandboxPath(sb.ID, "/files/raw?path=/workspace/a"), e.KeyA, "data")
-		done <- resp.StatusCode
-	}()
-	select {
-	case saw := <-sawEntry:
-		if !saw {
-			t.Fatal("the upload's entry was not committed while its disk flush ran: one waits for the other")
-		}
-	case code := <-done:
-		t.Fatalf("the upload was answered (%d) without a disk flush", code)
-	}
-	select {
-	case code := <-done:
-		t.Fatalf("the client had the answer (%d) while the disk flush still ran", code)
-	case <-time.After(100 * time.Millisecond):
-	}
-	once.Do(func() { close(release) })
-	if code := <-done; code != http.StatusOK {
-		t.Fatalf("upload = %d, want 200", code)
-	}
+		return resp.StatusCode
+	})
 	for _, c := range []struct {
 		method, path string
 		body         any
@@ -126,9 +76,7 @@ func TestFileWriteFlushBesideItsEntry(t *testing.T) {
 	if diff := cmp.Diff(want, headers()); diff != "" {
 		t.Errorf("sidecar calls and their %s header (-want +got):\n%s", api.HeaderSidecarHostFlush, diff)
 	}
-	flushes.Lock()
-	defer flushes.Unlock()
-	if n != 3 {
+	if n := h.count(); n != 3 {
 		t.Errorf("%d disk flushes for an upload, a create and a str-replace, want 3", n)
 	}
 }
@@ -139,23 +87,8 @@ func TestFileWriteFlushBesideItsEntry(t *testing.T) {
 // write's says that what it wrote was not stored.
 func TestFileWriteFlushFailsAfterItsEntry(t *testing.T) {
 	t.Parallel()
-	e, sb, st, _ := newFileFlushEnv(t, func(string) error {
-		return fmt.Errorf("%w: flush /x: no space left on device", model.ErrInsufficientStorage)
-	})
+	st := openStore(t, t.TempDir())
+	e, sb, _ := newFileFlushEnv(t, st, noSpace)
 	resp, body := e.do("POST", sandboxPath(sb.ID, "/files"), e.KeyA, api.FileCreateRequest{Path: "/workspace/b", Content: "x"})
-	ae := wantError(t, resp, body, http.StatusInsufficientStorage, api.CodeInsufficientStorage)
-	if det, _ := ae.Details.(map[string]any); det["performed"] != true {
-		t.Errorf("507 details = %v, want performed", ae.Details)
-	}
-	if ae.Hint == "" {
-		t.Error("the 507 has no hint")
-	}
-	got, writeID := logOf(t, st, sb.ID, "file_create")
-	want := []logLine{
-		{api.LogSourceAgent, "file_create", `{"path":"/workspace/b","size":0}`}, // the fake sidecar answers {}
-		{api.LogSourceSystem, "not_stored", `{"entry":"` + writeID + `","operation":"file_create","stored":false}`},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("log of a file write whose flush failed (-want +got):\n%s", diff)
-	}
+	wantNotStored(t, st, sb.ID, resp, body, "file_create", `{"path":"/workspace/b","size":0}`) // the fake sidecar answers {}
 }

@@ -45,6 +45,9 @@ func (s *Server) dialSidecarWS(r *http.Request, sb *model.Sandbox, path string, 
 		status := 0
 		if resp != nil {
 			status = resp.StatusCode
+			if e := sidecar.Outdated(resp, http.MethodGet, path, sb.ID); e != nil {
+				return nil, e
+			}
 			if e := sidecar.Refusal(resp); e != nil {
 				return nil, e
 			}

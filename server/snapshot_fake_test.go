@@ -23,14 +23,22 @@ type snapFake struct {
 
 var _ model.SnapshotDriver = (*snapFake)(nil)
 
-func (d *snapFake) Snapshot(ctx context.Context, id string, transient bool) (model.SnapshotRef, error) {
+func (d *snapFake) Snapshot(ctx context.Context, id string, transient bool, claim func(string) error) (model.SnapshotRef, error) {
 	d.mu.Lock()
 	d.calls = append(d.calls, "snapshot "+id)
 	d.mu.Unlock()
+	ref := model.SnapshotRef{Key: "key-" + id, SizeBytes: 1, Method: "copy"}
+	var err error
 	if d.SnapshotFunc != nil {
-		return d.SnapshotFunc(ctx, id, transient)
+		ref, err = d.SnapshotFunc(ctx, id, transient)
 	}
-	return model.SnapshotRef{Key: "key-" + id, SizeBytes: 1, Method: "copy"}, nil
+	if err == nil && claim != nil && !transient {
+		err = claim(ref.Key)
+	}
+	if err != nil {
+		return model.SnapshotRef{}, err
+	}
+	return ref, nil
 }
 
 func (d *snapFake) DeleteSnapshot(context.Context, string) error { return nil }

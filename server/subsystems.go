@@ -11,6 +11,7 @@ import (
 	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/hostedmcp"
 	"github.com/boxkite/boxkite/server/imagesapi"
+	"github.com/boxkite/boxkite/server/internal/sidecar"
 	"github.com/boxkite/boxkite/server/mcpconns"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/proxy"
@@ -180,14 +181,18 @@ func (s *Server) newStatus() (err error) {
 
 func (s *Server) newTakeover() (err error) {
 	s.takeover, err = takeover.New(takeover.Deps{
-		Store:           s.store,
-		Audit:           s.alog,
-		Log:             s.log,
-		Now:             func() time.Time { return s.now() },
-		LoadSandbox:     s.sandboxes.LoadSandbox,
-		LoadActive:      s.sandboxes.LoadActive,
-		NotActive:       sandbox.NotActive,
-		DialSidecarWS:   s.dialSidecarWS,
+		Store:         s.store,
+		Audit:         s.alog,
+		Log:           s.log,
+		Now:           func() time.Time { return s.now() },
+		LoadSandbox:   s.sandboxes.LoadSandbox,
+		LoadActive:    s.sandboxes.LoadActive,
+		NotActive:     sandbox.NotActive,
+		DialSidecarWS: s.dialSidecarWS,
+		DetachesWhenIdle: func(id string) bool {
+			v, _ := s.sidecars.Protocol(id)
+			return v >= sidecar.ProtoDetachUntilIdle
+		},
 		EndedAnswer:     s.sandboxes.EndedAnswer,
 		WatchCalls:      s.calls.Watch,
 		AuthenticateKey: s.authenticateKey,

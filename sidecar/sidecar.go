@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,9 +74,12 @@ type Handler struct {
 	mux  *http.ServeMux
 	full func() *http.ServeMux
 	sess *session // long-lived tools, budget and metrics; see process_routes.go
-	fsr  fsRoots  // the typed roots and who file work runs as; see resolve.go
-	jmu  sync.Mutex
-	jrn  *journal // the workspace's change journal, once the storage sync asked (journal.go)
+	// protocol is api.SidecarProtocol as the value of the
+	// api.HeaderSidecarProtocol every answer but a preview's carries.
+	protocol string
+	fsr      fsRoots // the typed roots and who file work runs as; see resolve.go
+	jmu      sync.Mutex
+	jrn      *journal // the workspace's change journal, once the storage sync asked (journal.go)
 	// newInotify makes the journal's inotify instance (journal_linux.go);
 	// a test stands in for a kernel that has none to give (EMFILE).
 	newInotify func() (int, error)
@@ -92,7 +96,10 @@ type Handler struct {
 
 // New returns a Handler for opts. It does no I/O.
 func New(opts Options) *Handler {
-	h := &Handler{opts: opts, log: opts.Log, workspace: opts.Workspace, env: opts.Env, newInotify: newInotify}
+	h := &Handler{
+		opts: opts, log: opts.Log, workspace: opts.Workspace, env: opts.Env, newInotify: newInotify,
+		protocol: strconv.Itoa(api.SidecarProtocol),
+	}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -160,11 +167,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if port, ok := previewPort(r.URL.Path); ok {
 		// Not through a mux, which would clean the app's path ("//a",
 		// "/a/../b") and redirect the browser to a path of the sidecar's
-		// on the preview's origin: the app gets the path as sent.
+		// on the preview's origin: the app gets the path as sent. No
+		// protocol header: the answer's headers are the app's own.
 		r.Pattern = previewPattern
 		r.SetPathValue("port", port)
 		h.handler(h.preview)(sw, r)
 	} else {
+		w.Header()[api.HeaderSidecarProtocol] = []string{h.protocol} // canonical already
 		h.mux.ServeHTTP(sw, r)
 	}
 	h.sess.metrics.request(r.Pattern, sw.status()) // the mux set r.Pattern

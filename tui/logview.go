@@ -376,6 +376,14 @@ func (m *Model) logGone() string {
 	return ""
 }
 
+// count is n with the word for one or for many: "1 entry", "2 entries".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 // logInfoLine is the log screen's first line: following or paused, how
 // many entries and matches, a lost stream; or the search input.
 func (m *Model) logInfoLine() string {
@@ -386,7 +394,7 @@ func (m *Model) logInfoLine() string {
 	} else {
 		info = append(info, "paused (f follows)")
 	}
-	info = append(info, fmt.Sprintf("%d entries", len(l.entries)))
+	info = append(info, count(len(l.entries), "entry", "entries"))
 	if l.query != "" {
 		n := 0
 		for _, e := range l.entries {
@@ -394,7 +402,7 @@ func (m *Model) logInfoLine() string {
 				n++
 			}
 		}
-		info = append(info, fmt.Sprintf("%q: %d matches", l.query, n))
+		info = append(info, fmt.Sprintf("%q: %s", l.query, count(n, "match", "matches")))
 	}
 	infoLine := m.st.dim.Render(strings.Join(info, " · "))
 	if gone := m.logGone(); gone != "" {

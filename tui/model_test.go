@@ -571,3 +571,21 @@ func TestLogOfGoneSandbox(t *testing.T) {
 		t.Errorf("log of a sandbox the server does not know:\n%s", v)
 	}
 }
+
+// TestLogInfoLineCounts: the log's first line says "1 entry" and "1
+// match", not "1 entries" (seen on a sandbox destroyed after one exec).
+func TestLogInfoLineCounts(t *testing.T) {
+	src := newFakeSource()
+	m := newTestModel(t, src, 80, 24)
+	load(m)
+	keys(m, "j", "l")
+	m.log.stop()
+	m.Update(logBatchMsg{gen: m.log.gen, entries: src.entries[src.sandboxes[0].ID][:1]})
+	if line := m.logInfoLine(); !strings.Contains(line, "· 1 entry") || strings.Contains(line, "entries") {
+		t.Errorf("info line %q, want 1 entry", line)
+	}
+	m.log.query = "exec"
+	if line := m.logInfoLine(); !strings.Contains(line, `"exec": 1 match`) || strings.Contains(line, "matches") {
+		t.Errorf("info line %q, want 1 match", line)
+	}
+}

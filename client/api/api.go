@@ -8,6 +8,8 @@ package api
 
 import (
 	"encoding/json"
+	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -24,6 +26,36 @@ const HeaderSidecarToken = "X-Sidecar-Auth-Token"
 // out and renames, without fsyncing (docs/files.md, "Durability and full
 // disks"). Without it the sidecar makes the write durable itself.
 const HeaderSidecarHostFlush = "X-Sidecar-Host-Flush"
+
+// HeaderSidecarProtocol is set by a sidecar on every answer but a
+// preview's (an app's own): the version of the protocol between the
+// control plane and the sidecar that it speaks, SidecarProtocol of its
+// build. A sidecar without it predates version 1. An upgraded control
+// plane meets older sidecars (a sandbox outlives a server restart; a kube
+// pod keeps its image), and before it uses what a later version added it
+// either falls back or refuses (docs/architecture.md, "Sidecar protocol
+// versions").
+const HeaderSidecarProtocol = "X-Sidecar-Protocol"
+
+// SidecarProtocol is the version of the sidecar protocol this build
+// speaks. Raise it when the sidecar learns a frame, field, header or route
+// the control plane will send it, and add the feature's row to the table
+// in docs/architecture.md.
+const SidecarProtocol = 1
+
+// SidecarProtocolOf is the protocol version a sidecar's answer states
+// (HeaderSidecarProtocol): 0 when it states none or no number.
+func SidecarProtocolOf(h http.Header) int {
+	v := h.Get(HeaderSidecarProtocol)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
 
 // Health is the body of GET /health on the control plane and on a sidecar.
 type Health struct {

@@ -124,6 +124,7 @@ func TestScripts(t *testing.T) {
 			"nosecret": cmdNoSecret,
 			"tui":      cmdTUI,
 			"fakegcs":  cmdFakeGCS,
+			"webpage":  cmdWebpage,
 			// boxkite up, moving to another port when one is taken
 			"boxkiteup": cmdBoxkiteUp,
 			"holdport":  cmdHoldPort,

@@ -67,7 +67,8 @@ var Checks = []string{
 	"files.write-read-text", "files.write-nested", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
 	"files.makeDir", "files.makeDir-on-file", "files.backslash-refused", "files.list-depth", "files.list-order-mode", "files.remove", "files.remove-missing", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
 	"files.signedUrl-forged", "files.watchDir",
-	"pty.echo", "pty.resize", "pty.size-refused", "pty.stdin-refused", "list.metadata", "list.metadata-none", "list.bad-query-400", "create.bad-timeout-400", "getInfo",
+	"home.files", "home.list", "home.rename", "home.cwd-HOME", "home.in-sandbox", "home.watchDir", "files.symlink", "getMetrics.cpu",
+	"pty.echo", "pty.resize", "pty.size-refused", "pty.stdin-refused", "list.metadata", "list.metadata-none", "list.bad-query-400", "timeout.cut-to-maximum", "create.bad-timeout-400", "getInfo",
 	"connect.new-process",
 	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",
 	"setTimeout.expires", "list.pages", "runCode.state", "runCode.empty", "runCode.language-trimmed", "runCode.stdout", "runCode.error", "runCode.envs", "runCode.envs-scoped", "runCode.contexts", "runCode.context-cwd", "runCode.context-missing-cwd", "runCode.context-traceback",
@@ -85,6 +86,9 @@ type Results struct {
 // Base, an API key of one account, and one of another.
 type Server struct {
 	Base, Key, OtherKey string
+	// Unjailed is set where the sandboxes' commands run on the host (the
+	// kube tests' fake kubelet): /home/user is not theirs to look at.
+	Unjailed bool
 }
 
 // RunFlows runs flows.mjs with the SDKs in sdk against srv, fails t for
@@ -99,6 +103,9 @@ func RunFlows(t testing.TB, sdk string, srv Server, log func() string) Results {
 	cmd.Dir = run
 	cmd.Env = append(os.Environ(), "E2B_API_URL="+srv.Base, "E2B_SANDBOX_URL="+srv.Base, "E2B_API_KEY="+srv.Key,
 		"OTHER_API_KEY="+srv.OtherKey, "RUN_ID="+fmt.Sprint(time.Now().UnixNano()), "E2B_DOMAIN=boxkite.invalid")
+	if srv.Unjailed {
+		cmd.Env = append(cmd.Env, "FLOWS_UNJAILED=1")
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -151,6 +158,9 @@ func RunPause(t testing.TB, sdk string, srv Server, log func() string, filesyste
 	cmd.Dir = run
 	cmd.Env = append(os.Environ(), "E2B_API_URL="+srv.Base, "E2B_SANDBOX_URL="+srv.Base, "E2B_API_KEY="+srv.Key,
 		"RUN_ID="+fmt.Sprint(time.Now().UnixNano()), "E2B_DOMAIN=boxkite.invalid")
+	if srv.Unjailed {
+		cmd.Env = append(cmd.Env, "FLOWS_UNJAILED=1")
+	}
 	checks := PauseChecks
 	if filesystemOnly {
 		cmd.Env = append(cmd.Env, "FILESYSTEM_ONLY=1")

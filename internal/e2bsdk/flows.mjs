@@ -82,7 +82,7 @@ await sbx.files.write('/workspace/hello.txt', 'hello, e2b\n')
 check('files.write-read-text', (await sbx.files.read('/workspace/hello.txt')) === 'hello, e2b\n')
 // a destination in a directory: write([...]) names it only by the part's filename
 const nested = await sbx.files.write([{ path: 'in/a dir/one.txt', data: 'one' }, { path: '/tmp/in/two.txt', data: 'two' }])
-check('files.write-nested', nested.map((e) => e.path).join() === '/workspace/in/a dir/one.txt,/tmp/in/two.txt' &&
+check('files.write-nested', nested.map((e) => e.path).join() === '/home/user/in/a dir/one.txt,/tmp/in/two.txt' &&
   (await sbx.files.read('in/a dir/one.txt')) === 'one' && (await sbx.files.read('/tmp/in/two.txt')) === 'two', nested)
 const big = new Uint8Array(5 * 1024 * 1024)
 for (let i = 0; i < big.length; i++) big[i] = (i * 7919 + (i >> 13)) & 0xff
@@ -138,6 +138,53 @@ await until('a write event', () => events.some((e) => e.name === 'watched.txt' &
 await watch.stop()
 check('files.watchDir', events.some((e) => e.name === 'watched.txt' && e.type === 'write'), events)
 
+// /home/user, E2B's home, is the workspace: files, lists, relative paths,
+// cwd and watches name it as asked; HOME is it; commands find it (the
+// kube tests' pods are not jailed: there TestPodSpec checks the mount)
+const homeWatch = []
+const hw = await sbx.files.watchDir('/home/user', (e) => homeWatch.push(e), { timeoutMs: 0 })
+const homeInfo = await sbx.files.write('/home/user/home.txt', 'home\n')
+const relInfo = await sbx.files.write('rel dir/rel.txt', 'rel\n')
+check('home.files', homeInfo.path === '/home/user/home.txt' && relInfo.path === '/home/user/rel dir/rel.txt' &&
+  (await sbx.files.read('/workspace/home.txt')) === 'home\n' && (await sbx.files.read('/home/user/rel dir/rel.txt')) === 'rel\n' &&
+  (await sbx.files.getInfo('/home/user/home.txt')).path === '/home/user/home.txt', { homeInfo, relInfo })
+const homeList = await sbx.files.list('/home/user', { depth: 2 })
+check('home.list', homeList.some((e) => e.path === '/home/user/home.txt') && homeList.some((e) => e.path === '/home/user/rel dir/rel.txt') &&
+  homeList.every((e) => e.path.startsWith('/home/user/')), homeList.map((e) => e.path))
+const homeMoved = await sbx.files.rename('/home/user/rel dir/rel.txt', '/home/user/moved.txt')
+check('home.rename', homeMoved.path === '/home/user/moved.txt' && (await sbx.files.exists('/workspace/moved.txt')), homeMoved)
+const inHome = await sbx.commands.run('cat home.txt; echo "$HOME"', { cwd: '/home/user' })
+check('home.cwd-HOME', inHome.stdout === 'home\n/home/user\n', inHome)
+if (process.env.FLOWS_UNJAILED !== '1') {
+  const byPath = await sbx.commands.run('cat /home/user/home.txt && echo made > /home/user/made.txt')
+  check('home.in-sandbox', byPath.stdout === 'home\n' && (await sbx.files.read('/workspace/made.txt')) === 'made\n', byPath)
+} else {
+  check('home.in-sandbox', true)
+}
+// a symlink is what it points to, as envd lists one: the target's type
+// and mode and its resolved path; a dangling one is left out
+await sbx.files.makeDir('/home/user/lk/sub')
+await sbx.commands.run('chmod 700 lk/sub && ln -s sub lk/lnk && ln -s nowhere lk/dead', { cwd: '/home/user' })
+const lk = await sbx.files.list('/home/user/lk')
+const lnk = lk.find((e) => e.name === 'lnk')
+const lnkInfo = await sbx.files.getInfo('/home/user/lk/lnk')
+check('files.symlink', lnk && lnk.type === 'dir' && lnk.mode === 0o700 && lnk.symlinkTarget === '/home/user/lk/sub' &&
+  lnkInfo.type === 'dir' && lnkInfo.symlinkTarget === '/home/user/lk/sub' && !lk.some((e) => e.name === 'dead'), { lk, lnkInfo })
+// getMetrics' cpuUsedPct is the sandbox's CPU use (the local driver's
+// cgroup; the kube driver does not account for it yet)
+if (process.env.FLOWS_UNJAILED !== '1') {
+  const spin = await sbx.commands.run('while :; do :; done', { background: true, timeoutMs: 0 })
+  let cpu = 0
+  await until('cpuUsedPct above 0', async () => { cpu = (await sbx.getMetrics())[0].cpuUsedPct; return cpu > 0 }, 60000)
+  await spin.kill()
+  check('getMetrics.cpu', cpu > 0 && cpu <= 100, cpu)
+} else {
+  check('getMetrics.cpu', true)
+}
+await until('a write event under /home/user', () => homeWatch.some((e) => e.name === 'home.txt' && e.type === 'write'))
+await hw.stop()
+check('home.watchDir', true)
+
 // pty
 let screen = ''
 const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { screen += new TextDecoder().decode(d) }, timeoutMs: 0 })
@@ -167,11 +214,20 @@ check('list.metadata-none', none.length === 0, none)
 // validator's 400 there, not a 422
 const badLimit = await rejects(() => Sandbox.list({ limit: 101 }).nextItems())
 check('list.bad-query-400', badLimit !== null && badLimit.statusCode === 400, String(badLimit))
-// so is a create or setTimeout E2B refuses (a timeout past the maximum): 400, not /v1's 422
-const badCreate = await rejects(() => Sandbox.create({ timeoutMs: 10 ** 11 }))
-const badTimeout = await rejects(() => sbx.setTimeout(10 ** 11))
-check('create.bad-timeout-400', badCreate !== null && badCreate.statusCode === 400 && badTimeout !== null && badTimeout.statusCode === 400,
-  { create: String(badCreate), setTimeout: String(badTimeout) })
+// a timeout past the server's maximum lifetime is cut to it, as E2B's
+// KeepAliveFor cuts one (it was refused)
+const long = await Sandbox.create({ timeoutMs: 10 ** 11, metadata: { run: process.env.RUN_ID, role: 'long' } })
+const longInfo = await long.getInfo()
+await long.kill()
+await sbx.setTimeout(10 ** 11)
+const capped = await sbx.getInfo()
+const twoDays = 48 * 3600 * 1000
+check('timeout.cut-to-maximum', longInfo.endAt - Date.now() < twoDays && capped.endAt - Date.now() < twoDays && capped.endAt - Date.now() > 600000,
+  { create: longInfo.endAt, setTimeout: capped.endAt })
+await sbx.setTimeout(600000)
+// a create E2B refuses (a timeout below 1 s): 400, not /v1's 422
+const badCreate = await rejects(() => Sandbox.create({ timeoutMs: -5000 }))
+check('create.bad-timeout-400', badCreate !== null && badCreate.statusCode === 400, String(badCreate))
 const got = await sbx.getInfo()
 check('getInfo', got.sandboxId === sbx.sandboxId && got.metadata.run === process.env.RUN_ID && got.endAt > got.startedAt, got)
 

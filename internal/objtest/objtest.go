@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,4 +217,25 @@ func List(t testing.TB, b storagesync.Backend, prefix string) map[string]int64 {
 		t.Fatalf("objtest: list %s: %v", prefix, err)
 	}
 	return out
+}
+
+// Holds reports whether b holds exactly want under prefix (List's keys
+// and sizes): the storage tests' "every file back" condition.
+func Holds(t testing.TB, b storagesync.Backend, prefix string, want map[string]int64) bool {
+	t.Helper()
+	return maps.Equal(List(t, b, prefix), want)
+}
+
+// Clear deletes every object b holds under prefix, and fails t unless
+// none is left.
+func Clear(t testing.TB, b storagesync.Backend, prefix string) {
+	t.Helper()
+	for k := range List(t, b, prefix) {
+		if err := b.Delete(context.Background(), prefix+k); err != nil {
+			t.Fatalf("objtest: delete %s: %v", prefix+k, err)
+		}
+	}
+	if n := len(List(t, b, prefix)); n != 0 {
+		t.Fatalf("objtest: %s still holds %d objects after deleting them", prefix, n)
+	}
 }

@@ -67,7 +67,8 @@ type Auth interface {
 
 // Lifecycle is the caller's sandboxes and snapshots.
 type Lifecycle interface {
-	// Create creates a sandbox for the caller.
+	// Create creates a sandbox for the caller; a Lifetime past the
+	// server's maximum is cut to it.
 	Create(ctx context.Context, c Caller, spec CreateSpec) (Sandbox, error)
 	// Sandbox returns the caller's running or paused sandbox.
 	Sandbox(ctx context.Context, c Caller, id string) (Sandbox, error)
@@ -94,8 +95,8 @@ type Lifecycle interface {
 	// Fork starts count children of the caller's sandbox, each with its
 	// files as they are now, ending lifetime from now.
 	Fork(ctx context.Context, c Caller, id string, count int, lifetime time.Duration) ([]Sandbox, error)
-	// SetExpiry moves the sandbox's end to at (capped by the server's
-	// maximum lifetime, counted from creation as on /v1).
+	// SetExpiry moves the sandbox's end to at, cut to the server's
+	// maximum lifetime from now (which /v1's extend refuses to pass).
 	SetExpiry(ctx context.Context, c Caller, id string, at time.Time) (Sandbox, error)
 	// Usage reports the sandbox's memory and disk use now; ok is false
 	// when the driver does not account for it.
@@ -124,6 +125,9 @@ type SnapshotInfo struct {
 // Usage is a sandbox's resource use.
 type Usage struct {
 	MemoryBytes int64
+	// CPUMicros is the CPU time its processes used so far, in µs; 0 when
+	// the driver does not account for it.
+	CPUMicros int64
 	// DiskUsedBytes and DiskTotalBytes are its own disk's use and size, 0
 	// when it has none of its own (the kube driver's).
 	DiskUsedBytes, DiskTotalBytes int64

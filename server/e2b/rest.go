@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -100,7 +101,7 @@ func (h *Handler) create(w http.ResponseWriter, r *http.Request, c Caller) error
 	}
 	timeout := defaultTimeout
 	if req.Timeout != nil {
-		timeout = time.Duration(*req.Timeout) * time.Second
+		timeout = seconds(*req.Timeout)
 	}
 	autoPause := req.AutoPause != nil && *req.AutoPause
 	sb, err := h.cp.Create(r.Context(), c, CreateSpec{ImageID: image, Lifetime: timeout, AutoPause: autoPause})
@@ -259,7 +260,9 @@ func (h *Handler) kill(w http.ResponseWriter, r *http.Request, c Caller) error {
 }
 
 // setTimeout serves POST /sandboxes/{id}/timeout: the sandbox now ends
-// timeout seconds from now, sooner or later than before.
+// timeout seconds from now, sooner or later than before, at most the
+// server's maximum lifetime from now (E2B's KeepAliveFor cuts it to what
+// is left of the team's maximum; it was refused).
 func (h *Handler) setTimeout(w http.ResponseWriter, r *http.Request, c Caller) error {
 	var req struct {
 		Timeout *int `json:"timeout"`
@@ -267,14 +270,23 @@ func (h *Handler) setTimeout(w http.ResponseWriter, r *http.Request, c Caller) e
 	if err := apihttp.DecodeJSON(w, r, &req, maxBody); err != nil {
 		return err
 	}
-	if req.Timeout == nil || *req.Timeout < 1 {
-		return api.Invalid("timeout", "timeout must be at least 1 second", "")
+	if req.Timeout == nil {
+		return api.Invalid("timeout", "timeout is required", "")
 	}
-	if _, err := h.cp.SetExpiry(r.Context(), c, r.PathValue("id"), h.now().Add(time.Duration(*req.Timeout)*time.Second)); err != nil {
+	// As E2B's: a negative timeout is 0, which ends the sandbox now; one
+	// past the maximum lifetime is cut to it (SetExpiry).
+	if _, err := h.cp.SetExpiry(r.Context(), c, r.PathValue("id"), h.now().Add(seconds(max(*req.Timeout, 0)))); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// seconds is n seconds, without overflowing a Duration: a timeout past
+// the maximum lifetime is cut to it later, so any larger value does.
+func seconds(n int) time.Duration {
+	const most = math.MaxInt64 / int64(time.Second)
+	return time.Duration(min(int64(n), most)) * time.Second
 }
 
 // refresh serves the older POST /sandboxes/{id}/refreshes: extend only.
@@ -317,7 +329,7 @@ func (h *Handler) connect(w http.ResponseWriter, r *http.Request, c Caller) erro
 	}
 	d := defaultTimeout
 	if req.Timeout != nil {
-		d = time.Duration(*req.Timeout) * time.Second
+		d = seconds(*req.Timeout) // extend never shortens: 0 or less changes nothing, as on E2B
 	}
 	id := r.PathValue("id")
 	_, resumed, err := h.cp.Resume(r.Context(), c, id)
@@ -390,13 +402,62 @@ func (h *Handler) metrics(w http.ResponseWriter, r *http.Request, c Caller) erro
 		return err
 	}
 	size := sizes[sb.Size]
+	pct, err := h.cpuUsedPct(r.Context(), c, id, u, size[0])
+	if err != nil {
+		return err
+	}
 	now := h.now().UTC()
 	writeJSON(w, http.StatusOK, []metricJSON{{
-		Timestamp: now, TimestampUnix: now.Unix(), CPUCount: size[0], MemUsed: u.MemoryBytes,
+		Timestamp: now, TimestampUnix: now.Unix(), CPUCount: size[0], CPUUsedPct: pct, MemUsed: u.MemoryBytes,
 		MemTotal: int64(size[1]) << 20, DiskUsed: u.DiskUsedBytes,
 		DiskTotal: cmp.Or(u.DiskTotalBytes, int64(sb.StorageGB*(1<<30))),
 	}})
 	return nil
+}
+
+// cpuWindow is how long getMetrics watches a sandbox's CPU time: a use
+// in percent is a rate, which one reading cannot tell (envd's is over the
+// time since its previous sample).
+const cpuWindow = 250 * time.Millisecond
+
+// cpuUsedPct is the share of its cpus the sandbox used over cpuWindow
+// from first, a reading of its use, in percent of all of them (0 to 100,
+// as envd's gopsutil cpu.Percent); 0 when the driver does not account
+// for CPU time. It was always 0.
+func (h *Handler) cpuUsedPct(ctx context.Context, c Caller, id string, first Usage, cpus int) (float64, error) {
+	if first.CPUMicros <= 0 || cpus < 1 {
+		return 0, nil
+	}
+	start := h.now()
+	sleep := h.sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	if err := sleep(ctx, cpuWindow); err != nil {
+		return 0, err
+	}
+	u, _, err := h.cp.Usage(ctx, c, id)
+	if err != nil {
+		return 0, err
+	}
+	elapsed := h.now().Sub(start)
+	if elapsed <= 0 || u.CPUMicros < first.CPUMicros {
+		return 0, nil
+	}
+	pct := float64(u.CPUMicros-first.CPUMicros) / float64(elapsed.Microseconds()*int64(cpus)) * 100
+	return math.Round(min(pct, 100)*100) / 100, nil
+}
+
+// sleepCtx waits d, or less when ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // network serves PUT /sandboxes/{id}/network: boxkite's sandboxes reach

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
@@ -132,7 +131,7 @@ func (h *Handler) fork(w http.ResponseWriter, r *http.Request, c Caller) error {
 		if *req.Timeout < 1 {
 			return api.Invalid("timeout", "timeout must be at least 1 second", "")
 		}
-		timeout = time.Duration(*req.Timeout) * time.Second
+		timeout = seconds(*req.Timeout)
 	}
 	id := r.PathValue("id")
 	parent, err := h.cp.Sandbox(r.Context(), c, id)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/e2b"
-	"github.com/boxkite/boxkite/server/internal/httpx"
 	"github.com/boxkite/boxkite/server/model"
 	"github.com/boxkite/boxkite/server/sandbox"
 )
@@ -22,9 +21,7 @@ var _ e2b.Lifecycle = (*Lifecycle)(nil)
 
 func (l *Lifecycle) Create(ctx context.Context, c e2b.Caller, spec e2b.CreateSpec) (e2b.Sandbox, error) {
 	acct := account(c)
-	if spec.Lifetime > l.d.MaxLifetime {
-		return e2b.Sandbox{}, httpx.Invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(l.d.MaxLifetime/time.Second)), "")
-	}
+	spec.Lifetime = min(spec.Lifetime, l.d.MaxLifetime) // cut, as E2B's KeepAliveFor cuts a timeout
 	if spec.ImageID != "" {
 		sn, err := l.d.Store.Snapshot(ctx, acct.ID, spec.ImageID)
 		if err == nil {
@@ -241,8 +238,8 @@ func (l *Lifecycle) SetExpiry(ctx context.Context, c e2b.Caller, id string, at t
 	if !cur.Active() {
 		return e2b.Sandbox{}, sandbox.PausedAnswer(cur)
 	}
-	if max := l.d.Now().Add(l.d.MaxLifetime); at.After(max) {
-		return e2b.Sandbox{}, httpx.Invalid("timeout", fmt.Sprintf("timeout exceeds the maximum of %d seconds", int(l.d.MaxLifetime/time.Second)), "")
+	if most := l.d.Now().Add(l.d.MaxLifetime); at.After(most) {
+		at = most // cut, as E2B's KeepAliveFor cuts a timeout to what its maximum leaves
 	}
 	sb, err := l.d.Store.UpdateSandbox(ctx, id, func(sb *model.Sandbox) error {
 		if !sb.Active() {
@@ -277,5 +274,5 @@ func (l *Lifecycle) Usage(ctx context.Context, c e2b.Caller, id string) (e2b.Usa
 	if err != nil {
 		return e2b.Usage{}, false, fmt.Errorf("sandbox stats: %w", err)
 	}
-	return e2b.Usage{MemoryBytes: st.MemoryBytes, DiskUsedBytes: st.DiskUsedBytes, DiskTotalBytes: st.DiskQuotaBytes}, true, nil
+	return e2b.Usage{MemoryBytes: st.MemoryBytes, CPUMicros: st.CPUMicros, DiskUsedBytes: st.DiskUsedBytes, DiskTotalBytes: st.DiskQuotaBytes}, true, nil
 }

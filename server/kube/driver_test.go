@@ -261,6 +261,14 @@ func TestPodSpec(t *testing.T) {
 	if ws.Name != "workspace" || ws.EmptyDir == nil || ws.EmptyDir.SizeLimit.String() != "3Gi" {
 		t.Errorf("workspace volume = %+v, want an emptyDir of 3Gi", ws)
 	}
+	// E2B's home is the workspace again, with the volumes below it
+	at := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		at[m.MountPath] = m.Name
+	}
+	if at["/workspace"] != "workspace" || at["/home/user"] != "workspace" || at["/home/user/data"] != at["/workspace/data"] || at["/workspace/data"] == "" {
+		t.Errorf("mounts = %v, want the workspace and its volume at /workspace and /home/user", at)
+	}
 	last := pod.Spec.Volumes[len(pod.Spec.Volumes)-1]
 	if last.PersistentVolumeClaim == nil || last.PersistentVolumeClaim.ClaimName != "boxkite-vol-v1" {
 		t.Errorf("volume = %+v, want the claim boxkite-vol-v1", last)

@@ -2,10 +2,12 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
+
+	"github.com/boxkite/boxkite/client/api"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -20,7 +22,10 @@ const AnnotationEgress = "boxkite.dev/egress-proxy"
 // port only.
 func (d *Driver) listenEgress(addr string) (net.Listener, error) {
 	if d.cfg.EgressHost == "" {
-		return nil, errors.New("egress grants need the kube driver's egress host (--egress-host)")
+		// The API's answer: no retry helps until the operator sets it.
+		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported,
+			"this server cannot grant sandboxes egress: the kube driver has no egress host (boxkite-server --egress-host)").
+			WithHint("create the sandbox without egress_hosts and MCP connections, or ask the operator to set --egress-host (the Helm chart sets it to the server pod's IP)")
 	}
 	var lc net.ListenConfig
 	l, err := lc.Listen(context.Background(), "tcp", addr)

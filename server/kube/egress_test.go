@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -153,5 +154,27 @@ func TestEgressHosts(t *testing.T) {
 	}
 	if want := "api.example ok hello from the model API\nother.example refused 403\n"; res.Stdout != want {
 		t.Errorf("through the proxy:\n%s%s\nwant:\n%s", res.Stdout, res.Stderr, want)
+	}
+}
+
+// TestEgressWithoutHost: on a server whose kube driver has no egress host
+// a create granting egress is refused as not supported (422), not 502
+// "retry", and leaves neither a sandbox nor a pod behind.
+func TestEgressWithoutHost(t *testing.T) {
+	e := newEnv(t, kube.Config{})
+	e.start(t)
+	ctx := context.Background()
+	c := e.client()
+	_, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{EgressHosts: []string{"example.com"}})
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != http.StatusUnprocessableEntity ||
+		ae.Code != api.CodeNotSupported || !strings.Contains(ae.Message, "--egress-host") {
+		t.Fatalf("create with egress_hosts: %#v, want 422 not_supported naming --egress-host", err)
+	}
+	if list, err := c.ListSandboxes(ctx, false); err != nil || len(list) != 0 {
+		t.Errorf("sandboxes after the refusal: %+v, %v; want none", list, err)
+	}
+	pods, err := e.cluster.Client.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods after the refusal: %d, %v; want none", len(pods.Items), err)
 	}
 }

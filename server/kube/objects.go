@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -250,6 +251,10 @@ func (d *Driver) podVolumes(p podPlan) ([]corev1.Volume, []corev1.VolumeMount) {
 	tmpLimit := resource.MustParse(d.cfg.TmpSize)
 	mounts := []corev1.VolumeMount{
 		{Name: "workspace", MountPath: "/workspace"},
+		// E2B's home, the workspace again, as the local driver's jail
+		// links it (jail.HomeDir): what E2B's SDKs write there is found
+		// by commands.
+		{Name: "workspace", MountPath: "/home/user"},
 		{Name: "tmp", MountPath: "/tmp"},
 		{Name: "sidecar", MountPath: tlsDir, ReadOnly: true},
 	}
@@ -268,6 +273,9 @@ func (d *Driver) podVolumes(p podPlan) ([]corev1.Volume, []corev1.VolumeMount) {
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: volumeClaimName(v.ID)},
 		}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: v.Path})
+		if rest, ok := strings.CutPrefix(v.Path, "/workspace/"); ok {
+			mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: "/home/user/" + rest})
+		}
 	}
 	return volumes, mounts
 }

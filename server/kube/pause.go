@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -39,7 +40,7 @@ func (d *Driver) PauseModes() map[string]string {
 		fs = "the kube driver has no snapshot directory to keep the workspace in"
 	}
 	return map[string]string{
-		api.PauseFreeze:     "a pod's processes cannot be frozen from the control plane (no freezer on the node through the Kubernetes API); pause with mode filesystem",
+		api.PauseFreeze:     "a pod's processes cannot be frozen from the control plane (no freezer on the node through the Kubernetes API)",
 		api.PauseFilesystem: fs,
 		api.PauseCheckpoint: "CRIU checkpoints are not reachable through the Kubernetes API",
 	}
@@ -74,7 +75,7 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 	if pod.Annotations[AnnotationEgress] != "" {
 		return fmt.Errorf("pause sandbox %s: a sandbox granted egress cannot be paused on the kube driver yet", id)
 	}
-	ref, err := d.Snapshot(ctx, id, true)
+	ref, err := d.Snapshot(ctx, id, true, nil)
 	if err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
 	}
@@ -175,6 +176,11 @@ func (d *Driver) Resume(ctx context.Context, id string, _ func(net.Listener)) er
 	var saved pausedPod
 	if err := json.Unmarshal([]byte(raw), &saved); err != nil {
 		return fmt.Errorf("resume sandbox %s: the paused pod: %w", id, err)
+	}
+	// Before a pod: a replica without the copy would start one it
+	// cannot fill.
+	if has, err := d.HasSnapshot(ctx, key); err != nil || !has {
+		return fmt.Errorf("resume sandbox %s: its workspace copy %s: %w", id, key, cmp.Or(err, model.ErrCopyElsewhere))
 	}
 	ns := d.cfg.Namespace
 	boot, err := d.newBootToken(ctx, sec)

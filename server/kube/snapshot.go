@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -58,11 +59,11 @@ func (d *Driver) snapshotPath(key string) (string, error) {
 }
 
 // Snapshot copies sandbox id's workspace into the snapshot directory.
-func (d *Driver) Snapshot(ctx context.Context, id string, transient bool) (model.SnapshotRef, error) {
+func (d *Driver) Snapshot(ctx context.Context, id string, transient bool, claim func(string) error) (model.SnapshotRef, error) {
 	if d.cfg.SnapshotDir == "" {
 		return model.SnapshotRef{}, errNoSnapshots
 	}
-	ep, err := d.sandboxEndpoint(ctx, id)
+	fill, err := d.workspaceSource(ctx, id)
 	if err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
@@ -74,7 +75,7 @@ func (d *Driver) Snapshot(ctx context.Context, id string, transient bool) (model
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
 	defer os.Remove(tmp.Name()) // gone once renamed
-	size, sum, err := d.download(ctx, ep, tmp)
+	size, sum, err := fill(tmp)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -89,22 +90,68 @@ func (d *Driver) Snapshot(ctx context.Context, id string, transient bool) (model
 	if err != nil {
 		return model.SnapshotRef{}, err
 	}
+	if claim != nil && !transient {
+		// From here until the row is deleted, no drop (of any replica
+		// sharing the directory) deletes path.
+		if err := claim(key); err != nil {
+			return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: claim its key: %w", id, err)
+		}
+	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
 	return model.SnapshotRef{Key: key, SizeBytes: size, Method: snapshotMethod}, nil
 }
 
+// workspaceSource returns what writes sandbox id's workspace as a tar,
+// returning its size and SHA-256: its running pod's sidecar, or for a
+// paused sandbox (no pod) the copy its pause made, as a resume would put
+// it back.
+func (d *Driver) workspaceSource(ctx context.Context, id string) (func(io.Writer) (int64, string, error), error) {
+	ep, dirs, err := d.sandboxPod(ctx, id)
+	if err == nil {
+		return func(w io.Writer) (int64, string, error) { return d.download(ctx, ep, dirs, w) }, nil
+	}
+	sec, _, serr := d.sandboxSecret(ctx, id)
+	key := ""
+	if serr == nil {
+		key = sec.Annotations[annotationPausedSnapshot]
+	}
+	if key == "" {
+		return nil, err // not paused: no pod to copy from
+	}
+	if has, err := d.HasSnapshot(ctx, key); err != nil || !has {
+		return nil, fmt.Errorf("its paused copy %s: %w", key, cmp.Or(err, model.ErrCopyElsewhere))
+	}
+	path, err := d.snapshotPath(key)
+	if err != nil {
+		return nil, err
+	}
+	return func(w io.Writer) (int64, string, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return 0, "", fmt.Errorf("open the paused copy: %w", err)
+		}
+		defer f.Close()
+		h := sha256.New()
+		n, err := io.Copy(io.MultiWriter(w, h), f)
+		return n, hex.EncodeToString(h.Sum(nil)), err
+	}, nil
+}
+
 // download streams the workspace's tar from the sidecar at ep into w and
-// returns its size and SHA-256.
-func (d *Driver) download(ctx context.Context, ep model.Endpoint, w io.Writer) (int64, string, error) {
+// returns its size and SHA-256. dirs are the volumes' directories below
+// the workspace, left out of the tar (archiveBody).
+func (d *Driver) download(ctx context.Context, ep model.Endpoint, dirs []string, w io.Writer) (int64, string, error) {
 	resp, err := d.archiveCall(ctx, ep, http.MethodGet, nil)
 	if err != nil {
 		return 0, "", err
 	}
 	defer resp.Body.Close()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(w, h), resp.Body)
+	body := archiveBody(resp, dirs)
+	defer body.Close()
+	n, err := io.Copy(io.MultiWriter(w, h), body)
 	if err != nil {
 		return 0, "", fmt.Errorf("copy the workspace: %w", err)
 	}
@@ -188,11 +235,18 @@ func (d *Driver) DeleteSnapshot(_ context.Context, key string) error {
 // with the token its Secret holds (the sandbox's own: bind writes a
 // claimed pod's there too).
 func (d *Driver) sandboxEndpoint(ctx context.Context, id string) (model.Endpoint, error) {
+	ep, _, err := d.sandboxPod(ctx, id)
+	return ep, err
+}
+
+// sandboxPod is sandboxEndpoint with the directories of the pod's
+// volumes below the workspace (volumeDirs).
+func (d *Driver) sandboxPod(ctx context.Context, id string) (model.Endpoint, []string, error) {
 	ns := d.cfg.Namespace
 	sel := labels.Set{LabelManagedBy: ManagedBy, LabelSandbox: id, LabelState: StateBound}.String()
 	pods, err := d.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
-		return model.Endpoint{}, fmt.Errorf("list pods: %w", err)
+		return model.Endpoint{}, nil, fmt.Errorf("list pods: %w", err)
 	}
 	for _, p := range pods.Items {
 		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
@@ -200,11 +254,11 @@ func (d *Driver) sandboxEndpoint(ctx context.Context, id string) (model.Endpoint
 		}
 		sec, err := d.client.CoreV1().Secrets(ns).Get(ctx, secretName(p.Name), metav1.GetOptions{})
 		if err != nil {
-			return model.Endpoint{}, fmt.Errorf("get secret: %w", err)
+			return model.Endpoint{}, nil, fmt.Errorf("get secret: %w", err)
 		}
-		return d.endpoint(&p, string(sec.Data[tokenKey]), sec.Data["tls.crt"]), nil
+		return d.endpoint(&p, string(sec.Data[tokenKey]), sec.Data["tls.crt"]), volumeDirs(&p), nil
 	}
-	return model.Endpoint{}, fmt.Errorf("no running pod of sandbox %s", id)
+	return model.Endpoint{}, nil, fmt.Errorf("no running pod of sandbox %s", id)
 }
 
 var _ model.SnapshotPorter = (*Driver)(nil)

@@ -3,7 +3,9 @@ package kube_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,8 +114,12 @@ func TestPause(t *testing.T) {
 	if _, err := c.StartProcess(ctx, sb.ID, api.ProcessStartRequest{Command: "sleep 601"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.PauseSandbox(ctx, sb.ID, api.PauseFreeze); codeOf(err) != api.CodeNotSupported {
-		t.Errorf("freeze on kube: %v, want not_supported", err)
+	// freeze, the default, is refused, and the hint names the mode
+	// that works here, not the one just refused.
+	_, err = c.PauseSandbox(ctx, sb.ID, api.PauseFreeze)
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Code != api.CodeNotSupported ||
+		!strings.Contains(ae.Hint, "mode filesystem instead") || strings.Contains(ae.Hint, "freeze") {
+		t.Errorf("freeze on kube: %#v, want not_supported with a hint to pause with mode filesystem", err)
 	}
 	paused, err := c.PauseSandbox(ctx, sb.ID, api.PauseFilesystem)
 	if err != nil || paused.Status != api.StatusPaused {
@@ -224,5 +230,31 @@ func TestPausedSecretGone(t *testing.T) {
 		if got, err := c.Sandbox(ctx, id); err != nil || got.Status != api.StatusLost {
 			t.Errorf("paused sandbox without its Secret after a restart: %+v, %v; want lost", got, err)
 		}
+	}
+}
+
+// TestSnapshotCopyFails: a snapshot or fork whose copy fails (here the
+// snapshot directory cannot be made) answers 502 with a message that
+// says what could not be done, in a sentence.
+func TestSnapshotCopyFails(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, kube.Config{SnapshotDir: filepath.Join(file, "snapshots")})
+	e.start(t)
+	c := e.client()
+	ctx := context.Background()
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CreateSnapshot(ctx, sb.ID, "")
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Code != api.CodeSandboxFailed || ae.Message != "could not take the snapshot" {
+		t.Errorf("snapshot: %#v, want 502 %q", err, "could not take the snapshot")
+	}
+	_, err = c.ForkSandbox(ctx, sb.ID, 1)
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Code != api.CodeSandboxFailed || ae.Message != "could not copy the sandbox's filesystem for the fork" {
+		t.Errorf("fork: %#v, want 502 %q", err, "could not copy the sandbox's filesystem for the fork")
 	}
 }

@@ -54,29 +54,10 @@ for i in $(seq 1 20); do echo "small $i" > many/f$i.txt; done`})
 	if len(want) != 24 || want["big.bin"] != 3000000 || want["d/ü b/ü.txt"] != 8 {
 		t.Fatalf("after the first flush the bucket holds %d files (%v), want 24", len(want), want)
 	}
-	empty := func() {
-		t.Helper()
-		for k := range objtest.List(t, b, prefix) {
-			if err := b.Delete(ctx, prefix+k); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	same := func() bool {
-		got := objtest.List(t, b, prefix)
-		if len(got) != len(want) {
-			return false
-		}
-		for k, size := range want {
-			if got[k] != size {
-				return false
-			}
-		}
-		return true
-	}
+	same := func() bool { return objtest.Holds(t, b, prefix, want) }
 
 	// A forced flush lists the prefix and stores every file again.
-	empty()
+	objtest.Clear(t, b, prefix)
 	st, err := c.FlushSync(ctx, sb.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +69,7 @@ for i in $(seq 1 20); do echo "small $i" > many/f$i.txt; done`})
 	// A control plane that starts checks each sandbox's files at its
 	// first flush; the pod ran on meanwhile.
 	e.stop()
-	empty()
+	objtest.Clear(t, b, prefix)
 	e.start(t)
 	objtest.Wait(t, "every file back after the control plane's start", 2*storagesync.MaxBackoff, same)
 }

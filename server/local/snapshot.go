@@ -60,7 +60,7 @@ func (d *Driver) snapshotPath(key string) string {
 }
 
 // Snapshot implements model.SnapshotDriver.
-func (d *Driver) Snapshot(_ context.Context, id string, transient bool) (model.SnapshotRef, error) {
+func (d *Driver) Snapshot(_ context.Context, id string, transient bool, claim func(string) error) (model.SnapshotRef, error) {
 	if !validID.MatchString(id) {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox: invalid id %q", id)
 	}
@@ -81,6 +81,13 @@ func (d *Driver) Snapshot(_ context.Context, id string, transient bool) (model.S
 	if err := seal(part, transient, &ref); err != nil {
 		_ = os.Remove(part)
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
+	}
+	if claim != nil && !transient {
+		// From here until the row is deleted, no drop deletes final.
+		if err := claim(ref.Key); err != nil {
+			_ = os.Remove(part)
+			return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: claim its key: %w", id, err)
+		}
 	}
 	final := d.snapshotPath(ref.Key)
 	if !transient && exists(final) {

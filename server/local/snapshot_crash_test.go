@@ -168,7 +168,7 @@ func TestConcurrentSnapshots(t *testing.T) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { refs[i], errs[i] = d.Snapshot(context.Background(), "snapmany", i%2 == 1) })
+		wg.Go(func() { refs[i], errs[i] = d.Snapshot(context.Background(), "snapmany", i%2 == 1, nil) })
 	}
 	wg.Wait()
 	for i, err := range errs {

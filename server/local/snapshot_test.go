@@ -54,7 +54,7 @@ func TestSnapshotRestoreFork(t *testing.T) {
 	}
 	bigSum, _, _ := strings.Cut(res.Stdout, " ")
 
-	snap, err := d.Snapshot(context.Background(), "parent", false)
+	snap, err := d.Snapshot(context.Background(), "parent", false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestSnapshotRestoreFork(t *testing.T) {
 
 	// Fork the restored sandbox (100 MiB) 8 ways.
 	before := allocated(filepath.Join(d.cfg.StateDir, cowImage))
-	fork, err := d.Snapshot(context.Background(), "restored", true)
+	fork, err := d.Snapshot(context.Background(), "restored", true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

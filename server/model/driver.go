@@ -112,6 +112,7 @@ type Stats struct {
 	MemoryBytes     int64 // all memory charged to it, page cache and kernel memory included
 	MemoryAnonBytes int64 // of which anonymous
 	Pids            int64 // tasks, threads included
+	CPUMicros       int64 // CPU time its processes used so far, in µs (0: not accounted)
 	// DiskUsedBytes and DiskQuotaBytes are its own disk's use and size;
 	// 0 when it has none of its own.
 	DiskUsedBytes, DiskQuotaBytes int64
@@ -273,6 +274,12 @@ type PauseDriver interface {
 // removes every sandbox's): no retry can pause or resume it.
 var ErrSandboxGone = errors.New("the driver holds nothing of the sandbox")
 
+// ErrCopyElsewhere is wrapped by a driver's errors when the copy it needs
+// (a paused sandbox's workspace, a snapshot's data) is not in this
+// server's state directory: another server sharing the database made it
+// and keeps it in its own (kube replicas without a shared state claim).
+var ErrCopyElsewhere = errors.New("the copy is not in this server's state directory")
+
 // A WarmClaimer hands out a sandbox from sandboxes it started ahead of
 // need (a warm pool), when one fits spec and is ready; ok false means none
 // was (nothing happened, and the caller creates the sandbox with Create).
@@ -354,10 +361,18 @@ type SnapshotDriver interface {
 	// crash-consistent: the sandbox's processes are stopped for the
 	// instant of the copy. A transient snapshot is for a fork, deleted
 	// once the children started; it is not content-addressed.
-	Snapshot(ctx context.Context, id string, transient bool) (SnapshotRef, error)
+	//
+	// claim, unless nil, is called with the key once it is known, before
+	// the driver keeps data stored under it already (the same state) or
+	// puts its own there: the control plane records the key as the
+	// pending snapshot's (SnapshotStore.ClaimSnapshotKey), so that the
+	// delete of the last other snapshot holding it, on any server
+	// sharing the store, keeps the data. Its error fails the snapshot,
+	// leaving nothing under the key. Not called for a transient snapshot.
+	Snapshot(ctx context.Context, id string, transient bool, claim func(key string) error) (SnapshotRef, error)
 	// DeleteSnapshot removes the data under key. The caller makes sure no
 	// other snapshot still refers to the key (keys are content addresses,
-	// so identical snapshots share one).
+	// so identical snapshots share one): SnapshotStore.BeginSnapshotDrop.
 	DeleteSnapshot(ctx context.Context, key string) error
 }
 

@@ -17,6 +17,10 @@ var ErrNotFound = errors.New("not found")
 // ErrConflict is returned when a record with the same unique value exists.
 var ErrConflict = errors.New("conflict")
 
+// ErrSnapshotKeyDropping is SnapshotStore.ClaimSnapshotKey's answer while
+// the data under the key is being deleted.
+var ErrSnapshotKeyDropping = errors.New("the snapshot key's data is being deleted")
+
 // VolumeInUseError is DeleteVolume's refusal: the sandboxes (ids) that
 // mount the volume. It is ErrConflict to errors.Is.
 type VolumeInUseError struct {
@@ -408,10 +412,23 @@ type SnapshotStore interface {
 	// SnapshotsWithStatus returns every account's snapshots in one
 	// status, for reconciliation at start-up.
 	SnapshotsWithStatus(ctx context.Context, status string) ([]*Snapshot, error)
-	// SnapshotKeyInUse reports whether a snapshot that is not deleted
-	// still holds data key (keys are content addresses, so snapshots may
-	// share one).
-	SnapshotKeyInUse(ctx context.Context, key string) (bool, error)
+	// ClaimSnapshotKey records key as pending snapshot id's before the
+	// driver keeps data stored under it or writes its own there (keys are
+	// content addresses, so snapshots may share one): once it returns, a
+	// drop of key on any server sharing the store finds key in use. While
+	// a drop of key is under way (BeginSnapshotDrop, its lease not past
+	// at now) it returns ErrSnapshotKeyDropping: try again once the drop
+	// ended, and write the data anew. ErrNotFound when id is not pending.
+	ClaimSnapshotKey(ctx context.Context, id, key string, now time.Time) error
+	// BeginSnapshotDrop reports whether the data under key may be
+	// deleted: no snapshot that is not deleted holds key (pending ones
+	// that claimed it included) and no other drop of key is under way at
+	// now. When it may, the drop is recorded, leased until until, in the
+	// same critical section: claims of key wait for EndSnapshotDrop (or
+	// the lease's end, for a server that died meanwhile).
+	BeginSnapshotDrop(ctx context.Context, key string, now, until time.Time) (bool, error)
+	// EndSnapshotDrop ends the drop of key BeginSnapshotDrop began.
+	EndSnapshotDrop(ctx context.Context, key string) error
 	// SandboxImageID returns the image a sandbox was created from, "" for
 	// none.
 	SandboxImageID(ctx context.Context, sandboxID string) (string, error)

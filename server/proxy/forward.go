@@ -86,6 +86,9 @@ func (s *Service) Forward(w http.ResponseWriter, r *http.Request, sb *model.Sand
 		s.d.Log.ErrorContext(ctx, "sidecar request failed", "sandbox", sb.ID, "path", c.Path, "err", err)
 		return s.d.Unreachable(r.Context(), sb)
 	}
+	if e := sidecar.Outdated(resp, c.Method, c.Path, sb.ID); e != nil {
+		return e
+	}
 	c.Status = resp.StatusCode
 	if c.Answered != nil && resp.StatusCode/100 == 2 {
 		c.Answered()

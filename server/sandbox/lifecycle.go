@@ -140,6 +140,7 @@ func (s *Service) Reconcile(ctx context.Context) error {
 		handled[sb.ID] = true
 		if alive[i] {
 			adopted++
+			s.noteOlderSidecar(ctx, sb.ID)
 			if err := s.reopenEgress(ctx, sb); err != nil {
 				s.log.ErrorContext(ctx, "reopen egress of adopted sandbox", "sandbox", sb.ID, "err", err)
 			}
@@ -200,6 +201,18 @@ func (s *Service) reconcileLost(ctx context.Context, sb *model.Sandbox) error {
 		s.recordLost(ctx, sb, why)
 	}
 	return nil
+}
+
+// noteOlderSidecar tells the operator when an adopted sandbox's sidecar
+// speaks an older protocol than this server (its health check's answer
+// stated it): what it lacks falls back or is refused
+// (docs/architecture.md, "Sidecar protocol versions") until the sandbox
+// is started again.
+func (s *Service) noteOlderSidecar(ctx context.Context, id string) {
+	if v, ok := s.sidecars.Protocol(id); ok && v < api.SidecarProtocol {
+		s.log.WarnContext(ctx, "adopted sandbox's sidecar speaks an older protocol; features it lacks fall back or are refused until it is started again",
+			"sandbox", id, "sidecar_protocol", v, "server_protocol", api.SidecarProtocol)
+	}
 }
 
 // SidecarHealthy reports whether the sandbox's sidecar answers GET /health

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -139,11 +140,38 @@ func (s *Service) pauseDriver(mode string) (model.PauseDriver, error) {
 	if !ok {
 		return nil, httpx.NotSupported("mode", "this server's driver cannot pause sandboxes")
 	}
-	if why := p.PauseModes()[mode]; why != "" {
+	modes := p.PauseModes()
+	if why := modes[mode]; why != "" {
 		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported, "pause mode %s does not work on this server: %s", mode, why).
-			WithHint("pause with mode freeze or filesystem instead; `boxkite doctor` on the server's host says what each mode needs")
+			WithHint(pauseModeHint(modes))
 	}
 	return p, nil
+}
+
+// copyElsewhereHint is the hint to an operation that needs a copy another
+// server keeps (model.ErrCopyElsewhere); bucket when object storage would
+// also do (snapshots: not paused workspaces).
+func copyElsewhereHint(bucket bool) string {
+	fix := "shares the state directory between replicas (a ReadWriteMany claim)"
+	if bucket {
+		fix = "configures object storage, or " + fix
+	}
+	return "retry: another replica may answer; for good, the operator " + fix + ` (docs/kubernetes.md, "The state directory")`
+}
+
+// pauseModeHint names the pause modes that work on a server whose driver
+// reports modes, for the answer to a mode that does not.
+func pauseModeHint(modes map[string]string) string {
+	var work []string
+	for _, m := range []string{api.PauseFreeze, api.PauseFilesystem, api.PauseCheckpoint} {
+		if why, ok := modes[m]; ok && why == "" {
+			work = append(work, m)
+		}
+	}
+	if len(work) == 0 {
+		return "this server cannot pause sandboxes in any mode; the operator can run `boxkite doctor` on the server's host to see what each mode needs"
+	}
+	return "pause with mode " + strings.Join(work, " or ") + " instead (the CLI: `--mode " + work[0] + "`)"
 }
 
 // undoPause records sandbox id active again after the driver failed to
@@ -285,6 +313,11 @@ func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.San
 		s.log.ErrorContext(ctx, "driver resume failed", "sandbox", sb.ID, "mode", sb.PausedWith, "err", err)
 		if errors.Is(err, model.ErrSandboxGone) {
 			return nil, nil, s.loseGoneLocked(ctx, sb)
+		}
+		if errors.Is(err, model.ErrCopyElsewhere) {
+			return nil, nil, api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable,
+				"sandbox %s was paused through another server, which keeps its workspace in a state directory this one does not share", sb.ID).
+				WithHint(copyElsewhereHint(false))
 		}
 		return nil, nil, sandboxFailed("resume")
 	}

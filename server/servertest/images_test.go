@@ -90,6 +90,7 @@ func hostRootLayer(t *testing.T) []byte {
 	mkdirs("/usr/bin/x")
 	write(&tar.Header{Name: "usr/bin/sh", Typeflag: tar.TypeSymlink, Linkname: "dash"}, nil)
 	write(&tar.Header{Name: "bin", Typeflag: tar.TypeSymlink, Linkname: "usr/bin"}, nil)
+	mkdirs("/home/user/x") // an E2B-style image's home: the workspace is bound over it
 	mkdirs("/etc/x")
 	write(&tar.Header{Name: "etc/boxkite-image-marker", Typeflag: tar.TypeReg, Mode: 0o644}, []byte(imageMarker+"\n"))
 	if err := tw.Close(); err != nil {
@@ -166,6 +167,14 @@ func TestImportedImageBoots(t *testing.T) {
 	mustJSON(t, body, &res)
 	if want := imageMarker + "\nok\n"; res.Stdout != want || res.ExitCode != 0 {
 		t.Errorf("exec = %q (exit %d, stderr %q), want %q", res.Stdout, res.ExitCode, res.Stderr, want)
+	}
+
+	// E2B's home, the image's own /home/user, is the workspace
+	cmd = `echo w > /workspace/w.txt && read h < /home/user/w.txt && echo "$h" && echo x > /home/user/x.txt && read x < /workspace/x.txt && echo "$x"`
+	resp, body = do(t, s, "POST", "/v1/sandboxes/"+sb.ID+"/exec", api.ExecRequest{Command: cmd}, "")
+	mustJSON(t, body, &res)
+	if resp.StatusCode != http.StatusOK || res.Stdout != "w\nx\n" || res.ExitCode != 0 {
+		t.Errorf("exec through /home/user = %d %q (exit %d, stderr %q), want w and x", resp.StatusCode, res.Stdout, res.ExitCode, res.Stderr)
 	}
 
 	s.Restart(t)

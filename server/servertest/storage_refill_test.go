@@ -41,32 +41,10 @@ for i in $(seq 1 40); do echo "small $i" > many/f$i.txt; done`)
 	if len(want) != 44 || want["big.bin"] != 3000000 || want["d/ü b/ü.txt"] != 8 {
 		t.Fatalf("after the first flush the bucket holds %d files (%v), want 44", len(want), want)
 	}
-	empty := func() {
-		t.Helper()
-		for k := range objtest.List(t, b, prefix) {
-			if err := b.Delete(ctx, prefix+k); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if n := len(objtest.List(t, b, prefix)); n != 0 {
-			t.Fatalf("the bucket still holds %d files", n)
-		}
-	}
-	same := func() bool {
-		got := objtest.List(t, b, prefix)
-		if len(got) != len(want) {
-			return false
-		}
-		for k, size := range want {
-			if got[k] != size {
-				return false
-			}
-		}
-		return true
-	}
+	same := func() bool { return objtest.Holds(t, b, prefix, want) }
 
 	// A forced flush lists the prefix and stores every file again.
-	empty()
+	objtest.Clear(t, b, prefix)
 	st, err := c.FlushSync(ctx, sb.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +58,7 @@ for i in $(seq 1 40); do echo "small $i" > many/f$i.txt; done`)
 
 	// A server that starts checks each sandbox's files at its first flush.
 	s.Kill()
-	empty()
+	objtest.Clear(t, b, prefix)
 	s.Start(t)
 	objtest.Wait(t, "every file back after the server's start", 2*storagesync.MaxBackoff, same)
 }

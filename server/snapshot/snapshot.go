@@ -73,20 +73,15 @@ type Config struct {
 	// admission lock, so an image deleted meanwhile is either kept for it
 	// or found gone; nil: the server keeps no images.
 	UseImage func(ctx context.Context, imageID, user string) error
+
+	// claimWaits, in tests, runs each time a snapshot found its key
+	// being dropped, before it waits to ask again.
+	claimWaits func()
 }
 
 // Service is the snapshot subsystem.
 type Service struct {
 	cfg Config
-	// keys orders recording a key against dropping one: a snapshot
-	// holds it for reading from its copy until its row names its key,
-	// and dropData for writing, so the data of a key that a snapshot
-	// being taken found stored already (an identical state: keys are
-	// content addresses) is not deleted, by the delete of the last
-	// other snapshot holding it, before the new row holds it too. Per
-	// server process: replicas sharing a snapshot directory are not
-	// ordered against each other.
-	keys sync.RWMutex
 }
 
 // New returns the service for cfg.
@@ -152,13 +147,15 @@ func notLive(sb *model.Sandbox) error {
 
 // copyFailed is the answer to a driver copy of sb that failed: 409 when
 // the sandbox is gone since (removed by another server sharing the
-// database, which the turn does not order), else 502.
-func (s *Service) copyFailed(ctx context.Context, sb *model.Sandbox, what string) error {
+// database, which the turn does not order), else 502. op is what failed
+// ("take the snapshot"), during the same as a clause ("the snapshot was
+// taken").
+func (s *Service) copyFailed(ctx context.Context, sb *model.Sandbox, op, during string) error {
 	if now, err := s.cfg.Control.Sandbox(context.WithoutCancel(ctx), sb.AccountID, sb.ID); err == nil && !now.Live() {
-		return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s was %s while %s", sb.ID, now.Status, what).
+		return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s was %s while %s", sb.ID, now.Status, during).
 			WithHint("a deleted sandbox's files are gone; take snapshots before deleting the sandbox")
 	}
-	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not %s", what).
+	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not %s", op).
 		WithHint("retry; if it keeps failing, the server log has the cause under this request id")
 }
 
@@ -245,7 +242,10 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	if err != nil {
 		s.cfg.Log.ErrorContext(ctx, "driver snapshot failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", err)
-		return nil, s.copyFailed(ctx, sb, "the snapshot was taken")
+		return nil, s.copyFailed(ctx, sb, "take the snapshot", "the snapshot was taken")
+	}
+	if errors.Is(uerr, errFailedMeanwhile) {
+		return nil, errFailedMeanwhile
 	}
 	if uerr != nil {
 		return nil, fmt.Errorf("record snapshot: %w", uerr)
@@ -256,35 +256,6 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	s.cfg.Control.Audit(ctx, sb, "snapshot_created", detail)
 	return done, nil
-}
-
-// copyAndRecord copies sb's state into the driver's store (and the
-// bucket) for pending snapshot sn and records the outcome: err is the
-// copy's failure, stored the bucket's, uerr the record's. The key is
-// held from the copy until the row names it (Service.keys); copied runs
-// once the driver is done with the sandbox.
-func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *model.Snapshot, copied func()) (
-	ref model.SnapshotRef, done *model.Snapshot, err, stored, uerr error,
-) {
-	s.keys.RLock()
-	defer s.keys.RUnlock()
-	ref, err = s.cfg.Driver.Snapshot(ctx, sb.ID, false)
-	copied()
-	if p := s.porter(); err == nil && p != nil {
-		if stored = s.upload(ctx, p, sn, ref.Key); stored != nil {
-			err = stored
-		}
-	}
-	done, uerr = s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error {
-		if err != nil {
-			sn.Status = api.SnapshotFailed
-			return nil
-		}
-		sn.Status, sn.Key, sn.SizeBytes, sn.Method = api.SnapshotCompleted, ref.Key, ref.SizeBytes, ref.Method
-		sn.MountPoints = ref.MountPoints
-		return nil
-	})
-	return ref, done, err, stored, uerr
 }
 
 // useImage records pending snapshot sn as a user of its image; one whose
@@ -386,23 +357,6 @@ func (s *Service) Delete(ctx context.Context, sn *model.Snapshot) error {
 	s.dropData(ctx, sn.Key)
 	s.dropRemote(ctx, sn)
 	return nil
-}
-
-// dropData deletes the driver's data under key unless another snapshot
-// still holds it. A failure leaves the data behind, logged.
-func (s *Service) dropData(ctx context.Context, key string) {
-	if key == "" || s.cfg.Driver == nil {
-		return
-	}
-	s.keys.Lock() // no snapshot is between finding key stored and recording it
-	defer s.keys.Unlock()
-	inUse, err := s.cfg.Store.SnapshotKeyInUse(ctx, key)
-	if err == nil && !inUse {
-		err = s.cfg.Driver.DeleteSnapshot(ctx, key)
-	}
-	if err != nil {
-		s.cfg.Log.ErrorContext(ctx, "delete snapshot data", "key", key, "err", err)
-	}
 }
 
 func (s *Service) restore(w http.ResponseWriter, r *http.Request) error {
@@ -529,10 +483,10 @@ func (s *Service) forkCopy(ctx context.Context, acct *model.Account, sb *model.S
 		return model.SnapshotRef{}, err
 	}
 	defer release()
-	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, true)
+	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, true, nil)
 	if err != nil {
 		s.cfg.Log.ErrorContext(ctx, "driver snapshot for a fork failed", "sandbox", sb.ID, "err", err)
-		return model.SnapshotRef{}, s.copyFailed(ctx, sb, "the fork copied the sandbox's filesystem")
+		return model.SnapshotRef{}, s.copyFailed(ctx, sb, "copy the sandbox's filesystem for the fork", "the fork copied the sandbox's filesystem")
 	}
 	return ref, nil
 }

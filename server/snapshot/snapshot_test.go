@@ -15,8 +15,9 @@ import (
 
 // memStore is a model.SnapshotStore in memory.
 type memStore struct {
-	mu   sync.Mutex
-	rows map[string]*model.Snapshot
+	mu    sync.Mutex
+	rows  map[string]*model.Snapshot
+	drops map[string]time.Time // key: the drop's lease
 }
 
 func (m *memStore) ReserveSnapshot(_ context.Context, sn *model.Snapshot, limit int) error {
@@ -78,48 +79,104 @@ func (m *memStore) SnapshotsWithStatus(_ context.Context, status string) ([]*mod
 	return out, nil
 }
 
-func (m *memStore) SnapshotKeyInUse(_ context.Context, key string) (bool, error) {
+func (m *memStore) ClaimSnapshotKey(_ context.Context, id, key string, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if until, ok := m.drops[key]; ok && until.After(now) {
+		return model.ErrSnapshotKeyDropping
+	}
+	r, ok := m.rows[id]
+	if !ok || r.Status != api.SnapshotPending || r.DeletedAt != nil {
+		return model.ErrNotFound
+	}
+	r.Key = key
+	return nil
+}
+
+func (m *memStore) BeginSnapshotDrop(_ context.Context, key string, now, until time.Time) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range m.rows {
 		if r.Key == key && r.DeletedAt == nil {
-			return true, nil
+			return false, nil
 		}
 	}
-	return false, nil
+	if u, ok := m.drops[key]; ok && u.After(now) {
+		return false, nil
+	}
+	if m.drops == nil {
+		m.drops = map[string]time.Time{}
+	}
+	m.drops[key] = until
+	return true, nil
+}
+
+func (m *memStore) EndSnapshotDrop(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.drops, key)
+	return nil
 }
 
 func (m *memStore) SandboxImageID(context.Context, string) (string, error) { return "", nil }
 
 // fakeDriver hands out the same key for every snapshot (identical state)
-// unless failing.
+// unless failing; stored is its store's directory (the keys it holds),
+// which services in a test may share as replicas share theirs.
 type fakeDriver struct {
 	mu      sync.Mutex
 	fail    bool
+	stored  map[string]bool
 	deleted []string
-	// copied, when set, runs in a snapshot's copy once it found its key
-	// stored already.
-	copied func()
+	// kept, when set, runs in a snapshot's copy once it claimed its key
+	// and found it stored already (it keeps the stored data).
+	kept func()
+	// deleting, when set, runs in DeleteSnapshot before the data goes.
+	deleting func()
 }
 
-func (d *fakeDriver) Snapshot(_ context.Context, _ string, transient bool) (model.SnapshotRef, error) {
+func (d *fakeDriver) Snapshot(_ context.Context, _ string, transient bool, claim func(string) error) (model.SnapshotRef, error) {
 	if d.fail {
 		return model.SnapshotRef{}, errors.New("disk on fire")
 	}
 	if transient {
 		return model.SnapshotRef{Key: "tmp-1", Method: "reflink"}, nil
 	}
-	if d.copied != nil {
-		d.copied()
+	const key = "sha256-same"
+	if claim != nil {
+		if err := claim(key); err != nil {
+			return model.SnapshotRef{}, err
+		}
 	}
-	return model.SnapshotRef{Key: "sha256-same", SizeBytes: 7, Method: "reflink"}, nil
+	d.mu.Lock()
+	if d.stored == nil {
+		d.stored = map[string]bool{}
+	}
+	kept := d.stored[key]
+	d.stored[key] = true
+	d.mu.Unlock()
+	if kept && d.kept != nil {
+		d.kept()
+	}
+	return model.SnapshotRef{Key: key, SizeBytes: 7, Method: "reflink"}, nil
 }
 
 func (d *fakeDriver) DeleteSnapshot(_ context.Context, key string) error {
+	if d.deleting != nil {
+		d.deleting()
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.deleted = append(d.deleted, key)
+	delete(d.stored, key)
 	return nil
+}
+
+// has reports whether the driver's store holds key.
+func (d *fakeDriver) has(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stored[key]
 }
 
 type fakeControl struct{ audits []string }
@@ -229,53 +286,5 @@ func TestTakeLimitsAndSharing(t *testing.T) {
 	}
 	if got, _ := st.Snapshot(ctx, "b", "p"); got.Status != api.SnapshotFailed {
 		t.Errorf("pending after Reconcile: %s, want failed", got.Status)
-	}
-}
-
-// TestDeleteDuringIdenticalSnapshot: the delete of the last snapshot
-// holding a key, while a snapshot of the same state (the same key: the
-// driver found it stored and kept the stored data) is being taken, leaves
-// the data for the new snapshot, whose row names the key only once its
-// copy is done (session 20, state20: the new snapshot was recorded
-// completed on data deleted under it, and could never be restored).
-func TestDeleteDuringIdenticalSnapshot(t *testing.T) {
-	ctx := context.Background()
-	st := &memStore{rows: map[string]*model.Snapshot{}}
-	d := &fakeDriver{}
-	s := New(Config{Store: st, Driver: d, Control: &fakeControl{}, Now: func() time.Time { return time.Unix(0, 0) }})
-	acct := &model.Account{ID: "a"}
-	sb := &model.Sandbox{ID: "sb", AccountID: "a", Status: api.StatusActive}
-	old, err := s.Take(ctx, acct, sb, "old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deleted := make(chan error, 1)
-	d.copied = func() {
-		d.copied = nil
-		go func() { deleted <- s.Delete(ctx, old) }()
-		// Give the delete its chance to drop the data now; it may as
-		// well wait for this snapshot to be recorded, which is the point.
-		deadline := time.Now().Add(time.Second)
-		for time.Now().Before(deadline) {
-			d.mu.Lock()
-			gone := len(d.deleted) > 0
-			d.mu.Unlock()
-			if gone {
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	sn, err := s.Take(ctx, acct, sb, "new")
-	if err != nil || sn.Key != "sha256-same" {
-		t.Fatalf("Take = %+v, %v", sn, err)
-	}
-	if err := <-deleted; err != nil {
-		t.Fatal(err)
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.deleted) != 0 {
-		t.Errorf("the driver deleted %v, which the new snapshot holds", d.deleted)
 	}
 }

@@ -1,11 +1,13 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
@@ -167,14 +169,93 @@ func (s *Store) UpdateSnapshot(ctx context.Context, id string, fn func(*model.Sn
 	return sn, nil
 }
 
-// SnapshotKeyInUse implements model.SnapshotStore.
-func (s *Store) SnapshotKeyInUse(ctx context.Context, key string) (bool, error) {
-	var n int
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM snapshots WHERE snap_key = ? AND deleted_at IS NULL`), key).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("count snapshots of a key: %w", err)
+// snapshotKeyLockClass is the first half of the Postgres advisory lock
+// that orders a claim of a snapshot key against a drop of it across
+// servers ("bkss"); the second is the key's hash. Two-key advisory locks
+// never conflict with the one-key snapshotLockID.
+const snapshotKeyLockClass = 0x626b7373
+
+// lockSnapshotKey takes key's lock for the rest of tx on Postgres; SQLite
+// needs none: its write transactions (BEGIN IMMEDIATE) take turns.
+func (s *Store) lockSnapshotKey(ctx context.Context, tx *sql.Tx, key string) error {
+	if s.d.name != "postgres" {
+		return nil
 	}
-	return n > 0, nil
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, snapshotKeyLockClass, key); err != nil {
+		return fmt.Errorf("take snapshot key lock: %w", err)
+	}
+	return nil
+}
+
+// ClaimSnapshotKey implements model.SnapshotStore.
+func (s *Store) ClaimSnapshotKey(ctx context.Context, id, key string, now time.Time) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := s.lockSnapshotKey(ctx, tx, key); err != nil {
+			return err
+		}
+		var n int
+		err := tx.QueryRowContext(ctx, s.q(`SELECT COUNT(*) FROM snapshot_drops WHERE snap_key = ? AND lease_until > ?`),
+			key, micros(now)).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("find drops of a snapshot key: %w", err)
+		}
+		if n > 0 {
+			return model.ErrSnapshotKeyDropping
+		}
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE snapshots SET snap_key = ?
+			WHERE id = ? AND status = ? AND deleted_at IS NULL`), key, id, api.SnapshotPending)
+		if err != nil {
+			return fmt.Errorf("claim snapshot key: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return cmp.Or(err, model.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// BeginSnapshotDrop implements model.SnapshotStore.
+func (s *Store) BeginSnapshotDrop(ctx context.Context, key string, now, until time.Time) (bool, error) {
+	var begun bool
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		begun = false // the body may run again
+		if err := s.lockSnapshotKey(ctx, tx, key); err != nil {
+			return err
+		}
+		var held, dropping int
+		err := tx.QueryRowContext(ctx, s.q(`SELECT
+			(SELECT COUNT(*) FROM snapshots WHERE snap_key = ? AND deleted_at IS NULL),
+			(SELECT COUNT(*) FROM snapshot_drops WHERE snap_key = ? AND lease_until > ?)`),
+			key, key, micros(now)).Scan(&held, &dropping)
+		if err != nil {
+			return fmt.Errorf("count snapshots of a key: %w", err)
+		}
+		if held > 0 || dropping > 0 {
+			return nil
+		}
+		if s.dropChecked != nil {
+			s.dropChecked()
+		}
+		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO snapshot_drops (snap_key, lease_until) VALUES (?, ?)
+			ON CONFLICT (snap_key) DO UPDATE SET lease_until = excluded.lease_until`), key, micros(until))
+		if err != nil {
+			return fmt.Errorf("record snapshot drop: %w", err)
+		}
+		begun = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return begun, nil
+}
+
+// EndSnapshotDrop implements model.SnapshotStore.
+func (s *Store) EndSnapshotDrop(ctx context.Context, key string) error {
+	if _, err := s.exec(ctx, s.q(`DELETE FROM snapshot_drops WHERE snap_key = ?`), key); err != nil {
+		return fmt.Errorf("end snapshot drop: %w", err)
+	}
+	return nil
 }
 
 // SandboxImageID implements model.SnapshotStore.

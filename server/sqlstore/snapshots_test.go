@@ -74,14 +74,16 @@ func testSnapshots(t *testing.T, newStore storeFactory) {
 	if _, err := st.Snapshot(ctx, a.ID, s1.ID); !errors.Is(err, model.ErrNotFound) {
 		t.Errorf("a deleted snapshot: %v, want ErrNotFound", err)
 	}
-	if inUse, err := st.SnapshotKeyInUse(ctx, "k1"); err != nil || !inUse {
-		t.Errorf("k1 after one of two deleted: %v, %v; want in use", inUse, err)
+	if begun, err := st.BeginSnapshotDrop(ctx, "k1", now, now.Add(time.Minute)); err != nil || begun {
+		t.Errorf("a drop of k1 after one of two deleted: %v, %v; want in use", begun, err)
 	}
 	if _, err := st.UpdateSnapshot(ctx, s2.ID, func(sn *model.Snapshot) error { sn.DeletedAt = &now; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if inUse, err := st.SnapshotKeyInUse(ctx, "k1"); err != nil || inUse {
-		t.Errorf("k1 after both deleted: %v, %v; want free", inUse, err)
+	if begun, err := st.BeginSnapshotDrop(ctx, "k1", now, now.Add(time.Minute)); err != nil || !begun {
+		t.Errorf("a drop of k1 after both deleted: %v, %v; want begun", begun, err)
+	} else if err := st.EndSnapshotDrop(ctx, "k1"); err != nil {
+		t.Error(err)
 	}
 	if err := st.ReserveSnapshot(ctx, snap(a, "k4", base), 2); err != nil {
 		t.Errorf("a snapshot once the others were deleted: %v", err)

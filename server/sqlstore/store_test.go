@@ -95,6 +95,8 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"AllowedCommands", testAllowedCommands},
 		{"Images", testImages},
 		{"Snapshots", testSnapshots},
+		{"SnapshotKeyClaims", testSnapshotKeyClaims},
+		{"SnapshotKeyRace", testSnapshotKeyRace},
 		{"Secrets", testSecrets},
 		{"SecretInherit", testSecretInherit},
 		{"Webhooks", testWebhooks},

@@ -30,6 +30,11 @@ type Deps struct {
 	// DialSidecarWS opens a WebSocket route of the sandbox's sidecar; a
 	// refusal is the *api.Error to answer.
 	DialSidecarWS func(r *http.Request, sb *model.Sandbox, path string, q url.Values, failMsg string) (*websocket.Conn, error)
+	// DetachesWhenIdle reports whether sandbox id's sidecar answers a
+	// {"type":"detach","until_idle":true} frame (the protocol version its
+	// last answer, the terminal's upgrade, stated). One that does not
+	// ignores it; the relay then detaches at once.
+	DetachesWhenIdle func(id string) bool
 	// EndedAnswer is why a call to sb ended when the sandbox went with it
 	// (destroyed, expired, lost; worded the same while the destroy runs
 	// and after; paused), or nil while it is active.
@@ -59,7 +64,7 @@ type Service struct{ d Deps }
 // Recording is required.
 func New(d Deps) (*Service, error) {
 	if d.Store == nil || d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadSandbox == nil || d.LoadActive == nil || d.NotActive == nil ||
-		d.DialSidecarWS == nil || d.EndedAnswer == nil || d.WatchCalls == nil || d.AuthenticateKey == nil || d.CredentialValid == nil || d.JWTKey == nil || d.FlushInterval <= 0 {
+		d.DialSidecarWS == nil || d.DetachesWhenIdle == nil || d.EndedAnswer == nil || d.WatchCalls == nil || d.AuthenticateKey == nil || d.CredentialValid == nil || d.JWTKey == nil || d.FlushInterval <= 0 {
 		return nil, errors.New("takeover: a dependency is missing")
 	}
 	return &Service{d: d}, nil

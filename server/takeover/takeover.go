@@ -107,7 +107,7 @@ func (s *Service) takeover(w http.ResponseWriter, r *http.Request) error {
 			endRelay() // typed input is no longer recorded: end the session
 		}
 	}()
-	hooks := relayHooks{typed: in.add}
+	hooks := relayHooks{typed: in.add, idleDetach: s.d.DetachesWhenIdle(sb.ID)}
 	var rec *recorder
 	if s.d.Recording {
 		rec = newRecorder(s.d.Now)
@@ -241,6 +241,9 @@ type relayHooks struct {
 	// ended, asked when the terminal's side ended first, is why its
 	// sandbox ended (destroyed, expired, lost), or nil.
 	ended func() *api.Error
+	// idleDetach: the terminal's side answers a detach until_idle
+	// (Deps.DetachesWhenIdle); without it such a detach is a plain one.
+	idleDetach bool
 }
 
 // sandboxEnded is why sb's terminal went, when the sandbox went with it
@@ -289,7 +292,13 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 				ends <- relayEnd{fromClient: true, err: err}
 				return
 			}
-			if d, ok := detachOf(typ, data); ok && d.UntilIdle {
+			d, ok := detachOf(typ, data)
+			if ok && d.UntilIdle && !hooks.idleDetach {
+				// An older sidecar ignores the frame and would never
+				// close: end as a plain detach, as before it had one.
+				s.d.Log.InfoContext(ctx, "the sandbox's sidecar predates the until_idle detach; detaching at once")
+			}
+			if ok && d.UntilIdle && hooks.idleDetach {
 				// The terminal's side answers once its shell ran what
 				// came before, after the output until then, with a
 				// normal close the other goroutine passes on.

@@ -10,11 +10,13 @@ func seccompProgram(nested bool) ([]unix.SockFilter, uint32, error) {
 	if nested {
 		return []unix.SockFilter{
 			{Code: 0x0020, Jt: 0, Jf: 0, K: 0x4},
-			{Code: 0x0015, Jt: 0, Jf: 100, K: 0xc000003e},
+			{Code: 0x0015, Jt: 0, Jf: 102, K: 0xc000003e},
 			{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},
 			{Code: 0x0035, Jt: 0, Jf: 1, K: 0x40000000},
 			{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},
 			{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1b3},
+			{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},
+			{Code: 0x0015, Jt: 0, Jf: 1, K: 0xce},
 			{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},
 			{Code: 0x0015, Jt: 93, Jf: 0, K: 0xa5},
 			{Code: 0x0015, Jt: 92, Jf: 0, K: 0xa6},
@@ -116,11 +118,13 @@ func seccompProgram(nested bool) ([]unix.SockFilter, uint32, error) {
 	}
 	return []unix.SockFilter{
 		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x4},
-		{Code: 0x0015, Jt: 0, Jf: 100, K: 0xc000003e},
+		{Code: 0x0015, Jt: 0, Jf: 102, K: 0xc000003e},
 		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},
 		{Code: 0x0035, Jt: 0, Jf: 1, K: 0x40000000},
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},
 		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1b3},
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xce},
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},
 		{Code: 0x0015, Jt: 93, Jf: 0, K: 0xa5},
 		{Code: 0x0015, Jt: 92, Jf: 0, K: 0xa6},

@@ -58,7 +58,7 @@ func Setup(l Launch) error {
 	if err := b.mountTmpfs(b.root, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
 		return err
 	}
-	steps := []func() error{b.placeSystem, b.placeEtc, b.takeBinds, b.placeHostDirs, b.placeReadOnlyRoots, b.placeWorkspaceTmpfs, b.placeBinds, b.placeDev, b.placeTmp, b.placeProc}
+	steps := []func() error{b.placeSystem, b.placeEtc, b.takeBinds, b.placeHostDirs, b.placeReadOnlyRoots, b.placeWorkspaceTmpfs, b.placeBinds, b.placeHome, b.placeDev, b.placeTmp, b.placeProc}
 	if s.Build != nil {
 		// The build's root has its own /etc; nothing else is bound.
 		steps = []func() error{b.placeSystem, b.placeDev, b.placeTmp, b.placeProc}

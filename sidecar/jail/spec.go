@@ -8,6 +8,9 @@ const (
 	OutputsDir   = "/mnt/user-data/outputs" // writable, bind of Spec.Outputs when set
 	UploadsDir   = "/mnt/user-data/uploads" // read-only, empty: nothing uploads into it yet
 	SkillsDir    = "/mnt/skills"            // read-only, empty: nothing installs skills yet
+	// HomeDir is E2B's home: the workspace again (placeHome), so that
+	// what E2B's SDKs and examples write to /home/user is found there.
+	HomeDir = "/home/user"
 )
 
 // Defaults for a zero Spec field.

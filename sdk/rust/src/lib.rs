@@ -414,28 +414,7 @@ impl Sandboxes {
     /// seen, and none is seen twice. The first error ends the iteration.
     pub fn all(&self, active_only: bool, page_size: u32) -> impl Iterator<Item = Result<Sandbox>> + '_ {
         let page_size = if page_size == 0 { 100 } else { page_size };
-        let mut buf: std::collections::VecDeque<Sandbox> = Default::default();
-        let mut cursor: Option<String> = None;
-        let mut done = false;
-        std::iter::from_fn(move || loop {
-            if let Some(sb) = buf.pop_front() {
-                return Some(Ok(sb));
-            }
-            if done {
-                return None;
-            }
-            match self.page(active_only, page_size, cursor.as_deref()) {
-                Err(e) => {
-                    done = true;
-                    return Some(Err(e));
-                }
-                Ok(p) => {
-                    done = p.next_cursor.is_none();
-                    cursor = p.next_cursor;
-                    buf.extend(p.sandboxes);
-                }
-            }
-        })
+        pages(move |cursor| self.page(active_only, page_size, cursor))
     }
 
     pub fn get(&self, id: &str) -> Result<Sandbox> {
@@ -504,10 +483,30 @@ pub struct Page {
     pub next_cursor: Option<String>,
 }
 
+/// A page pages() walks: its items and the cursor of the next page.
+trait Paged {
+    type Item;
+    fn split(self) -> (Vec<Self::Item>, Option<String>);
+}
+
+impl Paged for Page {
+    type Item = Value;
+    fn split(self) -> (Vec<Value>, Option<String>) {
+        (self.items, self.next_cursor)
+    }
+}
+
+impl Paged for SandboxPage {
+    type Item = Sandbox;
+    fn split(self) -> (Vec<Sandbox>, Option<String>) {
+        (self.sandboxes, self.next_cursor)
+    }
+}
+
 /// Every item of the pages read(cursor) gives, in order. The first error
 /// ends the iteration.
-fn pages<'a>(mut read: impl FnMut(Option<&str>) -> Result<Page> + 'a) -> impl Iterator<Item = Result<Value>> + 'a {
-    let mut buf: std::collections::VecDeque<Value> = Default::default();
+fn pages<'a, P: Paged + 'a>(mut read: impl FnMut(Option<&str>) -> Result<P> + 'a) -> impl Iterator<Item = Result<P::Item>> + 'a {
+    let mut buf: std::collections::VecDeque<P::Item> = Default::default();
     let mut cursor: Option<String> = None;
     let mut done = false;
     std::iter::from_fn(move || loop {
@@ -523,9 +522,10 @@ fn pages<'a>(mut read: impl FnMut(Option<&str>) -> Result<Page> + 'a) -> impl It
                 return Some(Err(e));
             }
             Ok(p) => {
-                done = p.next_cursor.is_none();
-                cursor = p.next_cursor;
-                buf.extend(p.items);
+                let (items, next) = p.split();
+                done = next.is_none();
+                cursor = next;
+                buf.extend(items);
             }
         }
     })

@@ -57,9 +57,15 @@ const (
 // uploads; file metadata (0.6.2) and watch entries (0.6.3) are not served.
 const Version = "0.5.7"
 
-// Home is where relative paths point and commands start: the sandbox's
-// workspace (E2B's is /home/user).
+// Home is where commands start: the sandbox's workspace.
 const Home = "/workspace"
+
+// UserHome is E2B's home, where its relative paths point: in this API it
+// names the workspace (Home) and everything below it, and answers keep
+// the name the caller used (inSandbox, asAsked); in the sandbox it
+// resolves there too (the jail's symlink, the pod's second mount), and it
+// is the HOME of the commands started here, as envd's user's home.
+const UserHome = "/home/user"
 
 // Options configure a Handler.
 type Options struct {
@@ -304,17 +310,52 @@ func (h *Handler) keepAlive(hdr http.Header) time.Duration {
 	return d
 }
 
-// absPath makes a path from the SDK absolute: relative ones are under Home.
+// absPath makes a path from the SDK absolute: relative ones are under
+// UserHome, as envd resolves them against the user's home.
 func absPath(p string) string {
 	switch {
 	case p == "" || p == "~":
-		return Home
+		return UserHome
 	case len(p) > 1 && p[:2] == "~/":
-		return path.Join(Home, p[2:])
+		return path.Join(UserHome, p[2:])
 	case p[0] != '/':
-		return path.Join(Home, p)
+		return path.Join(UserHome, p)
 	}
 	return path.Clean(p)
+}
+
+// inSandbox is where the absolute path p is in the sandbox: UserHome and
+// everything below it are the workspace's. (A file call on /home/user
+// was refused as outside the file roots; a command's cwd there too.)
+func inSandbox(p string) string {
+	if rest, ok := under(p, UserHome); ok {
+		return Home + rest
+	}
+	return p
+}
+
+// asAsked writes the sandbox path p (an answer's) as the caller named
+// the path it asked about: under UserHome when asked is, so that
+// files.list('/home/user') lists /home/user/… paths.
+func asAsked(asked, p string) string {
+	if _, ok := under(asked, UserHome); !ok {
+		return p
+	}
+	if rest, ok := under(p, Home); ok {
+		return UserHome + rest
+	}
+	return p
+}
+
+// under reports whether p is dir or below it, and what follows dir.
+func under(p, dir string) (rest string, ok bool) {
+	if p == dir {
+		return "", true
+	}
+	if strings.HasPrefix(p, dir+"/") {
+		return p[len(dir):], true
+	}
+	return "", false
 }
 
 // rpcError turns an error of the sandbox's session into a Connect error:

@@ -158,11 +158,17 @@ func TestParseEntries(t *testing.T) {
 	if err := os.Chmod(filepath.Join(dir, "suid"), 0o700|os.ModeSetuid); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("sub", filepath.Join(dir, "link")); err != nil {
+	for link, target := range map[string]string{"link": "sub", "flink": "file with\nnewline", "dead": "nowhere", "loop": "loop"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
 	out := runShell(t, "set -- "+shellQuote(dir)+" 2\n"+listScript)
-	entries, err := parseEntries(out)
+	entries, err := parseEntries(Home, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,18 +177,25 @@ func TestParseEntries(t *testing.T) {
 	for _, e := range entries {
 		order = append(order, strings.TrimPrefix(e.GetPath(), dir+"/"))
 	}
-	if want := []string{"B", "file with\nnewline", "link", "sticky", "sub", "sub/a", "sub/z", "suid"}; !slices.Equal(order, want) {
+	if want := []string{"B", "dead", "file with\nnewline", "flink", "link", "loop", "sticky", "sub", "sub/a", "sub/z", "suid"}; !slices.Equal(order, want) {
 		t.Errorf("order %q, want %q", order, want)
 	}
+	// a symlink as envd's: the type and mode of what it points to, its
+	// resolved path as the target; one that dangles or loops no type,
+	// mode 0 and its own path (it was type symlink, 0o777 and its text)
 	want := map[string]struct {
-		typ  filesystem.FileType
-		mode uint32
+		typ    filesystem.FileType
+		mode   uint32
+		target string
 	}{
-		"file with\nnewline": {filesystem.FileType_FILE_TYPE_FILE, 0o640},
-		"sub":                {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o755},
-		"sticky":             {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o777},
-		"suid":               {filesystem.FileType_FILE_TYPE_FILE, 0o700},
-		"link":               {filesystem.FileType_FILE_TYPE_SYMLINK, 0o777},
+		"file with\nnewline": {filesystem.FileType_FILE_TYPE_FILE, 0o640, ""},
+		"sub":                {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o755, ""},
+		"sticky":             {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o777, ""},
+		"suid":               {filesystem.FileType_FILE_TYPE_FILE, 0o700, ""},
+		"link":               {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o755, real + "/sub"},
+		"flink":              {filesystem.FileType_FILE_TYPE_FILE, 0o640, real + "/file with\nnewline"},
+		"dead":               {filesystem.FileType_FILE_TYPE_UNSPECIFIED, 0, dir + "/dead"},
+		"loop":               {filesystem.FileType_FILE_TYPE_UNSPECIFIED, 0, dir + "/loop"},
 	}
 	for _, e := range entries {
 		name := strings.TrimPrefix(e.GetPath(), dir+"/")
@@ -201,8 +214,18 @@ func TestParseEntries(t *testing.T) {
 		if name == "file with\nnewline" && e.GetSize() != 5 {
 			t.Errorf("size %d, want 5", e.GetSize())
 		}
-		if name == "link" && e.GetSymlinkTarget() != "sub" {
-			t.Errorf("link target %q, want sub", e.GetSymlinkTarget())
+		if e.GetSymlinkTarget() != w.target || (w.target == "") != (e.SymlinkTarget == nil) {
+			t.Errorf("entry %q: symlink target %v, want %q", name, e.SymlinkTarget, w.target)
+		}
+	}
+	// getInfo of a link describes it alike
+	for name, w := range map[string]struct {
+		typ    filesystem.FileType
+		target string
+	}{"link": {filesystem.FileType_FILE_TYPE_DIRECTORY, real + "/sub"}, "dead": {filesystem.FileType_FILE_TYPE_UNSPECIFIED, dir + "/dead"}} {
+		e, err := oneEntry(Home, runShell(t, "set -- "+shellQuote(filepath.Join(dir, name))+"\n"+statScript))
+		if err != nil || e.GetType() != w.typ || e.GetSymlinkTarget() != w.target {
+			t.Errorf("stat of %s = %v, %v; want type %v, target %q", name, e, err, w.typ, w.target)
 		}
 	}
 }
@@ -211,8 +234,9 @@ func FuzzParseEntries(f *testing.F) {
 	f.Add("f\x005\x00644\x00u\x00g\x001.5\x00\x00/a\x00")
 	f.Add("d\x000\x001777\x00u\x00g\x00x\x00\x00/a\x00")
 	f.Add("")
+	f.Add("l\x005\x00777\x00u\x00g\x001.5\x00x\x00./a\x00@links\x00./a\x00d 755\x00./x\x00")
 	f.Fuzz(func(t *testing.T, out string) {
-		entries, err := parseEntries(out)
+		entries, err := parseEntries(Home, out)
 		if err == nil {
 			for _, e := range entries {
 				if e == nil {
@@ -226,12 +250,46 @@ func FuzzParseEntries(f *testing.F) {
 func TestAbsPath(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"": Home, "~": Home, "~/x": Home + "/x", "notes.txt": Home + "/notes.txt", "a/../b": Home + "/b",
-		"/tmp/x": "/tmp/x", "/a/../../etc": "/etc", "//x//y/": "/x/y", "../up": "/up",
+		"": UserHome, "~": UserHome, "~/x": UserHome + "/x", "notes.txt": UserHome + "/notes.txt", "a/../b": UserHome + "/b",
+		"/tmp/x": "/tmp/x", "/a/../../etc": "/etc", "//x//y/": "/x/y", "../up": "/home/up",
 	} {
 		if got := absPath(in); got != want {
 			t.Errorf("absPath(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestUserHome: /home/user, E2B's home, is the workspace in every file
+// call and cwd (inSandbox), and answers name what was asked the way it
+// was asked (asAsked): a list of /home/user gives /home/user/… paths.
+// /home/user was outside the file roots, and its lookalikes stay apart.
+func TestUserHome(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"/home/user": Home, "/home/user/a.txt": Home + "/a.txt", "/home/user/d/e": Home + "/d/e",
+		"/home/users": "/home/users", "/home/user2/x": "/home/user2/x", "/home": "/home", "/workspace/x": "/workspace/x", "/tmp/x": "/tmp/x",
+	} {
+		if got := inSandbox(in); got != want {
+			t.Errorf("inSandbox(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, tt := range []struct{ asked, p, want string }{
+		{"/home/user", Home + "/a.txt", "/home/user/a.txt"},
+		{"/home/user/d", Home + "/d", "/home/user/d"},
+		{"/home/user", Home, "/home/user"},
+		{"/home/user", "/tmp/x", "/tmp/x"},
+		{"/home/user", "/workspaces/x", "/workspaces/x"},
+		{"/workspace", Home + "/a.txt", "/workspace/a.txt"},
+		{"/tmp", Home + "/a.txt", "/workspace/a.txt"},
+	} {
+		if got := asAsked(tt.asked, tt.p); got != tt.want {
+			t.Errorf("asAsked(%q, %q) = %q, want %q", tt.asked, tt.p, got, tt.want)
+		}
+	}
+	out := "d\x004096\x00755\x00sandbox\x00sandbox\x001.5\x00\x00./sub\x00"
+	entries, err := parseEntries("/home/user", out)
+	if err != nil || len(entries) != 1 || entries[0].GetPath() != "/home/user/sub" || entries[0].GetName() != "sub" {
+		t.Errorf("parseEntries of ./sub asked as /home/user = %v, %v; want /home/user/sub", entries, err)
 	}
 }
 
@@ -459,7 +517,7 @@ func TestListScriptVanishing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("list %d: %v: %s", i, err, stderr.String())
 		}
-		entries, err := parseEntries(string(out))
+		entries, err := parseEntries(Home, string(out))
 		if err != nil {
 			t.Fatalf("list %d: %v", i, err)
 		}
@@ -496,7 +554,7 @@ func TestStatScriptVanishing(t *testing.T) {
 		var exit *exec.ExitError
 		switch {
 		case err == nil:
-			if _, err := oneEntry(string(out)); err != nil {
+			if _, err := oneEntry(Home, string(out)); err != nil {
 				t.Fatalf("stat %d: %v", i, err)
 			}
 		case errors.As(err, &exit) && exit.ExitCode() == exitNotFound:
@@ -546,7 +604,7 @@ func TestMoveScriptDestinationRemoved(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("plain move: exit %d: %s", code, stderr)
 	}
-	if e, err := oneEntry(out); err != nil || e.GetName() != "dst" {
+	if e, err := oneEntry(Home, out); err != nil || e.GetName() != "dst" {
 		t.Fatalf("plain move: entry %v, %v; want dst", e, err)
 	}
 	if _, code, stderr = move(bin + string(filepath.ListSeparator) + os.Getenv("PATH")); code != exitGoneAfter {

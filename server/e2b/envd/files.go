@@ -28,7 +28,7 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request) {
 	}
 	sess := sessionFrom(ctx)
 	started := time.Now()
-	resp, err := sidecarOK(ctx, sess, http.MethodGet, "/files/raw", url.Values{"path": {p}}, nil, nil)
+	resp, err := sidecarOK(ctx, sess, http.MethodGet, "/files/raw", url.Values{"path": {inSandbox(p)}}, nil, nil)
 	if err != nil {
 		h.restError(w, r, err)
 		return
@@ -178,7 +178,7 @@ func (h *Handler) putFile(ctx context.Context, p string, body io.Reader) error {
 	sess := sessionFrom(ctx)
 	started := time.Now()
 	cr := &iocount.Reader{R: body}
-	resp, err := sidecarOK(ctx, sess, http.MethodPut, "/files/raw", url.Values{"path": {p}}, cr,
+	resp, err := sidecarOK(ctx, sess, http.MethodPut, "/files/raw", url.Values{"path": {inSandbox(p)}}, cr,
 		http.Header{"Content-Type": {"application/octet-stream"}})
 	if err != nil {
 		return err

@@ -57,7 +57,7 @@ func TestMkdirScript(t *testing.T) {
 			t.Errorf("make_dir %s: exit %d, want %d", tt.path, code, tt.want)
 		}
 		if code == 0 {
-			if e, err := oneEntry(string(out)); err != nil || e.GetName() != "deep" {
+			if e, err := oneEntry(Home, string(out)); err != nil || e.GetName() != "deep" {
 				t.Errorf("make_dir %s: entry %v, %v; want deep", tt.path, e, err)
 			}
 		}
@@ -87,7 +87,7 @@ func TestBackslashPathRefused(t *testing.T) {
 			Message string
 		}
 		_ = json.Unmarshal(w.Body.Bytes(), &body)
-		if w.Code != http.StatusBadRequest || body.Code != http.StatusBadRequest || !strings.Contains(body.Message, `'/workspace/dir\sub/a.txt' has a backslash`) {
+		if w.Code != http.StatusBadRequest || body.Code != http.StatusBadRequest || !strings.Contains(body.Message, `'/home/user/dir\sub/a.txt' has a backslash`) {
 			t.Errorf("%s of a path with a backslash: %d %s, want 400 naming the path", tt.method, w.Code, w.Body)
 		}
 	}

@@ -69,7 +69,7 @@ func (t *contextTable) get(sandboxID, id string) (codeContext, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if id == defaultContext {
-		return codeContext{ID: defaultContext, Language: "python", Cwd: Home}, true
+		return codeContext{ID: defaultContext, Language: "python", Cwd: UserHome}, true
 	}
 	c, ok := t.ctxs[sandboxID][id]
 	return c, ok
@@ -373,7 +373,7 @@ func (h *Handler) createContext(w http.ResponseWriter, r *http.Request) {
 	_, _ = rand.Read(b[:])
 	cc := codeContext{ID: hex.EncodeToString(b[:]), Language: "python", Cwd: absPath(req.Cwd)}
 	if req.Cwd != "" {
-		cc.chdir = cc.Cwd
+		cc.chdir = inSandbox(cc.Cwd)
 	}
 	t := h.contexts
 	t.mu.Lock()

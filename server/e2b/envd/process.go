@@ -273,11 +273,12 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// cwdOf is where the process starts: its cwd, relative ones under Home;
-// none means the sidecar's default, the workspace.
+// cwdOf is where the process starts: its cwd, relative ones under
+// UserHome, UserHome's in the workspace; none means the sidecar's
+// default, the workspace.
 func cwdOf(cfg *process.ProcessConfig) string {
 	if cfg.Cwd == nil || *cfg.Cwd == "" {
 		return ""
 	}
-	return absPath(*cfg.Cwd)
+	return inSandbox(absPath(*cfg.Cwd))
 }

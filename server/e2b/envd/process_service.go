@@ -52,6 +52,9 @@ func (s processService) Start(ctx context.Context, req *connect.Request[process.
 		env = map[string]string{}
 	}
 	maps.Copy(env, cfg.GetEnvs())
+	if _, ok := env["HOME"]; !ok {
+		env["HOME"] = UserHome // envd's: the user's home, unless the caller set one
+	}
 	command, err := shellCommand(cfg, env)
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ import (
 // and returns it once the watch is armed: a change made after openWatch
 // returns is reported.
 func (h *Handler) openWatch(ctx context.Context, sess Session, dir string, recursive bool) (*json.Decoder, io.Closer, error) {
-	body, err := json.Marshal(api.WatchRequest{Path: dir, Recursive: recursive})
+	body, err := json.Marshal(api.WatchRequest{Path: inSandbox(dir), Recursive: recursive})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -412,9 +412,19 @@ func (s *Store) Snapshot(ctx context.Context, accountID string, id string) (*mod
 	return s.inner.Snapshot(ctx, accountID, id)
 }
 
-// SnapshotKeyInUse: scoped (keyed by a record the caller was checked for when it was loaded (a sandbox, an image build, an idempotency record of its credential)).
-func (s *Store) SnapshotKeyInUse(ctx context.Context, key string) (bool, error) {
-	return s.inner.SnapshotKeyInUse(ctx, key)
+// ClaimSnapshotKey: scoped (keyed by a record the caller was checked for when it was loaded (a sandbox, an image build, an idempotency record of its credential)).
+func (s *Store) ClaimSnapshotKey(ctx context.Context, id, key string, now time.Time) error {
+	return s.inner.ClaimSnapshotKey(ctx, id, key, now)
+}
+
+// BeginSnapshotDrop: scoped (keyed by a record the caller was checked for when it was loaded (a sandbox, an image build, an idempotency record of its credential)).
+func (s *Store) BeginSnapshotDrop(ctx context.Context, key string, now, until time.Time) (bool, error) {
+	return s.inner.BeginSnapshotDrop(ctx, key, now, until)
+}
+
+// EndSnapshotDrop: scoped (keyed by a record the caller was checked for when it was loaded (a sandbox, an image build, an idempotency record of its credential)).
+func (s *Store) EndSnapshotDrop(ctx context.Context, key string) error {
+	return s.inner.EndSnapshotDrop(ctx, key)
 }
 
 // SnapshotsWithStatus: system (every account's records: the server's own work only).

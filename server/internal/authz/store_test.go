@@ -43,7 +43,8 @@ var rules = map[string]string{
 	"AttachVolumes": "scoped", "DeleteSandbox": "scoped", "ExecLog": "scoped", "ExecLogAfter": "scoped",
 	"ExecLogHead": "scoped", "ExecLogSeq": "scoped", "SandboxEgress": "scoped", "SetSandboxEgress": "scoped",
 	"SandboxImageID": "scoped", "ClaimIdempotencyKey": "scoped", "CompleteIdempotencyKey": "scoped",
-	"ReleaseIdempotencyKey": "scoped", "SnapshotKeyInUse": "scoped",
+	"ReleaseIdempotencyKey": "scoped", "ClaimSnapshotKey": "scoped",
+	"BeginSnapshotDrop": "scoped", "EndSnapshotDrop": "scoped",
 
 	"APIKeyByHash": "open", "TouchAPIKey": "open", "PasswordHash": "open", "CreateAccountWithPassword": "open",
 	"EnsureSetting": "open", "Ping": "open", "Close": "open", "SpendToken": "open",

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boxkite/boxkite/server/internal/pintls"
@@ -28,8 +29,9 @@ type Clients struct {
 }
 
 type sidecarClient struct {
-	ep     model.Endpoint
-	client *http.Client
+	ep       model.Endpoint
+	client   *http.Client
+	protocol atomic.Int32 // what its last answer stated (protocolTransport); -1 before one
 }
 
 func NewClients() *Clients { return &Clients{m: map[string]*sidecarClient{}} }
@@ -53,10 +55,12 @@ func (c *Clients) Client(id string, ep model.Endpoint) (*http.Client, error) {
 	// the operation (an exec may legitimately run for an hour).
 	// Redirects are not followed: a sidecar has no reason to send one, and
 	// following it would reach a path the route table did not choose.
-	sc := &sidecarClient{ep: ep, client: &http.Client{
-		Transport:     tr,
+	sc := &sidecarClient{ep: ep}
+	sc.protocol.Store(-1)
+	sc.client = &http.Client{
+		Transport:     protocolTransport{rt: tr, seen: &sc.protocol},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+	}
 	c.m[id] = sc
 	return sc.client, nil
 }
@@ -70,7 +74,7 @@ func (c *Clients) Open(ctx context.Context, id string, ep model.Endpoint) error 
 	if err != nil {
 		return err
 	}
-	if t, ok := cl.Transport.(*leanTransport); ok {
+	if t, ok := cl.Transport.(protocolTransport).rt.(*leanTransport); ok {
 		if err := t.open(ctx); err != nil {
 			return fmt.Errorf("dial sidecar: %w", err)
 		}

@@ -350,7 +350,7 @@ func TestClientsOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := cl.Transport.(*leanTransport)
+	tr := cl.Transport.(protocolTransport).rt.(*leanTransport)
 	tr.mu.Lock()
 	idle := len(tr.idle)
 	tr.mu.Unlock()

@@ -98,6 +98,15 @@ func Policy(nested bool) (seccomp.Policy, error) {
 				Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
 			},
 			{
+				// Native AIO's contexts come from one host-wide pool
+				// (fs.aio-max-nr): a few io_setup calls in one sandbox
+				// took it all from every other and the host. ENOSYS is a
+				// kernel without AIO, which libaio's users fall back from;
+				// without a context the other io_* calls do nothing.
+				Names:  []string{"io_setup"},
+				Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS),
+			},
+			{
 				Names: known(deniedSyscalls),
 				NamesWithCondtions: []seccomp.NameWithConditions{
 					{Name: "clone", Conditions: seccomp.ArgumentConditions{{Argument: cloneArg, Operation: seccomp.BitsSet, Value: cloneFlags}}},

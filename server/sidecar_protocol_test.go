@@ -1,0 +1,66 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+// TestOlderSidecarRoute: a route the sandbox's sidecar does not serve
+// because it is older than the server (its own "no route" 404, with an
+// older protocol stated, or none) is refused with 422 not_supported that
+// says so and how to get a sandbox that serves it; the same 404 from a
+// sidecar of the server's protocol, and any other 404 of an older one,
+// pass on as they came. Before, the client had "no route POST
+// /browser/navigate" and no hint.
+func TestOlderSidecarRoute(t *testing.T) {
+	e := newEnv(t, server.Config{})
+	noRoute := func(protocol string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if protocol != "" {
+				w.Header().Set(api.HeaderSidecarProtocol, protocol)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":{"code":"not_found","message":"no route `+r.Method+` `+r.URL.Path+`","request_id":"`+r.Header.Get("X-Request-ID")+`"}}`)
+		}
+	}
+	e.Sidecar.Route("POST /browser/navigate", noRoute(""))
+	e.Sidecar.Route("POST /pty-exec", noRoute("0"))
+	e.Sidecar.Route("POST /browser/close", noRoute("1"))
+	e.Sidecar.Route("GET /exec/interactive", noRoute("")) // a WebSocket's upgrade
+	e.Sidecar.Route("GET /files/raw", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"error":{"code":"not_found","message":"File not found: /workspace/x","request_id":"`+r.Header.Get("X-Request-ID")+`"}}`)
+	})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	for _, path := range []string{"/browser/navigate", "/pty-exec"} {
+		body := `{"url":"http://127.0.0.1:1/"}`
+		if path == "/pty-exec" {
+			body = `{"command":"top"}`
+		}
+		resp, b := e.do("POST", sandboxPath(sb.ID, path), e.KeyA, body)
+		ae := wantError(t, resp, b, http.StatusUnprocessableEntity, api.CodeNotSupported)
+		if !strings.Contains(ae.Message, "older than this server") || !strings.Contains(ae.Message, "POST "+path) ||
+			!strings.Contains(ae.Hint, "boxkite session fork "+sb.ID) {
+			t.Errorf("%s: %q, hint %q", path, ae.Message, ae.Hint)
+		}
+	}
+	resp, b := e.do("GET", sandboxPath(sb.ID, "/exec/interactive?command=true"), e.KeyA, nil)
+	if ae := wantError(t, resp, b, http.StatusUnprocessableEntity, api.CodeNotSupported); !strings.Contains(ae.Message, "GET /exec/interactive") {
+		t.Errorf("upgrade refused: %q", ae.Message)
+	}
+	resp, b = e.do("POST", sandboxPath(sb.ID, "/browser/close"), e.KeyA, nil)
+	if ae := wantError(t, resp, b, http.StatusNotFound, api.CodeNotFound); ae.Message != "no route POST /browser/close" {
+		t.Errorf("a sidecar of this protocol: %q, want its answer as it came", ae.Message)
+	}
+	resp, b = e.do("GET", sandboxPath(sb.ID, "/files/raw?path=/workspace/x"), e.KeyA, nil)
+	if ae := wantError(t, resp, b, http.StatusNotFound, api.CodeNotFound); ae.Message != "File not found: /workspace/x" {
+		t.Errorf("an older sidecar's other 404: %q, want it as it came", ae.Message)
+	}
+}

@@ -1,0 +1,188 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/model"
+)
+
+// keysEnv is a snapshot service taking snapshots (taker) and one deleting
+// them (deleter), sharing one store and one driver's directory: the same
+// service on one server, two on two servers (the kube driver's replicas
+// sharing the database and StateDir/snapshots).
+type keysEnv struct {
+	st             *memStore
+	d              *fakeDriver
+	taker, deleter *Service
+	acct           *model.Account
+	sb             *model.Sandbox
+}
+
+func newKeysEnv(t *testing.T, servers int, claimWaits func()) *keysEnv {
+	t.Helper()
+	e := &keysEnv{
+		st: &memStore{rows: map[string]*model.Snapshot{}}, d: &fakeDriver{},
+		acct: &model.Account{ID: "a"}, sb: &model.Sandbox{ID: "sb", AccountID: "a", Status: api.StatusActive},
+	}
+	cfg := Config{Store: e.st, Driver: e.d, Control: &fakeControl{}, Now: func() time.Time { return time.Unix(0, 0) }}
+	e.deleter = New(cfg)
+	cfg.claimWaits = claimWaits
+	e.taker = New(cfg)
+	if servers == 1 {
+		e.deleter = e.taker
+	}
+	return e
+}
+
+// check fails t unless sn completed on key sha256-same and the driver
+// still holds its data.
+func (e *keysEnv) check(t *testing.T, sn *model.Snapshot, err error) {
+	t.Helper()
+	if err != nil || sn.Status != api.SnapshotCompleted || sn.Key != "sha256-same" {
+		t.Fatalf("Take = %+v, %v", sn, err)
+	}
+	if !e.d.has(sn.Key) {
+		e.d.mu.Lock()
+		defer e.d.mu.Unlock()
+		t.Errorf("snapshot %s completed on key %s, whose data the driver deleted (deleted %v)", sn.ID, sn.Key, e.d.deleted)
+	}
+}
+
+// TestDeleteDuringIdenticalSnapshot: the delete of the last snapshot
+// holding a key, while a snapshot of the same state (the same key) is
+// being taken, never leaves the new snapshot completed on deleted data,
+// whether the delete runs on the same server or on another sharing the
+// store and the directory. A snapshot that claimed the key first keeps the
+// data (the delete finds the key in use: session 20's state20 had the new
+// snapshot recorded on data deleted under it, one server; session 21's
+// lock per process left two servers that hole); a delete that began first
+// ends before the snapshot claims the key, which then writes it anew.
+func TestDeleteDuringIdenticalSnapshot(t *testing.T) {
+	ctx := context.Background()
+	for _, servers := range []int{1, 2} {
+		t.Run(map[int]string{1: "one server", 2: "two servers"}[servers], func(t *testing.T) {
+			t.Run("claim first", func(t *testing.T) {
+				e := newKeysEnv(t, servers, nil)
+				old, err := e.taker.Take(ctx, e.acct, e.sb, "old")
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The new snapshot claimed the key and keeps the stored
+				// data: the delete of the old one, run to its end now,
+				// must leave it.
+				e.d.kept = func() {
+					e.d.kept = nil
+					if err := e.deleter.Delete(ctx, old); err != nil {
+						t.Error(err)
+					}
+				}
+				sn, err := e.taker.Take(ctx, e.acct, e.sb, "new")
+				e.check(t, sn, err)
+				if len(e.d.deleted) != 0 {
+					t.Errorf("the driver deleted %v, which the new snapshot holds", e.d.deleted)
+				}
+			})
+			t.Run("drop first", func(t *testing.T) {
+				waiting, release, entered := make(chan struct{}), make(chan struct{}), make(chan struct{})
+				var once sync.Once
+				e := newKeysEnv(t, servers, func() { once.Do(func() { close(waiting) }) })
+				old, err := e.taker.Take(ctx, e.acct, e.sb, "old")
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The delete found the key unused and is about to delete
+				// its data when the new snapshot wants to claim it.
+				e.d.deleting = func() {
+					close(entered)
+					<-release
+				}
+				deleted := make(chan error, 1)
+				go func() { deleted <- e.deleter.Delete(ctx, old) }()
+				await(t, entered, "the delete to reach the driver")
+				type result struct {
+					sn  *model.Snapshot
+					err error
+				}
+				taken := make(chan result, 1)
+				go func() {
+					sn, err := e.taker.Take(ctx, e.acct, e.sb, "new")
+					taken <- result{sn, err}
+				}()
+				// The claim found the drop under way (or, without claims,
+				// the snapshot completed on the data about to go).
+				select {
+				case <-waiting:
+				case r := <-taken:
+					close(release)
+					<-deleted
+					e.check(t, r.sn, r.err)
+					t.Fatal("the snapshot completed while the delete of its key's data was under way")
+				case <-time.After(30 * time.Second):
+					t.Fatal("the snapshot never waited for the drop of its key")
+				}
+				close(release)
+				if err := <-deleted; err != nil {
+					t.Fatal(err)
+				}
+				r := <-taken
+				e.check(t, r.sn, r.err)
+			})
+		})
+	}
+}
+
+// await waits for ch, failing t after a generous hang guard.
+func await(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// TestSnapshotFailedByAnotherServersStart: a server sharing the database
+// that starts while a snapshot is taken marks it failed (Reconcile takes
+// every pending snapshot for one a crash interrupted, and deletes its
+// object in the bucket); the snapshot then answers 409 and stays failed,
+// holding the key it claimed, instead of being completed over the failed
+// row (on an object the start deleted).
+func TestSnapshotFailedByAnotherServersStart(t *testing.T) {
+	ctx := context.Background()
+	e := newKeysEnv(t, 2, nil)
+	old, err := e.taker.Take(ctx, e.acct, e.sb, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.d.kept = func() {
+		e.d.kept = nil
+		if err := e.deleter.Reconcile(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	sn, err := e.taker.Take(ctx, e.acct, e.sb, "new")
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusConflict {
+		t.Fatalf("Take after another server's start failed it = %+v, %v; want 409", sn, err)
+	}
+	failed, err := e.st.SnapshotsWithStatus(ctx, api.SnapshotFailed)
+	if err != nil || len(failed) != 1 || failed[0].Key != "sha256-same" {
+		t.Fatalf("failed snapshots = %+v, %v; want the new one, holding its key", failed, err)
+	}
+	// The old one's delete keeps the data the failed one holds, and the
+	// failed one's delete drops it.
+	for _, sn := range []*model.Snapshot{old, failed[0]} {
+		if err := e.deleter.Delete(ctx, sn); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := e.d.has("sha256-same"), sn == old; got != want {
+			t.Errorf("after deleting %s: data held %v, want %v", sn.Label, got, want)
+		}
+	}
+}
