@@ -32,8 +32,11 @@ func newAttachCmd(app *App) *cobra.Command {
 		Long: `Attach this terminal to the sandbox's shared terminal: what you type goes to
 its shell, what it prints appears here, and resizing this window resizes it.
 Everyone attached sees the same screen, and the shell keeps running after you
-detach with Ctrl-]. With --read-only you watch without typing. Needs an admin
-API key; every attachment is in the sandbox's audit log.`,
+detach with Ctrl-]. Detaching resets what a program still running there set in
+this terminal (the alternate screen, mouse reporting, a hidden cursor,
+bracketed paste), so your shell is as you left it. With --read-only you watch
+without typing. Needs an admin API key; every attachment is in the sandbox's
+audit log.`,
 		GroupID: groupSandboxes,
 		Args:    usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -101,7 +104,13 @@ func attachSession(ctx context.Context, c *client.Client, id string, readOnly bo
 	notifyResize(winch)
 	defer signal.Stop(winch)
 
-	detached, err := relayTerminal(ctx, t, stdio, readOnly, winch)
+	screen := newModeWriter(stdio.Out)
+	relayed := stdio
+	relayed.Out = screen
+	detached, err := relayTerminal(ctx, t, relayed, readOnly, winch)
+	// Modes a program left set (the alternate screen, mouse reporting, a
+	// hidden cursor) are the sandbox's, not this terminal's.
+	screen.end(stdio.OutTTY)
 	restore()
 	if stdio.ErrTTY {
 		fmt.Fprintln(stdio.ErrOut) // the remote cursor may be mid-line

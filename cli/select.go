@@ -23,26 +23,30 @@ type sandboxPicker interface {
 	CreateSandbox(ctx context.Context, req api.CreateSandboxRequest) (*api.Sandbox, error)
 }
 
-// matchSandbox finds ref among sbs: an exact id, then an exact label, then a
-// unique prefix of an id or a label. Several matches are a usage error that
-// lists them; none is a not-found error.
-func matchSandbox(sbs []api.Sandbox, ref string) (api.Sandbox, error) {
+// exactSandbox finds the sandbox of sbs whose id or label is ref; ok is
+// false when none is. A label several have is a usage error that lists them.
+func exactSandbox(sbs []api.Sandbox, ref string) (sb api.Sandbox, ok bool, err error) {
 	var labelled []api.Sandbox
 	for _, sb := range sbs {
 		if sb.ID == ref {
-			return sb, nil
+			return sb, true, nil
 		}
 		if sb.Label != "" && sb.Label == ref {
 			labelled = append(labelled, sb)
 		}
 	}
 	switch len(labelled) {
-	case 1:
-		return labelled[0], nil
 	case 0:
-	default:
-		return api.Sandbox{}, ambiguous(ref, labelled)
+		return api.Sandbox{}, false, nil
+	case 1:
+		return labelled[0], true, nil
 	}
+	return api.Sandbox{}, false, ambiguous(ref, labelled)
+}
+
+// prefixSandbox finds the one sandbox of sbs whose id or label begins with
+// ref. Several are a usage error that lists them; none is a not-found error.
+func prefixSandbox(sbs []api.Sandbox, ref string) (api.Sandbox, error) {
 	var prefixed []api.Sandbox
 	for _, sb := range sbs {
 		if strings.HasPrefix(sb.ID, ref) || (sb.Label != "" && strings.HasPrefix(sb.Label, ref)) {
@@ -134,10 +138,14 @@ func jsonClient(cmd *cobra.Command, app *App, out *outputFlags) (bool, *client.C
 	return asJSON, c, nil
 }
 
-// resolveSandbox turns a reference into a sandbox. Active sandboxes are tried
-// first, so a prefix shared with a destroyed one is not ambiguous. With
-// wantActive, a reference that only matches an inactive sandbox is an error
-// that says so, rather than a confusing "not found".
+// resolveSandbox turns a reference into a sandbox. An exact id or label
+// comes first, whatever the sandbox's state, then a prefix; each is tried
+// among the active sandboxes first, so a label or prefix shared with a
+// destroyed one is not ambiguous. A paused sandbox's label is therefore
+// never taken for the prefix of an active one's id ('session rm dead' of a
+// paused sandbox labelled dead removes it, not an active dead0f…). With
+// wantActive, a reference that only matches an inactive sandbox is an
+// error that says so, rather than a confusing "not found".
 func resolveSandbox(ctx context.Context, l sandboxLister, ref string, wantActive bool) (api.Sandbox, error) {
 	all, err := l.ListSandboxes(ctx, false)
 	if err != nil {
@@ -149,12 +157,8 @@ func resolveSandbox(ctx context.Context, l sandboxLister, ref string, wantActive
 			active = append(active, sb)
 		}
 	}
-	sb, err := matchSandbox(active, ref)
-	if _, notFound := errors.AsType[*notFoundError](err); !notFound {
-		return sb, err
-	}
-	sb, err = matchSandbox(all, ref)
-	if err != nil {
+	sb, err := resolveAmong(active, all, ref)
+	if err != nil || sb.Status == api.StatusActive {
 		return sb, err
 	}
 	if wantActive && sb.Status == api.StatusPaused {
@@ -170,6 +174,21 @@ func resolveSandbox(ctx context.Context, l sandboxLister, ref string, wantActive
 		}
 	}
 	return sb, nil
+}
+
+// resolveAmong finds ref as an exact id or label among active, then among
+// all, then as a prefix among active, then among all.
+func resolveAmong(active, all []api.Sandbox, ref string) (api.Sandbox, error) {
+	for _, sbs := range [][]api.Sandbox{active, all} {
+		if sb, ok, err := exactSandbox(sbs, ref); ok || err != nil {
+			return sb, err
+		}
+	}
+	sb, err := prefixSandbox(active, ref)
+	if _, notFound := errors.AsType[*notFoundError](err); !notFound {
+		return sb, err
+	}
+	return prefixSandbox(all, ref)
 }
 
 // pickSandbox chooses the sandbox for a per-sandbox command: ref when given,

@@ -45,6 +45,9 @@ func TestResolveSandbox(t *testing.T) {
 		{ID: "bb330000", Status: api.StatusActive, Label: "twin"},
 		{ID: "cc440000", Status: api.StatusDestroyed, Label: "scratch"},
 		{ID: "cc550000", Status: api.StatusActive, Label: "scratch"},
+		// A paused sandbox labelled as another's id begins (ids are hex).
+		{ID: "dead0000", Status: api.StatusActive, Label: "web"},
+		{ID: "ee880000", Status: api.StatusPaused, Label: "dead"},
 	}}
 	tests := []struct {
 		ref        string
@@ -63,6 +66,13 @@ func TestResolveSandbox(t *testing.T) {
 		{ref: "scratch", wantActive: true, wantID: "cc550000"}, // the active one wins
 		{ref: "old", wantID: "aa110000"},                       // get may show destroyed sandboxes
 		{ref: "old", wantActive: true, wantCode: exitError, wantErr: "sandbox aa110000 is destroyed"},
+		// A paused sandbox's label is not taken for an active one's id
+		// prefix: 'session resume dead' resumes it, 'session rm dead'
+		// removes it, and 'exec -s dead' says it is paused. Before, each
+		// acted on dead0000, another sandbox.
+		{ref: "dead", wantID: "ee880000"},
+		{ref: "dead", wantActive: true, wantCode: exitError, wantErr: "sandbox ee880000 is paused"},
+		{ref: "dea", wantID: "dead0000"}, // a prefix: the active one first, as before
 	}
 	for _, tt := range tests {
 		sb, err := resolveSandbox(context.Background(), f, tt.ref, tt.wantActive)

@@ -150,6 +150,12 @@ func TestChartRejects(t *testing.T) {
 		{"bad state claim", []string{"server.stateVolume.existingClaim=Boxkite_State"}, "existingClaim"},
 		{"host users in server config", []string{"server.config.host-users=true"}, "'host-users'"},
 		{"pull secrets in server config", []string{"server.config.image-pull-secrets=x"}, "'image-pull-secrets'"},
+		// Set by the chart as flags or environment, which win over the
+		// config file: silently ignored, or with SQLite's BOXKITE_SERVER_DB
+		// a server that never starts (--db and --db-file both).
+		{"db file in server config", []string{"server.config.db-file=/x"}, "'db-file'"},
+		{"secrets dir in server config", []string{"server.config.secrets-dir=/x"}, "'secrets-dir'"},
+		{"egress host in server config", []string{"server.config.egress-host=10.0.0.1"}, "'egress-host'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -144,50 +144,13 @@ func TestConcurrentCreatesRespectLimits(t *testing.T) {
 			e := newEnv(t, server.Config{Limits: tt.limits, RateLimits: server.RateLimits{Lifecycle: -1}})
 			_, keyC := e.addAccount("c@example.com", model.RoleAdmin)
 			var peak atomic.Int64
-			e.Driver.CreateFunc = func(ctx context.Context, _ model.Spec) (model.Endpoint, error) {
-				// Count what holds a slot while this create is in flight.
-				u, err := e.Store.Usage(ctx, e.AcctA.ID, time.Time{}, time.Now())
-				if err != nil {
-					return model.Endpoint{}, err
-				}
-				n := int64(u.GlobalActive)
-				for {
-					p := peak.Load()
-					if n <= p || peak.CompareAndSwap(p, n) {
-						break
-					}
-				}
-				time.Sleep(10 * time.Millisecond)
-				return e.Sidecar.Endpoint(), nil
-			}
-			var wg sync.WaitGroup
-			codes := make(chan string, attempts)
-			for i := range attempts {
-				key := e.KeyA
+			countPeak(e, &peak, func(u model.Usage) int { return u.GlobalActive })
+			createAtOnce(t, attempts, limit, tt.code, &peak, func(i int) (*env, string) {
 				if tt.limits.GlobalConcurrent > 0 && i%2 == 1 {
-					key = keyC // the global limit holds across accounts
+					return e, keyC // the global limit holds across accounts
 				}
-				wg.Go(func() {
-					resp, body := e.do("POST", "/v1/sandboxes", key, api.CreateSandboxRequest{})
-					if resp.StatusCode == http.StatusCreated {
-						codes <- "created"
-						return
-					}
-					codes <- apiError(t, body).Code
-				})
-			}
-			wg.Wait()
-			close(codes)
-			got := map[string]int{}
-			for c := range codes {
-				got[c]++
-			}
-			if diff := cmp.Diff(map[string]int{"created": limit, tt.code: attempts - limit}, got); diff != "" {
-				t.Errorf("outcomes (-want +got):\n%s", diff)
-			}
-			if p := peak.Load(); p > limit {
-				t.Errorf("%d sandboxes held slots at once, limit %d", p, limit)
-			}
+				return e, e.KeyA
+			})
 			active, err := e.Store.SandboxesWithStatus(context.Background(), api.StatusActive)
 			if err != nil {
 				t.Fatal(err)
@@ -196,6 +159,60 @@ func TestConcurrentCreatesRespectLimits(t *testing.T) {
 				t.Errorf("%d active sandboxes, want %d", len(active), limit)
 			}
 		})
+	}
+}
+
+// countPeak has e's fake driver record in peak the most sandboxes that
+// held a slot (held, of the account's usage) while one of its creates was
+// in flight; each create takes 10 ms, so that they overlap.
+func countPeak(e *env, peak *atomic.Int64, held func(model.Usage) int) {
+	e.Driver.CreateFunc = func(ctx context.Context, _ model.Spec) (model.Endpoint, error) {
+		u, err := e.Store.Usage(ctx, e.AcctA.ID, time.Time{}, time.Now())
+		if err != nil {
+			return model.Endpoint{}, err
+		}
+		n := int64(held(u))
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+		return e.Sidecar.Endpoint(), nil
+	}
+}
+
+// createAtOnce makes attempts sandbox creates at once, the i-th on the
+// env and with the key at(i) names, and fails t unless limit of them were
+// created and the others refused with code, and peak (countPeak's) never
+// passed limit.
+func createAtOnce(t *testing.T, attempts, limit int, code string, peak *atomic.Int64, at func(i int) (*env, string)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	codes := make(chan string, attempts)
+	for i := range attempts {
+		e, key := at(i)
+		wg.Go(func() {
+			resp, body := e.do("POST", "/v1/sandboxes", key, api.CreateSandboxRequest{})
+			if resp.StatusCode == http.StatusCreated {
+				codes <- "created"
+				return
+			}
+			codes <- apiError(t, body).Code
+		})
+	}
+	wg.Wait()
+	close(codes)
+	got := map[string]int{}
+	for c := range codes {
+		got[c]++
+	}
+	if diff := cmp.Diff(map[string]int{"created": limit, code: attempts - limit}, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	if p := peak.Load(); p > int64(limit) {
+		t.Errorf("%d sandboxes held slots at once, limit %d", p, limit)
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,46 +135,12 @@ func TestReplicasShareQuota(t *testing.T) {
 	})
 	var peak atomic.Int64
 	for _, e := range rs {
-		e.Driver.CreateFunc = func(context.Context, model.Spec) (model.Endpoint, error) {
-			u, err := e.Store.Usage(context.Background(), e.AcctA.ID, time.Time{}, time.Now())
-			if err != nil {
-				return model.Endpoint{}, err
-			}
-			for {
-				p := peak.Load()
-				if int64(u.AccountActive) <= p || peak.CompareAndSwap(p, int64(u.AccountActive)) {
-					break
-				}
-			}
-			time.Sleep(10 * time.Millisecond)
-			return e.Sidecar.Endpoint(), nil
-		}
+		countPeak(e, &peak, func(u model.Usage) int { return u.AccountActive })
 	}
-	var wg sync.WaitGroup
-	codes := make(chan string, attempts)
-	for i := range attempts {
+	createAtOnce(t, attempts, limit, api.CodeConcurrentSandboxLimit, &peak, func(i int) (*env, string) {
 		e := rs[i%2]
-		wg.Go(func() {
-			resp, body := e.do("POST", "/v1/sandboxes", e.KeyA, api.CreateSandboxRequest{})
-			if resp.StatusCode == http.StatusCreated {
-				codes <- "created"
-				return
-			}
-			codes <- apiError(t, body).Code
-		})
-	}
-	wg.Wait()
-	close(codes)
-	got := map[string]int{}
-	for c := range codes {
-		got[c]++
-	}
-	if diff := cmp.Diff(map[string]int{"created": limit, api.CodeConcurrentSandboxLimit: attempts - limit}, got); diff != "" {
-		t.Errorf("outcomes (-want +got):\n%s", diff)
-	}
-	if p := peak.Load(); p > limit {
-		t.Errorf("%d sandboxes held slots at once, limit %d", p, limit)
-	}
+		return e, e.KeyA
+	})
 }
 
 // BenchmarkWatchLatencyReplicas is BenchmarkWatchLatency across two

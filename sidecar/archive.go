@@ -56,16 +56,11 @@ func (h *Handler) putArchive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := h.openView()
+	v, dest, done, err := h.openTarget(p, false)
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	dest, err := v.resolve(p, false)
-	if err != nil {
-		return err
-	}
-	defer dest.close()
+	defer done()
 	if err := dest.writable("write to", p); err != nil {
 		return err
 	}

@@ -23,16 +23,11 @@ func (h *Handler) getArchive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := h.openView()
+	v, t, done, err := h.openTarget(p, false)
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	t, err := v.resolve(p, false)
-	if err != nil {
-		return err
-	}
-	defer t.close()
+	defer done()
 	switch {
 	case !t.exists:
 		return errDirNotFound(p)

@@ -72,6 +72,21 @@ func (h *Handler) openView() (*fsView, error) {
 	return v, nil
 }
 
+// openTarget is openView and then the view's resolve(p, listing), the
+// start of most file routes; done closes the target and the view.
+func (h *Handler) openTarget(p string, listing bool) (v *fsView, t *target, done func(), err error) {
+	v, err = h.openView()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t, err = v.resolve(p, listing)
+	if err != nil {
+		v.close()
+		return nil, nil, nil, err
+	}
+	return v, t, func() { t.close(); v.close() }, nil
+}
+
 // findTops resolves the roots' host paths, dropping roots that do not exist
 // (they hold nothing); complete is false when one was missing.
 func (h *Handler) findTops() (tops []top, complete bool) {

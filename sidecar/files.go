@@ -35,16 +35,11 @@ func (h *Handler) fileCreate(w http.ResponseWriter, r *http.Request) error {
 	if len(req.Content) > api.MaxFileContent {
 		return tooLarge("content is %d bytes; the limit is %d MiB", len(req.Content), api.MaxFileContent>>20)
 	}
-	v, err := h.openView()
+	v, t, done, err := h.openTarget(req.Path, false)
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	t, err := v.resolve(req.Path, false)
-	if err != nil {
-		return err
-	}
-	defer t.close()
+	defer done()
 	if err := t.writable("write to", req.Path); err != nil {
 		return err
 	}
@@ -62,16 +57,11 @@ func (h *Handler) view(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	v, err := h.openView()
+	v, t, done, err := h.openTarget(req.Path, false)
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	t, err := v.resolve(req.Path, false)
-	if err != nil {
-		return err
-	}
-	defer t.close()
+	defer done()
 	if !t.exists {
 		return errFileNotFound(req.Path)
 	}
@@ -178,16 +168,11 @@ func (h *Handler) strReplace(w http.ResponseWriter, r *http.Request) error {
 	if len(req.OldStr) > api.MaxFileContent || len(req.NewStr) > api.MaxFileContent {
 		return tooLarge("old_str and new_str are limited to %d MiB each", api.MaxFileContent>>20)
 	}
-	v, err := h.openView()
+	v, t, done, err := h.openTarget(req.Path, false)
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	t, err := v.resolve(req.Path, false)
-	if err != nil {
-		return err
-	}
-	defer t.close()
+	defer done()
 	if err := t.writable("edit", req.Path); err != nil {
 		return err
 	}
@@ -314,16 +299,11 @@ func (h *Handler) ls(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	v, err := h.openView()
+	v, t, done, err := h.openTarget(req.Path, true)
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	t, err := v.resolve(req.Path, true)
-	if err != nil {
-		return err
-	}
-	defer t.close()
+	defer done()
 	out := api.LsResult{Entries: []api.LsEntry{}}
 	switch {
 	case !t.exists:

@@ -52,16 +52,11 @@ func (h *Handler) grepFiles(ctx context.Context, req api.GrepRequest) (api.GrepR
 			return api.GrepResult{}, api.Invalid("glob", "Invalid glob pattern: "+err.Error(), "use * ? and [abc], e.g. *.py")
 		}
 	}
-	v, err := h.openView()
+	v, base, done, err := h.openTarget(req.Path, false)
 	if err != nil {
 		return api.GrepResult{}, err
 	}
-	defer v.close()
-	base, err := v.resolve(req.Path, false)
-	if err != nil {
-		return api.GrepResult{}, err
-	}
-	defer base.close()
+	defer done()
 	lim := h.limits()
 	tctx, cancel := context.WithTimeout(ctx, lim.GrepTimeout)
 	defer cancel()

@@ -76,16 +76,11 @@ func (h *Handler) resolve(p string) (handedOn, error) {
 	if strings.IndexByte(p, 0) < 0 && path.Clean(strings.ReplaceAll(p, `\`, "/")) == "/" {
 		return handedOn{}, outsideRoots(p)
 	}
-	v, err := h.openView()
+	_, t, done, err := h.openTarget(p, false)
 	if err != nil {
 		return handedOn{}, err
 	}
-	defer v.close()
-	t, err := v.resolve(p, false)
-	if err != nil {
-		return handedOn{}, err
-	}
-	defer t.close()
+	defer done()
 	return handedOn{host: t.host(), exists: t.exists, dir: t.isDir()}, nil
 }
 

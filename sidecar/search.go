@@ -133,16 +133,11 @@ func (h *Handler) globFiles(ctx context.Context, req api.GlobRequest) (api.GlobR
 	if !ok {
 		return out, nil // errors → [] as in the reference
 	}
-	v, err := h.openView()
+	v, base, done, err := h.openTarget(req.Path, false)
 	if err != nil {
 		return out, err
 	}
-	defer v.close()
-	base, err := v.resolve(req.Path, false)
-	if err != nil {
-		return out, err
-	}
-	defer base.close()
+	defer done()
 	lim := h.limits()
 	tctx, cancel := context.WithTimeout(ctx, lim.GrepTimeout)
 	defer cancel()

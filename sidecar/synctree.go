@@ -42,16 +42,11 @@ func (h *Handler) tree(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	skip := q["skip"]
-	v, err := h.openView()
+	v, t, done, err := h.openTarget(p, false)
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	t, err := v.resolve(p, false)
-	if err != nil {
-		return err
-	}
-	defer t.close()
+	defer done()
 	out := api.TreeResult{Entries: []api.TreeEntry{}}
 	if !t.exists {
 		return writeJSON(w, http.StatusOK, out)
@@ -137,16 +132,11 @@ func (h *Handler) bundle(w http.ResponseWriter, r *http.Request) error {
 			return api.Invalid("paths", fmt.Sprintf("%q is not a clean relative path", p), "name files relative to root, without . or .. components")
 		}
 	}
-	v, err := h.openView()
+	v, t, done, err := h.openTarget(req.Root, false)
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	t, err := v.resolve(req.Root, false)
-	if err != nil {
-		return err
-	}
-	defer t.close()
+	defer done()
 	if !t.exists || !t.isDir() {
 		return errDirNotFound(req.Root)
 	}

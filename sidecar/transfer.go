@@ -42,16 +42,11 @@ func (h *Handler) putRaw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := h.openView()
+	v, t, done, err := h.openTarget(p, false)
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	t, err := v.resolve(p, false)
-	if err != nil {
-		return err
-	}
-	defer t.close()
+	defer done()
 	if err := t.writable("write to", p); err != nil {
 		return err
 	}
@@ -68,16 +63,11 @@ func (h *Handler) getRaw(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := h.openView()
+	v, t, done, err := h.openTarget(p, false)
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	t, err := v.resolve(p, false)
-	if err != nil {
-		return err
-	}
-	defer t.close()
+	defer done()
 	if t.isDir() {
 		return api.Errorf(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: %s", p).
 			WithHint("download a directory with GET /files/archive")

@@ -22,16 +22,11 @@ func (h *Handler) watchStream(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	v, err := h.openView()
+	v, t, done, err := h.openTarget(req.Path, true)
 	if err != nil {
 		return err
 	}
-	defer v.close()
-	t, err := v.resolve(req.Path, true)
-	if err != nil {
-		return err
-	}
-	defer t.close()
+	defer done()
 	switch {
 	case !t.exists:
 		return errDirNotFound(req.Path)

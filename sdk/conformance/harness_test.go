@@ -151,6 +151,13 @@ func startServers(t *testing.T) *servers {
 			_, _ = io.WriteString(w, "<!doctype html><html><body><div id=\"app\"></div></body></html>\n")
 			return
 		}
+		if strings.HasSuffix(r.URL.Path, "/pty-exec") || strings.HasSuffix(r.URL.Path, "/takeover-token") || strings.Contains(r.URL.Path, "/takeover-recordings/") {
+			// A login page answering 200 to a terminal's calls (cases
+			// not_boxkite_pty_exec, not_boxkite_takeover_token,
+			// not_boxkite_takeover_recording).
+			_, _ = io.WriteString(w, "<!doctype html><html><body><form action=\"/login\"></form></body></html>\n")
+			return
+		}
 		if r.URL.Path == "/v1/volumes" {
 			// A static site's page, 200 to any path (case not_boxkite_200).
 			_, _ = io.WriteString(w, "<!doctype html><html><body><div id=\"app\"></div></body></html>\n")

@@ -154,8 +154,10 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (model.Endpoint, e
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: host image roots are for the local driver", spec.ID)
 	}
 	if spec.FromSnapshot != "" {
-		if _, err := d.snapshotPath(spec.FromSnapshot); err != nil {
-			return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
+		// Before a pod: a replica without the tar would start one it
+		// cannot fill.
+		if has, err := d.HasSnapshot(ctx, spec.FromSnapshot); err != nil || !has {
+			return model.Endpoint{}, fmt.Errorf("create sandbox %s from snapshot %s: %w", spec.ID, spec.FromSnapshot, cmp.Or(err, model.ErrCopyElsewhere))
 		}
 	}
 	if spec.Egress == nil && d.pool.fits(spec) {

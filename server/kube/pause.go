@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -175,6 +176,11 @@ func (d *Driver) Resume(ctx context.Context, id string, _ func(net.Listener)) er
 	var saved pausedPod
 	if err := json.Unmarshal([]byte(raw), &saved); err != nil {
 		return fmt.Errorf("resume sandbox %s: the paused pod: %w", id, err)
+	}
+	// Before a pod: a replica without the copy would start one it
+	// cannot fill.
+	if has, err := d.HasSnapshot(ctx, key); err != nil || !has {
+		return fmt.Errorf("resume sandbox %s: its workspace copy %s: %w", id, key, cmp.Or(err, model.ErrCopyElsewhere))
 	}
 	ns := d.cfg.Namespace
 	boot, err := d.newBootToken(ctx, sec)

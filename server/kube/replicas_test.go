@@ -3,6 +3,8 @@ package kube_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -82,5 +84,63 @@ func TestDeleteFinishedByStartingReplica(t *testing.T) {
 		if err := c.DeleteSandbox(ctx, sb.ID); !errors.As(err, &ae) || ae.Status != 404 {
 			t.Errorf("second DELETE on the %s control plane: %v, want 404", name, err)
 		}
+	}
+}
+
+// TestReplicasWithoutSharedState: two control planes on one database, each
+// with a state directory of its own (the chart's default with Postgres and
+// no stateVolume claim). A snapshot or a paused workspace the first keeps
+// cannot be restored or resumed through the second: that is 503
+// service_unavailable saying why, not 502 "retry", and starts no pod; the
+// first then resumes the sandbox with its files.
+func TestReplicasWithoutSharedState(t *testing.T) {
+	dsn := servertest.PostgresDSN(t)
+	if dsn == "" {
+		t.Skip(servertest.PostgresEnv + " is not set")
+	}
+	a := newEnv(t, kube.Config{SnapshotDir: t.TempDir()})
+	a.dsn = dsn
+	a.start(t)
+	cfgB := a.cfg
+	cfgB.SnapshotDir = t.TempDir()
+	b := &env{cluster: a.cluster, ns: a.ns, kubelet: a.kubelet, dsn: dsn, key: a.key, cfg: cfgB}
+	b.start(t)
+	ctx := context.Background()
+	ca, cb := a.client(), b.client()
+	sb, err := ca.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.Exec(ctx, sb.ID, api.ExecRequest{Command: "echo kept > kept.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := ca.CreateSnapshot(ctx, sb.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := func(what string, err error) {
+		t.Helper()
+		ae, ok := errors.AsType[*api.Error](err)
+		if !ok || ae.Status != http.StatusServiceUnavailable || ae.Code != api.CodeServiceUnavailable ||
+			!strings.Contains(ae.Message, "state directory") || !strings.Contains(ae.Hint, "ReadWriteMany") {
+			t.Errorf("%s through the other replica: %#v, want 503 service_unavailable naming the state directory", what, err)
+		}
+	}
+	_, err = cb.RestoreSnapshot(ctx, snap.ID, "")
+	elsewhere("restore", err)
+	if _, err := ca.PauseSandbox(ctx, sb.ID, api.PauseFilesystem); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cb.ResumeSandbox(ctx, sb.ID)
+	elsewhere("resume", err)
+	pods, err := a.cluster.Client.CoreV1().Pods(a.ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods after the refusals: %d, %v; want none", len(pods.Items), err)
+	}
+	if _, err := ca.ResumeSandbox(ctx, sb.ID); err != nil {
+		t.Fatalf("resume through the replica that paused it: %v", err)
+	}
+	if out, err := cb.Exec(ctx, sb.ID, api.ExecRequest{Command: "cat kept.txt"}); err != nil || out.Stdout != "kept\n" {
+		t.Errorf("files after the resume: %+v, %v", out, err)
 	}
 }

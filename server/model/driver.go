@@ -112,6 +112,7 @@ type Stats struct {
 	MemoryBytes     int64 // all memory charged to it, page cache and kernel memory included
 	MemoryAnonBytes int64 // of which anonymous
 	Pids            int64 // tasks, threads included
+	CPUMicros       int64 // CPU time its processes used so far, in µs (0: not accounted)
 	// DiskUsedBytes and DiskQuotaBytes are its own disk's use and size;
 	// 0 when it has none of its own.
 	DiskUsedBytes, DiskQuotaBytes int64
@@ -272,6 +273,12 @@ type PauseDriver interface {
 // nothing of the sandbox any more (its state was removed, as `boxkite down`
 // removes every sandbox's): no retry can pause or resume it.
 var ErrSandboxGone = errors.New("the driver holds nothing of the sandbox")
+
+// ErrCopyElsewhere is wrapped by a driver's errors when the copy it needs
+// (a paused sandbox's workspace, a snapshot's data) is not in this
+// server's state directory: another server sharing the database made it
+// and keeps it in its own (kube replicas without a shared state claim).
+var ErrCopyElsewhere = errors.New("the copy is not in this server's state directory")
 
 // A WarmClaimer hands out a sandbox from sandboxes it started ahead of
 // need (a warm pool), when one fits spec and is ready; ok false means none

@@ -148,6 +148,17 @@ func (s *Service) pauseDriver(mode string) (model.PauseDriver, error) {
 	return p, nil
 }
 
+// copyElsewhereHint is the hint to an operation that needs a copy another
+// server keeps (model.ErrCopyElsewhere); bucket when object storage would
+// also do (snapshots: not paused workspaces).
+func copyElsewhereHint(bucket bool) string {
+	fix := "shares the state directory between replicas (a ReadWriteMany claim)"
+	if bucket {
+		fix = "configures object storage, or " + fix
+	}
+	return "retry: another replica may answer; for good, the operator " + fix + ` (docs/kubernetes.md, "The state directory")`
+}
+
 // pauseModeHint names the pause modes that work on a server whose driver
 // reports modes, for the answer to a mode that does not.
 func pauseModeHint(modes map[string]string) string {
@@ -302,6 +313,11 @@ func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.San
 		s.log.ErrorContext(ctx, "driver resume failed", "sandbox", sb.ID, "mode", sb.PausedWith, "err", err)
 		if errors.Is(err, model.ErrSandboxGone) {
 			return nil, nil, s.loseGoneLocked(ctx, sb)
+		}
+		if errors.Is(err, model.ErrCopyElsewhere) {
+			return nil, nil, api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable,
+				"sandbox %s was paused through another server, which keeps its workspace in a state directory this one does not share", sb.ID).
+				WithHint(copyElsewhereHint(false))
 		}
 		return nil, nil, sandboxFailed("resume")
 	}

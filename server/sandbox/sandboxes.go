@@ -249,6 +249,11 @@ func (s *Service) createFailed(ctx context.Context, id string, err error) error 
 	if ae, ok := errors.AsType[*api.Error](err); ok {
 		return ae // the driver's own refusal, such as egress it cannot give
 	}
+	if errors.Is(err, model.ErrCopyElsewhere) {
+		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable,
+			"the snapshot's data is not in this server's state directory: another server that does not share it took the snapshot").
+			WithHint(copyElsewhereHint(true))
+	}
 	return sandboxFailed("create")
 }
 

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -58,6 +59,9 @@ func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *mode
 			sn.Status, sn.Key = api.SnapshotFailed, "" // the claim let go
 			return nil
 		}
+		if sn.Status != api.SnapshotPending {
+			return errFailedMeanwhile
+		}
 		sn.Status, sn.Key, sn.SizeBytes, sn.Method = api.SnapshotCompleted, ref.Key, ref.SizeBytes, ref.Method
 		sn.MountPoints = ref.MountPoints
 		return nil
@@ -69,6 +73,14 @@ func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *mode
 	}
 	return ref, done, err, stored, uerr
 }
+
+// errFailedMeanwhile is the completion's refusal of a snapshot no longer
+// pending: a server sharing the database started meanwhile and marked it
+// failed (Reconcile takes every pending snapshot for one a crash
+// interrupted, and deletes its object in the bucket).
+var errFailedMeanwhile = api.Errorf(http.StatusConflict, api.CodeConflict,
+	"the snapshot was marked failed while it was taken: a server starting meanwhile took it for one a crash interrupted").
+	WithHint("take the snapshot again")
 
 // claim records key as pending snapshot id's, waiting out a drop of key
 // under way.

@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -142,5 +144,45 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 	case <-ch:
 	case <-time.After(30 * time.Second):
 		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// TestSnapshotFailedByAnotherServersStart: a server sharing the database
+// that starts while a snapshot is taken marks it failed (Reconcile takes
+// every pending snapshot for one a crash interrupted, and deletes its
+// object in the bucket); the snapshot then answers 409 and stays failed,
+// holding the key it claimed, instead of being completed over the failed
+// row (on an object the start deleted).
+func TestSnapshotFailedByAnotherServersStart(t *testing.T) {
+	ctx := context.Background()
+	e := newKeysEnv(t, 2, nil)
+	old, err := e.taker.Take(ctx, e.acct, e.sb, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.d.kept = func() {
+		e.d.kept = nil
+		if err := e.deleter.Reconcile(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	sn, err := e.taker.Take(ctx, e.acct, e.sb, "new")
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusConflict {
+		t.Fatalf("Take after another server's start failed it = %+v, %v; want 409", sn, err)
+	}
+	failed, err := e.st.SnapshotsWithStatus(ctx, api.SnapshotFailed)
+	if err != nil || len(failed) != 1 || failed[0].Key != "sha256-same" {
+		t.Fatalf("failed snapshots = %+v, %v; want the new one, holding its key", failed, err)
+	}
+	// The old one's delete keeps the data the failed one holds, and the
+	// failed one's delete drops it.
+	for _, sn := range []*model.Snapshot{old, failed[0]} {
+		if err := e.deleter.Delete(ctx, sn); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := e.d.has("sha256-same"), sn == old; got != want {
+			t.Errorf("after deleting %s: data held %v, want %v", sn.Label, got, want)
+		}
 	}
 }

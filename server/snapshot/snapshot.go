@@ -244,6 +244,9 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 		s.cfg.Log.ErrorContext(ctx, "driver snapshot failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", err)
 		return nil, s.copyFailed(ctx, sb, "take the snapshot", "the snapshot was taken")
 	}
+	if errors.Is(uerr, errFailedMeanwhile) {
+		return nil, errFailedMeanwhile
+	}
 	if uerr != nil {
 		return nil, fmt.Errorf("record snapshot: %w", uerr)
 	}

@@ -158,7 +158,13 @@ func TestParseEntries(t *testing.T) {
 	if err := os.Chmod(filepath.Join(dir, "suid"), 0o700|os.ModeSetuid); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("sub", filepath.Join(dir, "link")); err != nil {
+	for link, target := range map[string]string{"link": "sub", "flink": "file with\nnewline", "dead": "nowhere", "loop": "loop"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
 		t.Fatal(err)
 	}
 	out := runShell(t, "set -- "+shellQuote(dir)+" 2\n"+listScript)
@@ -171,18 +177,25 @@ func TestParseEntries(t *testing.T) {
 	for _, e := range entries {
 		order = append(order, strings.TrimPrefix(e.GetPath(), dir+"/"))
 	}
-	if want := []string{"B", "file with\nnewline", "link", "sticky", "sub", "sub/a", "sub/z", "suid"}; !slices.Equal(order, want) {
+	if want := []string{"B", "dead", "file with\nnewline", "flink", "link", "loop", "sticky", "sub", "sub/a", "sub/z", "suid"}; !slices.Equal(order, want) {
 		t.Errorf("order %q, want %q", order, want)
 	}
+	// a symlink as envd's: the type and mode of what it points to, its
+	// resolved path as the target; one that dangles or loops no type,
+	// mode 0 and its own path (it was type symlink, 0o777 and its text)
 	want := map[string]struct {
-		typ  filesystem.FileType
-		mode uint32
+		typ    filesystem.FileType
+		mode   uint32
+		target string
 	}{
-		"file with\nnewline": {filesystem.FileType_FILE_TYPE_FILE, 0o640},
-		"sub":                {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o755},
-		"sticky":             {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o777},
-		"suid":               {filesystem.FileType_FILE_TYPE_FILE, 0o700},
-		"link":               {filesystem.FileType_FILE_TYPE_SYMLINK, 0o777},
+		"file with\nnewline": {filesystem.FileType_FILE_TYPE_FILE, 0o640, ""},
+		"sub":                {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o755, ""},
+		"sticky":             {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o777, ""},
+		"suid":               {filesystem.FileType_FILE_TYPE_FILE, 0o700, ""},
+		"link":               {filesystem.FileType_FILE_TYPE_DIRECTORY, 0o755, real + "/sub"},
+		"flink":              {filesystem.FileType_FILE_TYPE_FILE, 0o640, real + "/file with\nnewline"},
+		"dead":               {filesystem.FileType_FILE_TYPE_UNSPECIFIED, 0, dir + "/dead"},
+		"loop":               {filesystem.FileType_FILE_TYPE_UNSPECIFIED, 0, dir + "/loop"},
 	}
 	for _, e := range entries {
 		name := strings.TrimPrefix(e.GetPath(), dir+"/")
@@ -201,8 +214,18 @@ func TestParseEntries(t *testing.T) {
 		if name == "file with\nnewline" && e.GetSize() != 5 {
 			t.Errorf("size %d, want 5", e.GetSize())
 		}
-		if name == "link" && e.GetSymlinkTarget() != "sub" {
-			t.Errorf("link target %q, want sub", e.GetSymlinkTarget())
+		if e.GetSymlinkTarget() != w.target || (w.target == "") != (e.SymlinkTarget == nil) {
+			t.Errorf("entry %q: symlink target %v, want %q", name, e.SymlinkTarget, w.target)
+		}
+	}
+	// getInfo of a link describes it alike
+	for name, w := range map[string]struct {
+		typ    filesystem.FileType
+		target string
+	}{"link": {filesystem.FileType_FILE_TYPE_DIRECTORY, real + "/sub"}, "dead": {filesystem.FileType_FILE_TYPE_UNSPECIFIED, dir + "/dead"}} {
+		e, err := oneEntry(Home, runShell(t, "set -- "+shellQuote(filepath.Join(dir, name))+"\n"+statScript))
+		if err != nil || e.GetType() != w.typ || e.GetSymlinkTarget() != w.target {
+			t.Errorf("stat of %s = %v, %v; want type %v, target %q", name, e, err, w.typ, w.target)
 		}
 	}
 }
@@ -211,6 +234,7 @@ func FuzzParseEntries(f *testing.F) {
 	f.Add("f\x005\x00644\x00u\x00g\x001.5\x00\x00/a\x00")
 	f.Add("d\x000\x001777\x00u\x00g\x00x\x00\x00/a\x00")
 	f.Add("")
+	f.Add("l\x005\x00777\x00u\x00g\x001.5\x00x\x00./a\x00@links\x00./a\x00d 755\x00./x\x00")
 	f.Fuzz(func(t *testing.T, out string) {
 		entries, err := parseEntries(Home, out)
 		if err == nil {

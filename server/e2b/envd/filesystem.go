@@ -52,6 +52,20 @@ const entryFormat = `%y\0%s\0%m\0%u\0%g\0%T@\0%l\0%p\0`
 
 const entryFields = 8
 
+// linkMark ends the entries of a listing when symlinks follow: one record
+// of linkFields fields for each (the path find printed for it, "%y %m" of
+// what it points to, its resolved path, "" when it dangles or loops), so
+// that a link is described as envd describes one (linkInfo).
+const linkMark = "@links"
+
+const linkFields = 3
+
+// linkLoop prints the records of the links named by its arguments; a
+// resolved path in the workspace is written "./…", as find writes one.
+const linkLoop = `w=$(pwd -P); for p; do t=$(LC_ALL=C find -H "$p" -maxdepth 0 -printf "%y %m" 2>/dev/null); ` +
+	`r=$(realpath -e -- "$p" 2>/dev/null && echo .); r=${r%??}; ` +
+	`case $r in "$w") r=. ;; "$w"/*) r=".${r#"$w"}" ;; esac; printf "%s\0%s\0%s\0" "$p" "$t" "$r"; done`
+
 // fileOp runs script (with $1… set to args) as the sandbox user and
 // returns its stdout; exit codes exitNotFound and exitExists become
 // not_found and already_exists about what.
@@ -149,12 +163,14 @@ const (
 const (
 	existsCheck = `[ -e "$1" ] || [ -L "$1" ] || { echo "no such file or directory: $1" >&2; exit 2; }` + "\n"
 	statScript  = existsCheck + `{ e=$(LC_ALL=C find -P "$1" -maxdepth 0 -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
+		`[ "$s" -eq 0 ] && [ -L "$1" ] && { printf '` + linkMark + `\0'; sh -c '` + linkLoop + `' sh "$1"; } 2>/dev/null` + "\n" +
 		`[ "$s" -eq 0 ] && exit 0` + "\n" +
 		`printf '%s\n' "$e" >&2` + "\n" +
 		`case $e in *': No such file or directory') exit 2 ;; esac` + "\n" +
 		`exit "$s"`
 	listScript = existsCheck + `[ -d "$1" ] || { echo "not a directory: $1" >&2; exit 20; }` + "\n" +
 		`{ e=$(LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -printf '` + entryFormat + `' 2>&1 >&3 3>&-); s=$?; } 3>&1` + "\n" +
+		`{ printf '` + linkMark + `\0'; LC_ALL=C find -H "$1" -mindepth 1 -maxdepth "$2" -type l -exec sh -c '` + linkLoop + `' sh {} +; } 2>/dev/null` + "\n" +
 		listVanished
 	mkdirScript = `if [ -d "$1" ]; then echo "exists: $1" >&2; exit 17; fi` + "\n" +
 		`if [ -e "$1" ] || [ -L "$1" ]; then echo "exists and is not a directory: $1" >&2; exit 20; fi` + "\n" +
@@ -286,17 +302,33 @@ func oneEntry(asked, out string) (*filesystem.EntryInfo, error) {
 	return entries[0], nil
 }
 
-// parseEntries reads find's output in entryFormat, about the path asked
-// (whose form, /home/user or /workspace, its paths take).
+// parseEntries reads find's output in entryFormat, with the records of its
+// links after linkMark, about the path asked (whose form, /home/user or
+// /workspace, its paths take).
 func parseEntries(asked, out string) ([]*filesystem.EntryInfo, error) {
 	fields := strings.Split(out, "\x00")
 	fields = fields[:len(fields)-1] // what follows the last NUL: nothing
+	links := map[string]linkInfo{}
+	for i := 0; i < len(fields); i += entryFields {
+		if fields[i] != linkMark { // a type letter, never linkMark
+			continue
+		}
+		recs := fields[i+1:]
+		if len(recs)%linkFields != 0 {
+			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("unexpected link records of %d fields", len(recs)))
+		}
+		for r := range slices.Chunk(recs, linkFields) {
+			links[r[0]] = linkInfo{typ: r[1], resolved: r[2]}
+		}
+		fields = fields[:i]
+		break
+	}
 	if len(fields)%entryFields != 0 {
 		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("unexpected listing of %d fields", len(fields)))
 	}
 	var entries []*filesystem.EntryInfo
 	for f := range slices.Chunk(fields, entryFields) {
-		e, err := entryOf(asked, f)
+		e, err := entryOf(asked, f, links[f[7]])
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInternal, err)
 		}
@@ -311,7 +343,7 @@ func parseEntries(asked, out string) ([]*filesystem.EntryInfo, error) {
 // FileMode's String ("drwxr-xr-x", "dtrwxrwxrwx" for /tmp, "Lrwxrwxrwx").
 // Mode was a whole Go FileMode, type bits and all (2147484141 for a
 // directory), and Permissions find's ("drwxrwxrwt").
-func entryOf(asked string, f []string) (*filesystem.EntryInfo, error) {
+func entryOf(asked string, f []string, link linkInfo) (*filesystem.EntryInfo, error) {
 	size, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil {
 		return nil, fmt.Errorf("size %q: %w", f[1], err)
@@ -325,25 +357,49 @@ func entryOf(asked string, f []string) (*filesystem.EntryInfo, error) {
 		return nil, err
 	}
 	mode := goMode(f[0], bits)
-	typ := filesystem.FileType_FILE_TYPE_UNSPECIFIED
-	switch f[0] {
-	case "f":
-		typ = filesystem.FileType_FILE_TYPE_FILE
-	case "d":
-		typ = filesystem.FileType_FILE_TYPE_DIRECTORY
-	case "l":
-		typ = filesystem.FileType_FILE_TYPE_SYMLINK
-	}
 	p := asAsked(asked, fromWorkspace(f[7]))
 	e := &filesystem.EntryInfo{
-		Name: path.Base(p), Type: typ, Path: p, Size: size, Mode: uint32(mode.Perm()), Permissions: mode.String(),
+		Name: path.Base(p), Type: fileType(f[0]), Path: p, Size: size, Mode: uint32(mode.Perm()), Permissions: mode.String(),
 		Owner: f[3], Group: f[4], ModifiedTime: timestamppb.New(mtime),
 	}
 	if f[0] == "l" {
-		target := f[6]
-		e.SymlinkTarget = &target
+		link.describe(e, asked)
 	}
 	return e, nil
+}
+
+// fileType is the envd type of find's type letter (%y): a file, a
+// directory, else unspecified (a device, a socket; a symlink is
+// described by what it points to).
+func fileType(letter string) filesystem.FileType {
+	switch letter {
+	case "f":
+		return filesystem.FileType_FILE_TYPE_FILE
+	case "d":
+		return filesystem.FileType_FILE_TYPE_DIRECTORY
+	}
+	return filesystem.FileType_FILE_TYPE_UNSPECIFIED
+}
+
+// linkInfo is what a link points to: "%y %m" of it, and its resolved
+// path ("" when it dangles or loops).
+type linkInfo struct{ typ, resolved string }
+
+// describe sets a symlink's entry as envd's GetEntryInfo does: the type
+// and permission bits of what it points to, and as its target the
+// resolved absolute path (filepath.EvalSymlinks); a link that dangles
+// or loops has no type, mode 0 and its own path as its target (and the
+// SDK's list leaves it out). Its permissions, size and time stay the
+// link's own. It was type symlink, mode 0o777 and the link's text.
+func (l linkInfo) describe(e *filesystem.EntryInfo, asked string) {
+	e.Type, e.Mode = filesystem.FileType_FILE_TYPE_UNSPECIFIED, 0
+	target := e.GetPath()
+	letter, octal, _ := strings.Cut(l.typ, " ")
+	if bits, err := strconv.ParseUint(octal, 8, 32); err == nil && l.resolved != "" {
+		e.Type, e.Mode = fileType(letter), uint32(goMode(letter, bits).Perm())
+		target = asAsked(asked, fromWorkspace(l.resolved))
+	}
+	e.SymlinkTarget = &target
 }
 
 // goMode is the Go FileMode of find's type letter (%y) and octal mode
