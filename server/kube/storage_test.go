@@ -141,19 +141,7 @@ ln -s /tmp linkdir`)
 			t.Errorf("%s reached the bucket", p)
 		}
 	}
-	read := func(p string) []byte {
-		t.Helper()
-		rc, err := b.Get(ctx, prefix+p)
-		if err != nil {
-			t.Fatalf("get %s: %v", p, err)
-		}
-		defer rc.Close()
-		data, err := io.ReadAll(rc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
+	read := func(p string) []byte { t.Helper(); return objtest.Read(t, b, prefix+p) }
 	if got := read("api.txt"); string(got) != "written by the API\n" {
 		t.Errorf("api.txt = %q", got)
 	}
