@@ -112,6 +112,7 @@ type Stats struct {
 	MemoryBytes     int64 // all memory charged to it, page cache and kernel memory included
 	MemoryAnonBytes int64 // of which anonymous
 	Pids            int64 // tasks, threads included
+	CPUMicros       int64 // CPU time its processes used so far, in µs (0: not accounted)
 	// DiskUsedBytes and DiskQuotaBytes are its own disk's use and size;
 	// 0 when it has none of its own.
 	DiskUsedBytes, DiskQuotaBytes int64
