@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/creack/pty"
 )
 
 // screenBuffer is a terminal's output as a test sees it: safe to read
@@ -116,5 +117,66 @@ func TestModeWriterAfterEnd(t *testing.T) {
 	io.WriteString(m, "\x1b[?1003h")
 	if got, want := b.String(), "\x1b[?1003h\x1b[?1003l"; got != want {
 		t.Errorf("the terminal got %q, want %q", got, want)
+	}
+}
+
+// TestTUIAttachRestoresTerminalModes: the TUI's attach (a) resets the
+// modes too when its output is a terminal, before bubbletea takes the
+// screen back; it did not know its output was one, and the TUI came back
+// with the agent's mouse reporting on, reading mouse moves as keys.
+func TestTUIAttachRestoresTerminalModes(t *testing.T) {
+	f := &fakeSandbox{}
+	f.serve(t, map[string]http.HandlerFunc{
+		"GET /takeover": func(w http.ResponseWriter, r *http.Request) {
+			conn, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer conn.CloseNow()
+			conn.Write(r.Context(), websocket.MessageBinary, []byte("\x1b[?1003h\x1b[?25lready"))
+			for {
+				if _, _, err := conn.Read(r.Context()); err != nil {
+					return
+				}
+			}
+		},
+	})
+	cfg, c, err := NewApp(IO{}, "test").configClient()
+	if err != nil || !cfg.Local {
+		t.Fatalf("config: %v", err)
+	}
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	defer tty.Close()
+	screen := &screenBuffer{want: "ready", seen: make(chan struct{})}
+	seen := screen.seen
+	go io.Copy(screen, ptmx)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() {
+		select {
+		case <-seen:
+			io.WriteString(pw, "\x1d")
+		case <-time.After(30 * time.Second):
+			pw.Close()
+		}
+	}()
+	a := &attachCommand{c: c, ctx: context.Background(), id: "sb-1"}
+	a.SetStdin(pr)
+	a.SetStdout(tty)
+	a.SetStderr(io.Discard)
+	if err := a.Run(); err != nil {
+		t.Fatal(err)
+	}
+	want := "\x1b[?1003l\x1b[?25h"
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.HasSuffix(screen.String(), want) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // the pty hands the bytes on by itself
+	}
+	if got := screen.String(); !strings.HasSuffix(got, want) {
+		t.Errorf("the terminal got %q, want it to end with the resets %q", got, want)
 	}
 }

@@ -98,6 +98,9 @@ func (a *attachCommand) Run() error {
 	}
 	f, isFile := stdio.In.(*os.File)
 	stdio.InTTY = isFile && term.IsTerminal(int(f.Fd()))
+	if fd, ok := fdOf(stdio.Out); ok {
+		stdio.OutTTY = term.IsTerminal(fd) // so detaching resets the modes the sandbox's program set
+	}
 	if fd, ok := fdOf(stdio.ErrOut); ok {
 		stdio.ErrTTY = term.IsTerminal(fd)
 	}

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -62,7 +63,7 @@ func (d *Driver) Snapshot(ctx context.Context, id string, transient bool, claim 
 	if d.cfg.SnapshotDir == "" {
 		return model.SnapshotRef{}, errNoSnapshots
 	}
-	ep, dirs, err := d.sandboxPod(ctx, id)
+	fill, err := d.workspaceSource(ctx, id)
 	if err != nil {
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
@@ -74,7 +75,7 @@ func (d *Driver) Snapshot(ctx context.Context, id string, transient bool, claim 
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
 	defer os.Remove(tmp.Name()) // gone once renamed
-	size, sum, err := d.download(ctx, ep, dirs, tmp)
+	size, sum, err := fill(tmp)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -100,6 +101,42 @@ func (d *Driver) Snapshot(ctx context.Context, id string, transient bool, claim 
 		return model.SnapshotRef{}, fmt.Errorf("snapshot sandbox %s: %w", id, err)
 	}
 	return model.SnapshotRef{Key: key, SizeBytes: size, Method: snapshotMethod}, nil
+}
+
+// workspaceSource returns what writes sandbox id's workspace as a tar,
+// returning its size and SHA-256: its running pod's sidecar, or for a
+// paused sandbox (no pod) the copy its pause made, as a resume would put
+// it back.
+func (d *Driver) workspaceSource(ctx context.Context, id string) (func(io.Writer) (int64, string, error), error) {
+	ep, dirs, err := d.sandboxPod(ctx, id)
+	if err == nil {
+		return func(w io.Writer) (int64, string, error) { return d.download(ctx, ep, dirs, w) }, nil
+	}
+	sec, _, serr := d.sandboxSecret(ctx, id)
+	key := ""
+	if serr == nil {
+		key = sec.Annotations[annotationPausedSnapshot]
+	}
+	if key == "" {
+		return nil, err // not paused: no pod to copy from
+	}
+	if has, err := d.HasSnapshot(ctx, key); err != nil || !has {
+		return nil, fmt.Errorf("its paused copy %s: %w", key, cmp.Or(err, model.ErrCopyElsewhere))
+	}
+	path, err := d.snapshotPath(key)
+	if err != nil {
+		return nil, err
+	}
+	return func(w io.Writer) (int64, string, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return 0, "", fmt.Errorf("open the paused copy: %w", err)
+		}
+		defer f.Close()
+		h := sha256.New()
+		n, err := io.Copy(io.MultiWriter(w, h), f)
+		return n, hex.EncodeToString(h.Sum(nil)), err
+	}, nil
 }
 
 // download streams the workspace's tar from the sidecar at ep into w and
