@@ -234,6 +234,12 @@ func hintOf(err error, flags *pflag.FlagSet) string {
 
 // flagError turns cobra's and pflag's flag errors into usage errors (exit 2).
 func flagError(cmd *cobra.Command, err error) error {
+	// A group ('boxkite files') parses the flags meant for a subcommand it
+	// does not have: 'files cat -s demo x' is an unknown command, not an
+	// unknown -s.
+	if args := cmd.Flags().Args(); cmd.HasSubCommands() && len(args) > 0 {
+		return unknownSubcommand(cmd, args)
+	}
 	return &usageError{err: err, hint: helpHint(cmd)}
 }
 

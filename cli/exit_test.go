@@ -102,6 +102,10 @@ func TestUsageErrorsFromCobra(t *testing.T) {
 		{"unknown flag", []string{"session", "ls", "--bogus"}, "error: unknown flag: --bogus"},
 		{"unknown command", []string{"sesion"}, `error: unknown command "sesion" for "boxkite"`},
 		{"unknown subcommand", []string{"session", "frobnicate"}, `error: unknown command "frobnicate" for "boxkite session"`},
+		// The group parses the subcommand's flags; they are not the error.
+		{"unknown subcommand with flags", []string{"files", "cat", "-s", "demo", "/x"}, `error: unknown command "cat" for "boxkite files"`},
+		{"unknown subcommand with a long flag", []string{"session", "frobnicate", "--all"}, `error: unknown command "frobnicate" for "boxkite session"`},
+		{"flag of a group", []string{"files", "-s", "demo"}, "error: unknown shorthand flag: 's' in -s"},
 		{"extra argument", []string{"session", "ls", "x"}, `error: boxkite session ls takes no arguments (got "x")`},
 		{"missing argument", []string{"session", "get"}, "error: boxkite session get takes 1 argument (got 0)"},
 		{"too many arguments", []string{"preview", "1", "2"}, "error: boxkite preview takes at most 1 argument (got 2)"},
@@ -129,5 +133,17 @@ func TestUsageErrorsFromCobra(t *testing.T) {
 				t.Errorf("boxkite %v: no hint in %q", tt.args, r.stderr)
 			}
 		})
+	}
+}
+
+// TestFilesCatSuggestsView: 'files cat' (the name a newcomer tries first)
+// suggests view, also with the flags meant for it; before, the group's
+// flag parsing answered "unknown shorthand flag: 's' in -s".
+func TestFilesCatSuggestsView(t *testing.T) {
+	isolate(t)
+	r := runCLI(t, "", "files", "cat", "-s", "demo", "/workspace/x")
+	want := "error: unknown command \"cat\" for \"boxkite files\"\nhint: did you mean cp or view?\n"
+	if r.code != exitUsage || r.stderr != want {
+		t.Errorf("files cat: exit %d, stderr %q; want %d and %q", r.code, r.stderr, exitUsage, want)
 	}
 }

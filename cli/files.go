@@ -191,8 +191,9 @@ func newFilesViewCmd(app *App) *cobra.Command {
 		out        outputFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "view PATH",
-		Short: "Print a text file of the sandbox, or some of its lines",
+		Use:        "view PATH",
+		SuggestFor: []string{"cat"},
+		Short:      "Print a text file of the sandbox, or some of its lines",
 		Long: `Print a text file of the sandbox (up to 100 KiB are shown), or the lines
 --start-line to --end-line (1-based, inclusive). A directory lists its names.
 Binary files and files over 25 MiB are refused: copy them out with files cp.`,

@@ -1,13 +1,19 @@
 package server_test
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/model"
 )
 
 // TestOlderSidecarRoute: a route the sandbox's sidecar does not serve
@@ -62,5 +68,50 @@ func TestOlderSidecarRoute(t *testing.T) {
 	resp, b = e.do("GET", sandboxPath(sb.ID, "/files/raw?path=/workspace/x"), e.KeyA, nil)
 	if ae := wantError(t, resp, b, http.StatusNotFound, api.CodeNotFound); ae.Message != "File not found: /workspace/x" {
 		t.Errorf("an older sidecar's other 404: %q, want it as it came", ae.Message)
+	}
+}
+
+// TestAdoptOlderSidecarWarns: a restarted server that adopts a sandbox
+// whose sidecar states an older protocol (or none) tells the operator,
+// from the health check it makes anyway; one of the server's protocol is
+// adopted without a word.
+func TestAdoptOlderSidecarWarns(t *testing.T) {
+	t.Parallel()
+	st := openStore(t, t.TempDir())
+	e := newEnvWithStore(t, server.Config{}, st)
+	older := e.create(e.KeyA, api.CreateSandboxRequest{}) // the fake sidecar states none
+	current := e.create(e.KeyA, api.CreateSandboxRequest{})
+	cur := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set(api.HeaderSidecarProtocol, strconv.Itoa(api.SidecarProtocol))
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"healthy"}`)
+	}))
+	defer cur.Close()
+	if _, err := st.UpdateSandbox(t.Context(), current.ID, func(sb *model.Sandbox) error {
+		sb.Endpoint = model.Endpoint{Network: "tcp", Address: cur.Listener.Addr().String(), Token: e.Sidecar.Token}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	driver := &fakeDriver{ListFunc: func(context.Context) ([]model.Observed, error) {
+		return []model.Observed{{ID: older.ID, Alive: true}, {ID: current.ID, Alive: true}}, nil
+	}}
+	logs := &syncBuffer{}
+	srv, err := server.New(server.Config{}, st, driver, slog.New(slog.NewTextHandler(logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetHealthTimeout(20 * time.Second)
+	if err := srv.Init(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "older protocol") {
+			warned = append(warned, line)
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "sandbox="+older.ID) || !strings.Contains(warned[0], "sidecar_protocol=0") {
+		t.Errorf("warnings %q, want one for %s (protocol 0) and none for %s", warned, older.ID, current.ID)
 	}
 }

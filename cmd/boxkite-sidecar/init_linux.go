@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,7 +98,17 @@ func runInit(args []string) (int, error) {
 	// path inside the jail names it; in an image, the host's loader runs
 	// it (jail.LoaderDir).
 	path, argv := jail.ServeCommand(argv)
-	code, err := jail.Init(path, argv, serveEnv, []*os.File{r, ln})
+	// The start's blocking calls (mounts, reads of /proc, the lockdown)
+	// left the threads the runtime made meanwhile, more the higher the
+	// host's load (13-17 per sandbox in the two processes at load 15,
+	// issue 27); init is idle from here, so end them, as serve does after
+	// its requests (--idle-threads). Safe while serve runs: it is a child
+	// of this locked main thread, which is never ended, and the others
+	// are ended only while they have no child (jail.TrimThreads).
+	newThreadTrimmer(jailThreads, func() {})
+	// serve runs with one P, as serveAsInit does: fewer threads.
+	env := append(slices.Clip(serveEnv), "GOMAXPROCS="+strconv.Itoa(jailMaxProcs))
+	code, err := jail.Init(path, argv, env, []*os.File{r, ln})
 	if errors.Is(err, os.ErrNotExist) {
 		err = explainLoader(err)
 	}
@@ -114,6 +125,7 @@ func jailServeArgs(l jail.Launch, claimable *bool) []string {
 		"--max-exec-count=" + strconv.Itoa(l.Spec.MaxExecCount),
 		"--max-exec-seconds=" + strconv.Itoa(l.Spec.MaxExecSeconds),
 		"--claimable=" + strconv.FormatBool(*claimable),
+		"--idle-threads=" + strconv.Itoa(jailThreads),
 	}
 	// The driver made the egress socket before the jail started when it
 	// granted egress; only then does the sidecar forward to it.
@@ -324,6 +336,17 @@ func anonymousMemory() (int, error) {
 		return 0, fmt.Errorf("read statm: %w", err)
 	}
 	return (resident - shared) * os.Getpagesize(), nil
+}
+
+// idleTrim is the serve command's http.Server.ConnState for
+// --idle-threads max: a threadTrimmer's, or nil when max is 0. It wakes no
+// reaper: serve runs under a jail's init (the two-process start of a
+// binary linked with cgo), which reaps the orphans itself (jail.Init).
+func idleTrim(max int) func(net.Conn, http.ConnState) {
+	if max <= 0 {
+		return nil
+	}
+	return newThreadTrimmer(max, func() {}).connState
 }
 
 // after makes the next trim happen after d.

@@ -40,6 +40,7 @@ type serveFlags struct {
 	tlsKey       string
 	egress       string // the egress proxy's host:port, reached directly (a pod)
 	egressSocket string // the egress proxy's unix socket, forwarded to (a local jail)
+	idleThreads  int    // end idle OS threads down to this many once requests end (0: never)
 }
 
 func runServe(args []string) error {
@@ -61,7 +62,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv, errc, err := startServing(f, token, nil)
+	srv, errc, err := startServing(f, token, idleTrim(f.idleThreads))
 	if err != nil {
 		return err
 	}
@@ -92,6 +93,7 @@ func bindServeFlags(fs *flag.FlagSet, f *serveFlags) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the private key `file` (PEM) of --tls-cert")
 	fs.StringVar(&f.egress, "egress-proxy", "", "point commands at the egress proxy at `host:port` (a pod granted egress)")
 	fs.StringVar(&f.egressSocket, "egress-socket", "", "forward the egress proxy's unix socket at `path` to commands (a local jail granted egress)")
+	fs.IntVar(&f.idleThreads, "idle-threads", 0, "a second after its last request, end idle OS threads until `n` are left (0: keep them; a local jail's sidecar: 4)")
 }
 
 // startServing serves the sidecar API as f says, with token, in the

@@ -67,7 +67,7 @@ var Checks = []string{
 	"files.write-read-text", "files.write-nested", "files.binary-5MiB", "files.list", "files.exists", "files.getInfo", "files.rename",
 	"files.makeDir", "files.makeDir-on-file", "files.backslash-refused", "files.list-depth", "files.list-order-mode", "files.remove", "files.remove-missing", "files.read-missing", "files.uploadUrl", "files.downloadUrl",
 	"files.signedUrl-forged", "files.watchDir",
-	"home.files", "home.list", "home.rename", "home.cwd-HOME", "home.in-sandbox", "home.watchDir", "files.symlink",
+	"home.files", "home.list", "home.rename", "home.cwd-HOME", "home.in-sandbox", "home.watchDir", "files.symlink", "getMetrics.cpu",
 	"pty.echo", "pty.resize", "pty.size-refused", "pty.stdin-refused", "list.metadata", "list.metadata-none", "list.bad-query-400", "timeout.cut-to-maximum", "create.bad-timeout-400", "getInfo",
 	"connect.new-process",
 	"tenant.getInfo", "tenant.connect", "tenant.setTimeout", "tenant.kill", "tenant.list",

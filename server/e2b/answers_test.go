@@ -70,3 +70,59 @@ func TestWriteErrorValidation400(t *testing.T) {
 		t.Errorf("answer %d %q, want 400 {code: 400} with the message", w.Code, w.Body)
 	}
 }
+
+// cpuPlane is a ControlPlane whose sandbox used perReading µs of CPU
+// between two readings of its use, perReading µs of its clock apart.
+type cpuPlane struct {
+	metricsPlane
+	clock      *time.Time
+	used       *int64
+	perReading int64
+}
+
+func (p cpuPlane) Usage(context.Context, Caller, string) (Usage, bool, error) {
+	*p.used += p.perReading / 2
+	*p.clock = p.clock.Add(time.Duration(p.perReading) * time.Microsecond)
+	return Usage{MemoryBytes: 1 << 20, CPUMicros: *p.used}, true, nil
+}
+
+// TestMetricsCPU: getMetrics' cpuUsedPct is the share of the sandbox's
+// CPUs its processes used between two readings of its CPU time (it was
+// always 0): half a CPU of a one-CPU sandbox is 50, of two 25; a driver
+// without CPU accounting answers 0 without waiting.
+func TestMetricsCPU(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		size string
+		want float64
+	}{{api.SizeSmall, 50}, {api.SizeMedium, 25}} {
+		clock, used := time.Unix(1000, 0), int64(1)
+		var slept time.Duration
+		h := &Handler{
+			cp:  cpuPlane{metricsPlane: metricsPlane{sb: Sandbox{Size: tt.size}}, clock: &clock, used: &used, perReading: 1_000_000},
+			now: func() time.Time { return clock },
+			sleep: func(_ context.Context, d time.Duration) error {
+				slept += d
+				return nil
+			},
+		}
+		w := httptest.NewRecorder()
+		if err := h.metrics(w, httptest.NewRequest(http.MethodGet, "/sandboxes/x/metrics", nil), nil); err != nil {
+			t.Fatal(err)
+		}
+		var got []metricJSON
+		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || len(got) != 1 {
+			t.Fatalf("%q: %v", w.Body, err)
+		}
+		if got[0].CPUUsedPct != tt.want || slept != cpuWindow {
+			t.Errorf("%s: cpuUsedPct %v after waiting %v, want %v after %v", tt.size, got[0].CPUUsedPct, slept, tt.want, cpuWindow)
+		}
+	}
+	h := &Handler{
+		cp: metricsPlane{sb: Sandbox{Size: api.SizeSmall}, u: Usage{MemoryBytes: 1}}, now: time.Now,
+		sleep: func(context.Context, time.Duration) error { t.Error("waited without CPU accounting"); return nil },
+	}
+	if err := h.metrics(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/sandboxes/x/metrics", nil), nil); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -31,6 +31,7 @@ type Handler struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	now    func() time.Time
+	sleep  func(context.Context, time.Duration) error // nil: sleepCtx
 }
 
 // New returns a Handler serving cp's sandboxes, keeping E2B's records in

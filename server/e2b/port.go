@@ -125,6 +125,9 @@ type SnapshotInfo struct {
 // Usage is a sandbox's resource use.
 type Usage struct {
 	MemoryBytes int64
+	// CPUMicros is the CPU time its processes used so far, in µs; 0 when
+	// the driver does not account for it.
+	CPUMicros int64
 	// DiskUsedBytes and DiskTotalBytes are its own disk's use and size, 0
 	// when it has none of its own (the kube driver's).
 	DiskUsedBytes, DiskTotalBytes int64

@@ -402,13 +402,62 @@ func (h *Handler) metrics(w http.ResponseWriter, r *http.Request, c Caller) erro
 		return err
 	}
 	size := sizes[sb.Size]
+	pct, err := h.cpuUsedPct(r.Context(), c, id, u, size[0])
+	if err != nil {
+		return err
+	}
 	now := h.now().UTC()
 	writeJSON(w, http.StatusOK, []metricJSON{{
-		Timestamp: now, TimestampUnix: now.Unix(), CPUCount: size[0], MemUsed: u.MemoryBytes,
+		Timestamp: now, TimestampUnix: now.Unix(), CPUCount: size[0], CPUUsedPct: pct, MemUsed: u.MemoryBytes,
 		MemTotal: int64(size[1]) << 20, DiskUsed: u.DiskUsedBytes,
 		DiskTotal: cmp.Or(u.DiskTotalBytes, int64(sb.StorageGB*(1<<30))),
 	}})
 	return nil
+}
+
+// cpuWindow is how long getMetrics watches a sandbox's CPU time: a use
+// in percent is a rate, which one reading cannot tell (envd's is over the
+// time since its previous sample).
+const cpuWindow = 250 * time.Millisecond
+
+// cpuUsedPct is the share of its cpus the sandbox used over cpuWindow
+// from first, a reading of its use, in percent of all of them (0 to 100,
+// as envd's gopsutil cpu.Percent); 0 when the driver does not account
+// for CPU time. It was always 0.
+func (h *Handler) cpuUsedPct(ctx context.Context, c Caller, id string, first Usage, cpus int) (float64, error) {
+	if first.CPUMicros <= 0 || cpus < 1 {
+		return 0, nil
+	}
+	start := h.now()
+	sleep := h.sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
+	if err := sleep(ctx, cpuWindow); err != nil {
+		return 0, err
+	}
+	u, _, err := h.cp.Usage(ctx, c, id)
+	if err != nil {
+		return 0, err
+	}
+	elapsed := h.now().Sub(start)
+	if elapsed <= 0 || u.CPUMicros < first.CPUMicros {
+		return 0, nil
+	}
+	pct := float64(u.CPUMicros-first.CPUMicros) / float64(elapsed.Microseconds()*int64(cpus)) * 100
+	return math.Round(min(pct, 100)*100) / 100, nil
+}
+
+// sleepCtx waits d, or less when ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // network serves PUT /sandboxes/{id}/network: boxkite's sandboxes reach

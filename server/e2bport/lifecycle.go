@@ -274,5 +274,5 @@ func (l *Lifecycle) Usage(ctx context.Context, c e2b.Caller, id string) (e2b.Usa
 	if err != nil {
 		return e2b.Usage{}, false, fmt.Errorf("sandbox stats: %w", err)
 	}
-	return e2b.Usage{MemoryBytes: st.MemoryBytes, DiskUsedBytes: st.DiskUsedBytes, DiskTotalBytes: st.DiskQuotaBytes}, true, nil
+	return e2b.Usage{MemoryBytes: st.MemoryBytes, CPUMicros: st.CPUMicros, DiskUsedBytes: st.DiskUsedBytes, DiskTotalBytes: st.DiskQuotaBytes}, true, nil
 }

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -127,4 +128,42 @@ func createFrom(t *testing.T, d *Driver, id, key string) model.Endpoint {
 		t.Fatalf("create %s from %s: %v", id, key, err)
 	}
 	return ep
+}
+
+// TestSnapshotClaimsBeforeStoring: the driver calls the claim with the
+// key before any data is under it (the control plane records the key
+// there, so that no server's delete of the last other snapshot holding
+// it drops the data meanwhile), and a refused claim fails the snapshot
+// leaving no file of its own: neither the key's nor a part file.
+func TestSnapshotClaimsBeforeStoring(t *testing.T) {
+	d := newCloneDriver(t)
+	create(t, d, "claims")
+	var claimed string
+	ref, err := d.Snapshot(context.Background(), "claims", false, func(key string) error {
+		claimed = key
+		if exists(d.snapshotPath(key)) {
+			t.Errorf("snapshot %s was stored before its claim", key)
+		}
+		return nil
+	})
+	if err != nil || ref.Key != claimed || !exists(d.snapshotPath(ref.Key)) {
+		t.Fatalf("Snapshot = %+v, %v; claimed %q", ref, err, claimed)
+	}
+	if err := d.DeleteSnapshot(context.Background(), ref.Key); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("a drop of the key is under way")
+	_, err = d.Snapshot(context.Background(), "claims", false, func(key string) error {
+		claimed = key
+		return refused
+	})
+	if !errors.Is(err, refused) {
+		t.Fatalf("Snapshot with its claim refused: %v", err)
+	}
+	if exists(d.snapshotPath(claimed)) {
+		t.Errorf("a snapshot whose claim was refused stored %s", claimed)
+	}
+	if parts, _ := filepath.Glob(filepath.Join(d.snapshotsDir(), ".part-*")); len(parts) != 0 {
+		t.Errorf("a snapshot whose claim was refused left %v", parts)
+	}
 }

@@ -112,6 +112,7 @@ type Stats struct {
 	MemoryBytes     int64 // all memory charged to it, page cache and kernel memory included
 	MemoryAnonBytes int64 // of which anonymous
 	Pids            int64 // tasks, threads included
+	CPUMicros       int64 // CPU time its processes used so far, in µs (0: not accounted)
 	// DiskUsedBytes and DiskQuotaBytes are its own disk's use and size;
 	// 0 when it has none of its own.
 	DiskUsedBytes, DiskQuotaBytes int64
@@ -367,7 +368,8 @@ type SnapshotDriver interface {
 	// pending snapshot's (SnapshotStore.ClaimSnapshotKey), so that the
 	// delete of the last other snapshot holding it, on any server
 	// sharing the store, keeps the data. Its error fails the snapshot,
-	// leaving nothing under the key. Not called for a transient snapshot.
+	// which then puts no data of its own under the key. Not called for a
+	// transient snapshot.
 	Snapshot(ctx context.Context, id string, transient bool, claim func(key string) error) (SnapshotRef, error)
 	// DeleteSnapshot removes the data under key. The caller makes sure no
 	// other snapshot still refers to the key (keys are content addresses,

@@ -22,7 +22,11 @@ func (s *Service) sandboxStats(w http.ResponseWriter, r *http.Request) error {
 	}
 	sd, ok := driverAs[model.StatsDriver](s)
 	if !ok {
-		return api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "the %s driver does not report sandbox usage", sb.Driver)
+		e := api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "the %s driver does not report sandbox usage", sb.Driver)
+		if sb.Driver == "kube" {
+			e = e.WithHint(fmt.Sprintf("the cluster's metrics have its pod's: kubectl top pod -l boxkite.dev/sandbox=%s in the sandbox namespace", sb.ID))
+		}
+		return e
 	}
 	st, err := sd.Stats(r.Context(), sb.ID)
 	switch {

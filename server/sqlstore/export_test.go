@@ -16,3 +16,7 @@ func (s *Store) SandboxPagePlanForTests(ctx context.Context, accountID string, p
 		return line, err
 	}, "EXPLAIN "+query, args...)
 }
+
+// SetDropCheckedForTests sets fn to run in BeginSnapshotDrop's transaction
+// once it found its key unused, before it records the drop.
+func (s *Store) SetDropCheckedForTests(fn func()) { s.dropChecked = fn }

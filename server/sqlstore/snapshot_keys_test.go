@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"database/sql"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/servertest"
+	"github.com/boxkite/boxkite/server/sqlstore"
 )
 
 // twoServers opens the database of newStore twice, as two servers do
@@ -185,4 +188,92 @@ func testSnapshotKeyRace(t *testing.T, newStore storeFactory) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestPostgresSnapshotKeyLock: on Postgres, whose transactions do not take
+// turns as SQLite's writers do, a claim of a key that comes while another
+// server's drop of it is between finding the key unused and recording
+// the drop waits for the drop (the key's advisory lock) and then finds it
+// under way; without the lock both went ahead, and the snapshot would be
+// completed on data the drop deletes.
+func TestPostgresSnapshotKeyLock(t *testing.T) {
+	dsn := servertest.PostgresDSN(t)
+	if dsn == "" {
+		t.Skip(servertest.PostgresEnv + " is not set; .ci/run starts PostgreSQL and sets it")
+	}
+	ctx := t.Context()
+	open := func() *sqlstore.Store {
+		st, err := sqlstore.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	one, two := open(), open()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	a := mustAccount(t, one, "a@example.com")
+	sn := &model.Snapshot{ID: model.NewID(), AccountID: a.ID, SandboxID: "sb", Status: api.SnapshotPending, CreatedAt: base}
+	if err := one.ReserveSnapshot(ctx, sn, 0); err != nil {
+		t.Fatal(err)
+	}
+	checked, release := make(chan struct{}), make(chan struct{})
+	two.SetDropCheckedForTests(func() {
+		close(checked)
+		<-release
+	})
+	type begin struct {
+		ok  bool
+		err error
+	}
+	begun := make(chan begin, 1)
+	go func() {
+		ok, err := two.BeginSnapshotDrop(ctx, "k", base, base.Add(time.Minute))
+		begun <- begin{ok, err}
+	}()
+	select {
+	case <-checked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the drop never checked its key")
+	}
+	claimed := make(chan error, 1)
+	go func() { claimed <- one.ClaimSnapshotKey(ctx, sn.ID, "k", base) }()
+	// The claim waits for the key's lock (or, without one, ends).
+	var claimErr error
+	done := false
+	for deadline := time.Now().Add(30 * time.Second); !done; {
+		select {
+		case claimErr = <-claimed:
+			done = true
+			continue
+		default:
+		}
+		var waiting int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the claim neither waited for the drop nor ended")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	b := <-begun
+	if !done {
+		claimErr = <-claimed
+	}
+	if b.err != nil || !b.ok {
+		t.Fatalf("BeginSnapshotDrop = %v, %v; want begun", b.ok, b.err)
+	}
+	if !errors.Is(claimErr, model.ErrSnapshotKeyDropping) {
+		t.Errorf("a claim during the drop's check: %v, want ErrSnapshotKeyDropping (both went ahead)", claimErr)
+	}
 }

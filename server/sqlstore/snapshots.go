@@ -233,6 +233,9 @@ func (s *Store) BeginSnapshotDrop(ctx context.Context, key string, now, until ti
 		if held > 0 || dropping > 0 {
 			return nil
 		}
+		if s.dropChecked != nil {
+			s.dropChecked()
+		}
 		_, err = tx.ExecContext(ctx, s.q(`INSERT INTO snapshot_drops (snap_key, lease_until) VALUES (?, ?)
 			ON CONFLICT (snap_key) DO UPDATE SET lease_until = excluded.lease_until`), key, micros(until))
 		if err != nil {

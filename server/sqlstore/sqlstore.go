@@ -39,6 +39,10 @@ type Store struct {
 	// usageTurns bounds the usage reads running at once on SQLite
 	// (Usage); nil on Postgres, whose connections are the server's.
 	usageTurns chan struct{}
+
+	// dropChecked, in tests, runs in BeginSnapshotDrop's transaction
+	// once it found the key unused, before it records the drop.
+	dropChecked func()
 }
 
 var _ model.Store = (*Store)(nil)

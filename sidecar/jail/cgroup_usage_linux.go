@@ -125,6 +125,7 @@ type Usage struct {
 	Memory     int64 // bytes charged: anonymous memory, page cache, kernel memory
 	MemoryAnon int64 // of which anonymous (heap, stacks): what no other cgroup shares
 	Pids       int64 // tasks, threads included; 0 without the pids controller
+	CPUMicros  int64 // CPU time its processes used so far, in µs; 0 without CPU accounting
 }
 
 // Usage reads the cgroup's memory and task counts from whichever
@@ -152,6 +153,11 @@ func (cg Cgroup) Usage() (Usage, error) {
 			if u.MemoryAnon, err = readStat(dir, "rss"); err != nil {
 				return u, err
 			}
+		}
+		if n, ok, err := readCPU(dir); err != nil {
+			return u, err
+		} else if ok {
+			u.CPUMicros = n
 		}
 		if exists(filepath.Join(dir, "pids.current")) {
 			found = true
@@ -239,10 +245,28 @@ func readCgroupInt(dir, name string) (int64, error) {
 }
 
 // readStat returns one key of memory.stat (0 when absent).
-func readStat(dir, key string) (int64, error) {
-	f, err := os.Open(filepath.Join(dir, "memory.stat"))
+// readCPU reads the CPU time a cgroup's processes used so far, in µs:
+// cpu.stat's usage_usec on cgroup v2 (every cgroup has it), cpuacct.usage
+// (ns) on v1's cpuacct hierarchy; ok is false in a directory with neither.
+func readCPU(dir string) (n int64, ok bool, err error) {
+	switch {
+	case exists(filepath.Join(dir, "cpu.stat")) && exists(filepath.Join(dir, "cgroup.controllers")):
+		n, err = readStatFile(dir, "cpu.stat", "usage_usec")
+		return n, err == nil, err
+	case exists(filepath.Join(dir, "cpuacct.usage")):
+		ns, err := readCgroupInt(dir, "cpuacct.usage")
+		return ns / 1000, err == nil, err
+	}
+	return 0, false, nil
+}
+
+func readStat(dir, key string) (int64, error) { return readStatFile(dir, "memory.stat", key) }
+
+// readStatFile reads the value of key in a cgroup's "key value" file.
+func readStatFile(dir, name, key string) (int64, error) {
+	f, err := os.Open(filepath.Join(dir, name))
 	if err != nil {
-		return 0, fmt.Errorf("read cgroup memory.stat: %w", err)
+		return 0, fmt.Errorf("read cgroup %s: %w", name, err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)

@@ -65,11 +65,11 @@ func TestCgroupSetLimitsAndUsage(t *testing.T) {
 		if u, err = cg.Usage(); err != nil {
 			t.Fatal(err)
 		}
-		if u.Memory > 0 && u.MemoryAnon >= 0 && u.MemoryAnon <= u.Memory && u.Pids == 1 {
+		if u.Memory > 0 && u.MemoryAnon >= 0 && u.MemoryAnon <= u.Memory && u.Pids == 1 && u.CPUMicros > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Usage() = %+v, want some memory and 1 task (sleep)", u)
+			t.Fatalf("Usage() = %+v, want some memory, 1 task (sleep) and the CPU time of its exec", u)
 		}
 	}
 	if n, err := cg.Pids(); err != nil || n != 1 {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -71,7 +72,8 @@ func TestTrimThreads(t *testing.T) {
 // TestTrimThreadsKeepsParents: a thread that forked a command still
 // running is never ended, so the command stays its child (had it ended,
 // Linux would give the command to the main thread, whose orphan reaper in
-// a jail takes the exit status its waiter needs).
+// a jail takes the exit status its waiter needs) and alive (a command
+// started with Pdeathsig is killed when the thread that forked it ends).
 func TestTrimThreadsKeepsParents(t *testing.T) {
 	type fork struct {
 		tid int
@@ -84,6 +86,8 @@ func TestTrimThreadsKeepsParents(t *testing.T) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			cmd := exec.Command("sleep", "5")
+			// Killed if its parent thread ends: it must stay alive too.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 			if err := cmd.Start(); err != nil {
 				t.Error(err)
 				return
@@ -106,6 +110,9 @@ func TestTrimThreadsKeepsParents(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range forks {
+		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", f.cmd.Process.Pid)); err != nil || strings.Contains(string(stat), ") Z ") {
+			t.Errorf("command %d (Pdeathsig SIGKILL) did not survive the trim: %q %v", f.cmd.Process.Pid, stat, err)
+		}
 		b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/children", f.tid))
 		if err != nil {
 			t.Errorf("the thread that forked %d was ended: %v", f.cmd.Process.Pid, err)
