@@ -310,6 +310,9 @@ func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.San
 		return nil, nil, err
 	}
 	if err := p.Resume(ctx, sb.ID, egress); err != nil {
+		if now := s.resumedElsewhere(ctx, sb); now != nil {
+			return now, nil, nil
+		}
 		s.log.ErrorContext(ctx, "driver resume failed", "sandbox", sb.ID, "mode", sb.PausedWith, "err", err)
 		if errors.Is(err, model.ErrSandboxGone) {
 			return nil, nil, s.loseGoneLocked(ctx, sb)
@@ -358,6 +361,20 @@ func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.San
 		Detail: detail, Started: now,
 	})
 	return resumed, procs, nil
+}
+
+// resumedElsewhere returns sb as recorded now when another server sharing
+// the database resumed it while this one's driver call failed (the
+// lifecycle lock is per server: on kube, the later of two resumes finds
+// the workspace copy the first deleted), to be answered as a resume of an
+// active sandbox is; nil otherwise.
+func (s *Service) resumedElsewhere(ctx context.Context, sb *model.Sandbox) *model.Sandbox {
+	now, err := s.reload(ctx, sb)
+	if err != nil || !now.Active() {
+		return nil
+	}
+	s.log.InfoContext(ctx, "sandbox resumed by another server meanwhile", "sandbox", sb.ID)
+	return now
 }
 
 // resumedEndpoint is how sb's sidecar is reached after a resume: where
