@@ -302,3 +302,44 @@ func TestNestedRepoIgnores(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedForeignRepoNotAsked: a directory in the tree whose .git file
+// names a repository elsewhere on this machine (a tree from an archive)
+// is not listed by that repository's git: its index names the victim's
+// files, and a symlink in the tree where their directory should be would
+// have sent them. Nor does a path git lists through a symlinked directory
+// (an index entry whose directory became a symlink) go.
+func TestNestedForeignRepoNotAsked(t *testing.T) {
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim")
+	git(t, base, "init", "-q", victim)
+	os.MkdirAll(filepath.Join(victim, "src"), 0o755)
+	os.WriteFile(filepath.Join(victim, "src", "secret.txt"), []byte("private\n"), 0o644)
+	git(t, victim, "add", "-A")
+	git(t, victim, "commit", "-qm", "private")
+
+	root := filepath.Join(base, "download")
+	git(t, base, "init", "-q", root)
+	os.MkdirAll(filepath.Join(root, "vendor", "x"), 0o755)
+	os.WriteFile(filepath.Join(root, "vendor", "x", ".git"), []byte("gitdir: "+filepath.Join(victim, ".git")+"\n"), 0o644)
+	os.Symlink(filepath.Join(victim, "src"), filepath.Join(root, "vendor", "x", "src"))
+	// The tree's own index names a file below what is now a symlink.
+	os.MkdirAll(filepath.Join(root, "lib"), 0o755)
+	os.WriteFile(filepath.Join(root, "lib", "secret.txt"), []byte("x\n"), 0o644)
+	git(t, root, "add", "lib/secret.txt")
+	os.RemoveAll(filepath.Join(root, "lib"))
+	os.Symlink(filepath.Join(victim, "src"), filepath.Join(root, "lib"))
+
+	tree, err := ListTree(context.Background(), root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tree.Entries {
+		if strings.HasSuffix(e, "secret.txt") {
+			t.Errorf("the tree sends %s, from %s", e, tree.local(e))
+		}
+	}
+	if !slices.Contains(tree.Entries, "vendor/x/.git") {
+		t.Errorf("entries %v; want vendor/x/.git as the file it is", tree.Entries)
+	}
+}

@@ -30,6 +30,8 @@ type Tree struct {
 	// read from: a linked worktree's repository (addLinkedGitDir).
 	src  map[string]string // entry -> local path
 	data map[string][]byte // entry -> contents, instead of its file's
+
+	dirs map[string]bool // directory -> it is a symlink (belowSymlink)
 }
 
 // ProjectRoot is the directory whose tree a handoff from dir sends: the
@@ -114,7 +116,7 @@ func gitFiles(ctx context.Context, root, dir string) ([]string, error) {
 		if len(n) == 0 {
 			continue
 		}
-		if isNestedRepo(filepath.Join(root, filepath.FromSlash(name))) {
+		if nestedRepoInside(ctx, root, filepath.Join(root, filepath.FromSlash(name))) {
 			if nested, err := gitFiles(ctx, root, name); err == nil {
 				names = append(names, nested...)
 				continue
@@ -126,18 +128,58 @@ func gitFiles(ctx context.Context, root, dir string) ([]string, error) {
 	return names, nil
 }
 
-// isNestedRepo reports whether p is a directory with a .git of its own.
-func isNestedRepo(p string) bool {
+// nestedRepoInside reports whether p is a directory with a .git of its
+// own whose repository lies in the tree at root (a clone's .git, a
+// submodule's ../.git/modules/…). One elsewhere (a .git file naming a
+// repository of this machine, which a tree from an archive may carry) is
+// not asked what it keeps: its index would name files to send.
+func nestedRepoInside(ctx context.Context, root, p string) bool {
 	fi, err := os.Lstat(p)
 	if err != nil || !fi.IsDir() {
 		return false
 	}
-	_, err = os.Lstat(filepath.Join(p, ".git"))
-	return err == nil
+	if _, err = os.Lstat(filepath.Join(p, ".git")); err != nil {
+		return false
+	}
+	gitDir, err := gitRevParse(ctx, p, "--absolute-git-dir")
+	if err != nil {
+		return false
+	}
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
+	rel, err := filepath.Rel(root, gitDir)
+	return err == nil && filepath.IsLocal(rel)
+}
+
+// belowSymlink reports whether a directory above name (slash-separated,
+// relative to t.Root) is a symlink: git may list a path through one (an
+// index entry whose directory became a symlink since), and reading it
+// would read outside the tree.
+func (t *Tree) belowSymlink(name string) bool {
+	if t.dirs == nil {
+		t.dirs = map[string]bool{}
+	}
+	for dir := path.Dir(name); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		link, ok := t.dirs[dir]
+		if !ok {
+			fi, err := os.Lstat(filepath.Join(t.Root, filepath.FromSlash(dir)))
+			link = err == nil && fi.Mode()&fs.ModeSymlink != 0
+			t.dirs[dir] = link
+		}
+		if link {
+			return true
+		}
+	}
+	return false
 }
 
 // add adds name and, for a directory, everything below it.
 func (t *Tree) add(name string, seen map[string]bool) error {
+	if t.belowSymlink(name) {
+		t.Skipped = append(t.Skipped, fmt.Sprintf("%s: below a symlink, left out", name))
+		return nil
+	}
 	start := filepath.Join(t.Root, filepath.FromSlash(name))
 	return filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -238,4 +239,19 @@ func Clear(t testing.TB, b storagesync.Backend, prefix string) {
 	if n := len(List(t, b, prefix)); n != 0 {
 		t.Fatalf("objtest: %s still holds %d objects after deleting them", prefix, n)
 	}
+}
+
+// Read returns the content of b's object key, and fails t when it cannot.
+func Read(t testing.TB, b storagesync.Backend, key string) []byte {
+	t.Helper()
+	rc, err := b.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("objtest: get %s: %v", key, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatalf("objtest: read %s: %v", key, err)
+	}
+	return data
 }

@@ -156,6 +156,17 @@ func (e *env) restart(t *testing.T) {
 
 func (e *env) client() *client.Client { return client.New(e.url, e.key) }
 
+// mustExec runs cmd in sandbox id (60 s at most) and returns its stdout;
+// it fails t unless the command ran and exited 0.
+func mustExec(t *testing.T, c *client.Client, id, cmd string) string {
+	t.Helper()
+	res, err := c.Exec(context.Background(), id, api.ExecRequest{Command: cmd, Timeout: 60})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("%s in %s: %+v, %v", cmd, id, res, err)
+	}
+	return res.Stdout
+}
+
 // boxkite runs the CLI in this process against the env's server.
 func (e *env) boxkite(t *testing.T, args ...string) string {
 	t.Helper()

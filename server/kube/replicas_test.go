@@ -133,6 +133,10 @@ func TestReplicasWithoutSharedState(t *testing.T) {
 	}
 	_, err = cb.ResumeSandbox(ctx, sb.ID)
 	elsewhere("resume", err)
+	_, err = cb.CreateSnapshot(ctx, sb.ID, "")
+	elsewhere("snapshot of the paused sandbox", err)
+	_, err = cb.ForkSandbox(ctx, sb.ID, 1)
+	elsewhere("fork of the paused sandbox", err)
 	pods, err := a.cluster.Client.CoreV1().Pods(a.ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods after the refusals: %d, %v; want none", len(pods.Items), err)

@@ -26,14 +26,7 @@ func TestSnapshots(t *testing.T) {
 	e.start(t)
 	c := e.client()
 	ctx := context.Background()
-	exec := func(id, cmd string) string {
-		t.Helper()
-		res, err := c.Exec(ctx, id, api.ExecRequest{Command: cmd, Timeout: 60})
-		if err != nil || res.ExitCode != 0 {
-			t.Fatalf("%s in %s: %+v, %v", cmd, id, res, err)
-		}
-		return res.Stdout
-	}
+	exec := func(id, cmd string) string { t.Helper(); return mustExec(t, c, id, cmd) }
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)

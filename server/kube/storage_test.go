@@ -84,14 +84,7 @@ func testStorageSync(t *testing.T, kind string) {
 		t.Fatal(err)
 	}
 	prefix := "boxkite/" + acct.ID + "/" + sb.ID + "/"
-	exec := func(cmd string) string {
-		t.Helper()
-		res, err := c.Exec(ctx, sb.ID, api.ExecRequest{Command: cmd, Timeout: 60})
-		if err != nil || res.ExitCode != 0 {
-			t.Fatalf("%s: %+v, %v", cmd, res, err)
-		}
-		return res.Stdout
-	}
+	exec := func(cmd string) string { t.Helper(); return mustExec(t, c, sb.ID, cmd) }
 	// The store's credentials reach neither the pod, its Secret, nor the
 	// sandbox's environment.
 	noCredentials(t, e, sb.ID, secrets, exec("env"))
@@ -141,19 +134,7 @@ ln -s /tmp linkdir`)
 			t.Errorf("%s reached the bucket", p)
 		}
 	}
-	read := func(p string) []byte {
-		t.Helper()
-		rc, err := b.Get(ctx, prefix+p)
-		if err != nil {
-			t.Fatalf("get %s: %v", p, err)
-		}
-		defer rc.Close()
-		data, err := io.ReadAll(rc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
+	read := func(p string) []byte { t.Helper(); return objtest.Read(t, b, prefix+p) }
 	if got := read("api.txt"); string(got) != "written by the API\n" {
 		t.Errorf("api.txt = %q", got)
 	}
@@ -232,14 +213,7 @@ func TestSnapshotsInStorage(t *testing.T) {
 	e.start(t)
 	c := e.client()
 	ctx := context.Background()
-	exec := func(id, cmd string) string {
-		t.Helper()
-		res, err := c.Exec(ctx, id, api.ExecRequest{Command: cmd, Timeout: 60})
-		if err != nil || res.ExitCode != 0 {
-			t.Fatalf("%s in %s: %+v, %v", cmd, id, res, err)
-		}
-		return res.Stdout
-	}
+	exec := func(id, cmd string) string { t.Helper(); return mustExec(t, c, id, cmd) }
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
 	if err != nil {
 		t.Fatal(err)

@@ -245,18 +245,7 @@ mkdir -p linkdir && ln -s /tmp linkdir/tmpdir`)
 	if len(got) != 1004 {
 		t.Errorf("the bucket holds %d files, want 1004", len(got))
 	}
-	read := func(p string) []byte {
-		rc, err := b.Get(ctx, prefix+p)
-		if err != nil {
-			t.Fatalf("get %s: %v", p, err)
-		}
-		defer rc.Close()
-		data, err := io.ReadAll(rc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
+	read := func(p string) []byte { t.Helper(); return objtest.Read(t, b, prefix+p) }
 	if got := read("api.txt"); string(got) != "written by the API\n" {
 		t.Errorf("api.txt = %q", got)
 	}
@@ -477,13 +466,7 @@ func testStorageSyncOutage(t *testing.T, kind string) {
 	}
 	s.Start(t)
 	objtest.Wait(t, "c.txt after the restart", 60*time.Second, has("c.txt"))
-	rc, err := b.Get(ctx, prefix+"c.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := io.ReadAll(rc)
-	rc.Close()
-	if string(got) != "acknowledged before the kill" {
+	if got := objtest.Read(t, b, prefix+"c.txt"); string(got) != "acknowledged before the kill" {
 		t.Errorf("c.txt = %q", got)
 	}
 }

@@ -147,13 +147,19 @@ func notLive(sb *model.Sandbox) error {
 
 // copyFailed is the answer to a driver copy of sb that failed: 409 when
 // the sandbox is gone since (removed by another server sharing the
-// database, which the turn does not order), else 502. op is what failed
-// ("take the snapshot"), during the same as a clause ("the snapshot was
-// taken").
-func (s *Service) copyFailed(ctx context.Context, sb *model.Sandbox, op, during string) error {
+// database, which the turn does not order), 503 when the copy to read is
+// in another server's state directory (a paused sandbox's on kube), else
+// 502. cause is the driver's error; op is what failed ("take the
+// snapshot"), during the same as a clause ("the snapshot was taken").
+func (s *Service) copyFailed(ctx context.Context, sb *model.Sandbox, cause error, op, during string) error {
 	if now, err := s.cfg.Control.Sandbox(context.WithoutCancel(ctx), sb.AccountID, sb.ID); err == nil && !now.Live() {
 		return api.Errorf(http.StatusConflict, api.CodeConflict, "sandbox %s was %s while %s", sb.ID, now.Status, during).
 			WithHint("a deleted sandbox's files are gone; take snapshots before deleting the sandbox")
+	}
+	if errors.Is(cause, model.ErrCopyElsewhere) {
+		return api.Errorf(http.StatusServiceUnavailable, api.CodeServiceUnavailable,
+			"could not %s: sandbox %s was paused through another server, which keeps its workspace in a state directory this one does not share", op, sb.ID).
+			WithHint(`retry: another replica may answer; for good, the operator shares the state directory between replicas (a ReadWriteMany claim, docs/kubernetes.md, "The state directory")`)
 	}
 	return api.Errorf(http.StatusBadGateway, api.CodeSandboxFailed, "could not %s", op).
 		WithHint("retry; if it keeps failing, the server log has the cause under this request id")
@@ -242,7 +248,7 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	}
 	if err != nil {
 		s.cfg.Log.ErrorContext(ctx, "driver snapshot failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", err)
-		return nil, s.copyFailed(ctx, sb, "take the snapshot", "the snapshot was taken")
+		return nil, s.copyFailed(ctx, sb, err, "take the snapshot", "the snapshot was taken")
 	}
 	if errors.Is(uerr, errFailedMeanwhile) {
 		return nil, errFailedMeanwhile
@@ -486,7 +492,7 @@ func (s *Service) forkCopy(ctx context.Context, acct *model.Account, sb *model.S
 	ref, err := s.cfg.Driver.Snapshot(ctx, sb.ID, true, nil)
 	if err != nil {
 		s.cfg.Log.ErrorContext(ctx, "driver snapshot for a fork failed", "sandbox", sb.ID, "err", err)
-		return model.SnapshotRef{}, s.copyFailed(ctx, sb, "copy the sandbox's filesystem for the fork", "the fork copied the sandbox's filesystem")
+		return model.SnapshotRef{}, s.copyFailed(ctx, sb, err, "copy the sandbox's filesystem for the fork", "the fork copied the sandbox's filesystem")
 	}
 	return ref, nil
 }
