@@ -10,6 +10,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/internal/apihttp"
 	"github.com/boxkite/boxkite/server/egress"
+	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/imagesapi"
 	"github.com/boxkite/boxkite/server/internal/authn"
 	"github.com/boxkite/boxkite/server/sandbox"
@@ -84,6 +85,15 @@ type Config struct {
 	// for, per stream; default DefaultMaxExecOutput, at most
 	// api.MaxExecOutput. A JSON exec result is held in memory whole.
 	MaxExecOutputBytes int64
+	// HeldOutputBytes bounds the memory all JSON exec answers together
+	// hold until they are audited: a JSON exec reserves
+	// exec.HeldBound(max_output_bytes) before its command runs and is
+	// refused (503 host_capacity, resource held_output) when the rest is
+	// smaller; default exec.DefaultHeldOutput (an eighth of MemTotal).
+	HeldOutputBytes int64
+	// HeldOutputAccountBytes is the share of HeldOutputBytes one account
+	// may hold (429 limit_exceeded past it); default half of it.
+	HeldOutputAccountBytes int64
 	// Secrets keeps the accounts' secrets and brokers requests with them
 	// (server/secrets); nil means a server without a secrets key, whose
 	// secrets routes answer 503 secrets_unavailable.
@@ -167,6 +177,10 @@ func (c Config) WithDefaults() Config {
 	c.AccessTokenTTL = cmp.Or(c.AccessTokenTTL, authn.DefaultAccessTokenTTL)
 	c.TakeoverFlushInterval = cmp.Or(c.TakeoverFlushInterval, DefaultTakeoverFlush)
 	c.MaxExecOutputBytes = cmp.Or(c.MaxExecOutputBytes, DefaultMaxExecOutput)
+	if c.HeldOutputBytes == 0 {
+		c.HeldOutputBytes = exec.DefaultHeldOutput()
+	}
+	c.HeldOutputAccountBytes = cmp.Or(c.HeldOutputAccountBytes, c.HeldOutputBytes/2)
 	return c
 }
 
@@ -190,6 +204,10 @@ func (c Config) validate() error {
 		return errors.New("the takeover flush interval must not be negative")
 	case c.MaxExecOutputBytes < api.DefaultExecOutput || c.MaxExecOutputBytes > api.MaxExecOutput:
 		return fmt.Errorf("the exec output maximum must be between %d and %d bytes", api.DefaultExecOutput, api.MaxExecOutput)
+	case c.HeldOutputBytes < 0 || c.HeldOutputAccountBytes < 0:
+		return errors.New("the held exec output budgets must not be negative")
+	case c.HeldOutputAccountBytes > c.HeldOutputBytes:
+		return fmt.Errorf("an account's held exec output (%d bytes) must not be more than the server's (%d bytes)", c.HeldOutputAccountBytes, c.HeldOutputBytes)
 	case c.AccessTokenTTL < time.Minute:
 		return errors.New("the access token lifetime must be at least one minute")
 	}

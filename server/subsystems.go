@@ -155,6 +155,7 @@ func (s *Server) newExec() (err error) {
 		ObserveExec:    s.metrics.Exec,
 		SecretEnv:      s.cfg.Secrets.ExecEnv(s.cfg.SecretEnv),
 		MaxOutputBytes: s.cfg.MaxExecOutputBytes,
+		HeldOutput:     exec.NewHeldBudget(s.cfg.HeldOutputBytes, s.cfg.HeldOutputAccountBytes),
 	})
 	return err
 }

@@ -60,6 +60,7 @@ const (
 	HostMemory       = "memory"          // bytes of memory in use against MemTotal (MemAvailable)
 	SandboxThreads   = "sandbox_threads" // tasks of this server's sandboxes, against a configured cap
 	HostIDRanges     = "id_ranges"       // host uid/gid ranges leased, one per sandbox, warm pool member and image build (local driver as root)
+	HeldOutput       = "held_output"     // bytes of JSON exec answers the server holds in memory until audited (an exec's refusal, not a create's)
 )
 
 // SandboxDisk is one sandbox's disk use: its own filesystem (the local

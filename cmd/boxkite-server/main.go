@@ -271,6 +271,9 @@ func serverConfig(opts *options, listen string, sb *substrate, catalog map[strin
 		DemoPlayground: opts.demoPlayground,
 		Operators:      opts.operators,
 		PublicURL:      opts.publicURL,
+
+		HeldOutputBytes:        opts.heldOutputMiB << 20,
+		HeldOutputAccountBytes: opts.heldOutputAcctMiB << 20,
 	}
 	if sb.images == nil {
 		cfg.Images = nil // a nil *images.Manager in the interface would look set

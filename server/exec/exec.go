@@ -61,6 +61,15 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	if err := s.d.Audit.Open(); err != nil {
 		return err
 	}
+	streamed := strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON)
+	// A JSON answer is held in memory until audited: its bound is
+	// reserved before the command runs, and given back however the
+	// handler ends (answered, client gone, panic).
+	release, err := s.reserveHeld(sb, req, streamed)
+	if err != nil {
+		return err
+	}
+	defer release()
 	fwd := req
 	fwd.SecretEnv = nil // resolved into Env
 	payload, err := json.Marshal(fwd)
@@ -81,7 +90,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	var hw hold.Writer
 	var fw http.ResponseWriter // what the sidecar's answer is written to
 	finishSecrets := func() {}
-	if strings.Contains(r.Header.Get("Accept"), api.ContentTypeNDJSON) {
+	if streamed {
 		c.Tap = sidecar.LineTap(maxEventLine, out.event)
 		hw = hold.NewExit(sc.Events(w))
 		fw = hw

@@ -59,6 +59,8 @@ type Deps struct {
 	SecretEnv func(r *http.Request, sb *model.Sandbox, req *api.ExecRequest) (wrap func(http.ResponseWriter) (w http.ResponseWriter, finish func()), err error)
 	// MaxOutputBytes is the largest max_output_bytes an exec may ask for.
 	MaxOutputBytes int64
+	// HeldOutput bounds the memory JSON exec answers hold until audited.
+	HeldOutput *HeldBudget
 }
 
 // Service runs commands in sandboxes.
@@ -69,7 +71,7 @@ func New(d Deps) (*Service, error) {
 	if d.Audit == nil || d.Log == nil || d.Now == nil || d.LoadActive == nil ||
 		d.Forward == nil || d.DialSidecarWS == nil || d.AbortResponse == nil || d.SyncDisk == nil ||
 		d.Healthy == nil || d.FrozenAnswer == nil || d.EndedAnswer == nil || d.Calls == nil || d.CheckCommand == nil ||
-		d.NewScrub == nil || d.ObserveExec == nil || d.SecretEnv == nil || d.MaxOutputBytes <= 0 {
+		d.NewScrub == nil || d.ObserveExec == nil || d.SecretEnv == nil || d.MaxOutputBytes <= 0 || d.HeldOutput == nil {
 		return nil, errors.New("exec: a dependency is missing")
 	}
 	return &Service{d: d}, nil
