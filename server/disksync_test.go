@@ -153,8 +153,9 @@ func (h *heldFlush) flush(id string) error {
 	if !first {
 		return nil
 	}
-	// Sequential (flush, then commit), the entry never comes: give up.
-	deadline := time.Now().Add(10 * time.Second)
+	// Sequential (flush, then commit), the entry never comes: give up,
+	// late enough that a commit slowed by a loaded host is still seen.
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) && !hasEntry(h.st, id, h.op) {
 		time.Sleep(5 * time.Millisecond)
 	}

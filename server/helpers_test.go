@@ -37,6 +37,8 @@ type fakeDriver struct {
 	calls       []string
 	ResumeDelay time.Duration
 	ResumeErr   error // what Resume returns (pause_fake_test.go)
+	// ResumeHook, when set, runs in Resume before it returns ResumeErr.
+	ResumeHook func(id string)
 }
 
 var _ model.Driver = (*fakeDriver)(nil)

@@ -28,9 +28,12 @@ func (d *fakeDriver) Pause(_ context.Context, id, mode string) error {
 
 func (d *fakeDriver) Resume(_ context.Context, id string, _ func(net.Listener)) error {
 	d.mu.Lock()
-	delay := d.ResumeDelay
+	delay, hook := d.ResumeDelay, d.ResumeHook
 	d.mu.Unlock()
 	time.Sleep(delay)
+	if hook != nil {
+		hook(id)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.pauses = append(d.pauses, "resume "+id)
@@ -231,5 +234,37 @@ func TestResumeGone(t *testing.T) {
 	}
 	if got := e.get(t, sb.ID); got.Status != api.StatusLost {
 		t.Errorf("after that resume: %s, want lost", got.Status)
+	}
+}
+
+// TestResumedByAnotherServer: a resume whose driver call fails because
+// another server sharing the database resumed the sandbox meanwhile (the
+// lifecycle lock is per server; on kube the second resume finds the
+// workspace copy the first deleted, ErrCopyElsewhere) answers the running
+// sandbox, as a resume of an active sandbox does, not 503.
+func TestResumedByAnotherServer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	if resp, body := e.do("POST", sandboxPath(sb.ID)+"/pause", e.KeyA, api.PauseSandboxRequest{Mode: api.PauseFilesystem}); resp.StatusCode != 200 {
+		t.Fatalf("pause: %d %s", resp.StatusCode, body)
+	}
+	e.Driver.mu.Lock()
+	e.Driver.ResumeErr = fmt.Errorf("resume sandbox %s: its workspace copy: %w", sb.ID, model.ErrCopyElsewhere)
+	e.Driver.ResumeHook = func(id string) { // the other server's resume, recorded
+		if _, err := e.Store.UpdateSandbox(context.Background(), id, func(sb *model.Sandbox) error {
+			sb.Status, sb.PausedWith, sb.PausedAt, sb.PausedProcesses = api.StatusActive, "", nil, nil
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	e.Driver.mu.Unlock()
+	resp, body := e.do("POST", sandboxPath(sb.ID)+"/resume", e.KeyA, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("resume of a sandbox another server resumed meanwhile: %d %s, want 200", resp.StatusCode, body)
+	}
+	if got := e.get(t, sb.ID); got.Status != api.StatusActive {
+		t.Errorf("after that resume: %s, want active", got.Status)
 	}
 }

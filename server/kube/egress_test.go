@@ -178,3 +178,28 @@ func TestEgressWithoutHost(t *testing.T) {
 		t.Errorf("pods after the refusal: %d, %v; want none", len(pods.Items), err)
 	}
 }
+
+// TestEgressPauseRefused: a sandbox granted egress is not paused on kube
+// (docs/snapshots.md): the answer is 422 not_supported saying so, not 502
+// "retry", and the sandbox stays active and answers.
+func TestEgressPauseRefused(t *testing.T) {
+	e := newEnv(t, kube.Config{EgressHost: "127.0.0.1", SnapshotDir: t.TempDir()})
+	e.start(t)
+	ctx := context.Background()
+	c := e.client()
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{EgressHosts: []string{"example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.PauseSandbox(ctx, sb.ID, api.PauseFilesystem)
+	if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != http.StatusUnprocessableEntity ||
+		ae.Code != api.CodeNotSupported || !strings.Contains(ae.Message, "granted egress") {
+		t.Fatalf("pause of a sandbox granted egress: %#v, want 422 not_supported", err)
+	}
+	if got, err := c.Sandbox(ctx, sb.ID); err != nil || got.Status != api.StatusActive {
+		t.Errorf("after the refusal: %+v, %v; want active", got, err)
+	}
+	if res, err := c.Exec(ctx, sb.ID, api.ExecRequest{Command: "echo still"}); err != nil || res.Stdout != "still\n" {
+		t.Errorf("exec after the refusal: %+v, %v", res, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"slices"
 	"time"
 
@@ -73,7 +74,10 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 		return fmt.Errorf("pause sandbox %s: get pod: %w", id, err)
 	}
 	if pod.Annotations[AnnotationEgress] != "" {
-		return fmt.Errorf("pause sandbox %s: a sandbox granted egress cannot be paused on the kube driver yet", id)
+		// The API's answer: its proxy port would have to outlive the pod.
+		return api.Errorf(http.StatusUnprocessableEntity, api.CodeNotSupported,
+			"sandbox %s was granted egress, and a sandbox granted egress cannot be paused on the kube driver yet", id).
+			WithHint("keep it running, or take a snapshot and delete it: a restore starts a new sandbox with its files and grants")
 	}
 	ref, err := d.Snapshot(ctx, id, true, nil)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
@@ -119,6 +118,9 @@ func (s *Service) Pause(ctx context.Context, sb *model.Sandbox, mode string) (*m
 	if err := p.Pause(ctx, sb.ID, mode); err != nil {
 		s.log.ErrorContext(ctx, "driver pause failed", "sandbox", sb.ID, "mode", mode, "err", err)
 		s.undoPause(ctx, sb.ID)
+		if ae, ok := errors.AsType[*api.Error](err); ok {
+			return nil, ae // the driver's own refusal, such as kube's of a sandbox granted egress
+		}
 		return nil, sandboxFailed("pause")
 	}
 	s.emit(ctx, paused.AccountID, api.EventSandboxPaused, sandboxEvent(paused))
@@ -146,32 +148,6 @@ func (s *Service) pauseDriver(mode string) (model.PauseDriver, error) {
 			WithHint(pauseModeHint(modes))
 	}
 	return p, nil
-}
-
-// copyElsewhereHint is the hint to an operation that needs a copy another
-// server keeps (model.ErrCopyElsewhere); bucket when object storage would
-// also do (snapshots: not paused workspaces).
-func copyElsewhereHint(bucket bool) string {
-	fix := "shares the state directory between replicas (a ReadWriteMany claim)"
-	if bucket {
-		fix = "configures object storage, or " + fix
-	}
-	return "retry: another replica may answer; for good, the operator " + fix + ` (docs/kubernetes.md, "The state directory")`
-}
-
-// pauseModeHint names the pause modes that work on a server whose driver
-// reports modes, for the answer to a mode that does not.
-func pauseModeHint(modes map[string]string) string {
-	var work []string
-	for _, m := range []string{api.PauseFreeze, api.PauseFilesystem, api.PauseCheckpoint} {
-		if why, ok := modes[m]; ok && why == "" {
-			work = append(work, m)
-		}
-	}
-	if len(work) == 0 {
-		return "this server cannot pause sandboxes in any mode; the operator can run `boxkite doctor` on the server's host to see what each mode needs"
-	}
-	return "pause with mode " + strings.Join(work, " or ") + " instead (the CLI: `--mode " + work[0] + "`)"
 }
 
 // undoPause records sandbox id active again after the driver failed to
@@ -310,6 +286,9 @@ func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.San
 		return nil, nil, err
 	}
 	if err := p.Resume(ctx, sb.ID, egress); err != nil {
+		if now := s.resumedElsewhere(ctx, sb); now != nil {
+			return now, nil, nil
+		}
 		s.log.ErrorContext(ctx, "driver resume failed", "sandbox", sb.ID, "mode", sb.PausedWith, "err", err)
 		if errors.Is(err, model.ErrSandboxGone) {
 			return nil, nil, s.loseGoneLocked(ctx, sb)
@@ -358,6 +337,20 @@ func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.San
 		Detail: detail, Started: now,
 	})
 	return resumed, procs, nil
+}
+
+// resumedElsewhere returns sb as recorded now when another server sharing
+// the database resumed it while this one's driver call failed (the
+// lifecycle lock is per server: on kube, the later of two resumes finds
+// the workspace copy the first deleted), to be answered as a resume of an
+// active sandbox is; nil otherwise.
+func (s *Service) resumedElsewhere(ctx context.Context, sb *model.Sandbox) *model.Sandbox {
+	now, err := s.reload(ctx, sb)
+	if err != nil || !now.Active() {
+		return nil
+	}
+	s.log.InfoContext(ctx, "sandbox resumed by another server meanwhile", "sandbox", sb.ID)
+	return now
 }
 
 // resumedEndpoint is how sb's sidecar is reached after a resume: where

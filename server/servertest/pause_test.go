@@ -103,8 +103,8 @@ func TestPauseFreeze(t *testing.T) {
 
 	_, err = c.PauseSandbox(ctx, sb.ID, api.PauseCheckpoint)
 	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Code != api.CodeNotSupported || !strings.Contains(ae.Hint, "doctor") {
-		t.Errorf("pause with checkpoint: %v, want not_supported with a hint naming doctor", err)
+	if !errors.As(err, &ae) || ae.Code != api.CodeNotSupported || !strings.Contains(ae.Hint, "pause with mode freeze") {
+		t.Errorf("pause with checkpoint: %v, want not_supported with a hint naming the modes that work (a8d8cba)", err)
 	}
 
 	// A paused sandbox can be deleted.

@@ -85,7 +85,10 @@ func TestTrimThreadsKeepsParents(t *testing.T) {
 		wg.Go(func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			cmd := exec.Command("sleep", "5")
+			// Long past the trim (which waits up to a second for each
+			// thread it ends, more under load): a command that exited on
+			// its own would look killed. The deferred Kill ends it.
+			cmd := exec.Command("sleep", "600")
 			// Killed if its parent thread ends: it must stay alive too.
 			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 			if err := cmd.Start(); err != nil {
@@ -96,15 +99,17 @@ func TestTrimThreadsKeepsParents(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	defer func() {
+		for _, f := range forks {
+			if f.cmd != nil {
+				_ = f.cmd.Process.Kill()
+				_ = f.cmd.Wait()
+			}
+		}
+	}()
 	if t.Failed() {
 		t.FailNow()
 	}
-	defer func() {
-		for _, f := range forks {
-			_ = f.cmd.Process.Kill()
-			_ = f.cmd.Wait()
-		}
-	}()
 	// Threads idle now, the forkers among them: trim as far as it goes.
 	if _, err := TrimThreads(1); err != nil {
 		t.Fatal(err)
