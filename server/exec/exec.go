@@ -472,7 +472,12 @@ func (o *execOutcome) result(c *sidecar.Call) {
 	if c.Captured == nil {
 		return
 	}
-	var res api.ExecResult
+	// Only what the audit needs: stdout and stderr are skipped, not
+	// decoded into a copy of the output.
+	var res struct {
+		ExitCode int `json:"exit_code"`
+		api.ExecOutputInfo
+	}
 	if json.Unmarshal(c.Captured, &res) != nil {
 		return
 	}

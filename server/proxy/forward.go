@@ -177,7 +177,14 @@ func (s *Service) copyResponse(w http.ResponseWriter, resp *http.Response, c *si
 	}
 	var capture *bytes.Buffer
 	if strings.HasPrefix(ct, "application/json") {
-		capture = &bytes.Buffer{}
+		switch n := resp.ContentLength; {
+		case n > sidecar.MaxCapture:
+			c.Overflow = true // it would be dropped at MaxCapture anyway
+		case n > 0:
+			capture = bytes.NewBuffer(make([]byte, 0, n)) // not grown by doubling
+		default:
+			capture = &bytes.Buffer{}
+		}
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)

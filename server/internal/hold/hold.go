@@ -43,7 +43,28 @@ func (h *Response) Header() http.Header { return h.header }
 func (h *Response) WriteHeader(code int) {
 	if h.status == 0 {
 		h.status = code
+		// Sized for the body the answer announces, not grown by doubling.
+		if n, err := strconv.ParseInt(h.header.Get("Content-Length"), 10, 64); err == nil && n > 0 && n <= maxPresize {
+			h.body.Grow(int(n))
+		}
 	}
+}
+
+// maxPresize bounds what WriteHeader sizes the body to ahead of it: an
+// exec result's two streams at the sidecar's most, and their quoting.
+const maxPresize = 2*api.MaxExecOutput + 1<<20
+
+// Adopt takes a whole answer's body as it is, instead of a copy of it
+// (the scrubber's rewrite of an exec result): the caller gives it up.
+func (h *Response) Adopt(status int, body []byte) {
+	if h.status == 0 {
+		h.status = status
+	}
+	if h.body.Len() == 0 {
+		h.body = *bytes.NewBuffer(body)
+		return
+	}
+	h.body.Write(body)
 }
 
 func (h *Response) Write(p []byte) (int, error) {

@@ -127,3 +127,47 @@ func valueEnd(b []byte, i int) int {
 	}
 	return i
 }
+
+// replaceMembers is rewriteValid for a caller that replaces few values:
+// obj comes back as it is (no copy) when fn replaces nothing, else with
+// only the replaced values spliced in, the rest of its bytes kept. ok is
+// false when obj is not a valid JSON object.
+func replaceMembers(obj []byte, fn func(key string, val json.RawMessage) json.RawMessage) (out []byte, ok bool) {
+	if !json.Valid(obj) {
+		return nil, false
+	}
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	var buf []byte // nil until a value is replaced
+	done := 0      // obj[:done] is in buf
+	i = skipSpace(obj, i+1)
+	for obj[i] != '}' { // valid JSON: a member starts here
+		end := stringEnd(obj, i)
+		rawKey := obj[i:end]
+		var key string
+		if plainASCII(rawKey) {
+			key = string(rawKey[1 : len(rawKey)-1])
+		} else if err := json.Unmarshal(rawKey, &key); err != nil {
+			return nil, false
+		}
+		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
+		vend := valueEnd(obj, i)
+		if nv := fn(key, obj[i:vend]); nv != nil {
+			if buf == nil {
+				buf = make([]byte, 0, len(obj)-(vend-i)+len(nv))
+			}
+			buf = append(append(buf, obj[done:i]...), nv...)
+			done = vend
+		}
+		i = skipSpace(obj, vend)
+		if obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	if buf == nil {
+		return obj, true
+	}
+	return append(buf, obj[done:]...), true
+}

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/tools"
@@ -102,9 +103,12 @@ func rewriteDecoded(obj []byte, fn func(key string, val json.RawMessage) json.Ra
 // when it is not an object.
 func redactFields(obj []byte, keys ...string) ([]byte, bool) {
 	changed := false
-	out, err := rewriteObject(obj, func(key string, val json.RawMessage) json.RawMessage {
-		var s string
-		if !contains(keys, key) || json.Unmarshal(val, &s) != nil {
+	fn := func(key string, val json.RawMessage) json.RawMessage {
+		if !contains(keys, key) {
+			return nil
+		}
+		s, ok := rawString(val)
+		if !ok {
 			return nil
 		}
 		r, ch := tools.RedactReport(s)
@@ -114,11 +118,29 @@ func redactFields(obj []byte, keys ...string) ([]byte, bool) {
 		changed = true
 		b, _ := json.Marshal(r)
 		return b
-	})
+	}
+	// Most answers have nothing to replace: they are kept as they are,
+	// not copied (issue 27, session 22).
+	if out, ok := replaceMembers(obj, fn); ok {
+		return out, changed
+	}
+	out, err := rewriteObject(obj, fn)
 	if err != nil {
 		return obj, false
 	}
 	return out, changed
+}
+
+// rawString is the JSON string val decoded; a string without escapes is
+// read in place (issue 27, session 22: a JSON exec's 16 MiB of stdout was
+// copied once more only to be searched), so the result must not outlive
+// val nor be kept.
+func rawString(val json.RawMessage) (string, bool) {
+	if len(val) >= 2 && val[0] == '"' && plainASCII(val[1:len(val)-1]) {
+		return unsafe.String(unsafe.SliceData(val[1:]), len(val)-2), true
+	}
+	var s string
+	return s, json.Unmarshal(val, &s) == nil
 }
 
 func contains(list []string, s string) bool {
@@ -150,7 +172,26 @@ func (j *JSONRewriter) Header() http.Header { return j.header }
 func (j *JSONRewriter) WriteHeader(code int) {
 	if j.status == 0 {
 		j.status = code
+		growFor(&j.body, j.header)
 	}
+}
+
+// maxPresize bounds what growFor sizes a buffer to ahead of the body: an
+// exec result's two streams at the sidecar's most, and their quoting.
+const maxPresize = 2*api.MaxExecOutput + 1<<20
+
+// growFor sizes buf for the body h announces (Content-Length), so it is
+// not grown by doubling, which leaves up to twice the body allocated.
+func growFor(buf *bytes.Buffer, h http.Header) {
+	if n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64); err == nil && n > 0 && n <= maxPresize {
+		buf.Grow(int(n))
+	}
+}
+
+// An adopter takes a whole body and keeps it as it is (hold.Response):
+// the body is handed over, not copied.
+type adopter interface {
+	Adopt(status int, body []byte)
 }
 
 func (j *JSONRewriter) Write(p []byte) (int, error) {
@@ -176,6 +217,11 @@ func (j *JSONRewriter) Finish() {
 	}
 	if j.w.Header().Get("Content-Length") != "" {
 		j.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	j.body = bytes.Buffer{} // the body is the holder's now, or written
+	if a, ok := j.w.(adopter); ok {
+		a.Adopt(j.status, body)
+		return
 	}
 	j.w.WriteHeader(j.status)
 	_, _ = j.w.Write(body)
