@@ -138,7 +138,12 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.d.ObserveExec(s.d.Now().Sub(started))
-	out.result(c)
+	captured := c.Captured
+	if hr, ok := hw.(*hold.Response); ok && captured == nil {
+		// Larger than the proxy's capture: the held answer is whole.
+		captured = hr.Body()
+	}
+	out.result(captured)
 	return s.acknowledge(r, hw, sc, c, sb, req, &out, started)
 }
 
@@ -405,7 +410,7 @@ func (s *Service) auditUnanswered(r *http.Request, c *sidecar.Call, sb *model.Sa
 ) error {
 	r = r.WithContext(context.WithoutCancel(r.Context())) // the client may be gone
 	if out.exitCode == nil && err == nil && c.Status/100 == 2 {
-		out.result(c) // the answer came whole, only the client left
+		out.result(c.Captured) // the answer came whole, only the client left
 	}
 	level := slog.LevelWarn
 	if why.Code == ErrorClientGone {
@@ -467,9 +472,9 @@ func (o *execOutcome) event(line []byte) {
 	o.output = ev.ExecOutputInfo
 }
 
-// result takes a JSON answer (a stream sets no captured body).
-func (o *execOutcome) result(c *sidecar.Call) {
-	if c.Captured == nil {
+// result takes a JSON answer (a stream has none).
+func (o *execOutcome) result(captured []byte) {
+	if captured == nil {
 		return
 	}
 	// Only what the audit needs: stdout and stderr are skipped, not
@@ -478,7 +483,7 @@ func (o *execOutcome) result(c *sidecar.Call) {
 		ExitCode int `json:"exit_code"`
 		api.ExecOutputInfo
 	}
-	if json.Unmarshal(c.Captured, &res) != nil {
+	if json.Unmarshal(captured, &res) != nil {
 		return
 	}
 	o.exitCode = &res.ExitCode

@@ -54,6 +54,9 @@ func (h *Response) WriteHeader(code int) {
 // exec result's two streams at the sidecar's most, and their quoting.
 const maxPresize = 2*api.MaxExecOutput + 1<<20
 
+// Body is the answer held so far; it stays the holder's.
+func (h *Response) Body() []byte { return h.body.Bytes() }
+
 // Adopt takes a whole answer's body as it is, instead of a copy of it
 // (the scrubber's rewrite of an exec result): the caller gives it up.
 func (h *Response) Adopt(status int, body []byte) {
