@@ -37,7 +37,7 @@ func TestOlderSidecarRoute(t *testing.T) {
 	}
 	e.Sidecar.Route("POST /browser/navigate", noRoute(""))
 	e.Sidecar.Route("POST /pty-exec", noRoute("0"))
-	e.Sidecar.Route("POST /browser/close", noRoute("1"))
+	e.Sidecar.Route("POST /browser/close", noRoute(strconv.Itoa(api.SidecarProtocol)))
 	e.Sidecar.Route("GET /exec/interactive", noRoute("")) // a WebSocket's upgrade
 	e.Sidecar.Route("GET /files/raw", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -47,6 +47,9 @@ type Options struct {
 	// nil means /proc/self/exe. A jail that starts the sidecar through the
 	// host's loader sets it (jail.ServeCommand).
 	SelfCommand func(args ...string) (path string, argv []string)
+	// Usage reads the use of the cgroup the sidecar runs in, for GET
+	// /usage (usage.go); nil means it answers not_supported.
+	Usage func() (api.SidecarUsage, error)
 }
 
 // RunAs says how commands drop to the sandbox user.
@@ -144,6 +147,7 @@ func (h *Handler) routes() *http.ServeMux {
 	h.fileRoutes(m)                                                     // files_routes.go: files, search, watch, raw and archive transfer
 	h.processRoutes(m)                                                  // process_routes.go: processes, interpreter, PTY, LSP, budget, metrics
 	h.handle(m, previewPattern, h.preview)                              // preview.go: a port of the sandbox's network namespace
+	h.handle(m, "GET /usage", h.usage)                                  // usage.go: its cgroup's memory and CPU time
 	if h.opts.Claimable {
 		h.handle(m, claimPattern, h.claim) // claim.go: a warm-pool sidecar gets its sandbox's token
 	}

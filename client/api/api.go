@@ -41,7 +41,7 @@ const HeaderSidecarProtocol = "X-Sidecar-Protocol"
 // speaks. Raise it when the sidecar learns a frame, field, header or route
 // the control plane will send it, and add the feature's row to the table
 // in docs/architecture.md.
-const SidecarProtocol = 1
+const SidecarProtocol = 2
 
 // SidecarProtocolOf is the protocol version a sidecar's answer states
 // (HeaderSidecarProtocol): 0 when it states none or no number.

@@ -19,3 +19,13 @@ type SandboxStats struct {
 	// Frozen says the sandbox is stopped because the host ran out of disk.
 	Frozen bool `json:"frozen,omitempty"`
 }
+
+// SidecarUsage is a sidecar's answer to GET /usage: what its sandbox's
+// processes hold and used, read from the cgroup the sidecar runs in (a
+// kube pod's container). The kube driver's Stats (sidecar protocol 2).
+type SidecarUsage struct {
+	MemoryBytes     int64 `json:"memory_bytes"`      // all memory charged: anonymous, page cache, kernel
+	MemoryAnonBytes int64 `json:"memory_anon_bytes"` // of which anonymous
+	Pids            int64 `json:"pids"`              // tasks, threads included; 0 without the pids controller
+	CPUMicros       int64 `json:"cpu_micros"`        // CPU time used so far, in µs; 0 without CPU accounting
+}

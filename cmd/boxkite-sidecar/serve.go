@@ -128,6 +128,7 @@ func startServing(f serveFlags, token string, connState func(net.Conn, http.Conn
 		Tools:       sidecar.ToolLimits{MaxExecCount: f.budget[0], MaxExecSeconds: f.budget[1]},
 		Claimable:   f.claimable,
 		SelfCommand: selfCommand,
+		Usage:       cgroupUsage(),
 	})
 	if f.claimable {
 		// A warm pool's member: what the first exec pays once is paid now,

@@ -171,7 +171,8 @@ const lnkInfo = await sbx.files.getInfo('/home/user/lk/lnk')
 check('files.symlink', lnk && lnk.type === 'dir' && lnk.mode === 0o700 && lnk.symlinkTarget === '/home/user/lk/sub' &&
   lnkInfo.type === 'dir' && lnkInfo.symlinkTarget === '/home/user/lk/sub' && !lk.some((e) => e.name === 'dead'), { lk, lnkInfo })
 // getMetrics' cpuUsedPct is the sandbox's CPU use (the local driver's
-// cgroup; the kube driver does not account for it yet)
+// cgroup; on kube, server/kube's TestStatsOnKube checks it, the pod's
+// sidecar reading its container's cgroup)
 if (process.env.FLOWS_UNJAILED !== '1') {
   const spin = await sbx.commands.run('while :; do :; done', { background: true, timeoutMs: 0 })
   let cpu = 0

@@ -22,14 +22,13 @@ func (s *Service) sandboxStats(w http.ResponseWriter, r *http.Request) error {
 	}
 	sd, ok := driverAs[model.StatsDriver](s)
 	if !ok {
-		e := api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "the %s driver does not report sandbox usage", sb.Driver)
-		if sb.Driver == "kube" {
-			e = e.WithHint(fmt.Sprintf("the cluster's metrics have its pod's: kubectl top pod -l boxkite.dev/sandbox=%s in the sandbox namespace", sb.ID))
-		}
-		return e
+		return api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "the %s driver does not report sandbox usage", sb.Driver)
 	}
 	st, err := sd.Stats(r.Context(), sb.ID)
 	switch {
+	case errors.Is(err, model.ErrNoStats) && sb.Driver == "kube": // a pod whose container has no cgroup the sidecar can read
+		return api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "sandbox %s's pod has no resource accounting its sidecar can read", sb.ID).
+			WithHint(fmt.Sprintf("the cluster's metrics have its pod's: kubectl top pod -l boxkite.dev/sandbox=%s in the sandbox namespace", sb.ID))
 	case errors.Is(err, model.ErrNoStats):
 		return api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "this server has no resource accounting for sandboxes").
 			WithHint("run boxkite-server as root on a host with cgroups so each sandbox gets its own")

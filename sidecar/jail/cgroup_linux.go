@@ -47,6 +47,7 @@ type Cgroups struct {
 	v2      string            // our cgroup in a cgroup2 hierarchy with the controllers; "" in v1 mode
 	v1      map[string]string // controller → our cgroup in its v1 hierarchy
 	killDir string            // v1 mode: our cgroup in a controller-less cgroup2 hierarchy, or ""
+	acct    string            // v1 mode: our cgroup in the cpuacct hierarchy, or "" (Own reads CPU time there)
 }
 
 // DetectCgroups finds the calling process's cgroups from
@@ -91,10 +92,13 @@ func DetectCgroups(root string) (*Cgroups, error) {
 			if slices.Contains(v1Controllers, ctl) && c.v1[ctl] == "" {
 				c.v1[ctl] = dir
 			}
+			if ctl == "cpuacct" && c.acct == "" {
+				c.acct = dir
+			}
 		}
 	}
 	if c.v2 != "" {
-		c.v1, c.killDir = nil, ""
+		c.v1, c.killDir, c.acct = nil, "", ""
 	}
 	if c.v2 == "" && !slices.ContainsFunc(controllers, func(ctl string) bool { return c.v1[ctl] != "" }) {
 		return nil, errors.New("detect cgroups: no memory, pids or cpu controller is mounted")

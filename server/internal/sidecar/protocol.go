@@ -24,6 +24,11 @@ const (
 	// path. An older sidecar copies them too: the kube driver leaves their
 	// entries out of the copy itself.
 	ProtoArchiveOneFileSystem = 1
+	// ProtoUsage: GET /usage answers the memory and CPU time of the
+	// cgroup the sidecar runs in (a pod's container). An older sidecar
+	// answers its "no route" 404: the kube driver's Stats answers 501
+	// not_supported that says the sidecar is older.
+	ProtoUsage = 2
 )
 
 // protocolTransport records the protocol version each answer of a
