@@ -22,7 +22,7 @@ func TestStatsOnKube(t *testing.T) {
 	e.start(t)
 	ctx := context.Background()
 	c := e.client()
-	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Size: api.SizeSmall})
 	if err != nil {
 		t.Fatal(err)
 	}
