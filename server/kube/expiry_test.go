@@ -52,11 +52,8 @@ func checkExpiry(t *testing.T, e *env, sb *api.Sandbox, when string) {
 func TestExpiryAnnotation(t *testing.T) {
 	e := newEnv(t, kube.Config{PoolSize: 1, SnapshotDir: t.TempDir()})
 	e.start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	pool := make(chan struct{})
-	go func() { defer close(pool); e.driver.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-pool })
-	waitFor(t, "a warm pod", func() bool { return e.driver.PoolStats().Ready == 1 })
+	runPool(t, e)
+	ctx := context.Background()
 	c := e.client()
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: "warm", LifetimeMinutes: 2})
 	if err != nil {
@@ -96,6 +93,17 @@ func TestExpiryAnnotation(t *testing.T) {
 		t.Fatalf("resume: expires_at %v, want after %v (moved on by the pause)", resumed.ExpiresAt, extended.ExpiresAt)
 	}
 	checkExpiry(t, e, resumed, "resumed")
+}
+
+// runPool keeps the running server's warm pool filled until t ends, and
+// waits for its first warm pod.
+func runPool(t *testing.T, e *env) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pool := make(chan struct{})
+	go func() { defer close(pool); e.driver.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-pool })
+	waitFor(t, "a warm pod", func() bool { return e.driver.PoolStats().Ready == 1 })
 }
 
 // e2bCall makes an E2B REST call with the env's key and returns the
