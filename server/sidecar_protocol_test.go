@@ -124,6 +124,10 @@ func TestSandboxSidecarProtocol(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, server.Config{})
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	// A call through the sidecar: its answer states the protocol.
+	if resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "true"}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("exec: %d %s", resp.StatusCode, body)
+	}
 	get := func() (api.Sandbox, string) {
 		resp, body := e.do("GET", sandboxPath(sb.ID), e.KeyA, nil)
 		var got api.Sandbox
