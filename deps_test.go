@@ -228,6 +228,8 @@ var rules = map[string]depRule{
 	"internal/objtest": {ours: []string{"server/storagesync", "internal/testport"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
 	// Ports for tests that restart a server on the same port.
 	"internal/testport": {stdOnly: true},
+	// Builds the sidecar linked with cgo, for the local driver's and servertest's tests.
+	"internal/cgosidecar": {stdOnly: true},
 	// The socket() probe of the AF_VSOCK refusal's tests (the sidecar's, the jail's).
 	"internal/sockprobe": {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	"server/oauth": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/authn"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{
