@@ -380,7 +380,14 @@ func (s *Service) getSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, sb.ToAPI())
+	out := sb.ToAPI()
+	// What its sidecar last stated to this server, so an operator sees
+	// one older than the server (docs/architecture.md, "Sidecar protocol
+	// versions"); a list does not say it.
+	if v, ok := s.sidecars.Protocol(sb.ID); ok && sb.Active() {
+		out.SidecarProtocol = &v
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
