@@ -17,16 +17,16 @@ import (
 // requests and its orphan reaper's wake. Session 22 counted 199 of 200
 // such sandboxes at four and one at five. The sandboxes are made and used
 // while busy loops hold the CPUs; the loops stop, and each sidecar must
-// then reach four threads. Before session 23 (idle27) 1-2 of the 40 kept a
-// fifth for good in 4 runs of 5 at load 80-95: the runtime started it as
-// the trimmer's last count (a system call it knew of) or the reaper going
-// back to sleep handed the one P off (jail.CountThreads, jail.ReaperAsleep).
-// Takes 10 s on a loaded host when it passes, a minute when it fails.
+// then reach four threads. Before session 23 (idle27) one of the 40 kept a
+// fifth for good in 4 of 17 runs at load 70-97: the runtime started it as
+// the trimmer's last count (a system call it knew of) handed the one P off
+// (jail.CountThreads; jail.ReaperAsleep guards the reaper's own handoff).
+// Takes about 10 s on a loaded host when it passes, a minute when it fails.
 func TestIdleThreadsUnderLoad(t *testing.T) {
 	t.Parallel()
 	const (
 		sandboxes = 40
-		loops     = 6
+		loops     = 12
 		together  = 4
 	)
 	d := newDriver(t)
