@@ -49,8 +49,9 @@ var rules = map[string]depRule{
 	"client/api":         {stdOnly: true},
 	"internal/criu":      {stdOnly: true},
 	"internal/netsource": {stdOnly: true},
+	"internal/ctxsleep":  {stdOnly: true},
 	"internal/apihttp":   {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{"github.com/spf13/cobra": "HTTP plumbing of the two APIs; the sidecar binary links it and stays small"})},
-	"client": {ours: []string{"client/api"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
+	"client": {ours: []string{"client/api", "internal/ctxsleep"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"github.com/spf13/cobra":             "the client is a library; the CLI wraps it",
 		"github.com/charmbracelet/bubbletea": "the client is a library; the TUI wraps it",
 		"database/sql":                       "the client talks HTTP only",
@@ -173,7 +174,7 @@ var rules = map[string]depRule{
 		"server/local":    "the service reaches the data through model.SnapshotDriver, whatever the driver",
 		"server/sqlstore": "the service keeps its records through model.SnapshotStore",
 	}},
-	"server/e2b": {ours: []string{"client/api", "internal/apihttp", "server/model", "server/internal/authz", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
+	"server/e2b": {ours: []string{"client/api", "internal/apihttp", "internal/ctxsleep", "server/model", "server/internal/authz", "server/e2b/envd"}, forbidden: merge(clientGo, sqlDriver, imageLib, map[string]string{
 		"server/sqlstore": "the E2B facade keeps its records through its Store interface; the control plane (whose package it may not import either) wires the SQL store in",
 		"server/local":    "the facade reaches sandboxes through the control plane, whatever the driver",
 	})},
@@ -227,6 +228,8 @@ var rules = map[string]depRule{
 	"internal/objtest": {ours: []string{"server/storagesync", "internal/testport"}, forbidden: merge(clientGo, sqlDriver, imageLib)},
 	// Ports for tests that restart a server on the same port.
 	"internal/testport": {stdOnly: true},
+	// Builds the sidecar linked with cgo, for the local driver's and servertest's tests.
+	"internal/cgosidecar": {stdOnly: true},
 	// The socket() probe of the AF_VSOCK refusal's tests (the sidecar's, the jail's).
 	"internal/sockprobe": {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	"server/oauth": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/authn"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/ctxsleep"
 	"github.com/go-resty/resty/v2"
 )
 
@@ -166,7 +167,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 		if e, ok := err.(*api.Error); !ok || attempt >= c.MaxRetries || !retryable(e, resp.Header()) || !replayable(r) {
 			return nil, err
 		}
-		if serr := sleepCtx(ctx, c.retryWait(attempt, resp.Header())); serr != nil {
+		if serr := ctxsleep.Sleep(ctx, c.retryWait(attempt, resp.Header())); serr != nil {
 			return nil, err
 		}
 	}

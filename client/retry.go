@@ -105,18 +105,6 @@ func replayable(r *resty.Request) bool {
 	return !reader
 }
 
-// sleepCtx waits d, or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // releaseVersion matches a release: v1.2.3, 1.2.3-rc1 (a pseudo-version
 // v0.0.0-… is none).
 var releaseVersion = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)(.*)$`)

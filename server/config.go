@@ -85,11 +85,13 @@ type Config struct {
 	// for, per stream; default DefaultMaxExecOutput, at most
 	// api.MaxExecOutput. A JSON exec result is held in memory whole.
 	MaxExecOutputBytes int64
-	// HeldOutputBytes bounds the memory all JSON exec answers together
-	// hold until they are audited: a JSON exec reserves
-	// exec.HeldBound(max_output_bytes) before its command runs and is
-	// refused (503 host_capacity, resource held_output) when the rest is
-	// smaller; default exec.DefaultHeldOutput (an eighth of MemTotal).
+	// HeldOutputBytes bounds the memory all answers held whole (JSON
+	// execs, interpreter runs, process output pages, E2B code cells)
+	// together take until they are audited: a JSON exec reserves
+	// exec.HeldBound(max_output_bytes) before its command runs, the
+	// others hold.Interpreter or hold.ProcessOutput, and each is refused
+	// (503 host_capacity, resource held_output) when the rest is smaller;
+	// default exec.DefaultHeldOutput (an eighth of MemTotal).
 	HeldOutputBytes int64
 	// HeldOutputAccountBytes is the share of HeldOutputBytes one account
 	// may hold (429 limit_exceeded past it); default half of it.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/e2bport"
+	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -21,6 +22,9 @@ func (s *Server) MountE2B(h http.Handler, match func(*http.Request) bool) {
 // (server/e2bport).
 func (s *Server) E2B() e2b.ControlPlane { return s.e2bPort }
 
+// e2bHeldHint is the way around a held-output refusal of an E2B code cell.
+const e2bHeldHint = "retry when your account's other code cells, JSON execs and process output reads have answered"
+
 // newE2BPort wires the E2B facade's port: its auth part on the guard's
 // credential plumbing, its lifecycle on the lifecycle hub and the
 // snapshot service, its envd sessions on the sidecars.
@@ -34,6 +38,9 @@ func (s *Server) newE2BPort() (err error) {
 		Allowlists: s.allowlists, Sidecars: s.sidecars, Audit: s.alog, DialSidecarWS: s.dialSidecarWS,
 		WatchRevocation: func(keyID string, expires *time.Time, cancel context.CancelCauseFunc) func() {
 			return s.watchCredential(keyID, expires, cancel)
+		},
+		ReserveInterpreter: func(account string) (func(), error) {
+			return s.held.Reserve(account, hold.Interpreter, "code cell", e2bHeldHint)
 		},
 	})
 	return err

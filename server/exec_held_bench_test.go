@@ -17,7 +17,7 @@ import (
 // BenchmarkJSONExecHeld measures what the control plane allocates for one
 // JSON exec whose answer carries 16 MiB of stdout (issue 27, session 22):
 // its B/op, divided by the output, is about how many copies of the answer
-// the server keeps while it holds it (exec.HeldCopies).
+// the server keeps while it holds it (hold.Copies).
 func BenchmarkJSONExecHeld(b *testing.B) {
 	// plain has no escapes in its JSON; lines, the usual output, has one
 	// newline every 80 bytes.

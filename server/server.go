@@ -76,6 +76,9 @@ type Server struct {
 	scrubIdle time.Duration
 	// revocations ends requests whose credential is revoked (revoke.go).
 	revocations *revocations
+	// held bounds the memory the answers held whole take (JSON execs,
+	// interpreter runs, process output pages; exec.HeldBudget).
+	held *exec.HeldBudget
 
 	jwt     jwtKeys
 	hasher  *authn.Hasher
@@ -161,6 +164,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		watchKeepAlive:  auditlog.DefaultKeepAlive,
 		scrubIdle:       scrub.DefaultIdleFlush,
 		revocations:     newRevocations(),
+		held:            exec.NewHeldBudget(cfg.HeldOutputBytes, cfg.HeldOutputAccountBytes),
 		hasher:          authn.NewHasher(),
 		limiter:         limits.NewRateLimiter(),
 		streamingPOST:   map[string]bool{}, // filled by mount

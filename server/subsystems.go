@@ -132,6 +132,7 @@ func (s *Server) newProxy() (err error) {
 		FlushesFiles:     s.sandboxes.FlushesFiles,
 		ScrubsOutput:     scrubsOutput,
 		ScrubIdle:        func() time.Duration { return s.scrubIdle },
+		ReserveHeld:      s.held.Reserve,
 	})
 	return err
 }
@@ -155,7 +156,7 @@ func (s *Server) newExec() (err error) {
 		ObserveExec:    s.metrics.Exec,
 		SecretEnv:      s.cfg.Secrets.ExecEnv(s.cfg.SecretEnv),
 		MaxOutputBytes: s.cfg.MaxExecOutputBytes,
-		HeldOutput:     exec.NewHeldBudget(s.cfg.HeldOutputBytes, s.cfg.HeldOutputAccountBytes),
+		HeldOutput:     s.held,
 	})
 	return err
 }

@@ -53,8 +53,8 @@ var (
 )
 
 const (
-	interpreterOutputCap = 256 << 10 // stdout and stderr of one request, together, in a JSON answer
-	interpreterMemory    = 1 << 30   // address space of the interpreter, as the reference's ulimit -v
+	interpreterOutputCap = api.MaxInterpreterOutput // stdout and stderr of one request, together, in a JSON answer
+	interpreterMemory    = 1 << 30                  // address space of the interpreter, as the reference's ulimit -v
 	interpreterStartup   = 15 * time.Second
 )
 

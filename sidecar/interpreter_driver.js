@@ -49,6 +49,27 @@ function reply(obj) {
   replies.write(JSON.stringify(obj) + '\n');
 }
 
+// cut returns text at most CAP bytes (UTF-8), which the server's
+// held-output budget counts on: its start marked "... (truncated)", or,
+// middle, its start and its end around the mark (a stack's first line is
+// the error, its last the outermost frame).
+function cut(text, middle) {
+  const b = Buffer.from(text, 'utf8');
+  if (b.length <= CAP) return text;
+  // Cut at character boundaries: a continuation byte is 10xxxxxx.
+  const head = (n) => {
+    while (n > 0 && (b[n] & 0xc0) === 0x80) n--;
+    return b.subarray(0, n).toString('utf8');
+  };
+  if (middle) {
+    const half = Math.floor(CAP / 2);
+    let i = b.length - half;
+    while (i < b.length && (b[i] & 0xc0) === 0x80) i++;
+    return head(half) + '\n... (truncated) ...\n' + b.subarray(i).toString('utf8');
+  }
+  return head(CAP) + '... (truncated)';
+}
+
 async function run(code) {
   captured = [];
   size = 0;
@@ -61,10 +82,10 @@ async function run(code) {
       value = await value;
     }
     if (value !== undefined) {
-      result = util.inspect(value, { depth: 4, maxArrayLength: 100, breakLength: 120 });
+      result = cut(util.inspect(value, { depth: 4, maxArrayLength: 100, breakLength: 120 }), false);
     }
   } catch (e) {
-    error = e && e.stack ? String(e.stack) : String(e);
+    error = cut(e && e.stack ? String(e.stack) : String(e), true);
   }
   // Output written by callbacks of this request that already ran.
   await new Promise((resolve) => setImmediate(resolve));

@@ -271,10 +271,21 @@ def run(code, scope):
     value = eval(compile(last, "<input>", "eval"), scope)
     if value is None:
         return None
-    text = repr(value)
-    if len(text) > CAP:
-        text = text[:CAP] + "... (truncated)"
-    return text
+    return cut(repr(value))
+
+
+def cut(text, middle=False):
+    """text at most CAP bytes (UTF-8), which the server's held-output
+    budget counts on: its start marked "... (truncated)", or, middle, its
+    start and its end around the mark (a traceback's last line is the
+    exception)."""
+    b = text.encode("utf-8", "surrogatepass")
+    if len(b) <= CAP:
+        return text
+    if middle:
+        half = CAP // 2
+        return b[:half].decode("utf-8", "ignore") + "\n... (truncated) ...\n" + b[-half:].decode("utf-8", "ignore")
+    return b[:CAP].decode("utf-8", "ignore") + "... (truncated)"
 
 
 def with_env(env, code, scope):
@@ -342,7 +353,7 @@ def main():
                 if t.tb_next.tb_frame.f_code.co_filename == DRIVER:
                     t.tb_next = None
                 t = t.tb_next
-            error = "".join(traceback.format_exception(type(e), e, tb))
+            error = cut("".join(traceback.format_exception(type(e), e, tb)), middle=True)
         finish()
         with out.lock:
             out.write_line({"result": result, "error": error})

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // ToolLimits bound the long-lived tools of a sandbox. A zero field takes the
@@ -45,7 +47,7 @@ func (l ToolLimits) withDefaults() ToolLimits {
 		}
 	}
 	def(&l.MaxProcesses, 4)
-	def(&l.ProcessOutputBytes, 256<<10)
+	def(&l.ProcessOutputBytes, api.MaxProcessOutput)
 	def(&l.ProcessTable, 64)
 	defDur(&l.ProcessStopGrace, 5*time.Second)
 	defDur(&l.KeepAlive, 15*time.Second)

@@ -42,18 +42,6 @@ type inotify struct {
 	written uint32
 }
 
-// watchDir waits up to timeout for changes under the directory at root and
-// returns the first batch, deduplicated; none means it timed out. ctx ends
-// it early.
-func watchDir(ctx context.Context, v *fsView, root *cursor, recursive bool, timeout time.Duration, maxDirs int) ([]api.WatchChange, error) {
-	in, err := openWatch(v, root, recursive, maxDirs)
-	if err != nil {
-		return nil, err
-	}
-	defer in.close()
-	return in.next(ctx, time.Now().Add(timeout))
-}
-
 // openWatch arms inotify on the directory at root (and, recursive, every
 // directory below it); from its return on, changes are seen.
 func openWatch(v *fsView, root *cursor, recursive bool, maxDirs int) (*inotify, error) {

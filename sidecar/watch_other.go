@@ -10,11 +10,7 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
-// watchDir needs inotify; sandboxes only run on Linux.
-func watchDir(context.Context, *fsView, *cursor, bool, time.Duration, int) ([]api.WatchChange, error) {
-	return nil, api.Errorf(http.StatusNotImplemented, api.CodeNotSupported, "watch needs Linux inotify")
-}
-
+// inotify needs Linux; sandboxes only run on Linux.
 type inotify struct{}
 
 func openWatch(*fsView, *cursor, bool, int) (*inotify, error) {

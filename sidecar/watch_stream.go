@@ -18,26 +18,11 @@ const watchStreamKeepAlive = 15 * time.Second
 // missed; then a "changes" line per batch and "keepalive" lines, until
 // timeout_seconds (0: until the client leaves) or an error.
 func (h *Handler) watchStream(w http.ResponseWriter, r *http.Request) error {
-	var req api.WatchRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		return err
-	}
-	v, t, done, err := h.openTarget(req.Path, true)
+	req, in, stop, err := h.armWatch(w, r)
 	if err != nil {
 		return err
 	}
-	defer done()
-	switch {
-	case !t.exists:
-		return errDirNotFound(req.Path)
-	case !t.isDir():
-		return errNotDirectory(req.Path)
-	}
-	in, err := openWatch(v, t.cur, req.Recursive, h.limits().WatchMaxDirs)
-	if err != nil {
-		return fileError(err, "watch", req.Path)
-	}
-	defer in.close()
+	defer stop()
 	var end time.Time
 	if req.TimeoutSeconds > 0 {
 		end = time.Now().Add(time.Duration(req.TimeoutSeconds * float64(time.Second)))

@@ -22,6 +22,11 @@ const DefaultProcessRuntime = 3600
 // MaxProcessInput is the largest data one POST …/input accepts (10 MiB).
 const MaxProcessInput = 10 << 20
 
+// MaxProcessOutput is how much of a background process's merged output
+// its sidecar keeps (the newest bytes), and so the most one output page
+// (GET …/processes/{pid}/output) carries.
+const MaxProcessOutput = 256 << 10
+
 // ProcessStartRequest is the body of POST /process/start.
 type ProcessStartRequest struct {
 	Command           string `json:"command"`
@@ -129,6 +134,12 @@ const (
 	DefaultInterpreterTimeout = 30
 	MaxInterpreterTimeout     = 300
 )
+
+// MaxInterpreterOutput bounds each of an interpreter run's stdout (stdout
+// and stderr together), result and error: the sidecar's drivers cut
+// what is longer (a result or an error is cut to that many characters,
+// marked "... (truncated)").
+const MaxInterpreterOutput = 256 << 10
 
 // InterpreterExecRequest is the body of POST /interpreter/exec.
 type InterpreterExecRequest struct {

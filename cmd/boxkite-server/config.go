@@ -223,8 +223,8 @@ func newFlagSet(o *options, getenv func(string) string, out io.Writer) *flag.Fla
 	fs.Int64Var(&o.maxHostThreads, "max-host-threads", 0, "local driver: the host's tasks (threads included) creates may approach, a tenth kept in reserve (0: the kernel's pid_max or threads-max, whichever is smaller)")
 	fs.Int64Var(&o.maxSandboxThreads, "max-sandbox-threads", 0, "local driver: the tasks all sandboxes together may hold before creates are refused with 503 host_capacity (0: no cap of its own)")
 	fs.Int64Var(&o.minFreeMemoryMiB, "min-free-memory-mib", 0, "local driver: available memory (MiB) creates leave on the host (0: 256, or a twentieth of the memory if more)")
-	fs.Int64Var(&o.heldOutputMiB, "held-output-mib", 0, "memory (MiB) all JSON (non-streamed) exec answers together may hold until audited; an exec reserves 4 × (2 × max_output_bytes + 64 KiB) before it runs, else 503 host_capacity (0: an eighth of the host's memory)")
-	fs.Int64Var(&o.heldOutputAcctMiB, "held-output-account-mib", 0, "the share (MiB) of --held-output-mib one account's JSON execs may hold at once, else 429 limit_exceeded (0: half of it)")
+	fs.Int64Var(&o.heldOutputMiB, "held-output-mib", 0, "memory (MiB) all answers held whole (JSON exec, interpreter and process output answers) together may take until audited; an exec reserves 4 × (2 × max_output_bytes + 64 KiB) before it runs, else 503 host_capacity (0: an eighth of the host's memory)")
+	fs.Int64Var(&o.heldOutputAcctMiB, "held-output-account-mib", 0, "the share (MiB) of --held-output-mib one account's held answers may take at once, else 429 limit_exceeded (0: half of it)")
 	storageFlags(fs, &o.storage)
 	o.secretPaths = map[string]string{}
 	for _, sf := range secretFiles {

@@ -105,7 +105,7 @@ func runInit(args []string) (int, error) {
 	// its requests (--idle-threads). Safe while serve runs: it is a child
 	// of this locked main thread, which is never ended, and the others
 	// are ended only while they have no child (jail.TrimThreads).
-	newThreadTrimmer(jailThreads, func() {})
+	newThreadTrimmer(jailThreads, func() {}, nil)
 	// serve runs with one P, as serveAsInit does: fewer threads.
 	env := append(slices.Clip(serveEnv), "GOMAXPROCS="+strconv.Itoa(jailMaxProcs))
 	code, err := jail.Init(path, argv, env, []*os.File{r, ln})
@@ -173,7 +173,7 @@ func serveAsInit(l jail.Launch, claimable bool) error {
 	if err := fs.Parse(jailServeArgs(l, &claimable)); err != nil {
 		return err
 	}
-	trim := newThreadTrimmer(jailThreads, wakeReaper)
+	trim := newThreadTrimmer(jailThreads, wakeReaper, jail.ReaperAsleep)
 	_, errc, err := startServing(f, l.Token, trim.connState)
 	if err != nil {
 		return err
@@ -233,13 +233,23 @@ const trimAfterWake = 100 * time.Millisecond
 // exits, which wakes nothing, and a reaper asleep with no child relies on
 // each orphan's SIGCHLD to learn of its exit, which can be missed
 // (jail.ReapOrphans). Woken, it finds them and waits for them in wait4.
+//
+// A trim counts as done only once the reaper is back asleep
+// (jail.ReaperAsleep): as it goes back to sleep the runtime hands its P
+// to another thread, starting one when none idles, and a trim that ran
+// before (a reaper held up past the trim's 100 ms on a loaded host) would
+// leave that thread for good. Nor does a trim make a thread itself after
+// its last count (jail.CountThreads). Before both, 1-2 of 40 sidecars
+// made under load kept a fifth thread (TestIdleThreadsUnderLoad in
+// server/local; issue 27 item 4).
 type threadTrimmer struct {
-	mu    sync.Mutex
-	max   int
-	wake  func() // wakes the orphan reaper
-	trim  *time.Timer
-	freed bool // no request ended since the heap was last returned
-	tries int  // trims since the last request or wake that left threads over max
+	mu     sync.Mutex
+	max    int
+	wake   func()      // wakes the orphan reaper
+	asleep func() bool // whether the reaper sleeps; nil: there is none
+	trim   *time.Timer
+	freed  bool // no request ended since the heap was last returned
+	tries  int  // trims since the last request or wake that left threads over max
 }
 
 // trimTries is how many times in a row the sidecar trims when threads
@@ -255,20 +265,23 @@ type threadTrimmer struct {
 // cost an idle sidecar nothing it would notice.
 const trimTries = 8
 
-func newThreadTrimmer(max int, wakeReaper func()) *threadTrimmer {
-	t := &threadTrimmer{max: max, wake: wakeReaper}
+func newThreadTrimmer(max int, wakeReaper func(), reaperAsleep func() bool) *threadTrimmer {
+	t := &threadTrimmer{max: max, wake: wakeReaper, asleep: reaperAsleep}
 	t.trim = time.AfterFunc(trimDelay, t.run)
 	return t
 }
 
 // run trims the threads and, if a request ended (or the sidecar started)
 // since it last did, returns the heap's free pages and wakes the reaper.
+// It tries again later while threads stay over max or the reaper was
+// awake as it began.
 func (t *threadTrimmer) run() {
+	asleep := t.asleep == nil || t.asleep()
 	n, err := jail.TrimThreads(t.max)
 	t.mu.Lock()
 	free := !t.freed
 	t.freed = true
-	if err == nil && n > t.max && t.tries < trimTries {
+	if err == nil && (n > t.max || !asleep) && t.tries < trimTries {
 		t.trim.Reset(trimAfterWake << t.tries)
 		t.tries++
 	}
@@ -346,7 +359,7 @@ func idleTrim(max int) func(net.Conn, http.ConnState) {
 	if max <= 0 {
 		return nil
 	}
-	return newThreadTrimmer(max, func() {}).connState
+	return newThreadTrimmer(max, func() {}, nil).connState
 }
 
 // after makes the next trim happen after d.

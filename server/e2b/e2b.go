@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/ctxsleep"
 	"github.com/boxkite/boxkite/server/e2b/envd"
 )
 
@@ -31,7 +32,8 @@ type Handler struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	now    func() time.Time
-	sleep  func(context.Context, time.Duration) error // nil: sleepCtx
+	sleep  func(context.Context, time.Duration) error // ctxsleep.Sleep but in tests
+	cpu    cpuSamples                                 // getMetrics' last reading per sandbox
 }
 
 // New returns a Handler serving cp's sandboxes, keeping E2B's records in
@@ -43,7 +45,7 @@ func New(cp ControlPlane, store Store, log *slog.Logger) *Handler {
 	store = authorized{store} // every call authorized against the request's caller
 	tokens := envd.NewTokens(cp.TokenKey)
 	h := &Handler{
-		cp: cp, store: store, tokens: tokens, log: log, mux: http.NewServeMux(), now: time.Now,
+		cp: cp, store: store, tokens: tokens, log: log, mux: http.NewServeMux(), now: time.Now, sleep: ctxsleep.Sleep,
 		envd: envd.New(envd.Options{Sandboxes: sessions{cp, store}, Tokens: tokens, Log: log}),
 	}
 	h.routes()

@@ -255,6 +255,7 @@ func (h *Handler) kill(w http.ResponseWriter, r *http.Request, c Caller) error {
 	if err := h.cp.Destroy(r.Context(), c, r.PathValue("id")); err != nil {
 		return err
 	}
+	h.cpu.forget(r.PathValue("id"))
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -399,6 +400,7 @@ func (h *Handler) metrics(w http.ResponseWriter, r *http.Request, c Caller) erro
 	}
 	u, _, err := h.cp.Usage(r.Context(), c, id)
 	if err != nil {
+		h.cpu.forget(id)
 		return err
 	}
 	size := sizes[sb.Size]
@@ -413,51 +415,6 @@ func (h *Handler) metrics(w http.ResponseWriter, r *http.Request, c Caller) erro
 		DiskTotal: cmp.Or(u.DiskTotalBytes, int64(sb.StorageGB*(1<<30))),
 	}})
 	return nil
-}
-
-// cpuWindow is how long getMetrics watches a sandbox's CPU time: a use
-// in percent is a rate, which one reading cannot tell (envd's is over the
-// time since its previous sample).
-const cpuWindow = 250 * time.Millisecond
-
-// cpuUsedPct is the share of its cpus the sandbox used over cpuWindow
-// from first, a reading of its use, in percent of all of them (0 to 100,
-// as envd's gopsutil cpu.Percent); 0 when the driver does not account
-// for CPU time. It was always 0.
-func (h *Handler) cpuUsedPct(ctx context.Context, c Caller, id string, first Usage, cpus int) (float64, error) {
-	if first.CPUMicros <= 0 || cpus < 1 {
-		return 0, nil
-	}
-	start := h.now()
-	sleep := h.sleep
-	if sleep == nil {
-		sleep = sleepCtx
-	}
-	if err := sleep(ctx, cpuWindow); err != nil {
-		return 0, err
-	}
-	u, _, err := h.cp.Usage(ctx, c, id)
-	if err != nil {
-		return 0, err
-	}
-	elapsed := h.now().Sub(start)
-	if elapsed <= 0 || u.CPUMicros < first.CPUMicros {
-		return 0, nil
-	}
-	pct := float64(u.CPUMicros-first.CPUMicros) / float64(elapsed.Microseconds()*int64(cpus)) * 100
-	return math.Round(min(pct, 100)*100) / 100, nil
-}
-
-// sleepCtx waits d, or less when ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // network serves PUT /sandboxes/{id}/network: boxkite's sandboxes reach

@@ -79,6 +79,9 @@ type Deps struct {
 	// WatchRevocation calls cancel when the key is revoked, or when it
 	// expires at expires (nil: never); stop ends it.
 	WatchRevocation func(keyID string, expires *time.Time, cancel context.CancelCauseFunc) (stop func())
+	// ReserveInterpreter reserves a code cell's held outcome for account
+	// of the server's held-output budget (exec.HeldBudget).
+	ReserveInterpreter func(account string) (release func(), err error)
 }
 
 // Port is e2b.ControlPlane, its three parts side by side.
@@ -94,7 +97,7 @@ var _ e2b.ControlPlane = Port{}
 func New(d Deps) (Port, error) {
 	if d.Store == nil || d.Log == nil || d.Now == nil || d.Touch == nil || d.TokenSecret == nil || d.CredentialValid == nil ||
 		d.Sandboxes == nil || d.Snapshots == nil || d.Driver == nil || d.Allowlists == nil || d.Sidecars == nil ||
-		d.Audit == nil || d.DialSidecarWS == nil || d.WatchRevocation == nil {
+		d.Audit == nil || d.DialSidecarWS == nil || d.WatchRevocation == nil || d.ReserveInterpreter == nil {
 		return Port{}, errors.New("e2bport: a dependency is missing")
 	}
 	a := &Auth{d: d}

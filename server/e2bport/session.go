@@ -125,6 +125,8 @@ func (e *session) SandboxID() string      { return e.sb.ID }
 func (e *session) Env() map[string]string { return e.env }
 func (e *session) ScrubOutput() bool      { return !e.acct.KeepOutputSecrets }
 
+func (e *session) ReserveInterpreter() (func(), error) { return e.d.ReserveInterpreter(e.sb.AccountID) }
+
 func (e *session) allowlist(ctx context.Context) (*allowlist.Rules, error) {
 	rules, err := e.d.Store.AllowedCommands(ctx, e.acct.ID)
 	if err != nil || len(rules) == 0 {

@@ -10,32 +10,25 @@ import (
 	"sync"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/model"
 )
 
-// HeldCopies is how many bytes of the control plane's memory a JSON exec
-// may hold per byte of its answer while the answer waits for its audit
-// entry (the proxy's capture, the scrubber's buffer and its rewrite, the
-// hold): measured, with the growth of the buffers, by
-// BenchmarkJSONExecHeld.
-const HeldCopies = 4
-
-// heldOverhead is what a JSON answer holds besides its two streams: its
-// other members and their quoting.
-const heldOverhead = 64 << 10
-
 // HeldBound is what a JSON exec of maxOutput bytes a stream reserves of
-// the held-output budget: HeldCopies of its largest answer (stdout and
+// the held-output budget: hold.Answer of its largest answer (stdout and
 // stderr, each at most maxOutput).
 func HeldBound(maxOutput int64) int64 {
-	return HeldCopies * (2*maxOutput + heldOverhead)
+	return hold.Answer(2 * maxOutput)
 }
 
-// HeldBudget bounds the memory JSON exec answers hold at once, server-wide
-// and per account, so one tenant cannot take the control plane's memory
-// (issue 27, session 22). A JSON exec reserves HeldBound before its
-// command runs and gives it back when its handler ends; a streamed exec
-// holds nothing and reserves nothing.
+// HeldBudget bounds the memory the answers the control plane holds whole
+// take at once, server-wide and per account, so one tenant cannot take
+// the control plane's memory (issue 27, sessions 22 and 23). A JSON exec
+// reserves HeldBound before its command runs and gives it back when its
+// handler ends; an interpreter run and a process output page reserve
+// hold.Interpreter and hold.ProcessOutput likewise (Reserve, through the
+// proxy's and the E2B port's Deps); a streamed exec holds nothing and
+// reserves nothing.
 type HeldBudget struct {
 	total, perAccount int64
 
@@ -57,24 +50,26 @@ func (b *HeldBudget) Used(account string) (total, acct int64) {
 	return b.used, b.byAccount[account]
 }
 
-// reserve takes n bytes for account, or answers why it cannot: 429 when
-// the account's share is spent, 503 host_capacity when the server's is.
-// release gives them back, once, whatever calls it.
-func (b *HeldBudget) reserve(account string, n int64) (release func(), err error) {
+// Reserve takes n bytes for account before what (an operation: "exec",
+// "interpreter exec") asks the sidecar, or answers why it cannot: 429
+// limit_exceeded when the account's share is spent, 503 host_capacity
+// when the server's is, both with hint. release gives them back, once,
+// whatever calls it.
+func (b *HeldBudget) Reserve(account string, n int64, what, hint string) (release func(), err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if mine := b.byAccount[account]; mine+n > b.perAccount {
 		// A fair-use refusal, shaped as limits.LimitError's.
 		return nil, &api.Error{
 			Status: http.StatusTooManyRequests, Code: api.CodeLimitExceeded,
-			Message: fmt.Sprintf("your JSON execs already hold %d bytes of output in the server's memory; an account may hold at most %d at once, and this one may need %d",
-				mine, b.perAccount, n),
-			Hint:    heldHint,
+			Message: fmt.Sprintf("%s refused: your account's JSON answers already hold %d bytes of output in the server's memory; an account may hold at most %d at once, and this one may need %d",
+				what, mine, b.perAccount, n),
+			Hint:    hint,
 			Details: map[string]any{"resource": api.HeldOutput, "used": mine, "limit": b.perAccount, "requested": n},
 		}
 	}
 	if b.used+n > b.total {
-		e := (&model.HostLimitError{Resource: api.HeldOutput, Used: b.used, Limit: b.total, Hint: heldHint}).APIError("exec")
+		e := (&model.HostLimitError{Resource: api.HeldOutput, Used: b.used, Limit: b.total, Hint: hint}).APIError(what)
 		e.Details = map[string]any{"resource": api.HeldOutput, "used": b.used, "limit": b.total, "requested": n}
 		return nil, e
 	}
@@ -93,8 +88,8 @@ func (b *HeldBudget) give(account string, n int64) {
 	}
 }
 
-// heldHint is the way around a held-output refusal: a streamed exec holds
-// nothing.
+// heldHint is the way around an exec's held-output refusal: a streamed
+// exec holds nothing.
 const heldHint = "stream the output instead (`Accept: application/x-ndjson`; `boxkite exec` streams), " +
 	"or ask for a smaller max_output_bytes, or retry when other execs have answered"
 
@@ -129,5 +124,5 @@ func (s *Service) reserveHeld(sb *model.Sandbox, req api.ExecRequest, streamed b
 	if streamed {
 		return func() {}, nil
 	}
-	return s.d.HeldOutput.reserve(sb.AccountID, HeldBound(req.MaxOutputBytes))
+	return s.d.HeldOutput.Reserve(sb.AccountID, HeldBound(req.MaxOutputBytes), "exec", heldHint)
 }

@@ -12,18 +12,18 @@ import (
 // handler's defer after a panic, say), and only what it took.
 func TestHeldBudgetReleaseOnce(t *testing.T) {
 	b := NewHeldBudget(100, 60)
-	rel1, err := b.reserve("a", 40)
+	rel1, err := b.Reserve("a", 40, "exec", heldHint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.reserve("a", 40); !isStatus(err, http.StatusTooManyRequests) {
+	if _, err := b.Reserve("a", 40, "exec", heldHint); !isStatus(err, http.StatusTooManyRequests) {
 		t.Fatalf("past the account's share: %v, want 429", err)
 	}
-	rel2, err := b.reserve("b", 60)
+	rel2, err := b.Reserve("b", 60, "exec", heldHint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.reserve("c", 1); !isStatus(err, http.StatusServiceUnavailable) {
+	if _, err := b.Reserve("c", 1, "exec", heldHint); !isStatus(err, http.StatusServiceUnavailable) {
 		t.Fatalf("past the server's budget: %v, want 503", err)
 	}
 	rel1()

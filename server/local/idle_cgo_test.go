@@ -2,16 +2,15 @@ package local
 
 import (
 	"context"
-	"debug/elf"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/boxkite/boxkite/internal/cgosidecar"
 )
 
 // TestIdleTwoProcessSidecarThreads: a sidecar linked with cgo cannot lock
@@ -25,7 +24,7 @@ import (
 // (issue 27, session 22). Takes about 3 s on a quiet host, plus the build.
 func TestIdleTwoProcessSidecarThreads(t *testing.T) {
 	t.Parallel()
-	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: cgoSidecar(t)})
+	d, err := New(Config{StateDir: t.TempDir(), SidecarPath: cgosidecar.Build(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,38 +74,4 @@ func onlyChild(t *testing.T, pid int) int {
 		t.Fatal(err)
 	}
 	return child
-}
-
-// cgoSidecar builds boxkite-sidecar with cgo (dynamically linked against
-// the host's C library) into a directory the jail's unprivileged root can
-// read.
-func cgoSidecar(t *testing.T) string {
-	t.Helper()
-	// Not below t.TempDir(), whose parent only root may enter.
-	dir, err := os.MkdirTemp("", "bxkcgo-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "boxkite-sidecar")
-	build := exec.Command("go", "build", "-o", bin, "github.com/boxkite/boxkite/cmd/boxkite-sidecar")
-	build.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build a sidecar with cgo (it needs a C compiler): %v\n%s", err, out)
-	}
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return bin
-		}
-	}
-	t.Fatal("the sidecar built with CGO_ENABLED=1 is static: this test needs one linked with cgo")
-	return ""
 }

@@ -358,6 +358,11 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (ep model.Endpoint
 	}
 	dir := d.sandboxDir(spec.ID)
 	p, ready, err := d.takePrepared(ctx, spec, dir)
+	if p.js.NetNS != nil {
+		// A slot's network namespace serves this jail alone: once started
+		// the jail holds it, and a failed start drops it with the slot.
+		defer p.js.NetNS.Close()
+	}
 	if err != nil && !ready {
 		return model.Endpoint{}, fmt.Errorf("create sandbox %s: %w", spec.ID, err)
 	}

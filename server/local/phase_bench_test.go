@@ -113,6 +113,9 @@ func benchColdPhases(b *testing.B, d *Driver) {
 			hf1, hc1 = procFaults(b, helper)
 		}
 		_ = p.lease.Close()
+		if p.js.NetNS != nil {
+			_ = p.js.NetNS.Close()
+		}
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/sidecar/jail"
 )
 
 // The prepared pool keeps Config.Prepared sandboxes' resources made ahead
@@ -18,7 +19,14 @@ import (
 // its loop device and mount, the workspace and outputs directories and
 // the cgroups are made by prepare before any request asks for them. They
 // were more than half of a cold create on the development machine (issue
-// 27; BENCHMARKS.md).
+// 27; BENCHMARKS.md). As root a slot also holds the jail's network
+// namespace, made ahead with its loopback up (jail.NewNetNS): the jail is
+// cloned into it rather than paying for a new one. Owned by the host's
+// user namespace, it is not the jail's to configure (the sandbox has only
+// lo either way, and no network capability after its lockdown). A slot's
+// namespace serves its one sandbox: Create closes the driver's file
+// whatever the start's outcome, and nothing returns a taken slot to the
+// pool. Creates no slot serves get a new namespace in their clone.
 //
 // A slot is what prepare returned for poolSpec: nothing runs in it, and no
 // token exists for it yet. Taking one for a sandbox renames its directory
@@ -159,6 +167,12 @@ func (d *Driver) prepareSlot() (_ preparedSlot, err error) {
 		}
 		return preparedSlot{}, err
 	}
+	if !p.js.Nested() {
+		if p.js.NetNS, err = jail.NewNetNS(); err != nil {
+			_ = d.removeSlot(context.Background(), preparedSlot{name: name, p: p})
+			return preparedSlot{}, err
+		}
+	}
 	// The first open of the disk, and its syncfs (2.4-5.5 ms on the
 	// request path of every cold create, issue 27): made here, handed over
 	// by takePrepared (moveDisks) as a warm member's are by its claim.
@@ -169,6 +183,9 @@ func (d *Driver) prepareSlot() (_ preparedSlot, err error) {
 // removeSlot deletes a slot that was not taken.
 func (d *Driver) removeSlot(ctx context.Context, slot preparedSlot) error {
 	_ = slot.p.lease.Close()
+	if slot.p.js.NetNS != nil {
+		_ = slot.p.js.NetNS.Close()
+	}
 	return d.removeMember(ctx, slot.name)
 }
 
@@ -210,6 +227,7 @@ func (d *Driver) takePrepared(ctx context.Context, spec model.Spec, dir string) 
 		}
 	}
 	jsCopy := p.js
+	jsCopy.NetNS = nil // the state's spec starts any later jail (a resume) in a new one
 	p.st.Jail, p.st.Limits = &jsCopy, lim
 	return p, true, nil
 }

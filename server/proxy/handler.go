@@ -71,6 +71,11 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 		// sends what the scrubber still holds.
 		out, finish := s.scrubber(rt, r, w)
 		if rt.op == "" {
+			release, err := s.reserveHeld(rt, sb)
+			if err != nil {
+				return err
+			}
+			defer release()
 			err = s.Forward(out, r, sb, c)
 			finish()
 			if errors.Is(err, sidecar.ErrStreamBroken) {
@@ -91,6 +96,11 @@ func (s *Service) handler(rt proxyRoute) func(http.ResponseWriter, *http.Request
 				return err
 			}
 		}
+		release, err := s.reserveHeld(rt, sb)
+		if err != nil {
+			return err
+		}
+		defer release()
 		// Audited: the end of the answer waits for the entry (server/internal/hold).
 		// Reads too (a download, a view, a grep), though they change
 		// nothing: docs/audit.md gives every operation on a sandbox that
@@ -229,6 +239,25 @@ func expandSidecarPath(tmpl string, r *http.Request) (string, error) {
 	})
 	return out, bad
 }
+
+// reserveHeld reserves, for a route whose JSON answer the control plane
+// may hold whole (scrubbed, and captured for the audit detail), its bound
+// of the held-output budget before the sidecar is asked; the handler
+// gives it back when it ends. Other routes reserve nothing.
+func (s *Service) reserveHeld(rt proxyRoute, sb *model.Sandbox) (func(), error) {
+	switch {
+	case rt.flags&scrubsInterpreter != 0:
+		return s.d.ReserveHeld(sb.AccountID, hold.Interpreter, strings.ReplaceAll(rt.op, "_", " "), heldHint)
+	case rt.flags&scrubsProcessOutput != 0:
+		return s.d.ReserveHeld(sb.AccountID, hold.ProcessOutput, "process output read", heldHint)
+	}
+	return func() {}, nil
+}
+
+// heldHint is the way around a held-output refusal of an interpreter run
+// or a process output page, which have no output limit to ask less of.
+const heldHint = "retry when your account's other JSON execs, interpreter runs and process output reads have answered, " +
+	"or stream instead: a streamed exec (`Accept: application/x-ndjson`) or a process's event stream (GET …/processes/{pid}/stream) holds nothing"
 
 // scrubber wraps w for a route whose answer carries command output, when
 // r's account scrubs it. finish passes on what is held; call it once the

@@ -55,6 +55,10 @@ type Deps struct {
 	// holds back its end.
 	ScrubsOutput func(r *http.Request) bool
 	ScrubIdle    func() time.Duration
+	// ReserveHeld reserves n bytes of the held-output budget for account
+	// before what asks the sidecar for an answer the control plane holds
+	// whole (exec.HeldBudget.Reserve); release gives them back.
+	ReserveHeld func(account string, n int64, what, hint string) (release func(), err error)
 }
 
 // Service proxies calls to sandboxes' sidecars.
@@ -72,7 +76,7 @@ func New(d Deps) (*Service, error) {
 	if d.Audit == nil || d.Log == nil || d.Now == nil || d.Sidecars == nil || d.Calls == nil ||
 		d.LoadActive == nil || d.FrozenAnswer == nil || d.Unreachable == nil ||
 		d.CheckBodyCommand == nil || d.AdmitWrite == nil || d.BrokenDisk == nil || d.SyncDisk == nil ||
-		d.FlushesFiles == nil || d.ScrubsOutput == nil || d.ScrubIdle == nil {
+		d.FlushesFiles == nil || d.ScrubsOutput == nil || d.ScrubIdle == nil || d.ReserveHeld == nil {
 		return nil, errors.New("proxy: a dependency is missing")
 	}
 	return &Service{d: d}, nil

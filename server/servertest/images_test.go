@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"debug/elf"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -25,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/cgosidecar"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/egress"
 	"github.com/boxkite/boxkite/server/images"
@@ -391,7 +391,7 @@ func stripRequestID(body []byte) string {
 // released; this test builds a dynamically linked one.)
 func TestImageWithoutLibcBoots(t *testing.T) {
 	t.Parallel()
-	dynamic := dynamicSidecar(t)
+	dynamic := cgosidecar.Build(t)
 	sh := filepath.Join(t.TempDir(), "sh")
 	build := exec.Command("go", "build", "-o", sh, "./testdata/staticsh")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -485,37 +485,4 @@ func accountOf(t *testing.T, s *servertest.Server) string {
 	var a api.Account
 	mustJSON(t, body, &a)
 	return a.ID
-}
-
-// dynamicSidecar builds boxkite-sidecar with cgo, linked against the
-// host's glibc, into a directory the jail's unprivileged root can read.
-func dynamicSidecar(t *testing.T) string {
-	t.Helper()
-	// Not below t.TempDir(), whose parent only root may enter.
-	dir, err := os.MkdirTemp("", "bxkdyn-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "boxkite-sidecar")
-	build := exec.Command("go", "build", "-o", bin, "github.com/boxkite/boxkite/cmd/boxkite-sidecar")
-	build.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build a dynamically linked sidecar (cgo needs a C compiler): %v\n%s", err, out)
-	}
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return bin
-		}
-	}
-	t.Fatal("the sidecar built with CGO_ENABLED=1 is static: this test needs it dynamically linked")
-	return ""
 }

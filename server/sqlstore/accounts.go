@@ -14,6 +14,18 @@ const keyColumns = `k.id, k.account_id, k.name, k.key_hash, k.prefix, k.role, k.
 
 type rowScanner interface{ Scan(dest ...any) error }
 
+// querier is what queryAllIn runs its query in: the pool or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// scanString scans a row of one text column.
+func scanString(r rowScanner) (string, error) {
+	var v string
+	err := r.Scan(&v)
+	return v, err
+}
+
 func scanKey(r rowScanner, extra ...any) (*model.APIKey, error) {
 	var k model.APIKey
 	var created int64

@@ -76,21 +76,14 @@ func (s *Store) AppendAdminAccess(ctx context.Context, a *admin.Access) error {
 
 // AdminAccessLog implements admin.Store.
 func (s *Store) AdminAccessLog(ctx context.Context, limit, offset int) ([]*admin.Access, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT id, account_id, email, key_id, method, path, query, status, at
-		FROM admin_access_log ORDER BY at DESC, id DESC LIMIT ? OFFSET ?`), limit, offset)
-	if err != nil {
-		return nil, fmt.Errorf("query admin access log: %w", err)
-	}
-	defer rows.Close()
-	var out []*admin.Access
-	for rows.Next() {
+	return queryAll(ctx, s, "admin access log", func(r rowScanner) (*admin.Access, error) {
 		var a admin.Access
 		var at int64
-		if err := rows.Scan(&a.ID, &a.AccountID, &a.Email, &a.KeyID, &a.Method, &a.Path, &a.Query, &a.Status, &at); err != nil {
-			return nil, fmt.Errorf("scan admin access: %w", err)
+		if err := r.Scan(&a.ID, &a.AccountID, &a.Email, &a.KeyID, &a.Method, &a.Path, &a.Query, &a.Status, &at); err != nil {
+			return nil, err
 		}
 		a.At = fromMicros(at)
-		out = append(out, &a)
-	}
-	return out, rows.Err()
+		return &a, nil
+	}, `SELECT id, account_id, email, key_id, method, path, query, status, at
+		FROM admin_access_log ORDER BY at DESC, id DESC LIMIT ? OFFSET ?`, limit, offset)
 }

@@ -133,31 +133,23 @@ func (s *Store) ExecLogSeq(ctx context.Context, sandboxID, entryID string) (int6
 }
 
 func (s *Store) queryExecLog(ctx context.Context, query string, args ...any) ([]*model.ExecLogEntry, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return nil, fmt.Errorf("query exec log: %w", err)
+	return queryAll(ctx, s, "exec log", scanExecLog, query, args...)
+}
+
+func scanExecLog(r rowScanner) (*model.ExecLogEntry, error) {
+	var e model.ExecLogEntry
+	var detail string
+	var exit sql.NullInt64
+	var started int64
+	if err := r.Scan(&e.ID, &e.SandboxID, &e.Seq, &e.AccountID, &e.Source, &e.Operation, &detail, &exit,
+		&e.OutputTruncated, &started, &e.DurationMS, &e.PrevHash, &e.RowHash); err != nil {
+		return nil, err
 	}
-	defer rows.Close()
-	out := []*model.ExecLogEntry{}
-	for rows.Next() {
-		var e model.ExecLogEntry
-		var detail string
-		var exit sql.NullInt64
-		var started int64
-		if err := rows.Scan(&e.ID, &e.SandboxID, &e.Seq, &e.AccountID, &e.Source, &e.Operation, &detail, &exit,
-			&e.OutputTruncated, &started, &e.DurationMS, &e.PrevHash, &e.RowHash); err != nil {
-			return nil, fmt.Errorf("scan exec log entry: %w", err)
-		}
-		e.Detail = []byte(detail)
-		e.StartedAt = fromMicros(started)
-		if exit.Valid {
-			code := int(exit.Int64)
-			e.ExitCode = &code
-		}
-		out = append(out, &e)
+	e.Detail = []byte(detail)
+	e.StartedAt = fromMicros(started)
+	if exit.Valid {
+		code := int(exit.Int64)
+		e.ExitCode = &code
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query exec log: %w", err)
-	}
-	return out, nil
+	return &e, nil
 }

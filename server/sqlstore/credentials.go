@@ -110,24 +110,8 @@ func (s *Store) PasswordHash(ctx context.Context, email string) (*model.Account,
 
 // ListAPIKeys implements model.CredentialStore.
 func (s *Store) ListAPIKeys(ctx context.Context, accountID string) ([]*model.APIKey, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+keyColumns+` FROM api_keys k
-		WHERE k.account_id = ? ORDER BY k.created_at DESC, k.id DESC`), accountID)
-	if err != nil {
-		return nil, fmt.Errorf("query api keys: %w", err)
-	}
-	defer rows.Close()
-	out := []*model.APIKey{}
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan api key: %w", err)
-		}
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query api keys: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "api keys", func(r rowScanner) (*model.APIKey, error) { return scanKey(r) },
+		`SELECT `+keyColumns+` FROM api_keys k WHERE k.account_id = ? ORDER BY k.created_at DESC, k.id DESC`, accountID)
 }
 
 // EnsureSetting implements model.CredentialStore.
@@ -159,42 +143,30 @@ func (s *Store) CreateSSHKey(ctx context.Context, k *model.SSHKey) error {
 
 // ListSSHKeys implements model.SSHKeyStore.
 func (s *Store) ListSSHKeys(ctx context.Context, accountID string) ([]*model.SSHKey, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+sshKeyColumns+` FROM ssh_keys
-		WHERE account_id = ? ORDER BY created_at, id`), accountID)
-	if err != nil {
-		return nil, fmt.Errorf("query ssh keys: %w", err)
+	return queryAll(ctx, s, "ssh keys", scanSSHKey, `SELECT `+sshKeyColumns+` FROM ssh_keys
+		WHERE account_id = ? ORDER BY created_at, id`, accountID)
+}
+
+func scanSSHKey(r rowScanner) (*model.SSHKey, error) {
+	var k model.SSHKey
+	var created int64
+	if err := r.Scan(&k.ID, &k.AccountID, &k.Name, &k.PublicKey, &k.Fingerprint, &created, &k.MemberID); err != nil {
+		return nil, err
 	}
-	defer rows.Close()
-	out := []*model.SSHKey{}
-	for rows.Next() {
-		var k model.SSHKey
-		var created int64
-		if err := rows.Scan(&k.ID, &k.AccountID, &k.Name, &k.PublicKey, &k.Fingerprint, &created, &k.MemberID); err != nil {
-			return nil, fmt.Errorf("scan ssh key: %w", err)
-		}
-		k.CreatedAt = fromMicros(created)
-		out = append(out, &k)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query ssh keys: %w", err)
-	}
-	return out, nil
+	k.CreatedAt = fromMicros(created)
+	return &k, nil
 }
 
 // SSHKeyByFingerprint implements model.SSHKeyStore.
 func (s *Store) SSHKeyByFingerprint(ctx context.Context, fingerprint string) (*model.SSHKey, error) {
-	var k model.SSHKey
-	var created int64
-	err := s.db.QueryRowContext(ctx, s.q(`SELECT `+sshKeyColumns+` FROM ssh_keys WHERE fingerprint = ?`), fingerprint).
-		Scan(&k.ID, &k.AccountID, &k.Name, &k.PublicKey, &k.Fingerprint, &created, &k.MemberID)
+	k, err := scanSSHKey(s.db.QueryRowContext(ctx, s.q(`SELECT `+sshKeyColumns+` FROM ssh_keys WHERE fingerprint = ?`), fingerprint))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, model.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up ssh key: %w", err)
 	}
-	k.CreatedAt = fromMicros(created)
-	return &k, nil
+	return k, nil
 }
 
 // DeleteSSHKey implements model.SSHKeyStore.

@@ -96,20 +96,10 @@ func (s *Store) ListImages(ctx context.Context, accountID string) ([]api.Image, 
 	if accountID != "" {
 		query, args = `SELECT `+imageColumns+` FROM images WHERE account_id = ? ORDER BY created_at DESC, id`, []any{accountID}
 	}
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return nil, fmt.Errorf("query images: %w", err)
-	}
-	defer rows.Close()
-	out := []api.Image{}
-	for rows.Next() {
-		_, img, err := scanImage(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan image: %w", err)
-		}
-		out = append(out, img)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "images", func(r rowScanner) (api.Image, error) {
+		_, img, err := scanImage(r)
+		return img, err
+	}, query, args...)
 }
 
 // LabelImage implements images.Records.
@@ -144,20 +134,7 @@ func (s *Store) UseImage(ctx context.Context, imageID, sandboxID string) error {
 
 // ImageUsers implements images.Records.
 func (s *Store) ImageUsers(ctx context.Context, imageID string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT sandbox_id FROM sandbox_images WHERE image_id = ? ORDER BY sandbox_id`), imageID)
-	if err != nil {
-		return nil, fmt.Errorf("query image users: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("scan image user: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "image users", scanString, `SELECT sandbox_id FROM sandbox_images WHERE image_id = ? ORDER BY sandbox_id`, imageID)
 }
 
 // SetSandboxEgress implements model.EgressStore.

@@ -56,25 +56,15 @@ func (s *Store) insertMember(ctx context.Context, ex execer, orgID, accountID, r
 
 // OrgsOf implements orgs.Store.
 func (s *Store) OrgsOf(ctx context.Context, accountID string) ([]*orgs.Membership, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+orgColumns+`, m.role FROM organizations o
-		JOIN organization_members m ON m.org_id = o.id WHERE m.account_id = ? ORDER BY o.name, o.id`), accountID)
-	if err != nil {
-		return nil, fmt.Errorf("query organizations: %w", err)
-	}
-	defer rows.Close()
-	out := []*orgs.Membership{}
-	for rows.Next() {
+	return queryAll(ctx, s, "organizations", func(r rowScanner) (*orgs.Membership, error) {
 		var role string
-		o, err := scanOrg(rows, &role)
+		o, err := scanOrg(r, &role)
 		if err != nil {
-			return nil, fmt.Errorf("scan organization: %w", err)
+			return nil, err
 		}
-		out = append(out, &orgs.Membership{Org: *o, Role: role})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query organizations: %w", err)
-	}
-	return out, nil
+		return &orgs.Membership{Org: *o, Role: role}, nil
+	}, `SELECT `+orgColumns+`, m.role FROM organizations o
+		JOIN organization_members m ON m.org_id = o.id WHERE m.account_id = ? ORDER BY o.name, o.id`, accountID)
 }
 
 // OrgMembership implements orgs.Store.
@@ -103,27 +93,19 @@ func (s *Store) UpdateOrg(ctx context.Context, o *orgs.Org) error {
 
 // OrgMembers implements orgs.Store.
 func (s *Store) OrgMembers(ctx context.Context, orgID string) ([]*orgs.Member, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT m.org_id, m.account_id, a.email, m.role, m.created_at
+	return queryAll(ctx, s, "members", scanMember, `SELECT m.org_id, m.account_id, a.email, m.role, m.created_at
 		FROM organization_members m JOIN accounts a ON a.id = m.account_id WHERE m.org_id = ?
-		ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 ELSE 2 END, a.email`), orgID)
-	if err != nil {
-		return nil, fmt.Errorf("query members: %w", err)
+		ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 ELSE 2 END, a.email`, orgID)
+}
+
+func scanMember(r rowScanner) (*orgs.Member, error) {
+	var m orgs.Member
+	var created int64
+	if err := r.Scan(&m.OrgID, &m.AccountID, &m.Email, &m.Role, &created); err != nil {
+		return nil, err
 	}
-	defer rows.Close()
-	out := []*orgs.Member{}
-	for rows.Next() {
-		var m orgs.Member
-		var created int64
-		if err := rows.Scan(&m.OrgID, &m.AccountID, &m.Email, &m.Role, &created); err != nil {
-			return nil, fmt.Errorf("scan member: %w", err)
-		}
-		m.CreatedAt = fromMicros(created)
-		out = append(out, &m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query members: %w", err)
-	}
-	return out, nil
+	m.CreatedAt = fromMicros(created)
+	return &m, nil
 }
 
 // lockOrg serialises the membership changes of one organization: on
@@ -208,21 +190,10 @@ func (s *Store) RemoveOrgMember(ctx context.Context, orgID, accountID string, t 
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM organization_members WHERE org_id = ? AND account_id = ?`), orgID, accountID); err != nil {
 			return fmt.Errorf("delete member: %w", err)
 		}
-		rows, err := tx.QueryContext(ctx, s.q(`SELECT id FROM api_keys WHERE account_id = ? AND member_id = ? AND revoked_at IS NULL`), orgID, accountID)
+		revoked, err = queryAllIn(ctx, tx, s, "member's keys", scanString,
+			`SELECT id FROM api_keys WHERE account_id = ? AND member_id = ? AND revoked_at IS NULL`, orgID, accountID)
 		if err != nil {
-			return fmt.Errorf("query member's keys: %w", err)
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return fmt.Errorf("scan key: %w", err)
-			}
-			revoked = append(revoked, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("query member's keys: %w", err)
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET revoked_at = ? WHERE account_id = ? AND member_id = ? AND revoked_at IS NULL`),
 			micros(t), orgID, accountID); err != nil {
@@ -252,23 +223,7 @@ func (s *Store) RemoveOrgMember(ctx context.Context, orgID, accountID string, t 
 // memberSSHKeys returns the ids of the SSH keys accountID registered in
 // the organization orgID.
 func (s *Store) memberSSHKeys(ctx context.Context, tx *sql.Tx, orgID, accountID string) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, s.q(`SELECT id FROM ssh_keys WHERE account_id = ? AND member_id = ?`), orgID, accountID)
-	if err != nil {
-		return nil, fmt.Errorf("query member's ssh keys: %w", err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("scan ssh key: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query member's ssh keys: %w", err)
-	}
-	return ids, nil
+	return queryAllIn(ctx, tx, s, "member's ssh keys", scanString, `SELECT id FROM ssh_keys WHERE account_id = ? AND member_id = ?`, orgID, accountID)
 }
 
 const inviteColumns = `id, org_id, email, role, token_hash, invited_by, created_at, expires_at, accepted_at, accepted_by`
@@ -296,24 +251,8 @@ func (s *Store) CreateOrgInvite(ctx context.Context, inv *orgs.Invite) error {
 
 // OrgInvites implements orgs.Store.
 func (s *Store) OrgInvites(ctx context.Context, orgID string) ([]*orgs.Invite, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+inviteColumns+` FROM organization_invites
-		WHERE org_id = ? AND accepted_at IS NULL ORDER BY created_at DESC, id DESC`), orgID)
-	if err != nil {
-		return nil, fmt.Errorf("query invites: %w", err)
-	}
-	defer rows.Close()
-	out := []*orgs.Invite{}
-	for rows.Next() {
-		inv, err := scanInvite(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan invite: %w", err)
-		}
-		out = append(out, inv)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query invites: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "invites", scanInvite, `SELECT `+inviteColumns+` FROM organization_invites
+		WHERE org_id = ? AND accepted_at IS NULL ORDER BY created_at DESC, id DESC`, orgID)
 }
 
 // DeleteOrgInvite implements orgs.Store.

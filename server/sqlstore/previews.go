@@ -50,20 +50,7 @@ func (s *Store) PreviewByTokenHash(ctx context.Context, hash string) (*preview.R
 }
 
 func (s *Store) queryPreviews(ctx context.Context, ex execer, query string, args ...any) ([]*preview.Record, error) {
-	rows, err := ex.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return nil, fmt.Errorf("query previews: %w", err)
-	}
-	defer rows.Close()
-	var out []*preview.Record
-	for rows.Next() {
-		r, err := scanPreview(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan preview: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryAllIn(ctx, ex, s, "previews", scanPreview, query, args...)
 }
 
 // Previews implements preview.Store.

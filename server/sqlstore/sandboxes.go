@@ -293,14 +293,21 @@ func boolInt(b bool) int {
 }
 
 // queryAll runs query and scans each row it returns with scan; what
-// names the rows in errors ("sandboxes").
+// names the rows in errors ("sandboxes"). No row is an empty slice, not
+// nil: every list of the store answers the same way, and a handler that
+// writes it as it is answers [] in JSON, never null.
 func queryAll[T any](ctx context.Context, s *Store, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	return queryAllIn(ctx, s.db, s, what, scan, query, args...)
+}
+
+// queryAllIn is queryAll in q, a transaction or the pool.
+func queryAllIn[T any](ctx context.Context, q querier, s *Store, what string, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", what, err)
 	}
 	defer rows.Close()
-	var out []T
+	out := []T{}
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {

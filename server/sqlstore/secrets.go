@@ -136,21 +136,12 @@ func (s *Store) GrantSecrets(ctx context.Context, sandboxID string, names []stri
 
 // SandboxSecretGrants implements secrets.Store.
 func (s *Store) SandboxSecretGrants(ctx context.Context, sandboxID string) ([]model.SecretGrant, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT g.name, g.secret_id FROM sandbox_secrets g JOIN secrets s ON s.id = g.secret_id
-		WHERE g.sandbox_id = ? ORDER BY g.name`), sandboxID)
-	if err != nil {
-		return nil, fmt.Errorf("query sandbox secrets: %w", err)
-	}
-	defer rows.Close()
-	var out []model.SecretGrant
-	for rows.Next() {
+	return queryAll(ctx, s, "sandbox secrets", func(r rowScanner) (model.SecretGrant, error) {
 		var g model.SecretGrant
-		if err := rows.Scan(&g.Name, &g.SecretID); err != nil {
-			return nil, fmt.Errorf("scan sandbox secret: %w", err)
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
+		err := r.Scan(&g.Name, &g.SecretID)
+		return g, err
+	}, `SELECT g.name, g.secret_id FROM sandbox_secrets g JOIN secrets s ON s.id = g.secret_id
+		WHERE g.sandbox_id = ? ORDER BY g.name`, sandboxID)
 }
 
 // InheritSecrets implements secrets.Store: each grant is made only when
@@ -175,21 +166,8 @@ func (s *Store) InheritSecrets(ctx context.Context, sandboxID string, grants []m
 // granted that still exist (a grant outlives its secret, not matching
 // any other).
 func (s *Store) SandboxSecretNames(ctx context.Context, sandboxID string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT g.name FROM sandbox_secrets g JOIN secrets s ON s.id = g.secret_id
-		WHERE g.sandbox_id = ? ORDER BY g.name`), sandboxID)
-	if err != nil {
-		return nil, fmt.Errorf("query sandbox secrets: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, fmt.Errorf("scan sandbox secret: %w", err)
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "sandbox secrets", scanString, `SELECT g.name FROM sandbox_secrets g JOIN secrets s ON s.id = g.secret_id
+		WHERE g.sandbox_id = ? ORDER BY g.name`, sandboxID)
 }
 
 // affected turns an UPDATE or DELETE's result into none when it changed

@@ -62,22 +62,15 @@ func (s *Store) SyncState(ctx context.Context, sandboxID string) (*storagesync.S
 
 // SyncStates implements storagesync.Store.
 func (s *Store) SyncStates(ctx context.Context, state string) ([]*storagesync.State, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT `+syncColumns+`, (SELECT COUNT(*) FROM storage_queue q WHERE q.sandbox_id = storage_sync.sandbox_id) FROM storage_sync WHERE state = ? ORDER BY created_at, sandbox_id`), state)
-	if err != nil {
-		return nil, fmt.Errorf("query storage syncs: %w", s.mapErr(err))
-	}
-	defer rows.Close()
-	var out []*storagesync.State
-	for rows.Next() {
+	return queryAll(ctx, s, "storage syncs", func(r rowScanner) (*storagesync.State, error) {
 		var pending int
-		st, err := scanSync(rows, &pending)
+		st, err := scanSync(r, &pending)
 		if err != nil {
-			return nil, fmt.Errorf("scan storage sync: %w", err)
+			return nil, err
 		}
 		st.Pending = pending
-		out = append(out, st)
-	}
-	return out, rows.Err()
+		return st, nil
+	}, `SELECT `+syncColumns+`, (SELECT COUNT(*) FROM storage_queue q WHERE q.sandbox_id = storage_sync.sandbox_id) FROM storage_sync WHERE state = ? ORDER BY created_at, sandbox_id`, state)
 }
 
 // UpdateSyncState implements storagesync.Store.
@@ -106,20 +99,7 @@ func (s *Store) EnqueueSync(ctx context.Context, sandboxID, path string, at time
 
 // QueuedSync implements storagesync.Store.
 func (s *Store) QueuedSync(ctx context.Context, sandboxID string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, s.q(`SELECT path FROM storage_queue WHERE sandbox_id = ? ORDER BY path`), sandboxID)
-	if err != nil {
-		return nil, fmt.Errorf("query storage queue: %w", s.mapErr(err))
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			return nil, fmt.Errorf("scan storage queue: %w", err)
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "storage queue", scanString, `SELECT path FROM storage_queue WHERE sandbox_id = ? ORDER BY path`, sandboxID)
 }
 
 // DequeueSync implements storagesync.Store.

@@ -135,20 +135,7 @@ func (s *Store) WebhookDeliveries(ctx context.Context, accountID, webhookID stri
 	}
 	query += ` ORDER BY d.created_at DESC, d.id DESC LIMIT ? OFFSET ?`
 	args = append(args, p.Limit, p.Offset)
-	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return nil, fmt.Errorf("query webhook deliveries: %w", err)
-	}
-	defer rows.Close()
-	var out []*webhooks.Delivery
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan webhook delivery: %w", err)
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s, "webhook deliveries", func(r rowScanner) (*webhooks.Delivery, error) { return scanDelivery(r) }, query, args...)
 }
 
 // WebhookDelivery implements webhooks.Store.

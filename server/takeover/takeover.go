@@ -284,70 +284,9 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 	})
 	defer stopWatching()
 	ends := make(chan relayEnd, 2)
-	var typed int64
-	go func() {
-		for {
-			typ, data, err := down.Read(ctx)
-			if err != nil {
-				ends <- relayEnd{fromClient: true, err: err}
-				return
-			}
-			d, ok := detachOf(typ, data)
-			if ok && d.UntilIdle && !hooks.idleDetach {
-				// An older sidecar ignores the frame and would never
-				// close: end as a plain detach, as before it had one.
-				s.d.Log.InfoContext(ctx, "the sandbox's sidecar predates the until_idle detach; detaching at once")
-			}
-			if ok && d.UntilIdle && hooks.idleDetach {
-				// The terminal's side answers once its shell ran what
-				// came before, after the output until then, with a
-				// normal close the other goroutine passes on.
-				if err := up.Write(ctx, typ, data); err != nil {
-					ends <- relayEnd{fromClient: false, err: err}
-					return
-				}
-				continue
-			} else if ok {
-				// Everything before it was relayed; end as a close would.
-				ends <- relayEnd{fromClient: true, err: websocket.CloseError{Code: websocket.StatusNormalClosure, Reason: "detached"}, detached: true}
-				return
-			}
-			if readOnly {
-				continue
-			}
-			switch {
-			case typ == websocket.MessageBinary:
-				typed += int64(len(data))
-				if hooks.typed != nil {
-					hooks.typed(data)
-				}
-			case hooks.control != nil:
-				hooks.control(data)
-			}
-			if err := up.Write(ctx, typ, data); err != nil {
-				ends <- relayEnd{fromClient: false, err: err}
-				return
-			}
-		}
-	}()
-	go func() {
-		for {
-			typ, data, err := up.Read(ctx)
-			if err == nil && typ == websocket.MessageBinary && hooks.output != nil {
-				hooks.output(data)
-			}
-			if err == nil {
-				err = down.Write(ctx, typ, data)
-				if err != nil {
-					ends <- relayEnd{fromClient: true, err: err}
-					return
-				}
-				continue
-			}
-			ends <- relayEnd{fromClient: false, err: err}
-			return
-		}
-	}()
+	var typed int64 // read once both relays have ended
+	go func() { ends <- s.relayInput(ctx, down, up, readOnly, hooks, &typed) }()
+	go func() { ends <- relayOutput(ctx, down, up, hooks) }()
 	first := <-ends
 	// Pass the closing side's status on to the other side, so `boxkite
 	// attach` learns why its shell went away.
@@ -369,6 +308,68 @@ func (s *Service) relayPTY(ctx context.Context, down, up *websocket.Conn, readOn
 	cancel()
 	<-ends
 	return typed
+}
+
+// relayInput passes the client's frames (down) on to the terminal (up)
+// until either side fails or the client detaches, counting the bytes
+// typed into *typed; a read-only client's input is dropped.
+func (s *Service) relayInput(ctx context.Context, down, up *websocket.Conn, readOnly bool, hooks relayHooks, typed *int64) relayEnd {
+	for {
+		typ, data, err := down.Read(ctx)
+		if err != nil {
+			return relayEnd{fromClient: true, err: err}
+		}
+		d, ok := detachOf(typ, data)
+		if ok && d.UntilIdle && !hooks.idleDetach {
+			// An older sidecar ignores the frame and would never
+			// close: end as a plain detach, as before it had one.
+			s.d.Log.InfoContext(ctx, "the sandbox's sidecar predates the until_idle detach; detaching at once")
+		}
+		if ok && d.UntilIdle && hooks.idleDetach {
+			// The terminal's side answers once its shell ran what
+			// came before, after the output until then, with a
+			// normal close the other relay passes on.
+			if err := up.Write(ctx, typ, data); err != nil {
+				return relayEnd{fromClient: false, err: err}
+			}
+			continue
+		} else if ok {
+			// Everything before it was relayed; end as a close would.
+			return relayEnd{fromClient: true, err: websocket.CloseError{Code: websocket.StatusNormalClosure, Reason: "detached"}, detached: true}
+		}
+		if readOnly {
+			continue
+		}
+		switch {
+		case typ == websocket.MessageBinary:
+			*typed += int64(len(data))
+			if hooks.typed != nil {
+				hooks.typed(data)
+			}
+		case hooks.control != nil:
+			hooks.control(data)
+		}
+		if err := up.Write(ctx, typ, data); err != nil {
+			return relayEnd{fromClient: false, err: err}
+		}
+	}
+}
+
+// relayOutput passes the terminal's frames (up) on to the client (down)
+// until either side fails.
+func relayOutput(ctx context.Context, down, up *websocket.Conn, hooks relayHooks) relayEnd {
+	for {
+		typ, data, err := up.Read(ctx)
+		if err != nil {
+			return relayEnd{fromClient: false, err: err}
+		}
+		if typ == websocket.MessageBinary && hooks.output != nil {
+			hooks.output(data)
+		}
+		if err := down.Write(ctx, typ, data); err != nil {
+			return relayEnd{fromClient: true, err: err}
+		}
+	}
 }
 
 // detachOf is a client's frame as a detach control, if it is one.

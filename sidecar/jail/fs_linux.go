@@ -339,7 +339,9 @@ func pivot(root string) error {
 	return nil
 }
 
-// loopbackUp brings lo up in the otherwise empty network namespace.
+// loopbackUp brings lo up in the otherwise empty network namespace. A
+// namespace made ahead (Spec.NetNS) has it up already, and the jail may
+// not change it: then it only reads lo's flags.
 func loopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -352,6 +354,9 @@ func loopbackUp() error {
 	}
 	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
 		return fmt.Errorf("bring up loopback: %w", err)
+	}
+	if ifr.Uint16()&unix.IFF_UP != 0 {
+		return nil
 	}
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {

@@ -42,10 +42,16 @@ func startOwned(cmd *exec.Cmd, spec Spec) error {
 	if spec.Nested() {
 		return start()
 	}
-	return asOwner(spec, start, func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
+	owned := func() error {
+		return asOwner(spec, start, func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+	}
+	if spec.NetNS != nil {
+		return inNetNS(int(spec.NetNS.Fd()), owned)
+	}
+	return owned()
 }
 
 // startForked starts cmd (a jail's init, not a build's) with forkJail and

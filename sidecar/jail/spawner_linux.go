@@ -72,6 +72,9 @@ type spawnRequest struct {
 	Env  []string `json:"env"`
 	Dir  string   `json:"dir"`
 	Spec Spec     `json:"spec"`
+	// NetNS: the last descriptor is Spec.NetNS, which the helper enters
+	// to clone the jail there (inNetNS); it is not the jail's.
+	NetNS bool `json:"netns,omitempty"`
 }
 
 type spawnReply struct {
@@ -123,7 +126,7 @@ func (s *Spawner) isClosed() bool {
 
 // launch has the helper clone cmd's jail and sets cmd.Process.
 func (s *Spawner) launch(cmd *exec.Cmd, spec Spec) error {
-	req, err := encodeBounded(spawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Spec: spec}, maxSpawnRequest, "spawn request")
+	req, err := encodeBounded(spawnRequest{Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, Dir: cmd.Dir, Spec: spec, NetNS: spec.NetNS != nil}, maxSpawnRequest, "spawn request")
 	if err != nil {
 		return err
 	}
@@ -132,7 +135,7 @@ func (s *Spawner) launch(cmd *exec.Cmd, spec Spec) error {
 		return fmt.Errorf("create spawn reply pipe: %w", err)
 	}
 	defer r.Close()
-	conn, err := s.send(req, w, cmd)
+	conn, err := s.send(req, w, cmd, spec.NetNS)
 	// The helper holds its own copy; with ours closed, a helper that dies
 	// before answering reads as the end of the pipe.
 	_ = w.Close()
@@ -170,13 +173,13 @@ var errSpawnerDied = errors.New("the jail spawner's helper died before answering
 // send writes one request to the helper with its descriptors, starting
 // the helper first if it is not running, or again once if it has died,
 // and returns the socket it went to.
-func (s *Spawner) send(req []byte, reply *os.File, cmd *exec.Cmd) (*os.File, error) {
+func (s *Spawner) send(req []byte, reply *os.File, cmd *exec.Cmd, netns *os.File) (*os.File, error) {
 	for attempt := 0; ; attempt++ {
 		conn, devNull, err := s.helper()
 		if err != nil {
 			return nil, err
 		}
-		fds, err := childFDs(reply, devNull, cmd)
+		fds, err := childFDs(reply, devNull, cmd, netns)
 		if err != nil {
 			return nil, err
 		}
@@ -202,10 +205,14 @@ func (s *Spawner) send(req []byte, reply *os.File, cmd *exec.Cmd) (*os.File, err
 }
 
 // childFDs lists the request's descriptors: the reply pipe, then the
-// child's standard ones (nil ones /dev/null, as os/exec does) and extras.
+// child's standard ones (nil ones /dev/null, as os/exec does) and extras,
+// then the network namespace to clone it in, if any (spawnRequest.NetNS).
 // Like os/exec, it takes each file's descriptor with Fd.
-func childFDs(reply, devNull *os.File, cmd *exec.Cmd) ([]int, error) {
+func childFDs(reply, devNull *os.File, cmd *exec.Cmd, netns *os.File) ([]int, error) {
 	fds, err := cmdFDs([]int{int(reply.Fd())}, devNull, cmd)
+	if err == nil && netns != nil {
+		fds = append(fds, int(netns.Fd()))
+	}
 	if err == nil && len(fds) > maxSpawnFDs {
 		err = fmt.Errorf("spawn jail: %d descriptors, more than %d", len(fds), maxSpawnFDs)
 	}
@@ -389,11 +396,22 @@ func serveSpawn(raw []byte, fds []int) {
 		answer(fds[0], 0, fmt.Errorf("spawn jail: decode request: %w", err))
 		return
 	}
-	pid, err := spawnJail(req, fds[1:])
+	child := fds[1:]
+	netns := -1
+	if req.NetNS {
+		if len(child) < 4 {
+			answer(fds[0], 0, fmt.Errorf("spawn jail: request with %d descriptors and a network namespace", len(fds)))
+			return
+		}
+		netns, child = child[len(child)-1], child[:len(child)-1]
+	}
+	pid, err := spawnJail(req, child, netns)
 	answer(fds[0], pid, err)
 }
 
-func spawnJail(req spawnRequest, fds []int) (int, error) {
+// spawnJail clones one jail from fds (its 0, 1, 2 and extras), in the
+// network namespace netns when it is not -1.
+func spawnJail(req spawnRequest, fds []int, netns int) (int, error) {
 	spec := req.Spec
 	if spec.Build != nil || spec.Nested() {
 		return 0, errors.New("spawn jail: builds and nested jails start from the driver")
@@ -405,10 +423,19 @@ func spawnJail(req spawnRequest, fds []int) (int, error) {
 	// The caller's child, not ours (see Spawner).
 	attr.Cloneflags |= unix.CLONE_PARENT
 	var pid int
-	err := asOwner(spec, func() (err error) {
-		pid, err = forkJail(req.Path, req.Args, req.Env, req.Dir, fds, attr, SidecarCaps(false))
-		return err
-	}, func() { _ = unix.Kill(pid, unix.SIGKILL) })
+	owned := func() error {
+		return asOwner(spec, func() (err error) {
+			pid, err = forkJail(req.Path, req.Args, req.Env, req.Dir, fds, attr, SidecarCaps(false))
+			return err
+		}, func() { _ = unix.Kill(pid, unix.SIGKILL) })
+	}
+	var err error
+	if netns < 0 {
+		err = owned()
+	} else {
+		attr.Cloneflags &^= unix.CLONE_NEWNET
+		err = inNetNS(netns, owned)
+	}
 	return pid, err
 }
 

@@ -1,5 +1,7 @@
 package jail
 
+import "os"
+
 // Paths inside the jail. The sidecar and the driver agree on them through
 // these constants rather than through configuration.
 const (
@@ -100,6 +102,16 @@ type Spec struct {
 	// sandbox (see Build): Image is bound writable and init runs the
 	// build's steps instead of the sidecar.
 	Build *Build `json:"build,omitempty"`
+
+	// NetNS, when not nil, is a network namespace made ahead of the jail
+	// (NewNetNS, by a local driver's prepared pool): the jail is cloned
+	// into it instead of into a new one. It is owned by the caller's user
+	// namespace, not the jail's, so nothing in the jail may configure it
+	// (its loopback is up already; egress goes through the driver's
+	// socket). Each namespace serves one jail: the caller closes its file
+	// once Start returns, whatever the outcome. Never a build's or a
+	// nested jail's; never serialised (the jail's init has no use for it).
+	NetNS *os.File `json:"-"`
 }
 
 // Nested reports whether the sandbox user must live in a nested user

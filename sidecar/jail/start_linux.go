@@ -160,6 +160,9 @@ func sysProcAttr(spec Spec) *syscall.SysProcAttr {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
 		attr.Pdeathsig = syscall.SIGKILL
 	}
+	if spec.NetNS != nil {
+		attr.Cloneflags &^= unix.CLONE_NEWNET // cloned inside it (inNetNS)
+	}
 	if spec.Nested() {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
@@ -258,6 +261,9 @@ func (s Spec) validate() error {
 	}
 	if s.HostIDBase > MaxHostIDBase {
 		return fmt.Errorf("validate jail spec: host id base %d leaves no room for %d ids", s.HostIDBase, IDRange)
+	}
+	if s.NetNS != nil && (s.Build != nil || s.Nested()) {
+		return errors.New("validate jail spec: a network namespace made ahead is for a sandbox's jail with a host id range")
 	}
 	if s.Build != nil {
 		return s.Build.validate(s)

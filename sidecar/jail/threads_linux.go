@@ -2,12 +2,12 @@ package jail
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"runtime"
+	"strconv"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -83,9 +83,10 @@ func endThread(ended chan<- int, release <-chan struct{}) {
 // waitThreadGone waits, at most threadGone, until thread tid of this
 // process has exited.
 func waitThreadGone(tid int) {
-	task := fmt.Sprintf("/proc/self/task/%d", tid)
+	task := []byte(fmt.Sprintf("/proc/self/task/%d\x00", tid))
 	for deadline := time.Now().Add(threadGone); time.Now().Before(deadline); {
-		if _, err := os.Lstat(task); errors.Is(err, fs.ErrNotExist) {
+		_, _, e := syscall.RawSyscall6(unix.SYS_FACCESSAT, cwd(), uintptr(unsafe.Pointer(&task[0])), unix.F_OK, 0, 0, 0)
+		if e == unix.ENOENT {
 			return
 		}
 		time.Sleep(time.Millisecond)
@@ -99,8 +100,23 @@ func waitThreadGone(tid int) {
 // orphans. Only this thread can add to its children, and it is busy here.
 // Unknown counts as not childless.
 func childless() bool {
-	b, err := os.ReadFile("/proc/thread-self/children")
-	return err == nil && len(bytes.TrimSpace(b)) == 0
+	fd, e := rawOpen(threadChildren)
+	if e != 0 {
+		return false
+	}
+	defer rawClose(fd)
+	var b [64]byte
+	for {
+		n, e := rawRead(unix.SYS_READ, fd, b[:])
+		switch {
+		case e != 0:
+			return false
+		case n == 0:
+			return true // empty, or blanks alone
+		case len(bytes.TrimSpace(b[:n])) > 0:
+			return false
+		}
+	}
 }
 
 // trimMisses is how many endings in a row that gain nothing make
@@ -110,14 +126,94 @@ const trimMisses = 3
 
 // CountThreads is the number of this process's threads.
 func CountThreads() (int, error) {
-	d, err := os.Open("/proc/self/task")
-	if err != nil {
-		return 0, fmt.Errorf("count threads: %w", err)
+	fd, e := rawOpen(taskDir)
+	if e != 0 {
+		return 0, fmt.Errorf("count threads: open /proc/self/task: %w", e)
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return 0, fmt.Errorf("count threads: %w", err)
+	defer rawClose(fd)
+	n := 0
+	var buf [2048]byte
+	for {
+		got, e := rawRead(unix.SYS_GETDENTS64, fd, buf[:])
+		switch {
+		case e != 0:
+			return 0, fmt.Errorf("count threads: read /proc/self/task: %w", e)
+		case got == 0:
+			return n, nil
+		}
+		_, entries, _ := unix.ParseDirent(buf[:got], -1, nil) // without "." and ".."
+		n += entries
 	}
-	return len(names), nil
+}
+
+// The trimmer's own system calls (CountThreads, childless,
+// waitThreadGone) are raw: the runtime does not know of them, so they
+// never hand the one P off. A call it knows of (os.ReadFile, say) leaves
+// the P in a syscall state, and on a loaded host sysmon takes the P from
+// it and, when no thread idles, starts a new one to run it (the runtime's
+// handoffp). When that was the last count's own call, the count missed
+// the thread it made, the trimmer stopped at "four" and a fifth thread
+// stayed for good: 1-2 of 40 sidecars made under load (issue 27 item 4,
+// TestIdleThreadsUnderLoad in server/local). They are calls on /proc that
+// never block.
+var (
+	taskDir        = []byte("/proc/self/task\x00")
+	threadChildren = []byte("/proc/thread-self/children\x00")
+)
+
+// rawOpen opens a NUL-terminated path read-only without the runtime.
+func rawOpen(path []byte) (int, syscall.Errno) {
+	for {
+		fd, _, e := syscall.RawSyscall6(unix.SYS_OPENAT, cwd(), uintptr(unsafe.Pointer(&path[0])),
+			unix.O_RDONLY|unix.O_CLOEXEC, 0, 0, 0)
+		if e != unix.EINTR {
+			return int(fd), e
+		}
+	}
+}
+
+// cwd is AT_FDCWD as a system call's argument (a negative constant does
+// not convert to uintptr).
+func cwd() uintptr {
+	fd := unix.AT_FDCWD
+	return uintptr(fd)
+}
+
+// rawRead is read(2) or getdents64(2), by trap, into b without the
+// runtime, retried on EINTR.
+func rawRead(trap uintptr, fd int, b []byte) (int, syscall.Errno) {
+	for {
+		n, _, e := syscall.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		if e != unix.EINTR {
+			return int(n), e
+		}
+	}
+}
+
+func rawClose(fd int) {
+	_, _, _ = syscall.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
+}
+
+// ReaperAsleep reports whether this process's main thread is asleep in
+// ReapOrphans (in wait4 or ppoll), read from its /proc syscall file. Each
+// time the reaper goes back to sleep the runtime hands the one P it held
+// to another thread, and starts a new thread for it when none idles
+// (handoffp); a trim that ran before that, while the reaper was still
+// awake, missed the thread, which then stayed for good (issue 27 item 4).
+// A goroutine that finds the reaper asleep holds the one P, so that
+// handoff is behind it (with GOMAXPROCS 1, a jail's sidecar's).
+func ReaperAsleep() bool {
+	path := []byte(fmt.Sprintf("/proc/self/task/%d/syscall\x00", unix.Getpid()))
+	fd, e := rawOpen(path)
+	if e != 0 {
+		return false
+	}
+	defer rawClose(fd)
+	var b [16]byte
+	n, e := rawRead(unix.SYS_READ, fd, b[:])
+	if e != 0 {
+		return false
+	}
+	nr, _, _ := bytes.Cut(b[:n], []byte(" "))
+	return string(nr) == strconv.Itoa(unix.SYS_PPOLL) || string(nr) == strconv.Itoa(unix.SYS_WAIT4)
 }

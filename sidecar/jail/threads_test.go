@@ -29,20 +29,7 @@ func TestTrimThreads(t *testing.T) {
 	// were idle before (an earlier test's, reused by the burst). Unlocked
 	// before they return, those threads stay, idle.
 	k := before + 4
-	var locked, wg sync.WaitGroup
-	release := make(chan struct{})
-	locked.Add(k)
-	for range k {
-		wg.Go(func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			locked.Done()
-			<-release
-		})
-	}
-	locked.Wait()
-	close(release)
-	wg.Wait()
+	holdThreads(k)()
 	burst, err := CountThreads()
 	if err != nil {
 		t.Fatal(err)
@@ -127,4 +114,50 @@ func TestTrimThreadsKeepsParents(t *testing.T) {
 			t.Errorf("thread %d's children %q lack %d", f.tid, b, f.cmd.Process.Pid)
 		}
 	}
+}
+
+// TestCountThreads: the raw count (no system call the runtime knows of,
+// so no P handed off while counting) agrees with /proc/self/task read the
+// ordinary way, also past one getdents buffer of threads.
+func TestCountThreads(t *testing.T) {
+	const k = 150 // ~24 bytes a /proc/self/task entry: past 2 KiB
+	defer holdThreads(k)()
+	for try := 0; ; try++ {
+		got, err := CountThreads()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == len(tasks) {
+			if got < k {
+				t.Errorf("CountThreads() = %d with %d goroutines locked to threads", got, k)
+			}
+			return
+		}
+		if try == 20 { // the runtime may start one between the two reads
+			t.Fatalf("CountThreads() = %d, /proc/self/task lists %d", got, len(tasks))
+		}
+	}
+}
+
+// holdThreads has k goroutines hold a thread each, locked to it, and
+// returns once they all do; release lets them return (unlocked first, so
+// the threads stay, idle).
+func holdThreads(k int) (release func()) {
+	var locked, wg sync.WaitGroup
+	done := make(chan struct{})
+	locked.Add(k)
+	for range k {
+		wg.Go(func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			locked.Done()
+			<-done
+		})
+	}
+	locked.Wait()
+	return func() { close(done); wg.Wait() }
 }

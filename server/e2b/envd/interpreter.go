@@ -108,6 +108,14 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request) {
 		h.restError(w, r, err)
 		return
 	}
+	// The cell's outcome is held until audited: its bound is reserved
+	// before the cell is sent, and given back when the answer ends.
+	release, err := sess.ReserveInterpreter()
+	if err != nil {
+		h.restError(w, r, err)
+		return
+	}
+	defer release()
 	// The sandbox's environment (envs at create) is the code's too, as for
 	// a command; the request's env_vars overlay it. The sidecar sets them
 	// for this cell only (not as a line of the code, which put its

@@ -24,6 +24,7 @@ type interpSession struct {
 	answer  func() (*http.Response, error)
 	scrub   bool
 	body    []byte // the last request's body
+	reserve func() (func(), error)
 }
 
 func (s *interpSession) SandboxID() string                       { return "sb" }
@@ -31,6 +32,12 @@ func (s *interpSession) Env() map[string]string                  { return nil }
 func (s *interpSession) CheckCode(context.Context, string) error { return nil }
 func (s *interpSession) ScrubOutput() bool                       { return s.scrub }
 func (s *interpSession) Audit(context.Context, AuditEntry) error { return nil }
+func (s *interpSession) ReserveInterpreter() (func(), error) {
+	if s.reserve != nil {
+		return s.reserve()
+	}
+	return func() {}, nil
+}
 
 func (s *interpSession) Sidecar(ctx context.Context, _, _ string, _ url.Values, body io.Reader, _ http.Header) (*http.Response, error) {
 	if body != nil {
@@ -182,5 +189,54 @@ func TestExecuteEmptyCell(t *testing.T) {
 		if resp.StatusCode != 200 || len(ls) != 1 || ls[0]["type"] != "number_of_executions" {
 			t.Errorf("code %q: status %d, lines %v; want 200 and an empty execution", code, resp.StatusCode, ls)
 		}
+	}
+}
+
+// TestExecuteReservesHeldOutput: a cell reserves its held outcome before
+// it is sent: refused (the server's held-output budget is spent), the
+// call answers the refusal's status with its message and hint and the
+// sidecar never sees the cell; a cell that ran gives its reservation back
+// once its answer ended.
+func TestExecuteReservesHeldOutput(t *testing.T) {
+	t.Parallel()
+	refusal := &api.Error{Status: http.StatusTooManyRequests, Code: api.CodeLimitExceeded, Message: "code cell refused: held", Hint: "retry later"}
+	sess := &interpSession{answer: jsonResponse(200, api.InterpreterExecResult{Stdout: "ran\n"})}
+	sess.reserve = func() (func(), error) { return nil, refusal }
+	srv := executeServer(t, sess)
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"code":"open('/tmp/x', 'w')"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Code    int
+		Message string
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || got.Code != http.StatusTooManyRequests || got.Message != "code cell refused: held (retry later)" {
+		t.Errorf("refused cell: %d %+v", resp.StatusCode, got)
+	}
+	if sess.body != nil {
+		t.Errorf("the sidecar was sent the refused cell: %s", sess.body)
+	}
+
+	released := make(chan struct{}, 2)
+	sess.reserve = func() (func(), error) { return func() { released <- struct{}{} }, nil }
+	resp, err = http.Post(srv.URL, "application/json", strings.NewReader(`{"code":"1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := lines(t, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(ls) == 0 || ls[0]["text"] != "ran\n" {
+		t.Errorf("admitted cell: %d %v", resp.StatusCode, ls)
+	}
+	select {
+	case <-released:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the admitted cell's reservation was never given back")
+	}
+	if len(released) != 0 {
+		t.Error("the reservation was given back twice")
 	}
 }

@@ -73,6 +73,12 @@ type Session interface {
 	// ScrubOutput reports whether command output returned to the caller
 	// is scrubbed of secret-shaped strings (the account's setting).
 	ScrubOutput() bool
+	// ReserveInterpreter reserves, before a cell is sent, what its
+	// outcome (result and error, held until audited) may take of the
+	// server's held-output budget, as /v1's interpreter does: an
+	// *api.Error (429 limit_exceeded, 503 host_capacity) when it cannot
+	// be had; release gives it back.
+	ReserveInterpreter() (release func(), err error)
 	// Revocable returns ctx, ended as soon as the API key behind the
 	// token is revoked, and the function that stops watching for that.
 	Revocable(ctx context.Context) (context.Context, func())

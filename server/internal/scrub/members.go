@@ -11,28 +11,10 @@ import (
 // ok false when obj is not valid JSON or not an object, for rewriteObject
 // to take the decoder's way (which also ignores what follows the object).
 func rewriteValid(obj []byte, fn func(key string, val json.RawMessage) json.RawMessage) ([]byte, bool) {
-	if !json.Valid(obj) {
-		return nil, false
-	}
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
-	}
 	out := bytes.NewBuffer(make([]byte, 0, len(obj)+16))
 	out.WriteByte('{')
-	i = skipSpace(obj, i+1)
-	for obj[i] != '}' { // valid JSON: a member starts here
-		end := stringEnd(obj, i)
-		rawKey := obj[i:end]
-		var key string
-		if plainASCII(rawKey) {
-			key = string(rawKey[1 : len(rawKey)-1])
-		} else if err := json.Unmarshal(rawKey, &key); err != nil {
-			return nil, false
-		}
-		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
-		vend := valueEnd(obj, i)
-		val := json.RawMessage(obj[i:vend])
+	ok := eachMember(obj, func(key string, start, end int) {
+		val := json.RawMessage(obj[start:end])
 		if nv := fn(key, val); nv != nil {
 			val = nv
 		}
@@ -42,13 +24,45 @@ func rewriteValid(obj []byte, fn func(key string, val json.RawMessage) json.RawM
 		writeKey(out, key)
 		out.WriteByte(':')
 		out.Write(val)
+	})
+	if !ok {
+		return nil, false
+	}
+	out.WriteByte('}')
+	return out.Bytes(), true
+}
+
+// eachMember walks obj, a JSON object, without a json.Decoder: it calls
+// fn with each member's key, decoded, and the bounds of its value,
+// obj[start:end], in order. It returns false, before any call, when obj
+// is not valid JSON or not an object.
+func eachMember(obj []byte, fn func(key string, start, end int)) bool {
+	if !json.Valid(obj) {
+		return false
+	}
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	i = skipSpace(obj, i+1)
+	for obj[i] != '}' { // valid JSON: a member starts here
+		end := stringEnd(obj, i)
+		rawKey := obj[i:end]
+		var key string
+		if plainASCII(rawKey) {
+			key = string(rawKey[1 : len(rawKey)-1])
+		} else if err := json.Unmarshal(rawKey, &key); err != nil {
+			return false // unreachable: a valid object's key is a valid string
+		}
+		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
+		vend := valueEnd(obj, i)
+		fn(key, i, vend)
 		i = skipSpace(obj, vend)
 		if obj[i] == ',' {
 			i = skipSpace(obj, i+1)
 		}
 	}
-	out.WriteByte('}')
-	return out.Bytes(), true
+	return true
 }
 
 // writeKey writes key as json.Marshal would, without its allocation for
@@ -133,38 +147,19 @@ func valueEnd(b []byte, i int) int {
 // only the replaced values spliced in, the rest of its bytes kept. ok is
 // false when obj is not a valid JSON object.
 func replaceMembers(obj []byte, fn func(key string, val json.RawMessage) json.RawMessage) (out []byte, ok bool) {
-	if !json.Valid(obj) {
-		return nil, false
-	}
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
-	}
 	var buf []byte // nil until a value is replaced
 	done := 0      // obj[:done] is in buf
-	i = skipSpace(obj, i+1)
-	for obj[i] != '}' { // valid JSON: a member starts here
-		end := stringEnd(obj, i)
-		rawKey := obj[i:end]
-		var key string
-		if plainASCII(rawKey) {
-			key = string(rawKey[1 : len(rawKey)-1])
-		} else if err := json.Unmarshal(rawKey, &key); err != nil {
-			return nil, false
-		}
-		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
-		vend := valueEnd(obj, i)
-		if nv := fn(key, obj[i:vend]); nv != nil {
+	ok = eachMember(obj, func(key string, start, end int) {
+		if nv := fn(key, obj[start:end]); nv != nil {
 			if buf == nil {
-				buf = make([]byte, 0, len(obj)-(vend-i)+len(nv))
+				buf = make([]byte, 0, len(obj)-(end-start)+len(nv))
 			}
-			buf = append(append(buf, obj[done:i]...), nv...)
-			done = vend
+			buf = append(append(buf, obj[done:start]...), nv...)
+			done = end
 		}
-		i = skipSpace(obj, vend)
-		if obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
+	})
+	if !ok {
+		return nil, false
 	}
 	if buf == nil {
 		return obj, true
