@@ -148,7 +148,7 @@ can rewrite the recorded head as well.`,
 					return err
 				}
 			} else if verr == nil {
-				fmt.Fprintf(app.IO.Out, "sandbox %s: %d entries, hash chain verified; head %s\n", sb.ID, v.Entries, v.HeadHash)
+				fmt.Fprintf(app.IO.Out, "sandbox %s: %d %s, hash chain verified; head %s\n", sb.ID, v.Entries, plural(v.Entries, "entry"), v.HeadHash)
 			}
 			if verr != nil {
 				hint := "the log was changed after it was written; compare with a copy you kept (boxkite log --json)"
@@ -278,7 +278,7 @@ matched case-insensitively anywhere in the arguments as written. At most 50 rule
 			if err != nil {
 				return fmt.Errorf("set the allowlist: %w", err)
 			}
-			fmt.Fprintf(app.IO.ErrOut, "allowlist set: %d rules\n", len(stored))
+			fmt.Fprintf(app.IO.ErrOut, "allowlist set: %d %s\n", len(stored), plural(len(stored), "rule"))
 			return nil
 		},
 	}

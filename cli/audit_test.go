@@ -82,11 +82,13 @@ func TestAuditVerify(t *testing.T) {
 		gap      bool
 	}{
 		{"intact", good, 5, good[4].RowHash, 0, "sandbox sb1: 5 entries, hash chain verified; head " + good[4].RowHash + "\n", "", false},
+		{"one entry", good[:1], 1, good[0].RowHash, 0, "sandbox sb1: 1 entry, hash chain verified; head " + good[0].RowHash + "\n", "", false},
+		{"newest entry cut", good[:4], 5, good[4].RowHash, 1, "", "the log ends at entry 4 but the server recorded 5 (1 entry missing at the end)", true},
 		{"empty", nil, 0, api.GenesisHash, 0, "sandbox sb1: 0 entries, hash chain verified; head " + api.GenesisHash + "\n", "", false},
 		{"tampered", tampered, 5, good[4].RowHash, 1, "", "does not verify: audit log hash chain is broken at entry 3 (e4)", false},
 		{"newest entries cut", good[:3], 5, good[4].RowHash, 1, "", "the log ends at entry 3 but the server recorded 5 (2 entries missing at the end)", true},
 		{"every entry cut", nil, 5, good[4].RowHash, 1, "", "5 entries missing at the end", true},
-		{"middle entry cut and re-hashed", rehashed, 5, rehashed[3].RowHash, 1, "", "sequence number 4, want 3", true},
+		{"middle entry cut and re-hashed", rehashed, 5, rehashed[3].RowHash, 1, "", "sequence number 4, want 3 (1 entry missing before it)", true},
 		{"appended after the first page", good, 3, good[2].RowHash, 0, "sandbox sb1: 5 entries, hash chain verified; head " + good[4].RowHash + "\n", "", false},
 		{"head from a server that keeps none", good, 0, "", 0, "sandbox sb1: 5 entries, hash chain verified; head " + good[4].RowHash + "\n", "", false},
 	} {
@@ -238,5 +240,25 @@ func TestAllowlistCommands(t *testing.T) {
 	defer mu.Unlock()
 	if stored != nil {
 		t.Errorf("rules after clear: %v", stored)
+	}
+}
+
+func TestPlural(t *testing.T) {
+	for _, tt := range []struct {
+		n          int
+		word, want string
+	}{
+		{1, "entry", "entry"},
+		{0, "entry", "entries"},
+		{2, "entry", "entries"},
+		{2, "key", "keys"},
+		{2, "process", "processes"},
+		{2, "sandbox", "sandboxes"},
+		{2, "rule", "rules"},
+		{1, "rule", "rule"},
+	} {
+		if got := plural(tt.n, tt.word); got != tt.want {
+			t.Errorf("plural(%d, %q) = %q, want %q", tt.n, tt.word, got, tt.want)
+		}
 	}
 }

@@ -393,13 +393,16 @@ changes and edit fails.`,
 }
 
 // plural is word, or its plural for n other than 1: "es" after s, x, ch
-// or sh ("processes"), else "s".
+// or sh ("processes"), "ies" for a "y" after a consonant ("entries"),
+// else "s".
 func plural(n int, word string) string {
 	switch {
 	case n == 1:
 		return word
 	case strings.HasSuffix(word, "s"), strings.HasSuffix(word, "x"), strings.HasSuffix(word, "ch"), strings.HasSuffix(word, "sh"):
 		return word + "es"
+	case strings.HasSuffix(word, "y") && len(word) > 1 && !strings.ContainsRune("aeiou", rune(word[len(word)-2])):
+		return word[:len(word)-1] + "ies"
 	}
 	return word + "s"
 }

@@ -353,6 +353,13 @@ func writeSandboxDetail(w io.Writer, sb api.Sandbox, now time.Time) error {
 		row("destroyed", stamp(*sb.DestroyedAt, now, " ago"))
 		row("reason", sb.DestroyReason)
 	}
+	if p := sb.SidecarProtocol; p != nil {
+		v := strconv.Itoa(*p)
+		if *p < api.SidecarProtocol {
+			v += fmt.Sprintf(" (older than this boxkite's %d: the sandbox started before an upgrade; `boxkite session fork %s` gives one with the current sidecar)", api.SidecarProtocol, sb.ID)
+		}
+		row("sidecar protocol", v)
+	}
 	return tw.Flush()
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -170,5 +171,35 @@ func TestSessionRmPaused(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"ppp111"}, deleted); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+}
+
+// TestSandboxDetailSidecarProtocol: `session get` shows the protocol the
+// sandbox's sidecar stated, and says when it is older than this build's
+// (a sandbox started before an upgrade) and what to do; nothing when the
+// server did not say.
+func TestSandboxDetailSidecarProtocol(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	older, current := api.SidecarProtocol-1, api.SidecarProtocol
+	for _, tt := range []struct {
+		name     string
+		protocol *int
+		want     string // the row, "" for none
+	}{
+		{"unknown", nil, ""},
+		{"current", &current, fmt.Sprintf("sidecar protocol:  %d\n", current)},
+		{"older", &older, fmt.Sprintf("sidecar protocol:  %d (older than this boxkite's %d: the sandbox started before an upgrade; `boxkite session fork sb1` gives one with the current sidecar)\n", older, current)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			sb := api.Sandbox{ID: "sb1", Status: api.StatusActive, CreatedAt: now, ExpiresAt: now.Add(time.Hour), SidecarProtocol: tt.protocol}
+			if err := writeSandboxDetail(&b, sb, now); err != nil {
+				t.Fatal(err)
+			}
+			_, row, found := strings.Cut(b.String(), "sidecar protocol:")
+			if got := "sidecar protocol:" + row; !found && tt.want != "" || found && got != tt.want {
+				t.Errorf("session get:\n%s\nwant the row %q", b.String(), tt.want)
+			}
+		})
 	}
 }

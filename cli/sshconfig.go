@@ -87,8 +87,14 @@ func newSSHProxyCmd(app *App) *cobra.Command {
 HOST is <sandbox>.boxkite; the sandbox reference is resolved, named to the
 bastion ahead of the SSH handshake, and stdin and stdout are connected to it.`,
 		Hidden: true,
-		Args:   usageArgs(cobra.ExactArgs(1)),
+		Args:   usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				// ProxyCommand's shell split %n: a label with a space,
+				// from an ssh that does not refuse it as a host name.
+				return usageErrorf("a label with a space cannot be an ssh host name: use `boxkite ssh -s 'LABEL'`, or the sandbox's id (`boxkite session ls`) as ID"+sshHostSuffix,
+					"%q is not one host name", strings.Join(args, " "))
+			}
 			return runSSHProxy(cmd.Context(), app, args[0])
 		},
 	}

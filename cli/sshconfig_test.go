@@ -1,8 +1,14 @@
 package cli
 
 import (
+	"bufio"
+	"net"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
 )
 
 // TestSSHConfigStanzaQuotes: ssh_config splits an argument at whitespace
@@ -24,5 +30,48 @@ func TestSSHConfigStanzaQuotes(t *testing.T) {
 	if !strings.Contains(plain, "    UserKnownHostsFile /home/me/.boxkite/known_hosts\n") ||
 		!strings.Contains(plain, "    ProxyCommand /usr/local/bin/boxkite ssh-proxy %n\n") {
 		t.Errorf("a plain stanza changed:\n%s", plain)
+	}
+}
+
+// TestSSHProxyLabels: `ssh LABEL.boxkite` hands the label to ssh-proxy as
+// ssh wrote it (%n): one in any script reaches the bastion as its
+// sandbox's id; one that ssh_config's ProxyCommand split at a space (an
+// ssh that does not refuse the host name itself) is refused with what to
+// use instead, not "takes 1 argument".
+func TestSSHProxyLabels(t *testing.T) {
+	home := isolate(t)
+	srv := fakeAPI(t, map[string]http.HandlerFunc{
+		"GET /v1/sandboxes": replyJSON(200, []api.Sandbox{
+			{ID: "sb1", Status: api.StatusActive, Label: "café ☕"},
+			{ID: "sb2", Status: api.StatusActive, Label: "données"},
+		}),
+	})
+	writeFile(t, filepath.Join(home, localFile), "base_url = '"+srv.URL+"'\napi_key = 'k'\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	t.Setenv(envBastion, ln.Addr().String())
+	named := make(chan string, 1)
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		named <- line
+	}()
+	if r := runCLI(t, "", "ssh-proxy", "données.boxkite"); r.code != 0 {
+		t.Fatalf("ssh-proxy données.boxkite: %+v", r)
+	}
+	if got := <-named; got != sandboxPreamble+"sb2\r\n" {
+		t.Errorf("the bastion was told %q, want sb2", got)
+	}
+	r := runCLI(t, "", "ssh-proxy", "café", "☕.boxkite")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `"café ☕.boxkite"`) || !strings.Contains(r.stderr, "hint: ") ||
+		!strings.Contains(r.stderr, "boxkite ssh -s") {
+		t.Errorf("ssh-proxy of a split label: %+v, want a usage error naming it with a hint", r)
 	}
 }

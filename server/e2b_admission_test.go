@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/boxkite/boxkite/internal/e2bsdk"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/e2b"
+	"github.com/boxkite/boxkite/server/e2b/envd"
 	"github.com/boxkite/boxkite/server/model"
 )
 
@@ -71,8 +73,12 @@ func TestE2BCreateAdmitsHost(t *testing.T) {
 				Message string
 			}
 			mustUnmarshal(t, body, &got)
-			if wantMsg := rest.Error.Message + " (" + rest.Error.Hint + ")"; status != resp.StatusCode || got.Code != resp.StatusCode || got.Message != wantMsg {
+			// The hint as an E2B user reads it: no boxkite CLI command.
+			if wantMsg := rest.Error.Message + " (" + envd.E2BHint(rest.Error.Hint) + ")"; status != resp.StatusCode || got.Code != resp.StatusCode || got.Message != wantMsg {
 				t.Errorf("E2B create on a full host = %d %s; want %d with %q", status, body, resp.StatusCode, wantMsg)
+			}
+			if strings.Contains(got.Message, "boxkite doctor") {
+				t.Errorf("E2B create on a full host = %q, names a boxkite CLI command", got.Message)
 			}
 			if n := len(e.Driver.Created()); n != 0 {
 				t.Errorf("the driver created %d sandboxes on a full host", n)

@@ -115,3 +115,38 @@ func TestAdoptOlderSidecarWarns(t *testing.T) {
 		t.Errorf("warnings %q, want one for %s (protocol 0) and none for %s", warned, older.ID, current.ID)
 	}
 }
+
+// TestSandboxSidecarProtocol: GET /v1/sandboxes/{id} says what protocol
+// the sandbox's sidecar stated (the fake sidecar states none: 0, an older
+// sidecar than the server's), so an operator sees an old sidecar; a
+// destroyed sandbox, whose sidecar is gone, and the list say nothing.
+func TestSandboxSidecarProtocol(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, server.Config{})
+	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
+	// A call through the sidecar: its answer states the protocol.
+	if resp, body := e.do("POST", sandboxPath(sb.ID, "/exec"), e.KeyA, api.ExecRequest{Command: "true"}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("exec: %d %s", resp.StatusCode, body)
+	}
+	get := func() (api.Sandbox, string) {
+		resp, body := e.do("GET", sandboxPath(sb.ID), e.KeyA, nil)
+		var got api.Sandbox
+		mustUnmarshal(t, body, &got)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET: %d %s", resp.StatusCode, body)
+		}
+		return got, string(body)
+	}
+	if got, body := get(); got.SidecarProtocol == nil || *got.SidecarProtocol != 0 {
+		t.Errorf("GET %s = %s, want sidecar_protocol 0", sb.ID, body)
+	}
+	if _, body := e.do("GET", "/v1/sandboxes", e.KeyA, nil); strings.Contains(string(body), "sidecar_protocol") {
+		t.Errorf("list = %s, want no sidecar_protocol", body)
+	}
+	if resp, body := e.do("DELETE", sandboxPath(sb.ID), e.KeyA, nil); resp.StatusCode >= 300 {
+		t.Fatalf("DELETE: %d %s", resp.StatusCode, body)
+	}
+	if _, body := get(); strings.Contains(body, "sidecar_protocol") {
+		t.Errorf("GET of a destroyed sandbox = %s, want no sidecar_protocol", body)
+	}
+}

@@ -155,6 +155,11 @@ func (f syncFiles) do(ctx context.Context, sandboxID, method, path string, q url
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
+		if sidecar.Outdated(resp, method, path, sb.ID) != nil {
+			// A sidecar older than the sync's own routes: say so, and
+			// how to get one that serves them, not its bare 404.
+			return nil, sidecar.OutdatedError(sb.ID, "the workspace sync ("+method+" "+path+")")
+		}
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 		return nil, fmt.Errorf("sidecar %s: %s: %s", path, resp.Status, msg)
 	}

@@ -142,6 +142,14 @@ type Sandbox struct {
 	PausedWith string     `json:"paused_with,omitempty"`
 	PausedAt   *time.Time `json:"paused_at,omitempty"`
 	AutoPause  bool       `json:"auto_pause,omitempty"` // paused, not destroyed, when its lifetime ends
+	// SidecarProtocol is the sidecar protocol version (SidecarProtocol,
+	// HeaderSidecarProtocol) the sandbox's sidecar stated to the server
+	// that answered, in GET /v1/sandboxes/{id} only: below the server's,
+	// the sandbox runs an older sidecar (started before the server was
+	// upgraded), which does not serve the newer routes. Absent when that
+	// server has not heard from the sidecar (a sandbox that is not
+	// running, or another replica's).
+	SidecarProtocol *int `json:"sidecar_protocol,omitempty"`
 }
 
 // ResumeResult is the answer to POST /v1/sandboxes/{id}/resume: the

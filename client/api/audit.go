@@ -154,6 +154,14 @@ var ErrChainBroken = errors.New("audit log hash chain is broken")
 // head the server recorded.
 var ErrLogGap = errors.New("audit log has a gap")
 
+// entryCount is "1 entry" or "N entries".
+func entryCount(n int64) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return strconv.FormatInt(n, 10) + " entries"
+}
+
 // VerifyLog checks a sandbox's whole log, entries oldest first: their
 // sequence numbers run 1, 2, … without a gap (when the server sends
 // them), the hash chain links up from GenesisHash (VerifyLogChain), and
@@ -165,8 +173,8 @@ var ErrLogGap = errors.New("audit log has a gap")
 func VerifyLog(entries []LogEntry, headSeq int64, headHash string) error {
 	for i, e := range entries {
 		if e.Seq != 0 && e.Seq != int64(i+1) {
-			return fmt.Errorf("%w: %w at entry %d (%s): sequence number %d, want %d (%d entries missing before it)",
-				ErrChainBroken, ErrLogGap, i, e.ID, e.Seq, i+1, e.Seq-int64(i+1))
+			return fmt.Errorf("%w: %w at entry %d (%s): sequence number %d, want %d (%s missing before it)",
+				ErrChainBroken, ErrLogGap, i, e.ID, e.Seq, i+1, entryCount(e.Seq-int64(i+1)))
 		}
 	}
 	if err := VerifyLogChain(GenesisHash, entries); err != nil {
@@ -176,8 +184,8 @@ func VerifyLog(entries []LogEntry, headSeq int64, headHash string) error {
 		return nil
 	}
 	if n := int64(len(entries)); n < headSeq {
-		return fmt.Errorf("%w: %w: the log ends at entry %d but the server recorded %d (%d entries missing at the end)",
-			ErrChainBroken, ErrLogGap, n, headSeq, headSeq-n)
+		return fmt.Errorf("%w: %w: the log ends at entry %d but the server recorded %d (%s missing at the end)",
+			ErrChainBroken, ErrLogGap, n, headSeq, entryCount(headSeq-n))
 	}
 	if got := entries[headSeq-1].RowHash; got != headHash {
 		return fmt.Errorf("%w at entry %d (%s): row_hash %.12s… is not the head the server recorded (%.12s…)",

@@ -43,7 +43,10 @@ import (
 // fsGroup as their group and group read added for it.
 //
 // A pod deleted from the API has its process killed; a process that exits
-// marks its pod Failed. activeDeadlineSeconds and probes are not enforced.
+// marks its pod Failed. A pod running longer than its
+// activeDeadlineSeconds (counted from its start, as a kubelet counts it)
+// has its process killed and is marked Failed, reason DeadlineExceeded.
+// Probes are not run.
 type Kubelet struct {
 	client   kubernetes.Interface
 	ns       string
@@ -180,16 +183,23 @@ func (k *Kubelet) sync(ctx context.Context) {
 		return
 	}
 	seen := map[string]bool{}
+	var overdue []*corev1.Pod
 	for i := range list.Items {
 		pod := &list.Items[i]
 		seen[podKey(pod)] = true
 		k.mu.Lock()
-		_, known := k.pods[podKey(pod)]
+		p, known := k.pods[podKey(pod)]
 		if !known && pod.DeletionTimestamp == nil && (pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "") {
 			k.pods[podKey(pod)] = nil // claimed; start fills it in
 			go k.start(ctx, pod)
 		}
+		if p != nil && pastDeadline(pod, time.Now()) {
+			overdue = append(overdue, pod)
+		}
 		k.mu.Unlock()
+	}
+	for _, pod := range overdue {
+		k.endAtDeadline(ctx, pod)
 	}
 	k.mu.Lock()
 	gone := map[string]*podProc{}
@@ -211,6 +221,35 @@ func (k *Kubelet) sync(ctx context.Context) {
 		k.mu.Unlock()
 	}
 }
+
+// pastDeadline reports whether pod, running, has run longer than its
+// activeDeadlineSeconds at now.
+func pastDeadline(pod *corev1.Pod, now time.Time) bool {
+	secs, start := pod.Spec.ActiveDeadlineSeconds, pod.Status.StartTime
+	return pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil && secs != nil && start != nil &&
+		now.Sub(start.Time) >= time.Duration(*secs)*time.Second
+}
+
+// endAtDeadline kills the process of pod, past its deadline, and reports
+// the pod Failed as a kubelet does (DeadlineExceeded).
+func (k *Kubelet) endAtDeadline(ctx context.Context, pod *corev1.Pod) {
+	k.mu.Lock()
+	p := k.pods[podKey(pod)]
+	k.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.kill()
+	k.mu.Lock()
+	delete(k.pods, podKey(pod)) // its phase keeps it from being started again
+	k.mu.Unlock()
+	k.logf("kubetest kubelet: pod %s ran past its activeDeadlineSeconds (%d s)", pod.Name, *pod.Spec.ActiveDeadlineSeconds)
+	k.setStatus(ctx, pod, corev1.PodFailed, p.ip, deadlineMessage)
+}
+
+// deadlineMessage is a kubelet's message of a pod past its deadline; its
+// reason is DeadlineExceeded.
+const deadlineMessage = "Pod was active on the node longer than the specified deadline"
 
 // start runs pod's container and reports the pod Running once it answers
 // on its port, or Failed if it cannot be started.
@@ -425,8 +464,13 @@ func (k *Kubelet) setStatus(ctx context.Context, pod *corev1.Pod, phase corev1.P
 		if phase == corev1.PodRunning {
 			ready = corev1.ConditionTrue
 		}
-		cur.Status.Phase, cur.Status.Message = phase, msg
-		cur.Status.StartTime = &now
+		cur.Status.Phase, cur.Status.Message, cur.Status.Reason = phase, msg, ""
+		if msg == deadlineMessage {
+			cur.Status.Reason = "DeadlineExceeded"
+		}
+		if cur.Status.StartTime == nil || phase == corev1.PodRunning {
+			cur.Status.StartTime = &now
+		}
 		if ip != "" {
 			cur.Status.PodIP, cur.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
 			cur.Status.HostIP, cur.Status.HostIPs = "127.0.0.1", []corev1.HostIP{{IP: "127.0.0.1"}}

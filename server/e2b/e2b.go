@@ -188,10 +188,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		if status == 0 {
 			status = api.StatusOf(e.Code)
 		}
-		msg = e.Message
-		if e.Hint != "" {
-			msg += " (" + e.Hint + ")"
-		}
+		msg = envd.Message(e)
 		if e.Code == api.CodeSandboxLost {
 			status = http.StatusNotFound
 		}
@@ -254,9 +251,9 @@ func notSupportedHint(what string) string {
 	case strings.HasPrefix(what, "internet access"):
 		return "boxkite sandboxes reach no network: leave allowInternetAccess unset (or false) and network.allowOut empty; " + docs
 	case strings.HasPrefix(what, "volume"):
-		return "boxkite's own volumes (boxkite volumes, /v1/volumes) are not mapped to E2B's yet; " + docs
+		return "boxkite's own volumes (/v1/volumes) are not mapped to E2B's yet; " + docs
 	case strings.HasPrefix(what, "template"):
-		return "build a boxkite image (boxkite images) and pass its id as the template; " + docs
+		return "build a boxkite image (POST /v1/images; docs/local-mode.md, Images) and pass its id as the template; " + docs
 	}
 	return docs
 }

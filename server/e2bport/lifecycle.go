@@ -255,6 +255,7 @@ func (l *Lifecycle) SetExpiry(ctx context.Context, c e2b.Caller, id string, at t
 	if err != nil {
 		return e2b.Sandbox{}, fmt.Errorf("set sandbox expiry: %w", err)
 	}
+	l.d.Sandboxes.RecordExpiry(ctx, sb)
 	return toSandbox(sb), nil
 }
 

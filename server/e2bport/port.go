@@ -43,6 +43,7 @@ type Sandboxes interface {
 	Pause(ctx context.Context, sb *model.Sandbox, mode string) (*model.Sandbox, error)
 	Resume(ctx context.Context, acct *model.Account, sb *model.Sandbox) (*model.Sandbox, []api.ResumedProcess, error)
 	Unreachable(ctx context.Context, sb *model.Sandbox) *api.Error
+	RecordExpiry(ctx context.Context, sb *model.Sandbox)
 }
 
 // Snapshots is the snapshot service (*snapshot.Service).

@@ -39,7 +39,6 @@ const (
 	DefaultStorageGB    = 5
 	DefaultTmpSize      = "1Gi"
 	DefaultReadyTimeout = 2 * time.Minute
-	DefaultMaxLifetime  = 24 * time.Hour
 )
 
 // Config configures the kube driver.
@@ -66,11 +65,6 @@ type Config struct {
 	// ReadyTimeout bounds Create's wait for the pod to run and its sidecar
 	// to answer /health.
 	ReadyTimeout time.Duration
-	// MaxLifetime is the server's ceiling for a sandbox's lifetime.
-	// activeDeadlineSeconds, the backstop to the reaper, is the larger of
-	// it and the sandbox's own lifetime: Kubernetes only lets a deadline
-	// shrink, and an extend may move expiry up to this ceiling.
-	MaxLifetime time.Duration
 	// PoolSize is how many warm pods of the default size to keep ready; 0
 	// means no pool. PoolMaxAge retires warm pods older than it.
 	PoolSize   int
@@ -118,7 +112,6 @@ func New(client kubernetes.Interface, cfg Config) (*Driver, error) {
 	cfg.StorageGB = cmp.Or(cfg.StorageGB, DefaultStorageGB)
 	cfg.TmpSize = cmp.Or(cfg.TmpSize, DefaultTmpSize)
 	cfg.ReadyTimeout = cmp.Or(cfg.ReadyTimeout, DefaultReadyTimeout)
-	cfg.MaxLifetime = cmp.Or(cfg.MaxLifetime, DefaultMaxLifetime)
 	cfg.PoolMaxAge = cmp.Or(cfg.PoolMaxAge, 6*time.Hour)
 	if cfg.Sizes == nil {
 		cfg.Sizes = DefaultSizes()
@@ -171,7 +164,7 @@ func (d *Driver) Create(ctx context.Context, spec model.Spec) (model.Endpoint, e
 	}
 	p := podPlan{
 		name: podName(spec.ID), sandbox: spec.ID, size: size, storageGB: spec.StorageGB,
-		deadline: max(spec.Lifetime, d.cfg.MaxLifetime), volumes: spec.Volumes,
+		expiresAt: spec.ExpiresAt, volumes: spec.Volumes,
 	}
 	if spec.Egress != nil {
 		// A warm pod's sidecar started without the proxy's address, so

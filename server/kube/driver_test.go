@@ -217,7 +217,8 @@ func TestClaimCAS(t *testing.T) {
 				patch = a.(k8stesting.PatchAction).GetPatch()
 				return true, &pod, tt.err
 			})
-			won, err := d.pool.cas(context.Background(), pod, "sb1")
+			exp := time.Date(2026, 12, 6, 19, 30, 0, 0, time.FixedZone("CET", 3600))
+			won, err := d.pool.cas(context.Background(), pod, model.Spec{ID: "sb1", ExpiresAt: exp})
 			if won != tt.wantWon || (err != nil) != tt.wantErr {
 				t.Errorf("cas = %v, %v; want won %v, error %v", won, err, tt.wantWon, tt.wantErr)
 			}
@@ -225,7 +226,8 @@ func TestClaimCAS(t *testing.T) {
 				`{"op":"test","path":"/metadata/labels/boxkite.dev~1state","value":"warm"},` +
 				`{"op":"replace","path":"/metadata/labels/boxkite.dev~1state","value":"bound"},` +
 				`{"op":"add","path":"/metadata/labels/boxkite.dev~1sandbox","value":"sb1"},` +
-				`{"op":"replace","path":"/metadata/annotations/cluster-autoscaler.kubernetes.io~1safe-to-evict","value":"false"}]`
+				`{"op":"replace","path":"/metadata/annotations/cluster-autoscaler.kubernetes.io~1safe-to-evict","value":"false"},` +
+				`{"op":"add","path":"/metadata/annotations/boxkite.dev~1expires-at","value":"2026-12-06T18:30:00Z"}]`
 			if diff := cmp.Diff(want, string(patch)); diff != "" {
 				t.Errorf("patch (-want +got):\n%s", diff)
 			}
@@ -233,19 +235,32 @@ func TestClaimCAS(t *testing.T) {
 	}
 }
 
-// TestPodSpec checks the security-relevant parts of a sandbox pod.
+// TestPodSpec checks the security-relevant parts of a sandbox pod, and
+// that it has no activeDeadlineSeconds (the reaper ends it) but its
+// expiry as an annotation.
 func TestPodSpec(t *testing.T) {
 	d, _ := newFakeDriver(t, Config{RuntimeClassName: "gvisor", ImagePullSecrets: []string{"regcred", "other"}})
 	pod, err := d.pod(podPlan{
-		name: "sbx-a", sandbox: "a", size: "medium", storageGB: 3, deadline: 2 * time.Hour,
-		volumes: []model.VolumeMount{{ID: "v1", Path: "/workspace/data"}},
+		name: "sbx-a", sandbox: "a", size: "medium", storageGB: 3,
+		expiresAt: time.Date(2026, 12, 6, 20, 0, 0, 500, time.UTC),
+		volumes:   []model.VolumeMount{{ID: "v1", Path: "/workspace/data"}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkPodSecurity(t, pod)
-	if got := *pod.Spec.ActiveDeadlineSeconds; got != 7200 {
-		t.Errorf("activeDeadlineSeconds = %d, want 7200", got)
+	if pod.Spec.ActiveDeadlineSeconds != nil {
+		t.Errorf("activeDeadlineSeconds = %d, want none", *pod.Spec.ActiveDeadlineSeconds)
+	}
+	if got, want := pod.Annotations[AnnotationExpiresAt], "2026-12-06T20:00:00Z"; got != want {
+		t.Errorf("expires-at annotation = %q, want %q", got, want)
+	}
+	warm, err := d.pod(podPlan{name: "sbx-warm-a", size: "small"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warm.Spec.ActiveDeadlineSeconds != nil || warm.Annotations[AnnotationExpiresAt] != "" {
+		t.Errorf("warm pod: deadline %v, expires-at %q; want neither (PoolMaxAge bounds it)", warm.Spec.ActiveDeadlineSeconds, warm.Annotations[AnnotationExpiresAt])
 	}
 	if pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName != "gvisor" {
 		t.Errorf("runtimeClassName = %v, want gvisor", pod.Spec.RuntimeClassName)

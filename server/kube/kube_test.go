@@ -267,8 +267,12 @@ func checkPod(t *testing.T, pod *corev1.Pod, id string) {
 		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod security = automount %v, container %+v; want the restricted profile", pod.Spec.AutomountServiceAccountToken, sc)
 	}
-	if pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds <= 0 {
-		t.Error("pod has no activeDeadlineSeconds")
+	// The reaper ends it, at the expiry the annotation shows.
+	if pod.Spec.ActiveDeadlineSeconds != nil {
+		t.Errorf("pod has activeDeadlineSeconds %d, want none", *pod.Spec.ActiveDeadlineSeconds)
+	}
+	if _, err := time.Parse(time.RFC3339, pod.Annotations[kube.AnnotationExpiresAt]); err != nil {
+		t.Errorf("pod's %s annotation: %v", kube.AnnotationExpiresAt, err)
 	}
 	// As the API server stored it: one without user namespace support
 	// would drop the field.

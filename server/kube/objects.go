@@ -69,7 +69,7 @@ type podPlan struct {
 	sandbox   string // "" for a warm pod
 	size      string
 	storageGB float64
-	deadline  time.Duration
+	expiresAt time.Time // the sandbox's expires_at; zero for a warm pod
 	volumes   []model.VolumeMount
 	egress    string // the egress proxy's host:port; "" for none
 }
@@ -164,7 +164,11 @@ func (d *Driver) controlPlanePeer() networkingv1.NetworkPolicyPeer {
 }
 
 // pod is one sandbox's pod: a single restricted container running
-// boxkite-sidecar, writable only in its emptyDirs.
+// boxkite-sidecar, writable only in its emptyDirs. It has no
+// activeDeadlineSeconds: the control plane's reaper ends a sandbox at its
+// expires_at (which an extend may move later than any deadline set at the
+// start, and Kubernetes never lets a running pod's deadline grow), and
+// the pool's own PoolMaxAge retires warm pods (expiry.go).
 func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 	size, ok := d.cfg.Sizes[p.size]
 	if !ok {
@@ -181,7 +185,9 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 		args = append(args, "--egress-proxy", p.egress)
 		annotations[AnnotationEgress] = p.egress
 	}
-	deadline := int64(p.deadline / time.Second)
+	if !p.expiresAt.IsZero() {
+		annotations[AnnotationExpiresAt] = formatExpiry(p.expiresAt)
+	}
 	no, yes := false, true
 	uid := int64(sandboxUID)
 	volumes, mounts := d.podVolumes(p)
@@ -194,7 +200,6 @@ func (d *Driver) pod(p podPlan) (*corev1.Pod, error) {
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			AutomountServiceAccountToken:  &no,
 			EnableServiceLinks:            &no,
-			ActiveDeadlineSeconds:         &deadline,
 			TerminationGracePeriodSeconds: ptr(int64(10)),
 			DNSPolicy:                     corev1.DNSDefault,
 			HostUsers:                     ptr(d.cfg.HostUsers), // false: a user namespace of the pod's own

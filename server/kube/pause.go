@@ -199,6 +199,9 @@ func (d *Driver) Resume(ctx context.Context, id string, _ func(net.Listener)) er
 		// An older server's Pause took --claimable away.
 		pod.Spec = claimable(pod.Spec)
 	}
+	// An older server's pod had a deadline, which would count again from
+	// this pod's start; the reaper is the timer now (pod).
+	pod.Spec.ActiveDeadlineSeconds = nil
 	created, err := d.createAgain(ctx, pod)
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)

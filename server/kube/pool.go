@@ -60,7 +60,7 @@ func (p *pool) claim(ctx context.Context, spec model.Spec) (model.Endpoint, bool
 		return model.Endpoint{}, false, ctx.Err()
 	}
 	for _, pod := range pods {
-		won, err := p.cas(ctx, pod, spec.ID)
+		won, err := p.cas(ctx, pod, spec)
 		if err != nil {
 			if ctx.Err() != nil {
 				return model.Endpoint{}, false, ctx.Err()
@@ -113,10 +113,11 @@ type jsonPatchOp struct {
 	Value string `json:"value"`
 }
 
-// cas relabels pod bound to id if nobody changed it since it was listed.
-// won is false when another claim got there first.
-func (p *pool) cas(ctx context.Context, pod corev1.Pod, id string) (won bool, err error) {
-	patch, err := json.Marshal(casPatch(pod.ResourceVersion, id))
+// cas relabels pod bound to spec's sandbox, annotated with its expiry,
+// if nobody changed it since it was listed. won is false when another
+// claim got there first.
+func (p *pool) cas(ctx context.Context, pod corev1.Pod, spec model.Spec) (won bool, err error) {
+	patch, err := json.Marshal(casPatch(pod.ResourceVersion, spec.ID, spec.ExpiresAt))
 	if err != nil {
 		return false, err
 	}
@@ -134,17 +135,22 @@ func (p *pool) cas(ctx context.Context, pod corev1.Pod, id string) (won bool, er
 }
 
 // casPatch is the claim's JSON patch: test resourceVersion and the warm
-// label, then relabel.
-func casPatch(resourceVersion, id string) []jsonPatchOp {
+// label, then relabel, and annotate the sandbox's expiry (unless zero).
+func casPatch(resourceVersion, id string, expiresAt time.Time) []jsonPatchOp {
 	const lbl = "/metadata/labels/"
 	esc := func(k string) string { return lbl + jsonPointerEscape(k) }
-	return []jsonPatchOp{
+	ops := []jsonPatchOp{
 		{Op: "test", Path: "/metadata/resourceVersion", Value: resourceVersion},
 		{Op: "test", Path: esc(LabelState), Value: StateWarm},
 		{Op: "replace", Path: esc(LabelState), Value: StateBound},
 		{Op: "add", Path: esc(LabelSandbox), Value: id},
 		{Op: "replace", Path: "/metadata/annotations/cluster-autoscaler.kubernetes.io~1safe-to-evict", Value: "false"},
 	}
+	if !expiresAt.IsZero() {
+		// Every warm pod has annotations (safe-to-evict), so add has a map.
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + jsonPointerEscape(AnnotationExpiresAt), Value: formatExpiry(expiresAt)})
+	}
+	return ops
 }
 
 func jsonPointerEscape(s string) string {
@@ -211,7 +217,8 @@ func (p *pool) wake() {
 
 // Run keeps the warm pool at PoolSize until ctx is done: every
 // refillInterval and after each claim it retires warm pods past
-// PoolMaxAge and starts new ones for the shortfall.
+// PoolMaxAge (they have no activeDeadlineSeconds: this is what bounds
+// them) and starts new ones for the shortfall.
 func (d *Driver) Run(ctx context.Context) {
 	if d.cfg.PoolSize == 0 {
 		return
@@ -275,7 +282,6 @@ func (p *pool) refill(ctx context.Context) {
 func (p *pool) startWarm(ctx context.Context) error {
 	plan := podPlan{
 		name: "sbx-warm-" + randomSuffix(), size: api.SizeSmall,
-		deadline: p.d.cfg.PoolMaxAge + p.d.cfg.MaxLifetime,
 	}
 	if _, err := p.d.start(ctx, plan, ""); err != nil {
 		p.d.cleanup(plan.name)

@@ -32,11 +32,8 @@ import (
 func TestMountedTokenOpensNothing(t *testing.T) {
 	e := newEnv(t, kube.Config{PoolSize: 1, SnapshotDir: t.TempDir()})
 	e.start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	pool := make(chan struct{})
-	go func() { defer close(pool); e.driver.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-pool })
-	waitFor(t, "a warm pod", func() bool { return e.driver.PoolStats().Ready == 1 })
+	runPool(t, e)
+	ctx := context.Background()
 	c := e.client()
 	warm, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{Label: "warm"})
 	if err != nil {

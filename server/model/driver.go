@@ -29,7 +29,12 @@ type Spec struct {
 	ID        string        // server-generated, unique; safe as a file or DNS name
 	Size      string        // api.SizeSmall, api.SizeMedium, api.SizeLarge
 	StorageGB float64       // 0 means the driver default
-	Lifetime  time.Duration // the driver may enforce it as a backstop to the reaper
+	Lifetime  time.Duration // how long the control plane keeps it (its reaper ends it)
+	// ExpiresAt is the sandbox's expires_at as the control plane
+	// recorded it at the create, for a driver that shows it on the
+	// substrate (ExpiryRecorder); zero when unknown. The control plane's
+	// reaper is the one timer: no driver ends a sandbox at it.
+	ExpiresAt time.Time
 	// Volumes are mounted read-write at their paths; only a driver that
 	// implements VolumeDriver is given any.
 	Volumes []VolumeMount
@@ -237,6 +242,18 @@ type LossWatcher interface {
 // stops watching a sandbox before it deletes it, so its reports need none.
 type LossGracer interface {
 	LostGrace() time.Duration
+}
+
+// An ExpiryRecorder is a Driver that shows a sandbox's expiry on the
+// substrate for its operator (the kube driver annotates the sandbox's pod
+// with it), where the substrate has no timer of its own to keep in step:
+// the control plane's reaper is what ends the sandbox, on every driver.
+// The control plane calls RecordExpiry after each change of a running
+// sandbox's expires_at (an extend, an E2B timeout, a resume), best
+// effort: an error is logged, never the caller's, since the store's row
+// is the truth.
+type ExpiryRecorder interface {
+	RecordExpiry(ctx context.Context, id string, at time.Time) error
 }
 
 // A Prober is a Driver that can tell whether a sandbox still runs. When a

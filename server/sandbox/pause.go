@@ -336,6 +336,7 @@ func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.San
 	if err != nil {
 		return nil, nil, s.storeAnswer(err, "resume the sandbox")
 	}
+	s.RecordExpiry(ctx, resumed) // moved on by the pause, and a resumed pod is new
 	s.emit(ctx, resumed.AccountID, api.EventSandboxResumed, sandboxEvent(resumed))
 	detail := map[string]any{"mode": mode}
 	if len(procs) > 0 {

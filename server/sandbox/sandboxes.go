@@ -228,8 +228,8 @@ func (s *Service) startSandbox(ctx context.Context, sb *model.Sandbox, p createP
 // driverSpec is what the driver is asked to create for sb.
 func (s *Service) driverSpec(sb *model.Sandbox, p createParams) model.Spec {
 	return model.Spec{
-		ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, Volumes: p.volumes, ImageRoot: p.imageRoot,
-		FromSnapshot: p.fromSnapshot, MountPoints: p.mountPoints,
+		ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, ExpiresAt: sb.ExpiresAt,
+		Volumes: p.volumes, ImageRoot: p.imageRoot, FromSnapshot: p.fromSnapshot, MountPoints: p.mountPoints,
 		Egress: s.egressServer(sb, p.egress),
 		Via:    s.sidecars, // the health check's connection serves the first exec
 	}
@@ -380,7 +380,14 @@ func (s *Service) getSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, sb.ToAPI())
+	out := sb.ToAPI()
+	// What its sidecar last stated to this server, so an operator sees
+	// one older than the server (docs/architecture.md, "Sidecar protocol
+	// versions"); a list does not say it.
+	if v, ok := s.sidecars.Protocol(sb.ID); ok && sb.Active() {
+		out.SidecarProtocol = &v
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -412,8 +419,25 @@ func (s *Service) extendSandbox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return fmt.Errorf("extend sandbox: %w", err)
 	}
+	s.RecordExpiry(r.Context(), sb)
 	httpx.WriteJSON(w, http.StatusOK, sb.ToAPI())
 	return nil
+}
+
+// RecordExpiry shows sb's expires_at, just changed, on the substrate
+// (model.ExpiryRecorder: the kube driver annotates the pod), best effort:
+// the row is the truth and the reaper the timer, so a failure is logged,
+// not the caller's.
+func (s *Service) RecordExpiry(ctx context.Context, sb *model.Sandbox) {
+	er, ok := driverAs[model.ExpiryRecorder](s)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer cancel()
+	if err := er.RecordExpiry(ctx, sb.ID, sb.ExpiresAt); err != nil {
+		s.log.WarnContext(ctx, "record the sandbox's expiry on the substrate", "sandbox", sb.ID, "expires_at", sb.ExpiresAt, "err", err)
+	}
 }
 
 // sandboxEvent is the data of a sandbox.* event.

@@ -46,7 +46,7 @@ func (s *Service) startWarm(ctx context.Context, acct *model.Account, p createPa
 	}
 	// The claim goes over the sandbox's own client, whose connection then
 	// serves the first exec.
-	ep, claimed, err := w.ClaimWarm(ctx, model.Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime}, s.sidecars, record)
+	ep, claimed, err := w.ClaimWarm(ctx, model.Spec{ID: sb.ID, Size: sb.Size, StorageGB: sb.StorageGB, Lifetime: p.lifetime, ExpiresAt: sb.ExpiresAt}, s.sidecars, record)
 	if !claimed || err != nil {
 		s.sidecars.Forget(sb.ID) // a claim that failed may have left a client
 	}

@@ -85,6 +85,9 @@ func (h *routes) flush(w http.ResponseWriter, r *http.Request) error {
 		if st == nil {
 			return h.noSync(sb, err)
 		}
+		if ae, ok := errors.AsType[*api.Error](err); ok && ae.Code == api.CodeNotSupported {
+			return ae // the sandbox's sidecar cannot be read for the sync: not the store's fault
+		}
 		return h.storageFailed(r, sb, err)
 	}
 	httpx.WriteJSON(w, http.StatusOK, h.s.status(st))

@@ -62,6 +62,10 @@ pub struct SandboxInfo {
     /// Paused, not destroyed, when its lifetime ends.
     #[serde(default)]
     pub auto_pause: bool,
+    /// The protocol version its sidecar stated (get only): below the
+    /// server's, the sandbox runs an older sidecar.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sidecar_protocol: Option<i64>,
 }
 
 /// The body of POST /v1/sandboxes; None fields take the server's defaults.

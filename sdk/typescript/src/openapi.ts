@@ -2604,6 +2604,7 @@ export interface components {
             paused_at?: string;
             paused_with?: string;
             processes?: components["schemas"]["ResumedProcess"][];
+            sidecar_protocol?: number;
             size: string;
             status: string;
             storage_gb?: number;
@@ -2623,6 +2624,7 @@ export interface components {
             /** Format: date-time */
             paused_at?: string;
             paused_with?: string;
+            sidecar_protocol?: number;
             size: string;
             status: string;
             storage_gb?: number;

@@ -373,11 +373,7 @@ func (h *Handler) rpcError(ctx context.Context, err error) error {
 		h.log.ErrorContext(ctx, "envd call failed", "err", err)
 		return connect.NewError(connect.CodeInternal, errors.New("internal error"))
 	}
-	msg := e.Message
-	if e.Hint != "" {
-		msg += " (" + e.Hint + ")"
-	}
-	return connect.NewError(connectCode(e), errors.New(msg))
+	return connect.NewError(connectCode(e), errors.New(Message(e)))
 }
 
 // connectCode maps a boxkite error to the Connect code the SDK turns into

@@ -215,9 +215,5 @@ func (h *Handler) restError(w http.ResponseWriter, r *http.Request, err error) {
 	case status == http.StatusUnprocessableEntity || status == http.StatusForbidden && e.Code == api.CodeForbidden:
 		status = http.StatusBadRequest
 	}
-	msg := e.Message
-	if e.Hint != "" {
-		msg += " (" + e.Hint + ")"
-	}
-	writeJSON(w, status, map[string]any{"code": status, "message": msg})
+	writeJSON(w, status, map[string]any{"code": status, "message": Message(e)})
 }

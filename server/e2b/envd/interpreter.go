@@ -235,10 +235,7 @@ func openInterpreter(ctx context.Context, sess Session, body []byte) interpreter
 func (h *Handler) streamError(w http.ResponseWriter, r *http.Request, err error) {
 	value := "internal error"
 	if e, ok := errors.AsType[*api.Error](err); ok {
-		value = e.Message
-		if e.Hint != "" {
-			value += " (" + e.Hint + ")"
-		}
+		value = Message(e)
 	} else if errors.Is(err, ErrGone) {
 		value = "the sandbox is gone"
 	} else if r.Context().Err() == nil {
