@@ -37,8 +37,10 @@ type fakeDriver struct {
 	calls       []string
 	ResumeDelay time.Duration
 	ResumeErr   error // what Resume returns (pause_fake_test.go)
-	// ResumeHook, when set, runs in Resume before it returns ResumeErr.
+	// ResumeHook, when set, runs in Resume before it returns ResumeErr;
+	// PauseHook in Pause before it returns.
 	ResumeHook func(id string)
+	PauseHook  func(id string)
 }
 
 var _ model.Driver = (*fakeDriver)(nil)

@@ -20,6 +20,12 @@ import (
 
 func (d *fakeDriver) Pause(_ context.Context, id, mode string) error {
 	d.mu.Lock()
+	hook := d.PauseHook
+	d.mu.Unlock()
+	if hook != nil {
+		hook(id)
+	}
+	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.pauses = append(d.pauses, mode+" "+id)
 	d.calls = append(d.calls, "pause "+id)

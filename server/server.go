@@ -208,7 +208,7 @@ func (s *Server) newSandboxes() error {
 			PausedLimit: s.cfg.PausedLimit, Limits: s.cfg.Limits,
 			EgressResolver: s.cfg.EgressResolver, EgressPermitForTests: s.cfg.EgressPermitForTests,
 			AfterTeardownForTests: s.cfg.AfterTeardownForTests, LockWaitForTests: s.cfg.LockWaitForTests,
-			PublicURL: s.cfg.PublicURL,
+			PublicURL: s.cfg.PublicURL, SoleServer: s.soleServer(),
 		},
 		Store:         s.store,
 		Driver:        s.driver,
@@ -228,6 +228,18 @@ func (s *Server) newSandboxes() error {
 		Hooks:         storageHooks{s}, // storagesync_port.go
 	})
 	return err
+}
+
+// soleServer reports whether no other server can share the store: a
+// SQLite database, which one server holds alone (its owner lock). A store
+// that does not say is taken as shared.
+func (s *Server) soleServer() bool {
+	var st any = s.store
+	if w, ok := st.(interface{ Unwrap() model.Store }); ok {
+		st = w.Unwrap()
+	}
+	sh, ok := st.(interface{ Shared() bool })
+	return ok && !sh.Shared()
 }
 
 // mount registers a subsystem's routes behind the guard (register) and

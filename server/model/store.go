@@ -124,6 +124,17 @@ type SandboxStore interface {
 	DeleteSandbox(ctx context.Context, id string) error
 	// CountActiveSandboxes counts the account's active sandboxes; "" counts all accounts.
 	CountActiveSandboxes(ctx context.Context, accountID string) (int, error)
+	// TakeSandboxLease takes the lifecycle lease on sandbox id's row for
+	// owner (a server's instance id) until until, and reports whether it
+	// did: it does when no owner holds it, when owner does (a renewal),
+	// or when the holder's lease ended before now (a server that died
+	// holding it). ErrNotFound when there is no such row. Servers sharing
+	// the database order the pauses, resumes, removals and snapshot copies
+	// of one sandbox with it (server/sandbox, lease.go).
+	TakeSandboxLease(ctx context.Context, id, owner string, now, until time.Time) (bool, error)
+	// ReleaseSandboxLease ends owner's lease on sandbox id's row; nothing
+	// when another owner holds it (owner's ended and was taken).
+	ReleaseSandboxLease(ctx context.Context, id, owner string) error
 }
 
 // AuditStore holds the audit log: per sandbox, a hash chain of

@@ -106,7 +106,11 @@ func (s *Service) Destroy(ctx context.Context, id, status, reason string) error 
 // Calls in flight to the sandbox, and those that start meanwhile, are
 // ended first, so none reads the sidecar's death as a loss.
 func (s *Service) destroySandbox(ctx context.Context, id, status, reason string) (*model.Sandbox, error) {
-	defer s.lifecycleLocks.lock(id)() // after a pause or resume under way
+	release, err := s.lockLifecycle(ctx, id) // after a pause or resume under way, on any server
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return s.destroyLocked(ctx, id, status, reason)
 }
 

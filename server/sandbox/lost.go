@@ -78,7 +78,11 @@ func (s *Service) loseSandbox(ctx context.Context, id, why string) {
 	// finished: a paused sandbox's sidecar is gone on purpose (a
 	// filesystem pause ends it; the kube driver deletes its pod), and a
 	// resumed one may answer elsewhere now.
-	defer s.lifecycleLocks.lock(id)()
+	release, err := s.lockLifecycle(ctx, id)
+	if err != nil {
+		return // another server's change kept it past the wait: not a loss to decide now
+	}
+	defer release()
 	cur, err := s.store.SandboxByID(ctx, id)
 	if err != nil || !cur.Active() || s.probeAlive(ctx, id) {
 		return
@@ -109,7 +113,11 @@ const goneWhy = "nothing of it was left on the host while it was paused (`boxkit
 // loseGonePaused records a paused sandbox the driver holds nothing of as
 // lost, at start-up.
 func (s *Service) loseGonePaused(ctx context.Context, sb *model.Sandbox) {
-	defer s.lifecycleLocks.lock(sb.ID)()
+	release, err := s.lockLifecycle(ctx, sb.ID)
+	if err != nil {
+		return
+	}
+	defer release()
 	_ = s.loseGoneLocked(ctx, sb)
 }
 

@@ -63,8 +63,12 @@ func (s *Service) Pause(ctx context.Context, sb *model.Sandbox, mode string) (*m
 	default:
 		return nil, httpx.Invalid("mode", fmt.Sprintf("mode %q is not one of freeze, filesystem, checkpoint", mode), "omit it for freeze")
 	}
-	defer s.lifecycleLocks.lock(sb.ID)()
-	sb, err := s.reload(ctx, sb)
+	release, err := s.lockLifecycle(ctx, sb.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	sb, err = s.reload(ctx, sb)
 	if err != nil {
 		return nil, err
 	}
@@ -256,10 +260,15 @@ func (s *Service) resumeSandbox(w http.ResponseWriter, r *http.Request) error {
 // became of its background processes. Resuming an active sandbox returns
 // it as it is.
 func (s *Service) Resume(ctx context.Context, acct *model.Account, sb *model.Sandbox) (*model.Sandbox, []api.ResumedProcess, error) {
-	// One at a time with pause, resume and destroy: a second resume finds
-	// it active, a delete that went first finds it gone.
-	defer s.lifecycleLocks.lock(sb.ID)()
-	sb, err := s.reload(ctx, sb)
+	// One at a time with pause, resume and destroy, on any server: a
+	// second resume finds it active, a delete that went first finds it
+	// gone.
+	release, err := s.lockLifecycle(ctx, sb.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
+	sb, err = s.reload(ctx, sb)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -51,11 +51,15 @@ func (c SnapshotControl) Grants(ctx context.Context, sb *model.Sandbox) (model.G
 	return model.Grants{Secrets: secrets, Egress: egress}, nil
 }
 
-// Hold takes sandbox id's lifecycle lock (pause, resume and destroy take
-// it too), reads the account's sandbox again under it and returns it with
-// the lock's release.
+// Hold takes sandbox id's lifecycle lock and, with other servers on the
+// store, its lease (pause, resume and destroy take them too; lease.go),
+// reads the account's sandbox again under them and returns it with their
+// release. The lease is renewed while the snapshot's copy runs.
 func (c SnapshotControl) Hold(ctx context.Context, accountID, id string) (*model.Sandbox, func(), error) {
-	release := c.s.lifecycleLocks.lock(id)
+	release, err := c.s.lockLifecycle(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
 	sb, err := c.s.Find(ctx, accountID, id)
 	if err != nil {
 		release()

@@ -41,6 +41,10 @@ type Config struct {
 	// LockWaitForTests, when set, runs when a lifecycle change of sandbox
 	// id is about to wait for another's (sandboxlock.go): tests only.
 	LockWaitForTests func(id string)
+	// SoleServer is set when no other server shares the store (SQLite,
+	// which one server holds alone): lifecycle changes then skip the
+	// lease that orders them between servers (lease.go).
+	SoleServer bool
 	// PublicURL is the server's public base URL ("" when unset): the
 	// list's Link rel="next" target starts with it, so a client behind a
 	// proxy that adds a path prefix follows the link to the right place.
@@ -144,7 +148,10 @@ type Service struct {
 	removals removals // torn down, not recorded (removals.go)
 	// lifecycleLocks serialise pause, resume and destroy of one sandbox
 	// (sandboxlock.go).
-	lifecycleLocks  sandboxLocks
+	lifecycleLocks sandboxLocks
+	// instance is this server's id, the owner of the lifecycle leases it
+	// takes (lease.go).
+	instance        string
 	lastPausedSweep time.Time // of paused sandboxes past MaxPausedAge; only Tick touches it
 }
 
@@ -158,7 +165,7 @@ func New(d Deps) (*Service, error) {
 	}
 	return &Service{
 		d: d, cfg: d.Config, store: d.Store, driver: d.Driver, log: d.Log, sidecars: d.Sidecars, calls: d.Calls,
-		lifecycleLocks: sandboxLocks{waiting: d.Config.LockWaitForTests},
+		lifecycleLocks: sandboxLocks{waiting: d.Config.LockWaitForTests}, instance: model.NewID(),
 	}, nil
 }
 

@@ -97,6 +97,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"Snapshots", testSnapshots},
 		{"SnapshotKeyClaims", testSnapshotKeyClaims},
 		{"SnapshotKeyRace", testSnapshotKeyRace},
+		{"SandboxLease", testSandboxLease},
 		{"Secrets", testSecrets},
 		{"SecretInherit", testSecretInherit},
 		{"Webhooks", testWebhooks},

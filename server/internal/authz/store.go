@@ -422,6 +422,16 @@ func (s *Store) BeginSnapshotDrop(ctx context.Context, key string, now, until ti
 	return s.inner.BeginSnapshotDrop(ctx, key, now, until)
 }
 
+// TakeSandboxLease: scoped (keyed by a record the caller was checked for when it was loaded (a sandbox, an image build, an idempotency record of its credential)).
+func (s *Store) TakeSandboxLease(ctx context.Context, id, owner string, now, until time.Time) (bool, error) {
+	return s.inner.TakeSandboxLease(ctx, id, owner, now, until)
+}
+
+// ReleaseSandboxLease: scoped (keyed by a record the caller was checked for when it was loaded (a sandbox, an image build, an idempotency record of its credential)).
+func (s *Store) ReleaseSandboxLease(ctx context.Context, id, owner string) error {
+	return s.inner.ReleaseSandboxLease(ctx, id, owner)
+}
+
 // EndSnapshotDrop: scoped (keyed by a record the caller was checked for when it was loaded (a sandbox, an image build, an idempotency record of its credential)).
 func (s *Store) EndSnapshotDrop(ctx context.Context, key string) error {
 	return s.inner.EndSnapshotDrop(ctx, key)

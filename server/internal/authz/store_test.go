@@ -44,7 +44,7 @@ var rules = map[string]string{
 	"ExecLogHead": "scoped", "ExecLogSeq": "scoped", "SandboxEgress": "scoped", "SetSandboxEgress": "scoped",
 	"SandboxImageID": "scoped", "ClaimIdempotencyKey": "scoped", "CompleteIdempotencyKey": "scoped",
 	"ReleaseIdempotencyKey": "scoped", "ClaimSnapshotKey": "scoped",
-	"BeginSnapshotDrop": "scoped", "EndSnapshotDrop": "scoped",
+	"BeginSnapshotDrop": "scoped", "EndSnapshotDrop": "scoped", "TakeSandboxLease": "scoped", "ReleaseSandboxLease": "scoped",
 
 	"APIKeyByHash": "open", "TouchAPIKey": "open", "PasswordHash": "open", "CreateAccountWithPassword": "open",
 	"EnsureSetting": "open", "Ping": "open", "Close": "open", "SpendToken": "open",

@@ -1,0 +1,148 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/server"
+)
+
+// TestReplicaLifecycleOrder: with two servers on one Postgres database, a
+// lifecycle change of a sandbox on the second server while one is under
+// way in the first server's driver waits for it (the lifecycle lease,
+// server/sandbox/lease.go) and then acts on the state it left, instead of
+// running its driver work alongside (session22-snapclaim22.md, "Not
+// fixed"): a second resume answers the running sandbox without resuming
+// it again; a delete during a pause or a resume tears the sandbox down
+// after that finished (no workspace copy written after the delete read
+// it, no pod recreated after the delete) and both callers get their
+// answers.
+func TestReplicaLifecycleOrder(t *testing.T) {
+	tests := []struct {
+		name          string
+		first, second string // the changes: first on the first server, held in its driver
+		wantSecond    int
+		wantEvents    []string
+		wantStatus    string
+	}{
+		{
+			"resume during a resume", "resume", "resume", http.StatusOK,
+			[]string{"first: resume begins", "first: resume ends"},
+			api.StatusActive,
+		},
+		{
+			"delete during a pause", "pause", "delete", http.StatusNoContent,
+			[]string{"first: pause begins", "first: pause ends", "second: delete"},
+			api.StatusDestroyed,
+		},
+		{
+			"delete during a resume", "resume", "delete", http.StatusNoContent,
+			[]string{"first: resume begins", "first: resume ends", "second: delete"},
+			api.StatusDestroyed,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				mu     sync.Mutex
+				events []string
+				waited = make(chan struct{}, 1) // the second server waits for the first's change
+				acted  = make(chan struct{}, 1) // the second server's driver was called
+			)
+			event := func(e string) {
+				mu.Lock()
+				events = append(events, e)
+				mu.Unlock()
+			}
+			cfg := server.Config{LockWaitForTests: func(string) {
+				select {
+				case waited <- struct{}{}:
+				default:
+				}
+			}}
+			rs, _ := newReplicas(t, 2, cfg)
+			a, b := rs[0], rs[1]
+			sb := a.create(a.KeyA, api.CreateSandboxRequest{})
+			if tt.first == "resume" {
+				if resp, body := a.do("POST", sandboxPath(sb.ID)+"/pause", a.KeyA, api.PauseSandboxRequest{Mode: api.PauseFilesystem}); resp.StatusCode != 200 {
+					t.Fatalf("pause: %d %s", resp.StatusCode, body)
+				}
+			}
+
+			// The second server's driver work, recorded.
+			secondActs := func(what string) func(string) {
+				return func(string) {
+					event("second: " + what)
+					select {
+					case acted <- struct{}{}:
+					default:
+					}
+				}
+			}
+			b.Driver.mu.Lock()
+			b.Driver.ResumeHook = secondActs("resume")
+			deleteHook := secondActs("delete")
+			b.Driver.DeleteFunc = func(_ context.Context, id string) error { deleteHook(id); return nil }
+			b.Driver.mu.Unlock()
+
+			// The first server's change, held in its driver until the
+			// second one's waits for it or (without the lease) acted.
+			type answer struct {
+				code int
+				body []byte
+			}
+			second := make(chan answer, 1)
+			hold := func(id string) {
+				event("first: " + tt.first + " begins")
+				go func() {
+					method, path := "POST", sandboxPath(id)+"/resume"
+					if tt.second == "delete" {
+						method, path = "DELETE", sandboxPath(id)
+					}
+					resp, body := b.do(method, path, b.KeyA, nil)
+					second <- answer{resp.StatusCode, body}
+				}()
+				select {
+				case <-waited:
+				case <-acted:
+				case <-time.After(time.Minute):
+					t.Error("the second server neither waited nor acted within a minute")
+				}
+				event("first: " + tt.first + " ends")
+			}
+			a.Driver.mu.Lock()
+			if tt.first == "resume" {
+				a.Driver.ResumeHook = hold
+			} else {
+				a.Driver.PauseHook = hold
+			}
+			a.Driver.mu.Unlock()
+
+			path, body := sandboxPath(sb.ID)+"/resume", any(nil)
+			if tt.first == "pause" {
+				path, body = sandboxPath(sb.ID)+"/pause", api.PauseSandboxRequest{Mode: api.PauseFilesystem}
+			}
+			if resp, body := a.do("POST", path, a.KeyA, body); resp.StatusCode != http.StatusOK {
+				t.Errorf("the first server's %s: %d %s, want 200", tt.first, resp.StatusCode, body)
+			}
+			if got := <-second; got.code != tt.wantSecond {
+				t.Errorf("the second server's %s: %d %s, want %d", tt.second, got.code, got.body, tt.wantSecond)
+			}
+			mu.Lock()
+			got := append([]string(nil), events...)
+			mu.Unlock()
+			if diff := cmp.Diff(tt.wantEvents, got); diff != "" {
+				t.Errorf("the driver work of both servers (-want +got):\n%s", diff)
+			}
+			if got := a.get(t, sb.ID); got.Status != tt.wantStatus {
+				t.Errorf("the sandbox after both: %s, want %s", got.Status, tt.wantStatus)
+			}
+		})
+	}
+}
