@@ -2282,7 +2282,9 @@ export interface components {
             disk?: components["schemas"]["HostDisk"];
             driver: string;
             limits?: components["schemas"]["HostLimit"][];
+            older_sidecars?: components["schemas"]["SandboxSidecar"][];
             sandboxes?: components["schemas"]["SandboxDisk"][];
+            sidecar_protocol: number;
         };
         HTTPRequest: {
             body?: string;
@@ -2635,6 +2637,11 @@ export interface components {
             label?: string;
             quota_bytes: number;
             used_bytes: number;
+        };
+        SandboxSidecar: {
+            id: string;
+            label?: string;
+            sidecar_protocol: number;
         };
         SandboxStats: {
             disk_quota_bytes?: number;
