@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -146,5 +148,99 @@ func TestReplicasWithoutSharedState(t *testing.T) {
 	}
 	if out, err := cb.Exec(ctx, sb.ID, api.ExecRequest{Command: "cat kept.txt"}); err != nil || out.Stdout != "kept\n" {
 		t.Errorf("files after the resume: %+v, %v", out, err)
+	}
+}
+
+// TestReplicaResumeDeleteOrder is server's TestReplicaLifecycleOrder
+// ("delete during a resume") on the kube driver, with real pods: two
+// control planes on one Postgres database, one namespace and one state
+// directory (the chart's ReadWriteMany stateVolume). A sandbox the first
+// creates runs commands and reports its use through the second. The
+// first then resumes it, paused, and the kubelet leaves the new pod
+// pending while the second deletes the sandbox: the delete waits for
+// the resume's lifecycle lease (server/sandbox/lease.go); the resume,
+// once the pod runs, answers 200; the delete then answers 204 and
+// removes the pod, its Secret and NetworkPolicy and the workspace copy.
+// Without the lease the delete removed the pod the resume waited for
+// (the resume failed: "pod … was deleted while starting").
+func TestReplicaResumeDeleteOrder(t *testing.T) {
+	dsn := servertest.PostgresDSN(t)
+	if dsn == "" {
+		t.Skip(servertest.PostgresEnv + " is not set")
+	}
+	state := t.TempDir()
+	a := newEnv(t, kube.Config{SnapshotDir: state})
+	a.dsn = dsn
+	a.start(t)
+	waited := make(chan struct{}, 1) // the second server waits for a lease
+	b := &env{cluster: a.cluster, ns: a.ns, kubelet: a.kubelet, dsn: dsn, key: a.key, cfg: a.cfg}
+	b.srvCfg.LockWaitForTests = func(string) {
+		select {
+		case waited <- struct{}{}:
+		default:
+		}
+	}
+	b.start(t)
+	ctx := context.Background()
+	ca, cb := a.client(), b.client()
+	sb, err := ca.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, cb, sb.ID, "echo through-b > b.txt")
+	if got := mustExec(t, ca, sb.ID, "cat b.txt"); got != "through-b\n" {
+		t.Errorf("a file written through the second server, read through the first: %q", got)
+	}
+	if st, err := cb.SandboxStats(ctx, sb.ID); err != nil || st.MemoryBytes <= 0 {
+		t.Errorf("stats through the second server: %+v, %v; want the memory held", st, err)
+	}
+	if _, err := ca.PauseSandbox(ctx, sb.ID, api.PauseFilesystem); err != nil {
+		t.Fatal(err)
+	}
+
+	release := a.kubelet.Hold()
+	defer release()
+	resumed := make(chan error, 1)
+	go func() {
+		_, err := ca.ResumeSandbox(ctx, sb.ID)
+		resumed <- err
+	}()
+	sel := metav1.ListOptions{LabelSelector: kube.LabelSandbox + "=" + sb.ID}
+	waitFor(t, "the resume's pod", func() bool {
+		pods, err := a.cluster.Client.CoreV1().Pods(a.ns).List(ctx, sel)
+		return err == nil && len(pods.Items) == 1
+	})
+	deleted := make(chan error, 1)
+	go func() { deleted <- cb.DeleteSandbox(ctx, sb.ID) }()
+	select {
+	case <-waited:
+	case err := <-deleted:
+		release()
+		t.Fatalf("the second server's delete answered (%v) during the first's resume, without waiting for it; the resume: %v", err, <-resumed)
+	case <-time.After(time.Minute):
+		t.Fatal("the second server's delete neither waited nor answered within a minute")
+	}
+	release()
+	if err := <-resumed; err != nil {
+		t.Errorf("the first server's resume: %v, want it done before the delete", err)
+	}
+	if err := <-deleted; err != nil {
+		t.Errorf("the second server's delete: %v, want 204 after the resume", err)
+	}
+	if got, err := a.st.SandboxByID(ctx, sb.ID); err != nil || got.Status != api.StatusDestroyed {
+		t.Errorf("the sandbox after both: %+v, %v; want destroyed", got, err)
+	}
+	cs := a.cluster.Client
+	if pods, err := cs.CoreV1().Pods(a.ns).List(ctx, sel); err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods of the deleted sandbox: %d, %v; want none", len(pods.Items), err)
+	}
+	if secs, err := cs.CoreV1().Secrets(a.ns).List(ctx, sel); err != nil || len(secs.Items) != 0 {
+		t.Errorf("secrets of the deleted sandbox: %d, %v; want none", len(secs.Items), err)
+	}
+	if nps, err := cs.NetworkingV1().NetworkPolicies(a.ns).List(ctx, sel); err != nil || len(nps.Items) != 0 {
+		t.Errorf("network policies of the deleted sandbox: %d, %v; want none", len(nps.Items), err)
+	}
+	if left, err := os.ReadDir(state); err != nil || len(left) != 0 {
+		t.Errorf("the state directory after the delete: %v, %v; want no workspace copy", left, err)
 	}
 }
