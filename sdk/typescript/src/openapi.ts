@@ -1559,7 +1559,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup); 501 not_supported without */
+        /** The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup, and its disk's use and size; kube: its pod's container's cgroup, read by the pod's sidecar, and no disk); 501 not_supported without */
         get: operations["get_sandboxes_id_stats"];
         put?: never;
         post?: never;
@@ -11493,7 +11493,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup); 501 not_supported without */
+            /** @description The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup, and its disk's use and size; kube: its pod's container's cgroup, read by the pod's sidecar, and no disk); 501 not_supported without */
             200: {
                 headers: {
                     [name: string]: unknown;
