@@ -145,7 +145,7 @@ func TestE2BListDirLarge(t *testing.T) {
 
 // TestE2BFileOpsReserveHeldOutput: a file operation reserves its answer's
 // bound of the held-output budget before its command runs: with an
-// account share below a listing's bound (about 64 MiB) and above a
+// account share below a listing's bound (128.25 MiB) and above a
 // stat's (768 KiB), ListDir is refused (resource_exhausted, the
 // refusal's message and hint) and the sidecar never ran it, while Stat
 // passes; each stat gives its reservation back when it has answered.
