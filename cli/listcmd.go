@@ -110,23 +110,35 @@ func (l *listing[T]) read(ctx context.Context, c *client.Client, limit int) ([]T
 		}
 		return items, false, err
 	}
+	return readPages(limit, api.MaxListLimit, func(cursor string, n int) ([]T, string, error) {
+		p, err := l.page(c, ctx, client.ListOptions{Limit: n, Cursor: cursor})
+		if err != nil {
+			return nil, "", err
+		}
+		return p.Items, p.Next, nil
+	})
+}
+
+// readPages reads the newest limit items in pages of at most maxPage,
+// and whether there are more: page reads n items from cursor ("" for the
+// newest) and says the next page's cursor, "" after the last.
+func readPages[T any](limit, maxPage int, page func(cursor string, n int) ([]T, string, error)) ([]T, bool, error) {
 	out := []T{}
-	var o client.ListOptions
+	cursor := ""
 	for {
 		// One more than wanted says whether there are more.
-		o.Limit = min(limit+1-len(out), api.MaxListLimit)
-		p, err := l.page(c, ctx, o)
+		items, next, err := page(cursor, min(limit+1-len(out), maxPage))
 		if err != nil {
 			return nil, false, err
 		}
-		out = append(out, p.Items...)
+		out = append(out, items...)
 		if len(out) > limit {
 			return out[:limit], true, nil
 		}
-		if p.Next == "" {
+		if next == "" {
 			return out, false, nil
 		}
-		o.Cursor = p.Next
+		cursor = next
 	}
 }
 

@@ -272,24 +272,13 @@ func listSandboxes(ctx context.Context, c *client.Client, activeOnly bool, limit
 		}
 		return sbs, false, err
 	}
-	out := []api.Sandbox{}
-	o := client.SandboxListOptions{ActiveOnly: activeOnly}
-	for {
-		// One more than wanted says whether there are more.
-		o.Limit = min(limit+1-len(out), api.MaxSandboxListLimit)
-		p, err := c.ListSandboxPage(ctx, o)
+	return readPages(limit, api.MaxSandboxListLimit, func(cursor string, n int) ([]api.Sandbox, string, error) {
+		p, err := c.ListSandboxPage(ctx, client.SandboxListOptions{ActiveOnly: activeOnly, Limit: n, Cursor: cursor})
 		if err != nil {
-			return nil, false, err
+			return nil, "", err
 		}
-		out = append(out, p.Sandboxes...)
-		if len(out) > limit {
-			return out[:limit], true, nil
-		}
-		if p.Next == "" {
-			return out, false, nil
-		}
-		o.Cursor = p.Next
-	}
+		return p.Sandboxes, p.Next, nil
+	})
 }
 
 // writeSandboxTable prints sandboxes as aligned columns, times relative to now.
