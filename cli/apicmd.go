@@ -290,7 +290,7 @@ func runAPI(ctx context.Context, app *App, c rawDoer, o *apiOptions, req apiRequ
 				printRawError(app, o, re)
 				return &rawAnswerError{err: err, status: re.Err.Status}
 			}
-			return err
+			return withRoutesHint(err)
 		}
 		link := api.NextLink(resp.Header)
 		next, err := printAPIResponse(app, o, resp)
@@ -354,6 +354,15 @@ func printStatusHeaders(app *App, status int, header http.Header) {
 		}
 	}
 	fmt.Fprintln(app.IO.Out)
+}
+
+// withRoutesHint gives the server's "no route" 404, which has no hint of
+// its own, one that says where the routes are.
+func withRoutesHint(err error) error {
+	if e, ok := errors.AsType[*api.Error](err); ok && e.Code == api.CodeNotFound && e.Hint == "" && strings.HasPrefix(e.Message, "no route for ") {
+		return &hintError{err: err, hint: "the server has no such path: 'boxkite api /openapi.json' lists its routes, docs/routes.md describes them"}
+	}
+	return err
 }
 
 // printAPIResponse prints one answer and returns the offset of the next

@@ -60,6 +60,10 @@ func TestAPICommand(t *testing.T) {
 			remember(r)
 			replyJSON(404, map[string]any{"error": map[string]any{"code": "not_found", "message": "sandbox nope not found", "hint": "list them with GET /v1/sandboxes"}})(w, r)
 		},
+		"GET /v1/gone": func(w http.ResponseWriter, r *http.Request) {
+			remember(r)
+			replyJSON(404, map[string]any{"error": map[string]any{"code": "not_found", "message": "no route for GET /v1/gone"}})(w, r)
+		},
 		"GET /v1/behind-proxy": func(w http.ResponseWriter, r *http.Request) {
 			remember(r)
 			w.Header().Set("Content-Type", "text/html")
@@ -134,6 +138,11 @@ func TestAPICommand(t *testing.T) {
 			name: "the error envelope becomes error:, hint: and exit 3", args: []string{"/v1/sandboxes/nope"}, wantCode: exitNotFound,
 			wantErr:  "error: GET /v1/sandboxes/nope: sandbox nope not found [not_found]\nhint: list them with GET /v1/sandboxes\n",
 			wantReqs: []seen{{method: "GET", path: "/v1/sandboxes/nope", auth: "Bearer bxk_live_secret"}},
+		},
+		{
+			name: "a path the server has no route for: exit 3, and where the routes are", args: []string{"/v1/gone"}, wantCode: exitNotFound,
+			wantErr:  "error: GET /v1/gone: no route for GET /v1/gone [not_found]\nhint: the server has no such path: 'boxkite api /openapi.json' lists its routes, docs/routes.md describes them\n",
+			wantReqs: []seen{{method: "GET", path: "/v1/gone", auth: "Bearer bxk_live_secret"}},
 		},
 		{
 			// As gh api: the page on stdout, the error and hint on stderr.

@@ -85,10 +85,11 @@ func TestAuditVerify(t *testing.T) {
 		{"one entry", good[:1], 1, good[0].RowHash, 0, "sandbox sb1: 1 entry, hash chain verified; head " + good[0].RowHash + "\n", "", false},
 		{"newest entry cut", good[:4], 5, good[4].RowHash, 1, "", "the log ends at entry 4 but the server recorded 5 (1 entry missing at the end)", true},
 		{"empty", nil, 0, api.GenesisHash, 0, "sandbox sb1: 0 entries, hash chain verified; head " + api.GenesisHash + "\n", "", false},
-		{"tampered", tampered, 5, good[4].RowHash, 1, "", "does not verify: audit log hash chain is broken at entry 3 (e4)", false},
+		{"tampered", tampered, 5, good[4].RowHash, 1, "", "does not verify: audit log hash chain is broken at entry 4 (e4)", false},
+		{"head moved", good, 5, good[3].RowHash, 1, "", "does not verify: audit log hash chain is broken at entry 5 (e5): row_hash", false},
 		{"newest entries cut", good[:3], 5, good[4].RowHash, 1, "", "the log ends at entry 3 but the server recorded 5 (2 entries missing at the end)", true},
 		{"every entry cut", nil, 5, good[4].RowHash, 1, "", "5 entries missing at the end", true},
-		{"middle entry cut and re-hashed", rehashed, 5, rehashed[3].RowHash, 1, "", "sequence number 4, want 3 (1 entry missing before it)", true},
+		{"middle entry cut and re-hashed", rehashed, 5, rehashed[3].RowHash, 1, "", "at entry 3 (e3): sequence number 4, want 3 (1 entry missing before it)", true},
 		{"appended after the first page", good, 3, good[2].RowHash, 0, "sandbox sb1: 5 entries, hash chain verified; head " + good[4].RowHash + "\n", "", false},
 		{"head from a server that keeps none", good, 0, "", 0, "sandbox sb1: 5 entries, hash chain verified; head " + good[4].RowHash + "\n", "", false},
 	} {

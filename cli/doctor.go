@@ -48,7 +48,9 @@ func newDoctorCmd(app *App) *cobra.Command {
 		Long: `Check what the local server's sandboxes need from this machine: the kernel,
 user namespaces, cgroups, seccomp, filesystems, loop devices for storage
 quotas, the boxkite-server, boxkite-sidecar and boxkite-bastion binaries,
-and, when the local server is up, that its bastion answers; and the host's
+and, when the local server is up, that its bastion answers and the
+sidecar protocol its sandboxes speak (one started before an upgrade
+keeps an older sidecar until forked); and the host's
 own limits, which run out before the sandboxes' do: tasks (kernel.pid_max,
 kernel.threads-max), loop devices, inotify instances and watches, and the
 free disk space where the server keeps its state, each with what to raise.
@@ -68,6 +70,9 @@ fails, 0 otherwise.`,
 				// The running bastion is this machine's, not a fake root's.
 				if cfg, err := app.Config(); err == nil && cfg.Local {
 					rep.Checks = append(rep.Checks, doctorBastion(pathsFor(cfg.Home), cfg.Bastion))
+					if c, ok := doctorSidecars(cmd.Context(), app); ok {
+						rep.Checks = append(rep.Checks, c)
+					}
 					rep.OK = countChecks(rep.Checks, checkFail) == 0
 				}
 			}

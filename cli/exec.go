@@ -364,9 +364,20 @@ func exitFor(code int, stopReason string, timeout time.Duration) error {
 	case code == 0:
 		return nil
 	case stopReason == api.StopReasonTimeout:
-		return &exitStatus{code: code, msg: fmt.Sprintf("the command timed out after %s (exit code %d)", compactDuration(timeout), code)}
+		return &exitStatus{code: code, msg: fmt.Sprintf("the command timed out after %s (exit code %d)", compactDuration(timeout), code), hint: timeoutHint(timeout)}
 	}
 	return &exitStatus{code: code}
+}
+
+// timeoutHint says how to give a command that ran out of time more: a
+// longer --timeout while there is room under its maximum, else the
+// background, where --max-runtime allows hours.
+func timeoutHint(timeout time.Duration) string {
+	const bg = "run it in the background with -b (up to --max-runtime 4h) and follow it with 'boxkite logs -f'"
+	if wholeUnits(timeout, time.Second) >= api.MaxExecTimeout {
+		return "1h is the longest --timeout; " + bg
+	}
+	return "give it longer with --timeout (at most 1h), or " + bg
 }
 
 // commandString is the shell command for exec's arguments: one argument is

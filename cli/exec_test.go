@@ -145,7 +145,7 @@ func TestExec(t *testing.T) {
 	}
 	stopReason = api.StopReasonTimeout
 	// The sandbox's note and the CLI's error say the same: only the error.
-	if r := runCLI(t, "", "exec", "--timeout", "1s", "sleep 5"); r.code != 124 || r.stderr != "err\nerror: the command timed out after 1s (exit code 124)\n" {
+	if r := runCLI(t, "", "exec", "--timeout", "1s", "sleep 5"); r.code != 124 || r.stderr != "err\nerror: the command timed out after 1s (exit code 124)\nhint: "+timeoutHint(time.Second)+"\n" {
 		t.Errorf("exec timing out: code %d stderr %q, want 124 and the timeout said once", r.code, r.stderr)
 	}
 	if c := got[len(got)-1].Command; c != "sleep 5" {

@@ -68,6 +68,7 @@ func (e *hintError) Unwrap() error { return e.err }
 type exitStatus struct {
 	code int
 	msg  string
+	hint string // printed after msg, when both are set
 }
 
 func (e *exitStatus) Error() string {
@@ -90,6 +91,9 @@ func Execute(ctx context.Context, root *cobra.Command, args []string) int {
 	if e, ok := errors.AsType[*exitStatus](err); ok {
 		if e.msg != "" {
 			fmt.Fprintf(stderr, "error: %s\n", e.msg)
+			if e.hint != "" {
+				fmt.Fprintf(stderr, "hint: %s\n", e.hint)
+			}
 		}
 		return e.code
 	}

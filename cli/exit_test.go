@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
@@ -63,6 +64,8 @@ func TestExecuteExitCodes(t *testing.T) {
 		},
 		{"remote exit code", &exitStatus{code: 7}, 7, ""},
 		{"remote timeout", &exitStatus{code: 124, msg: "the command timed out after 1s (exit code 124)"}, 124, "error: the command timed out after 1s (exit code 124)\n"},
+		{"remote timeout with its hint", exitFor(124, api.StopReasonTimeout, time.Second), 124, "error: the command timed out after 1s (exit code 124)\nhint: " + timeoutHint(time.Second) + "\n"},
+		{"a hint without a message is not printed", &exitStatus{code: 7, hint: "h"}, 7, ""},
 		{
 			"connection refused", fmt.Errorf("list sandboxes: %w", refused),
 			1, "error: cannot reach the boxkite server at http://127.0.0.1:8090\nhint: run 'boxkite up' to start the local server\n",
@@ -145,5 +148,22 @@ func TestFilesCatSuggestsView(t *testing.T) {
 	want := "error: unknown command \"cat\" for \"boxkite files\"\nhint: did you mean cp or view?\n"
 	if r.code != exitUsage || r.stderr != want {
 		t.Errorf("files cat: exit %d, stderr %q; want %d and %q", r.code, r.stderr, exitUsage, want)
+	}
+}
+
+// TestTimeoutHint: a command that ran out of time is told how to get more,
+// a longer --timeout only while one is allowed.
+func TestTimeoutHint(t *testing.T) {
+	for _, tt := range []struct {
+		timeout time.Duration
+		want    string
+	}{
+		{30 * time.Second, "give it longer with --timeout (at most 1h), or run it in the background with -b (up to --max-runtime 4h) and follow it with 'boxkite logs -f'"},
+		{59 * time.Minute, "give it longer with --timeout (at most 1h), or run it in the background with -b (up to --max-runtime 4h) and follow it with 'boxkite logs -f'"},
+		{time.Hour, "1h is the longest --timeout; run it in the background with -b (up to --max-runtime 4h) and follow it with 'boxkite logs -f'"},
+	} {
+		if got := timeoutHint(tt.timeout); got != tt.want {
+			t.Errorf("timeoutHint(%s) = %q, want %q", tt.timeout, got, tt.want)
+		}
 	}
 }

@@ -49,7 +49,10 @@ func newFilesLsCmd(app *App) *cobra.Command {
   boxkite files ls -s build src --json
   boxkite files ls -s build --from-storage`,
 		Short: "List a directory of the sandbox (default: the workspace)",
-		Args:  usageArgs(cobra.MaximumNArgs(1)),
+		Long: `List a directory of the sandbox (default: the workspace). A PATH that
+is not there is not found (exit 3); an empty directory prints nothing and
+says so on stderr. --json prints the API's answer, an empty list for both.`,
+		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.wantJSON(cmd)
 			if err != nil {
@@ -89,6 +92,17 @@ func newFilesLsCmd(app *App) *cobra.Command {
 				return nil
 			}
 			if len(res.Entries) == 0 {
+				// The API lists a missing directory as an empty one: tell
+				// them apart, so that a typo is not reported as empty.
+				if req.Path != "" {
+					exists, _, err := remoteStat(cmd.Context(), c, sb.ID, req.Path)
+					if err != nil {
+						return fmt.Errorf("look up %s in the sandbox: %w", orWorkspace(req.Path), err)
+					}
+					if !exists {
+						return &notFoundError{err: fmt.Errorf("%s not found in sandbox %s", sandboxPath(req.Path), sb.ID), hint: pathHint}
+					}
+				}
 				fmt.Fprintf(app.IO.ErrOut, "%s is empty; create a file with 'boxkite files create PATH'\n", orWorkspace(req.Path))
 				return nil
 			}

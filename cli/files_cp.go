@@ -220,7 +220,7 @@ func (x *copier) download(ctx context.Context, src, dst string) error {
 		return fmt.Errorf("look up %s in the sandbox: %w", orWorkspace(src), err)
 	}
 	if !exists {
-		return &notFoundError{err: fmt.Errorf("%s not found in sandbox %s", sandboxPath(src), x.id)}
+		return &notFoundError{err: fmt.Errorf("%s not found in sandbox %s", sandboxPath(src), x.id), hint: pathHint}
 	}
 	local, lerr := os.Stat(dst)
 	localDir := lerr == nil && local.IsDir()

@@ -191,7 +191,7 @@ func golden(t *testing.T, path string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test ./cli -run MCPInitGolden -update)", err)
+		t.Fatalf("%v (run go test ./cli -run '^%s$' -update)", err, strings.Split(t.Name(), "/")[0])
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("%s (-want +got):\n%s", path, diff)

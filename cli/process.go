@@ -100,7 +100,7 @@ func resolveProcess(ctx context.Context, c *client.Client, id, ref string) (stri
 	case 0:
 		return "", &notFoundError{
 			err:  fmt.Errorf("process %s not found in sandbox %s", ref, id),
-			hint: "list processes with 'boxkite ps'",
+			hint: "list processes with 'boxkite ps -s " + id + "'",
 		}
 	case 1:
 		return found[0], nil

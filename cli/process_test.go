@@ -102,7 +102,7 @@ func TestProcessCommands(t *testing.T) {
 		{
 			name:      "kill unknown",
 			args:      []string{"kill", "ffff"},
-			want:      result{code: exitNotFound, stderr: "error: process ffff not found in sandbox sb-1\nhint: list processes with 'boxkite ps'\n"},
+			want:      result{code: exitNotFound, stderr: "error: process ffff not found in sandbox sb-1\nhint: list processes with 'boxkite ps -s sb-1'\n"},
 			wantCalls: []string{"GET /processes"},
 		},
 		{

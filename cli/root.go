@@ -55,7 +55,7 @@ command's own exit code.`,
 	root.CompletionOptions.DisableDefaultCmd = true // ours is in completion.go
 
 	pf := root.PersistentFlags()
-	pf.String("url", "", "control-plane `URL` (env BOXKITE_URL; default http://127.0.0.1:8090)")
+	pf.String("url", "", "control-plane `URL` (env BOXKITE_URL; default the current context's, see 'boxkite config show')")
 	pf.String("api-key", "", "API `key` (env BOXKITE_API_KEY)")
 	pf.String("context", "", "use this context's server and key (env BOXKITE_CONTEXT; see 'boxkite context ls')")
 	root.RegisterFlagCompletionFunc("context", completeContexts)

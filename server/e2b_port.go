@@ -7,6 +7,7 @@ import (
 
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/e2bport"
+	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -25,6 +26,10 @@ func (s *Server) E2B() e2b.ControlPlane { return s.e2bPort }
 // e2bHeldHint is the way around a held-output refusal of an E2B code cell.
 const e2bHeldHint = "retry when your account's other code cells, JSON execs and process output reads have answered"
 
+// e2bFileOpHint is the way around a held-output refusal of an E2B file
+// operation.
+const e2bFileOpHint = "retry when your account's other file operations, code cells, JSON execs and process output reads have answered"
+
 // newE2BPort wires the E2B facade's port: its auth part on the guard's
 // credential plumbing, its lifecycle on the lifecycle hub and the
 // snapshot service, its envd sessions on the sidecars.
@@ -41,6 +46,12 @@ func (s *Server) newE2BPort() (err error) {
 		},
 		ReserveInterpreter: func(account string) (func(), error) {
 			return s.held.Reserve(account, hold.Interpreter, "code cell", e2bHeldHint)
+		},
+		ReserveFileOp: func(account, op string, maxOutput int64) (func(), error) {
+			// An exec's bound: its JSON result holds both streams; what is
+			// parsed from stdout (a listing's entries) takes about what
+			// the copies the bound allows for (hold.Copies).
+			return s.held.Reserve(account, exec.HeldBound(maxOutput), "file operation "+op, e2bFileOpHint)
 		},
 	})
 	return err

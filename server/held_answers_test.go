@@ -213,7 +213,7 @@ func TestHeldOutputHostedMCPExec(t *testing.T) {
 	e := newEnv(t, server.Config{HeldOutputBytes: exec.HeldBound(api.DefaultExecOutput), HeldOutputAccountBytes: 1})
 	sb := e.create(e.KeyA, api.CreateSandboxRequest{})
 	text, isErr := mcpCall(t, e, e.KeyA, "exec", map[string]string{"session_id": sb.ID, "command": "touch /tmp/ran"})
-	if !isErr || !strings.HasPrefix(text, "Error: exec refused: ") || !strings.Contains(text, "\nHint: stream the output instead") {
+	if !isErr || !strings.HasPrefix(text, "Error [limit_exceeded]: exec refused: ") || !strings.Contains(text, "\nHint: stream the output instead") {
 		t.Errorf("exec over MCP past the account's held output = %q (isError %v)", text, isErr)
 	}
 	if reqs, _ := e.Sidecar.Requests(); len(reqs) != 0 {

@@ -66,7 +66,7 @@ func TestMCPEndpoint(t *testing.T) {
 		t.Fatalf("set allowlist: %d %s", resp.StatusCode, body)
 	}
 	text, isErr = mcpCall(t, e, e.KeyA, "exec", map[string]string{"session_id": sb.ID, "command": "rm -rf /"})
-	if !isErr || !strings.HasPrefix(text, "Error: ") {
+	if !isErr || !strings.HasPrefix(text, "Error [command_not_allowed]: command not allowed: rm ") {
 		t.Errorf("exec of a command off the allowlist = %q (isError %v)", text, isErr)
 	}
 	if reqs, _ := e.Sidecar.Requests(); len(reqs) != 0 {

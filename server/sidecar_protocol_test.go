@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server"
 	"github.com/boxkite/boxkite/server/model"
@@ -143,10 +145,28 @@ func TestSandboxSidecarProtocol(t *testing.T) {
 	if _, body := e.do("GET", "/v1/sandboxes", e.KeyA, nil); strings.Contains(string(body), "sidecar_protocol") {
 		t.Errorf("list = %s, want no sidecar_protocol", body)
 	}
+	// GET /v1/host says the server's protocol and names the sandbox as
+	// one with an older sidecar (boxkite doctor warns of it).
+	host := func() api.HostStatus {
+		resp, body := e.do("GET", "/v1/host", e.KeyA, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /v1/host: %d %s", resp.StatusCode, body)
+		}
+		var h api.HostStatus
+		mustUnmarshal(t, body, &h)
+		return h
+	}
+	h := host()
+	if diff := cmp.Diff([]api.SandboxSidecar{{ID: sb.ID, Label: sb.Label, SidecarProtocol: 0}}, h.OlderSidecars); diff != "" || h.SidecarProtocol != api.SidecarProtocol {
+		t.Errorf("GET /v1/host: sidecar_protocol %d (want %d), older_sidecars (-want +got):\n%s", h.SidecarProtocol, api.SidecarProtocol, diff)
+	}
 	if resp, body := e.do("DELETE", sandboxPath(sb.ID), e.KeyA, nil); resp.StatusCode >= 300 {
 		t.Fatalf("DELETE: %d %s", resp.StatusCode, body)
 	}
 	if _, body := get(); strings.Contains(body, "sidecar_protocol") {
 		t.Errorf("GET of a destroyed sandbox = %s, want no sidecar_protocol", body)
+	}
+	if h := host(); len(h.OlderSidecars) != 0 {
+		t.Errorf("GET /v1/host after the delete: older_sidecars %+v, want none", h.OlderSidecars)
 	}
 }

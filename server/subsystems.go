@@ -176,7 +176,8 @@ func (s *Server) newStatus() (err error) {
 			cd, ok := s.baseDriver().(model.CapacityDriver)
 			return cd, ok
 		},
-		Metrics: func(w http.ResponseWriter, r *http.Request) { s.metrics.Handler(s.baseDriver()).ServeHTTP(w, r) },
+		Metrics:         func(w http.ResponseWriter, r *http.Request) { s.metrics.Handler(s.baseDriver()).ServeHTTP(w, r) },
+		SidecarProtocol: s.sidecars.Protocol,
 	})
 	return err
 }

@@ -158,7 +158,7 @@ func TestBashTool(t *testing.T) {
 			fake: fake{exec: func(api.ExecRequest) (*api.ExecResult, error) {
 				return nil, apiErr(http.StatusForbidden, api.CodeSessionBudgetExceeded, "exec budget exceeded: 500 calls", "")
 			}},
-			want:  "Error: exec budget exceeded: 500 calls",
+			want:  "Error [session_budget_exceeded]: exec budget exceeded: 500 calls",
 			calls: execCall("x", 120),
 		},
 		{
@@ -218,7 +218,7 @@ func TestPythonInterpreter(t *testing.T) {
 			fake: fake{interpreter: func(api.InterpreterExecRequest) (*api.InterpreterExecResult, error) {
 				return nil, apiErr(http.StatusBadGateway, api.CodeSandboxFailed, "interpreter died", "its state was lost; run python_interpreter again")
 			}},
-			want:  "Error: interpreter died\nHint: its state was lost; run python_interpreter again",
+			want:  "Error [sandbox_operation_failed]: interpreter died\nHint: its state was lost; run python_interpreter again",
 			calls: ipCall("import os; os._exit(1)", 30),
 		},
 		{
@@ -281,7 +281,7 @@ func TestWatchDirectory(t *testing.T) {
 			fake: fake{watch: func(api.WatchRequest) (*api.WatchResult, error) {
 				return nil, apiErr(400, api.CodeBadRequest, "Not a directory: a.txt", "")
 			}},
-			want:  "Error: Not a directory: a.txt",
+			want:  "Error [bad_request]: Not a directory: a.txt",
 			calls: []call{{"Watch", api.WatchRequest{Path: "a.txt", TimeoutSeconds: 10}}},
 		},
 	})

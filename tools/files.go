@@ -226,7 +226,7 @@ func runStrReplace(ctx context.Context, sb Sandbox, args json.RawMessage) (strin
 		// old_str matched more than once. The sidecar's hint mentions
 		// replace_all, which this tool does not offer. Its other 400s (a
 		// directory, a path outside the roots) keep their own hints.
-		return "Error: " + e.Message + "\nHint: include more surrounding lines in old_str so it matches exactly once.", nil
+		return apiErrorTextHint(e, "include more surrounding lines in old_str so it matches exactly once."), nil
 	}
 	if text, done, err := result(err); done {
 		return text, err

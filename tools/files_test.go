@@ -35,7 +35,7 @@ func TestFileCreate(t *testing.T) {
 			fake: fake{writeFile: func(api.FileCreateRequest) (*api.FileCreateResult, error) {
 				return nil, apiErr(http.StatusForbidden, api.CodePermissionDenied, "Cannot write to read-only path: /mnt/skills/x", "")
 			}},
-			want:  "Error: Cannot write to read-only path: /mnt/skills/x",
+			want:  "Error [permission_denied]: Cannot write to read-only path: /mnt/skills/x",
 			calls: []call{{"WriteFile", api.FileCreateRequest{Path: "/mnt/skills/x", Content: "y"}}},
 		},
 		{name: "no path", args: `{"path":" ","content":"y"}`, want: "Error: path must not be empty"},
@@ -149,7 +149,7 @@ func TestView(t *testing.T) {
 			fake: fake{view: func(api.ViewRequest) (*api.ViewResult, error) {
 				return nil, notFound
 			}},
-			want:  "Error: File not found: x.py",
+			want:  "Error [not_found]: File not found: x.py",
 			calls: []call{viewCall("x.py", 1, 100)},
 		},
 		{
@@ -170,7 +170,7 @@ func TestView(t *testing.T) {
 			fake: fake{view: func(api.ViewRequest) (*api.ViewResult, error) {
 				return nil, apiErr(http.StatusUnprocessableEntity, api.CodeValidation, "File is not UTF-8 text (binary?): a.bin", "inspect it with exec")
 			}},
-			want:  "Error: File is not UTF-8 text (binary?): a.bin\nHint: inspect it with exec",
+			want:  "Error [validation_error]: File is not UTF-8 text (binary?): a.bin\nHint: inspect it with exec",
 			calls: []call{viewCall("a.bin", 1, 100)},
 		},
 		{
@@ -216,7 +216,7 @@ func TestStrReplace(t *testing.T) {
 			fake: fake{strReplace: func(api.StrReplaceRequest) (*api.StrReplaceResult, error) {
 				return nil, apiErr(http.StatusBadRequest, api.CodeBadRequest, "old_str appears 3 times. Must appear exactly once.", "add surrounding context to old_str, or set replace_all")
 			}},
-			want:  "Error: old_str appears 3 times. Must appear exactly once.\nHint: include more surrounding lines in old_str so it matches exactly once.",
+			want:  "Error [bad_request]: old_str appears 3 times. Must appear exactly once.\nHint: include more surrounding lines in old_str so it matches exactly once.",
 			calls: srCall("a.py", "i", "j"),
 		},
 		{
@@ -226,7 +226,7 @@ func TestStrReplace(t *testing.T) {
 			fake: fake{strReplace: func(api.StrReplaceRequest) (*api.StrReplaceResult, error) {
 				return nil, apiErr(http.StatusBadRequest, api.CodeBadRequest, "Invalid path outside allowed roots: /etc/passwd", "use a path under /workspace")
 			}},
-			want:  "Error: Invalid path outside allowed roots: /etc/passwd\nHint: use a path under /workspace",
+			want:  "Error [bad_request]: Invalid path outside allowed roots: /etc/passwd\nHint: use a path under /workspace",
 			calls: srCall("/etc/passwd", "i", "j"),
 		},
 		{
@@ -235,7 +235,7 @@ func TestStrReplace(t *testing.T) {
 			fake: fake{strReplace: func(api.StrReplaceRequest) (*api.StrReplaceResult, error) {
 				return nil, apiErr(http.StatusBadRequest, api.CodeBadRequest, "Path is a directory: dd", "")
 			}},
-			want:  "Error: Path is a directory: dd",
+			want:  "Error [bad_request]: Path is a directory: dd",
 			calls: srCall("dd", "i", "j"),
 		},
 		{
@@ -244,7 +244,7 @@ func TestStrReplace(t *testing.T) {
 			fake: fake{strReplace: func(api.StrReplaceRequest) (*api.StrReplaceResult, error) {
 				return nil, apiErr(http.StatusNotFound, api.CodeNotFound, "File not found: b.py", "")
 			}},
-			want:  "Error: File not found: b.py",
+			want:  "Error [not_found]: File not found: b.py",
 			calls: srCall("b.py", "i", "j"),
 		},
 		{name: "empty old_str", args: `{"path":"a","old_str":"","new_str":"j"}`, want: "Error: old_str must not be empty"},
@@ -304,7 +304,7 @@ func TestLs(t *testing.T) {
 			fake: fake{list: func(api.LsRequest) (*api.LsResult, error) {
 				return nil, apiErr(http.StatusBadRequest, api.CodeBadRequest, "Invalid path outside allowed roots: /etc", "")
 			}},
-			want:  "Error: Invalid path outside allowed roots: /etc",
+			want:  "Error [bad_request]: Invalid path outside allowed roots: /etc",
 			calls: []call{{"List", api.LsRequest{Path: "/etc"}}},
 		},
 	})
@@ -383,7 +383,7 @@ func TestGrep(t *testing.T) {
 			fake: fake{grep: func(api.GrepRequest) (*api.GrepResult, error) {
 				return nil, apiErr(http.StatusUnprocessableEntity, api.CodeValidation, "Invalid regex pattern: missing closing )", "patterns are RE2")
 			}},
-			want:  "Error: Invalid regex pattern: missing closing )\nHint: patterns are RE2",
+			want:  "Error [validation_error]: Invalid regex pattern: missing closing )\nHint: patterns are RE2",
 			calls: []call{{"Grep", api.GrepRequest{Pattern: "(", Path: "/", MaxMatches: 500}}},
 		},
 		{

@@ -247,7 +247,7 @@ func TestGitCredentials(t *testing.T) {
 			args:     `{"url":"https://github.com/o/r","token":"` + token + `"}`,
 			writeErr: apiErr(http.StatusInsufficientStorage, api.CodeSandboxFailed, "no space left on device", ""),
 			wantFile: tokenFile,
-			want:     "Error: no space left on device",
+			want:     "Error [sandbox_operation_failed]: no space left on device",
 		},
 		{
 			name: "create refused", tool: "git_clone",

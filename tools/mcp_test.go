@@ -158,7 +158,7 @@ func TestMCPTools(t *testing.T) {
 		},
 		{
 			name: "destroy unknown", tool: "destroy_sandbox", args: `{"session_id":"sb-2"}`,
-			want: "Error: sandbox sb-2 not found",
+			want: "Error [not_found]: sandbox sb-2 not found",
 		},
 		{
 			name: "no volumes", tool: "list_sandbox_volumes", args: `{}`,
@@ -195,7 +195,7 @@ func TestMCPTools(t *testing.T) {
 func TestCreateVolumeZeroSize(t *testing.T) {
 	p := &volumeProvider{}
 	got := Call(context.Background(), MCP(p, nil), nil, "create_sandbox_volume", json.RawMessage(`{"label":"v","size_gb":0}`))
-	if want := "Error: size_gb must be more than 0, got 0\nHint: omit size_gb for the default of 1 GB"; got != want || len(p.reqs) != 0 {
+	if want := "Error [validation_error]: size_gb must be more than 0, got 0\nHint: omit size_gb for the default of 1 GB"; got != want || len(p.reqs) != 0 {
 		t.Errorf("size_gb 0: %q (requests %v), want %q and none", got, p.reqs, want)
 	}
 	Call(context.Background(), MCP(p, nil), nil, "create_sandbox_volume", json.RawMessage(`{"label":"v"}`))

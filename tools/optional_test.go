@@ -69,7 +69,7 @@ func TestHTTPRequestTool(t *testing.T) {
 			ans: func(api.HTTPRequest) (*api.HTTPResponse, error) {
 				return nil, &api.Error{Code: api.CodeDestinationNotAllowed, Message: "b.example.com is not an allowed host", Hint: "add it"}
 			},
-			want: "Error: b.example.com is not an allowed host\nHint: add it",
+			want: "Error [destination_not_allowed]: b.example.com is not an allowed host\nHint: add it",
 		},
 		{
 			// Gemini's export gives headers as a string of JSON (geminiProperty).

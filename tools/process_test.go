@@ -40,7 +40,7 @@ func TestStartProcess(t *testing.T) {
 			fake: fake{startProcess: func(api.ProcessStartRequest) (*api.ProcessStarted, error) {
 				return nil, apiErr(http.StatusTooManyRequests, api.CodeLimitExceeded, "4 background processes are running; the limit is 4", "stop one with stop_process")
 			}},
-			want:  "Error: 4 background processes are running; the limit is 4\nHint: stop one with stop_process",
+			want:  "Error [limit_exceeded]: 4 background processes are running; the limit is 4\nHint: stop one with stop_process",
 			calls: []call{{"StartProcess", api.ProcessStartRequest{Command: "x", MaxRuntimeSeconds: 3600}}},
 		},
 		{name: "unsupported", args: `{"command":"x"}`, bare: true, want: "Error: this sandbox does not support background processes"},
@@ -82,7 +82,7 @@ func TestGetProcessOutput(t *testing.T) {
 			fake: fake{processOutput: func(string, int64) (*api.ProcessOutput, error) {
 				return nil, apiErr(http.StatusNotFound, api.CodeNotFound, "process proc_x not found", "")
 			}},
-			want:  "Error: process proc_x not found",
+			want:  "Error [not_found]: process proc_x not found",
 			calls: []call{{"ProcessOutput", idReq{"proc_x", int64(0)}}},
 		},
 		{name: "bad id", args: `{"process_id":"../../kill-all"}`, want: `Error: process_id "../../kill-all" is not a valid id`},
@@ -106,7 +106,7 @@ func TestSendProcessInput(t *testing.T) {
 			fake: fake{processInput: func(string, string) (*api.ProcessInputResult, error) {
 				return nil, apiErr(http.StatusConflict, api.CodeConflict, "process is not running", "")
 			}},
-			want:  "Error: process is not running",
+			want:  "Error [conflict]: process is not running",
 			calls: []call{{"SendProcessInput", idReq{pid, "q"}}},
 		},
 		{name: "missing data", args: `{"process_id":"` + pid + `"}`, want: `Error: send_process_input needs the parameter "data"`},
@@ -244,7 +244,7 @@ func TestLSPTools(t *testing.T) {
 				fake: fake{view: func(api.ViewRequest) (*api.ViewResult, error) {
 					return nil, apiErr(http.StatusNotFound, api.CodeNotFound, "File not found: main.go", "")
 				}},
-				want:  "Error: File not found: main.go",
+				want:  "Error [not_found]: File not found: main.go",
 				calls: []call{{"View", api.ViewRequest{Path: "main.go"}}},
 			},
 			{
@@ -253,7 +253,7 @@ func TestLSPTools(t *testing.T) {
 				fake: fake{view: viewSrc, lspOpen: func(string, api.LSPOpenRequest) error {
 					return apiErr(http.StatusNotFound, api.CodeNotFound, "language server lsp_9 not found", "start one with lsp_start")
 				}},
-				want: "Error: language server lsp_9 not found\nHint: start one with lsp_start",
+				want: "Error [not_found]: language server lsp_9 not found\nHint: start one with lsp_start",
 				calls: []call{
 					{"View", api.ViewRequest{Path: "main.go"}},
 					{"LSPOpen", idReq{"lsp_9", api.LSPOpenRequest{Path: "main.go", Content: src}}},

@@ -152,15 +152,28 @@ func withHint(text string, err error) string {
 	return text
 }
 
-// apiErrorText renders an API refusal the way the agent should read it.
+// apiErrorText renders an API refusal the way the agent should read it:
+// "Error [<code>]: <message>", then "Hint: <hint>" on its own line when
+// the refusal has one. The code is the refusal's stable code
+// (docs/errors.md), which an agent or its harness can match on where the
+// message is prose that may change.
 func apiErrorText(e *api.Error) string {
+	return apiErrorTextHint(e, e.Hint)
+}
+
+// apiErrorTextHint is apiErrorText with hint in place of the refusal's own.
+func apiErrorTextHint(e *api.Error, hint string) string {
 	msg := e.Message
 	if msg == "" {
-		msg = fmt.Sprintf("the sandbox refused the call [%s]", e.Code)
+		msg = "the sandbox refused the call"
 	}
-	s := "Error: " + msg
-	if e.Hint != "" {
-		s += "\nHint: " + e.Hint
+	s := "Error"
+	if e.Code != "" {
+		s += " [" + e.Code + "]"
+	}
+	s += ": " + msg
+	if hint != "" {
+		s += "\nHint: " + hint
 	}
 	return s
 }

@@ -287,6 +287,38 @@ func TestCall(t *testing.T) {
 	}
 }
 
+// TestAPIErrorText: a refusal's text names its stable code in brackets
+// after "Error", then the message, then the hint on its own line, for
+// every kind of refusal an agent meets; a refusal without a message or a
+// code still reads as an error.
+func TestAPIErrorText(t *testing.T) {
+	tests := []struct {
+		name string
+		err  *api.Error
+		want string
+	}{
+		{"not found", &api.Error{Code: api.CodeNotFound, Message: "sandbox sb-1 not found"}, "Error [not_found]: sandbox sb-1 not found"},
+		{"limit with hint", &api.Error{Code: api.CodeLimitExceeded, Message: "exec refused: your account's JSON answers already hold 64 MiB", Hint: "stream the output instead"}, "Error [limit_exceeded]: exec refused: your account's JSON answers already hold 64 MiB\nHint: stream the output instead"},
+		{"host capacity", &api.Error{Code: api.CodeHostCapacity, Message: "the server is out of room", Hint: "retry in a few seconds"}, "Error [host_capacity]: the server is out of room\nHint: retry in a few seconds"},
+		{"validation", &api.Error{Code: api.CodeValidation, Message: "timeout must be between 1 and 600 seconds"}, "Error [validation_error]: timeout must be between 1 and 600 seconds"},
+		{"rate limited", &api.Error{Code: api.CodeRateLimited, Message: "too many requests", Hint: "wait for Retry-After"}, "Error [rate_limited]: too many requests\nHint: wait for Retry-After"},
+		{"no message", &api.Error{Code: api.CodeForbidden}, "Error [forbidden]: the sandbox refused the call"},
+		{"no code", &api.Error{Message: "something odd", Hint: "try again"}, "Error: something odd\nHint: try again"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := apiErrorText(tt.err); got != tt.want {
+				t.Errorf("apiErrorText(%+v) = %q, want %q", tt.err, got, tt.want)
+			}
+			// The same through a handler, as an agent reads it.
+			f := &fake{exec: func(api.ExecRequest) (*api.ExecResult, error) { return nil, tt.err }}
+			if got := Call(context.Background(), Default(), f, "bash_tool", json.RawMessage(`{"command":"true"}`)); got != tt.want {
+				t.Errorf("bash_tool refused with %+v = %q, want %q", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
 // TestErrorTexts covers how every handler reports the three kinds of
 // failure a sandbox call has: an API refusal, a transport failure and a
 // canceled context.
@@ -296,9 +328,9 @@ func TestErrorTexts(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"api error with hint", apiErr(http.StatusForbidden, api.CodeSessionBudgetExceeded, "exec budget used up", "create a new sandbox"), "Error: exec budget used up\nHint: create a new sandbox"},
-		{"api error without message", &api.Error{Code: api.CodeInternal}, "Error: the sandbox refused the call [internal_error]"},
-		{"wrapped api error", errors.Join(errors.New("proxy"), apiErr(404, api.CodeNotFound, "sandbox not found", "")), "Error: sandbox not found"},
+		{"api error with hint", apiErr(http.StatusForbidden, api.CodeSessionBudgetExceeded, "exec budget used up", "create a new sandbox"), "Error [session_budget_exceeded]: exec budget used up\nHint: create a new sandbox"},
+		{"api error without message", &api.Error{Code: api.CodeInternal}, "Error [internal_error]: the sandbox refused the call"},
+		{"wrapped api error", errors.Join(errors.New("proxy"), apiErr(404, api.CodeNotFound, "sandbox not found", "")), "Error [not_found]: sandbox not found"},
 		{"transport", errors.New("dial unix /run/boxkite.sock: connection refused"), "Error: could not reach the sandbox (dial unix /run/boxkite.sock: connection refused)"},
 		{"deadline", context.DeadlineExceeded, "Error: the call timed out before the sandbox answered"},
 		{"transport with a hint", fmt.Errorf("exec: %w", hintedErr{}), "Error: could not reach the sandbox (exec: connection refused)\nHint: start the server"},

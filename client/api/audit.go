@@ -169,12 +169,13 @@ func entryCount(n int64) string {
 // before the first page was read (LogPage.HeadSeq and HeadHash of that
 // page; entries appended since may follow it; an empty headHash skips
 // that check). So an edit, a removal in the middle and a removal of the
-// newest entries are all caught.
+// newest entries are all caught. Errors number entries from 1, as Seq
+// does: entry N is the sandbox's Nth.
 func VerifyLog(entries []LogEntry, headSeq int64, headHash string) error {
 	for i, e := range entries {
 		if e.Seq != 0 && e.Seq != int64(i+1) {
 			return fmt.Errorf("%w: %w at entry %d (%s): sequence number %d, want %d (%s missing before it)",
-				ErrChainBroken, ErrLogGap, i, e.ID, e.Seq, i+1, entryCount(e.Seq-int64(i+1)))
+				ErrChainBroken, ErrLogGap, i+1, e.ID, e.Seq, i+1, entryCount(e.Seq-int64(i+1)))
 		}
 	}
 	if err := VerifyLogChain(GenesisHash, entries); err != nil {
@@ -189,7 +190,7 @@ func VerifyLog(entries []LogEntry, headSeq int64, headHash string) error {
 	}
 	if got := entries[headSeq-1].RowHash; got != headHash {
 		return fmt.Errorf("%w at entry %d (%s): row_hash %.12s… is not the head the server recorded (%.12s…)",
-			ErrChainBroken, headSeq-1, entries[headSeq-1].ID, got, headHash)
+			ErrChainBroken, headSeq, entries[headSeq-1].ID, got, headHash)
 	}
 	return nil
 }
@@ -197,20 +198,25 @@ func VerifyLog(entries []LogEntry, headSeq int64, headHash string) error {
 // VerifyLogChain checks that entries, consecutive entries of one sandbox's
 // chain in order, link up starting from prev (GenesisHash when entries
 // starts at the first) and that each RowHash is right. The error names
-// the first entry that fails and wraps ErrChainBroken.
+// the first entry that fails, numbered from 1 as VerifyLog's are (its
+// Seq, else its place in entries), and wraps ErrChainBroken.
 func VerifyLogChain(prev string, entries []LogEntry) error {
 	for i, e := range entries {
+		n := e.Seq
+		if n == 0 {
+			n = int64(i + 1)
+		}
 		if e.PrevHash != prev {
 			return fmt.Errorf("%w at entry %d (%s): prev_hash %.12s… does not match the previous row_hash %.12s…",
-				ErrChainBroken, i, e.ID, e.PrevHash, prev)
+				ErrChainBroken, n, e.ID, e.PrevHash, prev)
 		}
 		h, err := e.Hash(prev)
 		if err != nil {
-			return fmt.Errorf("%w at entry %d (%s): %w", ErrChainBroken, i, e.ID, err)
+			return fmt.Errorf("%w at entry %d (%s): %w", ErrChainBroken, n, e.ID, err)
 		}
 		if h != e.RowHash {
 			return fmt.Errorf("%w at entry %d (%s): row_hash %.12s… does not match its contents (%.12s…)",
-				ErrChainBroken, i, e.ID, e.RowHash, h)
+				ErrChainBroken, n, e.ID, e.RowHash, h)
 		}
 		prev = e.RowHash
 	}

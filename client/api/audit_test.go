@@ -3,6 +3,7 @@ package api_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +110,54 @@ func TestVerifyLogChain(t *testing.T) {
 	c := chain()
 	if err := api.VerifyLogChain(c[0].RowHash, c[1:]); err != nil {
 		t.Errorf("page from the middle: %v", err)
+	}
+}
+
+// TestVerifyLogNumbersFromOne: every error of VerifyLog and VerifyLogChain
+// names the entry as a user counts them, from 1 (its Seq), whatever broke.
+func TestVerifyLogNumbersFromOne(t *testing.T) {
+	chain := func() []api.LogEntry {
+		prev := api.GenesisHash
+		var out []api.LogEntry
+		for i := range 4 {
+			e := api.LogEntry{
+				ID: string(rune('a' + i)), SessionID: "s", AccountID: "acct", Source: api.LogSourceAgent, Operation: "exec",
+				Detail: json.RawMessage(`{}`), StartedAt: time.Unix(int64(1000+i), 0), PrevHash: prev, Seq: int64(i + 1),
+			}
+			h, err := e.Hash(prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.RowHash, prev = h, h
+			out = append(out, e)
+		}
+		return out
+	}
+	c := chain()
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"first edited", func() error { c := chain(); c[0].Operation = "ls"; return api.VerifyLog(c, 4, c[3].RowHash) }(), "at entry 1 (a): row_hash"},
+		{"third's link edited", func() error { c := chain(); c[2].PrevHash = c[0].RowHash; return api.VerifyLog(c, 4, c[3].RowHash) }(), "at entry 3 (c): prev_hash"},
+		{"second missing", api.VerifyLog(append(c[:1:1], c[2:]...), 4, c[3].RowHash), "at entry 2 (c): sequence number 3, want 2 (1 entry missing before it)"},
+		{"newest missing", api.VerifyLog(c[:3], 4, c[3].RowHash), "the log ends at entry 3 but the server recorded 4 (1 entry missing at the end)"},
+		{"head not the fourth", api.VerifyLog(c, 4, c[2].RowHash), "at entry 4 (d): row_hash"},
+		{"a page from the middle", func() error { c := chain(); c[3].Operation = "ls"; return api.VerifyLogChain(c[1].RowHash, c[2:]) }(), "at entry 4 (d): row_hash"},
+		{"entries without seq", func() error {
+			c := chain()
+			for i := range c {
+				c[i].Seq = 0
+			}
+			c[1].Operation = "ls"
+			return api.VerifyLog(c, 0, "")
+		}(), "at entry 2 (b): row_hash"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err == nil || !strings.Contains(tt.err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", tt.err, tt.want)
+			}
+		})
 	}
 }

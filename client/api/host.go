@@ -18,6 +18,22 @@ type HostStatus struct {
 	Limits []HostLimit `json:"limits"`
 	// Sandboxes are the caller's active sandboxes with their disk use.
 	Sandboxes []SandboxDisk `json:"sandboxes"`
+	// SidecarProtocol is the sidecar protocol version this server speaks
+	// (SidecarProtocol of its build); 0 from a server older than the field.
+	SidecarProtocol int `json:"sidecar_protocol"`
+	// OlderSidecars are the caller's active sandboxes whose sidecar last
+	// stated an older protocol than SidecarProtocol: started before an
+	// upgrade, they lack what newer sidecars do (docs/architecture.md,
+	// "Sidecar protocol versions") until forked.
+	OlderSidecars []SandboxSidecar `json:"older_sidecars"`
+}
+
+// SandboxSidecar is a sandbox and the sidecar protocol version its
+// sidecar stated (HeaderSidecarProtocol; 0 for one that states none).
+type SandboxSidecar struct {
+	ID              string `json:"id"`
+	Label           string `json:"label,omitempty"`
+	SidecarProtocol int    `json:"sidecar_protocol"`
 }
 
 // HostAudit is the audit log's state.

@@ -225,9 +225,9 @@ func runGoFlow(t *testing.T, s *servertest.Server, transport mcp.Transport) {
 		want string
 	}{
 		{"exec", map[string]any{"session_id": m[1], "command": "echo oops >&2; exit 3"}, "Error (exit code 3):\noops"},
-		{"view", map[string]any{"session_id": m[1], "path": "missing.txt"}, "Error: "},
-		{"exec", map[string]any{"session_id": id, "command": "true"}, "Error: "},
-		{"get_sandbox", map[string]any{"session_id": "00000000-0000-4000-8000-000000000000"}, "Error: "},
+		{"view", map[string]any{"session_id": m[1], "path": "missing.txt"}, "Error [not_found]: File not found: missing.txt"},
+		{"exec", map[string]any{"session_id": id, "command": "true"}, "Error [conflict]: sandbox " + id + " is destroyed"},
+		{"get_sandbox", map[string]any{"session_id": "00000000-0000-4000-8000-000000000000"}, "Error [not_found]: "},
 		{"file_create", map[string]any{"session_id": m[1], "path": "x"}, `Error: file_create needs the parameter "content"`},
 	} {
 		text, isErr := call(tc.tool, tc.args)

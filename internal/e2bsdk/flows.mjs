@@ -170,18 +170,14 @@ const lnk = lk.find((e) => e.name === 'lnk')
 const lnkInfo = await sbx.files.getInfo('/home/user/lk/lnk')
 check('files.symlink', lnk && lnk.type === 'dir' && lnk.mode === 0o700 && lnk.symlinkTarget === '/home/user/lk/sub' &&
   lnkInfo.type === 'dir' && lnkInfo.symlinkTarget === '/home/user/lk/sub' && !lk.some((e) => e.name === 'dead'), { lk, lnkInfo })
-// getMetrics' cpuUsedPct is the sandbox's CPU use (the local driver's
-// cgroup; on kube, server/kube's TestStatsOnKube checks it, the pod's
-// sidecar reading its container's cgroup)
-if (process.env.FLOWS_UNJAILED !== '1') {
-  const spin = await sbx.commands.run('while :; do :; done', { background: true, timeoutMs: 0 })
-  let cpu = 0
-  await until('cpuUsedPct above 0', async () => { cpu = (await sbx.getMetrics())[0].cpuUsedPct; return cpu > 0 }, 60000)
-  await spin.kill()
-  check('getMetrics.cpu', cpu > 0 && cpu <= 100, cpu)
-} else {
-  check('getMetrics.cpu', true)
-}
+// getMetrics' cpuUsedPct is the sandbox's CPU use, and grows while a
+// command spins: the local driver's cgroup, or on kube the cgroup of the
+// pod's container, which its sidecar reads (GET /usage)
+const spin = await sbx.commands.run('while :; do :; done', { background: true, timeoutMs: 0 })
+let cpu = 0
+await until('cpuUsedPct above 0', async () => { cpu = (await sbx.getMetrics())[0].cpuUsedPct; return cpu > 0 }, 60000)
+await spin.kill()
+check('getMetrics.cpu', cpu > 0 && cpu <= 100, cpu)
 await until('a write event under /home/user', () => homeWatch.some((e) => e.name === 'home.txt' && e.type === 'write'))
 await hw.stop()
 check('home.watchDir', true)

@@ -58,7 +58,7 @@ func TestLSPGo(t *testing.T) {
 	// The tool reads the file from disk and sends it before asking.
 	tb.run([]toolStep{
 		{name: "lsp_completion", args: `{"lsp_id":"` + id + `","path":"hello/main.go","line":5,"character":5}`, has: []string{"- Println (Function): func(a ...any) (n int, err error)"}},
-		{name: "lsp_completion", args: `{"lsp_id":"` + id + `","path":"hello/missing.go","line":0,"character":0}`, has: []string{"Error: File not found"}},
+		{name: "lsp_completion", args: `{"lsp_id":"` + id + `","path":"hello/missing.go","line":0,"character":0}`, has: []string{"Error [not_found]: File not found"}},
 	})
 
 	// Paths are contained as on every other route.

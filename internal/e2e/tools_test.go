@@ -90,7 +90,7 @@ func TestDefaultTools(t *testing.T) {
 		{name: "python_interpreter", args: `{"code":"import nosuchmodule"}`, has: []string{"Error:", "ModuleNotFoundError"}},
 		{name: "file_create", args: `{"path":"notes/a.txt","content":"one\ntwo\nthree\n"}`, want: "Created file: /workspace/notes/a.txt (14 bytes)"},
 		{name: "view", args: `{"path":"notes/a.txt","start_line":2}`, want: "File: notes/a.txt (lines 2-3 of 3)\n     2\ttwo\n     3\tthree"},
-		{name: "view", args: `{"path":"/etc/passwd"}`, want: "Error: Invalid path outside allowed roots: /etc/passwd\nHint: use a path under /workspace (relative paths start there), /tmp, /mnt/user-data/outputs, /mnt/user-data/uploads or /mnt/skills"},
+		{name: "view", args: `{"path":"/etc/passwd"}`, want: "Error [bad_request]: Invalid path outside allowed roots: /etc/passwd\nHint: use a path under /workspace (relative paths start there), /tmp, /mnt/user-data/outputs, /mnt/user-data/uploads or /mnt/skills"},
 		{name: "view", args: `{"path":"notes"}`, want: "Directory: notes\n\na.txt"},
 		{name: "str_replace", args: `{"path":"notes/a.txt","old_str":"two","new_str":"TWO"}`, has: []string{"Replaced 1 occurrence in"}},
 		{name: "str_replace", args: `{"path":"notes/a.txt","old_str":"four","new_str":"x"}`, has: []string{"Error: old_str not found in"}},
@@ -128,8 +128,8 @@ func TestDefaultTools(t *testing.T) {
 			{name: "get_process_output", args: `{"process_id":"` + id + `","since_offset":5}`, want: "Process " + id + ": running\n(no new output)\nNext offset: 5"},
 			{name: "list_processes", args: `{}`, has: []string{id + "  running  cat"}},
 			{name: "stop_process", args: args, has: []string{"Process " + id + ": stopped (exit_code="}},
-			{name: "send_process_input", args: `{"process_id":"` + id + `","data":"late\n"}`, has: []string{"Error:"}},
-			{name: "get_process_output", args: `{"process_id":"proc_00000000000000000000000000000000"}`, has: []string{"Error:", "not found"}},
+			{name: "send_process_input", args: `{"process_id":"` + id + `","data":"late\n"}`, has: []string{"Error [conflict]: process is not running"}},
+			{name: "get_process_output", args: `{"process_id":"proc_00000000000000000000000000000000"}`, has: []string{"Error [not_found]: ", "not found"}},
 		})
 	})
 

@@ -57,6 +57,7 @@ type Kubelet struct {
 	cancel   context.CancelFunc
 	done     chan struct{}
 	started  atomic.Int64
+	held     atomic.Int32 // Holds not released: new pods are left pending
 	logf     func(format string, args ...any)
 	stopOnce sync.Once
 }
@@ -135,6 +136,16 @@ func (k *Kubelet) Stop() {
 	})
 }
 
+// Hold leaves the pods made from now on pending, as a node that has not
+// started them yet, until the returned release is called (once or more):
+// a test holds a driver in its wait for a pod to run. Pods running go on,
+// and deleted ones are still killed.
+func (k *Kubelet) Hold() (release func()) {
+	k.held.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { k.held.Add(-1) }) }
+}
+
 // Started is how many pods this kubelet has started (cold starts and warm
 // pods alike).
 func (k *Kubelet) Started() int { return int(k.started.Load()) }
@@ -189,7 +200,7 @@ func (k *Kubelet) sync(ctx context.Context) {
 		seen[podKey(pod)] = true
 		k.mu.Lock()
 		p, known := k.pods[podKey(pod)]
-		if !known && pod.DeletionTimestamp == nil && (pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "") {
+		if !known && k.held.Load() == 0 && pod.DeletionTimestamp == nil && (pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "") {
 			k.pods[podKey(pod)] = nil // claimed; start fills it in
 			go k.start(ctx, pod)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxkite/boxkite/internal/testport"
+	"github.com/google/go-cmp/cmp"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -65,5 +66,38 @@ func TestStartPortTaken(t *testing.T) {
 				t.Fatalf("list namespaces on the restarted cluster: %v", err)
 			}
 		})
+	}
+}
+
+// TestCountingClient: the counting client records each request it makes
+// by verb and resource, and Take empties the record.
+func TestCountingClient(t *testing.T) {
+	c := Shared(t)
+	ns := c.Namespace(t)
+	client, reqs := c.CountingClient(t)
+	ctx := context.Background()
+	if _, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "a=b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := client.CoreV1().Secrets(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "none", metav1.DeleteOptions{}); err == nil {
+		t.Fatal("deleted a pod that does not exist")
+	}
+	want := []string{"get serviceaccounts", "list pods", "get namespaces", "watch secrets", "delete pods"}
+	if diff := cmp.Diff(want, reqs.Take()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if got := reqs.Take(); len(got) != 0 {
+		t.Errorf("requests after Take: %v, want none", got)
 	}
 }

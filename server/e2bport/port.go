@@ -83,6 +83,9 @@ type Deps struct {
 	// ReserveInterpreter reserves a code cell's held outcome for account
 	// of the server's held-output budget (exec.HeldBudget).
 	ReserveInterpreter func(account string) (release func(), err error)
+	// ReserveFileOp reserves a file operation's held answer (an exec
+	// result of at most maxOutput bytes a stream, parsed) for account.
+	ReserveFileOp func(account, op string, maxOutput int64) (release func(), err error)
 }
 
 // Port is e2b.ControlPlane, its three parts side by side.
@@ -98,7 +101,7 @@ var _ e2b.ControlPlane = Port{}
 func New(d Deps) (Port, error) {
 	if d.Store == nil || d.Log == nil || d.Now == nil || d.Touch == nil || d.TokenSecret == nil || d.CredentialValid == nil ||
 		d.Sandboxes == nil || d.Snapshots == nil || d.Driver == nil || d.Allowlists == nil || d.Sidecars == nil ||
-		d.Audit == nil || d.DialSidecarWS == nil || d.WatchRevocation == nil || d.ReserveInterpreter == nil {
+		d.Audit == nil || d.DialSidecarWS == nil || d.WatchRevocation == nil || d.ReserveInterpreter == nil || d.ReserveFileOp == nil {
 		return Port{}, errors.New("e2bport: a dependency is missing")
 	}
 	a := &Auth{d: d}

@@ -101,6 +101,7 @@ type Driver struct {
 	pool   *pool
 
 	egress egress.Listeners // the egress proxies' listeners (egress.go)
+	kept   keptSidecars     // sandboxes' sidecars Stats reaches (kept.go)
 }
 
 // New returns a driver that makes sandboxes through client.
@@ -391,6 +392,7 @@ func sidecarCall(ctx context.Context, ep model.Endpoint, method, path, token str
 // that is gone is not an error.
 func (d *Driver) Delete(ctx context.Context, id string) error {
 	d.egress.Close(id)
+	d.kept.forget(id, nil)
 	// A paused sandbox has no pod: its Secret names it, and the copy of
 	// its workspace goes too.
 	sec, names, err := d.sandboxSecret(ctx, id)

@@ -75,7 +75,9 @@ func (d *Driver) ReopenEgress(ctx context.Context, id string, serve func(net.Lis
 
 // Release stops serving every egress proxy this Driver holds, leaving the
 // pods running, as the process exiting would: a server adopting them
-// reopens their egress (ReopenEgress).
+// reopens their egress (ReopenEgress). It closes the connections Stats
+// kept to sidecars too.
 func (d *Driver) Release() {
 	d.egress.CloseAll()
+	d.kept.closeAll()
 }

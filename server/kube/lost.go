@@ -20,7 +20,9 @@ var _ model.LossWatcher = (*Driver)(nil)
 // pods and reports one that is deleted, or that stops for good (failed,
 // succeeded, past its activeDeadlineSeconds), by its sandbox label. The
 // server's own deletions are reported too; it tells them apart by its
-// records. It returns when ctx is done (nil) or the watch ends (an error).
+// records. Each event of a pod also drops the sidecar Stats kept for its
+// sandbox when the pod is no longer the one kept (keptSidecars.observe).
+// It returns when ctx is done (nil) or the watch ends (an error).
 func (d *Driver) WatchLost(ctx context.Context, lost func(id string)) error {
 	sel := labels.Set{LabelManagedBy: ManagedBy, LabelState: StateBound}.String()
 	pods := d.client.CoreV1().Pods(d.cfg.Namespace)
@@ -60,11 +62,15 @@ func (d *Driver) WatchLost(ctx context.Context, lost func(id string)) error {
 				return fmt.Errorf("watch sandbox pods: %w", apierrors.FromObject(ev.Object))
 			case watch.Deleted:
 				if p, ok := ev.Object.(*corev1.Pod); ok {
+					d.kept.observe(p, true, d.endpoint(p, "", nil).Address)
 					report(p)
 				}
 			case watch.Added, watch.Modified:
-				if p, ok := ev.Object.(*corev1.Pod); ok && stopped(p) {
-					report(p)
+				if p, ok := ev.Object.(*corev1.Pod); ok {
+					d.kept.observe(p, false, d.endpoint(p, "", nil).Address)
+					if stopped(p) {
+						report(p)
+					}
 				}
 			}
 		}

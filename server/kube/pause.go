@@ -61,6 +61,7 @@ func (d *Driver) Pause(ctx context.Context, id, mode string) error {
 	if why := d.PauseModes()[mode]; why != "" || mode != api.PauseFilesystem {
 		return fmt.Errorf("pause sandbox %s: mode %s: %s", id, mode, why)
 	}
+	defer d.kept.forget(id, nil) // its pod goes, kept before or during the pause
 	sec, names, err := d.sandboxSecret(ctx, id)
 	if err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", id, err)
@@ -169,6 +170,7 @@ func (d *Driver) deletePodOnly(ctx context.Context, name string) error {
 // back. A running sandbox is left as it is. egress is not used: a sandbox
 // granted egress is not paused on this driver.
 func (d *Driver) Resume(ctx context.Context, id string, _ func(net.Listener)) error {
+	d.kept.forget(id, nil) // a pod gone with the pause, if anything kept it since
 	sec, _, err := d.sandboxSecret(ctx, id)
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", id, err)

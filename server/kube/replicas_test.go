@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -146,5 +148,131 @@ func TestReplicasWithoutSharedState(t *testing.T) {
 	}
 	if out, err := cb.Exec(ctx, sb.ID, api.ExecRequest{Command: "cat kept.txt"}); err != nil || out.Stdout != "kept\n" {
 		t.Errorf("files after the resume: %+v, %v", out, err)
+	}
+}
+
+// TestReplicaResumeOrder is server's TestReplicaLifecycleOrder ("resume
+// during a resume", "delete during a resume") on the kube driver, with
+// real pods: two control planes on one Postgres database, one namespace
+// and one state directory (the chart's ReadWriteMany stateVolume). A
+// sandbox the first creates runs commands and reports its use through
+// the second. The first then resumes it, paused, and the kubelet leaves
+// the new pod pending while the second resumes or deletes it: that
+// waits for the resume's lifecycle lease (server/sandbox/lease.go); the
+// first resume, once the pod runs, answers 200. A second resume then
+// answers 200 too, starting no pod of its own, and the sandbox runs
+// commands through either server with its files back; a delete answers
+// 204 and removes the pod, its Secret and NetworkPolicy and the
+// workspace copy. Without the lease the delete removed the pod the
+// resume waited for (the resume failed: "could not resume the sandbox").
+func TestReplicaResumeOrder(t *testing.T) {
+	dsn := servertest.PostgresDSN(t)
+	if dsn == "" {
+		t.Skip(servertest.PostgresEnv + " is not set")
+	}
+	for _, second := range []string{"resume", "delete"} {
+		t.Run(second+" during a resume", func(t *testing.T) {
+			testReplicaResumeOrder(t, dsn, second)
+		})
+	}
+}
+
+func testReplicaResumeOrder(t *testing.T, dsn, second string) {
+	state := t.TempDir()
+	a := newEnv(t, kube.Config{SnapshotDir: state})
+	a.dsn = dsn
+	a.start(t)
+	waited := make(chan struct{}, 1) // the second server waits for a lease
+	b := &env{cluster: a.cluster, ns: a.ns, kubelet: a.kubelet, dsn: dsn, key: a.key, cfg: a.cfg}
+	b.srvCfg.LockWaitForTests = func(string) {
+		select {
+		case waited <- struct{}{}:
+		default:
+		}
+	}
+	b.start(t)
+	ctx := context.Background()
+	ca, cb := a.client(), b.client()
+	sb, err := ca.CreateSandbox(ctx, api.CreateSandboxRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, cb, sb.ID, "echo through-b > b.txt")
+	if got := mustExec(t, ca, sb.ID, "cat b.txt"); got != "through-b\n" {
+		t.Errorf("a file written through the second server, read through the first: %q", got)
+	}
+	if st, err := cb.SandboxStats(ctx, sb.ID); err != nil || st.MemoryBytes <= 0 {
+		t.Errorf("stats through the second server: %+v, %v; want the memory held", st, err)
+	}
+	if _, err := ca.PauseSandbox(ctx, sb.ID, api.PauseFilesystem); err != nil {
+		t.Fatal(err)
+	}
+	started := a.kubelet.Started()
+
+	release := a.kubelet.Hold()
+	defer release()
+	resumed := make(chan error, 1)
+	go func() {
+		_, err := ca.ResumeSandbox(ctx, sb.ID)
+		resumed <- err
+	}()
+	sel := metav1.ListOptions{LabelSelector: kube.LabelSandbox + "=" + sb.ID}
+	waitFor(t, "the resume's pod", func() bool {
+		pods, err := a.cluster.Client.CoreV1().Pods(a.ns).List(ctx, sel)
+		return err == nil && len(pods.Items) == 1
+	})
+	answered := make(chan error, 1)
+	go func() {
+		if second == "delete" {
+			answered <- cb.DeleteSandbox(ctx, sb.ID)
+			return
+		}
+		_, err := cb.ResumeSandbox(ctx, sb.ID)
+		answered <- err
+	}()
+	select {
+	case <-waited:
+	case err := <-answered:
+		release()
+		t.Fatalf("the second server's %s answered (%v) during the first's resume, without waiting for it; the resume: %v", second, err, <-resumed)
+	case <-time.After(time.Minute):
+		t.Fatalf("the second server's %s neither waited nor answered within a minute", second)
+	}
+	release()
+	if err := <-resumed; err != nil {
+		t.Errorf("the first server's resume: %v, want it done before the %s", err, second)
+	}
+	if err := <-answered; err != nil {
+		t.Errorf("the second server's %s: %v, want it done after the resume", second, err)
+	}
+	cs := a.cluster.Client
+	if second == "resume" {
+		if n := a.kubelet.Started() - started; n != 1 {
+			t.Errorf("%d pods started by the two resumes, want 1", n)
+		}
+		for name, c := range map[string]*client.Client{"first": ca, "second": cb} {
+			if got := mustExec(t, c, sb.ID, "cat b.txt"); got != "through-b\n" {
+				t.Errorf("the file after both resumes, through the %s server: %q", name, got)
+			}
+		}
+		if got, err := a.st.SandboxByID(ctx, sb.ID); err != nil || got.Status != api.StatusActive {
+			t.Errorf("the sandbox after both: %+v, %v; want active", got, err)
+		}
+		return
+	}
+	if got, err := a.st.SandboxByID(ctx, sb.ID); err != nil || got.Status != api.StatusDestroyed {
+		t.Errorf("the sandbox after both: %+v, %v; want destroyed", got, err)
+	}
+	if pods, err := cs.CoreV1().Pods(a.ns).List(ctx, sel); err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods of the deleted sandbox: %d, %v; want none", len(pods.Items), err)
+	}
+	if secs, err := cs.CoreV1().Secrets(a.ns).List(ctx, sel); err != nil || len(secs.Items) != 0 {
+		t.Errorf("secrets of the deleted sandbox: %d, %v; want none", len(secs.Items), err)
+	}
+	if nps, err := cs.NetworkingV1().NetworkPolicies(a.ns).List(ctx, sel); err != nil || len(nps.Items) != 0 {
+		t.Errorf("network policies of the deleted sandbox: %d, %v; want none", len(nps.Items), err)
+	}
+	if left, err := os.ReadDir(state); err != nil || len(left) != 0 {
+		t.Errorf("the state directory after the delete: %v, %v; want no workspace copy", left, err)
 	}
 }

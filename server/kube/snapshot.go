@@ -16,6 +16,7 @@ import (
 
 	"github.com/boxkite/boxkite/client/api"
 	"github.com/boxkite/boxkite/server/model"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -242,23 +243,34 @@ func (d *Driver) sandboxEndpoint(ctx context.Context, id string) (model.Endpoint
 // sandboxPod is sandboxEndpoint with the directories of the pod's
 // volumes below the workspace (volumeDirs).
 func (d *Driver) sandboxPod(ctx context.Context, id string) (model.Endpoint, []string, error) {
+	pod, ep, err := d.runningPod(ctx, id)
+	if err != nil {
+		return model.Endpoint{}, nil, err
+	}
+	return ep, volumeDirs(pod), nil
+}
+
+// runningPod is sandbox id's running pod and its sidecar's endpoint: a
+// pod List and a Secret Get.
+func (d *Driver) runningPod(ctx context.Context, id string) (*corev1.Pod, model.Endpoint, error) {
 	ns := d.cfg.Namespace
 	sel := labels.Set{LabelManagedBy: ManagedBy, LabelSandbox: id, LabelState: StateBound}.String()
 	pods, err := d.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
-		return model.Endpoint{}, nil, fmt.Errorf("list pods: %w", err)
+		return nil, model.Endpoint{}, fmt.Errorf("list pods: %w", err)
 	}
-	for _, p := range pods.Items {
+	for i := range pods.Items {
+		p := &pods.Items[i]
 		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
 			continue
 		}
 		sec, err := d.client.CoreV1().Secrets(ns).Get(ctx, secretName(p.Name), metav1.GetOptions{})
 		if err != nil {
-			return model.Endpoint{}, nil, fmt.Errorf("get secret: %w", err)
+			return nil, model.Endpoint{}, fmt.Errorf("get secret: %w", err)
 		}
-		return d.endpoint(&p, string(sec.Data[tokenKey]), sec.Data["tls.crt"]), volumeDirs(&p), nil
+		return p, d.endpoint(p, string(sec.Data[tokenKey]), sec.Data["tls.crt"]), nil
 	}
-	return model.Endpoint{}, nil, fmt.Errorf("no running pod of sandbox %s", id)
+	return nil, model.Endpoint{}, fmt.Errorf("no running pod of sandbox %s", id)
 }
 
 var _ model.SnapshotPorter = (*Driver)(nil)

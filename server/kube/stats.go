@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,22 +25,39 @@ var _ model.StatsDriver = (*Driver)(nil)
 // and CPU time. No disk: the workspace is an emptyDir of the node's. A
 // pod whose container has no cgroup to read is model.ErrNoStats; one
 // whose sidecar predates /usage is a 501 not_supported that says so.
-// It reported nothing before (GET /v1/sandboxes/{id}/stats answered
-// not_supported, E2B's getMetrics 0).
+//
+// E2B's getMetrics polls it, so the sidecar is kept (keptSidecars): a
+// call is one request over a kept connection, and only the first, or the
+// first after the pod changed, looks the pod and its Secret up. A kept
+// sidecar that fails the request is dropped and looked up again once: a
+// pod another replica paused, resumed or deleted.
 func (d *Driver) Stats(ctx context.Context, id string) (model.Stats, error) {
-	ep, err := d.sandboxEndpoint(ctx, id)
-	if err != nil {
-		return model.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, err)
+	for retried := false; ; retried = true {
+		s, cached, err := d.kept.get(ctx, id, d.runningPod)
+		if err != nil {
+			return model.Stats{}, fmt.Errorf("sandbox stats %s: %w", id, err)
+		}
+		st, err := sidecarUsage(ctx, s.hc, s.ep, id)
+		if err == nil || isAPIError(err) || errors.Is(err, model.ErrNoStats) {
+			return st, err
+		}
+		d.kept.forget(id, s)
+		if !cached || retried || ctx.Err() != nil {
+			return model.Stats{}, err
+		}
 	}
-	return sidecarUsage(ctx, ep, id)
 }
 
-// sidecarUsage asks the sidecar at ep of sandbox id for GET /usage.
-func sidecarUsage(ctx context.Context, ep model.Endpoint, id string) (model.Stats, error) {
-	hc, err := pinnedClient(ep.CertPEM)
-	if err != nil {
-		return model.Stats{}, err
-	}
+// isAPIError reports whether err is an *api.Error: an answer, not a
+// sidecar that could not be reached.
+func isAPIError(err error) bool {
+	_, ok := errors.AsType[*api.Error](err)
+	return ok
+}
+
+// sidecarUsage asks the sidecar at ep of sandbox id for GET /usage
+// through hc.
+func sidecarUsage(ctx context.Context, hc *http.Client, ep model.Endpoint, id string) (model.Stats, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+ep.Address+"/usage", nil)
 	if err != nil {
 		return model.Stats{}, fmt.Errorf("sidecar /usage: %w", err)

@@ -56,7 +56,12 @@ func TestStatsOlderSidecar(t *testing.T) {
 			defer srv.Close()
 			cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 			ep := model.Endpoint{Network: "tcp", Address: srv.Listener.Addr().String(), Token: "tok", CertPEM: cert}
-			got, err := sidecarUsage(t.Context(), ep, "sb1")
+			var kept keptSidecars
+			hc, err := kept.client(cert)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := sidecarUsage(t.Context(), hc, ep, "sb1")
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("stats (-want +got):\n%s", diff)
 			}

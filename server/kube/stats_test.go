@@ -3,12 +3,19 @@ package kube_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/kubetest"
 	"github.com/boxkite/boxkite/server/kube"
+	"github.com/boxkite/boxkite/server/model"
+	"github.com/boxkite/boxkite/server/servertest"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestStatsOnKube: the kube driver reports a sandbox's use, read by its
@@ -71,4 +78,117 @@ func TestStatsOnKube(t *testing.T) {
 	if m.CPUUsedPct <= 0 || m.CPUUsedPct > 100 || m.MemUsed <= 0 || m.CPUCount < 1 {
 		t.Errorf("getMetrics %+v, want CPU use and memory", m)
 	}
+}
+
+// TestStatsKeptSidecar: Stats, which E2B's getMetrics polls, keeps the
+// sandbox's sidecar: 10 calls cost one pod List and one Secret Get, and
+// one connection to the sidecar, not 10 of each (and 10 TLS handshakes).
+// A pod that changed behind the driver's back (another replica's pause
+// and resume) is looked up again on the next call, which reports the new
+// pod's usage; WatchLost's events drop a kept sidecar whose pod goes.
+func TestStatsKeptSidecar(t *testing.T) {
+	e := newEnv(t, kube.Config{SnapshotDir: t.TempDir()})
+	cs, reqs := e.cluster.CountingClient(t)
+	d, err := kube.New(cs, e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := kube.New(e.cluster.Client, e.cfg) // another replica
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const id = "kept"
+	if _, err := d.Create(ctx, model.Spec{ID: id, Lifetime: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = d.Delete(context.Background(), id)
+		d.Release()
+	})
+	stats := func(what string) {
+		t.Helper()
+		st, err := d.Stats(ctx, id)
+		if err != nil || st.MemoryBytes <= 0 || st.CPUMicros <= 0 {
+			t.Fatalf("stats %s: %+v, %v; want the memory and CPU used", what, st, err)
+		}
+	}
+
+	reqs.Take()
+	dials := kube.SidecarDials(d)
+	for i := range 10 {
+		stats(fmt.Sprintf("call %d", i+1))
+	}
+	if diff := cmp.Diff([]string{"list pods", "get secrets"}, reqs.Take()); diff != "" {
+		t.Errorf("API requests of 10 Stats calls (-want +got):\n%s", diff)
+	}
+	if n := kube.SidecarDials(d) - dials; n != 1 {
+		t.Errorf("10 Stats calls opened %d connections to the sidecar, want 1", n)
+	}
+
+	// Paused and resumed elsewhere: a new pod, found again.
+	if err := other.Pause(ctx, id, api.PauseFilesystem); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Resume(ctx, id, nil); err != nil {
+		t.Fatal(err)
+	}
+	reqs.Take()
+	stats("after a pause and resume elsewhere")
+	stats("again")
+	// The test kubelet gives each pod an address of its own: the kept
+	// one fails, and the pod is looked up once.
+	if diff := cmp.Diff([]string{"list pods", "get secrets"}, reqs.Take()); diff != "" {
+		t.Errorf("API requests of 2 Stats calls after the pod changed (-want +got):\n%s", diff)
+	}
+
+	// The watch drops the kept sidecar of a pod deleted elsewhere.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan error, 1)
+	go func() { watched <- d.WatchLost(watchCtx, func(string) {}) }()
+	defer func() {
+		stopWatch()
+		if err := <-watched; err != nil {
+			t.Errorf("watch: %v", err)
+		}
+	}()
+	if n := kube.KeptSidecars(d); n != 1 {
+		t.Fatalf("%d kept sidecars, want the sandbox's", n)
+	}
+	if err := other.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the watch to drop the deleted pod's sidecar", func() bool { return kube.KeptSidecars(d) == 0 })
+	if _, err := d.Stats(ctx, id); err == nil || !strings.Contains(err.Error(), "no running pod") {
+		t.Errorf("stats of a deleted sandbox: %v, want no running pod", err)
+	}
+}
+
+// BenchmarkStats is one Stats call of a running sandbox (what each E2B
+// getMetrics poll costs the driver), against the real API server and
+// sidecar; apireqs/op is the API server requests per call.
+func BenchmarkStats(b *testing.B) {
+	c := kubetest.Shared(b)
+	ns := c.Namespace(b)
+	c.StartKubelet(b, ns, servertest.SidecarBinary(b))
+	cs, reqs := c.CountingClient(b)
+	d, err := kube.New(cs, kube.Config{Namespace: ns, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := d.Create(ctx, model.Spec{ID: "bench", Lifetime: time.Hour}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = d.Delete(context.Background(), "bench")
+		d.Release()
+	})
+	reqs.Take()
+	for b.Loop() {
+		if _, err := d.Stats(ctx, "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(reqs.Take()))/float64(b.N), "apireqs/op")
 }

@@ -271,8 +271,11 @@ func (s *Service) scrubber(rt proxyRoute, r *http.Request, w http.ResponseWriter
 		ss := scrub.NewSSE(w, s.d.ScrubIdle())
 		return ss, func() { ss.FlushHeld(); ss.Stop() }
 	case rt.flags&scrubsInterpreter != 0:
-		j := scrub.NewJSONRewriter(w, scrub.InterpreterResult)
-		return j, j.Finish
+		// A JSON result held whole, or a stream (Accept:
+		// application/x-ndjson) scrubbed line by line, a line cut at what
+		// a JSON answer holds (hold.InterpreterAnswer).
+		i := scrub.NewInterpreter(w, s.d.ScrubIdle(), hold.InterpreterAnswer)
+		return i, i.Finish
 	}
 	j := scrub.NewJSONRewriter(w, scrub.ProcessOutput)
 	return j, j.Finish

@@ -17,6 +17,6 @@ func (s *Service) Routes() []httpx.Route {
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/sandboxes/{id}/extend", Summary: "Push a sandbox's expiry out, within the server's ceiling", Request: api.ExtendSandboxRequest{}, Response: api.Sandbox{}}, Cred: httpx.CredAPIKey, Handler: s.extendSandbox},
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/sandboxes/{id}/pause", Summary: "Pause a sandbox (mode freeze, the default, filesystem or checkpoint); its lifetime stops counting", Request: api.PauseSandboxRequest{}, Response: api.Sandbox{}}, Cred: httpx.CredAPIKey, Handler: s.pauseSandbox},
 		{RouteDoc: httpx.RouteDoc{Pattern: "POST /v1/sandboxes/{id}/resume", Summary: "Resume a paused sandbox: same id and endpoints, expiry moved on by the time paused; after a filesystem pause, what became of its background processes", Response: api.ResumeResult{}}, Cred: httpx.CredAPIKey, Handler: s.resumeSandbox},
-		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/sandboxes/{id}/stats", Summary: "The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup); 501 not_supported without", Response: api.SandboxStats{}}, Cred: httpx.CredAPIKey, Handler: s.sandboxStats},
+		{RouteDoc: httpx.RouteDoc{Pattern: "GET /v1/sandboxes/{id}/stats", Summary: "The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup, and its disk's use and size; kube: its pod's container's cgroup, read by the pod's sidecar, and no disk); 501 not_supported without", Response: api.SandboxStats{}}, Cred: httpx.CredAPIKey, Handler: s.sandboxStats},
 	}
 }

@@ -1,6 +1,7 @@
 package servertest_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -53,7 +54,7 @@ func TestImageDeleteRacesSnapshot(t *testing.T) {
 	}, nil)))
 	c := client.New(s.BaseURL, s.APIKey)
 	ctx := context.Background()
-	img := importedImage(t, s)
+	img := importedImage(t, s, e2bHome)
 	sb, err := c.CreateSandbox(ctx, api.CreateSandboxRequest{ImageID: img})
 	if err != nil {
 		t.Fatal(err)
@@ -82,10 +83,11 @@ func TestImageDeleteRacesSnapshot(t *testing.T) {
 	}
 }
 
-// importedImage imports the test image and waits until it is completed.
-func importedImage(t *testing.T, s *servertest.Server) string {
+// importedImage imports the test image, home its /home, and waits until
+// it is completed.
+func importedImage(t *testing.T, s *servertest.Server, home []tar.Header) string {
 	t.Helper()
-	resp, body := doRaw(t, s, s.APIKey, "POST", "/v1/images/import?label=tiny", bytes.NewReader(imageArchive(t)))
+	resp, body := doRaw(t, s, s.APIKey, "POST", "/v1/images/import?label=tiny", bytes.NewReader(imageArchive(t, home)))
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("import: %d %s", resp.StatusCode, body)
 	}

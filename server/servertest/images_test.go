@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -35,10 +36,19 @@ import (
 
 const imageMarker = "made-by-the-test"
 
+// e2bHome is an E2B-style image's /home: the workspace is bound over
+// its user directory.
+var e2bHome = []tar.Header{
+	{Name: "home/", Typeflag: tar.TypeDir, Mode: 0o755},
+	{Name: "home/user/", Typeflag: tar.TypeDir, Mode: 0o755},
+	{Name: "home/user/x/", Typeflag: tar.TypeDir, Mode: 0o755},
+}
+
 // hostRootLayer is a tar of a small root: the host's dash as /bin/sh, the
-// libraries it needs, and a marker file no host has. The sidecar brings
-// its own (jail.LoaderDir).
-func hostRootLayer(t *testing.T) []byte {
+// libraries it needs, a marker file no host has, and home, the entries of
+// its /home (a regular file holds its own name, a line). The sidecar brings its
+// own loader (jail.LoaderDir).
+func hostRootLayer(t *testing.T, home []tar.Header) []byte {
 	t.Helper()
 	dash, err := exec.LookPath("dash")
 	if err != nil {
@@ -90,7 +100,13 @@ func hostRootLayer(t *testing.T) []byte {
 	mkdirs("/usr/bin/x")
 	write(&tar.Header{Name: "usr/bin/sh", Typeflag: tar.TypeSymlink, Linkname: "dash"}, nil)
 	write(&tar.Header{Name: "bin", Typeflag: tar.TypeSymlink, Linkname: "usr/bin"}, nil)
-	mkdirs("/home/user/x") // an E2B-style image's home: the workspace is bound over it
+	for _, h := range home {
+		var body []byte
+		if h.Typeflag == tar.TypeReg {
+			body = []byte(h.Name + "\n")
+		}
+		write(&h, body)
+	}
 	mkdirs("/etc/x")
 	write(&tar.Header{Name: "etc/boxkite-image-marker", Typeflag: tar.TypeReg, Mode: 0o644}, []byte(imageMarker+"\n"))
 	if err := tw.Close(); err != nil {
@@ -99,9 +115,9 @@ func hostRootLayer(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-func imageArchive(t *testing.T) []byte {
+func imageArchive(t *testing.T, home []tar.Header) []byte {
 	t.Helper()
-	layerTar := hostRootLayer(t)
+	layerTar := hostRootLayer(t, home)
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layerTar)), nil })
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +141,7 @@ func TestImportedImageBoots(t *testing.T) {
 	t.Parallel()
 	s := servertest.New(t, servertest.WithImages(t.TempDir()))
 
-	resp, body := doRaw(t, s, s.APIKey, "POST", "/v1/images/import?label=tiny", bytes.NewReader(imageArchive(t)))
+	resp, body := doRaw(t, s, s.APIKey, "POST", "/v1/images/import?label=tiny", bytes.NewReader(imageArchive(t, e2bHome)))
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("import: %d %s", resp.StatusCode, body)
 	}
@@ -485,4 +501,58 @@ func accountOf(t *testing.T, s *servertest.Server) string {
 	var a api.Account
 	mustJSON(t, body, &a)
 	return a.ID
+}
+
+// TestImageHomeWithoutUser: an image whose /home holds other homes but no
+// user directory, or is a symlink (relative or absolute), still gets
+// /home/user, the workspace (E2B's SDKs work there), beside the image's
+// own entries, which stay as the image has them and read-only. Before,
+// such an image kept its /home whole and had no /home/user.
+func TestImageHomeWithoutUser(t *testing.T) {
+	t.Parallel()
+	s := servertest.New(t, servertest.WithImages(t.TempDir()))
+	homes := func(dir string) []tar.Header {
+		return []tar.Header{
+			{Name: dir + "/", Typeflag: tar.TypeDir, Mode: 0o755},
+			{Name: dir + "/alice/", Typeflag: tar.TypeDir, Mode: 0o755},
+			{Name: dir + "/alice/.profile", Typeflag: tar.TypeReg, Mode: 0o644},
+			{Name: dir + "/notes", Typeflag: tar.TypeReg, Mode: 0o644},
+			{Name: dir + "/bob", Typeflag: tar.TypeSymlink, Linkname: "alice"},
+		}
+	}
+	link := func(target string) []tar.Header {
+		return append([]tar.Header{{Name: "var/", Typeflag: tar.TypeDir, Mode: 0o755}}, append(homes("var/home"),
+			tar.Header{Name: "home", Typeflag: tar.TypeSymlink, Linkname: target})...)
+	}
+	for _, tc := range []struct {
+		name, dir string // dir: where the image keeps its homes
+		home      []tar.Header
+	}{
+		{"other homes", "home", homes("home")},
+		{"a relative link", "var/home", link("var/home")},
+		{"an absolute link", "var/home", link("/var/home")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			img := importedImage(t, s, tc.home)
+			// Only dash's builtins exist: globs list, read reads.
+			cmd := `for f in /home/* /home/.[!.]*; do echo "$f"; done
+read p < /home/alice/.profile && echo "$p"
+read p < /home/bob/.profile && echo "$p"
+read n < /home/notes && echo "$n"
+echo w > /workspace/w && read w < /home/user/w && echo "$w"
+echo u > /home/user/u && read u < /workspace/u && echo "$u"
+(echo x > /home/alice/x) 2>/dev/null || echo alice read-only
+(echo x > /home/y) 2>/dev/null || echo home read-only`
+			res := execIn(t, s, img, cmd)
+			want := strings.Join([]string{
+				"/home/alice", "/home/bob", "/home/notes", "/home/user", "/home/.[!.]*",
+				tc.dir + "/alice/.profile", tc.dir + "/alice/.profile", tc.dir + "/notes",
+				"w", "u", "alice read-only", "home read-only",
+			}, "\n") + "\n"
+			if diff := cmp.Diff(want, res.Stdout); diff != "" || res.ExitCode != 0 {
+				t.Errorf("exec: exit %d, stderr %q, stdout (-want +got):\n%s", res.ExitCode, res.Stderr, diff)
+			}
+		})
+	}
 }

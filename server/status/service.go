@@ -37,6 +37,9 @@ type Deps struct {
 	Capacity func() (model.CapacityDriver, bool)
 	// Metrics serves GET /metrics.
 	Metrics http.HandlerFunc
+	// SidecarProtocol is the protocol version sandbox id's sidecar last
+	// stated to this server, and whether one did yet.
+	SidecarProtocol func(id string) (int, bool)
 }
 
 // Service serves the status routes.
@@ -46,7 +49,7 @@ type Service struct{ d Deps }
 // strings is required.
 func New(d Deps) (*Service, error) {
 	if d.Store == nil || d.Log == nil || d.Now == nil || d.AuditOpen == nil || d.AuditState == nil ||
-		d.Capacity == nil || d.Metrics == nil {
+		d.Capacity == nil || d.Metrics == nil || d.SidecarProtocol == nil {
 		return nil, errors.New("status: a dependency is missing")
 	}
 	return &Service{d: d}, nil

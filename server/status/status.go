@@ -72,7 +72,10 @@ func (s *Service) host(w http.ResponseWriter, r *http.Request) error {
 		return api.Errorf(http.StatusForbidden, api.CodeForbidden, "only admin keys may read the host's status").
 			WithHint("use an admin API key")
 	}
-	out := api.HostStatus{Driver: s.d.DriverName, Limits: []api.HostLimit{}, Sandboxes: []api.SandboxDisk{}}
+	out := api.HostStatus{
+		Driver: s.d.DriverName, Limits: []api.HostLimit{}, Sandboxes: []api.SandboxDisk{},
+		SidecarProtocol: api.SidecarProtocol, OlderSidecars: []api.SandboxSidecar{},
+	}
 	if since, cause := s.d.AuditState(); cause != nil {
 		t := since.UTC()
 		out.Audit = api.HostAudit{Reason: audit.Reason(cause), Since: &t}
@@ -82,6 +85,11 @@ func (s *Service) host(w http.ResponseWriter, r *http.Request) error {
 	sbs, err := s.d.Store.ListSandboxes(r.Context(), authz.Account(r.Context()).ID, true)
 	if err != nil {
 		return fmt.Errorf("list sandboxes: %w", err)
+	}
+	for _, sb := range sbs {
+		if v, ok := s.d.SidecarProtocol(sb.ID); ok && v < api.SidecarProtocol && sb.Active() {
+			out.OlderSidecars = append(out.OlderSidecars, api.SandboxSidecar{ID: sb.ID, Label: sb.Label, SidecarProtocol: v})
+		}
 	}
 	if cd, ok := s.d.Capacity(); ok {
 		ids := make([]string, len(sbs))

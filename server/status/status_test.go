@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,10 +41,11 @@ func newService(t *testing.T, st *fakeStore, mod func(*Deps)) *Service {
 	d := Deps{
 		Store: st, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return time.Date(2026, 5, 10, 0, 0, 0, 0, time.UTC) },
 		Version: "v1", DriverName: "fake",
-		AuditOpen:  func() error { return nil },
-		AuditState: func() (time.Time, error) { return time.Time{}, nil },
-		Capacity:   func() (model.CapacityDriver, bool) { return nil, false },
-		Metrics:    func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "m 1\n") },
+		AuditOpen:       func() error { return nil },
+		AuditState:      func() (time.Time, error) { return time.Time{}, nil },
+		Capacity:        func() (model.CapacityDriver, bool) { return nil, false },
+		Metrics:         func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "m 1\n") },
+		SidecarProtocol: func(string) (int, bool) { return 0, false },
 	}
 	if mod != nil {
 		mod(&d)
@@ -105,7 +107,26 @@ func TestStatusRoutes(t *testing.T) {
 		}, status: 503},
 		{name: "metrics", pattern: "GET /metrics", status: 200, body: "m 1\n"},
 		{name: "host refuses member keys", pattern: "GET /v1/host", role: model.RoleMember, status: 403},
-		{name: "host for admin keys", pattern: "GET /v1/host", role: model.RoleAdmin, status: 200, body: `{"driver":"fake","limits":[],"audit":{"writable":true},"sandboxes":[]}`},
+		{name: "host for admin keys", pattern: "GET /v1/host", role: model.RoleAdmin, status: 200, body: `{"driver":"fake","limits":[],"audit":{"writable":true},"sandboxes":[],"sidecar_protocol":` + strconv.Itoa(api.SidecarProtocol) + `,"older_sidecars":[]}`},
+		{
+			// Only the sidecars that stated an older protocol: not the
+			// current one, nor one that stated nothing yet.
+			name: "host names older sidecars", pattern: "GET /v1/host", role: model.RoleAdmin,
+			store: fakeStore{sbs: []*model.Sandbox{
+				{ID: "old", Label: "web", Status: api.StatusActive},
+				{ID: "cur", Status: api.StatusActive},
+				{ID: "new", Status: api.StatusActive},
+			}},
+			mod: func(d *Deps) {
+				d.SidecarProtocol = func(id string) (int, bool) {
+					v, ok := map[string]int{"old": 0, "cur": api.SidecarProtocol}[id]
+					return v, ok
+				}
+			},
+			status: 200,
+			body: `{"driver":"fake","limits":[],"audit":{"writable":true},"sandboxes":[],"sidecar_protocol":` + strconv.Itoa(api.SidecarProtocol) +
+				`,"older_sidecars":[{"id":"old","label":"web","sidecar_protocol":0}]}`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

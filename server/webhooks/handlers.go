@@ -31,7 +31,7 @@ func (s *Service) validate(req *api.CreateWebhookRequest) ([]string, error) {
 	}
 	if err := checkURL(req.URL, s.d.AllowLoopback, local); err != nil {
 		return nil, api.Errorf(http.StatusUnprocessableEntity, api.CodeUnsafeWebhookURL, "url: %v", err).
-			WithHint("use a public http(s) URL; loopback, private and link-local addresses and the server's own host are refused")
+			WithHint(unsafeURLHint(err, req.URL, s.d.AllowLoopback))
 	}
 	if len(req.EventTypes) == 0 {
 		return nil, httpx.Invalid("event_types", "event_types needs at least one event type", fmt.Sprintf("use some of %v", eventTypes))

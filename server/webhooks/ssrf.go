@@ -63,6 +63,34 @@ func checkURL(raw string, allowLoopback bool, local []netip.Addr) error {
 	return nil
 }
 
+// unsafeURLHint is the hint of a subscription URL checkURL refused with
+// err. A loopback
+// target on a server that refuses them all is most often a receiver on
+// the server's own machine, which the operator can let through for
+// 127.0.0.1; the hint says how, in local mode too.
+func unsafeURLHint(err error, raw string, allowLoopback bool) string {
+	const public = "use a public http(s) URL; loopback, private and link-local addresses and the server's own host are refused"
+	if _, target := errors.AsType[*unsafeTargetError](err); !target || allowLoopback {
+		return public
+	}
+	host := strings.ToLower(hostOf(raw))
+	ip, err := netip.ParseAddr(host)
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || err == nil && ip.Unmap().IsLoopback() {
+		return "a receiver at http://127.0.0.1 needs boxkite-server started with --webhook-allow-loopback " +
+			"(in local mode: BOXKITE_SERVER_WEBHOOK_ALLOW_LOOPBACK=true boxkite up, after boxkite down); otherwise " + public
+	}
+	return public
+}
+
+// hostOf is raw's host, or "" when it does not parse.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
+}
+
 // refusal says why a delivery may not go to ip, or "" if it may: it is
 // egress.Refusal's (a forbidden address or one of the host's own, local),
 // but 127.0.0.1 when the operator allowed loopback (tests).

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
-	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -193,6 +192,40 @@ func TestCheckURLReason(t *testing.T) {
 	}
 }
 
+// TestUnsafeURLHint: a loopback target refused by a server that refuses
+// them says how the operator lets 127.0.0.1 through; others, and any on a
+// server that already does, get the general hint.
+func TestUnsafeURLHint(t *testing.T) {
+	const public = "use a public http(s) URL; loopback, private and link-local addresses and the server's own host are refused"
+	const loopback = "a receiver at http://127.0.0.1 needs boxkite-server started with --webhook-allow-loopback " +
+		"(in local mode: BOXKITE_SERVER_WEBHOOK_ALLOW_LOOPBACK=true boxkite up, after boxkite down); otherwise " + public
+	for _, tc := range []struct {
+		url           string
+		allowLoopback bool
+		want          string
+	}{
+		{"http://127.0.0.1:8080/hook", false, loopback},
+		{"http://127.0.0.2/hook", false, loopback},
+		{"http://LOCALHOST:9/x", false, loopback},
+		{"http://app.localhost/x", false, loopback},
+		{"http://[::1]/x", false, loopback},
+		{"http://[::ffff:127.0.0.1]/x", false, loopback},
+		{"http://127.0.0.2/hook", true, public},
+		{"http://10.0.0.1/x", false, public},
+		{"http://169.254.169.254/", false, public},
+		{"ftp://127.0.0.1/x", false, public}, // refused for its scheme
+		{"http://user:pw@127.0.0.1/x", false, public},
+	} {
+		err := checkURL(tc.url, tc.allowLoopback, nil)
+		if err == nil {
+			t.Fatalf("checkURL(%q, %v) accepted it", tc.url, tc.allowLoopback)
+		}
+		if got := unsafeURLHint(err, tc.url, tc.allowLoopback); got != tc.want {
+			t.Errorf("unsafeURLHint(%q, %v) = %q, want %q", tc.url, tc.allowLoopback, got, tc.want)
+		}
+	}
+}
+
 func FuzzCheckURL(f *testing.F) {
 	f.Add("http://127.0.0.1/")
 	f.Add("https://[::1]:80/x")
@@ -219,14 +252,6 @@ func TestBackoff(t *testing.T) {
 			t.Errorf("backoff(%d) = %v, want %v", i+1, got, w)
 		}
 	}
-}
-
-func hostOf(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	return u.Hostname()
 }
 
 // hexSealer is a Sealer for tests: it "encrypts" by hex-encoding the

@@ -379,6 +379,11 @@ func (b *builder) placeImage() error {
 		}
 		src := filepath.Join(staged, name)
 		switch {
+		case "/"+name == filepath.Dir(HomeDir) && b.spec.Build == nil &&
+			(e.Type()&os.ModeSymlink != 0 || e.IsDir() && !lexists(filepath.Join(src, filepath.Base(HomeDir)))):
+			if err := b.placeImageHome(staged); err != nil {
+				return err
+			}
 		case e.Type()&os.ModeSymlink != 0:
 			dest, err := os.Readlink(src)
 			if err != nil {

@@ -104,7 +104,7 @@ func TestInMemory(t *testing.T) {
 	}{
 		{"result", "exec", map[string]any{"session_id": "sb-1", "command": "ls"}, "ran ls", false},
 		{"account tool", "list_sandbox_volumes", nil, "- vol-1 (status: ready, label: data, size_gb: 1)", false},
-		{"api refusal", "destroy_sandbox", map[string]any{"session_id": "nope"}, "Error: sandbox nope not found", true},
+		{"api refusal", "destroy_sandbox", map[string]any{"session_id": "nope"}, "Error [not_found]: sandbox nope not found", true},
 		{"transport failure", "exec", map[string]any{"session_id": "sb-1", "command": "down"}, "Error: could not reach the sandbox (connection refused)", true},
 		{"bad arguments", "exec", map[string]any{"session_id": "sb-1"}, `Error: exec needs the parameter "command"`, true},
 		{"timeout below range", "exec", map[string]any{"session_id": "sb-1", "command": "ls", "timeout": -5}, "Error: timeout must be between 1 and 600 seconds, got -5", true},

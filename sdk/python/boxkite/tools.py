@@ -6,7 +6,7 @@ tooldefs.json. :func:`to_openai_tools` and :func:`to_anthropic_tools` render
 them for OpenAI's Chat Completions and Responses APIs and Anthropic's
 Messages API; :func:`run_tool` runs a call against a sandbox and returns the
 text to send back. Refusals of the API come back as text an agent can act
-on (``Error: …`` / ``Hint: …``), never as exceptions.
+on (``Error [code]: …`` / ``Hint: …``), never as exceptions.
 """
 
 from __future__ import annotations
@@ -147,6 +147,7 @@ def run_tool(sandbox: Any, name: str, arguments: Union[str, Dict[str, Any], None
                 return f"Error: old_str not found in {p}\nHint: view the file and copy the exact text, including whitespace and indentation."
             return f"Replaced {n} occurrence{'s' if n != 1 else ''} in {p}"
     except BoxkiteError as e:
-        text = "Error: " + e.message
+        # As boxkite's own tools: the refusal's stable code in brackets.
+        text = (f"Error [{e.code}]: " if e.code else "Error: ") + e.message
         return text + ("\nHint: " + e.hint if e.hint else "")
     return f"Error: unknown tool {name!r}; known: {', '.join(TOOL_NAMES)}"

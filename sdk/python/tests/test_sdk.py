@@ -230,7 +230,7 @@ class LiveTest(unittest.TestCase):
     def test_run_tool_reports_refusals_as_text(self):
         bk = boxkite.Boxkite()
         text = boxkite.run_tool(bk.sandbox("sbx_missing"), "bash_tool", '{"command": "true"}')
-        self.assertTrue(text.startswith("Error: "), text)
+        self.assertTrue(text.startswith("Error [not_found]: "), text)
         self.assertIn("\nHint: ", text)
 
 

@@ -1559,7 +1559,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup); 501 not_supported without */
+        /** The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup, and its disk's use and size; kube: its pod's container's cgroup, read by the pod's sidecar, and no disk); 501 not_supported without */
         get: operations["get_sandboxes_id_stats"];
         put?: never;
         post?: never;
@@ -2282,7 +2282,9 @@ export interface components {
             disk?: components["schemas"]["HostDisk"];
             driver: string;
             limits?: components["schemas"]["HostLimit"][];
+            older_sidecars?: components["schemas"]["SandboxSidecar"][];
             sandboxes?: components["schemas"]["SandboxDisk"][];
+            sidecar_protocol: number;
         };
         HTTPRequest: {
             body?: string;
@@ -2635,6 +2637,11 @@ export interface components {
             label?: string;
             quota_bytes: number;
             used_bytes: number;
+        };
+        SandboxSidecar: {
+            id: string;
+            label?: string;
+            sidecar_protocol: number;
         };
         SandboxStats: {
             disk_quota_bytes?: number;
@@ -11486,7 +11493,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup); 501 not_supported without */
+            /** @description The sandbox's memory and tasks now, from the driver's accounting (local: its cgroup, and its disk's use and size; kube: its pod's container's cgroup, read by the pod's sidecar, and no disk); 501 not_supported without */
             200: {
                 headers: {
                     [name: string]: unknown;

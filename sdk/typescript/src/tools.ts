@@ -4,7 +4,7 @@
  * generated into tooldefs.ts. toOpenAITools and toAnthropicTools render
  * them for those APIs; runTool runs a call and returns the text for the
  * model. API refusals come back as text an agent can act on
- * (`Error: …` / `Hint: …`), never as exceptions.
+ * (`Error [code]: …` / `Hint: …`), never as exceptions.
  */
 
 import { BoxkiteError } from "./errors.js";
@@ -143,7 +143,8 @@ export async function runTool(sb: Sandbox, name: string, args: unknown): Promise
       }
     }
   } catch (e) {
-    if (e instanceof BoxkiteError) return `Error: ${e.apiMessage}${e.hint ? `\nHint: ${e.hint}` : ""}`;
+    // As boxkite's own tools: the refusal's stable code in brackets.
+    if (e instanceof BoxkiteError) return `Error${e.code ? ` [${e.code}]` : ""}: ${e.apiMessage}${e.hint ? `\nHint: ${e.hint}` : ""}`;
     throw e;
   }
   return `Error: unknown tool ${JSON.stringify(name)}; known: ${TOOL_NAMES.join(", ")}`;

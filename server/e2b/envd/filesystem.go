@@ -66,37 +66,58 @@ const linkLoop = `w=$(pwd -P); for p; do t=$(LC_ALL=C find -H "$p" -maxdepth 0 -
 	`r=$(realpath -e -- "$p" 2>/dev/null && echo .); r=${r%??}; ` +
 	`case $r in "$w") r=. ;; "$w"/*) r=".${r#"$w"}" ;; esac; printf "%s\0%s\0%s\0" "$p" "$t" "$r"; done`
 
-// fileOp runs script (with $1… set to args) as the sandbox user and
-// returns its stdout; exit codes exitNotFound and exitExists become
-// not_found and already_exists about what.
-func (s filesystemService) fileOp(ctx context.Context, op, what, script string, detail map[string]any, args ...string) (string, error) {
+// fileOp runs script (with $1… set to args) as the sandbox user, its
+// output (each of stdout and stderr) cut at limit, and returns its
+// stdout; exit codes exitNotFound and exitExists become not_found and
+// already_exists about what. Its answer is held whole (the exec's JSON
+// result, then the entries parsed from it), so before the command runs it
+// reserves its bound of the server's held-output budget
+// (Session.ReserveFileOp); release gives it back, once the caller is done
+// with the output (it is never nil).
+func (s filesystemService) fileOp(ctx context.Context, op, what, script string, limit int64, detail map[string]any, args ...string) (out string, release func(), err error) {
 	sess := sessionFrom(ctx)
 	words := []string{"set", "--"}
 	for _, a := range args {
 		if strings.ContainsRune(a, 0) {
-			return "", connect.NewError(connect.CodeInvalidArgument, errors.New("a path contains a NUL byte"))
+			return "", func() {}, connect.NewError(connect.CodeInvalidArgument, errors.New("a path contains a NUL byte"))
 		}
 		words = append(words, shellQuote(inWorkspace(inSandbox(a))))
 	}
+	release, err = sess.ReserveFileOp(op, limit)
+	if err != nil {
+		return "", func() {}, s.h.rpcError(ctx, err)
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	started := time.Now()
 	res, err := sess.Exec(ctx, api.ExecRequest{
 		Command: strings.Join(words, " ") + "\n" + script, Description: "e2b " + op,
-		Timeout: fileOpTimeout, MaxOutputBytes: maxListOutput,
+		Timeout: fileOpTimeout, MaxOutputBytes: limit,
 	})
 	if err != nil {
-		return "", s.h.rpcError(ctx, err)
+		return "", release, s.h.rpcError(ctx, err)
 	}
 	code := res.ExitCode
 	if err := sess.Audit(ctx, AuditEntry{Operation: op, Detail: detail, ExitCode: &code, Started: started, Duration: time.Since(started)}); err != nil {
-		return "", s.h.rpcError(ctx, err)
+		return "", release, s.h.rpcError(ctx, err)
 	}
-	if res.ExitCode == 0 {
-		if res.Truncated {
-			return "", connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("the listing of %s is larger than %d MiB", what, maxListOutput>>20))
-		}
-		return res.Stdout, nil
+	switch {
+	case res.Truncated && op == "ls":
+		// Whatever the exit code: a listing cut short may also have run
+		// out of time.
+		return "", release, connect.NewError(connect.CodeResourceExhausted, fmt.Errorf(
+			"the listing of %s is larger than %d MiB (about %d entries), more than one answer holds; "+
+				"list a subdirectory, or a smaller depth (files.list(path, {depth: 1}) lists the directory's own entries only)",
+			what, limit>>20, limit/listEntryBytes))
+	case res.Truncated && res.ExitCode == 0:
+		return "", release, connect.NewError(connect.CodeInternal, fmt.Errorf("%s %s: its answer is larger than %d KiB", op, what, limit>>10))
+	case res.ExitCode == 0:
+		return res.Stdout, release, nil
 	}
-	return "", scriptError(op, what, res.ExitCode, strings.TrimSpace(res.Stderr))
+	return "", release, scriptError(op, what, res.ExitCode, strings.TrimSpace(res.Stderr))
 }
 
 // scriptError is the Connect error of a file script that exited with
@@ -150,10 +171,23 @@ func fromWorkspace(p string) string {
 	return p
 }
 
-// Bounds of the file scripts.
+// Bounds of the file scripts: their time, and the output of each (the
+// exec's max_output_bytes, for stdout and stderr each), which bounds what
+// the answer holds and so what it reserves of the held-output budget.
 const (
 	fileOpTimeout = 60 // seconds
-	maxListOutput = 16 << 20
+	// maxEntryOutput: stat, make_dir and move print one entry and, for a
+	// symlink, its target's record (three paths of at most PATH_MAX,
+	// 4 KiB, each); remove prints nothing, and rm's complaints are cut.
+	maxEntryOutput = 64 << 10
+	// maxListOutput: a listing, about listEntryBytes an entry, so some
+	// 80,000 entries. A larger one is refused (resource_exhausted, which
+	// the SDK throws as a RateLimitError with the message, as E2B's
+	// client does for a message over its size limit), not held whole.
+	maxListOutput = 8 << 20
+	// listEntryBytes is what find prints of an entry with a path of
+	// about 40 bytes, for the refusal's estimate of entries.
+	listEntryBytes = 100
 )
 
 // The scripts. "exists" is true of a dangling symlink too, as lstat is.
@@ -205,7 +239,8 @@ const listVanished = `[ "$s" -eq 0 ] && exit 0` + "\n" +
 // Stat describes one path.
 func (s filesystemService) Stat(ctx context.Context, req *connect.Request[filesystem.StatRequest]) (*connect.Response[filesystem.StatResponse], error) {
 	p := absPath(req.Msg.GetPath())
-	out, err := s.fileOp(ctx, "stat", p, statScript, map[string]any{"path": p, "interface": "e2b"}, p)
+	out, release, err := s.fileOp(ctx, "stat", p, statScript, maxEntryOutput, map[string]any{"path": p, "interface": "e2b"}, p)
+	defer release()
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +256,8 @@ func (s filesystemService) ListDir(ctx context.Context, req *connect.Request[fil
 	p := absPath(req.Msg.GetPath())
 	depth := max(req.Msg.GetDepth(), 1)
 	depth = min(depth, maxListDepth)
-	out, err := s.fileOp(ctx, "ls", p, listScript, map[string]any{"path": p, "depth": depth, "interface": "e2b"}, p, strconv.Itoa(int(depth)))
+	out, release, err := s.fileOp(ctx, "ls", p, listScript, maxListOutput, map[string]any{"path": p, "depth": depth, "interface": "e2b"}, p, strconv.Itoa(int(depth)))
+	defer release() // the entries are parsed from out, held too
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +288,8 @@ const maxListDepth = 64
 // makeDir of a file's path returned false, as if the directory were there).
 func (s filesystemService) MakeDir(ctx context.Context, req *connect.Request[filesystem.MakeDirRequest]) (*connect.Response[filesystem.MakeDirResponse], error) {
 	p := absPath(req.Msg.GetPath())
-	out, err := s.fileOp(ctx, "make_dir", p, mkdirScript, map[string]any{"path": p, "interface": "e2b"}, p)
+	out, release, err := s.fileOp(ctx, "make_dir", p, mkdirScript, maxEntryOutput, map[string]any{"path": p, "interface": "e2b"}, p)
+	defer release()
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +304,8 @@ func (s filesystemService) MakeDir(ctx context.Context, req *connect.Request[fil
 // the destination's parents.
 func (s filesystemService) Move(ctx context.Context, req *connect.Request[filesystem.MoveRequest]) (*connect.Response[filesystem.MoveResponse], error) {
 	src, dst := absPath(req.Msg.GetSource()), absPath(req.Msg.GetDestination())
-	out, err := s.fileOp(ctx, "move", src, moveScript, map[string]any{"path": src, "destination": dst, "interface": "e2b"}, src, dst)
+	out, release, err := s.fileOp(ctx, "move", src, moveScript, maxEntryOutput, map[string]any{"path": src, "destination": dst, "interface": "e2b"}, src, dst)
+	defer release()
 	if errors.Is(err, errGoneAfter) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' was moved to '%s', which was removed before it could be read", src, dst))
 	}
@@ -285,7 +323,9 @@ func (s filesystemService) Move(ctx context.Context, req *connect.Request[filesy
 // is not there is success, as in envd (filesystem/remove.go: os.RemoveAll).
 func (s filesystemService) Remove(ctx context.Context, req *connect.Request[filesystem.RemoveRequest]) (*connect.Response[filesystem.RemoveResponse], error) {
 	p := absPath(req.Msg.GetPath())
-	if _, err := s.fileOp(ctx, "remove", p, rmScript, map[string]any{"path": p, "interface": "e2b"}, p); err != nil {
+	_, release, err := s.fileOp(ctx, "remove", p, rmScript, maxEntryOutput, map[string]any{"path": p, "interface": "e2b"}, p)
+	release()
+	if err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&filesystem.RemoveResponse{}), nil

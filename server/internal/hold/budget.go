@@ -37,6 +37,12 @@ func Answer(n int64) int64 {
 // and error, each at most api.MaxInterpreterOutput bytes, and a process
 // output page, at most api.MaxProcessOutput.
 const (
-	Interpreter   = Copies * (3*api.MaxInterpreterOutput + overhead)
+	Interpreter   = Copies * InterpreterAnswer
 	ProcessOutput = Copies * (api.MaxProcessOutput + overhead)
 )
+
+// InterpreterAnswer is the most an interpreter run's JSON answer carries:
+// its stdout, result and error and the rest. A streamed run (NDJSON)
+// scrubbed on its way out holds one line at a time, which is cut at this
+// (scrub.InterpreterNDJSON), so it stays within the same reservation.
+const InterpreterAnswer = 3*api.MaxInterpreterOutput + overhead

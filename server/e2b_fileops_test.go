@@ -1,0 +1,176 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/e2bsdk"
+	"github.com/boxkite/boxkite/server"
+	"github.com/boxkite/boxkite/server/e2b"
+	"github.com/boxkite/boxkite/server/e2b/envd"
+)
+
+// fileOpSidecar answers the E2B file operations' execs by running their
+// scripts with /bin/sh in dir (the workspace), cutting each stream at the
+// request's max_output_bytes as the sidecar does, and records each
+// request's max_output_bytes by its description.
+type fileOpSidecar struct {
+	dir string
+	mu  sync.Mutex
+	max map[string]int64 // by description ("e2b ls")
+}
+
+func (f *fileOpSidecar) exec(w http.ResponseWriter, _ *http.Request, req api.ExecRequest) {
+	f.mu.Lock()
+	f.max[req.Description] = req.MaxOutputBytes
+	f.mu.Unlock()
+	cmd := exec.Command("/bin/sh", "-c", req.Command)
+	cmd.Dir = f.dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	res := api.ExecResult{}
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		res.ExitCode = exit.ExitCode()
+	}
+	cut := func(b []byte) string {
+		if int64(len(b)) > req.MaxOutputBytes {
+			res.Truncated = true
+			b = b[:req.MaxOutputBytes]
+		}
+		return string(b)
+	}
+	res.Stdout, res.Stderr = cut(stdout.Bytes()), cut(stderr.Bytes())
+	replyJSON(w, res)
+}
+
+// e2bRPC calls a Filesystem RPC of sandbox id with token, Connect's JSON
+// protocol, as the E2B SDK does.
+func e2bRPC(t *testing.T, base, id, token, method, body string) (int, []byte) {
+	t.Helper()
+	return e2bsdk.Do(t, base, "POST", "/filesystem.Filesystem/"+method, http.Header{
+		"Content-Type":             {"application/json"},
+		"Connect-Protocol-Version": {"1"},
+		"X-Access-Token":           {token},
+		envd.HeaderSandboxID:       {id},
+		envd.HeaderSandboxPort:     {envd.PortEnvd},
+	}, body)
+}
+
+// e2bFileOpsEnv is a server with the E2B facade whose sidecar runs the
+// file scripts in a temporary workspace, and an E2B sandbox in it.
+func e2bFileOpsEnv(t *testing.T, cfg server.Config) (e *env, f *fileOpSidecar, id, token string) {
+	t.Helper()
+	e = newEnv(t, cfg)
+	e.Server.MountE2B(e2b.New(e.Server.E2B(), e.Store.(e2b.Store), nil), e2b.Matches)
+	f = &fileOpSidecar{dir: t.TempDir(), max: map[string]int64{}}
+	e.Sidecar.ExecFunc = f.exec
+	status, body := e2bsdk.Do(t, e.URL, "POST", "/v2/sandboxes", http.Header{"X-API-Key": {e.KeyA}}, `{"templateID":"base","timeout":600}`)
+	var sb struct{ SandboxID, EnvdAccessToken string }
+	if status != http.StatusCreated || json.Unmarshal(body, &sb) != nil || sb.EnvdAccessToken == "" {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	return e, f, sb.SandboxID, sb.EnvdAccessToken
+}
+
+// TestE2BListDirLarge: a directory whose listing is over a listing's
+// output limit (8 MiB, some 80,000 entries) is not held whole: ListDir is
+// refused with resource_exhausted (the SDK's RateLimitError) saying how
+// large a listing may be and to list less; a listing of a depth that
+// fits is answered; each file operation asks the sidecar for at most its
+// own output (stat, mkdir, move, remove: 64 KiB; ls: 8 MiB).
+func TestE2BListDirLarge(t *testing.T) {
+	t.Parallel()
+	e, f, id, token := e2bFileOpsEnv(t, server.Config{})
+	// 36,000 files of 240-character names: about 10 MiB of listing.
+	big := filepath.Join(f.dir, "big")
+	if err := os.MkdirAll(filepath.Join(big, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("n", 234)
+	for i := range 36000 {
+		if err := os.WriteFile(filepath.Join(big, "sub", fmt.Sprintf("%s%06d", name, i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	status, body := e2bRPC(t, e.URL, id, token, "ListDir", `{"path":"/workspace/big","depth":2}`)
+	var ce struct{ Code, Message string }
+	_ = json.Unmarshal(body, &ce)
+	if status != http.StatusTooManyRequests || ce.Code != "resource_exhausted" ||
+		!strings.Contains(ce.Message, "the listing of /workspace/big is larger than 8 MiB") || !strings.Contains(ce.Message, "smaller depth") {
+		t.Fatalf("ListDir of a large directory = %d %.300s, want resource_exhausted naming the limit", status, body)
+	}
+
+	// Its own entries only (depth 1): one directory.
+	status, body = e2bRPC(t, e.URL, id, token, "ListDir", `{"path":"/workspace/big","depth":1}`)
+	var list struct{ Entries []struct{ Path string } }
+	if status != http.StatusOK || json.Unmarshal(body, &list) != nil || len(list.Entries) != 1 || list.Entries[0].Path != "/workspace/big/sub" {
+		t.Fatalf("ListDir depth 1 = %d %.300s, want the one subdirectory", status, body)
+	}
+
+	for _, call := range []struct{ method, body string }{
+		{"Stat", `{"path":"/workspace/big"}`},
+		{"MakeDir", `{"path":"/workspace/made"}`},
+		{"Move", `{"source":"/workspace/made","destination":"/workspace/moved"}`},
+		{"Remove", `{"path":"/workspace/moved"}`},
+	} {
+		if status, body := e2bRPC(t, e.URL, id, token, call.method, call.body); status != http.StatusOK {
+			t.Fatalf("%s = %d %s", call.method, status, body)
+		}
+	}
+	want := map[string]int64{"e2b ls": 8 << 20, "e2b stat": 64 << 10, "e2b make_dir": 64 << 10, "e2b move": 64 << 10, "e2b remove": 64 << 10}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for op, n := range want {
+		if f.max[op] != n {
+			t.Errorf("%s asked for max_output_bytes %d, want %d", op, f.max[op], n)
+		}
+	}
+}
+
+// TestE2BFileOpsReserveHeldOutput: a file operation reserves its answer's
+// bound of the held-output budget before its command runs: with an
+// account share below a listing's bound (about 64 MiB) and above a
+// stat's (768 KiB), ListDir is refused (resource_exhausted, the
+// refusal's message and hint) and the sidecar never ran it, while Stat
+// passes; each stat gives its reservation back when it has answered.
+func TestE2BFileOpsReserveHeldOutput(t *testing.T) {
+	t.Parallel()
+	e, f, id, token := e2bFileOpsEnv(t, server.Config{HeldOutputBytes: 64 << 20, HeldOutputAccountBytes: 8 << 20})
+	status, body := e2bRPC(t, e.URL, id, token, "ListDir", `{"path":"/workspace","depth":1}`)
+	var ce struct{ Code, Message string }
+	_ = json.Unmarshal(body, &ce)
+	if status != http.StatusTooManyRequests || ce.Code != "resource_exhausted" ||
+		!strings.HasPrefix(ce.Message, "file operation ls refused: your account's JSON answers already hold 0 bytes") ||
+		!strings.Contains(ce.Message, "(retry when your account's other file operations") {
+		t.Fatalf("ListDir over the account's share = %d %s, want resource_exhausted with the refusal and its hint", status, body)
+	}
+	f.mu.Lock()
+	_, ran := f.max["e2b ls"]
+	f.mu.Unlock()
+	if ran {
+		t.Error("the refused listing reached the sidecar")
+	}
+	// More stats than the share holds at once: each gave its reservation
+	// back when it answered.
+	for i := range 20 {
+		if status, body := e2bRPC(t, e.URL, id, token, "Stat", `{"path":"/workspace"}`); status != http.StatusOK {
+			t.Fatalf("Stat %d = %d %s", i, status, body)
+		}
+	}
+}
