@@ -230,6 +230,8 @@ var rules = map[string]depRule{
 	"internal/testport": {stdOnly: true},
 	// Builds the sidecar linked with cgo, for the local driver's and servertest's tests.
 	"internal/cgosidecar": {stdOnly: true},
+	// Reads namespaces' inodes and owners for the jail's tests (server/local's, securitytest's).
+	"internal/nstest": {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	// The socket() probe of the AF_VSOCK refusal's tests (the sidecar's, the jail's).
 	"internal/sockprobe": {forbidden: merge(clientGo, sqlDriver, imageLib)},
 	"server/oauth": {ours: []string{"client/api", "server/model", "server/internal/httpx", "server/internal/authz", "server/internal/authn"}, forbidden: merge(clientGo, sqlDriver, imageLib), never: map[string]string{

@@ -72,7 +72,7 @@ func (t *Tree) addLinkedGitDir(ctx context.Context) error {
 		t.Skipped = append(t.Skipped, fmt.Sprintf(".git: names a repository that is not this tree's (%s), sent as it is", why))
 		return nil
 	}
-	t.dropEntry(".git")
+	t.dropTree(".git")
 	if t.src == nil {
 		t.src, t.data = map[string]string{}, map[string][]byte{}
 	}
@@ -91,8 +91,23 @@ func (t *Tree) addLinkedGitDir(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		t.skipOtherWorktrees(common, gitDir)
 	}
 	return t.standaloneConfig()
+}
+
+// skipOtherWorktrees warns of the repository's other linked worktrees
+// (its common/worktrees/*, but this tree's gitDir), which the repository
+// of its own the tree gets does not carry (perWorktree).
+func (t *Tree) skipOtherWorktrees(common, gitDir string) {
+	entries, _ := os.ReadDir(filepath.Join(common, "worktrees"))
+	for _, e := range entries {
+		admin := filepath.Join(common, "worktrees", e.Name())
+		if !e.IsDir() || samePath(admin, ".", gitDir) {
+			continue
+		}
+		t.Skipped = append(t.Skipped, fmt.Sprintf(".git: linked worktree %s of the same repository is not in the tree, left out", t.worktreeDir(admin)))
+	}
 }
 
 // notOurs says why the git directory gitDir, which the tree's .git file
@@ -192,20 +207,6 @@ func (t *Tree) addGitEntry(rel, local string) {
 	if fi, err := os.Stat(local); err == nil && fi.Mode().IsRegular() {
 		t.Files++
 		t.Bytes += fi.Size()
-	}
-}
-
-// dropEntry removes rel (a file) from the tree's entries and counts.
-func (t *Tree) dropEntry(rel string) {
-	for i, e := range t.Entries {
-		if e == rel {
-			t.Entries = append(t.Entries[:i], t.Entries[i+1:]...)
-			if fi, err := os.Lstat(filepath.Join(t.Root, rel)); err == nil && fi.Mode().IsRegular() {
-				t.Files--
-				t.Bytes -= fi.Size()
-			}
-			return
-		}
 	}
 }
 

@@ -262,16 +262,9 @@ func TestPlantedWorktreeDirNotSent(t *testing.T) {
 func TestNestedRepoIgnores(t *testing.T) {
 	base := t.TempDir()
 	lib := filepath.Join(base, "lib")
-	git(t, base, "init", "-q", lib)
-	os.WriteFile(filepath.Join(lib, ".gitignore"), []byte("dist/\n"), 0o644)
-	os.WriteFile(filepath.Join(lib, "lib.go"), []byte("package lib\n"), 0o644)
-	git(t, lib, "add", "-A")
-	git(t, lib, "commit", "-qm", "lib")
+	newRepo(t, lib, map[string]string{".gitignore": "dist/\n", "lib.go": "package lib\n"})
 	root := filepath.Join(base, "app")
-	git(t, base, "init", "-q", root)
-	os.WriteFile(filepath.Join(root, "main.go"), []byte("package main\n"), 0o644)
-	git(t, root, "add", "-A")
-	git(t, root, "commit", "-qm", "app")
+	newRepo(t, root, map[string]string{"main.go": "package main\n"})
 	git(t, root, "submodule", "add", "-q", lib, "sub")
 	git(t, root, "clone", "-q", lib, "vendor/clone")
 	for _, dir := range []string{"sub", "vendor/clone"} {

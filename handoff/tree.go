@@ -94,6 +94,9 @@ func ListTree(ctx context.Context, root string, all bool) (*Tree, error) {
 	if err := t.addLinkedGitDir(ctx); err != nil {
 		return nil, err
 	}
+	if err := t.linkWorktrees(); err != nil {
+		return nil, err
+	}
 	slices.Sort(t.Entries)
 	return t, nil
 }

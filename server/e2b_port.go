@@ -7,7 +7,6 @@ import (
 
 	"github.com/boxkite/boxkite/server/e2b"
 	"github.com/boxkite/boxkite/server/e2bport"
-	"github.com/boxkite/boxkite/server/exec"
 	"github.com/boxkite/boxkite/server/internal/hold"
 	"github.com/boxkite/boxkite/server/model"
 )
@@ -47,11 +46,8 @@ func (s *Server) newE2BPort() (err error) {
 		ReserveInterpreter: func(account string) (func(), error) {
 			return s.held.Reserve(account, hold.Interpreter, "code cell", e2bHeldHint)
 		},
-		ReserveFileOp: func(account, op string, maxOutput int64) (func(), error) {
-			// An exec's bound: its JSON result holds both streams; what is
-			// parsed from stdout (a listing's entries) takes about what
-			// the copies the bound allows for (hold.Copies).
-			return s.held.Reserve(account, exec.HeldBound(maxOutput), "file operation "+op, e2bFileOpHint)
+		ReserveFileOp: func(account, op string, heldOutput int64) (func(), error) {
+			return s.held.Reserve(account, hold.Answer(heldOutput), "file operation "+op, e2bFileOpHint)
 		},
 	})
 	return err

@@ -76,3 +76,17 @@ func writeOut(f *os.File) error {
 	}
 	return nil
 }
+
+// mountOf says which mount fd's file is on: the mount's id where the
+// kernel tells it (statx STATX_MNT_ID, Linux 5.8), else its device
+// (which misses a bind mount of the same filesystem).
+func mountOf(fd int) (string, error) {
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx); err != nil {
+		return "", fmt.Errorf("statx: %w", err)
+	}
+	if stx.Mask&unix.STATX_MNT_ID != 0 {
+		return fmt.Sprintf("mnt %d", stx.Mnt_id), nil
+	}
+	return fmt.Sprintf("dev %d:%d", stx.Dev_major, stx.Dev_minor), nil
+}

@@ -3,6 +3,7 @@
 package sidecar
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -32,3 +33,13 @@ func syncFS(int) error { unix.Sync(); return nil }
 
 // writeOut: without sync_file_range, the file is fsynced whole.
 func writeOut(f *os.File) error { return f.Sync() }
+
+// mountOf says which mount fd's file is on: here its device, which misses
+// a bind mount of the same filesystem (Linux tells the mount's id).
+func mountOf(fd int) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return "", fmt.Errorf("fstat: %w", err)
+	}
+	return fmt.Sprintf("dev %d", st.Dev), nil
+}

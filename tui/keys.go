@@ -1,6 +1,9 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
 
 // keyMap is the one list of key bindings. The help bar and the full help
 // (?) are generated from it, so what they say is what the keys do.
@@ -86,4 +89,27 @@ func (k keyMap) forScreen(s screen) (short []key.Binding, full [][]key.Binding) 
 		full = [][]key.Binding{{k.NextField, k.PrevField, k.Choose}, {k.Submit, k.Back}}
 	}
 	return short, full
+}
+
+// navigate moves a list's cursor (move) for the keys every list shares:
+// up and down a row or a page of page rows, to the top or the bottom of
+// its n rows. It says whether msg was one of them.
+func (k keyMap) navigate(msg tea.KeyMsg, page, n int, move func(int)) bool {
+	switch {
+	case key.Matches(msg, k.Up):
+		move(-1)
+	case key.Matches(msg, k.Down):
+		move(1)
+	case key.Matches(msg, k.PageUp):
+		move(-page)
+	case key.Matches(msg, k.PageDown):
+		move(page)
+	case key.Matches(msg, k.Top):
+		move(-n)
+	case key.Matches(msg, k.Bottom):
+		move(n)
+	default:
+		return false
+	}
+	return true
 }

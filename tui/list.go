@@ -184,20 +184,10 @@ func (m *Model) listKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return l.updateInput(msg)
 	}
-	page := max(m.bodyHeight()-2, 1)
+	if k.navigate(msg, max(m.bodyHeight()-2, 1), len(l.rows), l.move) {
+		return nil
+	}
 	switch {
-	case key.Matches(msg, k.Up):
-		l.move(-1)
-	case key.Matches(msg, k.Down):
-		l.move(1)
-	case key.Matches(msg, k.PageUp):
-		l.move(-page)
-	case key.Matches(msg, k.PageDown):
-		l.move(page)
-	case key.Matches(msg, k.Top):
-		l.move(-len(l.rows))
-	case key.Matches(msg, k.Bottom):
-		l.move(len(l.rows))
 	case key.Matches(msg, k.Filter):
 		l.filtering = true
 		return l.filter.Focus()

@@ -259,7 +259,9 @@ func (m *Model) logKey(msg tea.KeyMsg) tea.Cmd {
 		}
 		return l.updateInput(msg)
 	}
-	page := max(m.bodyHeight()-3, 1)
+	if !key.Matches(msg, k.Back) && k.navigate(msg, max(m.bodyHeight()-3, 1), len(l.entries), l.move) {
+		return nil
+	}
 	switch {
 	case key.Matches(msg, k.Back):
 		if l.query != "" {
@@ -267,18 +269,6 @@ func (m *Model) logKey(msg tea.KeyMsg) tea.Cmd {
 			return nil
 		}
 		return m.back()
-	case key.Matches(msg, k.Up):
-		l.move(-1)
-	case key.Matches(msg, k.Down):
-		l.move(1)
-	case key.Matches(msg, k.PageUp):
-		l.move(-page)
-	case key.Matches(msg, k.PageDown):
-		l.move(page)
-	case key.Matches(msg, k.Top):
-		l.move(-len(l.entries))
-	case key.Matches(msg, k.Bottom):
-		l.move(len(l.entries))
 	case key.Matches(msg, k.Follow):
 		l.follow = !l.follow
 		if l.follow {

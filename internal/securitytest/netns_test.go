@@ -2,15 +2,14 @@ package securitytest
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/boxkite/boxkite/client/api"
+	"github.com/boxkite/boxkite/internal/nstest"
 	"github.com/boxkite/boxkite/server/local"
-	"golang.org/x/sys/unix"
 )
 
 // TestPreparedSlotNetwork: a cold create served by the prepared pool
@@ -20,8 +19,8 @@ import (
 // nothing of the host; two sandboxes never share a namespace.
 func TestPreparedSlotNetwork(t *testing.T) {
 	x := newSuite(t, func(c *local.Config) { c.Prepared = 2 })
-	hostUser := nsIno(t, "/proc/self/ns/user", false)
-	seen := map[uint64]string{nsIno(t, "/proc/self/ns/net", false): "the host"}
+	hostUser := nstest.Inode(t, "/proc/self/ns/user")
+	seen := map[uint64]string{nstest.Inode(t, "/proc/self/ns/net"): "the host"}
 	for _, name := range []string{"a", "b"} {
 		x.waitSlots(2)
 		id := x.sandbox(api.CreateSandboxRequest{})
@@ -30,12 +29,12 @@ func TestPreparedSlotNetwork(t *testing.T) {
 			t.Fatalf("sandbox %s was not served by a prepared slot: cgroups %v", name, h.Cgroup.Dirs)
 		}
 		ns := fmt.Sprintf("/proc/%d/ns/net", h.PID)
-		in := nsIno(t, ns, false)
+		in := nstest.Inode(t, ns)
 		if other, ok := seen[in]; ok {
 			t.Errorf("sandbox %s shares its network namespace with %s", name, other)
 		}
 		seen[in] = name
-		if owner := nsIno(t, ns, true); owner != hostUser {
+		if owner := nstest.Owner(t, ns); owner != hostUser {
 			t.Errorf("sandbox %s: its network namespace is owned by user namespace %d, not the host's %d", name, owner, hostUser)
 		}
 		for _, c := range []struct{ cmd, want string }{
@@ -69,27 +68,4 @@ func (x *suite) waitSlots(n int) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// nsIno is the inode of the namespace at path or, with owner, of the user
-// namespace owning it (ioctl NS_GET_USERNS).
-func nsIno(t *testing.T, path string, owner bool) uint64 {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fd := int(f.Fd())
-	if owner {
-		if fd, err = unix.IoctlRetInt(fd, unix.NS_GET_USERNS); err != nil {
-			t.Fatalf("owner of %s: %v", path, err)
-		}
-		defer unix.Close(fd)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Ino
 }

@@ -68,7 +68,14 @@ func pickN(n int, pick func() (int, error)) ([]int, error) {
 // no other test can bind it. A port merely free when looked at can be
 // bound by another test before the dial that expects a refusal.
 func Refused() (port int, closer io.Closer, err error) {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	// Close-on-exec under ForkLock, as the net package does where
+	// socket(2) takes no SOCK_CLOEXEC (darwin), so no child inherits it.
+	syscall.ForkLock.RLock()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		return 0, nil, fmt.Errorf("hold a refused port: %w", err)
 	}

@@ -83,9 +83,10 @@ type Deps struct {
 	// ReserveInterpreter reserves a code cell's held outcome for account
 	// of the server's held-output budget (exec.HeldBudget).
 	ReserveInterpreter func(account string) (release func(), err error)
-	// ReserveFileOp reserves a file operation's held answer (an exec
-	// result of at most maxOutput bytes a stream, parsed) for account.
-	ReserveFileOp func(account, op string, maxOutput int64) (release func(), err error)
+	// ReserveFileOp reserves a file operation's held answer, heldOutput
+	// bytes of output (an exec result and what is parsed from it), for
+	// account.
+	ReserveFileOp func(account, op string, heldOutput int64) (release func(), err error)
 }
 
 // Port is e2b.ControlPlane, its three parts side by side.

@@ -127,8 +127,8 @@ func (e *session) ScrubOutput() bool      { return !e.acct.KeepOutputSecrets }
 
 func (e *session) ReserveInterpreter() (func(), error) { return e.d.ReserveInterpreter(e.sb.AccountID) }
 
-func (e *session) ReserveFileOp(op string, maxOutput int64) (func(), error) {
-	return e.d.ReserveFileOp(e.sb.AccountID, op, maxOutput)
+func (e *session) ReserveFileOp(op string, heldOutput int64) (func(), error) {
+	return e.d.ReserveFileOp(e.sb.AccountID, op, heldOutput)
 }
 
 func (e *session) allowlist(ctx context.Context) (*allowlist.Rules, error) {

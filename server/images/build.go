@@ -181,111 +181,141 @@ var errNoJailer = errors.New("image builds need the local driver running as root
 // nothing else, and every connection it makes or is refused is written
 // to the build log.
 func (m *Manager) build(id string, spec api.ImageSpec, audit func(imageID, operation string, detail map[string]any)) error {
-	logf, err := os.OpenFile(m.path(id, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	bl, err := m.openBuildLog(id)
 	if err != nil {
-		return fmt.Errorf("open build log: %w", err)
+		return err
 	}
-	defer logf.Close()
-	var logMu sync.Mutex
-	capped := &cappedLog{w: logf, left: maxBuildLog}
-	logLine := func(format string, args ...any) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		fmt.Fprintf(capped, format, args...)
-	}
-	// endLine writes the outcome past the cap: it is what a reader needs.
-	endLine := func(format string, args ...any) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		fmt.Fprintf(logf, format, args...)
-	}
+	defer bl.f.Close()
 	if m.jailer == nil {
-		endLine("build failed: %v\n", errNoJailer)
+		bl.end("build failed: %v\n", errNoJailer)
 		return failure(id, errNoJailer, nil, outputSeen{})
 	}
-
 	allow := m.sources.grants(len(spec.AptPackages) > 0, len(spec.PythonPackages) > 0, len(spec.NPMPackages) > 0)
 	names := make([]string, len(allow))
 	for i, g := range allow {
 		names[i] = g.String()
 	}
-	logLine("egress granted: %s\n", strings.Join(names, ", "))
-	var refused []string // host:port, each once; under logMu
-	report := func(d egress.Decision) {
+	bl.line("egress granted: %s\n", strings.Join(names, ", "))
+	out := &outputWatch{w: &lockedWriter{mu: &bl.mu, w: bl.capped}}
+
+	errc := make(chan error, 1)
+	go func() { errc <- m.runBuildJail(id, spec, allow, bl.reporter(id, audit), out) }()
+	err = <-errc
+	if rerr := os.RemoveAll(m.path(id, "build")); err == nil && rerr != nil {
+		err = fmt.Errorf("remove build dir: %w", rerr)
+	}
+	if err != nil {
+		bl.end("build failed: %v\n", err)
+		bl.mu.Lock()
+		f := failure(id, err, bl.refused, out.seen)
+		bl.mu.Unlock()
+		return f
+	}
+	if err := m.mountBuilt(id); err != nil {
+		bl.end("mount image: %v\n", err)
+		return err
+	}
+	bl.end("build completed\n")
+	return nil
+}
+
+// A buildLog is an image's build.log while its build runs: what the
+// build writes is capped (maxBuildLog), its outcome is not.
+type buildLog struct {
+	f       *os.File
+	mu      sync.Mutex // serialises writes, and guards refused
+	capped  *cappedLog
+	refused []string // host:port the egress proxy refused, each once
+}
+
+// openBuildLog opens image id's build.log for appending.
+func (m *Manager) openBuildLog(id string) (*buildLog, error) {
+	f, err := os.OpenFile(m.path(id, "build.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open build log: %w", err)
+	}
+	return &buildLog{f: f, capped: &cappedLog{w: f, left: maxBuildLog}}, nil
+}
+
+// line writes to the log within its cap.
+func (l *buildLog) line(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.capped, format, args...)
+}
+
+// end writes the outcome past the cap: it is what a reader needs.
+func (l *buildLog) end(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.f, format, args...)
+}
+
+// reporter returns what the egress proxy tells each decision of image
+// id's build: a line of the log, an audit entry, and a refusal kept for
+// the failure's hint.
+func (l *buildLog) reporter(id string, audit func(imageID, operation string, detail map[string]any)) func(egress.Decision) {
+	return func(d egress.Decision) {
 		op, detail := "egress_deny", map[string]any{"image": id, "host": d.Host, "port": d.Port, "reason": d.Reason}
 		if d.Allowed {
 			op = "egress_allow"
-			logLine("egress allowed: %s:%d (%s)\n", d.Host, d.Port, d.Addr)
+			l.line("egress allowed: %s:%d (%s)\n", d.Host, d.Port, d.Addr)
 		} else {
-			logLine("egress refused: %s:%d: %s\n", d.Host, d.Port, d.Reason)
+			l.line("egress refused: %s:%d: %s\n", d.Host, d.Port, d.Reason)
 			hp := net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
-			logMu.Lock()
-			if !slices.Contains(refused, hp) {
-				refused = append(refused, hp)
+			l.mu.Lock()
+			if !slices.Contains(l.refused, hp) {
+				l.refused = append(l.refused, hp)
 			}
-			logMu.Unlock()
+			l.mu.Unlock()
 		}
 		if d.Addr.IsValid() {
 			detail["address"] = d.Addr.String()
 		}
 		audit(id, op, detail)
 	}
-	out := &outputWatch{w: &lockedWriter{mu: &logMu, w: capped}}
+}
 
-	errc := make(chan error, 1)
-	go func() {
-		// The build's namespaces are this thread's only; the thread is
-		// never unlocked, so it exits with the goroutine and the
-		// namespaces, mounts and all, go with it. The runtime starts no
-		// thread from a locked one, so the proxy dials from the host's
-		// network namespace.
-		runtime.LockOSThread()
-		ln, err := buildNamespaces()
-		if err != nil {
-			errc <- err
-			return
-		}
-		var wg sync.WaitGroup
-		wg.Go(func() { m.proxy.Serve(ln, allow, report) })
-		proxyURL := "http://" + buildProxyAddr
-		// A build that never ends (a script waiting forever) would hold
-		// one of the MaxRunning slots every account's builds share.
-		ctx, cancel := context.WithTimeout(m.stop, m.buildTimeout)
-		overDisk := m.watchDisk(ctx, id, cancel)
-		err = m.jailer.RunBuild(ctx, "build-"+id, func(hostID int) (jail.Spec, error) {
-			root, err := m.assembleRoot(id, hostID)
-			return jail.Spec{Image: root, Build: &jail.Build{Steps: m.steps(spec, proxyURL), Env: buildEnv(proxyURL)}}, err
-		}, out)
-		switch {
-		case m.stop.Err() != nil:
-			err = fmt.Errorf("%w: %w", errStopped, err)
-		case overDisk():
-			err = fmt.Errorf("%w: %w", errBuildDisk{m.buildDiskLimit}, err)
-		case ctx.Err() != nil:
-			err = fmt.Errorf("%w: %w", errBuildTimeout{m.buildTimeout}, err)
-		}
-		cancel()
-		_ = ln.Close()
-		wg.Wait()
-		errc <- err
-	}()
-	err = <-errc
-	if rerr := os.RemoveAll(m.path(id, "build")); err == nil && rerr != nil {
-		err = fmt.Errorf("remove build dir: %w", rerr)
-	}
+// runBuildJail runs image id's build steps in a jail, in namespaces of
+// its own with the egress proxy (allow, report) on their loopback, out
+// taking its output; the error says why a build was cut short (the
+// server's shutdown, the disk limit, the timeout). It locks its goroutine
+// to the thread, which it never unlocks: call it on a goroutine of its
+// own.
+func (m *Manager) runBuildJail(id string, spec api.ImageSpec, allow []egress.Grant, report func(egress.Decision), out io.Writer) error {
+	// The build's namespaces are this thread's only; the thread is
+	// never unlocked, so it exits with the goroutine and the
+	// namespaces, mounts and all, go with it. The runtime starts no
+	// thread from a locked one, so the proxy dials from the host's
+	// network namespace.
+	runtime.LockOSThread()
+	ln, err := buildNamespaces()
 	if err != nil {
-		endLine("build failed: %v\n", err)
-		logMu.Lock()
-		f := failure(id, err, refused, out.seen)
-		logMu.Unlock()
-		return f
-	}
-	if err := m.mountBuilt(id); err != nil {
-		endLine("mount image: %v\n", err)
 		return err
 	}
-	endLine("build completed\n")
-	return nil
+	var wg sync.WaitGroup
+	wg.Go(func() { m.proxy.Serve(ln, allow, report) })
+	proxyURL := "http://" + buildProxyAddr
+	// A build that never ends (a script waiting forever) would hold
+	// one of the MaxRunning slots every account's builds share.
+	ctx, cancel := context.WithTimeout(m.stop, m.buildTimeout)
+	overDisk := m.watchDisk(ctx, id, cancel)
+	err = m.jailer.RunBuild(ctx, "build-"+id, func(hostID int) (jail.Spec, error) {
+		root, err := m.assembleRoot(id, hostID)
+		return jail.Spec{Image: root, Build: &jail.Build{Steps: m.steps(spec, proxyURL), Env: buildEnv(proxyURL)}}, err
+	}, out)
+	switch {
+	case m.stop.Err() != nil:
+		err = fmt.Errorf("%w: %w", errStopped, err)
+	case overDisk():
+		err = fmt.Errorf("%w: %w", errBuildDisk{m.buildDiskLimit}, err)
+	case ctx.Err() != nil:
+		err = fmt.Errorf("%w: %w", errBuildTimeout{m.buildTimeout}, err)
+	}
+	cancel()
+	_ = ln.Close()
+	wg.Wait()
+	return err
 }
 
 // buildEnv is every build step's environment.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/boxkite/boxkite/internal/nstest"
 	"github.com/boxkite/boxkite/server/model"
 	"golang.org/x/sys/unix"
 )
@@ -70,7 +71,7 @@ func TestPreparedNetNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = d.Shutdown(context.Background()) })
-	hostNet, hostUser := nsInode(t, "/proc/self/ns/net"), nsInode(t, "/proc/self/ns/user")
+	hostNet, hostUser := nstest.Inode(t, "/proc/self/ns/net"), nstest.Inode(t, "/proc/self/ns/user")
 
 	// The first slot's namespace, held open so its inode stays its own:
 	// the create below takes that slot and fails once its jail started.
@@ -83,7 +84,7 @@ func TestPreparedNetNS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Close()
-	failed := nsInode(t, fmt.Sprintf("/proc/self/fd/%d", held.Fd()))
+	failed := nstest.Inode(t, fmt.Sprintf("/proc/self/fd/%d", held.Fd()))
 	ctx, cancel := context.WithCancel(context.Background())
 	_, err = d.Create(ctx, model.Spec{ID: "failed", Started: func(model.Endpoint) { cancel() }})
 	if !errors.Is(err, context.Canceled) {
@@ -92,7 +93,7 @@ func TestPreparedNetNS(t *testing.T) {
 	waitPrepared(t, d, 2)
 	d.prepared.mu.Lock()
 	for _, s := range d.prepared.ready {
-		if s.name == first.name || nsInode(t, fmt.Sprintf("/proc/self/fd/%d", s.p.js.NetNS.Fd())) == failed {
+		if s.name == first.name || nstest.Inode(t, fmt.Sprintf("/proc/self/fd/%d", s.p.js.NetNS.Fd())) == failed {
 			t.Errorf("slot %s, taken by a failed create, is back in the pool", first.name)
 		}
 	}
@@ -121,12 +122,12 @@ func TestPreparedNetNS(t *testing.T) {
 			t.Fatalf("%s: served by a prepared slot %v, want %v", tc.id, got, tc.preparedNS)
 		}
 		ns := fmt.Sprintf("/proc/%d/ns/net", st.PID)
-		in := nsInode(t, ns)
+		in := nstest.Inode(t, ns)
 		if other, ok := seen[in]; ok {
 			t.Errorf("%s shares its network namespace with %s", tc.id, other)
 		}
 		seen[in] = tc.id
-		owner, jailUser := nsOwner(t, ns), nsInode(t, fmt.Sprintf("/proc/%d/ns/user", st.PID))
+		owner, jailUser := nstest.Owner(t, ns), nstest.Inode(t, fmt.Sprintf("/proc/%d/ns/user", st.PID))
 		switch {
 		case tc.preparedNS && owner != hostUser:
 			t.Errorf("%s: its network namespace is owned by user namespace %d, want the host's %d (the jail's is %d)", tc.id, owner, hostUser, jailUser)
@@ -142,37 +143,6 @@ func TestPreparedNetNS(t *testing.T) {
 			t.Errorf("%s: network devices: %+v, want lo only", tc.id, res)
 		}
 	}
-}
-
-// nsInode is the inode of the namespace file at path.
-func nsInode(t *testing.T, path string) uint64 {
-	t.Helper()
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Ino
-}
-
-// nsOwner is the inode of the user namespace that owns the namespace at
-// path (ioctl NS_GET_USERNS).
-func nsOwner(t *testing.T, path string) uint64 {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fd, err := unix.IoctlRetInt(int(f.Fd()), unix.NS_GET_USERNS)
-	if err != nil {
-		t.Fatalf("owner of %s: %v", path, err)
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Ino
 }
 
 func dupFile(f *os.File) (*os.File, error) {

@@ -219,7 +219,10 @@ func TestCgroupLimitsWritten(t *testing.T) {
 
 // TestCgroupReal makes a sandbox cgroup on this host's real cgroups (CI
 // runs as root), puts a process in it and removes it again.
-func TestCgroupReal(t *testing.T) {
+// realCgroups is this host's cgroups, prepared; the test is skipped
+// unless root.
+func realCgroups(t testing.TB) *Cgroups {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("cgroups need root")
 	}
@@ -230,6 +233,11 @@ func TestCgroupReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func TestCgroupReal(t *testing.T) {
+	c := realCgroups(t)
 	cg, err := c.Create("jailtest."+strings.ReplaceAll(t.Name(), "/", "_"), Limits{CPUs: 0.5, Memory: 64 << 20, Pids: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -263,16 +271,7 @@ func TestCgroupReal(t *testing.T) {
 // freezer (cgroup v2's cgroup.freeze or the v1 freezer), checks that its
 // CPU time stops, thaws it, and removes the cgroup while frozen.
 func TestCgroupFreezeReal(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("cgroups need root")
-	}
-	c, err := DetectCgroups("/")
-	if err == nil {
-		err = c.Prepare()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := realCgroups(t)
 	cg, err := c.Create("jailtest."+strings.ReplaceAll(t.Name(), "/", "_"), Limits{Pids: 8})
 	if err != nil {
 		t.Fatal(err)
@@ -365,16 +364,7 @@ func cpuTicks(t *testing.T, pid int) int64 {
 // its jail is gone, as the local driver's Delete does it (issue 27): the
 // cgroup is made (untimed) and removed empty in this host's hierarchies.
 func BenchmarkCgroupRemoveEmpty(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("cgroups need root")
-	}
-	c, err := DetectCgroups("/")
-	if err == nil {
-		err = c.Prepare()
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := realCgroups(b)
 	ctx := context.Background()
 	for b.Loop() {
 		b.StopTimer()

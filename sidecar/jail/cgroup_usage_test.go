@@ -18,16 +18,7 @@ import (
 // process, up and down (v1's memsw must follow the memory limit in the
 // right order), and reads its usage.
 func TestCgroupSetLimitsAndUsage(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("cgroups need root")
-	}
-	c, err := DetectCgroups("/")
-	if err == nil {
-		err = c.Prepare()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := realCgroups(t)
 	cg, err := c.Create("jailtest."+t.Name(), Limits{CPUs: 1, Memory: 64 << 20, Pids: 16})
 	if err != nil {
 		t.Fatal(err)

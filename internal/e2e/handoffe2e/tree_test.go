@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boxkite/boxkite/client"
 	"github.com/boxkite/boxkite/client/api"
@@ -34,16 +35,22 @@ func download(t *testing.T, c *client.Client, id, p string) []byte {
 	return b
 }
 
+// sandboxSrc is the fixture's project in the sandbox.
+const sandboxSrc = "/workspace/my_app.v2"
+
 // checkTree compares the sandbox's copy of the project with the source:
 // every file git keeps (ignored ones excluded, .git included) byte for
-// byte with its mode, symlinks as symlinks.
+// byte with its mode, symlinks as symlinks; the links of the linked
+// worktree inside it name its sandbox paths, and git there lists it (and
+// not the one outside the project) and works in it.
 func checkTree(t *testing.T, c *client.Client, id string, fx *handofftest.Fixture) {
 	t.Helper()
 	want, err := handoff.ListTree(context.Background(), fx.Src, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := c.DownloadArchive(context.Background(), id, "/workspace/my_app.v2")
+	links := map[string]bool{innerWorktree + "/.git": true, ".git/worktrees/inner/gitdir": true}
+	d, err := c.DownloadArchive(context.Background(), id, sandboxSrc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +89,10 @@ func checkTree(t *testing.T, c *client.Client, id string, fx *handofftest.Fixtur
 			}
 		case fi.Mode().IsRegular():
 			b, _ := os.ReadFile(local)
+			if links[rel] {
+				b = bytes.ReplaceAll(b, []byte(fx.Src), []byte(sandboxSrc))
+				delete(links, rel)
+			}
 			if !bytes.Equal(bodies[rel], b) {
 				t.Errorf("%s differs from the source", rel)
 			}
@@ -97,6 +108,22 @@ func checkTree(t *testing.T, c *client.Client, id string, fx *handofftest.Fixtur
 	}
 	if _, ok := got[".git/HEAD"]; !ok {
 		t.Error("the sandbox lacks .git")
+	}
+	if len(links) != 0 {
+		t.Errorf("the tree does not send the inner worktree's links %v", links)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := c.Exec(ctx, id, api.ExecRequest{
+		Command: "git worktree list --porcelain | grep -e '^worktree' -e '^prunable' && git -C " + innerWorktree + " rev-parse --abbrev-ref HEAD",
+		Cwd:     sandboxSrc, Timeout: 60,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantGit := "worktree " + sandboxSrc + "\nworktree " + sandboxSrc + "/" + innerWorktree + "\n" + innerBranch + "\n"
+	if res.ExitCode != 0 || res.Stdout != wantGit {
+		t.Errorf("git in the sandbox: exit %d, stdout %q, stderr %q; want %q", res.ExitCode, res.Stdout, res.Stderr, wantGit)
 	}
 }
 

@@ -19,9 +19,15 @@ import (
 // worktree of the fixture's project.
 const e2eClaudeWorktree = "5e2e0000-0000-4000-8000-0000000077e1"
 
+// innerWorktree is a linked worktree inside the fixture's project, on
+// branch innerBranch.
+const innerWorktree, innerBranch = ".claude/worktrees/inner", "inner-branch"
+
 // layOutWorktree makes a linked git worktree of the fixture's project
 // (its .git a file naming the main repository's) with a commit of its
 // own, and a Claude Code session recorded there; it returns the worktree.
+// A second linked worktree, innerWorktree, lies inside the project: the
+// project's handoffs carry it.
 func layOutWorktree(t *testing.T, fx *handofftest.Fixture) string {
 	t.Helper()
 	wt := filepath.Join(filepath.Dir(fx.Src), "my_app.wt")
@@ -34,6 +40,7 @@ func layOutWorktree(t *testing.T, fx *handofftest.Fixture) string {
 		}
 	}
 	git(fx.Src, "worktree", "add", "-q", "-b", "wt-branch", wt)
+	git(fx.Src, "worktree", "add", "-q", "-b", innerBranch, filepath.Join(fx.Src, filepath.FromSlash(innerWorktree)))
 	if err := os.WriteFile(filepath.Join(wt, "wt.txt"), []byte("made in the worktree\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

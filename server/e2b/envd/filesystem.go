@@ -72,8 +72,8 @@ const linkLoop = `w=$(pwd -P); for p; do t=$(LC_ALL=C find -H "$p" -maxdepth 0 -
 // already_exists about what. Its answer is held whole (the exec's JSON
 // result, then the entries parsed from it), so before the command runs it
 // reserves its bound of the server's held-output budget
-// (Session.ReserveFileOp); release gives it back, once the caller is done
-// with the output (it is never nil).
+// (Session.ReserveFileOp, heldOutput); release gives it back, once the
+// caller is done with the output (it is never nil).
 func (s filesystemService) fileOp(ctx context.Context, op, what, script string, limit int64, detail map[string]any, args ...string) (out string, release func(), err error) {
 	sess := sessionFrom(ctx)
 	words := []string{"set", "--"}
@@ -83,7 +83,7 @@ func (s filesystemService) fileOp(ctx context.Context, op, what, script string, 
 		}
 		words = append(words, shellQuote(inWorkspace(inSandbox(a))))
 	}
-	release, err = sess.ReserveFileOp(op, limit)
+	release, err = sess.ReserveFileOp(op, heldOutput(op, limit))
 	if err != nil {
 		return "", func() {}, s.h.rpcError(ctx, err)
 	}
@@ -181,14 +181,31 @@ const (
 	// 4 KiB, each); remove prints nothing, and rm's complaints are cut.
 	maxEntryOutput = 64 << 10
 	// maxListOutput: a listing, about listEntryBytes an entry, so some
-	// 80,000 entries. A larger one is refused (resource_exhausted, which
+	// 40,000 entries. A larger one is refused (resource_exhausted, which
 	// the SDK throws as a RateLimitError with the message, as E2B's
 	// client does for a message over its size limit), not held whole.
-	maxListOutput = 8 << 20
+	// It reserves 4 × (4 × 4 MiB + 64 KiB) = 64.25 MiB (heldOutput), so
+	// an account's default share (a sixteenth of the host's memory) has
+	// room for one on a host of 1 GiB and more.
+	maxListOutput = 4 << 20
 	// listEntryBytes is what find prints of an entry with a path of
 	// about 40 bytes, for the refusal's estimate of entries.
 	listEntryBytes = 100
 )
+
+// heldOutput is what a file operation with output limit holds, counted
+// in bytes of output (Session.ReserveFileOp): the exec result's stdout
+// and stderr, and for a listing as much again for the entries parsed from
+// it and their answer. BenchmarkListDirHeld measured a listing at its
+// limit: 8.7 live bytes per byte of find's output with 40-byte paths, 10
+// with 10-byte paths (the output, the EntryInfo messages and their JSON);
+// 4 × limit reserves 16 (the server's hold.Answer: four copies).
+func heldOutput(op string, limit int64) int64 {
+	if op == "ls" {
+		return 4 * limit
+	}
+	return 2 * limit
+}
 
 // The scripts. "exists" is true of a dangling symlink too, as lstat is.
 // A path removed between the check and find's stat is not found too

@@ -80,11 +80,11 @@ type Session interface {
 	// be had; release gives it back.
 	ReserveInterpreter() (release func(), err error)
 	// ReserveFileOp reserves, before a file operation (Filesystem's stat,
-	// ls, make_dir, move, remove) runs its command, what its answer, a
-	// JSON exec result of at most maxOutput bytes of stdout and of
-	// stderr and what is parsed from it, may take of the held-output
-	// budget; the same refusals as ReserveInterpreter's.
-	ReserveFileOp(op string, maxOutput int64) (release func(), err error)
+	// ls, make_dir, move, remove) runs its command, what its answer (a
+	// JSON exec result and what is parsed from it), counted as heldOutput
+	// bytes of output, may take of the held-output budget; the same
+	// refusals as ReserveInterpreter's.
+	ReserveFileOp(op string, heldOutput int64) (release func(), err error)
 	// Revocable returns ctx, ended as soon as the API key behind the
 	// token is revoked, and the function that stops watching for that.
 	Revocable(ctx context.Context) (context.Context, func())
