@@ -88,11 +88,11 @@ func e2bFileOpsEnv(t *testing.T, cfg server.Config) (e *env, f *fileOpSidecar, i
 }
 
 // TestE2BListDirLarge: a directory whose listing is over a listing's
-// output limit (8 MiB, some 80,000 entries) is not held whole: ListDir is
+// output limit (4 MiB, some 40,000 entries) is not held whole: ListDir is
 // refused with resource_exhausted (the SDK's RateLimitError) saying how
 // large a listing may be and to list less; a listing of a depth that
 // fits is answered; each file operation asks the sidecar for at most its
-// own output (stat, mkdir, move, remove: 64 KiB; ls: 8 MiB).
+// own output (stat, mkdir, move, remove: 64 KiB; ls: 4 MiB).
 func TestE2BListDirLarge(t *testing.T) {
 	t.Parallel()
 	e, f, id, token := e2bFileOpsEnv(t, server.Config{})
@@ -112,7 +112,7 @@ func TestE2BListDirLarge(t *testing.T) {
 	var ce struct{ Code, Message string }
 	_ = json.Unmarshal(body, &ce)
 	if status != http.StatusTooManyRequests || ce.Code != "resource_exhausted" ||
-		!strings.Contains(ce.Message, "the listing of /workspace/big is larger than 8 MiB") || !strings.Contains(ce.Message, "smaller depth") {
+		!strings.Contains(ce.Message, "the listing of /workspace/big is larger than 4 MiB") || !strings.Contains(ce.Message, "smaller depth") {
 		t.Fatalf("ListDir of a large directory = %d %.300s, want resource_exhausted naming the limit", status, body)
 	}
 
@@ -133,7 +133,7 @@ func TestE2BListDirLarge(t *testing.T) {
 			t.Fatalf("%s = %d %s", call.method, status, body)
 		}
 	}
-	want := map[string]int64{"e2b ls": 8 << 20, "e2b stat": 64 << 10, "e2b make_dir": 64 << 10, "e2b move": 64 << 10, "e2b remove": 64 << 10}
+	want := map[string]int64{"e2b ls": 4 << 20, "e2b stat": 64 << 10, "e2b make_dir": 64 << 10, "e2b move": 64 << 10, "e2b remove": 64 << 10}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for op, n := range want {
@@ -145,7 +145,7 @@ func TestE2BListDirLarge(t *testing.T) {
 
 // TestE2BFileOpsReserveHeldOutput: a file operation reserves its answer's
 // bound of the held-output budget before its command runs: with an
-// account share below a listing's bound (128.25 MiB) and above a
+// account share below a listing's bound (64.25 MiB) and above a
 // stat's (768 KiB), ListDir is refused (resource_exhausted, the
 // refusal's message and hint) and the sidecar never ran it, while Stat
 // passes; each stat gives its reservation back when it has answered.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"log/slog"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +24,12 @@ import (
 // the LISTEN connection), all with the same fake sidecar. The first one's
 // env has the two accounts; the others share them through the database.
 func newReplicas(t testing.TB, n int, cfg server.Config) ([]*env, string) {
+	return newReplicasWith(t, n, cfg, nil)
+}
+
+// newReplicasWith is newReplicas with each server's driver wrap(its
+// fake driver) (nil: the fake driver).
+func newReplicasWith(t testing.TB, n int, cfg server.Config, wrap func(*fakeDriver) model.Driver) ([]*env, string) {
 	t.Helper()
 	dsn := servertest.PostgresDSN(t)
 	if dsn == "" {
@@ -30,44 +37,79 @@ func newReplicas(t testing.TB, n int, cfg server.Config) ([]*env, string) {
 	}
 	var out []*env
 	for i := range n {
-		st, err := sqlstore.Open(context.Background(), dsn)
-		if err != nil {
-			t.Fatalf("open postgres: %v", err)
-		}
-		t.Cleanup(func() { st.Close() })
 		var e *env
 		if i == 0 {
-			e = newEnvWithStore(t, cfg, st)
+			e = newEnvWithDriver(t, cfg, openReplicaStore(t, dsn), wrap)
+			startReplica(t, e)
 		} else {
-			e = &env{
-				t: t, Store: st, Sidecar: out[0].Sidecar, Logs: &syncBuffer{}, clock: out[0].clock,
-				KeyA: out[0].KeyA, KeyB: out[0].KeyB, AcctA: out[0].AcctA,
-			}
-			e.Driver = &fakeDriver{CreateFunc: func(context.Context, model.Spec) (model.Endpoint, error) {
-				return e.Sidecar.Endpoint(), nil
-			}}
-			c := cfg
-			c.DriverName = "fake"
-			srv, err := server.New(c, st, e.Driver, slog.New(slog.NewTextHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv.SetNow(e.clock.Now)
-			e.Server = srv
-			hs := httptest.NewServer(srv)
-			t.Cleanup(hs.Close)
-			e.URL = hs.URL
+			e, _ = addReplica(t, out[0], dsn, cfg, wrap)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			e.Server.Run(ctx)
-		}()
-		t.Cleanup(func() { cancel(); <-done })
 		out = append(out, e)
 	}
 	return out, dsn
+}
+
+// openReplicaStore opens a store of its own on dsn, closed when t ends.
+func openReplicaStore(t testing.TB, dsn string) model.Store {
+	t.Helper()
+	st, err := sqlstore.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("open postgres: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// addReplica starts one more server on dsn, sharing first's accounts,
+// sidecar and clock, with its driver wrap(its fake driver) (nil: the
+// fake driver), as startReplica does; it returns the server and its
+// stop.
+func addReplica(t testing.TB, first *env, dsn string, cfg server.Config, wrap func(*fakeDriver) model.Driver) (*env, func()) {
+	t.Helper()
+	st := openReplicaStore(t, dsn)
+	e := &env{
+		t: t, Store: st, Sidecar: first.Sidecar, Logs: &syncBuffer{}, clock: first.clock,
+		KeyA: first.KeyA, KeyB: first.KeyB, AcctA: first.AcctA,
+	}
+	e.Driver = &fakeDriver{CreateFunc: func(context.Context, model.Spec) (model.Endpoint, error) {
+		return e.Sidecar.Endpoint(), nil
+	}}
+	var d model.Driver = e.Driver
+	if wrap != nil {
+		d = wrap(e.Driver)
+	}
+	c := cfg
+	c.DriverName = "fake"
+	srv, err := server.New(c, st, d, slog.New(slog.NewTextHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.SetNow(e.clock.Now)
+	e.Server = srv
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	e.URL = hs.URL
+	return e, startReplica(t, e)
+}
+
+// startReplica starts e's server as boxkite-server does: Init (its
+// heartbeat, the reconciliation of a start), then Run until the test
+// ends or the returned stop is called (its heartbeat then stops too, as
+// a crashed server's: Run does not remove it, Serve does).
+func startReplica(t testing.TB, e *env) func() {
+	t.Helper()
+	if err := e.Server.Init(context.Background()); err != nil {
+		t.Fatalf("Init: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Server.Run(ctx)
+	}()
+	stop := sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return stop
 }
 
 // TestReplicasShareWatch: a watcher on one server sees, within a second,

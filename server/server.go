@@ -88,6 +88,10 @@ type Server struct {
 	registered    []httpx.Route
 	streamingPOST map[string]bool
 	lastPurge     time.Time // of idempotency records; only Run touches it
+	// instance is this server's id among those sharing the store: the
+	// owner of its lifecycle leases and pending snapshots, and its
+	// heartbeat's (instances.go).
+	instance string
 	// healthTimeout bounds the whole start-up sweep of sidecar health checks.
 	healthTimeout time.Duration
 	// shutdownTimeout is how long Serve waits for requests in flight.
@@ -170,6 +174,7 @@ func New(cfg Config, store model.Store, driver model.Driver, log *slog.Logger) (
 		streamingPOST:   map[string]bool{}, // filled by mount
 		healthTimeout:   2 * time.Second,
 		shutdownTimeout: defaultShutdownTimeout,
+		instance:        model.NewID(),
 	}
 	s.metrics = metrics.New(func() (float64, error) {
 		n, err := s.store.CountActiveSandboxes(context.Background(), "")
@@ -208,7 +213,7 @@ func (s *Server) newSandboxes() error {
 			PausedLimit: s.cfg.PausedLimit, Limits: s.cfg.Limits,
 			EgressResolver: s.cfg.EgressResolver, EgressPermitForTests: s.cfg.EgressPermitForTests,
 			AfterTeardownForTests: s.cfg.AfterTeardownForTests, LockWaitForTests: s.cfg.LockWaitForTests,
-			PublicURL: s.cfg.PublicURL, SoleServer: s.soleServer(),
+			PublicURL: s.cfg.PublicURL, SoleServer: s.soleServer(), Instance: s.instance,
 		},
 		Store:         s.store,
 		Driver:        s.driver,
@@ -311,6 +316,9 @@ func (s *Server) Init(ctx context.Context) error {
 	if err := s.resolveOperators(ctx); err != nil { // admin_port.go
 		return err
 	}
+	if err := s.start(ctx); err != nil { // the heartbeat, before Reconcile: instances.go
+		return err
+	}
 	if err := s.snap.Reconcile(ctx); err != nil {
 		return err
 	}
@@ -357,6 +365,12 @@ func (s *Server) Run(ctx context.Context) error {
 		s.sandboxes.WatchStorage(ctx)
 	}()
 	defer func() { <-storageDone }()
+	beatDone := make(chan struct{})
+	go func() {
+		defer close(beatDone)
+		s.heartbeats(ctx) // instances.go
+	}()
+	defer func() { <-beatDone }()
 	if s.webhooks != nil {
 		webhooksDone := make(chan struct{})
 		go func() {
@@ -427,6 +441,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	stopRun()
 	<-runDone
+	s.endInstance(context.WithoutCancel(ctx))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}

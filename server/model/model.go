@@ -229,8 +229,12 @@ type Snapshot struct {
 	Grants Grants
 	// MountPoints are SnapshotRef.MountPoints, for a restore.
 	MountPoints []string
-	CreatedAt   time.Time
-	DeletedAt   *time.Time
+	// Owner is the server instance that reserved the row (its heartbeat
+	// in InstanceStore): while it is alive no other server fails the
+	// snapshot pending. "" for rows made before owners were recorded.
+	Owner     string
+	CreatedAt time.Time
+	DeletedAt *time.Time
 }
 
 // Grants are what a sandbox was granted beyond its files, which its forks

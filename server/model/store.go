@@ -62,6 +62,7 @@ type Store interface {
 	TokenStore
 	EgressStore
 	SnapshotStore
+	InstanceStore
 	// Ping reports whether the store answers, for /health/ready.
 	Ping(ctx context.Context) error
 	// Close releases the store.
@@ -443,6 +444,25 @@ type SnapshotStore interface {
 	// SandboxImageID returns the image a sandbox was created from, "" for
 	// none.
 	SandboxImageID(ctx context.Context, sandboxID string) (string, error)
+}
+
+// InstanceStore holds the heartbeats of the servers sharing the store
+// (session 24): each server instance keeps its row alive while it runs,
+// so another can tell a pending snapshot a live server is taking
+// (Snapshot.Owner) from one a crash left. alive_until is by the writing
+// server's clock (as the lifecycle lease's): the servers' clocks must
+// agree to well within a heartbeat's lease.
+type InstanceStore interface {
+	// BeatInstance records that server instance id is alive until until:
+	// inserted at its start, renewed while it runs.
+	BeatInstance(ctx context.Context, id string, until time.Time) error
+	// EndInstance removes instance id's heartbeat (a clean shutdown).
+	EndInstance(ctx context.Context, id string) error
+	// LiveInstances returns the instances whose heartbeat runs past now.
+	LiveInstances(ctx context.Context, now time.Time) ([]string, error)
+	// ForgetInstances removes the heartbeats that ended before before
+	// (servers that died without EndInstance).
+	ForgetInstances(ctx context.Context, before time.Time) error
 }
 
 // SnapshotLimitError is ReserveSnapshot's refusal.

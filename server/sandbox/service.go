@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -45,6 +46,9 @@ type Config struct {
 	// which one server holds alone): lifecycle changes then skip the
 	// lease that orders them between servers (lease.go).
 	SoleServer bool
+	// Instance is this server's id, the owner of the lifecycle leases it
+	// takes; "" makes one.
+	Instance string
 	// PublicURL is the server's public base URL ("" when unset): the
 	// list's Link rel="next" target starts with it, so a client behind a
 	// proxy that adds a path prefix follows the link to the right place.
@@ -165,7 +169,7 @@ func New(d Deps) (*Service, error) {
 	}
 	return &Service{
 		d: d, cfg: d.Config, store: d.Store, driver: d.Driver, log: d.Log, sidecars: d.Sidecars, calls: d.Calls,
-		lifecycleLocks: sandboxLocks{waiting: d.Config.LockWaitForTests}, instance: model.NewID(),
+		lifecycleLocks: sandboxLocks{waiting: d.Config.LockWaitForTests}, instance: cmp.Or(d.Config.Instance, model.NewID()),
 	}, nil
 }
 

@@ -41,8 +41,10 @@ func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *mode
 	ref model.SnapshotRef, done *model.Snapshot, err, stored, uerr error,
 ) {
 	var claimed string
+	notPending := false
 	ref, err = s.cfg.Driver.Snapshot(ctx, sb.ID, false, func(key string) error {
 		if err := s.claim(ctx, sn.ID, key); err != nil {
+			notPending = errors.Is(err, model.ErrNotFound)
 			return err
 		}
 		claimed = key
@@ -66,6 +68,11 @@ func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *mode
 		sn.MountPoints = ref.MountPoints
 		return nil
 	})
+	if notPending && uerr == nil && done.DeletedAt == nil {
+		// Marked failed during the copy, before its claim: the same
+		// answer as after it, not the driver's failure.
+		err = errFailedMeanwhile
+	}
 	if err != nil && stored == nil && uerr == nil && claimed != "" {
 		// The driver failed after the claim: what it left under the key
 		// goes unless another snapshot holds it.
@@ -75,11 +82,11 @@ func (s *Service) copyAndRecord(ctx context.Context, sb *model.Sandbox, sn *mode
 }
 
 // errFailedMeanwhile is the completion's refusal of a snapshot no longer
-// pending: a server sharing the database started meanwhile and marked it
-// failed (Reconcile takes every pending snapshot for one a crash
-// interrupted, and deletes its object in the bucket).
+// pending: a server sharing the database marked it failed meanwhile
+// (Reconcile or Sweep, orphans.go: this server's heartbeat had lapsed, so
+// it was taken for dead, and the object in the bucket deleted).
 var errFailedMeanwhile = api.Errorf(http.StatusConflict, api.CodeConflict,
-	"the snapshot was marked failed while it was taken: a server starting meanwhile took it for one a crash interrupted").
+	"the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)").
 	WithHint("take the snapshot again")
 
 // claim records key as pending snapshot id's, waiting out a drop of key

@@ -18,6 +18,7 @@ import (
 // sharing the database and StateDir/snapshots).
 type keysEnv struct {
 	st             *memStore
+	hb             *memInstances // the servers' heartbeats: none alive at first
 	d              *fakeDriver
 	taker, deleter *Service
 	acct           *model.Account
@@ -27,12 +28,14 @@ type keysEnv struct {
 func newKeysEnv(t *testing.T, servers int, claimWaits func()) *keysEnv {
 	t.Helper()
 	e := &keysEnv{
-		st: &memStore{rows: map[string]*model.Snapshot{}}, d: &fakeDriver{},
+		st: &memStore{rows: map[string]*model.Snapshot{}}, hb: &memInstances{}, d: &fakeDriver{},
 		acct: &model.Account{ID: "a"}, sb: &model.Sandbox{ID: "sb", AccountID: "a", Status: api.StatusActive},
 	}
-	cfg := Config{Store: e.st, Driver: e.d, Control: &fakeControl{}, Now: func() time.Time { return time.Unix(0, 0) }}
+	cfg := Config{Store: e.st, Driver: e.d, Control: &fakeControl{}, Now: func() time.Time { return time.Unix(0, 0) }, Instances: e.hb}
+	cfg.Instance = "deleter"
 	e.deleter = New(cfg)
 	cfg.claimWaits = claimWaits
+	cfg.Instance = "taker"
 	e.taker = New(cfg)
 	if servers == 1 {
 		e.deleter = e.taker
@@ -148,41 +151,65 @@ func await(t *testing.T, ch <-chan struct{}, what string) {
 }
 
 // TestSnapshotFailedByAnotherServersStart: a server sharing the database
-// that starts while a snapshot is taken marks it failed (Reconcile takes
-// every pending snapshot for one a crash interrupted, and deletes its
-// object in the bucket); the snapshot then answers 409 and stays failed,
-// holding the key it claimed, instead of being completed over the failed
-// row (on an object the start deleted).
+// that starts while a snapshot is taken leaves it to its server while
+// that one's heartbeat is alive, and the snapshot completes (before
+// session 24 every start failed every pending snapshot); when its
+// server's heartbeat had ended (a server taken for dead), the start marks
+// it failed and deletes its object in the bucket, and the snapshot then
+// answers 409 and stays failed, holding the key it claimed, instead of
+// being completed over the failed row (on an object the start deleted).
 func TestSnapshotFailedByAnotherServersStart(t *testing.T) {
 	ctx := context.Background()
-	e := newKeysEnv(t, 2, nil)
-	old, err := e.taker.Take(ctx, e.acct, e.sb, "old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.d.kept = func() {
-		e.d.kept = nil
-		if err := e.deleter.Reconcile(ctx); err != nil {
-			t.Error(err)
-		}
-	}
-	sn, err := e.taker.Take(ctx, e.acct, e.sb, "new")
-	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Status != http.StatusConflict {
-		t.Fatalf("Take after another server's start failed it = %+v, %v; want 409", sn, err)
-	}
-	failed, err := e.st.SnapshotsWithStatus(ctx, api.SnapshotFailed)
-	if err != nil || len(failed) != 1 || failed[0].Key != "sha256-same" {
-		t.Fatalf("failed snapshots = %+v, %v; want the new one, holding its key", failed, err)
-	}
-	// The old one's delete keeps the data the failed one holds, and the
-	// failed one's delete drops it.
-	for _, sn := range []*model.Snapshot{old, failed[0]} {
-		if err := e.deleter.Delete(ctx, sn); err != nil {
+	t.Run("its server alive", func(t *testing.T) {
+		e := newKeysEnv(t, 2, nil)
+		e.hb.beat("taker", time.Unix(30, 0))
+		if _, err := e.taker.Take(ctx, e.acct, e.sb, "old"); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := e.d.has("sha256-same"), sn == old; got != want {
-			t.Errorf("after deleting %s: data held %v, want %v", sn.Label, got, want)
+		reconciled := false
+		e.d.kept = func() {
+			e.d.kept = nil
+			reconciled = true
+			if err := e.deleter.Reconcile(ctx); err != nil {
+				t.Error(err)
+			}
 		}
-	}
+		sn, err := e.taker.Take(ctx, e.acct, e.sb, "new")
+		if !reconciled {
+			t.Fatal("the other server's start did not run during the copy")
+		}
+		e.check(t, sn, err)
+	})
+	t.Run("its server taken for dead", func(t *testing.T) {
+		e := newKeysEnv(t, 2, nil)
+		e.hb.beat("taker", time.Unix(0, 0)) // ended at the deleter's now
+		old, err := e.taker.Take(ctx, e.acct, e.sb, "old")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.d.kept = func() {
+			e.d.kept = nil
+			if err := e.deleter.Reconcile(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+		sn, err := e.taker.Take(ctx, e.acct, e.sb, "new")
+		if ae, ok := errors.AsType[*api.Error](err); !ok || ae.Status != http.StatusConflict || ae.Message != errFailedMeanwhile.Message {
+			t.Fatalf("Take after another server's start failed it = %+v, %v; want 409 %q", sn, err, errFailedMeanwhile.Message)
+		}
+		failed, err := e.st.SnapshotsWithStatus(ctx, api.SnapshotFailed)
+		if err != nil || len(failed) != 1 || failed[0].Key != "sha256-same" {
+			t.Fatalf("failed snapshots = %+v, %v; want the new one, holding its key", failed, err)
+		}
+		// The old one's delete keeps the data the failed one holds, and the
+		// failed one's delete drops it.
+		for _, sn := range []*model.Snapshot{old, failed[0]} {
+			if err := e.deleter.Delete(ctx, sn); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := e.d.has("sha256-same"), sn == old; got != want {
+				t.Errorf("after deleting %s: data held %v, want %v", sn.Label, got, want)
+			}
+		}
+	})
 }

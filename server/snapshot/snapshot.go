@@ -9,7 +9,9 @@
 // owns sandboxes: loading the caller's, creating new ones from a
 // snapshot, the audit log. A snapshot is recorded pending before the
 // driver copies anything and completed after, so a server killed in
-// between finds it pending at start-up and marks it failed (Reconcile).
+// between leaves it pending, and it is marked failed when that server
+// starts again or, once the server's heartbeat ended, by another sharing
+// the database (orphans.go).
 package snapshot
 
 import (
@@ -73,6 +75,13 @@ type Config struct {
 	// admission lock, so an image deleted meanwhile is either kept for it
 	// or found gone; nil: the server keeps no images.
 	UseImage func(ctx context.Context, imageID, user string) error
+	// Instance is this server's id, recorded as the owner of the
+	// snapshots it takes (orphans.go).
+	Instance string
+	// Instances holds the heartbeats of the servers sharing the store;
+	// nil when this server is its only one (SQLite): every pending
+	// snapshot it did not take itself is then a crash's.
+	Instances model.InstanceStore
 
 	// claimWaits, in tests, runs each time a snapshot found its key
 	// being dropped, before it waits to ask again.
@@ -214,7 +223,7 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 	sn := &model.Snapshot{
 		ID: model.NewID(), AccountID: acct.ID, SandboxID: sb.ID, Label: label, Status: api.SnapshotPending,
 		Driver: s.cfg.DriverName, Size: sb.Size, StorageGB: sb.StorageGB, ImageID: imageID, Grants: grants,
-		CreatedAt: s.cfg.Now(),
+		Owner: s.cfg.Instance, CreatedAt: s.cfg.Now(),
 	}
 	if err := s.cfg.Store.ReserveSnapshot(ctx, sn, max(s.cfg.Limit, 0)); err != nil {
 		if le, ok := errors.AsType[*model.SnapshotLimitError](err); ok {
@@ -245,6 +254,9 @@ func (s *Service) Take(ctx context.Context, acct *model.Account, sb *model.Sandb
 			s.dropData(ctx, ref.Key)
 		}
 		return nil, errStorageFailed
+	}
+	if errors.Is(err, errFailedMeanwhile) {
+		return nil, errFailedMeanwhile
 	}
 	if err != nil {
 		s.cfg.Log.ErrorContext(ctx, "driver snapshot failed", "sandbox", sb.ID, "snapshot", sn.ID, "err", err)
@@ -495,23 +507,4 @@ func (s *Service) forkCopy(ctx context.Context, acct *model.Account, sb *model.S
 		return model.SnapshotRef{}, s.copyFailed(ctx, sb, err, "copy the sandbox's filesystem for the fork", "the fork copied the sandbox's filesystem")
 	}
 	return ref, nil
-}
-
-// Reconcile marks the snapshots a crash left pending failed (start-up).
-func (s *Service) Reconcile(ctx context.Context) error {
-	pending, err := s.cfg.Store.SnapshotsWithStatus(ctx, api.SnapshotPending)
-	if err != nil {
-		return fmt.Errorf("list pending snapshots: %w", err)
-	}
-	for _, sn := range pending {
-		if _, err := s.cfg.Store.UpdateSnapshot(ctx, sn.ID, func(sn *model.Snapshot) error {
-			sn.Status = api.SnapshotFailed
-			return nil
-		}); err != nil {
-			return fmt.Errorf("mark snapshot %s failed: %w", sn.ID, err)
-		}
-		s.cfg.Log.WarnContext(ctx, "snapshot interrupted by a restart: failed", "snapshot", sn.ID, "sandbox", sn.SandboxID)
-		s.dropPartialRemote(ctx, sn)
-	}
-	return nil
 }

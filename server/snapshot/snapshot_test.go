@@ -20,6 +20,47 @@ type memStore struct {
 	drops map[string]time.Time // key: the drop's lease
 }
 
+// memInstances is a model.InstanceStore in memory.
+type memInstances struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+func (m *memInstances) beat(id string, until time.Time) {
+	_ = m.BeatInstance(context.Background(), id, until)
+}
+
+func (m *memInstances) BeatInstance(_ context.Context, id string, until time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.until == nil {
+		m.until = map[string]time.Time{}
+	}
+	m.until[id] = until
+	return nil
+}
+
+func (m *memInstances) EndInstance(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.until, id)
+	return nil
+}
+
+func (m *memInstances) LiveInstances(_ context.Context, now time.Time) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var ids []string
+	for id, until := range m.until {
+		if until.After(now) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+func (m *memInstances) ForgetInstances(context.Context, time.Time) error { return nil }
+
 func (m *memStore) ReserveSnapshot(_ context.Context, sn *model.Snapshot, limit int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -20,7 +20,7 @@ var _ model.SnapshotStore = (*Store)(nil)
 const snapshotLockID = 0x62786b736e61706c
 
 const snapshotColumns = `id, account_id, sandbox_id, label, status, snap_key, size_bytes, method, driver,
-	size, storage_gb, image_id, grants, mount_points, created_at, deleted_at`
+	size, storage_gb, image_id, grants, mount_points, created_at, deleted_at, owner`
 
 func scanSnapshot(r rowScanner) (*model.Snapshot, error) {
 	var sn model.Snapshot
@@ -28,7 +28,7 @@ func scanSnapshot(r rowScanner) (*model.Snapshot, error) {
 	var deleted sql.NullInt64
 	var grants, mounts string
 	err := r.Scan(&sn.ID, &sn.AccountID, &sn.SandboxID, &sn.Label, &sn.Status, &sn.Key, &sn.SizeBytes, &sn.Method, &sn.Driver,
-		&sn.Size, &sn.StorageGB, &sn.ImageID, &grants, &mounts, &created, &deleted)
+		&sn.Size, &sn.StorageGB, &sn.ImageID, &grants, &mounts, &created, &deleted, &sn.Owner)
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +98,9 @@ func (s *Store) ReserveSnapshot(ctx context.Context, sn *model.Snapshot, limit i
 			}
 		}
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO snapshots (`+snapshotColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			sn.ID, sn.AccountID, sn.SandboxID, sn.Label, sn.Status, sn.Key, sn.SizeBytes, sn.Method, sn.Driver,
-			sn.Size, sn.StorageGB, sn.ImageID, grants, mounts, micros(sn.CreatedAt), nullMicros(sn.DeletedAt))
+			sn.Size, sn.StorageGB, sn.ImageID, grants, mounts, micros(sn.CreatedAt), nullMicros(sn.DeletedAt), sn.Owner)
 		if err != nil {
 			return fmt.Errorf("insert snapshot: %w", s.mapErr(err))
 		}
@@ -139,7 +139,7 @@ func (s *Store) SnapshotsWithStatus(ctx context.Context, status string) ([]*mode
 }
 
 // UpdateSnapshot implements model.SnapshotStore. The id, account, sandbox,
-// grants and creation time are immutable.
+// grants, owner and creation time are immutable.
 func (s *Store) UpdateSnapshot(ctx context.Context, id string, fn func(*model.Snapshot) error) (*model.Snapshot, error) {
 	var sn *model.Snapshot
 	err := s.inTx(ctx, func(tx *sql.Tx) error {

@@ -98,6 +98,7 @@ func runStoreSuite(t *testing.T, newStore storeFactory) {
 		{"SnapshotKeyClaims", testSnapshotKeyClaims},
 		{"SnapshotKeyRace", testSnapshotKeyRace},
 		{"SandboxLease", testSandboxLease},
+		{"Instances", testInstances},
 		{"Secrets", testSecrets},
 		{"SecretInherit", testSecretInherit},
 		{"Webhooks", testWebhooks},

@@ -181,10 +181,13 @@ const (
 	// 4 KiB, each); remove prints nothing, and rm's complaints are cut.
 	maxEntryOutput = 64 << 10
 	// maxListOutput: a listing, about listEntryBytes an entry, so some
-	// 80,000 entries. A larger one is refused (resource_exhausted, which
+	// 40,000 entries. A larger one is refused (resource_exhausted, which
 	// the SDK throws as a RateLimitError with the message, as E2B's
 	// client does for a message over its size limit), not held whole.
-	maxListOutput = 8 << 20
+	// It reserves 4 × (4 × 4 MiB + 64 KiB) = 64.25 MiB (heldOutput), so
+	// an account's default share (a sixteenth of the host's memory) has
+	// room for one on a host of 1 GiB and more.
+	maxListOutput = 4 << 20
 	// listEntryBytes is what find prints of an entry with a path of
 	// about 40 bytes, for the refusal's estimate of entries.
 	listEntryBytes = 100

@@ -14,9 +14,9 @@ import (
 // BenchmarkListDirHeld measures what a listing at its output limit
 // (maxListOutput of find's output, entries of 40-byte paths) allocates
 // once its output is in hand: the entries parsed and sorted, and the
-// answer marshalled as Connect's JSON codec does. The reservation,
-// exec.HeldBound(maxListOutput) = 4 × (2 × 8 MiB + 64 KiB), is checked
-// against it (reported as held-per-output-byte).
+// answer marshalled as Connect's JSON codec does (protojson): the live
+// heap per byte of output (live-bytes/output-byte), against the 16 a
+// listing reserves (heldOutput).
 func BenchmarkListDirHeld(b *testing.B) {
 	var sb strings.Builder
 	for i := 0; sb.Len() < maxListOutput-200; i++ {

@@ -70,6 +70,11 @@ func (s *Store) AttachVolumes(ctx context.Context, sandboxID string, volumeIDs [
 	return s.inner.AttachVolumes(ctx, sandboxID, volumeIDs)
 }
 
+// BeatInstance: open (needs no caller: authentication, signup and login run before there is one, or it holds no account's data).
+func (s *Store) BeatInstance(ctx context.Context, id string, until time.Time) error {
+	return s.inner.BeatInstance(ctx, id, until)
+}
+
 // ClaimIdempotencyKey: scoped (keyed by a record the caller was checked for when it was loaded (a sandbox, an image build, an idempotency record of its credential)).
 func (s *Store) ClaimIdempotencyKey(ctx context.Context, rec *model.IdempotencyRecord, staleBefore time.Time) (*model.IdempotencyRecord, error) {
 	return s.inner.ClaimIdempotencyKey(ctx, rec, staleBefore)
@@ -172,6 +177,11 @@ func (s *Store) DeleteVolume(ctx context.Context, accountID string, id string) e
 	return s.inner.DeleteVolume(ctx, accountID, id)
 }
 
+// EndInstance: open (needs no caller: authentication, signup and login run before there is one, or it holds no account's data).
+func (s *Store) EndInstance(ctx context.Context, id string) error {
+	return s.inner.EndInstance(ctx, id)
+}
+
 // EnsureAccountKey: system (every account's records: the server's own work only).
 func (s *Store) EnsureAccountKey(ctx context.Context, a *model.Account, k *model.APIKey) (*model.Account, *model.APIKey, error) {
 	if err := s.system(ctx); err != nil {
@@ -211,6 +221,11 @@ func (s *Store) ExpiredSandboxes(ctx context.Context, t time.Time) ([]*model.San
 		return nil, err
 	}
 	return s.inner.ExpiredSandboxes(ctx, t)
+}
+
+// ForgetInstances: open (needs no caller: authentication, signup and login run before there is one, or it holds no account's data).
+func (s *Store) ForgetInstances(ctx context.Context, before time.Time) error {
+	return s.inner.ForgetInstances(ctx, before)
 }
 
 // ListAPIKeys: account (the account id argument must be the caller's).
@@ -259,6 +274,11 @@ func (s *Store) ListVolumes(ctx context.Context, accountID string) ([]*model.Vol
 		return nil, err
 	}
 	return s.inner.ListVolumes(ctx, accountID)
+}
+
+// LiveInstances: open (needs no caller: authentication, signup and login run before there is one, or it holds no account's data).
+func (s *Store) LiveInstances(ctx context.Context, now time.Time) ([]string, error) {
+	return s.inner.LiveInstances(ctx, now)
 }
 
 // MCPConnections: account (the account id argument must be the caller's).
