@@ -51,7 +51,8 @@ func newFilesLsCmd(app *App) *cobra.Command {
 		Short: "List a directory of the sandbox (default: the workspace)",
 		Long: `List a directory of the sandbox (default: the workspace). A PATH that
 is not there is not found (exit 3); an empty directory prints nothing and
-says so on stderr. --json prints the API's answer, an empty list for both.`,
+says so on stderr. --json prints the API's answer: an empty list for an
+empty directory, the not_found error for a missing one.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, err := out.wantJSON(cmd)
@@ -81,6 +82,9 @@ says so on stderr. --json prints the API's answer, an empty list for both.`,
 			if storedRefusal(err) {
 				return err // says the path itself
 			}
+			if !fromStorage && pathNotFound(err) {
+				return &notFoundError{err: fmt.Errorf("%s not found in sandbox %s", sandboxPath(req.Path), sb.ID), hint: pathHint}
+			}
 			if err != nil {
 				return fmt.Errorf("list %s: %w", orWorkspace(req.Path), err)
 			}
@@ -92,17 +96,6 @@ says so on stderr. --json prints the API's answer, an empty list for both.`,
 				return nil
 			}
 			if len(res.Entries) == 0 {
-				// The API lists a missing directory as an empty one: tell
-				// them apart, so that a typo is not reported as empty.
-				if req.Path != "" {
-					exists, _, err := remoteStat(cmd.Context(), c, sb.ID, req.Path)
-					if err != nil {
-						return fmt.Errorf("look up %s in the sandbox: %w", orWorkspace(req.Path), err)
-					}
-					if !exists {
-						return &notFoundError{err: fmt.Errorf("%s not found in sandbox %s", sandboxPath(req.Path), sb.ID), hint: pathHint}
-					}
-				}
 				fmt.Fprintf(app.IO.ErrOut, "%s is empty; create a file with 'boxkite files create PATH'\n", orWorkspace(req.Path))
 				return nil
 			}
@@ -189,6 +182,13 @@ func humanBytes(n int64) string {
 
 // pathHint is what a missing path in the sandbox gets: where to look.
 const pathHint = "list what is there with 'boxkite files ls DIR' (relative paths are in /workspace)"
+
+// pathNotFound reports whether err is the sidecar's answer to a path
+// that is not there (not a sandbox that is gone, whose not_found names it).
+func pathNotFound(err error) bool {
+	e, ok := errors.AsType[*api.Error](err)
+	return ok && e.Code == api.CodeNotFound && (strings.HasPrefix(e.Message, "Directory not found: ") || strings.HasPrefix(e.Message, "File not found: "))
+}
 
 // withPathHint adds pathHint to a not-found error without a hint.
 func withPathHint(err error) error {

@@ -307,7 +307,7 @@ func (h *Handler) ls(w http.ResponseWriter, r *http.Request) error {
 	out := api.LsResult{Entries: []api.LsEntry{}}
 	switch {
 	case !t.exists:
-		return writeJSON(w, http.StatusOK, out)
+		return errDirNotFound(req.Path)
 	case !t.isDir():
 		var st unix.Stat_t
 		if err := v.user.do(func() error { return unix.Fstatat(t.cur.dir(), t.name, &st, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {

@@ -400,6 +400,9 @@ func TestLs(t *testing.T) {
 	t.Parallel()
 	fs := newFileServer(t, Options{})
 	writeFile(t, fs.ws+"/sub/deep/f.txt", "12345", 0o644)
+	if err := os.Mkdir(fs.ws+"/empty", 0o755); err != nil {
+		t.Fatal(err)
+	}
 	paths := func(entries []api.LsEntry) []string {
 		var ps []string
 		for _, e := range entries {
@@ -412,13 +415,13 @@ func TestLs(t *testing.T) {
 		want []string
 	}{
 		// Planted links out of the roots (root, up, etc, outside, secret, sub/...) and dangling or looping ones are skipped.
-		{"/", []string{"/workspace/file", "/workspace/rel/", "/workspace/sub/", "/workspace/sub2/", "/workspace/toskills/", "/workspace/totmp/"}},
+		{"/", []string{"/workspace/empty/", "/workspace/file", "/workspace/rel/", "/workspace/sub/", "/workspace/sub2/", "/workspace/toskills/", "/workspace/totmp/"}},
 		{"sub", []string{"/workspace/sub/deep/", "/workspace/sub/fileref", "/workspace/sub/in/"}},
 		{"sub/deep/f.txt", []string{"/workspace/sub/deep/f.txt"}},
 		{"/mnt", []string{"/mnt/skills/", "/mnt/user-data/"}},
 		{"/mnt/user-data", []string{"/mnt/user-data/outputs/", "/mnt/user-data/uploads/"}},
 		{"/uploads", []string{"/mnt/user-data/uploads/in.txt"}},
-		{"nope", nil},
+		{"empty", nil},
 	}
 	for _, tt := range tests {
 		got := postOK[api.LsResult](t, fs, "/ls", api.LsRequest{Path: tt.path})
@@ -432,6 +435,15 @@ func TestLs(t *testing.T) {
 	got := postOK[api.LsResult](t, fs, "/ls", api.LsRequest{Path: "sub/deep"})
 	if len(got.Entries) != 1 || got.Entries[0].Size != 5 || got.Entries[0].IsDir || got.Entries[0].ModifiedAt.IsZero() {
 		t.Errorf("ls sub/deep = %+v, want f.txt with size 5 and a time", got.Entries)
+	}
+	// A missing directory is not found, not an empty list: the answer
+	// tells a typo from an empty directory.
+	for _, p := range []string{"nope", "sub/nope", "/tmp/nope"} {
+		st, b := fs.post(t, "/ls", api.LsRequest{Path: p})
+		wantError(t, "ls "+p, st, b, http.StatusNotFound, "Directory not found: "+p)
+		if e := decodeError(t, b); e.Code != api.CodeNotFound || e.Hint == "" {
+			t.Errorf("ls %s: code %q hint %q, want %q with a hint", p, e.Code, e.Hint, api.CodeNotFound)
+		}
 	}
 }
 

@@ -290,12 +290,21 @@ func TestLs(t *testing.T) {
 			calls: []call{{"List", api.LsRequest{Path: "/"}}},
 		},
 		{
-			name: "empty or missing",
-			args: `{"path":"nothing"}`,
+			name: "empty",
+			args: `{"path":"hollow"}`,
 			fake: fake{list: func(api.LsRequest) (*api.LsResult, error) {
 				return &api.LsResult{}, nil
 			}},
-			want:  "Directory: nothing\n\n(empty)",
+			want:  "Directory: hollow\n\n(empty)",
+			calls: []call{{"List", api.LsRequest{Path: "hollow"}}},
+		},
+		{
+			name: "missing",
+			args: `{"path":"nothing"}`,
+			fake: fake{list: func(api.LsRequest) (*api.LsResult, error) {
+				return nil, apiErr(http.StatusNotFound, api.CodeNotFound, "Directory not found: nothing", "")
+			}},
+			want:  "Error [not_found]: Directory not found: nothing",
 			calls: []call{{"List", api.LsRequest{Path: "nothing"}}},
 		},
 		{

@@ -1030,7 +1030,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** List a directory */
+        /** List a directory (a file lists itself); 404 not_found when it does not exist */
         post: operations["post_sandboxes_id_files_ls"];
         delete?: never;
         options?: never;
@@ -8287,7 +8287,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description List a directory */
+            /** @description List a directory (a file lists itself); 404 not_found when it does not exist */
             200: {
                 headers: {
                     [name: string]: unknown;
