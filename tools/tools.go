@@ -156,9 +156,10 @@ func withHint(text string, err error) string {
 // "Error [<code>]: <message>", then "Hint: <hint>" on its own line when
 // the refusal has one. The code is the refusal's stable code
 // (docs/errors.md), which an agent or its harness can match on where the
-// message is prose that may change.
+// message is prose that may change. The hint is the API's as an agent
+// reads it (refusalHint): tool calls where it names boxkite CLI commands.
 func apiErrorText(e *api.Error) string {
-	return apiErrorTextHint(e, e.Hint)
+	return apiErrorTextHint(e, refusalHint(e))
 }
 
 // apiErrorTextHint is apiErrorText with hint in place of the refusal's own.

@@ -351,3 +351,68 @@ type hintedErr struct{}
 
 func (hintedErr) Error() string { return "connection refused" }
 func (hintedErr) Hint() string  { return "start the server" }
+
+// TestAgentHint: an API refusal's hint names boxkite CLI commands, which
+// an agent cannot run; the tools answer with the tool that does the same,
+// and leave out an aside or clause naming a command with no such tool.
+// The hints are the API's own (server/sandbox, server/model, server/exec).
+func TestAgentHint(t *testing.T) {
+	tests := []struct {
+		name string
+		err  *api.Error
+		want string
+	}{
+		{
+			"not found", &api.Error{Code: api.CodeNotFound, Message: "sandbox nope not found", Hint: "list your sandboxes with `boxkite session ls`"},
+			"Error [not_found]: sandbox nope not found\nHint: list your sandboxes with `list_sandboxes`",
+		},
+		{
+			"destroyed", &api.Error{Code: api.CodeConflict, Message: "sandbox sb1 is destroyed", Hint: "create a new sandbox with `boxkite session create`"},
+			"Error [conflict]: sandbox sb1 is destroyed\nHint: create a new sandbox with `create_sandbox`",
+		},
+		{
+			"paused", &api.Error{Code: api.CodeConflict, Message: "sandbox sb1 is paused", Hint: "resume it first: `boxkite session resume sb1`"},
+			"Error [conflict]: sandbox sb1 is paused\nHint: resume it first: `resume_sandbox` with session_id sb1",
+		},
+		{
+			"lost, aside without a tool", &api.Error{Code: api.CodeSandboxLost, Message: "sandbox sb1 was lost", Hint: "its processes and files are gone; create a new sandbox with `boxkite session create` (`boxkite log -s sb1` shows its history)"},
+			"Error [sandbox_lost]: sandbox sb1 was lost\nHint: its processes and files are gone; create a new sandbox with `create_sandbox`",
+		},
+		{
+			"quota", &api.Error{Code: api.CodeConcurrentSandboxLimit, Message: "2 of your sandboxes are running; at most 2 may run at once", Hint: "remove one with `boxkite session rm`, or wait for one to expire"},
+			"Error [concurrent_sandbox_limit_reached]: 2 of your sandboxes are running; at most 2 may run at once\nHint: remove one with `destroy_sandbox`, or wait for one to expire",
+		},
+		{
+			"host limit", &api.Error{Code: api.CodeHostCapacity, Message: "the host is full", Hint: "remove sandboxes you no longer need, or raise the limit (boxkite doctor says how)"},
+			"Error [host_capacity]: the host is full\nHint: remove sandboxes you no longer need, or ask the server's operator to raise the limit",
+		},
+		{
+			"held output, aside without a tool", &api.Error{Code: api.CodeLimitExceeded, Message: "exec refused", Hint: "stream the output instead (`Accept: application/x-ndjson`; `boxkite exec` streams), or ask for a smaller max_output_bytes"},
+			"Error [limit_exceeded]: exec refused\nHint: stream the output instead, or ask for a smaller max_output_bytes",
+		},
+		{
+			"clause without a tool", &api.Error{Code: api.CodeUnauthorized, Message: "no key", Hint: "send Authorization: Bearer <admin API key>; `boxkite ui` does"},
+			"Error [unauthorized]: no key\nHint: send Authorization: Bearer <admin API key>",
+		},
+		{
+			"only a command without a tool", &api.Error{Code: api.CodeNotFound, Message: "no such file", Hint: "list them with `boxkite files ls --from-storage`"},
+			"Error [not_found]: no such file",
+		},
+		{
+			"the client's bad response", &api.Error{Code: "bad_response", Message: "the server answered 200 text/html", Hint: "check the server URL (see `boxkite config show`) and any proxy in between"},
+			"Error [bad_response]: the server answered 200 text/html\nHint: check the server URL (see `boxkite config show`) and any proxy in between",
+		},
+		{
+			"validation, no command", &api.Error{Code: api.CodeValidation, Message: "size_gb must be more than 0", Hint: "omit size_gb for the default of 1 GB"},
+			"Error [validation_error]: size_gb must be more than 0\nHint: omit size_gb for the default of 1 GB",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fake{exec: func(api.ExecRequest) (*api.ExecResult, error) { return nil, tt.err }}
+			if got := Call(context.Background(), Default(), f, "bash_tool", json.RawMessage(`{"command":"true"}`)); got != tt.want {
+				t.Errorf("bash_tool refused with %+v = %q, want %q", tt.err, got, tt.want)
+			}
+		})
+	}
+}
