@@ -154,27 +154,23 @@ func TestReplicaSweepFailsDeadServersSnapshot(t *testing.T) {
 	// The first server dies: its heartbeat is renewed no more, and ends.
 	stopA()
 	a.clock.Advance(31 * time.Second)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		sn, err := b.Store.Snapshot(t.Context(), a.AcctA.ID, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sn.Status == api.SnapshotFailed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dead server's snapshot is %s 30 s after its heartbeat ended, want failed", sn.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitSnapshot(t, b, id, "failed 30 s after its heartbeat ended", func(sn *model.Snapshot) bool { return sn.Status == api.SnapshotFailed })
 	close(release)
-	got := <-snapped
-	var env api.ErrorEnvelope
-	mustUnmarshal(t, got.body, &env)
-	const want = "the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)"
-	if got.code != http.StatusConflict || env.Error == nil || env.Error.Code != api.CodeConflict || env.Error.Message != want || env.Error.Hint == "" {
-		t.Errorf("the dead server's copy, ended: %d %s, want 409 conflict %q with a hint", got.code, got.body, want)
+	wantConflict(t, <-snapped, failedMeanwhile, "the dead server's copy, ended")
+}
+
+// failedMeanwhile is the message of a snapshot another server failed
+// while it was taken (docs/snapshots.md).
+const failedMeanwhile = "the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)"
+
+// wantConflict fails t unless got is 409 conflict with message want and
+// a hint.
+func wantConflict(t *testing.T, got answer, want, what string) {
+	t.Helper()
+	var refusal api.ErrorEnvelope
+	mustUnmarshal(t, got.body, &refusal)
+	if got.code != http.StatusConflict || refusal.Error == nil || refusal.Error.Code != api.CodeConflict || refusal.Error.Message != want || refusal.Error.Hint == "" {
+		t.Errorf("%s: %d %s, want 409 conflict %q with a hint", what, got.code, got.body, want)
 	}
 }
 
@@ -308,13 +304,7 @@ func TestReplicaLapsedOwnerFenced(t *testing.T) {
 
 	// The first server's copy ends.
 	releaseCopy()
-	got := <-snapped
-	var env api.ErrorEnvelope
-	mustUnmarshal(t, got.body, &env)
-	const want = "the snapshot was marked failed while it was taken: another server took it for one a crash interrupted (this server's heartbeat in the database had lapsed)"
-	if got.code != http.StatusConflict || env.Error == nil || env.Error.Code != api.CodeConflict || env.Error.Message != want || env.Error.Hint == "" {
-		t.Errorf("the lapsed server's copy, ended: %d %s, want 409 conflict %q with a hint", got.code, got.body, want)
-	}
+	wantConflict(t, <-snapped, failedMeanwhile, "the lapsed server's copy, ended")
 	sn, err := b.Store.Snapshot(t.Context(), b.AcctA.ID, id)
 	if err != nil || sn.Status != api.SnapshotFailed || sn.Key != "" {
 		t.Errorf("the snapshot after its copy ended: %+v, %v; want failed, holding no key", sn, err)
@@ -392,13 +382,7 @@ func TestReplicaSnapshotDeletedWhileTaken(t *testing.T) {
 				t.Fatalf("DELETE of the pending snapshot: %d %s, want 204", resp.StatusCode, body)
 			}
 			releaseCopy()
-			got := <-snapped
-			var refusal api.ErrorEnvelope
-			mustUnmarshal(t, got.body, &refusal)
-			want := "snapshot " + id + " was deleted while it was taken"
-			if got.code != http.StatusConflict || refusal.Error == nil || refusal.Error.Code != api.CodeConflict || refusal.Error.Message != want || refusal.Error.Hint == "" {
-				t.Errorf("the take of a snapshot deleted meanwhile: %d %s, want 409 conflict %q with a hint", got.code, got.body, want)
-			}
+			wantConflict(t, <-snapped, "snapshot "+id+" was deleted while it was taken", "the take of a snapshot deleted meanwhile")
 			for name, e := range map[string]*env{"first": a, "second": b} {
 				if resp, body := e.do("GET", "/v1/snapshots/"+id, e.KeyA, nil); resp.StatusCode != http.StatusNotFound {
 					t.Errorf("GET of the deleted snapshot through the %s server: %d %s, want 404", name, resp.StatusCode, body)
