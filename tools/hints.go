@@ -7,29 +7,19 @@ import (
 	"github.com/boxkite/boxkite/client/api"
 )
 
-// toolCalls are the boxkite CLI commands the API's hints name, each as the
-// tool that does the same for an agent ($1: the id the command names).
-var toolCalls = []struct {
-	cli  *regexp.Regexp
-	tool string
-}{
-	{regexp.MustCompile("`boxkite session create`"), "`create_sandbox`"},
-	{regexp.MustCompile("`boxkite session ls`"), "`list_sandboxes`"},
-	{regexp.MustCompile("`boxkite session get ([^`]+)`"), "`get_sandbox` with session_id $1"},
-	{regexp.MustCompile("`boxkite session get`"), "`get_sandbox`"},
-	{regexp.MustCompile("`boxkite session resume ([^`]+)`"), "`resume_sandbox` with session_id $1"},
-	{regexp.MustCompile("`boxkite session resume`"), "`resume_sandbox`"},
-	{regexp.MustCompile("`boxkite session pause`"), "`pause_sandbox`"},
-	{regexp.MustCompile("`boxkite session fork ([^`]+)`"), "`fork_sandbox` with session_id $1"},
-	{regexp.MustCompile("`boxkite session rm ([^`]+)`"), "`destroy_sandbox` with session_id $1"},
-	{regexp.MustCompile("`boxkite session rm`"), "`destroy_sandbox`"},
-	{regexp.MustCompile("`boxkite session snapshot`"), "`snapshot_sandbox`"},
-	{regexp.MustCompile("`boxkite images ls`"), "`list_sandbox_images`"},
-	{regexp.MustCompile("`boxkite images rm ID`"), "`delete_sandbox_image`"},
-	{regexp.MustCompile("`boxkite volumes ls`"), "`list_sandbox_volumes`"},
-	{regexp.MustCompile("`boxkite volumes rm ID`"), "`delete_sandbox_volume`"},
-	{regexp.MustCompile("`boxkite mcp-connections ls`"), "`list_mcp_connections`"},
-	{regexp.MustCompile(`raise the limit \(boxkite doctor says how\)`), "ask the server's operator to raise the limit"},
+// HintCommand is a boxkite CLI command the API's hints name, and what
+// stands for it where the reader cannot run the CLI: an agent calling
+// tools (agentHint), an E2B SDK user (server/e2b/envd).
+type HintCommand struct {
+	cli     *regexp.Regexp
+	instead string
+}
+
+// NewHintCommand is the command cli matches as the hints word it (a
+// regexp: "`boxkite session resume ([^`]+)`", its group the id the command
+// names), and instead what stands for it ($1: the group).
+func NewHintCommand(cli, instead string) HintCommand {
+	return HintCommand{regexp.MustCompile(cli), instead}
 }
 
 // cliCommand finds a boxkite CLI command a hint names: quoted
@@ -38,6 +28,65 @@ var cliCommand = regexp.MustCompile("[`(]boxkite [a-z]")
 
 // cliAside is a parenthesised aside that names a CLI command.
 var cliAside = regexp.MustCompile(" ?\\([^()]*[`(]boxkite [a-z][^()]*\\)")
+
+// NamesCommand reports whether s names a boxkite CLI command, quoted or in
+// parentheses.
+func NamesCommand(s string) bool {
+	return cliCommand.MatchString(s) || strings.Contains(s, "boxkite doctor")
+}
+
+// ReplaceCommands is hint with each command of cmds it names replaced by
+// what stands for it, in cmds' order (a command with an id before the same
+// without). A command cmds lacks is left as it is: NamesCommand still
+// finds it.
+func ReplaceCommands(hint string, cmds []HintCommand) string {
+	if !NamesCommand(hint) {
+		return hint
+	}
+	for _, c := range cmds {
+		hint = c.cli.ReplaceAllString(hint, c.instead)
+	}
+	return hint
+}
+
+// DropCommands is hint without the parenthesised asides and the
+// "; "-separated clauses that name a boxkite CLI command; "" when nothing
+// is left.
+func DropCommands(hint string) string {
+	if !NamesCommand(hint) {
+		return hint
+	}
+	hint = cliAside.ReplaceAllString(hint, "")
+	var kept []string
+	for clause := range strings.SplitSeq(hint, "; ") {
+		if !NamesCommand(clause) {
+			kept = append(kept, clause)
+		}
+	}
+	return strings.TrimSpace(strings.Join(kept, "; "))
+}
+
+// toolCalls are the boxkite CLI commands the API's hints name, each as the
+// tool that does the same for an agent ($1: the id the command names).
+var toolCalls = []HintCommand{
+	NewHintCommand("`boxkite session create`", "`create_sandbox`"),
+	NewHintCommand("`boxkite session ls`", "`list_sandboxes`"),
+	NewHintCommand("`boxkite session get ([^`]+)`", "`get_sandbox` with session_id $1"),
+	NewHintCommand("`boxkite session get`", "`get_sandbox`"),
+	NewHintCommand("`boxkite session resume ([^`]+)`", "`resume_sandbox` with session_id $1"),
+	NewHintCommand("`boxkite session resume`", "`resume_sandbox`"),
+	NewHintCommand("`boxkite session pause`", "`pause_sandbox`"),
+	NewHintCommand("`boxkite session fork ([^`]+)`", "`fork_sandbox` with session_id $1"),
+	NewHintCommand("`boxkite session rm ([^`]+)`", "`destroy_sandbox` with session_id $1"),
+	NewHintCommand("`boxkite session rm`", "`destroy_sandbox`"),
+	NewHintCommand("`boxkite session snapshot`", "`snapshot_sandbox`"),
+	NewHintCommand("`boxkite images ls`", "`list_sandbox_images`"),
+	NewHintCommand("`boxkite images rm ID`", "`delete_sandbox_image`"),
+	NewHintCommand("`boxkite volumes ls`", "`list_sandbox_volumes`"),
+	NewHintCommand("`boxkite volumes rm ID`", "`delete_sandbox_volume`"),
+	NewHintCommand("`boxkite mcp-connections ls`", "`list_mcp_connections`"),
+	NewHintCommand(`raise the limit \(boxkite doctor says how\)`, "ask the server's operator to raise the limit"),
+}
 
 // codeBadResponse is client.CodeBadResponse (tools does not import the
 // client): the server URL answered with something that is not boxkite. Its
@@ -60,18 +109,5 @@ func refusalHint(e *api.Error) string {
 // command with no such tool is left out, and so is the hint when nothing
 // of it is left. Any other hint is kept as it is.
 func agentHint(hint string) string {
-	if !cliCommand.MatchString(hint) {
-		return hint
-	}
-	for _, c := range toolCalls {
-		hint = c.cli.ReplaceAllString(hint, c.tool)
-	}
-	hint = cliAside.ReplaceAllString(hint, "")
-	var kept []string
-	for clause := range strings.SplitSeq(hint, "; ") {
-		if !cliCommand.MatchString(clause) && !strings.Contains(clause, "boxkite doctor") {
-			kept = append(kept, clause)
-		}
-	}
-	return strings.TrimSpace(strings.Join(kept, "; "))
+	return DropCommands(ReplaceCommands(hint, toolCalls))
 }
