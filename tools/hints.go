@@ -66,27 +66,43 @@ func DropCommands(hint string) string {
 	return strings.TrimSpace(strings.Join(kept, "; "))
 }
 
-// toolCalls are the boxkite CLI commands the API's hints name, each as the
-// tool that does the same for an agent ($1: the id the command names).
-var toolCalls = []HintCommand{
-	NewHintCommand("`boxkite session create`", "`create_sandbox`"),
-	NewHintCommand("`boxkite session ls`", "`list_sandboxes`"),
-	NewHintCommand("`boxkite session get ([^`]+)`", "`get_sandbox` with session_id $1"),
-	NewHintCommand("`boxkite session get`", "`get_sandbox`"),
-	NewHintCommand("`boxkite session resume ([^`]+)`", "`resume_sandbox` with session_id $1"),
-	NewHintCommand("`boxkite session resume`", "`resume_sandbox`"),
-	NewHintCommand("`boxkite session pause`", "`pause_sandbox`"),
-	NewHintCommand("`boxkite session fork ([^`]+)`", "`fork_sandbox` with session_id $1"),
-	NewHintCommand("`boxkite session rm ([^`]+)`", "`destroy_sandbox` with session_id $1"),
-	NewHintCommand("`boxkite session rm`", "`destroy_sandbox`"),
-	NewHintCommand("`boxkite session snapshot`", "`snapshot_sandbox`"),
-	NewHintCommand("`boxkite images ls`", "`list_sandbox_images`"),
-	NewHintCommand("`boxkite images rm ID`", "`delete_sandbox_image`"),
-	NewHintCommand("`boxkite volumes ls`", "`list_sandbox_volumes`"),
-	NewHintCommand("`boxkite volumes rm ID`", "`delete_sandbox_volume`"),
-	NewHintCommand("`boxkite mcp-connections ls`", "`list_mcp_connections`"),
-	NewHintCommand(`raise the limit \(boxkite doctor says how\)`, "ask the server's operator to raise the limit"),
+// toolCall is a boxkite CLI command the API's hints name as the tool
+// that does the same for an agent.
+type toolCall struct {
+	tool string
+	cmd  HintCommand
 }
+
+// asTool is cli as `tool` and then with ($1: the id the command names).
+func asTool(cli, tool, with string) toolCall {
+	return toolCall{tool, NewHintCommand(cli, "`"+tool+"`"+with)}
+}
+
+// toolCalls are the boxkite CLI commands the API's hints name, each as the
+// tool that does the same for an agent, a command with an id before the
+// same without.
+var toolCalls = []toolCall{
+	asTool("`boxkite session create`", "create_sandbox", ""),
+	asTool("`boxkite session ls`", "list_sandboxes", ""),
+	asTool("`boxkite session get ([^`]+)`", "get_sandbox", " with session_id $1"),
+	asTool("`boxkite session get`", "get_sandbox", ""),
+	asTool("`boxkite session resume ([^`]+)`", "resume_sandbox", " with session_id $1"),
+	asTool("`boxkite session resume`", "resume_sandbox", ""),
+	asTool("`boxkite session pause`", "pause_sandbox", ""),
+	asTool("`boxkite session fork ([^`]+)`", "fork_sandbox", " with session_id $1"),
+	asTool("`boxkite session rm ([^`]+)`", "destroy_sandbox", " with session_id $1"),
+	asTool("`boxkite session rm`", "destroy_sandbox", ""),
+	asTool("`boxkite session snapshot`", "snapshot_sandbox", ""),
+	asTool("`boxkite images ls`", "list_sandbox_images", ""),
+	asTool("`boxkite images rm ID`", "delete_sandbox_image", ""),
+	asTool("`boxkite volumes ls`", "list_sandbox_volumes", ""),
+	asTool("`boxkite volumes rm ID`", "delete_sandbox_volume", ""),
+	asTool("`boxkite mcp-connections ls`", "list_mcp_connections", ""),
+}
+
+// operatorLimit is the hints' `boxkite doctor` for a limit of the host,
+// which only the server's operator can raise.
+var operatorLimit = NewHintCommand(`raise the limit \(boxkite doctor says how\)`, "ask the server's operator to raise the limit")
 
 // codeBadResponse is client.CodeBadResponse (tools does not import the
 // client): the server URL answered with something that is not boxkite. Its
@@ -94,20 +110,31 @@ var toolCalls = []HintCommand{
 // CLI's config a person runs `boxkite config show` for), and stays.
 const codeBadResponse = "bad_response"
 
-// refusalHint is e's hint as an agent reads it: agentHint of the API's.
-func refusalHint(e *api.Error) string {
+// refusalHint is e's hint as an agent with the tools has reports reads
+// it: agentHint of the API's.
+func refusalHint(e *api.Error, has func(tool string) bool) string {
 	if e.Code == codeBadResponse {
 		return e.Hint
 	}
-	return agentHint(e.Hint)
+	return agentHint(e.Hint, has)
 }
 
 // agentHint is a hint of the API's as an agent reads it. The API's hints
 // name boxkite CLI commands, which an agent calling tools cannot run: each
 // becomes the tool that does the same (`list_sandboxes` for `boxkite
-// session ls`); an aside or a "; "-separated clause that still names a
-// command with no such tool is left out, and so is the hint when nothing
-// of it is left. Any other hint is kept as it is.
-func agentHint(hint string) string {
-	return DropCommands(ReplaceCommands(hint, toolCalls))
+// session ls`) when the agent has that tool (has reports it); an aside or
+// a "; "-separated clause that still names a command, with no such tool
+// or one the agent lacks, is left out, and so is the hint when nothing of
+// it is left. Any other hint is kept as it is.
+func agentHint(hint string, has func(tool string) bool) string {
+	if !NamesCommand(hint) {
+		return hint
+	}
+	cmds := []HintCommand{operatorLimit}
+	for _, c := range toolCalls {
+		if has(c.tool) {
+			cmds = append(cmds, c.cmd)
+		}
+	}
+	return DropCommands(ReplaceCommands(hint, cmds))
 }
