@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -27,10 +26,9 @@ import (
 func testInstances(t *testing.T, newStore storeFactory) {
 	one, two := twoServers(t, newStore)
 	ctx := t.Context()
-	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
 	live := func(st model.Store, now int) map[string]int64 {
 		t.Helper()
-		ids, err := st.LiveInstances(ctx, at(now))
+		ids, err := st.LiveInstances(ctx, after(now))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +37,7 @@ func testInstances(t *testing.T, newStore storeFactory) {
 	tokens := map[string]int64{} // the last token each instance got
 	beat := func(st model.Store, id string, now, until int) {
 		t.Helper()
-		token, err := st.BeatInstance(ctx, id, tokens[id], at(now), at(until))
+		token, err := st.BeatInstance(ctx, id, tokens[id], after(now), after(until))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,13 +62,13 @@ func testInstances(t *testing.T, newStore storeFactory) {
 		}, 51, map[string]int64{"s2": 2}},
 		{"an ended one is not forgotten before the time given", func() {
 			beat(one, "s3", 41, 45)
-			if err := two.ForgetInstances(ctx, at(44)); err != nil {
+			if err := two.ForgetInstances(ctx, after(44)); err != nil {
 				t.Fatal(err)
 			}
 			beat(one, "s3", 44, 80) // renewed: it was still there to renew
 		}, 46, map[string]int64{"s2": 2, "s3": 1}},
 		{"forgotten once it ended before it", func() {
-			if err := two.ForgetInstances(ctx, at(75)); err != nil {
+			if err := two.ForgetInstances(ctx, after(75)); err != nil {
 				t.Fatal(err)
 			}
 		}, 0, map[string]int64{"s3": 1}}, // at 0 s2 (ends at 70, forgotten) would be alive
@@ -140,7 +138,7 @@ func testInstances(t *testing.T, newStore storeFactory) {
 			t.Fatal(err)
 		}
 		called := false
-		_, err := two.FinishSnapshot(ctx, id, at(f.now), func(sn *model.Snapshot) error {
+		_, err := two.FinishSnapshot(ctx, id, after(f.now), func(sn *model.Snapshot) error {
 			called = true
 			sn.Status = api.SnapshotCompleted
 			return nil
