@@ -326,7 +326,13 @@ func TestStartOwnedPlaces(t *testing.T) {
 			t.Cleanup(func() { _ = cg.Remove(context.Background()) })
 			spec := Spec{HostIDBase: testBase, CgroupDirs: cg.Dirs}
 			// cat, exec'd directly, reads its cgroups, then blocks on stdin.
-			out, pid, finish := startOwnedCmd(t, spec, "/bin/cat", "/proc/self/cgroup", "-")
+			// /proc/self is the host's procfs, and /proc/self/cgroup shows
+			// the host's paths: a new cgroup namespace would be rooted at the
+			// parent's v1 cgroups and, with CLONE_INTO_CGROUP, the sandbox's
+			// cgroup2 one (Setup's own unshare roots the jail's at its
+			// cgroups in all).
+			const clear = unix.CLONE_NEWPID | unix.CLONE_NEWCGROUP
+			out, pid, finish := startOwnedCmd(t, spec, clear, "/bin/cat", "/proc/self/cgroup", "-")
 			fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 			if err != nil {
 				t.Fatal(err)
@@ -351,7 +357,7 @@ func TestStartOwnedPlaces(t *testing.T) {
 			}
 
 			// pids.max 1: the shell's fork for true is refused.
-			out, _, finish = startOwnedCmd(t, spec, "/bin/sh", "-c", "/bin/true; echo forked")
+			out, _, finish = startOwnedCmd(t, spec, clear, "/bin/sh", "-c", "/bin/true; echo forked")
 			err = finish()
 			if err == nil || strings.Contains(out.String(), "forked") {
 				t.Errorf("sh forked in a cgroup with pids.max 1: %v, %q", err, out.String())
@@ -363,10 +369,11 @@ func TestStartOwnedPlaces(t *testing.T) {
 	}
 }
 
-// startOwnedCmd starts argv with startOwned as spec's jail (its stdin a
-// pipe kept open), and returns its output so far's buffer, its pid, and a
-// finish that closes its stdin and waits for it, its output then whole.
-func startOwnedCmd(t *testing.T, spec Spec, argv ...string) (*strings.Builder, int, func() error) {
+// startOwnedCmd starts argv with startOwned as spec's jail, without the
+// clone flags in clear (its stdin a pipe kept open, its stdout and stderr
+// one pipe: files, as Start asks), and returns its output's buffer, its
+// pid, and a finish that closes its stdin and waits for it and its output.
+func startOwnedCmd(t *testing.T, spec Spec, clear uintptr, argv ...string) (*strings.Builder, int, func() error) {
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	stdinR, stdin, err := os.Pipe()
@@ -379,11 +386,7 @@ func startOwnedCmd(t *testing.T, spec Spec, argv ...string) (*strings.Builder, i
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, outW, outW
 	cmd.SysProcAttr = sysProcAttr(spec)
-	// /proc/self is the host's procfs; /proc/self/cgroup shows the
-	// host's paths (a new cgroup namespace would be rooted at the parent's
-	// v1 cgroups, and, with CLONE_INTO_CGROUP, the sandbox's cgroup2 one:
-	// Setup's own unshare roots the jail's at its cgroups in all).
-	cmd.SysProcAttr.Cloneflags &^= unix.CLONE_NEWPID | unix.CLONE_NEWCGROUP
+	cmd.SysProcAttr.Cloneflags &^= clear
 	err = startOwned(cmd, spec)
 	stdinR.Close()
 	outW.Close()
